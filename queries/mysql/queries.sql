@@ -1,0 +1,107 @@
+-- MariaDB: sqlc's MySQL parser takes sqlc.arg(), not @name (which MariaDB would
+-- read as a user variable), and has no INSERT ... RETURNING.
+
+-- name: BumpRevision :exec
+UPDATE state SET revision = revision + 1 WHERE id = 1;
+
+-- name: GetRevision :one
+SELECT revision FROM state WHERE id = 1;
+
+-- name: GetNetwork :one
+SELECT * FROM networks WHERE id = sqlc.arg(id);
+
+-- name: UpsertNetwork :exec
+INSERT INTO networks (id, name, network_type, physical_network, pkey, revision, created_at, updated_at)
+VALUES (sqlc.arg(id), sqlc.arg(name), sqlc.arg(network_type), sqlc.arg(physical_network), sqlc.arg(pkey),
+        sqlc.arg(revision), sqlc.arg(now), sqlc.arg(now))
+ON DUPLICATE KEY UPDATE
+    name = VALUES(name), network_type = VALUES(network_type),
+    physical_network = VALUES(physical_network), pkey = VALUES(pkey),
+    revision = VALUES(revision), updated_at = VALUES(updated_at);
+
+-- name: DeleteNetwork :execrows
+DELETE FROM networks WHERE id = sqlc.arg(id);
+
+-- name: ListNetworks :many
+SELECT * FROM networks ORDER BY id;
+
+-- name: GetPort :one
+SELECT * FROM ports WHERE id = sqlc.arg(id);
+
+-- name: GetPortByGUID :one
+SELECT * FROM ports WHERE guid = sqlc.arg(guid);
+
+-- name: UpsertPort :exec
+INSERT INTO ports (id, network_id, guid, host, revision, created_at, updated_at)
+VALUES (sqlc.arg(id), sqlc.arg(network_id), sqlc.arg(guid), sqlc.arg(host), sqlc.arg(revision),
+        sqlc.arg(now), sqlc.arg(now))
+ON DUPLICATE KEY UPDATE
+    network_id = VALUES(network_id), guid = VALUES(guid), host = VALUES(host),
+    revision = VALUES(revision), updated_at = VALUES(updated_at);
+
+-- name: DeletePort :execrows
+DELETE FROM ports WHERE id = sqlc.arg(id);
+
+-- name: DeletePortsOfNetwork :execrows
+DELETE FROM ports WHERE network_id = sqlc.arg(network_id);
+
+-- name: ListMembers :many
+SELECT network_id, guid FROM ports WHERE guid IS NOT NULL ORDER BY network_id, guid;
+
+-- name: InsertJob :execresult
+INSERT INTO jobs (revision, object_type, object_id, network_id, operation, status,
+                  description, result, error, created_by, request, created_at, updated_at)
+VALUES (sqlc.arg(revision), sqlc.arg(object_type), sqlc.arg(object_id), sqlc.arg(network_id),
+        sqlc.arg(operation), sqlc.arg(status), sqlc.arg(description), sqlc.arg(result), '',
+        sqlc.arg(created_by), sqlc.arg(request), sqlc.arg(now), sqlc.arg(now));
+
+-- name: GetJob :one
+SELECT * FROM jobs WHERE id = sqlc.arg(id);
+
+-- name: MarkJobsRunning :execrows
+UPDATE jobs SET status = 'Running', started_at = sqlc.arg(started_at), updated_at = sqlc.arg(now)
+WHERE status = 'Pending' AND revision <= sqlc.arg(revision)
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term));
+
+-- name: CompleteJobs :execrows
+UPDATE jobs SET status = 'Completed', error = '', finished_at = sqlc.arg(finished_at), updated_at = sqlc.arg(now)
+WHERE status IN ('Pending', 'Running') AND revision <= sqlc.arg(revision)
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term));
+
+-- name: FailJobs :execrows
+UPDATE jobs SET status = 'Failed', error = sqlc.arg(error), finished_at = sqlc.arg(finished_at), updated_at = sqlc.arg(now)
+WHERE status IN ('Pending', 'Running') AND revision <= sqlc.arg(revision)
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term));
+
+-- name: CountJobsByStatus :many
+SELECT status, count(*) AS n FROM jobs GROUP BY status ORDER BY status;
+
+-- name: InsertApply :execrows
+INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finished_at)
+SELECT sqlc.arg(revision), sqlc.arg(sha256), sqlc.arg(term), sqlc.arg(outcome), sqlc.arg(detail),
+       sqlc.arg(started_at), sqlc.arg(finished_at)
+FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term);
+
+-- name: LastApply :one
+SELECT * FROM applies ORDER BY id DESC LIMIT 1;
+
+-- name: NewTerm :exec
+UPDATE leadership SET term = term + 1, holder = sqlc.arg(holder), heartbeat = sqlc.arg(heartbeat) WHERE id = 1;
+
+-- name: GetLeadership :one
+SELECT * FROM leadership WHERE id = 1;
+
+-- GET_LOCK and IS_USED_LOCK return NULL on error or when the lock is free: wrap
+-- them so the result scans into an integer.
+
+-- name: TryGetLock :one
+SELECT CAST(COALESCE(GET_LOCK(sqlc.arg(name), 0), 0) AS SIGNED) AS locked;
+
+-- name: HoldsLock :one
+SELECT CAST(COALESCE(IS_USED_LOCK(sqlc.arg(name)) = CONNECTION_ID(), 0) AS SIGNED) AS held;
+
+-- name: ReleaseLock :one
+SELECT CAST(COALESCE(RELEASE_LOCK(sqlc.arg(name)), 0) AS SIGNED) AS released;
+
+-- name: WsrepOn :one
+SELECT CAST(COALESCE(@@wsrep_on, 0) AS SIGNED) AS wsrep_on;
