@@ -1,0 +1,166 @@
+// Package config reads the manager's INI file, afm.conf: its sections, their
+// defaults, and the checks that make a bad file fail at start-up, with an error
+// naming the key, rather than later, in the middle of an apply.
+//
+// Unknown sections and keys are errors: a misspelt key would otherwise fall back
+// to its default without a word. Errors never quote the API token, nor any
+// password in the database URL.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
+
+// DefaultPath is where the manager reads its configuration unless told otherwise.
+const DefaultPath = "/etc/alternative-fabric-manager/afm.conf"
+
+// Config is the whole configuration file, defaults applied and checked.
+type Config struct {
+	API      API
+	Database Database
+	OpenSM   OpenSM
+	// OpenSMConf is [opensm_conf] in file order: options passed through to
+	// opensm.conf as they are written.
+	OpenSMConf []KeyValue
+}
+
+// API is [api]: where the REST API networking-mlnx talks to is served.
+type API struct {
+	Listen string // host:port
+	Prefix string // URL path prefix of every route, such as /ufmRestV3
+	Domain string // path segment networking-mlnx puts after the prefix, such as cloudx
+	Token  string // what networking-mlnx sends as "Authorization: Basic <token>"
+}
+
+// Database is [database].
+type Database struct {
+	Connection   string // a URL; see ParseConnection
+	AutoMigrate  bool   // apply pending schema migrations at start-up
+	PollInterval time.Duration
+}
+
+// OpenSM is [opensm]: how the manager runs OpenSM and where their files meet.
+type OpenSM struct {
+	Driver           string
+	Command          []string // the executable and its leading arguments
+	EnvFile          string   // KEY=VALUE lines added to OpenSM's environment; "" for none
+	ConfigDir        string   // where opensm.conf and partitions.conf are written
+	LogFile          string   // OpenSM's log, which the manager follows
+	CheckInterval    time.Duration
+	SweepTimeout     time.Duration
+	FlatPKey         fabric.PKey
+	DefaultPartition string // the default partition's line, written to partitions.conf as is
+}
+
+// KeyValue is one line of [opensm_conf].
+type KeyValue struct{ Key, Value string }
+
+// OwnedOpenSMOptions are the opensm.conf options the manager writes itself: it
+// relies on their values (it follows the log it chose, flushed per line; OpenSM
+// stays its child, in the foreground, without an unauthenticated console), so
+// [opensm_conf] cannot set them. opensm.conf rendering uses the same list.
+var OwnedOpenSMOptions = []string{
+	"partition_config_file",
+	"log_file",
+	"force_log_flush",
+	"per_module_logging_file",
+	"daemon",
+	"console",
+}
+
+// Load reads the file at path; see Parse.
+func Load(path string) (*Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading configuration: %w", err)
+	}
+	defer f.Close()
+	return Parse(f, path)
+}
+
+// Parse reads a configuration file, applies the defaults and checks every value.
+// name is how errors refer to the file. When the file has several problems the
+// error lists them all, one per line.
+func Parse(r io.Reader, name string) (*Config, error) {
+	text, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	file, errs := parseINI(string(text))
+
+	c := Default()
+	c.OpenSM.LogFile = "" // derived from config_dir below, unless the file sets it
+	for _, section := range file.sections {
+		errs = append(errs, c.apply(section)...)
+	}
+	if c.OpenSM.LogFile == "" {
+		c.OpenSM.LogFile = filepath.Join(c.OpenSM.ConfigDir, "opensm.log")
+	}
+	if c.API.Token == "" {
+		errs = append(errs, errors.New("[api] token is required: the manager refuses to start without one"))
+	}
+
+	if len(errs) > 0 {
+		for i, e := range errs {
+			errs[i] = fmt.Errorf("%s: %w", name, e)
+		}
+		return nil, errors.Join(errs...)
+	}
+	return &c, nil
+}
+
+// Default returns the configuration a file that sets nothing would give. It has no
+// token, which has no default, so Parse would refuse it.
+func Default() Config {
+	var c Config
+	for _, s := range sections {
+		for _, f := range s.fields {
+			if f.def == "" {
+				continue
+			}
+			if err := f.set(&c, f.def); err != nil {
+				panic(fmt.Sprintf("config: default of [%s] %s: %v", s.name, f.key, err))
+			}
+		}
+	}
+	c.OpenSM.LogFile = filepath.Join(c.OpenSM.ConfigDir, "opensm.log")
+	return c
+}
+
+// apply stores the entries of one section of the file, and returns their errors.
+func (c *Config) apply(s iniSection) []error {
+	if s.name == opensmConfSection {
+		return c.applyOpenSMConf(s)
+	}
+	i := slices.IndexFunc(sections, func(known section) bool { return known.name == s.name })
+	if i < 0 {
+		return []error{fmt.Errorf("unknown section [%s] (line %d); known sections: %s", s.name, s.line, sectionNames())}
+	}
+	known := sections[i]
+
+	var errs []error
+	for _, e := range s.entries {
+		j := slices.IndexFunc(known.fields, func(f field) bool { return f.key == e.key })
+		if j < 0 {
+			errs = append(errs, fmt.Errorf("unknown key %q in [%s] (line %d); known keys: %s",
+				e.key, s.name, e.line, known.keyNames()))
+			continue
+		}
+		f := known.fields[j]
+		if e.value == "" {
+			continue // an empty value leaves the default, as if the line were not there
+		}
+		if err := f.set(c, e.value); err != nil {
+			errs = append(errs, fmt.Errorf("[%s] %s = %s (line %d): %w", s.name, f.key, f.show(e.value), e.line, err))
+		}
+	}
+	return errs
+}

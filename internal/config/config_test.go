@@ -1,0 +1,279 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// secretMarker is in every token and password of the fixtures: no error may show it.
+const secretMarker = "s3cret"
+
+// defaultsWith returns the defaults of a file that sets only the token, changed by edit.
+func defaultsWith(edit func(c *Config)) *Config {
+	c := Default()
+	c.API.Token = "s3cret-token"
+	if edit != nil {
+		edit(&c)
+	}
+	return &c
+}
+
+func TestParseValidFiles(t *testing.T) {
+	tests := []struct {
+		file string
+		want *Config
+	}{
+		{"minimal.conf", defaultsWith(nil)},
+		{"empty-values.conf", defaultsWith(nil)},
+		{"comments.conf", defaultsWith(func(c *Config) { c.API.Token = "s3cret-token # not a comment: part of the token" })},
+		{"every-key.conf", &Config{
+			API: API{Listen: "0.0.0.0:9090", Prefix: "/api/ufmRestV3", Domain: "fabric-1", Token: "s3cret-token"},
+			Database: Database{
+				Connection:   "mysql+pymysql://afm:s3cret%40pw@db.example.com:3307/afm?charset=utf8mb4",
+				AutoMigrate:  false,
+				PollInterval: 250 * time.Millisecond,
+			},
+			OpenSM: OpenSM{
+				Driver:           "process",
+				Command:          []string{"/opt/open sm/bin/opensm", "--guid", "0x0002c90300a00001", "-d0", "two words", "$HOME"},
+				EnvFile:          "/etc/alternative-fabric-manager/opensm.env",
+				ConfigDir:        "/srv/afm/opensm",
+				LogFile:          "/var/log/opensm/opensm.log",
+				CheckInterval:    30 * time.Second,
+				SweepTimeout:     120500 * time.Millisecond,
+				FlatPKey:         0x0fff,
+				DefaultPartition: "Default=0x7fff, ipoib, rate=7, mtu=5 : ALL=limited, SELF=full ;",
+			},
+			OpenSMConf: []KeyValue{{"sm_priority", "15"}, {"sweep_interval", "10"}, {"sm_key", "0x0123456789abcdef"}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			got, err := Load(filepath.Join("testdata", "valid", tt.file))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got  %#v\nwant %#v", *got, *tt.want)
+			}
+		})
+	}
+}
+
+// TestDefaults pins the documented defaults, which other tools and the sample rely on.
+func TestDefaults(t *testing.T) {
+	got, err := Parse(strings.NewReader("[api]\ntoken = t\n"), "afm.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &Config{
+		API: API{Listen: "127.0.0.1:8090", Prefix: "/ufmRestV3", Domain: "cloudx", Token: "t"},
+		Database: Database{
+			Connection:   "sqlite:////var/lib/alternative-fabric-manager/afm.db",
+			AutoMigrate:  true,
+			PollInterval: time.Second,
+		},
+		OpenSM: OpenSM{
+			Driver:           "process",
+			Command:          []string{"opensm"},
+			ConfigDir:        "/var/lib/alternative-fabric-manager/opensm",
+			LogFile:          "/var/lib/alternative-fabric-manager/opensm/opensm.log",
+			CheckInterval:    60 * time.Second,
+			SweepTimeout:     60 * time.Second,
+			FlatPKey:         0x7ffe,
+			DefaultPartition: "Default=0x7fff, ipoib : ALL=limited, SELF=full ;",
+		},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %#v\nwant %#v", *got, *want)
+	}
+}
+
+func TestLogFileFollowsConfigDir(t *testing.T) {
+	got, err := Parse(strings.NewReader("[api]\ntoken = t\n[opensm]\nconfig_dir = /srv/opensm\n"), "afm.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.OpenSM.LogFile != "/srv/opensm/opensm.log" {
+		t.Errorf("LogFile = %q, want /srv/opensm/opensm.log", got.OpenSM.LogFile)
+	}
+}
+
+func TestWindowsLineEndings(t *testing.T) {
+	got, err := Parse(strings.NewReader("\ufeff[api]\r\ntoken = t\r\n[opensm_conf]\r\nsm_priority = 15\r\n"), "afm.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.API.Token != "t" || !reflect.DeepEqual(got.OpenSMConf, []KeyValue{{"sm_priority", "15"}}) {
+		t.Errorf("token %q, opensm_conf %v: carriage returns or the byte order mark were kept", got.API.Token, got.OpenSMConf)
+	}
+}
+
+// TestParseInvalidFiles reads each fixture's "# want:" lines: every one must be in
+// the error, and no secret may be.
+func TestParseInvalidFiles(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "invalid", "*.conf"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	for _, path := range files {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			text, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wants []string
+			for line := range strings.Lines(string(text)) {
+				if want, ok := strings.CutPrefix(strings.TrimSpace(line), "# want: "); ok {
+					wants = append(wants, want)
+				}
+			}
+			if len(wants) == 0 {
+				t.Fatal("fixture has no \"# want: \" line")
+			}
+
+			cfg, err := Parse(strings.NewReader(string(text)), "afm.conf")
+			if err == nil {
+				t.Fatalf("no error; got %v", cfg)
+			}
+			for _, want := range wants {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error lacks %q:\n%v", want, err)
+				}
+			}
+			if strings.Contains(err.Error(), secretMarker) {
+				t.Errorf("error shows a secret:\n%v", err)
+			}
+		})
+	}
+}
+
+// TestBadValues covers each key's check, one value at a time.
+func TestBadValues(t *testing.T) {
+	tests := []struct {
+		section, key, value string
+		want                string
+	}{
+		{"api", "listen", "8090", "want host:port"},
+		{"api", "listen", "127.0.0.1:http", "port from 0 to 65535"},
+		{"api", "listen", "127.0.0.1:70000", "port from 0 to 65535"},
+		{"api", "prefix", "ufmRestV3", "starts with '/'"},
+		{"api", "prefix", "/ufmRestV3/", "does not end with one"},
+		{"api", "prefix", "/", "does not end with one"},
+		{"api", "prefix", "/a//b", "empty segments"},
+		{"api", "prefix", "/:domain", "none of ? # % : *"},
+		{"api", "domain", "cloud/x", "one path segment"},
+		{"api", "domain", "..", "one path segment"},
+		{"database", "connection", "postgres", "not a URL"},
+		{"database", "auto_migrate", "yes please", "want true or false"},
+		{"database", "poll_interval", "1s", "want a number of seconds"},
+		{"database", "poll_interval", "NaN", "want a number of seconds"},
+		{"database", "poll_interval", "0.0000001", "at least 0.001"},
+		{"opensm", "driver", "docker", `want "process"`},
+		{"opensm", "command", `"`, "unterminated double quote"},
+		{"opensm", "command", `'opensm`, "unterminated single quote"},
+		{"opensm", "command", `opensm \`, "backslash that escapes nothing"},
+		{"opensm", "command", `"" -d0`, "no executable"},
+		{"opensm", "env_file", "opensm.env", "want an absolute path"},
+		{"opensm", "config_dir", "opensm", "want an absolute path"},
+		{"opensm", "log_file", "stdout", "want an absolute path"},
+		{"opensm", "check_interval", "-0.5", "greater than 0"},
+		{"opensm", "sweep_timeout", "0", "greater than 0"},
+		{"opensm", "sweep_timeout", "86401", "at most 86400"},
+		{"opensm", "flat_pkey", "0x0000", "from 0x0001 to 0x7ffe"},
+		{"opensm", "flat_pkey", "0x8001", "from 0x0001 to 0x7ffe"},
+		{"opensm", "flat_pkey", "7ffe", "from 0x0001 to 0x7ffe"},
+		{"opensm", "flat_pkey", "0x07ffe", "from 0x0001 to 0x7ffe"},
+		{"opensm", "flat_pkey", "0xzz", "from 0x0001 to 0x7ffe"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
+			text := "[api]\ntoken = s3cret-token\n"
+			if tt.section != "api" {
+				text += "[" + tt.section + "]\n"
+			}
+			text += tt.key + " = " + tt.value + "\n"
+			_, err := Parse(strings.NewReader(text), "afm.conf")
+			if err == nil {
+				t.Fatal("no error")
+			}
+			prefix := "afm.conf: [" + tt.section + "] " + tt.key + " = "
+			if !strings.Contains(err.Error(), prefix) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q: want %q and %q", err, prefix, tt.want)
+			}
+		})
+	}
+}
+
+func TestGoodValues(t *testing.T) {
+	tests := []struct {
+		section, key, value string
+		check               func(c *Config) bool
+	}{
+		{"api", "listen", ":8090", func(c *Config) bool { return c.API.Listen == ":8090" }},
+		{"api", "listen", "[::1]:0", func(c *Config) bool { return c.API.Listen == "[::1]:0" }},
+		{"database", "auto_migrate", "OFF", func(c *Config) bool { return !c.Database.AutoMigrate }},
+		{"database", "auto_migrate", "1", func(c *Config) bool { return c.Database.AutoMigrate }},
+		{"database", "connection", "postgresql://afm@db/afm", func(c *Config) bool {
+			return c.Database.Connection == "postgresql://afm@db/afm"
+		}},
+		{"opensm", "flat_pkey", "0x1", func(c *Config) bool { return c.OpenSM.FlatPKey == 1 }},
+		{"opensm", "flat_pkey", "0x7FFE", func(c *Config) bool { return c.OpenSM.FlatPKey == 0x7ffe }},
+		{"opensm", "check_interval", "0.001", func(c *Config) bool { return c.OpenSM.CheckInterval == time.Millisecond }},
+		{"opensm", "sweep_timeout", "86400", func(c *Config) bool { return c.OpenSM.SweepTimeout == 24*time.Hour }},
+		{"opensm", "command", `opensm -d0 ""`, func(c *Config) bool {
+			return reflect.DeepEqual(c.OpenSM.Command, []string{"opensm", "-d0", ""})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
+			text := "[api]\ntoken = t\n"
+			if tt.section != "api" {
+				text += "[" + tt.section + "]\n"
+			}
+			text += tt.key + " = " + tt.value + "\n"
+			c, err := Parse(strings.NewReader(text), "afm.conf")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.check(c) {
+				t.Errorf("value not stored as expected: %#v", *c)
+			}
+		})
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "afm.conf")
+	_, err := Load(path)
+	if err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("Load of a missing file: error %v, want one naming %s", err, path)
+	}
+}
+
+func TestLoadNamesFileInErrors(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "afm.conf")
+	if err := os.WriteFile(path, []byte("[api]\ntokn = x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if err == nil || !strings.HasPrefix(err.Error(), path+`: unknown key "tokn" in [api]`) {
+		t.Errorf("error %v, want it to start with the path", err)
+	}
+}
+
+func TestOwnedOptionsAreRefusedInAnyCase(t *testing.T) {
+	for _, key := range OwnedOpenSMOptions {
+		for _, spelling := range []string{key, strings.ToUpper(key)} {
+			text := "[api]\ntoken = t\n[opensm_conf]\n" + spelling + " = x\n"
+			_, err := Parse(strings.NewReader(text), "afm.conf")
+			if err == nil || !strings.Contains(err.Error(), "["+opensmConfSection+"] "+spelling+" ") {
+				t.Errorf("%s: error %v, want one naming the key", spelling, err)
+			}
+		}
+	}
+}

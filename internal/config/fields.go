@@ -1,0 +1,265 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
+
+// section is one section of the file the parser knows, with its keys in the order
+// the sample file documents them.
+type section struct {
+	name   string
+	fields []field
+}
+
+// field is one key: its default, as it would be written in the file, and how a
+// value is checked and stored. set returns an error that says what is expected;
+// the caller adds the section, key, value and line.
+type field struct {
+	key    string
+	def    string // "" when the key has no default
+	secret bool   // the value is never shown, not even in errors
+	redact func(value string) string
+	set    func(c *Config, value string) error
+}
+
+// show is how an error quotes the value of f.
+func (f field) show(value string) string {
+	switch {
+	case f.secret:
+		return "(not shown)"
+	case f.redact != nil:
+		return strconv.Quote(f.redact(value))
+	default:
+		return strconv.Quote(value)
+	}
+}
+
+// opensmConfSection passes its keys through to opensm.conf, so it has no fixed keys.
+const opensmConfSection = "opensm_conf"
+
+// sections lists every section and key the parser knows, with their defaults. The
+// sample file documents each of them; a test checks that it does.
+var sections = []section{
+	{name: "api", fields: []field{
+		{key: "listen", def: "127.0.0.1:8090", set: func(c *Config, v string) error {
+			return setListen(&c.API.Listen, v)
+		}},
+		{key: "prefix", def: "/ufmRestV3", set: func(c *Config, v string) error {
+			return setPrefix(&c.API.Prefix, v)
+		}},
+		{key: "domain", def: "cloudx", set: func(c *Config, v string) error {
+			return setDomain(&c.API.Domain, v)
+		}},
+		{key: "token", secret: true, set: func(c *Config, v string) error {
+			c.API.Token = v
+			return nil
+		}},
+	}},
+	{name: "database", fields: []field{
+		{key: "connection", def: "sqlite:////var/lib/alternative-fabric-manager/afm.db", redact: redactURL,
+			set: func(c *Config, v string) error {
+				if _, err := parseConnection(v); err != nil {
+					return err
+				}
+				c.Database.Connection = v
+				return nil
+			}},
+		{key: "auto_migrate", def: "true", set: func(c *Config, v string) error {
+			return setBool(&c.Database.AutoMigrate, v)
+		}},
+		{key: "poll_interval", def: "1", set: func(c *Config, v string) error {
+			return setSeconds(&c.Database.PollInterval, v)
+		}},
+	}},
+	{name: "opensm", fields: []field{
+		{key: "driver", def: "process", set: func(c *Config, v string) error {
+			if v != "process" {
+				return errors.New(`want "process", the only driver so far`)
+			}
+			c.OpenSM.Driver = v
+			return nil
+		}},
+		{key: "command", def: "opensm", set: func(c *Config, v string) error {
+			words, err := splitCommand(v)
+			if err != nil {
+				return fmt.Errorf("want the executable and its arguments, quoted as in a shell: %w", err)
+			}
+			c.OpenSM.Command = words
+			return nil
+		}},
+		{key: "env_file", set: func(c *Config, v string) error {
+			return setAbsPath(&c.OpenSM.EnvFile, v)
+		}},
+		{key: "config_dir", def: "/var/lib/alternative-fabric-manager/opensm", set: func(c *Config, v string) error {
+			return setAbsPath(&c.OpenSM.ConfigDir, v)
+		}},
+		// The default, <config_dir>/opensm.log, depends on config_dir: Parse sets it.
+		{key: "log_file", set: func(c *Config, v string) error {
+			return setAbsPath(&c.OpenSM.LogFile, v)
+		}},
+		{key: "check_interval", def: "60", set: func(c *Config, v string) error {
+			return setSeconds(&c.OpenSM.CheckInterval, v)
+		}},
+		{key: "sweep_timeout", def: "60", set: func(c *Config, v string) error {
+			return setSeconds(&c.OpenSM.SweepTimeout, v)
+		}},
+		{key: "flat_pkey", def: "0x7ffe", set: func(c *Config, v string) error {
+			return setFlatPKey(&c.OpenSM.FlatPKey, v)
+		}},
+		{key: "default_partition", def: "Default=0x7fff, ipoib : ALL=limited, SELF=full ;",
+			set: func(c *Config, v string) error {
+				// The file format already keeps values to one line.
+				c.OpenSM.DefaultPartition = v
+				return nil
+			}},
+	}},
+}
+
+func sectionNames() string {
+	names := make([]string, 0, len(sections)+1)
+	for _, s := range sections {
+		names = append(names, "["+s.name+"]")
+	}
+	return strings.Join(append(names, "["+opensmConfSection+"]"), ", ")
+}
+
+func (s section) keyNames() string {
+	names := make([]string, len(s.fields))
+	for i, f := range s.fields {
+		names[i] = f.key
+	}
+	return strings.Join(names, ", ")
+}
+
+func setListen(dst *string, v string) error {
+	const want = "want host:port, such as 127.0.0.1:8090"
+	_, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return errors.New(want)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return errors.New(want + ", with a port from 0 to 65535")
+	}
+	*dst = v
+	return nil
+}
+
+func setPrefix(dst *string, v string) error {
+	switch {
+	case !strings.HasPrefix(v, "/") || strings.HasSuffix(v, "/"):
+		return errors.New("want a path that starts with '/' and does not end with one, such as /ufmRestV3")
+	case strings.Contains(v, "//"):
+		return errors.New("want a path without empty segments ('//')")
+	case strings.ContainsAny(v, " \t?#%:*"):
+		// ':' and '*' would make httprouter read a segment as a parameter.
+		return errors.New("want a plain path: no blanks and none of ? # % : *")
+	}
+	*dst = v
+	return nil
+}
+
+// domainPattern keeps the domain to characters that stand for themselves in a URL
+// path and in an httprouter route.
+var domainPattern = regexp.MustCompile(`^[A-Za-z0-9._~-]+$`)
+
+func setDomain(dst *string, v string) error {
+	if !domainPattern.MatchString(v) || v == "." || v == ".." {
+		return errors.New("want one path segment of letters, digits, '.', '_', '~' or '-', such as cloudx")
+	}
+	*dst = v
+	return nil
+}
+
+// setBool reads the words Python's configparser reads as booleans, so that files
+// written for a configparser-based tool keep their meaning.
+func setBool(dst *bool, v string) error {
+	switch strings.ToLower(v) {
+	case "true", "yes", "on", "1":
+		*dst = true
+	case "false", "no", "off", "0":
+		*dst = false
+	default:
+		return errors.New("want true or false (yes/no, on/off and 1/0 also work)")
+	}
+	return nil
+}
+
+// maxSeconds bounds every interval: a longer one is surely a mistake, and the bound
+// keeps the conversion to time.Duration far from overflowing.
+const maxSeconds = 86400
+
+func setSeconds(dst *time.Duration, v string) error {
+	want := fmt.Sprintf("want a number of seconds greater than 0 and at most %d, such as 60 or 0.5", maxSeconds)
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || f <= 0 || f > maxSeconds {
+		return errors.New(want)
+	}
+	d := time.Duration(math.Round(f * float64(time.Second)))
+	if d < time.Millisecond {
+		return errors.New(want + ", and at least 0.001")
+	}
+	*dst = d
+	return nil
+}
+
+func setAbsPath(dst *string, v string) error {
+	// The manager is a service: a relative path would depend on the directory it
+	// happens to be started from.
+	if !filepath.IsAbs(v) {
+		return errors.New("want an absolute path")
+	}
+	*dst = filepath.Clean(v)
+	return nil
+}
+
+var pkeyPattern = regexp.MustCompile(`^0x[0-9a-fA-F]{1,4}$`)
+
+func setFlatPKey(dst *fabric.PKey, v string) error {
+	want := fmt.Sprintf("want a partition key in hexadecimal from 0x0001 to %s, such as 0x7ffe", fabric.MaxNetworkPKey)
+	if !pkeyPattern.MatchString(v) {
+		return errors.New(want)
+	}
+	n, err := strconv.ParseUint(v[2:], 16, 16)
+	if err != nil || n == 0 || fabric.PKey(n) > fabric.MaxNetworkPKey {
+		return errors.New(want)
+	}
+	*dst = fabric.PKey(n)
+	return nil
+}
+
+// opensmOptionPattern is the shape of OpenSM's option names. OpenSM reads the name
+// up to the first blank, so anything else would not reach it as written.
+var opensmOptionPattern = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
+
+// applyOpenSMConf keeps [opensm_conf] in file order, refusing the options the
+// manager owns.
+func (c *Config) applyOpenSMConf(s iniSection) []error {
+	var errs []error
+	for _, e := range s.entries {
+		switch {
+		case slices.ContainsFunc(OwnedOpenSMOptions, func(owned string) bool { return strings.EqualFold(owned, e.key) }):
+			errs = append(errs, fmt.Errorf("[%s] %s (line %d): the manager sets this option itself; remove the line",
+				s.name, e.key, e.line))
+		case !opensmOptionPattern.MatchString(e.key):
+			errs = append(errs, fmt.Errorf("[%s] key %q (line %d): want an OpenSM option name (letters, digits, '_')",
+				s.name, e.key, e.line))
+		case e.value == "":
+			errs = append(errs, fmt.Errorf("[%s] %s (line %d): empty value; remove the line to keep OpenSM's default",
+				s.name, e.key, e.line))
+		default:
+			c.OpenSMConf = append(c.OpenSMConf, KeyValue{Key: e.key, Value: e.value})
+		}
+	}
+	return errs
+}

@@ -1,0 +1,93 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+)
+
+// redactedMask replaces a secret in printable forms of the configuration.
+const redactedMask = "xxxxx"
+
+// Redacted returns a copy of c that is safe to print: the token, any password in
+// the database URL, and the values of [opensm_conf] options that hold keys
+// (m_key, sm_key, sa_key, ...) are masked.
+func (c Config) Redacted() Config {
+	r := c
+	if r.API.Token != "" {
+		r.API.Token = redactedMask
+	}
+	r.Database.Connection = redactURL(c.Database.Connection)
+	r.OpenSM.Command = slices.Clone(c.OpenSM.Command)
+	r.OpenSMConf = slices.Clone(c.OpenSMConf)
+	for i, kv := range r.OpenSMConf {
+		if isSecretOption(kv.Key) {
+			r.OpenSMConf[i].Value = redactedMask
+		}
+	}
+	return r
+}
+
+// isSecretOption says whether an opensm.conf option holds a secret. OpenSM's keys
+// are the options named *_key; m_key_lookup and the like are not secrets.
+func isSecretOption(key string) bool {
+	k := strings.ToLower(key)
+	return strings.HasSuffix(k, "_key") || strings.Contains(k, "password") || strings.Contains(k, "secret")
+}
+
+// LogValue makes slog print the redacted configuration, as groups named after the
+// file's sections, so that logging a Config can never leak a secret.
+func (c Config) LogValue() slog.Value {
+	r := c.Redacted()
+	conf := make([]slog.Attr, len(r.OpenSMConf))
+	for i, kv := range r.OpenSMConf {
+		conf[i] = slog.String(kv.Key, kv.Value)
+	}
+	return slog.GroupValue(
+		slog.Group("api",
+			slog.String("listen", r.API.Listen),
+			slog.String("prefix", r.API.Prefix),
+			slog.String("domain", r.API.Domain),
+			slog.String("token", r.API.Token),
+		),
+		slog.Group("database",
+			slog.String("connection", r.Database.Connection),
+			slog.Bool("auto_migrate", r.Database.AutoMigrate),
+			slog.String("poll_interval", r.Database.PollInterval.String()),
+		),
+		slog.Group("opensm",
+			slog.String("driver", r.OpenSM.Driver),
+			slog.Any("command", r.OpenSM.Command),
+			slog.String("env_file", r.OpenSM.EnvFile),
+			slog.String("config_dir", r.OpenSM.ConfigDir),
+			slog.String("log_file", r.OpenSM.LogFile),
+			slog.String("check_interval", r.OpenSM.CheckInterval.String()),
+			slog.String("sweep_timeout", r.OpenSM.SweepTimeout.String()),
+			slog.String("flat_pkey", r.OpenSM.FlatPKey.String()),
+			slog.String("default_partition", r.OpenSM.DefaultPartition),
+		),
+		slog.Attr{Key: opensmConfSection, Value: slog.GroupValue(conf...)},
+	)
+}
+
+// String prints the redacted configuration on one line, so that fmt never
+// prints the token either.
+func (c Config) String() string {
+	var b strings.Builder
+	var write func(prefix string, attrs []slog.Attr)
+	write = func(prefix string, attrs []slog.Attr) {
+		for _, a := range attrs {
+			if a.Value.Kind() == slog.KindGroup {
+				write(prefix+a.Key+".", a.Value.Group())
+				continue
+			}
+			if b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			fmt.Fprintf(&b, "%s%s=%q", prefix, a.Key, a.Value.String())
+		}
+	}
+	write("", c.LogValue().Group())
+	return b.String()
+}

@@ -1,0 +1,78 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+func secretConfig(t *testing.T) *Config {
+	t.Helper()
+	c, err := Parse(strings.NewReader(`
+[api]
+token = s3cret-token
+[database]
+connection = postgresql://afm:s3cret-pw@db/afm?password=s3cret-pw2
+[opensm_conf]
+sm_key = 0xs3cret
+m_key_lookup = TRUE
+`), "afm.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestRedacted(t *testing.T) {
+	c := secretConfig(t)
+	r := c.Redacted()
+
+	if r.API.Token != "xxxxx" {
+		t.Errorf("token = %q, want xxxxx", r.API.Token)
+	}
+	if want := "postgresql://afm:xxxxx@db/afm?password=xxxxx"; r.Database.Connection != want {
+		t.Errorf("connection = %q, want %q", r.Database.Connection, want)
+	}
+	wantConf := []KeyValue{{"sm_key", "xxxxx"}, {"m_key_lookup", "TRUE"}}
+	if fmt.Sprint(r.OpenSMConf) != fmt.Sprint(wantConf) {
+		t.Errorf("opensm_conf = %v, want %v", r.OpenSMConf, wantConf)
+	}
+
+	// The copy must not share storage with the original.
+	if c.API.Token != "s3cret-token" || c.OpenSMConf[0].Value != "0xs3cret" {
+		t.Errorf("Redacted changed the original: %#v", *c)
+	}
+	r.OpenSM.Command[0] = "changed"
+	if c.OpenSM.Command[0] != "opensm" {
+		t.Error("Redacted's Command shares its array with the original")
+	}
+}
+
+// TestPrintingNeverShowsSecrets logs and prints a Config the ways code is likely to.
+func TestPrintingNeverShowsSecrets(t *testing.T) {
+	c := secretConfig(t)
+	var logged bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logged, nil))
+	logger.Info("starting", "config", c)
+	logger.Info("starting", "config", *c)
+	slog.New(slog.NewTextHandler(&logged, nil)).Info("starting", "config", c)
+
+	outputs := map[string]string{
+		"slog":       logged.String(),
+		"fmt %v":     fmt.Sprintf("%v", c),
+		"fmt %+v":    fmt.Sprintf("%+v", *c),
+		"fmt %s":     fmt.Sprintf("%s", c),
+		"String":     c.String(),
+		"Redacted()": fmt.Sprintf("%#v", c.Redacted()),
+	}
+	for how, out := range outputs {
+		if strings.Contains(out, "s3cret") {
+			t.Errorf("%s shows a secret: %s", how, out)
+		}
+		if !strings.Contains(out, "127.0.0.1:8090") || !strings.Contains(out, "m_key_lookup") {
+			t.Errorf("%s lacks the non-secret values: %s", how, out)
+		}
+	}
+}
