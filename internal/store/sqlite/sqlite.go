@@ -1,0 +1,339 @@
+// Package sqlite is the embedded single-node engine of the store, on
+// modernc.org/sqlite (no cgo).
+//
+// One manager process owns the database: the applier lock is an OS file lock
+// beside it, and wake-ups are signalled in process after each committed change.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/pressly/goose/v3"
+
+	sqlitedb "github.com/alternative-fabric-manager/alternative-fabric-manager/db/sqlite"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/migrations"
+
+	// The driver registers itself as "sqlite".
+	_ "modernc.org/sqlite"
+)
+
+// Engine is a store.Engine on an SQLite file.
+type Engine struct {
+	path string
+	db   *sql.DB
+	q    *sqlitedb.Queries
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	waiters []chan struct{}
+}
+
+// Open opens (creating if needed) the database file at path.
+func Open(ctx context.Context, path string, log *slog.Logger) (*Engine, error) {
+	if !filepath.IsAbs(path) {
+		return nil, fmt.Errorf("sqlite: database path %q is not absolute", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	// WAL lets job polls read while a change commits; BEGIN IMMEDIATE makes
+	// writers queue on busy_timeout instead of failing on a lock upgrade.
+	q := url.Values{}
+	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(FULL)"} {
+		q.Add("_pragma", p)
+	}
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	db.SetMaxOpenConns(4)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	return &Engine{path: path, db: db, q: sqlitedb.New(db), log: log}, nil
+}
+
+func (e *Engine) Name() string { return "sqlite" }
+
+func (e *Engine) Close() error { return e.db.Close() }
+
+func (e *Engine) Migrate(ctx context.Context) error {
+	fsys, err := migrations.FS("sqlite")
+	if err != nil {
+		return err
+	}
+	return store.Migrate(ctx, goose.DialectSQLite3, e.db, fsys)
+}
+
+func (e *Engine) Change(ctx context.Context, fn func(tx store.Tx, revision int64) error) error {
+	tx, err := e.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	q := e.q.WithTx(tx)
+	rev, err := q.BumpRevision(ctx)
+	if err != nil {
+		return fmt.Errorf("bump revision: %w", err)
+	}
+	if err := fn(txn{q}, rev); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	e.notify()
+	return nil
+}
+
+func (e *Engine) Revision(ctx context.Context) (int64, error) { return e.q.GetRevision(ctx) }
+
+func (e *Engine) Snapshot(ctx context.Context) (store.Snapshot, error) {
+	var s store.Snapshot
+	tx, err := e.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s, fmt.Errorf("snapshot: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read only
+	q := e.q.WithTx(tx)
+	if s.Revision, err = q.GetRevision(ctx); err != nil {
+		return s, fmt.Errorf("snapshot: %w", err)
+	}
+	nets, err := q.ListNetworks(ctx)
+	if err != nil {
+		return s, fmt.Errorf("snapshot: %w", err)
+	}
+	for _, n := range nets {
+		s.Networks = append(s.Networks, network(n))
+	}
+	members, err := q.ListMembers(ctx)
+	if err != nil {
+		return s, fmt.Errorf("snapshot: %w", err)
+	}
+	for _, m := range members {
+		g, err := fabric.ParseGUID(*m.Guid)
+		if err != nil {
+			return s, fmt.Errorf("snapshot: port of network %s: %w", m.NetworkID, err)
+		}
+		s.Members = append(s.Members, store.Member{NetworkID: m.NetworkID, GUID: g})
+	}
+	return s, nil
+}
+
+func (e *Engine) GetJob(ctx context.Context, id int64) (store.Job, error) {
+	j, err := e.q.GetJob(ctx, id)
+	if err != nil {
+		return store.Job{}, notFound(err)
+	}
+	return store.Job(j), nil
+}
+
+func (e *Engine) CountJobsByStatus(ctx context.Context) (map[string]int64, error) {
+	rows, err := e.q.CountJobsByStatus(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, r := range rows {
+		out[r.Status] = r.N
+	}
+	return out, nil
+}
+
+func (e *Engine) NewTerm(ctx context.Context, holder string, now time.Time) (int64, error) {
+	return e.q.NewTerm(ctx, sqlitedb.NewTermParams{Holder: holder, Now: &now})
+}
+
+func (e *Engine) MarkJobsRunning(ctx context.Context, term, revision int64, now time.Time) (int64, error) {
+	return e.q.MarkJobsRunning(ctx, sqlitedb.MarkJobsRunningParams{Now: &now, Revision: revision, Term: term})
+}
+
+func (e *Engine) CompleteJobs(ctx context.Context, term, revision int64, now time.Time) (int64, error) {
+	return e.q.CompleteJobs(ctx, sqlitedb.CompleteJobsParams{Now: &now, Revision: revision, Term: term})
+}
+
+func (e *Engine) FailJobs(ctx context.Context, term, revision int64, reason string, now time.Time) (int64, error) {
+	return e.q.FailJobs(ctx, sqlitedb.FailJobsParams{Error: reason, Now: &now, Revision: revision, Term: term})
+}
+
+func (e *Engine) RecordApply(ctx context.Context, a store.Apply) (bool, error) {
+	n, err := e.q.InsertApply(ctx, sqlitedb.InsertApplyParams{
+		Revision: a.Revision, Sha256: a.SHA256, Term: a.Term, Outcome: a.Outcome, Detail: a.Detail,
+		StartedAt: a.StartedAt, FinishedAt: a.FinishedAt,
+	})
+	return n == 1, err
+}
+
+func (e *Engine) LastApply(ctx context.Context) (store.Apply, error) {
+	a, err := e.q.LastApply(ctx)
+	if err != nil {
+		return store.Apply{}, notFound(err)
+	}
+	return store.Apply{Revision: a.Revision, SHA256: a.Sha256, Term: a.Term, Outcome: a.Outcome,
+		Detail: a.Detail, StartedAt: a.StartedAt, FinishedAt: a.FinishedAt}, nil
+}
+
+// TryLock takes an exclusive flock on "<database>.lock". The kernel drops it when
+// the process dies, so a crashed manager never leaves it behind.
+func (e *Engine) TryLock(ctx context.Context) (store.Lock, error) {
+	f, err := os.OpenFile(e.path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("applier lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("applier lock %s: %w", f.Name(), err)
+	}
+	return &fileLock{f: f}, nil
+}
+
+type fileLock struct{ f *os.File }
+
+// Check: a flock held through an open descriptor cannot be taken away.
+func (l *fileLock) Check(context.Context) error { return nil }
+
+func (l *fileLock) Release(context.Context) error { return l.f.Close() }
+
+// Wake fires after every change this process commits.
+func (e *Engine) Wake(ctx context.Context) <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	e.mu.Lock()
+	e.waiters = append(e.waiters, ch)
+	e.mu.Unlock()
+	go func() {
+		<-ctx.Done()
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		for i, w := range e.waiters {
+			if w == ch {
+				e.waiters = append(e.waiters[:i], e.waiters[i+1:]...)
+				break
+			}
+		}
+	}()
+	return ch
+}
+
+func (e *Engine) notify() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, w := range e.waiters {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func notFound(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+func network(n sqlitedb.Network) store.Network {
+	out := store.Network{ID: n.ID, Name: n.Name, Type: n.NetworkType, PhysicalNetwork: n.PhysicalNetwork,
+		Revision: n.Revision}
+	if n.Pkey != nil {
+		p := fabric.PKey(*n.Pkey)
+		out.PKey = &p
+	}
+	return out
+}
+
+func port(p sqlitedb.Port) (store.Port, error) {
+	out := store.Port{ID: p.ID, NetworkID: p.NetworkID, Host: p.Host, Revision: p.Revision}
+	if p.Guid != nil {
+		g, err := fabric.ParseGUID(*p.Guid)
+		if err != nil {
+			return store.Port{}, fmt.Errorf("port %s: %w", p.ID, err)
+		}
+		out.GUID = &g
+	}
+	return out, nil
+}
+
+type txn struct{ q *sqlitedb.Queries }
+
+func (t txn) GetNetwork(ctx context.Context, id string) (store.Network, error) {
+	n, err := t.q.GetNetwork(ctx, id)
+	if err != nil {
+		return store.Network{}, notFound(err)
+	}
+	return network(n), nil
+}
+
+func (t txn) UpsertNetwork(ctx context.Context, n store.Network, now time.Time) error {
+	var pkey *int64
+	if n.PKey != nil {
+		v := int64(*n.PKey)
+		pkey = &v
+	}
+	return t.q.UpsertNetwork(ctx, sqlitedb.UpsertNetworkParams{ID: n.ID, Name: n.Name, NetworkType: n.Type,
+		PhysicalNetwork: n.PhysicalNetwork, Pkey: pkey, Revision: n.Revision, Now: now})
+}
+
+func (t txn) DeleteNetwork(ctx context.Context, id string) (bool, error) {
+	n, err := t.q.DeleteNetwork(ctx, id)
+	return n > 0, err
+}
+
+func (t txn) GetPort(ctx context.Context, id string) (store.Port, error) {
+	p, err := t.q.GetPort(ctx, id)
+	if err != nil {
+		return store.Port{}, notFound(err)
+	}
+	return port(p)
+}
+
+func (t txn) GetPortByGUID(ctx context.Context, guid fabric.GUID) (store.Port, error) {
+	s := guid.String()
+	p, err := t.q.GetPortByGUID(ctx, &s)
+	if err != nil {
+		return store.Port{}, notFound(err)
+	}
+	return port(p)
+}
+
+func (t txn) UpsertPort(ctx context.Context, p store.Port, now time.Time) error {
+	var guid *string
+	if p.GUID != nil {
+		s := p.GUID.String()
+		guid = &s
+	}
+	return t.q.UpsertPort(ctx, sqlitedb.UpsertPortParams{ID: p.ID, NetworkID: p.NetworkID, Guid: guid, Host: p.Host,
+		Revision: p.Revision, Now: now})
+}
+
+func (t txn) DeletePort(ctx context.Context, id string) (bool, error) {
+	n, err := t.q.DeletePort(ctx, id)
+	return n > 0, err
+}
+
+func (t txn) DeletePortsOfNetwork(ctx context.Context, networkID string) (int64, error) {
+	return t.q.DeletePortsOfNetwork(ctx, networkID)
+}
+
+func (t txn) InsertJob(ctx context.Context, j store.NewJob) (int64, error) {
+	return t.q.InsertJob(ctx, sqlitedb.InsertJobParams{Revision: j.Revision, ObjectType: j.ObjectType,
+		ObjectID: j.ObjectID, NetworkID: j.NetworkID, Operation: j.Operation, Status: store.StatusPending,
+		Description: j.Description, Result: j.Result, CreatedBy: j.CreatedBy, Request: j.Request, Now: j.Now})
+}

@@ -1,0 +1,374 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// Run is the compliance suite: every store behaviour, on one engine.
+func Run(t *testing.T, engine string) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s *store.Store)
+	}{
+		{"NetworkJob", testNetworkJob},
+		{"PortOnUnknownNetworkIsRejectedAndChangesNothing", testPortOnUnknownNetwork},
+		{"PortMembershipInSnapshot", testPortMembership},
+		{"GUIDOfAnotherPortIsRejected", testGUIDTaken},
+		{"RemoveUnknownIsNotFoundAndChangesNothing", testRemoveUnknown},
+		{"RemovePortAndNetwork", testRemove},
+		{"FencedJobCompletion", testFencing},
+		{"FencedApplyRecord", testApplyRecord},
+		{"ApplierLockIsExclusive", testLock},
+		{"ConcurrentChangesGetDistinctRevisions", testConcurrentChanges},
+		{"MigrateTwice", testMigrateTwice},
+		{"WakeAfterChange", testWake},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, Open(t, engine))
+		})
+	}
+}
+
+const (
+	netA = "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73"
+	netB = "0c4e2a1d-1111-4a7b-8c9d-0e1f2a3b4c5d"
+)
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func pkey(v uint16) *fabric.PKey { p := fabric.PKey(v); return &p }
+func guid(v uint64) *fabric.GUID { g := fabric.GUID(v); return &g }
+func vlanNetwork(id string, vlan uint16) store.Network {
+	return store.Network{ID: id, Name: "net " + id[:8], Type: "vlan", PhysicalNetwork: "ibnet", PKey: pkey(vlan)}
+}
+
+func addNetwork(t *testing.T, s *store.Store, id string, vlan uint16) store.Job {
+	t.Helper()
+	j, err := s.RecordNetwork(ctxT(t), store.NetworkChange{Network: vlanNetwork(id, vlan),
+		Operation: store.OpCreateNetwork, CreatedBy: "test", Request: `{}`})
+	if err != nil {
+		t.Fatalf("RecordNetwork: %v", err)
+	}
+	return j
+}
+
+func addPort(t *testing.T, s *store.Store, id, network string, g uint64) (store.Job, error) {
+	t.Helper()
+	return s.RecordPort(ctxT(t), store.PortChange{
+		Port:      store.Port{ID: id, NetworkID: network, GUID: guid(g), Host: "h1"},
+		Operation: store.OpAddPort, CreatedBy: "test", Request: `{"id":"` + id + `"}`})
+}
+
+func revision(t *testing.T, s *store.Store) int64 {
+	t.Helper()
+	r, err := s.Revision(ctxT(t))
+	if err != nil {
+		t.Fatalf("Revision: %v", err)
+	}
+	return r
+}
+
+func testNetworkJob(t *testing.T, s *store.Store) {
+	before := time.Now().UTC().Add(-time.Second)
+	j := addNetwork(t, s, netA, 101)
+	if j.Revision != 1 || j.Status != store.StatusPending || j.Operation != store.OpCreateNetwork ||
+		j.ObjectType != store.ObjectNetwork || j.ObjectID != netA || j.NetworkID != netA || j.Request != `{}` {
+		t.Fatalf("job = %+v", j)
+	}
+	if j.CreatedAt.Before(before) || j.CreatedAt.After(time.Now().Add(time.Second)) {
+		t.Errorf("CreatedAt %v is not now", j.CreatedAt)
+	}
+	if j.StartedAt != nil || j.FinishedAt != nil {
+		t.Errorf("a new job has start/finish times: %+v", j)
+	}
+	got, err := s.GetJob(ctxT(t), j.ID)
+	if err != nil || got.ID != j.ID || got.Description != j.Description {
+		t.Fatalf("GetJob = %+v, %v", got, err)
+	}
+	j2 := addNetwork(t, s, netB, 102)
+	if j2.ID <= j.ID || j2.Revision != 2 {
+		t.Errorf("second job id %d revision %d after id %d", j2.ID, j2.Revision, j.ID)
+	}
+	if _, err := s.GetJob(ctxT(t), j2.ID+1000); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetJob(unknown) error = %v, want ErrNotFound", err)
+	}
+}
+
+func testPortOnUnknownNetwork(t *testing.T, s *store.Store) {
+	addNetwork(t, s, netA, 101)
+	_, err := addPort(t, s, "p1", netB, 0x0002c90300000101)
+	var rej *store.RejectedError
+	if !errors.As(err, &rej) {
+		t.Fatalf("error = %v, want RejectedError", err)
+	}
+	if r := revision(t, s); r != 1 {
+		t.Errorf("revision = %d after a rejected request, want 1", r)
+	}
+	snap, err := s.Snapshot(ctxT(t))
+	if err != nil || len(snap.Members) != 0 {
+		t.Errorf("snapshot members = %v, %v", snap.Members, err)
+	}
+	counts, err := s.CountJobsByStatus(ctxT(t))
+	if err != nil || counts[store.StatusPending] != 1 || len(counts) != 1 {
+		t.Errorf("jobs by status = %v, %v; want only the network's job", counts, err)
+	}
+}
+
+func testPortMembership(t *testing.T, s *store.Store) {
+	addNetwork(t, s, netA, 101)
+	j, err := addPort(t, s, "p1", netA, 0x248a070300b1c2d4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Revision != 2 || j.ObjectType != store.ObjectPort || j.NetworkID != netA {
+		t.Errorf("port job = %+v", j)
+	}
+	// The same request again is an upsert: a new job, the same state.
+	if _, err := addPort(t, s, "p1", netA, 0x248a070300b1c2d4); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.Snapshot(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Revision != 3 || len(snap.Networks) != 1 || *snap.Networks[0].PKey != 101 {
+		t.Errorf("snapshot = %+v", snap)
+	}
+	want := []store.Member{{NetworkID: netA, GUID: 0x248a070300b1c2d4}}
+	if fmt.Sprint(snap.Members) != fmt.Sprint(want) {
+		t.Errorf("members = %v, want %v", snap.Members, want)
+	}
+}
+
+func testGUIDTaken(t *testing.T, s *store.Store) {
+	addNetwork(t, s, netA, 101)
+	addNetwork(t, s, netB, 102)
+	if _, err := addPort(t, s, "p1", netA, 0x0002c90300000101); err != nil {
+		t.Fatal(err)
+	}
+	_, err := addPort(t, s, "p2", netB, 0x0002c90300000101)
+	var rej *store.RejectedError
+	if !errors.As(err, &rej) {
+		t.Fatalf("error = %v, want RejectedError", err)
+	}
+	if r := revision(t, s); r != 3 {
+		t.Errorf("revision = %d, want 3", r)
+	}
+}
+
+func testRemoveUnknown(t *testing.T, s *store.Store) {
+	addNetwork(t, s, netA, 101)
+	if _, err := s.RemovePort(ctxT(t), "nope", "test", "{}"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("RemovePort(unknown) = %v, want ErrNotFound", err)
+	}
+	if _, err := s.RemoveNetwork(ctxT(t), netB, "test", "{}"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("RemoveNetwork(unknown) = %v, want ErrNotFound", err)
+	}
+	if r := revision(t, s); r != 1 {
+		t.Errorf("revision = %d, want 1", r)
+	}
+}
+
+func testRemove(t *testing.T, s *store.Store) {
+	addNetwork(t, s, netA, 101)
+	addNetwork(t, s, netB, 102)
+	for i, id := range []string{"p1", "p2"} {
+		if _, err := addPort(t, s, id, netA, 0x0002c90300000101+uint64(i)*0x100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := addPort(t, s, "p3", netB, 0x0002c90300000301); err != nil {
+		t.Fatal(err)
+	}
+	j, err := s.RemovePort(ctxT(t), "p1", "test", "{}")
+	if err != nil || j.Operation != store.OpRemovePort || j.NetworkID != netA {
+		t.Fatalf("RemovePort = %+v, %v", j, err)
+	}
+	j, err = s.RemoveNetwork(ctxT(t), netA, "test", "{}")
+	if err != nil || j.Operation != store.OpDeleteNetwork {
+		t.Fatalf("RemoveNetwork = %+v, %v", j, err)
+	}
+	snap, err := s.Snapshot(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.Member{{NetworkID: netB, GUID: 0x0002c90300000301}}
+	if len(snap.Networks) != 1 || snap.Networks[0].ID != netB || fmt.Sprint(snap.Members) != fmt.Sprint(want) {
+		t.Errorf("after removals: networks %+v members %v", snap.Networks, snap.Members)
+	}
+	// The removed network's port went with it: its GUID is free again.
+	addNetwork(t, s, netA, 103)
+	if _, err := addPort(t, s, "p9", netA, 0x0002c90300000201); err != nil {
+		t.Errorf("GUID of a port removed with its network is still taken: %v", err)
+	}
+}
+
+func testFencing(t *testing.T, s *store.Store) {
+	ctx := ctxT(t)
+	now := time.Now().UTC()
+	addNetwork(t, s, netA, 101)
+	addNetwork(t, s, netB, 102)
+	t1, err := s.NewTerm(ctx, "manager-1", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.MarkJobsRunning(ctx, t1, 1, now); err != nil || n != 1 {
+		t.Fatalf("MarkJobsRunning = %d, %v; want 1", n, err)
+	}
+	t2, err := s.NewTerm(ctx, "manager-2", now)
+	if err != nil || t2 != t1+1 {
+		t.Fatalf("NewTerm = %d, %v; want %d", t2, err, t1+1)
+	}
+	// The deposed leader's late writes change nothing.
+	if n, err := s.CompleteJobs(ctx, t1, 2, now); err != nil || n != 0 {
+		t.Errorf("CompleteJobs with an old term = %d, %v; want 0", n, err)
+	}
+	if n, err := s.FailJobs(ctx, t1, 2, "late", now); err != nil || n != 0 {
+		t.Errorf("FailJobs with an old term = %d, %v; want 0", n, err)
+	}
+	// The current leader completes exactly the jobs up to its revision.
+	if n, err := s.CompleteJobs(ctx, t2, 1, now); err != nil || n != 1 {
+		t.Errorf("CompleteJobs(rev 1) = %d, %v; want 1", n, err)
+	}
+	j1, _ := s.GetJob(ctx, 1)
+	if j1.Status != store.StatusCompleted || j1.FinishedAt == nil || j1.StartedAt == nil {
+		t.Errorf("job 1 = %+v", j1)
+	}
+	if n, err := s.FailJobs(ctx, t2, 2, "OpenSM rejected it", now); err != nil || n != 1 {
+		t.Errorf("FailJobs = %d, %v; want 1", n, err)
+	}
+	j2, _ := s.GetJob(ctx, 2)
+	if j2.Status != store.StatusFailed || j2.Error != "OpenSM rejected it" {
+		t.Errorf("job 2 = %+v", j2)
+	}
+	// Finished jobs stay finished.
+	if n, err := s.CompleteJobs(ctx, t2, 2, now); err != nil || n != 0 {
+		t.Errorf("CompleteJobs over finished jobs = %d, %v; want 0", n, err)
+	}
+}
+
+func testApplyRecord(t *testing.T, s *store.Store) {
+	ctx := ctxT(t)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	if _, err := s.LastApply(ctx); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("LastApply on a new database = %v, want ErrNotFound", err)
+	}
+	term, err := s.NewTerm(ctx, "m", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := store.Apply{Revision: 7, SHA256: "ab", Term: term, Outcome: "applied", Detail: "SUBNET UP",
+		StartedAt: now, FinishedAt: now.Add(time.Second)}
+	if ok, err := s.RecordApply(ctx, a); err != nil || !ok {
+		t.Fatalf("RecordApply = %v, %v", ok, err)
+	}
+	stale := a
+	stale.Term, stale.Revision = term-1, 8
+	if ok, err := s.RecordApply(ctx, stale); err != nil || ok {
+		t.Errorf("RecordApply with an old term = %v, %v; want false", ok, err)
+	}
+	got, err := s.LastApply(ctx)
+	if err != nil || got.Revision != 7 || got.Outcome != "applied" || !got.FinishedAt.Equal(a.FinishedAt) {
+		t.Errorf("LastApply = %+v, %v", got, err)
+	}
+}
+
+func testLock(t *testing.T, s *store.Store) {
+	ctx := ctxT(t)
+	l1, err := s.TryLock(ctx)
+	if err != nil || l1 == nil {
+		t.Fatalf("TryLock = %v, %v", l1, err)
+	}
+	if err := l1.Check(ctx); err != nil {
+		t.Errorf("Check of a held lock: %v", err)
+	}
+	l2, err := s.TryLock(ctx)
+	if err != nil || l2 != nil {
+		t.Fatalf("second TryLock = %v, %v; want nil, nil", l2, err)
+	}
+	if err := l1.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l3, err := s.TryLock(ctx)
+	if err != nil || l3 == nil {
+		t.Fatalf("TryLock after release = %v, %v", l3, err)
+	}
+	l3.Release(ctx)
+}
+
+func testConcurrentChanges(t *testing.T, s *store.Store) {
+	addNetwork(t, s, netA, 101)
+	const n = 16
+	var wg sync.WaitGroup
+	revs := make(chan int64, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j, err := addPort(t, s, fmt.Sprintf("p%d", i), netA, 0x0002c90300000101+uint64(i)*0x100)
+			if err != nil {
+				t.Errorf("port %d: %v", i, err)
+				return
+			}
+			revs <- j.Revision
+		}()
+	}
+	wg.Wait()
+	close(revs)
+	seen := map[int64]bool{}
+	for r := range revs {
+		if seen[r] || r < 2 || r > n+1 {
+			t.Errorf("revision %d duplicated or out of 2..%d", r, n+1)
+		}
+		seen[r] = true
+	}
+	snap, err := s.Snapshot(ctxT(t))
+	if err != nil || snap.Revision != n+1 || len(snap.Members) != n {
+		t.Errorf("snapshot revision %d with %d members (%v); want %d, %d", snap.Revision, len(snap.Members), err, n+1, n)
+	}
+}
+
+func testMigrateTwice(t *testing.T, s *store.Store) {
+	addNetwork(t, s, netA, 101)
+	if err := s.Migrate(ctxT(t)); err != nil {
+		t.Fatalf("second Migrate: %v", err)
+	}
+	if r := revision(t, s); r != 1 {
+		t.Errorf("revision after re-migrating = %d, want 1", r)
+	}
+}
+
+func testWake(t *testing.T, s *store.Store) {
+	if s.Name() == "mysql" {
+		// MariaDB has no notifications: the applier polls (tested end to end).
+		return
+	}
+	ctx := ctxT(t)
+	wake := s.Wake(ctx)
+	// Drain the wake-up a listener gives when it (re)connects.
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case <-wake:
+	default:
+	}
+	addNetwork(t, s, netA, 101)
+	select {
+	case <-wake:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no wake-up after a committed change")
+	}
+}
