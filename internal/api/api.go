@@ -1,0 +1,215 @@
+// Package api serves the part of UFM's REST API that networking-mlnx's
+// mlnx_sdn_assist driver uses (spec/networking-mlnx-contract.md), and health.
+//
+// Every request is validated, recorded in one transaction and answered at
+// once: 202 with the job's path, or 400 when it can never be applied. The work
+// itself is done later by the applier; the driver polls the job.
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// MaxBodyBytes bounds a request body; Neutron's bodies are a few KiB.
+const MaxBodyBytes = 1 << 20
+
+// Recorder is what the API needs of the store.
+type Recorder interface {
+	RecordNetwork(ctx context.Context, c store.NetworkChange) (store.Job, error)
+	RemoveNetwork(ctx context.Context, networkID, createdBy, request string) (store.Job, error)
+	RecordPort(ctx context.Context, c store.PortChange) (store.Job, error)
+	RemovePort(ctx context.Context, portID, createdBy, request string) (store.Job, error)
+	GetJob(ctx context.Context, id int64) (store.Job, error)
+}
+
+// Options are the [api] settings.
+type Options struct {
+	Prefix string // e.g. /ufmRestV3
+	Domain string // e.g. cloudx
+	Token  string
+}
+
+// principal is who created jobs through this API (UFM's CreatedBy).
+const principal = "networking-mlnx"
+
+// Server is the HTTP API.
+type Server struct {
+	opts    Options
+	store   Recorder
+	log     *slog.Logger
+	token   [sha256.Size]byte
+	handler http.Handler
+}
+
+// New builds the API's handler.
+func New(opts Options, rec Recorder, log *slog.Logger) *Server {
+	s := &Server{opts: opts, store: rec, log: log, token: sha256.Sum256([]byte("Basic " + opts.Token))}
+	r := httprouter.New()
+	// The driver's POSTs must never be redirected: a 301 turns them into GETs.
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandleOPTIONS = false
+	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		// 400, not 404: a 404 to a DELETE tells the driver the object is gone, and a
+		// misconfigured URL must not make every DELETE look successful.
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("no such resource: %s %s", req.Method, req.URL.Path))
+	})
+	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s", req.Method, req.URL.Path))
+	})
+	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {
+		s.log.Error("panic serving request", "method", req.Method, "path", req.URL.Path, "panic", fmt.Sprint(v))
+		writeError(w, http.StatusInternalServerError, "internal error")
+	}
+
+	base := opts.Prefix + "/" + opts.Domain
+	r.POST(base+"/Network", s.auth(s.postNetwork))
+	r.PUT(base+"/Network/:id", s.auth(s.putNetwork))
+	r.DELETE(base+"/Network/:id", s.auth(s.deleteNetwork))
+	r.POST(base+"/Port", s.auth(s.postPort))
+	r.PUT(base+"/Port/:id", s.auth(s.putPort))
+	r.DELETE(base+"/Port/:id", s.auth(s.deletePort))
+	r.GET(opts.Prefix+"/app/jobs/:id", s.auth(s.getJob))
+	r.GET(opts.Prefix+"/jobs/:id", s.auth(s.getJob)) // UFM's native job path
+	r.GET("/healthz", func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	s.handler = collapseSlashes(s.accessLog(r))
+	return s
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// handlerFunc returns what to answer, or an error that says which status.
+type handlerFunc func(r *http.Request, ps httprouter.Params) (status int, body any, err error)
+
+// httpError carries a status and a message for the client.
+type httpError struct {
+	status int
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &httpError{http.StatusBadRequest, fmt.Sprintf(format, args...)}
+}
+
+func notFound(format string, args ...any) error {
+	return &httpError{http.StatusNotFound, fmt.Sprintf(format, args...)}
+}
+
+// auth checks "Authorization: Basic <token>" in constant time (the hashes make the
+// comparison independent of the header's length too), then runs h.
+func (s *Server) auth(h handlerFunc) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+		if subtle.ConstantTimeCompare(got[:], s.token[:]) != 1 {
+			writeError(w, http.StatusUnauthorized, "missing or wrong token (Authorization: Basic <token>)")
+			return
+		}
+		status, body, err := h(r, ps)
+		if err != nil {
+			var he *httpError
+			var rej *store.RejectedError
+			switch {
+			case errors.As(err, &he):
+				writeError(w, he.status, he.msg)
+			case errors.As(err, &rej):
+				writeError(w, http.StatusBadRequest, rej.Reason)
+			default:
+				s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+				writeError(w, http.StatusInternalServerError, "internal error; see the manager's log")
+			}
+			return
+		}
+		if j, ok := body.(acceptedJob); ok {
+			s.accepted(w, store.Job(j))
+			return
+		}
+		writeJSON(w, status, body)
+	}
+}
+
+// accepted answers a recorded change: 202, the job's path as a JSON string (the
+// driver stores at most 36 characters), and a Location header for clients that
+// read it.
+func (s *Server) accepted(w http.ResponseWriter, j store.Job) {
+	path := fmt.Sprintf("app/jobs/%d", j.ID)
+	w.Header().Set("Location", s.opts.Prefix+"/"+path)
+	writeJSON(w, http.StatusAccepted, path)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+// collapseSlashes turns "//" into "/" before routing: networking-mlnx keeps a
+// trailing slash of its configured URL, so every path it sends may hold one.
+func collapseSlashes(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "//") {
+			p := r.URL.Path
+			for strings.Contains(p, "//") {
+				p = strings.ReplaceAll(p, "//", "/")
+			}
+			r2 := r.Clone(r.Context())
+			r2.URL.Path, r2.URL.RawPath = p, ""
+			r = r2
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// accessLog logs every request at debug level (job polls are many), and every
+// refusal or error at info/warn level.
+func (s *Server) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		level := slog.LevelDebug
+		switch {
+		case rec.status >= 500:
+			level = slog.LevelWarn
+		case rec.status >= 400 && rec.status != http.StatusNotFound:
+			level = slog.LevelInfo
+		}
+		s.log.Log(r.Context(), level, "http request", "method", r.Method, "path", r.URL.Path,
+			"status", rec.status, "duration", time.Since(start), "remote", r.RemoteAddr)
+	})
+}

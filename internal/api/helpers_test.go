@@ -1,0 +1,5 @@
+package api
+
+import "time"
+
+func timeNow() time.Time { return time.Now().UTC() }

@@ -1,0 +1,72 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// jobView is UFM's job object (contract §8).
+type jobView struct {
+	ID             string   `json:"ID"`
+	Status         string   `json:"Status"`
+	Progress       int      `json:"Progress"`
+	Description    string   `json:"Description"`
+	Summary        string   `json:"Summary"`
+	RelatedObjects []string `json:"RelatedObjects"`
+	Created        string   `json:"Created"`
+	LastUpdated    string   `json:"LastUpdated"`
+	CreatedBy      string   `json:"CreatedBy"`
+	Operation      string   `json:"Operation"`
+	Foreground     bool     `json:"Foreground"`
+	SiteName       *string  `json:"SiteName"`
+}
+
+// ufmTime is UFM's timestamp form: UTC, no zone.
+const ufmTime = "2006-01-02 15:04:05"
+
+func viewJob(j store.Job) jobView {
+	v := jobView{
+		ID: strconv.FormatInt(j.ID, 10), Status: j.Status, Description: j.Description,
+		RelatedObjects: []string{j.NetworkID}, Created: j.CreatedAt.UTC().Format(ufmTime),
+		LastUpdated: j.UpdatedAt.UTC().Format(ufmTime), CreatedBy: j.CreatedBy, Operation: j.Operation,
+	}
+	if j.ObjectType == store.ObjectPort {
+		v.RelatedObjects = append(v.RelatedObjects, j.ObjectID)
+	}
+	switch j.Status {
+	case store.StatusCompleted:
+		v.Progress, v.Summary = 100, j.Result
+	case store.StatusFailed:
+		v.Progress, v.Summary = 100, j.Error
+	}
+	return v
+}
+
+func jobPath(j store.Job) acceptedJob { return acceptedJob(j) }
+
+// acceptedJob marks a handler's result as "answer 202 with this job's path".
+type acceptedJob store.Job
+
+func (s *Server) getJob(r *http.Request, ps httprouter.Params) (int, any, error) {
+	id, err := strconv.ParseInt(ps.ByName("id"), 10, 64)
+	if err != nil || id < 1 {
+		return 0, nil, notFound("job %q is not known", ps.ByName("id"))
+	}
+	j, err := s.store.GetJob(r.Context(), id)
+	if isNotFound(err) {
+		return 0, nil, notFound("job %d is not known", id)
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("get job %d: %w", id, err)
+	}
+	return http.StatusOK, viewJob(j), nil
+}
+
+func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+
