@@ -243,4 +243,3 @@ func TestFixtureSequenceStatuses(t *testing.T) {
 		t.Errorf("state after the sequence: %+v, %v", snap, err)
 	}
 }
-

@@ -69,4 +69,3 @@ func (s *Server) getJob(r *http.Request, ps httprouter.Params) (int, any, error)
 }
 
 func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
-
