@@ -1,0 +1,274 @@
+package partitions
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
+
+const defaultPartition = "Default=0x7fff, ipoib : ALL=limited, SELF=full ;"
+
+func TestRenderGolden(t *testing.T) {
+	tests := []struct {
+		name  string
+		state State
+	}{
+		{"no-networks", State{Revision: 1, DefaultPartition: defaultPartition}},
+		{"check-state", checkState()},
+		{
+			// Networks and ports in no particular order come out sorted.
+			name: "sorted",
+			state: State{
+				Revision:         123456789,
+				DefaultPartition: "Default=0x7fff, ipoib, rate=7, mtu=4 : ALL=limited, SELF=full, 0x0002c90300b00001=full ;",
+				Networks: []Network{
+					{ID: "ffffffff-0000-4000-8000-000000000002", PKey: fabric.MaxNetworkPKey, Members: []fabric.GUID{0xfa163e00005b7c1d, 0x0002c90300000901}},
+					{ID: "00000000-0000-4000-8000-000000000001", PKey: 0x0001, Members: []fabric.GUID{0xf452140300280080, 0x0002c90300001039, 0x01234500006789ab}},
+					{ID: "88888888-0000-4000-8000-000000000003", PKey: 0x0bb8},
+				},
+			},
+		},
+		{
+			// IDs that are not UUIDs still give valid, distinct names.
+			name: "odd-ids",
+			state: State{
+				Revision:         0,
+				DefaultPartition: "Default=0x7fff : ALL=limited, SELF=full ; # keep this comment",
+				Networks: []Network{
+					{ID: "a b:c;d=e,f#g", PKey: 0x0010, Members: []fabric.GUID{1}},
+					{ID: "réseau", PKey: 0x0011},
+					{ID: "x", PKey: 0x0012, Members: []fabric.GUID{^fabric.GUID(0)}},
+				},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := Render(tt.state)
+			if err != nil {
+				t.Fatalf("Render: %v", err)
+			}
+			compareGolden(t, filepath.Join("testdata", "render", tt.name+".golden"), out)
+			if err := Check(out, tt.state); err != nil {
+				t.Fatalf("Check(Render()): %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// The fixture testdata/check/good/rendered.conf is what Render writes for checkState.
+func TestRenderMatchesCheckFixture(t *testing.T) {
+	out, err := Render(checkState())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := readFile(t, "testdata/check/good/rendered.conf"); !bytes.Equal(out, want) {
+		t.Fatalf("Render:\n%s\nwant:\n%s", out, want)
+	}
+}
+
+func TestRenderRefuses(t *testing.T) {
+	network := func(id string, pkey fabric.PKey, guids ...fabric.GUID) Network {
+		return Network{ID: id, PKey: pkey, Members: guids}
+	}
+	tests := []struct {
+		name  string
+		state State
+		want  string
+	}{
+		{"empty default", State{}, "default_partition: empty"},
+		{"default on two lines", State{DefaultPartition: "Default=0x7fff :\nALL=limited, SELF=full ;"}, "default_partition: must be one line without control characters; found 0x0a at column 17"},
+		{"default with a tab", State{DefaultPartition: "Default=0x7fff :\tALL=limited, SELF=full ;"}, "found 0x09"},
+		{"default with a carriage return", State{DefaultPartition: defaultPartition + "\r"}, "found 0x0d"},
+		{"default not ASCII", State{DefaultPartition: defaultPartition + " # é"}, "default_partition: non-ASCII byte"},
+		{"default without ';'", State{DefaultPartition: "Default=0x7fff : ALL=limited, SELF=full"}, `default_partition: statement "Default" has no terminating ';'`},
+		{"default of another pkey", State{DefaultPartition: "storage=0x0200 : SELF=full ;"}, "default_partition: must be exactly one statement, for Default=0x7fff"},
+		{"default and another statement", State{DefaultPartition: defaultPartition + " storage=0x0200 : SELF=full ;"}, "must be exactly one statement"},
+		{"default only a comment", State{DefaultPartition: "# Default=0x7fff : ALL=limited ;"}, "default_partition: no partition statement"},
+		{"default shared", State{DefaultPartition: "Default=0x7fff : ALL=full ;"}, "default_partition: ALL=full in the default partition"},
+		{"default without SELF", State{DefaultPartition: "Default=0x7fff : ALL=limited ;"}, "default_partition: the default partition has ALL=limited without SELF=full"},
+		{"default SELF first", State{DefaultPartition: "Default=0x7fff : SELF=full, ALL=limited ;"}, "default_partition: ALL=limited after SELF=full"},
+		{
+			"default lists a network's port",
+			State{DefaultPartition: "Default=0x7fff : ALL=limited, SELF=full, 0x0002c90300000101=full ;", Networks: []Network{network("a", 0x10, h1)}},
+			"default_partition: port 0x0002c90300000101 of network a may be in no other partition",
+		},
+		{"network pkey 0", State{DefaultPartition: defaultPartition, Networks: []Network{network("a", 0)}}, "state: network a has pkey 0x0000"},
+		{"network pkey 0x7fff", State{DefaultPartition: defaultPartition, Networks: []Network{network("a", 0x7fff)}}, "state: network a has pkey 0x7fff"},
+		{"shared pkey", State{DefaultPartition: defaultPartition, Networks: []Network{network("a", 0x10), network("b", 0x10)}}, "state: networks a and b share pkey 0x0010"},
+		{"port in two networks", State{DefaultPartition: defaultPartition, Networks: []Network{network("a", 0x10, h1), network("b", 0x11, h2, h1)}}, "state: port 0x0002c90300000101 is in networks a and b"},
+		{"no ID", State{DefaultPartition: defaultPartition, Networks: []Network{network("", 0x10)}}, "state: the network with pkey 0x0010 has no ID"},
+		{
+			"same name",
+			State{DefaultPartition: defaultPartition, Networks: []Network{
+				network("3f1c5a9e-8d2b-4c7a-9e61-0a5b7c9d1e2f", 0x10),
+				network("3f1c5a9e-8d2b-4c7a-9e61-0a5ffffffff", 0x11),
+			}},
+			"state: networks 3f1c5a9e-8d2b-4c7a-9e61-0a5b7c9d1e2f and 3f1c5a9e-8d2b-4c7a-9e61-0a5ffffffff have the same partition name net-3f1c5a9e-8d2b-4c7a-9e61-0a5",
+		},
+		{"same name after sanitizing", State{DefaultPartition: defaultPartition, Networks: []Network{network("a:b", 0x10), network("a;b", 0x11)}}, "have the same partition name net-a_b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := Render(tt.state)
+			if err == nil {
+				t.Fatalf("Render accepted it:\n%s", out)
+			}
+			assertProblems(t, err, []string{tt.want})
+		})
+	}
+}
+
+func TestPartitionName(t *testing.T) {
+	tests := []struct{ id, want string }{
+		{"3f1c5a9e-8d2b-4c7a-9e61-0a5b7c9d1e2f", "net-3f1c5a9e-8d2b-4c7a-9e61-0a5"},
+		{"3F1C5A9E-8D2B-4C7A-9E61-0A5B7C9D1E2F", "net-3F1C5A9E-8D2B-4C7A-9E61-0A5"},
+		{"short", "net-short"},
+		{"", "net-"},
+		{"a b:c;d=e,f#g/h", "net-a_b_c_d_e_f_g_h"},
+		{"under_score.dot-dash", "net-under_score.dot-dash"},
+		{"réseau", "net-r_seau"}, // one '_' per character, not per byte
+		{"ééééééééééééééééééééééééééééééé", "net-" + strings.Repeat("_", 27)}, // 31 characters, 62 bytes
+		{"\xff\xfeab", "net-__ab"},
+		{strings.Repeat("x", 27), "net-" + strings.Repeat("x", 27)},
+		{strings.Repeat("x", 28), "net-" + strings.Repeat("x", 27)},
+	}
+	for _, tt := range tests {
+		got := PartitionName(tt.id)
+		if got != tt.want {
+			t.Errorf("PartitionName(%q) = %q, want %q", tt.id, got, tt.want)
+		}
+		if reason := checkName(got); reason != "" {
+			t.Errorf("PartitionName(%q) = %q: %s", tt.id, got, reason)
+		}
+	}
+}
+
+// Whatever Render writes passes Check against the same state, and Parse reads back
+// exactly the state's networks.
+func TestRenderPassesCheck(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 200 {
+		s := randomState(rng, rng.IntN(30), rng.IntN(300))
+		out, err := Render(s)
+		if err != nil {
+			t.Fatalf("state %d: Render: %v", i, err)
+		}
+		if err := Check(out, s); err != nil {
+			t.Fatalf("state %d: Check(Render()): %v\n%s", i, err, out)
+		}
+		assertFileHoldsNetworks(t, out, s)
+	}
+}
+
+func assertFileHoldsNetworks(t *testing.T, out []byte, s State) {
+	t.Helper()
+	f, err := Parse(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(f.Statements), len(s.Networks)+1; got != want {
+		t.Fatalf("%d statements, want %d", got, want)
+	}
+	for _, n := range s.Networks {
+		st := f.Statement(n.PKey)
+		if st == nil || st.Name != PartitionName(n.ID) || len(st.Members) != len(n.Members) {
+			t.Fatalf("network %s: statement %+v", n.ID, st)
+		}
+	}
+	for i := 2; i < len(f.Statements); i++ {
+		prev, st := f.Statements[i-1], f.Statements[i]
+		if prev.PKey >= st.PKey {
+			t.Fatalf("statement %s (%s) after %s (%s): want pkey order", st.Name, st.PKey, prev.Name, prev.PKey)
+		}
+		for j := 1; j < len(st.Members); j++ {
+			if st.Members[j-1].GUID >= st.Members[j].GUID {
+				t.Fatalf("partition %s: %s after %s: want GUID order", st.Name, st.Members[j].GUID, st.Members[j-1].GUID)
+			}
+		}
+	}
+}
+
+// randomState spreads ports over networks with distinct random pkeys, IDs and GUIDs.
+func randomState(rng *rand.Rand, networks, ports int) State {
+	s := State{Revision: rng.Int64(), DefaultPartition: defaultPartition}
+	usedPKey := map[fabric.PKey]bool{}
+	for len(s.Networks) < networks {
+		pkey := fabric.PKey(1 + rng.IntN(int(fabric.MaxNetworkPKey)))
+		if usedPKey[pkey] {
+			continue
+		}
+		usedPKey[pkey] = true
+		id := fmt.Sprintf("%08x-%04x-4%03x-8%03x-%012x", rng.Uint32(), rng.IntN(1<<16), rng.IntN(1<<12), rng.IntN(1<<12), rng.Int64N(1<<48))
+		s.Networks = append(s.Networks, Network{ID: id, PKey: pkey})
+	}
+	if networks == 0 {
+		return s
+	}
+	usedGUID := map[fabric.GUID]bool{}
+	for len(usedGUID) < ports {
+		g := fabric.GUID(rng.Uint64())
+		if g == 0 || usedGUID[g] {
+			continue
+		}
+		usedGUID[g] = true
+		n := &s.Networks[rng.IntN(networks)]
+		n.Members = append(n.Members, g)
+	}
+	return s
+}
+
+// FuzzRenderCheck builds a state from the fuzzer's bytes (a default partition, and
+// 3 bytes per port: network, then GUID bits) and checks that whatever Render
+// accepts, Check accepts too.
+func FuzzRenderCheck(f *testing.F) {
+	f.Add(defaultPartition, []byte{0, 1, 2, 1, 3, 4, 2, 5, 6})
+	f.Add("Default=0x7fff : ALL=limited, SELF=full, 0x0002c90300000101=full ;", []byte{0, 1, 1})
+	f.Add("Default=0x7fff, ipoib, rate=7, mtu=4 : ALL=limited, SELF=full ;", []byte{7, 0, 0, 7, 0, 1})
+	f.Add("Default=0x7fff : ALL=full ;", []byte{})
+	f.Fuzz(func(t *testing.T, defaultLine string, ports []byte) {
+		s := State{DefaultPartition: defaultLine}
+		for i := 0; i+3 <= len(ports); i += 3 {
+			// At most 8 networks on pkeys 1..8, so that ports collide on networks;
+			// GUIDs 0x0002c903000000xx like the simulator's hosts, plus a high byte.
+			k := int(ports[i] % 8)
+			for len(s.Networks) <= k {
+				s.Networks = append(s.Networks, Network{ID: fmt.Sprintf("network-%d", len(s.Networks)), PKey: fabric.PKey(len(s.Networks) + 1)})
+			}
+			g := fabric.GUID(0x0002c90300000000 | binary.BigEndian.Uint64([]byte{0, 0, 0, 0, 0, 0, ports[i+1], ports[i+2]}))
+			s.Networks[k].Members = append(s.Networks[k].Members, g)
+		}
+		out, err := Render(s)
+		if err != nil {
+			return
+		}
+		if err := Check(out, s); err != nil {
+			t.Fatalf("Check(Render()): %v\n%s", err, out)
+		}
+	})
+}
+
+// BenchmarkRenderCheck renders and checks the largest fabric we plan for: 50,000
+// ports in 4,000 networks.
+func BenchmarkRenderCheck(b *testing.B) {
+	s := randomState(rand.New(rand.NewPCG(3, 4)), 4000, 50000)
+	b.ReportAllocs()
+	var size int
+	for b.Loop() {
+		out, err := Render(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := Check(out, s); err != nil {
+			b.Fatal(err)
+		}
+		size = len(out)
+	}
+	b.ReportMetric(float64(size), "file-bytes")
+}
