@@ -1,0 +1,88 @@
+package fabricsim
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
+
+// SMGUID is the port GUID of the HCA named "SM", where the SM runs.
+const SMGUID fabric.GUID = 0x0002c90300a00001
+
+// HostGUID is the port GUID of host H<i> (H1 = 0x0002c90300000101). Its node
+// GUID is one less: ibsim numbers ports from the node GUID.
+func HostGUID(i int) fabric.GUID { return fabric.GUID(0x0002c90300000001 + uint64(i)*0x100) }
+
+// SwitchGUID is the node GUID (and port 0 GUID) of switch S<k>.
+func SwitchGUID(k int) fabric.GUID { return fabric.GUID(0x0002c90300f00000 + uint64(k)) }
+
+// Host is a host HCA of the fabric and the switch port it is cabled to.
+type Host struct {
+	Name       string      // "H1"
+	PortGUID   fabric.GUID // port 1 of the HCA
+	Switch     string      // "S1"
+	SwitchPort int         // the switch port facing the host
+	SwitchGUID fabric.GUID
+}
+
+// maxSwitchPorts is the largest port count a switch in the topology file may
+// have (port numbers are one byte in the management datagrams).
+const maxSwitchPorts = 254
+
+// topology returns the ibsim topology file for nHosts hosts and nSwitches
+// switches, and the hosts it contains. The SM's HCA hangs off S1 port 1; hosts
+// take the next free port of their switch, round-robin over the switches;
+// switch S<k> is cabled to S<k+1> by its last port.
+func topology(nHosts, nSwitches int) (string, []Host, error) {
+	if nHosts < 1 || nSwitches < 1 {
+		return "", nil, fmt.Errorf("topology: want at least 1 host and 1 switch, got %d and %d", nHosts, nSwitches)
+	}
+	// Ports a switch needs: its share of the hosts (S1 also has the SM), plus
+	// two for the chain.
+	nPorts := max((nHosts+nSwitches)/nSwitches+2, 8)
+	if nPorts > maxSwitchPorts {
+		return "", nil, fmt.Errorf("topology: %d hosts on %d switches need %d ports per switch, more than %d",
+			nHosts, nSwitches, nPorts, maxSwitchPorts)
+	}
+	const link = " # lid 0 4xQDR"          // width and speed of every link
+	links := make([][]string, nSwitches+1) // links[k]: cabling lines of switch S<k>
+	next := make([]int, nSwitches+1)       // next free port of each switch
+	for k := 1; k <= nSwitches; k++ {
+		next[k] = 1
+	}
+	links[1] = append(links[1], `[1] "SM"[1]`+link)
+	next[1] = 2
+
+	var hosts []Host
+	for i := 1; i <= nHosts; i++ {
+		s := (i-1)%nSwitches + 1
+		p := next[s]
+		next[s]++
+		links[s] = append(links[s], fmt.Sprintf(`[%d] "H%d"[1]`, p, i)+link)
+		hosts = append(hosts, Host{
+			Name:       fmt.Sprintf("H%d", i),
+			PortGUID:   HostGUID(i),
+			Switch:     fmt.Sprintf("S%d", s),
+			SwitchPort: p,
+			SwitchGUID: SwitchGUID(s),
+		})
+	}
+	for k := 1; k < nSwitches; k++ {
+		links[k] = append(links[k], fmt.Sprintf(`[%d] "S%d"[%d]`, nPorts, k+1, nPorts-1)+link)
+		links[k+1] = append(links[k+1], fmt.Sprintf(`[%d] "S%d"[%d]`, nPorts-1, k, nPorts)+link)
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "# ibsim topology written by fabricsim: %d hosts, %d switches.\n", nHosts, nSwitches)
+	b.WriteString("# caguid is the node GUID of the next HCA; its port 1 GUID is caguid + 1.\n")
+	b.WriteString("# The SM's HCA comes first, which makes it the default attach point.\n")
+	fmt.Fprintf(&b, "caguid=%s\nHca 1 \"SM\"\n[1] \"S1\"[1]%s\n\n", SMGUID-1, link)
+	for _, h := range hosts {
+		fmt.Fprintf(&b, "caguid=%s\nHca 1 %q\n[1] %q[%d]%s\n\n", h.PortGUID-1, h.Name, h.Switch, h.SwitchPort, link)
+	}
+	for k := 1; k <= nSwitches; k++ {
+		fmt.Fprintf(&b, "switchguid=%s\nSwitch %d \"S%d\"\n%s\n\n", SwitchGUID(k), nPorts, k, strings.Join(links[k], "\n"))
+	}
+	return b.String(), hosts, nil
+}

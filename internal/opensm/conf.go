@@ -1,0 +1,156 @@
+package opensm
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// KeyValue is one option of opensm.conf: OpenSM reads "key value" per line.
+type KeyValue struct{ Key, Value string }
+
+// ConfOptions is what RenderConf needs to write opensm.conf.
+type ConfOptions struct {
+	PartitionsFile       string // partition_config_file: the file the manager rewrites
+	LogFile              string // log_file: the file WaitSweep and Process read
+	PerModuleLoggingFile string // per_module_logging_file: see PerModuleLoggingConf
+
+	// Passthrough holds the operator's [opensm_conf] options, written in this
+	// order after the options the manager owns. Keys must not be in OwnedOptions.
+	Passthrough []KeyValue
+}
+
+// OwnedOptions are the opensm.conf options the manager always sets itself. An
+// operator who could change them would break what this package relies on: the
+// log lines that prove a sweep (log_file, force_log_flush, per-module logging),
+// the file that gets applied (partition_config_file), and a foreground OpenSM
+// with no unauthenticated console (daemon, console). accum_log_file FALSE would
+// truncate the log at every start, under the follower's feet.
+var OwnedOptions = []string{
+	"partition_config_file",
+	"log_file",
+	"force_log_flush",
+	"per_module_logging_file",
+	"daemon",
+	"console",
+	"accum_log_file",
+}
+
+// unparsableOptions would change the log lines this package reads: log_prefix
+// puts a prefix before every message, so "SUBNET UP" would never be seen.
+var unparsableOptions = []string{"log_prefix"}
+
+// defaultLogFlags is ERROR and INFO: it includes "SUBNET UP" and every ERR line.
+// The operator may change it ([opensm_conf] log_flags); the sweep markers come
+// from the per-module logging file whatever it is.
+const defaultLogFlags = "0x03"
+
+// OpenSM splits an option line at the first blank; option names are C
+// identifiers in lower case.
+var optionKey = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
+
+// RenderConf returns the contents of opensm.conf. It fails when a passthrough
+// option tries to set an owned option (or log_prefix), repeats a key, or when any key or value
+// could break the file's line structure (a value with a newline would smuggle in
+// another option). The file will hold secret keys: write it with mode 0600.
+func RenderConf(o ConfOptions) ([]byte, error) {
+	owned := []KeyValue{
+		{"partition_config_file", o.PartitionsFile},
+		{"log_file", o.LogFile},
+		{"per_module_logging_file", o.PerModuleLoggingFile},
+		{"force_log_flush", "TRUE"}, // OpenSM takes only "TRUE" as true
+		{"accum_log_file", "TRUE"},
+		{"daemon", "FALSE"},
+		{"console", "off"},
+	}
+	for _, kv := range owned[:3] {
+		if kv.Value == "" {
+			return nil, fmt.Errorf("opensm.conf: %s: no path given", kv.Key)
+		}
+	}
+	operatorSetsLogFlags := false
+	seen := map[string]bool{}
+	for _, kv := range o.Passthrough {
+		if !optionKey.MatchString(kv.Key) {
+			return nil, fmt.Errorf("opensm.conf: option name %q: want letters, digits and underscores", kv.Key)
+		}
+		if slices.Contains(OwnedOptions, kv.Key) {
+			return nil, fmt.Errorf("opensm.conf: option %s is set by the manager and cannot be overridden", kv.Key)
+		}
+		if slices.Contains(unparsableOptions, kv.Key) {
+			return nil, fmt.Errorf("opensm.conf: option %s is not supported: it changes the log lines the manager reads", kv.Key)
+		}
+		if seen[kv.Key] {
+			return nil, fmt.Errorf("opensm.conf: option %s given twice", kv.Key)
+		}
+		seen[kv.Key] = true
+		if kv.Key == "log_flags" {
+			operatorSetsLogFlags = true
+		}
+	}
+	if !operatorSetsLogFlags {
+		owned = append(owned, KeyValue{"log_flags", defaultLogFlags})
+	}
+
+	var b bytes.Buffer
+	b.WriteString("# Written by alternative-fabric-manager; edits are lost when it rewrites this file.\n")
+	b.WriteString("# Options the manager owns:\n")
+	if err := writeOptions(&b, owned); err != nil {
+		return nil, err
+	}
+	if len(o.Passthrough) > 0 {
+		b.WriteString("\n# Options from the [opensm_conf] section of the manager's configuration:\n")
+		if err := writeOptions(&b, o.Passthrough); err != nil {
+			return nil, err
+		}
+	}
+	return b.Bytes(), nil
+}
+
+func writeOptions(b *bytes.Buffer, kvs []KeyValue) error {
+	for _, kv := range kvs {
+		if err := checkValue(kv); err != nil {
+			return err
+		}
+		fmt.Fprintf(b, "%s %s\n", kv.Key, kv.Value)
+	}
+	return nil
+}
+
+func checkValue(kv KeyValue) error {
+	if strings.ContainsAny(kv.Value, "\n\r\x00") {
+		return fmt.Errorf("opensm.conf: option %s: value contains a line break or NUL", kv.Key)
+	}
+	if strings.TrimSpace(kv.Value) == "" {
+		return fmt.Errorf("opensm.conf: option %s: empty value", kv.Key)
+	}
+	return nil
+}
+
+// loggedModules are the OpenSM source files whose VERBOSE lines WaitSweep needs:
+// the sweep boxes (osm_state_mgr.c), state changes (osm_sm_state_mgr.c), the
+// "not accessible" and "Cannot open config file" lines of the partitions file
+// (osm_prtn.c, osm_prtn_config.c) and the pkey manager's decisions
+// (osm_pkey_mgr.c). Full VERBOSE would add a line per port on every sweep.
+var loggedModules = []string{
+	"osm_state_mgr.c",
+	"osm_sm_state_mgr.c",
+	"osm_prtn.c",
+	"osm_prtn_config.c",
+	"osm_pkey_mgr.c",
+}
+
+// PerModuleLoggingConf returns the per-module logging file: ERROR, INFO and
+// VERBOSE (0x07) for the modules whose lines prove a sweep. OpenSM ORs these
+// levels with log_flags and re-reads the file at every heavy sweep. An unknown
+// module name would make OpenSM stop reading the file, so the list is fixed.
+func PerModuleLoggingConf() []byte {
+	var b bytes.Buffer
+	b.WriteString("# per-module logging written by alternative-fabric-manager: \"<source file> <level mask>\"\n")
+	for _, m := range loggedModules {
+		fmt.Fprintf(&b, "%s 0x07\n", m)
+	}
+	return b.Bytes()
+}

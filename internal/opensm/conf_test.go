@@ -1,0 +1,151 @@
+package opensm
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata")
+
+// golden compares got with testdata/name, or rewrites the file with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs:\n--- got\n%s--- want\n%s", name, got, want)
+	}
+}
+
+var confPaths = ConfOptions{
+	PartitionsFile:       "/var/lib/alternative-fabric-manager/partitions.conf",
+	LogFile:              "/var/log/alternative-fabric-manager/opensm.log",
+	PerModuleLoggingFile: "/var/lib/alternative-fabric-manager/per-module-logging.conf",
+}
+
+func TestRenderConfGolden(t *testing.T) {
+	o := confPaths
+	o.Passthrough = []KeyValue{
+		{"guid", "0x0002c90300a00001"},
+		{"sm_priority", "14"},
+		{"sweep_interval", "10"},
+		{"root_guid_file", "/etc/opensm/root guids"}, // values may contain blanks
+	}
+	got, err := RenderConf(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "opensm.conf.golden", got)
+}
+
+// options parses a rendered file the way OpenSM reads it: "key value" per line.
+func options(t *testing.T, conf []byte) map[string][]string {
+	t.Helper()
+	opts := map[string][]string{}
+	for _, line := range strings.Split(string(conf), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		key, value, ok := strings.Cut(line, " ")
+		if !ok {
+			t.Fatalf("line %q has no value", line)
+		}
+		opts[key] = append(opts[key], value)
+	}
+	return opts
+}
+
+func TestRenderConfOwnedValues(t *testing.T) {
+	got, err := RenderConf(confPaths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"partition_config_file":   confPaths.PartitionsFile,
+		"log_file":                confPaths.LogFile,
+		"per_module_logging_file": confPaths.PerModuleLoggingFile,
+		"force_log_flush":         "TRUE",
+		"accum_log_file":          "TRUE",
+		"daemon":                  "FALSE",
+		"console":                 "off",
+		"log_flags":               "0x03",
+	}
+	opts := options(t, got)
+	for key, value := range want {
+		if !slices.Equal(opts[key], []string{value}) {
+			t.Errorf("%s = %q, want exactly [%q]", key, opts[key], value)
+		}
+	}
+	for _, key := range OwnedOptions {
+		if _, ok := want[key]; !ok {
+			t.Errorf("owned option %s has no expected value in this test", key)
+		}
+	}
+}
+
+func TestRenderConfOperatorLogFlags(t *testing.T) {
+	o := confPaths
+	o.Passthrough = []KeyValue{{"log_flags", "0x83"}}
+	got, err := RenderConf(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flags := options(t, got)["log_flags"]; !slices.Equal(flags, []string{"0x83"}) {
+		t.Errorf("log_flags = %q, want only the operator's [0x83]", flags)
+	}
+}
+
+func TestRenderConfRejects(t *testing.T) {
+	withPassthrough := func(kvs ...KeyValue) ConfOptions {
+		o := confPaths
+		o.Passthrough = kvs
+		return o
+	}
+	tests := []struct {
+		name    string
+		opts    ConfOptions
+		wantErr string
+	}{
+		{"owned option", withPassthrough(KeyValue{"log_file", "/tmp/other.log"}), "cannot be overridden"},
+		{"owned option daemon", withPassthrough(KeyValue{"daemon", "TRUE"}), "cannot be overridden"},
+		{"owned option accum_log_file", withPassthrough(KeyValue{"accum_log_file", "FALSE"}), "cannot be overridden"},
+		{"newline smuggles an option", withPassthrough(KeyValue{"sm_priority", "1\nconsole loopback"}), "line break"},
+		{"carriage return", withPassthrough(KeyValue{"sm_priority", "1\r"}), "line break"},
+		{"empty value", withPassthrough(KeyValue{"sm_priority", " "}), "empty value"},
+		{"blank in key", withPassthrough(KeyValue{"sm priority", "1"}), "option name"},
+		{"empty key", withPassthrough(KeyValue{"", "1"}), "option name"},
+		{"log_prefix hides the markers", withPassthrough(KeyValue{"log_prefix", "fabric1"}), "log lines"},
+		{"duplicate key", withPassthrough(KeyValue{"sm_priority", "1"}, KeyValue{"sm_priority", "2"}), "twice"},
+		{"no partitions file", ConfOptions{LogFile: "/l", PerModuleLoggingFile: "/p"}, "partition_config_file"},
+		{"no log file", ConfOptions{PartitionsFile: "/x", PerModuleLoggingFile: "/p"}, "log_file"},
+		{"newline in owned path", ConfOptions{PartitionsFile: "/x\nconsole loopback", LogFile: "/l", PerModuleLoggingFile: "/p"}, "line break"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := RenderConf(tt.opts)
+			if err == nil {
+				t.Fatalf("no error; rendered:\n%s", got)
+			}
+			if !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("error %q does not mention %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestPerModuleLoggingConf(t *testing.T) {
+	golden(t, "per-module-logging.conf.golden", PerModuleLoggingConf())
+}

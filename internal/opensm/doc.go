@@ -1,0 +1,32 @@
+// Package opensm drives OpenSM, the subnet manager that programs the partition
+// keys into the fabric. It owns four things:
+//
+//   - opensm.conf and the per-module logging file: RenderConf and
+//     PerModuleLoggingConf. The manager owns the options that make the rest of
+//     this package work (log file, flushing, foreground mode) and refuses to let
+//     an operator override them.
+//   - Writing files OpenSM reads while it runs: WriteFileAtomic. A heavy sweep can
+//     start at any moment and would apply a half-written partitions file.
+//   - Reading OpenSM's log: ParseLog for whole files, FollowLog for a log that
+//     grows, and WaitSweep, which proves from the log that a partitions file is in
+//     the ports' tables (the chain of lines is described on WaitSweep).
+//   - Running OpenSM as the manager's child: Process restarts it when it exits,
+//     knows when it is safe to signal, and keeps its output (which contains the
+//     secret keys it loaded) out of the manager's log.
+//
+// How to apply a new partitions file, in this order:
+//
+//	WriteFileAtomic(partitionsFile, data, 0o644) // the new file is in place
+//	from, _ := LogPosition(logFile)             // any sweep logged after this reads it
+//	p.Reload(ctx)                               // SIGHUP: OpenSM starts a heavy sweep
+//	res, _ := WaitSweep(ctx, logFile, from, timeout)
+//
+// Taking the position after the rename (and before the signal) means that any
+// heavy sweep whose start appears after the position began after the rename, so it
+// parsed the new file: OpenSM reads the partitions file after discovery, in every
+// heavy sweep.
+//
+// The facts about OpenSM this package relies on (log format, markers, signals)
+// were checked against OpenSM 3.3.23 on a simulated fabric; the tests run the real
+// program (see e2e/fabricsim).
+package opensm

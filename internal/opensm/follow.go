@@ -1,0 +1,301 @@
+package opensm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+	"time"
+)
+
+// Position is a place in a log file: which file (its inode) and a byte offset.
+// A file that was deleted and re-created may get the same inode back; a
+// follower notices that only if the new file is shorter than the offset.
+// Rotation by renaming, which keeps the old file, is always noticed.
+type Position struct {
+	Inode  uint64
+	Offset int64
+}
+
+// LogPosition returns the current end of the log file. A missing file gives the
+// zero position: everything the file will hold comes after it.
+func LogPosition(path string) (Position, error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Position{}, nil
+	}
+	if err != nil {
+		return Position{}, fmt.Errorf("log position: %w", err)
+	}
+	return Position{Inode: inodeOf(fi), Offset: fi.Size()}, nil
+}
+
+func inodeOf(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
+}
+
+// ErrLogReset is returned (wrapped) by LogFollower.Next when the log was
+// truncated or replaced by another file: whatever was logged in between is lost,
+// so any chain of lines being followed is broken. The follower carries on from
+// the beginning of the file as it is now.
+var ErrLogReset = errors.New("log truncated or replaced")
+
+// How often a follower looks at the file when it has read everything. OpenSM
+// logs a sweep's lines within milliseconds; this keeps the cost of waiting low
+// without adding noticeable delay.
+const pollInterval = 20 * time.Millisecond
+
+// A message box's header line ("do_sweep:") without its title is waited for
+// this many idle polls before it is handed out anyway.
+const openBoxPatience = 5
+
+// maxReadPerPoll keeps one poll from reading a huge backlog in one go.
+const maxReadPerPoll = 1 << 20
+
+// LogFollower reads the entries of a growing OpenSM log from a position on. It
+// polls (stat and read); it needs no file-system notifications. It is not safe
+// for concurrent use.
+type LogFollower struct {
+	path string
+	from Position
+	// opened: the file at path has been opened once; later opens follow a
+	// rotation and start at offset 0.
+	opened bool
+
+	f      *os.File
+	inode  uint64
+	offset int64 // bytes of f read so far
+
+	partial      []byte // data after the last newline
+	skipFragment bool   // the data starts in the middle of a line: drop up to the first newline
+	parser       entryParser
+	idle         int // polls in a row that found no new data
+
+	queue []Entry
+	reset error // a reset to report once the queue is empty
+	buf   []byte
+}
+
+// FollowLog returns a follower that reads path from the position on. The file
+// need not exist yet.
+func FollowLog(path string, from Position) *LogFollower {
+	return &LogFollower{path: path, from: from}
+}
+
+// Close releases the open file.
+func (l *LogFollower) Close() error {
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
+}
+
+// Next returns the next entry, waiting for it as long as ctx allows. When the log
+// was truncated or replaced it returns an error wrapping ErrLogReset once, and the
+// entries of the new file after that. An entry whose header line was logged
+// before the position is never returned, even if its continuation lines come
+// after it.
+func (l *LogFollower) Next(ctx context.Context) (Entry, error) {
+	for {
+		if len(l.queue) > 0 {
+			e := l.queue[0]
+			l.queue = l.queue[1:]
+			return e, nil
+		}
+		if l.reset != nil {
+			err := l.reset
+			l.reset = nil
+			return Entry{}, err
+		}
+		progressed, err := l.poll()
+		if err != nil {
+			return Entry{}, err
+		}
+		if progressed || len(l.queue) > 0 || l.reset != nil {
+			continue
+		}
+		t := time.NewTimer(pollInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return Entry{}, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// poll reads what is available. progressed says that new data was read.
+func (l *LogFollower) poll() (progressed bool, err error) {
+	if l.f == nil {
+		if err := l.open(); err != nil || l.f == nil || l.reset != nil {
+			return false, err
+		}
+	}
+	n, err := l.readAvailable()
+	if err != nil {
+		return false, err
+	}
+	if n > 0 {
+		l.idle = 0
+		return true, nil
+	}
+	l.idle++
+	if e, ok := l.parser.flush(l.idle >= openBoxPatience); ok {
+		l.queue = append(l.queue, e)
+	}
+	return false, l.checkReplaced()
+}
+
+// open opens the file at path, if it exists, and places the read offset.
+func (l *LogFollower) open() error {
+	f, err := os.Open(l.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // not there yet (or rotated away and not yet re-created)
+	}
+	if err != nil {
+		return fmt.Errorf("follow %s: %w", l.path, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("follow %s: %w", l.path, err)
+	}
+	l.f, l.inode, l.offset = f, inodeOf(fi), 0
+	first := !l.opened
+	l.opened = true
+	switch {
+	case !first:
+		// A rotation brought us here; it has been reported already.
+	case l.from.Inode != 0 && l.inode != l.from.Inode:
+		l.reset = fmt.Errorf("%w: %s is not the file the position was taken in (inode %d, was %d)",
+			ErrLogReset, l.path, l.inode, l.from.Inode)
+	case fi.Size() < l.from.Offset:
+		l.reset = fmt.Errorf("%w: %s has %d bytes, fewer than at the position (%d)",
+			ErrLogReset, l.path, fi.Size(), l.from.Offset)
+	default:
+		l.offset = l.from.Offset
+	}
+	if l.offset == 0 {
+		return nil
+	}
+	// Starting inside a line would make its tail look like a line of its own.
+	var before [1]byte
+	if _, err := f.ReadAt(before[:], l.offset-1); err != nil {
+		return fmt.Errorf("follow %s: %w", l.path, err)
+	}
+	l.skipFragment = before[0] != '\n'
+	if _, err := f.Seek(l.offset, io.SeekStart); err != nil {
+		return fmt.Errorf("follow %s: %w", l.path, err)
+	}
+	return nil
+}
+
+// readAvailable reads up to the end of the file (or maxReadPerPoll bytes).
+func (l *LogFollower) readAvailable() (int, error) {
+	if l.buf == nil {
+		l.buf = make([]byte, 64*1024)
+	}
+	total := 0
+	for total < maxReadPerPoll {
+		n, err := l.f.Read(l.buf)
+		if n > 0 {
+			total += n
+			l.offset += int64(n)
+			l.consume(l.buf[:n])
+		}
+		if err == io.EOF || n == 0 {
+			return total, nil
+		}
+		if err != nil {
+			return total, fmt.Errorf("follow %s: %w", l.path, err)
+		}
+	}
+	return total, nil
+}
+
+// consume splits data into lines and feeds the complete ones to the parser.
+func (l *LogFollower) consume(data []byte) {
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			l.partial = append(l.partial, data...)
+			if len(l.partial) > maxLineLength { // not a log line anyone wants whole
+				l.feed(string(l.partial))
+				l.partial = l.partial[:0]
+			}
+			return
+		}
+		line := string(append(l.partial, data[:i]...))
+		l.partial = l.partial[:0]
+		data = data[i+1:]
+		l.feed(line)
+	}
+}
+
+func (l *LogFollower) feed(line string) {
+	if l.skipFragment {
+		l.skipFragment = false
+		return
+	}
+	if e, ok := l.parser.line(line); ok {
+		l.queue = append(l.queue, e)
+	}
+}
+
+// checkReplaced looks for truncation in place (log_max_size, copytruncate) and
+// for rotation (path now names another file).
+func (l *LogFollower) checkReplaced() error {
+	fi, err := l.f.Stat()
+	if err != nil {
+		return fmt.Errorf("follow %s: %w", l.path, err)
+	}
+	if fi.Size() < l.offset {
+		l.reset = fmt.Errorf("%w: %s shrank from %d to %d bytes", ErrLogReset, l.path, l.offset, fi.Size())
+		l.restart()
+		if _, err := l.f.Seek(0, io.SeekStart); err != nil {
+			return fmt.Errorf("follow %s: %w", l.path, err)
+		}
+		return nil
+	}
+	cur, err := os.Stat(l.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // moved away, new file not created yet: the old one may still grow
+	}
+	if err != nil {
+		return fmt.Errorf("follow %s: %w", l.path, err)
+	}
+	if inodeOf(cur) == l.inode {
+		return nil
+	}
+	// Rotated. The writer may have added lines to the old file since our last
+	// read: take them before switching.
+	if _, err := l.readAvailable(); err != nil {
+		return err
+	}
+	if e, ok := l.parser.flush(true); ok {
+		l.queue = append(l.queue, e)
+	}
+	l.reset = fmt.Errorf("%w: %s was replaced by another file", ErrLogReset, l.path)
+	l.restart()
+	l.f.Close()
+	l.f = nil
+	return nil
+}
+
+// restart forgets everything read so far, to read a file from its beginning.
+func (l *LogFollower) restart() {
+	l.offset = 0
+	l.partial = l.partial[:0]
+	l.skipFragment = false
+	l.parser = entryParser{}
+	l.idle = 0
+}

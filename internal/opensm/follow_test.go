@@ -1,0 +1,176 @@
+package opensm
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+const (
+	subnetUpLine  = "Nov 29 19:22:53 283290 [8507C6C0] 0x02 -> SUBNET UP\n"
+	masterLine    = "Nov 29 19:22:53 258832 [8507C6C0] 0x80 -> Entering MASTER state\n"
+	exitingLine   = "Nov 29 19:23:09 105493 [88083740] 0x80 -> Exiting SM\n"
+	startBoxLines = "Nov 29 19:22:58 999349 [8507C6C0] 0x04 -> state_mgr_sweep_hop_0:\n\n\n" +
+		"******************************************************************\n" +
+		"********************* INITIATING HEAVY SWEEP *********************\n" +
+		"******************************************************************\n\n\n"
+)
+
+// nextWithin calls Next with a generous deadline, only so that a broken
+// follower fails the test instead of hanging it.
+func nextWithin(t *testing.T, l *LogFollower) (Entry, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return l.Next(ctx)
+}
+
+func mustNext(t *testing.T, l *LogFollower, wantMessage string) Entry {
+	t.Helper()
+	e, err := nextWithin(t, l)
+	if err != nil {
+		t.Fatalf("Next: %v, want %q", err, wantMessage)
+	}
+	if e.Message != wantMessage {
+		t.Fatalf("Next: %q, want %q", e.Message, wantMessage)
+	}
+	return e
+}
+
+// nothingYet asserts that Next returns no entry for a while (the data is not
+// complete); a slower machine only makes this more certain.
+func nothingYet(t *testing.T, l *LogFollower) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if e, err := l.Next(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Next = %+v, %v; want nothing yet", e, err)
+	}
+}
+
+func appendTo(t *testing.T, path, data string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLogPosition(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	pos, err := LogPosition(path)
+	if err != nil || pos != (Position{}) {
+		t.Fatalf("missing file: %+v, %v; want the zero position", pos, err)
+	}
+	appendTo(t, path, subnetUpLine)
+	pos, err = LogPosition(path)
+	fi, _ := os.Stat(path)
+	if err != nil || pos.Offset != int64(len(subnetUpLine)) || pos.Inode != inodeOf(fi) || pos.Inode == 0 {
+		t.Errorf("position %+v, %v; want offset %d and the file's inode", pos, err, len(subnetUpLine))
+	}
+}
+
+func TestFollowerWaitsForFileAndCompleteLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	l := FollowLog(path, Position{}) // taken before the file existed
+	defer l.Close()
+	nothingYet(t, l)
+
+	appendTo(t, path, subnetUpLine[:30])
+	nothingYet(t, l)
+	appendTo(t, path, subnetUpLine[30:])
+	mustNext(t, l, "SUBNET UP")
+
+	// A box's header line alone is not handed out: its title is still to come.
+	appendTo(t, path, startBoxLines[:70])
+	nothingYet(t, l)
+	appendTo(t, path, startBoxLines[70:])
+	if e := mustNext(t, l, "state_mgr_sweep_hop_0:"); e.Title != "INITIATING HEAVY SWEEP" {
+		t.Errorf("box title %q", e.Title)
+	}
+}
+
+func TestFollowerStartsAtPosition(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	appendTo(t, path, masterLine+subnetUpLine[:20])
+	pos, err := LogPosition(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The position is inside the SUBNET UP line: its tail is no line.
+	appendTo(t, path, subnetUpLine[20:]+exitingLine)
+	l := FollowLog(path, pos)
+	defer l.Close()
+	mustNext(t, l, "Exiting SM")
+}
+
+func TestFollowerTruncationInPlace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	appendTo(t, path, masterLine+subnetUpLine)
+	l := FollowLog(path, Position{})
+	defer l.Close()
+	mustNext(t, l, "Entering MASTER state")
+	mustNext(t, l, "SUBNET UP")
+
+	// log_max_size: OpenSM truncates the file to 0 and goes on writing.
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, path, exitingLine)
+	if _, err := nextWithin(t, l); !errors.Is(err, ErrLogReset) {
+		t.Fatalf("Next after truncation: %v, want ErrLogReset", err)
+	}
+	mustNext(t, l, "Exiting SM")
+}
+
+func TestFollowerRotation(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "opensm.log")
+	appendTo(t, path, masterLine)
+	l := FollowLog(path, Position{})
+	defer l.Close()
+	mustNext(t, l, "Entering MASTER state")
+
+	// logrotate moves the file; OpenSM writes on into the old one until it
+	// reopens (SIGUSR1), then into a new file.
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, path+".1", subnetUpLine)
+	appendTo(t, path, exitingLine)
+
+	mustNext(t, l, "SUBNET UP") // the old file is read to its end first
+	if _, err := nextWithin(t, l); !errors.Is(err, ErrLogReset) {
+		t.Fatalf("Next after rotation: %v, want ErrLogReset", err)
+	}
+	mustNext(t, l, "Exiting SM")
+}
+
+func TestFollowerPositionInAnotherFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	appendTo(t, path, masterLine)
+	pos, err := LogPosition(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Replaced by a longer file between the position and the follower. (The
+	// old file is kept: a deleted file's inode could be reused at once.)
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, path, exitingLine+subnetUpLine)
+
+	l := FollowLog(path, pos)
+	defer l.Close()
+	if _, err := nextWithin(t, l); !errors.Is(err, ErrLogReset) {
+		t.Fatalf("Next: %v, want ErrLogReset", err)
+	}
+	mustNext(t, l, "Exiting SM") // from the beginning of the new file
+}

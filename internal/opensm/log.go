@@ -1,0 +1,158 @@
+package opensm
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Level is the level bit an OpenSM log entry was written at.
+type Level uint8
+
+// OpenSM's log levels. The version line at start-up carries the whole
+// configured mask instead of a single bit.
+const (
+	LevelError   Level = 0x01
+	LevelInfo    Level = 0x02
+	LevelVerbose Level = 0x04
+	LevelDebug   Level = 0x08
+	LevelFuncs   Level = 0x10
+	LevelFrames  Level = 0x20
+	LevelRouting Level = 0x40
+	LevelSys     Level = 0x80
+)
+
+// Entry is one log message: a header line and the lines that continue it.
+type Entry struct {
+	// Time is the time stamp as OpenSM wrote it: local time, no year, with
+	// microseconds ("Nov 29 18:16:33 486627").
+	Time    string
+	Thread  string // OpenSM's thread id, upper-case hex
+	Level   Level
+	Message string // the header line after "-> ", e.g. "SUBNET UP" or "do_sweep:"
+	// More holds the continuation lines, as written: a message box, or details
+	// indented with tabs.
+	More []string
+	// Title is the title of a message box ("INITIATING HEAVY SWEEP"), empty when
+	// the entry has no box.
+	Title string
+}
+
+// Text is the message and its continuation lines, each trimmed, joined with
+// spaces; empty lines are left out. It is what a human wants in one line.
+func (e Entry) Text() string {
+	parts := []string{e.Message}
+	for _, l := range e.More {
+		if t := strings.TrimSpace(l); t != "" {
+			parts = append(parts, t)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// headerLine matches the first line of every entry; OpenSM's format is
+// "%s %02d %02d:%02d:%02d %06d [%04X] 0x%02x -> %s". A line that does not match
+// continues the previous entry.
+var headerLine = regexp.MustCompile(`^([A-Z][a-z]{2}) (\d{2}) (\d{2}):(\d{2}):(\d{2}) (\d{6}) \[([0-9A-F]+)\] 0x([0-9a-f]{2}) -> (.*)$`)
+
+// boxTitle matches the title line of a message box: "*** TITLE ***", padded with
+// stars to 66 characters. The lines of stars above and below it have no spaces.
+var boxTitle = regexp.MustCompile(`^\*+ (.*?) \*+$`)
+
+// parseHeader reads a header line; ok is false for a continuation line.
+func parseHeader(line string) (e Entry, ok bool) {
+	m := headerLine.FindStringSubmatch(line)
+	if m == nil {
+		return Entry{}, false
+	}
+	level, err := strconv.ParseUint(m[8], 16, 8)
+	if err != nil { // cannot happen: the regexp admits two hex digits only
+		return Entry{}, false
+	}
+	return Entry{
+		Time:    fmt.Sprintf("%s %s %s:%s:%s %s", m[1], m[2], m[3], m[4], m[5], m[6]),
+		Thread:  m[7],
+		Level:   Level(level),
+		Message: m[9],
+	}, true
+}
+
+// entryParser groups lines into entries. Lines before the first header line
+// belong to an entry that started before the parser did (a position taken in the
+// middle of a message box, for instance) and are dropped.
+type entryParser struct {
+	cur Entry
+	// pending: cur holds an entry not handed out yet. It is false before the
+	// first header line, and after flush handed cur out early; continuation
+	// lines are dropped then.
+	pending bool
+}
+
+// line feeds one complete line, without its newline. It returns the previous
+// entry when line starts a new one.
+func (p *entryParser) line(s string) (done Entry, ok bool) {
+	if e, isHeader := parseHeader(s); isHeader {
+		done, ok = p.cur, p.pending
+		p.cur, p.pending = e, true
+		return done, ok
+	}
+	if !p.pending {
+		return Entry{}, false
+	}
+	p.cur.More = append(p.cur.More, s)
+	if p.cur.Title == "" {
+		if m := boxTitle.FindStringSubmatch(s); m != nil {
+			p.cur.Title = m[1]
+		}
+	}
+	return Entry{}, false
+}
+
+// flush hands out the entry being built, if it is complete enough to act on,
+// when no more data is available yet. OpenSM writes each entry with one write
+// (it flushes after every entry), so at the end of the data the entry is
+// complete, except a message box whose header line ("do_sweep:") came without
+// its title: that one waits for more data unless force is set.
+func (p *entryParser) flush(force bool) (Entry, bool) {
+	if !p.pending {
+		return Entry{}, false
+	}
+	if !force && p.openBox() {
+		return Entry{}, false
+	}
+	p.pending = false
+	return p.cur, true
+}
+
+func (p *entryParser) openBox() bool {
+	return p.cur.Title == "" && strings.HasSuffix(p.cur.Message, ":") && !strings.Contains(p.cur.Message, " ")
+}
+
+// ParseLog reads a whole OpenSM log (or the part of it after a position).
+func ParseLog(r io.Reader) ([]Entry, error) {
+	var (
+		p       entryParser
+		entries []Entry
+	)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), maxLineLength)
+	for sc.Scan() {
+		if e, ok := p.line(sc.Text()); ok {
+			entries = append(entries, e)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return entries, fmt.Errorf("read OpenSM log: %w", err)
+	}
+	if e, ok := p.flush(true); ok {
+		entries = append(entries, e)
+	}
+	return entries, nil
+}
+
+// maxLineLength bounds the memory one log line may take; OpenSM's own messages
+// are far shorter (its log buffer is 4 KiB).
+const maxLineLength = 1 << 20

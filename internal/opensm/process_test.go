@@ -1,0 +1,416 @@
+package opensm
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
+
+// The tests in this file run the real OpenSM on a simulated fabric.
+
+// helperEnv makes the test binary act as a manager process (see
+// runManagerHelper) instead of running tests.
+const helperEnv = "OPENSM_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "manager" {
+		runManagerHelper()
+	}
+	os.Exit(m.Run())
+}
+
+const (
+	defaultPartition = "Default=0x7fff, ipoib : ALL=limited, SELF=full ;\n"
+	// saKey is in opensm.conf and must never reach the manager's log.
+	saKey = "0x5ec7e7000000a001"
+)
+
+// h1Full65 makes H1 a full member of 0x0065.
+func h1Full65() string {
+	return defaultPartition + fmt.Sprintf("net65=0x0065 : %s=full ;\n", fabricsim.HostGUID(1))
+}
+
+// writeOpenSMFiles writes opensm.conf, the per-module logging file and the
+// partitions file into the fabric directory, and returns the configuration
+// of a Process running the real OpenSM on that fabric.
+func writeOpenSMFiles(t *testing.T, fab *fabricsim.Fabric, partitions string) ProcessConfig {
+	t.Helper()
+	opensm := fabricsim.RequireProgram(t, "opensm", "opensm")
+	conf := ConfOptions{
+		PartitionsFile:       filepath.Join(fab.Dir, "partitions.conf"),
+		LogFile:              filepath.Join(fab.Dir, "opensm.log"),
+		PerModuleLoggingFile: filepath.Join(fab.Dir, "per-module-logging.conf"),
+		Passthrough: []KeyValue{
+			{"guid", fab.SMGUID.String()}, // the port on SIM_HOST, the SM's HCA
+			{"sa_key", saKey},
+		},
+	}
+	rendered, err := RenderConf(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	confFile := filepath.Join(fab.Dir, "opensm.conf")
+	for path, content := range map[string][]byte{
+		confFile:                  rendered,
+		conf.PerModuleLoggingFile: PerModuleLoggingConf(),
+		conf.PartitionsFile:       []byte(partitions),
+	} {
+		if err := WriteFileAtomic(path, content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ProcessConfig{
+		Command:  []string{opensm},
+		ConfFile: confFile,
+		EnvFile:  fab.EnvFile(),
+		Dir:      fab.Dir,
+		LogFile:  conf.LogFile,
+	}
+}
+
+// syncBuffer collects log output written from several goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// runProcess runs p until the returned stop function is called (or the test
+// ends) and returns what Run returned.
+func runProcess(t *testing.T, p *Process) (stop func() error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	var once sync.Once
+	var runErr error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case runErr = <-done:
+			case <-time.After(30 * time.Second):
+				runErr = fmt.Errorf("Run did not return after cancel")
+			}
+		})
+		return runErr
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return stop
+}
+
+// waitFor polls cond; the deadline only keeps a broken test from hanging.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestProcessAppliesPartitionsOnSimulatedFabric(t *testing.T) {
+	fab := fabricsim.StartT(t, fabricsim.Options{})
+	cfg := writeOpenSMFiles(t, fab, defaultPartition)
+	var logs syncBuffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	p := NewProcess(cfg)
+	ctx := testContext(t)
+
+	if err := p.Reload(ctx); err == nil {
+		t.Error("Reload before Run sent a signal to nothing")
+	}
+	stop := runProcess(t, p)
+	if err := p.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !p.Running() || p.PID() == 0 {
+		t.Fatalf("ready but Running() = %v, PID() = %d", p.Running(), p.PID())
+	}
+
+	// apply does what the manager does: file in place, position, SIGHUP, wait.
+	partitionsFile := filepath.Join(fab.Dir, "partitions.conf")
+	apply := func(partitions string, timeout time.Duration) SweepResult {
+		t.Helper()
+		if err := WriteFileAtomic(partitionsFile, []byte(partitions), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		from, err := LogPosition(cfg.LogFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Reload(ctx); err != nil {
+			t.Fatal(err)
+		}
+		res, err := WaitSweep(ctx, cfg.LogFile, from, timeout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	expect := func(step string, res SweepResult, want Outcome) {
+		t.Helper()
+		if res.Outcome != want {
+			t.Fatalf("%s: outcome %q (%s; pkey errors %q), want %q", step, res.Outcome, res.Detail, res.PKeyErrors, want)
+		}
+	}
+	pkeys := func(port fabric.GUID) []uint16 {
+		t.Helper()
+		keys, err := fab.PKeys(ctx, port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return keys
+	}
+	h1, h2 := fab.Host("H1").PortGUID, fab.Host("H2").PortGUID
+
+	// Add a partition: H1 full member, H2 not a member.
+	expect("add", apply(h1Full65(), 10*time.Second), Applied)
+	if keys := pkeys(h1); !slices.Contains(keys, 0x8065) {
+		t.Errorf("H1 P_Keys %#04x after adding 0x0065, want 0x8065 among them", keys)
+	}
+	if keys, err := fab.SwitchPKeys(ctx, h1); err != nil || !slices.Contains(keys, 0x8065) {
+		t.Errorf("switch port facing H1: %#04x, %v; want 0x8065 among them", keys, err)
+	}
+	if keys := pkeys(h2); slices.Contains(keys, 0x8065) || slices.Contains(keys, 0x0065) {
+		t.Errorf("H2 P_Keys %#04x, want no 0x0065", keys)
+	}
+
+	// Remove it.
+	expect("remove", apply(defaultPartition, 10*time.Second), Applied)
+	if keys := pkeys(h1); !slices.Equal(keys, []uint16{0x7fff}) {
+		t.Errorf("H1 P_Keys %#04x after removal, want [0x7fff]", keys)
+	}
+
+	// A file OpenSM cannot parse: it falls back to everyone full in 0x7fff.
+	res := apply(defaultPartition+"net65=0x0065 : ALL_VCAS=full ;\n", 10*time.Second)
+	expect("bad file", res, Rejected)
+	if !strings.Contains(res.Detail, "bad PortGUID") {
+		t.Errorf("rejection detail %q does not name the parse error", res.Detail)
+	}
+	if keys := pkeys(h1); !slices.Equal(keys, []uint16{0xffff}) {
+		t.Errorf("H1 P_Keys %#04x after a rejected file, want OpenSM's fallback [0xffff]", keys)
+	}
+
+	// ibsim drops every P_KeyTable MAD to H1: the sweep fails, and OpenSM's
+	// retry (at its next sweep tick, 10 s) comes after this short timeout.
+	if _, err := fab.Sim(ctx, `Error "H1"[1] 100 22`); err != nil {
+		t.Fatal(err)
+	}
+	res = apply(h1Full65(), 2*time.Second)
+	expect("dropped MADs", res, Failed)
+	if len(res.PKeyErrors) == 0 || !strings.Contains(strings.Join(res.PKeyErrors, "\n"), "P_KeyTable") {
+		t.Errorf("failed sweep's PKeyErrors %q do not name P_KeyTable", res.PKeyErrors)
+	}
+	if _, err := fab.Sim(ctx, `Error "H1"[1] 0`); err != nil {
+		t.Fatal(err)
+	}
+	expect("healed", apply(h1Full65(), 10*time.Second), Applied)
+	if keys := pkeys(h1); !slices.Contains(keys, 0x8065) {
+		t.Errorf("H1 P_Keys %#04x after healing, want 0x8065 among them", keys)
+	}
+
+	// OpenSM killed: Run starts another, which serves the next apply.
+	killed := p.PID()
+	if err := syscall.Kill(killed, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "OpenSM to be restarted", func() bool {
+		pid := p.PID()
+		return p.Restarts() == 1 && pid != 0 && pid != killed
+	})
+	if err := p.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	expect("after restart", apply(defaultPartition, 10*time.Second), Applied)
+	if keys := pkeys(h1); !slices.Equal(keys, []uint16{0x7fff}) {
+		t.Errorf("H1 P_Keys %#04x after restart, want [0x7fff]", keys)
+	}
+
+	last := p.PID()
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if p.Running() || p.PID() != 0 || processAlive(last) {
+		t.Errorf("after stop: Running() = %v, PID() = %d, OpenSM %d alive = %v", p.Running(), p.PID(), last, processAlive(last))
+	}
+	if err := p.Reload(ctx); err == nil {
+		t.Error("Reload after stop did not refuse")
+	}
+	if err := p.WaitReady(ctx); err == nil {
+		t.Error("WaitReady after stop did not fail")
+	}
+
+	out := logs.String()
+	for _, want := range []string{"OpenSM exited; restarting it", "signal: killed", `stream=stdout line="OpenSM 3.3.23"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("manager log lacks %q:\n%s", want, out)
+		}
+	}
+	for _, secret := range []string{saKey, "sa_key"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("manager log contains %q", secret)
+		}
+	}
+}
+
+func TestProcessRefusesWhatCannotRun(t *testing.T) {
+	ctx := testContext(t)
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		cfg  ProcessConfig
+	}{
+		{"no command", ProcessConfig{LogFile: filepath.Join(dir, "log")}},
+		{"no log file", ProcessConfig{Command: []string{"opensm"}}},
+		{"no such program", ProcessConfig{Command: []string{filepath.Join(dir, "no-opensm")}, LogFile: filepath.Join(dir, "log")}},
+		{"missing environment file", ProcessConfig{Command: []string{"true"}, LogFile: filepath.Join(dir, "log"), EnvFile: filepath.Join(dir, "env")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := NewProcess(tt.cfg)
+			if err := p.Run(ctx); err == nil {
+				t.Fatal("Run returned nil")
+			}
+			if err := p.WaitReady(ctx); err == nil {
+				t.Error("WaitReady after Run failed did not fail")
+			}
+		})
+	}
+}
+
+// The manager is killed (SIGKILL, no clean-up): the kernel must kill its OpenSM.
+func TestOpenSMDiesWithManager(t *testing.T) {
+	fab := fabricsim.StartT(t, fabricsim.Options{Hosts: 1})
+	cfg := writeOpenSMFiles(t, fab, defaultPartition)
+
+	manager := exec.Command(os.Args[0], "-test.run=^$")
+	manager.Env = append(os.Environ(),
+		helperEnv+"=manager",
+		"OPENSM_TEST_COMMAND="+cfg.Command[0],
+		"OPENSM_TEST_CONF="+cfg.ConfFile,
+		"OPENSM_TEST_ENV="+cfg.EnvFile,
+		"OPENSM_TEST_DIR="+cfg.Dir,
+		"OPENSM_TEST_LOG="+cfg.LogFile,
+	)
+	var stderr syncBuffer
+	manager.Stderr = &stderr
+	stdout, err := manager.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := manager.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var opensmPID int
+	t.Cleanup(func() {
+		manager.Process.Kill()
+		manager.Wait()
+		if processAlive(opensmPID) { // the test failed; do not leave it behind
+			syscall.Kill(opensmPID, syscall.SIGKILL)
+		}
+	})
+
+	lines := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(stdout).ReadString('\n')
+		lines <- line
+	}()
+	select {
+	case line := <-lines:
+		pid, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "ready ")))
+		if err != nil {
+			t.Fatalf("manager said %q; its log:\n%s", line, stderr.String())
+		}
+		opensmPID = pid
+	case <-time.After(30 * time.Second):
+		t.Fatalf("manager did not report a ready OpenSM; its log:\n%s", stderr.String())
+	}
+	if !processAlive(opensmPID) {
+		t.Fatalf("OpenSM %d is not running", opensmPID)
+	}
+
+	if err := manager.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	manager.Wait()
+	waitFor(t, fmt.Sprintf("OpenSM %d to die with its manager", opensmPID), func() bool { return !processAlive(opensmPID) })
+}
+
+// runManagerHelper is a manager in a process of its own: it runs OpenSM, says
+// "ready <pid>" on stdout and waits to be killed.
+func runManagerHelper() {
+	p := NewProcess(ProcessConfig{
+		Command:  []string{os.Getenv("OPENSM_TEST_COMMAND")},
+		ConfFile: os.Getenv("OPENSM_TEST_CONF"),
+		EnvFile:  os.Getenv("OPENSM_TEST_ENV"),
+		Dir:      os.Getenv("OPENSM_TEST_DIR"),
+		LogFile:  os.Getenv("OPENSM_TEST_LOG"),
+		Logger:   slog.New(slog.NewTextHandler(os.Stderr, nil)),
+	})
+	go func() {
+		err := p.Run(context.Background())
+		fmt.Fprintln(os.Stderr, "Run returned:", err)
+		os.Exit(3)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.WaitReady(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "WaitReady:", err)
+		os.Exit(4)
+	}
+	fmt.Printf("ready %d\n", p.PID())
+	time.Sleep(2 * time.Minute) // the test kills us long before
+	os.Exit(5)
+}
+
+// processAlive says whether pid runs; a zombie (dead, not yet reaped by
+// whoever inherited it) does not.
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && !bytes.HasPrefix(stat[i+1:], []byte(" Z"))
+}

@@ -1,0 +1,203 @@
+package opensm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Outcome says what a heavy sweep did with the partitions file.
+type Outcome string
+
+const (
+	// Applied: a heavy sweep that started after the position ended with
+	// "SUBNET UP": every P_Key table and enforcement Set of it was answered.
+	// PKeyErrors may still name ports that did not get everything.
+	Applied Outcome = "applied"
+	// Rejected: OpenSM could not use the partitions file (parse error, missing
+	// or unreadable file) and fell back to its built-in default, in which every
+	// port is a full member of the default partition and no other partition
+	// exists. The fabric runs that now.
+	Rejected Outcome = "rejected"
+	// Failed: the sweep ended with "Errors during initialization" (a Set timed
+	// out) and no later sweep succeeded before the deadline.
+	Failed Outcome = "failed"
+	// LostMastership: this OpenSM went to STANDBY (or DISCOVERING, NOTACTIVE)
+	// during the sweep; another SM is master and whatever this one read does
+	// not count.
+	LostMastership Outcome = "lost-mastership"
+	// Unknown: nothing proves anything either way: the log was truncated or
+	// replaced, or no sweep ended before the deadline. Write the file again and
+	// send another SIGHUP.
+	Unknown Outcome = "unknown"
+)
+
+// SweepResult is what WaitSweep found in the log.
+type SweepResult struct {
+	Outcome Outcome
+	// PKeyErrors are the ERR 05xx lines of the pkey manager, and the ERR
+	// 3111/3113/3119 lines about a P_KeyTable or PortInfo Set, of the sweep
+	// that decided the outcome (for Failed: the last failed sweep).
+	PKeyErrors []string
+	// Detail says why, when the outcome is not Applied.
+	Detail string
+}
+
+// Lines of the log that WaitSweep acts on. Matching is on the message after the
+// "-> " of a header line; a few are exact messages, which OpenSM logs without
+// a function name.
+const (
+	titleHeavySweepStart = "INITIATING HEAVY SWEEP"
+	msgSubnetUp          = "SUBNET UP"
+	msgInitErrors        = "Errors during initialization"
+)
+
+var (
+	// partitionsRejected: the partitions file was not used.
+	partitionsRejected = regexp.MustCompile(`Partition configuration in error|Partition configuration .* is not accessible|Cannot open config file`)
+	parseError         = regexp.MustCompile(`PARSE ERROR`)
+	pkeyManagerError   = regexp.MustCompile(`\bERR 05[0-9A-Fa-f]{2}\b`)
+	madSetError        = regexp.MustCompile(`\bERR 311[139]\b`)
+	madAboutPKeys      = regexp.MustCompile(`P_KeyTable|PortInfo`)
+	notMaster          = regexp.MustCompile(`^Entering (STANDBY|DISCOVERING|NOTACTIVE) state$`)
+)
+
+// WaitSweep follows the log from the position and reports the outcome of the
+// first heavy sweep that started after it. Take the position after the new
+// partitions file is in place and before sending SIGHUP: a sweep whose start is
+// logged after the position began after the rename, and every heavy sweep
+// parses the partitions file after its discovery, so it read the new file.
+// Sweeps that started earlier prove nothing and are ignored, including their
+// ends.
+//
+// The rules, in the order of the log:
+//   - the sweep counts from its "INITIATING HEAVY SWEEP" box; a newer one before
+//     the end replaces it (OpenSM restarted discovery);
+//   - "Partition configuration in error", "... is not accessible", "Cannot open
+//     config file" in it: Rejected (reported at the sweep's end, once the
+//     fallback tables are programmed, or at the deadline);
+//   - "Entering STANDBY/DISCOVERING/NOTACTIVE state" after it: LostMastership;
+//   - the header line "SUBNET UP" (not the box of the same name): Applied;
+//   - "Errors during initialization": OpenSM retries with another heavy sweep at
+//     its next sweep tick; wait for it. At the deadline: Failed.
+//
+// At the deadline without any of these the result is Unknown, as it is at once
+// when the log is truncated or replaced. The timeout bounds the wait; ctx
+// cancels it, and then WaitSweep returns ctx.Err(). Other errors are I/O errors
+// reading the log.
+//
+// A restarted OpenSM needs no special case: its first sweep also starts after
+// the position, and reads the new file.
+func WaitSweep(ctx context.Context, logPath string, from Position, timeout time.Duration) (SweepResult, error) {
+	deadline, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	follower := FollowLog(logPath, from)
+	defer follower.Close()
+
+	var w sweepWatch
+	for {
+		e, err := follower.Next(deadline)
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrLogReset):
+			return SweepResult{Outcome: Unknown, Detail: "proof broken: " + err.Error()}, nil
+		case ctx.Err() != nil:
+			return SweepResult{}, ctx.Err()
+		case deadline.Err() != nil:
+			return w.atDeadline(timeout), nil
+		default:
+			return SweepResult{}, fmt.Errorf("wait for sweep: %w", err)
+		}
+		if res, done := w.observe(e); done {
+			return res, nil
+		}
+	}
+}
+
+// sweepWatch holds what WaitSweep knows about the sweep it counts.
+type sweepWatch struct {
+	started    bool     // the counted sweep's start box has been seen
+	rejected   []string // lines saying the partitions file was not used
+	parseErrs  []string
+	pkeyErrs   []string
+	failures   int      // sweeps that ended with errors
+	lastFailed []string // PKeyErrors of the last failed sweep
+}
+
+func (w *sweepWatch) observe(e Entry) (SweepResult, bool) {
+	if e.Title == titleHeavySweepStart {
+		*w = sweepWatch{started: true, failures: w.failures, lastFailed: w.lastFailed}
+		return SweepResult{}, false
+	}
+	if !w.started {
+		return SweepResult{}, false
+	}
+	text := e.Text()
+	switch {
+	case partitionsRejected.MatchString(e.Message):
+		w.rejected = append(w.rejected, e.Message)
+	case parseError.MatchString(e.Message):
+		w.parseErrs = append(w.parseErrs, e.Message)
+	case pkeyManagerError.MatchString(e.Message),
+		madSetError.MatchString(e.Message) && madAboutPKeys.MatchString(text):
+		w.pkeyErrs = append(w.pkeyErrs, text)
+	case notMaster.MatchString(e.Message):
+		return SweepResult{
+			Outcome:    LostMastership,
+			PKeyErrors: w.pkeyErrs,
+			Detail:     fmt.Sprintf("OpenSM logged %q during the sweep: another SM is master", e.Message),
+		}, true
+	case e.Message == msgSubnetUp:
+		if len(w.rejected) > 0 {
+			return w.rejectedResult(), true
+		}
+		return SweepResult{Outcome: Applied, PKeyErrors: w.pkeyErrs}, true
+	case e.Message == msgInitErrors:
+		if len(w.rejected) > 0 {
+			return w.rejectedResult(), true
+		}
+		// OpenSM tries again at its next sweep; that one counts now.
+		w.failures++
+		w.lastFailed = w.pkeyErrs
+		w.started = false
+	}
+	return SweepResult{}, false
+}
+
+func (w *sweepWatch) rejectedResult() SweepResult {
+	lines := append(append([]string{}, w.parseErrs...), w.rejected...)
+	return SweepResult{
+		Outcome:    Rejected,
+		PKeyErrors: w.pkeyErrs,
+		Detail: "OpenSM did not use the partitions file and applied its default (every port a full member " +
+			"of the default partition, no other partition): " + strings.Join(lines, "; "),
+	}
+}
+
+func (w *sweepWatch) atDeadline(timeout time.Duration) SweepResult {
+	switch {
+	case len(w.rejected) > 0:
+		return w.rejectedResult()
+	case w.failures > 0:
+		return SweepResult{
+			Outcome:    Failed,
+			PKeyErrors: w.lastFailed,
+			Detail: fmt.Sprintf("%d heavy sweep(s) ended with %q and none succeeded within %s",
+				w.failures, msgInitErrors, timeout),
+		}
+	case w.started:
+		return SweepResult{
+			Outcome:    Unknown,
+			PKeyErrors: w.pkeyErrs,
+			Detail:     fmt.Sprintf("a heavy sweep started but did not end within %s", timeout),
+		}
+	default:
+		return SweepResult{
+			Outcome: Unknown,
+			Detail:  fmt.Sprintf("no heavy sweep started within %s (not master, or the signal was not received)", timeout),
+		}
+	}
+}

@@ -1,0 +1,164 @@
+package opensm
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestWaitSweepFixtures(t *testing.T) {
+	// Fixtures whose outcome comes from the deadline get a short timeout; the
+	// others a long one that is never reached.
+	const (
+		short = 300 * time.Millisecond
+		long  = 10 * time.Second
+	)
+	tests := []struct {
+		fixture        string
+		timeout        time.Duration
+		want           Outcome
+		wantPKeyErrors []string // each must be in the corresponding PKeyErrors line
+		wantDetail     []string
+	}{
+		{fixture: "applied.log", timeout: long, want: Applied},
+		{fixture: "rejected.log", timeout: long, want: Rejected,
+			wantDetail: []string{"PARSE ERROR: line 2: bad PortGUID", "Partition configuration in error"}},
+		{fixture: "not-accessible.log", timeout: long, want: Rejected,
+			wantDetail: []string{"partitions.conf is not accessible (No such file or directory)"}},
+		{fixture: "dropped-mads.log", timeout: short, want: Failed,
+			wantPKeyErrors: []string{"ERR 3113: MAD completed in error (IB_TIMEOUT): SubnSet(P_KeyTable)", "ERR 3119: Set method failed for attribute 0x16 (P_KeyTable)"},
+			wantDetail:     []string{"1 heavy sweep(s) ended with \"Errors during initialization\""}},
+		{fixture: "errors-then-success.log", timeout: long, want: Applied},
+		{fixture: "pkey-table-full.log", timeout: long, want: Applied,
+			wantPKeyErrors: []string{
+				"ERR 0512: Failed to set PKey 0x8140", "ERR 0512: Failed to set PKey 0x8141", "ERR 0512: Failed to set PKey 0x8142",
+				"ERR 0512: Failed to set PKey 0x8143", "ERR 0512: Failed to set PKey 0x8144", "ERR 0512: Failed to set PKey 0x8145",
+				"ERR 0512: Failed to set PKey 0x8146",
+			}},
+		{fixture: "standby.log", timeout: long, want: LostMastership, wantDetail: []string{"Entering STANDBY state"}},
+		{fixture: "two-starts.log", timeout: long, want: Applied},
+		{fixture: "box-split.log", timeout: short, want: Failed,
+			wantPKeyErrors: []string{"ERR 3113", "ERR 3119"}},
+		{fixture: "in-flight.log", timeout: long, want: Applied},
+		{fixture: "mid-line.log", timeout: short, want: Unknown, wantDetail: []string{"no heavy sweep started"}},
+		{fixture: "subnet-up-box-only.log", timeout: short, want: Unknown, wantDetail: []string{"started but did not end"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fixture, func(t *testing.T) {
+			t.Parallel()
+			path, from := writeFixture(t, tt.fixture)
+			got, err := WaitSweep(context.Background(), path, from, tt.timeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSweep(t, got, tt.want, tt.wantPKeyErrors, tt.wantDetail)
+		})
+	}
+}
+
+func checkSweep(t *testing.T, got SweepResult, want Outcome, wantPKeyErrors, wantDetail []string) {
+	t.Helper()
+	if got.Outcome != want {
+		t.Errorf("outcome %q (%s), want %q", got.Outcome, got.Detail, want)
+	}
+	if len(got.PKeyErrors) != len(wantPKeyErrors) {
+		t.Errorf("PKeyErrors %q, want %d lines", got.PKeyErrors, len(wantPKeyErrors))
+	} else {
+		for i, w := range wantPKeyErrors {
+			if !strings.Contains(got.PKeyErrors[i], w) {
+				t.Errorf("PKeyErrors[%d] = %q, want it to contain %q", i, got.PKeyErrors[i], w)
+			}
+		}
+	}
+	for _, w := range wantDetail {
+		if !strings.Contains(got.Detail, w) {
+			t.Errorf("detail %q does not contain %q", got.Detail, w)
+		}
+	}
+	if got.Outcome != Applied && got.Detail == "" {
+		t.Error("no detail for an outcome other than applied")
+	}
+}
+
+// The log changed under the position: the chain of proof is broken, whatever
+// the log now says (here: a complete, successful sweep).
+func TestWaitSweepLogReplacedSincePosition(t *testing.T) {
+	tests := []struct {
+		name   string
+		adjust func(*Position, int64)
+	}{
+		{"truncated", func(p *Position, size int64) { p.Offset = size + 1 }},
+		{"rotated", func(p *Position, _ int64) { p.Inode++ }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path, from := writeFixture(t, "applied.log")
+			end, err := LogPosition(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.adjust(&from, end.Offset)
+			got, err := WaitSweep(context.Background(), path, from, 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSweep(t, got, Unknown, nil, []string{"proof broken", "log truncated or replaced"})
+		})
+	}
+}
+
+func TestWaitSweepCancelled(t *testing.T) {
+	path, from := writeFixture(t, "mid-line.log") // no sweep ends here
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := WaitSweep(ctx, path, from, time.Hour)
+		done <- err
+	}()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("error %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("WaitSweep did not return after cancellation")
+	}
+}
+
+// A sweep that fails and a retry that succeeds while WaitSweep is waiting: the
+// log grows under the follower as OpenSM writes it.
+func TestWaitSweepFollowsGrowingLog(t *testing.T) {
+	log, offset := loadFixture(t, "errors-then-success.log")
+	path, from := writeFixture(t, "errors-then-success.log")
+	// Keep only what precedes the position; the rest is written below.
+	if err := os.Truncate(path, offset); err != nil {
+		t.Fatal(err)
+	}
+	from.Offset = offset
+
+	type result struct {
+		res SweepResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := WaitSweep(context.Background(), path, from, 10*time.Second)
+		done <- result{res, err}
+	}()
+	rest := string(log[offset:])
+	for len(rest) > 0 { // in pieces that cut lines and boxes anywhere
+		n := min(700, len(rest))
+		appendTo(t, path, rest[:n])
+		rest = rest[n:]
+		time.Sleep(5 * time.Millisecond)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	checkSweep(t, r.res, Applied, nil, nil)
+}
