@@ -8,6 +8,8 @@
 package config
 
 import (
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+
 	"errors"
 	"fmt"
 	"io"
@@ -66,15 +68,8 @@ type KeyValue struct{ Key, Value string }
 // OwnedOpenSMOptions are the opensm.conf options the manager writes itself: it
 // relies on their values (it follows the log it chose, flushed per line; OpenSM
 // stays its child, in the foreground, without an unauthenticated console), so
-// [opensm_conf] cannot set them. opensm.conf rendering uses the same list.
-var OwnedOpenSMOptions = []string{
-	"partition_config_file",
-	"log_file",
-	"force_log_flush",
-	"per_module_logging_file",
-	"daemon",
-	"console",
-}
+// [opensm_conf] cannot set them. It is the list opensm.conf rendering enforces.
+var OwnedOpenSMOptions = opensm.OwnedOptions
 
 // Load reads the file at path; see Parse.
 func Load(path string) (*Config, error) {

@@ -40,7 +40,7 @@ const acceptedConnections = "want sqlite:////absolute/path.db, postgresql://user
 func ParseConnection(s string) (Connection, error) {
 	c, err := parseConnection(s)
 	if err != nil {
-		return Connection{}, fmt.Errorf("database connection %q: %w", redactURL(s), err)
+		return Connection{}, fmt.Errorf("database connection %q: %w", RedactURL(s), err)
 	}
 	return c, nil
 }
@@ -175,11 +175,11 @@ func mysqlConnection(s string) (Connection, error) {
 	return Connection{Engine: EngineMySQL, DSN: parsed.FormatDSN()}, nil
 }
 
-// redactURL masks the password of a connection URL, in its user info and in any
+// RedactURL masks the password of a connection URL, in its user info and in any
 // password query parameter, for errors and logs. It works on the text rather than
 // on a parsed URL so that it also masks URLs net/url refuses; when in doubt it
 // masks too much.
-func redactURL(s string) string {
+func RedactURL(s string) string {
 	const mask = "xxxxx"
 	start := 0
 	if i := strings.Index(s, "://"); i >= 0 {

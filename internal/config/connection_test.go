@@ -105,8 +105,8 @@ func TestRedactURL(t *testing.T) {
 		{"", ""},
 	}
 	for _, tt := range tests {
-		if got := redactURL(tt.url); got != tt.want {
-			t.Errorf("redactURL(%q) = %q, want %q", tt.url, got, tt.want)
+		if got := RedactURL(tt.url); got != tt.want {
+			t.Errorf("RedactURL(%q) = %q, want %q", tt.url, got, tt.want)
 		}
 	}
 }

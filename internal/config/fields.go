@@ -67,7 +67,7 @@ var sections = []section{
 		}},
 	}},
 	{name: "database", fields: []field{
-		{key: "connection", def: "sqlite:////var/lib/alternative-fabric-manager/afm.db", redact: redactURL,
+		{key: "connection", def: "sqlite:////var/lib/alternative-fabric-manager/afm.db", redact: RedactURL,
 			set: func(c *Config, v string) error {
 				if _, err := parseConnection(v); err != nil {
 					return err

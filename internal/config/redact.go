@@ -18,7 +18,7 @@ func (c Config) Redacted() Config {
 	if r.API.Token != "" {
 		r.API.Token = redactedMask
 	}
-	r.Database.Connection = redactURL(c.Database.Connection)
+	r.Database.Connection = RedactURL(c.Database.Connection)
 	r.OpenSM.Command = slices.Clone(c.OpenSM.Command)
 	r.OpenSMConf = slices.Clone(c.OpenSMConf)
 	for i, kv := range r.OpenSMConf {
