@@ -1,0 +1,227 @@
+// Command alternative-fabric-manager is an InfiniBand fabric manager for
+// OpenStack's networking-mlnx: it serves the part of UFM's REST API that
+// mlnx_sdn_assist uses and keeps OpenSM's partitions equal to what it recorded.
+//
+//	alternative-fabric-manager --config-file /etc/alternative-fabric-manager/afm.conf
+//	alternative-fabric-manager --config-file ... --migrate   # apply database migrations, then exit
+//	alternative-fabric-manager --config-file ... --render    # print the checked partitions file, then exit
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/api"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/leader"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
+)
+
+func main() {
+	configFile := flag.String("config-file", config.DefaultPath, "the manager's configuration (INI)")
+	migrate := flag.Bool("migrate", false, "apply the database migrations, then exit")
+	render := flag.Bool("render", false, "print the partitions file the recorded state renders to (checked), then exit")
+	debug := flag.Bool("debug", false, "log at debug level (every HTTP request, OpenSM's filtered output)")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "alternative-fabric-manager: unexpected argument %q\n", flag.Arg(0))
+		os.Exit(2)
+	}
+	level := slog.LevelInfo
+	if *debug {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch {
+	case *migrate:
+		err = runMigrate(ctx, *configFile, log)
+	case *render:
+		err = runRender(ctx, *configFile, log)
+	default:
+		err = run(ctx, *configFile, log)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "alternative-fabric-manager: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// openStore opens the configured database, migrating it when asked to.
+func openStore(ctx context.Context, cfg *config.Config, migrate bool, log *slog.Logger) (*store.Store, error) {
+	conn, err := config.ParseConnection(cfg.Database.Connection)
+	if err != nil {
+		return nil, err
+	}
+	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	st, err := storeopen.Open(octx, conn.Engine, conn.DSN, migrate, log)
+	if err != nil {
+		return nil, fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
+	}
+	return st, nil
+}
+
+func runMigrate(ctx context.Context, path string, log *slog.Logger) error {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, cfg, true, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	fmt.Println("database is at the newest schema version")
+	return nil
+}
+
+func runRender(ctx context.Context, path string, log *slog.Logger) error {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, cfg, false, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	snap, err := st.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	state := applier.State(snap, cfg.OpenSM.DefaultPartition)
+	text, err := partitions.Render(state)
+	if err == nil {
+		err = partitions.Check(text, state)
+	}
+	if err != nil {
+		return fmt.Errorf("revision %d renders to a file that fails the check:\n%w", snap.Revision, err)
+	}
+	_, err = os.Stdout.Write(text)
+	return err
+}
+
+func run(ctx context.Context, path string, log *slog.Logger) error {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return err
+	}
+	log.Info("starting", "config", cfg)
+	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	sm, err := prepareOpenSM(cfg, log)
+	if err != nil {
+		return err
+	}
+	host, _ := os.Hostname()
+	elector := &leader.Elector{Store: st, Holder: fmt.Sprintf("%s pid %d", host, os.Getpid()), Log: log,
+		RetryInterval: 2 * time.Second, CheckInterval: time.Second}
+	app := &applier.Applier{Store: st, SM: sm, Log: log, Cfg: applier.Config{
+		PartitionsFile:   filepath.Join(cfg.OpenSM.ConfigDir, "partitions.conf"),
+		LogFile:          cfg.OpenSM.LogFile,
+		DefaultPartition: cfg.OpenSM.DefaultPartition,
+		SweepTimeout:     cfg.OpenSM.SweepTimeout,
+		CheckInterval:    cfg.OpenSM.CheckInterval,
+		PollInterval:     cfg.Database.PollInterval,
+	}}
+
+	srv := &http.Server{
+		Handler:           api.New(api.Options{Prefix: cfg.API.Prefix, Domain: cfg.API.Domain, Token: cfg.API.Token}, st, log),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	ln, err := net.Listen("tcp", cfg.API.Listen)
+	if err != nil {
+		return fmt.Errorf("[api] listen: %w", err)
+	}
+	log.Info("serving the API", "listen", ln.Addr().String(), "prefix", cfg.API.Prefix, "domain", cfg.API.Domain)
+
+	errs := make(chan error, 2)
+	go func() {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			errs <- fmt.Errorf("API server: %w", err)
+		}
+	}()
+	electorDone := make(chan struct{})
+	go func() {
+		defer close(electorDone)
+		_ = elector.Run(ctx, app.Lead)
+	}()
+
+	select {
+	case <-ctx.Done():
+		log.Info("stopping")
+	case err = <-errs:
+		log.Error("stopping", "error", err)
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	stop := make(chan struct{})
+	go func() { <-electorDone; close(stop) }()
+	select {
+	case <-stop:
+	case <-sctx.Done():
+	}
+	return err
+}
+
+// prepareOpenSM writes opensm.conf and the per-module logging file, and returns
+// the process driver that runs OpenSM while this manager is the applier.
+func prepareOpenSM(cfg *config.Config, log *slog.Logger) (*opensm.Process, error) {
+	if cfg.OpenSM.Driver != "process" {
+		return nil, fmt.Errorf("[opensm] driver %q is not supported", cfg.OpenSM.Driver)
+	}
+	dir := cfg.OpenSM.ConfigDir
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("[opensm] config_dir: %w", err)
+	}
+	perModule := filepath.Join(dir, "per-module-logging.conf")
+	if err := opensm.WriteFileAtomic(perModule, opensm.PerModuleLoggingConf(), 0o644); err != nil {
+		return nil, err
+	}
+	pass := make([]opensm.KeyValue, 0, len(cfg.OpenSMConf))
+	for _, kv := range cfg.OpenSMConf {
+		pass = append(pass, opensm.KeyValue{Key: kv.Key, Value: kv.Value})
+	}
+	conf, err := opensm.RenderConf(opensm.ConfOptions{
+		PartitionsFile:       filepath.Join(dir, "partitions.conf"),
+		LogFile:              cfg.OpenSM.LogFile,
+		PerModuleLoggingFile: perModule,
+		Passthrough:          pass,
+	})
+	if err != nil {
+		return nil, err
+	}
+	confFile := filepath.Join(dir, "opensm.conf")
+	// 0600: opensm.conf will hold the fabric's secret keys.
+	if err := opensm.WriteFileAtomic(confFile, conf, 0o600); err != nil {
+		return nil, err
+	}
+	return opensm.NewProcess(opensm.ProcessConfig{Command: cfg.OpenSM.Command, ConfFile: confFile,
+		EnvFile: cfg.OpenSM.EnvFile, Dir: dir, LogFile: cfg.OpenSM.LogFile, Logger: log}), nil
+}

@@ -1,0 +1,98 @@
+// Package leader elects the single applier among the manager's replicas.
+//
+// A manager that takes the database's applier lock (store.Engine.TryLock: an
+// advisory lock, GET_LOCK, or a file lock on SQLite) starts a new term, a number
+// every applier write is conditioned on (fencing): once another manager starts
+// a newer term, the old one's late writes change nothing. The lock is re-checked
+// on its own session every CheckInterval; any doubt ends the term at once.
+package leader
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// Store is what election needs of the database.
+type Store interface {
+	TryLock(ctx context.Context) (store.Lock, error)
+	NewTerm(ctx context.Context, holder string, now time.Time) (int64, error)
+}
+
+// Elector campaigns for the applier lock and runs the leader's work while it
+// holds it.
+type Elector struct {
+	Store  Store
+	Holder string // who we are, for operators: host and pid
+	Log    *slog.Logger
+	// RetryInterval is how often a follower tries the lock; CheckInterval how
+	// often the leader makes sure it still holds it.
+	RetryInterval, CheckInterval time.Duration
+}
+
+// Run campaigns until ctx ends. Each time the lock is won, lead runs with a
+// context that is cancelled as soon as the lock may be lost, and the term it
+// must fence its writes with.
+func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, term int64) error) error {
+	for {
+		if err := e.termOnce(ctx, lead); err != nil && ctx.Err() == nil {
+			e.Log.Error("applier term ended", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(e.RetryInterval):
+		}
+	}
+}
+
+func (e *Elector) termOnce(ctx context.Context, lead func(context.Context, int64) error) error {
+	lock, err := e.Store.TryLock(ctx)
+	if err != nil {
+		return fmt.Errorf("take applier lock: %w", err)
+	}
+	if lock == nil {
+		return nil // another manager applies
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := lock.Release(rctx); err != nil {
+			e.Log.Warn("release applier lock", "error", err)
+		}
+	}()
+	term, err := e.Store.NewTerm(ctx, e.Holder, time.Now().UTC())
+	if err != nil {
+		return fmt.Errorf("start a new term: %w", err)
+	}
+	e.Log.Info("won the applier lock", "term", term, "holder", e.Holder)
+
+	lctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		t := time.NewTicker(e.CheckInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-lctx.Done():
+				return
+			case <-t.C:
+				if err := lock.Check(lctx); err != nil {
+					cancel(fmt.Errorf("applier lock lost: %w", err))
+					return
+				}
+			}
+		}
+	}()
+	err = lead(lctx, term)
+	if cause := context.Cause(lctx); cause != nil && ctx.Err() == nil {
+		return fmt.Errorf("term %d: %w", term, cause)
+	}
+	if err != nil {
+		return fmt.Errorf("term %d: %w", term, err)
+	}
+	return nil
+}
