@@ -1,0 +1,231 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+)
+
+// managerBinary is built once by TestMain.
+var managerBinary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "afm-e2e-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	managerBinary = filepath.Join(dir, "alternative-fabric-manager")
+	build := exec.Command("go", "build", "-o", managerBinary, "../cmd/alternative-fabric-manager")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build the manager:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const token = "e2e-token"
+
+// manager is one running manager process, driving a real OpenSM on a simulated fabric.
+type manager struct {
+	t      *testing.T
+	fabric *fabricsim.Fabric
+	dir    string
+	url    string
+	conf   string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	client *http.Client
+}
+
+// startManager starts ibsim, writes afm.conf for the database, and runs the
+// manager until the test ends.
+func startManager(t *testing.T, db storetest.Database, hosts int) *manager {
+	t.Helper()
+	f := fabricsim.StartT(t, fabricsim.Options{Hosts: hosts})
+	dir := t.TempDir()
+	m := &manager{t: t, fabric: f, dir: dir, conf: filepath.Join(dir, "afm.conf"),
+		url: "http://" + freeAddr(t), client: &http.Client{Timeout: 10 * time.Second}}
+	conf := fmt.Sprintf(`[api]
+listen = %s
+token = %s
+
+[database]
+connection = %s
+poll_interval = 0.2
+
+[opensm]
+config_dir = %s
+env_file = %s
+check_interval = 2
+sweep_timeout = 20
+
+[opensm_conf]
+guid = %s
+`, strings.TrimPrefix(m.url, "http://"), token, db.URL, filepath.Join(dir, "opensm"), f.EnvFile(), f.SMGUID)
+	if err := os.WriteFile(m.conf, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m.start()
+	t.Cleanup(m.stop)
+	return m
+}
+
+func (m *manager) start() {
+	m.t.Helper()
+	logFile, err := os.OpenFile(filepath.Join(m.dir, "manager.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	m.cmd = exec.Command(managerBinary, "--config-file", m.conf)
+	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
+	if err := m.cmd.Start(); err != nil {
+		m.t.Fatal(err)
+	}
+	m.exited = make(chan struct{})
+	go func() { m.cmd.Wait(); logFile.Close(); close(m.exited) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := m.client.Get(m.url + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			return
+		}
+		select {
+		case <-m.exited:
+			m.t.Fatalf("manager exited at start:\n%s", m.log())
+		default:
+		}
+		if time.Now().After(deadline) {
+			m.t.Fatalf("manager not serving after 30 s:\n%s", m.log())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (m *manager) stop() {
+	if m.cmd == nil || m.cmd.Process == nil {
+		return
+	}
+	m.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m.exited:
+	case <-time.After(20 * time.Second):
+		m.cmd.Process.Kill()
+		<-m.exited
+	}
+	if m.t.Failed() {
+		m.t.Logf("manager log:\n%s", m.log())
+	}
+}
+
+func (m *manager) log() string {
+	b, _ := os.ReadFile(filepath.Join(m.dir, "manager.log"))
+	return string(b)
+}
+
+// send makes a request as networking-mlnx does; it returns the status and body.
+func (m *manager) send(method, path, body string) (int, string) {
+	m.t.Helper()
+	req, err := http.NewRequest(method, m.url+"/ufmRestV3"+path, strings.NewReader(body))
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Basic "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := m.client.Do(req)
+	if err != nil {
+		m.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// accept sends a change and returns the job path of its 202.
+func (m *manager) accept(method, path, body string) string {
+	m.t.Helper()
+	status, answer := m.send(method, path, body)
+	if status != http.StatusAccepted {
+		m.t.Fatalf("%s %s: status %d, want 202: %s", method, path, status, answer)
+	}
+	var job string
+	if err := json.Unmarshal([]byte(answer), &job); err != nil || !strings.HasPrefix(job, "app/jobs/") {
+		m.t.Fatalf("%s %s: body %q is not a job path", method, path, answer)
+	}
+	return job
+}
+
+type jobStatus struct {
+	ID, Status, Summary, Description string
+}
+
+// waitCompleted polls the job as networking-mlnx does (but much faster) and
+// calls atCompletion the moment the job first reads Completed.
+func (m *manager) waitCompleted(job string, atCompletion func()) jobStatus {
+	m.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		status, body := m.send("GET", "/"+job, "")
+		if status != http.StatusOK {
+			m.t.Fatalf("GET %s: %d %s", job, status, body)
+		}
+		var j jobStatus
+		if err := json.Unmarshal([]byte(body), &j); err != nil {
+			m.t.Fatalf("GET %s: %v: %s", job, err, body)
+		}
+		switch j.Status {
+		case "Completed":
+			if atCompletion != nil {
+				atCompletion()
+			}
+			return j
+		case "Pending", "Running":
+		default:
+			m.t.Fatalf("job %s: status %q: %s", job, j.Status, body)
+		}
+		if time.Now().After(deadline) {
+			m.t.Fatalf("job %s not Completed after 60 s: %+v", job, j)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func fixture(t *testing.T, name string) string {
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
