@@ -1,0 +1,20 @@
+# Development tasks. `make` (or `make help`) lists them; each runs a script in scripts/.
+
+.DEFAULT_GOAL := help
+.PHONY: help test generate verify demo
+
+help: ## list the targets
+	@awk -F ':.*## ' '/^[a-z][a-z-]*:.*## / { printf "  make %-9s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+
+test: ## what CI runs: install and start the test servers, vet, gofmt, every test suite, fuzz smoke
+	bash scripts/test.sh
+
+generate: ## regenerate db/ from queries/ and migrations/ (sqlc generate; installs sqlc if needed)
+	bash scripts/sqlc.sh generate
+
+verify: ## check that db/ matches its sources (sqlc diff), then go vet and gofmt
+	bash scripts/sqlc.sh diff
+	bash scripts/lint.sh
+
+demo: ## run the manager on a simulated fabric; DEMO_SCRIPTED=1 sends the requests and checks them
+	bash scripts/demo.sh

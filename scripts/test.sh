@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# test.sh: every check CI makes (`make test` runs it; CI runs `make test`).
+#
+#   1. install what the suites need (scripts/test-env.sh install: PostgreSQL, MariaDB, OpenSM, ibsim)
+#   2. start a throwaway PostgreSQL and MariaDB, stopped again however this script ends
+#   3. go vet and gofmt (scripts/lint.sh)
+#   4. every test of every package, with AFM_TEST_REQUIRE_ALL=1: a suite whose server is missing
+#      fails instead of skipping
+#   5. a short fuzz smoke: each fuzz target the packages define, FUZZTIME (default 10s) each
+#
+# Runs as root (the servers run as their own users; see scripts/test-env.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+FUZZTIME=${FUZZTIME:-10s}
+
+# OpenSM, ibsim and infiniband-diags live in /usr/sbin, which not every root PATH has.
+export PATH=$PATH:/usr/sbin:/sbin
+
+bash scripts/test-env.sh install
+
+# Under /tmp rather than $TMPDIR: the database servers' own users must be able to reach it.
+env_dir=$(mktemp -d /tmp/afm-test-env.XXXXXX)
+cleanup() {
+	bash scripts/test-env.sh stop "$env_dir" || true
+	rm -rf "$env_dir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+bash scripts/test-env.sh start "$env_dir"
+set -a
+# shellcheck source=/dev/null # written by test-env.sh start
+. "$env_dir/env"
+set +a
+export AFM_TEST_REQUIRE_ALL=1
+
+bash scripts/lint.sh
+
+# Two packages at a time: the machine has two cores, and the database suites share two servers.
+# Verbose output goes to a log; what is printed is each package's result, every failure, and how
+# many tests each engine-parameterised suite (Test<Name>/<engine>/...) passed, so that the output
+# shows the store, API and end-to-end suites running on all three engines.
+test_log=$env_dir/go-test.log
+status=0
+go test -count=1 -p 2 -timeout 25m -v ./... >"$test_log" 2>&1 || status=$?
+grep -E '^(ok|FAIL|panic:|---)|^\s+--- (FAIL|SKIP)|\.go:[0-9]+:' "$test_log" | grep -v '^--- PASS' || true
+awk '$1 == "---" && $2 == "PASS:" {
+	n = split($3, part, "/")
+	if (n >= 2 && part[2] ~ /^(sqlite|postgres|mysql)$/ && n == (part[1] == "TestStore" ? 3 : 2))
+		count[part[1] "/" part[2]]++
+}
+END { for (k in count) printf "engine suite %-40s %d passed\n", k, count[k] }' "$test_log" | sort
+passed=$(grep -cE '^\s*--- PASS' "$test_log" || true)
+failed=$(grep -cE '^\s*--- FAIL' "$test_log" || true)
+skipped=$(grep -cE '^\s*--- SKIP' "$test_log" || true)
+echo "tests: $passed passed, $failed failed, $skipped skipped"
+if ((status != 0)); then
+	echo "go test failed (exit $status); the last 200 lines of its verbose log:" >&2
+	tail -n 200 "$test_log" >&2
+	exit "$status"
+fi
+if ((skipped > 0)); then
+	echo "tests were skipped: in CI nothing may be skipped" >&2
+	exit 1
+fi
+
+# `go test -list` prints a package's matching names, then "ok  <package> <time>"; pair them up
+# so that a new fuzz target is picked up without being named here.
+fuzz_targets=$(go test -list '^Fuzz' ./... |
+	awk '/^Fuzz/ { names[n++] = $1; next }
+	     /^ok/   { for (i = 0; i < n; i++) print $2, names[i]; n = 0 }')
+echo "fuzz smoke: $(grep -c . <<<"$fuzz_targets" || true) targets, $FUZZTIME each"
+while read -r package target; do
+	[[ -n $target ]] || continue
+	# -fuzz takes one package and one target; -run '^$' keeps the unit tests from running again.
+	# stdin is the list being read, so the test must not inherit it.
+	go test -run '^$' -fuzz "^$target\$" -fuzztime "$FUZZTIME" "$package" </dev/null
+done <<<"$fuzz_targets"
