@@ -375,7 +375,7 @@ func TestOpenSMDiesWithManager(t *testing.T) {
 }
 
 // runManagerHelper is a manager in a process of its own: it runs OpenSM, says
-// "ready <pid>" on stdout and waits to be killed.
+// "ready <pid>" on stdout once the subnet is up, and waits to be killed.
 func runManagerHelper() {
 	p := NewProcess(ProcessConfig{
 		Command:  []string{os.Getenv("OPENSM_TEST_COMMAND")},
@@ -394,6 +394,13 @@ func runManagerHelper() {
 	defer cancel()
 	if err := p.WaitReady(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "WaitReady:", err)
+		os.Exit(4)
+	}
+	// Wait for the end of the first sweep: OpenSM is quiet then. (Killed while
+	// it writes to stdout, it would die of SIGPIPE, which proves nothing.)
+	res, err := WaitSweep(ctx, os.Getenv("OPENSM_TEST_LOG"), Position{}, 20*time.Second)
+	if err != nil || res.Outcome != Applied {
+		fmt.Fprintln(os.Stderr, "first sweep:", res, err)
 		os.Exit(4)
 	}
 	fmt.Printf("ready %d\n", p.PID())
