@@ -19,31 +19,35 @@ func (p Problem) String() string {
 	return fmt.Sprintf("line %d: %s", p.Line, p.Reason)
 }
 
-// Error is what Parse, Check and Render return when they refuse: every problem
+// Error is what Parse, Check and Render return when they refuse: the problems
 // found, ordered by line.
 type Error struct {
-	Problems []Problem
+	Problems []Problem // the first maxProblems found
+	Omitted  int       // how many more were found and left out
 }
 
 // shownProblems bounds Error's text: a file with a systematic mistake has one
-// problem per member, and a log line should stay readable. Problems holds them all.
+// problem per member, and a log line should stay readable.
 const shownProblems = 10
 
 func (e *Error) Error() string {
-	if len(e.Problems) == 1 {
+	total := len(e.Problems) + e.Omitted
+	if total == 1 {
 		return e.Problems[0].String()
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d problems: ", len(e.Problems))
+	fmt.Fprintf(&b, "%d problems: ", total)
 	for i, p := range e.Problems {
 		if i == shownProblems {
-			fmt.Fprintf(&b, "; and %d more", len(e.Problems)-shownProblems)
 			break
 		}
 		if i > 0 {
 			b.WriteString("; ")
 		}
 		b.WriteString(p.String())
+	}
+	if shown := min(len(e.Problems), shownProblems); total > shown {
+		fmt.Fprintf(&b, "; and %d more", total-shown)
 	}
 	return b.String()
 }
@@ -73,8 +77,5 @@ func (ps *problems) err() error {
 		return nil
 	}
 	slices.SortStableFunc(ps.list, func(a, b Problem) int { return a.Line - b.Line })
-	if ps.dropped > 0 {
-		ps.list = append(ps.list, Problem{Reason: fmt.Sprintf("%d more problems not listed", ps.dropped)})
-	}
-	return &Error{Problems: ps.list}
+	return &Error{Problems: ps.list, Omitted: ps.dropped}
 }

@@ -115,6 +115,10 @@ func (f *File) Format() []byte {
 // appendText appends the statement and a newline. An empty statement stays on its
 // header's line. The ";" always shares a line with what precedes it: OpenSM's parser
 // misreads a line holding only ";".
+//
+// mgid= items come first, each alone on its line: OpenSM takes the rest of the line
+// as the group's flags, so the line's end ends the item, without a ",". Members
+// follow, one per line.
 func (s *Statement) appendText(b []byte) []byte {
 	b = append(b, s.Name...)
 	b = append(b, '=')
@@ -124,20 +128,21 @@ func (s *Statement) appendText(b []byte) []byte {
 		b = appendFlag(b, f)
 	}
 	b = append(b, " :"...)
-
-	items := len(s.Members) + len(s.MGroups)
-	if items == 0 {
+	if len(s.Members)+len(s.MGroups) == 0 {
 		return append(b, " ;\n"...)
 	}
-	written := 0
-	endItem := func(b []byte) []byte {
-		written++
-		if written == items {
-			return append(b, " ;\n"...)
+	for i, g := range s.MGroups {
+		b = append(b, "\n    mgid="...)
+		b = g.GID.AppendTo(b)
+		for _, f := range g.Flags {
+			b = append(b, ", "...)
+			b = appendFlag(b, f)
 		}
-		return append(b, ',')
+		if i == len(s.MGroups)-1 && len(s.Members) == 0 {
+			b = append(b, " ;"...)
+		}
 	}
-	for _, m := range s.Members {
+	for i, m := range s.Members {
 		b = append(b, "\n    "...)
 		if m.Keyword != "" {
 			b = append(b, m.Keyword...)
@@ -146,20 +151,13 @@ func (s *Statement) appendText(b []byte) []byte {
 		}
 		b = append(b, '=')
 		b = append(b, m.Membership...)
-		b = endItem(b)
-	}
-	// An mgid= item takes the rest of its line, so each is alone on its line; a
-	// trailing "," separates it from the next item, as between members.
-	for _, g := range s.MGroups {
-		b = append(b, "\n    mgid="...)
-		b = g.GID.AppendTo(b)
-		for _, f := range g.Flags {
-			b = append(b, ", "...)
-			b = appendFlag(b, f)
+		if i < len(s.Members)-1 {
+			b = append(b, ',')
+		} else {
+			b = append(b, " ;"...)
 		}
-		b = endItem(b)
 	}
-	return b
+	return append(b, '\n')
 }
 
 func appendFlag(b []byte, f Flag) []byte {

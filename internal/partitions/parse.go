@@ -31,9 +31,10 @@ const maxLineBytes = 4094
 //     listed twice; ALL, ALL_CAS, ALL_SWITCHES or ALL_ROUTERS after a GUID or SELF
 //     (OpenSM applies members in order, so the keyword would override them);
 //   - empty items (",," or a "," before ";") and items not separated by ",";
-//   - mgid= items that are not the first item of their line, are not IPv6 multicast
-//     GIDs, carry unknown or repeated flags, repeat a group, or that OpenSM would
-//     skip (an IPoIB group whose pkey, rate or mtu contradicts its partition's).
+//   - mgid= items that are not the first item of their line, end with ",", are not
+//     IPv6 multicast GIDs, carry no flag (OpenSM would read flags from beyond the
+//     item), unknown or repeated flags, repeat a group, or that OpenSM would skip
+//     (an IPoIB group whose pkey, rate or mtu contradicts its partition's).
 //
 // On refusal the error is an *Error listing every problem found.
 func Parse(text []byte) (*File, error) {
@@ -115,6 +116,7 @@ const (
 	afterColon bodyState = iota // an item, or ";" for an empty partition
 	afterItem                   // "," or ";"
 	afterComma                  // an item
+	afterGroup                  // an mgid= item, which its line's end ends: an item, "," or ";"
 )
 
 type openStatement struct {
@@ -591,7 +593,8 @@ func openSMMembership(word string) string {
 
 // parseGroup reads an mgid= item. OpenSM reads everything after the GID up to ";"
 // or the end of the line as the group's flags, so a member written after it on
-// its line would be silently ignored: here it is refused as an unknown flag.
+// its line would be silently ignored: here it is refused as an unknown flag. The
+// end of the line ends the item: no "," is needed (or allowed) before the next.
 func (p *parser) parseGroup(n int, rest string) {
 	o := p.open
 	if p.lineHasItem {
@@ -601,11 +604,16 @@ func (p *parser) parseGroup(n int, rest string) {
 	_, gidText, _ := strings.Cut(parts[0], "=")
 	gidText = strings.TrimSpace(gidText)
 	flagTexts := parts[1:]
-	o.state = afterItem
-	// A "," ending the line separates this item from the next one, as after a member.
+	o.state = afterGroup
 	if k := len(flagTexts); k > 0 && strings.TrimSpace(flagTexts[k-1]) == "" {
+		p.problem(n, "',' ending an mgid= line: OpenSM reads it as an empty flag; the end of the line already ends the item")
 		flagTexts = flagTexts[:k-1]
-		o.state = afterComma
+	}
+	if len(flagTexts) == 0 {
+		// OpenSM looks for the flags one byte past the end of the item: past the ";",
+		// or past the end of the line, in what is left of longer earlier lines in its
+		// buffer, which it then applies to the group or fails on.
+		p.problem(n, "mgid= item without flags: OpenSM reads its flags from beyond the item (after ';', or stale bytes of earlier lines); give it at least one, e.g. scope=2")
 	}
 
 	g := MGroup{Line: n}

@@ -125,6 +125,28 @@ func TestParseReportsEveryProblem(t *testing.T) {
 	}
 }
 
+// A file wrong on every line yields at most maxProblems problems, and says so.
+func TestParseCapsProblems(t *testing.T) {
+	text := "Default=0x7fff : ALL=limited, SELF=full ;\n" + strings.Repeat("net1 : ;\n", maxProblems+500)
+	_, err := Parse([]byte(text))
+	var perr *Error
+	if !errors.As(err, &perr) {
+		t.Fatalf("Parse error = %v, want an *Error", err)
+	}
+	if len(perr.Problems) != maxProblems || perr.Omitted != 500 {
+		t.Fatalf("%d problems and %d omitted, want %d and 500", len(perr.Problems), perr.Omitted, maxProblems)
+	}
+	if got, want := perr.Error(), "1500 problems: "; !strings.HasPrefix(got, want) {
+		t.Fatalf("Error() = %q, want it to begin with %q", got, want)
+	}
+	if got, want := perr.Error(), "; and 1490 more"; !strings.HasSuffix(got, want) {
+		t.Fatalf("Error() = %q, want it to end with %q", got, want)
+	}
+	if got := perr.Problems[0].String(); !strings.HasPrefix(got, `line 2: partition "net1" has no pkey`) {
+		t.Fatalf("first problem %q", got)
+	}
+}
+
 func TestErrorText(t *testing.T) {
 	one := &Error{Problems: []Problem{{Line: 3, Reason: "bad"}}}
 	if got, want := one.Error(), "line 3: bad"; got != want {

@@ -1,0 +1,58 @@
+package partitions_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
+)
+
+func ExampleRender() {
+	state := partitions.State{
+		Revision:         12,
+		DefaultPartition: "Default=0x7fff, ipoib : ALL=limited, SELF=full ;",
+		Networks: []partitions.Network{
+			{ID: "7a2b4c6d-1e3f-4a5b-8c7d-9e0f1a2b3c4d", PKey: 0x0065},
+			{ID: "3f1c5a9e-8d2b-4c7a-9e61-0a5b7c9d1e2f", PKey: 0x0064, Members: []fabric.GUID{0x0002c90300000201, 0x0002c90300000101}},
+		},
+	}
+	text, err := partitions.Render(state)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Print(string(text))
+	fmt.Println(partitions.Check(text, state))
+	// Output:
+	// # Written by alternative-fabric-manager from revision 12. Do not edit: it is rewritten from the database.
+	// Default=0x7fff, ipoib : ALL=limited, SELF=full ;
+	// net-3f1c5a9e-8d2b-4c7a-9e61-0a5=0x0064, ipoib :
+	//     0x0002c90300000101=full,
+	//     0x0002c90300000201=full ;
+	// net-7a2b4c6d-1e3f-4a5b-8c7d-9e0=0x0065, ipoib : ;
+	// <nil>
+}
+
+func ExampleCheck() {
+	state := partitions.State{
+		DefaultPartition: "Default=0x7fff, ipoib : ALL=limited, SELF=full ;",
+		Networks: []partitions.Network{
+			{ID: "net-a", PKey: 0x0064, Members: []fabric.GUID{0x0002c90300000101}},
+		},
+	}
+	// An edited file: the port is limited, and also in a static partition.
+	text := []byte(`Default=0x7fff, ipoib : ALL=limited, SELF=full ;
+tenant-a=0x0064, ipoib : 0x0002c90300000101=limited ;
+storage=0x0200 : 0x0002c90300000101=full ;
+`)
+	var perr *partitions.Error
+	if errors.As(partitions.Check(text, state), &perr) {
+		for _, p := range perr.Problems {
+			fmt.Println(p)
+		}
+	}
+	// Output:
+	// line 2: port 0x0002c90300000101 must be a full member of network net-a's partition, not limited
+	// line 3: port 0x0002c90300000101 of network net-a may be in no other partition, here storage (0x0200)
+}
