@@ -207,6 +207,26 @@ func (q *Queries) GetNetwork(ctx context.Context, id string) (Network, error) {
 	return i, err
 }
 
+const getNetworkByPKey = `-- name: GetNetworkByPKey :one
+SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at FROM networks WHERE pkey = $1
+`
+
+func (q *Queries) GetNetworkByPKey(ctx context.Context, pkey *int32) (Network, error) {
+	row := q.db.QueryRow(ctx, getNetworkByPKey, pkey)
+	var i Network
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.NetworkType,
+		&i.PhysicalNetwork,
+		&i.Pkey,
+		&i.Revision,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const getPort = `-- name: GetPort :one
 SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports WHERE id = $1
 `

@@ -136,6 +136,7 @@ type Snapshot struct {
 // the revision when it hands a Tx out.
 type Tx interface {
 	GetNetwork(ctx context.Context, id string) (Network, error)
+	GetNetworkByPKey(ctx context.Context, pkey fabric.PKey) (Network, error)
 	UpsertNetwork(ctx context.Context, n Network, now time.Time) error
 	DeleteNetwork(ctx context.Context, id string) (bool, error)
 	GetPort(ctx context.Context, id string) (Port, error)
@@ -212,6 +213,14 @@ func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 	}
 	var id int64
 	err := s.Change(ctx, func(tx Tx, rev int64) error {
+		// A pkey is one network's partition: a second network on the same VLAN
+		// ID would merge two tenants.
+		if other, err := tx.GetNetworkByPKey(ctx, *n.PKey); err == nil && other.ID != n.ID {
+			return rejectf("network %s: VLAN ID %d is already the partition key %s of network %s",
+				n.ID, uint16(*n.PKey), *n.PKey, other.ID)
+		} else if err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
 		now := s.now()
 		n.Revision = rev
 		if err := tx.UpsertNetwork(ctx, n, now); err != nil {

@@ -19,6 +19,9 @@ ON DUPLICATE KEY UPDATE
     physical_network = VALUES(physical_network), pkey = VALUES(pkey),
     revision = VALUES(revision), updated_at = VALUES(updated_at);
 
+-- name: GetNetworkByPKey :one
+SELECT * FROM networks WHERE pkey = sqlc.arg(pkey);
+
 -- name: DeleteNetwork :execrows
 DELETE FROM networks WHERE id = sqlc.arg(id);
 

@@ -15,6 +15,9 @@ ON CONFLICT (id) DO UPDATE SET
     physical_network = EXCLUDED.physical_network, pkey = EXCLUDED.pkey,
     revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at;
 
+-- name: GetNetworkByPKey :one
+SELECT * FROM networks WHERE pkey = @pkey;
+
 -- name: DeleteNetwork :execrows
 DELETE FROM networks WHERE id = @id;
 

@@ -281,6 +281,15 @@ func (t txn) GetNetwork(ctx context.Context, id string) (store.Network, error) {
 	return network(n), nil
 }
 
+func (t txn) GetNetworkByPKey(ctx context.Context, pkey fabric.PKey) (store.Network, error) {
+	v := int64(pkey)
+	n, err := t.q.GetNetworkByPKey(ctx, &v)
+	if err != nil {
+		return store.Network{}, notFound(err)
+	}
+	return network(n), nil
+}
+
 func (t txn) UpsertNetwork(ctx context.Context, n store.Network, now time.Time) error {
 	var pkey *int64
 	if n.PKey != nil {

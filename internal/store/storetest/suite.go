@@ -22,6 +22,7 @@ func Run(t *testing.T, engine string) {
 		{"PortOnUnknownNetworkIsRejectedAndChangesNothing", testPortOnUnknownNetwork},
 		{"PortMembershipInSnapshot", testPortMembership},
 		{"GUIDOfAnotherPortIsRejected", testGUIDTaken},
+		{"VLANOfAnotherNetworkIsRejected", testVLANTaken},
 		{"RemoveUnknownIsNotFoundAndChangesNothing", testRemoveUnknown},
 		{"RemovePortAndNetwork", testRemove},
 		{"FencedJobCompletion", testFencing},
@@ -370,5 +371,23 @@ func testWake(t *testing.T, s *store.Store) {
 	case <-wake:
 	case <-time.After(20 * time.Second):
 		t.Fatal("no wake-up after a committed change")
+	}
+}
+
+func testVLANTaken(t *testing.T, s *store.Store) {
+	addNetwork(t, s, netA, 101)
+	_, err := s.RecordNetwork(ctxT(t), store.NetworkChange{Network: vlanNetwork(netB, 101),
+		Operation: store.OpCreateNetwork, CreatedBy: "test", Request: `{}`})
+	var rej *store.RejectedError
+	if !errors.As(err, &rej) {
+		t.Fatalf("error = %v, want RejectedError", err)
+	}
+	if r := revision(t, s); r != 1 {
+		t.Errorf("revision = %d after a rejected request, want 1", r)
+	}
+	// The network itself may be sent again with its own VLAN ID.
+	if _, err := s.RecordNetwork(ctxT(t), store.NetworkChange{Network: vlanNetwork(netA, 101),
+		Operation: store.OpUpdateNetwork, CreatedBy: "test", Request: `{}`}); err != nil {
+		t.Errorf("updating a network with its own VLAN ID: %v", err)
 	}
 }
