@@ -211,7 +211,7 @@ func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 	if n.PKey == nil {
 		return Job{}, rejectf("network %s: no VLAN ID (provider:segmentation_id)", n.ID)
 	}
-	var id int64
+	var job Job
 	err := s.Change(ctx, func(tx Tx, rev int64) error {
 		// A pkey is one network's partition: a second network on the same VLAN
 		// ID would merge two tenants.
@@ -227,7 +227,7 @@ func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 			return err
 		}
 		var err error
-		id, err = tx.InsertJob(ctx, NewJob{
+		job, err = insertJob(ctx, tx, NewJob{
 			Revision: rev, ObjectType: ObjectNetwork, ObjectID: n.ID, NetworkID: n.ID,
 			Operation:   c.Operation,
 			Description: fmt.Sprintf("%s %s (pkey %s)", verb(c.Operation), n.ID, *n.PKey),
@@ -239,12 +239,12 @@ func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 	if err != nil {
 		return Job{}, fmt.Errorf("record network %s: %w", n.ID, err)
 	}
-	return s.GetJob(ctx, id)
+	return job, nil
 }
 
 // RemoveNetwork deletes a network, its partition and its ports.
 func (s *Store) RemoveNetwork(ctx context.Context, networkID, createdBy, request string) (Job, error) {
-	var id int64
+	var job Job
 	err := s.Change(ctx, func(tx Tx, rev int64) error {
 		n, err := tx.GetNetwork(ctx, networkID)
 		if err != nil {
@@ -257,7 +257,7 @@ func (s *Store) RemoveNetwork(ctx context.Context, networkID, createdBy, request
 			return err
 		}
 		now := s.now()
-		id, err = tx.InsertJob(ctx, NewJob{
+		job, err = insertJob(ctx, tx, NewJob{
 			Revision: rev, ObjectType: ObjectNetwork, ObjectID: networkID, NetworkID: networkID,
 			Operation:   OpDeleteNetwork,
 			Description: fmt.Sprintf("Delete network %s (pkey %s)", networkID, pkeyText(n.PKey)),
@@ -269,7 +269,7 @@ func (s *Store) RemoveNetwork(ctx context.Context, networkID, createdBy, request
 	if err != nil {
 		return Job{}, fmt.Errorf("remove network %s: %w", networkID, err)
 	}
-	return s.GetJob(ctx, id)
+	return job, nil
 }
 
 // PortChange is a POST or PUT of a port that carries a usable client-id.
@@ -286,7 +286,7 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 	if p.GUID == nil {
 		return Job{}, rejectf("port %s: no usable client-id", p.ID)
 	}
-	var id int64
+	var job Job
 	err := s.Change(ctx, func(tx Tx, rev int64) error {
 		n, err := tx.GetNetwork(ctx, p.NetworkID)
 		if errors.Is(err, ErrNotFound) {
@@ -306,7 +306,7 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 		if err := tx.UpsertPort(ctx, p, now); err != nil {
 			return err
 		}
-		id, err = tx.InsertJob(ctx, NewJob{
+		job, err = insertJob(ctx, tx, NewJob{
 			Revision: rev, ObjectType: ObjectPort, ObjectID: p.ID, NetworkID: p.NetworkID,
 			Operation: c.Operation,
 			Description: fmt.Sprintf("%s %s (GUID %s) to network %s (pkey %s)",
@@ -319,12 +319,12 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 	if err != nil {
 		return Job{}, fmt.Errorf("record port %s: %w", p.ID, err)
 	}
-	return s.GetJob(ctx, id)
+	return job, nil
 }
 
 // RemovePort deletes a port and with it its GUID's membership.
 func (s *Store) RemovePort(ctx context.Context, portID, createdBy, request string) (Job, error) {
-	var id int64
+	var job Job
 	err := s.Change(ctx, func(tx Tx, rev int64) error {
 		p, err := tx.GetPort(ctx, portID)
 		if err != nil {
@@ -338,7 +338,7 @@ func (s *Store) RemovePort(ctx context.Context, portID, createdBy, request strin
 			guid = "GUID " + p.GUID.String()
 			result = fmt.Sprintf("GUID %s is no member of network %s's partition", *p.GUID, p.NetworkID)
 		}
-		id, err = tx.InsertJob(ctx, NewJob{
+		job, err = insertJob(ctx, tx, NewJob{
 			Revision: rev, ObjectType: ObjectPort, ObjectID: portID, NetworkID: p.NetworkID,
 			Operation:   OpRemovePort,
 			Description: fmt.Sprintf("Remove port %s (%s) from network %s", portID, guid, p.NetworkID),
@@ -350,7 +350,19 @@ func (s *Store) RemovePort(ctx context.Context, portID, createdBy, request strin
 	if err != nil {
 		return Job{}, fmt.Errorf("remove port %s: %w", portID, err)
 	}
-	return s.GetJob(ctx, id)
+	return job, nil
+}
+
+// insertJob inserts j and returns the job as it now stands, sparing the caller a
+// read of what it has just written.
+func insertJob(ctx context.Context, tx Tx, j NewJob) (Job, error) {
+	id, err := tx.InsertJob(ctx, j)
+	if err != nil {
+		return Job{}, err
+	}
+	return Job{ID: id, Revision: j.Revision, ObjectType: j.ObjectType, ObjectID: j.ObjectID,
+		NetworkID: j.NetworkID, Operation: j.Operation, Status: StatusPending, Description: j.Description,
+		Result: j.Result, CreatedBy: j.CreatedBy, Request: j.Request, CreatedAt: j.Now, UpdatedAt: j.Now}, nil
 }
 
 func verb(op string) string {

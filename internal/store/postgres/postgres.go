@@ -106,11 +106,11 @@ func (e *Engine) Snapshot(ctx context.Context) (store.Snapshot, error) {
 				return err
 			}
 			for _, m := range members {
-				g, err := fabric.ParseGUID(*m.Guid)
+				member, err := store.MemberFromColumns(m.NetworkID, m.Guid)
 				if err != nil {
-					return fmt.Errorf("port of network %s: %w", m.NetworkID, err)
+					return err
 				}
-				s.Members = append(s.Members, store.Member{NetworkID: m.NetworkID, GUID: g})
+				s.Members = append(s.Members, member)
 			}
 			return nil
 		})
@@ -277,25 +277,16 @@ func notFound(err error) error {
 }
 
 func network(n pgdb.Network) store.Network {
-	out := store.Network{ID: n.ID, Name: n.Name, Type: n.NetworkType, PhysicalNetwork: n.PhysicalNetwork,
-		Revision: n.Revision}
-	if n.Pkey != nil {
-		p := fabric.PKey(*n.Pkey)
-		out.PKey = &p
-	}
-	return out
+	return store.Network{ID: n.ID, Name: n.Name, Type: n.NetworkType, PhysicalNetwork: n.PhysicalNetwork,
+		PKey: store.PKeyFromColumn(n.Pkey), Revision: n.Revision}
 }
 
 func port(p pgdb.Port) (store.Port, error) {
-	out := store.Port{ID: p.ID, NetworkID: p.NetworkID, Host: p.Host, Revision: p.Revision}
-	if p.Guid != nil {
-		g, err := fabric.ParseGUID(*p.Guid)
-		if err != nil {
-			return store.Port{}, fmt.Errorf("port %s: %w", p.ID, err)
-		}
-		out.GUID = &g
+	guid, err := store.GUIDFromColumn(p.ID, p.Guid)
+	if err != nil {
+		return store.Port{}, err
 	}
-	return out, nil
+	return store.Port{ID: p.ID, NetworkID: p.NetworkID, GUID: guid, Host: p.Host, Revision: p.Revision}, nil
 }
 
 // txn is a change transaction.
@@ -310,8 +301,7 @@ func (t txn) GetNetwork(ctx context.Context, id string) (store.Network, error) {
 }
 
 func (t txn) GetNetworkByPKey(ctx context.Context, pkey fabric.PKey) (store.Network, error) {
-	v := int32(pkey)
-	n, err := t.q.GetNetworkByPKey(ctx, &v)
+	n, err := t.q.GetNetworkByPKey(ctx, store.PKeyColumn[int32](&pkey))
 	if err != nil {
 		return store.Network{}, notFound(err)
 	}
@@ -319,13 +309,8 @@ func (t txn) GetNetworkByPKey(ctx context.Context, pkey fabric.PKey) (store.Netw
 }
 
 func (t txn) UpsertNetwork(ctx context.Context, n store.Network, now time.Time) error {
-	var pkey *int32
-	if n.PKey != nil {
-		v := int32(*n.PKey)
-		pkey = &v
-	}
 	return t.q.UpsertNetwork(ctx, pgdb.UpsertNetworkParams{ID: n.ID, Name: n.Name, NetworkType: n.Type,
-		PhysicalNetwork: n.PhysicalNetwork, Pkey: pkey, Revision: n.Revision, Now: now})
+		PhysicalNetwork: n.PhysicalNetwork, Pkey: store.PKeyColumn[int32](n.PKey), Revision: n.Revision, Now: now})
 }
 
 func (t txn) DeleteNetwork(ctx context.Context, id string) (bool, error) {
@@ -342,8 +327,7 @@ func (t txn) GetPort(ctx context.Context, id string) (store.Port, error) {
 }
 
 func (t txn) GetPortByGUID(ctx context.Context, guid fabric.GUID) (store.Port, error) {
-	s := guid.String()
-	p, err := t.q.GetPortByGUID(ctx, &s)
+	p, err := t.q.GetPortByGUID(ctx, store.GUIDColumn(&guid))
 	if err != nil {
 		return store.Port{}, notFound(err)
 	}
@@ -351,12 +335,7 @@ func (t txn) GetPortByGUID(ctx context.Context, guid fabric.GUID) (store.Port, e
 }
 
 func (t txn) UpsertPort(ctx context.Context, p store.Port, now time.Time) error {
-	var guid *string
-	if p.GUID != nil {
-		s := p.GUID.String()
-		guid = &s
-	}
-	return t.q.UpsertPort(ctx, pgdb.UpsertPortParams{ID: p.ID, NetworkID: p.NetworkID, Guid: guid, Host: p.Host,
+	return t.q.UpsertPort(ctx, pgdb.UpsertPortParams{ID: p.ID, NetworkID: p.NetworkID, Guid: store.GUIDColumn(p.GUID), Host: p.Host,
 		Revision: p.Revision, Now: now})
 }
 
