@@ -181,10 +181,8 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
-	stop := make(chan struct{})
-	go func() { <-electorDone; close(stop) }()
-	select {
-	case <-stop:
+	select { // the applier stops OpenSM before it returns
+	case <-electorDone:
 	case <-sctx.Done():
 	}
 	return err

@@ -48,8 +48,6 @@ func viewJob(j store.Job) jobView {
 	return v
 }
 
-func jobPath(j store.Job) acceptedJob { return acceptedJob(j) }
-
 // acceptedJob marks a handler's result as "answer 202 with this job's path".
 type acceptedJob store.Job
 

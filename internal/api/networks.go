@@ -49,7 +49,7 @@ func (s *Server) recordNetwork(r *http.Request, ps httprouter.Params, op string)
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusAccepted, jobPath(job), nil
+	return http.StatusAccepted, acceptedJob(job), nil
 }
 
 func (s *Server) deleteNetwork(r *http.Request, ps httprouter.Params) (int, any, error) {
@@ -69,5 +69,5 @@ func (s *Server) deleteNetwork(r *http.Request, ps httprouter.Params) (int, any,
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusAccepted, jobPath(job), nil
+	return http.StatusAccepted, acceptedJob(job), nil
 }

@@ -49,7 +49,7 @@ func (s *Server) recordPort(r *http.Request, ps httprouter.Params, op string) (i
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusAccepted, jobPath(job), nil
+	return http.StatusAccepted, acceptedJob(job), nil
 }
 
 func (s *Server) deletePort(r *http.Request, ps httprouter.Params) (int, any, error) {
@@ -69,5 +69,5 @@ func (s *Server) deletePort(r *http.Request, ps httprouter.Params) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusAccepted, jobPath(job), nil
+	return http.StatusAccepted, acceptedJob(job), nil
 }

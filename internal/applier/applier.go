@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -157,7 +156,7 @@ func (t *term) apply(ctx context.Context) bool {
 		// default partition. The change stays recorded; a later apply that
 		// passes the check applies it.
 		log.Error("rendered partitions file fails the check; not written", "error", checkErr)
-		t.finishJobs(ctx, rev, "the partitions file for this change fails the check: "+checkErr.Error())
+		t.failJobs(ctx, rev, "the partitions file for this change fails the check: "+checkErr.Error())
 		record(outcomeCheckFailed, checkErr.Error())
 		t.applied = rev
 		return true
@@ -206,7 +205,7 @@ func (t *term) apply(ctx context.Context) bool {
 		// closed, say which lines.
 		reason := "OpenSM applied the partitions file with errors: " + strings.Join(res.PKeyErrors, "; ")
 		log.Error("partitions applied with pkey errors", "errors", res.PKeyErrors)
-		t.finishJobs(ctx, rev, reason)
+		t.failJobs(ctx, rev, reason)
 		record(outcomePKeyErrors, reason)
 		t.applied = rev
 		return true
@@ -220,8 +219,8 @@ func (t *term) apply(ctx context.Context) bool {
 	return false
 }
 
-// finishJobs fails the jobs up to rev that are still open.
-func (t *term) finishJobs(ctx context.Context, rev int64, reason string) {
+// failJobs fails the jobs up to rev that are still open.
+func (t *term) failJobs(ctx context.Context, rev int64, reason string) {
 	if _, err := t.Store.FailJobs(ctx, t.id, rev, reason, time.Now().UTC()); err != nil {
 		t.Log.Error("fail jobs", "revision", rev, "error", err)
 	}
@@ -290,6 +289,5 @@ func State(snap store.Snapshot, defaultPartition string) partitions.State {
 		}
 		st.Networks = append(st.Networks, partitions.Network{ID: n.ID, PKey: *n.PKey, Members: members[n.ID]})
 	}
-	sort.Slice(st.Networks, func(i, j int) bool { return st.Networks[i].PKey < st.Networks[j].PKey })
 	return st
 }
