@@ -46,6 +46,7 @@ func main() {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(log)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -131,7 +132,7 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 	}
 	defer st.Close()
 
-	sm, err := prepareOpenSM(cfg, log)
+	sm, err := prepareOpenSM(ctx, cfg, log, &opensm.GeneratedKeys{})
 	if err != nil {
 		return err
 	}
@@ -188,9 +189,10 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 	return err
 }
 
-// prepareOpenSM writes opensm.conf and the per-module logging file, and returns
-// the process driver that runs OpenSM while this manager is the applier.
-func prepareOpenSM(cfg *config.Config, log *slog.Logger) (*opensm.Process, error) {
+// prepareOpenSM writes opensm.conf, with the hardening options the running
+// OpenSM knows and the keys from keys, and the per-module logging file, and
+// returns the process driver that runs OpenSM while this manager is the applier.
+func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource) (*opensm.Process, error) {
 	if cfg.OpenSM.Driver != "process" {
 		return nil, fmt.Errorf("[opensm] driver %q is not supported", cfg.OpenSM.Driver)
 	}
@@ -202,22 +204,33 @@ func prepareOpenSM(cfg *config.Config, log *slog.Logger) (*opensm.Process, error
 	if err := opensm.WriteFileAtomic(perModule, opensm.PerModuleLoggingConf(), 0o644); err != nil {
 		return nil, err
 	}
+	flavour, err := opensm.DetectFlavour(ctx, cfg.OpenSM.Command)
+	if err != nil {
+		return nil, fmt.Errorf("[opensm] command: %w", err)
+	}
+	hardening := cfg.OpenSM.Hardening
+	log.Info("OpenSM hardening", "flavour", flavour, "groups", hardening.Groups)
+	for _, g := range hardening.Unwritten(flavour) {
+		log.Warn("hardening group has no effect on this OpenSM", "group", g, "flavour", flavour)
+	}
+	k, err := keys.Keys(ctx)
+	if err != nil {
+		return nil, err
+	}
 	pass := make([]opensm.KeyValue, 0, len(cfg.OpenSMConf))
 	for _, kv := range cfg.OpenSMConf {
 		pass = append(pass, opensm.KeyValue{Key: kv.Key, Value: kv.Value})
 	}
-	conf, err := opensm.RenderConf(opensm.ConfOptions{
+	confFile := filepath.Join(dir, "opensm.conf")
+	if err := opensm.WriteConf(confFile, opensm.ConfOptions{
 		PartitionsFile:       filepath.Join(dir, "partitions.conf"),
 		LogFile:              cfg.OpenSM.LogFile,
 		PerModuleLoggingFile: perModule,
+		Hardening:            hardening,
+		Flavour:              flavour,
+		Keys:                 k,
 		Passthrough:          pass,
-	})
-	if err != nil {
-		return nil, err
-	}
-	confFile := filepath.Join(dir, "opensm.conf")
-	// 0600: opensm.conf will hold the fabric's secret keys.
-	if err := opensm.WriteFileAtomic(confFile, conf, 0o600); err != nil {
+	}); err != nil {
 		return nil, err
 	}
 	return opensm.NewProcess(opensm.ProcessConfig{Command: cfg.OpenSM.Command, ConfFile: confFile,

@@ -60,6 +60,9 @@ type OpenSM struct {
 	SweepTimeout     time.Duration
 	FlatPKey         fabric.PKey
 	DefaultPartition string // the default partition's line, written to partitions.conf as is
+	// Hardening is [opensm] hardening, m_key_protection_level and
+	// m_key_lease_period: the hardening groups on and the M_Key settings.
+	Hardening opensm.Hardening
 }
 
 // KeyValue is one line of [opensm_conf].
@@ -99,6 +102,7 @@ func Parse(r io.Reader, name string) (*Config, error) {
 	if c.OpenSM.LogFile == "" {
 		c.OpenSM.LogFile = filepath.Join(c.OpenSM.ConfigDir, "opensm.log")
 	}
+	errs = append(errs, c.checkHardening(file)...)
 	if c.API.Token == "" {
 		errs = append(errs, errors.New("[api] token is required: the manager refuses to start without one"))
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
 )
 
 // section is one section of the file the parser knows, with its keys in the order
@@ -123,6 +125,20 @@ var sections = []section{
 				c.OpenSM.DefaultPartition = v
 				return nil
 			}},
+		{key: "hardening", def: opensm.HardeningAll, set: func(c *Config, v string) error {
+			groups, err := opensm.ParseGroups(v)
+			if err != nil {
+				return err
+			}
+			c.OpenSM.Hardening.Groups = groups
+			return nil
+		}},
+		{key: "m_key_protection_level", def: strconv.Itoa(opensm.DefaultMKeyProtectionLevel), set: func(c *Config, v string) error {
+			return setInt(&c.OpenSM.Hardening.MKeyProtectionLevel, v, opensm.CheckMKeyProtectionLevel)
+		}},
+		{key: "m_key_lease_period", def: strconv.Itoa(opensm.DefaultMKeyLeasePeriod), set: func(c *Config, v string) error {
+			return setInt(&c.OpenSM.Hardening.MKeyLeasePeriod, v, opensm.CheckMKeyLeasePeriod)
+		}},
 	}},
 }
 
@@ -213,6 +229,23 @@ func setSeconds(dst *time.Duration, v string) error {
 	return nil
 }
 
+// setInt reads a decimal integer and checks it with check, whose error says
+// what is wanted.
+func setInt(dst *int, v string, check func(int) error) error {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		if err := check(-1); err != nil {
+			return err
+		}
+		return errors.New("want a decimal integer")
+	}
+	if err := check(n); err != nil {
+		return err
+	}
+	*dst = n
+	return nil
+}
+
 func setAbsPath(dst *string, v string) error {
 	// The manager is a service: a relative path would depend on the directory it
 	// happens to be started from.
@@ -259,6 +292,56 @@ func (c *Config) applyOpenSMConf(s iniSection) []error {
 				s.name, e.key, e.line))
 		default:
 			c.OpenSMConf = append(c.OpenSMConf, KeyValue{Key: e.key, Value: e.value})
+		}
+	}
+	return errs
+}
+
+// checkHardening applies the rules between keys that the hardening groups add,
+// once every section is read (sections may come in any order):
+//
+//   - an option of [opensm_conf] that a group on owns is refused, naming the
+//     group (the manager writes it);
+//   - with default_partition on, the default partition may not make ALL or
+//     ALL_CAS full members: every port could then reach every other one there.
+func (c *Config) checkHardening(file iniFile) []error {
+	var errs []error
+	for _, s := range file.sections {
+		if s.name != opensmConfSection {
+			continue
+		}
+		for _, e := range s.entries {
+			if g := opensm.OptionGroup(e.key); g != "" && c.OpenSM.Hardening.Has(g) {
+				errs = append(errs, fmt.Errorf("[%s] %s (line %d): the hardening group %s sets this option; "+
+					"remove the line, or take %s out of [opensm] hardening", s.name, e.key, e.line, g, g))
+			}
+		}
+	}
+	if c.OpenSM.Hardening.Has(opensm.GroupDefaultPartition) {
+		errs = append(errs, checkLimitedDefaultPartition(c.OpenSM.DefaultPartition)...)
+	}
+	return errs
+}
+
+// checkLimitedDefaultPartition refuses a default partition that makes ALL or
+// ALL_CAS full members. A line that does not parse is left to the check of the
+// rendered partitions file, which reports it in full.
+func checkLimitedDefaultPartition(line string) []error {
+	f, err := partitions.Parse([]byte(line))
+	if err != nil {
+		return nil
+	}
+	var errs []error
+	for _, st := range f.Statements {
+		if st.PKey != fabric.DefaultPKey {
+			continue
+		}
+		for _, m := range st.Members {
+			if (m.Keyword == partitions.All || m.Keyword == partitions.AllCAs) && m.Membership == partitions.Full {
+				errs = append(errs, fmt.Errorf("[opensm] default_partition: %s=full makes every port a full member of "+
+					"the default partition, where tenants could reach each other; the hardening group %s refuses it: "+
+					"make it %s=limited, SELF=full", m.Keyword, opensm.GroupDefaultPartition, m.Keyword))
+			}
 		}
 	}
 	return errs

@@ -17,8 +17,17 @@ type ConfOptions struct {
 	LogFile              string // log_file: the file WaitSweep and Process read
 	PerModuleLoggingFile string // per_module_logging_file: see PerModuleLoggingConf
 
+	// Hardening chooses the hardening groups whose options are written; the
+	// zero value writes none. Flavour is the OpenSM that reads the file: only
+	// the options it knows are written. Keys are needed by the groups m_key
+	// and keys.
+	Hardening Hardening
+	Flavour   Flavour
+	Keys      Keys
+
 	// Passthrough holds the operator's [opensm_conf] options, written in this
-	// order after the options the manager owns. Keys must not be in OwnedOptions.
+	// order after the options the manager owns. Keys must not be in OwnedOptions,
+	// nor belong to a hardening group that is on (see OptionGroup).
 	Passthrough []KeyValue
 }
 
@@ -52,10 +61,15 @@ const defaultLogFlags = "0x03"
 var optionKey = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
 
 // RenderConf returns the contents of opensm.conf. It fails when a passthrough
-// option tries to set an owned option (or log_prefix), repeats a key, or when any key or value
-// could break the file's line structure (a value with a newline would smuggle in
-// another option). The file will hold secret keys: write it with mode 0600.
+// option tries to set an owned option (or log_prefix) or an option of a
+// hardening group that is on, repeats a key, or when any key or value could
+// break the file's line structure (a value with a newline would smuggle in
+// another option), and when the hardening groups need keys that Keys.Check
+// refuses. The file holds secret keys: WriteConf writes it with mode 0600.
 func RenderConf(o ConfOptions) ([]byte, error) {
+	if err := o.Hardening.check(o.Keys); err != nil {
+		return nil, fmt.Errorf("opensm.conf: hardening: %w", err)
+	}
 	owned := []KeyValue{
 		{"partition_config_file", o.PartitionsFile},
 		{"log_file", o.LogFile},
@@ -82,6 +96,10 @@ func RenderConf(o ConfOptions) ([]byte, error) {
 		if slices.Contains(unparsableOptions, kv.Key) {
 			return nil, fmt.Errorf("opensm.conf: option %s is not supported: it changes the log lines the manager reads", kv.Key)
 		}
+		if g := OptionGroup(kv.Key); g != "" && o.Hardening.Has(g) {
+			return nil, fmt.Errorf("opensm.conf: option %s is set by the hardening group %s; remove it, or take %s out of [opensm] hardening",
+				kv.Key, g, g)
+		}
 		if seen[kv.Key] {
 			return nil, fmt.Errorf("opensm.conf: option %s given twice", kv.Key)
 		}
@@ -100,6 +118,16 @@ func RenderConf(o ConfOptions) ([]byte, error) {
 	if err := writeOptions(&b, owned); err != nil {
 		return nil, err
 	}
+	hardening, skipped := o.Hardening.options(o.Flavour, o.Keys)
+	if len(hardening) > 0 || len(skipped) > 0 {
+		fmt.Fprintf(&b, "\n# Hardening groups on: %s (see docs/opensm-hardening.md):\n", joinGroups(o.Hardening.Groups))
+		for _, g := range skipped {
+			fmt.Fprintf(&b, "# %s: nothing to write for %s OpenSM\n", g, o.Flavour)
+		}
+		if err := writeOptions(&b, hardening); err != nil {
+			return nil, err
+		}
+	}
 	if len(o.Passthrough) > 0 {
 		b.WriteString("\n# Options from the [opensm_conf] section of the manager's configuration:\n")
 		if err := writeOptions(&b, o.Passthrough); err != nil {
@@ -107,6 +135,24 @@ func RenderConf(o ConfOptions) ([]byte, error) {
 		}
 	}
 	return b.Bytes(), nil
+}
+
+func joinGroups(groups []Group) string {
+	names := make([]string, len(groups))
+	for i, g := range groups {
+		names[i] = string(g)
+	}
+	return strings.Join(names, ", ")
+}
+
+// WriteConf renders opensm.conf (see RenderConf) and writes it to path,
+// atomically and with mode 0600: it holds the fabric's secret keys.
+func WriteConf(path string, o ConfOptions) error {
+	conf, err := RenderConf(o)
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(path, conf, 0o600)
 }
 
 func writeOptions(b *bytes.Buffer, kvs []KeyValue) error {
