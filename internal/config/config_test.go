@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 )
 
 // secretMarker is in every token and password of the fixtures: no error may show it.
@@ -47,6 +49,11 @@ func TestParseValidFiles(t *testing.T) {
 				SweepTimeout:     120500 * time.Millisecond,
 				FlatPKey:         0x0fff,
 				DefaultPartition: "Default=0x7fff, ipoib, rate=7, mtu=5 : ALL=limited, SELF=full ;",
+				Hardening: opensm.Hardening{
+					Groups:              []opensm.Group{opensm.GroupMKey, opensm.GroupEnforcement},
+					MKeyProtectionLevel: 3,
+					MKeyLeasePeriod:     0,
+				},
 			},
 			OpenSMConf: []KeyValue{{"sm_priority", "15"}, {"sweep_interval", "10"}, {"sm_key", "0x0123456789abcdef"}},
 		}},
@@ -86,6 +93,11 @@ func TestDefaults(t *testing.T) {
 			SweepTimeout:     60 * time.Second,
 			FlatPKey:         0x7ffe,
 			DefaultPartition: "Default=0x7fff, ipoib : ALL=limited, SELF=full ;",
+			Hardening: opensm.Hardening{
+				Groups:              []opensm.Group{"m_key", "keys", "default_partition", "enforcement", "sa_trust"},
+				MKeyProtectionLevel: 2,
+				MKeyLeasePeriod:     60,
+			},
 		},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -189,6 +201,18 @@ func TestBadValues(t *testing.T) {
 		{"opensm", "flat_pkey", "7ffe", "from 0x0001 to 0x7ffe"},
 		{"opensm", "flat_pkey", "0x07ffe", "from 0x0001 to 0x7ffe"},
 		{"opensm", "flat_pkey", "0xzz", "from 0x0001 to 0x7ffe"},
+		{"opensm", "hardening", "m_key, bogus", `unknown hardening group "bogus"`},
+		{"opensm", "hardening", "M_KEY", `unknown hardening group "M_KEY"`},
+		{"opensm", "hardening", "m_key,,keys", "empty group name"},
+		{"opensm", "hardening", "keys, keys", `group "keys" given twice`},
+		{"opensm", "hardening", "all, m_key", `"all" stands alone`},
+		{"opensm", "hardening", "none, keys", `"none" stands alone`},
+		{"opensm", "m_key_protection_level", "0", "want 1, 2 or 3"},
+		{"opensm", "m_key_protection_level", "4", "want 1, 2 or 3"},
+		{"opensm", "m_key_protection_level", "two", "want 1, 2 or 3"},
+		{"opensm", "m_key_lease_period", "-1", "from 0 (no lease) to 65535"},
+		{"opensm", "m_key_lease_period", "65536", "from 0 (no lease) to 65535"},
+		{"opensm", "m_key_lease_period", "1m", "from 0 (no lease) to 65535"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
@@ -225,6 +249,18 @@ func TestGoodValues(t *testing.T) {
 		{"opensm", "flat_pkey", "0x7FFE", func(c *Config) bool { return c.OpenSM.FlatPKey == 0x7ffe }},
 		{"opensm", "check_interval", "0.001", func(c *Config) bool { return c.OpenSM.CheckInterval == time.Millisecond }},
 		{"opensm", "sweep_timeout", "86400", func(c *Config) bool { return c.OpenSM.SweepTimeout == 24*time.Hour }},
+		{"opensm", "hardening", "none", func(c *Config) bool {
+			return c.OpenSM.Hardening.Groups != nil && len(c.OpenSM.Hardening.Groups) == 0
+		}},
+		{"opensm", "hardening", "all", func(c *Config) bool {
+			return reflect.DeepEqual(c.OpenSM.Hardening.Groups, opensm.AllGroups)
+		}},
+		// The seed's example; groups come back in their documented order.
+		{"opensm", "hardening", " enforcement ,m_key ", func(c *Config) bool {
+			return reflect.DeepEqual(c.OpenSM.Hardening.Groups, []opensm.Group{opensm.GroupMKey, opensm.GroupEnforcement})
+		}},
+		{"opensm", "m_key_lease_period", "0", func(c *Config) bool { return c.OpenSM.Hardening.MKeyLeasePeriod == 0 }},
+		{"opensm", "m_key_protection_level", "1", func(c *Config) bool { return c.OpenSM.Hardening.MKeyProtectionLevel == 1 }},
 		{"opensm", "command", `opensm -d0 ""`, func(c *Config) bool {
 			return reflect.DeepEqual(c.OpenSM.Command, []string{"opensm", "-d0", ""})
 		}},
@@ -275,5 +311,69 @@ func TestOwnedOptionsAreRefusedInAnyCase(t *testing.T) {
 				t.Errorf("%s: error %v, want one naming the key", spelling, err)
 			}
 		}
+	}
+}
+
+// TestHardeningOwnsItsOptions checks that every option a hardening group writes
+// is refused in [opensm_conf] while the group is on, with the group named, and
+// accepted once the group is off.
+func TestHardeningOwnsItsOptions(t *testing.T) {
+	for _, key := range []string{"m_key", "m_key_protection_level", "m_key_lease_period", "m_key_lookup",
+		"sm_key", "sa_key", "part_enforce", "no_partition_enforcement", "allow_both_pkeys", "keep_pkey_indexes",
+		"sa_enhanced_trust_model", "m_key_per_port"} {
+		group := opensm.OptionGroup(key)
+		if group == "" {
+			t.Errorf("%s: no hardening group owns it", key)
+			continue
+		}
+		on := "[api]\ntoken = t\n[opensm_conf]\n" + key + " = 0x7\n[opensm]\nhardening = " + string(group) + "\n"
+		_, err := Parse(strings.NewReader(on), "afm.conf")
+		if want := "[opensm_conf] " + key + " (line 4): the hardening group " + string(group) + " sets this option"; err == nil ||
+			!strings.Contains(err.Error(), want) {
+			t.Errorf("%s with %s on: error %v, want %q", key, group, err, want)
+		}
+		var others []string
+		for _, g := range opensm.AllGroups {
+			if g != group && g != opensm.GroupDefaultPartition {
+				others = append(others, string(g))
+			}
+		}
+		off := "[api]\ntoken = t\n[opensm]\nhardening = " + strings.Join(others, ",") + "\n[opensm_conf]\n" + key + " = 0x7\n"
+		c, err := Parse(strings.NewReader(off), "afm.conf")
+		if err != nil {
+			t.Errorf("%s with %s off: %v", key, group, err)
+			continue
+		}
+		if !reflect.DeepEqual(c.OpenSMConf, []KeyValue{{key, "0x7"}}) {
+			t.Errorf("%s with %s off: [opensm_conf] = %v", key, group, c.OpenSMConf)
+		}
+	}
+}
+
+func TestHardeningDefaultPartition(t *testing.T) {
+	tests := []struct {
+		hardening, defaultPartition string
+		wantErr                     string // "" for none
+	}{
+		{"all", "Default=0x7fff, ipoib : ALL=full ;", "ALL=full makes every port a full member"},
+		{"default_partition", "Default=0x7fff : ALL_CAS=full, SELF=full ;", "ALL_CAS=full makes every port a full member"},
+		{"default_partition", "Default=0x7fff : ALL=limited, SELF=full ;", ""},
+		{"default_partition", "Default=0x7fff : ALL=limited, 0x0002c90300a00001=full, SELF=full ;", ""},
+		// Off, the load-time rule does not apply (the partitions check still does).
+		{"m_key, keys, enforcement", "Default=0x7fff, ipoib : ALL=full ;", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.hardening+" "+tt.defaultPartition, func(t *testing.T) {
+			text := "[api]\ntoken = t\n[opensm]\nhardening = " + tt.hardening + "\ndefault_partition = " + tt.defaultPartition + "\n"
+			_, err := Parse(strings.NewReader(text), "afm.conf")
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("unexpected error: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("error %v, want %q", err, tt.wantErr)
+			case tt.wantErr != "" && !strings.Contains(err.Error(), "hardening group default_partition"):
+				t.Errorf("error %v does not name the hardening group", err)
+			}
+		})
 	}
 }

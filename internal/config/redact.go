@@ -20,6 +20,7 @@ func (c Config) Redacted() Config {
 	}
 	r.Database.Connection = RedactURL(c.Database.Connection)
 	r.OpenSM.Command = slices.Clone(c.OpenSM.Command)
+	r.OpenSM.Hardening.Groups = slices.Clone(c.OpenSM.Hardening.Groups)
 	r.OpenSMConf = slices.Clone(c.OpenSMConf)
 	for i, kv := range r.OpenSMConf {
 		if isSecretOption(kv.Key) {
@@ -66,6 +67,9 @@ func (c Config) LogValue() slog.Value {
 			slog.String("sweep_timeout", r.OpenSM.SweepTimeout.String()),
 			slog.String("flat_pkey", r.OpenSM.FlatPKey.String()),
 			slog.String("default_partition", r.OpenSM.DefaultPartition),
+			slog.Any("hardening", r.OpenSM.Hardening.Groups),
+			slog.Int("m_key_protection_level", r.OpenSM.Hardening.MKeyProtectionLevel),
+			slog.Int("m_key_lease_period", r.OpenSM.Hardening.MKeyLeasePeriod),
 		),
 		slog.Attr{Key: opensmConfSection, Value: slog.GroupValue(conf...)},
 	)

@@ -15,6 +15,8 @@ func secretConfig(t *testing.T) *Config {
 token = s3cret-token
 [database]
 connection = postgresql://afm:s3cret-pw@db/afm?password=s3cret-pw2
+[opensm]
+hardening = none
 [opensm_conf]
 sm_key = 0xs3cret
 m_key_lookup = TRUE
