@@ -4,7 +4,9 @@
 //   - opensm.conf and the per-module logging file: RenderConf and
 //     PerModuleLoggingConf. The manager owns the options that make the rest of
 //     this package work (log file, flushing, foreground mode) and refuses to let
-//     an operator override them.
+//     an operator override them. The hardening groups (Hardening) add the
+//     options that protect tenants from each other, with the secret Keys,
+//     written only as far as the running OpenSM's Flavour knows them.
 //   - Writing files OpenSM reads while it runs: WriteFileAtomic. A heavy sweep can
 //     start at any moment and would apply a half-written partitions file.
 //   - Reading OpenSM's log: ParseLog for whole files, FollowLog for a log that
