@@ -60,6 +60,10 @@ type OpenSM struct {
 	SweepTimeout     time.Duration
 	FlatPKey         fabric.PKey
 	DefaultPartition string // the default partition's line, written to partitions.conf as is
+	// SwitchPKeyCapacity is the number of entries of a switch port's pkey
+	// table: a host port may carry at most one fewer pkeys, or OpenSM stops
+	// enforcing partitions on the switch port facing it.
+	SwitchPKeyCapacity int
 }
 
 // KeyValue is one line of [opensm_conf].
