@@ -19,6 +19,21 @@ type Apply struct {
 	FinishedAt time.Time
 }
 
+type EnforcementError struct {
+	SwitchGuid  string
+	Port        int64
+	Line        string
+	FirstSeen   time.Time
+	LastSeen    time.Time
+	Occurrences int64
+}
+
+type ExpectedSwitch struct {
+	Guid        string
+	Description string
+	ConfirmedAt time.Time
+}
+
 type Job struct {
 	ID          int64
 	Revision    int64
@@ -64,6 +79,12 @@ type Port struct {
 	Revision  int64
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+type Secret struct {
+	Name      string
+	Value     string
+	CreatedAt time.Time
 }
 
 type State struct {

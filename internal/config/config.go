@@ -63,6 +63,10 @@ type OpenSM struct {
 	// Hardening is [opensm] hardening, m_key_protection_level and
 	// m_key_lease_period: the hardening groups on and the M_Key settings.
 	Hardening opensm.Hardening
+	// SwitchPKeyCapacity is the number of entries of a switch port's pkey
+	// table: a host port may carry at most one fewer pkeys, or OpenSM stops
+	// enforcing partitions on the switch port facing it.
+	SwitchPKeyCapacity int
 }
 
 // KeyValue is one line of [opensm_conf].

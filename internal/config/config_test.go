@@ -54,6 +54,7 @@ func TestParseValidFiles(t *testing.T) {
 					MKeyProtectionLevel: 3,
 					MKeyLeasePeriod:     0,
 				},
+				SwitchPKeyCapacity: 64,
 			},
 			OpenSMConf: []KeyValue{{"sm_priority", "15"}, {"sweep_interval", "10"}, {"sm_key", "0x0123456789abcdef"}},
 		}},
@@ -98,6 +99,7 @@ func TestDefaults(t *testing.T) {
 				MKeyProtectionLevel: 2,
 				MKeyLeasePeriod:     60,
 			},
+			SwitchPKeyCapacity: 32,
 		},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -247,6 +249,8 @@ func TestGoodValues(t *testing.T) {
 		}},
 		{"opensm", "flat_pkey", "0x1", func(c *Config) bool { return c.OpenSM.FlatPKey == 1 }},
 		{"opensm", "flat_pkey", "0x7FFE", func(c *Config) bool { return c.OpenSM.FlatPKey == 0x7ffe }},
+		{"opensm", "switch_pkey_capacity", "2", func(c *Config) bool { return c.OpenSM.SwitchPKeyCapacity == 2 }},
+		{"opensm", "switch_pkey_capacity", "65535", func(c *Config) bool { return c.OpenSM.SwitchPKeyCapacity == 65535 }},
 		{"opensm", "check_interval", "0.001", func(c *Config) bool { return c.OpenSM.CheckInterval == time.Millisecond }},
 		{"opensm", "sweep_timeout", "86400", func(c *Config) bool { return c.OpenSM.SweepTimeout == 24*time.Hour }},
 		{"opensm", "hardening", "none", func(c *Config) bool {

@@ -139,6 +139,14 @@ var sections = []section{
 		{key: "m_key_lease_period", def: strconv.Itoa(opensm.DefaultMKeyLeasePeriod), set: func(c *Config, v string) error {
 			return setInt(&c.OpenSM.Hardening.MKeyLeasePeriod, v, opensm.CheckMKeyLeasePeriod)
 		}},
+		// 32 entries is one block of the table, the least a switch port that
+		// enforces can have in whole blocks: OpenSM clears enforcement silently
+		// once a host port's pkeys fill the port's blocks (opensm-reference
+		// §3.3), so the smallest table is the safe guess. Fabrics with larger
+		// tables (PartEnforceCap in smpquery switchinfo; ibsim has 64) raise it.
+		{key: "switch_pkey_capacity", def: "32", set: func(c *Config, v string) error {
+			return setSwitchPKeyCapacity(&c.OpenSM.SwitchPKeyCapacity, v)
+		}},
 	}},
 }
 
@@ -268,6 +276,17 @@ func setFlatPKey(dst *fabric.PKey, v string) error {
 		return errors.New(want)
 	}
 	*dst = fabric.PKey(n)
+	return nil
+}
+
+func setSwitchPKeyCapacity(dst *int, v string) error {
+	// PartEnforceCap is a 16-bit field; a port always carries the default
+	// partition and its own, so a capacity under 2 would refuse every port.
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 2 || n > 65535 {
+		return errors.New("want the number of entries of a switch port's pkey table (PartEnforceCap), from 2 to 65535, such as 32 or 64")
+	}
+	*dst = n
 	return nil
 }
 

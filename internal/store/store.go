@@ -177,6 +177,8 @@ type Engine interface {
 
 	Migrate(ctx context.Context) error
 	Close() error
+
+	FabricTables // fabric.go
 }
 
 // Lock is the applier lock, held on a connection of its own.

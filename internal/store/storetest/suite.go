@@ -32,6 +32,7 @@ func Run(t *testing.T, engine string) {
 		{"MigrateTwice", testMigrateTwice},
 		{"WakeAfterChange", testWake},
 	}
+	tests = append(tests, fabricTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,254 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
+
+// What the manager records about the fabric besides partitions: OpenSM's keys
+// (secrets), the switches an operator confirmed (expected_switches), and the
+// switch ports OpenSM stopped enforcing partitions on (enforcement_errors). The
+// applier's gates read the last two: no job completes while an enforcement error
+// is recorded, or while a confirmed switch is missing from OpenSM's last sweep.
+
+// FabricTables is what each engine does for these tables. The Store methods below
+// check their input first, so engines store what they are given.
+type FabricTables interface {
+	// InsertSecretsIfAbsent inserts, in one transaction, each secret whose name
+	// is not recorded yet, and returns every recorded secret, read in the same
+	// transaction.
+	InsertSecretsIfAbsent(ctx context.Context, secrets map[string]string, now time.Time) (map[string]string, error)
+	// ReplaceExpectedSwitches makes switches the whole set, in one transaction.
+	ReplaceExpectedSwitches(ctx context.Context, switches []ExpectedSwitch, now time.Time) error
+	ListExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error)
+	// UpsertEnforcementErrors records each sighting in one transaction: a new
+	// switch port gets a row, a known one its line, last_seen and count updated.
+	UpsertEnforcementErrors(ctx context.Context, seen []EnforcementSighting, now time.Time) error
+	ListEnforcementErrors(ctx context.Context) ([]EnforcementError, error)
+	DeleteEnforcementErrors(ctx context.Context) (int64, error)
+}
+
+// ExpectedSwitch is a switch an operator confirmed is part of the fabric.
+type ExpectedSwitch struct {
+	GUID        fabric.GUID // the switch's node GUID
+	Description string      // its NodeDescription when it was confirmed
+	ConfirmedAt time.Time
+}
+
+// Unattributed stands for the switch port of an enforcement error whose log line
+// named none: it is the switch column's value, with port 0.
+const Unattributed = "unattributed"
+
+// EnforcementSighting is one log line saying OpenSM cleared a switch port's
+// partition enforcement.
+type EnforcementSighting struct {
+	Switch string // the switch's node GUID ("0x" and 16 hex digits), or Unattributed
+	Port   int    // the switch port facing the host; 0 when Unattributed
+	Line   string // the log line, as OpenSM wrote it
+}
+
+// SwitchPort is how operators read an enforcement error's place: "<switch
+// GUID>:<port>", or "unattributed".
+func (s EnforcementSighting) SwitchPort() string {
+	if s.Switch == Unattributed {
+		return Unattributed
+	}
+	return fmt.Sprintf("%s:%d", s.Switch, s.Port)
+}
+
+// EnforcementError is a switch port recorded as no longer enforcing partitions.
+type EnforcementError struct {
+	EnforcementSighting           // Line is the last line seen for that switch port
+	FirstSeen           time.Time // when it was first recorded
+	LastSeen            time.Time
+	Count               int64 // how many lines were recorded for it
+}
+
+// GetOrCreateSecrets returns OpenSM's keys, creating them the first time. generate
+// makes a fresh set (name -> value); whichever manager inserts a name first wins,
+// and every caller gets the values the database holds, so replicas starting
+// together agree. generate runs at every call (it should be cheap, such as random
+// numbers); a name it adds later, in a newer version, is created then. The result
+// holds every recorded secret.
+//
+// Names are lower-case words (letters, digits, '_'); values are 1 to 255
+// printable ASCII characters. No error ever quotes a value.
+func (s *Store) GetOrCreateSecrets(ctx context.Context, generate func() (map[string]string, error)) (map[string]string, error) {
+	fresh, err := generate()
+	if err != nil {
+		return nil, fmt.Errorf("generate secrets: %w", err)
+	}
+	if len(fresh) == 0 {
+		return nil, errors.New("generate secrets: no secret generated")
+	}
+	for _, name := range slices.Sorted(maps.Keys(fresh)) {
+		if err := checkSecret(name, fresh[name]); err != nil {
+			return nil, err
+		}
+	}
+	got, err := s.InsertSecretsIfAbsent(ctx, fresh, s.now())
+	if err != nil {
+		return nil, fmt.Errorf("store secrets: %w", scrub(err, fresh))
+	}
+	return got, nil
+}
+
+var secretName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+func checkSecret(name, value string) error {
+	if !secretName.MatchString(name) {
+		return fmt.Errorf("secret name %q: want a lower-case letter, then up to 63 letters, digits or '_'", name)
+	}
+	if len(value) == 0 || len(value) > 255 {
+		return fmt.Errorf("secret %s: value of %d characters: want 1 to 255", name, len(value))
+	}
+	for _, r := range value {
+		if r < 0x21 || r > 0x7e {
+			return fmt.Errorf("secret %s: value has a character that is not printable ASCII (value not shown)", name)
+		}
+	}
+	return nil
+}
+
+// scrub returns err with every secret value replaced: a driver may quote the
+// data of a failed statement in its error, and errors end up in logs.
+func scrub(err error, secrets map[string]string) error {
+	msg := err.Error()
+	for _, v := range secrets {
+		msg = strings.ReplaceAll(msg, v, "(not shown)")
+	}
+	return &scrubbedError{msg: msg, err: err}
+}
+
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+
+// Unwrap keeps errors.Is working (context errors, for instance); print the
+// scrubbed error, not what it wraps.
+func (e *scrubbedError) Unwrap() error { return e.err }
+
+// ConfirmSwitches records switches as the fabric's whole set of switches,
+// replacing the previous set in one transaction. Each switch is given once; an
+// empty set is refused (a fabric of hosts without a switch has no switch port
+// to enforce partitions).
+func (s *Store) ConfirmSwitches(ctx context.Context, switches []ExpectedSwitch) error {
+	if len(switches) == 0 {
+		return errors.New("confirm switches: no switch given: OpenSM has not swept a fabric with switches yet")
+	}
+	seen := make(map[fabric.GUID]bool, len(switches))
+	for _, sw := range switches {
+		switch {
+		case sw.GUID == 0:
+			return fmt.Errorf("confirm switches: switch GUID %s: want a non-zero GUID", sw.GUID)
+		case seen[sw.GUID]:
+			return fmt.Errorf("confirm switches: switch %s is given twice", sw.GUID)
+		case !utf8.ValidString(sw.Description) || len(sw.Description) > 255:
+			return fmt.Errorf("confirm switches: switch %s: description %q: want at most 255 bytes of UTF-8",
+				sw.GUID, sw.Description)
+		}
+		seen[sw.GUID] = true
+	}
+	if err := s.ReplaceExpectedSwitches(ctx, switches, s.now()); err != nil {
+		return fmt.Errorf("confirm switches: %w", err)
+	}
+	return nil
+}
+
+// ExpectedSwitches returns the confirmed switches, by GUID.
+func (s *Store) ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error) {
+	sw, err := s.ListExpectedSwitches(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("expected switches: %w", err)
+	}
+	return sw, nil
+}
+
+// RecordEnforcementErrors records what OpenSM's log said, all or nothing. Each
+// sighting counts once: the same switch port seen at every sweep keeps one row
+// whose count grows.
+func (s *Store) RecordEnforcementErrors(ctx context.Context, seen []EnforcementSighting) error {
+	for _, e := range seen {
+		if err := checkSighting(e); err != nil {
+			return fmt.Errorf("record enforcement errors: %w", err)
+		}
+	}
+	if len(seen) == 0 {
+		return nil
+	}
+	if err := s.UpsertEnforcementErrors(ctx, seen, s.now()); err != nil {
+		return fmt.Errorf("record enforcement errors: %w", err)
+	}
+	return nil
+}
+
+// maxSwitchPort is the highest port number a switch can have (NumPorts is 8 bits,
+// port 0 is the switch itself and never faces a host).
+const maxSwitchPort = 254
+
+func checkSighting(e EnforcementSighting) error {
+	switch {
+	case e.Line == "":
+		return fmt.Errorf("switch port %s: no log line", e.SwitchPort())
+	case e.Switch == Unattributed:
+		if e.Port != 0 {
+			return fmt.Errorf("unattributed error with port %d: want port 0", e.Port)
+		}
+		return nil
+	}
+	g, err := fabric.ParseGUID(e.Switch)
+	if err != nil || g.String() != e.Switch || g == 0 {
+		return fmt.Errorf("switch %q: want a non-zero GUID as 0x and 16 lower-case hex digits, or %q",
+			e.Switch, Unattributed)
+	}
+	if e.Port < 1 || e.Port > maxSwitchPort {
+		return fmt.Errorf("switch %s: port %d: want 1 to %d", e.Switch, e.Port, maxSwitchPort)
+	}
+	return nil
+}
+
+// EnforcementErrors returns the recorded enforcement errors, by switch and port.
+func (s *Store) EnforcementErrors(ctx context.Context) ([]EnforcementError, error) {
+	errs, err := s.ListEnforcementErrors(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("enforcement errors: %w", err)
+	}
+	return errs, nil
+}
+
+// ClearEnforcementErrors forgets every recorded enforcement error and says how
+// many there were.
+func (s *Store) ClearEnforcementErrors(ctx context.Context) (int64, error) {
+	n, err := s.DeleteEnforcementErrors(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("clear enforcement errors: %w", err)
+	}
+	return n, nil
+}
+
+// ExpectedSwitchFromColumns reads one row of expected_switches.
+func ExpectedSwitchFromColumns(guid, description string, confirmedAt time.Time) (ExpectedSwitch, error) {
+	g, err := fabric.ParseGUID(guid)
+	if err != nil {
+		return ExpectedSwitch{}, fmt.Errorf("expected switch %q: %w", guid, err)
+	}
+	return ExpectedSwitch{GUID: g, Description: description, ConfirmedAt: confirmedAt.UTC()}, nil
+}
+
+// SortedSecretNames gives engines one order to insert secrets in: two managers
+// inserting the same names in the same order cannot deadlock on each other's rows.
+func SortedSecretNames(secrets map[string]string) []string {
+	return slices.Sorted(maps.Keys(secrets))
+}

@@ -1,0 +1,105 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	sqlitedb "github.com/alternative-fabric-manager/alternative-fabric-manager/db/sqlite"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// inTx runs fn in one transaction (BEGIN IMMEDIATE: writers queue, see Open).
+func (e *Engine) inTx(ctx context.Context, fn func(q *sqlitedb.Queries) error) error {
+	tx, err := e.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if err := fn(e.q.WithTx(tx)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (e *Engine) InsertSecretsIfAbsent(ctx context.Context, secrets map[string]string, now time.Time) (map[string]string, error) {
+	out := map[string]string{}
+	err := e.inTx(ctx, func(q *sqlitedb.Queries) error {
+		for _, name := range store.SortedSecretNames(secrets) {
+			if err := q.InsertSecretIfAbsent(ctx, sqlitedb.InsertSecretIfAbsentParams{
+				Name: name, Value: secrets[name], Now: now}); err != nil {
+				return fmt.Errorf("secret %s: %w", name, err)
+			}
+		}
+		rows, err := q.ListSecrets(ctx)
+		for _, r := range rows {
+			out[r.Name] = r.Value
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (e *Engine) ReplaceExpectedSwitches(ctx context.Context, switches []store.ExpectedSwitch, now time.Time) error {
+	return e.inTx(ctx, func(q *sqlitedb.Queries) error {
+		if err := q.DeleteExpectedSwitches(ctx); err != nil {
+			return err
+		}
+		for _, sw := range switches {
+			if err := q.InsertExpectedSwitch(ctx, sqlitedb.InsertExpectedSwitchParams{
+				Guid: sw.GUID.String(), Description: sw.Description, Now: now}); err != nil {
+				return fmt.Errorf("switch %s: %w", sw.GUID, err)
+			}
+		}
+		return nil
+	})
+}
+
+func (e *Engine) ListExpectedSwitches(ctx context.Context) ([]store.ExpectedSwitch, error) {
+	rows, err := e.q.ListExpectedSwitches(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.ExpectedSwitch, 0, len(rows))
+	for _, r := range rows {
+		sw, err := store.ExpectedSwitchFromColumns(r.Guid, r.Description, r.ConfirmedAt)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sw)
+	}
+	return out, nil
+}
+
+func (e *Engine) UpsertEnforcementErrors(ctx context.Context, seen []store.EnforcementSighting, now time.Time) error {
+	return e.inTx(ctx, func(q *sqlitedb.Queries) error {
+		for _, s := range seen {
+			if err := q.UpsertEnforcementError(ctx, sqlitedb.UpsertEnforcementErrorParams{
+				SwitchGuid: s.Switch, Port: int64(s.Port), Line: s.Line, Now: now}); err != nil {
+				return fmt.Errorf("switch port %s: %w", s.SwitchPort(), err)
+			}
+		}
+		return nil
+	})
+}
+
+func (e *Engine) ListEnforcementErrors(ctx context.Context) ([]store.EnforcementError, error) {
+	rows, err := e.q.ListEnforcementErrors(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.EnforcementError, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, store.EnforcementError{
+			EnforcementSighting: store.EnforcementSighting{Switch: r.SwitchGuid, Port: int(r.Port), Line: r.Line},
+			FirstSeen:           r.FirstSeen.UTC(), LastSeen: r.LastSeen.UTC(), Count: r.Occurrences})
+	}
+	return out, nil
+}
+
+func (e *Engine) DeleteEnforcementErrors(ctx context.Context) (int64, error) {
+	return e.q.DeleteEnforcementErrors(ctx)
+}

@@ -1,0 +1,63 @@
+package topology
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
+
+// A switch port facing a host enforces partitions with a table of the host
+// port's pkeys (opensm-reference §3). When the host port carries as many pkeys
+// as that table holds, OpenSM turns the port's enforcement off without an error
+// line (§3.3): it happens at count >= 32 × ceil(PartEnforceCap / 32), which for
+// the usual caps, multiples of 32, is the cap itself; for other caps OpenSM logs
+// ERR 0507 from count > cap. Reaching the capacity is therefore already too many:
+// a host port may carry at most capacity - 1 pkeys.
+
+// Reached is a host port whose pkeys would fill the table of the switch port it
+// is behind.
+type Reached struct {
+	Host   fabric.GUID // the host port
+	Behind SwitchPort  // the switch port facing it
+	PKeys  int         // the distinct pkeys it would carry, the default partition included
+}
+
+// CapacityReached returns the host ports whose pkeys would reach capacity, the
+// number of entries of a switch port's pkey table ([opensm] switch_pkey_capacity),
+// by host GUID.
+//
+// pkeys gives, per host port GUID, the partitions it is a member of: the
+// partition of each network it is in, the flat partition if it is in a flat
+// network, and any other partition listing it (such as a static one in the
+// template). What counts is what OpenSM puts in the switch port's table: every
+// distinct pkey of the host port, full or limited alike (a full and a limited
+// entry of one pkey count once), plus the default partition 0x7fff, which every
+// port carries (the default partition line lists ALL); it is added here whether
+// or not pkeys lists it. Ports missing from pkeys carry only the default.
+//
+// Host ports the topology does not place (not on the fabric at the last sweep,
+// or not linked to a switch) are not checked: OpenSM gives them nothing yet,
+// and the next dump places them.
+func (t *Topology) CapacityReached(pkeys map[fabric.GUID][]fabric.PKey, capacity int) []Reached {
+	var out []Reached
+	for _, host := range slices.Sorted(maps.Keys(pkeys)) {
+		at, placed := t.behind[host]
+		if !placed {
+			continue
+		}
+		if n := countPKeys(pkeys[host]); n >= capacity {
+			out = append(out, Reached{Host: host, Behind: at, PKeys: n})
+		}
+	}
+	return out
+}
+
+// countPKeys counts the distinct pkeys of a port, the default partition included.
+func countPKeys(pkeys []fabric.PKey) int {
+	distinct := map[fabric.PKey]bool{fabric.DefaultPKey: true}
+	for _, p := range pkeys {
+		distinct[p&0x7fff] = true // the membership bit does not make another entry
+	}
+	return len(distinct)
+}

@@ -1,0 +1,203 @@
+// Package topology reads OpenSM's subnet dump, opensm-subnet.lst, into the
+// fabric's switches and the switch port each host port is behind.
+//
+// OpenSM rewrites the file in its dump_files_dir (option dump_files_dir,
+// --dump_files_dir on the command line) at every SUBNET UP. Each line is one
+// link, seen from one end, both ends described the same way:
+//
+//	{ CA Ports:01 SystemGUID:... NodeGUID:... PortGUID:... VenID:... DevID:... Rev:... {H1} LID:0003 PN:01 } { SW Ports:08 ... {S1} LID:0002 PN:02 } PHY=4x LOG=ACT SPD=10
+//
+// The node type is SW, CA, Rt or ** (unknown), followed by -SM on the subnet
+// manager's node; Ports, LID and PN are hexadecimal; the description is the
+// node's NodeDescription between braces. A switch's PortGUID is its node GUID
+// (port 0), and its PN is the external port of the link.
+//
+// The parser is strict: a line it cannot read fails the whole file with its line
+// number, since a topology read in part would hide switches and host ports.
+// OpenSM writes the file in place (not atomically), so a read that races with a
+// sweep can see it cut short; that shows as an error (an unterminated last line,
+// or an empty file), and reading it again after the next SUBNET UP succeeds.
+package topology
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
+
+// FileName is the name of the dump in OpenSM's dump_files_dir.
+const FileName = "opensm-subnet.lst"
+
+// Switch is one switch of the fabric.
+type Switch struct {
+	GUID        fabric.GUID // node GUID, the one OpenSM's ERR 0507 names
+	Description string      // NodeDescription
+	Ports       int         // number of external ports
+}
+
+// SwitchPort is an external port of a switch.
+type SwitchPort struct {
+	Switch fabric.GUID
+	Port   int
+}
+
+// String is "<switch GUID>:<port>", as operators list switch ports.
+func (p SwitchPort) String() string { return fmt.Sprintf("%s:%d", p.Switch, p.Port) }
+
+// Topology is what one dump says about the fabric.
+type Topology struct {
+	switches map[fabric.GUID]Switch
+	// behind maps each host port (port GUID of a CA linked to a switch) to the
+	// switch port at the other end of its link.
+	behind map[fabric.GUID]SwitchPort
+}
+
+// Switches returns the fabric's switches, by GUID.
+func (t *Topology) Switches() []Switch {
+	out := make([]Switch, 0, len(t.switches))
+	for _, g := range slices.Sorted(maps.Keys(t.switches)) {
+		out = append(out, t.switches[g])
+	}
+	return out
+}
+
+// HostPort returns the switch port that host port guid is linked to. ok is false
+// when the port is not in the dump, or not linked to a switch.
+func (t *Topology) HostPort(guid fabric.GUID) (sw fabric.GUID, port int, ok bool) {
+	p, ok := t.behind[guid]
+	return p.Switch, p.Port, ok
+}
+
+// HostPorts returns every host port linked to a switch, by GUID.
+func (t *Topology) HostPorts() []fabric.GUID {
+	return slices.Sorted(maps.Keys(t.behind))
+}
+
+// Load reads the dump at path, for instance <dump_files_dir>/opensm-subnet.lst.
+func Load(path string) (*Topology, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read OpenSM's subnet dump: %w", err)
+	}
+	t, err := Parse(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// node is the part of the line that describes one end of the link: the
+// printf format is "{ %s%s Ports:%02X SystemGUID:%016llx NodeGUID:%016llx
+// PortGUID:%016llx VenID:%06X DevID:%04X Rev:%08X {%s} LID:%04X PN:%02X }" (VenID
+// has 8 digits for the remote end). The description is matched lazily: the fixed
+// fields after it decide where it ends, even if it holds braces.
+const node = `\{ (SW|CA|Rt|\*\*)(-SM)? Ports:([0-9A-F]{2}) SystemGUID:[0-9a-f]{16} NodeGUID:([0-9a-f]{16}) ` +
+	`PortGUID:([0-9a-f]{16}) VenID:[0-9A-F]{6,8} DevID:[0-9A-F]{4,8} Rev:[0-9A-F]{8} \{(.*?)\} ` +
+	`LID:[0-9A-F]{4} PN:([0-9A-F]{2}) \}`
+
+var linkLine = regexp.MustCompile(`^` + node + ` ` + node + ` PHY=\S+ LOG=\S+ SPD=\S+$`)
+
+// end is one end of a link, as a line describes it.
+type end struct {
+	kind        string // SW, CA, Rt or **
+	ports       int
+	nodeGUID    fabric.GUID
+	portGUID    fabric.GUID
+	description string
+	port        int
+}
+
+// parseEnd reads the submatches of one end: type, ports, node GUID, port GUID,
+// description, port number.
+func parseEnd(m []string) (end, error) {
+	// The pattern admits only as many hex digits as the types hold.
+	ports, _ := strconv.ParseUint(m[1], 16, 8)
+	nodeGUID, _ := strconv.ParseUint(m[2], 16, 64)
+	portGUID, _ := strconv.ParseUint(m[3], 16, 64)
+	pn, _ := strconv.ParseUint(m[5], 16, 8)
+	e := end{kind: m[0], ports: int(ports), nodeGUID: fabric.GUID(nodeGUID), portGUID: fabric.GUID(portGUID),
+		description: m[4], port: int(pn)}
+	switch {
+	case e.nodeGUID == 0 || e.portGUID == 0:
+		return e, fmt.Errorf("%s %q: zero GUID", e.kind, e.description)
+	case e.port < 1 || e.port > e.ports:
+		return e, fmt.Errorf("%s %s %q: port %d outside its ports 1 to %d", e.kind, e.nodeGUID, e.description,
+			e.port, e.ports)
+	}
+	return e, nil
+}
+
+// Parse reads a dump. Every line must be a link; the file must end with a newline
+// and hold at least one link. Lines must agree with each other: a switch keeps
+// one description and number of ports, and a host port is behind one switch port.
+func Parse(r io.Reader) (*Topology, error) {
+	t := &Topology{switches: map[fabric.GUID]Switch{}, behind: map[fabric.GUID]SwitchPort{}}
+	hostLine := map[fabric.GUID]int{} // the line that placed each host port
+	switchLine := map[fabric.GUID]int{}
+
+	br := bufio.NewReader(r)
+	n := 0
+	for {
+		raw, err := br.ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("read OpenSM's subnet dump: %w", err)
+		}
+		if raw == "" {
+			break
+		}
+		n++
+		if raw[len(raw)-1] != '\n' {
+			return nil, fmt.Errorf("line %d: not terminated by a newline: the file was cut short (OpenSM may be rewriting it)", n)
+		}
+		m := linkLine.FindStringSubmatch(raw[:len(raw)-1])
+		if m == nil {
+			return nil, fmt.Errorf("line %d: not a link as OpenSM writes it "+
+				`("{ <node> PN:<port> } { <node> PN:<port> } PHY=... LOG=... SPD=..."): %.120q`, n, raw)
+		}
+		var ends [2]end
+		for i, fields := range [][]string{m[1:8], m[8:15]} {
+			fields = append([]string{fields[0]}, fields[2:]...) // drop -SM
+			if ends[i], err = parseEnd(fields); err != nil {
+				return nil, fmt.Errorf("line %d: %w", n, err)
+			}
+		}
+		for _, e := range ends {
+			if e.kind != "SW" {
+				continue
+			}
+			sw := Switch{GUID: e.nodeGUID, Description: e.description, Ports: e.ports}
+			if prev, seen := t.switches[sw.GUID]; seen && prev != sw {
+				return nil, fmt.Errorf("line %d: switch %s is %q with %d ports, but line %d says %q with %d ports",
+					n, sw.GUID, sw.Description, sw.Ports, switchLine[sw.GUID], prev.Description, prev.Ports)
+			}
+			if _, seen := t.switches[sw.GUID]; !seen {
+				t.switches[sw.GUID], switchLine[sw.GUID] = sw, n
+			}
+		}
+		for i, host := range ends {
+			sw := ends[1-i]
+			if host.kind != "CA" || sw.kind != "SW" {
+				continue
+			}
+			at := SwitchPort{Switch: sw.nodeGUID, Port: sw.port}
+			if prev, seen := t.behind[host.portGUID]; seen && prev != at {
+				return nil, fmt.Errorf("line %d: host port %s (%q) is behind switch port %s, but line %d puts it behind %s",
+					n, host.portGUID, host.description, at, hostLine[host.portGUID], prev)
+			}
+			t.behind[host.portGUID], hostLine[host.portGUID] = at, n
+		}
+	}
+	if n == 0 {
+		return nil, errors.New("empty: no link (OpenSM may be rewriting the file, or has not swept a fabric yet)")
+	}
+	return t, nil
+}

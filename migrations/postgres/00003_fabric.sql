@@ -1,0 +1,37 @@
+-- What the manager knows about the fabric beyond partitions: OpenSM's keys, the
+-- switches an operator confirmed, and the switch ports OpenSM stopped enforcing on.
+
+-- +goose Up
+-- OpenSM's keys (m_key, sm_key, sa_key, ...), generated once and shared by every
+-- manager of the database, so that all their OpenSMs agree. Keep this table private.
+CREATE TABLE secrets (
+    name       varchar(64)  PRIMARY KEY,
+    value      varchar(255) NOT NULL,
+    created_at timestamptz  NOT NULL
+);
+
+-- The switches an operator confirmed (--confirm-switches): jobs complete only while
+-- every one of them is in OpenSM's last sweep. guid is the switch's node GUID.
+CREATE TABLE expected_switches (
+    guid         varchar(18)  PRIMARY KEY,
+    description  varchar(255) NOT NULL,
+    confirmed_at timestamptz  NOT NULL
+);
+
+-- Switch ports whose partition enforcement OpenSM cleared, until an operator
+-- clears them. switch_guid is 'unattributed' (and port 0) when OpenSM's line named
+-- no switch port; line is the last such line seen; occurrences counts the lines.
+CREATE TABLE enforcement_errors (
+    switch_guid varchar(18) NOT NULL,
+    port        integer     NOT NULL,
+    line        text        NOT NULL,
+    first_seen  timestamptz NOT NULL,
+    last_seen   timestamptz NOT NULL,
+    occurrences bigint      NOT NULL,
+    PRIMARY KEY (switch_guid, port)
+);
+
+-- +goose Down
+DROP TABLE enforcement_errors;
+DROP TABLE expected_switches;
+DROP TABLE secrets;

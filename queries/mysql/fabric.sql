@@ -1,0 +1,29 @@
+-- name: InsertSecretIfAbsent :exec
+-- Not INSERT IGNORE, which would also turn a too long value into a truncated one.
+INSERT INTO secrets (name, value, created_at) VALUES (sqlc.arg(name), sqlc.arg(value), sqlc.arg(now))
+ON DUPLICATE KEY UPDATE name = name;
+
+-- name: ListSecrets :many
+SELECT name, value FROM secrets ORDER BY name;
+
+-- name: DeleteExpectedSwitches :exec
+DELETE FROM expected_switches;
+
+-- name: InsertExpectedSwitch :exec
+INSERT INTO expected_switches (guid, description, confirmed_at)
+VALUES (sqlc.arg(guid), sqlc.arg(description), sqlc.arg(now));
+
+-- name: ListExpectedSwitches :many
+SELECT * FROM expected_switches ORDER BY guid;
+
+-- name: UpsertEnforcementError :exec
+INSERT INTO enforcement_errors (switch_guid, port, line, first_seen, last_seen, occurrences)
+VALUES (sqlc.arg(switch_guid), sqlc.arg(port), sqlc.arg(line), sqlc.arg(now), sqlc.arg(now), 1)
+ON DUPLICATE KEY UPDATE
+    line = VALUES(line), last_seen = VALUES(last_seen), occurrences = occurrences + 1;
+
+-- name: ListEnforcementErrors :many
+SELECT * FROM enforcement_errors ORDER BY switch_guid, port;
+
+-- name: DeleteEnforcementErrors :execrows
+DELETE FROM enforcement_errors;

@@ -1,0 +1,28 @@
+-- name: InsertSecretIfAbsent :exec
+INSERT INTO secrets (name, value, created_at) VALUES (@name, @value, @now)
+ON CONFLICT (name) DO NOTHING;
+
+-- name: ListSecrets :many
+SELECT name, value FROM secrets ORDER BY name;
+
+-- name: DeleteExpectedSwitches :exec
+DELETE FROM expected_switches;
+
+-- name: InsertExpectedSwitch :exec
+INSERT INTO expected_switches (guid, description, confirmed_at) VALUES (@guid, @description, @now);
+
+-- name: ListExpectedSwitches :many
+SELECT * FROM expected_switches ORDER BY guid;
+
+-- name: UpsertEnforcementError :exec
+INSERT INTO enforcement_errors (switch_guid, port, line, first_seen, last_seen, occurrences)
+VALUES (@switch_guid, @port, @line, @now, @now, 1)
+ON CONFLICT (switch_guid, port) DO UPDATE SET
+    line = EXCLUDED.line, last_seen = EXCLUDED.last_seen,
+    occurrences = enforcement_errors.occurrences + 1;
+
+-- name: ListEnforcementErrors :many
+SELECT * FROM enforcement_errors ORDER BY switch_guid, port;
+
+-- name: DeleteEnforcementErrors :execrows
+DELETE FROM enforcement_errors;
