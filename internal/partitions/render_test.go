@@ -305,3 +305,40 @@ func BenchmarkRenderCheck(b *testing.B) {
 	}
 	b.ReportMetric(float64(size), "file-bytes")
 }
+
+// The configured rules decide which default partitions the built-in template
+// writes, as they decide what Check accepts.
+func TestRenderFollowsRules(t *testing.T) {
+	tests := []struct {
+		name        string
+		defaultLine string
+		rules       Rules
+		want        string // "" when accepted
+	}{
+		{"shared refused", "Default=0x7fff, ipoib : ALL=full ;", Rules{}, "default_partition: ALL=full in the default partition"},
+		{"shared allowed", "Default=0x7fff, ipoib : ALL=full ;", Rules{SharedDefaultPartition: true}, ""},
+		{"ALL_VCAS upstream", "Default=0x7fff : ALL_VCAS=limited, ALL=limited, SELF=full ;", Rules{}, "default_partition: ALL_VCAS is not an upstream OpenSM keyword"},
+		{"ALL_VCAS on NVIDIA", "Default=0x7fff : ALL_VCAS=limited, ALL=limited, SELF=full ;", Rules{Flavour: NVIDIA}, ""},
+		{"ALL_VCAS full on NVIDIA", "Default=0x7fff : ALL_VCAS=full, ALL=limited, SELF=full ;", Rules{Flavour: NVIDIA}, "default_partition: ALL_VCAS=full in the default partition"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := checkState()
+			s.DefaultPartition, s.Rules = tt.defaultLine, tt.rules
+			out, err := render(s)
+			if tt.want != "" {
+				assertProblems(t, err, []string{tt.want})
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := Check(out, s); err != nil {
+				t.Fatalf("Check: %v\n%s", err, out)
+			}
+			if !bytes.Contains(out, []byte("\n"+tt.defaultLine+"\n")) {
+				t.Fatalf("the default partition is not written as is:\n%s", out)
+			}
+		})
+	}
+}

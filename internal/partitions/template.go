@@ -83,6 +83,11 @@ func ParseTemplate(name string, text []byte) (*Template, error) {
 		if inner := errors.Unwrap(err); inner != nil {
 			err = inner
 		}
+		for _, tag := range []string{"include", "import", "from", "extends"} {
+			if strings.Contains(err.Error(), "ControlStructure '"+tag+"' not found") {
+				return nil, fmt.Errorf("partitions template %s: %w (a partitions template cannot load other templates)", name, err)
+			}
+		}
 		return nil, fmt.Errorf("partitions template %s: %w", name, err)
 	}
 	return &Template{name: name, tpl: tpl, maxOutput: maxTemplateOutput, timeout: templateTimeout}, nil
@@ -168,7 +173,7 @@ func (t *Template) execute(ctx context.Context, vars map[string]any) ([]byte, er
 	go func() {
 		defer func() {
 			if r := recover(); r != nil {
-				done <- fmt.Errorf("failed: %v", r)
+				done <- fmt.Errorf("rendering failed: %v", r)
 			}
 		}()
 		done <- t.tpl.Execute(out, exec.NewContext(vars))

@@ -126,7 +126,7 @@ func TestTemplateCannotReadFiles(t *testing.T) {
 				out, rerr := tpl.Render(context.Background(), checkState())
 				t.Fatalf("parsed; renders to %q, %v", out, rerr)
 			}
-			if strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "partitions template custom.j2") {
+			if strings.Contains(err.Error(), secret) || !strings.Contains(err.Error(), "partitions template custom.j2: ") || !strings.Contains(err.Error(), "cannot load other templates") {
 				t.Fatalf("error %q", err)
 			}
 		})
@@ -174,7 +174,7 @@ func TestTemplateErrorsNameTemplateAndLine(t *testing.T) {
 		{"undefined variable", "a\nb\n{{ netwroks }}\n", false, []string{"partitions template custom.j2: ", "line 3", "netwroks"}},
 		{"unknown attribute", "{% for n in networks %}\n{{ n.vlan }}\n{% endfor %}\n", false, []string{"partitions template custom.j2: ", "line 2", "vlan"}},
 		{"unknown filter", "\n{{ networks | frob }}\n", false, []string{"partitions template custom.j2: ", "line 2", "frob"}},
-		{"panic in gonja", "{{ 'x' * -1 }}\n", false, []string{"partitions template custom.j2: ", "negative"}},
+		{"panic in gonja", "{{ 'x' * -1 }}\n", false, []string{"partitions template custom.j2: rendering failed: ", "negative"}},
 		{"range too long", "{% for i in range(2000000) %}{% endfor %}\n", false, []string{"partitions template custom.j2: ", "range: 2000000 numbers"}},
 	}
 	for _, tt := range tests {
