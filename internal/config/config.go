@@ -60,6 +60,12 @@ type OpenSM struct {
 	SweepTimeout     time.Duration
 	FlatPKey         fabric.PKey
 	DefaultPartition string // the default partition's line, written to partitions.conf as is
+	// SharedDefaultPartition lets the default partition make every port a full
+	// member (ALL=full), which the partitions check refuses otherwise.
+	SharedDefaultPartition bool
+	// PartitionsTemplate is the Jinja template partitions.conf is rendered from;
+	// "" for the built-in one.
+	PartitionsTemplate string
 }
 
 // KeyValue is one line of [opensm_conf].

@@ -47,6 +47,9 @@ func TestParseValidFiles(t *testing.T) {
 				SweepTimeout:     120500 * time.Millisecond,
 				FlatPKey:         0x0fff,
 				DefaultPartition: "Default=0x7fff, ipoib, rate=7, mtu=5 : ALL=limited, SELF=full ;",
+
+				SharedDefaultPartition: true,
+				PartitionsTemplate:     "/etc/alternative-fabric-manager/partitions.conf.j2",
 			},
 			OpenSMConf: []KeyValue{{"sm_priority", "15"}, {"sweep_interval", "10"}, {"sm_key", "0x0123456789abcdef"}},
 		}},
@@ -179,6 +182,8 @@ func TestBadValues(t *testing.T) {
 		{"opensm", "command", `opensm \`, "backslash that escapes nothing"},
 		{"opensm", "command", `"" -d0`, "no executable"},
 		{"opensm", "env_file", "opensm.env", "want an absolute path"},
+		{"opensm", "partitions_template", "partitions.conf.j2", "want an absolute path"},
+		{"opensm", "shared_default_partition", "TRUE!", "want true or false"},
 		{"opensm", "config_dir", "opensm", "want an absolute path"},
 		{"opensm", "log_file", "stdout", "want an absolute path"},
 		{"opensm", "check_interval", "-0.5", "greater than 0"},
@@ -223,6 +228,8 @@ func TestGoodValues(t *testing.T) {
 		}},
 		{"opensm", "flat_pkey", "0x1", func(c *Config) bool { return c.OpenSM.FlatPKey == 1 }},
 		{"opensm", "flat_pkey", "0x7FFE", func(c *Config) bool { return c.OpenSM.FlatPKey == 0x7ffe }},
+		{"opensm", "shared_default_partition", "true", func(c *Config) bool { return c.OpenSM.SharedDefaultPartition }},
+		{"opensm", "partitions_template", "/etc/afm//p.j2", func(c *Config) bool { return c.OpenSM.PartitionsTemplate == "/etc/afm/p.j2" }},
 		{"opensm", "check_interval", "0.001", func(c *Config) bool { return c.OpenSM.CheckInterval == time.Millisecond }},
 		{"opensm", "sweep_timeout", "86400", func(c *Config) bool { return c.OpenSM.SweepTimeout == 24*time.Hour }},
 		{"opensm", "command", `opensm -d0 ""`, func(c *Config) bool {

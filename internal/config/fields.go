@@ -123,6 +123,13 @@ var sections = []section{
 				c.OpenSM.DefaultPartition = v
 				return nil
 			}},
+		{key: "shared_default_partition", def: "false", set: func(c *Config, v string) error {
+			return setBool(&c.OpenSM.SharedDefaultPartition, v)
+		}},
+		// No default: the built-in template. The file is read at start-up.
+		{key: "partitions_template", set: func(c *Config, v string) error {
+			return setAbsPath(&c.OpenSM.PartitionsTemplate, v)
+		}},
 	}},
 }
 
