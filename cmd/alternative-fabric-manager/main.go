@@ -5,6 +5,10 @@
 //	alternative-fabric-manager --config-file /etc/alternative-fabric-manager/afm.conf
 //	alternative-fabric-manager --config-file ... --migrate   # apply database migrations, then exit
 //	alternative-fabric-manager --config-file ... --render    # print the checked partitions file, then exit
+//
+// With --render, the file goes to standard output and the exit status is 0; if the
+// template fails or the check refuses the file, the problems go to standard error
+// and the exit status is 1.
 package main
 
 import (
@@ -12,12 +16,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -99,25 +105,73 @@ func runRender(ctx context.Context, path string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg, false, log)
+	return renderPartitions(ctx, cfg, os.Stdout, log)
+}
+
+// renderPartitions writes to out the partitions file the recorded state renders
+// to with the configured template, once it passes the check; otherwise it writes
+// nothing and returns the template's error or every problem the check found. The
+// database is migrated only if [database] auto_migrate says so.
+func renderPartitions(ctx context.Context, cfg *config.Config, out io.Writer, log *slog.Logger) error {
+	tpl, err := loadTemplate(cfg)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, log)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	snap, err := st.Snapshot(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("read recorded state: %w", err)
 	}
 	state := applier.State(snap, cfg.OpenSM.DefaultPartition)
-	text, err := partitions.Render(state)
+	if state.Flat.PKey == 0 {
+		state.Flat.PKey = cfg.OpenSM.FlatPKey
+	}
+	state.Rules = checkRules(cfg)
+	text, err := tpl.Render(ctx, state)
 	if err == nil {
 		err = partitions.Check(text, state)
 	}
-	if err != nil {
-		return fmt.Errorf("revision %d renders to a file that fails the check:\n%w", snap.Revision, err)
+	if perr := (*partitions.Error)(nil); errors.As(err, &perr) {
+		// One problem per line, all of them: the log line's summary is not enough
+		// to repair a template.
+		var b strings.Builder
+		for _, p := range perr.Problems {
+			fmt.Fprintf(&b, "\n  %s", p)
+		}
+		if perr.Omitted > 0 {
+			fmt.Fprintf(&b, "\n  and %d more", perr.Omitted)
+		}
+		return fmt.Errorf("revision %d renders to a file that fails the check:%s", snap.Revision, b.String())
 	}
-	_, err = os.Stdout.Write(text)
+	if err != nil {
+		return fmt.Errorf("revision %d: %w", snap.Revision, err)
+	}
+	_, err = out.Write(text)
 	return err
+}
+
+// loadTemplate reads [opensm] partitions_template, once, or returns the built-in
+// template when it is not set.
+func loadTemplate(cfg *config.Config) (*partitions.Template, error) {
+	path := cfg.OpenSM.PartitionsTemplate
+	if path == "" {
+		return partitions.BuiltinTemplate(), nil
+	}
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("[opensm] partitions_template: %w", err)
+	}
+	return partitions.ParseTemplate(path, text)
+}
+
+// checkRules are the partitions check's configurable rules. The OpenSM the
+// manager runs is the distributions' (upstream), which rejects ALL_VCAS.
+func checkRules(cfg *config.Config) partitions.Rules {
+	return partitions.Rules{SharedDefaultPartition: cfg.OpenSM.SharedDefaultPartition, Flavour: partitions.Upstream}
 }
 
 func run(ctx context.Context, path string, log *slog.Logger) error {
@@ -132,6 +186,10 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 	}
 	defer st.Close()
 
+	tpl, err := loadTemplate(cfg)
+	if err != nil {
+		return err
+	}
 	sm, err := prepareOpenSM(ctx, cfg, log, &opensm.GeneratedKeys{})
 	if err != nil {
 		return err
@@ -143,6 +201,9 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 		PartitionsFile:   filepath.Join(cfg.OpenSM.ConfigDir, "partitions.conf"),
 		LogFile:          cfg.OpenSM.LogFile,
 		DefaultPartition: cfg.OpenSM.DefaultPartition,
+		FlatPKey:         cfg.OpenSM.FlatPKey,
+		Template:         tpl,
+		Rules:            checkRules(cfg),
 		SweepTimeout:     cfg.OpenSM.SweepTimeout,
 		CheckInterval:    cfg.OpenSM.CheckInterval,
 		PollInterval:     cfg.Database.PollInterval,

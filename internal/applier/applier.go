@@ -50,6 +50,9 @@ type Config struct {
 	PartitionsFile   string
 	LogFile          string // OpenSM's log, where the sweep's end is read
 	DefaultPartition string
+	FlatPKey         fabric.PKey          // [opensm] flat_pkey, for a state that does not set it
+	Template         *partitions.Template // nil: the built-in one
+	Rules            partitions.Rules     // what the check accepts
 	SweepTimeout     time.Duration
 	CheckInterval    time.Duration // drift repair
 	PollInterval     time.Duration // how often the revision is read without a wake-up
@@ -226,14 +229,26 @@ func (t *term) failJobs(ctx context.Context, rev int64, reason string) {
 	}
 }
 
-// render reads the state and renders the file. checkErr is the check's verdict.
+// render reads the state and renders the file. checkErr is the verdict of the
+// template and of the check: a file that fails either is never written.
 func (t *term) render(ctx context.Context) (snap store.Snapshot, text []byte, checkErr, err error) {
 	snap, err = t.Store.Snapshot(ctx)
 	if err != nil {
 		return snap, nil, nil, err
 	}
 	st := State(snap, t.Cfg.DefaultPartition)
-	text, checkErr = partitions.Render(st)
+	if st.Flat.PKey == 0 {
+		st.Flat.PKey = t.Cfg.FlatPKey
+	}
+	st.Rules = t.Cfg.Rules
+	tpl := t.Cfg.Template
+	if tpl == nil {
+		tpl = partitions.BuiltinTemplate()
+	}
+	text, checkErr = tpl.Render(ctx, st)
+	if checkErr != nil && ctx.Err() != nil {
+		return snap, nil, nil, ctx.Err() // the term ended: no verdict on the file
+	}
 	if checkErr == nil {
 		checkErr = partitions.Check(text, st)
 	}

@@ -67,6 +67,12 @@ type OpenSM struct {
 	// table: a host port may carry at most one fewer pkeys, or OpenSM stops
 	// enforcing partitions on the switch port facing it.
 	SwitchPKeyCapacity int
+	// SharedDefaultPartition lets the default partition make every port a full
+	// member (ALL=full), which the partitions check refuses otherwise.
+	SharedDefaultPartition bool
+	// PartitionsTemplate is the Jinja template partitions.conf is rendered from;
+	// "" for the built-in one.
+	PartitionsTemplate string
 }
 
 // KeyValue is one line of [opensm_conf].

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +56,9 @@ func TestParseValidFiles(t *testing.T) {
 					MKeyLeasePeriod:     0,
 				},
 				SwitchPKeyCapacity: 64,
+
+				SharedDefaultPartition: true,
+				PartitionsTemplate:     "/etc/alternative-fabric-manager/partitions.conf.j2",
 			},
 			OpenSMConf: []KeyValue{{"sm_priority", "15"}, {"sweep_interval", "10"}, {"sm_key", "0x0123456789abcdef"}},
 		}},
@@ -193,6 +197,8 @@ func TestBadValues(t *testing.T) {
 		{"opensm", "command", `opensm \`, "backslash that escapes nothing"},
 		{"opensm", "command", `"" -d0`, "no executable"},
 		{"opensm", "env_file", "opensm.env", "want an absolute path"},
+		{"opensm", "partitions_template", "partitions.conf.j2", "want an absolute path"},
+		{"opensm", "shared_default_partition", "TRUE!", "want true or false"},
 		{"opensm", "config_dir", "opensm", "want an absolute path"},
 		{"opensm", "log_file", "stdout", "want an absolute path"},
 		{"opensm", "check_interval", "-0.5", "greater than 0"},
@@ -251,6 +257,8 @@ func TestGoodValues(t *testing.T) {
 		{"opensm", "flat_pkey", "0x7FFE", func(c *Config) bool { return c.OpenSM.FlatPKey == 0x7ffe }},
 		{"opensm", "switch_pkey_capacity", "2", func(c *Config) bool { return c.OpenSM.SwitchPKeyCapacity == 2 }},
 		{"opensm", "switch_pkey_capacity", "65535", func(c *Config) bool { return c.OpenSM.SwitchPKeyCapacity == 65535 }},
+		{"opensm", "shared_default_partition", "true", func(c *Config) bool { return c.OpenSM.SharedDefaultPartition }},
+		{"opensm", "partitions_template", "/etc/afm//p.j2", func(c *Config) bool { return c.OpenSM.PartitionsTemplate == "/etc/afm/p.j2" }},
 		{"opensm", "check_interval", "0.001", func(c *Config) bool { return c.OpenSM.CheckInterval == time.Millisecond }},
 		{"opensm", "sweep_timeout", "86400", func(c *Config) bool { return c.OpenSM.SweepTimeout == 24*time.Hour }},
 		{"opensm", "hardening", "none", func(c *Config) bool {
@@ -357,18 +365,22 @@ func TestHardeningOwnsItsOptions(t *testing.T) {
 func TestHardeningDefaultPartition(t *testing.T) {
 	tests := []struct {
 		hardening, defaultPartition string
+		shared                      bool   // [opensm] shared_default_partition
 		wantErr                     string // "" for none
 	}{
-		{"all", "Default=0x7fff, ipoib : ALL=full ;", "ALL=full makes every port a full member"},
-		{"default_partition", "Default=0x7fff : ALL_CAS=full, SELF=full ;", "ALL_CAS=full makes every port a full member"},
-		{"default_partition", "Default=0x7fff : ALL=limited, SELF=full ;", ""},
-		{"default_partition", "Default=0x7fff : ALL=limited, 0x0002c90300a00001=full, SELF=full ;", ""},
+		{"all", "Default=0x7fff, ipoib : ALL=full ;", false, "ALL=full makes every port a full member"},
+		{"default_partition", "Default=0x7fff : ALL_CAS=full, SELF=full ;", false, "ALL_CAS=full makes every port a full member"},
+		{"default_partition", "Default=0x7fff : ALL=limited, SELF=full ;", false, ""},
+		{"default_partition", "Default=0x7fff : ALL=limited, 0x0002c90300a00001=full, SELF=full ;", false, ""},
 		// Off, the load-time rule does not apply (the partitions check still does).
-		{"m_key, keys, enforcement", "Default=0x7fff, ipoib : ALL=full ;", ""},
+		{"m_key, keys, enforcement", "Default=0x7fff, ipoib : ALL=full ;", false, ""},
+		// Shared on purpose: the operator said so.
+		{"all", "Default=0x7fff, ipoib : ALL=full ;", true, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.hardening+" "+tt.defaultPartition, func(t *testing.T) {
-			text := "[api]\ntoken = t\n[opensm]\nhardening = " + tt.hardening + "\ndefault_partition = " + tt.defaultPartition + "\n"
+			text := "[api]\ntoken = t\n[opensm]\nhardening = " + tt.hardening + "\ndefault_partition = " + tt.defaultPartition +
+				"\nshared_default_partition = " + strconv.FormatBool(tt.shared) + "\n"
 			_, err := Parse(strings.NewReader(text), "afm.conf")
 			switch {
 			case tt.wantErr == "" && err != nil:

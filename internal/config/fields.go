@@ -147,6 +147,13 @@ var sections = []section{
 		{key: "switch_pkey_capacity", def: "32", set: func(c *Config, v string) error {
 			return setSwitchPKeyCapacity(&c.OpenSM.SwitchPKeyCapacity, v)
 		}},
+		{key: "shared_default_partition", def: "false", set: func(c *Config, v string) error {
+			return setBool(&c.OpenSM.SharedDefaultPartition, v)
+		}},
+		// No default: the built-in template. The file is read at start-up.
+		{key: "partitions_template", set: func(c *Config, v string) error {
+			return setAbsPath(&c.OpenSM.PartitionsTemplate, v)
+		}},
 	}},
 }
 
@@ -336,7 +343,9 @@ func (c *Config) checkHardening(file iniFile) []error {
 			}
 		}
 	}
-	if c.OpenSM.Hardening.Has(opensm.GroupDefaultPartition) {
+	// shared_default_partition is the operator saying, knowingly, that ports rely
+	// on full membership of the default partition (docs/opensm-hardening.md).
+	if c.OpenSM.Hardening.Has(opensm.GroupDefaultPartition) && !c.OpenSM.SharedDefaultPartition {
 		errs = append(errs, checkLimitedDefaultPartition(c.OpenSM.DefaultPartition)...)
 	}
 	return errs
@@ -359,7 +368,7 @@ func checkLimitedDefaultPartition(line string) []error {
 			if (m.Keyword == partitions.All || m.Keyword == partitions.AllCAs) && m.Membership == partitions.Full {
 				errs = append(errs, fmt.Errorf("[opensm] default_partition: %s=full makes every port a full member of "+
 					"the default partition, where tenants could reach each other; the hardening group %s refuses it: "+
-					"make it %s=limited, SELF=full", m.Keyword, opensm.GroupDefaultPartition, m.Keyword))
+					"make it %s=limited, SELF=full, or set [opensm] shared_default_partition = true", m.Keyword, opensm.GroupDefaultPartition, m.Keyword))
 			}
 		}
 	}

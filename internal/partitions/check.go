@@ -4,23 +4,27 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
-// Check parses text with Parse, then checks the isolation rules the manager
-// promises for the networks of s:
+// Check parses text with ParseFor (for s.Rules.Flavour), then checks the isolation
+// rules the manager promises for the partitions of s:
 //
 //   - the default partition (0x7fff) is defined; if it makes ports limited members
-//     (ALL=limited or ALL_CAS=limited), it also has SELF=full, or the SM's own port
-//     would be limited and limited ports could not reach the SA;
-//   - ALL and ALL_CAS are full members of no partition (a shared default partition
-//     is not supported yet);
-//   - every network has a statement with its pkey whose members are exactly its
-//     ports, all =full: no keyword, no limited member, no other port;
-//   - a network's port is in no other partition, whatever the membership, and in
-//     one network only (in s);
+//     (ALL=limited or ALL_CAS=limited), it also has SELF=full after that, or the SM's
+//     own port would be limited and limited ports could not reach the SA;
+//   - ALL, ALL_CAS and ALL_VCAS are full members of no partition, except ALL=full
+//     (or ALL_CAS, ALL_VCAS) in the default partition when s.Rules.SharedDefaultPartition
+//     is set: every port could then reach every other there;
+//   - every network, and the flat partition, has a statement with its pkey whose
+//     members are exactly its ports, all =full: no keyword, no limited member, no
+//     other port;
+//   - a port of a network or of the flat partition is in no other partition,
+//     whatever the membership, and in only one of them (in s);
 //   - other (static) partitions may exist: Parse's rules suffice for them.
 //
+// A state that no file can satisfy (two networks on one pkey, a port in two of
+// them, no flat pkey...) is reported as problems of line 0 starting "state:".
 // The error is an *Error listing every problem found.
 func Check(text []byte, s State) error {
-	f, err := Parse(text)
+	f, err := ParseFor(text, s.Rules.Flavour)
 	if err != nil {
 		return err
 	}
@@ -29,48 +33,74 @@ func Check(text []byte, s State) error {
 	return c.err()
 }
 
+// owned is a partition whose members the manager owns: a network's, or the flat
+// networks' one.
+type owned struct {
+	id        string // the network's ID; "" for the flat partition
+	desc      string // "network <ID>" or "the flat partition", for messages
+	partition string // "network <ID>'s partition" or "the flat partition"
+	pkey      fabric.PKey
+	members   []fabric.GUID
+	valid     bool // its pkey is usable: no other owned partition has it, in range
+}
+
 // checker holds the state indexed for the rules, and the problems found.
 type checker struct {
 	problems
-	networks      []Network
-	networkByPKey map[fabric.PKey]int      // index in networks
-	networkOfGUID map[fabric.GUID]*Network // the network a port belongs to
-	hasStatement  map[fabric.PKey]struct{} // networks' pkeys seen in the file
+	rules        Rules
+	owned        []owned
+	ownedByPKey  map[fabric.PKey]int    // index in owned, for valid pkeys
+	ownerOfGUID  map[fabric.GUID]*owned // the partition a port belongs to
+	hasStatement map[fabric.PKey]struct{}
 }
 
 // newChecker indexes s, recording as problems (line 0) what makes s itself
 // inconsistent: the database layer should never produce these, and a file cannot
 // satisfy them.
 func newChecker(s State) *checker {
-	total := 0
+	total := len(s.Flat.Members)
 	for _, n := range s.Networks {
 		total += len(n.Members)
 	}
 	c := &checker{
-		networks:      s.Networks,
-		networkByPKey: make(map[fabric.PKey]int, len(s.Networks)),
-		networkOfGUID: make(map[fabric.GUID]*Network, total),
-		hasStatement:  make(map[fabric.PKey]struct{}, len(s.Networks)),
+		rules:        s.Rules,
+		owned:        make([]owned, 0, len(s.Networks)+1),
+		ownedByPKey:  make(map[fabric.PKey]int, len(s.Networks)+1),
+		ownerOfGUID:  make(map[fabric.GUID]*owned, total),
+		hasStatement: make(map[fabric.PKey]struct{}, len(s.Networks)+1),
 	}
-	for i := range s.Networks {
-		n := &s.Networks[i]
-		if n.PKey == 0 || n.PKey > fabric.MaxNetworkPKey {
-			c.problem(0, "state: network %s has pkey %s, outside 0x0001-0x7ffe", n.ID, n.PKey)
-		} else if j, dup := c.networkByPKey[n.PKey]; dup {
-			c.problem(0, "state: networks %s and %s share pkey %s", s.Networks[j].ID, n.ID, n.PKey)
-		} else {
-			c.networkByPKey[n.PKey] = i
+	for _, n := range s.Networks {
+		desc := "network " + n.ID
+		c.owned = append(c.owned, owned{id: n.ID, desc: desc, partition: desc + "'s partition", pkey: n.PKey, members: n.Members})
+	}
+	c.owned = append(c.owned, owned{desc: "the flat partition", partition: "the flat partition", pkey: s.Flat.PKey, members: s.Flat.Members})
+	for i := range c.owned {
+		o := &c.owned[i]
+		switch j, dup := c.ownedByPKey[o.pkey]; {
+		case o.pkey == 0 && i == len(c.owned)-1:
+			c.problem(0, "state: the flat partition has no pkey ([opensm] flat_pkey): want one from 0x0001 to %s", fabric.MaxNetworkPKey)
+		case o.pkey == 0 || o.pkey > fabric.MaxNetworkPKey:
+			c.problem(0, "state: %s has pkey %s, outside 0x0001-%s", o.desc, o.pkey, fabric.MaxNetworkPKey)
+		case dup && i == len(c.owned)-1:
+			c.problem(0, "state: %s has the flat partition's pkey %s ([opensm] flat_pkey)", c.owned[j].desc, o.pkey)
+		case dup:
+			c.problem(0, "state: networks %s and %s share pkey %s", c.owned[j].id, o.id, o.pkey)
+		default:
+			c.ownedByPKey[o.pkey] = i
+			o.valid = true
 		}
-		for _, g := range n.Members {
-			switch other := c.networkOfGUID[g]; {
+		for _, g := range o.members {
+			switch other := c.ownerOfGUID[g]; {
 			case g == 0:
-				c.problem(0, "state: network %s has a port with GUID 0", n.ID)
-			case other == n:
-				c.problem(0, "state: network %s lists port %s twice", n.ID, g)
+				c.problem(0, "state: %s has a port with GUID 0", o.desc)
+			case other == o:
+				c.problem(0, "state: %s lists port %s twice", o.desc, g)
+			case other != nil && i == len(c.owned)-1:
+				c.problem(0, "state: port %s is in %s and in the flat partition", g, other.desc)
 			case other != nil:
-				c.problem(0, "state: port %s is in networks %s and %s", g, other.ID, n.ID)
+				c.problem(0, "state: port %s is in networks %s and %s", g, other.id, o.id)
 			default:
-				c.networkOfGUID[g] = n
+				c.ownerOfGUID[g] = o
 			}
 		}
 	}
@@ -89,55 +119,62 @@ func (c *checker) checkFile(f *File) {
 	if !hasDefault {
 		c.problem(0, "the default partition (Default=0x7fff) is not defined")
 	}
-	for _, n := range c.networks {
-		if _, ok := c.hasStatement[n.PKey]; !ok && n.PKey != 0 && n.PKey <= fabric.MaxNetworkPKey {
-			c.problem(0, "network %s has no partition statement for pkey %s", n.ID, n.PKey)
+	for _, o := range c.owned {
+		if _, ok := c.hasStatement[o.pkey]; !ok && o.valid {
+			c.problem(0, "%s has no partition statement for pkey %s", o.desc, o.pkey)
 		}
 	}
+}
+
+// isAllKeyword tells the keywords that stand for many ports at once, which must
+// not make them full members of a partition they could then reach each other in.
+func isAllKeyword(k Keyword) bool {
+	return k == All || k == AllCAs || k == AllVCAs
 }
 
 // checkStatement applies the rules to one statement; Render uses it on its own for
 // the configured default partition.
 func (c *checker) checkStatement(st *Statement) {
-	var network *Network
-	if i, ok := c.networkByPKey[st.PKey]; ok {
-		network = &c.networks[i]
+	var mine *owned // the owned partition this statement defines, if any
+	if i, ok := c.ownedByPKey[st.PKey]; ok {
+		mine = &c.owned[i]
 		c.hasStatement[st.PKey] = struct{}{}
 	}
-	listed := 0 // the network's ports listed as full members
+	listed := 0 // the partition's ports listed as full members
 	for _, m := range st.Members {
-		var owner *Network
+		var owner *owned
 		if m.Keyword == "" {
-			owner = c.networkOfGUID[m.GUID]
+			owner = c.ownerOfGUID[m.GUID]
 		}
 		switch {
-		case (m.Keyword == All || m.Keyword == AllCAs) && m.Membership == Full && st.PKey == fabric.DefaultPKey:
-			c.problem(m.Line, "%s=full in the default partition: a shared default partition is not supported (every port could reach every other)", m.Keyword)
-		case (m.Keyword == All || m.Keyword == AllCAs) && m.Membership == Full:
+		case isAllKeyword(m.Keyword) && m.Membership == Full && st.PKey == fabric.DefaultPKey && !c.rules.SharedDefaultPartition:
+			c.problem(m.Line, "%s=full in the default partition: every port could reach every other; "+
+				"set [opensm] shared_default_partition = true if the fabric relies on it", m.Keyword)
+		case isAllKeyword(m.Keyword) && m.Membership == Full && mine == nil && st.PKey != fabric.DefaultPKey:
 			c.problem(m.Line, "%s=full in partition %s: every host would be a full member", m.Keyword, st.Name)
-		case owner != nil && owner.PKey != st.PKey:
-			c.problem(m.Line, "port %s of network %s may be in no other partition, here %s (%s)", m.GUID, owner.ID, st.Name, st.PKey)
-		case network == nil:
+		case owner != nil && owner.pkey != st.PKey:
+			c.problem(m.Line, "port %s of %s may be in no other partition, here %s (%s)", m.GUID, owner.desc, st.Name, st.PKey)
+		case mine == nil:
 			// Default or a static partition: Parse's rules suffice.
 		case m.Keyword != "":
-			c.problem(m.Line, "%s in partition %s of network %s: only the network's ports may be members", m.Keyword, st.Name, network.ID)
+			c.problem(m.Line, "%s in partition %s of %s: only its ports may be members", m.Keyword, st.Name, mine.desc)
 		case owner == nil:
-			c.problem(m.Line, "port %s in partition %s is not a port of network %s", m.GUID, st.Name, network.ID)
+			c.problem(m.Line, "port %s in partition %s is not a port of %s", m.GUID, st.Name, mine.desc)
 		case m.Membership != Full:
-			c.problem(m.Line, "port %s must be a full member of network %s's partition, not %s", m.GUID, network.ID, m.Membership)
+			c.problem(m.Line, "port %s must be a full member of %s, not %s", m.GUID, mine.partition, m.Membership)
 		default:
 			listed++
 		}
 	}
 	// Parse refuses a member listed twice, so counting suffices unless one is missing.
-	if network != nil && listed < len(network.Members) {
+	if mine != nil && listed < len(mine.members) {
 		inFile := make(map[fabric.GUID]struct{}, len(st.Members))
 		for _, m := range st.Members {
 			inFile[m.GUID] = struct{}{}
 		}
-		for _, g := range network.Members {
+		for _, g := range mine.members {
 			if _, ok := inFile[g]; !ok {
-				c.problem(st.Line, "port %s of network %s is missing from partition %s", g, network.ID, st.Name)
+				c.problem(st.Line, "port %s of %s is missing from partition %s", g, mine.desc, st.Name)
 			}
 		}
 	}

@@ -2,18 +2,20 @@ package partitions
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
 // Ports of the fabric in the check fixtures: H1 and H2 in network A, H3 in network
-// B, network C empty, H4 in no network.
+// B, network C empty, H4 in no network, H5 in a flat network.
 const (
 	h1 fabric.GUID = 0x0002c90300000101
 	h2 fabric.GUID = 0x0002c90300000201
 	h3 fabric.GUID = 0x0002c90300000301
 	h4 fabric.GUID = 0x0002c90300000401
+	h5 fabric.GUID = 0x0002c90300000501
 )
 
 // checkState is the state every file of testdata/check is checked against.
@@ -26,7 +28,32 @@ func checkState() State {
 			{ID: "3f1c5a9e-8d2b-4c7a-9e61-0a5b7c9d1e2f", PKey: 0x0064, Members: []fabric.GUID{h2, h1}},
 			{ID: "c0ffee00-1234-4abc-8def-0123456789ab", PKey: 0x0066},
 		},
+		Flat: FlatPartition{PKey: 0x7ffe, Members: []fabric.GUID{h5}},
 	}
+}
+
+// fixtureState is checkState with the rules a fixture asks for on its
+// "# rules: " lines: shared-default-partition, nvidia.
+func fixtureState(t *testing.T, text []byte) State {
+	t.Helper()
+	s := checkState()
+	for _, line := range strings.Split(string(text), "\n") {
+		words, ok := strings.CutPrefix(line, "# rules: ")
+		if !ok {
+			continue
+		}
+		for _, w := range strings.Fields(words) {
+			switch w {
+			case "shared-default-partition":
+				s.Rules.SharedDefaultPartition = true
+			case "nvidia":
+				s.Rules.Flavour = NVIDIA
+			default:
+				t.Fatalf("fixture asks for unknown rule %q", w)
+			}
+		}
+	}
+	return s
 }
 
 func TestCheckGood(t *testing.T) {
@@ -36,7 +63,8 @@ func TestCheckGood(t *testing.T) {
 	}
 	for _, path := range files {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			if err := Check(readFile(t, path), checkState()); err != nil {
+			text := readFile(t, path)
+			if err := Check(text, fixtureState(t, text)); err != nil {
 				t.Fatalf("Check: %v", err)
 			}
 		})
@@ -51,10 +79,11 @@ func TestCheckBad(t *testing.T) {
 	for _, path := range files {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			text := readFile(t, path)
-			if _, err := Parse(text); err != nil && filepath.Base(path) != "parse-error.conf" {
+			s := fixtureState(t, text)
+			if _, err := ParseFor(text, s.Rules.Flavour); err != nil && !strings.HasPrefix(filepath.Base(path), "parse-error") {
 				t.Fatalf("fixture should fail Check's rules, not Parse: %v", err)
 			}
-			err := Check(text, checkState())
+			err := Check(text, s)
 			if err == nil {
 				t.Fatal("Check accepted it")
 			}
@@ -126,13 +155,19 @@ func TestCheckInconsistentState(t *testing.T) {
 		{"port in two networks", func(s *State) { s.Networks[2].Members = []fabric.GUID{h1} }, "state: port 0x0002c90300000101 is in networks 3f1c5a9e-8d2b-4c7a-9e61-0a5b7c9d1e2f and c0ffee00-1234-4abc-8def-0123456789ab"},
 		{"port twice in a network", func(s *State) { s.Networks[0].Members = []fabric.GUID{h3, h3} }, "state: network 7a2b4c6d-1e3f-4a5b-8c7d-9e0f1a2b3c4d lists port 0x0002c90300000301 twice"},
 		{"GUID zero", func(s *State) { s.Networks[2].Members = []fabric.GUID{0} }, "state: network c0ffee00-1234-4abc-8def-0123456789ab has a port with GUID 0"},
+		{"no flat pkey", func(s *State) { s.Flat.PKey = 0 }, "state: the flat partition has no pkey ([opensm] flat_pkey)"},
+		{"flat pkey 0x7fff", func(s *State) { s.Flat.PKey = fabric.DefaultPKey }, "state: the flat partition has pkey 0x7fff, outside 0x0001-0x7ffe"},
+		{"flat pkey is a network's", func(s *State) { s.Flat.PKey = 0x0065 }, "state: network 7a2b4c6d-1e3f-4a5b-8c7d-9e0f1a2b3c4d has the flat partition's pkey 0x0065"},
+		{"port in a network and flat", func(s *State) { s.Flat.Members = append(s.Flat.Members, h1) }, "state: port 0x0002c90300000101 is in network 3f1c5a9e-8d2b-4c7a-9e61-0a5b7c9d1e2f and in the flat partition"},
+		{"flat port twice", func(s *State) { s.Flat.Members = append(s.Flat.Members, h5) }, "state: the flat partition lists port 0x0002c90300000501 twice"},
+		{"flat GUID zero", func(s *State) { s.Flat.Members = []fabric.GUID{0} }, "state: the flat partition has a port with GUID 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := checkState()
 			tt.edit(&s)
 			assertProblems(t, Check(text, s), []string{tt.want})
-			if out, err := Render(s); err == nil {
+			if out, err := render(s); err == nil {
 				t.Fatalf("Render accepted the state:\n%s", out)
 			} else {
 				assertProblems(t, err, []string{tt.want})

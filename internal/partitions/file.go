@@ -58,10 +58,12 @@ const (
 type Keyword string
 
 // The keywords Parse accepts, spelled in full. OpenSM also takes any prefix of them
-// and NONE; NVIDIA's OpenSM adds ALL_VCAS, which upstream OpenSM rejects.
+// and NONE; NVIDIA's OpenSM adds ALL_VCAS, which upstream OpenSM rejects and
+// ParseFor accepts for NVIDIA only.
 const (
 	All         Keyword = "ALL"          // every end port: hosts, switch port 0, routers
 	AllCAs      Keyword = "ALL_CAS"      // every channel adapter (host) port
+	AllVCAs     Keyword = "ALL_VCAS"     // every virtual CA port (NVIDIA's OpenSM only)
 	AllSwitches Keyword = "ALL_SWITCHES" // every switch's port 0
 	AllRouters  Keyword = "ALL_ROUTERS"  // every router port
 	Self        Keyword = "SELF"         // the port the running OpenSM is bound to

@@ -27,8 +27,8 @@ const maxLineBytes = 4094
 //   - header flags other than ipoib, defmember=full|limited, mtu=1..5, rate=2..24,
 //     sl=0..15, scope=1..15, written in full and in lower case, or given twice;
 //   - members other than 0x and 16 hex digits (not zero) or a keyword in full;
-//     ALL_VCAS; a membership other than "=full" or "=limited" written out; a member
-//     listed twice; ALL, ALL_CAS, ALL_SWITCHES or ALL_ROUTERS after a GUID or SELF
+//     ALL_VCAS, which only NVIDIA's OpenSM knows (see ParseFor); a membership other than "=full" or "=limited" written out; a member
+//     listed twice; ALL, ALL_CAS, ALL_VCAS, ALL_SWITCHES or ALL_ROUTERS after a GUID or SELF
 //     (OpenSM applies members in order, so the keyword would override them);
 //   - empty items (",," or a "," before ";") and items not separated by ",";
 //   - mgid= items that are not the first item of their line, end with ",", are not
@@ -38,11 +38,18 @@ const maxLineBytes = 4094
 //
 // On refusal the error is an *Error listing every problem found.
 func Parse(text []byte) (*File, error) {
+	return ParseFor(text, Upstream)
+}
+
+// ParseFor is Parse for a file read by the given flavour of OpenSM: NVIDIA's also
+// accepts the ALL_VCAS keyword.
+func ParseFor(text []byte, flavour Flavour) (*File, error) {
 	src := string(text) // one copy: every name and token below is a substring of it
 	if err := checkCharacters(src); err != nil {
 		return nil, err
 	}
 	p := &parser{
+		flavour:   flavour,
 		pkeyLine:  make(map[fabric.PKey]int),
 		nameLine:  make(map[string]int),
 		groupLine: make(map[netip.Addr]int),
@@ -97,6 +104,7 @@ func checkCharacters(src string) error {
 
 type parser struct {
 	problems
+	flavour    Flavour
 	statements []Statement
 	open       *openStatement // the statement being read; nil between statements
 	sawContent bool           // anything but comments and blank space
@@ -484,7 +492,7 @@ func (p *parser) parseMember(n int, item string) {
 	whoText, membership = strings.TrimRight(whoText, " "), strings.TrimLeft(membership, " ")
 
 	m := Member{Line: n}
-	if reason := parseWho(whoText, &m); reason != "" {
+	if reason := parseWho(whoText, p.flavour, &m); reason != "" {
 		p.problem(n, "%s", reason)
 		return
 	}
@@ -533,7 +541,7 @@ func (p *parser) parseMember(n int, item string) {
 }
 
 // parseWho reads a port GUID or a keyword into m, or returns why it cannot.
-func parseWho(who string, m *Member) string {
+func parseWho(who string, flavour Flavour, m *Member) string {
 	if who == "" {
 		return "member without a GUID or keyword"
 	}
@@ -555,7 +563,10 @@ func parseWho(who string, m *Member) string {
 		}
 	}
 	switch {
-	case who == "ALL_VCAS":
+	case who == string(AllVCAs) && flavour == NVIDIA:
+		m.Keyword = AllVCAs
+		return ""
+	case who == string(AllVCAs):
 		return "ALL_VCAS is not an upstream OpenSM keyword: OpenSM would reject the whole file"
 	case who == "NONE":
 		return "NONE adds no port: leave it out"

@@ -2,84 +2,32 @@ package partitions
 
 import (
 	"errors"
-	"slices"
-	"strconv"
 	"unicode/utf8"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
-// Render writes the partitions file of s with the built-in template:
-//
-//	# Written by alternative-fabric-manager from revision <R>. Do not edit: ...
-//	<DefaultPartition, as is>
-//	net-<network ID>=<pkey>, ipoib :
-//	    <GUID>=full,
-//	    <GUID>=full ;
-//
-// one statement per network, in pkey order, members in GUID order; a network
-// without ports is written "net-<ID>=<pkey>, ipoib : ;".
-//
-// Render refuses (with an *Error) a state whose file Check would refuse: a default
-// partition that is not exactly one Default=0x7fff statement on one line passing
-// Check's rules, pkeys outside 0x0001-0x7ffe or shared, a port in two networks or
-// listed twice, two networks whose IDs give the same partition name. So whatever it
-// returns passes Check(·, s).
-func Render(s State) ([]byte, error) {
+// validateState refuses (with an *Error) a state whose file Check would refuse
+// whatever the template: a default partition that is not exactly one
+// Default=0x7fff statement on one line passing Check's rules; pkeys outside
+// 0x0001-0x7ffe or shared, by networks or by a network and the flat partition; a
+// port in two partitions or listed twice; a network without an ID, or two networks
+// whose IDs give the same partition name.
+func validateState(s State) error {
 	c := newChecker(s)
-	names := make([]string, len(s.Networks))
 	byName := make(map[string]string, len(s.Networks))
-	total := 0
-	for i, n := range s.Networks {
-		total += len(n.Members)
+	for _, n := range s.Networks {
 		if n.ID == "" {
 			c.problem(0, "state: the network with pkey %s has no ID", n.PKey)
 		}
-		names[i] = PartitionName(n.ID)
-		if other, dup := byName[names[i]]; dup {
-			c.problem(0, "state: networks %s and %s have the same partition name %s", other, n.ID, names[i])
+		name := PartitionName(n.ID)
+		if other, dup := byName[name]; dup {
+			c.problem(0, "state: networks %s and %s have the same partition name %s", other, n.ID, name)
 		}
-		byName[names[i]] = n.ID
+		byName[name] = n.ID
 	}
 	c.checkDefaultPartition(s.DefaultPartition)
-	if err := c.err(); err != nil {
-		return nil, err
-	}
-
-	order := make([]int, len(s.Networks))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return int(s.Networks[a].PKey) - int(s.Networks[b].PKey) })
-
-	ipoib := []Flag{{Name: "ipoib"}}
-	guids := make([]fabric.GUID, 0, total) // one backing array for every network's sorted ports
-	members := make([]Member, 0, total)
-	f := File{Statements: make([]Statement, len(order))}
-	for k, i := range order {
-		n := &s.Networks[i]
-		start := len(guids)
-		guids = append(guids, n.Members...)
-		sorted := guids[start:]
-		slices.Sort(sorted)
-		first := len(members)
-		for _, g := range sorted {
-			members = append(members, Member{GUID: g, Membership: Full})
-		}
-		f.Statements[k] = Statement{Name: names[i], PKey: n.PKey, Flags: ipoib, Members: members[first:len(members):len(members)]}
-	}
-
-	// About 30 bytes per member line and 50 per header: one allocation for the file.
-	b := make([]byte, 0, 128+len(s.DefaultPartition)+50*len(order)+30*total)
-	b = append(b, "# Written by alternative-fabric-manager from revision "...)
-	b = strconv.AppendInt(b, s.Revision, 10)
-	b = append(b, ". Do not edit: it is rewritten from the database.\n"...)
-	b = append(b, s.DefaultPartition...)
-	b = append(b, '\n')
-	for i := range f.Statements {
-		b = f.Statements[i].appendText(b)
-	}
-	return b, nil
+	return c.err()
 }
 
 // checkDefaultPartition records why the configured default partition cannot be
@@ -96,7 +44,7 @@ func (c *checker) checkDefaultPartition(line string) {
 			return
 		}
 	}
-	f, err := Parse([]byte(line))
+	f, err := ParseFor([]byte(line), c.rules.Flavour)
 	if perr := (*Error)(nil); errors.As(err, &perr) {
 		for _, p := range perr.Problems {
 			c.problem(0, prefix+"%s", p.Reason)

@@ -2,6 +2,7 @@ package partitions
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -14,12 +15,20 @@ import (
 
 const defaultPartition = "Default=0x7fff, ipoib : ALL=limited, SELF=full ;"
 
+// flat is the flat partition of the states that have no flat ports.
+var flat = FlatPartition{PKey: 0x7ffe}
+
+// render renders s with the built-in template.
+func render(s State) ([]byte, error) {
+	return BuiltinTemplate().Render(context.Background(), s)
+}
+
 func TestRenderGolden(t *testing.T) {
 	tests := []struct {
 		name  string
 		state State
 	}{
-		{"no-networks", State{Revision: 1, DefaultPartition: defaultPartition}},
+		{"no-networks", State{Revision: 1, DefaultPartition: defaultPartition, Flat: flat}},
 		{"check-state", checkState()},
 		{
 			// Networks and ports in no particular order come out sorted.
@@ -32,6 +41,8 @@ func TestRenderGolden(t *testing.T) {
 					{ID: "00000000-0000-4000-8000-000000000001", PKey: 0x0001, Members: []fabric.GUID{0xf452140300280080, 0x0002c90300001039, 0x01234500006789ab}},
 					{ID: "88888888-0000-4000-8000-000000000003", PKey: 0x0bb8},
 				},
+				// A flat pkey below some networks' still comes last.
+				Flat: FlatPartition{PKey: 0x0002, Members: []fabric.GUID{0xfa163e0000000002, 0x0002c90300000a01}},
 			},
 		},
 		{
@@ -45,18 +56,19 @@ func TestRenderGolden(t *testing.T) {
 					{ID: "réseau", PKey: 0x0011},
 					{ID: "x", PKey: 0x0012, Members: []fabric.GUID{^fabric.GUID(0)}},
 				},
+				Flat: flat,
 			},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := Render(tt.state)
+			out, err := render(tt.state)
 			if err != nil {
 				t.Fatalf("Render: %v", err)
 			}
 			compareGolden(t, filepath.Join("testdata", "render", tt.name+".golden"), out)
 			if err := Check(out, tt.state); err != nil {
-				t.Fatalf("Check(Render()): %v\n%s", err, out)
+				t.Fatalf("Check(render()): %v\n%s", err, out)
 			}
 		})
 	}
@@ -64,7 +76,7 @@ func TestRenderGolden(t *testing.T) {
 
 // The fixture testdata/check/good/rendered.conf is what Render writes for checkState.
 func TestRenderMatchesCheckFixture(t *testing.T) {
-	out, err := Render(checkState())
+	out, err := render(checkState())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,24 +111,24 @@ func TestRenderRefuses(t *testing.T) {
 			State{DefaultPartition: "Default=0x7fff : ALL=limited, SELF=full, 0x0002c90300000101=full ;", Networks: []Network{network("a", 0x10, h1)}},
 			"default_partition: port 0x0002c90300000101 of network a may be in no other partition",
 		},
-		{"network pkey 0", State{DefaultPartition: defaultPartition, Networks: []Network{network("a", 0)}}, "state: network a has pkey 0x0000"},
-		{"network pkey 0x7fff", State{DefaultPartition: defaultPartition, Networks: []Network{network("a", 0x7fff)}}, "state: network a has pkey 0x7fff"},
-		{"shared pkey", State{DefaultPartition: defaultPartition, Networks: []Network{network("a", 0x10), network("b", 0x10)}}, "state: networks a and b share pkey 0x0010"},
-		{"port in two networks", State{DefaultPartition: defaultPartition, Networks: []Network{network("a", 0x10, h1), network("b", 0x11, h2, h1)}}, "state: port 0x0002c90300000101 is in networks a and b"},
-		{"no ID", State{DefaultPartition: defaultPartition, Networks: []Network{network("", 0x10)}}, "state: the network with pkey 0x0010 has no ID"},
+		{"network pkey 0", State{DefaultPartition: defaultPartition, Flat: flat, Networks: []Network{network("a", 0)}}, "state: network a has pkey 0x0000"},
+		{"network pkey 0x7fff", State{DefaultPartition: defaultPartition, Flat: flat, Networks: []Network{network("a", 0x7fff)}}, "state: network a has pkey 0x7fff"},
+		{"shared pkey", State{DefaultPartition: defaultPartition, Flat: flat, Networks: []Network{network("a", 0x10), network("b", 0x10)}}, "state: networks a and b share pkey 0x0010"},
+		{"port in two networks", State{DefaultPartition: defaultPartition, Flat: flat, Networks: []Network{network("a", 0x10, h1), network("b", 0x11, h2, h1)}}, "state: port 0x0002c90300000101 is in networks a and b"},
+		{"no ID", State{DefaultPartition: defaultPartition, Flat: flat, Networks: []Network{network("", 0x10)}}, "state: the network with pkey 0x0010 has no ID"},
 		{
 			"same name",
-			State{DefaultPartition: defaultPartition, Networks: []Network{
+			State{DefaultPartition: defaultPartition, Flat: flat, Networks: []Network{
 				network("3f1c5a9e-8d2b-4c7a-9e61-0a5b7c9d1e2f", 0x10),
 				network("3f1c5a9e-8d2b-4c7a-9e61-0a5ffffffff", 0x11),
 			}},
 			"state: networks 3f1c5a9e-8d2b-4c7a-9e61-0a5b7c9d1e2f and 3f1c5a9e-8d2b-4c7a-9e61-0a5ffffffff have the same partition name net-3f1c5a9e-8d2b-4c7a-9e61-0a5",
 		},
-		{"same name after sanitizing", State{DefaultPartition: defaultPartition, Networks: []Network{network("a:b", 0x10), network("a;b", 0x11)}}, "have the same partition name net-a_b"},
+		{"same name after sanitizing", State{DefaultPartition: defaultPartition, Flat: flat, Networks: []Network{network("a:b", 0x10), network("a;b", 0x11)}}, "have the same partition name net-a_b"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, err := Render(tt.state)
+			out, err := render(tt.state)
 			if err == nil {
 				t.Fatalf("Render accepted it:\n%s", out)
 			}
@@ -156,12 +168,12 @@ func TestRenderPassesCheck(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 200 {
 		s := randomState(rng, rng.IntN(30), rng.IntN(300))
-		out, err := Render(s)
+		out, err := render(s)
 		if err != nil {
 			t.Fatalf("state %d: Render: %v", i, err)
 		}
 		if err := Check(out, s); err != nil {
-			t.Fatalf("state %d: Check(Render()): %v\n%s", i, err, out)
+			t.Fatalf("state %d: Check(render()): %v\n%s", i, err, out)
 		}
 		assertFileHoldsNetworks(t, out, s)
 	}
@@ -173,7 +185,7 @@ func assertFileHoldsNetworks(t *testing.T, out []byte, s State) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := len(f.Statements), len(s.Networks)+1; got != want {
+	if got, want := len(f.Statements), len(s.Networks)+2; got != want {
 		t.Fatalf("%d statements, want %d", got, want)
 	}
 	for _, n := range s.Networks {
@@ -182,9 +194,15 @@ func assertFileHoldsNetworks(t *testing.T, out []byte, s State) {
 			t.Fatalf("network %s: statement %+v", n.ID, st)
 		}
 	}
-	for i := 2; i < len(f.Statements); i++ {
+	if st := f.Statement(s.Flat.PKey); st == nil || st.Name != FlatPartitionName || len(st.Members) != len(s.Flat.Members) {
+		t.Fatalf("flat partition: statement %+v", st)
+	}
+	if last := f.Statements[len(f.Statements)-1]; last.Name != FlatPartitionName {
+		t.Fatalf("last statement %s, want the flat partition", last.Name)
+	}
+	for i := 1; i < len(f.Statements); i++ {
 		prev, st := f.Statements[i-1], f.Statements[i]
-		if prev.PKey >= st.PKey {
+		if i >= 2 && i < len(f.Statements)-1 && prev.PKey >= st.PKey {
 			t.Fatalf("statement %s (%s) after %s (%s): want pkey order", st.Name, st.PKey, prev.Name, prev.PKey)
 		}
 		for j := 1; j < len(st.Members); j++ {
@@ -195,10 +213,11 @@ func assertFileHoldsNetworks(t *testing.T, out []byte, s State) {
 	}
 }
 
-// randomState spreads ports over networks with distinct random pkeys, IDs and GUIDs.
+// randomState spreads ports over networks with distinct random pkeys, IDs and
+// GUIDs, and the flat partition.
 func randomState(rng *rand.Rand, networks, ports int) State {
-	s := State{Revision: rng.Int64(), DefaultPartition: defaultPartition}
-	usedPKey := map[fabric.PKey]bool{}
+	s := State{Revision: rng.Int64(), DefaultPartition: defaultPartition, Flat: flat}
+	usedPKey := map[fabric.PKey]bool{flat.PKey: true}
 	for len(s.Networks) < networks {
 		pkey := fabric.PKey(1 + rng.IntN(int(fabric.MaxNetworkPKey)))
 		if usedPKey[pkey] {
@@ -218,50 +237,64 @@ func randomState(rng *rand.Rand, networks, ports int) State {
 			continue
 		}
 		usedGUID[g] = true
-		n := &s.Networks[rng.IntN(networks)]
-		n.Members = append(n.Members, g)
+		// The flat partition gets as many ports as a network, on average.
+		if k := rng.IntN(networks + 1); k < networks {
+			s.Networks[k].Members = append(s.Networks[k].Members, g)
+		} else {
+			s.Flat.Members = append(s.Flat.Members, g)
+		}
 	}
 	return s
 }
 
-// FuzzRenderCheck builds a state from the fuzzer's bytes (a default partition, and
-// 3 bytes per port: network, then GUID bits) and checks that whatever Render
-// accepts, Check accepts too.
+// FuzzRenderCheck builds a state from the fuzzer's bytes (a default partition, the
+// flat pkey, the rules, and 3 bytes per port: network or flat, then GUID bits) and
+// checks that whatever the built-in template renders, Check accepts.
 func FuzzRenderCheck(f *testing.F) {
-	f.Add(defaultPartition, []byte{0, 1, 2, 1, 3, 4, 2, 5, 6})
-	f.Add("Default=0x7fff : ALL=limited, SELF=full, 0x0002c90300000101=full ;", []byte{0, 1, 1})
-	f.Add("Default=0x7fff, ipoib, rate=7, mtu=4 : ALL=limited, SELF=full ;", []byte{7, 0, 0, 7, 0, 1})
-	f.Add("Default=0x7fff : ALL=full ;", []byte{})
-	f.Fuzz(func(t *testing.T, defaultLine string, ports []byte) {
-		s := State{DefaultPartition: defaultLine}
+	f.Add(defaultPartition, uint16(0x7ffe), byte(0), []byte{0, 1, 2, 1, 3, 4, 2, 5, 6, 8, 5, 7})
+	f.Add("Default=0x7fff : ALL=limited, SELF=full, 0x0002c90300000101=full ;", uint16(0x7ffe), byte(0), []byte{0, 1, 1})
+	f.Add("Default=0x7fff, ipoib, rate=7, mtu=4 : ALL=limited, SELF=full ;", uint16(3), byte(0), []byte{7, 0, 0, 7, 0, 1, 8, 0, 2})
+	f.Add("Default=0x7fff : ALL=full ;", uint16(0x7ffe), byte(1), []byte{8, 0, 1})
+	f.Add("Default=0x7fff : ALL_VCAS=limited, ALL=limited, SELF=full ;", uint16(0x7ffe), byte(2), []byte{})
+	f.Fuzz(func(t *testing.T, defaultLine string, flatPKey uint16, rules byte, ports []byte) {
+		s := State{DefaultPartition: defaultLine, Flat: FlatPartition{PKey: fabric.PKey(flatPKey)}}
+		s.Rules.SharedDefaultPartition = rules&1 != 0
+		if rules&2 != 0 {
+			s.Rules.Flavour = NVIDIA
+		}
 		for i := 0; i+3 <= len(ports); i += 3 {
-			// At most 8 networks on pkeys 1..8, so that ports collide on networks;
-			// GUIDs 0x0002c903000000xx like the simulator's hosts, plus a high byte.
-			k := int(ports[i] % 8)
+			// At most 8 networks on pkeys 1..8, so that ports collide on networks,
+			// or the flat partition; GUIDs 0x0002c903000000xx like the simulator's
+			// hosts, plus a high byte.
+			g := fabric.GUID(0x0002c90300000000 | binary.BigEndian.Uint64([]byte{0, 0, 0, 0, 0, 0, ports[i+1], ports[i+2]}))
+			k := int(ports[i] % 9)
+			if k == 8 {
+				s.Flat.Members = append(s.Flat.Members, g)
+				continue
+			}
 			for len(s.Networks) <= k {
 				s.Networks = append(s.Networks, Network{ID: fmt.Sprintf("network-%d", len(s.Networks)), PKey: fabric.PKey(len(s.Networks) + 1)})
 			}
-			g := fabric.GUID(0x0002c90300000000 | binary.BigEndian.Uint64([]byte{0, 0, 0, 0, 0, 0, ports[i+1], ports[i+2]}))
 			s.Networks[k].Members = append(s.Networks[k].Members, g)
 		}
-		out, err := Render(s)
+		out, err := render(s)
 		if err != nil {
 			return
 		}
 		if err := Check(out, s); err != nil {
-			t.Fatalf("Check(Render()): %v\n%s", err, out)
+			t.Fatalf("Check(render()): %v\n%s", err, out)
 		}
 	})
 }
 
-// BenchmarkRenderCheck renders and checks the largest fabric we plan for: 50,000
-// ports in 4,000 networks.
+// BenchmarkRenderCheck renders with the built-in template and checks the largest
+// fabric we plan for: 50,000 ports in 4,000 networks and the flat partition.
 func BenchmarkRenderCheck(b *testing.B) {
 	s := randomState(rand.New(rand.NewPCG(3, 4)), 4000, 50000)
 	b.ReportAllocs()
 	var size int
 	for b.Loop() {
-		out, err := Render(s)
+		out, err := render(s)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -271,4 +304,41 @@ func BenchmarkRenderCheck(b *testing.B) {
 		size = len(out)
 	}
 	b.ReportMetric(float64(size), "file-bytes")
+}
+
+// The configured rules decide which default partitions the built-in template
+// writes, as they decide what Check accepts.
+func TestRenderFollowsRules(t *testing.T) {
+	tests := []struct {
+		name        string
+		defaultLine string
+		rules       Rules
+		want        string // "" when accepted
+	}{
+		{"shared refused", "Default=0x7fff, ipoib : ALL=full ;", Rules{}, "default_partition: ALL=full in the default partition"},
+		{"shared allowed", "Default=0x7fff, ipoib : ALL=full ;", Rules{SharedDefaultPartition: true}, ""},
+		{"ALL_VCAS upstream", "Default=0x7fff : ALL_VCAS=limited, ALL=limited, SELF=full ;", Rules{}, "default_partition: ALL_VCAS is not an upstream OpenSM keyword"},
+		{"ALL_VCAS on NVIDIA", "Default=0x7fff : ALL_VCAS=limited, ALL=limited, SELF=full ;", Rules{Flavour: NVIDIA}, ""},
+		{"ALL_VCAS full on NVIDIA", "Default=0x7fff : ALL_VCAS=full, ALL=limited, SELF=full ;", Rules{Flavour: NVIDIA}, "default_partition: ALL_VCAS=full in the default partition"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := checkState()
+			s.DefaultPartition, s.Rules = tt.defaultLine, tt.rules
+			out, err := render(s)
+			if tt.want != "" {
+				assertProblems(t, err, []string{tt.want})
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := Check(out, s); err != nil {
+				t.Fatalf("Check: %v\n%s", err, out)
+			}
+			if !bytes.Contains(out, []byte("\n"+tt.defaultLine+"\n")) {
+				t.Fatalf("the default partition is not written as is:\n%s", out)
+			}
+		})
+	}
 }

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
+)
+
+const (
+	networkID = "3f1c5a9e-8d2b-4c7a-9e61-0a5b7c9d1e2f"
+	portGUID  = fabric.GUID(0x0002c90300000101)
+)
+
+// fabricDatabase records one network (VLAN 101) with one port in a new SQLite
+// database, and returns the configuration that points at it, with extra lines
+// added to [opensm].
+func fabricDatabase(t *testing.T, opensm string) *config.Config {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	connection := "sqlite:///" + filepath.Join(dir, "afm.db")
+	conn, err := config.ParseConnection(connection)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := storeopen.Open(ctx, conn.Engine, conn.DSN, true, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	pkey, guid := fabric.PKey(101), portGUID
+	if _, err := st.RecordNetwork(ctx, store.NetworkChange{Operation: store.OpCreateNetwork,
+		Network: store.Network{ID: networkID, Name: "tenant-a", Type: "vlan", PhysicalNetwork: "ib", PKey: &pkey}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.RecordPort(ctx, store.PortChange{Operation: store.OpAddPort,
+		Port: store.Port{ID: "port-1", NetworkID: networkID, GUID: &guid, Host: "h1"}}); err != nil {
+		t.Fatal(err)
+	}
+	text := "[api]\ntoken = t\n[database]\nconnection = " + connection + "\nauto_migrate = false\n[opensm]\n" + opensm
+	cfg, err := config.Parse(strings.NewReader(text), "afm.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func writeTemplate(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "partitions.conf.j2")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestRenderPartitions(t *testing.T) {
+	static := writeTemplate(t, "{{ default_partition }}\n{% for n in networks %}\n{{ n.name }}={{ n.pkey }} :{{ n.members_text }} ;\n{% endfor %}\n"+
+		"{{ flat.name }}={{ flat.pkey }} : ;\nstorage=0x0200 : 0x0002c90300a00001=full ;\n")
+	tests := []struct {
+		name   string
+		opensm string
+		wants  []string
+	}{
+		{"built-in template", "", []string{
+			"Default=0x7fff, ipoib : ALL=limited, SELF=full ;\n",
+			"net-3f1c5a9e-8d2b-4c7a-9e61-0a5=0x0065, ipoib :\n    0x0002c90300000101=full ;\n",
+			"flat=0x7ffe, ipoib : ;\n",
+		}},
+		{"configured flat pkey and default partition", "flat_pkey = 0x0fff\ndefault_partition = Default=0x7fff : ALL=limited, SELF=full ;\n", []string{
+			"\nDefault=0x7fff : ALL=limited, SELF=full ;\n",
+			"flat=0x0fff, ipoib : ;\n",
+		}},
+		{"custom template", "partitions_template = " + static + "\n", []string{
+			"net-3f1c5a9e-8d2b-4c7a-9e61-0a5=0x0065 :\n    0x0002c90300000101=full ;\n",
+			"storage=0x0200 : 0x0002c90300a00001=full ;\n",
+		}},
+		{"shared default partition", "shared_default_partition = true\ndefault_partition = Default=0x7fff, ipoib : ALL=full ;\n", []string{
+			"Default=0x7fff, ipoib : ALL=full ;\n",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := fabricDatabase(t, tt.opensm)
+			var out bytes.Buffer
+			if err := renderPartitions(context.Background(), cfg, &out, quietLog()); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range tt.wants {
+				if !strings.Contains(out.String(), want) {
+					t.Errorf("output does not contain %q:\n%s", want, out.String())
+				}
+			}
+			state := partitions.State{DefaultPartition: cfg.OpenSM.DefaultPartition,
+				Networks: []partitions.Network{{ID: networkID, PKey: 101, Members: []fabric.GUID{portGUID}}},
+				Flat:     partitions.FlatPartition{PKey: cfg.OpenSM.FlatPKey},
+				Rules:    partitions.Rules{SharedDefaultPartition: cfg.OpenSM.SharedDefaultPartition}}
+			if err := partitions.Check(out.Bytes(), state); err != nil {
+				t.Fatalf("output fails the check: %v", err)
+			}
+		})
+	}
+}
+
+// A refused file is not printed; every problem is, one per line.
+func TestRenderPartitionsRefuses(t *testing.T) {
+	leaky := writeTemplate(t, "{{ default_partition }}\n{% for n in networks %}\n{{ n.name }}={{ n.pkey }} : ;\n{% endfor %}\n"+
+		"flat={{ flat.pkey }} : ;\nstorage=0x0200 : ALL=full, 0x0002c90300000101=limited ;\n")
+	tests := []struct {
+		name   string
+		opensm string
+		wants  []string
+	}{
+		{"file fails the check", "partitions_template = " + leaky + "\n", []string{
+			"revision 2 renders to a file that fails the check:\n  line 2: port 0x0002c90300000101 of network " + networkID + " is missing",
+			"\n  line 4: ALL=full in partition storage",
+			"\n  line 4: port 0x0002c90300000101 of network " + networkID + " may be in no other partition",
+		}},
+		// Without the hardening group default_partition, which refuses it when the
+		// configuration is read, the check of the file still does.
+		{"shared default partition not allowed", "hardening = m_key, keys, enforcement\ndefault_partition = Default=0x7fff, ipoib : ALL=full ;\n", []string{
+			"default_partition: ALL=full in the default partition",
+		}},
+		{"template fails", "partitions_template = " + writeTemplate(t, "{{ networks[0].vlan }}\n") + "\n", []string{
+			"revision 2: partitions template ", "line 1", "vlan",
+		}},
+		{"template does not parse", "partitions_template = " + writeTemplate(t, "{% for n in networks %}\n") + "\n", []string{
+			"partitions template ", "endfor",
+		}},
+		{"template missing", "partitions_template = /nonexistent/partitions.conf.j2\n", []string{
+			"[opensm] partitions_template: open /nonexistent/partitions.conf.j2",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := fabricDatabase(t, tt.opensm)
+			var out bytes.Buffer
+			err := renderPartitions(context.Background(), cfg, &out, quietLog())
+			if err == nil {
+				t.Fatalf("rendered:\n%s", out.String())
+			}
+			if out.Len() != 0 {
+				t.Errorf("wrote %q despite the error", out.String())
+			}
+			for _, want := range tt.wants {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error does not contain %q:\n%v", want, err)
+				}
+			}
+		})
+	}
+}
+
+// Without auto_migrate, --render leaves a database without the schema as it is.
+func TestRenderPartitionsDoesNotMigrate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "afm.db")
+	text := "[api]\ntoken = t\n[database]\nconnection = sqlite:///" + path + "\nauto_migrate = false\n"
+	cfg, err := config.Parse(strings.NewReader(text), "afm.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := renderPartitions(context.Background(), cfg, io.Discard, quietLog()); err == nil {
+		t.Fatal("rendered from a database without the schema")
+	}
+	cfg.Database.AutoMigrate = true
+	var out bytes.Buffer
+	if err := renderPartitions(context.Background(), cfg, &out, quietLog()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "from revision 0.") {
+		t.Fatalf("output:\n%s", out.String())
+	}
+}

@@ -1,0 +1,392 @@
+package partitions
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nikolalohinski/gonja/v2/builtins"
+	"github.com/nikolalohinski/gonja/v2/config"
+	"github.com/nikolalohinski/gonja/v2/exec"
+	"github.com/nikolalohinski/gonja/v2/loaders"
+	gonjaparser "github.com/nikolalohinski/gonja/v2/parser"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
+
+// Template is a Jinja template of the partitions file ([opensm] partitions_template),
+// run in a sandbox: it sees only the variables docs/partitions-template.md lists,
+// cannot include, import or extend other templates (so it reads no file), and its
+// output and running time are bounded. A Template may be used concurrently.
+//
+// What a template renders is not trusted: Check must pass before it is written.
+type Template struct {
+	name      string // for errors: the file it was read from, or "built-in"
+	tpl       *exec.Template
+	maxOutput int           // bytes
+	timeout   time.Duration // per Render
+}
+
+const (
+	// maxTemplateOutput bounds a rendered file. The largest fabric we plan for
+	// (50,000 ports) renders to under 2 MiB, and OpenSM reads the whole file on
+	// every heavy sweep.
+	maxTemplateOutput = 64 << 20
+	// templateTimeout bounds one rendering; the largest fabric takes tens of
+	// milliseconds.
+	templateTimeout = 10 * time.Second
+	// maxRangeLength bounds range(): enough to loop over every pkey, not enough to
+	// keep a core busy for long.
+	maxRangeLength = 1 << 20
+)
+
+//go:embed templates/partitions.conf.j2
+var builtinText []byte
+
+var builtinTemplate = sync.OnceValue(func() *Template {
+	t, err := ParseTemplate("built-in", builtinText)
+	if err != nil {
+		panic(fmt.Sprintf("partitions: the built-in template does not parse: %v", err))
+	}
+	return t
+})
+
+// BuiltinTemplate is the template used when [opensm] partitions_template is not set:
+//
+//	# Written by alternative-fabric-manager from revision <R>. Do not edit: ...
+//	<DefaultPartition, as is>
+//	net-<network ID>=<pkey>, ipoib :
+//	    <GUID>=full,
+//	    <GUID>=full ;
+//	flat=<flat pkey>, ipoib : ;
+//
+// one statement per network, in pkey order, members in GUID order, then the flat
+// partition's; a partition without ports is written "<name>=<pkey>, ipoib : ;".
+func BuiltinTemplate() *Template { return builtinTemplate() }
+
+// templateID is the only name the sandbox's loader knows: the template itself.
+const templateID = "partitions.conf.j2"
+
+// ParseTemplate parses a Jinja template. name says where it comes from (a file
+// name) in errors, which also give the line.
+func ParseTemplate(name string, text []byte) (*Template, error) {
+	loader := singleTemplateLoader{text: string(text)}
+	tpl, err := exec.NewTemplate(templateID, templateConfig(), loader, sandbox())
+	if err != nil {
+		// gonja's message quotes the whole template before the parser's error.
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner
+		}
+		for _, tag := range []string{"include", "import", "from", "extends"} {
+			if strings.Contains(err.Error(), "ControlStructure '"+tag+"' not found") {
+				return nil, fmt.Errorf("partitions template %s: %w (a partitions template cannot load other templates)", name, err)
+			}
+		}
+		return nil, fmt.Errorf("partitions template %s: %w", name, err)
+	}
+	return &Template{name: name, tpl: tpl, maxOutput: maxTemplateOutput, timeout: templateTimeout}, nil
+}
+
+// templateConfig is Jinja's syntax, with the whitespace control that suits a line
+// based file: a block tag's line leaves no blank line or indentation behind
+// (trim_blocks, lstrip_blocks), and the final newline is kept. Undefined variables
+// are errors, so that a misspelt name fails instead of rendering as nothing.
+func templateConfig() *config.Config {
+	c := config.New()
+	c.TrimBlocks = true
+	c.LeftStripBlocks = true
+	c.KeepTrailingNewline = true
+	c.StrictUndefined = true
+	return c
+}
+
+// sandbox is gonja's environment without the tags that load other templates
+// (include, import, from, extends): a template is one file, read once, and can
+// read no other. Its globals are gonja's pure functions; range is replaced at
+// each rendering by a bounded one.
+func sandbox() *exec.Environment {
+	allowed := map[string]gonjaparser.ControlStructureParser{}
+	for _, name := range []string{"autoescape", "block", "filter", "for", "if", "macro", "raw", "set", "with", "do", "break", "continue", "trans", "call"} {
+		if p, ok := builtins.ControlStructures.Get(name); ok {
+			allowed[name] = p
+		}
+	}
+	globals := exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
+	globals.Set("range", nil) // set per rendering; see boundedRange
+	return &exec.Environment{
+		Context:           globals,
+		Filters:           builtins.Filters,
+		Tests:             builtins.Tests,
+		ControlStructures: exec.NewControlStructureSet(allowed),
+		Methods:           builtins.Methods,
+	}
+}
+
+// singleTemplateLoader knows one template, the one being parsed, and no file.
+type singleTemplateLoader struct{ text string }
+
+func (l singleTemplateLoader) Read(path string) (io.Reader, error) {
+	if path != templateID {
+		return nil, fmt.Errorf("template %q: a partitions template cannot load other templates", path)
+	}
+	return strings.NewReader(l.text), nil
+}
+
+func (l singleTemplateLoader) Resolve(path string) (string, error) {
+	if path != templateID {
+		return "", fmt.Errorf("template %q: a partitions template cannot load other templates", path)
+	}
+	return path, nil
+}
+
+func (l singleTemplateLoader) Inherit(string) (loaders.Loader, error) { return l, nil }
+
+// Render renders the partitions file of s. It first refuses (with an *Error) a state
+// whose file Check would refuse whatever the template (see validateState); a template
+// that fails, writes more than 64 MiB or runs longer than 10 s (or than ctx
+// allows) is an error naming the template. The result must still pass Check(·, s)
+// before it is written: a template can write anything.
+//
+// gonja cannot be interrupted: on timeout the rendering is abandoned, and stops
+// at its next write or range() step. A template can still make the manager
+// allocate much memory (for example "x" * 10**10): it is configuration, trusted
+// like the rest of afm.conf.
+func (t *Template) Render(ctx context.Context, s State) ([]byte, error) {
+	if err := validateState(s); err != nil {
+		return nil, err
+	}
+	return t.execute(ctx, templateVariables(s))
+}
+
+func (t *Template) execute(ctx context.Context, vars map[string]any) ([]byte, error) {
+	rctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	vars["range"] = boundedRange(rctx)
+	out := &boundedWriter{ctx: rctx, max: t.maxOutput}
+	done := make(chan error, 1) // buffered: an abandoned rendering must not block
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- fmt.Errorf("rendering failed: %v", r)
+			}
+		}()
+		done <- t.tpl.Execute(out, exec.NewContext(vars))
+	}()
+	select {
+	case err := <-done:
+		if out.err != nil {
+			err = out.err
+		} else if err != nil {
+			err = errors.New(strings.TrimPrefix(err.Error(), "unable to execute template: "))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("partitions template %s: %w", t.name, err)
+		}
+		return out.buf, nil
+	case <-rctx.Done():
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("partitions template %s: %w", t.name, ctx.Err())
+		}
+		return nil, fmt.Errorf("partitions template %s: rendering took longer than %s", t.name, t.timeout)
+	}
+}
+
+// boundedWriter collects the output, refusing it past max bytes or once the
+// rendering is abandoned.
+type boundedWriter struct {
+	ctx context.Context
+	max int
+	buf []byte
+	err error
+}
+
+func (w *boundedWriter) Write(p []byte) (int, error) {
+	switch {
+	case w.err != nil:
+	case w.ctx.Err() != nil:
+		w.err = w.ctx.Err()
+	case len(w.buf)+len(p) > w.max:
+		w.err = fmt.Errorf("output exceeds %d MiB", w.max>>20)
+	default:
+		w.buf = append(w.buf, p...)
+		return len(p), nil
+	}
+	return 0, w.err
+}
+
+// boundedRange is Jinja's range([start, ]stop[, step]), refusing more than
+// maxRangeLength numbers and stopping when the rendering is abandoned.
+func boundedRange(ctx context.Context) func(*exec.Evaluator, *exec.VarArgs) (<-chan int, error) {
+	return func(_ *exec.Evaluator, params *exec.VarArgs) (<-chan int, error) {
+		var args []int
+		for _, a := range params.Args {
+			if !a.IsInteger() {
+				return nil, errors.New("range: want integers: range([start, ]stop[, step])")
+			}
+			args = append(args, a.Integer())
+		}
+		start, stop, step := 0, 0, 1
+		switch len(args) {
+		case 1:
+			stop = args[0]
+		case 2:
+			start, stop = args[0], args[1]
+		case 3:
+			start, stop, step = args[0], args[1], args[2]
+		default:
+			return nil, errors.New("range: want range([start, ]stop[, step])")
+		}
+		if step == 0 {
+			return nil, errors.New("range: step cannot be 0")
+		}
+		n := 0
+		if step > 0 && stop > start {
+			n = (stop - start + step - 1) / step
+		} else if step < 0 && start > stop {
+			n = (start - stop - step - 1) / -step
+		}
+		if n > maxRangeLength {
+			return nil, fmt.Errorf("range: %d numbers, more than the %d allowed", n, maxRangeLength)
+		}
+		numbers := make(chan int)
+		go func() {
+			defer close(numbers)
+			for i, v := 0, start; i < n; i, v = i+1, v+step {
+				select {
+				case numbers <- v:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+		return numbers, nil
+	}
+}
+
+// templateVariables is what a template sees; docs/partitions-template.md
+// documents it. Networks come in pkey order, members in GUID order; GUIDs and
+// pkeys are strings as the file writes them.
+func templateVariables(s State) map[string]any {
+	order := make([]int, len(s.Networks))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return int(s.Networks[a].PKey) - int(s.Networks[b].PKey) })
+
+	lists := make([][]fabric.GUID, 0, len(order)+1)
+	for _, i := range order {
+		lists = append(lists, s.Networks[i].Members)
+	}
+	f := newMemberFormatter(append(lists, s.Flat.Members))
+	networks := make([]any, len(order))
+	for k, i := range order {
+		n := &s.Networks[i]
+		members, text := f.format(n.Members)
+		networks[k] = map[string]any{
+			"id":           n.ID,
+			"name":         PartitionName(n.ID),
+			"pkey":         n.PKey.String(),
+			"members":      members,
+			"members_text": text,
+		}
+	}
+	members, text := f.format(s.Flat.Members)
+	return map[string]any{
+		"revision":          s.Revision,
+		"default_partition": s.DefaultPartition,
+		"networks":          networks,
+		"flat": map[string]any{
+			"name":         FlatPartitionName,
+			"pkey":         s.Flat.PKey.String(),
+			"members":      members,
+			"members_text": text,
+		},
+	}
+}
+
+// memberFormatter writes every partition's members_text into one string, and
+// their GUIDs as substrings of it: two allocations for the whole fabric instead of
+// one per port, which matters at 50,000 ports.
+type memberFormatter struct {
+	text   string // every partition's members_text, one after another
+	offset int    // where the next partition's begins
+}
+
+// memberLine is the length of "\n    0x0123456789abcdef=full,".
+const memberLine = 5 + 18 + 6
+
+func newMemberFormatter(partitions [][]fabric.GUID) *memberFormatter {
+	total := 0
+	for _, members := range partitions {
+		total += len(members)
+	}
+	b := make([]byte, 0, total*memberLine)
+	guids := make([]fabric.GUID, 0, total)
+	for _, members := range partitions {
+		start := len(guids)
+		guids = append(guids, members...)
+		sorted := guids[start:]
+		slices.Sort(sorted)
+		for i, g := range sorted {
+			b = append(b, "\n    "...)
+			b = appendGUID(b, g)
+			b = append(b, "=full"...)
+			if i < len(sorted)-1 {
+				b = append(b, ',')
+			}
+		}
+	}
+	return &memberFormatter{text: string(b)}
+}
+
+// format returns the next partition's members (asked for in the order given to
+// newMemberFormatter) and their text.
+func (f *memberFormatter) format(members []fabric.GUID) ([]string, string) {
+	n := len(members)
+	if n == 0 {
+		return []string{}, ""
+	}
+	size := n*memberLine - 1 // no ',' after the last
+	text := f.text[f.offset : f.offset+size]
+	guids := make([]string, n)
+	for i := range guids {
+		at := i*memberLine + 5
+		guids[i] = text[at : at+18]
+	}
+	f.offset += size
+	return guids, text
+}
+
+// StaticPKeys renders the template for a fabric without networks or ports, and
+// returns the pkeys the file defines besides the default partition's and the flat
+// one's, with their partitions' names: the static partitions, whose pkeys no
+// network may take. It does not judge the file (Check does, at each apply), so
+// it accepts ALL_VCAS and a shared default partition.
+func (t *Template) StaticPKeys(ctx context.Context, defaultPartition string, flatPKey fabric.PKey) (map[fabric.PKey]string, error) {
+	s := State{
+		DefaultPartition: defaultPartition,
+		Flat:             FlatPartition{PKey: flatPKey},
+		Rules:            Rules{SharedDefaultPartition: true, Flavour: NVIDIA},
+	}
+	text, err := t.Render(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	f, err := ParseFor(text, NVIDIA)
+	if err != nil {
+		return nil, fmt.Errorf("partitions template %s renders, without networks, to a file that does not parse: %w", t.name, err)
+	}
+	static := map[fabric.PKey]string{}
+	for _, st := range f.Statements {
+		if st.PKey != fabric.DefaultPKey && st.PKey != flatPKey {
+			static[st.PKey] = st.Name
+		}
+	}
+	return static, nil
+}
