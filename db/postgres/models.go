@@ -54,6 +54,7 @@ type Network struct {
 	Revision        int64
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+	Managed         bool
 }
 
 type Port struct {
