@@ -76,6 +76,9 @@ func openStore(ctx context.Context, cfg *config.Config, migrate bool, log *slog.
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
 	}
+	// StaticPKey stays nil until the partitions template is wired in: the
+	// template is what knows its static partitions' pkeys.
+	st.Rules = store.Rules{PhysicalNetworks: cfg.API.PhysicalNetworks, FlatPKey: cfg.OpenSM.FlatPKey}
 	return st, nil
 }
 
@@ -107,7 +110,7 @@ func runRender(ctx context.Context, path string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	state := applier.State(snap, cfg.OpenSM.DefaultPartition)
+	state := applier.State(snap, cfg.OpenSM.DefaultPartition, cfg.OpenSM.FlatPKey)
 	text, err := partitions.Render(state)
 	if err == nil {
 		err = partitions.Check(text, state)
@@ -142,6 +145,7 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 		PartitionsFile:   filepath.Join(cfg.OpenSM.ConfigDir, "partitions.conf"),
 		LogFile:          cfg.OpenSM.LogFile,
 		DefaultPartition: cfg.OpenSM.DefaultPartition,
+		FlatPKey:         cfg.OpenSM.FlatPKey,
 		SweepTimeout:     cfg.OpenSM.SweepTimeout,
 		CheckInterval:    cfg.OpenSM.CheckInterval,
 		PollInterval:     cfg.Database.PollInterval,

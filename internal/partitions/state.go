@@ -17,4 +17,5 @@ type State struct {
 	// statement on one line, e.g. "Default=0x7fff, ipoib : ALL=limited, SELF=full ;".
 	DefaultPartition string
 	Networks         []Network // any order; Render sorts by pkey, members by GUID
+	Flat             FlatPartition
 }

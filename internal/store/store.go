@@ -439,7 +439,7 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 			})
 			return err
 		case errors.Is(err, ErrNotFound):
-			return rejectf("port %s: network %s is not known, so there is no partition for the port; "+
+			return rejectf("port %s: network %s is unknown, so there is no partition for the port; "+
 				"networking-mlnx sends a VLAN network's creation before its ports, and the manager learns of a flat network from its first update",
 				p.ID, p.NetworkID)
 		case err != nil:

@@ -181,7 +181,7 @@ func testRejectionsChangeNothing(t *testing.T, s *store.Store) {
 		{"port with client-id on unknown network", func() error {
 			_, err := s.RecordPort(ctxT(t), boundPort("p2", netGone, guidC, "h3"))
 			return err
-		}, []string{"p2", netGone, "not known"}},
+		}, []string{"p2", netGone, "unknown"}},
 		{"port whose embedded network takes a used VLAN ID", func() error { _, err := s.RecordPort(ctxT(t), embeddedBad); return err },
 			[]string{netGone, "VLAN ID 101", netA}},
 		{"network on another network's VLAN ID", func() error {
