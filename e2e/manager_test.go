@@ -55,8 +55,8 @@ type manager struct {
 }
 
 // startManager starts ibsim, writes afm.conf for the database, and runs the
-// manager until the test ends.
-func startManager(t *testing.T, db storetest.Database, hosts int) *manager {
+// manager until the test ends. apiLines are extra [api] settings.
+func startManager(t *testing.T, db storetest.Database, hosts int, apiLines ...string) *manager {
 	t.Helper()
 	f := fabricsim.StartT(t, fabricsim.Options{Hosts: hosts})
 	dir := t.TempDir()
@@ -65,7 +65,7 @@ func startManager(t *testing.T, db storetest.Database, hosts int) *manager {
 	conf := fmt.Sprintf(`[api]
 listen = %s
 token = %s
-
+%s
 [database]
 connection = %s
 poll_interval = 0.2
@@ -78,7 +78,7 @@ sweep_timeout = 20
 
 [opensm_conf]
 guid = %s
-`, strings.TrimPrefix(m.url, "http://"), token, db.URL, filepath.Join(dir, "opensm"), f.EnvFile(), f.SMGUID)
+`, strings.TrimPrefix(m.url, "http://"), token, strings.Join(apiLines, "\n"), db.URL, filepath.Join(dir, "opensm"), f.EnvFile(), f.SMGUID)
 	if err := os.WriteFile(m.conf, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}

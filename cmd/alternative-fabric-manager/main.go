@@ -30,6 +30,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/api"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/leader"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
@@ -83,6 +84,8 @@ func openStore(ctx context.Context, cfg *config.Config, migrate bool, log *slog.
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
 	}
+	// run adds StaticPKey: the partitions template knows its static partitions.
+	st.Rules = store.Rules{PhysicalNetworks: cfg.API.PhysicalNetworks, FlatPKey: cfg.OpenSM.FlatPKey}
 	return st, nil
 }
 
@@ -126,7 +129,7 @@ func renderPartitions(ctx context.Context, cfg *config.Config, out io.Writer, lo
 	if err != nil {
 		return fmt.Errorf("read recorded state: %w", err)
 	}
-	state := applier.State(snap, cfg.OpenSM.DefaultPartition)
+	state := applier.State(snap, cfg.OpenSM.DefaultPartition, cfg.OpenSM.FlatPKey)
 	if state.Flat.PKey == 0 {
 		state.Flat.PKey = cfg.OpenSM.FlatPKey
 	}
@@ -189,6 +192,15 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 	tpl, err := loadTemplate(cfg)
 	if err != nil {
 		return err
+	}
+	// A network whose VLAN ID is a static partition's pkey is refused when sent.
+	static, err := tpl.StaticPKeys(ctx, cfg.OpenSM.DefaultPartition, cfg.OpenSM.FlatPKey)
+	if err != nil {
+		return fmt.Errorf("[opensm] partitions_template: %w", err)
+	}
+	st.Rules.StaticPKey = func(p fabric.PKey) (string, bool) {
+		name, ok := static[p]
+		return name, ok
 	}
 	sm, err := prepareOpenSM(ctx, cfg, log, &opensm.GeneratedKeys{})
 	if err != nil {

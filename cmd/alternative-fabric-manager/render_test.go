@@ -39,9 +39,9 @@ func fabricDatabase(t *testing.T, opensm string) *config.Config {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	pkey, guid := fabric.PKey(101), portGUID
+	vlan, guid := int64(101), portGUID
 	if _, err := st.RecordNetwork(ctx, store.NetworkChange{Operation: store.OpCreateNetwork,
-		Network: store.Network{ID: networkID, Name: "tenant-a", Type: "vlan", PhysicalNetwork: "ib", PKey: &pkey}}); err != nil {
+		Network: store.NetworkSpec{ID: networkID, Name: "tenant-a", Type: store.TypeVLAN, PhysicalNetwork: "ib", SegmentationID: &vlan}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.RecordPort(ctx, store.PortChange{Operation: store.OpAddPort,

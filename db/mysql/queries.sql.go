@@ -23,6 +23,26 @@ func (q *Queries) BumpRevision(ctx context.Context) error {
 	return err
 }
 
+const clearGUIDsOfNetwork = `-- name: ClearGUIDsOfNetwork :execrows
+UPDATE ports SET guid = NULL, revision = ?, updated_at = ?
+WHERE network_id = ? AND guid IS NOT NULL
+`
+
+type ClearGUIDsOfNetworkParams struct {
+	Revision  int64
+	Now       time.Time
+	NetworkID string
+}
+
+// A network that loses its partition takes its ports' GUIDs out with it.
+func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, arg ClearGUIDsOfNetworkParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, clearGUIDsOfNetwork, arg.Revision, arg.Now, arg.NetworkID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const completeJobs = `-- name: CompleteJobs :execrows
 UPDATE jobs SET status = 'Completed', error = '', finished_at = ?, updated_at = ?
 WHERE status IN ('Pending', 'Running') AND revision <= ?
@@ -190,7 +210,7 @@ func (q *Queries) GetLeadership(ctx context.Context) (Leadership, error) {
 }
 
 const getNetwork = `-- name: GetNetwork :one
-SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at FROM networks WHERE id = ?
+SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE id = ?
 `
 
 func (q *Queries) GetNetwork(ctx context.Context, id string) (Network, error) {
@@ -205,12 +225,13 @@ func (q *Queries) GetNetwork(ctx context.Context, id string) (Network, error) {
 		&i.Revision,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Managed,
 	)
 	return i, err
 }
 
 const getNetworkByPKey = `-- name: GetNetworkByPKey :one
-SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at FROM networks WHERE pkey = ?
+SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE pkey = ?
 `
 
 func (q *Queries) GetNetworkByPKey(ctx context.Context, pkey *int32) (Network, error) {
@@ -225,6 +246,7 @@ func (q *Queries) GetNetworkByPKey(ctx context.Context, pkey *int32) (Network, e
 		&i.Revision,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Managed,
 	)
 	return i, err
 }
@@ -325,10 +347,10 @@ func (q *Queries) InsertApply(ctx context.Context, arg InsertApplyParams) (int64
 
 const insertJob = `-- name: InsertJob :execresult
 INSERT INTO jobs (revision, object_type, object_id, network_id, operation, status,
-                  description, result, error, created_by, request, created_at, updated_at)
+                  description, result, error, created_by, request, created_at, updated_at, finished_at)
 VALUES (?, ?, ?, ?,
         ?, ?, ?, ?, '',
-        ?, ?, ?, ?)
+        ?, ?, ?, ?, ?)
 `
 
 type InsertJobParams struct {
@@ -343,6 +365,7 @@ type InsertJobParams struct {
 	CreatedBy   string
 	Request     string
 	Now         time.Time
+	FinishedAt  *time.Time
 }
 
 func (q *Queries) InsertJob(ctx context.Context, arg InsertJobParams) (sql.Result, error) {
@@ -359,6 +382,7 @@ func (q *Queries) InsertJob(ctx context.Context, arg InsertJobParams) (sql.Resul
 		arg.Request,
 		arg.Now,
 		arg.Now,
+		arg.FinishedAt,
 	)
 }
 
@@ -382,8 +406,48 @@ func (q *Queries) LastApply(ctx context.Context) (Apply, error) {
 	return i, err
 }
 
+const listManagedNetworks = `-- name: ListManagedNetworks :many
+SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE managed ORDER BY id
+`
+
+// The networks that have a partition: what the partitions file renders.
+func (q *Queries) ListManagedNetworks(ctx context.Context) ([]Network, error) {
+	rows, err := q.db.QueryContext(ctx, listManagedNetworks)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Network
+	for rows.Next() {
+		var i Network
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.NetworkType,
+			&i.PhysicalNetwork,
+			&i.Pkey,
+			&i.Revision,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.Managed,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listMembers = `-- name: ListMembers :many
-SELECT network_id, guid FROM ports WHERE guid IS NOT NULL ORDER BY network_id, guid
+SELECT ports.network_id, ports.guid FROM ports JOIN networks ON networks.id = ports.network_id
+WHERE ports.guid IS NOT NULL AND networks.managed
+ORDER BY ports.network_id, ports.guid
 `
 
 type ListMembersRow struct {
@@ -401,42 +465,6 @@ func (q *Queries) ListMembers(ctx context.Context) ([]ListMembersRow, error) {
 	for rows.Next() {
 		var i ListMembersRow
 		if err := rows.Scan(&i.NetworkID, &i.Guid); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const listNetworks = `-- name: ListNetworks :many
-SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at FROM networks ORDER BY id
-`
-
-func (q *Queries) ListNetworks(ctx context.Context) ([]Network, error) {
-	rows, err := q.db.QueryContext(ctx, listNetworks)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []Network
-	for rows.Next() {
-		var i Network
-		if err := rows.Scan(
-			&i.ID,
-			&i.Name,
-			&i.NetworkType,
-			&i.PhysicalNetwork,
-			&i.Pkey,
-			&i.Revision,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -515,13 +543,24 @@ func (q *Queries) TryGetLock(ctx context.Context, name string) (int64, error) {
 	return locked, err
 }
 
+const unbumpRevision = `-- name: UnbumpRevision :exec
+UPDATE state SET revision = revision - 1 WHERE id = 1
+`
+
+// A change that touches no partition gives its revision back, inside the same
+// transaction, so that the applier has nothing to sweep for.
+func (q *Queries) UnbumpRevision(ctx context.Context) error {
+	_, err := q.db.ExecContext(ctx, unbumpRevision)
+	return err
+}
+
 const upsertNetwork = `-- name: UpsertNetwork :exec
-INSERT INTO networks (id, name, network_type, physical_network, pkey, revision, created_at, updated_at)
+INSERT INTO networks (id, name, network_type, physical_network, pkey, managed, revision, created_at, updated_at)
 VALUES (?, ?, ?, ?, ?,
-        ?, ?, ?)
+        ?,        ?, ?, ?)
 ON DUPLICATE KEY UPDATE
     name = VALUES(name), network_type = VALUES(network_type),
-    physical_network = VALUES(physical_network), pkey = VALUES(pkey),
+    physical_network = VALUES(physical_network), pkey = VALUES(pkey), managed = VALUES(managed),
     revision = VALUES(revision), updated_at = VALUES(updated_at)
 `
 
@@ -531,6 +570,7 @@ type UpsertNetworkParams struct {
 	NetworkType     string
 	PhysicalNetwork string
 	Pkey            *int32
+	Managed         bool
 	Revision        int64
 	Now             time.Time
 }
@@ -542,6 +582,7 @@ func (q *Queries) UpsertNetwork(ctx context.Context, arg UpsertNetworkParams) er
 		arg.NetworkType,
 		arg.PhysicalNetwork,
 		arg.Pkey,
+		arg.Managed,
 		arg.Revision,
 		arg.Now,
 		arg.Now,

@@ -69,6 +69,7 @@ type Network struct {
 	Revision        int64
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+	Managed         bool
 }
 
 type Port struct {

@@ -32,6 +32,26 @@ func (q *Queries) BumpRevision(ctx context.Context) (int64, error) {
 	return revision, err
 }
 
+const clearGUIDsOfNetwork = `-- name: ClearGUIDsOfNetwork :execrows
+UPDATE ports SET guid = NULL, revision = $1, updated_at = $2
+WHERE network_id = $3 AND guid IS NOT NULL
+`
+
+type ClearGUIDsOfNetworkParams struct {
+	Revision  int64
+	Now       time.Time
+	NetworkID string
+}
+
+// A network that loses its partition takes its ports' GUIDs out with it.
+func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, arg ClearGUIDsOfNetworkParams) (int64, error) {
+	result, err := q.db.Exec(ctx, clearGUIDsOfNetwork, arg.Revision, arg.Now, arg.NetworkID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const completeJobs = `-- name: CompleteJobs :execrows
 UPDATE jobs SET status = 'Completed', error = '', finished_at = $1, updated_at = $1
 WHERE status IN ('Pending', 'Running') AND revision <= $2
@@ -188,7 +208,7 @@ func (q *Queries) GetLeadership(ctx context.Context) (Leadership, error) {
 }
 
 const getNetwork = `-- name: GetNetwork :one
-SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at FROM networks WHERE id = $1
+SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE id = $1
 `
 
 func (q *Queries) GetNetwork(ctx context.Context, id string) (Network, error) {
@@ -203,12 +223,13 @@ func (q *Queries) GetNetwork(ctx context.Context, id string) (Network, error) {
 		&i.Revision,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Managed,
 	)
 	return i, err
 }
 
 const getNetworkByPKey = `-- name: GetNetworkByPKey :one
-SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at FROM networks WHERE pkey = $1
+SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE pkey = $1
 `
 
 func (q *Queries) GetNetworkByPKey(ctx context.Context, pkey *int32) (Network, error) {
@@ -223,6 +244,7 @@ func (q *Queries) GetNetworkByPKey(ctx context.Context, pkey *int32) (Network, e
 		&i.Revision,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Managed,
 	)
 	return i, err
 }
@@ -323,9 +345,9 @@ func (q *Queries) InsertApply(ctx context.Context, arg InsertApplyParams) (int64
 
 const insertJob = `-- name: InsertJob :one
 INSERT INTO jobs (revision, object_type, object_id, network_id, operation, status,
-                  description, result, error, created_by, request, created_at, updated_at)
+                  description, result, error, created_by, request, created_at, updated_at, finished_at)
 VALUES ($1, $2, $3, $4, $5, $6,
-        $7, $8, '', $9, $10, $11, $11)
+        $7, $8, '', $9, $10, $11, $11, $12)
 RETURNING id
 `
 
@@ -341,6 +363,7 @@ type InsertJobParams struct {
 	CreatedBy   string
 	Request     string
 	Now         time.Time
+	FinishedAt  *time.Time
 }
 
 func (q *Queries) InsertJob(ctx context.Context, arg InsertJobParams) (int64, error) {
@@ -356,6 +379,7 @@ func (q *Queries) InsertJob(ctx context.Context, arg InsertJobParams) (int64, er
 		arg.CreatedBy,
 		arg.Request,
 		arg.Now,
+		arg.FinishedAt,
 	)
 	var id int64
 	err := row.Scan(&id)
@@ -382,8 +406,45 @@ func (q *Queries) LastApply(ctx context.Context) (Apply, error) {
 	return i, err
 }
 
+const listManagedNetworks = `-- name: ListManagedNetworks :many
+SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE managed ORDER BY id
+`
+
+// The networks that have a partition: what the partitions file renders.
+func (q *Queries) ListManagedNetworks(ctx context.Context) ([]Network, error) {
+	rows, err := q.db.Query(ctx, listManagedNetworks)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Network
+	for rows.Next() {
+		var i Network
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.NetworkType,
+			&i.PhysicalNetwork,
+			&i.Pkey,
+			&i.Revision,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.Managed,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listMembers = `-- name: ListMembers :many
-SELECT network_id, guid FROM ports WHERE guid IS NOT NULL ORDER BY network_id, guid
+SELECT ports.network_id, ports.guid FROM ports JOIN networks ON networks.id = ports.network_id
+WHERE ports.guid IS NOT NULL AND networks.managed
+ORDER BY ports.network_id, ports.guid
 `
 
 type ListMembersRow struct {
@@ -401,39 +462,6 @@ func (q *Queries) ListMembers(ctx context.Context) ([]ListMembersRow, error) {
 	for rows.Next() {
 		var i ListMembersRow
 		if err := rows.Scan(&i.NetworkID, &i.Guid); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const listNetworks = `-- name: ListNetworks :many
-SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at FROM networks ORDER BY id
-`
-
-func (q *Queries) ListNetworks(ctx context.Context) ([]Network, error) {
-	rows, err := q.db.Query(ctx, listNetworks)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []Network
-	for rows.Next() {
-		var i Network
-		if err := rows.Scan(
-			&i.ID,
-			&i.Name,
-			&i.NetworkType,
-			&i.PhysicalNetwork,
-			&i.Pkey,
-			&i.Revision,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -491,12 +519,23 @@ func (q *Queries) TryAdvisoryLock(ctx context.Context, key int64) (bool, error) 
 	return locked, err
 }
 
+const unbumpRevision = `-- name: UnbumpRevision :exec
+UPDATE state SET revision = revision - 1 WHERE id = 1
+`
+
+// A change that touches no partition gives its revision back, inside the same
+// transaction, so that the applier has nothing to sweep for.
+func (q *Queries) UnbumpRevision(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, unbumpRevision)
+	return err
+}
+
 const upsertNetwork = `-- name: UpsertNetwork :exec
-INSERT INTO networks (id, name, network_type, physical_network, pkey, revision, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
+INSERT INTO networks (id, name, network_type, physical_network, pkey, managed, revision, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
 ON CONFLICT (id) DO UPDATE SET
     name = EXCLUDED.name, network_type = EXCLUDED.network_type,
-    physical_network = EXCLUDED.physical_network, pkey = EXCLUDED.pkey,
+    physical_network = EXCLUDED.physical_network, pkey = EXCLUDED.pkey, managed = EXCLUDED.managed,
     revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at
 `
 
@@ -506,6 +545,7 @@ type UpsertNetworkParams struct {
 	NetworkType     string
 	PhysicalNetwork string
 	Pkey            *int32
+	Managed         bool
 	Revision        int64
 	Now             time.Time
 }
@@ -517,6 +557,7 @@ func (q *Queries) UpsertNetwork(ctx context.Context, arg UpsertNetworkParams) er
 		arg.NetworkType,
 		arg.PhysicalNetwork,
 		arg.Pkey,
+		arg.Managed,
 		arg.Revision,
 		arg.Now,
 	)

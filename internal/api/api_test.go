@@ -224,6 +224,7 @@ func TestFixtureSequenceStatuses(t *testing.T) {
 	}{
 		{"POST", "/ufmRestV3/cloudx/Network", "network_create_vlan.json", 202},
 		{"PUT", "/ufmRestV3/cloudx/Network/" + networkID, "network_update.json", 202},
+		{"PUT", "/ufmRestV3/cloudx/Network/a1d2c3b4-e5f6-4a7b-8c9d-0e1f2a3b4c5d", "network_update_flat.json", 202},
 		{"POST", "/ufmRestV3/cloudx/Port", "port_create_baremetal.json", 202},
 		{"PUT", "/ufmRestV3/cloudx/Port/51c3e8f2-9a7d-4b6e-8c1f-2d4a6b8e0c13", "port_update_host_change.json", 202},
 		{"DELETE", "/ufmRestV3/cloudx/Port/51c3e8f2-9a7d-4b6e-8c1f-2d4a6b8e0c13", "port_migrate_delete.json", 202},
@@ -239,7 +240,35 @@ func TestFixtureSequenceStatuses(t *testing.T) {
 		}
 	}
 	snap, err := f.st.Snapshot(context.Background())
-	if err != nil || len(snap.Networks) != 0 || len(snap.Members) != 0 {
+	if err != nil || len(snap.Networks) != 1 || snap.Networks[0].Type != "flat" || len(snap.Members) != 0 {
 		t.Errorf("state after the sequence: %+v, %v", snap, err)
+	}
+}
+
+// Networks outside [api] physical_networks, and their ports, are accepted and
+// their jobs are Completed at once; the driver's DELETE of them is answered alike.
+func TestNetworksNotOursCompleteAtOnce(t *testing.T) {
+	f := newFixture(t, "sqlite")
+	f.st.Rules = store.Rules{PhysicalNetworks: []string{"ibnet-2"}}
+	steps := []struct{ method, path, file string }{
+		{"POST", "/ufmRestV3/cloudx/Network", "network_create_vlan.json"},
+		{"POST", "/ufmRestV3/cloudx/Port", "port_create_baremetal.json"},
+		{"DELETE", "/ufmRestV3/cloudx/Port/" + portID, "port_delete.json"},
+		{"DELETE", "/ufmRestV3/cloudx/Network/" + networkID, "network_delete.json"},
+	}
+	for _, s := range steps {
+		resp, body := f.do(s.method, s.path, testdata(t, s.file))
+		var path string
+		if resp.StatusCode != http.StatusAccepted || json.Unmarshal([]byte(body), &path) != nil {
+			t.Fatalf("%s %s: %d %s", s.method, s.file, resp.StatusCode, body)
+		}
+		_, body = f.do("GET", "/ufmRestV3/"+path, "")
+		var job jobView
+		if err := json.Unmarshal([]byte(body), &job); err != nil || job.Status != "Completed" || job.Progress != 100 {
+			t.Errorf("%s %s: job %s, want Completed at once", s.method, s.file, body)
+		}
+	}
+	if r := f.revision(); r != 0 {
+		t.Errorf("revision %d: changes that touch no partition must not make OpenSM sweep", r)
 	}
 }

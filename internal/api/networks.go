@@ -5,7 +5,6 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
@@ -17,34 +16,19 @@ func (s *Server) putNetwork(r *http.Request, ps httprouter.Params) (int, any, er
 	return s.recordNetwork(r, ps, store.OpUpdateNetwork)
 }
 
-// recordNetwork handles POST and PUT alike: both make the network so.
+// recordNetwork handles POST and PUT alike: both make the network so, so a PUT
+// of a network never POSTed (a flat network, with the current driver) records it.
 func (s *Server) recordNetwork(r *http.Request, ps httprouter.Params, op string) (int, any, error) {
-	var body networkBody
-	raw, err := readBody(r, &body)
+	raw, err := readAll(r)
 	if err != nil {
 		return 0, nil, err
 	}
-	id, err := objectID("network", ps, body.ID)
+	spec, err := decodeNetwork(raw, ps.ByName("id"))
 	if err != nil {
 		return 0, nil, err
 	}
-	if body.NetworkType != "vlan" {
-		return 0, nil, badRequest("network %s: provider:network_type %q is not supported: want \"vlan\"",
-			id, body.NetworkType)
-	}
-	if body.SegmentationID == nil {
-		return 0, nil, badRequest("network %s: provider:segmentation_id is missing: a VLAN network needs one", id)
-	}
-	vlan := *body.SegmentationID
-	if vlan < 1 || vlan > int64(fabric.MaxNetworkPKey) {
-		return 0, nil, badRequest("network %s: VLAN ID %d cannot be a partition key: want 1..%d",
-			id, vlan, fabric.MaxNetworkPKey)
-	}
-	pkey := fabric.PKey(vlan)
 	job, err := s.store.RecordNetwork(r.Context(), store.NetworkChange{
-		Network: store.Network{ID: id, Name: body.Name, Type: body.NetworkType,
-			PhysicalNetwork: body.PhysicalNetwork, PKey: &pkey},
-		Operation: op, CreatedBy: principal, Request: raw,
+		Network: spec, Operation: op, CreatedBy: principal, Request: string(raw),
 	})
 	if err != nil {
 		return 0, nil, err
@@ -58,7 +42,7 @@ func (s *Server) deleteNetwork(r *http.Request, ps httprouter.Params) (int, any,
 	if err != nil {
 		return 0, nil, err
 	}
-	id, err := objectID("network", ps, body.ID)
+	id, err := objectID("network", ps.ByName("id"), body.ID)
 	if err != nil {
 		return 0, nil, err
 	}

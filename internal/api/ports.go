@@ -1,12 +1,10 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
@@ -19,50 +17,41 @@ func (s *Server) putPort(r *http.Request, ps httprouter.Params) (int, any, error
 }
 
 // recordPort makes the port's GUID (from its client-id) a full member of its
-// network's partition.
+// network's partition, or records why it holds none; the store decides.
 func (s *Server) recordPort(r *http.Request, ps httprouter.Params, op string) (int, any, error) {
-	var body portBody
-	raw, err := readBody(r, &body)
+	raw, err := readAll(r)
 	if err != nil {
 		return 0, nil, err
 	}
-	id, err := objectID("port", ps, body.ID)
+	c, err := decodePort(raw, ps.ByName("id"))
 	if err != nil {
 		return 0, nil, err
 	}
-	if body.NetworkID == "" {
-		return 0, nil, badRequest("port %s: network_id is missing", id)
-	}
-	guid, err := fabric.ClientIDFromOptions(body.ExtraDHCPOpts)
-	if errors.Is(err, fabric.ErrNoClientID) {
-		return 0, nil, badRequest("port %s: no usable client-id in extra_dhcp_opts (option \"client-id\" or \"61\"), "+
-			"so it has no GUID to put in a partition; for VM ports, list mlnx_infiniband before mlnx_sdn_assist "+
-			"in [ml2] mechanism_drivers", id)
-	}
-	if err != nil {
-		return 0, nil, badRequest("port %s: %v", id, err)
-	}
-	job, err := s.store.RecordPort(r.Context(), store.PortChange{
-		Port:      store.Port{ID: id, NetworkID: body.NetworkID, GUID: &guid, Host: body.HostID},
-		Operation: op, CreatedBy: principal, Request: raw,
-	})
+	c.Operation, c.CreatedBy, c.Request = op, principal, string(raw)
+	job, err := s.store.RecordPort(r.Context(), c)
 	if err != nil {
 		return 0, nil, err
 	}
 	return http.StatusAccepted, acceptedJob(job), nil
 }
 
+// deletePort removes the port. The driver's body is the port as it last knew
+// it: its client-id names the GUID to remove (see store.RemovePort).
 func (s *Server) deletePort(r *http.Request, ps httprouter.Params) (int, any, error) {
 	var body portBody
 	raw, err := readOptionalBody(r, &body)
 	if err != nil {
 		return 0, nil, err
 	}
-	id, err := objectID("port", ps, body.ID)
+	id, err := objectID("port", ps.ByName("id"), body.ID)
 	if err != nil {
 		return 0, nil, err
 	}
-	job, err := s.store.RemovePort(r.Context(), id, principal, raw)
+	removal := store.PortRemoval{PortID: id, CreatedBy: principal, Request: raw}
+	if guid, err := body.clientID(); err == nil && guid != nil {
+		removal.GUID = guid
+	}
+	job, err := s.store.RemovePort(r.Context(), removal)
 	if isNotFound(err) {
 		return 0, nil, notFound("port %s is not known", id)
 	}

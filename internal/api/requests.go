@@ -9,16 +9,22 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/julienschmidt/httprouter"
-
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
 // networkBody is the part of Neutron's network dictionary we act on; the rest is
 // kept verbatim in the job's request.
 type networkBody struct {
-	ID              string `json:"id"`
-	Name            string `json:"name"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	segment
+	// Segments replace the provider:* keys on a multi-segment network.
+	Segments []segment `json:"segments"`
+}
+
+// segment is one of a network's segments, or its provider:* keys.
+type segment struct {
 	NetworkType     string `json:"provider:network_type"`
 	PhysicalNetwork string `json:"provider:physical_network"`
 	SegmentationID  *int64 `json:"provider:segmentation_id"`
@@ -31,6 +37,87 @@ type portBody struct {
 	DeviceOwner   string              `json:"device_owner"`
 	HostID        string              `json:"binding:host_id"`
 	ExtraDHCPOpts []fabric.DHCPOption `json:"extra_dhcp_opts"`
+	// Network is the port's network, which newer drivers embed.
+	Network *networkBody `json:"network"`
+}
+
+// clientID is the GUID of the port's client-id: nil without one, an error when
+// the one it carries is unusable.
+func (b portBody) clientID() (*fabric.GUID, error) {
+	guid, err := fabric.ClientIDFromOptions(b.ExtraDHCPOpts)
+	if errors.Is(err, fabric.ErrNoClientID) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &guid, nil
+}
+
+// decodeNetwork reads a POST or PUT network body; pathID is the id in the URL,
+// if any.
+func decodeNetwork(raw []byte, pathID string) (store.NetworkSpec, error) {
+	var body networkBody
+	if err := decodeObject(raw, &body); err != nil {
+		return store.NetworkSpec{}, err
+	}
+	id, err := objectID("network", pathID, body.ID)
+	if err != nil {
+		return store.NetworkSpec{}, err
+	}
+	return body.spec(id), nil
+}
+
+// spec is the network as the store takes it. A multi-segment network is
+// described by its first VLAN or flat segment (the only kinds with a
+// partition), or else by its first segment. A body with a VLAN ID and no type
+// (UFM's documented minimal POST) is a VLAN network.
+func (b networkBody) spec(id string) store.NetworkSpec {
+	seg := b.segment
+	if seg.NetworkType == "" && len(b.Segments) > 0 {
+		seg = b.Segments[0]
+		for _, s := range b.Segments {
+			if s.NetworkType == store.TypeVLAN || s.NetworkType == store.TypeFlat {
+				seg = s
+				break
+			}
+		}
+	}
+	if seg.NetworkType == "" && seg.SegmentationID != nil {
+		seg.NetworkType = store.TypeVLAN
+	}
+	return store.NetworkSpec{ID: id, Name: b.Name, Type: seg.NetworkType,
+		PhysicalNetwork: seg.PhysicalNetwork, SegmentationID: seg.SegmentationID}
+}
+
+// decodePort reads a POST or PUT port body into the change the store records.
+func decodePort(raw []byte, pathID string) (store.PortChange, error) {
+	var body portBody
+	if err := decodeObject(raw, &body); err != nil {
+		return store.PortChange{}, err
+	}
+	id, err := objectID("port", pathID, body.ID)
+	if err != nil {
+		return store.PortChange{}, err
+	}
+	if body.NetworkID == "" {
+		return store.PortChange{}, badRequest("port %s: network_id is missing", id)
+	}
+	if _, err := checkID("network", body.NetworkID); err != nil {
+		return store.PortChange{}, err
+	}
+	c := store.PortChange{DeviceOwner: body.DeviceOwner,
+		Port: store.Port{ID: id, NetworkID: body.NetworkID, Host: body.HostID}}
+	c.Port.GUID, c.ClientIDError = body.clientID()
+	if n := body.Network; n != nil {
+		if n.ID != "" && n.ID != body.NetworkID {
+			return store.PortChange{}, badRequest("port %s: network_id %q differs from the id %q of the embedded network",
+				id, body.NetworkID, n.ID)
+		}
+		spec := n.spec(body.NetworkID)
+		c.Network = &spec
+	}
+	return c, nil
 }
 
 // readBody reads at most MaxBodyBytes and decodes the JSON object into v.
@@ -84,8 +171,7 @@ func decodeObject(raw []byte, v any) error {
 
 // objectID takes the id from the path and, failing that, the body (UFM's
 // documented DELETE carries it only in the body); the two must agree.
-func objectID(kind string, ps httprouter.Params, bodyID string) (string, error) {
-	pathID := ps.ByName("id")
+func objectID(kind, pathID, bodyID string) (string, error) {
 	switch {
 	case pathID != "" && bodyID != "" && pathID != bodyID:
 		return "", badRequest("%s id %q in the path differs from id %q in the body", kind, pathID, bodyID)

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -236,7 +237,7 @@ func (t *term) render(ctx context.Context) (snap store.Snapshot, text []byte, ch
 	if err != nil {
 		return snap, nil, nil, err
 	}
-	st := State(snap, t.Cfg.DefaultPartition)
+	st := State(snap, t.Cfg.DefaultPartition, t.Cfg.FlatPKey)
 	if st.Flat.PKey == 0 {
 		st.Flat.PKey = t.Cfg.FlatPKey
 	}
@@ -291,18 +292,26 @@ func (t *term) repairDrift(ctx context.Context) {
 	t.applied = -1
 }
 
-// State turns a snapshot into what the partitions file renders from.
-func State(snap store.Snapshot, defaultPartition string) partitions.State {
+// State turns a snapshot into what the partitions file renders from: each VLAN
+// network's partition, and the flat partition (on flatPKey) whose members are the
+// ports of every flat network.
+func State(snap store.Snapshot, defaultPartition string, flatPKey fabric.PKey) partitions.State {
 	members := map[string][]fabric.GUID{}
 	for _, m := range snap.Members {
 		members[m.NetworkID] = append(members[m.NetworkID], m.GUID)
 	}
-	st := partitions.State{Revision: snap.Revision, DefaultPartition: defaultPartition}
+	st := partitions.State{Revision: snap.Revision, DefaultPartition: defaultPartition,
+		Flat: partitions.FlatPartition{PKey: flatPKey}}
 	for _, n := range snap.Networks {
-		if n.PKey == nil {
-			continue
+		switch {
+		case !n.Managed:
+			continue // recorded, but has no partition
+		case n.PKey == nil:
+			st.Flat.Members = append(st.Flat.Members, members[n.ID]...)
+		default:
+			st.Networks = append(st.Networks, partitions.Network{ID: n.ID, PKey: *n.PKey, Members: members[n.ID]})
 		}
-		st.Networks = append(st.Networks, partitions.Network{ID: n.ID, PKey: *n.PKey, Members: members[n.ID]})
 	}
+	slices.Sort(st.Flat.Members)
 	return st
 }

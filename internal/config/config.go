@@ -40,6 +40,10 @@ type API struct {
 	Prefix string // URL path prefix of every route, such as /ufmRestV3
 	Domain string // path segment networking-mlnx puts after the prefix, such as cloudx
 	Token  string // what networking-mlnx sends as "Authorization: Basic <token>"
+	// PhysicalNetworks are the physnets whose networks have partitions; the
+	// single entry "*" means every physnet. Networks elsewhere are accepted and
+	// left alone.
+	PhysicalNetworks []string
 }
 
 // Database is [database].

@@ -34,7 +34,8 @@ func TestParseValidFiles(t *testing.T) {
 		{"empty-values.conf", defaultsWith(nil)},
 		{"comments.conf", defaultsWith(func(c *Config) { c.API.Token = "s3cret-token # not a comment: part of the token" })},
 		{"every-key.conf", &Config{
-			API: API{Listen: "0.0.0.0:9090", Prefix: "/api/ufmRestV3", Domain: "fabric-1", Token: "s3cret-token"},
+			API: API{Listen: "0.0.0.0:9090", Prefix: "/api/ufmRestV3", Domain: "fabric-1", Token: "s3cret-token",
+				PhysicalNetworks: []string{"ibnet", "ibnet-2"}},
 			Database: Database{
 				Connection:   "mysql+pymysql://afm:s3cret%40pw@db.example.com:3307/afm?charset=utf8mb4",
 				AutoMigrate:  false,
@@ -83,7 +84,8 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &Config{
-		API: API{Listen: "127.0.0.1:8090", Prefix: "/ufmRestV3", Domain: "cloudx", Token: "t"},
+		API: API{Listen: "127.0.0.1:8090", Prefix: "/ufmRestV3", Domain: "cloudx", Token: "t",
+			PhysicalNetworks: []string{"*"}},
 		Database: Database{
 			Connection:   "sqlite:////var/lib/alternative-fabric-manager/afm.db",
 			AutoMigrate:  true,
@@ -204,6 +206,10 @@ func TestBadValues(t *testing.T) {
 		{"opensm", "check_interval", "-0.5", "greater than 0"},
 		{"opensm", "sweep_timeout", "0", "greater than 0"},
 		{"opensm", "sweep_timeout", "86401", "at most 86400"},
+		{"api", "physical_networks", "ibnet,*", "* alone"},
+		{"api", "physical_networks", "ibnet,,ibnet2", `physical network ""`},
+		{"api", "physical_networks", "ib net", `physical network "ib net"`},
+		{"api", "physical_networks", "ibnet,ibnet", "listed twice"},
 		{"opensm", "flat_pkey", "0x0000", "from 0x0001 to 0x7ffe"},
 		{"opensm", "flat_pkey", "0x8001", "from 0x0001 to 0x7ffe"},
 		{"opensm", "flat_pkey", "7ffe", "from 0x0001 to 0x7ffe"},
@@ -253,6 +259,8 @@ func TestGoodValues(t *testing.T) {
 		{"database", "connection", "postgresql://afm@db/afm", func(c *Config) bool {
 			return c.Database.Connection == "postgresql://afm@db/afm"
 		}},
+		{"api", "physical_networks", " * ", func(c *Config) bool { return reflect.DeepEqual(c.API.PhysicalNetworks, []string{"*"}) }},
+		{"api", "physical_networks", "ibnet", func(c *Config) bool { return reflect.DeepEqual(c.API.PhysicalNetworks, []string{"ibnet"}) }},
 		{"opensm", "flat_pkey", "0x1", func(c *Config) bool { return c.OpenSM.FlatPKey == 1 }},
 		{"opensm", "flat_pkey", "0x7FFE", func(c *Config) bool { return c.OpenSM.FlatPKey == 0x7ffe }},
 		{"opensm", "switch_pkey_capacity", "2", func(c *Config) bool { return c.OpenSM.SwitchPKeyCapacity == 2 }},

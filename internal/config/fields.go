@@ -67,6 +67,9 @@ var sections = []section{
 			c.API.Token = v
 			return nil
 		}},
+		{key: "physical_networks", def: "*", set: func(c *Config, v string) error {
+			return setPhysicalNetworks(&c.API.PhysicalNetworks, v)
+		}},
 	}},
 	{name: "database", fields: []field{
 		{key: "connection", def: "sqlite:////var/lib/alternative-fabric-manager/afm.db", redact: RedactURL,
@@ -209,6 +212,34 @@ func setDomain(dst *string, v string) error {
 		return errors.New("want one path segment of letters, digits, '.', '_', '~' or '-', such as cloudx")
 	}
 	*dst = v
+	return nil
+}
+
+// physnetPattern is a Neutron physical network name as it can sit in a
+// comma-separated list: no blanks, no commas.
+var physnetPattern = regexp.MustCompile(`^[^\s,*]+$`)
+
+func setPhysicalNetworks(dst *[]string, v string) error {
+	if strings.TrimSpace(v) == "*" {
+		*dst = []string{"*"}
+		return nil
+	}
+	var names []string
+	seen := map[string]bool{}
+	for _, name := range strings.Split(v, ",") {
+		name = strings.TrimSpace(name)
+		switch {
+		case name == "*":
+			return errors.New("want either * alone or a list of physical network names, not both")
+		case !physnetPattern.MatchString(name):
+			return fmt.Errorf("physical network %q: want a comma-separated list of names without blanks, such as ibnet,ibnet2, or *", name)
+		case seen[name]:
+			return fmt.Errorf("physical network %q is listed twice", name)
+		}
+		seen[name] = true
+		names = append(names, name)
+	}
+	*dst = names
 	return nil
 }
 

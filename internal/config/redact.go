@@ -51,6 +51,7 @@ func (c Config) LogValue() slog.Value {
 			slog.String("prefix", r.API.Prefix),
 			slog.String("domain", r.API.Domain),
 			slog.String("token", r.API.Token),
+			slog.String("physical_networks", strings.Join(r.API.PhysicalNetworks, ",")),
 		),
 		slog.Group("database",
 			slog.String("connection", r.Database.Connection),

@@ -55,17 +55,23 @@ func rejectf(format string, args ...any) error {
 	return &RejectedError{Reason: fmt.Sprintf(format, args...)}
 }
 
-// Network is a recorded Neutron network. PKey is nil for a flat network.
+// Network is a recorded Neutron network. Managed networks have a partition:
+// their own (PKey = VLAN ID) or, with PKey nil, the flat networks' shared one.
+// Networks that are not managed (other physnets, other types) are recorded so
+// that their later requests are answered alike; they have no pkey and their
+// ports hold no GUID.
 type Network struct {
 	ID              string
 	Name            string
 	Type            string
 	PhysicalNetwork string
 	PKey            *fabric.PKey
+	Managed         bool
 	Revision        int64
 }
 
-// Port is a recorded Neutron port. GUID is nil when the port holds no membership.
+// Port is a recorded Neutron port. GUID is nil when the port holds no membership:
+// it is unbound, has no client-id, or its network has no partition.
 type Port struct {
 	ID        string
 	NetworkID string
@@ -106,6 +112,8 @@ type NewJob struct {
 	CreatedBy   string
 	Request     string
 	Now         time.Time
+	Status      string     // StatusPending, or StatusCompleted for a change that touches no partition
+	FinishedAt  *time.Time // set with StatusCompleted
 }
 
 // Apply is one attempt to bring OpenSM to a revision.
@@ -125,7 +133,9 @@ type Member struct {
 	GUID      fabric.GUID
 }
 
-// Snapshot is the recorded state at one revision, read in one transaction.
+// Snapshot is the recorded state at one revision, read in one transaction: the
+// managed networks (VLAN ones with their pkeys, flat ones with PKey nil) and
+// every membership of a port in its managed network.
 type Snapshot struct {
 	Revision int64
 	Networks []Network
@@ -144,7 +154,11 @@ type Tx interface {
 	UpsertPort(ctx context.Context, p Port, now time.Time) error
 	DeletePort(ctx context.Context, id string) (bool, error)
 	DeletePortsOfNetwork(ctx context.Context, networkID string) (int64, error)
+	ClearGUIDsOfNetwork(ctx context.Context, networkID string, revision int64, now time.Time) (int64, error)
 	InsertJob(ctx context.Context, j NewJob) (int64, error)
+	// KeepRevision gives the revision the transaction took back: the change
+	// touches no partition, so the applier must have nothing to sweep for.
+	KeepRevision(ctx context.Context) error
 }
 
 // Engine adapts one database engine. Applier writes take the leadership term and
@@ -191,50 +205,110 @@ type Lock interface {
 // Store is the manager's view of the database.
 type Store struct {
 	Engine
-	now func() time.Time
+	// Rules are set once, before the store serves requests.
+	Rules Rules
+	now   func() time.Time
 }
 
-// New wraps an engine.
+// New wraps an engine, with the zero Rules.
 func New(e Engine) *Store {
 	return &Store{Engine: e, now: func() time.Time { return time.Now().UTC() }}
 }
 
+// A change that touches no partition (a network that has none before and after,
+// a port that holds no membership before and after) is recorded at the current
+// revision with its job already Completed: there is nothing for OpenSM to do.
+// Every other change takes a new revision and its job completes once OpenSM has
+// applied that revision (or a later one).
+
+// change runs fn in one change transaction. fn reports whether what it recorded
+// touches a partition; if not, the revision is given back and the jobs fn
+// inserts through the returned recorder are Completed at once.
+func (s *Store) change(ctx context.Context, fn func(c *changeTx) error) error {
+	return s.Change(ctx, func(tx Tx, rev int64) error {
+		return fn(&changeTx{Tx: tx, rev: rev, now: s.now()})
+	})
+}
+
+// changeTx is one change transaction and what it has decided so far.
+type changeTx struct {
+	Tx
+	rev     int64
+	now     time.Time
+	noOp    bool
+	decided bool
+}
+
+// touches decides, once, whether the change touches a partition, and returns
+// the revision the change's rows carry.
+func (c *changeTx) touches(ctx context.Context, partition bool) (int64, error) {
+	if c.decided {
+		return c.rev, nil
+	}
+	c.decided = true
+	if !partition {
+		if err := c.KeepRevision(ctx); err != nil {
+			return 0, fmt.Errorf("keep revision: %w", err)
+		}
+		c.rev--
+		c.noOp = true
+	}
+	return c.rev, nil
+}
+
+// job inserts the change's job.
+func (c *changeTx) job(ctx context.Context, j NewJob) (Job, error) {
+	j.Revision, j.Now, j.Status = c.rev, c.now, StatusPending
+	if c.noOp {
+		j.Status, j.FinishedAt = StatusCompleted, &c.now
+	}
+	return insertJob(ctx, c.Tx, j)
+}
+
 // NetworkChange is a POST or PUT of a network.
 type NetworkChange struct {
-	Network   Network
+	Network   NetworkSpec
 	Operation string // OpCreateNetwork or OpUpdateNetwork
 	CreatedBy string
 	Request   string
 }
 
-// RecordNetwork records a network (create or update alike: both make it so).
+// RecordNetwork records a network (create or update alike: both make it so). A
+// PUT may move a network to another VLAN ID (its members move with it), or
+// make it managed or not (its ports lose their GUIDs when it stops being).
 func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error) {
-	n := c.Network
-	if n.PKey == nil {
-		return Job{}, rejectf("network %s: no VLAN ID (provider:segmentation_id)", n.ID)
+	n, err := s.Rules.network(c.Network)
+	if err != nil {
+		return Job{}, err
 	}
 	var job Job
-	err := s.Change(ctx, func(tx Tx, rev int64) error {
-		// A pkey is one network's partition: a second network on the same VLAN
-		// ID would merge two tenants.
-		if other, err := tx.GetNetworkByPKey(ctx, *n.PKey); err == nil && other.ID != n.ID {
-			return rejectf("network %s: VLAN ID %d is already the partition key %s of network %s",
-				n.ID, uint16(*n.PKey), *n.PKey, other.ID)
-		} else if err != nil && !errors.Is(err, ErrNotFound) {
+	err = s.change(ctx, func(tx *changeTx) error {
+		before, err := tx.GetNetwork(ctx, n.ID)
+		known := err == nil
+		if err != nil && !errors.Is(err, ErrNotFound) {
 			return err
 		}
-		now := s.now()
+		if err := checkPKeyFree(ctx, tx, n); err != nil {
+			return err
+		}
+		rev, err := tx.touches(ctx, n.Managed || (known && before.Managed))
+		if err != nil {
+			return err
+		}
 		n.Revision = rev
-		if err := tx.UpsertNetwork(ctx, n, now); err != nil {
+		if err := tx.UpsertNetwork(ctx, n, tx.now); err != nil {
 			return err
 		}
-		var err error
-		job, err = insertJob(ctx, tx, NewJob{
-			Revision: rev, ObjectType: ObjectNetwork, ObjectID: n.ID, NetworkID: n.ID,
-			Operation:   c.Operation,
-			Description: fmt.Sprintf("%s %s (pkey %s)", verb(c.Operation), n.ID, *n.PKey),
-			Result:      fmt.Sprintf("partition %s of network %s is in place", *n.PKey, n.ID),
-			CreatedBy:   c.CreatedBy, Request: c.Request, Now: now,
+		if known && before.Managed && !n.Managed {
+			if _, err := tx.ClearGUIDsOfNetwork(ctx, n.ID, rev, tx.now); err != nil {
+				return err
+			}
+		}
+		job, err = tx.job(ctx, NewJob{
+			ObjectType: ObjectNetwork, ObjectID: n.ID, NetworkID: n.ID, Operation: c.Operation,
+			Description: fmt.Sprintf("%s %s (%s)", verb(c.Operation), n.ID, s.Rules.partitionText(n)),
+			Result:      s.networkResult(n),
+			CreatedBy:   c.CreatedBy, Request: c.Request,
 		})
 		return err
 	})
@@ -244,12 +318,44 @@ func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 	return job, nil
 }
 
+// checkPKeyFree refuses a VLAN network whose pkey another network's partition
+// uses: a second network on the same VLAN ID would merge two tenants.
+func checkPKeyFree(ctx context.Context, tx Tx, n Network) error {
+	if n.PKey == nil {
+		return nil
+	}
+	other, err := tx.GetNetworkByPKey(ctx, *n.PKey)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case other.ID != n.ID:
+		return rejectf("network %s: VLAN ID %d is already the partition key %s of network %s",
+			n.ID, uint16(*n.PKey), *n.PKey, other.ID)
+	}
+	return nil
+}
+
+func (s *Store) networkResult(n Network) string {
+	switch {
+	case !n.Managed:
+		return fmt.Sprintf("network %s is recorded with %s", n.ID, s.Rules.partitionText(n))
+	case n.PKey == nil:
+		return fmt.Sprintf("network %s shares the flat partition %s", n.ID, s.Rules.flatPKey())
+	}
+	return fmt.Sprintf("partition %s of network %s is in place", *n.PKey, n.ID)
+}
+
 // RemoveNetwork deletes a network, its partition and its ports.
 func (s *Store) RemoveNetwork(ctx context.Context, networkID, createdBy, request string) (Job, error) {
 	var job Job
-	err := s.Change(ctx, func(tx Tx, rev int64) error {
+	err := s.change(ctx, func(tx *changeTx) error {
 		n, err := tx.GetNetwork(ctx, networkID)
 		if err != nil {
+			return err
+		}
+		if _, err := tx.touches(ctx, n.Managed); err != nil {
 			return err
 		}
 		if _, err := tx.DeletePortsOfNetwork(ctx, networkID); err != nil {
@@ -258,13 +364,16 @@ func (s *Store) RemoveNetwork(ctx context.Context, networkID, createdBy, request
 		if _, err := tx.DeleteNetwork(ctx, networkID); err != nil {
 			return err
 		}
-		now := s.now()
-		job, err = insertJob(ctx, tx, NewJob{
-			Revision: rev, ObjectType: ObjectNetwork, ObjectID: networkID, NetworkID: networkID,
-			Operation:   OpDeleteNetwork,
-			Description: fmt.Sprintf("Delete network %s (pkey %s)", networkID, pkeyText(n.PKey)),
-			Result:      fmt.Sprintf("partition %s of network %s is removed", pkeyText(n.PKey), networkID),
-			CreatedBy:   createdBy, Request: request, Now: now,
+		result := fmt.Sprintf("network %s and its ports are removed", networkID)
+		if n.Managed {
+			result = fmt.Sprintf("network %s is removed, with its ports, from its partition (%s)",
+				networkID, s.Rules.partitionText(n))
+		}
+		job, err = tx.job(ctx, NewJob{
+			ObjectType: ObjectNetwork, ObjectID: networkID, NetworkID: networkID, Operation: OpDeleteNetwork,
+			Description: fmt.Sprintf("Delete network %s (%s)", networkID, s.Rules.partitionText(n)),
+			Result:      result,
+			CreatedBy:   createdBy, Request: request,
 		})
 		return err
 	})
@@ -274,47 +383,109 @@ func (s *Store) RemoveNetwork(ctx context.Context, networkID, createdBy, request
 	return job, nil
 }
 
-// PortChange is a POST or PUT of a port that carries a usable client-id.
+// PortChange is a POST or PUT of a port.
 type PortChange struct {
-	Port      Port
+	// Port is the port as the request describes it; its GUID comes from the
+	// client-id and is nil when the port carries none.
+	Port Port
+	// ClientIDError says why the client-id the port carries is unusable.
+	ClientIDError error
+	DeviceOwner   string
+	// Network is the network embedded in the port body, if any: it defines a
+	// network the manager has not heard of (a newer driver sends it).
+	Network   *NetworkSpec
 	Operation string // OpAddPort or OpUpdatePort
 	CreatedBy string
 	Request   string
 }
 
 // RecordPort records a port and its membership in its network's partition.
+//
+// A port on a managed network is a member when it is bound to a host and has a
+// client-id. Bound without a client-id, it is refused, unless it is one of
+// Neutron's own network ports (DHCP, routers). Unbound, it holds no membership:
+// an unbound port's deletion sends nothing, so a GUID given now could never be
+// taken back. A port on a network that is not managed never holds a GUID.
 func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 	p := c.Port
-	if p.GUID == nil {
-		return Job{}, rejectf("port %s: no usable client-id", p.ID)
+	var embedded *Network
+	if c.Network != nil {
+		n, err := s.Rules.network(*c.Network)
+		if err != nil {
+			return Job{}, err
+		}
+		embedded = &n
 	}
 	var job Job
-	err := s.Change(ctx, func(tx Tx, rev int64) error {
+	err := s.change(ctx, func(tx *changeTx) error {
 		n, err := tx.GetNetwork(ctx, p.NetworkID)
-		if errors.Is(err, ErrNotFound) {
-			return rejectf("port %s: network %s is unknown: it has no partition", p.ID, p.NetworkID)
+		newNetwork := false
+		switch {
+		case errors.Is(err, ErrNotFound) && embedded != nil:
+			if err := checkPKeyFree(ctx, tx, *embedded); err != nil {
+				return err
+			}
+			n, newNetwork = *embedded, true
+		case errors.Is(err, ErrNotFound) && p.GUID == nil && c.ClientIDError == nil:
+			// Nothing here is ours: most likely a port of a network that is
+			// never announced (VXLAN, Geneve) under [sdn] physical_networks = *.
+			if _, err := tx.touches(ctx, false); err != nil {
+				return err
+			}
+			job, err = tx.job(ctx, NewJob{
+				ObjectType: ObjectPort, ObjectID: p.ID, NetworkID: p.NetworkID, Operation: c.Operation,
+				Description: fmt.Sprintf("%s %s (no client-id) on network %s, which is not known",
+					verb(c.Operation), p.ID, p.NetworkID),
+				Result:    fmt.Sprintf("nothing to do: port %s has no client-id and network %s is not known", p.ID, p.NetworkID),
+				CreatedBy: c.CreatedBy, Request: c.Request,
+			})
+			return err
+		case errors.Is(err, ErrNotFound):
+			return rejectf("port %s: network %s is unknown, so there is no partition for the port; "+
+				"networking-mlnx sends a VLAN network's creation before its ports, and the manager learns of a flat network from its first update",
+				p.ID, p.NetworkID)
+		case err != nil:
+			return err
 		}
+		reason, err := s.membership(ctx, tx, &p, c, n)
 		if err != nil {
 			return err
 		}
-		if other, err := tx.GetPortByGUID(ctx, *p.GUID); err == nil && other.ID != p.ID {
-			return rejectf("port %s: GUID %s already belongs to port %s of network %s",
-				p.ID, *p.GUID, other.ID, other.NetworkID)
-		} else if err != nil && !errors.Is(err, ErrNotFound) {
+		before, err := tx.GetPort(ctx, p.ID)
+		heldGUID := err == nil && before.GUID != nil
+		if err != nil && !errors.Is(err, ErrNotFound) {
 			return err
 		}
-		now := s.now()
+		rev, err := tx.touches(ctx, p.GUID != nil || heldGUID || (newNetwork && n.Managed))
+		if err != nil {
+			return err
+		}
+		if newNetwork {
+			n.Revision = rev
+			if err := tx.UpsertNetwork(ctx, n, tx.now); err != nil {
+				return err
+			}
+		}
+		if p.GUID != nil {
+			if err := takeGUID(ctx, tx, p, rev, tx.now); err != nil {
+				return err
+			}
+		}
 		p.Revision = rev
-		if err := tx.UpsertPort(ctx, p, now); err != nil {
+		if err := tx.UpsertPort(ctx, p, tx.now); err != nil {
 			return err
 		}
-		job, err = insertJob(ctx, tx, NewJob{
-			Revision: rev, ObjectType: ObjectPort, ObjectID: p.ID, NetworkID: p.NetworkID,
-			Operation: c.Operation,
-			Description: fmt.Sprintf("%s %s (GUID %s) to network %s (pkey %s)",
-				verb(c.Operation), p.ID, *p.GUID, n.ID, pkeyText(n.PKey)),
-			Result:    fmt.Sprintf("GUID %s is a full member of pkey %s", *p.GUID, pkeyText(n.PKey)),
-			CreatedBy: c.CreatedBy, Request: c.Request, Now: now,
+		guid, result := "no GUID", fmt.Sprintf("port %s holds no membership: %s", p.ID, reason)
+		if p.GUID != nil {
+			guid = "GUID " + p.GUID.String()
+			result = fmt.Sprintf("GUID %s is a full member of %s", *p.GUID, s.Rules.memberOf(n))
+		}
+		job, err = tx.job(ctx, NewJob{
+			ObjectType: ObjectPort, ObjectID: p.ID, NetworkID: p.NetworkID, Operation: c.Operation,
+			Description: fmt.Sprintf("%s %s (%s) to network %s (%s)",
+				verb(c.Operation), p.ID, guid, n.ID, s.Rules.partitionText(n)),
+			Result:    result,
+			CreatedBy: c.CreatedBy, Request: c.Request,
 		})
 		return err
 	})
@@ -324,33 +495,124 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 	return job, nil
 }
 
+// membership decides whether port p, on network n, holds its GUID: it clears
+// p.GUID when it does not and says why, or refuses the port.
+func (s *Store) membership(ctx context.Context, tx Tx, p *Port, c PortChange, n Network) (string, error) {
+	if !n.Managed {
+		p.GUID = nil
+		return fmt.Sprintf("network %s has %s", n.ID, s.Rules.partitionText(n)), nil
+	}
+	if c.ClientIDError != nil {
+		return "", rejectf("port %s: its client-id cannot give a GUID for the partition of network %s: %v",
+			p.ID, n.ID, c.ClientIDError)
+	}
+	switch {
+	case p.GUID == nil && p.Host != "" && !networkOwner(c.DeviceOwner):
+		return "", rejectf("port %s: bound to host %q on network %s (%s) but has no usable client-id in extra_dhcp_opts "+
+			"(option \"client-id\" or \"61\"), so it has no GUID to put in the partition; for VM ports, list "+
+			"mlnx_infiniband before mlnx_sdn_assist in [ml2] mechanism_drivers",
+			p.ID, p.Host, n.ID, s.Rules.partitionText(n))
+	case p.GUID == nil:
+		return fmt.Sprintf("it has no client-id (device owner %q)", c.DeviceOwner), nil
+	case p.Host == "":
+		p.GUID = nil
+		return "it is not bound to a host", nil
+	}
+	// A GUID can be in only one network's partition.
+	other, err := tx.GetPortByGUID(ctx, *p.GUID)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return "", nil
+	case err != nil:
+		return "", err
+	case other.ID != p.ID && other.NetworkID != p.NetworkID:
+		return "", rejectf("port %s: GUID %s is already in the partition of network %s (port %s); "+
+			"a GUID can be in only one network's partition", p.ID, *p.GUID, other.NetworkID, other.ID)
+	}
+	return "", nil
+}
+
+// takeGUID gives p's GUID to p: another port of the same network that holds it
+// (a migration's re-add racing the old port's removal) keeps its record
+// without it.
+func takeGUID(ctx context.Context, tx Tx, p Port, rev int64, now time.Time) error {
+	other, err := tx.GetPortByGUID(ctx, *p.GUID)
+	if errors.Is(err, ErrNotFound) || (err == nil && other.ID == p.ID) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	other.GUID, other.Revision = nil, rev
+	return tx.UpsertPort(ctx, other, now)
+}
+
+func (r Rules) memberOf(n Network) string {
+	if n.PKey == nil {
+		return fmt.Sprintf("the flat partition %s", r.flatPKey())
+	}
+	return "pkey " + n.PKey.String()
+}
+
+// PortRemoval is a DELETE of a port.
+type PortRemoval struct {
+	PortID string
+	// GUID is the one the request's body names (the port as the driver last
+	// knew it), nil when the body carries no client-id.
+	GUID      *fabric.GUID
+	CreatedBy string
+	Request   string
+}
+
 // RemovePort deletes a port and with it its GUID's membership.
-func (s *Store) RemovePort(ctx context.Context, portID, createdBy, request string) (Job, error) {
+//
+// The driver's DELETE carries the port as it was: a DELETE that names a GUID
+// the port no longer holds (a later change already moved the port to another
+// GUID) speaks of a membership that is gone: the port and its current GUID
+// stay, and the job completes at once. Otherwise the port is deleted, whatever
+// host the body names: the driver sends a port's requests in order, so a
+// re-add from a new host always follows its DELETE.
+func (s *Store) RemovePort(ctx context.Context, r PortRemoval) (Job, error) {
 	var job Job
-	err := s.Change(ctx, func(tx Tx, rev int64) error {
-		p, err := tx.GetPort(ctx, portID)
+	err := s.change(ctx, func(tx *changeTx) error {
+		p, err := tx.GetPort(ctx, r.PortID)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.DeletePort(ctx, portID); err != nil {
+		if r.GUID != nil && p.GUID != nil && *r.GUID != *p.GUID {
+			if _, err := tx.touches(ctx, false); err != nil {
+				return err
+			}
+			job, err = tx.job(ctx, NewJob{
+				ObjectType: ObjectPort, ObjectID: r.PortID, NetworkID: p.NetworkID, Operation: OpRemovePort,
+				Description: fmt.Sprintf("Remove port %s (GUID %s) from network %s", r.PortID, *r.GUID, p.NetworkID),
+				Result: fmt.Sprintf("nothing to remove: port %s no longer holds GUID %s (it holds %s, which stays)",
+					r.PortID, *r.GUID, *p.GUID),
+				CreatedBy: r.CreatedBy, Request: r.Request,
+			})
 			return err
 		}
-		guid, result := "no GUID", fmt.Sprintf("port %s is removed", portID)
+		if _, err := tx.touches(ctx, p.GUID != nil); err != nil {
+			return err
+		}
+		if _, err := tx.DeletePort(ctx, r.PortID); err != nil {
+			return err
+		}
+		guid, result := "no GUID", fmt.Sprintf("port %s is removed", r.PortID)
 		if p.GUID != nil {
 			guid = "GUID " + p.GUID.String()
 			result = fmt.Sprintf("GUID %s is no member of network %s's partition", *p.GUID, p.NetworkID)
 		}
-		job, err = insertJob(ctx, tx, NewJob{
-			Revision: rev, ObjectType: ObjectPort, ObjectID: portID, NetworkID: p.NetworkID,
-			Operation:   OpRemovePort,
-			Description: fmt.Sprintf("Remove port %s (%s) from network %s", portID, guid, p.NetworkID),
+		job, err = tx.job(ctx, NewJob{
+			ObjectType: ObjectPort, ObjectID: r.PortID, NetworkID: p.NetworkID, Operation: OpRemovePort,
+			Description: fmt.Sprintf("Remove port %s (%s) from network %s", r.PortID, guid, p.NetworkID),
 			Result:      result,
-			CreatedBy:   createdBy, Request: request, Now: s.now(),
+			CreatedBy:   r.CreatedBy, Request: r.Request,
 		})
 		return err
 	})
 	if err != nil {
-		return Job{}, fmt.Errorf("remove port %s: %w", portID, err)
+		return Job{}, fmt.Errorf("remove port %s: %w", r.PortID, err)
 	}
 	return job, nil
 }
@@ -363,8 +625,9 @@ func insertJob(ctx context.Context, tx Tx, j NewJob) (Job, error) {
 		return Job{}, err
 	}
 	return Job{ID: id, Revision: j.Revision, ObjectType: j.ObjectType, ObjectID: j.ObjectID,
-		NetworkID: j.NetworkID, Operation: j.Operation, Status: StatusPending, Description: j.Description,
-		Result: j.Result, CreatedBy: j.CreatedBy, Request: j.Request, CreatedAt: j.Now, UpdatedAt: j.Now}, nil
+		NetworkID: j.NetworkID, Operation: j.Operation, Status: j.Status, Description: j.Description,
+		Result: j.Result, CreatedBy: j.CreatedBy, Request: j.Request, CreatedAt: j.Now, UpdatedAt: j.Now,
+		FinishedAt: j.FinishedAt}, nil
 }
 
 func verb(op string) string {
@@ -379,11 +642,4 @@ func verb(op string) string {
 		return "Update port"
 	}
 	return op
-}
-
-func pkeyText(p *fabric.PKey) string {
-	if p == nil {
-		return "none"
-	}
-	return p.String()
 }

@@ -7,16 +7,21 @@ UPDATE state SET revision = revision + 1 WHERE id = 1;
 -- name: GetRevision :one
 SELECT revision FROM state WHERE id = 1;
 
+-- A change that touches no partition gives its revision back, inside the same
+-- transaction, so that the applier has nothing to sweep for.
+-- name: UnbumpRevision :exec
+UPDATE state SET revision = revision - 1 WHERE id = 1;
+
 -- name: GetNetwork :one
 SELECT * FROM networks WHERE id = sqlc.arg(id);
 
 -- name: UpsertNetwork :exec
-INSERT INTO networks (id, name, network_type, physical_network, pkey, revision, created_at, updated_at)
+INSERT INTO networks (id, name, network_type, physical_network, pkey, managed, revision, created_at, updated_at)
 VALUES (sqlc.arg(id), sqlc.arg(name), sqlc.arg(network_type), sqlc.arg(physical_network), sqlc.arg(pkey),
-        sqlc.arg(revision), sqlc.arg(now), sqlc.arg(now))
+        sqlc.arg(managed),        sqlc.arg(revision), sqlc.arg(now), sqlc.arg(now))
 ON DUPLICATE KEY UPDATE
     name = VALUES(name), network_type = VALUES(network_type),
-    physical_network = VALUES(physical_network), pkey = VALUES(pkey),
+    physical_network = VALUES(physical_network), pkey = VALUES(pkey), managed = VALUES(managed),
     revision = VALUES(revision), updated_at = VALUES(updated_at);
 
 -- name: GetNetworkByPKey :one
@@ -25,8 +30,9 @@ SELECT * FROM networks WHERE pkey = sqlc.arg(pkey);
 -- name: DeleteNetwork :execrows
 DELETE FROM networks WHERE id = sqlc.arg(id);
 
--- name: ListNetworks :many
-SELECT * FROM networks ORDER BY id;
+-- The networks that have a partition: what the partitions file renders.
+-- name: ListManagedNetworks :many
+SELECT * FROM networks WHERE managed ORDER BY id;
 
 -- name: GetPort :one
 SELECT * FROM ports WHERE id = sqlc.arg(id);
@@ -49,14 +55,21 @@ DELETE FROM ports WHERE id = sqlc.arg(id);
 DELETE FROM ports WHERE network_id = sqlc.arg(network_id);
 
 -- name: ListMembers :many
-SELECT network_id, guid FROM ports WHERE guid IS NOT NULL ORDER BY network_id, guid;
+SELECT ports.network_id, ports.guid FROM ports JOIN networks ON networks.id = ports.network_id
+WHERE ports.guid IS NOT NULL AND networks.managed
+ORDER BY ports.network_id, ports.guid;
+
+-- A network that loses its partition takes its ports' GUIDs out with it.
+-- name: ClearGUIDsOfNetwork :execrows
+UPDATE ports SET guid = NULL, revision = sqlc.arg(revision), updated_at = sqlc.arg(now)
+WHERE network_id = sqlc.arg(network_id) AND guid IS NOT NULL;
 
 -- name: InsertJob :execresult
 INSERT INTO jobs (revision, object_type, object_id, network_id, operation, status,
-                  description, result, error, created_by, request, created_at, updated_at)
+                  description, result, error, created_by, request, created_at, updated_at, finished_at)
 VALUES (sqlc.arg(revision), sqlc.arg(object_type), sqlc.arg(object_id), sqlc.arg(network_id),
         sqlc.arg(operation), sqlc.arg(status), sqlc.arg(description), sqlc.arg(result), '',
-        sqlc.arg(created_by), sqlc.arg(request), sqlc.arg(now), sqlc.arg(now));
+        sqlc.arg(created_by), sqlc.arg(request), sqlc.arg(now), sqlc.arg(now), sqlc.narg(finished_at));
 
 -- name: GetJob :one
 SELECT * FROM jobs WHERE id = sqlc.arg(id);

@@ -4,15 +4,20 @@ UPDATE state SET revision = revision + 1 WHERE id = 1 RETURNING revision;
 -- name: GetRevision :one
 SELECT revision FROM state WHERE id = 1;
 
+-- A change that touches no partition gives its revision back, inside the same
+-- transaction, so that the applier has nothing to sweep for.
+-- name: UnbumpRevision :exec
+UPDATE state SET revision = revision - 1 WHERE id = 1;
+
 -- name: GetNetwork :one
 SELECT * FROM networks WHERE id = @id;
 
 -- name: UpsertNetwork :exec
-INSERT INTO networks (id, name, network_type, physical_network, pkey, revision, created_at, updated_at)
-VALUES (@id, @name, @network_type, @physical_network, @pkey, @revision, @now, @now)
+INSERT INTO networks (id, name, network_type, physical_network, pkey, managed, revision, created_at, updated_at)
+VALUES (@id, @name, @network_type, @physical_network, @pkey, @managed, @revision, @now, @now)
 ON CONFLICT (id) DO UPDATE SET
     name = EXCLUDED.name, network_type = EXCLUDED.network_type,
-    physical_network = EXCLUDED.physical_network, pkey = EXCLUDED.pkey,
+    physical_network = EXCLUDED.physical_network, pkey = EXCLUDED.pkey, managed = EXCLUDED.managed,
     revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at;
 
 -- name: GetNetworkByPKey :one
@@ -21,8 +26,9 @@ SELECT * FROM networks WHERE pkey = @pkey;
 -- name: DeleteNetwork :execrows
 DELETE FROM networks WHERE id = @id;
 
--- name: ListNetworks :many
-SELECT * FROM networks ORDER BY id;
+-- The networks that have a partition: what the partitions file renders.
+-- name: ListManagedNetworks :many
+SELECT * FROM networks WHERE managed ORDER BY id;
 
 -- name: GetPort :one
 SELECT * FROM ports WHERE id = @id;
@@ -44,13 +50,20 @@ DELETE FROM ports WHERE id = @id;
 DELETE FROM ports WHERE network_id = @network_id;
 
 -- name: ListMembers :many
-SELECT network_id, guid FROM ports WHERE guid IS NOT NULL ORDER BY network_id, guid;
+SELECT ports.network_id, ports.guid FROM ports JOIN networks ON networks.id = ports.network_id
+WHERE ports.guid IS NOT NULL AND networks.managed
+ORDER BY ports.network_id, ports.guid;
+
+-- A network that loses its partition takes its ports' GUIDs out with it.
+-- name: ClearGUIDsOfNetwork :execrows
+UPDATE ports SET guid = NULL, revision = @revision, updated_at = @now
+WHERE network_id = @network_id AND guid IS NOT NULL;
 
 -- name: InsertJob :one
 INSERT INTO jobs (revision, object_type, object_id, network_id, operation, status,
-                  description, result, error, created_by, request, created_at, updated_at)
+                  description, result, error, created_by, request, created_at, updated_at, finished_at)
 VALUES (@revision, @object_type, @object_id, @network_id, @operation, @status,
-        @description, @result, '', @created_by, @request, @now, @now)
+        @description, @result, '', @created_by, @request, @now, @now, sqlc.narg(finished_at))
 RETURNING id;
 
 -- name: GetJob :one

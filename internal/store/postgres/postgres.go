@@ -94,7 +94,7 @@ func (e *Engine) Snapshot(ctx context.Context) (store.Snapshot, error) {
 			if s.Revision, err = q.GetRevision(ctx); err != nil {
 				return err
 			}
-			nets, err := q.ListNetworks(ctx)
+			nets, err := q.ListManagedNetworks(ctx)
 			if err != nil {
 				return err
 			}
@@ -278,7 +278,7 @@ func notFound(err error) error {
 
 func network(n pgdb.Network) store.Network {
 	return store.Network{ID: n.ID, Name: n.Name, Type: n.NetworkType, PhysicalNetwork: n.PhysicalNetwork,
-		PKey: store.PKeyFromColumn(n.Pkey), Revision: n.Revision}
+		PKey: store.PKeyFromColumn(n.Pkey), Managed: n.Managed, Revision: n.Revision}
 }
 
 func port(p pgdb.Port) (store.Port, error) {
@@ -310,7 +310,7 @@ func (t txn) GetNetworkByPKey(ctx context.Context, pkey fabric.PKey) (store.Netw
 
 func (t txn) UpsertNetwork(ctx context.Context, n store.Network, now time.Time) error {
 	return t.q.UpsertNetwork(ctx, pgdb.UpsertNetworkParams{ID: n.ID, Name: n.Name, NetworkType: n.Type,
-		PhysicalNetwork: n.PhysicalNetwork, Pkey: store.PKeyColumn[int32](n.PKey), Revision: n.Revision, Now: now})
+		PhysicalNetwork: n.PhysicalNetwork, Pkey: store.PKeyColumn[int32](n.PKey), Managed: n.Managed, Revision: n.Revision, Now: now})
 }
 
 func (t txn) DeleteNetwork(ctx context.Context, id string) (bool, error) {
@@ -348,8 +348,14 @@ func (t txn) DeletePortsOfNetwork(ctx context.Context, networkID string) (int64,
 	return t.q.DeletePortsOfNetwork(ctx, networkID)
 }
 
+func (t txn) KeepRevision(ctx context.Context) error { return t.q.UnbumpRevision(ctx) }
+
+func (t txn) ClearGUIDsOfNetwork(ctx context.Context, networkID string, revision int64, now time.Time) (int64, error) {
+	return t.q.ClearGUIDsOfNetwork(ctx, pgdb.ClearGUIDsOfNetworkParams{NetworkID: networkID, Revision: revision, Now: now})
+}
+
 func (t txn) InsertJob(ctx context.Context, j store.NewJob) (int64, error) {
 	return t.q.InsertJob(ctx, pgdb.InsertJobParams{Revision: j.Revision, ObjectType: j.ObjectType,
-		ObjectID: j.ObjectID, NetworkID: j.NetworkID, Operation: j.Operation, Status: store.StatusPending,
+		ObjectID: j.ObjectID, NetworkID: j.NetworkID, Operation: j.Operation, Status: j.Status, FinishedAt: j.FinishedAt,
 		Description: j.Description, Result: j.Result, CreatedBy: j.CreatedBy, Request: j.Request, Now: j.Now})
 }

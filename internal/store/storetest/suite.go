@@ -23,6 +23,11 @@ func Run(t *testing.T, engine string) {
 		{"PortMembershipInSnapshot", testPortMembership},
 		{"GUIDOfAnotherPortIsRejected", testGUIDTaken},
 		{"VLANOfAnotherNetworkIsRejected", testVLANTaken},
+		{"RejectionsChangeNothing", testRejectionsChangeNothing},
+		{"UnmanagedNetworksCompleteAtOnce", testUnmanagedNetworks},
+		{"NetworkChangesMovePartitions", testNetworkChanges},
+		{"PortChanges", testPortChanges},
+		{"PortDeleteRemovesTheGUIDItNames", testPortDeleteByBody},
 		{"RemoveUnknownIsNotFoundAndChangesNothing", testRemoveUnknown},
 		{"RemovePortAndNetwork", testRemove},
 		{"FencedJobCompletion", testFencing},
@@ -54,11 +59,11 @@ func ctxT(t *testing.T) context.Context {
 
 func pkey(v uint16) *fabric.PKey { p := fabric.PKey(v); return &p }
 func guid(v uint64) *fabric.GUID { g := fabric.GUID(v); return &g }
-func vlanNetwork(id string, vlan uint16) store.Network {
-	return store.Network{ID: id, Name: "net " + id[:8], Type: "vlan", PhysicalNetwork: "ibnet", PKey: pkey(vlan)}
+func vlanNetwork(id string, vlan int64) store.NetworkSpec {
+	return store.NetworkSpec{ID: id, Name: "net " + id[:8], Type: "vlan", PhysicalNetwork: "ibnet", SegmentationID: &vlan}
 }
 
-func addNetwork(t *testing.T, s *store.Store, id string, vlan uint16) store.Job {
+func addNetwork(t *testing.T, s *store.Store, id string, vlan int64) store.Job {
 	t.Helper()
 	j, err := s.RecordNetwork(ctxT(t), store.NetworkChange{Network: vlanNetwork(id, vlan),
 		Operation: store.OpCreateNetwork, CreatedBy: "test", Request: `{}`})
@@ -174,7 +179,7 @@ func testGUIDTaken(t *testing.T, s *store.Store) {
 
 func testRemoveUnknown(t *testing.T, s *store.Store) {
 	addNetwork(t, s, netA, 101)
-	if _, err := s.RemovePort(ctxT(t), "nope", "test", "{}"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.RemovePort(ctxT(t), store.PortRemoval{PortID: "nope", CreatedBy: "test", Request: "{}"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("RemovePort(unknown) = %v, want ErrNotFound", err)
 	}
 	if _, err := s.RemoveNetwork(ctxT(t), netB, "test", "{}"); !errors.Is(err, store.ErrNotFound) {
@@ -196,7 +201,7 @@ func testRemove(t *testing.T, s *store.Store) {
 	if _, err := addPort(t, s, "p3", netB, 0x0002c90300000301); err != nil {
 		t.Fatal(err)
 	}
-	j, err := s.RemovePort(ctxT(t), "p1", "test", "{}")
+	j, err := s.RemovePort(ctxT(t), store.PortRemoval{PortID: "p1", CreatedBy: "test", Request: "{}"})
 	if err != nil || j.Operation != store.OpRemovePort || j.NetworkID != netA {
 		t.Fatalf("RemovePort = %+v, %v", j, err)
 	}

@@ -1,0 +1,72 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzDecodeRequest feeds arbitrary bodies to the network and port decoders: they
+// must never panic, refuse with a 4xx and a message, and accept only objects that
+// are consistent (an id that passes checkID and agrees with the path, a port
+// with its network, a GUID or a reason for none, never both).
+func FuzzDecodeRequest(f *testing.F) {
+	seeds, _ := filepath.Glob(filepath.Join("testdata", "*.json"))
+	for _, p := range seeds {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, "")
+		f.Add(b, "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73")
+	}
+	f.Add([]byte(`{"id":"n","segments":[{"provider:network_type":"vxlan"},{"provider:network_type":"flat"}]}`), "")
+	f.Add([]byte(`{"id":"p","network_id":"n","network":{"id":"m"}}`), "p")
+	f.Add([]byte(`{"id":"p","network_id":"n","extra_dhcp_opts":[{"opt_name":"61","opt_value":"zz"}]}`), "")
+	f.Fuzz(func(t *testing.T, body []byte, pathID string) {
+		checkRefusal := func(err error) {
+			var he *httpError
+			if !errors.As(err, &he) || he.status < 400 || he.status > 499 || he.msg == "" {
+				t.Fatalf("refusal %v is not a 4xx with a message", err)
+			}
+		}
+		spec, err := decodeNetwork(body, pathID)
+		if err != nil {
+			checkRefusal(err)
+		} else {
+			if _, err := checkID("network", spec.ID); err != nil || (pathID != "" && spec.ID != pathID) {
+				t.Fatalf("accepted network id %q with path id %q", spec.ID, pathID)
+			}
+		}
+		c, err := decodePort(body, pathID)
+		if err != nil {
+			checkRefusal(err)
+			return
+		}
+		if _, err := checkID("port", c.Port.ID); err != nil || (pathID != "" && c.Port.ID != pathID) {
+			t.Fatalf("accepted port id %q with path id %q", c.Port.ID, pathID)
+		}
+		if c.Port.NetworkID == "" || (c.Network != nil && c.Network.ID != c.Port.NetworkID) {
+			t.Fatalf("accepted port on network %q with embedded network %+v", c.Port.NetworkID, c.Network)
+		}
+		if c.Port.GUID != nil && c.ClientIDError != nil {
+			t.Fatalf("port has both GUID %s and client-id error %v", *c.Port.GUID, c.ClientIDError)
+		}
+		if c.Port.GUID != nil && (uint64(*c.Port.GUID) == 0 || ^uint64(*c.Port.GUID) == 0) {
+			t.Fatalf("port accepted with GUID %s", *c.Port.GUID)
+		}
+	})
+}
+
+// The decoder's refusals answer with the status the fuzz target expects.
+func TestDecodeRefusalsAreBadRequests(t *testing.T) {
+	for _, body := range []string{`[]`, `{"id": 1}`, `{}`, `{"id":"p"}`, `{"id":"p","network_id":"n","network":{"id":"m"}}`} {
+		_, err := decodePort([]byte(body), "")
+		var he *httpError
+		if !errors.As(err, &he) || he.status != http.StatusBadRequest {
+			t.Errorf("decodePort(%s) = %v, want a 400", body, err)
+		}
+	}
+}

@@ -1,0 +1,114 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
+
+// DefaultFlatPKey is [opensm] flat_pkey's default: the partition every flat
+// network shares, just below the default partition's 0x7fff.
+const DefaultFlatPKey fabric.PKey = 0x7ffe
+
+// Rules are the settings that decide which networks get a partition and which
+// pkeys a network may use. The zero Rules manage every physical network, put
+// flat networks on DefaultFlatPKey and know no static partition.
+type Rules struct {
+	// PhysicalNetworks is [api] physical_networks: nil, or a list holding "*",
+	// means every physical network.
+	PhysicalNetworks []string
+	// FlatPKey is [opensm] flat_pkey; 0 means DefaultFlatPKey.
+	FlatPKey fabric.PKey
+	// StaticPKey says whether the partitions template defines a static
+	// partition with this pkey, and its name. nil: the template defines none.
+	StaticPKey func(fabric.PKey) (name string, static bool)
+}
+
+// Network types that get a partition.
+const (
+	TypeVLAN = "vlan"
+	TypeFlat = "flat"
+)
+
+// NetworkSpec is a network as networking-mlnx describes it.
+type NetworkSpec struct {
+	ID              string
+	Name            string
+	Type            string // provider:network_type
+	PhysicalNetwork string // provider:physical_network
+	SegmentationID  *int64 // provider:segmentation_id; nil when absent or null
+}
+
+func (r Rules) flatPKey() fabric.PKey {
+	if r.FlatPKey == 0 {
+		return DefaultFlatPKey
+	}
+	return r.FlatPKey
+}
+
+func (r Rules) managesPhysnet(name string) bool {
+	return r.PhysicalNetworks == nil || slices.Contains(r.PhysicalNetworks, "*") ||
+		slices.Contains(r.PhysicalNetworks, name)
+}
+
+// network turns a spec into the network to record, or refuses it by the rules
+// that need no database: a VLAN network's VLAN ID must be a pkey no other kind
+// of partition uses.
+func (r Rules) network(spec NetworkSpec) (Network, error) {
+	n := Network{ID: spec.ID, Name: spec.Name, Type: spec.Type, PhysicalNetwork: spec.PhysicalNetwork}
+	if (spec.Type != TypeVLAN && spec.Type != TypeFlat) || !r.managesPhysnet(spec.PhysicalNetwork) {
+		return n, nil // not ours: recorded, no partition
+	}
+	n.Managed = true
+	if spec.Type == TypeFlat {
+		return n, nil // on the shared flat partition
+	}
+	if spec.SegmentationID == nil {
+		return Network{}, rejectf("network %s: provider:segmentation_id is missing: a VLAN network on physical network %q needs a VLAN ID, its partition key",
+			spec.ID, spec.PhysicalNetwork)
+	}
+	vlan := *spec.SegmentationID
+	if vlan < 1 || vlan > int64(fabric.MaxNetworkPKey) {
+		return Network{}, rejectf("network %s: VLAN ID %d cannot be a partition key: want 1 to %d (0x7fff is the default partition's)",
+			spec.ID, vlan, fabric.MaxNetworkPKey)
+	}
+	pkey := fabric.PKey(vlan)
+	if pkey == r.flatPKey() {
+		return Network{}, rejectf("network %s: VLAN ID %d is the flat networks' partition key %s ([opensm] flat_pkey)",
+			spec.ID, vlan, pkey)
+	}
+	if r.StaticPKey != nil {
+		if name, static := r.StaticPKey(pkey); static {
+			return Network{}, rejectf("network %s: VLAN ID %d is the partition key %s of static partition %q of the partitions template",
+				spec.ID, vlan, pkey, name)
+		}
+	}
+	n.PKey = &pkey
+	return n, nil
+}
+
+// partitionText says which partition a network has, for job texts.
+func (r Rules) partitionText(n Network) string {
+	switch {
+	case !n.Managed:
+		return "no partition: " + unmanagedReason(n)
+	case n.PKey == nil:
+		return fmt.Sprintf("flat partition, pkey %s", r.flatPKey())
+	}
+	return "pkey " + n.PKey.String()
+}
+
+func unmanagedReason(n Network) string {
+	if n.Type != TypeVLAN && n.Type != TypeFlat {
+		return fmt.Sprintf("network type %q is not vlan or flat", n.Type)
+	}
+	return fmt.Sprintf("physical network %q is not in [api] physical_networks", n.PhysicalNetwork)
+}
+
+// networkOwner says whether a port belongs to Neutron's own network services
+// (DHCP, routers): such ports legitimately have no client-id.
+func networkOwner(deviceOwner string) bool {
+	return strings.HasPrefix(deviceOwner, "network:")
+}

@@ -1,0 +1,9 @@
+-- Networks the manager records but gives no partition: on a physical network
+-- outside [api] physical_networks, or of a type other than vlan and flat. Their
+-- pkey is NULL and their ports hold no GUID.
+
+-- +goose Up
+ALTER TABLE networks ADD COLUMN managed BOOLEAN NOT NULL DEFAULT 1;
+
+-- +goose Down
+ALTER TABLE networks DROP COLUMN managed;
