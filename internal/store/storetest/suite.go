@@ -31,6 +31,7 @@ func Run(t *testing.T, engine string) {
 		{"ConcurrentChangesGetDistinctRevisions", testConcurrentChanges},
 		{"MigrateTwice", testMigrateTwice},
 		{"WakeAfterChange", testWake},
+		{"JobRetention", testJobRetention},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
