@@ -39,7 +39,7 @@ const (
 type SweepResult struct {
 	Outcome Outcome
 	// PKeyErrors are the ERR 05xx lines of the pkey manager (but not its
-	// enforcement errors, see isEnforcementError), and the ERR 3111/3113/3119
+	// enforcement errors, see enforcementError), and the ERR 3111/3113/3119
 	// lines about a P_KeyTable or PortInfo Set, of the sweep that decided the
 	// outcome (for Failed: the last failed sweep).
 	PKeyErrors []string
