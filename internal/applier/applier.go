@@ -236,13 +236,16 @@ func (t *term) apply(ctx context.Context) applyResult {
 	log.Debug("heavy sweep ended", "outcome", res.Outcome, "pkey_errors", len(res.PKeyErrors))
 	switch {
 	case res.Outcome == opensm.Applied && len(res.PKeyErrors) == 0:
+		// The apply is recorded before the jobs complete: every Completed job
+		// has an applied row of its revision or a later one, finished before it,
+		// even when the manager is killed in between.
+		record(string(res.Outcome), "SUBNET UP")
 		n, err := t.Store.CompleteJobs(ctx, t.id, rev, time.Now().UTC())
 		if err != nil {
 			log.Error("complete jobs", "error", err)
 			return applyRetry
 		}
 		log.Info("partitions applied", "jobs_completed", n, "took", time.Since(started))
-		record(string(res.Outcome), "SUBNET UP")
 		t.applied = rev
 		return applyDone
 	case res.Outcome == opensm.Applied:
