@@ -52,6 +52,7 @@ type manager struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
 	client *http.Client
+	debug  bool // start with --debug (the apply steps are logged)
 }
 
 // startManager starts ibsim, writes afm.conf for the database, and runs the
@@ -93,7 +94,11 @@ func (m *manager) start() {
 	if err != nil {
 		m.t.Fatal(err)
 	}
-	m.cmd = exec.Command(managerBinary, "--config-file", m.conf)
+	args := []string{"--config-file", m.conf}
+	if m.debug {
+		args = append(args, "--debug")
+	}
+	m.cmd = exec.Command(managerBinary, args...)
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
 	if err := m.cmd.Start(); err != nil {
 		m.t.Fatal(err)

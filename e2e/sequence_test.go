@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
@@ -187,14 +186,7 @@ func (s *sequence) ownSteps() {
 	s.accept("PUT", "/cloudx/Network/"+flatNet, fixture(t, "network_update_flat.json"))
 	job := s.accept("POST", "/cloudx/Port", vmPort("f0000000-0000-4000-8000-000000000001", flatNet, "compute-3",
 		hardwareClientID(s.h3)))
-	if flatRendered() {
-		s.expectPKeys("flat network port", job, map[fabric.GUID]map[fabric.PKey]bool{s.h3: {flat: true}})
-	} else {
-		// This build does not render the flat partition yet: the job must still
-		// complete, and the host cannot hold the pkey.
-		t.Log("partitions.Render does not render State.Flat: checking the flat port's job only")
-		s.waitCompleted(job, nil)
-	}
+	s.expectPKeys("flat network port", job, map[fabric.GUID]map[fabric.PKey]bool{s.h3: {flat: true}})
 
 	// A VLAN ID change: the partition moves, its member with it.
 	const n2 = "b2000000-0000-4000-8000-000000000002"
@@ -290,11 +282,4 @@ func (s *sequence) counts() (revision, jobs int64) {
 		jobs += n
 	}
 	return revision, jobs
-}
-
-// flatRendered says whether partitions.Render writes the flat partition.
-func flatRendered() bool {
-	text, err := partitions.Render(partitions.State{DefaultPartition: "Default=0x7fff, ipoib : ALL=limited, SELF=full ;",
-		Flat: partitions.FlatPartition{PKey: 0x7ffe, Members: []fabric.GUID{0x0002c90300000101}}})
-	return err == nil && strings.Contains(strings.ToLower(string(text)), "0x7ffe")
 }

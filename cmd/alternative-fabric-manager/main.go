@@ -219,6 +219,7 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 		SweepTimeout:     cfg.OpenSM.SweepTimeout,
 		CheckInterval:    cfg.OpenSM.CheckInterval,
 		PollInterval:     cfg.Database.PollInterval,
+		JobRetention:     cfg.Database.JobRetention,
 	}}
 
 	srv := &http.Server{

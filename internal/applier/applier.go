@@ -7,6 +7,17 @@
 // position, then complete every job with revision <= R in one write fenced by
 // the leadership term. Changes that arrive during a sweep ride the next one, so
 // a burst of requests costs a few sweeps, not one per request.
+//
+// Nothing of an apply survives the manager: a manager killed at any step leaves
+// jobs Pending or Running, never Completed, and the next term starts with a full
+// apply. A sweep that did not apply the file cleanly (errors during
+// initialization, the file rejected, pkey errors) fails the jobs it carried,
+// with OpenSM's lines as the reason, and the state is applied again.
+//
+// Every check interval the term also repairs drift: an OpenSM the driver had
+// to restart, and a partitions file that is not what this term wrote or not
+// what the recorded state renders to, make it apply again; and it deletes
+// finished jobs older than the retention.
 package applier
 
 import (
@@ -37,6 +48,7 @@ type Store interface {
 	FailJobs(ctx context.Context, term, revision int64, reason string, now time.Time) (int64, error)
 	RecordApply(ctx context.Context, a store.Apply) (bool, error)
 	Wake(ctx context.Context) <-chan struct{}
+	DeleteExpiredJobs(ctx context.Context, retention time.Duration) (int64, error)
 }
 
 // SubnetManager is OpenSM as the applier drives it (opensm.Process).
@@ -44,6 +56,10 @@ type SubnetManager interface {
 	Run(ctx context.Context) error
 	WaitReady(ctx context.Context) error
 	Reload(ctx context.Context) error
+	// Restarts counts the times OpenSM was started again after it exited: its
+	// fabric state may then be what its first sweep made of the file, which
+	// no one watched.
+	Restarts() int
 }
 
 // Config is what the applier is told by [opensm] and [database].
@@ -57,6 +73,7 @@ type Config struct {
 	SweepTimeout     time.Duration
 	CheckInterval    time.Duration // drift repair
 	PollInterval     time.Duration // how often the revision is read without a wake-up
+	JobRetention     time.Duration // finished jobs are deleted after this; 0: never
 }
 
 // Applier applies while its manager holds the applier lock.
@@ -77,15 +94,25 @@ const (
 // term is the state of one leadership term.
 type term struct {
 	*Applier
-	id      int64
-	applied int64  // revision OpenSM was last seen applying; -1: none yet this term
-	written []byte // what this term last wrote to the partitions file
+	id       int64
+	applied  int64  // revision OpenSM was last seen applying; -1: none yet this term
+	written  []byte // what this term last wrote to the partitions file
+	restarts int    // OpenSM restarts seen so far
 }
+
+// applyResult says what the loop does after an apply.
+type applyResult int
+
+const (
+	applyDone        applyResult = iota // OpenSM has the revision, or it can never be applied
+	applyRetry                          // try again after a back-off
+	applyRetryAtOnce                    // try again now (once; then as applyRetry)
+)
 
 // Lead runs OpenSM and applies until ctx ends (the term is over). A new term
 // starts with a full apply, whatever the previous one did.
 func (a *Applier) Lead(ctx context.Context, termID int64) error {
-	t := &term{Applier: a, id: termID, applied: -1}
+	t := &term{Applier: a, id: termID, applied: -1, restarts: a.SM.Restarts()}
 	// OpenSM must never start with a file that is not the recorded state: its
 	// first sweep reads it.
 	if err := t.writeCurrent(ctx); err != nil {
@@ -104,7 +131,9 @@ func (a *Applier) Lead(ctx context.Context, termID int64) error {
 	defer poll.Stop()
 	check := time.NewTicker(a.Cfg.CheckInterval)
 	defer check.Stop()
+	t.pruneJobs(ctx)
 	retry := time.Duration(0)
+	retriedAtOnce := false
 	for {
 		rev, err := a.Store.Revision(ctx)
 		switch {
@@ -113,18 +142,25 @@ func (a *Applier) Lead(ctx context.Context, termID int64) error {
 		case err != nil:
 			a.Log.Error("read revision", "error", err)
 		case rev != t.applied:
-			if ok := t.apply(ctx); ok {
-				retry = 0
-			} else {
-				// Back off so a fabric that keeps failing is not swept in a loop.
-				retry = min(max(2*retry, time.Second), 30*time.Second)
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(retry):
-				}
+			res := t.apply(ctx)
+			if res == applyRetryAtOnce && !retriedAtOnce {
+				retriedAtOnce = true
 				continue
 			}
+			if res == applyDone {
+				retry, retriedAtOnce = 0, false
+				break
+			}
+			// Back off so a fabric that keeps failing is not swept in a loop.
+			retry = min(max(2*retry, time.Second), 30*time.Second)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-check.C:
+				t.check(ctx)
+			case <-time.After(retry):
+			}
+			continue
 		}
 		select {
 		case <-ctx.Done():
@@ -132,18 +168,24 @@ func (a *Applier) Lead(ctx context.Context, termID int64) error {
 		case <-wake:
 		case <-poll.C:
 		case <-check.C:
-			t.repairDrift(ctx)
+			t.check(ctx)
 		}
 	}
 }
 
-// apply brings OpenSM to the newest revision; false when it should be retried.
-func (t *term) apply(ctx context.Context) bool {
+// check is the work of every check interval.
+func (t *term) check(ctx context.Context) {
+	t.repairDrift(ctx)
+	t.pruneJobs(ctx)
+}
+
+// apply brings OpenSM to the newest revision.
+func (t *term) apply(ctx context.Context) applyResult {
 	started := time.Now().UTC()
 	snap, text, checkErr, err := t.render(ctx)
 	if err != nil {
 		t.Log.Error("read recorded state", "error", err)
-		return false
+		return applyRetry
 	}
 	rev := snap.Revision
 	log := t.Log.With("revision", rev, "term", t.id)
@@ -163,64 +205,88 @@ func (t *term) apply(ctx context.Context) bool {
 		t.failJobs(ctx, rev, "the partitions file for this change fails the check: "+checkErr.Error())
 		record(outcomeCheckFailed, checkErr.Error())
 		t.applied = rev
-		return true
+		return applyDone
 	}
 	if _, err := t.Store.MarkJobsRunning(ctx, t.id, rev, started); err != nil {
 		log.Error("mark jobs running", "error", err)
-		return false
+		return applyRetry
 	}
 	if err := t.SM.WaitReady(ctx); err != nil {
-		return false
+		return applyRetry
 	}
 	if err := opensm.WriteFileAtomic(t.Cfg.PartitionsFile, text, 0o644); err != nil {
 		log.Error("write partitions file", "error", err)
 		record(outcomeWriteFailed, err.Error())
-		return false
+		return applyRetry
 	}
 	t.written = text
+	log.Debug("partitions file written", "file", t.Cfg.PartitionsFile)
 	// The position is taken after the rename: a heavy sweep whose start is
 	// logged after it began after the rename, so it parses the new file.
 	pos, err := opensm.LogPosition(t.Cfg.LogFile)
 	if err != nil {
 		log.Error("OpenSM log position", "error", err)
-		return false
+		return applyRetry
 	}
 	if err := t.SM.Reload(ctx); err != nil {
 		log.Warn("signal OpenSM", "error", err)
-		return false
+		return applyRetry
 	}
+	log.Debug("SIGHUP sent; waiting for the heavy sweep", "log_offset", pos.Offset)
 	res, err := opensm.WaitSweep(ctx, t.Cfg.LogFile, pos, t.Cfg.SweepTimeout)
 	if err != nil {
-		return false // the term is over
+		return applyRetry // the term is over
 	}
+	log.Debug("heavy sweep ended", "outcome", res.Outcome, "pkey_errors", len(res.PKeyErrors))
 	switch {
 	case res.Outcome == opensm.Applied && len(res.PKeyErrors) == 0:
+		// The apply is recorded before the jobs complete: every Completed job
+		// has an applied row of its revision or a later one, finished before it,
+		// even when the manager is killed in between.
+		record(string(res.Outcome), "SUBNET UP")
 		n, err := t.Store.CompleteJobs(ctx, t.id, rev, time.Now().UTC())
 		if err != nil {
 			log.Error("complete jobs", "error", err)
-			return false
+			return applyRetry
 		}
 		log.Info("partitions applied", "jobs_completed", n, "took", time.Since(started))
-		record(string(res.Outcome), "SUBNET UP")
 		t.applied = rev
-		return true
+		return applyDone
 	case res.Outcome == opensm.Applied:
 		// Some ports did not get their pkeys (e.g. a full pkey table): fail
-		// closed, say which lines.
+		// closed, say which lines. Applying again would give the same result.
 		reason := "OpenSM applied the partitions file with errors: " + strings.Join(res.PKeyErrors, "; ")
 		log.Error("partitions applied with pkey errors", "errors", res.PKeyErrors)
 		t.failJobs(ctx, rev, reason)
 		record(outcomePKeyErrors, reason)
 		t.applied = rev
-		return true
+		return applyDone
 	case res.Outcome == opensm.Rejected:
+		// The fabric now runs OpenSM's fallback, every port a full member of
+		// the default partition: no tenant is isolated. Apply again at once.
 		log.Error("OpenSM rejected the partitions file and fell back to every port a full member of the default partition; re-applying",
 			"detail", res.Detail)
+		t.failJobs(ctx, rev, "OpenSM did not apply the partitions file with this change: "+res.Detail)
+		record(string(res.Outcome), res.Detail)
+		return applyRetryAtOnce
+	case res.Outcome == opensm.Failed:
+		// OpenSM retried the sweep until the deadline without success: the
+		// change is not in the fabric. The driver re-sends failed jobs; the
+		// state is applied again meanwhile.
+		reason := "OpenSM's sweep with this change failed: " + res.Detail
+		if len(res.PKeyErrors) > 0 {
+			reason += ": " + strings.Join(res.PKeyErrors, "; ")
+		}
+		log.Error("partitions not applied: the sweep ended with errors; will retry", "detail", res.Detail,
+			"errors", res.PKeyErrors)
+		t.failJobs(ctx, rev, reason)
+		record(string(res.Outcome), reason)
+		return applyRetry
 	default:
 		log.Warn("partitions not proven applied; will retry", "outcome", res.Outcome, "detail", res.Detail)
 	}
 	record(string(res.Outcome), res.Detail)
-	return false
+	return applyRetry
 }
 
 // failJobs fails the jobs up to rev that are still open.
@@ -274,22 +340,68 @@ func (t *term) writeCurrent(ctx context.Context) error {
 	return nil
 }
 
-// repairDrift makes sure the file on disk is what this term last wrote; if
-// someone edited or removed it, the next loop applies the state again.
+// repairDrift makes the next loop apply the recorded state again when OpenSM
+// was restarted, or when the file on disk is not what this term last wrote or
+// not what the recorded state renders to (someone edited or removed it).
 func (t *term) repairDrift(ctx context.Context) {
-	got, err := os.ReadFile(t.Cfg.PartitionsFile)
-	if err == nil && bytes.Equal(got, t.written) {
+	if n := t.SM.Restarts(); n != t.restarts {
+		t.Log.Warn("OpenSM was restarted; applying the recorded state again",
+			"file", t.Cfg.PartitionsFile, "restarts", n-t.restarts)
+		t.restarts = n
+		t.applied = -1
 		return
 	}
-	reason := "content differs"
-	if errors.Is(err, os.ErrNotExist) {
-		reason = "file is missing"
-	} else if err != nil {
-		reason = err.Error()
+	if t.applied < 0 {
+		return // an apply is due anyway
 	}
-	t.Log.Warn("partitions file drifted from what was applied; applying the recorded state again",
+	reason := t.fileDrift(ctx)
+	if reason == "" {
+		return
+	}
+	t.Log.Warn("partitions file drifted from the recorded state; writing it again and applying it",
 		"file", t.Cfg.PartitionsFile, "reason", reason)
 	t.applied = -1
+}
+
+// fileDrift says what is wrong with the partitions file, "" when nothing.
+func (t *term) fileDrift(ctx context.Context) string {
+	got, err := os.ReadFile(t.Cfg.PartitionsFile)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "the file is missing"
+	case err != nil:
+		return "the file cannot be read: " + err.Error()
+	case !bytes.Equal(got, t.written):
+		return "the file is not what was last applied (edited by hand?)"
+	}
+	_, text, checkErr, err := t.render(ctx)
+	switch {
+	case err != nil:
+		t.Log.Error("read recorded state", "error", err)
+		return ""
+	case checkErr != nil:
+		return "" // the state cannot be written; its apply has said so
+	case !bytes.Equal(got, text):
+		return "the file is not what the recorded state renders to"
+	}
+	return ""
+}
+
+// pruneJobs deletes the finished jobs older than the retention.
+func (t *term) pruneJobs(ctx context.Context) {
+	if t.Cfg.JobRetention <= 0 {
+		return
+	}
+	n, err := t.Store.DeleteExpiredJobs(ctx, t.Cfg.JobRetention)
+	if err != nil {
+		if ctx.Err() == nil {
+			t.Log.Error("delete expired jobs", "error", err)
+		}
+		return
+	}
+	if n > 0 {
+		t.Log.Info("deleted expired jobs", "jobs", n, "retention", t.Cfg.JobRetention)
+	}
 }
 
 // State turns a snapshot into what the partitions file renders from: each VLAN

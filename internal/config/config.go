@@ -51,6 +51,9 @@ type Database struct {
 	Connection   string // a URL; see ParseConnection
 	AutoMigrate  bool   // apply pending schema migrations at start-up
 	PollInterval time.Duration
+	// JobRetention is how long a finished job stays readable; the applier
+	// deletes it after that.
+	JobRetention time.Duration
 }
 
 // OpenSM is [opensm]: how the manager runs OpenSM and where their files meet.

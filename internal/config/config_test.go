@@ -40,6 +40,7 @@ func TestParseValidFiles(t *testing.T) {
 				Connection:   "mysql+pymysql://afm:s3cret%40pw@db.example.com:3307/afm?charset=utf8mb4",
 				AutoMigrate:  false,
 				PollInterval: 250 * time.Millisecond,
+				JobRetention: 36 * time.Hour,
 			},
 			OpenSM: OpenSM{
 				Driver:           "process",
@@ -90,6 +91,7 @@ func TestDefaults(t *testing.T) {
 			Connection:   "sqlite:////var/lib/alternative-fabric-manager/afm.db",
 			AutoMigrate:  true,
 			PollInterval: time.Second,
+			JobRetention: 7 * 24 * time.Hour,
 		},
 		OpenSM: OpenSM{
 			Driver:           "process",
@@ -193,6 +195,13 @@ func TestBadValues(t *testing.T) {
 		{"database", "poll_interval", "1s", "want a number of seconds"},
 		{"database", "poll_interval", "NaN", "want a number of seconds"},
 		{"database", "poll_interval", "0.0000001", "at least 0.001"},
+		{"database", "job_retention", "7 d", "want a whole number of days"},
+		{"database", "job_retention", "1.5d", "want a whole number of days"},
+		{"database", "job_retention", "-7d", "want a whole number of days"},
+		{"database", "job_retention", "7w", "want a whole number of days"},
+		{"database", "job_retention", "23h", "from 1d to 3650d"},
+		{"database", "job_retention", "3651d", "from 1d to 3650d"},
+		{"database", "job_retention", "9999999999d", "from 1d to 3650d"},
 		{"opensm", "driver", "docker", `want "process"`},
 		{"opensm", "command", `"`, "unterminated double quote"},
 		{"opensm", "command", `'opensm`, "unterminated single quote"},
@@ -397,6 +406,30 @@ func TestHardeningDefaultPartition(t *testing.T) {
 				t.Errorf("error %v, want %q", err, tt.wantErr)
 			case tt.wantErr != "" && !strings.Contains(err.Error(), "hardening group default_partition"):
 				t.Errorf("error %v does not name the hardening group", err)
+			}
+		})
+	}
+}
+
+func TestJobRetentionUnits(t *testing.T) {
+	tests := []struct {
+		value string
+		want  time.Duration
+	}{
+		{"86400", 24 * time.Hour},
+		{"90000s", 25 * time.Hour},
+		{"1440m", 24 * time.Hour},
+		{"36h", 36 * time.Hour},
+		{"3650d", 3650 * 24 * time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.value, func(t *testing.T) {
+			c, err := Parse(strings.NewReader("[api]\ntoken = t\n[database]\njob_retention = "+tt.value+"\n"), "afm.conf")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Database.JobRetention != tt.want {
+				t.Errorf("JobRetention = %s, want %s", c.Database.JobRetention, tt.want)
 			}
 		})
 	}

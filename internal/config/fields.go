@@ -86,6 +86,9 @@ var sections = []section{
 		{key: "poll_interval", def: "1", set: func(c *Config, v string) error {
 			return setSeconds(&c.Database.PollInterval, v)
 		}},
+		{key: "job_retention", def: "7d", set: func(c *Config, v string) error {
+			return setRetention(&c.Database.JobRetention, v)
+		}},
 	}},
 	{name: "opensm", fields: []field{
 		{key: "driver", def: "process", set: func(c *Config, v string) error {
@@ -289,6 +292,36 @@ func setInt(dst *int, v string, check func(int) error) error {
 		return err
 	}
 	*dst = n
+	return nil
+}
+
+// Bounds of job_retention. Jobs must stay readable well beyond the time
+// networking-mlnx polls them (a day at least); ten years is surely a mistake.
+const (
+	minRetention = 24 * time.Hour
+	maxRetention = 3650 * 24 * time.Hour
+)
+
+// retentionValue is a whole number of seconds, optionally followed by a unit:
+// s, m (minutes), h or d (days of 24 hours).
+var retentionValue = regexp.MustCompile(`^([0-9]{1,10})([smhd]?)$`)
+
+func setRetention(dst *time.Duration, v string) error {
+	want := errors.New("want a whole number of days (7d), hours (36h), minutes (2880m) or seconds (86400 or 86400s), from 1d to 3650d")
+	m := retentionValue.FindStringSubmatch(v)
+	if m == nil {
+		return want
+	}
+	n, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		return want
+	}
+	unit := map[string]time.Duration{"": time.Second, "s": time.Second, "m": time.Minute, "h": time.Hour, "d": 24 * time.Hour}[m[2]]
+	// Compared before multiplying, which could overflow.
+	if n > int64(maxRetention/unit) || time.Duration(n)*unit < minRetention {
+		return want
+	}
+	*dst = time.Duration(n) * unit
 	return nil
 }
 

@@ -38,9 +38,10 @@ const (
 // SweepResult is what WaitSweep found in the log.
 type SweepResult struct {
 	Outcome Outcome
-	// PKeyErrors are the ERR 05xx lines of the pkey manager, and the ERR
-	// 3111/3113/3119 lines about a P_KeyTable or PortInfo Set, of the sweep
-	// that decided the outcome (for Failed: the last failed sweep).
+	// PKeyErrors are the ERR 05xx lines of the pkey manager (but not its
+	// enforcement errors, see enforcementError), and the ERR 3111/3113/3119
+	// lines about a P_KeyTable or PortInfo Set, of the sweep that decided the
+	// outcome (for Failed: the last failed sweep).
 	PKeyErrors []string
 	// Detail says why, when the outcome is not Applied.
 	Detail string
@@ -60,9 +61,14 @@ var (
 	partitionsRejected = regexp.MustCompile(`Partition configuration in error|Partition configuration .* is not accessible|Cannot open config file`)
 	parseError         = regexp.MustCompile(`PARSE ERROR`)
 	pkeyManagerError   = regexp.MustCompile(`\bERR 05[0-9A-Fa-f]{2}\b`)
-	madSetError        = regexp.MustCompile(`\bERR 311[139]\b`)
-	madAboutPKeys      = regexp.MustCompile(`P_KeyTable|PortInfo`)
-	notMaster          = regexp.MustCompile(`^Entering (STANDBY|DISCOVERING|NOTACTIVE) state$`)
+	// enforcementError: a switch port stopped enforcing partitions. These are
+	// not pkey table errors of the ports a job names, and are watched for
+	// elsewhere: ERR 0507 (upstream), ERR 0513 (named for NVIDIA OpenSM), and
+	// the text every variant carries (the pre-2011 ERR 0508 too).
+	enforcementError = regexp.MustCompile(`\bERR 05(07|13)\b|Clearing Enforcement bit`)
+	madSetError      = regexp.MustCompile(`\bERR 311[139]\b`)
+	madAboutPKeys    = regexp.MustCompile(`P_KeyTable|PortInfo`)
+	notMaster        = regexp.MustCompile(`^Entering (STANDBY|DISCOVERING|NOTACTIVE) state$`)
 )
 
 // WaitSweep follows the log from the position and reports the outcome of the
@@ -81,6 +87,9 @@ var (
 //     fallback tables are programmed, or at the deadline);
 //   - "Entering STANDBY/DISCOVERING/NOTACTIVE state" after it: LostMastership;
 //   - the header line "SUBNET UP" (not the box of the same name): Applied;
+//   - an ERR 05xx line of the pkey manager, or an ERR 3111/3113/3119 about a
+//     P_KeyTable or PortInfo Set: kept in PKeyErrors (enforcement errors, ERR
+//     0507/0513 and "Clearing Enforcement bit", are not);
 //   - "Errors during initialization": OpenSM retries with another heavy sweep at
 //     its next sweep tick; wait for it. At the deadline: Failed.
 //
@@ -141,7 +150,7 @@ func (w *sweepWatch) observe(e Entry) (SweepResult, bool) {
 		w.rejected = append(w.rejected, e.Message)
 	case parseError.MatchString(e.Message):
 		w.parseErrs = append(w.parseErrs, e.Message)
-	case pkeyManagerError.MatchString(e.Message),
+	case pkeyManagerError.MatchString(e.Message) && !enforcementError.MatchString(text),
 		madSetError.MatchString(e.Message) && madAboutPKeys.MatchString(text):
 		w.pkeyErrs = append(w.pkeyErrs, text)
 	case notMaster.MatchString(e.Message):

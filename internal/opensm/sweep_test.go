@@ -38,6 +38,11 @@ func TestWaitSweepFixtures(t *testing.T) {
 				"ERR 0512: Failed to set PKey 0x8143", "ERR 0512: Failed to set PKey 0x8144", "ERR 0512: Failed to set PKey 0x8145",
 				"ERR 0512: Failed to set PKey 0x8146",
 			}},
+		{fixture: "pkey-errors-not-enforcement.log", timeout: long, want: Applied,
+			wantPKeyErrors: []string{
+				"ERR 0506: pkey_mgr_update_pkey_entry() failed to update pkey table block 0 for node 0x0002c90300000300 port 1 (H3)",
+				"ERR 0508: Failed to set accum_pkeys PKey 0x8065",
+			}},
 		{fixture: "standby.log", timeout: long, want: LostMastership, wantDetail: []string{"Entering STANDBY state"}},
 		{fixture: "two-starts.log", timeout: long, want: Applied},
 		{fixture: "box-split.log", timeout: short, want: Failed,

@@ -36,6 +36,7 @@ func Run(t *testing.T, engine string) {
 		{"ConcurrentChangesGetDistinctRevisions", testConcurrentChanges},
 		{"MigrateTwice", testMigrateTwice},
 		{"WakeAfterChange", testWake},
+		{"JobRetention", testJobRetention},
 	}
 	tests = append(tests, fabricTests...)
 	for _, tc := range tests {

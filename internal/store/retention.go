@@ -1,0 +1,51 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// JobPruner is the part of an engine that deletes old jobs. Every engine of
+// this module implements it.
+type JobPruner interface {
+	// DeleteFinishedJobsBefore deletes at most batch Completed or Failed jobs
+	// whose finished_at is before the time, oldest first, and says how many.
+	DeleteFinishedJobsBefore(ctx context.Context, before time.Time, batch int) (int64, error)
+}
+
+// Bounds of one pruning: each statement deletes at most PruneBatch jobs, and
+// one call runs at most pruneMaxBatches of them, so that a large backlog (a
+// first run with a short retention) is worked off over several calls instead
+// of holding the database for long.
+const (
+	PruneBatch      = 500
+	pruneMaxBatches = 20
+)
+
+// DeleteExpiredJobs deletes the finished (Completed or Failed) jobs that
+// finished more than retention before now, in batches, and returns how many it
+// deleted. Open jobs are never deleted, however old.
+func (s *Store) DeleteExpiredJobs(ctx context.Context, retention time.Duration) (int64, error) {
+	if retention <= 0 {
+		return 0, fmt.Errorf("delete expired jobs: retention %s is not positive", retention)
+	}
+	p, ok := s.Engine.(JobPruner)
+	if !ok {
+		return 0, errors.New("delete expired jobs: the " + s.Name() + " engine cannot delete jobs")
+	}
+	before := s.now().Add(-retention)
+	var total int64
+	for range pruneMaxBatches {
+		n, err := p.DeleteFinishedJobsBefore(ctx, before, PruneBatch)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("delete jobs finished before %s: %w", before.Format(time.RFC3339), err)
+		}
+		if n < PruneBatch {
+			break
+		}
+	}
+	return total, nil
+}
