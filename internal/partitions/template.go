@@ -88,6 +88,12 @@ func ParseTemplate(name string, text []byte) (*Template, error) {
 				return nil, fmt.Errorf("partitions template %s: %w (a partitions template cannot load other templates)", name, err)
 			}
 		}
+		for _, tag := range []string{"macro", "call"} {
+			if strings.Contains(err.Error(), "ControlStructure '"+tag+"' not found") {
+				return nil, fmt.Errorf("partitions template %s: %w (a partitions template has no macros: "+
+					"a macro calling itself would crash the manager; use a for loop)", name, err)
+			}
+		}
 		return nil, fmt.Errorf("partitions template %s: %w", name, err)
 	}
 	return &Template{name: name, tpl: tpl, maxOutput: maxTemplateOutput, timeout: templateTimeout}, nil
@@ -108,11 +114,13 @@ func templateConfig() *config.Config {
 
 // sandbox is gonja's environment without the tags that load other templates
 // (include, import, from, extends): a template is one file, read once, and can
-// read no other. Its globals are gonja's pure functions; range is replaced at
+// read no other. Nor has it macros (macro, call): a macro that calls itself
+// overflows the goroutine's stack, which no Go program survives, so the
+// manager would crash on a template mistake. Its globals are gonja's pure functions; range is replaced at
 // each rendering by a bounded one.
 func sandbox() *exec.Environment {
 	allowed := map[string]gonjaparser.ControlStructureParser{}
-	for _, name := range []string{"autoescape", "block", "filter", "for", "if", "macro", "raw", "set", "with", "do", "break", "continue", "trans", "call"} {
+	for _, name := range []string{"autoescape", "block", "filter", "for", "if", "raw", "set", "with", "do", "break", "continue", "trans"} {
 		if p, ok := builtins.ControlStructures.Get(name); ok {
 			allowed[name] = p
 		}

@@ -139,6 +139,20 @@ func TestTemplateCannotReadFiles(t *testing.T) {
 	}
 }
 
+// A template has no macros: one calling itself would crash the whole manager
+// (a Go stack overflow cannot be recovered).
+func TestTemplateHasNoMacros(t *testing.T) {
+	for _, text := range []string{
+		"{% macro again(n) %}{{ again(n) }}{% endmacro %}{{ again(1) }}",
+		"{% call again() %}x{% endcall %}",
+	} {
+		_, err := ParseTemplate("custom.j2", []byte(text))
+		if err == nil || !strings.Contains(err.Error(), "partitions template custom.j2: ") || !strings.Contains(err.Error(), "has no macros") {
+			t.Errorf("%s: error %v, want a refusal naming the template and saying it has no macros", text, err)
+		}
+	}
+}
+
 // Nothing in the context reaches the environment or the operating system.
 func TestTemplateHasNoEnvironment(t *testing.T) {
 	t.Setenv("AFM_TEMPLATE_TEST_SECRET", "leaked")
