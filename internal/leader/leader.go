@@ -71,8 +71,15 @@ func (e *Elector) termOnce(ctx context.Context, lead func(context.Context, int64
 	e.Log.Info("won the applier lock", "term", term, "holder", e.Holder)
 
 	lctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
+	checked := make(chan struct{})
+	// Deferred calls run last first: the checker stops, and is waited for, before
+	// the lock is released, since a lock's session is not safe for concurrent use.
+	defer func() {
+		cancel(nil)
+		<-checked
+	}()
 	go func() {
+		defer close(checked)
 		t := time.NewTicker(e.CheckInterval)
 		defer t.Stop()
 		for {
