@@ -377,24 +377,9 @@ func (f *memberFormatter) format(members []fabric.GUID) ([]string, string) {
 // network may take. It does not judge the file (Check does, at each apply), so
 // it accepts ALL_VCAS and a shared default partition.
 func (t *Template) StaticPKeys(ctx context.Context, defaultPartition string, flatPKey fabric.PKey) (map[fabric.PKey]string, error) {
-	s := State{
-		DefaultPartition: defaultPartition,
-		Flat:             FlatPartition{PKey: flatPKey},
-		Rules:            Rules{SharedDefaultPartition: true, Flavour: NVIDIA},
-	}
-	text, err := t.Render(ctx, s)
+	st, err := t.Static(ctx, defaultPartition, flatPKey)
 	if err != nil {
 		return nil, err
 	}
-	f, err := ParseFor(text, NVIDIA)
-	if err != nil {
-		return nil, fmt.Errorf("partitions template %s renders, without networks, to a file that does not parse: %w", t.name, err)
-	}
-	static := map[fabric.PKey]string{}
-	for _, st := range f.Statements {
-		if st.PKey != fabric.DefaultPKey && st.PKey != flatPKey {
-			static[st.PKey] = st.Name
-		}
-	}
-	return static, nil
+	return st.names, nil
 }

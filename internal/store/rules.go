@@ -24,6 +24,10 @@ type Rules struct {
 	// StaticPKey says whether the partitions template defines a static
 	// partition with this pkey, and its name. nil: the template defines none.
 	StaticPKey func(fabric.PKey) (name string, static bool)
+	// PortLimit says why host port guid may not become a member of partition
+	// (refusal, "" when it may): its switch port's pkey table would be full
+	// (topology.PortLimit). nil: no limit.
+	PortLimit func(guid fabric.GUID, partition fabric.PKey) (refusal string, err error)
 }
 
 // Network types that get a partition.
@@ -39,6 +43,14 @@ type NetworkSpec struct {
 	Type            string // provider:network_type
 	PhysicalNetwork string // provider:physical_network
 	SegmentationID  *int64 // provider:segmentation_id; nil when absent or null
+}
+
+// partitionOf is the pkey of network n's partition.
+func (r Rules) partitionOf(n Network) fabric.PKey {
+	if n.PKey == nil {
+		return r.flatPKey()
+	}
+	return *n.PKey
 }
 
 func (r Rules) flatPKey() fabric.PKey {

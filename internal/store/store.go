@@ -529,6 +529,15 @@ func (s *Store) membership(ctx context.Context, tx Tx, p *Port, c PortChange, n 
 		return "", rejectf("port %s: GUID %s is already in the partition of network %s (port %s); "+
 			"a GUID can be in only one network's partition", p.ID, *p.GUID, other.NetworkID, other.ID)
 	}
+	if s.Rules.PortLimit != nil {
+		refusal, err := s.Rules.PortLimit(*p.GUID, s.Rules.partitionOf(n))
+		if err != nil {
+			return "", fmt.Errorf("port %s: check its switch port's pkey table: %w", p.ID, err)
+		}
+		if refusal != "" {
+			return "", rejectf("port %s on network %s: %s", p.ID, n.ID, refusal)
+		}
+	}
 	return "", nil
 }
 

@@ -1,0 +1,71 @@
+package partitions
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
+
+// Static is what a template writes besides the networks' and the flat
+// partition: the default partition and any static partition, as they are
+// whatever the recorded state. The API asks it which pkeys a host port carries
+// besides its network's, to keep the port below its switch port's pkey table
+// capacity.
+type Static struct {
+	statements []Statement
+	names      map[fabric.PKey]string
+}
+
+// Static renders the template without networks or flat members and keeps
+// what it writes besides them. See StaticPKeys.
+func (t *Template) Static(ctx context.Context, defaultPartition string, flatPKey fabric.PKey) (*Static, error) {
+	s := State{
+		DefaultPartition: defaultPartition,
+		Flat:             FlatPartition{PKey: flatPKey},
+		// Lenient: this only reads the file; Check judges it at every apply.
+		Rules: Rules{SharedDefaultPartition: true, Flavour: NVIDIA},
+	}
+	text, err := t.Render(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	f, err := ParseFor(text, NVIDIA)
+	if err != nil {
+		return nil, fmt.Errorf("partitions template %s renders, without networks, to a file that does not parse: %w", t.name, err)
+	}
+	st := &Static{names: map[fabric.PKey]string{}}
+	for _, statement := range f.Statements {
+		if statement.PKey == flatPKey {
+			continue
+		}
+		st.statements = append(st.statements, statement)
+		if statement.PKey != fabric.DefaultPKey {
+			st.names[statement.PKey] = statement.Name
+		}
+	}
+	return st, nil
+}
+
+// Name says whether pkey is a static partition's (not the default's), and its name.
+func (s *Static) Name(pkey fabric.PKey) (string, bool) {
+	name, ok := s.names[pkey]
+	return name, ok
+}
+
+// PKeysOf returns the pkeys of the default and static partitions that host
+// port guid is a member of, full or limited: those listing it, ALL, ALL_CAS or
+// ALL_VCAS (a virtual port is a host port too). SELF, ALL_SWITCHES and
+// ALL_ROUTERS name no host port.
+func (s *Static) PKeysOf(guid fabric.GUID) []fabric.PKey {
+	var out []fabric.PKey
+	for _, st := range s.statements {
+		for _, m := range st.Members {
+			if m.Keyword == All || m.Keyword == AllCAs || m.Keyword == AllVCAs || (m.Keyword == "" && m.GUID == guid) {
+				out = append(out, st.PKey)
+				break
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,78 @@
+package topology
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
+
+// PortLimit keeps host ports below their switch ports' pkey table capacity when
+// a port is sent, so that OpenSM never silently stops enforcing partitions on a
+// switch port (see CapacityReached). The dump is re-read when it changes: OpenSM
+// rewrites it at every SUBNET UP. It is safe for concurrent use.
+type PortLimit struct {
+	DumpFile string // OpenSM's opensm-subnet.lst
+	Capacity int    // [opensm] switch_pkey_capacity
+	// Static returns the pkeys a host port carries whatever its network: the
+	// default partition's and those of the template's static partitions that
+	// list it. nil: the default partition only.
+	Static func(fabric.GUID) []fabric.PKey
+
+	mu       sync.Mutex
+	modified time.Time
+	size     int64
+	topology *Topology
+}
+
+// Check returns, as refusal, why host port guid may not become a member of
+// partition: it names the host port, its switch port and the numbers when the
+// port would reach its switch port's capacity. A port the last dump does not
+// place is not checked (see CapacityReached); nor is any port while there is no
+// dump yet. err is a failure to read the dump.
+func (l *PortLimit) Check(guid fabric.GUID, partition fabric.PKey) (refusal string, err error) {
+	t, err := l.current()
+	if err != nil || t == nil {
+		return "", err
+	}
+	pkeys := []fabric.PKey{partition}
+	if l.Static != nil {
+		pkeys = append(pkeys, l.Static(guid)...)
+	}
+	reached := t.CapacityReached(map[fabric.GUID][]fabric.PKey{guid: pkeys}, l.Capacity)
+	if len(reached) == 0 {
+		return "", nil
+	}
+	r := reached[0]
+	return fmt.Sprintf("host port %s would carry %d pkeys (the default partition, its network's and the "+
+		"template's that list it), reaching the %d-entry pkey table of switch port %s "+
+		"([opensm] switch_pkey_capacity), where OpenSM would stop enforcing partitions without a word; "+
+		"at most %d are allowed", r.Host, r.PKeys, l.Capacity, r.Behind, l.Capacity-1), nil
+}
+
+// current returns the topology of the dump as it is now; nil when there is none.
+func (l *PortLimit) current() (*Topology, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	info, err := os.Stat(l.DumpFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		l.topology = nil
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("OpenSM's subnet dump: %w", err)
+	}
+	if l.topology != nil && info.ModTime().Equal(l.modified) && info.Size() == l.size {
+		return l.topology, nil
+	}
+	t, err := Load(l.DumpFile)
+	if err != nil {
+		return nil, err
+	}
+	l.topology, l.modified, l.size = t, info.ModTime(), info.Size()
+	return t, nil
+}

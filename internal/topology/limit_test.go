@@ -1,0 +1,76 @@
+package topology
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
+
+func TestPortLimit(t *testing.T) {
+	dump := filepath.Join(t.TempDir(), FileName)
+	// Three static partitions list H1; every host port carries the default.
+	static := func(g fabric.GUID) []fabric.PKey {
+		if g == 0x0002c90300000101 {
+			return []fabric.PKey{0x7fff, 0x0200, 0x0201, 0x0202}
+		}
+		return []fabric.PKey{0x7fff}
+	}
+	l := &PortLimit{DumpFile: dump, Capacity: 5, Static: static}
+
+	// No dump yet (OpenSM has not swept): nothing to check against.
+	if refusal, err := l.Check(0x0002c90300000101, 0x0065); refusal != "" || err != nil {
+		t.Fatalf("without a dump: %q, %v", refusal, err)
+	}
+	real, err := os.ReadFile(filepath.Join("testdata", "good", "ibsim-5-hosts-2-switches.lst"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dump, real, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// H1: default + 3 static + its network = 5 = the capacity: refused.
+	refusal, err := l.Check(0x0002c90300000101, 0x0065)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"host port 0x0002c90300000101 would carry 5 pkeys", "switch port 0x0002c90300f00001:2",
+		"switch_pkey_capacity", "at most 4"} {
+		if !strings.Contains(refusal, want) {
+			t.Errorf("H1: refusal %q, want it to say %q", refusal, want)
+		}
+	}
+	// H2 carries 2; a port the dump does not place is not checked.
+	for _, g := range []fabric.GUID{0x0002c90300000201, 0x0002c90300000601} {
+		if refusal, err := l.Check(g, 0x0065); refusal != "" || err != nil {
+			t.Errorf("%s: %q, %v", g, refusal, err)
+		}
+	}
+	// A new dump is read: H1 gone from the fabric, nothing to refuse.
+	if err := os.WriteFile(dump, []byte(strings.Join(filterLines(string(real), "H1"), "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if refusal, err := l.Check(0x0002c90300000101, 0x0065); refusal != "" || err != nil {
+		t.Errorf("after H1 left the dump: %q, %v", refusal, err)
+	}
+	// A dump that does not parse is an error, not a pass.
+	if err := os.WriteFile(dump, []byte("garbage\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Check(0x0002c90300000201, 0x0065); err == nil {
+		t.Error("a broken dump: want an error")
+	}
+}
+
+// filterLines drops the lines naming node description desc.
+func filterLines(text, desc string) []string {
+	var out []string
+	for _, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		if !strings.Contains(line, "{"+desc+"}") {
+			out = append(out, line)
+		}
+	}
+	return append(out, "")
+}
