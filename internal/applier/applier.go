@@ -36,6 +36,7 @@ type Store interface {
 	FailJobs(ctx context.Context, term, revision int64, reason string, now time.Time) (int64, error)
 	RecordApply(ctx context.Context, a store.Apply) (bool, error)
 	Wake(ctx context.Context) <-chan struct{}
+	GateStore // gates.go
 }
 
 // SubnetManager is OpenSM as the applier drives it (opensm.Process).
@@ -53,6 +54,7 @@ type Config struct {
 	SweepTimeout     time.Duration
 	CheckInterval    time.Duration // drift repair
 	PollInterval     time.Duration // how often the revision is read without a wake-up
+	SubnetDump       string        // OpenSM's opensm-subnet.lst, which the gates read
 }
 
 // Applier applies while its manager holds the applier lock.
@@ -76,6 +78,7 @@ type term struct {
 	id      int64
 	applied int64  // revision OpenSM was last seen applying; -1: none yet this term
 	written []byte // what this term last wrote to the partitions file
+	gate    *gatekeeper
 }
 
 // Lead runs OpenSM and applies until ctx ends (the term is over). A new term
@@ -85,6 +88,9 @@ func (a *Applier) Lead(ctx context.Context, termID int64) error {
 	// OpenSM must never start with a file that is not the recorded state: its
 	// first sweep reads it.
 	if err := t.writeCurrent(ctx); err != nil {
+		return err
+	}
+	if err := t.startGates(); err != nil {
 		return err
 	}
 	smCtx, stopSM := context.WithCancel(ctx)
@@ -122,6 +128,7 @@ func (a *Applier) Lead(ctx context.Context, termID int64) error {
 				continue
 			}
 		}
+		t.pollGates(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -191,7 +198,7 @@ func (t *term) apply(ctx context.Context) bool {
 	}
 	switch {
 	case res.Outcome == opensm.Applied && len(res.PKeyErrors) == 0:
-		n, err := t.Store.CompleteJobs(ctx, t.id, rev, time.Now().UTC())
+		n, err := t.completeJobs(ctx, rev) // if the gates are open
 		if err != nil {
 			log.Error("complete jobs", "error", err)
 			return false
