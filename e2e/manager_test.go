@@ -54,11 +54,20 @@ type manager struct {
 	client *http.Client
 }
 
-// startManager starts ibsim, writes afm.conf for the database, and runs the
-// manager until the test ends.
+// startManager starts ibsim, writes afm.conf for the database, runs the
+// manager until the test ends, and confirms the fabric's switches once OpenSM
+// has swept, so that jobs complete.
 func startManager(t *testing.T, db storetest.Database, hosts int) *manager {
 	t.Helper()
-	f := fabricsim.StartT(t, fabricsim.Options{Hosts: hosts})
+	m := launchManager(t, db, fabricsim.Options{Hosts: hosts})
+	m.confirmSwitches()
+	return m
+}
+
+// launchManager is startManager without confirming the switches.
+func launchManager(t *testing.T, db storetest.Database, o fabricsim.Options) *manager {
+	t.Helper()
+	f := fabricsim.StartT(t, o)
 	dir := t.TempDir()
 	m := &manager{t: t, fabric: f, dir: dir, conf: filepath.Join(dir, "afm.conf"),
 		url: "http://" + freeAddr(t), client: &http.Client{Timeout: 10 * time.Second}}
