@@ -55,11 +55,26 @@ type manager struct {
 	debug  bool // start with --debug (the apply steps are logged)
 }
 
-// startManager starts ibsim, writes afm.conf for the database, and runs the
-// manager until the test ends. apiLines are extra [api] settings.
+// startManager starts ibsim, writes afm.conf for the database, runs the
+// manager until the test ends, and confirms the fabric's switches once OpenSM
+// has swept, so that jobs complete. apiLines are extra [api] settings.
 func startManager(t *testing.T, db storetest.Database, hosts int, apiLines ...string) *manager {
 	t.Helper()
-	f := fabricsim.StartT(t, fabricsim.Options{Hosts: hosts})
+	m := launchManager(t, db, fabricsim.Options{Hosts: hosts}, settings{API: apiLines})
+	m.confirmSwitches()
+	return m
+}
+
+// settings are afm.conf lines a test adds to the harness's.
+type settings struct {
+	API    []string // [api]
+	OpenSM []string // [opensm]
+}
+
+// launchManager is startManager without confirming the switches.
+func launchManager(t *testing.T, db storetest.Database, o fabricsim.Options, extra settings) *manager {
+	t.Helper()
+	f := fabricsim.StartT(t, o)
 	dir := t.TempDir()
 	m := &manager{t: t, fabric: f, dir: dir, conf: filepath.Join(dir, "afm.conf"),
 		url: "http://" + freeAddr(t), client: &http.Client{Timeout: 10 * time.Second}}
@@ -76,10 +91,12 @@ config_dir = %s
 env_file = %s
 check_interval = 2
 sweep_timeout = 20
+%s
 
 [opensm_conf]
 guid = %s
-`, strings.TrimPrefix(m.url, "http://"), token, strings.Join(apiLines, "\n"), db.URL, filepath.Join(dir, "opensm"), f.EnvFile(), f.SMGUID)
+`, strings.TrimPrefix(m.url, "http://"), token, strings.Join(extra.API, "\n"), db.URL, filepath.Join(dir, "opensm"), f.EnvFile(),
+		strings.Join(extra.OpenSM, "\n"), f.SMGUID)
 	if err := os.WriteFile(m.conf, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}

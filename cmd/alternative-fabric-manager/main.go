@@ -5,6 +5,8 @@
 //	alternative-fabric-manager --config-file /etc/alternative-fabric-manager/afm.conf
 //	alternative-fabric-manager --config-file ... --migrate   # apply database migrations, then exit
 //	alternative-fabric-manager --config-file ... --render    # print the checked partitions file, then exit
+//	alternative-fabric-manager --config-file ... --status [--json] | --confirm-switches | --show-keys
+//	alternative-fabric-manager --config-file ... --show-enforcement-errors | --clear-enforcement-errors
 //
 // With --render, the file goes to standard output and the exit status is 0; if the
 // template fails or the check refuses the file, the problems go to standard error
@@ -43,9 +45,19 @@ func main() {
 	migrate := flag.Bool("migrate", false, "apply the database migrations, then exit")
 	render := flag.Bool("render", false, "print the partitions file the recorded state renders to (checked), then exit")
 	debug := flag.Bool("debug", false, "log at debug level (every HTTP request, OpenSM's filtered output)")
+	status := flag.Bool("status", false, "print who applies, the last apply, jobs by status and why jobs do not complete, then exit")
+	asJSON := flag.Bool("json", false, "with --status: print it as JSON (fields in docs/status.md)")
+	confirm := flag.Bool("confirm-switches", false, "record the switches of OpenSM's last sweep as the fabric's expected switches, then exit")
+	showErrs := flag.Bool("show-enforcement-errors", false, "list the switch ports whose partition enforcement OpenSM cleared, then exit")
+	clearErrs := flag.Bool("clear-enforcement-errors", false, "forget the recorded enforcement errors, so that jobs complete again, then exit")
+	showKeys := flag.Bool("show-keys", false, "print OpenSM's M_Key, SM_Key and SA_Key (secrets), then exit")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "alternative-fabric-manager: unexpected argument %q\n", flag.Arg(0))
+		os.Exit(2)
+	}
+	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys); n > 1 || (*asJSON && !*status) {
+		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: give at most one command flag (--json goes with --status)")
 		os.Exit(2)
 	}
 	level := slog.LevelInfo
@@ -63,6 +75,9 @@ func main() {
 		err = runMigrate(ctx, *configFile, log)
 	case *render:
 		err = runRender(ctx, *configFile, log)
+	case *status || *confirm || *showErrs || *clearErrs || *showKeys:
+		err = runOperator(ctx, *configFile, log, operatorCommand{status: *status, json: *asJSON,
+			confirm: *confirm, showErrors: *showErrs, clearErrors: *clearErrs, showKeys: *showKeys})
 	default:
 		err = run(ctx, *configFile, log)
 	}
@@ -70,6 +85,16 @@ func main() {
 		fmt.Fprintf(os.Stderr, "alternative-fabric-manager: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+func countTrue(flags ...bool) int {
+	n := 0
+	for _, f := range flags {
+		if f {
+			n++
+		}
+	}
+	return n
 }
 
 // openStore opens the configured database, migrating it when asked to.
@@ -202,7 +227,7 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 		name, ok := static[p]
 		return name, ok
 	}
-	sm, err := prepareOpenSM(ctx, cfg, log, &opensm.GeneratedKeys{})
+	sm, err := prepareOpenSM(ctx, cfg, log, databaseKeys{st})
 	if err != nil {
 		return err
 	}
@@ -220,6 +245,7 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 		CheckInterval:    cfg.OpenSM.CheckInterval,
 		PollInterval:     cfg.Database.PollInterval,
 		JobRetention:     cfg.Database.JobRetention,
+		SubnetDump:       subnetDump(cfg),
 	}}
 
 	srv := &http.Server{
@@ -300,6 +326,7 @@ func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, ke
 		PartitionsFile:       filepath.Join(dir, "partitions.conf"),
 		LogFile:              cfg.OpenSM.LogFile,
 		PerModuleLoggingFile: perModule,
+		DumpFilesDir:         dir,
 		Hardening:            hardening,
 		Flavour:              flavour,
 		Keys:                 k,

@@ -49,6 +49,7 @@ type Store interface {
 	RecordApply(ctx context.Context, a store.Apply) (bool, error)
 	Wake(ctx context.Context) <-chan struct{}
 	DeleteExpiredJobs(ctx context.Context, retention time.Duration) (int64, error)
+	GateStore // gates.go
 }
 
 // SubnetManager is OpenSM as the applier drives it (opensm.Process).
@@ -74,6 +75,7 @@ type Config struct {
 	CheckInterval    time.Duration // drift repair
 	PollInterval     time.Duration // how often the revision is read without a wake-up
 	JobRetention     time.Duration // finished jobs are deleted after this; 0: never
+	SubnetDump       string        // OpenSM's opensm-subnet.lst, which the gates read
 }
 
 // Applier applies while its manager holds the applier lock.
@@ -98,6 +100,7 @@ type term struct {
 	applied  int64  // revision OpenSM was last seen applying; -1: none yet this term
 	written  []byte // what this term last wrote to the partitions file
 	restarts int    // OpenSM restarts seen so far
+	gate     *gatekeeper
 }
 
 // applyResult says what the loop does after an apply.
@@ -116,6 +119,9 @@ func (a *Applier) Lead(ctx context.Context, termID int64) error {
 	// OpenSM must never start with a file that is not the recorded state: its
 	// first sweep reads it.
 	if err := t.writeCurrent(ctx); err != nil {
+		return err
+	}
+	if err := t.startGates(); err != nil {
 		return err
 	}
 	smCtx, stopSM := context.WithCancel(ctx)
@@ -162,6 +168,7 @@ func (a *Applier) Lead(ctx context.Context, termID int64) error {
 			}
 			continue
 		}
+		t.pollGates(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -244,7 +251,7 @@ func (t *term) apply(ctx context.Context) applyResult {
 		// has an applied row of its revision or a later one, finished before it,
 		// even when the manager is killed in between.
 		record(string(res.Outcome), "SUBNET UP")
-		n, err := t.Store.CompleteJobs(ctx, t.id, rev, time.Now().UTC())
+		n, err := t.completeJobs(ctx, rev) // if the gates are open
 		if err != nil {
 			log.Error("complete jobs", "error", err)
 			return applyRetry

@@ -16,6 +16,11 @@ type ConfOptions struct {
 	PartitionsFile       string // partition_config_file: the file the manager rewrites
 	LogFile              string // log_file: the file WaitSweep and Process read
 	PerModuleLoggingFile string // per_module_logging_file: see PerModuleLoggingConf
+	// DumpFilesDir is dump_files_dir, where OpenSM rewrites opensm-subnet.lst
+	// (read by package topology) at every SUBNET UP; OpenSM writes that file
+	// whatever its log level. Empty leaves OpenSM's default ($OSM_TMP_DIR, or
+	// /var/log).
+	DumpFilesDir string
 
 	// Hardening chooses the hardening groups whose options are written; the
 	// zero value writes none. Flavour is the OpenSM that reads the file: only
@@ -36,7 +41,8 @@ type ConfOptions struct {
 // log lines that prove a sweep (log_file, force_log_flush, per-module logging),
 // the file that gets applied (partition_config_file), and a foreground OpenSM
 // with no unauthenticated console (daemon, console). accum_log_file FALSE would
-// truncate the log at every start, under the follower's feet.
+// truncate the log at every start, under the follower's feet. dump_files_dir is
+// where the switches the gates compare with the confirmed ones are read.
 var OwnedOptions = []string{
 	"partition_config_file",
 	"log_file",
@@ -45,6 +51,7 @@ var OwnedOptions = []string{
 	"daemon",
 	"console",
 	"accum_log_file",
+	"dump_files_dir",
 }
 
 // unparsableOptions would change the log lines this package reads: log_prefix
@@ -107,6 +114,9 @@ func RenderConf(o ConfOptions) ([]byte, error) {
 		if kv.Key == "log_flags" {
 			operatorSetsLogFlags = true
 		}
+	}
+	if o.DumpFilesDir != "" {
+		owned = append(owned, KeyValue{"dump_files_dir", o.DumpFilesDir})
 	}
 	if !operatorSetsLogFlags {
 		owned = append(owned, KeyValue{"log_flags", defaultLogFlags})

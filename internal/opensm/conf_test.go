@@ -69,7 +69,9 @@ func options(t *testing.T, conf []byte) map[string][]string {
 }
 
 func TestRenderConfOwnedValues(t *testing.T) {
-	got, err := RenderConf(confPaths)
+	o := confPaths
+	o.DumpFilesDir = "/var/lib/afm/opensm"
+	got, err := RenderConf(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +84,7 @@ func TestRenderConfOwnedValues(t *testing.T) {
 		"daemon":                  "FALSE",
 		"console":                 "off",
 		"log_flags":               "0x03",
+		"dump_files_dir":          o.DumpFilesDir,
 	}
 	opts := options(t, got)
 	for key, value := range want {

@@ -193,6 +193,7 @@ type Engine interface {
 	Close() error
 
 	FabricTables // fabric.go
+	StatusTables // status.go
 }
 
 // Lock is the applier lock, held on a connection of its own.

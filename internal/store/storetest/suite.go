@@ -39,6 +39,7 @@ func Run(t *testing.T, engine string) {
 		{"JobRetention", testJobRetention},
 	}
 	tests = append(tests, fabricTests...)
+	tests = append(tests, statusTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
+)
+
+// The operator's commands. Each needs only the configuration file, the
+// database and the files in [opensm] config_dir, so they run the same beside a
+// running manager (docker exec) and on a bare host. None migrates the database.
+
+// operatorConnectTimeout bounds how long a command waits for the database: an
+// operator at a terminal wants an error, not a hang.
+const operatorConnectTimeout = 10 * time.Second
+
+// operatorCommand is the command flag given (one at most).
+type operatorCommand struct {
+	status, json, confirm, showErrors, clearErrors, showKeys bool
+}
+
+// runOperator runs one operator command, printing to standard output.
+func runOperator(ctx context.Context, path string, log *slog.Logger, c operatorCommand) error {
+	return withOperatorStore(ctx, path, log, func(ctx context.Context, cfg *config.Config, st *store.Store) error {
+		w := os.Stdout
+		switch {
+		case c.status:
+			return runStatus(ctx, cfg, st, w, c.json)
+		case c.confirm:
+			return confirmSwitches(ctx, cfg, st, w)
+		case c.showErrors:
+			return showEnforcementErrors(ctx, st, w)
+		case c.clearErrors:
+			return clearEnforcementErrors(ctx, st, w)
+		case c.showKeys:
+			k, err := databaseKeys{st}.Keys(ctx)
+			if err != nil {
+				return err
+			}
+			return printKeys(w, k)
+		}
+		return errors.New("no operator command given")
+	})
+}
+
+// subnetDump is where OpenSM writes its subnet dump: the manager writes
+// dump_files_dir = config_dir into opensm.conf.
+func subnetDump(cfg *config.Config) string {
+	return filepath.Join(cfg.OpenSM.ConfigDir, topology.FileName)
+}
+
+// withOperatorStore loads the configuration, opens the database without
+// migrating it, and runs fn.
+func withOperatorStore(ctx context.Context, path string, log *slog.Logger,
+	fn func(ctx context.Context, cfg *config.Config, st *store.Store) error) error {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return err
+	}
+	conn, err := config.ParseConnection(cfg.Database.Connection)
+	if err != nil {
+		return err
+	}
+	octx, cancel := context.WithTimeout(ctx, operatorConnectTimeout)
+	defer cancel()
+	st, err := storeopen.Open(octx, conn.Engine, conn.DSN, false, log)
+	if err != nil {
+		return fmt.Errorf("database %s is unreachable: %w", config.RedactURL(cfg.Database.Connection), err)
+	}
+	defer st.Close()
+	if err := fn(ctx, cfg, st); err != nil {
+		return fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
+	}
+	return nil
+}
+
+// confirmSwitches records the switches of OpenSM's last sweep as the fabric's
+// expected switches, replacing the previous set.
+func confirmSwitches(ctx context.Context, cfg *config.Config, st *store.Store, w io.Writer) error {
+	dump := subnetDump(cfg)
+	topo, err := topology.Load(dump)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("OpenSM has not swept yet: %s does not exist; start the manager and try again once OpenSM has brought the subnet up", dump)
+	}
+	if err != nil {
+		return fmt.Errorf("OpenSM's subnet dump: %w (if OpenSM was sweeping, try again)", err)
+	}
+	var switches []store.ExpectedSwitch
+	for _, sw := range topo.Switches() {
+		switches = append(switches, store.ExpectedSwitch{GUID: sw.GUID, Description: sw.Description})
+	}
+	if err := st.ConfirmSwitches(ctx, switches); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "confirmed %d switches as the fabric's expected switches:\n", len(switches))
+	for _, sw := range topo.Switches() {
+		fmt.Fprintf(w, "  %s  %s  (%d ports)\n", sw.GUID, sw.Description, sw.Ports)
+	}
+	return nil
+}
+
+// showEnforcementErrors lists the switch ports whose enforcement OpenSM cleared.
+func showEnforcementErrors(ctx context.Context, st *store.Store, w io.Writer) error {
+	errs, err := st.EnforcementErrors(ctx)
+	if err != nil {
+		return err
+	}
+	if len(errs) == 0 {
+		fmt.Fprintln(w, "no enforcement errors recorded")
+		return nil
+	}
+	for _, e := range errs {
+		fmt.Fprintf(w, "%s  first seen %s  last seen %s  %d times\n    %s\n", e.SwitchPort(),
+			e.FirstSeen.Format(time.RFC3339), e.LastSeen.Format(time.RFC3339), e.Count, e.Line)
+	}
+	fmt.Fprintln(w, "unattributed: OpenSM's line named no switch port; read OpenSM's log around it.")
+	return nil
+}
+
+// clearEnforcementErrors forgets the recorded enforcement errors.
+func clearEnforcementErrors(ctx context.Context, st *store.Store, w io.Writer) error {
+	n, err := st.ClearEnforcementErrors(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "cleared %d enforcement errors\n", n)
+	return nil
+}
+
+// Status is what --status --json prints; docs/status.md documents each field.
+type Status struct {
+	Applier       ApplierStatus    `json:"applier"`
+	Revision      int64            `json:"revision"`
+	LastApply     *ApplyStatus     `json:"last_apply"`
+	Jobs          map[string]int64 `json:"jobs"`
+	NotCompleting []string         `json:"not_completing"`
+}
+
+// ApplierStatus is the leadership row: who won the applier lock last.
+type ApplierStatus struct {
+	Holder    string     `json:"holder"`
+	Term      int64      `json:"term"`
+	Heartbeat *time.Time `json:"heartbeat"`
+}
+
+// ApplyStatus is the last apply the applier recorded.
+type ApplyStatus struct {
+	Revision   int64     `json:"revision"`
+	Term       int64     `json:"term"`
+	Outcome    string    `json:"outcome"`
+	Detail     string    `json:"detail"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
+}
+
+// readStatus gathers the status from the database and OpenSM's subnet dump.
+func readStatus(ctx context.Context, cfg *config.Config, st *store.Store) (Status, error) {
+	var s Status
+	l, err := st.Leadership(ctx)
+	if err != nil {
+		return s, err
+	}
+	s.Applier = ApplierStatus{Holder: l.Holder, Term: l.Term, Heartbeat: l.Heartbeat}
+	if s.Revision, err = st.Revision(ctx); err != nil {
+		return s, fmt.Errorf("revision: %w", err)
+	}
+	a, err := st.LastApply(ctx)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return s, fmt.Errorf("last apply: %w", err)
+	default:
+		s.LastApply = &ApplyStatus{Revision: a.Revision, Term: a.Term, Outcome: a.Outcome, Detail: a.Detail,
+			StartedAt: a.StartedAt.UTC(), FinishedAt: a.FinishedAt.UTC()}
+	}
+	counts, err := st.CountJobsByStatus(ctx)
+	if err != nil {
+		return s, fmt.Errorf("jobs: %w", err)
+	}
+	s.Jobs = map[string]int64{store.StatusPending: 0, store.StatusRunning: 0, store.StatusCompleted: 0, store.StatusFailed: 0}
+	for status, n := range counts {
+		s.Jobs[status] = n
+	}
+
+	s.NotCompleting = []string{}
+	if l.Term == 0 {
+		s.NotCompleting = append(s.NotCompleting, "no manager has held the applier lock yet")
+	}
+	if s.LastApply != nil && s.LastApply.Outcome != "applied" {
+		s.NotCompleting = append(s.NotCompleting, fmt.Sprintf("the last apply, of revision %d, ended %s: %s",
+			s.LastApply.Revision, s.LastApply.Outcome, s.LastApply.Detail))
+	}
+	reasons, err := applier.Gates{Store: st, SubnetDump: subnetDump(cfg)}.Closed(ctx)
+	if err != nil {
+		return s, fmt.Errorf("gates: %w", err)
+	}
+	s.NotCompleting = append(s.NotCompleting, reasons...)
+	return s, nil
+}
+
+// printStatus writes the status for a person to read.
+func printStatus(w io.Writer, s Status) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if s.Applier.Term == 0 {
+		fmt.Fprintln(tw, "applier lock:\tnever held")
+	} else {
+		heartbeat := "never"
+		if s.Applier.Heartbeat != nil {
+			heartbeat = s.Applier.Heartbeat.Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "applier lock:\t%s, term %d, heartbeat %s\n", s.Applier.Holder, s.Applier.Term, heartbeat)
+	}
+	fmt.Fprintf(tw, "current revision:\t%d\n", s.Revision)
+	if s.LastApply == nil {
+		fmt.Fprintln(tw, "last apply:\tnone")
+	} else {
+		a := s.LastApply
+		fmt.Fprintf(tw, "last apply:\trevision %d, %s (%s), finished %s, term %d\n",
+			a.Revision, a.Outcome, a.Detail, a.FinishedAt.Format(time.RFC3339), a.Term)
+	}
+	fmt.Fprintf(tw, "jobs:\tPending %d, Running %d, Completed %d, Failed %d\n", s.Jobs[store.StatusPending],
+		s.Jobs[store.StatusRunning], s.Jobs[store.StatusCompleted], s.Jobs[store.StatusFailed])
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(s.NotCompleting) == 0 {
+		_, err := fmt.Fprintln(w, "jobs complete: every gate is open")
+		return err
+	}
+	_, err := fmt.Fprintf(w, "jobs do not complete:\n  - %s\n", strings.Join(s.NotCompleting, "\n  - "))
+	return err
+}
+
+func runStatus(ctx context.Context, cfg *config.Config, st *store.Store, w io.Writer, asJSON bool) error {
+	s, err := readStatus(ctx, cfg, st)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	}
+	return printStatus(w, s)
+}

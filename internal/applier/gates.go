@@ -1,0 +1,255 @@
+package applier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
+)
+
+// The gates fail closed: a sweep that proves revision R applied completes the
+// jobs up to R only when
+//
+//   - an operator has confirmed the fabric's switches (--confirm-switches),
+//   - every confirmed switch is in OpenSM's subnet dump (opensm-subnet.lst, which
+//     OpenSM rewrites at every SUBNET UP): a switch that dropped out of the
+//     fabric may come back without the pkeys of its ports, and
+//   - no switch port is recorded as having had its enforcement cleared: the
+//     host behind it can reach every partition.
+//
+// While a gate is closed the open jobs up to R say why in their description,
+// and the gates are evaluated again at every poll, so that the jobs complete as
+// soon as an operator acts or the switch comes back.
+
+// NoExpectedSwitches is the reason given while no switch has been confirmed.
+const NoExpectedSwitches = "No expected switches: once OpenSM has swept, record the fabric's switches with --confirm-switches"
+
+// EnforcementCleared starts the reason given while enforcement errors are recorded.
+const EnforcementCleared = "OpenSM cleared a switch port's enforcement"
+
+// GateReader is what evaluating the gates reads from the database.
+type GateReader interface {
+	ExpectedSwitches(ctx context.Context) ([]store.ExpectedSwitch, error)
+	EnforcementErrors(ctx context.Context) ([]store.EnforcementError, error)
+}
+
+// GateStore is what the applier's gates need of the database.
+type GateStore interface {
+	GateReader
+	RecordEnforcementErrors(ctx context.Context, seen []store.EnforcementSighting) error
+	DescribeOpenJobs(ctx context.Context, term, revision int64, description string) (int64, error)
+}
+
+// Gates evaluates the gates; --status uses it too, so that it reports what the
+// applier decides.
+type Gates struct {
+	Store      GateReader
+	SubnetDump string // <dump_files_dir>/opensm-subnet.lst
+}
+
+// Closed returns why jobs may not complete now; none when every gate is open.
+// An error (the database could not be read) means the gates are closed too.
+func (g Gates) Closed(ctx context.Context) ([]string, error) {
+	var reasons []string
+	expected, err := g.Store.ExpectedSwitches(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(expected) == 0 {
+		reasons = append(reasons, NoExpectedSwitches)
+	} else {
+		reasons = append(reasons, g.missingSwitches(expected)...)
+	}
+	errs, err := g.Store.EnforcementErrors(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(errs) > 0 {
+		ports := make([]string, len(errs))
+		for i, e := range errs {
+			ports[i] = e.SwitchPort()
+		}
+		reasons = append(reasons, fmt.Sprintf("%s: %s (see --show-enforcement-errors; --clear-enforcement-errors once dealt with)",
+			EnforcementCleared, strings.Join(ports, ", ")))
+	}
+	return reasons, nil
+}
+
+// missingSwitches compares the confirmed switches with OpenSM's last dump. A
+// dump that cannot be read proves nothing: that closes the gate as well (OpenSM
+// rewrites the file in place, so a read can catch it half written; the next
+// poll reads it again).
+func (g Gates) missingSwitches(expected []store.ExpectedSwitch) []string {
+	if g.SubnetDump == "" {
+		return []string{"OpenSM's subnet dump is not configured: the expected switches cannot be checked"}
+	}
+	topo, err := topology.Load(g.SubnetDump)
+	if err != nil {
+		return []string{fmt.Sprintf("the expected switches cannot be checked: %v", err)}
+	}
+	present := map[string]bool{}
+	for _, sw := range topo.Switches() {
+		present[sw.GUID.String()] = true
+	}
+	var reasons []string
+	for _, sw := range expected {
+		if !present[sw.GUID.String()] {
+			reasons = append(reasons, fmt.Sprintf("expected switch %s (%s) is missing from OpenSM's last sweep",
+				sw.GUID, sw.Description))
+		}
+	}
+	return reasons
+}
+
+// gatekeeper is a term's state of the gates.
+type gatekeeper struct {
+	watch   enforcementWatch
+	blocked int64  // revision proven applied whose jobs wait for the gates; 0: none
+	said    string // the reasons last logged and written into the jobs
+}
+
+// startGates begins watching OpenSM's log for cleared enforcement, from its
+// current end: OpenSM starts after this, and repeats the line at every heavy
+// sweep while the condition lasts.
+func (t *term) startGates() error {
+	pos, err := opensm.LogPosition(t.Cfg.LogFile)
+	if err != nil {
+		return fmt.Errorf("OpenSM log: %w", err)
+	}
+	t.gate = &gatekeeper{watch: enforcementWatch{path: t.Cfg.LogFile, pos: pos}}
+	return nil
+}
+
+// completeJobs completes the jobs up to rev, which OpenSM was seen applying,
+// if the gates are open; otherwise the jobs say why not, and every poll tries
+// again (pollGates). It returns how many jobs completed.
+func (t *term) completeJobs(ctx context.Context, rev int64) (int64, error) {
+	t.scanEnforcement(ctx)
+	reasons, err := Gates{Store: t.Store, SubnetDump: t.Cfg.SubnetDump}.Closed(ctx)
+	if err != nil {
+		t.Log.Error("evaluate the gates; jobs wait", "revision", rev, "error", err)
+		t.gate.blocked = rev
+		return 0, nil
+	}
+	if len(reasons) > 0 {
+		t.gate.blocked = rev
+		said := "Not completing: " + strings.Join(reasons, "; ")
+		if said != t.gate.said {
+			t.Log.Warn("jobs wait for the gates", "revision", rev, "reasons", reasons)
+		}
+		if _, err := t.Store.DescribeOpenJobs(ctx, t.id, rev, said); err != nil {
+			t.Log.Error("describe waiting jobs", "revision", rev, "error", err)
+			return 0, nil
+		}
+		t.gate.said = said
+		return 0, nil
+	}
+	n, err := t.Store.CompleteJobs(ctx, t.id, rev, time.Now().UTC())
+	if err != nil {
+		return 0, err
+	}
+	if t.gate.blocked != 0 {
+		t.Log.Info("gates open; waiting jobs completed", "revision", rev, "jobs_completed", n)
+	}
+	t.gate.blocked, t.gate.said = 0, ""
+	return n, nil
+}
+
+// pollGates records the enforcement lines OpenSM logged since the last poll,
+// and completes the waiting jobs once the gates open.
+func (t *term) pollGates(ctx context.Context) {
+	t.scanEnforcement(ctx)
+	if rev := t.gate.blocked; rev != 0 {
+		if _, err := t.completeJobs(ctx, rev); err != nil {
+			t.Log.Error("complete jobs", "revision", rev, "error", err)
+		}
+	}
+}
+
+func (t *term) scanEnforcement(ctx context.Context) {
+	if err := t.gate.watch.scan(ctx, t.Store, t.Log); err != nil {
+		t.Log.Error("read OpenSM's log for cleared enforcement", "error", err)
+	}
+}
+
+// maxScan bounds what one scan reads; the rest is read at the next poll.
+const maxScan = 4 << 20
+
+// enforcementWatch reads OpenSM's log from where it stopped and records every
+// line saying a switch port's enforcement was cleared. It reads whole lines
+// only, so an entry is never split between two scans.
+type enforcementWatch struct {
+	path string
+	pos  opensm.Position
+}
+
+// EnforcementRecorder records what the log said.
+type EnforcementRecorder interface {
+	RecordEnforcementErrors(ctx context.Context, seen []store.EnforcementSighting) error
+}
+
+func (w *enforcementWatch) scan(ctx context.Context, rec EnforcementRecorder, log *slog.Logger) error {
+	f, err := os.Open(w.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // not written yet, or rotated away and not re-created yet
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	var inode uint64
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		inode = st.Ino
+	}
+	from := w.pos.Offset
+	if (w.pos.Inode != 0 && inode != w.pos.Inode) || fi.Size() < from {
+		from = 0 // rotated or truncated: the whole file is new
+	}
+	n := min(fi.Size()-from, maxScan)
+	if n <= 0 {
+		w.pos = opensm.Position{Inode: inode, Offset: from}
+		return nil
+	}
+	buf := make([]byte, n)
+	if _, err := f.ReadAt(buf, from); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	end := strings.LastIndexByte(string(buf), '\n') + 1 // a line still being written waits
+	if end == 0 && n < maxScan {
+		return nil
+	}
+	if end == 0 {
+		end = len(buf) // one enormous line: not OpenSM's, skip it
+	}
+	entries, err := opensm.ParseLog(strings.NewReader(string(buf[:end])))
+	if err != nil {
+		return err
+	}
+	found := opensm.EnforcementErrors(entries)
+	seen := make([]store.EnforcementSighting, len(found))
+	for i, e := range found {
+		seen[i] = store.EnforcementSighting{Switch: e.Switch, Port: e.Port, Line: e.Line}
+	}
+	if err := rec.RecordEnforcementErrors(ctx, seen); err != nil {
+		return err // read again at the next poll
+	}
+	for _, e := range found {
+		log.Error(EnforcementCleared, "switch_port", e.String(), "line", e.Line)
+	}
+	w.pos = opensm.Position{Inode: inode, Offset: from + int64(end)}
+	return nil
+}

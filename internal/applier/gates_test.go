@@ -1,0 +1,151 @@
+package applier
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+)
+
+const err0507 = "Nov 29 18:16:33 486627 [7F1C] 0x01 -> pkey_mgr_update_peer_port: ERR 0507: Not enough pkey entries (60 <= 60) on switch 0x0002c90300f00001 port 2 (S1). Clearing Enforcement bit\n"
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func appendTo(t *testing.T, path, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := io.WriteString(f, text); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func recorded(t *testing.T, s *store.Store) []string {
+	t.Helper()
+	errs, err := s.EnforcementErrors(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range errs {
+		out = append(out, e.SwitchPort()+" x"+strings.Repeat("I", int(e.Count)))
+	}
+	return out
+}
+
+// The watch records each line once, waits for a line still being written, and
+// reads a truncated or replaced log from its start.
+func TestEnforcementWatch(t *testing.T) {
+	s := storetest.Open(t, config.EngineSQLite)
+	log := slog.New(slog.DiscardHandler)
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	appendTo(t, path, err0507) // before the watch starts: not this term's
+	pos, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := enforcementWatch{path: path}
+	w.pos.Offset = pos.Size()
+	w.pos.Inode = 0 // any file
+
+	steps := []struct {
+		name, add string
+		want      []string
+	}{
+		{"nothing new", "", nil},
+		{"other lines", "Nov 29 18:16:34 000001 [7F1C] 0x02 -> SUBNET UP\n", nil},
+		{"half a line", err0507[:60], nil},
+		{"its end", err0507[60:], []string{"0x0002c90300f00001:2 xI"}},
+		{"again, and an unattributed one", err0507 +
+			"Nov 29 18:16:35 000002 [7F1C] 0x01 -> osm_pkey_mgr: ERR 0513: Clearing Enforcement bit somewhere\n",
+			[]string{"0x0002c90300f00001:2 xII", "unattributed xI"}},
+	}
+	for _, st := range steps {
+		appendTo(t, path, st.add)
+		if err := w.scan(ctxT(t), s, log); err != nil {
+			t.Fatalf("%s: scan: %v", st.name, err)
+		}
+		if got := recorded(t, s); !slices.Equal(got, st.want) {
+			t.Fatalf("%s: recorded %q, want %q", st.name, got, st.want)
+		}
+	}
+
+	// Truncated (log_max_size): the new content is read from the start.
+	if _, err := s.ClearEnforcementErrors(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(err0507), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.scan(ctxT(t), s, log); err != nil {
+		t.Fatal(err)
+	}
+	if got := recorded(t, s); !slices.Equal(got, []string{"0x0002c90300f00001:2 xI"}) {
+		t.Errorf("after truncation: recorded %q", got)
+	}
+}
+
+func TestGatesClosed(t *testing.T) {
+	s := storetest.Open(t, config.EngineSQLite)
+	ctx := ctxT(t)
+	dump := filepath.Join(t.TempDir(), "opensm-subnet.lst")
+	g := Gates{Store: s, SubnetDump: dump}
+	reasons, err := g.Closed(ctx)
+	if err != nil || !slices.Equal(reasons, []string{NoExpectedSwitches}) {
+		t.Fatalf("new database: %q, %v; want only %q", reasons, err, NoExpectedSwitches)
+	}
+	if err := s.ConfirmSwitches(ctx, []store.ExpectedSwitch{{GUID: 0x0002c90300f00001, Description: "S1"},
+		{GUID: 0x0002c90300f00002, Description: "S2"}}); err != nil {
+		t.Fatal(err)
+	}
+	reasons, err = g.Closed(ctx)
+	if err != nil || len(reasons) != 1 || !strings.Contains(reasons[0], "cannot be checked") {
+		t.Errorf("no dump: %q, %v; want the switches unchecked", reasons, err)
+	}
+	data, err := os.ReadFile(filepath.Join("..", "topology", "testdata", "good", "ibsim-5-hosts-2-switches.lst"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dump, data[:len(data)/2], 0o644); err != nil { // caught mid-write
+		t.Fatal(err)
+	}
+	if reasons, err = g.Closed(ctx); err != nil || len(reasons) != 1 || !strings.Contains(reasons[0], "cannot be checked") {
+		t.Errorf("half-written dump: %q, %v; want the switches unchecked", reasons, err)
+	}
+	if err := os.WriteFile(dump, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if reasons, err = g.Closed(ctx); err != nil || len(reasons) != 0 {
+		t.Errorf("every switch present: %q, %v; want the gates open", reasons, err)
+	}
+	// S2's lines removed: it is missing.
+	var kept []string
+	for _, l := range strings.SplitAfter(string(data), "\n") {
+		if !strings.Contains(l, "{S2}") {
+			kept = append(kept, l)
+		}
+	}
+	if err := os.WriteFile(dump, []byte(strings.Join(kept, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "expected switch 0x0002c90300f00002 (S2) is missing from OpenSM's last sweep"
+	if reasons, err = g.Closed(ctx); err != nil || !slices.Equal(reasons, []string{want}) {
+		t.Errorf("S2 gone: %q, %v; want %q", reasons, err, want)
+	}
+}

@@ -1,0 +1,108 @@
+package storetest
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// statusTests cover what --status and the applier's gates read and write.
+var statusTests = []struct {
+	name string
+	fn   func(t *testing.T, s *store.Store)
+}{
+	{"DescribeOpenJobsIsFencedAndSparesFinishedJobs", testDescribeOpenJobs},
+	{"LeadershipNamesTheLastWinner", testLeadership},
+}
+
+func testDescribeOpenJobs(t *testing.T, s *store.Store) {
+	ctx := ctxT(t)
+	now := time.Now().UTC()
+	done := addNetwork(t, s, netA, 101)
+	open := addNetwork(t, s, netB, 102)
+	later := addNetwork(t, s, "5e6f7a8b-2222-4c3d-9e8f-0a1b2c3d4e5f", 103)
+	old, err := s.NewTerm(ctx, "manager-1", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := s.NewTerm(ctx, "manager-2", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.CompleteJobs(ctx, cur, done.Revision, now); err != nil || n != 1 {
+		t.Fatalf("CompleteJobs = %d, %v; want 1", n, err)
+	}
+	const why = "No expected switches: run --confirm-switches"
+	if n, err := s.DescribeOpenJobs(ctx, old, open.Revision, why); err != nil || n != 0 {
+		t.Errorf("DescribeOpenJobs with an old term = %d, %v; want 0", n, err)
+	}
+	if got := job(t, s, open.ID); got.Description != open.Description {
+		t.Errorf("an old term changed the description to %q", got.Description)
+	}
+	if n, err := s.DescribeOpenJobs(ctx, cur, open.Revision, why); err != nil || n != 1 {
+		t.Errorf("DescribeOpenJobs = %d, %v; want 1 (the open job up to its revision)", n, err)
+	}
+	if got := job(t, s, open.ID); got.Description != why || got.Status != store.StatusPending {
+		t.Errorf("open job = %q %q; want %q, still Pending", got.Status, got.Description, why)
+	}
+	if got := job(t, s, done.ID); got.Description != done.Description {
+		t.Errorf("a completed job's description became %q", got.Description)
+	}
+	if got := job(t, s, later.ID); got.Description != later.Description {
+		t.Errorf("a job of a later revision got the description %q", got.Description)
+	}
+	// Saying it again changes nothing; a Running job is open too.
+	if n, err := s.DescribeOpenJobs(ctx, cur, open.Revision, why); err != nil || n != 0 {
+		t.Errorf("DescribeOpenJobs again = %d, %v; want 0", n, err)
+	}
+	if _, err := s.MarkJobsRunning(ctx, cur, later.Revision, now); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.DescribeOpenJobs(ctx, cur, later.Revision, "another reason"); err != nil || n != 2 {
+		t.Errorf("DescribeOpenJobs of Running jobs = %d, %v; want 2", n, err)
+	}
+	if _, err := s.DescribeOpenJobs(ctx, cur, later.Revision, "  "); err == nil {
+		t.Error("an empty description was accepted")
+	}
+	long := strings.Repeat("x", 10000)
+	if _, err := s.DescribeOpenJobs(ctx, cur, later.Revision, long); err != nil {
+		t.Errorf("a long description: %v", err)
+	}
+	if got := job(t, s, later.ID); len(got.Description) >= len(long) || !strings.HasSuffix(got.Description, "...") {
+		t.Errorf("a long description was stored with %d bytes, not shortened", len(got.Description))
+	}
+}
+
+func testLeadership(t *testing.T, s *store.Store) {
+	ctx := ctxT(t)
+	l, err := s.Leadership(ctx)
+	if err != nil || l.Term != 0 || l.Holder != "" || l.Heartbeat != nil {
+		t.Fatalf("Leadership of a new database = %+v, %v; want term 0, no holder, no heartbeat", l, err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	if _, err := s.NewTerm(ctx, "host-a pid 1", now.Add(-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	term, err := s.NewTerm(ctx, "host-b pid 2", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err = s.Leadership(ctx)
+	if err != nil || l.Term != term || l.Holder != "host-b pid 2" || l.Heartbeat == nil {
+		t.Fatalf("Leadership = %+v, %v; want term %d held by host-b pid 2", l, err, term)
+	}
+	if d := l.Heartbeat.Sub(now); d < -time.Second || d > time.Second || l.Heartbeat.Location() != time.UTC {
+		t.Errorf("Heartbeat = %v, want %v in UTC", l.Heartbeat, now)
+	}
+}
+
+func job(t *testing.T, s *store.Store, id int64) store.Job {
+	t.Helper()
+	j, err := s.GetJob(ctxT(t), id)
+	if err != nil {
+		t.Fatalf("GetJob(%d): %v", id, err)
+	}
+	return j
+}
