@@ -32,12 +32,12 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/api"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/leader"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
 
 func main() {
@@ -218,15 +218,15 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	// A network whose VLAN ID is a static partition's pkey is refused when sent.
-	static, err := tpl.StaticPKeys(ctx, cfg.OpenSM.DefaultPartition, cfg.OpenSM.FlatPKey)
+	// Refused when sent: a network whose VLAN ID is a static partition's pkey,
+	// and a port whose host port would fill its switch port's pkey table.
+	static, err := tpl.Static(ctx, cfg.OpenSM.DefaultPartition, cfg.OpenSM.FlatPKey)
 	if err != nil {
 		return fmt.Errorf("[opensm] partitions_template: %w", err)
 	}
-	st.Rules.StaticPKey = func(p fabric.PKey) (string, bool) {
-		name, ok := static[p]
-		return name, ok
-	}
+	st.Rules.StaticPKey = static.Name
+	limit := &topology.PortLimit{DumpFile: subnetDump(cfg), Capacity: cfg.OpenSM.SwitchPKeyCapacity, Static: static.PKeysOf}
+	st.Rules.PortLimit = limit.Check
 	sm, err := prepareOpenSM(ctx, cfg, log, databaseKeys{st})
 	if err != nil {
 		return err
@@ -246,6 +246,7 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 		PollInterval:     cfg.Database.PollInterval,
 		JobRetention:     cfg.Database.JobRetention,
 		SubnetDump:       subnetDump(cfg),
+		PortLimit:        limit,
 	}}
 
 	srv := &http.Server{

@@ -311,7 +311,6 @@ func statusJSON(t *testing.T, conf string) Status {
 	return s
 }
 
-
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()
 	b, err := os.ReadFile(from)

@@ -76,6 +76,9 @@ type Config struct {
 	PollInterval     time.Duration // how often the revision is read without a wake-up
 	JobRetention     time.Duration // finished jobs are deleted after this; 0: never
 	SubnetDump       string        // OpenSM's opensm-subnet.lst, which the gates read
+	// PortLimit finds host ports whose pkeys fill their switch port's table
+	// (topology.PortLimit); nil: none is looked for.
+	PortLimit CapacityChecker
 }
 
 // Applier applies while its manager holds the applier lock.
@@ -251,6 +254,7 @@ func (t *term) apply(ctx context.Context) applyResult {
 		// has an applied row of its revision or a later one, finished before it,
 		// even when the manager is killed in between.
 		record(string(res.Outcome), "SUBNET UP")
+		t.recordOverCapacity(ctx, snap)
 		n, err := t.completeJobs(ctx, rev) // if the gates are open
 		if err != nil {
 			log.Error("complete jobs", "error", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -52,6 +53,25 @@ func (l *PortLimit) Check(guid fabric.GUID, partition fabric.PKey) (refusal stri
 		"template's that list it), reaching the %d-entry pkey table of switch port %s "+
 		"([opensm] switch_pkey_capacity), where OpenSM would stop enforcing partitions without a word; "+
 		"at most %d are allowed", r.Host, r.PKeys, l.Capacity, r.Behind, l.Capacity-1), nil
+}
+
+// Reached returns the host ports that reach their switch port's capacity as
+// members of the partitions given, by host port GUID, with the static ones
+// added: ports already over it (after a topology or template change) that the
+// manager must treat as no longer isolated.
+func (l *PortLimit) Reached(partitions map[fabric.GUID][]fabric.PKey) ([]Reached, error) {
+	t, err := l.current()
+	if err != nil || t == nil {
+		return nil, err
+	}
+	all := make(map[fabric.GUID][]fabric.PKey, len(partitions))
+	for g, pkeys := range partitions {
+		if l.Static != nil {
+			pkeys = append(slices.Clip(pkeys), l.Static(g)...)
+		}
+		all[g] = pkeys
+	}
+	return t.CapacityReached(all, l.Capacity), nil
 }
 
 // current returns the topology of the dump as it is now; nil when there is none.

@@ -42,6 +42,11 @@ func TestPortLimit(t *testing.T) {
 			t.Errorf("H1: refusal %q, want it to say %q", refusal, want)
 		}
 	}
+	reached, err := l.Reached(map[fabric.GUID][]fabric.PKey{0x0002c90300000101: {0x0065}, 0x0002c90300000201: {0x0065}})
+	if err != nil || len(reached) != 1 || reached[0] != (Reached{Host: 0x0002c90300000101,
+		Behind: SwitchPort{0x0002c90300f00001, 2}, PKeys: 5}) {
+		t.Errorf("Reached = %+v, %v; want H1 behind 0x0002c90300f00001:2 with 5 pkeys", reached, err)
+	}
 	// H2 carries 2; a port the dump does not place is not checked.
 	for _, g := range []fabric.GUID{0x0002c90300000201, 0x0002c90300000601} {
 		if refusal, err := l.Check(g, 0x0065); refusal != "" || err != nil {

@@ -1,0 +1,56 @@
+package applier
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
+)
+
+// CapacityChecker finds the host ports whose pkeys, as members of the
+// partitions given by host port GUID, fill their switch port's pkey table.
+type CapacityChecker interface {
+	Reached(partitions map[fabric.GUID][]fabric.PKey) ([]topology.Reached, error)
+}
+
+// recordOverCapacity records, as enforcement errors, the host ports of the
+// applied state that carry as many pkeys as their switch port's table holds.
+// The API refuses a port that would; this catches those already there after
+// the fabric or the template changed. Upstream OpenSM stops enforcing
+// partitions on such a switch port without logging a word, so the gates must
+// close as if it had said so.
+func (t *term) recordOverCapacity(ctx context.Context, snap store.Snapshot) {
+	if t.Cfg.PortLimit == nil {
+		return
+	}
+	st := State(snap, t.Cfg.DefaultPartition, t.Cfg.FlatPKey)
+	members := map[fabric.GUID][]fabric.PKey{}
+	for _, n := range st.Networks {
+		for _, g := range n.Members {
+			members[g] = append(members[g], n.PKey)
+		}
+	}
+	for _, g := range st.Flat.Members {
+		members[g] = append(members[g], st.Flat.PKey)
+	}
+	reached, err := t.Cfg.PortLimit.Reached(members)
+	if err != nil {
+		t.Log.Error("check host ports against their switch ports' pkey tables", "error", err)
+		return
+	}
+	if len(reached) == 0 {
+		return
+	}
+	seen := make([]store.EnforcementSighting, len(reached))
+	for i, r := range reached {
+		seen[i] = store.EnforcementSighting{Switch: r.Behind.Switch.String(), Port: r.Behind.Port,
+			Line: fmt.Sprintf("host port %s carries %d pkeys, as many as switch port %s holds ([opensm] switch_pkey_capacity): "+
+				"OpenSM stops enforcing partitions there without a word", r.Host, r.PKeys, r.Behind)}
+		t.Log.Error(EnforcementCleared+" (its pkey table is full)", "switch_port", r.Behind.String(), "host_port", r.Host.String(), "pkeys", r.PKeys)
+	}
+	if err := t.Store.RecordEnforcementErrors(ctx, seen); err != nil {
+		t.Log.Error("record enforcement errors", "error", err)
+	}
+}
