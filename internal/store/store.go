@@ -523,7 +523,6 @@ func (s *Store) membership(ctx context.Context, tx Tx, p *Port, c PortChange, n 
 	other, err := tx.GetPortByGUID(ctx, *p.GUID)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return "", nil
 	case err != nil:
 		return "", err
 	case other.ID != p.ID && other.NetworkID != p.NetworkID:

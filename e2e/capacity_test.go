@@ -1,0 +1,116 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+)
+
+// staticTemplate writes a partitions template: the built-in statements, plus
+// count static partitions every host port is a limited member of (pkeys 0x0300
+// onwards), plus the extra lines.
+func staticTemplate(t *testing.T, count int, extra ...string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("{{ default_partition }}\n")
+	for i := range count {
+		fmt.Fprintf(&b, "static-%d=0x%04x : ALL=limited ;\n", i, 0x0300+i)
+	}
+	for _, line := range extra {
+		b.WriteString(line + "\n")
+	}
+	b.WriteString("{% for n in networks %}\n{{ n.name }}={{ n.pkey }}, ipoib :{{ n.members_text }} ;\n{% endfor %}\n")
+	b.WriteString("{{ flat.name }}={{ flat.pkey }}, ipoib :{{ flat.members_text }} ;\n")
+	path := filepath.Join(t.TempDir(), "partitions.conf.j2")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A host port whose pkeys would fill its switch port's table is refused with
+// 400 before OpenSM is asked, naming the host port and the switch port, and
+// nothing is recorded. (Ports below the capacity are what every other test
+// sends: the default capacity is 32.)
+func TestSwitchPKeyCapacity(t *testing.T) {
+	db := storetest.NewDatabase(t, config.EngineSQLite)
+	// Capacity 8: the default partition, 6 static partitions of every host and
+	// the network's make 8.
+	m := launchManager(t, db, fabricsim.Options{Hosts: 1}, settings{OpenSM: []string{
+		"switch_pkey_capacity = 8",
+		"partitions_template = " + staticTemplate(t, 6),
+	}})
+	m.confirmSwitches()
+	h1 := m.fabric.Host("H1").PortGUID
+	const net = "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73"
+	m.waitCompleted(m.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json")), nil)
+
+	status, body := m.send("POST", "/cloudx/Port", portBody("port-h1", net, vendorClientID(h1)))
+	if status != http.StatusBadRequest {
+		t.Fatalf("H1's port: %d %s, want 400", status, body)
+	}
+	for _, want := range []string{"port-h1", "host port " + h1.String() + " would carry 8 pkeys",
+		"switch port 0x", "switch_pkey_capacity"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("400 body %s does not say %q", body, want)
+		}
+	}
+	// Job 1 is the network's: the refused port made none.
+	if status, body := m.send("GET", "/app/jobs/2", ""); status != http.StatusNotFound {
+		t.Errorf("the refused port left a job: %d %s", status, body)
+	}
+	if got := m.pkeys(h1); slices.Contains(got, 0x8065) || slices.Contains(got, 0x0065) {
+		t.Errorf("H1 holds the refused partition: %s", hex(got))
+	}
+}
+
+// A host port's own pkey table overflowing (ERR 0512: ibsim's tables hold 64
+// entries, the template gives every host 70 static partitions) fails the jobs
+// of that sweep, saying why, instead of completing them.
+func TestPKeyTableFullFailsJobs(t *testing.T) {
+	db := storetest.NewDatabase(t, config.EngineSQLite)
+	m := launchManager(t, db, fabricsim.Options{Hosts: 1}, settings{OpenSM: []string{
+		"switch_pkey_capacity = 1024", // the request-time limit is not what this tests
+		"partitions_template = " + staticTemplate(t, 70),
+	}})
+	m.confirmSwitches()
+	job := m.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json"))
+	j := m.waitFinal(job)
+	if j.Status != "Failed" || !strings.Contains(j.Summary, "ERR 0512") {
+		t.Fatalf("job %s: %+v; want Failed with OpenSM's ERR 0512 in the summary", job, j)
+	}
+}
+
+// waitFinal polls a job until it is Completed or Failed.
+func (m *manager) waitFinal(job string) jobStatus {
+	m.t.Helper()
+	var j jobStatus
+	waitFor(m.t, "job "+job+" to finish", func() bool {
+		j = m.job(job)
+		return j.Status == "Completed" || j.Status == "Failed"
+	})
+	return j
+}
+
+// job reads a job as networking-mlnx does.
+func (m *manager) job(job string) jobStatus {
+	m.t.Helper()
+	status, body := m.send("GET", "/"+job, "")
+	if status != http.StatusOK {
+		m.t.Fatalf("GET %s: %d %s", job, status, body)
+	}
+	var j jobStatus
+	if err := json.Unmarshal([]byte(body), &j); err != nil {
+		m.t.Fatalf("GET %s: %v: %s", job, err, body)
+	}
+	return j
+}
