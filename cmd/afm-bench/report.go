@@ -112,6 +112,10 @@ func table(results []engineResult, render renderResult, o options) string {
 	row("GET job latency during the storm, p50 / p99", "p99 < 20 ms", func(r engineResult) string {
 		return latencyCell(r.storm.get)
 	})
+	row("at this size, before the storm: OpenSM alone (SIGHUP → SUBNET UP) median; POST → Completed median; overhead", "≤ 50 ms", func(r engineResult) string {
+		sweep, change := r.storm.quietSweep.median(), r.storm.quietChange.median()
+		return fmt.Sprintf("%s; %s; %s %s", ms(sweep), ms(change), ms(change-sweep), mark(change-sweep <= targetOverhead))
+	})
 	row("change latency (POST → Completed), quiet median → during storm median / max", "", func(r engineResult) string {
 		return fmt.Sprintf("%s → %s / %s (%d changes)", ms(r.storm.quietChange.median()), ms(r.storm.stormChange.median()),
 			ms(r.storm.stormChange.quantile(1)), len(r.storm.stormChange))

@@ -15,6 +15,7 @@ type stormResult struct {
 	took        time.Duration // how long the polls really took
 	get         latencies
 	quietChange latencies // POST → Completed just before the storm
+	quietSweep  latencies // a bare sweep (SIGHUP → SUBNET UP) at the same state size
 	stormChange latencies // the same during it
 }
 
@@ -31,9 +32,19 @@ func measureStorm(ctx context.Context, r *rig, jobs, clients int, window time.Du
 	if _, err := r.api.waitCompleted(ctx, jobPath(r.api.lastJob.Load()), 20*time.Millisecond); err != nil {
 		return res, err
 	}
+	// With this many ports OpenSM's own sweep is longer too (it parses every
+	// member): the bare sweep at this size tells the two apart.
+	pid, err := r.opensmPID()
+	if err != nil {
+		return res, err
+	}
 	for range quietSamples {
-		d, err := timeChange(ctx, r)
+		d, err := bareSweep(ctx, r.opensmLog, pid)
 		if err != nil {
+			return res, err
+		}
+		res.quietSweep = append(res.quietSweep, d)
+		if d, err = timeChange(ctx, r); err != nil {
 			return res, err
 		}
 		res.quietChange = append(res.quietChange, d)
