@@ -1,7 +1,7 @@
 # Development tasks. `make` (or `make help`) lists them; each runs a script in scripts/.
 
 .DEFAULT_GOAL := help
-.PHONY: help test generate verify demo
+.PHONY: help test generate verify demo bench
 
 help: ## list the targets
 	@awk -F ':.*## ' '/^[a-z][a-z-]*:.*## / { printf "  make %-9s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -18,3 +18,6 @@ verify: ## check that db/ matches its sources (sqlc diff), then go vet and gofmt
 
 demo: ## run the manager on a simulated fabric; DEMO_SCRIPTED=1 sends the requests and checks them
 	bash scripts/demo.sh
+
+bench: ## benchmark suite on all engines (minutes): prints a Markdown table, writes docs/performance-table.md
+	bash scripts/bench.sh $(BENCH_FLAGS)

@@ -6,7 +6,8 @@
 #   3. go vet and gofmt (scripts/lint.sh)
 #   4. every test of every package, with AFM_TEST_REQUIRE_ALL=1: a suite whose server is missing
 #      fails instead of skipping
-#   5. a short fuzz smoke: each fuzz target the packages define, FUZZTIME (default 100000x) each
+#   5. a smoke run of the benchmark suite (cmd/afm-bench --smoke: every measurement, tiny sizes)
+#   6. a short fuzz smoke: each fuzz target the packages define, FUZZTIME (default 100000x) each
 #
 # Runs as root (the servers run as their own users; see scripts/test-env.sh).
 set -euo pipefail
@@ -67,6 +68,11 @@ if ((skipped > 0)); then
 	echo "tests were skipped: in CI nothing may be skipped" >&2
 	exit 1
 fi
+
+# The benchmark suite with tiny sizes, so that it cannot rot: it fails only if a measurement
+# cannot be made, never on a figure (make bench runs it at full size).
+echo "benchmark smoke: go run ./cmd/afm-bench --smoke"
+go run ./cmd/afm-bench --smoke >"$env_dir/bench-smoke.md"
 
 # `go test -list` prints a package's matching names, then "ok  <package> <time>"; pair them up
 # so that a new fuzz target is picked up without being named here.

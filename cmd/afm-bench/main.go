@@ -1,0 +1,191 @@
+// Command afm-bench measures the manager against its performance targets and
+// prints a Markdown table of the figures (docs/performance.md explains them).
+//
+// For each engine it creates a fresh database (SQLite in a temporary directory;
+// PostgreSQL and MariaDB on the servers named by AFM_TEST_POSTGRES_URL and
+// AFM_TEST_MYSQL_URL, as for the tests), starts a simulated fabric and the
+// manager built from this tree, and measures in turn: a change's overhead
+// over OpenSM's own sweep, idle CPU, a burst of port creations, API throughput
+// beside the database's own insert rate, and a job-poll storm. Then it runs
+// BenchmarkRenderCheck. Run it from the repository root:
+//
+//	go run ./cmd/afm-bench --out docs/performance-table.md
+//	go run ./cmd/afm-bench --smoke   # every measurement, tiny sizes: checks that the suite works
+//
+// It fails only when a measurement cannot be made, never on a figure.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	engines     []string
+	samples     int
+	ports       int
+	clients     int
+	apiDuration time.Duration
+	idle        time.Duration
+	stormJobs   int
+	syncTimeout time.Duration
+	benchtime   string
+	out         string
+	keep        bool
+}
+
+func parseFlags(args []string) (options, error) {
+	fs := flag.NewFlagSet("afm-bench", flag.ContinueOnError)
+	var o options
+	engines := fs.String("engines", "sqlite,postgres,mysql", "engines to measure, comma-separated")
+	fs.IntVar(&o.samples, "samples", 20, "changes (and bare sweeps) timed one at a time for the overhead")
+	fs.IntVar(&o.ports, "ports", 1000, "port POSTs in the burst")
+	fs.IntVar(&o.clients, "clients", 16, "concurrent clients for the burst, the API load and the poll storm")
+	fs.DurationVar(&o.apiDuration, "api-duration", 10*time.Second, "how long each API load (and the insert-rate run) lasts")
+	fs.DurationVar(&o.idle, "idle", 60*time.Second, "how long the idle manager's CPU is measured")
+	fs.IntVar(&o.stormJobs, "storm-jobs", 10000, "jobs polled in the poll storm")
+	fs.DurationVar(&o.syncTimeout, "sync-timeout", 10*time.Second, "networking-mlnx's sync_timeout: the storm's polls are spread over it")
+	fs.StringVar(&o.benchtime, "benchtime", "5x", "-benchtime of BenchmarkRenderCheck")
+	fs.StringVar(&o.out, "out", "", "also write the table to this file")
+	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (logs, OpenSM's log) instead of removing it")
+	smoke := fs.Bool("smoke", false, "every measurement with tiny sizes, a few seconds per engine (overrides the size flags)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	for e := range strings.SplitSeq(*engines, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			o.engines = append(o.engines, e)
+		}
+	}
+	if *smoke {
+		o.samples, o.ports, o.apiDuration, o.idle = 2, 40, time.Second, 2*time.Second
+		o.stormJobs, o.syncTimeout, o.benchtime = 200, time.Second, "1x"
+	}
+	switch {
+	case len(o.engines) == 0:
+		return o, errors.New("--engines: name at least one of sqlite, postgres, mysql")
+	case o.samples < 1, o.ports < 1, o.clients < 1, o.stormJobs < 1:
+		return o, errors.New("--samples, --ports, --clients and --storm-jobs must be at least 1")
+	case o.apiDuration <= 0, o.idle <= 0, o.syncTimeout <= 0:
+		return o, errors.New("--api-duration, --idle and --sync-timeout must be positive")
+	}
+	return o, nil
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "afm-bench:", err)
+		os.Exit(2)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, log); err != nil {
+		fmt.Fprintln(os.Stderr, "afm-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options, log *slog.Logger) error {
+	if _, err := os.Stat(filepath.Join("cmd", "alternative-fabric-manager")); err != nil {
+		return errors.New("run from the repository root (it builds ./cmd/alternative-fabric-manager)")
+	}
+	m := describeMachine()
+	work, err := os.MkdirTemp("", "afm-bench-")
+	if err != nil {
+		return err
+	}
+	if o.keep {
+		log.Info("work directory kept", "dir", work)
+	} else {
+		defer os.RemoveAll(work)
+	}
+	binary := filepath.Join(work, "alternative-fabric-manager")
+	log.Info("building the manager")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", binary, "./cmd/alternative-fabric-manager").CombinedOutput(); err != nil {
+		return fmt.Errorf("build the manager: %w: %s", err, out)
+	}
+
+	var results []engineResult
+	for _, engine := range o.engines {
+		dir := filepath.Join(work, engine)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		res, err := measureEngine(ctx, engine, binary, dir, o, log)
+		if err != nil {
+			return fmt.Errorf("%s: %w (logs in %s with --keep)", engine, err, dir)
+		}
+		results = append(results, res)
+	}
+	log.Info("running BenchmarkRenderCheck", "benchtime", o.benchtime)
+	render, err := measureRender(ctx, work, o.benchtime)
+	if err != nil {
+		return err
+	}
+	m.loadEnd, m.took = loadAverage(), time.Since(m.started)
+
+	text := table(results, render, o) + "\n" + m.String() + "\n"
+	fmt.Print(text)
+	if o.out != "" {
+		if err := os.WriteFile(o.out, []byte(text), 0o644); err != nil {
+			return fmt.Errorf("write the table: %w", err)
+		}
+		log.Info("table written", "file", o.out)
+	}
+	return nil
+}
+
+// measureEngine runs every per-engine measurement on one rig, in an order that
+// grows the state: the overhead and idle figures on a nearly empty database,
+// the storm last, on the most jobs.
+func measureEngine(ctx context.Context, engine, binary, dir string, o options, log *slog.Logger) (res engineResult, err error) {
+	res.engine = engine
+	log = log.With("engine", engine)
+	log.Info("starting database, simulated fabric and manager")
+	r, err := startRig(ctx, engine, binary, dir, log)
+	if err != nil {
+		return res, err
+	}
+	defer r.stop(log)
+
+	log.Info("overhead over OpenSM", "samples", o.samples)
+	if res.overhead, err = measureOverhead(ctx, r, o.samples); err != nil {
+		return res, fmt.Errorf("overhead: %w", err)
+	}
+	log.Info("idle CPU", "for", o.idle)
+	if res.idle, err = measureIdle(ctx, r, o.idle); err != nil {
+		return res, fmt.Errorf("idle: %w", err)
+	}
+	log.Info("batching", "ports", o.ports, "clients", o.clients)
+	if res.batch, err = measureBatch(ctx, r, o.ports, o.clients); err != nil {
+		return res, fmt.Errorf("batching: %w", err)
+	}
+	log.Info("API throughput", "clients", o.clients, "for", o.apiDuration)
+	if res.api, err = measureAPI(ctx, r, o.clients, o.apiDuration); err != nil {
+		return res, fmt.Errorf("API throughput: %w", err)
+	}
+	log.Info("job-poll storm", "jobs", o.stormJobs, "window", o.syncTimeout)
+	quiet := min(o.samples, 5)
+	if res.storm, err = measureStorm(ctx, r, o.stormJobs, o.clients, o.syncTimeout, quiet); err != nil {
+		return res, fmt.Errorf("poll storm: %w", err)
+	}
+	return res, nil
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// engineResult is every per-engine figure of one run.
+type engineResult struct {
+	engine   string
+	overhead overheadResult
+	idle     float64 // % of one core
+	batch    batchResult
+	api      apiResult
+	storm    stormResult
+}
+
+// Targets the figures are read against.
+const (
+	targetOverhead     = 50 * time.Millisecond
+	targetBatchSweeps  = 3
+	targetPostShare    = 0.5 // of the database's own insert rate
+	targetGetFactor    = 10  // × the POST rate
+	targetP99          = 20 * time.Millisecond
+	targetIdlePercent  = 1.0
+	targetRenderTime   = 200 * time.Millisecond
+	targetRenderMemory = 100 << 20
+)
+
+func mark(ok bool) string {
+	if ok {
+		return "✓"
+	}
+	return "✗"
+}
+
+// table renders the results as Markdown: one column per engine.
+func table(results []engineResult, render renderResult, o options) string {
+	var b strings.Builder
+	header := "| measure | target |"
+	rule := "|---|---|"
+	for _, r := range results {
+		header += " " + r.engine + " |"
+		rule += "---|"
+	}
+	b.WriteString(header + "\n" + rule + "\n")
+	row := func(measure, target string, cell func(r engineResult) string) {
+		fmt.Fprintf(&b, "| %s | %s |", measure, target)
+		for _, r := range results {
+			fmt.Fprintf(&b, " %s |", cell(r))
+		}
+		b.WriteString("\n")
+	}
+
+	row(fmt.Sprintf("**1. overhead** (%d samples, one port at a time): OpenSM alone, SIGHUP → SUBNET UP, median / p95", o.samples), "",
+		func(r engineResult) string {
+			return ms(r.overhead.sweep.median()) + " / " + ms(r.overhead.sweep.quantile(0.95))
+		})
+	row("POST Port → job Completed, median / p95", "", func(r engineResult) string {
+		return ms(r.overhead.change.median()) + " / " + ms(r.overhead.change.quantile(0.95))
+	})
+	row("overhead = POST → Completed − median sweep, median / p95", "≤ 50 ms", func(r engineResult) string {
+		m, p := r.overhead.overhead(0.5), r.overhead.overhead(0.95)
+		return fmt.Sprintf("%s / %s %s", ms(m), ms(p), mark(m <= targetOverhead && p <= targetOverhead))
+	})
+
+	row(fmt.Sprintf("**2. batching**: %d port POSTs from %d clients, all answered after", o.ports, o.clients), "≈ 1 s",
+		func(r engineResult) string { return ms(r.batch.sent) })
+	row("first POST → all jobs Completed", "≤ 2 sweeps + 2 s", func(r engineResult) string {
+		limit := 2*r.overhead.sweep.median() + 2*time.Second
+		return fmt.Sprintf("%s (limit %s) %s", ms(r.batch.allCompleted), ms(limit), mark(r.batch.allCompleted <= limit))
+	})
+	row("heavy sweeps started (= SIGHUPs) / SUBNET UP", "≤ 3", func(r engineResult) string {
+		return fmt.Sprintf("%d / %d %s", r.batch.sweeps, r.batch.subnetUps, mark(r.batch.sweeps <= targetBatchSweeps))
+	})
+
+	row(fmt.Sprintf("**3. API**, %d clients, %s each: the database's own single-row INSERTs", o.clients, o.apiDuration), "",
+		func(r engineResult) string { return fmt.Sprintf("%.0f /s", r.api.insertRate) })
+	row("POST Port", "≥ 50 % of INSERTs", func(r engineResult) string {
+		post := r.api.post.perSecond()
+		share := 0.0
+		if r.api.insertRate > 0 {
+			share = post / r.api.insertRate
+		}
+		return fmt.Sprintf("%.0f /s (%.0f %%) %s", post, 100*share, mark(share >= targetPostShare))
+	})
+	row("POST Port latency p50 / p99", "p99 < 20 ms", func(r engineResult) string {
+		return latencyCell(r.api.post.lat)
+	})
+	row("GET job", "≥ 10 × POST", func(r engineResult) string {
+		get, post := r.api.get.perSecond(), r.api.post.perSecond()
+		factor := 0.0
+		if post > 0 {
+			factor = get / post
+		}
+		return fmt.Sprintf("%.0f /s (%.1f ×) %s", get, factor, mark(factor >= targetGetFactor))
+	})
+	row("GET job latency p50 / p99", "p99 < 20 ms", func(r engineResult) string {
+		return latencyCell(r.api.get.lat)
+	})
+
+	row(fmt.Sprintf("**5. idle**: manager CPU over %s with nothing to do", o.idle), "< 1 % of a core",
+		func(r engineResult) string {
+			return fmt.Sprintf("%.2f %% %s", r.idle, mark(r.idle < targetIdlePercent))
+		})
+
+	row(fmt.Sprintf("**6. poll storm**: %d jobs each polled once, spread over %s by %d pollers, took", o.stormJobs, o.syncTimeout, o.clients), "≈ "+o.syncTimeout.String(),
+		func(r engineResult) string { return ms(r.storm.took) })
+	row("GET job latency during the storm, p50 / p99", "p99 < 20 ms", func(r engineResult) string {
+		return latencyCell(r.storm.get)
+	})
+	row("at this size, before the storm: OpenSM alone (SIGHUP → SUBNET UP) median; POST → Completed median; overhead", "≤ 50 ms", func(r engineResult) string {
+		sweep, change := r.storm.quietSweep.median(), r.storm.quietChange.median()
+		return fmt.Sprintf("%s; %s; %s %s", ms(sweep), ms(change), ms(change-sweep), mark(change-sweep <= targetOverhead))
+	})
+	row("change latency (POST → Completed), quiet median → during storm median / max", "", func(r engineResult) string {
+		return fmt.Sprintf("%s → %s / %s (%d changes)", ms(r.storm.quietChange.median()), ms(r.storm.stormChange.median()),
+			ms(r.storm.stormChange.quantile(1)), len(r.storm.stormChange))
+	})
+
+	fmt.Fprintf(&b, "\n| **4. render + check**, 50,000 ports in 4,000 partitions (BenchmarkRenderCheck, -benchtime %s) | target | result |\n|---|---|---|\n", render.benchtime)
+	t := time.Duration(render.nsPerOp)
+	fmt.Fprintf(&b, "| time per render + check | < 200 ms | %s %s |\n", ms(t), mark(t < targetRenderTime))
+	fmt.Fprintf(&b, "| peak memory (benchmark process's max RSS) | < 100 MB | %.1f MB %s |\n", float64(render.peakRSS)/1e6, mark(render.peakRSS < targetRenderMemory))
+	fmt.Fprintf(&b, "| allocated per render + check | | %.1f MB in %.0f allocations |\n", render.bytesPerOp/1e6, render.allocsPerOp)
+	fmt.Fprintf(&b, "| partitions file size | | %.1f MB |\n", render.fileBytes/1e6)
+	return b.String()
+}
+
+func latencyCell(l latencies) string {
+	p99 := l.quantile(0.99)
+	return fmt.Sprintf("%s / %s %s", ms(l.median()), ms(p99), mark(p99 < targetP99))
+}
+
+// machine describes where the run happened, for the figures' reader.
+type machine struct {
+	cpus      int
+	cpuModel  string
+	memory    string
+	loadStart string
+	loadEnd   string
+	goVersion string
+	started   time.Time
+	took      time.Duration
+}
+
+func describeMachine() machine {
+	m := machine{cpus: runtime.NumCPU(), goVersion: runtime.Version(), started: time.Now(), loadStart: loadAverage()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.cpuModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				var kib int64
+				fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kib)
+				m.memory = fmt.Sprintf("%.1f GiB", float64(kib)/(1<<20))
+			}
+		}
+	}
+	return m
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func (m machine) String() string {
+	return fmt.Sprintf("Run %s, took %s. Machine: %d CPUs (nproc), %s, %s memory; load average %s at the start, %s at the end; %s.",
+		m.started.UTC().Format("2006-01-02 15:04 UTC"), m.took.Round(time.Second), m.cpus, m.cpuModel, m.memory,
+		m.loadStart, m.loadEnd, m.goVersion)
+}

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+)
+
+// benchToken is the [api] token of the managers the suite starts; they listen on
+// loopback only and live for one run.
+const benchToken = "afm-bench-token"
+
+// rig is one engine's set-up: a fresh database, a simulated fabric, and a
+// manager (running its own OpenSM) on both.
+type rig struct {
+	engine    string
+	dir       string
+	db        database
+	fabric    *fabricsim.Fabric
+	api       *apiClient
+	cmd       *exec.Cmd
+	exited    chan struct{}
+	logPath   string // the manager's output
+	opensmLog string // OpenSM's log, in the manager's [opensm] config_dir
+	network   string // the VLAN network every port joins
+	ports     *portSource
+}
+
+// startRig creates the database, starts the fabric and the manager, and creates
+// the network the measurements put their ports in.
+func startRig(ctx context.Context, engine, binary, dir string, log *slog.Logger) (_ *rig, err error) {
+	r := &rig{engine: engine, dir: dir, logPath: filepath.Join(dir, "manager.log")}
+	defer func() {
+		if err != nil {
+			r.stop(log)
+		}
+	}()
+	if r.db, err = createDatabase(ctx, engine, dir); err != nil {
+		return nil, err
+	}
+	if r.fabric, err = fabricsim.Start(ctx, filepath.Join(dir, "fabric"), fabricsim.Options{Hosts: 4}); err != nil {
+		return nil, fmt.Errorf("start simulated fabric: %w", err)
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	configDir := filepath.Join(dir, "opensm")
+	r.opensmLog = filepath.Join(configDir, "opensm.log")
+	// Everything else keeps the manager's defaults (poll_interval, check_interval,
+	// sweep_timeout): the figures are those of a manager as shipped.
+	conf := fmt.Sprintf("[api]\nlisten = %s\ntoken = %s\n\n[database]\nconnection = %s\n\n"+
+		"[opensm]\nconfig_dir = %s\nenv_file = %s\n\n[opensm_conf]\nguid = %s\n",
+		addr, benchToken, r.db.url, configDir, r.fabric.EnvFile(), r.fabric.SMGUID)
+	confPath := filepath.Join(dir, "afm.conf")
+	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
+		return nil, fmt.Errorf("write afm.conf: %w", err)
+	}
+	r.api = newAPIClient("http://" + addr)
+	if err := r.startManager(ctx, binary, confPath); err != nil {
+		return nil, err
+	}
+	r.network = "3b9d6a52-7c1e-4f0a-9e2d-00000000b001"
+	r.ports = newPortSource(r.network)
+	job, err := r.api.postNetwork(ctx, r.network, 101)
+	if err != nil {
+		return nil, err
+	}
+	// The first job completes once OpenSM is up and has swept: from here on the
+	// fabric is quiet.
+	if _, err := r.api.waitCompleted(ctx, job, 20*time.Millisecond); err != nil {
+		return nil, fmt.Errorf("network creation: %w (manager log: %s)", err, r.logPath)
+	}
+	return r, nil
+}
+
+func (r *rig) startManager(ctx context.Context, binary, confPath string) error {
+	logFile, err := os.OpenFile(r.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("manager log: %w", err)
+	}
+	r.cmd = exec.Command(binary, "--config-file", confPath)
+	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
+	r.cmd.Env = withSbinPath(os.Environ())
+	if err := r.cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("start manager: %w", err)
+	}
+	r.exited = make(chan struct{})
+	go func() { r.cmd.Wait(); logFile.Close(); close(r.exited) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if err := r.api.healthy(ctx); err == nil {
+			return nil
+		}
+		select {
+		case <-r.exited:
+			return fmt.Errorf("manager exited at start; see %s", r.logPath)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("manager not serving after 60 s; see %s", r.logPath)
+		}
+	}
+}
+
+// stop ends the manager (and with it OpenSM), the fabric and the database; it
+// is safe on a rig that started only in part.
+func (r *rig) stop(log *slog.Logger) {
+	if r.cmd != nil && r.cmd.Process != nil {
+		r.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-r.exited:
+		case <-time.After(30 * time.Second):
+			r.cmd.Process.Kill()
+			<-r.exited
+		}
+	}
+	if r.fabric != nil {
+		if err := r.fabric.Stop(); err != nil {
+			log.Warn("stop simulated fabric", "engine", r.engine, "error", err)
+		}
+	}
+	if r.db.drop != nil {
+		if err := r.db.drop(); err != nil {
+			log.Warn("drop benchmark database", "engine", r.engine, "error", err)
+		}
+	}
+}
+
+// managerPID is the manager process's id.
+func (r *rig) managerPID() int { return r.cmd.Process.Pid }
+
+// opensmPID finds the manager's OpenSM: its child process named opensm.
+func (r *rig) opensmPID() (int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := readProcStat(pid)
+		if err != nil {
+			continue
+		}
+		if st.ppid == r.managerPID() && st.comm == "opensm" {
+			return pid, nil
+		}
+	}
+	return 0, errors.New("the manager has no OpenSM child process")
+}
+
+// procStat is what the suite reads of /proc/<pid>/stat.
+type procStat struct {
+	comm         string
+	ppid         int
+	utime, stime uint64 // clock ticks
+}
+
+func readProcStat(pid int) (procStat, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return procStat{}, err
+	}
+	// The command name is in parentheses and may hold blanks; the fields after
+	// the last ')' are numbered from 3 (state).
+	s := string(b)
+	open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || closing < open {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	fields := strings.Fields(s[closing+1:])
+	if len(fields) < 13 {
+		return procStat{}, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(fields))
+	}
+	st := procStat{comm: s[open+1 : closing]}
+	st.ppid, _ = strconv.Atoi(fields[1])                // field 4
+	st.utime, _ = strconv.ParseUint(fields[11], 10, 64) // field 14
+	st.stime, _ = strconv.ParseUint(fields[12], 10, 64) // field 15
+	return st, nil
+}
+
+// withSbinPath adds the directories Debian installs opensm into, which not
+// every root PATH has.
+func withSbinPath(env []string) []string {
+	for i, kv := range env {
+		if path, ok := strings.CutPrefix(kv, "PATH="); ok {
+			env[i] = "PATH=" + path + ":/usr/sbin:/sbin"
+			return env
+		}
+	}
+	return append(env, "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin")
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// healthy is true once the manager answers /healthz.
+func (c *apiClient) healthy(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/healthz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("healthz: %s", resp.Status)
+	}
+	return nil
+}
