@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql" // registers "mysql"
+
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 
@@ -38,7 +40,7 @@ const killsPerFabric = 7
 // rendered state, every host's pkey table is the recorded state, and no job was
 // Completed before an apply of its revision had been seen in OpenSM's log.
 func TestCrashLoop(t *testing.T) {
-	for _, engine := range []string{"sqlite", "postgres"} {
+	for _, engine := range storetest.Engines {
 		t.Run(engine, func(t *testing.T) { crashLoop(t, storetest.NewDatabase(t, engine)) })
 	}
 }
@@ -186,6 +188,12 @@ func checkCompletedAfterApply(t *testing.T, db storetest.Database) {
 		conn, err = sql.Open("sqlite", db.DSN)
 	case "postgres":
 		conn, err = sql.Open("pgx", db.DSN)
+	case "mysql":
+		var cfg *mysql.Config
+		if cfg, err = mysql.ParseDSN(db.DSN); err == nil {
+			cfg.ParseTime, cfg.Loc = true, time.UTC // the manager writes UTC
+			conn, err = sql.Open("mysql", cfg.FormatDSN())
+		}
 	default:
 		t.Fatalf("no check for engine %s", db.Engine)
 	}

@@ -158,7 +158,13 @@ func renderPartitions(ctx context.Context, cfg *config.Config, out io.Writer, lo
 	if state.Flat.PKey == 0 {
 		state.Flat.PKey = cfg.OpenSM.FlatPKey
 	}
-	state.Rules = checkRules(cfg)
+	// The check reads the file as the configured OpenSM would; if it cannot be
+	// asked, as the distributions' OpenSM, the stricter one.
+	flavour, err := opensm.DetectFlavour(ctx, cfg.OpenSM.Command)
+	if err != nil {
+		flavour = opensm.Upstream
+	}
+	state.Rules = checkRules(cfg, flavour)
 	text, err := tpl.Render(ctx, state)
 	if err == nil {
 		err = partitions.Check(text, state)
@@ -196,10 +202,14 @@ func loadTemplate(cfg *config.Config) (*partitions.Template, error) {
 	return partitions.ParseTemplate(path, text)
 }
 
-// checkRules are the partitions check's configurable rules. The OpenSM the
-// manager runs is the distributions' (upstream), which rejects ALL_VCAS.
-func checkRules(cfg *config.Config) partitions.Rules {
-	return partitions.Rules{SharedDefaultPartition: cfg.OpenSM.SharedDefaultPartition, Flavour: partitions.Upstream}
+// checkRules are the partitions check's configurable rules, for the OpenSM
+// that reads the file: only NVIDIA's knows ALL_VCAS.
+func checkRules(cfg *config.Config, flavour opensm.Flavour) partitions.Rules {
+	r := partitions.Rules{SharedDefaultPartition: cfg.OpenSM.SharedDefaultPartition, Flavour: partitions.Upstream}
+	if flavour == opensm.NVIDIA {
+		r.Flavour = partitions.NVIDIA
+	}
+	return r
 }
 
 func run(ctx context.Context, path string, log *slog.Logger) error {
@@ -227,7 +237,7 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 	st.Rules.StaticPKey = static.Name
 	limit := &topology.PortLimit{DumpFile: subnetDump(cfg), Capacity: cfg.OpenSM.SwitchPKeyCapacity, Static: static.PKeysOf}
 	st.Rules.PortLimit = limit.Check
-	sm, err := prepareOpenSM(ctx, cfg, log, databaseKeys{st})
+	sm, flavour, err := prepareOpenSM(ctx, cfg, log, databaseKeys{st})
 	if err != nil {
 		return err
 	}
@@ -240,10 +250,11 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 		DefaultPartition: cfg.OpenSM.DefaultPartition,
 		FlatPKey:         cfg.OpenSM.FlatPKey,
 		Template:         tpl,
-		Rules:            checkRules(cfg),
+		Rules:            checkRules(cfg, flavour),
 		SweepTimeout:     cfg.OpenSM.SweepTimeout,
 		CheckInterval:    cfg.OpenSM.CheckInterval,
 		PollInterval:     cfg.Database.PollInterval,
+		BatchWindow:      time.Second,
 		JobRetention:     cfg.Database.JobRetention,
 		SubnetDump:       subnetDump(cfg),
 		PortLimit:        limit,
@@ -293,30 +304,30 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 // prepareOpenSM writes opensm.conf, with the hardening options the running
 // OpenSM knows and the keys from keys, and the per-module logging file, and
 // returns the process driver that runs OpenSM while this manager is the applier.
-func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource) (*opensm.Process, error) {
+func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource) (*opensm.Process, opensm.Flavour, error) {
 	if cfg.OpenSM.Driver != "process" {
-		return nil, fmt.Errorf("[opensm] driver %q is not supported", cfg.OpenSM.Driver)
+		return nil, 0, fmt.Errorf("[opensm] driver %q is not supported", cfg.OpenSM.Driver)
 	}
 	dir := cfg.OpenSM.ConfigDir
 	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("[opensm] config_dir: %w", err)
+		return nil, 0, fmt.Errorf("[opensm] config_dir: %w", err)
 	}
 	perModule := filepath.Join(dir, "per-module-logging.conf")
 	if err := opensm.WriteFileAtomic(perModule, opensm.PerModuleLoggingConf(), 0o644); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	flavour, err := opensm.DetectFlavour(ctx, cfg.OpenSM.Command)
 	if err != nil {
-		return nil, fmt.Errorf("[opensm] command: %w", err)
+		return nil, 0, fmt.Errorf("[opensm] command: %w", err)
 	}
 	hardening := cfg.OpenSM.Hardening
-	log.Info("OpenSM hardening", "flavour", flavour, "groups", hardening.Groups)
+	log.Info("OpenSM hardening", "flavour", flavour.String(), "groups", hardening.Groups)
 	for _, g := range hardening.Unwritten(flavour) {
-		log.Warn("hardening group has no effect on this OpenSM", "group", g, "flavour", flavour)
+		log.Warn("hardening group has no effect on this OpenSM", "group", g, "flavour", flavour.String())
 	}
 	k, err := keys.Keys(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	pass := make([]opensm.KeyValue, 0, len(cfg.OpenSMConf))
 	for _, kv := range cfg.OpenSMConf {
@@ -333,8 +344,8 @@ func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, ke
 		Keys:                 k,
 		Passthrough:          pass,
 	}); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	return opensm.NewProcess(opensm.ProcessConfig{Command: cfg.OpenSM.Command, ConfFile: confFile,
-		EnvFile: cfg.OpenSM.EnvFile, Dir: dir, LogFile: cfg.OpenSM.LogFile, Logger: log}), nil
+		EnvFile: cfg.OpenSM.EnvFile, Dir: dir, LogFile: cfg.OpenSM.LogFile, Logger: log}), flavour, nil
 }

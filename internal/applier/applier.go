@@ -74,8 +74,11 @@ type Config struct {
 	SweepTimeout     time.Duration
 	CheckInterval    time.Duration // drift repair
 	PollInterval     time.Duration // how often the revision is read without a wake-up
-	JobRetention     time.Duration // finished jobs are deleted after this; 0: never
-	SubnetDump       string        // OpenSM's opensm-subnet.lst, which the gates read
+	// BatchWindow is the least time between the starts of two applies while
+	// changes keep arriving during applies (see waitBatch); 0: none.
+	BatchWindow  time.Duration
+	JobRetention time.Duration // finished jobs are deleted after this; 0: never
+	SubnetDump   string        // OpenSM's opensm-subnet.lst, which the gates read
 	// PortLimit finds host ports whose pkeys fill their switch port's table
 	// (topology.PortLimit); nil: none is looked for.
 	PortLimit CapacityChecker
@@ -143,6 +146,7 @@ func (a *Applier) Lead(ctx context.Context, termID int64) error {
 	t.pruneJobs(ctx)
 	retry := time.Duration(0)
 	retriedAtOnce := false
+	var lastStart time.Time // of the last apply
 	for {
 		rev, err := a.Store.Revision(ctx)
 		switch {
@@ -151,6 +155,11 @@ func (a *Applier) Lead(ctx context.Context, termID int64) error {
 		case err != nil:
 			a.Log.Error("read revision", "error", err)
 		case rev != t.applied:
+			// Several changes waiting: a burst; one change is applied at once.
+			if rev-t.applied > 1 && !t.waitBatch(ctx, lastStart) {
+				return nil
+			}
+			lastStart = time.Now()
 			res := t.apply(ctx)
 			if res == applyRetryAtOnce && !retriedAtOnce {
 				retriedAtOnce = true
@@ -187,6 +196,28 @@ func (a *Applier) Lead(ctx context.Context, termID int64) error {
 func (t *term) check(ctx context.Context) {
 	t.repairDrift(ctx)
 	t.pruneJobs(ctx)
+}
+
+// waitBatch waits, during a burst of changes, until BatchWindow after the last
+// apply started, so that the changes arriving meanwhile share one sweep: a
+// cloud booting hundreds of nodes sends thousands of ports in seconds, and a
+// sweep per apply would make OpenSM sweep back to back. A burst is several
+// changes waiting when an apply could start; a lone change (networking-mlnx
+// creating a network, then its first port once that completed) goes at once.
+// False when ctx ended.
+func (t *term) waitBatch(ctx context.Context, lastStart time.Time) bool {
+	wait := time.Until(lastStart.Add(t.Cfg.BatchWindow))
+	if wait <= 0 {
+		return true
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
 }
 
 // apply brings OpenSM to the newest revision.

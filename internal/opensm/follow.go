@@ -48,13 +48,14 @@ func inodeOf(fi fs.FileInfo) uint64 {
 var ErrLogReset = errors.New("log truncated or replaced")
 
 // How often a follower looks at the file when it has read everything. OpenSM
-// logs a sweep's lines within milliseconds; this keeps the cost of waiting low
-// without adding noticeable delay.
-const pollInterval = 20 * time.Millisecond
+// logs a sweep's lines within milliseconds, and the end of the sweep is on the
+// path of every job's completion: at 5 ms it adds 2.5 ms on average (20 ms
+// added 10, measured in docs/performance.md), for a stat and a read per poll.
+const pollInterval = 5 * time.Millisecond
 
 // A message box's header line ("do_sweep:") without its title is waited for
-// this many idle polls before it is handed out anyway.
-const openBoxPatience = 5
+// this many idle polls (100 ms) before it is handed out anyway.
+const openBoxPatience = 20
 
 // maxReadPerPoll keeps one poll from reading a huge backlog in one go.
 const maxReadPerPoll = 1 << 20

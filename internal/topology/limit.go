@@ -34,7 +34,7 @@ type PortLimit struct {
 // partition: it names the host port, its switch port and the numbers when the
 // port would reach its switch port's capacity. A port the last dump does not
 // place is not checked (see CapacityReached); nor is any port while there is no
-// dump yet. err is a failure to read the dump.
+// dump yet, or none read whole. err is a failure to stat the dump.
 func (l *PortLimit) Check(guid fabric.GUID, partition fabric.PKey) (refusal string, err error) {
 	t, err := l.current()
 	if err != nil || t == nil {
@@ -91,7 +91,10 @@ func (l *PortLimit) current() (*Topology, error) {
 	}
 	t, err := Load(l.DumpFile)
 	if err != nil {
-		return nil, err
+		// OpenSM rewrites the dump in place at every SUBNET UP, so a read can
+		// catch it half written: go on with the last dump read whole (nil
+		// before the first), and read it again next time.
+		return l.topology, nil
 	}
 	l.topology, l.modified, l.size = t, info.ModTime(), info.Size()
 	return t, nil

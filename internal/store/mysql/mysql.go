@@ -34,6 +34,10 @@ type Engine struct {
 	db  *sql.DB
 	q   *mysqldb.Queries
 	log *slog.Logger
+
+	// MariaDB has no LISTEN: Wake fires after the changes this process
+	// commits; other replicas' changes are found by polling.
+	store.LocalWake
 }
 
 // Open connects with a go-sql-driver DSN (user:pass@tcp(host:port)/db?...).
@@ -96,7 +100,11 @@ func (e *Engine) Change(ctx context.Context, fn func(tx store.Tx, revision int64
 	if err := fn(txn{q}, rev); err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	e.Notify()
+	return nil
 }
 
 func (e *Engine) Revision(ctx context.Context) (int64, error) { return e.q.GetRevision(ctx) }
@@ -251,9 +259,6 @@ func (l *getLock) Release(ctx context.Context) error {
 	}
 	return nil
 }
-
-// Wake never fires: MariaDB has no notifications, and the applier polls.
-func (e *Engine) Wake(ctx context.Context) <-chan struct{} { return make(chan struct{}) }
 
 func notFound(err error) error {
 	if errors.Is(err, sql.ErrNoRows) {

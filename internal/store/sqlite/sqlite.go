@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
 
@@ -36,8 +35,7 @@ type Engine struct {
 	q    *sqlitedb.Queries
 	log  *slog.Logger
 
-	mu      sync.Mutex
-	waiters []chan struct{}
+	store.LocalWake // Wake fires after every change this process commits
 }
 
 // Open opens (creating if needed) the database file at path.
@@ -96,7 +94,7 @@ func (e *Engine) Change(ctx context.Context, fn func(tx store.Tx, revision int64
 	if err := tx.Commit(); err != nil {
 		return err
 	}
-	e.notify()
+	e.Notify()
 	return nil
 }
 
@@ -210,37 +208,6 @@ type fileLock struct{ f *os.File }
 func (l *fileLock) Check(context.Context) error { return nil }
 
 func (l *fileLock) Release(context.Context) error { return l.f.Close() }
-
-// Wake fires after every change this process commits.
-func (e *Engine) Wake(ctx context.Context) <-chan struct{} {
-	ch := make(chan struct{}, 1)
-	e.mu.Lock()
-	e.waiters = append(e.waiters, ch)
-	e.mu.Unlock()
-	go func() {
-		<-ctx.Done()
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		for i, w := range e.waiters {
-			if w == ch {
-				e.waiters = append(e.waiters[:i], e.waiters[i+1:]...)
-				break
-			}
-		}
-	}()
-	return ch
-}
-
-func (e *Engine) notify() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, w := range e.waiters {
-		select {
-		case w <- struct{}{}:
-		default:
-		}
-	}
-}
 
 func notFound(err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
