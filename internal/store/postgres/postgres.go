@@ -326,12 +326,20 @@ func (t txn) GetPort(ctx context.Context, id string) (store.Port, error) {
 	return port(p)
 }
 
-func (t txn) GetPortByGUID(ctx context.Context, guid fabric.GUID) (store.Port, error) {
-	p, err := t.q.GetPortByGUID(ctx, store.GUIDColumn(&guid))
+func (t txn) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]store.Port, error) {
+	rows, err := t.q.GetPortsByIDOrGUID(ctx, pgdb.GetPortsByIDOrGUIDParams{ID: id, Guid: store.GUIDColumn(guid)})
 	if err != nil {
-		return store.Port{}, notFound(err)
+		return nil, err
 	}
-	return port(p)
+	ports := make([]store.Port, 0, len(rows))
+	for _, r := range rows {
+		p, err := port(r)
+		if err != nil {
+			return nil, err
+		}
+		ports = append(ports, p)
+	}
+	return ports, nil
 }
 
 func (t txn) UpsertPort(ctx context.Context, p store.Port, now time.Time) error {

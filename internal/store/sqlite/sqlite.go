@@ -36,6 +36,12 @@ type Engine struct {
 	log  *slog.Logger
 
 	store.LocalWake // Wake fires after every change this process commits
+
+	// changing admits one change transaction at a time. SQLite has one writer
+	// anyway; queued here, the next change starts the moment the previous one
+	// commits, where SQLite's busy handler would have it sleep and retry
+	// (1, 2, 5, 10 ms and longer) while holding one of the few connections.
+	changing chan struct{}
 }
 
 // Open opens (creating if needed) the database file at path.
@@ -57,12 +63,16 @@ func Open(ctx context.Context, path string, log *slog.Logger) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
+	// Every connection is kept: the database/sql default of two idle ones would
+	// close and reopen connections (re-running the pragmas and re-reading the
+	// schema) whenever more than two requests overlap.
 	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(4)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	return &Engine{path: path, db: db, q: sqlitedb.New(db), log: log}, nil
+	return &Engine{path: path, db: db, q: sqlitedb.New(db), log: log, changing: make(chan struct{}, 1)}, nil
 }
 
 func (e *Engine) Name() string { return "sqlite" }
@@ -78,6 +88,12 @@ func (e *Engine) Migrate(ctx context.Context) error {
 }
 
 func (e *Engine) Change(ctx context.Context, fn func(tx store.Tx, revision int64) error) error {
+	select {
+	case e.changing <- struct{}{}:
+		defer func() { <-e.changing }()
+	case <-ctx.Done():
+		return fmt.Errorf("wait for the previous change: %w", ctx.Err())
+	}
 	tx, err := e.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -265,12 +281,20 @@ func (t txn) GetPort(ctx context.Context, id string) (store.Port, error) {
 	return port(p)
 }
 
-func (t txn) GetPortByGUID(ctx context.Context, guid fabric.GUID) (store.Port, error) {
-	p, err := t.q.GetPortByGUID(ctx, store.GUIDColumn(&guid))
+func (t txn) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]store.Port, error) {
+	rows, err := t.q.GetPortsByIDOrGUID(ctx, sqlitedb.GetPortsByIDOrGUIDParams{ID: id, Guid: store.GUIDColumn(guid)})
 	if err != nil {
-		return store.Port{}, notFound(err)
+		return nil, err
 	}
-	return port(p)
+	ports := make([]store.Port, 0, len(rows))
+	for _, r := range rows {
+		p, err := port(r)
+		if err != nil {
+			return nil, err
+		}
+		ports = append(ports, p)
+	}
+	return ports, nil
 }
 
 func (t txn) UpsertPort(ctx context.Context, p store.Port, now time.Time) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,6 +35,7 @@ func Run(t *testing.T, engine string) {
 		{"FencedApplyRecord", testApplyRecord},
 		{"ApplierLockIsExclusive", testLock},
 		{"ConcurrentChangesGetDistinctRevisions", testConcurrentChanges},
+		{"ConcurrentClaimsOfOneGUID", testConcurrentGUIDClaims},
 		{"MigrateTwice", testMigrateTwice},
 		{"WakeAfterChange", testWake},
 		{"JobRetention", testJobRetention},
@@ -348,6 +350,71 @@ func testConcurrentChanges(t *testing.T, s *store.Store) {
 	snap, err := s.Snapshot(ctxT(t))
 	if err != nil || snap.Revision != n+1 || len(snap.Members) != n {
 		t.Errorf("snapshot revision %d with %d members (%v); want %d, %d", snap.Revision, len(snap.Members), err, n+1, n)
+	}
+}
+
+// testConcurrentGUIDClaims: ports of two networks claim one GUID at once. A
+// change reads the ports it judges by (the port, the GUID's holder) under the
+// revision's row lock, so each sees every change committed before it: the
+// first network to get the GUID keeps it, every claim from the other network
+// is refused (400, not a constraint violation), and within the winning network
+// the GUID moves to the port recorded last (as a migration's re-add does).
+func testConcurrentGUIDClaims(t *testing.T, s *store.Store) {
+	addNetwork(t, s, netA, 101)
+	addNetwork(t, s, netB, 102)
+	const n = 16
+	const g = 0x0002c90300000777
+	type outcome struct {
+		port, network string
+		revision      int64
+		err           error
+	}
+	outcomes := make(chan outcome, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		network := []string{netA, netB}[i%2]
+		wg.Go(func() {
+			id := fmt.Sprintf("p%d", i)
+			j, err := s.RecordPort(ctxT(t), boundPort(id, network, g, "h1"))
+			outcomes <- outcome{port: id, network: network, revision: j.Revision, err: err}
+		})
+	}
+	wg.Wait()
+	close(outcomes)
+
+	accepted := map[string]int{}
+	var last outcome
+	var ids []string
+	for o := range outcomes {
+		ids = append(ids, o.port)
+		var rej *store.RejectedError
+		switch {
+		case o.err == nil:
+			accepted[o.network]++
+			if o.revision > last.revision {
+				last = o
+			}
+		case !errors.As(o.err, &rej):
+			t.Errorf("port %s on %s: %v, want accepted or RejectedError", o.port, o.network, o.err)
+		}
+	}
+	if len(accepted) != 1 || accepted[last.network] != n/2 {
+		t.Fatalf("accepted per network = %v, want all %d ports of one network and none of the other", accepted, n/2)
+	}
+	if got := members(t, s); len(got) != 1 || got[g] != last.network {
+		t.Errorf("members = %v, want only %s in %s", got, fabric.GUID(g), last.network)
+	}
+	holders := 0
+	for _, p := range readPorts(t, s, ids...) {
+		if strings.Contains(p, fabric.GUID(g).String()) {
+			holders++
+			if want := last.port + ":" + last.network + ":"; !strings.HasPrefix(p, want) {
+				t.Errorf("GUID held by %s, want the port recorded last, %s", p, last.port)
+			}
+		}
+	}
+	if holders != 1 {
+		t.Errorf("%d ports hold GUID %s, want 1", holders, fabric.GUID(g))
 	}
 }
 
