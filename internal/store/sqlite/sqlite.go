@@ -14,6 +14,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -42,6 +44,13 @@ type Engine struct {
 	// commits, where SQLite's busy handler would have it sleep and retry
 	// (1, 2, 5, 10 ms and longer) while holding one of the few connections.
 	changing chan struct{}
+
+	// prepared are the queries prepared once (the driver would parse each
+	// statement at every use): nil until the first change or job read after
+	// the schema exists. See queries.
+	prepareMu sync.Mutex
+	tried     bool
+	prepared  atomic.Pointer[sqlitedb.Queries]
 }
 
 // Open opens (creating if needed) the database file at path.
@@ -77,17 +86,57 @@ func Open(ctx context.Context, path string, log *slog.Logger) (*Engine, error) {
 
 func (e *Engine) Name() string { return "sqlite" }
 
-func (e *Engine) Close() error { return e.db.Close() }
+func (e *Engine) Close() error {
+	if q := e.prepared.Load(); q != nil {
+		q.Close()
+	}
+	return e.db.Close()
+}
+
+// queries returns the prepared queries, preparing them at the first call, or
+// the first after a migration: a statement can be prepared only once the
+// tables it names exist. Until that succeeds it returns the unprepared ones,
+// which do the same work, parsing each statement at every use. Call it
+// outside a transaction: preparing takes a connection of the pool.
+func (e *Engine) queries(ctx context.Context) *sqlitedb.Queries {
+	if q := e.prepared.Load(); q != nil {
+		return q
+	}
+	e.prepareMu.Lock()
+	defer e.prepareMu.Unlock()
+	if q := e.prepared.Load(); q != nil {
+		return q
+	}
+	if e.tried {
+		return e.q
+	}
+	e.tried = true
+	q, err := sqlitedb.Prepare(ctx, e.db)
+	if err != nil {
+		e.log.Debug("sqlite: statements left unprepared", "error", err)
+		return e.q
+	}
+	e.prepared.Store(q)
+	return q
+}
 
 func (e *Engine) Migrate(ctx context.Context) error {
 	fsys, err := migrations.FS("sqlite")
 	if err != nil {
 		return err
 	}
-	return store.Migrate(ctx, goose.DialectSQLite3, e.db, fsys)
+	if err := store.Migrate(ctx, goose.DialectSQLite3, e.db, fsys); err != nil {
+		return err
+	}
+	// The schema may only now hold every table: let queries prepare again.
+	e.prepareMu.Lock()
+	e.tried = false
+	e.prepareMu.Unlock()
+	return nil
 }
 
 func (e *Engine) Change(ctx context.Context, fn func(tx store.Tx, revision int64) error) error {
+	queries := e.queries(ctx)
 	select {
 	case e.changing <- struct{}{}:
 		defer func() { <-e.changing }()
@@ -99,7 +148,7 @@ func (e *Engine) Change(ctx context.Context, fn func(tx store.Tx, revision int64
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	q := e.q.WithTx(tx)
+	q := queries.WithTx(tx)
 	rev, err := q.BumpRevision(ctx)
 	if err != nil {
 		return fmt.Errorf("bump revision: %w", err)
@@ -118,12 +167,13 @@ func (e *Engine) Revision(ctx context.Context) (int64, error) { return e.q.GetRe
 
 func (e *Engine) Snapshot(ctx context.Context) (store.Snapshot, error) {
 	var s store.Snapshot
+	queries := e.queries(ctx)
 	tx, err := e.db.BeginTx(ctx, nil)
 	if err != nil {
 		return s, fmt.Errorf("snapshot: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read only
-	q := e.q.WithTx(tx)
+	q := queries.WithTx(tx)
 	if s.Revision, err = q.GetRevision(ctx); err != nil {
 		return s, fmt.Errorf("snapshot: %w", err)
 	}
@@ -149,7 +199,7 @@ func (e *Engine) Snapshot(ctx context.Context) (store.Snapshot, error) {
 }
 
 func (e *Engine) GetJob(ctx context.Context, id int64) (store.Job, error) {
-	j, err := e.q.GetJob(ctx, id)
+	j, err := e.queries(ctx).GetJob(ctx, id)
 	if err != nil {
 		return store.Job{}, notFound(err)
 	}
