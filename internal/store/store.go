@@ -171,6 +171,7 @@ type Engine interface {
 	Name() string
 	// Change runs fn in one transaction whose first statement increments the
 	// revision; fn gets the new revision. An error from fn rolls everything back.
+	// The changes of one process run one at a time (ChangeQueue).
 	Change(ctx context.Context, fn func(tx Tx, revision int64) error) error
 
 	Revision(ctx context.Context) (int64, error)

@@ -40,6 +40,8 @@ type Engine struct {
 	// MariaDB has no LISTEN: Wake fires after the changes this process
 	// commits; other replicas' changes are found by polling.
 	store.LocalWake
+
+	changes store.ChangeQueue // see store.ChangeQueue: queued here, not on the row lock
 }
 
 // Open connects with a go-sql-driver DSN (user:pass@tcp(host:port)/db?...).
@@ -121,6 +123,11 @@ func (e *Engine) Migrate(ctx context.Context) error {
 }
 
 func (e *Engine) Change(ctx context.Context, fn func(tx store.Tx, revision int64) error) error {
+	leave, err := e.changes.Enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	tx, err := e.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err

@@ -37,6 +37,8 @@ type Engine struct {
 	pool *pgxpool.Pool
 	q    *pgdb.Queries
 	log  *slog.Logger
+
+	changes store.ChangeQueue // see store.ChangeQueue: queued here, not on the row lock
 }
 
 // Open connects to the database at dsn (a postgres:// URL).
@@ -73,6 +75,11 @@ func (e *Engine) Migrate(ctx context.Context) error {
 }
 
 func (e *Engine) Change(ctx context.Context, fn func(tx store.Tx, revision int64) error) error {
+	leave, err := e.changes.Enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		q := e.q.WithTx(tx)
 		rev, err := q.BumpRevision(ctx)

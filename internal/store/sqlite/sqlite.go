@@ -39,11 +39,10 @@ type Engine struct {
 
 	store.LocalWake // Wake fires after every change this process commits
 
-	// changing admits one change transaction at a time. SQLite has one writer
-	// anyway; queued here, the next change starts the moment the previous one
-	// commits, where SQLite's busy handler would have it sleep and retry
-	// (1, 2, 5, 10 ms and longer) while holding one of the few connections.
-	changing chan struct{}
+	// changes queue in process: SQLite has one writer anyway, and its busy
+	// handler would have a waiting change sleep and retry (1, 2, 5, 10 ms and
+	// longer) while holding one of the few connections.
+	changes store.ChangeQueue
 
 	// prepared are the queries prepared once (the driver would parse each
 	// statement at every use): nil until the first change or job read after
@@ -81,7 +80,7 @@ func Open(ctx context.Context, path string, log *slog.Logger) (*Engine, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	return &Engine{path: path, db: db, q: sqlitedb.New(db), log: log, changing: make(chan struct{}, 1)}, nil
+	return &Engine{path: path, db: db, q: sqlitedb.New(db), log: log}, nil
 }
 
 func (e *Engine) Name() string { return "sqlite" }
@@ -137,12 +136,11 @@ func (e *Engine) Migrate(ctx context.Context) error {
 
 func (e *Engine) Change(ctx context.Context, fn func(tx store.Tx, revision int64) error) error {
 	queries := e.queries(ctx)
-	select {
-	case e.changing <- struct{}{}:
-		defer func() { <-e.changing }()
-	case <-ctx.Done():
-		return fmt.Errorf("wait for the previous change: %w", ctx.Err())
+	leave, err := e.changes.Enter(ctx)
+	if err != nil {
+		return err
 	}
+	defer leave()
 	tx, err := e.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err

@@ -35,7 +35,6 @@ func Run(t *testing.T, engine string) {
 		{"FencedApplyRecord", testApplyRecord},
 		{"ApplierLockIsExclusive", testLock},
 		{"ConcurrentChangesGetDistinctRevisions", testConcurrentChanges},
-		{"ConcurrentClaimsOfOneGUID", testConcurrentGUIDClaims},
 		{"MigrateTwice", testMigrateTwice},
 		{"WakeAfterChange", testWake},
 		{"JobRetention", testJobRetention},
@@ -48,6 +47,11 @@ func Run(t *testing.T, engine string) {
 			tc.fn(t, Open(t, engine))
 		})
 	}
+	t.Run("ConcurrentClaimsOfOneGUIDFromTwoManagers", func(t *testing.T) {
+		t.Parallel()
+		db := NewDatabase(t, engine)
+		testConcurrentGUIDClaims(t, OpenDatabase(t, db), OpenDatabase(t, db))
+	})
 }
 
 const (
@@ -353,24 +357,27 @@ func testConcurrentChanges(t *testing.T, s *store.Store) {
 	}
 }
 
-// testConcurrentGUIDClaims: ports of two networks claim one GUID at once. A
-// change reads the ports it judges by (the port, the GUID's holder) under the
-// revision's row lock, so each sees every change committed before it: the
-// first network to get the GUID keeps it, every claim from the other network
-// is refused (400, not a constraint violation), and within the winning network
-// the GUID moves to the port recorded last (as a migration's re-add does).
-// A few rounds, each on a GUID of its own, give the claims many chances to
-// overlap.
-func testConcurrentGUIDClaims(t *testing.T, s *store.Store) {
-	addNetwork(t, s, netA, 101)
-	addNetwork(t, s, netB, 102)
+// testConcurrentGUIDClaims: ports of two networks claim one GUID at once,
+// through two managers sharing the database (each one queues its own changes,
+// so only the revision's row lock orders the two). A change reads the ports it
+// judges by (the port, the GUID's holder) under that lock, so each sees every
+// change committed before it: the first network to get the GUID keeps it,
+// every claim from the other network is refused (400, not a constraint
+// violation), every accepted change has a revision of its own, and within the
+// winning network the GUID moves to the port recorded last (as a migration's
+// re-add does). A few rounds, each on a GUID of its own, give the claims many
+// chances to overlap.
+func testConcurrentGUIDClaims(t *testing.T, managers ...*store.Store) {
+	addNetwork(t, managers[0], netA, 101)
+	addNetwork(t, managers[0], netB, 102)
 	for round := range uint64(3) {
-		claimGUID(t, s, 0x0002c90300000700+round, fmt.Sprintf("r%d-", round))
+		claimGUID(t, managers, 0x0002c90300000700+round, fmt.Sprintf("r%d-", round))
 	}
 }
 
-// claimGUID has 16 ports, prefixed, half on netA and half on netB, claim g at once.
-func claimGUID(t *testing.T, s *store.Store, g uint64, prefix string) {
+// claimGUID has 16 ports, prefixed, half on netA and half on netB, claim g at
+// once, spread over the managers.
+func claimGUID(t *testing.T, managers []*store.Store, g uint64, prefix string) {
 	t.Helper()
 	const n = 16
 	type outcome struct {
@@ -383,6 +390,7 @@ func claimGUID(t *testing.T, s *store.Store, g uint64, prefix string) {
 	var wg sync.WaitGroup
 	for i := range n {
 		network := []string{netA, netB}[i%2]
+		s := managers[(i/2)%len(managers)]
 		wg.Go(func() {
 			id := fmt.Sprintf("%sp%d", prefix, i)
 			<-start
@@ -395,13 +403,17 @@ func claimGUID(t *testing.T, s *store.Store, g uint64, prefix string) {
 	close(outcomes)
 
 	accepted := map[string]int{}
+	revisions := map[int64]string{}
 	var last outcome
 	var ids []string
 	for o := range outcomes {
 		ids = append(ids, o.port)
 		var rej *store.RejectedError
 		switch {
+		case o.err == nil && revisions[o.revision] != "":
+			t.Errorf("ports %s and %s were both recorded at revision %d", revisions[o.revision], o.port, o.revision)
 		case o.err == nil:
+			revisions[o.revision] = o.port
 			accepted[o.network]++
 			if o.revision > last.revision {
 				last = o
@@ -414,6 +426,7 @@ func claimGUID(t *testing.T, s *store.Store, g uint64, prefix string) {
 		t.Fatalf("GUID %s: accepted per network = %v, want all %d ports of one network and none of the other",
 			fabric.GUID(g), accepted, n/2)
 	}
+	s := managers[0]
 	if got := members(t, s)[fabric.GUID(g)]; got != last.network {
 		t.Errorf("GUID %s is a member of %q, want %s", fabric.GUID(g), got, last.network)
 	}
