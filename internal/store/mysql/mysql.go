@@ -58,8 +58,9 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Engine, error) {
 	// and a change holds the revision's row lock across all of them. The
 	// driver escapes arguments itself (and follows NO_BACKSLASH_ESCAPES),
 	// which is only sound in a character set where no multibyte character
-	// hides a backslash or quote byte.
-	if interpolationSafe(dsn) {
+	// hides a backslash or quote byte. A DSN that sets interpolateParams
+	// itself is obeyed.
+	if interpolateByDefault(dsn) {
 		cfg.InterpolateParams = true
 	}
 	connector, err := mysql.NewConnector(cfg)
@@ -84,15 +85,16 @@ var safeCharsets = map[string]bool{
 	"utf8mb4": true, "utf8mb3": true, "utf8": true, "latin1": true, "ascii": true, "binary": true,
 }
 
-// interpolationSafe says whether the DSN's charset (and collation) let the
-// driver interpolate arguments safely. The driver refuses interpolation with
-// an unsafe collation but not with an unsafe charset such as gbk or sjis.
-func interpolationSafe(dsn string) bool {
+// interpolateByDefault says whether to turn argument interpolation on: the
+// DSN leaves interpolateParams unset, and its charset (and collation) let the
+// driver interpolate safely. The driver refuses interpolation with an unsafe
+// collation but not with an unsafe charset such as gbk or sjis.
+func interpolateByDefault(dsn string) bool {
 	// As the driver reads a DSN: the parameters follow the last '/' (a
 	// password may hold a '?' or a '/').
 	_, query, _ := strings.Cut(dsn[strings.LastIndex(dsn, "/")+1:], "?")
 	params, err := url.ParseQuery(query)
-	if err != nil {
+	if err != nil || params.Has("interpolateParams") {
 		return false
 	}
 	for _, charset := range strings.Split(params.Get("charset"), ",") {

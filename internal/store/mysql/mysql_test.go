@@ -2,7 +2,7 @@ package mysql
 
 import "testing"
 
-func TestInterpolationSafe(t *testing.T) {
+func TestInterpolateByDefault(t *testing.T) {
 	tests := []struct {
 		dsn  string
 		want bool
@@ -15,13 +15,16 @@ func TestInterpolationSafe(t *testing.T) {
 		{"afm:pw@tcp(db:3306)/afm?charset=gbk", false},
 		{"afm:pw@tcp(db:3306)/afm?charset=utf8mb4,sjis", false},
 		{"afm:pw@tcp(db:3306)/afm?collation=big5_chinese_ci", false},
+		// The DSN's own choice stands (false is kept; true needs no help).
+		{"afm:pw@tcp(db:3306)/afm?interpolateParams=false", false},
+		{"afm:pw@tcp(db:3306)/afm?interpolateParams=true", false},
 		// The parameters are the ones after the last '/': a '?' in the password is not a query.
 		{"afm:p?charset=gbk/x@tcp(db:3306)/afm", true},
 		{"afm:p?x@tcp(db:3306)/afm?charset=cp932", false},
 	}
 	for _, tc := range tests {
-		if got := interpolationSafe(tc.dsn); got != tc.want {
-			t.Errorf("interpolationSafe(%q) = %v, want %v", tc.dsn, got, tc.want)
+		if got := interpolateByDefault(tc.dsn); got != tc.want {
+			t.Errorf("interpolateByDefault(%q) = %v, want %v", tc.dsn, got, tc.want)
 		}
 	}
 }
