@@ -268,23 +268,43 @@ func (q *Queries) GetPort(ctx context.Context, id string) (Port, error) {
 	return i, err
 }
 
-const getPortByGUID = `-- name: GetPortByGUID :one
-SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports WHERE guid = $1
+const getPortsByIDOrGUID = `-- name: GetPortsByIDOrGUID :many
+SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports WHERE id = $1 OR guid = $2
 `
 
-func (q *Queries) GetPortByGUID(ctx context.Context, guid *string) (Port, error) {
-	row := q.db.QueryRow(ctx, getPortByGUID, guid)
-	var i Port
-	err := row.Scan(
-		&i.ID,
-		&i.NetworkID,
-		&i.Guid,
-		&i.Host,
-		&i.Revision,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-	)
-	return i, err
+type GetPortsByIDOrGUIDParams struct {
+	ID   string
+	Guid *string
+}
+
+// The port with this id and the port holding this GUID (the same row, or
+// two): one round trip for both of a change's port reads.
+func (q *Queries) GetPortsByIDOrGUID(ctx context.Context, arg GetPortsByIDOrGUIDParams) ([]Port, error) {
+	rows, err := q.db.Query(ctx, getPortsByIDOrGUID, arg.ID, arg.Guid)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Port
+	for rows.Next() {
+		var i Port
+		if err := rows.Scan(
+			&i.ID,
+			&i.NetworkID,
+			&i.Guid,
+			&i.Host,
+			&i.Revision,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const getRevision = `-- name: GetRevision :one

@@ -7,6 +7,7 @@ package sqlitedb
 import (
 	"context"
 	"database/sql"
+	"fmt"
 )
 
 type DBTX interface {
@@ -20,12 +21,418 @@ func New(db DBTX) *Queries {
 	return &Queries{db: db}
 }
 
+func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
+	q := Queries{db: db}
+	var err error
+	if q.bumpRevisionStmt, err = db.PrepareContext(ctx, bumpRevision); err != nil {
+		return nil, fmt.Errorf("error preparing query BumpRevision: %w", err)
+	}
+	if q.clearGUIDsOfNetworkStmt, err = db.PrepareContext(ctx, clearGUIDsOfNetwork); err != nil {
+		return nil, fmt.Errorf("error preparing query ClearGUIDsOfNetwork: %w", err)
+	}
+	if q.completeJobsStmt, err = db.PrepareContext(ctx, completeJobs); err != nil {
+		return nil, fmt.Errorf("error preparing query CompleteJobs: %w", err)
+	}
+	if q.countJobsByStatusStmt, err = db.PrepareContext(ctx, countJobsByStatus); err != nil {
+		return nil, fmt.Errorf("error preparing query CountJobsByStatus: %w", err)
+	}
+	if q.deleteEnforcementErrorsStmt, err = db.PrepareContext(ctx, deleteEnforcementErrors); err != nil {
+		return nil, fmt.Errorf("error preparing query DeleteEnforcementErrors: %w", err)
+	}
+	if q.deleteExpectedSwitchesStmt, err = db.PrepareContext(ctx, deleteExpectedSwitches); err != nil {
+		return nil, fmt.Errorf("error preparing query DeleteExpectedSwitches: %w", err)
+	}
+	if q.deleteFinishedJobsBeforeStmt, err = db.PrepareContext(ctx, deleteFinishedJobsBefore); err != nil {
+		return nil, fmt.Errorf("error preparing query DeleteFinishedJobsBefore: %w", err)
+	}
+	if q.deleteNetworkStmt, err = db.PrepareContext(ctx, deleteNetwork); err != nil {
+		return nil, fmt.Errorf("error preparing query DeleteNetwork: %w", err)
+	}
+	if q.deletePortStmt, err = db.PrepareContext(ctx, deletePort); err != nil {
+		return nil, fmt.Errorf("error preparing query DeletePort: %w", err)
+	}
+	if q.deletePortsOfNetworkStmt, err = db.PrepareContext(ctx, deletePortsOfNetwork); err != nil {
+		return nil, fmt.Errorf("error preparing query DeletePortsOfNetwork: %w", err)
+	}
+	if q.describeOpenJobsStmt, err = db.PrepareContext(ctx, describeOpenJobs); err != nil {
+		return nil, fmt.Errorf("error preparing query DescribeOpenJobs: %w", err)
+	}
+	if q.failJobsStmt, err = db.PrepareContext(ctx, failJobs); err != nil {
+		return nil, fmt.Errorf("error preparing query FailJobs: %w", err)
+	}
+	if q.getJobStmt, err = db.PrepareContext(ctx, getJob); err != nil {
+		return nil, fmt.Errorf("error preparing query GetJob: %w", err)
+	}
+	if q.getLeadershipStmt, err = db.PrepareContext(ctx, getLeadership); err != nil {
+		return nil, fmt.Errorf("error preparing query GetLeadership: %w", err)
+	}
+	if q.getNetworkStmt, err = db.PrepareContext(ctx, getNetwork); err != nil {
+		return nil, fmt.Errorf("error preparing query GetNetwork: %w", err)
+	}
+	if q.getNetworkByPKeyStmt, err = db.PrepareContext(ctx, getNetworkByPKey); err != nil {
+		return nil, fmt.Errorf("error preparing query GetNetworkByPKey: %w", err)
+	}
+	if q.getPortStmt, err = db.PrepareContext(ctx, getPort); err != nil {
+		return nil, fmt.Errorf("error preparing query GetPort: %w", err)
+	}
+	if q.getPortsByIDOrGUIDStmt, err = db.PrepareContext(ctx, getPortsByIDOrGUID); err != nil {
+		return nil, fmt.Errorf("error preparing query GetPortsByIDOrGUID: %w", err)
+	}
+	if q.getRevisionStmt, err = db.PrepareContext(ctx, getRevision); err != nil {
+		return nil, fmt.Errorf("error preparing query GetRevision: %w", err)
+	}
+	if q.insertApplyStmt, err = db.PrepareContext(ctx, insertApply); err != nil {
+		return nil, fmt.Errorf("error preparing query InsertApply: %w", err)
+	}
+	if q.insertExpectedSwitchStmt, err = db.PrepareContext(ctx, insertExpectedSwitch); err != nil {
+		return nil, fmt.Errorf("error preparing query InsertExpectedSwitch: %w", err)
+	}
+	if q.insertJobStmt, err = db.PrepareContext(ctx, insertJob); err != nil {
+		return nil, fmt.Errorf("error preparing query InsertJob: %w", err)
+	}
+	if q.insertSecretIfAbsentStmt, err = db.PrepareContext(ctx, insertSecretIfAbsent); err != nil {
+		return nil, fmt.Errorf("error preparing query InsertSecretIfAbsent: %w", err)
+	}
+	if q.lastApplyStmt, err = db.PrepareContext(ctx, lastApply); err != nil {
+		return nil, fmt.Errorf("error preparing query LastApply: %w", err)
+	}
+	if q.listEnforcementErrorsStmt, err = db.PrepareContext(ctx, listEnforcementErrors); err != nil {
+		return nil, fmt.Errorf("error preparing query ListEnforcementErrors: %w", err)
+	}
+	if q.listExpectedSwitchesStmt, err = db.PrepareContext(ctx, listExpectedSwitches); err != nil {
+		return nil, fmt.Errorf("error preparing query ListExpectedSwitches: %w", err)
+	}
+	if q.listManagedNetworksStmt, err = db.PrepareContext(ctx, listManagedNetworks); err != nil {
+		return nil, fmt.Errorf("error preparing query ListManagedNetworks: %w", err)
+	}
+	if q.listMembersStmt, err = db.PrepareContext(ctx, listMembers); err != nil {
+		return nil, fmt.Errorf("error preparing query ListMembers: %w", err)
+	}
+	if q.listSecretsStmt, err = db.PrepareContext(ctx, listSecrets); err != nil {
+		return nil, fmt.Errorf("error preparing query ListSecrets: %w", err)
+	}
+	if q.markJobsRunningStmt, err = db.PrepareContext(ctx, markJobsRunning); err != nil {
+		return nil, fmt.Errorf("error preparing query MarkJobsRunning: %w", err)
+	}
+	if q.newTermStmt, err = db.PrepareContext(ctx, newTerm); err != nil {
+		return nil, fmt.Errorf("error preparing query NewTerm: %w", err)
+	}
+	if q.readLeadershipStmt, err = db.PrepareContext(ctx, readLeadership); err != nil {
+		return nil, fmt.Errorf("error preparing query ReadLeadership: %w", err)
+	}
+	if q.unbumpRevisionStmt, err = db.PrepareContext(ctx, unbumpRevision); err != nil {
+		return nil, fmt.Errorf("error preparing query UnbumpRevision: %w", err)
+	}
+	if q.upsertEnforcementErrorStmt, err = db.PrepareContext(ctx, upsertEnforcementError); err != nil {
+		return nil, fmt.Errorf("error preparing query UpsertEnforcementError: %w", err)
+	}
+	if q.upsertNetworkStmt, err = db.PrepareContext(ctx, upsertNetwork); err != nil {
+		return nil, fmt.Errorf("error preparing query UpsertNetwork: %w", err)
+	}
+	if q.upsertPortStmt, err = db.PrepareContext(ctx, upsertPort); err != nil {
+		return nil, fmt.Errorf("error preparing query UpsertPort: %w", err)
+	}
+	return &q, nil
+}
+
+func (q *Queries) Close() error {
+	var err error
+	if q.bumpRevisionStmt != nil {
+		if cerr := q.bumpRevisionStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing bumpRevisionStmt: %w", cerr)
+		}
+	}
+	if q.clearGUIDsOfNetworkStmt != nil {
+		if cerr := q.clearGUIDsOfNetworkStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing clearGUIDsOfNetworkStmt: %w", cerr)
+		}
+	}
+	if q.completeJobsStmt != nil {
+		if cerr := q.completeJobsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing completeJobsStmt: %w", cerr)
+		}
+	}
+	if q.countJobsByStatusStmt != nil {
+		if cerr := q.countJobsByStatusStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing countJobsByStatusStmt: %w", cerr)
+		}
+	}
+	if q.deleteEnforcementErrorsStmt != nil {
+		if cerr := q.deleteEnforcementErrorsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing deleteEnforcementErrorsStmt: %w", cerr)
+		}
+	}
+	if q.deleteExpectedSwitchesStmt != nil {
+		if cerr := q.deleteExpectedSwitchesStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing deleteExpectedSwitchesStmt: %w", cerr)
+		}
+	}
+	if q.deleteFinishedJobsBeforeStmt != nil {
+		if cerr := q.deleteFinishedJobsBeforeStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing deleteFinishedJobsBeforeStmt: %w", cerr)
+		}
+	}
+	if q.deleteNetworkStmt != nil {
+		if cerr := q.deleteNetworkStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing deleteNetworkStmt: %w", cerr)
+		}
+	}
+	if q.deletePortStmt != nil {
+		if cerr := q.deletePortStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing deletePortStmt: %w", cerr)
+		}
+	}
+	if q.deletePortsOfNetworkStmt != nil {
+		if cerr := q.deletePortsOfNetworkStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing deletePortsOfNetworkStmt: %w", cerr)
+		}
+	}
+	if q.describeOpenJobsStmt != nil {
+		if cerr := q.describeOpenJobsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing describeOpenJobsStmt: %w", cerr)
+		}
+	}
+	if q.failJobsStmt != nil {
+		if cerr := q.failJobsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing failJobsStmt: %w", cerr)
+		}
+	}
+	if q.getJobStmt != nil {
+		if cerr := q.getJobStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing getJobStmt: %w", cerr)
+		}
+	}
+	if q.getLeadershipStmt != nil {
+		if cerr := q.getLeadershipStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing getLeadershipStmt: %w", cerr)
+		}
+	}
+	if q.getNetworkStmt != nil {
+		if cerr := q.getNetworkStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing getNetworkStmt: %w", cerr)
+		}
+	}
+	if q.getNetworkByPKeyStmt != nil {
+		if cerr := q.getNetworkByPKeyStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing getNetworkByPKeyStmt: %w", cerr)
+		}
+	}
+	if q.getPortStmt != nil {
+		if cerr := q.getPortStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing getPortStmt: %w", cerr)
+		}
+	}
+	if q.getPortsByIDOrGUIDStmt != nil {
+		if cerr := q.getPortsByIDOrGUIDStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing getPortsByIDOrGUIDStmt: %w", cerr)
+		}
+	}
+	if q.getRevisionStmt != nil {
+		if cerr := q.getRevisionStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing getRevisionStmt: %w", cerr)
+		}
+	}
+	if q.insertApplyStmt != nil {
+		if cerr := q.insertApplyStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing insertApplyStmt: %w", cerr)
+		}
+	}
+	if q.insertExpectedSwitchStmt != nil {
+		if cerr := q.insertExpectedSwitchStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing insertExpectedSwitchStmt: %w", cerr)
+		}
+	}
+	if q.insertJobStmt != nil {
+		if cerr := q.insertJobStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing insertJobStmt: %w", cerr)
+		}
+	}
+	if q.insertSecretIfAbsentStmt != nil {
+		if cerr := q.insertSecretIfAbsentStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing insertSecretIfAbsentStmt: %w", cerr)
+		}
+	}
+	if q.lastApplyStmt != nil {
+		if cerr := q.lastApplyStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing lastApplyStmt: %w", cerr)
+		}
+	}
+	if q.listEnforcementErrorsStmt != nil {
+		if cerr := q.listEnforcementErrorsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listEnforcementErrorsStmt: %w", cerr)
+		}
+	}
+	if q.listExpectedSwitchesStmt != nil {
+		if cerr := q.listExpectedSwitchesStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listExpectedSwitchesStmt: %w", cerr)
+		}
+	}
+	if q.listManagedNetworksStmt != nil {
+		if cerr := q.listManagedNetworksStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listManagedNetworksStmt: %w", cerr)
+		}
+	}
+	if q.listMembersStmt != nil {
+		if cerr := q.listMembersStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listMembersStmt: %w", cerr)
+		}
+	}
+	if q.listSecretsStmt != nil {
+		if cerr := q.listSecretsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listSecretsStmt: %w", cerr)
+		}
+	}
+	if q.markJobsRunningStmt != nil {
+		if cerr := q.markJobsRunningStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing markJobsRunningStmt: %w", cerr)
+		}
+	}
+	if q.newTermStmt != nil {
+		if cerr := q.newTermStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing newTermStmt: %w", cerr)
+		}
+	}
+	if q.readLeadershipStmt != nil {
+		if cerr := q.readLeadershipStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing readLeadershipStmt: %w", cerr)
+		}
+	}
+	if q.unbumpRevisionStmt != nil {
+		if cerr := q.unbumpRevisionStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing unbumpRevisionStmt: %w", cerr)
+		}
+	}
+	if q.upsertEnforcementErrorStmt != nil {
+		if cerr := q.upsertEnforcementErrorStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing upsertEnforcementErrorStmt: %w", cerr)
+		}
+	}
+	if q.upsertNetworkStmt != nil {
+		if cerr := q.upsertNetworkStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing upsertNetworkStmt: %w", cerr)
+		}
+	}
+	if q.upsertPortStmt != nil {
+		if cerr := q.upsertPortStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing upsertPortStmt: %w", cerr)
+		}
+	}
+	return err
+}
+
+func (q *Queries) exec(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) (sql.Result, error) {
+	switch {
+	case stmt != nil && q.tx != nil:
+		return q.tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
+	case stmt != nil:
+		return stmt.ExecContext(ctx, args...)
+	default:
+		return q.db.ExecContext(ctx, query, args...)
+	}
+}
+
+func (q *Queries) query(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) (*sql.Rows, error) {
+	switch {
+	case stmt != nil && q.tx != nil:
+		return q.tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
+	case stmt != nil:
+		return stmt.QueryContext(ctx, args...)
+	default:
+		return q.db.QueryContext(ctx, query, args...)
+	}
+}
+
+func (q *Queries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) *sql.Row {
+	switch {
+	case stmt != nil && q.tx != nil:
+		return q.tx.StmtContext(ctx, stmt).QueryRowContext(ctx, args...)
+	case stmt != nil:
+		return stmt.QueryRowContext(ctx, args...)
+	default:
+		return q.db.QueryRowContext(ctx, query, args...)
+	}
+}
+
 type Queries struct {
-	db DBTX
+	db                           DBTX
+	tx                           *sql.Tx
+	bumpRevisionStmt             *sql.Stmt
+	clearGUIDsOfNetworkStmt      *sql.Stmt
+	completeJobsStmt             *sql.Stmt
+	countJobsByStatusStmt        *sql.Stmt
+	deleteEnforcementErrorsStmt  *sql.Stmt
+	deleteExpectedSwitchesStmt   *sql.Stmt
+	deleteFinishedJobsBeforeStmt *sql.Stmt
+	deleteNetworkStmt            *sql.Stmt
+	deletePortStmt               *sql.Stmt
+	deletePortsOfNetworkStmt     *sql.Stmt
+	describeOpenJobsStmt         *sql.Stmt
+	failJobsStmt                 *sql.Stmt
+	getJobStmt                   *sql.Stmt
+	getLeadershipStmt            *sql.Stmt
+	getNetworkStmt               *sql.Stmt
+	getNetworkByPKeyStmt         *sql.Stmt
+	getPortStmt                  *sql.Stmt
+	getPortsByIDOrGUIDStmt       *sql.Stmt
+	getRevisionStmt              *sql.Stmt
+	insertApplyStmt              *sql.Stmt
+	insertExpectedSwitchStmt     *sql.Stmt
+	insertJobStmt                *sql.Stmt
+	insertSecretIfAbsentStmt     *sql.Stmt
+	lastApplyStmt                *sql.Stmt
+	listEnforcementErrorsStmt    *sql.Stmt
+	listExpectedSwitchesStmt     *sql.Stmt
+	listManagedNetworksStmt      *sql.Stmt
+	listMembersStmt              *sql.Stmt
+	listSecretsStmt              *sql.Stmt
+	markJobsRunningStmt          *sql.Stmt
+	newTermStmt                  *sql.Stmt
+	readLeadershipStmt           *sql.Stmt
+	unbumpRevisionStmt           *sql.Stmt
+	upsertEnforcementErrorStmt   *sql.Stmt
+	upsertNetworkStmt            *sql.Stmt
+	upsertPortStmt               *sql.Stmt
 }
 
 func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 	return &Queries{
-		db: tx,
+		db:                           tx,
+		tx:                           tx,
+		bumpRevisionStmt:             q.bumpRevisionStmt,
+		clearGUIDsOfNetworkStmt:      q.clearGUIDsOfNetworkStmt,
+		completeJobsStmt:             q.completeJobsStmt,
+		countJobsByStatusStmt:        q.countJobsByStatusStmt,
+		deleteEnforcementErrorsStmt:  q.deleteEnforcementErrorsStmt,
+		deleteExpectedSwitchesStmt:   q.deleteExpectedSwitchesStmt,
+		deleteFinishedJobsBeforeStmt: q.deleteFinishedJobsBeforeStmt,
+		deleteNetworkStmt:            q.deleteNetworkStmt,
+		deletePortStmt:               q.deletePortStmt,
+		deletePortsOfNetworkStmt:     q.deletePortsOfNetworkStmt,
+		describeOpenJobsStmt:         q.describeOpenJobsStmt,
+		failJobsStmt:                 q.failJobsStmt,
+		getJobStmt:                   q.getJobStmt,
+		getLeadershipStmt:            q.getLeadershipStmt,
+		getNetworkStmt:               q.getNetworkStmt,
+		getNetworkByPKeyStmt:         q.getNetworkByPKeyStmt,
+		getPortStmt:                  q.getPortStmt,
+		getPortsByIDOrGUIDStmt:       q.getPortsByIDOrGUIDStmt,
+		getRevisionStmt:              q.getRevisionStmt,
+		insertApplyStmt:              q.insertApplyStmt,
+		insertExpectedSwitchStmt:     q.insertExpectedSwitchStmt,
+		insertJobStmt:                q.insertJobStmt,
+		insertSecretIfAbsentStmt:     q.insertSecretIfAbsentStmt,
+		lastApplyStmt:                q.lastApplyStmt,
+		listEnforcementErrorsStmt:    q.listEnforcementErrorsStmt,
+		listExpectedSwitchesStmt:     q.listExpectedSwitchesStmt,
+		listManagedNetworksStmt:      q.listManagedNetworksStmt,
+		listMembersStmt:              q.listMembersStmt,
+		listSecretsStmt:              q.listSecretsStmt,
+		markJobsRunningStmt:          q.markJobsRunningStmt,
+		newTermStmt:                  q.newTermStmt,
+		readLeadershipStmt:           q.readLeadershipStmt,
+		unbumpRevisionStmt:           q.unbumpRevisionStmt,
+		upsertEnforcementErrorStmt:   q.upsertEnforcementErrorStmt,
+		upsertNetworkStmt:            q.upsertNetworkStmt,
+		upsertPortStmt:               q.upsertPortStmt,
 	}
 }

@@ -15,7 +15,7 @@ DELETE FROM enforcement_errors
 `
 
 func (q *Queries) DeleteEnforcementErrors(ctx context.Context) (int64, error) {
-	result, err := q.db.ExecContext(ctx, deleteEnforcementErrors)
+	result, err := q.exec(ctx, q.deleteEnforcementErrorsStmt, deleteEnforcementErrors)
 	if err != nil {
 		return 0, err
 	}
@@ -27,7 +27,7 @@ DELETE FROM expected_switches
 `
 
 func (q *Queries) DeleteExpectedSwitches(ctx context.Context) error {
-	_, err := q.db.ExecContext(ctx, deleteExpectedSwitches)
+	_, err := q.exec(ctx, q.deleteExpectedSwitchesStmt, deleteExpectedSwitches)
 	return err
 }
 
@@ -42,7 +42,7 @@ type InsertExpectedSwitchParams struct {
 }
 
 func (q *Queries) InsertExpectedSwitch(ctx context.Context, arg InsertExpectedSwitchParams) error {
-	_, err := q.db.ExecContext(ctx, insertExpectedSwitch, arg.Guid, arg.Description, arg.Now)
+	_, err := q.exec(ctx, q.insertExpectedSwitchStmt, insertExpectedSwitch, arg.Guid, arg.Description, arg.Now)
 	return err
 }
 
@@ -58,7 +58,7 @@ type InsertSecretIfAbsentParams struct {
 }
 
 func (q *Queries) InsertSecretIfAbsent(ctx context.Context, arg InsertSecretIfAbsentParams) error {
-	_, err := q.db.ExecContext(ctx, insertSecretIfAbsent, arg.Name, arg.Value, arg.Now)
+	_, err := q.exec(ctx, q.insertSecretIfAbsentStmt, insertSecretIfAbsent, arg.Name, arg.Value, arg.Now)
 	return err
 }
 
@@ -67,7 +67,7 @@ SELECT switch_guid, port, line, first_seen, last_seen, occurrences FROM enforcem
 `
 
 func (q *Queries) ListEnforcementErrors(ctx context.Context) ([]EnforcementError, error) {
-	rows, err := q.db.QueryContext(ctx, listEnforcementErrors)
+	rows, err := q.query(ctx, q.listEnforcementErrorsStmt, listEnforcementErrors)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ SELECT guid, description, confirmed_at FROM expected_switches ORDER BY guid
 `
 
 func (q *Queries) ListExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error) {
-	rows, err := q.db.QueryContext(ctx, listExpectedSwitches)
+	rows, err := q.query(ctx, q.listExpectedSwitchesStmt, listExpectedSwitches)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ type ListSecretsRow struct {
 }
 
 func (q *Queries) ListSecrets(ctx context.Context) ([]ListSecretsRow, error) {
-	rows, err := q.db.QueryContext(ctx, listSecrets)
+	rows, err := q.query(ctx, q.listSecretsStmt, listSecrets)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +171,7 @@ type UpsertEnforcementErrorParams struct {
 }
 
 func (q *Queries) UpsertEnforcementError(ctx context.Context, arg UpsertEnforcementErrorParams) error {
-	_, err := q.db.ExecContext(ctx, upsertEnforcementError,
+	_, err := q.exec(ctx, q.upsertEnforcementErrorStmt, upsertEnforcementError,
 		arg.SwitchGuid,
 		arg.Port,
 		arg.Line,

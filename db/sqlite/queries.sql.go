@@ -15,7 +15,7 @@ UPDATE state SET revision = revision + 1 WHERE id = 1 RETURNING revision
 `
 
 func (q *Queries) BumpRevision(ctx context.Context) (int64, error) {
-	row := q.db.QueryRowContext(ctx, bumpRevision)
+	row := q.queryRow(ctx, q.bumpRevisionStmt, bumpRevision)
 	var revision int64
 	err := row.Scan(&revision)
 	return revision, err
@@ -34,7 +34,7 @@ type ClearGUIDsOfNetworkParams struct {
 
 // A network that loses its partition takes its ports' GUIDs out with it.
 func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, arg ClearGUIDsOfNetworkParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, clearGUIDsOfNetwork, arg.Revision, arg.Now, arg.NetworkID)
+	result, err := q.exec(ctx, q.clearGUIDsOfNetworkStmt, clearGUIDsOfNetwork, arg.Revision, arg.Now, arg.NetworkID)
 	if err != nil {
 		return 0, err
 	}
@@ -54,7 +54,7 @@ type CompleteJobsParams struct {
 }
 
 func (q *Queries) CompleteJobs(ctx context.Context, arg CompleteJobsParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, completeJobs, arg.Now, arg.Revision, arg.Term)
+	result, err := q.exec(ctx, q.completeJobsStmt, completeJobs, arg.Now, arg.Revision, arg.Term)
 	if err != nil {
 		return 0, err
 	}
@@ -71,7 +71,7 @@ type CountJobsByStatusRow struct {
 }
 
 func (q *Queries) CountJobsByStatus(ctx context.Context) ([]CountJobsByStatusRow, error) {
-	rows, err := q.db.QueryContext(ctx, countJobsByStatus)
+	rows, err := q.query(ctx, q.countJobsByStatusStmt, countJobsByStatus)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ DELETE FROM networks WHERE id = ?1
 `
 
 func (q *Queries) DeleteNetwork(ctx context.Context, id string) (int64, error) {
-	result, err := q.db.ExecContext(ctx, deleteNetwork, id)
+	result, err := q.exec(ctx, q.deleteNetworkStmt, deleteNetwork, id)
 	if err != nil {
 		return 0, err
 	}
@@ -110,7 +110,7 @@ DELETE FROM ports WHERE id = ?1
 `
 
 func (q *Queries) DeletePort(ctx context.Context, id string) (int64, error) {
-	result, err := q.db.ExecContext(ctx, deletePort, id)
+	result, err := q.exec(ctx, q.deletePortStmt, deletePort, id)
 	if err != nil {
 		return 0, err
 	}
@@ -122,7 +122,7 @@ DELETE FROM ports WHERE network_id = ?1
 `
 
 func (q *Queries) DeletePortsOfNetwork(ctx context.Context, networkID string) (int64, error) {
-	result, err := q.db.ExecContext(ctx, deletePortsOfNetwork, networkID)
+	result, err := q.exec(ctx, q.deletePortsOfNetworkStmt, deletePortsOfNetwork, networkID)
 	if err != nil {
 		return 0, err
 	}
@@ -143,7 +143,7 @@ type FailJobsParams struct {
 }
 
 func (q *Queries) FailJobs(ctx context.Context, arg FailJobsParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, failJobs,
+	result, err := q.exec(ctx, q.failJobsStmt, failJobs,
 		arg.Error,
 		arg.Now,
 		arg.Revision,
@@ -160,7 +160,7 @@ SELECT id, revision, object_type, object_id, network_id, operation, status, desc
 `
 
 func (q *Queries) GetJob(ctx context.Context, id int64) (Job, error) {
-	row := q.db.QueryRowContext(ctx, getJob, id)
+	row := q.queryRow(ctx, q.getJobStmt, getJob, id)
 	var i Job
 	err := row.Scan(
 		&i.ID,
@@ -188,7 +188,7 @@ SELECT id, term, holder, heartbeat FROM leadership WHERE id = 1
 `
 
 func (q *Queries) GetLeadership(ctx context.Context) (Leadership, error) {
-	row := q.db.QueryRowContext(ctx, getLeadership)
+	row := q.queryRow(ctx, q.getLeadershipStmt, getLeadership)
 	var i Leadership
 	err := row.Scan(
 		&i.ID,
@@ -204,7 +204,7 @@ SELECT id, name, network_type, physical_network, pkey, revision, created_at, upd
 `
 
 func (q *Queries) GetNetwork(ctx context.Context, id string) (Network, error) {
-	row := q.db.QueryRowContext(ctx, getNetwork, id)
+	row := q.queryRow(ctx, q.getNetworkStmt, getNetwork, id)
 	var i Network
 	err := row.Scan(
 		&i.ID,
@@ -225,7 +225,7 @@ SELECT id, name, network_type, physical_network, pkey, revision, created_at, upd
 `
 
 func (q *Queries) GetNetworkByPKey(ctx context.Context, pkey *int64) (Network, error) {
-	row := q.db.QueryRowContext(ctx, getNetworkByPKey, pkey)
+	row := q.queryRow(ctx, q.getNetworkByPKeyStmt, getNetworkByPKey, pkey)
 	var i Network
 	err := row.Scan(
 		&i.ID,
@@ -246,7 +246,7 @@ SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports W
 `
 
 func (q *Queries) GetPort(ctx context.Context, id string) (Port, error) {
-	row := q.db.QueryRowContext(ctx, getPort, id)
+	row := q.queryRow(ctx, q.getPortStmt, getPort, id)
 	var i Port
 	err := row.Scan(
 		&i.ID,
@@ -260,23 +260,46 @@ func (q *Queries) GetPort(ctx context.Context, id string) (Port, error) {
 	return i, err
 }
 
-const getPortByGUID = `-- name: GetPortByGUID :one
-SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports WHERE guid = ?1
+const getPortsByIDOrGUID = `-- name: GetPortsByIDOrGUID :many
+SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports WHERE id = ?1 OR guid = ?2
 `
 
-func (q *Queries) GetPortByGUID(ctx context.Context, guid *string) (Port, error) {
-	row := q.db.QueryRowContext(ctx, getPortByGUID, guid)
-	var i Port
-	err := row.Scan(
-		&i.ID,
-		&i.NetworkID,
-		&i.Guid,
-		&i.Host,
-		&i.Revision,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-	)
-	return i, err
+type GetPortsByIDOrGUIDParams struct {
+	ID   string
+	Guid *string
+}
+
+// The port with this id and the port holding this GUID (the same row, or
+// two): one round trip for both of a change's port reads.
+func (q *Queries) GetPortsByIDOrGUID(ctx context.Context, arg GetPortsByIDOrGUIDParams) ([]Port, error) {
+	rows, err := q.query(ctx, q.getPortsByIDOrGUIDStmt, getPortsByIDOrGUID, arg.ID, arg.Guid)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Port
+	for rows.Next() {
+		var i Port
+		if err := rows.Scan(
+			&i.ID,
+			&i.NetworkID,
+			&i.Guid,
+			&i.Host,
+			&i.Revision,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const getRevision = `-- name: GetRevision :one
@@ -284,7 +307,7 @@ SELECT revision FROM state WHERE id = 1
 `
 
 func (q *Queries) GetRevision(ctx context.Context) (int64, error) {
-	row := q.db.QueryRowContext(ctx, getRevision)
+	row := q.queryRow(ctx, q.getRevisionStmt, getRevision)
 	var revision int64
 	err := row.Scan(&revision)
 	return revision, err
@@ -307,7 +330,7 @@ type InsertApplyParams struct {
 }
 
 func (q *Queries) InsertApply(ctx context.Context, arg InsertApplyParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, insertApply,
+	result, err := q.exec(ctx, q.insertApplyStmt, insertApply,
 		arg.Revision,
 		arg.Sha256,
 		arg.Term,
@@ -346,7 +369,7 @@ type InsertJobParams struct {
 }
 
 func (q *Queries) InsertJob(ctx context.Context, arg InsertJobParams) (int64, error) {
-	row := q.db.QueryRowContext(ctx, insertJob,
+	row := q.queryRow(ctx, q.insertJobStmt, insertJob,
 		arg.Revision,
 		arg.ObjectType,
 		arg.ObjectID,
@@ -370,7 +393,7 @@ SELECT id, revision, sha256, term, outcome, detail, started_at, finished_at FROM
 `
 
 func (q *Queries) LastApply(ctx context.Context) (Apply, error) {
-	row := q.db.QueryRowContext(ctx, lastApply)
+	row := q.queryRow(ctx, q.lastApplyStmt, lastApply)
 	var i Apply
 	err := row.Scan(
 		&i.ID,
@@ -391,7 +414,7 @@ SELECT id, name, network_type, physical_network, pkey, revision, created_at, upd
 
 // The networks that have a partition: what the partitions file renders.
 func (q *Queries) ListManagedNetworks(ctx context.Context) ([]Network, error) {
-	rows, err := q.db.QueryContext(ctx, listManagedNetworks)
+	rows, err := q.query(ctx, q.listManagedNetworksStmt, listManagedNetworks)
 	if err != nil {
 		return nil, err
 	}
@@ -435,7 +458,7 @@ type ListMembersRow struct {
 }
 
 func (q *Queries) ListMembers(ctx context.Context) ([]ListMembersRow, error) {
-	rows, err := q.db.QueryContext(ctx, listMembers)
+	rows, err := q.query(ctx, q.listMembersStmt, listMembers)
 	if err != nil {
 		return nil, err
 	}
@@ -470,7 +493,7 @@ type MarkJobsRunningParams struct {
 }
 
 func (q *Queries) MarkJobsRunning(ctx context.Context, arg MarkJobsRunningParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, markJobsRunning, arg.Now, arg.Revision, arg.Term)
+	result, err := q.exec(ctx, q.markJobsRunningStmt, markJobsRunning, arg.Now, arg.Revision, arg.Term)
 	if err != nil {
 		return 0, err
 	}
@@ -487,7 +510,7 @@ type NewTermParams struct {
 }
 
 func (q *Queries) NewTerm(ctx context.Context, arg NewTermParams) (int64, error) {
-	row := q.db.QueryRowContext(ctx, newTerm, arg.Holder, arg.Now)
+	row := q.queryRow(ctx, q.newTermStmt, newTerm, arg.Holder, arg.Now)
 	var term int64
 	err := row.Scan(&term)
 	return term, err
@@ -500,7 +523,7 @@ UPDATE state SET revision = revision - 1 WHERE id = 1
 // A change that touches no partition gives its revision back, inside the same
 // transaction, so that the applier has nothing to sweep for.
 func (q *Queries) UnbumpRevision(ctx context.Context) error {
-	_, err := q.db.ExecContext(ctx, unbumpRevision)
+	_, err := q.exec(ctx, q.unbumpRevisionStmt, unbumpRevision)
 	return err
 }
 
@@ -525,7 +548,7 @@ type UpsertNetworkParams struct {
 }
 
 func (q *Queries) UpsertNetwork(ctx context.Context, arg UpsertNetworkParams) error {
-	_, err := q.db.ExecContext(ctx, upsertNetwork,
+	_, err := q.exec(ctx, q.upsertNetworkStmt, upsertNetwork,
 		arg.ID,
 		arg.Name,
 		arg.NetworkType,
@@ -556,7 +579,7 @@ type UpsertPortParams struct {
 }
 
 func (q *Queries) UpsertPort(ctx context.Context, arg UpsertPortParams) error {
-	_, err := q.db.ExecContext(ctx, upsertPort,
+	_, err := q.exec(ctx, q.upsertPortStmt, upsertPort,
 		arg.ID,
 		arg.NetworkID,
 		arg.Guid,

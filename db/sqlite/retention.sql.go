@@ -29,7 +29,7 @@ type DeleteFinishedJobsBeforeParams struct {
 // [database] job_retention, a bounded batch per statement so that no delete
 // holds the write lock for long. Open jobs (Pending, Running) are never deleted.
 func (q *Queries) DeleteFinishedJobsBefore(ctx context.Context, arg DeleteFinishedJobsBeforeParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, deleteFinishedJobsBefore, arg.Before, arg.Batch)
+	result, err := q.exec(ctx, q.deleteFinishedJobsBeforeStmt, deleteFinishedJobsBefore, arg.Before, arg.Batch)
 	if err != nil {
 		return 0, err
 	}

@@ -24,7 +24,7 @@ type DescribeOpenJobsParams struct {
 }
 
 func (q *Queries) DescribeOpenJobs(ctx context.Context, arg DescribeOpenJobsParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, describeOpenJobs,
+	result, err := q.exec(ctx, q.describeOpenJobsStmt, describeOpenJobs,
 		arg.Description,
 		arg.Now,
 		arg.Revision,
@@ -47,7 +47,7 @@ type ReadLeadershipRow struct {
 }
 
 func (q *Queries) ReadLeadership(ctx context.Context) (ReadLeadershipRow, error) {
-	row := q.db.QueryRowContext(ctx, readLeadership)
+	row := q.queryRow(ctx, q.readLeadershipStmt, readLeadership)
 	var i ReadLeadershipRow
 	err := row.Scan(&i.Term, &i.Holder, &i.Heartbeat)
 	return i, err

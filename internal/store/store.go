@@ -150,7 +150,10 @@ type Tx interface {
 	UpsertNetwork(ctx context.Context, n Network, now time.Time) error
 	DeleteNetwork(ctx context.Context, id string) (bool, error)
 	GetPort(ctx context.Context, id string) (Port, error)
-	GetPortByGUID(ctx context.Context, guid fabric.GUID) (Port, error)
+	// GetPortsByIDOrGUID returns, in one read, the port with this id and the
+	// port holding guid (nil guid: none), in no particular order: none, one
+	// (both or either) or two ports.
+	GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]Port, error)
 	UpsertPort(ctx context.Context, p Port, now time.Time) error
 	DeletePort(ctx context.Context, id string) (bool, error)
 	DeletePortsOfNetwork(ctx context.Context, networkID string) (int64, error)
@@ -168,6 +171,7 @@ type Engine interface {
 	Name() string
 	// Change runs fn in one transaction whose first statement increments the
 	// revision; fn gets the new revision. An error from fn rolls everything back.
+	// The changes of one process run one at a time (ChangeQueue).
 	Change(ctx context.Context, fn func(tx Tx, revision int64) error) error
 
 	Revision(ctx context.Context) (int64, error)
@@ -448,15 +452,17 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 		case err != nil:
 			return err
 		}
-		reason, err := s.membership(ctx, tx, &p, c, n)
+		// Every row the rules below read, in one round trip: the revision's
+		// row lock is held from the first statement to the commit.
+		before, holder, err := portAndHolder(ctx, tx, p.ID, p.GUID)
 		if err != nil {
 			return err
 		}
-		before, err := tx.GetPort(ctx, p.ID)
-		heldGUID := err == nil && before.GUID != nil
-		if err != nil && !errors.Is(err, ErrNotFound) {
+		reason, err := s.membership(&p, c, n, holder)
+		if err != nil {
 			return err
 		}
+		heldGUID := before != nil && before.GUID != nil
 		rev, err := tx.touches(ctx, p.GUID != nil || heldGUID || (newNetwork && n.Managed))
 		if err != nil {
 			return err
@@ -468,7 +474,7 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 			}
 		}
 		if p.GUID != nil {
-			if err := takeGUID(ctx, tx, p, rev, tx.now); err != nil {
+			if err := takeGUID(ctx, tx, p, holder, rev, tx.now); err != nil {
 				return err
 			}
 		}
@@ -496,9 +502,28 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 	return job, nil
 }
 
+// portAndHolder reads the port recorded as id and the port holding guid (nil
+// when there is none, or guid is nil).
+func portAndHolder(ctx context.Context, tx Tx, id string, guid *fabric.GUID) (port, holder *Port, err error) {
+	ports, err := tx.GetPortsByIDOrGUID(ctx, id, guid)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range ports {
+		if ports[i].ID == id {
+			port = &ports[i]
+		}
+		if guid != nil && ports[i].GUID != nil && *ports[i].GUID == *guid {
+			holder = &ports[i]
+		}
+	}
+	return port, holder, nil
+}
+
 // membership decides whether port p, on network n, holds its GUID: it clears
-// p.GUID when it does not and says why, or refuses the port.
-func (s *Store) membership(ctx context.Context, tx Tx, p *Port, c PortChange, n Network) (string, error) {
+// p.GUID when it does not and says why, or refuses the port. holder is the
+// port recorded with p's GUID, if any.
+func (s *Store) membership(p *Port, c PortChange, n Network, holder *Port) (string, error) {
 	if !n.Managed {
 		p.GUID = nil
 		return fmt.Sprintf("network %s has %s", n.ID, s.Rules.partitionText(n)), nil
@@ -520,14 +545,9 @@ func (s *Store) membership(ctx context.Context, tx Tx, p *Port, c PortChange, n 
 		return "it is not bound to a host", nil
 	}
 	// A GUID can be in only one network's partition.
-	other, err := tx.GetPortByGUID(ctx, *p.GUID)
-	switch {
-	case errors.Is(err, ErrNotFound):
-	case err != nil:
-		return "", err
-	case other.ID != p.ID && other.NetworkID != p.NetworkID:
+	if holder != nil && holder.ID != p.ID && holder.NetworkID != p.NetworkID {
 		return "", rejectf("port %s: GUID %s is already in the partition of network %s (port %s); "+
-			"a GUID can be in only one network's partition", p.ID, *p.GUID, other.NetworkID, other.ID)
+			"a GUID can be in only one network's partition", p.ID, *p.GUID, holder.NetworkID, holder.ID)
 	}
 	if s.Rules.PortLimit != nil {
 		refusal, err := s.Rules.PortLimit(*p.GUID, s.Rules.partitionOf(n))
@@ -542,16 +562,13 @@ func (s *Store) membership(ctx context.Context, tx Tx, p *Port, c PortChange, n 
 }
 
 // takeGUID gives p's GUID to p: another port of the same network that holds it
-// (a migration's re-add racing the old port's removal) keeps its record
-// without it.
-func takeGUID(ctx context.Context, tx Tx, p Port, rev int64, now time.Time) error {
-	other, err := tx.GetPortByGUID(ctx, *p.GUID)
-	if errors.Is(err, ErrNotFound) || (err == nil && other.ID == p.ID) {
+// (holder: a migration's re-add racing the old port's removal) keeps its
+// record without it.
+func takeGUID(ctx context.Context, tx Tx, p Port, holder *Port, rev int64, now time.Time) error {
+	if holder == nil || holder.ID == p.ID {
 		return nil
 	}
-	if err != nil {
-		return err
-	}
+	other := *holder
 	other.GUID, other.Revision = nil, rev
 	return tx.UpsertPort(ctx, other, now)
 }

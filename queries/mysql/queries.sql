@@ -1,8 +1,10 @@
 -- MariaDB: sqlc's MySQL parser takes sqlc.arg(), not @name (which MariaDB would
 -- read as a user variable), and has no INSERT ... RETURNING.
 
--- name: BumpRevision :exec
-UPDATE state SET revision = revision + 1 WHERE id = 1;
+-- The new revision comes back as the statement's last insert id (MariaDB has no
+-- UPDATE ... RETURNING), sparing a SELECT while the row lock is held.
+-- name: BumpRevision :execresult
+UPDATE state SET revision = LAST_INSERT_ID(revision + 1) WHERE id = 1;
 
 -- name: GetRevision :one
 SELECT revision FROM state WHERE id = 1;
@@ -37,8 +39,10 @@ SELECT * FROM networks WHERE managed ORDER BY id;
 -- name: GetPort :one
 SELECT * FROM ports WHERE id = sqlc.arg(id);
 
--- name: GetPortByGUID :one
-SELECT * FROM ports WHERE guid = sqlc.arg(guid);
+-- The port with this id and the port holding this GUID (the same row, or
+-- two): one round trip for both of a change's port reads.
+-- name: GetPortsByIDOrGUID :many
+SELECT * FROM ports WHERE id = sqlc.arg(id) OR guid = sqlc.arg(guid);
 
 -- name: UpsertPort :exec
 INSERT INTO ports (id, network_id, guid, host, revision, created_at, updated_at)

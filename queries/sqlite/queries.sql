@@ -33,8 +33,10 @@ SELECT * FROM networks WHERE managed ORDER BY id;
 -- name: GetPort :one
 SELECT * FROM ports WHERE id = @id;
 
--- name: GetPortByGUID :one
-SELECT * FROM ports WHERE guid = @guid;
+-- The port with this id and the port holding this GUID (the same row, or
+-- two): one round trip for both of a change's port reads.
+-- name: GetPortsByIDOrGUID :many
+SELECT * FROM ports WHERE id = @id OR guid = @guid;
 
 -- name: UpsertPort :exec
 INSERT INTO ports (id, network_id, guid, host, revision, created_at, updated_at)

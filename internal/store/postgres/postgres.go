@@ -37,6 +37,8 @@ type Engine struct {
 	pool *pgxpool.Pool
 	q    *pgdb.Queries
 	log  *slog.Logger
+
+	changes store.ChangeQueue // see store.ChangeQueue: queued here, not on the row lock
 }
 
 // Open connects to the database at dsn (a postgres:// URL).
@@ -73,6 +75,11 @@ func (e *Engine) Migrate(ctx context.Context) error {
 }
 
 func (e *Engine) Change(ctx context.Context, fn func(tx store.Tx, revision int64) error) error {
+	leave, err := e.changes.Enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		q := e.q.WithTx(tx)
 		rev, err := q.BumpRevision(ctx)
@@ -326,12 +333,20 @@ func (t txn) GetPort(ctx context.Context, id string) (store.Port, error) {
 	return port(p)
 }
 
-func (t txn) GetPortByGUID(ctx context.Context, guid fabric.GUID) (store.Port, error) {
-	p, err := t.q.GetPortByGUID(ctx, store.GUIDColumn(&guid))
+func (t txn) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]store.Port, error) {
+	rows, err := t.q.GetPortsByIDOrGUID(ctx, pgdb.GetPortsByIDOrGUIDParams{ID: id, Guid: store.GUIDColumn(guid)})
 	if err != nil {
-		return store.Port{}, notFound(err)
+		return nil, err
 	}
-	return port(p)
+	ports := make([]store.Port, 0, len(rows))
+	for _, r := range rows {
+		p, err := port(r)
+		if err != nil {
+			return nil, err
+		}
+		ports = append(ports, p)
+	}
+	return ports, nil
 }
 
 func (t txn) UpsertPort(ctx context.Context, p store.Port, now time.Time) error {

@@ -14,6 +14,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -36,6 +38,18 @@ type Engine struct {
 	log  *slog.Logger
 
 	store.LocalWake // Wake fires after every change this process commits
+
+	// changes queue in process: SQLite has one writer anyway, and its busy
+	// handler would have a waiting change sleep and retry (1, 2, 5, 10 ms and
+	// longer) while holding one of the few connections.
+	changes store.ChangeQueue
+
+	// prepared are the queries prepared once (the driver would parse each
+	// statement at every use): nil until the first change or job read after
+	// the schema exists. See queries.
+	prepareMu sync.Mutex
+	tried     bool
+	prepared  atomic.Pointer[sqlitedb.Queries]
 }
 
 // Open opens (creating if needed) the database file at path.
@@ -57,7 +71,11 @@ func Open(ctx context.Context, path string, log *slog.Logger) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
+	// Every connection is kept: the database/sql default of two idle ones would
+	// close and reopen connections (re-running the pragmas and re-reading the
+	// schema) whenever more than two requests overlap.
 	db.SetMaxOpenConns(4)
+	db.SetMaxIdleConns(4)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -67,23 +85,68 @@ func Open(ctx context.Context, path string, log *slog.Logger) (*Engine, error) {
 
 func (e *Engine) Name() string { return "sqlite" }
 
-func (e *Engine) Close() error { return e.db.Close() }
+func (e *Engine) Close() error {
+	if q := e.prepared.Load(); q != nil {
+		q.Close()
+	}
+	return e.db.Close()
+}
+
+// queries returns the prepared queries, preparing them at the first call, or
+// the first after a migration: a statement can be prepared only once the
+// tables it names exist. Until that succeeds it returns the unprepared ones,
+// which do the same work, parsing each statement at every use. Call it
+// outside a transaction: preparing takes a connection of the pool.
+func (e *Engine) queries(ctx context.Context) *sqlitedb.Queries {
+	if q := e.prepared.Load(); q != nil {
+		return q
+	}
+	e.prepareMu.Lock()
+	defer e.prepareMu.Unlock()
+	if q := e.prepared.Load(); q != nil {
+		return q
+	}
+	if e.tried {
+		return e.q
+	}
+	e.tried = true
+	q, err := sqlitedb.Prepare(ctx, e.db)
+	if err != nil {
+		e.log.Debug("sqlite: statements left unprepared", "error", err)
+		return e.q
+	}
+	e.prepared.Store(q)
+	return q
+}
 
 func (e *Engine) Migrate(ctx context.Context) error {
 	fsys, err := migrations.FS("sqlite")
 	if err != nil {
 		return err
 	}
-	return store.Migrate(ctx, goose.DialectSQLite3, e.db, fsys)
+	if err := store.Migrate(ctx, goose.DialectSQLite3, e.db, fsys); err != nil {
+		return err
+	}
+	// The schema may only now hold every table: let queries prepare again.
+	e.prepareMu.Lock()
+	e.tried = false
+	e.prepareMu.Unlock()
+	return nil
 }
 
 func (e *Engine) Change(ctx context.Context, fn func(tx store.Tx, revision int64) error) error {
+	queries := e.queries(ctx)
+	leave, err := e.changes.Enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	tx, err := e.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	q := e.q.WithTx(tx)
+	q := queries.WithTx(tx)
 	rev, err := q.BumpRevision(ctx)
 	if err != nil {
 		return fmt.Errorf("bump revision: %w", err)
@@ -102,12 +165,13 @@ func (e *Engine) Revision(ctx context.Context) (int64, error) { return e.q.GetRe
 
 func (e *Engine) Snapshot(ctx context.Context) (store.Snapshot, error) {
 	var s store.Snapshot
+	queries := e.queries(ctx)
 	tx, err := e.db.BeginTx(ctx, nil)
 	if err != nil {
 		return s, fmt.Errorf("snapshot: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read only
-	q := e.q.WithTx(tx)
+	q := queries.WithTx(tx)
 	if s.Revision, err = q.GetRevision(ctx); err != nil {
 		return s, fmt.Errorf("snapshot: %w", err)
 	}
@@ -133,7 +197,7 @@ func (e *Engine) Snapshot(ctx context.Context) (store.Snapshot, error) {
 }
 
 func (e *Engine) GetJob(ctx context.Context, id int64) (store.Job, error) {
-	j, err := e.q.GetJob(ctx, id)
+	j, err := e.queries(ctx).GetJob(ctx, id)
 	if err != nil {
 		return store.Job{}, notFound(err)
 	}
@@ -265,12 +329,20 @@ func (t txn) GetPort(ctx context.Context, id string) (store.Port, error) {
 	return port(p)
 }
 
-func (t txn) GetPortByGUID(ctx context.Context, guid fabric.GUID) (store.Port, error) {
-	p, err := t.q.GetPortByGUID(ctx, store.GUIDColumn(&guid))
+func (t txn) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]store.Port, error) {
+	rows, err := t.q.GetPortsByIDOrGUID(ctx, sqlitedb.GetPortsByIDOrGUIDParams{ID: id, Guid: store.GUIDColumn(guid)})
 	if err != nil {
-		return store.Port{}, notFound(err)
+		return nil, err
 	}
-	return port(p)
+	ports := make([]store.Port, 0, len(rows))
+	for _, r := range rows {
+		p, err := port(r)
+		if err != nil {
+			return nil, err
+		}
+		ports = append(ports, p)
+	}
+	return ports, nil
 }
 
 func (t txn) UpsertPort(ctx context.Context, p store.Port, now time.Time) error {

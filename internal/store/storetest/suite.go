@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -46,6 +47,11 @@ func Run(t *testing.T, engine string) {
 			tc.fn(t, Open(t, engine))
 		})
 	}
+	t.Run("ConcurrentClaimsOfOneGUIDFromTwoManagers", func(t *testing.T) {
+		t.Parallel()
+		db := NewDatabase(t, engine)
+		testConcurrentGUIDClaims(t, OpenDatabase(t, db), OpenDatabase(t, db))
+	})
 }
 
 const (
@@ -348,6 +354,93 @@ func testConcurrentChanges(t *testing.T, s *store.Store) {
 	snap, err := s.Snapshot(ctxT(t))
 	if err != nil || snap.Revision != n+1 || len(snap.Members) != n {
 		t.Errorf("snapshot revision %d with %d members (%v); want %d, %d", snap.Revision, len(snap.Members), err, n+1, n)
+	}
+}
+
+// testConcurrentGUIDClaims: ports of two networks claim one GUID at once,
+// through two managers sharing the database (each one queues its own changes,
+// so only the revision's row lock orders the two). A change reads the ports it
+// judges by (the port, the GUID's holder) under that lock, so each sees every
+// change committed before it: the first network to get the GUID keeps it,
+// every claim from the other network is refused (400, not a constraint
+// violation), every accepted change has a revision of its own, and within the
+// winning network the GUID moves to the port recorded last (as a migration's
+// re-add does). A few rounds, each on a GUID of its own, give the claims many
+// chances to overlap.
+func testConcurrentGUIDClaims(t *testing.T, managers ...*store.Store) {
+	addNetwork(t, managers[0], netA, 101)
+	addNetwork(t, managers[0], netB, 102)
+	for round := range uint64(3) {
+		claimGUID(t, managers, 0x0002c90300000700+round, fmt.Sprintf("r%d-", round))
+	}
+}
+
+// claimGUID has 16 ports, prefixed, half on netA and half on netB, claim g at
+// once, spread over the managers.
+func claimGUID(t *testing.T, managers []*store.Store, g uint64, prefix string) {
+	t.Helper()
+	const n = 16
+	type outcome struct {
+		port, network string
+		revision      int64
+		err           error
+	}
+	outcomes := make(chan outcome, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		network := []string{netA, netB}[i%2]
+		s := managers[(i/2)%len(managers)]
+		wg.Go(func() {
+			id := fmt.Sprintf("%sp%d", prefix, i)
+			<-start
+			j, err := s.RecordPort(ctxT(t), boundPort(id, network, g, "h1"))
+			outcomes <- outcome{port: id, network: network, revision: j.Revision, err: err}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(outcomes)
+
+	accepted := map[string]int{}
+	revisions := map[int64]string{}
+	var last outcome
+	var ids []string
+	for o := range outcomes {
+		ids = append(ids, o.port)
+		var rej *store.RejectedError
+		switch {
+		case o.err == nil && revisions[o.revision] != "":
+			t.Errorf("ports %s and %s were both recorded at revision %d", revisions[o.revision], o.port, o.revision)
+		case o.err == nil:
+			revisions[o.revision] = o.port
+			accepted[o.network]++
+			if o.revision > last.revision {
+				last = o
+			}
+		case !errors.As(o.err, &rej):
+			t.Errorf("port %s on %s: %v, want accepted or RejectedError", o.port, o.network, o.err)
+		}
+	}
+	if len(accepted) != 1 || accepted[last.network] != n/2 {
+		t.Fatalf("GUID %s: accepted per network = %v, want all %d ports of one network and none of the other",
+			fabric.GUID(g), accepted, n/2)
+	}
+	s := managers[0]
+	if got := members(t, s)[fabric.GUID(g)]; got != last.network {
+		t.Errorf("GUID %s is a member of %q, want %s", fabric.GUID(g), got, last.network)
+	}
+	holders := 0
+	for _, p := range readPorts(t, s, ids...) {
+		if strings.Contains(p, fabric.GUID(g).String()) {
+			holders++
+			if want := last.port + ":" + last.network + ":"; !strings.HasPrefix(p, want) {
+				t.Errorf("GUID %s held by %s, want the port recorded last, %s", fabric.GUID(g), p, last.port)
+			}
+		}
+	}
+	if holders != 1 {
+		t.Errorf("%d ports hold GUID %s, want 1", holders, fabric.GUID(g))
 	}
 }
 

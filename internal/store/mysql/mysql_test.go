@@ -1,0 +1,30 @@
+package mysql
+
+import "testing"
+
+func TestInterpolateByDefault(t *testing.T) {
+	tests := []struct {
+		dsn  string
+		want bool
+	}{
+		{"afm:pw@tcp(db:3306)/afm?parseTime=true", true},
+		{"afm:pw@tcp(db:3306)/afm", true},
+		{"afm:pw@tcp(db:3306)/afm?charset=utf8mb4", true},
+		{"afm:pw@tcp(db:3306)/afm?charset=latin1,utf8", true},
+		{"afm:pw@tcp(db:3306)/afm?collation=utf8mb4_unicode_ci", true},
+		{"afm:pw@tcp(db:3306)/afm?charset=gbk", false},
+		{"afm:pw@tcp(db:3306)/afm?charset=utf8mb4,sjis", false},
+		{"afm:pw@tcp(db:3306)/afm?collation=big5_chinese_ci", false},
+		// The DSN's own choice stands (false is kept; true needs no help).
+		{"afm:pw@tcp(db:3306)/afm?interpolateParams=false", false},
+		{"afm:pw@tcp(db:3306)/afm?interpolateParams=true", false},
+		// The parameters are the ones after the last '/': a '?' in the password is not a query.
+		{"afm:p?charset=gbk/x@tcp(db:3306)/afm", true},
+		{"afm:p?x@tcp(db:3306)/afm?charset=cp932", false},
+	}
+	for _, tc := range tests {
+		if got := interpolateByDefault(tc.dsn); got != tc.want {
+			t.Errorf("interpolateByDefault(%q) = %v, want %v", tc.dsn, got, tc.want)
+		}
+	}
+}
