@@ -45,7 +45,8 @@ func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, arg ClearGUIDsOfNetwo
 }
 
 const completeJobs = `-- name: CompleteJobs :execrows
-UPDATE jobs SET status = 'Completed', error = '', finished_at = ?, updated_at = ?
+UPDATE jobs SET status = 'Completed', error = '', description = SUBSTRING_INDEX(description, '\n', 1),
+    finished_at = ?, updated_at = ?
 WHERE status IN ('Pending', 'Running') AND revision <= ?
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?)
 `
@@ -139,7 +140,8 @@ func (q *Queries) DeletePortsOfNetwork(ctx context.Context, networkID string) (i
 }
 
 const failJobs = `-- name: FailJobs :execrows
-UPDATE jobs SET status = 'Failed', error = ?, finished_at = ?, updated_at = ?
+UPDATE jobs SET status = 'Failed', error = ?, description = SUBSTRING_INDEX(description, '\n', 1),
+    finished_at = ?, updated_at = ?
 WHERE status IN ('Pending', 'Running') AND revision <= ?
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?)
 `

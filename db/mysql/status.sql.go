@@ -11,27 +11,46 @@ import (
 )
 
 const describeOpenJobs = `-- name: DescribeOpenJobs :execrows
-UPDATE jobs SET description = ?, updated_at = ?
+UPDATE jobs SET description = CONCAT(SUBSTRING_INDEX(description, '\n', 1), '\n', ?), updated_at = ?
 WHERE status IN ('Pending', 'Running') AND revision <= ?
-  AND description <> ?
+  AND description <> CONCAT(SUBSTRING_INDEX(description, '\n', 1), '\n', ?)
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?)
 `
 
 type DescribeOpenJobsParams struct {
-	Description string
-	Now         time.Time
-	Revision    int64
-	Term        int64
+	Reason   interface{}
+	Now      time.Time
+	Revision int64
+	Term     int64
 }
 
+// The reason an open job waits is a second line of its description, after the
+// line that says what the job does; completing or failing the job drops it.
 func (q *Queries) DescribeOpenJobs(ctx context.Context, arg DescribeOpenJobsParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, describeOpenJobs,
-		arg.Description,
+		arg.Reason,
 		arg.Now,
 		arg.Revision,
-		arg.Description,
+		arg.Reason,
 		arg.Term,
 	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const heartbeat = `-- name: Heartbeat :execrows
+UPDATE leadership SET heartbeat = ? WHERE id = 1 AND term = ?
+`
+
+type HeartbeatParams struct {
+	Now  *time.Time
+	Term int64
+}
+
+func (q *Queries) Heartbeat(ctx context.Context, arg HeartbeatParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, heartbeat, arg.Now, arg.Term)
 	if err != nil {
 		return 0, err
 	}

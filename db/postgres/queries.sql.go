@@ -53,7 +53,8 @@ func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, arg ClearGUIDsOfNetwo
 }
 
 const completeJobs = `-- name: CompleteJobs :execrows
-UPDATE jobs SET status = 'Completed', error = '', finished_at = $1, updated_at = $1
+UPDATE jobs SET status = 'Completed', error = '', description = split_part(description, E'\n', 1),
+    finished_at = $1, updated_at = $1
 WHERE status IN ('Pending', 'Running') AND revision <= $2
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = $3)
 `
@@ -138,7 +139,8 @@ func (q *Queries) DeletePortsOfNetwork(ctx context.Context, networkID string) (i
 }
 
 const failJobs = `-- name: FailJobs :execrows
-UPDATE jobs SET status = 'Failed', error = $1, finished_at = $2, updated_at = $2
+UPDATE jobs SET status = 'Failed', error = $1, description = split_part(description, E'\n', 1),
+    finished_at = $2, updated_at = $2
 WHERE status IN ('Pending', 'Running') AND revision <= $3
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = $4)
 `

@@ -11,25 +11,45 @@ import (
 )
 
 const describeOpenJobs = `-- name: DescribeOpenJobs :execrows
-UPDATE jobs SET description = $1, updated_at = $2
-WHERE status IN ('Pending', 'Running') AND revision <= $3 AND description <> $1
+UPDATE jobs SET description = split_part(description, E'\n', 1) || E'\n' || $1::text, updated_at = $2
+WHERE status IN ('Pending', 'Running') AND revision <= $3
+  AND description <> split_part(description, E'\n', 1) || E'\n' || $1::text
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = $4)
 `
 
 type DescribeOpenJobsParams struct {
-	Description string
-	Now         time.Time
-	Revision    int64
-	Term        int64
+	Reason   string
+	Now      time.Time
+	Revision int64
+	Term     int64
 }
 
+// The reason an open job waits is a second line of its description, after the
+// line that says what the job does; completing or failing the job drops it.
 func (q *Queries) DescribeOpenJobs(ctx context.Context, arg DescribeOpenJobsParams) (int64, error) {
 	result, err := q.db.Exec(ctx, describeOpenJobs,
-		arg.Description,
+		arg.Reason,
 		arg.Now,
 		arg.Revision,
 		arg.Term,
 	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const heartbeat = `-- name: Heartbeat :execrows
+UPDATE leadership SET heartbeat = $1 WHERE id = 1 AND term = $2
+`
+
+type HeartbeatParams struct {
+	Now  *time.Time
+	Term int64
+}
+
+func (q *Queries) Heartbeat(ctx context.Context, arg HeartbeatParams) (int64, error) {
+	result, err := q.db.Exec(ctx, heartbeat, arg.Now, arg.Term)
 	if err != nil {
 		return 0, err
 	}

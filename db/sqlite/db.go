@@ -81,6 +81,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.getRevisionStmt, err = db.PrepareContext(ctx, getRevision); err != nil {
 		return nil, fmt.Errorf("error preparing query GetRevision: %w", err)
 	}
+	if q.heartbeatStmt, err = db.PrepareContext(ctx, heartbeat); err != nil {
+		return nil, fmt.Errorf("error preparing query Heartbeat: %w", err)
+	}
 	if q.insertApplyStmt, err = db.PrepareContext(ctx, insertApply); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertApply: %w", err)
 	}
@@ -232,6 +235,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing getRevisionStmt: %w", cerr)
 		}
 	}
+	if q.heartbeatStmt != nil {
+		if cerr := q.heartbeatStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing heartbeatStmt: %w", cerr)
+		}
+	}
 	if q.insertApplyStmt != nil {
 		if cerr := q.insertApplyStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing insertApplyStmt: %w", cerr)
@@ -375,6 +383,7 @@ type Queries struct {
 	getPortStmt                  *sql.Stmt
 	getPortsByIDOrGUIDStmt       *sql.Stmt
 	getRevisionStmt              *sql.Stmt
+	heartbeatStmt                *sql.Stmt
 	insertApplyStmt              *sql.Stmt
 	insertExpectedSwitchStmt     *sql.Stmt
 	insertJobStmt                *sql.Stmt
@@ -417,6 +426,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		getPortStmt:                  q.getPortStmt,
 		getPortsByIDOrGUIDStmt:       q.getPortsByIDOrGUIDStmt,
 		getRevisionStmt:              q.getRevisionStmt,
+		heartbeatStmt:                q.heartbeatStmt,
 		insertApplyStmt:              q.insertApplyStmt,
 		insertExpectedSwitchStmt:     q.insertExpectedSwitchStmt,
 		insertJobStmt:                q.insertJobStmt,

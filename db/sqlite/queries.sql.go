@@ -42,7 +42,9 @@ func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, arg ClearGUIDsOfNetwo
 }
 
 const completeJobs = `-- name: CompleteJobs :execrows
-UPDATE jobs SET status = 'Completed', error = '', finished_at = ?1, updated_at = ?1
+UPDATE jobs SET status = 'Completed', error = '',
+    description = CASE WHEN instr(description, char(10)) > 0 THEN substr(description, 1, instr(description, char(10)) - 1) ELSE description END,
+    finished_at = ?1, updated_at = ?1
 WHERE status IN ('Pending', 'Running') AND revision <= ?2
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?3)
 `
@@ -130,7 +132,9 @@ func (q *Queries) DeletePortsOfNetwork(ctx context.Context, networkID string) (i
 }
 
 const failJobs = `-- name: FailJobs :execrows
-UPDATE jobs SET status = 'Failed', error = ?1, finished_at = ?2, updated_at = ?2
+UPDATE jobs SET status = 'Failed', error = ?1,
+    description = CASE WHEN instr(description, char(10)) > 0 THEN substr(description, 1, instr(description, char(10)) - 1) ELSE description END,
+    finished_at = ?2, updated_at = ?2
 WHERE status IN ('Pending', 'Running') AND revision <= ?3
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?4)
 `

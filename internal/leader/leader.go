@@ -20,6 +20,8 @@ import (
 type Store interface {
 	TryLock(ctx context.Context) (store.Lock, error)
 	NewTerm(ctx context.Context, holder string, now time.Time) (int64, error)
+	// Heartbeat tells operators (--status) the term's holder is alive.
+	Heartbeat(ctx context.Context, term int64) error
 }
 
 // Elector campaigns for the applier lock and runs the leader's work while it
@@ -90,6 +92,10 @@ func (e *Elector) termOnce(ctx context.Context, lead func(context.Context, int64
 				if err := lock.Check(lctx); err != nil {
 					cancel(fmt.Errorf("applier lock lost: %w", err))
 					return
+				}
+				// Only for --status: the lock, not the row, decides who applies.
+				if err := e.Store.Heartbeat(lctx, term); err != nil && lctx.Err() == nil {
+					e.Log.Warn("write the applier's heartbeat", "term", term, "error", err)
 				}
 			}
 		}

@@ -14,10 +14,15 @@ import (
 
 // StatusTables is what each engine does for status and gates.
 type StatusTables interface {
-	// UpdateOpenJobsDescription sets the description of the open jobs (Pending,
-	// Running) with a revision up to revision, if term is the current
-	// leadership term; it returns how many jobs changed.
-	UpdateOpenJobsDescription(ctx context.Context, term, revision int64, description string, now time.Time) (int64, error)
+	// UpdateOpenJobsDescription makes reason the second line of the
+	// description of the open jobs (Pending, Running) with a revision up to
+	// revision, after the line saying what the job does, if term is the
+	// current leadership term; it returns how many jobs changed. Completing or
+	// failing a job drops that line.
+	UpdateOpenJobsDescription(ctx context.Context, term, revision int64, reason string, now time.Time) (int64, error)
+	// WriteHeartbeat sets the leadership row's heartbeat to now if term is
+	// still the current term; it returns how many rows changed.
+	WriteHeartbeat(ctx context.Context, term int64, now time.Time) (int64, error)
 	// ReadLeadership returns the leadership row.
 	ReadLeadership(ctx context.Context) (Leadership, error)
 }
@@ -36,20 +41,37 @@ type Leadership struct {
 const maxDescription = 4000
 
 // DescribeOpenJobs tells the open jobs up to revision why they are not
-// completing, fenced by term: a manager that lost the applier lock changes
-// nothing. Jobs that already say so are not written again.
-func (s *Store) DescribeOpenJobs(ctx context.Context, term, revision int64, description string) (int64, error) {
-	if strings.TrimSpace(description) == "" {
-		return 0, errors.New("describe open jobs: empty description")
+// completing, in a second line of their description (networking-mlnx and DBAs
+// read it there), fenced by term: a manager that lost the applier lock changes
+// nothing. Jobs that already say so are not written again; the line goes when
+// the job completes or fails.
+func (s *Store) DescribeOpenJobs(ctx context.Context, term, revision int64, reason string) (int64, error) {
+	if strings.TrimSpace(reason) == "" {
+		return 0, errors.New("describe open jobs: empty reason")
 	}
-	if len(description) > maxDescription {
-		description = description[:maxDescription-3] + "..."
+	// One line: the first line of a description is what the job does.
+	reason = strings.Join(strings.Fields(reason), " ")
+	if len(reason) > maxDescription {
+		reason = reason[:maxDescription-3] + "..."
 	}
-	n, err := s.UpdateOpenJobsDescription(ctx, term, revision, description, s.now())
+	n, err := s.UpdateOpenJobsDescription(ctx, term, revision, reason, s.now())
 	if err != nil {
 		return 0, fmt.Errorf("describe open jobs up to revision %d: %w", revision, err)
 	}
 	return n, nil
+}
+
+// Heartbeat records that the holder of term still holds the applier lock, for
+// --status; it is an error once a newer term started.
+func (s *Store) Heartbeat(ctx context.Context, term int64) error {
+	n, err := s.WriteHeartbeat(ctx, term, s.now())
+	if err != nil {
+		return fmt.Errorf("heartbeat of term %d: %w", term, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("heartbeat of term %d: a newer term has started", term)
+	}
+	return nil
 }
 
 // Leadership returns who holds (or last held) the applier lock, and its term.

@@ -84,12 +84,14 @@ WHERE status = 'Pending' AND revision <= sqlc.arg(revision)
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term));
 
 -- name: CompleteJobs :execrows
-UPDATE jobs SET status = 'Completed', error = '', finished_at = sqlc.arg(finished_at), updated_at = sqlc.arg(now)
+UPDATE jobs SET status = 'Completed', error = '', description = SUBSTRING_INDEX(description, '\n', 1),
+    finished_at = sqlc.arg(finished_at), updated_at = sqlc.arg(now)
 WHERE status IN ('Pending', 'Running') AND revision <= sqlc.arg(revision)
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term));
 
 -- name: FailJobs :execrows
-UPDATE jobs SET status = 'Failed', error = sqlc.arg(error), finished_at = sqlc.arg(finished_at), updated_at = sqlc.arg(now)
+UPDATE jobs SET status = 'Failed', error = sqlc.arg(error), description = SUBSTRING_INDEX(description, '\n', 1),
+    finished_at = sqlc.arg(finished_at), updated_at = sqlc.arg(now)
 WHERE status IN ('Pending', 'Running') AND revision <= sqlc.arg(revision)
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term));
 

@@ -1,8 +1,13 @@
+-- The reason an open job waits is a second line of its description, after the
+-- line that says what the job does; completing or failing the job drops it.
 -- name: DescribeOpenJobs :execrows
-UPDATE jobs SET description = sqlc.arg(description), updated_at = sqlc.arg(now)
+UPDATE jobs SET description = CONCAT(SUBSTRING_INDEX(description, '\n', 1), '\n', sqlc.arg(reason)), updated_at = sqlc.arg(now)
 WHERE status IN ('Pending', 'Running') AND revision <= sqlc.arg(revision)
-  AND description <> sqlc.arg(description)
+  AND description <> CONCAT(SUBSTRING_INDEX(description, '\n', 1), '\n', sqlc.arg(reason))
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term));
 
 -- name: ReadLeadership :one
 SELECT term, holder, heartbeat FROM leadership WHERE id = 1;
+
+-- name: Heartbeat :execrows
+UPDATE leadership SET heartbeat = sqlc.arg(now) WHERE id = 1 AND term = sqlc.arg(term);

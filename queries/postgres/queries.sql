@@ -77,12 +77,14 @@ WHERE status = 'Pending' AND revision <= @revision
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
 
 -- name: CompleteJobs :execrows
-UPDATE jobs SET status = 'Completed', error = '', finished_at = @now, updated_at = @now
+UPDATE jobs SET status = 'Completed', error = '', description = split_part(description, E'\n', 1),
+    finished_at = @now, updated_at = @now
 WHERE status IN ('Pending', 'Running') AND revision <= @revision
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
 
 -- name: FailJobs :execrows
-UPDATE jobs SET status = 'Failed', error = @error, finished_at = @now, updated_at = @now
+UPDATE jobs SET status = 'Failed', error = @error, description = split_part(description, E'\n', 1),
+    finished_at = @now, updated_at = @now
 WHERE status IN ('Pending', 'Running') AND revision <= @revision
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
 

@@ -8,9 +8,9 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
-func (e *Engine) UpdateOpenJobsDescription(ctx context.Context, term, revision int64, description string, now time.Time) (int64, error) {
+func (e *Engine) UpdateOpenJobsDescription(ctx context.Context, term, revision int64, reason string, now time.Time) (int64, error) {
 	return e.q.DescribeOpenJobs(ctx, sqlitedb.DescribeOpenJobsParams{
-		Description: description, Now: now, Revision: revision, Term: term})
+		Reason: reason, Now: now, Revision: revision, Term: term})
 }
 
 func (e *Engine) ReadLeadership(ctx context.Context) (store.Leadership, error) {
@@ -19,4 +19,8 @@ func (e *Engine) ReadLeadership(ctx context.Context) (store.Leadership, error) {
 		return store.Leadership{}, err
 	}
 	return store.Leadership{Term: l.Term, Holder: l.Holder, Heartbeat: l.Heartbeat}, nil
+}
+
+func (e *Engine) WriteHeartbeat(ctx context.Context, term int64, now time.Time) (int64, error) {
+	return e.q.Heartbeat(ctx, sqlitedb.HeartbeatParams{Now: &now, Term: term})
 }

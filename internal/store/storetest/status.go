@@ -44,8 +44,8 @@ func testDescribeOpenJobs(t *testing.T, s *store.Store) {
 	if n, err := s.DescribeOpenJobs(ctx, cur, open.Revision, why); err != nil || n != 1 {
 		t.Errorf("DescribeOpenJobs = %d, %v; want 1 (the open job up to its revision)", n, err)
 	}
-	if got := job(t, s, open.ID); got.Description != why || got.Status != store.StatusPending {
-		t.Errorf("open job = %q %q; want %q, still Pending", got.Status, got.Description, why)
+	if got := job(t, s, open.ID); got.Description != open.Description+"\n"+why || got.Status != store.StatusPending {
+		t.Errorf("open job = %q %q; want %q, then %q, still Pending", got.Status, got.Description, open.Description, why)
 	}
 	if got := job(t, s, done.ID); got.Description != done.Description {
 		t.Errorf("a completed job's description became %q", got.Description)
@@ -73,6 +73,24 @@ func testDescribeOpenJobs(t *testing.T, s *store.Store) {
 	if got := job(t, s, later.ID); len(got.Description) >= len(long) || !strings.HasSuffix(got.Description, "...") {
 		t.Errorf("a long description was stored with %d bytes, not shortened", len(got.Description))
 	}
+	// A new reason replaces the old; completing or failing drops it.
+	if _, err := s.DescribeOpenJobs(ctx, cur, later.Revision, "switch gone"); err != nil {
+		t.Fatal(err)
+	}
+	if got := job(t, s, later.ID); got.Description != later.Description+"\nswitch gone" {
+		t.Errorf("description after a new reason = %q", got.Description)
+	}
+	if _, err := s.FailJobs(ctx, cur, open.Revision, "OpenSM said no", now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CompleteJobs(ctx, cur, later.Revision, now); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range []store.Job{open, later} {
+		if got := job(t, s, j.ID); got.Description != j.Description {
+			t.Errorf("finished job %d (%s) kept its reason: %q", j.ID, got.Status, got.Description)
+		}
+	}
 }
 
 func testLeadership(t *testing.T, s *store.Store) {
@@ -95,6 +113,18 @@ func testLeadership(t *testing.T, s *store.Store) {
 	}
 	if d := l.Heartbeat.Sub(now); d < -time.Second || d > time.Second || l.Heartbeat.Location() != time.UTC {
 		t.Errorf("Heartbeat = %v, want %v in UTC", l.Heartbeat, now)
+	}
+	// The holder's heartbeats move it on; an old term's are refused.
+	started := *l.Heartbeat
+	time.Sleep(20 * time.Millisecond)
+	if err := s.Heartbeat(ctx, term); err != nil {
+		t.Fatalf("Heartbeat: %v", err)
+	}
+	if l, err = s.Leadership(ctx); err != nil || l.Heartbeat == nil || !l.Heartbeat.After(started) {
+		t.Errorf("Leadership after a heartbeat = %+v, %v; want a heartbeat after %v", l, err, started)
+	}
+	if err := s.Heartbeat(ctx, term-1); err == nil {
+		t.Error("a heartbeat of an old term was accepted")
 	}
 }
 
