@@ -1,6 +1,7 @@
 package applier
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -228,18 +229,21 @@ func (w *enforcementWatch) scan(ctx context.Context, rec EnforcementRecorder, lo
 	if _, err := f.ReadAt(buf, from); err != nil && !errors.Is(err, io.EOF) {
 		return err
 	}
-	end := strings.LastIndexByte(string(buf), '\n') + 1 // a line still being written waits
+	end := bytes.LastIndexByte(buf, '\n') + 1 // a line still being written waits
 	if end == 0 && n < maxScan {
 		return nil
 	}
 	if end == 0 {
 		end = len(buf) // one enormous line: not OpenSM's, skip it
 	}
-	entries, err := opensm.ParseLog(strings.NewReader(string(buf[:end])))
-	if err != nil {
-		return err
+	var found []opensm.EnforcementError
+	if opensm.MayHoldEnforcementErrors(buf[:end]) { // most of the time, nothing to parse
+		entries, err := opensm.ParseLog(bytes.NewReader(buf[:end]))
+		if err != nil {
+			return err
+		}
+		found = opensm.EnforcementErrors(entries)
 	}
-	found := opensm.EnforcementErrors(entries)
 	seen := make([]store.EnforcementSighting, len(found))
 	for i, e := range found {
 		seen[i] = store.EnforcementSighting{Switch: e.Switch, Port: e.Port, Line: e.Line}

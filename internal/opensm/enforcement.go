@@ -1,6 +1,7 @@
 package opensm
 
 import (
+	"bytes"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -63,6 +64,16 @@ func ParseEnforcementError(e Entry) (EnforcementError, bool) {
 		}
 	}
 	return out, true
+}
+
+// MayHoldEnforcementErrors is a cheap test of a stretch of the log: false
+// when no entry in it can be one EnforcementErrors returns, so that a caller
+// reading the log between sweeps (tens of megabytes a day on a large fabric,
+// one VERBOSE line per port and sweep) need not parse it.
+func MayHoldEnforcementErrors(text []byte) bool {
+	lower := bytes.ToLower(text)
+	return bytes.Contains(lower, []byte("clearing enforcement bit")) ||
+		bytes.Contains(lower, []byte("err 0507")) || bytes.Contains(lower, []byte("err 0513"))
 }
 
 // EnforcementErrors returns the entries that say enforcement was cleared, in log

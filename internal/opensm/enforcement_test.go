@@ -1,6 +1,7 @@
 package opensm
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -68,5 +69,36 @@ func TestEnforcementErrorKeepsTheWholeLine(t *testing.T) {
 	e, ok := ParseEnforcementError(entries[0])
 	if !ok || e.Line != line || e.Switch != "0x0002c90300f00001" || e.Port != 2 {
 		t.Errorf("ParseEnforcementError = %+v, %v; want the line kept whole, switch port 0x0002c90300f00001:2", e, ok)
+	}
+}
+
+// The cheap test never hides an enforcement error from EnforcementErrors, and
+// lets a log without any pass unparsed.
+func TestMayHoldEnforcementErrors(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, _ := filepath.Glob(filepath.Join("testdata", "enforcement", "*.log"))
+	sawNone, sawSome := false, false
+	for _, path := range append(files, more...) {
+		text, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := ParseLog(bytes.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := len(EnforcementErrors(entries)) > 0
+		may := MayHoldEnforcementErrors(text)
+		if found && !may {
+			t.Errorf("%s: holds enforcement errors, but MayHoldEnforcementErrors says no", path)
+		}
+		sawSome = sawSome || found
+		sawNone = sawNone || !may
+	}
+	if !sawSome || !sawNone {
+		t.Errorf("the fixtures should include logs with and without enforcement errors (with: %v, without: %v)", sawSome, sawNone)
 	}
 }

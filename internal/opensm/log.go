@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"regexp"
-	"strconv"
 	"strings"
 )
 
@@ -53,10 +52,17 @@ func (e Entry) Text() string {
 	return strings.Join(parts, " ")
 }
 
-// headerLine matches the first line of every entry; OpenSM's format is
-// "%s %02d %02d:%02d:%02d %06d [%04X] 0x%02x -> %s". A line that does not match
-// continues the previous entry.
-var headerLine = regexp.MustCompile(`^([A-Z][a-z]{2}) (\d{2}) (\d{2}):(\d{2}):(\d{2}) (\d{6}) \[([0-9A-F]+)\] 0x([0-9a-f]{2}) -> (.*)$`)
+// A header line, the first line of every entry, is OpenSM's
+// "%s %02d %02d:%02d:%02d %06d [%04X] 0x%02x -> %s": for example
+//
+//	Nov 29 18:16:33 486627 [7F1C] 0x02 -> SUBNET UP
+//
+// A line that is not one continues the previous entry. parseHeader reads it by
+// position rather than with a regular expression: a large fabric logs a line
+// per port and sweep at VERBOSE, and the applier reads all of them while it
+// waits for the end of a sweep (header_test.go checks it against the
+// expression that states the format).
+const timeStampLength = len("Nov 29 18:16:33 486627")
 
 // boxTitle matches the title line of a message box: "*** TITLE ***", padded with
 // stars to 66 characters. The lines of stars above and below it have no spaces.
@@ -64,20 +70,77 @@ var boxTitle = regexp.MustCompile(`^\*+ (.*?) \*+$`)
 
 // parseHeader reads a header line; ok is false for a continuation line.
 func parseHeader(line string) (e Entry, ok bool) {
-	m := headerLine.FindStringSubmatch(line)
-	if m == nil {
+	// "Mon DD HH:MM:SS UUUUUU "
+	const layout = "Aaa 00 00:00:00 000000 "
+	if len(line) < len(layout) {
 		return Entry{}, false
 	}
-	level, err := strconv.ParseUint(m[8], 16, 8)
-	if err != nil { // cannot happen: the regexp admits two hex digits only
+	for i := 0; i < len(layout); i++ {
+		c := line[i]
+		switch layout[i] {
+		case 'A':
+			if c < 'A' || c > 'Z' {
+				return Entry{}, false
+			}
+		case 'a':
+			if c < 'a' || c > 'z' {
+				return Entry{}, false
+			}
+		case '0':
+			if c < '0' || c > '9' {
+				return Entry{}, false
+			}
+		default:
+			if c != layout[i] {
+				return Entry{}, false
+			}
+		}
+	}
+	// "[THREAD] 0xLL -> message"
+	rest := line[len(layout):]
+	if len(rest) < 2 || rest[0] != '[' {
 		return Entry{}, false
 	}
-	return Entry{
-		Time:    fmt.Sprintf("%s %s %s:%s:%s %s", m[1], m[2], m[3], m[4], m[5], m[6]),
-		Thread:  m[7],
-		Level:   Level(level),
-		Message: m[9],
-	}, true
+	end := strings.IndexByte(rest, ']')
+	if end < 2 {
+		return Entry{}, false
+	}
+	thread := rest[1:end]
+	for i := 0; i < len(thread); i++ {
+		if c := thread[i]; !('0' <= c && c <= '9' || 'A' <= c && c <= 'F') {
+			return Entry{}, false
+		}
+	}
+	rest = rest[end+1:]
+	const arrow = " -> "
+	if len(rest) < len(" 0x00")+len(arrow) || rest[:3] != " 0x" || rest[5:5+len(arrow)] != arrow {
+		return Entry{}, false
+	}
+	level, ok := lowerHexByte(rest[3], rest[4])
+	if !ok {
+		return Entry{}, false
+	}
+	message := rest[5+len(arrow):]
+	if strings.IndexByte(message, '\n') >= 0 { // a line has none; "(.*)$" in the format would not match
+		return Entry{}, false
+	}
+	return Entry{Time: line[:timeStampLength], Thread: thread, Level: Level(level), Message: message}, true
+}
+
+// lowerHexByte reads two lower-case hex digits, as OpenSM writes a level.
+func lowerHexByte(hi, lo byte) (byte, bool) {
+	digit := func(c byte) (byte, bool) {
+		switch {
+		case '0' <= c && c <= '9':
+			return c - '0', true
+		case 'a' <= c && c <= 'f':
+			return c - 'a' + 10, true
+		}
+		return 0, false
+	}
+	h, ok1 := digit(hi)
+	l, ok2 := digit(lo)
+	return h<<4 | l, ok1 && ok2
 }
 
 // entryParser groups lines into entries. Lines before the first header line
