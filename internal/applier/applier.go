@@ -156,7 +156,7 @@ func (a *Applier) Lead(ctx context.Context, termID int64) error {
 			a.Log.Error("read revision", "error", err)
 		case rev != t.applied:
 			// Several changes waiting: a burst; one change is applied at once.
-			if rev-t.applied > 1 && !t.waitBatch(ctx, lastStart) {
+			if rev-t.applied > 1 && !t.waitBatch(ctx, lastStart, rev) {
 				return nil
 			}
 			lastStart = time.Now()
@@ -198,27 +198,42 @@ func (t *term) check(ctx context.Context) {
 	t.pruneJobs(ctx)
 }
 
-// waitBatch waits, during a burst of changes, until BatchWindow after the last
-// apply started, so that the changes arriving meanwhile share one sweep: a
-// cloud booting hundreds of nodes sends thousands of ports in seconds, and a
-// sweep per apply would make OpenSM sweep back to back. A burst is several
-// changes waiting when an apply could start; a lone change (networking-mlnx
-// creating a network, then its first port once that completed) goes at once.
-// False when ctx ended.
-func (t *term) waitBatch(ctx context.Context, lastStart time.Time) bool {
-	wait := time.Until(lastStart.Add(t.Cfg.BatchWindow))
-	if wait <= 0 {
+// waitBatch waits, during a burst of changes, so that the changes arriving
+// meanwhile share one sweep: a cloud booting hundreds of nodes sends thousands
+// of ports in seconds, and a sweep per apply would make OpenSM sweep back to
+// back. It waits until no change has arrived for batchQuiet (the burst is
+// over), or until BatchWindow after the last apply started, whichever comes
+// first: a long burst then costs a sweep a second. A burst is several changes
+// waiting when an apply could start; a lone change (networking-mlnx creating a
+// network, then its first port once that completed) goes at once. rev is the
+// revision just read. False when ctx ended.
+func (t *term) waitBatch(ctx context.Context, lastStart time.Time, rev int64) bool {
+	deadline := lastStart.Add(t.Cfg.BatchWindow)
+	if !time.Now().Before(deadline) {
 		return true
 	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-timer.C:
-		return true
+	tick := time.NewTicker(batchQuiet / 4)
+	defer tick.Stop()
+	lastChange := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+		now := time.Now()
+		if r, err := t.Store.Revision(ctx); err == nil && r != rev {
+			rev, lastChange = r, now
+		}
+		if !now.Before(deadline) || now.Sub(lastChange) >= batchQuiet {
+			return true
+		}
 	}
 }
+
+// batchQuiet is how long without a new change ends a burst (see waitBatch):
+// a burst's requests arrive milliseconds apart.
+const batchQuiet = 100 * time.Millisecond
 
 // apply brings OpenSM to the newest revision.
 func (t *term) apply(ctx context.Context) applyResult {
