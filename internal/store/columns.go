@@ -60,3 +60,17 @@ func MemberFromColumns(networkID string, guid *string) (Member, error) {
 	}
 	return Member{NetworkID: networkID, GUID: g}, nil
 }
+
+// ConvertRows turns the rows an engine's query returned into the store's type,
+// with conv, the engine's conversion of one row.
+func ConvertRows[R, T any](rows []R, conv func(R) (T, error)) ([]T, error) {
+	out := make([]T, 0, len(rows))
+	for _, r := range rows {
+		v, err := conv(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

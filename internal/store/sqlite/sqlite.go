@@ -334,15 +334,7 @@ func (t txn) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUI
 	if err != nil {
 		return nil, err
 	}
-	ports := make([]store.Port, 0, len(rows))
-	for _, r := range rows {
-		p, err := port(r)
-		if err != nil {
-			return nil, err
-		}
-		ports = append(ports, p)
-	}
-	return ports, nil
+	return store.ConvertRows(rows, port)
 }
 
 func (t txn) UpsertPort(ctx context.Context, p store.Port, now time.Time) error {
