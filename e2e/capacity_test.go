@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -98,19 +97,5 @@ func (m *manager) waitFinal(job string) jobStatus {
 		j = m.job(job)
 		return j.Status == "Completed" || j.Status == "Failed"
 	})
-	return j
-}
-
-// job reads a job as networking-mlnx does.
-func (m *manager) job(job string) jobStatus {
-	m.t.Helper()
-	status, body := m.send("GET", "/"+job, "")
-	if status != http.StatusOK {
-		m.t.Fatalf("GET %s: %d %s", job, status, body)
-	}
-	var j jobStatus
-	if err := json.Unmarshal([]byte(body), &j); err != nil {
-		m.t.Fatalf("GET %s: %v: %s", job, err, body)
-	}
 	return j
 }

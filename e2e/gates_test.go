@@ -160,13 +160,7 @@ func (m *manager) waitDescription(job, want string) jobStatus {
 	m.t.Helper()
 	var j jobStatus
 	waitFor(m.t, "job "+job+" to say "+want, func() bool {
-		status, body := m.send("GET", "/"+job, "")
-		if status != 200 {
-			m.t.Fatalf("GET %s: %d %s", job, status, body)
-		}
-		if err := json.Unmarshal([]byte(body), &j); err != nil {
-			m.t.Fatalf("GET %s: %v: %s", job, err, body)
-		}
+		j = m.job(job)
 		if j.Status != "Pending" && j.Status != "Running" {
 			m.t.Fatalf("job %s is %s before the gate opened: %+v", job, j.Status, j)
 		}

@@ -200,18 +200,25 @@ type jobStatus struct {
 
 // waitCompleted polls the job as networking-mlnx does (but much faster) and
 // calls atCompletion the moment the job first reads Completed.
+// job reads a job as networking-mlnx does.
+func (m *manager) job(job string) jobStatus {
+	m.t.Helper()
+	status, body := m.send("GET", "/"+job, "")
+	if status != http.StatusOK {
+		m.t.Fatalf("GET %s: %d %s", job, status, body)
+	}
+	var j jobStatus
+	if err := json.Unmarshal([]byte(body), &j); err != nil {
+		m.t.Fatalf("GET %s: %v: %s", job, err, body)
+	}
+	return j
+}
+
 func (m *manager) waitCompleted(job string, atCompletion func()) jobStatus {
 	m.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		status, body := m.send("GET", "/"+job, "")
-		if status != http.StatusOK {
-			m.t.Fatalf("GET %s: %d %s", job, status, body)
-		}
-		var j jobStatus
-		if err := json.Unmarshal([]byte(body), &j); err != nil {
-			m.t.Fatalf("GET %s: %v: %s", job, err, body)
-		}
+		j := m.job(job)
 		switch j.Status {
 		case "Completed":
 			if atCompletion != nil {
@@ -220,7 +227,7 @@ func (m *manager) waitCompleted(job string, atCompletion func()) jobStatus {
 			return j
 		case "Pending", "Running":
 		default:
-			m.t.Fatalf("job %s: status %q: %s", job, j.Status, body)
+			m.t.Fatalf("job %s: status %q: %+v", job, j.Status, j)
 		}
 		if time.Now().After(deadline) {
 			m.t.Fatalf("job %s not Completed after 60 s: %+v", job, j)

@@ -155,9 +155,6 @@ func renderPartitions(ctx context.Context, cfg *config.Config, out io.Writer, lo
 		return fmt.Errorf("read recorded state: %w", err)
 	}
 	state := applier.State(snap, cfg.OpenSM.DefaultPartition, cfg.OpenSM.FlatPKey)
-	if state.Flat.PKey == 0 {
-		state.Flat.PKey = cfg.OpenSM.FlatPKey
-	}
 	// The check reads the file as the configured OpenSM would; if it cannot be
 	// asked, as the distributions' OpenSM, the stricter one.
 	flavour, err := opensm.DetectFlavour(ctx, cfg.OpenSM.Command)

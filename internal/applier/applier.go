@@ -68,7 +68,7 @@ type Config struct {
 	PartitionsFile   string
 	LogFile          string // OpenSM's log, where the sweep's end is read
 	DefaultPartition string
-	FlatPKey         fabric.PKey          // [opensm] flat_pkey, for a state that does not set it
+	FlatPKey         fabric.PKey          // [opensm] flat_pkey, the flat networks' partition
 	Template         *partitions.Template // nil: the built-in one
 	Rules            partitions.Rules     // what the check accepts
 	SweepTimeout     time.Duration
@@ -238,13 +238,13 @@ const batchQuiet = 100 * time.Millisecond
 // apply brings OpenSM to the newest revision.
 func (t *term) apply(ctx context.Context) applyResult {
 	started := time.Now().UTC()
-	snap, text, checkErr, err := t.render(ctx)
+	st, text, checkErr, err := t.render(ctx)
 	if err != nil {
 		t.Log.Error("read recorded state", "error", err)
 		return applyRetry
 	}
 	rendered := time.Now()
-	rev := snap.Revision
+	rev := st.Revision
 	log := t.Log.With("revision", rev, "term", t.id)
 	record := func(outcome, detail string) {
 		sum := sha256.Sum256(text)
@@ -303,7 +303,7 @@ func (t *term) apply(ctx context.Context) applyResult {
 		// has an applied row of its revision or a later one, finished before it,
 		// even when the manager is killed in between.
 		record(string(res.Outcome), "SUBNET UP")
-		t.recordOverCapacity(ctx, snap)
+		t.recordOverCapacity(ctx, st)
 		n, err := t.completeJobs(ctx, rev) // if the gates are open
 		if err != nil {
 			log.Error("complete jobs", "error", err)
@@ -363,15 +363,12 @@ func (t *term) failJobs(ctx context.Context, rev int64, reason string) {
 
 // render reads the state and renders the file. checkErr is the verdict of the
 // template and of the check: a file that fails either is never written.
-func (t *term) render(ctx context.Context) (snap store.Snapshot, text []byte, checkErr, err error) {
-	snap, err = t.Store.Snapshot(ctx)
+func (t *term) render(ctx context.Context) (st partitions.State, text []byte, checkErr, err error) {
+	snap, err := t.Store.Snapshot(ctx)
 	if err != nil {
-		return snap, nil, nil, err
+		return st, nil, nil, err
 	}
-	st := State(snap, t.Cfg.DefaultPartition, t.Cfg.FlatPKey)
-	if st.Flat.PKey == 0 {
-		st.Flat.PKey = t.Cfg.FlatPKey
-	}
+	st = State(snap, t.Cfg.DefaultPartition, t.Cfg.FlatPKey)
 	st.Rules = t.Cfg.Rules
 	tpl := t.Cfg.Template
 	if tpl == nil {
@@ -379,12 +376,12 @@ func (t *term) render(ctx context.Context) (snap store.Snapshot, text []byte, ch
 	}
 	text, checkErr = tpl.Render(ctx, st)
 	if checkErr != nil && ctx.Err() != nil {
-		return snap, nil, nil, ctx.Err() // the term ended: no verdict on the file
+		return st, nil, nil, ctx.Err() // the term ended: no verdict on the file
 	}
 	if checkErr == nil {
 		checkErr = partitions.Check(text, st)
 	}
-	return snap, text, checkErr, nil
+	return st, text, checkErr, nil
 }
 
 // writeCurrent writes the file for the current state without signalling anyone,

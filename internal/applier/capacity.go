@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
@@ -21,11 +22,10 @@ type CapacityChecker interface {
 // the fabric or the template changed. Upstream OpenSM stops enforcing
 // partitions on such a switch port without logging a word, so the gates must
 // close as if it had said so.
-func (t *term) recordOverCapacity(ctx context.Context, snap store.Snapshot) {
+func (t *term) recordOverCapacity(ctx context.Context, st partitions.State) {
 	if t.Cfg.PortLimit == nil {
 		return
 	}
-	st := State(snap, t.Cfg.DefaultPartition, t.Cfg.FlatPKey)
 	members := map[fabric.GUID][]fabric.PKey{}
 	for _, n := range st.Networks {
 		for _, g := range n.Members {

@@ -60,15 +60,9 @@ func (e *Engine) ListExpectedSwitches(ctx context.Context) ([]store.ExpectedSwit
 	if err != nil {
 		return nil, err
 	}
-	out := make([]store.ExpectedSwitch, 0, len(rows))
-	for _, r := range rows {
-		sw, err := store.ExpectedSwitchFromColumns(r.Guid, r.Description, r.ConfirmedAt)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, sw)
-	}
-	return out, nil
+	return store.ConvertRows(rows, func(r pgdb.ExpectedSwitch) (store.ExpectedSwitch, error) {
+		return store.ExpectedSwitchFromColumns(r.Guid, r.Description, r.ConfirmedAt)
+	})
 }
 
 func (e *Engine) UpsertEnforcementErrors(ctx context.Context, seen []store.EnforcementSighting, now time.Time) error {
