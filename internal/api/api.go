@@ -1,5 +1,5 @@
 // Package api serves the part of UFM's REST API that networking-mlnx's
-// mlnx_sdn_assist driver uses (spec/networking-mlnx-contract.md), and health.
+// mlnx_sdn_assist driver uses, and health.
 //
 // Every request is validated, recorded in one transaction and answered at
 // once: 202 with the job's path, or 400 when it can never be applied. The work

@@ -5,7 +5,7 @@
 // engine (store/postgres, store/mysql, store/sqlite) only adapts its sqlc-generated
 // queries to the small Engine and Tx interfaces below. Every accepted change is
 // one transaction that increments the revision, records the desired state, and
-// inserts the job that carries that revision (DESIGN.md §3). A rejected request
+// inserts the job that carries that revision. A rejected request
 // writes nothing.
 package store
 
