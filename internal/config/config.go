@@ -58,7 +58,15 @@ type Database struct {
 
 // OpenSM is [opensm]: how the manager runs OpenSM and where their files meet.
 type OpenSM struct {
-	Driver           string
+	Driver string // one of Drivers
+	// Container is the name of OpenSM's container (drivers managed and docker).
+	Container string
+	// ManagerContainer is the name of the manager's own container, whose PID
+	// namespace and mounts OpenSM's container shares (driver managed).
+	ManagerContainer string
+	// Image is the image OpenSM's container runs (driver managed); "" for the
+	// image of the manager's container.
+	Image            string
 	Command          []string // the executable and its leading arguments
 	EnvFile          string   // KEY=VALUE lines added to OpenSM's environment; "" for none
 	ConfigDir        string   // where opensm.conf and partitions.conf are written
@@ -81,6 +89,20 @@ type OpenSM struct {
 	// "" for the built-in one.
 	PartitionsTemplate string
 }
+
+// The values of [opensm] driver.
+const (
+	// DriverProcess runs OpenSM as the manager's child process.
+	DriverProcess = "process"
+	// DriverManaged runs OpenSM in a container of its own, started through the
+	// Docker Engine API, in the PID namespace of the manager's container.
+	DriverManaged = "managed"
+	// DriverDocker signals an OpenSM container that someone else runs.
+	DriverDocker = "docker"
+)
+
+// Drivers are the values [opensm] driver takes.
+var Drivers = []string{DriverProcess, DriverManaged, DriverDocker}
 
 // KeyValue is one line of [opensm_conf].
 type KeyValue struct{ Key, Value string }

@@ -91,11 +91,22 @@ var sections = []section{
 		}},
 	}},
 	{name: "opensm", fields: []field{
-		{key: "driver", def: "process", set: func(c *Config, v string) error {
-			if v != "process" {
-				return errors.New(`want "process", the only driver so far`)
+		{key: "driver", def: DriverProcess, set: func(c *Config, v string) error {
+			if !slices.Contains(Drivers, v) {
+				return fmt.Errorf("want one of %s", strings.Join(Drivers, ", "))
 			}
 			c.OpenSM.Driver = v
+			return nil
+		}},
+		// The managed and docker drivers' containers; see etc/afm.conf.sample.
+		{key: "container", def: "opensm", set: func(c *Config, v string) error {
+			return setContainerName(&c.OpenSM.Container, v)
+		}},
+		{key: "manager_container", def: "alternative-fabric-manager", set: func(c *Config, v string) error {
+			return setContainerName(&c.OpenSM.ManagerContainer, v)
+		}},
+		{key: "image", set: func(c *Config, v string) error {
+			c.OpenSM.Image = v
 			return nil
 		}},
 		{key: "command", def: "opensm", set: func(c *Config, v string) error {
@@ -437,4 +448,15 @@ func checkLimitedDefaultPartition(line string) []error {
 		}
 	}
 	return errs
+}
+
+// containerName is what Docker accepts as a container's name.
+var containerName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
+
+func setContainerName(dst *string, v string) error {
+	if !containerName.MatchString(v) {
+		return errors.New("want a Docker container name: letters, digits, '_', '.', '-', starting with a letter or digit")
+	}
+	*dst = v
+	return nil
 }
