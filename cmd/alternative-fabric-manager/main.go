@@ -5,6 +5,8 @@
 //	alternative-fabric-manager --config-file /etc/alternative-fabric-manager/afm.conf
 //	alternative-fabric-manager --config-file ... --migrate   # apply database migrations, then exit
 //	alternative-fabric-manager --config-file ... --render    # print the checked partitions file, then exit
+//	alternative-fabric-manager --config-file ... --healthcheck  # exit 0 if the running manager answers /healthz
+//	alternative-fabric-manager --version
 //	alternative-fabric-manager --config-file ... --status [--json] | --confirm-switches | --show-keys
 //	alternative-fabric-manager --config-file ... --show-enforcement-errors | --clear-enforcement-errors
 //
@@ -35,6 +37,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/leader"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/smcontainer"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
@@ -51,12 +54,18 @@ func main() {
 	showErrs := flag.Bool("show-enforcement-errors", false, "list the switch ports whose partition enforcement OpenSM cleared, then exit")
 	clearErrs := flag.Bool("clear-enforcement-errors", false, "forget the recorded enforcement errors, so that jobs complete again, then exit")
 	showKeys := flag.Bool("show-keys", false, "print OpenSM's M_Key, SM_Key and SA_Key (secrets), then exit")
+	showVersion := flag.Bool("version", false, "print the version and commit, then exit")
+	healthcheck := flag.Bool("healthcheck", false, "exit 0 if the manager of this configuration answers /healthz (the image's HEALTHCHECK)")
 	flag.Parse()
+	if *showVersion {
+		fmt.Println(versionString())
+		return
+	}
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "alternative-fabric-manager: unexpected argument %q\n", flag.Arg(0))
 		os.Exit(2)
 	}
-	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys); n > 1 || (*asJSON && !*status) {
+	if n := countTrue(*migrate, *render, *healthcheck, *status, *confirm, *showErrs, *clearErrs, *showKeys); n > 1 || (*asJSON && !*status) {
 		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: give at most one command flag (--json goes with --status)")
 		os.Exit(2)
 	}
@@ -75,6 +84,8 @@ func main() {
 		err = runMigrate(ctx, *configFile, log)
 	case *render:
 		err = runRender(ctx, *configFile, log)
+	case *healthcheck:
+		err = runHealthcheck(ctx, *configFile)
 	case *status || *confirm || *showErrs || *clearErrs || *showKeys:
 		err = runOperator(ctx, *configFile, log, operatorCommand{status: *status, json: *asJSON,
 			confirm: *confirm, showErrors: *showErrs, clearErrors: *clearErrs, showKeys: *showKeys})
@@ -234,10 +245,11 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 	st.Rules.StaticPKey = static.Name
 	limit := &topology.PortLimit{DumpFile: subnetDump(cfg), Capacity: cfg.OpenSM.SwitchPKeyCapacity, Static: static.PKeysOf}
 	st.Rules.PortLimit = limit.Check
-	sm, flavour, err := prepareOpenSM(ctx, cfg, log, databaseKeys{st})
+	sm, flavour, closeSM, err := prepareOpenSM(ctx, cfg, log, databaseKeys{st})
 	if err != nil {
 		return err
 	}
+	defer closeSM()
 	host, _ := os.Hostname()
 	elector := &leader.Elector{Store: st, Holder: fmt.Sprintf("%s pid %d", host, os.Getpid()), Log: log,
 		RetryInterval: 2 * time.Second, CheckInterval: time.Second}
@@ -300,22 +312,22 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 
 // prepareOpenSM writes opensm.conf, with the hardening options the running
 // OpenSM knows and the keys from keys, and the per-module logging file, and
-// returns the process driver that runs OpenSM while this manager is the applier.
-func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource) (*opensm.Process, opensm.Flavour, error) {
-	if cfg.OpenSM.Driver != "process" {
-		return nil, 0, fmt.Errorf("[opensm] driver %q is not supported", cfg.OpenSM.Driver)
-	}
+// returns the driver ([opensm] driver) that runs or signals OpenSM while this
+// manager is the applier. Whatever the driver needs is checked here, before
+// anything starts: a bad setting is a start-up error.
+func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource) (applier.SubnetManager, opensm.Flavour, func(), error) {
 	dir := cfg.OpenSM.ConfigDir
 	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, 0, fmt.Errorf("[opensm] config_dir: %w", err)
+		return nil, 0, nil, fmt.Errorf("[opensm] config_dir: %w", err)
 	}
 	perModule := filepath.Join(dir, "per-module-logging.conf")
 	if err := opensm.WriteFileAtomic(perModule, opensm.PerModuleLoggingConf(), 0o644); err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
-	flavour, err := opensm.DetectFlavour(ctx, cfg.OpenSM.Command)
+	confFile := filepath.Join(dir, "opensm.conf")
+	sm, flavour, closeSM, err := newSubnetManager(ctx, cfg, confFile, log)
 	if err != nil {
-		return nil, 0, fmt.Errorf("[opensm] command: %w", err)
+		return nil, 0, nil, err
 	}
 	hardening := cfg.OpenSM.Hardening
 	log.Info("OpenSM hardening", "flavour", flavour.String(), "groups", hardening.Groups)
@@ -324,13 +336,13 @@ func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, ke
 	}
 	k, err := keys.Keys(ctx)
 	if err != nil {
-		return nil, 0, err
+		closeSM()
+		return nil, 0, nil, err
 	}
 	pass := make([]opensm.KeyValue, 0, len(cfg.OpenSMConf))
 	for _, kv := range cfg.OpenSMConf {
 		pass = append(pass, opensm.KeyValue{Key: kv.Key, Value: kv.Value})
 	}
-	confFile := filepath.Join(dir, "opensm.conf")
 	if err := opensm.WriteConf(confFile, opensm.ConfOptions{
 		PartitionsFile:       filepath.Join(dir, "partitions.conf"),
 		LogFile:              cfg.OpenSM.LogFile,
@@ -341,8 +353,45 @@ func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, ke
 		Keys:                 k,
 		Passthrough:          pass,
 	}); err != nil {
-		return nil, 0, err
+		closeSM()
+		return nil, 0, nil, err
 	}
-	return opensm.NewProcess(opensm.ProcessConfig{Command: cfg.OpenSM.Command, ConfFile: confFile,
-		EnvFile: cfg.OpenSM.EnvFile, Dir: dir, LogFile: cfg.OpenSM.LogFile, Logger: log}), flavour, nil
+	return sm, flavour, closeSM, nil
+}
+
+// newSubnetManager returns the driver [opensm] driver names, the flavour of the
+// OpenSM it runs, and what releases the driver's resources.
+func newSubnetManager(ctx context.Context, cfg *config.Config, confFile string, log *slog.Logger) (applier.SubnetManager, opensm.Flavour, func(), error) {
+	o := cfg.OpenSM
+	if o.Driver == config.DriverProcess {
+		flavour, err := opensm.DetectFlavour(ctx, o.Command)
+		if err != nil {
+			return nil, 0, nil, fmt.Errorf("[opensm] command: %w", err)
+		}
+		return opensm.NewProcess(opensm.ProcessConfig{Command: o.Command, ConfFile: confFile,
+			EnvFile: o.EnvFile, Dir: o.ConfigDir, LogFile: o.LogFile, Logger: log}), flavour, func() {}, nil
+	}
+	cli, err := smcontainer.Connect(ctx)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("[opensm] driver = %s: %w", o.Driver, err)
+	}
+	closeCli := func() { cli.Close() }
+	var sm applier.SubnetManager
+	var flavour opensm.Flavour
+	switch o.Driver {
+	case config.DriverManaged:
+		sm, flavour, err = smcontainer.PrepareManaged(ctx, smcontainer.ManagedConfig{Client: cli, Name: o.Container,
+			Manager: o.ManagerContainer, Image: o.Image, Command: o.Command, ConfFile: confFile, EnvFile: o.EnvFile,
+			ConfigDir: o.ConfigDir, LogFile: o.LogFile, Logger: log})
+	case config.DriverDocker:
+		sm, flavour, err = smcontainer.PrepareExternal(ctx, smcontainer.ExternalConfig{Client: cli, Name: o.Container,
+			ConfigDir: o.ConfigDir, LogFile: o.LogFile, Logger: log}, o.Command)
+	default:
+		err = fmt.Errorf("unknown driver %q", o.Driver)
+	}
+	if err != nil {
+		closeCli()
+		return nil, 0, nil, fmt.Errorf("[opensm] driver = %s: %w", o.Driver, err)
+	}
+	return sm, flavour, closeCli, nil
 }

@@ -1,0 +1,27 @@
+// Package smcontainer runs or signals OpenSM in a Docker container, through the
+// Docker Engine API ([opensm] driver = managed or docker). Both drivers offer
+// what the applier needs of a subnet manager (Run, WaitReady, Reload,
+// Restarts), as opensm.Process does for a child process.
+//
+//   - Managed starts OpenSM in a container of its own ([opensm] container),
+//     which joins the PID namespace of the manager's container ([opensm]
+//     manager_container) and shares its mounts, devices and the host network.
+//     When the manager's container stops, however it stops (SIGTERM, kill -9,
+//     docker rm -f), the kernel kills every process of that PID namespace,
+//     OpenSM included, and Docker removes OpenSM's container (it is started
+//     with auto-remove). OpenSM never runs with partitions no manager keeps up
+//     to date.
+//   - External signals an OpenSM container someone else runs, which reads
+//     [opensm] config_dir through a bind mount of the directory at the same
+//     path. The manager never starts or stops it.
+//
+// Everything an operator can get wrong is checked before anything starts, by
+// PrepareManaged and PrepareExternal, with an error that names the thing and
+// what to do: an unreachable Docker engine, a container name taken by
+// something that is not ours, an image without OpenSM, a config_dir OpenSM's
+// container would not see.
+//
+// OpenSM's standard output holds the secret keys it loaded, so its container
+// keeps no log (log driver "none"): what OpenSM has to say is in its log file,
+// in config_dir, which the manager follows.
+package smcontainer

@@ -1,0 +1,186 @@
+package smcontainer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+)
+
+// ExternalConfig says which OpenSM container to signal.
+type ExternalConfig struct {
+	Client *client.Client
+	Name   string // [opensm] container
+	// ConfigDir must be bind-mounted into the container at the same path;
+	// LogFile is OpenSM's log there.
+	ConfigDir, LogFile string
+	Logger             *slog.Logger // nil: slog.Default()
+	// PollInterval is how often Run asks the engine about the container; 0
+	// for a second.
+	PollInterval time.Duration
+}
+
+// settle is how long after its start a container that has not been seen to log
+// its version line is taken as safe to signal: the manager may have started
+// following the log after that line.
+const settle = 3 * time.Second
+
+// External signals an OpenSM container that someone else runs: the manager
+// never starts, stops or restarts it.
+type External struct {
+	cfg ExternalConfig
+	log *slog.Logger
+	state
+}
+
+// PrepareExternal checks that the container exists and sees config_dir (a file
+// written there shows up in it) and returns the driver and, when it can tell,
+// the flavour of the container's OpenSM (from opensm --version in its image;
+// Upstream, the stricter, otherwise).
+func PrepareExternal(ctx context.Context, c ExternalConfig, command []string) (*External, opensm.Flavour, error) {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = time.Second
+	}
+	ctr, err := inspect(ctx, c.Client, c.Name)
+	if err != nil {
+		return nil, 0, err
+	}
+	if ctr == nil {
+		return nil, 0, fmt.Errorf("no container named %s: with [opensm] driver = docker, OpenSM runs in a container "+
+			"that you start, with [opensm] config_dir %s bind-mounted at the same path, reading %s; start it, "+
+			"or set [opensm] container to its name", c.Name, c.ConfigDir, filepath.Join(c.ConfigDir, "opensm.conf"))
+	}
+	for _, file := range []string{"partitions.conf", "opensm.conf"} {
+		path := filepath.Join(c.ConfigDir, file)
+		if m := mountOf(ctr, path); m != nil && m.Destination == path {
+			return nil, 0, fmt.Errorf("container %s bind-mounts the file %s: mount the directory %s instead, "+
+				"or OpenSM keeps reading the old file after the manager replaces it (an atomic rename)",
+				c.Name, path, c.ConfigDir)
+		}
+	}
+	if err := checkSharedDir(ctx, c.Client, ctr.ID, c.ConfigDir, "config_dir"); err != nil {
+		return nil, 0, err
+	}
+	flavour, err := detectFlavour(ctx, c.Client, ctr.Image, command)
+	if err != nil {
+		c.Logger.Warn("cannot tell which OpenSM the container runs; writing opensm.conf for upstream OpenSM",
+			"container", c.Name, "error", err)
+		flavour = opensm.Upstream
+	}
+	return &External{cfg: c, log: c.Logger, state: newState()}, flavour, nil
+}
+
+// Run watches the container until ctx is done and returns nil; it never
+// starts or stops it. OpenSM is ready while its container runs and it has
+// logged its version line since it started (or started more than a few
+// seconds ago). A new start of the container counts as a restart.
+func (e *External) Run(ctx context.Context) error {
+	if err := e.begin(); err != nil {
+		return err
+	}
+	defer e.end()
+	from, err := opensm.LogPosition(e.cfg.LogFile)
+	if err != nil {
+		return fmt.Errorf("opensm: %w", err)
+	}
+	versions := make(chan struct{}, 1)
+	go e.followVersions(ctx, from, versions)
+
+	var started string // State.StartedAt of the instance seen last
+	var sawVersion bool
+	var startedAt time.Time
+	tick := time.NewTicker(e.cfg.PollInterval)
+	defer tick.Stop()
+	warned := false
+	for {
+		ctr, err := inspect(ctx, e.cfg.Client, e.cfg.Name)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			if !warned {
+				e.log.Warn("cannot inspect OpenSM's container", "container", e.cfg.Name, "error", err)
+				warned = true
+			}
+		case ctr == nil || ctr.State == nil || !ctr.State.Running:
+			warned = false
+			if e.Container() != "" {
+				e.log.Warn("OpenSM's container is not running; the manager does not start it", "container", e.cfg.Name)
+			}
+			e.set(func(s *state) { s.current, s.ready = "", false })
+		default:
+			warned = false
+			if ctr.State.StartedAt != started {
+				if started != "" {
+					e.set(func(s *state) { s.restarts++ })
+					e.log.Warn("OpenSM's container started again", "container", e.cfg.Name, "at", ctr.State.StartedAt)
+				}
+				started, sawVersion = ctr.State.StartedAt, false
+				startedAt, _ = time.Parse(time.RFC3339Nano, ctr.State.StartedAt)
+				e.set(func(s *state) { s.current, s.ready = ctr.ID, false })
+			}
+			if !e.isReady() && (sawVersion || time.Since(startedAt) >= settle) {
+				e.set(func(s *state) { s.ready = true })
+				e.log.Info("OpenSM ready", "container", e.cfg.Name, "id", short(ctr.ID))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-versions:
+			sawVersion = true
+		case <-tick.C:
+		}
+	}
+}
+
+func (e *External) isReady() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.ready
+}
+
+// followVersions signals versions at every version line OpenSM logs.
+func (e *External) followVersions(ctx context.Context, from opensm.Position, versions chan<- struct{}) {
+	follower := opensm.FollowLog(e.cfg.LogFile, from)
+	defer func() { follower.Close() }()
+	for {
+		entry, err := follower.Next(ctx)
+		if errors.Is(err, opensm.ErrLogReset) {
+			continue // a reset log is read again from its start
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			e.log.Warn("cannot follow OpenSM's log", "file", e.cfg.LogFile, "error", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			follower.Close()
+			follower = opensm.FollowLog(e.cfg.LogFile, opensm.Position{})
+		}
+		if versionLine.MatchString(entry.Message) {
+			select {
+			case versions <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// Reload sends OpenSM SIGHUP through the Docker engine; see opensm.Process.Reload.
+func (e *External) Reload(ctx context.Context) error {
+	return reload(ctx, e.cfg.Client, &e.state)
+}

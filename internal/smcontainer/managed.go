@@ -1,0 +1,398 @@
+package smcontainer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+)
+
+// ManagedConfig says how to run OpenSM in a container of its own.
+type ManagedConfig struct {
+	Client *client.Client
+	// Name is OpenSM's container ([opensm] container). A container of that name
+	// that this package created is replaced; any other is refused.
+	Name string
+	// Manager is the manager's own container ([opensm] manager_container).
+	Manager string
+	// Image is what OpenSM's container runs; "" for the manager's image.
+	Image   string
+	Command []string // the OpenSM executable in the image and its leading arguments
+	// ConfFile, EnvFile (KEY=VALUE lines for OpenSM's environment, read at
+	// every start; "" for none), ConfigDir and LogFile are as for
+	// opensm.ProcessConfig. Each must be on a mount of the manager's
+	// container, which OpenSM's container gets too.
+	ConfFile, EnvFile, ConfigDir, LogFile string
+	Logger                                *slog.Logger // nil: slog.Default()
+}
+
+// Restart policy, as opensm.Process's: wait minBackoff after the first exit,
+// doubling up to maxBackoff while OpenSM keeps exiting; an instance that ran
+// for stableAfter resets it.
+const (
+	minBackoff  = time.Second
+	maxBackoff  = 30 * time.Second
+	stableAfter = time.Minute
+	// stopTimeout is how long OpenSM gets to exit after SIGTERM before SIGKILL.
+	stopTimeout = 10 * time.Second
+)
+
+// Managed runs OpenSM in its own container and starts it again when it stops.
+type Managed struct {
+	cfg     ManagedConfig
+	log     *slog.Logger
+	manager *container.InspectResponse
+	image   string
+	state
+}
+
+// PrepareManaged checks everything the managed driver relies on and returns
+// the driver, which starts nothing until Run, and the flavour of the image's
+// OpenSM. It fails, with an error naming what is wrong and what to do, when
+// the manager's container is missing or not running, the name of OpenSM's
+// container is taken by a container the manager did not create, config_dir,
+// the log file or env_file is not on a mount of the manager's container, or
+// the image has no OpenSM.
+func PrepareManaged(ctx context.Context, c ManagedConfig) (*Managed, opensm.Flavour, error) {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if len(c.Command) == 0 {
+		return nil, 0, errors.New("[opensm] command is empty")
+	}
+	mgr, err := inspect(ctx, c.Client, c.Manager)
+	if err != nil {
+		return nil, 0, err
+	}
+	if mgr == nil {
+		return nil, 0, fmt.Errorf("no container named %s: with [opensm] driver = managed the manager must run in a "+
+			"container of the name [opensm] manager_container says (docker run --name %s ...), whose PID namespace "+
+			"OpenSM's container joins", c.Manager, c.Manager)
+	}
+	if mgr.State == nil || !mgr.State.Running {
+		return nil, 0, fmt.Errorf("container %s ([opensm] manager_container) is not running: it must be the "+
+			"container this manager runs in", c.Manager)
+	}
+	for _, p := range []struct{ key, path string }{
+		{"config_dir", c.ConfigDir}, {"log_file", c.LogFile}, {"env_file", c.EnvFile},
+	} {
+		if p.path != "" && mountOf(mgr, p.path) == nil {
+			return nil, 0, fmt.Errorf("[opensm] %s %s is not on a volume or bind mount of container %s: OpenSM's "+
+				"container, which gets that container's mounts, would not see it; mount it (for example "+
+				"-v afm_data:/var/lib/alternative-fabric-manager) or move it onto a mount", p.key, p.path, c.Manager)
+		}
+	}
+	// The mount is the one this manager writes to: it runs in that container.
+	if err := checkSharedDir(ctx, c.Client, mgr.ID, c.ConfigDir, "config_dir"); err != nil {
+		return nil, 0, fmt.Errorf("%w (is this manager running in container %s?)", err, c.Manager)
+	}
+	if err := checkName(ctx, c.Client, c.Name); err != nil {
+		return nil, 0, err
+	}
+	image := c.Image
+	if image == "" {
+		image = mgr.Image // the ID: exactly the manager's image, even if its tag moved since
+	}
+	flavour, err := detectFlavour(ctx, c.Client, image, c.Command)
+	if err != nil {
+		return nil, 0, err
+	}
+	return &Managed{cfg: c, log: c.Logger, manager: mgr, image: image, state: newState()}, flavour, nil
+}
+
+// checkName refuses a container of that name that this package did not create.
+func checkName(ctx context.Context, cli *client.Client, name string) error {
+	existing, err := inspect(ctx, cli, name)
+	if err != nil || existing == nil {
+		return err
+	}
+	if !ours(existing) {
+		return fmt.Errorf("a container named %s exists that the manager did not start (it has no label %s=%s): "+
+			"remove it (docker rm -f %s) if it is an old OpenSM, or set [opensm] container to another name",
+			name, roleLabel, roleOpenSM, name)
+	}
+	return nil
+}
+
+// Run starts OpenSM's container and keeps one running until ctx is done, then
+// stops it (SIGTERM, SIGKILL after 10 s; Docker removes it) and returns nil.
+// When OpenSM exits on its own it is started again after a back-off (1 s,
+// doubling up to 30 s). Run returns an error, leaving nothing running, when the
+// container cannot be created or started.
+func (m *Managed) Run(ctx context.Context) error {
+	if err := m.begin(); err != nil {
+		return err
+	}
+	defer m.end()
+	backoff := minBackoff
+	for {
+		from, err := opensm.LogPosition(m.cfg.LogFile)
+		if err != nil {
+			return fmt.Errorf("opensm: %w", err)
+		}
+		id, exited, err := m.start(ctx)
+		if err != nil {
+			return err
+		}
+		startedAt := time.Now()
+		m.log.Info("OpenSM started", "container", m.cfg.Name, "id", short(id))
+		watchCtx, stopWatching := context.WithCancel(ctx)
+		go m.watchReady(watchCtx, id, from)
+
+		var status string
+		select {
+		case status = <-exited:
+			stopWatching()
+		case <-ctx.Done():
+			stopWatching()
+			status = m.stop(id, exited)
+			m.log.Info("OpenSM stopped", "container", m.cfg.Name, "id", short(id), "status", status)
+			return nil
+		}
+		m.set(func(s *state) {
+			if s.current == id {
+				s.current, s.ready = "", false
+			}
+		})
+		ran := time.Since(startedAt)
+		if ran >= stableAfter {
+			backoff = minBackoff
+		}
+		m.log.Warn("OpenSM exited; restarting it", "container", m.cfg.Name, "id", short(id), "status", status,
+			"ran", ran.Round(time.Millisecond), "restart_in", backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		backoff = min(2*backoff, maxBackoff)
+		m.set(func(s *state) { s.restarts++ })
+	}
+}
+
+// start replaces any earlier container of ours of that name with a new one and
+// starts it. exited receives how it ended, once it has been removed.
+func (m *Managed) start(ctx context.Context) (id string, exited <-chan string, err error) {
+	if err := m.removeOld(ctx); err != nil {
+		return "", nil, err
+	}
+	var env []string
+	if m.cfg.EnvFile != "" {
+		if env, err = opensm.ReadEnvFile(m.cfg.EnvFile); err != nil {
+			return "", nil, fmt.Errorf("opensm: %w", err)
+		}
+	}
+	args := slices.Clone(m.cfg.Command[1:])
+	if m.cfg.ConfFile != "" {
+		args = append(args, "-F", m.cfg.ConfFile)
+	}
+	hc := m.manager.HostConfig
+	cctx, cancel := context.WithTimeout(ctx, engineTimeout)
+	defer cancel()
+	created, err := m.cfg.Client.ContainerCreate(cctx, client.ContainerCreateOptions{
+		Name: m.cfg.Name,
+		Config: &container.Config{
+			Image:      m.image,
+			Entrypoint: []string{m.cfg.Command[0]},
+			Cmd:        args,
+			Env:        env,
+			WorkingDir: m.cfg.ConfigDir,
+			Labels:     map[string]string{roleLabel: roleOpenSM, managerLabel: m.manager.ID},
+		},
+		HostConfig: &container.HostConfig{
+			NetworkMode: "host",
+			// In the manager's PID namespace: when its init (the manager, or
+			// docker run --init's) exits, the kernel kills OpenSM too.
+			PidMode:    container.PidMode("container:" + m.manager.ID),
+			Mounts:     m.mounts(),
+			AutoRemove: true,
+			// OpenSM prints the keys it loaded: keep no log of its output.
+			LogConfig:  container.LogConfig{Type: "none"},
+			Privileged: hc.Privileged,
+			CapAdd:     hc.CapAdd,
+			Resources: container.Resources{
+				Devices:           hc.Devices,
+				DeviceCgroupRules: hc.DeviceCgroupRules,
+				Ulimits:           hc.Ulimits,
+			},
+		},
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("opensm: create container %s: %w", m.cfg.Name, err)
+	}
+	// Waiting for removal is asked before the start, so that an OpenSM that
+	// exits at once is not missed.
+	waitCtx, stopWaiting := context.WithCancel(context.WithoutCancel(ctx))
+	wait := m.cfg.Client.ContainerWait(waitCtx, created.ID, client.ContainerWaitOptions{Condition: container.WaitConditionRemoved})
+	m.set(func(s *state) { s.current, s.ready = created.ID, false })
+	if _, err := m.cfg.Client.ContainerStart(cctx, created.ID, client.ContainerStartOptions{}); err != nil {
+		stopWaiting()
+		m.set(func(s *state) { s.current = "" })
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), engineTimeout)
+		defer cancel()
+		_, _ = m.cfg.Client.ContainerRemove(rctx, created.ID, client.ContainerRemoveOptions{Force: true})
+		return "", nil, fmt.Errorf("opensm: start container %s: %w", m.cfg.Name, err)
+	}
+	done := make(chan string, 1)
+	go func() {
+		defer stopWaiting()
+		select {
+		case r := <-wait.Result:
+			status := fmt.Sprintf("exit status %d", r.StatusCode)
+			if r.Error != nil && r.Error.Message != "" {
+				status += ": " + r.Error.Message
+			}
+			done <- status
+		case err := <-wait.Error:
+			done <- "unknown (" + err.Error() + ")"
+		}
+	}()
+	return created.ID, done, nil
+}
+
+// mounts are the manager container's mounts, for OpenSM to see config_dir and
+// env_file at the same paths, except the Docker socket: OpenSM has no use for
+// what controls the host.
+func (m *Managed) mounts() []mount.Mount {
+	var out []mount.Mount
+	for _, mp := range m.manager.Mounts {
+		if filepath.Base(mp.Destination) == "docker.sock" || strings.HasSuffix(mp.Source, "/docker.sock") {
+			continue
+		}
+		mt := mount.Mount{Type: mp.Type, Target: mp.Destination, ReadOnly: !mp.RW}
+		switch mp.Type {
+		case mount.TypeVolume:
+			mt.Source = mp.Name
+		case mount.TypeBind:
+			mt.Source = mp.Source
+		default:
+			continue // tmpfs and the like are the manager's own
+		}
+		out = append(out, mt)
+	}
+	return out
+}
+
+// removeOld removes a container of ours left with OpenSM's name (by a manager
+// that was killed before Docker removed it, for example). One that is not ours
+// is refused, as at start-up.
+func (m *Managed) removeOld(ctx context.Context) error {
+	if err := checkName(ctx, m.cfg.Client, m.cfg.Name); err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, engineTimeout)
+	defer cancel()
+	_, err := m.cfg.Client.ContainerRemove(rctx, m.cfg.Name, client.ContainerRemoveOptions{Force: true})
+	if err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
+		return fmt.Errorf("opensm: remove the old container %s: %w", m.cfg.Name, err)
+	}
+	if err == nil {
+		m.log.Info("removed an old OpenSM container", "container", m.cfg.Name)
+	}
+	// A removal already under way (conflict) ends soon; wait for the name to be free.
+	for i := 0; i < 100; i++ {
+		c, err := inspect(ctx, m.cfg.Client, m.cfg.Name)
+		if err != nil || c == nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("opensm: the old container %s is still there after 10 s", m.cfg.Name)
+}
+
+// stop stops the container (Docker removes it) and returns how it ended.
+func (m *Managed) stop(id string, exited <-chan string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout+engineTimeout)
+	defer cancel()
+	timeout := int(stopTimeout / time.Second)
+	if _, err := m.cfg.Client.ContainerStop(ctx, id, client.ContainerStopOptions{Timeout: &timeout}); err != nil &&
+		!cerrdefs.IsNotFound(err) {
+		m.log.Error("cannot stop OpenSM's container", "container", m.cfg.Name, "id", short(id), "error", err)
+	}
+	select {
+	case s := <-exited:
+		return s
+	case <-ctx.Done():
+		m.log.Error("OpenSM's container was not removed in time", "container", m.cfg.Name, "id", short(id))
+		return "unknown"
+	}
+}
+
+// watchReady marks the container ready once its version line is in the log.
+func (m *Managed) watchReady(ctx context.Context, id string, from opensm.Position) {
+	if watchVersionLine(ctx, m.log, m.cfg.LogFile, from) {
+		m.set(func(s *state) {
+			if s.current == id {
+				s.ready = true
+			}
+		})
+		m.log.Info("OpenSM ready", "container", m.cfg.Name, "id", short(id))
+	}
+}
+
+// watchVersionLine follows the log from from until OpenSM's version line; it
+// says whether it saw one before ctx was done.
+func watchVersionLine(ctx context.Context, log *slog.Logger, file string, from opensm.Position) bool {
+	follower := opensm.FollowLog(file, from)
+	defer follower.Close()
+	for {
+		e, err := follower.Next(ctx)
+		if errors.Is(err, opensm.ErrLogReset) {
+			continue // a log truncated at start still gets the version line
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Warn("cannot follow OpenSM's log to see it start", "file", file, "error", err)
+			}
+			return false
+		}
+		if versionLine.MatchString(e.Message) {
+			return true
+		}
+	}
+}
+
+// Reload sends OpenSM SIGHUP through the Docker engine; see opensm.Process.Reload.
+func (m *Managed) Reload(ctx context.Context) error {
+	return reload(ctx, m.cfg.Client, &m.state)
+}
+
+func reload(ctx context.Context, cli *client.Client, s *state) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	id, err := s.signallable()
+	if err != nil {
+		return err
+	}
+	kctx, cancel := context.WithTimeout(ctx, engineTimeout)
+	defer cancel()
+	if _, err := cli.ContainerKill(kctx, id, client.ContainerKillOptions{Signal: "SIGHUP"}); err != nil {
+		return fmt.Errorf("opensm: SIGHUP to container %s: %w", short(id), err)
+	}
+	return nil
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

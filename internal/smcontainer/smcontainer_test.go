@@ -1,0 +1,478 @@
+package smcontainer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+)
+
+// These tests drive a real Docker engine (AFM_TEST_DOCKER_HOST, such as
+// unix:///tmp/x/docker.sock) and the project's image (AFM_TEST_DOCKER_IMAGE),
+// which make test starts and builds with scripts/docker-env.sh, and the real
+// OpenSM of that image on a simulated fabric.
+
+const defaultPartition = "Default=0x7fff, ipoib : ALL=limited, SELF=full ;\n"
+
+// rig is one test's engine, image, fabric and OpenSM files.
+type rig struct {
+	cli       *client.Client
+	image     string
+	fab       *fabricsim.Fabric
+	configDir string // on the fabric's directory, which the containers mount
+	confFile  string
+	logFile   string
+	prefix    string // of the names of this test's containers
+}
+
+func testEnv(t *testing.T, name string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		if os.Getenv("AFM_TEST_REQUIRE_ALL") == "1" {
+			t.Fatalf("%s is not set, and AFM_TEST_REQUIRE_ALL=1: run the tests with `make test`, which starts a Docker engine and builds the image", name)
+		}
+		t.Skipf("%s is not set (make test starts a Docker engine, builds the image and sets it)", name)
+	}
+	return v
+}
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	t.Setenv("DOCKER_HOST", testEnv(t, "AFM_TEST_DOCKER_HOST"))
+	image := testEnv(t, "AFM_TEST_DOCKER_IMAGE")
+	cli, err := Connect(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	fab := fabricsim.StartT(t, fabricsim.Options{Hosts: 1})
+	r := &rig{cli: cli, image: image, fab: fab, configDir: filepath.Join(fab.Dir, "opensm"),
+		prefix: "afm-test-" + randomHex(4)}
+	r.confFile = filepath.Join(r.configDir, "opensm.conf")
+	r.logFile = filepath.Join(r.configDir, "opensm.log")
+	if err := os.MkdirAll(r.configDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	conf, err := opensm.RenderConf(opensm.ConfOptions{
+		PartitionsFile:       filepath.Join(r.configDir, "partitions.conf"),
+		LogFile:              r.logFile,
+		PerModuleLoggingFile: filepath.Join(r.configDir, "per-module-logging.conf"),
+		Passthrough:          []opensm.KeyValue{{Key: "guid", Value: fab.SMGUID.String()}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, content := range map[string][]byte{
+		r.confFile: conf,
+		filepath.Join(r.configDir, "per-module-logging.conf"): opensm.PerModuleLoggingConf(),
+		filepath.Join(r.configDir, "partitions.conf"):         []byte(defaultPartition),
+	} {
+		if err := opensm.WriteFileAtomic(path, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { r.removeAll(t) })
+	return r
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// mounts are what this test's containers need of the host: the fabric's
+// directory (env file, OpenSM's files) and libumad2sim, at the same paths.
+func (r *rig) mounts(t *testing.T) []mount.Mount {
+	t.Helper()
+	var umad string
+	for _, kv := range r.fab.Env() {
+		if v, ok := strings.CutPrefix(kv, "LD_PRELOAD="); ok {
+			umad = filepath.Dir(v)
+		}
+	}
+	if umad == "" {
+		t.Fatal("the fabric's environment has no LD_PRELOAD")
+	}
+	return []mount.Mount{
+		{Type: mount.TypeBind, Source: r.fab.Dir, Target: r.fab.Dir},
+		{Type: mount.TypeBind, Source: umad, Target: umad, ReadOnly: true},
+	}
+}
+
+// run starts a container of the image as name, with an init, on the host
+// network, running entrypoint.
+func (r *rig) run(t *testing.T, name string, mounts []mount.Mount, env []string, labels map[string]string, entrypoint ...string) string {
+	t.Helper()
+	ctx := testContext(t)
+	init := true
+	created, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name:       name,
+		Config:     &container.Config{Image: r.image, Entrypoint: entrypoint, Env: env, Labels: labels},
+		HostConfig: &container.HostConfig{NetworkMode: "host", Init: &init, Mounts: mounts},
+	})
+	if err != nil {
+		t.Fatalf("create container %s: %v", name, err)
+	}
+	if _, err := r.cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+		t.Fatalf("start container %s: %v", name, err)
+	}
+	return created.ID
+}
+
+// manager starts a stand-in for the manager's container: what matters to the
+// managed driver is its PID namespace and its mounts.
+func (r *rig) manager(t *testing.T) string {
+	t.Helper()
+	name := r.prefix + "-manager"
+	r.run(t, name, r.mounts(t), nil, nil, "sleep", "infinity")
+	return name
+}
+
+// removeAll removes every container of this test.
+func (r *rig) removeAll(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	list, err := r.cli.ContainerList(ctx, client.ContainerListOptions{All: true})
+	if err != nil {
+		t.Errorf("list containers: %v", err)
+		return
+	}
+	for _, c := range list.Items {
+		for _, n := range c.Names {
+			if strings.HasPrefix(strings.TrimPrefix(n, "/"), r.prefix) {
+				_, _ = r.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true})
+			}
+		}
+	}
+}
+
+func (r *rig) managedConfig(managerName string) ManagedConfig {
+	return ManagedConfig{Client: r.cli, Name: r.prefix + "-opensm", Manager: managerName, Command: []string{"opensm"},
+		ConfFile: r.confFile, EnvFile: r.fab.EnvFile(), ConfigDir: r.configDir, LogFile: r.logFile,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+}
+
+func (r *rig) inspect(t *testing.T, name string) *container.InspectResponse {
+	t.Helper()
+	c, err := inspect(testContext(t), r.cli, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// subnetManager is what the applier asks of a driver.
+type subnetManager interface {
+	Run(ctx context.Context) error
+	WaitReady(ctx context.Context) error
+	Reload(ctx context.Context) error
+	Restarts() int
+}
+
+func runDriver(t *testing.T, sm subnetManager) (stop func() error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sm.Run(ctx) }()
+	stopped := false
+	stop = func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(time.Minute):
+			t.Fatal("Run did not return within a minute of its context's end")
+			return nil
+		}
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop
+}
+
+// applyH1 puts H1 in partition 0x0065 through the driver, as the applier
+// does, and checks H1's real pkey table.
+func (r *rig) applyH1(t *testing.T, sm subnetManager) {
+	t.Helper()
+	ctx := testContext(t)
+	if err := sm.WaitReady(ctx); err != nil {
+		t.Fatalf("WaitReady: %v", err)
+	}
+	partitions := defaultPartition + fmt.Sprintf("net65=0x0065 : %s=full ;\n", fabricsim.HostGUID(1))
+	if err := opensm.WriteFileAtomic(filepath.Join(r.configDir, "partitions.conf"), []byte(partitions), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	from, err := opensm.LogPosition(r.logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sm.Reload(ctx); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	res, err := opensm.WaitSweep(ctx, r.logFile, from, time.Minute)
+	if err != nil || res.Outcome != opensm.Applied {
+		t.Fatalf("WaitSweep after SIGHUP through the engine: %+v, %v", res, err)
+	}
+	pkeys, err := r.fab.PKeys(ctx, fabricsim.HostGUID(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(pkeys, 0x8065) {
+		t.Fatalf("H1's pkeys %#04x lack 0x8065", pkeys)
+	}
+}
+
+func TestManagedRunsOpenSMInTheManagersPIDNamespace(t *testing.T) {
+	r := newRig(t)
+	mgr := r.manager(t)
+	cfg := r.managedConfig(mgr)
+	m, flavour, err := PrepareManaged(testContext(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flavour != opensm.Upstream {
+		t.Errorf("flavour of the image's OpenSM = %v, want upstream (Debian's OpenSM)", flavour)
+	}
+	stop := runDriver(t, m)
+	r.applyH1(t, m)
+
+	first := m.Container()
+	c := r.inspect(t, cfg.Name)
+	mgrID := r.inspect(t, mgr).ID
+	if c == nil || c.ID != first {
+		t.Fatalf("container %s is not the running OpenSM %s", cfg.Name, short(first))
+	}
+	if got := string(c.HostConfig.PidMode); got != "container:"+mgrID {
+		t.Errorf("PidMode = %q, want the manager's PID namespace", got)
+	}
+	if c.HostConfig.LogConfig.Type != "none" {
+		t.Errorf("log driver = %q, want none (OpenSM's output holds its keys)", c.HostConfig.LogConfig.Type)
+	}
+	if !c.HostConfig.AutoRemove || c.HostConfig.NetworkMode != "host" {
+		t.Errorf("AutoRemove %v, network %q; want auto-remove on the host network", c.HostConfig.AutoRemove, c.HostConfig.NetworkMode)
+	}
+
+	// OpenSM killed: started again, in a new container, and signalled again.
+	if _, err := r.cli.ContainerKill(testContext(t), first, client.ContainerKillOptions{Signal: "SIGKILL"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a restarted OpenSM", func() bool { return m.Restarts() == 1 && m.Container() != "" && m.Container() != first })
+	r.applyH1(t, m)
+
+	// The manager's container removed: OpenSM dies with its PID namespace and
+	// Docker removes its container.
+	if _, err := r.cli.ContainerRemove(testContext(t), mgr, client.ContainerRemoveOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "OpenSM's container gone with the manager's", func() bool { return r.inspect(t, cfg.Name) == nil })
+	_ = stop() // the driver cannot start OpenSM again: the PID namespace is gone
+}
+
+func TestManagedStopRemovesOpenSM(t *testing.T) {
+	r := newRig(t)
+	cfg := r.managedConfig(r.manager(t))
+	m, _, err := PrepareManaged(testContext(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := runDriver(t, m)
+	if err := m.WaitReady(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if c := r.inspect(t, cfg.Name); c != nil {
+		t.Errorf("container %s is still there (%s) after Run returned", cfg.Name, c.State.Status)
+	}
+	if err := m.WaitReady(testContext(t)); err == nil {
+		t.Error("WaitReady succeeded after Run returned")
+	}
+}
+
+// TestManagedRefusesBadSetups: each is an error at start-up that names the
+// thing, and nothing is left started.
+func TestManagedRefusesBadSetups(t *testing.T) {
+	r := newRig(t)
+	mgr := r.manager(t)
+	foreign := r.prefix + "-foreign"
+	r.run(t, foreign, nil, nil, nil, "sleep", "infinity")
+	stray := t.TempDir() // on no mount of the manager's container
+
+	for _, tc := range []struct {
+		name   string
+		change func(c *ManagedConfig)
+		want   []string
+	}{
+		{"no manager container", func(c *ManagedConfig) { c.Manager = r.prefix + "-nobody" },
+			[]string{"no container named " + r.prefix + "-nobody", "manager_container"}},
+		{"name taken by a container that is not ours", func(c *ManagedConfig) { c.Name = foreign },
+			[]string{"a container named " + foreign + " exists that the manager did not start", "docker rm -f " + foreign}},
+		{"image without opensm", func(c *ManagedConfig) { c.Image = "debian:bookworm-slim" },
+			[]string{"image debian:bookworm-slim has no opensm", "[opensm] image"}},
+		{"config_dir not mounted", func(c *ManagedConfig) { c.ConfigDir, c.LogFile = stray, filepath.Join(stray, "opensm.log") },
+			[]string{"[opensm] config_dir " + stray + " is not on a volume or bind mount of container " + mgr}},
+		{"env_file not mounted", func(c *ManagedConfig) { c.EnvFile = filepath.Join(stray, "env") },
+			[]string{"[opensm] env_file " + filepath.Join(stray, "env") + " is not on a volume"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := r.managedConfig(mgr)
+			tc.change(&cfg)
+			_, _, err := PrepareManaged(testContext(t), cfg)
+			if err == nil {
+				t.Fatal("PrepareManaged succeeded")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			r.checkNothingStarted(t, cfg.Name, foreign)
+		})
+	}
+	if c := r.inspect(t, foreign); c == nil || !c.State.Running {
+		t.Error("the container that is not ours was touched")
+	}
+}
+
+// checkNothingStarted fails if an OpenSM container of this package exists,
+// other than keep.
+func (r *rig) checkNothingStarted(t *testing.T, name, keep string) {
+	t.Helper()
+	list, err := r.cli.ContainerList(testContext(t), client.ContainerListOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range list.Items {
+		role := c.Labels[roleLabel]
+		if role != "" || slices.Contains(c.Names, "/"+name) && name != keep {
+			t.Errorf("container %v (role %q) was left behind", c.Names, role)
+		}
+	}
+}
+
+func TestConnectNamesTheMissingSocket(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "docker.sock"))
+	_, err := Connect(testContext(t))
+	if err == nil {
+		t.Fatal("Connect succeeded without an engine")
+	}
+	for _, w := range []string{"cannot reach the Docker engine at unix://", "-v /var/run/docker.sock:/var/run/docker.sock", "DOCKER_HOST"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not say %q", err, w)
+		}
+	}
+}
+
+// external starts OpenSM the way an operator would for driver = docker: its
+// own container, config_dir's directory mounted at the same path.
+func (r *rig) external(t *testing.T) string {
+	t.Helper()
+	name := r.prefix + "-external"
+	env, err := opensm.ReadEnvFile(r.fab.EnvFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.run(t, name, r.mounts(t), env, nil, "opensm", "-F", r.confFile)
+	return name
+}
+
+func (r *rig) externalConfig(name string) ExternalConfig {
+	return ExternalConfig{Client: r.cli, Name: name, ConfigDir: r.configDir, LogFile: r.logFile,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)), PollInterval: 100 * time.Millisecond}
+}
+
+func TestExternalSignalsOpenSMItDoesNotOwn(t *testing.T) {
+	r := newRig(t)
+	name := r.external(t)
+	e, flavour, err := PrepareExternal(testContext(t), r.externalConfig(name), []string{"opensm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flavour != opensm.Upstream {
+		t.Errorf("flavour = %v, want upstream", flavour)
+	}
+	stop := runDriver(t, e)
+	r.applyH1(t, e)
+
+	// Someone restarts it: a restart, and the driver signals the new one.
+	timeout := 10
+	if _, err := r.cli.ContainerRestart(testContext(t), name, client.ContainerRestartOptions{Timeout: &timeout}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the restart seen", func() bool { return e.Restarts() == 1 })
+	r.applyH1(t, e)
+
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if c := r.inspect(t, name); c == nil || !c.State.Running {
+		t.Error("the driver stopped the container it only signals")
+	}
+}
+
+func TestExternalRefusesBadSetups(t *testing.T) {
+	r := newRig(t)
+	partitions := filepath.Join(r.configDir, "partitions.conf")
+	fileOnly := r.prefix + "-file-only"
+	r.run(t, fileOnly, []mount.Mount{{Type: mount.TypeBind, Source: partitions, Target: partitions}}, nil, nil, "sleep", "infinity")
+	unmounted := r.prefix + "-unmounted"
+	r.run(t, unmounted, nil, nil, nil, "sleep", "infinity")
+
+	for _, tc := range []struct{ name, container, want string }{
+		{"missing", r.prefix + "-nobody", "no container named " + r.prefix + "-nobody"},
+		{"partitions.conf mounted as a file", fileOnly, "bind-mounts the file " + partitions + ": mount the directory " + r.configDir},
+		{"config_dir not mounted", unmounted, "container " + unmounted + " does not see [opensm] config_dir " + r.configDir},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := PrepareExternal(testContext(t), r.externalConfig(tc.container), []string{"opensm"})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("PrepareExternal: %v; want an error saying %q", err, tc.want)
+			}
+		})
+	}
+	entries, err := os.ReadDir(r.configDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".afm-mount-check") {
+			t.Errorf("the mount check left %s behind", e.Name())
+		}
+	}
+}
