@@ -67,7 +67,7 @@ func PrepareExternal(ctx context.Context, c ExternalConfig, command []string) (*
 				c.Name, path, c.ConfigDir)
 		}
 	}
-	if err := checkSharedDir(ctx, c.Client, ctr.ID, c.ConfigDir, "config_dir"); err != nil {
+	if err := checkSharedDir(ctx, c.Client, c.Name, c.ConfigDir, "config_dir"); err != nil {
 		return nil, 0, err
 	}
 	flavour, err := detectFlavour(ctx, c.Client, ctr.Image, command)

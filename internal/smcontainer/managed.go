@@ -94,7 +94,7 @@ func PrepareManaged(ctx context.Context, c ManagedConfig) (*Managed, opensm.Flav
 		}
 	}
 	// The mount is the one this manager writes to: it runs in that container.
-	if err := checkSharedDir(ctx, c.Client, mgr.ID, c.ConfigDir, "config_dir"); err != nil {
+	if err := checkSharedDir(ctx, c.Client, c.Manager, c.ConfigDir, "config_dir"); err != nil {
 		return nil, 0, fmt.Errorf("%w (is this manager running in container %s?)", err, c.Manager)
 	}
 	if err := checkName(ctx, c.Client, c.Name); err != nil {
