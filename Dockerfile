@@ -1,23 +1,22 @@
-# The manager and the OpenSM it runs as its child ([opensm] driver = process), in one image.
+# The manager, with OpenSM and infiniband-diags for [opensm] driver = process (OpenSM as the
+# manager's child, in the same container), and the image OpenSM's own container runs with
+# driver = managed. The README shows the docker run lines for each driver.
 #
-#   docker build -t alternative-fabric-manager .
-#   docker run -d --init --name alternative-fabric-manager --restart unless-stopped \
-#     --network host --device /dev/infiniband \
-#     -v /etc/alternative-fabric-manager:/etc/alternative-fabric-manager:ro \
-#     -v afm_data:/var/lib/alternative-fabric-manager \
-#     alternative-fabric-manager
-#
-# Operator commands run in the same container:
-#   docker exec alternative-fabric-manager alternative-fabric-manager \
-#     --config-file /etc/alternative-fabric-manager/afm.conf --confirm-switches
+#   docker build --build-arg VERSION=1.2.3 --build-arg COMMIT="$(git rev-parse HEAD)" \
+#     -t alternative-fabric-manager .
 
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
+ARG VERSION=dev
+ARG COMMIT=unknown
 # Pure Go (the SQLite driver too): a static binary.
-RUN CGO_ENABLED=0 go build -trimpath -o /out/alternative-fabric-manager ./cmd/alternative-fabric-manager
+RUN CGO_ENABLED=0 go build -trimpath -buildvcs=false \
+      -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT}" \
+      -o /out/alternative-fabric-manager ./cmd/alternative-fabric-manager \
+ && /out/alternative-fabric-manager --version
 
 FROM debian:bookworm-slim
 # opensm is the subnet manager the manager drives; infiniband-diags gives the
@@ -27,8 +26,18 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/alternative-fabric-manager /usr/local/bin/alternative-fabric-manager
 COPY etc/afm.conf.sample /usr/share/doc/alternative-fabric-manager/afm.conf.sample
+ARG VERSION=dev
+ARG COMMIT=unknown
+LABEL org.opencontainers.image.title="alternative-fabric-manager" \
+      org.opencontainers.image.description="InfiniBand fabric manager for OpenStack networking-mlnx, driving OpenSM" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${COMMIT}"
 # The database (SQLite by default) and config_dir (opensm.conf, partitions.conf,
 # OpenSM's log and subnet dump) live here.
 VOLUME /var/lib/alternative-fabric-manager
+# The manager answers /healthz while it serves the API; the check reads [api] listen
+# from the same configuration file.
+HEALTHCHECK --interval=30s --timeout=10s --start-period=30s --retries=3 \
+  CMD ["alternative-fabric-manager", "--config-file", "/etc/alternative-fabric-manager/afm.conf", "--healthcheck"]
 ENTRYPOINT ["alternative-fabric-manager"]
 CMD ["--config-file", "/etc/alternative-fabric-manager/afm.conf"]
