@@ -60,12 +60,17 @@ stop_distribution_service() { # stop_distribution_service PACKAGE
 	postgresql) service=postgresql ;;
 	mariadb-server) service=mariadb ;;
 	opensm) service=opensm ;;
+	docker.io) service="docker.socket docker" ;; # the image's tests run a dockerd of their own
+	containerd) service=containerd ;;
 	*) return 0 ;;
 	esac
 	if [[ -d /run/systemd/system ]]; then
-		systemctl stop "$service" >/dev/null 2>&1 || true
-	elif [[ -x /etc/init.d/$service ]]; then
-		"/etc/init.d/$service" stop >/dev/null 2>&1 || true
+		# shellcheck disable=SC2086 # one or more unit names
+		systemctl stop $service >/dev/null 2>&1 || true
+	else
+		for service in $service; do
+			[[ ! -x /etc/init.d/$service ]] || "/etc/init.d/$service" stop >/dev/null 2>&1 || true
+		done
 	fi
 }
 

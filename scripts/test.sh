@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # test.sh: every check CI makes (`make test` runs it; CI runs `make test`).
 #
-#   1. install what the suites need (scripts/test-env.sh install: PostgreSQL, MariaDB, OpenSM, ibsim)
-#   2. start a throwaway PostgreSQL and MariaDB, stopped again however this script ends
+#   1. install what the suites need (scripts/test-env.sh install: PostgreSQL, MariaDB, OpenSM, ibsim,
+#      and docker.io, debootstrap and curl for the image)
+#   2. start a throwaway PostgreSQL and MariaDB, and a private dockerd (scripts/docker-env.sh), each
+#      stopped again however this script ends
 #   3. go vet and gofmt (scripts/lint.sh)
-#   4. every test of every package, with AFM_TEST_REQUIRE_ALL=1: a suite whose server is missing
-#      fails instead of skipping
-#   5. a smoke run of the benchmark suite (cmd/afm-bench --smoke: every measurement, tiny sizes)
-#   6. a short fuzz smoke: each fuzz target the packages define, FUZZTIME (default 100000x) each
+#   4. the image, once: the base images made locally (no registry), then docker build
+#   5. every test of every package, with AFM_TEST_REQUIRE_ALL=1: a suite whose server is missing
+#      fails instead of skipping (the OpenSM driver tests run the image's OpenSM on that dockerd)
+#   6. the image's smoke test on a simulated fabric, for each OpenSM driver (scripts/image-smoke.sh)
+#   7. a smoke run of the benchmark suite (cmd/afm-bench --smoke: every measurement, tiny sizes)
+#   8. a short fuzz smoke: each fuzz target the packages define, FUZZTIME (default 100000x) each
 #
 # Runs as root (the servers run as their own users; see scripts/test-env.sh).
 set -euo pipefail
@@ -22,10 +26,14 @@ FUZZTIME=${FUZZTIME:-100000x}
 export PATH=$PATH:/usr/sbin:/sbin
 
 bash scripts/test-env.sh install
+bash scripts/test-env.sh install docker.io debootstrap curl # the image's tests
 
 # Under /tmp rather than $TMPDIR: the database servers' own users must be able to reach it.
 env_dir=$(mktemp -d /tmp/afm-test-env.XXXXXX)
+docker_dir=$(mktemp -d /tmp/afm-containers-ci.XXXXXX)
 cleanup() {
+	bash scripts/docker-env.sh stop "$docker_dir" || true
+	rm -rf "$docker_dir"
 	bash scripts/test-env.sh stop "$env_dir" || true
 	rm -rf "$env_dir"
 }
@@ -40,6 +48,13 @@ set +a
 export AFM_TEST_REQUIRE_ALL=1
 
 bash scripts/lint.sh
+
+# The image, built once: the driver tests (internal/smcontainer) run its OpenSM, and the image's
+# smoke test (below) runs it whole.
+bash scripts/docker-env.sh start "$docker_dir"
+bash scripts/docker-env.sh images "$docker_dir"
+bash scripts/docker-env.sh build "$docker_dir"
+export AFM_TEST_DOCKER_HOST=unix://$docker_dir/docker.sock AFM_TEST_DOCKER_IMAGE=alternative-fabric-manager
 
 # Two packages at a time: the machine has two cores, and the database suites share two servers.
 # Verbose output goes to a log; what is printed is each package's result, every failure, and how
@@ -68,6 +83,9 @@ if ((skipped > 0)); then
 	echo "tests were skipped: in CI nothing may be skipped" >&2
 	exit 1
 fi
+
+# The image on a simulated fabric, for each OpenSM driver (see the script).
+bash scripts/image-smoke.sh "$docker_dir"
 
 # The benchmark suite with tiny sizes, so that it cannot rot: it fails only if a measurement
 # cannot be made, never on a figure (make bench runs it at full size).

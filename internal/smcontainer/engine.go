@@ -109,7 +109,7 @@ func detectFlavour(ctx context.Context, cli *client.Client, image string, comman
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), engineTimeout)
 		defer cancel()
-		_, _ = cli.ContainerRemove(rctx, created.ID, client.ContainerRemoveOptions{Force: true})
+		_, _ = cli.ContainerRemove(rctx, created.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 	}()
 	wait := cli.ContainerWait(ctx, created.ID, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 	if _, err := cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {

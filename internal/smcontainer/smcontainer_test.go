@@ -162,7 +162,7 @@ func (r *rig) removeAll(t *testing.T) {
 	for _, c := range list.Items {
 		for _, n := range c.Names {
 			if strings.HasPrefix(strings.TrimPrefix(n, "/"), r.prefix) {
-				_, _ = r.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true})
+				_, _ = r.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 			}
 		}
 	}
@@ -296,7 +296,7 @@ func TestManagedRunsOpenSMInTheManagersPIDNamespace(t *testing.T) {
 
 	// The manager's container removed: OpenSM dies with its PID namespace and
 	// Docker removes its container.
-	if _, err := r.cli.ContainerRemove(testContext(t), mgr, client.ContainerRemoveOptions{Force: true}); err != nil {
+	if _, err := r.cli.ContainerRemove(testContext(t), mgr, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "OpenSM's container gone with the manager's", func() bool { return r.inspect(t, cfg.Name) == nil })
