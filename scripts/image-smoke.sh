@@ -9,7 +9,8 @@
 # lines say (same names, same mounts, plus the fabric's), the fabric's switches are confirmed with
 # docker exec, a VLAN network and a port are sent, the port's job must complete and the port's P_Key
 # table must hold the network's pkey. Then the manager's container is killed (docker kill for process
-# and docker, docker rm -f for managed) and no OpenSM of it may be left: no OpenSM process on the
+# and docker; for managed, docker rm -f, and in a second run kill -9 of the manager's process) and no
+# OpenSM of it may be left: no OpenSM process on the
 # fabric, and with managed, no OpenSM container. With docker, the OpenSM container someone else runs
 # is still running. Everything it starts is removed however it ends.
 set -euo pipefail
@@ -114,8 +115,8 @@ job_status() { # job_status URL JOB
 
 # --- one driver ------------------------------------------------------------------------------------
 
-smoke() { # smoke DRIVER VLAN
-	local driver=$1 vlan=$2 port url etc started=$SECONDS
+smoke() { # smoke DRIVER VLAN [HOW]: HOW the manager is stopped, for managed: rm (default) or kill-9
+	local driver=$1 vlan=$2 how=${3:-rm} port url etc started=$SECONDS
 	local umad pkey job i status
 	pkey=$(printf '0x%04x' $((0x8000 | vlan)))
 	fabric=$work/$driver/fabric
@@ -198,10 +199,22 @@ smoke() { # smoke DRIVER VLAN
 	managed)
 		[[ $(docker inspect -f '{{.HostConfig.PidMode}}' opensm) == "container:$(docker inspect -f '{{.Id}}' "$NAME")" ]] ||
 			die "managed: the container opensm is not in the manager's PID namespace"
-		docker rm -f "$NAME" >/dev/null
-		until_ok "removal of the container opensm after docker rm -f $NAME" container_gone opensm
-		until_ok "end of the fabric's OpenSM after docker rm -f" no_fabric_opensm
-		say "$driver: docker rm -f $NAME: its OpenSM container is gone, no OpenSM left"
+		if [[ $how == kill-9 ]]; then
+			# The manager's process itself, not its container: the container's init (--init) then
+			# exits, and the kernel ends the PID namespace OpenSM is in.
+			local init_pid manager_pid
+			init_pid=$(docker inspect -f '{{.State.Pid}}' "$NAME")
+			manager_pid=$(cat "/proc/$init_pid/task/$init_pid/children")
+			[[ $(cat "/proc/$manager_pid/comm") == alternative-fab* ]] || die "managed: PID $manager_pid is not the manager"
+			kill -KILL "$manager_pid"
+			how="kill -9 of the manager (PID $manager_pid)"
+		else
+			docker rm -f "$NAME" >/dev/null
+			how="docker rm -f $NAME"
+		fi
+		until_ok "removal of the container opensm after $how" container_gone opensm
+		until_ok "end of the fabric's OpenSM after $how" no_fabric_opensm
+		say "$driver: $how: its OpenSM container is gone, no OpenSM left"
 		;;
 	docker)
 		docker kill "$NAME" >/dev/null
@@ -221,6 +234,7 @@ smoke() { # smoke DRIVER VLAN
 }
 
 smoke process 101
-smoke managed 102
+smoke managed 102 rm
+smoke managed 104 kill-9
 smoke docker 103
 say "all three drivers passed"
