@@ -204,7 +204,7 @@ smoke() { # smoke DRIVER VLAN [HOW]: HOW the manager is stopped, for managed: rm
 			# exits, and the kernel ends the PID namespace OpenSM is in.
 			local init_pid manager_pid
 			init_pid=$(docker inspect -f '{{.State.Pid}}' "$NAME")
-			manager_pid=$(cat "/proc/$init_pid/task/$init_pid/children")
+			read -r manager_pid _ <"/proc/$init_pid/task/$init_pid/children"
 			[[ $(cat "/proc/$manager_pid/comm") == alternative-fab* ]] || die "managed: PID $manager_pid is not the manager"
 			kill -KILL "$manager_pid"
 			how="kill -9 of the manager (PID $manager_pid)"
