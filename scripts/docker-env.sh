@@ -33,7 +33,7 @@ running() { # running PID
 processes_of() { # processes_of DIR
 	local p
 	for p in /proc/[0-9]*; do
-		tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$1/" && echo "${p#/proc/}"
+		tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -qF -- "$1/" && echo "${p#/proc/}"
 	done
 	return 0
 }

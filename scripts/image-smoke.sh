@@ -101,7 +101,7 @@ fabric_opensms() {
 	sock=$(sed -n 's/^IBSIM_SOCKNAME=//p' "$fabric/env")
 	for p in /proc/[0-9]*; do
 		[[ $(cat "$p/comm" 2>/dev/null) == opensm ]] || continue
-		tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -qxF "IBSIM_SOCKNAME=$sock" && echo "${p#/proc/}"
+		tr '\0' '\n' 2>/dev/null <"$p/environ" | grep -qxF "IBSIM_SOCKNAME=$sock" && echo "${p#/proc/}"
 	done
 	return 0
 }
