@@ -16,6 +16,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
@@ -149,6 +150,14 @@ type Status struct {
 	LastApply     *ApplyStatus     `json:"last_apply"`
 	Jobs          map[string]int64 `json:"jobs"`
 	NotCompleting []string         `json:"not_completing"`
+	// Driver is this host's OpenSM driver, as the manager last wrote it to
+	// <config_dir>/driver-status.json; nil when no manager ever ran here.
+	Driver *opensm.DriverStatus `json:"driver"`
+}
+
+// driverStatusFile is where the manager's OpenSM driver reports its state.
+func driverStatusFile(cfg *config.Config) string {
+	return filepath.Join(cfg.OpenSM.ConfigDir, "driver-status.json")
 }
 
 // ApplierStatus is the leadership row: who won the applier lock last.
@@ -198,6 +207,17 @@ func readStatus(ctx context.Context, cfg *config.Config, st *store.Store) (Statu
 	}
 
 	s.NotCompleting = []string{}
+	switch d, err := opensm.ReadDriverStatus(driverStatusFile(cfg)); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return s, fmt.Errorf("OpenSM driver status: %w", err)
+	default:
+		s.Driver = &d
+		if d.State == opensm.DriverFailed || d.State == opensm.DriverRestarting {
+			s.NotCompleting = append(s.NotCompleting, fmt.Sprintf("OpenSM on this host is %s since %s: %s",
+				d.State, d.Since.Format(time.RFC3339), d.LastError))
+		}
+	}
 	if l.Term == 0 {
 		s.NotCompleting = append(s.NotCompleting, "no manager has held the applier lock yet")
 	}
@@ -235,6 +255,18 @@ func printStatus(w io.Writer, s Status) error {
 	}
 	fmt.Fprintf(tw, "jobs:\tPending %d, Running %d, Completed %d, Failed %d\n", s.Jobs[store.StatusPending],
 		s.Jobs[store.StatusRunning], s.Jobs[store.StatusCompleted], s.Jobs[store.StatusFailed])
+	if d := s.Driver; d == nil {
+		fmt.Fprintln(tw, "OpenSM driver:\tno manager has run on this host")
+	} else {
+		line := fmt.Sprintf("%s since %s, %d restarts", d.State, d.Since.Format(time.RFC3339), d.Restarts)
+		if d.PID != 0 {
+			line += fmt.Sprintf(", pid %d", d.PID)
+		}
+		if d.LastError != "" {
+			line += fmt.Sprintf("; last error at %s: %s", d.LastErrorAt.Format(time.RFC3339), d.LastError)
+		}
+		fmt.Fprintf(tw, "OpenSM driver:\t%s\n", line)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
