@@ -47,7 +47,7 @@ type Options struct {
 
 // DefaultDBTimeout is Options.DBTimeout when it is not set: well inside
 // networking-mlnx's request timeout, so that it gets the 503 and resends.
-const DefaultDBTimeout = 10 * time.Second
+const DefaultDBTimeout = 5 * time.Second
 
 // unreachable is the error of a request the database could not serve.
 const unreachable = "database unreachable: the request was neither recorded nor read; send it again later"

@@ -186,6 +186,14 @@ func (e *Engine) TryLock(ctx context.Context) (store.Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock connection: %w", err)
 	}
+	// After a cut link the server would keep this session, and the lock, for
+	// as long as TCP takes to notice (hours): no manager could lead again.
+	// The holder checks the lock every second, so a session idle for
+	// store.LockSessionIdle has lost its client, and the server ends it.
+	if _, err := conn.Exec(ctx, fmt.Sprintf("SET idle_session_timeout = %d", store.LockSessionIdle.Milliseconds())); err != nil {
+		e.log.Warn("idle_session_timeout not set on the lock's session (PostgreSQL 14 or later has it): "+
+			"after a network cut the lock stays held until the server notices the dead connection", "error", err)
+	}
 	ok, err := pgdb.New(conn).TryAdvisoryLock(ctx, lockKey)
 	if err != nil || !ok {
 		conn.Close(ctx)
