@@ -151,6 +151,15 @@ func (o *outageRun) survive(name, completed, pending, after string, window bool,
 			}
 			wantUnreachable(t, name, req.method+" "+req.path, status, body)
 		}
+		if !window {
+			return
+		}
+		// --status cannot read the database, but shows the driver.
+		out, err := m.tryOperator("--status")
+		want := "OpenSM driver: running since "
+		if pid := m.openSMPID0(); err == nil || !strings.Contains(out, want) || !strings.Contains(out, fmt.Sprintf("pid %d", pid)) {
+			t.Errorf("%s: --status during the outage: %v\n%s\nwant it to fail, showing %q with OpenSM's pid %d", name, err, out, want, pid)
+		}
 	})
 	t.Logf("%s: database back after %s", name, time.Since(started).Round(time.Millisecond))
 

@@ -258,7 +258,7 @@ start_mariadb() { # start_mariadb DIR: sets MYSQL_PORT
 	mariadb_options
 	mariadb-install-db --no-defaults "${server_options[@]}" --auth-root-authentication-method=socket \
 		--skip-test-db >"$MYSQL_RUN/install-db.log" 2>&1 ||
-		die "mariadb-install-db failed: $(tail -n 5 "$MYSQL_RUN/install-db.log")"
+		die "mariadb-install-db failed: $(grep -i -m 5 -e error -e fail "$MYSQL_RUN/install-db.log" || tail -n 5 "$MYSQL_RUN/install-db.log")"
 	for attempt in $(seq "$PORT_ATTEMPTS"); do
 		MYSQL_PORT=$(free_port)
 		run_mariadb "$MYSQL_PORT" && break

@@ -35,8 +35,29 @@ type operatorCommand struct {
 	status, json, confirm, showErrors, clearErrors, showKeys bool
 }
 
-// runOperator runs one operator command, printing to standard output.
+// unreachableError is a database that could not be opened.
+type unreachableError struct {
+	cfg *config.Config
+	err error
+}
+
+func (e *unreachableError) Error() string { return e.err.Error() }
+func (e *unreachableError) Unwrap() error { return e.err }
+
+// runOperator runs one operator command, printing to standard output. With the
+// database unreachable, --status still shows this host's OpenSM driver: OpenSM
+// keeps running through the outage.
 func runOperator(ctx context.Context, path string, log *slog.Logger, c operatorCommand) error {
+	err := runOperatorOnStore(ctx, path, log, c)
+	if ue := (*unreachableError)(nil); c.status && !c.json && errors.As(err, &ue) {
+		if d, derr := opensm.ReadDriverStatus(driverStatusFile(ue.cfg)); derr == nil {
+			fmt.Fprintf(os.Stdout, "OpenSM driver: %s\n", driverLine(d))
+		}
+	}
+	return err
+}
+
+func runOperatorOnStore(ctx context.Context, path string, log *slog.Logger, c operatorCommand) error {
 	return withOperatorStore(ctx, path, log, func(ctx context.Context, cfg *config.Config, st *store.Store) error {
 		w := os.Stdout
 		switch {
@@ -81,7 +102,8 @@ func withOperatorStore(ctx context.Context, path string, log *slog.Logger,
 	defer cancel()
 	st, err := storeopen.Open(octx, conn.Engine, conn.DSN, false, log)
 	if err != nil {
-		return fmt.Errorf("database %s is unreachable: %w", config.RedactURL(cfg.Database.Connection), err)
+		return &unreachableError{cfg: cfg,
+			err: fmt.Errorf("database %s is unreachable: %w", config.RedactURL(cfg.Database.Connection), err)}
 	}
 	defer st.Close()
 	if err := fn(ctx, cfg, st); err != nil {
@@ -258,14 +280,7 @@ func printStatus(w io.Writer, s Status) error {
 	if d := s.Driver; d == nil {
 		fmt.Fprintln(tw, "OpenSM driver:\tno manager has run on this host")
 	} else {
-		line := fmt.Sprintf("%s since %s, %d restarts", d.State, d.Since.Format(time.RFC3339), d.Restarts)
-		if d.PID != 0 {
-			line += fmt.Sprintf(", pid %d", d.PID)
-		}
-		if d.LastError != "" {
-			line += fmt.Sprintf("; last error at %s: %s", d.LastErrorAt.Format(time.RFC3339), d.LastError)
-		}
-		fmt.Fprintf(tw, "OpenSM driver:\t%s\n", line)
+		fmt.Fprintf(tw, "OpenSM driver:\t%s\n", driverLine(*d))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -276,6 +291,18 @@ func printStatus(w io.Writer, s Status) error {
 	}
 	_, err := fmt.Fprintf(w, "jobs do not complete:\n  - %s\n", strings.Join(s.NotCompleting, "\n  - "))
 	return err
+}
+
+// driverLine is the driver's status on one line.
+func driverLine(d opensm.DriverStatus) string {
+	line := fmt.Sprintf("%s since %s, %d restarts", d.State, d.Since.Format(time.RFC3339), d.Restarts)
+	if d.PID != 0 {
+		line += fmt.Sprintf(", pid %d", d.PID)
+	}
+	if d.LastError != "" {
+		line += fmt.Sprintf("; last error at %s: %s", d.LastErrorAt.Format(time.RFC3339), d.LastError)
+	}
+	return line
 }
 
 func runStatus(ctx context.Context, cfg *config.Config, st *store.Store, w io.Writer, asJSON bool) error {

@@ -97,7 +97,7 @@ type DriverStatus struct {
 	Since     time.Time   `json:"since"`         // when State was entered
 	LastError string      `json:"last_error,omitempty"`
 	// LastErrorAt is when LastError happened; zero when none did.
-	LastErrorAt time.Time `json:"last_error_at,omitempty"`
+	LastErrorAt time.Time `json:"last_error_at,omitzero"`
 }
 
 // instance is one run of OpenSM.

@@ -248,7 +248,9 @@ func (e *Engine) Wake(ctx context.Context) <-chan struct{} {
 }
 
 func (e *Engine) listen(ctx context.Context, ch chan<- struct{}) error {
-	conn, err := pgx.Connect(ctx, e.dsn)
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	conn, err := pgx.Connect(cctx, e.dsn)
+	cancel()
 	if err != nil {
 		return err
 	}
@@ -268,7 +270,12 @@ func (e *Engine) listen(ctx context.Context, ch chan<- struct{}) error {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case errors.Is(err, context.DeadlineExceeded):
-			if err := conn.Ping(ctx); err != nil {
+			// The ping has a deadline too: on a black-holed connection it
+			// would wait as long as TCP does.
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			err := conn.Ping(pctx)
+			cancel()
+			if err != nil {
 				return err
 			}
 		default:
