@@ -221,7 +221,11 @@ func (l *advisoryLock) Check(ctx context.Context) error {
 }
 
 func (l *advisoryLock) Release(ctx context.Context) error {
-	// Closing the session releases the lock whatever state it is in.
+	// Unlocked first: the server releases a closed session's locks only once
+	// its backend has exited, after Close returned, so a TryLock right after
+	// (the next term) could still find it held. Closing the session releases
+	// the lock whatever state it is in, if the unlock could not.
+	_, _ = pgdb.New(l.conn).AdvisoryUnlock(ctx, lockKey)
 	return l.conn.Close(ctx)
 }
 
