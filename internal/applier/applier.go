@@ -260,13 +260,15 @@ func (t *term) apply(ctx context.Context) applyResult {
 	rendered := time.Now()
 	rev := st.Revision
 	log := t.Log.With("revision", rev, "term", t.id)
-	record := func(outcome, detail string) {
+	record := func(outcome, detail string) error {
 		sum := sha256.Sum256(text)
-		if _, err := t.Store.RecordApply(context.WithoutCancel(ctx), store.Apply{Revision: rev,
+		_, err := t.Store.RecordApply(context.WithoutCancel(ctx), store.Apply{Revision: rev,
 			SHA256: hex.EncodeToString(sum[:]), Term: t.id, Outcome: outcome, Detail: detail,
-			StartedAt: started, FinishedAt: time.Now().UTC()}); err != nil {
-			log.Error("record apply", "error", err)
+			StartedAt: started, FinishedAt: time.Now().UTC()})
+		if err != nil {
+			log.Error("record apply", "outcome", outcome, "error", err)
 		}
+		return err
 	}
 	if checkErr != nil {
 		// Never written: OpenSM would make every port a full member of the
@@ -321,8 +323,11 @@ func (t *term) apply(ctx context.Context) applyResult {
 	case res.Outcome == opensm.Applied && len(res.PKeyErrors) == 0:
 		// The apply is recorded before the jobs complete: every Completed job
 		// has an applied row of its revision or a later one, finished before it,
-		// even when the manager is killed in between.
-		record(string(res.Outcome), "SUBNET UP")
+		// even when the manager is killed in between. Not recorded (the
+		// database is away), nothing completes: the state is applied again.
+		if err := record(string(res.Outcome), "SUBNET UP"); err != nil {
+			return applyRetry
+		}
 		t.recordOverCapacity(ctx, st)
 		n, err := t.completeJobs(ctx, rev) // if the gates are open
 		if err != nil {
