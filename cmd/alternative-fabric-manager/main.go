@@ -288,10 +288,20 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 			errs <- fmt.Errorf("API server: %w", err)
 		}
 	}()
+	lead := app.Lead
+	if cfg.HA.HA {
+		// Other managers may take over as soon as this term ends: OpenSM
+		// must not outlive it.
+		lead = func(ctx context.Context, term int64) error {
+			err := app.Lead(ctx, term)
+			stopOpenSM(context.WithoutCancel(ctx), sm, log)
+			return err
+		}
+	}
 	electorDone := make(chan struct{})
 	go func() {
 		defer close(electorDone)
-		_ = elector.Run(ctx, app.Lead)
+		_ = elector.Run(ctx, lead)
 	}()
 
 	select {
@@ -303,19 +313,39 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
-	select { // the applier stops OpenSM before it returns
+	select {
 	case <-electorDone:
 	case <-sctx.Done():
 	}
+	stopOpenSM(context.WithoutCancel(ctx), sm, log)
 	return err
+}
+
+// subnetManager is an OpenSM driver as main uses it: the applier's interface,
+// and Stop and Status for shutdown and --status (opensm.Process, and
+// smcontainer's Managed and External).
+type subnetManager interface {
+	applier.SubnetManager
+	Stop(ctx context.Context) error
+	Status() opensm.DriverStatus
+}
+
+// stopOpenSM stops OpenSM and waits for it, for a little longer than its
+// SIGKILL deadline.
+func stopOpenSM(ctx context.Context, sm subnetManager, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := sm.Stop(ctx); err != nil {
+		log.Error("stop OpenSM", "error", err)
+	}
 }
 
 // prepareOpenSM writes opensm.conf, with the hardening options the running
 // OpenSM knows and the keys from keys, and the per-module logging file, and
-// returns the driver ([opensm] driver) that runs or signals OpenSM while this
-// manager is the applier. Whatever the driver needs is checked here, before
-// anything starts: a bad setting is a start-up error.
-func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource) (applier.SubnetManager, opensm.Flavour, func(), error) {
+// returns the driver ([opensm] driver) that runs or signals OpenSM, started by
+// the first term. Whatever the driver needs is checked here, before anything
+// starts: a bad setting is a start-up error.
+func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource) (subnetManager, opensm.Flavour, func(), error) {
 	dir := cfg.OpenSM.ConfigDir
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, 0, nil, fmt.Errorf("[opensm] config_dir: %w", err)
@@ -361,7 +391,7 @@ func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, ke
 
 // newSubnetManager returns the driver [opensm] driver names, the flavour of the
 // OpenSM it runs, and what releases the driver's resources.
-func newSubnetManager(ctx context.Context, cfg *config.Config, confFile string, log *slog.Logger) (applier.SubnetManager, opensm.Flavour, func(), error) {
+func newSubnetManager(ctx context.Context, cfg *config.Config, confFile string, log *slog.Logger) (subnetManager, opensm.Flavour, func(), error) {
 	o := cfg.OpenSM
 	if o.Driver == config.DriverProcess {
 		flavour, err := opensm.DetectFlavour(ctx, o.Command)
@@ -369,23 +399,24 @@ func newSubnetManager(ctx context.Context, cfg *config.Config, confFile string, 
 			return nil, 0, nil, fmt.Errorf("[opensm] command: %w", err)
 		}
 		return opensm.NewProcess(opensm.ProcessConfig{Command: o.Command, ConfFile: confFile,
-			EnvFile: o.EnvFile, Dir: o.ConfigDir, LogFile: o.LogFile, Logger: log}), flavour, func() {}, nil
+			EnvFile: o.EnvFile, Dir: o.ConfigDir, LogFile: o.LogFile, StatusFile: driverStatusFile(cfg),
+			Logger: log}), flavour, func() {}, nil
 	}
 	cli, err := smcontainer.Connect(ctx)
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("[opensm] driver = %s: %w", o.Driver, err)
 	}
 	closeCli := func() { cli.Close() }
-	var sm applier.SubnetManager
+	var sm subnetManager
 	var flavour opensm.Flavour
 	switch o.Driver {
 	case config.DriverManaged:
 		sm, flavour, err = smcontainer.PrepareManaged(ctx, smcontainer.ManagedConfig{Client: cli, Name: o.Container,
 			Manager: o.ManagerContainer, Image: o.Image, Command: o.Command, ConfFile: confFile, EnvFile: o.EnvFile,
-			ConfigDir: o.ConfigDir, LogFile: o.LogFile, Logger: log})
+			ConfigDir: o.ConfigDir, LogFile: o.LogFile, StatusFile: driverStatusFile(cfg), Logger: log})
 	case config.DriverDocker:
 		sm, flavour, err = smcontainer.PrepareExternal(ctx, smcontainer.ExternalConfig{Client: cli, Name: o.Container,
-			ConfigDir: o.ConfigDir, LogFile: o.LogFile, Logger: log}, o.Command)
+			ConfigDir: o.ConfigDir, LogFile: o.LogFile, StatusFile: driverStatusFile(cfg), Logger: log}, o.Command)
 	default:
 		err = fmt.Errorf("unknown driver %q", o.Driver)
 	}

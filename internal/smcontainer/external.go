@@ -20,6 +20,7 @@ type ExternalConfig struct {
 	// ConfigDir must be bind-mounted into the container at the same path;
 	// LogFile is OpenSM's log there.
 	ConfigDir, LogFile string
+	StatusFile         string       // as in ManagedConfig
 	Logger             *slog.Logger // nil: slog.Default()
 	// PollInterval is how often Run asks the engine about the container; 0
 	// for a second.
@@ -35,7 +36,6 @@ const settle = 3 * time.Second
 // never starts, stops or restarts it.
 type External struct {
 	cfg ExternalConfig
-	log *slog.Logger
 	state
 }
 
@@ -76,21 +76,24 @@ func PrepareExternal(ctx context.Context, c ExternalConfig, command []string) (*
 			"container", c.Name, "error", err)
 		flavour = opensm.Upstream
 	}
-	return &External{cfg: c, log: c.Logger, state: newState()}, flavour, nil
+	return &External{cfg: c, state: newState(c.Logger, c.StatusFile)}, flavour, nil
 }
 
-// Run watches the container until ctx is done and returns nil; it never
-// starts or stops it. OpenSM is ready while its container runs and it has
-// logged its version line since it started (or started more than a few
-// seconds ago). A new start of the container counts as a restart.
-func (e *External) Run(ctx context.Context) error {
-	if err := e.begin(); err != nil {
-		return err
-	}
-	defer e.end()
+// Start starts watching the container, unless that runs already, and returns
+// at once; Stop ends the watch. Neither starts or stops the container. OpenSM
+// is ready while its container runs and it has logged its version line since
+// it started (or started more than a few seconds ago). A new start of the
+// container counts as a restart; a container that is not running is the
+// driver's last error until it runs again.
+func (e *External) Start() error {
+	e.start(e.watch)
+	return nil
+}
+
+func (e *External) watch(ctx context.Context) {
 	from, err := opensm.LogPosition(e.cfg.LogFile)
 	if err != nil {
-		return fmt.Errorf("opensm: %w", err)
+		e.log.Warn("OpenSM's log", "error", err) // followed from its start
 	}
 	versions := make(chan struct{}, 1)
 	go e.followVersions(ctx, from, versions)
@@ -100,25 +103,26 @@ func (e *External) Run(ctx context.Context) error {
 	var startedAt time.Time
 	tick := time.NewTicker(e.cfg.PollInterval)
 	defer tick.Stop()
-	warned := false
+	var lastProblem string
+	problem := func(err error) {
+		if err.Error() != lastProblem { // once per problem, not at every poll
+			lastProblem = err.Error()
+			e.failed(err, opensm.DriverFailed)
+		}
+	}
 	for {
 		ctr, err := inspect(ctx, e.cfg.Client, e.cfg.Name)
 		switch {
 		case ctx.Err() != nil:
-			return nil
+			return
 		case err != nil:
-			if !warned {
-				e.log.Warn("cannot inspect OpenSM's container", "container", e.cfg.Name, "error", err)
-				warned = true
-			}
-		case ctr == nil || ctr.State == nil || !ctr.State.Running:
-			warned = false
-			if e.Container() != "" {
-				e.log.Warn("OpenSM's container is not running; the manager does not start it", "container", e.cfg.Name)
-			}
-			e.set(func(s *state) { s.current, s.ready = "", false })
+			problem(err)
+		case ctr == nil:
+			problem(fmt.Errorf("no container named %s: the manager does not start it (driver = docker)", e.cfg.Name))
+		case ctr.State == nil || !ctr.State.Running:
+			problem(fmt.Errorf("container %s is not running: the manager does not start it (driver = docker)", e.cfg.Name))
 		default:
-			warned = false
+			lastProblem = ""
 			if ctr.State.StartedAt != started {
 				if started != "" {
 					e.set(func(s *state) { s.restarts++ })
@@ -126,16 +130,20 @@ func (e *External) Run(ctx context.Context) error {
 				}
 				started, sawVersion = ctr.State.StartedAt, false
 				startedAt, _ = time.Parse(time.RFC3339Nano, ctr.State.StartedAt)
-				e.set(func(s *state) { s.current, s.ready = ctr.ID, false })
+				e.set(func(s *state) {
+					s.state, s.current, s.ready, s.pid = opensm.DriverStarting, ctr.ID, false, ctr.State.Pid
+				})
+			} else if e.Container() == "" { // running again after a problem, same start
+				e.set(func(s *state) { s.state, s.current, s.pid = opensm.DriverStarting, ctr.ID, ctr.State.Pid })
 			}
 			if !e.isReady() && (sawVersion || time.Since(startedAt) >= settle) {
-				e.set(func(s *state) { s.ready = true })
+				e.set(func(s *state) { s.ready, s.state = true, opensm.DriverRunning })
 				e.log.Info("OpenSM ready", "container", e.cfg.Name, "id", short(ctr.ID))
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-versions:
 			sawVersion = true
 		case <-tick.C:

@@ -34,7 +34,10 @@ type ManagedConfig struct {
 	// opensm.ProcessConfig. Each must be on a mount of the manager's
 	// container, which OpenSM's container gets too.
 	ConfFile, EnvFile, ConfigDir, LogFile string
-	Logger                                *slog.Logger // nil: slog.Default()
+	// StatusFile, if set, receives the driver's status (opensm.DriverStatus as
+	// JSON) at every change, for --status.
+	StatusFile string
+	Logger     *slog.Logger // nil: slog.Default()
 }
 
 // Restart policy, as opensm.Process's: wait minBackoff after the first exit,
@@ -51,14 +54,13 @@ const (
 // Managed runs OpenSM in its own container and starts it again when it stops.
 type Managed struct {
 	cfg     ManagedConfig
-	log     *slog.Logger
 	manager *container.InspectResponse
 	image   string
 	state
 }
 
 // PrepareManaged checks everything the managed driver relies on and returns
-// the driver, which starts nothing until Run, and the flavour of the image's
+// the driver, which starts nothing until Start, and the flavour of the image's
 // OpenSM. It fails, with an error naming what is wrong and what to do, when
 // the manager's container is missing or not running, the name of OpenSM's
 // container is taken by a container the manager did not create, config_dir,
@@ -108,7 +110,7 @@ func PrepareManaged(ctx context.Context, c ManagedConfig) (*Managed, opensm.Flav
 	if err != nil {
 		return nil, 0, err
 	}
-	return &Managed{cfg: c, log: c.Logger, manager: mgr, image: image, state: newState()}, flavour, nil
+	return &Managed{cfg: c, manager: mgr, image: image, state: newState(c.Logger, c.StatusFile)}, flavour, nil
 }
 
 // checkName refuses a container of that name that this package did not create.
@@ -125,25 +127,42 @@ func checkName(ctx context.Context, cli *client.Client, name string) error {
 	return nil
 }
 
-// Run starts OpenSM's container and keeps one running until ctx is done, then
-// stops it (SIGTERM, SIGKILL after 10 s; Docker removes it) and returns nil.
-// When OpenSM exits on its own it is started again after a back-off (1 s,
-// doubling up to 30 s). Run returns an error, leaving nothing running, when the
-// container cannot be created or started.
-func (m *Managed) Run(ctx context.Context) error {
-	if err := m.begin(); err != nil {
-		return err
-	}
-	defer m.end()
+// Start starts the supervisor, unless it runs already, and returns at once.
+// The supervisor starts OpenSM's container and keeps one running until Stop:
+// when OpenSM exits, or its container cannot be created or started, it tries
+// again after a back-off (1 s, doubling up to 30 s), and the error is logged
+// and in Status. Stop stops the container (SIGTERM, SIGKILL after 10 s), and
+// Docker removes it.
+func (m *Managed) Start() error {
+	m.start(m.supervise)
+	return nil
+}
+
+func (m *Managed) supervise(ctx context.Context) {
 	backoff := minBackoff
-	for {
-		from, err := opensm.LogPosition(m.cfg.LogFile)
-		if err != nil {
-			return fmt.Errorf("opensm: %w", err)
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			backoff = min(2*backoff, maxBackoff)
 		}
-		id, exited, err := m.start(ctx)
+		from, err := opensm.LogPosition(m.cfg.LogFile)
+		var id string
+		var exited <-chan string
+		if err == nil {
+			id, exited, err = m.launch(ctx)
+		}
 		if err != nil {
-			return err
+			if ctx.Err() != nil {
+				return
+			}
+			m.failed(fmt.Errorf("%w; trying again in %s", err, backoff), opensm.DriverFailed)
+			continue
 		}
 		startedAt := time.Now()
 		m.log.Info("OpenSM started", "container", m.cfg.Name, "id", short(id))
@@ -158,34 +177,25 @@ func (m *Managed) Run(ctx context.Context) error {
 			stopWatching()
 			status = m.stop(id, exited)
 			m.log.Info("OpenSM stopped", "container", m.cfg.Name, "id", short(id), "status", status)
-			return nil
+			return
 		}
-		m.set(func(s *state) {
-			if s.current == id {
-				s.current, s.ready = "", false
-			}
-		})
 		ran := time.Since(startedAt)
 		if ran >= stableAfter {
 			backoff = minBackoff
 		}
 		m.log.Warn("OpenSM exited; restarting it", "container", m.cfg.Name, "id", short(id), "status", status,
 			"ran", ran.Round(time.Millisecond), "restart_in", backoff)
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-t.C:
-		}
-		backoff = min(2*backoff, maxBackoff)
-		m.set(func(s *state) { s.restarts++ })
+		m.set(func(s *state) {
+			s.state, s.current, s.ready, s.pid = opensm.DriverRestarting, "", false, 0
+			s.lastErr, s.lastErrAt = "OpenSM's container exited: "+status, time.Now().UTC()
+			s.restarts++
+		})
 	}
 }
 
-// start replaces any earlier container of ours of that name with a new one and
+// launch replaces any earlier container of ours of that name with a new one and
 // starts it. exited receives how it ended, once it has been removed.
-func (m *Managed) start(ctx context.Context) (id string, exited <-chan string, err error) {
+func (m *Managed) launch(ctx context.Context) (id string, exited <-chan string, err error) {
 	if err := m.removeOld(ctx); err != nil {
 		return "", nil, err
 	}
@@ -237,14 +247,16 @@ func (m *Managed) start(ctx context.Context) (id string, exited <-chan string, e
 	// exits at once is not missed.
 	waitCtx, stopWaiting := context.WithCancel(context.WithoutCancel(ctx))
 	wait := m.cfg.Client.ContainerWait(waitCtx, created.ID, client.ContainerWaitOptions{Condition: container.WaitConditionRemoved})
-	m.set(func(s *state) { s.current, s.ready = created.ID, false })
+	m.set(func(s *state) { s.state, s.current, s.ready = opensm.DriverStarting, created.ID, false })
 	if _, err := m.cfg.Client.ContainerStart(cctx, created.ID, client.ContainerStartOptions{}); err != nil {
 		stopWaiting()
-		m.set(func(s *state) { s.current = "" })
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), engineTimeout)
 		defer cancel()
 		_, _ = m.cfg.Client.ContainerRemove(rctx, created.ID, client.ContainerRemoveOptions{Force: true})
 		return "", nil, fmt.Errorf("opensm: start container %s: %w", m.cfg.Name, err)
+	}
+	if c, err := inspect(ctx, m.cfg.Client, created.ID); err == nil && c != nil && c.State != nil {
+		m.set(func(s *state) { s.pid = c.State.Pid })
 	}
 	done := make(chan string, 1)
 	go func() {
@@ -340,7 +352,7 @@ func (m *Managed) watchReady(ctx context.Context, id string, from opensm.Positio
 	if watchVersionLine(ctx, m.log, m.cfg.LogFile, from) {
 		m.set(func(s *state) {
 			if s.current == id {
-				s.ready = true
+				s.ready, s.state = true, opensm.DriverRunning
 			}
 		})
 		m.log.Info("OpenSM ready", "container", m.cfg.Name, "id", short(id))

@@ -171,7 +171,8 @@ func (r *rig) removeAll(t *testing.T) {
 func (r *rig) managedConfig(managerName string) ManagedConfig {
 	return ManagedConfig{Client: r.cli, Name: r.prefix + "-opensm", Manager: managerName, Command: []string{"opensm"},
 		ConfFile: r.confFile, EnvFile: r.fab.EnvFile(), ConfigDir: r.configDir, LogFile: r.logFile,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+		StatusFile: filepath.Join(r.configDir, "driver-status.json"),
+		Logger:     slog.New(slog.NewTextHandler(os.Stderr, nil))}
 }
 
 func (r *rig) inspect(t *testing.T, name string) *container.InspectResponse {
@@ -194,32 +195,31 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// subnetManager is what the applier asks of a driver.
+// subnetManager is what the applier and main ask of a driver.
 type subnetManager interface {
-	Run(ctx context.Context) error
+	Start() error
+	Stop(ctx context.Context) error
 	WaitReady(ctx context.Context) error
 	Reload(ctx context.Context) error
 	Restarts() int
+	Status() opensm.DriverStatus
 }
 
+// runDriver starts the driver; stop stops it (and is also called at the
+// test's end).
 func runDriver(t *testing.T, sm subnetManager) (stop func() error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sm.Run(ctx) }()
+	if err := sm.Start(); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
 	stopped := false
 	stop = func() error {
 		if stopped {
 			return nil
 		}
 		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			return err
-		case <-time.After(time.Minute):
-			t.Fatal("Run did not return within a minute of its context's end")
-			return nil
-		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		return sm.Stop(ctx)
 	}
 	t.Cleanup(func() { _ = stop() })
 	return stop
@@ -300,7 +300,18 @@ func TestManagedRunsOpenSMInTheManagersPIDNamespace(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "OpenSM's container gone with the manager's", func() bool { return r.inspect(t, cfg.Name) == nil })
-	_ = stop() // the driver cannot start OpenSM again: the PID namespace is gone
+	// The driver cannot start OpenSM again, the PID namespace being gone: it
+	// says so, and keeps trying.
+	waitFor(t, "the failed restart in the driver's status", func() bool {
+		st := m.Status()
+		return st.State == opensm.DriverFailed && strings.Contains(st.LastError, cfg.Name)
+	})
+	if err := m.WaitReady(testContext(t)); err == nil {
+		t.Error("WaitReady succeeded with no OpenSM")
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
 }
 
 func TestManagedStopRemovesOpenSM(t *testing.T) {
@@ -314,14 +325,30 @@ func TestManagedStopRemovesOpenSM(t *testing.T) {
 	if err := m.WaitReady(testContext(t)); err != nil {
 		t.Fatal(err)
 	}
+	if st := m.Status(); st.State != opensm.DriverRunning || st.PID == 0 {
+		t.Errorf("status of a ready OpenSM = %+v, want running with its PID", st)
+	}
 	if err := stop(); err != nil {
-		t.Fatalf("Run: %v", err)
+		t.Fatalf("Stop: %v", err)
 	}
 	if c := r.inspect(t, cfg.Name); c != nil {
-		t.Errorf("container %s is still there (%s) after Run returned", cfg.Name, c.State.Status)
+		t.Errorf("container %s is still there (%s) after Stop returned", cfg.Name, c.State.Status)
 	}
 	if err := m.WaitReady(testContext(t)); err == nil {
-		t.Error("WaitReady succeeded after Run returned")
+		t.Error("WaitReady succeeded after Stop")
+	}
+	if st := m.Status(); st.State != opensm.DriverStopped {
+		t.Errorf("state after Stop = %s, want stopped", st.State)
+	}
+	// Started again, as HA does for a new term after it stopped OpenSM.
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.WaitReady(testContext(t)); err != nil {
+		t.Fatalf("WaitReady after a second Start: %v", err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -438,8 +465,24 @@ func TestExternalSignalsOpenSMItDoesNotOwn(t *testing.T) {
 	waitFor(t, "the restart seen", func() bool { return e.Restarts() == 1 })
 	r.applyH1(t, e)
 
+	// Stopped by someone else: the driver says so, and its WaitReady fails.
+	if _, err := r.cli.ContainerStop(testContext(t), name, client.ContainerStopOptions{Timeout: &timeout}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the stopped container in the driver's status", func() bool {
+		st := e.Status()
+		return st.State == opensm.DriverFailed && strings.Contains(st.LastError, "is not running")
+	})
+	if err := e.Reload(testContext(t)); err == nil {
+		t.Error("Reload succeeded with the container stopped")
+	}
+	if _, err := r.cli.ContainerStart(testContext(t), name, client.ContainerStartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	r.applyH1(t, e)
+
 	if err := stop(); err != nil {
-		t.Fatalf("Run: %v", err)
+		t.Fatalf("Stop: %v", err)
 	}
 	if c := r.inspect(t, name); c == nil || !c.State.Running {
 		t.Error("the driver stopped the container it only signals")
