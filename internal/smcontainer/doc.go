@@ -1,7 +1,8 @@
 // Package smcontainer runs or signals OpenSM in a Docker container, through the
-// Docker Engine API ([opensm] driver = managed or docker). Both drivers offer
-// what the applier needs of a subnet manager (Run, WaitReady, Reload,
-// Restarts), as opensm.Process does for a child process.
+// Docker Engine API ([opensm] driver = managed or docker). Both drivers are
+// supervisors as opensm.Process is for a child process: Start (by a term),
+// Stop (by main), WaitReady, Reload (SIGHUP through the engine), Restarts, and
+// Status with the driver-status file that --status reads.
 //
 //   - Managed starts OpenSM in a container of its own ([opensm] container),
 //     which joins the PID namespace of the manager's container ([opensm]
