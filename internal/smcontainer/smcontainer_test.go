@@ -479,6 +479,12 @@ func TestExternalSignalsOpenSMItDoesNotOwn(t *testing.T) {
 	if _, err := r.cli.ContainerStart(testContext(t), name, client.ContainerStartOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Until the driver's next look at the container, WaitReady still fails at
+	// once (the applier tries again later).
+	waitFor(t, "the container seen running again", func() bool { return e.Status().State != opensm.DriverFailed })
+	if e.Restarts() != 2 {
+		t.Errorf("Restarts = %d after the container's third start, want 2", e.Restarts())
+	}
 	r.applyH1(t, e)
 
 	if err := stop(); err != nil {
