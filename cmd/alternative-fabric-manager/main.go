@@ -97,20 +97,25 @@ func countTrue(flags ...bool) int {
 	return n
 }
 
+// storeRules are the configured rules a request is recorded by, without the
+// template's static partitions and without a port limit: enough for the
+// commands that record nothing.
+func storeRules(cfg *config.Config) store.Rules {
+	return store.Rules{PhysicalNetworks: cfg.API.PhysicalNetworks, FlatPKey: cfg.OpenSM.FlatPKey}
+}
+
 // openStore opens the configured database, migrating it when asked to.
-func openStore(ctx context.Context, cfg *config.Config, migrate bool, log *slog.Logger) (*store.Store, error) {
+func openStore(ctx context.Context, cfg *config.Config, migrate bool, rules store.Rules, log *slog.Logger) (*store.Store, error) {
 	conn, err := config.ParseConnection(cfg.Database.Connection)
 	if err != nil {
 		return nil, err
 	}
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	st, err := storeopen.Open(octx, conn.Engine, conn.DSN, migrate, log)
+	st, err := storeopen.Open(octx, conn.Engine, conn.DSN, migrate, rules, log)
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
 	}
-	// run adds StaticPKey: the partitions template knows its static partitions.
-	st.Rules = store.Rules{PhysicalNetworks: cfg.API.PhysicalNetworks, FlatPKey: cfg.OpenSM.FlatPKey}
 	return st, nil
 }
 
@@ -119,7 +124,7 @@ func runMigrate(ctx context.Context, path string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg, true, log)
+	st, err := openStore(ctx, cfg, true, storeRules(cfg), log)
 	if err != nil {
 		return err
 	}
@@ -145,7 +150,7 @@ func renderPartitions(ctx context.Context, cfg *config.Config, out io.Writer, lo
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, log)
+	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, storeRules(cfg), log)
 	if err != nil {
 		return err
 	}
@@ -215,12 +220,6 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 		return err
 	}
 	log.Info("starting", "config", cfg)
-	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, log)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-
 	tpl, err := loadTemplate(cfg)
 	if err != nil {
 		return err
@@ -231,9 +230,16 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("[opensm] partitions_template: %w", err)
 	}
-	st.Rules.StaticPKey = static.Name
 	limit := &topology.PortLimit{DumpFile: subnetDump(cfg), Capacity: cfg.OpenSM.SwitchPKeyCapacity, Static: static.PKeysOf}
-	st.Rules.PortLimit = limit.Check
+	rules := storeRules(cfg)
+	rules.StaticPKey = static.Name
+	rules.PortLimit = limit.Check
+	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, rules, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
 	sm, flavour, err := prepareOpenSM(ctx, cfg, log, databaseKeys{st})
 	if err != nil {
 		return err

@@ -43,9 +43,9 @@ import (
 type Store interface {
 	Revision(ctx context.Context) (int64, error)
 	Snapshot(ctx context.Context) (store.Snapshot, error)
-	MarkJobsRunning(ctx context.Context, term, revision int64, now time.Time) (int64, error)
-	CompleteJobs(ctx context.Context, term, revision int64, now time.Time) (int64, error)
-	FailJobs(ctx context.Context, term, revision int64, reason string, now time.Time) (int64, error)
+	MarkJobsRunning(ctx context.Context, term, revision int64) (int64, error)
+	CompleteJobs(ctx context.Context, term, revision int64) (int64, error)
+	FailJobs(ctx context.Context, term, revision int64, reason string) (int64, error)
 	RecordApply(ctx context.Context, a store.Apply) (bool, error)
 	Wake(ctx context.Context) <-chan struct{}
 	DeleteExpiredJobs(ctx context.Context, retention time.Duration) (int64, error)
@@ -264,7 +264,7 @@ func (t *term) apply(ctx context.Context) applyResult {
 		t.applied = rev
 		return applyDone
 	}
-	if _, err := t.Store.MarkJobsRunning(ctx, t.id, rev, started); err != nil {
+	if _, err := t.Store.MarkJobsRunning(ctx, t.id, rev); err != nil {
 		log.Error("mark jobs running", "error", err)
 		return applyRetry
 	}
@@ -356,7 +356,7 @@ func (t *term) apply(ctx context.Context) applyResult {
 
 // failJobs fails the jobs up to rev that are still open.
 func (t *term) failJobs(ctx context.Context, rev int64, reason string) {
-	if _, err := t.Store.FailJobs(ctx, t.id, rev, reason, time.Now().UTC()); err != nil {
+	if _, err := t.Store.FailJobs(ctx, t.id, rev, reason); err != nil {
 		t.Log.Error("fail jobs", "revision", rev, "error", err)
 	}
 }

@@ -1,7 +1,8 @@
 // Package fabric holds the domain types every other package speaks in: port GUIDs,
 // partition keys, and how a Neutron port's DHCP client-id becomes a GUID.
 //
-// It is pure: no I/O, no configuration. Rules that depend on configuration (which
+// It is pure: no I/O, no configuration (column.go only says how the types sit in a
+// database column). Rules that depend on configuration (which
 // physnets are ours, the flat pkey) take their inputs as arguments.
 package fabric
 
