@@ -32,6 +32,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/api"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/leader"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
@@ -159,18 +160,18 @@ func renderPartitions(ctx context.Context, cfg *config.Config, out io.Writer, lo
 	if err != nil {
 		return fmt.Errorf("read recorded state: %w", err)
 	}
-	state := applier.State(snap, cfg.OpenSM.DefaultPartition, cfg.OpenSM.FlatPKey)
 	// The check reads the file as the configured OpenSM would; if it cannot be
 	// asked, as the distributions' OpenSM, the stricter one.
 	flavour, err := opensm.DetectFlavour(ctx, cfg.OpenSM.Command)
 	if err != nil {
-		flavour = opensm.Upstream
+		flavour = fabric.Upstream
 	}
-	state.Rules = checkRules(cfg, flavour)
-	text, err := tpl.Render(ctx, state)
-	if err == nil {
-		err = partitions.Check(text, state)
+	_, text, checkErr, err := applier.Render(ctx, snap, applier.Config{DefaultPartition: cfg.OpenSM.DefaultPartition,
+		FlatPKey: cfg.OpenSM.FlatPKey, Template: tpl, Rules: checkRules(cfg, flavour)})
+	if err != nil {
+		return fmt.Errorf("revision %d: %w", snap.Revision, err)
 	}
+	err = checkErr
 	if perr := (*partitions.Error)(nil); errors.As(err, &perr) {
 		// One problem per line, all of them: the log line's summary is not enough
 		// to repair a template.
@@ -206,12 +207,8 @@ func loadTemplate(cfg *config.Config) (*partitions.Template, error) {
 
 // checkRules are the partitions check's configurable rules, for the OpenSM
 // that reads the file: only NVIDIA's knows ALL_VCAS.
-func checkRules(cfg *config.Config, flavour opensm.Flavour) partitions.Rules {
-	r := partitions.Rules{SharedDefaultPartition: cfg.OpenSM.SharedDefaultPartition, Flavour: partitions.Upstream}
-	if flavour == opensm.NVIDIA {
-		r.Flavour = partitions.NVIDIA
-	}
-	return r
+func checkRules(cfg *config.Config, flavour fabric.Flavour) partitions.Rules {
+	return partitions.Rules{SharedDefaultPartition: cfg.OpenSM.SharedDefaultPartition, Flavour: flavour}
 }
 
 func run(ctx context.Context, path string, log *slog.Logger) error {
@@ -307,7 +304,7 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 // prepareOpenSM writes opensm.conf, with the hardening options the running
 // OpenSM knows and the keys from keys, and the per-module logging file, and
 // returns the process driver that runs OpenSM while this manager is the applier.
-func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource) (*opensm.Process, opensm.Flavour, error) {
+func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource) (*opensm.Process, fabric.Flavour, error) {
 	if cfg.OpenSM.Driver != "process" {
 		return nil, 0, fmt.Errorf("[opensm] driver %q is not supported", cfg.OpenSM.Driver)
 	}

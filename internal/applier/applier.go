@@ -361,22 +361,30 @@ func (t *term) failJobs(ctx context.Context, rev int64, reason string) {
 	}
 }
 
-// render reads the state and renders the file. checkErr is the verdict of the
-// template and of the check: a file that fails either is never written.
+// render reads the state and renders the file (Render).
 func (t *term) render(ctx context.Context) (st partitions.State, text []byte, checkErr, err error) {
 	snap, err := t.Store.Snapshot(ctx)
 	if err != nil {
 		return st, nil, nil, err
 	}
-	st = State(snap, t.Cfg.DefaultPartition, t.Cfg.FlatPKey)
-	st.Rules = t.Cfg.Rules
-	tpl := t.Cfg.Template
+	return Render(ctx, snap, t.Cfg)
+}
+
+// Render renders the partitions file of the recorded state snap as cfg says
+// (its template, default partition, flat pkey and check rules) and checks it:
+// the one pipeline that the applier writes from and --render prints. checkErr
+// is the verdict of the template and of the check: a file that fails either is
+// never written. err is ctx's when it ended first: then there is no verdict.
+func Render(ctx context.Context, snap store.Snapshot, cfg Config) (st partitions.State, text []byte, checkErr, err error) {
+	st = State(snap, cfg.DefaultPartition, cfg.FlatPKey)
+	st.Rules = cfg.Rules
+	tpl := cfg.Template
 	if tpl == nil {
 		tpl = partitions.BuiltinTemplate()
 	}
 	text, checkErr = tpl.Render(ctx, st)
 	if checkErr != nil && ctx.Err() != nil {
-		return st, nil, nil, ctx.Err() // the term ended: no verdict on the file
+		return st, nil, nil, ctx.Err() // no verdict on the file
 	}
 	if checkErr == nil {
 		checkErr = partitions.Check(text, st)

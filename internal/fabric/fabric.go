@@ -122,3 +122,27 @@ func ClientIDFromOptions(opts []DHCPOption) (GUID, error) {
 	}
 	return 0, ErrNoClientID
 }
+
+// Flavour is which OpenSM runs the fabric: the partitions file keywords and the
+// options each one knows differ.
+type Flavour uint8
+
+const (
+	// Upstream is OpenSM 3.3.x from linux-rdma, as distributions package it.
+	// It rejects the whole partitions file on ALL_VCAS.
+	Upstream Flavour = iota
+	// NVIDIA is NVIDIA's OpenSM 5.x (MLNX_OFED, DOCA, UFM): a superset of
+	// upstream, with ALL_VCAS and the SA enhanced trust model among its
+	// extras.
+	NVIDIA
+)
+
+func (f Flavour) String() string {
+	switch f {
+	case Upstream:
+		return "upstream"
+	case NVIDIA:
+		return "nvidia"
+	}
+	return "Flavour(" + strconv.Itoa(int(f)) + ")"
+}
