@@ -230,7 +230,7 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 	limit := &topology.PortLimit{DumpFile: subnetDump(cfg), Capacity: cfg.OpenSM.SwitchPKeyCapacity, Static: static.PKeysOf}
 	rules := storeRules(cfg)
 	rules.StaticPKey = static.Name
-	rules.PortLimit = limit.Check
+	rules.PortLimit = func() (store.PortCheck, error) { return limit.Checker() }
 	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, rules, log)
 	if err != nil {
 		return err

@@ -421,6 +421,14 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 		}
 		embedded = &n
 	}
+	// The fabric is read now, not while the change holds the revision's lock.
+	var limit PortCheck
+	if p.GUID != nil && s.rules.PortLimit != nil {
+		var err error
+		if limit, err = s.rules.PortLimit(); err != nil {
+			return Job{}, fmt.Errorf("record port %s: check its switch port's pkey table: %w", p.ID, err)
+		}
+	}
 	var job Job
 	err := s.change(ctx, func(tx *changeTx) error {
 		n, err := tx.GetNetwork(ctx, p.NetworkID)
@@ -458,7 +466,7 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 		if err != nil {
 			return err
 		}
-		reason, err := s.membership(&p, c, n, holder)
+		reason, err := s.membership(&p, c, n, holder, limit)
 		if err != nil {
 			return err
 		}
@@ -522,8 +530,9 @@ func portAndHolder(ctx context.Context, tx *changeTx, id string, guid *fabric.GU
 
 // membership decides whether port p, on network n, holds its GUID: it clears
 // p.GUID when it does not and says why, or refuses the port. holder is the
-// port recorded with p's GUID, if any.
-func (s *Store) membership(p *Port, c PortChange, n Network, holder *Port) (string, error) {
+// port recorded with p's GUID, if any; limit, if not nil, the fabric's port
+// limit.
+func (s *Store) membership(p *Port, c PortChange, n Network, holder *Port, limit PortCheck) (string, error) {
 	if !n.Managed {
 		p.GUID = nil
 		return fmt.Sprintf("network %s has %s", n.ID, s.rules.partitionText(n)), nil
@@ -549,12 +558,8 @@ func (s *Store) membership(p *Port, c PortChange, n Network, holder *Port) (stri
 		return "", rejectf("port %s: GUID %s is already in the partition of network %s (port %s); "+
 			"a GUID can be in only one network's partition", p.ID, *p.GUID, holder.NetworkID, holder.ID)
 	}
-	if s.rules.PortLimit != nil {
-		refusal, err := s.rules.PortLimit(*p.GUID, s.rules.partitionOf(n))
-		if err != nil {
-			return "", fmt.Errorf("port %s: check its switch port's pkey table: %w", p.ID, err)
-		}
-		if refusal != "" {
+	if limit != nil {
+		if refusal := limit(*p.GUID, s.rules.partitionOf(n)); refusal != "" {
 			return "", rejectf("port %s on network %s: %s", p.ID, n.ID, refusal)
 		}
 	}
