@@ -79,3 +79,17 @@ func Convert[R, T any](rows []R, conv func(R) T) []T {
 	}
 	return out
 }
+
+// InSQLTx runs fn in one database/sql transaction begun with opts: committed
+// when fn returns nil, rolled back otherwise.
+func InSQLTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(tx *sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}

@@ -131,21 +131,11 @@ func (e *Engine) InTx(ctx context.Context, mode driver.TxMode, fn func(q driver.
 	if mode == driver.ReadOnly {
 		opts = &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
 	}
-	tx, err := e.db.BeginTx(ctx, opts)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	if err := fn(queries{e.q.WithTx(tx)}); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	if mode == driver.Change {
+	err := driver.InSQLTx(ctx, e.db, opts, func(tx *sql.Tx) error { return fn(queries{e.q.WithTx(tx)}) })
+	if err == nil && mode == driver.Change {
 		e.Notify()
 	}
-	return nil
+	return err
 }
 
 func (e *Engine) Queries(context.Context) driver.Queries { return queries{e.q} }

@@ -134,21 +134,12 @@ func (e *Engine) Migrate(ctx context.Context) error {
 // the applier reads.
 func (e *Engine) InTx(ctx context.Context, mode driver.TxMode, fn func(q driver.Queries) error) error {
 	queries := e.queries(ctx)
-	tx, err := e.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: mode == driver.ReadOnly})
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	if err := fn(queries.WithTx(tx)); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	if mode == driver.Change {
+	opts := &sql.TxOptions{ReadOnly: mode == driver.ReadOnly}
+	err := driver.InSQLTx(ctx, e.db, opts, func(tx *sql.Tx) error { return fn(queries.WithTx(tx)) })
+	if err == nil && mode == driver.Change {
 		e.Notify()
 	}
-	return nil
+	return err
 }
 
 // Queries are the prepared queries (see queries); outside a transaction,
