@@ -68,11 +68,9 @@ var ErrNoRows = sql.ErrNoRows
 func IsNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
 
 // Convert maps rows with conv (an engine's conversion of its generated row
-// type to the driver's).
+// type to the driver's). No rows give an empty slice, never nil: a listing
+// prints as [] in JSON.
 func Convert[R, T any](rows []R, conv func(R) T) []T {
-	if rows == nil {
-		return nil
-	}
 	out := make([]T, 0, len(rows))
 	for _, r := range rows {
 		out = append(out, conv(r))
