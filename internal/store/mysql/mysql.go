@@ -9,8 +9,10 @@ package mysql
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	sqldriver "database/sql/driver"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,13 +31,25 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
-const lockName = "alternative-fabric-manager/applier"
+// applierLock names the applier lock of database db. GET_LOCK's names are the
+// server's, not a database's: the name holds the database's, so that managers
+// of two databases on one server do not exclude each other. A name is at most
+// 64 characters; a long database name is hashed.
+func applierLock(db string) string {
+	const prefix = "afm-applier/"
+	if len(prefix)+len(db) > 64 {
+		sum := sha256.Sum256([]byte(db))
+		return prefix + hex.EncodeToString(sum[:])[:64-len(prefix)]
+	}
+	return prefix + db
+}
 
 // Engine is the MariaDB driver.Driver.
 type Engine struct {
-	db  *sql.DB
-	q   *mysqldb.Queries
-	log *slog.Logger
+	db       *sql.DB
+	q        *mysqldb.Queries
+	log      *slog.Logger
+	lockName string // applierLock
 
 	// MariaDB has no LISTEN: Wake fires after the changes this process
 	// commits; other replicas' changes are found by polling.
@@ -73,7 +87,7 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Engine, error) {
 		db.Close()
 		return nil, fmt.Errorf("mysql: connect: %w", err)
 	}
-	return &Engine{db: db, q: mysqldb.New(db), log: log}, nil
+	return &Engine{db: db, q: mysqldb.New(db), log: log, lockName: applierLock(cfg.DBName)}, nil
 }
 
 // safeCharsets are the connection character sets in which no byte of a
@@ -157,7 +171,7 @@ func (e *Engine) TryLock(ctx context.Context) (driver.Lock, error) {
 		return nil, errors.New("wsrep_on is set: Galera does not replicate GET_LOCK, so the applier lock " +
 			"would not be exclusive; point the manager at a single MariaDB server")
 	}
-	got, err := q.TryGetLock(ctx, lockName)
+	got, err := q.TryGetLock(ctx, e.lockName)
 	if err != nil || got != 1 {
 		conn.Close()
 		if err != nil {
@@ -165,13 +179,16 @@ func (e *Engine) TryLock(ctx context.Context) (driver.Lock, error) {
 		}
 		return nil, nil
 	}
-	return &getLock{conn: conn}, nil
+	return &getLock{conn: conn, name: e.lockName}, nil
 }
 
-type getLock struct{ conn *sql.Conn }
+type getLock struct {
+	conn *sql.Conn
+	name string
+}
 
 func (l *getLock) Check(ctx context.Context) error {
-	held, err := mysqldb.New(l.conn).HoldsLock(ctx, lockName)
+	held, err := mysqldb.New(l.conn).HoldsLock(ctx, l.name)
 	if err != nil {
 		return fmt.Errorf("check applier lock: %w", err)
 	}
@@ -182,7 +199,7 @@ func (l *getLock) Check(ctx context.Context) error {
 }
 
 func (l *getLock) Release(ctx context.Context) error {
-	if _, err := mysqldb.New(l.conn).ReleaseLock(ctx, lockName); err != nil {
+	if _, err := mysqldb.New(l.conn).ReleaseLock(ctx, l.name); err != nil {
 		// The session may still hold the lock: make the pool drop the connection
 		// (ending the session, and the lock with it) instead of reusing it.
 		_ = l.conn.Raw(func(any) error { return sqldriver.ErrBadConn })
