@@ -14,6 +14,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 )
 
@@ -90,7 +91,7 @@ func within(path, dir string) bool {
 // detectFlavour runs "<command> --version" in a throwaway container of image,
 // to learn which OpenSM the image holds: the options opensm.conf may use depend
 // on it. An image without that command is an error naming it.
-func detectFlavour(ctx context.Context, cli *client.Client, image string, command []string) (opensm.Flavour, error) {
+func detectFlavour(ctx context.Context, cli *client.Client, image string, command []string) (fabric.Flavour, error) {
 	ctx, cancel := context.WithTimeout(ctx, engineTimeout)
 	defer cancel()
 	created, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{

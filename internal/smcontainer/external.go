@@ -10,6 +10,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 )
 
@@ -43,7 +44,7 @@ type External struct {
 // written there shows up in it) and returns the driver and, when it can tell,
 // the flavour of the container's OpenSM (from opensm --version in its image;
 // Upstream, the stricter, otherwise).
-func PrepareExternal(ctx context.Context, c ExternalConfig, command []string) (*External, opensm.Flavour, error) {
+func PrepareExternal(ctx context.Context, c ExternalConfig, command []string) (*External, fabric.Flavour, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -74,7 +75,7 @@ func PrepareExternal(ctx context.Context, c ExternalConfig, command []string) (*
 	if err != nil {
 		c.Logger.Warn("cannot tell which OpenSM the container runs; writing opensm.conf for upstream OpenSM",
 			"container", c.Name, "error", err)
-		flavour = opensm.Upstream
+		flavour = fabric.Upstream
 	}
 	return &External{cfg: c, state: newState(c.Logger, c.StatusFile)}, flavour, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 )
 
@@ -66,7 +67,7 @@ type Managed struct {
 // container is taken by a container the manager did not create, config_dir,
 // the log file or env_file is not on a mount of the manager's container, or
 // the image has no OpenSM.
-func PrepareManaged(ctx context.Context, c ManagedConfig) (*Managed, opensm.Flavour, error) {
+func PrepareManaged(ctx context.Context, c ManagedConfig) (*Managed, fabric.Flavour, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 )
 
@@ -265,7 +266,7 @@ func TestManagedRunsOpenSMInTheManagersPIDNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if flavour != opensm.Upstream {
+	if flavour != fabric.Upstream {
 		t.Errorf("flavour of the image's OpenSM = %v, want upstream (Debian's OpenSM)", flavour)
 	}
 	stop := runDriver(t, m)
@@ -451,7 +452,7 @@ func TestExternalSignalsOpenSMItDoesNotOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if flavour != opensm.Upstream {
+	if flavour != fabric.Upstream {
 		t.Errorf("flavour = %v, want upstream", flavour)
 	}
 	stop := runDriver(t, e)
