@@ -204,7 +204,9 @@ smoke() { # smoke DRIVER VLAN [HOW]: HOW the manager is stopped, for managed: rm
 			# exits, and the kernel ends the PID namespace OpenSM is in.
 			local init_pid manager_pid
 			init_pid=$(docker inspect -f '{{.State.Pid}}' "$NAME")
-			read -r manager_pid _ <"/proc/$init_pid/task/$init_pid/children"
+			# The kernel ends the list with a blank and no newline, so read reports end of file.
+			read -r manager_pid _ <"/proc/$init_pid/task/$init_pid/children" || true
+			[[ -n $manager_pid ]] || die "managed: the container's init has no child"
 			[[ $(cat "/proc/$manager_pid/comm") == alternative-fab* ]] || die "managed: PID $manager_pid is not the manager"
 			kill -KILL "$manager_pid"
 			how="kill -9 of the manager (PID $manager_pid)"
