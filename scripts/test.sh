@@ -7,7 +7,9 @@
 #   4. every test of every package, with AFM_TEST_REQUIRE_ALL=1: a suite whose server is missing
 #      fails instead of skipping
 #   5. a smoke run of the benchmark suite (cmd/afm-bench --smoke: every measurement, tiny sizes)
-#   6. a short fuzz smoke: each fuzz target the packages define, FUZZTIME (default 100000x) each
+#   6. a short soak (e2e/cmd/afm-soak, docs/soak.md): SOAK_OPS (default 40) random requests with faults
+#      per engine, checked against the model and the real pkey tables, with seed 1, then a random seed
+#   7. a short fuzz smoke: each fuzz target the packages define, FUZZTIME (default 100000x) each
 #
 # Runs as root (the servers run as their own users; see scripts/test-env.sh).
 set -euo pipefail
@@ -17,6 +19,7 @@ cd "$(dirname "$0")/.."
 # own deadline and fail a target with a bare "context deadline exceeded" and no failing input
 # (go.dev/issue/75804). A count has no deadline to race; a real finding still fails the run.
 FUZZTIME=${FUZZTIME:-100000x}
+SOAK_OPS=${SOAK_OPS:-40}
 
 # OpenSM, ibsim and infiniband-diags live in /usr/sbin, which not every root PATH has.
 export PATH=$PATH:/usr/sbin:/sbin
@@ -73,6 +76,13 @@ fi
 # cannot be made, never on a figure (make bench runs it at full size).
 echo "benchmark smoke: go run ./cmd/afm-bench --smoke"
 go run ./cmd/afm-bench --smoke >"$env_dir/bench-smoke.md"
+
+# The soak starts database servers of its own (its database restart fault must not touch the ones
+# above); the fault kinds the manager does not survive yet stay out (docs/soak.md).
+echo "soak: $SOAK_OPS operations per engine, seed 1, then a random seed"
+for seed in 1 random; do
+	go run ./e2e/cmd/afm-soak --ops "$SOAK_OPS" --seed "$seed"
+done
 
 # `go test -list` prints a package's matching names, then "ok  <package> <time>"; pair them up
 # so that a new fuzz target is picked up without being named here.
