@@ -171,7 +171,7 @@ poll_interval = 0.2
 [opensm]
 config_dir = %s
 env_file = %s
-check_interval = 2
+check_interval = 1
 sweep_timeout = 20
 
 [opensm_conf]

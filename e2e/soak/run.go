@@ -38,12 +38,27 @@ type Options struct {
 	CollidingIDs bool
 }
 
+// flags are the afm-soak flags that draw the same requests and faults on engine.
+func (o Options) flags(engine string) string {
+	faults := strings.Join(o.Faults, ",")
+	if faults == "" {
+		faults = "none"
+	}
+	f := fmt.Sprintf("--engines %s --seed %d --ops %d --faults %s --hosts %d --switches %d --managers %d",
+		engine, o.Seed, o.Ops, faults, o.Hosts, o.Switches, o.Managers)
+	if o.CollidingIDs {
+		f += " --colliding-ids"
+	}
+	return f
+}
+
 // Result is one engine's run.
 type Result struct {
 	Engine                            string
 	Ops, Faults, Checks, Violations   int
 	Seed                              uint64
 	Accepted, Refused, NotFound, Lost int
+	EditFailures                      int // jobs failed by a hand edit during their sweep
 }
 
 func (r Result) String() string {
@@ -86,6 +101,11 @@ type job struct {
 	index   int  // the model's history index after the request
 	changed bool // the request changed the partitions the model renders
 	hosts   []fabric.GUID
+	// edited: a hand edit of the partitions file came while the job was
+	// open. If OpenSM read the edited file in the job's sweep, the manager
+	// fails the job (the driver sends it again) and applies once more: a
+	// failure the model expects.
+	edited bool
 }
 
 // run is one engine's soak.
@@ -93,6 +113,7 @@ type run struct {
 	o        Options
 	engine   string
 	rng      *rand.Rand
+	route    *rand.Rand // which manager gets a request
 	model    *Model
 	gen      *generator
 	fabric   *fabricsim.Fabric
@@ -108,15 +129,20 @@ type run struct {
 	// excluded hosts are not read until the fabric has converged again: their
 	// links are down, or a fault (a hand edit, a new fabric) changed the
 	// tables under the manager.
-	excluded  map[fabric.GUID]string
-	leaked    int // OpenSMs killed without detaching from ibsim
-	faultKind []string
-	deferred  []*manager // killed leaders, started again at the end of the round
-	dir       string
+	excluded   map[fabric.GUID]string
+	leaked     int // OpenSMs killed without detaching from ibsim
+	faultKind  []string
+	deferred   []*manager // killed leaders, started again at the end of the round
+	dir        string
+	timing     string
+	converging time.Duration
+	reading    time.Duration // reading pkey tables
+	reads      int
 }
 
 func runEngine(ctx context.Context, o Options, engine string, srv *servers) (Result, error) {
-	r := &run{o: o, engine: engine, rng: rand.New(rand.NewPCG(o.Seed, 0x50a4)), model: NewModel(), srv: srv,
+	r := &run{o: o, engine: engine, rng: rand.New(rand.NewPCG(o.Seed, 0x50a4)), route: rand.New(rand.NewPCG(o.Seed, 1)),
+		model: NewModel(), srv: srv,
 		client: &http.Client{Timeout: 30 * time.Second}, excluded: map[fabric.GUID]string{},
 		res: Result{Engine: engine, Seed: o.Seed}, dir: filepath.Join(o.WorkDir, engine)}
 	for _, f := range o.Faults {
@@ -130,13 +156,18 @@ func runEngine(ctx context.Context, o Options, engine string, srv *servers) (Res
 	}
 	fmt.Fprintf(o.Out, "soak %s: seed %d, %d hosts, %d switches, %d manager(s), faults %s\n", engine, o.Seed,
 		o.Hosts, o.Switches, r.managerCount(), strings.Join(r.faultKind, ","))
+	began := time.Now()
 	err := r.setup(ctx)
+	setup := time.Since(began)
 	if err == nil {
 		err = r.loop(ctx)
 	}
 	if err == nil {
 		err = r.converge(ctx, "the end of the run")
 	}
+	r.timing = fmt.Sprintf("%s in all: %s to set up, %s converging after faults, %s reading %d pkey tables",
+		time.Since(began).Round(100*time.Millisecond), setup.Round(100*time.Millisecond),
+		r.converging.Round(100*time.Millisecond), r.reading.Round(100*time.Millisecond), r.reads)
 	r.teardown()
 	if r.res.Violations > 0 {
 		r.report()
@@ -144,6 +175,8 @@ func runEngine(ctx context.Context, o Options, engine string, srv *servers) (Res
 	if err != nil && !errors.Is(err, errStop) {
 		fmt.Fprintf(o.Out, "soak %s: error: %v (work directory %s)\n", engine, err, r.dir)
 	}
+	fmt.Fprintf(o.Out, "  %s: %d accepted, %d refused, %d not found, %d sent again, %d jobs failed by a hand edit during their sweep; %s\n",
+		engine, r.res.Accepted, r.res.Refused, r.res.NotFound, r.res.Lost, r.res.EditFailures, r.timing)
 	fmt.Fprintln(o.Out, r.res)
 	return r.res, err
 }
@@ -235,8 +268,8 @@ func (r *run) report() {
 	w := r.o.Out
 	path := filepath.Join(r.dir, "history.txt")
 	os.WriteFile(path, []byte(strings.Join(r.history, "\n")+"\n"), 0o644)
-	fmt.Fprintf(w, "soak %s: %d violation(s) with seed %d; rerun with --engines %s --seed %d --ops %d\n",
-		r.engine, r.res.Violations, r.o.Seed, r.engine, r.o.Seed, r.o.Ops)
+	fmt.Fprintf(w, "soak %s: %d violation(s) with seed %d; the same requests and faults (their timing differs): %s\n",
+		r.engine, r.res.Violations, r.o.Seed, r.o.flags(r.engine))
 	h := r.history
 	if len(h) > 300 {
 		fmt.Fprintf(w, "  (the first %d history lines are in %s)\n", len(h)-300, path)
@@ -288,6 +321,11 @@ func (r *run) round(ctx context.Context) error {
 			var err error
 			if f, err = r.inject(ctx); err != nil {
 				return err
+			}
+			if f.name == faultEditPartition {
+				for i := range jobs {
+					jobs[i].edited = true
+				}
 			}
 		}
 		if i == k {
@@ -399,7 +437,9 @@ func (r *run) request(ctx context.Context) (*job, error) {
 	return j, nil
 }
 
-// liveManager is a running manager, drawn at random.
+// liveManager is a running manager, drawn at random: from a source of its
+// own, since how often it is called depends on timing, and the seed's
+// sequence must not.
 func (r *run) liveManager() *manager {
 	var live []*manager
 	for _, m := range r.managers {
@@ -407,7 +447,7 @@ func (r *run) liveManager() *manager {
 			live = append(live, m)
 		}
 	}
-	return pick(r.rng, live)
+	return pick(r.route, live)
 }
 
 // waitJob polls the job as the driver does, but fast, and checks the fabric
@@ -427,6 +467,13 @@ func (r *run) waitJob(ctx context.Context, j job) error {
 				r.completed(ctx, j, s)
 				return nil
 			case "Pending", "Running":
+			case "Failed":
+				if j.edited && strings.HasPrefix(s.Summary, "OpenSM did not apply the partitions file with this change") {
+					r.res.EditFailures++
+					r.logf("job %s Failed, as a hand edit during its sweep explains: %s", j.path, s.Summary)
+					return nil
+				}
+				fallthrough
 			default:
 				r.violation("job %s of %s: %s: %s (%s); the model expects Completed", j.path, j.op, s.Status,
 					s.Summary, firstLine(s.Description))
@@ -473,11 +520,15 @@ func (r *run) completed(ctx context.Context, j job, s jobStatus) {
 // history indexes lo..hi; it returns how many were wrong.
 func (r *run) checkHosts(ctx context.Context, hosts []fabric.GUID, lo, hi int, when string) int {
 	bad := 0
+	var read []fabric.GUID
 	for _, h := range hosts {
-		if _, out := r.excluded[h]; out {
-			continue
+		if _, out := r.excluded[h]; !out {
+			read = append(read, h)
 		}
-		got, err := r.readTable(ctx, h)
+	}
+	tables := r.readTables(ctx, read)
+	for i, h := range read {
+		got, err := tables[i].keys, tables[i].err
 		r.res.Checks++
 		if err != nil {
 			r.violation("%s: cannot read %s's pkey table: %v", when, r.hostName(h), err)
@@ -500,6 +551,40 @@ func (r *run) matchesAny(h fabric.GUID, got []uint16, lo, hi int) bool {
 		}
 	}
 	return false
+}
+
+// readers is how many pkey tables are read at once: ibsim serves about 10
+// clients, OpenSM and the slots killed OpenSMs leave behind included.
+const readers = 3
+
+type tableRead struct {
+	keys []uint16
+	err  error
+}
+
+// readTables reads the hosts' tables, a few at a time.
+func (r *run) readTables(ctx context.Context, hosts []fabric.GUID) []tableRead {
+	began := time.Now()
+	defer func() { r.reading += time.Since(began); r.reads += len(hosts) }()
+	out := make([]tableRead, len(hosts))
+	next := make(chan int)
+	done := make(chan struct{})
+	for range min(readers, len(hosts)) {
+		go func() {
+			for i := range next {
+				out[i].keys, out[i].err = r.readTable(ctx, hosts[i])
+			}
+			done <- struct{}{}
+		}()
+	}
+	for i := range hosts {
+		next <- i
+	}
+	close(next)
+	for range min(readers, len(hosts)) {
+		<-done
+	}
+	return out
 }
 
 func (r *run) readTable(ctx context.Context, h fabric.GUID) ([]uint16, error) {
@@ -526,6 +611,8 @@ func (r *run) hostName(h fabric.GUID) string {
 // tables and the leader's partitions file holds the model's partitions:
 // the manager must repair what the fault did. Then no host is excluded.
 func (r *run) converge(ctx context.Context, after string) error {
+	began := time.Now()
+	defer func() { r.converging += time.Since(began) }()
 	hi := len(r.tables) - 1
 	want := r.tables[hi]
 	deadline := time.Now().Add(90 * time.Second)
@@ -533,8 +620,9 @@ func (r *run) converge(ctx context.Context, after string) error {
 	var last string
 	for {
 		var still []fabric.GUID
-		for _, h := range pending {
-			got, err := r.readTable(ctx, h)
+		tables := r.readTables(ctx, pending)
+		for i, h := range pending {
+			got, err := tables[i].keys, tables[i].err
 			if err == nil && slices.Equal(got, want[h]) {
 				r.res.Checks++
 				continue
@@ -555,7 +643,7 @@ func (r *run) converge(ctx context.Context, after string) error {
 			r.violation("after %s: the fabric did not converge on the model within 90 s: %s", after, last)
 			return nil
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
 	clear(r.excluded)
 	r.logf("converged after %s: %d hosts and the partitions file hold the model's state", after, len(r.hosts))
