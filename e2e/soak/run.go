@@ -528,17 +528,21 @@ func (r *run) checkHosts(ctx context.Context, hosts []fabric.GUID, lo, hi int, w
 	}
 	tables := r.readTables(ctx, read)
 	for i, h := range read {
-		got, err := tables[i].keys, tables[i].err
-		r.res.Checks++
-		if err != nil {
-			r.violation("%s: cannot read %s's pkey table: %v", when, r.hostName(h), err)
+		r.res.Checks += 2
+		if err := tables[i].err; err != nil {
+			r.violation("%s: cannot read %s's pkey tables: %v", when, r.hostName(h), err)
 			bad++
 			continue
 		}
-		if !r.matchesAny(h, got, lo, hi) {
-			bad++
-			r.violation("%s: %s (%s) holds %s; the model holds %s (after request %d of %d..%d)", when, r.hostName(h), h,
-				hexKeys(got), hexKeys(r.tables[hi][h]), hi, lo, hi)
+		for _, side := range []struct {
+			name string
+			keys []uint16
+		}{{"", tables[i].keys}, {"the switch port facing ", tables[i].sw}} {
+			if !r.matchesAny(h, side.keys, lo, hi) {
+				bad++
+				r.violation("%s: %s%s (%s) holds %s; the model holds %s (after request %d; any of %d..%d would do)", when,
+					side.name, r.hostName(h), h, hexKeys(side.keys), hexKeys(r.tables[hi][h]), hi, lo, hi)
+			}
 		}
 	}
 	return bad
@@ -557,9 +561,11 @@ func (r *run) matchesAny(h fabric.GUID, got []uint16, lo, hi int) bool {
 // clients, OpenSM and the slots killed OpenSMs leave behind included.
 const readers = 3
 
+// tableRead is a host's pkey table and that of the switch port facing it
+// (where OpenSM puts the keys the switch enforces), sorted.
 type tableRead struct {
-	keys []uint16
-	err  error
+	keys, sw []uint16
+	err      error
 }
 
 // readTables reads the hosts' tables, a few at a time.
@@ -572,7 +578,7 @@ func (r *run) readTables(ctx context.Context, hosts []fabric.GUID) []tableRead {
 	for range min(readers, len(hosts)) {
 		go func() {
 			for i := range next {
-				out[i].keys, out[i].err = r.readTable(ctx, hosts[i])
+				out[i] = r.readTable(ctx, hosts[i])
 			}
 			done <- struct{}{}
 		}()
@@ -587,15 +593,20 @@ func (r *run) readTables(ctx context.Context, hosts []fabric.GUID) []tableRead {
 	return out
 }
 
-func (r *run) readTable(ctx context.Context, h fabric.GUID) ([]uint16, error) {
+func (r *run) readTable(ctx context.Context, h fabric.GUID) tableRead {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	keys, err := r.fabric.PKeys(ctx, h)
-	if err != nil {
-		return nil, err
+	var t tableRead
+	if t.keys, t.err = r.fabric.PKeys(ctx, h); t.err != nil {
+		return t
 	}
-	slices.Sort(keys)
-	return keys, nil
+	if t.sw, t.err = r.fabric.SwitchPKeys(ctx, h); t.err != nil {
+		t.err = fmt.Errorf("the switch port facing it: %w", t.err)
+		return t
+	}
+	slices.Sort(t.keys)
+	slices.Sort(t.sw)
+	return t
 }
 
 func (r *run) hostName(h fabric.GUID) string {
@@ -622,12 +633,13 @@ func (r *run) converge(ctx context.Context, after string) error {
 		var still []fabric.GUID
 		tables := r.readTables(ctx, pending)
 		for i, h := range pending {
-			got, err := tables[i].keys, tables[i].err
-			if err == nil && slices.Equal(got, want[h]) {
-				r.res.Checks++
+			t := tables[i]
+			if t.err == nil && slices.Equal(t.keys, want[h]) && slices.Equal(t.sw, want[h]) {
+				r.res.Checks += 2
 				continue
 			}
-			last = fmt.Sprintf("%s holds %s (err %v), the model %s", r.hostName(h), hexKeys(got), err, hexKeys(want[h]))
+			last = fmt.Sprintf("%s holds %s, the switch port facing it %s (error: %v); the model %s", r.hostName(h),
+				hexKeys(t.keys), hexKeys(t.sw), t.err, hexKeys(want[h]))
 			still = append(still, h)
 		}
 		pending = still
