@@ -168,10 +168,10 @@ func runEngine(ctx context.Context, o Options, engine string, srv *servers) (Res
 	r.timing = fmt.Sprintf("%s in all: %s to set up, %s converging after faults, %s reading %d pkey tables",
 		time.Since(began).Round(100*time.Millisecond), setup.Round(100*time.Millisecond),
 		r.converging.Round(100*time.Millisecond), r.reading.Round(100*time.Millisecond), r.reads)
-	r.teardown()
 	if r.res.Violations > 0 {
-		r.report()
+		r.report(ctx)
 	}
+	r.teardown()
 	if err != nil && !errors.Is(err, errStop) {
 		fmt.Fprintf(o.Out, "soak %s: error: %v (work directory %s)\n", engine, err, r.dir)
 	}
@@ -264,7 +264,7 @@ func (r *run) teardown() {
 }
 
 // report prints the seed, the history and the fabric's tables against the model.
-func (r *run) report() {
+func (r *run) report(ctx context.Context) {
 	w := r.o.Out
 	path := filepath.Join(r.dir, "history.txt")
 	os.WriteFile(path, []byte(strings.Join(r.history, "\n")+"\n"), 0o644)
@@ -279,6 +279,18 @@ func (r *run) report() {
 		fmt.Fprintf(w, "  | %s\n", l)
 	}
 	fmt.Fprintf(w, "  model after the last request: %s\n", r.parts[len(r.parts)-1])
+	if r.fabric != nil && len(r.hosts) > 0 {
+		fmt.Fprintf(w, "  pkey tables now (host / the switch port facing it / the model's newest):\n")
+		tables := r.readTables(ctx, r.hosts)
+		for i, h := range r.hosts {
+			t := tables[i]
+			line := fmt.Sprintf("%s / %s / %s", hexKeys(t.keys), hexKeys(t.sw), hexKeys(r.tables[len(r.tables)-1][h]))
+			if t.err != nil {
+				line += fmt.Sprintf(" (%v)", t.err)
+			}
+			fmt.Fprintf(w, "    %-4s %s  %s\n", r.hostName(h), h, line)
+		}
+	}
 	fmt.Fprintf(w, "  work directory (manager logs, OpenSM's log, the history): %s\n", r.dir)
 }
 
