@@ -72,6 +72,7 @@ func (r *run) inject(ctx context.Context) (*fault, error) {
 		kind = faultKillManager // which restarts the simulator
 	}
 	r.res.Faults++
+	r.res.ByFault[kind]++
 	f := &fault{name: kind}
 	leader := r.leader()
 	var what string

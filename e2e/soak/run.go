@@ -58,7 +58,8 @@ type Result struct {
 	Ops, Faults, Checks, Violations   int
 	Seed                              uint64
 	Accepted, Refused, NotFound, Lost int
-	EditFailures                      int // jobs failed by a hand edit during their sweep
+	EditFailures                      int            // jobs failed by a hand edit during their sweep
+	ByFault                           map[string]int // faults by kind
 }
 
 func (r Result) String() string {
@@ -144,7 +145,7 @@ func runEngine(ctx context.Context, o Options, engine string, srv *servers) (Res
 	r := &run{o: o, engine: engine, rng: rand.New(rand.NewPCG(o.Seed, 0x50a4)), route: rand.New(rand.NewPCG(o.Seed, 1)),
 		model: NewModel(), srv: srv,
 		client: &http.Client{Timeout: 30 * time.Second}, excluded: map[fabric.GUID]string{},
-		res: Result{Engine: engine, Seed: o.Seed}, dir: filepath.Join(o.WorkDir, engine)}
+		res: Result{Engine: engine, Seed: o.Seed, ByFault: map[string]int{}}, dir: filepath.Join(o.WorkDir, engine)}
 	for _, f := range o.Faults {
 		if f == faultRestartDB && engine == config.EngineSQLite {
 			continue
@@ -175,8 +176,14 @@ func runEngine(ctx context.Context, o Options, engine string, srv *servers) (Res
 	if err != nil && !errors.Is(err, errStop) {
 		fmt.Fprintf(o.Out, "soak %s: error: %v (work directory %s)\n", engine, err, r.dir)
 	}
-	fmt.Fprintf(o.Out, "  %s: %d accepted, %d refused, %d not found, %d sent again, %d jobs failed by a hand edit during their sweep; %s\n",
-		engine, r.res.Accepted, r.res.Refused, r.res.NotFound, r.res.Lost, r.res.EditFailures, r.timing)
+	var byFault []string
+	for _, f := range Faults {
+		if n := r.res.ByFault[f]; n > 0 {
+			byFault = append(byFault, fmt.Sprintf("%s %d", f, n))
+		}
+	}
+	fmt.Fprintf(o.Out, "  %s: %d accepted, %d refused, %d not found, %d sent again, %d jobs failed by a hand edit during their sweep; faults: %s; %s\n",
+		engine, r.res.Accepted, r.res.Refused, r.res.NotFound, r.res.Lost, r.res.EditFailures, strings.Join(byFault, ", "), r.timing)
 	fmt.Fprintln(o.Out, r.res)
 	return r.res, err
 }
@@ -605,7 +612,22 @@ func (r *run) readTables(ctx context.Context, hosts []fabric.GUID) []tableRead {
 	return out
 }
 
+// readTable reads a host's tables; a query that fails (a MAD lost on a busy
+// machine) is tried again twice before the failure counts.
 func (r *run) readTable(ctx context.Context, h fabric.GUID) tableRead {
+	var t tableRead
+	for attempt := range 3 {
+		if attempt > 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		if t = r.readTableOnce(ctx, h); t.err == nil || ctx.Err() != nil {
+			break
+		}
+	}
+	return t
+}
+
+func (r *run) readTableOnce(ctx context.Context, h fabric.GUID) tableRead {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	var t tableRead
