@@ -102,10 +102,10 @@ type job struct {
 	index   int  // the model's history index after the request
 	changed bool // the request changed the partitions the model renders
 	hosts   []fabric.GUID
-	// edited: a hand edit of the partitions file came while the job was
-	// open. If OpenSM read the edited file in the job's sweep, the manager
-	// fails the job (the driver sends it again) and applies once more: a
-	// failure the model expects.
+	// edited: a hand edit of the partitions file came in the job's round.
+	// If OpenSM read the edited file in the job's sweep, the manager fails
+	// the job (the driver sends it again) and applies once more: a failure
+	// the model expects.
 	edited bool
 }
 
@@ -341,11 +341,7 @@ func (r *run) round(ctx context.Context) error {
 			if f, err = r.inject(ctx); err != nil {
 				return err
 			}
-			if f.name == faultEditPartition {
-				for i := range jobs {
-					jobs[i].edited = true
-				}
-			}
+
 		}
 		if i == k {
 			break
@@ -360,6 +356,12 @@ func (r *run) round(ctx context.Context) error {
 		if j != nil {
 			jobs = append(jobs, *j)
 		}
+	}
+	for i := range jobs {
+		// A job sent after the edit can race it too: a SIGHUP'd sweep that
+		// reads the edited file may log its errors after the offset the
+		// job's apply noted.
+		jobs[i].edited = f != nil && f.name == faultEditPartition
 	}
 	for _, j := range jobs {
 		if err := r.waitJob(ctx, j); err != nil {
