@@ -328,7 +328,7 @@ func (r *run) loop(ctx context.Context) error {
 // their jobs, checks the fabric at each first Completed, and after a fault
 // waits for the fabric to converge on the model.
 func (r *run) round(ctx context.Context) error {
-	k := 1 + r.rng.IntN(4)
+	k := min(1+r.rng.IntN(4), r.o.Ops-r.res.Ops)
 	faultAt := -1
 	if len(r.faultKind) > 0 && r.rng.IntN(100) < 30 {
 		faultAt = r.rng.IntN(k + 1)
