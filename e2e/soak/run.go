@@ -548,6 +548,9 @@ func (r *run) checkHosts(ctx context.Context, hosts []fabric.GUID, lo, hi int, w
 		}
 	}
 	tables := r.readTables(ctx, read)
+	if ctx.Err() != nil {
+		return 0 // interrupted: the reads prove nothing
+	}
 	for i, h := range read {
 		r.res.Checks += 2
 		if err := tables[i].err; err != nil {
