@@ -285,7 +285,8 @@ func startServers(ctx context.Context, dir string) (*servers, error) {
 		return nil, fmt.Errorf("scripts/test-env.sh: %w (run from the repository's root)", err)
 	}
 	s := &servers{dir: dir}
-	out, err := exec.CommandContext(ctx, "bash", script, "start", dir).CombinedOutput()
+	// --no-galera: the soak uses no Galera cluster (a test-env.sh without one ignores it).
+	out, err := exec.CommandContext(ctx, "bash", script, "start", dir, "--no-galera").CombinedOutput()
 	if err != nil {
 		s.stop()
 		return nil, fmt.Errorf("start database servers: %v: %s", err, out)
