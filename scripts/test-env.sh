@@ -231,10 +231,11 @@ wait_mariadb() { # wait_mariadb PID
 }
 
 # --no-defaults keeps the distribution's /etc/mysql out of it: this server is described
-# entirely by the options below. The InnoDB options make it small and skip the fsyncs.
+# entirely by the options below. Each server has a temporary directory of its own: with the
+# shared /tmp, a bootstrap running beside another one failed to find its own temporary tables. The InnoDB options make it small and skip the fsyncs.
 mariadb_options() { # sets server_options
 	server_options=(
-		--user="$MYSQL_USER" --datadir="$MYSQL_DATA" --skip-name-resolve
+		--user="$MYSQL_USER" --datadir="$MYSQL_DATA" --tmpdir="$MYSQL_RUN" --skip-name-resolve
 		--innodb-log-file-size=16M --innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0
 		--character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci # Debian's defaults
 	)
