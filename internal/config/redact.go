@@ -18,6 +18,9 @@ func (c Config) Redacted() Config {
 	if r.API.Token != "" {
 		r.API.Token = redactedMask
 	}
+	if r.API.MetricsToken != "" {
+		r.API.MetricsToken = redactedMask
+	}
 	r.Database.Connection = RedactURL(c.Database.Connection)
 	r.OpenSM.Command = slices.Clone(c.OpenSM.Command)
 	r.OpenSM.Hardening.Groups = slices.Clone(c.OpenSM.Hardening.Groups)
@@ -52,7 +55,14 @@ func (c Config) LogValue() slog.Value {
 			slog.String("domain", r.API.Domain),
 			slog.String("token", r.API.Token),
 			slog.String("physical_networks", strings.Join(r.API.PhysicalNetworks, ",")),
+			slog.String("tls_cert_file", r.API.TLSCertFile),
+			slog.String("tls_key_file", r.API.TLSKeyFile),
+			slog.Bool("access_log", r.API.AccessLog),
+			slog.String("metrics_listen", r.API.MetricsListen),
+			slog.String("metrics_token", r.API.MetricsToken),
+			slog.String("debug_listen", r.API.DebugListen),
 		),
+		slog.Group("log", slog.String("format", r.Log.Format)),
 		slog.Group("database",
 			slog.String("connection", r.Database.Connection),
 			slog.Bool("auto_migrate", r.Database.AutoMigrate),
