@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-const token = "e2e-token"
+const token = "e2e-token-0123456789"
 
 // manager is one running manager process, driving a real OpenSM on a simulated fabric.
 type manager struct {

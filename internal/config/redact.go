@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 )
@@ -105,4 +106,35 @@ func (c Config) String() string {
 	}
 	write("", c.LogValue().Group())
 	return b.String()
+}
+
+// Diff names the settings that differ between a and b, as "[section] Field",
+// without their values (some are secrets).
+func Diff(a, b *Config) []string {
+	var out []string
+	va, vb := reflect.ValueOf(*a), reflect.ValueOf(*b)
+	for i := range va.NumField() {
+		name := va.Type().Field(i).Name
+		fa, fb := va.Field(i), vb.Field(i)
+		if fa.Kind() != reflect.Struct {
+			if !reflect.DeepEqual(fa.Interface(), fb.Interface()) {
+				out = append(out, "["+sectionOf(name)+"]")
+			}
+			continue
+		}
+		for j := range fa.NumField() {
+			if !reflect.DeepEqual(fa.Field(j).Interface(), fb.Field(j).Interface()) {
+				out = append(out, "["+sectionOf(name)+"] "+fa.Type().Field(j).Name)
+			}
+		}
+	}
+	return out
+}
+
+// sectionOf is the file's section a Config field holds.
+func sectionOf(field string) string {
+	if field == "OpenSMConf" {
+		return opensmConfSection
+	}
+	return strings.ToLower(field)
 }
