@@ -56,6 +56,19 @@ func (q *Queries) Heartbeat(ctx context.Context, arg HeartbeatParams) (int64, er
 	return result.RowsAffected(), nil
 }
 
+const oldestOpenJob = `-- name: OldestOpenJob :one
+SELECT created_at FROM jobs WHERE status = $1 ORDER BY revision, id LIMIT 1
+`
+
+// The open job of a status with the lowest revision is the oldest: revisions
+// are taken in commit order. Served by jobs_status_revision.
+func (q *Queries) OldestOpenJob(ctx context.Context, status string) (time.Time, error) {
+	row := q.db.QueryRow(ctx, oldestOpenJob, status)
+	var created_at time.Time
+	err := row.Scan(&created_at)
+	return created_at, err
+}
+
 const readLeadership = `-- name: ReadLeadership :one
 SELECT term, holder, heartbeat FROM leadership WHERE id = 1
 `

@@ -120,6 +120,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.newTermStmt, err = db.PrepareContext(ctx, newTerm); err != nil {
 		return nil, fmt.Errorf("error preparing query NewTerm: %w", err)
 	}
+	if q.oldestOpenJobStmt, err = db.PrepareContext(ctx, oldestOpenJob); err != nil {
+		return nil, fmt.Errorf("error preparing query OldestOpenJob: %w", err)
+	}
 	if q.readLeadershipStmt, err = db.PrepareContext(ctx, readLeadership); err != nil {
 		return nil, fmt.Errorf("error preparing query ReadLeadership: %w", err)
 	}
@@ -300,6 +303,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing newTermStmt: %w", cerr)
 		}
 	}
+	if q.oldestOpenJobStmt != nil {
+		if cerr := q.oldestOpenJobStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing oldestOpenJobStmt: %w", cerr)
+		}
+	}
 	if q.readLeadershipStmt != nil {
 		if cerr := q.readLeadershipStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing readLeadershipStmt: %w", cerr)
@@ -396,6 +404,7 @@ type Queries struct {
 	listSecretsStmt              *sql.Stmt
 	markJobsRunningStmt          *sql.Stmt
 	newTermStmt                  *sql.Stmt
+	oldestOpenJobStmt            *sql.Stmt
 	readLeadershipStmt           *sql.Stmt
 	unbumpRevisionStmt           *sql.Stmt
 	upsertEnforcementErrorStmt   *sql.Stmt
@@ -439,6 +448,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		listSecretsStmt:              q.listSecretsStmt,
 		markJobsRunningStmt:          q.markJobsRunningStmt,
 		newTermStmt:                  q.newTermStmt,
+		oldestOpenJobStmt:            q.oldestOpenJobStmt,
 		readLeadershipStmt:           q.readLeadershipStmt,
 		unbumpRevisionStmt:           q.unbumpRevisionStmt,
 		upsertEnforcementErrorStmt:   q.upsertEnforcementErrorStmt,

@@ -25,6 +25,9 @@ type StatusTables interface {
 	WriteHeartbeat(ctx context.Context, term int64, now time.Time) (int64, error)
 	// ReadLeadership returns the leadership row.
 	ReadLeadership(ctx context.Context) (Leadership, error)
+	// OldestOpenJob returns when the oldest job of status was created, or
+	// ErrNotFound when no job has that status.
+	OldestOpenJob(ctx context.Context, status string) (time.Time, error)
 }
 
 // Leadership is who won the applier lock last. Term 0 means no manager ever
@@ -85,4 +88,21 @@ func (s *Store) Leadership(ctx context.Context) (Leadership, error) {
 		l.Heartbeat = &h
 	}
 	return l, nil
+}
+
+// OldestOpenJobs returns when the oldest Pending and the oldest Running job
+// were created; a status without jobs is absent.
+func (s *Store) OldestOpenJobs(ctx context.Context) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	for _, status := range []string{StatusPending, StatusRunning} {
+		t, err := s.OldestOpenJob(ctx, status)
+		switch {
+		case errors.Is(err, ErrNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("oldest %s job: %w", status, err)
+		default:
+			out[status] = t.UTC()
+		}
+	}
+	return out, nil
 }

@@ -24,3 +24,8 @@ func (e *Engine) ReadLeadership(ctx context.Context) (store.Leadership, error) {
 func (e *Engine) WriteHeartbeat(ctx context.Context, term int64, now time.Time) (int64, error) {
 	return e.q.Heartbeat(ctx, pgdb.HeartbeatParams{Now: &now, Term: term})
 }
+
+func (e *Engine) OldestOpenJob(ctx context.Context, status string) (time.Time, error) {
+	t, err := e.q.OldestOpenJob(ctx, status)
+	return t, notFound(err)
+}
