@@ -278,10 +278,11 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 		RetryInterval: 2 * time.Second, CheckInterval: time.Second}
 	m := metrics.New()
 	gates := applier.Gates{Store: st, SubnetDump: subnetDump(cfg)}
-	m.Registry().MustRegister(&metrics.State{M: m, DB: st, Gates: gates, SM: sm})
 	checker := &health.Checker{DB: st, Self: m, SM: sm,
 		// The leader writes its heartbeat every elector CheckInterval.
 		HeartbeatTimeout: 10 * elector.CheckInterval}
+	m.Registry().MustRegister(&metrics.State{M: m, DB: st, Gates: gates, SM: sm,
+		Ready: func(ctx context.Context) bool { return checker.Ready(ctx).OK() }})
 	// An apply waits for OpenSM's sweep (sweep_timeout) and, in a burst, for
 	// the batch; the loop turns at least every poll and check interval
 	// otherwise. Past three sweeps and two checks it is stuck.

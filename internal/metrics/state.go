@@ -55,15 +55,20 @@ type Lease interface {
 // and the driver are read only while this process leads: a follower has no
 // OpenSM and no subnet dump of its own. Nil fields are skipped.
 type State struct {
-	M       *Metrics
-	DB      Database
-	Gates   Gates
-	SM      SubnetManager
-	Lease   Lease
+	M     *Metrics
+	DB    Database
+	Gates Gates
+	SM    SubnetManager
+	Lease Lease
+	// Ready is /readyz's verdict (health.Checker), exported as afm_ready; nil:
+	// not exported.
+	Ready   func(ctx context.Context) bool
 	Timeout time.Duration // for the whole scrape's reads; 0: 5 s
 }
 
 var (
+	descReady = prometheus.NewDesc(Namespace+"_ready",
+		"1 when /readyz answers 200 (see its reasons when 0), else 0.", nil, nil)
 	descDatabaseUp = prometheus.NewDesc(Namespace+"_database_up",
 		"1 when this scrape could read the database, else 0.", nil, nil)
 	descJobs = prometheus.NewDesc(Namespace+"_jobs",
@@ -101,7 +106,7 @@ var (
 
 // Describe sends the descriptions of every metric State may send.
 func (s *State) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descDatabaseUp, descJobs, descJobOldest, descRevisionRecorded,
+	for _, d := range []*prometheus.Desc{descReady, descDatabaseUp, descJobs, descJobOldest, descRevisionRecorded,
 		descRevisionApplied, descLastApplyFailed, descTerm, descHeartbeat, descLeaseExpiry, descGate,
 		descGatesClosed, descEnforcement, descSMUp, descSMRestarts, descSMState, descSMError} {
 		ch <- d
@@ -122,6 +127,9 @@ func (s *State) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	failed := func(op string) { s.M.DatabaseError(op) }
+	if s.Ready != nil {
+		gauge(descReady, bool01(s.Ready(ctx)))
+	}
 
 	up := true
 	if rev, err := s.DB.Revision(ctx); err != nil {
