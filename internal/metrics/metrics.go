@@ -42,7 +42,6 @@ type Metrics struct {
 	applies       *prometheus.CounterVec
 	applyDuration *prometheus.HistogramVec
 	applyPhase    *prometheus.HistogramVec
-	jobsCompleted prometheus.Counter
 
 	httpRequests *prometheus.CounterVec
 	httpDuration *prometheus.HistogramVec
@@ -75,10 +74,6 @@ func New() *Metrics {
 		Help:    "Time each phase of a successful apply took: render (read and render the state), write (mark jobs, write the file, signal OpenSM), sweep (OpenSM's heavy sweep), complete (gates and job completion).",
 		Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60},
 	}, []string{"phase"})
-	m.jobsCompleted = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: Namespace, Name: "jobs_completed_total",
-		Help: "Jobs this process completed after OpenSM applied their revision.",
-	})
 	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "http_requests_total",
 		Help: "HTTP requests served, by method, route and status code.",
@@ -95,7 +90,7 @@ func New() *Metrics {
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.applies, m.applyDuration, m.applyPhase, m.jobsCompleted,
+		m.applies, m.applyDuration, m.applyPhase,
 		m.httpRequests, m.httpDuration, m.dbErrors,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: Namespace, Name: "leader",
@@ -135,11 +130,11 @@ func (m *Metrics) ApplyFinished(outcome string, took time.Duration) {
 	m.mu.Unlock()
 }
 
-// Applied records a successful apply of revision: the time of each phase and
-// the jobs it completed.
-func (m *Metrics) Applied(revision int64, jobs int64, phases map[string]time.Duration) {
+// Applied records a successful apply of revision and the time of each phase.
+// (The jobs it completed are not counted here: jobs held by a gate complete
+// later, when it opens; afm_jobs counts them by status.)
+func (m *Metrics) Applied(revision int64, _ int64, phases map[string]time.Duration) {
 	m.appliedRevision.Store(revision)
-	m.jobsCompleted.Add(float64(jobs))
 	for phase, d := range phases {
 		m.applyPhase.WithLabelValues(phase).Observe(d.Seconds())
 	}

@@ -135,7 +135,6 @@ func TestStateOnTheLeader(t *testing.T) {
 		"afm_gates_closed":                       {"": 2},
 		"afm_opensm_up":                          {"": 1},
 		"afm_opensm_restarts_total":              {"": 4},
-		"afm_jobs_completed_total":               {"": 2},
 		"afm_jobs":                               {"status=Completed": 5, "status=Failed": 0, "status=Pending": 2, "status=Running": 0},
 		"afm_gate_closed": {
 			"gate=no_expected_switches,reason=" + applier.NoExpectedSwitches:                          1,
@@ -206,7 +205,7 @@ func exported(t *testing.T) map[string]bool {
 	m.Registry().MustRegister(&State{M: m, DB: &fakeDB{}, SM: fakeSM{}})
 	ch := make(chan *prometheus.Desc, 256)
 	go func() {
-		for _, c := range []prometheus.Collector{m.applies, m.applyDuration, m.applyPhase, m.jobsCompleted,
+		for _, c := range []prometheus.Collector{m.applies, m.applyDuration, m.applyPhase,
 			m.httpRequests, m.httpDuration, m.dbErrors, &State{}} {
 			c.Describe(ch)
 		}
