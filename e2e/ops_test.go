@@ -442,8 +442,8 @@ func TestLeastPrivilege(t *testing.T) {
 		m := startManager(t, db, 1)
 		configDir := filepath.Join(m.dir, "opensm")
 		for path, want := range map[string]fs.FileMode{
-			db.DSN:                                 0o600,
-			configDir:                              0o700 | fs.ModeDir,
+			db.DSN:                                  0o600,
+			configDir:                               0o700 | fs.ModeDir,
 			filepath.Join(configDir, "opensm.conf"): 0o600,
 		} {
 			fi, err := os.Stat(path)
