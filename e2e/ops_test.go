@@ -263,6 +263,10 @@ func TestReadyzFlipsWhenTheDatabaseStops(t *testing.T) {
 	if status, r := m.readyz(); status != http.StatusOK || r.Status != "ok" {
 		t.Fatalf("/readyz with the database up = %d %+v; want 200 ok", status, r)
 	}
+	// The image's HEALTHCHECK.
+	if out, err := m.tryOperator("--healthcheck"); err != nil || !strings.Contains(out, `"status":"ok"`) {
+		t.Errorf("--healthcheck with the database up: %v: %s; want success and the report", err, out)
+	}
 
 	servers.stop(t)
 	var r readyReport
@@ -274,6 +278,9 @@ func TestReadyzFlipsWhenTheDatabaseStops(t *testing.T) {
 	resp, err := m.client.Get(m.url + "/healthz")
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Errorf("/healthz while the database is down: %v %v; want 200 (liveness)", resp.StatusCode, err)
+	}
+	if out, err := m.tryOperator("--healthcheck"); err == nil || !strings.Contains(out, "the database does not answer") {
+		t.Errorf("--healthcheck with the database down: %v: %s; want a failure naming the database", err, out)
 	}
 	f := m.scrape(m.url+"/metrics", metricsToken)
 	if v, ok := sample(f, "afm_ready"); !ok || v != 0 {
@@ -300,6 +307,9 @@ func TestHTTPSWithCertificateRotation(t *testing.T) {
 	mt.waitCompleted(job, nil)
 	if got := mt.pkeys(h1); !containsPKey(got, 0x8065) {
 		t.Fatalf("over HTTPS: H1's pkeys %s lack 0x8065", hex(got))
+	}
+	if out, err := mt.tryOperator("--healthcheck"); err != nil {
+		t.Errorf("--healthcheck over HTTPS: %v: %s", err, out)
 	}
 
 	// Plain HTTP and a client that does not trust the CA are refused.

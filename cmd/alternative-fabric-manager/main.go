@@ -7,6 +7,7 @@
 //	alternative-fabric-manager --config-file ... --render    # print the checked partitions file, then exit
 //	alternative-fabric-manager --config-file ... --status [--json] | --confirm-switches | --show-keys
 //	alternative-fabric-manager --config-file ... --show-enforcement-errors | --clear-enforcement-errors
+//	alternative-fabric-manager --config-file ... --healthcheck  # exit 0 only if the running manager is ready
 //
 // With --render, the file goes to standard output and the exit status is 0; if the
 // template fails or the check refuses the file, the problems go to standard error
@@ -58,12 +59,13 @@ func main() {
 	showErrs := flag.Bool("show-enforcement-errors", false, "list the switch ports whose partition enforcement OpenSM cleared, then exit")
 	clearErrs := flag.Bool("clear-enforcement-errors", false, "forget the recorded enforcement errors, so that jobs complete again, then exit")
 	showKeys := flag.Bool("show-keys", false, "print OpenSM's M_Key, SM_Key and SA_Key (secrets), then exit")
+	healthcheck := flag.Bool("healthcheck", false, "ask the running manager's /readyz, print its answer, exit 0 only if it is ready")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "alternative-fabric-manager: unexpected argument %q\n", flag.Arg(0))
 		os.Exit(2)
 	}
-	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys); n > 1 || (*asJSON && !*status) {
+	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *healthcheck); n > 1 || (*asJSON && !*status) {
 		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: give at most one command flag (--json goes with --status)")
 		os.Exit(2)
 	}
@@ -80,7 +82,7 @@ func main() {
 	// SIGHUP's default action is to end the process, and the manager must
 	// survive one (a closed terminal, systemctl reload, a log rotation).
 	hup := make(chan os.Signal, 1)
-	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys); n == 0 {
+	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *healthcheck); n == 0 {
 		signal.Notify(hup, syscall.SIGHUP)
 	}
 	var err error
@@ -89,6 +91,8 @@ func main() {
 		err = runMigrate(ctx, *configFile, log)
 	case *render:
 		err = runRender(ctx, *configFile, log)
+	case *healthcheck:
+		err = runHealthcheck(ctx, *configFile)
 	case *status || *confirm || *showErrs || *clearErrs || *showKeys:
 		err = runOperator(ctx, *configFile, log, operatorCommand{status: *status, json: *asJSON,
 			confirm: *confirm, showErrors: *showErrs, clearErrors: *clearErrs, showKeys: *showKeys})
