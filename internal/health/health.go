@@ -82,6 +82,14 @@ type Checker struct {
 
 	mu    sync.Mutex
 	loops []*Loop
+	now   func() time.Time // the clock; nil: time.Now (tests set it)
+}
+
+func (c *Checker) clock() func() time.Time {
+	if c.now == nil {
+		return time.Now
+	}
+	return c.now
 }
 
 // Loop is one of the process' loops, which calls Beat at every turn while it
@@ -89,6 +97,7 @@ type Checker struct {
 type Loop struct {
 	name  string
 	bound time.Duration
+	now   func() time.Time
 	mu    sync.Mutex
 	on    bool
 	last  time.Time
@@ -97,7 +106,7 @@ type Loop struct {
 // Loop registers a loop that is wedged when, while active, it has not beaten
 // for bound.
 func (c *Checker) Loop(name string, bound time.Duration) *Loop {
-	l := &Loop{name: name, bound: bound}
+	l := &Loop{name: name, bound: bound, now: c.clock()}
 	c.mu.Lock()
 	c.loops = append(c.loops, l)
 	c.mu.Unlock()
@@ -107,14 +116,14 @@ func (c *Checker) Loop(name string, bound time.Duration) *Loop {
 // Active starts or stops watching the loop (a term begins or ends).
 func (l *Loop) Active(on bool) {
 	l.mu.Lock()
-	l.on, l.last = on, time.Now()
+	l.on, l.last = on, l.now()
 	l.mu.Unlock()
 }
 
 // Beat says the loop turned.
 func (l *Loop) Beat() {
 	l.mu.Lock()
-	l.last = time.Now()
+	l.last = l.now()
 	l.mu.Unlock()
 }
 
@@ -128,7 +137,7 @@ func (l *Loop) wedged(now time.Time) (time.Duration, bool) {
 // Live is liveness: every active loop has turned within its bound. It reads
 // nothing outside the process: a database outage is not a reason to restart.
 func (c *Checker) Live() Report {
-	now := time.Now()
+	now := c.clock()()
 	var reasons []string
 	c.mu.Lock()
 	defer c.mu.Unlock()
