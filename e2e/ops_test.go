@@ -109,11 +109,13 @@ type readyReport struct {
 
 // TestMetricsAfterApplies: a gate closed, then real applies on the simulated
 // fabric, each seen in the metrics served on their own listener behind their
-// token, parsed as Prometheus parses them. Readiness and request IDs too.
+// token, parsed as Prometheus parses them. Readiness, request IDs and pprof's
+// listener too.
 func TestMetricsAfterApplies(t *testing.T) {
-	metricsAddr := freeAddr(t)
+	metricsAddr, debugAddr := freeAddr(t), freeAddr(t)
 	m := launchManager(t, storetest.NewDatabase(t, config.EngineSQLite), fabricOptions(2),
-		settings{API: []string{"metrics_listen = " + metricsAddr, "metrics_token = " + metricsToken, "access_log = true"}})
+		settings{API: []string{"metrics_listen = " + metricsAddr, "metrics_token = " + metricsToken, "access_log = true",
+			"debug_listen = " + debugAddr}})
 	metricsURL := "http://" + metricsAddr + "/metrics"
 
 	// Before --confirm-switches: the gate is closed, and the metrics say which.
@@ -228,7 +230,16 @@ func TestMetricsAfterApplies(t *testing.T) {
 		t.Errorf("/readyz = %d %+v; want 200, ok, leader, no reasons", status, r)
 	}
 	// The request's ID is in its access-log line.
-	m.waitLog(`"msg":"http request"`, `"request_id":"req-e2e-0001"`, `"route":"Port"`, `"status":202`)
+	m.waitLog(`"msg":"http request"`, `"request_id":"req-e2e-0001"`, `"route":"Port"`, `"status":202`,
+		`"job":`+strings.TrimPrefix(portJob, "app/jobs/"))
+
+	// pprof on its own listener only.
+	if resp, err := m.client.Get("http://" + debugAddr + "/debug/pprof/cmdline"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("pprof on debug_listen: %v %v; want 200", resp, err)
+	}
+	if resp, err := m.client.Get(m.url + "/debug/pprof/cmdline"); err != nil || resp.StatusCode == http.StatusOK {
+		t.Errorf("pprof on the API listener: %v %v; want it served only on debug_listen", resp, err)
+	}
 }
 
 // fabricOptions is a fabric of hosts hosts behind one switch.

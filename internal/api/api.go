@@ -216,6 +216,9 @@ func (s *Server) auth(h handlerFunc) httprouter.Handle {
 			return
 		}
 		if j, ok := body.(acceptedJob); ok {
+			if info := infoOf(r); info != nil {
+				info.job = j.ID
+			}
 			s.accepted(w, store.Job(j))
 			return
 		}
@@ -297,8 +300,12 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		if info := infoOf(r); info != nil && info.route != "" {
 			route = info.route
 		}
-		s.logger(r).Log(r.Context(), level, "http request", "method", r.Method, "path", r.URL.Path, "route", route,
-			"status", rec.status, "duration", took, "remote", r.RemoteAddr)
+		attrs := []any{"method", r.Method, "path", r.URL.Path, "route", route,
+			"status", rec.status, "duration", took, "remote", r.RemoteAddr}
+		if info := infoOf(r); info != nil && info.job != 0 {
+			attrs = append(attrs, "job", info.job) // the job the change was recorded as
+		}
+		s.logger(r).Log(r.Context(), level, "http request", attrs...)
 		if s.opts.Observer != nil {
 			s.opts.Observer.HTTPRequest(r.Method, route, rec.status, took)
 		}
