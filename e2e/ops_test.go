@@ -428,6 +428,26 @@ func TestSIGHUPSurvived(t *testing.T) {
 	if !strings.Contains(m.log(), "level=INFO msg=\"partitions applied\"") || !strings.Contains(m.log(), "s render=") {
 		t.Errorf("the text log lacks a readable \"partitions applied\" line:\n%s", m.log())
 	}
+
+	// SIGTERM, by contrast, stops the manager cleanly, and OpenSM with it. (The
+	// wait only keeps a hung manager from hanging the test.)
+	if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-m.exited:
+	case <-time.After(time.Minute):
+		t.Fatalf("the manager did not stop on SIGTERM:\n%s", m.log())
+	}
+	if code := m.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("the manager exited %d on SIGTERM, want 0", code)
+	}
+	if processRuns(smPID) {
+		t.Errorf("OpenSM (%d) still runs after the manager stopped", smPID)
+	}
+	if !strings.Contains(m.log(), "msg=\"OpenSM stopped\"") {
+		t.Errorf("the log does not say OpenSM stopped:\n%s", m.log())
+	}
 }
 
 // TestLeastPrivilege: a short token is refused at start-up with advice, and

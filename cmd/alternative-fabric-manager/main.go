@@ -254,6 +254,14 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	log.Info("starting", "config", cfg)
+	// Before anything is opened or written: a certificate that does not load
+	// is a start-up error like a bad key.
+	var certs *tlsreload.Reloader
+	if cfg.API.TLSCertFile != "" {
+		if certs, err = tlsreload.New(cfg.API.TLSCertFile, cfg.API.TLSKeyFile, log); err != nil {
+			return fmt.Errorf("[api] tls_cert_file, tls_key_file: %w", err)
+		}
+	}
 	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, log)
 	if err != nil {
 		return err
@@ -320,11 +328,7 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	var certs *tlsreload.Reloader
-	if cfg.API.TLSCertFile != "" {
-		if certs, err = tlsreload.New(cfg.API.TLSCertFile, cfg.API.TLSKeyFile, log); err != nil {
-			return fmt.Errorf("[api] tls_cert_file, tls_key_file: %w", err)
-		}
+	if certs != nil {
 		srv.TLSConfig = certs.Config()
 	}
 	servers := []*namedServer{{name: "API", key: "listen", addr: cfg.API.Listen, srv: srv, tls: certs != nil}}
