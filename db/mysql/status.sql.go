@@ -57,6 +57,23 @@ func (q *Queries) Heartbeat(ctx context.Context, arg HeartbeatParams) (int64, er
 	return result.RowsAffected()
 }
 
+const leadership = `-- name: Leadership :one
+SELECT term, holder, heartbeat FROM leadership WHERE id = 1
+`
+
+type LeadershipRow struct {
+	Term      int64
+	Holder    string
+	Heartbeat *time.Time
+}
+
+func (q *Queries) Leadership(ctx context.Context) (LeadershipRow, error) {
+	row := q.db.QueryRowContext(ctx, leadership)
+	var i LeadershipRow
+	err := row.Scan(&i.Term, &i.Holder, &i.Heartbeat)
+	return i, err
+}
+
 const oldestOpenJob = `-- name: OldestOpenJob :one
 SELECT created_at FROM jobs WHERE status = ? ORDER BY revision, id LIMIT 1
 `
@@ -68,21 +85,4 @@ func (q *Queries) OldestOpenJob(ctx context.Context, status string) (time.Time, 
 	var created_at time.Time
 	err := row.Scan(&created_at)
 	return created_at, err
-}
-
-const readLeadership = `-- name: ReadLeadership :one
-SELECT term, holder, heartbeat FROM leadership WHERE id = 1
-`
-
-type ReadLeadershipRow struct {
-	Term      int64
-	Holder    string
-	Heartbeat *time.Time
-}
-
-func (q *Queries) ReadLeadership(ctx context.Context) (ReadLeadershipRow, error) {
-	row := q.db.QueryRowContext(ctx, readLeadership)
-	var i ReadLeadershipRow
-	err := row.Scan(&i.Term, &i.Holder, &i.Heartbeat)
-	return i, err
 }
