@@ -293,10 +293,10 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 		RetryInterval: 2 * time.Second, CheckInterval: time.Second}
 	m := metrics.New()
 	gates := applier.Gates{Store: st, SubnetDump: subnetDump(cfg)}
-	checker := &health.Checker{DB: st, Self: m, SM: sm,
+	checker := &health.Checker{DB: st, Self: m, SM: driverView{sm},
 		// The leader writes its heartbeat every elector CheckInterval.
 		HeartbeatTimeout: 10 * elector.CheckInterval}
-	m.Registry().MustRegister(&metrics.State{M: m, DB: st, Gates: gates, SM: sm,
+	m.Registry().MustRegister(&metrics.State{M: m, DB: st, Gates: gates, SM: driverView{sm},
 		Ready: func(ctx context.Context) bool { return checker.Ready(ctx).OK() }})
 	// An apply waits for OpenSM's sweep (sweep_timeout) and, in a burst, for
 	// the batch; the loop turns at least every poll and check interval
@@ -365,18 +365,29 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 			}
 		}()
 	}
+	lead := func(ctx context.Context, term int64) error {
+		m.Leading(term)
+		applierLoop.Active(true)
+		defer func() {
+			applierLoop.Active(false)
+			m.Leading(0)
+		}()
+		return app.Lead(ctx, term)
+	}
+	if cfg.HA.HA {
+		// Other managers may take over as soon as this term ends: OpenSM
+		// must not outlive it.
+		inner := lead
+		lead = func(ctx context.Context, term int64) error {
+			err := inner(ctx, term)
+			stopOpenSM(context.WithoutCancel(ctx), sm, log)
+			return err
+		}
+	}
 	electorDone := make(chan struct{})
 	go func() {
 		defer close(electorDone)
-		_ = elector.Run(ctx, func(ctx context.Context, term int64) error {
-			m.Leading(term)
-			applierLoop.Active(true)
-			defer func() {
-				applierLoop.Active(false)
-				m.Leading(0)
-			}()
-			return app.Lead(ctx, term)
-		})
+		_ = elector.Run(ctx, lead)
 	}()
 
 	for done := false; !done; {
@@ -396,10 +407,11 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 	for _, s := range servers {
 		_ = s.srv.Shutdown(sctx)
 	}
-	select { // the applier stops OpenSM before it returns
+	select {
 	case <-electorDone:
 	case <-sctx.Done():
 	}
+	stopOpenSM(context.WithoutCancel(ctx), sm, log)
 	return err
 }
 
@@ -481,9 +493,41 @@ func reloadOnHangup(path string, running *config.Config, certs *tlsreload.Reload
 		"changed_settings_needing_restart", needRestart)
 }
 
+// driverView shows the OpenSM driver's status to the health checks and the
+// metrics. An error is reported only while it keeps OpenSM from running: a
+// driver that restarted OpenSM and runs it again is healthy.
+type driverView struct {
+	sm interface {
+		Status() opensm.DriverStatus
+		Restarts() int
+	}
+}
+
+func (d driverView) Running() bool { return d.sm.Status().State == opensm.DriverRunning }
+func (d driverView) Restarts() int { return d.sm.Restarts() }
+func (d driverView) State() string { return string(d.sm.Status().State) }
+
+func (d driverView) LastError() error {
+	st := d.sm.Status()
+	if (st.State != opensm.DriverFailed && st.State != opensm.DriverRestarting) || st.LastError == "" {
+		return nil
+	}
+	return fmt.Errorf("OpenSM driver %s: %s", st.State, st.LastError)
+}
+
+// stopOpenSM stops OpenSM and waits for it, for a little longer than its
+// SIGKILL deadline.
+func stopOpenSM(ctx context.Context, sm *opensm.Process, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := sm.Stop(ctx); err != nil {
+		log.Error("stop OpenSM", "error", err)
+	}
+}
+
 // prepareOpenSM writes opensm.conf, with the hardening options the running
 // OpenSM knows and the keys from keys, and the per-module logging file, and
-// returns the process driver that runs OpenSM while this manager is the applier.
+// returns the process driver that supervises OpenSM (started by the first term).
 func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource) (*opensm.Process, fabric.Flavour, error) {
 	if cfg.OpenSM.Driver != "process" {
 		return nil, 0, fmt.Errorf("[opensm] driver %q is not supported", cfg.OpenSM.Driver)
@@ -527,5 +571,6 @@ func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, ke
 		return nil, 0, err
 	}
 	return opensm.NewProcess(opensm.ProcessConfig{Command: cfg.OpenSM.Command, ConfFile: confFile,
-		EnvFile: cfg.OpenSM.EnvFile, Dir: dir, LogFile: cfg.OpenSM.LogFile, Logger: log}), flavour, nil
+		EnvFile: cfg.OpenSM.EnvFile, Dir: dir, LogFile: cfg.OpenSM.LogFile,
+		StatusFile: driverStatusFile(cfg), Logger: log}), flavour, nil
 }
