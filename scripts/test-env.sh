@@ -2,7 +2,8 @@
 # test-env.sh: the servers the test suites need, throwaway and on loopback only.
 #
 #   scripts/test-env.sh install [PACKAGE...]   apt-get install whatever is missing of PACKAGEs (default: the
-#                                             database servers, OpenSM, ibsim and infiniband-diags), without
+#                                             database servers, OpenSM, ibsim, infiniband-diags, prometheus
+#                                             for promtool and systemd for systemd-analyze), without
 #                                             leaving the distribution's services running
 #   scripts/test-env.sh start DIR             start PostgreSQL and MariaDB with their data in DIR, each on a
 #                                             free port, create the user afm (password afm), write DIR/env
@@ -21,7 +22,7 @@
 # and MariaDB as the user mysql. Both come from the Debian packages that `install` sets up.
 set -euo pipefail
 
-DEFAULT_PACKAGES=(postgresql mariadb-server opensm ibsim-utils libumad2sim0 infiniband-diags)
+DEFAULT_PACKAGES=(postgresql mariadb-server opensm ibsim-utils libumad2sim0 infiniband-diags prometheus systemd)
 
 # The servers run as these users; they must be able to reach DIR (see check_reachable).
 PG_USER=postgres
@@ -62,6 +63,7 @@ stop_distribution_service() { # stop_distribution_service PACKAGE
 	postgresql) service=postgresql ;;
 	mariadb-server) service=mariadb ;;
 	opensm) service=opensm ;;
+	prometheus) service=prometheus ;;
 	*) return 0 ;;
 	esac
 	if [[ -d /run/systemd/system ]]; then
