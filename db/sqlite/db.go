@@ -117,6 +117,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.newTermStmt, err = db.PrepareContext(ctx, newTerm); err != nil {
 		return nil, fmt.Errorf("error preparing query NewTerm: %w", err)
 	}
+	if q.oldestOpenJobStmt, err = db.PrepareContext(ctx, oldestOpenJob); err != nil {
+		return nil, fmt.Errorf("error preparing query OldestOpenJob: %w", err)
+	}
 	if q.recordApplyStmt, err = db.PrepareContext(ctx, recordApply); err != nil {
 		return nil, fmt.Errorf("error preparing query RecordApply: %w", err)
 	}
@@ -292,6 +295,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing newTermStmt: %w", cerr)
 		}
 	}
+	if q.oldestOpenJobStmt != nil {
+		if cerr := q.oldestOpenJobStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing oldestOpenJobStmt: %w", cerr)
+		}
+	}
 	if q.recordApplyStmt != nil {
 		if cerr := q.recordApplyStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing recordApplyStmt: %w", cerr)
@@ -387,6 +395,7 @@ type Queries struct {
 	listSecretsStmt              *sql.Stmt
 	markJobsRunningStmt          *sql.Stmt
 	newTermStmt                  *sql.Stmt
+	oldestOpenJobStmt            *sql.Stmt
 	recordApplyStmt              *sql.Stmt
 	revisionStmt                 *sql.Stmt
 	upsertEnforcementErrorStmt   *sql.Stmt
@@ -429,6 +438,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		listSecretsStmt:              q.listSecretsStmt,
 		markJobsRunningStmt:          q.markJobsRunningStmt,
 		newTermStmt:                  q.newTermStmt,
+		oldestOpenJobStmt:            q.oldestOpenJobStmt,
 		recordApplyStmt:              q.recordApplyStmt,
 		revisionStmt:                 q.revisionStmt,
 		upsertEnforcementErrorStmt:   q.upsertEnforcementErrorStmt,

@@ -16,6 +16,9 @@ WHERE status IN ('Pending', 'Running') AND revision <= @revision
 -- name: TryAdvisoryLock :one
 SELECT pg_try_advisory_lock(@key::bigint) AS locked;
 
+-- name: AdvisoryUnlock :one
+SELECT pg_advisory_unlock(@key::bigint) AS unlocked;
+
 -- name: HoldsAdvisoryLock :one
 SELECT count(*) AS n FROM pg_catalog.pg_locks
 WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
