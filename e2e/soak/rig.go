@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,7 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
@@ -349,105 +347,25 @@ func (s *servers) createDatabase(ctx context.Context, engine, dir, name string) 
 	return "", fmt.Errorf("unknown engine %q: want sqlite, postgres or mysql", engine)
 }
 
-// restart stops the engine's server (a clean, fast shutdown), waits down, and
-// starts it again on the same port with the same data.
+// restart stops the engine's server (a fast shutdown: sessions are ended),
+// waits down, and starts it again on the same port with the same data, with
+// scripts/test-env.sh stop-server and start-server.
 func (s *servers) restart(ctx context.Context, engine string, down time.Duration) error {
-	switch engine {
-	case config.EnginePostgres:
-		return s.restartPostgres(ctx, down)
-	case config.EngineMySQL:
-		return s.restartMariaDB(ctx, down)
+	server := map[string]string{config.EnginePostgres: "postgres", config.EngineMySQL: "mariadb"}[engine]
+	if server == "" {
+		return fmt.Errorf("no server to restart for %s", engine)
 	}
-	return fmt.Errorf("no server to restart for %s", engine)
-}
-
-func (s *servers) restartPostgres(ctx context.Context, down time.Duration) error {
-	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
-	if len(bins) == 0 {
-		return errors.New("pg_ctl not found under /usr/lib/postgresql")
-	}
-	pgCtl := bins[len(bins)-1]
-	data := filepath.Join(s.dir, "pg")
-	run := func(args ...string) error {
-		cmd := exec.CommandContext(ctx, "runuser", append([]string{"-u", "postgres", "--", pgCtl, "-D", data}, args...)...)
-		cmd.Dir = s.dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("pg_ctl %s: %v: %s", args[len(args)-1], err, out)
-		}
-		return nil
-	}
-	if err := run("-m", "fast", "-w", "-t", "60", "stop"); err != nil {
-		return err
-	}
-	time.Sleep(down)
-	port := portOf(s.postgresURL)
-	return run("-l", filepath.Join(s.dir, "pg-run", "postgres.log"), "-o", "-p "+port, "-w", "-t", "60", "start")
-}
-
-func (s *servers) restartMariaDB(ctx context.Context, down time.Duration) error {
-	pidFile := filepath.Join(s.dir, "mysql-run", "mysqld.pid")
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		return fmt.Errorf("MariaDB pid: %w", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return fmt.Errorf("MariaDB pid file: %w", err)
-	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return fmt.Errorf("MariaDB command line: %w", err)
-	}
-	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-		return fmt.Errorf("stop MariaDB: %w", err)
-	}
-	if !waitGone(pid, 60*time.Second) {
-		return fmt.Errorf("MariaDB (pid %d) did not stop within 60 s", pid)
-	}
-	time.Sleep(down)
-	logFile, err := os.OpenFile(filepath.Join(s.dir, "mysql-run", "mysqld.log"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	script, err := filepath.Abs(filepath.Join("scripts", "test-env.sh"))
 	if err != nil {
 		return err
 	}
-	defer logFile.Close()
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Dir = s.dir
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start MariaDB again: %w", err)
-	}
-	go cmd.Wait()
-	c, err := config.ParseConnection(s.mysqlURL)
-	if err != nil {
-		return err
-	}
-	cfg, err := mysql.ParseDSN(c.DSN)
-	if err != nil {
-		return err
-	}
-	cfg.Timeout = time.Second
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		db, err := sql.Open("mysql", cfg.FormatDSN())
-		if err == nil {
-			err = db.PingContext(ctx)
-			db.Close()
+	for _, verb := range []string{"stop-server", "start-server"} {
+		if verb == "start-server" {
+			time.Sleep(down)
 		}
-		if err == nil {
-			return nil
+		if out, err := exec.CommandContext(ctx, "bash", script, verb, s.dir, server).CombinedOutput(); err != nil {
+			return fmt.Errorf("test-env.sh %s %s: %v: %s", verb, server, err, out)
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("MariaDB not answering 60 s after its restart: %w", err)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-func portOf(rawURL string) string {
-	_, rest, _ := strings.Cut(rawURL, "@")
-	hostPort, _, _ := strings.Cut(rest, "/")
-	_, port, _ := net.SplitHostPort(hostPort)
-	return port
+	return nil
 }
