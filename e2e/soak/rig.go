@@ -22,7 +22,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 )
 
-const apiToken = "soak-token"
+const apiToken = "soak-token-0123456789"
 
 // manager is one manager process on the rig's fabric and database.
 type manager struct {

@@ -136,6 +136,7 @@ type run struct {
 	deferred   []*manager // killed leaders, started again at the end of the round
 	dir        string
 	timing     string
+	failed     bool // the run could not go on: its directory is kept
 	converging time.Duration
 	reading    time.Duration // reading pkey tables
 	reads      int
@@ -172,6 +173,7 @@ func runEngine(ctx context.Context, o Options, engine string, srv *servers) (Res
 	if r.res.Violations > 0 {
 		r.report(ctx)
 	}
+	r.failed = err != nil && !errors.Is(err, errStop)
 	r.teardown()
 	if err != nil && !errors.Is(err, errStop) {
 		fmt.Fprintf(o.Out, "soak %s: error: %v (work directory %s)\n", engine, err, r.dir)
@@ -265,7 +267,7 @@ func (r *run) teardown() {
 	if r.fabric != nil {
 		r.fabric.Stop()
 	}
-	if r.res.Violations == 0 {
+	if r.res.Violations == 0 && !r.failed {
 		os.RemoveAll(r.dir)
 	}
 }
