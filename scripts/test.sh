@@ -80,7 +80,7 @@ echo "benchmark smoke: go run ./cmd/afm-bench --smoke"
 go run ./cmd/afm-bench --smoke >"$env_dir/bench-smoke.md"
 
 # The soak starts database servers of its own (its database restart fault must not touch the ones
-# above); the fault kinds the manager does not survive yet stay out (docs/soak.md).
+# above); its default faults leave out the leader kill among several managers (docs/soak.md).
 echo "soak: $SOAK_OPS operations per engine, seed 1, then a random seed"
 for seed in 1 random; do
 	go run ./e2e/cmd/afm-soak --ops "$SOAK_OPS" --seed "$seed"

@@ -22,12 +22,11 @@ const (
 	faultKillLeader    = "kill-leader"     // kill -9 of the applying manager among several, restarted later
 )
 
-// Faults are every fault kind; CIFaults leaves out those the manager does
-// not survive yet (a database restart stops every job; a leader kill among
-// several managers), which --faults all turns on.
+// Faults are every fault kind; CIFaults, the default, leaves out the leader
+// kill among several managers, which --faults all turns on.
 var (
 	Faults   = []string{faultKillManager, faultStopOpenSM, faultKillOpenSM, faultLink, faultEditPartition, faultRestartDB, faultKillLeader}
-	CIFaults = []string{faultKillManager, faultStopOpenSM, faultKillOpenSM, faultLink, faultEditPartition}
+	CIFaults = []string{faultKillManager, faultStopOpenSM, faultKillOpenSM, faultLink, faultEditPartition, faultRestartDB}
 )
 
 // ibsim frees a client's slot only when it detaches cleanly, which a killed
