@@ -77,7 +77,7 @@ func TestRenderPartitions(t *testing.T) {
 	}{
 		{"built-in template", "", []string{
 			"Default=0x7fff, ipoib : ALL=limited, SELF=full ;\n",
-			"net-3f1c5a9e-8d2b-4c7a-9e61-0a5=0x0065, ipoib :\n    0x0002c90300000101=full ;\n",
+			"net-0065-3f1c5a9e-8d2b-4c7a-9e6=0x0065, ipoib :\n    0x0002c90300000101=full ;\n",
 			"flat=0x7ffe, ipoib : ;\n",
 		}},
 		{"configured flat pkey and default partition", "flat_pkey = 0x0fff\ndefault_partition = Default=0x7fff : ALL=limited, SELF=full ;\n", []string{
@@ -85,7 +85,7 @@ func TestRenderPartitions(t *testing.T) {
 			"flat=0x0fff, ipoib : ;\n",
 		}},
 		{"custom template", "partitions_template = " + static + "\n", []string{
-			"net-3f1c5a9e-8d2b-4c7a-9e61-0a5=0x0065 :\n    0x0002c90300000101=full ;\n",
+			"net-0065-3f1c5a9e-8d2b-4c7a-9e6=0x0065 :\n    0x0002c90300000101=full ;\n",
 			"storage=0x0200 : 0x0002c90300a00001=full ;\n",
 		}},
 		{"shared default partition", "shared_default_partition = true\ndefault_partition = Default=0x7fff, ipoib : ALL=full ;\n", []string{
