@@ -140,7 +140,7 @@ func TestPartitionName(t *testing.T) {
 		{"", 1, "net-0001-"},
 		{"a b:c;d=e,f#g/h", 2, "net-0002-a_b_c_d_e_f_g_h"},
 		{"under_score.dot-dash", 3, "net-0003-under_score.dot-dash"},
-		{"réseau", 4, "net-0004-r_seau"}, // one '_' per character, not per byte
+		{"réseau", 4, "net-0004-r_seau"},                                         // one '_' per character, not per byte
 		{"éééééééééééééééééééééééééé", 5, "net-0005-" + strings.Repeat("_", 22)}, // 31 characters, more bytes
 		{"\xff\xfeab", 6, "net-0006-__ab"},
 		{strings.Repeat("x", 22), 7, "net-0007-" + strings.Repeat("x", 22)},
