@@ -297,6 +297,12 @@ func (t *term) apply(ctx context.Context) applyResult {
 	}
 	swept := time.Now()
 	log.Debug("heavy sweep ended", "outcome", res.Outcome, "pkey_errors", len(res.PKeyErrors))
+	// Every cleared enforcement of the log from the position to the sweep's
+	// end is recorded before any job can complete: the gates then hold them.
+	if err := t.recordEnforcement(ctx, res.Enforcement); err != nil {
+		log.Error("record cleared enforcement; jobs wait", "error", err)
+		return applyRetry
+	}
 	switch {
 	case res.Outcome == opensm.Applied && len(res.PKeyErrors) == 0:
 		// The apply is recorded before the jobs complete: every Completed job

@@ -29,8 +29,9 @@ import (
 //     host behind it can reach every partition.
 //
 // While a gate is closed the open jobs up to R say why in their description,
-// and the gates are evaluated again at every poll, so that the jobs complete as
-// soon as an operator acts or the switch comes back.
+// and the gates are evaluated again at every poll. Once they open, the state
+// is applied again, and the jobs complete after that new sweep passes the same
+// checks: the one that held them is older than whatever reopened the gates.
 
 // NoExpectedSwitches is the reason given while no switch has been confirmed.
 const NoExpectedSwitches = "No expected switches: once OpenSM has swept, record the fabric's switches with --confirm-switches"
@@ -117,6 +118,9 @@ type gatekeeper struct {
 	watch   enforcementWatch
 	blocked int64  // revision proven applied whose jobs wait for the gates; 0: none
 	said    string // the reasons last logged and written into the jobs
+	// reopened: the gates opened while jobs waited; the next apply's sweep
+	// completes them.
+	reopened bool
 }
 
 // startGates begins watching OpenSM's log for cleared enforcement, from its
@@ -131,50 +135,89 @@ func (t *term) startGates() error {
 	return nil
 }
 
-// completeJobs completes the jobs up to rev, which OpenSM was seen applying,
-// if the gates are open; otherwise the jobs say why not, and every poll tries
-// again (pollGates). It returns how many jobs completed.
+// completeJobs completes the jobs up to rev, which a sweep has just shown
+// OpenSM applying, if the gates are open; otherwise the jobs say why not, and
+// every poll looks at the gates again (pollGates). It returns how many jobs
+// completed.
 func (t *term) completeJobs(ctx context.Context, rev int64) (int64, error) {
 	t.scanEnforcement(ctx)
-	reasons, err := Gates{Store: t.Store, SubnetDump: t.Cfg.SubnetDump}.Closed(ctx)
-	if err != nil {
-		t.Log.Error("evaluate the gates; jobs wait", "revision", rev, "error", err)
-		t.gate.blocked = rev
-		return 0, nil
-	}
-	if len(reasons) > 0 {
-		t.gate.blocked = rev
-		said := "Not completing: " + strings.Join(reasons, "; ")
-		if said != t.gate.said {
-			t.Log.Warn("jobs wait for the gates", "revision", rev, "reasons", reasons)
-		}
-		if _, err := t.Store.DescribeOpenJobs(ctx, t.id, rev, said); err != nil {
-			t.Log.Error("describe waiting jobs", "revision", rev, "error", err)
-			return 0, nil
-		}
-		t.gate.said = said
+	if !t.gatesOpen(ctx, rev) {
 		return 0, nil
 	}
 	n, err := t.Store.CompleteJobs(ctx, t.id, rev, time.Now().UTC())
 	if err != nil {
 		return 0, err
 	}
-	if t.gate.blocked != 0 {
-		t.Log.Info("gates open; waiting jobs completed", "revision", rev, "jobs_completed", n)
+	if t.gate.reopened {
+		t.Log.Info("waiting jobs completed by a sweep after the gates opened", "revision", rev, "jobs_completed", n)
 	}
-	t.gate.blocked, t.gate.said = 0, ""
+	t.gate.blocked, t.gate.said, t.gate.reopened = 0, "", false
 	return n, nil
 }
 
-// pollGates records the enforcement lines OpenSM logged since the last poll,
-// and completes the waiting jobs once the gates open.
+// gatesOpen evaluates the gates for the jobs up to rev. While one is closed
+// the jobs say why, and rev is kept for pollGates.
+func (t *term) gatesOpen(ctx context.Context, rev int64) bool {
+	reasons, err := Gates{Store: t.Store, SubnetDump: t.Cfg.SubnetDump}.Closed(ctx)
+	if err != nil {
+		t.Log.Error("evaluate the gates; jobs wait", "revision", rev, "error", err)
+		t.gate.blocked = rev
+		return false
+	}
+	if len(reasons) == 0 {
+		return true
+	}
+	t.gate.blocked = rev
+	said := "Not completing: " + strings.Join(reasons, "; ")
+	if said != t.gate.said {
+		t.Log.Warn("jobs wait for the gates", "revision", rev, "reasons", reasons)
+	}
+	if _, err := t.Store.DescribeOpenJobs(ctx, t.id, rev, said); err != nil {
+		t.Log.Error("describe waiting jobs", "revision", rev, "error", err)
+		return false
+	}
+	t.gate.said = said
+	return false
+}
+
+// pollGates records the enforcement lines OpenSM logged since the last poll
+// and looks at the gates again for the jobs they hold. Once the gates open,
+// the sweep that held them proves nothing: while a gate was closed the fabric
+// may have changed (a switch came back without its ports' pkeys, a port
+// stopped enforcing), so the state is applied again, and the jobs complete
+// only once a sweep that started after the gates opened has shown it applied
+// and passed the same checks.
 func (t *term) pollGates(ctx context.Context) {
 	t.scanEnforcement(ctx)
-	if rev := t.gate.blocked; rev != 0 {
-		if _, err := t.completeJobs(ctx, rev); err != nil {
-			t.Log.Error("complete jobs", "revision", rev, "error", err)
-		}
+	rev := t.gate.blocked
+	if rev == 0 || !t.gatesOpen(ctx, rev) {
+		return
 	}
+	t.Log.Info("gates open; applying again, the waiting jobs complete after that sweep", "revision", rev)
+	const said = "Waiting: the gates opened; a new sweep must show the change applied"
+	if _, err := t.Store.DescribeOpenJobs(ctx, t.id, rev, said); err != nil {
+		t.Log.Error("describe waiting jobs", "revision", rev, "error", err)
+	}
+	t.gate.blocked, t.gate.said, t.gate.reopened = 0, said, true
+	t.applied = -1 // the loop applies again
+}
+
+// recordEnforcement records the cleared enforcement an apply's sweep logged.
+func (t *term) recordEnforcement(ctx context.Context, found []opensm.EnforcementError) error {
+	if len(found) == 0 {
+		return nil
+	}
+	seen := make([]store.EnforcementSighting, len(found))
+	for i, e := range found {
+		seen[i] = store.EnforcementSighting{Switch: e.Switch, Port: e.Port, Line: e.Line}
+	}
+	if err := t.Store.RecordEnforcementErrors(ctx, seen); err != nil {
+		return err
+	}
+	for _, e := range found {
+		t.Log.Error(EnforcementCleared, "switch_port", e.String(), "line", e.Line)
+	}
+	return nil
 }
 
 func (t *term) scanEnforcement(ctx context.Context) {

@@ -45,6 +45,11 @@ type SweepResult struct {
 	PKeyErrors []string
 	// Detail says why, when the outcome is not Applied.
 	Detail string
+	// Enforcement lists every switch port whose enforcement OpenSM cleared in
+	// the log from the position to the end of the wait, whatever the sweep:
+	// the follower reads every byte of it, so no such line of the sweep that
+	// decided the outcome can be missed, however much the sweep logged.
+	Enforcement []EnforcementError
 }
 
 // Lines of the log that WaitSweep acts on. Matching is on the message after the
@@ -116,11 +121,14 @@ func WaitSweep(ctx context.Context, logPath string, from Position, timeout time.
 		case ctx.Err() != nil:
 			return SweepResult{}, ctx.Err()
 		case deadline.Err() != nil:
-			return w.atDeadline(timeout), nil
+			res := w.atDeadline(timeout)
+			res.Enforcement = w.enforcement
+			return res, nil
 		default:
 			return SweepResult{}, fmt.Errorf("wait for sweep: %w", err)
 		}
 		if res, done := w.observe(e); done {
+			res.Enforcement = w.enforcement
 			return res, nil
 		}
 	}
@@ -134,11 +142,19 @@ type sweepWatch struct {
 	pkeyErrs   []string
 	failures   int      // sweeps that ended with errors
 	lastFailed []string // PKeyErrors of the last failed sweep
+	// enforcement: every cleared enforcement seen since the position, kept
+	// across sweeps.
+	enforcement []EnforcementError
 }
 
 func (w *sweepWatch) observe(e Entry) (SweepResult, bool) {
+	if mayBeEnforcement(e) {
+		if ee, ok := ParseEnforcementError(e); ok {
+			w.enforcement = append(w.enforcement, ee)
+		}
+	}
 	if e.Title == titleHeavySweepStart {
-		*w = sweepWatch{started: true, failures: w.failures, lastFailed: w.lastFailed}
+		*w = sweepWatch{started: true, failures: w.failures, lastFailed: w.lastFailed, enforcement: w.enforcement}
 		return SweepResult{}, false
 	}
 	if !w.started {
@@ -209,4 +225,14 @@ func (w *sweepWatch) atDeadline(timeout time.Duration) SweepResult {
 			Detail:  fmt.Sprintf("no heavy sweep started within %s (not master, or the signal was not received)", timeout),
 		}
 	}
+}
+
+// mayBeEnforcement is a cheap first look at an entry for ParseEnforcementError:
+// a large sweep logs a VERBOSE line per port, each of which reaches here.
+func mayBeEnforcement(e Entry) bool {
+	if len(e.More) > 0 || strings.Contains(e.Message, "ERR 05") {
+		return true
+	}
+	i := strings.Index(e.Message, "nforcement")
+	return i >= 0 && strings.Contains(strings.ToLower(e.Message), "clearing enforcement bit")
 }

@@ -1,0 +1,211 @@
+package applier
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+)
+
+// fakeOpenSM stands for OpenSM in the applier's unit tests, as the
+// SubnetManager contract has it: Reload is a SIGHUP, which OpenSM answers by
+// logging a heavy sweep to its log file. The sweep it logs is sweep's; the real
+// OpenSM on the simulated fabric is driven by the end-to-end suite.
+type fakeOpenSM struct {
+	log   string
+	sweep func() string // the log text of the sweep a Reload causes
+
+	mu      sync.Mutex
+	reloads int
+}
+
+func (f *fakeOpenSM) Run(ctx context.Context) error     { <-ctx.Done(); return nil }
+func (f *fakeOpenSM) WaitReady(ctx context.Context) error { return nil }
+func (f *fakeOpenSM) Restarts() int                       { return 0 }
+
+func (f *fakeOpenSM) Reload(ctx context.Context) error {
+	file, err := os.OpenFile(f.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	if _, err := file.WriteString(f.sweep()); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.reloads++
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *fakeOpenSM) Reloads() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reloads
+}
+
+// logLine is a header line in OpenSM's format.
+func logLine(level byte, message string) string {
+	return fmt.Sprintf("Nov 29 19:22:53 251392 [8507C6C0] 0x%02x -> %s\n", level, message)
+}
+
+func logBox(function, title string) string {
+	stars := strings.Repeat("*", 66)
+	pad := (66 - len(title) - 2) / 2
+	line := strings.Repeat("*", pad) + " " + title + " " + strings.Repeat("*", 66-pad-len(title)-2)
+	return logLine(0x04, function+":") + "\n\n" + stars + "\n" + line + "\n" + stars + "\n\n\n"
+}
+
+// heavySweep is the log of a heavy sweep that applies the file, with middle
+// logged between its start and its end.
+func heavySweep(middle string) string {
+	return logBox("state_mgr_sweep_hop_0", "INITIATING HEAVY SWEEP") + middle +
+		logLine(0x02, "osm_pkey_mgr: PKEY setup completed - STARTING SM LID CONFIG") +
+		logLine(0x80, "SUBNET UP")
+}
+
+type applyRig struct {
+	t     *testing.T
+	st    *store.Store
+	sm    *fakeOpenSM
+	term  *term
+	dump  string
+	netID string
+}
+
+// newApplyRig is a term of an applier on a real SQLite store and a fake
+// OpenSM, with the switches of the subnet dump confirmed unless unconfirmed.
+func newApplyRig(t *testing.T, confirmed bool, sweep func() string) *applyRig {
+	dir := t.TempDir()
+	st := storetest.Open(t, config.EngineSQLite)
+	ctx := ctxT(t)
+	data, err := os.ReadFile(filepath.Join("..", "topology", "testdata", "good", "ibsim-5-hosts-2-switches.lst"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump := filepath.Join(dir, "opensm-subnet.lst")
+	if err := os.WriteFile(dump, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &applyRig{t: t, st: st, dump: dump, netID: "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73"}
+	if confirmed {
+		r.confirm()
+	}
+	r.sm = &fakeOpenSM{log: filepath.Join(dir, "opensm.log"), sweep: sweep}
+	a := &Applier{Store: st, SM: r.sm, Log: slog.New(slog.DiscardHandler), Cfg: Config{
+		PartitionsFile:   filepath.Join(dir, "partitions.conf"),
+		LogFile:          r.sm.log,
+		DefaultPartition: "Default=0x7fff, ipoib : ALL=limited, SELF=full ;",
+		FlatPKey:         store.DefaultFlatPKey,
+		SweepTimeout:     20 * time.Second,
+		CheckInterval:    time.Hour,
+		PollInterval:     time.Hour,
+		SubnetDump:       dump,
+	}}
+	r.term = &term{Applier: a, id: 1, applied: -1}
+	if _, err := st.NewTerm(ctx, "test", time.Now().UTC()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.term.startGates(); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (r *applyRig) confirm() {
+	r.t.Helper()
+	if err := r.st.ConfirmSwitches(ctxT(r.t), []store.ExpectedSwitch{{GUID: 0x0002c90300f00001, Description: "S1"},
+		{GUID: 0x0002c90300f00002, Description: "S2"}}); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// network records a VLAN network and returns its job.
+func (r *applyRig) network(vlan int64) store.Job {
+	r.t.Helper()
+	j, err := r.st.RecordNetwork(ctxT(r.t), store.NetworkChange{Operation: store.OpCreateNetwork,
+		Network: store.NetworkSpec{ID: r.netID, Name: "n", Type: store.TypeVLAN, PhysicalNetwork: "ib", SegmentationID: &vlan}})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return j
+}
+
+func (r *applyRig) job(id int64) store.Job {
+	r.t.Helper()
+	j, err := r.st.GetJob(ctxT(r.t), id)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return j
+}
+
+// Fail closed at any log size: a sweep that logs more than any one read of
+// the log takes (here 5 MiB of VERBOSE lines), with an ERR 0507 at its very
+// end, completes no job.
+func TestBigSweepWithEnforcementErrorCompletesNothing(t *testing.T) {
+	filler := strings.Repeat(logLine(0x04, "osm_pkey_mgr: pkey_mgr_update_port: updating pkey table of node 0x0002c90300000100 port 1 (H1)"),
+		5<<20/100)
+	err0507 := logLine(0x01, "pkey_mgr_update_peer_port: ERR 0507: Not enough pkey entries (60 <= 60) on switch 0x0002c90300f00001 port 2 (S1). Clearing Enforcement bit")
+	r := newApplyRig(t, true, func() string { return heavySweep(filler + err0507) })
+	job := r.network(101)
+
+	if res := r.term.apply(ctxT(t)); res != applyDone {
+		t.Fatalf("apply: %v, want done", res)
+	}
+	if j := r.job(job.ID); j.Status == store.StatusCompleted {
+		t.Fatalf("job completed although the sweep's last line cleared an enforcement bit: %+v", j)
+	}
+	if got := recorded(t, r.st); len(got) != 1 || !strings.HasPrefix(got[0], "0x0002c90300f00001:2") {
+		t.Errorf("enforcement errors recorded: %q, want S1 port 2", got)
+	}
+	r.term.pollGates(ctxT(t))
+	if j := r.job(job.ID); j.Status == store.StatusCompleted || !strings.Contains(j.Description, EnforcementCleared) {
+		t.Errorf("after a poll the job is %+v, want it open and saying why", j)
+	}
+}
+
+// A gate that reopens needs fresh proof: jobs held by a closed gate complete
+// only after a sweep that started after the gate opened, not on the strength
+// of the sweep that ran while it was closed.
+func TestReopenedGateCompletesAfterANewSweep(t *testing.T) {
+	r := newApplyRig(t, false, func() string { return heavySweep("") })
+	job := r.network(101)
+	ctx := ctxT(t)
+	if res := r.term.apply(ctx); res != applyDone {
+		t.Fatalf("apply: %v, want done", res)
+	}
+	if j := r.job(job.ID); j.Status == store.StatusCompleted || !strings.Contains(j.Description, NoExpectedSwitches) {
+		t.Fatalf("no switches confirmed: job %+v, want it open, saying why", j)
+	}
+	sweeps := r.sm.Reloads()
+
+	r.confirm()
+	r.term.pollGates(ctx)
+	if j := r.job(job.ID); j.Status == store.StatusCompleted {
+		t.Fatalf("job completed when the gate opened, with no sweep since: %+v", j)
+	} else if !strings.Contains(j.Description, "a new sweep must show the change applied") {
+		t.Errorf("job's description %q does not say it waits for a new sweep", j.Description)
+	}
+	if r.term.applied != -1 {
+		t.Fatalf("the term does not apply again after the gate opened (applied = %d)", r.term.applied)
+	}
+	if res := r.term.apply(ctx); res != applyDone {
+		t.Fatalf("apply: %v, want done", res)
+	}
+	if r.sm.Reloads() != sweeps+1 {
+		t.Errorf("%d sweeps after the gate opened, want 1", r.sm.Reloads()-sweeps)
+	}
+	if j := r.job(job.ID); j.Status != store.StatusCompleted {
+		t.Errorf("after a sweep with the gates open the job is %+v, want Completed", j)
+	}
+}
