@@ -353,11 +353,28 @@ func (t *term) apply(ctx context.Context) applyResult {
 		t.failJobs(ctx, rev, reason)
 		record(string(res.Outcome), reason)
 		return applyRetry
-	default:
-		log.Warn("partitions not proven applied; will retry", "outcome", res.Outcome, "detail", res.Detail)
+	case res.TimedOut:
+		// sweep_timeout: the jobs fail, saying why, so that the driver and the
+		// operator learn of it rather than wait without end; the change stays
+		// recorded and is applied again (the driver re-sends failed jobs).
+		reason := fmt.Sprintf("OpenSM did not show this change applied within sweep_timeout (%s): %s; the manager keeps applying it",
+			t.Cfg.SweepTimeout, res.Detail)
+		log.Error("partitions not proven applied within sweep_timeout; failing the jobs and retrying", "outcome", res.Outcome,
+			"detail", res.Detail)
+		t.failJobs(ctx, rev, reason)
+		record(string(res.Outcome), res.Detail)
+		return applyRetry
+	}
+	// The proof was broken before the deadline (the log was rotated or
+	// truncated, another SM became master): nothing says the change is not
+	// applied, so the jobs keep waiting, saying why, and the state is applied
+	// again at once.
+	log.Warn("partitions not proven applied; applying again", "outcome", res.Outcome, "detail", res.Detail)
+	if _, err := t.Store.DescribeOpenJobs(ctx, t.id, rev, "Waiting: "+res.Detail+"; applying again"); err != nil {
+		log.Error("describe waiting jobs", "error", err)
 	}
 	record(string(res.Outcome), res.Detail)
-	return applyRetry
+	return applyRetryAtOnce
 }
 
 // failJobs fails the jobs up to rev that are still open.

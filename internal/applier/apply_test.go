@@ -33,12 +33,13 @@ func (f *fakeOpenSM) WaitReady(ctx context.Context) error { return nil }
 func (f *fakeOpenSM) Restarts() int                       { return 0 }
 
 func (f *fakeOpenSM) Reload(ctx context.Context) error {
+	text := f.sweep()
 	file, err := os.OpenFile(f.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	defer file.Close()
-	if _, err := file.WriteString(f.sweep()); err != nil {
+	if _, err := file.WriteString(text); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -207,5 +208,49 @@ func TestReopenedGateCompletesAfterANewSweep(t *testing.T) {
 	}
 	if j := r.job(job.ID); j.Status != store.StatusCompleted {
 		t.Errorf("after a sweep with the gates open the job is %+v, want Completed", j)
+	}
+}
+
+// sweep_timeout fails the change's jobs, as the sample configuration says,
+// with a reason that names it, and the state is applied again.
+func TestSweepTimeoutFailsTheJobs(t *testing.T) {
+	r := newApplyRig(t, true, func() string { return "" }) // SIGHUP received, no sweep
+	r.term.Cfg.SweepTimeout = 300 * time.Millisecond
+	job := r.network(101)
+	if res := r.term.apply(ctxT(t)); res != applyRetry {
+		t.Errorf("apply: %v, want a retry", res)
+	}
+	j := r.job(job.ID)
+	if j.Status != store.StatusFailed || !strings.Contains(j.Error, "within sweep_timeout (300ms)") ||
+		!strings.Contains(j.Error, "no heavy sweep started") {
+		t.Errorf("job after sweep_timeout: %+v; want Failed, naming sweep_timeout and what was missing", j)
+	}
+	if r.term.applied == 1 {
+		t.Errorf("the revision counts as applied after a timeout")
+	}
+}
+
+// A proof broken before the deadline (the log rotated under the follower)
+// fails nothing: the jobs wait, saying why, and the state is applied again
+// at once.
+func TestBrokenProofKeepsJobsWaiting(t *testing.T) {
+	var r *applyRig
+	r = newApplyRig(t, true, func() string {
+		// logrotate's rename, then OpenSM reopening its log (SIGUSR1) and
+		// logging there.
+		if err := os.Rename(r.sm.log, r.sm.log+".1"); err != nil {
+			t.Error(err)
+		}
+		return logLine(0x02, "after the rotation")
+	})
+	r.term.Cfg.SweepTimeout = 10 * time.Second
+	appendTo(t, r.sm.log, logLine(0x02, "before the apply"))
+	job := r.network(101)
+	if res := r.term.apply(ctxT(t)); res != applyRetryAtOnce {
+		t.Errorf("apply: %v, want a retry at once", res)
+	}
+	j := r.job(job.ID)
+	if j.Status != store.StatusRunning || !strings.Contains(j.Description, "\nWaiting: proof broken") {
+		t.Errorf("job after a broken proof: %+v; want Running, saying why it waits", j)
 	}
 }

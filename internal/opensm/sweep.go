@@ -50,6 +50,9 @@ type SweepResult struct {
 	// the follower reads every byte of it, so no such line of the sweep that
 	// decided the outcome can be missed, however much the sweep logged.
 	Enforcement []EnforcementError
+	// TimedOut says the outcome was decided by the deadline: no sweep proved
+	// anything within the timeout (Unknown), or none succeeded (Failed).
+	TimedOut bool
 }
 
 // Lines of the log that WaitSweep acts on. Matching is on the message after the
@@ -122,7 +125,7 @@ func WaitSweep(ctx context.Context, logPath string, from Position, timeout time.
 			return SweepResult{}, ctx.Err()
 		case deadline.Err() != nil:
 			res := w.atDeadline(timeout)
-			res.Enforcement = w.enforcement
+			res.Enforcement, res.TimedOut = w.enforcement, true
 			return res, nil
 		default:
 			return SweepResult{}, fmt.Errorf("wait for sweep: %w", err)
