@@ -25,7 +25,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -150,36 +149,15 @@ func renderPartitions(ctx context.Context, cfg *config.Config, out io.Writer, lo
 		return err
 	}
 	defer st.Close()
-	snap, err := st.Snapshot(ctx)
-	if err != nil {
-		return fmt.Errorf("read recorded state: %w", err)
-	}
-	state := applier.State(snap, cfg.OpenSM.DefaultPartition, cfg.OpenSM.FlatPKey)
 	// The check reads the file as the configured OpenSM would; if it cannot be
 	// asked, as the distributions' OpenSM, the stricter one.
 	flavour, err := opensm.DetectFlavour(ctx, cfg.OpenSM.Command)
 	if err != nil {
 		flavour = opensm.Upstream
 	}
-	state.Rules = checkRules(cfg, flavour)
-	text, err := tpl.Render(ctx, state)
-	if err == nil {
-		err = partitions.Check(text, state)
-	}
-	if perr := (*partitions.Error)(nil); errors.As(err, &perr) {
-		// One problem per line, all of them: the log line's summary is not enough
-		// to repair a template.
-		var b strings.Builder
-		for _, p := range perr.Problems {
-			fmt.Fprintf(&b, "\n  %s", p)
-		}
-		if perr.Omitted > 0 {
-			fmt.Fprintf(&b, "\n  and %d more", perr.Omitted)
-		}
-		return fmt.Errorf("revision %d renders to a file that fails the check:%s", snap.Revision, b.String())
-	}
+	text, err := checkRecordedState(ctx, cfg, st, tpl, flavour)
 	if err != nil {
-		return fmt.Errorf("revision %d: %w", snap.Revision, err)
+		return err
 	}
 	_, err = out.Write(text)
 	return err
@@ -236,6 +214,12 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 	st.Rules.PortLimit = limit.Check
 	sm, flavour, err := prepareOpenSM(ctx, cfg, log, databaseKeys{st})
 	if err != nil {
+		return err
+	}
+	// A configuration changed under the recorded networks (flat_pkey now a
+	// network's VLAN, a static partition on its pkey) would fail every later
+	// job: refuse to start, naming them, as for an unknown key.
+	if _, err := checkRecordedState(ctx, cfg, st, tpl, flavour); err != nil {
 		return err
 	}
 	host, _ := os.Hostname()
