@@ -28,7 +28,7 @@ type fakeOpenSM struct {
 	reloads int
 }
 
-func (f *fakeOpenSM) Run(ctx context.Context) error     { <-ctx.Done(); return nil }
+func (f *fakeOpenSM) Run(ctx context.Context) error       { <-ctx.Done(); return nil }
 func (f *fakeOpenSM) WaitReady(ctx context.Context) error { return nil }
 func (f *fakeOpenSM) Restarts() int                       { return 0 }
 
