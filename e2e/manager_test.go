@@ -67,8 +67,9 @@ func startManager(t *testing.T, db storetest.Database, hosts int, apiLines ...st
 
 // settings are afm.conf lines a test adds to the harness's.
 type settings struct {
-	API    []string // [api]
-	OpenSM []string // [opensm]
+	API        []string // [api]
+	OpenSM     []string // [opensm]
+	OpenSMConf []string // [opensm_conf]
 }
 
 // launchManager is startManager without confirming the switches.
@@ -95,8 +96,9 @@ sweep_timeout = 20
 
 [opensm_conf]
 guid = %s
+%s
 `, strings.TrimPrefix(m.url, "http://"), token, strings.Join(extra.API, "\n"), db.URL, filepath.Join(dir, "opensm"), f.EnvFile(),
-		strings.Join(extra.OpenSM, "\n"), f.SMGUID)
+		strings.Join(extra.OpenSM, "\n"), f.SMGUID, strings.Join(extra.OpenSMConf, "\n"))
 	if err := os.WriteFile(m.conf, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}

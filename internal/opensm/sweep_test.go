@@ -167,3 +167,41 @@ func TestWaitSweepFollowsGrowingLog(t *testing.T) {
 	}
 	checkSweep(t, r.res, Applied, nil, nil)
 }
+
+// logrotate renames the log in the middle of the sweep, then OpenSM reopens
+// it (SIGUSR1) and logs the rest of the sweep in the new file: the proof
+// carries on across the two files.
+func TestWaitSweepAcrossRotation(t *testing.T) {
+	log, offset := loadFixture(t, "applied.log")
+	path, from := writeFixture(t, "applied.log")
+	if err := os.Truncate(path, offset); err != nil {
+		t.Fatal(err)
+	}
+	from.Offset = offset
+	rest := string(log[offset:])
+	start := strings.Index(rest, "INITIATING HEAVY SWEEP")
+	cut := start + strings.Index(rest[start:], "\n\n\n") + 3 // after the start box
+	if start < 0 || cut < start {
+		t.Fatal("applied.log: no heavy sweep after the position")
+	}
+	type result struct {
+		res SweepResult
+		err error
+	}
+	done := make(chan result, 1)
+	appendTo(t, path, rest[:cut])
+	go func() {
+		res, err := WaitSweep(context.Background(), path, from, 10*time.Second)
+		done <- result{res, err}
+	}()
+	time.Sleep(100 * time.Millisecond) // the follower opens the file before logrotate moves it
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, path, rest[cut:])
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	checkSweep(t, r.res, Applied, nil, nil)
+}
