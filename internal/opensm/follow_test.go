@@ -146,7 +146,7 @@ func TestFollowerRotation(t *testing.T) {
 	appendTo(t, path+".1", subnetUpLine)
 	appendTo(t, path, exitingLine)
 
-	mustNext(t, l, "SUBNET UP") // the old file is read to its end first
+	mustNext(t, l, "SUBNET UP")  // the old file is read to its end first
 	mustNext(t, l, "Exiting SM") // then the new one, with nothing lost: no reset
 }
 
