@@ -210,6 +210,7 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 		return fmt.Errorf("[opensm] partitions_template: %w", err)
 	}
 	st.Rules.StaticPKey = static.Name
+	st.Rules.StaticMember = static.Listing
 	limit := &topology.PortLimit{DumpFile: subnetDump(cfg), Capacity: cfg.OpenSM.SwitchPKeyCapacity, Static: static.PKeysOf}
 	st.Rules.PortLimit = limit.Check
 	sm, flavour, err := prepareOpenSM(ctx, cfg, log, databaseKeys{st})

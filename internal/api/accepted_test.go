@@ -85,6 +85,7 @@ const (
 
 var propTemplate = "{{ default_partition }}\n" +
 	"storage=0x0200, ipoib : ALL=limited ;\n" +
+	"backup=0x0201 : 0x0002c90300000301=limited ;\n" +
 	"{% for n in networks %}\n{{ n.name }}={{ n.pkey }}, ipoib :{{ n.members_text }} ;\n{% endfor %}\n" +
 	"{{ flat.name }}={{ flat.pkey }}, ipoib :{{ flat.members_text }} ;\n"
 
@@ -110,7 +111,8 @@ func newProperty(t *testing.T, engine string, seed uint64) *property {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.Rules = store.Rules{PhysicalNetworks: []string{"ibnet", "ib2"}, FlatPKey: propFlatPKey, StaticPKey: static.Name}
+	st.Rules = store.Rules{PhysicalNetworks: []string{"ibnet", "ib2"}, FlatPKey: propFlatPKey, StaticPKey: static.Name,
+		StaticMember: static.Listing}
 	srv := httptest.NewServer(New(Options{Prefix: "/ufmRestV3", Domain: "cloudx", Token: token}, st, slog.New(slog.DiscardHandler)))
 	t.Cleanup(srv.Close)
 	return &property{t: t, rng: rand.New(rand.NewPCG(seed, 0x5eed)), st: st, srv: srv, tpl: tpl,

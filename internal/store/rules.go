@@ -24,6 +24,10 @@ type Rules struct {
 	// StaticPKey says whether the partitions template defines a static
 	// partition with this pkey, and its name. nil: the template defines none.
 	StaticPKey func(fabric.PKey) (name string, static bool)
+	// StaticMember says whether the partitions template (or the default
+	// partition) lists host port guid by its GUID, and in which partition: such
+	// a port may be in no network's partition. nil: none is listed.
+	StaticMember func(guid fabric.GUID) (partition string, listed bool)
 	// PortLimit says why host port guid may not become a member of partition
 	// (refusal, "" when it may): its switch port's pkey table would be full
 	// (topology.PortLimit). nil: no limit.

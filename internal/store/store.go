@@ -100,6 +100,26 @@ type Job struct {
 	FinishedAt  *time.Time
 }
 
+// OpenJob is a job not finished yet, with what an OpenSM error can name of its
+// change: the GUID its port holds now (nil for a network's job, or a port that
+// holds none).
+type OpenJob struct {
+	ID         int64
+	ObjectType string
+	ObjectID   string
+	NetworkID  string
+	GUID       *fabric.GUID
+}
+
+// OpenJobFromColumns converts an OpenJobs row.
+func OpenJobFromColumns(id int64, objectType, objectID, networkID string, guid *string) (OpenJob, error) {
+	g, err := GUIDFromColumn(objectID, guid)
+	if err != nil {
+		return OpenJob{}, err
+	}
+	return OpenJob{ID: id, ObjectType: objectType, ObjectID: objectID, NetworkID: networkID, GUID: g}, nil
+}
+
 // NewJob is a job about to be inserted.
 type NewJob struct {
 	Revision    int64
@@ -183,6 +203,11 @@ type Engine interface {
 	MarkJobsRunning(ctx context.Context, term, revision int64, now time.Time) (int64, error)
 	CompleteJobs(ctx context.Context, term, revision int64, now time.Time) (int64, error)
 	FailJobs(ctx context.Context, term, revision int64, reason string, now time.Time) (int64, error)
+	// FailJob fails one open job, if term is still current.
+	FailJob(ctx context.Context, term, id int64, reason string, now time.Time) (int64, error)
+	// OpenJobs lists the Pending and Running jobs up to revision, with the
+	// GUID each port job's port holds now.
+	OpenJobs(ctx context.Context, revision int64) ([]OpenJob, error)
 	// RecordApply inserts the apply if term is still current; false otherwise.
 	RecordApply(ctx context.Context, a Apply) (bool, error)
 	LastApply(ctx context.Context) (Apply, error)
@@ -548,6 +573,12 @@ func (s *Store) membership(p *Port, c PortChange, n Network, holder *Port) (stri
 	if holder != nil && holder.ID != p.ID && holder.NetworkID != p.NetworkID {
 		return "", rejectf("port %s: GUID %s is already in the partition of network %s (port %s); "+
 			"a GUID can be in only one network's partition", p.ID, *p.GUID, holder.NetworkID, holder.ID)
+	}
+	if s.Rules.StaticMember != nil {
+		if name, listed := s.Rules.StaticMember(*p.GUID); listed {
+			return "", rejectf("port %s: GUID %s is a member of partition %q of the partitions template; "+
+				"a port in a network's partition may be in no other partition", p.ID, *p.GUID, name)
+		}
 	}
 	if s.Rules.PortLimit != nil {
 		refusal, err := s.Rules.PortLimit(*p.GUID, s.Rules.partitionOf(n))
