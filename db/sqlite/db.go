@@ -57,6 +57,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.describeOpenJobsStmt, err = db.PrepareContext(ctx, describeOpenJobs); err != nil {
 		return nil, fmt.Errorf("error preparing query DescribeOpenJobs: %w", err)
 	}
+	if q.failJobStmt, err = db.PrepareContext(ctx, failJob); err != nil {
+		return nil, fmt.Errorf("error preparing query FailJob: %w", err)
+	}
 	if q.failJobsStmt, err = db.PrepareContext(ctx, failJobs); err != nil {
 		return nil, fmt.Errorf("error preparing query FailJobs: %w", err)
 	}
@@ -119,6 +122,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.newTermStmt, err = db.PrepareContext(ctx, newTerm); err != nil {
 		return nil, fmt.Errorf("error preparing query NewTerm: %w", err)
+	}
+	if q.openJobsWithGUIDsStmt, err = db.PrepareContext(ctx, openJobsWithGUIDs); err != nil {
+		return nil, fmt.Errorf("error preparing query OpenJobsWithGUIDs: %w", err)
 	}
 	if q.readLeadershipStmt, err = db.PrepareContext(ctx, readLeadership); err != nil {
 		return nil, fmt.Errorf("error preparing query ReadLeadership: %w", err)
@@ -193,6 +199,11 @@ func (q *Queries) Close() error {
 	if q.describeOpenJobsStmt != nil {
 		if cerr := q.describeOpenJobsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing describeOpenJobsStmt: %w", cerr)
+		}
+	}
+	if q.failJobStmt != nil {
+		if cerr := q.failJobStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing failJobStmt: %w", cerr)
 		}
 	}
 	if q.failJobsStmt != nil {
@@ -300,6 +311,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing newTermStmt: %w", cerr)
 		}
 	}
+	if q.openJobsWithGUIDsStmt != nil {
+		if cerr := q.openJobsWithGUIDsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing openJobsWithGUIDsStmt: %w", cerr)
+		}
+	}
 	if q.readLeadershipStmt != nil {
 		if cerr := q.readLeadershipStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing readLeadershipStmt: %w", cerr)
@@ -375,6 +391,7 @@ type Queries struct {
 	deletePortStmt               *sql.Stmt
 	deletePortsOfNetworkStmt     *sql.Stmt
 	describeOpenJobsStmt         *sql.Stmt
+	failJobStmt                  *sql.Stmt
 	failJobsStmt                 *sql.Stmt
 	getJobStmt                   *sql.Stmt
 	getLeadershipStmt            *sql.Stmt
@@ -396,6 +413,7 @@ type Queries struct {
 	listSecretsStmt              *sql.Stmt
 	markJobsRunningStmt          *sql.Stmt
 	newTermStmt                  *sql.Stmt
+	openJobsWithGUIDsStmt        *sql.Stmt
 	readLeadershipStmt           *sql.Stmt
 	unbumpRevisionStmt           *sql.Stmt
 	upsertEnforcementErrorStmt   *sql.Stmt
@@ -418,6 +436,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		deletePortStmt:               q.deletePortStmt,
 		deletePortsOfNetworkStmt:     q.deletePortsOfNetworkStmt,
 		describeOpenJobsStmt:         q.describeOpenJobsStmt,
+		failJobStmt:                  q.failJobStmt,
 		failJobsStmt:                 q.failJobsStmt,
 		getJobStmt:                   q.getJobStmt,
 		getLeadershipStmt:            q.getLeadershipStmt,
@@ -439,6 +458,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		listSecretsStmt:              q.listSecretsStmt,
 		markJobsRunningStmt:          q.markJobsRunningStmt,
 		newTermStmt:                  q.newTermStmt,
+		openJobsWithGUIDsStmt:        q.openJobsWithGUIDsStmt,
 		readLeadershipStmt:           q.readLeadershipStmt,
 		unbumpRevisionStmt:           q.unbumpRevisionStmt,
 		upsertEnforcementErrorStmt:   q.upsertEnforcementErrorStmt,

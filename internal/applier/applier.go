@@ -46,6 +46,8 @@ type Store interface {
 	MarkJobsRunning(ctx context.Context, term, revision int64, now time.Time) (int64, error)
 	CompleteJobs(ctx context.Context, term, revision int64, now time.Time) (int64, error)
 	FailJobs(ctx context.Context, term, revision int64, reason string, now time.Time) (int64, error)
+	FailJob(ctx context.Context, term, id int64, reason string, now time.Time) (int64, error) // local.go
+	OpenJobs(ctx context.Context, revision int64) ([]store.OpenJob, error)                    // local.go
 	RecordApply(ctx context.Context, a store.Apply) (bool, error)
 	Wake(ctx context.Context) <-chan struct{}
 	DeleteExpiredJobs(ctx context.Context, retention time.Duration) (int64, error)
@@ -324,8 +326,31 @@ func (t *term) apply(ctx context.Context) applyResult {
 		t.applied = rev
 		return applyDone
 	case res.Outcome == opensm.Applied:
-		// Some ports did not get their pkeys (e.g. a full pkey table): fail
-		// closed, say which lines. Applying again would give the same result.
+		// Some ports did not get their pkeys (e.g. a full pkey table). The
+		// jobs of the changes the errors name fail, saying which lines; the
+		// others complete (local.go). Applying again would give the same
+		// result.
+		failed, attributed, err := t.failLocally(ctx, rev, res.PKeyErrors)
+		if err != nil {
+			log.Error("fail the jobs the pkey errors name", "error", err)
+			return applyRetry
+		}
+		if attributed {
+			detail := "SUBNET UP, with pkey errors: " + strings.Join(res.PKeyErrors, "; ")
+			log.Error("partitions applied with pkey errors; failing the jobs they name", "errors", res.PKeyErrors,
+				"jobs_failed", failed)
+			record(string(res.Outcome), detail)
+			t.recordOverCapacity(ctx, st)
+			n, err := t.completeJobs(ctx, rev)
+			if err != nil {
+				log.Error("complete jobs", "error", err)
+				return applyRetry
+			}
+			log.Info("partitions applied", "jobs_completed", n, "jobs_failed", failed, "took", time.Since(started))
+			t.applied = rev
+			return applyDone
+		}
+		// Errors that name no port: fail closed, every job of the sweep.
 		reason := "OpenSM applied the partitions file with errors: " + strings.Join(res.PKeyErrors, "; ")
 		log.Error("partitions applied with pkey errors", "errors", res.PKeyErrors)
 		t.failJobs(ctx, rev, reason)

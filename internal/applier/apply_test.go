@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
@@ -252,5 +253,62 @@ func TestBrokenProofKeepsJobsWaiting(t *testing.T) {
 	j := r.job(job.ID)
 	if j.Status != store.StatusRunning || !strings.Contains(j.Description, "\nWaiting: proof broken") {
 		t.Errorf("job after a broken proof: %+v; want Running, saying why it waits", j)
+	}
+}
+
+// port records a port of the rig's network holding guid and returns its job.
+func (r *applyRig) port(id string, guid uint64) store.Job {
+	r.t.Helper()
+	g := fabric.GUID(guid)
+	j, err := r.st.RecordPort(ctxT(r.t), store.PortChange{Operation: store.OpAddPort,
+		Port: store.Port{ID: id, NetworkID: r.netID, GUID: &g, Host: "h"}})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return j
+}
+
+// Failures stay local: an ERR 0512 that names H1's port fails H1's job; H2's
+// job, in the same sweep, completes. A line that names no port cannot be
+// attributed, and fails every job of the sweep.
+func TestPKeyErrorsFailOnlyTheJobsTheyName(t *testing.T) {
+	const h1Full = "pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x8065 because Pkey table is full for node 0x0002c90300000100 port 1 (H1)"
+	const s1Port0 = "pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x0300 because Pkey table is full for node 0x0002c90300f00001 port 0 (S1)"
+	const unplaced = "osm_pkey_mgr_process: ERR 0510: osm_prtn_make_partitions() failed"
+	tests := []struct {
+		name       string
+		lines      []string
+		h1, h2, nw string // the jobs' statuses after the apply
+	}{
+		{"H1's table full", []string{h1Full, s1Port0}, store.StatusFailed, store.StatusCompleted, store.StatusCompleted},
+		{"unattributable", []string{h1Full, unplaced}, store.StatusFailed, store.StatusFailed, store.StatusFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var middle string
+			for _, l := range tt.lines {
+				middle += logLine(0x01, l)
+			}
+			r := newApplyRig(t, true, func() string { return heavySweep(middle) })
+			nw := r.network(101)
+			h1 := r.port("port-h1", 0x0002c90300000101)
+			h2 := r.port("port-h2", 0x0002c90300000201)
+			if res := r.term.apply(ctxT(t)); res != applyDone {
+				t.Fatalf("apply: %v, want done", res)
+			}
+			for _, c := range []struct {
+				name string
+				job  store.Job
+				want string
+			}{{"H1's", h1, tt.h1}, {"H2's", h2, tt.h2}, {"the network's", nw, tt.nw}} {
+				j := r.job(c.job.ID)
+				if j.Status != c.want {
+					t.Errorf("%s job: %s (%s), want %s", c.name, j.Status, j.Error, c.want)
+				}
+				if j.Status == store.StatusFailed && !strings.Contains(j.Error, "ERR 0512") {
+					t.Errorf("%s job failed without saying why: %q", c.name, j.Error)
+				}
+			}
+		})
 	}
 }

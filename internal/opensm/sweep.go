@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -238,4 +239,24 @@ func mayBeEnforcement(e Entry) bool {
 	}
 	i := strings.Index(e.Message, "nforcement")
 	return i >= 0 && strings.Contains(strings.ToLower(e.Message), "clearing enforcement bit")
+}
+
+// pkeyErrorNode reads where a pkey manager error happened: OpenSM's ERR 05xx
+// lines name "node 0x<node GUID> port <n>".
+var pkeyErrorNode = regexp.MustCompile(`\bnode 0x([0-9a-fA-F]{1,16}) port (\d{1,3})\b`)
+
+// PKeyErrorPlace returns the node GUID and port number a pkey error line (one
+// of SweepResult.PKeyErrors) names. ok is false when the line names no port:
+// the error cannot be attributed to a change.
+func PKeyErrorPlace(line string) (node uint64, port int, ok bool) {
+	m := pkeyErrorNode.FindStringSubmatch(line)
+	if m == nil {
+		return 0, 0, false
+	}
+	node, errN := strconv.ParseUint(m[1], 16, 64)
+	port, errP := strconv.Atoi(m[2])
+	if errN != nil || errP != nil || node == 0 {
+		return 0, 0, false
+	}
+	return node, port, true
 }

@@ -115,3 +115,17 @@ WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
 
 -- name: AdvisoryUnlock :one
 SELECT pg_advisory_unlock(@key::bigint) AS unlocked;
+
+-- name: OpenJobsWithGUIDs :many
+-- The open jobs up to a revision, with the GUID a port job's port holds now
+-- (NULL for a network's job, or a port gone or without membership).
+SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid
+FROM jobs j LEFT JOIN ports p ON j.object_type = 'port' AND p.id = j.object_id
+WHERE j.status IN ('Pending', 'Running') AND j.revision <= @revision
+ORDER BY j.id;
+
+-- name: FailJob :execrows
+UPDATE jobs SET status = 'Failed', error = @error, description = split_part(description, E'\n', 1),
+    finished_at = @now, updated_at = @now
+WHERE jobs.id = @id AND status IN ('Pending', 'Running')
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);

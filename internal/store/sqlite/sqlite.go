@@ -232,6 +232,24 @@ func (e *Engine) FailJobs(ctx context.Context, term, revision int64, reason stri
 	return e.q.FailJobs(ctx, sqlitedb.FailJobsParams{Error: reason, Now: &now, Revision: revision, Term: term})
 }
 
+func (e *Engine) FailJob(ctx context.Context, term, id int64, reason string, now time.Time) (int64, error) {
+	return e.q.FailJob(ctx, sqlitedb.FailJobParams{Error: reason, Now: &now, ID: id, Term: term})
+}
+
+func (e *Engine) OpenJobs(ctx context.Context, revision int64) ([]store.OpenJob, error) {
+	rows, err := e.q.OpenJobsWithGUIDs(ctx, revision)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.OpenJob, len(rows))
+	for i, r := range rows {
+		if out[i], err = store.OpenJobFromColumns(r.ID, r.ObjectType, r.ObjectID, r.NetworkID, r.Guid); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 func (e *Engine) RecordApply(ctx context.Context, a store.Apply) (bool, error) {
 	n, err := e.q.InsertApply(ctx, sqlitedb.InsertApplyParams{
 		Revision: a.Revision, Sha256: a.SHA256, Term: a.Term, Outcome: a.Outcome, Detail: a.Detail,
