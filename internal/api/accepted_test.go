@@ -45,7 +45,7 @@ func TestAcceptedStatesApply(t *testing.T) {
 	}
 	// SQLite in a fast loop; the server engines with fewer steps, for the
 	// paths that differ (their GUID claims and error mapping).
-	budget := map[string]int{config.EngineSQLite: 3000, config.EnginePostgres: 400, config.EngineMySQL: 400}
+	budget := map[string]int{config.EngineSQLite: 3000, config.EnginePostgres: 1500, config.EngineMySQL: 1500}
 	if s := os.Getenv("AFM_PROPERTY_STEPS"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil {
