@@ -379,27 +379,35 @@ func (t *term) apply(ctx context.Context) applyResult {
 		record(string(res.Outcome), reason)
 		return applyRetry
 	case res.TimedOut:
-		// sweep_timeout: the jobs fail, saying why, so that the driver and the
-		// operator learn of it rather than wait without end; the change stays
-		// recorded and is applied again (the driver re-sends failed jobs).
-		reason := fmt.Sprintf("OpenSM did not show this change applied within sweep_timeout (%s): %s; the manager keeps applying it",
+		// sweep_timeout: nothing proved the change applied, and nothing proved
+		// it was not: OpenSM may be restarting, not yet master, or slow on a
+		// large fabric. Failing the jobs would only make the driver re-send the
+		// same state; they keep waiting instead, saying why, and complete as
+		// soon as a later apply is proven. The state is applied again after a
+		// back-off.
+		said := fmt.Sprintf("Waiting: OpenSM did not show this change applied within sweep_timeout (%s): %s; applying again",
 			t.Cfg.SweepTimeout, res.Detail)
-		log.Error("partitions not proven applied within sweep_timeout; failing the jobs and retrying", "outcome", res.Outcome,
+		log.Warn("partitions not proven applied within sweep_timeout; applying again", "outcome", res.Outcome,
 			"detail", res.Detail)
-		t.failJobs(ctx, rev, reason)
+		t.describeWaiting(ctx, rev, said)
 		record(string(res.Outcome), res.Detail)
 		return applyRetry
 	}
-	// The proof was broken before the deadline (the log was rotated or
-	// truncated, another SM became master): nothing says the change is not
+	// The proof was broken before the deadline (the log was truncated under
+	// the follower, another SM became master): nothing says the change is not
 	// applied, so the jobs keep waiting, saying why, and the state is applied
 	// again at once.
 	log.Warn("partitions not proven applied; applying again", "outcome", res.Outcome, "detail", res.Detail)
-	if _, err := t.Store.DescribeOpenJobs(ctx, t.id, rev, "Waiting: "+res.Detail+"; applying again"); err != nil {
-		log.Error("describe waiting jobs", "error", err)
-	}
+	t.describeWaiting(ctx, rev, "Waiting: "+res.Detail+"; applying again")
 	record(string(res.Outcome), res.Detail)
 	return applyRetryAtOnce
+}
+
+// describeWaiting says in the open jobs up to rev why they still wait.
+func (t *term) describeWaiting(ctx context.Context, rev int64, said string) {
+	if _, err := t.Store.DescribeOpenJobs(ctx, t.id, rev, said); err != nil {
+		t.Log.Error("describe waiting jobs", "revision", rev, "error", err)
+	}
 }
 
 // failJobs fails the jobs up to rev that are still open.

@@ -212,9 +212,10 @@ func TestReopenedGateCompletesAfterANewSweep(t *testing.T) {
 	}
 }
 
-// sweep_timeout fails the change's jobs, as the sample configuration says,
-// with a reason that names it, and the state is applied again.
-func TestSweepTimeoutFailsTheJobs(t *testing.T) {
+// sweep_timeout ends the wait for a sweep, as the sample configuration says:
+// the jobs keep waiting, their description says why (naming sweep_timeout and
+// what was missing), and the state is applied again.
+func TestSweepTimeoutKeepsJobsWaitingAndSaysWhy(t *testing.T) {
 	r := newApplyRig(t, true, func() string { return "" }) // SIGHUP received, no sweep
 	r.term.Cfg.SweepTimeout = 300 * time.Millisecond
 	job := r.network(101)
@@ -222,12 +223,20 @@ func TestSweepTimeoutFailsTheJobs(t *testing.T) {
 		t.Errorf("apply: %v, want a retry", res)
 	}
 	j := r.job(job.ID)
-	if j.Status != store.StatusFailed || !strings.Contains(j.Error, "within sweep_timeout (300ms)") ||
-		!strings.Contains(j.Error, "no heavy sweep started") {
-		t.Errorf("job after sweep_timeout: %+v; want Failed, naming sweep_timeout and what was missing", j)
+	if j.Status != store.StatusRunning || !strings.Contains(j.Description, "\nWaiting: OpenSM did not show this change applied within sweep_timeout (300ms)") ||
+		!strings.Contains(j.Description, "no heavy sweep started") {
+		t.Errorf("job after sweep_timeout: %+v; want Running, saying it waits past sweep_timeout and what was missing", j)
 	}
 	if r.term.applied == 1 {
 		t.Errorf("the revision counts as applied after a timeout")
+	}
+	// A later apply that is proven completes it, and drops the reason.
+	r.sm.sweep = func() string { return heavySweep("") }
+	if res := r.term.apply(ctxT(t)); res != applyDone {
+		t.Fatalf("apply: %v, want done", res)
+	}
+	if j := r.job(job.ID); j.Status != store.StatusCompleted || strings.Contains(j.Description, "Waiting") {
+		t.Errorf("job after a proven apply: %+v; want Completed, without the reason it waited", j)
 	}
 }
 
