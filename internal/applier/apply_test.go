@@ -174,6 +174,12 @@ func TestBigSweepWithEnforcementErrorCompletesNothing(t *testing.T) {
 	if j := r.job(job.ID); j.Status == store.StatusCompleted || !strings.Contains(j.Description, EnforcementCleared) {
 		t.Errorf("after a poll the job is %+v, want it open and saying why", j)
 	}
+	// The watch, reading the same log later (4 MiB a poll), does not count the
+	// line again.
+	r.term.pollGates(ctxT(t))
+	if got := recorded(t, r.st); len(got) != 1 || got[0] != "0x0002c90300f00001:2 xI" {
+		t.Errorf("enforcement errors after the watch read the log: %q, want S1 port 2 seen once", got)
+	}
 }
 
 // A gate that reopens needs fresh proof: jobs held by a closed gate complete

@@ -214,6 +214,12 @@ func (t *term) recordEnforcement(ctx context.Context, found []opensm.Enforcement
 	if err := t.Store.RecordEnforcementErrors(ctx, seen); err != nil {
 		return err
 	}
+	if t.gate.watch.seenInSweep == nil {
+		t.gate.watch.seenInSweep = map[string]struct{}{}
+	}
+	for _, e := range found {
+		t.gate.watch.seenInSweep[e.Line] = struct{}{}
+	}
 	for _, e := range found {
 		t.Log.Error(EnforcementCleared, "switch_port", e.String(), "line", e.Line)
 	}
@@ -235,6 +241,9 @@ const maxScan = 4 << 20
 type enforcementWatch struct {
 	path string
 	pos  opensm.Position
+	// seenInSweep holds the lines an apply's sweep already recorded (see
+	// recordEnforcement), so that the watch does not count them again.
+	seenInSweep map[string]struct{}
 }
 
 // EnforcementRecorder records what the log said.
@@ -287,6 +296,15 @@ func (w *enforcementWatch) scan(ctx context.Context, rec EnforcementRecorder, lo
 		}
 		found = opensm.EnforcementErrors(entries)
 	}
+	kept := found[:0]
+	for _, e := range found {
+		if _, dup := w.seenInSweep[e.Line]; dup {
+			delete(w.seenInSweep, e.Line)
+			continue
+		}
+		kept = append(kept, e)
+	}
+	found = kept
 	seen := make([]store.EnforcementSighting, len(found))
 	for i, e := range found {
 		seen[i] = store.EnforcementSighting{Switch: e.Switch, Port: e.Port, Line: e.Line}
