@@ -132,6 +132,7 @@ func (a *Applier) Lead(ctx context.Context, termID int64) error {
 	if err := t.startGates(); err != nil {
 		return err
 	}
+	defer t.gate.watch.close()
 	smCtx, stopSM := context.WithCancel(ctx)
 	smDone := make(chan error, 1)
 	go func() { smDone <- a.SM.Run(smCtx) }()

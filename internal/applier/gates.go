@@ -241,6 +241,7 @@ const maxScan = 4 << 20
 type enforcementWatch struct {
 	path string
 	pos  opensm.Position
+	f    *os.File // the file being read; across a rotation, the old one until it is read to its end
 	// seenInSweep holds the lines an apply's sweep already recorded (see
 	// recordEnforcement), so that the watch does not count them again.
 	seenInSweep map[string]struct{}
@@ -252,38 +253,101 @@ type EnforcementRecorder interface {
 }
 
 func (w *enforcementWatch) scan(ctx context.Context, rec EnforcementRecorder, log *slog.Logger) error {
+	if err := w.follow(ctx, rec, log); err != nil || w.f == nil {
+		return err
+	}
+	_, err := w.readChunk(ctx, rec, log)
+	return err
+}
+
+// follow opens the log, and follows a rotation by renaming: once the path
+// names a new file that OpenSM writes to (it holds data: OpenSM reopened its
+// log), the old file, still open, is read to its end first, so that no line
+// logged before the rotation is missed.
+func (w *enforcementWatch) follow(ctx context.Context, rec EnforcementRecorder, log *slog.Logger) error {
+	cur, err := os.Stat(w.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // rotated away and not re-created yet: the old file may still grow
+	}
+	if err != nil {
+		return err
+	}
+	inode := inodeOf(cur)
+	if w.f != nil && (inode == w.pos.Inode || cur.Size() == 0) {
+		return nil
+	}
+	if w.f != nil {
+		for { // the old file's last lines
+			progressed, err := w.readChunk(ctx, rec, log)
+			if err != nil {
+				return err
+			}
+			if !progressed {
+				break
+			}
+		}
+		w.f.Close()
+		w.f = nil
+	}
 	f, err := os.Open(w.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil // not written yet, or rotated away and not re-created yet
+		return nil
 	}
 	if err != nil {
 		return err
 	}
-	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
+		f.Close()
 		return err
 	}
-	var inode uint64
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		inode = st.Ino
+	if inode = inodeOf(fi); w.pos.Inode != 0 && inode != w.pos.Inode {
+		w.pos = opensm.Position{Inode: inode} // another file: all of it is new
 	}
+	w.pos.Inode, w.f = inode, f
+	return nil
+}
+
+// close releases the open log file.
+func (w *enforcementWatch) close() {
+	if w.f != nil {
+		w.f.Close()
+		w.f = nil
+	}
+}
+
+func inodeOf(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
+}
+
+// readChunk reads and records what the open file holds past the position, at
+// most maxScan bytes. progressed says the position moved.
+func (w *enforcementWatch) readChunk(ctx context.Context, rec EnforcementRecorder, log *slog.Logger) (progressed bool, err error) {
+	f := w.f
+	fi, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	inode := w.pos.Inode
 	from := w.pos.Offset
-	if (w.pos.Inode != 0 && inode != w.pos.Inode) || fi.Size() < from {
-		from = 0 // rotated or truncated: the whole file is new
+	if fi.Size() < from {
+		from = 0 // truncated in place (copytruncate, log_max_size): the whole file is new
 	}
 	n := min(fi.Size()-from, maxScan)
 	if n <= 0 {
 		w.pos = opensm.Position{Inode: inode, Offset: from}
-		return nil
+		return false, nil
 	}
 	buf := make([]byte, n)
 	if _, err := f.ReadAt(buf, from); err != nil && !errors.Is(err, io.EOF) {
-		return err
+		return false, err
 	}
 	end := bytes.LastIndexByte(buf, '\n') + 1 // a line still being written waits
 	if end == 0 && n < maxScan {
-		return nil
+		return false, nil
 	}
 	if end == 0 {
 		end = len(buf) // one enormous line: not OpenSM's, skip it
@@ -292,7 +356,7 @@ func (w *enforcementWatch) scan(ctx context.Context, rec EnforcementRecorder, lo
 	if opensm.MayHoldEnforcementErrors(buf[:end]) { // most of the time, nothing to parse
 		entries, err := opensm.ParseLog(bytes.NewReader(buf[:end]))
 		if err != nil {
-			return err
+			return false, err
 		}
 		found = opensm.EnforcementErrors(entries)
 	}
@@ -310,11 +374,11 @@ func (w *enforcementWatch) scan(ctx context.Context, rec EnforcementRecorder, lo
 		seen[i] = store.EnforcementSighting{Switch: e.Switch, Port: e.Port, Line: e.Line}
 	}
 	if err := rec.RecordEnforcementErrors(ctx, seen); err != nil {
-		return err // read again at the next poll
+		return false, err // read again at the next poll
 	}
 	for _, e := range found {
 		log.Error(EnforcementCleared, "switch_port", e.String(), "line", e.Line)
 	}
 	w.pos = opensm.Position{Inode: inode, Offset: from + int64(end)}
-	return nil
+	return true, nil
 }
