@@ -31,6 +31,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/api"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/leader"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
@@ -96,20 +97,25 @@ func countTrue(flags ...bool) int {
 	return n
 }
 
+// storeRules are the configured rules a request is recorded by, without the
+// template's static partitions and without a port limit: enough for the
+// commands that record nothing.
+func storeRules(cfg *config.Config) store.Rules {
+	return store.Rules{PhysicalNetworks: cfg.API.PhysicalNetworks, FlatPKey: cfg.OpenSM.FlatPKey}
+}
+
 // openStore opens the configured database, migrating it when asked to.
-func openStore(ctx context.Context, cfg *config.Config, migrate bool, log *slog.Logger) (*store.Store, error) {
+func openStore(ctx context.Context, cfg *config.Config, migrate bool, rules store.Rules, log *slog.Logger) (*store.Store, error) {
 	conn, err := config.ParseConnection(cfg.Database.Connection)
 	if err != nil {
 		return nil, err
 	}
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	st, err := storeopen.Open(octx, conn.Engine, conn.DSN, migrate, log)
+	st, err := storeopen.Open(octx, conn.Engine, conn.DSN, migrate, rules, log)
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
 	}
-	// run adds StaticPKey: the partitions template knows its static partitions.
-	st.Rules = store.Rules{PhysicalNetworks: cfg.API.PhysicalNetworks, FlatPKey: cfg.OpenSM.FlatPKey}
 	return st, nil
 }
 
@@ -118,7 +124,7 @@ func runMigrate(ctx context.Context, path string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg, true, log)
+	st, err := openStore(ctx, cfg, true, storeRules(cfg), log)
 	if err != nil {
 		return err
 	}
@@ -144,7 +150,7 @@ func renderPartitions(ctx context.Context, cfg *config.Config, out io.Writer, lo
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, log)
+	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, storeRules(cfg), log)
 	if err != nil {
 		return err
 	}
@@ -153,7 +159,7 @@ func renderPartitions(ctx context.Context, cfg *config.Config, out io.Writer, lo
 	// asked, as the distributions' OpenSM, the stricter one.
 	flavour, err := opensm.DetectFlavour(ctx, cfg.OpenSM.Command)
 	if err != nil {
-		flavour = opensm.Upstream
+		flavour = fabric.Upstream
 	}
 	text, err := checkRecordedState(ctx, cfg, st, tpl, flavour)
 	if err != nil {
@@ -179,12 +185,8 @@ func loadTemplate(cfg *config.Config) (*partitions.Template, error) {
 
 // checkRules are the partitions check's configurable rules, for the OpenSM
 // that reads the file: only NVIDIA's knows ALL_VCAS.
-func checkRules(cfg *config.Config, flavour opensm.Flavour) partitions.Rules {
-	r := partitions.Rules{SharedDefaultPartition: cfg.OpenSM.SharedDefaultPartition, Flavour: partitions.Upstream}
-	if flavour == opensm.NVIDIA {
-		r.Flavour = partitions.NVIDIA
-	}
-	return r
+func checkRules(cfg *config.Config, flavour fabric.Flavour) partitions.Rules {
+	return partitions.Rules{SharedDefaultPartition: cfg.OpenSM.SharedDefaultPartition, Flavour: flavour}
 }
 
 func run(ctx context.Context, path string, log *slog.Logger) error {
@@ -193,12 +195,6 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 		return err
 	}
 	log.Info("starting", "config", cfg)
-	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, log)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-
 	tpl, err := loadTemplate(cfg)
 	if err != nil {
 		return err
@@ -209,10 +205,17 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("[opensm] partitions_template: %w", err)
 	}
-	st.Rules.StaticPKey = static.Name
-	st.Rules.StaticMember = static.Listing
 	limit := &topology.PortLimit{DumpFile: subnetDump(cfg), Capacity: cfg.OpenSM.SwitchPKeyCapacity, Static: static.PKeysOf}
-	st.Rules.PortLimit = limit.Check
+	rules := storeRules(cfg)
+	rules.StaticPKey = static.Name
+	rules.StaticMember = static.Listing
+	rules.PortLimit = func() (store.PortCheck, error) { return limit.Checker() }
+	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, rules, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
 	sm, flavour, err := prepareOpenSM(ctx, cfg, log, databaseKeys{st})
 	if err != nil {
 		return err
@@ -286,7 +289,7 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 // prepareOpenSM writes opensm.conf, with the hardening options the running
 // OpenSM knows and the keys from keys, and the per-module logging file, and
 // returns the process driver that runs OpenSM while this manager is the applier.
-func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource) (*opensm.Process, opensm.Flavour, error) {
+func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource) (*opensm.Process, fabric.Flavour, error) {
 	if cfg.OpenSM.Driver != "process" {
 		return nil, 0, fmt.Errorf("[opensm] driver %q is not supported", cfg.OpenSM.Driver)
 	}

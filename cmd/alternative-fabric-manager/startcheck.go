@@ -8,7 +8,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
@@ -19,26 +19,25 @@ import (
 // its VLAN and the rule) and every problem of the check, one per line: what
 // --render prints and what refuses the manager's start.
 func checkRecordedState(ctx context.Context, cfg *config.Config, st *store.Store, tpl *partitions.Template,
-	flavour opensm.Flavour) ([]byte, error) {
+	flavour fabric.Flavour) ([]byte, error) {
 	snap, err := st.Snapshot(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read recorded state: %w", err)
 	}
-	state := applier.State(snap, cfg.OpenSM.DefaultPartition, cfg.OpenSM.FlatPKey)
-	state.Rules = checkRules(cfg, flavour)
-	text, err := tpl.Render(ctx, state)
+	_, text, err, rerr := applier.Render(ctx, snap, applier.Config{DefaultPartition: cfg.OpenSM.DefaultPartition,
+		FlatPKey: cfg.OpenSM.FlatPKey, Template: tpl, Rules: checkRules(cfg, flavour)})
+	if rerr != nil {
+		return nil, fmt.Errorf("revision %d: %w", snap.Revision, rerr)
+	}
 	perr := (*partitions.Error)(nil)
 	if err != nil && !errors.As(err, &perr) {
 		return nil, fmt.Errorf("revision %d: %w", snap.Revision, err)
-	}
-	if err == nil {
-		err = partitions.Check(text, state)
 	}
 	static, serr := tpl.Static(ctx, cfg.OpenSM.DefaultPartition, cfg.OpenSM.FlatPKey)
 	if serr != nil {
 		return nil, fmt.Errorf("[opensm] partitions_template: %w", serr)
 	}
-	rules := st.Rules
+	rules := storeRules(cfg)
 	rules.StaticPKey = static.Name
 	conflicts := rules.Conflicts(snap.Networks)
 	problems := conflicts

@@ -9,6 +9,8 @@ import (
 	"context"
 	"database/sql"
 	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
 const bumpRevision = `-- name: BumpRevision :execresult
@@ -150,7 +152,7 @@ type FailJobParams struct {
 	Error      string
 	FinishedAt *time.Time
 	Now        time.Time
-	ID         int64
+	JobID      int64
 	Term       int64
 }
 
@@ -159,7 +161,7 @@ func (q *Queries) FailJob(ctx context.Context, arg FailJobParams) (int64, error)
 		arg.Error,
 		arg.FinishedAt,
 		arg.Now,
-		arg.ID,
+		arg.JobID,
 		arg.Term,
 	)
 	if err != nil {
@@ -266,7 +268,7 @@ const getNetworkByPKey = `-- name: GetNetworkByPKey :one
 SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE pkey = ?
 `
 
-func (q *Queries) GetNetworkByPKey(ctx context.Context, pkey *int32) (Network, error) {
+func (q *Queries) GetNetworkByPKey(ctx context.Context, pkey *fabric.PKey) (Network, error) {
 	row := q.db.QueryRowContext(ctx, getNetworkByPKey, pkey)
 	var i Network
 	err := row.Scan(
@@ -308,7 +310,7 @@ SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports W
 
 type GetPortsByIDOrGUIDParams struct {
 	ID   string
-	Guid *string
+	Guid *fabric.GUID
 }
 
 // The port with this id and the port holding this GUID (the same row, or
@@ -344,17 +346,6 @@ func (q *Queries) GetPortsByIDOrGUID(ctx context.Context, arg GetPortsByIDOrGUID
 	return items, nil
 }
 
-const getRevision = `-- name: GetRevision :one
-SELECT revision FROM state WHERE id = 1
-`
-
-func (q *Queries) GetRevision(ctx context.Context) (int64, error) {
-	row := q.db.QueryRowContext(ctx, getRevision)
-	var revision int64
-	err := row.Scan(&revision)
-	return revision, err
-}
-
 const holdsLock = `-- name: HoldsLock :one
 SELECT CAST(COALESCE(IS_USED_LOCK(?) = CONNECTION_ID(), 0) AS SIGNED) AS held
 `
@@ -364,40 +355,6 @@ func (q *Queries) HoldsLock(ctx context.Context, name string) (int64, error) {
 	var held int64
 	err := row.Scan(&held)
 	return held, err
-}
-
-const insertApply = `-- name: InsertApply :execrows
-INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finished_at)
-SELECT ?, ?, ?, ?, ?,
-       ?, ?
-FROM leadership WHERE leadership.id = 1 AND leadership.term = ?
-`
-
-type InsertApplyParams struct {
-	Revision   int64
-	Sha256     string
-	Term       int64
-	Outcome    string
-	Detail     string
-	StartedAt  time.Time
-	FinishedAt time.Time
-}
-
-func (q *Queries) InsertApply(ctx context.Context, arg InsertApplyParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, insertApply,
-		arg.Revision,
-		arg.Sha256,
-		arg.Term,
-		arg.Outcome,
-		arg.Detail,
-		arg.StartedAt,
-		arg.FinishedAt,
-		arg.Term,
-	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected()
 }
 
 const insertJob = `-- name: InsertJob :execresult
@@ -439,6 +396,17 @@ func (q *Queries) InsertJob(ctx context.Context, arg InsertJobParams) (sql.Resul
 		arg.Now,
 		arg.FinishedAt,
 	)
+}
+
+const keepRevision = `-- name: KeepRevision :exec
+UPDATE state SET revision = revision - 1 WHERE id = 1
+`
+
+// A change that touches no partition gives its revision back, inside the same
+// transaction, so that the applier has nothing to sweep for.
+func (q *Queries) KeepRevision(ctx context.Context) error {
+	_, err := q.db.ExecContext(ctx, keepRevision)
+	return err
 }
 
 const lastApply = `-- name: LastApply :one
@@ -507,7 +475,7 @@ ORDER BY ports.network_id, ports.guid
 
 type ListMembersRow struct {
 	NetworkID string
-	Guid      *string
+	Guid      *fabric.GUID
 }
 
 func (q *Queries) ListMembers(ctx context.Context) ([]ListMembersRow, error) {
@@ -585,7 +553,7 @@ type OpenJobsWithGUIDsRow struct {
 	ObjectType string
 	ObjectID   string
 	NetworkID  string
-	Guid       *string
+	Guid       *fabric.GUID
 }
 
 // The open jobs up to a revision, with the GUID a port job's port holds now
@@ -619,6 +587,40 @@ func (q *Queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]Open
 	return items, nil
 }
 
+const recordApply = `-- name: RecordApply :execrows
+INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finished_at)
+SELECT ?, ?, ?, ?, ?,
+       ?, ?
+FROM leadership WHERE leadership.id = 1 AND leadership.term = ?
+`
+
+type RecordApplyParams struct {
+	Revision   int64
+	Sha256     string
+	Term       int64
+	Outcome    string
+	Detail     string
+	StartedAt  time.Time
+	FinishedAt time.Time
+}
+
+func (q *Queries) RecordApply(ctx context.Context, arg RecordApplyParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, recordApply,
+		arg.Revision,
+		arg.Sha256,
+		arg.Term,
+		arg.Outcome,
+		arg.Detail,
+		arg.StartedAt,
+		arg.FinishedAt,
+		arg.Term,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const releaseLock = `-- name: ReleaseLock :one
 SELECT CAST(COALESCE(RELEASE_LOCK(?), 0) AS SIGNED) AS released
 `
@@ -628,6 +630,17 @@ func (q *Queries) ReleaseLock(ctx context.Context, name string) (int64, error) {
 	var released int64
 	err := row.Scan(&released)
 	return released, err
+}
+
+const revision = `-- name: Revision :one
+SELECT revision FROM state WHERE id = 1
+`
+
+func (q *Queries) Revision(ctx context.Context) (int64, error) {
+	row := q.db.QueryRowContext(ctx, revision)
+	var revision int64
+	err := row.Scan(&revision)
+	return revision, err
 }
 
 const tryGetLock = `-- name: TryGetLock :one
@@ -642,17 +655,6 @@ func (q *Queries) TryGetLock(ctx context.Context, name string) (int64, error) {
 	var locked int64
 	err := row.Scan(&locked)
 	return locked, err
-}
-
-const unbumpRevision = `-- name: UnbumpRevision :exec
-UPDATE state SET revision = revision - 1 WHERE id = 1
-`
-
-// A change that touches no partition gives its revision back, inside the same
-// transaction, so that the applier has nothing to sweep for.
-func (q *Queries) UnbumpRevision(ctx context.Context) error {
-	_, err := q.db.ExecContext(ctx, unbumpRevision)
-	return err
 }
 
 const upsertNetwork = `-- name: UpsertNetwork :exec
@@ -670,7 +672,7 @@ type UpsertNetworkParams struct {
 	Name            string
 	NetworkType     string
 	PhysicalNetwork string
-	Pkey            *int32
+	Pkey            *fabric.PKey
 	Managed         bool
 	Revision        int64
 	Now             time.Time
@@ -703,7 +705,7 @@ ON DUPLICATE KEY UPDATE
 type UpsertPortParams struct {
 	ID        string
 	NetworkID string
-	Guid      *string
+	Guid      *fabric.GUID
 	Host      string
 	Revision  int64
 	Now       time.Time

@@ -111,8 +111,8 @@ func newProperty(t *testing.T, engine string, seed uint64) *property {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.Rules = store.Rules{PhysicalNetworks: []string{"ibnet", "ib2"}, FlatPKey: propFlatPKey, StaticPKey: static.Name,
-		StaticMember: static.Listing}
+	st = st.WithRules(store.Rules{PhysicalNetworks: []string{"ibnet", "ib2"}, FlatPKey: propFlatPKey, StaticPKey: static.Name,
+		StaticMember: static.Listing})
 	srv := httptest.NewServer(New(Options{Prefix: "/ufmRestV3", Domain: "cloudx", Token: token}, st, slog.New(slog.DiscardHandler)))
 	t.Cleanup(srv.Close)
 	return &property{t: t, rng: rand.New(rand.NewPCG(seed, 0x5eed)), st: st, srv: srv, tpl: tpl,

@@ -114,7 +114,7 @@ func newApplyRig(t *testing.T, confirmed bool, sweep func() string) *applyRig {
 		SubnetDump:       dump,
 	}}
 	r.term = &term{Applier: a, id: 1, applied: -1}
-	if _, err := st.NewTerm(ctx, "test", time.Now().UTC()); err != nil {
+	if _, err := st.NewTerm(ctx, "test"); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.term.startGates(); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
@@ -75,7 +74,6 @@ func (t *term) failLocally(ctx context.Context, rev int64, lines []string) (fail
 	if err != nil {
 		return 0, true, fmt.Errorf("read open jobs: %w", err)
 	}
-	now := time.Now().UTC()
 	for _, j := range jobs {
 		if j.ObjectType != store.ObjectPort || j.GUID == nil {
 			continue
@@ -85,7 +83,7 @@ func (t *term) failLocally(ctx context.Context, rev int64, lines []string) (fail
 			continue
 		}
 		reason := "OpenSM applied the partitions file, but not this change: " + strings.Join(named, "; ")
-		n, err := t.Store.FailJob(ctx, t.id, j.ID, reason, now)
+		n, err := t.Store.FailJob(ctx, t.id, j.ID, reason)
 		if err != nil {
 			return failed, true, fmt.Errorf("fail job %d: %w", j.ID, err)
 		}
