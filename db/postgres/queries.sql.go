@@ -12,6 +12,17 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
+const advisoryUnlock = `-- name: AdvisoryUnlock :one
+SELECT pg_advisory_unlock($1::bigint) AS unlocked
+`
+
+func (q *Queries) AdvisoryUnlock(ctx context.Context, key int64) (bool, error) {
+	row := q.db.QueryRow(ctx, advisoryUnlock, key)
+	var unlocked bool
+	err := row.Scan(&unlocked)
+	return unlocked, err
+}
+
 const bumpRevision = `-- name: BumpRevision :one
 
 UPDATE state SET revision = revision + 1 WHERE id = 1 RETURNING revision

@@ -17,11 +17,11 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
 
-// fakeOpenSM stands for OpenSM in the applier's unit tests, as the
-// SubnetManager contract has it: Reload is a SIGHUP, which OpenSM answers by
-// logging a heavy sweep to its log file. The sweep it logs is sweep's; the real
+// scriptedOpenSM is a fake SubnetManager for the apply tests: an OpenSM that
+// is always ready, whose Reload (a SIGHUP) logs the heavy sweep the test
+// scripts (fakeOpenSM, in fakesm_test.go, drives the term's state machine). The sweep it logs is sweep's; the real
 // OpenSM on the simulated fabric is driven by the end-to-end suite.
-type fakeOpenSM struct {
+type scriptedOpenSM struct {
 	log   string
 	sweep func() string // the log text of the sweep a Reload causes
 
@@ -29,11 +29,11 @@ type fakeOpenSM struct {
 	reloads int
 }
 
-func (f *fakeOpenSM) Run(ctx context.Context) error       { <-ctx.Done(); return nil }
-func (f *fakeOpenSM) WaitReady(ctx context.Context) error { return nil }
-func (f *fakeOpenSM) Restarts() int                       { return 0 }
+func (f *scriptedOpenSM) Start() error                        { return nil }
+func (f *scriptedOpenSM) WaitReady(ctx context.Context) error { return nil }
+func (f *scriptedOpenSM) Restarts() int                       { return 0 }
 
-func (f *fakeOpenSM) Reload(ctx context.Context) error {
+func (f *scriptedOpenSM) Reload(ctx context.Context) error {
 	text := f.sweep()
 	file, err := os.OpenFile(f.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -49,7 +49,7 @@ func (f *fakeOpenSM) Reload(ctx context.Context) error {
 	return nil
 }
 
-func (f *fakeOpenSM) Reloads() int {
+func (f *scriptedOpenSM) Reloads() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.reloads
@@ -78,7 +78,7 @@ func heavySweep(middle string) string {
 type applyRig struct {
 	t     *testing.T
 	st    *store.Store
-	sm    *fakeOpenSM
+	sm    *scriptedOpenSM
 	term  *term
 	dump  string
 	netID string
@@ -102,7 +102,7 @@ func newApplyRig(t *testing.T, confirmed bool, sweep func() string) *applyRig {
 	if confirmed {
 		r.confirm()
 	}
-	r.sm = &fakeOpenSM{log: filepath.Join(dir, "opensm.log"), sweep: sweep}
+	r.sm = &scriptedOpenSM{log: filepath.Join(dir, "opensm.log"), sweep: sweep}
 	a := &Applier{Store: st, SM: r.sm, Log: slog.New(slog.DiscardHandler), Cfg: Config{
 		PartitionsFile:   filepath.Join(dir, "partitions.conf"),
 		LogFile:          r.sm.log,

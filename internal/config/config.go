@@ -28,10 +28,19 @@ const DefaultPath = "/etc/alternative-fabric-manager/afm.conf"
 type Config struct {
 	API      API
 	Database Database
+	HA       HA
 	OpenSM   OpenSM
 	// OpenSMConf is [opensm_conf] in file order: options passed through to
 	// opensm.conf as they are written.
 	OpenSMConf []KeyValue
+}
+
+// HA is [ha]: whether other managers share the database.
+type HA struct {
+	// HA false: this manager is the only one on its database. OpenSM then
+	// runs for the manager's whole life, through database outages; true:
+	// OpenSM runs only while this manager holds the applier lock.
+	HA bool
 }
 
 // API is [api]: where the REST API networking-mlnx talks to is served.

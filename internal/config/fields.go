@@ -90,6 +90,11 @@ var sections = []section{
 			return setRetention(&c.Database.JobRetention, v)
 		}},
 	}},
+	{name: "ha", fields: []field{
+		{key: "ha", def: "false", set: func(c *Config, v string) error {
+			return setBool(&c.HA.HA, v)
+		}},
+	}},
 	{name: "opensm", fields: []field{
 		{key: "driver", def: "process", set: func(c *Config, v string) error {
 			if v != "process" {

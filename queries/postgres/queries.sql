@@ -22,6 +22,9 @@ WHERE jobs.id = @job_id AND status IN ('Pending', 'Running')
 -- name: TryAdvisoryLock :one
 SELECT pg_try_advisory_lock(@key::bigint) AS locked;
 
+-- name: AdvisoryUnlock :one
+SELECT pg_advisory_unlock(@key::bigint) AS unlocked;
+
 -- name: HoldsAdvisoryLock :one
 SELECT count(*) AS n FROM pg_catalog.pg_locks
 WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted

@@ -179,7 +179,17 @@ func (e *Engine) TryLock(ctx context.Context) (driver.Lock, error) {
 		}
 		return nil, nil
 	}
-	return &getLock{conn: conn, name: e.lockName}, nil
+	l := &getLock{conn: conn, name: e.lockName}
+	// After a cut link the server would keep this session, and the lock, for
+	// as long as TCP takes to notice (hours): no manager could lead again.
+	// The holder checks the lock every second, so a session idle for
+	// driver.LockSessionIdle has lost its client, and the server ends it. Set
+	// only on a session that holds the lock, which never returns to the pool.
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET SESSION wait_timeout = %d", int(driver.LockSessionIdle.Seconds()))); err != nil {
+		_ = l.Release(ctx)
+		return nil, fmt.Errorf("lock session: %w", err)
+	}
+	return l, nil
 }
 
 type getLock struct {
@@ -199,11 +209,11 @@ func (l *getLock) Check(ctx context.Context) error {
 }
 
 func (l *getLock) Release(ctx context.Context) error {
-	if _, err := mysqldb.New(l.conn).ReleaseLock(ctx, l.name); err != nil {
-		// The session may still hold the lock: make the pool drop the connection
-		// (ending the session, and the lock with it) instead of reusing it.
-		_ = l.conn.Raw(func(any) error { return sqldriver.ErrBadConn })
-	}
+	_, _ = mysqldb.New(l.conn).ReleaseLock(ctx, l.name)
+	// The pool drops the connection instead of reusing it: the session may
+	// still hold the lock (if ReleaseLock failed), and its wait_timeout is the
+	// lock session's, not the pool's (see TryLock).
+	_ = l.conn.Raw(func(any) error { return sqldriver.ErrBadConn })
 	if err := l.conn.Close(); err != nil && !errors.Is(err, sql.ErrConnDone) {
 		return err
 	}
