@@ -3,7 +3,8 @@
 #
 #   1. install what the suites need (scripts/test-env.sh install: PostgreSQL, MariaDB, OpenSM, ibsim)
 #   2. start a throwaway PostgreSQL and MariaDB, stopped again however this script ends
-#   3. go vet and gofmt (scripts/lint.sh)
+#   3. go vet and gofmt (scripts/lint.sh); the deployment files (scripts/check-deploy.sh: promtool
+#      check and test rules, systemd-analyze verify and security)
 #   4. every test of every package, with AFM_TEST_REQUIRE_ALL=1: a suite whose server is missing
 #      fails instead of skipping
 #   5. a smoke run of the benchmark suite (cmd/afm-bench --smoke: every measurement, tiny sizes)
@@ -40,6 +41,7 @@ set +a
 export AFM_TEST_REQUIRE_ALL=1
 
 bash scripts/lint.sh
+bash scripts/check-deploy.sh
 
 # Two packages at a time: the machine has two cores, and the database suites share two servers.
 # Verbose output goes to a log; what is printed is each package's result, every failure, and how

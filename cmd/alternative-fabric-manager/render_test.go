@@ -218,14 +218,14 @@ func TestRecordedStateConflictsWithConfiguration(t *testing.T) {
 			// The manager itself, with the same configuration.
 			dir := t.TempDir()
 			path := filepath.Join(dir, "afm.conf")
-			text := "[api]\ntoken = t\nlisten = 127.0.0.1:0\n[database]\nconnection = " + cfg.Database.Connection +
+			text := "[api]\ntoken = render-test-token-0123\nlisten = 127.0.0.1:0\n[database]\nconnection = " + cfg.Database.Connection +
 				"\n[opensm]\nconfig_dir = " + filepath.Join(dir, "opensm") + "\n" + tt.opensm
 			if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			err = run(ctx, path, quietLog())
+			err = run(ctx, path, slog.LevelError, nil)
 			if ctx.Err() != nil {
 				t.Fatalf("the manager started (and ran until the test stopped it): %v", err)
 			}

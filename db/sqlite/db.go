@@ -120,6 +120,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.newTermStmt, err = db.PrepareContext(ctx, newTerm); err != nil {
 		return nil, fmt.Errorf("error preparing query NewTerm: %w", err)
 	}
+	if q.oldestOpenJobStmt, err = db.PrepareContext(ctx, oldestOpenJob); err != nil {
+		return nil, fmt.Errorf("error preparing query OldestOpenJob: %w", err)
+	}
 	if q.openJobsWithGUIDsStmt, err = db.PrepareContext(ctx, openJobsWithGUIDs); err != nil {
 		return nil, fmt.Errorf("error preparing query OpenJobsWithGUIDs: %w", err)
 	}
@@ -303,6 +306,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing newTermStmt: %w", cerr)
 		}
 	}
+	if q.oldestOpenJobStmt != nil {
+		if cerr := q.oldestOpenJobStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing oldestOpenJobStmt: %w", cerr)
+		}
+	}
 	if q.openJobsWithGUIDsStmt != nil {
 		if cerr := q.openJobsWithGUIDsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing openJobsWithGUIDsStmt: %w", cerr)
@@ -404,6 +412,7 @@ type Queries struct {
 	listSecretsStmt              *sql.Stmt
 	markJobsRunningStmt          *sql.Stmt
 	newTermStmt                  *sql.Stmt
+	oldestOpenJobStmt            *sql.Stmt
 	openJobsWithGUIDsStmt        *sql.Stmt
 	recordApplyStmt              *sql.Stmt
 	revisionStmt                 *sql.Stmt
@@ -448,6 +457,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		listSecretsStmt:              q.listSecretsStmt,
 		markJobsRunningStmt:          q.markJobsRunningStmt,
 		newTermStmt:                  q.newTermStmt,
+		oldestOpenJobStmt:            q.oldestOpenJobStmt,
 		openJobsWithGUIDsStmt:        q.openJobsWithGUIDsStmt,
 		recordApplyStmt:              q.recordApplyStmt,
 		revisionStmt:                 q.revisionStmt,

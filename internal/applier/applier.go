@@ -101,6 +101,38 @@ type Applier struct {
 	SM    SubnetManager
 	Cfg   Config
 	Log   *slog.Logger
+	// Observer is told of every apply and of every turn of the loop
+	// (metrics and liveness); nil: nobody is.
+	Observer Observer
+}
+
+// Observer is told what the applier does (metrics.Metrics with a liveness
+// beat).
+type Observer interface {
+	// ApplyFinished is called once per apply with its outcome as recorded in
+	// the applies table.
+	ApplyFinished(outcome string, took time.Duration)
+	// Applied is called when OpenSM applied revision cleanly, with the jobs
+	// completed and the time of each phase: "render", "write", "sweep" and
+	// "complete", as the "partitions applied" log line splits them.
+	Applied(revision, jobs int64, phases map[string]time.Duration)
+	// Alive is called at every turn of the loop: a loop that stops calling it
+	// is wedged.
+	Alive()
+}
+
+// nobody is the Observer of an Applier without one.
+type nobody struct{}
+
+func (nobody) ApplyFinished(string, time.Duration)            {}
+func (nobody) Applied(int64, int64, map[string]time.Duration) {}
+func (nobody) Alive()                                         {}
+
+func (a *Applier) observer() Observer {
+	if a.Observer == nil {
+		return nobody{}
+	}
+	return a.Observer
 }
 
 // Outcomes recorded in the applies table besides opensm's.
@@ -165,6 +197,7 @@ func (a *Applier) Lead(ctx context.Context, termID int64) error {
 	retriedAtOnce := false
 	var lastStart time.Time // of the last apply
 	for {
+		a.observer().Alive()
 		rev, err := a.Store.Revision(ctx)
 		switch {
 		case ctx.Err() != nil:
@@ -238,6 +271,7 @@ func (t *term) waitBatch(ctx context.Context, lastStart time.Time, rev int64) bo
 			return false
 		case <-tick.C:
 		}
+		t.observer().Alive()
 		now := time.Now()
 		if r, err := t.Store.Revision(ctx); err == nil && r != rev {
 			rev, lastChange = r, now
@@ -271,6 +305,7 @@ func (t *term) apply(ctx context.Context) applyResult {
 		if err != nil {
 			log.Error("record apply", "outcome", outcome, "error", err)
 		}
+		t.observer().ApplyFinished(outcome, time.Since(started))
 		return err
 	}
 	if checkErr != nil {
@@ -349,6 +384,8 @@ func (t *term) apply(ctx context.Context) applyResult {
 		log.Info("partitions applied", "jobs_completed", n, "took", time.Since(started),
 			"render", rendered.Sub(started), "write", signalled.Sub(rendered), "sweep", swept.Sub(signalled),
 			"complete", time.Since(swept))
+		t.observer().Applied(rev, n, map[string]time.Duration{"render": rendered.Sub(started),
+			"write": signalled.Sub(rendered), "sweep": swept.Sub(signalled), "complete": time.Since(swept)})
 		t.applied = rev
 		return applyDone
 	case res.Outcome == opensm.Applied:

@@ -48,6 +48,7 @@ type Queries interface {
 	ListMembers(ctx context.Context) ([]ListMembersRow, error)
 	ListSecrets(ctx context.Context) ([]ListSecretsRow, error)
 	MarkJobsRunning(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error)
+	OldestOpenJob(ctx context.Context, status string) (time.Time, error)
 	NewTerm(ctx context.Context, holder string, now *time.Time) (int64, error)
 	OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]OpenJobsWithGUIDsRow, error)
 	RecordApply(ctx context.Context, revision int64, sha256 string, term int64, outcome string, detail string, startedAt time.Time, finishedAt time.Time) (int64, error)
