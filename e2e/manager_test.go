@@ -71,9 +71,10 @@ func startManager(t *testing.T, db storetest.Database, hosts int, apiLines ...st
 
 // settings are afm.conf lines a test adds to the harness's.
 type settings struct {
-	API    []string // [api]
-	OpenSM []string // [opensm]
-	Log    []string // [log]
+	API        []string // [api]
+	OpenSM     []string // [opensm]
+	OpenSMConf []string // [opensm_conf]
+	Log        []string // [log]
 	// CA, when set, issues the API's certificate: the manager serves HTTPS and
 	// the harness's client trusts only this CA, as networking-mlnx does with
 	// [sdn] cert_verify = True and cert_path.
@@ -111,11 +112,13 @@ sweep_timeout = 20
 
 [opensm_conf]
 guid = %s
+%s
 
 [log]
 %s
 `, strings.TrimPrefix(strings.TrimPrefix(m.url, "http://"), "https://"), token, strings.Join(extra.API, "\n"), db.URL,
-		filepath.Join(dir, "opensm"), f.EnvFile(), strings.Join(extra.OpenSM, "\n"), f.SMGUID, strings.Join(extra.Log, "\n"))
+		filepath.Join(dir, "opensm"), f.EnvFile(), strings.Join(extra.OpenSM, "\n"), f.SMGUID,
+		strings.Join(extra.OpenSMConf, "\n"), strings.Join(extra.Log, "\n"))
 	if err := os.WriteFile(m.conf, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}

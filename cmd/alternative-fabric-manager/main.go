@@ -28,7 +28,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -190,36 +189,15 @@ func renderPartitions(ctx context.Context, cfg *config.Config, out io.Writer, lo
 		return err
 	}
 	defer st.Close()
-	snap, err := st.Snapshot(ctx)
-	if err != nil {
-		return fmt.Errorf("read recorded state: %w", err)
-	}
 	// The check reads the file as the configured OpenSM would; if it cannot be
 	// asked, as the distributions' OpenSM, the stricter one.
 	flavour, err := opensm.DetectFlavour(ctx, cfg.OpenSM.Command)
 	if err != nil {
 		flavour = fabric.Upstream
 	}
-	_, text, checkErr, err := applier.Render(ctx, snap, applier.Config{DefaultPartition: cfg.OpenSM.DefaultPartition,
-		FlatPKey: cfg.OpenSM.FlatPKey, Template: tpl, Rules: checkRules(cfg, flavour)})
+	text, err := checkRecordedState(ctx, cfg, st, tpl, flavour)
 	if err != nil {
-		return fmt.Errorf("revision %d: %w", snap.Revision, err)
-	}
-	err = checkErr
-	if perr := (*partitions.Error)(nil); errors.As(err, &perr) {
-		// One problem per line, all of them: the log line's summary is not enough
-		// to repair a template.
-		var b strings.Builder
-		for _, p := range perr.Problems {
-			fmt.Fprintf(&b, "\n  %s", p)
-		}
-		if perr.Omitted > 0 {
-			fmt.Fprintf(&b, "\n  and %d more", perr.Omitted)
-		}
-		return fmt.Errorf("revision %d renders to a file that fails the check:%s", snap.Revision, b.String())
-	}
-	if err != nil {
-		return fmt.Errorf("revision %d: %w", snap.Revision, err)
+		return err
 	}
 	_, err = out.Write(text)
 	return err
@@ -277,6 +255,7 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 	limit := &topology.PortLimit{DumpFile: subnetDump(cfg), Capacity: cfg.OpenSM.SwitchPKeyCapacity, Static: static.PKeysOf}
 	rules := storeRules(cfg)
 	rules.StaticPKey = static.Name
+	rules.StaticMember = static.Listing
 	rules.PortLimit = func() (store.PortCheck, error) { return limit.Checker() }
 	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, rules, log)
 	if err != nil {
@@ -286,6 +265,12 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 
 	sm, flavour, err := prepareOpenSM(ctx, cfg, log, databaseKeys{st})
 	if err != nil {
+		return err
+	}
+	// A configuration changed under the recorded networks (flat_pkey now a
+	// network's VLAN, a static partition on its pkey) would fail every later
+	// job: refuse to start, naming them, as for an unknown key.
+	if _, err := checkRecordedState(ctx, cfg, st, tpl, flavour); err != nil {
 		return err
 	}
 	host, _ := os.Hostname()

@@ -46,6 +46,8 @@ type Store interface {
 	MarkJobsRunning(ctx context.Context, term, revision int64) (int64, error)
 	CompleteJobs(ctx context.Context, term, revision int64) (int64, error)
 	FailJobs(ctx context.Context, term, revision int64, reason string) (int64, error)
+	FailJob(ctx context.Context, term, id int64, reason string) (int64, error) // local.go
+	OpenJobs(ctx context.Context, revision int64) ([]store.OpenJob, error)     // local.go
 	RecordApply(ctx context.Context, a store.Apply) (bool, error)
 	Wake(ctx context.Context) <-chan struct{}
 	DeleteExpiredJobs(ctx context.Context, retention time.Duration) (int64, error)
@@ -180,6 +182,7 @@ func (a *Applier) Lead(ctx context.Context, termID int64) error {
 	if err := t.startGates(); err != nil {
 		return err
 	}
+	defer t.gate.watch.close()
 	if err := a.SM.Start(); err != nil {
 		return fmt.Errorf("start OpenSM: %w", err)
 	}
@@ -354,6 +357,12 @@ func (t *term) apply(ctx context.Context) applyResult {
 	}
 	swept := time.Now()
 	log.Debug("heavy sweep ended", "outcome", res.Outcome, "pkey_errors", len(res.PKeyErrors))
+	// Every cleared enforcement of the log from the position to the sweep's
+	// end is recorded before any job can complete: the gates then hold them.
+	if err := t.recordEnforcement(ctx, res.Enforcement); err != nil {
+		log.Error("record cleared enforcement; jobs wait", "error", err)
+		return applyRetry
+	}
 	switch {
 	case res.Outcome == opensm.Applied && len(res.PKeyErrors) == 0:
 		// The apply is recorded before the jobs complete: every Completed job
@@ -380,8 +389,31 @@ func (t *term) apply(ctx context.Context) applyResult {
 		t.applied = rev
 		return applyDone
 	case res.Outcome == opensm.Applied:
-		// Some ports did not get their pkeys (e.g. a full pkey table): fail
-		// closed, say which lines. Applying again would give the same result.
+		// Some ports did not get their pkeys (e.g. a full pkey table). The
+		// jobs of the changes the errors name fail, saying which lines; the
+		// others complete (local.go). Applying again would give the same
+		// result.
+		failed, attributed, err := t.failLocally(ctx, rev, res.PKeyErrors)
+		if err != nil {
+			log.Error("fail the jobs the pkey errors name", "error", err)
+			return applyRetry
+		}
+		if attributed {
+			detail := "SUBNET UP, with pkey errors: " + strings.Join(res.PKeyErrors, "; ")
+			log.Error("partitions applied with pkey errors; failing the jobs they name", "errors", res.PKeyErrors,
+				"jobs_failed", failed)
+			record(string(res.Outcome), detail)
+			t.recordOverCapacity(ctx, st)
+			n, err := t.completeJobs(ctx, rev)
+			if err != nil {
+				log.Error("complete jobs", "error", err)
+				return applyRetry
+			}
+			log.Info("partitions applied", "jobs_completed", n, "jobs_failed", failed, "took", time.Since(started))
+			t.applied = rev
+			return applyDone
+		}
+		// Errors that name no port: fail closed, every job of the sweep.
 		reason := "OpenSM applied the partitions file with errors: " + strings.Join(res.PKeyErrors, "; ")
 		log.Error("partitions applied with pkey errors", "errors", res.PKeyErrors)
 		t.failJobs(ctx, rev, reason)
@@ -409,11 +441,36 @@ func (t *term) apply(ctx context.Context) applyResult {
 		t.failJobs(ctx, rev, reason)
 		record(string(res.Outcome), reason)
 		return applyRetry
-	default:
-		log.Warn("partitions not proven applied; will retry", "outcome", res.Outcome, "detail", res.Detail)
+	case res.TimedOut:
+		// sweep_timeout: nothing proved the change applied, and nothing proved
+		// it was not: OpenSM may be restarting, not yet master, or slow on a
+		// large fabric. Failing the jobs would only make the driver re-send the
+		// same state; they keep waiting instead, saying why, and complete as
+		// soon as a later apply is proven. The state is applied again after a
+		// back-off.
+		said := fmt.Sprintf("Waiting: OpenSM did not show this change applied within sweep_timeout (%s): %s; applying again",
+			t.Cfg.SweepTimeout, res.Detail)
+		log.Warn("partitions not proven applied within sweep_timeout; applying again", "outcome", res.Outcome,
+			"detail", res.Detail)
+		t.describeWaiting(ctx, rev, said)
+		record(string(res.Outcome), res.Detail)
+		return applyRetry
 	}
+	// The proof was broken before the deadline (the log was truncated under
+	// the follower, another SM became master): nothing says the change is not
+	// applied, so the jobs keep waiting, saying why, and the state is applied
+	// again at once.
+	log.Warn("partitions not proven applied; applying again", "outcome", res.Outcome, "detail", res.Detail)
+	t.describeWaiting(ctx, rev, "Waiting: "+res.Detail+"; applying again")
 	record(string(res.Outcome), res.Detail)
-	return applyRetry
+	return applyRetryAtOnce
+}
+
+// describeWaiting says in the open jobs up to rev why they still wait.
+func (t *term) describeWaiting(ctx context.Context, rev int64, said string) {
+	if _, err := t.Store.DescribeOpenJobs(ctx, t.id, rev, said); err != nil {
+		t.Log.Error("describe waiting jobs", "revision", rev, "error", err)
+	}
 }
 
 // failJobs fails the jobs up to rev that are still open.

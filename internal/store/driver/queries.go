@@ -30,6 +30,7 @@ type Queries interface {
 	DescribeOpenJobs(ctx context.Context, reason string, now time.Time, revision int64, term int64) (int64, error)
 	EnforcementErrors(ctx context.Context) ([]EnforcementError, error)
 	ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error)
+	FailJob(ctx context.Context, error string, now *time.Time, jobID int64, term int64) (int64, error)
 	FailJobs(ctx context.Context, error string, now *time.Time, revision int64, term int64) (int64, error)
 	GetJob(ctx context.Context, id int64) (Job, error)
 	GetNetwork(ctx context.Context, id string) (Network, error)
@@ -49,6 +50,7 @@ type Queries interface {
 	MarkJobsRunning(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error)
 	OldestOpenJob(ctx context.Context, status string) (time.Time, error)
 	NewTerm(ctx context.Context, holder string, now *time.Time) (int64, error)
+	OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]OpenJobsWithGUIDsRow, error)
 	RecordApply(ctx context.Context, revision int64, sha256 string, term int64, outcome string, detail string, startedAt time.Time, finishedAt time.Time) (int64, error)
 	Revision(ctx context.Context) (int64, error)
 	UpsertEnforcementError(ctx context.Context, switchGuid string, port int64, line string, now time.Time) error
@@ -69,5 +71,6 @@ type (
 	ListMembersRow       = sqlitedb.ListMembersRow
 	ListSecretsRow       = sqlitedb.ListSecretsRow
 	Network              = sqlitedb.Network
+	OpenJobsWithGUIDsRow = sqlitedb.OpenJobsWithGUIDsRow
 	Port                 = sqlitedb.Port
 )

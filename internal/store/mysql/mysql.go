@@ -264,6 +264,10 @@ func (q queries) CompleteJobs(ctx context.Context, now *time.Time, revision, ter
 	return q.Queries.CompleteJobs(ctx, mysqldb.CompleteJobsParams{FinishedAt: now, Now: *now, Revision: revision, Term: term})
 }
 
+func (q queries) FailJob(ctx context.Context, reason string, now *time.Time, jobID, term int64) (int64, error) {
+	return q.Queries.FailJob(ctx, mysqldb.FailJobParams{Error: reason, FinishedAt: now, Now: *now, JobID: jobID, Term: term})
+}
+
 func (q queries) FailJobs(ctx context.Context, reason string, now *time.Time, revision, term int64) (int64, error) {
 	return q.Queries.FailJobs(ctx, mysqldb.FailJobsParams{Error: reason, FinishedAt: now, Now: *now, Revision: revision, Term: term})
 }
@@ -337,6 +341,13 @@ func (q queries) GetPort(ctx context.Context, id string) (driver.Port, error) {
 func (q queries) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]driver.Port, error) {
 	rs, err := q.Queries.GetPortsByIDOrGUID(ctx, mysqldb.GetPortsByIDOrGUIDParams{ID: id, Guid: guid})
 	return driver.Convert(rs, func(r mysqldb.Port) driver.Port { return driver.Port(r) }), err
+}
+
+func (q queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]driver.OpenJobsWithGUIDsRow, error) {
+	rs, err := q.Queries.OpenJobsWithGUIDs(ctx, revision)
+	return driver.Convert(rs, func(r mysqldb.OpenJobsWithGUIDsRow) driver.OpenJobsWithGUIDsRow {
+		return driver.OpenJobsWithGUIDsRow(r)
+	}), err
 }
 
 func (q queries) ListMembers(ctx context.Context) ([]driver.ListMembersRow, error) {
