@@ -46,9 +46,7 @@ func (o Options) flags(engine string) string {
 	}
 	f := fmt.Sprintf("--engines %s --seed %d --ops %d --faults %s --hosts %d --switches %d --managers %d",
 		engine, o.Seed, o.Ops, faults, o.Hosts, o.Switches, o.Managers)
-	if o.CollidingIDs {
-		f += " --colliding-ids"
-	}
+	f += fmt.Sprintf(" --colliding-ids=%v", o.CollidingIDs)
 	return f
 }
 

@@ -95,7 +95,7 @@ func parseFlags(args []string) (soak.Options, error) {
 	fs.IntVar(&o.Hosts, "hosts", 16, "hosts of the simulated fabric")
 	fs.IntVar(&o.Switches, "switches", 2, "switches of the simulated fabric")
 	fs.IntVar(&o.Managers, "managers", 1, "managers sharing the database on PostgreSQL and MariaDB (kill-leader needs 2 or more; with it the default is 3)")
-	fs.BoolVar(&o.CollidingIDs, "colliding-ids", false, "draw two network IDs that share their first 27 characters (the partition names keep 27)")
+	fs.BoolVar(&o.CollidingIDs, "colliding-ids", true, "draw two network IDs that share their first 27 characters (--colliding-ids=false: none)")
 	fs.BoolVar(&o.Verbose, "verbose", false, "print every operation, answer and check")
 	if err := fs.Parse(args); err != nil {
 		return o, err
