@@ -29,6 +29,7 @@ type Config struct {
 	API      API
 	Database Database
 	OpenSM   OpenSM
+	HA       HA
 	// OpenSMConf is [opensm_conf] in file order: options passed through to
 	// opensm.conf as they are written.
 	OpenSMConf []KeyValue
@@ -44,6 +45,16 @@ type API struct {
 	// single entry "*" means every physnet. Networks elsewhere are accepted and
 	// left alone.
 	PhysicalNetworks []string
+}
+
+// HA is [ha]: several managers on one server database, one of them leading
+// (docs/ha.md).
+type HA struct {
+	Enabled bool // [ha] ha
+	// LeaseTimeout is how long a leader's lease lasts without renewal; it
+	// renews every fifth of it and stops its OpenSM after half of it without a
+	// renewal.
+	LeaseTimeout time.Duration
 }
 
 // Database is [database].
@@ -120,6 +131,12 @@ func Parse(r io.Reader, name string) (*Config, error) {
 		c.OpenSM.LogFile = filepath.Join(c.OpenSM.ConfigDir, "opensm.log")
 	}
 	errs = append(errs, c.checkHardening(file)...)
+	if c.HA.Enabled {
+		if conn, err := parseConnection(c.Database.Connection); err == nil && conn.Engine == EngineSQLite {
+			errs = append(errs, errors.New("[ha] ha = true needs a PostgreSQL or MariaDB [database] connection: "+
+				"SQLite is one manager's file"))
+		}
+	}
 	if c.API.Token == "" {
 		errs = append(errs, errors.New("[api] token is required: the manager refuses to start without one"))
 	}

@@ -72,6 +72,10 @@ func (c Config) LogValue() slog.Value {
 			slog.Int("m_key_protection_level", r.OpenSM.Hardening.MKeyProtectionLevel),
 			slog.Int("m_key_lease_period", r.OpenSM.Hardening.MKeyLeasePeriod),
 		),
+		slog.Group("ha",
+			slog.Bool("ha", r.HA.Enabled),
+			slog.String("lease_timeout", r.HA.LeaseTimeout.String()),
+		),
 		slog.Attr{Key: opensmConfSection, Value: slog.GroupValue(conf...)},
 	)
 }

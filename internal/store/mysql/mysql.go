@@ -53,6 +53,14 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Engine, error) {
 	// Times are written and read as UTC whatever the server's time zone.
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
+	// The HA lease compares NOW(6) with what NOW(6) wrote: in UTC, a daylight
+	// saving change cannot stretch or cut it.
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	if _, set := cfg.Params["time_zone"]; !set {
+		cfg.Params["time_zone"] = "'+00:00'"
+	}
 	// Without interpolation, every statement with arguments costs a prepare,
 	// an execute and a close: three packets and two round trips instead of one,
 	// and a change holds the revision's row lock across all of them. The
