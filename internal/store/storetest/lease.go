@@ -103,7 +103,6 @@ func OpenGaleraManagers(t *testing.T) []*store.Store {
 	return stores
 }
 
-
 func leases(t *testing.T, s *store.Store) store.LeaseTables {
 	t.Helper()
 	l, err := s.Leases()
