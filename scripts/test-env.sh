@@ -8,6 +8,8 @@
 #                                             cluster with their data in DIR, each on free ports, create the
 #                                             user afm (password afm), write DIR/env
 #   scripts/test-env.sh stop DIR              stop them all; safe to run twice or on a DIR never started
+#   scripts/test-env.sh stop-server DIR postgres|mariadb    stop one of them (fast: sessions are ended)
+#   scripts/test-env.sh start-server DIR postgres|mariadb   start it again, on the same port and data
 #
 # DIR/env holds the URLs the tests read, one KEY=VALUE line each; load it with
 # `set -a; . DIR/env; set +a`:
@@ -34,7 +36,7 @@ STOP_TIMEOUT=30
 PORT_ATTEMPTS=5
 
 die() { echo "test-env: $*" >&2; exit 1; }
-usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 # --- install ---------------------------------------------------------------------------------
 
@@ -156,6 +158,8 @@ layout() { # layout DIR: sets the paths below
 	MYSQL_SOCKET=$1/mysql-run/mysqld.sock
 	MYSQL_PID=$1/mysql-run/mysqld.pid
 	MYSQL_LOG=$1/mysql-run/mysqld.log
+	MYSQL_PORT_FILE=$1/mysql-run/port
+	PG_PORT_FILE=$1/pg-run/port
 	GALERA=$1/galera # node i in $GALERA/n<i>
 	ENV_FILE=$1/env
 }
@@ -171,6 +175,11 @@ check_reachable() { # check_reachable DIR
 		runuser -u "$user" -- test -x "$1" ||
 			die "$user cannot reach $1: use a DIR whose parents are searchable by others (e.g. under /tmp)"
 	done
+}
+
+run_postgres() { # run_postgres PORT: start the initialized server; true once it accepts connections
+	runuser -u "$PG_USER" -- "$(pg_bin)/pg_ctl" -D "$PG_DATA" -l "$PG_LOG" -o "-p $1" \
+		-w -t "$START_TIMEOUT" start >"$PG_RUN/pg_ctl.log" 2>&1 && echo "$1" >"$PG_PORT_FILE"
 }
 
 start_postgres() { # start_postgres DIR: sets PG_PORT
@@ -201,8 +210,7 @@ start_postgres() { # start_postgres DIR: sets PG_PORT
 		PG_PORT=$(free_port)
 		: >"$PG_LOG"
 		chown "$PG_USER:" "$PG_LOG"
-		runuser -u "$PG_USER" -- "$bin/pg_ctl" -D "$PG_DATA" -l "$PG_LOG" -o "-p $PG_PORT" \
-			-w -t "$START_TIMEOUT" start >"$PG_RUN/pg_ctl.log" 2>&1 && break
+		run_postgres "$PG_PORT" && break
 		if ! bind_failed "$PG_LOG" || ((attempt == PORT_ATTEMPTS)); then
 			die "PostgreSQL did not start: $(tail -n 5 "$PG_RUN/pg_ctl.log" "$PG_LOG")"
 		fi
@@ -225,28 +233,38 @@ wait_mariadb() { # wait_mariadb PID
 	return 1
 }
 
-start_mariadb() { # start_mariadb DIR: sets MYSQL_PORT
-	local attempt
-	install -d -o "$MYSQL_USER" -g "$MYSQL_USER" -m 700 "$MYSQL_DATA" "$MYSQL_RUN"
-	# --no-defaults keeps the distribution's /etc/mysql out of it: this server is described
-	# entirely by the options below. The InnoDB options make it small and skip the fsyncs.
-	local server_options=(
+# --no-defaults keeps the distribution's /etc/mysql out of it: this server is described
+# entirely by the options below. The InnoDB options make it small and skip the fsyncs.
+mariadb_options() { # sets server_options
+	server_options=(
 		--user="$MYSQL_USER" --datadir="$MYSQL_DATA" --skip-name-resolve
 		--innodb-log-file-size=16M --innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0
 		--character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci # Debian's defaults
 	)
+}
+
+run_mariadb() { # run_mariadb PORT: start the installed server; true once it answers
+	local server_options
+	mariadb_options
+	: >"$MYSQL_LOG"
+	chown "$MYSQL_USER:" "$MYSQL_LOG"
+	# Every descriptor goes to the log, so the server holds no pipe of whoever called us open.
+	mariadbd --no-defaults "${server_options[@]}" --bind-address=127.0.0.1 --port="$1" \
+		--socket="$MYSQL_SOCKET" --pid-file="$MYSQL_PID" --log-error="$MYSQL_LOG" \
+		--max-connections=300 </dev/null >>"$MYSQL_LOG" 2>&1 &
+	wait_mariadb $! && echo "$1" >"$MYSQL_PORT_FILE"
+}
+
+start_mariadb() { # start_mariadb DIR: sets MYSQL_PORT
+	local attempt server_options
+	install -d -o "$MYSQL_USER" -g "$MYSQL_USER" -m 700 "$MYSQL_DATA" "$MYSQL_RUN"
+	mariadb_options
 	mariadb-install-db --no-defaults "${server_options[@]}" --auth-root-authentication-method=socket \
 		--skip-test-db >"$MYSQL_RUN/install-db.log" 2>&1 ||
-		die "mariadb-install-db failed: $(tail -n 5 "$MYSQL_RUN/install-db.log")"
+		die "mariadb-install-db failed: $(grep -i -m 5 -e error -e fail "$MYSQL_RUN/install-db.log" || tail -n 5 "$MYSQL_RUN/install-db.log")"
 	for attempt in $(seq "$PORT_ATTEMPTS"); do
 		MYSQL_PORT=$(free_port)
-		: >"$MYSQL_LOG"
-		chown "$MYSQL_USER:" "$MYSQL_LOG"
-		# Every descriptor goes to the log, so the server holds no pipe of whoever called us open.
-		mariadbd --no-defaults "${server_options[@]}" --bind-address=127.0.0.1 --port="$MYSQL_PORT" \
-			--socket="$MYSQL_SOCKET" --pid-file="$MYSQL_PID" --log-error="$MYSQL_LOG" \
-			--max-connections=300 </dev/null >>"$MYSQL_LOG" 2>&1 &
-		wait_mariadb $! && break
+		run_mariadb "$MYSQL_PORT" && break
 		if ! bind_failed "$MYSQL_LOG" || ((attempt == PORT_ATTEMPTS)); then
 			die "MariaDB did not start: $(tail -n 5 "$MYSQL_LOG")"
 		fi
@@ -394,13 +412,13 @@ cmd_start() { # cmd_start DIR
 
 # --- stop ------------------------------------------------------------------------------------
 
-stop_postgres() {
+stop_postgres() { # stop_postgres [MODE]: immediate (the default) or fast
 	local pid
 	[[ -f $PG_DATA/postmaster.pid ]] || return 0
 	pid=$(head -n 1 "$PG_DATA/postmaster.pid")
 	running_as "$pid" postgres || return 0
 	# Immediate: no checkpoint, the data is thrown away anyway.
-	(cd / && runuser -u "$PG_USER" -- "$(pg_bin)/pg_ctl" -D "$PG_DATA" -m immediate -w \
+	(cd / && runuser -u "$PG_USER" -- "$(pg_bin)/pg_ctl" -D "$PG_DATA" -m "${1:-immediate}" -w \
 		-t "$STOP_TIMEOUT" stop >/dev/null 2>&1) || true
 	wait_gone "$pid" && return 0
 	echo "test-env: PostgreSQL ($pid) did not stop; killing it" >&2
@@ -441,11 +459,30 @@ cmd_stop() { # cmd_stop DIR
 	stop_galera
 }
 
+# --- one server at a time, for the tests of database outages ---------------------------------
+
+cmd_server() { # cmd_server stop|start DIR postgres|mariadb
+	local verb=$1 dir=${2:-} server=${3:-}
+	[[ -n $dir && -d $dir ]] || usage
+	dir=$(cd "$dir" && pwd)
+	layout "$dir"
+	cd "$dir"
+	case $verb/$server in
+	stop/postgres) stop_postgres fast ;;
+	stop/mariadb) stop_mariadb ;;
+	start/postgres) run_postgres "$(<"$PG_PORT_FILE")" || die "PostgreSQL did not start: $(tail -n 5 "$PG_LOG")" ;;
+	start/mariadb) run_mariadb "$(<"$MYSQL_PORT_FILE")" || die "MariaDB did not start: $(tail -n 5 "$MYSQL_LOG")" ;;
+	*) usage ;;
+	esac
+}
+
 # --- main ------------------------------------------------------------------------------------
 
 case ${1:-} in
 install) shift; cmd_install "$@" ;;
 start) cmd_start "${2:-}" ;;
 stop) cmd_stop "${2:-}" ;;
+stop-server) cmd_server stop "${2:-}" "${3:-}" ;;
+start-server) cmd_server start "${2:-}" "${3:-}" ;;
 *) usage ;;
 esac

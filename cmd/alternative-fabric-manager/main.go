@@ -276,10 +276,20 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 			errs <- fmt.Errorf("API server: %w", err)
 		}
 	}()
+	lead := app.Lead
+	if cfg.HA.HA {
+		// Other managers may take over as soon as this term ends: OpenSM
+		// must not outlive it.
+		lead = func(ctx context.Context, term int64) error {
+			err := app.Lead(ctx, term)
+			stopOpenSM(context.WithoutCancel(ctx), sm, log)
+			return err
+		}
+	}
 	electorDone := make(chan struct{})
 	go func() {
 		defer close(electorDone)
-		_ = elector.Run(ctx, app.Lead)
+		_ = elector.Run(ctx, lead)
 	}()
 
 	select {
@@ -291,16 +301,27 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
-	select { // the applier stops OpenSM before it returns
+	select {
 	case <-electorDone:
 	case <-sctx.Done():
 	}
+	stopOpenSM(context.WithoutCancel(ctx), sm, log)
 	return err
+}
+
+// stopOpenSM stops OpenSM and waits for it, for a little longer than its
+// SIGKILL deadline.
+func stopOpenSM(ctx context.Context, sm *opensm.Process, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := sm.Stop(ctx); err != nil {
+		log.Error("stop OpenSM", "error", err)
+	}
 }
 
 // prepareOpenSM writes opensm.conf, with the hardening options the running
 // OpenSM knows and the keys from keys, and the per-module logging file, and
-// returns the process driver that runs OpenSM while this manager is the applier.
+// returns the process driver that supervises OpenSM (started by the first term).
 func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource) (*opensm.Process, opensm.Flavour, error) {
 	if cfg.OpenSM.Driver != "process" {
 		return nil, 0, fmt.Errorf("[opensm] driver %q is not supported", cfg.OpenSM.Driver)
@@ -344,5 +365,6 @@ func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, ke
 		return nil, 0, err
 	}
 	return opensm.NewProcess(opensm.ProcessConfig{Command: cfg.OpenSM.Command, ConfFile: confFile,
-		EnvFile: cfg.OpenSM.EnvFile, Dir: dir, LogFile: cfg.OpenSM.LogFile, Logger: log}), flavour, nil
+		EnvFile: cfg.OpenSM.EnvFile, Dir: dir, LogFile: cfg.OpenSM.LogFile,
+		StatusFile: driverStatusFile(cfg), Logger: log}), flavour, nil
 }

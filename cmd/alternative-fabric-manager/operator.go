@@ -16,6 +16,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
@@ -34,8 +35,29 @@ type operatorCommand struct {
 	status, json, confirm, showErrors, clearErrors, showKeys bool
 }
 
-// runOperator runs one operator command, printing to standard output.
+// unreachableError is a database that could not be opened.
+type unreachableError struct {
+	cfg *config.Config
+	err error
+}
+
+func (e *unreachableError) Error() string { return e.err.Error() }
+func (e *unreachableError) Unwrap() error { return e.err }
+
+// runOperator runs one operator command, printing to standard output. With the
+// database unreachable, --status still shows this host's OpenSM driver: OpenSM
+// keeps running through the outage.
 func runOperator(ctx context.Context, path string, log *slog.Logger, c operatorCommand) error {
+	err := runOperatorOnStore(ctx, path, log, c)
+	if ue := (*unreachableError)(nil); c.status && !c.json && errors.As(err, &ue) {
+		if d, derr := opensm.ReadDriverStatus(driverStatusFile(ue.cfg)); derr == nil {
+			fmt.Fprintf(os.Stdout, "OpenSM driver: %s\n", driverLine(d))
+		}
+	}
+	return err
+}
+
+func runOperatorOnStore(ctx context.Context, path string, log *slog.Logger, c operatorCommand) error {
 	return withOperatorStore(ctx, path, log, func(ctx context.Context, cfg *config.Config, st *store.Store) error {
 		w := os.Stdout
 		switch {
@@ -80,7 +102,8 @@ func withOperatorStore(ctx context.Context, path string, log *slog.Logger,
 	defer cancel()
 	st, err := storeopen.Open(octx, conn.Engine, conn.DSN, false, log)
 	if err != nil {
-		return fmt.Errorf("database %s is unreachable: %w", config.RedactURL(cfg.Database.Connection), err)
+		return &unreachableError{cfg: cfg,
+			err: fmt.Errorf("database %s is unreachable: %w", config.RedactURL(cfg.Database.Connection), err)}
 	}
 	defer st.Close()
 	if err := fn(ctx, cfg, st); err != nil {
@@ -149,6 +172,14 @@ type Status struct {
 	LastApply     *ApplyStatus     `json:"last_apply"`
 	Jobs          map[string]int64 `json:"jobs"`
 	NotCompleting []string         `json:"not_completing"`
+	// Driver is this host's OpenSM driver, as the manager last wrote it to
+	// <config_dir>/driver-status.json; nil when no manager ever ran here.
+	Driver *opensm.DriverStatus `json:"driver"`
+}
+
+// driverStatusFile is where the manager's OpenSM driver reports its state.
+func driverStatusFile(cfg *config.Config) string {
+	return filepath.Join(cfg.OpenSM.ConfigDir, "driver-status.json")
 }
 
 // ApplierStatus is the leadership row: who won the applier lock last.
@@ -198,6 +229,17 @@ func readStatus(ctx context.Context, cfg *config.Config, st *store.Store) (Statu
 	}
 
 	s.NotCompleting = []string{}
+	switch d, err := opensm.ReadDriverStatus(driverStatusFile(cfg)); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return s, fmt.Errorf("OpenSM driver status: %w", err)
+	default:
+		s.Driver = &d
+		if d.State == opensm.DriverFailed || d.State == opensm.DriverRestarting {
+			s.NotCompleting = append(s.NotCompleting, fmt.Sprintf("OpenSM on this host is %s since %s: %s",
+				d.State, d.Since.Format(time.RFC3339), d.LastError))
+		}
+	}
 	if l.Term == 0 {
 		s.NotCompleting = append(s.NotCompleting, "no manager has held the applier lock yet")
 	}
@@ -235,6 +277,11 @@ func printStatus(w io.Writer, s Status) error {
 	}
 	fmt.Fprintf(tw, "jobs:\tPending %d, Running %d, Completed %d, Failed %d\n", s.Jobs[store.StatusPending],
 		s.Jobs[store.StatusRunning], s.Jobs[store.StatusCompleted], s.Jobs[store.StatusFailed])
+	if d := s.Driver; d == nil {
+		fmt.Fprintln(tw, "OpenSM driver:\tno manager has run on this host")
+	} else {
+		fmt.Fprintf(tw, "OpenSM driver:\t%s\n", driverLine(*d))
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -244,6 +291,18 @@ func printStatus(w io.Writer, s Status) error {
 	}
 	_, err := fmt.Fprintf(w, "jobs do not complete:\n  - %s\n", strings.Join(s.NotCompleting, "\n  - "))
 	return err
+}
+
+// driverLine is the driver's status on one line.
+func driverLine(d opensm.DriverStatus) string {
+	line := fmt.Sprintf("%s since %s, %d restarts", d.State, d.Since.Format(time.RFC3339), d.Restarts)
+	if d.PID != 0 {
+		line += fmt.Sprintf(", pid %d", d.PID)
+	}
+	if d.LastError != "" {
+		line += fmt.Sprintf("; last error at %s: %s", d.LastErrorAt.Format(time.RFC3339), d.LastError)
+	}
+	return line
 }
 
 func runStatus(ctx context.Context, cfg *config.Config, st *store.Store, w io.Writer, asJSON bool) error {

@@ -40,7 +40,17 @@ type Options struct {
 	Prefix string // e.g. /ufmRestV3
 	Domain string // e.g. cloudx
 	Token  string
+	// DBTimeout bounds a request's database work; 0: DefaultDBTimeout. A
+	// request that reaches no database within it is answered 503.
+	DBTimeout time.Duration
 }
+
+// DefaultDBTimeout is Options.DBTimeout when it is not set: well inside
+// networking-mlnx's request timeout, so that it gets the 503 and resends.
+const DefaultDBTimeout = 5 * time.Second
+
+// unreachable is the error of a request the database could not serve.
+const unreachable = "database unreachable: the request was neither recorded nor read; send it again later"
 
 // principal is who created jobs through this API (UFM's CreatedBy).
 const principal = "networking-mlnx"
@@ -121,7 +131,13 @@ func (s *Server) auth(h handlerFunc) httprouter.Handle {
 			writeError(w, http.StatusUnauthorized, "missing or wrong token (Authorization: Basic <token>)")
 			return
 		}
-		status, body, err := h(r, ps)
+		timeout := s.opts.DBTimeout
+		if timeout <= 0 {
+			timeout = DefaultDBTimeout
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		status, body, err := h(r.WithContext(ctx), ps)
 		if err != nil {
 			var he *httpError
 			var rej *store.RejectedError
@@ -130,6 +146,12 @@ func (s *Server) auth(h handlerFunc) httprouter.Handle {
 				writeError(w, he.status, he.msg)
 			case errors.As(err, &rej):
 				writeError(w, http.StatusBadRequest, rej.Reason)
+			case store.IsUnavailable(err):
+				// Not the client's fault and not recorded: networking-mlnx
+				// resends, and the manager reconnects by itself.
+				s.log.Error("request failed: database unreachable", "method", r.Method, "path", r.URL.Path, "error", err)
+				w.Header().Set("Retry-After", "5")
+				writeError(w, http.StatusServiceUnavailable, unreachable)
 			default:
 				s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 				writeError(w, http.StatusInternalServerError, "internal error; see the manager's log")

@@ -52,9 +52,16 @@ type Store interface {
 	GateStore // gates.go
 }
 
-// SubnetManager is OpenSM as the applier drives it (opensm.Process).
+// SubnetManager is OpenSM as the applier drives it (opensm.Process): it is
+// supervised for the manager's life, not a term's, so a database outage that
+// ends a term leaves OpenSM running with the last applied file.
 type SubnetManager interface {
-	Run(ctx context.Context) error
+	// Start starts OpenSM unless it runs already, and returns at once. It
+	// fails only when OpenSM can never be started as configured.
+	Start() error
+	// WaitReady waits until OpenSM may be signalled; it fails at once when
+	// OpenSM is not running and is not about to (stopped, or its last start
+	// failed).
 	WaitReady(ctx context.Context) error
 	Reload(ctx context.Context) error
 	// Restarts counts the times OpenSM was started again after it exited: its
@@ -78,7 +85,9 @@ type Config struct {
 	// changes keep arriving during applies (see waitBatch); 0: none.
 	BatchWindow  time.Duration
 	JobRetention time.Duration // finished jobs are deleted after this; 0: never
-	SubnetDump   string        // OpenSM's opensm-subnet.lst, which the gates read
+	// DBTimeout bounds every database call; 0: DefaultDBTimeout.
+	DBTimeout  time.Duration
+	SubnetDump string // OpenSM's opensm-subnet.lst, which the gates read
 	// PortLimit finds host ports whose pkeys fill their switch port's table
 	// (topology.PortLimit); nil: none is looked for.
 	PortLimit CapacityChecker
@@ -118,25 +127,30 @@ const (
 	applyRetryAtOnce                    // try again now (once; then as applyRetry)
 )
 
-// Lead runs OpenSM and applies until ctx ends (the term is over). A new term
-// starts with a full apply, whatever the previous one did.
+// Lead applies until ctx ends (the term is over), starting OpenSM if it does
+// not run yet; it never stops OpenSM, which keeps the last applied file when
+// the term ends. A new term starts with a full apply, whatever the previous
+// one did.
 func (a *Applier) Lead(ctx context.Context, termID int64) error {
-	t := &term{Applier: a, id: termID, applied: -1, restarts: a.SM.Restarts()}
+	bounded := *a
+	timeout := a.Cfg.DBTimeout
+	if timeout <= 0 {
+		timeout = DefaultDBTimeout
+	}
+	bounded.Store = deadlineStore{Store: a.Store, timeout: timeout}
+	t := &term{Applier: &bounded, id: termID, applied: -1, restarts: a.SM.Restarts()}
 	// OpenSM must never start with a file that is not the recorded state: its
-	// first sweep reads it.
+	// first sweep reads it. An OpenSM that runs already keeps what it has
+	// until the full apply below.
 	if err := t.writeCurrent(ctx); err != nil {
 		return err
 	}
 	if err := t.startGates(); err != nil {
 		return err
 	}
-	smCtx, stopSM := context.WithCancel(ctx)
-	smDone := make(chan error, 1)
-	go func() { smDone <- a.SM.Run(smCtx) }()
-	defer func() {
-		stopSM()
-		<-smDone
-	}()
+	if err := a.SM.Start(); err != nil {
+		return fmt.Errorf("start OpenSM: %w", err)
+	}
 
 	wake := a.Store.Wake(ctx)
 	poll := time.NewTicker(a.Cfg.PollInterval)
@@ -269,6 +283,9 @@ func (t *term) apply(ctx context.Context) applyResult {
 		return applyRetry
 	}
 	if err := t.SM.WaitReady(ctx); err != nil {
+		if ctx.Err() == nil {
+			log.Error("OpenSM is not ready; will retry", "error", err)
+		}
 		return applyRetry
 	}
 	if err := opensm.WriteFileAtomic(t.Cfg.PartitionsFile, text, 0o644); err != nil {
@@ -293,7 +310,10 @@ func (t *term) apply(ctx context.Context) applyResult {
 	log.Debug("SIGHUP sent; waiting for the heavy sweep", "log_offset", pos.Offset)
 	res, err := opensm.WaitSweep(ctx, t.Cfg.LogFile, pos, t.Cfg.SweepTimeout)
 	if err != nil {
-		return applyRetry // the term is over
+		if ctx.Err() == nil {
+			log.Error("follow OpenSM's log to the end of the sweep", "error", err)
+		}
+		return applyRetry
 	}
 	swept := time.Now()
 	log.Debug("heavy sweep ended", "outcome", res.Outcome, "pkey_errors", len(res.PKeyErrors))

@@ -28,11 +28,23 @@ const DefaultPath = "/etc/alternative-fabric-manager/afm.conf"
 type Config struct {
 	API      API
 	Database Database
-	OpenSM   OpenSM
 	HA       HA
+	OpenSM   OpenSM
 	// OpenSMConf is [opensm_conf] in file order: options passed through to
 	// opensm.conf as they are written.
 	OpenSMConf []KeyValue
+}
+
+// HA is [ha]: whether other managers share the database.
+type HA struct {
+	// HA false: this manager is the only one on its database. OpenSM then
+	// runs for the manager's whole life, through database outages; true:
+	// OpenSM runs only while this manager holds the lease (docs/ha.md).
+	HA bool
+	// LeaseTimeout is how long a leader's lease lasts without renewal; it
+	// renews every fifth of it and stops its OpenSM after half of it without a
+	// renewal.
+	LeaseTimeout time.Duration
 }
 
 // API is [api]: where the REST API networking-mlnx talks to is served.
@@ -45,16 +57,6 @@ type API struct {
 	// single entry "*" means every physnet. Networks elsewhere are accepted and
 	// left alone.
 	PhysicalNetworks []string
-}
-
-// HA is [ha]: several managers on one server database, one of them leading
-// (docs/ha.md).
-type HA struct {
-	Enabled bool // [ha] ha
-	// LeaseTimeout is how long a leader's lease lasts without renewal; it
-	// renews every fifth of it and stops its OpenSM after half of it without a
-	// renewal.
-	LeaseTimeout time.Duration
 }
 
 // Database is [database].
@@ -131,7 +133,7 @@ func Parse(r io.Reader, name string) (*Config, error) {
 		c.OpenSM.LogFile = filepath.Join(c.OpenSM.ConfigDir, "opensm.log")
 	}
 	errs = append(errs, c.checkHardening(file)...)
-	if c.HA.Enabled {
+	if c.HA.HA {
 		if conn, err := parseConnection(c.Database.Connection); err == nil && conn.Engine == EngineSQLite {
 			errs = append(errs, errors.New("[ha] ha = true needs a PostgreSQL or MariaDB [database] connection: "+
 				"SQLite is one manager's file"))

@@ -62,7 +62,7 @@ func TestParseValidFiles(t *testing.T) {
 				SharedDefaultPartition: true,
 				PartitionsTemplate:     "/etc/alternative-fabric-manager/partitions.conf.j2",
 			},
-			HA:         HA{Enabled: true, LeaseTimeout: 12500 * time.Millisecond},
+			HA:         HA{HA: true, LeaseTimeout: 12500 * time.Millisecond},
 			OpenSMConf: []KeyValue{{"sm_priority", "15"}, {"sweep_interval", "10"}, {"sm_key", "0x0123456789abcdef"}},
 		}},
 	}

@@ -90,6 +90,20 @@ var sections = []section{
 			return setRetention(&c.Database.JobRetention, v)
 		}},
 	}},
+	{name: "ha", fields: []field{
+		{key: "ha", def: "false", set: func(c *Config, v string) error {
+			return setBool(&c.HA.HA, v)
+		}},
+		{key: "lease_timeout", def: "30", set: func(c *Config, v string) error {
+			if err := setSeconds(&c.HA.LeaseTimeout, v); err != nil {
+				return err
+			}
+			if c.HA.LeaseTimeout < MinLeaseTimeout {
+				return fmt.Errorf("want at least %g seconds: the leader renews every fifth of it", MinLeaseTimeout.Seconds())
+			}
+			return nil
+		}},
+	}},
 	{name: "opensm", fields: []field{
 		{key: "driver", def: "process", set: func(c *Config, v string) error {
 			if v != "process" {
@@ -159,20 +173,6 @@ var sections = []section{
 		// No default: the built-in template. The file is read at start-up.
 		{key: "partitions_template", set: func(c *Config, v string) error {
 			return setAbsPath(&c.OpenSM.PartitionsTemplate, v)
-		}},
-	}},
-	{name: "ha", fields: []field{
-		{key: "ha", def: "false", set: func(c *Config, v string) error {
-			return setBool(&c.HA.Enabled, v)
-		}},
-		{key: "lease_timeout", def: "30", set: func(c *Config, v string) error {
-			if err := setSeconds(&c.HA.LeaseTimeout, v); err != nil {
-				return err
-			}
-			if c.HA.LeaseTimeout < MinLeaseTimeout {
-				return fmt.Errorf("want at least %g seconds: the leader renews every fifth of it", MinLeaseTimeout.Seconds())
-			}
-			return nil
 		}},
 	}},
 }

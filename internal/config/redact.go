@@ -58,6 +58,7 @@ func (c Config) LogValue() slog.Value {
 			slog.Bool("auto_migrate", r.Database.AutoMigrate),
 			slog.String("poll_interval", r.Database.PollInterval.String()),
 		),
+		slog.Group("ha", slog.Bool("ha", r.HA.HA), slog.String("lease_timeout", r.HA.LeaseTimeout.String())),
 		slog.Group("opensm",
 			slog.String("driver", r.OpenSM.Driver),
 			slog.Any("command", r.OpenSM.Command),
@@ -71,10 +72,6 @@ func (c Config) LogValue() slog.Value {
 			slog.Any("hardening", r.OpenSM.Hardening.Groups),
 			slog.Int("m_key_protection_level", r.OpenSM.Hardening.MKeyProtectionLevel),
 			slog.Int("m_key_lease_period", r.OpenSM.Hardening.MKeyLeasePeriod),
-		),
-		slog.Group("ha",
-			slog.Bool("ha", r.HA.Enabled),
-			slog.String("lease_timeout", r.HA.LeaseTimeout.String()),
 		),
 		slog.Attr{Key: opensmConfSection, Value: slog.GroupValue(conf...)},
 	)

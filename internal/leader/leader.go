@@ -33,6 +33,21 @@ type Elector struct {
 	// RetryInterval is how often a follower tries the lock; CheckInterval how
 	// often the leader makes sure it still holds it.
 	RetryInterval, CheckInterval time.Duration
+	// Timeout bounds every database call, the lock check included: a
+	// black-holed connection must end the term, not hang it. 0: DefaultTimeout.
+	Timeout time.Duration
+}
+
+// DefaultTimeout is Elector.Timeout when it is not set.
+const DefaultTimeout = 5 * time.Second
+
+// bounded returns ctx with the deadline of one database call.
+func (e *Elector) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	t := e.Timeout
+	if t <= 0 {
+		t = DefaultTimeout
+	}
+	return context.WithTimeout(ctx, t)
 }
 
 // Run campaigns until ctx ends. Each time the lock is won, lead runs with a
@@ -52,7 +67,9 @@ func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, term i
 }
 
 func (e *Elector) termOnce(ctx context.Context, lead func(context.Context, int64) error) error {
-	lock, err := e.Store.TryLock(ctx)
+	tctx, tcancel := e.bounded(ctx)
+	lock, err := e.Store.TryLock(tctx)
+	tcancel()
 	if err != nil {
 		return fmt.Errorf("take applier lock: %w", err)
 	}
@@ -60,13 +77,15 @@ func (e *Elector) termOnce(ctx context.Context, lead func(context.Context, int64
 		return nil // another manager applies
 	}
 	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		rctx, cancel := e.bounded(context.WithoutCancel(ctx))
 		defer cancel()
 		if err := lock.Release(rctx); err != nil {
 			e.Log.Warn("release applier lock", "error", err)
 		}
 	}()
-	term, err := e.Store.NewTerm(ctx, e.Holder, time.Now().UTC())
+	nctx, ncancel := e.bounded(ctx)
+	term, err := e.Store.NewTerm(nctx, e.Holder, time.Now().UTC())
+	ncancel()
 	if err != nil {
 		return fmt.Errorf("start a new term: %w", err)
 	}
@@ -89,12 +108,21 @@ func (e *Elector) termOnce(ctx context.Context, lead func(context.Context, int64
 			case <-lctx.Done():
 				return
 			case <-t.C:
-				if err := lock.Check(lctx); err != nil {
+				cctx, ccancel := e.bounded(lctx)
+				err := lock.Check(cctx)
+				ccancel()
+				if err != nil {
+					if lctx.Err() == nil {
+						e.Log.Error("applier lock may be lost; ending the term", "term", term, "error", err)
+					}
 					cancel(fmt.Errorf("applier lock lost: %w", err))
 					return
 				}
 				// Only for --status: the lock, not the row, decides who applies.
-				if err := e.Store.Heartbeat(lctx, term); err != nil && lctx.Err() == nil {
+				hctx, hcancel := e.bounded(lctx)
+				err = e.Store.Heartbeat(hctx, term)
+				hcancel()
+				if err != nil && lctx.Err() == nil {
 					e.Log.Warn("write the applier's heartbeat", "term", term, "error", err)
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
 
@@ -67,4 +68,55 @@ func waitTerm(t *testing.T, terms <-chan int64) int64 {
 		t.Fatal("no leader within 30 s")
 	}
 	return 0
+}
+
+// hangingStore is a fake Store whose lock check never answers until its
+// context ends, as on a black-holed connection; everything else succeeds.
+type hangingStore struct {
+	terms  atomic.Int64
+	checks atomic.Int32
+}
+
+func (s *hangingStore) TryLock(ctx context.Context) (store.Lock, error) { return hangingLock{s}, nil }
+func (s *hangingStore) NewTerm(ctx context.Context, holder string, now time.Time) (int64, error) {
+	return s.terms.Add(1), nil
+}
+func (s *hangingStore) Heartbeat(ctx context.Context, term int64) error { return nil }
+
+type hangingLock struct{ s *hangingStore }
+
+func (l hangingLock) Check(ctx context.Context) error {
+	l.s.checks.Add(1)
+	<-ctx.Done() // no answer: only the deadline ends the call
+	return ctx.Err()
+}
+func (l hangingLock) Release(ctx context.Context) error { return nil }
+
+// A lock check that hangs ends the term at its deadline, and the elector
+// campaigns again: the next term starts.
+func TestLockCheckDeadline(t *testing.T) {
+	st := &hangingStore{}
+	e := &Elector{Store: st, Holder: "A", Log: slog.New(slog.DiscardHandler),
+		RetryInterval: 10 * time.Millisecond, CheckInterval: 10 * time.Millisecond, Timeout: 100 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	terms := make(chan int64, 8)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.Run(ctx, func(ctx context.Context, term int64) error {
+			terms <- term
+			<-ctx.Done()
+			return nil
+		})
+	}()
+	first := waitTerm(t, terms)
+	if second := waitTerm(t, terms); second <= first {
+		t.Errorf("term %d after %d", second, first)
+	}
+	if st.checks.Load() == 0 {
+		t.Error("the lock was never checked")
+	}
+	cancel()
+	<-done
 }

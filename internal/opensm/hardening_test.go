@@ -263,7 +263,7 @@ func TestHardenedOpenSMOnSimulatedFabric(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := NewProcess(cfg)
-	runProcess(t, p)
+	startProcess(t, p)
 	res, err := WaitSweep(ctx, cfg.LogFile, Position{}, 60*time.Second)
 	if err != nil {
 		t.Fatal(err)

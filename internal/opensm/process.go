@@ -2,6 +2,7 @@ package opensm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,7 +27,10 @@ type ProcessConfig struct {
 	// LogFile is OpenSM's log_file. OpenSM is ready (safe to signal) once it
 	// has written its version line there.
 	LogFile string
-	Logger  *slog.Logger // nil: slog.Default()
+	// StatusFile, if set, receives the driver's status (DriverStatus as JSON)
+	// at every change, for --status, which runs in another process.
+	StatusFile string
+	Logger     *slog.Logger // nil: slog.Default()
 }
 
 // Restart policy: wait minBackoff after the first exit, doubling up to
@@ -44,10 +48,13 @@ const (
 // has blocked the signals it handles. Before that a SIGHUP kills it.
 var versionLine = regexp.MustCompile(`^OpenSM [0-9]\S*$`)
 
-// Process runs OpenSM and restarts it when it exits. OpenSM dies with the
-// manager (SIGKILL from the kernel, see start), runs in its own process group so
-// that a Ctrl-C meant for the manager does not reach it, and its output is
-// filtered (see outputLogger).
+// Process supervises OpenSM for the manager's whole life: Start starts it once,
+// it is restarted whenever it exits, and it keeps running across the
+// applier's terms and database outages until Stop (the manager stops, or the
+// manager must leave the fabric to another). OpenSM dies with the manager
+// (SIGKILL from the kernel, see start), runs in its own process group so that a
+// Ctrl-C meant for the manager does not reach it, and its output is filtered
+// (see outputLogger).
 //
 // Never send OpenSM SIGCONT: it treats it exactly like SIGHUP, so a shell's job
 // control would trigger unplanned sweeps.
@@ -55,12 +62,42 @@ type Process struct {
 	cfg ProcessConfig
 	log *slog.Logger
 
-	mu       sync.Mutex
-	current  *instance // the OpenSM that runs now; nil between instances
-	restarts int
-	running  bool          // Run has been called
-	finished bool          // Run has returned
-	changed  chan struct{} // closed and replaced at every change of the fields above
+	mu        sync.Mutex
+	current   *instance // the OpenSM that runs now; nil between instances
+	restarts  int
+	state     DriverState
+	since     time.Time // of state
+	lastErr   string
+	lastErrAt time.Time
+	cancel    context.CancelFunc // ends the supervisor; nil when none runs
+	done      chan struct{}      // closed when the last supervisor started has returned
+	changed   chan struct{}      // closed and replaced at every change of the fields above
+	seq       uint64             // counts changes, so the status file is never older than a write before it
+
+	fileMu  sync.Mutex
+	fileSeq uint64 // the change the status file shows
+}
+
+// DriverState is what the supervisor is doing.
+type DriverState string
+
+const (
+	DriverStopped    DriverState = "stopped"    // not started, or stopped by Stop
+	DriverStarting   DriverState = "starting"   // OpenSM runs but has not logged its version line yet
+	DriverRunning    DriverState = "running"    // OpenSM runs and may be signalled
+	DriverRestarting DriverState = "restarting" // OpenSM exited; it is started again after a back-off
+	DriverFailed     DriverState = "failed"     // OpenSM could not be started; retried after a back-off
+)
+
+// DriverStatus is the supervisor's state for operators (--status, /readyz).
+type DriverStatus struct {
+	State     DriverState `json:"state"`
+	PID       int         `json:"pid,omitempty"` // of the OpenSM that runs now
+	Restarts  int         `json:"restarts"`      // times OpenSM was started again after it exited
+	Since     time.Time   `json:"since"`         // when State was entered
+	LastError string      `json:"last_error,omitempty"`
+	// LastErrorAt is when LastError happened; zero when none did.
+	LastErrorAt time.Time `json:"last_error_at,omitzero"`
 }
 
 // instance is one run of OpenSM.
@@ -71,98 +108,163 @@ type instance struct {
 	exit  string        // how it ended, once done is closed
 }
 
-// NewProcess returns a Process that does nothing until Run is called.
+// NewProcess returns a Process that does nothing until Start is called.
 func NewProcess(c ProcessConfig) *Process {
 	log := c.Logger
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Process{cfg: c, log: log, changed: make(chan struct{})}
+	done := make(chan struct{})
+	close(done)
+	return &Process{cfg: c, log: log, changed: make(chan struct{}), done: done,
+		state: DriverStopped, since: time.Now().UTC()}
 }
 
-// notify wakes WaitReady callers; p.mu must be held.
-func (p *Process) notify() {
+// update changes the supervisor's fields under p.mu, wakes WaitReady callers,
+// and writes the status file.
+func (p *Process) update(change func()) {
+	p.mu.Lock()
+	change()
 	close(p.changed)
 	p.changed = make(chan struct{})
+	p.seq++
+	seq, st := p.seq, p.statusLocked()
+	p.mu.Unlock()
+	p.writeStatus(seq, st)
 }
 
-// Run starts OpenSM and keeps it running until ctx is done, then stops it
-// (SIGTERM, and SIGKILL after 10 s) and returns nil. When OpenSM exits on its
-// own it is started again after a back-off (1 s, doubling up to 30 s), and the
-// exit status is logged. Run returns an error, leaving nothing running, when
-// OpenSM cannot be started (no such program, unreadable environment file), at
-// first or at a restart: retrying would not help, and the caller should say so.
-func (p *Process) Run(ctx context.Context) error {
-	p.mu.Lock()
-	if p.running {
-		p.mu.Unlock()
-		return errors.New("opensm: Run called twice")
+// setState must be called inside update.
+func (p *Process) setState(s DriverState) {
+	if p.state != s {
+		p.state, p.since = s, time.Now().UTC()
 	}
-	p.running = true
-	p.mu.Unlock()
-	defer func() { // from here on WaitReady fails instead of waiting
-		p.mu.Lock()
-		p.finished = true
-		p.notify()
-		p.mu.Unlock()
-	}()
+}
+
+// setError records a driver error, which the caller has logged; inside update.
+func (p *Process) setError(err string) {
+	p.lastErr, p.lastErrAt = err, time.Now().UTC()
+}
+
+// Start starts supervising OpenSM unless it is supervised already, and returns
+// at once: OpenSM is started, and started again after a back-off (1 s,
+// doubling up to 30 s) whenever it exits or cannot be started; every exit and
+// every failed start is logged and shows in Status. Start fails only when the
+// configuration can never start OpenSM. After Stop, Start starts it again.
+func (p *Process) Start() error {
 	if len(p.cfg.Command) == 0 {
 		return errors.New("opensm: no command configured")
 	}
 	if p.cfg.LogFile == "" {
 		return errors.New("opensm: no log file configured (it shows when OpenSM is ready)")
 	}
+	p.update(func() {
+		if p.cancel != nil {
+			return
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		prev, done := p.done, make(chan struct{})
+		p.cancel, p.done = cancel, done
+		p.setState(DriverStarting)
+		// A Stop that gave up waiting may have left the previous OpenSM
+		// exiting: the new one starts once it is gone.
+		go func() {
+			defer close(done)
+			<-prev
+			p.supervise(ctx)
+		}()
+	})
+	return nil
+}
 
+// Stop stops OpenSM (SIGTERM, and SIGKILL after 10 s) and the supervisor, and
+// waits until OpenSM has exited or ctx ends. Stopping what is stopped does
+// nothing.
+func (p *Process) Stop(ctx context.Context) error {
+	p.mu.Lock()
+	cancel, done := p.cancel, p.done
+	p.cancel = nil
+	p.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("opensm: stop: %w", ctx.Err())
+	}
+}
+
+// supervise runs OpenSM until ctx ends, then stops it.
+func (p *Process) supervise(ctx context.Context) {
+	defer p.update(func() { p.setState(DriverStopped) })
 	backoff := minBackoff
-	for {
-		// The version line of this instance comes after this position. The
-		// log is appended to across restarts (accum_log_file TRUE).
-		from, err := LogPosition(p.cfg.LogFile)
+	for ctx.Err() == nil {
+		inst, err := p.startOne(ctx)
 		if err != nil {
-			return fmt.Errorf("opensm: %w", err)
+			p.log.Error("OpenSM could not be started; retrying", "error", err, "retry_in", backoff)
+			p.update(func() { p.setState(DriverFailed); p.setError(err.Error()) })
+		} else {
+			startedAt := time.Now()
+			select {
+			case <-inst.done:
+			case <-ctx.Done():
+				p.stopInstance(inst)
+				p.log.Info("OpenSM stopped", "pid", inst.proc.Pid, "status", inst.exit)
+				return
+			}
+			ran := time.Since(startedAt)
+			if ran >= stableAfter {
+				backoff = minBackoff
+			}
+			p.log.Error("OpenSM exited; restarting it", "pid", inst.proc.Pid, "status", inst.exit,
+				"ran", ran.Round(time.Millisecond), "restart_in", backoff)
+			p.update(func() {
+				p.setState(DriverRestarting)
+				p.setError(fmt.Sprintf("OpenSM (pid %d) exited after %s: %s", inst.proc.Pid, ran.Round(time.Millisecond), inst.exit))
+			})
 		}
-		env, err := p.environment()
-		if err != nil {
-			return err
-		}
-		inst, err := p.start(env)
-		if err != nil {
-			return err
-		}
-		startedAt := time.Now()
-		p.log.Info("OpenSM started", "pid", inst.proc.Pid)
-		watchCtx, stopWatching := context.WithCancel(ctx)
-		go p.watchReady(watchCtx, inst, from)
-
-		select {
-		case <-inst.done:
-			stopWatching()
-		case <-ctx.Done():
-			stopWatching()
-			p.stop(inst)
-			p.log.Info("OpenSM stopped", "pid", inst.proc.Pid, "status", inst.exit)
-			return nil
-		}
-
-		ran := time.Since(startedAt)
-		if ran >= stableAfter {
-			backoff = minBackoff
-		}
-		p.log.Warn("OpenSM exited; restarting it", "pid", inst.proc.Pid, "status", inst.exit,
-			"ran", ran.Round(time.Millisecond), "restart_in", backoff)
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil
+			return
 		case <-t.C:
 		}
 		backoff = min(2*backoff, maxBackoff)
-		p.mu.Lock()
-		p.restarts++
-		p.notify()
-		p.mu.Unlock()
+		if err == nil {
+			p.update(func() { p.restarts++ })
+		}
 	}
+}
+
+// startOne starts one OpenSM and watches for its version line.
+func (p *Process) startOne(ctx context.Context) (*instance, error) {
+	// The version line of this instance comes after this position. The log
+	// is appended to across restarts (accum_log_file TRUE).
+	from, err := LogPosition(p.cfg.LogFile)
+	if err != nil {
+		return nil, fmt.Errorf("opensm: %w", err)
+	}
+	env, err := p.environment()
+	if err != nil {
+		return nil, err
+	}
+	inst, err := p.start(env)
+	if err != nil {
+		return nil, err
+	}
+	p.log.Info("OpenSM started", "pid", inst.proc.Pid)
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	go func() {
+		defer stopWatching()
+		select {
+		case <-inst.done:
+		case <-watchCtx.Done():
+		}
+	}()
+	go p.watchReady(watchCtx, inst, from)
+	return inst, nil
 }
 
 func (p *Process) environment() ([]string, error) {
@@ -211,22 +313,18 @@ func (p *Process) start(env []string) (*instance, error) {
 			return
 		}
 		inst.proc = cmd.Process
-		p.mu.Lock()
-		p.current = inst
-		p.notify()
-		p.mu.Unlock()
+		p.update(func() { p.current = inst; p.setState(DriverStarting) })
 		started <- nil
 
 		err := cmd.Wait()
 		stdout.Flush()
 		stderr.Flush()
 		inst.exit = exitStatus(cmd.ProcessState, err)
-		p.mu.Lock()
-		if p.current == inst {
-			p.current = nil
-			p.notify()
-		}
-		p.mu.Unlock()
+		p.update(func() {
+			if p.current == inst {
+				p.current = nil
+			}
+		})
 		close(inst.done)
 	}()
 
@@ -262,18 +360,20 @@ func (p *Process) watchReady(ctx context.Context, inst *instance, from Position)
 			return
 		}
 		if versionLine.MatchString(e.Message) {
-			p.mu.Lock()
-			inst.ready = true
-			p.notify()
-			p.mu.Unlock()
+			p.update(func() {
+				inst.ready = true
+				if p.current == inst {
+					p.setState(DriverRunning)
+				}
+			})
 			p.log.Info("OpenSM ready", "pid", inst.proc.Pid, "version", e.Message)
 			return
 		}
 	}
 }
 
-// stop sends SIGTERM, waits, and kills OpenSM if it does not exit in time.
-func (p *Process) stop(inst *instance) {
+// stopInstance sends SIGTERM, waits, and kills OpenSM if it does not exit in time.
+func (p *Process) stopInstance(inst *instance) {
 	if err := inst.proc.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		p.log.Warn("cannot send SIGTERM to OpenSM", "pid", inst.proc.Pid, "error", err)
 	}
@@ -292,17 +392,22 @@ func (p *Process) stop(inst *instance) {
 }
 
 // WaitReady waits until the current OpenSM has logged its version line, after
-// which it is safe to signal. It returns an error once Run has returned.
+// which it is safe to signal. It fails at once when OpenSM is not supervised
+// (never started, or stopped) or its last start failed: waiting would not help.
 func (p *Process) WaitReady(ctx context.Context) error {
 	for {
 		p.mu.Lock()
-		if p.current != nil && p.current.ready {
+		switch {
+		case p.current != nil && p.current.ready:
 			p.mu.Unlock()
 			return nil
-		}
-		if p.finished {
+		case p.cancel == nil:
 			p.mu.Unlock()
-			return errors.New("opensm: stopped")
+			return errors.New("opensm: not started")
+		case p.state == DriverFailed:
+			err := p.lastErr
+			p.mu.Unlock()
+			return fmt.Errorf("opensm: not running: %s", err)
 		}
 		changed := p.changed
 		p.mu.Unlock()
@@ -338,24 +443,53 @@ func (p *Process) Reload(ctx context.Context) error {
 	return nil
 }
 
-// Running says whether an OpenSM runs now.
-func (p *Process) Running() bool {
+// Status reports what the supervisor does, and its last error.
+func (p *Process) Status() DriverStatus {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.current != nil
+	return p.statusLocked()
 }
 
-// PID returns the current OpenSM's process id, 0 when none runs.
-func (p *Process) PID() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.current == nil {
-		return 0
+func (p *Process) statusLocked() DriverStatus {
+	st := DriverStatus{State: p.state, Restarts: p.restarts, Since: p.since, LastError: p.lastErr, LastErrorAt: p.lastErrAt}
+	if p.current != nil {
+		st.PID = p.current.proc.Pid
 	}
-	return p.current.proc.Pid
+	return st
 }
 
-// Restarts counts how many times Run has started OpenSM again after it exited.
+// writeStatus writes st, the status after change seq, to the status file,
+// unless a later change's status is there already.
+func (p *Process) writeStatus(seq uint64, st DriverStatus) {
+	if p.cfg.StatusFile == "" {
+		return
+	}
+	p.fileMu.Lock()
+	defer p.fileMu.Unlock()
+	if seq <= p.fileSeq {
+		return
+	}
+	p.fileSeq = seq
+	b, _ := json.Marshal(st)
+	if err := WriteFileAtomic(p.cfg.StatusFile, append(b, '\n'), 0o644); err != nil {
+		p.log.Warn("write OpenSM's driver status", "file", p.cfg.StatusFile, "error", err)
+	}
+}
+
+// ReadDriverStatus reads a status file written by a Process.
+func ReadDriverStatus(path string) (DriverStatus, error) {
+	var st DriverStatus
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return st, err
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("%s: %w", path, err)
+	}
+	return st, nil
+}
+
+// Restarts counts how many times the supervisor has started OpenSM again after it exited.
 func (p *Process) Restarts() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -101,24 +101,16 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// runProcess runs p until the returned stop function is called (or the test
-// ends) and returns what Run returned.
-func runProcess(t *testing.T, p *Process) (stop func() error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	var once sync.Once
-	var runErr error
+// startProcess starts p and returns the function that stops it (also called
+// when the test ends).
+func startProcess(t *testing.T, p *Process) (stop func() error) {
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
 	stop = func() error {
-		once.Do(func() {
-			cancel()
-			select {
-			case runErr = <-done:
-			case <-time.After(30 * time.Second):
-				runErr = fmt.Errorf("Run did not return after cancel")
-			}
-		})
-		return runErr
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return p.Stop(ctx)
 	}
 	t.Cleanup(func() {
 		if err := stop(); err != nil {
@@ -155,15 +147,28 @@ func TestProcessAppliesPartitionsOnSimulatedFabric(t *testing.T) {
 	ctx := testContext(t)
 
 	if err := p.Reload(ctx); err == nil {
-		t.Error("Reload before Run sent a signal to nothing")
+		t.Error("Reload before Start sent a signal to nothing")
 	}
-	stop := runProcess(t, p)
+	if err := p.WaitReady(ctx); err == nil {
+		t.Error("WaitReady before Start did not fail")
+	}
+	cfg.StatusFile = filepath.Join(t.TempDir(), "driver-status.json")
+	p = NewProcess(cfg)
+	stop := startProcess(t, p)
+	if err := p.Start(); err != nil { // a second Start while it runs changes nothing
+		t.Fatal(err)
+	}
 	if err := p.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !p.Running() || p.PID() == 0 {
-		t.Fatalf("ready but Running() = %v, PID() = %d", p.Running(), p.PID())
+	first := p.Status()
+	if first.State != DriverRunning || first.PID == 0 || first.LastError != "" {
+		t.Fatalf("ready but Status() = %+v", first)
 	}
+	waitFor(t, "the status file to say running", func() bool {
+		st, err := ReadDriverStatus(cfg.StatusFile)
+		return err == nil && st.State == DriverRunning && st.PID == first.PID
+	})
 
 	// apply does what the manager does: file in place, position, SIGHUP, wait.
 	partitionsFile := filepath.Join(fab.Dir, "partitions.conf")
@@ -247,15 +252,19 @@ func TestProcessAppliesPartitionsOnSimulatedFabric(t *testing.T) {
 		t.Errorf("H1 P_Keys %#04x after healing, want 0x8065 among them", keys)
 	}
 
-	// OpenSM killed: Run starts another, which serves the next apply.
-	killed := p.PID()
+	// OpenSM killed: the supervisor starts another, which serves the next
+	// apply; the exit is the driver's last error.
+	killed := p.Status().PID
 	if err := syscall.Kill(killed, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "OpenSM to be restarted", func() bool {
-		pid := p.PID()
+		pid := p.Status().PID
 		return p.Restarts() == 1 && pid != 0 && pid != killed
 	})
+	if st := p.Status(); !strings.Contains(st.LastError, "signal: killed") || st.LastErrorAt.IsZero() || st.Restarts != 1 {
+		t.Errorf("after OpenSM was killed: Status() = %+v, want its exit as the last error", st)
+	}
 	if err := p.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -264,18 +273,38 @@ func TestProcessAppliesPartitionsOnSimulatedFabric(t *testing.T) {
 		t.Errorf("H1 P_Keys %#04x after restart, want [0x7fff]", keys)
 	}
 
-	last := p.PID()
+	last := p.Status().PID
 	if err := stop(); err != nil {
-		t.Fatalf("Run: %v", err)
+		t.Fatalf("Stop: %v", err)
 	}
-	if p.Running() || p.PID() != 0 || processAlive(last) {
-		t.Errorf("after stop: Running() = %v, PID() = %d, OpenSM %d alive = %v", p.Running(), p.PID(), last, processAlive(last))
+	if st := p.Status(); st.State != DriverStopped || st.PID != 0 || processAlive(last) {
+		t.Errorf("after Stop: Status() = %+v, OpenSM %d alive = %v", st, last, processAlive(last))
 	}
+	waitFor(t, "the status file to say stopped", func() bool {
+		st, err := ReadDriverStatus(cfg.StatusFile)
+		return err == nil && st.State == DriverStopped
+	})
 	if err := p.Reload(ctx); err == nil {
-		t.Error("Reload after stop did not refuse")
+		t.Error("Reload after Stop did not refuse")
 	}
 	if err := p.WaitReady(ctx); err == nil {
-		t.Error("WaitReady after stop did not fail")
+		t.Error("WaitReady after Stop did not fail")
+	}
+
+	// Started again after Stop (a manager that leads again): a new OpenSM
+	// serves an apply.
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if pid := p.Status().PID; pid == 0 || pid == last {
+		t.Errorf("started again: pid %d (the stopped one was %d)", pid, last)
+	}
+	expect("started again", apply(h1Full65(), 10*time.Second), Applied)
+	if keys := pkeys(h1); !slices.Contains(keys, 0x8065) {
+		t.Errorf("H1 P_Keys %#04x after starting again, want 0x8065 among them", keys)
 	}
 
 	out := logs.String()
@@ -292,7 +321,6 @@ func TestProcessAppliesPartitionsOnSimulatedFabric(t *testing.T) {
 }
 
 func TestProcessRefusesWhatCannotRun(t *testing.T) {
-	ctx := testContext(t)
 	dir := t.TempDir()
 	tests := []struct {
 		name string
@@ -300,18 +328,53 @@ func TestProcessRefusesWhatCannotRun(t *testing.T) {
 	}{
 		{"no command", ProcessConfig{LogFile: filepath.Join(dir, "log")}},
 		{"no log file", ProcessConfig{Command: []string{"opensm"}}},
-		{"no such program", ProcessConfig{Command: []string{filepath.Join(dir, "no-opensm")}, LogFile: filepath.Join(dir, "log")}},
-		{"missing environment file", ProcessConfig{Command: []string{"true"}, LogFile: filepath.Join(dir, "log"), EnvFile: filepath.Join(dir, "env")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := NewProcess(tt.cfg)
-			if err := p.Run(ctx); err == nil {
-				t.Fatal("Run returned nil")
+			if err := p.Start(); err == nil {
+				t.Fatal("Start returned nil")
 			}
-			if err := p.WaitReady(ctx); err == nil {
-				t.Error("WaitReady after Run failed did not fail")
+			if err := p.WaitReady(testContext(t)); err == nil {
+				t.Error("WaitReady after Start failed did not fail")
 			}
+		})
+	}
+}
+
+// A start that fails is retried, logged when it happens and reported as the
+// driver's state; WaitReady fails instead of waiting; Stop ends the retries.
+func TestProcessReportsFailedStarts(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name, want string
+		cfg        ProcessConfig
+	}{
+		{"no such program", "no-opensm", ProcessConfig{Command: []string{filepath.Join(dir, "no-opensm")}, LogFile: filepath.Join(dir, "log")}},
+		{"missing environment file", "env", ProcessConfig{Command: []string{"true"}, LogFile: filepath.Join(dir, "log"), EnvFile: filepath.Join(dir, "env")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs syncBuffer
+			tt.cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			tt.cfg.StatusFile = filepath.Join(t.TempDir(), "status.json")
+			p := NewProcess(tt.cfg)
+			startProcess(t, p)
+			waitFor(t, "the failed start to be reported", func() bool { return p.Status().State == DriverFailed })
+			st := p.Status()
+			if !strings.Contains(st.LastError, tt.want) || st.LastErrorAt.IsZero() {
+				t.Errorf("Status() = %+v, want a last error naming %q", st, tt.want)
+			}
+			if err := p.WaitReady(testContext(t)); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("WaitReady: %v, want an error naming %q", err, tt.want)
+			}
+			if out := logs.String(); !strings.Contains(out, "OpenSM could not be started") || !strings.Contains(out, tt.want) {
+				t.Errorf("log lacks the failed start:\n%s", out)
+			}
+			waitFor(t, "the status file to report the failed start", func() bool {
+				got, err := ReadDriverStatus(tt.cfg.StatusFile)
+				return err == nil && got.State == DriverFailed && strings.Contains(got.LastError, tt.want)
+			})
 		})
 	}
 }
@@ -385,11 +448,10 @@ func runManagerHelper() {
 		LogFile:  os.Getenv("OPENSM_TEST_LOG"),
 		Logger:   slog.New(slog.NewTextHandler(os.Stderr, nil)),
 	})
-	go func() {
-		err := p.Run(context.Background())
-		fmt.Fprintln(os.Stderr, "Run returned:", err)
+	if err := p.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "Start:", err)
 		os.Exit(3)
-	}()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := p.WaitReady(ctx); err != nil {
@@ -403,7 +465,7 @@ func runManagerHelper() {
 		fmt.Fprintln(os.Stderr, "first sweep:", res, err)
 		os.Exit(4)
 	}
-	fmt.Printf("ready %d\n", p.PID())
+	fmt.Printf("ready %d\n", p.Status().PID)
 	time.Sleep(2 * time.Minute) // the test kills us long before
 	os.Exit(5)
 }

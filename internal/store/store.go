@@ -201,11 +201,18 @@ type Engine interface {
 }
 
 // Lock is the applier lock, held on a connection of its own.
+//
+// The lock's session ends on the server once idle for LockSessionIdle: its
+// holder checks it far more often, so an idle session is one whose client is
+// gone (a cut link), and another term must be able to take the lock.
 type Lock interface {
 	// Check returns an error once the lock may have been lost.
 	Check(ctx context.Context) error
 	Release(ctx context.Context) error
 }
+
+// LockSessionIdle is how long the server keeps an idle lock session.
+const LockSessionIdle = 30 * time.Second
 
 // Store is the manager's view of the database.
 type Store struct {

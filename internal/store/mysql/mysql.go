@@ -282,6 +282,14 @@ func (e *Engine) TryLock(ctx context.Context) (store.Lock, error) {
 		return nil, errors.New("wsrep_on is set: Galera does not replicate GET_LOCK, so the applier lock " +
 			"would not be exclusive; point the manager at a single MariaDB server")
 	}
+	// After a cut link the server would keep this session, and the lock, for
+	// as long as TCP takes to notice (hours): no manager could lead again.
+	// The holder checks the lock every second, so a session idle for
+	// store.LockSessionIdle has lost its client, and the server ends it.
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET SESSION wait_timeout = %d", int(store.LockSessionIdle.Seconds()))); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("lock session: %w", err)
+	}
 	got, err := q.TryGetLock(ctx, lockName)
 	if err != nil || got != 1 {
 		conn.Close()

@@ -186,6 +186,14 @@ func (e *Engine) TryLock(ctx context.Context) (store.Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lock connection: %w", err)
 	}
+	// After a cut link the server would keep this session, and the lock, for
+	// as long as TCP takes to notice (hours): no manager could lead again.
+	// The holder checks the lock every second, so a session idle for
+	// store.LockSessionIdle has lost its client, and the server ends it.
+	if _, err := conn.Exec(ctx, fmt.Sprintf("SET idle_session_timeout = %d", store.LockSessionIdle.Milliseconds())); err != nil {
+		e.log.Warn("idle_session_timeout not set on the lock's session (PostgreSQL 14 or later has it): "+
+			"after a network cut the lock stays held until the server notices the dead connection", "error", err)
+	}
 	ok, err := pgdb.New(conn).TryAdvisoryLock(ctx, lockKey)
 	if err != nil || !ok {
 		conn.Close(ctx)
@@ -240,7 +248,9 @@ func (e *Engine) Wake(ctx context.Context) <-chan struct{} {
 }
 
 func (e *Engine) listen(ctx context.Context, ch chan<- struct{}) error {
-	conn, err := pgx.Connect(ctx, e.dsn)
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	conn, err := pgx.Connect(cctx, e.dsn)
+	cancel()
 	if err != nil {
 		return err
 	}
@@ -260,7 +270,12 @@ func (e *Engine) listen(ctx context.Context, ch chan<- struct{}) error {
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case errors.Is(err, context.DeadlineExceeded):
-			if err := conn.Ping(ctx); err != nil {
+			// The ping has a deadline too: on a black-holed connection it
+			// would wait as long as TCP does.
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			err := conn.Ping(pctx)
+			cancel()
+			if err != nil {
 				return err
 			}
 		default:
