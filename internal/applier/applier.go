@@ -99,6 +99,8 @@ type Applier struct {
 	SM    SubnetManager
 	Cfg   Config
 	Log   *slog.Logger
+	// Lease is the HA lease, for the freeze (freeze.go); nil without HA.
+	Lease LeaseStore
 }
 
 // Outcomes recorded in the applies table besides opensm's.
@@ -116,6 +118,8 @@ type term struct {
 	written  []byte // what this term last wrote to the partitions file
 	restarts int    // OpenSM restarts seen so far
 	gate     *gatekeeper
+	freeze   *freezeWatch // nil without HA
+	reapply  bool         // a lifted freeze: apply everything again
 }
 
 // applyResult says what the loop does after an apply.
@@ -132,6 +136,12 @@ const (
 // the term ends. A new term starts with a full apply, whatever the previous
 // one did.
 func (a *Applier) Lead(ctx context.Context, termID int64) error {
+	return a.LeadTerm(ctx, termID, "")
+}
+
+// LeadTerm is Lead for a term of the HA lease: suspect is the manager whose
+// OpenSM may still be master (store.Lease.Suspect), named by a freeze.
+func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) error {
 	bounded := *a
 	timeout := a.Cfg.DBTimeout
 	if timeout <= 0 {
@@ -148,8 +158,18 @@ func (a *Applier) Lead(ctx context.Context, termID int64) error {
 	if err := t.startGates(); err != nil {
 		return err
 	}
+	if a.Lease != nil {
+		// From before OpenSM starts: its first state line is this term's.
+		t.freeze = &freezeWatch{leases: a.Lease, suspect: suspect, path: a.Cfg.LogFile, pos: t.gate.watch.pos,
+			timeout: timeout}
+	}
 	if err := a.SM.Start(); err != nil {
 		return fmt.Errorf("start OpenSM: %w", err)
+	}
+	if t.freeze != nil {
+		fctx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		go t.freeze.watchFreeze(fctx, t, a.Cfg.PollInterval)
 	}
 
 	wake := a.Store.Wake(ctx)
@@ -162,6 +182,9 @@ func (a *Applier) Lead(ctx context.Context, termID int64) error {
 	retriedAtOnce := false
 	var lastStart time.Time // of the last apply
 	for {
+		if t.reapply {
+			t.applied, t.reapply = -1, false
+		}
 		rev, err := a.Store.Revision(ctx)
 		switch {
 		case ctx.Err() != nil:
@@ -260,13 +283,21 @@ func (t *term) apply(ctx context.Context) applyResult {
 	rendered := time.Now()
 	rev := st.Revision
 	log := t.Log.With("revision", rev, "term", t.id)
-	record := func(outcome, detail string) {
+	// record says whether the apply row is in the database: jobs complete
+	// only after it is (fenced by the term, like every applier write).
+	record := func(outcome, detail string) bool {
 		sum := sha256.Sum256(text)
-		if _, err := t.Store.RecordApply(context.WithoutCancel(ctx), store.Apply{Revision: rev,
+		ok, err := t.Store.RecordApply(context.WithoutCancel(ctx), store.Apply{Revision: rev,
 			SHA256: hex.EncodeToString(sum[:]), Term: t.id, Outcome: outcome, Detail: detail,
-			StartedAt: started, FinishedAt: time.Now().UTC()}); err != nil {
+			StartedAt: started, FinishedAt: time.Now().UTC()})
+		if err != nil {
 			log.Error("record apply", "error", err)
+			return false
 		}
+		if !ok {
+			log.Warn("apply not recorded: a newer term has started")
+		}
+		return ok
 	}
 	if checkErr != nil {
 		// Never written: OpenSM would make every port a full member of the
@@ -322,7 +353,9 @@ func (t *term) apply(ctx context.Context) applyResult {
 		// The apply is recorded before the jobs complete: every Completed job
 		// has an applied row of its revision or a later one, finished before it,
 		// even when the manager is killed in between.
-		record(string(res.Outcome), "SUBNET UP")
+		if !record(string(res.Outcome), "SUBNET UP") {
+			return applyRetry // no job completes without its apply row
+		}
 		t.recordOverCapacity(ctx, st)
 		n, err := t.completeJobs(ctx, rev) // if the gates are open
 		if err != nil {

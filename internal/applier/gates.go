@@ -142,6 +142,12 @@ func (t *term) completeJobs(ctx context.Context, rev int64) (int64, error) {
 		t.gate.blocked = rev
 		return 0, nil
 	}
+	if frozen := t.pollFreeze(ctx); t.reapply {
+		t.gate.blocked = 0 // the full apply that follows completes them
+		return 0, nil
+	} else if frozen != "" {
+		reasons = append(reasons, frozen)
+	}
 	if len(reasons) > 0 {
 		t.gate.blocked = rev
 		said := "Not completing: " + strings.Join(reasons, "; ")
@@ -170,6 +176,9 @@ func (t *term) completeJobs(ctx context.Context, rev int64) (int64, error) {
 // and completes the waiting jobs once the gates open.
 func (t *term) pollGates(ctx context.Context) {
 	t.scanEnforcement(ctx)
+	if t.gate.blocked == 0 {
+		t.pollFreeze(ctx) // recorded as soon as seen, for --status
+	}
 	if rev := t.gate.blocked; rev != 0 {
 		if _, err := t.completeJobs(ctx, rev); err != nil {
 			t.Log.Error("complete jobs", "revision", rev, "error", err)

@@ -62,6 +62,11 @@ type LeaseTables interface {
 	LiftFreeze(ctx context.Context, term int64) (bool, error)
 }
 
+// ErrLockNotClusterWide is TryLock's error where the advisory lock is not
+// exclusive across the database (a Galera node's GET_LOCK): the lease alone
+// elects there.
+var ErrLockNotClusterWide = errors.New("the applier lock is not cluster-wide")
+
 // ErrNoLease is returned for an engine without the HA lease (SQLite).
 var ErrNoLease = errors.New("[ha] ha = true needs PostgreSQL or MariaDB (SQLite serves one manager)")
 

@@ -2,8 +2,9 @@
 // go-sql-driver/mysql.
 //
 // The applier lock is GET_LOCK on a connection of its own. Galera does not
-// replicate GET_LOCK, so on a node with wsrep_on the lock is refused: two
-// managers on two nodes would both apply. There is no LISTEN: the applier polls
+// replicate GET_LOCK, so on a node with wsrep_on the lock is refused
+// (store.ErrLockNotClusterWide): two managers on two nodes would both apply.
+// With [ha] ha = true the lease (lease.go) elects instead, on Galera too. There is no LISTEN: the applier polls
 // the revision every [database] poll_interval.
 package mysql
 
@@ -279,8 +280,8 @@ func (e *Engine) TryLock(ctx context.Context) (store.Lock, error) {
 	}
 	if wsrep != 0 {
 		conn.Close()
-		return nil, errors.New("wsrep_on is set: Galera does not replicate GET_LOCK, so the applier lock " +
-			"would not be exclusive; point the manager at a single MariaDB server")
+		return nil, fmt.Errorf("%w: wsrep_on is set, and Galera does not replicate GET_LOCK; "+
+			"with [ha] ha = true the lease elects on Galera", store.ErrLockNotClusterWide)
 	}
 	// After a cut link the server would keep this session, and the lock, for
 	// as long as TCP takes to notice (hours): no manager could lead again.
