@@ -191,7 +191,7 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 			return nil
 		case err != nil:
 			a.Log.Error("read revision", "error", err)
-		case rev != t.applied:
+		case rev != t.applied && !t.freeze.isFrozen():
 			// Several changes waiting: a burst; one change is applied at once.
 			if rev-t.applied > 1 && !t.waitBatch(ctx, lastStart, rev) {
 				return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"regexp"
 	"sync"
@@ -127,6 +128,9 @@ func (w *freezeWatch) detect(ctx context.Context, t *term) {
 		t.Log.Error("read OpenSM's log for its SM state", "error", err)
 	}
 	if !standby {
+		if w.frozen != "" {
+			w.describe(ctx, t) // the jobs sent since
+		}
 		return
 	}
 	reason := fmt.Sprintf("%s: this manager's OpenSM went STANDBY instead of master, so another SM is master on the fabric; "+
@@ -141,6 +145,28 @@ func (w *freezeWatch) detect(ctx context.Context, t *term) {
 	if _, err := w.leases.SetFreeze(ctx, t.id, reason); err != nil {
 		t.Log.Error("record the freeze", "error", err)
 	}
+	w.describe(ctx, t)
+}
+
+// describe tells every open job why it waits (networking-mlnx and DBAs read
+// it there), fenced by the term.
+func (w *freezeWatch) describe(ctx context.Context, t *term) {
+	ctx, cancel := context.WithTimeout(ctx, w.timeout)
+	defer cancel()
+	if _, err := t.Store.DescribeOpenJobs(ctx, t.id, math.MaxInt64, "Not completing: "+w.frozen); err != nil {
+		t.Log.Error("describe the jobs waiting for the freeze", "error", err)
+	}
+}
+
+// isFrozen says whether the term is frozen: it applies nothing then, since
+// its OpenSM, STANDBY, would not sweep.
+func (w *freezeWatch) isFrozen() bool {
+	if w == nil {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.frozen != ""
 }
 
 // watchFreeze runs detect every interval until ctx ends.
