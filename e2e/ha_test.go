@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
 
@@ -32,19 +34,33 @@ import (
 const haLeaseTimeout = 3 * time.Second
 
 func TestHAThreeManagers(t *testing.T) {
+	// PostgreSQL and MariaDB of the test's own, which it restarts.
+	servers := startOutageServers(t)
+	if t.Failed() {
+		t.FailNow()
+	}
 	setups := []struct {
-		name string
-		dbs  func(t *testing.T) []storetest.Database
+		name    string
+		dbs     func(t *testing.T) []storetest.Database
+		restart func(t *testing.T) // the database server, nil: not done
 	}{
-		{"postgres", func(t *testing.T) []storetest.Database { return same(storetest.NewDatabase(t, "postgres")) }},
-		{"mysql", func(t *testing.T) []storetest.Database { return same(storetest.NewDatabase(t, "mysql")) }},
-		{"galera", func(t *testing.T) []storetest.Database { return storetest.NewGaleraDatabase(t) }},
+		{"postgres", func(t *testing.T) []storetest.Database {
+			return same(servers.newDatabase(t, config.EnginePostgres, ""))
+		}, func(t *testing.T) { servers.stopServer(t, config.EnginePostgres); servers.startServer(t, config.EnginePostgres) }},
+		{"mysql", func(t *testing.T) []storetest.Database {
+			return same(servers.newDatabase(t, config.EngineMySQL, ""))
+		}, func(t *testing.T) { servers.stopServer(t, config.EngineMySQL); servers.startServer(t, config.EngineMySQL) }},
+		{"galera", func(t *testing.T) []storetest.Database { return storetest.NewGaleraDatabase(t) }, nil},
 	}
 	for _, s := range setups {
 		t.Run(s.name, func(t *testing.T) {
 			c := startHACluster(t, s.dbs(t))
 			c.killLeader()
 			c.stopLeaderLongerThanLease()
+			c.cutLeaderFromDatabase()
+			if s.restart != nil {
+				c.restartDatabase(s.restart)
+			}
 			c.finish()
 		})
 	}
@@ -56,6 +72,7 @@ type haCluster struct {
 	t        *testing.T
 	fabric   *fabricsim.Fabric
 	managers []*manager
+	proxies  []*cutProxy // each manager's link to the database
 	dbs      []storetest.Database
 	sampler  *masterSampler
 	jobs     []string
@@ -66,7 +83,7 @@ type haCluster struct {
 const haNetworkPKey = 0x8065 // network_create_vlan.json: VLAN 101, full members
 
 func startHACluster(t *testing.T, dbs []storetest.Database) *haCluster {
-	f := fabricsim.StartT(t, fabricsim.Options{Hosts: 4, SMs: 3})
+	f := fabricsim.StartT(t, fabricsim.Options{Hosts: 6, SMs: 3})
 	c := &haCluster{t: t, fabric: f, dbs: dbs}
 	for k := 1; k <= 3; k++ {
 		c.managers = append(c.managers, c.launch(k, dbs[k-1]))
@@ -87,6 +104,10 @@ func (c *haCluster) launch(k int, db storetest.Database) *manager {
 	dir := t.TempDir()
 	m := &manager{t: t, fabric: c.fabric, dir: dir, conf: filepath.Join(dir, "afm.conf"),
 		url: "http://" + freeAddr(t), client: &http.Client{Timeout: 10 * time.Second}}
+	u := must(url.Parse(db.URL))
+	proxy := newCutProxy(t, u.Host)
+	c.proxies = append(c.proxies, proxy)
+	u.Host = proxy.addr()
 	env, guid := c.fabric.SMEnv(k)
 	envFile := filepath.Join(dir, "opensm.env")
 	if err := os.WriteFile(envFile, []byte(strings.Join(env, "\n")+"\n"), 0o600); err != nil {
@@ -124,7 +145,7 @@ guid = %s
 sminfo_polling_timeout = 500
 polling_retry_number = 2
 sm_priority = %d
-`, strings.TrimPrefix(m.url, "http://"), token, db.URL, haLeaseTimeout.Seconds(), filepath.Join(dir, "opensm"), envFile, guid, priority)
+`, strings.TrimPrefix(m.url, "http://"), token, u.String(), haLeaseTimeout.Seconds(), filepath.Join(dir, "opensm"), envFile, guid, priority)
 	if err := os.WriteFile(m.conf, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -334,6 +355,62 @@ func (c *haCluster) stopLeaderLongerThanLease() {
 		t.Errorf("after the job completed: %+v; want no freeze, nothing pending", l)
 	}
 	old.start()
+}
+
+// cutLeaderFromDatabase black-holes the leader's link to the database: it
+// cannot renew, so it stops its OpenSM before its lease can expire, and
+// another manager takes over once it has.
+func (c *haCluster) cutLeaderFromDatabase() {
+	t := c.t
+	old := c.leader()
+	proxy := c.proxies[slices.Index(c.managers, old)]
+	fault := time.Now()
+	proxy.cut()
+	var next *manager
+	waitFor(t, "another manager leading", func() bool {
+		for _, m := range c.live() {
+			if m != old && m.lease().Holder == m.holderName() {
+				next = m
+				return true
+			}
+		}
+		return false
+	})
+	if pid := old.openSMPID0(); pid != 0 {
+		t.Errorf("the leader cut from the database still runs its OpenSM (pid %d) after another took over", pid)
+	}
+	job := c.acceptPort(next)
+	done := c.waitPort(next, job, "after the leader's database link was cut")
+	t.Logf("leader cut from the database: first job Completed %s after the fault (lease_timeout %s)",
+		done.Sub(fault).Round(time.Millisecond), haLeaseTimeout)
+	proxy.restore()
+	if l := next.lease(); l.Freeze != "" {
+		t.Errorf("frozen after a cut link (%q): the cut leader stopped its OpenSM itself", l.Freeze)
+	}
+}
+
+// restartDatabase stops the database server and starts it again: every
+// manager loses it; the leader stops its OpenSM before its lease can expire,
+// and once the server is back a manager takes the lease and applies.
+func (c *haCluster) restartDatabase(restart func(t *testing.T)) {
+	t := c.t
+	fault := time.Now()
+	restart(t)
+	t.Logf("database server restarted in %s", time.Since(fault).Round(time.Millisecond))
+	var job string
+	waitFor(t, "a change accepted after the restart", func() bool {
+		m := c.live()[0]
+		status, _ := m.send("GET", "/app/jobs/1", "")
+		if status != http.StatusOK {
+			return false
+		}
+		job = c.acceptPort(m)
+		return true
+	})
+	leader := c.leader()
+	done := c.waitPort(leader, job, "after the database restart")
+	t.Logf("database restart: first job Completed %s after the fault (lease_timeout %s)",
+		done.Sub(fault).Round(time.Millisecond), haLeaseTimeout)
 }
 
 func (c *haCluster) finish() {

@@ -4,9 +4,10 @@
 #   scripts/test-env.sh install [PACKAGE...]   apt-get install whatever is missing of PACKAGEs (default: the
 #                                             database servers, OpenSM, ibsim and infiniband-diags), without
 #                                             leaving the distribution's services running
-#   scripts/test-env.sh start DIR             start PostgreSQL, MariaDB and a three-node MariaDB Galera
-#                                             cluster with their data in DIR, each on free ports, create the
-#                                             user afm (password afm), write DIR/env
+#   scripts/test-env.sh start DIR [--no-galera]  start PostgreSQL, MariaDB and a three-node MariaDB
+#                                             Galera cluster (not with --no-galera) with their data in DIR,
+#                                             each on free ports, create the user afm (password afm), write
+#                                             DIR/env
 #   scripts/test-env.sh stop DIR              stop them all; safe to run twice or on a DIR never started
 #   scripts/test-env.sh stop-server DIR postgres|mariadb    stop one of them (fast: sessions are ended)
 #   scripts/test-env.sh start-server DIR postgres|mariadb   start it again, on the same port and data
@@ -36,7 +37,7 @@ STOP_TIMEOUT=30
 PORT_ATTEMPTS=5
 
 die() { echo "test-env: $*" >&2; exit 1; }
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 # --- install ---------------------------------------------------------------------------------
 
@@ -396,18 +397,19 @@ cmd_start() { # cmd_start DIR
 	cd "$dir"
 	start_postgres "$dir"
 	start_mariadb "$dir"
-	start_galera "$dir"
+	GALERA_PORTS=()
+	[[ ${2:-} == --no-galera ]] || start_galera "$dir"
 	trap - EXIT
 	local p urls=()
 	for p in "${GALERA_PORTS[@]}"; do urls+=("mysql://afm:afm@127.0.0.1:$p/mysql"); done
-	cat >"$ENV_FILE.tmp" <<-EOF
-		AFM_TEST_POSTGRES_URL=postgres://afm:afm@127.0.0.1:$PG_PORT/postgres?sslmode=disable
-		AFM_TEST_MYSQL_URL=mysql://afm:afm@127.0.0.1:$MYSQL_PORT/mysql
-		AFM_TEST_GALERA_URLS="${urls[*]}"
-	EOF
+	{
+		echo "AFM_TEST_POSTGRES_URL=postgres://afm:afm@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
+		echo "AFM_TEST_MYSQL_URL=mysql://afm:afm@127.0.0.1:$MYSQL_PORT/mysql"
+		((${#urls[@]} == 0)) || echo "AFM_TEST_GALERA_URLS=\"${urls[*]}\""
+	} >"$ENV_FILE.tmp"
 	mv "$ENV_FILE.tmp" "$ENV_FILE"
 	echo "test-env: PostgreSQL on 127.0.0.1:$PG_PORT, MariaDB on 127.0.0.1:$MYSQL_PORT," \
-		"Galera on 127.0.0.1:${GALERA_PORTS[*]}; see $ENV_FILE"
+		"Galera on 127.0.0.1:${GALERA_PORTS[*]:-(not started)}; see $ENV_FILE"
 }
 
 # --- stop ------------------------------------------------------------------------------------
@@ -480,7 +482,7 @@ cmd_server() { # cmd_server stop|start DIR postgres|mariadb
 
 case ${1:-} in
 install) shift; cmd_install "$@" ;;
-start) cmd_start "${2:-}" ;;
+start) cmd_start "${2:-}" "${3:-}" ;;
 stop) cmd_stop "${2:-}" ;;
 stop-server) cmd_server stop "${2:-}" "${3:-}" ;;
 start-server) cmd_server start "${2:-}" "${3:-}" ;;
