@@ -46,10 +46,16 @@ func TestHAThreeManagers(t *testing.T) {
 	}{
 		{"postgres", func(t *testing.T) []storetest.Database {
 			return same(servers.newDatabase(t, config.EnginePostgres, ""))
-		}, func(t *testing.T) { servers.stopServer(t, config.EnginePostgres); servers.startServer(t, config.EnginePostgres) }},
+		}, func(t *testing.T) {
+			servers.stopServer(t, config.EnginePostgres)
+			servers.startServer(t, config.EnginePostgres)
+		}},
 		{"mysql", func(t *testing.T) []storetest.Database {
 			return same(servers.newDatabase(t, config.EngineMySQL, ""))
-		}, func(t *testing.T) { servers.stopServer(t, config.EngineMySQL); servers.startServer(t, config.EngineMySQL) }},
+		}, func(t *testing.T) {
+			servers.stopServer(t, config.EngineMySQL)
+			servers.startServer(t, config.EngineMySQL)
+		}},
 		{"galera", func(t *testing.T) []storetest.Database { return storetest.NewGaleraDatabase(t) }, nil},
 	}
 	for _, s := range setups {
