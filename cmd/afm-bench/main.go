@@ -78,7 +78,16 @@ func parseFlags(args []string) (options, error) {
 	if *smoke {
 		o.samples, o.ports, o.apiDuration, o.idle = 2, 40, time.Second, 2*time.Second
 		o.stormJobs, o.syncTimeout, o.benchtime = 200, time.Second, "1x"
-		o.leaseTimeout, o.failoverRounds = 2*time.Second, 1
+		// The failover's own flags, when given, are kept: its figure is the
+		// same at any size of the rest.
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["lease-timeout"] {
+			o.leaseTimeout = 2 * time.Second
+		}
+		if !set["failover-rounds"] {
+			o.failoverRounds = 1
+		}
 	}
 	switch {
 	case len(o.engines) == 0:
