@@ -146,9 +146,10 @@ func (q *Queries) ListSecrets(ctx context.Context) ([]ListSecretsRow, error) {
 	return items, nil
 }
 
-const upsertEnforcementError = `-- name: UpsertEnforcementError :exec
+const upsertEnforcementError = `-- name: UpsertEnforcementError :execrows
 INSERT INTO enforcement_errors (switch_guid, port, line, first_seen, last_seen, occurrences)
-VALUES ($1, $2, $3, $4, $4, 1)
+SELECT $1, $2, $3, $4, $4, 1
+FROM leadership WHERE leadership.id = 1 AND leadership.term = $5
 ON CONFLICT (switch_guid, port) DO UPDATE SET
     line = EXCLUDED.line, last_seen = EXCLUDED.last_seen,
     occurrences = enforcement_errors.occurrences + 1
@@ -159,14 +160,20 @@ type UpsertEnforcementErrorParams struct {
 	Port       int32
 	Line       string
 	Now        time.Time
+	Term       int64
 }
 
-func (q *Queries) UpsertEnforcementError(ctx context.Context, arg UpsertEnforcementErrorParams) error {
-	_, err := q.db.Exec(ctx, upsertEnforcementError,
+// Fenced by the leadership term: a deposed leader records nothing.
+func (q *Queries) UpsertEnforcementError(ctx context.Context, arg UpsertEnforcementErrorParams) (int64, error) {
+	result, err := q.db.Exec(ctx, upsertEnforcementError,
 		arg.SwitchGuid,
 		arg.Port,
 		arg.Line,
 		arg.Now,
+		arg.Term,
 	)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

@@ -155,9 +155,10 @@ func (q *Queries) ListSecrets(ctx context.Context) ([]ListSecretsRow, error) {
 	return items, nil
 }
 
-const upsertEnforcementError = `-- name: UpsertEnforcementError :exec
+const upsertEnforcementError = `-- name: UpsertEnforcementError :execrows
 INSERT INTO enforcement_errors (switch_guid, port, line, first_seen, last_seen, occurrences)
-VALUES (?1, ?2, ?3, ?4, ?4, 1)
+SELECT ?1, ?2, ?3, ?4, ?4, 1
+FROM leadership WHERE leadership.id = 1 AND leadership.term = ?5
 ON CONFLICT (switch_guid, port) DO UPDATE SET
     line = EXCLUDED.line, last_seen = EXCLUDED.last_seen,
     occurrences = enforcement_errors.occurrences + 1
@@ -168,14 +169,20 @@ type UpsertEnforcementErrorParams struct {
 	Port       int64
 	Line       string
 	Now        time.Time
+	Term       int64
 }
 
-func (q *Queries) UpsertEnforcementError(ctx context.Context, arg UpsertEnforcementErrorParams) error {
-	_, err := q.exec(ctx, q.upsertEnforcementErrorStmt, upsertEnforcementError,
+// Fenced by the leadership term: a deposed leader records nothing.
+func (q *Queries) UpsertEnforcementError(ctx context.Context, arg UpsertEnforcementErrorParams) (int64, error) {
+	result, err := q.exec(ctx, q.upsertEnforcementErrorStmt, upsertEnforcementError,
 		arg.SwitchGuid,
 		arg.Port,
 		arg.Line,
 		arg.Now,
+		arg.Term,
 	)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
