@@ -311,6 +311,8 @@ func (c *haCluster) stopLeaderLongerThanLease() {
 		other.stop()
 		other.start()
 	}
+	// Its OpenSM must be master on the fabric when it hangs.
+	waitFor(t, "the leader's OpenSM master", func() bool { return c.sampler.master(0) })
 	fault := time.Now()
 	if err := old.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -447,6 +449,8 @@ func (c *haCluster) finish() {
 // until its process is gone (a new process starts DISCOVERING).
 type masterSampler struct {
 	c          *haCluster
+	mu         sync.Mutex
+	logs       []smLog
 	done       chan struct{}
 	finished   chan struct{}
 	samples    int
@@ -466,9 +470,8 @@ var (
 )
 
 func (c *haCluster) sampleMasters() *masterSampler {
-	s := &masterSampler{c: c, done: make(chan struct{}), finished: make(chan struct{})}
-	logs := make([]smLog, len(c.managers))
-	var mu sync.Mutex
+	s := &masterSampler{c: c, done: make(chan struct{}), finished: make(chan struct{}), logs: make([]smLog, len(c.managers))}
+	logs, mu := s.logs, &s.mu
 	go func() {
 		defer close(s.finished)
 		tick := time.NewTicker(20 * time.Millisecond)
@@ -540,6 +543,13 @@ func (l *smLog) read(m *manager) string {
 		}
 	}
 	return l.state
+}
+
+// master says whether manager i's OpenSM was master at the last sample.
+func (s *masterSampler) master(i int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logs[i].state == "MASTER"
 }
 
 func (s *masterSampler) stop() (samples, withMaster int) {
