@@ -157,12 +157,11 @@ func (q *Queries) ListSecrets(ctx context.Context) ([]ListSecretsRow, error) {
 	return items, nil
 }
 
-const upsertEnforcementError = `-- name: UpsertEnforcementError :execrows
+const upsertEnforcementError = `-- name: UpsertEnforcementError :exec
 INSERT INTO enforcement_errors (switch_guid, port, line, first_seen, last_seen, occurrences)
-SELECT ?, ?, ?, ?, ?, 1
-FROM leadership WHERE leadership.id = 1 AND leadership.term = ?
+VALUES (?, ?, ?, ?, ?, 1)
 ON DUPLICATE KEY UPDATE
-    line = VALUES(line), last_seen = VALUES(last_seen), occurrences = enforcement_errors.occurrences + 1
+    line = VALUES(line), last_seen = VALUES(last_seen), occurrences = occurrences + 1
 `
 
 type UpsertEnforcementErrorParams struct {
@@ -170,21 +169,15 @@ type UpsertEnforcementErrorParams struct {
 	Port       int32
 	Line       string
 	Now        time.Time
-	Term       int64
 }
 
-// Fenced by the leadership term: a deposed leader records nothing.
-func (q *Queries) UpsertEnforcementError(ctx context.Context, arg UpsertEnforcementErrorParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, upsertEnforcementError,
+func (q *Queries) UpsertEnforcementError(ctx context.Context, arg UpsertEnforcementErrorParams) error {
+	_, err := q.db.ExecContext(ctx, upsertEnforcementError,
 		arg.SwitchGuid,
 		arg.Port,
 		arg.Line,
 		arg.Now,
 		arg.Now,
-		arg.Term,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected()
+	return err
 }

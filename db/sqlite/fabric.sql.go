@@ -155,10 +155,9 @@ func (q *Queries) ListSecrets(ctx context.Context) ([]ListSecretsRow, error) {
 	return items, nil
 }
 
-const upsertEnforcementError = `-- name: UpsertEnforcementError :execrows
+const upsertEnforcementError = `-- name: UpsertEnforcementError :exec
 INSERT INTO enforcement_errors (switch_guid, port, line, first_seen, last_seen, occurrences)
-SELECT ?1, ?2, ?3, ?4, ?4, 1
-FROM leadership WHERE leadership.id = 1 AND leadership.term = ?5
+VALUES (?1, ?2, ?3, ?4, ?4, 1)
 ON CONFLICT (switch_guid, port) DO UPDATE SET
     line = EXCLUDED.line, last_seen = EXCLUDED.last_seen,
     occurrences = enforcement_errors.occurrences + 1
@@ -169,20 +168,14 @@ type UpsertEnforcementErrorParams struct {
 	Port       int64
 	Line       string
 	Now        time.Time
-	Term       int64
 }
 
-// Fenced by the leadership term: a deposed leader records nothing.
-func (q *Queries) UpsertEnforcementError(ctx context.Context, arg UpsertEnforcementErrorParams) (int64, error) {
-	result, err := q.exec(ctx, q.upsertEnforcementErrorStmt, upsertEnforcementError,
+func (q *Queries) UpsertEnforcementError(ctx context.Context, arg UpsertEnforcementErrorParams) error {
+	_, err := q.exec(ctx, q.upsertEnforcementErrorStmt, upsertEnforcementError,
 		arg.SwitchGuid,
 		arg.Port,
 		arg.Line,
 		arg.Now,
-		arg.Term,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected()
+	return err
 }

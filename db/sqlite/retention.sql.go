@@ -18,20 +18,18 @@ DELETE FROM jobs WHERE id IN (
     ORDER BY old.id
     LIMIT ?2
 )
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?3)
 `
 
 type DeleteFinishedJobsBeforeParams struct {
 	Before *time.Time
 	Batch  int64
-	Term   int64
 }
 
 // Job retention: the leader deletes finished jobs once they are older than
 // [database] job_retention, a bounded batch per statement so that no delete
 // holds the write lock for long. Open jobs (Pending, Running) are never deleted.
 func (q *Queries) DeleteFinishedJobsBefore(ctx context.Context, arg DeleteFinishedJobsBeforeParams) (int64, error) {
-	result, err := q.exec(ctx, q.deleteFinishedJobsBeforeStmt, deleteFinishedJobsBefore, arg.Before, arg.Batch, arg.Term)
+	result, err := q.exec(ctx, q.deleteFinishedJobsBeforeStmt, deleteFinishedJobsBefore, arg.Before, arg.Batch)
 	if err != nil {
 		return 0, err
 	}

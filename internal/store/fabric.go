@@ -31,9 +31,8 @@ type FabricTables interface {
 	ReplaceExpectedSwitches(ctx context.Context, switches []ExpectedSwitch, now time.Time) error
 	ListExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error)
 	// UpsertEnforcementErrors records each sighting in one transaction: a new
-	// switch port gets a row, a known one its line, last_seen and count
-	// updated; nothing, and ErrFenced, once term is not the current one.
-	UpsertEnforcementErrors(ctx context.Context, term int64, seen []EnforcementSighting, now time.Time) error
+	// switch port gets a row, a known one its line, last_seen and count updated.
+	UpsertEnforcementErrors(ctx context.Context, seen []EnforcementSighting, now time.Time) error
 	ListEnforcementErrors(ctx context.Context) ([]EnforcementError, error)
 	DeleteEnforcementErrors(ctx context.Context) (int64, error)
 }
@@ -177,11 +176,10 @@ func (s *Store) ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error) 
 	return sw, nil
 }
 
-// RecordEnforcementErrors records what OpenSM's log said, all or nothing,
-// fenced by term (ErrFenced once a newer term started). Each sighting counts
-// once: the same switch port seen at every sweep keeps one row whose count
-// grows.
-func (s *Store) RecordEnforcementErrors(ctx context.Context, term int64, seen []EnforcementSighting) error {
+// RecordEnforcementErrors records what OpenSM's log said, all or nothing. Each
+// sighting counts once: the same switch port seen at every sweep keeps one row
+// whose count grows.
+func (s *Store) RecordEnforcementErrors(ctx context.Context, seen []EnforcementSighting) error {
 	for _, e := range seen {
 		if err := checkSighting(e); err != nil {
 			return fmt.Errorf("record enforcement errors: %w", err)
@@ -190,7 +188,7 @@ func (s *Store) RecordEnforcementErrors(ctx context.Context, term int64, seen []
 	if len(seen) == 0 {
 		return nil
 	}
-	if err := s.UpsertEnforcementErrors(ctx, term, seen, s.now()); err != nil {
+	if err := s.UpsertEnforcementErrors(ctx, seen, s.now()); err != nil {
 		return fmt.Errorf("record enforcement errors: %w", err)
 	}
 	return nil

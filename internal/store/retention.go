@@ -11,9 +11,8 @@ import (
 // this module implements it.
 type JobPruner interface {
 	// DeleteFinishedJobsBefore deletes at most batch Completed or Failed jobs
-	// whose finished_at is before the time, oldest first, and says how many;
-	// none once term is not the current leadership term.
-	DeleteFinishedJobsBefore(ctx context.Context, term int64, before time.Time, batch int) (int64, error)
+	// whose finished_at is before the time, oldest first, and says how many.
+	DeleteFinishedJobsBefore(ctx context.Context, before time.Time, batch int) (int64, error)
 }
 
 // Bounds of one pruning: each statement deletes at most PruneBatch jobs, and
@@ -27,8 +26,8 @@ const (
 
 // DeleteExpiredJobs deletes the finished (Completed or Failed) jobs that
 // finished more than retention before now, in batches, and returns how many it
-// deleted, fenced by term. Open jobs are never deleted, however old.
-func (s *Store) DeleteExpiredJobs(ctx context.Context, term int64, retention time.Duration) (int64, error) {
+// deleted. Open jobs are never deleted, however old.
+func (s *Store) DeleteExpiredJobs(ctx context.Context, retention time.Duration) (int64, error) {
 	if retention <= 0 {
 		return 0, fmt.Errorf("delete expired jobs: retention %s is not positive", retention)
 	}
@@ -39,7 +38,7 @@ func (s *Store) DeleteExpiredJobs(ctx context.Context, term int64, retention tim
 	before := s.now().Add(-retention)
 	var total int64
 	for range pruneMaxBatches {
-		n, err := p.DeleteFinishedJobsBefore(ctx, term, before, PruneBatch)
+		n, err := p.DeleteFinishedJobsBefore(ctx, before, PruneBatch)
 		total += n
 		if err != nil {
 			return total, fmt.Errorf("delete jobs finished before %s: %w", before.Format(time.RFC3339), err)

@@ -16,13 +16,11 @@ VALUES (sqlc.arg(guid), sqlc.arg(description), sqlc.arg(now));
 -- name: ListExpectedSwitches :many
 SELECT * FROM expected_switches ORDER BY guid;
 
--- Fenced by the leadership term: a deposed leader records nothing.
--- name: UpsertEnforcementError :execrows
+-- name: UpsertEnforcementError :exec
 INSERT INTO enforcement_errors (switch_guid, port, line, first_seen, last_seen, occurrences)
-SELECT sqlc.arg(switch_guid), sqlc.arg(port), sqlc.arg(line), sqlc.arg(now), sqlc.arg(now), 1
-FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term)
+VALUES (sqlc.arg(switch_guid), sqlc.arg(port), sqlc.arg(line), sqlc.arg(now), sqlc.arg(now), 1)
 ON DUPLICATE KEY UPDATE
-    line = VALUES(line), last_seen = VALUES(last_seen), occurrences = enforcement_errors.occurrences + 1;
+    line = VALUES(line), last_seen = VALUES(last_seen), occurrences = occurrences + 1;
 
 -- name: ListEnforcementErrors :many
 SELECT * FROM enforcement_errors ORDER BY switch_guid, port;

@@ -14,11 +14,9 @@ INSERT INTO expected_switches (guid, description, confirmed_at) VALUES (@guid, @
 -- name: ListExpectedSwitches :many
 SELECT * FROM expected_switches ORDER BY guid;
 
--- Fenced by the leadership term: a deposed leader records nothing.
--- name: UpsertEnforcementError :execrows
+-- name: UpsertEnforcementError :exec
 INSERT INTO enforcement_errors (switch_guid, port, line, first_seen, last_seen, occurrences)
-SELECT @switch_guid, @port, @line, @now, @now, 1
-FROM leadership WHERE leadership.id = 1 AND leadership.term = @term
+VALUES (@switch_guid, @port, @line, @now, @now, 1)
 ON CONFLICT (switch_guid, port) DO UPDATE SET
     line = EXCLUDED.line, last_seen = EXCLUDED.last_seen,
     occurrences = enforcement_errors.occurrences + 1;

@@ -8,5 +8,4 @@ DELETE FROM jobs WHERE id IN (
     WHERE old.status IN ('Completed', 'Failed') AND old.finished_at < @before
     ORDER BY old.id
     LIMIT @batch
-)
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
+);

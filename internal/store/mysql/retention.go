@@ -8,6 +8,6 @@ import (
 )
 
 // DeleteFinishedJobsBefore implements store.JobPruner.
-func (e *Engine) DeleteFinishedJobsBefore(ctx context.Context, term int64, before time.Time, batch int) (int64, error) {
-	return e.q.DeleteFinishedJobsBefore(ctx, mysqldb.DeleteFinishedJobsBeforeParams{Before: &before, Limit: int32(batch), Term: term})
+func (e *Engine) DeleteFinishedJobsBefore(ctx context.Context, before time.Time, batch int) (int64, error) {
+	return e.q.DeleteFinishedJobsBefore(ctx, mysqldb.DeleteFinishedJobsBeforeParams{Before: &before, Limit: int32(batch)})
 }

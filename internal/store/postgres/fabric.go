@@ -65,16 +65,12 @@ func (e *Engine) ListExpectedSwitches(ctx context.Context) ([]store.ExpectedSwit
 	})
 }
 
-func (e *Engine) UpsertEnforcementErrors(ctx context.Context, term int64, seen []store.EnforcementSighting, now time.Time) error {
+func (e *Engine) UpsertEnforcementErrors(ctx context.Context, seen []store.EnforcementSighting, now time.Time) error {
 	return e.inTx(ctx, func(q *pgdb.Queries) error {
 		for _, s := range seen {
-			n, err := q.UpsertEnforcementError(ctx, pgdb.UpsertEnforcementErrorParams{
-				SwitchGuid: s.Switch, Port: int32(s.Port), Line: s.Line, Now: now, Term: term})
-			if err != nil {
+			if err := q.UpsertEnforcementError(ctx, pgdb.UpsertEnforcementErrorParams{
+				SwitchGuid: s.Switch, Port: int32(s.Port), Line: s.Line, Now: now}); err != nil {
 				return fmt.Errorf("switch port %s: %w", s.SwitchPort(), err)
-			}
-			if n == 0 {
-				return store.ErrFenced
 			}
 		}
 		return nil
