@@ -266,7 +266,7 @@ func (s *sequence) refusals() {
 // counts reads the revision and the number of jobs from the manager's database.
 func (s *sequence) counts() (revision, jobs int64) {
 	s.t.Helper()
-	st, err := storeopen.Open(ctxT(s.t), s.db.Engine, s.db.DSN, false, slog.New(slog.DiscardHandler))
+	st, err := storeopen.Open(ctxT(s.t), s.db.Engine, s.db.DSN, false, store.Rules{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		s.t.Fatal(err)
 	}

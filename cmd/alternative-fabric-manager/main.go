@@ -33,6 +33,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/api"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/leader"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
@@ -99,20 +100,25 @@ func countTrue(flags ...bool) int {
 	return n
 }
 
+// storeRules are the configured rules a request is recorded by, without the
+// template's static partitions and without a port limit: enough for the
+// commands that record nothing.
+func storeRules(cfg *config.Config) store.Rules {
+	return store.Rules{PhysicalNetworks: cfg.API.PhysicalNetworks, FlatPKey: cfg.OpenSM.FlatPKey}
+}
+
 // openStore opens the configured database, migrating it when asked to.
-func openStore(ctx context.Context, cfg *config.Config, migrate bool, log *slog.Logger) (*store.Store, error) {
+func openStore(ctx context.Context, cfg *config.Config, migrate bool, rules store.Rules, log *slog.Logger) (*store.Store, error) {
 	conn, err := config.ParseConnection(cfg.Database.Connection)
 	if err != nil {
 		return nil, err
 	}
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	st, err := storeopen.Open(octx, conn.Engine, conn.DSN, migrate, log)
+	st, err := storeopen.Open(octx, conn.Engine, conn.DSN, migrate, rules, log)
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
 	}
-	// run adds StaticPKey: the partitions template knows its static partitions.
-	st.Rules = store.Rules{PhysicalNetworks: cfg.API.PhysicalNetworks, FlatPKey: cfg.OpenSM.FlatPKey}
 	return st, nil
 }
 
@@ -121,7 +127,7 @@ func runMigrate(ctx context.Context, path string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg, true, log)
+	st, err := openStore(ctx, cfg, true, storeRules(cfg), log)
 	if err != nil {
 		return err
 	}
@@ -147,7 +153,7 @@ func renderPartitions(ctx context.Context, cfg *config.Config, out io.Writer, lo
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, log)
+	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, storeRules(cfg), log)
 	if err != nil {
 		return err
 	}
@@ -156,18 +162,18 @@ func renderPartitions(ctx context.Context, cfg *config.Config, out io.Writer, lo
 	if err != nil {
 		return fmt.Errorf("read recorded state: %w", err)
 	}
-	state := applier.State(snap, cfg.OpenSM.DefaultPartition, cfg.OpenSM.FlatPKey)
 	// The check reads the file as the configured OpenSM would; if it cannot be
 	// asked, as the distributions' OpenSM, the stricter one.
 	flavour, err := opensm.DetectFlavour(ctx, cfg.OpenSM.Command)
 	if err != nil {
-		flavour = opensm.Upstream
+		flavour = fabric.Upstream
 	}
-	state.Rules = checkRules(cfg, flavour)
-	text, err := tpl.Render(ctx, state)
-	if err == nil {
-		err = partitions.Check(text, state)
+	_, text, checkErr, err := applier.Render(ctx, snap, applier.Config{DefaultPartition: cfg.OpenSM.DefaultPartition,
+		FlatPKey: cfg.OpenSM.FlatPKey, Template: tpl, Rules: checkRules(cfg, flavour)})
+	if err != nil {
+		return fmt.Errorf("revision %d: %w", snap.Revision, err)
 	}
+	err = checkErr
 	if perr := (*partitions.Error)(nil); errors.As(err, &perr) {
 		// One problem per line, all of them: the log line's summary is not enough
 		// to repair a template.
@@ -203,12 +209,8 @@ func loadTemplate(cfg *config.Config) (*partitions.Template, error) {
 
 // checkRules are the partitions check's configurable rules, for the OpenSM
 // that reads the file: only NVIDIA's knows ALL_VCAS.
-func checkRules(cfg *config.Config, flavour opensm.Flavour) partitions.Rules {
-	r := partitions.Rules{SharedDefaultPartition: cfg.OpenSM.SharedDefaultPartition, Flavour: partitions.Upstream}
-	if flavour == opensm.NVIDIA {
-		r.Flavour = partitions.NVIDIA
-	}
-	return r
+func checkRules(cfg *config.Config, flavour fabric.Flavour) partitions.Rules {
+	return partitions.Rules{SharedDefaultPartition: cfg.OpenSM.SharedDefaultPartition, Flavour: flavour}
 }
 
 func run(ctx context.Context, path string, log *slog.Logger) error {
@@ -217,12 +219,6 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 		return err
 	}
 	log.Info("starting", "config", cfg)
-	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, log)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-
 	tpl, err := loadTemplate(cfg)
 	if err != nil {
 		return err
@@ -233,9 +229,16 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("[opensm] partitions_template: %w", err)
 	}
-	st.Rules.StaticPKey = static.Name
 	limit := &topology.PortLimit{DumpFile: subnetDump(cfg), Capacity: cfg.OpenSM.SwitchPKeyCapacity, Static: static.PKeysOf}
-	st.Rules.PortLimit = limit.Check
+	rules := storeRules(cfg)
+	rules.StaticPKey = static.Name
+	rules.PortLimit = func() (store.PortCheck, error) { return limit.Checker() }
+	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, rules, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
 	sm, flavour, err := prepareOpenSM(ctx, cfg, log, databaseKeys{st})
 	if err != nil {
 		return err
@@ -333,7 +336,7 @@ func stopOpenSM(ctx context.Context, sm *opensm.Process, log *slog.Logger) {
 // prepareOpenSM writes opensm.conf, with the hardening options the running
 // OpenSM knows and the keys from keys, and the per-module logging file, and
 // returns the process driver that supervises OpenSM (started by the first term).
-func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource) (*opensm.Process, opensm.Flavour, error) {
+func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource) (*opensm.Process, fabric.Flavour, error) {
 	if cfg.OpenSM.Driver != "process" {
 		return nil, 0, fmt.Errorf("[opensm] driver %q is not supported", cfg.OpenSM.Driver)
 	}

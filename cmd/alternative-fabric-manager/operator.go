@@ -102,7 +102,7 @@ func withOperatorStore(ctx context.Context, path string, log *slog.Logger,
 	}
 	octx, cancel := context.WithTimeout(ctx, operatorConnectTimeout)
 	defer cancel()
-	st, err := storeopen.Open(octx, conn.Engine, conn.DSN, false, log)
+	st, err := storeopen.Open(octx, conn.Engine, conn.DSN, false, storeRules(cfg), log)
 	if err != nil {
 		return &unreachableError{cfg: cfg,
 			err: fmt.Errorf("database %s is unreachable: %w", config.RedactURL(cfg.Database.Connection), err)}

@@ -227,7 +227,7 @@ func TestStatusAndEnforcementErrors(t *testing.T) {
 		CreatedBy: "test", Request: "{}"}); err != nil {
 		t.Fatal(err)
 	}
-	term, err := st.NewTerm(ctx, "host-a pid 42", time.Now().UTC())
+	term, err := st.NewTerm(ctx, "host-a pid 42")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func fabricDatabase(t *testing.T, opensm string) *config.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := storeopen.Open(ctx, conn.Engine, conn.DSN, true, quietLog())
+	st, err := storeopen.Open(ctx, conn.Engine, conn.DSN, true, store.Rules{}, quietLog())
 	if err != nil {
 		t.Fatal(err)
 	}

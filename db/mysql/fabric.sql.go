@@ -8,14 +8,16 @@ package mysqldb
 import (
 	"context"
 	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
-const deleteEnforcementErrors = `-- name: DeleteEnforcementErrors :execrows
+const clearEnforcementErrors = `-- name: ClearEnforcementErrors :execrows
 DELETE FROM enforcement_errors
 `
 
-func (q *Queries) DeleteEnforcementErrors(ctx context.Context) (int64, error) {
-	result, err := q.db.ExecContext(ctx, deleteEnforcementErrors)
+func (q *Queries) ClearEnforcementErrors(ctx context.Context) (int64, error) {
+	result, err := q.db.ExecContext(ctx, clearEnforcementErrors)
 	if err != nil {
 		return 0, err
 	}
@@ -31,45 +33,12 @@ func (q *Queries) DeleteExpectedSwitches(ctx context.Context) error {
 	return err
 }
 
-const insertExpectedSwitch = `-- name: InsertExpectedSwitch :exec
-INSERT INTO expected_switches (guid, description, confirmed_at)
-VALUES (?, ?, ?)
-`
-
-type InsertExpectedSwitchParams struct {
-	Guid        string
-	Description string
-	Now         time.Time
-}
-
-func (q *Queries) InsertExpectedSwitch(ctx context.Context, arg InsertExpectedSwitchParams) error {
-	_, err := q.db.ExecContext(ctx, insertExpectedSwitch, arg.Guid, arg.Description, arg.Now)
-	return err
-}
-
-const insertSecretIfAbsent = `-- name: InsertSecretIfAbsent :exec
-INSERT INTO secrets (name, value, created_at) VALUES (?, ?, ?)
-ON DUPLICATE KEY UPDATE name = name
-`
-
-type InsertSecretIfAbsentParams struct {
-	Name  string
-	Value string
-	Now   time.Time
-}
-
-// Not INSERT IGNORE, which would also turn a too long value into a truncated one.
-func (q *Queries) InsertSecretIfAbsent(ctx context.Context, arg InsertSecretIfAbsentParams) error {
-	_, err := q.db.ExecContext(ctx, insertSecretIfAbsent, arg.Name, arg.Value, arg.Now)
-	return err
-}
-
-const listEnforcementErrors = `-- name: ListEnforcementErrors :many
+const enforcementErrors = `-- name: EnforcementErrors :many
 SELECT switch_guid, port, line, first_seen, last_seen, occurrences FROM enforcement_errors ORDER BY switch_guid, port
 `
 
-func (q *Queries) ListEnforcementErrors(ctx context.Context) ([]EnforcementError, error) {
-	rows, err := q.db.QueryContext(ctx, listEnforcementErrors)
+func (q *Queries) EnforcementErrors(ctx context.Context) ([]EnforcementError, error) {
+	rows, err := q.db.QueryContext(ctx, enforcementErrors)
 	if err != nil {
 		return nil, err
 	}
@@ -98,12 +67,12 @@ func (q *Queries) ListEnforcementErrors(ctx context.Context) ([]EnforcementError
 	return items, nil
 }
 
-const listExpectedSwitches = `-- name: ListExpectedSwitches :many
+const expectedSwitches = `-- name: ExpectedSwitches :many
 SELECT guid, description, confirmed_at FROM expected_switches ORDER BY guid
 `
 
-func (q *Queries) ListExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error) {
-	rows, err := q.db.QueryContext(ctx, listExpectedSwitches)
+func (q *Queries) ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error) {
+	rows, err := q.db.QueryContext(ctx, expectedSwitches)
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +92,39 @@ func (q *Queries) ListExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, e
 		return nil, err
 	}
 	return items, nil
+}
+
+const insertExpectedSwitch = `-- name: InsertExpectedSwitch :exec
+INSERT INTO expected_switches (guid, description, confirmed_at)
+VALUES (?, ?, ?)
+`
+
+type InsertExpectedSwitchParams struct {
+	Guid        fabric.GUID
+	Description string
+	Now         time.Time
+}
+
+func (q *Queries) InsertExpectedSwitch(ctx context.Context, arg InsertExpectedSwitchParams) error {
+	_, err := q.db.ExecContext(ctx, insertExpectedSwitch, arg.Guid, arg.Description, arg.Now)
+	return err
+}
+
+const insertSecretIfAbsent = `-- name: InsertSecretIfAbsent :exec
+INSERT INTO secrets (name, value, created_at) VALUES (?, ?, ?)
+ON DUPLICATE KEY UPDATE name = name
+`
+
+type InsertSecretIfAbsentParams struct {
+	Name  string
+	Value string
+	Now   time.Time
+}
+
+// Not INSERT IGNORE, which would also turn a too long value into a truncated one.
+func (q *Queries) InsertSecretIfAbsent(ctx context.Context, arg InsertSecretIfAbsentParams) error {
+	_, err := q.db.ExecContext(ctx, insertSecretIfAbsent, arg.Name, arg.Value, arg.Now)
+	return err
 }
 
 const listSecrets = `-- name: ListSecrets :many
@@ -166,7 +168,7 @@ ON DUPLICATE KEY UPDATE
 
 type UpsertEnforcementErrorParams struct {
 	SwitchGuid string
-	Port       int32
+	Port       int64
 	Line       string
 	Now        time.Time
 }

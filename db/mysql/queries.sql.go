@@ -9,6 +9,8 @@ import (
 	"context"
 	"database/sql"
 	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
 const bumpRevision = `-- name: BumpRevision :execresult
@@ -243,7 +245,7 @@ const getNetworkByPKey = `-- name: GetNetworkByPKey :one
 SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE pkey = ?
 `
 
-func (q *Queries) GetNetworkByPKey(ctx context.Context, pkey *int32) (Network, error) {
+func (q *Queries) GetNetworkByPKey(ctx context.Context, pkey *fabric.PKey) (Network, error) {
 	row := q.db.QueryRowContext(ctx, getNetworkByPKey, pkey)
 	var i Network
 	err := row.Scan(
@@ -285,7 +287,7 @@ SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports W
 
 type GetPortsByIDOrGUIDParams struct {
 	ID   string
-	Guid *string
+	Guid *fabric.GUID
 }
 
 // The port with this id and the port holding this GUID (the same row, or
@@ -321,17 +323,6 @@ func (q *Queries) GetPortsByIDOrGUID(ctx context.Context, arg GetPortsByIDOrGUID
 	return items, nil
 }
 
-const getRevision = `-- name: GetRevision :one
-SELECT revision FROM state WHERE id = 1
-`
-
-func (q *Queries) GetRevision(ctx context.Context) (int64, error) {
-	row := q.db.QueryRowContext(ctx, getRevision)
-	var revision int64
-	err := row.Scan(&revision)
-	return revision, err
-}
-
 const holdsLock = `-- name: HoldsLock :one
 SELECT CAST(COALESCE(IS_USED_LOCK(?) = CONNECTION_ID(), 0) AS SIGNED) AS held
 `
@@ -341,40 +332,6 @@ func (q *Queries) HoldsLock(ctx context.Context, name string) (int64, error) {
 	var held int64
 	err := row.Scan(&held)
 	return held, err
-}
-
-const insertApply = `-- name: InsertApply :execrows
-INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finished_at)
-SELECT ?, ?, ?, ?, ?,
-       ?, ?
-FROM leadership WHERE leadership.id = 1 AND leadership.term = ?
-`
-
-type InsertApplyParams struct {
-	Revision   int64
-	Sha256     string
-	Term       int64
-	Outcome    string
-	Detail     string
-	StartedAt  time.Time
-	FinishedAt time.Time
-}
-
-func (q *Queries) InsertApply(ctx context.Context, arg InsertApplyParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, insertApply,
-		arg.Revision,
-		arg.Sha256,
-		arg.Term,
-		arg.Outcome,
-		arg.Detail,
-		arg.StartedAt,
-		arg.FinishedAt,
-		arg.Term,
-	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected()
 }
 
 const insertJob = `-- name: InsertJob :execresult
@@ -416,6 +373,17 @@ func (q *Queries) InsertJob(ctx context.Context, arg InsertJobParams) (sql.Resul
 		arg.Now,
 		arg.FinishedAt,
 	)
+}
+
+const keepRevision = `-- name: KeepRevision :exec
+UPDATE state SET revision = revision - 1 WHERE id = 1
+`
+
+// A change that touches no partition gives its revision back, inside the same
+// transaction, so that the applier has nothing to sweep for.
+func (q *Queries) KeepRevision(ctx context.Context) error {
+	_, err := q.db.ExecContext(ctx, keepRevision)
+	return err
 }
 
 const lastApply = `-- name: LastApply :one
@@ -484,7 +452,7 @@ ORDER BY ports.network_id, ports.guid
 
 type ListMembersRow struct {
 	NetworkID string
-	Guid      *string
+	Guid      *fabric.GUID
 }
 
 func (q *Queries) ListMembers(ctx context.Context) ([]ListMembersRow, error) {
@@ -550,6 +518,40 @@ func (q *Queries) NewTerm(ctx context.Context, arg NewTermParams) error {
 	return err
 }
 
+const recordApply = `-- name: RecordApply :execrows
+INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finished_at)
+SELECT ?, ?, ?, ?, ?,
+       ?, ?
+FROM leadership WHERE leadership.id = 1 AND leadership.term = ?
+`
+
+type RecordApplyParams struct {
+	Revision   int64
+	Sha256     string
+	Term       int64
+	Outcome    string
+	Detail     string
+	StartedAt  time.Time
+	FinishedAt time.Time
+}
+
+func (q *Queries) RecordApply(ctx context.Context, arg RecordApplyParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, recordApply,
+		arg.Revision,
+		arg.Sha256,
+		arg.Term,
+		arg.Outcome,
+		arg.Detail,
+		arg.StartedAt,
+		arg.FinishedAt,
+		arg.Term,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const releaseLock = `-- name: ReleaseLock :one
 SELECT CAST(COALESCE(RELEASE_LOCK(?), 0) AS SIGNED) AS released
 `
@@ -559,6 +561,17 @@ func (q *Queries) ReleaseLock(ctx context.Context, name string) (int64, error) {
 	var released int64
 	err := row.Scan(&released)
 	return released, err
+}
+
+const revision = `-- name: Revision :one
+SELECT revision FROM state WHERE id = 1
+`
+
+func (q *Queries) Revision(ctx context.Context) (int64, error) {
+	row := q.db.QueryRowContext(ctx, revision)
+	var revision int64
+	err := row.Scan(&revision)
+	return revision, err
 }
 
 const tryGetLock = `-- name: TryGetLock :one
@@ -573,17 +586,6 @@ func (q *Queries) TryGetLock(ctx context.Context, name string) (int64, error) {
 	var locked int64
 	err := row.Scan(&locked)
 	return locked, err
-}
-
-const unbumpRevision = `-- name: UnbumpRevision :exec
-UPDATE state SET revision = revision - 1 WHERE id = 1
-`
-
-// A change that touches no partition gives its revision back, inside the same
-// transaction, so that the applier has nothing to sweep for.
-func (q *Queries) UnbumpRevision(ctx context.Context) error {
-	_, err := q.db.ExecContext(ctx, unbumpRevision)
-	return err
 }
 
 const upsertNetwork = `-- name: UpsertNetwork :exec
@@ -601,7 +603,7 @@ type UpsertNetworkParams struct {
 	Name            string
 	NetworkType     string
 	PhysicalNetwork string
-	Pkey            *int32
+	Pkey            *fabric.PKey
 	Managed         bool
 	Revision        int64
 	Now             time.Time
@@ -634,7 +636,7 @@ ON DUPLICATE KEY UPDATE
 type UpsertPortParams struct {
 	ID        string
 	NetworkID string
-	Guid      *string
+	Guid      *fabric.GUID
 	Host      string
 	Revision  int64
 	Now       time.Time

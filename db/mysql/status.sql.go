@@ -57,19 +57,19 @@ func (q *Queries) Heartbeat(ctx context.Context, arg HeartbeatParams) (int64, er
 	return result.RowsAffected()
 }
 
-const readLeadership = `-- name: ReadLeadership :one
+const leadership = `-- name: Leadership :one
 SELECT term, holder, heartbeat FROM leadership WHERE id = 1
 `
 
-type ReadLeadershipRow struct {
+type LeadershipRow struct {
 	Term      int64
 	Holder    string
 	Heartbeat *time.Time
 }
 
-func (q *Queries) ReadLeadership(ctx context.Context) (ReadLeadershipRow, error) {
-	row := q.db.QueryRowContext(ctx, readLeadership)
-	var i ReadLeadershipRow
+func (q *Queries) Leadership(ctx context.Context) (LeadershipRow, error) {
+	row := q.db.QueryRowContext(ctx, leadership)
+	var i LeadershipRow
 	err := row.Scan(&i.Term, &i.Holder, &i.Heartbeat)
 	return i, err
 }

@@ -77,14 +77,9 @@ UPDATE leadership SET heartbeat = now(), expires_at = now() + make_interval(secs
 WHERE id = 1 AND term = $2 AND expires_at IS NOT NULL AND expires_at >= now()
 `
 
-type RenewLeaseParams struct {
-	TtlSeconds float64
-	Term       int64
-}
-
 // RenewLease extends the lease of term while it has not expired.
-func (q *Queries) RenewLease(ctx context.Context, arg RenewLeaseParams) (int64, error) {
-	result, err := q.db.Exec(ctx, renewLease, arg.TtlSeconds, arg.Term)
+func (q *Queries) RenewLease(ctx context.Context, ttlSeconds float64, term int64) (int64, error) {
+	result, err := q.db.Exec(ctx, renewLease, ttlSeconds, term)
 	if err != nil {
 		return 0, err
 	}
@@ -108,13 +103,8 @@ const setFreeze = `-- name: SetFreeze :execrows
 UPDATE leadership SET freeze_reason = $1::text WHERE id = 1 AND term = $2
 `
 
-type SetFreezeParams struct {
-	Reason string
-	Term   int64
-}
-
-func (q *Queries) SetFreeze(ctx context.Context, arg SetFreezeParams) (int64, error) {
-	result, err := q.db.Exec(ctx, setFreeze, arg.Reason, arg.Term)
+func (q *Queries) SetFreeze(ctx context.Context, reason string, term int64) (int64, error) {
+	result, err := q.db.Exec(ctx, setFreeze, reason, term)
 	if err != nil {
 		return 0, err
 	}
@@ -133,19 +123,14 @@ UPDATE leadership SET term = term + 1,
 WHERE id = 1 AND (expires_at IS NULL OR expires_at < now())
 `
 
-type TakeLeaseParams struct {
-	Holder     string
-	TtlSeconds float64
-}
-
 // The HA lease on the leadership row ([ha] ha = true). Every time is the
 // database's: managers' clocks never decide who leads.
 // TakeLease starts a new term for holder if the lease is free (released, or never
 // held) or expired; it changes no row otherwise. The holder before a lease that
 // expired becomes the suspect (whose OpenSM may still run), unless a freeze is
 // still unresolved, whose suspect stays.
-func (q *Queries) TakeLease(ctx context.Context, arg TakeLeaseParams) (int64, error) {
-	result, err := q.db.Exec(ctx, takeLease, arg.Holder, arg.TtlSeconds)
+func (q *Queries) TakeLease(ctx context.Context, holder string, ttlSeconds float64) (int64, error) {
+	result, err := q.db.Exec(ctx, takeLease, holder, ttlSeconds)
 	if err != nil {
 		return 0, err
 	}

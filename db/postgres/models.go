@@ -6,6 +6,8 @@ package pgdb
 
 import (
 	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
 type Apply struct {
@@ -21,7 +23,7 @@ type Apply struct {
 
 type EnforcementError struct {
 	SwitchGuid  string
-	Port        int32
+	Port        int64
 	Line        string
 	FirstSeen   time.Time
 	LastSeen    time.Time
@@ -29,7 +31,7 @@ type EnforcementError struct {
 }
 
 type ExpectedSwitch struct {
-	Guid        string
+	Guid        fabric.GUID
 	Description string
 	ConfirmedAt time.Time
 }
@@ -71,7 +73,7 @@ type Network struct {
 	Name            string
 	NetworkType     string
 	PhysicalNetwork string
-	Pkey            *int32
+	Pkey            *fabric.PKey
 	Revision        int64
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
@@ -81,7 +83,7 @@ type Network struct {
 type Port struct {
 	ID        string
 	NetworkID string
-	Guid      *string
+	Guid      *fabric.GUID
 	Host      string
 	Revision  int64
 	CreatedAt time.Time

@@ -8,23 +8,18 @@ package pgdb
 import (
 	"context"
 	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
-const advisoryUnlock = `-- name: AdvisoryUnlock :one
-SELECT pg_advisory_unlock($1::bigint) AS unlocked
-`
-
-func (q *Queries) AdvisoryUnlock(ctx context.Context, key int64) (bool, error) {
-	row := q.db.QueryRow(ctx, advisoryUnlock, key)
-	var unlocked bool
-	err := row.Scan(&unlocked)
-	return unlocked, err
-}
-
 const bumpRevision = `-- name: BumpRevision :one
+
 UPDATE state SET revision = revision + 1 WHERE id = 1 RETURNING revision
 `
 
+// Queries that PostgreSQL and SQLite run alike (sqlc generates them into both
+// db/postgres and db/sqlite). A query whose SQL differs goes in each engine's
+// own folder instead, under the same name.
 func (q *Queries) BumpRevision(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, bumpRevision)
 	var revision int64
@@ -37,15 +32,9 @@ UPDATE ports SET guid = NULL, revision = $1, updated_at = $2
 WHERE network_id = $3 AND guid IS NOT NULL
 `
 
-type ClearGUIDsOfNetworkParams struct {
-	Revision  int64
-	Now       time.Time
-	NetworkID string
-}
-
 // A network that loses its partition takes its ports' GUIDs out with it.
-func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, arg ClearGUIDsOfNetworkParams) (int64, error) {
-	result, err := q.db.Exec(ctx, clearGUIDsOfNetwork, arg.Revision, arg.Now, arg.NetworkID)
+func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, revision int64, now time.Time, networkID string) (int64, error) {
+	result, err := q.db.Exec(ctx, clearGUIDsOfNetwork, revision, now, networkID)
 	if err != nil {
 		return 0, err
 	}
@@ -53,20 +42,17 @@ func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, arg ClearGUIDsOfNetwo
 }
 
 const completeJobs = `-- name: CompleteJobs :execrows
+
 UPDATE jobs SET status = 'Completed', error = '', description = split_part(description, E'\n', 1),
     finished_at = $1, updated_at = $1
 WHERE status IN ('Pending', 'Running') AND revision <= $2
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = $3)
 `
 
-type CompleteJobsParams struct {
-	Now      *time.Time
-	Revision int64
-	Term     int64
-}
-
-func (q *Queries) CompleteJobs(ctx context.Context, arg CompleteJobsParams) (int64, error) {
-	result, err := q.db.Exec(ctx, completeJobs, arg.Now, arg.Revision, arg.Term)
+// PostgreSQL and SQLite share the queries in queries/shared; this folder holds
+// the ones whose SQL differs (string functions, locks).
+func (q *Queries) CompleteJobs(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error) {
+	result, err := q.db.Exec(ctx, completeJobs, now, revision, term)
 	if err != nil {
 		return 0, err
 	}
@@ -145,19 +131,12 @@ WHERE status IN ('Pending', 'Running') AND revision <= $3
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = $4)
 `
 
-type FailJobsParams struct {
-	Error    string
-	Now      *time.Time
-	Revision int64
-	Term     int64
-}
-
-func (q *Queries) FailJobs(ctx context.Context, arg FailJobsParams) (int64, error) {
+func (q *Queries) FailJobs(ctx context.Context, error string, now *time.Time, revision int64, term int64) (int64, error) {
 	result, err := q.db.Exec(ctx, failJobs,
-		arg.Error,
-		arg.Now,
-		arg.Revision,
-		arg.Term,
+		error,
+		now,
+		revision,
+		term,
 	)
 	if err != nil {
 		return 0, err
@@ -193,28 +172,6 @@ func (q *Queries) GetJob(ctx context.Context, id int64) (Job, error) {
 	return i, err
 }
 
-const getLeadership = `-- name: GetLeadership :one
-SELECT id, term, holder, heartbeat, expires_at, previous_holder, previous_expired, suspect, freeze_reason, unfreeze_requested FROM leadership WHERE id = 1
-`
-
-func (q *Queries) GetLeadership(ctx context.Context) (Leadership, error) {
-	row := q.db.QueryRow(ctx, getLeadership)
-	var i Leadership
-	err := row.Scan(
-		&i.ID,
-		&i.Term,
-		&i.Holder,
-		&i.Heartbeat,
-		&i.ExpiresAt,
-		&i.PreviousHolder,
-		&i.PreviousExpired,
-		&i.Suspect,
-		&i.FreezeReason,
-		&i.UnfreezeRequested,
-	)
-	return i, err
-}
-
 const getNetwork = `-- name: GetNetwork :one
 SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE id = $1
 `
@@ -240,7 +197,7 @@ const getNetworkByPKey = `-- name: GetNetworkByPKey :one
 SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE pkey = $1
 `
 
-func (q *Queries) GetNetworkByPKey(ctx context.Context, pkey *int32) (Network, error) {
+func (q *Queries) GetNetworkByPKey(ctx context.Context, pkey *fabric.PKey) (Network, error) {
 	row := q.db.QueryRow(ctx, getNetworkByPKey, pkey)
 	var i Network
 	err := row.Scan(
@@ -280,15 +237,10 @@ const getPortsByIDOrGUID = `-- name: GetPortsByIDOrGUID :many
 SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports WHERE id = $1 OR guid = $2
 `
 
-type GetPortsByIDOrGUIDParams struct {
-	ID   string
-	Guid *string
-}
-
 // The port with this id and the port holding this GUID (the same row, or
 // two): one round trip for both of a change's port reads.
-func (q *Queries) GetPortsByIDOrGUID(ctx context.Context, arg GetPortsByIDOrGUIDParams) ([]Port, error) {
-	rows, err := q.db.Query(ctx, getPortsByIDOrGUID, arg.ID, arg.Guid)
+func (q *Queries) GetPortsByIDOrGUID(ctx context.Context, iD string, guid *fabric.GUID) ([]Port, error) {
+	rows, err := q.db.Query(ctx, getPortsByIDOrGUID, iD, guid)
 	if err != nil {
 		return nil, err
 	}
@@ -315,17 +267,6 @@ func (q *Queries) GetPortsByIDOrGUID(ctx context.Context, arg GetPortsByIDOrGUID
 	return items, nil
 }
 
-const getRevision = `-- name: GetRevision :one
-SELECT revision FROM state WHERE id = 1
-`
-
-func (q *Queries) GetRevision(ctx context.Context) (int64, error) {
-	row := q.db.QueryRow(ctx, getRevision)
-	var revision int64
-	err := row.Scan(&revision)
-	return revision, err
-}
-
 const holdsAdvisoryLock = `-- name: HoldsAdvisoryLock :one
 SELECT count(*) AS n FROM pg_catalog.pg_locks
 WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
@@ -339,38 +280,6 @@ func (q *Queries) HoldsAdvisoryLock(ctx context.Context, key int64) (int64, erro
 	return n, err
 }
 
-const insertApply = `-- name: InsertApply :execrows
-INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finished_at)
-SELECT $1, $2, $3, $4, $5, $6, $7
-FROM leadership WHERE leadership.id = 1 AND leadership.term = $3
-`
-
-type InsertApplyParams struct {
-	Revision   int64
-	Sha256     string
-	Term       int64
-	Outcome    string
-	Detail     string
-	StartedAt  time.Time
-	FinishedAt time.Time
-}
-
-func (q *Queries) InsertApply(ctx context.Context, arg InsertApplyParams) (int64, error) {
-	result, err := q.db.Exec(ctx, insertApply,
-		arg.Revision,
-		arg.Sha256,
-		arg.Term,
-		arg.Outcome,
-		arg.Detail,
-		arg.StartedAt,
-		arg.FinishedAt,
-	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
 const insertJob = `-- name: InsertJob :one
 INSERT INTO jobs (revision, object_type, object_id, network_id, operation, status,
                   description, result, error, created_by, request, created_at, updated_at, finished_at)
@@ -379,39 +288,35 @@ VALUES ($1, $2, $3, $4, $5, $6,
 RETURNING id
 `
 
-type InsertJobParams struct {
-	Revision    int64
-	ObjectType  string
-	ObjectID    string
-	NetworkID   string
-	Operation   string
-	Status      string
-	Description string
-	Result      string
-	CreatedBy   string
-	Request     string
-	Now         time.Time
-	FinishedAt  *time.Time
-}
-
-func (q *Queries) InsertJob(ctx context.Context, arg InsertJobParams) (int64, error) {
+func (q *Queries) InsertJob(ctx context.Context, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, createdBy string, request string, now time.Time, finishedAt *time.Time) (int64, error) {
 	row := q.db.QueryRow(ctx, insertJob,
-		arg.Revision,
-		arg.ObjectType,
-		arg.ObjectID,
-		arg.NetworkID,
-		arg.Operation,
-		arg.Status,
-		arg.Description,
-		arg.Result,
-		arg.CreatedBy,
-		arg.Request,
-		arg.Now,
-		arg.FinishedAt,
+		revision,
+		objectType,
+		objectID,
+		networkID,
+		operation,
+		status,
+		description,
+		result,
+		createdBy,
+		request,
+		now,
+		finishedAt,
 	)
 	var id int64
 	err := row.Scan(&id)
 	return id, err
+}
+
+const keepRevision = `-- name: KeepRevision :exec
+UPDATE state SET revision = revision - 1 WHERE id = 1
+`
+
+// A change that touches no partition gives its revision back, inside the same
+// transaction, so that the applier has nothing to sweep for.
+func (q *Queries) KeepRevision(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, keepRevision)
+	return err
 }
 
 const lastApply = `-- name: LastApply :one
@@ -477,7 +382,7 @@ ORDER BY ports.network_id, ports.guid
 
 type ListMembersRow struct {
 	NetworkID string
-	Guid      *string
+	Guid      *fabric.GUID
 }
 
 func (q *Queries) ListMembers(ctx context.Context) ([]ListMembersRow, error) {
@@ -506,14 +411,8 @@ WHERE status = 'Pending' AND revision <= $2
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = $3)
 `
 
-type MarkJobsRunningParams struct {
-	Now      *time.Time
-	Revision int64
-	Term     int64
-}
-
-func (q *Queries) MarkJobsRunning(ctx context.Context, arg MarkJobsRunningParams) (int64, error) {
-	result, err := q.db.Exec(ctx, markJobsRunning, arg.Now, arg.Revision, arg.Term)
+func (q *Queries) MarkJobsRunning(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error) {
+	result, err := q.db.Exec(ctx, markJobsRunning, now, revision, term)
 	if err != nil {
 		return 0, err
 	}
@@ -524,16 +423,44 @@ const newTerm = `-- name: NewTerm :one
 UPDATE leadership SET term = term + 1, holder = $1, heartbeat = $2 WHERE id = 1 RETURNING term
 `
 
-type NewTermParams struct {
-	Holder string
-	Now    *time.Time
-}
-
-func (q *Queries) NewTerm(ctx context.Context, arg NewTermParams) (int64, error) {
-	row := q.db.QueryRow(ctx, newTerm, arg.Holder, arg.Now)
+func (q *Queries) NewTerm(ctx context.Context, holder string, now *time.Time) (int64, error) {
+	row := q.db.QueryRow(ctx, newTerm, holder, now)
 	var term int64
 	err := row.Scan(&term)
 	return term, err
+}
+
+const recordApply = `-- name: RecordApply :execrows
+INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finished_at)
+SELECT $1, $2, $3, $4, $5, $6, $7
+FROM leadership WHERE leadership.id = 1 AND leadership.term = $3
+`
+
+func (q *Queries) RecordApply(ctx context.Context, revision int64, sha256 string, term int64, outcome string, detail string, startedAt time.Time, finishedAt time.Time) (int64, error) {
+	result, err := q.db.Exec(ctx, recordApply,
+		revision,
+		sha256,
+		term,
+		outcome,
+		detail,
+		startedAt,
+		finishedAt,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const revision = `-- name: Revision :one
+SELECT revision FROM state WHERE id = 1
+`
+
+func (q *Queries) Revision(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, revision)
+	var revision int64
+	err := row.Scan(&revision)
+	return revision, err
 }
 
 const tryAdvisoryLock = `-- name: TryAdvisoryLock :one
@@ -547,17 +474,6 @@ func (q *Queries) TryAdvisoryLock(ctx context.Context, key int64) (bool, error) 
 	return locked, err
 }
 
-const unbumpRevision = `-- name: UnbumpRevision :exec
-UPDATE state SET revision = revision - 1 WHERE id = 1
-`
-
-// A change that touches no partition gives its revision back, inside the same
-// transaction, so that the applier has nothing to sweep for.
-func (q *Queries) UnbumpRevision(ctx context.Context) error {
-	_, err := q.db.Exec(ctx, unbumpRevision)
-	return err
-}
-
 const upsertNetwork = `-- name: UpsertNetwork :exec
 INSERT INTO networks (id, name, network_type, physical_network, pkey, managed, revision, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
@@ -567,27 +483,16 @@ ON CONFLICT (id) DO UPDATE SET
     revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at
 `
 
-type UpsertNetworkParams struct {
-	ID              string
-	Name            string
-	NetworkType     string
-	PhysicalNetwork string
-	Pkey            *int32
-	Managed         bool
-	Revision        int64
-	Now             time.Time
-}
-
-func (q *Queries) UpsertNetwork(ctx context.Context, arg UpsertNetworkParams) error {
+func (q *Queries) UpsertNetwork(ctx context.Context, iD string, name string, networkType string, physicalNetwork string, pkey *fabric.PKey, managed bool, revision int64, now time.Time) error {
 	_, err := q.db.Exec(ctx, upsertNetwork,
-		arg.ID,
-		arg.Name,
-		arg.NetworkType,
-		arg.PhysicalNetwork,
-		arg.Pkey,
-		arg.Managed,
-		arg.Revision,
-		arg.Now,
+		iD,
+		name,
+		networkType,
+		physicalNetwork,
+		pkey,
+		managed,
+		revision,
+		now,
 	)
 	return err
 }
@@ -600,23 +505,14 @@ ON CONFLICT (id) DO UPDATE SET
     revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at
 `
 
-type UpsertPortParams struct {
-	ID        string
-	NetworkID string
-	Guid      *string
-	Host      string
-	Revision  int64
-	Now       time.Time
-}
-
-func (q *Queries) UpsertPort(ctx context.Context, arg UpsertPortParams) error {
+func (q *Queries) UpsertPort(ctx context.Context, iD string, networkID string, guid *fabric.GUID, host string, revision int64, now time.Time) error {
 	_, err := q.db.Exec(ctx, upsertPort,
-		arg.ID,
-		arg.NetworkID,
-		arg.Guid,
-		arg.Host,
-		arg.Revision,
-		arg.Now,
+		iD,
+		networkID,
+		guid,
+		host,
+		revision,
+		now,
 	)
 	return err
 }

@@ -16,20 +16,15 @@ DELETE FROM jobs WHERE id IN (
     SELECT old.id FROM jobs AS old
     WHERE old.status IN ('Completed', 'Failed') AND old.finished_at < $1
     ORDER BY old.id
-    LIMIT $2
+    LIMIT CAST($2 AS BIGINT)
 )
 `
 
-type DeleteFinishedJobsBeforeParams struct {
-	Before *time.Time
-	Batch  int32
-}
-
 // Job retention: the leader deletes finished jobs once they are older than
 // [database] job_retention, a bounded batch per statement so that no delete
-// holds locks for long. Open jobs (Pending, Running) are never deleted.
-func (q *Queries) DeleteFinishedJobsBefore(ctx context.Context, arg DeleteFinishedJobsBeforeParams) (int64, error) {
-	result, err := q.db.Exec(ctx, deleteFinishedJobsBefore, arg.Before, arg.Batch)
+// holds locks (SQLite: the write lock) for long. Open jobs (Pending, Running) are never deleted.
+func (q *Queries) DeleteFinishedJobsBefore(ctx context.Context, before *time.Time, batch int64) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteFinishedJobsBefore, before, batch)
 	if err != nil {
 		return 0, err
 	}

@@ -11,27 +11,23 @@ import (
 )
 
 const describeOpenJobs = `-- name: DescribeOpenJobs :execrows
+
 UPDATE jobs SET description = split_part(description, E'\n', 1) || E'\n' || $1::text, updated_at = $2
 WHERE status IN ('Pending', 'Running') AND revision <= $3
   AND description <> split_part(description, E'\n', 1) || E'\n' || $1::text
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = $4)
 `
 
-type DescribeOpenJobsParams struct {
-	Reason   string
-	Now      time.Time
-	Revision int64
-	Term     int64
-}
-
+// PostgreSQL and SQLite share the queries in queries/shared; this folder holds
+// the ones whose SQL differs (string functions, locks).
 // The reason an open job waits is a second line of its description, after the
 // line that says what the job does; completing or failing the job drops it.
-func (q *Queries) DescribeOpenJobs(ctx context.Context, arg DescribeOpenJobsParams) (int64, error) {
+func (q *Queries) DescribeOpenJobs(ctx context.Context, reason string, now time.Time, revision int64, term int64) (int64, error) {
 	result, err := q.db.Exec(ctx, describeOpenJobs,
-		arg.Reason,
-		arg.Now,
-		arg.Revision,
-		arg.Term,
+		reason,
+		now,
+		revision,
+		term,
 	)
 	if err != nil {
 		return 0, err
@@ -43,32 +39,27 @@ const heartbeat = `-- name: Heartbeat :execrows
 UPDATE leadership SET heartbeat = $1 WHERE id = 1 AND term = $2
 `
 
-type HeartbeatParams struct {
-	Now  *time.Time
-	Term int64
-}
-
-func (q *Queries) Heartbeat(ctx context.Context, arg HeartbeatParams) (int64, error) {
-	result, err := q.db.Exec(ctx, heartbeat, arg.Now, arg.Term)
+func (q *Queries) Heartbeat(ctx context.Context, now *time.Time, term int64) (int64, error) {
+	result, err := q.db.Exec(ctx, heartbeat, now, term)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const readLeadership = `-- name: ReadLeadership :one
+const leadership = `-- name: Leadership :one
 SELECT term, holder, heartbeat FROM leadership WHERE id = 1
 `
 
-type ReadLeadershipRow struct {
+type LeadershipRow struct {
 	Term      int64
 	Holder    string
 	Heartbeat *time.Time
 }
 
-func (q *Queries) ReadLeadership(ctx context.Context) (ReadLeadershipRow, error) {
-	row := q.db.QueryRow(ctx, readLeadership)
-	var i ReadLeadershipRow
+func (q *Queries) Leadership(ctx context.Context) (LeadershipRow, error) {
+	row := q.db.QueryRow(ctx, leadership)
+	var i LeadershipRow
 	err := row.Scan(&i.Term, &i.Holder, &i.Heartbeat)
 	return i, err
 }

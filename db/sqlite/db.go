@@ -27,6 +27,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.bumpRevisionStmt, err = db.PrepareContext(ctx, bumpRevision); err != nil {
 		return nil, fmt.Errorf("error preparing query BumpRevision: %w", err)
 	}
+	if q.clearEnforcementErrorsStmt, err = db.PrepareContext(ctx, clearEnforcementErrors); err != nil {
+		return nil, fmt.Errorf("error preparing query ClearEnforcementErrors: %w", err)
+	}
 	if q.clearGUIDsOfNetworkStmt, err = db.PrepareContext(ctx, clearGUIDsOfNetwork); err != nil {
 		return nil, fmt.Errorf("error preparing query ClearGUIDsOfNetwork: %w", err)
 	}
@@ -35,9 +38,6 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.countJobsByStatusStmt, err = db.PrepareContext(ctx, countJobsByStatus); err != nil {
 		return nil, fmt.Errorf("error preparing query CountJobsByStatus: %w", err)
-	}
-	if q.deleteEnforcementErrorsStmt, err = db.PrepareContext(ctx, deleteEnforcementErrors); err != nil {
-		return nil, fmt.Errorf("error preparing query DeleteEnforcementErrors: %w", err)
 	}
 	if q.deleteExpectedSwitchesStmt, err = db.PrepareContext(ctx, deleteExpectedSwitches); err != nil {
 		return nil, fmt.Errorf("error preparing query DeleteExpectedSwitches: %w", err)
@@ -57,14 +57,17 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.describeOpenJobsStmt, err = db.PrepareContext(ctx, describeOpenJobs); err != nil {
 		return nil, fmt.Errorf("error preparing query DescribeOpenJobs: %w", err)
 	}
+	if q.enforcementErrorsStmt, err = db.PrepareContext(ctx, enforcementErrors); err != nil {
+		return nil, fmt.Errorf("error preparing query EnforcementErrors: %w", err)
+	}
+	if q.expectedSwitchesStmt, err = db.PrepareContext(ctx, expectedSwitches); err != nil {
+		return nil, fmt.Errorf("error preparing query ExpectedSwitches: %w", err)
+	}
 	if q.failJobsStmt, err = db.PrepareContext(ctx, failJobs); err != nil {
 		return nil, fmt.Errorf("error preparing query FailJobs: %w", err)
 	}
 	if q.getJobStmt, err = db.PrepareContext(ctx, getJob); err != nil {
 		return nil, fmt.Errorf("error preparing query GetJob: %w", err)
-	}
-	if q.getLeadershipStmt, err = db.PrepareContext(ctx, getLeadership); err != nil {
-		return nil, fmt.Errorf("error preparing query GetLeadership: %w", err)
 	}
 	if q.getNetworkStmt, err = db.PrepareContext(ctx, getNetwork); err != nil {
 		return nil, fmt.Errorf("error preparing query GetNetwork: %w", err)
@@ -78,14 +81,8 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.getPortsByIDOrGUIDStmt, err = db.PrepareContext(ctx, getPortsByIDOrGUID); err != nil {
 		return nil, fmt.Errorf("error preparing query GetPortsByIDOrGUID: %w", err)
 	}
-	if q.getRevisionStmt, err = db.PrepareContext(ctx, getRevision); err != nil {
-		return nil, fmt.Errorf("error preparing query GetRevision: %w", err)
-	}
 	if q.heartbeatStmt, err = db.PrepareContext(ctx, heartbeat); err != nil {
 		return nil, fmt.Errorf("error preparing query Heartbeat: %w", err)
-	}
-	if q.insertApplyStmt, err = db.PrepareContext(ctx, insertApply); err != nil {
-		return nil, fmt.Errorf("error preparing query InsertApply: %w", err)
 	}
 	if q.insertExpectedSwitchStmt, err = db.PrepareContext(ctx, insertExpectedSwitch); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertExpectedSwitch: %w", err)
@@ -96,14 +93,14 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.insertSecretIfAbsentStmt, err = db.PrepareContext(ctx, insertSecretIfAbsent); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertSecretIfAbsent: %w", err)
 	}
+	if q.keepRevisionStmt, err = db.PrepareContext(ctx, keepRevision); err != nil {
+		return nil, fmt.Errorf("error preparing query KeepRevision: %w", err)
+	}
 	if q.lastApplyStmt, err = db.PrepareContext(ctx, lastApply); err != nil {
 		return nil, fmt.Errorf("error preparing query LastApply: %w", err)
 	}
-	if q.listEnforcementErrorsStmt, err = db.PrepareContext(ctx, listEnforcementErrors); err != nil {
-		return nil, fmt.Errorf("error preparing query ListEnforcementErrors: %w", err)
-	}
-	if q.listExpectedSwitchesStmt, err = db.PrepareContext(ctx, listExpectedSwitches); err != nil {
-		return nil, fmt.Errorf("error preparing query ListExpectedSwitches: %w", err)
+	if q.leadershipStmt, err = db.PrepareContext(ctx, leadership); err != nil {
+		return nil, fmt.Errorf("error preparing query Leadership: %w", err)
 	}
 	if q.listManagedNetworksStmt, err = db.PrepareContext(ctx, listManagedNetworks); err != nil {
 		return nil, fmt.Errorf("error preparing query ListManagedNetworks: %w", err)
@@ -120,11 +117,11 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.newTermStmt, err = db.PrepareContext(ctx, newTerm); err != nil {
 		return nil, fmt.Errorf("error preparing query NewTerm: %w", err)
 	}
-	if q.readLeadershipStmt, err = db.PrepareContext(ctx, readLeadership); err != nil {
-		return nil, fmt.Errorf("error preparing query ReadLeadership: %w", err)
+	if q.recordApplyStmt, err = db.PrepareContext(ctx, recordApply); err != nil {
+		return nil, fmt.Errorf("error preparing query RecordApply: %w", err)
 	}
-	if q.unbumpRevisionStmt, err = db.PrepareContext(ctx, unbumpRevision); err != nil {
-		return nil, fmt.Errorf("error preparing query UnbumpRevision: %w", err)
+	if q.revisionStmt, err = db.PrepareContext(ctx, revision); err != nil {
+		return nil, fmt.Errorf("error preparing query Revision: %w", err)
 	}
 	if q.upsertEnforcementErrorStmt, err = db.PrepareContext(ctx, upsertEnforcementError); err != nil {
 		return nil, fmt.Errorf("error preparing query UpsertEnforcementError: %w", err)
@@ -145,6 +142,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing bumpRevisionStmt: %w", cerr)
 		}
 	}
+	if q.clearEnforcementErrorsStmt != nil {
+		if cerr := q.clearEnforcementErrorsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing clearEnforcementErrorsStmt: %w", cerr)
+		}
+	}
 	if q.clearGUIDsOfNetworkStmt != nil {
 		if cerr := q.clearGUIDsOfNetworkStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing clearGUIDsOfNetworkStmt: %w", cerr)
@@ -158,11 +160,6 @@ func (q *Queries) Close() error {
 	if q.countJobsByStatusStmt != nil {
 		if cerr := q.countJobsByStatusStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing countJobsByStatusStmt: %w", cerr)
-		}
-	}
-	if q.deleteEnforcementErrorsStmt != nil {
-		if cerr := q.deleteEnforcementErrorsStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing deleteEnforcementErrorsStmt: %w", cerr)
 		}
 	}
 	if q.deleteExpectedSwitchesStmt != nil {
@@ -195,6 +192,16 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing describeOpenJobsStmt: %w", cerr)
 		}
 	}
+	if q.enforcementErrorsStmt != nil {
+		if cerr := q.enforcementErrorsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing enforcementErrorsStmt: %w", cerr)
+		}
+	}
+	if q.expectedSwitchesStmt != nil {
+		if cerr := q.expectedSwitchesStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing expectedSwitchesStmt: %w", cerr)
+		}
+	}
 	if q.failJobsStmt != nil {
 		if cerr := q.failJobsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing failJobsStmt: %w", cerr)
@@ -203,11 +210,6 @@ func (q *Queries) Close() error {
 	if q.getJobStmt != nil {
 		if cerr := q.getJobStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing getJobStmt: %w", cerr)
-		}
-	}
-	if q.getLeadershipStmt != nil {
-		if cerr := q.getLeadershipStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing getLeadershipStmt: %w", cerr)
 		}
 	}
 	if q.getNetworkStmt != nil {
@@ -230,19 +232,9 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing getPortsByIDOrGUIDStmt: %w", cerr)
 		}
 	}
-	if q.getRevisionStmt != nil {
-		if cerr := q.getRevisionStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing getRevisionStmt: %w", cerr)
-		}
-	}
 	if q.heartbeatStmt != nil {
 		if cerr := q.heartbeatStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing heartbeatStmt: %w", cerr)
-		}
-	}
-	if q.insertApplyStmt != nil {
-		if cerr := q.insertApplyStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing insertApplyStmt: %w", cerr)
 		}
 	}
 	if q.insertExpectedSwitchStmt != nil {
@@ -260,19 +252,19 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing insertSecretIfAbsentStmt: %w", cerr)
 		}
 	}
+	if q.keepRevisionStmt != nil {
+		if cerr := q.keepRevisionStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing keepRevisionStmt: %w", cerr)
+		}
+	}
 	if q.lastApplyStmt != nil {
 		if cerr := q.lastApplyStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing lastApplyStmt: %w", cerr)
 		}
 	}
-	if q.listEnforcementErrorsStmt != nil {
-		if cerr := q.listEnforcementErrorsStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing listEnforcementErrorsStmt: %w", cerr)
-		}
-	}
-	if q.listExpectedSwitchesStmt != nil {
-		if cerr := q.listExpectedSwitchesStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing listExpectedSwitchesStmt: %w", cerr)
+	if q.leadershipStmt != nil {
+		if cerr := q.leadershipStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing leadershipStmt: %w", cerr)
 		}
 	}
 	if q.listManagedNetworksStmt != nil {
@@ -300,14 +292,14 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing newTermStmt: %w", cerr)
 		}
 	}
-	if q.readLeadershipStmt != nil {
-		if cerr := q.readLeadershipStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing readLeadershipStmt: %w", cerr)
+	if q.recordApplyStmt != nil {
+		if cerr := q.recordApplyStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing recordApplyStmt: %w", cerr)
 		}
 	}
-	if q.unbumpRevisionStmt != nil {
-		if cerr := q.unbumpRevisionStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing unbumpRevisionStmt: %w", cerr)
+	if q.revisionStmt != nil {
+		if cerr := q.revisionStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing revisionStmt: %w", cerr)
 		}
 	}
 	if q.upsertEnforcementErrorStmt != nil {
@@ -365,39 +357,38 @@ type Queries struct {
 	db                           DBTX
 	tx                           *sql.Tx
 	bumpRevisionStmt             *sql.Stmt
+	clearEnforcementErrorsStmt   *sql.Stmt
 	clearGUIDsOfNetworkStmt      *sql.Stmt
 	completeJobsStmt             *sql.Stmt
 	countJobsByStatusStmt        *sql.Stmt
-	deleteEnforcementErrorsStmt  *sql.Stmt
 	deleteExpectedSwitchesStmt   *sql.Stmt
 	deleteFinishedJobsBeforeStmt *sql.Stmt
 	deleteNetworkStmt            *sql.Stmt
 	deletePortStmt               *sql.Stmt
 	deletePortsOfNetworkStmt     *sql.Stmt
 	describeOpenJobsStmt         *sql.Stmt
+	enforcementErrorsStmt        *sql.Stmt
+	expectedSwitchesStmt         *sql.Stmt
 	failJobsStmt                 *sql.Stmt
 	getJobStmt                   *sql.Stmt
-	getLeadershipStmt            *sql.Stmt
 	getNetworkStmt               *sql.Stmt
 	getNetworkByPKeyStmt         *sql.Stmt
 	getPortStmt                  *sql.Stmt
 	getPortsByIDOrGUIDStmt       *sql.Stmt
-	getRevisionStmt              *sql.Stmt
 	heartbeatStmt                *sql.Stmt
-	insertApplyStmt              *sql.Stmt
 	insertExpectedSwitchStmt     *sql.Stmt
 	insertJobStmt                *sql.Stmt
 	insertSecretIfAbsentStmt     *sql.Stmt
+	keepRevisionStmt             *sql.Stmt
 	lastApplyStmt                *sql.Stmt
-	listEnforcementErrorsStmt    *sql.Stmt
-	listExpectedSwitchesStmt     *sql.Stmt
+	leadershipStmt               *sql.Stmt
 	listManagedNetworksStmt      *sql.Stmt
 	listMembersStmt              *sql.Stmt
 	listSecretsStmt              *sql.Stmt
 	markJobsRunningStmt          *sql.Stmt
 	newTermStmt                  *sql.Stmt
-	readLeadershipStmt           *sql.Stmt
-	unbumpRevisionStmt           *sql.Stmt
+	recordApplyStmt              *sql.Stmt
+	revisionStmt                 *sql.Stmt
 	upsertEnforcementErrorStmt   *sql.Stmt
 	upsertNetworkStmt            *sql.Stmt
 	upsertPortStmt               *sql.Stmt
@@ -408,39 +399,38 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		db:                           tx,
 		tx:                           tx,
 		bumpRevisionStmt:             q.bumpRevisionStmt,
+		clearEnforcementErrorsStmt:   q.clearEnforcementErrorsStmt,
 		clearGUIDsOfNetworkStmt:      q.clearGUIDsOfNetworkStmt,
 		completeJobsStmt:             q.completeJobsStmt,
 		countJobsByStatusStmt:        q.countJobsByStatusStmt,
-		deleteEnforcementErrorsStmt:  q.deleteEnforcementErrorsStmt,
 		deleteExpectedSwitchesStmt:   q.deleteExpectedSwitchesStmt,
 		deleteFinishedJobsBeforeStmt: q.deleteFinishedJobsBeforeStmt,
 		deleteNetworkStmt:            q.deleteNetworkStmt,
 		deletePortStmt:               q.deletePortStmt,
 		deletePortsOfNetworkStmt:     q.deletePortsOfNetworkStmt,
 		describeOpenJobsStmt:         q.describeOpenJobsStmt,
+		enforcementErrorsStmt:        q.enforcementErrorsStmt,
+		expectedSwitchesStmt:         q.expectedSwitchesStmt,
 		failJobsStmt:                 q.failJobsStmt,
 		getJobStmt:                   q.getJobStmt,
-		getLeadershipStmt:            q.getLeadershipStmt,
 		getNetworkStmt:               q.getNetworkStmt,
 		getNetworkByPKeyStmt:         q.getNetworkByPKeyStmt,
 		getPortStmt:                  q.getPortStmt,
 		getPortsByIDOrGUIDStmt:       q.getPortsByIDOrGUIDStmt,
-		getRevisionStmt:              q.getRevisionStmt,
 		heartbeatStmt:                q.heartbeatStmt,
-		insertApplyStmt:              q.insertApplyStmt,
 		insertExpectedSwitchStmt:     q.insertExpectedSwitchStmt,
 		insertJobStmt:                q.insertJobStmt,
 		insertSecretIfAbsentStmt:     q.insertSecretIfAbsentStmt,
+		keepRevisionStmt:             q.keepRevisionStmt,
 		lastApplyStmt:                q.lastApplyStmt,
-		listEnforcementErrorsStmt:    q.listEnforcementErrorsStmt,
-		listExpectedSwitchesStmt:     q.listExpectedSwitchesStmt,
+		leadershipStmt:               q.leadershipStmt,
 		listManagedNetworksStmt:      q.listManagedNetworksStmt,
 		listMembersStmt:              q.listMembersStmt,
 		listSecretsStmt:              q.listSecretsStmt,
 		markJobsRunningStmt:          q.markJobsRunningStmt,
 		newTermStmt:                  q.newTermStmt,
-		readLeadershipStmt:           q.readLeadershipStmt,
-		unbumpRevisionStmt:           q.unbumpRevisionStmt,
+		recordApplyStmt:              q.recordApplyStmt,
+		revisionStmt:                 q.revisionStmt,
 		upsertEnforcementErrorStmt:   q.upsertEnforcementErrorStmt,
 		upsertNetworkStmt:            q.upsertNetworkStmt,
 		upsertPortStmt:               q.upsertPortStmt,

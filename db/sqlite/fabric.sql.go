@@ -8,14 +8,16 @@ package sqlitedb
 import (
 	"context"
 	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
-const deleteEnforcementErrors = `-- name: DeleteEnforcementErrors :execrows
+const clearEnforcementErrors = `-- name: ClearEnforcementErrors :execrows
 DELETE FROM enforcement_errors
 `
 
-func (q *Queries) DeleteEnforcementErrors(ctx context.Context) (int64, error) {
-	result, err := q.exec(ctx, q.deleteEnforcementErrorsStmt, deleteEnforcementErrors)
+func (q *Queries) ClearEnforcementErrors(ctx context.Context) (int64, error) {
+	result, err := q.exec(ctx, q.clearEnforcementErrorsStmt, clearEnforcementErrors)
 	if err != nil {
 		return 0, err
 	}
@@ -31,43 +33,12 @@ func (q *Queries) DeleteExpectedSwitches(ctx context.Context) error {
 	return err
 }
 
-const insertExpectedSwitch = `-- name: InsertExpectedSwitch :exec
-INSERT INTO expected_switches (guid, description, confirmed_at) VALUES (?1, ?2, ?3)
-`
-
-type InsertExpectedSwitchParams struct {
-	Guid        string
-	Description string
-	Now         time.Time
-}
-
-func (q *Queries) InsertExpectedSwitch(ctx context.Context, arg InsertExpectedSwitchParams) error {
-	_, err := q.exec(ctx, q.insertExpectedSwitchStmt, insertExpectedSwitch, arg.Guid, arg.Description, arg.Now)
-	return err
-}
-
-const insertSecretIfAbsent = `-- name: InsertSecretIfAbsent :exec
-INSERT INTO secrets (name, value, created_at) VALUES (?1, ?2, ?3)
-ON CONFLICT (name) DO NOTHING
-`
-
-type InsertSecretIfAbsentParams struct {
-	Name  string
-	Value string
-	Now   time.Time
-}
-
-func (q *Queries) InsertSecretIfAbsent(ctx context.Context, arg InsertSecretIfAbsentParams) error {
-	_, err := q.exec(ctx, q.insertSecretIfAbsentStmt, insertSecretIfAbsent, arg.Name, arg.Value, arg.Now)
-	return err
-}
-
-const listEnforcementErrors = `-- name: ListEnforcementErrors :many
+const enforcementErrors = `-- name: EnforcementErrors :many
 SELECT switch_guid, port, line, first_seen, last_seen, occurrences FROM enforcement_errors ORDER BY switch_guid, port
 `
 
-func (q *Queries) ListEnforcementErrors(ctx context.Context) ([]EnforcementError, error) {
-	rows, err := q.query(ctx, q.listEnforcementErrorsStmt, listEnforcementErrors)
+func (q *Queries) EnforcementErrors(ctx context.Context) ([]EnforcementError, error) {
+	rows, err := q.query(ctx, q.enforcementErrorsStmt, enforcementErrors)
 	if err != nil {
 		return nil, err
 	}
@@ -96,12 +67,12 @@ func (q *Queries) ListEnforcementErrors(ctx context.Context) ([]EnforcementError
 	return items, nil
 }
 
-const listExpectedSwitches = `-- name: ListExpectedSwitches :many
+const expectedSwitches = `-- name: ExpectedSwitches :many
 SELECT guid, description, confirmed_at FROM expected_switches ORDER BY guid
 `
 
-func (q *Queries) ListExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error) {
-	rows, err := q.query(ctx, q.listExpectedSwitchesStmt, listExpectedSwitches)
+func (q *Queries) ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error) {
+	rows, err := q.query(ctx, q.expectedSwitchesStmt, expectedSwitches)
 	if err != nil {
 		return nil, err
 	}
@@ -121,6 +92,25 @@ func (q *Queries) ListExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, e
 		return nil, err
 	}
 	return items, nil
+}
+
+const insertExpectedSwitch = `-- name: InsertExpectedSwitch :exec
+INSERT INTO expected_switches (guid, description, confirmed_at) VALUES (?1, ?2, ?3)
+`
+
+func (q *Queries) InsertExpectedSwitch(ctx context.Context, guid fabric.GUID, description string, now time.Time) error {
+	_, err := q.exec(ctx, q.insertExpectedSwitchStmt, insertExpectedSwitch, guid, description, now)
+	return err
+}
+
+const insertSecretIfAbsent = `-- name: InsertSecretIfAbsent :exec
+INSERT INTO secrets (name, value, created_at) VALUES (?1, ?2, ?3)
+ON CONFLICT (name) DO NOTHING
+`
+
+func (q *Queries) InsertSecretIfAbsent(ctx context.Context, name string, value string, now time.Time) error {
+	_, err := q.exec(ctx, q.insertSecretIfAbsentStmt, insertSecretIfAbsent, name, value, now)
+	return err
 }
 
 const listSecrets = `-- name: ListSecrets :many
@@ -163,19 +153,12 @@ ON CONFLICT (switch_guid, port) DO UPDATE SET
     occurrences = enforcement_errors.occurrences + 1
 `
 
-type UpsertEnforcementErrorParams struct {
-	SwitchGuid string
-	Port       int64
-	Line       string
-	Now        time.Time
-}
-
-func (q *Queries) UpsertEnforcementError(ctx context.Context, arg UpsertEnforcementErrorParams) error {
+func (q *Queries) UpsertEnforcementError(ctx context.Context, switchGuid string, port int64, line string, now time.Time) error {
 	_, err := q.exec(ctx, q.upsertEnforcementErrorStmt, upsertEnforcementError,
-		arg.SwitchGuid,
-		arg.Port,
-		arg.Line,
-		arg.Now,
+		switchGuid,
+		port,
+		line,
+		now,
 	)
 	return err
 }

@@ -6,6 +6,8 @@ package sqlitedb
 
 import (
 	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
 type Apply struct {
@@ -29,7 +31,7 @@ type EnforcementError struct {
 }
 
 type ExpectedSwitch struct {
-	Guid        string
+	Guid        fabric.GUID
 	Description string
 	ConfirmedAt time.Time
 }
@@ -71,7 +73,7 @@ type Network struct {
 	Name            string
 	NetworkType     string
 	PhysicalNetwork string
-	Pkey            *int64
+	Pkey            *fabric.PKey
 	Revision        int64
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
@@ -81,7 +83,7 @@ type Network struct {
 type Port struct {
 	ID        string
 	NetworkID string
-	Guid      *string
+	Guid      *fabric.GUID
 	Host      string
 	Revision  int64
 	CreatedAt time.Time

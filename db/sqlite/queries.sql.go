@@ -8,12 +8,18 @@ package sqlitedb
 import (
 	"context"
 	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
 const bumpRevision = `-- name: BumpRevision :one
+
 UPDATE state SET revision = revision + 1 WHERE id = 1 RETURNING revision
 `
 
+// Queries that PostgreSQL and SQLite run alike (sqlc generates them into both
+// db/postgres and db/sqlite). A query whose SQL differs goes in each engine's
+// own folder instead, under the same name.
 func (q *Queries) BumpRevision(ctx context.Context) (int64, error) {
 	row := q.queryRow(ctx, q.bumpRevisionStmt, bumpRevision)
 	var revision int64
@@ -26,15 +32,9 @@ UPDATE ports SET guid = NULL, revision = ?1, updated_at = ?2
 WHERE network_id = ?3 AND guid IS NOT NULL
 `
 
-type ClearGUIDsOfNetworkParams struct {
-	Revision  int64
-	Now       time.Time
-	NetworkID string
-}
-
 // A network that loses its partition takes its ports' GUIDs out with it.
-func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, arg ClearGUIDsOfNetworkParams) (int64, error) {
-	result, err := q.exec(ctx, q.clearGUIDsOfNetworkStmt, clearGUIDsOfNetwork, arg.Revision, arg.Now, arg.NetworkID)
+func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, revision int64, now time.Time, networkID string) (int64, error) {
+	result, err := q.exec(ctx, q.clearGUIDsOfNetworkStmt, clearGUIDsOfNetwork, revision, now, networkID)
 	if err != nil {
 		return 0, err
 	}
@@ -42,6 +42,7 @@ func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, arg ClearGUIDsOfNetwo
 }
 
 const completeJobs = `-- name: CompleteJobs :execrows
+
 UPDATE jobs SET status = 'Completed', error = '',
     description = CASE WHEN instr(description, char(10)) > 0 THEN substr(description, 1, instr(description, char(10)) - 1) ELSE description END,
     finished_at = ?1, updated_at = ?1
@@ -49,14 +50,10 @@ WHERE status IN ('Pending', 'Running') AND revision <= ?2
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?3)
 `
 
-type CompleteJobsParams struct {
-	Now      *time.Time
-	Revision int64
-	Term     int64
-}
-
-func (q *Queries) CompleteJobs(ctx context.Context, arg CompleteJobsParams) (int64, error) {
-	result, err := q.exec(ctx, q.completeJobsStmt, completeJobs, arg.Now, arg.Revision, arg.Term)
+// PostgreSQL and SQLite share the queries in queries/shared; this folder holds
+// the ones whose SQL differs (string functions, locks).
+func (q *Queries) CompleteJobs(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error) {
+	result, err := q.exec(ctx, q.completeJobsStmt, completeJobs, now, revision, term)
 	if err != nil {
 		return 0, err
 	}
@@ -139,19 +136,12 @@ WHERE status IN ('Pending', 'Running') AND revision <= ?3
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?4)
 `
 
-type FailJobsParams struct {
-	Error    string
-	Now      *time.Time
-	Revision int64
-	Term     int64
-}
-
-func (q *Queries) FailJobs(ctx context.Context, arg FailJobsParams) (int64, error) {
+func (q *Queries) FailJobs(ctx context.Context, error string, now *time.Time, revision int64, term int64) (int64, error) {
 	result, err := q.exec(ctx, q.failJobsStmt, failJobs,
-		arg.Error,
-		arg.Now,
-		arg.Revision,
-		arg.Term,
+		error,
+		now,
+		revision,
+		term,
 	)
 	if err != nil {
 		return 0, err
@@ -187,28 +177,6 @@ func (q *Queries) GetJob(ctx context.Context, id int64) (Job, error) {
 	return i, err
 }
 
-const getLeadership = `-- name: GetLeadership :one
-SELECT id, term, holder, heartbeat, expires_at, previous_holder, previous_expired, suspect, freeze_reason, unfreeze_requested FROM leadership WHERE id = 1
-`
-
-func (q *Queries) GetLeadership(ctx context.Context) (Leadership, error) {
-	row := q.queryRow(ctx, q.getLeadershipStmt, getLeadership)
-	var i Leadership
-	err := row.Scan(
-		&i.ID,
-		&i.Term,
-		&i.Holder,
-		&i.Heartbeat,
-		&i.ExpiresAt,
-		&i.PreviousHolder,
-		&i.PreviousExpired,
-		&i.Suspect,
-		&i.FreezeReason,
-		&i.UnfreezeRequested,
-	)
-	return i, err
-}
-
 const getNetwork = `-- name: GetNetwork :one
 SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE id = ?1
 `
@@ -234,7 +202,7 @@ const getNetworkByPKey = `-- name: GetNetworkByPKey :one
 SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE pkey = ?1
 `
 
-func (q *Queries) GetNetworkByPKey(ctx context.Context, pkey *int64) (Network, error) {
+func (q *Queries) GetNetworkByPKey(ctx context.Context, pkey *fabric.PKey) (Network, error) {
 	row := q.queryRow(ctx, q.getNetworkByPKeyStmt, getNetworkByPKey, pkey)
 	var i Network
 	err := row.Scan(
@@ -274,15 +242,10 @@ const getPortsByIDOrGUID = `-- name: GetPortsByIDOrGUID :many
 SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports WHERE id = ?1 OR guid = ?2
 `
 
-type GetPortsByIDOrGUIDParams struct {
-	ID   string
-	Guid *string
-}
-
 // The port with this id and the port holding this GUID (the same row, or
 // two): one round trip for both of a change's port reads.
-func (q *Queries) GetPortsByIDOrGUID(ctx context.Context, arg GetPortsByIDOrGUIDParams) ([]Port, error) {
-	rows, err := q.query(ctx, q.getPortsByIDOrGUIDStmt, getPortsByIDOrGUID, arg.ID, arg.Guid)
+func (q *Queries) GetPortsByIDOrGUID(ctx context.Context, iD string, guid *fabric.GUID) ([]Port, error) {
+	rows, err := q.query(ctx, q.getPortsByIDOrGUIDStmt, getPortsByIDOrGUID, iD, guid)
 	if err != nil {
 		return nil, err
 	}
@@ -312,49 +275,6 @@ func (q *Queries) GetPortsByIDOrGUID(ctx context.Context, arg GetPortsByIDOrGUID
 	return items, nil
 }
 
-const getRevision = `-- name: GetRevision :one
-SELECT revision FROM state WHERE id = 1
-`
-
-func (q *Queries) GetRevision(ctx context.Context) (int64, error) {
-	row := q.queryRow(ctx, q.getRevisionStmt, getRevision)
-	var revision int64
-	err := row.Scan(&revision)
-	return revision, err
-}
-
-const insertApply = `-- name: InsertApply :execrows
-INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finished_at)
-SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7
-FROM leadership WHERE leadership.id = 1 AND leadership.term = ?3
-`
-
-type InsertApplyParams struct {
-	Revision   int64
-	Sha256     string
-	Term       int64
-	Outcome    string
-	Detail     string
-	StartedAt  time.Time
-	FinishedAt time.Time
-}
-
-func (q *Queries) InsertApply(ctx context.Context, arg InsertApplyParams) (int64, error) {
-	result, err := q.exec(ctx, q.insertApplyStmt, insertApply,
-		arg.Revision,
-		arg.Sha256,
-		arg.Term,
-		arg.Outcome,
-		arg.Detail,
-		arg.StartedAt,
-		arg.FinishedAt,
-	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected()
-}
-
 const insertJob = `-- name: InsertJob :one
 INSERT INTO jobs (revision, object_type, object_id, network_id, operation, status,
                   description, result, error, created_by, request, created_at, updated_at, finished_at)
@@ -363,39 +283,35 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6,
 RETURNING id
 `
 
-type InsertJobParams struct {
-	Revision    int64
-	ObjectType  string
-	ObjectID    string
-	NetworkID   string
-	Operation   string
-	Status      string
-	Description string
-	Result      string
-	CreatedBy   string
-	Request     string
-	Now         time.Time
-	FinishedAt  *time.Time
-}
-
-func (q *Queries) InsertJob(ctx context.Context, arg InsertJobParams) (int64, error) {
+func (q *Queries) InsertJob(ctx context.Context, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, createdBy string, request string, now time.Time, finishedAt *time.Time) (int64, error) {
 	row := q.queryRow(ctx, q.insertJobStmt, insertJob,
-		arg.Revision,
-		arg.ObjectType,
-		arg.ObjectID,
-		arg.NetworkID,
-		arg.Operation,
-		arg.Status,
-		arg.Description,
-		arg.Result,
-		arg.CreatedBy,
-		arg.Request,
-		arg.Now,
-		arg.FinishedAt,
+		revision,
+		objectType,
+		objectID,
+		networkID,
+		operation,
+		status,
+		description,
+		result,
+		createdBy,
+		request,
+		now,
+		finishedAt,
 	)
 	var id int64
 	err := row.Scan(&id)
 	return id, err
+}
+
+const keepRevision = `-- name: KeepRevision :exec
+UPDATE state SET revision = revision - 1 WHERE id = 1
+`
+
+// A change that touches no partition gives its revision back, inside the same
+// transaction, so that the applier has nothing to sweep for.
+func (q *Queries) KeepRevision(ctx context.Context) error {
+	_, err := q.exec(ctx, q.keepRevisionStmt, keepRevision)
+	return err
 }
 
 const lastApply = `-- name: LastApply :one
@@ -464,7 +380,7 @@ ORDER BY ports.network_id, ports.guid
 
 type ListMembersRow struct {
 	NetworkID string
-	Guid      *string
+	Guid      *fabric.GUID
 }
 
 func (q *Queries) ListMembers(ctx context.Context) ([]ListMembersRow, error) {
@@ -496,14 +412,8 @@ WHERE status = 'Pending' AND revision <= ?2
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?3)
 `
 
-type MarkJobsRunningParams struct {
-	Now      *time.Time
-	Revision int64
-	Term     int64
-}
-
-func (q *Queries) MarkJobsRunning(ctx context.Context, arg MarkJobsRunningParams) (int64, error) {
-	result, err := q.exec(ctx, q.markJobsRunningStmt, markJobsRunning, arg.Now, arg.Revision, arg.Term)
+func (q *Queries) MarkJobsRunning(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error) {
+	result, err := q.exec(ctx, q.markJobsRunningStmt, markJobsRunning, now, revision, term)
 	if err != nil {
 		return 0, err
 	}
@@ -514,27 +424,44 @@ const newTerm = `-- name: NewTerm :one
 UPDATE leadership SET term = term + 1, holder = ?1, heartbeat = ?2 WHERE id = 1 RETURNING term
 `
 
-type NewTermParams struct {
-	Holder string
-	Now    *time.Time
-}
-
-func (q *Queries) NewTerm(ctx context.Context, arg NewTermParams) (int64, error) {
-	row := q.queryRow(ctx, q.newTermStmt, newTerm, arg.Holder, arg.Now)
+func (q *Queries) NewTerm(ctx context.Context, holder string, now *time.Time) (int64, error) {
+	row := q.queryRow(ctx, q.newTermStmt, newTerm, holder, now)
 	var term int64
 	err := row.Scan(&term)
 	return term, err
 }
 
-const unbumpRevision = `-- name: UnbumpRevision :exec
-UPDATE state SET revision = revision - 1 WHERE id = 1
+const recordApply = `-- name: RecordApply :execrows
+INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finished_at)
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7
+FROM leadership WHERE leadership.id = 1 AND leadership.term = ?3
 `
 
-// A change that touches no partition gives its revision back, inside the same
-// transaction, so that the applier has nothing to sweep for.
-func (q *Queries) UnbumpRevision(ctx context.Context) error {
-	_, err := q.exec(ctx, q.unbumpRevisionStmt, unbumpRevision)
-	return err
+func (q *Queries) RecordApply(ctx context.Context, revision int64, sha256 string, term int64, outcome string, detail string, startedAt time.Time, finishedAt time.Time) (int64, error) {
+	result, err := q.exec(ctx, q.recordApplyStmt, recordApply,
+		revision,
+		sha256,
+		term,
+		outcome,
+		detail,
+		startedAt,
+		finishedAt,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const revision = `-- name: Revision :one
+SELECT revision FROM state WHERE id = 1
+`
+
+func (q *Queries) Revision(ctx context.Context) (int64, error) {
+	row := q.queryRow(ctx, q.revisionStmt, revision)
+	var revision int64
+	err := row.Scan(&revision)
+	return revision, err
 }
 
 const upsertNetwork = `-- name: UpsertNetwork :exec
@@ -546,27 +473,16 @@ ON CONFLICT (id) DO UPDATE SET
     revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at
 `
 
-type UpsertNetworkParams struct {
-	ID              string
-	Name            string
-	NetworkType     string
-	PhysicalNetwork string
-	Pkey            *int64
-	Managed         bool
-	Revision        int64
-	Now             time.Time
-}
-
-func (q *Queries) UpsertNetwork(ctx context.Context, arg UpsertNetworkParams) error {
+func (q *Queries) UpsertNetwork(ctx context.Context, iD string, name string, networkType string, physicalNetwork string, pkey *fabric.PKey, managed bool, revision int64, now time.Time) error {
 	_, err := q.exec(ctx, q.upsertNetworkStmt, upsertNetwork,
-		arg.ID,
-		arg.Name,
-		arg.NetworkType,
-		arg.PhysicalNetwork,
-		arg.Pkey,
-		arg.Managed,
-		arg.Revision,
-		arg.Now,
+		iD,
+		name,
+		networkType,
+		physicalNetwork,
+		pkey,
+		managed,
+		revision,
+		now,
 	)
 	return err
 }
@@ -579,23 +495,14 @@ ON CONFLICT (id) DO UPDATE SET
     revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at
 `
 
-type UpsertPortParams struct {
-	ID        string
-	NetworkID string
-	Guid      *string
-	Host      string
-	Revision  int64
-	Now       time.Time
-}
-
-func (q *Queries) UpsertPort(ctx context.Context, arg UpsertPortParams) error {
+func (q *Queries) UpsertPort(ctx context.Context, iD string, networkID string, guid *fabric.GUID, host string, revision int64, now time.Time) error {
 	_, err := q.exec(ctx, q.upsertPortStmt, upsertPort,
-		arg.ID,
-		arg.NetworkID,
-		arg.Guid,
-		arg.Host,
-		arg.Revision,
-		arg.Now,
+		iD,
+		networkID,
+		guid,
+		host,
+		revision,
+		now,
 	)
 	return err
 }

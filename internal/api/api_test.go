@@ -30,7 +30,12 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, engine string) *fixture {
-	st := storetest.Open(t, engine)
+	return newRulesFixture(t, engine, store.Rules{})
+}
+
+// newRulesFixture is a fixture whose store records by rules.
+func newRulesFixture(t *testing.T, engine string, rules store.Rules) *fixture {
+	st := storetest.Open(t, engine).WithRules(rules)
 	opts := Options{Prefix: "/ufmRestV3", Domain: "cloudx", Token: token}
 	srv := httptest.NewServer(New(opts, st, slog.New(slog.DiscardHandler)))
 	t.Cleanup(srv.Close)
@@ -121,11 +126,11 @@ func TestCompletedAndFailedJobsCarrySummary(t *testing.T) {
 	f.do("POST", "/ufmRestV3/cloudx/Network", testdata(t, "network_create_vlan.json"))
 	f.do("POST", "/ufmRestV3/cloudx/Port", testdata(t, "port_create_baremetal.json"))
 	ctx := context.Background()
-	term, err := f.st.NewTerm(ctx, "test", timeNow())
+	term, err := f.st.NewTerm(ctx, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.st.CompleteJobs(ctx, term, 2, timeNow())
+	f.st.CompleteJobs(ctx, term, 2)
 	_, body := f.do("GET", "/ufmRestV3/app/jobs/2", "")
 	var job jobView
 	json.Unmarshal([]byte(body), &job)
@@ -135,7 +140,7 @@ func TestCompletedAndFailedJobsCarrySummary(t *testing.T) {
 		t.Errorf("completed job = %+v", job)
 	}
 	f.do("DELETE", "/ufmRestV3/cloudx/Port/"+portID, testdata(t, "port_delete.json"))
-	f.st.FailJobs(ctx, term, 3, "OpenSM rejected the partitions file", timeNow())
+	f.st.FailJobs(ctx, term, 3, "OpenSM rejected the partitions file")
 	_, body = f.do("GET", "/ufmRestV3/app/jobs/3", "")
 	json.Unmarshal([]byte(body), &job)
 	if job.Status != "Failed" || job.Summary != "OpenSM rejected the partitions file" {
@@ -248,8 +253,7 @@ func TestFixtureSequenceStatuses(t *testing.T) {
 // Networks outside [api] physical_networks, and their ports, are accepted and
 // their jobs are Completed at once; the driver's DELETE of them is answered alike.
 func TestNetworksNotOursCompleteAtOnce(t *testing.T) {
-	f := newFixture(t, "sqlite")
-	f.st.Rules = store.Rules{PhysicalNetworks: []string{"ibnet-2"}}
+	f := newRulesFixture(t, "sqlite", store.Rules{PhysicalNetworks: []string{"ibnet-2"}})
 	steps := []struct{ method, path, file string }{
 		{"POST", "/ufmRestV3/cloudx/Network", "network_create_vlan.json"},
 		{"POST", "/ufmRestV3/cloudx/Port", "port_create_baremetal.json"},

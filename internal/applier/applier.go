@@ -43,9 +43,9 @@ import (
 type Store interface {
 	Revision(ctx context.Context) (int64, error)
 	Snapshot(ctx context.Context) (store.Snapshot, error)
-	MarkJobsRunning(ctx context.Context, term, revision int64, now time.Time) (int64, error)
-	CompleteJobs(ctx context.Context, term, revision int64, now time.Time) (int64, error)
-	FailJobs(ctx context.Context, term, revision int64, reason string, now time.Time) (int64, error)
+	MarkJobsRunning(ctx context.Context, term, revision int64) (int64, error)
+	CompleteJobs(ctx context.Context, term, revision int64) (int64, error)
+	FailJobs(ctx context.Context, term, revision int64, reason string) (int64, error)
 	RecordApply(ctx context.Context, a store.Apply) (bool, error)
 	Wake(ctx context.Context) <-chan struct{}
 	DeleteExpiredJobs(ctx context.Context, retention time.Duration) (int64, error)
@@ -309,7 +309,7 @@ func (t *term) apply(ctx context.Context) applyResult {
 		t.applied = rev
 		return applyDone
 	}
-	if _, err := t.Store.MarkJobsRunning(ctx, t.id, rev, started); err != nil {
+	if _, err := t.Store.MarkJobsRunning(ctx, t.id, rev); err != nil {
 		log.Error("mark jobs running", "error", err)
 		return applyRetry
 	}
@@ -409,27 +409,35 @@ func (t *term) apply(ctx context.Context) applyResult {
 
 // failJobs fails the jobs up to rev that are still open.
 func (t *term) failJobs(ctx context.Context, rev int64, reason string) {
-	if _, err := t.Store.FailJobs(ctx, t.id, rev, reason, time.Now().UTC()); err != nil {
+	if _, err := t.Store.FailJobs(ctx, t.id, rev, reason); err != nil {
 		t.Log.Error("fail jobs", "revision", rev, "error", err)
 	}
 }
 
-// render reads the state and renders the file. checkErr is the verdict of the
-// template and of the check: a file that fails either is never written.
+// render reads the state and renders the file (Render).
 func (t *term) render(ctx context.Context) (st partitions.State, text []byte, checkErr, err error) {
 	snap, err := t.Store.Snapshot(ctx)
 	if err != nil {
 		return st, nil, nil, err
 	}
-	st = State(snap, t.Cfg.DefaultPartition, t.Cfg.FlatPKey)
-	st.Rules = t.Cfg.Rules
-	tpl := t.Cfg.Template
+	return Render(ctx, snap, t.Cfg)
+}
+
+// Render renders the partitions file of the recorded state snap as cfg says
+// (its template, default partition, flat pkey and check rules) and checks it:
+// the one pipeline that the applier writes from and --render prints. checkErr
+// is the verdict of the template and of the check: a file that fails either is
+// never written. err is ctx's when it ended first: then there is no verdict.
+func Render(ctx context.Context, snap store.Snapshot, cfg Config) (st partitions.State, text []byte, checkErr, err error) {
+	st = State(snap, cfg.DefaultPartition, cfg.FlatPKey)
+	st.Rules = cfg.Rules
+	tpl := cfg.Template
 	if tpl == nil {
 		tpl = partitions.BuiltinTemplate()
 	}
 	text, checkErr = tpl.Render(ctx, st)
 	if checkErr != nil && ctx.Err() != nil {
-		return st, nil, nil, ctx.Err() // the term ended: no verdict on the file
+		return st, nil, nil, ctx.Err() // no verdict on the file
 	}
 	if checkErr == nil {
 		checkErr = partitions.Check(text, st)

@@ -35,22 +35,22 @@ func (d deadlineStore) Snapshot(ctx context.Context) (store.Snapshot, error) {
 	return d.Store.Snapshot(ctx)
 }
 
-func (d deadlineStore) MarkJobsRunning(ctx context.Context, term, revision int64, now time.Time) (int64, error) {
+func (d deadlineStore) MarkJobsRunning(ctx context.Context, term, revision int64) (int64, error) {
 	ctx, cancel := d.ctx(ctx)
 	defer cancel()
-	return d.Store.MarkJobsRunning(ctx, term, revision, now)
+	return d.Store.MarkJobsRunning(ctx, term, revision)
 }
 
-func (d deadlineStore) CompleteJobs(ctx context.Context, term, revision int64, now time.Time) (int64, error) {
+func (d deadlineStore) CompleteJobs(ctx context.Context, term, revision int64) (int64, error) {
 	ctx, cancel := d.ctx(ctx)
 	defer cancel()
-	return d.Store.CompleteJobs(ctx, term, revision, now)
+	return d.Store.CompleteJobs(ctx, term, revision)
 }
 
-func (d deadlineStore) FailJobs(ctx context.Context, term, revision int64, reason string, now time.Time) (int64, error) {
+func (d deadlineStore) FailJobs(ctx context.Context, term, revision int64, reason string) (int64, error) {
 	ctx, cancel := d.ctx(ctx)
 	defer cancel()
-	return d.Store.FailJobs(ctx, term, revision, reason, now)
+	return d.Store.FailJobs(ctx, term, revision, reason)
 }
 
 func (d deadlineStore) RecordApply(ctx context.Context, a store.Apply) (bool, error) {

@@ -11,7 +11,6 @@ import (
 	"os"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
@@ -161,7 +160,7 @@ func (t *term) completeJobs(ctx context.Context, rev int64) (int64, error) {
 		t.gate.said = said
 		return 0, nil
 	}
-	n, err := t.Store.CompleteJobs(ctx, t.id, rev, time.Now().UTC())
+	n, err := t.Store.CompleteJobs(ctx, t.id, rev)
 	if err != nil {
 		return 0, err
 	}

@@ -48,7 +48,7 @@ func (l *lockedBuffer) String() string {
 
 func newLeadRig(t *testing.T) *leadRig {
 	st := storetest.Open(t, config.EngineSQLite)
-	st.Rules = store.Rules{PhysicalNetworks: []string{"ibnet"}, FlatPKey: store.DefaultFlatPKey}
+	st = st.WithRules(store.Rules{PhysicalNetworks: []string{"ibnet"}, FlatPKey: store.DefaultFlatPKey})
 	dir := t.TempDir()
 	dump, err := os.ReadFile(filepath.Join("..", "topology", "testdata", "good", "ibsim-5-hosts-2-switches.lst"))
 	if err != nil {
@@ -82,7 +82,7 @@ func newLeadRig(t *testing.T) *leadRig {
 // what Lead returned.
 func (r *leadRig) lead() (term int64, end func() error) {
 	r.t.Helper()
-	term, err := r.st.NewTerm(ctxT(r.t), "test", time.Now().UTC())
+	term, err := r.st.NewTerm(ctxT(r.t), "test")
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestLeadFencedByNewerTerm(t *testing.T) {
 	// Another manager wins a newer term while this one sweeps.
 	j := r.network(netA, 101)
 	waitLog(t, r.logs, "SIGHUP sent; waiting for the heavy sweep", `"revision":1,`)
-	if _, err := r.st.NewTerm(ctxT(t), "other", time.Now().UTC()); err != nil {
+	if _, err := r.st.NewTerm(ctxT(t), "other"); err != nil {
 		t.Fatal(err)
 	}
 	r.sm.appendLog(sweepLines(t, "applied.log")) // the hanging sweep ends

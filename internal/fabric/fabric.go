@@ -1,7 +1,8 @@
 // Package fabric holds the domain types every other package speaks in: port GUIDs,
 // partition keys, and how a Neutron port's DHCP client-id becomes a GUID.
 //
-// It is pure: no I/O, no configuration. Rules that depend on configuration (which
+// It is pure: no I/O, no configuration (column.go only says how the types sit in a
+// database column). Rules that depend on configuration (which
 // physnets are ours, the flat pkey) take their inputs as arguments.
 package fabric
 
@@ -120,4 +121,28 @@ func ClientIDFromOptions(opts []DHCPOption) (GUID, error) {
 		return ParseClientID(*o.Value)
 	}
 	return 0, ErrNoClientID
+}
+
+// Flavour is which OpenSM runs the fabric: the partitions file keywords and the
+// options each one knows differ.
+type Flavour uint8
+
+const (
+	// Upstream is OpenSM 3.3.x from linux-rdma, as distributions package it.
+	// It rejects the whole partitions file on ALL_VCAS.
+	Upstream Flavour = iota
+	// NVIDIA is NVIDIA's OpenSM 5.x (MLNX_OFED, DOCA, UFM): a superset of
+	// upstream, with ALL_VCAS and the SA enhanced trust model among its
+	// extras.
+	NVIDIA
+)
+
+func (f Flavour) String() string {
+	switch f {
+	case Upstream:
+		return "upstream"
+	case NVIDIA:
+		return "nvidia"
+	}
+	return "Flavour(" + strconv.Itoa(int(f)) + ")"
 }

@@ -1,6 +1,6 @@
 // Package leader elects the single applier among the manager's replicas.
 //
-// A manager that takes the database's applier lock (store.Engine.TryLock: an
+// A manager that takes the database's applier lock (store.Store.TryLock: an
 // advisory lock, GET_LOCK, or a file lock on SQLite) starts a new term, a number
 // every applier write is conditioned on (fencing): once another manager starts
 // a newer term, the old one's late writes change nothing. The lock is re-checked
@@ -19,7 +19,7 @@ import (
 // Store is what election needs of the database.
 type Store interface {
 	TryLock(ctx context.Context) (store.Lock, error)
-	NewTerm(ctx context.Context, holder string, now time.Time) (int64, error)
+	NewTerm(ctx context.Context, holder string) (int64, error)
 	// Heartbeat tells operators (--status) the term's holder is alive.
 	Heartbeat(ctx context.Context, term int64) error
 }
@@ -84,7 +84,7 @@ func (e *Elector) termOnce(ctx context.Context, lead func(context.Context, int64
 		}
 	}()
 	nctx, ncancel := e.bounded(ctx)
-	term, err := e.Store.NewTerm(nctx, e.Holder, time.Now().UTC())
+	term, err := e.Store.NewTerm(nctx, e.Holder)
 	ncancel()
 	if err != nil {
 		return fmt.Errorf("start a new term: %w", err)

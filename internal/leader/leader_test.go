@@ -78,7 +78,7 @@ type hangingStore struct {
 }
 
 func (s *hangingStore) TryLock(ctx context.Context) (store.Lock, error) { return hangingLock{s}, nil }
-func (s *hangingStore) NewTerm(ctx context.Context, holder string, now time.Time) (int64, error) {
+func (s *hangingStore) NewTerm(ctx context.Context, holder string) (int64, error) {
 	return s.terms.Add(1), nil
 }
 func (s *hangingStore) Heartbeat(ctx context.Context, term int64) error { return nil }

@@ -3,6 +3,7 @@ package opensm
 import (
 	"bytes"
 	"fmt"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"regexp"
 	"slices"
 	"strings"
@@ -27,7 +28,7 @@ type ConfOptions struct {
 	// the options it knows are written. Keys are needed by the groups m_key
 	// and keys.
 	Hardening Hardening
-	Flavour   Flavour
+	Flavour   fabric.Flavour
 	Keys      Keys
 
 	// Passthrough holds the operator's [opensm_conf] options, written in this

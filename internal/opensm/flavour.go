@@ -5,33 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"log/slog"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"time"
 )
-
-// Flavour is which OpenSM runs: the two accept different options.
-type Flavour int
-
-const (
-	// Upstream is OpenSM 3.3.x from linux-rdma, as distributions package it.
-	Upstream Flavour = iota
-	// NVIDIA is NVIDIA's OpenSM 5.x (MLNX_OFED, DOCA, UFM): a superset of
-	// upstream, with the SA enhanced trust model among its extra options.
-	NVIDIA
-)
-
-func (f Flavour) String() string {
-	switch f {
-	case Upstream:
-		return "upstream"
-	case NVIDIA:
-		return "nvidia"
-	}
-	return "Flavour(" + strconv.Itoa(int(f)) + ")"
-}
 
 // versionPattern matches the line "opensm --version" prints, and that OpenSM
 // logs at start: "OpenSM 3.3.23" upstream, "OpenSM 5.21.12.MLNX20250617.f74e01b8"
@@ -41,22 +21,22 @@ var versionPattern = regexp.MustCompile(`(?m)^OpenSM ([0-9]+)\.([0-9]+)\S*\s*$`)
 // ParseVersion reads the output of "opensm --version". It returns the flavour,
 // the version line, and whether the line was recognised: major version 3 is
 // upstream, 5 and above NVIDIA's. Anything else gives Upstream and ok false.
-func ParseVersion(out []byte) (f Flavour, version string, ok bool) {
+func ParseVersion(out []byte) (f fabric.Flavour, version string, ok bool) {
 	m := versionPattern.FindSubmatch(out)
 	if m == nil {
-		return Upstream, "", false
+		return fabric.Upstream, "", false
 	}
 	version = string(bytes.TrimSpace(m[0]))
 	major, err := strconv.Atoi(string(m[1]))
 	switch {
 	case err != nil:
-		return Upstream, version, false
+		return fabric.Upstream, version, false
 	case major == 3:
-		return Upstream, version, true
+		return fabric.Upstream, version, true
 	case major >= 5:
-		return NVIDIA, version, true
+		return fabric.NVIDIA, version, true
 	}
-	return Upstream, version, false
+	return fabric.Upstream, version, false
 }
 
 // versionTimeout bounds "opensm --version", which only prints and exits.
@@ -70,9 +50,9 @@ const versionTimeout = 30 * time.Second
 // logger: upstream's options are the ones every OpenSM knows, so the file stays
 // valid, and only the NVIDIA-only hardening (sa_trust) is left out. Guessing
 // NVIDIA instead would write options an unknown OpenSM may not know.
-func DetectFlavour(ctx context.Context, command []string) (Flavour, error) {
+func DetectFlavour(ctx context.Context, command []string) (fabric.Flavour, error) {
 	if len(command) == 0 {
-		return Upstream, errors.New("detect the OpenSM flavour: no command")
+		return fabric.Upstream, errors.New("detect the OpenSM flavour: no command")
 	}
 	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
 	defer cancel()
@@ -88,13 +68,13 @@ func DetectFlavour(ctx context.Context, command []string) (Flavour, error) {
 	case ok:
 		return f, nil
 	case out.Len() == 0 && runErr != nil:
-		return Upstream, fmt.Errorf("detect the OpenSM flavour: %s --version: %w", command[0], runErr)
+		return fabric.Upstream, fmt.Errorf("detect the OpenSM flavour: %s --version: %w", command[0], runErr)
 	case out.Len() == 0:
-		return Upstream, fmt.Errorf("detect the OpenSM flavour: %s --version printed nothing", command[0])
+		return fabric.Upstream, fmt.Errorf("detect the OpenSM flavour: %s --version printed nothing", command[0])
 	}
 	slog.Default().WarnContext(ctx, "unknown OpenSM version: writing only the options upstream OpenSM knows",
 		"command", command[0], "version", version, "first_line", firstLine(out.Bytes()))
-	return Upstream, nil
+	return fabric.Upstream, nil
 }
 
 // firstLine returns the first line of out that is neither blank nor a rule of

@@ -2,6 +2,7 @@ package opensm
 
 import (
 	"bytes"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,13 +15,13 @@ import (
 func TestParseVersion(t *testing.T) {
 	tests := []struct {
 		file        string
-		wantFlavour Flavour
+		wantFlavour fabric.Flavour
 		wantVersion string
 		wantOK      bool
 	}{
-		{"version-upstream-3.3.23.txt", Upstream, "OpenSM 3.3.23", true},
-		{"version-nvidia-5.21.12.txt", NVIDIA, "OpenSM 5.21.12.MLNX20250617.f74e01b8", true},
-		{"version-unknown.txt", Upstream, "", false},
+		{"version-upstream-3.3.23.txt", fabric.Upstream, "OpenSM 3.3.23", true},
+		{"version-nvidia-5.21.12.txt", fabric.NVIDIA, "OpenSM 5.21.12.MLNX20250617.f74e01b8", true},
+		{"version-unknown.txt", fabric.Upstream, "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -36,7 +37,7 @@ func TestParseVersion(t *testing.T) {
 	}
 	// Versions that are neither 3.x nor 5.x and above are not known.
 	for _, text := range []string{"OpenSM 4.9.0.MLNX20170523\n", "OpenSM 2.0\n", "OpenSM\n", "NotOpenSM 3.3.23\n"} {
-		if f, _, ok := ParseVersion([]byte(text)); ok || f != Upstream {
+		if f, _, ok := ParseVersion([]byte(text)); ok || f != fabric.Upstream {
 			t.Errorf("ParseVersion(%q) = %v, ok %v; want upstream, not ok", text, f, ok)
 		}
 	}
@@ -56,17 +57,17 @@ func printing(t *testing.T, file string) []string {
 func TestDetectFlavour(t *testing.T) {
 	ctx := testContext(t)
 	opensm := fabricsim.RequireProgram(t, "opensm", "opensm")
-	if f, err := DetectFlavour(ctx, []string{opensm}); err != nil || f != Upstream {
+	if f, err := DetectFlavour(ctx, []string{opensm}); err != nil || f != fabric.Upstream {
 		t.Errorf("the installed OpenSM (Debian's upstream build): %v, %v; want upstream", f, err)
 	}
-	if f, err := DetectFlavour(ctx, printing(t, "version-nvidia-5.21.12.txt")); err != nil || f != NVIDIA {
-		t.Errorf("NVIDIA's version text: %v, %v; want nvidia", f, err)
+	if f, err := DetectFlavour(ctx, printing(t, "version-nvidia-5.21.12.txt")); err != nil || f != fabric.NVIDIA {
+		t.Errorf("fabric.NVIDIA's version text: %v, %v; want nvidia", f, err)
 	}
 
 	var logged bytes.Buffer
 	defer slog.SetDefault(slog.Default())
 	slog.SetDefault(slog.New(slog.NewTextHandler(&logged, nil)))
-	if f, err := DetectFlavour(ctx, printing(t, "version-unknown.txt")); err != nil || f != Upstream {
+	if f, err := DetectFlavour(ctx, printing(t, "version-unknown.txt")); err != nil || f != fabric.Upstream {
 		t.Errorf("unknown version text: %v, %v; want upstream and no error", f, err)
 	}
 	if !strings.Contains(logged.String(), "level=WARN") || !strings.Contains(logged.String(), "opensm (wrapper) build") {

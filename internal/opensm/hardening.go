@@ -3,6 +3,7 @@ package opensm
 import (
 	"errors"
 	"fmt"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"slices"
 	"strconv"
 	"strings"
@@ -203,14 +204,14 @@ func OptionGroup(key string) Group {
 
 // hardeningOptions returns the options of the groups on that flavour knows, and
 // the groups on that write nothing for that flavour.
-func (h Hardening) options(f Flavour, k Keys) (opts []KeyValue, skipped []Group) {
+func (h Hardening) options(f fabric.Flavour, k Keys) (opts []KeyValue, skipped []Group) {
 	for _, g := range AllGroups {
 		if !h.Has(g) {
 			continue
 		}
 		wrote := false
 		for _, o := range groupOptions[g] {
-			if o.nvidiaOnly && f != NVIDIA {
+			if o.nvidiaOnly && f != fabric.NVIDIA {
 				continue
 			}
 			opts = append(opts, KeyValue{o.key, o.value(h, k)})
@@ -225,7 +226,7 @@ func (h Hardening) options(f Flavour, k Keys) (opts []KeyValue, skipped []Group)
 
 // Unwritten returns the groups on that write no option for flavour f: sa_trust
 // on upstream OpenSM, which has no SA trust model.
-func (h Hardening) Unwritten(f Flavour) []Group {
+func (h Hardening) Unwritten(f fabric.Flavour) []Group {
 	_, skipped := h.options(f, Keys{})
 	return skipped
 }

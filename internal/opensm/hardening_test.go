@@ -2,6 +2,7 @@ package opensm
 
 import (
 	"errors"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +18,7 @@ import (
 // fixedKeys are made-up keys for golden files; real keys come from GenerateKeys.
 var fixedKeys = Keys{MKey: 0x0123456789abcdef, SMKey: 0x1edcba9876543210, SAKey: 0x2aaaaaaaaaaaaaa5}
 
-func hardened(f Flavour) ConfOptions {
+func hardened(f fabric.Flavour) ConfOptions {
 	o := confPaths
 	o.Hardening = FullHardening()
 	o.Flavour = f
@@ -27,7 +28,7 @@ func hardened(f Flavour) ConfOptions {
 }
 
 func TestRenderConfHardenedGolden(t *testing.T) {
-	for name, f := range map[string]Flavour{"opensm-hardened-upstream.conf.golden": Upstream, "opensm-hardened-nvidia.conf.golden": NVIDIA} {
+	for name, f := range map[string]fabric.Flavour{"opensm-hardened-upstream.conf.golden": fabric.Upstream, "opensm-hardened-nvidia.conf.golden": fabric.NVIDIA} {
 		got, err := RenderConf(hardened(f))
 		if err != nil {
 			t.Fatal(err)
@@ -39,22 +40,22 @@ func TestRenderConfHardenedGolden(t *testing.T) {
 func TestRenderConfHardeningGroups(t *testing.T) {
 	tests := []struct {
 		groups  []Group
-		flavour Flavour
+		flavour fabric.Flavour
 		want    map[string]string // options that must be written, once, with this value
 		absent  []string          // options that must not be written
 	}{
-		{[]Group{GroupMKey}, Upstream, map[string]string{
+		{[]Group{GroupMKey}, fabric.Upstream, map[string]string{
 			"m_key": "0x0123456789abcdef", "m_key_protection_level": "2", "m_key_lease_period": "60", "m_key_lookup": "TRUE",
 		}, []string{"m_key_per_port", "sm_key", "sa_key", "part_enforce"}},
-		{[]Group{GroupMKey}, NVIDIA, map[string]string{"m_key": "0x0123456789abcdef", "m_key_per_port": "FALSE"}, nil},
-		{[]Group{GroupKeys}, Upstream, map[string]string{"sm_key": "0x1edcba9876543210", "sa_key": "0x2aaaaaaaaaaaaaa5"},
+		{[]Group{GroupMKey}, fabric.NVIDIA, map[string]string{"m_key": "0x0123456789abcdef", "m_key_per_port": "FALSE"}, nil},
+		{[]Group{GroupKeys}, fabric.Upstream, map[string]string{"sm_key": "0x1edcba9876543210", "sa_key": "0x2aaaaaaaaaaaaaa5"},
 			[]string{"m_key", "m_key_protection_level"}},
-		{[]Group{GroupEnforcement}, Upstream, map[string]string{
+		{[]Group{GroupEnforcement}, fabric.Upstream, map[string]string{
 			"part_enforce": "both", "no_partition_enforcement": "FALSE", "allow_both_pkeys": "FALSE", "keep_pkey_indexes": "TRUE",
 		}, []string{"m_key", "sm_key"}},
-		{[]Group{GroupSATrust}, NVIDIA, map[string]string{"sa_enhanced_trust_model": "TRUE"}, nil},
-		{[]Group{GroupSATrust}, Upstream, nil, []string{"sa_enhanced_trust_model"}},
-		{[]Group{GroupDefaultPartition}, NVIDIA, nil, []string{"m_key", "sm_key", "part_enforce", "sa_enhanced_trust_model"}},
+		{[]Group{GroupSATrust}, fabric.NVIDIA, map[string]string{"sa_enhanced_trust_model": "TRUE"}, nil},
+		{[]Group{GroupSATrust}, fabric.Upstream, nil, []string{"sa_enhanced_trust_model"}},
+		{[]Group{GroupDefaultPartition}, fabric.NVIDIA, nil, []string{"m_key", "sm_key", "part_enforce", "sa_enhanced_trust_model"}},
 	}
 	for _, tt := range tests {
 		t.Run(joinGroups(tt.groups)+" "+tt.flavour.String(), func(t *testing.T) {
@@ -97,7 +98,7 @@ func TestRenderConfHardeningRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := hardened(Upstream)
+			o := hardened(fabric.Upstream)
 			tt.edit(&o)
 			got, err := RenderConf(o)
 			if err == nil {
@@ -109,7 +110,7 @@ func TestRenderConfHardeningRejects(t *testing.T) {
 		})
 	}
 	// With its group off, an option is the operator's.
-	o := hardened(Upstream)
+	o := hardened(fabric.Upstream)
 	o.Hardening.Groups = []Group{GroupMKey}
 	o.Passthrough = []KeyValue{{"sa_key", "0x2aaaaaaaaaaaaaa6"}}
 	got, err := RenderConf(o)
@@ -155,7 +156,7 @@ func TestWriteConfMode(t *testing.T) {
 	if err := os.WriteFile(path, []byte("sa_key 0x1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteConf(path, hardened(Upstream)); err != nil {
+	if err := WriteConf(path, hardened(fabric.Upstream)); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(path)
@@ -172,7 +173,7 @@ func TestWriteConfMode(t *testing.T) {
 	if !strings.Contains(string(data), "sa_key "+FormatKey(fixedKeys.SAKey)) {
 		t.Errorf("opensm.conf lacks the SA key:\n%s", data)
 	}
-	o := hardened(Upstream)
+	o := hardened(fabric.Upstream)
 	o.Keys = Keys{}
 	if err := WriteConf(path, o); err == nil {
 		t.Error("WriteConf wrote a file with unusable keys")
@@ -188,7 +189,7 @@ func TestWriteConfMode(t *testing.T) {
 // the NVIDIA-only ones are exactly what it does not know.
 func TestOpenSMReadsHardenedConf(t *testing.T) {
 	opensm := fabricsim.RequireProgram(t, "opensm", "opensm")
-	for _, f := range []Flavour{Upstream, NVIDIA} {
+	for _, f := range []fabric.Flavour{fabric.Upstream, fabric.NVIDIA} {
 		t.Run(f.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			in, out := filepath.Join(dir, "opensm.conf"), filepath.Join(dir, "effective.conf")
@@ -208,7 +209,7 @@ func TestOpenSMReadsHardenedConf(t *testing.T) {
 				}
 			}
 			wantUnknown := []string{}
-			if f == NVIDIA {
+			if f == fabric.NVIDIA {
 				wantUnknown = []string{"m_key_per_port", "sa_enhanced_trust_model"}
 			}
 			slices.Sort(unknown)
@@ -220,7 +221,7 @@ func TestOpenSMReadsHardenedConf(t *testing.T) {
 				t.Fatal(err)
 			}
 			took := options(t, effective)
-			opts, _ := o.Hardening.options(Upstream, o.Keys)
+			opts, _ := o.Hardening.options(fabric.Upstream, o.Keys)
 			for _, kv := range opts {
 				if !slices.Equal(took[kv.Key], []string{kv.Value}) {
 					t.Errorf("OpenSM took %s = %q, want [%q]", kv.Key, took[kv.Key], kv.Value)

@@ -47,7 +47,7 @@ func fixtureState(t *testing.T, text []byte) State {
 			case "shared-default-partition":
 				s.Rules.SharedDefaultPartition = true
 			case "nvidia":
-				s.Rules.Flavour = NVIDIA
+				s.Rules.Flavour = fabric.NVIDIA
 			default:
 				t.Fatalf("fixture asks for unknown rule %q", w)
 			}

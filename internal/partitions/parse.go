@@ -38,12 +38,12 @@ const maxLineBytes = 4094
 //
 // On refusal the error is an *Error listing every problem found.
 func Parse(text []byte) (*File, error) {
-	return ParseFor(text, Upstream)
+	return ParseFor(text, fabric.Upstream)
 }
 
 // ParseFor is Parse for a file read by the given flavour of OpenSM: NVIDIA's also
 // accepts the ALL_VCAS keyword.
-func ParseFor(text []byte, flavour Flavour) (*File, error) {
+func ParseFor(text []byte, flavour fabric.Flavour) (*File, error) {
 	src := string(text) // one copy: every name and token below is a substring of it
 	if err := checkCharacters(src); err != nil {
 		return nil, err
@@ -104,7 +104,7 @@ func checkCharacters(src string) error {
 
 type parser struct {
 	problems
-	flavour    Flavour
+	flavour    fabric.Flavour
 	statements []Statement
 	open       *openStatement // the statement being read; nil between statements
 	sawContent bool           // anything but comments and blank space
@@ -541,7 +541,7 @@ func (p *parser) parseMember(n int, item string) {
 }
 
 // parseWho reads a port GUID or a keyword into m, or returns why it cannot.
-func parseWho(who string, flavour Flavour, m *Member) string {
+func parseWho(who string, flavour fabric.Flavour, m *Member) string {
 	if who == "" {
 		return "member without a GUID or keyword"
 	}
@@ -563,7 +563,7 @@ func parseWho(who string, flavour Flavour, m *Member) string {
 		}
 	}
 	switch {
-	case who == string(AllVCAs) && flavour == NVIDIA:
+	case who == string(AllVCAs) && flavour == fabric.NVIDIA:
 		m.Keyword = AllVCAs
 		return ""
 	case who == string(AllVCAs):

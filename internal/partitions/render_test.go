@@ -260,7 +260,7 @@ func FuzzRenderCheck(f *testing.F) {
 		s := State{DefaultPartition: defaultLine, Flat: FlatPartition{PKey: fabric.PKey(flatPKey)}}
 		s.Rules.SharedDefaultPartition = rules&1 != 0
 		if rules&2 != 0 {
-			s.Rules.Flavour = NVIDIA
+			s.Rules.Flavour = fabric.NVIDIA
 		}
 		for i := 0; i+3 <= len(ports); i += 3 {
 			// At most 8 networks on pkeys 1..8, so that ports collide on networks,
@@ -318,8 +318,8 @@ func TestRenderFollowsRules(t *testing.T) {
 		{"shared refused", "Default=0x7fff, ipoib : ALL=full ;", Rules{}, "default_partition: ALL=full in the default partition"},
 		{"shared allowed", "Default=0x7fff, ipoib : ALL=full ;", Rules{SharedDefaultPartition: true}, ""},
 		{"ALL_VCAS upstream", "Default=0x7fff : ALL_VCAS=limited, ALL=limited, SELF=full ;", Rules{}, "default_partition: ALL_VCAS is not an upstream OpenSM keyword"},
-		{"ALL_VCAS on NVIDIA", "Default=0x7fff : ALL_VCAS=limited, ALL=limited, SELF=full ;", Rules{Flavour: NVIDIA}, ""},
-		{"ALL_VCAS full on NVIDIA", "Default=0x7fff : ALL_VCAS=full, ALL=limited, SELF=full ;", Rules{Flavour: NVIDIA}, "default_partition: ALL_VCAS=full in the default partition"},
+		{"ALL_VCAS on fabric.NVIDIA", "Default=0x7fff : ALL_VCAS=limited, ALL=limited, SELF=full ;", Rules{Flavour: fabric.NVIDIA}, ""},
+		{"ALL_VCAS full on fabric.NVIDIA", "Default=0x7fff : ALL_VCAS=full, ALL=limited, SELF=full ;", Rules{Flavour: fabric.NVIDIA}, "default_partition: ALL_VCAS=full in the default partition"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -39,26 +39,5 @@ type Rules struct {
 	// whose ports rely on it.
 	SharedDefaultPartition bool
 	// Flavour is the OpenSM that reads the file.
-	Flavour Flavour
-}
-
-// Flavour is which OpenSM reads the file: the keywords it knows differ.
-type Flavour uint8
-
-const (
-	// Upstream is OpenSM 3.3.x as Linux distributions ship it. It rejects the
-	// whole file on ALL_VCAS.
-	Upstream Flavour = iota
-	// NVIDIA is NVIDIA's OpenSM 5.x (MLNX_OFED, UFM), which adds ALL_VCAS.
-	NVIDIA
-)
-
-func (f Flavour) String() string {
-	switch f {
-	case Upstream:
-		return "upstream"
-	case NVIDIA:
-		return "nvidia"
-	}
-	return "unknown"
+	Flavour fabric.Flavour
 }

@@ -24,13 +24,13 @@ func (t *Template) Static(ctx context.Context, defaultPartition string, flatPKey
 		DefaultPartition: defaultPartition,
 		Flat:             FlatPartition{PKey: flatPKey},
 		// Lenient: this only reads the file; Check judges it at every apply.
-		Rules: Rules{SharedDefaultPartition: true, Flavour: NVIDIA},
+		Rules: Rules{SharedDefaultPartition: true, Flavour: fabric.NVIDIA},
 	}
 	text, err := t.Render(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	f, err := ParseFor(text, NVIDIA)
+	f, err := ParseFor(text, fabric.NVIDIA)
 	if err != nil {
 		return nil, fmt.Errorf("partitions template %s renders, without networks, to a file that does not parse: %w", t.name, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
 
 // What the manager records about the fabric besides partitions: OpenSM's keys
@@ -19,23 +20,6 @@ import (
 // switch ports OpenSM stopped enforcing partitions on (enforcement_errors). The
 // applier's gates read the last two: no job completes while an enforcement error
 // is recorded, or while a confirmed switch is missing from OpenSM's last sweep.
-
-// FabricTables is what each engine does for these tables. The Store methods below
-// check their input first, so engines store what they are given.
-type FabricTables interface {
-	// InsertSecretsIfAbsent inserts, in one transaction, each secret whose name
-	// is not recorded yet, and returns every recorded secret, read in the same
-	// transaction.
-	InsertSecretsIfAbsent(ctx context.Context, secrets map[string]string, now time.Time) (map[string]string, error)
-	// ReplaceExpectedSwitches makes switches the whole set, in one transaction.
-	ReplaceExpectedSwitches(ctx context.Context, switches []ExpectedSwitch, now time.Time) error
-	ListExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error)
-	// UpsertEnforcementErrors records each sighting in one transaction: a new
-	// switch port gets a row, a known one its line, last_seen and count updated.
-	UpsertEnforcementErrors(ctx context.Context, seen []EnforcementSighting, now time.Time) error
-	ListEnforcementErrors(ctx context.Context) ([]EnforcementError, error)
-	DeleteEnforcementErrors(ctx context.Context) (int64, error)
-}
 
 // ExpectedSwitch is a switch an operator confirmed is part of the fabric.
 type ExpectedSwitch struct {
@@ -95,7 +79,7 @@ func (s *Store) GetOrCreateSecrets(ctx context.Context, generate func() (map[str
 			return nil, err
 		}
 	}
-	got, err := s.InsertSecretsIfAbsent(ctx, fresh, s.now())
+	got, err := s.insertSecretsIfAbsent(ctx, fresh)
 	if err != nil {
 		return nil, fmt.Errorf("store secrets: %w", scrub(err, fresh))
 	}
@@ -161,7 +145,19 @@ func (s *Store) ConfirmSwitches(ctx context.Context, switches []ExpectedSwitch) 
 		}
 		seen[sw.GUID] = true
 	}
-	if err := s.ReplaceExpectedSwitches(ctx, switches, s.now()); err != nil {
+	now := s.now()
+	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
+		if err := q.DeleteExpectedSwitches(ctx); err != nil {
+			return err
+		}
+		for _, sw := range switches {
+			if err := q.InsertExpectedSwitch(ctx, sw.GUID, sw.Description, now); err != nil {
+				return fmt.Errorf("switch %s: %w", sw.GUID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("confirm switches: %w", err)
 	}
 	return nil
@@ -169,11 +165,13 @@ func (s *Store) ConfirmSwitches(ctx context.Context, switches []ExpectedSwitch) 
 
 // ExpectedSwitches returns the confirmed switches, by GUID.
 func (s *Store) ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error) {
-	sw, err := s.ListExpectedSwitches(ctx)
+	rows, err := s.d.Queries(ctx).ExpectedSwitches(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("expected switches: %w", err)
 	}
-	return sw, nil
+	return driver.Convert(rows, func(r driver.ExpectedSwitch) ExpectedSwitch {
+		return ExpectedSwitch{GUID: r.Guid, Description: r.Description, ConfirmedAt: r.ConfirmedAt.UTC()}
+	}), nil
 }
 
 // RecordEnforcementErrors records what OpenSM's log said, all or nothing. Each
@@ -188,7 +186,16 @@ func (s *Store) RecordEnforcementErrors(ctx context.Context, seen []EnforcementS
 	if len(seen) == 0 {
 		return nil
 	}
-	if err := s.UpsertEnforcementErrors(ctx, seen, s.now()); err != nil {
+	now := s.now()
+	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
+		for _, e := range seen {
+			if err := q.UpsertEnforcementError(ctx, e.Switch, int64(e.Port), e.Line, now); err != nil {
+				return fmt.Errorf("switch port %s: %w", e.SwitchPort(), err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("record enforcement errors: %w", err)
 	}
 	return nil
@@ -221,34 +228,53 @@ func checkSighting(e EnforcementSighting) error {
 
 // EnforcementErrors returns the recorded enforcement errors, by switch and port.
 func (s *Store) EnforcementErrors(ctx context.Context) ([]EnforcementError, error) {
-	errs, err := s.ListEnforcementErrors(ctx)
+	rows, err := s.d.Queries(ctx).EnforcementErrors(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("enforcement errors: %w", err)
 	}
-	return errs, nil
+	return driver.Convert(rows, func(r driver.EnforcementError) EnforcementError {
+		return EnforcementError{
+			EnforcementSighting: EnforcementSighting{Switch: r.SwitchGuid, Port: int(r.Port), Line: r.Line},
+			FirstSeen:           r.FirstSeen.UTC(), LastSeen: r.LastSeen.UTC(), Count: r.Occurrences}
+	}), nil
 }
 
 // ClearEnforcementErrors forgets every recorded enforcement error and says how
 // many there were.
 func (s *Store) ClearEnforcementErrors(ctx context.Context) (int64, error) {
-	n, err := s.DeleteEnforcementErrors(ctx)
+	n, err := s.d.Queries(ctx).ClearEnforcementErrors(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("clear enforcement errors: %w", err)
 	}
 	return n, nil
 }
 
-// ExpectedSwitchFromColumns reads one row of expected_switches.
-func ExpectedSwitchFromColumns(guid, description string, confirmedAt time.Time) (ExpectedSwitch, error) {
-	g, err := fabric.ParseGUID(guid)
+// insertSecretsIfAbsent inserts, in one transaction, each secret whose name is
+// not recorded yet, and returns every recorded secret, read in the same
+// transaction. The names go in one order: two managers inserting the same
+// names cannot deadlock on each other's rows. An insert that meets another
+// transaction's uncommitted row of the same name waits for it, and the read
+// after the inserts sees the winner's value (PostgreSQL's READ COMMITTED
+// takes a snapshot per statement; InnoDB's REPEATABLE READ takes its snapshot
+// at the first plain read, which comes after the inserts; SQLite has one
+// writer at a time).
+func (s *Store) insertSecretsIfAbsent(ctx context.Context, secrets map[string]string) (map[string]string, error) {
+	now := s.now()
+	out := map[string]string{}
+	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
+		for _, name := range slices.Sorted(maps.Keys(secrets)) {
+			if err := q.InsertSecretIfAbsent(ctx, name, secrets[name], now); err != nil {
+				return fmt.Errorf("secret %s: %w", name, err)
+			}
+		}
+		rows, err := q.ListSecrets(ctx)
+		for _, r := range rows {
+			out[r.Name] = r.Value
+		}
+		return err
+	})
 	if err != nil {
-		return ExpectedSwitch{}, fmt.Errorf("expected switch %q: %w", guid, err)
+		return nil, err
 	}
-	return ExpectedSwitch{GUID: g, Description: description, ConfirmedAt: confirmedAt.UTC()}, nil
-}
-
-// SortedSecretNames gives engines one order to insert secrets in: two managers
-// inserting the same names in the same order cannot deadlock on each other's rows.
-func SortedSecretNames(secrets map[string]string) []string {
-	return slices.Sorted(maps.Keys(secrets))
+	return out, nil
 }

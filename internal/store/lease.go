@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
 
 // The HA lease ([ha] ha = true): leadership is the leadership row's lease, a
@@ -65,14 +67,14 @@ type LeaseTables interface {
 // ErrLockNotClusterWide is TryLock's error where the advisory lock is not
 // exclusive across the database (a Galera node's GET_LOCK): the lease alone
 // elects there.
-var ErrLockNotClusterWide = errors.New("the applier lock is not cluster-wide")
+var ErrLockNotClusterWide = driver.ErrLockNotClusterWide
 
 // ErrNoLease is returned for an engine without the HA lease (SQLite).
 var ErrNoLease = errors.New("[ha] ha = true needs PostgreSQL or MariaDB (SQLite serves one manager)")
 
 // Leases returns the engine's lease, or ErrNoLease.
 func (s *Store) Leases() (LeaseTables, error) {
-	l, ok := s.Engine.(LeaseTables)
+	l, ok := s.d.(LeaseTables)
 	if !ok {
 		return nil, ErrNoLease
 	}

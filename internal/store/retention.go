@@ -2,18 +2,9 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 )
-
-// JobPruner is the part of an engine that deletes old jobs. Every engine of
-// this module implements it.
-type JobPruner interface {
-	// DeleteFinishedJobsBefore deletes at most batch Completed or Failed jobs
-	// whose finished_at is before the time, oldest first, and says how many.
-	DeleteFinishedJobsBefore(ctx context.Context, before time.Time, batch int) (int64, error)
-}
 
 // Bounds of one pruning: each statement deletes at most PruneBatch jobs, and
 // one call runs at most pruneMaxBatches of them, so that a large backlog (a
@@ -31,14 +22,10 @@ func (s *Store) DeleteExpiredJobs(ctx context.Context, retention time.Duration) 
 	if retention <= 0 {
 		return 0, fmt.Errorf("delete expired jobs: retention %s is not positive", retention)
 	}
-	p, ok := s.Engine.(JobPruner)
-	if !ok {
-		return 0, errors.New("delete expired jobs: the " + s.Name() + " engine cannot delete jobs")
-	}
 	before := s.now().Add(-retention)
 	var total int64
 	for range pruneMaxBatches {
-		n, err := p.DeleteFinishedJobsBefore(ctx, before, PruneBatch)
+		n, err := s.DeleteFinishedJobsBefore(ctx, before, PruneBatch)
 		total += n
 		if err != nil {
 			return total, fmt.Errorf("delete jobs finished before %s: %w", before.Format(time.RFC3339), err)
@@ -48,4 +35,11 @@ func (s *Store) DeleteExpiredJobs(ctx context.Context, retention time.Duration) 
 		}
 	}
 	return total, nil
+}
+
+// DeleteFinishedJobsBefore deletes at most batch Completed or Failed jobs whose
+// finished_at is before the time, oldest first, and says how many: one batch
+// of DeleteExpiredJobs.
+func (s *Store) DeleteFinishedJobsBefore(ctx context.Context, before time.Time, batch int) (int64, error) {
+	return s.d.Queries(ctx).DeleteFinishedJobsBefore(ctx, &before, int64(batch))
 }

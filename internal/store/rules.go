@@ -24,11 +24,16 @@ type Rules struct {
 	// StaticPKey says whether the partitions template defines a static
 	// partition with this pkey, and its name. nil: the template defines none.
 	StaticPKey func(fabric.PKey) (name string, static bool)
-	// PortLimit says why host port guid may not become a member of partition
-	// (refusal, "" when it may): its switch port's pkey table would be full
-	// (topology.PortLimit). nil: no limit.
-	PortLimit func(guid fabric.GUID, partition fabric.PKey) (refusal string, err error)
+	// PortLimit reads the fabric as it is now (OpenSM's subnet dump) and
+	// returns a PortCheck on it; it is called before the change transaction,
+	// whose callback does no I/O of its own (topology.PortLimit.Checker).
+	// nil: no limit.
+	PortLimit func() (PortCheck, error)
 }
+
+// PortCheck says why host port guid may not become a member of partition
+// (refusal, "" when it may): its switch port's pkey table would be full.
+type PortCheck func(guid fabric.GUID, partition fabric.PKey) (refusal string)
 
 // Network types that get a partition.
 const (

@@ -12,21 +12,6 @@ import (
 // the applier lock (leadership), and why open jobs are not completing (their
 // description, written by the applier while a gate is closed).
 
-// StatusTables is what each engine does for status and gates.
-type StatusTables interface {
-	// UpdateOpenJobsDescription makes reason the second line of the
-	// description of the open jobs (Pending, Running) with a revision up to
-	// revision, after the line saying what the job does, if term is the
-	// current leadership term; it returns how many jobs changed. Completing or
-	// failing a job drops that line.
-	UpdateOpenJobsDescription(ctx context.Context, term, revision int64, reason string, now time.Time) (int64, error)
-	// WriteHeartbeat sets the leadership row's heartbeat to now if term is
-	// still the current term; it returns how many rows changed.
-	WriteHeartbeat(ctx context.Context, term int64, now time.Time) (int64, error)
-	// ReadLeadership returns the leadership row.
-	ReadLeadership(ctx context.Context) (Leadership, error)
-}
-
 // Leadership is who won the applier lock last. Term 0 means no manager ever
 // did. Heartbeat is when the holder last wrote the row (at least when its term
 // began); nil before the first term.
@@ -54,7 +39,7 @@ func (s *Store) DescribeOpenJobs(ctx context.Context, term, revision int64, reas
 	if len(reason) > maxDescription {
 		reason = reason[:maxDescription-3] + "..."
 	}
-	n, err := s.UpdateOpenJobsDescription(ctx, term, revision, reason, s.now())
+	n, err := s.d.Queries(ctx).DescribeOpenJobs(ctx, reason, s.now(), revision, term)
 	if err != nil {
 		return 0, fmt.Errorf("describe open jobs up to revision %d: %w", revision, err)
 	}
@@ -64,7 +49,8 @@ func (s *Store) DescribeOpenJobs(ctx context.Context, term, revision int64, reas
 // Heartbeat records that the holder of term still holds the applier lock, for
 // --status; it is an error once a newer term started.
 func (s *Store) Heartbeat(ctx context.Context, term int64) error {
-	n, err := s.WriteHeartbeat(ctx, term, s.now())
+	now := s.now()
+	n, err := s.d.Queries(ctx).Heartbeat(ctx, &now, term)
 	if err != nil {
 		return fmt.Errorf("heartbeat of term %d: %w", term, err)
 	}
@@ -76,10 +62,11 @@ func (s *Store) Heartbeat(ctx context.Context, term int64) error {
 
 // Leadership returns who holds (or last held) the applier lock, and its term.
 func (s *Store) Leadership(ctx context.Context) (Leadership, error) {
-	l, err := s.ReadLeadership(ctx)
+	row, err := s.d.Queries(ctx).Leadership(ctx)
 	if err != nil {
 		return Leadership{}, fmt.Errorf("leadership: %w", err)
 	}
+	l := Leadership{Term: row.Term, Holder: row.Holder, Heartbeat: row.Heartbeat}
 	if l.Heartbeat != nil {
 		h := l.Heartbeat.UTC()
 		l.Heartbeat = &h

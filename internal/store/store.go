@@ -2,8 +2,8 @@
 // database, whatever the engine.
 //
 // The rules that decide what a request records live here, written once; each
-// engine (store/postgres, store/mysql, store/sqlite) only adapts its sqlc-generated
-// queries to the small Engine and Tx interfaces below. Every accepted change is
+// engine (store/postgres, store/mysql, store/sqlite) only says what differs
+// between databases (store/driver). Every accepted change is
 // one transaction that increments the revision, records the desired state, and
 // inserts the job that carries that revision. A rejected request
 // writes nothing.
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
 
 // Job statuses, as networking-mlnx and DBAs read them.
@@ -142,90 +143,66 @@ type Snapshot struct {
 	Members  []Member
 }
 
-// Tx is what a change transaction can do. The engine has already incremented
-// the revision when it hands a Tx out.
-type Tx interface {
-	GetNetwork(ctx context.Context, id string) (Network, error)
-	GetNetworkByPKey(ctx context.Context, pkey fabric.PKey) (Network, error)
-	UpsertNetwork(ctx context.Context, n Network, now time.Time) error
-	DeleteNetwork(ctx context.Context, id string) (bool, error)
-	GetPort(ctx context.Context, id string) (Port, error)
-	// GetPortsByIDOrGUID returns, in one read, the port with this id and the
-	// port holding guid (nil guid: none), in no particular order: none, one
-	// (both or either) or two ports.
-	GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]Port, error)
-	UpsertPort(ctx context.Context, p Port, now time.Time) error
-	DeletePort(ctx context.Context, id string) (bool, error)
-	DeletePortsOfNetwork(ctx context.Context, networkID string) (int64, error)
-	ClearGUIDsOfNetwork(ctx context.Context, networkID string, revision int64, now time.Time) (int64, error)
-	InsertJob(ctx context.Context, j NewJob) (int64, error)
-	// KeepRevision gives the revision the transaction took back: the change
-	// touches no partition, so the applier must have nothing to sweep for.
-	KeepRevision(ctx context.Context) error
-}
-
-// Engine adapts one database engine. Applier writes take the leadership term and
-// change nothing when it is no longer the current one (fencing).
-type Engine interface {
-	// Name is "postgres", "mysql" or "sqlite".
-	Name() string
-	// Change runs fn in one transaction whose first statement increments the
-	// revision; fn gets the new revision. An error from fn rolls everything back.
-	// The changes of one process run one at a time (ChangeQueue).
-	Change(ctx context.Context, fn func(tx Tx, revision int64) error) error
-
-	Revision(ctx context.Context) (int64, error)
-	Snapshot(ctx context.Context) (Snapshot, error)
-	GetJob(ctx context.Context, id int64) (Job, error)
-	CountJobsByStatus(ctx context.Context) (map[string]int64, error)
-
-	NewTerm(ctx context.Context, holder string, now time.Time) (int64, error)
-	MarkJobsRunning(ctx context.Context, term, revision int64, now time.Time) (int64, error)
-	CompleteJobs(ctx context.Context, term, revision int64, now time.Time) (int64, error)
-	FailJobs(ctx context.Context, term, revision int64, reason string, now time.Time) (int64, error)
-	// RecordApply inserts the apply if term is still current; false otherwise.
-	RecordApply(ctx context.Context, a Apply) (bool, error)
-	LastApply(ctx context.Context) (Apply, error)
-
-	// TryLock takes the applier lock if it is free; nil Lock if another holds it.
-	TryLock(ctx context.Context) (Lock, error)
-	// Wake returns a channel that receives after the revision may have changed.
-	// It is only a hint: callers also poll.
-	Wake(ctx context.Context) <-chan struct{}
-
-	Migrate(ctx context.Context) error
-	Close() error
-
-	FabricTables // fabric.go
-	StatusTables // status.go
-}
-
 // Lock is the applier lock, held on a connection of its own.
 //
 // The lock's session ends on the server once idle for LockSessionIdle: its
 // holder checks it far more often, so an idle session is one whose client is
 // gone (a cut link), and another term must be able to take the lock.
-type Lock interface {
-	// Check returns an error once the lock may have been lost.
-	Check(ctx context.Context) error
-	Release(ctx context.Context) error
-}
+type Lock = driver.Lock
 
 // LockSessionIdle is how long the server keeps an idle lock session.
-const LockSessionIdle = 30 * time.Second
+const LockSessionIdle = driver.LockSessionIdle
 
-// Store is the manager's view of the database.
+// Store is the manager's view of the database: its methods are the only way
+// in, each checks its input, and every time it records is the store's clock.
 type Store struct {
-	Engine
-	// Rules are set once, before the store serves requests.
-	Rules Rules
+	d     driver.Driver
+	rules Rules
 	now   func() time.Time
+	// changes queue in process (see ChangeQueue): the next change starts the
+	// moment the previous one ends, instead of sleeping on the row lock (or,
+	// on SQLite, in the busy handler).
+	changes *ChangeQueue
 }
 
-// New wraps an engine, with the zero Rules.
-func New(e Engine) *Store {
-	return &Store{Engine: e, now: func() time.Time { return time.Now().UTC() }}
+// New wraps an engine's driver, with the rules that decide what a request
+// records.
+func New(d driver.Driver, rules Rules) *Store {
+	return &Store{d: d, rules: rules, now: func() time.Time { return time.Now().UTC() }, changes: &ChangeQueue{}}
 }
+
+// WithRules is a store on the same connections (and change queue) with other
+// rules: for tests and tools that look at one database through several rule
+// sets. s is unchanged.
+func (s *Store) WithRules(rules Rules) *Store {
+	c := *s
+	c.rules = rules
+	return &c
+}
+
+// WithClock is a store on the same connections (and change queue) whose clock
+// is now: for tests that record at a time of their choosing. s is unchanged.
+func (s *Store) WithClock(now func() time.Time) *Store {
+	c := *s
+	c.now = now
+	return &c
+}
+
+// Name is the engine's name: "postgres", "mysql" or "sqlite".
+func (s *Store) Name() string { return s.d.Name() }
+
+// Close closes the engine's connections.
+func (s *Store) Close() error { return s.d.Close() }
+
+// Migrate applies the engine's embedded migrations.
+func (s *Store) Migrate(ctx context.Context) error { return s.d.Migrate(ctx) }
+
+// TryLock takes the applier lock if it is free; nil Lock if another holds it.
+func (s *Store) TryLock(ctx context.Context) (Lock, error) { return s.d.TryLock(ctx) }
+
+// Wake returns a channel that receives after the revision may have changed.
+// It is only a hint: callers also poll.
+func (s *Store) Wake(ctx context.Context) <-chan struct{} { return s.d.Wake(ctx) }
 
 // A change that touches no partition (a network that has none before and after,
 // a port that holds no membership before and after) is recorded at the current
@@ -233,18 +210,32 @@ func New(e Engine) *Store {
 // Every other change takes a new revision and its job completes once OpenSM has
 // applied that revision (or a later one).
 
-// change runs fn in one change transaction. fn reports whether what it recorded
-// touches a partition; if not, the revision is given back and the jobs fn
-// inserts through the returned recorder are Completed at once.
+// change runs fn in one change transaction, one at a time in this process
+// (ChangeQueue). fn reports whether what it recorded touches a partition; if
+// not, the revision is given back and the jobs fn inserts through the
+// returned recorder are Completed at once. fn does no I/O but the
+// transaction's: whatever it needs from elsewhere is read before.
 func (s *Store) change(ctx context.Context, fn func(c *changeTx) error) error {
-	return s.Change(ctx, func(tx Tx, rev int64) error {
-		return fn(&changeTx{Tx: tx, rev: rev, now: s.now()})
+	leave, err := s.changes.Enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	return s.d.InTx(ctx, driver.Change, func(q driver.Queries) error {
+		// The UPDATE comes first: its row lock orders the writers of every
+		// process sharing the database (on MariaDB, InnoDB's read view is only
+		// taken at the first plain read, after the lock is ours).
+		rev, err := q.BumpRevision(ctx)
+		if err != nil {
+			return fmt.Errorf("bump revision: %w", err)
+		}
+		return fn(&changeTx{tx: tx{q}, rev: rev, now: s.now()})
 	})
 }
 
 // changeTx is one change transaction and what it has decided so far.
 type changeTx struct {
-	Tx
+	tx
 	rev     int64
 	now     time.Time
 	noOp    bool
@@ -259,7 +250,7 @@ func (c *changeTx) touches(ctx context.Context, partition bool) (int64, error) {
 	}
 	c.decided = true
 	if !partition {
-		if err := c.KeepRevision(ctx); err != nil {
+		if err := c.q.KeepRevision(ctx); err != nil {
 			return 0, fmt.Errorf("keep revision: %w", err)
 		}
 		c.rev--
@@ -268,13 +259,22 @@ func (c *changeTx) touches(ctx context.Context, partition bool) (int64, error) {
 	return c.rev, nil
 }
 
-// job inserts the change's job.
+// job inserts the change's job and returns the job as it now stands, sparing
+// the caller a read of what it has just written.
 func (c *changeTx) job(ctx context.Context, j NewJob) (Job, error) {
 	j.Revision, j.Now, j.Status = c.rev, c.now, StatusPending
 	if c.noOp {
 		j.Status, j.FinishedAt = StatusCompleted, &c.now
 	}
-	return insertJob(ctx, c.Tx, j)
+	id, err := c.q.InsertJob(ctx, j.Revision, j.ObjectType, j.ObjectID, j.NetworkID, j.Operation, j.Status,
+		j.Description, j.Result, j.CreatedBy, j.Request, j.Now, j.FinishedAt)
+	if err != nil {
+		return Job{}, err
+	}
+	return Job{ID: id, Revision: j.Revision, ObjectType: j.ObjectType, ObjectID: j.ObjectID,
+		NetworkID: j.NetworkID, Operation: j.Operation, Status: j.Status, Description: j.Description,
+		Result: j.Result, CreatedBy: j.CreatedBy, Request: j.Request, CreatedAt: j.Now, UpdatedAt: j.Now,
+		FinishedAt: j.FinishedAt}, nil
 }
 
 // NetworkChange is a POST or PUT of a network.
@@ -289,7 +289,7 @@ type NetworkChange struct {
 // PUT may move a network to another VLAN ID (its members move with it), or
 // make it managed or not (its ports lose their GUIDs when it stops being).
 func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error) {
-	n, err := s.Rules.network(c.Network)
+	n, err := s.rules.network(c.Network)
 	if err != nil {
 		return Job{}, err
 	}
@@ -318,7 +318,7 @@ func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 		}
 		job, err = tx.job(ctx, NewJob{
 			ObjectType: ObjectNetwork, ObjectID: n.ID, NetworkID: n.ID, Operation: c.Operation,
-			Description: fmt.Sprintf("%s %s (%s)", verb(c.Operation), n.ID, s.Rules.partitionText(n)),
+			Description: fmt.Sprintf("%s %s (%s)", verb(c.Operation), n.ID, s.rules.partitionText(n)),
 			Result:      s.networkResult(n),
 			CreatedBy:   c.CreatedBy, Request: c.Request,
 		})
@@ -332,7 +332,7 @@ func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 
 // checkPKeyFree refuses a VLAN network whose pkey another network's partition
 // uses: a second network on the same VLAN ID would merge two tenants.
-func checkPKeyFree(ctx context.Context, tx Tx, n Network) error {
+func checkPKeyFree(ctx context.Context, tx *changeTx, n Network) error {
 	if n.PKey == nil {
 		return nil
 	}
@@ -352,9 +352,9 @@ func checkPKeyFree(ctx context.Context, tx Tx, n Network) error {
 func (s *Store) networkResult(n Network) string {
 	switch {
 	case !n.Managed:
-		return fmt.Sprintf("network %s is recorded with %s", n.ID, s.Rules.partitionText(n))
+		return fmt.Sprintf("network %s is recorded with %s", n.ID, s.rules.partitionText(n))
 	case n.PKey == nil:
-		return fmt.Sprintf("network %s shares the flat partition %s", n.ID, s.Rules.flatPKey())
+		return fmt.Sprintf("network %s shares the flat partition %s", n.ID, s.rules.flatPKey())
 	}
 	return fmt.Sprintf("partition %s of network %s is in place", *n.PKey, n.ID)
 }
@@ -379,11 +379,11 @@ func (s *Store) RemoveNetwork(ctx context.Context, networkID, createdBy, request
 		result := fmt.Sprintf("network %s and its ports are removed", networkID)
 		if n.Managed {
 			result = fmt.Sprintf("network %s is removed, with its ports, from its partition (%s)",
-				networkID, s.Rules.partitionText(n))
+				networkID, s.rules.partitionText(n))
 		}
 		job, err = tx.job(ctx, NewJob{
 			ObjectType: ObjectNetwork, ObjectID: networkID, NetworkID: networkID, Operation: OpDeleteNetwork,
-			Description: fmt.Sprintf("Delete network %s (%s)", networkID, s.Rules.partitionText(n)),
+			Description: fmt.Sprintf("Delete network %s (%s)", networkID, s.rules.partitionText(n)),
 			Result:      result,
 			CreatedBy:   createdBy, Request: request,
 		})
@@ -422,11 +422,19 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 	p := c.Port
 	var embedded *Network
 	if c.Network != nil {
-		n, err := s.Rules.network(*c.Network)
+		n, err := s.rules.network(*c.Network)
 		if err != nil {
 			return Job{}, err
 		}
 		embedded = &n
+	}
+	// The fabric is read now, not while the change holds the revision's lock.
+	var limit PortCheck
+	if p.GUID != nil && s.rules.PortLimit != nil {
+		var err error
+		if limit, err = s.rules.PortLimit(); err != nil {
+			return Job{}, fmt.Errorf("record port %s: check its switch port's pkey table: %w", p.ID, err)
+		}
 	}
 	var job Job
 	err := s.change(ctx, func(tx *changeTx) error {
@@ -465,7 +473,7 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 		if err != nil {
 			return err
 		}
-		reason, err := s.membership(&p, c, n, holder)
+		reason, err := s.membership(&p, c, n, holder, limit)
 		if err != nil {
 			return err
 		}
@@ -492,12 +500,12 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 		guid, result := "no GUID", fmt.Sprintf("port %s holds no membership: %s", p.ID, reason)
 		if p.GUID != nil {
 			guid = "GUID " + p.GUID.String()
-			result = fmt.Sprintf("GUID %s is a full member of %s", *p.GUID, s.Rules.memberOf(n))
+			result = fmt.Sprintf("GUID %s is a full member of %s", *p.GUID, s.rules.memberOf(n))
 		}
 		job, err = tx.job(ctx, NewJob{
 			ObjectType: ObjectPort, ObjectID: p.ID, NetworkID: p.NetworkID, Operation: c.Operation,
 			Description: fmt.Sprintf("%s %s (%s) to network %s (%s)",
-				verb(c.Operation), p.ID, guid, n.ID, s.Rules.partitionText(n)),
+				verb(c.Operation), p.ID, guid, n.ID, s.rules.partitionText(n)),
 			Result:    result,
 			CreatedBy: c.CreatedBy, Request: c.Request,
 		})
@@ -511,7 +519,7 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 
 // portAndHolder reads the port recorded as id and the port holding guid (nil
 // when there is none, or guid is nil).
-func portAndHolder(ctx context.Context, tx Tx, id string, guid *fabric.GUID) (port, holder *Port, err error) {
+func portAndHolder(ctx context.Context, tx *changeTx, id string, guid *fabric.GUID) (port, holder *Port, err error) {
 	ports, err := tx.GetPortsByIDOrGUID(ctx, id, guid)
 	if err != nil {
 		return nil, nil, err
@@ -529,11 +537,12 @@ func portAndHolder(ctx context.Context, tx Tx, id string, guid *fabric.GUID) (po
 
 // membership decides whether port p, on network n, holds its GUID: it clears
 // p.GUID when it does not and says why, or refuses the port. holder is the
-// port recorded with p's GUID, if any.
-func (s *Store) membership(p *Port, c PortChange, n Network, holder *Port) (string, error) {
+// port recorded with p's GUID, if any; limit, if not nil, the fabric's port
+// limit.
+func (s *Store) membership(p *Port, c PortChange, n Network, holder *Port, limit PortCheck) (string, error) {
 	if !n.Managed {
 		p.GUID = nil
-		return fmt.Sprintf("network %s has %s", n.ID, s.Rules.partitionText(n)), nil
+		return fmt.Sprintf("network %s has %s", n.ID, s.rules.partitionText(n)), nil
 	}
 	if c.ClientIDError != nil {
 		return "", rejectf("port %s: its client-id cannot give a GUID for the partition of network %s: %v",
@@ -544,7 +553,7 @@ func (s *Store) membership(p *Port, c PortChange, n Network, holder *Port) (stri
 		return "", rejectf("port %s: bound to host %q on network %s (%s) but has no usable client-id in extra_dhcp_opts "+
 			"(option \"client-id\" or \"61\"), so it has no GUID to put in the partition; for VM ports, list "+
 			"mlnx_infiniband before mlnx_sdn_assist in [ml2] mechanism_drivers",
-			p.ID, p.Host, n.ID, s.Rules.partitionText(n))
+			p.ID, p.Host, n.ID, s.rules.partitionText(n))
 	case p.GUID == nil:
 		return fmt.Sprintf("it has no client-id (device owner %q)", c.DeviceOwner), nil
 	case p.Host == "":
@@ -556,12 +565,8 @@ func (s *Store) membership(p *Port, c PortChange, n Network, holder *Port) (stri
 		return "", rejectf("port %s: GUID %s is already in the partition of network %s (port %s); "+
 			"a GUID can be in only one network's partition", p.ID, *p.GUID, holder.NetworkID, holder.ID)
 	}
-	if s.Rules.PortLimit != nil {
-		refusal, err := s.Rules.PortLimit(*p.GUID, s.Rules.partitionOf(n))
-		if err != nil {
-			return "", fmt.Errorf("port %s: check its switch port's pkey table: %w", p.ID, err)
-		}
-		if refusal != "" {
+	if limit != nil {
+		if refusal := limit(*p.GUID, s.rules.partitionOf(n)); refusal != "" {
 			return "", rejectf("port %s on network %s: %s", p.ID, n.ID, refusal)
 		}
 	}
@@ -571,7 +576,7 @@ func (s *Store) membership(p *Port, c PortChange, n Network, holder *Port) (stri
 // takeGUID gives p's GUID to p: another port of the same network that holds it
 // (holder: a migration's re-add racing the old port's removal) keeps its
 // record without it.
-func takeGUID(ctx context.Context, tx Tx, p Port, holder *Port, rev int64, now time.Time) error {
+func takeGUID(ctx context.Context, tx *changeTx, p Port, holder *Port, rev int64, now time.Time) error {
 	if holder == nil || holder.ID == p.ID {
 		return nil
 	}
@@ -648,19 +653,6 @@ func (s *Store) RemovePort(ctx context.Context, r PortRemoval) (Job, error) {
 		return Job{}, fmt.Errorf("remove port %s: %w", r.PortID, err)
 	}
 	return job, nil
-}
-
-// insertJob inserts j and returns the job as it now stands, sparing the caller a
-// read of what it has just written.
-func insertJob(ctx context.Context, tx Tx, j NewJob) (Job, error) {
-	id, err := tx.InsertJob(ctx, j)
-	if err != nil {
-		return Job{}, err
-	}
-	return Job{ID: id, Revision: j.Revision, ObjectType: j.ObjectType, ObjectID: j.ObjectID,
-		NetworkID: j.NetworkID, Operation: j.Operation, Status: j.Status, Description: j.Description,
-		Result: j.Result, CreatedBy: j.CreatedBy, Request: j.Request, CreatedAt: j.Now, UpdatedAt: j.Now,
-		FinishedAt: j.FinishedAt}, nil
 }
 
 func verb(op string) string {

@@ -1,5 +1,6 @@
 // Package storeopen opens the store for a configured engine. It sits apart from
-// package store because the engines import store.
+// package store so that store does not import the engines (nor they it: they
+// import store/driver).
 package storeopen
 
 import (
@@ -8,16 +9,18 @@ import (
 	"log/slog"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/mysql"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/postgres"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/sqlite"
 )
 
 // Open connects to engine ("postgres", "mysql", "sqlite") with the driver-level
-// dsn, and migrates the schema first when migrate is true.
-func Open(ctx context.Context, engine, dsn string, migrate bool, log *slog.Logger) (*store.Store, error) {
+// dsn, and migrates the schema first when migrate is true. The store records
+// by rules.
+func Open(ctx context.Context, engine, dsn string, migrate bool, rules store.Rules, log *slog.Logger) (*store.Store, error) {
 	var (
-		e   store.Engine
+		e   driver.Driver
 		err error
 	)
 	switch engine {
@@ -39,5 +42,5 @@ func Open(ctx context.Context, engine, dsn string, migrate bool, log *slog.Logge
 			return nil, fmt.Errorf("%s: %w", engine, err)
 		}
 	}
-	return store.New(e), nil
+	return store.New(e, rules), nil
 }

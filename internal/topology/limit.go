@@ -36,9 +36,26 @@ type PortLimit struct {
 // place is not checked (see CapacityReached); nor is any port while there is no
 // dump yet, or none read whole. err is a failure to stat the dump.
 func (l *PortLimit) Check(guid fabric.GUID, partition fabric.PKey) (refusal string, err error) {
-	t, err := l.current()
-	if err != nil || t == nil {
+	check, err := l.Checker()
+	if err != nil {
 		return "", err
+	}
+	return check(guid, partition), nil
+}
+
+// Checker reads the dump as it is now and returns Check on it, which does no
+// I/O: a change transaction calls it while it holds the revision's lock.
+func (l *PortLimit) Checker() (func(guid fabric.GUID, partition fabric.PKey) (refusal string), error) {
+	t, err := l.current()
+	if err != nil {
+		return nil, err
+	}
+	return func(guid fabric.GUID, partition fabric.PKey) string { return l.check(t, guid, partition) }, nil
+}
+
+func (l *PortLimit) check(t *Topology, guid fabric.GUID, partition fabric.PKey) (refusal string) {
+	if t == nil {
+		return ""
 	}
 	pkeys := []fabric.PKey{partition}
 	if l.Static != nil {
@@ -46,13 +63,13 @@ func (l *PortLimit) Check(guid fabric.GUID, partition fabric.PKey) (refusal stri
 	}
 	reached := t.CapacityReached(map[fabric.GUID][]fabric.PKey{guid: pkeys}, l.Capacity)
 	if len(reached) == 0 {
-		return "", nil
+		return ""
 	}
 	r := reached[0]
 	return fmt.Sprintf("host port %s would carry %d pkeys (the default partition, its network's and the "+
 		"template's that list it), reaching the %d-entry pkey table of switch port %s "+
 		"([opensm] switch_pkey_capacity), where OpenSM would stop enforcing partitions without a word; "+
-		"at most %d are allowed", r.Host, r.PKeys, l.Capacity, r.Behind, l.Capacity-1), nil
+		"at most %d are allowed", r.Host, r.PKeys, l.Capacity, r.Behind, l.Capacity-1)
 }
 
 // Reached returns the host ports that reach their switch port's capacity as

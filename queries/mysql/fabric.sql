@@ -13,7 +13,7 @@ DELETE FROM expected_switches;
 INSERT INTO expected_switches (guid, description, confirmed_at)
 VALUES (sqlc.arg(guid), sqlc.arg(description), sqlc.arg(now));
 
--- name: ListExpectedSwitches :many
+-- name: ExpectedSwitches :many
 SELECT * FROM expected_switches ORDER BY guid;
 
 -- name: UpsertEnforcementError :exec
@@ -22,8 +22,8 @@ VALUES (sqlc.arg(switch_guid), sqlc.arg(port), sqlc.arg(line), sqlc.arg(now), sq
 ON DUPLICATE KEY UPDATE
     line = VALUES(line), last_seen = VALUES(last_seen), occurrences = occurrences + 1;
 
--- name: ListEnforcementErrors :many
+-- name: EnforcementErrors :many
 SELECT * FROM enforcement_errors ORDER BY switch_guid, port;
 
--- name: DeleteEnforcementErrors :execrows
+-- name: ClearEnforcementErrors :execrows
 DELETE FROM enforcement_errors;

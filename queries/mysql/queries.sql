@@ -6,12 +6,12 @@
 -- name: BumpRevision :execresult
 UPDATE state SET revision = LAST_INSERT_ID(revision + 1) WHERE id = 1;
 
--- name: GetRevision :one
+-- name: Revision :one
 SELECT revision FROM state WHERE id = 1;
 
 -- A change that touches no partition gives its revision back, inside the same
 -- transaction, so that the applier has nothing to sweep for.
--- name: UnbumpRevision :exec
+-- name: KeepRevision :exec
 UPDATE state SET revision = revision - 1 WHERE id = 1;
 
 -- name: GetNetwork :one
@@ -98,7 +98,7 @@ WHERE status IN ('Pending', 'Running') AND revision <= sqlc.arg(revision)
 -- name: CountJobsByStatus :many
 SELECT status, count(*) AS n FROM jobs GROUP BY status ORDER BY status;
 
--- name: InsertApply :execrows
+-- name: RecordApply :execrows
 INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finished_at)
 SELECT sqlc.arg(revision), sqlc.arg(sha256), sqlc.arg(term), sqlc.arg(outcome), sqlc.arg(detail),
        sqlc.arg(started_at), sqlc.arg(finished_at)

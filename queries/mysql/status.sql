@@ -6,7 +6,7 @@ WHERE status IN ('Pending', 'Running') AND revision <= sqlc.arg(revision)
   AND description <> CONCAT(SUBSTRING_INDEX(description, '\n', 1), '\n', sqlc.arg(reason))
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term));
 
--- name: ReadLeadership :one
+-- name: Leadership :one
 SELECT term, holder, heartbeat FROM leadership WHERE id = 1;
 
 -- name: Heartbeat :execrows

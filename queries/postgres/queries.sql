@@ -1,80 +1,5 @@
--- name: BumpRevision :one
-UPDATE state SET revision = revision + 1 WHERE id = 1 RETURNING revision;
-
--- name: GetRevision :one
-SELECT revision FROM state WHERE id = 1;
-
--- A change that touches no partition gives its revision back, inside the same
--- transaction, so that the applier has nothing to sweep for.
--- name: UnbumpRevision :exec
-UPDATE state SET revision = revision - 1 WHERE id = 1;
-
--- name: GetNetwork :one
-SELECT * FROM networks WHERE id = @id;
-
--- name: UpsertNetwork :exec
-INSERT INTO networks (id, name, network_type, physical_network, pkey, managed, revision, created_at, updated_at)
-VALUES (@id, @name, @network_type, @physical_network, @pkey, @managed, @revision, @now, @now)
-ON CONFLICT (id) DO UPDATE SET
-    name = EXCLUDED.name, network_type = EXCLUDED.network_type,
-    physical_network = EXCLUDED.physical_network, pkey = EXCLUDED.pkey, managed = EXCLUDED.managed,
-    revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at;
-
--- name: GetNetworkByPKey :one
-SELECT * FROM networks WHERE pkey = @pkey;
-
--- name: DeleteNetwork :execrows
-DELETE FROM networks WHERE id = @id;
-
--- The networks that have a partition: what the partitions file renders.
--- name: ListManagedNetworks :many
-SELECT * FROM networks WHERE managed ORDER BY id;
-
--- name: GetPort :one
-SELECT * FROM ports WHERE id = @id;
-
--- The port with this id and the port holding this GUID (the same row, or
--- two): one round trip for both of a change's port reads.
--- name: GetPortsByIDOrGUID :many
-SELECT * FROM ports WHERE id = @id OR guid = @guid;
-
--- name: UpsertPort :exec
-INSERT INTO ports (id, network_id, guid, host, revision, created_at, updated_at)
-VALUES (@id, @network_id, @guid, @host, @revision, @now, @now)
-ON CONFLICT (id) DO UPDATE SET
-    network_id = EXCLUDED.network_id, guid = EXCLUDED.guid, host = EXCLUDED.host,
-    revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at;
-
--- name: DeletePort :execrows
-DELETE FROM ports WHERE id = @id;
-
--- name: DeletePortsOfNetwork :execrows
-DELETE FROM ports WHERE network_id = @network_id;
-
--- name: ListMembers :many
-SELECT ports.network_id, ports.guid FROM ports JOIN networks ON networks.id = ports.network_id
-WHERE ports.guid IS NOT NULL AND networks.managed
-ORDER BY ports.network_id, ports.guid;
-
--- A network that loses its partition takes its ports' GUIDs out with it.
--- name: ClearGUIDsOfNetwork :execrows
-UPDATE ports SET guid = NULL, revision = @revision, updated_at = @now
-WHERE network_id = @network_id AND guid IS NOT NULL;
-
--- name: InsertJob :one
-INSERT INTO jobs (revision, object_type, object_id, network_id, operation, status,
-                  description, result, error, created_by, request, created_at, updated_at, finished_at)
-VALUES (@revision, @object_type, @object_id, @network_id, @operation, @status,
-        @description, @result, '', @created_by, @request, @now, @now, sqlc.narg(finished_at))
-RETURNING id;
-
--- name: GetJob :one
-SELECT * FROM jobs WHERE id = @id;
-
--- name: MarkJobsRunning :execrows
-UPDATE jobs SET status = 'Running', started_at = @now, updated_at = @now
-WHERE status = 'Pending' AND revision <= @revision
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
+-- PostgreSQL and SQLite share the queries in queries/shared; this folder holds
+-- the ones whose SQL differs (string functions, locks).
 
 -- name: CompleteJobs :execrows
 UPDATE jobs SET status = 'Completed', error = '', description = split_part(description, E'\n', 1),
@@ -88,23 +13,6 @@ UPDATE jobs SET status = 'Failed', error = @error, description = split_part(desc
 WHERE status IN ('Pending', 'Running') AND revision <= @revision
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
 
--- name: CountJobsByStatus :many
-SELECT status, count(*) AS n FROM jobs GROUP BY status ORDER BY status;
-
--- name: InsertApply :execrows
-INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finished_at)
-SELECT @revision, @sha256, @term, @outcome, @detail, @started_at, @finished_at
-FROM leadership WHERE leadership.id = 1 AND leadership.term = @term;
-
--- name: LastApply :one
-SELECT * FROM applies ORDER BY id DESC LIMIT 1;
-
--- name: NewTerm :one
-UPDATE leadership SET term = term + 1, holder = @holder, heartbeat = @now WHERE id = 1 RETURNING term;
-
--- name: GetLeadership :one
-SELECT * FROM leadership WHERE id = 1;
-
 -- name: TryAdvisoryLock :one
 SELECT pg_try_advisory_lock(@key::bigint) AS locked;
 
@@ -112,6 +20,3 @@ SELECT pg_try_advisory_lock(@key::bigint) AS locked;
 SELECT count(*) AS n FROM pg_catalog.pg_locks
 WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
   AND ((classid::bigint << 32) | objid::bigint) = @key::bigint;
-
--- name: AdvisoryUnlock :one
-SELECT pg_advisory_unlock(@key::bigint) AS unlocked;

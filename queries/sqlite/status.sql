@@ -1,3 +1,6 @@
+-- PostgreSQL and SQLite share the queries in queries/shared; this folder holds
+-- the ones whose SQL differs (string functions, locks).
+
 -- The reason an open job waits is a second line of its description, after the
 -- line that says what the job does; completing or failing the job drops it.
 -- name: DescribeOpenJobs :execrows
@@ -5,9 +8,3 @@ UPDATE jobs SET description = CASE WHEN instr(description, char(10)) > 0 THEN su
 WHERE status IN ('Pending', 'Running') AND revision <= @revision
   AND description <> CASE WHEN instr(description, char(10)) > 0 THEN substr(description, 1, instr(description, char(10)) - 1) ELSE description END || char(10) || CAST(@reason AS TEXT)
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
-
--- name: ReadLeadership :one
-SELECT term, holder, heartbeat FROM leadership WHERE id = 1;
-
--- name: Heartbeat :execrows
-UPDATE leadership SET heartbeat = @now WHERE id = 1 AND term = @term;

@@ -3,15 +3,17 @@
 //
 // The applier lock is GET_LOCK on a connection of its own. Galera does not
 // replicate GET_LOCK, so on a node with wsrep_on the lock is refused
-// (store.ErrLockNotClusterWide): two managers on two nodes would both apply.
+// (driver.ErrLockNotClusterWide): two managers on two nodes would both apply.
 // With [ha] ha = true the lease (lease.go) elects instead, on Galera too. There is no LISTEN: the applier polls
 // the revision every [database] poll_interval.
 package mysql
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
-	"database/sql/driver"
+	sqldriver "database/sql/driver"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,25 +26,35 @@ import (
 
 	mysqldb "github.com/alternative-fabric-manager/alternative-fabric-manager/db/mysql"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/migrations"
 
 	"github.com/go-sql-driver/mysql"
 )
 
-const lockName = "alternative-fabric-manager/applier"
+// applierLock names the applier lock of database db. GET_LOCK's names are the
+// server's, not a database's: the name holds the database's, so that managers
+// of two databases on one server do not exclude each other. A name is at most
+// 64 characters; a long database name is hashed.
+func applierLock(db string) string {
+	const prefix = "afm-applier/"
+	if len(prefix)+len(db) > 64 {
+		sum := sha256.Sum256([]byte(db))
+		return prefix + hex.EncodeToString(sum[:])[:64-len(prefix)]
+	}
+	return prefix + db
+}
 
-// Engine is a store.Engine on MariaDB.
+// Engine is the MariaDB driver.Driver.
 type Engine struct {
-	db  *sql.DB
-	q   *mysqldb.Queries
-	log *slog.Logger
+	db       *sql.DB
+	q        *mysqldb.Queries
+	log      *slog.Logger
+	lockName string // applierLock
 
 	// MariaDB has no LISTEN: Wake fires after the changes this process
 	// commits; other replicas' changes are found by polling.
-	store.LocalWake
-
-	changes store.ChangeQueue // see store.ChangeQueue: queued here, not on the row lock
+	driver.LocalWake
 }
 
 // Open connects with a go-sql-driver DSN (user:pass@tcp(host:port)/db?...).
@@ -84,7 +96,7 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Engine, error) {
 		db.Close()
 		return nil, fmt.Errorf("mysql: connect: %w", err)
 	}
-	return &Engine{db: db, q: mysqldb.New(db), log: log}, nil
+	return &Engine{db: db, q: mysqldb.New(db), log: log, lockName: applierLock(cfg.DBName)}, nil
 }
 
 // safeCharsets are the connection character sets in which no byte of a
@@ -130,144 +142,29 @@ func (e *Engine) Migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return store.Migrate(ctx, goose.DialectMySQL, e.db, fsys, goose.WithLocker(locker))
+	return driver.Migrate(ctx, goose.DialectMySQL, e.db, fsys, goose.WithLocker(locker))
 }
 
-func (e *Engine) Change(ctx context.Context, fn func(tx store.Tx, revision int64) error) error {
-	leave, err := e.changes.Enter(ctx)
-	if err != nil {
-		return err
+// InTx runs fn in one transaction: InnoDB's default REPEATABLE READ for
+// writes (a change's first statement, the revision's UPDATE, takes the row lock
+// before the read view is taken at its first plain read), and a consistent
+// read-only snapshot for ReadOnly.
+func (e *Engine) InTx(ctx context.Context, mode driver.TxMode, fn func(q driver.Queries) error) error {
+	var opts *sql.TxOptions
+	if mode == driver.ReadOnly {
+		opts = &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
 	}
-	defer leave()
-	tx, err := e.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
+	err := driver.InSQLTx(ctx, e.db, opts, func(tx *sql.Tx) error { return fn(queries{e.q.WithTx(tx)}) })
+	if err == nil && mode == driver.Change {
+		e.Notify()
 	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	q := e.q.WithTx(tx)
-	// The UPDATE comes first: its row lock orders writers, and InnoDB's read view
-	// is only taken at the first plain read, after the lock is ours. It hands
-	// the new revision back as its last insert id (LAST_INSERT_ID(expr)).
-	res, err := q.BumpRevision(ctx)
-	if err != nil {
-		return fmt.Errorf("bump revision: %w", err)
-	}
-	rev, err := res.LastInsertId()
-	if err != nil {
-		return fmt.Errorf("read revision: %w", err)
-	}
-	if err := fn(txn{q}, rev); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	e.Notify()
-	return nil
+	return err
 }
 
-func (e *Engine) Revision(ctx context.Context) (int64, error) { return e.q.GetRevision(ctx) }
-
-func (e *Engine) Snapshot(ctx context.Context) (store.Snapshot, error) {
-	var s store.Snapshot
-	tx, err := e.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
-	if err != nil {
-		return s, fmt.Errorf("snapshot: %w", err)
-	}
-	defer tx.Rollback() //nolint:errcheck // read-only
-	q := e.q.WithTx(tx)
-	if s.Revision, err = q.GetRevision(ctx); err != nil {
-		return s, fmt.Errorf("snapshot: %w", err)
-	}
-	nets, err := q.ListManagedNetworks(ctx)
-	if err != nil {
-		return s, fmt.Errorf("snapshot: %w", err)
-	}
-	for _, n := range nets {
-		s.Networks = append(s.Networks, network(n))
-	}
-	members, err := q.ListMembers(ctx)
-	if err != nil {
-		return s, fmt.Errorf("snapshot: %w", err)
-	}
-	for _, m := range members {
-		member, err := store.MemberFromColumns(m.NetworkID, m.Guid)
-		if err != nil {
-			return s, fmt.Errorf("snapshot: %w", err)
-		}
-		s.Members = append(s.Members, member)
-	}
-	return s, nil
-}
-
-func (e *Engine) GetJob(ctx context.Context, id int64) (store.Job, error) {
-	j, err := e.q.GetJob(ctx, id)
-	if err != nil {
-		return store.Job{}, notFound(err)
-	}
-	return store.Job(j), nil
-}
-
-func (e *Engine) CountJobsByStatus(ctx context.Context) (map[string]int64, error) {
-	rows, err := e.q.CountJobsByStatus(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]int64{}
-	for _, r := range rows {
-		out[r.Status] = r.N
-	}
-	return out, nil
-}
-
-func (e *Engine) NewTerm(ctx context.Context, holder string, now time.Time) (int64, error) {
-	tx, err := e.db.BeginTx(ctx, nil)
-	if err != nil {
-		return 0, err
-	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	q := e.q.WithTx(tx)
-	if err := q.NewTerm(ctx, mysqldb.NewTermParams{Holder: holder, Heartbeat: &now}); err != nil {
-		return 0, err
-	}
-	l, err := q.GetLeadership(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return l.Term, tx.Commit()
-}
-
-func (e *Engine) MarkJobsRunning(ctx context.Context, term, revision int64, now time.Time) (int64, error) {
-	return e.q.MarkJobsRunning(ctx, mysqldb.MarkJobsRunningParams{StartedAt: &now, Now: now, Revision: revision, Term: term})
-}
-
-func (e *Engine) CompleteJobs(ctx context.Context, term, revision int64, now time.Time) (int64, error) {
-	return e.q.CompleteJobs(ctx, mysqldb.CompleteJobsParams{FinishedAt: &now, Now: now, Revision: revision, Term: term})
-}
-
-func (e *Engine) FailJobs(ctx context.Context, term, revision int64, reason string, now time.Time) (int64, error) {
-	return e.q.FailJobs(ctx, mysqldb.FailJobsParams{Error: reason, FinishedAt: &now, Now: now, Revision: revision, Term: term})
-}
-
-func (e *Engine) RecordApply(ctx context.Context, a store.Apply) (bool, error) {
-	n, err := e.q.InsertApply(ctx, mysqldb.InsertApplyParams{
-		Revision: a.Revision, Sha256: a.SHA256, Term: a.Term, Outcome: a.Outcome, Detail: a.Detail,
-		StartedAt: a.StartedAt, FinishedAt: a.FinishedAt,
-	})
-	return n == 1, err
-}
-
-func (e *Engine) LastApply(ctx context.Context) (store.Apply, error) {
-	a, err := e.q.LastApply(ctx)
-	if err != nil {
-		return store.Apply{}, notFound(err)
-	}
-	return store.Apply{Revision: a.Revision, SHA256: a.Sha256, Term: a.Term, Outcome: a.Outcome,
-		Detail: a.Detail, StartedAt: a.StartedAt, FinishedAt: a.FinishedAt}, nil
-}
+func (e *Engine) Queries(context.Context) driver.Queries { return queries{e.q} }
 
 // TryLock takes GET_LOCK on a connection reserved for as long as the lock is held.
-func (e *Engine) TryLock(ctx context.Context) (store.Lock, error) {
+func (e *Engine) TryLock(ctx context.Context) (driver.Lock, error) {
 	conn, err := e.db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("lock connection: %w", err)
@@ -281,17 +178,17 @@ func (e *Engine) TryLock(ctx context.Context) (store.Lock, error) {
 	if wsrep != 0 {
 		conn.Close()
 		return nil, fmt.Errorf("%w: wsrep_on is set, and Galera does not replicate GET_LOCK; "+
-			"with [ha] ha = true the lease elects on Galera", store.ErrLockNotClusterWide)
+			"with [ha] ha = true the lease elects on Galera", driver.ErrLockNotClusterWide)
 	}
 	// After a cut link the server would keep this session, and the lock, for
 	// as long as TCP takes to notice (hours): no manager could lead again.
 	// The holder checks the lock every second, so a session idle for
-	// store.LockSessionIdle has lost its client, and the server ends it.
-	if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET SESSION wait_timeout = %d", int(store.LockSessionIdle.Seconds()))); err != nil {
+	// driver.LockSessionIdle has lost its client, and the server ends it.
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET SESSION wait_timeout = %d", int(driver.LockSessionIdle.Seconds()))); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("lock session: %w", err)
 	}
-	got, err := q.TryGetLock(ctx, lockName)
+	got, err := q.TryGetLock(ctx, e.lockName)
 	if err != nil || got != 1 {
 		conn.Close()
 		if err != nil {
@@ -299,13 +196,16 @@ func (e *Engine) TryLock(ctx context.Context) (store.Lock, error) {
 		}
 		return nil, nil
 	}
-	return &getLock{conn: conn}, nil
+	return &getLock{conn: conn, name: e.lockName}, nil
 }
 
-type getLock struct{ conn *sql.Conn }
+type getLock struct {
+	conn *sql.Conn
+	name string
+}
 
 func (l *getLock) Check(ctx context.Context) error {
-	held, err := mysqldb.New(l.conn).HoldsLock(ctx, lockName)
+	held, err := mysqldb.New(l.conn).HoldsLock(ctx, l.name)
 	if err != nil {
 		return fmt.Errorf("check applier lock: %w", err)
 	}
@@ -316,10 +216,10 @@ func (l *getLock) Check(ctx context.Context) error {
 }
 
 func (l *getLock) Release(ctx context.Context) error {
-	if _, err := mysqldb.New(l.conn).ReleaseLock(ctx, lockName); err != nil {
+	if _, err := mysqldb.New(l.conn).ReleaseLock(ctx, l.name); err != nil {
 		// The session may still hold the lock: make the pool drop the connection
 		// (ending the session, and the lock with it) instead of reusing it.
-		_ = l.conn.Raw(func(any) error { return driver.ErrBadConn })
+		_ = l.conn.Raw(func(any) error { return sqldriver.ErrBadConn })
 	}
 	if err := l.conn.Close(); err != nil && !errors.Is(err, sql.ErrConnDone) {
 		return err
@@ -327,96 +227,165 @@ func (l *getLock) Release(ctx context.Context) error {
 	return nil
 }
 
-func notFound(err error) error {
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.ErrNotFound
+// queries adapt MariaDB's generated queries to driver.Queries: sqlc's MySQL
+// engine takes a Params struct wherever a query has several arguments, and
+// MariaDB has no RETURNING (the new revision and a job's id come back as the
+// last insert id).
+type queries struct{ *mysqldb.Queries }
+
+// BumpRevision reads the new revision as the UPDATE's last insert id
+// (LAST_INSERT_ID(expr)), sparing a SELECT while the row lock is held.
+func (q queries) BumpRevision(ctx context.Context) (int64, error) {
+	return lastInsertID(q.Queries.BumpRevision(ctx))
+}
+
+func (q queries) InsertJob(ctx context.Context, revision int64, objectType, objectID, networkID, operation, status,
+	description, result, createdBy, request string, now time.Time, finishedAt *time.Time) (int64, error) {
+	return lastInsertID(q.Queries.InsertJob(ctx, mysqldb.InsertJobParams{Revision: revision, ObjectType: objectType,
+		ObjectID: objectID, NetworkID: networkID, Operation: operation, Status: status, Description: description,
+		Result: result, CreatedBy: createdBy, Request: request, Now: now, FinishedAt: finishedAt}))
+}
+
+// NewTerm reads the term it started back in the same transaction (the store
+// runs it in one).
+func (q queries) NewTerm(ctx context.Context, holder string, now *time.Time) (int64, error) {
+	if err := q.Queries.NewTerm(ctx, mysqldb.NewTermParams{Holder: holder, Heartbeat: now}); err != nil {
+		return 0, err
 	}
-	return err
+	l, err := q.GetLeadership(ctx)
+	return l.Term, err
 }
 
-func network(n mysqldb.Network) store.Network {
-	return store.Network{ID: n.ID, Name: n.Name, Type: n.NetworkType, PhysicalNetwork: n.PhysicalNetwork,
-		PKey: store.PKeyFromColumn(n.Pkey), Managed: n.Managed, Revision: n.Revision}
-}
-
-func port(p mysqldb.Port) (store.Port, error) {
-	guid, err := store.GUIDFromColumn(p.ID, p.Guid)
-	if err != nil {
-		return store.Port{}, err
-	}
-	return store.Port{ID: p.ID, NetworkID: p.NetworkID, GUID: guid, Host: p.Host, Revision: p.Revision}, nil
-}
-
-type txn struct{ q *mysqldb.Queries }
-
-func (t txn) GetNetwork(ctx context.Context, id string) (store.Network, error) {
-	n, err := t.q.GetNetwork(ctx, id)
-	if err != nil {
-		return store.Network{}, notFound(err)
-	}
-	return network(n), nil
-}
-
-func (t txn) GetNetworkByPKey(ctx context.Context, pkey fabric.PKey) (store.Network, error) {
-	n, err := t.q.GetNetworkByPKey(ctx, store.PKeyColumn[int32](&pkey))
-	if err != nil {
-		return store.Network{}, notFound(err)
-	}
-	return network(n), nil
-}
-
-func (t txn) UpsertNetwork(ctx context.Context, n store.Network, now time.Time) error {
-	return t.q.UpsertNetwork(ctx, mysqldb.UpsertNetworkParams{ID: n.ID, Name: n.Name, NetworkType: n.Type,
-		PhysicalNetwork: n.PhysicalNetwork, Pkey: store.PKeyColumn[int32](n.PKey), Managed: n.Managed, Revision: n.Revision, Now: now})
-}
-
-func (t txn) DeleteNetwork(ctx context.Context, id string) (bool, error) {
-	n, err := t.q.DeleteNetwork(ctx, id)
-	return n > 0, err
-}
-
-func (t txn) GetPort(ctx context.Context, id string) (store.Port, error) {
-	p, err := t.q.GetPort(ctx, id)
-	if err != nil {
-		return store.Port{}, notFound(err)
-	}
-	return port(p)
-}
-
-func (t txn) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]store.Port, error) {
-	rows, err := t.q.GetPortsByIDOrGUID(ctx, mysqldb.GetPortsByIDOrGUIDParams{ID: id, Guid: store.GUIDColumn(guid)})
-	if err != nil {
-		return nil, err
-	}
-	return store.ConvertRows(rows, port)
-}
-
-func (t txn) UpsertPort(ctx context.Context, p store.Port, now time.Time) error {
-	return t.q.UpsertPort(ctx, mysqldb.UpsertPortParams{ID: p.ID, NetworkID: p.NetworkID, Guid: store.GUIDColumn(p.GUID), Host: p.Host,
-		Revision: p.Revision, Now: now})
-}
-
-func (t txn) DeletePort(ctx context.Context, id string) (bool, error) {
-	n, err := t.q.DeletePort(ctx, id)
-	return n > 0, err
-}
-
-func (t txn) DeletePortsOfNetwork(ctx context.Context, networkID string) (int64, error) {
-	return t.q.DeletePortsOfNetwork(ctx, networkID)
-}
-
-func (t txn) KeepRevision(ctx context.Context) error { return t.q.UnbumpRevision(ctx) }
-
-func (t txn) ClearGUIDsOfNetwork(ctx context.Context, networkID string, revision int64, now time.Time) (int64, error) {
-	return t.q.ClearGUIDsOfNetwork(ctx, mysqldb.ClearGUIDsOfNetworkParams{NetworkID: networkID, Revision: revision, Now: now})
-}
-
-func (t txn) InsertJob(ctx context.Context, j store.NewJob) (int64, error) {
-	res, err := t.q.InsertJob(ctx, mysqldb.InsertJobParams{Revision: j.Revision, ObjectType: j.ObjectType,
-		ObjectID: j.ObjectID, NetworkID: j.NetworkID, Operation: j.Operation, Status: j.Status, FinishedAt: j.FinishedAt,
-		Description: j.Description, Result: j.Result, CreatedBy: j.CreatedBy, Request: j.Request, Now: j.Now})
+func lastInsertID(res sql.Result, err error) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
 	return res.LastInsertId()
 }
+
+func (q queries) ClearGUIDsOfNetwork(ctx context.Context, revision int64, now time.Time, networkID string) (int64, error) {
+	return q.Queries.ClearGUIDsOfNetwork(ctx, mysqldb.ClearGUIDsOfNetworkParams{Revision: revision, Now: now, NetworkID: networkID})
+}
+
+func (q queries) CompleteJobs(ctx context.Context, now *time.Time, revision, term int64) (int64, error) {
+	return q.Queries.CompleteJobs(ctx, mysqldb.CompleteJobsParams{FinishedAt: now, Now: *now, Revision: revision, Term: term})
+}
+
+func (q queries) FailJobs(ctx context.Context, reason string, now *time.Time, revision, term int64) (int64, error) {
+	return q.Queries.FailJobs(ctx, mysqldb.FailJobsParams{Error: reason, FinishedAt: now, Now: *now, Revision: revision, Term: term})
+}
+
+func (q queries) MarkJobsRunning(ctx context.Context, now *time.Time, revision, term int64) (int64, error) {
+	return q.Queries.MarkJobsRunning(ctx, mysqldb.MarkJobsRunningParams{StartedAt: now, Now: *now, Revision: revision, Term: term})
+}
+
+func (q queries) DescribeOpenJobs(ctx context.Context, reason string, now time.Time, revision, term int64) (int64, error) {
+	return q.Queries.DescribeOpenJobs(ctx, mysqldb.DescribeOpenJobsParams{Reason: reason, Now: now, Revision: revision, Term: term})
+}
+
+func (q queries) Heartbeat(ctx context.Context, now *time.Time, term int64) (int64, error) {
+	return q.Queries.Heartbeat(ctx, mysqldb.HeartbeatParams{Now: now, Term: term})
+}
+
+func (q queries) RecordApply(ctx context.Context, revision int64, sha256 string, term int64, outcome, detail string,
+	startedAt, finishedAt time.Time) (int64, error) {
+	return q.Queries.RecordApply(ctx, mysqldb.RecordApplyParams{Revision: revision, Sha256: sha256, Term: term,
+		Outcome: outcome, Detail: detail, StartedAt: startedAt, FinishedAt: finishedAt})
+}
+
+func (q queries) DeleteFinishedJobsBefore(ctx context.Context, before *time.Time, batch int64) (int64, error) {
+	return q.Queries.DeleteFinishedJobsBefore(ctx, mysqldb.DeleteFinishedJobsBeforeParams{Before: before, Limit: int32(batch)})
+}
+
+func (q queries) UpsertNetwork(ctx context.Context, id, name, networkType, physicalNetwork string, pkey *fabric.PKey,
+	managed bool, revision int64, now time.Time) error {
+	return q.Queries.UpsertNetwork(ctx, mysqldb.UpsertNetworkParams{ID: id, Name: name, NetworkType: networkType,
+		PhysicalNetwork: physicalNetwork, Pkey: pkey, Managed: managed, Revision: revision, Now: now})
+}
+
+func (q queries) UpsertPort(ctx context.Context, id, networkID string, guid *fabric.GUID, host string, revision int64, now time.Time) error {
+	return q.Queries.UpsertPort(ctx, mysqldb.UpsertPortParams{ID: id, NetworkID: networkID, Guid: guid, Host: host, Revision: revision, Now: now})
+}
+
+func (q queries) InsertSecretIfAbsent(ctx context.Context, name, value string, now time.Time) error {
+	return q.Queries.InsertSecretIfAbsent(ctx, mysqldb.InsertSecretIfAbsentParams{Name: name, Value: value, Now: now})
+}
+
+func (q queries) InsertExpectedSwitch(ctx context.Context, guid fabric.GUID, description string, now time.Time) error {
+	return q.Queries.InsertExpectedSwitch(ctx, mysqldb.InsertExpectedSwitchParams{Guid: guid, Description: description, Now: now})
+}
+
+func (q queries) UpsertEnforcementError(ctx context.Context, switchGUID string, port int64, line string, now time.Time) error {
+	return q.Queries.UpsertEnforcementError(ctx, mysqldb.UpsertEnforcementErrorParams{SwitchGuid: switchGUID, Port: port, Line: line, Now: now})
+}
+
+// The rows, converted to the driver's types (the same fields).
+
+func (q queries) GetNetwork(ctx context.Context, id string) (driver.Network, error) {
+	r, err := q.Queries.GetNetwork(ctx, id)
+	return driver.Network(r), err
+}
+
+func (q queries) GetNetworkByPKey(ctx context.Context, pkey *fabric.PKey) (driver.Network, error) {
+	r, err := q.Queries.GetNetworkByPKey(ctx, pkey)
+	return driver.Network(r), err
+}
+
+func (q queries) ListManagedNetworks(ctx context.Context) ([]driver.Network, error) {
+	rs, err := q.Queries.ListManagedNetworks(ctx)
+	return driver.Convert(rs, func(r mysqldb.Network) driver.Network { return driver.Network(r) }), err
+}
+
+func (q queries) GetPort(ctx context.Context, id string) (driver.Port, error) {
+	r, err := q.Queries.GetPort(ctx, id)
+	return driver.Port(r), err
+}
+
+func (q queries) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]driver.Port, error) {
+	rs, err := q.Queries.GetPortsByIDOrGUID(ctx, mysqldb.GetPortsByIDOrGUIDParams{ID: id, Guid: guid})
+	return driver.Convert(rs, func(r mysqldb.Port) driver.Port { return driver.Port(r) }), err
+}
+
+func (q queries) ListMembers(ctx context.Context) ([]driver.ListMembersRow, error) {
+	rs, err := q.Queries.ListMembers(ctx)
+	return driver.Convert(rs, func(r mysqldb.ListMembersRow) driver.ListMembersRow { return driver.ListMembersRow(r) }), err
+}
+
+func (q queries) GetJob(ctx context.Context, id int64) (driver.Job, error) {
+	r, err := q.Queries.GetJob(ctx, id)
+	return driver.Job(r), err
+}
+
+func (q queries) CountJobsByStatus(ctx context.Context) ([]driver.CountJobsByStatusRow, error) {
+	rs, err := q.Queries.CountJobsByStatus(ctx)
+	return driver.Convert(rs, func(r mysqldb.CountJobsByStatusRow) driver.CountJobsByStatusRow {
+		return driver.CountJobsByStatusRow(r)
+	}), err
+}
+
+func (q queries) LastApply(ctx context.Context) (driver.Apply, error) {
+	r, err := q.Queries.LastApply(ctx)
+	return driver.Apply(r), err
+}
+
+func (q queries) Leadership(ctx context.Context) (driver.LeadershipRow, error) {
+	r, err := q.Queries.Leadership(ctx)
+	return driver.LeadershipRow(r), err
+}
+
+func (q queries) ListSecrets(ctx context.Context) ([]driver.ListSecretsRow, error) {
+	rs, err := q.Queries.ListSecrets(ctx)
+	return driver.Convert(rs, func(r mysqldb.ListSecretsRow) driver.ListSecretsRow { return driver.ListSecretsRow(r) }), err
+}
+
+func (q queries) ExpectedSwitches(ctx context.Context) ([]driver.ExpectedSwitch, error) {
+	rs, err := q.Queries.ExpectedSwitches(ctx)
+	return driver.Convert(rs, func(r mysqldb.ExpectedSwitch) driver.ExpectedSwitch { return driver.ExpectedSwitch(r) }), err
+}
+
+func (q queries) EnforcementErrors(ctx context.Context) ([]driver.EnforcementError, error) {
+	rs, err := q.Queries.EnforcementErrors(ctx)
+	return driver.Convert(rs, func(r mysqldb.EnforcementError) driver.EnforcementError { return driver.EnforcementError(r) }), err
+}
+
+var _ driver.Driver = (*Engine)(nil)

@@ -1,6 +1,9 @@
 package mysql
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestInterpolateByDefault(t *testing.T) {
 	tests := []struct {
@@ -26,5 +29,16 @@ func TestInterpolateByDefault(t *testing.T) {
 		if got := interpolateByDefault(tc.dsn); got != tc.want {
 			t.Errorf("interpolateByDefault(%q) = %v, want %v", tc.dsn, got, tc.want)
 		}
+	}
+}
+
+func TestApplierLockName(t *testing.T) {
+	if got := applierLock("afm"); got != "afm-applier/afm" {
+		t.Errorf("applierLock(afm) = %q", got)
+	}
+	long := strings.Repeat("d", 64)
+	got := applierLock(long)
+	if len(got) != 64 || got == applierLock(long[:63]+"e") || !strings.HasPrefix(got, "afm-applier/") {
+		t.Errorf("applierLock of a 64-character name = %q (%d characters): want 64, distinct per database", got, len(got))
 	}
 }

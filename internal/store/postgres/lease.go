@@ -16,7 +16,7 @@ func (e *Engine) TakeLease(ctx context.Context, holder string, ttl time.Duration
 	}
 	defer tx.Rollback(ctx)
 	q := e.q.WithTx(tx)
-	n, err := q.TakeLease(ctx, pgdb.TakeLeaseParams{Holder: holder, TtlSeconds: ttl.Seconds()})
+	n, err := q.TakeLease(ctx, holder, ttl.Seconds())
 	if err != nil {
 		return store.Lease{}, false, fmt.Errorf("take lease: %w", err)
 	}
@@ -31,7 +31,7 @@ func (e *Engine) TakeLease(ctx context.Context, holder string, ttl time.Duration
 }
 
 func (e *Engine) RenewLease(ctx context.Context, term int64, ttl time.Duration) (bool, error) {
-	n, err := e.q.RenewLease(ctx, pgdb.RenewLeaseParams{TtlSeconds: ttl.Seconds(), Term: term})
+	n, err := e.q.RenewLease(ctx, ttl.Seconds(), term)
 	return n == 1, err
 }
 
@@ -49,7 +49,7 @@ func (e *Engine) ReadLease(ctx context.Context) (store.Lease, error) {
 }
 
 func (e *Engine) SetFreeze(ctx context.Context, term int64, reason string) (bool, error) {
-	n, err := e.q.SetFreeze(ctx, pgdb.SetFreezeParams{Reason: store.FreezeReason(reason), Term: term})
+	n, err := e.q.SetFreeze(ctx, store.FreezeReason(reason), term)
 	return n == 1, err
 }
 

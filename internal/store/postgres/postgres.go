@@ -8,7 +8,6 @@ package postgres
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,7 +21,7 @@ import (
 
 	pgdb "github.com/alternative-fabric-manager/alternative-fabric-manager/db/postgres"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/migrations"
 )
 
@@ -31,14 +30,12 @@ const lockKey int64 = 0x61666d5f6170706c // "afm_appl"
 
 const notifyChannel = "afm_revision"
 
-// Engine is a store.Engine on PostgreSQL.
+// Engine is the PostgreSQL driver.Driver.
 type Engine struct {
 	dsn  string
 	pool *pgxpool.Pool
 	q    *pgdb.Queries
 	log  *slog.Logger
-
-	changes store.ChangeQueue // see store.ChangeQueue: queued here, not on the row lock
 }
 
 // Open connects to the database at dsn (a postgres:// URL).
@@ -71,117 +68,25 @@ func (e *Engine) Migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return store.Migrate(ctx, goose.DialectPostgres, db, fsys, goose.WithSessionLocker(locker))
+	return driver.Migrate(ctx, goose.DialectPostgres, db, fsys, goose.WithSessionLocker(locker))
 }
 
-func (e *Engine) Change(ctx context.Context, fn func(tx store.Tx, revision int64) error) error {
-	leave, err := e.changes.Enter(ctx)
-	if err != nil {
-		return err
+// InTx runs fn in one transaction: READ COMMITTED for writes (each
+// statement sees what committed before it: an insert that met another
+// transaction's row of the same name sees the winner's value), REPEATABLE
+// READ READ ONLY for the snapshot (one consistent state, no lock).
+func (e *Engine) InTx(ctx context.Context, mode driver.TxMode, fn func(q driver.Queries) error) error {
+	opts := pgx.TxOptions{}
+	if mode == driver.ReadOnly {
+		opts = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 	}
-	defer leave()
-	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		q := e.q.WithTx(tx)
-		rev, err := q.BumpRevision(ctx)
-		if err != nil {
-			return fmt.Errorf("bump revision: %w", err)
-		}
-		return fn(txn{q}, rev)
-	})
+	return pgx.BeginTxFunc(ctx, e.pool, opts, func(tx pgx.Tx) error { return fn(queries{e.q.WithTx(tx)}) })
 }
 
-func (e *Engine) Revision(ctx context.Context) (int64, error) { return e.q.GetRevision(ctx) }
-
-func (e *Engine) Snapshot(ctx context.Context) (store.Snapshot, error) {
-	var s store.Snapshot
-	err := pgx.BeginTxFunc(ctx, e.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
-		func(tx pgx.Tx) error {
-			q := e.q.WithTx(tx)
-			var err error
-			if s.Revision, err = q.GetRevision(ctx); err != nil {
-				return err
-			}
-			nets, err := q.ListManagedNetworks(ctx)
-			if err != nil {
-				return err
-			}
-			for _, n := range nets {
-				s.Networks = append(s.Networks, network(n))
-			}
-			members, err := q.ListMembers(ctx)
-			if err != nil {
-				return err
-			}
-			for _, m := range members {
-				member, err := store.MemberFromColumns(m.NetworkID, m.Guid)
-				if err != nil {
-					return err
-				}
-				s.Members = append(s.Members, member)
-			}
-			return nil
-		})
-	if err != nil {
-		return store.Snapshot{}, fmt.Errorf("snapshot: %w", err)
-	}
-	return s, nil
-}
-
-func (e *Engine) GetJob(ctx context.Context, id int64) (store.Job, error) {
-	j, err := e.q.GetJob(ctx, id)
-	if err != nil {
-		return store.Job{}, notFound(err)
-	}
-	return store.Job(j), nil
-}
-
-func (e *Engine) CountJobsByStatus(ctx context.Context) (map[string]int64, error) {
-	rows, err := e.q.CountJobsByStatus(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]int64{}
-	for _, r := range rows {
-		out[r.Status] = r.N
-	}
-	return out, nil
-}
-
-func (e *Engine) NewTerm(ctx context.Context, holder string, now time.Time) (int64, error) {
-	return e.q.NewTerm(ctx, pgdb.NewTermParams{Holder: holder, Now: &now})
-}
-
-func (e *Engine) MarkJobsRunning(ctx context.Context, term, revision int64, now time.Time) (int64, error) {
-	return e.q.MarkJobsRunning(ctx, pgdb.MarkJobsRunningParams{Now: &now, Revision: revision, Term: term})
-}
-
-func (e *Engine) CompleteJobs(ctx context.Context, term, revision int64, now time.Time) (int64, error) {
-	return e.q.CompleteJobs(ctx, pgdb.CompleteJobsParams{Now: &now, Revision: revision, Term: term})
-}
-
-func (e *Engine) FailJobs(ctx context.Context, term, revision int64, reason string, now time.Time) (int64, error) {
-	return e.q.FailJobs(ctx, pgdb.FailJobsParams{Error: reason, Now: &now, Revision: revision, Term: term})
-}
-
-func (e *Engine) RecordApply(ctx context.Context, a store.Apply) (bool, error) {
-	n, err := e.q.InsertApply(ctx, pgdb.InsertApplyParams{
-		Revision: a.Revision, Sha256: a.SHA256, Term: a.Term, Outcome: a.Outcome, Detail: a.Detail,
-		StartedAt: a.StartedAt, FinishedAt: a.FinishedAt,
-	})
-	return n == 1, err
-}
-
-func (e *Engine) LastApply(ctx context.Context) (store.Apply, error) {
-	a, err := e.q.LastApply(ctx)
-	if err != nil {
-		return store.Apply{}, notFound(err)
-	}
-	return store.Apply{Revision: a.Revision, SHA256: a.Sha256, Term: a.Term, Outcome: a.Outcome,
-		Detail: a.Detail, StartedAt: a.StartedAt, FinishedAt: a.FinishedAt}, nil
-}
+func (e *Engine) Queries(context.Context) driver.Queries { return queries{e.q} }
 
 // TryLock takes the advisory lock on a new connection that lives as long as the lock.
-func (e *Engine) TryLock(ctx context.Context) (store.Lock, error) {
+func (e *Engine) TryLock(ctx context.Context) (driver.Lock, error) {
 	conn, err := pgx.Connect(ctx, e.dsn)
 	if err != nil {
 		return nil, fmt.Errorf("lock connection: %w", err)
@@ -189,8 +94,8 @@ func (e *Engine) TryLock(ctx context.Context) (store.Lock, error) {
 	// After a cut link the server would keep this session, and the lock, for
 	// as long as TCP takes to notice (hours): no manager could lead again.
 	// The holder checks the lock every second, so a session idle for
-	// store.LockSessionIdle has lost its client, and the server ends it.
-	if _, err := conn.Exec(ctx, fmt.Sprintf("SET idle_session_timeout = %d", store.LockSessionIdle.Milliseconds())); err != nil {
+	// driver.LockSessionIdle has lost its client, and the server ends it.
+	if _, err := conn.Exec(ctx, fmt.Sprintf("SET idle_session_timeout = %d", driver.LockSessionIdle.Milliseconds())); err != nil {
 		e.log.Warn("idle_session_timeout not set on the lock's session (PostgreSQL 14 or later has it): "+
 			"after a network cut the lock stays held until the server notices the dead connection", "error", err)
 	}
@@ -291,93 +196,73 @@ func signal(ch chan<- struct{}) {
 	}
 }
 
-func notFound(err error) error {
-	if errors.Is(err, pgx.ErrNoRows) || errors.Is(err, sql.ErrNoRows) {
-		return store.ErrNotFound
-	}
-	return err
+// queries are the generated ones, with their rows converted to the driver's
+// types (db/sqlite's, which have the same fields).
+type queries struct{ *pgdb.Queries }
+
+func (q queries) GetNetwork(ctx context.Context, id string) (driver.Network, error) {
+	r, err := q.Queries.GetNetwork(ctx, id)
+	return driver.Network(r), err
 }
 
-func network(n pgdb.Network) store.Network {
-	return store.Network{ID: n.ID, Name: n.Name, Type: n.NetworkType, PhysicalNetwork: n.PhysicalNetwork,
-		PKey: store.PKeyFromColumn(n.Pkey), Managed: n.Managed, Revision: n.Revision}
+func (q queries) GetNetworkByPKey(ctx context.Context, pkey *fabric.PKey) (driver.Network, error) {
+	r, err := q.Queries.GetNetworkByPKey(ctx, pkey)
+	return driver.Network(r), err
 }
 
-func port(p pgdb.Port) (store.Port, error) {
-	guid, err := store.GUIDFromColumn(p.ID, p.Guid)
-	if err != nil {
-		return store.Port{}, err
-	}
-	return store.Port{ID: p.ID, NetworkID: p.NetworkID, GUID: guid, Host: p.Host, Revision: p.Revision}, nil
+func (q queries) ListManagedNetworks(ctx context.Context) ([]driver.Network, error) {
+	rs, err := q.Queries.ListManagedNetworks(ctx)
+	return driver.Convert(rs, func(r pgdb.Network) driver.Network { return driver.Network(r) }), err
 }
 
-// txn is a change transaction.
-type txn struct{ q *pgdb.Queries }
-
-func (t txn) GetNetwork(ctx context.Context, id string) (store.Network, error) {
-	n, err := t.q.GetNetwork(ctx, id)
-	if err != nil {
-		return store.Network{}, notFound(err)
-	}
-	return network(n), nil
+func (q queries) GetPort(ctx context.Context, id string) (driver.Port, error) {
+	r, err := q.Queries.GetPort(ctx, id)
+	return driver.Port(r), err
 }
 
-func (t txn) GetNetworkByPKey(ctx context.Context, pkey fabric.PKey) (store.Network, error) {
-	n, err := t.q.GetNetworkByPKey(ctx, store.PKeyColumn[int32](&pkey))
-	if err != nil {
-		return store.Network{}, notFound(err)
-	}
-	return network(n), nil
+func (q queries) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]driver.Port, error) {
+	rs, err := q.Queries.GetPortsByIDOrGUID(ctx, id, guid)
+	return driver.Convert(rs, func(r pgdb.Port) driver.Port { return driver.Port(r) }), err
 }
 
-func (t txn) UpsertNetwork(ctx context.Context, n store.Network, now time.Time) error {
-	return t.q.UpsertNetwork(ctx, pgdb.UpsertNetworkParams{ID: n.ID, Name: n.Name, NetworkType: n.Type,
-		PhysicalNetwork: n.PhysicalNetwork, Pkey: store.PKeyColumn[int32](n.PKey), Managed: n.Managed, Revision: n.Revision, Now: now})
+func (q queries) ListMembers(ctx context.Context) ([]driver.ListMembersRow, error) {
+	rs, err := q.Queries.ListMembers(ctx)
+	return driver.Convert(rs, func(r pgdb.ListMembersRow) driver.ListMembersRow { return driver.ListMembersRow(r) }), err
 }
 
-func (t txn) DeleteNetwork(ctx context.Context, id string) (bool, error) {
-	n, err := t.q.DeleteNetwork(ctx, id)
-	return n > 0, err
+func (q queries) GetJob(ctx context.Context, id int64) (driver.Job, error) {
+	r, err := q.Queries.GetJob(ctx, id)
+	return driver.Job(r), err
 }
 
-func (t txn) GetPort(ctx context.Context, id string) (store.Port, error) {
-	p, err := t.q.GetPort(ctx, id)
-	if err != nil {
-		return store.Port{}, notFound(err)
-	}
-	return port(p)
+func (q queries) CountJobsByStatus(ctx context.Context) ([]driver.CountJobsByStatusRow, error) {
+	rs, err := q.Queries.CountJobsByStatus(ctx)
+	return driver.Convert(rs, func(r pgdb.CountJobsByStatusRow) driver.CountJobsByStatusRow { return driver.CountJobsByStatusRow(r) }), err
 }
 
-func (t txn) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]store.Port, error) {
-	rows, err := t.q.GetPortsByIDOrGUID(ctx, pgdb.GetPortsByIDOrGUIDParams{ID: id, Guid: store.GUIDColumn(guid)})
-	if err != nil {
-		return nil, err
-	}
-	return store.ConvertRows(rows, port)
+func (q queries) LastApply(ctx context.Context) (driver.Apply, error) {
+	r, err := q.Queries.LastApply(ctx)
+	return driver.Apply(r), err
 }
 
-func (t txn) UpsertPort(ctx context.Context, p store.Port, now time.Time) error {
-	return t.q.UpsertPort(ctx, pgdb.UpsertPortParams{ID: p.ID, NetworkID: p.NetworkID, Guid: store.GUIDColumn(p.GUID), Host: p.Host,
-		Revision: p.Revision, Now: now})
+func (q queries) Leadership(ctx context.Context) (driver.LeadershipRow, error) {
+	r, err := q.Queries.Leadership(ctx)
+	return driver.LeadershipRow(r), err
 }
 
-func (t txn) DeletePort(ctx context.Context, id string) (bool, error) {
-	n, err := t.q.DeletePort(ctx, id)
-	return n > 0, err
+func (q queries) ListSecrets(ctx context.Context) ([]driver.ListSecretsRow, error) {
+	rs, err := q.Queries.ListSecrets(ctx)
+	return driver.Convert(rs, func(r pgdb.ListSecretsRow) driver.ListSecretsRow { return driver.ListSecretsRow(r) }), err
 }
 
-func (t txn) DeletePortsOfNetwork(ctx context.Context, networkID string) (int64, error) {
-	return t.q.DeletePortsOfNetwork(ctx, networkID)
+func (q queries) ExpectedSwitches(ctx context.Context) ([]driver.ExpectedSwitch, error) {
+	rs, err := q.Queries.ExpectedSwitches(ctx)
+	return driver.Convert(rs, func(r pgdb.ExpectedSwitch) driver.ExpectedSwitch { return driver.ExpectedSwitch(r) }), err
 }
 
-func (t txn) KeepRevision(ctx context.Context) error { return t.q.UnbumpRevision(ctx) }
-
-func (t txn) ClearGUIDsOfNetwork(ctx context.Context, networkID string, revision int64, now time.Time) (int64, error) {
-	return t.q.ClearGUIDsOfNetwork(ctx, pgdb.ClearGUIDsOfNetworkParams{NetworkID: networkID, Revision: revision, Now: now})
+func (q queries) EnforcementErrors(ctx context.Context) ([]driver.EnforcementError, error) {
+	rs, err := q.Queries.EnforcementErrors(ctx)
+	return driver.Convert(rs, func(r pgdb.EnforcementError) driver.EnforcementError { return driver.EnforcementError(r) }), err
 }
 
-func (t txn) InsertJob(ctx context.Context, j store.NewJob) (int64, error) {
-	return t.q.InsertJob(ctx, pgdb.InsertJobParams{Revision: j.Revision, ObjectType: j.ObjectType,
-		ObjectID: j.ObjectID, NetworkID: j.NetworkID, Operation: j.Operation, Status: j.Status, FinishedAt: j.FinishedAt,
-		Description: j.Description, Result: j.Result, CreatedBy: j.CreatedBy, Request: j.Request, Now: j.Now})
-}
+var _ driver.Driver = (*Engine)(nil)

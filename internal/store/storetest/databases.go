@@ -107,7 +107,7 @@ func OpenDatabase(t testing.TB, db Database) *store.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := storeopen.Open(ctx, db.Engine, db.DSN, true, slog.New(slog.DiscardHandler))
+	s, err := storeopen.Open(ctx, db.Engine, db.DSN, true, store.Rules{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("open %s store: %v", db.Engine, err)
 	}

@@ -175,7 +175,7 @@ func testLeaseTakeRenewRelease(t *testing.T, m []*store.Store) {
 			lb.PreviousHolder, lb.PreviousExpired, lb.Suspect)
 	}
 	// The term fences the applier's writes: A's are refused now.
-	if n, err := a.CompleteJobs(ctx, la.Term, 1<<40, time.Now().UTC()); err != nil || n != 0 {
+	if n, err := a.CompleteJobs(ctx, la.Term, 1<<40); err != nil || n != 0 {
 		t.Errorf("CompleteJobs with the released term = %d, %v; want 0", n, err)
 	}
 }

@@ -25,7 +25,7 @@ func testJobRetention(t *testing.T, s *store.Store) {
 	for i, id := range ids {
 		jobs = append(jobs, addNetwork(t, s, id, int64(201+i)))
 	}
-	term, err := s.NewTerm(ctx, "manager-1", now)
+	term, err := clockAt(s, now).NewTerm(ctx, "manager-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,9 +33,9 @@ func testJobRetention(t *testing.T, s *store.Store) {
 		t.Helper()
 		var n int64
 		if ok {
-			n, err = s.CompleteJobs(ctx, term, j.Revision, at)
+			n, err = clockAt(s, at).CompleteJobs(ctx, term, j.Revision)
 		} else {
-			n, err = s.FailJobs(ctx, term, j.Revision, "OpenSM rejected it", at)
+			n, err = clockAt(s, at).FailJobs(ctx, term, j.Revision, "OpenSM rejected it")
 		}
 		if err != nil || n != 1 {
 			t.Fatalf("finish job %d: %d, %v; want 1 job", j.ID, n, err)
@@ -46,17 +46,13 @@ func testJobRetention(t *testing.T, s *store.Store) {
 	finish(jobs[2], true, now.Add(-8*day))   // expired
 	finish(jobs[3], true, now.Add(-6*day))   // within the retention
 	// Job 5 has been Running for a month; job 6 is Pending.
-	if n, err := s.MarkJobsRunning(ctx, term, jobs[4].Revision, now.Add(-30*day)); err != nil || n != 1 {
+	if n, err := clockAt(s, now.Add(-30*day)).MarkJobsRunning(ctx, term, jobs[4].Revision); err != nil || n != 1 {
 		t.Fatalf("MarkJobsRunning = %d, %v; want 1", n, err)
 	}
 
 	// One batch of 2 takes the two oldest; the next one what is left.
-	pruner, ok := s.Engine.(store.JobPruner)
-	if !ok {
-		t.Fatalf("the %s engine is no store.JobPruner", s.Name())
-	}
 	before := now.Add(-retention)
-	if n, err := pruner.DeleteFinishedJobsBefore(ctx, before, 2); err != nil || n != 2 {
+	if n, err := s.DeleteFinishedJobsBefore(ctx, before, 2); err != nil || n != 2 {
 		t.Fatalf("first batch of 2 deleted %d, %v; want 2", n, err)
 	}
 	if _, err := s.GetJob(ctx, jobs[2].ID); err != nil {

@@ -28,14 +28,13 @@ const (
 // rulesStore is a store that manages physnet ibnet only, with a static
 // partition on 0x0010.
 func rulesStore(s *store.Store) *store.Store {
-	s.Rules = store.Rules{
+	return s.WithRules(store.Rules{
 		PhysicalNetworks: []string{"ibnet"},
 		FlatPKey:         store.DefaultFlatPKey,
 		StaticPKey: func(p fabric.PKey) (string, bool) {
 			return "storage", p == staticPKey
 		},
-	}
-	return s
+	})
 }
 
 func netSpec(id, typ, physnet string, vlan *int64) store.NetworkSpec {
@@ -107,31 +106,22 @@ func pkeyOf(p *fabric.PKey) string {
 	return p.String()
 }
 
-var errReadOnly = errors.New("read only")
-
-// readPorts reads ports in a change transaction that it rolls back: the store
-// has no other way to read a port, and needs none.
+// readPorts reads ports as they are recorded.
 func readPorts(t *testing.T, s *store.Store, ids ...string) []string {
 	t.Helper()
 	var out []string
-	err := s.Change(ctxT(t), func(tx store.Tx, _ int64) error {
-		for _, id := range ids {
-			p, err := tx.GetPort(ctxT(t), id)
-			switch {
-			case errors.Is(err, store.ErrNotFound):
-				out = append(out, id+":absent")
-			case err != nil:
-				return err
-			case p.GUID == nil:
-				out = append(out, fmt.Sprintf("%s:%s:no-guid:%q", id, p.NetworkID, p.Host))
-			default:
-				out = append(out, fmt.Sprintf("%s:%s:%s:%q", id, p.NetworkID, *p.GUID, p.Host))
-			}
+	for _, id := range ids {
+		p, err := s.GetPort(ctxT(t), id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			out = append(out, id+":absent")
+		case err != nil:
+			t.Fatalf("read ports: %v", err)
+		case p.GUID == nil:
+			out = append(out, fmt.Sprintf("%s:%s:no-guid:%q", id, p.NetworkID, p.Host))
+		default:
+			out = append(out, fmt.Sprintf("%s:%s:%s:%q", id, p.NetworkID, *p.GUID, p.Host))
 		}
-		return errReadOnly
-	})
-	if !errors.Is(err, errReadOnly) {
-		t.Fatalf("read ports: %v", err)
 	}
 	return out
 }
@@ -153,7 +143,7 @@ func members(t *testing.T, s *store.Store) map[fabric.GUID]string {
 // RejectedError naming the object and the value, and leaves the revision, the
 // networks, the ports and the jobs as they were.
 func testRejectionsChangeNothing(t *testing.T, s *store.Store) {
-	rulesStore(s)
+	s = rulesStore(s)
 	mustNetwork(t, s, netSpec(netA, "vlan", "ibnet", vlanID(101)))
 	mustNetwork(t, s, netSpec(netB, "vlan", "ibnet", vlanID(102)))
 	mustNetwork(t, s, netSpec(netFlat, "flat", "ibnet", nil))
@@ -248,7 +238,7 @@ func testRejectionsChangeNothing(t *testing.T, s *store.Store) {
 // testUnmanagedNetworks: networks on other physnets or of other types, and their
 // ports, are recorded with jobs Completed at once and no revision.
 func testUnmanagedNetworks(t *testing.T, s *store.Store) {
-	rulesStore(s)
+	s = rulesStore(s)
 	mustNetwork(t, s, netSpec(netA, "vlan", "ibnet", vlanID(101)))
 	rev := revision(t, s)
 	for _, spec := range []store.NetworkSpec{
@@ -300,7 +290,7 @@ func testUnmanagedNetworks(t *testing.T, s *store.Store) {
 // testNetworkChanges: a PUT moves a network's partition and members, or takes
 // it in or out of management.
 func testNetworkChanges(t *testing.T, s *store.Store) {
-	rulesStore(s)
+	s = rulesStore(s)
 	mustNetwork(t, s, netSpec(netA, "vlan", "ibnet", vlanID(101)))
 	mustPort(t, s, boundPort("p1", netA, guidA, "h1"))
 	rev := revision(t, s)
@@ -338,7 +328,7 @@ func testNetworkChanges(t *testing.T, s *store.Store) {
 
 // testPortChanges: host, client-id and membership changes of one port.
 func testPortChanges(t *testing.T, s *store.Store) {
-	rulesStore(s)
+	s = rulesStore(s)
 	mustNetwork(t, s, netSpec(netA, "vlan", "ibnet", vlanID(101)))
 	mustNetwork(t, s, netSpec(netFlat, "flat", "ibnet", nil))
 
@@ -382,7 +372,7 @@ func testPortChanges(t *testing.T, s *store.Store) {
 
 // testPortDeleteByBody: a DELETE removes exactly the GUID its body names.
 func testPortDeleteByBody(t *testing.T, s *store.Store) {
-	rulesStore(s)
+	s = rulesStore(s)
 	mustNetwork(t, s, netSpec(netA, "vlan", "ibnet", vlanID(101)))
 	mustPort(t, s, boundPort("p1", netA, guidA, "h1"))
 	mustPort(t, s, boundPort("p1", netA, guidC, "h1")) // a later PUT moved it to guidC

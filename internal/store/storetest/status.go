@@ -23,15 +23,15 @@ func testDescribeOpenJobs(t *testing.T, s *store.Store) {
 	done := addNetwork(t, s, netA, 101)
 	open := addNetwork(t, s, netB, 102)
 	later := addNetwork(t, s, "5e6f7a8b-2222-4c3d-9e8f-0a1b2c3d4e5f", 103)
-	old, err := s.NewTerm(ctx, "manager-1", now)
+	old, err := clockAt(s, now).NewTerm(ctx, "manager-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cur, err := s.NewTerm(ctx, "manager-2", now)
+	cur, err := clockAt(s, now).NewTerm(ctx, "manager-2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.CompleteJobs(ctx, cur, done.Revision, now); err != nil || n != 1 {
+	if n, err := clockAt(s, now).CompleteJobs(ctx, cur, done.Revision); err != nil || n != 1 {
 		t.Fatalf("CompleteJobs = %d, %v; want 1", n, err)
 	}
 	const why = "No expected switches: run --confirm-switches"
@@ -57,7 +57,7 @@ func testDescribeOpenJobs(t *testing.T, s *store.Store) {
 	if n, err := s.DescribeOpenJobs(ctx, cur, open.Revision, why); err != nil || n != 0 {
 		t.Errorf("DescribeOpenJobs again = %d, %v; want 0", n, err)
 	}
-	if _, err := s.MarkJobsRunning(ctx, cur, later.Revision, now); err != nil {
+	if _, err := clockAt(s, now).MarkJobsRunning(ctx, cur, later.Revision); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := s.DescribeOpenJobs(ctx, cur, later.Revision, "another reason"); err != nil || n != 2 {
@@ -80,10 +80,10 @@ func testDescribeOpenJobs(t *testing.T, s *store.Store) {
 	if got := job(t, s, later.ID); got.Description != later.Description+"\nswitch gone" {
 		t.Errorf("description after a new reason = %q", got.Description)
 	}
-	if _, err := s.FailJobs(ctx, cur, open.Revision, "OpenSM said no", now); err != nil {
+	if _, err := clockAt(s, now).FailJobs(ctx, cur, open.Revision, "OpenSM said no"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CompleteJobs(ctx, cur, later.Revision, now); err != nil {
+	if _, err := clockAt(s, now).CompleteJobs(ctx, cur, later.Revision); err != nil {
 		t.Fatal(err)
 	}
 	for _, j := range []store.Job{open, later} {
@@ -100,10 +100,10 @@ func testLeadership(t *testing.T, s *store.Store) {
 		t.Fatalf("Leadership of a new database = %+v, %v; want term 0, no holder, no heartbeat", l, err)
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	if _, err := s.NewTerm(ctx, "host-a pid 1", now.Add(-time.Minute)); err != nil {
+	if _, err := clockAt(s, now.Add(-time.Minute)).NewTerm(ctx, "host-a pid 1"); err != nil {
 		t.Fatal(err)
 	}
-	term, err := s.NewTerm(ctx, "host-b pid 2", now)
+	term, err := clockAt(s, now).NewTerm(ctx, "host-b pid 2")
 	if err != nil {
 		t.Fatal(err)
 	}

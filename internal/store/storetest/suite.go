@@ -237,33 +237,33 @@ func testFencing(t *testing.T, s *store.Store) {
 	now := time.Now().UTC()
 	addNetwork(t, s, netA, 101)
 	addNetwork(t, s, netB, 102)
-	t1, err := s.NewTerm(ctx, "manager-1", now)
+	t1, err := clockAt(s, now).NewTerm(ctx, "manager-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.MarkJobsRunning(ctx, t1, 1, now); err != nil || n != 1 {
+	if n, err := clockAt(s, now).MarkJobsRunning(ctx, t1, 1); err != nil || n != 1 {
 		t.Fatalf("MarkJobsRunning = %d, %v; want 1", n, err)
 	}
-	t2, err := s.NewTerm(ctx, "manager-2", now)
+	t2, err := clockAt(s, now).NewTerm(ctx, "manager-2")
 	if err != nil || t2 != t1+1 {
 		t.Fatalf("NewTerm = %d, %v; want %d", t2, err, t1+1)
 	}
 	// The deposed leader's late writes change nothing.
-	if n, err := s.CompleteJobs(ctx, t1, 2, now); err != nil || n != 0 {
+	if n, err := clockAt(s, now).CompleteJobs(ctx, t1, 2); err != nil || n != 0 {
 		t.Errorf("CompleteJobs with an old term = %d, %v; want 0", n, err)
 	}
-	if n, err := s.FailJobs(ctx, t1, 2, "late", now); err != nil || n != 0 {
+	if n, err := clockAt(s, now).FailJobs(ctx, t1, 2, "late"); err != nil || n != 0 {
 		t.Errorf("FailJobs with an old term = %d, %v; want 0", n, err)
 	}
 	// The current leader completes exactly the jobs up to its revision.
-	if n, err := s.CompleteJobs(ctx, t2, 1, now); err != nil || n != 1 {
+	if n, err := clockAt(s, now).CompleteJobs(ctx, t2, 1); err != nil || n != 1 {
 		t.Errorf("CompleteJobs(rev 1) = %d, %v; want 1", n, err)
 	}
 	j1, _ := s.GetJob(ctx, 1)
 	if j1.Status != store.StatusCompleted || j1.FinishedAt == nil || j1.StartedAt == nil {
 		t.Errorf("job 1 = %+v", j1)
 	}
-	if n, err := s.FailJobs(ctx, t2, 2, "OpenSM rejected it", now); err != nil || n != 1 {
+	if n, err := clockAt(s, now).FailJobs(ctx, t2, 2, "OpenSM rejected it"); err != nil || n != 1 {
 		t.Errorf("FailJobs = %d, %v; want 1", n, err)
 	}
 	j2, _ := s.GetJob(ctx, 2)
@@ -271,7 +271,7 @@ func testFencing(t *testing.T, s *store.Store) {
 		t.Errorf("job 2 = %+v", j2)
 	}
 	// Finished jobs stay finished.
-	if n, err := s.CompleteJobs(ctx, t2, 2, now); err != nil || n != 0 {
+	if n, err := clockAt(s, now).CompleteJobs(ctx, t2, 2); err != nil || n != 0 {
 		t.Errorf("CompleteJobs over finished jobs = %d, %v; want 0", n, err)
 	}
 }
@@ -282,7 +282,7 @@ func testApplyRecord(t *testing.T, s *store.Store) {
 	if _, err := s.LastApply(ctx); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("LastApply on a new database = %v, want ErrNotFound", err)
 	}
-	term, err := s.NewTerm(ctx, "m", now)
+	term, err := clockAt(s, now).NewTerm(ctx, "m")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -490,4 +490,10 @@ func testVLANTaken(t *testing.T, s *store.Store) {
 		Operation: store.OpUpdateNetwork, CreatedBy: "test", Request: `{}`}); err != nil {
 		t.Errorf("updating a network with its own VLAN ID: %v", err)
 	}
+}
+
+// clockAt is s with its clock stopped at now: the store records every time
+// with its own clock.
+func clockAt(s *store.Store, now time.Time) *store.Store {
+	return s.WithClock(func() time.Time { return now })
 }

@@ -11,7 +11,7 @@ DELETE FROM expected_switches;
 -- name: InsertExpectedSwitch :exec
 INSERT INTO expected_switches (guid, description, confirmed_at) VALUES (@guid, @description, @now);
 
--- name: ListExpectedSwitches :many
+-- name: ExpectedSwitches :many
 SELECT * FROM expected_switches ORDER BY guid;
 
 -- name: UpsertEnforcementError :exec
@@ -21,8 +21,8 @@ ON CONFLICT (switch_guid, port) DO UPDATE SET
     line = EXCLUDED.line, last_seen = EXCLUDED.last_seen,
     occurrences = enforcement_errors.occurrences + 1;
 
--- name: ListEnforcementErrors :many
+-- name: EnforcementErrors :many
 SELECT * FROM enforcement_errors ORDER BY switch_guid, port;
 
--- name: DeleteEnforcementErrors :execrows
+-- name: ClearEnforcementErrors :execrows
 DELETE FROM enforcement_errors;

@@ -1,0 +1,72 @@
+package driver
+
+import (
+	"context"
+	"time"
+
+	sqlitedb "github.com/alternative-fabric-manager/alternative-fabric-manager/db/sqlite"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
+
+// Queries is every query the store runs, each method the query of the same
+// name in queries/ (queries/shared, or each engine's folder where the SQL
+// differs): the generated packages in db/ implement it, PostgreSQL's and
+// MariaDB's through the few conversions their engine packages write.
+//
+// To add a query: write it, under one name, in queries/shared (or in
+// queries/postgres and queries/sqlite) and in queries/mysql; run make
+// generate; add its generated signature here. See docs/architecture.md.
+type Queries interface {
+	BumpRevision(ctx context.Context) (int64, error)
+	ClearEnforcementErrors(ctx context.Context) (int64, error)
+	ClearGUIDsOfNetwork(ctx context.Context, revision int64, now time.Time, networkID string) (int64, error)
+	CompleteJobs(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error)
+	CountJobsByStatus(ctx context.Context) ([]CountJobsByStatusRow, error)
+	DeleteExpectedSwitches(ctx context.Context) error
+	DeleteFinishedJobsBefore(ctx context.Context, before *time.Time, batch int64) (int64, error)
+	DeleteNetwork(ctx context.Context, id string) (int64, error)
+	DeletePort(ctx context.Context, id string) (int64, error)
+	DeletePortsOfNetwork(ctx context.Context, networkID string) (int64, error)
+	DescribeOpenJobs(ctx context.Context, reason string, now time.Time, revision int64, term int64) (int64, error)
+	EnforcementErrors(ctx context.Context) ([]EnforcementError, error)
+	ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error)
+	FailJobs(ctx context.Context, error string, now *time.Time, revision int64, term int64) (int64, error)
+	GetJob(ctx context.Context, id int64) (Job, error)
+	GetNetwork(ctx context.Context, id string) (Network, error)
+	GetNetworkByPKey(ctx context.Context, pkey *fabric.PKey) (Network, error)
+	GetPort(ctx context.Context, id string) (Port, error)
+	GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]Port, error)
+	Heartbeat(ctx context.Context, now *time.Time, term int64) (int64, error)
+	InsertExpectedSwitch(ctx context.Context, guid fabric.GUID, description string, now time.Time) error
+	InsertJob(ctx context.Context, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, createdBy string, request string, now time.Time, finishedAt *time.Time) (int64, error)
+	InsertSecretIfAbsent(ctx context.Context, name string, value string, now time.Time) error
+	KeepRevision(ctx context.Context) error
+	LastApply(ctx context.Context) (Apply, error)
+	Leadership(ctx context.Context) (LeadershipRow, error)
+	ListManagedNetworks(ctx context.Context) ([]Network, error)
+	ListMembers(ctx context.Context) ([]ListMembersRow, error)
+	ListSecrets(ctx context.Context) ([]ListSecretsRow, error)
+	MarkJobsRunning(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error)
+	NewTerm(ctx context.Context, holder string, now *time.Time) (int64, error)
+	RecordApply(ctx context.Context, revision int64, sha256 string, term int64, outcome string, detail string, startedAt time.Time, finishedAt time.Time) (int64, error)
+	Revision(ctx context.Context) (int64, error)
+	UpsertEnforcementError(ctx context.Context, switchGuid string, port int64, line string, now time.Time) error
+	UpsertNetwork(ctx context.Context, id string, name string, networkType string, physicalNetwork string, pkey *fabric.PKey, managed bool, revision int64, now time.Time) error
+	UpsertPort(ctx context.Context, id string, networkID string, guid *fabric.GUID, host string, revision int64, now time.Time) error
+}
+
+// The rows the queries return are sqlc's own, from db/sqlite: the overrides in
+// sqlc.yaml make the other engines' rows the same structs, so an engine
+// converts its row to one of these with a plain type conversion.
+type (
+	Apply                = sqlitedb.Apply
+	CountJobsByStatusRow = sqlitedb.CountJobsByStatusRow
+	EnforcementError     = sqlitedb.EnforcementError
+	ExpectedSwitch       = sqlitedb.ExpectedSwitch
+	Job                  = sqlitedb.Job
+	LeadershipRow        = sqlitedb.LeadershipRow
+	ListMembersRow       = sqlitedb.ListMembersRow
+	ListSecretsRow       = sqlitedb.ListSecretsRow
+	Network              = sqlitedb.Network
+	Port                 = sqlitedb.Port
+)

@@ -1,0 +1,78 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
+)
+
+// tx is the store's view of the queries of one transaction: the change path
+// speaks in Networks and Ports, the queries in rows. Each method is the query
+// of the same name.
+type tx struct{ q driver.Queries }
+
+func (t tx) GetNetwork(ctx context.Context, id string) (Network, error) {
+	n, err := t.q.GetNetwork(ctx, id)
+	return network(n), notFound(err)
+}
+
+func (t tx) GetNetworkByPKey(ctx context.Context, pkey fabric.PKey) (Network, error) {
+	n, err := t.q.GetNetworkByPKey(ctx, &pkey)
+	return network(n), notFound(err)
+}
+
+func (t tx) UpsertNetwork(ctx context.Context, n Network, now time.Time) error {
+	return t.q.UpsertNetwork(ctx, n.ID, n.Name, n.Type, n.PhysicalNetwork, n.PKey, n.Managed, n.Revision, now)
+}
+
+func (t tx) DeleteNetwork(ctx context.Context, id string) (int64, error) {
+	return t.q.DeleteNetwork(ctx, id)
+}
+
+func (t tx) GetPort(ctx context.Context, id string) (Port, error) {
+	p, err := t.q.GetPort(ctx, id)
+	return port(p), notFound(err)
+}
+
+// GetPortsByIDOrGUID returns, in one read, the port with this id and the port
+// holding guid (nil guid: none), in no particular order: none, one (both or
+// either) or two ports.
+func (t tx) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]Port, error) {
+	rows, err := t.q.GetPortsByIDOrGUID(ctx, id, guid)
+	return driver.Convert(rows, port), err
+}
+
+func (t tx) UpsertPort(ctx context.Context, p Port, now time.Time) error {
+	return t.q.UpsertPort(ctx, p.ID, p.NetworkID, p.GUID, p.Host, p.Revision, now)
+}
+
+func (t tx) DeletePort(ctx context.Context, id string) (int64, error) {
+	return t.q.DeletePort(ctx, id)
+}
+
+func (t tx) DeletePortsOfNetwork(ctx context.Context, networkID string) (int64, error) {
+	return t.q.DeletePortsOfNetwork(ctx, networkID)
+}
+
+func (t tx) ClearGUIDsOfNetwork(ctx context.Context, networkID string, revision int64, now time.Time) (int64, error) {
+	return t.q.ClearGUIDsOfNetwork(ctx, revision, now, networkID)
+}
+
+// notFound is ErrNotFound for a query that found no row.
+func notFound(err error) error {
+	if driver.IsNoRows(err) {
+		return ErrNotFound
+	}
+	return err
+}
+
+func network(n driver.Network) Network {
+	return Network{ID: n.ID, Name: n.Name, Type: n.NetworkType, PhysicalNetwork: n.PhysicalNetwork,
+		PKey: n.Pkey, Managed: n.Managed, Revision: n.Revision}
+}
+
+func port(p driver.Port) Port {
+	return Port{ID: p.ID, NetworkID: p.NetworkID, GUID: p.Guid, Host: p.Host, Revision: p.Revision}
+}

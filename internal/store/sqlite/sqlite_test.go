@@ -1,0 +1,55 @@
+package sqlite
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
+)
+
+// The applier's snapshot is a read-only transaction that takes no write lock:
+// a change commits while it is open, and the snapshot goes on reading the
+// state it began with. A snapshot that began IMMEDIATE would hold the write
+// lock, and the change would fail with SQLITE_BUSY after busy_timeout.
+func TestSnapshotTakesNoWriteLock(t *testing.T) {
+	ctx := context.Background()
+	e, err := Open(ctx, filepath.Join(t.TempDir(), "afm.db"), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var before, during, after int64
+	err = e.InTx(ctx, driver.ReadOnly, func(q driver.Queries) error {
+		var err error
+		if before, err = q.Revision(ctx); err != nil {
+			return err
+		}
+		changed := make(chan error, 1)
+		go func() {
+			changed <- e.InTx(ctx, driver.Change, func(q driver.Queries) error {
+				_, err := q.BumpRevision(ctx)
+				return err
+			})
+		}()
+		if err := <-changed; err != nil {
+			t.Errorf("a change while the snapshot is open: %v", err)
+		}
+		during, err = q.Revision(ctx)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, err = e.Queries(ctx).Revision(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if during != before || after != before+1 {
+		t.Errorf("revision before %d, in the snapshot after the change %d, after it %d; want %d, %d, %d",
+			before, during, after, before, before, before+1)
+	}
+}
