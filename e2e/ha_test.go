@@ -94,7 +94,7 @@ func startHACluster(t *testing.T, dbs []storetest.Database) *haCluster {
 	for k := 1; k <= 3; k++ {
 		c.managers = append(c.managers, c.launch(k, dbs[k-1]))
 	}
-	c.managers[0].waitLeading() // the first to start: the SIGSTOP case wants it leading
+	c.makeLeader(c.managers[0]) // the SIGSTOP case wants it leading
 	c.sampler = c.sampleMasters()
 	leader := c.leader()
 	leader.confirmSwitches()
@@ -186,10 +186,21 @@ func (m *manager) lease() leaseStatus {
 	return *s.Lease
 }
 
-// waitLeading waits until m holds the lease.
-func (m *manager) waitLeading() {
-	m.t.Helper()
-	waitFor(m.t, "manager leading", func() bool { return m.lease().Holder == m.holderName() })
+// makeLeader restarts whichever manager leads until m does: a graceful stop
+// releases the lease, and the next to take it may be m.
+func (c *haCluster) makeLeader(m *manager) {
+	c.t.Helper()
+	for tries := 0; ; tries++ {
+		l := c.leader()
+		if l == m {
+			return
+		}
+		if tries == 10 {
+			c.t.Fatalf("manager %s does not take the lease after %d restarts of the others", m.holderName(), tries)
+		}
+		l.stop()
+		l.start()
+	}
 }
 
 // holderName is how the lease names manager m ("<host> pid <pid>").
@@ -306,11 +317,7 @@ func (c *haCluster) killLeader() {
 func (c *haCluster) stopLeaderLongerThanLease() {
 	t := c.t
 	old := c.managers[0]
-	for c.leader() != old { // a graceful stop releases the lease at once
-		other := c.leader()
-		other.stop()
-		other.start()
-	}
+	c.makeLeader(old)
 	// Its OpenSM must be master on the fabric when it hangs.
 	waitFor(t, "the leader's OpenSM master", func() bool { return c.sampler.master(0) })
 	fault := time.Now()

@@ -48,7 +48,7 @@ type Store interface {
 	FailJobs(ctx context.Context, term, revision int64, reason string) (int64, error)
 	RecordApply(ctx context.Context, a store.Apply) (bool, error)
 	Wake(ctx context.Context) <-chan struct{}
-	DeleteExpiredJobs(ctx context.Context, retention time.Duration) (int64, error)
+	DeleteExpiredJobs(ctx context.Context, term int64, retention time.Duration) (int64, error)
 	GateStore // gates.go
 }
 
@@ -515,7 +515,7 @@ func (t *term) pruneJobs(ctx context.Context) {
 	if t.Cfg.JobRetention <= 0 {
 		return
 	}
-	n, err := t.Store.DeleteExpiredJobs(ctx, t.Cfg.JobRetention)
+	n, err := t.Store.DeleteExpiredJobs(ctx, t.id, t.Cfg.JobRetention)
 	if err != nil {
 		if ctx.Err() == nil {
 			t.Log.Error("delete expired jobs", "error", err)

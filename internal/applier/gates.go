@@ -46,7 +46,7 @@ type GateReader interface {
 // GateStore is what the applier's gates need of the database.
 type GateStore interface {
 	GateReader
-	RecordEnforcementErrors(ctx context.Context, seen []store.EnforcementSighting) error
+	RecordEnforcementErrors(ctx context.Context, term int64, seen []store.EnforcementSighting) error
 	DescribeOpenJobs(ctx context.Context, term, revision int64, description string) (int64, error)
 }
 
@@ -186,7 +186,7 @@ func (t *term) pollGates(ctx context.Context) {
 }
 
 func (t *term) scanEnforcement(ctx context.Context) {
-	if err := t.gate.watch.scan(ctx, t.Store, t.Log); err != nil {
+	if err := t.gate.watch.scan(ctx, t.id, t.Store, t.Log); err != nil {
 		t.Log.Error("read OpenSM's log for cleared enforcement", "error", err)
 	}
 }
@@ -204,10 +204,10 @@ type enforcementWatch struct {
 
 // EnforcementRecorder records what the log said.
 type EnforcementRecorder interface {
-	RecordEnforcementErrors(ctx context.Context, seen []store.EnforcementSighting) error
+	RecordEnforcementErrors(ctx context.Context, term int64, seen []store.EnforcementSighting) error
 }
 
-func (w *enforcementWatch) scan(ctx context.Context, rec EnforcementRecorder, log *slog.Logger) error {
+func (w *enforcementWatch) scan(ctx context.Context, term int64, rec EnforcementRecorder, log *slog.Logger) error {
 	f, err := os.Open(w.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil // not written yet, or rotated away and not re-created yet
@@ -256,7 +256,7 @@ func (w *enforcementWatch) scan(ctx context.Context, rec EnforcementRecorder, lo
 	for i, e := range found {
 		seen[i] = store.EnforcementSighting{Switch: e.Switch, Port: e.Port, Line: e.Line}
 	}
-	if err := rec.RecordEnforcementErrors(ctx, seen); err != nil {
+	if err := rec.RecordEnforcementErrors(ctx, term, seen); err != nil {
 		return err // read again at the next poll
 	}
 	for _, e := range found {

@@ -64,6 +64,10 @@ type LeaseTables interface {
 	LiftFreeze(ctx context.Context, term int64) (bool, error)
 }
 
+// ErrFenced is a write of the applier refused because its term is no longer
+// the current one: another manager leads.
+var ErrFenced = errors.New("a newer leadership term has started")
+
 // ErrLockNotClusterWide is TryLock's error where the advisory lock is not
 // exclusive across the database (a Galera node's GET_LOCK): the lease alone
 // elects there.

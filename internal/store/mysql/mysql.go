@@ -293,8 +293,8 @@ func (q queries) RecordApply(ctx context.Context, revision int64, sha256 string,
 		Outcome: outcome, Detail: detail, StartedAt: startedAt, FinishedAt: finishedAt})
 }
 
-func (q queries) DeleteFinishedJobsBefore(ctx context.Context, before *time.Time, batch int64) (int64, error) {
-	return q.Queries.DeleteFinishedJobsBefore(ctx, mysqldb.DeleteFinishedJobsBeforeParams{Before: before, Limit: int32(batch)})
+func (q queries) DeleteFinishedJobsBefore(ctx context.Context, before *time.Time, batch int64, term int64) (int64, error) {
+	return q.Queries.DeleteFinishedJobsBefore(ctx, mysqldb.DeleteFinishedJobsBeforeParams{Before: before, Limit: int32(batch), Term: term})
 }
 
 func (q queries) UpsertNetwork(ctx context.Context, id, name, networkType, physicalNetwork string, pkey *fabric.PKey,
@@ -315,8 +315,8 @@ func (q queries) InsertExpectedSwitch(ctx context.Context, guid fabric.GUID, des
 	return q.Queries.InsertExpectedSwitch(ctx, mysqldb.InsertExpectedSwitchParams{Guid: guid, Description: description, Now: now})
 }
 
-func (q queries) UpsertEnforcementError(ctx context.Context, switchGUID string, port int64, line string, now time.Time) error {
-	return q.Queries.UpsertEnforcementError(ctx, mysqldb.UpsertEnforcementErrorParams{SwitchGuid: switchGUID, Port: port, Line: line, Now: now})
+func (q queries) UpsertEnforcementError(ctx context.Context, switchGUID string, port int64, line string, now time.Time, term int64) (int64, error) {
+	return q.Queries.UpsertEnforcementError(ctx, mysqldb.UpsertEnforcementErrorParams{SwitchGuid: switchGUID, Port: port, Line: line, Now: now, Term: term})
 }
 
 // The rows, converted to the driver's types (the same fields).
