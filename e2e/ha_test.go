@@ -186,20 +186,24 @@ func (m *manager) lease() leaseStatus {
 	return *s.Lease
 }
 
-// makeLeader restarts whichever manager leads until m does: a graceful stop
-// releases the lease, and the next to take it may be m.
+// makeLeader makes m the leader: the others stop (releasing the lease if
+// they hold it), m, the only candidate left, takes it, and they start again
+// as followers.
 func (c *haCluster) makeLeader(m *manager) {
 	c.t.Helper()
-	for tries := 0; ; tries++ {
-		l := c.leader()
-		if l == m {
-			return
+	if c.leader() == m {
+		return
+	}
+	var stopped []*manager
+	for _, o := range c.live() {
+		if o != m {
+			o.stop()
+			stopped = append(stopped, o)
 		}
-		if tries == 10 {
-			c.t.Fatalf("manager %s does not take the lease after %d restarts of the others", m.holderName(), tries)
-		}
-		l.stop()
-		l.start()
+	}
+	waitFor(c.t, "the wanted manager leading", func() bool { return m.lease().Holder == m.holderName() })
+	for _, o := range stopped {
+		o.start()
 	}
 }
 
