@@ -30,5 +30,9 @@ COPY etc/afm.conf.sample /usr/share/doc/alternative-fabric-manager/afm.conf.samp
 # The database (SQLite by default) and config_dir (opensm.conf, partitions.conf,
 # OpenSM's log and subnet dump) live here.
 VOLUME /var/lib/alternative-fabric-manager
+# Ready: the database answers and, on the leader, OpenSM runs and the last apply did not fail
+# (GET /readyz, asked by the binary itself: the image has no curl).
+HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 \
+  CMD ["alternative-fabric-manager", "--config-file", "/etc/alternative-fabric-manager/afm.conf", "--healthcheck"]
 ENTRYPOINT ["alternative-fabric-manager"]
 CMD ["--config-file", "/etc/alternative-fabric-manager/afm.conf"]

@@ -480,18 +480,23 @@ func must[T any](v T, err error) T {
 
 // cutProxy forwards TCP connections to a database server until cut: then it
 // black-holes them (bytes are read and dropped, nothing is answered, and new
-// connections are accepted and never served), as a cut link or a frozen
-// server does. restore closes every connection it saw, as the peers' kernels
-// reset them once the link is back, and forwards again.
+// connections are accepted and never served), as a cut link does. restore
+// resets the manager's side of every connection it saw, as the manager's
+// kernel does once the link is back (the manager gave up on them), and
+// forwards again. The server's side of those connections stays open and
+// silent, as after a real cut, where the server learns nothing until it sends:
+// a session left holding the applier lock must be ended by the server itself.
 type cutProxy struct {
 	t      *testing.T
 	ln     net.Listener
 	target string
 
-	mu     sync.Mutex
-	isCut  bool
-	conns  []net.Conn
-	closed bool
+	mu       sync.Mutex
+	isCut    bool
+	clients  []net.Conn // the manager's side
+	servers  []net.Conn // the server's side
+	stranded map[net.Conn]bool
+	closed   bool
 }
 
 func newCutProxy(t *testing.T, target string) *cutProxy {
@@ -499,14 +504,17 @@ func newCutProxy(t *testing.T, target string) *cutProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &cutProxy{t: t, ln: ln, target: target}
+	p := &cutProxy{t: t, ln: ln, target: target, stranded: map[net.Conn]bool{}}
 	go p.serve()
 	t.Cleanup(func() {
 		ln.Close()
 		p.mu.Lock()
 		p.closed = true
+		conns := append(p.clients, p.servers...)
 		p.mu.Unlock()
-		p.closeAll()
+		for _, c := range conns {
+			c.Close()
+		}
 	})
 	return p
 }
@@ -519,7 +527,7 @@ func (p *cutProxy) serve() {
 		if err != nil {
 			return
 		}
-		if !p.track(c) {
+		if !p.track(&p.clients, c) {
 			continue // cut: held, never served
 		}
 		go func() {
@@ -528,41 +536,47 @@ func (p *cutProxy) serve() {
 				c.Close()
 				return
 			}
-			p.track(up)
-			go p.pipe(c, up)
-			go p.pipe(up, c)
+			p.track(&p.servers, up)
+			go p.pipe(c, up, up)
+			go p.pipe(up, c, up)
 		}()
 	}
 }
 
-// track records c, and says whether the link is up.
-func (p *cutProxy) track(c net.Conn) bool {
+// track records c in list, and says whether the link is up.
+func (p *cutProxy) track(list *[]net.Conn, c net.Conn) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		c.Close()
 		return false
 	}
-	p.conns = append(p.conns, c)
+	*list = append(*list, c)
 	return !p.isCut
 }
 
-func (p *cutProxy) pipe(src, dst net.Conn) {
-	defer src.Close()
-	defer dst.Close()
+// pipe copies src to dst while the link is up; server is the pair's server
+// side, left open once the pair is stranded by a restore.
+func (p *cutProxy) pipe(src, dst, server net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
-		if err != nil {
-			return
-		}
 		p.mu.Lock()
-		cut := p.isCut
+		cut, stranded := p.isCut, p.stranded[server]
 		p.mu.Unlock()
-		if cut {
+		switch {
+		case err != nil && (cut || stranded):
+			return // the other side learns nothing: the link is down, or was
+		case err != nil:
+			src.Close()
+			dst.Close()
+			return
+		case cut || stranded:
 			continue
 		}
 		if _, err := dst.Write(buf[:n]); err != nil {
+			src.Close()
+			dst.Close()
 			return
 		}
 	}
@@ -577,21 +591,14 @@ func (p *cutProxy) cut() {
 
 func (p *cutProxy) restore() {
 	p.mu.Lock()
-	conns := p.conns
-	p.conns, p.isCut = nil, false
+	clients := p.clients
+	for _, s := range p.servers {
+		p.stranded[s] = true
+	}
+	p.clients, p.isCut = nil, false
 	p.mu.Unlock()
-	for _, c := range conns {
+	for _, c := range clients {
 		c.Close()
 	}
 	p.t.Logf("link to the database restored")
-}
-
-func (p *cutProxy) closeAll() {
-	p.mu.Lock()
-	conns := p.conns
-	p.conns = nil
-	p.mu.Unlock()
-	for _, c := range conns {
-		c.Close()
-	}
 }

@@ -2,7 +2,8 @@
 # test-env.sh: the servers the test suites need, throwaway and on loopback only.
 #
 #   scripts/test-env.sh install [PACKAGE...]   apt-get install whatever is missing of PACKAGEs (default: the
-#                                             database servers, OpenSM, ibsim and infiniband-diags), without
+#                                             database servers, OpenSM, ibsim, infiniband-diags, prometheus
+#                                             for promtool and systemd for systemd-analyze), without
 #                                             leaving the distribution's services running
 #   scripts/test-env.sh start DIR [--no-galera]  start PostgreSQL, MariaDB and a three-node MariaDB
 #                                             Galera cluster (not with --no-galera) with their data in DIR,
@@ -24,7 +25,7 @@
 # and MariaDB as the user mysql. Both come from the Debian packages that `install` sets up.
 set -euo pipefail
 
-DEFAULT_PACKAGES=(postgresql mariadb-server galera-4 rsync opensm ibsim-utils libumad2sim0 infiniband-diags)
+DEFAULT_PACKAGES=(postgresql mariadb-server galera-4 rsync opensm ibsim-utils libumad2sim0 infiniband-diags prometheus systemd)
 
 # The servers run as these users; they must be able to reach DIR (see check_reachable).
 PG_USER=postgres
@@ -65,6 +66,7 @@ stop_distribution_service() { # stop_distribution_service PACKAGE
 	postgresql) service=postgresql ;;
 	mariadb-server) service=mariadb ;;
 	opensm) service=opensm ;;
+	prometheus) service=prometheus ;;
 	*) return 0 ;;
 	esac
 	if [[ -d /run/systemd/system ]]; then
@@ -235,10 +237,11 @@ wait_mariadb() { # wait_mariadb PID
 }
 
 # --no-defaults keeps the distribution's /etc/mysql out of it: this server is described
-# entirely by the options below. The InnoDB options make it small and skip the fsyncs.
+# entirely by the options below. Each server has a temporary directory of its own: with the
+# shared /tmp, a bootstrap running beside another one failed to find its own temporary tables. The InnoDB options make it small and skip the fsyncs.
 mariadb_options() { # sets server_options
 	server_options=(
-		--user="$MYSQL_USER" --datadir="$MYSQL_DATA" --skip-name-resolve
+		--user="$MYSQL_USER" --datadir="$MYSQL_DATA" --tmpdir="$MYSQL_RUN" --skip-name-resolve
 		--innodb-log-file-size=16M --innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0
 		--character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci # Debian's defaults
 	)
@@ -324,6 +327,7 @@ start_galera() { # start_galera DIR: sets GALERA_PORTS (the SQL ports)
 			cat >"$node/my.cnf" <<-EOF
 				[mysqld]
 				datadir=$node/data
+				tmpdir=$node
 				socket=$node/sock
 				pid-file=$node/pid
 				log-error=$node/error.log

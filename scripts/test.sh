@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # test.sh: every check CI makes (`make test` runs it; CI runs `make test`).
 #
-#   1. install what the suites need (scripts/test-env.sh install: PostgreSQL, MariaDB, Galera, OpenSM, ibsim)
+#   1. install what the suites need (scripts/test-env.sh install: PostgreSQL, MariaDB, Galera, OpenSM, ibsim,
+#      promtool, systemd-analyze)
 #   2. start a throwaway PostgreSQL, MariaDB and three-node MariaDB Galera cluster, stopped again however
 #      this script ends
-#   3. go vet and gofmt (scripts/lint.sh)
+#   3. go vet and gofmt (scripts/lint.sh); the deployment files (scripts/check-deploy.sh: promtool
+#      check and test rules, systemd-analyze verify and security)
 #   4. every test of every package, with AFM_TEST_REQUIRE_ALL=1: a suite whose server is missing
 #      fails instead of skipping
 #   5. a smoke run of the benchmark suite (cmd/afm-bench --smoke: every measurement, tiny sizes)
@@ -41,6 +43,7 @@ set +a
 export AFM_TEST_REQUIRE_ALL=1
 
 bash scripts/lint.sh
+bash scripts/check-deploy.sh
 
 # Two packages at a time: the machine has two cores, and the database suites share two servers.
 # Verbose output goes to a log; what is printed is each package's result, every failure, and how

@@ -141,6 +141,35 @@ func (q *Queries) DeletePortsOfNetwork(ctx context.Context, networkID string) (i
 	return result.RowsAffected()
 }
 
+const failJob = `-- name: FailJob :execrows
+UPDATE jobs SET status = 'Failed', error = ?, description = SUBSTRING_INDEX(description, '\n', 1),
+    finished_at = ?, updated_at = ?
+WHERE jobs.id = ? AND status IN ('Pending', 'Running')
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?)
+`
+
+type FailJobParams struct {
+	Error      string
+	FinishedAt *time.Time
+	Now        time.Time
+	JobID      int64
+	Term       int64
+}
+
+func (q *Queries) FailJob(ctx context.Context, arg FailJobParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, failJob,
+		arg.Error,
+		arg.FinishedAt,
+		arg.Now,
+		arg.JobID,
+		arg.Term,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const failJobs = `-- name: FailJobs :execrows
 UPDATE jobs SET status = 'Failed', error = ?, description = SUBSTRING_INDEX(description, '\n', 1),
     finished_at = ?, updated_at = ?
@@ -516,6 +545,52 @@ type NewTermParams struct {
 func (q *Queries) NewTerm(ctx context.Context, arg NewTermParams) error {
 	_, err := q.db.ExecContext(ctx, newTerm, arg.Holder, arg.Heartbeat)
 	return err
+}
+
+const openJobsWithGUIDs = `-- name: OpenJobsWithGUIDs :many
+SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid
+FROM jobs j LEFT JOIN ports p ON j.object_type = 'port' AND p.id = j.object_id
+WHERE j.status IN ('Pending', 'Running') AND j.revision <= ?
+ORDER BY j.id
+`
+
+type OpenJobsWithGUIDsRow struct {
+	ID         int64
+	ObjectType string
+	ObjectID   string
+	NetworkID  string
+	Guid       *fabric.GUID
+}
+
+// The open jobs up to a revision, with the GUID a port job's port holds now
+// (NULL for a network's job, or a port gone or without membership).
+func (q *Queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]OpenJobsWithGUIDsRow, error) {
+	rows, err := q.db.QueryContext(ctx, openJobsWithGUIDs, revision)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OpenJobsWithGUIDsRow
+	for rows.Next() {
+		var i OpenJobsWithGUIDsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.ObjectType,
+			&i.ObjectID,
+			&i.NetworkID,
+			&i.Guid,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const recordApply = `-- name: RecordApply :execrows

@@ -12,6 +12,17 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
+const advisoryUnlock = `-- name: AdvisoryUnlock :one
+SELECT pg_advisory_unlock($1::bigint) AS unlocked
+`
+
+func (q *Queries) AdvisoryUnlock(ctx context.Context, key int64) (bool, error) {
+	row := q.db.QueryRow(ctx, advisoryUnlock, key)
+	var unlocked bool
+	err := row.Scan(&unlocked)
+	return unlocked, err
+}
+
 const bumpRevision = `-- name: BumpRevision :one
 
 UPDATE state SET revision = revision + 1 WHERE id = 1 RETURNING revision
@@ -118,6 +129,26 @@ DELETE FROM ports WHERE network_id = $1
 
 func (q *Queries) DeletePortsOfNetwork(ctx context.Context, networkID string) (int64, error) {
 	result, err := q.db.Exec(ctx, deletePortsOfNetwork, networkID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const failJob = `-- name: FailJob :execrows
+UPDATE jobs SET status = 'Failed', error = $1, description = split_part(description, E'\n', 1),
+    finished_at = $2, updated_at = $2
+WHERE jobs.id = $3 AND status IN ('Pending', 'Running')
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = $4)
+`
+
+func (q *Queries) FailJob(ctx context.Context, error string, now *time.Time, jobID int64, term int64) (int64, error) {
+	result, err := q.db.Exec(ctx, failJob,
+		error,
+		now,
+		jobID,
+		term,
+	)
 	if err != nil {
 		return 0, err
 	}
@@ -428,6 +459,49 @@ func (q *Queries) NewTerm(ctx context.Context, holder string, now *time.Time) (i
 	var term int64
 	err := row.Scan(&term)
 	return term, err
+}
+
+const openJobsWithGUIDs = `-- name: OpenJobsWithGUIDs :many
+SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid
+FROM jobs j LEFT JOIN ports p ON j.object_type = 'port' AND p.id = j.object_id
+WHERE j.status IN ('Pending', 'Running') AND j.revision <= $1
+ORDER BY j.id
+`
+
+type OpenJobsWithGUIDsRow struct {
+	ID         int64
+	ObjectType string
+	ObjectID   string
+	NetworkID  string
+	Guid       *fabric.GUID
+}
+
+// The open jobs up to a revision, with the GUID a port job's port holds now
+// (NULL for a network's job, or a port gone or without membership).
+func (q *Queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]OpenJobsWithGUIDsRow, error) {
+	rows, err := q.db.Query(ctx, openJobsWithGUIDs, revision)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OpenJobsWithGUIDsRow
+	for rows.Next() {
+		var i OpenJobsWithGUIDsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.ObjectType,
+			&i.ObjectID,
+			&i.NetworkID,
+			&i.Guid,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const recordApply = `-- name: RecordApply :execrows

@@ -88,3 +88,15 @@ func (d deadlineStore) DescribeOpenJobs(ctx context.Context, term, revision int6
 	defer cancel()
 	return d.Store.DescribeOpenJobs(ctx, term, revision, description)
 }
+
+func (d deadlineStore) FailJob(ctx context.Context, term, id int64, reason string) (int64, error) {
+	ctx, cancel := d.ctx(ctx)
+	defer cancel()
+	return d.Store.FailJob(ctx, term, id, reason)
+}
+
+func (d deadlineStore) OpenJobs(ctx context.Context, revision int64) ([]store.OpenJob, error) {
+	ctx, cancel := d.ctx(ctx)
+	defer cancel()
+	return d.Store.OpenJobs(ctx, revision)
+}

@@ -3,11 +3,14 @@ package applier
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -47,8 +50,8 @@ func (l *lockedBuffer) String() string {
 }
 
 func newLeadRig(t *testing.T) *leadRig {
-	st := storetest.Open(t, config.EngineSQLite)
-	st = st.WithRules(store.Rules{PhysicalNetworks: []string{"ibnet"}, FlatPKey: store.DefaultFlatPKey})
+	st := storetest.Open(t, config.EngineSQLite).WithRules(store.Rules{PhysicalNetworks: []string{"ibnet"},
+		FlatPKey: store.DefaultFlatPKey})
 	dir := t.TempDir()
 	dump, err := os.ReadFile(filepath.Join("..", "topology", "testdata", "good", "ibsim-5-hosts-2-switches.lst"))
 	if err != nil {
@@ -332,5 +335,41 @@ func waitLog(t *testing.T, logs *lockedBuffer, parts ...string) {
 			t.Fatalf("no log line with %q\nlog:\n%s", parts, logs)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// recordFailingStore fails RecordApply while fails is positive, as a database
+// that went away between OpenSM's sweep and the apply's row.
+type recordFailingStore struct {
+	Store
+	fails atomic.Int32
+}
+
+func (s *recordFailingStore) RecordApply(ctx context.Context, a store.Apply) (bool, error) {
+	if s.fails.Add(-1) >= 0 {
+		return false, fmt.Errorf("record apply: %w", syscall.ECONNREFUSED)
+	}
+	return s.Store.RecordApply(ctx, a)
+}
+
+// A job completes only once its apply is recorded: an apply whose row could
+// not be written completes nothing, and is done again.
+func TestLeadCompletesOnlyRecordedApplies(t *testing.T) {
+	r := newLeadRig(t)
+	failing := &recordFailingStore{Store: r.st}
+	r.app.Store = failing
+	_, end := r.lead()
+	defer end()
+	waitLog(t, r.logs, "partitions applied", `"revision":0,`)
+	failing.fails.Store(1)
+	j := r.network(netA, 101)
+	waitLog(t, r.logs, "record apply", "connection refused")
+	if got := r.job(j); got.Status == store.StatusCompleted {
+		t.Fatal("job Completed although its apply was not recorded")
+	}
+	r.wait(j, store.StatusCompleted)
+	a, err := r.st.LastApply(ctxT(t))
+	if err != nil || a.Revision < j.Revision || a.Outcome != "applied" {
+		t.Errorf("last apply %+v, %v; want an applied row of revision %d or later", a, err, j.Revision)
 	}
 }

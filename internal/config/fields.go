@@ -70,6 +70,34 @@ var sections = []section{
 		{key: "physical_networks", def: "*", set: func(c *Config, v string) error {
 			return setPhysicalNetworks(&c.API.PhysicalNetworks, v)
 		}},
+		{key: "tls_cert_file", set: func(c *Config, v string) error {
+			return setAbsPath(&c.API.TLSCertFile, v)
+		}},
+		{key: "tls_key_file", set: func(c *Config, v string) error {
+			return setAbsPath(&c.API.TLSKeyFile, v)
+		}},
+		{key: "access_log", def: "false", set: func(c *Config, v string) error {
+			return setBool(&c.API.AccessLog, v)
+		}},
+		{key: "metrics_listen", set: func(c *Config, v string) error {
+			return setListen(&c.API.MetricsListen, v)
+		}},
+		{key: "metrics_token", secret: true, set: func(c *Config, v string) error {
+			c.API.MetricsToken = v
+			return nil
+		}},
+		{key: "debug_listen", set: func(c *Config, v string) error {
+			return setListen(&c.API.DebugListen, v)
+		}},
+	}},
+	{name: "log", fields: []field{
+		{key: "format", def: "json", set: func(c *Config, v string) error {
+			if v != "json" && v != "text" {
+				return errors.New(`want "json" (one JSON object a line, for machines) or "text" (for people)`)
+			}
+			c.Log.Format = v
+			return nil
+		}},
 	}},
 	{name: "database", fields: []field{
 		{key: "connection", def: "sqlite:////var/lib/alternative-fabric-manager/afm.db", redact: RedactURL,

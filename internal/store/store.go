@@ -101,6 +101,17 @@ type Job struct {
 	FinishedAt  *time.Time
 }
 
+// OpenJob is a job not finished yet, with what an OpenSM error can name of its
+// change: the GUID its port holds now (nil for a network's job, or a port that
+// holds none).
+type OpenJob struct {
+	ID         int64
+	ObjectType string
+	ObjectID   string
+	NetworkID  string
+	GUID       *fabric.GUID
+}
+
 // NewJob is a job about to be inserted.
 type NewJob struct {
 	Revision    int64
@@ -564,6 +575,12 @@ func (s *Store) membership(p *Port, c PortChange, n Network, holder *Port, limit
 	if holder != nil && holder.ID != p.ID && holder.NetworkID != p.NetworkID {
 		return "", rejectf("port %s: GUID %s is already in the partition of network %s (port %s); "+
 			"a GUID can be in only one network's partition", p.ID, *p.GUID, holder.NetworkID, holder.ID)
+	}
+	if s.rules.StaticMember != nil {
+		if name, listed := s.rules.StaticMember(*p.GUID); listed {
+			return "", rejectf("port %s: GUID %s is a member of partition %q of the partitions template; "+
+				"a port in a network's partition may be in no other partition", p.ID, *p.GUID, name)
+		}
 	}
 	if limit != nil {
 		if refusal := limit(*p.GUID, s.rules.partitionOf(n)); refusal != "" {

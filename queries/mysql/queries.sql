@@ -127,3 +127,17 @@ SELECT CAST(COALESCE(RELEASE_LOCK(sqlc.arg(name)), 0) AS SIGNED) AS released;
 
 -- name: WsrepOn :one
 SELECT CAST(COALESCE(@@wsrep_on, 0) AS SIGNED) AS wsrep_on;
+
+-- name: OpenJobsWithGUIDs :many
+-- The open jobs up to a revision, with the GUID a port job's port holds now
+-- (NULL for a network's job, or a port gone or without membership).
+SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid
+FROM jobs j LEFT JOIN ports p ON j.object_type = 'port' AND p.id = j.object_id
+WHERE j.status IN ('Pending', 'Running') AND j.revision <= sqlc.arg(revision)
+ORDER BY j.id;
+
+-- name: FailJob :execrows
+UPDATE jobs SET status = 'Failed', error = sqlc.arg(error), description = SUBSTRING_INDEX(description, '\n', 1),
+    finished_at = sqlc.arg(finished_at), updated_at = sqlc.arg(now)
+WHERE jobs.id = sqlc.arg(job_id) AND status IN ('Pending', 'Running')
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term));

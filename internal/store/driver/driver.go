@@ -55,11 +55,18 @@ type Driver interface {
 }
 
 // Lock is the applier lock, held on a connection of its own.
+//
+// The lock's session ends on the server once idle for LockSessionIdle: its
+// holder checks it far more often, so an idle session is one whose client is
+// gone (a cut link), and another term must be able to take the lock.
 type Lock interface {
 	// Check returns an error once the lock may have been lost.
 	Check(ctx context.Context) error
 	Release(ctx context.Context) error
 }
+
+// LockSessionIdle is how long the server keeps an idle lock session.
+const LockSessionIdle = 30 * time.Second
 
 // ErrNoRows is what every engine's queries return when a :one query finds no
 // row (pgx's ErrNoRows is this error too).
@@ -92,11 +99,6 @@ func InSQLTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(tx *s
 	}
 	return tx.Commit()
 }
-
-// LockSessionIdle is how long the server keeps an idle lock session: the
-// holder checks the lock far more often, so an idle session is one whose
-// client is gone (a cut link), and another term must be able to take it.
-const LockSessionIdle = 30 * time.Second
 
 // ErrLockNotClusterWide is TryLock's error where the advisory lock is not
 // exclusive across the database (a Galera node's GET_LOCK): the HA lease alone

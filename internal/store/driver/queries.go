@@ -30,6 +30,7 @@ type Queries interface {
 	DescribeOpenJobs(ctx context.Context, reason string, now time.Time, revision int64, term int64) (int64, error)
 	EnforcementErrors(ctx context.Context) ([]EnforcementError, error)
 	ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error)
+	FailJob(ctx context.Context, error string, now *time.Time, jobID int64, term int64) (int64, error)
 	FailJobs(ctx context.Context, error string, now *time.Time, revision int64, term int64) (int64, error)
 	GetJob(ctx context.Context, id int64) (Job, error)
 	GetNetwork(ctx context.Context, id string) (Network, error)
@@ -47,7 +48,9 @@ type Queries interface {
 	ListMembers(ctx context.Context) ([]ListMembersRow, error)
 	ListSecrets(ctx context.Context) ([]ListSecretsRow, error)
 	MarkJobsRunning(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error)
+	OldestOpenJob(ctx context.Context, status string) (time.Time, error)
 	NewTerm(ctx context.Context, holder string, now *time.Time) (int64, error)
+	OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]OpenJobsWithGUIDsRow, error)
 	RecordApply(ctx context.Context, revision int64, sha256 string, term int64, outcome string, detail string, startedAt time.Time, finishedAt time.Time) (int64, error)
 	Revision(ctx context.Context) (int64, error)
 	UpsertEnforcementError(ctx context.Context, switchGuid string, port int64, line string, now time.Time, term int64) (int64, error)
@@ -68,5 +71,6 @@ type (
 	ListMembersRow       = sqlitedb.ListMembersRow
 	ListSecretsRow       = sqlitedb.ListSecretsRow
 	Network              = sqlitedb.Network
+	OpenJobsWithGUIDsRow = sqlitedb.OpenJobsWithGUIDsRow
 	Port                 = sqlitedb.Port
 )

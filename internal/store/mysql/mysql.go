@@ -180,14 +180,6 @@ func (e *Engine) TryLock(ctx context.Context) (driver.Lock, error) {
 		return nil, fmt.Errorf("%w: wsrep_on is set, and Galera does not replicate GET_LOCK; "+
 			"with [ha] ha = true the lease elects on Galera", driver.ErrLockNotClusterWide)
 	}
-	// After a cut link the server would keep this session, and the lock, for
-	// as long as TCP takes to notice (hours): no manager could lead again.
-	// The holder checks the lock every second, so a session idle for
-	// driver.LockSessionIdle has lost its client, and the server ends it.
-	if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET SESSION wait_timeout = %d", int(driver.LockSessionIdle.Seconds()))); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("lock session: %w", err)
-	}
 	got, err := q.TryGetLock(ctx, e.lockName)
 	if err != nil || got != 1 {
 		conn.Close()
@@ -196,7 +188,17 @@ func (e *Engine) TryLock(ctx context.Context) (driver.Lock, error) {
 		}
 		return nil, nil
 	}
-	return &getLock{conn: conn, name: e.lockName}, nil
+	l := &getLock{conn: conn, name: e.lockName}
+	// After a cut link the server would keep this session, and the lock, for
+	// as long as TCP takes to notice (hours): no manager could lead again.
+	// The holder checks the lock every second, so a session idle for
+	// driver.LockSessionIdle has lost its client, and the server ends it. Set
+	// only on a session that holds the lock, which never returns to the pool.
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET SESSION wait_timeout = %d", int(driver.LockSessionIdle.Seconds()))); err != nil {
+		_ = l.Release(ctx)
+		return nil, fmt.Errorf("lock session: %w", err)
+	}
+	return l, nil
 }
 
 type getLock struct {
@@ -216,11 +218,11 @@ func (l *getLock) Check(ctx context.Context) error {
 }
 
 func (l *getLock) Release(ctx context.Context) error {
-	if _, err := mysqldb.New(l.conn).ReleaseLock(ctx, l.name); err != nil {
-		// The session may still hold the lock: make the pool drop the connection
-		// (ending the session, and the lock with it) instead of reusing it.
-		_ = l.conn.Raw(func(any) error { return sqldriver.ErrBadConn })
-	}
+	_, _ = mysqldb.New(l.conn).ReleaseLock(ctx, l.name)
+	// The pool drops the connection instead of reusing it: the session may
+	// still hold the lock (if ReleaseLock failed), and its wait_timeout is the
+	// lock session's, not the pool's (see TryLock).
+	_ = l.conn.Raw(func(any) error { return sqldriver.ErrBadConn })
 	if err := l.conn.Close(); err != nil && !errors.Is(err, sql.ErrConnDone) {
 		return err
 	}
@@ -269,6 +271,10 @@ func (q queries) ClearGUIDsOfNetwork(ctx context.Context, revision int64, now ti
 
 func (q queries) CompleteJobs(ctx context.Context, now *time.Time, revision, term int64) (int64, error) {
 	return q.Queries.CompleteJobs(ctx, mysqldb.CompleteJobsParams{FinishedAt: now, Now: *now, Revision: revision, Term: term})
+}
+
+func (q queries) FailJob(ctx context.Context, reason string, now *time.Time, jobID, term int64) (int64, error) {
+	return q.Queries.FailJob(ctx, mysqldb.FailJobParams{Error: reason, FinishedAt: now, Now: *now, JobID: jobID, Term: term})
 }
 
 func (q queries) FailJobs(ctx context.Context, reason string, now *time.Time, revision, term int64) (int64, error) {
@@ -344,6 +350,13 @@ func (q queries) GetPort(ctx context.Context, id string) (driver.Port, error) {
 func (q queries) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]driver.Port, error) {
 	rs, err := q.Queries.GetPortsByIDOrGUID(ctx, mysqldb.GetPortsByIDOrGUIDParams{ID: id, Guid: guid})
 	return driver.Convert(rs, func(r mysqldb.Port) driver.Port { return driver.Port(r) }), err
+}
+
+func (q queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]driver.OpenJobsWithGUIDsRow, error) {
+	rs, err := q.Queries.OpenJobsWithGUIDs(ctx, revision)
+	return driver.Convert(rs, func(r mysqldb.OpenJobsWithGUIDsRow) driver.OpenJobsWithGUIDsRow {
+		return driver.OpenJobsWithGUIDsRow(r)
+	}), err
 }
 
 func (q queries) ListMembers(ctx context.Context) ([]driver.ListMembersRow, error) {

@@ -126,7 +126,11 @@ func (l *advisoryLock) Check(ctx context.Context) error {
 }
 
 func (l *advisoryLock) Release(ctx context.Context) error {
-	// Closing the session releases the lock whatever state it is in.
+	// Unlocked first: the server releases a closed session's locks only once
+	// its backend has exited, after Close returned, so a TryLock right after
+	// (the next term) could still find it held. Closing the session releases
+	// the lock whatever state it is in, if the unlock could not.
+	_, _ = pgdb.New(l.conn).AdvisoryUnlock(ctx, lockKey)
 	return l.conn.Close(ctx)
 }
 
@@ -223,6 +227,11 @@ func (q queries) GetPort(ctx context.Context, id string) (driver.Port, error) {
 func (q queries) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]driver.Port, error) {
 	rs, err := q.Queries.GetPortsByIDOrGUID(ctx, id, guid)
 	return driver.Convert(rs, func(r pgdb.Port) driver.Port { return driver.Port(r) }), err
+}
+
+func (q queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]driver.OpenJobsWithGUIDsRow, error) {
+	rs, err := q.Queries.OpenJobsWithGUIDs(ctx, revision)
+	return driver.Convert(rs, func(r pgdb.OpenJobsWithGUIDsRow) driver.OpenJobsWithGUIDsRow { return driver.OpenJobsWithGUIDsRow(r) }), err
 }
 
 func (q queries) ListMembers(ctx context.Context) ([]driver.ListMembersRow, error) {
