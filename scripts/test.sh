@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # test.sh: every check CI makes (`make test` runs it; CI runs `make test`).
 #
-#   1. install what the suites need (scripts/test-env.sh install: PostgreSQL, MariaDB, OpenSM, ibsim)
-#   2. start a throwaway PostgreSQL and MariaDB, stopped again however this script ends
+#   1. install what the suites need (scripts/test-env.sh install: PostgreSQL, MariaDB, Galera, OpenSM, ibsim,
+#      promtool, systemd-analyze)
+#   2. start a throwaway PostgreSQL, MariaDB and three-node MariaDB Galera cluster, stopped again however
+#      this script ends
 #   3. go vet and gofmt (scripts/lint.sh); the deployment files (scripts/check-deploy.sh: promtool
 #      check and test rules, systemd-analyze verify and security)
 #   4. every test of every package, with AFM_TEST_REQUIRE_ALL=1: a suite whose server is missing
@@ -56,7 +58,7 @@ go test -count=1 -p 2 -timeout 25m -v ./... >"$test_log" 2>&1 || status=$?
 grep -E '^(ok|FAIL|panic:|---)|^\s+--- (FAIL|SKIP)|\.go:[0-9]+:' "$test_log" | grep -v '^--- PASS' || true
 awk '$1 == "---" && $2 == "PASS:" {
 	n = split($3, part, "/")
-	if (n >= 2 && part[2] ~ /^(sqlite|postgres|mysql)$/ && n == (part[1] == "TestStore" ? 3 : 2))
+	if (n >= 2 && part[2] ~ /^(sqlite|postgres|mysql|galera)$/ && n == (part[1] == "TestStore" ? 3 : 2))
 		count[part[1] "/" part[2]]++
 }
 END { for (k in count) printf "engine suite %-40s %d passed\n", k, count[k] }' "$test_log" | sort

@@ -7,6 +7,7 @@
 //	alternative-fabric-manager --config-file ... --render    # print the checked partitions file, then exit
 //	alternative-fabric-manager --config-file ... --status [--json] | --confirm-switches | --show-keys
 //	alternative-fabric-manager --config-file ... --show-enforcement-errors | --clear-enforcement-errors
+//	alternative-fabric-manager --config-file ... --unfreeze   # HA: lift a freeze (docs/ha.md)
 //	alternative-fabric-manager --config-file ... --healthcheck  # exit 0 only if the running manager is ready
 //
 // With --render, the file goes to standard output and the exit status is 0; if the
@@ -58,6 +59,7 @@ func main() {
 	confirm := flag.Bool("confirm-switches", false, "record the switches of OpenSM's last sweep as the fabric's expected switches, then exit")
 	showErrs := flag.Bool("show-enforcement-errors", false, "list the switch ports whose partition enforcement OpenSM cleared, then exit")
 	clearErrs := flag.Bool("clear-enforcement-errors", false, "forget the recorded enforcement errors, so that jobs complete again, then exit")
+	unfreezeFlag := flag.Bool("unfreeze", false, "with [ha] ha = true: lift a freeze once you made sure the OpenSM --status names is stopped (docs/ha.md), then exit")
 	showKeys := flag.Bool("show-keys", false, "print OpenSM's M_Key, SM_Key and SA_Key (secrets), then exit")
 	healthcheck := flag.Bool("healthcheck", false, "ask the running manager's /readyz, print its answer, exit 0 only if it is ready")
 	flag.Parse()
@@ -65,7 +67,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "alternative-fabric-manager: unexpected argument %q\n", flag.Arg(0))
 		os.Exit(2)
 	}
-	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *healthcheck); n > 1 || (*asJSON && !*status) {
+	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *unfreezeFlag, *healthcheck); n > 1 || (*asJSON && !*status) {
 		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: give at most one command flag (--json goes with --status)")
 		os.Exit(2)
 	}
@@ -93,9 +95,9 @@ func main() {
 		err = runRender(ctx, *configFile, log)
 	case *healthcheck:
 		err = runHealthcheck(ctx, *configFile)
-	case *status || *confirm || *showErrs || *clearErrs || *showKeys:
+	case *status || *confirm || *showErrs || *clearErrs || *showKeys || *unfreezeFlag:
 		err = runOperator(ctx, *configFile, log, operatorCommand{status: *status, json: *asJSON,
-			confirm: *confirm, showErrors: *showErrs, clearErrors: *clearErrs, showKeys: *showKeys})
+			confirm: *confirm, showErrors: *showErrs, clearErrors: *clearErrs, showKeys: *showKeys, unfreeze: *unfreezeFlag})
 	default:
 		err = run(ctx, *configFile, level, hup)
 	}
@@ -350,30 +352,44 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 			}
 		}()
 	}
-	lead := func(ctx context.Context, term int64) error {
+	// leading tells the metrics and liveness that this manager applies.
+	leading := func(ctx context.Context, term int64, lead func(context.Context) error) error {
 		m.Leading(term)
 		applierLoop.Active(true)
 		defer func() {
 			applierLoop.Active(false)
 			m.Leading(0)
 		}()
-		return app.Lead(ctx, term)
+		return lead(ctx)
 	}
+	holder := fmt.Sprintf("%s pid %d", host, os.Getpid())
+	electorDone := make(chan struct{})
 	if cfg.HA.HA {
-		// Other managers may take over as soon as this term ends: OpenSM
-		// must not outlive it.
-		inner := lead
-		lead = func(ctx context.Context, term int64) error {
-			err := inner(ctx, term)
-			stopOpenSM(context.WithoutCancel(ctx), sm, log)
+		// Several managers: the lease elects (docs/ha.md), and OpenSM runs
+		// only while this manager holds it.
+		leases, err := st.Leases()
+		if err != nil {
 			return err
 		}
+		app.Lease = leases
+		ha := &leader.LeaseElector{Leases: leases, TryLock: st.TryLock, Holder: holder, Log: log,
+			LeaseTimeout: cfg.HA.LeaseTimeout, Stop: sm.Stop}
+		go func() {
+			defer close(electorDone)
+			_ = ha.Run(ctx, func(ctx context.Context, term leader.Term) error {
+				return leading(ctx, term.ID, func(ctx context.Context) error {
+					return app.LeadTerm(ctx, term.ID, term.Taken.Suspect)
+				})
+			})
+		}()
+	} else {
+		go func() {
+			defer close(electorDone)
+			_ = elector.Run(ctx, func(ctx context.Context, term int64) error {
+				return leading(ctx, term, func(ctx context.Context) error { return app.Lead(ctx, term) })
+			})
+		}()
 	}
-	electorDone := make(chan struct{})
-	go func() {
-		defer close(electorDone)
-		_ = elector.Run(ctx, lead)
-	}()
 
 	for done := false; !done; {
 		select {

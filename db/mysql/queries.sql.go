@@ -228,7 +228,7 @@ func (q *Queries) GetJob(ctx context.Context, id int64) (Job, error) {
 }
 
 const getLeadership = `-- name: GetLeadership :one
-SELECT id, term, holder, heartbeat FROM leadership WHERE id = 1
+SELECT id, term, holder, heartbeat, expires_at, previous_holder, previous_expired, suspect, freeze_reason, unfreeze_requested FROM leadership WHERE id = 1
 `
 
 func (q *Queries) GetLeadership(ctx context.Context) (Leadership, error) {
@@ -239,6 +239,12 @@ func (q *Queries) GetLeadership(ctx context.Context) (Leadership, error) {
 		&i.Term,
 		&i.Holder,
 		&i.Heartbeat,
+		&i.ExpiresAt,
+		&i.PreviousHolder,
+		&i.PreviousExpired,
+		&i.Suspect,
+		&i.FreezeReason,
+		&i.UnfreezeRequested,
 	)
 	return i, err
 }

@@ -56,10 +56,16 @@ type Job struct {
 }
 
 type Leadership struct {
-	ID        int16
-	Term      int64
-	Holder    string
-	Heartbeat *time.Time
+	ID                int16
+	Term              int64
+	Holder            string
+	Heartbeat         *time.Time
+	ExpiresAt         *time.Time
+	PreviousHolder    string
+	PreviousExpired   bool
+	Suspect           string
+	FreezeReason      string
+	UnfreezeRequested bool
 }
 
 type Network struct {

@@ -50,7 +50,7 @@ type Store interface {
 	OpenJobs(ctx context.Context, revision int64) ([]store.OpenJob, error)     // local.go
 	RecordApply(ctx context.Context, a store.Apply) (bool, error)
 	Wake(ctx context.Context) <-chan struct{}
-	DeleteExpiredJobs(ctx context.Context, retention time.Duration) (int64, error)
+	DeleteExpiredJobs(ctx context.Context, term int64, retention time.Duration) (int64, error)
 	GateStore // gates.go
 }
 
@@ -101,6 +101,8 @@ type Applier struct {
 	SM    SubnetManager
 	Cfg   Config
 	Log   *slog.Logger
+	// Lease is the HA lease, for the freeze (freeze.go); nil without HA.
+	Lease LeaseStore
 	// Observer is told of every apply and of every turn of the loop
 	// (metrics and liveness); nil: nobody is.
 	Observer Observer
@@ -150,6 +152,8 @@ type term struct {
 	written  []byte // what this term last wrote to the partitions file
 	restarts int    // OpenSM restarts seen so far
 	gate     *gatekeeper
+	freeze   *freezeWatch // nil without HA
+	reapply  bool         // a lifted freeze: apply everything again
 }
 
 // applyResult says what the loop does after an apply.
@@ -166,6 +170,12 @@ const (
 // the term ends. A new term starts with a full apply, whatever the previous
 // one did.
 func (a *Applier) Lead(ctx context.Context, termID int64) error {
+	return a.LeadTerm(ctx, termID, "")
+}
+
+// LeadTerm is Lead for a term of the HA lease: suspect is the manager whose
+// OpenSM may still be master (store.Lease.Suspect), named by a freeze.
+func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) error {
 	bounded := *a
 	timeout := a.Cfg.DBTimeout
 	if timeout <= 0 {
@@ -183,8 +193,18 @@ func (a *Applier) Lead(ctx context.Context, termID int64) error {
 		return err
 	}
 	defer t.gate.watch.close()
+	if a.Lease != nil {
+		// From before OpenSM starts: its first state line is this term's.
+		t.freeze = &freezeWatch{leases: a.Lease, suspect: suspect, path: a.Cfg.LogFile, pos: t.gate.watch.pos,
+			timeout: timeout}
+	}
 	if err := a.SM.Start(); err != nil {
 		return fmt.Errorf("start OpenSM: %w", err)
+	}
+	if t.freeze != nil {
+		fctx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		go t.freeze.watchFreeze(fctx, t, a.Cfg.PollInterval)
 	}
 
 	wake := a.Store.Wake(ctx)
@@ -197,6 +217,9 @@ func (a *Applier) Lead(ctx context.Context, termID int64) error {
 	retriedAtOnce := false
 	var lastStart time.Time // of the last apply
 	for {
+		if t.reapply {
+			t.applied, t.reapply = -1, false
+		}
 		a.observer().Alive()
 		rev, err := a.Store.Revision(ctx)
 		switch {
@@ -204,7 +227,7 @@ func (a *Applier) Lead(ctx context.Context, termID int64) error {
 			return nil
 		case err != nil:
 			a.Log.Error("read revision", "error", err)
-		case rev != t.applied:
+		case rev != t.applied && !t.freeze.isFrozen():
 			// Several changes waiting: a burst; one change is applied at once.
 			if rev-t.applied > 1 && !t.waitBatch(ctx, lastStart, rev) {
 				return nil
@@ -297,16 +320,22 @@ func (t *term) apply(ctx context.Context) applyResult {
 	rendered := time.Now()
 	rev := st.Revision
 	log := t.Log.With("revision", rev, "term", t.id)
-	record := func(outcome, detail string) error {
+	// record says whether the apply row is in the database: jobs complete
+	// only after it is (fenced by the term, like every applier write).
+	record := func(outcome, detail string) bool {
 		sum := sha256.Sum256(text)
-		_, err := t.Store.RecordApply(context.WithoutCancel(ctx), store.Apply{Revision: rev,
+		ok, err := t.Store.RecordApply(context.WithoutCancel(ctx), store.Apply{Revision: rev,
 			SHA256: hex.EncodeToString(sum[:]), Term: t.id, Outcome: outcome, Detail: detail,
 			StartedAt: started, FinishedAt: time.Now().UTC()})
+		t.observer().ApplyFinished(outcome, time.Since(started))
 		if err != nil {
 			log.Error("record apply", "outcome", outcome, "error", err)
+			return false
 		}
-		t.observer().ApplyFinished(outcome, time.Since(started))
-		return err
+		if !ok {
+			log.Warn("apply not recorded: a newer term has started")
+		}
+		return ok
 	}
 	if checkErr != nil {
 		// Never written: OpenSM would make every port a full member of the
@@ -368,8 +397,8 @@ func (t *term) apply(ctx context.Context) applyResult {
 		// The apply is recorded before the jobs complete: every Completed job
 		// has an applied row of its revision or a later one, finished before it,
 		// even when the manager is killed in between. Not recorded (the
-		// database is away), nothing completes: the state is applied again.
-		if err := record(string(res.Outcome), "SUBNET UP"); err != nil {
+		// database is away, or a newer term began), nothing completes.
+		if !record(string(res.Outcome), "SUBNET UP") {
 			return applyRetry
 		}
 		t.recordOverCapacity(ctx, st)
@@ -581,7 +610,7 @@ func (t *term) pruneJobs(ctx context.Context) {
 	if t.Cfg.JobRetention <= 0 {
 		return
 	}
-	n, err := t.Store.DeleteExpiredJobs(ctx, t.Cfg.JobRetention)
+	n, err := t.Store.DeleteExpiredJobs(ctx, t.id, t.Cfg.JobRetention)
 	if err != nil {
 		if ctx.Err() == nil {
 			t.Log.Error("delete expired jobs", "error", err)

@@ -47,7 +47,7 @@ type GateReader interface {
 // GateStore is what the applier's gates need of the database.
 type GateStore interface {
 	GateReader
-	RecordEnforcementErrors(ctx context.Context, seen []store.EnforcementSighting) error
+	RecordEnforcementErrors(ctx context.Context, term int64, seen []store.EnforcementSighting) error
 	DescribeOpenJobs(ctx context.Context, term, revision int64, description string) (int64, error)
 }
 
@@ -163,6 +163,12 @@ func (t *term) gatesOpen(ctx context.Context, rev int64) bool {
 		t.gate.blocked = rev
 		return false
 	}
+	if frozen := t.pollFreeze(ctx); t.reapply {
+		t.gate.blocked = 0 // the full apply that follows completes them
+		return false
+	} else if frozen != "" {
+		reasons = append(reasons, frozen)
+	}
 	if len(reasons) == 0 {
 		return true
 	}
@@ -188,6 +194,9 @@ func (t *term) gatesOpen(ctx context.Context, rev int64) bool {
 // and passed the same checks.
 func (t *term) pollGates(ctx context.Context) {
 	t.scanEnforcement(ctx)
+	if t.gate.blocked == 0 {
+		t.pollFreeze(ctx) // recorded as soon as seen, for --status
+	}
 	rev := t.gate.blocked
 	if rev == 0 || !t.gatesOpen(ctx, rev) {
 		return
@@ -210,7 +219,7 @@ func (t *term) recordEnforcement(ctx context.Context, found []opensm.Enforcement
 	for i, e := range found {
 		seen[i] = store.EnforcementSighting{Switch: e.Switch, Port: e.Port, Line: e.Line}
 	}
-	if err := t.Store.RecordEnforcementErrors(ctx, seen); err != nil {
+	if err := t.Store.RecordEnforcementErrors(ctx, t.id, seen); err != nil {
 		return err
 	}
 	if t.gate.watch.seenInSweep == nil {
@@ -226,7 +235,7 @@ func (t *term) recordEnforcement(ctx context.Context, found []opensm.Enforcement
 }
 
 func (t *term) scanEnforcement(ctx context.Context) {
-	if err := t.gate.watch.scan(ctx, t.Store, t.Log); err != nil {
+	if err := t.gate.watch.scan(ctx, t.id, t.Store, t.Log); err != nil {
 		t.Log.Error("read OpenSM's log for cleared enforcement", "error", err)
 	}
 }
@@ -248,14 +257,14 @@ type enforcementWatch struct {
 
 // EnforcementRecorder records what the log said.
 type EnforcementRecorder interface {
-	RecordEnforcementErrors(ctx context.Context, seen []store.EnforcementSighting) error
+	RecordEnforcementErrors(ctx context.Context, term int64, seen []store.EnforcementSighting) error
 }
 
-func (w *enforcementWatch) scan(ctx context.Context, rec EnforcementRecorder, log *slog.Logger) error {
-	if err := w.follow(ctx, rec, log); err != nil || w.f == nil {
+func (w *enforcementWatch) scan(ctx context.Context, term int64, rec EnforcementRecorder, log *slog.Logger) error {
+	if err := w.follow(ctx, term, rec, log); err != nil || w.f == nil {
 		return err
 	}
-	_, err := w.readChunk(ctx, rec, log)
+	_, err := w.readChunk(ctx, term, rec, log)
 	return err
 }
 
@@ -263,7 +272,7 @@ func (w *enforcementWatch) scan(ctx context.Context, rec EnforcementRecorder, lo
 // names a new file that OpenSM writes to (it holds data: OpenSM reopened its
 // log), the old file, still open, is read to its end first, so that no line
 // logged before the rotation is missed.
-func (w *enforcementWatch) follow(ctx context.Context, rec EnforcementRecorder, log *slog.Logger) error {
+func (w *enforcementWatch) follow(ctx context.Context, term int64, rec EnforcementRecorder, log *slog.Logger) error {
 	cur, err := os.Stat(w.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil // rotated away and not re-created yet: the old file may still grow
@@ -277,7 +286,7 @@ func (w *enforcementWatch) follow(ctx context.Context, rec EnforcementRecorder, 
 	}
 	if w.f != nil {
 		for { // the old file's last lines
-			progressed, err := w.readChunk(ctx, rec, log)
+			progressed, err := w.readChunk(ctx, term, rec, log)
 			if err != nil {
 				return err
 			}
@@ -324,7 +333,7 @@ func inodeOf(fi fs.FileInfo) uint64 {
 
 // readChunk reads and records what the open file holds past the position, at
 // most maxScan bytes. progressed says the position moved.
-func (w *enforcementWatch) readChunk(ctx context.Context, rec EnforcementRecorder, log *slog.Logger) (progressed bool, err error) {
+func (w *enforcementWatch) readChunk(ctx context.Context, term int64, rec EnforcementRecorder, log *slog.Logger) (progressed bool, err error) {
 	f := w.f
 	fi, err := f.Stat()
 	if err != nil {
@@ -372,7 +381,7 @@ func (w *enforcementWatch) readChunk(ctx context.Context, rec EnforcementRecorde
 	for i, e := range found {
 		seen[i] = store.EnforcementSighting{Switch: e.Switch, Port: e.Port, Line: e.Line}
 	}
-	if err := rec.RecordEnforcementErrors(ctx, seen); err != nil {
+	if err := rec.RecordEnforcementErrors(ctx, term, seen); err != nil {
 		return false, err // read again at the next poll
 	}
 	for _, e := range found {

@@ -40,8 +40,12 @@ type Config struct {
 type HA struct {
 	// HA false: this manager is the only one on its database. OpenSM then
 	// runs for the manager's whole life, through database outages; true:
-	// OpenSM runs only while this manager holds the applier lock.
+	// OpenSM runs only while this manager holds the lease (docs/ha.md).
 	HA bool
+	// LeaseTimeout is how long a leader's lease lasts without renewal; it
+	// renews every fifth of it and stops its OpenSM after half of it without a
+	// renewal.
+	LeaseTimeout time.Duration
 }
 
 // API is [api]: where the REST API networking-mlnx talks to is served.
@@ -150,6 +154,12 @@ func Parse(r io.Reader, name string) (*Config, error) {
 		c.OpenSM.LogFile = filepath.Join(c.OpenSM.ConfigDir, "opensm.log")
 	}
 	errs = append(errs, c.checkHardening(file)...)
+	if c.HA.HA {
+		if conn, err := parseConnection(c.Database.Connection); err == nil && conn.Engine == EngineSQLite {
+			errs = append(errs, errors.New("[ha] ha = true needs a PostgreSQL or MariaDB [database] connection: "+
+				"SQLite is one manager's file"))
+		}
+	}
 	if c.API.Token == "" {
 		errs = append(errs, errors.New("[api] token is required: the manager refuses to start without one"))
 	}

@@ -67,6 +67,7 @@ func TestParseValidFiles(t *testing.T) {
 				SharedDefaultPartition: true,
 				PartitionsTemplate:     "/etc/alternative-fabric-manager/partitions.conf.j2",
 			},
+			HA:         HA{HA: true, LeaseTimeout: 12500 * time.Millisecond},
 			OpenSMConf: []KeyValue{{"sm_priority", "15"}, {"sweep_interval", "10"}, {"sm_key", "0x0123456789abcdef"}},
 		}},
 	}
@@ -115,6 +116,7 @@ func TestDefaults(t *testing.T) {
 			},
 			SwitchPKeyCapacity: 32,
 		},
+		HA: HA{LeaseTimeout: 30 * time.Second},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %#v\nwant %#v", *got, *want)
@@ -221,6 +223,9 @@ func TestBadValues(t *testing.T) {
 		{"opensm", "check_interval", "-0.5", "greater than 0"},
 		{"opensm", "sweep_timeout", "0", "greater than 0"},
 		{"opensm", "sweep_timeout", "86401", "at most 86400"},
+		{"ha", "ha", "maybe", "want true or false"},
+		{"ha", "lease_timeout", "0.5", "want at least 1 seconds"},
+		{"ha", "lease_timeout", "0", "greater than 0"},
 		{"api", "physical_networks", "ibnet,*", "* alone"},
 		{"api", "physical_networks", "ibnet,,ibnet2", `physical network ""`},
 		{"api", "physical_networks", "ib net", `physical network "ib net"`},

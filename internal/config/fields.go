@@ -122,6 +122,15 @@ var sections = []section{
 		{key: "ha", def: "false", set: func(c *Config, v string) error {
 			return setBool(&c.HA.HA, v)
 		}},
+		{key: "lease_timeout", def: "30", set: func(c *Config, v string) error {
+			if err := setSeconds(&c.HA.LeaseTimeout, v); err != nil {
+				return err
+			}
+			if c.HA.LeaseTimeout < MinLeaseTimeout {
+				return fmt.Errorf("want at least %g seconds: the leader renews every fifth of it", MinLeaseTimeout.Seconds())
+			}
+			return nil
+		}},
 	}},
 	{name: "opensm", fields: []field{
 		{key: "driver", def: "process", set: func(c *Config, v string) error {
@@ -195,6 +204,10 @@ var sections = []section{
 		}},
 	}},
 }
+
+// MinLeaseTimeout is the shortest [ha] lease_timeout: a fifth of it is the
+// renewal interval, which each database round trip must fit in.
+const MinLeaseTimeout = time.Second
 
 func sectionNames() string {
 	names := make([]string, 0, len(sections)+1)

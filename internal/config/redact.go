@@ -69,7 +69,7 @@ func (c Config) LogValue() slog.Value {
 			slog.Bool("auto_migrate", r.Database.AutoMigrate),
 			slog.String("poll_interval", r.Database.PollInterval.String()),
 		),
-		slog.Group("ha", slog.Bool("ha", r.HA.HA)),
+		slog.Group("ha", slog.Bool("ha", r.HA.HA), slog.String("lease_timeout", r.HA.LeaseTimeout.String())),
 		slog.Group("opensm",
 			slog.String("driver", r.OpenSM.Driver),
 			slog.Any("command", r.OpenSM.Command),

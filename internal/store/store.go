@@ -155,7 +155,14 @@ type Snapshot struct {
 }
 
 // Lock is the applier lock, held on a connection of its own.
+//
+// The lock's session ends on the server once idle for LockSessionIdle: its
+// holder checks it far more often, so an idle session is one whose client is
+// gone (a cut link), and another term must be able to take the lock.
 type Lock = driver.Lock
+
+// LockSessionIdle is how long the server keeps an idle lock session.
+const LockSessionIdle = driver.LockSessionIdle
 
 // Store is the manager's view of the database: its methods are the only way
 // in, each checks its input, and every time it records is the store's clock.

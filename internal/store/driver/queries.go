@@ -23,7 +23,7 @@ type Queries interface {
 	CompleteJobs(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error)
 	CountJobsByStatus(ctx context.Context) ([]CountJobsByStatusRow, error)
 	DeleteExpectedSwitches(ctx context.Context) error
-	DeleteFinishedJobsBefore(ctx context.Context, before *time.Time, batch int64) (int64, error)
+	DeleteFinishedJobsBefore(ctx context.Context, before *time.Time, batch int64, term int64) (int64, error)
 	DeleteNetwork(ctx context.Context, id string) (int64, error)
 	DeletePort(ctx context.Context, id string) (int64, error)
 	DeletePortsOfNetwork(ctx context.Context, networkID string) (int64, error)
@@ -53,7 +53,7 @@ type Queries interface {
 	OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]OpenJobsWithGUIDsRow, error)
 	RecordApply(ctx context.Context, revision int64, sha256 string, term int64, outcome string, detail string, startedAt time.Time, finishedAt time.Time) (int64, error)
 	Revision(ctx context.Context) (int64, error)
-	UpsertEnforcementError(ctx context.Context, switchGuid string, port int64, line string, now time.Time) error
+	UpsertEnforcementError(ctx context.Context, switchGuid string, port int64, line string, now time.Time, term int64) (int64, error)
 	UpsertNetwork(ctx context.Context, id string, name string, networkType string, physicalNetwork string, pkey *fabric.PKey, managed bool, revision int64, now time.Time) error
 	UpsertPort(ctx context.Context, id string, networkID string, guid *fabric.GUID, host string, revision int64, now time.Time) error
 }
