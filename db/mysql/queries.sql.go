@@ -200,7 +200,7 @@ func (q *Queries) FailJobs(ctx context.Context, arg FailJobsParams) (int64, erro
 }
 
 const getJob = `-- name: GetJob :one
-SELECT id, revision, object_type, object_id, network_id, operation, status, description, result, error, created_by, request, created_at, updated_at, started_at, finished_at FROM jobs WHERE id = ?
+SELECT id, revision, object_type, object_id, network_id, operation, status, description, result, error, created_by, request, created_at, updated_at, started_at, finished_at, request_id FROM jobs WHERE id = ?
 `
 
 func (q *Queries) GetJob(ctx context.Context, id int64) (Job, error) {
@@ -223,6 +223,7 @@ func (q *Queries) GetJob(ctx context.Context, id int64) (Job, error) {
 		&i.UpdatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.RequestID,
 	)
 	return i, err
 }
@@ -365,10 +366,10 @@ func (q *Queries) HoldsLock(ctx context.Context, name string) (int64, error) {
 
 const insertJob = `-- name: InsertJob :execresult
 INSERT INTO jobs (revision, object_type, object_id, network_id, operation, status,
-                  description, result, error, created_by, request, created_at, updated_at, finished_at)
+                  description, result, error, created_by, request, request_id, created_at, updated_at, finished_at)
 VALUES (?, ?, ?, ?,
         ?, ?, ?, ?, '',
-        ?, ?, ?, ?, ?)
+        ?, ?, ?, ?, ?, ?)
 `
 
 type InsertJobParams struct {
@@ -382,6 +383,7 @@ type InsertJobParams struct {
 	Result      string
 	CreatedBy   string
 	Request     string
+	RequestID   string
 	Now         time.Time
 	FinishedAt  *time.Time
 }
@@ -398,6 +400,7 @@ func (q *Queries) InsertJob(ctx context.Context, arg InsertJobParams) (sql.Resul
 		arg.Result,
 		arg.CreatedBy,
 		arg.Request,
+		arg.RequestID,
 		arg.Now,
 		arg.Now,
 		arg.FinishedAt,

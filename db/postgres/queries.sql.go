@@ -176,7 +176,7 @@ func (q *Queries) FailJobs(ctx context.Context, error string, now *time.Time, re
 }
 
 const getJob = `-- name: GetJob :one
-SELECT id, revision, object_type, object_id, network_id, operation, status, description, result, error, created_by, request, created_at, updated_at, started_at, finished_at FROM jobs WHERE id = $1
+SELECT id, revision, object_type, object_id, network_id, operation, status, description, result, error, created_by, request, created_at, updated_at, started_at, finished_at, request_id FROM jobs WHERE id = $1
 `
 
 func (q *Queries) GetJob(ctx context.Context, id int64) (Job, error) {
@@ -199,6 +199,7 @@ func (q *Queries) GetJob(ctx context.Context, id int64) (Job, error) {
 		&i.UpdatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.RequestID,
 	)
 	return i, err
 }
@@ -313,13 +314,13 @@ func (q *Queries) HoldsAdvisoryLock(ctx context.Context, key int64) (int64, erro
 
 const insertJob = `-- name: InsertJob :one
 INSERT INTO jobs (revision, object_type, object_id, network_id, operation, status,
-                  description, result, error, created_by, request, created_at, updated_at, finished_at)
+                  description, result, error, created_by, request, request_id, created_at, updated_at, finished_at)
 VALUES ($1, $2, $3, $4, $5, $6,
-        $7, $8, '', $9, $10, $11, $11, $12)
+        $7, $8, '', $9, $10, $11, $12, $12, $13)
 RETURNING id
 `
 
-func (q *Queries) InsertJob(ctx context.Context, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, createdBy string, request string, now time.Time, finishedAt *time.Time) (int64, error) {
+func (q *Queries) InsertJob(ctx context.Context, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, createdBy string, request string, requestID string, now time.Time, finishedAt *time.Time) (int64, error) {
 	row := q.db.QueryRow(ctx, insertJob,
 		revision,
 		objectType,
@@ -331,6 +332,7 @@ func (q *Queries) InsertJob(ctx context.Context, revision int64, objectType stri
 		result,
 		createdBy,
 		request,
+		requestID,
 		now,
 		finishedAt,
 	)

@@ -53,6 +53,7 @@ type Job struct {
 	UpdatedAt   time.Time
 	StartedAt   *time.Time
 	FinishedAt  *time.Time
+	RequestID   string
 }
 
 type Leadership struct {

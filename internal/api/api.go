@@ -31,7 +31,7 @@ const MaxBodyBytes = 1 << 20
 // Recorder is what the API needs of the store.
 type Recorder interface {
 	RecordNetwork(ctx context.Context, c store.NetworkChange) (store.Job, error)
-	RemoveNetwork(ctx context.Context, networkID, createdBy, request string) (store.Job, error)
+	RemoveNetwork(ctx context.Context, r store.NetworkRemoval) (store.Job, error)
 	RecordPort(ctx context.Context, c store.PortChange) (store.Job, error)
 	RemovePort(ctx context.Context, r store.PortRemoval) (store.Job, error)
 	GetJob(ctx context.Context, id int64) (store.Job, error)

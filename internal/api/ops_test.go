@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -122,5 +126,74 @@ func TestMetricsOnTheAPIListener(t *testing.T) {
 		if !strings.Contains(body.String(), want) {
 			t.Errorf("metrics lack %s:\n%s", want, body.String())
 		}
+	}
+}
+
+// TestJobRowKeepsRequestID plays the contract's request sequence: every job
+// a change records keeps its request's ID in the jobs table, the client's
+// X-Request-ID when it sent one, else the ID the answer's header carried. The
+// job's JSON stays UFM's object: the ID is in the row and the log, not there.
+func TestJobRowKeepsRequestID(t *testing.T) {
+	var index struct {
+		Steps []struct {
+			Step                    int
+			File, Method, Path, URL string
+			Status                  int
+		}
+	}
+	if err := json.Unmarshal([]byte(testdata(t, "index.json")), &index); err != nil {
+		t.Fatal(err)
+	}
+	ufmKeys := "Created CreatedBy Description Foreground ID LastUpdated Operation Progress RelatedObjects SiteName Status Summary"
+	for _, engine := range storetest.Engines {
+		t.Run(engine, func(t *testing.T) {
+			f := newFixture(t, engine)
+			jobs := 0
+			for _, step := range index.Steps {
+				path := strings.NewReplacer("{url}", "/ufmRestV3", "{domain}", "cloudx").Replace(step.Path)
+				var sent []string
+				if step.Step%2 == 1 { // odd steps send their own ID, even ones none
+					sent = []string{RequestIDHeader, fmt.Sprintf("client-req-%d:%s", step.Step, engine)}
+				}
+				resp, body := f.do(step.Method, path, testdata(t, step.File), sent...)
+				if resp.StatusCode != step.Status {
+					t.Fatalf("step %d: status %d, want %d: %s", step.Step, resp.StatusCode, step.Status, body)
+				}
+				answered := resp.Header.Get(RequestIDHeader)
+				if len(sent) > 0 && answered != sent[1] {
+					t.Errorf("step %d: sent X-Request-ID %q, answered %q", step.Step, sent[1], answered)
+				}
+				if answered == "" {
+					t.Fatalf("step %d: the answer carries no X-Request-ID", step.Step)
+				}
+				if resp.StatusCode != http.StatusAccepted {
+					continue
+				}
+				jobs++
+				id, err := strconv.ParseInt(strings.TrimPrefix(resp.Header.Get("Location"), "/ufmRestV3/app/jobs/"), 10, 64)
+				if err != nil {
+					t.Fatalf("step %d: Location %q: %v", step.Step, resp.Header.Get("Location"), err)
+				}
+				j, err := f.st.GetJob(context.Background(), id)
+				if err != nil {
+					t.Fatalf("step %d: job %d: %v", step.Step, id, err)
+				}
+				if j.RequestID != answered {
+					t.Errorf("step %d (%s %s): job %d's request_id is %q, the request's ID %q",
+						step.Step, step.Method, path, id, j.RequestID, answered)
+				}
+				_, body = f.do("GET", "/ufmRestV3/app/jobs/"+strconv.FormatInt(id, 10), "")
+				var view map[string]any
+				if err := json.Unmarshal([]byte(body), &view); err != nil {
+					t.Fatalf("job %d GET: %v: %s", id, err, body)
+				}
+				if keys := strings.Join(slices.Sorted(maps.Keys(view)), " "); keys != ufmKeys {
+					t.Errorf("job %d's JSON has keys %s, want UFM's %s", id, keys, ufmKeys)
+				}
+			}
+			if jobs != 8 {
+				t.Errorf("%d steps recorded jobs, want 8", jobs)
+			}
+		})
 	}
 }

@@ -70,10 +70,10 @@ WHERE network_id = sqlc.arg(network_id) AND guid IS NOT NULL;
 
 -- name: InsertJob :execresult
 INSERT INTO jobs (revision, object_type, object_id, network_id, operation, status,
-                  description, result, error, created_by, request, created_at, updated_at, finished_at)
+                  description, result, error, created_by, request, request_id, created_at, updated_at, finished_at)
 VALUES (sqlc.arg(revision), sqlc.arg(object_type), sqlc.arg(object_id), sqlc.arg(network_id),
         sqlc.arg(operation), sqlc.arg(status), sqlc.arg(description), sqlc.arg(result), '',
-        sqlc.arg(created_by), sqlc.arg(request), sqlc.arg(now), sqlc.arg(now), sqlc.narg(finished_at));
+        sqlc.arg(created_by), sqlc.arg(request), sqlc.arg(request_id), sqlc.arg(now), sqlc.arg(now), sqlc.narg(finished_at));
 
 -- name: GetJob :one
 SELECT * FROM jobs WHERE id = sqlc.arg(id);

@@ -67,9 +67,9 @@ WHERE network_id = @network_id AND guid IS NOT NULL;
 
 -- name: InsertJob :one
 INSERT INTO jobs (revision, object_type, object_id, network_id, operation, status,
-                  description, result, error, created_by, request, created_at, updated_at, finished_at)
+                  description, result, error, created_by, request, request_id, created_at, updated_at, finished_at)
 VALUES (@revision, @object_type, @object_id, @network_id, @operation, @status,
-        @description, @result, '', @created_by, @request, @now, @now, sqlc.narg(finished_at))
+        @description, @result, '', @created_by, @request, @request_id, @now, @now, sqlc.narg(finished_at))
 RETURNING id;
 
 -- name: GetJob :one

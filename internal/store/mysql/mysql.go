@@ -242,10 +242,11 @@ func (q queries) BumpRevision(ctx context.Context) (int64, error) {
 }
 
 func (q queries) InsertJob(ctx context.Context, revision int64, objectType, objectID, networkID, operation, status,
-	description, result, createdBy, request string, now time.Time, finishedAt *time.Time) (int64, error) {
+	description, result, createdBy, request, requestID string, now time.Time, finishedAt *time.Time) (int64, error) {
 	return lastInsertID(q.Queries.InsertJob(ctx, mysqldb.InsertJobParams{Revision: revision, ObjectType: objectType,
 		ObjectID: objectID, NetworkID: networkID, Operation: operation, Status: status, Description: description,
-		Result: result, CreatedBy: createdBy, Request: request, Now: now, FinishedAt: finishedAt}))
+		Result: result, CreatedBy: createdBy, Request: request, RequestID: requestID, Now: now,
+		FinishedAt: finishedAt}))
 }
 
 // NewTerm reads the term it started back in the same transaction (the store

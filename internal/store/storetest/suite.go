@@ -20,6 +20,7 @@ func Run(t *testing.T, engine string) {
 		fn   func(t *testing.T, s *store.Store)
 	}{
 		{"NetworkJob", testNetworkJob},
+		{"JobsKeepTheirRequestID", testJobsKeepRequestID},
 		{"PortOnUnknownNetworkIsRejectedAndChangesNothing", testPortOnUnknownNetwork},
 		{"PortMembershipInSnapshot", testPortMembership},
 		{"GUIDOfAnotherPortIsRejected", testGUIDTaken},
@@ -191,7 +192,7 @@ func testRemoveUnknown(t *testing.T, s *store.Store) {
 	if _, err := s.RemovePort(ctxT(t), store.PortRemoval{PortID: "nope", CreatedBy: "test", Request: "{}"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("RemovePort(unknown) = %v, want ErrNotFound", err)
 	}
-	if _, err := s.RemoveNetwork(ctxT(t), netB, "test", "{}"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.RemoveNetwork(ctxT(t), store.NetworkRemoval{NetworkID: netB, CreatedBy: "test", Request: "{}"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("RemoveNetwork(unknown) = %v, want ErrNotFound", err)
 	}
 	if r := revision(t, s); r != 1 {
@@ -214,7 +215,7 @@ func testRemove(t *testing.T, s *store.Store) {
 	if err != nil || j.Operation != store.OpRemovePort || j.NetworkID != netA {
 		t.Fatalf("RemovePort = %+v, %v", j, err)
 	}
-	j, err = s.RemoveNetwork(ctxT(t), netA, "test", "{}")
+	j, err = s.RemoveNetwork(ctxT(t), store.NetworkRemoval{NetworkID: netA, CreatedBy: "test", Request: "{}"})
 	if err != nil || j.Operation != store.OpDeleteNetwork {
 		t.Fatalf("RemoveNetwork = %+v, %v", j, err)
 	}
