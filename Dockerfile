@@ -35,9 +35,9 @@ LABEL org.opencontainers.image.title="alternative-fabric-manager" \
 # The database (SQLite by default) and config_dir (opensm.conf, partitions.conf,
 # OpenSM's log and subnet dump) live here.
 VOLUME /var/lib/alternative-fabric-manager
-# The manager answers /healthz while it serves the API; the check reads [api] listen
-# from the same configuration file.
-HEALTHCHECK --interval=30s --timeout=10s --start-period=30s --retries=3 \
+# Ready: the database answers and, on the leader, OpenSM runs and the last apply did not fail
+# (GET /readyz, asked by the binary itself: the image has no curl).
+HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 \
   CMD ["alternative-fabric-manager", "--config-file", "/etc/alternative-fabric-manager/afm.conf", "--healthcheck"]
 ENTRYPOINT ["alternative-fabric-manager"]
 CMD ["--config-file", "/etc/alternative-fabric-manager/afm.conf"]

@@ -1,7 +1,7 @@
 # Development tasks. `make` (or `make help`) lists them; each runs a script in scripts/.
 
 .DEFAULT_GOAL := help
-.PHONY: help test generate verify demo bench
+.PHONY: help test generate verify demo bench soak
 
 help: ## list the targets
 	@awk -F ':.*## ' '/^[a-z][a-z-]*:.*## / { printf "  make %-9s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -21,3 +21,6 @@ demo: ## run the manager on a simulated fabric; DEMO_SCRIPTED=1 sends the reques
 
 bench: ## benchmark suite on all engines (minutes): prints a Markdown table, writes docs/performance-table.md
 	bash scripts/bench.sh $(BENCH_FLAGS)
+
+soak: ## randomized, model-checked run with faults on all engines (minutes): SOAK_FLAGS='--ops 500 --seed 42'
+	bash scripts/soak.sh $(SOAK_FLAGS)

@@ -73,8 +73,9 @@ func TestSwitchPKeyCapacity(t *testing.T) {
 }
 
 // A host port's own pkey table overflowing (ERR 0512: ibsim's tables hold 64
-// entries, the template gives every host 70 static partitions) fails the jobs
-// of that sweep, saying why, instead of completing them.
+// entries, the template gives every host 70 static partitions) fails the job
+// of the change that involves that port, saying why, instead of completing it.
+// The network's job involves no port and completes (failures stay local).
 func TestPKeyTableFullFailsJobs(t *testing.T) {
 	db := storetest.NewDatabase(t, config.EngineSQLite)
 	m := launchManager(t, db, fabricsim.Options{Hosts: 1}, settings{OpenSM: []string{
@@ -82,10 +83,15 @@ func TestPKeyTableFullFailsJobs(t *testing.T) {
 		"partitions_template = " + staticTemplate(t, 70),
 	}})
 	m.confirmSwitches()
-	job := m.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json"))
+	if j := m.waitFinal(m.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json"))); j.Status != "Completed" {
+		t.Fatalf("the network's job: %+v; want Completed", j)
+	}
+	h1 := m.fabric.Host("H1")
+	job := m.accept("POST", "/cloudx/Port", portBody("port-h1", netID, vendorClientID(h1.PortGUID)))
 	j := m.waitFinal(job)
-	if j.Status != "Failed" || !strings.Contains(j.Summary, "ERR 0512") {
-		t.Fatalf("job %s: %+v; want Failed with OpenSM's ERR 0512 in the summary", job, j)
+	node := fmt.Sprintf("node 0x%016x port 1", uint64(h1.PortGUID)-1)
+	if j.Status != "Failed" || !strings.Contains(j.Summary, "ERR 0512") || !strings.Contains(j.Summary, node) {
+		t.Fatalf("job %s: %+v; want Failed with OpenSM's ERR 0512 for %s in the summary", job, j, node)
 	}
 }
 
@@ -98,4 +104,40 @@ func (m *manager) waitFinal(job string) jobStatus {
 		return j.Status == "Completed" || j.Status == "Failed"
 	})
 	return j
+}
+
+// Failures stay local: a host whose pkey table overflows (ERR 0512 at every
+// sweep: the template puts H1 in 70 static partitions, ibsim's tables hold
+// 64) fails no job of the changes that do not involve it. The network's job
+// and H2's port, applied by sweeps that log H1's errors, complete, and H2's
+// table holds the network's pkey.
+func TestPKeyTableFullStaysLocal(t *testing.T) {
+	db := storetest.NewDatabase(t, config.EngineSQLite)
+	h1 := fabricsim.HostGUID(1)
+	var statics []string
+	for i := range 70 {
+		statics = append(statics, fmt.Sprintf("h1-%d=0x%04x : %s=limited ;", i, 0x0300+i, h1))
+	}
+	m := launchManager(t, db, fabricsim.Options{Hosts: 2}, settings{OpenSM: []string{
+		"switch_pkey_capacity = 1024", // the request-time limit is not what this tests
+		"partitions_template = " + staticTemplate(t, 0, statics...),
+	}})
+	m.confirmSwitches()
+	if got := m.fabric.Host("H1").PortGUID; got != h1 {
+		t.Fatalf("H1 is %s, not %s", got, h1)
+	}
+	if j := m.waitFinal(m.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json"))); j.Status != "Completed" {
+		t.Fatalf("the network's job: %+v; want Completed (H1's full table is not its change)", j)
+	}
+	h2 := m.fabric.Host("H2").PortGUID
+	j := m.waitFinal(m.accept("POST", "/cloudx/Port", portBody("port-h2", netID, vendorClientID(h2))))
+	if j.Status != "Completed" {
+		t.Fatalf("H2's port: %+v; want Completed", j)
+	}
+	if got := m.pkeys(h2); !slices.Contains(got, 0x8065) {
+		t.Errorf("H2's job completed, but its pkey table is %s, without 0x8065", hex(got))
+	}
+	if log := m.log(); !strings.Contains(log, "ERR 0512") || !strings.Contains(log, "jobs_failed") {
+		t.Errorf("the manager did not log H1's ERR 0512 lines and the jobs they failed:\n%s", log)
+	}
 }

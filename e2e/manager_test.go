@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tlsreload/tlstest"
 )
 
 // managerBinary is built once by TestMain.
@@ -40,7 +42,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-const token = "e2e-token"
+const token = "e2e-token-0123456789"
 
 // manager is one running manager process, driving a real OpenSM on a simulated fabric.
 type manager struct {
@@ -53,6 +55,8 @@ type manager struct {
 	exited chan struct{}
 	client *http.Client
 	debug  bool // start with --debug (the apply steps are logged)
+	// The API's certificate and key with settings.CA; "" for plain HTTP.
+	certFile, keyFile string
 }
 
 // startManager starts ibsim, writes afm.conf for the database, runs the
@@ -67,8 +71,14 @@ func startManager(t *testing.T, db storetest.Database, hosts int, apiLines ...st
 
 // settings are afm.conf lines a test adds to the harness's.
 type settings struct {
-	API    []string // [api]
-	OpenSM []string // [opensm]
+	API        []string // [api]
+	OpenSM     []string // [opensm]
+	OpenSMConf []string // [opensm_conf]
+	Log        []string // [log]
+	// CA, when set, issues the API's certificate: the manager serves HTTPS and
+	// the harness's client trusts only this CA, as networking-mlnx does with
+	// [sdn] cert_verify = True and cert_path.
+	CA *tlstest.CA
 }
 
 // launchManager is startManager without confirming the switches.
@@ -78,6 +88,13 @@ func launchManager(t *testing.T, db storetest.Database, o fabricsim.Options, ext
 	dir := t.TempDir()
 	m := &manager{t: t, fabric: f, dir: dir, conf: filepath.Join(dir, "afm.conf"),
 		url: "http://" + freeAddr(t), client: &http.Client{Timeout: 10 * time.Second}}
+	if extra.CA != nil {
+		m.certFile, m.keyFile = filepath.Join(dir, "api-cert.pem"), filepath.Join(dir, "api-key.pem")
+		extra.CA.WritePair(m.certFile, m.keyFile)
+		extra.API = append(extra.API, "tls_cert_file = "+m.certFile, "tls_key_file = "+m.keyFile)
+		m.url = "https://" + strings.TrimPrefix(m.url, "http://")
+		m.client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: extra.CA.Pool()}}
+	}
 	conf := fmt.Sprintf(`[api]
 listen = %s
 token = %s
@@ -95,8 +112,13 @@ sweep_timeout = 20
 
 [opensm_conf]
 guid = %s
-`, strings.TrimPrefix(m.url, "http://"), token, strings.Join(extra.API, "\n"), db.URL, filepath.Join(dir, "opensm"), f.EnvFile(),
-		strings.Join(extra.OpenSM, "\n"), f.SMGUID)
+%s
+
+[log]
+%s
+`, strings.TrimPrefix(strings.TrimPrefix(m.url, "http://"), "https://"), token, strings.Join(extra.API, "\n"), db.URL,
+		filepath.Join(dir, "opensm"), f.EnvFile(), strings.Join(extra.OpenSM, "\n"), f.SMGUID,
+		strings.Join(extra.OpenSMConf, "\n"), strings.Join(extra.Log, "\n"))
 	if err := os.WriteFile(m.conf, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}

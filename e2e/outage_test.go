@@ -305,7 +305,7 @@ func startOutageServers(t *testing.T) *outageServers {
 		s.script("stop")
 		os.RemoveAll(dir)
 	})
-	if err := s.script("start"); err != nil {
+	if err := s.script("start", "--no-galera"); err != nil {
 		t.Error(err)
 		return nil
 	}

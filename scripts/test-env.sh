@@ -2,18 +2,22 @@
 # test-env.sh: the servers the test suites need, throwaway and on loopback only.
 #
 #   scripts/test-env.sh install [PACKAGE...]   apt-get install whatever is missing of PACKAGEs (default: the
-#                                             database servers, OpenSM, ibsim and infiniband-diags), without
+#                                             database servers, OpenSM, ibsim, infiniband-diags, prometheus
+#                                             for promtool and systemd for systemd-analyze), without
 #                                             leaving the distribution's services running
-#   scripts/test-env.sh start DIR             start PostgreSQL and MariaDB with their data in DIR, each on a
-#                                             free port, create the user afm (password afm), write DIR/env
-#   scripts/test-env.sh stop DIR              stop both; safe to run twice or on a DIR never started
+#   scripts/test-env.sh start DIR [--no-galera]  start PostgreSQL, MariaDB and a three-node MariaDB
+#                                             Galera cluster (not with --no-galera) with their data in DIR,
+#                                             each on free ports, create the user afm (password afm), write
+#                                             DIR/env
+#   scripts/test-env.sh stop DIR              stop them all; safe to run twice or on a DIR never started
 #   scripts/test-env.sh stop-server DIR postgres|mariadb    stop one of them (fast: sessions are ended)
 #   scripts/test-env.sh start-server DIR postgres|mariadb   start it again, on the same port and data
 #
-# DIR/env holds the two URLs the tests read, one KEY=VALUE line each; load it with
+# DIR/env holds the URLs the tests read, one KEY=VALUE line each; load it with
 # `set -a; . DIR/env; set +a`:
 #   AFM_TEST_POSTGRES_URL=postgres://afm:afm@127.0.0.1:<port>/postgres?sslmode=disable
 #   AFM_TEST_MYSQL_URL=mysql://afm:afm@127.0.0.1:<port>/mysql
+#   AFM_TEST_GALERA_URLS=<the three Galera nodes' URLs, as above, separated by blanks>
 # The user afm may create and drop databases but is no superuser, so the tests cannot come to rely
 # on privileges the manager will not have in production.
 #
@@ -21,7 +25,7 @@
 # and MariaDB as the user mysql. Both come from the Debian packages that `install` sets up.
 set -euo pipefail
 
-DEFAULT_PACKAGES=(postgresql mariadb-server opensm ibsim-utils libumad2sim0 infiniband-diags)
+DEFAULT_PACKAGES=(postgresql mariadb-server galera-4 rsync opensm ibsim-utils libumad2sim0 infiniband-diags prometheus systemd)
 
 # The servers run as these users; they must be able to reach DIR (see check_reachable).
 PG_USER=postgres
@@ -34,7 +38,7 @@ STOP_TIMEOUT=30
 PORT_ATTEMPTS=5
 
 die() { echo "test-env: $*" >&2; exit 1; }
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 # --- install ---------------------------------------------------------------------------------
 
@@ -64,6 +68,7 @@ stop_distribution_service() { # stop_distribution_service PACKAGE
 	opensm) service=opensm ;;
 	docker.io) service="docker.socket docker" ;; # the image's tests run a dockerd of their own
 	containerd) service=containerd ;;
+	prometheus) service=prometheus ;;
 	*) return 0 ;;
 	esac
 	if [[ -d /run/systemd/system ]]; then
@@ -163,6 +168,7 @@ layout() { # layout DIR: sets the paths below
 	MYSQL_LOG=$1/mysql-run/mysqld.log
 	MYSQL_PORT_FILE=$1/mysql-run/port
 	PG_PORT_FILE=$1/pg-run/port
+	GALERA=$1/galera # node i in $GALERA/n<i>
 	ENV_FILE=$1/env
 }
 
@@ -236,10 +242,11 @@ wait_mariadb() { # wait_mariadb PID
 }
 
 # --no-defaults keeps the distribution's /etc/mysql out of it: this server is described
-# entirely by the options below. The InnoDB options make it small and skip the fsyncs.
+# entirely by the options below. Each server has a temporary directory of its own: with the
+# shared /tmp, a bootstrap running beside another one failed to find its own temporary tables. The InnoDB options make it small and skip the fsyncs.
 mariadb_options() { # sets server_options
 	server_options=(
-		--user="$MYSQL_USER" --datadir="$MYSQL_DATA" --skip-name-resolve
+		--user="$MYSQL_USER" --datadir="$MYSQL_DATA" --tmpdir="$MYSQL_RUN" --skip-name-resolve
 		--innodb-log-file-size=16M --innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0
 		--character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci # Debian's defaults
 	)
@@ -283,6 +290,107 @@ start_mariadb() { # start_mariadb DIR: sets MYSQL_PORT
 	EOF
 }
 
+# A Galera cluster of three nodes on loopback, as Kolla deploys MariaDB: node 1 bootstraps the
+# cluster, nodes 2 and 3 join it and copy its data by SST (rsync). Each node needs four ports:
+# SQL, group communication, IST and SST.
+galera_provider() {
+	local p
+	for p in /usr/lib/galera/libgalera_smm.so /usr/lib/libgalera_smm.so; do
+		[[ -f $p ]] && { echo "$p"; return 0; }
+	done
+	die "Galera's provider library not found (run: $0 install)"
+}
+
+galera_node_up() { # galera_node_up NODE_DIR PID: true once the node is Synced
+	local i state
+	for ((i = 0; i < START_TIMEOUT * 2 * 10; i++)); do
+		state=$(mariadb --no-defaults --socket="$1/sock" -u root -N -B \
+			-e "SHOW STATUS LIKE 'wsrep_local_state_comment'" 2>/dev/null | awk '{print $2}') || true
+		[[ $state == Synced ]] && return 0
+		running "$2" || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+start_galera() { # start_galera DIR: sets GALERA_PORTS (the SQL ports)
+	local provider i n attempt gcomm node
+	local -a sql gm ist sst
+	provider=$(galera_provider)
+	for attempt in $(seq "$PORT_ATTEMPTS"); do
+		sql=() gm=() ist=() sst=()
+		for i in 1 2 3; do
+			sql+=("$(free_port)") gm+=("$(free_port)") ist+=("$(free_port)") sst+=("$(free_port)")
+		done
+		gcomm="gcomm://127.0.0.1:${gm[0]},127.0.0.1:${gm[1]},127.0.0.1:${gm[2]}"
+		rm -rf "$GALERA"
+		install -d -m 755 "$GALERA"
+		for i in 0 1 2; do
+			n=$((i + 1))
+			node=$GALERA/n$n
+			install -d -o "$MYSQL_USER" -g "$MYSQL_USER" -m 700 "$node" "$node/data"
+			cat >"$node/my.cnf" <<-EOF
+				[mysqld]
+				datadir=$node/data
+				tmpdir=$node
+				socket=$node/sock
+				pid-file=$node/pid
+				log-error=$node/error.log
+				port=${sql[i]}
+				bind-address=127.0.0.1
+				skip-name-resolve
+				character-set-server=utf8mb4
+				collation-server=utf8mb4_general_ci
+				innodb-log-file-size=16M
+				innodb-flush-log-at-trx-commit=0
+				innodb-doublewrite=0
+				max-connections=300
+				binlog_format=ROW
+				default_storage_engine=InnoDB
+				innodb_autoinc_lock_mode=2
+				wsrep_on=ON
+				wsrep_provider=$provider
+				wsrep_cluster_name=afmtest
+				wsrep_cluster_address=$gcomm
+				wsrep_node_address=127.0.0.1:${gm[i]}
+				wsrep_provider_options="gmcast.listen_addr=tcp://127.0.0.1:${gm[i]};ist.recv_addr=127.0.0.1:${ist[i]}"
+				wsrep_sst_receive_address=127.0.0.1:${sst[i]}
+				wsrep_sst_method=rsync
+				wsrep_node_name=n$n
+			EOF
+		done
+		mariadb-install-db --defaults-file="$GALERA/n1/my.cnf" --user="$MYSQL_USER" \
+			--auth-root-authentication-method=socket --skip-test-db >"$GALERA/install-db.log" 2>&1 ||
+			die "mariadb-install-db (Galera) failed: $(tail -n 5 "$GALERA/install-db.log")"
+		local ok=1
+		for n in 1 2 3; do
+			node=$GALERA/n$n
+			local bootstrap=()
+			((n == 1)) && bootstrap=(--wsrep-new-cluster)
+			# A joiner copies node 1 by SST first, which takes seconds.
+			mariadbd --defaults-file="$node/my.cnf" --user="$MYSQL_USER" "${bootstrap[@]}" \
+				</dev/null >>"$node/error.log" 2>&1 &
+			if ! galera_node_up "$node" $!; then
+				ok=0
+				break
+			fi
+		done
+		((ok)) && break
+		bind_failed "$GALERA/n$n/error.log" && ((attempt < PORT_ATTEMPTS)) || 
+			die "Galera node $n did not join: $(tail -n 5 "$GALERA/n$n/error.log")"
+		stop_galera
+	done
+	mariadb --no-defaults --socket="$GALERA/n1/sock" -u root <<-'EOF'
+		CREATE USER 'afm'@'127.0.0.1' IDENTIFIED BY 'afm';
+		CREATE USER 'afm'@'localhost' IDENTIFIED BY 'afm';
+		GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, INDEX, ALTER, REFERENCES,
+		      CREATE TEMPORARY TABLES, LOCK TABLES, EXECUTE, CREATE VIEW, SHOW VIEW,
+		      CREATE ROUTINE, ALTER ROUTINE, EVENT, TRIGGER
+		      ON *.* TO 'afm'@'127.0.0.1', 'afm'@'localhost';
+	EOF
+	GALERA_PORTS=("${sql[@]}")
+}
+
 cmd_start() { # cmd_start DIR
 	[[ -n ${1:-} ]] || usage
 	((EUID == 0)) || die "start needs root (it runs the servers as $PG_USER and $MYSQL_USER)"
@@ -298,13 +406,19 @@ cmd_start() { # cmd_start DIR
 	cd "$dir"
 	start_postgres "$dir"
 	start_mariadb "$dir"
+	GALERA_PORTS=()
+	[[ ${2:-} == --no-galera ]] || start_galera "$dir"
 	trap - EXIT
-	cat >"$ENV_FILE.tmp" <<-EOF
-		AFM_TEST_POSTGRES_URL=postgres://afm:afm@127.0.0.1:$PG_PORT/postgres?sslmode=disable
-		AFM_TEST_MYSQL_URL=mysql://afm:afm@127.0.0.1:$MYSQL_PORT/mysql
-	EOF
+	local p urls=()
+	for p in "${GALERA_PORTS[@]}"; do urls+=("mysql://afm:afm@127.0.0.1:$p/mysql"); done
+	{
+		echo "AFM_TEST_POSTGRES_URL=postgres://afm:afm@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
+		echo "AFM_TEST_MYSQL_URL=mysql://afm:afm@127.0.0.1:$MYSQL_PORT/mysql"
+		((${#urls[@]} == 0)) || echo "AFM_TEST_GALERA_URLS=\"${urls[*]}\""
+	} >"$ENV_FILE.tmp"
 	mv "$ENV_FILE.tmp" "$ENV_FILE"
-	echo "test-env: PostgreSQL on 127.0.0.1:$PG_PORT, MariaDB on 127.0.0.1:$MYSQL_PORT; see $ENV_FILE"
+	echo "test-env: PostgreSQL on 127.0.0.1:$PG_PORT, MariaDB on 127.0.0.1:$MYSQL_PORT," \
+		"Galera on 127.0.0.1:${GALERA_PORTS[*]:-(not started)}; see $ENV_FILE"
 }
 
 # --- stop ------------------------------------------------------------------------------------
@@ -333,6 +447,19 @@ stop_mariadb() {
 	kill -KILL "$pid" 2>/dev/null || true
 }
 
+stop_galera() {
+	local n pid
+	for n in 3 2 1; do
+		[[ -f $GALERA/n$n/pid ]] || continue
+		pid=$(<"$GALERA/n$n/pid")
+		running_as "$pid" mariadbd || continue
+		kill -TERM "$pid" 2>/dev/null || true
+		wait_gone "$pid" && continue
+		echo "test-env: Galera node $n ($pid) did not stop; killing it" >&2
+		kill -KILL "$pid" 2>/dev/null || true
+	done
+}
+
 cmd_stop() { # cmd_stop DIR
 	[[ -n ${1:-} ]] || usage
 	[[ -d $1 ]] || return 0
@@ -340,6 +467,7 @@ cmd_stop() { # cmd_stop DIR
 	rm -f "$ENV_FILE"
 	stop_postgres
 	stop_mariadb
+	stop_galera
 }
 
 # --- one server at a time, for the tests of database outages ---------------------------------
@@ -363,7 +491,7 @@ cmd_server() { # cmd_server stop|start DIR postgres|mariadb
 
 case ${1:-} in
 install) shift; cmd_install "$@" ;;
-start) cmd_start "${2:-}" ;;
+start) cmd_start "${2:-}" "${3:-}" ;;
 stop) cmd_stop "${2:-}" ;;
 stop-server) cmd_server stop "${2:-}" "${3:-}" ;;
 start-server) cmd_server start "${2:-}" "${3:-}" ;;

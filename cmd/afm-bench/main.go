@@ -42,6 +42,9 @@ type options struct {
 	benchtime   string
 	out         string
 	keep        bool
+	// The HA failover: [ha] lease_timeout and the kill -9 rounds.
+	leaseTimeout   time.Duration
+	failoverRounds int
 }
 
 func parseFlags(args []string) (options, error) {
@@ -57,6 +60,8 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.syncTimeout, "sync-timeout", 10*time.Second, "networking-mlnx's sync_timeout: the storm's polls are spread over it")
 	fs.StringVar(&o.benchtime, "benchtime", "5x", "-benchtime of BenchmarkRenderCheck")
 	fs.StringVar(&o.out, "out", "", "also write the table to this file")
+	fs.DurationVar(&o.leaseTimeout, "lease-timeout", 10*time.Second, "[ha] lease_timeout of the failover's three managers")
+	fs.IntVar(&o.failoverRounds, "failover-rounds", 3, "kill -9 rounds of the failover (PostgreSQL and MariaDB)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (logs, OpenSM's log) instead of removing it")
 	smoke := fs.Bool("smoke", false, "every measurement with tiny sizes, a few seconds per engine (overrides the size flags)")
 	if err := fs.Parse(args); err != nil {
@@ -73,6 +78,16 @@ func parseFlags(args []string) (options, error) {
 	if *smoke {
 		o.samples, o.ports, o.apiDuration, o.idle = 2, 40, time.Second, 2*time.Second
 		o.stormJobs, o.syncTimeout, o.benchtime = 200, time.Second, "1x"
+		// The failover's own flags, when given, are kept: its figure is the
+		// same at any size of the rest.
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["lease-timeout"] {
+			o.leaseTimeout = 2 * time.Second
+		}
+		if !set["failover-rounds"] {
+			o.failoverRounds = 1
+		}
 	}
 	switch {
 	case len(o.engines) == 0:
@@ -81,6 +96,8 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("--samples, --ports, --clients and --storm-jobs must be at least 1")
 	case o.apiDuration <= 0, o.idle <= 0, o.syncTimeout <= 0:
 		return o, errors.New("--api-duration, --idle and --sync-timeout must be positive")
+	case o.leaseTimeout < time.Second, o.failoverRounds < 1:
+		return o, errors.New("--lease-timeout must be at least 1s and --failover-rounds at least 1")
 	}
 	return o, nil
 }
@@ -186,6 +203,17 @@ func measureEngine(ctx context.Context, engine, binary, dir string, o options, l
 	quiet := min(o.samples, 5)
 	if res.storm, err = measureStorm(ctx, r, o.stormJobs, o.clients, o.syncTimeout, quiet); err != nil {
 		return res, fmt.Errorf("poll storm: %w", err)
+	}
+	if engine == "sqlite" {
+		return res, nil // one manager only: no HA
+	}
+	log.Info("HA failover: kill -9 of the leader of three", "lease_timeout", o.leaseTimeout, "rounds", o.failoverRounds)
+	fdir := filepath.Join(dir, "failover")
+	if err := os.MkdirAll(fdir, 0o755); err != nil {
+		return res, err
+	}
+	if res.failover, err = measureFailover(ctx, engine, binary, fdir, o.leaseTimeout, o.failoverRounds, log); err != nil {
+		return res, fmt.Errorf("failover: %w", err)
 	}
 	return res, nil
 }

@@ -16,6 +16,7 @@ type engineResult struct {
 	batch    batchResult
 	api      apiResult
 	storm    stormResult
+	failover failoverResult // zero on SQLite
 }
 
 // Targets the figures are read against.
@@ -120,6 +121,15 @@ func table(results []engineResult, render renderResult, o options) string {
 		return fmt.Sprintf("%s → %s / %s (%d changes)", ms(r.storm.quietChange.median()), ms(r.storm.stormChange.median()),
 			ms(r.storm.stormChange.quantile(1)), len(r.storm.stormChange))
 	})
+
+	row(fmt.Sprintf("**7. HA failover**: three managers, kill -9 of the leader → the next job Completed, %d rounds, median / max", o.failoverRounds),
+		fmt.Sprintf("≤ lease_timeout %s + %s + a sweep", o.leaseTimeout, o.leaseTimeout/5), func(r engineResult) string {
+			if len(r.failover.took) == 0 {
+				return "n/a (one manager)"
+			}
+			d := latencies(r.failover.took)
+			return ms(d.median()) + " / " + ms(d.quantile(1))
+		})
 
 	fmt.Fprintf(&b, "\n| **4. render + check**, 50,000 ports in 4,000 partitions (BenchmarkRenderCheck, -benchtime %s) | target | result |\n|---|---|---|\n", render.benchtime)
 	t := time.Duration(render.nsPerOp)

@@ -20,7 +20,7 @@ import (
 
 // benchToken is the [api] token of the managers the suite starts; they listen on
 // loopback only and live for one run.
-const benchToken = "afm-bench-token"
+const benchToken = "afm-bench-token-0123456789"
 
 // rig is one engine's set-up: a fresh database, a simulated fabric, and a
 // manager (running its own OpenSM) on both.

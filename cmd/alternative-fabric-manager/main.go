@@ -9,6 +9,8 @@
 //	alternative-fabric-manager --version
 //	alternative-fabric-manager --config-file ... --status [--json] | --confirm-switches | --show-keys
 //	alternative-fabric-manager --config-file ... --show-enforcement-errors | --clear-enforcement-errors
+//	alternative-fabric-manager --config-file ... --unfreeze   # HA: lift a freeze (docs/ha.md)
+//	alternative-fabric-manager --config-file ... --healthcheck  # exit 0 only if the running manager is ready
 //
 // With --render, the file goes to standard output and the exit status is 0; if the
 // template fails or the check refuses the file, the problems go to standard error
@@ -17,6 +19,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,23 +27,28 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/julienschmidt/httprouter"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/api"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/health"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/leader"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/metrics"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/smcontainer"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tlsreload"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
 
@@ -54,9 +62,10 @@ func main() {
 	confirm := flag.Bool("confirm-switches", false, "record the switches of OpenSM's last sweep as the fabric's expected switches, then exit")
 	showErrs := flag.Bool("show-enforcement-errors", false, "list the switch ports whose partition enforcement OpenSM cleared, then exit")
 	clearErrs := flag.Bool("clear-enforcement-errors", false, "forget the recorded enforcement errors, so that jobs complete again, then exit")
+	unfreezeFlag := flag.Bool("unfreeze", false, "with [ha] ha = true: lift a freeze once you made sure the OpenSM --status names is stopped (docs/ha.md), then exit")
 	showKeys := flag.Bool("show-keys", false, "print OpenSM's M_Key, SM_Key and SA_Key (secrets), then exit")
 	showVersion := flag.Bool("version", false, "print the version and commit, then exit")
-	healthcheck := flag.Bool("healthcheck", false, "exit 0 if the manager of this configuration answers /healthz (the image's HEALTHCHECK)")
+	healthcheck := flag.Bool("healthcheck", false, "ask the running manager's /readyz, print its answer, exit 0 only if it is ready")
 	flag.Parse()
 	if *showVersion {
 		fmt.Println(versionString())
@@ -66,7 +75,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "alternative-fabric-manager: unexpected argument %q\n", flag.Arg(0))
 		os.Exit(2)
 	}
-	if n := countTrue(*migrate, *render, *healthcheck, *status, *confirm, *showErrs, *clearErrs, *showKeys); n > 1 || (*asJSON && !*status) {
+	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *unfreezeFlag, *healthcheck); n > 1 || (*asJSON && !*status) {
 		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: give at most one command flag (--json goes with --status)")
 		os.Exit(2)
 	}
@@ -74,11 +83,18 @@ func main() {
 	if *debug {
 		level = slog.LevelDebug
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log := newLogger("json", level)
 	slog.SetDefault(log)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Taken at once, before the configuration and the database are read: a
+	// SIGHUP's default action is to end the process, and the manager must
+	// survive one (a closed terminal, systemctl reload, a log rotation).
+	hup := make(chan os.Signal, 1)
+	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *healthcheck); n == 0 {
+		signal.Notify(hup, syscall.SIGHUP)
+	}
 	var err error
 	switch {
 	case *migrate:
@@ -87,16 +103,27 @@ func main() {
 		err = runRender(ctx, *configFile, log)
 	case *healthcheck:
 		err = runHealthcheck(ctx, *configFile)
-	case *status || *confirm || *showErrs || *clearErrs || *showKeys:
+	case *status || *confirm || *showErrs || *clearErrs || *showKeys || *unfreezeFlag:
 		err = runOperator(ctx, *configFile, log, operatorCommand{status: *status, json: *asJSON,
-			confirm: *confirm, showErrors: *showErrs, clearErrors: *clearErrs, showKeys: *showKeys})
+			confirm: *confirm, showErrors: *showErrs, clearErrors: *clearErrs, showKeys: *showKeys, unfreeze: *unfreezeFlag})
 	default:
-		err = run(ctx, *configFile, log)
+		err = run(ctx, *configFile, level, hup)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "alternative-fabric-manager: %v\n", err)
 		os.Exit(1)
 	}
+}
+
+// newLogger logs to standard error as [log] format says: JSON lines for
+// machines, or key=value text for people (slog's text handler writes
+// durations as 1.5s, not in nanoseconds).
+func newLogger(format string, level slog.Level) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
 }
 
 func countTrue(flags ...bool) int {
@@ -121,6 +148,11 @@ func openStore(ctx context.Context, cfg *config.Config, migrate bool, rules stor
 	conn, err := config.ParseConnection(cfg.Database.Connection)
 	if err != nil {
 		return nil, err
+	}
+	if conn.Engine == config.EngineSQLite {
+		if err := privateSQLite(conn.DSN); err != nil {
+			return nil, fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
+		}
 	}
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -167,36 +199,15 @@ func renderPartitions(ctx context.Context, cfg *config.Config, out io.Writer, lo
 		return err
 	}
 	defer st.Close()
-	snap, err := st.Snapshot(ctx)
-	if err != nil {
-		return fmt.Errorf("read recorded state: %w", err)
-	}
 	// The check reads the file as the configured OpenSM would; if it cannot be
 	// asked, as the distributions' OpenSM, the stricter one.
 	flavour, err := opensm.DetectFlavour(ctx, cfg.OpenSM.Command)
 	if err != nil {
 		flavour = fabric.Upstream
 	}
-	_, text, checkErr, err := applier.Render(ctx, snap, applier.Config{DefaultPartition: cfg.OpenSM.DefaultPartition,
-		FlatPKey: cfg.OpenSM.FlatPKey, Template: tpl, Rules: checkRules(cfg, flavour)})
+	text, err := checkRecordedState(ctx, cfg, st, tpl, flavour)
 	if err != nil {
-		return fmt.Errorf("revision %d: %w", snap.Revision, err)
-	}
-	err = checkErr
-	if perr := (*partitions.Error)(nil); errors.As(err, &perr) {
-		// One problem per line, all of them: the log line's summary is not enough
-		// to repair a template.
-		var b strings.Builder
-		for _, p := range perr.Problems {
-			fmt.Fprintf(&b, "\n  %s", p)
-		}
-		if perr.Omitted > 0 {
-			fmt.Fprintf(&b, "\n  and %d more", perr.Omitted)
-		}
-		return fmt.Errorf("revision %d renders to a file that fails the check:%s", snap.Revision, b.String())
-	}
-	if err != nil {
-		return fmt.Errorf("revision %d: %w", snap.Revision, err)
+		return err
 	}
 	_, err = out.Write(text)
 	return err
@@ -222,12 +233,25 @@ func checkRules(cfg *config.Config, flavour fabric.Flavour) partitions.Rules {
 	return partitions.Rules{SharedDefaultPartition: cfg.OpenSM.SharedDefaultPartition, Flavour: flavour}
 }
 
-func run(ctx context.Context, path string, log *slog.Logger) error {
+func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signal) error {
 	cfg, err := config.Load(path)
 	if err != nil {
 		return err
 	}
+	log := newLogger(cfg.Log.Format, level)
+	slog.SetDefault(log)
+	if err := cfg.CheckToken(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
 	log.Info("starting", "config", cfg)
+	// Before anything is opened or written: a certificate that does not load
+	// is a start-up error like a bad key.
+	var certs *tlsreload.Reloader
+	if cfg.API.TLSCertFile != "" {
+		if certs, err = tlsreload.New(cfg.API.TLSCertFile, cfg.API.TLSKeyFile, log); err != nil {
+			return fmt.Errorf("[api] tls_cert_file, tls_key_file: %w", err)
+		}
+	}
 	tpl, err := loadTemplate(cfg)
 	if err != nil {
 		return err
@@ -241,6 +265,7 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 	limit := &topology.PortLimit{DumpFile: subnetDump(cfg), Capacity: cfg.OpenSM.SwitchPKeyCapacity, Static: static.PKeysOf}
 	rules := storeRules(cfg)
 	rules.StaticPKey = static.Name
+	rules.StaticMember = static.Listing
 	rules.PortLimit = func() (store.PortCheck, error) { return limit.Checker() }
 	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, rules, log)
 	if err != nil {
@@ -253,10 +278,27 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 		return err
 	}
 	defer closeSM()
+	// A configuration changed under the recorded networks (flat_pkey now a
+	// network's VLAN, a static partition on its pkey) would fail every later
+	// job: refuse to start, naming them, as for an unknown key.
+	if _, err := checkRecordedState(ctx, cfg, st, tpl, flavour); err != nil {
+		return err
+	}
 	host, _ := os.Hostname()
 	elector := &leader.Elector{Store: st, Holder: fmt.Sprintf("%s pid %d", host, os.Getpid()), Log: log,
 		RetryInterval: 2 * time.Second, CheckInterval: time.Second}
-	app := &applier.Applier{Store: st, SM: sm, Log: log, Cfg: applier.Config{
+	m := metrics.New()
+	gates := applier.Gates{Store: st, SubnetDump: subnetDump(cfg)}
+	checker := &health.Checker{DB: st, Self: m, SM: driverView{sm},
+		// The leader writes its heartbeat every elector CheckInterval.
+		HeartbeatTimeout: 10 * elector.CheckInterval}
+	m.Registry().MustRegister(&metrics.State{M: m, DB: st, Gates: gates, SM: driverView{sm},
+		Ready: func(ctx context.Context) bool { return checker.Ready(ctx).OK() }})
+	// An apply waits for OpenSM's sweep (sweep_timeout) and, in a burst, for
+	// the batch; the loop turns at least every poll and check interval
+	// otherwise. Past three sweeps and two checks it is stuck.
+	applierLoop := checker.Loop("applier", 3*cfg.OpenSM.SweepTimeout+2*cfg.OpenSM.CheckInterval+time.Minute)
+	app := &applier.Applier{Store: st, SM: sm, Log: log, Observer: applierObserver{m, applierLoop}, Cfg: applier.Config{
 		PartitionsFile:   filepath.Join(cfg.OpenSM.ConfigDir, "partitions.conf"),
 		LogFile:          cfg.OpenSM.LogFile,
 		DefaultPartition: cfg.OpenSM.DefaultPartition,
@@ -272,50 +314,109 @@ func run(ctx context.Context, path string, log *slog.Logger) error {
 		PortLimit:        limit,
 	}}
 
+	opts := api.Options{Prefix: cfg.API.Prefix, Domain: cfg.API.Domain, Token: cfg.API.Token,
+		AccessLog: cfg.API.AccessLog, Health: checker, Observer: m}
+	if cfg.API.MetricsListen == "" {
+		opts.Metrics, opts.MetricsToken = m.Handler(), cfg.API.MetricsToken
+	}
 	srv := &http.Server{
-		Handler:           api.New(api.Options{Prefix: cfg.API.Prefix, Domain: cfg.API.Domain, Token: cfg.API.Token}, st, log),
+		Handler:           api.New(opts, st, log),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	ln, err := net.Listen("tcp", cfg.API.Listen)
-	if err != nil {
-		return fmt.Errorf("[api] listen: %w", err)
+	if certs != nil {
+		srv.TLSConfig = certs.Config()
 	}
-	log.Info("serving the API", "listen", ln.Addr().String(), "prefix", cfg.API.Prefix, "domain", cfg.API.Domain)
-
-	errs := make(chan error, 2)
-	go func() {
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			errs <- fmt.Errorf("API server: %w", err)
-		}
-	}()
-	lead := app.Lead
-	if cfg.HA.HA {
-		// Other managers may take over as soon as this term ends: OpenSM
-		// must not outlive it.
-		lead = func(ctx context.Context, term int64) error {
-			err := app.Lead(ctx, term)
-			stopOpenSM(context.WithoutCancel(ctx), sm, log)
+	servers := []*namedServer{{name: "API", key: "listen", addr: cfg.API.Listen, srv: srv, tls: certs != nil}}
+	if cfg.API.MetricsListen != "" {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", httprouterless(api.MetricsHandler(m.Handler(), cfg.API.MetricsToken)))
+		servers = append(servers, &namedServer{name: "metrics", key: "metrics_listen", addr: cfg.API.MetricsListen,
+			srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}})
+	}
+	if cfg.API.DebugListen != "" {
+		servers = append(servers, &namedServer{name: "pprof", key: "debug_listen", addr: cfg.API.DebugListen,
+			// No WriteTimeout: a CPU profile or a trace streams for as long as asked.
+			srv: &http.Server{Handler: pprofMux(), ReadHeaderTimeout: 10 * time.Second}})
+	}
+	for _, s := range servers {
+		if err := s.listen(); err != nil {
+			for _, o := range servers {
+				o.close()
+			}
 			return err
 		}
+		log.Info("serving "+s.name, "listen", s.ln.Addr().String(), "tls", s.tls)
 	}
-	electorDone := make(chan struct{})
-	go func() {
-		defer close(electorDone)
-		_ = elector.Run(ctx, lead)
-	}()
+	log.Info("API routes", "prefix", cfg.API.Prefix, "domain", cfg.API.Domain)
 
-	select {
-	case <-ctx.Done():
-		log.Info("stopping")
-	case err = <-errs:
-		log.Error("stopping", "error", err)
+	errs := make(chan error, len(servers))
+	for _, s := range servers {
+		go func() {
+			if err := s.srv.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
+				errs <- fmt.Errorf("%s server: %w", s.name, err)
+			}
+		}()
+	}
+	// leading tells the metrics and liveness that this manager applies.
+	leading := func(ctx context.Context, term int64, lead func(context.Context) error) error {
+		m.Leading(term)
+		applierLoop.Active(true)
+		defer func() {
+			applierLoop.Active(false)
+			m.Leading(0)
+		}()
+		return lead(ctx)
+	}
+	holder := fmt.Sprintf("%s pid %d", host, os.Getpid())
+	electorDone := make(chan struct{})
+	if cfg.HA.HA {
+		// Several managers: the lease elects (docs/ha.md), and OpenSM runs
+		// only while this manager holds it.
+		leases, err := st.Leases()
+		if err != nil {
+			return err
+		}
+		app.Lease = leases
+		ha := &leader.LeaseElector{Leases: leases, TryLock: st.TryLock, Holder: holder, Log: log,
+			LeaseTimeout: cfg.HA.LeaseTimeout, Stop: sm.Stop}
+		go func() {
+			defer close(electorDone)
+			_ = ha.Run(ctx, func(ctx context.Context, term leader.Term) error {
+				return leading(ctx, term.ID, func(ctx context.Context) error {
+					return app.LeadTerm(ctx, term.ID, term.Taken.Suspect)
+				})
+			})
+		}()
+	} else {
+		go func() {
+			defer close(electorDone)
+			_ = elector.Run(ctx, func(ctx context.Context, term int64) error {
+				return leading(ctx, term, func(ctx context.Context) error { return app.Lead(ctx, term) })
+			})
+		}()
+	}
+
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			log.Info("stopping")
+			done = true
+		case err = <-errs:
+			log.Error("stopping", "error", err)
+			done = true
+		case <-hup:
+			reloadOnHangup(path, cfg, certs, log)
+		}
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	_ = srv.Shutdown(sctx)
+	for _, s := range servers {
+		_ = s.srv.Shutdown(sctx)
+	}
 	select {
 	case <-electorDone:
 	case <-sctx.Done():
@@ -331,6 +432,106 @@ type subnetManager interface {
 	applier.SubnetManager
 	Stop(ctx context.Context) error
 	Status() opensm.DriverStatus
+}
+
+// applierObserver tells the metrics of every apply, and liveness of every
+// turn of the applier's loop.
+type applierObserver struct {
+	*metrics.Metrics
+	loop *health.Loop
+}
+
+func (o applierObserver) Alive() { o.loop.Beat() }
+
+// namedServer is one of the manager's HTTP listeners.
+type namedServer struct {
+	name, key, addr string
+	srv             *http.Server
+	tls             bool
+	ln              net.Listener
+}
+
+func (s *namedServer) listen() error {
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return fmt.Errorf("[api] %s: %w", s.key, err)
+	}
+	if s.tls {
+		ln = tls.NewListener(ln, s.srv.TLSConfig)
+	}
+	s.ln = ln
+	return nil
+}
+
+func (s *namedServer) close() {
+	if s.ln != nil {
+		s.ln.Close()
+	}
+}
+
+// httprouterless adapts an httprouter handle that reads no parameters.
+func httprouterless(h httprouter.Handle) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(w, r, nil) })
+}
+
+// pprofMux serves Go's profiler, on [api] debug_listen only.
+func pprofMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
+
+// reloadOnHangup is what SIGHUP does: the TLS certificate is read again, and
+// the configuration file is read to say which of its changes need a restart
+// (all but the certificate's files' contents: the manager's settings are fixed
+// for its life, so that a half-edited file can never take effect). The log goes
+// to standard error, which journald or Docker collect: there is no file to
+// reopen.
+func reloadOnHangup(path string, running *config.Config, certs *tlsreload.Reloader, log *slog.Logger) {
+	reloaded := []string{}
+	if certs != nil {
+		if err := certs.Reload(); err != nil {
+			log.Error("SIGHUP: the TLS certificate does not load; serving the previous one", "error", err)
+		} else {
+			reloaded = append(reloaded, "TLS certificate and key")
+		}
+	}
+	var needRestart []string
+	next, err := config.Load(path)
+	switch {
+	case err != nil:
+		log.Warn("SIGHUP: the configuration file does not load; the running configuration stays", "error", err)
+	case next.String() != running.String():
+		needRestart = append(needRestart, config.Diff(running, next)...)
+	}
+	log.Info("SIGHUP received; the manager and OpenSM keep running", "reloaded", reloaded,
+		"changed_settings_needing_restart", needRestart)
+}
+
+// driverView shows the OpenSM driver's status to the health checks and the
+// metrics. An error is reported only while it keeps OpenSM from running: a
+// driver that restarted OpenSM and runs it again is healthy.
+type driverView struct {
+	sm interface {
+		Status() opensm.DriverStatus
+		Restarts() int
+	}
+}
+
+func (d driverView) Running() bool { return d.sm.Status().State == opensm.DriverRunning }
+func (d driverView) Restarts() int { return d.sm.Restarts() }
+func (d driverView) State() string { return string(d.sm.Status().State) }
+
+func (d driverView) LastError() error {
+	st := d.sm.Status()
+	if (st.State != opensm.DriverFailed && st.State != opensm.DriverRestarting) || st.LastError == "" {
+		return nil
+	}
+	return fmt.Errorf("OpenSM driver %s: %s", st.State, st.LastError)
 }
 
 // stopOpenSM stops OpenSM and waits for it, for a little longer than its
@@ -350,7 +551,7 @@ func stopOpenSM(ctx context.Context, sm subnetManager, log *slog.Logger) {
 // starts: a bad setting is a start-up error.
 func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource) (subnetManager, fabric.Flavour, func(), error) {
 	dir := cfg.OpenSM.ConfigDir
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := privateDir(dir, log); err != nil {
 		return nil, 0, nil, fmt.Errorf("[opensm] config_dir: %w", err)
 	}
 	perModule := filepath.Join(dir, "per-module-logging.conf")

@@ -32,7 +32,7 @@ const operatorConnectTimeout = 10 * time.Second
 
 // operatorCommand is the command flag given (one at most).
 type operatorCommand struct {
-	status, json, confirm, showErrors, clearErrors, showKeys bool
+	status, json, confirm, showErrors, clearErrors, showKeys, unfreeze bool
 }
 
 // unreachableError is a database that could not be opened.
@@ -69,6 +69,8 @@ func runOperatorOnStore(ctx context.Context, path string, log *slog.Logger, c op
 			return showEnforcementErrors(ctx, st, w)
 		case c.clearErrors:
 			return clearEnforcementErrors(ctx, st, w)
+		case c.unfreeze:
+			return unfreeze(ctx, cfg, st, w)
 		case c.showKeys:
 			k, err := databaseKeys{st}.Keys(ctx)
 			if err != nil {
@@ -175,6 +177,47 @@ type Status struct {
 	// Driver is this host's OpenSM driver, as the manager last wrote it to
 	// <config_dir>/driver-status.json; nil when no manager ever ran here.
 	Driver *opensm.DriverStatus `json:"driver"`
+	// Lease is the HA lease ([ha] ha = true); absent without HA.
+	Lease *LeaseStatus `json:"lease,omitempty"`
+}
+
+// LeaseStatus is the HA lease as --status shows it (docs/ha.md).
+type LeaseStatus struct {
+	// Holder is the manager holding the lease now, "" when none does (it was
+	// released, or it expired); LastHolder took the current term.
+	Holder     string     `json:"holder"`
+	LastHolder string     `json:"last_holder"`
+	Term       int64      `json:"term"`
+	ExpiresAt  *time.Time `json:"expires_at"`
+	// ExpiresIn is ExpiresAt less the database's clock, in seconds; negative
+	// once expired.
+	ExpiresIn       *float64 `json:"expires_in_seconds"`
+	PreviousHolder  string   `json:"previous_holder"`
+	PreviousExpired bool     `json:"previous_expired"`
+	// Freeze says why no job completes, "" when not frozen; Check is the
+	// manager whose OpenSM to make sure is stopped before --unfreeze.
+	Freeze          string `json:"freeze"`
+	Check           string `json:"check"`
+	UnfreezePending bool   `json:"unfreeze_pending"`
+}
+
+func leaseStatus(l store.Lease) *LeaseStatus {
+	s := &LeaseStatus{LastHolder: l.Holder, Term: l.Term, ExpiresAt: l.ExpiresAt, PreviousHolder: l.PreviousHolder,
+		PreviousExpired: l.PreviousExpired, Freeze: l.Freeze, UnfreezePending: l.UnfreezeRequested}
+	if l.Held() {
+		s.Holder = l.Holder
+	}
+	if l.ExpiresAt != nil {
+		in := l.ExpiresAt.Sub(l.Now).Seconds()
+		s.ExpiresIn = &in
+	}
+	if l.Freeze != "" {
+		s.Check = l.Suspect
+		if s.Check == "" {
+			s.Check = "any other SM on the fabric"
+		}
+	}
+	return s
 }
 
 // driverStatusFile is where the manager's OpenSM driver reports its state.
@@ -252,6 +295,23 @@ func readStatus(ctx context.Context, cfg *config.Config, st *store.Store) (Statu
 		return s, fmt.Errorf("gates: %w", err)
 	}
 	s.NotCompleting = append(s.NotCompleting, reasons...)
+	if cfg.HA.HA {
+		leases, err := st.Leases()
+		if err != nil {
+			return s, err
+		}
+		l, err := leases.ReadLease(ctx)
+		if err != nil {
+			return s, fmt.Errorf("lease: %w", err)
+		}
+		s.Lease = leaseStatus(l)
+		if l.Term > 0 && !l.Held() {
+			s.NotCompleting = append(s.NotCompleting, "no manager holds the lease")
+		}
+		if l.Freeze != "" {
+			s.NotCompleting = append(s.NotCompleting, l.Freeze)
+		}
+	}
 	return s, nil
 }
 
@@ -277,6 +337,9 @@ func printStatus(w io.Writer, s Status) error {
 	}
 	fmt.Fprintf(tw, "jobs:\tPending %d, Running %d, Completed %d, Failed %d\n", s.Jobs[store.StatusPending],
 		s.Jobs[store.StatusRunning], s.Jobs[store.StatusCompleted], s.Jobs[store.StatusFailed])
+	if l := s.Lease; l != nil {
+		printLease(tw, l)
+	}
 	if d := s.Driver; d == nil {
 		fmt.Fprintln(tw, "OpenSM driver:\tno manager has run on this host")
 	} else {
@@ -290,6 +353,59 @@ func printStatus(w io.Writer, s Status) error {
 		return err
 	}
 	_, err := fmt.Fprintf(w, "jobs do not complete:\n  - %s\n", strings.Join(s.NotCompleting, "\n  - "))
+	return err
+}
+
+// printLease writes the HA lease's lines of --status.
+func printLease(w io.Writer, l *LeaseStatus) {
+	expiry := ""
+	if l.ExpiresAt != nil && l.ExpiresIn != nil {
+		expiry = fmt.Sprintf(", expires %s (in %.1f s)", l.ExpiresAt.Format(time.RFC3339), *l.ExpiresIn)
+	}
+	switch {
+	case l.Term == 0:
+		fmt.Fprintln(w, "lease:\tnever taken")
+	case l.Holder != "":
+		fmt.Fprintf(w, "lease:\theld by %s, term %d%s\n", l.Holder, l.Term, expiry)
+	case l.ExpiresAt == nil:
+		fmt.Fprintf(w, "lease:\tfree (released by %s, term %d)\n", l.LastHolder, l.Term)
+	default:
+		fmt.Fprintf(w, "lease:\tfree: expired, not released, by %s, term %d%s\n", l.LastHolder, l.Term, expiry)
+	}
+	if l.PreviousHolder != "" {
+		how := "released"
+		if l.PreviousExpired {
+			how = "expired instead of being released"
+		}
+		fmt.Fprintf(w, "previous lease:\t%s, %s\n", l.PreviousHolder, how)
+	}
+	if l.Freeze == "" {
+		fmt.Fprintln(w, "freeze:\tnone")
+		return
+	}
+	fmt.Fprintf(w, "freeze:\tFROZEN: check %s\n", l.Check)
+	if l.UnfreezePending {
+		fmt.Fprintln(w, "unfreeze:\tpending: requested, not yet taken by the leader (its OpenSM is not master yet)")
+	} else {
+		fmt.Fprintln(w, "unfreeze:\tnot requested: once that OpenSM is stopped, run --unfreeze")
+	}
+}
+
+// unfreeze records an operator's --unfreeze.
+func unfreeze(ctx context.Context, cfg *config.Config, st *store.Store, w io.Writer) error {
+	if !cfg.HA.HA {
+		return errors.New("--unfreeze is for [ha] ha = true: without HA there is no freeze")
+	}
+	l, err := st.Unfreeze(ctx)
+	if err != nil {
+		return err
+	}
+	if l.Freeze == "" {
+		_, err := fmt.Fprintln(w, "not frozen: nothing to lift")
+		return err
+	}
+	_, err = fmt.Fprintf(w, "unfreeze requested: the leader (%s, term %d) lifts the freeze once its OpenSM is master; "+
+		"--status shows it pending until then\n", l.Holder, l.Term)
 	return err
 }
 

@@ -242,7 +242,7 @@ func TestStatusAndEnforcementErrors(t *testing.T) {
 	}
 	copyFile(t, filepath.Join("testdata", "opensm-subnet.lst"), filepath.Join(dir, "opensm-subnet.lst"))
 	line := "Nov 29 18:16:33 486627 [7F1C] 0x01 -> pkey_mgr_update_peer_port: ERR 0507: Not enough pkey entries (60 <= 60) on switch 0x0002c90300f00001 port 2 (S1). Clearing Enforcement bit"
-	if err := st.RecordEnforcementErrors(ctx, []store.EnforcementSighting{{Switch: "0x0002c90300f00001", Port: 2, Line: line}}); err != nil {
+	if err := st.RecordEnforcementErrors(ctx, term, []store.EnforcementSighting{{Switch: "0x0002c90300f00001", Port: 2, Line: line}}); err != nil {
 		t.Fatal(err)
 	}
 

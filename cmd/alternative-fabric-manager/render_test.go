@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
@@ -77,7 +78,7 @@ func TestRenderPartitions(t *testing.T) {
 	}{
 		{"built-in template", "", []string{
 			"Default=0x7fff, ipoib : ALL=limited, SELF=full ;\n",
-			"net-3f1c5a9e-8d2b-4c7a-9e61-0a5=0x0065, ipoib :\n    0x0002c90300000101=full ;\n",
+			"net-0065-3f1c5a9e-8d2b-4c7a-9e6=0x0065, ipoib :\n    0x0002c90300000101=full ;\n",
 			"flat=0x7ffe, ipoib : ;\n",
 		}},
 		{"configured flat pkey and default partition", "flat_pkey = 0x0fff\ndefault_partition = Default=0x7fff : ALL=limited, SELF=full ;\n", []string{
@@ -85,7 +86,7 @@ func TestRenderPartitions(t *testing.T) {
 			"flat=0x0fff, ipoib : ;\n",
 		}},
 		{"custom template", "partitions_template = " + static + "\n", []string{
-			"net-3f1c5a9e-8d2b-4c7a-9e61-0a5=0x0065 :\n    0x0002c90300000101=full ;\n",
+			"net-0065-3f1c5a9e-8d2b-4c7a-9e6=0x0065 :\n    0x0002c90300000101=full ;\n",
 			"storage=0x0200 : 0x0002c90300a00001=full ;\n",
 		}},
 		{"shared default partition", "shared_default_partition = true\ndefault_partition = Default=0x7fff, ipoib : ALL=full ;\n", []string{
@@ -182,5 +183,57 @@ func TestRenderPartitionsDoesNotMigrate(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "from revision 0.") {
 		t.Fatalf("output:\n%s", out.String())
+	}
+}
+
+// A configuration changed under the recorded networks (flat_pkey now a
+// network's VLAN, a static partition on its pkey) is reported by --render,
+// and refuses the manager's start, naming each network, its VLAN and the rule.
+func TestRecordedStateConflictsWithConfiguration(t *testing.T) {
+	staticOn101 := writeTemplate(t, "{{ default_partition }}\nstorage=0x0065 : ALL=limited ;\n"+
+		"{% for n in networks %}\n{{ n.name }}={{ n.pkey }} :{{ n.members_text }} ;\n{% endfor %}\n{{ flat.name }}={{ flat.pkey }} : ;\n")
+	tests := []struct {
+		name, opensm string
+		wants        []string
+	}{
+		{"flat_pkey is a network's VLAN", "flat_pkey = 0x0065\n", []string{
+			"network " + networkID + ": VLAN ID 101 is the flat networks' partition key 0x0065 ([opensm] flat_pkey)",
+			"the configuration changed under these networks",
+		}},
+		{"a static partition on a network's pkey", "partitions_template = " + staticOn101 + "\n", []string{
+			"network " + networkID + `: VLAN ID 101 is the partition key 0x0065 of static partition "storage" of the partitions template`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := fabricDatabase(t, tt.opensm)
+			var out bytes.Buffer
+			err := renderPartitions(context.Background(), cfg, &out, quietLog())
+			for _, want := range tt.wants {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("--render: error %v does not say %q", err, want)
+				}
+			}
+
+			// The manager itself, with the same configuration.
+			dir := t.TempDir()
+			path := filepath.Join(dir, "afm.conf")
+			text := "[api]\ntoken = render-test-token-0123\nlisten = 127.0.0.1:0\n[database]\nconnection = " + cfg.Database.Connection +
+				"\n[opensm]\nconfig_dir = " + filepath.Join(dir, "opensm") + "\n" + tt.opensm
+			if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			err = run(ctx, path, slog.LevelError, nil)
+			if ctx.Err() != nil {
+				t.Fatalf("the manager started (and ran until the test stopped it): %v", err)
+			}
+			for _, want := range tt.wants {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("start-up: error %v does not say %q", err, want)
+				}
+			}
+		})
 	}
 }

@@ -159,11 +159,12 @@ func (q *Queries) ListSecrets(ctx context.Context) ([]ListSecretsRow, error) {
 	return items, nil
 }
 
-const upsertEnforcementError = `-- name: UpsertEnforcementError :exec
+const upsertEnforcementError = `-- name: UpsertEnforcementError :execrows
 INSERT INTO enforcement_errors (switch_guid, port, line, first_seen, last_seen, occurrences)
-VALUES (?, ?, ?, ?, ?, 1)
+SELECT ?, ?, ?, ?, ?, 1
+FROM leadership WHERE leadership.id = 1 AND leadership.term = ?
 ON DUPLICATE KEY UPDATE
-    line = VALUES(line), last_seen = VALUES(last_seen), occurrences = occurrences + 1
+    line = VALUES(line), last_seen = VALUES(last_seen), occurrences = enforcement_errors.occurrences + 1
 `
 
 type UpsertEnforcementErrorParams struct {
@@ -171,15 +172,21 @@ type UpsertEnforcementErrorParams struct {
 	Port       int64
 	Line       string
 	Now        time.Time
+	Term       int64
 }
 
-func (q *Queries) UpsertEnforcementError(ctx context.Context, arg UpsertEnforcementErrorParams) error {
-	_, err := q.db.ExecContext(ctx, upsertEnforcementError,
+// Fenced by the leadership term: a deposed leader records nothing.
+func (q *Queries) UpsertEnforcementError(ctx context.Context, arg UpsertEnforcementErrorParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, upsertEnforcementError,
 		arg.SwitchGuid,
 		arg.Port,
 		arg.Line,
 		arg.Now,
 		arg.Now,
+		arg.Term,
 	)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }

@@ -53,13 +53,20 @@ type Job struct {
 	UpdatedAt   time.Time
 	StartedAt   *time.Time
 	FinishedAt  *time.Time
+	RequestID   string
 }
 
 type Leadership struct {
-	ID        int16
-	Term      int64
-	Holder    string
-	Heartbeat *time.Time
+	ID                int16
+	Term              int64
+	Holder            string
+	Heartbeat         *time.Time
+	ExpiresAt         *time.Time
+	PreviousHolder    string
+	PreviousExpired   bool
+	Suspect           string
+	FreezeReason      string
+	UnfreezeRequested bool
 }
 
 type Network struct {

@@ -141,6 +141,35 @@ func (q *Queries) DeletePortsOfNetwork(ctx context.Context, networkID string) (i
 	return result.RowsAffected()
 }
 
+const failJob = `-- name: FailJob :execrows
+UPDATE jobs SET status = 'Failed', error = ?, description = SUBSTRING_INDEX(description, '\n', 1),
+    finished_at = ?, updated_at = ?
+WHERE jobs.id = ? AND status IN ('Pending', 'Running')
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?)
+`
+
+type FailJobParams struct {
+	Error      string
+	FinishedAt *time.Time
+	Now        time.Time
+	JobID      int64
+	Term       int64
+}
+
+func (q *Queries) FailJob(ctx context.Context, arg FailJobParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, failJob,
+		arg.Error,
+		arg.FinishedAt,
+		arg.Now,
+		arg.JobID,
+		arg.Term,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const failJobs = `-- name: FailJobs :execrows
 UPDATE jobs SET status = 'Failed', error = ?, description = SUBSTRING_INDEX(description, '\n', 1),
     finished_at = ?, updated_at = ?
@@ -171,7 +200,7 @@ func (q *Queries) FailJobs(ctx context.Context, arg FailJobsParams) (int64, erro
 }
 
 const getJob = `-- name: GetJob :one
-SELECT id, revision, object_type, object_id, network_id, operation, status, description, result, error, created_by, request, created_at, updated_at, started_at, finished_at FROM jobs WHERE id = ?
+SELECT id, revision, object_type, object_id, network_id, operation, status, description, result, error, created_by, request, created_at, updated_at, started_at, finished_at, request_id FROM jobs WHERE id = ?
 `
 
 func (q *Queries) GetJob(ctx context.Context, id int64) (Job, error) {
@@ -194,12 +223,13 @@ func (q *Queries) GetJob(ctx context.Context, id int64) (Job, error) {
 		&i.UpdatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.RequestID,
 	)
 	return i, err
 }
 
 const getLeadership = `-- name: GetLeadership :one
-SELECT id, term, holder, heartbeat FROM leadership WHERE id = 1
+SELECT id, term, holder, heartbeat, expires_at, previous_holder, previous_expired, suspect, freeze_reason, unfreeze_requested FROM leadership WHERE id = 1
 `
 
 func (q *Queries) GetLeadership(ctx context.Context) (Leadership, error) {
@@ -210,6 +240,12 @@ func (q *Queries) GetLeadership(ctx context.Context) (Leadership, error) {
 		&i.Term,
 		&i.Holder,
 		&i.Heartbeat,
+		&i.ExpiresAt,
+		&i.PreviousHolder,
+		&i.PreviousExpired,
+		&i.Suspect,
+		&i.FreezeReason,
+		&i.UnfreezeRequested,
 	)
 	return i, err
 }
@@ -330,10 +366,10 @@ func (q *Queries) HoldsLock(ctx context.Context, name string) (int64, error) {
 
 const insertJob = `-- name: InsertJob :execresult
 INSERT INTO jobs (revision, object_type, object_id, network_id, operation, status,
-                  description, result, error, created_by, request, created_at, updated_at, finished_at)
+                  description, result, error, created_by, request, request_id, created_at, updated_at, finished_at)
 VALUES (?, ?, ?, ?,
         ?, ?, ?, ?, '',
-        ?, ?, ?, ?, ?)
+        ?, ?, ?, ?, ?, ?)
 `
 
 type InsertJobParams struct {
@@ -347,6 +383,7 @@ type InsertJobParams struct {
 	Result      string
 	CreatedBy   string
 	Request     string
+	RequestID   string
 	Now         time.Time
 	FinishedAt  *time.Time
 }
@@ -363,6 +400,7 @@ func (q *Queries) InsertJob(ctx context.Context, arg InsertJobParams) (sql.Resul
 		arg.Result,
 		arg.CreatedBy,
 		arg.Request,
+		arg.RequestID,
 		arg.Now,
 		arg.Now,
 		arg.FinishedAt,
@@ -510,6 +548,52 @@ type NewTermParams struct {
 func (q *Queries) NewTerm(ctx context.Context, arg NewTermParams) error {
 	_, err := q.db.ExecContext(ctx, newTerm, arg.Holder, arg.Heartbeat)
 	return err
+}
+
+const openJobsWithGUIDs = `-- name: OpenJobsWithGUIDs :many
+SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid
+FROM jobs j LEFT JOIN ports p ON j.object_type = 'port' AND p.id = j.object_id
+WHERE j.status IN ('Pending', 'Running') AND j.revision <= ?
+ORDER BY j.id
+`
+
+type OpenJobsWithGUIDsRow struct {
+	ID         int64
+	ObjectType string
+	ObjectID   string
+	NetworkID  string
+	Guid       *fabric.GUID
+}
+
+// The open jobs up to a revision, with the GUID a port job's port holds now
+// (NULL for a network's job, or a port gone or without membership).
+func (q *Queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]OpenJobsWithGUIDsRow, error) {
+	rows, err := q.db.QueryContext(ctx, openJobsWithGUIDs, revision)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OpenJobsWithGUIDsRow
+	for rows.Next() {
+		var i OpenJobsWithGUIDsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.ObjectType,
+			&i.ObjectID,
+			&i.NetworkID,
+			&i.Guid,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const recordApply = `-- name: RecordApply :execrows

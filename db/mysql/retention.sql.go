@@ -14,20 +14,23 @@ const deleteFinishedJobsBefore = `-- name: DeleteFinishedJobsBefore :execrows
 
 DELETE FROM jobs
 WHERE status IN ('Completed', 'Failed') AND finished_at < ?
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?)
 ORDER BY id
 LIMIT ?
 `
 
 type DeleteFinishedJobsBeforeParams struct {
 	Before *time.Time
+	Term   int64
 	Limit  int32
 }
 
 // Job retention: the leader deletes finished jobs once they are older than
 // [database] job_retention, a bounded batch per statement so that no delete
 // holds locks for long. Open jobs (Pending, Running) are never deleted.
+// Fenced by the leadership term, like every write of the applier.
 func (q *Queries) DeleteFinishedJobsBefore(ctx context.Context, arg DeleteFinishedJobsBeforeParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, deleteFinishedJobsBefore, arg.Before, arg.Limit)
+	result, err := q.db.ExecContext(ctx, deleteFinishedJobsBefore, arg.Before, arg.Term, arg.Limit)
 	if err != nil {
 		return 0, err
 	}

@@ -73,3 +73,16 @@ func (q *Queries) Leadership(ctx context.Context) (LeadershipRow, error) {
 	err := row.Scan(&i.Term, &i.Holder, &i.Heartbeat)
 	return i, err
 }
+
+const oldestOpenJob = `-- name: OldestOpenJob :one
+SELECT created_at FROM jobs WHERE status = ? ORDER BY revision, id LIMIT 1
+`
+
+// The open job of a status with the lowest revision is the oldest: revisions
+// are taken in commit order. Served by jobs_status_revision.
+func (q *Queries) OldestOpenJob(ctx context.Context, status string) (time.Time, error) {
+	row := q.db.QueryRowContext(ctx, oldestOpenJob, status)
+	var created_at time.Time
+	err := row.Scan(&created_at)
+	return created_at, err
+}

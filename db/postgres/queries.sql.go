@@ -135,6 +135,26 @@ func (q *Queries) DeletePortsOfNetwork(ctx context.Context, networkID string) (i
 	return result.RowsAffected(), nil
 }
 
+const failJob = `-- name: FailJob :execrows
+UPDATE jobs SET status = 'Failed', error = $1, description = split_part(description, E'\n', 1),
+    finished_at = $2, updated_at = $2
+WHERE jobs.id = $3 AND status IN ('Pending', 'Running')
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = $4)
+`
+
+func (q *Queries) FailJob(ctx context.Context, error string, now *time.Time, jobID int64, term int64) (int64, error) {
+	result, err := q.db.Exec(ctx, failJob,
+		error,
+		now,
+		jobID,
+		term,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const failJobs = `-- name: FailJobs :execrows
 UPDATE jobs SET status = 'Failed', error = $1, description = split_part(description, E'\n', 1),
     finished_at = $2, updated_at = $2
@@ -156,7 +176,7 @@ func (q *Queries) FailJobs(ctx context.Context, error string, now *time.Time, re
 }
 
 const getJob = `-- name: GetJob :one
-SELECT id, revision, object_type, object_id, network_id, operation, status, description, result, error, created_by, request, created_at, updated_at, started_at, finished_at FROM jobs WHERE id = $1
+SELECT id, revision, object_type, object_id, network_id, operation, status, description, result, error, created_by, request, created_at, updated_at, started_at, finished_at, request_id FROM jobs WHERE id = $1
 `
 
 func (q *Queries) GetJob(ctx context.Context, id int64) (Job, error) {
@@ -179,6 +199,7 @@ func (q *Queries) GetJob(ctx context.Context, id int64) (Job, error) {
 		&i.UpdatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.RequestID,
 	)
 	return i, err
 }
@@ -293,13 +314,13 @@ func (q *Queries) HoldsAdvisoryLock(ctx context.Context, key int64) (int64, erro
 
 const insertJob = `-- name: InsertJob :one
 INSERT INTO jobs (revision, object_type, object_id, network_id, operation, status,
-                  description, result, error, created_by, request, created_at, updated_at, finished_at)
+                  description, result, error, created_by, request, request_id, created_at, updated_at, finished_at)
 VALUES ($1, $2, $3, $4, $5, $6,
-        $7, $8, '', $9, $10, $11, $11, $12)
+        $7, $8, '', $9, $10, $11, $12, $12, $13)
 RETURNING id
 `
 
-func (q *Queries) InsertJob(ctx context.Context, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, createdBy string, request string, now time.Time, finishedAt *time.Time) (int64, error) {
+func (q *Queries) InsertJob(ctx context.Context, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, createdBy string, request string, requestID string, now time.Time, finishedAt *time.Time) (int64, error) {
 	row := q.db.QueryRow(ctx, insertJob,
 		revision,
 		objectType,
@@ -311,6 +332,7 @@ func (q *Queries) InsertJob(ctx context.Context, revision int64, objectType stri
 		result,
 		createdBy,
 		request,
+		requestID,
 		now,
 		finishedAt,
 	)
@@ -439,6 +461,49 @@ func (q *Queries) NewTerm(ctx context.Context, holder string, now *time.Time) (i
 	var term int64
 	err := row.Scan(&term)
 	return term, err
+}
+
+const openJobsWithGUIDs = `-- name: OpenJobsWithGUIDs :many
+SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid
+FROM jobs j LEFT JOIN ports p ON j.object_type = 'port' AND p.id = j.object_id
+WHERE j.status IN ('Pending', 'Running') AND j.revision <= $1
+ORDER BY j.id
+`
+
+type OpenJobsWithGUIDsRow struct {
+	ID         int64
+	ObjectType string
+	ObjectID   string
+	NetworkID  string
+	Guid       *fabric.GUID
+}
+
+// The open jobs up to a revision, with the GUID a port job's port holds now
+// (NULL for a network's job, or a port gone or without membership).
+func (q *Queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]OpenJobsWithGUIDsRow, error) {
+	rows, err := q.db.Query(ctx, openJobsWithGUIDs, revision)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OpenJobsWithGUIDsRow
+	for rows.Next() {
+		var i OpenJobsWithGUIDsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.ObjectType,
+			&i.ObjectID,
+			&i.NetworkID,
+			&i.Guid,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const recordApply = `-- name: RecordApply :execrows

@@ -63,6 +63,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.expectedSwitchesStmt, err = db.PrepareContext(ctx, expectedSwitches); err != nil {
 		return nil, fmt.Errorf("error preparing query ExpectedSwitches: %w", err)
 	}
+	if q.failJobStmt, err = db.PrepareContext(ctx, failJob); err != nil {
+		return nil, fmt.Errorf("error preparing query FailJob: %w", err)
+	}
 	if q.failJobsStmt, err = db.PrepareContext(ctx, failJobs); err != nil {
 		return nil, fmt.Errorf("error preparing query FailJobs: %w", err)
 	}
@@ -116,6 +119,12 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.newTermStmt, err = db.PrepareContext(ctx, newTerm); err != nil {
 		return nil, fmt.Errorf("error preparing query NewTerm: %w", err)
+	}
+	if q.oldestOpenJobStmt, err = db.PrepareContext(ctx, oldestOpenJob); err != nil {
+		return nil, fmt.Errorf("error preparing query OldestOpenJob: %w", err)
+	}
+	if q.openJobsWithGUIDsStmt, err = db.PrepareContext(ctx, openJobsWithGUIDs); err != nil {
+		return nil, fmt.Errorf("error preparing query OpenJobsWithGUIDs: %w", err)
 	}
 	if q.recordApplyStmt, err = db.PrepareContext(ctx, recordApply); err != nil {
 		return nil, fmt.Errorf("error preparing query RecordApply: %w", err)
@@ -200,6 +209,11 @@ func (q *Queries) Close() error {
 	if q.expectedSwitchesStmt != nil {
 		if cerr := q.expectedSwitchesStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing expectedSwitchesStmt: %w", cerr)
+		}
+	}
+	if q.failJobStmt != nil {
+		if cerr := q.failJobStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing failJobStmt: %w", cerr)
 		}
 	}
 	if q.failJobsStmt != nil {
@@ -292,6 +306,16 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing newTermStmt: %w", cerr)
 		}
 	}
+	if q.oldestOpenJobStmt != nil {
+		if cerr := q.oldestOpenJobStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing oldestOpenJobStmt: %w", cerr)
+		}
+	}
+	if q.openJobsWithGUIDsStmt != nil {
+		if cerr := q.openJobsWithGUIDsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing openJobsWithGUIDsStmt: %w", cerr)
+		}
+	}
 	if q.recordApplyStmt != nil {
 		if cerr := q.recordApplyStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing recordApplyStmt: %w", cerr)
@@ -369,6 +393,7 @@ type Queries struct {
 	describeOpenJobsStmt         *sql.Stmt
 	enforcementErrorsStmt        *sql.Stmt
 	expectedSwitchesStmt         *sql.Stmt
+	failJobStmt                  *sql.Stmt
 	failJobsStmt                 *sql.Stmt
 	getJobStmt                   *sql.Stmt
 	getNetworkStmt               *sql.Stmt
@@ -387,6 +412,8 @@ type Queries struct {
 	listSecretsStmt              *sql.Stmt
 	markJobsRunningStmt          *sql.Stmt
 	newTermStmt                  *sql.Stmt
+	oldestOpenJobStmt            *sql.Stmt
+	openJobsWithGUIDsStmt        *sql.Stmt
 	recordApplyStmt              *sql.Stmt
 	revisionStmt                 *sql.Stmt
 	upsertEnforcementErrorStmt   *sql.Stmt
@@ -411,6 +438,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		describeOpenJobsStmt:         q.describeOpenJobsStmt,
 		enforcementErrorsStmt:        q.enforcementErrorsStmt,
 		expectedSwitchesStmt:         q.expectedSwitchesStmt,
+		failJobStmt:                  q.failJobStmt,
 		failJobsStmt:                 q.failJobsStmt,
 		getJobStmt:                   q.getJobStmt,
 		getNetworkStmt:               q.getNetworkStmt,
@@ -429,6 +457,8 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		listSecretsStmt:              q.listSecretsStmt,
 		markJobsRunningStmt:          q.markJobsRunningStmt,
 		newTermStmt:                  q.newTermStmt,
+		oldestOpenJobStmt:            q.oldestOpenJobStmt,
+		openJobsWithGUIDsStmt:        q.openJobsWithGUIDsStmt,
 		recordApplyStmt:              q.recordApplyStmt,
 		revisionStmt:                 q.revisionStmt,
 		upsertEnforcementErrorStmt:   q.upsertEnforcementErrorStmt,

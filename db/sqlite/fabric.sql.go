@@ -145,20 +145,26 @@ func (q *Queries) ListSecrets(ctx context.Context) ([]ListSecretsRow, error) {
 	return items, nil
 }
 
-const upsertEnforcementError = `-- name: UpsertEnforcementError :exec
+const upsertEnforcementError = `-- name: UpsertEnforcementError :execrows
 INSERT INTO enforcement_errors (switch_guid, port, line, first_seen, last_seen, occurrences)
-VALUES (?1, ?2, ?3, ?4, ?4, 1)
+SELECT ?1, ?2, ?3, ?4, ?4, 1
+FROM leadership WHERE leadership.id = 1 AND leadership.term = ?5
 ON CONFLICT (switch_guid, port) DO UPDATE SET
     line = EXCLUDED.line, last_seen = EXCLUDED.last_seen,
     occurrences = enforcement_errors.occurrences + 1
 `
 
-func (q *Queries) UpsertEnforcementError(ctx context.Context, switchGuid string, port int64, line string, now time.Time) error {
-	_, err := q.exec(ctx, q.upsertEnforcementErrorStmt, upsertEnforcementError,
+// Fenced by the leadership term: a deposed leader records nothing.
+func (q *Queries) UpsertEnforcementError(ctx context.Context, switchGuid string, port int64, line string, now time.Time, term int64) (int64, error) {
+	result, err := q.exec(ctx, q.upsertEnforcementErrorStmt, upsertEnforcementError,
 		switchGuid,
 		port,
 		line,
 		now,
+		term,
 	)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }

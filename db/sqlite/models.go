@@ -53,13 +53,20 @@ type Job struct {
 	UpdatedAt   time.Time
 	StartedAt   *time.Time
 	FinishedAt  *time.Time
+	RequestID   string
 }
 
 type Leadership struct {
-	ID        int64
-	Term      int64
-	Holder    string
-	Heartbeat *time.Time
+	ID                int64
+	Term              int64
+	Holder            string
+	Heartbeat         *time.Time
+	ExpiresAt         *time.Time
+	PreviousHolder    string
+	PreviousExpired   int64
+	Suspect           string
+	FreezeReason      string
+	UnfreezeRequested int64
 }
 
 type Network struct {

@@ -18,13 +18,15 @@ DELETE FROM jobs WHERE id IN (
     ORDER BY old.id
     LIMIT CAST(?2 AS BIGINT)
 )
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?3)
 `
 
 // Job retention: the leader deletes finished jobs once they are older than
 // [database] job_retention, a bounded batch per statement so that no delete
 // holds locks (SQLite: the write lock) for long. Open jobs (Pending, Running) are never deleted.
-func (q *Queries) DeleteFinishedJobsBefore(ctx context.Context, before *time.Time, batch int64) (int64, error) {
-	result, err := q.exec(ctx, q.deleteFinishedJobsBeforeStmt, deleteFinishedJobsBefore, before, batch)
+// Fenced by the leadership term, like every write of the applier.
+func (q *Queries) DeleteFinishedJobsBefore(ctx context.Context, before *time.Time, batch int64, term int64) (int64, error) {
+	result, err := q.exec(ctx, q.deleteFinishedJobsBeforeStmt, deleteFinishedJobsBefore, before, batch, term)
 	if err != nil {
 		return 0, err
 	}

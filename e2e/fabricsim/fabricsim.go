@@ -23,11 +23,31 @@ import (
 type Options struct {
 	Hosts    int // host HCAs; default 4
 	Switches int // switches in a chain; default 1
+	// SMs is the number of SM HCAs, each for one OpenSM (several managers);
+	// default 1. The k-th is named SMName(k), its port GUID SMGUID for the
+	// first and ExtraSMGUID(k) for the others; SMEnv(k) attaches a client to it.
+	SMs int
 	// Detach leaves ibsim running when this process exits (the fabric-sim
 	// command does that; Stop from another process ends it). Without it ibsim
 	// is killed by the kernel when this process dies, so a test that crashes
 	// leaves nothing behind.
 	Detach bool
+}
+
+// SMEnv is the env file's lines for an OpenSM on the k-th SM HCA (from 1),
+// and that HCA's port GUID.
+func (f *Fabric) SMEnv(k int) ([]string, fabric.GUID) {
+	env := make([]string, 0, len(f.env))
+	for _, line := range f.env {
+		if strings.HasPrefix(line, "SIM_HOST=") {
+			line = "SIM_HOST=" + SMName(k)
+		}
+		env = append(env, line)
+	}
+	if k == 1 {
+		return env, SMGUID
+	}
+	return env, ExtraSMGUID(k)
 }
 
 // Files the harness keeps in the fabric directory.
@@ -95,7 +115,10 @@ func Start(ctx context.Context, dir string, o Options) (*Fabric, error) {
 		os.Remove(filepath.Join(dir, name))
 	}
 
-	net, hosts, err := topology(o.Hosts, o.Switches)
+	if o.SMs == 0 {
+		o.SMs = 1
+	}
+	net, hosts, err := topologySMs(o.Hosts, o.Switches, o.SMs)
 	if err != nil {
 		return nil, err
 	}

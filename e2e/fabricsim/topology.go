@@ -10,6 +10,18 @@ import (
 // SMGUID is the port GUID of the HCA named "SM", where the SM runs.
 const SMGUID fabric.GUID = 0x0002c90300a00001
 
+// ExtraSMGUID is the port GUID of the HCA named "SM<k>" (k from 2), an SM
+// HCA of its own for each further manager's OpenSM (Options.SMs).
+func ExtraSMGUID(k int) fabric.GUID { return SMGUID + fabric.GUID(uint64(k-1)*0x10000) }
+
+// SMName is the name of the k-th SM HCA (1: "SM", its SIM_HOST).
+func SMName(k int) string {
+	if k == 1 {
+		return "SM"
+	}
+	return fmt.Sprintf("SM%d", k)
+}
+
 // HostGUID is the port GUID of host H<i> (H1 = 0x0002c90300000101). Its node
 // GUID is one less: ibsim numbers ports from the node GUID.
 func HostGUID(i int) fabric.GUID { return fabric.GUID(0x0002c90300000001 + uint64(i)*0x100) }
@@ -35,12 +47,21 @@ const maxSwitchPorts = 254
 // take the next free port of their switch, round-robin over the switches;
 // switch S<k> is cabled to S<k+1> by its last port.
 func topology(nHosts, nSwitches int) (string, []Host, error) {
-	if nHosts < 1 || nSwitches < 1 {
-		return "", nil, fmt.Errorf("topology: want at least 1 host and 1 switch, got %d and %d", nHosts, nSwitches)
+	return topologySMs(nHosts, nSwitches, 1)
+}
+
+// topologySMs is topology with nSMs SM HCAs ("SM", "SM2", ...), all on S1
+// after the first, each for one manager's OpenSM.
+func topologySMs(nHosts, nSwitches, nSMs int) (string, []Host, error) {
+	if nHosts < 1 || nSwitches < 1 || nSMs < 1 {
+		return "", nil, fmt.Errorf("topology: want at least 1 host, 1 switch and 1 SM, got %d, %d and %d", nHosts, nSwitches, nSMs)
 	}
-	// Ports a switch needs: its share of the hosts (S1 also has the SM), plus
+	// Ports a switch needs: its share of the hosts (S1 also has the SMs), plus
 	// two for the chain.
-	nPorts := max((nHosts+nSwitches)/nSwitches+2, 8)
+	nPorts := max((nHosts+nSwitches+nSMs-1)/nSwitches+2, 8)
+	if nSwitches == 1 {
+		nPorts = max(nHosts+nSMs+2, 8)
+	}
 	if nPorts > maxSwitchPorts {
 		return "", nil, fmt.Errorf("topology: %d hosts on %d switches need %d ports per switch, more than %d",
 			nHosts, nSwitches, nPorts, maxSwitchPorts)
@@ -53,6 +74,10 @@ func topology(nHosts, nSwitches int) (string, []Host, error) {
 	}
 	links[1] = append(links[1], `[1] "SM"[1]`+link)
 	next[1] = 2
+	for k := 2; k <= nSMs; k++ {
+		links[1] = append(links[1], fmt.Sprintf(`[%d] %q[1]`, next[1], SMName(k))+link)
+		next[1]++
+	}
 
 	var hosts []Host
 	for i := 1; i <= nHosts; i++ {
@@ -78,6 +103,9 @@ func topology(nHosts, nSwitches int) (string, []Host, error) {
 	b.WriteString("# caguid is the node GUID of the next HCA; its port 1 GUID is caguid + 1.\n")
 	b.WriteString("# The SM's HCA comes first, which makes it the default attach point.\n")
 	fmt.Fprintf(&b, "caguid=%s\nHca 1 \"SM\"\n[1] \"S1\"[1]%s\n\n", SMGUID-1, link)
+	for k := 2; k <= nSMs; k++ {
+		fmt.Fprintf(&b, "caguid=%s\nHca 1 %q\n[1] \"S1\"[%d]%s\n\n", ExtraSMGUID(k)-1, SMName(k), k, link)
+	}
 	for _, h := range hosts {
 		fmt.Fprintf(&b, "caguid=%s\nHca 1 %q\n[1] %q[%d]%s\n\n", h.PortGUID-1, h.Name, h.Switch, h.SwitchPort, link)
 	}

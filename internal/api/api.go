@@ -1,5 +1,6 @@
 // Package api serves the part of UFM's REST API that networking-mlnx's
-// mlnx_sdn_assist driver uses, and health.
+// mlnx_sdn_assist driver uses, health (/healthz, /readyz) and, unless it has a
+// listener of its own, /metrics.
 //
 // Every request is validated, recorded in one transaction and answered at
 // once: 202 with the job's path, or 400 when it can never be applied. The work
@@ -20,6 +21,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/health"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
@@ -29,13 +31,13 @@ const MaxBodyBytes = 1 << 20
 // Recorder is what the API needs of the store.
 type Recorder interface {
 	RecordNetwork(ctx context.Context, c store.NetworkChange) (store.Job, error)
-	RemoveNetwork(ctx context.Context, networkID, createdBy, request string) (store.Job, error)
+	RemoveNetwork(ctx context.Context, r store.NetworkRemoval) (store.Job, error)
 	RecordPort(ctx context.Context, c store.PortChange) (store.Job, error)
 	RemovePort(ctx context.Context, r store.PortRemoval) (store.Job, error)
 	GetJob(ctx context.Context, id int64) (store.Job, error)
 }
 
-// Options are the [api] settings.
+// Options are the [api] settings and what the API reports on.
 type Options struct {
 	Prefix string // e.g. /ufmRestV3
 	Domain string // e.g. cloudx
@@ -43,6 +45,31 @@ type Options struct {
 	// DBTimeout bounds a request's database work; 0: DefaultDBTimeout. A
 	// request that reaches no database within it is answered 503.
 	DBTimeout time.Duration
+	// AccessLog logs every request at info level, not only refusals and
+	// errors.
+	AccessLog bool
+	// Health answers /healthz and /readyz; nil: /healthz says ok while the
+	// process serves, and /readyz is not served.
+	Health Health
+	// Metrics, when set, is served on /metrics, behind MetricsToken if that
+	// is set.
+	Metrics      http.Handler
+	MetricsToken string
+	// Observer counts every request; nil: nobody does.
+	Observer Observer
+}
+
+// Health decides /healthz and /readyz (health.Checker).
+type Health interface {
+	Live() health.Report
+	Ready(ctx context.Context) health.Report
+}
+
+// Observer is told of every request answered (metrics.Metrics), and of the
+// database errors that made one fail.
+type Observer interface {
+	HTTPRequest(method, route string, code int, took time.Duration)
+	DatabaseError(operation string)
 }
 
 // DefaultDBTimeout is Options.DBTimeout when it is not set: well inside
@@ -81,24 +108,73 @@ func New(opts Options, rec Recorder, log *slog.Logger) *Server {
 		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s", req.Method, req.URL.Path))
 	})
 	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {
-		s.log.Error("panic serving request", "method", req.Method, "path", req.URL.Path, "panic", fmt.Sprint(v))
+		s.logger(req).Error("panic serving request", "method", req.Method, "path", req.URL.Path, "panic", fmt.Sprint(v))
 		writeError(w, http.StatusInternalServerError, "internal error")
 	}
 
+	// Routes are named for metrics without the configured prefix and domain,
+	// so that dashboards work whatever they are.
 	base := opts.Prefix + "/" + opts.Domain
-	r.POST(base+"/Network", s.auth(s.postNetwork))
-	r.PUT(base+"/Network/:id", s.auth(s.putNetwork))
-	r.DELETE(base+"/Network/:id", s.auth(s.deleteNetwork))
-	r.POST(base+"/Port", s.auth(s.postPort))
-	r.PUT(base+"/Port/:id", s.auth(s.putPort))
-	r.DELETE(base+"/Port/:id", s.auth(s.deletePort))
-	r.GET(opts.Prefix+"/app/jobs/:id", s.auth(s.getJob))
-	r.GET(opts.Prefix+"/jobs/:id", s.auth(s.getJob)) // UFM's native job path
-	r.GET("/healthz", func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	handle := func(method, path, route string, h httprouter.Handle) {
+		r.Handle(method, path, func(w http.ResponseWriter, req *http.Request, ps httprouter.Params) {
+			if info := infoOf(req); info != nil {
+				info.route = route
+			}
+			h(w, req, ps)
+		})
+	}
+	handle(http.MethodPost, base+"/Network", "Network", s.auth(s.postNetwork))
+	handle(http.MethodPut, base+"/Network/:id", "Network/:id", s.auth(s.putNetwork))
+	handle(http.MethodDelete, base+"/Network/:id", "Network/:id", s.auth(s.deleteNetwork))
+	handle(http.MethodPost, base+"/Port", "Port", s.auth(s.postPort))
+	handle(http.MethodPut, base+"/Port/:id", "Port/:id", s.auth(s.putPort))
+	handle(http.MethodDelete, base+"/Port/:id", "Port/:id", s.auth(s.deletePort))
+	handle(http.MethodGet, opts.Prefix+"/app/jobs/:id", "app/jobs/:id", s.auth(s.getJob))
+	handle(http.MethodGet, opts.Prefix+"/jobs/:id", "jobs/:id", s.auth(s.getJob)) // UFM's native job path
+	handle(http.MethodGet, "/healthz", "/healthz", func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
+		if opts.Health == nil {
+			writeJSON(w, http.StatusOK, health.Report{Status: "ok", Reasons: []string{}})
+			return
+		}
+		writeReport(w, opts.Health.Live())
 	})
-	s.handler = collapseSlashes(s.accessLog(r))
+	if opts.Health != nil {
+		handle(http.MethodGet, "/readyz", "/readyz", func(w http.ResponseWriter, req *http.Request, _ httprouter.Params) {
+			writeReport(w, opts.Health.Ready(req.Context()))
+		})
+	}
+	if opts.Metrics != nil {
+		handle(http.MethodGet, "/metrics", "/metrics", MetricsHandler(opts.Metrics, opts.MetricsToken))
+	}
+	s.handler = requestInfo(collapseSlashes(s.accessLog(r)))
 	return s
+}
+
+// MetricsHandler serves metrics behind "Authorization: Bearer <token>" when
+// token is set, as Prometheus' scrape config sends it.
+func MetricsHandler(metrics http.Handler, token string) httprouter.Handle {
+	want := sha256.Sum256([]byte("Bearer " + token))
+	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+		if token != "" {
+			got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+			if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
+				writeError(w, http.StatusUnauthorized, "missing or wrong metrics token (Authorization: Bearer <[api] metrics_token>)")
+				return
+			}
+		}
+		metrics.ServeHTTP(w, r)
+	}
+}
+
+// writeReport answers a health check: 200 when ok, else 503, with the
+// reasons either way.
+func writeReport(w http.ResponseWriter, r health.Report) {
+	status := http.StatusOK
+	if !r.OK() {
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, r)
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
@@ -153,12 +229,18 @@ func (s *Server) auth(h handlerFunc) httprouter.Handle {
 				w.Header().Set("Retry-After", "5")
 				writeError(w, http.StatusServiceUnavailable, unreachable)
 			default:
-				s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+				s.logger(r).Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+				if s.opts.Observer != nil {
+					s.opts.Observer.DatabaseError("api")
+				}
 				writeError(w, http.StatusInternalServerError, "internal error; see the manager's log")
 			}
 			return
 		}
 		if j, ok := body.(acceptedJob); ok {
+			if info := infoOf(r); info != nil {
+				info.job = j.ID
+			}
 			s.accepted(w, store.Job(j))
 			return
 		}
@@ -217,21 +299,37 @@ func (s *statusRecorder) WriteHeader(code int) {
 	s.ResponseWriter.WriteHeader(code)
 }
 
-// accessLog logs every request at debug level (job polls are many), and every
-// refusal or error at info/warn level.
+// accessLog logs every request at debug level (job polls are many), or at info
+// level with [api] access_log, and every refusal or error at info/warn level;
+// and counts it for metrics.
 func (s *Server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(rec, r)
+		took := time.Since(start)
 		level := slog.LevelDebug
+		if s.opts.AccessLog {
+			level = slog.LevelInfo
+		}
 		switch {
 		case rec.status >= 500:
 			level = slog.LevelWarn
 		case rec.status >= 400 && rec.status != http.StatusNotFound:
 			level = slog.LevelInfo
 		}
-		s.log.Log(r.Context(), level, "http request", "method", r.Method, "path", r.URL.Path,
-			"status", rec.status, "duration", time.Since(start), "remote", r.RemoteAddr)
+		route := "unmatched"
+		if info := infoOf(r); info != nil && info.route != "" {
+			route = info.route
+		}
+		attrs := []any{"method", r.Method, "path", r.URL.Path, "route", route,
+			"status", rec.status, "duration", took, "remote", r.RemoteAddr}
+		if info := infoOf(r); info != nil && info.job != 0 {
+			attrs = append(attrs, "job", info.job) // the job the change was recorded as
+		}
+		s.logger(r).Log(r.Context(), level, "http request", attrs...)
+		if s.opts.Observer != nil {
+			s.opts.Observer.HTTPRequest(r.Method, route, rec.status, took)
+		}
 	})
 }

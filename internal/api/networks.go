@@ -29,6 +29,7 @@ func (s *Server) recordNetwork(r *http.Request, ps httprouter.Params, op string)
 	}
 	job, err := s.store.RecordNetwork(r.Context(), store.NetworkChange{
 		Network: spec, Operation: op, CreatedBy: principal, Request: string(raw),
+		RequestID: RequestID(r.Context()),
 	})
 	if err != nil {
 		return 0, nil, err
@@ -46,7 +47,8 @@ func (s *Server) deleteNetwork(r *http.Request, ps httprouter.Params) (int, any,
 	if err != nil {
 		return 0, nil, err
 	}
-	job, err := s.store.RemoveNetwork(r.Context(), id, principal, raw)
+	job, err := s.store.RemoveNetwork(r.Context(), store.NetworkRemoval{NetworkID: id, CreatedBy: principal,
+		Request: raw, RequestID: RequestID(r.Context())})
 	if isNotFound(err) {
 		return 0, nil, notFound("network %s is not known", id)
 	}

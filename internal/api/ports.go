@@ -27,7 +27,7 @@ func (s *Server) recordPort(r *http.Request, ps httprouter.Params, op string) (i
 	if err != nil {
 		return 0, nil, err
 	}
-	c.Operation, c.CreatedBy, c.Request = op, principal, string(raw)
+	c.Operation, c.CreatedBy, c.Request, c.RequestID = op, principal, string(raw), RequestID(r.Context())
 	job, err := s.store.RecordPort(r.Context(), c)
 	if err != nil {
 		return 0, nil, err
@@ -47,7 +47,7 @@ func (s *Server) deletePort(r *http.Request, ps httprouter.Params) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
-	removal := store.PortRemoval{PortID: id, CreatedBy: principal, Request: raw}
+	removal := store.PortRemoval{PortID: id, CreatedBy: principal, Request: raw, RequestID: RequestID(r.Context())}
 	if guid, err := body.clientID(); err == nil && guid != nil {
 		removal.GUID = guid
 	}

@@ -32,7 +32,7 @@ func (f failingRecorder) fail(ctx context.Context) error {
 func (f failingRecorder) RecordNetwork(ctx context.Context, c store.NetworkChange) (store.Job, error) {
 	return store.Job{}, f.fail(ctx)
 }
-func (f failingRecorder) RemoveNetwork(ctx context.Context, networkID, createdBy, request string) (store.Job, error) {
+func (f failingRecorder) RemoveNetwork(ctx context.Context, r store.NetworkRemoval) (store.Job, error) {
 	return store.Job{}, f.fail(ctx)
 }
 func (f failingRecorder) RecordPort(ctx context.Context, c store.PortChange) (store.Job, error) {

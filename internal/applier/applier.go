@@ -46,9 +46,11 @@ type Store interface {
 	MarkJobsRunning(ctx context.Context, term, revision int64) (int64, error)
 	CompleteJobs(ctx context.Context, term, revision int64) (int64, error)
 	FailJobs(ctx context.Context, term, revision int64, reason string) (int64, error)
+	FailJob(ctx context.Context, term, id int64, reason string) (int64, error) // local.go
+	OpenJobs(ctx context.Context, revision int64) ([]store.OpenJob, error)     // local.go
 	RecordApply(ctx context.Context, a store.Apply) (bool, error)
 	Wake(ctx context.Context) <-chan struct{}
-	DeleteExpiredJobs(ctx context.Context, retention time.Duration) (int64, error)
+	DeleteExpiredJobs(ctx context.Context, term int64, retention time.Duration) (int64, error)
 	GateStore // gates.go
 }
 
@@ -99,6 +101,40 @@ type Applier struct {
 	SM    SubnetManager
 	Cfg   Config
 	Log   *slog.Logger
+	// Lease is the HA lease, for the freeze (freeze.go); nil without HA.
+	Lease LeaseStore
+	// Observer is told of every apply and of every turn of the loop
+	// (metrics and liveness); nil: nobody is.
+	Observer Observer
+}
+
+// Observer is told what the applier does (metrics.Metrics with a liveness
+// beat).
+type Observer interface {
+	// ApplyFinished is called once per apply with its outcome as recorded in
+	// the applies table.
+	ApplyFinished(outcome string, took time.Duration)
+	// Applied is called when OpenSM applied revision cleanly, with the jobs
+	// completed and the time of each phase: "render", "write", "sweep" and
+	// "complete", as the "partitions applied" log line splits them.
+	Applied(revision, jobs int64, phases map[string]time.Duration)
+	// Alive is called at every turn of the loop: a loop that stops calling it
+	// is wedged.
+	Alive()
+}
+
+// nobody is the Observer of an Applier without one.
+type nobody struct{}
+
+func (nobody) ApplyFinished(string, time.Duration)            {}
+func (nobody) Applied(int64, int64, map[string]time.Duration) {}
+func (nobody) Alive()                                         {}
+
+func (a *Applier) observer() Observer {
+	if a.Observer == nil {
+		return nobody{}
+	}
+	return a.Observer
 }
 
 // Outcomes recorded in the applies table besides opensm's.
@@ -116,6 +152,8 @@ type term struct {
 	written  []byte // what this term last wrote to the partitions file
 	restarts int    // OpenSM restarts seen so far
 	gate     *gatekeeper
+	freeze   *freezeWatch // nil without HA
+	reapply  bool         // a lifted freeze: apply everything again
 }
 
 // applyResult says what the loop does after an apply.
@@ -132,6 +170,12 @@ const (
 // the term ends. A new term starts with a full apply, whatever the previous
 // one did.
 func (a *Applier) Lead(ctx context.Context, termID int64) error {
+	return a.LeadTerm(ctx, termID, "")
+}
+
+// LeadTerm is Lead for a term of the HA lease: suspect is the manager whose
+// OpenSM may still be master (store.Lease.Suspect), named by a freeze.
+func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) error {
 	bounded := *a
 	timeout := a.Cfg.DBTimeout
 	if timeout <= 0 {
@@ -148,8 +192,19 @@ func (a *Applier) Lead(ctx context.Context, termID int64) error {
 	if err := t.startGates(); err != nil {
 		return err
 	}
+	defer t.gate.watch.close()
+	if a.Lease != nil {
+		// From before OpenSM starts: its first state line is this term's.
+		t.freeze = &freezeWatch{leases: a.Lease, suspect: suspect, path: a.Cfg.LogFile, pos: t.gate.watch.pos,
+			timeout: timeout}
+	}
 	if err := a.SM.Start(); err != nil {
 		return fmt.Errorf("start OpenSM: %w", err)
+	}
+	if t.freeze != nil {
+		fctx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		go t.freeze.watchFreeze(fctx, t, a.Cfg.PollInterval)
 	}
 
 	wake := a.Store.Wake(ctx)
@@ -162,13 +217,17 @@ func (a *Applier) Lead(ctx context.Context, termID int64) error {
 	retriedAtOnce := false
 	var lastStart time.Time // of the last apply
 	for {
+		if t.reapply {
+			t.applied, t.reapply = -1, false
+		}
+		a.observer().Alive()
 		rev, err := a.Store.Revision(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return nil
 		case err != nil:
 			a.Log.Error("read revision", "error", err)
-		case rev != t.applied:
+		case rev != t.applied && !t.freeze.isFrozen():
 			// Several changes waiting: a burst; one change is applied at once.
 			if rev-t.applied > 1 && !t.waitBatch(ctx, lastStart, rev) {
 				return nil
@@ -235,6 +294,7 @@ func (t *term) waitBatch(ctx context.Context, lastStart time.Time, rev int64) bo
 			return false
 		case <-tick.C:
 		}
+		t.observer().Alive()
 		now := time.Now()
 		if r, err := t.Store.Revision(ctx); err == nil && r != rev {
 			rev, lastChange = r, now
@@ -260,15 +320,22 @@ func (t *term) apply(ctx context.Context) applyResult {
 	rendered := time.Now()
 	rev := st.Revision
 	log := t.Log.With("revision", rev, "term", t.id)
-	record := func(outcome, detail string) error {
+	// record says whether the apply row is in the database: jobs complete
+	// only after it is (fenced by the term, like every applier write).
+	record := func(outcome, detail string) bool {
 		sum := sha256.Sum256(text)
-		_, err := t.Store.RecordApply(context.WithoutCancel(ctx), store.Apply{Revision: rev,
+		ok, err := t.Store.RecordApply(context.WithoutCancel(ctx), store.Apply{Revision: rev,
 			SHA256: hex.EncodeToString(sum[:]), Term: t.id, Outcome: outcome, Detail: detail,
 			StartedAt: started, FinishedAt: time.Now().UTC()})
+		t.observer().ApplyFinished(outcome, time.Since(started))
 		if err != nil {
 			log.Error("record apply", "outcome", outcome, "error", err)
+			return false
 		}
-		return err
+		if !ok {
+			log.Warn("apply not recorded: a newer term has started")
+		}
+		return ok
 	}
 	if checkErr != nil {
 		// Never written: OpenSM would make every port a full member of the
@@ -319,13 +386,19 @@ func (t *term) apply(ctx context.Context) applyResult {
 	}
 	swept := time.Now()
 	log.Debug("heavy sweep ended", "outcome", res.Outcome, "pkey_errors", len(res.PKeyErrors))
+	// Every cleared enforcement of the log from the position to the sweep's
+	// end is recorded before any job can complete: the gates then hold them.
+	if err := t.recordEnforcement(ctx, res.Enforcement); err != nil {
+		log.Error("record cleared enforcement; jobs wait", "error", err)
+		return applyRetry
+	}
 	switch {
 	case res.Outcome == opensm.Applied && len(res.PKeyErrors) == 0:
 		// The apply is recorded before the jobs complete: every Completed job
 		// has an applied row of its revision or a later one, finished before it,
 		// even when the manager is killed in between. Not recorded (the
-		// database is away), nothing completes: the state is applied again.
-		if err := record(string(res.Outcome), "SUBNET UP"); err != nil {
+		// database is away, or a newer term began), nothing completes.
+		if !record(string(res.Outcome), "SUBNET UP") {
 			return applyRetry
 		}
 		t.recordOverCapacity(ctx, st)
@@ -340,11 +413,36 @@ func (t *term) apply(ctx context.Context) applyResult {
 		log.Info("partitions applied", "jobs_completed", n, "took", time.Since(started),
 			"render", rendered.Sub(started), "write", signalled.Sub(rendered), "sweep", swept.Sub(signalled),
 			"complete", time.Since(swept))
+		t.observer().Applied(rev, n, map[string]time.Duration{"render": rendered.Sub(started),
+			"write": signalled.Sub(rendered), "sweep": swept.Sub(signalled), "complete": time.Since(swept)})
 		t.applied = rev
 		return applyDone
 	case res.Outcome == opensm.Applied:
-		// Some ports did not get their pkeys (e.g. a full pkey table): fail
-		// closed, say which lines. Applying again would give the same result.
+		// Some ports did not get their pkeys (e.g. a full pkey table). The
+		// jobs of the changes the errors name fail, saying which lines; the
+		// others complete (local.go). Applying again would give the same
+		// result.
+		failed, attributed, err := t.failLocally(ctx, rev, res.PKeyErrors)
+		if err != nil {
+			log.Error("fail the jobs the pkey errors name", "error", err)
+			return applyRetry
+		}
+		if attributed {
+			detail := "SUBNET UP, with pkey errors: " + strings.Join(res.PKeyErrors, "; ")
+			log.Error("partitions applied with pkey errors; failing the jobs they name", "errors", res.PKeyErrors,
+				"jobs_failed", failed)
+			record(string(res.Outcome), detail)
+			t.recordOverCapacity(ctx, st)
+			n, err := t.completeJobs(ctx, rev)
+			if err != nil {
+				log.Error("complete jobs", "error", err)
+				return applyRetry
+			}
+			log.Info("partitions applied", "jobs_completed", n, "jobs_failed", failed, "took", time.Since(started))
+			t.applied = rev
+			return applyDone
+		}
+		// Errors that name no port: fail closed, every job of the sweep.
 		reason := "OpenSM applied the partitions file with errors: " + strings.Join(res.PKeyErrors, "; ")
 		log.Error("partitions applied with pkey errors", "errors", res.PKeyErrors)
 		t.failJobs(ctx, rev, reason)
@@ -372,11 +470,36 @@ func (t *term) apply(ctx context.Context) applyResult {
 		t.failJobs(ctx, rev, reason)
 		record(string(res.Outcome), reason)
 		return applyRetry
-	default:
-		log.Warn("partitions not proven applied; will retry", "outcome", res.Outcome, "detail", res.Detail)
+	case res.TimedOut:
+		// sweep_timeout: nothing proved the change applied, and nothing proved
+		// it was not: OpenSM may be restarting, not yet master, or slow on a
+		// large fabric. Failing the jobs would only make the driver re-send the
+		// same state; they keep waiting instead, saying why, and complete as
+		// soon as a later apply is proven. The state is applied again after a
+		// back-off.
+		said := fmt.Sprintf("Waiting: OpenSM did not show this change applied within sweep_timeout (%s): %s; applying again",
+			t.Cfg.SweepTimeout, res.Detail)
+		log.Warn("partitions not proven applied within sweep_timeout; applying again", "outcome", res.Outcome,
+			"detail", res.Detail)
+		t.describeWaiting(ctx, rev, said)
+		record(string(res.Outcome), res.Detail)
+		return applyRetry
 	}
+	// The proof was broken before the deadline (the log was truncated under
+	// the follower, another SM became master): nothing says the change is not
+	// applied, so the jobs keep waiting, saying why, and the state is applied
+	// again at once.
+	log.Warn("partitions not proven applied; applying again", "outcome", res.Outcome, "detail", res.Detail)
+	t.describeWaiting(ctx, rev, "Waiting: "+res.Detail+"; applying again")
 	record(string(res.Outcome), res.Detail)
-	return applyRetry
+	return applyRetryAtOnce
+}
+
+// describeWaiting says in the open jobs up to rev why they still wait.
+func (t *term) describeWaiting(ctx context.Context, rev int64, said string) {
+	if _, err := t.Store.DescribeOpenJobs(ctx, t.id, rev, said); err != nil {
+		t.Log.Error("describe waiting jobs", "revision", rev, "error", err)
+	}
 }
 
 // failJobs fails the jobs up to rev that are still open.
@@ -487,7 +610,7 @@ func (t *term) pruneJobs(ctx context.Context) {
 	if t.Cfg.JobRetention <= 0 {
 		return
 	}
-	n, err := t.Store.DeleteExpiredJobs(ctx, t.Cfg.JobRetention)
+	n, err := t.Store.DeleteExpiredJobs(ctx, t.id, t.Cfg.JobRetention)
 	if err != nil {
 		if ctx.Err() == nil {
 			t.Log.Error("delete expired jobs", "error", err)

@@ -50,7 +50,7 @@ func (t *term) recordOverCapacity(ctx context.Context, st partitions.State) {
 				"OpenSM stops enforcing partitions there without a word", r.Host, r.PKeys, r.Behind)}
 		t.Log.Error(EnforcementCleared+" (its pkey table is full)", "switch_port", r.Behind.String(), "host_port", r.Host.String(), "pkeys", r.PKeys)
 	}
-	if err := t.Store.RecordEnforcementErrors(ctx, seen); err != nil {
+	if err := t.Store.RecordEnforcementErrors(ctx, t.id, seen); err != nil {
 		t.Log.Error("record enforcement errors", "error", err)
 	}
 }

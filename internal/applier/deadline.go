@@ -59,10 +59,10 @@ func (d deadlineStore) RecordApply(ctx context.Context, a store.Apply) (bool, er
 	return d.Store.RecordApply(ctx, a)
 }
 
-func (d deadlineStore) DeleteExpiredJobs(ctx context.Context, retention time.Duration) (int64, error) {
+func (d deadlineStore) DeleteExpiredJobs(ctx context.Context, term int64, retention time.Duration) (int64, error) {
 	ctx, cancel := d.ctx(ctx)
 	defer cancel()
-	return d.Store.DeleteExpiredJobs(ctx, retention)
+	return d.Store.DeleteExpiredJobs(ctx, term, retention)
 }
 
 func (d deadlineStore) ExpectedSwitches(ctx context.Context) ([]store.ExpectedSwitch, error) {
@@ -77,14 +77,26 @@ func (d deadlineStore) EnforcementErrors(ctx context.Context) ([]store.Enforceme
 	return d.Store.EnforcementErrors(ctx)
 }
 
-func (d deadlineStore) RecordEnforcementErrors(ctx context.Context, seen []store.EnforcementSighting) error {
+func (d deadlineStore) RecordEnforcementErrors(ctx context.Context, term int64, seen []store.EnforcementSighting) error {
 	ctx, cancel := d.ctx(ctx)
 	defer cancel()
-	return d.Store.RecordEnforcementErrors(ctx, seen)
+	return d.Store.RecordEnforcementErrors(ctx, term, seen)
 }
 
 func (d deadlineStore) DescribeOpenJobs(ctx context.Context, term, revision int64, description string) (int64, error) {
 	ctx, cancel := d.ctx(ctx)
 	defer cancel()
 	return d.Store.DescribeOpenJobs(ctx, term, revision, description)
+}
+
+func (d deadlineStore) FailJob(ctx context.Context, term, id int64, reason string) (int64, error) {
+	ctx, cancel := d.ctx(ctx)
+	defer cancel()
+	return d.Store.FailJob(ctx, term, id, reason)
+}
+
+func (d deadlineStore) OpenJobs(ctx context.Context, revision int64) ([]store.OpenJob, error) {
+	ctx, cancel := d.ctx(ctx)
+	defer cancel()
+	return d.Store.OpenJobs(ctx, revision)
 }

@@ -28,8 +28,9 @@ import (
 //     host behind it can reach every partition.
 //
 // While a gate is closed the open jobs up to R say why in their description,
-// and the gates are evaluated again at every poll, so that the jobs complete as
-// soon as an operator acts or the switch comes back.
+// and the gates are evaluated again at every poll. Once they open, the state
+// is applied again, and the jobs complete after that new sweep passes the same
+// checks: the one that held them is older than whatever reopened the gates.
 
 // NoExpectedSwitches is the reason given while no switch has been confirmed.
 const NoExpectedSwitches = "No expected switches: once OpenSM has swept, record the fabric's switches with --confirm-switches"
@@ -46,7 +47,7 @@ type GateReader interface {
 // GateStore is what the applier's gates need of the database.
 type GateStore interface {
 	GateReader
-	RecordEnforcementErrors(ctx context.Context, seen []store.EnforcementSighting) error
+	RecordEnforcementErrors(ctx context.Context, term int64, seen []store.EnforcementSighting) error
 	DescribeOpenJobs(ctx context.Context, term, revision int64, description string) (int64, error)
 }
 
@@ -116,6 +117,9 @@ type gatekeeper struct {
 	watch   enforcementWatch
 	blocked int64  // revision proven applied whose jobs wait for the gates; 0: none
 	said    string // the reasons last logged and written into the jobs
+	// reopened: the gates opened while jobs waited; the next apply's sweep
+	// completes them.
+	reopened bool
 }
 
 // startGates begins watching OpenSM's log for cleared enforcement, from its
@@ -130,54 +134,108 @@ func (t *term) startGates() error {
 	return nil
 }
 
-// completeJobs completes the jobs up to rev, which OpenSM was seen applying,
-// if the gates are open; otherwise the jobs say why not, and every poll tries
-// again (pollGates). It returns how many jobs completed.
+// completeJobs completes the jobs up to rev, which a sweep has just shown
+// OpenSM applying, if the gates are open; otherwise the jobs say why not, and
+// every poll looks at the gates again (pollGates). It returns how many jobs
+// completed.
 func (t *term) completeJobs(ctx context.Context, rev int64) (int64, error) {
 	t.scanEnforcement(ctx)
-	reasons, err := Gates{Store: t.Store, SubnetDump: t.Cfg.SubnetDump}.Closed(ctx)
-	if err != nil {
-		t.Log.Error("evaluate the gates; jobs wait", "revision", rev, "error", err)
-		t.gate.blocked = rev
-		return 0, nil
-	}
-	if len(reasons) > 0 {
-		t.gate.blocked = rev
-		said := "Not completing: " + strings.Join(reasons, "; ")
-		if said != t.gate.said {
-			t.Log.Warn("jobs wait for the gates", "revision", rev, "reasons", reasons)
-		}
-		if _, err := t.Store.DescribeOpenJobs(ctx, t.id, rev, said); err != nil {
-			t.Log.Error("describe waiting jobs", "revision", rev, "error", err)
-			return 0, nil
-		}
-		t.gate.said = said
+	if !t.gatesOpen(ctx, rev) {
 		return 0, nil
 	}
 	n, err := t.Store.CompleteJobs(ctx, t.id, rev)
 	if err != nil {
 		return 0, err
 	}
-	if t.gate.blocked != 0 {
-		t.Log.Info("gates open; waiting jobs completed", "revision", rev, "jobs_completed", n)
+	if t.gate.reopened {
+		t.Log.Info("waiting jobs completed by a sweep after the gates opened", "revision", rev, "jobs_completed", n)
 	}
-	t.gate.blocked, t.gate.said = 0, ""
+	t.gate.blocked, t.gate.said, t.gate.reopened = 0, "", false
 	return n, nil
 }
 
-// pollGates records the enforcement lines OpenSM logged since the last poll,
-// and completes the waiting jobs once the gates open.
+// gatesOpen evaluates the gates for the jobs up to rev. While one is closed
+// the jobs say why, and rev is kept for pollGates.
+func (t *term) gatesOpen(ctx context.Context, rev int64) bool {
+	reasons, err := Gates{Store: t.Store, SubnetDump: t.Cfg.SubnetDump}.Closed(ctx)
+	if err != nil {
+		t.Log.Error("evaluate the gates; jobs wait", "revision", rev, "error", err)
+		t.gate.blocked = rev
+		return false
+	}
+	if frozen := t.pollFreeze(ctx); t.reapply {
+		t.gate.blocked = 0 // the full apply that follows completes them
+		return false
+	} else if frozen != "" {
+		reasons = append(reasons, frozen)
+	}
+	if len(reasons) == 0 {
+		return true
+	}
+	t.gate.blocked = rev
+	said := "Not completing: " + strings.Join(reasons, "; ")
+	if said != t.gate.said {
+		t.Log.Warn("jobs wait for the gates", "revision", rev, "reasons", reasons)
+	}
+	if _, err := t.Store.DescribeOpenJobs(ctx, t.id, rev, said); err != nil {
+		t.Log.Error("describe waiting jobs", "revision", rev, "error", err)
+		return false
+	}
+	t.gate.said = said
+	return false
+}
+
+// pollGates records the enforcement lines OpenSM logged since the last poll
+// and looks at the gates again for the jobs they hold. Once the gates open,
+// the sweep that held them proves nothing: while a gate was closed the fabric
+// may have changed (a switch came back without its ports' pkeys, a port
+// stopped enforcing), so the state is applied again, and the jobs complete
+// only once a sweep that started after the gates opened has shown it applied
+// and passed the same checks.
 func (t *term) pollGates(ctx context.Context) {
 	t.scanEnforcement(ctx)
-	if rev := t.gate.blocked; rev != 0 {
-		if _, err := t.completeJobs(ctx, rev); err != nil {
-			t.Log.Error("complete jobs", "revision", rev, "error", err)
-		}
+	if t.gate.blocked == 0 {
+		t.pollFreeze(ctx) // recorded as soon as seen, for --status
 	}
+	rev := t.gate.blocked
+	if rev == 0 || !t.gatesOpen(ctx, rev) {
+		return
+	}
+	t.Log.Info("gates open; applying again, the waiting jobs complete after that sweep", "revision", rev)
+	const said = "Waiting: the gates opened; a new sweep must show the change applied"
+	if _, err := t.Store.DescribeOpenJobs(ctx, t.id, rev, said); err != nil {
+		t.Log.Error("describe waiting jobs", "revision", rev, "error", err)
+	}
+	t.gate.blocked, t.gate.said, t.gate.reopened = 0, said, true
+	t.applied = -1 // the loop applies again
+}
+
+// recordEnforcement records the cleared enforcement an apply's sweep logged.
+func (t *term) recordEnforcement(ctx context.Context, found []opensm.EnforcementError) error {
+	if len(found) == 0 {
+		return nil
+	}
+	seen := make([]store.EnforcementSighting, len(found))
+	for i, e := range found {
+		seen[i] = store.EnforcementSighting{Switch: e.Switch, Port: e.Port, Line: e.Line}
+	}
+	if err := t.Store.RecordEnforcementErrors(ctx, t.id, seen); err != nil {
+		return err
+	}
+	if t.gate.watch.seenInSweep == nil {
+		t.gate.watch.seenInSweep = map[string]struct{}{}
+	}
+	for _, e := range found {
+		t.gate.watch.seenInSweep[e.Line] = struct{}{}
+	}
+	for _, e := range found {
+		t.Log.Error(EnforcementCleared, "switch_port", e.String(), "line", e.Line)
+	}
+	return nil
 }
 
 func (t *term) scanEnforcement(ctx context.Context) {
-	if err := t.gate.watch.scan(ctx, t.Store, t.Log); err != nil {
+	if err := t.gate.watch.scan(ctx, t.id, t.Store, t.Log); err != nil {
 		t.Log.Error("read OpenSM's log for cleared enforcement", "error", err)
 	}
 }
@@ -191,46 +249,113 @@ const maxScan = 4 << 20
 type enforcementWatch struct {
 	path string
 	pos  opensm.Position
+	f    *os.File // the file being read; across a rotation, the old one until it is read to its end
+	// seenInSweep holds the lines an apply's sweep already recorded (see
+	// recordEnforcement), so that the watch does not count them again.
+	seenInSweep map[string]struct{}
 }
 
 // EnforcementRecorder records what the log said.
 type EnforcementRecorder interface {
-	RecordEnforcementErrors(ctx context.Context, seen []store.EnforcementSighting) error
+	RecordEnforcementErrors(ctx context.Context, term int64, seen []store.EnforcementSighting) error
 }
 
-func (w *enforcementWatch) scan(ctx context.Context, rec EnforcementRecorder, log *slog.Logger) error {
+func (w *enforcementWatch) scan(ctx context.Context, term int64, rec EnforcementRecorder, log *slog.Logger) error {
+	if err := w.follow(ctx, term, rec, log); err != nil || w.f == nil {
+		return err
+	}
+	_, err := w.readChunk(ctx, term, rec, log)
+	return err
+}
+
+// follow opens the log, and follows a rotation by renaming: once the path
+// names a new file that OpenSM writes to (it holds data: OpenSM reopened its
+// log), the old file, still open, is read to its end first, so that no line
+// logged before the rotation is missed.
+func (w *enforcementWatch) follow(ctx context.Context, term int64, rec EnforcementRecorder, log *slog.Logger) error {
+	cur, err := os.Stat(w.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // rotated away and not re-created yet: the old file may still grow
+	}
+	if err != nil {
+		return err
+	}
+	inode := inodeOf(cur)
+	if w.f != nil && (inode == w.pos.Inode || cur.Size() == 0) {
+		return nil
+	}
+	if w.f != nil {
+		for { // the old file's last lines
+			progressed, err := w.readChunk(ctx, term, rec, log)
+			if err != nil {
+				return err
+			}
+			if !progressed {
+				break
+			}
+		}
+		w.f.Close()
+		w.f = nil
+	}
 	f, err := os.Open(w.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil // not written yet, or rotated away and not re-created yet
+		return nil
 	}
 	if err != nil {
 		return err
 	}
-	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
+		f.Close()
 		return err
 	}
-	var inode uint64
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		inode = st.Ino
+	if inode = inodeOf(fi); w.pos.Inode != 0 && inode != w.pos.Inode {
+		w.pos = opensm.Position{Inode: inode} // another file: all of it is new
 	}
+	w.pos.Inode, w.f = inode, f
+	return nil
+}
+
+// close releases the open log file.
+func (w *enforcementWatch) close() {
+	if w.f != nil {
+		w.f.Close()
+		w.f = nil
+	}
+}
+
+func inodeOf(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
+}
+
+// readChunk reads and records what the open file holds past the position, at
+// most maxScan bytes. progressed says the position moved.
+func (w *enforcementWatch) readChunk(ctx context.Context, term int64, rec EnforcementRecorder, log *slog.Logger) (progressed bool, err error) {
+	f := w.f
+	fi, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	inode := w.pos.Inode
 	from := w.pos.Offset
-	if (w.pos.Inode != 0 && inode != w.pos.Inode) || fi.Size() < from {
-		from = 0 // rotated or truncated: the whole file is new
+	if fi.Size() < from {
+		from = 0 // truncated in place (copytruncate, log_max_size): the whole file is new
 	}
 	n := min(fi.Size()-from, maxScan)
 	if n <= 0 {
 		w.pos = opensm.Position{Inode: inode, Offset: from}
-		return nil
+		return false, nil
 	}
 	buf := make([]byte, n)
 	if _, err := f.ReadAt(buf, from); err != nil && !errors.Is(err, io.EOF) {
-		return err
+		return false, err
 	}
 	end := bytes.LastIndexByte(buf, '\n') + 1 // a line still being written waits
 	if end == 0 && n < maxScan {
-		return nil
+		return false, nil
 	}
 	if end == 0 {
 		end = len(buf) // one enormous line: not OpenSM's, skip it
@@ -239,20 +364,29 @@ func (w *enforcementWatch) scan(ctx context.Context, rec EnforcementRecorder, lo
 	if opensm.MayHoldEnforcementErrors(buf[:end]) { // most of the time, nothing to parse
 		entries, err := opensm.ParseLog(bytes.NewReader(buf[:end]))
 		if err != nil {
-			return err
+			return false, err
 		}
 		found = opensm.EnforcementErrors(entries)
 	}
+	kept := found[:0]
+	for _, e := range found {
+		if _, dup := w.seenInSweep[e.Line]; dup {
+			delete(w.seenInSweep, e.Line)
+			continue
+		}
+		kept = append(kept, e)
+	}
+	found = kept
 	seen := make([]store.EnforcementSighting, len(found))
 	for i, e := range found {
 		seen[i] = store.EnforcementSighting{Switch: e.Switch, Port: e.Port, Line: e.Line}
 	}
-	if err := rec.RecordEnforcementErrors(ctx, seen); err != nil {
-		return err // read again at the next poll
+	if err := rec.RecordEnforcementErrors(ctx, term, seen); err != nil {
+		return false, err // read again at the next poll
 	}
 	for _, e := range found {
 		log.Error(EnforcementCleared, "switch_port", e.String(), "line", e.Line)
 	}
 	w.pos = opensm.Position{Inode: inode, Offset: from + int64(end)}
-	return nil
+	return true, nil
 }

@@ -60,6 +60,10 @@ func TestEnforcementWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	term, err := s.NewTerm(ctxT(t), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
 	w := enforcementWatch{path: path}
 	w.pos.Offset = pos.Size()
 	w.pos.Inode = 0 // any file
@@ -78,7 +82,7 @@ func TestEnforcementWatch(t *testing.T) {
 	}
 	for _, st := range steps {
 		appendTo(t, path, st.add)
-		if err := w.scan(ctxT(t), s, log); err != nil {
+		if err := w.scan(ctxT(t), term, s, log); err != nil {
 			t.Fatalf("%s: scan: %v", st.name, err)
 		}
 		if got := recorded(t, s); !slices.Equal(got, st.want) {
@@ -93,12 +97,35 @@ func TestEnforcementWatch(t *testing.T) {
 	if err := os.WriteFile(path, []byte(err0507), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.scan(ctxT(t), s, log); err != nil {
+	if err := w.scan(ctxT(t), term, s, log); err != nil {
 		t.Fatal(err)
 	}
 	if got := recorded(t, s); !slices.Equal(got, []string{"0x0002c90300f00001:2 xI"}) {
 		t.Errorf("after truncation: recorded %q", got)
 	}
+
+	// Rotated by renaming: what OpenSM logged into the old file before it
+	// reopened its log is read, then the new file from its start.
+	if _, err := s.ClearEnforcementErrors(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, path+".1", err0507)
+	appendTo(t, path, "") // logrotate's create: the old file is still OpenSM's
+	if err := w.scan(ctxT(t), term, s, log); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, path+".1", err0507)
+	appendTo(t, path, "Nov 29 18:16:36 000003 [7F1C] 0x01 -> osm_pkey_mgr: ERR 0513: Clearing Enforcement bit somewhere\n")
+	if err := w.scan(ctxT(t), term, s, log); err != nil {
+		t.Fatal(err)
+	}
+	if got := recorded(t, s); !slices.Equal(got, []string{"0x0002c90300f00001:2 xII", "unattributed xI"}) {
+		t.Errorf("after a rotation: recorded %q, want both lines of the old file and the new file's", got)
+	}
+	w.close()
 }
 
 func TestGatesClosed(t *testing.T) {

@@ -27,6 +27,7 @@ const DefaultPath = "/etc/alternative-fabric-manager/afm.conf"
 // Config is the whole configuration file, defaults applied and checked.
 type Config struct {
 	API      API
+	Log      Log
 	Database Database
 	HA       HA
 	OpenSM   OpenSM
@@ -39,8 +40,12 @@ type Config struct {
 type HA struct {
 	// HA false: this manager is the only one on its database. OpenSM then
 	// runs for the manager's whole life, through database outages; true:
-	// OpenSM runs only while this manager holds the applier lock.
+	// OpenSM runs only while this manager holds the lease (docs/ha.md).
 	HA bool
+	// LeaseTimeout is how long a leader's lease lasts without renewal; it
+	// renews every fifth of it and stops its OpenSM after half of it without a
+	// renewal.
+	LeaseTimeout time.Duration
 }
 
 // API is [api]: where the REST API networking-mlnx talks to is served.
@@ -53,6 +58,26 @@ type API struct {
 	// single entry "*" means every physnet. Networks elsewhere are accepted and
 	// left alone.
 	PhysicalNetworks []string
+	// TLSCertFile and TLSKeyFile, both or neither: the API is served over
+	// HTTPS (TLS 1.2 or newer), the files read again when they change.
+	TLSCertFile, TLSKeyFile string
+	// MetricsListen serves /metrics on its own host:port; "" serves it on the
+	// API's listener.
+	MetricsListen string
+	// MetricsToken, when set, is what a scraper must send as
+	// "Authorization: Bearer <token>"; "" leaves /metrics open.
+	MetricsToken string
+	// DebugListen serves Go's pprof on its own host:port; "" (the default)
+	// serves it nowhere. Never on the API's listener.
+	DebugListen string
+	// AccessLog logs every request at info level; otherwise only refusals and
+	// errors are, and the rest at debug level.
+	AccessLog bool
+}
+
+// Log is [log]: how the manager writes its log (standard error).
+type Log struct {
+	Format string // "json" (for machines) or "text" (for people)
 }
 
 // Database is [database].
@@ -151,9 +176,16 @@ func Parse(r io.Reader, name string) (*Config, error) {
 		c.OpenSM.LogFile = filepath.Join(c.OpenSM.ConfigDir, "opensm.log")
 	}
 	errs = append(errs, c.checkHardening(file)...)
+	if c.HA.HA {
+		if conn, err := parseConnection(c.Database.Connection); err == nil && conn.Engine == EngineSQLite {
+			errs = append(errs, errors.New("[ha] ha = true needs a PostgreSQL or MariaDB [database] connection: "+
+				"SQLite is one manager's file"))
+		}
+	}
 	if c.API.Token == "" {
 		errs = append(errs, errors.New("[api] token is required: the manager refuses to start without one"))
 	}
+	errs = append(errs, c.checkAPI()...)
 
 	if len(errs) > 0 {
 		for i, e := range errs {
@@ -162,6 +194,39 @@ func Parse(r io.Reader, name string) (*Config, error) {
 		return nil, errors.Join(errs...)
 	}
 	return &c, nil
+}
+
+// MinTokenLength is the shortest [api] token the manager serves with: the API
+// changes who can reach which partition.
+const MinTokenLength = 16
+
+// CheckToken refuses a token too short to resist guessing. The manager checks
+// it when it starts serving; the operator's commands, which never read the
+// token, do not.
+func (c *Config) CheckToken() error {
+	if n := len(c.API.Token); n < MinTokenLength {
+		return fmt.Errorf("[api] token is %d characters long; it must have at least %d. Make one with "+
+			"\"openssl rand -hex 32\" (or \"head -c 32 /dev/urandom | base64\"), set it as [api] token here and "+
+			"as [sdn] token in networking-mlnx's ml2_conf.ini", n, MinTokenLength)
+	}
+	return nil
+}
+
+// checkAPI checks the [api] keys that go together.
+func (c *Config) checkAPI() []error {
+	var errs []error
+	if (c.API.TLSCertFile == "") != (c.API.TLSKeyFile == "") {
+		errs = append(errs, errors.New("[api] tls_cert_file and tls_key_file go together: set both (HTTPS) or neither (HTTP)"))
+	}
+	for _, l := range []struct{ key, addr string }{{"metrics_listen", c.API.MetricsListen}, {"debug_listen", c.API.DebugListen}} {
+		if l.addr != "" && l.addr == c.API.Listen {
+			errs = append(errs, fmt.Errorf("[api] %s = %s is the API's own listen address; give it another port", l.key, l.addr))
+		}
+	}
+	if c.API.DebugListen != "" && c.API.DebugListen == c.API.MetricsListen {
+		errs = append(errs, errors.New("[api] debug_listen and metrics_listen must differ: pprof is never served beside anything else"))
+	}
+	return errs
 }
 
 // Default returns the configuration a file that sets nothing would give. It has no

@@ -35,7 +35,12 @@ func TestParseValidFiles(t *testing.T) {
 		{"comments.conf", defaultsWith(func(c *Config) { c.API.Token = "s3cret-token # not a comment: part of the token" })},
 		{"every-key.conf", &Config{
 			API: API{Listen: "0.0.0.0:9090", Prefix: "/api/ufmRestV3", Domain: "fabric-1", Token: "s3cret-token",
-				PhysicalNetworks: []string{"ibnet", "ibnet-2"}},
+				PhysicalNetworks: []string{"ibnet", "ibnet-2"},
+				TLSCertFile:      "/etc/alternative-fabric-manager/tls/cert.pem",
+				TLSKeyFile:       "/etc/alternative-fabric-manager/tls/key.pem",
+				AccessLog:        true, MetricsListen: "127.0.0.1:9464", MetricsToken: "s3cret-metrics-token",
+				DebugListen: "127.0.0.1:6060"},
+			Log: Log{Format: "text"},
 			Database: Database{
 				Connection:   "mysql+pymysql://afm:s3cret%40pw@db.example.com:3307/afm?charset=utf8mb4",
 				AutoMigrate:  false,
@@ -65,6 +70,7 @@ func TestParseValidFiles(t *testing.T) {
 				SharedDefaultPartition: true,
 				PartitionsTemplate:     "/etc/alternative-fabric-manager/partitions.conf.j2",
 			},
+			HA:         HA{HA: true, LeaseTimeout: 12500 * time.Millisecond},
 			OpenSMConf: []KeyValue{{"sm_priority", "15"}, {"sweep_interval", "10"}, {"sm_key", "0x0123456789abcdef"}},
 		}},
 	}
@@ -90,6 +96,7 @@ func TestDefaults(t *testing.T) {
 	want := &Config{
 		API: API{Listen: "127.0.0.1:8090", Prefix: "/ufmRestV3", Domain: "cloudx", Token: "t",
 			PhysicalNetworks: []string{"*"}},
+		Log: Log{Format: "json"},
 		Database: Database{
 			Connection:   "sqlite:////var/lib/alternative-fabric-manager/afm.db",
 			AutoMigrate:  true,
@@ -114,6 +121,7 @@ func TestDefaults(t *testing.T) {
 			},
 			SwitchPKeyCapacity: 32,
 		},
+		HA: HA{LeaseTimeout: 30 * time.Second},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %#v\nwant %#v", *got, *want)
@@ -222,6 +230,9 @@ func TestBadValues(t *testing.T) {
 		{"opensm", "check_interval", "-0.5", "greater than 0"},
 		{"opensm", "sweep_timeout", "0", "greater than 0"},
 		{"opensm", "sweep_timeout", "86401", "at most 86400"},
+		{"ha", "ha", "maybe", "want true or false"},
+		{"ha", "lease_timeout", "0.5", "want at least 1 seconds"},
+		{"ha", "lease_timeout", "0", "greater than 0"},
 		{"api", "physical_networks", "ibnet,*", "* alone"},
 		{"api", "physical_networks", "ibnet,,ibnet2", `physical network ""`},
 		{"api", "physical_networks", "ib net", `physical network "ib net"`},
@@ -439,5 +450,38 @@ func TestJobRetentionUnits(t *testing.T) {
 				t.Errorf("JobRetention = %s, want %s", c.Database.JobRetention, tt.want)
 			}
 		})
+	}
+}
+
+// TestCheckToken: a token shorter than MinTokenLength is refused with advice on
+// making one, and the error never quotes the token.
+func TestCheckToken(t *testing.T) {
+	for _, tt := range []struct {
+		token string
+		ok    bool
+	}{
+		{"s3cret", false},
+		{"s3cret-token-15", false}, // 15 characters
+		{"s3cret-token-016", true},
+		{"s3cret" + strings.Repeat("x", 58), true},
+	} {
+		c := defaultsWith(func(c *Config) { c.API.Token = tt.token })
+		err := c.CheckToken()
+		if (err == nil) != tt.ok {
+			t.Errorf("token of %d characters: error %v, want ok=%v", len(tt.token), err, tt.ok)
+			continue
+		}
+		if err == nil {
+			continue
+		}
+		for _, want := range []string{"[api] token is " + strconv.Itoa(len(tt.token)) + " characters long",
+			"at least 16", "openssl rand -hex 32"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q lacks %q", err, want)
+			}
+		}
+		if strings.Contains(err.Error(), secretMarker) {
+			t.Errorf("error shows the token: %v", err)
+		}
 	}
 }

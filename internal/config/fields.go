@@ -70,6 +70,34 @@ var sections = []section{
 		{key: "physical_networks", def: "*", set: func(c *Config, v string) error {
 			return setPhysicalNetworks(&c.API.PhysicalNetworks, v)
 		}},
+		{key: "tls_cert_file", set: func(c *Config, v string) error {
+			return setAbsPath(&c.API.TLSCertFile, v)
+		}},
+		{key: "tls_key_file", set: func(c *Config, v string) error {
+			return setAbsPath(&c.API.TLSKeyFile, v)
+		}},
+		{key: "access_log", def: "false", set: func(c *Config, v string) error {
+			return setBool(&c.API.AccessLog, v)
+		}},
+		{key: "metrics_listen", set: func(c *Config, v string) error {
+			return setListen(&c.API.MetricsListen, v)
+		}},
+		{key: "metrics_token", secret: true, set: func(c *Config, v string) error {
+			c.API.MetricsToken = v
+			return nil
+		}},
+		{key: "debug_listen", set: func(c *Config, v string) error {
+			return setListen(&c.API.DebugListen, v)
+		}},
+	}},
+	{name: "log", fields: []field{
+		{key: "format", def: "json", set: func(c *Config, v string) error {
+			if v != "json" && v != "text" {
+				return errors.New(`want "json" (one JSON object a line, for machines) or "text" (for people)`)
+			}
+			c.Log.Format = v
+			return nil
+		}},
 	}},
 	{name: "database", fields: []field{
 		{key: "connection", def: "sqlite:////var/lib/alternative-fabric-manager/afm.db", redact: RedactURL,
@@ -93,6 +121,15 @@ var sections = []section{
 	{name: "ha", fields: []field{
 		{key: "ha", def: "false", set: func(c *Config, v string) error {
 			return setBool(&c.HA.HA, v)
+		}},
+		{key: "lease_timeout", def: "30", set: func(c *Config, v string) error {
+			if err := setSeconds(&c.HA.LeaseTimeout, v); err != nil {
+				return err
+			}
+			if c.HA.LeaseTimeout < MinLeaseTimeout {
+				return fmt.Errorf("want at least %g seconds: the leader renews every fifth of it", MinLeaseTimeout.Seconds())
+			}
+			return nil
 		}},
 	}},
 	{name: "opensm", fields: []field{
@@ -178,6 +215,10 @@ var sections = []section{
 		}},
 	}},
 }
+
+// MinLeaseTimeout is the shortest [ha] lease_timeout: a fifth of it is the
+// renewal interval, which each database round trip must fit in.
+const MinLeaseTimeout = time.Second
 
 func sectionNames() string {
 	names := make([]string, 0, len(sections)+1)

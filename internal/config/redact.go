@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 )
@@ -17,6 +18,9 @@ func (c Config) Redacted() Config {
 	r := c
 	if r.API.Token != "" {
 		r.API.Token = redactedMask
+	}
+	if r.API.MetricsToken != "" {
+		r.API.MetricsToken = redactedMask
 	}
 	r.Database.Connection = RedactURL(c.Database.Connection)
 	r.OpenSM.Command = slices.Clone(c.OpenSM.Command)
@@ -52,13 +56,20 @@ func (c Config) LogValue() slog.Value {
 			slog.String("domain", r.API.Domain),
 			slog.String("token", r.API.Token),
 			slog.String("physical_networks", strings.Join(r.API.PhysicalNetworks, ",")),
+			slog.String("tls_cert_file", r.API.TLSCertFile),
+			slog.String("tls_key_file", r.API.TLSKeyFile),
+			slog.Bool("access_log", r.API.AccessLog),
+			slog.String("metrics_listen", r.API.MetricsListen),
+			slog.String("metrics_token", r.API.MetricsToken),
+			slog.String("debug_listen", r.API.DebugListen),
 		),
+		slog.Group("log", slog.String("format", r.Log.Format)),
 		slog.Group("database",
 			slog.String("connection", r.Database.Connection),
 			slog.Bool("auto_migrate", r.Database.AutoMigrate),
 			slog.String("poll_interval", r.Database.PollInterval.String()),
 		),
-		slog.Group("ha", slog.Bool("ha", r.HA.HA)),
+		slog.Group("ha", slog.Bool("ha", r.HA.HA), slog.String("lease_timeout", r.HA.LeaseTimeout.String())),
 		slog.Group("opensm",
 			slog.String("driver", r.OpenSM.Driver),
 			slog.Any("command", r.OpenSM.Command),
@@ -96,4 +107,35 @@ func (c Config) String() string {
 	}
 	write("", c.LogValue().Group())
 	return b.String()
+}
+
+// Diff names the settings that differ between a and b, as "[section] Field",
+// without their values (some are secrets).
+func Diff(a, b *Config) []string {
+	var out []string
+	va, vb := reflect.ValueOf(*a), reflect.ValueOf(*b)
+	for i := range va.NumField() {
+		name := va.Type().Field(i).Name
+		fa, fb := va.Field(i), vb.Field(i)
+		if fa.Kind() != reflect.Struct {
+			if !reflect.DeepEqual(fa.Interface(), fb.Interface()) {
+				out = append(out, "["+sectionOf(name)+"]")
+			}
+			continue
+		}
+		for j := range fa.NumField() {
+			if !reflect.DeepEqual(fa.Field(j).Interface(), fb.Field(j).Interface()) {
+				out = append(out, "["+sectionOf(name)+"] "+fa.Type().Field(j).Name)
+			}
+		}
+	}
+	return out
+}
+
+// sectionOf is the file's section a Config field holds.
+func sectionOf(field string) string {
+	if field == "OpenSMConf" {
+		return opensmConfSection
+	}
+	return strings.ToLower(field)
 }

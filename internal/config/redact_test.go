@@ -13,6 +13,7 @@ func secretConfig(t *testing.T) *Config {
 	c, err := Parse(strings.NewReader(`
 [api]
 token = s3cret-token
+metrics_token = s3cret-metrics
 [database]
 connection = postgresql://afm:s3cret-pw@db/afm?password=s3cret-pw2
 [opensm]

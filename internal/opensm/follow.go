@@ -42,9 +42,12 @@ func inodeOf(fi fs.FileInfo) uint64 {
 }
 
 // ErrLogReset is returned (wrapped) by LogFollower.Next when the log was
-// truncated or replaced by another file: whatever was logged in between is lost,
-// so any chain of lines being followed is broken. The follower carries on from
-// the beginning of the file as it is now.
+// truncated in place (copytruncate, log_max_size), or when the position was
+// taken in another file than the one at the path: whatever was logged in
+// between may be lost, so any chain of lines being followed is broken. The
+// follower carries on from the beginning of the file as it is now. A rotation
+// by renaming while the follower reads is followed without loss and without a
+// reset.
 var ErrLogReset = errors.New("log truncated or replaced")
 
 // How often a follower looks at the file when it has read everything. OpenSM
@@ -277,15 +280,30 @@ func (l *LogFollower) checkReplaced() error {
 	if inodeOf(cur) == l.inode {
 		return nil
 	}
-	// Rotated. The writer may have added lines to the old file since our last
-	// read: take them before switching.
-	if _, err := l.readAvailable(); err != nil {
-		return err
+	// Rotated: the path names another file (logrotate renamed ours, and it or
+	// OpenSM created a new one). Until OpenSM reopens its log (SIGUSR1), it
+	// appends to the old file, so the new one is not followed before it holds
+	// data: OpenSM has then stopped writing to the old file, whose last lines
+	// are read before switching. Nothing is lost, and the chain of lines
+	// carries on in the new file: no reset is reported.
+	if cur.Size() == 0 {
+		return nil
+	}
+	for {
+		n, err := l.readAvailable()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	if len(l.partial) > 0 { // the old file's last line, without its newline
+		l.feed(string(l.partial))
 	}
 	if e, ok := l.parser.flush(true); ok {
 		l.queue = append(l.queue, e)
 	}
-	l.reset = fmt.Errorf("%w: %s was replaced by another file", ErrLogReset, l.path)
 	l.restart()
 	l.f.Close()
 	l.f = nil

@@ -146,10 +146,27 @@ func TestFollowerRotation(t *testing.T) {
 	appendTo(t, path+".1", subnetUpLine)
 	appendTo(t, path, exitingLine)
 
-	mustNext(t, l, "SUBNET UP") // the old file is read to its end first
-	if _, err := nextWithin(t, l); !errors.Is(err, ErrLogReset) {
-		t.Fatalf("Next after rotation: %v, want ErrLogReset", err)
+	mustNext(t, l, "SUBNET UP")  // the old file is read to its end first
+	mustNext(t, l, "Exiting SM") // then the new one, with nothing lost: no reset
+}
+
+// logrotate creates the new file before OpenSM reopens its log: until the new
+// file holds data, OpenSM's lines still go to the old one, and are read.
+func TestFollowerRotationNewFileCreatedFirst(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "opensm.log")
+	appendTo(t, path, masterLine)
+	l := FollowLog(path, Position{})
+	defer l.Close()
+	mustNext(t, l, "Entering MASTER state")
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
 	}
+	appendTo(t, path, "") // logrotate's create
+	nothingYet(t, l)
+	appendTo(t, path+".1", subnetUpLine) // OpenSM, not yet reopened
+	mustNext(t, l, "SUBNET UP")
+	appendTo(t, path, exitingLine) // reopened
 	mustNext(t, l, "Exiting SM")
 }
 

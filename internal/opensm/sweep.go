@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -45,6 +46,14 @@ type SweepResult struct {
 	PKeyErrors []string
 	// Detail says why, when the outcome is not Applied.
 	Detail string
+	// Enforcement lists every switch port whose enforcement OpenSM cleared in
+	// the log from the position to the end of the wait, whatever the sweep:
+	// the follower reads every byte of it, so no such line of the sweep that
+	// decided the outcome can be missed, however much the sweep logged.
+	Enforcement []EnforcementError
+	// TimedOut says the outcome was decided by the deadline: no sweep proved
+	// anything within the timeout (Unknown), or none succeeded (Failed).
+	TimedOut bool
 }
 
 // Lines of the log that WaitSweep acts on. Matching is on the message after the
@@ -116,11 +125,14 @@ func WaitSweep(ctx context.Context, logPath string, from Position, timeout time.
 		case ctx.Err() != nil:
 			return SweepResult{}, ctx.Err()
 		case deadline.Err() != nil:
-			return w.atDeadline(timeout), nil
+			res := w.atDeadline(timeout)
+			res.Enforcement, res.TimedOut = w.enforcement, true
+			return res, nil
 		default:
 			return SweepResult{}, fmt.Errorf("wait for sweep: %w", err)
 		}
 		if res, done := w.observe(e); done {
+			res.Enforcement = w.enforcement
 			return res, nil
 		}
 	}
@@ -134,11 +146,19 @@ type sweepWatch struct {
 	pkeyErrs   []string
 	failures   int      // sweeps that ended with errors
 	lastFailed []string // PKeyErrors of the last failed sweep
+	// enforcement: every cleared enforcement seen since the position, kept
+	// across sweeps.
+	enforcement []EnforcementError
 }
 
 func (w *sweepWatch) observe(e Entry) (SweepResult, bool) {
+	if mayBeEnforcement(e) {
+		if ee, ok := ParseEnforcementError(e); ok {
+			w.enforcement = append(w.enforcement, ee)
+		}
+	}
 	if e.Title == titleHeavySweepStart {
-		*w = sweepWatch{started: true, failures: w.failures, lastFailed: w.lastFailed}
+		*w = sweepWatch{started: true, failures: w.failures, lastFailed: w.lastFailed, enforcement: w.enforcement}
 		return SweepResult{}, false
 	}
 	if !w.started {
@@ -209,4 +229,34 @@ func (w *sweepWatch) atDeadline(timeout time.Duration) SweepResult {
 			Detail:  fmt.Sprintf("no heavy sweep started within %s (not master, or the signal was not received)", timeout),
 		}
 	}
+}
+
+// mayBeEnforcement is a cheap first look at an entry for ParseEnforcementError:
+// a large sweep logs a VERBOSE line per port, each of which reaches here.
+func mayBeEnforcement(e Entry) bool {
+	if len(e.More) > 0 || strings.Contains(e.Message, "ERR 05") {
+		return true
+	}
+	i := strings.Index(e.Message, "nforcement")
+	return i >= 0 && strings.Contains(strings.ToLower(e.Message), "clearing enforcement bit")
+}
+
+// pkeyErrorNode reads where a pkey manager error happened: OpenSM's ERR 05xx
+// lines name "node 0x<node GUID> port <n>".
+var pkeyErrorNode = regexp.MustCompile(`\bnode 0x([0-9a-fA-F]{1,16}) port (\d{1,3})\b`)
+
+// PKeyErrorPlace returns the node GUID and port number a pkey error line (one
+// of SweepResult.PKeyErrors) names. ok is false when the line names no port:
+// the error cannot be attributed to a change.
+func PKeyErrorPlace(line string) (node uint64, port int, ok bool) {
+	m := pkeyErrorNode.FindStringSubmatch(line)
+	if m == nil {
+		return 0, 0, false
+	}
+	node, errN := strconv.ParseUint(m[1], 16, 64)
+	port, errP := strconv.Atoi(m[2])
+	if errN != nil || errP != nil || node == 0 {
+		return 0, 0, false
+	}
+	return node, port, true
 }

@@ -167,3 +167,64 @@ func TestWaitSweepFollowsGrowingLog(t *testing.T) {
 	}
 	checkSweep(t, r.res, Applied, nil, nil)
 }
+
+// logrotate renames the log in the middle of the sweep, then OpenSM reopens
+// it (SIGUSR1) and logs the rest of the sweep in the new file: the proof
+// carries on across the two files.
+func TestWaitSweepAcrossRotation(t *testing.T) {
+	log, offset := loadFixture(t, "applied.log")
+	path, from := writeFixture(t, "applied.log")
+	if err := os.Truncate(path, offset); err != nil {
+		t.Fatal(err)
+	}
+	from.Offset = offset
+	rest := string(log[offset:])
+	start := strings.Index(rest, "INITIATING HEAVY SWEEP")
+	cut := start + strings.Index(rest[start:], "\n\n\n") + 3 // after the start box
+	if start < 0 || cut < start {
+		t.Fatal("applied.log: no heavy sweep after the position")
+	}
+	type result struct {
+		res SweepResult
+		err error
+	}
+	done := make(chan result, 1)
+	appendTo(t, path, rest[:cut])
+	go func() {
+		res, err := WaitSweep(context.Background(), path, from, 10*time.Second)
+		done <- result{res, err}
+	}()
+	time.Sleep(100 * time.Millisecond) // the follower opens the file before logrotate moves it
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, path, rest[cut:])
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	checkSweep(t, r.res, Applied, nil, nil)
+}
+
+// The pkey manager's lines, in the formats of osm_pkey_mgr.c, name the node
+// and port; a line without them cannot be attributed.
+func TestPKeyErrorPlace(t *testing.T) {
+	tests := []struct {
+		line string
+		node uint64
+		port int
+		ok   bool
+	}{
+		{"pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x8065 because Pkey table is full for node 0x0002c90300000100 port 1 (H1)", 0x0002c90300000100, 1, true},
+		{"pkey_mgr_update_pkey_entry: ERR 0509: pkey_mgr_update_pkey_entry() failed to update pkey table block 0 for node 0x0002c90300f00001 port 3 (S1)", 0x0002c90300f00001, 3, true},
+		{"pkey_mgr_update_port: ERR 0503: Failed to obtain P_Key 0x0065 block and index for node 0x0002c90300000200 port 1", 0x0002c90300000200, 1, true},
+		{"osm_pkey_mgr_process: ERR 0510: osm_prtn_make_partitions() failed", 0, 0, false},
+		{"ERR 0512: Failed to set PKey 0x8065 because Pkey table is full for node 0x0 port 1 (H1)", 0, 0, false},
+	}
+	for _, tt := range tests {
+		node, port, ok := PKeyErrorPlace(tt.line)
+		if node != tt.node || port != tt.port || ok != tt.ok {
+			t.Errorf("PKeyErrorPlace(%q) = %#x, %d, %v; want %#x, %d, %v", tt.line, node, port, ok, tt.node, tt.port, tt.ok)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package partitions
 
 import (
 	"errors"
+	"fmt"
 	"unicode/utf8"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
@@ -11,20 +12,14 @@ import (
 // whatever the template: a default partition that is not exactly one
 // Default=0x7fff statement on one line passing Check's rules; pkeys outside
 // 0x0001-0x7ffe or shared, by networks or by a network and the flat partition; a
-// port in two partitions or listed twice; a network without an ID, or two networks
-// whose IDs give the same partition name.
+// port in two partitions or listed twice; a network without an ID. Partition
+// names need no check: PartitionName makes them unique (see there).
 func validateState(s State) error {
 	c := newChecker(s)
-	byName := make(map[string]string, len(s.Networks))
 	for _, n := range s.Networks {
 		if n.ID == "" {
 			c.problem(0, "state: the network with pkey %s has no ID", n.PKey)
 		}
-		name := PartitionName(n.ID)
-		if other, dup := byName[name]; dup {
-			c.problem(0, "state: networks %s and %s have the same partition name %s", other, n.ID, name)
-		}
-		byName[name] = n.ID
 	}
 	c.checkDefaultPartition(s.DefaultPartition)
 	return c.err()
@@ -63,15 +58,19 @@ func (c *checker) checkDefaultPartition(line string) {
 	}
 }
 
-// PartitionName is the name of a network's partition: "net-" and the first 27
-// characters of the network ID, 31 characters in all for a UUID, which is as many
-// as OpenSM keeps. A character outside [A-Za-z0-9_.-] becomes '_'.
-func PartitionName(networkID string) string {
+// PartitionName is the name of a network's partition: "net-", its pkey in four
+// hex digits, '-' and the first 22 characters of the network ID, 31 characters
+// in all for a UUID, which is as many as OpenSM keeps. The pkey makes names
+// unique by construction (no two networks share a pkey), however alike the IDs
+// are: two UUIDs may share any prefix. A character of the ID outside
+// [A-Za-z0-9_.-] becomes '_'.
+func PartitionName(networkID string, pkey fabric.PKey) string {
+	const idChars = 31 - len("net-0000-")
 	b := make([]byte, 0, 31)
-	b = append(b, "net-"...)
+	b = fmt.Appendf(b, "net-%04x-", uint16(pkey))
 	kept := 0
 	for _, r := range networkID {
-		if kept == 27 {
+		if kept == idChars {
 			break
 		}
 		if r < utf8.RuneSelf && isNameByte(byte(r)) {

@@ -116,15 +116,6 @@ func TestRenderRefuses(t *testing.T) {
 		{"shared pkey", State{DefaultPartition: defaultPartition, Flat: flat, Networks: []Network{network("a", 0x10), network("b", 0x10)}}, "state: networks a and b share pkey 0x0010"},
 		{"port in two networks", State{DefaultPartition: defaultPartition, Flat: flat, Networks: []Network{network("a", 0x10, h1), network("b", 0x11, h2, h1)}}, "state: port 0x0002c90300000101 is in networks a and b"},
 		{"no ID", State{DefaultPartition: defaultPartition, Flat: flat, Networks: []Network{network("", 0x10)}}, "state: the network with pkey 0x0010 has no ID"},
-		{
-			"same name",
-			State{DefaultPartition: defaultPartition, Flat: flat, Networks: []Network{
-				network("3f1c5a9e-8d2b-4c7a-9e61-0a5b7c9d1e2f", 0x10),
-				network("3f1c5a9e-8d2b-4c7a-9e61-0a5ffffffff", 0x11),
-			}},
-			"state: networks 3f1c5a9e-8d2b-4c7a-9e61-0a5b7c9d1e2f and 3f1c5a9e-8d2b-4c7a-9e61-0a5ffffffff have the same partition name net-3f1c5a9e-8d2b-4c7a-9e61-0a5",
-		},
-		{"same name after sanitizing", State{DefaultPartition: defaultPartition, Flat: flat, Networks: []Network{network("a:b", 0x10), network("a;b", 0x11)}}, "have the same partition name net-a_b"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -138,27 +129,57 @@ func TestRenderRefuses(t *testing.T) {
 }
 
 func TestPartitionName(t *testing.T) {
-	tests := []struct{ id, want string }{
-		{"3f1c5a9e-8d2b-4c7a-9e61-0a5b7c9d1e2f", "net-3f1c5a9e-8d2b-4c7a-9e61-0a5"},
-		{"3F1C5A9E-8D2B-4C7A-9E61-0A5B7C9D1E2F", "net-3F1C5A9E-8D2B-4C7A-9E61-0A5"},
-		{"short", "net-short"},
-		{"", "net-"},
-		{"a b:c;d=e,f#g/h", "net-a_b_c_d_e_f_g_h"},
-		{"under_score.dot-dash", "net-under_score.dot-dash"},
-		{"réseau", "net-r_seau"}, // one '_' per character, not per byte
-		{"ééééééééééééééééééééééééééééééé", "net-" + strings.Repeat("_", 27)}, // 31 characters, 62 bytes
-		{"\xff\xfeab", "net-__ab"},
-		{strings.Repeat("x", 27), "net-" + strings.Repeat("x", 27)},
-		{strings.Repeat("x", 28), "net-" + strings.Repeat("x", 27)},
+	tests := []struct {
+		id   string
+		pkey fabric.PKey
+		want string
+	}{
+		{"3f1c5a9e-8d2b-4c7a-9e61-0a5b7c9d1e2f", 0x64, "net-0064-3f1c5a9e-8d2b-4c7a-9e6"},
+		{"3F1C5A9E-8D2B-4C7A-9E61-0A5B7C9D1E2F", 0xffe, "net-0ffe-3F1C5A9E-8D2B-4C7A-9E6"},
+		{"short", 0x7ffe, "net-7ffe-short"},
+		{"", 1, "net-0001-"},
+		{"a b:c;d=e,f#g/h", 2, "net-0002-a_b_c_d_e_f_g_h"},
+		{"under_score.dot-dash", 3, "net-0003-under_score.dot-dash"},
+		{"réseau", 4, "net-0004-r_seau"},                                         // one '_' per character, not per byte
+		{"éééééééééééééééééééééééééé", 5, "net-0005-" + strings.Repeat("_", 22)}, // 31 characters, more bytes
+		{"\xff\xfeab", 6, "net-0006-__ab"},
+		{strings.Repeat("x", 22), 7, "net-0007-" + strings.Repeat("x", 22)},
+		{strings.Repeat("x", 23), 8, "net-0008-" + strings.Repeat("x", 22)},
 	}
 	for _, tt := range tests {
-		got := PartitionName(tt.id)
+		got := PartitionName(tt.id, tt.pkey)
 		if got != tt.want {
-			t.Errorf("PartitionName(%q) = %q, want %q", tt.id, got, tt.want)
+			t.Errorf("PartitionName(%q, %s) = %q, want %q", tt.id, tt.pkey, got, tt.want)
 		}
 		if reason := checkName(got); reason != "" {
-			t.Errorf("PartitionName(%q) = %q: %s", tt.id, got, reason)
+			t.Errorf("PartitionName(%q, %s) = %q: %s", tt.id, tt.pkey, got, reason)
 		}
+	}
+}
+
+// Two networks whose IDs share their first 27 characters (as many as the
+// names once kept) get partitions of different names, and the file passes the
+// check: both are applicable.
+func TestNetworksWithCommonIDPrefixRender(t *testing.T) {
+	s := State{Revision: 2, DefaultPartition: "Default=0x7fff, ipoib : ALL=limited, SELF=full ;",
+		Networks: []Network{
+			{ID: "11111111-aaaa-4aaa-8aaa-000000000001", PKey: 101, Members: []fabric.GUID{0x0002c90300000101}},
+			{ID: "11111111-aaaa-4aaa-8aaa-000000000002", PKey: 102, Members: []fabric.GUID{0x0002c90300000201}},
+		},
+		Flat: FlatPartition{PKey: 0x7ffe}}
+	text, err := BuiltinTemplate().Render(context.Background(), s)
+	if err != nil {
+		t.Fatalf("Render: %v", err)
+	}
+	if err := Check(text, s); err != nil {
+		t.Fatalf("Check: %v\n%s", err, text)
+	}
+	f, err := Parse(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := f.Statement(101), f.Statement(102); a == nil || b == nil || a.Name == b.Name {
+		t.Errorf("statements %+v and %+v: want two partitions of different names", a, b)
 	}
 }
 
@@ -190,7 +211,7 @@ func assertFileHoldsNetworks(t *testing.T, out []byte, s State) {
 	}
 	for _, n := range s.Networks {
 		st := f.Statement(n.PKey)
-		if st == nil || st.Name != PartitionName(n.ID) || len(st.Members) != len(n.Members) {
+		if st == nil || st.Name != PartitionName(n.ID, n.PKey) || len(st.Members) != len(n.Members) {
 			t.Fatalf("network %s: statement %+v", n.ID, st)
 		}
 	}

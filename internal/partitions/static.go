@@ -69,3 +69,17 @@ func (s *Static) PKeysOf(guid fabric.GUID) []fabric.PKey {
 	}
 	return out
 }
+
+// Listing returns the name of the first default or static partition that lists
+// host port guid by its GUID, whatever the membership: a port of a network may
+// be in no other partition (see Check), so such a port cannot join a network.
+func (s *Static) Listing(guid fabric.GUID) (name string, listed bool) {
+	for _, st := range s.statements {
+		for _, m := range st.Members {
+			if m.Keyword == "" && m.GUID == guid {
+				return st.Name, true
+			}
+		}
+	}
+	return "", false
+}

@@ -61,7 +61,7 @@ var builtinTemplate = sync.OnceValue(func() *Template {
 //
 //	# Written by alternative-fabric-manager from revision <R>. Do not edit: ...
 //	<DefaultPartition, as is>
-//	net-<network ID>=<pkey>, ipoib :
+//	net-<pkey>-<network ID>=<pkey>, ipoib :
 //	    <GUID>=full,
 //	    <GUID>=full ;
 //	flat=<flat pkey>, ipoib : ;
@@ -298,7 +298,7 @@ func templateVariables(s State) map[string]any {
 		members, text := f.format(n.Members)
 		networks[k] = map[string]any{
 			"id":           n.ID,
-			"name":         PartitionName(n.ID),
+			"name":         PartitionName(n.ID, n.PKey),
 			"pkey":         n.PKey.String(),
 			"members":      members,
 			"members_text": text,

@@ -110,6 +110,26 @@ func (s *Store) FailJobs(ctx context.Context, term, revision int64, reason strin
 	return s.d.Queries(ctx).FailJobs(ctx, reason, &now, revision, term)
 }
 
+// FailJob fails one open job, if term is still current.
+func (s *Store) FailJob(ctx context.Context, term, id int64, reason string) (int64, error) {
+	now := s.now()
+	return s.d.Queries(ctx).FailJob(ctx, reason, &now, id, term)
+}
+
+// OpenJobs lists the Pending and Running jobs up to revision, with the GUID
+// each port job's port holds now.
+func (s *Store) OpenJobs(ctx context.Context, revision int64) ([]OpenJob, error) {
+	rows, err := s.d.Queries(ctx).OpenJobsWithGUIDs(ctx, revision)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]OpenJob, len(rows))
+	for i, r := range rows {
+		out[i] = OpenJob{ID: r.ID, ObjectType: r.ObjectType, ObjectID: r.ObjectID, NetworkID: r.NetworkID, GUID: r.Guid}
+	}
+	return out, nil
+}
+
 // RecordApply records an attempt to apply a revision if its term is still
 // current; false otherwise.
 func (s *Store) RecordApply(ctx context.Context, a Apply) (bool, error) {

@@ -177,7 +177,7 @@ func (s *Store) ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error) 
 // RecordEnforcementErrors records what OpenSM's log said, all or nothing. Each
 // sighting counts once: the same switch port seen at every sweep keeps one row
 // whose count grows.
-func (s *Store) RecordEnforcementErrors(ctx context.Context, seen []EnforcementSighting) error {
+func (s *Store) RecordEnforcementErrors(ctx context.Context, term int64, seen []EnforcementSighting) error {
 	for _, e := range seen {
 		if err := checkSighting(e); err != nil {
 			return fmt.Errorf("record enforcement errors: %w", err)
@@ -189,8 +189,12 @@ func (s *Store) RecordEnforcementErrors(ctx context.Context, seen []EnforcementS
 	now := s.now()
 	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
 		for _, e := range seen {
-			if err := q.UpsertEnforcementError(ctx, e.Switch, int64(e.Port), e.Line, now); err != nil {
+			n, err := q.UpsertEnforcementError(ctx, e.Switch, int64(e.Port), e.Line, now, term)
+			if err != nil {
 				return fmt.Errorf("switch port %s: %w", e.SwitchPort(), err)
+			}
+			if n == 0 {
+				return ErrFenced
 			}
 		}
 		return nil

@@ -24,6 +24,10 @@ type Rules struct {
 	// StaticPKey says whether the partitions template defines a static
 	// partition with this pkey, and its name. nil: the template defines none.
 	StaticPKey func(fabric.PKey) (name string, static bool)
+	// StaticMember says whether the partitions template (or the default
+	// partition) lists host port guid by its GUID, and in which partition: such
+	// a port may be in no network's partition. nil: none is listed.
+	StaticMember func(guid fabric.GUID) (partition string, listed bool)
 	// PortLimit reads the fabric as it is now (OpenSM's subnet dump) and
 	// returns a PortCheck on it; it is called before the change transaction,
 	// whose callback does no I/O of its own (topology.PortLimit.Checker).
@@ -87,23 +91,50 @@ func (r Rules) network(spec NetworkSpec) (Network, error) {
 			spec.ID, spec.PhysicalNetwork)
 	}
 	vlan := *spec.SegmentationID
+	if err := r.checkVLAN(spec.ID, vlan); err != nil {
+		return Network{}, err
+	}
+	pkey := fabric.PKey(vlan)
+	n.PKey = &pkey
+	return n, nil
+}
+
+// checkVLAN refuses a VLAN ID that cannot be network id's partition key: out
+// of range, or the pkey of another kind of partition.
+func (r Rules) checkVLAN(id string, vlan int64) error {
 	if vlan < 1 || vlan > int64(fabric.MaxNetworkPKey) {
-		return Network{}, rejectf("network %s: VLAN ID %d cannot be a partition key: want 1 to %d (0x7fff is the default partition's)",
-			spec.ID, vlan, fabric.MaxNetworkPKey)
+		return rejectf("network %s: VLAN ID %d cannot be a partition key: want 1 to %d (0x7fff is the default partition's)",
+			id, vlan, fabric.MaxNetworkPKey)
 	}
 	pkey := fabric.PKey(vlan)
 	if pkey == r.flatPKey() {
-		return Network{}, rejectf("network %s: VLAN ID %d is the flat networks' partition key %s ([opensm] flat_pkey)",
-			spec.ID, vlan, pkey)
+		return rejectf("network %s: VLAN ID %d is the flat networks' partition key %s ([opensm] flat_pkey)",
+			id, vlan, pkey)
 	}
 	if r.StaticPKey != nil {
 		if name, static := r.StaticPKey(pkey); static {
-			return Network{}, rejectf("network %s: VLAN ID %d is the partition key %s of static partition %q of the partitions template",
-				spec.ID, vlan, pkey, name)
+			return rejectf("network %s: VLAN ID %d is the partition key %s of static partition %q of the partitions template",
+				id, vlan, pkey, name)
 		}
 	}
-	n.PKey = &pkey
-	return n, nil
+	return nil
+}
+
+// Conflicts returns, for each recorded network that this configuration would
+// refuse if it were sent now, which network, its VLAN and the rule: the
+// configuration changed under it (flat_pkey now its VLAN, a static partition
+// on its pkey). Such a state renders to no file that passes the check.
+func (r Rules) Conflicts(networks []Network) []string {
+	var out []string
+	for _, n := range networks {
+		if !n.Managed || n.PKey == nil {
+			continue
+		}
+		if err := r.checkVLAN(n.ID, int64(*n.PKey)); err != nil {
+			out = append(out, err.Error())
+		}
+	}
+	return out
 }
 
 // partitionText says which partition a network has, for job texts.

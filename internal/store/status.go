@@ -73,3 +73,20 @@ func (s *Store) Leadership(ctx context.Context) (Leadership, error) {
 	}
 	return l, nil
 }
+
+// OldestOpenJobs returns when the oldest Pending and the oldest Running job
+// were created; a status without jobs is absent.
+func (s *Store) OldestOpenJobs(ctx context.Context) (map[string]time.Time, error) {
+	out := map[string]time.Time{}
+	for _, status := range []string{StatusPending, StatusRunning} {
+		t, err := s.d.Queries(ctx).OldestOpenJob(ctx, status)
+		switch {
+		case errors.Is(notFound(err), ErrNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("oldest %s job: %w", status, err)
+		default:
+			out[status] = t.UTC()
+		}
+	}
+	return out, nil
+}

@@ -99,6 +99,20 @@ type Job struct {
 	UpdatedAt   time.Time
 	StartedAt   *time.Time
 	FinishedAt  *time.Time
+	// RequestID is the ID of the API request that recorded the job (its
+	// X-Request-ID), the jobs table's request_id; last, as the column is.
+	RequestID string
+}
+
+// OpenJob is a job not finished yet, with what an OpenSM error can name of its
+// change: the GUID its port holds now (nil for a network's job, or a port that
+// holds none).
+type OpenJob struct {
+	ID         int64
+	ObjectType string
+	ObjectID   string
+	NetworkID  string
+	GUID       *fabric.GUID
 }
 
 // NewJob is a job about to be inserted.
@@ -112,6 +126,7 @@ type NewJob struct {
 	Result      string
 	CreatedBy   string
 	Request     string
+	RequestID   string
 	Now         time.Time
 	Status      string     // StatusPending, or StatusCompleted for a change that touches no partition
 	FinishedAt  *time.Time // set with StatusCompleted
@@ -144,7 +159,14 @@ type Snapshot struct {
 }
 
 // Lock is the applier lock, held on a connection of its own.
+//
+// The lock's session ends on the server once idle for LockSessionIdle: its
+// holder checks it far more often, so an idle session is one whose client is
+// gone (a cut link), and another term must be able to take the lock.
 type Lock = driver.Lock
+
+// LockSessionIdle is how long the server keeps an idle lock session.
+const LockSessionIdle = driver.LockSessionIdle
 
 // Store is the manager's view of the database: its methods are the only way
 // in, each checks its input, and every time it records is the store's clock.
@@ -260,14 +282,14 @@ func (c *changeTx) job(ctx context.Context, j NewJob) (Job, error) {
 		j.Status, j.FinishedAt = StatusCompleted, &c.now
 	}
 	id, err := c.q.InsertJob(ctx, j.Revision, j.ObjectType, j.ObjectID, j.NetworkID, j.Operation, j.Status,
-		j.Description, j.Result, j.CreatedBy, j.Request, j.Now, j.FinishedAt)
+		j.Description, j.Result, j.CreatedBy, j.Request, j.RequestID, j.Now, j.FinishedAt)
 	if err != nil {
 		return Job{}, err
 	}
 	return Job{ID: id, Revision: j.Revision, ObjectType: j.ObjectType, ObjectID: j.ObjectID,
 		NetworkID: j.NetworkID, Operation: j.Operation, Status: j.Status, Description: j.Description,
 		Result: j.Result, CreatedBy: j.CreatedBy, Request: j.Request, CreatedAt: j.Now, UpdatedAt: j.Now,
-		FinishedAt: j.FinishedAt}, nil
+		FinishedAt: j.FinishedAt, RequestID: j.RequestID}, nil
 }
 
 // NetworkChange is a POST or PUT of a network.
@@ -276,6 +298,9 @@ type NetworkChange struct {
 	Operation string // OpCreateNetwork or OpUpdateNetwork
 	CreatedBy string
 	Request   string
+	// RequestID is the API request's ID (X-Request-ID): every job the change
+	// records keeps it, so that a DBA reading a job finds the request's log lines.
+	RequestID string
 }
 
 // RecordNetwork records a network (create or update alike: both make it so). A
@@ -313,7 +338,7 @@ func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 			ObjectType: ObjectNetwork, ObjectID: n.ID, NetworkID: n.ID, Operation: c.Operation,
 			Description: fmt.Sprintf("%s %s (%s)", verb(c.Operation), n.ID, s.rules.partitionText(n)),
 			Result:      s.networkResult(n),
-			CreatedBy:   c.CreatedBy, Request: c.Request,
+			CreatedBy:   c.CreatedBy, Request: c.Request, RequestID: c.RequestID,
 		})
 		return err
 	})
@@ -352,8 +377,17 @@ func (s *Store) networkResult(n Network) string {
 	return fmt.Sprintf("partition %s of network %s is in place", *n.PKey, n.ID)
 }
 
+// NetworkRemoval is a DELETE of a network.
+type NetworkRemoval struct {
+	NetworkID string
+	CreatedBy string
+	Request   string
+	RequestID string // as in NetworkChange
+}
+
 // RemoveNetwork deletes a network, its partition and its ports.
-func (s *Store) RemoveNetwork(ctx context.Context, networkID, createdBy, request string) (Job, error) {
+func (s *Store) RemoveNetwork(ctx context.Context, r NetworkRemoval) (Job, error) {
+	networkID := r.NetworkID
 	var job Job
 	err := s.change(ctx, func(tx *changeTx) error {
 		n, err := tx.GetNetwork(ctx, networkID)
@@ -378,7 +412,7 @@ func (s *Store) RemoveNetwork(ctx context.Context, networkID, createdBy, request
 			ObjectType: ObjectNetwork, ObjectID: networkID, NetworkID: networkID, Operation: OpDeleteNetwork,
 			Description: fmt.Sprintf("Delete network %s (%s)", networkID, s.rules.partitionText(n)),
 			Result:      result,
-			CreatedBy:   createdBy, Request: request,
+			CreatedBy:   r.CreatedBy, Request: r.Request, RequestID: r.RequestID,
 		})
 		return err
 	})
@@ -402,6 +436,9 @@ type PortChange struct {
 	Operation string // OpAddPort or OpUpdatePort
 	CreatedBy string
 	Request   string
+	// RequestID is the API request's ID (X-Request-ID): every job the change
+	// records keeps it, so that a DBA reading a job finds the request's log lines.
+	RequestID string
 }
 
 // RecordPort records a port and its membership in its network's partition.
@@ -450,7 +487,7 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 				Description: fmt.Sprintf("%s %s (no client-id) on network %s, which is not known",
 					verb(c.Operation), p.ID, p.NetworkID),
 				Result:    fmt.Sprintf("nothing to do: port %s has no client-id and network %s is not known", p.ID, p.NetworkID),
-				CreatedBy: c.CreatedBy, Request: c.Request,
+				CreatedBy: c.CreatedBy, Request: c.Request, RequestID: c.RequestID,
 			})
 			return err
 		case errors.Is(err, ErrNotFound):
@@ -500,7 +537,7 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 			Description: fmt.Sprintf("%s %s (%s) to network %s (%s)",
 				verb(c.Operation), p.ID, guid, n.ID, s.rules.partitionText(n)),
 			Result:    result,
-			CreatedBy: c.CreatedBy, Request: c.Request,
+			CreatedBy: c.CreatedBy, Request: c.Request, RequestID: c.RequestID,
 		})
 		return err
 	})
@@ -558,6 +595,12 @@ func (s *Store) membership(p *Port, c PortChange, n Network, holder *Port, limit
 		return "", rejectf("port %s: GUID %s is already in the partition of network %s (port %s); "+
 			"a GUID can be in only one network's partition", p.ID, *p.GUID, holder.NetworkID, holder.ID)
 	}
+	if s.rules.StaticMember != nil {
+		if name, listed := s.rules.StaticMember(*p.GUID); listed {
+			return "", rejectf("port %s: GUID %s is a member of partition %q of the partitions template; "+
+				"a port in a network's partition may be in no other partition", p.ID, *p.GUID, name)
+		}
+	}
 	if limit != nil {
 		if refusal := limit(*p.GUID, s.rules.partitionOf(n)); refusal != "" {
 			return "", rejectf("port %s on network %s: %s", p.ID, n.ID, refusal)
@@ -593,6 +636,9 @@ type PortRemoval struct {
 	GUID      *fabric.GUID
 	CreatedBy string
 	Request   string
+	// RequestID is the API request's ID (X-Request-ID): every job the change
+	// records keeps it, so that a DBA reading a job finds the request's log lines.
+	RequestID string
 }
 
 // RemovePort deletes a port and with it its GUID's membership.
@@ -619,7 +665,7 @@ func (s *Store) RemovePort(ctx context.Context, r PortRemoval) (Job, error) {
 				Description: fmt.Sprintf("Remove port %s (GUID %s) from network %s", r.PortID, *r.GUID, p.NetworkID),
 				Result: fmt.Sprintf("nothing to remove: port %s no longer holds GUID %s (it holds %s, which stays)",
 					r.PortID, *r.GUID, *p.GUID),
-				CreatedBy: r.CreatedBy, Request: r.Request,
+				CreatedBy: r.CreatedBy, Request: r.Request, RequestID: r.RequestID,
 			})
 			return err
 		}
@@ -638,7 +684,7 @@ func (s *Store) RemovePort(ctx context.Context, r PortRemoval) (Job, error) {
 			ObjectType: ObjectPort, ObjectID: r.PortID, NetworkID: p.NetworkID, Operation: OpRemovePort,
 			Description: fmt.Sprintf("Remove port %s (%s) from network %s", r.PortID, guid, p.NetworkID),
 			Result:      result,
-			CreatedBy:   r.CreatedBy, Request: r.Request,
+			CreatedBy:   r.CreatedBy, Request: r.Request, RequestID: r.RequestID,
 		})
 		return err
 	})

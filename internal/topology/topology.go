@@ -59,6 +59,38 @@ type Topology struct {
 	// behind maps each host port (port GUID of a CA linked to a switch) to the
 	// switch port at the other end of its link.
 	behind map[fabric.GUID]SwitchPort
+	// portOf maps a CA's node GUID and port number to the port's GUID: OpenSM's
+	// pkey errors name the node and the port number.
+	portOf map[nodePort]fabric.GUID
+}
+
+type nodePort struct {
+	node fabric.GUID
+	port int
+}
+
+// PortGUID returns the GUID of port number port of the CA whose node GUID is
+// node; ok is false when the dump has no such port.
+func (t *Topology) PortGUID(node fabric.GUID, port int) (guid fabric.GUID, ok bool) {
+	guid, ok = t.portOf[nodePort{node, port}]
+	return guid, ok
+}
+
+// IsSwitch says whether node is a switch of the dump.
+func (t *Topology) IsSwitch(node fabric.GUID) bool {
+	_, ok := t.switches[node]
+	return ok
+}
+
+// HostBehind returns the host port linked to port number port of switch sw;
+// ok is false when none is (port 0 is the switch itself).
+func (t *Topology) HostBehind(sw fabric.GUID, port int) (host fabric.GUID, ok bool) {
+	for h, at := range t.behind {
+		if at.Switch == sw && at.Port == port {
+			return h, true
+		}
+	}
+	return 0, false
 }
 
 // Switches returns the fabric's switches, by GUID.
@@ -140,7 +172,7 @@ func parseEnd(m []string) (end, error) {
 // and hold at least one link. Lines must agree with each other: a switch keeps
 // one description and number of ports, and a host port is behind one switch port.
 func Parse(r io.Reader) (*Topology, error) {
-	t := &Topology{switches: map[fabric.GUID]Switch{}, behind: map[fabric.GUID]SwitchPort{}}
+	t := &Topology{switches: map[fabric.GUID]Switch{}, behind: map[fabric.GUID]SwitchPort{}, portOf: map[nodePort]fabric.GUID{}}
 	hostLine := map[fabric.GUID]int{} // the line that placed each host port
 	switchLine := map[fabric.GUID]int{}
 
@@ -171,6 +203,9 @@ func Parse(r io.Reader) (*Topology, error) {
 			}
 		}
 		for _, e := range ends {
+			if e.kind == "CA" {
+				t.portOf[nodePort{e.nodeGUID, e.port}] = e.portGUID
+			}
 			if e.kind != "SW" {
 				continue
 			}

@@ -16,11 +16,13 @@ VALUES (sqlc.arg(guid), sqlc.arg(description), sqlc.arg(now));
 -- name: ExpectedSwitches :many
 SELECT * FROM expected_switches ORDER BY guid;
 
--- name: UpsertEnforcementError :exec
+-- Fenced by the leadership term: a deposed leader records nothing.
+-- name: UpsertEnforcementError :execrows
 INSERT INTO enforcement_errors (switch_guid, port, line, first_seen, last_seen, occurrences)
-VALUES (sqlc.arg(switch_guid), sqlc.arg(port), sqlc.arg(line), sqlc.arg(now), sqlc.arg(now), 1)
+SELECT sqlc.arg(switch_guid), sqlc.arg(port), sqlc.arg(line), sqlc.arg(now), sqlc.arg(now), 1
+FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term)
 ON DUPLICATE KEY UPDATE
-    line = VALUES(line), last_seen = VALUES(last_seen), occurrences = occurrences + 1;
+    line = VALUES(line), last_seen = VALUES(last_seen), occurrences = enforcement_errors.occurrences + 1;
 
 -- name: EnforcementErrors :many
 SELECT * FROM enforcement_errors ORDER BY switch_guid, port;

@@ -70,10 +70,10 @@ WHERE network_id = sqlc.arg(network_id) AND guid IS NOT NULL;
 
 -- name: InsertJob :execresult
 INSERT INTO jobs (revision, object_type, object_id, network_id, operation, status,
-                  description, result, error, created_by, request, created_at, updated_at, finished_at)
+                  description, result, error, created_by, request, request_id, created_at, updated_at, finished_at)
 VALUES (sqlc.arg(revision), sqlc.arg(object_type), sqlc.arg(object_id), sqlc.arg(network_id),
         sqlc.arg(operation), sqlc.arg(status), sqlc.arg(description), sqlc.arg(result), '',
-        sqlc.arg(created_by), sqlc.arg(request), sqlc.arg(now), sqlc.arg(now), sqlc.narg(finished_at));
+        sqlc.arg(created_by), sqlc.arg(request), sqlc.arg(request_id), sqlc.arg(now), sqlc.arg(now), sqlc.narg(finished_at));
 
 -- name: GetJob :one
 SELECT * FROM jobs WHERE id = sqlc.arg(id);
@@ -127,3 +127,17 @@ SELECT CAST(COALESCE(RELEASE_LOCK(sqlc.arg(name)), 0) AS SIGNED) AS released;
 
 -- name: WsrepOn :one
 SELECT CAST(COALESCE(@@wsrep_on, 0) AS SIGNED) AS wsrep_on;
+
+-- name: OpenJobsWithGUIDs :many
+-- The open jobs up to a revision, with the GUID a port job's port holds now
+-- (NULL for a network's job, or a port gone or without membership).
+SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid
+FROM jobs j LEFT JOIN ports p ON j.object_type = 'port' AND p.id = j.object_id
+WHERE j.status IN ('Pending', 'Running') AND j.revision <= sqlc.arg(revision)
+ORDER BY j.id;
+
+-- name: FailJob :execrows
+UPDATE jobs SET status = 'Failed', error = sqlc.arg(error), description = SUBSTRING_INDEX(description, '\n', 1),
+    finished_at = sqlc.arg(finished_at), updated_at = sqlc.arg(now)
+WHERE jobs.id = sqlc.arg(job_id) AND status IN ('Pending', 'Running')
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term));

@@ -12,6 +12,12 @@ UPDATE jobs SET status = 'Failed', error = @error, description = split_part(desc
     finished_at = @now, updated_at = @now
 WHERE status IN ('Pending', 'Running') AND revision <= @revision
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
+-- name: FailJob :execrows
+UPDATE jobs SET status = 'Failed', error = @error, description = split_part(description, E'\n', 1),
+    finished_at = @now, updated_at = @now
+WHERE jobs.id = @job_id AND status IN ('Pending', 'Running')
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
+
 
 -- name: TryAdvisoryLock :one
 SELECT pg_try_advisory_lock(@key::bigint) AS locked;

@@ -14,9 +14,11 @@ INSERT INTO expected_switches (guid, description, confirmed_at) VALUES (@guid, @
 -- name: ExpectedSwitches :many
 SELECT * FROM expected_switches ORDER BY guid;
 
--- name: UpsertEnforcementError :exec
+-- Fenced by the leadership term: a deposed leader records nothing.
+-- name: UpsertEnforcementError :execrows
 INSERT INTO enforcement_errors (switch_guid, port, line, first_seen, last_seen, occurrences)
-VALUES (@switch_guid, @port, @line, @now, @now, 1)
+SELECT @switch_guid, @port, @line, @now, @now, 1
+FROM leadership WHERE leadership.id = 1 AND leadership.term = @term
 ON CONFLICT (switch_guid, port) DO UPDATE SET
     line = EXCLUDED.line, last_seen = EXCLUDED.last_seen,
     occurrences = enforcement_errors.occurrences + 1;

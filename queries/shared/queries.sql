@@ -67,9 +67,9 @@ WHERE network_id = @network_id AND guid IS NOT NULL;
 
 -- name: InsertJob :one
 INSERT INTO jobs (revision, object_type, object_id, network_id, operation, status,
-                  description, result, error, created_by, request, created_at, updated_at, finished_at)
+                  description, result, error, created_by, request, request_id, created_at, updated_at, finished_at)
 VALUES (@revision, @object_type, @object_id, @network_id, @operation, @status,
-        @description, @result, '', @created_by, @request, @now, @now, sqlc.narg(finished_at))
+        @description, @result, '', @created_by, @request, @request_id, @now, @now, sqlc.narg(finished_at))
 RETURNING id;
 
 -- name: GetJob :one
@@ -93,3 +93,11 @@ SELECT * FROM applies ORDER BY id DESC LIMIT 1;
 
 -- name: NewTerm :one
 UPDATE leadership SET term = term + 1, holder = @holder, heartbeat = @now WHERE id = 1 RETURNING term;
+
+-- name: OpenJobsWithGUIDs :many
+-- The open jobs up to a revision, with the GUID a port job's port holds now
+-- (NULL for a network's job, or a port gone or without membership).
+SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid
+FROM jobs j LEFT JOIN ports p ON j.object_type = 'port' AND p.id = j.object_id
+WHERE j.status IN ('Pending', 'Running') AND j.revision <= @revision
+ORDER BY j.id;

@@ -99,3 +99,8 @@ func InSQLTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(tx *s
 	}
 	return tx.Commit()
 }
+
+// ErrLockNotClusterWide is TryLock's error where the advisory lock is not
+// exclusive across the database (a Galera node's GET_LOCK): the HA lease alone
+// elects there.
+var ErrLockNotClusterWide = errors.New("the applier lock is not cluster-wide")

@@ -23,13 +23,14 @@ type Queries interface {
 	CompleteJobs(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error)
 	CountJobsByStatus(ctx context.Context) ([]CountJobsByStatusRow, error)
 	DeleteExpectedSwitches(ctx context.Context) error
-	DeleteFinishedJobsBefore(ctx context.Context, before *time.Time, batch int64) (int64, error)
+	DeleteFinishedJobsBefore(ctx context.Context, before *time.Time, batch int64, term int64) (int64, error)
 	DeleteNetwork(ctx context.Context, id string) (int64, error)
 	DeletePort(ctx context.Context, id string) (int64, error)
 	DeletePortsOfNetwork(ctx context.Context, networkID string) (int64, error)
 	DescribeOpenJobs(ctx context.Context, reason string, now time.Time, revision int64, term int64) (int64, error)
 	EnforcementErrors(ctx context.Context) ([]EnforcementError, error)
 	ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error)
+	FailJob(ctx context.Context, error string, now *time.Time, jobID int64, term int64) (int64, error)
 	FailJobs(ctx context.Context, error string, now *time.Time, revision int64, term int64) (int64, error)
 	GetJob(ctx context.Context, id int64) (Job, error)
 	GetNetwork(ctx context.Context, id string) (Network, error)
@@ -38,7 +39,7 @@ type Queries interface {
 	GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]Port, error)
 	Heartbeat(ctx context.Context, now *time.Time, term int64) (int64, error)
 	InsertExpectedSwitch(ctx context.Context, guid fabric.GUID, description string, now time.Time) error
-	InsertJob(ctx context.Context, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, createdBy string, request string, now time.Time, finishedAt *time.Time) (int64, error)
+	InsertJob(ctx context.Context, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, createdBy string, request string, requestID string, now time.Time, finishedAt *time.Time) (int64, error)
 	InsertSecretIfAbsent(ctx context.Context, name string, value string, now time.Time) error
 	KeepRevision(ctx context.Context) error
 	LastApply(ctx context.Context) (Apply, error)
@@ -47,10 +48,12 @@ type Queries interface {
 	ListMembers(ctx context.Context) ([]ListMembersRow, error)
 	ListSecrets(ctx context.Context) ([]ListSecretsRow, error)
 	MarkJobsRunning(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error)
+	OldestOpenJob(ctx context.Context, status string) (time.Time, error)
 	NewTerm(ctx context.Context, holder string, now *time.Time) (int64, error)
+	OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]OpenJobsWithGUIDsRow, error)
 	RecordApply(ctx context.Context, revision int64, sha256 string, term int64, outcome string, detail string, startedAt time.Time, finishedAt time.Time) (int64, error)
 	Revision(ctx context.Context) (int64, error)
-	UpsertEnforcementError(ctx context.Context, switchGuid string, port int64, line string, now time.Time) error
+	UpsertEnforcementError(ctx context.Context, switchGuid string, port int64, line string, now time.Time, term int64) (int64, error)
 	UpsertNetwork(ctx context.Context, id string, name string, networkType string, physicalNetwork string, pkey *fabric.PKey, managed bool, revision int64, now time.Time) error
 	UpsertPort(ctx context.Context, id string, networkID string, guid *fabric.GUID, host string, revision int64, now time.Time) error
 }
@@ -68,5 +71,6 @@ type (
 	ListMembersRow       = sqlitedb.ListMembersRow
 	ListSecretsRow       = sqlitedb.ListSecretsRow
 	Network              = sqlitedb.Network
+	OpenJobsWithGUIDsRow = sqlitedb.OpenJobsWithGUIDsRow
 	Port                 = sqlitedb.Port
 )

@@ -2,8 +2,9 @@
 // go-sql-driver/mysql.
 //
 // The applier lock is GET_LOCK on a connection of its own. Galera does not
-// replicate GET_LOCK, so on a node with wsrep_on the lock is refused: two
-// managers on two nodes would both apply. There is no LISTEN: the applier polls
+// replicate GET_LOCK, so on a node with wsrep_on the lock is refused
+// (driver.ErrLockNotClusterWide): two managers on two nodes would both apply.
+// With [ha] ha = true the lease (lease.go) elects instead, on Galera too. There is no LISTEN: the applier polls
 // the revision every [database] poll_interval.
 package mysql
 
@@ -65,6 +66,14 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Engine, error) {
 	// Times are written and read as UTC whatever the server's time zone.
 	cfg.ParseTime = true
 	cfg.Loc = time.UTC
+	// The HA lease compares NOW(6) with what NOW(6) wrote: in UTC, a daylight
+	// saving change cannot stretch or cut it.
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	if _, set := cfg.Params["time_zone"]; !set {
+		cfg.Params["time_zone"] = "'+00:00'"
+	}
 	// Without interpolation, every statement with arguments costs a prepare,
 	// an execute and a close: three packets and two round trips instead of one,
 	// and a change holds the revision's row lock across all of them. The
@@ -168,8 +177,8 @@ func (e *Engine) TryLock(ctx context.Context) (driver.Lock, error) {
 	}
 	if wsrep != 0 {
 		conn.Close()
-		return nil, errors.New("wsrep_on is set: Galera does not replicate GET_LOCK, so the applier lock " +
-			"would not be exclusive; point the manager at a single MariaDB server")
+		return nil, fmt.Errorf("%w: wsrep_on is set, and Galera does not replicate GET_LOCK; "+
+			"with [ha] ha = true the lease elects on Galera", driver.ErrLockNotClusterWide)
 	}
 	got, err := q.TryGetLock(ctx, e.lockName)
 	if err != nil || got != 1 {
@@ -233,10 +242,11 @@ func (q queries) BumpRevision(ctx context.Context) (int64, error) {
 }
 
 func (q queries) InsertJob(ctx context.Context, revision int64, objectType, objectID, networkID, operation, status,
-	description, result, createdBy, request string, now time.Time, finishedAt *time.Time) (int64, error) {
+	description, result, createdBy, request, requestID string, now time.Time, finishedAt *time.Time) (int64, error) {
 	return lastInsertID(q.Queries.InsertJob(ctx, mysqldb.InsertJobParams{Revision: revision, ObjectType: objectType,
 		ObjectID: objectID, NetworkID: networkID, Operation: operation, Status: status, Description: description,
-		Result: result, CreatedBy: createdBy, Request: request, Now: now, FinishedAt: finishedAt}))
+		Result: result, CreatedBy: createdBy, Request: request, RequestID: requestID, Now: now,
+		FinishedAt: finishedAt}))
 }
 
 // NewTerm reads the term it started back in the same transaction (the store
@@ -264,6 +274,10 @@ func (q queries) CompleteJobs(ctx context.Context, now *time.Time, revision, ter
 	return q.Queries.CompleteJobs(ctx, mysqldb.CompleteJobsParams{FinishedAt: now, Now: *now, Revision: revision, Term: term})
 }
 
+func (q queries) FailJob(ctx context.Context, reason string, now *time.Time, jobID, term int64) (int64, error) {
+	return q.Queries.FailJob(ctx, mysqldb.FailJobParams{Error: reason, FinishedAt: now, Now: *now, JobID: jobID, Term: term})
+}
+
 func (q queries) FailJobs(ctx context.Context, reason string, now *time.Time, revision, term int64) (int64, error) {
 	return q.Queries.FailJobs(ctx, mysqldb.FailJobsParams{Error: reason, FinishedAt: now, Now: *now, Revision: revision, Term: term})
 }
@@ -286,8 +300,8 @@ func (q queries) RecordApply(ctx context.Context, revision int64, sha256 string,
 		Outcome: outcome, Detail: detail, StartedAt: startedAt, FinishedAt: finishedAt})
 }
 
-func (q queries) DeleteFinishedJobsBefore(ctx context.Context, before *time.Time, batch int64) (int64, error) {
-	return q.Queries.DeleteFinishedJobsBefore(ctx, mysqldb.DeleteFinishedJobsBeforeParams{Before: before, Limit: int32(batch)})
+func (q queries) DeleteFinishedJobsBefore(ctx context.Context, before *time.Time, batch int64, term int64) (int64, error) {
+	return q.Queries.DeleteFinishedJobsBefore(ctx, mysqldb.DeleteFinishedJobsBeforeParams{Before: before, Limit: int32(batch), Term: term})
 }
 
 func (q queries) UpsertNetwork(ctx context.Context, id, name, networkType, physicalNetwork string, pkey *fabric.PKey,
@@ -308,8 +322,8 @@ func (q queries) InsertExpectedSwitch(ctx context.Context, guid fabric.GUID, des
 	return q.Queries.InsertExpectedSwitch(ctx, mysqldb.InsertExpectedSwitchParams{Guid: guid, Description: description, Now: now})
 }
 
-func (q queries) UpsertEnforcementError(ctx context.Context, switchGUID string, port int64, line string, now time.Time) error {
-	return q.Queries.UpsertEnforcementError(ctx, mysqldb.UpsertEnforcementErrorParams{SwitchGuid: switchGUID, Port: port, Line: line, Now: now})
+func (q queries) UpsertEnforcementError(ctx context.Context, switchGUID string, port int64, line string, now time.Time, term int64) (int64, error) {
+	return q.Queries.UpsertEnforcementError(ctx, mysqldb.UpsertEnforcementErrorParams{SwitchGuid: switchGUID, Port: port, Line: line, Now: now, Term: term})
 }
 
 // The rows, converted to the driver's types (the same fields).
@@ -337,6 +351,13 @@ func (q queries) GetPort(ctx context.Context, id string) (driver.Port, error) {
 func (q queries) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]driver.Port, error) {
 	rs, err := q.Queries.GetPortsByIDOrGUID(ctx, mysqldb.GetPortsByIDOrGUIDParams{ID: id, Guid: guid})
 	return driver.Convert(rs, func(r mysqldb.Port) driver.Port { return driver.Port(r) }), err
+}
+
+func (q queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]driver.OpenJobsWithGUIDsRow, error) {
+	rs, err := q.Queries.OpenJobsWithGUIDs(ctx, revision)
+	return driver.Convert(rs, func(r mysqldb.OpenJobsWithGUIDsRow) driver.OpenJobsWithGUIDsRow {
+		return driver.OpenJobsWithGUIDsRow(r)
+	}), err
 }
 
 func (q queries) ListMembers(ctx context.Context) ([]driver.ListMembersRow, error) {

@@ -229,6 +229,11 @@ func (q queries) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric
 	return driver.Convert(rs, func(r pgdb.Port) driver.Port { return driver.Port(r) }), err
 }
 
+func (q queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]driver.OpenJobsWithGUIDsRow, error) {
+	rs, err := q.Queries.OpenJobsWithGUIDs(ctx, revision)
+	return driver.Convert(rs, func(r pgdb.OpenJobsWithGUIDsRow) driver.OpenJobsWithGUIDsRow { return driver.OpenJobsWithGUIDsRow(r) }), err
+}
+
 func (q queries) ListMembers(ctx context.Context) ([]driver.ListMembersRow, error) {
 	rs, err := q.Queries.ListMembers(ctx)
 	return driver.Convert(rs, func(r pgdb.ListMembersRow) driver.ListMembersRow { return driver.ListMembersRow(r) }), err

@@ -165,10 +165,22 @@ func testEnforcementErrors(t *testing.T, s *store.Store) {
 	port3again := store.EnforcementSighting{Switch: sw, Port: 3, Line: "Nov 29 18:16:43 112233 [F89526C0] 0x01 -> again"}
 	unattributed := store.EnforcementSighting{Switch: store.Unattributed, Line: "... Clearing Enforcement bit"}
 	before := time.Now().UTC().Add(-time.Second)
-	if err := s.RecordEnforcementErrors(ctxT(t), []store.EnforcementSighting{port3, unattributed}); err != nil {
+	old, err := s.NewTerm(ctxT(t), "deposed")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RecordEnforcementErrors(ctxT(t), []store.EnforcementSighting{port3again}); err != nil {
+	term, err := s.NewTerm(ctxT(t), "leader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A deposed leader records nothing.
+	if err := s.RecordEnforcementErrors(ctxT(t), old, []store.EnforcementSighting{port3}); !errors.Is(err, store.ErrFenced) {
+		t.Errorf("RecordEnforcementErrors with an old term = %v; want ErrFenced", err)
+	}
+	if err := s.RecordEnforcementErrors(ctxT(t), term, []store.EnforcementSighting{port3, unattributed}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordEnforcementErrors(ctxT(t), term, []store.EnforcementSighting{port3again}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.EnforcementErrors(ctxT(t))
@@ -199,7 +211,7 @@ func testEnforcementErrors(t *testing.T, s *store.Store) {
 	}
 	for _, tc := range bad {
 		// With a good sighting first: nothing of the batch may be recorded.
-		err := s.RecordEnforcementErrors(ctxT(t), []store.EnforcementSighting{port3, tc.seen})
+		err := s.RecordEnforcementErrors(ctxT(t), term, []store.EnforcementSighting{port3, tc.seen})
 		if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.wantErr)
 		}

@@ -52,16 +52,20 @@ func testJobRetention(t *testing.T, s *store.Store) {
 
 	// One batch of 2 takes the two oldest; the next one what is left.
 	before := now.Add(-retention)
-	if n, err := s.DeleteFinishedJobsBefore(ctx, before, 2); err != nil || n != 2 {
+	// A deposed leader deletes nothing.
+	if n, err := s.DeleteFinishedJobsBefore(ctx, term-1, before, 2); err != nil || n != 0 {
+		t.Fatalf("a batch with an old term deleted %d, %v; want none", n, err)
+	}
+	if n, err := s.DeleteFinishedJobsBefore(ctx, term, before, 2); err != nil || n != 2 {
 		t.Fatalf("first batch of 2 deleted %d, %v; want 2", n, err)
 	}
 	if _, err := s.GetJob(ctx, jobs[2].ID); err != nil {
 		t.Errorf("job %d, the newest expired one, is gone after the first batch: %v", jobs[2].ID, err)
 	}
-	if n, err := s.DeleteExpiredJobs(ctx, retention); err != nil || n != 1 {
+	if n, err := s.DeleteExpiredJobs(ctx, term, retention); err != nil || n != 1 {
 		t.Fatalf("DeleteExpiredJobs = %d, %v; want 1", n, err)
 	}
-	if n, err := s.DeleteExpiredJobs(ctx, retention); err != nil || n != 0 {
+	if n, err := s.DeleteExpiredJobs(ctx, term, retention); err != nil || n != 0 {
 		t.Fatalf("DeleteExpiredJobs again = %d, %v; want 0", n, err)
 	}
 
@@ -75,7 +79,7 @@ func testJobRetention(t *testing.T, s *store.Store) {
 			t.Errorf("job %d (#%d): deleted = %v, want %v", j.ID, i+1, gone, wantGone)
 		}
 	}
-	if _, err := s.DeleteExpiredJobs(ctx, 0); err == nil {
+	if _, err := s.DeleteExpiredJobs(ctx, term, 0); err == nil {
 		t.Error("DeleteExpiredJobs with no retention: no error")
 	}
 }

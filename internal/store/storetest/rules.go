@@ -269,7 +269,7 @@ func testUnmanagedNetworks(t *testing.T, s *store.Store) {
 	if j, err := s.RemovePort(ctxT(t), store.PortRemoval{PortID: "pe"}); err != nil || j.Status != store.StatusCompleted {
 		t.Errorf("RemovePort(unmanaged) = %+v, %v", j, err)
 	}
-	if j, err := s.RemoveNetwork(ctxT(t), netEth, "test", "{}"); err != nil || j.Status != store.StatusCompleted {
+	if j, err := s.RemoveNetwork(ctxT(t), store.NetworkRemoval{NetworkID: netEth, CreatedBy: "test", Request: "{}"}); err != nil || j.Status != store.StatusCompleted {
 		t.Errorf("RemoveNetwork(unmanaged) = %+v, %v", j, err)
 	}
 	// A port without client-id on a network never announced is not ours either.

@@ -15,6 +15,48 @@ var statusTests = []struct {
 }{
 	{"DescribeOpenJobsIsFencedAndSparesFinishedJobs", testDescribeOpenJobs},
 	{"LeadershipNamesTheLastWinner", testLeadership},
+	{"OldestOpenJobsByStatus", testOldestOpenJobs},
+}
+
+// testOldestOpenJobs: the oldest Pending and Running jobs' creation times,
+// which the metrics turn into ages; no entry for a status without jobs.
+func testOldestOpenJobs(t *testing.T, s *store.Store) {
+	ctx := ctxT(t)
+	got, err := s.OldestOpenJobs(ctx)
+	if err != nil || len(got) != 0 {
+		t.Fatalf("OldestOpenJobs on an empty database = %v, %v; want none", got, err)
+	}
+	first := addNetwork(t, s, netA, 101)
+	second := addNetwork(t, s, netB, 102)
+	// As stored: PostgreSQL and MariaDB keep microseconds.
+	first, second = job(t, s, first.ID), job(t, s, second.ID)
+	got, err = s.OldestOpenJobs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, running := got[store.StatusRunning]; running || !got[store.StatusPending].Equal(first.CreatedAt.UTC()) {
+		t.Fatalf("OldestOpenJobs = %v; want Pending at %v (the first job's creation) and no Running", got, first.CreatedAt)
+	}
+	term, err := s.NewTerm(ctx, "manager-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.MarkJobsRunning(ctx, term, first.Revision); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.OldestOpenJobs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got[store.StatusRunning].Equal(first.CreatedAt.UTC()) || !got[store.StatusPending].Equal(second.CreatedAt.UTC()) {
+		t.Fatalf("OldestOpenJobs = %v; want Running at %v, Pending at %v", got, first.CreatedAt, second.CreatedAt)
+	}
+	if _, err := s.CompleteJobs(ctx, term, second.Revision); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = s.OldestOpenJobs(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("OldestOpenJobs once every job completed = %v, %v; want none", got, err)
+	}
 }
 
 func testDescribeOpenJobs(t *testing.T, s *store.Store) {

@@ -20,6 +20,7 @@ func Run(t *testing.T, engine string) {
 		fn   func(t *testing.T, s *store.Store)
 	}{
 		{"NetworkJob", testNetworkJob},
+		{"JobsKeepTheirRequestID", testJobsKeepRequestID},
 		{"PortOnUnknownNetworkIsRejectedAndChangesNothing", testPortOnUnknownNetwork},
 		{"PortMembershipInSnapshot", testPortMembership},
 		{"GUIDOfAnotherPortIsRejected", testGUIDTaken},
@@ -32,6 +33,7 @@ func Run(t *testing.T, engine string) {
 		{"RemoveUnknownIsNotFoundAndChangesNothing", testRemoveUnknown},
 		{"RemovePortAndNetwork", testRemove},
 		{"FencedJobCompletion", testFencing},
+		{"OpenJobsAndFailOne", testOpenJobsAndFailOne},
 		{"FencedApplyRecord", testApplyRecord},
 		{"ApplierLockIsExclusive", testLock},
 		{"ConcurrentChangesGetDistinctRevisions", testConcurrentChanges},
@@ -190,7 +192,7 @@ func testRemoveUnknown(t *testing.T, s *store.Store) {
 	if _, err := s.RemovePort(ctxT(t), store.PortRemoval{PortID: "nope", CreatedBy: "test", Request: "{}"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("RemovePort(unknown) = %v, want ErrNotFound", err)
 	}
-	if _, err := s.RemoveNetwork(ctxT(t), netB, "test", "{}"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.RemoveNetwork(ctxT(t), store.NetworkRemoval{NetworkID: netB, CreatedBy: "test", Request: "{}"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("RemoveNetwork(unknown) = %v, want ErrNotFound", err)
 	}
 	if r := revision(t, s); r != 1 {
@@ -213,7 +215,7 @@ func testRemove(t *testing.T, s *store.Store) {
 	if err != nil || j.Operation != store.OpRemovePort || j.NetworkID != netA {
 		t.Fatalf("RemovePort = %+v, %v", j, err)
 	}
-	j, err = s.RemoveNetwork(ctxT(t), netA, "test", "{}")
+	j, err = s.RemoveNetwork(ctxT(t), store.NetworkRemoval{NetworkID: netA, CreatedBy: "test", Request: "{}"})
 	if err != nil || j.Operation != store.OpDeleteNetwork {
 		t.Fatalf("RemoveNetwork = %+v, %v", j, err)
 	}
@@ -496,4 +498,45 @@ func testVLANTaken(t *testing.T, s *store.Store) {
 // with its own clock.
 func clockAt(s *store.Store, now time.Time) *store.Store {
 	return s.WithClock(func() time.Time { return now })
+}
+
+// OpenJobs lists the open jobs up to a revision with the GUID of a port job's
+// port; FailJob fails one of them, fenced by the term.
+func testOpenJobsAndFailOne(t *testing.T, s *store.Store) {
+	ctx := ctxT(t)
+	addNetwork(t, s, netA, 101)                              // job 1, revision 1
+	pj, err := addPort(t, s, "p1", netA, 0x0002c90300000101) // job 2, revision 2
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := addPort(t, s, "p2", netA, 0x0002c90300000201); err != nil { // job 3, revision 3
+		t.Fatal(err)
+	}
+	term, err := s.NewTerm(ctx, "manager-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := s.OpenJobs(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 2 || jobs[0].ObjectType != store.ObjectNetwork || jobs[0].GUID != nil ||
+		jobs[1].ID != pj.ID || jobs[1].ObjectID != "p1" || jobs[1].GUID == nil || *jobs[1].GUID != 0x0002c90300000101 {
+		t.Fatalf("OpenJobs(2) = %+v; want the network's job, then p1's with its GUID", jobs)
+	}
+	if n, err := s.FailJob(ctx, term-1, pj.ID, "late"); err != nil || n != 0 {
+		t.Errorf("FailJob with an old term = %d, %v; want 0", n, err)
+	}
+	if n, err := s.FailJob(ctx, term, pj.ID, "H1's table is full"); err != nil || n != 1 {
+		t.Errorf("FailJob = %d, %v; want 1", n, err)
+	}
+	if j, _ := s.GetJob(ctx, pj.ID); j.Status != store.StatusFailed || j.Error != "H1's table is full" {
+		t.Errorf("job %d = %+v", pj.ID, j)
+	}
+	if n, err := s.FailJob(ctx, term, pj.ID, "again"); err != nil || n != 0 {
+		t.Errorf("FailJob of a finished job = %d, %v; want 0", n, err)
+	}
+	if jobs, err := s.OpenJobs(ctx, 3); err != nil || len(jobs) != 2 || jobs[1].ObjectID != "p2" {
+		t.Errorf("OpenJobs(3) = %+v, %v; want the network's job and p2's", jobs, err)
+	}
 }

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+)
+
+// failoverResult is the HA failover: three managers with [ha] ha = true on one
+// database and one fabric; the leader is killed with -9, and the time is taken
+// from the kill to the first job Completed after it, a port change sent to a
+// surviving manager right after the kill.
+type failoverResult struct {
+	leaseTimeout time.Duration
+	took         []time.Duration // one per round
+}
+
+// haManager is one of the failover rig's managers.
+type haManager struct {
+	conf    string
+	api     *apiClient
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	logPath string
+}
+
+func measureFailover(ctx context.Context, engine, binary, dir string, leaseTimeout time.Duration, rounds int,
+	log *slog.Logger) (res failoverResult, err error) {
+	res.leaseTimeout = leaseTimeout
+	db, err := createDatabase(ctx, engine, dir)
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		if db.drop != nil {
+			if derr := db.drop(); derr != nil {
+				log.Warn("drop failover database", "error", derr)
+			}
+		}
+	}()
+	f, err := fabricsim.Start(ctx, filepath.Join(dir, "fabric"), fabricsim.Options{Hosts: 4, SMs: 3})
+	if err != nil {
+		return res, fmt.Errorf("start simulated fabric: %w", err)
+	}
+	defer f.Stop()
+	var managers []*haManager
+	defer func() {
+		for _, m := range managers {
+			m.stop()
+		}
+	}()
+	for k := 1; k <= 3; k++ {
+		m, err := startHAManager(ctx, binary, dir, db.url, f, k, leaseTimeout)
+		if m != nil {
+			managers = append(managers, m)
+		}
+		if err != nil {
+			return res, err
+		}
+	}
+	leader, err := haLeader(ctx, binary, managers)
+	if err != nil {
+		return res, err
+	}
+	configDir := filepath.Join(filepath.Dir(leader.conf), "opensm")
+	if err := (&rig{}).confirmSwitches(ctx, binary, leader.conf, configDir); err != nil {
+		return res, err
+	}
+	network := "3b9d6a52-7c1e-4f0a-9e2d-00000000f001"
+	ports := newPortSource(network)
+	job, err := leader.api.postNetwork(ctx, network, 102)
+	if err != nil {
+		return res, err
+	}
+	if _, err := leader.api.waitCompleted(ctx, job, 20*time.Millisecond); err != nil {
+		return res, fmt.Errorf("network creation: %w", err)
+	}
+	for round := range rounds {
+		killed := time.Now()
+		if err := leader.cmd.Process.Kill(); err != nil {
+			return res, err
+		}
+		<-leader.exited
+		var survivor *haManager
+		for _, m := range managers {
+			if m != leader {
+				survivor = m
+				break
+			}
+		}
+		job, err := survivor.api.postPort(ctx, ports.port())
+		if err != nil {
+			return res, err
+		}
+		done, err := survivor.api.waitCompleted(ctx, job, 10*time.Millisecond)
+		if err != nil {
+			return res, fmt.Errorf("round %d: the job after the kill: %w", round+1, err)
+		}
+		res.took = append(res.took, done.Sub(killed))
+		log.Info("failover", "round", round+1, "took", done.Sub(killed))
+		// The killed manager comes back as a follower for the next round.
+		if err := leader.start(ctx, binary); err != nil {
+			return res, err
+		}
+		if leader, err = haLeader(ctx, binary, managers); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+func startHAManager(ctx context.Context, binary, dir, dbURL string, f *fabricsim.Fabric, k int,
+	leaseTimeout time.Duration) (*haManager, error) {
+	mdir := filepath.Join(dir, fmt.Sprintf("manager-%d", k))
+	if err := os.MkdirAll(mdir, 0o755); err != nil {
+		return nil, err
+	}
+	env, guid := f.SMEnv(k)
+	envFile := filepath.Join(mdir, "opensm.env")
+	if err := os.WriteFile(envFile, []byte(strings.Join(env, "\n")+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	conf := fmt.Sprintf("[api]\nlisten = %s\ntoken = %s\n\n[database]\nconnection = %s\n\n"+
+		"[ha]\nha = true\nlease_timeout = %g\n\n[opensm]\nconfig_dir = %s\nenv_file = %s\n\n[opensm_conf]\nguid = %s\n",
+		addr, benchToken, dbURL, leaseTimeout.Seconds(), filepath.Join(mdir, "opensm"), envFile, guid)
+	m := &haManager{conf: filepath.Join(mdir, "afm.conf"), api: newAPIClient("http://" + addr),
+		logPath: filepath.Join(mdir, "manager.log")}
+	if err := os.WriteFile(m.conf, []byte(conf), 0o600); err != nil {
+		return nil, err
+	}
+	return m, m.start(ctx, binary)
+}
+
+func (m *haManager) start(ctx context.Context, binary string) error {
+	logFile, err := os.OpenFile(m.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	m.cmd = exec.Command(binary, "--config-file", m.conf)
+	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
+	m.cmd.Env = withSbinPath(os.Environ())
+	if err := m.cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("start manager: %w", err)
+	}
+	m.exited = make(chan struct{})
+	go func() { m.cmd.Wait(); logFile.Close(); close(m.exited) }()
+	deadline := time.Now().Add(time.Minute)
+	for m.api.healthy(ctx) != nil {
+		select {
+		case <-m.exited:
+			return fmt.Errorf("manager exited at start; see %s", m.logPath)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("manager not serving after a minute; see %s", m.logPath)
+		}
+	}
+	return nil
+}
+
+func (m *haManager) stop() {
+	if m.cmd == nil || m.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-m.exited:
+		return
+	default:
+	}
+	m.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m.exited:
+	case <-time.After(30 * time.Second):
+		m.cmd.Process.Kill()
+		<-m.exited
+	}
+}
+
+// haLeader waits for a running manager to hold the lease, as --status says.
+func haLeader(ctx context.Context, binary string, managers []*haManager) (*haManager, error) {
+	host, _ := os.Hostname()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		for _, m := range managers {
+			select {
+			case <-m.exited:
+				continue
+			default:
+			}
+			out, err := exec.CommandContext(ctx, binary, "--config-file", m.conf, "--status", "--json").Output()
+			if err != nil {
+				continue
+			}
+			var s struct {
+				Lease *struct {
+					Holder string `json:"holder"`
+				} `json:"lease"`
+			}
+			if json.Unmarshal(out, &s) != nil || s.Lease == nil {
+				continue
+			}
+			for _, l := range managers {
+				if s.Lease.Holder == fmt.Sprintf("%s pid %d", host, l.cmd.Process.Pid) {
+					return l, nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil, errors.New("no manager took the lease within two minutes")
+}

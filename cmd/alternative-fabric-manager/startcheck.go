@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// checkRecordedState renders the recorded state with the configuration and
+// checks it, as the applier will. It returns the file, or an error that lists
+// every recorded network the configuration would now refuse (which network,
+// its VLAN and the rule) and every problem of the check, one per line: what
+// --render prints and what refuses the manager's start.
+func checkRecordedState(ctx context.Context, cfg *config.Config, st *store.Store, tpl *partitions.Template,
+	flavour fabric.Flavour) ([]byte, error) {
+	snap, err := st.Snapshot(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read recorded state: %w", err)
+	}
+	_, text, err, rerr := applier.Render(ctx, snap, applier.Config{DefaultPartition: cfg.OpenSM.DefaultPartition,
+		FlatPKey: cfg.OpenSM.FlatPKey, Template: tpl, Rules: checkRules(cfg, flavour)})
+	if rerr != nil {
+		return nil, fmt.Errorf("revision %d: %w", snap.Revision, rerr)
+	}
+	perr := (*partitions.Error)(nil)
+	if err != nil && !errors.As(err, &perr) {
+		return nil, fmt.Errorf("revision %d: %w", snap.Revision, err)
+	}
+	static, serr := tpl.Static(ctx, cfg.OpenSM.DefaultPartition, cfg.OpenSM.FlatPKey)
+	if serr != nil {
+		return nil, fmt.Errorf("[opensm] partitions_template: %w", serr)
+	}
+	rules := storeRules(cfg)
+	rules.StaticPKey = static.Name
+	conflicts := rules.Conflicts(snap.Networks)
+	problems := conflicts
+	omitted := 0
+	if errors.As(err, &perr) {
+		for _, p := range perr.Problems {
+			problems = append(problems, p.String())
+		}
+		omitted = perr.Omitted
+	} else if err != nil {
+		problems = append(problems, err.Error())
+	}
+	if len(problems) == 0 {
+		return text, nil
+	}
+	var b strings.Builder
+	for _, p := range problems {
+		fmt.Fprintf(&b, "\n  %s", p)
+	}
+	if omitted > 0 {
+		fmt.Fprintf(&b, "\n  and %d more", omitted)
+	}
+	if len(conflicts) > 0 {
+		b.WriteString("\n  (the configuration changed under these networks: change it back, or delete the networks)")
+	}
+	return nil, fmt.Errorf("revision %d renders to a file that fails the check:%s", snap.Revision, b.String())
+}

@@ -1,0 +1,157 @@
+// Command afm-soak runs the randomized, model-checked soak of the manager
+// against a real OpenSM on a simulated fabric, with faults (package
+// e2e/soak explains the checks). Run it from the repository's root, as root
+// (it starts PostgreSQL and MariaDB servers of its own with
+// scripts/test-env.sh):
+//
+//	go run ./e2e/cmd/afm-soak --ops 500 --engines sqlite --seed 42
+//	go run ./e2e/cmd/afm-soak --duration 1h --faults all
+//
+// It prints the operations, faults, checks and violations per engine, and
+// ends with one line per engine:
+//
+//	soak <engine>: N operations, F faults, C checks, V violations, seed S
+//
+// It exits 1 when any engine had a violation, 2 when the soak could not run.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/soak"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	o, err := parseFlags(args)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "afm-soak:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	work, err := os.MkdirTemp("/tmp", "afm-soak.")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "afm-soak:", err)
+		return 2
+	}
+	// The database servers run as their own users, who must reach their directories.
+	if err := os.Chmod(work, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "afm-soak:", err)
+		return 2
+	}
+	o.WorkDir = work
+	o.Binary = filepath.Join(work, "alternative-fabric-manager")
+	build := exec.CommandContext(ctx, "go", "build", "-o", o.Binary, "./cmd/alternative-fabric-manager")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "afm-soak: build the manager:", err)
+		return 2
+	}
+	results, err := soak.Run(ctx, o)
+	violations := 0
+	fmt.Println()
+	for _, r := range results {
+		fmt.Println(r)
+		violations += r.Violations
+	}
+	switch {
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "afm-soak:", err)
+		fmt.Fprintln(os.Stderr, "afm-soak: work directory kept:", work)
+		return 2
+	case violations > 0:
+		fmt.Fprintln(os.Stderr, "afm-soak: work directory kept:", work)
+		return 1
+	}
+	os.RemoveAll(work)
+	return 0
+}
+
+func parseFlags(args []string) (soak.Options, error) {
+	fs := flag.NewFlagSet("afm-soak", flag.ContinueOnError)
+	o := soak.Options{Out: os.Stdout}
+	engines := fs.String("engines", "sqlite,postgres,mysql", "engines to soak, comma-separated, one after the other")
+	fs.IntVar(&o.Ops, "ops", 500, "operations (requests) per engine")
+	fs.DurationVar(&o.Duration, "duration", 0, "stop each engine's run after this long, even before --ops (0: no limit)")
+	seed := fs.String("seed", "random", "the seed of the operations and faults (a number, or random: drawn and printed)")
+	faults := fs.String("faults", strings.Join(soak.CIFaults, ","),
+		"fault kinds, comma-separated; all: "+strings.Join(soak.Faults, ",")+"; none: no faults")
+	fs.IntVar(&o.Hosts, "hosts", 16, "hosts of the simulated fabric")
+	fs.IntVar(&o.Switches, "switches", 2, "switches of the simulated fabric")
+	fs.IntVar(&o.Managers, "managers", 1, "managers sharing the database on PostgreSQL and MariaDB (kill-leader needs 2 or more; with it the default is 3)")
+	fs.BoolVar(&o.CollidingIDs, "colliding-ids", true, "draw two network IDs that share their first 27 characters (--colliding-ids=false: none)")
+	fs.BoolVar(&o.Verbose, "verbose", false, "print every operation, answer and check")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	for _, e := range strings.Split(*engines, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			if !slices.Contains([]string{"sqlite", "postgres", "mysql"}, e) {
+				return o, fmt.Errorf("--engines: unknown engine %q: want sqlite, postgres or mysql", e)
+			}
+			o.Engines = append(o.Engines, e)
+		}
+	}
+	if len(o.Engines) == 0 {
+		return o, fmt.Errorf("--engines: none given")
+	}
+	if *seed == "random" {
+		var b [8]byte
+		rand.Read(b[:])
+		o.Seed = binary.LittleEndian.Uint64(b[:]) % 1_000_000_000
+	} else {
+		v, err := strconv.ParseUint(*seed, 10, 64)
+		if err != nil {
+			return o, fmt.Errorf("--seed %q: want a number or random", *seed)
+		}
+		o.Seed = v
+	}
+	switch *faults {
+	case "all":
+		o.Faults = soak.Faults
+	case "none", "":
+	default:
+		for _, f := range strings.Split(*faults, ",") {
+			f = strings.TrimSpace(f)
+			if !slices.Contains(soak.Faults, f) {
+				return o, fmt.Errorf("--faults: unknown fault %q: want some of %s", f, strings.Join(soak.Faults, ","))
+			}
+			o.Faults = append(o.Faults, f)
+		}
+	}
+	managersSet := false
+	fs.Visit(func(f *flag.Flag) { managersSet = managersSet || f.Name == "managers" })
+	if slices.Contains(o.Faults, "kill-leader") && !managersSet {
+		o.Managers = 3
+	}
+	switch {
+	case o.Ops < 1:
+		return o, fmt.Errorf("--ops %d: want at least 1", o.Ops)
+	case o.Hosts < 2 || o.Hosts > 64:
+		return o, fmt.Errorf("--hosts %d: want 2 to 64", o.Hosts)
+	case o.Switches < 1 || o.Switches > 8:
+		return o, fmt.Errorf("--switches %d: want 1 to 8", o.Switches)
+	case o.Managers < 1 || o.Managers > 5:
+		return o, fmt.Errorf("--managers %d: want 1 to 5", o.Managers)
+	}
+	return o, nil
+}

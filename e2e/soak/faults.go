@@ -1,0 +1,259 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+)
+
+// The fault kinds.
+const (
+	faultKillManager   = "kill-manager"    // kill -9 of the manager (and with it OpenSM), then a restart
+	faultStopOpenSM    = "stop-opensm"     // SIGSTOP of OpenSM, SIGCONT a little later
+	faultKillOpenSM    = "kill-opensm"     // kill -9 of OpenSM: the manager must start it again
+	faultLink          = "link"            // a host's or a switch's links down in ibsim, up a little later
+	faultEditPartition = "edit-partitions" // a hand edit of the partitions file, sometimes with a SIGHUP
+	faultRestartDB     = "restart-db"      // the database server stopped and started again (server engines)
+	faultKillLeader    = "kill-leader"     // kill -9 of the applying manager among several, restarted later
+)
+
+// Faults are every fault kind; CIFaults, the default, leaves out the leader
+// kill among several managers, which --faults all turns on.
+var (
+	Faults   = []string{faultKillManager, faultStopOpenSM, faultKillOpenSM, faultLink, faultEditPartition, faultRestartDB, faultKillLeader}
+	CIFaults = []string{faultKillManager, faultStopOpenSM, faultKillOpenSM, faultLink, faultEditPartition, faultRestartDB}
+)
+
+// ibsim frees a client's slot only when it detaches cleanly, which a killed
+// OpenSM never does, and it serves about 10 (OpenSM and the checker's
+// readers among them): the simulator is started again (while no OpenSM runs)
+// before it runs out.
+const maxLeaked = 5
+
+// fault is an injected fault; end undoes what is still in effect (a SIGCONT,
+// a link up, a leader's restart) and waits for it.
+type fault struct {
+	name string
+	done chan error // nil: nothing left to undo
+}
+
+func (f *fault) end(ctx context.Context) error {
+	if f.done == nil {
+		return nil
+	}
+	select {
+	case err := <-f.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// later runs undo after d, in the background; end waits for it.
+func later(d time.Duration, undo func() error) chan error {
+	done := make(chan error, 1)
+	go func() { time.Sleep(d); done <- undo() }()
+	return done
+}
+
+func (r *run) duration(maxMS int) time.Duration {
+	return time.Duration(50+r.rng.IntN(maxMS)) * time.Millisecond
+}
+
+// inject draws a fault and starts it.
+func (r *run) inject(ctx context.Context) (*fault, error) {
+	kind := pick(r.rng, r.faultKind)
+	if (kind == faultKillOpenSM || kind == faultKillLeader) && r.leaked+1 >= maxLeaked {
+		kind = faultKillManager // which restarts the simulator
+	}
+	r.res.Faults++
+	r.res.ByFault[kind]++
+	f := &fault{name: kind}
+	leader := r.leader()
+	var what string
+	var err error
+	switch kind {
+	case faultKillManager:
+		what, err = r.killManagers(ctx)
+	case faultStopOpenSM:
+		pid := leader.openSMPID()
+		if pid == 0 {
+			what = "OpenSM not running: nothing stopped"
+			break
+		}
+		d := r.duration(3000)
+		syscall.Kill(pid, syscall.SIGSTOP)
+		what = fmt.Sprintf("SIGSTOP to OpenSM (pid %d) for %s", pid, d)
+		f.done = later(d, func() error { syscall.Kill(pid, syscall.SIGCONT); return nil })
+	case faultKillOpenSM:
+		pid := leader.openSMPID()
+		if pid == 0 {
+			what = "OpenSM not running: nothing killed"
+			break
+		}
+		syscall.Kill(pid, syscall.SIGKILL)
+		r.leaked++
+		what = fmt.Sprintf("kill -9 of OpenSM (pid %d)", pid)
+	case faultLink:
+		what, f.done, err = r.linkDown(ctx)
+	case faultEditPartition:
+		what, err = r.editPartitions(leader)
+	case faultRestartDB:
+		d := r.duration(3000)
+		what = fmt.Sprintf("%s server stopped for %s and started again", r.engine, d)
+		err = r.srv.restart(ctx, r.engine, d)
+	case faultKillLeader:
+		if err = leader.kill(); err != nil {
+			break
+		}
+		r.leaked++
+		// Started again once the round's jobs are done: another manager must complete them.
+		what = fmt.Sprintf("kill -9 of the leader, manager %d; started again after the round's jobs", leader.index)
+		r.deferred = append(r.deferred, leader)
+	}
+	r.logf("FAULT %d (%s): %s", r.res.Faults, kind, what)
+	if r.o.Verbose || r.res.Faults%10 == 1 {
+		fmt.Fprintf(r.o.Out, "  %s: fault %d: %s\n", r.engine, r.res.Faults, what)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fault %s: %w", kind, err)
+	}
+	return f, nil
+}
+
+// leader is the manager that runs OpenSM (the applier), or the first running one.
+func (r *run) leader() *manager {
+	for _, m := range r.managers {
+		if m.openSMPID() != 0 {
+			return m
+		}
+	}
+	return r.liveManager()
+}
+
+// killManagers kills every manager with SIGKILL, starts the simulator again
+// when killed OpenSMs have used up its client slots (the hosts then come back
+// with empty tables, which the restarted managers' first apply must fill),
+// and starts the managers again.
+func (r *run) killManagers(ctx context.Context) (string, error) {
+	var killed []string
+	for _, m := range r.managers {
+		if m.running {
+			if m.openSMPID() != 0 {
+				r.leaked++
+			}
+			if err := m.kill(); err != nil {
+				return "", err
+			}
+			killed = append(killed, fmt.Sprint(m.index))
+		}
+	}
+	what := "kill -9 of manager " + strings.Join(killed, ", ")
+	if d := r.duration(500); r.rng.IntN(2) == 0 {
+		time.Sleep(d)
+		what += fmt.Sprintf(", down %s", d)
+	}
+	if r.leaked >= maxLeaked {
+		if err := r.restartFabric(ctx); err != nil {
+			return "", err
+		}
+		what += ", simulator started again (empty pkey tables)"
+	}
+	for _, m := range r.managers {
+		if err := m.start(ctx, r.client); err != nil {
+			return "", err
+		}
+	}
+	r.deferred = nil
+	return what + ", restarted", nil
+}
+
+// restartFabric starts the simulated fabric again in its directory: the same
+// hosts, a new ibsim socket in the env file OpenSM reads at every start.
+func (r *run) restartFabric(ctx context.Context) error {
+	if err := r.fabric.Stop(); err != nil {
+		return fmt.Errorf("stop simulated fabric: %w", err)
+	}
+	f, err := fabricsim.Start(ctx, r.fabric.Dir, fabricsim.Options{Hosts: r.o.Hosts, Switches: r.o.Switches})
+	if err != nil {
+		return fmt.Errorf("start simulated fabric again: %w", err)
+	}
+	r.fabric = f
+	r.leaked = 0
+	for _, h := range r.hosts {
+		r.excluded[h] = "new simulator"
+	}
+	return nil
+}
+
+// linkDown takes a host's links, or the second switch's, down, and up again
+// after a while. The hosts behind are not read until the fabric converged.
+func (r *run) linkDown(ctx context.Context) (string, chan error, error) {
+	node := r.fabric.Hosts[r.rng.IntN(len(r.fabric.Hosts))].Name
+	if r.o.Switches > 1 && r.rng.IntN(3) == 0 {
+		node = fmt.Sprintf("S%d", r.o.Switches)
+	}
+	for _, h := range r.fabric.Hosts {
+		if h.Name == node || h.Switch == node {
+			r.excluded[h.PortGUID] = "links down"
+		}
+	}
+	if err := r.fabric.Unlink(ctx, node); err != nil {
+		return "", nil, err
+	}
+	d := r.duration(3000)
+	f := r.fabric
+	return fmt.Sprintf("links of %s down for %s", node, d), later(d, func() error {
+		return f.Relink(context.WithoutCancel(ctx), node)
+	}), nil
+}
+
+// editPartitions edits the leader's partitions file by hand, as an operator
+// might: a host added to a partition, the file emptied or removed; and
+// sometimes sends OpenSM a SIGHUP, so that the edit takes effect until the
+// manager repairs it.
+func (r *run) editPartitions(leader *manager) (string, error) {
+	path := leader.partitionsFile()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read partitions file: %w", err)
+	}
+	var what string
+	switch r.rng.IntN(4) {
+	case 0:
+		if err := os.Remove(path); err != nil {
+			return "", err
+		}
+		what = "partitions file removed"
+	case 1:
+		if err := os.WriteFile(path, []byte("Default=0x7fff, ipoib : ALL=full ;\n"), 0o644); err != nil {
+			return "", err
+		}
+		what = "partitions file replaced by an ALL=full default partition"
+	default:
+		guid := pick(r.rng, r.hosts)
+		text := string(b)
+		i := strings.LastIndex(text, " ;")
+		if i < 0 {
+			return "", fmt.Errorf("partitions file without a statement: %q", text)
+		}
+		text = text[:i] + fmt.Sprintf(",\n    %s=full", guid) + text[i:]
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			return "", err
+		}
+		what = fmt.Sprintf("%s added to the last partition of the file", r.hostName(guid))
+	}
+	for _, h := range r.hosts {
+		r.excluded[h] = "hand edit"
+	}
+	if pid := leader.openSMPID(); pid != 0 && r.rng.IntN(2) == 0 {
+		syscall.Kill(pid, syscall.SIGHUP)
+		what += ", SIGHUP to OpenSM"
+	}
+	return what, nil
+}

@@ -1,0 +1,274 @@
+package soak
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
+
+// The model's configuration, which the rig writes into afm.conf.
+const (
+	ourPhysnet   = "ibnet"  // [api] physical_networks
+	otherPhysnet = "ethnet" // a physical network the manager leaves alone
+	flatPKey     = 0x7ffe   // [opensm] flat_pkey, the default
+	defaultPKey  = 0x7fff   // the default partition: every host a limited member
+	fullBit      = 0x8000
+)
+
+// Network types as Neutron names them.
+const (
+	typeVLAN  = "vlan"
+	typeFlat  = "flat"
+	typeVXLAN = "vxlan"
+)
+
+// network is a network as the manager records it.
+type network struct {
+	ID, Type, Physnet string
+	VLAN              *int64
+}
+
+// managed says whether the network has a partition (the store's rule: a VLAN
+// or flat network on one of [api] physical_networks).
+func (n network) managed() bool {
+	return (n.Type == typeVLAN || n.Type == typeFlat) && n.Physnet == ourPhysnet
+}
+
+// pkey is the partition key of a managed network: its VLAN ID, or the flat one.
+func (n network) pkey() uint16 {
+	if n.Type == typeFlat {
+		return flatPKey
+	}
+	return uint16(*n.VLAN)
+}
+
+// port is a port as the manager records it.
+type port struct {
+	ID, Network, Host string
+	GUID              *fabric.GUID // the GUID it holds in its network's partition
+}
+
+// sent is what the driver last sent for a port: a DELETE repeats it.
+type sent struct {
+	Network, Host, DeviceOwner string
+	ClientID                   string // the option's value, "" for none
+	GUID                       *fabric.GUID
+}
+
+// Model is the recorded state as the answers (202 / 400 / 404) make it. It
+// never reads the manager: each accepted request changes it as the store's
+// rules say the request changes the database.
+type Model struct {
+	networks map[string]network
+	ports    map[string]*port
+	// sent is the driver's memory of each port it sent, recorded or not.
+	sent map[string]sent
+}
+
+// NewModel returns the model of an empty database.
+func NewModel() *Model {
+	return &Model{networks: map[string]network{}, ports: map[string]*port{}, sent: map[string]sent{}}
+}
+
+// Expect is what the model says a request must be answered, and what it
+// changes when accepted (apply).
+type Expect struct {
+	Status int    // 202, 400 or 404
+	Why    string // for a refusal: the rule
+	apply  func()
+}
+
+func accept(apply func()) Expect { return Expect{Status: 202, apply: apply} }
+func refuse(why string) Expect   { return Expect{Status: 400, Why: why} }
+func notFound(why string) Expect { return Expect{Status: 404, Why: why} }
+
+// Apply records an accepted request in the model.
+func (e Expect) Apply() {
+	if e.apply != nil {
+		e.apply()
+	}
+}
+
+// PutNetwork is POST or PUT of a network: both make it so.
+func (m *Model) PutNetwork(n network) Expect {
+	if n.managed() && n.Type == typeVLAN {
+		switch {
+		case n.VLAN == nil:
+			return refuse("VLAN network without provider:segmentation_id")
+		case *n.VLAN < 1 || *n.VLAN > int64(fabric.MaxNetworkPKey):
+			return refuse(fmt.Sprintf("VLAN ID %d out of 1..0x7ffe", *n.VLAN))
+		case *n.VLAN == flatPKey:
+			return refuse("VLAN ID is the flat partition's key")
+		}
+		for _, o := range m.networks {
+			if o.ID != n.ID && o.managed() && o.pkey() == n.pkey() && o.Type == typeVLAN {
+				return refuse(fmt.Sprintf("VLAN ID %d is network %s's partition", *n.VLAN, o.ID))
+			}
+		}
+	}
+	return accept(func() {
+		before, known := m.networks[n.ID]
+		m.networks[n.ID] = n
+		if known && before.managed() && !n.managed() {
+			for _, p := range m.ports {
+				if p.Network == n.ID {
+					p.GUID = nil
+				}
+			}
+		}
+	})
+}
+
+// DeleteNetwork deletes a network and its ports.
+func (m *Model) DeleteNetwork(id string) Expect {
+	if _, ok := m.networks[id]; !ok {
+		return notFound("network not recorded")
+	}
+	return accept(func() {
+		delete(m.networks, id)
+		for pid, p := range m.ports {
+			if p.Network == id {
+				delete(m.ports, pid)
+			}
+		}
+	})
+}
+
+// portRequest is a POST or PUT of a port as the generator builds it.
+type portRequest struct {
+	ID          string
+	s           sent
+	badClientID bool // the client-id option holds no usable GUID
+}
+
+// PutPort is POST or PUT of a port (the store's RecordPort).
+func (m *Model) PutPort(r portRequest) Expect {
+	remember := func() { m.sent[r.ID] = r.s }
+	n, known := m.networks[r.s.Network]
+	if !known {
+		if r.s.GUID == nil && !r.badClientID {
+			return accept(remember) // nothing to do: not recorded
+		}
+		return refuse("network unknown")
+	}
+	p := port{ID: r.ID, Network: r.s.Network, Host: r.s.Host, GUID: r.s.GUID}
+	record := func() {
+		remember()
+		if p.GUID != nil {
+			for _, o := range m.ports {
+				if o.ID != p.ID && o.GUID != nil && *o.GUID == *p.GUID {
+					o.GUID = nil // same network: the GUID moves to this port
+				}
+			}
+		}
+		m.ports[p.ID] = &p
+	}
+	if !n.managed() {
+		p.GUID = nil
+		return accept(record)
+	}
+	switch {
+	case r.badClientID:
+		return refuse("unusable client-id")
+	case p.GUID == nil && p.Host != "" && !strings.HasPrefix(r.s.DeviceOwner, "network:"):
+		return refuse("bound port without client-id")
+	case p.GUID == nil:
+		return accept(record)
+	case p.Host == "":
+		p.GUID = nil
+		return accept(record)
+	}
+	for _, o := range m.ports {
+		if o.ID != p.ID && o.GUID != nil && *o.GUID == *p.GUID && o.Network != p.Network {
+			return refuse(fmt.Sprintf("GUID %s is in network %s's partition", p.GUID, o.Network))
+		}
+	}
+	return accept(record)
+}
+
+// DeletePort is a DELETE of a port whose body carries guid (nil: none).
+func (m *Model) DeletePort(id string, guid *fabric.GUID) Expect {
+	p, ok := m.ports[id]
+	if !ok {
+		return notFound("port not recorded")
+	}
+	if guid != nil && p.GUID != nil && *guid != *p.GUID {
+		return accept(func() {}) // a stale DELETE: the port keeps its current GUID
+	}
+	return accept(func() { delete(m.ports, id); delete(m.sent, id) })
+}
+
+// Tables is what every host's pkey table holds: its non-zero entries, full
+// membership bit included, sorted.
+type Tables map[fabric.GUID][]uint16
+
+// Tables renders the model onto the hosts.
+func (m *Model) Tables(hosts []fabric.GUID) Tables {
+	t := Tables{}
+	for _, h := range hosts {
+		t[h] = []uint16{defaultPKey}
+	}
+	for _, p := range m.ports {
+		if p.GUID == nil {
+			continue
+		}
+		n := m.networks[p.Network]
+		if _, onFabric := t[*p.GUID]; onFabric && n.managed() {
+			t[*p.GUID] = append(t[*p.GUID], fullBit|n.pkey())
+		}
+	}
+	for h := range t {
+		slices.Sort(t[h])
+	}
+	return t
+}
+
+// Partitions is the model's partitions file in short: each partition's key
+// and its members, in one string (the flat partition always exists).
+func (m *Model) Partitions() string {
+	members := map[uint16][]string{flatPKey: nil}
+	for _, n := range m.networks {
+		if n.managed() {
+			members[n.pkey()] = members[n.pkey()]
+		}
+	}
+	for _, p := range m.ports {
+		if p.GUID != nil && m.networks[p.Network].managed() {
+			k := m.networks[p.Network].pkey()
+			members[k] = append(members[k], p.GUID.String())
+		}
+	}
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(members)) {
+		sort.Strings(members[k])
+		fmt.Fprintf(&b, "0x%04x:%s;", k, strings.Join(members[k], ","))
+	}
+	return b.String()
+}
+
+// check verifies the model's own invariant: a GUID is held by one port at most.
+func (m *Model) check() error {
+	holders := map[fabric.GUID]string{}
+	for _, p := range m.ports {
+		if p.GUID == nil {
+			continue
+		}
+		if o, ok := holders[*p.GUID]; ok {
+			return fmt.Errorf("model: GUID %s held by ports %s and %s", p.GUID, o, p.ID)
+		}
+		holders[*p.GUID] = p.ID
+	}
+	return nil
+}
+
+func hexKeys(keys []uint16) string {
+	s := make([]string, len(keys))
+	for i, k := range keys {
+		s[i] = fmt.Sprintf("0x%04x", k)
+	}
+	return "[" + strings.Join(s, " ") + "]"
+}

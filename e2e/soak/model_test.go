@@ -1,0 +1,160 @@
+package soak
+
+import (
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
+
+func TestPartitionsOf(t *testing.T) {
+	file, err := os.ReadFile("testdata/partitions.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := partitionsOf(string(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "0x0064:0x0002c90300000101,0x0002c90300000201;0x0065:;0x7ffe:0x0002c90300000301;"
+	if got != want {
+		t.Errorf("partitionsOf = %s, want %s", got, want)
+	}
+	for _, tc := range []struct{ name, file, mention string }{
+		{"limited member", "a=0x0010, ipoib : 0x0002c90300000101=limited ;", "not full"},
+		{"pkey twice", "a=0x0010 : ; b=0x0010 : ;", "two statements"},
+		{"no colon", "a=0x0010 ;", "no ':'"},
+		{"bad GUID", "a=0x0010 : 0x12z=full ;", "GUID"},
+	} {
+		if _, err := partitionsOf(tc.file); err == nil || !strings.Contains(err.Error(), tc.mention) {
+			t.Errorf("%s: error %v, want one mentioning %q", tc.name, err, tc.mention)
+		}
+	}
+}
+
+func vlan(v int64) *int64 { return &v }
+
+// TestModel plays requests whose answers the store's rules decide, and checks
+// the model's answers and the tables it renders.
+func TestModel(t *testing.T) {
+	h1, h2 := fabricsim.HostGUID(1), fabricsim.HostGUID(2)
+	hosts := []fabric.GUID{h1, h2}
+	const n1, n2, eth = "net-1", "net-2", "net-eth"
+	bound := func(id, network string, g fabric.GUID) portRequest {
+		return portRequest{ID: id, s: sent{Network: network, Host: "compute-1", DeviceOwner: "compute:nova",
+			ClientID: "20:" + guidOctets(g), GUID: &g}}
+	}
+	steps := []struct {
+		name   string
+		do     func(m *Model) Expect
+		status int
+		tables map[fabric.GUID][]uint16 // after the step, when accepted
+	}{
+		{"VLAN network", func(m *Model) Expect {
+			return m.PutNetwork(network{ID: n1, Type: typeVLAN, Physnet: ourPhysnet, VLAN: vlan(101)})
+		}, 202, map[fabric.GUID][]uint16{h1: {0x7fff}, h2: {0x7fff}}},
+		{"same VLAN, other network", func(m *Model) Expect {
+			return m.PutNetwork(network{ID: n2, Type: typeVLAN, Physnet: ourPhysnet, VLAN: vlan(101)})
+		}, 400, nil},
+		{"same VLAN on another physnet", func(m *Model) Expect {
+			return m.PutNetwork(network{ID: eth, Type: typeVLAN, Physnet: otherPhysnet, VLAN: vlan(101)})
+		}, 202, nil},
+		{"VLAN ID of the flat partition", func(m *Model) Expect {
+			return m.PutNetwork(network{ID: n2, Type: typeVLAN, Physnet: ourPhysnet, VLAN: vlan(0x7ffe)})
+		}, 400, nil},
+		{"no VLAN ID", func(m *Model) Expect {
+			return m.PutNetwork(network{ID: n2, Type: typeVLAN, Physnet: ourPhysnet})
+		}, 400, nil},
+		{"port on n1", func(m *Model) Expect { return m.PutPort(bound("p1", n1, h1)) }, 202,
+			map[fabric.GUID][]uint16{h1: {0x7fff, 0x8065}, h2: {0x7fff}}},
+		{"flat network", func(m *Model) Expect { return m.PutNetwork(network{ID: n2, Type: typeFlat, Physnet: ourPhysnet}) }, 202, nil},
+		{"same GUID on another network", func(m *Model) Expect { return m.PutPort(bound("p2", n2, h1)) }, 400, nil},
+		{"same GUID, same network: it moves", func(m *Model) Expect { return m.PutPort(bound("p2", n1, h1)) }, 202,
+			map[fabric.GUID][]uint16{h1: {0x7fff, 0x8065}, h2: {0x7fff}}},
+		{"DELETE of the port that lost it", func(m *Model) Expect { g := h1; return m.DeletePort("p1", &g) }, 202,
+			map[fabric.GUID][]uint16{h1: {0x7fff, 0x8065}, h2: {0x7fff}}},
+		{"port on the flat network", func(m *Model) Expect { return m.PutPort(bound("p3", n2, h2)) }, 202,
+			map[fabric.GUID][]uint16{h1: {0x7fff, 0x8065}, h2: {0x7fff, 0xfffe}}},
+		{"stale DELETE", func(m *Model) Expect { g := h1; return m.DeletePort("p3", &g) }, 202,
+			map[fabric.GUID][]uint16{h1: {0x7fff, 0x8065}, h2: {0x7fff, 0xfffe}}},
+		{"port on an unknown network without client-id", func(m *Model) Expect {
+			return m.PutPort(portRequest{ID: "p4", s: sent{Network: "nowhere", Host: "compute-1"}})
+		}, 202, nil},
+		{"DELETE of that port", func(m *Model) Expect { return m.DeletePort("p4", nil) }, 404, nil},
+		{"bound port without client-id", func(m *Model) Expect {
+			return m.PutPort(portRequest{ID: "p4", s: sent{Network: n1, Host: "compute-1", DeviceOwner: "compute:nova"}})
+		}, 400, nil},
+		{"DHCP port without client-id", func(m *Model) Expect {
+			return m.PutPort(portRequest{ID: "p4", s: sent{Network: n1, Host: "compute-1", DeviceOwner: "network:dhcp"}})
+		}, 202, nil},
+		{"n1 moves to another physnet: its ports lose their GUIDs", func(m *Model) Expect {
+			return m.PutNetwork(network{ID: n1, Type: typeVLAN, Physnet: otherPhysnet, VLAN: vlan(101)})
+		}, 202, map[fabric.GUID][]uint16{h1: {0x7fff}, h2: {0x7fff, 0xfffe}}},
+		{"and back: they stay without", func(m *Model) Expect {
+			return m.PutNetwork(network{ID: n1, Type: typeVLAN, Physnet: ourPhysnet, VLAN: vlan(102)})
+		}, 202, map[fabric.GUID][]uint16{h1: {0x7fff}, h2: {0x7fff, 0xfffe}}},
+		{"unbound port: no GUID", func(m *Model) Expect {
+			r := bound("p2", n1, h1)
+			r.s.Host = ""
+			return m.PutPort(r)
+		}, 202, map[fabric.GUID][]uint16{h1: {0x7fff}, h2: {0x7fff, 0xfffe}}},
+		{"delete the flat network and its port", func(m *Model) Expect { return m.DeleteNetwork(n2) }, 202,
+			map[fabric.GUID][]uint16{h1: {0x7fff}, h2: {0x7fff}}},
+		{"delete it again", func(m *Model) Expect { return m.DeleteNetwork(n2) }, 404, nil},
+	}
+	m := NewModel()
+	for _, st := range steps {
+		e := st.do(m)
+		if e.Status != st.status {
+			t.Fatalf("%s: model answers %d (%s), want %d", st.name, e.Status, e.Why, st.status)
+		}
+		e.Apply()
+		if err := m.check(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		for h, want := range st.tables {
+			if got := m.Tables(hosts)[h]; !slices.Equal(got, want) {
+				t.Errorf("%s: %s's table %s, want %s", st.name, h, hexKeys(got), hexKeys(want))
+			}
+		}
+	}
+}
+
+// TestGeneratorSeeded: one seed gives one sequence, and the generator keeps
+// the model's invariant whatever it draws.
+func TestGeneratorSeeded(t *testing.T) {
+	hosts := []fabric.GUID{fabricsim.HostGUID(1), fabricsim.HostGUID(2), fabricsim.HostGUID(3)}
+	play := func(seed uint64) []string {
+		m := NewModel()
+		g := newGenerator(rand.New(rand.NewPCG(seed, 1)), m, hosts, true)
+		var seq []string
+		statuses := map[int]int{}
+		for range 2000 {
+			o := g.next()
+			seq = append(seq, o.String()+o.Body)
+			statuses[o.expect.Status]++
+			if o.expect.Status == 202 {
+				o.expect.Apply()
+			}
+			if err := m.check(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, s := range []int{202, 400, 404} {
+			if statuses[s] == 0 {
+				t.Errorf("seed %d: no request the model answers %d", seed, s)
+			}
+		}
+		return seq
+	}
+	if !slices.Equal(play(7), play(7)) {
+		t.Error("seed 7 gave two different sequences")
+	}
+	if slices.Equal(play(7), play(8)) {
+		t.Error("seeds 7 and 8 gave the same sequence")
+	}
+}

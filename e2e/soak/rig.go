@@ -1,0 +1,371 @@
+package soak
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+)
+
+const apiToken = "soak-token-0123456789"
+
+// manager is one manager process on the rig's fabric and database.
+type manager struct {
+	index   int
+	dir     string // its afm.conf, log and OpenSM config_dir live here
+	conf    string
+	url     string
+	binary  string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	running bool
+}
+
+func (m *manager) configDir() string      { return filepath.Join(m.dir, "opensm") }
+func (m *manager) partitionsFile() string { return filepath.Join(m.configDir(), "partitions.conf") }
+func (m *manager) logPath() string        { return filepath.Join(m.dir, "manager.log") }
+
+// start runs the manager and waits until it serves /healthz.
+func (m *manager) start(ctx context.Context, client *http.Client) error {
+	logFile, err := os.OpenFile(m.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("manager log: %w", err)
+	}
+	m.cmd = exec.Command(m.binary, "--config-file", m.conf, "--debug")
+	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
+	m.cmd.Env = withSbinPath(os.Environ())
+	if err := m.cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("start manager %d: %w", m.index, err)
+	}
+	m.running = true
+	exited := make(chan struct{})
+	m.exited = exited
+	cmd := m.cmd
+	go func() { cmd.Wait(); logFile.Close(); close(exited) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		req, _ := http.NewRequestWithContext(ctx, "GET", m.url+"/healthz", nil)
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("manager %d exited at start; see %s", m.index, m.logPath())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("manager %d not serving after 60 s; see %s", m.index, m.logPath())
+		}
+	}
+}
+
+// kill sends SIGKILL and waits until the manager and its OpenSM are gone.
+func (m *manager) kill() error {
+	if !m.running {
+		return nil
+	}
+	sm := m.openSMPID()
+	m.cmd.Process.Kill()
+	<-m.exited
+	m.running = false
+	if sm != 0 && !waitGone(sm, 30*time.Second) {
+		return fmt.Errorf("OpenSM (pid %d) outlived its manager by 30 s", sm)
+	}
+	return nil
+}
+
+// stop ends the manager with SIGTERM (SIGKILL after 20 s).
+func (m *manager) stop() {
+	if !m.running {
+		return
+	}
+	m.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-m.exited:
+	case <-time.After(20 * time.Second):
+		m.kill()
+	}
+	m.running = false
+}
+
+// openSMPID is the PID of the manager's OpenSM child, 0 when none runs.
+func (m *manager) openSMPID() int {
+	if !m.running {
+		return 0
+	}
+	tasks, _ := filepath.Glob(filepath.Join("/proc", strconv.Itoa(m.cmd.Process.Pid), "task", "*", "children"))
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, c := range strings.Fields(string(b)) {
+			comm, _ := os.ReadFile(filepath.Join("/proc", c, "comm"))
+			if strings.TrimSpace(string(comm)) == "opensm" {
+				n, _ := strconv.Atoi(c)
+				if processRuns(n) {
+					return n
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// processRuns says whether pid is a live (not zombie) process.
+func processRuns(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z'
+}
+
+func waitGone(pid int, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for processRuns(pid) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
+
+// writeConf writes the manager's afm.conf.
+func (m *manager) writeConf(dbURL string, f *fabricsim.Fabric) error {
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	m.url = "http://" + addr
+	conf := fmt.Sprintf(`[api]
+listen = %s
+token = %s
+physical_networks = %s
+
+[database]
+connection = %s
+poll_interval = 0.2
+
+[opensm]
+config_dir = %s
+env_file = %s
+check_interval = 1
+sweep_timeout = 20
+
+[opensm_conf]
+guid = %s
+`, addr, apiToken, ourPhysnet, dbURL, m.configDir(), f.EnvFile(), f.SMGUID)
+	return os.WriteFile(m.conf, []byte(conf), 0o600)
+}
+
+// confirmSwitches records the fabric's switches as expected, once OpenSM has
+// written its first subnet dump (until then no job completes).
+func (m *manager) confirmSwitches(ctx context.Context) error {
+	dump := filepath.Join(m.configDir(), "opensm-subnet.lst")
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := os.Stat(dump)
+		if err == nil {
+			out, cerr := exec.CommandContext(ctx, m.binary, "--config-file", m.conf, "--confirm-switches").CombinedOutput()
+			if cerr == nil {
+				return nil
+			}
+			// OpenSM rewrites the dump in place: a read can catch it half written.
+			err = fmt.Errorf("--confirm-switches: %v: %s", cerr, out)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("confirm the fabric's switches: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func withSbinPath(env []string) []string {
+	for i, kv := range env {
+		if path, ok := strings.CutPrefix(kv, "PATH="); ok {
+			env[i] = "PATH=" + path + ":/usr/sbin:/sbin"
+			return env
+		}
+	}
+	return append(env, "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin")
+}
+
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// answer is a request's outcome as the driver sees it.
+type answer struct {
+	Status int
+	Body   string
+	Err    error // no answer at all
+}
+
+func (a answer) String() string {
+	if a.Err != nil {
+		return "no answer: " + a.Err.Error()
+	}
+	return fmt.Sprintf("%d %s", a.Status, strings.TrimSpace(a.Body))
+}
+
+// send makes a request as networking-mlnx does.
+func send(ctx context.Context, client *http.Client, baseURL, method, path, body string) answer {
+	req, err := http.NewRequestWithContext(ctx, method, baseURL+"/ufmRestV3"+path, strings.NewReader(body))
+	if err != nil {
+		return answer{Err: err}
+	}
+	req.Header.Set("Authorization", "Basic "+apiToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return answer{Err: err}
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return answer{Status: resp.StatusCode, Body: string(b)}
+}
+
+type jobStatus struct {
+	ID, Status, Summary, Description string
+}
+
+func parseJobPath(body string) (string, error) {
+	var job string
+	if err := json.Unmarshal([]byte(body), &job); err != nil || !strings.HasPrefix(job, "app/jobs/") {
+		return "", fmt.Errorf("body %q is not a job path", body)
+	}
+	return job, nil
+}
+
+// servers are a PostgreSQL and a MariaDB of the run's own, started with
+// scripts/test-env.sh in a directory of the run: the database restart fault
+// restarts them, and no other suite uses them.
+type servers struct {
+	dir                   string
+	postgresURL, mysqlURL string
+}
+
+func startServers(ctx context.Context, dir string) (*servers, error) {
+	script, err := filepath.Abs(filepath.Join("scripts", "test-env.sh"))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(script); err != nil {
+		return nil, fmt.Errorf("scripts/test-env.sh: %w (run from the repository's root)", err)
+	}
+	s := &servers{dir: dir}
+	// --no-galera: the soak uses no Galera cluster (a test-env.sh without one ignores it).
+	out, err := exec.CommandContext(ctx, "bash", script, "start", dir, "--no-galera").CombinedOutput()
+	if err != nil {
+		s.stop()
+		return nil, fmt.Errorf("start database servers: %v: %s", err, out)
+	}
+	env, err := os.ReadFile(filepath.Join(dir, "env"))
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
+	for _, l := range strings.Split(string(env), "\n") {
+		if v, ok := strings.CutPrefix(l, "AFM_TEST_POSTGRES_URL="); ok {
+			s.postgresURL = v
+		}
+		if v, ok := strings.CutPrefix(l, "AFM_TEST_MYSQL_URL="); ok {
+			s.mysqlURL = v
+		}
+	}
+	return s, nil
+}
+
+func (s *servers) stop() {
+	if s == nil {
+		return
+	}
+	script, _ := filepath.Abs(filepath.Join("scripts", "test-env.sh"))
+	exec.Command("bash", script, "stop", s.dir).Run()
+}
+
+// createDatabase makes the engine's database for one run and returns its
+// [database] connection URL.
+func (s *servers) createDatabase(ctx context.Context, engine, dir, name string) (string, error) {
+	switch engine {
+	case config.EngineSQLite:
+		return "sqlite:///" + filepath.Join(dir, "afm.db"), nil
+	case config.EnginePostgres:
+		conn, err := pgx.Connect(ctx, s.postgresURL)
+		if err != nil {
+			return "", fmt.Errorf("connect to PostgreSQL: %w", err)
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+			return "", fmt.Errorf("create PostgreSQL database: %w", err)
+		}
+		return strings.Replace(s.postgresURL, "/postgres?", "/"+name+"?", 1), nil
+	case config.EngineMySQL:
+		c, err := config.ParseConnection(s.mysqlURL)
+		if err != nil {
+			return "", err
+		}
+		db, err := sql.Open("mysql", c.DSN)
+		if err != nil {
+			return "", err
+		}
+		defer db.Close()
+		if _, err := db.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+			return "", fmt.Errorf("create MariaDB database: %w", err)
+		}
+		return strings.TrimSuffix(s.mysqlURL, "/mysql") + "/" + name, nil
+	}
+	return "", fmt.Errorf("unknown engine %q: want sqlite, postgres or mysql", engine)
+}
+
+// restart stops the engine's server (a fast shutdown: sessions are ended),
+// waits down, and starts it again on the same port with the same data, with
+// scripts/test-env.sh stop-server and start-server.
+func (s *servers) restart(ctx context.Context, engine string, down time.Duration) error {
+	server := map[string]string{config.EnginePostgres: "postgres", config.EngineMySQL: "mariadb"}[engine]
+	if server == "" {
+		return fmt.Errorf("no server to restart for %s", engine)
+	}
+	script, err := filepath.Abs(filepath.Join("scripts", "test-env.sh"))
+	if err != nil {
+		return err
+	}
+	for _, verb := range []string{"stop-server", "start-server"} {
+		if verb == "start-server" {
+			time.Sleep(down)
+		}
+		if out, err := exec.CommandContext(ctx, "bash", script, verb, s.dir, server).CombinedOutput(); err != nil {
+			return fmt.Errorf("test-env.sh %s %s: %v: %s", verb, server, err, out)
+		}
+	}
+	return nil
+}

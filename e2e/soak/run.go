@@ -1,0 +1,786 @@
+package soak
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
+
+// Options shape a soak run.
+type Options struct {
+	Engines  []string
+	Ops      int           // operations per engine
+	Duration time.Duration // or this long per engine, whichever ends first (0: no limit)
+	Seed     uint64
+	Faults   []string // fault kinds, see Faults
+	Hosts    int
+	Switches int
+	Managers int // managers on one database (server engines; SQLite always runs one)
+	Binary   string
+	WorkDir  string
+	Out      io.Writer
+	Verbose  bool // print every operation
+	// CollidingIDs draws two network IDs that share their first 27
+	// characters, which the partition names keep.
+	CollidingIDs bool
+}
+
+// flags are the afm-soak flags that draw the same requests and faults on engine.
+func (o Options) flags(engine string) string {
+	faults := strings.Join(o.Faults, ",")
+	if faults == "" {
+		faults = "none"
+	}
+	f := fmt.Sprintf("--engines %s --seed %d --ops %d --faults %s --hosts %d --switches %d --managers %d",
+		engine, o.Seed, o.Ops, faults, o.Hosts, o.Switches, o.Managers)
+	f += fmt.Sprintf(" --colliding-ids=%v", o.CollidingIDs)
+	return f
+}
+
+// Result is one engine's run.
+type Result struct {
+	Engine                            string
+	Ops, Faults, Checks, Violations   int
+	Seed                              uint64
+	Accepted, Refused, NotFound, Lost int
+	EditFailures                      int            // jobs failed by a hand edit during their sweep
+	ByFault                           map[string]int // faults by kind
+}
+
+func (r Result) String() string {
+	return fmt.Sprintf("soak %s: %d operations, %d faults, %d checks, %d violations, seed %d",
+		r.Engine, r.Ops, r.Faults, r.Checks, r.Violations, r.Seed)
+}
+
+// errStop ends an engine's run after a violation: the model no longer
+// describes the manager, so what follows would prove nothing.
+var errStop = errors.New("stopped at a violation")
+
+// Run runs the soak on each engine in turn.
+func Run(ctx context.Context, o Options) ([]Result, error) {
+	var srv *servers
+	for _, e := range o.Engines {
+		if e != config.EngineSQLite {
+			var err error
+			if srv, err = startServers(ctx, filepath.Join(o.WorkDir, "servers")); err != nil {
+				return nil, err
+			}
+			defer srv.stop()
+			break
+		}
+	}
+	var results []Result
+	for _, engine := range o.Engines {
+		r, err := runEngine(ctx, o, engine, srv)
+		results = append(results, r)
+		if err != nil && !errors.Is(err, errStop) {
+			return results, fmt.Errorf("%s: %w", engine, err)
+		}
+	}
+	return results, nil
+}
+
+// job is an accepted request whose job the checker waits for.
+type job struct {
+	path    string
+	op      op
+	index   int  // the model's history index after the request
+	changed bool // the request changed the partitions the model renders
+	hosts   []fabric.GUID
+	// edited: a hand edit of the partitions file came in the job's round.
+	// If OpenSM read the edited file in the job's sweep, the manager fails
+	// the job (the driver sends it again) and applies once more: a failure
+	// the model expects.
+	edited bool
+}
+
+// run is one engine's soak.
+type run struct {
+	o        Options
+	engine   string
+	rng      *rand.Rand
+	route    *rand.Rand // which manager gets a request
+	model    *Model
+	gen      *generator
+	fabric   *fabricsim.Fabric
+	hosts    []fabric.GUID
+	managers []*manager
+	srv      *servers
+	client   *http.Client
+	res      Result
+	history  []string
+	tables   []Tables // the model's tables after each accepted request; [0] is the empty state
+	parts    []string
+	floor    int // the highest history index a Completed job proves applied
+	// excluded hosts are not read until the fabric has converged again: their
+	// links are down, or a fault (a hand edit, a new fabric) changed the
+	// tables under the manager.
+	excluded   map[fabric.GUID]string
+	leaked     int // OpenSMs killed without detaching from ibsim
+	faultKind  []string
+	deferred   []*manager // killed leaders, started again at the end of the round
+	dir        string
+	timing     string
+	failed     bool // the run could not go on: its directory is kept
+	converging time.Duration
+	reading    time.Duration // reading pkey tables
+	reads      int
+}
+
+func runEngine(ctx context.Context, o Options, engine string, srv *servers) (Result, error) {
+	r := &run{o: o, engine: engine, rng: rand.New(rand.NewPCG(o.Seed, 0x50a4)), route: rand.New(rand.NewPCG(o.Seed, 1)),
+		model: NewModel(), srv: srv,
+		client: &http.Client{Timeout: 30 * time.Second}, excluded: map[fabric.GUID]string{},
+		res: Result{Engine: engine, Seed: o.Seed, ByFault: map[string]int{}}, dir: filepath.Join(o.WorkDir, engine)}
+	for _, f := range o.Faults {
+		if f == faultRestartDB && engine == config.EngineSQLite {
+			continue
+		}
+		if f == faultKillLeader && (engine == config.EngineSQLite || o.Managers < 2) {
+			continue
+		}
+		r.faultKind = append(r.faultKind, f)
+	}
+	fmt.Fprintf(o.Out, "soak %s: seed %d, %d hosts, %d switches, %d manager(s), faults %s\n", engine, o.Seed,
+		o.Hosts, o.Switches, r.managerCount(), strings.Join(r.faultKind, ","))
+	began := time.Now()
+	err := r.setup(ctx)
+	setup := time.Since(began)
+	if err == nil {
+		err = r.loop(ctx)
+	}
+	if err == nil {
+		err = r.converge(ctx, "the end of the run")
+	}
+	r.timing = fmt.Sprintf("%s in all: %s to set up, %s converging after faults, %s reading %d pkey tables",
+		time.Since(began).Round(100*time.Millisecond), setup.Round(100*time.Millisecond),
+		r.converging.Round(100*time.Millisecond), r.reading.Round(100*time.Millisecond), r.reads)
+	if r.res.Violations > 0 {
+		r.report(ctx)
+	}
+	r.failed = err != nil && !errors.Is(err, errStop)
+	r.teardown()
+	if err != nil && !errors.Is(err, errStop) {
+		fmt.Fprintf(o.Out, "soak %s: error: %v (work directory %s)\n", engine, err, r.dir)
+	}
+	var byFault []string
+	for _, f := range Faults {
+		if n := r.res.ByFault[f]; n > 0 {
+			byFault = append(byFault, fmt.Sprintf("%s %d", f, n))
+		}
+	}
+	fmt.Fprintf(o.Out, "  %s: %d accepted, %d refused, %d not found, %d sent again, %d jobs failed by a hand edit during their sweep; faults: %s; %s\n",
+		engine, r.res.Accepted, r.res.Refused, r.res.NotFound, r.res.Lost, r.res.EditFailures, strings.Join(byFault, ", "), r.timing)
+	fmt.Fprintln(o.Out, r.res)
+	return r.res, err
+}
+
+func (r *run) managerCount() int {
+	if r.engine == config.EngineSQLite {
+		return 1
+	}
+	return max(1, r.o.Managers)
+}
+
+func (r *run) logf(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	r.history = append(r.history, line)
+	if r.o.Verbose {
+		fmt.Fprintf(r.o.Out, "  %s: %s\n", r.engine, line)
+	}
+}
+
+// violation records a broken promise; the run stops after the check that
+// found it.
+func (r *run) violation(format string, args ...any) {
+	r.res.Violations++
+	line := "VIOLATION: " + fmt.Sprintf(format, args...)
+	r.history = append(r.history, line)
+	fmt.Fprintf(r.o.Out, "  %s: %s\n", r.engine, line)
+}
+
+func (r *run) setup(ctx context.Context) error {
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		return err
+	}
+	var err error
+	r.fabric, err = fabricsim.Start(ctx, filepath.Join(r.dir, "fabric"), fabricsim.Options{Hosts: r.o.Hosts, Switches: r.o.Switches})
+	if err != nil {
+		return fmt.Errorf("start simulated fabric: %w", err)
+	}
+	for _, h := range r.fabric.Hosts {
+		r.hosts = append(r.hosts, h.PortGUID)
+	}
+	r.gen = newGenerator(r.rng, r.model, r.hosts, r.o.CollidingIDs)
+	r.tables = []Tables{r.model.Tables(r.hosts)}
+	r.parts = []string{r.model.Partitions()}
+	dbURL := ""
+	if r.engine == config.EngineSQLite {
+		dbURL, err = (&servers{}).createDatabase(ctx, r.engine, r.dir, "")
+	} else {
+		dbURL, err = r.srv.createDatabase(ctx, r.engine, r.dir, fmt.Sprintf("afm_soak_%d", r.o.Seed%1_000_000))
+	}
+	if err != nil {
+		return err
+	}
+	for i := range r.managerCount() {
+		m := &manager{index: i, dir: filepath.Join(r.dir, fmt.Sprintf("manager%d", i)), binary: r.o.Binary}
+		m.conf = filepath.Join(m.dir, "afm.conf")
+		if err := os.MkdirAll(m.dir, 0o755); err != nil {
+			return err
+		}
+		if err := m.writeConf(dbURL, r.fabric); err != nil {
+			return err
+		}
+		r.managers = append(r.managers, m)
+		if err := m.start(ctx, r.client); err != nil {
+			return err
+		}
+		if i == 0 {
+			if err := m.confirmSwitches(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (r *run) teardown() {
+	for _, m := range r.managers {
+		m.stop()
+	}
+	if r.fabric != nil {
+		r.fabric.Stop()
+	}
+	if r.res.Violations == 0 && !r.failed {
+		os.RemoveAll(r.dir)
+	}
+}
+
+// report prints the seed, the history and the fabric's tables against the model.
+func (r *run) report(ctx context.Context) {
+	w := r.o.Out
+	path := filepath.Join(r.dir, "history.txt")
+	os.WriteFile(path, []byte(strings.Join(r.history, "\n")+"\n"), 0o644)
+	fmt.Fprintf(w, "soak %s: %d violation(s) with seed %d; the same requests and faults (their timing differs): %s\n",
+		r.engine, r.res.Violations, r.o.Seed, r.o.flags(r.engine))
+	h := r.history
+	if len(h) > 300 {
+		fmt.Fprintf(w, "  (the first %d history lines are in %s)\n", len(h)-300, path)
+		h = h[len(h)-300:]
+	}
+	for _, l := range h {
+		fmt.Fprintf(w, "  | %s\n", l)
+	}
+	fmt.Fprintf(w, "  model after the last request: %s\n", r.parts[len(r.parts)-1])
+	if r.fabric != nil && len(r.hosts) > 0 {
+		fmt.Fprintf(w, "  pkey tables now (host / the switch port facing it / the model's newest):\n")
+		tables := r.readTables(ctx, r.hosts)
+		for i, h := range r.hosts {
+			t := tables[i]
+			line := fmt.Sprintf("%s / %s / %s", hexKeys(t.keys), hexKeys(t.sw), hexKeys(r.tables[len(r.tables)-1][h]))
+			if t.err != nil {
+				line += fmt.Sprintf(" (%v)", t.err)
+			}
+			fmt.Fprintf(w, "    %-4s %s  %s\n", r.hostName(h), h, line)
+		}
+	}
+	fmt.Fprintf(w, "  work directory (manager logs, OpenSM's log, the history): %s\n", r.dir)
+}
+
+func (r *run) loop(ctx context.Context) error {
+	start := time.Now()
+	nextProgress := 100
+	for r.res.Ops < r.o.Ops && (r.o.Duration == 0 || time.Since(start) < r.o.Duration) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := r.round(ctx); err != nil {
+			return err
+		}
+		if r.res.Violations > 0 {
+			return errStop
+		}
+		if r.res.Ops >= nextProgress {
+			fmt.Fprintf(r.o.Out, "  %s: %d operations (%d accepted, %d refused, %d not found), %d faults, %d checks, %d violations, %s\n",
+				r.engine, r.res.Ops, r.res.Accepted, r.res.Refused, r.res.NotFound, r.res.Faults, r.res.Checks,
+				r.res.Violations, time.Since(start).Round(time.Second))
+			nextProgress += 100
+		}
+	}
+	return nil
+}
+
+// round sends a burst of requests, perhaps with a fault among them, waits for
+// their jobs, checks the fabric at each first Completed, and after a fault
+// waits for the fabric to converge on the model.
+func (r *run) round(ctx context.Context) error {
+	k := min(1+r.rng.IntN(4), r.o.Ops-r.res.Ops)
+	faultAt := -1
+	if len(r.faultKind) > 0 && r.rng.IntN(100) < 30 {
+		faultAt = r.rng.IntN(k + 1)
+	}
+	var f *fault
+	var jobs []job
+	for i := 0; i <= k; i++ {
+		if i == faultAt {
+			var err error
+			if f, err = r.inject(ctx); err != nil {
+				return err
+			}
+
+		}
+		if i == k {
+			break
+		}
+		j, err := r.request(ctx)
+		if err != nil {
+			return err
+		}
+		if r.res.Violations > 0 {
+			return nil
+		}
+		if j != nil {
+			jobs = append(jobs, *j)
+		}
+	}
+	for i := range jobs {
+		// A job sent after the edit can race it too: a SIGHUP'd sweep that
+		// reads the edited file may log its errors after the offset the
+		// job's apply noted.
+		jobs[i].edited = f != nil && f.name == faultEditPartition
+	}
+	for _, j := range jobs {
+		if err := r.waitJob(ctx, j); err != nil {
+			return err
+		}
+		if r.res.Violations > 0 {
+			return nil
+		}
+	}
+	if f != nil {
+		for _, m := range r.deferred {
+			if err := m.start(ctx, r.client); err != nil {
+				return err
+			}
+		}
+		r.deferred = nil
+		if err := f.end(ctx); err != nil {
+			return fmt.Errorf("end of fault %s: %w", f.name, err)
+		}
+		return r.converge(ctx, "fault "+f.name)
+	}
+	return nil
+}
+
+// request sends the next request, with the driver's retries when no answer
+// comes, and checks the answer against the model.
+func (r *run) request(ctx context.Context) (*job, error) {
+	o := r.gen.next()
+	r.res.Ops++
+	want := o.expect
+	var a answer
+	lost := false
+	for attempt := 0; ; attempt++ {
+		m := r.liveManager()
+		a = send(ctx, r.client, m.url, o.Method, o.Path, o.Body)
+		if a.Err == nil && a.Status < 500 {
+			break
+		}
+		// No answer, or a server error: the driver sends the request again.
+		// The change may or may not have been recorded (all our requests are
+		// idempotent, but a repeated DELETE of a recorded object reads 404).
+		lost = true
+		r.res.Lost++
+		r.logf("#%d %s -> %s; sending again", r.res.Ops, o, a)
+		if attempt == 20 {
+			r.violation("#%d %s: no answer after 20 tries: %s", r.res.Ops, o, a)
+			return nil, nil
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	r.logf("#%d %s -> %s (model: %d %s)", r.res.Ops, o, a, want.Status, want.Why)
+	status := a.Status
+	if lost && o.Method == "DELETE" && status == 404 && want.Status == 202 {
+		status = 202 // an earlier attempt did it
+	}
+	if status != want.Status {
+		r.violation("#%d %s: answered %d, the model expects %d (%s); body %s", r.res.Ops, o, a.Status, want.Status,
+			want.Why, o.Body)
+		return nil, nil
+	}
+	switch status {
+	case 400:
+		r.res.Refused++
+		return nil, nil
+	case 404:
+		r.res.NotFound++
+		return nil, nil
+	}
+	r.res.Accepted++
+	before := r.tables[len(r.tables)-1]
+	beforeParts := r.parts[len(r.parts)-1]
+	want.Apply()
+	if err := r.model.check(); err != nil {
+		return nil, err
+	}
+	after := r.model.Tables(r.hosts)
+	r.tables = append(r.tables, after)
+	r.parts = append(r.parts, r.model.Partitions())
+	j := &job{op: o, index: len(r.tables) - 1, changed: r.parts[len(r.parts)-1] != beforeParts}
+	for _, h := range r.hosts {
+		if !slices.Equal(before[h], after[h]) {
+			j.hosts = append(j.hosts, h)
+		}
+	}
+	if a.Status == 404 { // the lost attempt's job is unknown
+		return nil, nil
+	}
+	path, err := parseJobPath(a.Body)
+	if err != nil {
+		r.violation("#%d %s: 202 with %v", r.res.Ops, o, err)
+		return nil, nil
+	}
+	j.path = path
+	return j, nil
+}
+
+// liveManager is a running manager, drawn at random: from a source of its
+// own, since how often it is called depends on timing, and the seed's
+// sequence must not.
+func (r *run) liveManager() *manager {
+	var live []*manager
+	for _, m := range r.managers {
+		if m.running {
+			live = append(live, m)
+		}
+	}
+	return pick(r.route, live)
+}
+
+// waitJob polls the job as the driver does, but fast, and checks the fabric
+// the moment it first reads Completed.
+func (r *run) waitJob(ctx context.Context, j job) error {
+	deadline := time.Now().Add(120 * time.Second)
+	for {
+		m := r.liveManager()
+		a := send(ctx, r.client, m.url, "GET", "/"+j.path, "")
+		if a.Err == nil && a.Status == 200 {
+			var s jobStatus
+			if err := jsonUnmarshal(a.Body, &s); err != nil {
+				return fmt.Errorf("job %s: %v: %s", j.path, err, a.Body)
+			}
+			switch s.Status {
+			case "Completed":
+				r.completed(ctx, j, s)
+				return nil
+			case "Pending", "Running":
+			case "Failed":
+				if j.edited && strings.HasPrefix(s.Summary, "OpenSM did not apply the partitions file with this change") {
+					r.res.EditFailures++
+					r.logf("job %s Failed, as a hand edit during its sweep explains: %s", j.path, s.Summary)
+					return nil
+				}
+				fallthrough
+			default:
+				r.violation("job %s of %s: %s: %s (%s); the model expects Completed", j.path, j.op, s.Status,
+					s.Summary, firstLine(s.Description))
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			r.violation("job %s of %s: not Completed after 120 s (last read: %s)", j.path, j.op, a)
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
+
+func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
+
+// completed checks the fabric at a job's first Completed: every host whose
+// table the request changed, and now and then all hosts, must hold what the
+// model holds at some history index from the floor (the newest request a
+// Completed job proves applied) to the newest request.
+func (r *run) completed(ctx context.Context, j job, s jobStatus) {
+	if j.changed {
+		r.floor = max(r.floor, j.index)
+	}
+	hosts := j.hosts
+	if r.rng.IntN(5) == 0 {
+		hosts = r.hosts
+	}
+	if !j.changed && len(hosts) != len(r.hosts) {
+		r.logf("job %s Completed: %s", j.path, s.Summary)
+		return
+	}
+	bad := r.checkHosts(ctx, hosts, r.floor, len(r.tables)-1, "job "+j.path+" of "+j.op.String()+" Completed")
+	r.logf("job %s Completed (%s): %d hosts read, %d wrong", j.path, s.Summary, len(hosts), bad)
+}
+
+// checkHosts reads the hosts' tables and compares each with the model's at
+// history indexes lo..hi; it returns how many were wrong.
+func (r *run) checkHosts(ctx context.Context, hosts []fabric.GUID, lo, hi int, when string) int {
+	bad := 0
+	var read []fabric.GUID
+	for _, h := range hosts {
+		if _, out := r.excluded[h]; !out {
+			read = append(read, h)
+		}
+	}
+	tables := r.readTables(ctx, read)
+	if ctx.Err() != nil {
+		return 0 // interrupted: the reads prove nothing
+	}
+	for i, h := range read {
+		r.res.Checks += 2
+		if err := tables[i].err; err != nil {
+			r.violation("%s: cannot read %s's pkey tables: %v", when, r.hostName(h), err)
+			bad++
+			continue
+		}
+		for _, side := range []struct {
+			name string
+			keys []uint16
+		}{{"", tables[i].keys}, {"the switch port facing ", tables[i].sw}} {
+			if !r.matchesAny(h, side.keys, lo, hi) {
+				bad++
+				r.violation("%s: %s%s (%s) holds %s; the model holds %s (after request %d; any of %d..%d would do)", when,
+					side.name, r.hostName(h), h, hexKeys(side.keys), hexKeys(r.tables[hi][h]), hi, lo, hi)
+			}
+		}
+	}
+	return bad
+}
+
+func (r *run) matchesAny(h fabric.GUID, got []uint16, lo, hi int) bool {
+	for i := lo; i <= hi; i++ {
+		if slices.Equal(got, r.tables[i][h]) {
+			return true
+		}
+	}
+	return false
+}
+
+// readers is how many pkey tables are read at once: ibsim serves about 10
+// clients, OpenSM and the slots killed OpenSMs leave behind included.
+const readers = 3
+
+// tableRead is a host's pkey table and that of the switch port facing it
+// (where OpenSM puts the keys the switch enforces), sorted.
+type tableRead struct {
+	keys, sw []uint16
+	err      error
+}
+
+// readTables reads the hosts' tables, a few at a time.
+func (r *run) readTables(ctx context.Context, hosts []fabric.GUID) []tableRead {
+	began := time.Now()
+	defer func() { r.reading += time.Since(began); r.reads += len(hosts) }()
+	out := make([]tableRead, len(hosts))
+	next := make(chan int)
+	done := make(chan struct{})
+	for range min(readers, len(hosts)) {
+		go func() {
+			for i := range next {
+				out[i] = r.readTable(ctx, hosts[i])
+			}
+			done <- struct{}{}
+		}()
+	}
+	for i := range hosts {
+		next <- i
+	}
+	close(next)
+	for range min(readers, len(hosts)) {
+		<-done
+	}
+	return out
+}
+
+// readTable reads a host's tables; a query that fails (a MAD lost on a busy
+// machine) is tried again twice before the failure counts.
+func (r *run) readTable(ctx context.Context, h fabric.GUID) tableRead {
+	var t tableRead
+	for attempt := range 3 {
+		if attempt > 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		if t = r.readTableOnce(ctx, h); t.err == nil || ctx.Err() != nil {
+			break
+		}
+	}
+	return t
+}
+
+func (r *run) readTableOnce(ctx context.Context, h fabric.GUID) tableRead {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	var t tableRead
+	if t.keys, t.err = r.fabric.PKeys(ctx, h); t.err != nil {
+		return t
+	}
+	if t.sw, t.err = r.fabric.SwitchPKeys(ctx, h); t.err != nil {
+		t.err = fmt.Errorf("the switch port facing it: %w", t.err)
+		return t
+	}
+	slices.Sort(t.keys)
+	slices.Sort(t.sw)
+	return t
+}
+
+func (r *run) hostName(h fabric.GUID) string {
+	for _, x := range r.fabric.Hosts {
+		if x.PortGUID == h {
+			return x.Name
+		}
+	}
+	return h.String()
+}
+
+// converge waits, after a fault, until every host holds the model's newest
+// tables and the leader's partitions file holds the model's partitions:
+// the manager must repair what the fault did. Then no host is excluded.
+func (r *run) converge(ctx context.Context, after string) error {
+	began := time.Now()
+	defer func() { r.converging += time.Since(began) }()
+	hi := len(r.tables) - 1
+	want := r.tables[hi]
+	deadline := time.Now().Add(90 * time.Second)
+	pending := slices.Clone(r.hosts)
+	var last string
+	for {
+		var still []fabric.GUID
+		tables := r.readTables(ctx, pending)
+		for i, h := range pending {
+			t := tables[i]
+			if t.err == nil && slices.Equal(t.keys, want[h]) && slices.Equal(t.sw, want[h]) {
+				r.res.Checks += 2
+				continue
+			}
+			last = fmt.Sprintf("%s holds %s, the switch port facing it %s (error: %v); the model %s", r.hostName(h),
+				hexKeys(t.keys), hexKeys(t.sw), t.err, hexKeys(want[h]))
+			still = append(still, h)
+		}
+		pending = still
+		fileErr := r.checkFile()
+		if len(pending) == 0 && fileErr == nil {
+			r.res.Checks++
+			break
+		}
+		if fileErr != nil {
+			last = fileErr.Error()
+		}
+		if time.Now().After(deadline) {
+			r.violation("after %s: the fabric did not converge on the model within 90 s: %s", after, last)
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	clear(r.excluded)
+	r.logf("converged after %s: %d hosts and the partitions file hold the model's state", after, len(r.hosts))
+	return nil
+}
+
+// checkFile compares the partitions file of the manager that runs OpenSM
+// with the model's partitions.
+func (r *run) checkFile() error {
+	var m *manager
+	for _, x := range r.managers {
+		if x.openSMPID() != 0 {
+			m = x
+		}
+	}
+	if m == nil {
+		return errors.New("no manager runs OpenSM")
+	}
+	b, err := os.ReadFile(m.partitionsFile())
+	if err != nil {
+		return err
+	}
+	got, err := partitionsOf(string(b))
+	if err != nil {
+		return err
+	}
+	if want := r.parts[len(r.parts)-1]; got != want {
+		return fmt.Errorf("partitions file of manager %d holds %s; the model %s", m.index, got, want)
+	}
+	return nil
+}
+
+// partitionsOf reads a partitions file the built-in template wrote into the
+// model's short form (the default partition left out).
+func partitionsOf(file string) (string, error) {
+	members := map[string][]string{}
+	var keys []string
+	var body strings.Builder
+	for _, l := range strings.Split(file, "\n") {
+		if i := strings.IndexByte(l, '#'); i >= 0 {
+			l = l[:i]
+		}
+		body.WriteString(l)
+		body.WriteByte(' ')
+	}
+	for _, stmt := range strings.Split(body.String(), ";") {
+		stmt = strings.TrimSpace(stmt)
+		if stmt == "" {
+			continue
+		}
+		head, list, ok := strings.Cut(stmt, ":")
+		if !ok {
+			return "", fmt.Errorf("partitions file: statement %q has no ':'", stmt)
+		}
+		_, def, _ := strings.Cut(head, "=")
+		pkey, _, _ := strings.Cut(def, ",")
+		pkey = strings.TrimSpace(pkey)
+		if pkey == "0x7fff" {
+			continue
+		}
+		if _, twice := members[pkey]; twice {
+			return "", fmt.Errorf("partitions file: pkey %s in two statements", pkey)
+		}
+		keys = append(keys, pkey)
+		members[pkey] = nil
+		for _, item := range strings.Split(list, ",") {
+			item = strings.TrimSpace(item)
+			if item == "" {
+				continue
+			}
+			guid, membership, _ := strings.Cut(item, "=")
+			if membership != "full" {
+				return "", fmt.Errorf("partitions file: member %q of %s is not full", item, pkey)
+			}
+			g, err := fabric.ParseGUID(guid)
+			if err != nil {
+				return "", fmt.Errorf("partitions file: %w", err)
+			}
+			members[pkey] = append(members[pkey], g.String())
+		}
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		slices.Sort(members[k])
+		fmt.Fprintf(&b, "%s:%s;", k, strings.Join(members[k], ","))
+	}
+	return b.String(), nil
+}

@@ -1,0 +1,329 @@
+package applier
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+)
+
+// scriptedOpenSM is a fake SubnetManager for the apply tests: an OpenSM that
+// is always ready, whose Reload (a SIGHUP) logs the heavy sweep the test
+// scripts (fakeOpenSM, in fakesm_test.go, drives the term's state machine). The sweep it logs is sweep's; the real
+// OpenSM on the simulated fabric is driven by the end-to-end suite.
+type scriptedOpenSM struct {
+	log   string
+	sweep func() string // the log text of the sweep a Reload causes
+
+	mu      sync.Mutex
+	reloads int
+}
+
+func (f *scriptedOpenSM) Start() error                        { return nil }
+func (f *scriptedOpenSM) WaitReady(ctx context.Context) error { return nil }
+func (f *scriptedOpenSM) Restarts() int                       { return 0 }
+
+func (f *scriptedOpenSM) Reload(ctx context.Context) error {
+	text := f.sweep()
+	file, err := os.OpenFile(f.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	if _, err := file.WriteString(text); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.reloads++
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *scriptedOpenSM) Reloads() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reloads
+}
+
+// logLine is a header line in OpenSM's format.
+func logLine(level byte, message string) string {
+	return fmt.Sprintf("Nov 29 19:22:53 251392 [8507C6C0] 0x%02x -> %s\n", level, message)
+}
+
+func logBox(function, title string) string {
+	stars := strings.Repeat("*", 66)
+	pad := (66 - len(title) - 2) / 2
+	line := strings.Repeat("*", pad) + " " + title + " " + strings.Repeat("*", 66-pad-len(title)-2)
+	return logLine(0x04, function+":") + "\n\n" + stars + "\n" + line + "\n" + stars + "\n\n\n"
+}
+
+// heavySweep is the log of a heavy sweep that applies the file, with middle
+// logged between its start and its end.
+func heavySweep(middle string) string {
+	return logBox("state_mgr_sweep_hop_0", "INITIATING HEAVY SWEEP") + middle +
+		logLine(0x02, "osm_pkey_mgr: PKEY setup completed - STARTING SM LID CONFIG") +
+		logLine(0x80, "SUBNET UP")
+}
+
+type applyRig struct {
+	t     *testing.T
+	st    *store.Store
+	sm    *scriptedOpenSM
+	term  *term
+	dump  string
+	netID string
+}
+
+// newApplyRig is a term of an applier on a real SQLite store and a fake
+// OpenSM, with the switches of the subnet dump confirmed unless unconfirmed.
+func newApplyRig(t *testing.T, confirmed bool, sweep func() string) *applyRig {
+	dir := t.TempDir()
+	st := storetest.Open(t, config.EngineSQLite)
+	ctx := ctxT(t)
+	data, err := os.ReadFile(filepath.Join("..", "topology", "testdata", "good", "ibsim-5-hosts-2-switches.lst"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump := filepath.Join(dir, "opensm-subnet.lst")
+	if err := os.WriteFile(dump, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &applyRig{t: t, st: st, dump: dump, netID: "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73"}
+	if confirmed {
+		r.confirm()
+	}
+	r.sm = &scriptedOpenSM{log: filepath.Join(dir, "opensm.log"), sweep: sweep}
+	a := &Applier{Store: st, SM: r.sm, Log: slog.New(slog.DiscardHandler), Cfg: Config{
+		PartitionsFile:   filepath.Join(dir, "partitions.conf"),
+		LogFile:          r.sm.log,
+		DefaultPartition: "Default=0x7fff, ipoib : ALL=limited, SELF=full ;",
+		FlatPKey:         store.DefaultFlatPKey,
+		SweepTimeout:     20 * time.Second,
+		CheckInterval:    time.Hour,
+		PollInterval:     time.Hour,
+		SubnetDump:       dump,
+	}}
+	r.term = &term{Applier: a, id: 1, applied: -1}
+	if _, err := st.NewTerm(ctx, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.term.startGates(); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (r *applyRig) confirm() {
+	r.t.Helper()
+	if err := r.st.ConfirmSwitches(ctxT(r.t), []store.ExpectedSwitch{{GUID: 0x0002c90300f00001, Description: "S1"},
+		{GUID: 0x0002c90300f00002, Description: "S2"}}); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// network records a VLAN network and returns its job.
+func (r *applyRig) network(vlan int64) store.Job {
+	r.t.Helper()
+	j, err := r.st.RecordNetwork(ctxT(r.t), store.NetworkChange{Operation: store.OpCreateNetwork,
+		Network: store.NetworkSpec{ID: r.netID, Name: "n", Type: store.TypeVLAN, PhysicalNetwork: "ib", SegmentationID: &vlan}})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return j
+}
+
+func (r *applyRig) job(id int64) store.Job {
+	r.t.Helper()
+	j, err := r.st.GetJob(ctxT(r.t), id)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return j
+}
+
+// Fail closed at any log size: a sweep that logs more than any one read of
+// the log takes (here 5 MiB of VERBOSE lines), with an ERR 0507 at its very
+// end, completes no job.
+func TestBigSweepWithEnforcementErrorCompletesNothing(t *testing.T) {
+	filler := strings.Repeat(logLine(0x04, "osm_pkey_mgr: pkey_mgr_update_port: updating pkey table of node 0x0002c90300000100 port 1 (H1)"),
+		5<<20/100)
+	err0507 := logLine(0x01, "pkey_mgr_update_peer_port: ERR 0507: Not enough pkey entries (60 <= 60) on switch 0x0002c90300f00001 port 2 (S1). Clearing Enforcement bit")
+	r := newApplyRig(t, true, func() string { return heavySweep(filler + err0507) })
+	job := r.network(101)
+
+	if res := r.term.apply(ctxT(t)); res != applyDone {
+		t.Fatalf("apply: %v, want done", res)
+	}
+	if j := r.job(job.ID); j.Status == store.StatusCompleted {
+		t.Fatalf("job completed although the sweep's last line cleared an enforcement bit: %+v", j)
+	}
+	if got := recorded(t, r.st); len(got) != 1 || !strings.HasPrefix(got[0], "0x0002c90300f00001:2") {
+		t.Errorf("enforcement errors recorded: %q, want S1 port 2", got)
+	}
+	r.term.pollGates(ctxT(t))
+	if j := r.job(job.ID); j.Status == store.StatusCompleted || !strings.Contains(j.Description, EnforcementCleared) {
+		t.Errorf("after a poll the job is %+v, want it open and saying why", j)
+	}
+	// The watch, reading the same log later (4 MiB a poll), does not count the
+	// line again.
+	r.term.pollGates(ctxT(t))
+	if got := recorded(t, r.st); len(got) != 1 || got[0] != "0x0002c90300f00001:2 xI" {
+		t.Errorf("enforcement errors after the watch read the log: %q, want S1 port 2 seen once", got)
+	}
+}
+
+// A gate that reopens needs fresh proof: jobs held by a closed gate complete
+// only after a sweep that started after the gate opened, not on the strength
+// of the sweep that ran while it was closed.
+func TestReopenedGateCompletesAfterANewSweep(t *testing.T) {
+	r := newApplyRig(t, false, func() string { return heavySweep("") })
+	job := r.network(101)
+	ctx := ctxT(t)
+	if res := r.term.apply(ctx); res != applyDone {
+		t.Fatalf("apply: %v, want done", res)
+	}
+	if j := r.job(job.ID); j.Status == store.StatusCompleted || !strings.Contains(j.Description, NoExpectedSwitches) {
+		t.Fatalf("no switches confirmed: job %+v, want it open, saying why", j)
+	}
+	sweeps := r.sm.Reloads()
+
+	r.confirm()
+	r.term.pollGates(ctx)
+	if j := r.job(job.ID); j.Status == store.StatusCompleted {
+		t.Fatalf("job completed when the gate opened, with no sweep since: %+v", j)
+	} else if !strings.Contains(j.Description, "a new sweep must show the change applied") {
+		t.Errorf("job's description %q does not say it waits for a new sweep", j.Description)
+	}
+	if r.term.applied != -1 {
+		t.Fatalf("the term does not apply again after the gate opened (applied = %d)", r.term.applied)
+	}
+	if res := r.term.apply(ctx); res != applyDone {
+		t.Fatalf("apply: %v, want done", res)
+	}
+	if r.sm.Reloads() != sweeps+1 {
+		t.Errorf("%d sweeps after the gate opened, want 1", r.sm.Reloads()-sweeps)
+	}
+	if j := r.job(job.ID); j.Status != store.StatusCompleted {
+		t.Errorf("after a sweep with the gates open the job is %+v, want Completed", j)
+	}
+}
+
+// sweep_timeout ends the wait for a sweep, as the sample configuration says:
+// the jobs keep waiting, their description says why (naming sweep_timeout and
+// what was missing), and the state is applied again.
+func TestSweepTimeoutKeepsJobsWaitingAndSaysWhy(t *testing.T) {
+	r := newApplyRig(t, true, func() string { return "" }) // SIGHUP received, no sweep
+	r.term.Cfg.SweepTimeout = 300 * time.Millisecond
+	job := r.network(101)
+	if res := r.term.apply(ctxT(t)); res != applyRetry {
+		t.Errorf("apply: %v, want a retry", res)
+	}
+	j := r.job(job.ID)
+	if j.Status != store.StatusRunning || !strings.Contains(j.Description, "\nWaiting: OpenSM did not show this change applied within sweep_timeout (300ms)") ||
+		!strings.Contains(j.Description, "no heavy sweep started") {
+		t.Errorf("job after sweep_timeout: %+v; want Running, saying it waits past sweep_timeout and what was missing", j)
+	}
+	if r.term.applied == 1 {
+		t.Errorf("the revision counts as applied after a timeout")
+	}
+	// A later apply that is proven completes it, and drops the reason.
+	r.sm.sweep = func() string { return heavySweep("") }
+	if res := r.term.apply(ctxT(t)); res != applyDone {
+		t.Fatalf("apply: %v, want done", res)
+	}
+	if j := r.job(job.ID); j.Status != store.StatusCompleted || strings.Contains(j.Description, "Waiting") {
+		t.Errorf("job after a proven apply: %+v; want Completed, without the reason it waited", j)
+	}
+}
+
+// A proof broken before the deadline (the log rotated under the follower)
+// fails nothing: the jobs wait, saying why, and the state is applied again
+// at once.
+func TestBrokenProofKeepsJobsWaiting(t *testing.T) {
+	var r *applyRig
+	r = newApplyRig(t, true, func() string {
+		// logrotate's rename, then OpenSM reopening its log (SIGUSR1) and
+		// logging there.
+		if err := os.Rename(r.sm.log, r.sm.log+".1"); err != nil {
+			t.Error(err)
+		}
+		return logLine(0x02, "after the rotation")
+	})
+	r.term.Cfg.SweepTimeout = 10 * time.Second
+	appendTo(t, r.sm.log, logLine(0x02, "before the apply"))
+	job := r.network(101)
+	if res := r.term.apply(ctxT(t)); res != applyRetryAtOnce {
+		t.Errorf("apply: %v, want a retry at once", res)
+	}
+	j := r.job(job.ID)
+	if j.Status != store.StatusRunning || !strings.Contains(j.Description, "\nWaiting: proof broken") {
+		t.Errorf("job after a broken proof: %+v; want Running, saying why it waits", j)
+	}
+}
+
+// port records a port of the rig's network holding guid and returns its job.
+func (r *applyRig) port(id string, guid uint64) store.Job {
+	r.t.Helper()
+	g := fabric.GUID(guid)
+	j, err := r.st.RecordPort(ctxT(r.t), store.PortChange{Operation: store.OpAddPort,
+		Port: store.Port{ID: id, NetworkID: r.netID, GUID: &g, Host: "h"}})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return j
+}
+
+// Failures stay local: an ERR 0512 that names H1's port fails H1's job; H2's
+// job, in the same sweep, completes. A line that names no port cannot be
+// attributed, and fails every job of the sweep.
+func TestPKeyErrorsFailOnlyTheJobsTheyName(t *testing.T) {
+	const h1Full = "pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x8065 because Pkey table is full for node 0x0002c90300000100 port 1 (H1)"
+	const s1Port0 = "pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x0300 because Pkey table is full for node 0x0002c90300f00001 port 0 (S1)"
+	const unplaced = "osm_pkey_mgr_process: ERR 0510: osm_prtn_make_partitions() failed"
+	tests := []struct {
+		name       string
+		lines      []string
+		h1, h2, nw string // the jobs' statuses after the apply
+	}{
+		{"H1's table full", []string{h1Full, s1Port0}, store.StatusFailed, store.StatusCompleted, store.StatusCompleted},
+		{"unattributable", []string{h1Full, unplaced}, store.StatusFailed, store.StatusFailed, store.StatusFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var middle string
+			for _, l := range tt.lines {
+				middle += logLine(0x01, l)
+			}
+			r := newApplyRig(t, true, func() string { return heavySweep(middle) })
+			nw := r.network(101)
+			h1 := r.port("port-h1", 0x0002c90300000101)
+			h2 := r.port("port-h2", 0x0002c90300000201)
+			if res := r.term.apply(ctxT(t)); res != applyDone {
+				t.Fatalf("apply: %v, want done", res)
+			}
+			for _, c := range []struct {
+				name string
+				job  store.Job
+				want string
+			}{{"H1's", h1, tt.h1}, {"H2's", h2, tt.h2}, {"the network's", nw, tt.nw}} {
+				j := r.job(c.job.ID)
+				if j.Status != c.want {
+					t.Errorf("%s job: %s (%s), want %s", c.name, j.Status, j.Error, c.want)
+				}
+				if j.Status == store.StatusFailed && !strings.Contains(j.Error, "ERR 0512") {
+					t.Errorf("%s job failed without saying why: %q", c.name, j.Error)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,239 @@
+package applier
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"regexp"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// The freeze (HA only, docs/ha.md): a new leader starts its OpenSM once the
+// previous lease expired or was released. If that OpenSM goes STANDBY instead
+// of becoming master, another SM is master on the fabric: most likely the
+// previous leader's OpenSM, still running because its manager hung (SIGSTOP, a
+// stuck host) or lost the database, with its own idea of the partitions. No
+// job completes then, since nothing proves the fabric holds what this term
+// applies; the freeze names the manager to check (the suspect). An operator
+// makes sure that OpenSM is gone and runs --unfreeze; the leader lifts the
+// freeze once its own OpenSM is master, and applies everything again.
+//
+// A lease that merely expired is not a freeze: a manager killed with -9 took
+// its OpenSM with it (the driver's parent-death signal), and the new leader's
+// OpenSM becomes master by itself.
+
+// LeaseStore is what the freeze needs of the HA lease.
+type LeaseStore interface {
+	ReadLease(ctx context.Context) (store.Lease, error)
+	SetFreeze(ctx context.Context, term int64, reason string) (bool, error)
+	LiftFreeze(ctx context.Context, term int64) (bool, error)
+}
+
+// Frozen starts the reason given to waiting jobs during a freeze.
+const Frozen = "Frozen"
+
+var (
+	enteringMaster  = regexp.MustCompile(`^Entering MASTER state$`)
+	enteringStandby = regexp.MustCompile(`^Entering (STANDBY|NOTACTIVE) state$`)
+)
+
+// freezeWatch follows this term's OpenSM's state in its log.
+type freezeWatch struct {
+	leases  LeaseStore
+	suspect string // the manager to check, from the take
+	path    string
+	timeout time.Duration // of each database call
+	mu      sync.Mutex    // detect runs beside the term's loop
+	pos     opensm.Position
+	master  bool   // OpenSM's last state line said MASTER
+	frozen  string // the freeze's reason; "" when none
+	pending bool   // an --unfreeze waits for this OpenSM to be master
+}
+
+// scanState reads the state lines OpenSM logged since the last scan.
+func (w *freezeWatch) scanState() (standby bool, err error) {
+	f, err := os.Open(w.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	var inode uint64
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		inode = st.Ino
+	}
+	from := w.pos.Offset
+	if (w.pos.Inode != 0 && inode != w.pos.Inode) || fi.Size() < from {
+		from = 0
+	}
+	n := min(fi.Size()-from, maxScan)
+	if n <= 0 {
+		w.pos = opensm.Position{Inode: inode, Offset: from}
+		return false, nil
+	}
+	buf := make([]byte, n)
+	if _, err := f.ReadAt(buf, from); err != nil && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	end := bytes.LastIndexByte(buf, '\n') + 1
+	if end == 0 && n < maxScan {
+		return false, nil
+	}
+	if end == 0 {
+		end = len(buf)
+	}
+	w.pos = opensm.Position{Inode: inode, Offset: from + int64(end)}
+	if !bytes.Contains(buf[:end], []byte(" state")) {
+		return false, nil
+	}
+	entries, err := opensm.ParseLog(bytes.NewReader(buf[:end]))
+	if err != nil {
+		return false, err
+	}
+	for _, e := range entries {
+		switch {
+		case enteringMaster.MatchString(e.Message):
+			w.master = true
+		case enteringStandby.MatchString(e.Message):
+			w.master, standby = false, true
+		}
+	}
+	return standby, nil
+}
+
+// detect records a freeze when OpenSM went STANDBY since the last look. It
+// runs beside the term's loop too (watchFreeze), since an apply can wait a
+// whole sweep timeout for a sweep a STANDBY OpenSM never makes.
+func (w *freezeWatch) detect(ctx context.Context, t *term) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	standby, err := w.scanState()
+	if err != nil {
+		t.Log.Error("read OpenSM's log for its SM state", "error", err)
+	}
+	if !standby {
+		if w.frozen != "" {
+			w.describe(ctx, t) // the jobs sent since
+		}
+		return
+	}
+	reason := fmt.Sprintf("%s: this manager's OpenSM went STANDBY instead of master, so another SM is master on the fabric; "+
+		"make sure the OpenSM of %s is stopped, then run --unfreeze (docs/ha.md)", Frozen, suspectName(w.suspect))
+	if w.frozen == "" {
+		t.Log.Error("freeze: this manager's OpenSM went STANDBY: another SM is master; no job completes until --unfreeze",
+			"suspect", w.suspect)
+	}
+	w.frozen = reason
+	ctx, cancel := context.WithTimeout(ctx, w.timeout)
+	defer cancel()
+	if _, err := w.leases.SetFreeze(ctx, t.id, reason); err != nil {
+		t.Log.Error("record the freeze", "error", err)
+	}
+	w.describe(ctx, t)
+}
+
+// describe tells every open job why it waits (networking-mlnx and DBAs read
+// it there), fenced by the term.
+func (w *freezeWatch) describe(ctx context.Context, t *term) {
+	ctx, cancel := context.WithTimeout(ctx, w.timeout)
+	defer cancel()
+	if _, err := t.Store.DescribeOpenJobs(ctx, t.id, math.MaxInt64, "Not completing: "+w.frozen); err != nil {
+		t.Log.Error("describe the jobs waiting for the freeze", "error", err)
+	}
+}
+
+// isFrozen says whether the term is frozen: it applies nothing then, since
+// its OpenSM, STANDBY, would not sweep.
+func (w *freezeWatch) isFrozen() bool {
+	if w == nil {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.frozen != ""
+}
+
+// watchFreeze runs detect every interval until ctx ends.
+func (w *freezeWatch) watchFreeze(ctx context.Context, t *term, interval time.Duration) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			w.detect(ctx, t)
+		}
+	}
+}
+
+// pollFreeze updates the freeze: it freezes when OpenSM went STANDBY, and
+// lifts a freeze an operator asked to lift once OpenSM is master. It returns
+// the reason jobs may not complete now, "" when they may. The jobs of a term
+// whose freeze was just lifted wait for the full apply that follows.
+func (t *term) pollFreeze(ctx context.Context) string {
+	w := t.freeze
+	if w == nil {
+		return ""
+	}
+	w.detect(ctx, t)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.frozen == "" {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, w.timeout)
+	defer cancel()
+	lease, err := w.leases.ReadLease(ctx)
+	if err != nil {
+		t.Log.Error("read the lease for an unfreeze", "error", err)
+		return w.frozen
+	}
+	if !lease.UnfreezeRequested {
+		return w.frozen
+	}
+	if !w.master {
+		if !w.pending {
+			t.Log.Warn("unfreeze pending: this manager's OpenSM is not master yet", "suspect", w.suspect)
+		}
+		w.pending = true
+		return w.frozen
+	}
+	lifted, err := w.leases.LiftFreeze(ctx, t.id)
+	if err != nil || !lifted {
+		if err != nil {
+			t.Log.Error("lift the freeze", "error", err)
+		}
+		return w.frozen
+	}
+	t.Log.Info("freeze lifted: this manager's OpenSM is master; applying the recorded state again")
+	w.frozen, w.pending, w.suspect = "", false, ""
+	// Whatever the other SM left, this OpenSM now sweeps the recorded state,
+	// and the jobs wait for that sweep, not for one seen while frozen.
+	t.reapply = true
+	t.gate.blocked, t.gate.said = 0, ""
+	return "the freeze was lifted: applying the recorded state again"
+}
+
+func suspectName(s string) string {
+	if s == "" {
+		return "the previous leader (or any other SM on the fabric)"
+	}
+	return s
+}

@@ -1,0 +1,205 @@
+// Package health decides the manager's liveness (/healthz) and readiness
+// (/readyz).
+//
+// Liveness is for a supervisor that restarts what is stuck: the process
+// answers, and none of its loops has stopped turning. Readiness is for a load
+// balancer and for alerts: the database answers and, on the leader, OpenSM
+// runs and the last apply did not fail; on a follower, a live leader exists.
+// Each answer carries every reason it is not ok.
+package health
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// Database is what readiness reads.
+type Database interface {
+	Revision(ctx context.Context) (int64, error)
+	Leadership(ctx context.Context) (store.Leadership, error)
+}
+
+// Self is what this process knows of its own role (metrics.Metrics).
+type Self interface {
+	LeaderTerm() int64 // 0: not the leader
+	LastApplyFailed() bool
+}
+
+// SubnetManager is the OpenSM driver (opensm.Process).
+type SubnetManager interface {
+	Running() bool
+}
+
+// DriverError is read when the driver offers it: its last error, nil when
+// none.
+type DriverError interface {
+	LastError() error
+}
+
+// LeaderLiveness is read when leadership offers it (a lease): whether a live
+// leader holds it, and if not, why. Without it a follower reads the
+// leadership row's heartbeat.
+type LeaderLiveness interface {
+	LiveLeader(ctx context.Context) (bool, string, error)
+}
+
+// Report is the JSON body of /healthz and /readyz.
+type Report struct {
+	Status  string   `json:"status"` // "ok" or "fail"
+	Role    string   `json:"role,omitempty"`
+	Reasons []string `json:"reasons"`
+}
+
+// OK says whether the report is a success.
+func (r Report) OK() bool { return r.Status == "ok" }
+
+func report(role string, reasons []string) Report {
+	r := Report{Status: "ok", Role: role, Reasons: reasons}
+	if r.Reasons == nil {
+		r.Reasons = []string{}
+	}
+	if len(reasons) > 0 {
+		r.Status = "fail"
+	}
+	return r
+}
+
+// Checker answers both questions.
+type Checker struct {
+	DB     Database
+	Self   Self
+	SM     SubnetManager
+	Leader LeaderLiveness // nil: the heartbeat decides
+	// HeartbeatTimeout is how old the leader's heartbeat may be before a
+	// follower deems it dead.
+	HeartbeatTimeout time.Duration
+	// Timeout bounds the database reads of one check; 0: 3 s.
+	Timeout time.Duration
+
+	mu    sync.Mutex
+	loops []*Loop
+	now   func() time.Time // the clock; nil: time.Now (tests set it)
+}
+
+func (c *Checker) clock() func() time.Time {
+	if c.now == nil {
+		return time.Now
+	}
+	return c.now
+}
+
+// Loop is one of the process' loops, which calls Beat at every turn while it
+// is active.
+type Loop struct {
+	name  string
+	bound time.Duration
+	now   func() time.Time
+	mu    sync.Mutex
+	on    bool
+	last  time.Time
+}
+
+// Loop registers a loop that is wedged when, while active, it has not beaten
+// for bound.
+func (c *Checker) Loop(name string, bound time.Duration) *Loop {
+	l := &Loop{name: name, bound: bound, now: c.clock()}
+	c.mu.Lock()
+	c.loops = append(c.loops, l)
+	c.mu.Unlock()
+	return l
+}
+
+// Active starts or stops watching the loop (a term begins or ends).
+func (l *Loop) Active(on bool) {
+	l.mu.Lock()
+	l.on, l.last = on, l.now()
+	l.mu.Unlock()
+}
+
+// Beat says the loop turned.
+func (l *Loop) Beat() {
+	l.mu.Lock()
+	l.last = l.now()
+	l.mu.Unlock()
+}
+
+func (l *Loop) wedged(now time.Time) (time.Duration, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	since := now.Sub(l.last)
+	return since, l.on && since > l.bound
+}
+
+// Live is liveness: every active loop has turned within its bound. It reads
+// nothing outside the process: a database outage is not a reason to restart.
+func (c *Checker) Live() Report {
+	now := c.clock()()
+	var reasons []string
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, l := range c.loops {
+		if since, wedged := l.wedged(now); wedged {
+			reasons = append(reasons, fmt.Sprintf("the %s loop has not turned for %s (bound %s)",
+				l.name, since.Round(time.Second), l.bound))
+		}
+	}
+	return report("", reasons)
+}
+
+// Ready is readiness; see the package comment.
+func (c *Checker) Ready(ctx context.Context) Report {
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = 3 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var reasons []string
+	if _, err := c.DB.Revision(ctx); err != nil {
+		reasons = append(reasons, "the database does not answer: "+err.Error())
+	}
+	if c.Self.LeaderTerm() != 0 {
+		if !c.SM.Running() {
+			reasons = append(reasons, "OpenSM is not running")
+		}
+		if d, ok := c.SM.(DriverError); ok {
+			if err := d.LastError(); err != nil {
+				reasons = append(reasons, "the OpenSM driver's last operation failed: "+err.Error())
+			}
+		}
+		if c.Self.LastApplyFailed() {
+			reasons = append(reasons, "the last apply failed (see --status)")
+		}
+		return report("leader", reasons)
+	}
+	if len(reasons) > 0 {
+		return report("follower", reasons) // the leader cannot be read either
+	}
+	if c.Leader != nil {
+		live, why, err := c.Leader.LiveLeader(ctx)
+		switch {
+		case err != nil:
+			reasons = append(reasons, "the leadership cannot be read: "+err.Error())
+		case !live:
+			reasons = append(reasons, "no live leader: "+why)
+		}
+		return report("follower", reasons)
+	}
+	l, err := c.DB.Leadership(ctx)
+	switch {
+	case err != nil:
+		reasons = append(reasons, "the leadership cannot be read: "+err.Error())
+	case l.Term == 0:
+		reasons = append(reasons, "no manager has held the applier lock yet")
+	case l.Heartbeat == nil:
+		reasons = append(reasons, fmt.Sprintf("the leader of term %d (%s) has written no heartbeat", l.Term, l.Holder))
+	case time.Since(*l.Heartbeat) > c.HeartbeatTimeout:
+		reasons = append(reasons, fmt.Sprintf("the leader of term %d (%s) last wrote its heartbeat %s ago (more than %s)",
+			l.Term, l.Holder, time.Since(*l.Heartbeat).Round(time.Second), c.HeartbeatTimeout))
+	}
+	return report("follower", reasons)
+}

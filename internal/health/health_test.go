@@ -1,0 +1,109 @@
+package health
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// fakeDB is a database for readiness' logic; the end-to-end suite stops a real
+// one under a running manager.
+type fakeDB struct {
+	err error
+	l   store.Leadership
+}
+
+func (f fakeDB) Revision(context.Context) (int64, error) { return 1, f.err }
+func (f fakeDB) Leadership(context.Context) (store.Leadership, error) {
+	return f.l, f.err
+}
+
+type self struct {
+	term   int64
+	failed bool
+}
+
+func (s self) LeaderTerm() int64     { return s.term }
+func (s self) LastApplyFailed() bool { return s.failed }
+
+type sm struct {
+	running bool
+	err     error
+}
+
+func (s sm) Running() bool    { return s.running }
+func (s sm) LastError() error { return s.err }
+
+func at(d time.Duration) *time.Time { t := time.Now().Add(-d); return &t }
+
+func TestReady(t *testing.T) {
+	down := errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+	live := store.Leadership{Term: 4, Holder: "a pid 1", Heartbeat: at(time.Second)}
+	for _, tt := range []struct {
+		name  string
+		c     *Checker
+		role  string
+		wants []string // reasons' prefixes; none: ready
+	}{
+		{"leader ready", &Checker{DB: fakeDB{}, Self: self{term: 4}, SM: sm{running: true}}, "leader", nil},
+		{"leader without OpenSM", &Checker{DB: fakeDB{}, Self: self{term: 4}, SM: sm{}}, "leader",
+			[]string{"OpenSM is not running"}},
+		{"leader whose driver failed and last apply failed", &Checker{DB: fakeDB{}, Self: self{term: 4, failed: true},
+			SM: sm{running: true, err: errors.New("SIGHUP: no such process")}}, "leader",
+			[]string{"the OpenSM driver's last operation failed: SIGHUP", "the last apply failed"}},
+		{"leader without database", &Checker{DB: fakeDB{err: down}, Self: self{term: 4}, SM: sm{running: true}}, "leader",
+			[]string{"the database does not answer: dial tcp"}},
+		{"follower with a live leader", &Checker{DB: fakeDB{l: live}, Self: self{}, SM: sm{}, HeartbeatTimeout: 10 * time.Second},
+			"follower", nil},
+		{"follower with a dead leader", &Checker{DB: fakeDB{l: store.Leadership{Term: 4, Holder: "a pid 1", Heartbeat: at(time.Minute)}},
+			Self: self{}, SM: sm{}, HeartbeatTimeout: 10 * time.Second}, "follower",
+			[]string{"the leader of term 4 (a pid 1) last wrote its heartbeat 1m0s ago"}},
+		{"follower before any leader", &Checker{DB: fakeDB{}, Self: self{}, SM: sm{}, HeartbeatTimeout: time.Second}, "follower",
+			[]string{"no manager has held the applier lock yet"}},
+		{"follower without database", &Checker{DB: fakeDB{err: down}, Self: self{}, SM: sm{}}, "follower",
+			[]string{"the database does not answer"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := tt.c.Ready(context.Background())
+			if r.Role != tt.role || r.OK() != (len(tt.wants) == 0) || len(r.Reasons) != len(tt.wants) {
+				t.Fatalf("Ready = %+v; want role %s and reasons %q", r, tt.role, tt.wants)
+			}
+			for i, w := range tt.wants {
+				if !strings.HasPrefix(r.Reasons[i], w) {
+					t.Errorf("reason %d = %q, want it to start with %q", i, r.Reasons[i], w)
+				}
+			}
+		})
+	}
+}
+
+// TestLiveWedgedLoop: an active loop that stops beating makes liveness fail,
+// naming it; an inactive one (a follower's applier) never does.
+func TestLiveWedgedLoop(t *testing.T) {
+	now := time.Unix(1700000000, 0)
+	c := Checker{now: func() time.Time { return now }}
+	l := c.Loop("applier", time.Minute)
+	if r := c.Live(); !r.OK() {
+		t.Fatalf("inactive loop: %+v", r)
+	}
+	l.Active(true)
+	for range 4 {
+		now = now.Add(50 * time.Second)
+		l.Beat()
+		if r := c.Live(); !r.OK() {
+			t.Fatalf("beating loop: %+v", r)
+		}
+	}
+	now = now.Add(61 * time.Second)
+	if r := c.Live(); r.OK() || len(r.Reasons) != 1 || r.Reasons[0] != "the applier loop has not turned for 1m1s (bound 1m0s)" {
+		t.Fatalf("wedged loop: %+v", r)
+	}
+	l.Active(false)
+	if r := c.Live(); !r.OK() {
+		t.Fatalf("loop made inactive: %+v", r)
+	}
+}

@@ -1,0 +1,226 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// LeaseElector elects with the HA lease ([ha] ha = true, docs/ha.md): a
+// manager leads while it holds the lease row of the database, which it takes
+// by compare-and-set when the lease is free or expired, on the database's
+// clock. The term it took fences every applier write.
+//
+// The timeouts, from the lease timeout T: the leader renews every T/5, each
+// renewal given T/5 to answer; after T/2 without a successful renewal (timed
+// from when the last good one was sent, on this host's monotonic clock) it
+// ends the term and stops its OpenSM, which then has the other half of T to be
+// gone before the lease can expire for the others. Only once OpenSM is known
+// stopped is the lease released, so that a follower can take over at once; a
+// leader that could not stop it leaves the lease to expire.
+//
+// The advisory lock is only a fast path: a follower that cannot take it (its
+// holder's session lives) reads the lease before trying to take it; where the
+// lock is not cluster-wide (Galera) every follower goes straight to the lease.
+// A lock held by a hung process never keeps the others from taking an expired
+// lease: the lease decides.
+type LeaseElector struct {
+	Leases store.LeaseTables
+	// TryLock is the advisory lock's fast path; nil: none.
+	TryLock func(ctx context.Context) (store.Lock, error)
+	Holder  string // who we are, for operators: host and pid
+	Log     *slog.Logger
+	// LeaseTimeout is [ha] lease_timeout.
+	LeaseTimeout time.Duration
+	// Stop takes this manager's OpenSM off the fabric when a term ends,
+	// within ctx; an error leaves the lease to expire instead of releasing it.
+	Stop func(ctx context.Context) error
+}
+
+// Term is what a leader learns when it takes the lease.
+type Term struct {
+	ID int64
+	// Taken is the row as the take left it: who held the lease before, and
+	// whose OpenSM may still be master (Suspect).
+	Taken store.Lease
+}
+
+// StopTimeout bounds the wait for OpenSM to stop at the end of a term: longer
+// than the driver's SIGKILL deadline.
+const StopTimeout = 15 * time.Second
+
+func (e *LeaseElector) renewEvery() time.Duration { return e.LeaseTimeout / 5 }
+
+// Run campaigns until ctx ends; lead runs while this manager holds the lease,
+// with a context cancelled as soon as it may lose it.
+func (e *LeaseElector) Run(ctx context.Context, lead func(ctx context.Context, term Term) error) error {
+	for {
+		if err := e.termOnce(ctx, lead); err != nil && ctx.Err() == nil {
+			e.Log.Error("leadership term ended", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(e.renewEvery()):
+		}
+	}
+}
+
+func (e *LeaseElector) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, e.renewEvery())
+}
+
+// campaign tries to take the lease once; false when another holds it.
+func (e *LeaseElector) campaign(ctx context.Context) (store.Lease, bool, store.Lock, error) {
+	var lock store.Lock
+	if e.TryLock != nil {
+		lctx, cancel := e.bounded(ctx)
+		l, err := e.TryLock(lctx)
+		cancel()
+		switch {
+		case errors.Is(err, store.ErrLockNotClusterWide):
+		case err != nil:
+			e.Log.Debug("applier lock unavailable; trying the lease", "error", err)
+		case l == nil:
+			// Its holder's session lives: the lease is most likely held.
+			rctx, cancel := e.bounded(ctx)
+			cur, err := e.Leases.ReadLease(rctx)
+			cancel()
+			if err != nil {
+				return store.Lease{}, false, nil, fmt.Errorf("read the lease: %w", err)
+			}
+			if cur.Held() {
+				return cur, false, nil, nil
+			}
+		default:
+			lock = l
+		}
+	}
+	tctx, cancel := e.bounded(ctx)
+	taken, won, err := e.Leases.TakeLease(tctx, e.Holder, e.LeaseTimeout)
+	cancel()
+	if err != nil || !won {
+		e.release(ctx, lock)
+		if err != nil {
+			return store.Lease{}, false, nil, fmt.Errorf("take the lease: %w", err)
+		}
+		return taken, false, nil, nil
+	}
+	return taken, true, lock, nil
+}
+
+func (e *LeaseElector) release(ctx context.Context, lock store.Lock) {
+	if lock == nil {
+		return
+	}
+	rctx, cancel := e.bounded(context.WithoutCancel(ctx))
+	defer cancel()
+	if err := lock.Release(rctx); err != nil {
+		e.Log.Warn("release applier lock", "error", err)
+	}
+}
+
+func (e *LeaseElector) termOnce(ctx context.Context, lead func(context.Context, Term) error) error {
+	sent := time.Now() // the lease cannot expire before sent + LeaseTimeout
+	taken, won, lock, err := e.campaign(ctx)
+	if err != nil || !won {
+		return err
+	}
+	defer e.release(ctx, lock)
+	term := taken.Term
+	log := e.Log.With("term", term, "holder", e.Holder)
+	if taken.PreviousExpired {
+		log.Warn("took over a lease that expired instead of being released: its holder was killed, hung or cut off",
+			"previous_holder", taken.PreviousHolder, "suspect", taken.Suspect)
+	} else {
+		log.Info("took the lease", "previous_holder", taken.PreviousHolder)
+	}
+
+	lctx, cancel := context.WithCancelCause(ctx)
+	var mu sync.Mutex
+	validUntil := sent.Add(e.LeaseTimeout) // by then the others may take over
+	renewed := make(chan struct{})
+	lost := false
+	go func() {
+		defer close(renewed)
+		t := time.NewTicker(e.renewEvery())
+		defer t.Stop()
+		giveUp := time.NewTimer(e.LeaseTimeout / 2)
+		defer giveUp.Stop()
+		for {
+			select {
+			case <-lctx.Done():
+				return
+			case <-giveUp.C:
+				log.Error("lease not renewed for half its timeout; stopping OpenSM before it can expire",
+					"lease_timeout", e.LeaseTimeout)
+				cancel(errors.New("lease not renewed in time"))
+				return
+			case <-t.C:
+			}
+			start := time.Now()
+			rctx, rcancel := e.bounded(lctx)
+			ok, err := e.Leases.RenewLease(rctx, term, e.LeaseTimeout)
+			rcancel()
+			switch {
+			case err != nil:
+				if lctx.Err() == nil {
+					log.Warn("renew the lease", "error", err)
+				}
+			case !ok:
+				mu.Lock()
+				lost = true
+				mu.Unlock()
+				log.Error("lease lost: it expired or another manager took it; stopping OpenSM")
+				cancel(errors.New("lease lost"))
+				return
+			default:
+				mu.Lock()
+				validUntil = start.Add(e.LeaseTimeout)
+				mu.Unlock()
+				giveUp.Reset(time.Until(start.Add(e.LeaseTimeout / 2)))
+			}
+		}
+	}()
+
+	leadErr := lead(lctx, Term{ID: term, Taken: taken})
+	cancel(nil)
+	<-renewed
+	mu.Lock()
+	until, wasLost := validUntil, lost
+	mu.Unlock()
+
+	// OpenSM goes first, within what is left of the lease; only then may
+	// another manager take over at once.
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), StopTimeout)
+	stopErr := e.Stop(sctx)
+	scancel()
+	if late := time.Since(until); stopErr == nil && late > 0 {
+		log.Error("OpenSM stopped after the lease could have expired", "late", late)
+	}
+	switch {
+	case stopErr != nil:
+		log.Error("OpenSM may still run; leaving the lease to expire", "error", stopErr)
+	case wasLost:
+	default:
+		rctx, rcancel := e.bounded(context.WithoutCancel(ctx))
+		if _, err := e.Leases.ReleaseLease(rctx, term); err != nil {
+			log.Warn("release the lease; it will expire", "error", err)
+		} else {
+			log.Info("released the lease")
+		}
+		rcancel()
+	}
+	if cause := context.Cause(lctx); cause != nil && !errors.Is(cause, context.Canceled) && ctx.Err() == nil {
+		return fmt.Errorf("term %d: %w", term, cause)
+	}
+	if leadErr != nil {
+		return fmt.Errorf("term %d: %w", term, leadErr)
+	}
+	return nil
+}

@@ -1,0 +1,172 @@
+// Package metrics is the manager's Prometheus instrumentation: what its
+// loops count as they go (applies, HTTP requests, database errors), and what
+// is read from the database, OpenSM and the gates each time /metrics is
+// scraped (jobs, revisions, leadership, gates, enforcement errors).
+//
+// Everything is registered on the manager's own registry, never on
+// client_golang's global one, so that a test can run several and a library
+// cannot add metrics behind the manager's back. Names follow Prometheus'
+// conventions: the afm_ prefix, base units (seconds), _total for counters,
+// labels with bounded values.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Namespace starts every metric's name.
+const Namespace = "afm"
+
+// Phases of an apply, as the applier's "partitions applied" log line splits
+// its time: reading and rendering the state, marking the jobs and writing the
+// file, OpenSM's heavy sweep, and the gates and job completion.
+const (
+	PhaseRender   = "render"
+	PhaseWrite    = "write"
+	PhaseSweep    = "sweep"
+	PhaseComplete = "complete"
+)
+
+// Metrics holds the manager's registry and the metrics its code updates.
+type Metrics struct {
+	registry *prometheus.Registry
+
+	applies       *prometheus.CounterVec
+	applyDuration *prometheus.HistogramVec
+	applyPhase    *prometheus.HistogramVec
+
+	httpRequests *prometheus.CounterVec
+	httpDuration *prometheus.HistogramVec
+
+	dbErrors *prometheus.CounterVec
+
+	// What this process knows of itself, read at scrape time.
+	leaderTerm      atomic.Int64 // term this process leads; 0: it does not
+	appliedRevision atomic.Int64 // revision this process last saw OpenSM apply; -1: none
+	mu              sync.Mutex
+	lastApplyFailed bool
+}
+
+// New makes the registry with the Go runtime's and the process' collectors and
+// the manager's own metrics.
+func New() *Metrics {
+	m := &Metrics{registry: prometheus.NewRegistry()}
+	m.appliedRevision.Store(-1)
+	m.applies = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "applies_total",
+		Help: "Applies of the recorded state to OpenSM by outcome (applied, rejected, failed, timeout, check-failed, write-failed, pkey-errors, ...).",
+	}, []string{"outcome"})
+	m.applyDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Name: "apply_duration_seconds",
+		Help:    "Time from the start of an apply to its outcome, by outcome.",
+		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120},
+	}, []string{"outcome"})
+	m.applyPhase = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Name: "apply_phase_duration_seconds",
+		Help:    "Time each phase of a successful apply took: render (read and render the state), write (mark jobs, write the file, signal OpenSM), sweep (OpenSM's heavy sweep), complete (gates and job completion).",
+		Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60},
+	}, []string{"phase"})
+	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "http_requests_total",
+		Help: "HTTP requests served, by method, route and status code.",
+	}, []string{"method", "route", "code"})
+	m.httpDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: Namespace, Name: "http_request_duration_seconds",
+		Help:    "Time to answer an HTTP request, by method and route.",
+		Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
+	}, []string{"method", "route"})
+	m.dbErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "database_errors_total",
+		Help: "Database operations that failed, by operation.",
+	}, []string{"operation"})
+	m.registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.applies, m.applyDuration, m.applyPhase,
+		m.httpRequests, m.httpDuration, m.dbErrors,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "leader",
+			Help: "1 while this process holds the applier lock (runs OpenSM and applies), else 0.",
+		}, func() float64 { return bool01(m.leaderTerm.Load() != 0) }),
+	)
+	return m
+}
+
+// Registry is where the manager's collectors are registered.
+func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
+
+// Handler serves the registry in Prometheus' text format. A collector that
+// fails does not hide the others (promhttp.ContinueOnError).
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// Leading records that this process leads term (0: it no longer leads).
+func (m *Metrics) Leading(term int64) {
+	m.leaderTerm.Store(term)
+	m.appliedRevision.Store(-1)
+	m.mu.Lock()
+	m.lastApplyFailed = false
+	m.mu.Unlock()
+}
+
+// LeaderTerm is the term this process leads, 0 when it does not.
+func (m *Metrics) LeaderTerm() int64 { return m.leaderTerm.Load() }
+
+// ApplyFinished counts an apply and its duration.
+func (m *Metrics) ApplyFinished(outcome string, took time.Duration) {
+	m.applies.WithLabelValues(outcome).Inc()
+	m.applyDuration.WithLabelValues(outcome).Observe(took.Seconds())
+	m.mu.Lock()
+	m.lastApplyFailed = outcome != "applied"
+	m.mu.Unlock()
+}
+
+// Applied records a successful apply of revision and the time of each phase.
+// (The jobs it completed are not counted here: jobs held by a gate complete
+// later, when it opens; afm_jobs counts them by status.)
+func (m *Metrics) Applied(revision int64, _ int64, phases map[string]time.Duration) {
+	m.appliedRevision.Store(revision)
+	for phase, d := range phases {
+		m.applyPhase.WithLabelValues(phase).Observe(d.Seconds())
+	}
+}
+
+// LastApplyFailed says whether this process' last apply had any outcome but
+// applied; false before its first apply.
+func (m *Metrics) LastApplyFailed() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lastApplyFailed
+}
+
+// DatabaseError counts a failed database operation.
+func (m *Metrics) DatabaseError(operation string) {
+	m.dbErrors.WithLabelValues(operation).Inc()
+}
+
+// HTTPRequest counts a request answered.
+func (m *Metrics) HTTPRequest(method, route string, code int, took time.Duration) {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch, http.MethodOptions:
+	default:
+		method = "other" // a label's values must stay few, whatever clients send
+	}
+	m.httpRequests.WithLabelValues(method, route, strconv.Itoa(code)).Inc()
+	m.httpDuration.WithLabelValues(method, route).Observe(took.Seconds())
+}
+
+func bool01(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,285 @@
+package metrics
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// fakeDB is a database for the collector's logic; the real engines are read by
+// the end-to-end suite's scrapes. down makes every read fail, as a stopped
+// server does.
+type fakeDB struct {
+	down   bool
+	jobs   map[string]int64
+	oldest map[string]time.Time
+}
+
+var errDown = errors.New("connection refused")
+
+func (f *fakeDB) Revision(context.Context) (int64, error) {
+	if f.down {
+		return 0, errDown
+	}
+	return 7, nil
+}
+
+func (f *fakeDB) CountJobsByStatus(context.Context) (map[string]int64, error) {
+	if f.down {
+		return nil, errDown
+	}
+	return f.jobs, nil
+}
+
+func (f *fakeDB) Leadership(context.Context) (store.Leadership, error) {
+	if f.down {
+		return store.Leadership{}, errDown
+	}
+	hb := time.Unix(1700000000, 0)
+	return store.Leadership{Term: 3, Holder: "h pid 1", Heartbeat: &hb}, nil
+}
+
+func (f *fakeDB) EnforcementErrors(context.Context) ([]store.EnforcementError, error) {
+	if f.down {
+		return nil, errDown
+	}
+	return []store.EnforcementError{{}, {}}, nil
+}
+
+func (f *fakeDB) OldestOpenJobs(context.Context) (map[string]time.Time, error) {
+	if f.down {
+		return nil, errDown
+	}
+	return f.oldest, nil
+}
+
+type fakeGates []string
+
+func (g fakeGates) Closed(context.Context) ([]string, error) { return g, nil }
+
+type fakeSM struct{ running bool }
+
+func (f fakeSM) Running() bool { return f.running }
+func (f fakeSM) Restarts() int { return 4 }
+
+// gathered is a scrape, as name -> label set ("k=v,k=v") -> value.
+func gathered(t *testing.T, m *Metrics) map[string]map[string]float64 {
+	t.Helper()
+	families, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]float64{}
+	for _, f := range families {
+		out[f.GetName()] = map[string]float64{}
+		for _, s := range f.GetMetric() {
+			var labels []string
+			for _, l := range s.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			out[f.GetName()][strings.Join(labels, ",")] = value(s)
+		}
+	}
+	return out
+}
+
+func value(s *dto.Metric) float64 {
+	switch {
+	case s.Gauge != nil:
+		return s.Gauge.GetValue()
+	case s.Counter != nil:
+		return s.Counter.GetValue()
+	case s.Histogram != nil:
+		return float64(s.Histogram.GetSampleCount())
+	}
+	return 0
+}
+
+func TestStateOnTheLeader(t *testing.T) {
+	m := New()
+	db := &fakeDB{jobs: map[string]int64{store.StatusPending: 2, store.StatusCompleted: 5},
+		oldest: map[string]time.Time{store.StatusPending: time.Now().Add(-90 * time.Second)}}
+	m.Registry().MustRegister(&State{M: m, DB: db, SM: fakeSM{running: true},
+		Gates: fakeGates{applier.NoExpectedSwitches, "expected switch 0x2 (S2) is missing from OpenSM's last sweep"},
+		Ready: func(context.Context) bool { return true }})
+	m.Leading(3)
+	m.ApplyFinished("applied", 2*time.Second)
+	m.Applied(6, 2, map[string]time.Duration{PhaseRender: time.Millisecond, PhaseSweep: time.Second})
+	m.HTTPRequest("POST", "Port", 202, time.Millisecond)
+	m.HTTPRequest("BREW", "unmatched", 400, time.Millisecond)
+
+	got := gathered(t, m)
+	want := map[string]map[string]float64{
+		"afm_leader":                             {"": 1},
+		"afm_ready":                              {"": 1},
+		"afm_database_up":                        {"": 1},
+		"afm_revision_recorded":                  {"": 7},
+		"afm_revision_applied":                   {"": 6},
+		"afm_last_apply_failed":                  {"": 0},
+		"afm_leader_term":                        {"": 3},
+		"afm_leader_heartbeat_timestamp_seconds": {"": 1700000000},
+		"afm_enforcement_errors":                 {"": 2},
+		"afm_gates_closed":                       {"": 2},
+		"afm_opensm_up":                          {"": 1},
+		"afm_opensm_restarts_total":              {"": 4},
+		"afm_jobs":                               {"status=Completed": 5, "status=Failed": 0, "status=Pending": 2, "status=Running": 0},
+		"afm_gate_closed": {
+			"gate=no_expected_switches,reason=" + applier.NoExpectedSwitches:                          1,
+			"gate=switch_missing,reason=expected switch 0x2 (S2) is missing from OpenSM's last sweep": 1,
+		},
+		"afm_applies_total":                {"outcome=applied": 1},
+		"afm_apply_phase_duration_seconds": {"phase=render": 1, "phase=sweep": 1},
+		"afm_http_requests_total":          {"code=202,method=POST,route=Port": 1, "code=400,method=other,route=unmatched": 1},
+	}
+	for name, series := range want {
+		for labels, v := range series {
+			if g, ok := got[name][labels]; !ok || g != v {
+				t.Errorf("%s{%s} = %v (present %v), want %v; all: %v", name, labels, g, ok, v, got[name])
+			}
+		}
+	}
+	if age := got["afm_job_oldest_age_seconds"]["status=Pending"]; age < 89 || age > 120 {
+		t.Errorf("oldest Pending job's age = %v s, want about 90", age)
+	}
+	if age, ok := got["afm_job_oldest_age_seconds"]["status=Running"]; !ok || age != 0 {
+		t.Errorf("oldest Running job's age = %v (present %v), want 0 when none runs", age, ok)
+	}
+}
+
+// TestStateDatabaseDown: a scrape while the database is down says so, counts
+// the error, and leaves the database's series out rather than reporting zeros.
+func TestStateDatabaseDown(t *testing.T) {
+	m := New()
+	m.Registry().MustRegister(&State{M: m, DB: &fakeDB{down: true}, SM: fakeSM{}})
+	got := gathered(t, m)
+	if got["afm_database_up"][""] != 0 {
+		t.Errorf("afm_database_up = %v, want 0", got["afm_database_up"])
+	}
+	// The registry collects concurrently: a scrape's own failure shows in the
+	// next one.
+	if errs := gathered(t, m)["afm_database_errors_total"]; errs["operation=scrape_revision"] < 1 {
+		t.Errorf("afm_database_errors_total = %v, want scrape_revision at least 1", errs)
+	}
+	for _, name := range []string{"afm_jobs", "afm_revision_recorded", "afm_leader_term", "afm_enforcement_errors",
+		"afm_opensm_up", "afm_gate_closed", "afm_revision_applied"} {
+		if _, ok := got[name]; ok {
+			t.Errorf("%s reported while the database is down (or on a follower): %v", name, got[name])
+		}
+	}
+	if got["afm_leader"][""] != 0 || got["afm_opensm_restarts_total"][""] != 4 {
+		t.Errorf("afm_leader %v, afm_opensm_restarts_total %v: want 0 and 4", got["afm_leader"], got["afm_opensm_restarts_total"])
+	}
+}
+
+func TestGateKind(t *testing.T) {
+	for reason, want := range map[string]string{
+		applier.NoExpectedSwitches: "no_expected_switches",
+		"expected switch 0x0002c90000000002 (S2) is missing from OpenSM's last sweep": "switch_missing",
+		"the expected switches cannot be checked: open x: no such file":               "switch_missing",
+		applier.EnforcementCleared + ": 0x2:3 (see --show-enforcement-errors)":        "enforcement_cleared",
+		"something new": "other",
+	} {
+		if got := GateKind(reason); got != want {
+			t.Errorf("GateKind(%q) = %q, want %q", reason, got, want)
+		}
+	}
+}
+
+// exported is every metric name the manager can export, with the series a
+// histogram adds.
+func exported(t *testing.T) map[string]bool {
+	m := New()
+	m.Registry().MustRegister(&State{M: m, DB: &fakeDB{}, SM: fakeSM{}})
+	ch := make(chan *prometheus.Desc, 256)
+	go func() {
+		for _, c := range []prometheus.Collector{m.applies, m.applyDuration, m.applyPhase,
+			m.httpRequests, m.httpDuration, m.dbErrors, &State{}} {
+			c.Describe(ch)
+		}
+		close(ch)
+	}()
+	fq := regexp.MustCompile(`fqName: "([a-z_]+)"`)
+	names := map[string]bool{"afm_leader": true}
+	for d := range ch {
+		n := fq.FindStringSubmatch(d.String())[1]
+		names[n] = true
+		for _, s := range []string{"_bucket", "_sum", "_count"} {
+			names[n+s] = true
+		}
+	}
+	return names
+}
+
+// TestDeployFilesUseExportedMetrics keeps the alert rules and the Grafana
+// dashboard in step with the code: every afm_ metric they read exists, and the
+// dashboard is valid JSON with a query in each panel.
+func TestDeployFilesUseExportedMetrics(t *testing.T) {
+	names := exported(t)
+	files := []string{filepath.Join("..", "..", "deploy", "prometheus", "afm-alerts.yml")}
+	dashboards, _ := filepath.Glob(filepath.Join("..", "..", "deploy", "grafana", "*.json"))
+	if len(dashboards) == 0 {
+		t.Fatal("no dashboard in deploy/grafana")
+	}
+	files = append(files, dashboards...)
+	used := regexp.MustCompile(`\bafm_[a-z_]+`)
+	for _, f := range files {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := used.FindAllString(string(text), -1)
+		if len(seen) == 0 {
+			t.Errorf("%s reads no afm_ metric", f)
+		}
+		for _, n := range seen {
+			if !names[n] {
+				t.Errorf("%s reads %s, which the manager does not export", f, n)
+			}
+		}
+	}
+	for _, f := range dashboards {
+		var d struct {
+			Title  string
+			UID    string
+			Panels []struct {
+				ID      int
+				Type    string
+				Title   string
+				Targets []struct{ Expr string }
+			}
+		}
+		text, _ := os.ReadFile(f)
+		if err := json.Unmarshal(text, &d); err != nil {
+			t.Fatalf("%s is not valid JSON: %v", f, err)
+		}
+		if d.Title == "" || d.UID == "" || len(d.Panels) == 0 {
+			t.Errorf("%s: title %q, uid %q, %d panels; want all three", f, d.Title, d.UID, len(d.Panels))
+		}
+		var ids []int
+		for _, p := range d.Panels {
+			if slices.Contains(ids, p.ID) {
+				t.Errorf("%s: panel id %d twice", f, p.ID)
+			}
+			ids = append(ids, p.ID)
+			if p.Type == "row" {
+				continue
+			}
+			if len(p.Targets) == 0 || p.Targets[0].Expr == "" {
+				t.Errorf("%s: panel %q has no query", f, p.Title)
+			}
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
+)
+
+// The HA lease ([ha] ha = true): leadership is the leadership row's lease, a
+// holder, a term and an expiry, all on the database's clock. A manager takes
+// it by compare-and-set when it is free (released, or never held) or expired,
+// and renews it while it leads; the term it took fences every applier write
+// (the queries condition on leadership.term). An advisory lock cannot do this
+// on Galera, which does not replicate GET_LOCK; a row does replicate, and two
+// nodes' conflicting takes certify in order, the loser's commit failing.
+//
+// The freeze is on the same row: a leader whose OpenSM found another master
+// completes nothing until an operator has checked the suspect (the previous
+// holder, whose OpenSM may still be master) and asked for --unfreeze.
+
+// Lease is the leadership row as the HA lease reads it.
+type Lease struct {
+	Term      int64
+	Holder    string     // who took the term; it holds the lease while Held
+	Heartbeat *time.Time // the holder's last take or renewal
+	ExpiresAt *time.Time // nil: released (or never taken)
+	Now       time.Time  // the database's clock when the row was read
+	// PreviousHolder held the term before; PreviousExpired says its lease
+	// expired instead of being released (a manager killed, hung or cut off).
+	PreviousHolder  string
+	PreviousExpired bool
+	// Suspect is the manager whose OpenSM may still be master: the holder
+	// before a lease that expired, kept until a freeze is lifted.
+	Suspect string
+	// Freeze says why no job completes ("" when none), UnfreezeRequested that
+	// an operator has run --unfreeze and the leader has not taken it yet.
+	Freeze            string
+	UnfreezeRequested bool
+}
+
+// Held says whether the lease is held: taken and not expired.
+func (l Lease) Held() bool { return l.ExpiresAt != nil && !l.ExpiresAt.Before(l.Now) }
+
+// LeaseTables is what an engine that supports HA does with the lease. Every
+// write but TakeLease and RequestUnfreeze is fenced by term.
+type LeaseTables interface {
+	// TakeLease starts a new term for holder, valid for ttl, if the lease is
+	// free or expired; false (and the row as it is) otherwise.
+	TakeLease(ctx context.Context, holder string, ttl time.Duration) (Lease, bool, error)
+	// RenewLease extends term's lease to ttl from now if it has not expired.
+	RenewLease(ctx context.Context, term int64, ttl time.Duration) (bool, error)
+	// ReleaseLease gives term's lease up, so that another manager can take it
+	// without waiting for it to expire.
+	ReleaseLease(ctx context.Context, term int64) (bool, error)
+	ReadLease(ctx context.Context) (Lease, error)
+	SetFreeze(ctx context.Context, term int64, reason string) (bool, error)
+	// RequestUnfreeze records an operator's --unfreeze if there is a freeze.
+	RequestUnfreeze(ctx context.Context) (int64, error)
+	// LiftFreeze lifts term's freeze if an unfreeze was requested.
+	LiftFreeze(ctx context.Context, term int64) (bool, error)
+}
+
+// ErrFenced is a write of the applier refused because its term is no longer
+// the current one: another manager leads.
+var ErrFenced = errors.New("a newer leadership term has started")
+
+// ErrLockNotClusterWide is TryLock's error where the advisory lock is not
+// exclusive across the database (a Galera node's GET_LOCK): the lease alone
+// elects there.
+var ErrLockNotClusterWide = driver.ErrLockNotClusterWide
+
+// ErrNoLease is returned for an engine without the HA lease (SQLite).
+var ErrNoLease = errors.New("[ha] ha = true needs PostgreSQL or MariaDB (SQLite serves one manager)")
+
+// Leases returns the engine's lease, or ErrNoLease.
+func (s *Store) Leases() (LeaseTables, error) {
+	l, ok := s.d.(LeaseTables)
+	if !ok {
+		return nil, ErrNoLease
+	}
+	return l, nil
+}
+
+// Unfreeze asks the leader to lift its freeze (--unfreeze). It says whether
+// there was a freeze to lift.
+func (s *Store) Unfreeze(ctx context.Context) (Lease, error) {
+	l, err := s.Leases()
+	if err != nil {
+		return Lease{}, err
+	}
+	if _, err := l.RequestUnfreeze(ctx); err != nil {
+		return Lease{}, fmt.Errorf("request unfreeze: %w", err)
+	}
+	lease, err := l.ReadLease(ctx)
+	if err != nil {
+		return Lease{}, fmt.Errorf("read lease: %w", err)
+	}
+	return lease, nil
+}
+
+// maxFreeze bounds a freeze's reason (the column holds 4000 characters on
+// MariaDB).
+const maxFreeze = 4000
+
+// FreezeReason makes reason fit the freeze column: one line, bounded.
+func FreezeReason(reason string) string {
+	reason = strings.Join(strings.Fields(reason), " ")
+	if len(reason) > maxFreeze {
+		reason = reason[:maxFreeze-3] + "..."
+	}
+	return reason
+}

@@ -1,0 +1,299 @@
+package storetest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// RunLease is the HA lease's suite on one database, opened once per manager
+// by open (on Galera, each manager on its own node).
+func RunLease(t *testing.T, open func(t *testing.T) []*store.Store) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, managers []*store.Store)
+	}{
+		{"TakenWhenFreeRenewedAndReleased", testLeaseTakeRenewRelease},
+		{"ExpiredLeaseIsTakenAndItsHolderSuspected", testLeaseExpiry},
+		{"FreezeIsFencedAndLiftedOnlyAfterUnfreeze", testFreeze},
+		{"ConcurrentTakesHaveOneWinner", testConcurrentTakes},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, open(t))
+		})
+	}
+}
+
+// OpenManagers opens n stores on one fresh database of engine.
+func OpenManagers(t *testing.T, engine string, n int) []*store.Store {
+	db := NewDatabase(t, engine)
+	stores := make([]*store.Store, n)
+	for i := range stores {
+		stores[i] = OpenDatabase(t, db)
+	}
+	return stores
+}
+
+// GaleraURLsEnv names the Galera cluster's nodes for the tests: their
+// [database] connection URLs, separated by blanks (scripts/test-env.sh).
+const GaleraURLsEnv = "AFM_TEST_GALERA_URLS"
+
+// NewGaleraDatabase creates an empty database on the Galera cluster, dropped
+// when the test ends, and returns it as each node serves it.
+func NewGaleraDatabase(t testing.TB) []Database {
+	t.Helper()
+	urls := strings.Fields(serverURL(t, GaleraURLsEnv))
+	if len(urls) < 2 {
+		t.Fatalf("%s names %d nodes; want at least 2", GaleraURLsEnv, len(urls))
+	}
+	name := "afm_test_" + randomSuffix(t)
+	dbs := make([]Database, len(urls))
+	for i, admin := range urls {
+		conn, err := config.ParseConnection(admin)
+		if err != nil {
+			t.Fatalf("%s: %v", GaleraURLsEnv, err)
+		}
+		if i == 0 { // replicated to the other nodes
+			db, err := sql.Open("mysql", conn.DSN)
+			if err != nil {
+				t.Fatalf("galera test server: %v", err)
+			}
+			_, err = db.Exec("CREATE DATABASE " + name)
+			db.Close()
+			if err != nil {
+				t.Fatalf("create test database: %v", err)
+			}
+			t.Cleanup(func() { dropMySQL(t, conn.DSN, name) })
+		}
+		cfg, err := mysql.ParseDSN(conn.DSN)
+		if err != nil {
+			t.Fatalf("%s: %v", GaleraURLsEnv, err)
+		}
+		cfg.DBName = name
+		u, err := url.Parse(admin)
+		if err != nil {
+			t.Fatalf("%s: %v", GaleraURLsEnv, err)
+		}
+		u.Path = "/" + name
+		dbs[i] = Database{Engine: config.EngineMySQL, URL: u.String(), DSN: cfg.FormatDSN()}
+	}
+	return dbs
+}
+
+// OpenGaleraManagers opens one store per Galera node on one fresh database.
+// The schema is migrated through the first node before the others open it.
+func OpenGaleraManagers(t *testing.T) []*store.Store {
+	dbs := NewGaleraDatabase(t)
+	stores := make([]*store.Store, len(dbs))
+	for i, db := range dbs {
+		stores[i] = OpenDatabase(t, db)
+	}
+	return stores
+}
+
+func leases(t *testing.T, s *store.Store) store.LeaseTables {
+	t.Helper()
+	l, err := s.Leases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func take(t *testing.T, s *store.Store, holder string, ttl time.Duration) (store.Lease, bool) {
+	t.Helper()
+	l, won, err := leases(t, s).TakeLease(ctxT(t), holder, ttl)
+	if err != nil {
+		t.Fatalf("TakeLease(%s): %v", holder, err)
+	}
+	return l, won
+}
+
+// takeEventually takes a lease that is free or expired: on Galera a node
+// may not have applied another node's release or renewal yet (its reads lag
+// the cluster's commits), and its take then matches nothing until it has.
+func takeEventually(t *testing.T, s *store.Store, holder string, ttl time.Duration) store.Lease {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l, won, err := leases(t, s).TakeLease(ctxT(t), holder, ttl)
+		if err == nil && won {
+			return l
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s could not take a free lease within 10 s: %+v, %v", holder, l, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func testLeaseTakeRenewRelease(t *testing.T, m []*store.Store) {
+	ctx := ctxT(t)
+	a, b := m[0], m[1]
+	la, won := take(t, a, "A", time.Minute)
+	if !won || la.Holder != "A" || !la.Held() || la.Term < 1 {
+		t.Fatalf("A's first take = %+v, %v; want A holding a term", la, won)
+	}
+	if la.ExpiresAt.Sub(la.Now) < 50*time.Second || la.ExpiresAt.Sub(la.Now) > time.Minute+time.Second {
+		t.Errorf("lease expires %s after the database's now; want about a minute", la.ExpiresAt.Sub(la.Now))
+	}
+	// On Galera, B's node may not have applied A's take yet: B's take then
+	// fails certification (an error), which is losing too.
+	if lb, won, err := leases(t, b).TakeLease(ctx, "B", time.Minute); err == nil && (won || lb.Holder != "A" || lb.Term != la.Term) {
+		t.Fatalf("B took a held lease: %+v, %v", lb, won)
+	}
+	if ok, err := leases(t, a).RenewLease(ctx, la.Term, time.Minute); err != nil || !ok {
+		t.Fatalf("A's renewal = %v, %v; want true", ok, err)
+	}
+	if ok, err := leases(t, b).RenewLease(ctx, la.Term-1, time.Minute); err != nil || ok {
+		t.Errorf("a renewal with an old term = %v, %v; want false", ok, err)
+	}
+	if ok, err := leases(t, a).ReleaseLease(ctx, la.Term); err != nil || !ok {
+		t.Fatalf("A's release = %v, %v; want true", ok, err)
+	}
+	if ok, err := leases(t, a).RenewLease(ctx, la.Term, time.Minute); err != nil || ok {
+		t.Errorf("a renewal after the release = %v, %v; want false", ok, err)
+	}
+	lb := takeEventually(t, b, "B", time.Minute)
+	if lb.Term != la.Term+1 || lb.Holder != "B" {
+		t.Fatalf("B's take after the release = %+v; want B with term %d", lb, la.Term+1)
+	}
+	if lb.PreviousHolder != "A" || lb.PreviousExpired || lb.Suspect != "" {
+		t.Errorf("after a release: previous %q expired %v suspect %q; want A, false, none",
+			lb.PreviousHolder, lb.PreviousExpired, lb.Suspect)
+	}
+	// The term fences the applier's writes: A's are refused now.
+	if n, err := a.CompleteJobs(ctx, la.Term, 1<<40); err != nil || n != 0 {
+		t.Errorf("CompleteJobs with the released term = %d, %v; want 0", n, err)
+	}
+}
+
+func testLeaseExpiry(t *testing.T, m []*store.Store) {
+	ctx := ctxT(t)
+	a, b := m[0], m[1]
+	la, won := take(t, a, "A", time.Second)
+	if !won {
+		t.Fatal("A did not take a free lease")
+	}
+	time.Sleep(1200 * time.Millisecond)
+	if l, err := leases(t, b).ReadLease(ctx); err != nil || l.Held() || l.Holder != "A" {
+		t.Fatalf("ReadLease after expiry = %+v, %v; want A's, not held", l, err)
+	}
+	if ok, err := leases(t, a).RenewLease(ctx, la.Term, time.Minute); err != nil || ok {
+		t.Errorf("renewal of an expired lease = %v, %v; want false", ok, err)
+	}
+	lb := takeEventually(t, b, "B", time.Minute)
+	if lb.Term != la.Term+1 {
+		t.Fatalf("B's take of an expired lease = %+v", lb)
+	}
+	if lb.PreviousHolder != "A" || !lb.PreviousExpired || lb.Suspect != "A" {
+		t.Errorf("after an expiry: previous %q expired %v suspect %q; want A, true, A",
+			lb.PreviousHolder, lb.PreviousExpired, lb.Suspect)
+	}
+}
+
+func testFreeze(t *testing.T, m []*store.Store) {
+	ctx := ctxT(t)
+	a, b := m[0], m[1]
+	la, _ := take(t, a, "A", 500*time.Millisecond)
+	time.Sleep(700 * time.Millisecond)
+	lb := takeEventually(t, b, "B", 700*time.Millisecond)
+	if ok, err := leases(t, a).SetFreeze(ctx, la.Term, "late"); err != nil || ok {
+		t.Errorf("SetFreeze with an old term = %v, %v; want false", ok, err)
+	}
+	if ok, err := leases(t, b).SetFreeze(ctx, lb.Term, "another master\nseen"); err != nil || !ok {
+		t.Fatalf("SetFreeze = %v, %v", ok, err)
+	}
+	if ok, err := leases(t, b).LiftFreeze(ctx, lb.Term); err != nil || ok {
+		t.Errorf("LiftFreeze before any --unfreeze = %v, %v; want false", ok, err)
+	}
+	l, err := b.Unfreeze(ctx)
+	if err != nil || l.Freeze != "another master seen" || !l.UnfreezeRequested || l.Suspect != "A" {
+		t.Fatalf("Unfreeze = %+v, %v; want the freeze, one line, with the unfreeze pending, naming A", l, err)
+	}
+	// B dies frozen: C's take keeps A suspected, and clears the freeze, which
+	// C must find again for itself.
+	time.Sleep(900 * time.Millisecond)
+	lc := takeEventually(t, a, "C", time.Minute)
+	if lc.Suspect != "A" || lc.PreviousHolder != "B" || lc.Freeze != "" || lc.UnfreezeRequested {
+		t.Fatalf("take after a frozen leader expired = %+v; want suspect A, previous B, no freeze", lc)
+	}
+	if ok, err := leases(t, a).SetFreeze(ctx, lc.Term, "again"); err != nil || !ok {
+		t.Fatalf("SetFreeze = %v, %v", ok, err)
+	}
+	if _, err := a.Unfreeze(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := leases(t, b).LiftFreeze(ctx, lb.Term); err != nil || ok {
+		t.Errorf("LiftFreeze with an old term = %v, %v; want false", ok, err)
+	}
+	if ok, err := leases(t, a).LiftFreeze(ctx, lc.Term); err != nil || !ok {
+		t.Errorf("LiftFreeze = %v, %v; want true", ok, err)
+	}
+	if l, err := leases(t, a).ReadLease(ctx); err != nil || l.Freeze != "" || l.UnfreezeRequested || l.Suspect != "" {
+		t.Errorf("after the lift = %+v, %v; want no freeze, nothing pending, no suspect", l, err)
+	}
+	if l, err := a.Unfreeze(ctx); err != nil || l.UnfreezeRequested {
+		t.Errorf("Unfreeze without a freeze = %+v, %v; want nothing pending", l, err)
+	}
+}
+
+// Every manager takes the free lease at the same moment, several rounds: one
+// wins each round. On Galera the managers are on different nodes, where the
+// losers' commits fail certification (an error, and no lease).
+func testConcurrentTakes(t *testing.T, m []*store.Store) {
+	for round := range 5 {
+		if round > 0 {
+			time.Sleep(200 * time.Millisecond) // let every node apply the release
+		}
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		won := make([]bool, len(m))
+		for i, s := range m {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				_, ok, err := leases(t, s).TakeLease(context.Background(), fmt.Sprintf("M%d", i), time.Minute)
+				won[i] = ok && err == nil
+			}()
+		}
+		close(start)
+		wg.Wait()
+		winners := 0
+		var term int64
+		for i, w := range won {
+			if w {
+				winners++
+				l, err := leases(t, m[i]).ReadLease(ctxT(t))
+				if err != nil || l.Holder != fmt.Sprintf("M%d", i) {
+					t.Fatalf("round %d: M%d won but the row says %+v, %v", round, i, l, err)
+				}
+				term = l.Term
+			}
+		}
+		if winners > 1 {
+			t.Fatalf("round %d: %d managers took the lease; want 1", round, winners)
+		}
+		if winners == 0 {
+			// On Galera the nodes may not all have applied the last
+			// release yet: the one that had may have lost certification.
+			term = takeEventually(t, m[0], "M0", time.Minute).Term
+		}
+		if ok, err := leases(t, m[0]).ReleaseLease(ctxT(t), term); err != nil || !ok {
+			t.Fatalf("release = %v, %v", ok, err)
+		}
+	}
+}

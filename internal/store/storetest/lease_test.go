@@ -1,0 +1,23 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+func TestLease(t *testing.T) {
+	for _, engine := range []string{config.EnginePostgres, config.EngineMySQL} {
+		t.Run(engine, func(t *testing.T) {
+			RunLease(t, func(t *testing.T) []*store.Store { return OpenManagers(t, engine, 3) })
+		})
+	}
+	t.Run("galera", func(t *testing.T) { RunLease(t, OpenGaleraManagers) })
+}
+
+func TestSQLiteHasNoLease(t *testing.T) {
+	if _, err := Open(t, config.EngineSQLite).Leases(); err != store.ErrNoLease {
+		t.Errorf("Leases on SQLite = %v; want ErrNoLease", err)
+	}
+}

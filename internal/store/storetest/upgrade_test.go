@@ -1,0 +1,80 @@
+package storetest
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+	"time"
+
+	"github.com/pressly/goose/v3"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/migrations"
+)
+
+// TestRequestIDMigration: a database of schema version 4 with a job in it
+// upgrades to the request_id column, the job reading back with none, and
+// 00005 goes down and up again as a DBA would run it with the goose CLI.
+func TestRequestIDMigration(t *testing.T) {
+	engines := []struct {
+		engine, driver string
+		dialect        goose.Dialect
+	}{
+		{config.EngineSQLite, "sqlite", goose.DialectSQLite3},
+		{config.EnginePostgres, "pgx", goose.DialectPostgres},
+		{config.EngineMySQL, "mysql", goose.DialectMySQL},
+	}
+	for _, e := range engines {
+		t.Run(e.engine, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			d := NewDatabase(t, e.engine)
+			db, err := sql.Open(e.driver, d.DSN)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			fsys, err := migrations.FS(e.engine)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := goose.NewProvider(e.dialect, db, fsys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.UpTo(ctx, 4); err != nil {
+				t.Fatalf("migrate to version 4: %v", err)
+			}
+			if _, err := db.ExecContext(ctx, `INSERT INTO jobs (revision, object_type, object_id, network_id,
+				operation, status, description, result, error, created_by, request, created_at, updated_at)
+				VALUES (1, 'network', 'n1', 'n1', 'Create network', 'Pending', 'Create network n1', '', '',
+				'networking-mlnx', '{}', '2026-01-02 03:04:05', '2026-01-02 03:04:05')`); err != nil {
+				t.Fatalf("insert a job at version 4: %v", err)
+			}
+
+			s := OpenDatabase(t, d) // migrates to the latest version
+			j, err := s.GetJob(ctx, 1)
+			if err != nil {
+				t.Fatalf("GetJob after the upgrade: %v", err)
+			}
+			if j.RequestID != "" || j.CreatedBy != "networking-mlnx" || j.Description != "Create network n1" {
+				t.Errorf("job recorded before request_id = %+v, want its fields and no request ID", j)
+			}
+
+			if _, err := p.DownTo(ctx, 4); err != nil {
+				t.Fatalf("migrate down to version 4: %v", err)
+			}
+			var n int
+			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM jobs`).Scan(&n); err != nil || n != 1 {
+				t.Errorf("after 00005's down: %d jobs, %v; want the one job kept", n, err)
+			}
+			var id string
+			if err := db.QueryRowContext(ctx, `SELECT request_id FROM jobs`).Scan(&id); err == nil {
+				t.Error("after 00005's down the jobs table still has request_id")
+			}
+			if _, err := p.Up(ctx); err != nil {
+				t.Fatalf("migrate up again: %v", err)
+			}
+		})
+	}
+}
