@@ -143,7 +143,10 @@ smoke() { # smoke DRIVER VLAN [HOW]: HOW the manager is stopped, for managed: rm
 	# The README's lines, plus what the simulated fabric needs: its directory (env, OpenSM's
 	# cache) and libumad2sim at the paths the env file names.
 	local fabric_mounts=(-v "$fabric:$fabric" -v "$umad:$umad:ro")
-	local run=(docker run -d --init --name "$NAME" --network host
+	# No capabilities and no privilege gain, as the README runs it: root in the container uses only
+	# what root owns (the volume, the devices).
+	local confined=(--cap-drop ALL --security-opt no-new-privileges)
+	local run=(docker run -d --init --name "$NAME" --network host "${confined[@]}"
 		-v "$etc:/etc/alternative-fabric-manager:ro" -v "$VOLUME:/var/lib/alternative-fabric-manager"
 		"${fabric_mounts[@]}")
 	case $driver in
@@ -153,7 +156,7 @@ smoke() { # smoke DRIVER VLAN [HOW]: HOW the manager is stopped, for managed: rm
 		run+=(-v "$socket:/var/run/docker.sock")
 		# Someone else's OpenSM container: config_dir's directory at the same path (here: the same
 		# volume), reading the opensm.conf the manager writes. Created now, started once written.
-		docker create --init --name opensm --network host --env-file "$fabric/env" \
+		docker create --init --name opensm --network host "${confined[@]}" --env-file "$fabric/env" \
 			-v "$VOLUME:/var/lib/alternative-fabric-manager" "${fabric_mounts[@]}" \
 			--entrypoint opensm "$IMAGE" -F "$CONF_DIR/opensm.conf" >/dev/null
 		;;
@@ -199,6 +202,8 @@ smoke() { # smoke DRIVER VLAN [HOW]: HOW the manager is stopped, for managed: rm
 	managed)
 		[[ $(docker inspect -f '{{.HostConfig.PidMode}}' opensm) == "container:$(docker inspect -f '{{.Id}}' "$NAME")" ]] ||
 			die "managed: the container opensm is not in the manager's PID namespace"
+		[[ $(docker inspect -f '{{json .HostConfig.CapDrop}}' opensm) == *ALL* ]] ||
+			die "managed: the container opensm has capabilities its manager's container dropped"
 		if [[ $how == kill-9 ]]; then
 			# The manager's process itself, not its container: the container's init (--init) then
 			# exits, and the kernel ends the PID namespace OpenSM is in.

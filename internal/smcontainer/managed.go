@@ -231,9 +231,13 @@ func (m *Managed) launch(ctx context.Context) (id string, exited <-chan string, 
 			Mounts:     m.mounts(),
 			AutoRemove: true,
 			// OpenSM prints the keys it loaded: keep no log of its output.
-			LogConfig:  container.LogConfig{Type: "none"},
-			Privileged: hc.Privileged,
-			CapAdd:     hc.CapAdd,
+			LogConfig: container.LogConfig{Type: "none"},
+			// The manager container's privileges, no more and no fewer: a
+			// manager run with --cap-drop ALL runs OpenSM without them too.
+			Privileged:  hc.Privileged,
+			CapAdd:      hc.CapAdd,
+			CapDrop:     hc.CapDrop,
+			SecurityOpt: hc.SecurityOpt,
 			Resources: container.Resources{
 				Devices:           hc.Devices,
 				DeviceCgroupRules: hc.DeviceCgroupRules,
