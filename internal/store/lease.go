@@ -98,9 +98,9 @@ func (l leases) queries(ctx context.Context) driver.LeaseQueries {
 // has not taken the lease.
 func (l leases) TakeLease(ctx context.Context, holder string, ttl time.Duration) (Lease, bool, error) {
 	var (
-		taken     int64
-		row       driver.ReadLeaseRow
-		committed bool // fn returned nil: an error after it is the commit's
+		taken int64
+		row   driver.ReadLeaseRow
+		read  bool // both ran: an error after them is the commit's
 	)
 	err := l.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
 		lq := q.(driver.LeaseQueries)
@@ -111,11 +111,11 @@ func (l leases) TakeLease(ctx context.Context, holder string, ttl time.Duration)
 		if row, err = lq.ReadLease(ctx); err != nil {
 			return fmt.Errorf("read lease: %w", err)
 		}
-		committed = true
+		read = true
 		return nil
 	})
 	if err != nil {
-		if committed {
+		if read {
 			err = fmt.Errorf("take lease: commit: %w", err)
 		}
 		return Lease{}, false, err
