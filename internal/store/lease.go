@@ -45,7 +45,7 @@ type Lease struct {
 // Held says whether the lease is held: taken and not expired.
 func (l Lease) Held() bool { return l.ExpiresAt != nil && !l.ExpiresAt.Before(l.Now) }
 
-// LeaseTables is what an engine that supports HA does with the lease. Every
+// LeaseTables is what the HA lease does (on PostgreSQL and MariaDB). Every
 // write but TakeLease and RequestUnfreeze is fenced by term.
 type LeaseTables interface {
 	// TakeLease starts a new term for holder, valid for ttl, if the lease is
@@ -76,13 +76,99 @@ var ErrLockNotClusterWide = driver.ErrLockNotClusterWide
 // ErrNoLease is returned for an engine without the HA lease (SQLite).
 var ErrNoLease = errors.New("[ha] ha = true needs PostgreSQL or MariaDB (SQLite serves one manager)")
 
-// Leases returns the engine's lease, or ErrNoLease.
+// Leases returns the HA lease, or ErrNoLease for an engine without one.
 func (s *Store) Leases() (LeaseTables, error) {
-	l, ok := s.d.(LeaseTables)
-	if !ok {
+	if _, ok := s.d.Queries(context.Background()).(driver.LeaseQueries); !ok {
 		return nil, ErrNoLease
 	}
-	return l, nil
+	return leases{s.d}, nil
+}
+
+// leases is the HA lease over an engine's lease queries: every rule of it is
+// here, the engines only run the SQL.
+type leases struct{ d driver.Driver }
+
+func (l leases) queries(ctx context.Context) driver.LeaseQueries {
+	return l.d.Queries(ctx).(driver.LeaseQueries)
+}
+
+// TakeLease takes the row and reads it back in one transaction, so that the
+// row returned is the one the take left. On Galera, two nodes' takes of the
+// row certify in order: the loser's commit fails (a deadlock error), and it
+// has not taken the lease.
+func (l leases) TakeLease(ctx context.Context, holder string, ttl time.Duration) (Lease, bool, error) {
+	var (
+		taken int64
+		row   driver.ReadLeaseRow
+		read  bool // both ran: an error after them is the commit's
+	)
+	err := l.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
+		lq := q.(driver.LeaseQueries)
+		var err error
+		if taken, err = lq.TakeLease(ctx, holder, ttl); err != nil {
+			return fmt.Errorf("take lease: %w", err)
+		}
+		if row, err = lq.ReadLease(ctx); err != nil {
+			return fmt.Errorf("read lease: %w", err)
+		}
+		read = true
+		return nil
+	})
+	if err != nil {
+		if read {
+			err = fmt.Errorf("take lease: commit: %w", err)
+		}
+		return Lease{}, false, err
+	}
+	return lease(row), taken == 1, nil
+}
+
+func (l leases) RenewLease(ctx context.Context, term int64, ttl time.Duration) (bool, error) {
+	n, err := l.queries(ctx).RenewLease(ctx, ttl, term)
+	return n == 1, err
+}
+
+func (l leases) ReleaseLease(ctx context.Context, term int64) (bool, error) {
+	n, err := l.queries(ctx).ReleaseLease(ctx, term)
+	return n == 1, err
+}
+
+func (l leases) ReadLease(ctx context.Context) (Lease, error) {
+	row, err := l.queries(ctx).ReadLease(ctx)
+	if err != nil {
+		return Lease{}, err
+	}
+	return lease(row), nil
+}
+
+func (l leases) SetFreeze(ctx context.Context, term int64, reason string) (bool, error) {
+	n, err := l.queries(ctx).SetFreeze(ctx, FreezeReason(reason), term)
+	return n == 1, err
+}
+
+func (l leases) RequestUnfreeze(ctx context.Context) (int64, error) {
+	return l.queries(ctx).RequestUnfreeze(ctx)
+}
+
+func (l leases) LiftFreeze(ctx context.Context, term int64) (bool, error) {
+	n, err := l.queries(ctx).LiftFreeze(ctx, term)
+	return n == 1, err
+}
+
+// lease is row with its times in UTC (MariaDB's driver reads them in the
+// connection's location).
+func lease(row driver.ReadLeaseRow) Lease {
+	return Lease{Term: row.Term, Holder: row.Holder, Heartbeat: utc(row.Heartbeat), ExpiresAt: utc(row.ExpiresAt),
+		Now: row.DbNow.UTC(), PreviousHolder: row.PreviousHolder, PreviousExpired: row.PreviousExpired,
+		Suspect: row.Suspect, Freeze: row.FreezeReason, UnfreezeRequested: row.UnfreezeRequested}
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
 }
 
 // Unfreeze asks the leader to lift its freeze (--unfreeze). It says whether

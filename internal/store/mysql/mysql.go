@@ -4,8 +4,9 @@
 // The applier lock is GET_LOCK on a connection of its own. Galera does not
 // replicate GET_LOCK, so on a node with wsrep_on the lock is refused
 // (driver.ErrLockNotClusterWide): two managers on two nodes would both apply.
-// With [ha] ha = true the lease (lease.go) elects instead, on Galera too. There is no LISTEN: the applier polls
-// the revision every [database] poll_interval.
+// With [ha] ha = true the lease (package store, over lease.go's queries)
+// elects instead, on Galera too. There is no LISTEN: the applier polls the
+// revision every [database] poll_interval.
 package mysql
 
 import (

@@ -1,0 +1,31 @@
+package driver
+
+import (
+	"context"
+	"time"
+
+	pgdb "github.com/alternative-fabric-manager/alternative-fabric-manager/db/postgres"
+)
+
+// LeaseQueries are the HA lease's queries (queries/postgres/lease.sql and
+// queries/mysql/lease.sql), under the same names. The server engines' Queries
+// implement them besides Queries; SQLite, which serves one manager, has no
+// lease. Package store holds what the lease means: an engine only adapts its
+// arguments (the ttl in the unit its SQL takes) and its row.
+type LeaseQueries interface {
+	// TakeLease starts a new term for holder, valid for ttl, if the lease is
+	// free or expired; it returns the rows changed (1: taken).
+	TakeLease(ctx context.Context, holder string, ttl time.Duration) (int64, error)
+	RenewLease(ctx context.Context, ttl time.Duration, term int64) (int64, error)
+	ReleaseLease(ctx context.Context, term int64) (int64, error)
+	ReadLease(ctx context.Context) (ReadLeaseRow, error)
+	SetFreeze(ctx context.Context, reason string, term int64) (int64, error)
+	RequestUnfreeze(ctx context.Context) (int64, error)
+	LiftFreeze(ctx context.Context, term int64) (int64, error)
+}
+
+// ReadLeaseRow is the leadership row as ReadLease reads it: PostgreSQL's
+// generated row (SQLite, whose rows the others alias, has no lease). MariaDB's
+// generated row has the same fields and types, so it converts with a plain
+// type conversion.
+type ReadLeaseRow = pgdb.ReadLeaseRow
