@@ -146,6 +146,22 @@ func (e *LeaseElector) termOnce(ctx context.Context, lead func(context.Context, 
 	validUntil := sent.Add(e.LeaseTimeout) // by then the others may take over
 	renewed := make(chan struct{})
 	lost := false
+	stopped := false // OpenSM was stopped as soon as the lease was in doubt
+	// stopNow takes OpenSM off the fabric at once when the lease is in doubt,
+	// without waiting for the term's work to return: that work may be blocked
+	// on a database call that only its own, longer deadline ends (a cut link),
+	// and the lease may expire meanwhile.
+	stopNow := func() {
+		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), StopTimeout)
+		defer scancel()
+		if err := e.Stop(sctx); err != nil {
+			log.Error("stop OpenSM", "error", err)
+			return
+		}
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+	}
 	go func() {
 		defer close(renewed)
 		t := time.NewTicker(e.renewEvery())
@@ -160,6 +176,7 @@ func (e *LeaseElector) termOnce(ctx context.Context, lead func(context.Context, 
 				log.Error("lease not renewed for half its timeout; stopping OpenSM before it can expire",
 					"lease_timeout", e.LeaseTimeout)
 				cancel(errors.New("lease not renewed in time"))
+				stopNow()
 				return
 			case <-t.C:
 			}
@@ -178,6 +195,7 @@ func (e *LeaseElector) termOnce(ctx context.Context, lead func(context.Context, 
 				mu.Unlock()
 				log.Error("lease lost: it expired or another manager took it; stopping OpenSM")
 				cancel(errors.New("lease lost"))
+				stopNow()
 				return
 			default:
 				mu.Lock()
@@ -192,14 +210,17 @@ func (e *LeaseElector) termOnce(ctx context.Context, lead func(context.Context, 
 	cancel(nil)
 	<-renewed
 	mu.Lock()
-	until, wasLost := validUntil, lost
+	until, wasLost, alreadyStopped := validUntil, lost, stopped
 	mu.Unlock()
 
 	// OpenSM goes first, within what is left of the lease; only then may
 	// another manager take over at once.
-	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), StopTimeout)
-	stopErr := e.Stop(sctx)
-	scancel()
+	var stopErr error
+	if !alreadyStopped {
+		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), StopTimeout)
+		stopErr = e.Stop(sctx)
+		scancel()
+	}
 	if late := time.Since(until); stopErr == nil && late > 0 {
 		log.Error("OpenSM stopped after the lease could have expired", "late", late)
 	}
