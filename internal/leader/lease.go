@@ -166,22 +166,34 @@ func (e *LeaseElector) termOnce(ctx context.Context, lead func(context.Context, 
 		defer close(renewed)
 		t := time.NewTicker(e.renewEvery())
 		defer t.Stop()
-		giveUp := time.NewTimer(e.LeaseTimeout / 2)
+		giveUpAt := sent.Add(e.LeaseTimeout / 2)
+		giveUp := time.NewTimer(time.Until(giveUpAt))
 		defer giveUp.Stop()
+		// The deadline is checked by the clock, not only by the timer: when the
+		// timer and the ticker are both ready (a renewal that used its whole
+		// time), select would pick either at random, and a leader cut from its
+		// database could keep renewing in vain past the lease's expiry.
 		for {
 			select {
 			case <-lctx.Done():
 				return
 			case <-giveUp.C:
+			case <-t.C:
+			}
+			if !time.Now().Before(giveUpAt) {
 				log.Error("lease not renewed for half its timeout; stopping OpenSM before it can expire",
 					"lease_timeout", e.LeaseTimeout)
 				cancel(errors.New("lease not renewed in time"))
 				stopNow()
 				return
-			case <-t.C:
 			}
 			start := time.Now()
-			rctx, rcancel := e.bounded(lctx)
+			// A renewal never runs past the time to give up.
+			deadline := start.Add(e.renewEvery())
+			if giveUpAt.Before(deadline) {
+				deadline = giveUpAt
+			}
+			rctx, rcancel := context.WithDeadline(lctx, deadline)
 			ok, err := e.Leases.RenewLease(rctx, term, e.LeaseTimeout)
 			rcancel()
 			switch {
@@ -201,7 +213,8 @@ func (e *LeaseElector) termOnce(ctx context.Context, lead func(context.Context, 
 				mu.Lock()
 				validUntil = start.Add(e.LeaseTimeout)
 				mu.Unlock()
-				giveUp.Reset(time.Until(start.Add(e.LeaseTimeout / 2)))
+				giveUpAt = start.Add(e.LeaseTimeout / 2)
+				giveUp.Reset(time.Until(giveUpAt))
 			}
 		}
 	}()
