@@ -130,7 +130,7 @@ func startHAManager(ctx context.Context, binary, dir, dbURL string, f *fabricsim
 	if err := os.WriteFile(envFile, []byte(strings.Join(env, "\n")+"\n"), 0o600); err != nil {
 		return nil, err
 	}
-	addr, err := freeAddr()
+	addr, err := fabricsim.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +152,7 @@ func (m *haManager) start(ctx context.Context, binary string) error {
 	}
 	m.cmd = exec.Command(binary, "--config-file", m.conf)
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
-	m.cmd.Env = withSbinPath(os.Environ())
+	m.cmd.Env = fabricsim.WithSbinPath(os.Environ())
 	if err := m.cmd.Start(); err != nil {
 		logFile.Close()
 		return fmt.Errorf("start manager: %w", err)

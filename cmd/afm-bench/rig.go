@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -53,7 +52,7 @@ func startRig(ctx context.Context, engine, binary, dir string, log *slog.Logger)
 	if r.fabric, err = fabricsim.Start(ctx, filepath.Join(dir, "fabric"), fabricsim.Options{Hosts: 4}); err != nil {
 		return nil, fmt.Errorf("start simulated fabric: %w", err)
 	}
-	addr, err := freeAddr()
+	addr, err := fabricsim.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +122,7 @@ func (r *rig) startManager(ctx context.Context, binary, confPath string) error {
 	}
 	r.cmd = exec.Command(binary, "--config-file", confPath)
 	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
-	r.cmd.Env = withSbinPath(os.Environ())
+	r.cmd.Env = fabricsim.WithSbinPath(os.Environ())
 	if err := r.cmd.Start(); err != nil {
 		logFile.Close()
 		return fmt.Errorf("start manager: %w", err)
@@ -225,27 +224,6 @@ func readProcStat(pid int) (procStat, error) {
 	st.utime, _ = strconv.ParseUint(fields[11], 10, 64) // field 14
 	st.stime, _ = strconv.ParseUint(fields[12], 10, 64) // field 15
 	return st, nil
-}
-
-// withSbinPath adds the directories Debian installs opensm into, which not
-// every root PATH has.
-func withSbinPath(env []string) []string {
-	for i, kv := range env {
-		if path, ok := strings.CutPrefix(kv, "PATH="); ok {
-			env[i] = "PATH=" + path + ":/usr/sbin:/sbin"
-			return env
-		}
-	}
-	return append(env, "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin")
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("find a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 // healthy is true once the manager answers /healthz.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -48,7 +47,7 @@ func (m *manager) start(ctx context.Context, client *http.Client) error {
 	}
 	m.cmd = exec.Command(m.binary, "--config-file", m.conf, "--debug")
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
-	m.cmd.Env = withSbinPath(os.Environ())
+	m.cmd.Env = fabricsim.WithSbinPath(os.Environ())
 	if err := m.cmd.Start(); err != nil {
 		logFile.Close()
 		return fmt.Errorf("start manager %d: %w", m.index, err)
@@ -152,7 +151,7 @@ func waitGone(pid int, limit time.Duration) bool {
 
 // writeConf writes the manager's afm.conf.
 func (m *manager) writeConf(dbURL string, f *fabricsim.Fabric) error {
-	addr, err := freeAddr()
+	addr, err := fabricsim.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -202,25 +201,6 @@ func (m *manager) confirmSwitches(ctx context.Context) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-func withSbinPath(env []string) []string {
-	for i, kv := range env {
-		if path, ok := strings.CutPrefix(kv, "PATH="); ok {
-			env[i] = "PATH=" + path + ":/usr/sbin:/sbin"
-			return env
-		}
-	}
-	return append(env, "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin")
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 // answer is a request's outcome as the driver sees it.
