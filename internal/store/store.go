@@ -150,12 +150,15 @@ type Member struct {
 }
 
 // Snapshot is the recorded state at one revision, read in one transaction: the
-// managed networks (VLAN ones with their pkeys, flat ones with PKey nil) and
-// every membership of a port in its managed network.
+// managed networks (VLAN ones with their pkeys, flat ones with PKey nil),
+// every membership of a port in its managed network, and the Kubernetes
+// partitions.
 type Snapshot struct {
 	Revision int64
 	Networks []Network
 	Members  []Member
+	// Kubernetes are the Kubernetes partitions, in pkey order.
+	Kubernetes []KubernetesPKey
 }
 
 // Lock is the applier lock, held on a connection of its own.
@@ -357,12 +360,19 @@ func checkPKeyFree(ctx context.Context, tx *changeTx, n Network) error {
 	other, err := tx.GetNetworkByPKey(ctx, *n.PKey)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return nil
 	case err != nil:
 		return err
 	case other.ID != n.ID:
 		return rejectf("network %s: VLAN ID %d is already the partition key %s of network %s",
 			n.ID, uint16(*n.PKey), *n.PKey, other.ID)
+	}
+	// A Kubernetes pkey recorded before [ufm_pkeys] pkey_range moved.
+	switch _, err := tx.q.GetKubernetesPKey(ctx, *n.PKey); {
+	case err == nil:
+		return rejectf("network %s: VLAN ID %d is the partition key %s of a Kubernetes partition",
+			n.ID, uint16(*n.PKey), *n.PKey)
+	case !driver.IsNoRows(err):
+		return err
 	}
 	return nil
 }
@@ -503,7 +513,7 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 		if err != nil {
 			return err
 		}
-		reason, err := s.membership(&p, c, n, holder, limit)
+		reason, err := s.membership(ctx, tx, &p, c, n, holder, limit)
 		if err != nil {
 			return err
 		}
@@ -568,8 +578,8 @@ func portAndHolder(ctx context.Context, tx *changeTx, id string, guid *fabric.GU
 // membership decides whether port p, on network n, holds its GUID: it clears
 // p.GUID when it does not and says why, or refuses the port. holder is the
 // port recorded with p's GUID, if any; limit, if not nil, the fabric's port
-// limit.
-func (s *Store) membership(p *Port, c PortChange, n Network, holder *Port, limit PortCheck) (string, error) {
+// limit. It reads, in tx, whether a Kubernetes pkey holds the GUID.
+func (s *Store) membership(ctx context.Context, tx *changeTx, p *Port, c PortChange, n Network, holder *Port, limit PortCheck) (string, error) {
 	if !n.Managed {
 		p.GUID = nil
 		return fmt.Sprintf("network %s has %s", n.ID, s.rules.partitionText(n)), nil
@@ -594,6 +604,12 @@ func (s *Store) membership(p *Port, c PortChange, n Network, holder *Port, limit
 	if holder != nil && holder.ID != p.ID && holder.NetworkID != p.NetworkID {
 		return "", rejectf("port %s: GUID %s is already in the partition of network %s (port %s); "+
 			"a GUID can be in only one network's partition", p.ID, *p.GUID, holder.NetworkID, holder.ID)
+	}
+	if kube, err := tx.q.KubernetesMembershipsOfGUID(ctx, *p.GUID); err != nil {
+		return "", err
+	} else if len(kube) > 0 {
+		return "", rejectf("port %s: GUID %s is a member of Kubernetes pkey %s; "+
+			"a GUID in a Kubernetes pkey may be in no OpenStack network's partition", p.ID, *p.GUID, kube[0].Pkey)
 	}
 	if s.rules.StaticMember != nil {
 		if name, listed := s.rules.StaticMember(*p.GUID); listed {

@@ -403,4 +403,62 @@ func (q queries) EnforcementErrors(ctx context.Context) ([]driver.EnforcementErr
 	return driver.Convert(rs, func(r mysqldb.EnforcementError) driver.EnforcementError { return driver.EnforcementError(r) }), err
 }
 
+// The Kubernetes partitions' rows.
+
+func (q queries) GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (driver.KubernetesPKey, error) {
+	r, err := q.Queries.GetKubernetesPKey(ctx, pkey)
+	return driver.KubernetesPKey(r), err
+}
+
+func (q queries) ListKubernetesPKeys(ctx context.Context) ([]driver.KubernetesPKey, error) {
+	rs, err := q.Queries.ListKubernetesPKeys(ctx)
+	return driver.Convert(rs, func(r mysqldb.KubernetesPkey) driver.KubernetesPKey { return driver.KubernetesPKey(r) }), err
+}
+
+func (q queries) ListKubernetesMembers(ctx context.Context) ([]driver.KubernetesMember, error) {
+	rs, err := q.Queries.ListKubernetesMembers(ctx)
+	return driver.Convert(rs, kubernetesMember), err
+}
+
+func (q queries) ListKubernetesMembersOfPKey(ctx context.Context, pkey fabric.PKey) ([]driver.KubernetesMember, error) {
+	rs, err := q.Queries.ListKubernetesMembersOfPKey(ctx, pkey)
+	return driver.Convert(rs, kubernetesMember), err
+}
+
+func (q queries) KubernetesMembershipsOfGUID(ctx context.Context, guid fabric.GUID) ([]driver.KubernetesMember, error) {
+	rs, err := q.Queries.KubernetesMembershipsOfGUID(ctx, guid)
+	return driver.Convert(rs, kubernetesMember), err
+}
+
+func kubernetesMember(r mysqldb.KubernetesMember) driver.KubernetesMember { return driver.KubernetesMember(r) }
+
+func (q queries) GetPortByGUID(ctx context.Context, guid *fabric.GUID) (driver.Port, error) {
+	r, err := q.Queries.GetPortByGUID(ctx, guid)
+	return driver.Port(r), err
+}
+
+func (q queries) KubernetesState(ctx context.Context) (driver.KubernetesStateRow, error) {
+	r, err := q.Queries.KubernetesState(ctx)
+	return driver.KubernetesStateRow(r), err
+}
+
+func (q queries) DeleteKubernetesMember(ctx context.Context, pkey fabric.PKey, guid fabric.GUID) (int64, error) {
+	return q.Queries.DeleteKubernetesMember(ctx, mysqldb.DeleteKubernetesMemberParams{Pkey: pkey, Guid: guid})
+}
+
+func (q queries) MarkKubernetesApplied(ctx context.Context, now *time.Time, revision, term int64) (int64, error) {
+	return q.Queries.MarkKubernetesApplied(ctx, mysqldb.MarkKubernetesAppliedParams{Now: now, Revision: revision, Term: term})
+}
+
+func (q queries) UpsertKubernetesMember(ctx context.Context, pkey fabric.PKey, guid fabric.GUID, membership string, index0 bool,
+	revision int64, now time.Time) error {
+	return q.Queries.UpsertKubernetesMember(ctx, mysqldb.UpsertKubernetesMemberParams{Pkey: pkey, Guid: guid,
+		Membership: membership, Index0: index0, Revision: revision, Now: now})
+}
+
+func (q queries) UpsertKubernetesPKey(ctx context.Context, pkey fabric.PKey, ipOverIB bool, revision int64, now time.Time) error {
+	return q.Queries.UpsertKubernetesPKey(ctx, mysqldb.UpsertKubernetesPKeyParams{Pkey: pkey, IpOverIb: ipOverIB,
+		Revision: revision, Now: now})
+}
+
 var _ driver.Driver = (*Engine)(nil)

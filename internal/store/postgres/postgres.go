@@ -274,4 +274,43 @@ func (q queries) EnforcementErrors(ctx context.Context) ([]driver.EnforcementErr
 	return driver.Convert(rs, func(r pgdb.EnforcementError) driver.EnforcementError { return driver.EnforcementError(r) }), err
 }
 
+// The Kubernetes partitions' rows.
+
+func (q queries) GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (driver.KubernetesPKey, error) {
+	r, err := q.Queries.GetKubernetesPKey(ctx, pkey)
+	return driver.KubernetesPKey(r), err
+}
+
+func (q queries) ListKubernetesPKeys(ctx context.Context) ([]driver.KubernetesPKey, error) {
+	rs, err := q.Queries.ListKubernetesPKeys(ctx)
+	return driver.Convert(rs, func(r pgdb.KubernetesPkey) driver.KubernetesPKey { return driver.KubernetesPKey(r) }), err
+}
+
+func (q queries) ListKubernetesMembers(ctx context.Context) ([]driver.KubernetesMember, error) {
+	rs, err := q.Queries.ListKubernetesMembers(ctx)
+	return driver.Convert(rs, kubernetesMember), err
+}
+
+func (q queries) ListKubernetesMembersOfPKey(ctx context.Context, pkey fabric.PKey) ([]driver.KubernetesMember, error) {
+	rs, err := q.Queries.ListKubernetesMembersOfPKey(ctx, pkey)
+	return driver.Convert(rs, kubernetesMember), err
+}
+
+func (q queries) KubernetesMembershipsOfGUID(ctx context.Context, guid fabric.GUID) ([]driver.KubernetesMember, error) {
+	rs, err := q.Queries.KubernetesMembershipsOfGUID(ctx, guid)
+	return driver.Convert(rs, kubernetesMember), err
+}
+
+func kubernetesMember(r pgdb.KubernetesMember) driver.KubernetesMember { return driver.KubernetesMember(r) }
+
+func (q queries) GetPortByGUID(ctx context.Context, guid *fabric.GUID) (driver.Port, error) {
+	r, err := q.Queries.GetPortByGUID(ctx, guid)
+	return driver.Port(r), err
+}
+
+func (q queries) KubernetesState(ctx context.Context) (driver.KubernetesStateRow, error) {
+	r, err := q.Queries.KubernetesState(ctx)
+	return driver.KubernetesStateRow(r), err
+}
+
 var _ driver.Driver = (*Engine)(nil)
