@@ -301,7 +301,9 @@ func (q queries) KubernetesMembershipsOfGUID(ctx context.Context, guid fabric.GU
 	return driver.Convert(rs, kubernetesMember), err
 }
 
-func kubernetesMember(r pgdb.KubernetesMember) driver.KubernetesMember { return driver.KubernetesMember(r) }
+func kubernetesMember(r pgdb.KubernetesMember) driver.KubernetesMember {
+	return driver.KubernetesMember(r)
+}
 
 func (q queries) GetPortByGUID(ctx context.Context, guid *fabric.GUID) (driver.Port, error) {
 	r, err := q.Queries.GetPortByGUID(ctx, guid)
