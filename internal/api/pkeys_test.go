@@ -189,7 +189,9 @@ func TestPKeysCycle(t *testing.T) {
 	f.must("POST", "/ufmRest/resources/pkeys",
 		`{"pkey":"0x100A","guids":["`+podGUID1+`","`+podGUID2+`"],"memberships":["limited","full"],"index0":false}`, 200)
 
-	var lastUpdated struct{ Last *string `json:"last_updated"` }
+	var lastUpdated struct {
+		Last *string `json:"last_updated"`
+	}
 	json.Unmarshal([]byte(f.must("GET", "/ufmRest/resources/pkeys/last_updated", "", 200)), &lastUpdated)
 	if lastUpdated.Last == nil {
 		t.Fatal("last_updated is null after applied changes")
