@@ -431,3 +431,16 @@ func guidList(gs []fabric.GUID) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// KubernetesConflicts returns, for each recorded Kubernetes pkey that this
+// configuration would refuse if it were asked for now, why: the range moved
+// away from it, or a static partition or flat_pkey took it.
+func (r Rules) KubernetesConflicts(pkeys []KubernetesPKey) []string {
+	var out []string
+	for _, p := range pkeys {
+		if err := r.checkKubernetesPKey(p.PKey); err != nil {
+			out = append(out, "Kubernetes "+err.Error())
+		}
+	}
+	return out
+}
