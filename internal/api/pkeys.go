@@ -405,19 +405,25 @@ func readStrict(r *http.Request, v any) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return string(raw), decodeStrict(raw, v)
+}
+
+// decodeStrict decodes one JSON object whose every field v knows, and
+// nothing after it.
+func decodeStrict(raw []byte, v any) error {
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return "", badRequest("request body must be a JSON object")
+		return badRequest("request body must be a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return "", badRequest("request body is not valid JSON for this resource: %v", err)
+		return badRequest("request body is not valid JSON for this resource: %v", err)
 	}
 	if dec.More() {
-		return "", badRequest("request body holds more than one JSON value")
+		return badRequest("request body holds more than one JSON value")
 	}
-	return string(raw), nil
+	return nil
 }
 
 func requiredPKey(p *string) (fabric.PKey, error) {
