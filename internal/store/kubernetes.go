@@ -321,7 +321,7 @@ func (s *Store) DeleteKubernetesPKey(ctx context.Context, d KubernetesDeletion) 
 		job, err = tx.job(ctx, NewJob{
 			ObjectType: ObjectPKey, ObjectID: d.PKey.String(), Operation: OpDeleteKubernetesPKey,
 			Description: fmt.Sprintf("Delete Kubernetes pkey %s", d.PKey),
-			Result:      fmt.Sprintf("Kubernetes pkey %s is removed, with its %d members", d.PKey, n),
+			Result:      fmt.Sprintf("Kubernetes pkey %s is removed, and its members (%d)", d.PKey, n),
 			CreatedBy:   d.CreatedBy, Request: d.Request, RequestID: d.RequestID,
 		})
 		return err

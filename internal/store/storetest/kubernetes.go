@@ -113,7 +113,7 @@ func testKubernetesLifecycle(t *testing.T, s *store.Store) {
 	}
 
 	j = mustKube(t)(s.DeleteKubernetesPKey(ctx, store.KubernetesDeletion{PKey: 0x1005, CreatedBy: "ib-kubernetes"}))
-	if j.Operation != store.OpDeleteKubernetesPKey || !strings.Contains(j.Result, "with its 1 members") {
+	if j.Operation != store.OpDeleteKubernetesPKey || !strings.Contains(j.Result, "and its members (1)") {
 		t.Fatalf("delete: job = %+v", j)
 	}
 	if _, err := s.GetKubernetesPKey(ctx, 0x1005); !errors.Is(err, store.ErrNotFound) {
