@@ -321,7 +321,7 @@ func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return err
 		}
-		if err := checkPKeyFree(ctx, tx, n); err != nil {
+		if err := s.checkPKeyFree(ctx, tx, n); err != nil {
 			return err
 		}
 		rev, err := tx.touches(ctx, n.Managed || (known && before.Managed))
@@ -353,7 +353,7 @@ func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 
 // checkPKeyFree refuses a VLAN network whose pkey another network's partition
 // uses: a second network on the same VLAN ID would merge two tenants.
-func checkPKeyFree(ctx context.Context, tx *changeTx, n Network) error {
+func (s *Store) checkPKeyFree(ctx context.Context, tx *changeTx, n Network) error {
 	if n.PKey == nil {
 		return nil
 	}
@@ -366,7 +366,11 @@ func checkPKeyFree(ctx context.Context, tx *changeTx, n Network) error {
 		return rejectf("network %s: VLAN ID %d is already the partition key %s of network %s",
 			n.ID, uint16(*n.PKey), *n.PKey, other.ID)
 	}
-	// A Kubernetes pkey recorded before [ufm_pkeys] pkey_range moved.
+	// A Kubernetes pkey recorded before [ufm_pkeys] pkey_range moved (with no
+	// range, none is recorded: see membership).
+	if s.rules.KubernetesRange.Empty() {
+		return nil
+	}
 	switch _, err := tx.q.GetKubernetesPKey(ctx, *n.PKey); {
 	case err == nil:
 		return rejectf("network %s: VLAN ID %d is the partition key %s of a Kubernetes partition",
@@ -482,7 +486,7 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 		newNetwork := false
 		switch {
 		case errors.Is(err, ErrNotFound) && embedded != nil:
-			if err := checkPKeyFree(ctx, tx, *embedded); err != nil {
+			if err := s.checkPKeyFree(ctx, tx, *embedded); err != nil {
 				return err
 			}
 			n, newNetwork = *embedded, true
@@ -605,11 +609,16 @@ func (s *Store) membership(ctx context.Context, tx *changeTx, p *Port, c PortCha
 		return "", rejectf("port %s: GUID %s is already in the partition of network %s (port %s); "+
 			"a GUID can be in only one network's partition", p.ID, *p.GUID, holder.NetworkID, holder.ID)
 	}
-	if kube, err := tx.q.KubernetesMembershipsOfGUID(ctx, *p.GUID); err != nil {
-		return "", err
-	} else if len(kube) > 0 {
-		return "", rejectf("port %s: GUID %s is a member of Kubernetes pkey %s; "+
-			"a GUID in a Kubernetes pkey may be in no OpenStack network's partition", p.ID, *p.GUID, kube[0].Pkey)
+	// Without a Kubernetes range no Kubernetes pkey is recorded (the start
+	// refuses a configuration that left one behind), and a port pays no query
+	// for them; the partitions check still holds the file to the rule.
+	if !s.rules.KubernetesRange.Empty() {
+		if kube, err := tx.q.KubernetesMembershipsOfGUID(ctx, *p.GUID); err != nil {
+			return "", err
+		} else if len(kube) > 0 {
+			return "", rejectf("port %s: GUID %s is a member of Kubernetes pkey %s; "+
+				"a GUID in a Kubernetes pkey may be in no OpenStack network's partition", p.ID, *p.GUID, kube[0].Pkey)
+		}
 	}
 	if s.rules.StaticMember != nil {
 		if name, listed := s.rules.StaticMember(*p.GUID); listed {

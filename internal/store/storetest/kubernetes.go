@@ -237,7 +237,7 @@ func testKubernetesRefusals(t *testing.T, s *store.Store) {
 		t.Errorf("add on a network's pkey: err = %v", err)
 	}
 	// And the reverse: a Kubernetes pkey left outside a moved range keeps its VLAN from Neutron.
-	if _, err := s.WithRules(store.Rules{}).RecordNetwork(ctx, store.NetworkChange{Network: vlanNetwork(netB, 0x1005),
+	if _, err := s.WithRules(store.Rules{KubernetesRange: fabric.PKeyRange{First: 0x2000, Last: 0x2fff}}).RecordNetwork(ctx, store.NetworkChange{Network: vlanNetwork(netB, 0x1005),
 		Operation: store.OpCreateNetwork}); err == nil || !strings.Contains(err.Error(), "partition key 0x1005 of a Kubernetes partition") {
 		t.Errorf("a VLAN on a Kubernetes pkey: err = %v", err)
 	}
