@@ -33,6 +33,7 @@ type PKeyStore interface {
 	AddKubernetesGUIDs(ctx context.Context, a store.KubernetesAddition) (store.Job, error)
 	RemoveKubernetesGUIDs(ctx context.Context, r store.KubernetesRemoval) (store.Job, error)
 	DeleteKubernetesPKey(ctx context.Context, d store.KubernetesDeletion) (store.Job, error)
+	CreateKubernetesPKey(ctx context.Context, c store.KubernetesCreation) (store.Job, error)
 	KubernetesPKeys(ctx context.Context) ([]store.KubernetesPKey, error)
 	GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (store.KubernetesPKey, error)
 	KubernetesLastUpdated(ctx context.Context) (*time.Time, error)
@@ -80,6 +81,7 @@ func (s *Server) pkeyRoutes(handle func(method, path, route string, h httprouter
 	handle(http.MethodGet, p+"/resources/pkeys", "ufm/resources/pkeys", s.basicAuth(s.listPKeys))
 	handle(http.MethodGet, p+"/resources/pkeys/", "ufm/resources/pkeys", s.basicAuth(s.listPKeys))
 	handle(http.MethodPost, p+"/resources/pkeys", "ufm/resources/pkeys", s.basicAuth(s.addGUIDs))
+	handle(http.MethodPost, p+"/resources/pkeys/add", "ufm/resources/pkeys/add", s.basicAuth(s.createPKey))
 	handle(http.MethodGet, p+"/resources/pkeys/:pkey", "ufm/resources/pkeys/:pkey", s.basicAuth(s.getPKey))
 	handle(http.MethodDelete, p+"/resources/pkeys/:pkey", "ufm/resources/pkeys/:pkey", s.basicAuth(s.deletePKey))
 	handle(http.MethodPost, p+"/actions/remove_guids_from_pkey", "ufm/actions/remove_guids_from_pkey", s.basicAuth(s.removeGUIDs))
@@ -131,6 +133,14 @@ type addBody struct {
 	Memberships []string `json:"memberships"`
 	Index0      *bool    `json:"index0"`
 	IPoIB       *bool    `json:"ip_over_ib"`
+}
+
+// createBody is a POST of /resources/pkeys/add. UFM's other fields
+// (mtu_limit, service_level, rate_limit) are refused as unknown: a
+// partition's MTU, rate and SL are the template's.
+type createBody struct {
+	PKey  *string `json:"pkey"`
+	IPoIB *bool   `json:"ip_over_ib"`
 }
 
 // removeBody is a POST of /actions/remove_guids_from_pkey.
@@ -197,6 +207,28 @@ func (b addBody) addition() (store.KubernetesAddition, error) {
 			Index0: b.Index0 != nil && *b.Index0})
 	}
 	return a, nil
+}
+
+// createPKey creates an empty pkey (ip_over_ib true unless false): the
+// limited partition ib-kubernetes adds pods to must exist before it does.
+func (s *Server) createPKey(r *http.Request, _ httprouter.Params) (int, any, error) {
+	var body createBody
+	raw, err := readStrict(r, &body)
+	if err != nil {
+		return 0, nil, err
+	}
+	pkey, err := requiredPKey(body.PKey)
+	if err != nil {
+		return 0, nil, err
+	}
+	ctx, cancel := s.dbCtx(r.Context())
+	job, err := s.opts.PKeys.Store.CreateKubernetesPKey(ctx, store.KubernetesCreation{PKey: pkey,
+		IPoIB: body.IPoIB == nil || *body.IPoIB, CreatedBy: kubernetesPrincipal, Request: raw, RequestID: RequestID(r.Context())})
+	cancel()
+	if err != nil {
+		return 0, nil, err
+	}
+	return s.awaitApply(r, job)
 }
 
 func (s *Server) removeGUIDs(r *http.Request, _ httprouter.Params) (int, any, error) {

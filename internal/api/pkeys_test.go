@@ -224,6 +224,14 @@ func TestPKeysCycle(t *testing.T) {
 	if got := f.must("GET", "/ufmRest/resources/pkeys/0x100a?guids_data=true", "", 200); strings.Contains(got, podGUID1) || !strings.Contains(got, podGUID2) {
 		t.Errorf("after remove: %s", got)
 	}
+	// An empty pkey, as the limited partition ib-kubernetes adds pods to.
+	f.must("POST", "/ufmRest/resources/pkeys/add", `{"pkey": "0x1fff", "ip_over_ib": false}`, 200)
+	if got := f.must("GET", "/ufmRest/resources/pkeys/0x1fff?guids_data=true", "", 200); strings.TrimSpace(got) !=
+		`{"pkey":"0x1fff","partition":"k8s-1fff","ip_over_ib":false,"guids":[]}` {
+		t.Errorf("GET of the created pkey = %s", got)
+	}
+	f.must("POST", "/ufmRest/resources/pkeys/add", `{"pkey": "0x1fff", "mtu_limit": 4}`, http.StatusBadRequest)
+	f.must("POST", "/ufmRest/resources/pkeys/add", `{"pkey": "0x7fff"}`, http.StatusBadRequest)
 	f.must("DELETE", "/ufmRest/resources/pkeys/0x100a", "", 200)
 	f.must("DELETE", "/ufmRest/resources/pkeys/0x100a", "", http.StatusNotFound)
 	if got := f.must("GET", "/ufmRest/resources/pkeys/0x100a", "", 200); strings.TrimSpace(got) != `{}` {
@@ -333,6 +341,9 @@ func (f failingRecorder) RemoveKubernetesGUIDs(ctx context.Context, r store.Kube
 	return store.Job{}, f.fail(ctx)
 }
 func (f failingRecorder) DeleteKubernetesPKey(ctx context.Context, d store.KubernetesDeletion) (store.Job, error) {
+	return store.Job{}, f.fail(ctx)
+}
+func (f failingRecorder) CreateKubernetesPKey(ctx context.Context, c store.KubernetesCreation) (store.Job, error) {
 	return store.Job{}, f.fail(ctx)
 }
 func (f failingRecorder) KubernetesPKeys(ctx context.Context) ([]store.KubernetesPKey, error) {

@@ -22,6 +22,7 @@ import (
 
 // Job operations and object type of a Kubernetes change.
 const (
+	OpCreateKubernetesPKey  = "Create pkey"
 	OpAddKubernetesGUIDs    = "Add GUIDs to pkey"
 	OpRemoveKubernetesGUIDs = "Remove GUIDs from pkey"
 	OpDeleteKubernetesPKey  = "Delete pkey"
@@ -65,6 +66,17 @@ type KubernetesAddition struct {
 type KubernetesRemoval struct {
 	PKey      fabric.PKey
 	GUIDs     []fabric.GUID
+	CreatedBy string
+	Request   string
+	RequestID string
+}
+
+// KubernetesCreation is UFM's POST of /resources/pkeys/add: an empty pkey
+// (such as the limited partition ib-kubernetes adds every pod to, which it
+// expects to exist), or a recorded one's IPoIB changed.
+type KubernetesCreation struct {
+	PKey      fabric.PKey
+	IPoIB     bool
 	CreatedBy string
 	Request   string
 	RequestID string
@@ -188,6 +200,41 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 	})
 	if err != nil {
 		return Job{}, fmt.Errorf("add GUIDs to pkey %s: %w", a.PKey, err)
+	}
+	return job, nil
+}
+
+// CreateKubernetesPKey records a Kubernetes pkey without members, or sets a
+// recorded one's IPoIB (its members stay).
+func (s *Store) CreateKubernetesPKey(ctx context.Context, c KubernetesCreation) (Job, error) {
+	if err := s.rules.checkKubernetesPKey(c.PKey); err != nil {
+		return Job{}, err
+	}
+	var job Job
+	err := s.change(ctx, func(tx *changeTx) error {
+		if err := checkPKeyNotNeutron(ctx, tx, c.PKey); err != nil {
+			return err
+		}
+		rev, err := tx.touches(ctx, true)
+		if err != nil {
+			return err
+		}
+		if err := tx.q.UpsertKubernetesPKey(ctx, c.PKey, c.IPoIB, rev, tx.now); err != nil {
+			return err
+		}
+		if err := tx.q.MarkKubernetesChanged(ctx, rev); err != nil {
+			return err
+		}
+		job, err = tx.job(ctx, NewJob{
+			ObjectType: ObjectPKey, ObjectID: c.PKey.String(), Operation: OpCreateKubernetesPKey,
+			Description: fmt.Sprintf("Create Kubernetes pkey %s (ip_over_ib %t)", c.PKey, c.IPoIB),
+			Result:      fmt.Sprintf("Kubernetes pkey %s is in place (ip_over_ib %t)", c.PKey, c.IPoIB),
+			CreatedBy:   c.CreatedBy, Request: c.Request, RequestID: c.RequestID,
+		})
+		return err
+	})
+	if err != nil {
+		return Job{}, fmt.Errorf("create pkey %s: %w", c.PKey, err)
 	}
 	return job, nil
 }

@@ -126,6 +126,22 @@ func testKubernetesLifecycle(t *testing.T, s *store.Store) {
 	if revision(t, s) != before {
 		t.Errorf("a DELETE of an unknown pkey moved the revision")
 	}
+	// An empty pkey, created ahead of its members; created again, it keeps
+	// them and takes the IPoIB asked.
+	j = mustKube(t)(s.CreateKubernetesPKey(ctx, store.KubernetesCreation{PKey: 0x1fff, IPoIB: true}))
+	if j.Operation != store.OpCreateKubernetesPKey || j.Status != store.StatusPending {
+		t.Fatalf("create: job = %+v", j)
+	}
+	mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1fff, limited(guidA))))
+	mustKube(t)(s.CreateKubernetesPKey(ctx, store.KubernetesCreation{PKey: 0x1fff, IPoIB: false}))
+	if got, err := s.GetKubernetesPKey(ctx, 0x1fff); err != nil || got.IPoIB || len(got.Members) != 1 {
+		t.Fatalf("created twice: %+v, %v", got, err)
+	}
+	if _, err := s.CreateKubernetesPKey(ctx, store.KubernetesCreation{PKey: 0x2000}); err == nil {
+		t.Error("created a pkey outside the range")
+	}
+	mustKube(t)(s.DeleteKubernetesPKey(ctx, store.KubernetesDeletion{PKey: 0x1fff}))
+
 	// GUID A left 0x1005: it may now join a network's partition.
 	addNetwork(t, s, netA, 101)
 	if _, err := addPort(t, s, "port-a", netA, guidA); err != nil {
