@@ -349,9 +349,11 @@ func (g *generator) iface(qualified string) (*ast.InterfaceType, *pkg, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	ts, ok := drv.types[typ]
-	it, isIface := ts.Type.(*ast.InterfaceType)
-	if !ok || !isIface {
+	var it *ast.InterfaceType
+	if ts, ok := drv.types[typ]; ok {
+		it, _ = ts.Type.(*ast.InterfaceType)
+	}
+	if it == nil {
 		return nil, nil, fmt.Errorf("interface %s: %s declares no interface %s", qualified, path, typ)
 	}
 	return it, drv, nil
