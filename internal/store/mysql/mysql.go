@@ -207,14 +207,7 @@ type getLock struct {
 }
 
 func (l *getLock) Check(ctx context.Context) error {
-	held, err := mysqldb.New(l.conn).HoldsLock(ctx, l.name)
-	if err != nil {
-		return fmt.Errorf("check applier lock: %w", err)
-	}
-	if held != 1 {
-		return errors.New("applier lock is no longer held by this session")
-	}
-	return nil
+	return driver.StillHeld(mysqldb.New(l.conn).HoldsLock(ctx, l.name))
 }
 
 func (l *getLock) Release(ctx context.Context) error {

@@ -112,16 +112,8 @@ func (e *Engine) TryLock(ctx context.Context) (driver.Lock, error) {
 type advisoryLock struct{ conn *pgx.Conn }
 
 // Check asks, on the lock's own session, whether that session still holds it.
-// Any error (connection gone, server restarted) means it may be lost.
 func (l *advisoryLock) Check(ctx context.Context) error {
-	n, err := pgdb.New(l.conn).HoldsAdvisoryLock(ctx, lockKey)
-	if err != nil {
-		return fmt.Errorf("check applier lock: %w", err)
-	}
-	if n != 1 {
-		return errors.New("applier lock is no longer held by this session")
-	}
-	return nil
+	return driver.StillHeld(pgdb.New(l.conn).HoldsAdvisoryLock(ctx, lockKey))
 }
 
 func (l *advisoryLock) Release(ctx context.Context) error {
