@@ -107,7 +107,8 @@ func New(opts Options, rec Recorder, log *slog.Logger) *Server {
 	r.HandleOPTIONS = false
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		msg := fmt.Sprintf("no such resource: %s %s", req.Method, req.URL.Path)
-		if opts.PKeys.Prefix != "" && strings.HasPrefix(req.URL.Path, opts.PKeys.Prefix+"/") {
+		if opts.PKeys.Prefix != "" && strings.HasPrefix(req.URL.Path, opts.PKeys.Prefix+"/") &&
+			!strings.HasPrefix(req.URL.Path, opts.Prefix+"/") {
 			// UFM's own paths answer 404, as UFM does: ib-kubernetes reads
 			// it as absent, and finds the pkeys API off when it is.
 			if opts.PKeys.Store == nil {

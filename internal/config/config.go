@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
@@ -263,8 +264,9 @@ func (c *Config) checkUFMPKeys() []error {
 	case r.Contains(fabric.DefaultPKey):
 		errs = append(errs, fmt.Errorf("[ufm_pkeys] pkey_range %s holds the default partition's pkey %s", r, fabric.DefaultPKey))
 	}
-	if u.Prefix == c.API.Prefix {
-		errs = append(errs, fmt.Errorf("[ufm_pkeys] prefix %s is [api] prefix too: give the pkeys API its own, such as /ufmRest", u.Prefix))
+	if strings.HasPrefix(c.API.Prefix+"/", u.Prefix+"/") || strings.HasPrefix(u.Prefix+"/", c.API.Prefix+"/") {
+		errs = append(errs, fmt.Errorf("[ufm_pkeys] prefix %s and [api] prefix %s overlap: give the pkeys API its own, such as /ufmRest",
+			u.Prefix, c.API.Prefix))
 	}
 	return errs
 }
