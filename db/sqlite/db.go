@@ -96,9 +96,6 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.insertSecretIfAbsentStmt, err = db.PrepareContext(ctx, insertSecretIfAbsent); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertSecretIfAbsent: %w", err)
 	}
-	if q.keepRevisionStmt, err = db.PrepareContext(ctx, keepRevision); err != nil {
-		return nil, fmt.Errorf("error preparing query KeepRevision: %w", err)
-	}
 	if q.lastApplyStmt, err = db.PrepareContext(ctx, lastApply); err != nil {
 		return nil, fmt.Errorf("error preparing query LastApply: %w", err)
 	}
@@ -131,6 +128,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.revisionStmt, err = db.PrepareContext(ctx, revision); err != nil {
 		return nil, fmt.Errorf("error preparing query Revision: %w", err)
+	}
+	if q.setRevisionStmt, err = db.PrepareContext(ctx, setRevision); err != nil {
+		return nil, fmt.Errorf("error preparing query SetRevision: %w", err)
 	}
 	if q.upsertEnforcementErrorStmt, err = db.PrepareContext(ctx, upsertEnforcementError); err != nil {
 		return nil, fmt.Errorf("error preparing query UpsertEnforcementError: %w", err)
@@ -266,11 +266,6 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing insertSecretIfAbsentStmt: %w", cerr)
 		}
 	}
-	if q.keepRevisionStmt != nil {
-		if cerr := q.keepRevisionStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing keepRevisionStmt: %w", cerr)
-		}
-	}
 	if q.lastApplyStmt != nil {
 		if cerr := q.lastApplyStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing lastApplyStmt: %w", cerr)
@@ -324,6 +319,11 @@ func (q *Queries) Close() error {
 	if q.revisionStmt != nil {
 		if cerr := q.revisionStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing revisionStmt: %w", cerr)
+		}
+	}
+	if q.setRevisionStmt != nil {
+		if cerr := q.setRevisionStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing setRevisionStmt: %w", cerr)
 		}
 	}
 	if q.upsertEnforcementErrorStmt != nil {
@@ -404,7 +404,6 @@ type Queries struct {
 	insertExpectedSwitchStmt     *sql.Stmt
 	insertJobStmt                *sql.Stmt
 	insertSecretIfAbsentStmt     *sql.Stmt
-	keepRevisionStmt             *sql.Stmt
 	lastApplyStmt                *sql.Stmt
 	leadershipStmt               *sql.Stmt
 	listManagedNetworksStmt      *sql.Stmt
@@ -416,6 +415,7 @@ type Queries struct {
 	openJobsWithGUIDsStmt        *sql.Stmt
 	recordApplyStmt              *sql.Stmt
 	revisionStmt                 *sql.Stmt
+	setRevisionStmt              *sql.Stmt
 	upsertEnforcementErrorStmt   *sql.Stmt
 	upsertNetworkStmt            *sql.Stmt
 	upsertPortStmt               *sql.Stmt
@@ -449,7 +449,6 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		insertExpectedSwitchStmt:     q.insertExpectedSwitchStmt,
 		insertJobStmt:                q.insertJobStmt,
 		insertSecretIfAbsentStmt:     q.insertSecretIfAbsentStmt,
-		keepRevisionStmt:             q.keepRevisionStmt,
 		lastApplyStmt:                q.lastApplyStmt,
 		leadershipStmt:               q.leadershipStmt,
 		listManagedNetworksStmt:      q.listManagedNetworksStmt,
@@ -461,6 +460,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		openJobsWithGUIDsStmt:        q.openJobsWithGUIDsStmt,
 		recordApplyStmt:              q.recordApplyStmt,
 		revisionStmt:                 q.revisionStmt,
+		setRevisionStmt:              q.setRevisionStmt,
 		upsertEnforcementErrorStmt:   q.upsertEnforcementErrorStmt,
 		upsertNetworkStmt:            q.upsertNetworkStmt,
 		upsertPortStmt:               q.upsertPortStmt,

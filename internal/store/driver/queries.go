@@ -41,7 +41,6 @@ type Queries interface {
 	InsertExpectedSwitch(ctx context.Context, guid fabric.GUID, description string, now time.Time) error
 	InsertJob(ctx context.Context, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, createdBy string, request string, requestID string, now time.Time, finishedAt *time.Time) (int64, error)
 	InsertSecretIfAbsent(ctx context.Context, name string, value string, now time.Time) error
-	KeepRevision(ctx context.Context) error
 	LastApply(ctx context.Context) (Apply, error)
 	Leadership(ctx context.Context) (LeadershipRow, error)
 	ListManagedNetworks(ctx context.Context) ([]Network, error)
@@ -53,6 +52,7 @@ type Queries interface {
 	OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]OpenJobsWithGUIDsRow, error)
 	RecordApply(ctx context.Context, revision int64, sha256 string, term int64, outcome string, detail string, startedAt time.Time, finishedAt time.Time) (int64, error)
 	Revision(ctx context.Context) (int64, error)
+	SetRevision(ctx context.Context, revision int64) error
 	UpsertEnforcementError(ctx context.Context, switchGuid string, port int64, line string, now time.Time, term int64) (int64, error)
 	UpsertNetwork(ctx context.Context, id string, name string, networkType string, physicalNetwork string, pkey *fabric.PKey, managed bool, revision int64, now time.Time) error
 	UpsertPort(ctx context.Context, id string, networkID string, guid *fabric.GUID, host string, revision int64, now time.Time) error
