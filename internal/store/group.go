@@ -205,3 +205,11 @@ func groupContext(group []*pendingChange) (context.Context, context.CancelFunc) 
 	}
 	return context.WithDeadline(ctx, latest)
 }
+
+// QueuedChanges is how many changes wait for a group to take them (the
+// changes of the group being committed are no longer queued).
+func (s *Store) QueuedChanges() int {
+	s.groups.mu.Lock()
+	defer s.groups.mu.Unlock()
+	return len(s.groups.queue)
+}
