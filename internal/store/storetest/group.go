@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
@@ -358,5 +362,101 @@ func testGroupDropsGoneCaller(t *testing.T, s *store.Store) {
 	}
 	if p := readPorts(t, s, "d2"); p[0] != "d2:absent" {
 		t.Errorf("the dropped change is recorded: %v", p)
+	}
+}
+
+// testGroupConnectionKilled: the server ends a group's connection while one
+// of its changes is held in the transaction (after the change before it ran
+// its statements): every change of the group fails and none is recorded; the
+// next change is.
+func testGroupConnectionKilled(t *testing.T, db Database, s *store.Store) {
+	addNetwork(t, s, netA, 101)
+	gt, first := blockFirst(t, s, netA, 0x0002c90300000f00)
+	held := newGate(0x0002c90300000f02)
+	heldStore := s.WithRules(held.rules())
+	answers := queue(t, s,
+		portChange(t, s, boundPort("k1", netA, 0x0002c90300000f01, "h1")),
+		portChange(t, heldStore, boundPort("k2", netA, 0x0002c90300000f02, "h2")),
+		portChange(t, s, boundPort("k3", netA, 0x0002c90300000f03, "h3")),
+	)
+	close(gt.open)
+	if o := first(); o.err != nil || o.job.Revision != 2 {
+		t.Fatalf("the first change: revision %d, %v; want 2", o.job.Revision, o.err)
+	}
+	held.wait(t)
+	killTransaction(t, db)
+	close(held.open)
+	for i, o := range answers() {
+		if o.err == nil {
+			t.Errorf("change k%d of the group whose connection was killed: job %+v, no error", i+1, o.job)
+		}
+	}
+	if r := revision(t, s); r != 2 {
+		t.Errorf("revision %d after the failed group; want 2", r)
+	}
+	if p := fmt.Sprint(readPorts(t, s, "k1", "k2", "k3")); p != "[k1:absent k2:absent k3:absent]" {
+		t.Errorf("ports %s; want none of the group", p)
+	}
+	if j, err := addPort(t, s, "k1", netA, 0x0002c90300000f01); err != nil || j.Revision != 3 {
+		t.Errorf("a change after the failed group: revision %d, %v; want 3", j.Revision, err)
+	}
+}
+
+// killTransaction ends, from a session of its own, the session of db that
+// is inside a transaction.
+func killTransaction(t *testing.T, db Database) {
+	t.Helper()
+	ctx := ctxT(t)
+	switch db.Engine {
+	case config.EnginePostgres:
+		conn, err := pgx.Connect(ctx, db.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var killed int
+		err = conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+			WHERE datname = current_database() AND state = 'idle in transaction' AND pid <> pg_backend_pid()`).Scan(&killed)
+		if err != nil || killed != 1 {
+			t.Fatalf("terminate the group's session: %d terminated, %v; want 1", killed, err)
+		}
+	case config.EngineMySQL:
+		// Which session is in a transaction takes the PROCESS privilege to
+		// see (information_schema.innodb_trx): every session of the
+		// database but this one is ended, the store's idle ones too (its
+		// pool replaces them).
+		conn, err := sql.Open("mysql", db.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		c, err := conn.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		var ids []int64
+		rows, err := c.QueryContext(ctx, `SELECT id FROM information_schema.processlist
+			WHERE db = DATABASE() AND id <> CONNECTION_ID()`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		if err := rows.Close(); err != nil || len(ids) == 0 {
+			t.Fatalf("the store's sessions: %v, %v; want at least the group's", ids, err)
+		}
+		for _, id := range ids {
+			if _, err := c.ExecContext(ctx, fmt.Sprintf("KILL %d", id)); err != nil {
+				t.Fatalf("kill session %d: %v", id, err)
+			}
+		}
+	default:
+		t.Fatalf("no session to kill on %s", db.Engine)
 	}
 }
