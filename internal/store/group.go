@@ -62,11 +62,19 @@ func (s *Store) change(ctx context.Context, fn func(ctx context.Context, c *chan
 	g := s.groups
 	g.mu.Lock()
 	g.queue = append(g.queue, p)
-	if !g.committer {
-		g.committer = true
-		go s.commitGroups()
-	}
+	lead := !g.committer
+	g.committer = true
 	g.mu.Unlock()
+	if lead {
+		// No committer runs, so the queue held nothing: this caller commits
+		// its own group (no hand-over to another goroutine for a change
+		// alone), then leaves the changes queued meanwhile to a committer.
+		s.commitGroup(g.take())
+		if g.more() {
+			go s.commitGroups()
+		}
+		return <-p.done
+	}
 	select {
 	case err := <-p.done:
 		return err
@@ -115,6 +123,18 @@ func (g *changeGroups) take() []*pendingChange {
 	return group
 }
 
+// more says whether changes wait; if none, the committer ends.
+func (g *changeGroups) more() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.queue) == 0 {
+		g.committer = false
+		g.queue = nil
+		return false
+	}
+	return true
+}
+
 // commitGroups commits group after group until the queue is empty.
 func (s *Store) commitGroups() {
 	for {
@@ -122,15 +142,24 @@ func (s *Store) commitGroups() {
 		if len(group) == 0 {
 			return
 		}
-		for i, err := range s.commitGroup(group) {
-			group[i].done <- err
-		}
+		s.commitGroup(group)
 	}
 }
 
-// commitGroup runs group in one change transaction and returns each change's
-// outcome.
-func (s *Store) commitGroup(group []*pendingChange) []error {
+// commitGroup runs group in one change transaction and answers each change
+// with its outcome.
+func (s *Store) commitGroup(group []*pendingChange) {
+	if len(group) == 0 {
+		return
+	}
+	for i, err := range s.commitOutcomes(group) {
+		group[i].done <- err
+	}
+}
+
+// commitOutcomes runs group in one change transaction and returns each
+// change's outcome.
+func (s *Store) commitOutcomes(group []*pendingChange) []error {
 	ctx, cancel := groupContext(group)
 	defer cancel()
 	outcomes := make([]error, len(group))
