@@ -101,7 +101,6 @@ func (g *changeGroups) drop(p *pendingChange) bool {
 
 // take removes the next group from the queue: up to maxGroup changes whose
 // callers still wait (the others are answered with their context's error).
-// With none left, the committer ends.
 func (g *changeGroups) take() []*pendingChange {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -116,14 +115,11 @@ func (g *changeGroups) take() []*pendingChange {
 		}
 		group = append(group, p)
 	}
-	if len(group) == 0 {
-		g.committer = false
-		g.queue = nil
-	}
 	return group
 }
 
-// more says whether changes wait; if none, the committer ends.
+// more says whether changes wait; if none, the committer ends (under the
+// same lock, so that the next change finds none and commits itself).
 func (g *changeGroups) more() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -138,11 +134,10 @@ func (g *changeGroups) more() bool {
 // commitGroups commits group after group until the queue is empty.
 func (s *Store) commitGroups() {
 	for {
-		group := s.groups.take()
-		if len(group) == 0 {
+		s.commitGroup(s.groups.take())
+		if !s.groups.more() {
 			return
 		}
-		s.commitGroup(group)
 	}
 }
 

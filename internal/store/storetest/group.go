@@ -32,6 +32,7 @@ var groupTests = []struct {
 	{"GroupJudgesEachChangeByItsPredecessors", testGroupJudgesByPredecessors},
 	{"GroupWhoseTransactionFailsAppliesNone", testGroupTransactionFails},
 	{"CallerGoneBeforeItsGroupIsDropped", testGroupDropsGoneCaller},
+	{"GroupsUnderLoadWithCallersGivingUp", testGroupsUnderLoad},
 }
 
 // gate blocks the changes of the GUIDs it holds inside their transaction
@@ -458,5 +459,58 @@ func killTransaction(t *testing.T, db Database) {
 		}
 	default:
 		t.Fatalf("no session to kill on %s", db.Engine)
+	}
+}
+
+// testGroupsUnderLoad: 64 changes at once, every third from a caller that
+// gives up at some point: the changes answered as recorded hold the
+// revisions after the network's, each its own, with no gap; those answered
+// with their context's error are not recorded.
+func testGroupsUnderLoad(t *testing.T, s *store.Store) {
+	addNetwork(t, s, netA, 101)
+	const n = 64
+	revs := make([]int64, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			ctx := ctxT(t)
+			if i%3 == 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, time.Duration(i)*100*time.Microsecond)
+				defer cancel()
+			}
+			j, err := s.RecordPort(ctx, boundPort(fmt.Sprintf("l%d", i), netA, 0x0002c90300001000+uint64(i), "h1"))
+			revs[i], errs[i] = j.Revision, err
+		})
+	}
+	wg.Wait()
+	seen := map[int64]bool{}
+	var ids []string
+	for i := range n {
+		ids = append(ids, fmt.Sprintf("l%d", i))
+		switch {
+		case errs[i] == nil:
+			if seen[revs[i]] {
+				t.Errorf("revision %d twice", revs[i])
+			}
+			seen[revs[i]] = true
+		case i%3 != 0 || !errors.Is(errs[i], context.DeadlineExceeded):
+			t.Errorf("change %d: %v", i, errs[i])
+		}
+	}
+	last := revision(t, s)
+	for r := int64(2); r <= last; r++ {
+		if !seen[r] {
+			t.Errorf("revision %d of %d taken by no change answered as recorded", r, last)
+		}
+	}
+	if int(last-1) != len(seen) {
+		t.Errorf("revision %d after %d recorded changes; want %d", last, len(seen), len(seen)+1)
+	}
+	for i, p := range readPorts(t, s, ids...) {
+		if recorded := !strings.HasSuffix(p, ":absent"); recorded != (errs[i] == nil) {
+			t.Errorf("change %d answered %v, port recorded: %v", i, errs[i], recorded)
+		}
 	}
 }
