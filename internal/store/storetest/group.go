@@ -319,7 +319,9 @@ func testGroupTransactionFails(t *testing.T, s *store.Store) {
 	// (how a statement fails past its deadline is the driver's: pgx closes
 	// the connection), which is no refusal of theirs.
 	got := answers()
-	groupErr := func(i int) string { return strings.TrimPrefix(errText(got[i].err), fmt.Sprintf("record port f%d: ", i+1)) }
+	groupErr := func(i int) string {
+		return strings.TrimPrefix(errText(got[i].err), fmt.Sprintf("record port f%d: ", i+1))
+	}
 	for i, o := range got {
 		var rej *store.RejectedError
 		if o.err == nil || errors.As(o.err, &rej) || errors.Is(o.err, store.ErrNotFound) {
