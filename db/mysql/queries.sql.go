@@ -407,17 +407,6 @@ func (q *Queries) InsertJob(ctx context.Context, arg InsertJobParams) (sql.Resul
 	)
 }
 
-const keepRevision = `-- name: KeepRevision :exec
-UPDATE state SET revision = revision - 1 WHERE id = 1
-`
-
-// A change that touches no partition gives its revision back, inside the same
-// transaction, so that the applier has nothing to sweep for.
-func (q *Queries) KeepRevision(ctx context.Context) error {
-	_, err := q.db.ExecContext(ctx, keepRevision)
-	return err
-}
-
 const lastApply = `-- name: LastApply :one
 SELECT id, revision, sha256, term, outcome, detail, started_at, finished_at FROM applies ORDER BY id DESC LIMIT 1
 `
@@ -650,6 +639,19 @@ func (q *Queries) Revision(ctx context.Context) (int64, error) {
 	var revision int64
 	err := row.Scan(&revision)
 	return revision, err
+}
+
+const setRevision = `-- name: SetRevision :exec
+UPDATE state SET revision = ? WHERE id = 1
+`
+
+// A group of changes ends at the revision of its last change that touches a
+// partition (BumpRevision took the next one for its first): changes that
+// touch none, and refused ones, give theirs back, so that the applier has
+// nothing to sweep for.
+func (q *Queries) SetRevision(ctx context.Context, revision int64) error {
+	_, err := q.db.ExecContext(ctx, setRevision, revision)
+	return err
 }
 
 const tryGetLock = `-- name: TryGetLock :one

@@ -111,9 +111,6 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.insertSecretIfAbsentStmt, err = db.PrepareContext(ctx, insertSecretIfAbsent); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertSecretIfAbsent: %w", err)
 	}
-	if q.keepRevisionStmt, err = db.PrepareContext(ctx, keepRevision); err != nil {
-		return nil, fmt.Errorf("error preparing query KeepRevision: %w", err)
-	}
 	if q.kubernetesMembershipsOfGUIDStmt, err = db.PrepareContext(ctx, kubernetesMembershipsOfGUID); err != nil {
 		return nil, fmt.Errorf("error preparing query KubernetesMembershipsOfGUID: %w", err)
 	}
@@ -167,6 +164,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.revisionStmt, err = db.PrepareContext(ctx, revision); err != nil {
 		return nil, fmt.Errorf("error preparing query Revision: %w", err)
+	}
+	if q.setRevisionStmt, err = db.PrepareContext(ctx, setRevision); err != nil {
+		return nil, fmt.Errorf("error preparing query SetRevision: %w", err)
 	}
 	if q.upsertEnforcementErrorStmt, err = db.PrepareContext(ctx, upsertEnforcementError); err != nil {
 		return nil, fmt.Errorf("error preparing query UpsertEnforcementError: %w", err)
@@ -333,11 +333,6 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing insertSecretIfAbsentStmt: %w", cerr)
 		}
 	}
-	if q.keepRevisionStmt != nil {
-		if cerr := q.keepRevisionStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing keepRevisionStmt: %w", cerr)
-		}
-	}
 	if q.kubernetesMembershipsOfGUIDStmt != nil {
 		if cerr := q.kubernetesMembershipsOfGUIDStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing kubernetesMembershipsOfGUIDStmt: %w", cerr)
@@ -426,6 +421,11 @@ func (q *Queries) Close() error {
 	if q.revisionStmt != nil {
 		if cerr := q.revisionStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing revisionStmt: %w", cerr)
+		}
+	}
+	if q.setRevisionStmt != nil {
+		if cerr := q.setRevisionStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing setRevisionStmt: %w", cerr)
 		}
 	}
 	if q.upsertEnforcementErrorStmt != nil {
@@ -521,7 +521,6 @@ type Queries struct {
 	insertExpectedSwitchStmt          *sql.Stmt
 	insertJobStmt                     *sql.Stmt
 	insertSecretIfAbsentStmt          *sql.Stmt
-	keepRevisionStmt                  *sql.Stmt
 	kubernetesMembershipsOfGUIDStmt   *sql.Stmt
 	kubernetesStateStmt               *sql.Stmt
 	lastApplyStmt                     *sql.Stmt
@@ -540,6 +539,7 @@ type Queries struct {
 	openJobsWithGUIDsStmt             *sql.Stmt
 	recordApplyStmt                   *sql.Stmt
 	revisionStmt                      *sql.Stmt
+	setRevisionStmt                   *sql.Stmt
 	upsertEnforcementErrorStmt        *sql.Stmt
 	upsertKubernetesMemberStmt        *sql.Stmt
 	upsertKubernetesPKeyStmt          *sql.Stmt
@@ -580,7 +580,6 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		insertExpectedSwitchStmt:          q.insertExpectedSwitchStmt,
 		insertJobStmt:                     q.insertJobStmt,
 		insertSecretIfAbsentStmt:          q.insertSecretIfAbsentStmt,
-		keepRevisionStmt:                  q.keepRevisionStmt,
 		kubernetesMembershipsOfGUIDStmt:   q.kubernetesMembershipsOfGUIDStmt,
 		kubernetesStateStmt:               q.kubernetesStateStmt,
 		lastApplyStmt:                     q.lastApplyStmt,
@@ -599,6 +598,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		openJobsWithGUIDsStmt:             q.openJobsWithGUIDsStmt,
 		recordApplyStmt:                   q.recordApplyStmt,
 		revisionStmt:                      q.revisionStmt,
+		setRevisionStmt:                   q.setRevisionStmt,
 		upsertEnforcementErrorStmt:        q.upsertEnforcementErrorStmt,
 		upsertKubernetesMemberStmt:        q.upsertKubernetesMemberStmt,
 		upsertKubernetesPKeyStmt:          q.upsertKubernetesPKeyStmt,

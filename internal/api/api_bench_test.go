@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -55,25 +56,40 @@ func benchPortBody(n uint64) string {
 		n, networkID, n, clientID.String())
 }
 
-// BenchmarkPostPort records new ports from parallel clients: validation, the
+// BenchmarkPostPort records new ports from one client, then from 16 at once
+// (afm-bench's load, where changes commit in groups): validation, the
 // recording transaction and the 202.
 func BenchmarkPostPort(b *testing.B) {
 	for _, engine := range storetest.Engines {
-		b.Run(engine, func(b *testing.B) {
-			h := benchServer(b, engine)
-			var next atomic.Uint64
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
+		for _, clients := range []int{1, 16} {
+			b.Run(fmt.Sprintf("%s/clients=%d", engine, clients), func(b *testing.B) {
+				h := benchServer(b, engine)
+				var next atomic.Uint64
+				b.ReportAllocs()
+				b.ResetTimer()
+				post := func() bool {
 					rec := serveBench(h, http.MethodPost, "/ufmRestV3/cloudx/Port", benchPortBody(next.Add(1)))
 					if rec.Code != http.StatusAccepted {
 						b.Errorf("POST Port: %d %s", rec.Code, rec.Body)
-						return
+						return false
 					}
+					return true
 				}
+				if clients == 1 {
+					for range b.N {
+						if !post() {
+							return
+						}
+					}
+					return
+				}
+				b.SetParallelism(max(1, clients/runtime.GOMAXPROCS(0)))
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() && post() {
+					}
+				})
 			})
-		})
+		}
 	}
 }
 

@@ -154,7 +154,7 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 		}
 	}
 	var job Job
-	err := s.change(ctx, func(tx *changeTx) error {
+	err := s.change(ctx, func(ctx context.Context, tx *changeTx) error {
 		if err := checkPKeyNotNeutron(ctx, tx, a.PKey); err != nil {
 			return err
 		}
@@ -211,7 +211,7 @@ func (s *Store) CreateKubernetesPKey(ctx context.Context, c KubernetesCreation) 
 		return Job{}, err
 	}
 	var job Job
-	err := s.change(ctx, func(tx *changeTx) error {
+	err := s.change(ctx, func(ctx context.Context, tx *changeTx) error {
 		if err := checkPKeyNotNeutron(ctx, tx, c.PKey); err != nil {
 			return err
 		}
@@ -299,7 +299,7 @@ func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) 
 		return Job{}, rejectf("pkey %s: no GUIDs to remove", r.PKey)
 	}
 	var job Job
-	err := s.change(ctx, func(tx *changeTx) error {
+	err := s.change(ctx, func(ctx context.Context, tx *changeTx) error {
 		rev, err := tx.touches(ctx, true)
 		if err != nil {
 			return err
@@ -347,7 +347,7 @@ func (s *Store) DeleteKubernetesPKey(ctx context.Context, d KubernetesDeletion) 
 		return Job{}, err
 	}
 	var job Job
-	err := s.change(ctx, func(tx *changeTx) error {
+	err := s.change(ctx, func(ctx context.Context, tx *changeTx) error {
 		if _, err := tx.q.GetKubernetesPKey(ctx, d.PKey); err != nil {
 			return notFound(err)
 		}

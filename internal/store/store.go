@@ -3,10 +3,10 @@
 //
 // The rules that decide what a request records live here, written once; each
 // engine (store/postgres, store/mysql, store/sqlite) only says what differs
-// between databases (store/driver). Every accepted change is
-// one transaction that increments the revision, records the desired state, and
-// inserts the job that carries that revision. A rejected request
-// writes nothing.
+// between databases (store/driver). Every accepted change increments the
+// revision, records the desired state, and inserts the job that carries that
+// revision; the changes that wait for one another commit together, in one
+// transaction (group.go). A rejected request writes nothing.
 package store
 
 import (
@@ -177,19 +177,17 @@ type Store struct {
 	d     driver.Driver
 	rules Rules
 	now   func() time.Time
-	// changes queue in process (see ChangeQueue): the next change starts the
-	// moment the previous one ends, instead of sleeping on the row lock (or,
-	// on SQLite, in the busy handler).
-	changes *ChangeQueue
+	// groups queue this process's changes for group commit (group.go).
+	groups *changeGroups
 }
 
 // New wraps an engine's driver, with the rules that decide what a request
 // records.
 func New(d driver.Driver, rules Rules) *Store {
-	return &Store{d: d, rules: rules, now: func() time.Time { return time.Now().UTC() }, changes: &ChangeQueue{}}
+	return &Store{d: d, rules: rules, now: func() time.Time { return time.Now().UTC() }, groups: &changeGroups{}}
 }
 
-// WithRules is a store on the same connections (and change queue) with other
+// WithRules is a store on the same connections (and change groups) with other
 // rules: for tests and tools that look at one database through several rule
 // sets. s is unchanged.
 func (s *Store) WithRules(rules Rules) *Store {
@@ -198,7 +196,7 @@ func (s *Store) WithRules(rules Rules) *Store {
 	return &c
 }
 
-// WithClock is a store on the same connections (and change queue) whose clock
+// WithClock is a store on the same connections (and change groups) whose clock
 // is now: for tests that record at a time of their choosing. s is unchanged.
 func (s *Store) WithClock(now func() time.Time) *Store {
 	c := *s
@@ -228,30 +226,8 @@ func (s *Store) Wake(ctx context.Context) <-chan struct{} { return s.d.Wake(ctx)
 // Every other change takes a new revision and its job completes once OpenSM has
 // applied that revision (or a later one).
 
-// change runs fn in one change transaction, one at a time in this process
-// (ChangeQueue). fn reports whether what it recorded touches a partition; if
-// not, the revision is given back and the jobs fn inserts through the
-// returned recorder are Completed at once. fn does no I/O but the
-// transaction's: whatever it needs from elsewhere is read before.
-func (s *Store) change(ctx context.Context, fn func(c *changeTx) error) error {
-	leave, err := s.changes.Enter(ctx)
-	if err != nil {
-		return err
-	}
-	defer leave()
-	return s.d.InTx(ctx, driver.Change, func(q driver.Queries) error {
-		// The UPDATE comes first: its row lock orders the writers of every
-		// process sharing the database (on MariaDB, InnoDB's read view is only
-		// taken at the first plain read, after the lock is ours).
-		rev, err := q.BumpRevision(ctx)
-		if err != nil {
-			return fmt.Errorf("bump revision: %w", err)
-		}
-		return fn(&changeTx{tx: tx{q}, rev: rev, now: s.now()})
-	})
-}
-
-// changeTx is one change transaction and what it has decided so far.
+// changeTx is one change, in its group's transaction, and what it has
+// decided so far.
 type changeTx struct {
 	tx
 	rev     int64
@@ -268,9 +244,7 @@ func (c *changeTx) touches(ctx context.Context, partition bool) (int64, error) {
 	}
 	c.decided = true
 	if !partition {
-		if err := c.q.KeepRevision(ctx); err != nil {
-			return 0, fmt.Errorf("keep revision: %w", err)
-		}
+		// Given back when the group ends (commitGroup).
 		c.rev--
 		c.noOp = true
 	}
@@ -315,7 +289,7 @@ func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 		return Job{}, err
 	}
 	var job Job
-	err = s.change(ctx, func(tx *changeTx) error {
+	err = s.change(ctx, func(ctx context.Context, tx *changeTx) error {
 		before, err := tx.GetNetwork(ctx, n.ID)
 		known := err == nil
 		if err != nil && !errors.Is(err, ErrNotFound) {
@@ -403,7 +377,7 @@ type NetworkRemoval struct {
 func (s *Store) RemoveNetwork(ctx context.Context, r NetworkRemoval) (Job, error) {
 	networkID := r.NetworkID
 	var job Job
-	err := s.change(ctx, func(tx *changeTx) error {
+	err := s.change(ctx, func(ctx context.Context, tx *changeTx) error {
 		n, err := tx.GetNetwork(ctx, networkID)
 		if err != nil {
 			return err
@@ -481,7 +455,7 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 		}
 	}
 	var job Job
-	err := s.change(ctx, func(tx *changeTx) error {
+	err := s.change(ctx, func(ctx context.Context, tx *changeTx) error {
 		n, err := tx.GetNetwork(ctx, p.NetworkID)
 		newNetwork := false
 		switch {
@@ -676,7 +650,7 @@ type PortRemoval struct {
 // re-add from a new host always follows its DELETE.
 func (s *Store) RemovePort(ctx context.Context, r PortRemoval) (Job, error) {
 	var job Job
-	err := s.change(ctx, func(tx *changeTx) error {
+	err := s.change(ctx, func(ctx context.Context, tx *changeTx) error {
 		p, err := tx.GetPort(ctx, r.PortID)
 		if err != nil {
 			return err

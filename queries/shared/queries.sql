@@ -8,10 +8,12 @@ UPDATE state SET revision = revision + 1 WHERE id = 1 RETURNING revision;
 -- name: Revision :one
 SELECT revision FROM state WHERE id = 1;
 
--- A change that touches no partition gives its revision back, inside the same
--- transaction, so that the applier has nothing to sweep for.
--- name: KeepRevision :exec
-UPDATE state SET revision = revision - 1 WHERE id = 1;
+-- A group of changes ends at the revision of its last change that touches a
+-- partition (BumpRevision took the next one for its first): changes that
+-- touch none, and refused ones, give theirs back, so that the applier has
+-- nothing to sweep for.
+-- name: SetRevision :exec
+UPDATE state SET revision = @revision WHERE id = 1;
 
 -- name: GetNetwork :one
 SELECT * FROM networks WHERE id = @id;

@@ -28,13 +28,28 @@ const (
 	// ReadOnly reads one consistent state and takes no write lock (the
 	// applier's snapshot: it never waits for, or holds up, a change).
 	ReadOnly TxMode = iota
-	// Write is a transaction that writes (secrets, switches, terms).
+	// Write is a transaction that writes (secrets, switches, terms). Change
+	// transactions have InChangeTx.
 	Write
-	// Change is a change transaction (its first statement bumps the
-	// revision); after it commits, the engine wakes this process's waiters
-	// (Wake) if it has no notification of its own.
-	Change
 )
+
+// ChangeTx is one change transaction: its queries, and the savepoint that
+// lets one change of a group roll back alone.
+type ChangeTx interface {
+	Queries
+	// Savepoint sets the transaction's savepoint where it stands now; the
+	// savepoint set before stays part of the transaction.
+	Savepoint(ctx context.Context) error
+	// RollbackToSavepoint undoes what the transaction did since its last
+	// Savepoint. An error means the transaction may be lost (MariaDB rolls a
+	// whole transaction back on a deadlock): it must not commit.
+	RollbackToSavepoint(ctx context.Context) error
+}
+
+// SavepointName is the savepoint of every change transaction: each Savepoint
+// sets one of this name (PostgreSQL and SQLite nest it, MariaDB moves it),
+// and a rollback goes back to the last one on every engine.
+const SavepointName = "afm_change"
 
 // Driver is one database engine.
 type Driver interface {
@@ -45,6 +60,11 @@ type Driver interface {
 	// InTx runs fn in one transaction of the mode: committed when fn returns
 	// nil, rolled back otherwise.
 	InTx(ctx context.Context, mode TxMode, fn func(q Queries) error) error
+	// InChangeTx runs fn in one change transaction (isolated as a Write; its
+	// first statement bumps the revision): committed when fn returns nil,
+	// rolled back otherwise. After it commits, the engine wakes this
+	// process's waiters (Wake) if it has no notification of its own.
+	InChangeTx(ctx context.Context, fn func(tx ChangeTx) error) error
 	// TryLock takes the applier lock if it is free; nil Lock if another holds it.
 	TryLock(ctx context.Context) (Lock, error)
 	// Wake returns a channel that receives after the revision may have changed.
@@ -118,3 +138,16 @@ func InSQLTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(tx *s
 // exclusive across the database (a Galera node's GET_LOCK): the HA lease alone
 // elects there.
 var ErrLockNotClusterWide = errors.New("the applier lock is not cluster-wide")
+
+// SQLSavepoints are ChangeTx's savepoints on a database/sql transaction.
+type SQLSavepoints struct{ Tx *sql.Tx }
+
+func (s SQLSavepoints) Savepoint(ctx context.Context) error {
+	_, err := s.Tx.ExecContext(ctx, "SAVEPOINT "+SavepointName)
+	return err
+}
+
+func (s SQLSavepoints) RollbackToSavepoint(ctx context.Context) error {
+	_, err := s.Tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+SavepointName)
+	return err
+}

@@ -48,7 +48,6 @@ type Queries interface {
 	InsertExpectedSwitch(ctx context.Context, guid fabric.GUID, description string, now time.Time) error
 	InsertJob(ctx context.Context, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, createdBy string, request string, requestID string, now time.Time, finishedAt *time.Time) (int64, error)
 	InsertSecretIfAbsent(ctx context.Context, name string, value string, now time.Time) error
-	KeepRevision(ctx context.Context) error
 	KubernetesMembershipsOfGUID(ctx context.Context, guid fabric.GUID) ([]KubernetesMember, error)
 	KubernetesState(ctx context.Context) (KubernetesStateRow, error)
 	LastApply(ctx context.Context) (Apply, error)
@@ -69,6 +68,7 @@ type Queries interface {
 	Revision(ctx context.Context) (int64, error)
 	UpsertKubernetesMember(ctx context.Context, pkey fabric.PKey, guid fabric.GUID, membership string, index0 bool, revision int64, now time.Time) error
 	UpsertKubernetesPKey(ctx context.Context, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time) error
+	SetRevision(ctx context.Context, revision int64) error
 	UpsertEnforcementError(ctx context.Context, switchGuid string, port int64, line string, now time.Time, term int64) (int64, error)
 	UpsertNetwork(ctx context.Context, id string, name string, networkType string, physicalNetwork string, pkey *fabric.PKey, managed bool, revision int64, now time.Time) error
 	UpsertPort(ctx context.Context, id string, networkID string, guid *fabric.GUID, host string, revision int64, now time.Time) error

@@ -154,11 +154,24 @@ func (e *Engine) InTx(ctx context.Context, mode driver.TxMode, fn func(q driver.
 	if mode == driver.ReadOnly {
 		opts = &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
 	}
-	err := driver.InSQLTx(ctx, e.db, opts, func(tx *sql.Tx) error { return fn(queries{e.q.WithTx(tx)}) })
-	if err == nil && mode == driver.Change {
+	return driver.InSQLTx(ctx, e.db, opts, func(tx *sql.Tx) error { return fn(queries{e.q.WithTx(tx)}) })
+}
+
+// InChangeTx runs fn in one transaction, as a Write, and wakes this process's
+// waiters after it commits.
+func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) error) error {
+	err := driver.InSQLTx(ctx, e.db, nil, func(tx *sql.Tx) error {
+		return fn(changeTx{queries{e.q.WithTx(tx)}, driver.SQLSavepoints{Tx: tx}})
+	})
+	if err == nil {
 		e.Notify()
 	}
 	return err
+}
+
+type changeTx struct {
+	queries
+	driver.SQLSavepoints
 }
 
 func (e *Engine) Queries(context.Context) driver.Queries { return queries{e.q} }

@@ -82,6 +82,31 @@ func (e *Engine) InTx(ctx context.Context, mode driver.TxMode, fn func(q driver.
 	return pgx.BeginTxFunc(ctx, e.pool, opts, func(tx pgx.Tx) error { return fn(queries{e.q.WithTx(tx)}) })
 }
 
+// InChangeTx runs fn in one READ COMMITTED transaction, as a Write. The
+// state table's trigger notifies the listeners of every manager at commit.
+func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) error) error {
+	return pgx.BeginTxFunc(ctx, e.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		return fn(changeTx{queries{e.q.WithTx(tx)}, tx})
+	})
+}
+
+// changeTx sets its savepoints with plain statements rather than pgx's nested
+// transactions, which release each savepoint in a round trip of its own.
+type changeTx struct {
+	queries
+	tx pgx.Tx
+}
+
+func (c changeTx) Savepoint(ctx context.Context) error {
+	_, err := c.tx.Exec(ctx, "SAVEPOINT "+driver.SavepointName)
+	return err
+}
+
+func (c changeTx) RollbackToSavepoint(ctx context.Context) error {
+	_, err := c.tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+driver.SavepointName)
+	return err
+}
+
 func (e *Engine) Queries(context.Context) driver.Queries { return queries{e.q} }
 
 // TryLock takes the advisory lock on a new connection that lives as long as the lock.

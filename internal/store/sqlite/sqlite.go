@@ -135,11 +135,25 @@ func (e *Engine) Migrate(ctx context.Context) error {
 func (e *Engine) InTx(ctx context.Context, mode driver.TxMode, fn func(q driver.Queries) error) error {
 	queries := e.queries(ctx)
 	opts := &sql.TxOptions{ReadOnly: mode == driver.ReadOnly}
-	err := driver.InSQLTx(ctx, e.db, opts, func(tx *sql.Tx) error { return fn(queries.WithTx(tx)) })
-	if err == nil && mode == driver.Change {
+	return driver.InSQLTx(ctx, e.db, opts, func(tx *sql.Tx) error { return fn(queries.WithTx(tx)) })
+}
+
+// InChangeTx runs fn in one IMMEDIATE transaction, as a Write, and wakes this
+// process's waiters after it commits.
+func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) error) error {
+	queries := e.queries(ctx)
+	err := driver.InSQLTx(ctx, e.db, &sql.TxOptions{}, func(tx *sql.Tx) error {
+		return fn(changeTx{queries.WithTx(tx), driver.SQLSavepoints{Tx: tx}})
+	})
+	if err == nil {
 		e.Notify()
 	}
 	return err
+}
+
+type changeTx struct {
+	*sqlitedb.Queries
+	driver.SQLSavepoints
 }
 
 // Queries are the prepared queries (see queries); outside a transaction,

@@ -31,7 +31,7 @@ func TestSnapshotTakesNoWriteLock(t *testing.T) {
 		}
 		changed := make(chan error, 1)
 		go func() {
-			changed <- e.InTx(ctx, driver.Change, func(q driver.Queries) error {
+			changed <- e.InChangeTx(ctx, func(q driver.ChangeTx) error {
 				_, err := q.BumpRevision(ctx)
 				return err
 			})

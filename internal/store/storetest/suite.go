@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
@@ -44,6 +45,7 @@ func Run(t *testing.T, engine string) {
 	tests = append(tests, fabricTests...)
 	tests = append(tests, statusTests...)
 	tests = append(tests, kubernetesTests...)
+	tests = append(tests, groupTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -55,6 +57,13 @@ func Run(t *testing.T, engine string) {
 		db := NewDatabase(t, engine)
 		testConcurrentGUIDClaims(t, OpenDatabase(t, db), OpenDatabase(t, db))
 	})
+	if engine != config.EngineSQLite { // SQLite has no session to end from outside
+		t.Run("GroupWhoseConnectionIsKilledAppliesNone", func(t *testing.T) {
+			t.Parallel()
+			db := NewDatabase(t, engine)
+			testGroupConnectionKilled(t, db, OpenDatabase(t, db))
+		})
+	}
 }
 
 const (

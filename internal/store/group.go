@@ -1,0 +1,239 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
+)
+
+// Group commit. Changes serialize on the revision's row lock: the applier
+// completes "every job up to revision R" once it has applied R, which is only
+// right if revisions commit in order. One change per transaction made each
+// change pay a transaction of its own (BEGIN, the lock, COMMIT) while the
+// others waited, so a process now commits the changes that wait together:
+// one committer at a time takes every change queued (up to maxGroup) and runs
+// them in one transaction, in order, each in a savepoint of its own, each
+// judged by the state its predecessors leave. Each keeps its own revision
+// and job; a refused change rolls back to its savepoint, changing nothing and
+// failing no other; the group commits once and wakes the applier once. A
+// commit that fails fails every change of the group with its error, and
+// none is applied. The row lock still orders the groups of several managers
+// sharing the database.
+
+// maxGroup bounds a group: its changes hold the revision's lock for as long
+// as they all take, and PostgreSQL keeps the subtransactions of up to 64
+// savepoints per transaction in shared memory (more slow every snapshot).
+const maxGroup = 32
+
+// pendingChange is one change waiting for its group, and its caller.
+type pendingChange struct {
+	ctx  context.Context
+	fn   func(ctx context.Context, c *changeTx) error
+	now  func() time.Time // the clock of the caller's store (WithClock)
+	done chan error       // the change's outcome; buffered, never blocks the committer
+}
+
+// changeGroups is a store's queue of changes and whether a committer runs.
+// The zero value is ready to use.
+type changeGroups struct {
+	mu        sync.Mutex
+	queue     []*pendingChange
+	committer bool
+}
+
+// change runs fn in a change transaction shared with the changes queued
+// beside it (see Group commit above). fn reports through c.touches whether
+// what it recorded touches a partition; if not, its revision is given back
+// and the jobs it inserts through c are Completed at once. fn runs its
+// statements with the ctx it is given, the group's: once the committer has
+// taken it, a change's outcome is what the commit says, whatever becomes of
+// its caller's context. fn does no I/O but the transaction's: whatever it
+// needs from elsewhere is read before. A caller whose context ends while its
+// change still waits is answered with the context's error, and its change
+// is dropped.
+func (s *Store) change(ctx context.Context, fn func(ctx context.Context, c *changeTx) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("wait for the previous change: %w", err)
+	}
+	p := &pendingChange{ctx: ctx, fn: fn, now: s.now, done: make(chan error, 1)}
+	g := s.groups
+	g.mu.Lock()
+	g.queue = append(g.queue, p)
+	lead := !g.committer
+	g.committer = true
+	g.mu.Unlock()
+	if lead {
+		// No committer runs, so the queue held nothing: this caller commits
+		// its own group (no hand-over to another goroutine for a change
+		// alone), then leaves the changes queued meanwhile to a committer.
+		s.commitGroup(g.take())
+		if g.more() {
+			go s.commitGroups()
+		}
+		return <-p.done
+	}
+	select {
+	case err := <-p.done:
+		return err
+	case <-ctx.Done():
+		if g.drop(p) {
+			return fmt.Errorf("wait for the previous change: %w", ctx.Err())
+		}
+		return <-p.done // taken: the commit decides
+	}
+}
+
+// drop takes p out of the queue if it is still there.
+func (g *changeGroups) drop(p *pendingChange) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i, q := range g.queue {
+		if q == p {
+			g.queue = append(g.queue[:i], g.queue[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// take removes the next group from the queue: up to maxGroup changes whose
+// callers still wait (the others are answered with their context's error).
+func (g *changeGroups) take() []*pendingChange {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var group []*pendingChange
+	for len(g.queue) > 0 && len(group) < maxGroup {
+		p := g.queue[0]
+		g.queue[0] = nil
+		g.queue = g.queue[1:]
+		if err := p.ctx.Err(); err != nil {
+			p.done <- fmt.Errorf("wait for the previous change: %w", err)
+			continue
+		}
+		group = append(group, p)
+	}
+	return group
+}
+
+// more says whether changes wait; if none, the committer ends (under the
+// same lock, so that the next change finds none and commits itself).
+func (g *changeGroups) more() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.queue) == 0 {
+		g.committer = false
+		g.queue = nil
+		return false
+	}
+	return true
+}
+
+// commitGroups commits group after group until the queue is empty.
+func (s *Store) commitGroups() {
+	for {
+		s.commitGroup(s.groups.take())
+		if !s.groups.more() {
+			return
+		}
+	}
+}
+
+// commitGroup runs group in one change transaction and answers each change
+// with its outcome.
+func (s *Store) commitGroup(group []*pendingChange) {
+	if len(group) == 0 {
+		return
+	}
+	for i, err := range s.commitOutcomes(group) {
+		group[i].done <- err
+	}
+}
+
+// commitOutcomes runs group in one change transaction and returns each
+// change's outcome.
+func (s *Store) commitOutcomes(group []*pendingChange) []error {
+	ctx, cancel := groupContext(group)
+	defer cancel()
+	outcomes := make([]error, len(group))
+	err := s.d.InChangeTx(ctx, func(q driver.ChangeTx) error {
+		// The UPDATE comes first: its row lock orders the writers of every
+		// process sharing the database (on MariaDB, InnoDB's read view is only
+		// taken at the first plain read, after the lock is ours).
+		next, err := q.BumpRevision(ctx)
+		if err != nil {
+			return fmt.Errorf("bump revision: %w", err)
+		}
+		rev := next - 1 // the revision of the last change so far that touches a partition
+		for i, p := range group {
+			c := &changeTx{tx: tx{q}, rev: rev + 1, now: p.now()}
+			if len(group) == 1 {
+				// Alone, a refusal rolls the whole transaction back.
+				if err := p.fn(ctx, c); err != nil {
+					outcomes[i] = err
+					return err
+				}
+			} else {
+				if err := q.Savepoint(ctx); err != nil {
+					return fmt.Errorf("savepoint: %w", err)
+				}
+				if err := p.fn(ctx, c); err != nil {
+					outcomes[i] = err
+					if rerr := q.RollbackToSavepoint(ctx); rerr != nil {
+						return fmt.Errorf("roll back a refused change (%v): %w", err, rerr)
+					}
+					continue
+				}
+			}
+			if !c.noOp {
+				rev = c.rev
+			}
+		}
+		if rev != next {
+			if err := q.SetRevision(ctx, rev); err != nil {
+				return fmt.Errorf("set revision: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		// Nothing of the group is recorded: the changes not refused on their
+		// own fail with the transaction.
+		for i := range outcomes {
+			if outcomes[i] == nil {
+				outcomes[i] = err
+			}
+		}
+	}
+	return outcomes
+}
+
+// groupContext is the context a group's statements run with: its first
+// caller's values, none of its callers' cancellations (a change taken is
+// answered by the commit), and the latest deadline among them, so that a
+// group never outlasts the patience of every caller it serves. With a caller
+// that has no deadline, the group has none.
+func groupContext(group []*pendingChange) (context.Context, context.CancelFunc) {
+	ctx := context.WithoutCancel(group[0].ctx)
+	var latest time.Time
+	for _, p := range group {
+		d, ok := p.ctx.Deadline()
+		if !ok {
+			return context.WithCancel(ctx)
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(ctx, latest)
+}
+
+// QueuedChanges is how many changes wait for a group to take them (the
+// changes of the group being committed are no longer queued).
+func (s *Store) QueuedChanges() int {
+	s.groups.mu.Lock()
+	defer s.groups.mu.Unlock()
+	return len(s.groups.queue)
+}
