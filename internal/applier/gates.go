@@ -56,6 +56,10 @@ type GateStore interface {
 type Gates struct {
 	Store      GateReader
 	SubnetDump string // <dump_files_dir>/opensm-subnet.lst
+	// Dump reads SubnetDump, parsing it only when its content changed (the
+	// applier evaluates the gates after every sweep); nil: read it whole at
+	// every evaluation.
+	Dump *topology.Dump
 }
 
 // Closed returns why jobs may not complete now; none when every gate is open.
@@ -94,7 +98,11 @@ func (g Gates) missingSwitches(expected []store.ExpectedSwitch) []string {
 	if g.SubnetDump == "" {
 		return []string{"OpenSM's subnet dump is not configured: the expected switches cannot be checked"}
 	}
-	topo, err := topology.Load(g.SubnetDump)
+	load := func() (*topology.Topology, error) { return topology.Load(g.SubnetDump) }
+	if g.Dump != nil {
+		load = g.Dump.Load
+	}
+	topo, err := load()
 	if err != nil {
 		return []string{fmt.Sprintf("the expected switches cannot be checked: %v", err)}
 	}
@@ -157,7 +165,7 @@ func (t *term) completeJobs(ctx context.Context, rev int64) (int64, error) {
 // gatesOpen evaluates the gates for the jobs up to rev. While one is closed
 // the jobs say why, and rev is kept for pollGates.
 func (t *term) gatesOpen(ctx context.Context, rev int64) bool {
-	reasons, err := Gates{Store: t.Store, SubnetDump: t.Cfg.SubnetDump}.Closed(ctx)
+	reasons, err := Gates{Store: t.Store, SubnetDump: t.Cfg.SubnetDump, Dump: t.subnetDump()}.Closed(ctx)
 	if err != nil {
 		t.Log.Error("evaluate the gates; jobs wait", "revision", rev, "error", err)
 		t.gate.blocked = rev
