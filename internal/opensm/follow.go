@@ -50,22 +50,31 @@ func inodeOf(fi fs.FileInfo) uint64 {
 // reset.
 var ErrLogReset = errors.New("log truncated or replaced")
 
-// How often a follower looks at the file when it has read everything. OpenSM
-// logs a sweep's lines within milliseconds, and the end of the sweep is on the
-// path of every job's completion: at 5 ms it adds 2.5 ms on average (20 ms
-// added 10, measured in docs/performance.md), for a stat and a read per poll.
+// How often a follower looks at the file when it has read everything and
+// file-change notifications cannot be had (see logNotify). OpenSM logs a
+// sweep's lines within milliseconds, and the end of the sweep is on the path
+// of every job's completion: at 5 ms it adds 2.5 ms on average (20 ms added
+// 10, measured in docs/performance.md), for a stat and a read per poll.
 const pollInterval = 5 * time.Millisecond
 
+// slowPollInterval is how often a follower woken by notifications looks at
+// the file anyway: for what no notification of the log's directory reports
+// (the old file of a rotation into another directory, a file system that
+// sends none).
+const slowPollInterval = 250 * time.Millisecond
+
 // A message box's header line ("do_sweep:") without its title is waited for
-// this many idle polls (100 ms) before it is handed out anyway.
-const openBoxPatience = 20
+// this long after the last data before it is handed out anyway.
+const openBoxPatience = 100 * time.Millisecond
 
 // maxReadPerPoll keeps one poll from reading a huge backlog in one go.
 const maxReadPerPoll = 1 << 20
 
-// LogFollower reads the entries of a growing OpenSM log from a position on. It
-// polls (stat and read); it needs no file-system notifications. It is not safe
-// for concurrent use.
+// LogFollower reads the entries of a growing OpenSM log from a position on.
+// Once it has read everything it waits for a notification that the log's
+// directory changed (inotify), looking at the file every slowPollInterval
+// anyway; where notifications cannot be had, it polls every pollInterval
+// (stat and read). It is not safe for concurrent use.
 type LogFollower struct {
 	path string
 	from Position
@@ -80,7 +89,18 @@ type LogFollower struct {
 	partial      []byte // data after the last newline
 	skipFragment bool   // the data starts in the middle of a line: drop up to the first newline
 	parser       entryParser
-	idle         int // polls in a row that found no new data
+	lastData     time.Time // when data was last read
+
+	// How the follower waits: notify (nil until the first wait, and when
+	// notifications cannot be had) wakes it on a change of the log's
+	// directory, and every slowPoll anyway; without it, it polls every
+	// fastPoll. noNotify: never try notifications.
+	notify             *logNotify
+	notifyTried        bool
+	noNotify           bool
+	fastPoll, slowPoll time.Duration
+	patience           time.Duration // openBoxPatience
+	onWait             func()        // tests: called when the follower is about to wait
 
 	queue []Entry
 	reset error // a reset to report once the queue is empty
@@ -90,17 +110,54 @@ type LogFollower struct {
 // FollowLog returns a follower that reads path from the position on. The file
 // need not exist yet.
 func FollowLog(path string, from Position) *LogFollower {
-	return &LogFollower{path: path, from: from}
+	return &LogFollower{path: path, from: from, fastPoll: pollInterval, slowPoll: slowPollInterval,
+		patience: openBoxPatience}
 }
 
-// Close releases the open file.
+// Close releases the open file and the notifications.
 func (l *LogFollower) Close() error {
+	if l.notify != nil {
+		l.notify.close()
+		l.notify = nil
+	}
 	if l.f == nil {
 		return nil
 	}
 	err := l.f.Close()
 	l.f = nil
 	return err
+}
+
+// wait waits until the log may have changed, or ctx ends.
+func (l *LogFollower) wait(ctx context.Context) error {
+	if !l.notifyTried && !l.noNotify {
+		l.notifyTried = true
+		l.notify, _ = newLogNotify(l.path) // nil: poll
+	}
+	if l.notify != nil && l.notify.broken() {
+		l.notify.close()
+		l.notify = nil // poll from now on
+	}
+	d, woken := l.fastPoll, (<-chan struct{})(nil)
+	if l.notify != nil {
+		d, woken = l.slowPoll, l.notify.changed
+	}
+	if l.onWait != nil {
+		l.onWait()
+	}
+	if l.parser.pending && l.parser.openBox() {
+		// An open box is handed out once the patience is over, data or not.
+		d = min(d, max(l.patience-time.Since(l.lastData), time.Millisecond))
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-woken:
+	case <-t.C:
+	}
+	return nil
 }
 
 // Next returns the next entry, waiting for it as long as ctx allows. When the log
@@ -127,12 +184,8 @@ func (l *LogFollower) Next(ctx context.Context) (Entry, error) {
 		if progressed || len(l.queue) > 0 || l.reset != nil {
 			continue
 		}
-		t := time.NewTimer(pollInterval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return Entry{}, ctx.Err()
-		case <-t.C:
+		if err := l.wait(ctx); err != nil {
+			return Entry{}, err
 		}
 	}
 }
@@ -149,14 +202,17 @@ func (l *LogFollower) poll() (progressed bool, err error) {
 		return false, err
 	}
 	if n > 0 {
-		l.idle = 0
+		l.lastData = time.Now()
 		return true, nil
 	}
-	l.idle++
-	if e, ok := l.parser.flush(l.idle >= openBoxPatience); ok {
+	if e, ok := l.parser.flush(time.Since(l.lastData) >= l.patience); ok {
 		l.queue = append(l.queue, e)
 	}
-	return false, l.checkReplaced()
+	if err := l.checkReplaced(); err != nil {
+		return false, err
+	}
+	// Switched to the new file of a rotation: read it at once.
+	return l.f == nil, nil
 }
 
 // open opens the file at path, if it exists, and places the read offset.
@@ -316,5 +372,5 @@ func (l *LogFollower) restart() {
 	l.partial = l.partial[:0]
 	l.skipFragment = false
 	l.parser = entryParser{}
-	l.idle = 0
+	l.lastData = time.Now()
 }
