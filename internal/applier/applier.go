@@ -410,6 +410,13 @@ func (t *term) apply(ctx context.Context) applyResult {
 		log.Error("record cleared enforcement; jobs wait", "error", err)
 		return applyRetry
 	}
+	// The sweep's stretch of the log has been read for those lines: the
+	// watch reads what came before it, and goes on after it.
+	if res.ScannedOK {
+		if err := t.gate.watch.handOff(ctx, t.id, t.Store, t.Log, res.Scanned); err != nil {
+			log.Error("read OpenSM's log for cleared enforcement", "error", err)
+		}
+	}
 	switch {
 	case res.Outcome == opensm.Applied && len(res.PKeyErrors) == 0:
 		// The apply is recorded before the jobs complete: every Completed job

@@ -102,16 +102,53 @@ type LogFollower struct {
 	patience           time.Duration // openBoxPatience
 	onWait             func()        // tests: called when the follower is about to wait
 
-	queue []Entry
+	queue []queued
 	reset error // a reset to report once the queue is empty
-	buf   []byte
+
+	// What the entries handed out cover, for Scanned: the file's offset of the
+	// first header line parsed in the current file (-1: none yet), the end of
+	// the last entry handed out, and whether a continuation line was dropped
+	// in between or another file was started.
+	firstHeader int64
+	returnedEnd int64
+	partialAt   int64 // offset of the line being assembled in partial
+	lostLine    bool
+	switched    bool
+	buf         []byte
+}
+
+// queued is an entry read, with where it ends in its file: the offset of the
+// first line after its last.
+type queued struct {
+	e   Entry
+	end int64
 }
 
 // FollowLog returns a follower that reads path from the position on. The file
 // need not exist yet.
 func FollowLog(path string, from Position) *LogFollower {
 	return &LogFollower{path: path, from: from, fastPoll: pollInterval, slowPoll: slowPollInterval,
-		patience: openBoxPatience}
+		patience: openBoxPatience, firstHeader: -1}
+}
+
+// Span is a stretch of one log file, [From, To) in the file of inode Inode.
+type Span struct {
+	Inode    uint64
+	From, To int64
+}
+
+// Scanned returns the stretch of the log whose every entry Next has handed
+// out: every line from From (a header line) to To is in one of them. ok is
+// false when no such stretch can be vouched for: no entry handed out yet,
+// another file than the first was started (a rotation, a reset), or a
+// continuation line was dropped within it (it came after its entry had been
+// handed out). Lines before From, from the position on, were not handed out:
+// continuation lines of an entry that started before the position.
+func (l *LogFollower) Scanned() (span Span, ok bool) {
+	if l.firstHeader < 0 || l.switched || l.lostLine || l.returnedEnd < l.firstHeader {
+		return Span{}, false
+	}
+	return Span{Inode: l.inode, From: l.firstHeader, To: l.returnedEnd}, true
 }
 
 // Close releases the open file and the notifications.
@@ -168,9 +205,10 @@ func (l *LogFollower) wait(ctx context.Context) error {
 func (l *LogFollower) Next(ctx context.Context) (Entry, error) {
 	for {
 		if len(l.queue) > 0 {
-			e := l.queue[0]
+			q := l.queue[0]
 			l.queue = l.queue[1:]
-			return e, nil
+			l.returnedEnd = q.end
+			return q.e, nil
 		}
 		if l.reset != nil {
 			err := l.reset
@@ -206,7 +244,7 @@ func (l *LogFollower) poll() (progressed bool, err error) {
 		return true, nil
 	}
 	if e, ok := l.parser.flush(time.Since(l.lastData) >= l.patience); ok {
-		l.queue = append(l.queue, e)
+		l.queue = append(l.queue, queued{e, l.offset - int64(len(l.partial))})
 	}
 	if err := l.checkReplaced(); err != nil {
 		return false, err
@@ -232,18 +270,24 @@ func (l *LogFollower) open() error {
 	l.f, l.inode, l.offset = f, inodeOf(fi), 0
 	first := !l.opened
 	l.opened = true
+	if !first {
+		l.switched = true
+	}
 	switch {
 	case !first:
 		// A rotation brought us here; it has been reported already.
 	case l.from.Inode != 0 && l.inode != l.from.Inode:
 		l.reset = fmt.Errorf("%w: %s is not the file the position was taken in (inode %d, was %d)",
 			ErrLogReset, l.path, l.inode, l.from.Inode)
+		l.switched = true
 	case fi.Size() < l.from.Offset:
 		l.reset = fmt.Errorf("%w: %s has %d bytes, fewer than at the position (%d)",
 			ErrLogReset, l.path, fi.Size(), l.from.Offset)
+		l.switched = true
 	default:
 		l.offset = l.from.Offset
 	}
+	l.partialAt = l.offset
 	if l.offset == 0 {
 		return nil
 	}
@@ -283,13 +327,18 @@ func (l *LogFollower) readAvailable() (int, error) {
 }
 
 // consume splits data into lines and feeds the complete ones to the parser.
+// data ends at the follower's offset.
 func (l *LogFollower) consume(data []byte) {
+	at := l.offset - int64(len(data)) // file offset of data[0]
 	for len(data) > 0 {
+		if len(l.partial) == 0 {
+			l.partialAt = at
+		}
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
 			l.partial = append(l.partial, data...)
 			if len(l.partial) > maxLineLength { // not a log line anyone wants whole
-				l.feed(string(l.partial))
+				l.feed(string(l.partial), l.partialAt)
 				l.partial = l.partial[:0]
 			}
 			return
@@ -297,17 +346,27 @@ func (l *LogFollower) consume(data []byte) {
 		line := string(append(l.partial, data[:i]...))
 		l.partial = l.partial[:0]
 		data = data[i+1:]
-		l.feed(line)
+		start := l.partialAt
+		at += int64(i + 1)
+		l.feed(line, start)
 	}
 }
 
-func (l *LogFollower) feed(line string) {
+// feed hands one line to the parser; start is its offset in the file.
+func (l *LogFollower) feed(line string, start int64) {
 	if l.skipFragment {
 		l.skipFragment = false
 		return
 	}
-	if e, ok := l.parser.line(line); ok {
-		l.queue = append(l.queue, e)
+	e, ok, header, dropped := l.parser.lineHeader(line)
+	if ok {
+		l.queue = append(l.queue, queued{e, start})
+	}
+	switch {
+	case header && l.firstHeader < 0:
+		l.firstHeader = start
+	case dropped && l.firstHeader >= 0:
+		l.lostLine = true
 	}
 }
 
@@ -355,10 +414,11 @@ func (l *LogFollower) checkReplaced() error {
 		}
 	}
 	if len(l.partial) > 0 { // the old file's last line, without its newline
-		l.feed(string(l.partial))
+		l.feed(string(l.partial), l.partialAt)
+		l.partial = l.partial[:0]
 	}
 	if e, ok := l.parser.flush(true); ok {
-		l.queue = append(l.queue, e)
+		l.queue = append(l.queue, queued{e, l.offset})
 	}
 	l.restart()
 	l.f.Close()
@@ -373,4 +433,5 @@ func (l *LogFollower) restart() {
 	l.skipFragment = false
 	l.parser = entryParser{}
 	l.lastData = time.Now()
+	l.switched = true // Scanned vouches for one file read from the position
 }

@@ -312,3 +312,42 @@ func TestFollowerSlowPollCatchesWhatNotificationsMiss(t *testing.T) {
 	onFirstWait(l, func() { appendTo(t, other, subnetUpLine) })
 	mustNext(t, l, "SUBNET UP")
 }
+
+// Scanned vouches for the stretch whose every entry was handed out: from the
+// first header line after the position to the end of the last entry returned,
+// and for nothing once another file was started.
+func TestFollowerScanned(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	appendTo(t, path, masterLine+subnetUpLine[:20])
+	pos, err := LogPosition(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, path, subnetUpLine[20:]+exitingLine+masterLine)
+	l := FollowLog(path, pos)
+	defer l.Close()
+	if _, ok := l.Scanned(); ok {
+		t.Error("Scanned before any entry: ok")
+	}
+	mustNext(t, l, "Exiting SM")
+	from := int64(len(masterLine) + len(subnetUpLine))
+	fi, _ := os.Stat(path)
+	want := Span{Inode: inodeOf(fi), From: from, To: from + int64(len(exitingLine))}
+	if got, ok := l.Scanned(); !ok || got != want {
+		t.Errorf("Scanned = %+v, %v; want %+v", got, ok, want)
+	}
+	mustNext(t, l, "Entering MASTER state")
+	want.To = fi.Size()
+	if got, ok := l.Scanned(); !ok || got != want {
+		t.Errorf("Scanned = %+v, %v; want %+v", got, ok, want)
+	}
+	// Rotation: the stretch now spans two files.
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, path, subnetUpLine)
+	mustNext(t, l, "SUBNET UP")
+	if got, ok := l.Scanned(); ok {
+		t.Errorf("Scanned across a rotation = %+v, ok", got)
+	}
+}

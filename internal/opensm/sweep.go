@@ -54,6 +54,12 @@ type SweepResult struct {
 	// TimedOut says the outcome was decided by the deadline: no sweep proved
 	// anything within the timeout (Unknown), or none succeeded (Failed).
 	TimedOut bool
+	// Scanned is the stretch of the log whose every entry was checked for
+	// cleared enforcement (LogFollower.Scanned), when ScannedOK: a reader
+	// of the log for those lines (the applier's enforcement watch) need not
+	// read it again once Enforcement is recorded.
+	Scanned   Span
+	ScannedOK bool
 }
 
 // Lines of the log that WaitSweep acts on. Matching is on the message after the
@@ -126,12 +132,14 @@ func WaitSweep(ctx context.Context, logPath string, from Position, timeout time.
 		case deadline.Err() != nil:
 			res := w.atDeadline(timeout)
 			res.Enforcement, res.TimedOut = w.enforcement, true
+			res.Scanned, res.ScannedOK = follower.Scanned()
 			return res, nil
 		default:
 			return SweepResult{}, fmt.Errorf("wait for sweep: %w", err)
 		}
 		if res, done := w.observe(e); done {
 			res.Enforcement = w.enforcement
+			res.Scanned, res.ScannedOK = follower.Scanned()
 			return res, nil
 		}
 	}
