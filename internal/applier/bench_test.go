@@ -10,6 +10,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
 
 // largeDump is OpenSM's subnet dump of a fabric of hosts hosts spread over
@@ -89,6 +90,10 @@ func BenchmarkApplyLargeFabric(b *testing.B) {
 	if err := os.WriteFile(r.dump, []byte(dump), 0o644); err != nil {
 		b.Fatal(err)
 	}
+	// As the manager wires it: one reader of the dump for the gates and the
+	// capacity check.
+	r.term.Cfg.Dump = topology.NewDump(r.dump)
+	r.term.Cfg.PortLimit = &topology.PortLimit{DumpFile: r.dump, Dump: r.term.Cfg.Dump, Capacity: 32}
 	if err := r.st.ConfirmSwitches(ctx, sws); err != nil {
 		b.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -118,9 +119,20 @@ func readStable(path string) ([]byte, fileID, error) {
 	if err != nil {
 		return nil, fileID{}, err
 	}
-	data, err := io.ReadAll(f)
-	if err != nil {
+	// One read of the size the file has, and more only if it grew.
+	data := make([]byte, before.Size()+1)
+	n, err := io.ReadFull(f, data)
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		data = data[:n]
+	case err != nil:
 		return nil, fileID{}, err
+	default:
+		rest, err := io.ReadAll(f)
+		if err != nil {
+			return nil, fileID{}, err
+		}
+		data = append(data, rest...)
 	}
 	after, err := f.Stat()
 	if err != nil {
