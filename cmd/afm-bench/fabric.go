@@ -25,6 +25,15 @@ type fabricResult struct {
 	members         int // host ports in a partition before the samples
 	overhead        overheadResult
 	split           applySplit // the manager's own split of the samples' applies
+	// own: each change's POST → Completed less its apply's sweep phase as the
+	// manager logged it (SIGHUP → SUBNET UP read): the manager's overhead
+	// without OpenSM's sweep, whose time varies by hundreds of milliseconds
+	// from one sweep to the next at this size. Empty when the applies cannot
+	// be paired with the changes (more applies than changes).
+	own latencies
+	// cpu is the manager process's CPU time (user + system) per change,
+	// bare sweeps included: what the manager costs, whatever the machine's load.
+	cpu time.Duration
 }
 
 // applySplit is what the manager's "partitions applied" log lines say of the
@@ -86,6 +95,10 @@ func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switc
 		return res, err
 	}
 	res.overhead.samples = samples
+	cpuBefore, err := readProcStat(r.managerPID())
+	if err != nil {
+		return res, err
+	}
 	for i, h := range r.fabric.Hosts[:samples] {
 		d, err := bareSweep(ctx, r.opensmLog, pid)
 		if err != nil {
@@ -103,11 +116,22 @@ func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switc
 		}
 		res.overhead.change = append(res.overhead.change, done.Sub(sent))
 	}
+	cpuAfter, err := readProcStat(r.managerPID())
+	if err != nil {
+		return res, err
+	}
+	res.cpu = ticks(cpuAfter.utime+cpuAfter.stime-cpuBefore.utime-cpuBefore.stime) / time.Duration(samples)
 	if res.split, err = readApplySplit(r.logPath, logFrom); err != nil {
 		return res, err
 	}
-	if n := len(res.split.complete); n < samples {
+	n := len(res.split.complete)
+	if n < samples {
 		return res, fmt.Errorf("the manager logged %d \"partitions applied\" lines for %d changes (see %s)", n, samples, r.logPath)
+	}
+	if n == samples {
+		for i, c := range res.overhead.change {
+			res.own = append(res.own, c-res.split.sweep[i])
+		}
 	}
 	return res, nil
 }
@@ -180,4 +204,9 @@ func readApplySplit(path string, from int64) (applySplit, error) {
 		s.complete = append(s.complete, time.Duration(*line.Complete))
 	}
 	return s, sc.Err()
+}
+
+// ticks is a count of /proc/<pid>/stat clock ticks as a duration.
+func ticks(n uint64) time.Duration {
+	return time.Duration(float64(n) / clockTicks() * float64(time.Second))
 }

@@ -188,6 +188,17 @@ func fabricRows(row func(measure, target string, cell func(r engineResult) strin
 		m, p := r.fabric.overhead.overhead(0.5), r.fabric.overhead.overhead(0.95)
 		return fmt.Sprintf("%s / %s %s", ms(m), ms(p), mark(m <= targetLargeOverhead))
 	})
+	row("the manager's own overhead: POST → Completed − its apply's sweep (SIGHUP → SUBNET UP read), median / p95", "≤ 20 ms median",
+		func(r engineResult) string {
+			if len(r.fabric.own) == 0 {
+				return "n/a (more applies than changes)"
+			}
+			m := r.fabric.own.median()
+			return fmt.Sprintf("%s / %s %s", ms(m), ms(r.fabric.own.quantile(0.95)), mark(m <= targetLargeOverhead))
+		})
+	row("manager CPU (user + system) per change, its bare sweep included", "", func(r engineResult) string {
+		return ms(r.fabric.cpu)
+	})
 	split := func(name string, l func(s applySplit) latencies, target string, ok func(time.Duration) bool) {
 		row("the manager's split (`partitions applied`), median / p95: "+name, target, func(r engineResult) string {
 			d := l(r.fabric.split)
