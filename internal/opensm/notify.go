@@ -21,9 +21,12 @@ type logNotify struct {
 	done    chan struct{} // closed once read has returned
 }
 
-// notifyEvents are the changes of the directory that wake a follower.
+// notifyEvents are the changes of the directory that wake a follower: a
+// write (a truncation too), a file created, renamed or removed. Not
+// IN_ATTRIB: the follower's own read of a file just written updates its
+// access time, which would wake it once more for every write.
 const notifyEvents = unix.IN_MODIFY | unix.IN_CREATE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
-	unix.IN_DELETE | unix.IN_CLOSE_WRITE | unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
+	unix.IN_DELETE | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF
 
 // newLogNotify watches the directory of path. It fails where inotify cannot be
 // had (the directory does not exist yet, the instance limit is reached, a
