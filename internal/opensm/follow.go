@@ -101,6 +101,7 @@ type LogFollower struct {
 	fastPoll, slowPoll time.Duration
 	patience           time.Duration // openBoxPatience
 	onWait             func()        // tests: called when the follower is about to wait
+	beforeWatch        func()        // tests: called just before the notifications are set up
 
 	queue []queued
 	reset error // a reset to report once the queue is empty
@@ -169,7 +170,15 @@ func (l *LogFollower) Close() error {
 func (l *LogFollower) wait(ctx context.Context) error {
 	if !l.notifyTried && !l.noNotify {
 		l.notifyTried = true
+		if l.beforeWatch != nil {
+			l.beforeWatch()
+		}
 		l.notify, _ = newLogNotify(l.path) // nil: poll
+		if l.notify != nil {
+			// A write between the last read and the watch woke nobody: read
+			// again now that every later one will.
+			return nil
+		}
 	}
 	if l.notify != nil && l.notify.broken() {
 		l.notify.close()
@@ -192,10 +201,26 @@ func (l *LogFollower) wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-woken:
+		// OpenSM writes a sweep's lines one by one (force_log_flush): in such
+		// a burst the follower reads at most every burstReadGap, so as not to
+		// take a core from OpenSM at every line; the first write after a
+		// quiet spell is read at once.
+		if gap := burstReadGap - time.Since(l.lastData); gap > 0 {
+			t.Reset(gap)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-t.C:
+			}
+		}
 	case <-t.C:
 	}
 	return nil
 }
+
+// burstReadGap is the least time between two reads of a follower woken by
+// notifications while data keeps coming.
+const burstReadGap = time.Millisecond
 
 // Next returns the next entry, waiting for it as long as ctx allows. When the log
 // was truncated or replaced it returns an error wrapping ErrLogReset once, and the

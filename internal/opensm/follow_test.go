@@ -351,3 +351,17 @@ func TestFollowerScanned(t *testing.T) {
 		t.Errorf("Scanned across a rotation = %+v, ok", got)
 	}
 }
+
+// A write after the follower's last read but before its watch was set up
+// sends no notification: the follower reads once more after setting it up,
+// instead of sleeping until the slow poll.
+func TestFollowerReadsWhatCameBeforeItsWatch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	appendTo(t, path, masterLine)
+	l := FollowLog(path, Position{})
+	defer l.Close()
+	notifyOnly(t, l)
+	mustNext(t, l, "Entering MASTER state")
+	l.beforeWatch = func() { appendTo(t, path, subnetUpLine) }
+	mustNext(t, l, "SUBNET UP")
+}
