@@ -187,6 +187,15 @@ func (l *LogFollower) wait(ctx context.Context) error {
 	d, woken := l.fastPoll, (<-chan struct{})(nil)
 	if l.notify != nil {
 		d, woken = l.slowPoll, l.notify.changed
+		// OpenSM writes a sweep's lines one by one (force_log_flush): while
+		// data keeps coming the follower reads at most every burstReadGap,
+		// so as not to take a core from OpenSM at every line. Waiting for a
+		// notification starts only once a look found nothing new for that
+		// long, so the first write after a quiet spell, the end of a sweep
+		// among them, is read at once.
+		if gap := burstReadGap - time.Since(l.lastData); gap > 0 {
+			return sleep(ctx, gap)
+		}
 	}
 	if l.onWait != nil {
 		l.onWait()
@@ -201,21 +210,21 @@ func (l *LogFollower) wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-woken:
-		// OpenSM writes a sweep's lines one by one (force_log_flush): in such
-		// a burst the follower reads at most every burstReadGap, so as not to
-		// take a core from OpenSM at every line; the first write after a
-		// quiet spell is read at once.
-		if gap := burstReadGap - time.Since(l.lastData); gap > 0 {
-			t.Reset(gap)
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-t.C:
-			}
-		}
 	case <-t.C:
 	}
 	return nil
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // burstReadGap is the least time between two reads of a follower woken by

@@ -19,6 +19,7 @@ type logNotify struct {
 	file    *os.File      // the inotify instance, in the runtime's poller: closing it ends read
 	changed chan struct{} // one token: a change since the follower last looked
 	done    chan struct{} // closed once read has returned
+	quit    chan struct{} // closed by close
 }
 
 // notifyEvents are the changes of the directory that wake a follower: a
@@ -43,7 +44,7 @@ func newLogNotify(path string) (*logNotify, error) {
 	// A non-blocking descriptor goes into the runtime's poller: a read waits
 	// without a thread, and Close makes it return.
 	n := &logNotify{file: os.NewFile(uintptr(fd), "inotify"), changed: make(chan struct{}, 1),
-		done: make(chan struct{})}
+		done: make(chan struct{}), quit: make(chan struct{})}
 	go n.read()
 	return n, nil
 }
@@ -58,9 +59,14 @@ func (n *logNotify) read() {
 		if _, err := n.file.Read(buf); err != nil {
 			return // closed; or broken, and the slow poll carries on
 		}
+		// Blocks while a token waits: the events meanwhile stay in the
+		// kernel, which merges a file's repeated IN_MODIFY into one, so that
+		// a burst of OpenSM's lines wakes this goroutine once per look of the
+		// follower, not once per line.
 		select {
 		case n.changed <- struct{}{}:
-		default: // a token is waiting already
+		case <-n.quit:
+			return
 		}
 	}
 }
@@ -76,6 +82,7 @@ func (n *logNotify) broken() bool {
 }
 
 func (n *logNotify) close() {
+	close(n.quit)
 	n.file.Close()
 	<-n.done
 }
