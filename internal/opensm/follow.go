@@ -57,6 +57,15 @@ var ErrLogReset = errors.New("log truncated or replaced")
 // 10, measured in docs/performance.md), for a stat and a read per poll.
 const pollInterval = 5 * time.Millisecond
 
+// useNotifications says whether followers wait for inotify (logNotify)
+// instead of polling every pollInterval. Off: on the shared two-core machine
+// where docs/performance.md was measured (load average 15-24), a change on the
+// 4-host fabric took longer with notifications than with the 5 ms poll in
+// every one of nine interleaved pairs of runs (median overhead 20-70 ms against
+// 12-40 ms), for a cause not found yet; the notifications' own tests run
+// them whatever this says.
+const useNotifications = false
+
 // slowPollInterval is how often a follower woken by notifications looks at
 // the file anyway: for what no notification of the log's directory reports
 // (the old file of a rotation into another directory, a file system that
@@ -129,7 +138,7 @@ type queued struct {
 // need not exist yet.
 func FollowLog(path string, from Position) *LogFollower {
 	return &LogFollower{path: path, from: from, fastPoll: pollInterval, slowPoll: slowPollInterval,
-		patience: openBoxPatience, firstHeader: -1}
+		patience: openBoxPatience, firstHeader: -1, noNotify: !useNotifications}
 }
 
 // Span is a stretch of one log file, [From, To) in the file of inode Inode.

@@ -212,7 +212,7 @@ func TestFollowerHandsOutAnAbandonedBox(t *testing.T) {
 // test's time, so a test that passes proves the notification woke it.
 func notifyOnly(t *testing.T, l *LogFollower) {
 	t.Helper()
-	l.fastPoll, l.slowPoll = time.Hour, time.Hour
+	l.noNotify, l.fastPoll, l.slowPoll = false, time.Hour, time.Hour
 	if n, err := newLogNotify(l.path); err != nil {
 		t.Fatalf("inotify cannot be had here: %v", err)
 	} else {

@@ -81,8 +81,10 @@ func (n *logNotify) broken() bool {
 	}
 }
 
+// close ends the notifications without waiting for the reader to return: it
+// does so on its own, and waiting for it would put a scheduling delay on the
+// path of every apply (WaitSweep closes its follower before it returns).
 func (n *logNotify) close() {
 	close(n.quit)
 	n.file.Close()
-	<-n.done
 }
