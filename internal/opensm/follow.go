@@ -61,9 +61,9 @@ const pollInterval = 5 * time.Millisecond
 // instead of polling every pollInterval. Off: on the shared two-core machine
 // where docs/performance.md was measured (load average 15-24), a change on the
 // 4-host fabric took longer with notifications than with the 5 ms poll in
-// every one of nine interleaved pairs of runs (median overhead 20-70 ms against
-// 12-40 ms), for a cause not found yet; the notifications' own tests run
-// them whatever this says.
+// interleaved pairs of runs (median overhead 20-230 ms against 12-70 ms), for
+// a cause not found yet; to be measured again on a quiet machine. The
+// notifications' own tests run them whatever this says.
 const useNotifications = false
 
 // slowPollInterval is how often a follower woken by notifications looks at
@@ -80,10 +80,11 @@ const openBoxPatience = 100 * time.Millisecond
 const maxReadPerPoll = 1 << 20
 
 // LogFollower reads the entries of a growing OpenSM log from a position on.
-// Once it has read everything it waits for a notification that the log's
+// Once it has read everything it polls every pollInterval (stat and read);
+// with useNotifications it waits instead for a notification that the log's
 // directory changed (inotify), looking at the file every slowPollInterval
-// anyway; where notifications cannot be had, it polls every pollInterval
-// (stat and read). It is not safe for concurrent use.
+// anyway, and polls where notifications cannot be had. It is not safe for
+// concurrent use.
 type LogFollower struct {
 	path string
 	from Position
