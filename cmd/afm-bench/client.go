@@ -158,18 +158,23 @@ const guidBase = 0x0002c90400000000
 
 func (s *portSource) port() benchPort {
 	n := s.next.Add(1)
-	guid := uint64(guidBase) + n
+	return makePort(fmt.Sprintf("8a4f2c6e-1d3b-4e5f-9a7c-%012x", n), s.network, fmt.Sprintf("bench-node-%d", n),
+		uint64(guidBase)+n)
+}
+
+// makePort is the POST body of a baremetal port of network on host, whose
+// client-id carries guid, as Ironic and networking-mlnx send it.
+func makePort(id, network, host string, guid uint64) benchPort {
 	var clientID strings.Builder
 	clientID.WriteString("ff:00:00:00:00:00:02:00:00:02:c9:00")
 	for shift := 56; shift >= 0; shift -= 8 {
 		fmt.Fprintf(&clientID, ":%02x", byte(guid>>shift))
 	}
-	id := fmt.Sprintf("8a4f2c6e-1d3b-4e5f-9a7c-%012x", n)
 	body := fmt.Sprintf(`{"id": %q, "network_id": %q, "device_owner": "baremetal:none", `+
-		`"binding:vnic_type": "baremetal", "binding:host_id": "bench-node-%d", `+
+		`"binding:vnic_type": "baremetal", "binding:host_id": %q, `+
 		`"binding:profile": {"local_link_information": [{}]}, `+
 		`"extra_dhcp_opts": [{"opt_name": "client-id", "opt_value": %q, "ip_version": 4}]}`,
-		id, s.network, n, clientID.String())
+		id, network, host, clientID.String())
 	return benchPort{id: id, body: []byte(body)}
 }
 

@@ -25,9 +25,12 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 )
 
 type options struct {
@@ -45,7 +48,17 @@ type options struct {
 	// The HA failover: [ha] lease_timeout and the kill -9 rounds.
 	leaseTimeout   time.Duration
 	failoverRounds int
+	// The large fabric (fabric.go): hosts and switches.
+	fabricHosts, fabricSwitches int
+	// only: the measurements to run (see measurements); all when empty.
+	only map[string]bool
 }
+
+// measurements are the names --only takes, in the order they run.
+var measurements = []string{"overhead", "idle", "batch", "api", "storm", "failover", "fabric", "render"}
+
+// runs says whether measurement name is to run.
+func (o options) runs(name string) bool { return len(o.only) == 0 || o.only[name] }
 
 func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("afm-bench", flag.ContinueOnError)
@@ -62,6 +75,9 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.out, "out", "", "also write the table to this file")
 	fs.DurationVar(&o.leaseTimeout, "lease-timeout", 10*time.Second, "[ha] lease_timeout of the failover's three managers")
 	fs.IntVar(&o.failoverRounds, "failover-rounds", 3, "kill -9 rounds of the failover (PostgreSQL and MariaDB)")
+	fs.IntVar(&o.fabricHosts, "fabric-hosts", 1500, "hosts of the large fabric (ibsim takes at most 2,048 nodes)")
+	fs.IntVar(&o.fabricSwitches, "fabric-switches", 40, "switches of the large fabric")
+	only := fs.String("only", "", "run only these measurements, comma-separated: "+strings.Join(measurements, ", "))
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (logs, OpenSM's log) instead of removing it")
 	smoke := fs.Bool("smoke", false, "every measurement with tiny sizes, a few seconds per engine (overrides the size flags)")
 	if err := fs.Parse(args); err != nil {
@@ -78,6 +94,7 @@ func parseFlags(args []string) (options, error) {
 	if *smoke {
 		o.samples, o.ports, o.apiDuration, o.idle = 2, 40, time.Second, 2*time.Second
 		o.stormJobs, o.syncTimeout, o.benchtime = 200, time.Second, "1x"
+		o.fabricHosts, o.fabricSwitches = 6, 2
 		// The failover's own flags, when given, are kept: its figure is the
 		// same at any size of the rest.
 		set := map[string]bool{}
@@ -89,6 +106,18 @@ func parseFlags(args []string) (options, error) {
 			o.failoverRounds = 1
 		}
 	}
+	for m := range strings.SplitSeq(*only, ",") {
+		if m = strings.TrimSpace(m); m == "" {
+			continue
+		}
+		if !slices.Contains(measurements, m) {
+			return o, fmt.Errorf("--only: %q is none of %s", m, strings.Join(measurements, ", "))
+		}
+		if o.only == nil {
+			o.only = map[string]bool{}
+		}
+		o.only[m] = true
+	}
 	switch {
 	case len(o.engines) == 0:
 		return o, errors.New("--engines: name at least one of sqlite, postgres, mysql")
@@ -98,6 +127,8 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("--api-duration, --idle and --sync-timeout must be positive")
 	case o.leaseTimeout < time.Second, o.failoverRounds < 1:
 		return o, errors.New("--lease-timeout must be at least 1s and --failover-rounds at least 1")
+	case o.fabricSwitches < 1, o.fabricHosts <= o.samples:
+		return o, errors.New("--fabric-switches must be at least 1 and --fabric-hosts more than --samples")
 	}
 	return o, nil
 }
@@ -152,10 +183,12 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 		}
 		results = append(results, res)
 	}
-	log.Info("running BenchmarkRenderCheck", "benchtime", o.benchtime)
-	render, err := measureRender(ctx, work, o.benchtime)
-	if err != nil {
-		return err
+	var render renderResult
+	if o.runs("render") {
+		log.Info("running BenchmarkRenderCheck", "benchtime", o.benchtime)
+		if render, err = measureRender(ctx, work, o.benchtime); err != nil {
+			return err
+		}
 	}
 	m.loadEnd, m.took = loadAverage(), time.Since(m.started)
 
@@ -176,36 +209,25 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 func measureEngine(ctx context.Context, engine, binary, dir string, o options, log *slog.Logger) (res engineResult, err error) {
 	res.engine = engine
 	log = log.With("engine", engine)
-	log.Info("starting database, simulated fabric and manager")
-	r, err := startRig(ctx, engine, binary, dir, log)
-	if err != nil {
-		return res, err
+	small := []string{"overhead", "idle", "batch", "api", "storm"}
+	if slices.ContainsFunc(small, o.runs) {
+		if err := measureSmall(ctx, &res, binary, dir, o, log); err != nil {
+			return res, err
+		}
 	}
-	defer r.stop(log)
-
-	log.Info("overhead over OpenSM", "samples", o.samples)
-	if res.overhead, err = measureOverhead(ctx, r, o.samples); err != nil {
-		return res, fmt.Errorf("overhead: %w", err)
+	if o.runs("fabric") {
+		log.Info("large fabric: overhead over OpenSM", "hosts", o.fabricHosts, "switches", o.fabricSwitches, "samples", o.samples)
+		ldir := filepath.Join(dir, "large") // dir/fabric is the small rig's fabric
+		if err := os.MkdirAll(ldir, 0o755); err != nil {
+			return res, err
+		}
+		if res.fabric, err = measureFabric(ctx, engine, binary, ldir, o.fabricHosts, o.fabricSwitches, o.samples,
+			o.clients, log); err != nil {
+			return res, fmt.Errorf("large fabric: %w", err)
+		}
 	}
-	log.Info("idle CPU", "for", o.idle)
-	if res.idle, err = measureIdle(ctx, r, o.idle); err != nil {
-		return res, fmt.Errorf("idle: %w", err)
-	}
-	log.Info("batching", "ports", o.ports, "clients", o.clients)
-	if res.batch, err = measureBatch(ctx, r, o.ports, o.clients); err != nil {
-		return res, fmt.Errorf("batching: %w", err)
-	}
-	log.Info("API throughput", "clients", o.clients, "for", o.apiDuration)
-	if res.api, err = measureAPI(ctx, r, o.clients, o.apiDuration); err != nil {
-		return res, fmt.Errorf("API throughput: %w", err)
-	}
-	log.Info("job-poll storm", "jobs", o.stormJobs, "window", o.syncTimeout)
-	quiet := min(o.samples, 5)
-	if res.storm, err = measureStorm(ctx, r, o.stormJobs, o.clients, o.syncTimeout, quiet); err != nil {
-		return res, fmt.Errorf("poll storm: %w", err)
-	}
-	if engine == "sqlite" {
-		return res, nil // one manager only: no HA
+	if engine == "sqlite" || !o.runs("failover") {
+		return res, nil // SQLite: one manager only, no HA
 	}
 	log.Info("HA failover: kill -9 of the leader of three", "lease_timeout", o.leaseTimeout, "rounds", o.failoverRounds)
 	fdir := filepath.Join(dir, "failover")
@@ -216,4 +238,47 @@ func measureEngine(ctx context.Context, engine, binary, dir string, o options, l
 		return res, fmt.Errorf("failover: %w", err)
 	}
 	return res, nil
+}
+
+// measureSmall runs the measurements on the 4-host fabric, on one rig.
+func measureSmall(ctx context.Context, res *engineResult, binary, dir string, o options, log *slog.Logger) (err error) {
+	log.Info("starting database, simulated fabric and manager")
+	r, err := startRig(ctx, res.engine, binary, dir, fabricsim.Options{Hosts: 4}, log)
+	if err != nil {
+		return err
+	}
+	defer r.stop(log)
+
+	if o.runs("overhead") {
+		log.Info("overhead over OpenSM", "samples", o.samples)
+		if res.overhead, err = measureOverhead(ctx, r, o.samples); err != nil {
+			return fmt.Errorf("overhead: %w", err)
+		}
+	}
+	if o.runs("idle") {
+		log.Info("idle CPU", "for", o.idle)
+		if res.idle, err = measureIdle(ctx, r, o.idle); err != nil {
+			return fmt.Errorf("idle: %w", err)
+		}
+	}
+	if o.runs("batch") {
+		log.Info("batching", "ports", o.ports, "clients", o.clients)
+		if res.batch, err = measureBatch(ctx, r, o.ports, o.clients); err != nil {
+			return fmt.Errorf("batching: %w", err)
+		}
+	}
+	if o.runs("api") {
+		log.Info("API throughput", "clients", o.clients, "for", o.apiDuration)
+		if res.api, err = measureAPI(ctx, r, o.clients, o.apiDuration); err != nil {
+			return fmt.Errorf("API throughput: %w", err)
+		}
+	}
+	if o.runs("storm") {
+		log.Info("job-poll storm", "jobs", o.stormJobs, "window", o.syncTimeout)
+		quiet := min(o.samples, 5)
+		if res.storm, err = measureStorm(ctx, r, o.stormJobs, o.clients, o.syncTimeout, quiet); err != nil {
+			return fmt.Errorf("poll storm: %w", err)
+		}
+	}
+	return nil
 }

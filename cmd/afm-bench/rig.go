@@ -39,7 +39,7 @@ type rig struct {
 
 // startRig creates the database, starts the fabric and the manager, and creates
 // the network the measurements put their ports in.
-func startRig(ctx context.Context, engine, binary, dir string, log *slog.Logger) (_ *rig, err error) {
+func startRig(ctx context.Context, engine, binary, dir string, fo fabricsim.Options, log *slog.Logger) (_ *rig, err error) {
 	r := &rig{engine: engine, dir: dir, logPath: filepath.Join(dir, "manager.log")}
 	defer func() {
 		if err != nil {
@@ -49,7 +49,7 @@ func startRig(ctx context.Context, engine, binary, dir string, log *slog.Logger)
 	if r.db, err = createDatabase(ctx, engine, dir); err != nil {
 		return nil, err
 	}
-	if r.fabric, err = fabricsim.Start(ctx, filepath.Join(dir, "fabric"), fabricsim.Options{Hosts: 4}); err != nil {
+	if r.fabric, err = fabricsim.Start(ctx, filepath.Join(dir, "fabric"), fo); err != nil {
 		return nil, fmt.Errorf("start simulated fabric: %w", err)
 	}
 	addr, err := fabricsim.FreeAddr()

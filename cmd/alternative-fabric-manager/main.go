@@ -263,7 +263,11 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 	if err != nil {
 		return fmt.Errorf("[opensm] partitions_template: %w", err)
 	}
-	limit := &topology.PortLimit{DumpFile: subnetDump(cfg), Capacity: cfg.OpenSM.SwitchPKeyCapacity, Static: static.PKeysOf}
+	// One reader of the subnet dump for the API's capacity check, the gates
+	// and the metrics: it parses the file only when OpenSM wrote another
+	// content.
+	dump := topology.NewDump(subnetDump(cfg))
+	limit := &topology.PortLimit{DumpFile: subnetDump(cfg), Dump: dump, Capacity: cfg.OpenSM.SwitchPKeyCapacity, Static: static.PKeysOf}
 	rules := storeRules(cfg)
 	rules.StaticPKey = static.Name
 	rules.StaticMember = static.Listing
@@ -289,7 +293,7 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 	elector := &leader.Elector{Store: st, Holder: fmt.Sprintf("%s pid %d", host, os.Getpid()), Log: log,
 		RetryInterval: 2 * time.Second, CheckInterval: time.Second}
 	m := metrics.New()
-	gates := applier.Gates{Store: st, SubnetDump: subnetDump(cfg)}
+	gates := applier.Gates{Store: st, SubnetDump: subnetDump(cfg), Dump: dump}
 	checker := &health.Checker{DB: st, Self: m, SM: driverView{sm},
 		// The leader writes its heartbeat every elector CheckInterval.
 		HeartbeatTimeout: 10 * elector.CheckInterval}
@@ -312,6 +316,7 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 		BatchWindow:      time.Second,
 		JobRetention:     cfg.Database.JobRetention,
 		SubnetDump:       subnetDump(cfg),
+		Dump:             dump,
 		PortLimit:        limit,
 	}}
 

@@ -37,6 +37,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
 
 // Store is what the applier needs of the database.
@@ -90,6 +91,10 @@ type Config struct {
 	// DBTimeout bounds every database call; 0: DefaultDBTimeout.
 	DBTimeout  time.Duration
 	SubnetDump string // OpenSM's opensm-subnet.lst, which the gates read
+	// Dump reads SubnetDump, parsing it again only when OpenSM wrote another
+	// content (shared with the API's PortLimit); nil: the term keeps one of
+	// its own.
+	Dump *topology.Dump
 	// PortLimit finds host ports whose pkeys fill their switch port's table
 	// (topology.PortLimit); nil: none is looked for.
 	PortLimit CapacityChecker
@@ -152,8 +157,9 @@ type term struct {
 	written  []byte // what this term last wrote to the partitions file
 	restarts int    // OpenSM restarts seen so far
 	gate     *gatekeeper
-	freeze   *freezeWatch // nil without HA
-	reapply  bool         // a lifted freeze: apply everything again
+	dump     *topology.Dump // Cfg.Dump, or the term's own
+	freeze   *freezeWatch   // nil without HA
+	reapply  bool           // a lifted freeze: apply everything again
 }
 
 // applyResult says what the loop does after an apply.
@@ -263,6 +269,18 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 			t.check(ctx)
 		}
 	}
+}
+
+// subnetDump is the reader of OpenSM's subnet dump: Cfg.Dump, or the term's
+// own.
+func (t *term) subnetDump() *topology.Dump {
+	if t.dump == nil {
+		t.dump = t.Cfg.Dump
+	}
+	if t.dump == nil {
+		t.dump = topology.NewDump(t.Cfg.SubnetDump)
+	}
+	return t.dump
 }
 
 // check is the work of every check interval.
@@ -391,6 +409,13 @@ func (t *term) apply(ctx context.Context) applyResult {
 	if err := t.recordEnforcement(ctx, res.Enforcement); err != nil {
 		log.Error("record cleared enforcement; jobs wait", "error", err)
 		return applyRetry
+	}
+	// The sweep's stretch of the log has been read for those lines: the
+	// watch reads what came before it, and goes on after it.
+	if res.ScannedOK {
+		if err := t.gate.watch.handOff(ctx, t.id, t.Store, t.Log, res.Scanned); err != nil {
+			log.Error("read OpenSM's log for cleared enforcement", "error", err)
+		}
 	}
 	switch {
 	case res.Outcome == opensm.Applied && len(res.PKeyErrors) == 0:

@@ -76,7 +76,7 @@ func heavySweep(middle string) string {
 }
 
 type applyRig struct {
-	t     *testing.T
+	t     testing.TB
 	st    *store.Store
 	sm    *scriptedOpenSM
 	term  *term
@@ -86,7 +86,7 @@ type applyRig struct {
 
 // newApplyRig is a term of an applier on a real SQLite store and a fake
 // OpenSM, with the switches of the subnet dump confirmed unless unconfirmed.
-func newApplyRig(t *testing.T, confirmed bool, sweep func() string) *applyRig {
+func newApplyRig(t testing.TB, confirmed bool, sweep func() string) *applyRig {
 	dir := t.TempDir()
 	st := storetest.Open(t, config.EngineSQLite)
 	ctx := ctxT(t)

@@ -56,6 +56,10 @@ type GateStore interface {
 type Gates struct {
 	Store      GateReader
 	SubnetDump string // <dump_files_dir>/opensm-subnet.lst
+	// Dump reads SubnetDump, parsing it only when its content changed (the
+	// applier evaluates the gates after every sweep); nil: read it whole at
+	// every evaluation.
+	Dump *topology.Dump
 }
 
 // Closed returns why jobs may not complete now; none when every gate is open.
@@ -94,7 +98,11 @@ func (g Gates) missingSwitches(expected []store.ExpectedSwitch) []string {
 	if g.SubnetDump == "" {
 		return []string{"OpenSM's subnet dump is not configured: the expected switches cannot be checked"}
 	}
-	topo, err := topology.Load(g.SubnetDump)
+	load := func() (*topology.Topology, error) { return topology.Load(g.SubnetDump) }
+	if g.Dump != nil {
+		load = g.Dump.Load
+	}
+	topo, err := load()
 	if err != nil {
 		return []string{fmt.Sprintf("the expected switches cannot be checked: %v", err)}
 	}
@@ -157,7 +165,7 @@ func (t *term) completeJobs(ctx context.Context, rev int64) (int64, error) {
 // gatesOpen evaluates the gates for the jobs up to rev. While one is closed
 // the jobs say why, and rev is kept for pollGates.
 func (t *term) gatesOpen(ctx context.Context, rev int64) bool {
-	reasons, err := Gates{Store: t.Store, SubnetDump: t.Cfg.SubnetDump}.Closed(ctx)
+	reasons, err := Gates{Store: t.Store, SubnetDump: t.Cfg.SubnetDump, Dump: t.subnetDump()}.Closed(ctx)
 	if err != nil {
 		t.Log.Error("evaluate the gates; jobs wait", "revision", rev, "error", err)
 		t.gate.blocked = rev
@@ -253,6 +261,7 @@ type enforcementWatch struct {
 	// seenInSweep holds the lines an apply's sweep already recorded (see
 	// recordEnforcement), so that the watch does not count them again.
 	seenInSweep map[string]struct{}
+	read        int64 // bytes of log read, for tests
 }
 
 // EnforcementRecorder records what the log said.
@@ -264,8 +273,41 @@ func (w *enforcementWatch) scan(ctx context.Context, term int64, rec Enforcement
 	if err := w.follow(ctx, term, rec, log); err != nil || w.f == nil {
 		return err
 	}
-	_, err := w.readChunk(ctx, term, rec, log)
+	_, err := w.readChunk(ctx, term, rec, log, -1)
 	return err
+}
+
+// handOff moves the watch past span, a stretch of the log that an apply's
+// sweep has read whole for cleared enforcement and whose lines are recorded
+// (opensm.SweepResult.Scanned): the watch reads the log up to span.From
+// itself, then goes on from span.To, so that the sweep's lines, one per port
+// on a large fabric, are read once. Nothing is skipped: when the watch is not
+// in span's file (a rotation), or cannot read up to span.From (the log
+// shrank), it stays where it is and reads everything itself.
+func (w *enforcementWatch) handOff(ctx context.Context, term int64, rec EnforcementRecorder, log *slog.Logger, span opensm.Span) error {
+	if err := w.follow(ctx, term, rec, log); err != nil || w.f == nil {
+		return err
+	}
+	for w.pos.Inode == span.Inode && w.pos.Offset < span.From {
+		before := w.pos.Offset
+		progressed, err := w.readChunk(ctx, term, rec, log, span.From)
+		if err != nil || !progressed || w.pos.Offset <= before {
+			return err // no further, or truncated in place: read on from here
+		}
+	}
+	if w.pos.Inode != span.Inode || w.pos.Offset != span.From || span.To < span.From {
+		return nil
+	}
+	// A file shorter than the span was truncated since the sweep read it:
+	// what it holds now is new, and read from where the watch is.
+	if fi, err := w.f.Stat(); err != nil || fi.Size() < span.To {
+		return err
+	}
+	w.pos.Offset = span.To
+	// The sweep's own lines were all in span: none is left for the watch to
+	// meet again.
+	w.seenInSweep = nil
+	return nil
 }
 
 // follow opens the log, and follows a rotation by renaming: once the path
@@ -286,7 +328,7 @@ func (w *enforcementWatch) follow(ctx context.Context, term int64, rec Enforceme
 	}
 	if w.f != nil {
 		for { // the old file's last lines
-			progressed, err := w.readChunk(ctx, term, rec, log)
+			progressed, err := w.readChunk(ctx, term, rec, log, -1)
 			if err != nil {
 				return err
 			}
@@ -332,8 +374,9 @@ func inodeOf(fi fs.FileInfo) uint64 {
 }
 
 // readChunk reads and records what the open file holds past the position, at
-// most maxScan bytes. progressed says the position moved.
-func (w *enforcementWatch) readChunk(ctx context.Context, term int64, rec EnforcementRecorder, log *slog.Logger) (progressed bool, err error) {
+// most maxScan bytes, and not past limit unless it is negative. progressed
+// says the position moved.
+func (w *enforcementWatch) readChunk(ctx context.Context, term int64, rec EnforcementRecorder, log *slog.Logger, limit int64) (progressed bool, err error) {
 	f := w.f
 	fi, err := f.Stat()
 	if err != nil {
@@ -345,6 +388,9 @@ func (w *enforcementWatch) readChunk(ctx context.Context, term int64, rec Enforc
 		from = 0 // truncated in place (copytruncate, log_max_size): the whole file is new
 	}
 	n := min(fi.Size()-from, maxScan)
+	if limit >= 0 {
+		n = min(n, limit-from)
+	}
 	if n <= 0 {
 		w.pos = opensm.Position{Inode: inode, Offset: from}
 		return false, nil
@@ -353,6 +399,7 @@ func (w *enforcementWatch) readChunk(ctx context.Context, term int64, rec Enforc
 	if _, err := f.ReadAt(buf, from); err != nil && !errors.Is(err, io.EOF) {
 		return false, err
 	}
+	w.read += n
 	end := bytes.LastIndexByte(buf, '\n') + 1 // a line still being written waits
 	if end == 0 && n < maxScan {
 		return false, nil

@@ -18,7 +18,7 @@ import (
 
 const err0507 = "Nov 29 18:16:33 486627 [7F1C] 0x01 -> pkey_mgr_update_peer_port: ERR 0507: Not enough pkey entries (60 <= 60) on switch 0x0002c90300f00001 port 2 (S1). Clearing Enforcement bit\n"
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	return ctx

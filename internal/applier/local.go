@@ -8,7 +8,6 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
 
 // Failures stay local: a sweep that applied the file but logged pkey errors
@@ -29,7 +28,7 @@ type attribution struct {
 // turn the node GUID and port number it names into the port's GUID. ok is
 // false when a line cannot be placed.
 func (t *term) attribute(lines []string) (a attribution, ok bool) {
-	topo, err := topology.Load(t.Cfg.SubnetDump)
+	topo, err := t.subnetDump().Load()
 	if err != nil {
 		t.Log.Warn("pkey errors cannot be attributed to ports: the subnet dump cannot be read", "error", err)
 		return a, false

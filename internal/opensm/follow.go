@@ -50,22 +50,41 @@ func inodeOf(fi fs.FileInfo) uint64 {
 // reset.
 var ErrLogReset = errors.New("log truncated or replaced")
 
-// How often a follower looks at the file when it has read everything. OpenSM
-// logs a sweep's lines within milliseconds, and the end of the sweep is on the
-// path of every job's completion: at 5 ms it adds 2.5 ms on average (20 ms
-// added 10, measured in docs/performance.md), for a stat and a read per poll.
+// How often a follower looks at the file when it has read everything and
+// file-change notifications cannot be had (see logNotify). OpenSM logs a
+// sweep's lines within milliseconds, and the end of the sweep is on the path
+// of every job's completion: at 5 ms it adds 2.5 ms on average (20 ms added
+// 10, measured in docs/performance.md), for a stat and a read per poll.
 const pollInterval = 5 * time.Millisecond
 
+// useNotifications says whether followers wait for inotify (logNotify)
+// instead of polling every pollInterval. Off: on the shared two-core machine
+// where docs/performance.md was measured (load average 15-24), a change on the
+// 4-host fabric took longer with notifications than with the 5 ms poll in
+// interleaved pairs of runs (median overhead 20-230 ms against 12-70 ms), for
+// a cause not found yet; to be measured again on a quiet machine. The
+// notifications' own tests run them whatever this says.
+const useNotifications = false
+
+// slowPollInterval is how often a follower woken by notifications looks at
+// the file anyway: for what no notification of the log's directory reports
+// (the old file of a rotation into another directory, a file system that
+// sends none).
+const slowPollInterval = 250 * time.Millisecond
+
 // A message box's header line ("do_sweep:") without its title is waited for
-// this many idle polls (100 ms) before it is handed out anyway.
-const openBoxPatience = 20
+// this long after the last data before it is handed out anyway.
+const openBoxPatience = 100 * time.Millisecond
 
 // maxReadPerPoll keeps one poll from reading a huge backlog in one go.
 const maxReadPerPoll = 1 << 20
 
-// LogFollower reads the entries of a growing OpenSM log from a position on. It
-// polls (stat and read); it needs no file-system notifications. It is not safe
-// for concurrent use.
+// LogFollower reads the entries of a growing OpenSM log from a position on.
+// Once it has read everything it polls every pollInterval (stat and read);
+// with useNotifications it waits instead for a notification that the log's
+// directory changed (inotify), looking at the file every slowPollInterval
+// anyway, and polls where notifications cannot be had. It is not safe for
+// concurrent use.
 type LogFollower struct {
 	path string
 	from Position
@@ -80,21 +99,75 @@ type LogFollower struct {
 	partial      []byte // data after the last newline
 	skipFragment bool   // the data starts in the middle of a line: drop up to the first newline
 	parser       entryParser
-	idle         int // polls in a row that found no new data
+	lastData     time.Time // when data was last read
 
-	queue []Entry
+	// How the follower waits: notify (nil until the first wait, and when
+	// notifications cannot be had) wakes it on a change of the log's
+	// directory, and every slowPoll anyway; without it, it polls every
+	// fastPoll. noNotify: never try notifications.
+	notify             *logNotify
+	notifyTried        bool
+	noNotify           bool
+	fastPoll, slowPoll time.Duration
+	patience           time.Duration // openBoxPatience
+	onWait             func()        // tests: called when the follower is about to wait
+	beforeWatch        func()        // tests: called just before the notifications are set up
+
+	queue []queued
 	reset error // a reset to report once the queue is empty
-	buf   []byte
+
+	// What the entries handed out cover, for Scanned: the file's offset of the
+	// first header line parsed in the current file (-1: none yet), the end of
+	// the last entry handed out, and whether a continuation line was dropped
+	// in between or another file was started.
+	firstHeader int64
+	returnedEnd int64
+	partialAt   int64 // offset of the line being assembled in partial
+	lostLine    bool
+	switched    bool
+	buf         []byte
+}
+
+// queued is an entry read, with where it ends in its file: the offset of the
+// first line after its last.
+type queued struct {
+	e   Entry
+	end int64
 }
 
 // FollowLog returns a follower that reads path from the position on. The file
 // need not exist yet.
 func FollowLog(path string, from Position) *LogFollower {
-	return &LogFollower{path: path, from: from}
+	return &LogFollower{path: path, from: from, fastPoll: pollInterval, slowPoll: slowPollInterval,
+		patience: openBoxPatience, firstHeader: -1, noNotify: !useNotifications}
 }
 
-// Close releases the open file.
+// Span is a stretch of one log file, [From, To) in the file of inode Inode.
+type Span struct {
+	Inode    uint64
+	From, To int64
+}
+
+// Scanned returns the stretch of the log whose every entry Next has handed
+// out: every line from From (a header line) to To is in one of them. ok is
+// false when no such stretch can be vouched for: no entry handed out yet,
+// another file than the first was started (a rotation, a reset), or a
+// continuation line was dropped within it (it came after its entry had been
+// handed out). Lines before From, from the position on, were not handed out:
+// continuation lines of an entry that started before the position.
+func (l *LogFollower) Scanned() (span Span, ok bool) {
+	if l.firstHeader < 0 || l.switched || l.lostLine || l.returnedEnd < l.firstHeader {
+		return Span{}, false
+	}
+	return Span{Inode: l.inode, From: l.firstHeader, To: l.returnedEnd}, true
+}
+
+// Close releases the open file and the notifications.
 func (l *LogFollower) Close() error {
+	if l.notify != nil {
+		l.notify.close()
+		l.notify = nil
+	}
 	if l.f == nil {
 		return nil
 	}
@@ -102,6 +175,71 @@ func (l *LogFollower) Close() error {
 	l.f = nil
 	return err
 }
+
+// wait waits until the log may have changed, or ctx ends.
+func (l *LogFollower) wait(ctx context.Context) error {
+	if !l.notifyTried && !l.noNotify {
+		l.notifyTried = true
+		if l.beforeWatch != nil {
+			l.beforeWatch()
+		}
+		l.notify, _ = newLogNotify(l.path) // nil: poll
+		if l.notify != nil {
+			// A write between the last read and the watch woke nobody: read
+			// again now that every later one will.
+			return nil
+		}
+	}
+	if l.notify != nil && l.notify.broken() {
+		l.notify.close()
+		l.notify = nil // poll from now on
+	}
+	d, woken := l.fastPoll, (<-chan struct{})(nil)
+	if l.notify != nil {
+		d, woken = l.slowPoll, l.notify.changed
+		// OpenSM writes a sweep's lines one by one (force_log_flush): while
+		// data keeps coming the follower reads at most every burstReadGap,
+		// so as not to take a core from OpenSM at every line. Waiting for a
+		// notification starts only once a look found nothing new for that
+		// long, so the first write after a quiet spell, the end of a sweep
+		// among them, is read at once.
+		if gap := burstReadGap - time.Since(l.lastData); gap > 0 {
+			return sleep(ctx, gap)
+		}
+	}
+	if l.onWait != nil {
+		l.onWait()
+	}
+	if l.parser.pending && l.parser.openBox() {
+		// An open box is handed out once the patience is over, data or not.
+		d = min(d, max(l.patience-time.Since(l.lastData), time.Millisecond))
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-woken:
+	case <-t.C:
+	}
+	return nil
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// burstReadGap is the least time between two reads of a follower woken by
+// notifications while data keeps coming.
+const burstReadGap = time.Millisecond
 
 // Next returns the next entry, waiting for it as long as ctx allows. When the log
 // was truncated or replaced it returns an error wrapping ErrLogReset once, and the
@@ -111,9 +249,10 @@ func (l *LogFollower) Close() error {
 func (l *LogFollower) Next(ctx context.Context) (Entry, error) {
 	for {
 		if len(l.queue) > 0 {
-			e := l.queue[0]
+			q := l.queue[0]
 			l.queue = l.queue[1:]
-			return e, nil
+			l.returnedEnd = q.end
+			return q.e, nil
 		}
 		if l.reset != nil {
 			err := l.reset
@@ -127,12 +266,8 @@ func (l *LogFollower) Next(ctx context.Context) (Entry, error) {
 		if progressed || len(l.queue) > 0 || l.reset != nil {
 			continue
 		}
-		t := time.NewTimer(pollInterval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return Entry{}, ctx.Err()
-		case <-t.C:
+		if err := l.wait(ctx); err != nil {
+			return Entry{}, err
 		}
 	}
 }
@@ -149,14 +284,17 @@ func (l *LogFollower) poll() (progressed bool, err error) {
 		return false, err
 	}
 	if n > 0 {
-		l.idle = 0
+		l.lastData = time.Now()
 		return true, nil
 	}
-	l.idle++
-	if e, ok := l.parser.flush(l.idle >= openBoxPatience); ok {
-		l.queue = append(l.queue, e)
+	if e, ok := l.parser.flush(time.Since(l.lastData) >= l.patience); ok {
+		l.queue = append(l.queue, queued{e, l.offset - int64(len(l.partial))})
 	}
-	return false, l.checkReplaced()
+	if err := l.checkReplaced(); err != nil {
+		return false, err
+	}
+	// Switched to the new file of a rotation: read it at once.
+	return l.f == nil, nil
 }
 
 // open opens the file at path, if it exists, and places the read offset.
@@ -176,18 +314,24 @@ func (l *LogFollower) open() error {
 	l.f, l.inode, l.offset = f, inodeOf(fi), 0
 	first := !l.opened
 	l.opened = true
+	if !first {
+		l.switched = true
+	}
 	switch {
 	case !first:
 		// A rotation brought us here; it has been reported already.
 	case l.from.Inode != 0 && l.inode != l.from.Inode:
 		l.reset = fmt.Errorf("%w: %s is not the file the position was taken in (inode %d, was %d)",
 			ErrLogReset, l.path, l.inode, l.from.Inode)
+		l.switched = true
 	case fi.Size() < l.from.Offset:
 		l.reset = fmt.Errorf("%w: %s has %d bytes, fewer than at the position (%d)",
 			ErrLogReset, l.path, fi.Size(), l.from.Offset)
+		l.switched = true
 	default:
 		l.offset = l.from.Offset
 	}
+	l.partialAt = l.offset
 	if l.offset == 0 {
 		return nil
 	}
@@ -227,13 +371,18 @@ func (l *LogFollower) readAvailable() (int, error) {
 }
 
 // consume splits data into lines and feeds the complete ones to the parser.
+// data ends at the follower's offset.
 func (l *LogFollower) consume(data []byte) {
+	at := l.offset - int64(len(data)) // file offset of data[0]
 	for len(data) > 0 {
+		if len(l.partial) == 0 {
+			l.partialAt = at
+		}
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
 			l.partial = append(l.partial, data...)
 			if len(l.partial) > maxLineLength { // not a log line anyone wants whole
-				l.feed(string(l.partial))
+				l.feed(string(l.partial), l.partialAt)
 				l.partial = l.partial[:0]
 			}
 			return
@@ -241,17 +390,27 @@ func (l *LogFollower) consume(data []byte) {
 		line := string(append(l.partial, data[:i]...))
 		l.partial = l.partial[:0]
 		data = data[i+1:]
-		l.feed(line)
+		start := l.partialAt
+		at += int64(i + 1)
+		l.feed(line, start)
 	}
 }
 
-func (l *LogFollower) feed(line string) {
+// feed hands one line to the parser; start is its offset in the file.
+func (l *LogFollower) feed(line string, start int64) {
 	if l.skipFragment {
 		l.skipFragment = false
 		return
 	}
-	if e, ok := l.parser.line(line); ok {
-		l.queue = append(l.queue, e)
+	e, ok, header, dropped := l.parser.lineHeader(line)
+	if ok {
+		l.queue = append(l.queue, queued{e, start})
+	}
+	switch {
+	case header && l.firstHeader < 0:
+		l.firstHeader = start
+	case dropped && l.firstHeader >= 0:
+		l.lostLine = true
 	}
 }
 
@@ -299,10 +458,11 @@ func (l *LogFollower) checkReplaced() error {
 		}
 	}
 	if len(l.partial) > 0 { // the old file's last line, without its newline
-		l.feed(string(l.partial))
+		l.feed(string(l.partial), l.partialAt)
+		l.partial = l.partial[:0]
 	}
 	if e, ok := l.parser.flush(true); ok {
-		l.queue = append(l.queue, e)
+		l.queue = append(l.queue, queued{e, l.offset})
 	}
 	l.restart()
 	l.f.Close()
@@ -316,5 +476,6 @@ func (l *LogFollower) restart() {
 	l.partial = l.partial[:0]
 	l.skipFragment = false
 	l.parser = entryParser{}
-	l.idle = 0
+	l.lastData = time.Now()
+	l.switched = true // Scanned vouches for one file read from the position
 }

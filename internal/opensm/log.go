@@ -155,15 +155,22 @@ type entryParser struct {
 }
 
 // line feeds one complete line, without its newline. It returns the previous
-// entry when line starts a new one.
-func (p *entryParser) line(s string) (done Entry, ok bool) {
+// entry when line starts a new one. dropped says the line was a continuation
+// line of no entry being built (before the first header line, or after flush).
+func (p *entryParser) line(s string) (done Entry, ok bool, dropped bool) {
+	done, ok, _, dropped = p.lineHeader(s)
+	return done, ok, dropped
+}
+
+// lineHeader is line, saying also whether the line was a header line.
+func (p *entryParser) lineHeader(s string) (done Entry, ok, header, dropped bool) {
 	if e, isHeader := parseHeader(s); isHeader {
 		done, ok = p.cur, p.pending
 		p.cur, p.pending = e, true
-		return done, ok
+		return done, ok, true, false
 	}
 	if !p.pending {
-		return Entry{}, false
+		return Entry{}, false, false, true
 	}
 	p.cur.More = append(p.cur.More, s)
 	if p.cur.Title == "" {
@@ -171,7 +178,7 @@ func (p *entryParser) line(s string) (done Entry, ok bool) {
 			p.cur.Title = m[1]
 		}
 	}
-	return Entry{}, false
+	return Entry{}, false, false, false
 }
 
 // flush hands out the entry being built, if it is complete enough to act on,
@@ -203,7 +210,7 @@ func ParseLog(r io.Reader) ([]Entry, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), maxLineLength)
 	for sc.Scan() {
-		if e, ok := p.line(sc.Text()); ok {
+		if e, ok, _ := p.line(sc.Text()); ok {
 			entries = append(entries, e)
 		}
 	}

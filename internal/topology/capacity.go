@@ -1,7 +1,7 @@
 package topology
 
 import (
-	"maps"
+	"cmp"
 	"slices"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
@@ -41,23 +41,28 @@ type Reached struct {
 // and the next dump places them.
 func (t *Topology) CapacityReached(pkeys map[fabric.GUID][]fabric.PKey, capacity int) []Reached {
 	var out []Reached
-	for _, host := range slices.Sorted(maps.Keys(pkeys)) {
+	for host, p := range pkeys { // every port is looked at: sorting the few found is cheaper
 		at, placed := t.behind[host]
 		if !placed {
 			continue
 		}
-		if n := countPKeys(pkeys[host]); n >= capacity {
+		if n := countPKeys(p); n >= capacity {
 			out = append(out, Reached{Host: host, Behind: at, PKeys: n})
 		}
 	}
+	slices.SortFunc(out, func(a, b Reached) int { return cmp.Compare(a.Host, b.Host) })
 	return out
 }
 
-// countPKeys counts the distinct pkeys of a port, the default partition included.
+// countPKeys counts the distinct pkeys of a port, the default partition
+// included. A port has a few: a linear search beats a map.
 func countPKeys(pkeys []fabric.PKey) int {
-	distinct := map[fabric.PKey]bool{fabric.DefaultPKey: true}
+	distinct := make([]fabric.PKey, 1, len(pkeys)+1)
+	distinct[0] = fabric.DefaultPKey & 0x7fff
 	for _, p := range pkeys {
-		distinct[p&0x7fff] = true // the membership bit does not make another entry
+		if p &= 0x7fff; !slices.Contains(distinct, p) { // the membership bit does not make another entry
+			distinct = append(distinct, p)
+		}
 	}
 	return len(distinct)
 }

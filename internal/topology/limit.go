@@ -4,10 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
@@ -17,17 +15,18 @@ import (
 // switch port (see CapacityReached). The dump is re-read when it changes: OpenSM
 // rewrites it at every SUBNET UP. It is safe for concurrent use.
 type PortLimit struct {
-	DumpFile string // OpenSM's opensm-subnet.lst
-	Capacity int    // [opensm] switch_pkey_capacity
+	DumpFile string // OpenSM's opensm-subnet.lst, read through Dump when that is set
+	// Dump is the shared reader of DumpFile (the applier's gates read it
+	// too); nil: one of its own.
+	Dump     *Dump
+	Capacity int // [opensm] switch_pkey_capacity
 	// Static returns the pkeys a host port carries whatever its network: the
 	// default partition's and those of the template's static partitions that
 	// list it. nil: the default partition only.
 	Static func(fabric.GUID) []fabric.PKey
 
 	mu       sync.Mutex
-	modified time.Time
-	size     int64
-	topology *Topology
+	topology *Topology // the last dump read whole
 }
 
 // Check returns, as refusal, why host port guid may not become a member of
@@ -95,24 +94,23 @@ func (l *PortLimit) Reached(partitions map[fabric.GUID][]fabric.PKey) ([]Reached
 func (l *PortLimit) current() (*Topology, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	info, err := os.Stat(l.DumpFile)
-	if errors.Is(err, fs.ErrNotExist) {
+	if l.Dump == nil {
+		l.Dump = NewDump(l.DumpFile)
+	}
+	t, err := l.Dump.Load()
+	var pe *fs.PathError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		l.topology = nil
 		return nil, nil
-	}
-	if err != nil {
+	case errors.As(err, &pe):
 		return nil, fmt.Errorf("OpenSM's subnet dump: %w", err)
-	}
-	if l.topology != nil && info.ModTime().Equal(l.modified) && info.Size() == l.size {
-		return l.topology, nil
-	}
-	t, err := Load(l.DumpFile)
-	if err != nil {
+	case err != nil:
 		// OpenSM rewrites the dump in place at every SUBNET UP, so a read can
 		// catch it half written: go on with the last dump read whole (nil
 		// before the first), and read it again next time.
 		return l.topology, nil
 	}
-	l.topology, l.modified, l.size = t, info.ModTime(), info.Size()
+	l.topology = t
 	return t, nil
 }

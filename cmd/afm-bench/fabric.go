@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
+
+// fabricResult: a change's cost on a fabric of a real cloud's size, whose
+// ports are really on the fabric, so that OpenSM programs every member's pkey
+// table and its subnet dump lists every node.
+type fabricResult struct {
+	hosts, switches int
+	networks        int // VLAN networks the hosts are spread over
+	members         int // host ports in a partition before the samples
+	overhead        overheadResult
+	split           applySplit // the manager's own split of the samples' applies
+	// own: each change's POST → Completed less its apply's sweep phase as the
+	// manager logged it (SIGHUP → SUBNET UP read): the manager's overhead
+	// without OpenSM's sweep, whose time varies by hundreds of milliseconds
+	// from one sweep to the next at this size. Empty when the applies cannot
+	// be paired with the changes (more applies than changes).
+	own latencies
+	// cpu is the manager process's CPU time (user + system) per change,
+	// bare sweeps included: what the manager costs, whatever the machine's load.
+	cpu time.Duration
+}
+
+// applySplit is what the manager's "partitions applied" log lines say of the
+// applies they report: reading and rendering the state, marking and writing,
+// OpenSM's sweep (SIGHUP → SUBNET UP read), and completing (recording the
+// apply, the capacity check, the gates and the jobs' completion).
+type applySplit struct {
+	render, write, sweep, complete latencies
+}
+
+// fabricNetworks is how many VLAN networks the large fabric's hosts are spread
+// over: a cloud's tenants, each a partition with its own members.
+const fabricNetworks = 10
+
+// measureFabric starts a fabric of hosts hosts on switches switches and a
+// manager on it, puts every host but samples of them into fabricNetworks
+// networks, then alternates a bare sweep and a port change (one of the
+// remaining hosts) samples times, as measureOverhead does on the small fabric.
+func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switches, samples, clients int,
+	log *slog.Logger) (res fabricResult, err error) {
+	res = fabricResult{hosts: hosts, switches: switches, networks: fabricNetworks}
+	if samples >= hosts {
+		return res, fmt.Errorf("%d samples need more than %d hosts", samples, hosts)
+	}
+	r, err := startRig(ctx, engine, binary, dir, fabricsim.Options{Hosts: hosts, Switches: switches}, log)
+	if err != nil {
+		return res, err
+	}
+	defer r.stop(log)
+
+	nets := make([]string, fabricNetworks)
+	var last string
+	for i := range nets {
+		nets[i] = fmt.Sprintf("3b9d6a52-7c1e-4f0a-9e2d-0000000f%04d", i)
+		if last, err = r.api.postNetwork(ctx, nets[i], 201+i); err != nil {
+			return res, err
+		}
+	}
+	if _, err := r.api.waitCompleted(ctx, last, 20*time.Millisecond); err != nil {
+		return res, fmt.Errorf("create the networks: %w", err)
+	}
+	// The hosts after the samples' go in first, in a burst, as a cloud's
+	// nodes were enrolled.
+	members := r.fabric.Hosts[samples:]
+	res.members = len(members)
+	log.Info("large fabric: putting host ports into partitions", "ports", len(members), "networks", fabricNetworks)
+	if err := postAll(ctx, r, members, nets, clients); err != nil {
+		return res, err
+	}
+	if _, err := r.api.waitCompleted(ctx, jobPath(r.api.lastJob.Load()), 20*time.Millisecond); err != nil {
+		return res, fmt.Errorf("enroll the hosts: %w", err)
+	}
+	pid, err := r.opensmPID()
+	if err != nil {
+		return res, err
+	}
+	logFrom, err := fileSize(r.logPath)
+	if err != nil {
+		return res, err
+	}
+	res.overhead.samples = samples
+	cpuBefore, err := readProcStat(r.managerPID())
+	if err != nil {
+		return res, err
+	}
+	for i, h := range r.fabric.Hosts[:samples] {
+		d, err := bareSweep(ctx, r.opensmLog, pid)
+		if err != nil {
+			return res, err
+		}
+		res.overhead.sweep = append(res.overhead.sweep, d)
+		sent := time.Now()
+		job, err := r.api.postPort(ctx, hostPort(h.PortGUID, nets[i%len(nets)], i))
+		if err != nil {
+			return res, err
+		}
+		done, err := r.api.waitCompleted(ctx, job, pollEvery)
+		if err != nil {
+			return res, err
+		}
+		res.overhead.change = append(res.overhead.change, done.Sub(sent))
+	}
+	cpuAfter, err := readProcStat(r.managerPID())
+	if err != nil {
+		return res, err
+	}
+	res.cpu = ticks(cpuAfter.utime+cpuAfter.stime-cpuBefore.utime-cpuBefore.stime) / time.Duration(samples)
+	if res.split, err = readApplySplit(r.logPath, logFrom); err != nil {
+		return res, err
+	}
+	n := len(res.split.complete)
+	if n < samples {
+		return res, fmt.Errorf("the manager logged %d \"partitions applied\" lines for %d changes (see %s)", n, samples, r.logPath)
+	}
+	if n == samples {
+		for i, c := range res.overhead.change {
+			res.own = append(res.own, c-res.split.sweep[i])
+		}
+	}
+	return res, nil
+}
+
+// postAll binds every host's port to one of nets, round-robin, from clients
+// concurrent clients.
+func postAll(ctx context.Context, r *rig, hosts []fabricsim.Host, nets []string, clients int) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for c := range clients {
+		wg.Go(func() {
+			for i := c; i < len(hosts); i += clients {
+				// Numbered after the samples' ports, which take 0 to samples-1.
+				n := len(r.fabric.Hosts) - len(hosts) + i
+				if _, err := r.api.postPort(ctx, hostPort(hosts[i].PortGUID, nets[i%len(nets)], n)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// hostPort is the baremetal port of a host of the fabric, number n of the run:
+// its id and host name are n's, its client-id carries the host's port GUID.
+func hostPort(guid fabric.GUID, network string, n int) benchPort {
+	id := fmt.Sprintf("5c0e7d1a-2b3c-4d5e-8f90-%012x", n)
+	return makePort(id, network, fmt.Sprintf("fabric-node-%d", n), uint64(guid))
+}
+
+func fileSize(path string) (int64, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// readApplySplit reads the split of every "partitions applied" line of the
+// manager's log (JSON lines, durations in nanoseconds) after offset from.
+func readApplySplit(path string, from int64) (applySplit, error) {
+	var s applySplit
+	f, err := os.Open(path)
+	if err != nil {
+		return s, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return s, err
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 4<<20)
+	for sc.Scan() {
+		var line struct {
+			Msg                            string `json:"msg"`
+			Render, Write, Sweep, Complete *int64
+		}
+		if json.Unmarshal(sc.Bytes(), &line) != nil || line.Msg != "partitions applied" || line.Complete == nil {
+			continue
+		}
+		if line.Render == nil || line.Write == nil || line.Sweep == nil {
+			return s, fmt.Errorf("%s: a \"partitions applied\" line without its split: %s", filepath.Base(path), sc.Text())
+		}
+		s.render = append(s.render, time.Duration(*line.Render))
+		s.write = append(s.write, time.Duration(*line.Write))
+		s.sweep = append(s.sweep, time.Duration(*line.Sweep))
+		s.complete = append(s.complete, time.Duration(*line.Complete))
+	}
+	return s, sc.Err()
+}
+
+// ticks is a count of /proc/<pid>/stat clock ticks as a duration.
+func ticks(n uint64) time.Duration {
+	return time.Duration(float64(n) / clockTicks() * float64(time.Second))
+}

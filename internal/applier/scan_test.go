@@ -1,0 +1,143 @@
+package applier
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// clearedLine is upstream OpenSM's line for switch port 2 of S1, told apart by
+// its time stamp (OpenSM repeats the line at every heavy sweep).
+func clearedLine(stamp string) string {
+	return "Nov 29 19:22:" + stamp + " 251392 [8507C6C0] 0x01 -> pkey_mgr_update_peer_port: ERR 0507: " +
+		"Not enough pkey entries (60 <= 60) on switch 0x0002c90300f00001 port 2 (S1). Clearing Enforcement bit\n"
+}
+
+// verboseFiller is n bytes or so of the VERBOSE lines a large sweep logs.
+func verboseFiller(n int) string {
+	line := logLine(0x04, "osm_prtn_add_port: port 0x2c90300010001 already in partition 'Default' (0x7fff). Will overwrite")
+	return strings.Repeat(line, n/len(line)+1)
+}
+
+// The enforcement scan reads each byte of the log once across applies: the
+// sweep's stretch, read by the sweep's follower, is not read again by the
+// watch, and yet every enforcement line is recorded once, whether it is in a
+// sweep (before its start box, in it) or between sweeps.
+func TestEnforcementScanReadsEachByteOnce(t *testing.T) {
+	const sweepBytes = 1 << 20
+	sweeps := 0
+	r := newApplyRig(t, true, func() string {
+		sweeps++
+		// A line logged between the position and the sweep's start, and one
+		// in the middle of a megabyte of VERBOSE lines.
+		if sweeps == 1 {
+			return clearedLine("01") + heavySweep(verboseFiller(sweepBytes/2)+clearedLine("02")+verboseFiller(sweepBytes/2))
+		}
+		return heavySweep(verboseFiller(sweepBytes))
+	})
+	r.network(101)
+	ctx := ctxT(t)
+	if res := r.term.apply(ctx); res != applyDone {
+		t.Fatalf("apply: %v, want done", res)
+	}
+	if got := recorded(t, r.st); len(got) != 1 || got[0] != "0x0002c90300f00001:2 xII" {
+		t.Fatalf("after the first sweep: %q, want S1 port 2 seen twice", got)
+	}
+	// Between applies, a line of its own, read by the watch at the next poll.
+	appendTo(t, r.sm.log, clearedLine("03"))
+	r.term.pollGates(ctx)
+	if got := recorded(t, r.st); len(got) != 1 || got[0] != "0x0002c90300f00001:2 xIII" {
+		t.Fatalf("after a line between sweeps: %q, want S1 port 2 seen three times", got)
+	}
+	// One line just before the next apply's position: it is before the
+	// sweep's stretch, and the watch reads it at the hand-off.
+	appendTo(t, r.sm.log, clearedLine("04"))
+	if _, err := r.st.ClearEnforcementErrors(ctx); err != nil { // the operator repaired it
+		t.Fatal(err)
+	}
+	r.port("p1", 0x0002c90300000101)
+	if res := r.term.apply(ctx); res != applyDone {
+		t.Fatalf("second apply: %v, want done", res)
+	}
+	r.term.pollGates(ctx)
+	if got := recorded(t, r.st); len(got) != 1 || got[0] != "0x0002c90300f00001:2 xI" {
+		t.Errorf("after the second sweep: %q, want S1 port 2 seen once (the line before its position)", got)
+	}
+	fi, err := os.Stat(r.sm.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two sweeps of a megabyte each: the watch read only what lay between them.
+	if read := r.term.gate.watch.read; read > fi.Size()/10 {
+		t.Errorf("the watch read %d bytes of a %d-byte log whose sweeps the follower read: it read them again", read, fi.Size())
+	}
+	if r.term.gate.watch.pos.Offset != fi.Size() {
+		t.Errorf("the watch is at %d, not at the log's end %d", r.term.gate.watch.pos.Offset, fi.Size())
+	}
+}
+
+// After a hand-off, a truncation in place and a rotation are read from the
+// start of what the log holds: nothing the new file says is skipped because
+// of the offset the old one had reached.
+func TestEnforcementScanAfterHandOffTruncationAndRotation(t *testing.T) {
+	r := newApplyRig(t, true, func() string { return heavySweep(verboseFiller(64 << 10)) })
+	r.network(101)
+	ctx := ctxT(t)
+	if res := r.term.apply(ctx); res != applyDone {
+		t.Fatalf("apply: %v, want done", res)
+	}
+	if got := recorded(t, r.st); len(got) != 0 {
+		t.Fatalf("recorded %q, want nothing", got)
+	}
+	// log_max_size: truncated to nothing, then a short line: shorter than
+	// where the watch was.
+	if err := os.Truncate(r.sm.log, 0); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, r.sm.log, clearedLine("05"))
+	r.term.pollGates(ctx)
+	if got := recorded(t, r.st); len(got) != 1 || got[0] != "0x0002c90300f00001:2 xI" {
+		t.Fatalf("after truncation: %q, want the new line recorded", got)
+	}
+	// Rotation by renaming: a last line in the old file, then the new file.
+	if err := os.Rename(r.sm.log, r.sm.log+".1"); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, r.sm.log+".1", clearedLine("06"))
+	appendTo(t, r.sm.log, clearedLine("07"))
+	r.term.pollGates(ctx)
+	if got := recorded(t, r.st); len(got) != 1 || got[0] != "0x0002c90300f00001:2 xIII" {
+		t.Errorf("after rotation: %q, want both lines recorded", got)
+	}
+}
+
+// A watch that starts without the hand-offs of an earlier one (a manager
+// restarted, a new term) reads everything from where it starts, the
+// stretches an earlier sweep read included.
+func TestEnforcementScanNewWatchReadsEverything(t *testing.T) {
+	r := newApplyRig(t, true, func() string { return heavySweep(verboseFiller(64<<10) + clearedLine("08")) })
+	r.network(101)
+	ctx := ctxT(t)
+	if res := r.term.apply(ctx); res != applyDone {
+		t.Fatalf("apply: %v, want done", res)
+	}
+	if _, err := r.st.ClearEnforcementErrors(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The new term's watch, started at the beginning of the log.
+	w := enforcementWatch{path: r.sm.log}
+	defer w.close()
+	if err := w.scan(ctx, r.term.id, r.st, r.term.Log); err != nil {
+		t.Fatal(err)
+	}
+	if got := recorded(t, r.st); len(got) != 1 || got[0] != "0x0002c90300f00001:2 xI" {
+		t.Errorf("a fresh watch: %q, want the sweep's line recorded", got)
+	}
+	fi, err := os.Stat(r.sm.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.read != fi.Size() {
+		t.Errorf("a fresh watch read %d bytes of %d", w.read, fi.Size())
+	}
+}
