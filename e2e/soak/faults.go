@@ -179,9 +179,14 @@ func (r *run) restartFabric(ctx context.Context) error {
 	if err := r.fabric.Stop(); err != nil {
 		return fmt.Errorf("stop simulated fabric: %w", err)
 	}
-	f, err := fabricsim.Start(ctx, r.fabric.Dir, fabricsim.Options{Hosts: r.o.Hosts, Switches: r.o.Switches})
+	f, err := fabricsim.Start(ctx, r.fabric.Dir, fabricsim.Options{Hosts: r.o.Hosts, Switches: r.o.Switches, SMs: r.managerCount()})
 	if err != nil {
 		return fmt.Errorf("start simulated fabric again: %w", err)
+	}
+	for _, m := range r.managers {
+		if err := m.writeEnv(f); err != nil {
+			return err
+		}
 	}
 	r.fabric = f
 	r.leaked = 0

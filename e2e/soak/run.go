@@ -217,7 +217,7 @@ func (r *run) setup(ctx context.Context) error {
 		return err
 	}
 	var err error
-	r.fabric, err = fabricsim.Start(ctx, filepath.Join(r.dir, "fabric"), fabricsim.Options{Hosts: r.o.Hosts, Switches: r.o.Switches})
+	r.fabric, err = fabricsim.Start(ctx, filepath.Join(r.dir, "fabric"), fabricsim.Options{Hosts: r.o.Hosts, Switches: r.o.Switches, SMs: r.managerCount()})
 	if err != nil {
 		return fmt.Errorf("start simulated fabric: %w", err)
 	}
@@ -242,7 +242,7 @@ func (r *run) setup(ctx context.Context) error {
 		if err := os.MkdirAll(m.dir, 0o755); err != nil {
 			return err
 		}
-		if err := m.writeConf(dbURL, r.fabric); err != nil {
+		if err := m.writeConf(dbURL, r.fabric, r.managerCount() > 1); err != nil {
 			return err
 		}
 		r.managers = append(r.managers, m)
