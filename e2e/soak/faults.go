@@ -23,7 +23,8 @@ const (
 )
 
 // Faults are every fault kind; CIFaults, the default, leaves out the leader
-// kill among several managers, which --faults all turns on.
+// kill among several managers, which --faults all turns on (make test runs it
+// in a run of its own, with three managers).
 var (
 	Faults   = []string{faultKillManager, faultStopOpenSM, faultKillOpenSM, faultLink, faultEditPartition, faultRestartDB, faultKillLeader}
 	CIFaults = []string{faultKillManager, faultStopOpenSM, faultKillOpenSM, faultLink, faultEditPartition, faultRestartDB}

@@ -750,16 +750,24 @@ func (r *run) converge(ctx context.Context, after string) error {
 }
 
 // checkFile compares the partitions file of the manager that runs OpenSM
-// with the model's partitions.
+// with the model's partitions; with several managers, only one may run it.
 func (r *run) checkFile() error {
 	var m *manager
+	var running []string
 	for _, x := range r.managers {
 		if x.openSMPID() != 0 {
 			m = x
+			running = append(running, fmt.Sprint(x.index))
 		}
 	}
 	if m == nil {
 		return errors.New("no manager runs OpenSM")
+	}
+	// Only the lease holder may run OpenSM: a second master would apply
+	// partitions of its own. (A leader that lost its lease stops its OpenSM
+	// before another may take over, so the fabric converges on one.)
+	if len(running) > 1 {
+		return fmt.Errorf("managers %s each run OpenSM", strings.Join(running, ", "))
 	}
 	b, err := os.ReadFile(m.partitionsFile())
 	if err != nil {

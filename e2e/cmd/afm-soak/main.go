@@ -93,8 +93,8 @@ func run(args []string) int {
 const shmDir = "/dev/shm"
 
 // workBase is the directory the run's own directory is made in: the
-// --work-dir flag, else shmDir when writable, else the system's temporary
-// directory.
+// --work-dir flag, else shmDir when writable, else /tmp (not $TMPDIR: the
+// database servers run as their own users, who must reach the directory).
 func workBase(flagged string) string {
 	if flagged != "" {
 		return flagged
@@ -102,7 +102,7 @@ func workBase(flagged string) string {
 	if fi, err := os.Stat(shmDir); err == nil && fi.IsDir() && syscall.Access(shmDir, 2 /* W_OK */) == nil {
 		return shmDir
 	}
-	return os.TempDir()
+	return "/tmp"
 }
 
 func parseFlags(args []string) (soak.Options, error) {
@@ -120,7 +120,7 @@ func parseFlags(args []string) (soak.Options, error) {
 	fs.BoolVar(&o.CollidingIDs, "colliding-ids", true, "draw two network IDs that share their first 27 characters (--colliding-ids=false: none)")
 	fs.BoolVar(&o.Parallel, "parallel", false, "run the engines at once (each on its own fabric, database server and managers), not one after the other")
 	fs.BoolVar(&o.Verbose, "verbose", false, "print every operation, answer and check")
-	fs.StringVar(&o.WorkDir, "work-dir", "", "where the run's directory is made (default: "+shmDir+" when it is a writable directory, else "+os.TempDir()+")")
+	fs.StringVar(&o.WorkDir, "work-dir", "", "where the run's directory is made (default: "+shmDir+" when it is a writable directory, else /tmp); the database servers' users must reach it")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
