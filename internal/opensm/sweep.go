@@ -77,7 +77,12 @@ var (
 	enforcementError = regexp.MustCompile(`\bERR 05(07|13)\b|Clearing Enforcement bit`)
 	madSetError      = regexp.MustCompile(`\bERR 311[139]\b`)
 	madAboutPKeys    = regexp.MustCompile(`P_KeyTable|PortInfo`)
-	notMaster        = regexp.MustCompile(`^Entering (STANDBY|DISCOVERING|NOTACTIVE) state$`)
+	// madGet: a Get that failed is discovery, not programming. A PortInfo
+	// Get times out when a port's link goes down as a sweep starts; OpenSM
+	// drops the port and brings the subnet up (it counts only failed Sets as
+	// errors during initialization), so the sweep's jobs are not failed.
+	madGet    = regexp.MustCompile(`\bSubnGet\(`)
+	notMaster = regexp.MustCompile(`^Entering (STANDBY|DISCOVERING|NOTACTIVE) state$`)
 )
 
 // WaitSweep follows the log from the position and reports the outcome of the
@@ -171,7 +176,7 @@ func (w *sweepWatch) observe(e Entry) (SweepResult, bool) {
 	case parseError.MatchString(e.Message):
 		w.parseErrs = append(w.parseErrs, e.Message)
 	case pkeyManagerError.MatchString(e.Message) && !enforcementError.MatchString(text),
-		madSetError.MatchString(e.Message) && madAboutPKeys.MatchString(text):
+		madSetError.MatchString(e.Message) && madAboutPKeys.MatchString(text) && !madGet.MatchString(text):
 		w.pkeyErrs = append(w.pkeyErrs, text)
 	case notMaster.MatchString(e.Message):
 		return SweepResult{
