@@ -9,11 +9,13 @@ help: ## list the targets
 test: ## what CI runs: install and start the test servers, vet, gofmt, every test suite, fuzz smoke
 	bash scripts/test.sh
 
-generate: ## regenerate db/ from queries/ and migrations/ (sqlc generate; installs sqlc if needed)
+generate: ## regenerate db/ from queries/ and migrations/ (sqlc; installs it if needed), then the engines' query adapters
 	bash scripts/sqlc.sh generate
+	go generate ./internal/store/...
 
-verify: ## check that db/ matches its sources (sqlc diff), then go vet and gofmt
+verify: ## check that db/ and the query adapters match their sources (sqlc diff, adaptergen), then go vet and gofmt
 	bash scripts/sqlc.sh diff
+	go test -count=1 -run TestCommittedAdapters ./internal/store/driver/adaptergen
 	bash scripts/lint.sh
 
 demo: ## run the manager on a simulated fabric; DEMO_SCRIPTED=1 sends the requests and checks them

@@ -16,6 +16,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -63,6 +64,19 @@ type Lock interface {
 	// Check returns an error once the lock may have been lost.
 	Check(ctx context.Context) error
 	Release(ctx context.Context) error
+}
+
+// StillHeld turns a lock session's answer to "does this session still hold
+// the lock" (1 or 0, from the engine's own query) into Lock.Check's error.
+// Any error (connection gone, server restarted) means the lock may be lost.
+func StillHeld(held int64, err error) error {
+	if err != nil {
+		return fmt.Errorf("check applier lock: %w", err)
+	}
+	if held != 1 {
+		return errors.New("applier lock is no longer held by this session")
+	}
+	return nil
 }
 
 // LockSessionIdle is how long the server keeps an idle lock session.

@@ -11,11 +11,13 @@ import (
 // Queries is every query the store runs, each method the query of the same
 // name in queries/ (queries/shared, or each engine's folder where the SQL
 // differs): the generated packages in db/ implement it, PostgreSQL's and
-// MariaDB's through the few conversions their engine packages write.
+// MariaDB's through the adapters adaptergen writes into their engine packages
+// (and the few those packages write where an engine truly differs).
 //
 // To add a query: write it, under one name, in queries/shared (or in
 // queries/postgres and queries/sqlite) and in queries/mysql; run make
-// generate; add its generated signature here. See docs/architecture.md.
+// generate; add its generated signature here; run make generate again. See
+// docs/architecture.md.
 type Queries interface {
 	BumpRevision(ctx context.Context) (int64, error)
 	ClearEnforcementErrors(ctx context.Context) (int64, error)
@@ -59,8 +61,9 @@ type Queries interface {
 }
 
 // The rows the queries return are sqlc's own, from db/sqlite: the overrides in
-// sqlc.yaml make the other engines' rows the same structs, so an engine
-// converts its row to one of these with a plain type conversion.
+// sqlc.yaml make the other engines' rows the same structs, so an engine's
+// generated adapters convert its row to one of these with a plain type
+// conversion.
 type (
 	Apply                = sqlitedb.Apply
 	CountJobsByStatusRow = sqlitedb.CountJobsByStatusRow

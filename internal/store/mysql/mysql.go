@@ -26,7 +26,6 @@ import (
 	"github.com/pressly/goose/v3/lock"
 
 	mysqldb "github.com/alternative-fabric-manager/alternative-fabric-manager/db/mysql"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/migrations"
 
@@ -208,14 +207,7 @@ type getLock struct {
 }
 
 func (l *getLock) Check(ctx context.Context) error {
-	held, err := mysqldb.New(l.conn).HoldsLock(ctx, l.name)
-	if err != nil {
-		return fmt.Errorf("check applier lock: %w", err)
-	}
-	if held != 1 {
-		return errors.New("applier lock is no longer held by this session")
-	}
-	return nil
+	return driver.StillHeld(mysqldb.New(l.conn).HoldsLock(ctx, l.name))
 }
 
 func (l *getLock) Release(ctx context.Context) error {
@@ -230,10 +222,15 @@ func (l *getLock) Release(ctx context.Context) error {
 	return nil
 }
 
-// queries adapt MariaDB's generated queries to driver.Queries: sqlc's MySQL
-// engine takes a Params struct wherever a query has several arguments, and
-// MariaDB has no RETURNING (the new revision and a job's id come back as the
-// last insert id).
+//go:generate go run ../driver/adaptergen
+
+// queries adapt MariaDB's generated queries to driver.Queries and
+// driver.LeaseQueries. adaptergen writes the mechanical adapters
+// (adapters_gen.go: rows converted to the driver's types, arguments passed in
+// the Params structs sqlc's MySQL engine makes); the methods in this package
+// are what differs: MariaDB has no RETURNING (the new revision and a job's id
+// come back as the last insert id), its SQL takes some values twice, sqlc
+// types a few arguments otherwise, and the lease's ttl is in microseconds.
 type queries struct{ *mysqldb.Queries }
 
 // BumpRevision reads the new revision as the UPDATE's last insert id
@@ -267,9 +264,9 @@ func lastInsertID(res sql.Result, err error) (int64, error) {
 	return res.LastInsertId()
 }
 
-func (q queries) ClearGUIDsOfNetwork(ctx context.Context, revision int64, now time.Time, networkID string) (int64, error) {
-	return q.Queries.ClearGUIDsOfNetwork(ctx, mysqldb.ClearGUIDsOfNetworkParams{Revision: revision, Now: now, NetworkID: networkID})
-}
+// The job updates write finished_at (or started_at), a nullable column, and
+// updated_at, which is not: MariaDB's SQL names the time twice, and sqlc makes
+// a field of each.
 
 func (q queries) CompleteJobs(ctx context.Context, now *time.Time, revision, term int64) (int64, error) {
 	return q.Queries.CompleteJobs(ctx, mysqldb.CompleteJobsParams{FinishedAt: now, Now: *now, Revision: revision, Term: term})
@@ -287,120 +284,15 @@ func (q queries) MarkJobsRunning(ctx context.Context, now *time.Time, revision, 
 	return q.Queries.MarkJobsRunning(ctx, mysqldb.MarkJobsRunningParams{StartedAt: now, Now: *now, Revision: revision, Term: term})
 }
 
+// DescribeOpenJobs: sqlc cannot type an argument of CONCAT and makes the
+// reason an interface{}.
 func (q queries) DescribeOpenJobs(ctx context.Context, reason string, now time.Time, revision, term int64) (int64, error) {
 	return q.Queries.DescribeOpenJobs(ctx, mysqldb.DescribeOpenJobsParams{Reason: reason, Now: now, Revision: revision, Term: term})
 }
 
-func (q queries) Heartbeat(ctx context.Context, now *time.Time, term int64) (int64, error) {
-	return q.Queries.Heartbeat(ctx, mysqldb.HeartbeatParams{Now: now, Term: term})
-}
-
-func (q queries) RecordApply(ctx context.Context, revision int64, sha256 string, term int64, outcome, detail string,
-	startedAt, finishedAt time.Time) (int64, error) {
-	return q.Queries.RecordApply(ctx, mysqldb.RecordApplyParams{Revision: revision, Sha256: sha256, Term: term,
-		Outcome: outcome, Detail: detail, StartedAt: startedAt, FinishedAt: finishedAt})
-}
-
+// DeleteFinishedJobsBefore: sqlc types LIMIT's argument int32.
 func (q queries) DeleteFinishedJobsBefore(ctx context.Context, before *time.Time, batch int64, term int64) (int64, error) {
 	return q.Queries.DeleteFinishedJobsBefore(ctx, mysqldb.DeleteFinishedJobsBeforeParams{Before: before, Limit: int32(batch), Term: term})
-}
-
-func (q queries) UpsertNetwork(ctx context.Context, id, name, networkType, physicalNetwork string, pkey *fabric.PKey,
-	managed bool, revision int64, now time.Time) error {
-	return q.Queries.UpsertNetwork(ctx, mysqldb.UpsertNetworkParams{ID: id, Name: name, NetworkType: networkType,
-		PhysicalNetwork: physicalNetwork, Pkey: pkey, Managed: managed, Revision: revision, Now: now})
-}
-
-func (q queries) UpsertPort(ctx context.Context, id, networkID string, guid *fabric.GUID, host string, revision int64, now time.Time) error {
-	return q.Queries.UpsertPort(ctx, mysqldb.UpsertPortParams{ID: id, NetworkID: networkID, Guid: guid, Host: host, Revision: revision, Now: now})
-}
-
-func (q queries) InsertSecretIfAbsent(ctx context.Context, name, value string, now time.Time) error {
-	return q.Queries.InsertSecretIfAbsent(ctx, mysqldb.InsertSecretIfAbsentParams{Name: name, Value: value, Now: now})
-}
-
-func (q queries) InsertExpectedSwitch(ctx context.Context, guid fabric.GUID, description string, now time.Time) error {
-	return q.Queries.InsertExpectedSwitch(ctx, mysqldb.InsertExpectedSwitchParams{Guid: guid, Description: description, Now: now})
-}
-
-func (q queries) UpsertEnforcementError(ctx context.Context, switchGUID string, port int64, line string, now time.Time, term int64) (int64, error) {
-	return q.Queries.UpsertEnforcementError(ctx, mysqldb.UpsertEnforcementErrorParams{SwitchGuid: switchGUID, Port: port, Line: line, Now: now, Term: term})
-}
-
-// The rows, converted to the driver's types (the same fields).
-
-func (q queries) GetNetwork(ctx context.Context, id string) (driver.Network, error) {
-	r, err := q.Queries.GetNetwork(ctx, id)
-	return driver.Network(r), err
-}
-
-func (q queries) GetNetworkByPKey(ctx context.Context, pkey *fabric.PKey) (driver.Network, error) {
-	r, err := q.Queries.GetNetworkByPKey(ctx, pkey)
-	return driver.Network(r), err
-}
-
-func (q queries) ListManagedNetworks(ctx context.Context) ([]driver.Network, error) {
-	rs, err := q.Queries.ListManagedNetworks(ctx)
-	return driver.Convert(rs, func(r mysqldb.Network) driver.Network { return driver.Network(r) }), err
-}
-
-func (q queries) GetPort(ctx context.Context, id string) (driver.Port, error) {
-	r, err := q.Queries.GetPort(ctx, id)
-	return driver.Port(r), err
-}
-
-func (q queries) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]driver.Port, error) {
-	rs, err := q.Queries.GetPortsByIDOrGUID(ctx, mysqldb.GetPortsByIDOrGUIDParams{ID: id, Guid: guid})
-	return driver.Convert(rs, func(r mysqldb.Port) driver.Port { return driver.Port(r) }), err
-}
-
-func (q queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]driver.OpenJobsWithGUIDsRow, error) {
-	rs, err := q.Queries.OpenJobsWithGUIDs(ctx, revision)
-	return driver.Convert(rs, func(r mysqldb.OpenJobsWithGUIDsRow) driver.OpenJobsWithGUIDsRow {
-		return driver.OpenJobsWithGUIDsRow(r)
-	}), err
-}
-
-func (q queries) ListMembers(ctx context.Context) ([]driver.ListMembersRow, error) {
-	rs, err := q.Queries.ListMembers(ctx)
-	return driver.Convert(rs, func(r mysqldb.ListMembersRow) driver.ListMembersRow { return driver.ListMembersRow(r) }), err
-}
-
-func (q queries) GetJob(ctx context.Context, id int64) (driver.Job, error) {
-	r, err := q.Queries.GetJob(ctx, id)
-	return driver.Job(r), err
-}
-
-func (q queries) CountJobsByStatus(ctx context.Context) ([]driver.CountJobsByStatusRow, error) {
-	rs, err := q.Queries.CountJobsByStatus(ctx)
-	return driver.Convert(rs, func(r mysqldb.CountJobsByStatusRow) driver.CountJobsByStatusRow {
-		return driver.CountJobsByStatusRow(r)
-	}), err
-}
-
-func (q queries) LastApply(ctx context.Context) (driver.Apply, error) {
-	r, err := q.Queries.LastApply(ctx)
-	return driver.Apply(r), err
-}
-
-func (q queries) Leadership(ctx context.Context) (driver.LeadershipRow, error) {
-	r, err := q.Queries.Leadership(ctx)
-	return driver.LeadershipRow(r), err
-}
-
-func (q queries) ListSecrets(ctx context.Context) ([]driver.ListSecretsRow, error) {
-	rs, err := q.Queries.ListSecrets(ctx)
-	return driver.Convert(rs, func(r mysqldb.ListSecretsRow) driver.ListSecretsRow { return driver.ListSecretsRow(r) }), err
-}
-
-func (q queries) ExpectedSwitches(ctx context.Context) ([]driver.ExpectedSwitch, error) {
-	rs, err := q.Queries.ExpectedSwitches(ctx)
-	return driver.Convert(rs, func(r mysqldb.ExpectedSwitch) driver.ExpectedSwitch { return driver.ExpectedSwitch(r) }), err
-}
-
-func (q queries) EnforcementErrors(ctx context.Context) ([]driver.EnforcementError, error) {
-	rs, err := q.Queries.EnforcementErrors(ctx)
-	return driver.Convert(rs, func(r mysqldb.EnforcementError) driver.EnforcementError { return driver.EnforcementError(r) }), err
 }
 
 var _ driver.Driver = (*Engine)(nil)

@@ -3,8 +3,6 @@ package postgres
 import (
 	"context"
 	"time"
-
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
 
 // The lease's queries (driver.LeaseQueries): PostgreSQL's SQL takes the ttl
@@ -17,5 +15,3 @@ func (q queries) TakeLease(ctx context.Context, holder string, ttl time.Duration
 func (q queries) RenewLease(ctx context.Context, ttl time.Duration, term int64) (int64, error) {
 	return q.Queries.RenewLease(ctx, ttl.Seconds(), term)
 }
-
-var _ driver.LeaseQueries = queries{}

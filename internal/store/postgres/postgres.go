@@ -20,7 +20,6 @@ import (
 	"github.com/pressly/goose/v3/lock"
 
 	pgdb "github.com/alternative-fabric-manager/alternative-fabric-manager/db/postgres"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/migrations"
 )
@@ -113,16 +112,8 @@ func (e *Engine) TryLock(ctx context.Context) (driver.Lock, error) {
 type advisoryLock struct{ conn *pgx.Conn }
 
 // Check asks, on the lock's own session, whether that session still holds it.
-// Any error (connection gone, server restarted) means it may be lost.
 func (l *advisoryLock) Check(ctx context.Context) error {
-	n, err := pgdb.New(l.conn).HoldsAdvisoryLock(ctx, lockKey)
-	if err != nil {
-		return fmt.Errorf("check applier lock: %w", err)
-	}
-	if n != 1 {
-		return errors.New("applier lock is no longer held by this session")
-	}
-	return nil
+	return driver.StillHeld(pgdb.New(l.conn).HoldsAdvisoryLock(ctx, lockKey))
 }
 
 func (l *advisoryLock) Release(ctx context.Context) error {
@@ -200,78 +191,11 @@ func signal(ch chan<- struct{}) {
 	}
 }
 
+//go:generate go run ../driver/adaptergen
+
 // queries are the generated ones, with their rows converted to the driver's
-// types (db/sqlite's, which have the same fields).
+// types (db/sqlite's, which have the same fields) by adaptergen
+// (adapters_gen.go). lease.go holds what differs.
 type queries struct{ *pgdb.Queries }
-
-func (q queries) GetNetwork(ctx context.Context, id string) (driver.Network, error) {
-	r, err := q.Queries.GetNetwork(ctx, id)
-	return driver.Network(r), err
-}
-
-func (q queries) GetNetworkByPKey(ctx context.Context, pkey *fabric.PKey) (driver.Network, error) {
-	r, err := q.Queries.GetNetworkByPKey(ctx, pkey)
-	return driver.Network(r), err
-}
-
-func (q queries) ListManagedNetworks(ctx context.Context) ([]driver.Network, error) {
-	rs, err := q.Queries.ListManagedNetworks(ctx)
-	return driver.Convert(rs, func(r pgdb.Network) driver.Network { return driver.Network(r) }), err
-}
-
-func (q queries) GetPort(ctx context.Context, id string) (driver.Port, error) {
-	r, err := q.Queries.GetPort(ctx, id)
-	return driver.Port(r), err
-}
-
-func (q queries) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]driver.Port, error) {
-	rs, err := q.Queries.GetPortsByIDOrGUID(ctx, id, guid)
-	return driver.Convert(rs, func(r pgdb.Port) driver.Port { return driver.Port(r) }), err
-}
-
-func (q queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]driver.OpenJobsWithGUIDsRow, error) {
-	rs, err := q.Queries.OpenJobsWithGUIDs(ctx, revision)
-	return driver.Convert(rs, func(r pgdb.OpenJobsWithGUIDsRow) driver.OpenJobsWithGUIDsRow { return driver.OpenJobsWithGUIDsRow(r) }), err
-}
-
-func (q queries) ListMembers(ctx context.Context) ([]driver.ListMembersRow, error) {
-	rs, err := q.Queries.ListMembers(ctx)
-	return driver.Convert(rs, func(r pgdb.ListMembersRow) driver.ListMembersRow { return driver.ListMembersRow(r) }), err
-}
-
-func (q queries) GetJob(ctx context.Context, id int64) (driver.Job, error) {
-	r, err := q.Queries.GetJob(ctx, id)
-	return driver.Job(r), err
-}
-
-func (q queries) CountJobsByStatus(ctx context.Context) ([]driver.CountJobsByStatusRow, error) {
-	rs, err := q.Queries.CountJobsByStatus(ctx)
-	return driver.Convert(rs, func(r pgdb.CountJobsByStatusRow) driver.CountJobsByStatusRow { return driver.CountJobsByStatusRow(r) }), err
-}
-
-func (q queries) LastApply(ctx context.Context) (driver.Apply, error) {
-	r, err := q.Queries.LastApply(ctx)
-	return driver.Apply(r), err
-}
-
-func (q queries) Leadership(ctx context.Context) (driver.LeadershipRow, error) {
-	r, err := q.Queries.Leadership(ctx)
-	return driver.LeadershipRow(r), err
-}
-
-func (q queries) ListSecrets(ctx context.Context) ([]driver.ListSecretsRow, error) {
-	rs, err := q.Queries.ListSecrets(ctx)
-	return driver.Convert(rs, func(r pgdb.ListSecretsRow) driver.ListSecretsRow { return driver.ListSecretsRow(r) }), err
-}
-
-func (q queries) ExpectedSwitches(ctx context.Context) ([]driver.ExpectedSwitch, error) {
-	rs, err := q.Queries.ExpectedSwitches(ctx)
-	return driver.Convert(rs, func(r pgdb.ExpectedSwitch) driver.ExpectedSwitch { return driver.ExpectedSwitch(r) }), err
-}
-
-func (q queries) EnforcementErrors(ctx context.Context) ([]driver.EnforcementError, error) {
-	rs, err := q.Queries.EnforcementErrors(ctx)
-	return driver.Convert(rs, func(r pgdb.EnforcementError) driver.EnforcementError { return driver.EnforcementError(r) }), err
-}
 
 var _ driver.Driver = (*Engine)(nil)
