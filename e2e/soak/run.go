@@ -546,7 +546,11 @@ func (r *run) waitJob(ctx context.Context, j job) error {
 			}
 		}
 		if time.Now().After(deadline) {
-			r.violation("job %s of %s: not Completed after 120 s (last read: %s)", j.path, j.op, a)
+			sim := ""
+			if !r.fabric.IbsimRunning() {
+				sim = "; the simulator is not running (see fabric/ibsim.log)"
+			}
+			r.violation("job %s of %s: not Completed after 120 s (last read: %s)%s", j.path, j.op, a, sim)
 			return nil
 		}
 		select {
