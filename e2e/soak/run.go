@@ -742,6 +742,9 @@ func (r *run) converge(ctx context.Context, after string) error {
 		if fileErr != nil {
 			last = fileErr.Error()
 		}
+		if err := ctx.Err(); err != nil {
+			return err // interrupted: the reads prove nothing
+		}
 		if time.Now().After(deadline) {
 			r.violation("after %s: the fabric did not converge on the model within 90 s: %s", after, last)
 			return nil
