@@ -75,6 +75,7 @@ type settings struct {
 	OpenSM     []string // [opensm]
 	OpenSMConf []string // [opensm_conf]
 	Log        []string // [log]
+	UFMPKeys   []string // [ufm_pkeys]
 	// CA, when set, issues the API's certificate: the manager serves HTTPS and
 	// the harness's client trusts only this CA, as networking-mlnx does with
 	// [sdn] cert_verify = True and cert_path.
@@ -116,9 +117,12 @@ guid = %s
 
 [log]
 %s
+
+[ufm_pkeys]
+%s
 `, strings.TrimPrefix(strings.TrimPrefix(m.url, "http://"), "https://"), token, strings.Join(extra.API, "\n"), db.URL,
 		filepath.Join(dir, "opensm"), f.EnvFile(), strings.Join(extra.OpenSM, "\n"), f.SMGUID,
-		strings.Join(extra.OpenSMConf, "\n"), strings.Join(extra.Log, "\n"))
+		strings.Join(extra.OpenSMConf, "\n"), strings.Join(extra.Log, "\n"), strings.Join(extra.UFMPKeys, "\n"))
 	if err := os.WriteFile(m.conf, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -140,7 +140,8 @@ func countTrue(flags ...bool) int {
 // template's static partitions and without a port limit: enough for the
 // commands that record nothing.
 func storeRules(cfg *config.Config) store.Rules {
-	return store.Rules{PhysicalNetworks: cfg.API.PhysicalNetworks, FlatPKey: cfg.OpenSM.FlatPKey}
+	return store.Rules{PhysicalNetworks: cfg.API.PhysicalNetworks, FlatPKey: cfg.OpenSM.FlatPKey,
+		KubernetesRange: cfg.UFMPKeys.PKeyRange}
 }
 
 // openStore opens the configured database, migrating it when asked to.
@@ -319,11 +320,19 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 	if cfg.API.MetricsListen == "" {
 		opts.Metrics, opts.MetricsToken = m.Handler(), cfg.API.MetricsToken
 	}
+	opts.PKeys.Prefix = cfg.UFMPKeys.Prefix
+	writeTimeout := 30 * time.Second
+	if u := cfg.UFMPKeys; u.Enabled() {
+		opts.PKeys = api.PKeysOptions{Store: st, Prefix: u.Prefix, Username: u.Username, Password: u.Password,
+			ApplyTimeout: u.ApplyTimeout, Version: versionString()}
+		// A pkeys change is answered once applied, up to apply_timeout.
+		writeTimeout = max(writeTimeout, u.ApplyTimeout+api.DefaultDBTimeout+5*time.Second)
+	}
 	srv := &http.Server{
 		Handler:           api.New(opts, st, log),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
+		WriteTimeout:      writeTimeout,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}

@@ -237,3 +237,40 @@ func TestRecordedStateConflictsWithConfiguration(t *testing.T) {
 		})
 	}
 }
+
+// --render writes the recorded Kubernetes partitions; a configuration that no
+// longer gives Kubernetes their pkey (the pkeys API turned off, the range
+// moved) is reported as a conflict, and refuses the start.
+func TestRenderKubernetesPartitions(t *testing.T) {
+	cfg := fabricDatabase(t, "")
+	conn, err := config.ParseConnection(cfg.Database.Connection)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	kube := fabric.PKeyRange{First: 0x1000, Last: 0x1fff}
+	st, err := storeopen.Open(ctx, conn.Engine, conn.DSN, false, store.Rules{KubernetesRange: kube}, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.AddKubernetesGUIDs(ctx, store.KubernetesAddition{PKey: 0x1005, Members: []store.KubernetesMember{
+		{GUID: 0x0002c90300000201, Membership: fabric.Limited}}})
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var out bytes.Buffer
+	err = renderPartitions(ctx, cfg, &out, quietLog())
+	if err == nil || !strings.Contains(err.Error(), "Kubernetes pkey 0x1005: no [ufm_pkeys] pkey_range is configured") {
+		t.Errorf("--render without a Kubernetes range: %v", err)
+	}
+	cfg.UFMPKeys = config.UFMPKeys{Username: "ib-kubernetes", Password: "render-test-password", PKeyRange: kube}
+	out.Reset()
+	if err := renderPartitions(ctx, cfg, &out, quietLog()); err != nil {
+		t.Fatal(err)
+	}
+	if want := "k8s-1005=0x1005, ipoib :\n    0x0002c90300000201=limited ;\n"; !strings.HasSuffix(out.String(), want) {
+		t.Errorf("rendered:\n%s\nwant it to end with\n%s", out.String(), want)
+	}
+}

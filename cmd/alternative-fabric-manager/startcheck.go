@@ -15,8 +15,8 @@ import (
 
 // checkRecordedState renders the recorded state with the configuration and
 // checks it, as the applier will. It returns the file, or an error that lists
-// every recorded network the configuration would now refuse (which network,
-// its VLAN and the rule) and every problem of the check, one per line: what
+// every recorded network and Kubernetes pkey the configuration would now
+// refuse (which one, its pkey and the rule) and every problem of the check, one per line: what
 // --render prints and what refuses the manager's start.
 func checkRecordedState(ctx context.Context, cfg *config.Config, st *store.Store, tpl *partitions.Template,
 	flavour fabric.Flavour) ([]byte, error) {
@@ -39,7 +39,7 @@ func checkRecordedState(ctx context.Context, cfg *config.Config, st *store.Store
 	}
 	rules := storeRules(cfg)
 	rules.StaticPKey = static.Name
-	conflicts := rules.Conflicts(snap.Networks)
+	conflicts := append(rules.Conflicts(snap.Networks), rules.KubernetesConflicts(snap.Kubernetes)...)
 	problems := conflicts
 	omitted := 0
 	if errors.As(err, &perr) {
@@ -61,7 +61,7 @@ func checkRecordedState(ctx context.Context, cfg *config.Config, st *store.Store
 		fmt.Fprintf(&b, "\n  and %d more", omitted)
 	}
 	if len(conflicts) > 0 {
-		b.WriteString("\n  (the configuration changed under these networks: change it back, or delete the networks)")
+		b.WriteString("\n  (the configuration changed under these networks or Kubernetes pkeys: change it back, or delete them)")
 	}
 	return nil, fmt.Errorf("revision %d renders to a file that fails the check:%s", snap.Revision, b.String())
 }

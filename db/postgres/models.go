@@ -56,6 +56,31 @@ type Job struct {
 	RequestID   string
 }
 
+type KubernetesMember struct {
+	Pkey       fabric.PKey
+	Guid       fabric.GUID
+	Membership string
+	Index0     bool
+	Revision   int64
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+type KubernetesPkey struct {
+	Pkey      fabric.PKey
+	IpOverIb  bool
+	Revision  int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+type KubernetesState struct {
+	ID              int16
+	ChangedRevision int64
+	AppliedRevision int64
+	LastUpdated     *time.Time
+}
+
 type Leadership struct {
 	ID                int16
 	Term              int64

@@ -45,6 +45,15 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.deleteFinishedJobsBeforeStmt, err = db.PrepareContext(ctx, deleteFinishedJobsBefore); err != nil {
 		return nil, fmt.Errorf("error preparing query DeleteFinishedJobsBefore: %w", err)
 	}
+	if q.deleteKubernetesMemberStmt, err = db.PrepareContext(ctx, deleteKubernetesMember); err != nil {
+		return nil, fmt.Errorf("error preparing query DeleteKubernetesMember: %w", err)
+	}
+	if q.deleteKubernetesMembersOfPKeyStmt, err = db.PrepareContext(ctx, deleteKubernetesMembersOfPKey); err != nil {
+		return nil, fmt.Errorf("error preparing query DeleteKubernetesMembersOfPKey: %w", err)
+	}
+	if q.deleteKubernetesPKeyStmt, err = db.PrepareContext(ctx, deleteKubernetesPKey); err != nil {
+		return nil, fmt.Errorf("error preparing query DeleteKubernetesPKey: %w", err)
+	}
 	if q.deleteNetworkStmt, err = db.PrepareContext(ctx, deleteNetwork); err != nil {
 		return nil, fmt.Errorf("error preparing query DeleteNetwork: %w", err)
 	}
@@ -72,6 +81,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.getJobStmt, err = db.PrepareContext(ctx, getJob); err != nil {
 		return nil, fmt.Errorf("error preparing query GetJob: %w", err)
 	}
+	if q.getKubernetesPKeyStmt, err = db.PrepareContext(ctx, getKubernetesPKey); err != nil {
+		return nil, fmt.Errorf("error preparing query GetKubernetesPKey: %w", err)
+	}
 	if q.getNetworkStmt, err = db.PrepareContext(ctx, getNetwork); err != nil {
 		return nil, fmt.Errorf("error preparing query GetNetwork: %w", err)
 	}
@@ -80,6 +92,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.getPortStmt, err = db.PrepareContext(ctx, getPort); err != nil {
 		return nil, fmt.Errorf("error preparing query GetPort: %w", err)
+	}
+	if q.getPortByGUIDStmt, err = db.PrepareContext(ctx, getPortByGUID); err != nil {
+		return nil, fmt.Errorf("error preparing query GetPortByGUID: %w", err)
 	}
 	if q.getPortsByIDOrGUIDStmt, err = db.PrepareContext(ctx, getPortsByIDOrGUID); err != nil {
 		return nil, fmt.Errorf("error preparing query GetPortsByIDOrGUID: %w", err)
@@ -99,11 +114,26 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.keepRevisionStmt, err = db.PrepareContext(ctx, keepRevision); err != nil {
 		return nil, fmt.Errorf("error preparing query KeepRevision: %w", err)
 	}
+	if q.kubernetesMembershipsOfGUIDStmt, err = db.PrepareContext(ctx, kubernetesMembershipsOfGUID); err != nil {
+		return nil, fmt.Errorf("error preparing query KubernetesMembershipsOfGUID: %w", err)
+	}
+	if q.kubernetesStateStmt, err = db.PrepareContext(ctx, kubernetesState); err != nil {
+		return nil, fmt.Errorf("error preparing query KubernetesState: %w", err)
+	}
 	if q.lastApplyStmt, err = db.PrepareContext(ctx, lastApply); err != nil {
 		return nil, fmt.Errorf("error preparing query LastApply: %w", err)
 	}
 	if q.leadershipStmt, err = db.PrepareContext(ctx, leadership); err != nil {
 		return nil, fmt.Errorf("error preparing query Leadership: %w", err)
+	}
+	if q.listKubernetesMembersStmt, err = db.PrepareContext(ctx, listKubernetesMembers); err != nil {
+		return nil, fmt.Errorf("error preparing query ListKubernetesMembers: %w", err)
+	}
+	if q.listKubernetesMembersOfPKeyStmt, err = db.PrepareContext(ctx, listKubernetesMembersOfPKey); err != nil {
+		return nil, fmt.Errorf("error preparing query ListKubernetesMembersOfPKey: %w", err)
+	}
+	if q.listKubernetesPKeysStmt, err = db.PrepareContext(ctx, listKubernetesPKeys); err != nil {
+		return nil, fmt.Errorf("error preparing query ListKubernetesPKeys: %w", err)
 	}
 	if q.listManagedNetworksStmt, err = db.PrepareContext(ctx, listManagedNetworks); err != nil {
 		return nil, fmt.Errorf("error preparing query ListManagedNetworks: %w", err)
@@ -116,6 +146,12 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.markJobsRunningStmt, err = db.PrepareContext(ctx, markJobsRunning); err != nil {
 		return nil, fmt.Errorf("error preparing query MarkJobsRunning: %w", err)
+	}
+	if q.markKubernetesAppliedStmt, err = db.PrepareContext(ctx, markKubernetesApplied); err != nil {
+		return nil, fmt.Errorf("error preparing query MarkKubernetesApplied: %w", err)
+	}
+	if q.markKubernetesChangedStmt, err = db.PrepareContext(ctx, markKubernetesChanged); err != nil {
+		return nil, fmt.Errorf("error preparing query MarkKubernetesChanged: %w", err)
 	}
 	if q.newTermStmt, err = db.PrepareContext(ctx, newTerm); err != nil {
 		return nil, fmt.Errorf("error preparing query NewTerm: %w", err)
@@ -134,6 +170,12 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.upsertEnforcementErrorStmt, err = db.PrepareContext(ctx, upsertEnforcementError); err != nil {
 		return nil, fmt.Errorf("error preparing query UpsertEnforcementError: %w", err)
+	}
+	if q.upsertKubernetesMemberStmt, err = db.PrepareContext(ctx, upsertKubernetesMember); err != nil {
+		return nil, fmt.Errorf("error preparing query UpsertKubernetesMember: %w", err)
+	}
+	if q.upsertKubernetesPKeyStmt, err = db.PrepareContext(ctx, upsertKubernetesPKey); err != nil {
+		return nil, fmt.Errorf("error preparing query UpsertKubernetesPKey: %w", err)
 	}
 	if q.upsertNetworkStmt, err = db.PrepareContext(ctx, upsertNetwork); err != nil {
 		return nil, fmt.Errorf("error preparing query UpsertNetwork: %w", err)
@@ -181,6 +223,21 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing deleteFinishedJobsBeforeStmt: %w", cerr)
 		}
 	}
+	if q.deleteKubernetesMemberStmt != nil {
+		if cerr := q.deleteKubernetesMemberStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing deleteKubernetesMemberStmt: %w", cerr)
+		}
+	}
+	if q.deleteKubernetesMembersOfPKeyStmt != nil {
+		if cerr := q.deleteKubernetesMembersOfPKeyStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing deleteKubernetesMembersOfPKeyStmt: %w", cerr)
+		}
+	}
+	if q.deleteKubernetesPKeyStmt != nil {
+		if cerr := q.deleteKubernetesPKeyStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing deleteKubernetesPKeyStmt: %w", cerr)
+		}
+	}
 	if q.deleteNetworkStmt != nil {
 		if cerr := q.deleteNetworkStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing deleteNetworkStmt: %w", cerr)
@@ -226,6 +283,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing getJobStmt: %w", cerr)
 		}
 	}
+	if q.getKubernetesPKeyStmt != nil {
+		if cerr := q.getKubernetesPKeyStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing getKubernetesPKeyStmt: %w", cerr)
+		}
+	}
 	if q.getNetworkStmt != nil {
 		if cerr := q.getNetworkStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing getNetworkStmt: %w", cerr)
@@ -239,6 +301,11 @@ func (q *Queries) Close() error {
 	if q.getPortStmt != nil {
 		if cerr := q.getPortStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing getPortStmt: %w", cerr)
+		}
+	}
+	if q.getPortByGUIDStmt != nil {
+		if cerr := q.getPortByGUIDStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing getPortByGUIDStmt: %w", cerr)
 		}
 	}
 	if q.getPortsByIDOrGUIDStmt != nil {
@@ -271,6 +338,16 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing keepRevisionStmt: %w", cerr)
 		}
 	}
+	if q.kubernetesMembershipsOfGUIDStmt != nil {
+		if cerr := q.kubernetesMembershipsOfGUIDStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing kubernetesMembershipsOfGUIDStmt: %w", cerr)
+		}
+	}
+	if q.kubernetesStateStmt != nil {
+		if cerr := q.kubernetesStateStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing kubernetesStateStmt: %w", cerr)
+		}
+	}
 	if q.lastApplyStmt != nil {
 		if cerr := q.lastApplyStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing lastApplyStmt: %w", cerr)
@@ -279,6 +356,21 @@ func (q *Queries) Close() error {
 	if q.leadershipStmt != nil {
 		if cerr := q.leadershipStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing leadershipStmt: %w", cerr)
+		}
+	}
+	if q.listKubernetesMembersStmt != nil {
+		if cerr := q.listKubernetesMembersStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listKubernetesMembersStmt: %w", cerr)
+		}
+	}
+	if q.listKubernetesMembersOfPKeyStmt != nil {
+		if cerr := q.listKubernetesMembersOfPKeyStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listKubernetesMembersOfPKeyStmt: %w", cerr)
+		}
+	}
+	if q.listKubernetesPKeysStmt != nil {
+		if cerr := q.listKubernetesPKeysStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listKubernetesPKeysStmt: %w", cerr)
 		}
 	}
 	if q.listManagedNetworksStmt != nil {
@@ -299,6 +391,16 @@ func (q *Queries) Close() error {
 	if q.markJobsRunningStmt != nil {
 		if cerr := q.markJobsRunningStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing markJobsRunningStmt: %w", cerr)
+		}
+	}
+	if q.markKubernetesAppliedStmt != nil {
+		if cerr := q.markKubernetesAppliedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing markKubernetesAppliedStmt: %w", cerr)
+		}
+	}
+	if q.markKubernetesChangedStmt != nil {
+		if cerr := q.markKubernetesChangedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing markKubernetesChangedStmt: %w", cerr)
 		}
 	}
 	if q.newTermStmt != nil {
@@ -329,6 +431,16 @@ func (q *Queries) Close() error {
 	if q.upsertEnforcementErrorStmt != nil {
 		if cerr := q.upsertEnforcementErrorStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing upsertEnforcementErrorStmt: %w", cerr)
+		}
+	}
+	if q.upsertKubernetesMemberStmt != nil {
+		if cerr := q.upsertKubernetesMemberStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing upsertKubernetesMemberStmt: %w", cerr)
+		}
+	}
+	if q.upsertKubernetesPKeyStmt != nil {
+		if cerr := q.upsertKubernetesPKeyStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing upsertKubernetesPKeyStmt: %w", cerr)
 		}
 	}
 	if q.upsertNetworkStmt != nil {
@@ -378,91 +490,119 @@ func (q *Queries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, ar
 }
 
 type Queries struct {
-	db                           DBTX
-	tx                           *sql.Tx
-	bumpRevisionStmt             *sql.Stmt
-	clearEnforcementErrorsStmt   *sql.Stmt
-	clearGUIDsOfNetworkStmt      *sql.Stmt
-	completeJobsStmt             *sql.Stmt
-	countJobsByStatusStmt        *sql.Stmt
-	deleteExpectedSwitchesStmt   *sql.Stmt
-	deleteFinishedJobsBeforeStmt *sql.Stmt
-	deleteNetworkStmt            *sql.Stmt
-	deletePortStmt               *sql.Stmt
-	deletePortsOfNetworkStmt     *sql.Stmt
-	describeOpenJobsStmt         *sql.Stmt
-	enforcementErrorsStmt        *sql.Stmt
-	expectedSwitchesStmt         *sql.Stmt
-	failJobStmt                  *sql.Stmt
-	failJobsStmt                 *sql.Stmt
-	getJobStmt                   *sql.Stmt
-	getNetworkStmt               *sql.Stmt
-	getNetworkByPKeyStmt         *sql.Stmt
-	getPortStmt                  *sql.Stmt
-	getPortsByIDOrGUIDStmt       *sql.Stmt
-	heartbeatStmt                *sql.Stmt
-	insertExpectedSwitchStmt     *sql.Stmt
-	insertJobStmt                *sql.Stmt
-	insertSecretIfAbsentStmt     *sql.Stmt
-	keepRevisionStmt             *sql.Stmt
-	lastApplyStmt                *sql.Stmt
-	leadershipStmt               *sql.Stmt
-	listManagedNetworksStmt      *sql.Stmt
-	listMembersStmt              *sql.Stmt
-	listSecretsStmt              *sql.Stmt
-	markJobsRunningStmt          *sql.Stmt
-	newTermStmt                  *sql.Stmt
-	oldestOpenJobStmt            *sql.Stmt
-	openJobsWithGUIDsStmt        *sql.Stmt
-	recordApplyStmt              *sql.Stmt
-	revisionStmt                 *sql.Stmt
-	upsertEnforcementErrorStmt   *sql.Stmt
-	upsertNetworkStmt            *sql.Stmt
-	upsertPortStmt               *sql.Stmt
+	db                                DBTX
+	tx                                *sql.Tx
+	bumpRevisionStmt                  *sql.Stmt
+	clearEnforcementErrorsStmt        *sql.Stmt
+	clearGUIDsOfNetworkStmt           *sql.Stmt
+	completeJobsStmt                  *sql.Stmt
+	countJobsByStatusStmt             *sql.Stmt
+	deleteExpectedSwitchesStmt        *sql.Stmt
+	deleteFinishedJobsBeforeStmt      *sql.Stmt
+	deleteKubernetesMemberStmt        *sql.Stmt
+	deleteKubernetesMembersOfPKeyStmt *sql.Stmt
+	deleteKubernetesPKeyStmt          *sql.Stmt
+	deleteNetworkStmt                 *sql.Stmt
+	deletePortStmt                    *sql.Stmt
+	deletePortsOfNetworkStmt          *sql.Stmt
+	describeOpenJobsStmt              *sql.Stmt
+	enforcementErrorsStmt             *sql.Stmt
+	expectedSwitchesStmt              *sql.Stmt
+	failJobStmt                       *sql.Stmt
+	failJobsStmt                      *sql.Stmt
+	getJobStmt                        *sql.Stmt
+	getKubernetesPKeyStmt             *sql.Stmt
+	getNetworkStmt                    *sql.Stmt
+	getNetworkByPKeyStmt              *sql.Stmt
+	getPortStmt                       *sql.Stmt
+	getPortByGUIDStmt                 *sql.Stmt
+	getPortsByIDOrGUIDStmt            *sql.Stmt
+	heartbeatStmt                     *sql.Stmt
+	insertExpectedSwitchStmt          *sql.Stmt
+	insertJobStmt                     *sql.Stmt
+	insertSecretIfAbsentStmt          *sql.Stmt
+	keepRevisionStmt                  *sql.Stmt
+	kubernetesMembershipsOfGUIDStmt   *sql.Stmt
+	kubernetesStateStmt               *sql.Stmt
+	lastApplyStmt                     *sql.Stmt
+	leadershipStmt                    *sql.Stmt
+	listKubernetesMembersStmt         *sql.Stmt
+	listKubernetesMembersOfPKeyStmt   *sql.Stmt
+	listKubernetesPKeysStmt           *sql.Stmt
+	listManagedNetworksStmt           *sql.Stmt
+	listMembersStmt                   *sql.Stmt
+	listSecretsStmt                   *sql.Stmt
+	markJobsRunningStmt               *sql.Stmt
+	markKubernetesAppliedStmt         *sql.Stmt
+	markKubernetesChangedStmt         *sql.Stmt
+	newTermStmt                       *sql.Stmt
+	oldestOpenJobStmt                 *sql.Stmt
+	openJobsWithGUIDsStmt             *sql.Stmt
+	recordApplyStmt                   *sql.Stmt
+	revisionStmt                      *sql.Stmt
+	upsertEnforcementErrorStmt        *sql.Stmt
+	upsertKubernetesMemberStmt        *sql.Stmt
+	upsertKubernetesPKeyStmt          *sql.Stmt
+	upsertNetworkStmt                 *sql.Stmt
+	upsertPortStmt                    *sql.Stmt
 }
 
 func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 	return &Queries{
-		db:                           tx,
-		tx:                           tx,
-		bumpRevisionStmt:             q.bumpRevisionStmt,
-		clearEnforcementErrorsStmt:   q.clearEnforcementErrorsStmt,
-		clearGUIDsOfNetworkStmt:      q.clearGUIDsOfNetworkStmt,
-		completeJobsStmt:             q.completeJobsStmt,
-		countJobsByStatusStmt:        q.countJobsByStatusStmt,
-		deleteExpectedSwitchesStmt:   q.deleteExpectedSwitchesStmt,
-		deleteFinishedJobsBeforeStmt: q.deleteFinishedJobsBeforeStmt,
-		deleteNetworkStmt:            q.deleteNetworkStmt,
-		deletePortStmt:               q.deletePortStmt,
-		deletePortsOfNetworkStmt:     q.deletePortsOfNetworkStmt,
-		describeOpenJobsStmt:         q.describeOpenJobsStmt,
-		enforcementErrorsStmt:        q.enforcementErrorsStmt,
-		expectedSwitchesStmt:         q.expectedSwitchesStmt,
-		failJobStmt:                  q.failJobStmt,
-		failJobsStmt:                 q.failJobsStmt,
-		getJobStmt:                   q.getJobStmt,
-		getNetworkStmt:               q.getNetworkStmt,
-		getNetworkByPKeyStmt:         q.getNetworkByPKeyStmt,
-		getPortStmt:                  q.getPortStmt,
-		getPortsByIDOrGUIDStmt:       q.getPortsByIDOrGUIDStmt,
-		heartbeatStmt:                q.heartbeatStmt,
-		insertExpectedSwitchStmt:     q.insertExpectedSwitchStmt,
-		insertJobStmt:                q.insertJobStmt,
-		insertSecretIfAbsentStmt:     q.insertSecretIfAbsentStmt,
-		keepRevisionStmt:             q.keepRevisionStmt,
-		lastApplyStmt:                q.lastApplyStmt,
-		leadershipStmt:               q.leadershipStmt,
-		listManagedNetworksStmt:      q.listManagedNetworksStmt,
-		listMembersStmt:              q.listMembersStmt,
-		listSecretsStmt:              q.listSecretsStmt,
-		markJobsRunningStmt:          q.markJobsRunningStmt,
-		newTermStmt:                  q.newTermStmt,
-		oldestOpenJobStmt:            q.oldestOpenJobStmt,
-		openJobsWithGUIDsStmt:        q.openJobsWithGUIDsStmt,
-		recordApplyStmt:              q.recordApplyStmt,
-		revisionStmt:                 q.revisionStmt,
-		upsertEnforcementErrorStmt:   q.upsertEnforcementErrorStmt,
-		upsertNetworkStmt:            q.upsertNetworkStmt,
-		upsertPortStmt:               q.upsertPortStmt,
+		db:                                tx,
+		tx:                                tx,
+		bumpRevisionStmt:                  q.bumpRevisionStmt,
+		clearEnforcementErrorsStmt:        q.clearEnforcementErrorsStmt,
+		clearGUIDsOfNetworkStmt:           q.clearGUIDsOfNetworkStmt,
+		completeJobsStmt:                  q.completeJobsStmt,
+		countJobsByStatusStmt:             q.countJobsByStatusStmt,
+		deleteExpectedSwitchesStmt:        q.deleteExpectedSwitchesStmt,
+		deleteFinishedJobsBeforeStmt:      q.deleteFinishedJobsBeforeStmt,
+		deleteKubernetesMemberStmt:        q.deleteKubernetesMemberStmt,
+		deleteKubernetesMembersOfPKeyStmt: q.deleteKubernetesMembersOfPKeyStmt,
+		deleteKubernetesPKeyStmt:          q.deleteKubernetesPKeyStmt,
+		deleteNetworkStmt:                 q.deleteNetworkStmt,
+		deletePortStmt:                    q.deletePortStmt,
+		deletePortsOfNetworkStmt:          q.deletePortsOfNetworkStmt,
+		describeOpenJobsStmt:              q.describeOpenJobsStmt,
+		enforcementErrorsStmt:             q.enforcementErrorsStmt,
+		expectedSwitchesStmt:              q.expectedSwitchesStmt,
+		failJobStmt:                       q.failJobStmt,
+		failJobsStmt:                      q.failJobsStmt,
+		getJobStmt:                        q.getJobStmt,
+		getKubernetesPKeyStmt:             q.getKubernetesPKeyStmt,
+		getNetworkStmt:                    q.getNetworkStmt,
+		getNetworkByPKeyStmt:              q.getNetworkByPKeyStmt,
+		getPortStmt:                       q.getPortStmt,
+		getPortByGUIDStmt:                 q.getPortByGUIDStmt,
+		getPortsByIDOrGUIDStmt:            q.getPortsByIDOrGUIDStmt,
+		heartbeatStmt:                     q.heartbeatStmt,
+		insertExpectedSwitchStmt:          q.insertExpectedSwitchStmt,
+		insertJobStmt:                     q.insertJobStmt,
+		insertSecretIfAbsentStmt:          q.insertSecretIfAbsentStmt,
+		keepRevisionStmt:                  q.keepRevisionStmt,
+		kubernetesMembershipsOfGUIDStmt:   q.kubernetesMembershipsOfGUIDStmt,
+		kubernetesStateStmt:               q.kubernetesStateStmt,
+		lastApplyStmt:                     q.lastApplyStmt,
+		leadershipStmt:                    q.leadershipStmt,
+		listKubernetesMembersStmt:         q.listKubernetesMembersStmt,
+		listKubernetesMembersOfPKeyStmt:   q.listKubernetesMembersOfPKeyStmt,
+		listKubernetesPKeysStmt:           q.listKubernetesPKeysStmt,
+		listManagedNetworksStmt:           q.listManagedNetworksStmt,
+		listMembersStmt:                   q.listMembersStmt,
+		listSecretsStmt:                   q.listSecretsStmt,
+		markJobsRunningStmt:               q.markJobsRunningStmt,
+		markKubernetesAppliedStmt:         q.markKubernetesAppliedStmt,
+		markKubernetesChangedStmt:         q.markKubernetesChangedStmt,
+		newTermStmt:                       q.newTermStmt,
+		oldestOpenJobStmt:                 q.oldestOpenJobStmt,
+		openJobsWithGUIDsStmt:             q.openJobsWithGUIDsStmt,
+		recordApplyStmt:                   q.recordApplyStmt,
+		revisionStmt:                      q.revisionStmt,
+		upsertEnforcementErrorStmt:        q.upsertEnforcementErrorStmt,
+		upsertKubernetesMemberStmt:        q.upsertKubernetesMemberStmt,
+		upsertKubernetesPKeyStmt:          q.upsertKubernetesPKeyStmt,
+		upsertNetworkStmt:                 q.upsertNetworkStmt,
+		upsertPortStmt:                    q.upsertPortStmt,
 	}
 }

@@ -1,6 +1,7 @@
 // Package api serves the part of UFM's REST API that networking-mlnx's
-// mlnx_sdn_assist driver uses, health (/healthz, /readyz) and, unless it has a
-// listener of its own, /metrics.
+// mlnx_sdn_assist driver uses, the pkeys API ib-kubernetes uses (pkeys.go),
+// health (/healthz, /readyz) and, unless it has a listener of its own,
+// /metrics.
 //
 // Every request is validated, recorded in one transaction and answered at
 // once: 202 with the job's path, or 400 when it can never be applied. The work
@@ -57,6 +58,9 @@ type Options struct {
 	MetricsToken string
 	// Observer counts every request; nil: nobody does.
 	Observer Observer
+	// PKeys is UFM's pkeys API for ib-kubernetes ([ufm_pkeys]); its routes
+	// are served only with a Store.
+	PKeys PKeysOptions
 }
 
 // Health decides /healthz and /readyz (health.Checker).
@@ -89,6 +93,8 @@ type Server struct {
 	log     *slog.Logger
 	token   [sha256.Size]byte
 	handler http.Handler
+	// pkeyCreds are the hashes of [ufm_pkeys] username and password.
+	pkeyCreds credentials
 }
 
 // New builds the API's handler.
@@ -100,9 +106,20 @@ func New(opts Options, rec Recorder, log *slog.Logger) *Server {
 	r.RedirectFixedPath = false
 	r.HandleOPTIONS = false
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		msg := fmt.Sprintf("no such resource: %s %s", req.Method, req.URL.Path)
+		if opts.PKeys.Prefix != "" && strings.HasPrefix(req.URL.Path, opts.PKeys.Prefix+"/") &&
+			!strings.HasPrefix(req.URL.Path, opts.Prefix+"/") {
+			// UFM's own paths answer 404, as UFM does: ib-kubernetes reads
+			// it as absent, and finds the pkeys API off when it is.
+			if opts.PKeys.Store == nil {
+				msg += " (the pkeys API is off: set [ufm_pkeys] username and password)"
+			}
+			writeError(w, http.StatusNotFound, msg)
+			return
+		}
 		// 400, not 404: a 404 to a DELETE tells the driver the object is gone, and a
 		// misconfigured URL must not make every DELETE look successful.
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("no such resource: %s %s", req.Method, req.URL.Path))
+		writeError(w, http.StatusBadRequest, msg)
 	})
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s", req.Method, req.URL.Path))
@@ -145,6 +162,9 @@ func New(opts Options, rec Recorder, log *slog.Logger) *Server {
 	}
 	if opts.Metrics != nil {
 		handle(http.MethodGet, "/metrics", "/metrics", MetricsHandler(opts.Metrics, opts.MetricsToken))
+	}
+	if opts.PKeys.Store != nil {
+		s.pkeyRoutes(handle)
 	}
 	s.handler = requestInfo(collapseSlashes(s.accessLog(r)))
 	return s
@@ -215,26 +235,7 @@ func (s *Server) auth(h handlerFunc) httprouter.Handle {
 		defer cancel()
 		status, body, err := h(r.WithContext(ctx), ps)
 		if err != nil {
-			var he *httpError
-			var rej *store.RejectedError
-			switch {
-			case errors.As(err, &he):
-				writeError(w, he.status, he.msg)
-			case errors.As(err, &rej):
-				writeError(w, http.StatusBadRequest, rej.Reason)
-			case store.IsUnavailable(err):
-				// Not the client's fault and not recorded: networking-mlnx
-				// resends, and the manager reconnects by itself.
-				s.log.Error("request failed: database unreachable", "method", r.Method, "path", r.URL.Path, "error", err)
-				w.Header().Set("Retry-After", "5")
-				writeError(w, http.StatusServiceUnavailable, unreachable)
-			default:
-				s.logger(r).Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
-				if s.opts.Observer != nil {
-					s.opts.Observer.DatabaseError("api")
-				}
-				writeError(w, http.StatusInternalServerError, "internal error; see the manager's log")
-			}
+			s.fail(w, r, err)
 			return
 		}
 		if j, ok := body.(acceptedJob); ok {
@@ -245,6 +246,32 @@ func (s *Server) auth(h handlerFunc) httprouter.Handle {
 			return
 		}
 		writeJSON(w, status, body)
+	}
+}
+
+// fail answers a request whose handler failed: with the status an httpError
+// carries, 400 for a refusal, 503 when the database is unreachable, 500
+// otherwise.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var he *httpError
+	var rej *store.RejectedError
+	switch {
+	case errors.As(err, &he):
+		writeError(w, he.status, he.msg)
+	case errors.As(err, &rej):
+		writeError(w, http.StatusBadRequest, rej.Reason)
+	case store.IsUnavailable(err):
+		// Not the client's fault and not recorded: networking-mlnx (or
+		// ib-kubernetes) resends, and the manager reconnects by itself.
+		s.log.Error("request failed: database unreachable", "method", r.Method, "path", r.URL.Path, "error", err)
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusServiceUnavailable, unreachable)
+	default:
+		s.logger(r).Error("request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+		if s.opts.Observer != nil {
+			s.opts.Observer.DatabaseError("api")
+		}
+		writeError(w, http.StatusInternalServerError, "internal error; see the manager's log")
 	}
 }
 

@@ -6,6 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
 // FuzzDecodeRequest feeds arbitrary bodies to the network and port decoders: they
@@ -69,4 +72,41 @@ func TestDecodeRefusalsAreBadRequests(t *testing.T) {
 			t.Errorf("decodePort(%s) = %v, want a 400", body, err)
 		}
 	}
+}
+
+// FuzzDecodePKeysChange feeds arbitrary bodies to the pkeys API's add
+// decoder: it must never panic, refuse with a 4xx and a message, and accept
+// only a pkey without the membership bit and at least one distinct port GUID,
+// each full or limited.
+func FuzzDecodePKeysChange(f *testing.F) {
+	f.Add([]byte(`{"pkey": "0x0005", "index0": true, "ip_over_ib": true, "membership": "full", "guids": ["020000000000003e"]}`))
+	f.Add([]byte(`{"pkey": "0x1005", "guids": ["020000000000003e", "020000000000003f"], "memberships": ["full", "limited"]}`))
+	f.Add([]byte(`{"pkey": "0x1005", "guids": ["02:00:00:00:00:00:00:3e"], "membership": "limited", "index0": false}`))
+	f.Add([]byte(`{"pkey": "0xFFFF", "guids": []}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var b addBody
+		err := decodeStrict(body, &b)
+		var a store.KubernetesAddition
+		if err == nil {
+			a, err = b.addition()
+		}
+		if err != nil {
+			var he *httpError
+			if !errors.As(err, &he) || he.status < 400 || he.status > 499 || he.msg == "" {
+				t.Fatalf("refusal %v is not a 4xx with a message", err)
+			}
+			return
+		}
+		if a.PKey == 0 || a.PKey&0x8000 != 0 || len(a.Members) == 0 {
+			t.Fatalf("accepted pkey %s with %d members", a.PKey, len(a.Members))
+		}
+		seen := map[fabric.GUID]bool{}
+		for _, m := range a.Members {
+			if m.GUID == 0 || ^uint64(m.GUID) == 0 || seen[m.GUID] ||
+				(m.Membership != fabric.Full && m.Membership != fabric.Limited) {
+				t.Fatalf("accepted member %+v of %+v", m, a.Members)
+			}
+			seen[m.GUID] = true
+		}
+	})
 }

@@ -36,8 +36,11 @@ func viewJob(j store.Job) jobView {
 		RelatedObjects: []string{j.NetworkID}, Created: j.CreatedAt.UTC().Format(ufmTime),
 		LastUpdated: j.UpdatedAt.UTC().Format(ufmTime), CreatedBy: j.CreatedBy, Operation: j.Operation,
 	}
-	if j.ObjectType == store.ObjectPort {
+	switch j.ObjectType {
+	case store.ObjectPort:
 		v.RelatedObjects = append(v.RelatedObjects, j.ObjectID)
+	case store.ObjectPKey:
+		v.RelatedObjects = []string{j.ObjectID} // a Kubernetes pkey's job has no network
 	}
 	switch j.Status {
 	case store.StatusCompleted:

@@ -623,8 +623,8 @@ func (t *term) pruneJobs(ctx context.Context) {
 }
 
 // State turns a snapshot into what the partitions file renders from: each VLAN
-// network's partition, and the flat partition (on flatPKey) whose members are the
-// ports of every flat network.
+// network's partition, the flat partition (on flatPKey) whose members are the
+// ports of every flat network, and the Kubernetes partitions.
 func State(snap store.Snapshot, defaultPartition string, flatPKey fabric.PKey) partitions.State {
 	members := map[string][]fabric.GUID{}
 	for _, m := range snap.Members {
@@ -643,5 +643,13 @@ func State(snap store.Snapshot, defaultPartition string, flatPKey fabric.PKey) p
 		}
 	}
 	slices.Sort(st.Flat.Members)
+	for _, k := range snap.Kubernetes {
+		part := partitions.KubernetesPartition{PKey: k.PKey, IPoIB: k.IPoIB}
+		for _, m := range k.Members {
+			part.Members = append(part.Members, partitions.KubernetesMember{GUID: m.GUID,
+				Membership: partitions.Membership(m.Membership), Index0: m.Index0})
+		}
+		st.Kubernetes = append(st.Kubernetes, part)
+	}
 	return st
 }

@@ -327,3 +327,37 @@ func TestPKeyErrorsFailOnlyTheJobsTheyName(t *testing.T) {
 		})
 	}
 }
+
+// A Kubernetes pkey's job fails when a pkey error names one of its pkey's
+// ports, and completes otherwise, as a port's does.
+func TestPKeyErrorsFailTheKubernetesJobsTheyName(t *testing.T) {
+	const h1Full = "pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x9005 because Pkey table is full for node 0x0002c90300000100 port 1 (H1)"
+	r := newApplyRig(t, true, func() string { return heavySweep(logLine(0x01, h1Full)) })
+	kube := r.st.WithRules(store.Rules{KubernetesRange: fabric.PKeyRange{First: 0x1000, Last: 0x1fff}})
+	add := func(pkey fabric.PKey, g fabric.GUID) store.Job {
+		j, err := kube.AddKubernetesGUIDs(ctxT(t), store.KubernetesAddition{PKey: pkey,
+			Members: []store.KubernetesMember{{GUID: g, Membership: fabric.Full}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	nw := r.network(101)
+	h3 := r.port("port-h3", 0x0002c90300000301)
+	onH1 := add(0x1005, 0x0002c90300000101)
+	onH2 := add(0x1006, 0x0002c90300000201)
+	if res := r.term.apply(ctxT(t)); res != applyDone {
+		t.Fatalf("apply: %v, want done", res)
+	}
+	for _, c := range []struct {
+		name string
+		job  store.Job
+		want string
+	}{{"0x1005's (H1)", onH1, store.StatusFailed}, {"0x1006's (H2)", onH2, store.StatusCompleted},
+		{"H3's port", h3, store.StatusCompleted}, {"the network's", nw, store.StatusCompleted}} {
+		j := r.job(c.job.ID)
+		if j.Status != c.want || (j.Status == store.StatusFailed && !strings.Contains(j.Error, "ERR 0512")) {
+			t.Errorf("%s job: %s (%s), want %s", c.name, j.Status, j.Error, c.want)
+		}
+	}
+}

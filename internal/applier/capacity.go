@@ -35,6 +35,11 @@ func (t *term) recordOverCapacity(ctx context.Context, st partitions.State) {
 	for _, g := range st.Flat.Members {
 		members[g] = append(members[g], st.Flat.PKey)
 	}
+	for _, k := range st.Kubernetes {
+		for _, m := range k.Members {
+			members[m.GUID] = append(members[m.GUID], k.PKey)
+		}
+	}
 	reached, err := t.Cfg.PortLimit.Reached(members)
 	if err != nil {
 		t.Log.Error("check host ports against their switch ports' pkey tables", "error", err)

@@ -74,11 +74,22 @@ func (t *term) failLocally(ctx context.Context, rev int64, lines []string) (fail
 	if err != nil {
 		return 0, true, fmt.Errorf("read open jobs: %w", err)
 	}
+	var kube map[string][]fabric.GUID // a Kubernetes pkey's members, read once if a pkey job is open
 	for _, j := range jobs {
-		if j.ObjectType != store.ObjectPort || j.GUID == nil {
-			continue
+		var named []string
+		switch {
+		case j.ObjectType == store.ObjectPort && j.GUID != nil:
+			named = a.byPort[*j.GUID]
+		case j.ObjectType == store.ObjectPKey:
+			if kube == nil {
+				if kube, err = t.kubernetesMembers(ctx); err != nil {
+					return failed, true, err
+				}
+			}
+			for _, g := range kube[j.ObjectID] {
+				named = append(named, a.byPort[g]...)
+			}
 		}
-		named := a.byPort[*j.GUID]
 		if len(named) == 0 {
 			continue
 		}
@@ -90,4 +101,21 @@ func (t *term) failLocally(ctx context.Context, rev int64, lines []string) (fail
 		failed += n
 	}
 	return failed, true, nil
+}
+
+// kubernetesMembers reads the Kubernetes pkeys' members as recorded now, by
+// pkey as a job names it ("0x1005"): a pkey job fails when a pkey error names
+// one of its pkey's ports.
+func (t *term) kubernetesMembers(ctx context.Context) (map[string][]fabric.GUID, error) {
+	snap, err := t.Store.Snapshot(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read Kubernetes pkeys: %w", err)
+	}
+	out := map[string][]fabric.GUID{}
+	for _, k := range snap.Kubernetes {
+		for _, m := range k.Members {
+			out[k.PKey.String()] = append(out[k.PKey.String()], m.GUID)
+		}
+	}
+	return out, nil
 }

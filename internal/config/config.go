@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
@@ -31,6 +32,8 @@ type Config struct {
 	Database Database
 	HA       HA
 	OpenSM   OpenSM
+	// UFMPKeys is [ufm_pkeys]: UFM's pkeys API, for ib-kubernetes.
+	UFMPKeys UFMPKeys
 	// OpenSMConf is [opensm_conf] in file order: options passed through to
 	// opensm.conf as they are written.
 	OpenSMConf []KeyValue
@@ -74,6 +77,26 @@ type API struct {
 	// errors are, and the rest at debug level.
 	AccessLog bool
 }
+
+// UFMPKeys is [ufm_pkeys]: UFM's pkeys REST API as Kubernetes' ib-kubernetes
+// uses it, served on the API's listener when a user name and password are set
+// (docs/kubernetes.md).
+type UFMPKeys struct {
+	// Username and Password are what ib-kubernetes sends as HTTP Basic auth
+	// (UFM_USERNAME, UFM_PASSWORD). Both or neither: neither serves no route.
+	Username, Password string
+	// Prefix is the path prefix of its routes, UFM's /ufmRest.
+	Prefix string
+	// PKeyRange holds the only pkeys Kubernetes partitions may use, and no
+	// Neutron VLAN may; required when the API is served.
+	PKeyRange fabric.PKeyRange
+	// ApplyTimeout is how long a change's answer waits for OpenSM to apply
+	// it; it answers 200 after that anyway (the change is recorded).
+	ApplyTimeout time.Duration
+}
+
+// Enabled says whether the pkeys API is served.
+func (u UFMPKeys) Enabled() bool { return u.Username != "" || u.Password != "" }
 
 // Log is [log]: how the manager writes its log (standard error).
 type Log struct {
@@ -186,6 +209,7 @@ func Parse(r io.Reader, name string) (*Config, error) {
 		errs = append(errs, errors.New("[api] token is required: the manager refuses to start without one"))
 	}
 	errs = append(errs, c.checkAPI()...)
+	errs = append(errs, c.checkUFMPKeys()...)
 
 	if len(errs) > 0 {
 		for i, e := range errs {
@@ -200,7 +224,7 @@ func Parse(r io.Reader, name string) (*Config, error) {
 // changes who can reach which partition.
 const MinTokenLength = 16
 
-// CheckToken refuses a token too short to resist guessing. The manager checks
+// CheckToken refuses a token (or [ufm_pkeys] password) too short to resist guessing. The manager checks
 // it when it starts serving; the operator's commands, which never read the
 // token, do not.
 func (c *Config) CheckToken() error {
@@ -209,8 +233,47 @@ func (c *Config) CheckToken() error {
 			"\"openssl rand -hex 32\" (or \"head -c 32 /dev/urandom | base64\"), set it as [api] token here and "+
 			"as [sdn] token in networking-mlnx's ml2_conf.ini", n, MinTokenLength)
 	}
+	if n := len(c.UFMPKeys.Password); c.UFMPKeys.Enabled() && n < MinPasswordLength {
+		return fmt.Errorf("[ufm_pkeys] password is %d characters long; it must have at least %d. Make one with "+
+			"\"openssl rand -hex 32\", set it here and as UFM_PASSWORD in ib-kubernetes' secret", n, MinPasswordLength)
+	}
 	return nil
 }
+
+// checkUFMPKeys checks the [ufm_pkeys] keys that go together, and the range
+// against the partitions the configuration itself writes.
+func (c *Config) checkUFMPKeys() []error {
+	u := c.UFMPKeys
+	var errs []error
+	if !u.Enabled() {
+		if !u.PKeyRange.Empty() {
+			errs = append(errs, errors.New("[ufm_pkeys] pkey_range is set but username and password are not: "+
+				"set both to serve the pkeys API, or remove pkey_range"))
+		}
+		return errs
+	}
+	if u.Username == "" || u.Password == "" {
+		errs = append(errs, errors.New("[ufm_pkeys] username and password go together: set both (the pkeys API is served) or neither"))
+	}
+	switch r := u.PKeyRange; {
+	case r.Empty():
+		errs = append(errs, errors.New("[ufm_pkeys] pkey_range is required with username and password: "+
+			"the pkeys Kubernetes may use, and no Neutron VLAN may, such as 0x1000-0x1fff"))
+	case r.Contains(c.OpenSM.FlatPKey):
+		errs = append(errs, fmt.Errorf("[ufm_pkeys] pkey_range %s holds [opensm] flat_pkey %s, the flat networks' partition", r, c.OpenSM.FlatPKey))
+	case r.Contains(fabric.DefaultPKey):
+		errs = append(errs, fmt.Errorf("[ufm_pkeys] pkey_range %s holds the default partition's pkey %s", r, fabric.DefaultPKey))
+	}
+	if strings.HasPrefix(c.API.Prefix+"/", u.Prefix+"/") || strings.HasPrefix(u.Prefix+"/", c.API.Prefix+"/") {
+		errs = append(errs, fmt.Errorf("[ufm_pkeys] prefix %s and [api] prefix %s overlap: give the pkeys API its own, such as /ufmRest",
+			u.Prefix, c.API.Prefix))
+	}
+	return errs
+}
+
+// MinPasswordLength is the shortest [ufm_pkeys] password the manager serves
+// with, for the reason the token has one.
+const MinPasswordLength = MinTokenLength
 
 // checkAPI checks the [api] keys that go together.
 func (c *Config) checkAPI() []error {

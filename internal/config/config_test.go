@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 )
 
@@ -70,7 +71,9 @@ func TestParseValidFiles(t *testing.T) {
 				SharedDefaultPartition: true,
 				PartitionsTemplate:     "/etc/alternative-fabric-manager/partitions.conf.j2",
 			},
-			HA:         HA{HA: true, LeaseTimeout: 12500 * time.Millisecond},
+			HA: HA{HA: true, LeaseTimeout: 12500 * time.Millisecond},
+			UFMPKeys: UFMPKeys{Username: "ib-kubernetes", Password: "s3cret-ufm-password", Prefix: "/api/ufmRest",
+				PKeyRange: fabric.PKeyRange{First: 0x1000, Last: 0x1fff}, ApplyTimeout: 12500 * time.Millisecond},
 			OpenSMConf: []KeyValue{{"sm_priority", "15"}, {"sweep_interval", "10"}, {"sm_key", "0x0123456789abcdef"}},
 		}},
 	}
@@ -121,7 +124,8 @@ func TestDefaults(t *testing.T) {
 			},
 			SwitchPKeyCapacity: 32,
 		},
-		HA: HA{LeaseTimeout: 30 * time.Second},
+		HA:       HA{LeaseTimeout: 30 * time.Second},
+		UFMPKeys: UFMPKeys{Prefix: "/ufmRest", ApplyTimeout: 30 * time.Second},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %#v\nwant %#v", *got, *want)
@@ -197,6 +201,14 @@ func TestBadValues(t *testing.T) {
 		{"api", "listen", "127.0.0.1:http", "port from 0 to 65535"},
 		{"api", "listen", "127.0.0.1:70000", "port from 0 to 65535"},
 		{"api", "prefix", "ufmRestV3", "starts with '/'"},
+		{"ufm_pkeys", "pkey_range", "0x1000", "such as 0x1000-0x1fff"},
+		{"ufm_pkeys", "pkey_range", "0x2000-0x1000", "the first not above the last"},
+		{"ufm_pkeys", "pkey_range", "0x0000-0x1000", "from 0x0001 to 0x7ffe"},
+		{"ufm_pkeys", "pkey_range", "0x1000-0x7fff", "from 0x0001 to 0x7ffe"},
+		{"ufm_pkeys", "pkey_range", "4096-8191", "in hexadecimal"},
+		{"ufm_pkeys", "username", "ib:k8s", "cannot hold ':'"},
+		{"ufm_pkeys", "apply_timeout", "0", "greater than 0"},
+		{"ufm_pkeys", "prefix", "/ufmRest/", "does not end with one"},
 		{"api", "prefix", "/ufmRestV3/", "does not end with one"},
 		{"api", "prefix", "/", "does not end with one"},
 		{"api", "prefix", "/a//b", "empty segments"},
@@ -450,6 +462,33 @@ func TestJobRetentionUnits(t *testing.T) {
 				t.Errorf("JobRetention = %s, want %s", c.Database.JobRetention, tt.want)
 			}
 		})
+	}
+}
+
+// TestCheckUFMPassword: with the pkeys API on, a password shorter than
+// MinPasswordLength is refused as a short token is, never quoted.
+func TestCheckUFMPassword(t *testing.T) {
+	for _, tt := range []struct {
+		password string
+		ok       bool
+	}{
+		{"s3cret", false},
+		{"s3cret-passwd15", false},
+		{"s3cret-passwd-16", true},
+	} {
+		c := defaultsWith(func(c *Config) {
+			c.API.Token = "s3cret-token-long-enough"
+			c.UFMPKeys = UFMPKeys{Username: "ib-kubernetes", Password: tt.password, Prefix: "/ufmRest"}
+		})
+		err := c.CheckToken()
+		if (err == nil) != tt.ok {
+			t.Errorf("password of %d characters: error %v, want ok=%v", len(tt.password), err, tt.ok)
+			continue
+		}
+		if err != nil && (!strings.Contains(err.Error(), "[ufm_pkeys] password is "+strconv.Itoa(len(tt.password))+" characters long") ||
+			strings.Contains(err.Error(), secretMarker)) {
+			t.Errorf("error %q: want the length, never the password", err)
+		}
 	}
 }
 

@@ -90,6 +90,28 @@ var sections = []section{
 			return setListen(&c.API.DebugListen, v)
 		}},
 	}},
+	{name: "ufm_pkeys", fields: []field{
+		{key: "username", set: func(c *Config, v string) error {
+			if strings.ContainsAny(v, ":") {
+				return errors.New("a Basic auth user name cannot hold ':'")
+			}
+			c.UFMPKeys.Username = v
+			return nil
+		}},
+		{key: "password", secret: true, set: func(c *Config, v string) error {
+			c.UFMPKeys.Password = v
+			return nil
+		}},
+		{key: "prefix", def: "/ufmRest", set: func(c *Config, v string) error {
+			return setPrefix(&c.UFMPKeys.Prefix, v)
+		}},
+		{key: "pkey_range", set: func(c *Config, v string) error {
+			return setPKeyRange(&c.UFMPKeys.PKeyRange, v)
+		}},
+		{key: "apply_timeout", def: "30", set: func(c *Config, v string) error {
+			return setSeconds(&c.UFMPKeys.ApplyTimeout, v)
+		}},
+	}},
 	{name: "log", fields: []field{
 		{key: "format", def: "json", set: func(c *Config, v string) error {
 			if v != "json" && v != "text" {
@@ -404,6 +426,29 @@ func setFlatPKey(dst *fabric.PKey, v string) error {
 		return errors.New(want)
 	}
 	*dst = fabric.PKey(n)
+	return nil
+}
+
+// setPKeyRange reads "0x1000-0x1fff": two pkeys, the first not above the last.
+func setPKeyRange(dst *fabric.PKeyRange, v string) error {
+	want := errors.New("want two partition keys in hexadecimal from 0x0001 to 0x7ffe, the first not above the last, such as 0x1000-0x1fff")
+	first, last, ok := strings.Cut(v, "-")
+	if !ok {
+		return want
+	}
+	var r fabric.PKeyRange
+	for _, p := range []struct {
+		text string
+		dst  *fabric.PKey
+	}{{strings.TrimSpace(first), &r.First}, {strings.TrimSpace(last), &r.Last}} {
+		if err := setFlatPKey(p.dst, p.text); err != nil {
+			return want
+		}
+	}
+	if r.First > r.Last {
+		return want
+	}
+	*dst = r
 	return nil
 }
 

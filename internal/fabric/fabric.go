@@ -146,3 +146,29 @@ func (f Flavour) String() string {
 	}
 	return "Flavour(" + strconv.Itoa(int(f)) + ")"
 }
+
+// PKeyRange is an inclusive range of pkeys, such as [ufm_pkeys] pkey_range:
+// the only pkeys Kubernetes partitions may use. The zero range holds none.
+type PKeyRange struct{ First, Last PKey }
+
+// Contains says whether p is in the range.
+func (r PKeyRange) Contains(p PKey) bool { return r.First != 0 && r.First <= p && p <= r.Last }
+
+// Empty says whether the range holds no pkey.
+func (r PKeyRange) Empty() bool { return r.First == 0 }
+
+func (r PKeyRange) String() string {
+	if r.Empty() {
+		return "none"
+	}
+	return r.First.String() + "-" + r.Last.String()
+}
+
+// Membership is how a port is a member of a partition: a full member reaches
+// every member, a limited one only the full members.
+type Membership string
+
+const (
+	Full    Membership = "full"
+	Limited Membership = "limited"
+)

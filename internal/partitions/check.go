@@ -1,6 +1,9 @@
 package partitions
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
@@ -18,6 +21,11 @@ import (
 //     other port;
 //   - a port of a network or of the flat partition is in no other partition,
 //     whatever the membership, and in only one of them (in s);
+//   - every Kubernetes partition has a statement with its pkey whose members are
+//     exactly its GUIDs, each with its membership, no keyword, with the ipoib flag
+//     if and only if it carries IPoIB and indx0 if and only if KubernetesPartition.Index0;
+//   - a Kubernetes GUID is in no partition but its Kubernetes ones, and indx0 is in
+//     no other statement;
 //   - other (static) partitions may exist: Parse's rules suffice for them.
 //
 // A state that no file can satisfy (two networks on one pkey, a port in two of
@@ -52,6 +60,21 @@ type checker struct {
 	ownedByPKey  map[fabric.PKey]int    // index in owned, for valid pkeys
 	ownerOfGUID  map[fabric.GUID]*owned // the partition a port belongs to
 	hasStatement map[fabric.PKey]struct{}
+
+	kube          []kubeOwned
+	kubeByPKey    map[fabric.PKey]int         // index in kube, for valid pkeys
+	kubeOfGUID    map[fabric.GUID]fabric.PKey // one Kubernetes partition of the GUID, for messages
+	kubeStatement map[fabric.PKey]struct{}
+}
+
+// kubeOwned is a Kubernetes partition as the checker indexes it.
+type kubeOwned struct {
+	pkey    fabric.PKey
+	desc    string // "Kubernetes pkey <pkey>"
+	ipoib   bool
+	index0  bool
+	members map[fabric.GUID]Membership
+	valid   bool
 }
 
 // newChecker indexes s, recording as problems (line 0) what makes s itself
@@ -104,7 +127,55 @@ func newChecker(s State) *checker {
 			}
 		}
 	}
+	c.indexKubernetes(s)
 	return c
+}
+
+// indexKubernetes indexes the Kubernetes partitions of s, recording as state
+// problems a pkey that is not theirs to use or a GUID that is also a network's.
+func (c *checker) indexKubernetes(s State) {
+	c.kube = make([]kubeOwned, 0, len(s.Kubernetes))
+	c.kubeByPKey = make(map[fabric.PKey]int, len(s.Kubernetes))
+	c.kubeOfGUID = map[fabric.GUID]fabric.PKey{}
+	c.kubeStatement = make(map[fabric.PKey]struct{}, len(s.Kubernetes))
+	for _, k := range s.Kubernetes {
+		o := kubeOwned{pkey: k.PKey, desc: "Kubernetes pkey " + k.PKey.String(), ipoib: k.IPoIB,
+			index0: k.Index0(c.rules.Flavour), members: make(map[fabric.GUID]Membership, len(k.Members))}
+		_, network := c.ownedByPKey[k.PKey]
+		_, dup := c.kubeByPKey[k.PKey]
+		switch {
+		case k.PKey == 0 || k.PKey > fabric.MaxNetworkPKey:
+			c.problem(0, "state: %s is outside 0x0001-%s", o.desc, fabric.MaxNetworkPKey)
+		case network:
+			c.problem(0, "state: %s is also the pkey of %s", o.desc, c.owned[c.ownedByPKey[k.PKey]].desc)
+		case dup:
+			c.problem(0, "state: %s is listed twice", o.desc)
+		default:
+			o.valid = true
+		}
+		for _, m := range k.Members {
+			_, twice := o.members[m.GUID]
+			switch owner := c.ownerOfGUID[m.GUID]; {
+			case m.GUID == 0:
+				c.problem(0, "state: %s has a port with GUID 0", o.desc)
+			case twice:
+				c.problem(0, "state: %s lists port %s twice", o.desc, m.GUID)
+			case m.Membership != Full && m.Membership != Limited:
+				c.problem(0, "state: %s: port %s has membership %q", o.desc, m.GUID, m.Membership)
+			case owner != nil:
+				c.problem(0, "state: port %s is in %s and in %s", m.GUID, owner.desc, o.desc)
+			default:
+				o.members[m.GUID] = m.Membership
+				if _, seen := c.kubeOfGUID[m.GUID]; !seen {
+					c.kubeOfGUID[m.GUID] = k.PKey
+				}
+			}
+		}
+		if o.valid {
+			c.kubeByPKey[k.PKey] = len(c.kube)
+		}
+		c.kube = append(c.kube, o)
+	}
 }
 
 func (c *checker) checkFile(f *File) {
@@ -124,6 +195,66 @@ func (c *checker) checkFile(f *File) {
 			c.problem(0, "%s has no partition statement for pkey %s", o.desc, o.pkey)
 		}
 	}
+	for _, k := range c.kube {
+		if _, ok := c.kubeStatement[k.pkey]; !ok && k.valid {
+			c.problem(0, "%s has no partition statement (the template must write the kubernetes partitions)", k.desc)
+		}
+	}
+}
+
+// checkKubernetesStatement checks the statement of Kubernetes partition k:
+// its flags, and that its members are exactly k's, with their memberships.
+func (c *checker) checkKubernetesStatement(st *Statement, k *kubeOwned) {
+	c.kubeStatement[st.PKey] = struct{}{}
+	ipoib, index0 := hasFlag(st.Flags, "ipoib"), hasFlag(st.Flags, "indx0")
+	switch {
+	case k.ipoib && !ipoib:
+		c.problem(st.Line, "partition %s of %s lacks the ipoib flag its pkey was given", st.Name, k.desc)
+	case !k.ipoib && ipoib:
+		c.problem(st.Line, "partition %s of %s has the ipoib flag, which its pkey was not given", st.Name, k.desc)
+	}
+	switch {
+	case k.index0 && !index0:
+		c.problem(st.Line, "partition %s of %s lacks indx0, which every member asked for", st.Name, k.desc)
+	case !k.index0 && index0:
+		c.problem(st.Line, "partition %s of %s has indx0, which not every member asked for (or this OpenSM does not take)", st.Name, k.desc)
+	}
+	listed := 0
+	for _, m := range st.Members {
+		want, member := k.members[m.GUID]
+		switch owner := c.ownerOfGUID[m.GUID]; {
+		case m.Keyword != "":
+			c.problem(m.Line, "%s in partition %s of %s: only its GUIDs may be members", m.Keyword, st.Name, k.desc)
+		case owner != nil:
+			c.problem(m.Line, "port %s of %s may be in no other partition, here %s (%s)", m.GUID, owner.desc, st.Name, st.PKey)
+		case !member:
+			c.problem(m.Line, "port %s in partition %s is not a member of %s", m.GUID, st.Name, k.desc)
+		case m.Membership != want:
+			c.problem(m.Line, "port %s must be a %s member of %s, not %s", m.GUID, want, k.desc, m.Membership)
+		default:
+			listed++
+		}
+	}
+	if listed < len(k.members) {
+		inFile := make(map[fabric.GUID]struct{}, len(st.Members))
+		for _, m := range st.Members {
+			inFile[m.GUID] = struct{}{}
+		}
+		for _, g := range slices.Sorted(maps.Keys(k.members)) {
+			if _, ok := inFile[g]; !ok {
+				c.problem(st.Line, "port %s of %s is missing from partition %s", g, k.desc, st.Name)
+			}
+		}
+	}
+}
+
+func hasFlag(flags []Flag, name string) bool {
+	return slices.ContainsFunc(flags, func(f Flag) bool { return f.Name == name })
+}
+
+func (c *checker) isKubernetesGUID(g fabric.GUID) bool {
+	_, ok := c.kubeOfGUID[g]
+	return ok
 }
 
 // isAllKeyword tells the keywords that stand for many ports at once, which must
@@ -135,6 +266,13 @@ func isAllKeyword(k Keyword) bool {
 // checkStatement applies the rules to one statement; Render uses it on its own for
 // the configured default partition.
 func (c *checker) checkStatement(st *Statement) {
+	if i, ok := c.kubeByPKey[st.PKey]; ok {
+		c.checkKubernetesStatement(st, &c.kube[i])
+		return
+	}
+	if hasFlag(st.Flags, "indx0") {
+		c.problem(st.Line, "indx0 in partition %s: only a Kubernetes partition whose members all asked for index 0 may take it", st.Name)
+	}
 	var mine *owned // the owned partition this statement defines, if any
 	if i, ok := c.ownedByPKey[st.PKey]; ok {
 		mine = &c.owned[i]
@@ -154,6 +292,9 @@ func (c *checker) checkStatement(st *Statement) {
 			c.problem(m.Line, "%s=full in partition %s: every host would be a full member", m.Keyword, st.Name)
 		case owner != nil && owner.pkey != st.PKey:
 			c.problem(m.Line, "port %s of %s may be in no other partition, here %s (%s)", m.GUID, owner.desc, st.Name, st.PKey)
+		case m.Keyword == "" && c.isKubernetesGUID(m.GUID):
+			c.problem(m.Line, "port %s of Kubernetes pkey %s may be in no partition but its Kubernetes ones, here %s (%s)",
+				m.GUID, c.kubeOfGUID[m.GUID], st.Name, st.PKey)
 		case mine == nil:
 			// Default or a static partition: Parse's rules suffice.
 		case m.Keyword != "":

@@ -25,7 +25,8 @@ const maxLineBytes = 4094
 //     4 hex digits, outside 0x0001-0x7fff, or missing; 0x7fff under another name than
 //     Default, and Default with another pkey; a pkey or a name used twice;
 //   - header flags other than ipoib, defmember=full|limited, mtu=1..5, rate=2..24,
-//     sl=0..15, scope=1..15, written in full and in lower case, or given twice;
+//     sl=0..15, scope=1..15 (and indx0 for NVIDIA's OpenSM, see ParseFor), written
+//     in full and in lower case, or given twice;
 //   - members other than 0x and 16 hex digits (not zero) or a keyword in full;
 //     ALL_VCAS, which only NVIDIA's OpenSM knows (see ParseFor); a membership other than "=full" or "=limited" written out; a member
 //     listed twice; ALL, ALL_CAS, ALL_VCAS, ALL_SWITCHES or ALL_ROUTERS after a GUID or SELF
@@ -42,7 +43,8 @@ func Parse(text []byte) (*File, error) {
 }
 
 // ParseFor is Parse for a file read by the given flavour of OpenSM: NVIDIA's also
-// accepts the ALL_VCAS keyword.
+// accepts the ALL_VCAS keyword and the indx0 header flag (which Check allows only
+// on the Kubernetes partitions that asked for index 0).
 func ParseFor(text []byte, flavour fabric.Flavour) (*File, error) {
 	src := string(text) // one copy: every name and token below is a substring of it
 	if err := checkCharacters(src); err != nil {
@@ -265,7 +267,7 @@ func (p *parser) parseHeader(n int, header string) {
 		}
 	}
 	for _, part := range parts[1:] {
-		f, reason := parseHeaderFlag(strings.TrimSpace(part))
+		f, reason := parseHeaderFlag(strings.TrimSpace(part), p.flavour)
 		if reason != "" {
 			p.problem(n, "%s", reason)
 			continue
@@ -337,7 +339,7 @@ var numericFlags = map[string]struct{ min, max uint64 }{
 // misread by OpenSM in a header (Q_Key is set but reported unrecognised).
 var headerFlagNames = []string{"ipoib", "defmember", "mtu", "rate", "sl", "scope"}
 
-func parseHeaderFlag(text string) (Flag, string) {
+func parseHeaderFlag(text string, flavour fabric.Flavour) (Flag, string) {
 	if text == "" {
 		return Flag{}, "empty header flag (a stray ',')"
 	}
@@ -356,6 +358,12 @@ func parseHeaderFlag(text string) (Flag, string) {
 	case "mtu", "rate", "sl", "scope":
 		return f, checkNumericFlag(f, hasValue)
 	case "indx0":
+		// On NVIDIA's OpenSM a Kubernetes pod's virtual port has a pkey table of
+		// its own, whose index 0 is the pod's interface: Check allows indx0 on
+		// the Kubernetes partitions that asked for it, and nowhere else.
+		if flavour == fabric.NVIDIA && !hasValue {
+			return f, ""
+		}
 		return Flag{}, "flag indx0 is refused: it takes index 0 of every member's pkey table, which IPoIB's parent interface uses for the default partition"
 	}
 	return Flag{}, unknownFlag(f.Name, headerFlagNames, "header")

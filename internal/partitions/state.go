@@ -1,6 +1,10 @@
 package partitions
 
-import "github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+import (
+	"fmt"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
 
 // Network is one Neutron VLAN network's partition.
 type Network struct {
@@ -27,6 +31,9 @@ type State struct {
 	Networks         []Network // any order; the built-in template sorts by pkey, members by GUID
 	// Flat is the one partition every flat network's ports share ([opensm] flat_pkey).
 	Flat FlatPartition
+	// Kubernetes are the partitions ib-kubernetes asked for (any order; the
+	// built-in template sorts by pkey, members by GUID).
+	Kubernetes []KubernetesPartition
 	// Rules are the configured variations of Check's rules.
 	Rules Rules
 }
@@ -40,4 +47,44 @@ type Rules struct {
 	SharedDefaultPartition bool
 	// Flavour is the OpenSM that reads the file.
 	Flavour fabric.Flavour
+}
+
+// KubernetesPartition is one pkey ib-kubernetes gives pods' GUIDs. Unlike a
+// network's partition, a member may be limited, and a GUID may be in several
+// Kubernetes partitions (but in no network's).
+type KubernetesPartition struct {
+	PKey    fabric.PKey
+	IPoIB   bool // the ipoib flag: the partition carries an IPoIB broadcast group
+	Members []KubernetesMember
+}
+
+// KubernetesMember is one GUID of a Kubernetes partition.
+type KubernetesMember struct {
+	GUID       fabric.GUID
+	Membership Membership
+	// Index0: ib-kubernetes asked for the pkey at index 0 of the GUID's table.
+	Index0 bool
+}
+
+// Index0 says whether the partition's statement carries indx0: only for
+// NVIDIA's OpenSM (whose pods' virtual ports have pkey tables of their own;
+// on a physical port index 0 belongs to the default partition, and Parse
+// refuses indx0 for upstream OpenSM), and only when every member asked for it,
+// since OpenSM's indx0 is the whole partition's.
+func (k KubernetesPartition) Index0(f fabric.Flavour) bool {
+	if f != fabric.NVIDIA || len(k.Members) == 0 {
+		return false
+	}
+	for _, m := range k.Members {
+		if !m.Index0 {
+			return false
+		}
+	}
+	return true
+}
+
+// KubernetesPartitionName is the name of a Kubernetes partition in the file:
+// "k8s-" and its pkey in four hex digits, unique as the pkey is.
+func KubernetesPartitionName(pkey fabric.PKey) string {
+	return fmt.Sprintf("k8s-%04x", uint16(pkey))
 }

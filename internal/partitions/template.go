@@ -1,6 +1,7 @@
 package partitions
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"errors"
@@ -309,6 +310,7 @@ func templateVariables(s State) map[string]any {
 		"revision":          s.Revision,
 		"default_partition": s.DefaultPartition,
 		"networks":          networks,
+		"kubernetes":        kubernetesVariables(s),
 		"flat": map[string]any{
 			"name":         FlatPartitionName,
 			"pkey":         s.Flat.PKey.String(),
@@ -316,6 +318,53 @@ func templateVariables(s State) map[string]any {
 			"members_text": text,
 		},
 	}
+}
+
+// kubernetesVariables are the Kubernetes partitions as a template sees them,
+// in pkey order, members in GUID order: name, pkey, ipoib and index0 (booleans),
+// flags (the header's flags as the built-in template writes them after the
+// pkey: "", ", ipoib", ", indx0, ipoib"...), members (each a guid and a
+// membership) and members_text (as a network's, with each member's
+// membership).
+func kubernetesVariables(s State) []any {
+	parts := slices.Clone(s.Kubernetes)
+	slices.SortFunc(parts, func(a, b KubernetesPartition) int { return int(a.PKey) - int(b.PKey) })
+	out := make([]any, len(parts))
+	for i, k := range parts {
+		ms := slices.Clone(k.Members)
+		slices.SortFunc(ms, func(a, b KubernetesMember) int { return cmp.Compare(a.GUID, b.GUID) })
+		members := make([]any, len(ms))
+		var text []byte
+		for j, m := range ms {
+			guid := string(appendGUID(nil, m.GUID))
+			members[j] = map[string]any{"guid": guid, "membership": string(m.Membership)}
+			text = append(text, "\n    "...)
+			text = append(text, guid...)
+			text = append(text, '=')
+			text = append(text, m.Membership...)
+			if j < len(ms)-1 {
+				text = append(text, ',')
+			}
+		}
+		index0 := k.Index0(s.Rules.Flavour)
+		flags := ""
+		if index0 {
+			flags += ", indx0"
+		}
+		if k.IPoIB {
+			flags += ", ipoib"
+		}
+		out[i] = map[string]any{
+			"name":         KubernetesPartitionName(k.PKey),
+			"pkey":         k.PKey.String(),
+			"ipoib":        k.IPoIB,
+			"index0":       index0,
+			"flags":        flags,
+			"members":      members,
+			"members_text": string(text),
+		}
+	}
+	return out
 }
 
 // memberFormatter writes every partition's members_text into one string, and

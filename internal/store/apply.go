@@ -42,7 +42,8 @@ func (s *Store) Snapshot(ctx context.Context) (Snapshot, error) {
 			}
 			snap.Members = append(snap.Members, Member{NetworkID: m.NetworkID, GUID: *m.Guid})
 		}
-		return nil
+		snap.Kubernetes, err = kubernetesPKeys(ctx, q)
+		return err
 	})
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("snapshot: %w", err)
@@ -98,10 +99,21 @@ func (s *Store) MarkJobsRunning(ctx context.Context, term, revision int64) (int6
 	return s.d.Queries(ctx).MarkJobsRunning(ctx, &now, revision, term)
 }
 
-// CompleteJobs completes the open jobs up to revision, if term is current.
+// CompleteJobs completes the open jobs up to revision, if term is current,
+// and, in the same transaction, moves the Kubernetes last_updated when the
+// revision carries a Kubernetes change not yet applied.
 func (s *Store) CompleteJobs(ctx context.Context, term, revision int64) (int64, error) {
 	now := s.now()
-	return s.d.Queries(ctx).CompleteJobs(ctx, &now, revision, term)
+	var n int64
+	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
+		var err error
+		if n, err = q.CompleteJobs(ctx, &now, revision, term); err != nil {
+			return err
+		}
+		_, err = q.MarkKubernetesApplied(ctx, &now, revision, term)
+		return err
+	})
+	return n, err
 }
 
 // FailJobs fails the open jobs up to revision with reason, if term is current.

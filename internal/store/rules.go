@@ -33,11 +33,15 @@ type Rules struct {
 	// whose callback does no I/O of its own (topology.PortLimit.Checker).
 	// nil: no limit.
 	PortLimit func() (PortCheck, error)
+	// KubernetesRange is [ufm_pkeys] pkey_range: the pkeys Kubernetes
+	// partitions may use, and no Neutron VLAN may. Empty: Kubernetes may use
+	// none.
+	KubernetesRange fabric.PKeyRange
 }
 
-// PortCheck says why host port guid may not become a member of partition
+// PortCheck says why host port guid may not become a member of partitions
 // (refusal, "" when it may): its switch port's pkey table would be full.
-type PortCheck func(guid fabric.GUID, partition fabric.PKey) (refusal string)
+type PortCheck func(guid fabric.GUID, partitions ...fabric.PKey) (refusal string)
 
 // Network types that get a partition.
 const (
@@ -116,6 +120,10 @@ func (r Rules) checkVLAN(id string, vlan int64) error {
 			return rejectf("network %s: VLAN ID %d is the partition key %s of static partition %q of the partitions template",
 				id, vlan, pkey, name)
 		}
+	}
+	if r.KubernetesRange.Contains(pkey) {
+		return rejectf("network %s: VLAN ID %d (pkey %s) is in [ufm_pkeys] pkey_range %s, which only Kubernetes partitions may use",
+			id, vlan, pkey, r.KubernetesRange)
 	}
 	return nil
 }

@@ -150,12 +150,15 @@ type Member struct {
 }
 
 // Snapshot is the recorded state at one revision, read in one transaction: the
-// managed networks (VLAN ones with their pkeys, flat ones with PKey nil) and
-// every membership of a port in its managed network.
+// managed networks (VLAN ones with their pkeys, flat ones with PKey nil),
+// every membership of a port in its managed network, and the Kubernetes
+// partitions.
 type Snapshot struct {
 	Revision int64
 	Networks []Network
 	Members  []Member
+	// Kubernetes are the Kubernetes partitions, in pkey order.
+	Kubernetes []KubernetesPKey
 }
 
 // Lock is the applier lock, held on a connection of its own.
@@ -318,7 +321,7 @@ func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return err
 		}
-		if err := checkPKeyFree(ctx, tx, n); err != nil {
+		if err := s.checkPKeyFree(ctx, tx, n); err != nil {
 			return err
 		}
 		rev, err := tx.touches(ctx, n.Managed || (known && before.Managed))
@@ -350,19 +353,30 @@ func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 
 // checkPKeyFree refuses a VLAN network whose pkey another network's partition
 // uses: a second network on the same VLAN ID would merge two tenants.
-func checkPKeyFree(ctx context.Context, tx *changeTx, n Network) error {
+func (s *Store) checkPKeyFree(ctx context.Context, tx *changeTx, n Network) error {
 	if n.PKey == nil {
 		return nil
 	}
 	other, err := tx.GetNetworkByPKey(ctx, *n.PKey)
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return nil
 	case err != nil:
 		return err
 	case other.ID != n.ID:
 		return rejectf("network %s: VLAN ID %d is already the partition key %s of network %s",
 			n.ID, uint16(*n.PKey), *n.PKey, other.ID)
+	}
+	// A Kubernetes pkey recorded before [ufm_pkeys] pkey_range moved (with no
+	// range, none is recorded: see membership).
+	if s.rules.KubernetesRange.Empty() {
+		return nil
+	}
+	switch _, err := tx.q.GetKubernetesPKey(ctx, *n.PKey); {
+	case err == nil:
+		return rejectf("network %s: VLAN ID %d is the partition key %s of a Kubernetes partition",
+			n.ID, uint16(*n.PKey), *n.PKey)
+	case !driver.IsNoRows(err):
+		return err
 	}
 	return nil
 }
@@ -472,7 +486,7 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 		newNetwork := false
 		switch {
 		case errors.Is(err, ErrNotFound) && embedded != nil:
-			if err := checkPKeyFree(ctx, tx, *embedded); err != nil {
+			if err := s.checkPKeyFree(ctx, tx, *embedded); err != nil {
 				return err
 			}
 			n, newNetwork = *embedded, true
@@ -503,7 +517,7 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 		if err != nil {
 			return err
 		}
-		reason, err := s.membership(&p, c, n, holder, limit)
+		reason, err := s.membership(ctx, tx, &p, c, n, holder, limit)
 		if err != nil {
 			return err
 		}
@@ -568,8 +582,8 @@ func portAndHolder(ctx context.Context, tx *changeTx, id string, guid *fabric.GU
 // membership decides whether port p, on network n, holds its GUID: it clears
 // p.GUID when it does not and says why, or refuses the port. holder is the
 // port recorded with p's GUID, if any; limit, if not nil, the fabric's port
-// limit.
-func (s *Store) membership(p *Port, c PortChange, n Network, holder *Port, limit PortCheck) (string, error) {
+// limit. It reads, in tx, whether a Kubernetes pkey holds the GUID.
+func (s *Store) membership(ctx context.Context, tx *changeTx, p *Port, c PortChange, n Network, holder *Port, limit PortCheck) (string, error) {
 	if !n.Managed {
 		p.GUID = nil
 		return fmt.Sprintf("network %s has %s", n.ID, s.rules.partitionText(n)), nil
@@ -594,6 +608,17 @@ func (s *Store) membership(p *Port, c PortChange, n Network, holder *Port, limit
 	if holder != nil && holder.ID != p.ID && holder.NetworkID != p.NetworkID {
 		return "", rejectf("port %s: GUID %s is already in the partition of network %s (port %s); "+
 			"a GUID can be in only one network's partition", p.ID, *p.GUID, holder.NetworkID, holder.ID)
+	}
+	// Without a Kubernetes range no Kubernetes pkey is recorded (the start
+	// refuses a configuration that left one behind), and a port pays no query
+	// for them; the partitions check still holds the file to the rule.
+	if !s.rules.KubernetesRange.Empty() {
+		if kube, err := tx.q.KubernetesMembershipsOfGUID(ctx, *p.GUID); err != nil {
+			return "", err
+		} else if len(kube) > 0 {
+			return "", rejectf("port %s: GUID %s is a member of Kubernetes pkey %s; "+
+				"a GUID in a Kubernetes pkey may be in no OpenStack network's partition", p.ID, *p.GUID, kube[0].Pkey)
+		}
 	}
 	if s.rules.StaticMember != nil {
 		if name, listed := s.rules.StaticMember(*p.GUID); listed {

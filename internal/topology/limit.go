@@ -31,33 +31,33 @@ type PortLimit struct {
 }
 
 // Check returns, as refusal, why host port guid may not become a member of
-// partition: it names the host port, its switch port and the numbers when the
+// partitions (a network's one, or the Kubernetes pkeys it would be in): it names the host port, its switch port and the numbers when the
 // port would reach its switch port's capacity. A port the last dump does not
 // place is not checked (see CapacityReached); nor is any port while there is no
 // dump yet, or none read whole. err is a failure to stat the dump.
-func (l *PortLimit) Check(guid fabric.GUID, partition fabric.PKey) (refusal string, err error) {
+func (l *PortLimit) Check(guid fabric.GUID, partitions ...fabric.PKey) (refusal string, err error) {
 	check, err := l.Checker()
 	if err != nil {
 		return "", err
 	}
-	return check(guid, partition), nil
+	return check(guid, partitions...), nil
 }
 
 // Checker reads the dump as it is now and returns Check on it, which does no
 // I/O: a change transaction calls it while it holds the revision's lock.
-func (l *PortLimit) Checker() (func(guid fabric.GUID, partition fabric.PKey) (refusal string), error) {
+func (l *PortLimit) Checker() (func(guid fabric.GUID, partitions ...fabric.PKey) (refusal string), error) {
 	t, err := l.current()
 	if err != nil {
 		return nil, err
 	}
-	return func(guid fabric.GUID, partition fabric.PKey) string { return l.check(t, guid, partition) }, nil
+	return func(guid fabric.GUID, partitions ...fabric.PKey) string { return l.check(t, guid, partitions) }, nil
 }
 
-func (l *PortLimit) check(t *Topology, guid fabric.GUID, partition fabric.PKey) (refusal string) {
+func (l *PortLimit) check(t *Topology, guid fabric.GUID, partitions []fabric.PKey) (refusal string) {
 	if t == nil {
 		return ""
 	}
-	pkeys := []fabric.PKey{partition}
+	pkeys := slices.Clone(partitions)
 	if l.Static != nil {
 		pkeys = append(pkeys, l.Static(guid)...)
 	}
@@ -66,8 +66,8 @@ func (l *PortLimit) check(t *Topology, guid fabric.GUID, partition fabric.PKey) 
 		return ""
 	}
 	r := reached[0]
-	return fmt.Sprintf("host port %s would carry %d pkeys (the default partition, its network's and the "+
-		"template's that list it), reaching the %d-entry pkey table of switch port %s "+
+	return fmt.Sprintf("host port %s would carry %d pkeys (the default partition, its network's or "+
+		"Kubernetes pkeys, and the template's that list it), reaching the %d-entry pkey table of switch port %s "+
 		"([opensm] switch_pkey_capacity), where OpenSM would stop enforcing partitions without a word; "+
 		"at most %d are allowed", r.Host, r.PKeys, l.Capacity, r.Behind, l.Capacity-1)
 }

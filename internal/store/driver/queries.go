@@ -26,6 +26,9 @@ type Queries interface {
 	CountJobsByStatus(ctx context.Context) ([]CountJobsByStatusRow, error)
 	DeleteExpectedSwitches(ctx context.Context) error
 	DeleteFinishedJobsBefore(ctx context.Context, before *time.Time, batch int64, term int64) (int64, error)
+	DeleteKubernetesMember(ctx context.Context, pkey fabric.PKey, guid fabric.GUID) (int64, error)
+	DeleteKubernetesMembersOfPKey(ctx context.Context, pkey fabric.PKey) (int64, error)
+	DeleteKubernetesPKey(ctx context.Context, pkey fabric.PKey) (int64, error)
 	DeleteNetwork(ctx context.Context, id string) (int64, error)
 	DeletePort(ctx context.Context, id string) (int64, error)
 	DeletePortsOfNetwork(ctx context.Context, networkID string) (int64, error)
@@ -35,26 +38,37 @@ type Queries interface {
 	FailJob(ctx context.Context, error string, now *time.Time, jobID int64, term int64) (int64, error)
 	FailJobs(ctx context.Context, error string, now *time.Time, revision int64, term int64) (int64, error)
 	GetJob(ctx context.Context, id int64) (Job, error)
+	GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (KubernetesPKey, error)
 	GetNetwork(ctx context.Context, id string) (Network, error)
 	GetNetworkByPKey(ctx context.Context, pkey *fabric.PKey) (Network, error)
 	GetPort(ctx context.Context, id string) (Port, error)
+	GetPortByGUID(ctx context.Context, guid *fabric.GUID) (Port, error)
 	GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]Port, error)
 	Heartbeat(ctx context.Context, now *time.Time, term int64) (int64, error)
 	InsertExpectedSwitch(ctx context.Context, guid fabric.GUID, description string, now time.Time) error
 	InsertJob(ctx context.Context, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, createdBy string, request string, requestID string, now time.Time, finishedAt *time.Time) (int64, error)
 	InsertSecretIfAbsent(ctx context.Context, name string, value string, now time.Time) error
 	KeepRevision(ctx context.Context) error
+	KubernetesMembershipsOfGUID(ctx context.Context, guid fabric.GUID) ([]KubernetesMember, error)
+	KubernetesState(ctx context.Context) (KubernetesStateRow, error)
 	LastApply(ctx context.Context) (Apply, error)
 	Leadership(ctx context.Context) (LeadershipRow, error)
+	ListKubernetesMembers(ctx context.Context) ([]KubernetesMember, error)
+	ListKubernetesMembersOfPKey(ctx context.Context, pkey fabric.PKey) ([]KubernetesMember, error)
+	ListKubernetesPKeys(ctx context.Context) ([]KubernetesPKey, error)
 	ListManagedNetworks(ctx context.Context) ([]Network, error)
 	ListMembers(ctx context.Context) ([]ListMembersRow, error)
 	ListSecrets(ctx context.Context) ([]ListSecretsRow, error)
 	MarkJobsRunning(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error)
+	MarkKubernetesApplied(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error)
+	MarkKubernetesChanged(ctx context.Context, revision int64) error
 	OldestOpenJob(ctx context.Context, status string) (time.Time, error)
 	NewTerm(ctx context.Context, holder string, now *time.Time) (int64, error)
 	OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]OpenJobsWithGUIDsRow, error)
 	RecordApply(ctx context.Context, revision int64, sha256 string, term int64, outcome string, detail string, startedAt time.Time, finishedAt time.Time) (int64, error)
 	Revision(ctx context.Context) (int64, error)
+	UpsertKubernetesMember(ctx context.Context, pkey fabric.PKey, guid fabric.GUID, membership string, index0 bool, revision int64, now time.Time) error
+	UpsertKubernetesPKey(ctx context.Context, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time) error
 	UpsertEnforcementError(ctx context.Context, switchGuid string, port int64, line string, now time.Time, term int64) (int64, error)
 	UpsertNetwork(ctx context.Context, id string, name string, networkType string, physicalNetwork string, pkey *fabric.PKey, managed bool, revision int64, now time.Time) error
 	UpsertPort(ctx context.Context, id string, networkID string, guid *fabric.GUID, host string, revision int64, now time.Time) error
@@ -70,6 +84,9 @@ type (
 	EnforcementError     = sqlitedb.EnforcementError
 	ExpectedSwitch       = sqlitedb.ExpectedSwitch
 	Job                  = sqlitedb.Job
+	KubernetesMember     = sqlitedb.KubernetesMember
+	KubernetesPKey       = sqlitedb.KubernetesPkey
+	KubernetesStateRow   = sqlitedb.KubernetesStateRow
 	LeadershipRow        = sqlitedb.LeadershipRow
 	ListMembersRow       = sqlitedb.ListMembersRow
 	ListSecretsRow       = sqlitedb.ListSecretsRow

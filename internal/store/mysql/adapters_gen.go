@@ -26,6 +26,10 @@ func (q queries) CountJobsByStatus(ctx context.Context) ([]driver.CountJobsBySta
 	}), err
 }
 
+func (q queries) DeleteKubernetesMember(ctx context.Context, pkey fabric.PKey, guid fabric.GUID) (int64, error) {
+	return q.Queries.DeleteKubernetesMember(ctx, mysqldb.DeleteKubernetesMemberParams{Pkey: pkey, Guid: guid})
+}
+
 func (q queries) EnforcementErrors(ctx context.Context) ([]driver.EnforcementError, error) {
 	rs, err := q.Queries.EnforcementErrors(ctx)
 	return driver.Convert(rs, func(r mysqldb.EnforcementError) driver.EnforcementError { return driver.EnforcementError(r) }), err
@@ -41,6 +45,11 @@ func (q queries) GetJob(ctx context.Context, id int64) (driver.Job, error) {
 	return driver.Job(r), err
 }
 
+func (q queries) GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (driver.KubernetesPKey, error) {
+	r, err := q.Queries.GetKubernetesPKey(ctx, pkey)
+	return driver.KubernetesPKey(r), err
+}
+
 func (q queries) GetNetwork(ctx context.Context, id string) (driver.Network, error) {
 	r, err := q.Queries.GetNetwork(ctx, id)
 	return driver.Network(r), err
@@ -53,6 +62,11 @@ func (q queries) GetNetworkByPKey(ctx context.Context, pkey *fabric.PKey) (drive
 
 func (q queries) GetPort(ctx context.Context, id string) (driver.Port, error) {
 	r, err := q.Queries.GetPort(ctx, id)
+	return driver.Port(r), err
+}
+
+func (q queries) GetPortByGUID(ctx context.Context, guid *fabric.GUID) (driver.Port, error) {
+	r, err := q.Queries.GetPortByGUID(ctx, guid)
 	return driver.Port(r), err
 }
 
@@ -73,6 +87,16 @@ func (q queries) InsertSecretIfAbsent(ctx context.Context, name string, value st
 	return q.Queries.InsertSecretIfAbsent(ctx, mysqldb.InsertSecretIfAbsentParams{Name: name, Value: value, Now: now})
 }
 
+func (q queries) KubernetesMembershipsOfGUID(ctx context.Context, guid fabric.GUID) ([]driver.KubernetesMember, error) {
+	rs, err := q.Queries.KubernetesMembershipsOfGUID(ctx, guid)
+	return driver.Convert(rs, func(r mysqldb.KubernetesMember) driver.KubernetesMember { return driver.KubernetesMember(r) }), err
+}
+
+func (q queries) KubernetesState(ctx context.Context) (driver.KubernetesStateRow, error) {
+	r, err := q.Queries.KubernetesState(ctx)
+	return driver.KubernetesStateRow(r), err
+}
+
 func (q queries) LastApply(ctx context.Context) (driver.Apply, error) {
 	r, err := q.Queries.LastApply(ctx)
 	return driver.Apply(r), err
@@ -81,6 +105,21 @@ func (q queries) LastApply(ctx context.Context) (driver.Apply, error) {
 func (q queries) Leadership(ctx context.Context) (driver.LeadershipRow, error) {
 	r, err := q.Queries.Leadership(ctx)
 	return driver.LeadershipRow(r), err
+}
+
+func (q queries) ListKubernetesMembers(ctx context.Context) ([]driver.KubernetesMember, error) {
+	rs, err := q.Queries.ListKubernetesMembers(ctx)
+	return driver.Convert(rs, func(r mysqldb.KubernetesMember) driver.KubernetesMember { return driver.KubernetesMember(r) }), err
+}
+
+func (q queries) ListKubernetesMembersOfPKey(ctx context.Context, pkey fabric.PKey) ([]driver.KubernetesMember, error) {
+	rs, err := q.Queries.ListKubernetesMembersOfPKey(ctx, pkey)
+	return driver.Convert(rs, func(r mysqldb.KubernetesMember) driver.KubernetesMember { return driver.KubernetesMember(r) }), err
+}
+
+func (q queries) ListKubernetesPKeys(ctx context.Context) ([]driver.KubernetesPKey, error) {
+	rs, err := q.Queries.ListKubernetesPKeys(ctx)
+	return driver.Convert(rs, func(r mysqldb.KubernetesPkey) driver.KubernetesPKey { return driver.KubernetesPKey(r) }), err
 }
 
 func (q queries) ListManagedNetworks(ctx context.Context) ([]driver.Network, error) {
@@ -98,6 +137,10 @@ func (q queries) ListSecrets(ctx context.Context) ([]driver.ListSecretsRow, erro
 	return driver.Convert(rs, func(r mysqldb.ListSecretsRow) driver.ListSecretsRow { return driver.ListSecretsRow(r) }), err
 }
 
+func (q queries) MarkKubernetesApplied(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error) {
+	return q.Queries.MarkKubernetesApplied(ctx, mysqldb.MarkKubernetesAppliedParams{Now: now, Revision: revision, Term: term})
+}
+
 func (q queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]driver.OpenJobsWithGUIDsRow, error) {
 	rs, err := q.Queries.OpenJobsWithGUIDs(ctx, revision)
 	return driver.Convert(rs, func(r mysqldb.OpenJobsWithGUIDsRow) driver.OpenJobsWithGUIDsRow {
@@ -107,6 +150,14 @@ func (q queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]drive
 
 func (q queries) RecordApply(ctx context.Context, revision int64, sha256 string, term int64, outcome string, detail string, startedAt time.Time, finishedAt time.Time) (int64, error) {
 	return q.Queries.RecordApply(ctx, mysqldb.RecordApplyParams{Revision: revision, Sha256: sha256, Term: term, Outcome: outcome, Detail: detail, StartedAt: startedAt, FinishedAt: finishedAt})
+}
+
+func (q queries) UpsertKubernetesMember(ctx context.Context, pkey fabric.PKey, guid fabric.GUID, membership string, index0 bool, revision int64, now time.Time) error {
+	return q.Queries.UpsertKubernetesMember(ctx, mysqldb.UpsertKubernetesMemberParams{Pkey: pkey, Guid: guid, Membership: membership, Index0: index0, Revision: revision, Now: now})
+}
+
+func (q queries) UpsertKubernetesPKey(ctx context.Context, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time) error {
+	return q.Queries.UpsertKubernetesPKey(ctx, mysqldb.UpsertKubernetesPKeyParams{Pkey: pkey, IpOverIb: ipOverIb, Revision: revision, Now: now})
 }
 
 func (q queries) UpsertEnforcementError(ctx context.Context, switchGuid string, port int64, line string, now time.Time, term int64) (int64, error) {

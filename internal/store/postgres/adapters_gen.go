@@ -34,6 +34,11 @@ func (q queries) GetJob(ctx context.Context, id int64) (driver.Job, error) {
 	return driver.Job(r), err
 }
 
+func (q queries) GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (driver.KubernetesPKey, error) {
+	r, err := q.Queries.GetKubernetesPKey(ctx, pkey)
+	return driver.KubernetesPKey(r), err
+}
+
 func (q queries) GetNetwork(ctx context.Context, id string) (driver.Network, error) {
 	r, err := q.Queries.GetNetwork(ctx, id)
 	return driver.Network(r), err
@@ -49,9 +54,24 @@ func (q queries) GetPort(ctx context.Context, id string) (driver.Port, error) {
 	return driver.Port(r), err
 }
 
+func (q queries) GetPortByGUID(ctx context.Context, guid *fabric.GUID) (driver.Port, error) {
+	r, err := q.Queries.GetPortByGUID(ctx, guid)
+	return driver.Port(r), err
+}
+
 func (q queries) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]driver.Port, error) {
 	rs, err := q.Queries.GetPortsByIDOrGUID(ctx, id, guid)
 	return driver.Convert(rs, func(r pgdb.Port) driver.Port { return driver.Port(r) }), err
+}
+
+func (q queries) KubernetesMembershipsOfGUID(ctx context.Context, guid fabric.GUID) ([]driver.KubernetesMember, error) {
+	rs, err := q.Queries.KubernetesMembershipsOfGUID(ctx, guid)
+	return driver.Convert(rs, func(r pgdb.KubernetesMember) driver.KubernetesMember { return driver.KubernetesMember(r) }), err
+}
+
+func (q queries) KubernetesState(ctx context.Context) (driver.KubernetesStateRow, error) {
+	r, err := q.Queries.KubernetesState(ctx)
+	return driver.KubernetesStateRow(r), err
 }
 
 func (q queries) LastApply(ctx context.Context) (driver.Apply, error) {
@@ -62,6 +82,21 @@ func (q queries) LastApply(ctx context.Context) (driver.Apply, error) {
 func (q queries) Leadership(ctx context.Context) (driver.LeadershipRow, error) {
 	r, err := q.Queries.Leadership(ctx)
 	return driver.LeadershipRow(r), err
+}
+
+func (q queries) ListKubernetesMembers(ctx context.Context) ([]driver.KubernetesMember, error) {
+	rs, err := q.Queries.ListKubernetesMembers(ctx)
+	return driver.Convert(rs, func(r pgdb.KubernetesMember) driver.KubernetesMember { return driver.KubernetesMember(r) }), err
+}
+
+func (q queries) ListKubernetesMembersOfPKey(ctx context.Context, pkey fabric.PKey) ([]driver.KubernetesMember, error) {
+	rs, err := q.Queries.ListKubernetesMembersOfPKey(ctx, pkey)
+	return driver.Convert(rs, func(r pgdb.KubernetesMember) driver.KubernetesMember { return driver.KubernetesMember(r) }), err
+}
+
+func (q queries) ListKubernetesPKeys(ctx context.Context) ([]driver.KubernetesPKey, error) {
+	rs, err := q.Queries.ListKubernetesPKeys(ctx)
+	return driver.Convert(rs, func(r pgdb.KubernetesPkey) driver.KubernetesPKey { return driver.KubernetesPKey(r) }), err
 }
 
 func (q queries) ListManagedNetworks(ctx context.Context) ([]driver.Network, error) {

@@ -43,6 +43,7 @@ func Run(t *testing.T, engine string) {
 	}
 	tests = append(tests, fabricTests...)
 	tests = append(tests, statusTests...)
+	tests = append(tests, kubernetesTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -78,3 +78,64 @@ func TestRequestIDMigration(t *testing.T) {
 		})
 	}
 }
+
+// TestKubernetesMigration: a database of schema version 5 with a network in
+// it upgrades to the Kubernetes tables; 00006 goes down (its tables gone, the
+// network kept) and up again, its state row back.
+func TestKubernetesMigration(t *testing.T) {
+	engines := []struct {
+		engine, driver string
+		dialect        goose.Dialect
+	}{
+		{config.EngineSQLite, "sqlite", goose.DialectSQLite3},
+		{config.EnginePostgres, "pgx", goose.DialectPostgres},
+		{config.EngineMySQL, "mysql", goose.DialectMySQL},
+	}
+	for _, e := range engines {
+		t.Run(e.engine, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			d := NewDatabase(t, e.engine)
+			db, err := sql.Open(e.driver, d.DSN)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			fsys, err := migrations.FS(e.engine)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := goose.NewProvider(e.dialect, db, fsys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.UpTo(ctx, 5); err != nil {
+				t.Fatalf("migrate to version 5: %v", err)
+			}
+			s := kubeStore(OpenDatabase(t, d)) // migrates to the latest version
+			addNetwork(t, s, netA, 101)
+			if _, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidB))); err != nil {
+				t.Fatalf("add GUIDs after the upgrade: %v", err)
+			}
+			if _, err := p.DownTo(ctx, 5); err != nil {
+				t.Fatalf("migrate down to version 5: %v", err)
+			}
+			var n int
+			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM networks`).Scan(&n); err != nil || n != 1 {
+				t.Errorf("after 00006's down: %d networks, %v; want the one kept", n, err)
+			}
+			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM kubernetes_pkeys`).Scan(&n); err == nil {
+				t.Error("after 00006's down kubernetes_pkeys is still there")
+			}
+			if _, err := p.Up(ctx); err != nil {
+				t.Fatalf("migrate up again: %v", err)
+			}
+			if got, err := s.KubernetesLastUpdated(ctx); err != nil || got != nil {
+				t.Errorf("last_updated after 00006 up again = %v, %v; want nil", got, err)
+			}
+			if list, err := s.KubernetesPKeys(ctx); err != nil || len(list) != 0 {
+				t.Errorf("Kubernetes pkeys after 00006 up again = %v, %v", list, err)
+			}
+		})
+	}
+}

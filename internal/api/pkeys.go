@@ -1,0 +1,535 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// The pkeys API: the part of UFM's REST API that Kubernetes' ib-kubernetes
+// (its "ufm" plugin) uses to give pods' GUIDs their partitions. Unlike
+// networking-mlnx's, it has no jobs: a change is answered 200 once it is
+// applied, so a change waits here for the sweep that proves it, for at most
+// PKeysOptions.ApplyTimeout, and is answered 200 after that anyway (it is
+// recorded and will be applied; last_updated moves only once it is).
+// ib-kubernetes retries whatever is not 200, so a refusal (400) says why, and
+// an unreachable database is 503 as everywhere else.
+
+// PKeyStore is what the pkeys API needs of the store.
+type PKeyStore interface {
+	AddKubernetesGUIDs(ctx context.Context, a store.KubernetesAddition) (store.Job, error)
+	RemoveKubernetesGUIDs(ctx context.Context, r store.KubernetesRemoval) (store.Job, error)
+	DeleteKubernetesPKey(ctx context.Context, d store.KubernetesDeletion) (store.Job, error)
+	CreateKubernetesPKey(ctx context.Context, c store.KubernetesCreation) (store.Job, error)
+	KubernetesPKeys(ctx context.Context) ([]store.KubernetesPKey, error)
+	GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (store.KubernetesPKey, error)
+	KubernetesLastUpdated(ctx context.Context) (*time.Time, error)
+	GetJob(ctx context.Context, id int64) (store.Job, error)
+}
+
+// PKeysOptions are the [ufm_pkeys] settings.
+type PKeysOptions struct {
+	// Store serves the routes; nil: they are not served (404).
+	Store PKeyStore
+	// Prefix is UFM's path prefix, /ufmRest.
+	Prefix string
+	// Username and Password are what ib-kubernetes sends as Basic auth.
+	Username, Password string
+	// ApplyTimeout bounds a change's wait for its apply; 0: DefaultApplyTimeout.
+	ApplyTimeout time.Duration
+	// PollInterval is how often a waiting change reads its job; 0:
+	// DefaultApplyPoll.
+	PollInterval time.Duration
+	// Version is ufm_version's ufm_release_version.
+	Version string
+}
+
+// DefaultApplyTimeout and DefaultApplyPoll are PKeysOptions' defaults.
+const (
+	DefaultApplyTimeout = 30 * time.Second
+	DefaultApplyPoll    = 100 * time.Millisecond
+)
+
+// kubernetesPrincipal is who creates the jobs of this API.
+const kubernetesPrincipal = "ib-kubernetes"
+
+// lastUpdatedLayout is last_updated's form: date(1)'s, in UTC, which
+// ib-kubernetes reads with its time zone.
+const lastUpdatedLayout = time.UnixDate
+
+type credentials struct{ user, password [sha256.Size]byte }
+
+func (s *Server) pkeyRoutes(handle func(method, path, route string, h httprouter.Handle)) {
+	o := s.opts.PKeys
+	s.pkeyCreds = credentials{user: sha256.Sum256([]byte(o.Username)), password: sha256.Sum256([]byte(o.Password))}
+	p := o.Prefix
+	handle(http.MethodGet, p+"/app/ufm_version", "ufm/app/ufm_version", s.basicAuth(s.ufmVersion))
+	handle(http.MethodHead, p+"/app/ufm_version", "ufm/app/ufm_version", s.basicAuth(s.ufmVersion))
+	handle(http.MethodGet, p+"/resources/pkeys", "ufm/resources/pkeys", s.basicAuth(s.listPKeys))
+	handle(http.MethodGet, p+"/resources/pkeys/", "ufm/resources/pkeys", s.basicAuth(s.listPKeys))
+	handle(http.MethodPost, p+"/resources/pkeys", "ufm/resources/pkeys", s.basicAuth(s.addGUIDs))
+	handle(http.MethodPost, p+"/resources/pkeys/add", "ufm/resources/pkeys/add", s.basicAuth(s.createPKey))
+	handle(http.MethodGet, p+"/resources/pkeys/:pkey", "ufm/resources/pkeys/:pkey", s.basicAuth(s.getPKey))
+	handle(http.MethodDelete, p+"/resources/pkeys/:pkey", "ufm/resources/pkeys/:pkey", s.basicAuth(s.deletePKey))
+	handle(http.MethodPost, p+"/actions/remove_guids_from_pkey", "ufm/actions/remove_guids_from_pkey", s.basicAuth(s.removeGUIDs))
+}
+
+// basicAuth checks HTTP Basic auth against [ufm_pkeys] username and password
+// in constant time (hashes, so the length does not show either; both are
+// compared whatever the first gives), then runs h. Its database calls take
+// their deadlines one by one (dbCtx): a change waits for its apply longer
+// than any one of them may take.
+func (s *Server) basicAuth(h handlerFunc) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		user, password, _ := r.BasicAuth()
+		u, p := sha256.Sum256([]byte(user)), sha256.Sum256([]byte(password))
+		okUser := subtle.ConstantTimeCompare(u[:], s.pkeyCreds.user[:])
+		okPassword := subtle.ConstantTimeCompare(p[:], s.pkeyCreds.password[:])
+		if okUser&okPassword != 1 {
+			w.Header().Set("WWW-Authenticate", `Basic realm="ufm pkeys"`)
+			writeError(w, http.StatusUnauthorized, "missing or wrong user name or password (HTTP Basic auth: [ufm_pkeys] username and password)")
+			return
+		}
+		status, body, err := h(r, ps)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, status, body)
+	}
+}
+
+// dbCtx bounds one database call of a pkeys request.
+func (s *Server) dbCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	timeout := s.opts.DBTimeout
+	if timeout <= 0 {
+		timeout = DefaultDBTimeout
+	}
+	return context.WithTimeout(ctx, timeout)
+}
+
+func (s *Server) ufmVersion(*http.Request, httprouter.Params) (int, any, error) {
+	return http.StatusOK, map[string]string{"ufm_release_version": s.opts.PKeys.Version}, nil
+}
+
+// addBody is a POST of /resources/pkeys.
+type addBody struct {
+	PKey        *string  `json:"pkey"`
+	GUIDs       []string `json:"guids"`
+	Membership  *string  `json:"membership"`
+	Memberships []string `json:"memberships"`
+	Index0      *bool    `json:"index0"`
+	IPoIB       *bool    `json:"ip_over_ib"`
+}
+
+// createBody is a POST of /resources/pkeys/add. UFM's other fields
+// (mtu_limit, service_level, rate_limit) are refused as unknown: a
+// partition's MTU, rate and SL are the template's.
+type createBody struct {
+	PKey  *string `json:"pkey"`
+	IPoIB *bool   `json:"ip_over_ib"`
+}
+
+// removeBody is a POST of /actions/remove_guids_from_pkey.
+type removeBody struct {
+	PKey  *string  `json:"pkey"`
+	GUIDs []string `json:"guids"`
+}
+
+func (s *Server) addGUIDs(r *http.Request, _ httprouter.Params) (int, any, error) {
+	var body addBody
+	raw, err := readStrict(r, &body)
+	if err != nil {
+		return 0, nil, err
+	}
+	a, err := body.addition()
+	if err != nil {
+		return 0, nil, err
+	}
+	a.CreatedBy, a.Request, a.RequestID = kubernetesPrincipal, raw, RequestID(r.Context())
+	ctx, cancel := s.dbCtx(r.Context())
+	job, err := s.opts.PKeys.Store.AddKubernetesGUIDs(ctx, a)
+	cancel()
+	if err != nil {
+		return 0, nil, err
+	}
+	return s.awaitApply(r, job)
+}
+
+// addition checks the body and turns it into the change to record.
+func (b addBody) addition() (store.KubernetesAddition, error) {
+	pkey, err := requiredPKey(b.PKey)
+	if err != nil {
+		return store.KubernetesAddition{}, err
+	}
+	guids, err := parseGUIDs(b.GUIDs)
+	if err != nil {
+		return store.KubernetesAddition{}, err
+	}
+	memberships := make([]fabric.Membership, len(guids))
+	switch {
+	case b.Membership != nil && b.Memberships != nil:
+		return store.KubernetesAddition{}, badRequest("give membership (one for every GUID) or memberships (one per GUID), not both")
+	case b.Memberships != nil && len(b.Memberships) != len(guids):
+		return store.KubernetesAddition{}, badRequest("memberships has %d entries for %d GUIDs: want one per GUID, in the same order",
+			len(b.Memberships), len(guids))
+	}
+	for i := range memberships {
+		word := string(fabric.Full) // UFM's default
+		switch {
+		case b.Memberships != nil:
+			word = b.Memberships[i]
+		case b.Membership != nil:
+			word = *b.Membership
+		}
+		m, err := parseMembership(word)
+		if err != nil {
+			return store.KubernetesAddition{}, err
+		}
+		memberships[i] = m
+	}
+	a := store.KubernetesAddition{PKey: pkey, IPoIB: b.IPoIB}
+	for i, g := range guids {
+		a.Members = append(a.Members, store.KubernetesMember{GUID: g, Membership: memberships[i],
+			Index0: b.Index0 != nil && *b.Index0})
+	}
+	return a, nil
+}
+
+// createPKey creates an empty pkey (ip_over_ib true unless false): the
+// limited partition ib-kubernetes adds pods to must exist before it does.
+func (s *Server) createPKey(r *http.Request, _ httprouter.Params) (int, any, error) {
+	var body createBody
+	raw, err := readStrict(r, &body)
+	if err != nil {
+		return 0, nil, err
+	}
+	pkey, err := requiredPKey(body.PKey)
+	if err != nil {
+		return 0, nil, err
+	}
+	ctx, cancel := s.dbCtx(r.Context())
+	job, err := s.opts.PKeys.Store.CreateKubernetesPKey(ctx, store.KubernetesCreation{PKey: pkey,
+		IPoIB: body.IPoIB == nil || *body.IPoIB, CreatedBy: kubernetesPrincipal, Request: raw, RequestID: RequestID(r.Context())})
+	cancel()
+	if err != nil {
+		return 0, nil, err
+	}
+	return s.awaitApply(r, job)
+}
+
+func (s *Server) removeGUIDs(r *http.Request, _ httprouter.Params) (int, any, error) {
+	var body removeBody
+	raw, err := readStrict(r, &body)
+	if err != nil {
+		return 0, nil, err
+	}
+	pkey, err := requiredPKey(body.PKey)
+	if err != nil {
+		return 0, nil, err
+	}
+	guids, err := parseGUIDs(body.GUIDs)
+	if err != nil {
+		return 0, nil, err
+	}
+	ctx, cancel := s.dbCtx(r.Context())
+	job, err := s.opts.PKeys.Store.RemoveKubernetesGUIDs(ctx, store.KubernetesRemoval{PKey: pkey, GUIDs: guids,
+		CreatedBy: kubernetesPrincipal, Request: raw, RequestID: RequestID(r.Context())})
+	cancel()
+	if err != nil {
+		return 0, nil, err
+	}
+	return s.awaitApply(r, job)
+}
+
+func (s *Server) deletePKey(r *http.Request, ps httprouter.Params) (int, any, error) {
+	pkey, err := parsePKey(ps.ByName("pkey"))
+	if err != nil {
+		return 0, nil, err
+	}
+	ctx, cancel := s.dbCtx(r.Context())
+	job, err := s.opts.PKeys.Store.DeleteKubernetesPKey(ctx, store.KubernetesDeletion{PKey: pkey,
+		CreatedBy: kubernetesPrincipal, Request: r.Method + " " + r.URL.Path, RequestID: RequestID(r.Context())})
+	cancel()
+	if isNotFound(err) {
+		return 0, nil, notFound("pkey %s is not a Kubernetes partition", pkey)
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	return s.awaitApply(r, job)
+}
+
+// appliedView answers a change: its job as UFM's job object, whether OpenSM
+// was seen applying it, and what is true once it is.
+type appliedView struct {
+	Applied bool    `json:"applied"`
+	Message string  `json:"message"`
+	Job     jobView `json:"job"`
+}
+
+// awaitApply waits until the change's job has completed (OpenSM applied it),
+// failed, or ApplyTimeout passed, and answers: 200 unless it failed. A
+// database error while waiting only ends the wait at the timeout: the change
+// is recorded either way.
+func (s *Server) awaitApply(r *http.Request, job store.Job) (int, any, error) {
+	if info := infoOf(r); info != nil {
+		info.job = job.ID
+	}
+	o := s.opts.PKeys
+	timeout, poll := o.ApplyTimeout, o.PollInterval
+	if timeout <= 0 {
+		timeout = DefaultApplyTimeout
+	}
+	if poll <= 0 {
+		poll = DefaultApplyPoll
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	for job.Status != store.StatusCompleted && job.Status != store.StatusFailed {
+		select {
+		case <-r.Context().Done():
+			return 0, nil, r.Context().Err()
+		case <-deadline.C:
+			return http.StatusOK, appliedView{Message: fmt.Sprintf("recorded as job %d, not yet seen applied after %s: "+
+				"it will be; last_updated moves once it is", job.ID, timeout), Job: viewJob(job)}, nil
+		case <-tick.C:
+		}
+		ctx, cancel := s.dbCtx(r.Context())
+		j, err := o.Store.GetJob(ctx, job.ID)
+		cancel()
+		if err != nil {
+			s.logger(r).Warn("read the job of a pkeys change", "job", job.ID, "error", err)
+			continue
+		}
+		job = j
+	}
+	if job.Status == store.StatusFailed {
+		return 0, nil, &httpError{http.StatusInternalServerError, fmt.Sprintf("recorded as job %d, but OpenSM did not apply it: %s; "+
+			"the manager applies the recorded state again", job.ID, job.Error)}
+	}
+	return http.StatusOK, appliedView{Applied: true, Message: job.Result, Job: viewJob(job)}, nil
+}
+
+// pkeyView is one pkey as UFM lists it.
+type pkeyView struct {
+	PKey      string       `json:"pkey"`
+	Partition string       `json:"partition"`
+	IPoIB     bool         `json:"ip_over_ib"`
+	GUIDs     *[]guidEntry `json:"guids,omitempty"`
+}
+
+type guidEntry struct {
+	GUID       string `json:"guid"`
+	Membership string `json:"membership"`
+	Index0     bool   `json:"index0"`
+}
+
+func viewPKey(p store.KubernetesPKey, withGUIDs bool) pkeyView {
+	v := pkeyView{PKey: p.PKey.String(), Partition: partitions.KubernetesPartitionName(p.PKey), IPoIB: p.IPoIB}
+	if withGUIDs {
+		guids := make([]guidEntry, len(p.Members))
+		for i, m := range p.Members {
+			guids[i] = guidEntry{GUID: fmt.Sprintf("%016x", uint64(m.GUID)), Membership: string(m.Membership), Index0: m.Index0}
+		}
+		v.GUIDs = &guids
+	}
+	return v
+}
+
+// guidsData reads ?guids_data=true.
+func guidsData(r *http.Request) (bool, error) {
+	v := r.URL.Query().Get("guids_data")
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, badRequest("guids_data=%q: want true or false", v)
+	}
+	return b, nil
+}
+
+// listPKeys answers every Kubernetes pkey, keyed by its pkey ("0x1005"), with
+// its members when guids_data=true: ib-kubernetes rebuilds its GUID pool
+// from it when it starts.
+func (s *Server) listPKeys(r *http.Request, _ httprouter.Params) (int, any, error) {
+	withGUIDs, err := guidsData(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	ctx, cancel := s.dbCtx(r.Context())
+	defer cancel()
+	list, err := s.opts.PKeys.Store.KubernetesPKeys(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := make(map[string]pkeyView, len(list))
+	for _, p := range list {
+		out[fmt.Sprintf("0x%x", uint16(p.PKey))] = viewPKey(p, withGUIDs)
+	}
+	return http.StatusOK, out, nil
+}
+
+// getPKey answers one pkey, {} when it is not recorded (as UFM does); and
+// last_updated, whose path is a pkey's.
+func (s *Server) getPKey(r *http.Request, ps httprouter.Params) (int, any, error) {
+	if ps.ByName("pkey") == "last_updated" {
+		return s.lastUpdated(r)
+	}
+	pkey, err := parsePKey(ps.ByName("pkey"))
+	if err != nil {
+		return 0, nil, err
+	}
+	withGUIDs, err := guidsData(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	ctx, cancel := s.dbCtx(r.Context())
+	defer cancel()
+	p, err := s.opts.PKeys.Store.GetKubernetesPKey(ctx, pkey)
+	if isNotFound(err) {
+		return http.StatusOK, struct{}{}, nil
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, viewPKey(p, withGUIDs), nil
+}
+
+// lastUpdated answers when OpenSM was last seen applying a Kubernetes change;
+// null before the first. ib-kubernetes holds its next change back until it
+// is no earlier than the Date of its previous one.
+func (s *Server) lastUpdated(r *http.Request) (int, any, error) {
+	ctx, cancel := s.dbCtx(r.Context())
+	defer cancel()
+	t, err := s.opts.PKeys.Store.KubernetesLastUpdated(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	var v *string
+	if t != nil {
+		text := t.UTC().Format(lastUpdatedLayout)
+		v = &text
+	}
+	return http.StatusOK, map[string]*string{"last_updated": v}, nil
+}
+
+// readStrict reads the body as one JSON object whose every field is known:
+// a misspelt field would otherwise be dropped without a word.
+func readStrict(r *http.Request, v any) (string, error) {
+	raw, err := readAll(r)
+	if err != nil {
+		return "", err
+	}
+	return string(raw), decodeStrict(raw, v)
+}
+
+// decodeStrict decodes one JSON object whose every field v knows, and
+// nothing after it.
+func decodeStrict(raw []byte, v any) error {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return badRequest("request body must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return badRequest("request body is not valid JSON for this resource: %v", err)
+	}
+	if dec.More() {
+		return badRequest("request body holds more than one JSON value")
+	}
+	return nil
+}
+
+func requiredPKey(p *string) (fabric.PKey, error) {
+	if p == nil {
+		return 0, badRequest(`"pkey" is missing: want the pkey as "0x" and 1 to 4 hex digits, such as "0x1005"`)
+	}
+	return parsePKey(*p)
+}
+
+// parsePKey reads a pkey as ib-kubernetes writes it: "0x" and 1 to 4 hex
+// digits, in either case ("0x1A05"). The membership bit is membership's, not
+// the pkey's.
+func parsePKey(text string) (fabric.PKey, error) {
+	h, ok := strings.CutPrefix(strings.ToLower(text), "0x")
+	if !ok || len(h) == 0 || len(h) > 4 {
+		return 0, badRequest(`pkey %q: want "0x" and 1 to 4 hex digits, such as "0x1005"`, text)
+	}
+	v, err := strconv.ParseUint(h, 16, 16)
+	switch {
+	case err != nil:
+		return 0, badRequest("pkey %q is not hexadecimal", text)
+	case v == 0:
+		return 0, badRequest("pkey %q: 0x0000 is no partition's", text)
+	case v&0x8000 != 0:
+		return 0, badRequest("pkey %q has the membership bit 0x8000 set: send the pkey without it (0x0001 to 0x7ffe) "+
+			"and the membership as membership", text)
+	}
+	return fabric.PKey(v), nil
+}
+
+// parseGUIDs reads a GUID list as ib-kubernetes writes it: 16 hex digits
+// each, without separators. A GUID listed twice is refused.
+func parseGUIDs(list []string) ([]fabric.GUID, error) {
+	if len(list) == 0 {
+		return nil, badRequest(`"guids" is missing or empty: want at least one GUID, 16 hex digits such as "020000000000003e"`)
+	}
+	out := make([]fabric.GUID, 0, len(list))
+	seen := make(map[fabric.GUID]bool, len(list))
+	for _, text := range list {
+		g, err := parseUFMGUID(text)
+		if err != nil {
+			return nil, err
+		}
+		if seen[g] {
+			return nil, badRequest("GUID %q is listed twice", text)
+		}
+		seen[g] = true
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+func parseUFMGUID(text string) (fabric.GUID, error) {
+	h := strings.TrimPrefix(strings.ToLower(text), "0x")
+	switch {
+	case strings.ContainsAny(h, ":-"):
+		return 0, badRequest("GUID %q: write it as 16 hex digits without separators, such as \"020000000000003e\"", text)
+	case len(h) != 16:
+		return 0, badRequest("GUID %q has %d hex digits: want 16", text, len(h))
+	}
+	v, err := strconv.ParseUint(h, 16, 64)
+	if err != nil {
+		return 0, badRequest("GUID %q is not hexadecimal", text)
+	}
+	if v == 0 || v == ^uint64(0) {
+		return 0, badRequest("GUID %q is no port's", text)
+	}
+	return fabric.GUID(v), nil
+}
+
+func parseMembership(word string) (fabric.Membership, error) {
+	switch m := fabric.Membership(word); m {
+	case fabric.Full, fabric.Limited:
+		return m, nil
+	}
+	return "", badRequest("membership %q: want full or limited", word)
+}

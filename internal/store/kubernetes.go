@@ -1,0 +1,493 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
+)
+
+// Kubernetes partitions are the pkeys ib-kubernetes gives pods' GUIDs through
+// UFM's pkeys API. They live beside Neutron's networks, in the same
+// transactions and revisions, and render into the same partitions file: a
+// Kubernetes change bumps the revision and records a job like any other, and
+// the same sweep proof completes it. Three rules keep the two apart: their
+// pkeys come from Rules.KubernetesRange, which no VLAN may use; a GUID in a
+// Neutron network's partition joins no Kubernetes pkey, and the reverse; and
+// no GUID the partitions template lists joins either.
+
+// Job operations and object type of a Kubernetes change.
+const (
+	OpCreateKubernetesPKey  = "Create pkey"
+	OpAddKubernetesGUIDs    = "Add GUIDs to pkey"
+	OpRemoveKubernetesGUIDs = "Remove GUIDs from pkey"
+	OpDeleteKubernetesPKey  = "Delete pkey"
+	ObjectPKey              = "pkey"
+)
+
+// KubernetesMember is one GUID's membership in a Kubernetes pkey.
+type KubernetesMember struct {
+	GUID       fabric.GUID
+	Membership fabric.Membership
+	// Index0: ib-kubernetes asked for the pkey at index 0 of the GUID's pkey
+	// table.
+	Index0 bool
+}
+
+// KubernetesPKey is one Kubernetes partition, its members in GUID order.
+type KubernetesPKey struct {
+	PKey     fabric.PKey
+	IPoIB    bool
+	Members  []KubernetesMember
+	Revision int64
+}
+
+// KubernetesAddition is a POST of UFM's /resources/pkeys: GUIDs join the
+// pkey, which is created if needed; a GUID already in it takes the
+// membership and index0 asked now.
+type KubernetesAddition struct {
+	PKey    fabric.PKey
+	Members []KubernetesMember
+	// IPoIB is ip_over_ib; nil keeps a recorded pkey's and gives a new one
+	// IPoIB, as UFM does.
+	IPoIB     *bool
+	CreatedBy string
+	Request   string
+	RequestID string
+}
+
+// KubernetesRemoval is UFM's remove_guids_from_pkey: the GUIDs leave the
+// pkey, which stays (possibly empty). A GUID that is not a member is nothing
+// to remove.
+type KubernetesRemoval struct {
+	PKey      fabric.PKey
+	GUIDs     []fabric.GUID
+	CreatedBy string
+	Request   string
+	RequestID string
+}
+
+// KubernetesCreation is UFM's POST of /resources/pkeys/add: an empty pkey
+// (such as the limited partition ib-kubernetes adds every pod to, which it
+// expects to exist), or a recorded one's IPoIB changed.
+type KubernetesCreation struct {
+	PKey      fabric.PKey
+	IPoIB     bool
+	CreatedBy string
+	Request   string
+	RequestID string
+}
+
+// KubernetesDeletion is a DELETE of a pkey, with its members.
+type KubernetesDeletion struct {
+	PKey      fabric.PKey
+	CreatedBy string
+	Request   string
+	RequestID string
+}
+
+// checkKubernetesPKey refuses a pkey Kubernetes may not use, by the rules
+// that need no database.
+func (r Rules) checkKubernetesPKey(pkey fabric.PKey) error {
+	switch {
+	case r.KubernetesRange.Empty():
+		return rejectf("pkey %s: no [ufm_pkeys] pkey_range is configured, so Kubernetes may use no pkey", pkey)
+	case pkey == fabric.DefaultPKey:
+		return rejectf("pkey %s is the default partition's, which only the configuration writes", pkey)
+	case !r.KubernetesRange.Contains(pkey):
+		return rejectf("pkey %s is outside [ufm_pkeys] pkey_range %s, the only pkeys Kubernetes may use",
+			pkey, r.KubernetesRange)
+	case pkey == r.flatPKey():
+		return rejectf("pkey %s is the flat networks' partition key ([opensm] flat_pkey)", pkey)
+	}
+	if r.StaticPKey != nil {
+		if name, static := r.StaticPKey(pkey); static {
+			return rejectf("pkey %s is the partition key of static partition %q of the partitions template, "+
+				"which only the template writes", pkey, name)
+		}
+	}
+	return nil
+}
+
+// AddKubernetesGUIDs records GUIDs as members of a Kubernetes pkey. A request
+// the rules refuse records nothing.
+//
+// Unlike a Neutron change that touches no partition, a Kubernetes change
+// always takes a new revision, even when it asks for what is already
+// recorded: its answer, and last_updated, wait for the sweep that proves it,
+// and ib-kubernetes holds its next change back until last_updated moves.
+func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (Job, error) {
+	if err := s.rules.checkKubernetesPKey(a.PKey); err != nil {
+		return Job{}, err
+	}
+	if len(a.Members) == 0 {
+		return Job{}, rejectf("pkey %s: no GUIDs to add", a.PKey)
+	}
+	seen := map[fabric.GUID]bool{}
+	for _, m := range a.Members {
+		switch {
+		case m.GUID == 0 || m.GUID == ^fabric.GUID(0):
+			return Job{}, rejectf("pkey %s: %s is not a port GUID", a.PKey, ufmGUID(m.GUID))
+		case seen[m.GUID]:
+			return Job{}, rejectf("pkey %s: GUID %s is listed twice", a.PKey, ufmGUID(m.GUID))
+		case m.Membership != fabric.Full && m.Membership != fabric.Limited:
+			return Job{}, rejectf("pkey %s: GUID %s: membership %q: want full or limited", a.PKey, ufmGUID(m.GUID), m.Membership)
+		}
+		seen[m.GUID] = true
+		if s.rules.StaticMember != nil {
+			if name, listed := s.rules.StaticMember(m.GUID); listed {
+				return Job{}, rejectf("pkey %s: GUID %s is a member of partition %q of the partitions template, "+
+					"which only the template writes", a.PKey, ufmGUID(m.GUID), name)
+			}
+		}
+	}
+	// The fabric is read now, not while the change holds the revision's lock.
+	var limit PortCheck
+	if s.rules.PortLimit != nil {
+		var err error
+		if limit, err = s.rules.PortLimit(); err != nil {
+			return Job{}, fmt.Errorf("add GUIDs to pkey %s: check their switch ports' pkey tables: %w", a.PKey, err)
+		}
+	}
+	var job Job
+	err := s.change(ctx, func(tx *changeTx) error {
+		if err := checkPKeyNotNeutron(ctx, tx, a.PKey); err != nil {
+			return err
+		}
+		before, err := tx.q.GetKubernetesPKey(ctx, a.PKey)
+		known := err == nil
+		if err != nil && !driver.IsNoRows(err) {
+			return err
+		}
+		for _, m := range a.Members {
+			if err := s.checkKubernetesMember(ctx, tx, a.PKey, m, limit); err != nil {
+				return err
+			}
+		}
+		rev, err := tx.touches(ctx, true)
+		if err != nil {
+			return err
+		}
+		ipoib := true
+		switch {
+		case a.IPoIB != nil:
+			ipoib = *a.IPoIB
+		case known:
+			ipoib = before.IpOverIb
+		}
+		if err := tx.q.UpsertKubernetesPKey(ctx, a.PKey, ipoib, rev, tx.now); err != nil {
+			return err
+		}
+		for _, m := range a.Members {
+			if err := tx.q.UpsertKubernetesMember(ctx, a.PKey, m.GUID, string(m.Membership), m.Index0, rev, tx.now); err != nil {
+				return err
+			}
+		}
+		if err := tx.q.MarkKubernetesChanged(ctx, rev); err != nil {
+			return err
+		}
+		job, err = tx.job(ctx, NewJob{
+			ObjectType: ObjectPKey, ObjectID: a.PKey.String(), Operation: OpAddKubernetesGUIDs,
+			Description: fmt.Sprintf("Add %s to Kubernetes pkey %s", memberList(a.Members), a.PKey),
+			Result:      fmt.Sprintf("%s in Kubernetes pkey %s", memberList(a.Members), a.PKey),
+			CreatedBy:   a.CreatedBy, Request: a.Request, RequestID: a.RequestID,
+		})
+		return err
+	})
+	if err != nil {
+		return Job{}, fmt.Errorf("add GUIDs to pkey %s: %w", a.PKey, err)
+	}
+	return job, nil
+}
+
+// CreateKubernetesPKey records a Kubernetes pkey without members, or sets a
+// recorded one's IPoIB (its members stay).
+func (s *Store) CreateKubernetesPKey(ctx context.Context, c KubernetesCreation) (Job, error) {
+	if err := s.rules.checkKubernetesPKey(c.PKey); err != nil {
+		return Job{}, err
+	}
+	var job Job
+	err := s.change(ctx, func(tx *changeTx) error {
+		if err := checkPKeyNotNeutron(ctx, tx, c.PKey); err != nil {
+			return err
+		}
+		rev, err := tx.touches(ctx, true)
+		if err != nil {
+			return err
+		}
+		if err := tx.q.UpsertKubernetesPKey(ctx, c.PKey, c.IPoIB, rev, tx.now); err != nil {
+			return err
+		}
+		if err := tx.q.MarkKubernetesChanged(ctx, rev); err != nil {
+			return err
+		}
+		job, err = tx.job(ctx, NewJob{
+			ObjectType: ObjectPKey, ObjectID: c.PKey.String(), Operation: OpCreateKubernetesPKey,
+			Description: fmt.Sprintf("Create Kubernetes pkey %s (ip_over_ib %t)", c.PKey, c.IPoIB),
+			Result:      fmt.Sprintf("Kubernetes pkey %s is in place (ip_over_ib %t)", c.PKey, c.IPoIB),
+			CreatedBy:   c.CreatedBy, Request: c.Request, RequestID: c.RequestID,
+		})
+		return err
+	})
+	if err != nil {
+		return Job{}, fmt.Errorf("create pkey %s: %w", c.PKey, err)
+	}
+	return job, nil
+}
+
+// checkPKeyNotNeutron refuses a Kubernetes pkey that a Neutron network
+// recorded before the range was configured holds.
+func checkPKeyNotNeutron(ctx context.Context, tx *changeTx, pkey fabric.PKey) error {
+	n, err := tx.GetNetworkByPKey(ctx, pkey)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	}
+	return rejectf("pkey %s is the partition of OpenStack network %s", pkey, n.ID)
+}
+
+// checkKubernetesMember refuses a GUID that cannot join Kubernetes pkey pkey:
+// it is in a Neutron network's partition, it would have index 0 in two
+// pkeys, or its switch port's pkey table would be full.
+func (s *Store) checkKubernetesMember(ctx context.Context, tx *changeTx, pkey fabric.PKey, m KubernetesMember, limit PortCheck) error {
+	guid := m.GUID
+	p, err := tx.q.GetPortByGUID(ctx, &guid)
+	switch {
+	case err == nil:
+		return rejectf("pkey %s: GUID %s is in the partition of OpenStack network %s (port %s); "+
+			"a GUID in an OpenStack network's partition may be in no Kubernetes pkey", pkey, ufmGUID(guid), p.NetworkID, p.ID)
+	case !driver.IsNoRows(err):
+		return err
+	}
+	others, err := tx.q.KubernetesMembershipsOfGUID(ctx, guid)
+	if err != nil {
+		return err
+	}
+	pkeys := []fabric.PKey{pkey}
+	for _, o := range others {
+		if o.Pkey == pkey {
+			continue
+		}
+		pkeys = append(pkeys, o.Pkey)
+		if m.Index0 && o.Index0 {
+			return rejectf("pkey %s: GUID %s already has index 0 in Kubernetes pkey %s; a port has one index 0",
+				pkey, ufmGUID(guid), o.Pkey)
+		}
+	}
+	if limit != nil {
+		if refusal := limit(guid, pkeys...); refusal != "" {
+			return rejectf("pkey %s: GUID %s: %s", pkey, ufmGUID(guid), refusal)
+		}
+	}
+	return nil
+}
+
+// RemoveKubernetesGUIDs takes GUIDs out of a Kubernetes pkey. GUIDs that are
+// not members, or a pkey that is not recorded, are nothing to remove: the
+// change is still recorded and proven, for last_updated's sake.
+func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) (Job, error) {
+	if err := s.rules.checkKubernetesPKey(r.PKey); err != nil {
+		return Job{}, err
+	}
+	if len(r.GUIDs) == 0 {
+		return Job{}, rejectf("pkey %s: no GUIDs to remove", r.PKey)
+	}
+	var job Job
+	err := s.change(ctx, func(tx *changeTx) error {
+		rev, err := tx.touches(ctx, true)
+		if err != nil {
+			return err
+		}
+		var removed, absent []string
+		for _, g := range r.GUIDs {
+			n, err := tx.q.DeleteKubernetesMember(ctx, r.PKey, g)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				absent = append(absent, ufmGUID(g))
+			} else {
+				removed = append(removed, ufmGUID(g))
+			}
+		}
+		if err := tx.q.MarkKubernetesChanged(ctx, rev); err != nil {
+			return err
+		}
+		result := fmt.Sprintf("GUIDs %s are no members of Kubernetes pkey %s", strings.Join(removed, ", "), r.PKey)
+		if len(absent) > 0 {
+			result += fmt.Sprintf(" (nothing to remove for %s)", strings.Join(absent, ", "))
+		}
+		if len(removed) == 0 {
+			result = fmt.Sprintf("nothing to remove: %s are no members of Kubernetes pkey %s", strings.Join(absent, ", "), r.PKey)
+		}
+		job, err = tx.job(ctx, NewJob{
+			ObjectType: ObjectPKey, ObjectID: r.PKey.String(), Operation: OpRemoveKubernetesGUIDs,
+			Description: fmt.Sprintf("Remove GUIDs %s from Kubernetes pkey %s", guidList(r.GUIDs), r.PKey),
+			Result:      result,
+			CreatedBy:   r.CreatedBy, Request: r.Request, RequestID: r.RequestID,
+		})
+		return err
+	})
+	if err != nil {
+		return Job{}, fmt.Errorf("remove GUIDs from pkey %s: %w", r.PKey, err)
+	}
+	return job, nil
+}
+
+// DeleteKubernetesPKey deletes a Kubernetes pkey and its members;
+// ErrNotFound when it is not recorded.
+func (s *Store) DeleteKubernetesPKey(ctx context.Context, d KubernetesDeletion) (Job, error) {
+	if err := s.rules.checkKubernetesPKey(d.PKey); err != nil {
+		return Job{}, err
+	}
+	var job Job
+	err := s.change(ctx, func(tx *changeTx) error {
+		if _, err := tx.q.GetKubernetesPKey(ctx, d.PKey); err != nil {
+			return notFound(err)
+		}
+		rev, err := tx.touches(ctx, true)
+		if err != nil {
+			return err
+		}
+		n, err := tx.q.DeleteKubernetesMembersOfPKey(ctx, d.PKey)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.q.DeleteKubernetesPKey(ctx, d.PKey); err != nil {
+			return err
+		}
+		if err := tx.q.MarkKubernetesChanged(ctx, rev); err != nil {
+			return err
+		}
+		job, err = tx.job(ctx, NewJob{
+			ObjectType: ObjectPKey, ObjectID: d.PKey.String(), Operation: OpDeleteKubernetesPKey,
+			Description: fmt.Sprintf("Delete Kubernetes pkey %s", d.PKey),
+			Result:      fmt.Sprintf("Kubernetes pkey %s is removed, and its members (%d)", d.PKey, n),
+			CreatedBy:   d.CreatedBy, Request: d.Request, RequestID: d.RequestID,
+		})
+		return err
+	})
+	if err != nil {
+		return Job{}, fmt.Errorf("delete pkey %s: %w", d.PKey, err)
+	}
+	return job, nil
+}
+
+// KubernetesPKeys lists every Kubernetes pkey with its members, in one
+// read-only transaction.
+func (s *Store) KubernetesPKeys(ctx context.Context) ([]KubernetesPKey, error) {
+	var out []KubernetesPKey
+	err := s.d.InTx(ctx, driver.ReadOnly, func(q driver.Queries) error {
+		var err error
+		out, err = kubernetesPKeys(ctx, q)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list Kubernetes pkeys: %w", err)
+	}
+	return out, nil
+}
+
+func kubernetesPKeys(ctx context.Context, q driver.Queries) ([]KubernetesPKey, error) {
+	pkeys, err := q.ListKubernetesPKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	members, err := q.ListKubernetesMembers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]KubernetesPKey, len(pkeys))
+	at := make(map[fabric.PKey]int, len(pkeys))
+	for i, p := range pkeys {
+		out[i] = KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision, Members: []KubernetesMember{}}
+		at[p.Pkey] = i
+	}
+	for _, m := range members {
+		i, ok := at[m.Pkey]
+		if !ok {
+			return nil, fmt.Errorf("GUID %s is a member of pkey %s, which is not recorded", m.Guid, m.Pkey)
+		}
+		out[i].Members = append(out[i].Members, kubernetesMember(m))
+	}
+	return out, nil
+}
+
+// GetKubernetesPKey returns one Kubernetes pkey with its members;
+// ErrNotFound when it is not recorded.
+func (s *Store) GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (KubernetesPKey, error) {
+	var out KubernetesPKey
+	err := s.d.InTx(ctx, driver.ReadOnly, func(q driver.Queries) error {
+		p, err := q.GetKubernetesPKey(ctx, pkey)
+		if err != nil {
+			return notFound(err)
+		}
+		members, err := q.ListKubernetesMembersOfPKey(ctx, pkey)
+		if err != nil {
+			return err
+		}
+		out = KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision,
+			Members: driver.Convert(members, kubernetesMember)}
+		return nil
+	})
+	if err != nil {
+		return KubernetesPKey{}, fmt.Errorf("read pkey %s: %w", pkey, err)
+	}
+	return out, nil
+}
+
+// KubernetesLastUpdated is when OpenSM was last seen applying a Kubernetes
+// change (UFM's last_updated); nil before the first.
+func (s *Store) KubernetesLastUpdated(ctx context.Context) (*time.Time, error) {
+	st, err := s.d.Queries(ctx).KubernetesState(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read Kubernetes state: %w", err)
+	}
+	if st.LastUpdated == nil {
+		return nil, nil
+	}
+	t := st.LastUpdated.UTC()
+	return &t, nil
+}
+
+func kubernetesMember(m driver.KubernetesMember) KubernetesMember {
+	return KubernetesMember{GUID: m.Guid, Membership: fabric.Membership(m.Membership), Index0: m.Index0}
+}
+
+// ufmGUID is a GUID as UFM and ib-kubernetes write it: 16 hex digits.
+func ufmGUID(g fabric.GUID) string { return fmt.Sprintf("%016x", uint64(g)) }
+
+func memberList(ms []KubernetesMember) string {
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		parts[i] = fmt.Sprintf("%s (%s)", ufmGUID(m.GUID), m.Membership)
+	}
+	return "GUIDs " + strings.Join(parts, ", ")
+}
+
+func guidList(gs []fabric.GUID) string {
+	parts := make([]string, len(gs))
+	for i, g := range gs {
+		parts[i] = ufmGUID(g)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// KubernetesConflicts returns, for each recorded Kubernetes pkey that this
+// configuration would refuse if it were asked for now, why: the range moved
+// away from it, or a static partition or flat_pkey took it.
+func (r Rules) KubernetesConflicts(pkeys []KubernetesPKey) []string {
+	var out []string
+	for _, p := range pkeys {
+		if err := r.checkKubernetesPKey(p.PKey); err != nil {
+			out = append(out, "Kubernetes "+err.Error())
+		}
+	}
+	return out
+}

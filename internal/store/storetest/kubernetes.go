@@ -1,0 +1,358 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// The Kubernetes partitions (UFM's pkeys API, as ib-kubernetes uses it), on
+// every engine.
+
+var kubernetesTests = []struct {
+	name string
+	fn   func(t *testing.T, s *store.Store)
+}{
+	{"KubernetesAddRemoveDelete", testKubernetesLifecycle},
+	{"KubernetesRefusalsChangeNothing", testKubernetesRefusals},
+	{"KubernetesLastUpdatedMovesOnlyWhenApplied", testKubernetesLastUpdated},
+	{"KubernetesGUIDsCountAgainstThePortLimit", testKubernetesPortLimit},
+}
+
+var kubeRange = fabric.PKeyRange{First: 0x1000, Last: 0x1fff}
+
+// kubeStore is rulesStore with a Kubernetes range of 0x1000-0x1fff.
+func kubeStore(s *store.Store) *store.Store {
+	return s.WithRules(store.Rules{
+		PhysicalNetworks: []string{"ibnet"},
+		FlatPKey:         store.DefaultFlatPKey,
+		StaticPKey:       func(p fabric.PKey) (string, bool) { return "storage", p == 0x1010 },
+		StaticMember:     func(g fabric.GUID) (string, bool) { return "storage", g == fabric.GUID(guidC) },
+		KubernetesRange:  kubeRange,
+	})
+}
+
+func kubeAdd(pkey fabric.PKey, members ...store.KubernetesMember) store.KubernetesAddition {
+	return store.KubernetesAddition{PKey: pkey, Members: members, CreatedBy: "ib-kubernetes", Request: "{}"}
+}
+
+func full(g uint64) store.KubernetesMember {
+	return store.KubernetesMember{GUID: fabric.GUID(g), Membership: fabric.Full, Index0: true}
+}
+
+func limited(g uint64) store.KubernetesMember {
+	return store.KubernetesMember{GUID: fabric.GUID(g), Membership: fabric.Limited}
+}
+
+// mustKube fails the test when the Kubernetes change it is given failed:
+// mustKube(t)(s.AddKubernetesGUIDs(...)).
+func mustKube(t *testing.T) func(store.Job, error) store.Job {
+	t.Helper()
+	return func(j store.Job, err error) store.Job {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("Kubernetes change: %v", err)
+		}
+		return j
+	}
+}
+
+func testKubernetesLifecycle(t *testing.T, s *store.Store) {
+	s = kubeStore(s)
+	ctx := ctxT(t)
+	j := mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidA), limited(guidB))))
+	if j.Revision != 1 || j.Status != store.StatusPending || j.ObjectType != store.ObjectPKey ||
+		j.ObjectID != "0x1005" || j.Operation != store.OpAddKubernetesGUIDs || j.CreatedBy != "ib-kubernetes" {
+		t.Fatalf("job = %+v", j)
+	}
+	want := store.KubernetesPKey{PKey: 0x1005, IPoIB: true, Revision: 1, Members: []store.KubernetesMember{
+		full(guidA), limited(guidB)}}
+	got, err := s.GetKubernetesPKey(ctx, 0x1005)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("GetKubernetesPKey = %+v, %v; want %+v", got, err, want)
+	}
+	snap, err := s.Snapshot(ctx)
+	if err != nil || snap.Revision != 1 || !reflect.DeepEqual(snap.Kubernetes, []store.KubernetesPKey{want}) {
+		t.Fatalf("Snapshot = %+v, %v", snap, err)
+	}
+
+	// Asking again for what is recorded is still a change: its answer waits
+	// for a sweep, and ib-kubernetes waits for last_updated to move.
+	noIPoIB := false
+	again := kubeAdd(0x1005, limited(guidA))
+	again.IPoIB = &noIPoIB
+	j = mustKube(t)(s.AddKubernetesGUIDs(ctx, again))
+	if j.Revision != 2 || j.Status != store.StatusPending {
+		t.Fatalf("second add: job = %+v", j)
+	}
+	mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006, full(guidB))))
+	list, err := s.KubernetesPKeys(ctx)
+	if err != nil || len(list) != 2 || list[0].PKey != 0x1005 || list[0].IPoIB ||
+		!reflect.DeepEqual(list[0].Members, []store.KubernetesMember{limited(guidA), limited(guidB)}) ||
+		list[1].PKey != 0x1006 || !list[1].IPoIB || len(list[1].Members) != 1 {
+		t.Fatalf("KubernetesPKeys = %+v, %v", list, err)
+	}
+
+	j = mustKube(t)(s.RemoveKubernetesGUIDs(ctx, store.KubernetesRemoval{PKey: 0x1005,
+		GUIDs: []fabric.GUID{fabric.GUID(guidA), 0x0002c90300009999}, CreatedBy: "ib-kubernetes"}))
+	if j.Revision != 4 || !strings.Contains(j.Result, "nothing to remove for 0002c90300009999") {
+		t.Fatalf("remove: job = %+v", j)
+	}
+	if got, err := s.GetKubernetesPKey(ctx, 0x1005); err != nil || len(got.Members) != 1 || got.Members[0].GUID != fabric.GUID(guidB) {
+		t.Fatalf("after remove: %+v, %v", got, err)
+	}
+	// Removing from a pkey that is not recorded is nothing to remove.
+	if _, err := s.RemoveKubernetesGUIDs(ctx, store.KubernetesRemoval{PKey: 0x1abc, GUIDs: []fabric.GUID{1}}); err != nil {
+		t.Fatalf("remove from an unknown pkey: %v", err)
+	}
+
+	j = mustKube(t)(s.DeleteKubernetesPKey(ctx, store.KubernetesDeletion{PKey: 0x1005, CreatedBy: "ib-kubernetes"}))
+	if j.Operation != store.OpDeleteKubernetesPKey || !strings.Contains(j.Result, "and its members (1)") {
+		t.Fatalf("delete: job = %+v", j)
+	}
+	if _, err := s.GetKubernetesPKey(ctx, 0x1005); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("deleted pkey: err = %v, want ErrNotFound", err)
+	}
+	before := revision(t, s)
+	if _, err := s.DeleteKubernetesPKey(ctx, store.KubernetesDeletion{PKey: 0x1005}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("delete again: err = %v, want ErrNotFound", err)
+	}
+	if revision(t, s) != before {
+		t.Errorf("a DELETE of an unknown pkey moved the revision")
+	}
+	// An empty pkey, created ahead of its members; created again, it keeps
+	// them and takes the IPoIB asked.
+	j = mustKube(t)(s.CreateKubernetesPKey(ctx, store.KubernetesCreation{PKey: 0x1fff, IPoIB: true}))
+	if j.Operation != store.OpCreateKubernetesPKey || j.Status != store.StatusPending {
+		t.Fatalf("create: job = %+v", j)
+	}
+	mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1fff, limited(guidA))))
+	mustKube(t)(s.CreateKubernetesPKey(ctx, store.KubernetesCreation{PKey: 0x1fff, IPoIB: false}))
+	if got, err := s.GetKubernetesPKey(ctx, 0x1fff); err != nil || got.IPoIB || len(got.Members) != 1 {
+		t.Fatalf("created twice: %+v, %v", got, err)
+	}
+	if _, err := s.CreateKubernetesPKey(ctx, store.KubernetesCreation{PKey: 0x2000}); err == nil {
+		t.Error("created a pkey outside the range")
+	}
+	mustKube(t)(s.DeleteKubernetesPKey(ctx, store.KubernetesDeletion{PKey: 0x1fff}))
+
+	// GUID A left 0x1005: it may now join a network's partition.
+	addNetwork(t, s, netA, 101)
+	if _, err := addPort(t, s, "port-a", netA, guidA); err != nil {
+		t.Fatalf("a GUID that left its Kubernetes pkey joins a network: %v", err)
+	}
+}
+
+func testKubernetesRefusals(t *testing.T, s *store.Store) {
+	s = kubeStore(s)
+	ctx := ctxT(t)
+	addNetwork(t, s, netA, 101)
+	if _, err := addPort(t, s, "port-a", netA, guidA); err != nil {
+		t.Fatal(err)
+	}
+	mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidB))))
+
+	cases := []struct {
+		name   string
+		change func() error
+		want   string
+	}{
+		{"pkey below the range", func() error {
+			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x0fff, full(0x1111)))
+			return err
+		}, "pkey 0x0fff is outside [ufm_pkeys] pkey_range 0x1000-0x1fff"},
+		{"the default partition", func() error {
+			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x7fff, full(0x1111)))
+			return err
+		}, "default partition"},
+		{"a static partition's pkey", func() error {
+			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1010, full(0x1111)))
+			return err
+		}, `static partition "storage"`},
+		{"a GUID of an OpenStack network", func() error {
+			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006, full(0x1111), full(guidA)))
+			return err
+		}, "GUID 248a070300b1c2d4 is in the partition of OpenStack network " + netA + " (port port-a)"},
+		{"a GUID the template lists", func() error {
+			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006, full(guidC)))
+			return err
+		}, `partition "storage" of the partitions template`},
+		{"index 0 in two pkeys", func() error {
+			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006, full(guidB)))
+			return err
+		}, "already has index 0 in Kubernetes pkey 0x1005"},
+		{"a GUID twice", func() error {
+			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006, limited(0x1111), full(0x1111)))
+			return err
+		}, "listed twice"},
+		{"no GUIDs", func() error {
+			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006))
+			return err
+		}, "no GUIDs to add"},
+		{"GUID zero", func() error {
+			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006, full(0)))
+			return err
+		}, "is not a port GUID"},
+		{"a membership that is neither", func() error {
+			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006, store.KubernetesMember{GUID: 0x1111, Membership: "both"}))
+			return err
+		}, `membership "both"`},
+		{"remove outside the range", func() error {
+			_, err := s.RemoveKubernetesGUIDs(ctx, store.KubernetesRemoval{PKey: 0x2000, GUIDs: []fabric.GUID{0x1111}})
+			return err
+		}, "outside [ufm_pkeys] pkey_range"},
+		{"remove nothing", func() error {
+			_, err := s.RemoveKubernetesGUIDs(ctx, store.KubernetesRemoval{PKey: 0x1005})
+			return err
+		}, "no GUIDs to remove"},
+		{"delete the default partition", func() error {
+			_, err := s.DeleteKubernetesPKey(ctx, store.KubernetesDeletion{PKey: 0x7fff})
+			return err
+		}, "default partition"},
+		{"a Neutron port on a Kubernetes GUID", func() error {
+			_, err := addPort(t, s, "port-b", netA, guidB)
+			return err
+		}, "GUID 0xfa163e00005b7c1d is a member of Kubernetes pkey 0x1005"},
+		{"a VLAN in the Kubernetes range", func() error {
+			_, err := s.RecordNetwork(ctx, store.NetworkChange{Network: vlanNetwork(netB, 0x1001), Operation: store.OpCreateNetwork})
+			return err
+		}, "VLAN ID 4097 (pkey 0x1001) is in [ufm_pkeys] pkey_range 0x1000-0x1fff"},
+	}
+	before := readKube(t, s)
+	rev := revision(t, s)
+	for _, tc := range cases {
+		err := tc.change()
+		var rej *store.RejectedError
+		if !errors.As(err, &rej) || !strings.Contains(rej.Reason, tc.want) {
+			t.Errorf("%s: err = %v, want a refusal saying %q", tc.name, err, tc.want)
+		}
+		if got := readKube(t, s); got != before {
+			t.Errorf("%s changed the state:\n%s\nwant\n%s", tc.name, got, before)
+		}
+		if r := revision(t, s); r != rev {
+			t.Errorf("%s moved the revision from %d to %d", tc.name, rev, r)
+		}
+	}
+
+	// With no range configured, Kubernetes may use no pkey.
+	none := s.WithRules(store.Rules{})
+	if _, err := none.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(0x1111))); err == nil ||
+		!strings.Contains(err.Error(), "no [ufm_pkeys] pkey_range is configured") {
+		t.Errorf("add without a range: err = %v", err)
+	}
+	// A network recorded on a pkey before the range took it keeps it from Kubernetes.
+	wide := s.WithRules(store.Rules{KubernetesRange: fabric.PKeyRange{First: 0x0001, Last: 0x0fff}})
+	if _, err := wide.AddKubernetesGUIDs(ctx, kubeAdd(101, full(0x1111))); err == nil ||
+		!strings.Contains(err.Error(), "pkey 0x0065 is the partition of OpenStack network "+netA) {
+		t.Errorf("add on a network's pkey: err = %v", err)
+	}
+	// And the reverse: a Kubernetes pkey left outside a moved range keeps its VLAN from Neutron.
+	if _, err := s.WithRules(store.Rules{KubernetesRange: fabric.PKeyRange{First: 0x2000, Last: 0x2fff}}).RecordNetwork(ctx, store.NetworkChange{Network: vlanNetwork(netB, 0x1005),
+		Operation: store.OpCreateNetwork}); err == nil || !strings.Contains(err.Error(), "partition key 0x1005 of a Kubernetes partition") {
+		t.Errorf("a VLAN on a Kubernetes pkey: err = %v", err)
+	}
+}
+
+// readKube prints every Kubernetes pkey and member, and every network port.
+func readKube(t *testing.T, s *store.Store) string {
+	t.Helper()
+	list, err := s.KubernetesPKeys(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, p := range list {
+		fmt.Fprintf(&b, "%s ipoib=%t %+v\n", p.PKey, p.IPoIB, p.Members)
+	}
+	fmt.Fprintf(&b, "ports: %v", members(t, s))
+	return b.String()
+}
+
+func testKubernetesLastUpdated(t *testing.T, s *store.Store) {
+	s = kubeStore(s)
+	ctx := ctxT(t)
+	if got, err := s.KubernetesLastUpdated(ctx); err != nil || got != nil {
+		t.Fatalf("KubernetesLastUpdated on a new database = %v, %v; want nil", got, err)
+	}
+	addNetwork(t, s, netA, 101)
+	j := mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidB))))
+	addNetwork(t, s, netB, 102)
+
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	term, err := clockAt(s, at).NewTerm(ctx, "manager-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The network's apply, below the Kubernetes change: last_updated stays.
+	if _, err := clockAt(s, at).CompleteJobs(ctx, term, j.Revision-1); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.KubernetesLastUpdated(ctx); got != nil {
+		t.Fatalf("last_updated = %v after an apply below the Kubernetes change", got)
+	}
+	// A deposed term proves nothing.
+	newer, err := clockAt(s, at).NewTerm(ctx, "manager-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clockAt(s, at).CompleteJobs(ctx, term, j.Revision+1); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.KubernetesLastUpdated(ctx); got != nil {
+		t.Fatalf("last_updated = %v after a deposed term's apply", got)
+	}
+	if n, err := clockAt(s, at).CompleteJobs(ctx, newer, j.Revision+1); err != nil || n != 2 {
+		t.Fatalf("CompleteJobs = %d, %v", n, err)
+	}
+	got, err := s.KubernetesLastUpdated(ctx)
+	if err != nil || got == nil || !got.Equal(at) {
+		t.Fatalf("last_updated = %v, %v; want %v", got, err, at)
+	}
+	if done := job(t, s, j.ID); done.Status != store.StatusCompleted {
+		t.Errorf("the Kubernetes job is %s", done.Status)
+	}
+	// A later apply with no Kubernetes change in it leaves it.
+	addNetwork(t, s, netFlat, 103)
+	later := at.Add(time.Hour)
+	if _, err := clockAt(s, later).CompleteJobs(ctx, newer, revision(t, s)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.KubernetesLastUpdated(ctx); got == nil || !got.Equal(at) {
+		t.Errorf("last_updated = %v after an apply of Neutron changes only; want %v", got, at)
+	}
+}
+
+func testKubernetesPortLimit(t *testing.T, s *store.Store) {
+	s = kubeStore(s)
+	ctx := ctxT(t)
+	// A switch port holds three pkeys: the default partition and two others.
+	var asked [][]fabric.PKey
+	r := store.Rules{KubernetesRange: kubeRange, PortLimit: func() (store.PortCheck, error) {
+		return func(g fabric.GUID, partitions ...fabric.PKey) string {
+			asked = append(asked, partitions)
+			if len(partitions)+1 >= 3 {
+				return fmt.Sprintf("host port %s would carry %d pkeys", g, len(partitions)+1)
+			}
+			return ""
+		}, nil
+	}}
+	limitedStore := s.WithRules(r)
+	mustKube(t)(limitedStore.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidA))))
+	// Re-adding to the same pkey counts it once.
+	mustKube(t)(limitedStore.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, limited(guidA))))
+	_, err := limitedStore.AddKubernetesGUIDs(ctx, kubeAdd(0x1006, limited(guidA)))
+	var rej *store.RejectedError
+	if !errors.As(err, &rej) || !strings.Contains(rej.Reason, "would carry 3 pkeys") {
+		t.Fatalf("a third pkey: err = %v, want the port limit's refusal", err)
+	}
+	want := [][]fabric.PKey{{0x1005}, {0x1005}, {0x1006, 0x1005}}
+	if !reflect.DeepEqual(asked, want) {
+		t.Errorf("the port limit was asked %v, want %v", asked, want)
+	}
+}

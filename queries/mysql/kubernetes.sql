@@ -1,0 +1,63 @@
+-- The Kubernetes partitions (ib-kubernetes, through the UFM pkeys API): see
+-- migrations' 00006_kubernetes. The same queries as queries/shared/kubernetes.sql
+-- in MariaDB's dialect.
+
+-- name: GetKubernetesPKey :one
+SELECT * FROM kubernetes_pkeys WHERE pkey = sqlc.arg(pkey);
+
+-- name: ListKubernetesPKeys :many
+SELECT * FROM kubernetes_pkeys ORDER BY pkey;
+
+-- name: ListKubernetesMembers :many
+SELECT * FROM kubernetes_members ORDER BY pkey, guid;
+
+-- name: ListKubernetesMembersOfPKey :many
+SELECT * FROM kubernetes_members WHERE pkey = sqlc.arg(pkey) ORDER BY guid;
+
+-- Every Kubernetes pkey a GUID is in: the rules of a change read it (a GUID in
+-- a Kubernetes pkey joins no Neutron network, has index 0 in one pkey at
+-- most, and its switch port's table has room).
+-- name: KubernetesMembershipsOfGUID :many
+SELECT * FROM kubernetes_members WHERE guid = sqlc.arg(guid) ORDER BY pkey;
+
+-- name: GetPortByGUID :one
+SELECT * FROM ports WHERE guid = sqlc.arg(guid);
+
+-- name: UpsertKubernetesPKey :exec
+INSERT INTO kubernetes_pkeys (pkey, ip_over_ib, revision, created_at, updated_at)
+VALUES (sqlc.arg(pkey), sqlc.arg(ip_over_ib), sqlc.arg(revision), sqlc.arg(now), sqlc.arg(now))
+ON DUPLICATE KEY UPDATE
+    ip_over_ib = VALUES(ip_over_ib), revision = VALUES(revision), updated_at = VALUES(updated_at);
+
+-- name: UpsertKubernetesMember :exec
+INSERT INTO kubernetes_members (pkey, guid, membership, index0, revision, created_at, updated_at)
+VALUES (sqlc.arg(pkey), sqlc.arg(guid), sqlc.arg(membership), sqlc.arg(index0), sqlc.arg(revision),
+        sqlc.arg(now), sqlc.arg(now))
+ON DUPLICATE KEY UPDATE
+    membership = VALUES(membership), index0 = VALUES(index0),
+    revision = VALUES(revision), updated_at = VALUES(updated_at);
+
+-- name: DeleteKubernetesMember :execrows
+DELETE FROM kubernetes_members WHERE pkey = sqlc.arg(pkey) AND guid = sqlc.arg(guid);
+
+-- name: DeleteKubernetesMembersOfPKey :execrows
+DELETE FROM kubernetes_members WHERE pkey = sqlc.arg(pkey);
+
+-- name: DeleteKubernetesPKey :execrows
+DELETE FROM kubernetes_pkeys WHERE pkey = sqlc.arg(pkey);
+
+-- A Kubernetes change notes its revision, so that the apply that completes it
+-- moves last_updated.
+-- name: MarkKubernetesChanged :exec
+UPDATE kubernetes_state SET changed_revision = sqlc.arg(revision) WHERE id = 1;
+
+-- The apply of revision revision is proven: if it carries the last Kubernetes
+-- change not yet applied, last_updated moves. Fenced by the term, as
+-- CompleteJobs is.
+-- name: MarkKubernetesApplied :execrows
+UPDATE kubernetes_state SET applied_revision = changed_revision, last_updated = sqlc.arg(now)
+WHERE id = 1 AND changed_revision > applied_revision AND changed_revision <= sqlc.arg(revision)
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term));
+
+-- name: KubernetesState :one
+SELECT changed_revision, applied_revision, last_updated FROM kubernetes_state WHERE id = 1;

@@ -1,0 +1,61 @@
+-- The Kubernetes partitions (ib-kubernetes, through the UFM pkeys API): see
+-- migrations' 00006_kubernetes.
+
+-- name: GetKubernetesPKey :one
+SELECT * FROM kubernetes_pkeys WHERE pkey = @pkey;
+
+-- name: ListKubernetesPKeys :many
+SELECT * FROM kubernetes_pkeys ORDER BY pkey;
+
+-- name: ListKubernetesMembers :many
+SELECT * FROM kubernetes_members ORDER BY pkey, guid;
+
+-- name: ListKubernetesMembersOfPKey :many
+SELECT * FROM kubernetes_members WHERE pkey = @pkey ORDER BY guid;
+
+-- Every Kubernetes pkey a GUID is in: the rules of a change read it (a GUID in
+-- a Kubernetes pkey joins no Neutron network, has index 0 in one pkey at
+-- most, and its switch port's table has room).
+-- name: KubernetesMembershipsOfGUID :many
+SELECT * FROM kubernetes_members WHERE guid = @guid ORDER BY pkey;
+
+-- name: GetPortByGUID :one
+SELECT * FROM ports WHERE guid = @guid;
+
+-- name: UpsertKubernetesPKey :exec
+INSERT INTO kubernetes_pkeys (pkey, ip_over_ib, revision, created_at, updated_at)
+VALUES (@pkey, @ip_over_ib, @revision, @now, @now)
+ON CONFLICT (pkey) DO UPDATE SET
+    ip_over_ib = EXCLUDED.ip_over_ib, revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at;
+
+-- name: UpsertKubernetesMember :exec
+INSERT INTO kubernetes_members (pkey, guid, membership, index0, revision, created_at, updated_at)
+VALUES (@pkey, @guid, @membership, @index0, @revision, @now, @now)
+ON CONFLICT (pkey, guid) DO UPDATE SET
+    membership = EXCLUDED.membership, index0 = EXCLUDED.index0,
+    revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at;
+
+-- name: DeleteKubernetesMember :execrows
+DELETE FROM kubernetes_members WHERE pkey = @pkey AND guid = @guid;
+
+-- name: DeleteKubernetesMembersOfPKey :execrows
+DELETE FROM kubernetes_members WHERE pkey = @pkey;
+
+-- name: DeleteKubernetesPKey :execrows
+DELETE FROM kubernetes_pkeys WHERE pkey = @pkey;
+
+-- A Kubernetes change notes its revision, so that the apply that completes it
+-- moves last_updated.
+-- name: MarkKubernetesChanged :exec
+UPDATE kubernetes_state SET changed_revision = @revision WHERE id = 1;
+
+-- The apply of revision @revision is proven: if it carries the last Kubernetes
+-- change not yet applied, last_updated moves. Fenced by the term, as
+-- CompleteJobs is.
+-- name: MarkKubernetesApplied :execrows
+UPDATE kubernetes_state SET applied_revision = changed_revision, last_updated = @now
+WHERE id = 1 AND changed_revision > applied_revision AND changed_revision <= @revision
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
+
+-- name: KubernetesState :one
+SELECT changed_revision, applied_revision, last_updated FROM kubernetes_state WHERE id = 1;
