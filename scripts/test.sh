@@ -13,7 +13,8 @@
 #   6. the image's smoke test on a simulated fabric, for each OpenSM driver (scripts/image-smoke.sh)
 #   7. a smoke run of the benchmark suite (cmd/afm-bench --smoke: every measurement, tiny sizes)
 #   8. a short soak (e2e/cmd/afm-soak, docs/soak.md): SOAK_OPS (default 40) random requests with faults
-#      per engine, checked against the model and the real pkey tables, with seed 1, then a random seed
+#      per engine, checked against the model and the real pkey tables, with seed 1, then a random seed;
+#      each time also on PostgreSQL and MariaDB with three managers and the leader killed
 #   9. a short fuzz smoke: each fuzz target the packages define, FUZZTIME (default 100000x) each
 #
 # Runs as root (the servers run as their own users; see scripts/test-env.sh).
@@ -100,10 +101,14 @@ echo "benchmark smoke: go run ./cmd/afm-bench --smoke"
 go run ./cmd/afm-bench --smoke >"$env_dir/bench-smoke.md"
 
 # The soak starts database servers of its own (its database restart fault must not touch the ones
-# above); its default faults leave out the leader kill among several managers (docs/soak.md).
-echo "soak: $SOAK_OPS operations per engine, seed 1, then a random seed"
+# above). Its default faults leave out the leader kill among several managers (docs/soak.md): a
+# second run on the server engines has three managers with [ha] on one database, and kills the
+# leader (each kill costs the soak's 3 s lease) or restarts the database under them.
+echo "soak: $SOAK_OPS operations per engine, seed 1, then a random seed; then three managers, kill-leader"
 for seed in 1 random; do
 	go run ./e2e/cmd/afm-soak --ops "$SOAK_OPS" --seed "$seed"
+	go run ./e2e/cmd/afm-soak --ops "$SOAK_OPS" --seed "$seed" --engines postgres,mysql --managers 3 \
+		--faults kill-leader,restart-db
 done
 
 # `go test -list` prints a package's matching names, then "ok  <package> <time>"; pair them up

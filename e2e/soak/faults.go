@@ -23,7 +23,8 @@ const (
 )
 
 // Faults are every fault kind; CIFaults, the default, leaves out the leader
-// kill among several managers, which --faults all turns on.
+// kill among several managers, which --faults all turns on (make test runs it
+// in a run of its own, with three managers).
 var (
 	Faults   = []string{faultKillManager, faultStopOpenSM, faultKillOpenSM, faultLink, faultEditPartition, faultRestartDB, faultKillLeader}
 	CIFaults = []string{faultKillManager, faultStopOpenSM, faultKillOpenSM, faultLink, faultEditPartition, faultRestartDB}
@@ -96,6 +97,7 @@ func (r *run) inject(ctx context.Context) (*fault, error) {
 			what = "OpenSM not running: nothing killed"
 			break
 		}
+		r.waitAttached(ctx, pid)
 		syscall.Kill(pid, syscall.SIGKILL)
 		r.leaked++
 		what = fmt.Sprintf("kill -9 of OpenSM (pid %d)", pid)
@@ -108,6 +110,7 @@ func (r *run) inject(ctx context.Context) (*fault, error) {
 		what = fmt.Sprintf("%s server stopped for %s and started again", r.engine, d)
 		err = r.srv.restart(ctx, r.engine, d)
 	case faultKillLeader:
+		r.waitAttached(ctx, leader.openSMPID())
 		if err = leader.kill(); err != nil {
 			break
 		}
@@ -125,6 +128,29 @@ func (r *run) inject(ctx context.Context) (*fault, error) {
 	}
 	return f, nil
 }
+
+// waitAttached waits until the OpenSM with this pid is attached to the
+// simulator (ibsim's console lists it), up to maxAttach. ibsim answers a new
+// client by connecting to the client's socket, and panics, ending the whole
+// simulated fabric, when that client died in between: an OpenSM killed in
+// the milliseconds of its attach would take the fabric with it, which no
+// real fabric does. Killed any time after, it only leaves its slot behind.
+func (r *run) waitAttached(ctx context.Context, pid int) {
+	if pid == 0 {
+		return
+	}
+	deadline := time.Now().Add(maxAttach)
+	want := fmt.Sprintf(" pid %d ", pid)
+	for processRuns(pid) && time.Now().Before(deadline) && ctx.Err() == nil {
+		if list, err := r.fabric.Sim(ctx, "Attached"); err == nil && strings.Contains(list, want) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// maxAttach bounds the wait for an OpenSM to attach to the simulator.
+const maxAttach = 10 * time.Second
 
 // leader is the manager that runs OpenSM (the applier), or the first running one.
 func (r *run) leader() *manager {
@@ -144,7 +170,8 @@ func (r *run) killManagers(ctx context.Context) (string, error) {
 	var killed []string
 	for _, m := range r.managers {
 		if m.running {
-			if m.openSMPID() != 0 {
+			if pid := m.openSMPID(); pid != 0 {
+				r.waitAttached(ctx, pid)
 				r.leaked++
 			}
 			if err := m.kill(); err != nil {
@@ -179,9 +206,14 @@ func (r *run) restartFabric(ctx context.Context) error {
 	if err := r.fabric.Stop(); err != nil {
 		return fmt.Errorf("stop simulated fabric: %w", err)
 	}
-	f, err := fabricsim.Start(ctx, r.fabric.Dir, fabricsim.Options{Hosts: r.o.Hosts, Switches: r.o.Switches})
+	f, err := fabricsim.Start(ctx, r.fabric.Dir, fabricsim.Options{Hosts: r.o.Hosts, Switches: r.o.Switches, SMs: r.managerCount()})
 	if err != nil {
 		return fmt.Errorf("start simulated fabric again: %w", err)
+	}
+	for _, m := range r.managers {
+		if err := m.writeEnv(f); err != nil {
+			return err
+		}
 	}
 	r.fabric = f
 	r.leaked = 0

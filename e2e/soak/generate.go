@@ -171,7 +171,7 @@ func (g *generator) portFor(id, networkID string) (portRequest, string) {
 	case w < 4:
 		r.s.ClientID, r.s.GUID, what = "", nil, "bound port without client-id"
 	case w < 7:
-		r.s.ClientID, r.s.GUID, r.badClientID, what = "20:fa:16", nil, true, "port with an unusable client-id"
+		r.s.ClientID, r.s.GUID, r.s.BadClientID, what = "20:fa:16", nil, true, "port with an unusable client-id"
 	case w < 10:
 		r.s.ClientID, r.s.GUID, r.s.DeviceOwner, what = "", nil, "network:dhcp", "DHCP port"
 	case w < 14:

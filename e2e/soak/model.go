@@ -57,6 +57,10 @@ type sent struct {
 	Network, Host, DeviceOwner string
 	ClientID                   string // the option's value, "" for none
 	GUID                       *fabric.GUID
+	// BadClientID: ClientID holds no usable GUID. A move or an unbind sends
+	// the port again with its client-id, which the store refuses on a
+	// network with a partition whether or not the port is bound.
+	BadClientID bool
 }
 
 // Model is the recorded state as the answers (202 / 400 / 404) make it. It
@@ -140,9 +144,8 @@ func (m *Model) DeleteNetwork(id string) Expect {
 
 // portRequest is a POST or PUT of a port as the generator builds it.
 type portRequest struct {
-	ID          string
-	s           sent
-	badClientID bool // the client-id option holds no usable GUID
+	ID string
+	s  sent
 }
 
 // PutPort is POST or PUT of a port (the store's RecordPort).
@@ -150,7 +153,7 @@ func (m *Model) PutPort(r portRequest) Expect {
 	remember := func() { m.sent[r.ID] = r.s }
 	n, known := m.networks[r.s.Network]
 	if !known {
-		if r.s.GUID == nil && !r.badClientID {
+		if r.s.GUID == nil && !r.s.BadClientID {
 			return accept(remember) // nothing to do: not recorded
 		}
 		return refuse("network unknown")
@@ -172,7 +175,7 @@ func (m *Model) PutPort(r portRequest) Expect {
 		return accept(record)
 	}
 	switch {
-	case r.badClientID:
+	case r.s.BadClientID:
 		return refuse("unusable client-id")
 	case p.GUID == nil && p.Host != "" && !strings.HasPrefix(r.s.DeviceOwner, "network:"):
 		return refuse("bound port without client-id")

@@ -102,6 +102,15 @@ func TestModel(t *testing.T) {
 			r.s.Host = ""
 			return m.PutPort(r)
 		}, 202, map[fabric.GUID][]uint16{h1: {0x7fff}, h2: {0x7fff, 0xfffe}}},
+		{"unusable client-id on a network without partition", func(m *Model) Expect {
+			return m.PutPort(portRequest{ID: "p5", s: sent{Network: eth, Host: "compute-1", DeviceOwner: "compute:nova",
+				ClientID: "20:fa:16", BadClientID: true}})
+		}, 202, nil},
+		{"that port unbound and moved to n1, as sent: its client-id is still unusable", func(m *Model) Expect {
+			s := m.sent["p5"]
+			s.Host, s.Network = "", n1
+			return m.PutPort(portRequest{ID: "p5", s: s})
+		}, 400, nil},
 		{"delete the flat network and its port", func(m *Model) Expect { return m.DeleteNetwork(n2) }, 202,
 			map[fabric.GUID][]uint16{h1: {0x7fff}, h2: {0x7fff}}},
 		{"delete it again", func(m *Model) Expect { return m.DeleteNetwork(n2) }, 404, nil},

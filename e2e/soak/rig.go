@@ -149,13 +149,27 @@ func waitGone(pid int, limit time.Duration) bool {
 	return true
 }
 
-// writeConf writes the manager's afm.conf.
-func (m *manager) writeConf(dbURL string, f *fabricsim.Fabric) error {
+// leaseTimeout is the [ha] lease_timeout of several managers: short, so that
+// a killed leader is replaced within seconds and failovers do not dominate the
+// run's time (docs/soak.md).
+const leaseTimeout = 3 * time.Second
+
+// writeConf writes the manager's afm.conf. With several managers (ha), each
+// runs its OpenSM on an SM HCA of its own (the k-th for manager k-1).
+func (m *manager) writeConf(dbURL string, f *fabricsim.Fabric, ha bool) error {
 	addr, err := fabricsim.FreeAddr()
 	if err != nil {
 		return err
 	}
 	m.url = "http://" + addr
+	if err := m.writeEnv(f); err != nil {
+		return err
+	}
+	_, guid := f.SMEnv(m.index + 1)
+	haSection := ""
+	if ha {
+		haSection = fmt.Sprintf("[ha]\nha = true\nlease_timeout = %g\n\n", leaseTimeout.Seconds())
+	}
 	conf := fmt.Sprintf(`[api]
 listen = %s
 token = %s
@@ -165,7 +179,7 @@ physical_networks = %s
 connection = %s
 poll_interval = 0.2
 
-[opensm]
+%s[opensm]
 config_dir = %s
 env_file = %s
 check_interval = 1
@@ -173,8 +187,18 @@ sweep_timeout = 20
 
 [opensm_conf]
 guid = %s
-`, addr, apiToken, ourPhysnet, dbURL, m.configDir(), f.EnvFile(), f.SMGUID)
+`, addr, apiToken, ourPhysnet, dbURL, haSection, m.configDir(), m.envFile(), guid)
 	return os.WriteFile(m.conf, []byte(conf), 0o600)
+}
+
+func (m *manager) envFile() string { return filepath.Join(m.dir, "opensm.env") }
+
+// writeEnv writes the environment the manager's OpenSM attaches to the
+// simulator with: its SM HCA, the fabric's socket (OpenSM reads the file at
+// every start, so a simulator started again is written here again).
+func (m *manager) writeEnv(f *fabricsim.Fabric) error {
+	env, _ := f.SMEnv(m.index + 1)
+	return os.WriteFile(m.envFile(), []byte(strings.Join(env, "\n")+"\n"), 0o644)
 }
 
 // confirmSwitches records the fabric's switches as expected, once OpenSM has

@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
@@ -33,6 +35,9 @@ type Options struct {
 	WorkDir  string
 	Out      io.Writer
 	Verbose  bool // print every operation
+	// Parallel runs the engines at once, each on its fabric, database and
+	// managers of its own, instead of one after the other.
+	Parallel bool
 	// CollidingIDs draws two network IDs that share their first 27
 	// characters, which the partition names keep.
 	CollidingIDs bool
@@ -82,15 +87,49 @@ func Run(ctx context.Context, o Options) ([]Result, error) {
 			break
 		}
 	}
-	var results []Result
-	for _, engine := range o.Engines {
-		r, err := runEngine(ctx, o, engine, srv)
-		results = append(results, r)
-		if err != nil && !errors.Is(err, errStop) {
-			return results, fmt.Errorf("%s: %w", engine, err)
+	if !o.Parallel {
+		var results []Result
+		for _, engine := range o.Engines {
+			r, err := runEngine(ctx, o, engine, srv)
+			results = append(results, r)
+			if err != nil && !errors.Is(err, errStop) {
+				return results, fmt.Errorf("%s: %w", engine, err)
+			}
 		}
+		return results, nil
 	}
-	return results, nil
+	// At once: every line goes out whole (a violation's report in one piece),
+	// and an engine that cannot go on does not stop the others.
+	o.Out = &lockedWriter{w: o.Out}
+	results := make([]Result, len(o.Engines))
+	errs := make([]error, len(o.Engines))
+	var wg sync.WaitGroup
+	for i, engine := range o.Engines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = runEngine(ctx, o, engine, srv)
+			if errs[i] != nil && !errors.Is(errs[i], errStop) {
+				errs[i] = fmt.Errorf("%s: %w", engine, errs[i])
+			} else {
+				errs[i] = nil
+			}
+		}()
+	}
+	wg.Wait()
+	return results, errors.Join(errs...)
+}
+
+// lockedWriter serializes the writes of engines run at once.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // job is an accepted request whose job the checker waits for.
@@ -217,7 +256,7 @@ func (r *run) setup(ctx context.Context) error {
 		return err
 	}
 	var err error
-	r.fabric, err = fabricsim.Start(ctx, filepath.Join(r.dir, "fabric"), fabricsim.Options{Hosts: r.o.Hosts, Switches: r.o.Switches})
+	r.fabric, err = fabricsim.Start(ctx, filepath.Join(r.dir, "fabric"), fabricsim.Options{Hosts: r.o.Hosts, Switches: r.o.Switches, SMs: r.managerCount()})
 	if err != nil {
 		return fmt.Errorf("start simulated fabric: %w", err)
 	}
@@ -242,7 +281,7 @@ func (r *run) setup(ctx context.Context) error {
 		if err := os.MkdirAll(m.dir, 0o755); err != nil {
 			return err
 		}
-		if err := m.writeConf(dbURL, r.fabric); err != nil {
+		if err := m.writeConf(dbURL, r.fabric, r.managerCount() > 1); err != nil {
 			return err
 		}
 		r.managers = append(r.managers, m)
@@ -272,7 +311,8 @@ func (r *run) teardown() {
 
 // report prints the seed, the history and the fabric's tables against the model.
 func (r *run) report(ctx context.Context) {
-	w := r.o.Out
+	w := &bytes.Buffer{} // written out at once: other engines may be printing
+	defer func() { r.o.Out.Write(w.Bytes()) }()
 	path := filepath.Join(r.dir, "history.txt")
 	os.WriteFile(path, []byte(strings.Join(r.history, "\n")+"\n"), 0o644)
 	fmt.Fprintf(w, "soak %s: %d violation(s) with seed %d; the same requests and faults (their timing differs): %s\n",
@@ -472,9 +512,13 @@ func (r *run) liveManager() *manager {
 }
 
 // waitJob polls the job as the driver does, but fast, and checks the fabric
-// the moment it first reads Completed.
+// the moment it first reads Completed. The polls back off from 5 ms to
+// maxJobPoll: a job takes a sweep, hundreds of milliseconds, and every poll
+// costs the manager and its database the processor OpenSM and the simulator
+// need to sweep.
 func (r *run) waitJob(ctx context.Context, j job) error {
 	deadline := time.Now().Add(120 * time.Second)
+	wait := 5 * time.Millisecond
 	for {
 		m := r.liveManager()
 		a := send(ctx, r.client, m.url, "GET", "/"+j.path, "")
@@ -502,16 +546,24 @@ func (r *run) waitJob(ctx context.Context, j job) error {
 			}
 		}
 		if time.Now().After(deadline) {
-			r.violation("job %s of %s: not Completed after 120 s (last read: %s)", j.path, j.op, a)
+			sim := ""
+			if !r.fabric.IbsimRunning() {
+				sim = "; the simulator is not running (see fabric/ibsim.log)"
+			}
+			r.violation("job %s of %s: not Completed after 120 s (last read: %s)%s", j.path, j.op, a, sim)
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
+		case <-time.After(wait):
 		}
+		wait = min(2*wait, maxJobPoll)
 	}
 }
+
+// maxJobPoll is the longest wait between two polls of a job.
+const maxJobPoll = 40 * time.Millisecond
 
 func jsonUnmarshal(s string, v any) error { return json.Unmarshal([]byte(s), v) }
 
@@ -690,6 +742,9 @@ func (r *run) converge(ctx context.Context, after string) error {
 		if fileErr != nil {
 			last = fileErr.Error()
 		}
+		if err := ctx.Err(); err != nil {
+			return err // interrupted: the reads prove nothing
+		}
 		if time.Now().After(deadline) {
 			r.violation("after %s: the fabric did not converge on the model within 90 s: %s", after, last)
 			return nil
@@ -702,16 +757,24 @@ func (r *run) converge(ctx context.Context, after string) error {
 }
 
 // checkFile compares the partitions file of the manager that runs OpenSM
-// with the model's partitions.
+// with the model's partitions; with several managers, only one may run it.
 func (r *run) checkFile() error {
 	var m *manager
+	var running []string
 	for _, x := range r.managers {
 		if x.openSMPID() != 0 {
 			m = x
+			running = append(running, fmt.Sprint(x.index))
 		}
 	}
 	if m == nil {
 		return errors.New("no manager runs OpenSM")
+	}
+	// Only the lease holder may run OpenSM: a second master would apply
+	// partitions of its own. (A leader that lost its lease stops its OpenSM
+	// before another may take over, so the fabric converges on one.)
+	if len(running) > 1 {
+		return fmt.Errorf("managers %s each run OpenSM", strings.Join(running, ", "))
 	}
 	b, err := os.ReadFile(m.partitionsFile())
 	if err != nil {

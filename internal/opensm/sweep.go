@@ -82,7 +82,12 @@ var (
 	enforcementError = regexp.MustCompile(`\bERR 05(07|13)\b|Clearing Enforcement bit`)
 	madSetError      = regexp.MustCompile(`\bERR 311[139]\b`)
 	madAboutPKeys    = regexp.MustCompile(`P_KeyTable|PortInfo`)
-	notMaster        = regexp.MustCompile(`^Entering (STANDBY|DISCOVERING|NOTACTIVE) state$`)
+	// madGet: a Get that failed is discovery, not programming. A PortInfo
+	// Get times out when a port's link goes down as a sweep starts; OpenSM
+	// drops the port and brings the subnet up (it counts only failed Sets as
+	// errors during initialization), so the sweep's jobs are not failed.
+	madGet    = regexp.MustCompile(`\bSubnGet\(`)
+	notMaster = regexp.MustCompile(`^Entering (STANDBY|DISCOVERING|NOTACTIVE) state$`)
 )
 
 // WaitSweep follows the log from the position and reports the outcome of the
@@ -182,7 +187,7 @@ func (w *sweepWatch) observe(e Entry) (SweepResult, bool) {
 	case strings.Contains(m, "PARSE ERROR"):
 		w.parseErrs = append(w.parseErrs, m)
 	case strings.Contains(m, "ERR 05") && pkeyManagerError.MatchString(m) && !enforcementError.MatchString(e.Text()),
-		strings.Contains(m, "ERR 311") && madSetError.MatchString(m) && madAboutPKeys.MatchString(e.Text()):
+		strings.Contains(m, "ERR 311") && madSetError.MatchString(m) && madAboutPKeys.MatchString(e.Text()) && !madGet.MatchString(e.Text()):
 		w.pkeyErrs = append(w.pkeyErrs, e.Text())
 	case strings.HasPrefix(m, "Entering ") && notMaster.MatchString(m):
 		return SweepResult{

@@ -32,6 +32,9 @@ func TestWaitSweepFixtures(t *testing.T) {
 			wantPKeyErrors: []string{"ERR 3113: MAD completed in error (IB_TIMEOUT): SubnSet(P_KeyTable)", "ERR 3119: Set method failed for attribute 0x16 (P_KeyTable)"},
 			wantDetail:     []string{"1 heavy sweep(s) ended with \"Errors during initialization\""}},
 		{fixture: "errors-then-success.log", timeout: long, want: Applied},
+		// A discovery Get that times out (the host's link went down) is no
+		// pkey error: OpenSM drops the port and the subnet comes up.
+		{fixture: "get-timeout.log", timeout: long, want: Applied},
 		{fixture: "pkey-table-full.log", timeout: long, want: Applied,
 			wantPKeyErrors: []string{
 				"ERR 0512: Failed to set PKey 0x8140", "ERR 0512: Failed to set PKey 0x8141", "ERR 0512: Failed to set PKey 0x8142",

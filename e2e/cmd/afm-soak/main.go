@@ -45,7 +45,7 @@ func run(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	work, err := os.MkdirTemp("/tmp", "afm-soak.")
+	work, err := os.MkdirTemp(workBase(o.WorkDir), "afm-soak.")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "afm-soak:", err)
 		return 2
@@ -83,10 +83,32 @@ func run(args []string) int {
 	return 0
 }
 
+// shmDir is a memory file system on most Linux systems. Every client of the
+// simulated fabric (each smpquery the checker runs, each OpenSM) builds a
+// fake sysfs tree in its working directory at start, tens of files and
+// directories that it removes at exit: on a disk's journaled file system
+// that costs most of a table read. A memory file system keeps everything the
+// soak checks (files, databases and processes outlive a kill -9 the same
+// way); it only loses the run's directory at a reboot.
+const shmDir = "/dev/shm"
+
+// workBase is the directory the run's own directory is made in: the
+// --work-dir flag, else shmDir when writable, else /tmp (not $TMPDIR: the
+// database servers run as their own users, who must reach the directory).
+func workBase(flagged string) string {
+	if flagged != "" {
+		return flagged
+	}
+	if fi, err := os.Stat(shmDir); err == nil && fi.IsDir() && syscall.Access(shmDir, 2 /* W_OK */) == nil {
+		return shmDir
+	}
+	return "/tmp"
+}
+
 func parseFlags(args []string) (soak.Options, error) {
 	fs := flag.NewFlagSet("afm-soak", flag.ContinueOnError)
 	o := soak.Options{Out: os.Stdout}
-	engines := fs.String("engines", "sqlite,postgres,mysql", "engines to soak, comma-separated, one after the other")
+	engines := fs.String("engines", "sqlite,postgres,mysql", "engines to soak, comma-separated, one after the other (or at once: --parallel)")
 	fs.IntVar(&o.Ops, "ops", 500, "operations (requests) per engine")
 	fs.DurationVar(&o.Duration, "duration", 0, "stop each engine's run after this long, even before --ops (0: no limit)")
 	seed := fs.String("seed", "random", "the seed of the operations and faults (a number, or random: drawn and printed)")
@@ -96,7 +118,9 @@ func parseFlags(args []string) (soak.Options, error) {
 	fs.IntVar(&o.Switches, "switches", 2, "switches of the simulated fabric")
 	fs.IntVar(&o.Managers, "managers", 1, "managers sharing the database on PostgreSQL and MariaDB (kill-leader needs 2 or more; with it the default is 3)")
 	fs.BoolVar(&o.CollidingIDs, "colliding-ids", true, "draw two network IDs that share their first 27 characters (--colliding-ids=false: none)")
+	fs.BoolVar(&o.Parallel, "parallel", false, "run the engines at once (each on its own fabric, database server and managers), not one after the other")
 	fs.BoolVar(&o.Verbose, "verbose", false, "print every operation, answer and check")
+	fs.StringVar(&o.WorkDir, "work-dir", "", "where the run's directory is made (default: "+shmDir+" when it is a writable directory, else /tmp); the database servers' users must reach it")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
