@@ -12,19 +12,22 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/migrations"
 )
 
-// TestRequestIDMigration: a database of schema version 4 with a job in it
-// upgrades to the request_id column, the job reading back with none, and
-// 00005 goes down and up again as a DBA would run it with the goose CLI.
-func TestRequestIDMigration(t *testing.T) {
-	engines := []struct {
-		engine, driver string
-		dialect        goose.Dialect
-	}{
-		{config.EngineSQLite, "sqlite", goose.DialectSQLite3},
-		{config.EnginePostgres, "pgx", goose.DialectPostgres},
-		{config.EngineMySQL, "mysql", goose.DialectMySQL},
-	}
-	for _, e := range engines {
+// migrationEngines are the engines a migration test runs on, each with the
+// database/sql driver and goose dialect a DBA's goose CLI would use.
+var migrationEngines = []struct {
+	engine, driver string
+	dialect        goose.Dialect
+}{
+	{config.EngineSQLite, "sqlite", goose.DialectSQLite3},
+	{config.EnginePostgres, "pgx", goose.DialectPostgres},
+	{config.EngineMySQL, "mysql", goose.DialectMySQL},
+}
+
+// atVersion is a fresh database of each engine migrated to version only, as a
+// manager of that version left it: fn then upgrades it (OpenDatabase migrates
+// to the latest version) and runs the migration down and up with p.
+func atVersion(t *testing.T, version int64, fn func(ctx context.Context, t *testing.T, d Database, db *sql.DB, p *goose.Provider)) {
+	for _, e := range migrationEngines {
 		t.Run(e.engine, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
@@ -42,100 +45,80 @@ func TestRequestIDMigration(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := p.UpTo(ctx, 4); err != nil {
-				t.Fatalf("migrate to version 4: %v", err)
+			if _, err := p.UpTo(ctx, version); err != nil {
+				t.Fatalf("migrate to version %d: %v", version, err)
 			}
-			if _, err := db.ExecContext(ctx, `INSERT INTO jobs (revision, object_type, object_id, network_id,
-				operation, status, description, result, error, created_by, request, created_at, updated_at)
-				VALUES (1, 'network', 'n1', 'n1', 'Create network', 'Pending', 'Create network n1', '', '',
-				'networking-mlnx', '{}', '2026-01-02 03:04:05', '2026-01-02 03:04:05')`); err != nil {
-				t.Fatalf("insert a job at version 4: %v", err)
-			}
-
-			s := OpenDatabase(t, d) // migrates to the latest version
-			j, err := s.GetJob(ctx, 1)
-			if err != nil {
-				t.Fatalf("GetJob after the upgrade: %v", err)
-			}
-			if j.RequestID != "" || j.CreatedBy != "networking-mlnx" || j.Description != "Create network n1" {
-				t.Errorf("job recorded before request_id = %+v, want its fields and no request ID", j)
-			}
-
-			if _, err := p.DownTo(ctx, 4); err != nil {
-				t.Fatalf("migrate down to version 4: %v", err)
-			}
-			var n int
-			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM jobs`).Scan(&n); err != nil || n != 1 {
-				t.Errorf("after 00005's down: %d jobs, %v; want the one job kept", n, err)
-			}
-			var id string
-			if err := db.QueryRowContext(ctx, `SELECT request_id FROM jobs`).Scan(&id); err == nil {
-				t.Error("after 00005's down the jobs table still has request_id")
-			}
-			if _, err := p.Up(ctx); err != nil {
-				t.Fatalf("migrate up again: %v", err)
-			}
+			fn(ctx, t, d, db, p)
 		})
 	}
+}
+
+// TestRequestIDMigration: a database of schema version 4 with a job in it
+// upgrades to the request_id column, the job reading back with none, and
+// 00005 goes down and up again as a DBA would run it with the goose CLI.
+func TestRequestIDMigration(t *testing.T) {
+	atVersion(t, 4, func(ctx context.Context, t *testing.T, d Database, db *sql.DB, p *goose.Provider) {
+		if _, err := db.ExecContext(ctx, `INSERT INTO jobs (revision, object_type, object_id, network_id,
+		operation, status, description, result, error, created_by, request, created_at, updated_at)
+		VALUES (1, 'network', 'n1', 'n1', 'Create network', 'Pending', 'Create network n1', '', '',
+		'networking-mlnx', '{}', '2026-01-02 03:04:05', '2026-01-02 03:04:05')`); err != nil {
+			t.Fatalf("insert a job at version 4: %v", err)
+		}
+
+		s := OpenDatabase(t, d) // migrates to the latest version
+		j, err := s.GetJob(ctx, 1)
+		if err != nil {
+			t.Fatalf("GetJob after the upgrade: %v", err)
+		}
+		if j.RequestID != "" || j.CreatedBy != "networking-mlnx" || j.Description != "Create network n1" {
+			t.Errorf("job recorded before request_id = %+v, want its fields and no request ID", j)
+		}
+
+		if _, err := p.DownTo(ctx, 4); err != nil {
+			t.Fatalf("migrate down to version 4: %v", err)
+		}
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM jobs`).Scan(&n); err != nil || n != 1 {
+			t.Errorf("after 00005's down: %d jobs, %v; want the one job kept", n, err)
+		}
+		var id string
+		if err := db.QueryRowContext(ctx, `SELECT request_id FROM jobs`).Scan(&id); err == nil {
+			t.Error("after 00005's down the jobs table still has request_id")
+		}
+		if _, err := p.Up(ctx); err != nil {
+			t.Fatalf("migrate up again: %v", err)
+		}
+	})
 }
 
 // TestKubernetesMigration: a database of schema version 5 with a network in
 // it upgrades to the Kubernetes tables; 00006 goes down (its tables gone, the
 // network kept) and up again, its state row back.
 func TestKubernetesMigration(t *testing.T) {
-	engines := []struct {
-		engine, driver string
-		dialect        goose.Dialect
-	}{
-		{config.EngineSQLite, "sqlite", goose.DialectSQLite3},
-		{config.EnginePostgres, "pgx", goose.DialectPostgres},
-		{config.EngineMySQL, "mysql", goose.DialectMySQL},
-	}
-	for _, e := range engines {
-		t.Run(e.engine, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			d := NewDatabase(t, e.engine)
-			db, err := sql.Open(e.driver, d.DSN)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			fsys, err := migrations.FS(e.engine)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := goose.NewProvider(e.dialect, db, fsys)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := p.UpTo(ctx, 5); err != nil {
-				t.Fatalf("migrate to version 5: %v", err)
-			}
-			s := kubeStore(OpenDatabase(t, d)) // migrates to the latest version
-			addNetwork(t, s, netA, 101)
-			if _, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidB))); err != nil {
-				t.Fatalf("add GUIDs after the upgrade: %v", err)
-			}
-			if _, err := p.DownTo(ctx, 5); err != nil {
-				t.Fatalf("migrate down to version 5: %v", err)
-			}
-			var n int
-			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM networks`).Scan(&n); err != nil || n != 1 {
-				t.Errorf("after 00006's down: %d networks, %v; want the one kept", n, err)
-			}
-			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM kubernetes_pkeys`).Scan(&n); err == nil {
-				t.Error("after 00006's down kubernetes_pkeys is still there")
-			}
-			if _, err := p.Up(ctx); err != nil {
-				t.Fatalf("migrate up again: %v", err)
-			}
-			if got, err := s.KubernetesLastUpdated(ctx); err != nil || got != nil {
-				t.Errorf("last_updated after 00006 up again = %v, %v; want nil", got, err)
-			}
-			if list, err := s.KubernetesPKeys(ctx); err != nil || len(list) != 0 {
-				t.Errorf("Kubernetes pkeys after 00006 up again = %v, %v", list, err)
-			}
-		})
-	}
+	atVersion(t, 5, func(ctx context.Context, t *testing.T, d Database, db *sql.DB, p *goose.Provider) {
+		s := kubeStore(OpenDatabase(t, d)) // migrates to the latest version
+		addNetwork(t, s, netA, 101)
+		if _, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidB))); err != nil {
+			t.Fatalf("add GUIDs after the upgrade: %v", err)
+		}
+		if _, err := p.DownTo(ctx, 5); err != nil {
+			t.Fatalf("migrate down to version 5: %v", err)
+		}
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM networks`).Scan(&n); err != nil || n != 1 {
+			t.Errorf("after 00006's down: %d networks, %v; want the one kept", n, err)
+		}
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM kubernetes_pkeys`).Scan(&n); err == nil {
+			t.Error("after 00006's down kubernetes_pkeys is still there")
+		}
+		if _, err := p.Up(ctx); err != nil {
+			t.Fatalf("migrate up again: %v", err)
+		}
+		if got, err := s.KubernetesLastUpdated(ctx); err != nil || got != nil {
+			t.Errorf("last_updated after 00006 up again = %v, %v; want nil", got, err)
+		}
+		if list, err := s.KubernetesPKeys(ctx); err != nil || len(list) != 0 {
+			t.Errorf("Kubernetes pkeys after 00006 up again = %v, %v", list, err)
+		}
+	})
 }
