@@ -58,12 +58,11 @@ var ErrLogReset = errors.New("log truncated or replaced")
 const pollInterval = 5 * time.Millisecond
 
 // useNotifications says whether followers wait for inotify (logNotify)
-// instead of polling every pollInterval. Off: on the shared two-core machine
-// where docs/performance.md was measured (load average 15-24), a change on the
-// 4-host fabric took longer with notifications than with the 5 ms poll in
-// interleaved pairs of runs (median overhead 20-230 ms against 12-70 ms), for
-// a cause not found yet; to be measured again on a quiet machine. The
-// notifications' own tests run them whatever this says.
+// instead of polling every pollInterval. Off: a change on the 4-host fabric
+// took longer with notifications than with the 5 ms poll in every one of
+// five interleaved pairs of runs on a quiet machine (median overhead 13-20 ms
+// against 11-13 ms, docs/performance.md), and under load too, for a cause not
+// found yet. The notifications' own tests run them whatever this says.
 const useNotifications = false
 
 // slowPollInterval is how often a follower woken by notifications looks at
