@@ -160,13 +160,9 @@ func (s *Server) addGUIDs(r *http.Request, _ httprouter.Params) (int, any, error
 		return 0, nil, err
 	}
 	a.CreatedBy, a.Request, a.RequestID = kubernetesPrincipal, raw, RequestID(r.Context())
-	ctx, cancel := s.dbCtx(r.Context())
-	job, err := s.opts.PKeys.Store.AddKubernetesGUIDs(ctx, a)
-	cancel()
-	if err != nil {
-		return 0, nil, err
-	}
-	return s.awaitApply(r, job)
+	return s.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
+		return s.opts.PKeys.Store.AddKubernetesGUIDs(ctx, a)
+	})
 }
 
 // addition checks the body and turns it into the change to record.
@@ -221,14 +217,10 @@ func (s *Server) createPKey(r *http.Request, _ httprouter.Params) (int, any, err
 	if err != nil {
 		return 0, nil, err
 	}
-	ctx, cancel := s.dbCtx(r.Context())
-	job, err := s.opts.PKeys.Store.CreateKubernetesPKey(ctx, store.KubernetesCreation{PKey: pkey,
-		IPoIB: body.IPoIB == nil || *body.IPoIB, CreatedBy: kubernetesPrincipal, Request: raw, RequestID: RequestID(r.Context())})
-	cancel()
-	if err != nil {
-		return 0, nil, err
-	}
-	return s.awaitApply(r, job)
+	return s.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
+		return s.opts.PKeys.Store.CreateKubernetesPKey(ctx, store.KubernetesCreation{PKey: pkey,
+			IPoIB: body.IPoIB == nil || *body.IPoIB, CreatedBy: kubernetesPrincipal, Request: raw, RequestID: RequestID(r.Context())})
+	})
 }
 
 func (s *Server) removeGUIDs(r *http.Request, _ httprouter.Params) (int, any, error) {
@@ -245,14 +237,10 @@ func (s *Server) removeGUIDs(r *http.Request, _ httprouter.Params) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
-	ctx, cancel := s.dbCtx(r.Context())
-	job, err := s.opts.PKeys.Store.RemoveKubernetesGUIDs(ctx, store.KubernetesRemoval{PKey: pkey, GUIDs: guids,
-		CreatedBy: kubernetesPrincipal, Request: raw, RequestID: RequestID(r.Context())})
-	cancel()
-	if err != nil {
-		return 0, nil, err
-	}
-	return s.awaitApply(r, job)
+	return s.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
+		return s.opts.PKeys.Store.RemoveKubernetesGUIDs(ctx, store.KubernetesRemoval{PKey: pkey, GUIDs: guids,
+			CreatedBy: kubernetesPrincipal, Request: raw, RequestID: RequestID(r.Context())})
+	})
 }
 
 func (s *Server) deletePKey(r *http.Request, ps httprouter.Params) (int, any, error) {
@@ -260,13 +248,22 @@ func (s *Server) deletePKey(r *http.Request, ps httprouter.Params) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
+	return s.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
+		job, err := s.opts.PKeys.Store.DeleteKubernetesPKey(ctx, store.KubernetesDeletion{PKey: pkey,
+			CreatedBy: kubernetesPrincipal, Request: r.Method + " " + r.URL.Path, RequestID: RequestID(r.Context())})
+		if isNotFound(err) {
+			return job, notFound("pkey %s is not a Kubernetes partition", pkey)
+		}
+		return job, err
+	})
+}
+
+// recordAndAwait records a change with the database's deadline (record),
+// then answers once OpenSM has applied it (see awaitApply).
+func (s *Server) recordAndAwait(r *http.Request, record func(ctx context.Context) (store.Job, error)) (int, any, error) {
 	ctx, cancel := s.dbCtx(r.Context())
-	job, err := s.opts.PKeys.Store.DeleteKubernetesPKey(ctx, store.KubernetesDeletion{PKey: pkey,
-		CreatedBy: kubernetesPrincipal, Request: r.Method + " " + r.URL.Path, RequestID: RequestID(r.Context())})
+	job, err := record(ctx)
 	cancel()
-	if isNotFound(err) {
-		return 0, nil, notFound("pkey %s is not a Kubernetes partition", pkey)
-	}
 	if err != nil {
 		return 0, nil, err
 	}
