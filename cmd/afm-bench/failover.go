@@ -73,7 +73,7 @@ func measureFailover(ctx context.Context, engine, binary, dir string, leaseTimeo
 		return res, err
 	}
 	configDir := filepath.Join(filepath.Dir(leader.conf), "opensm")
-	if err := (&rig{}).confirmSwitches(ctx, binary, leader.conf, configDir); err != nil {
+	if err := fabricsim.ConfirmSwitches(ctx, binary, leader.conf, configDir); err != nil {
 		return res, err
 	}
 	network := "3b9d6a52-7c1e-4f0a-9e2d-00000000f001"

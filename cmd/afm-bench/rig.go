@@ -71,7 +71,7 @@ func startRig(ctx context.Context, engine, binary, dir string, fo fabricsim.Opti
 	if err := r.startManager(ctx, binary, confPath); err != nil {
 		return nil, err
 	}
-	if err := r.confirmSwitches(ctx, binary, confPath, configDir); err != nil {
+	if err := fabricsim.ConfirmSwitches(ctx, binary, confPath, configDir); err != nil {
 		return nil, err
 	}
 	r.network = "3b9d6a52-7c1e-4f0a-9e2d-00000000b001"
@@ -86,33 +86,6 @@ func startRig(ctx context.Context, engine, binary, dir string, fo fabricsim.Opti
 		return nil, fmt.Errorf("network creation: %w (manager log: %s)", err, r.logPath)
 	}
 	return r, nil
-}
-
-// confirmSwitches records the simulated fabric's switches as expected, as an
-// operator does once on a new database (until then no job completes), after
-// OpenSM's first sweep has written its subnet dump.
-func (r *rig) confirmSwitches(ctx context.Context, binary, confPath, configDir string) error {
-	dump := filepath.Join(configDir, "opensm-subnet.lst")
-	deadline := time.Now().Add(time.Minute)
-	for {
-		_, statErr := os.Stat(dump)
-		if statErr == nil {
-			out, err := exec.CommandContext(ctx, binary, "--config-file", confPath, "--confirm-switches").CombinedOutput()
-			if err == nil {
-				return nil
-			}
-			// OpenSM rewrites the dump in place: a read can catch it half written.
-			statErr = fmt.Errorf("--confirm-switches: %v: %s", err, out)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("confirm the fabric's switches: %w", statErr)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 func (r *rig) startManager(ctx context.Context, binary, confPath string) error {

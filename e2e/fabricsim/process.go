@@ -1,9 +1,14 @@
 package fabricsim
 
 import (
+	"context"
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"time"
 )
 
 // WithSbinPath adds to env's PATH the directories Debian installs opensm and
@@ -28,4 +33,32 @@ func FreeAddr() (string, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().String(), nil
+}
+
+// ConfirmSwitches records the simulated fabric's switches as expected, as an
+// operator does once on a new database (until then no job completes): it runs
+// the manager's --confirm-switches once OpenSM's first sweep has written its
+// subnet dump into configDir, for at most a minute.
+func ConfirmSwitches(ctx context.Context, binary, confPath, configDir string) error {
+	dump := filepath.Join(configDir, "opensm-subnet.lst")
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := os.Stat(dump)
+		if err == nil {
+			out, cerr := exec.CommandContext(ctx, binary, "--config-file", confPath, "--confirm-switches").CombinedOutput()
+			if cerr == nil {
+				return nil
+			}
+			// OpenSM rewrites the dump in place: a read can catch it half written.
+			err = fmt.Errorf("--confirm-switches: %v: %s", cerr, out)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("confirm the fabric's switches: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

@@ -204,27 +204,7 @@ func (m *manager) writeEnv(f *fabricsim.Fabric) error {
 // confirmSwitches records the fabric's switches as expected, once OpenSM has
 // written its first subnet dump (until then no job completes).
 func (m *manager) confirmSwitches(ctx context.Context) error {
-	dump := filepath.Join(m.configDir(), "opensm-subnet.lst")
-	deadline := time.Now().Add(time.Minute)
-	for {
-		_, err := os.Stat(dump)
-		if err == nil {
-			out, cerr := exec.CommandContext(ctx, m.binary, "--config-file", m.conf, "--confirm-switches").CombinedOutput()
-			if cerr == nil {
-				return nil
-			}
-			// OpenSM rewrites the dump in place: a read can catch it half written.
-			err = fmt.Errorf("--confirm-switches: %v: %s", cerr, out)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("confirm the fabric's switches: %w", err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return fabricsim.ConfirmSwitches(ctx, m.binary, m.conf, m.configDir())
 }
 
 // answer is a request's outcome as the driver sees it.
