@@ -365,3 +365,49 @@ func TestFollowerReadsWhatCameBeforeItsWatch(t *testing.T) {
 	l.beforeWatch = func() { appendTo(t, path, subnetUpLine) }
 	mustNext(t, l, "SUBNET UP")
 }
+
+// Closing an inotify instance waits in the kernel for milliseconds, and
+// WaitSweep closes its follower on the path of every apply: Close must not
+// wait for the instance to go away, yet the instance must go.
+func TestFollowerCloseDoesNotWaitForTheNotifications(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	appendTo(t, path, masterLine)
+	l := FollowLog(path, Position{})
+	notifyOnly(t, l)
+	release, closed := make(chan struct{}), make(chan *os.File, 1)
+	saved := closeInstance
+	closeInstance = func(f *os.File) {
+		<-release
+		f.Close()
+		closed <- f
+	}
+	t.Cleanup(func() { closeInstance = saved })
+	mustNext(t, l, "Entering MASTER state")
+	onFirstWait(l, func() { appendTo(t, path, subnetUpLine) })
+	mustNext(t, l, "SUBNET UP")
+	n := l.notify
+	if n == nil {
+		t.Fatal("the follower waited without notifications")
+	}
+	returned := make(chan error, 1)
+	go func() { returned <- l.Close() }()
+	select {
+	case err := <-returned:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("Close waited for the inotify instance to be closed")
+	}
+	close(release)
+	select {
+	case f := <-closed:
+		if f != n.file {
+			t.Error("another file than the follower's instance was closed")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the inotify instance was never closed")
+	}
+	<-n.done // the reader returned: the instance is gone
+}
