@@ -119,19 +119,48 @@ func (c *apiClient) jobStatus(ctx context.Context, job string) (string, error) {
 // waitCompleted polls the job every interval until it reads Completed, and
 // returns when that was first seen.
 func (c *apiClient) waitCompleted(ctx context.Context, job string, interval time.Duration) (time.Time, error) {
+	w, err := c.waitPlanned(ctx, job, pollPlan{pending: interval, running: interval})
+	return w.done, err
+}
+
+// pollPlan says how often a client polls its job: every pending while it
+// reads Pending, every running once it reads Running (the applier has
+// rendered the change and is writing it, or OpenSM is sweeping).
+type pollPlan struct{ pending, running time.Duration }
+
+// waited is what a client saw while waiting for its job: when it first read
+// Completed, when it sent the last GET that read anything else (the job
+// completed between the two: their gap is how finely the wait was measured),
+// and how many GETs it sent.
+type waited struct {
+	done, lastNotDone time.Time
+	polls             int
+}
+
+// waitPlanned polls the job by plan until it reads Completed.
+func (c *apiClient) waitPlanned(ctx context.Context, job string, plan pollPlan) (waited, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
+	var w waited
 	for {
+		sent := time.Now()
 		status, err := c.jobStatus(ctx, job)
+		w.polls++
 		if err != nil {
-			return time.Time{}, err
+			return w, err
 		}
 		if status == "Completed" {
-			return time.Now(), nil
+			w.done = time.Now()
+			return w, nil
+		}
+		w.lastNotDone = sent
+		interval := plan.pending
+		if status == "Running" {
+			interval = plan.running
 		}
 		select {
 		case <-ctx.Done():
-			return time.Time{}, fmt.Errorf("job %s not Completed: %w", job, ctx.Err())
+			return w, fmt.Errorf("job %s not Completed: %w", job, ctx.Err())
 		case <-time.After(interval):
 		}
 	}

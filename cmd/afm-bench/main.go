@@ -50,6 +50,9 @@ type options struct {
 	failoverRounds int
 	// The large fabric (fabric.go): hosts and switches.
 	fabricHosts, fabricSwitches int
+	// pollRunning: how often the overhead's client polls a job that reads
+	// Running (pollEvery while Pending).
+	pollRunning time.Duration
 	// only: the measurements to run (see measurements); all when empty.
 	only map[string]bool
 }
@@ -77,6 +80,8 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.failoverRounds, "failover-rounds", 3, "kill -9 rounds of the failover (PostgreSQL and MariaDB)")
 	fs.IntVar(&o.fabricHosts, "fabric-hosts", 1500, "hosts of the large fabric (ibsim takes at most 2,048 nodes)")
 	fs.IntVar(&o.fabricSwitches, "fabric-switches", 40, "switches of the large fabric")
+	fs.DurationVar(&o.pollRunning, "poll-running", pollRunning,
+		"how often the overhead's client polls a job that reads Running (5ms: the instrument before 2026-12-01)")
 	only := fs.String("only", "", "run only these measurements, comma-separated: "+strings.Join(measurements, ", "))
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (logs, OpenSM's log) instead of removing it")
 	smoke := fs.Bool("smoke", false, "every measurement with tiny sizes, a few seconds per engine (overrides the size flags)")
@@ -123,8 +128,8 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("--engines: name at least one of sqlite, postgres, mysql")
 	case o.samples < 1, o.ports < 1, o.clients < 1, o.stormJobs < 1:
 		return o, errors.New("--samples, --ports, --clients and --storm-jobs must be at least 1")
-	case o.apiDuration <= 0, o.idle <= 0, o.syncTimeout <= 0:
-		return o, errors.New("--api-duration, --idle and --sync-timeout must be positive")
+	case o.apiDuration <= 0, o.idle <= 0, o.syncTimeout <= 0, o.pollRunning <= 0:
+		return o, errors.New("--api-duration, --idle, --sync-timeout and --poll-running must be positive")
 	case o.leaseTimeout < time.Second, o.failoverRounds < 1:
 		return o, errors.New("--lease-timeout must be at least 1s and --failover-rounds at least 1")
 	case o.fabricSwitches < 1, o.fabricHosts <= o.samples:
@@ -251,7 +256,7 @@ func measureSmall(ctx context.Context, res *engineResult, binary, dir string, o 
 
 	if o.runs("overhead") {
 		log.Info("overhead over OpenSM", "samples", o.samples)
-		if res.overhead, err = measureOverhead(ctx, r, o.samples); err != nil {
+		if res.overhead, err = measureOverhead(ctx, r, o.samples, pollPlan{pending: pollEvery, running: o.pollRunning}); err != nil {
 			return fmt.Errorf("overhead: %w", err)
 		}
 	}

@@ -15,8 +15,14 @@ import (
 // overheadResult: how much a change costs beyond OpenSM's own sweep.
 type overheadResult struct {
 	samples int
+	plan    pollPlan  // how the client polled each change's job
 	sweep   latencies // SIGHUP sent → "SUBNET UP" as OpenSM timestamps it
 	change  latencies // POST Port sent → job first read Completed
+	// window: per change, the last GET that read the job not Completed sent →
+	// the GET that read it Completed answered. The job completed within it:
+	// what the client's polling can add to the change's figure at most.
+	window latencies
+	polls  int // GETs of the job, all changes together
 }
 
 // overhead is a change's latency minus the median sweep.
@@ -29,15 +35,24 @@ func (o overheadResult) overhead(q float64) time.Duration {
 // average) without loading the manager.
 const pollEvery = 5 * time.Millisecond
 
+// pollRunning is how often the overhead's client polls a job that reads
+// Running. On the 4-host fabric that is the last 5-10 ms of a change (the
+// file's write, OpenSM's sweep of ~3-5 ms, the job's completion), where a
+// 5 ms poll would add 2.5 ms on average to a figure of a few milliseconds;
+// while Pending (the POST's commit, the applier's wake-up and render, about
+// a millisecond) it polls every pollEvery, so the finer poll costs the
+// manager a few more GETs a change, not hundreds a second.
+const pollRunning = time.Millisecond
+
 // measureOverhead alternates a bare sweep (SIGHUP sent to OpenSM by hand, the
 // manager idle) with one port change through the manager, samples times each,
-// on a quiet fabric.
-func measureOverhead(ctx context.Context, r *rig, samples int) (overheadResult, error) {
+// on a quiet fabric. The client polls each change's job by plan.
+func measureOverhead(ctx context.Context, r *rig, samples int, plan pollPlan) (overheadResult, error) {
 	pid, err := r.opensmPID()
 	if err != nil {
 		return overheadResult{}, err
 	}
-	res := overheadResult{samples: samples}
+	res := overheadResult{samples: samples, plan: plan}
 	for range samples {
 		d, err := bareSweep(ctx, r.opensmLog, pid)
 		if err != nil {
@@ -49,11 +64,17 @@ func measureOverhead(ctx context.Context, r *rig, samples int) (overheadResult, 
 		if err != nil {
 			return res, err
 		}
-		done, err := r.api.waitCompleted(ctx, job, pollEvery)
+		w, err := r.api.waitPlanned(ctx, job, plan)
 		if err != nil {
 			return res, err
 		}
-		res.change = append(res.change, done.Sub(sent))
+		res.change = append(res.change, w.done.Sub(sent))
+		from := w.lastNotDone
+		if from.IsZero() { // the first GET read Completed
+			from = sent
+		}
+		res.window = append(res.window, w.done.Sub(from))
+		res.polls += w.polls
 	}
 	return res, nil
 }
