@@ -365,23 +365,43 @@ func (t *term) apply(ctx context.Context) applyResult {
 		t.applied = rev
 		return applyDone
 	}
-	if _, err := t.Store.MarkJobsRunning(ctx, t.id, rev); err != nil {
-		log.Error("mark jobs running", "error", err)
-		return applyRetry
+	// Marking the jobs Running and writing the file each wait for an fsync
+	// (the transaction's, the file's): they run side by side, and OpenSM is
+	// signalled once both are done, as when they ran one after the other.
+	// The file may then be in place for a revision whose jobs could not be
+	// marked; the retry writes it again, and only an apply's proof completes
+	// a job.
+	marked := make(chan error, 1)
+	go func() {
+		_, err := t.Store.MarkJobsRunning(ctx, t.id, rev)
+		marked <- err
+	}()
+	markFailed := func() bool {
+		if err := <-marked; err != nil {
+			log.Error("mark jobs running", "error", err)
+			return true
+		}
+		return false
 	}
 	if err := t.SM.WaitReady(ctx); err != nil {
 		if ctx.Err() == nil {
 			log.Error("OpenSM is not ready; will retry", "error", err)
 		}
+		markFailed()
 		return applyRetry
 	}
-	if err := opensm.WriteFileAtomic(t.Cfg.PartitionsFile, text, 0o644); err != nil {
+	durable, err := opensm.ReplaceFile(t.Cfg.PartitionsFile, text, 0o644)
+	if err != nil {
+		markFailed()
 		log.Error("write partitions file", "error", err)
 		record(outcomeWriteFailed, err.Error())
 		return applyRetry
 	}
 	t.written = text
-	log.Debug("partitions file written", "file", t.Cfg.PartitionsFile)
+	log.Debug("partitions file in place", "file", t.Cfg.PartitionsFile)
+	if markFailed() {
+		return applyRetry
+	}
 	// The position is taken after the rename: a heavy sweep whose start is
 	// logged after it began after the rename, so it parses the new file.
 	pos, err := opensm.LogPosition(t.Cfg.LogFile)
@@ -395,7 +415,19 @@ func (t *term) apply(ctx context.Context) applyResult {
 	}
 	signalled := time.Now()
 	log.Debug("SIGHUP sent; waiting for the heavy sweep", "log_offset", pos.Offset)
+	// The directory's sync, which makes the rename survive a crash, runs
+	// during the sweep: OpenSM reads the file from the page cache either way,
+	// and no job completes before it is done. A crash before it leaves the
+	// old file or the new one, whole, and a new term writes the recorded
+	// state before OpenSM starts.
+	synced := make(chan error, 1)
+	go func() { synced <- durable() }()
 	res, err := opensm.WaitSweep(ctx, t.Cfg.LogFile, pos, t.Cfg.SweepTimeout)
+	if syncErr := <-synced; syncErr != nil && err == nil {
+		log.Error("sync the partitions file's directory", "error", syncErr)
+		record(outcomeWriteFailed, syncErr.Error())
+		return applyRetry
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			log.Error("follow OpenSM's log to the end of the sweep", "error", err)

@@ -16,42 +16,58 @@ import (
 // given mode, renamed over path, and then the directory is synced so the rename
 // itself is durable. A process that reads the file through a bind mount must mount
 // the directory: a mounted file keeps pointing at the old inode.
-func WriteFileAtomic(path string, data []byte, mode os.FileMode) (err error) {
+func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
+	durable, err := ReplaceFile(path, data, mode)
+	if err != nil {
+		return err
+	}
+	return durable()
+}
+
+// ReplaceFile is WriteFileAtomic in two steps: when it returns, the new file
+// is in place, whole, for every reader, and durable (the directory's sync,
+// which makes the rename survive a crash) finishes the job. Until durable
+// returns, a crash leaves the old file or the new one, each whole. The
+// applier signals OpenSM before the directory's sync, which then runs during
+// OpenSM's sweep instead of before it, and waits for it before any job can
+// complete. The file's own data is synced before the rename, always: a crash
+// must never leave a partial file at path.
+func ReplaceFile(path string, data []byte, mode os.FileMode) (durable func() error, err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
 	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
-	renamed := false
 	defer func() {
-		if err != nil && !renamed {
+		if err != nil {
 			tmp.Close()
 			os.Remove(tmp.Name())
 		}
 	}()
 	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
 	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: sync: %w", path, err)
+		return nil, fmt.Errorf("write %s: sync: %w", path, err)
 	}
 	if err = tmp.Chmod(mode); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
 	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
 	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
-	renamed = true
-	if err = syncDir(dir); err != nil {
-		return fmt.Errorf("write %s: the file is in place but %w", path, err)
-	}
-	return nil
+	return func() error {
+		if err := syncDir(dir); err != nil {
+			return fmt.Errorf("write %s: the file is in place but %w", path, err)
+		}
+		return nil
+	}, nil
 }
 
 func syncDir(dir string) error {

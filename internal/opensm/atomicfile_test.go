@@ -91,3 +91,38 @@ func assertOnlyFiles(t *testing.T, dir string, names ...string) {
 		}
 	}
 }
+
+// ReplaceFile puts the whole new file in place before the directory's sync:
+// a reader sees it as soon as ReplaceFile returns, before durable is called.
+func TestReplaceFileIsInPlaceBeforeTheDirectorySync(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "partitions.conf")
+	if err := os.WriteFile(path, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	durable, err := ReplaceFile(path, []byte("new\n"), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(path); err != nil || string(got) != "new\n" {
+		t.Errorf("before the directory's sync the file holds %q, %v; want the new content", got, err)
+	}
+	assertOnlyFiles(t, dir, "partitions.conf")
+	if err := durable(); err != nil {
+		t.Errorf("durable: %v", err)
+	}
+	// The directory gone before its sync: the error says the file was placed.
+	path = filepath.Join(t.TempDir(), "sub", "partitions.conf")
+	if err := os.Mkdir(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if durable, err = ReplaceFile(path, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Dir(path)); err != nil {
+		t.Fatal(err)
+	}
+	if err := durable(); err == nil {
+		t.Error("durable of a removed directory: no error")
+	}
+}
