@@ -58,12 +58,14 @@ var ErrLogReset = errors.New("log truncated or replaced")
 const pollInterval = 5 * time.Millisecond
 
 // useNotifications says whether followers wait for inotify (logNotify)
-// instead of polling every pollInterval. Off: a change on the 4-host fabric
-// took longer with notifications than with the 5 ms poll in every one of
-// five interleaved pairs of runs on a quiet machine (median overhead 13-20 ms
-// against 11-13 ms, docs/performance.md), and under load too, for a cause not
-// found yet. The notifications' own tests run them whatever this says.
-const useNotifications = false
+// instead of polling every pollInterval. On: the follower reads the end of a
+// sweep about a millisecond after OpenSM writes it instead of 2-3 ms (the
+// poll's half interval and the read), measured in every one of six
+// interleaved pairs on the 4-host fabric (docs/performance.md). They once
+// measured slower than the poll, because closing the inotify instance waited
+// for the kernel's teardown on every apply's path (logNotify.close). The
+// notifications' own tests run them whatever this says.
+const useNotifications = true
 
 // slowPollInterval is how often a follower woken by notifications looks at
 // the file anyway: for what no notification of the log's directory reports
