@@ -58,14 +58,17 @@ var ErrLogReset = errors.New("log truncated or replaced")
 const pollInterval = 5 * time.Millisecond
 
 // useNotifications says whether followers wait for inotify (logNotify)
-// instead of polling every pollInterval. On: the follower reads the end of a
-// sweep about a millisecond after OpenSM writes it instead of 2-3 ms (the
-// poll's half interval and the read), measured in every one of six
-// interleaved pairs on the 4-host fabric (docs/performance.md). They once
-// measured slower than the poll, because closing the inotify instance waited
-// for the kernel's teardown on every apply's path (logNotify.close). The
+// instead of polling every pollInterval. Off. The notifications once lost to
+// the poll because closing the inotify instance waited for the kernel's
+// teardown on every apply's path (fixed: logNotify.close). Since then the
+// follower reads the end of a sweep 0.5-0.9 ms after OpenSM writes it
+// instead of 2.2-3.2 ms, but on the 4-host fabric OpenSM's own sweep took
+// about 1.3 ms longer with a follower woken by notifications (a wake-up and
+// a read every millisecond of the sweep, on a machine of two cores shared
+// with OpenSM and the simulator), and a change was slower in four of six
+// interleaved pairs on a quiet machine (docs/performance.md). The
 // notifications' own tests run them whatever this says.
-const useNotifications = true
+const useNotifications = false
 
 // slowPollInterval is how often a follower woken by notifications looks at
 // the file anyway: for what no notification of the log's directory reports
