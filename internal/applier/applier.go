@@ -44,6 +44,9 @@ import (
 type Store interface {
 	Revision(ctx context.Context) (int64, error)
 	Snapshot(ctx context.Context) (store.Snapshot, error)
+	// ReadSnapshot is Snapshot reading only what changed since the state c
+	// holds (a term's: each term starts with a full read).
+	ReadSnapshot(ctx context.Context, c *store.SnapshotCache) (store.Snapshot, error)
 	MarkJobsRunning(ctx context.Context, term, revision int64) (int64, error)
 	CompleteJobs(ctx context.Context, term, revision int64) (int64, error)
 	FailJobs(ctx context.Context, term, revision int64, reason string) (int64, error)
@@ -160,6 +163,8 @@ type term struct {
 	dump     *topology.Dump // Cfg.Dump, or the term's own
 	freeze   *freezeWatch   // nil without HA
 	reapply  bool           // a lifted freeze: apply everything again
+	// snapshots is the state as last read: each read reads what changed.
+	snapshots store.SnapshotCache
 }
 
 // applyResult says what the loop does after an apply.
@@ -536,7 +541,7 @@ func (t *term) failJobs(ctx context.Context, rev int64, reason string) {
 
 // render reads the state and renders the file (Render).
 func (t *term) render(ctx context.Context) (st partitions.State, text []byte, checkErr, err error) {
-	snap, err := t.Store.Snapshot(ctx)
+	snap, err := t.Store.ReadSnapshot(ctx, &t.snapshots)
 	if err != nil {
 		return st, nil, nil, err
 	}
