@@ -609,6 +609,7 @@ func (t *term) repairDrift(ctx context.Context) {
 	t.Log.Warn("partitions file drifted from the recorded state; writing it again and applying it",
 		"file", t.Cfg.PartitionsFile, "reason", reason)
 	t.applied = -1
+	t.snapshots = store.SnapshotCache{} // the next apply reads everything
 }
 
 // fileDrift says what is wrong with the partitions file, "" when nothing.
@@ -622,10 +623,17 @@ func (t *term) fileDrift(ctx context.Context) string {
 	case !bytes.Equal(got, t.written):
 		return "the file is not what was last applied (edited by hand?)"
 	}
-	_, text, checkErr, err := t.render(ctx)
+	// A full read, not the term's incremental one: once a check interval
+	// the file is held against every row of the database.
+	snap, err := t.Store.Snapshot(ctx)
+	if err != nil {
+		t.Log.Error("read recorded state", "error", err)
+		return ""
+	}
+	_, text, checkErr, err := Render(ctx, snap, t.Cfg)
 	switch {
 	case err != nil:
-		t.Log.Error("read recorded state", "error", err)
+		t.Log.Error("render recorded state", "error", err)
 		return ""
 	case checkErr != nil:
 		return "" // the state cannot be written; its apply has said so

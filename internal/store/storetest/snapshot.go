@@ -20,19 +20,22 @@ var snapshotTests = []struct {
 	{"IncrementalSnapshotReadsWhatChanged", testIncrementalSnapshotReads},
 }
 
-// snapshotWorld is the small universe the random changes draw from, so that
-// they collide: GUIDs taken by another port or by Kubernetes, VLANs of another
-// network, the static partition's pkey and member, networks deleted under
-// their ports.
-type snapshotWorld struct {
+// ChangeWorld is the small universe random changes draw from, so that they
+// collide: GUIDs taken by another port or by Kubernetes, VLANs of another
+// network, the pkey 0x1010 and GUID 0x0002c90300001039 a template's static
+// partition has in the suite, networks deleted under their ports. The changes
+// use physnet "ibnet" (managed) and "other", and Kubernetes pkeys in
+// 0x1000-0x1fff.
+type ChangeWorld struct {
 	networks []string
 	ports    []string
 	guids    []uint64
 	kpkeys   []fabric.PKey
 }
 
-func newSnapshotWorld() snapshotWorld {
-	w := snapshotWorld{kpkeys: []fabric.PKey{0x1001, 0x1002, 0x1003, 0x1010}}
+// NewChangeWorld is the universe of the compliance suite's random changes.
+func NewChangeWorld() ChangeWorld {
+	w := ChangeWorld{kpkeys: []fabric.PKey{0x1001, 0x1002, 0x1003, 0x1010}}
 	for i := range 6 {
 		w.networks = append(w.networks, fmt.Sprintf("%08x-1111-4a7b-8c9d-0e1f2a3b4c5d", 0xa0000000+i))
 	}
@@ -46,8 +49,21 @@ func newSnapshotWorld() snapshotWorld {
 	return w
 }
 
-// change makes one random change; refusals are part of the sequence.
-func (w snapshotWorld) change(t *testing.T, s *store.Store, r *rand.Rand) {
+// Networks records every network of the world, one flat, the others VLAN
+// networks of the managed physnet: the changes then find networks to use.
+func (w ChangeWorld) Networks(t *testing.T, s *store.Store) {
+	for i, id := range w.networks {
+		spec := netSpec(id, "vlan", "ibnet", vlanID(int64(100+i)))
+		if i == 0 {
+			spec.Type, spec.SegmentationID = "flat", nil
+		}
+		mustNetwork(t, s, spec)
+	}
+}
+
+// Change makes one random change through s; refusals are part of the
+// sequence.
+func (w ChangeWorld) Change(t *testing.T, s *store.Store, r *rand.Rand) {
 	ctx := ctxT(t)
 	pick := func(n int) int { return r.IntN(n) }
 	g := func() *fabric.GUID {
@@ -125,14 +141,8 @@ func testIncrementalSnapshot(t *testing.T, s *store.Store) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, seed>>1))
-	w := newSnapshotWorld()
-	for i, id := range w.networks {
-		spec := netSpec(id, "vlan", "ibnet", vlanID(int64(100+i)))
-		if i == 0 {
-			spec.Type, spec.SegmentationID = "flat", nil
-		}
-		mustNetwork(t, s, spec)
-	}
+	w := NewChangeWorld()
+	w.Networks(t, s)
 	var cache store.SnapshotCache
 	ctx := ctxT(t)
 	var reread, kube, most int
@@ -145,12 +155,12 @@ func testIncrementalSnapshot(t *testing.T, s *store.Store) {
 			seeds := []uint64{r.Uint64(), r.Uint64(), r.Uint64(), r.Uint64()}
 			var wg sync.WaitGroup
 			for _, sd := range seeds {
-				wg.Go(func() { w.change(t, s, rand.New(rand.NewPCG(sd, sd))) })
+				wg.Go(func() { w.Change(t, s, rand.New(rand.NewPCG(sd, sd))) })
 			}
 			wg.Wait()
 		} else {
 			for range n + 1 {
-				w.change(t, s, r)
+				w.Change(t, s, r)
 			}
 		}
 		got, err := s.ReadSnapshot(ctx, &cache)
