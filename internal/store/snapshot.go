@@ -75,6 +75,7 @@ func (c *SnapshotCache) Last() SnapshotRead { return c.last }
 // snapshotDelta is what one read found, applied to the cache only once the
 // read's transaction has succeeded: a failed read leaves the cache as it was.
 type snapshotDelta struct {
+	full        bool // everything was read: the cache is replaced
 	revision    int64
 	networks    []driver.Network
 	allNetworks bool // networks is every network: replace, not overlay
@@ -119,18 +120,17 @@ func (s *Store) readDelta(ctx context.Context, c *SnapshotCache) (snapshotDelta,
 		if d.revision, err = q.Revision(ctx); err != nil {
 			return err
 		}
-		if c.valid && d.revision < c.revision {
-			*c = SnapshotCache{} // the database went back (restored): start over
-		}
-		since := int64(0)
-		if c.valid {
-			since = c.revision
+		// A database that went back (restored from a backup) is read whole.
+		d.full = !c.valid || d.revision < c.revision
+		since := c.revision
+		if d.full {
+			since = 0
 		}
 		if d.networks, err = q.ListNetworksSince(ctx, since); err != nil {
 			return err
 		}
-		d.allNetworks = !c.valid
-		if c.valid {
+		d.allNetworks = d.full
+		if !d.full {
 			n, err := q.CountNetworks(ctx)
 			if err != nil {
 				return err
@@ -150,7 +150,7 @@ func (s *Store) readDelta(ctx context.Context, c *SnapshotCache) (snapshotDelta,
 		if d.memberRows, err = q.CountMembers(ctx); err != nil {
 			return err
 		}
-		if c.valid && c.membersAfter(d.ports) != d.memberRows {
+		if !d.full && c.membersAfter(d.ports) != d.memberRows {
 			// Ports were deleted: find the networks that lost some.
 			if err := c.findDeleted(ctx, q, &d); err != nil {
 				return err
@@ -161,7 +161,7 @@ func (s *Store) readDelta(ctx context.Context, c *SnapshotCache) (snapshotDelta,
 			return err
 		}
 		d.k8sRev = k.ChangedRevision
-		if !c.valid || k.ChangedRevision != c.kubernetesRevision {
+		if d.full || k.ChangedRevision != c.kubernetesRevision {
 			d.k8sRead = true
 			d.kubernetes, err = kubernetesPKeys(ctx, q)
 			return err
@@ -241,11 +241,11 @@ func (c *SnapshotCache) findDeleted(ctx context.Context, q driver.Queries, d *sn
 // apply brings c to the state d read; false when the result disagrees with
 // the database's counts (c is then to be discarded).
 func (c *SnapshotCache) apply(d snapshotDelta) bool {
-	if !c.valid {
+	if d.full {
 		*c = SnapshotCache{networks: map[string]Network{}, ports: map[string]string{},
 			members: map[string]*networkMembers{}}
 	}
-	read := SnapshotRead{Full: !c.valid, Networks: len(d.networks), Ports: len(d.ports),
+	read := SnapshotRead{Full: d.full, Networks: len(d.networks), Ports: len(d.ports),
 		NetworksRead: len(d.reread), Kubernetes: d.k8sRead}
 	for _, rows := range d.reread {
 		read.Ports += len(rows)
