@@ -39,10 +39,10 @@ func NewChangeWorld() ChangeWorld {
 	for i := range 6 {
 		w.networks = append(w.networks, fmt.Sprintf("%08x-1111-4a7b-8c9d-0e1f2a3b4c5d", 0xa0000000+i))
 	}
-	for i := range 60 {
+	for i := range 200 {
 		w.ports = append(w.ports, fmt.Sprintf("port-%02d", i))
 	}
-	for i := range 45 {
+	for i := range 150 {
 		w.guids = append(w.guids, 0x0002c90300001000+uint64(i))
 	}
 	w.guids = append(w.guids, guidC) // the static partition's member
@@ -97,7 +97,7 @@ func (w ChangeWorld) Change(t *testing.T, s *store.Store, r *rand.Rand) {
 			spec.SegmentationID = vlanID(0x1010) // the static partition's: refused
 		}
 		_, err = recordNetwork(s, t, spec)
-	case op < 13:
+	case op < 12:
 		_, err = s.RemoveNetwork(ctx, store.NetworkRemoval{NetworkID: w.networks[pick(len(w.networks))], CreatedBy: "test", Request: "{}"})
 	case op < 62:
 		c := boundPort(w.ports[pick(len(w.ports))], w.networks[pick(len(w.networks))], 0, "host")
