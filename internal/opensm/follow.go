@@ -63,11 +63,11 @@ const pollInterval = 5 * time.Millisecond
 // teardown on every apply's path (fixed: logNotify.close). Since then the
 // follower reads the end of a sweep 0.5-0.9 ms after OpenSM writes it
 // instead of 2.2-3.2 ms, but on the 4-host fabric OpenSM's own sweep took
-// about 1.3 ms longer with a follower woken by notifications (a wake-up and
-// a read every millisecond of the sweep, on a machine of two cores shared
-// with OpenSM and the simulator), and a change was slower in four of six
-// interleaved pairs on a quiet machine (docs/performance.md). The
-// notifications' own tests run them whatever this says.
+// about 1.3 ms longer with a follower woken by notifications (not through
+// the manager's CPU, which was the same; the cause is not found), and a
+// change was faster with them in only six of twelve interleaved pairs, two
+// of the six on a quieter machine (docs/performance.md). The notifications'
+// own tests run them whatever this says.
 const useNotifications = false
 
 // slowPollInterval is how often a follower woken by notifications looks at
