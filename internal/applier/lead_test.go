@@ -338,18 +338,19 @@ func waitLog(t *testing.T, logs *lockedBuffer, parts ...string) {
 	}
 }
 
-// recordFailingStore fails RecordApply while fails is positive, as a database
-// that went away between OpenSM's sweep and the apply's row.
+// recordFailingStore fails the transaction that records an applied sweep
+// while fails is positive, as a database that went away between OpenSM's
+// sweep and the apply's row.
 type recordFailingStore struct {
 	Store
 	fails atomic.Int32
 }
 
-func (s *recordFailingStore) RecordApply(ctx context.Context, a store.Apply) (bool, error) {
+func (s *recordFailingStore) FinishApply(ctx context.Context, a store.Apply, open func(store.GateState) bool) (store.Finished, error) {
 	if s.fails.Add(-1) >= 0 {
-		return false, fmt.Errorf("record apply: %w", syscall.ECONNREFUSED)
+		return store.Finished{}, fmt.Errorf("finish apply: %w", syscall.ECONNREFUSED)
 	}
-	return s.Store.RecordApply(ctx, a)
+	return s.Store.FinishApply(ctx, a, open)
 }
 
 // A job completes only once its apply is recorded: an apply whose row could
@@ -363,7 +364,7 @@ func TestLeadCompletesOnlyRecordedApplies(t *testing.T) {
 	waitLog(t, r.logs, "partitions applied", `"revision":0,`)
 	failing.fails.Store(1)
 	j := r.network(netA, 101)
-	waitLog(t, r.logs, "record apply", "connection refused")
+	waitLog(t, r.logs, "record the apply and complete its jobs", "connection refused")
 	if got := r.job(j); got.Status == store.StatusCompleted {
 		t.Fatal("job Completed although its apply was not recorded")
 	}

@@ -165,13 +165,30 @@ func (s *Store) ConfirmSwitches(ctx context.Context, switches []ExpectedSwitch) 
 
 // ExpectedSwitches returns the confirmed switches, by GUID.
 func (s *Store) ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error) {
-	rows, err := s.d.Queries(ctx).ExpectedSwitches(ctx)
+	return expectedSwitches(ctx, s.d.Queries(ctx))
+}
+
+func expectedSwitches(ctx context.Context, q driver.Queries) ([]ExpectedSwitch, error) {
+	rows, err := q.ExpectedSwitches(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("expected switches: %w", err)
 	}
 	return driver.Convert(rows, func(r driver.ExpectedSwitch) ExpectedSwitch {
 		return ExpectedSwitch{GUID: r.Guid, Description: r.Description, ConfirmedAt: r.ConfirmedAt.UTC()}
 	}), nil
+}
+
+// gateState reads what the gates need of the database, with q.
+func gateState(ctx context.Context, q driver.Queries) (GateState, error) {
+	expected, err := expectedSwitches(ctx, q)
+	if err != nil {
+		return GateState{}, err
+	}
+	errs, err := enforcementErrors(ctx, q)
+	if err != nil {
+		return GateState{}, err
+	}
+	return GateState{Expected: expected, Errors: errs}, nil
 }
 
 // RecordEnforcementErrors records what OpenSM's log said, all or nothing. Each
@@ -232,7 +249,11 @@ func checkSighting(e EnforcementSighting) error {
 
 // EnforcementErrors returns the recorded enforcement errors, by switch and port.
 func (s *Store) EnforcementErrors(ctx context.Context) ([]EnforcementError, error) {
-	rows, err := s.d.Queries(ctx).EnforcementErrors(ctx)
+	return enforcementErrors(ctx, s.d.Queries(ctx))
+}
+
+func enforcementErrors(ctx context.Context, q driver.Queries) ([]EnforcementError, error) {
+	rows, err := q.EnforcementErrors(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("enforcement errors: %w", err)
 	}
