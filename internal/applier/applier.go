@@ -400,7 +400,14 @@ func (t *term) apply(ctx context.Context) applyResult {
 	}
 	signalled := time.Now()
 	log.Debug("SIGHUP sent; waiting for the heavy sweep", "log_offset", pos.Offset)
+	// The enforcement watch reads what came before the position during the
+	// sweep (it holds the watch until caughtUp returns).
+	caughtUp := t.gate.watch.catchUp(ctx, t.id, t.Store, t.Log, pos)
+	defer caughtUp() //nolint:errcheck // reported below; this only waits on early returns
 	res, err := opensm.WaitSweep(ctx, t.Cfg.LogFile, pos, t.Cfg.SweepTimeout)
+	if err := caughtUp(); err != nil {
+		log.Error("read OpenSM's log for cleared enforcement", "error", err)
+	}
 	if err != nil {
 		if ctx.Err() == nil {
 			log.Error("follow OpenSM's log to the end of the sweep", "error", err)

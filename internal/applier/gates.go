@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -364,15 +365,8 @@ func (w *enforcementWatch) scan(ctx context.Context, term int64, rec Enforcement
 // in span's file (a rotation), or cannot read up to span.From (the log
 // shrank), it stays where it is and reads everything itself.
 func (w *enforcementWatch) handOff(ctx context.Context, term int64, rec EnforcementRecorder, log *slog.Logger, span opensm.Span) error {
-	if err := w.follow(ctx, term, rec, log); err != nil || w.f == nil {
+	if err := w.readUpTo(ctx, term, rec, log, opensm.Position{Inode: span.Inode, Offset: span.From}); err != nil || w.f == nil {
 		return err
-	}
-	for w.pos.Inode == span.Inode && w.pos.Offset < span.From {
-		before := w.pos.Offset
-		progressed, err := w.readChunk(ctx, term, rec, log, span.From)
-		if err != nil || !progressed || w.pos.Offset <= before {
-			return err // no further, or truncated in place: read on from here
-		}
 	}
 	if w.pos.Inode != span.Inode || w.pos.Offset != span.From || span.To < span.From {
 		return nil
@@ -387,6 +381,43 @@ func (w *enforcementWatch) handOff(ctx context.Context, term int64, rec Enforcem
 	// meet again.
 	w.seenInSweep = nil
 	return nil
+}
+
+// readUpTo reads and records what the log holds from the watch's position up
+// to to, when to is in the file the watch reads (otherwise, after a
+// rotation, it only follows it as scan does); it stops early at a line still
+// being written, or when the file was truncated in place: the rest is read
+// from where it stopped.
+func (w *enforcementWatch) readUpTo(ctx context.Context, term int64, rec EnforcementRecorder, log *slog.Logger, to opensm.Position) error {
+	if err := w.follow(ctx, term, rec, log); err != nil || w.f == nil {
+		return err
+	}
+	for w.pos.Inode == to.Inode && w.pos.Offset < to.Offset {
+		before := w.pos.Offset
+		progressed, err := w.readChunk(ctx, term, rec, log, to.Offset)
+		if err != nil || !progressed || w.pos.Offset <= before {
+			return err // no further, or truncated in place: read on from here
+		}
+	}
+	return nil
+}
+
+// catchUp reads the log up to pos, the position an apply noted before its
+// SIGHUP, in a goroutine of its own while the apply waits for OpenSM's
+// sweep: what OpenSM logged since the last scan (on a large fabric, a heavy
+// sweep of another cause logs a line per port) is then read during the
+// sweep, not after it, when the jobs wait for it. The returned wait must be
+// called before the watch is used again; it returns the reading's error.
+// Nothing is skipped: what is left is read by handOff or the next scan.
+func (w *enforcementWatch) catchUp(ctx context.Context, term int64, rec EnforcementRecorder, log *slog.Logger, pos opensm.Position) (wait func() error) {
+	done := make(chan error, 1)
+	go func() { done <- w.readUpTo(ctx, term, rec, log, pos) }()
+	var once sync.Once
+	var err error
+	return func() error {
+		once.Do(func() { err = <-done })
+		return err
+	}
 }
 
 // follow opens the log, and follows a rotation by renaming: once the path

@@ -374,3 +374,39 @@ func TestLeadCompletesOnlyRecordedApplies(t *testing.T) {
 		t.Errorf("last apply %+v, %v; want an applied row of revision %d or later", a, err, j.Revision)
 	}
 }
+
+// What OpenSM logged since the last scan (a heavy sweep of another cause, a
+// line per port on a large fabric) is read during the apply's sweep, not
+// after it: the cleared enforcement line logged before the SIGHUP is
+// recorded while the sweep still runs, and it still holds the jobs once the
+// sweep ends. The polls are an hour apart, so that only the apply reads the
+// log.
+func TestLeadReadsTheLogBeforeItsPositionDuringTheSweep(t *testing.T) {
+	r := newLeadRig(t)
+	r.app.Cfg.PollInterval, r.app.Cfg.CheckInterval = time.Hour, time.Hour
+	r.sm.sweeps = []string{"applied", "none"}
+	_, end := r.lead()
+	defer end()
+	waitLog(t, r.logs, "partitions applied", `"revision":0,`)
+	r.sm.appendLog(verboseFiller(256<<10) + clearedLine("09") + verboseFiller(256<<10))
+	j := r.network(netA, 101)
+	waitLog(t, r.logs, "SIGHUP sent; waiting for the heavy sweep", `"revision":1,`)
+	deadline := time.Now().Add(15 * time.Second)
+	for len(recorded(t, r.st)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the line logged before the apply's position was not recorded during its sweep")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if strings.Contains(r.logs.String(), `"msg":"jobs wait for the gates"`) || r.job(j).Status == store.StatusCompleted {
+		t.Fatal("the sweep had ended before the line was recorded")
+	}
+	r.sm.appendLog(sweepLines(t, "applied.log")) // the sweep ends
+	waitLog(t, r.logs, "jobs wait for the gates", EnforcementCleared)
+	if got := r.job(j); got.Status == store.StatusCompleted {
+		t.Errorf("job %s with a cleared enforcement recorded", got.Status)
+	}
+	if got := recorded(t, r.st); len(got) != 1 || got[0] != "0x0002c90300f00001:2 xI" {
+		t.Errorf("recorded %q; want S1 port 2 once", got)
+	}
+}
