@@ -97,14 +97,7 @@ func (l *PortLimit) reached(t *Topology, err error, partitions map[fabric.GUID][
 	if err != nil || t == nil {
 		return nil, err
 	}
-	all := make(map[fabric.GUID][]fabric.PKey, len(partitions))
-	for g, pkeys := range partitions {
-		if l.Static != nil {
-			pkeys = append(slices.Clip(pkeys), l.Static(g)...)
-		}
-		all[g] = pkeys
-	}
-	return t.CapacityReached(all, l.Capacity), nil
+	return t.capacityReached(partitions, l.Static, l.Capacity), nil
 }
 
 // current returns the topology of the dump as it is now; nil when there is none.
