@@ -48,7 +48,7 @@ func (t *Topology) CapacityReached(pkeys map[fabric.GUID][]fabric.PKey, capacity
 // after each sweep, and this spares it a copy of the map.
 func (t *Topology) capacityReached(pkeys map[fabric.GUID][]fabric.PKey, extra func(fabric.GUID) []fabric.PKey, capacity int) []Reached {
 	var out []Reached
-	var distinct []fabric.PKey // reused from port to port
+	var distinct []fabric.PKey   // reused from port to port
 	for host, p := range pkeys { // every port is looked at: sorting the few found is cheaper
 		at, placed := t.behind[host]
 		if !placed {
