@@ -78,6 +78,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.failJobsStmt, err = db.PrepareContext(ctx, failJobs); err != nil {
 		return nil, fmt.Errorf("error preparing query FailJobs: %w", err)
 	}
+	if q.gateSwitchesStmt, err = db.PrepareContext(ctx, gateSwitches); err != nil {
+		return nil, fmt.Errorf("error preparing query GateSwitches: %w", err)
+	}
 	if q.getJobStmt, err = db.PrepareContext(ctx, getJob); err != nil {
 		return nil, fmt.Errorf("error preparing query GetJob: %w", err)
 	}
@@ -276,6 +279,11 @@ func (q *Queries) Close() error {
 	if q.failJobsStmt != nil {
 		if cerr := q.failJobsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing failJobsStmt: %w", cerr)
+		}
+	}
+	if q.gateSwitchesStmt != nil {
+		if cerr := q.gateSwitchesStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing gateSwitchesStmt: %w", cerr)
 		}
 	}
 	if q.getJobStmt != nil {
@@ -510,6 +518,7 @@ type Queries struct {
 	expectedSwitchesStmt              *sql.Stmt
 	failJobStmt                       *sql.Stmt
 	failJobsStmt                      *sql.Stmt
+	gateSwitchesStmt                  *sql.Stmt
 	getJobStmt                        *sql.Stmt
 	getKubernetesPKeyStmt             *sql.Stmt
 	getNetworkStmt                    *sql.Stmt
@@ -569,6 +578,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		expectedSwitchesStmt:              q.expectedSwitchesStmt,
 		failJobStmt:                       q.failJobStmt,
 		failJobsStmt:                      q.failJobsStmt,
+		gateSwitchesStmt:                  q.gateSwitchesStmt,
 		getJobStmt:                        q.getJobStmt,
 		getKubernetesPKeyStmt:             q.getKubernetesPKeyStmt,
 		getNetworkStmt:                    q.getNetworkStmt,

@@ -178,17 +178,26 @@ func expectedSwitches(ctx context.Context, q driver.Queries) ([]ExpectedSwitch, 
 	}), nil
 }
 
-// gateState reads what the gates need of the database, with q.
+// gateState reads what the gates need of the database, with q: in one query
+// (the confirmed switches, each with the count of enforcement errors) while
+// no enforcement error is recorded; the errors themselves are read only when
+// there are some, or when no switch is confirmed (the count then has no row
+// to come in).
 func gateState(ctx context.Context, q driver.Queries) (GateState, error) {
-	expected, err := expectedSwitches(ctx, q)
+	rows, err := q.GateSwitches(ctx)
 	if err != nil {
+		return GateState{}, fmt.Errorf("expected switches: %w", err)
+	}
+	st := GateState{Expected: driver.Convert(rows, func(r driver.GateSwitchesRow) ExpectedSwitch {
+		return ExpectedSwitch{GUID: r.Guid, Description: r.Description, ConfirmedAt: r.ConfirmedAt.UTC()}
+	})}
+	if len(rows) > 0 && rows[0].EnforcementErrors == 0 {
+		return st, nil
+	}
+	if st.Errors, err = enforcementErrors(ctx, q); err != nil {
 		return GateState{}, err
 	}
-	errs, err := enforcementErrors(ctx, q)
-	if err != nil {
-		return GateState{}, err
-	}
-	return GateState{Expected: expected, Errors: errs}, nil
+	return st, nil
 }
 
 // RecordEnforcementErrors records what OpenSM's log said, all or nothing. Each

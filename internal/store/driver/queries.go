@@ -37,6 +37,7 @@ type Queries interface {
 	ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error)
 	FailJob(ctx context.Context, error string, now *time.Time, jobID int64, term int64) (int64, error)
 	FailJobs(ctx context.Context, error string, now *time.Time, revision int64, term int64) (int64, error)
+	GateSwitches(ctx context.Context) ([]GateSwitchesRow, error)
 	GetJob(ctx context.Context, id int64) (Job, error)
 	GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (KubernetesPKey, error)
 	GetNetwork(ctx context.Context, id string) (Network, error)
@@ -83,6 +84,7 @@ type (
 	CountJobsByStatusRow = sqlitedb.CountJobsByStatusRow
 	EnforcementError     = sqlitedb.EnforcementError
 	ExpectedSwitch       = sqlitedb.ExpectedSwitch
+	GateSwitchesRow      = sqlitedb.GateSwitchesRow
 	Job                  = sqlitedb.Job
 	KubernetesMember     = sqlitedb.KubernetesMember
 	KubernetesPKey       = sqlitedb.KubernetesPkey

@@ -29,6 +29,11 @@ func (q queries) ExpectedSwitches(ctx context.Context) ([]driver.ExpectedSwitch,
 	return driver.Convert(rs, func(r pgdb.ExpectedSwitch) driver.ExpectedSwitch { return driver.ExpectedSwitch(r) }), err
 }
 
+func (q queries) GateSwitches(ctx context.Context) ([]driver.GateSwitchesRow, error) {
+	rs, err := q.Queries.GateSwitches(ctx)
+	return driver.Convert(rs, func(r pgdb.GateSwitchesRow) driver.GateSwitchesRow { return driver.GateSwitchesRow(r) }), err
+}
+
 func (q queries) GetJob(ctx context.Context, id int64) (driver.Job, error) {
 	r, err := q.Queries.GetJob(ctx, id)
 	return driver.Job(r), err

@@ -20,6 +20,7 @@ var finishTests = []struct {
 	{"FinishApplyRecordsAndCompletesInOneTransaction", testFinishApply},
 	{"FinishApplyOfAStaleTermChangesNothing", testFinishApplyStale},
 	{"FinishApplyThatFailsMidwayLeavesNothing", testFinishApplyFailsMidway},
+	{"FinishApplyReadsTheGatesAsTheirQueriesDo", testFinishApplyGateState},
 }
 
 // finishSetup records a network (revision 1), a Kubernetes change (2) and
@@ -169,5 +170,49 @@ func testFinishApplyFailsMidway(t *testing.T, s *store.Store) {
 	if f, err := s.FinishApply(ctx, appliedRow(term, 3, time.Now().UTC()),
 		func(store.GateState) bool { return true }); err != nil || f.Completed != 3 {
 		t.Errorf("FinishApply after the failed one = %+v, %v; want 3 jobs completed", f, err)
+	}
+}
+
+// testFinishApplyGateState: whatever the gates' tables hold (no switch and no
+// error, switches alone, errors alone, both), open is given what
+// ExpectedSwitches and EnforcementErrors read.
+func testFinishApplyGateState(t *testing.T, s *store.Store) {
+	ctx := ctxT(t)
+	term, err := s.NewTerm(ctx, "manager-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sws := []store.ExpectedSwitch{{GUID: 0x0002c90300f00001, Description: "S1"}, {GUID: 0x0002c90300f00002, Description: "S2"}}
+	errLine := store.EnforcementSighting{Switch: sws[1].GUID.String(), Port: 4, Line: "0x01 -> Clearing Enforcement bit"}
+	steps := []struct {
+		name string
+		do   func() error
+	}{
+		{"empty", func() error { return nil }},
+		{"an error alone", func() error { return s.RecordEnforcementErrors(ctx, term, []store.EnforcementSighting{errLine}) }},
+		{"switches and an error", func() error { return s.ConfirmSwitches(ctx, sws) }},
+		{"switches alone", func() error { _, err := s.ClearEnforcementErrors(ctx); return err }},
+	}
+	for i, step := range steps {
+		if err := step.do(); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		var seen store.GateState
+		f, err := s.FinishApply(ctx, appliedRow(term, int64(i), time.Now().UTC()), func(gs store.GateState) bool {
+			seen = gs
+			return false
+		})
+		if err != nil || !f.Recorded {
+			t.Fatalf("%s: FinishApply = %+v, %v", step.name, f, err)
+		}
+		expected, err1 := s.ExpectedSwitches(ctx)
+		errs, err2 := s.EnforcementErrors(ctx)
+		if err := errors.Join(err1, err2); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(seen.Expected, expected) || !slices.Equal(seen.Errors, errs) {
+			t.Errorf("%s: open saw switches %+v and errors %+v; want %+v and %+v", step.name, seen.Expected,
+				seen.Errors, expected, errs)
+		}
 	}
 }
