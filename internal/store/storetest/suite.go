@@ -47,6 +47,7 @@ func Run(t *testing.T, engine string) {
 	tests = append(tests, kubernetesTests...)
 	tests = append(tests, groupTests...)
 	tests = append(tests, finishTests...)
+	tests = append(tests, snapshotTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
