@@ -456,7 +456,9 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 	}
 	var job Job
 	err := s.change(ctx, func(ctx context.Context, tx *changeTx) error {
-		n, err := tx.GetNetwork(ctx, p.NetworkID)
+		// Every row the rules below read, in one round trip: the revision's
+		// row lock is held from the first statement to the commit.
+		n, before, holder, err := tx.GetPortChange(ctx, p.NetworkID, p.ID, p.GUID)
 		newNetwork := false
 		switch {
 		case errors.Is(err, ErrNotFound) && embedded != nil:
@@ -464,6 +466,10 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 				return err
 			}
 			n, newNetwork = *embedded, true
+			// A network's first port: its ports are read on their own.
+			if before, holder, err = portAndHolder(ctx, tx, p.ID, p.GUID); err != nil {
+				return err
+			}
 		case errors.Is(err, ErrNotFound) && p.GUID == nil && c.ClientIDError == nil:
 			// Nothing here is ours: most likely a port of a network that is
 			// never announced (VXLAN, Geneve) under [sdn] physical_networks = *.
@@ -483,12 +489,6 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 				"networking-mlnx sends a VLAN network's creation before its ports, and the manager learns of a flat network from its first update",
 				p.ID, p.NetworkID)
 		case err != nil:
-			return err
-		}
-		// Every row the rules below read, in one round trip: the revision's
-		// row lock is held from the first statement to the commit.
-		before, holder, err := portAndHolder(ctx, tx, p.ID, p.GUID)
-		if err != nil {
 			return err
 		}
 		reason, err := s.membership(ctx, tx, &p, c, n, holder, limit)
