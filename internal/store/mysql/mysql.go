@@ -93,7 +93,7 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Engine, error) {
 	// sqlc's constants and the savepoint's, never built from a request, and
 	// their arguments are escaped as above. A DSN that sets multiStatements
 	// itself is obeyed: false sends each statement on its own.
-	pipelined := cfg.InterpolateParams && (cfg.MultiStatements || !dsnSets(dsn, "multiStatements"))
+	pipelined := pipelineByDefault(dsn, cfg)
 	if pipelined {
 		cfg.MultiStatements = true
 	}
@@ -145,11 +145,13 @@ func dsnParams(dsn string) (url.Values, error) {
 	return url.ParseQuery(query)
 }
 
-// dsnSets says whether a DSN sets the parameter (an unreadable one: as if it
-// did, so that nothing is turned on against it).
-func dsnSets(dsn, param string) bool {
+// pipelineByDefault says whether change transactions send the statements
+// they hold back in one query with the next (see Open): arguments are
+// interpolated, and the DSN (cfg as read from it) sets multiStatements true
+// or not at all.
+func pipelineByDefault(dsn string, cfg *mysql.Config) bool {
 	params, err := dsnParams(dsn)
-	return err != nil || params.Has(param)
+	return err == nil && cfg.InterpolateParams && (cfg.MultiStatements || !params.Has("multiStatements"))
 }
 
 func (e *Engine) Name() string { return "mysql" }
