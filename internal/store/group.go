@@ -200,7 +200,8 @@ func (s *Store) commitOutcomes(group []*pendingChange) []error {
 			}
 		}
 		if rev != next {
-			if err := q.SetRevision(ctx, rev); err != nil {
+			// Held: it may go with the COMMIT.
+			if err := q.Later().SetRevision(ctx, rev); err != nil {
 				return fmt.Errorf("set revision: %w", err)
 			}
 		}

@@ -121,6 +121,7 @@ type Driver interface {
 	InTx(ctx context.Context, mode TxMode, fn func(q Queries) error) error
 	// InChangeTx runs fn in one change transaction (isolated as a Write; its
 	// first statement bumps the revision): committed when fn returns nil,
+	// with what fn left held sent first (an error of it fails the commit),
 	// rolled back otherwise. After it commits, the engine wakes this
 	// process's waiters (Wake) if it has no notification of its own.
 	InChangeTx(ctx context.Context, fn func(tx ChangeTx) error) error

@@ -191,7 +191,12 @@ func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) err
 			return fn(plainChangeTx{queries{e.q.WithTx(tx)}, driver.SQLSavepoints{Tx: tx}})
 		}
 		p := &pipeline{tx: tx}
-		return fn(changeTx{queries: queries{mysqldb.New(p)}, p: p, later: queries{mysqldb.New(later{p})}})
+		c := changeTx{queries: queries{mysqldb.New(p)}, p: p, later: queries{mysqldb.New(later{p})}}
+		if err := fn(c); err != nil {
+			return err
+		}
+		// What fn left held goes before the COMMIT (database/sql's own).
+		return c.Flush(ctx)
 	})
 	if err == nil {
 		e.Notify()

@@ -85,11 +85,47 @@ func (e *Engine) InTx(ctx context.Context, mode driver.TxMode, fn func(q driver.
 
 // InChangeTx runs fn in one READ COMMITTED transaction, as a Write. The
 // state table's trigger notifies the listeners of every manager at commit.
+//
+// The transaction is begun and committed with plain statements, held like
+// the others (driver.ChangeTx): BEGIN goes with the first statement (the
+// revision's UPDATE) and COMMIT with whatever fn left held (the revision's
+// final value), so that neither costs a round trip of its own.
 func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) error) error {
-	return pgx.BeginTxFunc(ctx, e.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		p := &pipeline{tx: tx}
-		return fn(changeTx{queries: queries{pgdb.New(p)}, p: p, later: queries{pgdb.New(later{p})}})
-	})
+	conn, err := e.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// A connection still inside a transaction (its ROLLBACK could not be
+	// sent) is closed by Release, never handed out again.
+	defer conn.Release()
+	p := &pipeline{tx: conn}
+	p.held.Hold("BEGIN")
+	if err := fn(changeTx{queries: queries{pgdb.New(p)}, p: p, later: queries{pgdb.New(later{p})}}); err != nil {
+		p.rollback(ctx)
+		return err
+	}
+	held := p.held.Take()
+	br := conn.SendBatch(ctx, batchOf(held, driver.HeldStatement{SQL: "COMMIT"}))
+	err = execHeld(br, len(held)+1)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		p.rollback(ctx)
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// rollback ends the transaction, if it has begun on the server, whatever
+// became of ctx.
+func (p *pipeline) rollback(ctx context.Context) {
+	if held := p.held.Take(); len(held) > 0 && held[0].SQL == "BEGIN" {
+		return // nothing reached the server
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_, _ = p.tx.Exec(rctx, "ROLLBACK")
 }
 
 // changeTx sets its savepoints with plain statements rather than pgx's nested
@@ -133,8 +169,14 @@ func (c changeTx) Flush(ctx context.Context) error {
 // pipeline is a pgdb.DBTX on a change transaction that sends what is held
 // (driver.Held) in one batch with its next statement: one round trip.
 type pipeline struct {
-	tx   pgx.Tx
+	tx   conn
 	held driver.Held
+}
+
+// conn is what a pipeline sends on: a pool's connection.
+type conn interface {
+	pgdb.DBTX
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // later is the pipeline's view for ChangeTx.Later: an Exec is held.
