@@ -95,8 +95,8 @@ bash scripts/image-smoke.sh "$docker_dir"
 
 # The benchmark suite with tiny sizes, so that it cannot rot: it fails only if a measurement
 # cannot be made, never on a figure (make bench runs it at full size).
-echo "benchmark smoke: BenchmarkApplyLargeFabric once"
-go test -run '^$' -bench ApplyLargeFabric -benchtime 1x ./internal/applier >"$env_dir/bench-apply-smoke.txt"
+echo "benchmark smoke: BenchmarkApplyLargeFabric and BenchmarkApplyManyPorts once"
+go test -run '^$' -bench 'ApplyLargeFabric|ApplyManyPorts' -benchtime 1x ./internal/applier >"$env_dir/bench-apply-smoke.txt"
 echo "benchmark smoke: go run ./cmd/afm-bench --smoke"
 go run ./cmd/afm-bench --smoke >"$env_dir/bench-smoke.md"
 

@@ -105,6 +105,60 @@ func (q *Queries) CountJobsByStatus(ctx context.Context) ([]CountJobsByStatusRow
 	return items, nil
 }
 
+const countMembers = `-- name: CountMembers :one
+SELECT count(*) FROM ports WHERE guid IS NOT NULL
+`
+
+func (q *Queries) CountMembers(ctx context.Context) (int64, error) {
+	row := q.db.QueryRowContext(ctx, countMembers)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const countMembersByNetwork = `-- name: CountMembersByNetwork :many
+SELECT network_id, count(*) AS n FROM ports WHERE guid IS NOT NULL GROUP BY network_id
+`
+
+type CountMembersByNetworkRow struct {
+	NetworkID string
+	N         int64
+}
+
+func (q *Queries) CountMembersByNetwork(ctx context.Context) ([]CountMembersByNetworkRow, error) {
+	rows, err := q.db.QueryContext(ctx, countMembersByNetwork)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []CountMembersByNetworkRow
+	for rows.Next() {
+		var i CountMembersByNetworkRow
+		if err := rows.Scan(&i.NetworkID, &i.N); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const countNetworks = `-- name: CountNetworks :one
+SELECT count(*) FROM networks
+`
+
+func (q *Queries) CountNetworks(ctx context.Context) (int64, error) {
+	row := q.db.QueryRowContext(ctx, countNetworks)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const deleteNetwork = `-- name: DeleteNetwork :execrows
 DELETE FROM networks WHERE id = ?
 `
@@ -552,6 +606,117 @@ func (q *Queries) ListMembers(ctx context.Context) ([]ListMembersRow, error) {
 	for rows.Next() {
 		var i ListMembersRow
 		if err := rows.Scan(&i.NetworkID, &i.Guid); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listNetworksSince = `-- name: ListNetworksSince :many
+SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE revision >= ?
+`
+
+// What the applier's incremental snapshot reads (store.SnapshotCache): the
+// rows a change wrote at or after a revision (every write of a network or a
+// port sets its revision to the change's), and the counts that show whether
+// rows were deleted since.
+func (q *Queries) ListNetworksSince(ctx context.Context, revision int64) ([]Network, error) {
+	rows, err := q.db.QueryContext(ctx, listNetworksSince, revision)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Network
+	for rows.Next() {
+		var i Network
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.NetworkType,
+			&i.PhysicalNetwork,
+			&i.Pkey,
+			&i.Revision,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.Managed,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listPortsOfNetwork = `-- name: ListPortsOfNetwork :many
+SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports WHERE network_id = ?
+`
+
+func (q *Queries) ListPortsOfNetwork(ctx context.Context, networkID string) ([]Port, error) {
+	rows, err := q.db.QueryContext(ctx, listPortsOfNetwork, networkID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Port
+	for rows.Next() {
+		var i Port
+		if err := rows.Scan(
+			&i.ID,
+			&i.NetworkID,
+			&i.Guid,
+			&i.Host,
+			&i.Revision,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listPortsSince = `-- name: ListPortsSince :many
+SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports WHERE revision >= ?
+`
+
+func (q *Queries) ListPortsSince(ctx context.Context, revision int64) ([]Port, error) {
+	rows, err := q.db.QueryContext(ctx, listPortsSince, revision)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Port
+	for rows.Next() {
+		var i Port
+		if err := rows.Scan(
+			&i.ID,
+			&i.NetworkID,
+			&i.Guid,
+			&i.Host,
+			&i.Revision,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

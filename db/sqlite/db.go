@@ -39,6 +39,15 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.countJobsByStatusStmt, err = db.PrepareContext(ctx, countJobsByStatus); err != nil {
 		return nil, fmt.Errorf("error preparing query CountJobsByStatus: %w", err)
 	}
+	if q.countMembersStmt, err = db.PrepareContext(ctx, countMembers); err != nil {
+		return nil, fmt.Errorf("error preparing query CountMembers: %w", err)
+	}
+	if q.countMembersByNetworkStmt, err = db.PrepareContext(ctx, countMembersByNetwork); err != nil {
+		return nil, fmt.Errorf("error preparing query CountMembersByNetwork: %w", err)
+	}
+	if q.countNetworksStmt, err = db.PrepareContext(ctx, countNetworks); err != nil {
+		return nil, fmt.Errorf("error preparing query CountNetworks: %w", err)
+	}
 	if q.deleteExpectedSwitchesStmt, err = db.PrepareContext(ctx, deleteExpectedSwitches); err != nil {
 		return nil, fmt.Errorf("error preparing query DeleteExpectedSwitches: %w", err)
 	}
@@ -141,6 +150,15 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.listMembersStmt, err = db.PrepareContext(ctx, listMembers); err != nil {
 		return nil, fmt.Errorf("error preparing query ListMembers: %w", err)
 	}
+	if q.listNetworksSinceStmt, err = db.PrepareContext(ctx, listNetworksSince); err != nil {
+		return nil, fmt.Errorf("error preparing query ListNetworksSince: %w", err)
+	}
+	if q.listPortsOfNetworkStmt, err = db.PrepareContext(ctx, listPortsOfNetwork); err != nil {
+		return nil, fmt.Errorf("error preparing query ListPortsOfNetwork: %w", err)
+	}
+	if q.listPortsSinceStmt, err = db.PrepareContext(ctx, listPortsSince); err != nil {
+		return nil, fmt.Errorf("error preparing query ListPortsSince: %w", err)
+	}
 	if q.listSecretsStmt, err = db.PrepareContext(ctx, listSecrets); err != nil {
 		return nil, fmt.Errorf("error preparing query ListSecrets: %w", err)
 	}
@@ -214,6 +232,21 @@ func (q *Queries) Close() error {
 	if q.countJobsByStatusStmt != nil {
 		if cerr := q.countJobsByStatusStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing countJobsByStatusStmt: %w", cerr)
+		}
+	}
+	if q.countMembersStmt != nil {
+		if cerr := q.countMembersStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing countMembersStmt: %w", cerr)
+		}
+	}
+	if q.countMembersByNetworkStmt != nil {
+		if cerr := q.countMembersByNetworkStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing countMembersByNetworkStmt: %w", cerr)
+		}
+	}
+	if q.countNetworksStmt != nil {
+		if cerr := q.countNetworksStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing countNetworksStmt: %w", cerr)
 		}
 	}
 	if q.deleteExpectedSwitchesStmt != nil {
@@ -386,6 +419,21 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing listMembersStmt: %w", cerr)
 		}
 	}
+	if q.listNetworksSinceStmt != nil {
+		if cerr := q.listNetworksSinceStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listNetworksSinceStmt: %w", cerr)
+		}
+	}
+	if q.listPortsOfNetworkStmt != nil {
+		if cerr := q.listPortsOfNetworkStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listPortsOfNetworkStmt: %w", cerr)
+		}
+	}
+	if q.listPortsSinceStmt != nil {
+		if cerr := q.listPortsSinceStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listPortsSinceStmt: %w", cerr)
+		}
+	}
 	if q.listSecretsStmt != nil {
 		if cerr := q.listSecretsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing listSecretsStmt: %w", cerr)
@@ -505,6 +553,9 @@ type Queries struct {
 	clearGUIDsOfNetworkStmt           *sql.Stmt
 	completeJobsStmt                  *sql.Stmt
 	countJobsByStatusStmt             *sql.Stmt
+	countMembersStmt                  *sql.Stmt
+	countMembersByNetworkStmt         *sql.Stmt
+	countNetworksStmt                 *sql.Stmt
 	deleteExpectedSwitchesStmt        *sql.Stmt
 	deleteFinishedJobsBeforeStmt      *sql.Stmt
 	deleteKubernetesMemberStmt        *sql.Stmt
@@ -539,6 +590,9 @@ type Queries struct {
 	listKubernetesPKeysStmt           *sql.Stmt
 	listManagedNetworksStmt           *sql.Stmt
 	listMembersStmt                   *sql.Stmt
+	listNetworksSinceStmt             *sql.Stmt
+	listPortsOfNetworkStmt            *sql.Stmt
+	listPortsSinceStmt                *sql.Stmt
 	listSecretsStmt                   *sql.Stmt
 	markJobsRunningStmt               *sql.Stmt
 	markKubernetesAppliedStmt         *sql.Stmt
@@ -565,6 +619,9 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		clearGUIDsOfNetworkStmt:           q.clearGUIDsOfNetworkStmt,
 		completeJobsStmt:                  q.completeJobsStmt,
 		countJobsByStatusStmt:             q.countJobsByStatusStmt,
+		countMembersStmt:                  q.countMembersStmt,
+		countMembersByNetworkStmt:         q.countMembersByNetworkStmt,
+		countNetworksStmt:                 q.countNetworksStmt,
 		deleteExpectedSwitchesStmt:        q.deleteExpectedSwitchesStmt,
 		deleteFinishedJobsBeforeStmt:      q.deleteFinishedJobsBeforeStmt,
 		deleteKubernetesMemberStmt:        q.deleteKubernetesMemberStmt,
@@ -599,6 +656,9 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		listKubernetesPKeysStmt:           q.listKubernetesPKeysStmt,
 		listManagedNetworksStmt:           q.listManagedNetworksStmt,
 		listMembersStmt:                   q.listMembersStmt,
+		listNetworksSinceStmt:             q.listNetworksSinceStmt,
+		listPortsOfNetworkStmt:            q.listPortsOfNetworkStmt,
+		listPortsSinceStmt:                q.listPortsSinceStmt,
 		listSecretsStmt:                   q.listSecretsStmt,
 		markJobsRunningStmt:               q.markJobsRunningStmt,
 		markKubernetesAppliedStmt:         q.markKubernetesAppliedStmt,

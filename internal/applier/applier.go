@@ -44,6 +44,9 @@ import (
 type Store interface {
 	Revision(ctx context.Context) (int64, error)
 	Snapshot(ctx context.Context) (store.Snapshot, error)
+	// ReadSnapshot is Snapshot reading only what changed since the state c
+	// holds (a term's: each term starts with a full read).
+	ReadSnapshot(ctx context.Context, c *store.SnapshotCache) (store.Snapshot, error)
 	MarkJobsRunning(ctx context.Context, term, revision int64) (int64, error)
 	CompleteJobs(ctx context.Context, term, revision int64) (int64, error)
 	FailJobs(ctx context.Context, term, revision int64, reason string) (int64, error)
@@ -160,6 +163,8 @@ type term struct {
 	dump     *topology.Dump // Cfg.Dump, or the term's own
 	freeze   *freezeWatch   // nil without HA
 	reapply  bool           // a lifted freeze: apply everything again
+	// snapshots is the state as last read: each read reads what changed.
+	snapshots store.SnapshotCache
 }
 
 // applyResult says what the loop does after an apply.
@@ -536,7 +541,7 @@ func (t *term) failJobs(ctx context.Context, rev int64, reason string) {
 
 // render reads the state and renders the file (Render).
 func (t *term) render(ctx context.Context) (st partitions.State, text []byte, checkErr, err error) {
-	snap, err := t.Store.Snapshot(ctx)
+	snap, err := t.Store.ReadSnapshot(ctx, &t.snapshots)
 	if err != nil {
 		return st, nil, nil, err
 	}
@@ -604,6 +609,7 @@ func (t *term) repairDrift(ctx context.Context) {
 	t.Log.Warn("partitions file drifted from the recorded state; writing it again and applying it",
 		"file", t.Cfg.PartitionsFile, "reason", reason)
 	t.applied = -1
+	t.snapshots = store.SnapshotCache{} // the next apply reads everything
 }
 
 // fileDrift says what is wrong with the partitions file, "" when nothing.
@@ -617,10 +623,17 @@ func (t *term) fileDrift(ctx context.Context) string {
 	case !bytes.Equal(got, t.written):
 		return "the file is not what was last applied (edited by hand?)"
 	}
-	_, text, checkErr, err := t.render(ctx)
+	// A full read, not the term's incremental one: once a check interval
+	// the file is held against every row of the database.
+	snap, err := t.Store.Snapshot(ctx)
+	if err != nil {
+		t.Log.Error("read recorded state", "error", err)
+		return ""
+	}
+	_, text, checkErr, err := Render(ctx, snap, t.Cfg)
 	switch {
 	case err != nil:
-		t.Log.Error("read recorded state", "error", err)
+		t.Log.Error("render recorded state", "error", err)
 		return ""
 	case checkErr != nil:
 		return "" // the state cannot be written; its apply has said so

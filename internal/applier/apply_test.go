@@ -87,8 +87,13 @@ type applyRig struct {
 // newApplyRig is a term of an applier on a real SQLite store and a fake
 // OpenSM, with the switches of the subnet dump confirmed unless unconfirmed.
 func newApplyRig(t testing.TB, confirmed bool, sweep func() string) *applyRig {
+	return newApplyRigOn(t, config.EngineSQLite, confirmed, sweep)
+}
+
+// newApplyRigOn is newApplyRig on engine's store.
+func newApplyRigOn(t testing.TB, engine string, confirmed bool, sweep func() string) *applyRig {
 	dir := t.TempDir()
-	st := storetest.Open(t, config.EngineSQLite)
+	st := storetest.Open(t, engine)
 	ctx := ctxT(t)
 	data, err := os.ReadFile(filepath.Join("..", "topology", "testdata", "good", "ibsim-5-hosts-2-switches.lst"))
 	if err != nil {

@@ -35,6 +35,12 @@ func (d deadlineStore) Snapshot(ctx context.Context) (store.Snapshot, error) {
 	return d.Store.Snapshot(ctx)
 }
 
+func (d deadlineStore) ReadSnapshot(ctx context.Context, c *store.SnapshotCache) (store.Snapshot, error) {
+	ctx, cancel := d.ctx(ctx)
+	defer cancel()
+	return d.Store.ReadSnapshot(ctx, c)
+}
+
 func (d deadlineStore) MarkJobsRunning(ctx context.Context, term, revision int64) (int64, error) {
 	ctx, cancel := d.ctx(ctx)
 	defer cancel()

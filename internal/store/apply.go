@@ -19,7 +19,10 @@ func (s *Store) Revision(ctx context.Context) (int64, error) {
 }
 
 // Snapshot reads the recorded state at one revision, in one read-only
-// transaction: it neither waits for a change nor holds one up.
+// transaction: it neither waits for a change nor holds one up. It reads every
+// row; the applier reads through a SnapshotCache instead (ReadSnapshot), with
+// the same result. Networks are in id order and members in network id then
+// GUID order, in byte order on every engine.
 func (s *Store) Snapshot(ctx context.Context) (Snapshot, error) {
 	var snap Snapshot
 	err := s.d.InTx(ctx, driver.ReadOnly, func(q driver.Queries) error {
@@ -48,6 +51,7 @@ func (s *Store) Snapshot(ctx context.Context) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, fmt.Errorf("snapshot: %w", err)
 	}
+	sortSnapshot(&snap)
 	return snap, nil
 }
 

@@ -72,6 +72,28 @@ SELECT ports.network_id, ports.guid FROM ports JOIN networks ON networks.id = po
 WHERE ports.guid IS NOT NULL AND networks.managed
 ORDER BY ports.network_id, ports.guid;
 
+-- What the applier's incremental snapshot reads (store.SnapshotCache): the
+-- rows a change wrote at or after a revision (every write of a network or a
+-- port sets its revision to the change's), and the counts that show whether
+-- rows were deleted since.
+-- name: ListNetworksSince :many
+SELECT * FROM networks WHERE revision >= @revision;
+
+-- name: CountNetworks :one
+SELECT count(*) FROM networks;
+
+-- name: ListPortsSince :many
+SELECT * FROM ports WHERE revision >= @revision;
+
+-- name: ListPortsOfNetwork :many
+SELECT * FROM ports WHERE network_id = @network_id;
+
+-- name: CountMembers :one
+SELECT count(*) FROM ports WHERE guid IS NOT NULL;
+
+-- name: CountMembersByNetwork :many
+SELECT network_id, count(*) AS n FROM ports WHERE guid IS NOT NULL GROUP BY network_id;
+
 -- A network that loses its partition takes its ports' GUIDs out with it.
 -- name: ClearGUIDsOfNetwork :execrows
 UPDATE ports SET guid = NULL, revision = @revision, updated_at = @now

@@ -37,6 +37,9 @@ type Queries interface {
 	ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error)
 	FailJob(ctx context.Context, error string, now *time.Time, jobID int64, term int64) (int64, error)
 	FailJobs(ctx context.Context, error string, now *time.Time, revision int64, term int64) (int64, error)
+	CountMembers(ctx context.Context) (int64, error)
+	CountMembersByNetwork(ctx context.Context) ([]CountMembersByNetworkRow, error)
+	CountNetworks(ctx context.Context) (int64, error)
 	GetJob(ctx context.Context, id int64) (Job, error)
 	GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (KubernetesPKey, error)
 	GetNetwork(ctx context.Context, id string) (Network, error)
@@ -58,6 +61,9 @@ type Queries interface {
 	ListKubernetesPKeys(ctx context.Context) ([]KubernetesPKey, error)
 	ListManagedNetworks(ctx context.Context) ([]Network, error)
 	ListMembers(ctx context.Context) ([]ListMembersRow, error)
+	ListNetworksSince(ctx context.Context, revision int64) ([]Network, error)
+	ListPortsOfNetwork(ctx context.Context, networkID string) ([]Port, error)
+	ListPortsSince(ctx context.Context, revision int64) ([]Port, error)
 	ListSecrets(ctx context.Context) ([]ListSecretsRow, error)
 	MarkJobsRunning(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error)
 	MarkKubernetesApplied(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error)
@@ -80,19 +86,20 @@ type Queries interface {
 // generated adapters convert its row to one of these with a plain type
 // conversion.
 type (
-	Apply                = sqlitedb.Apply
-	CountJobsByStatusRow = sqlitedb.CountJobsByStatusRow
-	EnforcementError     = sqlitedb.EnforcementError
-	ExpectedSwitch       = sqlitedb.ExpectedSwitch
-	Job                  = sqlitedb.Job
-	KubernetesMember     = sqlitedb.KubernetesMember
-	KubernetesPKey       = sqlitedb.KubernetesPkey
-	KubernetesStateRow   = sqlitedb.KubernetesStateRow
-	LeadershipRow        = sqlitedb.LeadershipRow
-	ListMembersRow       = sqlitedb.ListMembersRow
-	ListSecretsRow       = sqlitedb.ListSecretsRow
-	GetPortChangeRowsRow = sqlitedb.GetPortChangeRowsRow
-	Network              = sqlitedb.Network
-	OpenJobsWithGUIDsRow = sqlitedb.OpenJobsWithGUIDsRow
-	Port                 = sqlitedb.Port
+	Apply                    = sqlitedb.Apply
+	CountJobsByStatusRow     = sqlitedb.CountJobsByStatusRow
+	CountMembersByNetworkRow = sqlitedb.CountMembersByNetworkRow
+	EnforcementError         = sqlitedb.EnforcementError
+	ExpectedSwitch           = sqlitedb.ExpectedSwitch
+	GetPortChangeRowsRow     = sqlitedb.GetPortChangeRowsRow
+	Job                      = sqlitedb.Job
+	KubernetesMember         = sqlitedb.KubernetesMember
+	KubernetesPKey           = sqlitedb.KubernetesPkey
+	KubernetesStateRow       = sqlitedb.KubernetesStateRow
+	LeadershipRow            = sqlitedb.LeadershipRow
+	ListMembersRow           = sqlitedb.ListMembersRow
+	ListSecretsRow           = sqlitedb.ListSecretsRow
+	Network                  = sqlitedb.Network
+	OpenJobsWithGUIDsRow     = sqlitedb.OpenJobsWithGUIDsRow
+	Port                     = sqlitedb.Port
 )

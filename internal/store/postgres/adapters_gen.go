@@ -29,6 +29,13 @@ func (q queries) ExpectedSwitches(ctx context.Context) ([]driver.ExpectedSwitch,
 	return driver.Convert(rs, func(r pgdb.ExpectedSwitch) driver.ExpectedSwitch { return driver.ExpectedSwitch(r) }), err
 }
 
+func (q queries) CountMembersByNetwork(ctx context.Context) ([]driver.CountMembersByNetworkRow, error) {
+	rs, err := q.Queries.CountMembersByNetwork(ctx)
+	return driver.Convert(rs, func(r pgdb.CountMembersByNetworkRow) driver.CountMembersByNetworkRow {
+		return driver.CountMembersByNetworkRow(r)
+	}), err
+}
+
 func (q queries) GetJob(ctx context.Context, id int64) (driver.Job, error) {
 	r, err := q.Queries.GetJob(ctx, id)
 	return driver.Job(r), err
@@ -112,6 +119,21 @@ func (q queries) ListManagedNetworks(ctx context.Context) ([]driver.Network, err
 func (q queries) ListMembers(ctx context.Context) ([]driver.ListMembersRow, error) {
 	rs, err := q.Queries.ListMembers(ctx)
 	return driver.Convert(rs, func(r pgdb.ListMembersRow) driver.ListMembersRow { return driver.ListMembersRow(r) }), err
+}
+
+func (q queries) ListNetworksSince(ctx context.Context, revision int64) ([]driver.Network, error) {
+	rs, err := q.Queries.ListNetworksSince(ctx, revision)
+	return driver.Convert(rs, func(r pgdb.Network) driver.Network { return driver.Network(r) }), err
+}
+
+func (q queries) ListPortsOfNetwork(ctx context.Context, networkID string) ([]driver.Port, error) {
+	rs, err := q.Queries.ListPortsOfNetwork(ctx, networkID)
+	return driver.Convert(rs, func(r pgdb.Port) driver.Port { return driver.Port(r) }), err
+}
+
+func (q queries) ListPortsSince(ctx context.Context, revision int64) ([]driver.Port, error) {
+	rs, err := q.Queries.ListPortsSince(ctx, revision)
+	return driver.Convert(rs, func(r pgdb.Port) driver.Port { return driver.Port(r) }), err
 }
 
 func (q queries) ListSecrets(ctx context.Context) ([]driver.ListSecretsRow, error) {

@@ -46,6 +46,7 @@ func Run(t *testing.T, engine string) {
 	tests = append(tests, statusTests...)
 	tests = append(tests, kubernetesTests...)
 	tests = append(tests, groupTests...)
+	tests = append(tests, snapshotTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

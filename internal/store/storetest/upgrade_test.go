@@ -9,6 +9,7 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/migrations"
 )
 
@@ -119,6 +120,55 @@ func TestKubernetesMigration(t *testing.T) {
 		}
 		if list, err := s.KubernetesPKeys(ctx); err != nil || len(list) != 0 {
 			t.Errorf("Kubernetes pkeys after 00006 up again = %v, %v", list, err)
+		}
+	})
+}
+
+// TestRevisionIndexMigration: a database of schema version 6 with a network
+// and a port in it upgrades to the revision indexes of the incremental
+// snapshot, which reads its state; 00007 goes down (the indexes gone, the
+// rows kept) and up again.
+func TestRevisionIndexMigration(t *testing.T) {
+	atVersion(t, 6, func(ctx context.Context, t *testing.T, d Database, db *sql.DB, p *goose.Provider) {
+		indexes := func() int {
+			t.Helper()
+			q := map[string]string{
+				config.EngineSQLite:   `SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ('ports_revision', 'networks_revision')`,
+				config.EnginePostgres: `SELECT count(*) FROM pg_indexes WHERE indexname IN ('ports_revision', 'networks_revision')`,
+				config.EngineMySQL: `SELECT count(DISTINCT index_name) FROM information_schema.statistics
+				WHERE table_schema = DATABASE() AND index_name IN ('ports_revision', 'networks_revision')`,
+			}[d.Engine]
+			var n int
+			if err := db.QueryRowContext(ctx, q).Scan(&n); err != nil {
+				t.Fatalf("count the revision indexes: %v", err)
+			}
+			return n
+		}
+		s := rulesStore(OpenDatabase(t, d)) // migrates to the latest version
+		if n := indexes(); n != 2 {
+			t.Fatalf("after the upgrade: %d revision indexes, want 2", n)
+		}
+		mustNetwork(t, s, netSpec(netA, "vlan", "ibnet", vlanID(101)))
+		mustPort(t, s, boundPort("p1", netA, guidA, "h"))
+		var cache store.SnapshotCache
+		if snap, err := s.ReadSnapshot(ctx, &cache); err != nil || len(snap.Members) != 1 {
+			t.Fatalf("ReadSnapshot after the upgrade: %+v, %v", snap, err)
+		}
+		if _, err := p.DownTo(ctx, 6); err != nil {
+			t.Fatalf("migrate down to version 6: %v", err)
+		}
+		if n := indexes(); n != 0 {
+			t.Errorf("after 00007's down: %d revision indexes, want none", n)
+		}
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM ports`).Scan(&n); err != nil || n != 1 {
+			t.Errorf("after 00007's down: %d ports, %v; want the one kept", n, err)
+		}
+		if _, err := p.Up(ctx); err != nil {
+			t.Fatalf("migrate up again: %v", err)
+		}
+		if n := indexes(); n != 2 {
+			t.Errorf("after 00007 up again: %d revision indexes, want 2", n)
 		}
 	})
 }
