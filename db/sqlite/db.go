@@ -108,6 +108,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.getPortByGUIDStmt, err = db.PrepareContext(ctx, getPortByGUID); err != nil {
 		return nil, fmt.Errorf("error preparing query GetPortByGUID: %w", err)
 	}
+	if q.getPortChangeRowsStmt, err = db.PrepareContext(ctx, getPortChangeRows); err != nil {
+		return nil, fmt.Errorf("error preparing query GetPortChangeRows: %w", err)
+	}
 	if q.getPortsByIDOrGUIDStmt, err = db.PrepareContext(ctx, getPortsByIDOrGUID); err != nil {
 		return nil, fmt.Errorf("error preparing query GetPortsByIDOrGUID: %w", err)
 	}
@@ -349,6 +352,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing getPortByGUIDStmt: %w", cerr)
 		}
 	}
+	if q.getPortChangeRowsStmt != nil {
+		if cerr := q.getPortChangeRowsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing getPortChangeRowsStmt: %w", cerr)
+		}
+	}
 	if q.getPortsByIDOrGUIDStmt != nil {
 		if cerr := q.getPortsByIDOrGUIDStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing getPortsByIDOrGUIDStmt: %w", cerr)
@@ -576,6 +584,7 @@ type Queries struct {
 	getNetworkByPKeyStmt              *sql.Stmt
 	getPortStmt                       *sql.Stmt
 	getPortByGUIDStmt                 *sql.Stmt
+	getPortChangeRowsStmt             *sql.Stmt
 	getPortsByIDOrGUIDStmt            *sql.Stmt
 	heartbeatStmt                     *sql.Stmt
 	insertExpectedSwitchStmt          *sql.Stmt
@@ -642,6 +651,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		getNetworkByPKeyStmt:              q.getNetworkByPKeyStmt,
 		getPortStmt:                       q.getPortStmt,
 		getPortByGUIDStmt:                 q.getPortByGUIDStmt,
+		getPortChangeRowsStmt:             q.getPortChangeRowsStmt,
 		getPortsByIDOrGUIDStmt:            q.getPortsByIDOrGUIDStmt,
 		heartbeatStmt:                     q.heartbeatStmt,
 		insertExpectedSwitchStmt:          q.insertExpectedSwitchStmt,

@@ -47,6 +47,7 @@ type Queries interface {
 	GetNetworkByPKey(ctx context.Context, pkey *fabric.PKey) (Network, error)
 	GetPort(ctx context.Context, id string) (Port, error)
 	GetPortByGUID(ctx context.Context, guid *fabric.GUID) (Port, error)
+	GetPortChangeRows(ctx context.Context, portID string, guid *fabric.GUID, networkID string) ([]GetPortChangeRowsRow, error)
 	GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]Port, error)
 	Heartbeat(ctx context.Context, now *time.Time, term int64) (int64, error)
 	InsertExpectedSwitch(ctx context.Context, guid fabric.GUID, description string, now time.Time) error
@@ -92,6 +93,7 @@ type (
 	EnforcementError         = sqlitedb.EnforcementError
 	ExpectedSwitch           = sqlitedb.ExpectedSwitch
 	GateSwitchesRow          = sqlitedb.GateSwitchesRow
+	GetPortChangeRowsRow     = sqlitedb.GetPortChangeRowsRow
 	Job                      = sqlitedb.Job
 	KubernetesMember         = sqlitedb.KubernetesMember
 	KubernetesPKey           = sqlitedb.KubernetesPkey

@@ -82,6 +82,13 @@ func (q queries) GetPortByGUID(ctx context.Context, guid *fabric.GUID) (driver.P
 	return driver.Port(r), err
 }
 
+func (q queries) GetPortChangeRows(ctx context.Context, portID string, guid *fabric.GUID, networkID string) ([]driver.GetPortChangeRowsRow, error) {
+	rs, err := q.Queries.GetPortChangeRows(ctx, mysqldb.GetPortChangeRowsParams{PortID: portID, Guid: guid, NetworkID: networkID})
+	return driver.Convert(rs, func(r mysqldb.GetPortChangeRowsRow) driver.GetPortChangeRowsRow {
+		return driver.GetPortChangeRowsRow(r)
+	}), err
+}
+
 func (q queries) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]driver.Port, error) {
 	rs, err := q.Queries.GetPortsByIDOrGUID(ctx, mysqldb.GetPortsByIDOrGUIDParams{ID: id, Guid: guid})
 	return driver.Convert(rs, func(r mysqldb.Port) driver.Port { return driver.Port(r) }), err

@@ -71,6 +71,11 @@ func (q queries) GetPortByGUID(ctx context.Context, guid *fabric.GUID) (driver.P
 	return driver.Port(r), err
 }
 
+func (q queries) GetPortChangeRows(ctx context.Context, portID string, guid *fabric.GUID, networkID string) ([]driver.GetPortChangeRowsRow, error) {
+	rs, err := q.Queries.GetPortChangeRows(ctx, portID, guid, networkID)
+	return driver.Convert(rs, func(r pgdb.GetPortChangeRowsRow) driver.GetPortChangeRowsRow { return driver.GetPortChangeRowsRow(r) }), err
+}
+
 func (q queries) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]driver.Port, error) {
 	rs, err := q.Queries.GetPortsByIDOrGUID(ctx, id, guid)
 	return driver.Convert(rs, func(r pgdb.Port) driver.Port { return driver.Port(r) }), err

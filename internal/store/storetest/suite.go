@@ -65,6 +65,12 @@ func Run(t *testing.T, engine string) {
 			db := NewDatabase(t, engine)
 			testGroupConnectionKilled(t, db, OpenDatabase(t, db))
 		})
+		// SQLite's writer excludes every other while a group runs.
+		t.Run("GroupWhoseChangeWriteFailsCommitsTheOthers", func(t *testing.T) {
+			t.Parallel()
+			db := NewDatabase(t, engine)
+			testGroupHeldWriteFails(t, db, OpenDatabase(t, db))
+		})
 	}
 }
 
