@@ -88,6 +88,46 @@ func (q *Queries) ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error
 	return items, nil
 }
 
+const gateSwitches = `-- name: GateSwitches :many
+SELECT guid, description, confirmed_at, (SELECT count(*) FROM enforcement_errors) AS enforcement_errors
+FROM expected_switches ORDER BY guid
+`
+
+type GateSwitchesRow struct {
+	Guid              fabric.GUID
+	Description       string
+	ConfirmedAt       time.Time
+	EnforcementErrors int64
+}
+
+// The gates' state in one read when no enforcement error is recorded (the
+// usual case): the confirmed switches, each with the count of the recorded
+// enforcement errors.
+func (q *Queries) GateSwitches(ctx context.Context) ([]GateSwitchesRow, error) {
+	rows, err := q.db.Query(ctx, gateSwitches)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []GateSwitchesRow
+	for rows.Next() {
+		var i GateSwitchesRow
+		if err := rows.Scan(
+			&i.Guid,
+			&i.Description,
+			&i.ConfirmedAt,
+			&i.EnforcementErrors,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const insertExpectedSwitch = `-- name: InsertExpectedSwitch :exec
 INSERT INTO expected_switches (guid, description, confirmed_at) VALUES ($1, $2, $3)
 `

@@ -87,6 +87,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.failJobsStmt, err = db.PrepareContext(ctx, failJobs); err != nil {
 		return nil, fmt.Errorf("error preparing query FailJobs: %w", err)
 	}
+	if q.gateSwitchesStmt, err = db.PrepareContext(ctx, gateSwitches); err != nil {
+		return nil, fmt.Errorf("error preparing query GateSwitches: %w", err)
+	}
 	if q.getJobStmt, err = db.PrepareContext(ctx, getJob); err != nil {
 		return nil, fmt.Errorf("error preparing query GetJob: %w", err)
 	}
@@ -104,6 +107,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.getPortByGUIDStmt, err = db.PrepareContext(ctx, getPortByGUID); err != nil {
 		return nil, fmt.Errorf("error preparing query GetPortByGUID: %w", err)
+	}
+	if q.getPortChangeRowsStmt, err = db.PrepareContext(ctx, getPortChangeRows); err != nil {
+		return nil, fmt.Errorf("error preparing query GetPortChangeRows: %w", err)
 	}
 	if q.getPortsByIDOrGUIDStmt, err = db.PrepareContext(ctx, getPortsByIDOrGUID); err != nil {
 		return nil, fmt.Errorf("error preparing query GetPortsByIDOrGUID: %w", err)
@@ -311,6 +317,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing failJobsStmt: %w", cerr)
 		}
 	}
+	if q.gateSwitchesStmt != nil {
+		if cerr := q.gateSwitchesStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing gateSwitchesStmt: %w", cerr)
+		}
+	}
 	if q.getJobStmt != nil {
 		if cerr := q.getJobStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing getJobStmt: %w", cerr)
@@ -339,6 +350,11 @@ func (q *Queries) Close() error {
 	if q.getPortByGUIDStmt != nil {
 		if cerr := q.getPortByGUIDStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing getPortByGUIDStmt: %w", cerr)
+		}
+	}
+	if q.getPortChangeRowsStmt != nil {
+		if cerr := q.getPortChangeRowsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing getPortChangeRowsStmt: %w", cerr)
 		}
 	}
 	if q.getPortsByIDOrGUIDStmt != nil {
@@ -561,12 +577,14 @@ type Queries struct {
 	expectedSwitchesStmt              *sql.Stmt
 	failJobStmt                       *sql.Stmt
 	failJobsStmt                      *sql.Stmt
+	gateSwitchesStmt                  *sql.Stmt
 	getJobStmt                        *sql.Stmt
 	getKubernetesPKeyStmt             *sql.Stmt
 	getNetworkStmt                    *sql.Stmt
 	getNetworkByPKeyStmt              *sql.Stmt
 	getPortStmt                       *sql.Stmt
 	getPortByGUIDStmt                 *sql.Stmt
+	getPortChangeRowsStmt             *sql.Stmt
 	getPortsByIDOrGUIDStmt            *sql.Stmt
 	heartbeatStmt                     *sql.Stmt
 	insertExpectedSwitchStmt          *sql.Stmt
@@ -626,12 +644,14 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		expectedSwitchesStmt:              q.expectedSwitchesStmt,
 		failJobStmt:                       q.failJobStmt,
 		failJobsStmt:                      q.failJobsStmt,
+		gateSwitchesStmt:                  q.gateSwitchesStmt,
 		getJobStmt:                        q.getJobStmt,
 		getKubernetesPKeyStmt:             q.getKubernetesPKeyStmt,
 		getNetworkStmt:                    q.getNetworkStmt,
 		getNetworkByPKeyStmt:              q.getNetworkByPKeyStmt,
 		getPortStmt:                       q.getPortStmt,
 		getPortByGUIDStmt:                 q.getPortByGUIDStmt,
+		getPortChangeRowsStmt:             q.getPortChangeRowsStmt,
 		getPortsByIDOrGUIDStmt:            q.getPortsByIDOrGUIDStmt,
 		heartbeatStmt:                     q.heartbeatStmt,
 		insertExpectedSwitchStmt:          q.insertExpectedSwitchStmt,

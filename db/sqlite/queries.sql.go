@@ -314,6 +314,66 @@ func (q *Queries) GetPort(ctx context.Context, id string) (Port, error) {
 	return i, err
 }
 
+const getPortChangeRows = `-- name: GetPortChangeRows :many
+SELECT n.id, n.name, n.network_type, n.physical_network, n.pkey, n.managed, n.revision,
+       p.id AS port_id, p.network_id AS port_network_id, p.guid AS port_guid, p.host AS port_host
+FROM networks n LEFT JOIN ports p ON p.id = ?1 OR p.guid = ?2
+WHERE n.id = ?3
+`
+
+type GetPortChangeRowsRow struct {
+	ID              string
+	Name            string
+	NetworkType     string
+	PhysicalNetwork string
+	Pkey            *fabric.PKey
+	Managed         bool
+	Revision        int64
+	PortID          *string
+	PortNetworkID   *string
+	PortGuid        *fabric.GUID
+	PortHost        *string
+}
+
+// The network of a port change, with the port recorded under this id and
+// the port holding this GUID (the same row, or two; neither: one row whose
+// port columns are NULL): every row a port change reads, in one round trip,
+// while it holds the revision's row lock. No row: the network is not recorded.
+func (q *Queries) GetPortChangeRows(ctx context.Context, portID string, guid *fabric.GUID, networkID string) ([]GetPortChangeRowsRow, error) {
+	rows, err := q.query(ctx, q.getPortChangeRowsStmt, getPortChangeRows, portID, guid, networkID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []GetPortChangeRowsRow
+	for rows.Next() {
+		var i GetPortChangeRowsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.NetworkType,
+			&i.PhysicalNetwork,
+			&i.Pkey,
+			&i.Managed,
+			&i.Revision,
+			&i.PortID,
+			&i.PortNetworkID,
+			&i.PortGuid,
+			&i.PortHost,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const getPortsByIDOrGUID = `-- name: GetPortsByIDOrGUID :many
 SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports WHERE id = ?1 OR guid = ?2
 `

@@ -48,7 +48,9 @@ type Store interface {
 	// holds (a term's: each term starts with a full read).
 	ReadSnapshot(ctx context.Context, c *store.SnapshotCache) (store.Snapshot, error)
 	MarkJobsRunning(ctx context.Context, term, revision int64) (int64, error)
-	CompleteJobs(ctx context.Context, term, revision int64) (int64, error)
+	// FinishApply records an applied sweep and completes its jobs in one
+	// transaction if open says the gates are (gates.go, finish).
+	FinishApply(ctx context.Context, a store.Apply, open func(store.GateState) bool) (store.Finished, error)
 	FailJobs(ctx context.Context, term, revision int64, reason string) (int64, error)
 	FailJob(ctx context.Context, term, id int64, reason string) (int64, error) // local.go
 	OpenJobs(ctx context.Context, revision int64) ([]store.OpenJob, error)     // local.go
@@ -343,13 +345,16 @@ func (t *term) apply(ctx context.Context) applyResult {
 	rendered := time.Now()
 	rev := st.Revision
 	log := t.Log.With("revision", rev, "term", t.id)
-	// record says whether the apply row is in the database: jobs complete
-	// only after it is (fenced by the term, like every applier write).
-	record := func(outcome, detail string) bool {
+	// row is the apply's row in the applies table, finished now.
+	row := func(outcome, detail string) store.Apply {
 		sum := sha256.Sum256(text)
-		ok, err := t.Store.RecordApply(context.WithoutCancel(ctx), store.Apply{Revision: rev,
-			SHA256: hex.EncodeToString(sum[:]), Term: t.id, Outcome: outcome, Detail: detail,
-			StartedAt: started, FinishedAt: time.Now().UTC()})
+		return store.Apply{Revision: rev, SHA256: hex.EncodeToString(sum[:]), Term: t.id, Outcome: outcome,
+			Detail: detail, StartedAt: started, FinishedAt: time.Now().UTC()}
+	}
+	// record records an apply that completes no job, fenced by the term like
+	// every applier write; an apply that does goes through finish.
+	record := func(outcome, detail string) bool {
+		ok, err := t.Store.RecordApply(context.WithoutCancel(ctx), row(outcome, detail))
 		t.observer().ApplyFinished(outcome, time.Since(started))
 		if err != nil {
 			log.Error("record apply", "outcome", outcome, "error", err)
@@ -427,7 +432,14 @@ func (t *term) apply(ctx context.Context) applyResult {
 	// state before OpenSM starts.
 	synced := make(chan error, 1)
 	go func() { synced <- durable() }()
+	// The enforcement watch reads what came before the position during the
+	// sweep (it holds the watch until caughtUp returns).
+	caughtUp := t.gate.watch.catchUp(ctx, t.id, t.Store, t.Log, pos)
+	defer caughtUp() //nolint:errcheck // reported below; this only waits on early returns
 	res, err := opensm.WaitSweep(ctx, t.Cfg.LogFile, pos, t.Cfg.SweepTimeout)
+	if err := caughtUp(); err != nil {
+		log.Error("read OpenSM's log for cleared enforcement", "error", err)
+	}
 	if syncErr := <-synced; syncErr != nil && err == nil {
 		log.Error("sync the partitions file's directory", "error", syncErr)
 		record(outcomeWriteFailed, syncErr.Error())
@@ -456,17 +468,13 @@ func (t *term) apply(ctx context.Context) applyResult {
 	}
 	switch {
 	case res.Outcome == opensm.Applied && len(res.PKeyErrors) == 0:
-		// The apply is recorded before the jobs complete: every Completed job
-		// has an applied row of its revision or a later one, finished before it,
-		// even when the manager is killed in between. Not recorded (the
-		// database is away, or a newer term began), nothing completes.
-		if !record(string(res.Outcome), "SUBNET UP") {
-			return applyRetry
-		}
-		t.recordOverCapacity(ctx, st)
-		n, err := t.completeJobs(ctx, rev) // if the gates are open
-		if err != nil {
-			log.Error("complete jobs", "error", err)
+		// The apply is recorded in the transaction that completes the jobs
+		// (if the gates are open): every Completed job has an applied row of
+		// its revision or a later one, finished before it, wherever the
+		// manager is killed. Not recorded (the database is away, or a newer
+		// term began), nothing completes.
+		n, ok := t.finish(ctx, st, row(string(res.Outcome), "SUBNET UP"))
+		if !ok {
 			return applyRetry
 		}
 		// Where the time went, for operators and docs/performance.md: reading
@@ -493,11 +501,8 @@ func (t *term) apply(ctx context.Context) applyResult {
 			detail := "SUBNET UP, with pkey errors: " + strings.Join(res.PKeyErrors, "; ")
 			log.Error("partitions applied with pkey errors; failing the jobs they name", "errors", res.PKeyErrors,
 				"jobs_failed", failed)
-			record(string(res.Outcome), detail)
-			t.recordOverCapacity(ctx, st)
-			n, err := t.completeJobs(ctx, rev)
-			if err != nil {
-				log.Error("complete jobs", "error", err)
+			n, ok := t.finish(ctx, st, row(string(res.Outcome), detail))
+			if !ok {
 				return applyRetry
 			}
 			log.Info("partitions applied", "jobs_completed", n, "jobs_failed", failed, "took", time.Since(started))

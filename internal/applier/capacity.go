@@ -11,9 +11,11 @@ import (
 )
 
 // CapacityChecker finds the host ports whose pkeys, as members of the
-// partitions given by host port GUID, fill their switch port's pkey table.
+// partitions given by host port GUID, fill their switch port's pkey table in
+// the topology read from the subnet dump (topo and loadErr: what the term's
+// read of Config.SubnetDump returned).
 type CapacityChecker interface {
-	Reached(partitions map[fabric.GUID][]fabric.PKey) ([]topology.Reached, error)
+	ReachedIn(topo *topology.Topology, loadErr error, partitions map[fabric.GUID][]fabric.PKey) ([]topology.Reached, error)
 }
 
 // recordOverCapacity records, as enforcement errors, the host ports of the
@@ -21,8 +23,9 @@ type CapacityChecker interface {
 // The API refuses a port that would; this catches those already there after
 // the fabric or the template changed. Upstream OpenSM stops enforcing
 // partitions on such a switch port without logging a word, so the gates must
-// close as if it had said so.
-func (t *term) recordOverCapacity(ctx context.Context, st partitions.State) {
+// close as if it had said so. dump is the apply's one read of the subnet
+// dump, which the gates compare the switches with too.
+func (t *term) recordOverCapacity(ctx context.Context, st partitions.State, dump dumpRead) {
 	if t.Cfg.PortLimit == nil {
 		return
 	}
@@ -40,7 +43,7 @@ func (t *term) recordOverCapacity(ctx context.Context, st partitions.State) {
 			members[m.GUID] = append(members[m.GUID], k.PKey)
 		}
 	}
-	reached, err := t.Cfg.PortLimit.Reached(members)
+	reached, err := t.Cfg.PortLimit.ReachedIn(dump.topo, dump.err, members)
 	if err != nil {
 		t.Log.Error("check host ports against their switch ports' pkey tables", "error", err)
 		return

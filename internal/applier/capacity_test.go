@@ -42,7 +42,8 @@ func TestRecordOverCapacity(t *testing.T) {
 		Members:  []store.Member{{NetworkID: "net-a", GUID: h1}},
 	}
 	// H1: default, 0x0200, 0x0201 and 0x0065 = 4 = the capacity.
-	tm.recordOverCapacity(ctxT(t), State(snap, tm.Cfg.DefaultPartition, tm.Cfg.FlatPKey))
+	topo, err := topology.NewDump(dump).Load()
+	tm.recordOverCapacity(ctxT(t), State(snap, tm.Cfg.DefaultPartition, tm.Cfg.FlatPKey), dumpRead{topo, err})
 	got, err := s.EnforcementErrors(ctxT(t))
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +63,7 @@ func TestRecordOverCapacity(t *testing.T) {
 	}
 	tm.Cfg.PortLimit = &topology.PortLimit{DumpFile: dump, Capacity: 5, Static: static}
 	snap.Members = []store.Member{{NetworkID: "net-a", GUID: h1}, {NetworkID: "net-flat", GUID: h2}}
-	tm.recordOverCapacity(ctxT(t), State(snap, tm.Cfg.DefaultPartition, tm.Cfg.FlatPKey))
+	tm.recordOverCapacity(ctxT(t), State(snap, tm.Cfg.DefaultPartition, tm.Cfg.FlatPKey), dumpRead{topo, err})
 	if got, _ := s.EnforcementErrors(ctxT(t)); len(got) != 0 {
 		t.Errorf("recorded %+v below the capacity", got)
 	}

@@ -47,10 +47,10 @@ func (d deadlineStore) MarkJobsRunning(ctx context.Context, term, revision int64
 	return d.Store.MarkJobsRunning(ctx, term, revision)
 }
 
-func (d deadlineStore) CompleteJobs(ctx context.Context, term, revision int64) (int64, error) {
+func (d deadlineStore) FinishApply(ctx context.Context, a store.Apply, open func(store.GateState) bool) (store.Finished, error) {
 	ctx, cancel := d.ctx(ctx)
 	defer cancel()
-	return d.Store.CompleteJobs(ctx, term, revision)
+	return d.Store.FinishApply(ctx, a, open)
 }
 
 func (d deadlineStore) FailJobs(ctx context.Context, term, revision int64, reason string) (int64, error) {

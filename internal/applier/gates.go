@@ -10,9 +10,12 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
@@ -65,49 +68,70 @@ type Gates struct {
 // Closed returns why jobs may not complete now; none when every gate is open.
 // An error (the database could not be read) means the gates are closed too.
 func (g Gates) Closed(ctx context.Context) ([]string, error) {
-	var reasons []string
 	expected, err := g.Store.ExpectedSwitches(ctx)
 	if err != nil {
 		return nil, err
-	}
-	if len(expected) == 0 {
-		reasons = append(reasons, NoExpectedSwitches)
-	} else {
-		reasons = append(reasons, g.missingSwitches(expected)...)
 	}
 	errs, err := g.Store.EnforcementErrors(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if len(errs) > 0 {
-		ports := make([]string, len(errs))
-		for i, e := range errs {
+	var dump dumpRead
+	if len(expected) > 0 && g.SubnetDump != "" {
+		dump = g.read()
+	}
+	return g.reasons(store.GateState{Expected: expected, Errors: errs}, dump), nil
+}
+
+// read reads the subnet dump, through Dump when there is one.
+func (g Gates) read() dumpRead {
+	if g.Dump != nil {
+		topo, err := g.Dump.Load()
+		return dumpRead{topo: topo, err: err}
+	}
+	topo, err := topology.Load(g.SubnetDump)
+	return dumpRead{topo: topo, err: err}
+}
+
+// reasons says why the gates hold jobs, given what the database holds of
+// them and a read of the subnet dump (looked at only when switches are
+// confirmed); none when every gate is open. It does no I/O: the applier
+// evaluates it inside the transaction that completes the jobs.
+func (g Gates) reasons(st store.GateState, dump dumpRead) []string {
+	var reasons []string
+	if len(st.Expected) == 0 {
+		reasons = append(reasons, NoExpectedSwitches)
+	} else {
+		reasons = append(reasons, g.missingSwitches(st.Expected, dump)...)
+	}
+	if len(st.Errors) > 0 {
+		ports := make([]string, len(st.Errors))
+		for i, e := range st.Errors {
 			ports[i] = e.SwitchPort()
 		}
 		reasons = append(reasons, fmt.Sprintf("%s: %s (see --show-enforcement-errors; --clear-enforcement-errors once dealt with)",
 			EnforcementCleared, strings.Join(ports, ", ")))
 	}
-	return reasons, nil
+	return reasons
 }
 
 // missingSwitches compares the confirmed switches with OpenSM's last dump. A
 // dump that cannot be read proves nothing: that closes the gate as well (OpenSM
 // rewrites the file in place, so a read can catch it half written; the next
 // poll reads it again).
-func (g Gates) missingSwitches(expected []store.ExpectedSwitch) []string {
+func (g Gates) missingSwitches(expected []store.ExpectedSwitch, dump dumpRead) []string {
 	if g.SubnetDump == "" {
 		return []string{"OpenSM's subnet dump is not configured: the expected switches cannot be checked"}
 	}
-	load := func() (*topology.Topology, error) { return topology.Load(g.SubnetDump) }
-	if g.Dump != nil {
-		load = g.Dump.Load
-	}
-	topo, err := load()
-	if err != nil {
+	if dump.err != nil || dump.topo == nil {
+		err := dump.err
+		if err == nil {
+			err = errors.New("not read")
+		}
 		return []string{fmt.Sprintf("the expected switches cannot be checked: %v", err)}
 	}
 	present := map[string]bool{}
-	for _, sw := range topo.Switches() {
+	for _, sw := range dump.topo.Switches() {
 		present[sw.GUID.String()] = true
 	}
 	var reasons []string
@@ -118,6 +142,27 @@ func (g Gates) missingSwitches(expected []store.ExpectedSwitch) []string {
 		}
 	}
 	return reasons
+}
+
+// dumpRead is one read of OpenSM's subnet dump: what Load returned.
+type dumpRead struct {
+	topo *topology.Topology
+	err  error
+}
+
+// errNoDump is the read of a subnet dump that is not configured: the
+// capacity check finds nothing, the gates say so.
+var errNoDump = fmt.Errorf("OpenSM's subnet dump is not configured: %w", fs.ErrNotExist)
+
+// readDump reads the subnet dump once for an apply: the capacity check and
+// the gates judge the same content, and the 1 MB file of a large fabric,
+// which OpenSM has just rewritten, is compared with the last content once.
+func (t *term) readDump() dumpRead {
+	if t.Cfg.SubnetDump == "" && t.Cfg.Dump == nil {
+		return dumpRead{err: errNoDump}
+	}
+	topo, err := t.subnetDump().Load()
+	return dumpRead{topo: topo, err: err}
 }
 
 // gatekeeper is a term's state of the gates.
@@ -142,24 +187,53 @@ func (t *term) startGates() error {
 	return nil
 }
 
-// completeJobs completes the jobs up to rev, which a sweep has just shown
-// OpenSM applying, if the gates are open; otherwise the jobs say why not, and
-// every poll looks at the gates again (pollGates). It returns how many jobs
-// completed.
-func (t *term) completeJobs(ctx context.Context, rev int64) (int64, error) {
+// finish ends an apply that OpenSM applied (a, of state st): it records a
+// and, if the gates are open, completes the jobs up to its revision in the
+// same transaction (store.FinishApply), so that every Completed job has an
+// applied row of its revision or a later one, committed with it. The subnet
+// dump is read once, for the capacity check and the gates' switches alike;
+// the gates' rows are read inside the transaction. While a gate is closed
+// the apply is recorded all the same and the jobs say why they wait; every
+// poll looks at the gates again (pollGates). recorded is false when the
+// apply is not in the database (it could not be written, or a newer term
+// began): then nothing completed either.
+func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply) (completed int64, recorded bool) {
+	log := t.Log.With("revision", a.Revision, "term", t.id)
+	dump := t.readDump()
+	t.recordOverCapacity(ctx, st, dump)
 	t.scanEnforcement(ctx)
-	if !t.gatesOpen(ctx, rev) {
-		return 0, nil
+	frozen := t.pollFreeze(ctx)
+	reapply := t.reapply // a lifted freeze: the full apply that follows completes them
+	gates := Gates{SubnetDump: t.Cfg.SubnetDump}
+	var reasons []string
+	f, err := t.Store.FinishApply(ctx, a, func(gs store.GateState) bool {
+		reasons = gates.reasons(gs, dump)
+		if frozen != "" && !reapply {
+			reasons = append(reasons, frozen)
+		}
+		return !reapply && len(reasons) == 0
+	})
+	t.observer().ApplyFinished(a.Outcome, time.Since(a.StartedAt))
+	switch {
+	case err != nil:
+		log.Error("record the apply and complete its jobs; nothing completed", "outcome", a.Outcome, "error", err)
+		return 0, false
+	case !f.Recorded:
+		log.Warn("apply not recorded: a newer term has started")
+		return 0, false
+	case f.Open:
+		if t.gate.reopened {
+			t.Log.Info("waiting jobs completed by a sweep after the gates opened", "revision", a.Revision,
+				"jobs_completed", f.Completed)
+		}
+		t.gate.blocked, t.gate.said, t.gate.reopened = 0, "", false
+		return f.Completed, true
+	case reapply:
+		t.gate.blocked = 0
+		return 0, true
 	}
-	n, err := t.Store.CompleteJobs(ctx, t.id, rev)
-	if err != nil {
-		return 0, err
-	}
-	if t.gate.reopened {
-		t.Log.Info("waiting jobs completed by a sweep after the gates opened", "revision", rev, "jobs_completed", n)
-	}
-	t.gate.blocked, t.gate.said, t.gate.reopened = 0, "", false
-	return n, nil
+	t.holdJobs(ctx, a.Revision, reasons)
+	return 0, true
 }
 
 // gatesOpen evaluates the gates for the jobs up to rev. While one is closed
@@ -180,6 +254,13 @@ func (t *term) gatesOpen(ctx context.Context, rev int64) bool {
 	if len(reasons) == 0 {
 		return true
 	}
+	t.holdJobs(ctx, rev, reasons)
+	return false
+}
+
+// holdJobs keeps the jobs up to rev waiting for the gates, saying why, and
+// rev for pollGates.
+func (t *term) holdJobs(ctx context.Context, rev int64, reasons []string) {
 	t.gate.blocked = rev
 	said := "Not completing: " + strings.Join(reasons, "; ")
 	if said != t.gate.said {
@@ -187,10 +268,9 @@ func (t *term) gatesOpen(ctx context.Context, rev int64) bool {
 	}
 	if _, err := t.Store.DescribeOpenJobs(ctx, t.id, rev, said); err != nil {
 		t.Log.Error("describe waiting jobs", "revision", rev, "error", err)
-		return false
+		return
 	}
 	t.gate.said = said
-	return false
 }
 
 // pollGates records the enforcement lines OpenSM logged since the last poll
@@ -285,15 +365,8 @@ func (w *enforcementWatch) scan(ctx context.Context, term int64, rec Enforcement
 // in span's file (a rotation), or cannot read up to span.From (the log
 // shrank), it stays where it is and reads everything itself.
 func (w *enforcementWatch) handOff(ctx context.Context, term int64, rec EnforcementRecorder, log *slog.Logger, span opensm.Span) error {
-	if err := w.follow(ctx, term, rec, log); err != nil || w.f == nil {
+	if err := w.readUpTo(ctx, term, rec, log, opensm.Position{Inode: span.Inode, Offset: span.From}); err != nil || w.f == nil {
 		return err
-	}
-	for w.pos.Inode == span.Inode && w.pos.Offset < span.From {
-		before := w.pos.Offset
-		progressed, err := w.readChunk(ctx, term, rec, log, span.From)
-		if err != nil || !progressed || w.pos.Offset <= before {
-			return err // no further, or truncated in place: read on from here
-		}
 	}
 	if w.pos.Inode != span.Inode || w.pos.Offset != span.From || span.To < span.From {
 		return nil
@@ -308,6 +381,43 @@ func (w *enforcementWatch) handOff(ctx context.Context, term int64, rec Enforcem
 	// meet again.
 	w.seenInSweep = nil
 	return nil
+}
+
+// readUpTo reads and records what the log holds from the watch's position up
+// to to, when to is in the file the watch reads (otherwise, after a
+// rotation, it only follows it as scan does); it stops early at a line still
+// being written, or when the file was truncated in place: the rest is read
+// from where it stopped.
+func (w *enforcementWatch) readUpTo(ctx context.Context, term int64, rec EnforcementRecorder, log *slog.Logger, to opensm.Position) error {
+	if err := w.follow(ctx, term, rec, log); err != nil || w.f == nil {
+		return err
+	}
+	for w.pos.Inode == to.Inode && w.pos.Offset < to.Offset {
+		before := w.pos.Offset
+		progressed, err := w.readChunk(ctx, term, rec, log, to.Offset)
+		if err != nil || !progressed || w.pos.Offset <= before {
+			return err // no further, or truncated in place: read on from here
+		}
+	}
+	return nil
+}
+
+// catchUp reads the log up to pos, the position an apply noted before its
+// SIGHUP, in a goroutine of its own while the apply waits for OpenSM's
+// sweep: what OpenSM logged since the last scan (on a large fabric, a heavy
+// sweep of another cause logs a line per port) is then read during the
+// sweep, not after it, when the jobs wait for it. The returned wait must be
+// called before the watch is used again; it returns the reading's error.
+// Nothing is skipped: what is left is read by handOff or the next scan.
+func (w *enforcementWatch) catchUp(ctx context.Context, term int64, rec EnforcementRecorder, log *slog.Logger, pos opensm.Position) (wait func() error) {
+	done := make(chan error, 1)
+	go func() { done <- w.readUpTo(ctx, term, rec, log, pos) }()
+	var once sync.Once
+	var err error
+	return func() error {
+		once.Do(func() { err = <-done })
+		return err
+	}
 }
 
 // follow opens the log, and follows a rotation by renaming: once the path

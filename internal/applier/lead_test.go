@@ -338,18 +338,19 @@ func waitLog(t *testing.T, logs *lockedBuffer, parts ...string) {
 	}
 }
 
-// recordFailingStore fails RecordApply while fails is positive, as a database
-// that went away between OpenSM's sweep and the apply's row.
+// recordFailingStore fails the transaction that records an applied sweep
+// while fails is positive, as a database that went away between OpenSM's
+// sweep and the apply's row.
 type recordFailingStore struct {
 	Store
 	fails atomic.Int32
 }
 
-func (s *recordFailingStore) RecordApply(ctx context.Context, a store.Apply) (bool, error) {
+func (s *recordFailingStore) FinishApply(ctx context.Context, a store.Apply, open func(store.GateState) bool) (store.Finished, error) {
 	if s.fails.Add(-1) >= 0 {
-		return false, fmt.Errorf("record apply: %w", syscall.ECONNREFUSED)
+		return store.Finished{}, fmt.Errorf("finish apply: %w", syscall.ECONNREFUSED)
 	}
-	return s.Store.RecordApply(ctx, a)
+	return s.Store.FinishApply(ctx, a, open)
 }
 
 // A job completes only once its apply is recorded: an apply whose row could
@@ -363,7 +364,7 @@ func TestLeadCompletesOnlyRecordedApplies(t *testing.T) {
 	waitLog(t, r.logs, "partitions applied", `"revision":0,`)
 	failing.fails.Store(1)
 	j := r.network(netA, 101)
-	waitLog(t, r.logs, "record apply", "connection refused")
+	waitLog(t, r.logs, "record the apply and complete its jobs", "connection refused")
 	if got := r.job(j); got.Status == store.StatusCompleted {
 		t.Fatal("job Completed although its apply was not recorded")
 	}
@@ -371,5 +372,41 @@ func TestLeadCompletesOnlyRecordedApplies(t *testing.T) {
 	a, err := r.st.LastApply(ctxT(t))
 	if err != nil || a.Revision < j.Revision || a.Outcome != "applied" {
 		t.Errorf("last apply %+v, %v; want an applied row of revision %d or later", a, err, j.Revision)
+	}
+}
+
+// What OpenSM logged since the last scan (a heavy sweep of another cause, a
+// line per port on a large fabric) is read during the apply's sweep, not
+// after it: the cleared enforcement line logged before the SIGHUP is
+// recorded while the sweep still runs, and it still holds the jobs once the
+// sweep ends. The polls are an hour apart, so that only the apply reads the
+// log.
+func TestLeadReadsTheLogBeforeItsPositionDuringTheSweep(t *testing.T) {
+	r := newLeadRig(t)
+	r.app.Cfg.PollInterval, r.app.Cfg.CheckInterval = time.Hour, time.Hour
+	r.sm.sweeps = []string{"applied", "none"}
+	_, end := r.lead()
+	defer end()
+	waitLog(t, r.logs, "partitions applied", `"revision":0,`)
+	r.sm.appendLog(verboseFiller(256<<10) + clearedLine("09") + verboseFiller(256<<10))
+	j := r.network(netA, 101)
+	waitLog(t, r.logs, "SIGHUP sent; waiting for the heavy sweep", `"revision":1,`)
+	deadline := time.Now().Add(15 * time.Second)
+	for len(recorded(t, r.st)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the line logged before the apply's position was not recorded during its sweep")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if strings.Contains(r.logs.String(), `"msg":"jobs wait for the gates"`) || r.job(j).Status == store.StatusCompleted {
+		t.Fatal("the sweep had ended before the line was recorded")
+	}
+	r.sm.appendLog(sweepLines(t, "applied.log")) // the sweep ends
+	waitLog(t, r.logs, "jobs wait for the gates", EnforcementCleared)
+	if got := r.job(j); got.Status == store.StatusCompleted {
+		t.Errorf("job %s with a cleared enforcement recorded", got.Status)
+	}
+	if got := recorded(t, r.st); len(got) != 1 || got[0] != "0x0002c90300f00001:2 xI" {
+		t.Errorf("recorded %q; want S1 port 2 once", got)
 	}
 }

@@ -120,6 +120,73 @@ func (s *Store) CompleteJobs(ctx context.Context, term, revision int64) (int64, 
 	return n, err
 }
 
+// GateState is what the gates read from the database: the switches an
+// operator confirmed and the recorded enforcement errors.
+type GateState struct {
+	Expected []ExpectedSwitch
+	Errors   []EnforcementError
+}
+
+// Finished is what FinishApply did.
+type Finished struct {
+	// Recorded: the apply row is in; false when a newer term had started,
+	// and then nothing else changed either.
+	Recorded bool
+	// Gates is the gates' state as read in the transaction (empty when not
+	// Recorded).
+	Gates GateState
+	// Open is what the caller's open said of Gates; the jobs completed only
+	// if it said true.
+	Open      bool
+	Completed int64 // jobs completed
+}
+
+// FinishApply ends an apply that OpenSM applied cleanly, in one write
+// transaction fenced by a.Term: it records a, reads the gates' state, and
+// when open says the jobs may complete on that state, completes the open
+// jobs up to a.Revision and moves the Kubernetes last_updated as
+// CompleteJobs does. Every job it completes therefore commits with an applied
+// row of its revision, or not at all: a manager killed at any point of it
+// leaves neither. The jobs finish at the store's clock, or at a.FinishedAt
+// if that is later, never before the apply. open runs inside the
+// transaction, perhaps more than once, and must do no I/O: the dump it
+// compares the switches with is read before. A stale term changes nothing.
+func (s *Store) FinishApply(ctx context.Context, a Apply, open func(GateState) bool) (Finished, error) {
+	now := s.now()
+	if a.FinishedAt.After(now) {
+		now = a.FinishedAt
+	}
+	var f Finished
+	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
+		f = Finished{}
+		n, err := q.RecordApply(ctx, a.Revision, a.SHA256, a.Term, a.Outcome, a.Detail, a.StartedAt, a.FinishedAt)
+		if err != nil {
+			return fmt.Errorf("record apply: %w", err)
+		}
+		if n != 1 {
+			return nil // a newer term: the same fence stops the rest
+		}
+		f.Recorded = true
+		if f.Gates, err = gateState(ctx, q); err != nil {
+			return err
+		}
+		if f.Open = open(f.Gates); !f.Open {
+			return nil
+		}
+		if f.Completed, err = q.CompleteJobs(ctx, &now, a.Revision, a.Term); err != nil {
+			return fmt.Errorf("complete jobs: %w", err)
+		}
+		if _, err := q.MarkKubernetesApplied(ctx, &now, a.Revision, a.Term); err != nil {
+			return fmt.Errorf("mark the Kubernetes partitions applied: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return Finished{}, fmt.Errorf("finish the apply of revision %d: %w", a.Revision, err)
+	}
+	return f, nil
+}
+
 // FailJobs fails the open jobs up to revision with reason, if term is current.
 func (s *Store) FailJobs(ctx context.Context, term, revision int64, reason string) (int64, error) {
 	now := s.now()

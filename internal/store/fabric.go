@@ -165,13 +165,39 @@ func (s *Store) ConfirmSwitches(ctx context.Context, switches []ExpectedSwitch) 
 
 // ExpectedSwitches returns the confirmed switches, by GUID.
 func (s *Store) ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error) {
-	rows, err := s.d.Queries(ctx).ExpectedSwitches(ctx)
+	return expectedSwitches(ctx, s.d.Queries(ctx))
+}
+
+func expectedSwitches(ctx context.Context, q driver.Queries) ([]ExpectedSwitch, error) {
+	rows, err := q.ExpectedSwitches(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("expected switches: %w", err)
 	}
 	return driver.Convert(rows, func(r driver.ExpectedSwitch) ExpectedSwitch {
 		return ExpectedSwitch{GUID: r.Guid, Description: r.Description, ConfirmedAt: r.ConfirmedAt.UTC()}
 	}), nil
+}
+
+// gateState reads what the gates need of the database, with q: in one query
+// (the confirmed switches, each with the count of enforcement errors) while
+// no enforcement error is recorded; the errors themselves are read only when
+// there are some, or when no switch is confirmed (the count then has no row
+// to come in).
+func gateState(ctx context.Context, q driver.Queries) (GateState, error) {
+	rows, err := q.GateSwitches(ctx)
+	if err != nil {
+		return GateState{}, fmt.Errorf("expected switches: %w", err)
+	}
+	st := GateState{Expected: driver.Convert(rows, func(r driver.GateSwitchesRow) ExpectedSwitch {
+		return ExpectedSwitch{GUID: r.Guid, Description: r.Description, ConfirmedAt: r.ConfirmedAt.UTC()}
+	})}
+	if len(rows) > 0 && rows[0].EnforcementErrors == 0 {
+		return st, nil
+	}
+	if st.Errors, err = enforcementErrors(ctx, q); err != nil {
+		return GateState{}, err
+	}
+	return st, nil
 }
 
 // RecordEnforcementErrors records what OpenSM's log said, all or nothing. Each
@@ -232,7 +258,11 @@ func checkSighting(e EnforcementSighting) error {
 
 // EnforcementErrors returns the recorded enforcement errors, by switch and port.
 func (s *Store) EnforcementErrors(ctx context.Context) ([]EnforcementError, error) {
-	rows, err := s.d.Queries(ctx).EnforcementErrors(ctx)
+	return enforcementErrors(ctx, s.d.Queries(ctx))
+}
+
+func enforcementErrors(ctx context.Context, q driver.Queries) ([]EnforcementError, error) {
+	rows, err := q.EnforcementErrors(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("enforcement errors: %w", err)
 	}

@@ -168,10 +168,18 @@ func (s *Store) commitOutcomes(group []*pendingChange) []error {
 		}
 		rev := next - 1 // the revision of the last change so far that touches a partition
 		for i, p := range group {
-			c := &changeTx{tx: tx{q}, rev: rev + 1, now: p.now()}
+			c := &changeTx{tx: tx{q}, later: tx{q.Later()}, rev: rev + 1, now: p.now()}
+			// What the change left held is sent before the next change
+			// starts: its error is this change's.
+			run := func() error {
+				if err := p.fn(ctx, c); err != nil {
+					return err
+				}
+				return q.Flush(ctx)
+			}
 			if len(group) == 1 {
 				// Alone, a refusal rolls the whole transaction back.
-				if err := p.fn(ctx, c); err != nil {
+				if err := run(); err != nil {
 					outcomes[i] = err
 					return err
 				}
@@ -179,7 +187,7 @@ func (s *Store) commitOutcomes(group []*pendingChange) []error {
 				if err := q.Savepoint(ctx); err != nil {
 					return fmt.Errorf("savepoint: %w", err)
 				}
-				if err := p.fn(ctx, c); err != nil {
+				if err := run(); err != nil {
 					outcomes[i] = err
 					if rerr := q.RollbackToSavepoint(ctx); rerr != nil {
 						return fmt.Errorf("roll back a refused change (%v): %w", err, rerr)
@@ -192,7 +200,8 @@ func (s *Store) commitOutcomes(group []*pendingChange) []error {
 			}
 		}
 		if rev != next {
-			if err := q.SetRevision(ctx, rev); err != nil {
+			// Held: it may go with the COMMIT.
+			if err := q.Later().SetRevision(ctx, rev); err != nil {
 				return fmt.Errorf("set revision: %w", err)
 			}
 		}

@@ -44,6 +44,35 @@ func (t tx) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID
 	return driver.Convert(rows, port), err
 }
 
+// GetPortChange reads, in one round trip, the network of a port change, the
+// port recorded as portID and the port holding guid (nil guid: none; each nil
+// when there is none): ErrNotFound when the network is not recorded.
+func (t tx) GetPortChange(ctx context.Context, networkID, portID string, guid *fabric.GUID) (n Network, before, holder *Port, err error) {
+	rows, err := t.q.GetPortChangeRows(ctx, portID, guid, networkID)
+	if err != nil {
+		return Network{}, nil, nil, err
+	}
+	if len(rows) == 0 {
+		return Network{}, nil, nil, ErrNotFound
+	}
+	r := rows[0]
+	n = Network{ID: r.ID, Name: r.Name, Type: r.NetworkType, PhysicalNetwork: r.PhysicalNetwork,
+		PKey: r.Pkey, Managed: r.Managed, Revision: r.Revision}
+	for _, r := range rows {
+		if r.PortID == nil {
+			continue // the network has neither port: its one row
+		}
+		p := &Port{ID: *r.PortID, NetworkID: *r.PortNetworkID, GUID: r.PortGuid, Host: *r.PortHost}
+		if p.ID == portID {
+			before = p
+		}
+		if guid != nil && p.GUID != nil && *p.GUID == *guid {
+			holder = p
+		}
+	}
+	return n, before, holder, nil
+}
+
 func (t tx) UpsertPort(ctx context.Context, p Port, now time.Time) error {
 	return t.q.UpsertPort(ctx, p.ID, p.NetworkID, p.GUID, p.Host, p.Revision, now)
 }

@@ -230,6 +230,10 @@ func (s *Store) Wake(ctx context.Context) <-chan struct{} { return s.d.Wake(ctx)
 // decided so far.
 type changeTx struct {
 	tx
+	// later is tx with its writes held back, sent with the change's next
+	// statement (driver.ChangeTx.Later): for writes whose outcome the
+	// change does not read before its next statement.
+	later   tx
 	rev     int64
 	now     time.Time
 	noOp    bool
@@ -456,7 +460,9 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 	}
 	var job Job
 	err := s.change(ctx, func(ctx context.Context, tx *changeTx) error {
-		n, err := tx.GetNetwork(ctx, p.NetworkID)
+		// Every row the rules below read, in one round trip: the revision's
+		// row lock is held from the first statement to the commit.
+		n, before, holder, err := tx.GetPortChange(ctx, p.NetworkID, p.ID, p.GUID)
 		newNetwork := false
 		switch {
 		case errors.Is(err, ErrNotFound) && embedded != nil:
@@ -464,6 +470,10 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 				return err
 			}
 			n, newNetwork = *embedded, true
+			// A network's first port: its ports are read on their own.
+			if before, holder, err = portAndHolder(ctx, tx, p.ID, p.GUID); err != nil {
+				return err
+			}
 		case errors.Is(err, ErrNotFound) && p.GUID == nil && c.ClientIDError == nil:
 			// Nothing here is ours: most likely a port of a network that is
 			// never announced (VXLAN, Geneve) under [sdn] physical_networks = *.
@@ -485,12 +495,6 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 		case err != nil:
 			return err
 		}
-		// Every row the rules below read, in one round trip: the revision's
-		// row lock is held from the first statement to the commit.
-		before, holder, err := portAndHolder(ctx, tx, p.ID, p.GUID)
-		if err != nil {
-			return err
-		}
 		reason, err := s.membership(ctx, tx, &p, c, n, holder, limit)
 		if err != nil {
 			return err
@@ -500,19 +504,21 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 		if err != nil {
 			return err
 		}
+		// The writes go with the job's insert, in one round trip; an error
+		// of one of them is the insert's.
 		if newNetwork {
 			n.Revision = rev
-			if err := tx.UpsertNetwork(ctx, n, tx.now); err != nil {
+			if err := tx.later.UpsertNetwork(ctx, n, tx.now); err != nil {
 				return err
 			}
 		}
 		if p.GUID != nil {
-			if err := takeGUID(ctx, tx, p, holder, rev, tx.now); err != nil {
+			if err := takeGUID(ctx, tx.later, p, holder, rev, tx.now); err != nil {
 				return err
 			}
 		}
 		p.Revision = rev
-		if err := tx.UpsertPort(ctx, p, tx.now); err != nil {
+		if err := tx.later.UpsertPort(ctx, p, tx.now); err != nil {
 			return err
 		}
 		guid, result := "no GUID", fmt.Sprintf("port %s holds no membership: %s", p.ID, reason)
@@ -611,7 +617,7 @@ func (s *Store) membership(ctx context.Context, tx *changeTx, p *Port, c PortCha
 // takeGUID gives p's GUID to p: another port of the same network that holds it
 // (holder: a migration's re-add racing the old port's removal) keeps its
 // record without it.
-func takeGUID(ctx context.Context, tx *changeTx, p Port, holder *Port, rev int64, now time.Time) error {
+func takeGUID(ctx context.Context, tx tx, p Port, holder *Port, rev int64, now time.Time) error {
 	if holder == nil || holder.ID == p.ID {
 		return nil
 	}

@@ -40,13 +40,25 @@ type Reached struct {
 // or not linked to a switch) are not checked: OpenSM gives them nothing yet,
 // and the next dump places them.
 func (t *Topology) CapacityReached(pkeys map[fabric.GUID][]fabric.PKey, capacity int) []Reached {
+	return t.capacityReached(pkeys, nil, capacity)
+}
+
+// capacityReached is CapacityReached with the pkeys of extra (when not nil)
+// added to each port's: the applier checks every host port of a large fabric
+// after each sweep, and this spares it a copy of the map.
+func (t *Topology) capacityReached(pkeys map[fabric.GUID][]fabric.PKey, extra func(fabric.GUID) []fabric.PKey, capacity int) []Reached {
 	var out []Reached
+	var distinct []fabric.PKey   // reused from port to port
 	for host, p := range pkeys { // every port is looked at: sorting the few found is cheaper
 		at, placed := t.behind[host]
 		if !placed {
 			continue
 		}
-		if n := countPKeys(p); n >= capacity {
+		distinct = appendDistinct(append(distinct[:0], fabric.DefaultPKey&0x7fff), p)
+		if extra != nil {
+			distinct = appendDistinct(distinct, extra(host))
+		}
+		if n := len(distinct); n >= capacity {
 			out = append(out, Reached{Host: host, Behind: at, PKeys: n})
 		}
 	}
@@ -55,14 +67,19 @@ func (t *Topology) CapacityReached(pkeys map[fabric.GUID][]fabric.PKey, capacity
 }
 
 // countPKeys counts the distinct pkeys of a port, the default partition
-// included. A port has a few: a linear search beats a map.
+// included.
 func countPKeys(pkeys []fabric.PKey) int {
-	distinct := make([]fabric.PKey, 1, len(pkeys)+1)
-	distinct[0] = fabric.DefaultPKey & 0x7fff
+	return len(appendDistinct([]fabric.PKey{fabric.DefaultPKey & 0x7fff}, pkeys))
+}
+
+// appendDistinct appends to distinct each of pkeys it lacks, without the
+// membership bit (a full and a limited entry of one pkey are one entry). A
+// port has a few: a linear search beats a map.
+func appendDistinct(distinct, pkeys []fabric.PKey) []fabric.PKey {
 	for _, p := range pkeys {
-		if p &= 0x7fff; !slices.Contains(distinct, p) { // the membership bit does not make another entry
+		if p &= 0x7fff; !slices.Contains(distinct, p) {
 			distinct = append(distinct, p)
 		}
 	}
-	return len(distinct)
+	return distinct
 }

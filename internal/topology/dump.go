@@ -31,9 +31,13 @@ import (
 type Dump struct {
 	path string
 
-	mu     sync.Mutex
-	id     fileID // of the file whose content is data; zero: none trusted
-	data   []byte // the content last read; nil before the first read
+	mu   sync.Mutex
+	id   fileID // of the file whose content is data; zero: none trusted
+	data []byte // the content last read; nil before the first read
+	// spare is the buffer of a read whose content was data's: the next read
+	// reuses it, so that comparing a 1 MB dump after every sweep allocates
+	// nothing.
+	spare  []byte
 	topo   *Topology
 	err    error // of parsing data
 	parses int   // how many times a content was parsed (for tests)
@@ -79,19 +83,22 @@ func (d *Dump) Load() (*Topology, error) {
 	if id, ok := idOf(fi); ok && id != (fileID{}) && id == d.id && d.data != nil {
 		return d.topo, d.err
 	}
-	data, id, err := readStable(d.path)
+	data, id, err := readStable(d.path, d.spare)
+	d.spare = nil
 	if err != nil {
 		d.id = fileID{}
 		return nil, fmt.Errorf("read OpenSM's subnet dump: %w", err)
 	}
 	if d.data == nil || !bytes.Equal(data, d.data) {
+		// Parse copies what it keeps: the old content's buffer is free.
 		d.topo, d.err = Parse(bytes.NewReader(data))
 		if d.err != nil {
 			d.topo, d.err = nil, fmt.Errorf("%s: %w", d.path, d.err)
 		}
-		d.data = data
+		data, d.data = d.data, data
 		d.parses++
 	}
+	d.spare = data
 	d.id = id
 	if recent := d.now().Add(-racyWindow).UnixNano(); id.mtime > recent || id.ctime > recent {
 		d.id = fileID{} // too recent to vouch for its content by its times
@@ -108,8 +115,9 @@ func (d *Dump) Parses() int {
 
 // readStable reads the file and returns its content with its identity, zero
 // unless the file kept the same identity while it was read (a file rewritten
-// meanwhile must be read again before its identity says anything).
-func readStable(path string) ([]byte, fileID, error) {
+// meanwhile must be read again before its identity says anything). The
+// content is read into buf when it has room.
+func readStable(path string, buf []byte) ([]byte, fileID, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fileID{}, err
@@ -120,7 +128,11 @@ func readStable(path string) ([]byte, fileID, error) {
 		return nil, fileID{}, err
 	}
 	// One read of the size the file has, and more only if it grew.
-	data := make([]byte, before.Size()+1)
+	size := int(before.Size()) + 1
+	if cap(buf) < size {
+		buf = make([]byte, size)
+	}
+	data := buf[:size]
 	n, err := io.ReadFull(f, data)
 	switch {
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -190,5 +191,52 @@ func TestDumpFreshFileIsReadAgain(t *testing.T) {
 	}
 	if got := mustLoad(t, d); got != first || d.Parses() != 1 {
 		t.Errorf("trusted unchanged file: same topology %v, parses %d; want true, 1", got == first, d.Parses())
+	}
+}
+
+// A fresh dump read again and again (an apply reads it just after OpenSM
+// rewrote it) reuses one buffer: comparing the content allocates nothing of
+// its size, and a content that then changes is still seen, and parsed from
+// what is on disk.
+func TestDumpRereadReusesItsBuffer(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, FileName)
+	content := readTestdata(t, "good/ibsim-5-hosts-2-switches.lst")
+	big := []byte(strings.Repeat(string(content), 200)) // the same links many times: 100s of kB
+	if err := os.WriteFile(path, big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := NewDump(path)
+	d.now = func() time.Time { return time.Now().Add(-time.Hour) } // every read within the racy window
+	first := mustLoad(t, d)
+	mustLoad(t, d) // the spare buffer's first use
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const reads = 10
+	for range reads {
+		if got := mustLoad(t, d); got != first {
+			t.Fatal("an unchanged content gave another topology")
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc >= uint64(len(big)) {
+		t.Errorf("%d reads of an unchanged %d-byte dump allocated %d bytes; want less than one file", reads, len(big), alloc)
+	}
+	if d.Parses() != 1 {
+		t.Errorf("parsed %d times; want 1", d.Parses())
+	}
+	other := readTestdata(t, "good/ibsim-5-hosts-2-switches.lst")
+	other = []byte(strings.Replace(string(other), "S1", "SX", -1))
+	if err := os.WriteFile(path, other, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustLoad(t, d); got == first || !strings.Contains(switchNames(got), "SX") {
+		t.Errorf("after a change: switches %q; want the new content's", switchNames(got))
+	}
+	if err := os.WriteFile(path, big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustLoad(t, d); strings.Contains(switchNames(got), "SX") || d.Parses() != 3 {
+		t.Errorf("back to the first content: switches %q, parses %d; want the first content's, 3", switchNames(got), d.Parses())
 	}
 }

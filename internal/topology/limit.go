@@ -77,17 +77,27 @@ func (l *PortLimit) check(t *Topology, guid fabric.GUID, partitions []fabric.PKe
 // manager must treat as no longer isolated.
 func (l *PortLimit) Reached(partitions map[fabric.GUID][]fabric.PKey) ([]Reached, error) {
 	t, err := l.current()
+	return l.reached(t, err, partitions)
+}
+
+// ReachedIn is Reached on the dump as its caller has just read it: t and
+// loadErr are what Load of this limit's Dump (or of another reader of the
+// same file) returned. The applier reads the dump once per apply, for this
+// check and for the gates' switches alike, so that both judge the same
+// content; reading it for each would compare the 1 MB file with the last
+// content twice, since an apply reads it just after OpenSM rewrote it.
+func (l *PortLimit) ReachedIn(t *Topology, loadErr error, partitions map[fabric.GUID][]fabric.PKey) ([]Reached, error) {
+	l.mu.Lock()
+	t, err := l.use(t, loadErr)
+	l.mu.Unlock()
+	return l.reached(t, err, partitions)
+}
+
+func (l *PortLimit) reached(t *Topology, err error, partitions map[fabric.GUID][]fabric.PKey) ([]Reached, error) {
 	if err != nil || t == nil {
 		return nil, err
 	}
-	all := make(map[fabric.GUID][]fabric.PKey, len(partitions))
-	for g, pkeys := range partitions {
-		if l.Static != nil {
-			pkeys = append(slices.Clip(pkeys), l.Static(g)...)
-		}
-		all[g] = pkeys
-	}
-	return t.CapacityReached(all, l.Capacity), nil
+	return t.capacityReached(partitions, l.Static, l.Capacity), nil
 }
 
 // current returns the topology of the dump as it is now; nil when there is none.
@@ -97,7 +107,12 @@ func (l *PortLimit) current() (*Topology, error) {
 	if l.Dump == nil {
 		l.Dump = NewDump(l.DumpFile)
 	}
-	t, err := l.Dump.Load()
+	return l.use(l.Dump.Load())
+}
+
+// use returns the topology to check against, given what a read of the dump
+// returned; l.mu is held.
+func (l *PortLimit) use(t *Topology, err error) (*Topology, error) {
 	var pe *fs.PathError
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

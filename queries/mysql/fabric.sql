@@ -16,6 +16,13 @@ VALUES (sqlc.arg(guid), sqlc.arg(description), sqlc.arg(now));
 -- name: ExpectedSwitches :many
 SELECT * FROM expected_switches ORDER BY guid;
 
+-- The gates' state in one read when no enforcement error is recorded (the
+-- usual case): the confirmed switches, each with the count of the recorded
+-- enforcement errors.
+-- name: GateSwitches :many
+SELECT guid, description, confirmed_at, (SELECT count(*) FROM enforcement_errors) AS enforcement_errors
+FROM expected_switches ORDER BY guid;
+
 -- Fenced by the leadership term: a deposed leader records nothing.
 -- name: UpsertEnforcementError :execrows
 INSERT INTO enforcement_errors (switch_guid, port, line, first_seen, last_seen, occurrences)

@@ -46,6 +46,16 @@ SELECT * FROM ports WHERE id = sqlc.arg(id);
 -- name: GetPortsByIDOrGUID :many
 SELECT * FROM ports WHERE id = sqlc.arg(id) OR guid = sqlc.arg(guid);
 
+-- The network of a port change, with the port recorded under this id and
+-- the port holding this GUID (the same row, or two; neither: one row whose
+-- port columns are NULL): every row a port change reads, in one round trip,
+-- while it holds the revision's row lock. No row: the network is not recorded.
+-- name: GetPortChangeRows :many
+SELECT n.id, n.name, n.network_type, n.physical_network, n.pkey, n.managed, n.revision,
+       p.id AS port_id, p.network_id AS port_network_id, p.guid AS port_guid, p.host AS port_host
+FROM networks n LEFT JOIN ports p ON p.id = sqlc.arg(port_id) OR p.guid = sqlc.arg(guid)
+WHERE n.id = sqlc.arg(network_id);
+
 -- name: UpsertPort :exec
 INSERT INTO ports (id, network_id, guid, host, revision, created_at, updated_at)
 VALUES (sqlc.arg(id), sqlc.arg(network_id), sqlc.arg(guid), sqlc.arg(host), sqlc.arg(revision),

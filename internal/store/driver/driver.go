@@ -35,15 +35,74 @@ const (
 
 // ChangeTx is one change transaction: its queries, and the savepoint that
 // lets one change of a group roll back alone.
+//
+// Every statement of a change runs while the group holds the revision's row
+// lock, and on a server each costs a round trip: so a server engine holds
+// back the statements whose outcome no one waits for (the savepoint, and the
+// writes made through Later) and sends them in the same round trip as the
+// next statement that returns something (a pgx batch; a MariaDB
+// multi-statement query), or at Flush. A held statement's error is the error
+// of the statement or Flush that sends it, and the statements after it in
+// that round trip do not run. SQLite, whose statements cost no round trip,
+// holds nothing back.
 type ChangeTx interface {
 	Queries
 	// Savepoint sets the transaction's savepoint where it stands now; the
-	// savepoint set before stays part of the transaction.
+	// savepoint set before stays part of the transaction. It may be held.
 	Savepoint(ctx context.Context) error
 	// RollbackToSavepoint undoes what the transaction did since its last
-	// Savepoint. An error means the transaction may be lost (MariaDB rolls a
-	// whole transaction back on a deadlock): it must not commit.
+	// Savepoint, and drops what is held (a savepoint still held means none
+	// of it reached the server: nothing is sent). An error means the
+	// transaction may be lost (MariaDB rolls a whole transaction back on a
+	// deadlock): it must not commit.
 	RollbackToSavepoint(ctx context.Context) error
+	// Later is the transaction's queries, but those that return nothing but
+	// an error (UpsertPort, UpsertNetwork: sqlc's :exec) are held, and
+	// return nil: their error comes with the next statement sent, or Flush.
+	// Only such queries may be called through it.
+	Later() Queries
+	// Flush sends what is held, and returns the first error of it.
+	Flush(ctx context.Context) error
+}
+
+// Held is a change transaction's statements held back to be sent with the
+// next one (see ChangeTx), for the engines that hold any.
+type Held struct {
+	stmts []HeldStatement
+}
+
+// HeldStatement is one statement held back, with its arguments.
+type HeldStatement struct {
+	SQL  string
+	Args []any
+}
+
+const savepointSQL = "SAVEPOINT " + SavepointName
+
+// Hold adds a statement to those held.
+func (h *Held) Hold(sql string, args ...any) {
+	h.stmts = append(h.stmts, HeldStatement{SQL: sql, Args: args})
+}
+
+// HoldSavepoint holds the savepoint.
+func (h *Held) HoldSavepoint() { h.Hold(savepointSQL) }
+
+// Take returns the statements held, which are no longer held: the caller
+// sends them now, whatever becomes of them.
+func (h *Held) Take() []HeldStatement {
+	stmts := h.stmts
+	h.stmts = nil
+	return stmts
+}
+
+// Drop forgets what is held, for a rollback to the savepoint, and says
+// whether the savepoint itself was still held: then nothing since it has
+// reached the server (a send takes every statement held), and there is
+// nothing to roll back.
+func (h *Held) Drop() (savepointHeld bool) {
+	savepointHeld = len(h.stmts) > 0 && h.stmts[0].SQL == savepointSQL
+	h.stmts = nil
+	return savepointHeld
 }
 
 // SavepointName is the savepoint of every change transaction: each Savepoint
@@ -62,6 +121,7 @@ type Driver interface {
 	InTx(ctx context.Context, mode TxMode, fn func(q Queries) error) error
 	// InChangeTx runs fn in one change transaction (isolated as a Write; its
 	// first statement bumps the revision): committed when fn returns nil,
+	// with what fn left held sent first (an error of it fails the commit),
 	// rolled back otherwise. After it commits, the engine wakes this
 	// process's waiters (Wake) if it has no notification of its own.
 	InChangeTx(ctx context.Context, fn func(tx ChangeTx) error) error
@@ -143,7 +203,7 @@ var ErrLockNotClusterWide = errors.New("the applier lock is not cluster-wide")
 type SQLSavepoints struct{ Tx *sql.Tx }
 
 func (s SQLSavepoints) Savepoint(ctx context.Context) error {
-	_, err := s.Tx.ExecContext(ctx, "SAVEPOINT "+SavepointName)
+	_, err := s.Tx.ExecContext(ctx, savepointSQL)
 	return err
 }
 
@@ -151,3 +211,6 @@ func (s SQLSavepoints) RollbackToSavepoint(ctx context.Context) error {
 	_, err := s.Tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+SavepointName)
 	return err
 }
+
+// Flush has nothing to send: SQLSavepoints holds nothing back.
+func (SQLSavepoints) Flush(context.Context) error { return nil }

@@ -40,12 +40,14 @@ type Queries interface {
 	CountMembers(ctx context.Context) (int64, error)
 	CountMembersByNetwork(ctx context.Context) ([]CountMembersByNetworkRow, error)
 	CountNetworks(ctx context.Context) (int64, error)
+	GateSwitches(ctx context.Context) ([]GateSwitchesRow, error)
 	GetJob(ctx context.Context, id int64) (Job, error)
 	GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (KubernetesPKey, error)
 	GetNetwork(ctx context.Context, id string) (Network, error)
 	GetNetworkByPKey(ctx context.Context, pkey *fabric.PKey) (Network, error)
 	GetPort(ctx context.Context, id string) (Port, error)
 	GetPortByGUID(ctx context.Context, guid *fabric.GUID) (Port, error)
+	GetPortChangeRows(ctx context.Context, portID string, guid *fabric.GUID, networkID string) ([]GetPortChangeRowsRow, error)
 	GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]Port, error)
 	Heartbeat(ctx context.Context, now *time.Time, term int64) (int64, error)
 	InsertExpectedSwitch(ctx context.Context, guid fabric.GUID, description string, now time.Time) error
@@ -90,6 +92,8 @@ type (
 	CountMembersByNetworkRow = sqlitedb.CountMembersByNetworkRow
 	EnforcementError         = sqlitedb.EnforcementError
 	ExpectedSwitch           = sqlitedb.ExpectedSwitch
+	GateSwitchesRow          = sqlitedb.GateSwitchesRow
+	GetPortChangeRowsRow     = sqlitedb.GetPortChangeRowsRow
 	Job                      = sqlitedb.Job
 	KubernetesMember         = sqlitedb.KubernetesMember
 	KubernetesPKey           = sqlitedb.KubernetesPkey

@@ -51,6 +51,8 @@ type Engine struct {
 	q        *mysqldb.Queries
 	log      *slog.Logger
 	lockName string // applierLock
+	// pipelined: change transactions hold statements back (changeTx).
+	pipelined bool
 
 	// MariaDB has no LISTEN: Wake fires after the changes this process
 	// commits; other replicas' changes are found by polling.
@@ -84,6 +86,17 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Engine, error) {
 	if interpolateByDefault(dsn) {
 		cfg.InterpolateParams = true
 	}
+	// A change transaction sends the statements it holds back in one query
+	// with its next one (changeTx): several statements in one query, which
+	// the server only runs with multiStatements, and only with interpolated
+	// arguments (a prepared statement is one statement). The queries are
+	// sqlc's constants and the savepoint's, never built from a request, and
+	// their arguments are escaped as above. A DSN that sets multiStatements
+	// itself is obeyed: false sends each statement on its own.
+	pipelined := pipelineByDefault(dsn, cfg)
+	if pipelined {
+		cfg.MultiStatements = true
+	}
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %w", err)
@@ -96,7 +109,7 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Engine, error) {
 		db.Close()
 		return nil, fmt.Errorf("mysql: connect: %w", err)
 	}
-	return &Engine{db: db, q: mysqldb.New(db), log: log, lockName: applierLock(cfg.DBName)}, nil
+	return &Engine{db: db, q: mysqldb.New(db), log: log, lockName: applierLock(cfg.DBName), pipelined: pipelined}, nil
 }
 
 // safeCharsets are the connection character sets in which no byte of a
@@ -111,10 +124,7 @@ var safeCharsets = map[string]bool{
 // driver interpolate safely. The driver refuses interpolation with an unsafe
 // collation but not with an unsafe charset such as gbk or sjis.
 func interpolateByDefault(dsn string) bool {
-	// As the driver reads a DSN: the parameters follow the last '/' (a
-	// password may hold a '?' or a '/').
-	_, query, _ := strings.Cut(dsn[strings.LastIndex(dsn, "/")+1:], "?")
-	params, err := url.ParseQuery(query)
+	params, err := dsnParams(dsn)
 	if err != nil || params.Has("interpolateParams") {
 		return false
 	}
@@ -126,6 +136,22 @@ func interpolateByDefault(dsn string) bool {
 	collation := strings.ToLower(params.Get("collation"))
 	charset, _, _ := strings.Cut(collation, "_")
 	return collation == "" || safeCharsets[charset]
+}
+
+// dsnParams are a DSN's parameters, as the driver reads them: they follow the
+// last '/' (a password may hold a '?' or a '/').
+func dsnParams(dsn string) (url.Values, error) {
+	_, query, _ := strings.Cut(dsn[strings.LastIndex(dsn, "/")+1:], "?")
+	return url.ParseQuery(query)
+}
+
+// pipelineByDefault says whether change transactions send the statements
+// they hold back in one query with the next (see Open): arguments are
+// interpolated, and the DSN (cfg as read from it) sets multiStatements true
+// or not at all.
+func pipelineByDefault(dsn string, cfg *mysql.Config) bool {
+	params, err := dsnParams(dsn)
+	return err == nil && cfg.InterpolateParams && (cfg.MultiStatements || !params.Has("multiStatements"))
 }
 
 func (e *Engine) Name() string { return "mysql" }
@@ -161,7 +187,16 @@ func (e *Engine) InTx(ctx context.Context, mode driver.TxMode, fn func(q driver.
 // waiters after it commits.
 func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) error) error {
 	err := driver.InSQLTx(ctx, e.db, nil, func(tx *sql.Tx) error {
-		return fn(changeTx{queries{e.q.WithTx(tx)}, driver.SQLSavepoints{Tx: tx}})
+		if !e.pipelined {
+			return fn(plainChangeTx{queries{e.q.WithTx(tx)}, driver.SQLSavepoints{Tx: tx}})
+		}
+		p := &pipeline{tx: tx}
+		c := changeTx{queries: queries{mysqldb.New(p)}, p: p, later: queries{mysqldb.New(later{p})}}
+		if err := fn(c); err != nil {
+			return err
+		}
+		// What fn left held goes before the COMMIT (database/sql's own).
+		return c.Flush(ctx)
 	})
 	if err == nil {
 		e.Notify()
@@ -169,9 +204,122 @@ func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) err
 	return err
 }
 
-type changeTx struct {
+// plainChangeTx sends every statement on its own: the connection cannot send
+// several in one query (see pipelined).
+type plainChangeTx struct {
 	queries
 	driver.SQLSavepoints
+}
+
+func (c plainChangeTx) Later() driver.Queries { return c.queries }
+
+// changeTx holds back its savepoints, and the writes made through Later, to
+// send them in one multi-statement query with the next statement
+// (driver.ChangeTx).
+type changeTx struct {
+	queries
+	p     *pipeline
+	later queries
+}
+
+func (c changeTx) Savepoint(context.Context) error {
+	c.p.held.HoldSavepoint()
+	return nil
+}
+
+func (c changeTx) RollbackToSavepoint(ctx context.Context) error {
+	if c.p.held.Drop() {
+		return nil
+	}
+	_, err := c.p.tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+driver.SavepointName)
+	return err
+}
+
+func (c changeTx) Later() driver.Queries { return c.later }
+
+func (c changeTx) Flush(ctx context.Context) error {
+	held := c.p.held.Take()
+	if len(held) == 0 {
+		return nil
+	}
+	query, args := joined(held, driver.HeldStatement{})
+	_, err := c.p.tx.ExecContext(ctx, query, args...)
+	return err
+}
+
+// pipeline is a mysqldb.DBTX on a change transaction that sends what is held
+// (driver.Held) in one query with its next statement: the server runs them in
+// turn and stops at the first error, which the driver returns; a query's rows
+// are its last statement's (the driver skips the results that have none),
+// and an insert's id is its last statement's.
+type pipeline struct {
+	tx   *sql.Tx
+	held driver.Held
+}
+
+// later is the pipeline's view for ChangeTx.Later: an exec is held.
+type later struct{ *pipeline }
+
+func (l later) ExecContext(_ context.Context, query string, args ...any) (sql.Result, error) {
+	l.held.Hold(query, args...)
+	return heldResult{}, nil
+}
+
+// heldResult is what a held exec returns: nothing yet.
+type heldResult struct{}
+
+func (heldResult) LastInsertId() (int64, error) {
+	return 0, errors.New("a held statement has no insert id")
+}
+
+func (heldResult) RowsAffected() (int64, error) {
+	return 0, errors.New("a held statement has no row count")
+}
+
+// joined is the statements held then the one given, as one multi-statement
+// query and its arguments (placeholders are positional). A zero then adds
+// nothing.
+func joined(held []driver.HeldStatement, then driver.HeldStatement) (string, []any) {
+	var query strings.Builder
+	var args []any
+	for _, s := range append(held, then) {
+		if s.SQL == "" {
+			continue
+		}
+		if query.Len() > 0 {
+			query.WriteString(";\n")
+		}
+		query.WriteString(s.SQL)
+		args = append(args, s.Args...)
+	}
+	return query.String(), args
+}
+
+func (p *pipeline) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	query, args = joined(p.held.Take(), driver.HeldStatement{SQL: query, Args: args})
+	return p.tx.ExecContext(ctx, query, args...)
+}
+
+func (p *pipeline) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	query, args = joined(p.held.Take(), driver.HeldStatement{SQL: query, Args: args})
+	return p.tx.QueryContext(ctx, query, args...)
+}
+
+func (p *pipeline) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	query, args = joined(p.held.Take(), driver.HeldStatement{SQL: query, Args: args})
+	return p.tx.QueryRowContext(ctx, query, args...)
+}
+
+// PrepareContext is sqlc's for prepared queries, which these are not: a
+// prepared statement is one statement, so the held ones are sent first.
+func (p *pipeline) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	if held := p.held.Take(); len(held) > 0 {
+		q, args := joined(held, driver.HeldStatement{})
+		if _, err := p.tx.ExecContext(ctx, q, args...); err != nil {
+			return nil, err
+		}
+	}
+	return p.tx.PrepareContext(ctx, query)
 }
 
 func (e *Engine) Queries(context.Context) driver.Queries { return queries{e.q} }

@@ -3,6 +3,8 @@ package mysql
 import (
 	"strings"
 	"testing"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 func TestInterpolateByDefault(t *testing.T) {
@@ -28,6 +30,35 @@ func TestInterpolateByDefault(t *testing.T) {
 	for _, tc := range tests {
 		if got := interpolateByDefault(tc.dsn); got != tc.want {
 			t.Errorf("interpolateByDefault(%q) = %v, want %v", tc.dsn, got, tc.want)
+		}
+	}
+}
+
+func TestPipelineByDefault(t *testing.T) {
+	tests := []struct {
+		dsn  string
+		want bool
+	}{
+		{"afm:pw@tcp(db:3306)/afm?parseTime=true", true},
+		{"afm:pw@tcp(db:3306)/afm?multiStatements=true", true},
+		{"afm:pw@tcp(db:3306)/afm?interpolateParams=true", true},
+		// The DSN's own choice stands.
+		{"afm:pw@tcp(db:3306)/afm?multiStatements=false", false},
+		// Without interpolation a statement with arguments is prepared, and
+		// a prepared statement is one statement.
+		{"afm:pw@tcp(db:3306)/afm?interpolateParams=false", false},
+		{"afm:pw@tcp(db:3306)/afm?charset=gbk", false},
+	}
+	for _, tc := range tests {
+		cfg, err := mysql.ParseDSN(tc.dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if interpolateByDefault(tc.dsn) {
+			cfg.InterpolateParams = true
+		}
+		if got := pipelineByDefault(tc.dsn, cfg); got != tc.want {
+			t.Errorf("pipelineByDefault(%q) = %v, want %v", tc.dsn, got, tc.want)
 		}
 	}
 }

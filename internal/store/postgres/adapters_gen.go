@@ -36,6 +36,11 @@ func (q queries) CountMembersByNetwork(ctx context.Context) ([]driver.CountMembe
 	}), err
 }
 
+func (q queries) GateSwitches(ctx context.Context) ([]driver.GateSwitchesRow, error) {
+	rs, err := q.Queries.GateSwitches(ctx)
+	return driver.Convert(rs, func(r pgdb.GateSwitchesRow) driver.GateSwitchesRow { return driver.GateSwitchesRow(r) }), err
+}
+
 func (q queries) GetJob(ctx context.Context, id int64) (driver.Job, error) {
 	r, err := q.Queries.GetJob(ctx, id)
 	return driver.Job(r), err
@@ -64,6 +69,11 @@ func (q queries) GetPort(ctx context.Context, id string) (driver.Port, error) {
 func (q queries) GetPortByGUID(ctx context.Context, guid *fabric.GUID) (driver.Port, error) {
 	r, err := q.Queries.GetPortByGUID(ctx, guid)
 	return driver.Port(r), err
+}
+
+func (q queries) GetPortChangeRows(ctx context.Context, portID string, guid *fabric.GUID, networkID string) ([]driver.GetPortChangeRowsRow, error) {
+	rs, err := q.Queries.GetPortChangeRows(ctx, portID, guid, networkID)
+	return driver.Convert(rs, func(r pgdb.GetPortChangeRowsRow) driver.GetPortChangeRowsRow { return driver.GetPortChangeRowsRow(r) }), err
 }
 
 func (q queries) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]driver.Port, error) {

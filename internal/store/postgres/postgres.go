@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -84,28 +85,206 @@ func (e *Engine) InTx(ctx context.Context, mode driver.TxMode, fn func(q driver.
 
 // InChangeTx runs fn in one READ COMMITTED transaction, as a Write. The
 // state table's trigger notifies the listeners of every manager at commit.
+//
+// The transaction is begun and committed with plain statements, held like
+// the others (driver.ChangeTx): BEGIN goes with the first statement (the
+// revision's UPDATE) and COMMIT with whatever fn left held (the revision's
+// final value), so that neither costs a round trip of its own.
 func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) error) error {
-	return pgx.BeginTxFunc(ctx, e.pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
-		return fn(changeTx{queries{e.q.WithTx(tx)}, tx})
-	})
+	conn, err := e.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// A connection still inside a transaction (its ROLLBACK could not be
+	// sent) is closed by Release, never handed out again.
+	defer conn.Release()
+	p := &pipeline{tx: conn}
+	p.held.Hold("BEGIN")
+	if err := fn(changeTx{queries: queries{pgdb.New(p)}, p: p, later: queries{pgdb.New(later{p})}}); err != nil {
+		p.rollback(ctx)
+		return err
+	}
+	held := p.held.Take()
+	br := conn.SendBatch(ctx, batchOf(held, driver.HeldStatement{SQL: "COMMIT"}))
+	err = execHeld(br, len(held)+1)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		p.rollback(ctx)
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// rollback ends the transaction, if it has begun on the server, whatever
+// became of ctx.
+func (p *pipeline) rollback(ctx context.Context) {
+	if held := p.held.Take(); len(held) > 0 && held[0].SQL == "BEGIN" {
+		return // nothing reached the server
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_, _ = p.tx.Exec(rctx, "ROLLBACK")
 }
 
 // changeTx sets its savepoints with plain statements rather than pgx's nested
-// transactions, which release each savepoint in a round trip of its own.
+// transactions, which release each savepoint in a round trip of its own, and
+// holds them back, with the writes made through Later, to send them in one
+// batch with the next statement (driver.ChangeTx).
 type changeTx struct {
 	queries
-	tx pgx.Tx
+	p     *pipeline
+	later queries
 }
 
-func (c changeTx) Savepoint(ctx context.Context) error {
-	_, err := c.tx.Exec(ctx, "SAVEPOINT "+driver.SavepointName)
-	return err
+func (c changeTx) Savepoint(context.Context) error {
+	c.p.held.HoldSavepoint()
+	return nil
 }
 
 func (c changeTx) RollbackToSavepoint(ctx context.Context) error {
-	_, err := c.tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+driver.SavepointName)
+	if c.p.held.Drop() {
+		return nil
+	}
+	_, err := c.p.tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+driver.SavepointName)
 	return err
 }
+
+func (c changeTx) Later() driver.Queries { return c.later }
+
+func (c changeTx) Flush(ctx context.Context) error {
+	held := c.p.held.Take()
+	if len(held) == 0 {
+		return nil
+	}
+	br := c.p.tx.SendBatch(ctx, batchOf(held))
+	if err := execHeld(br, len(held)); err != nil {
+		_ = br.Close()
+		return err
+	}
+	return br.Close()
+}
+
+// pipeline is a pgdb.DBTX on a change transaction that sends what is held
+// (driver.Held) in one batch with its next statement: one round trip.
+type pipeline struct {
+	tx   conn
+	held driver.Held
+}
+
+// conn is what a pipeline sends on: a pool's connection.
+type conn interface {
+	pgdb.DBTX
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// later is the pipeline's view for ChangeTx.Later: an Exec is held.
+type later struct{ *pipeline }
+
+func (l later) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	l.held.Hold(sql, args...)
+	return pgconn.CommandTag{}, nil
+}
+
+// batchOf is a batch of the statements held, then the ones given.
+func batchOf(held []driver.HeldStatement, then ...driver.HeldStatement) *pgx.Batch {
+	b := &pgx.Batch{}
+	for _, s := range append(held, then...) {
+		b.Queue(s.SQL, s.Args...)
+	}
+	return b
+}
+
+// execHeld reads the results of a batch's first n statements, the held ones:
+// the first error is theirs, and the batch's later statements did not run.
+func execHeld(br pgx.BatchResults, n int) error {
+	for range n {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *pipeline) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	held := p.held.Take()
+	if len(held) == 0 {
+		return p.tx.Exec(ctx, sql, args...)
+	}
+	br := p.tx.SendBatch(ctx, batchOf(held, driver.HeldStatement{SQL: sql, Args: args}))
+	if err := execHeld(br, len(held)); err != nil {
+		_ = br.Close()
+		return pgconn.CommandTag{}, err
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
+}
+
+func (p *pipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	held := p.held.Take()
+	if len(held) == 0 {
+		return p.tx.Query(ctx, sql, args...)
+	}
+	br := p.tx.SendBatch(ctx, batchOf(held, driver.HeldStatement{SQL: sql, Args: args}))
+	if err := execHeld(br, len(held)); err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	return batchRows{Rows: rows, br: br}, nil
+}
+
+func (p *pipeline) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	held := p.held.Take()
+	if len(held) == 0 {
+		return p.tx.QueryRow(ctx, sql, args...)
+	}
+	br := p.tx.SendBatch(ctx, batchOf(held, driver.HeldStatement{SQL: sql, Args: args}))
+	if err := execHeld(br, len(held)); err != nil {
+		_ = br.Close()
+		return errRow{err}
+	}
+	return batchRow{row: br.QueryRow(), br: br}
+}
+
+// batchRows are a batch's last statement's rows: closing them closes the
+// batch, which frees the connection.
+type batchRows struct {
+	pgx.Rows
+	br pgx.BatchResults
+}
+
+func (r batchRows) Close() {
+	r.Rows.Close()
+	_ = r.br.Close()
+}
+
+// batchRow is a batch's last statement's row: scanning it closes the batch.
+type batchRow struct {
+	row pgx.Row
+	br  pgx.BatchResults
+}
+
+func (r batchRow) Scan(dest ...any) error {
+	err := r.row.Scan(dest...)
+	if cerr := r.br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// errRow is a row that could not be read.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
 
 func (e *Engine) Queries(context.Context) driver.Queries { return queries{e.q} }
 

@@ -156,6 +156,10 @@ type changeTx struct {
 	driver.SQLSavepoints
 }
 
+// Later is the transaction's queries as they are: a SQLite statement costs no
+// round trip, so none is held back.
+func (c changeTx) Later() driver.Queries { return c.Queries }
+
 // Queries are the prepared queries (see queries); outside a transaction,
 // each runs on its own.
 func (e *Engine) Queries(ctx context.Context) driver.Queries { return e.queries(ctx) }

@@ -21,8 +21,11 @@ import (
 const helperEnv = "AFM_STORETEST_HELPER"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) == "group-crash" {
+	switch os.Getenv(helperEnv) {
+	case "group-crash":
 		runGroupCrashHelper()
+	case "finish-crash":
+		runFinishCrashHelper()
 	}
 	os.Exit(m.Run())
 }

@@ -419,6 +419,82 @@ func testGroupConnectionKilled(t *testing.T, db Database, s *store.Store) {
 	}
 }
 
+// testGroupHeldWriteFails: a change of a group passes the rules, then its
+// port's write fails: another session deleted the port's network after the
+// change read it, and the port's foreign key refuses the write. On the server
+// engines the write is held and sent with the job's insert, so its error
+// comes with the insert: that change fails alone and records nothing,
+// neither port nor job; the changes before and after it in the group commit,
+// at consecutive revisions.
+func testGroupHeldWriteFails(t *testing.T, db Database, s *store.Store) {
+	addNetwork(t, s, netA, 101)
+	addNetwork(t, s, netB, 102)
+	const g2 = 0x0002c90300000e02
+	gt, first := blockFirst(t, s, netA, 0x0002c90300000e00)
+	held := newGate(g2)
+	answers := queue(t, s,
+		portChange(t, s, boundPort("w1", netA, 0x0002c90300000e01, "h1")),
+		portChange(t, s.WithRules(held.rules()), boundPort("w2", netB, g2, "h2")),
+		portChange(t, s, boundPort("w3", netA, 0x0002c90300000e03, "h3")),
+	)
+	close(gt.open)
+	if o := first(); o.err != nil || o.job.Revision != 3 {
+		t.Fatalf("the first change: revision %d, %v; want 3", o.job.Revision, o.err)
+	}
+	held.wait(t) // w2 has read its network
+	execBeside(t, db, fmt.Sprintf("DELETE FROM networks WHERE id = '%s'", netB))
+	close(held.open)
+	got := answers()
+	if got[0].err != nil || got[0].job.Revision != 4 || got[2].err != nil || got[2].job.Revision != 5 {
+		t.Errorf("w1 and w3: revisions %d, %d, %v, %v; want 4 and 5", got[0].job.Revision, got[2].job.Revision,
+			got[0].err, got[2].err)
+	}
+	var rej *store.RejectedError
+	if got[1].err == nil || errors.As(got[1].err, &rej) {
+		t.Errorf("w2, whose network is gone: job %+v, %v; want a database error", got[1].job, got[1].err)
+	}
+	if r := revision(t, s); r != 5 {
+		t.Errorf("revision %d after the group; want 5", r)
+	}
+	wantPorts := []string{`w1:` + netA + `:0x0002c90300000e01:"h1"`, "w2:absent", `w3:` + netA + `:0x0002c90300000e03:"h3"`}
+	if p := readPorts(t, s, "w1", "w2", "w3"); fmt.Sprint(p) != fmt.Sprint(wantPorts) {
+		t.Errorf("ports %v; want %v", p, wantPorts)
+	}
+	// 2 networks, the first, w1, w3: no job of w2.
+	if st := readState(t, s); st.Jobs[store.StatusPending] != 5 || len(st.Jobs) != 1 {
+		t.Errorf("jobs by status %v; want 5 Pending", st.Jobs)
+	}
+}
+
+// execBeside runs statement from a session of its own, beside the store's
+// (whose changes would wait for the revision's lock).
+func execBeside(t *testing.T, db Database, statement string) {
+	t.Helper()
+	ctx := ctxT(t)
+	switch db.Engine {
+	case config.EnginePostgres:
+		conn, err := pgx.Connect(ctx, db.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, statement); err != nil {
+			t.Fatalf("%s: %v", statement, err)
+		}
+	case config.EngineMySQL:
+		conn, err := sql.Open("mysql", db.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, statement); err != nil {
+			t.Fatalf("%s: %v", statement, err)
+		}
+	default:
+		t.Fatalf("no session beside the store's transaction on %s", db.Engine)
+	}
+}
+
 // killTransaction ends, from a session of its own, the session of db that
 // is inside a transaction.
 func killTransaction(t *testing.T, db Database) {

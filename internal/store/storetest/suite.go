@@ -46,6 +46,7 @@ func Run(t *testing.T, engine string) {
 	tests = append(tests, statusTests...)
 	tests = append(tests, kubernetesTests...)
 	tests = append(tests, groupTests...)
+	tests = append(tests, finishTests...)
 	tests = append(tests, snapshotTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,6 +64,12 @@ func Run(t *testing.T, engine string) {
 			t.Parallel()
 			db := NewDatabase(t, engine)
 			testGroupConnectionKilled(t, db, OpenDatabase(t, db))
+		})
+		// SQLite's writer excludes every other while a group runs.
+		t.Run("GroupWhoseChangeWriteFailsCommitsTheOthers", func(t *testing.T) {
+			t.Parallel()
+			db := NewDatabase(t, engine)
+			testGroupHeldWriteFails(t, db, OpenDatabase(t, db))
 		})
 	}
 }
