@@ -199,6 +199,28 @@ func InSQLTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(tx *s
 // elects there.
 var ErrLockNotClusterWide = errors.New("the applier lock is not cluster-wide")
 
+// HeldSavepoints are ChangeTx's savepoints for an engine that holds
+// statements back (Held): the savepoint is held, to go with the change's
+// next statement, and a rollback that finds it still held drops what is held
+// (nothing of the change reached the server); otherwise Exec sends the
+// rollback on the transaction's connection.
+type HeldSavepoints struct {
+	Held *Held
+	Exec func(ctx context.Context, sql string) error
+}
+
+func (s HeldSavepoints) Savepoint(context.Context) error {
+	s.Held.HoldSavepoint()
+	return nil
+}
+
+func (s HeldSavepoints) RollbackToSavepoint(ctx context.Context) error {
+	if s.Held.Drop() {
+		return nil
+	}
+	return s.Exec(ctx, "ROLLBACK TO SAVEPOINT "+SavepointName)
+}
+
 // SQLSavepoints are ChangeTx's savepoints on a database/sql transaction.
 type SQLSavepoints struct{ Tx *sql.Tx }
 

@@ -191,7 +191,11 @@ func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) err
 			return fn(plainChangeTx{queries{e.q.WithTx(tx)}, driver.SQLSavepoints{Tx: tx}})
 		}
 		p := &pipeline{tx: tx}
-		c := changeTx{queries: queries{mysqldb.New(p)}, p: p, later: queries{mysqldb.New(later{p})}}
+		c := changeTx{queries: queries{mysqldb.New(p)}, p: p, later: queries{mysqldb.New(later{p})},
+			HeldSavepoints: driver.HeldSavepoints{Held: &p.held, Exec: func(ctx context.Context, sql string) error {
+				_, err := tx.ExecContext(ctx, sql)
+				return err
+			}}}
 		if err := fn(c); err != nil {
 			return err
 		}
@@ -218,21 +222,9 @@ func (c plainChangeTx) Later() driver.Queries { return c.queries }
 // (driver.ChangeTx).
 type changeTx struct {
 	queries
+	driver.HeldSavepoints
 	p     *pipeline
 	later queries
-}
-
-func (c changeTx) Savepoint(context.Context) error {
-	c.p.held.HoldSavepoint()
-	return nil
-}
-
-func (c changeTx) RollbackToSavepoint(ctx context.Context) error {
-	if c.p.held.Drop() {
-		return nil
-	}
-	_, err := c.p.tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+driver.SavepointName)
-	return err
 }
 
 func (c changeTx) Later() driver.Queries { return c.later }

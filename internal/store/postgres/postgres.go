@@ -100,7 +100,12 @@ func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) err
 	defer conn.Release()
 	p := &pipeline{tx: conn}
 	p.held.Hold("BEGIN")
-	if err := fn(changeTx{queries: queries{pgdb.New(p)}, p: p, later: queries{pgdb.New(later{p})}}); err != nil {
+	c := changeTx{queries: queries{pgdb.New(p)}, p: p, later: queries{pgdb.New(later{p})},
+		HeldSavepoints: driver.HeldSavepoints{Held: &p.held, Exec: func(ctx context.Context, sql string) error {
+			_, err := conn.Exec(ctx, sql)
+			return err
+		}}}
+	if err := fn(c); err != nil {
 		p.rollback(ctx)
 		return err
 	}
@@ -134,21 +139,9 @@ func (p *pipeline) rollback(ctx context.Context) {
 // batch with the next statement (driver.ChangeTx).
 type changeTx struct {
 	queries
+	driver.HeldSavepoints
 	p     *pipeline
 	later queries
-}
-
-func (c changeTx) Savepoint(context.Context) error {
-	c.p.held.HoldSavepoint()
-	return nil
-}
-
-func (c changeTx) RollbackToSavepoint(ctx context.Context) error {
-	if c.p.held.Drop() {
-		return nil
-	}
-	_, err := c.p.tx.Exec(ctx, "ROLLBACK TO SAVEPOINT "+driver.SavepointName)
-	return err
 }
 
 func (c changeTx) Later() driver.Queries { return c.later }
