@@ -51,33 +51,8 @@ func TestGroupCrash(t *testing.T) {
 			s := OpenDatabase(t, db)
 			addNetwork(t, s, netA, 101)
 
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			helper := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-			helper.Env = append(os.Environ(), helperEnv+"=group-crash",
+			said := killHelperAt(t, "group-crash", "mid-group",
 				"AFM_STORETEST_ENGINE="+db.Engine, "AFM_STORETEST_DSN="+db.DSN)
-			helper.Stderr = os.Stderr
-			out, err := helper.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := helper.Start(); err != nil {
-				t.Fatal(err)
-			}
-			lines := bufio.NewScanner(out)
-			var said []string
-			for lines.Scan() && lines.Text() != "mid-group" {
-				said = append(said, lines.Text())
-			}
-			if lines.Text() != "mid-group" {
-				_ = helper.Process.Kill()
-				_ = helper.Wait()
-				t.Fatalf("the helper ended before its group was held: %q", said)
-			}
-			if err := helper.Process.Kill(); err != nil {
-				t.Fatal(err)
-			}
-			_ = helper.Wait()
 			if want := []string{"first at revision 2"}; fmt.Sprint(said) != fmt.Sprint(want) {
 				t.Errorf("the helper said %q; want %q", said, want)
 			}
@@ -150,4 +125,38 @@ func runGroupCrashHelper() {
 	<-held.entered
 	fmt.Println("mid-group")
 	select {}
+}
+
+// killHelperAt runs this test binary as the helper of mode, with env, and
+// kills it (SIGKILL) as soon as it prints the line marker, which it prints
+// from inside the transaction under test. It returns the lines printed
+// before the marker; a helper that ends without printing it fails the test.
+func killHelperAt(t *testing.T, mode, marker string, env ...string) (said []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	helper := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	helper.Env = append(append(os.Environ(), helperEnv+"="+mode), env...)
+	helper.Stderr = os.Stderr
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := helper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	for lines.Scan() && lines.Text() != marker {
+		said = append(said, lines.Text())
+	}
+	if lines.Text() != marker {
+		_ = helper.Process.Kill()
+		_ = helper.Wait()
+		t.Fatalf("the %s helper ended before it printed %q: %q", mode, marker, said)
+	}
+	if err := helper.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = helper.Wait()
+	return said
 }

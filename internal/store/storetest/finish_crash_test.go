@@ -1,13 +1,11 @@
 package storetest
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strconv"
 	"testing"
 	"time"
@@ -33,33 +31,10 @@ func TestFinishApplyCrash(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			helper := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-			helper.Env = append(os.Environ(), helperEnv+"=finish-crash",
+			killHelperAt(t, "finish-crash", "mid-finish",
 				"AFM_STORETEST_ENGINE="+db.Engine, "AFM_STORETEST_DSN="+db.DSN,
 				"AFM_STORETEST_TERM="+strconv.FormatInt(term, 10),
 				"AFM_STORETEST_REVISION="+strconv.FormatInt(j.Revision, 10))
-			helper.Stderr = os.Stderr
-			out, err := helper.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := helper.Start(); err != nil {
-				t.Fatal(err)
-			}
-			lines := bufio.NewScanner(out)
-			for lines.Scan() && lines.Text() != "mid-finish" {
-			}
-			if lines.Text() != "mid-finish" {
-				_ = helper.Process.Kill()
-				_ = helper.Wait()
-				t.Fatal("the helper ended before it was inside FinishApply")
-			}
-			if err := helper.Process.Kill(); err != nil {
-				t.Fatal(err)
-			}
-			_ = helper.Wait()
 
 			if a, err := s.LastApply(ctxT(t)); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("after the crash LastApply = %+v, %v; want no apply recorded", a, err)
