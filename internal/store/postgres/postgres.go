@@ -40,7 +40,12 @@ type Engine struct {
 
 // Open connects to the database at dsn (a postgres:// URL).
 func Open(ctx context.Context, dsn string, log *slog.Logger) (*Engine, error) {
-	pool, err := pgxpool.New(ctx, dsn)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	cfg.PrepareConn = dropClosedIdle
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
