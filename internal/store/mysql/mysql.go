@@ -97,6 +97,10 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Engine, error) {
 	if pipelined {
 		cfg.MultiStatements = true
 	}
+	// The driver's own complaints (a dead idle connection dropped, a packet
+	// cut short) go through the manager's log, in its format, rather than
+	// as bare lines on stderr.
+	cfg.Logger = driverLog{log}
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %w", err)
@@ -110,6 +114,13 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Engine, error) {
 		return nil, fmt.Errorf("mysql: connect: %w", err)
 	}
 	return &Engine{db: db, q: mysqldb.New(db), log: log, lockName: applierLock(cfg.DBName), pipelined: pipelined}, nil
+}
+
+// driverLog is the driver's mysql.Logger on the manager's log.
+type driverLog struct{ log *slog.Logger }
+
+func (l driverLog) Print(v ...any) {
+	l.log.Warn("mysql driver: " + strings.TrimSpace(fmt.Sprint(v...)))
 }
 
 // safeCharsets are the connection character sets in which no byte of a
