@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -17,8 +16,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
@@ -431,60 +428,11 @@ func (s *outageServers) open(engine, rawURL string) (*sql.DB, error) {
 // terminateSessions ends every session of db's database on the server (as
 // the manager's own user may: pg_terminate_backend, KILL), and says how many.
 func (s *outageServers) terminateSessions(t *testing.T, engine string, db storetest.Database) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	name := strings.TrimPrefix(must(url.Parse(db.URL)).Path, "/")
-	n := 0
-	switch engine {
-	case config.EnginePostgres:
-		conn, err := pgx.Connect(ctx, s.postgres)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(ctx)
-		// The manager's own sessions: an autovacuum worker in the database
-		// is the superuser's, and ending it is refused.
-		rows, err := conn.Query(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-			WHERE datname = $1 AND usename = current_user AND pid <> pg_backend_pid()`, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			n++
-		}
-		rows.Close()
-	default:
-		conn, err := s.open(engine, s.mysql)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		rows, err := conn.QueryContext(ctx, `SELECT ID FROM information_schema.PROCESSLIST
-			WHERE DB = ? AND ID <> CONNECTION_ID()`, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []int64
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				t.Fatal(err)
-			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		for _, id := range ids {
-			if _, err := conn.ExecContext(ctx, fmt.Sprintf("KILL %d", id)); err != nil {
-				t.Logf("KILL %d: %v", id, err) // it may have ended meanwhile
-				continue
-			}
-			n++
-		}
-	}
+	n := storetest.EndSessions(t, engine, s.adminURL(engine), db.Name())
 	if n == 0 {
 		t.Fatal("no session of the manager to terminate")
 	}
-	t.Logf("terminated %d sessions of %s", n, name)
+	t.Logf("terminated %d sessions of %s", n, db.Name())
 }
 
 func must[T any](v T, err error) T {
