@@ -82,7 +82,7 @@ skipped=$(grep -cE '^\s*--- SKIP' "$test_log" || true)
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 if ((status != 0)); then
 	echo "go test failed (exit $status); what each failed test printed, then the last 60 lines of the log:" >&2
-	awk -f scripts/failed-output.awk "$test_log" "$test_log" >&2
+	awk -f scripts/failed-output.awk "$test_log" "$test_log" >&2 || true
 	echo "=== the last 60 lines of the verbose log" >&2
 	tail -n 60 "$test_log" >&2
 	exit "$status"
