@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,19 +102,21 @@ func endMySQLSessions(t testing.TB, ctx context.Context, adminURL, database stri
 		}
 		return ids
 	}
-	n := 0
+	var killed []int64
 	for _, id := range listed() {
 		if _, err := conn.ExecContext(ctx, "KILL CONNECTION ?", id); err != nil {
 			t.Logf("KILL CONNECTION %d: %v", id, err) // it may have ended meanwhile
 			continue
 		}
-		n++
+		killed = append(killed, id)
 	}
-	for len(listed()) > 0 { // a killed session is listed until it has closed
+	// A killed session is listed until it has closed. Only those: the
+	// manager may have dialled new ones meanwhile.
+	for slices.ContainsFunc(listed(), func(id int64) bool { return slices.Contains(killed, id) }) {
 		if ctx.Err() != nil {
-			t.Fatalf("end sessions: still listed after 30 s")
+			t.Fatalf("end sessions: killed sessions still listed after 30 s")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return n
+	return len(killed)
 }
