@@ -240,15 +240,7 @@ type changeTx struct {
 
 func (c changeTx) Later() driver.Queries { return c.later }
 
-func (c changeTx) Flush(ctx context.Context) error {
-	held := c.p.held.Take()
-	if len(held) == 0 {
-		return nil
-	}
-	query, args := joined(held, driver.HeldStatement{})
-	_, err := c.p.tx.ExecContext(ctx, query, args...)
-	return err
-}
+func (c changeTx) Flush(ctx context.Context) error { return c.p.flush(ctx) }
 
 // pipeline is a mysqldb.DBTX on a change transaction that sends what is held
 // (driver.Held) in one query with its next statement: the server runs them in
@@ -316,13 +308,21 @@ func (p *pipeline) QueryRowContext(ctx context.Context, query string, args ...an
 // PrepareContext is sqlc's for prepared queries, which these are not: a
 // prepared statement is one statement, so the held ones are sent first.
 func (p *pipeline) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	if held := p.held.Take(); len(held) > 0 {
-		q, args := joined(held, driver.HeldStatement{})
-		if _, err := p.tx.ExecContext(ctx, q, args...); err != nil {
-			return nil, err
-		}
+	if err := p.flush(ctx); err != nil {
+		return nil, err
 	}
 	return p.tx.PrepareContext(ctx, query)
+}
+
+// flush sends what is held, alone.
+func (p *pipeline) flush(ctx context.Context) error {
+	held := p.held.Take()
+	if len(held) == 0 {
+		return nil
+	}
+	query, args := joined(held, driver.HeldStatement{})
+	_, err := p.tx.ExecContext(ctx, query, args...)
+	return err
 }
 
 func (e *Engine) Queries(context.Context) driver.Queries { return queries{e.q} }

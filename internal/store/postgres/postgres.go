@@ -94,7 +94,8 @@ func (e *Engine) InTx(ctx context.Context, mode driver.TxMode, fn func(q driver.
 // The transaction is begun and committed with plain statements, held like
 // the others (driver.ChangeTx): BEGIN goes with the first statement (the
 // revision's UPDATE) and COMMIT with whatever fn left held (the revision's
-// final value), so that neither costs a round trip of its own.
+// final value, sent by the pipeline's Exec), so that neither costs a round
+// trip of its own.
 func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) error) error {
 	conn, err := e.pool.Acquire(ctx)
 	if err != nil {
@@ -114,13 +115,7 @@ func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) err
 		p.rollback(ctx)
 		return err
 	}
-	held := p.held.Take()
-	br := conn.SendBatch(ctx, batchOf(held, driver.HeldStatement{SQL: "COMMIT"}))
-	err = execHeld(br, len(held)+1)
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if _, err := p.Exec(ctx, "COMMIT"); err != nil {
 		p.rollback(ctx)
 		return fmt.Errorf("commit: %w", err)
 	}
@@ -156,9 +151,8 @@ func (c changeTx) Flush(ctx context.Context) error {
 	if len(held) == 0 {
 		return nil
 	}
-	br := c.p.tx.SendBatch(ctx, batchOf(held))
-	if err := execHeld(br, len(held)); err != nil {
-		_ = br.Close()
+	br, err := c.p.send(ctx, held)
+	if err != nil {
 		return err
 	}
 	return br.Close()
@@ -185,24 +179,23 @@ func (l later) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandT
 	return pgconn.CommandTag{}, nil
 }
 
-// batchOf is a batch of the statements held, then the ones given.
-func batchOf(held []driver.HeldStatement, then ...driver.HeldStatement) *pgx.Batch {
+// send sends the statements held, then the ones given, in one batch, and
+// reads the held ones' results: the first error is theirs (the batch is then
+// closed, and its later statements did not run); otherwise the batch is left
+// at the first statement given, for the caller to read and close.
+func (p *pipeline) send(ctx context.Context, held []driver.HeldStatement, then ...driver.HeldStatement) (pgx.BatchResults, error) {
 	b := &pgx.Batch{}
 	for _, s := range append(held, then...) {
 		b.Queue(s.SQL, s.Args...)
 	}
-	return b
-}
-
-// execHeld reads the results of a batch's first n statements, the held ones:
-// the first error is theirs, and the batch's later statements did not run.
-func execHeld(br pgx.BatchResults, n int) error {
-	for range n {
+	br := p.tx.SendBatch(ctx, b)
+	for range held {
 		if _, err := br.Exec(); err != nil {
-			return err
+			_ = br.Close()
+			return nil, err
 		}
 	}
-	return nil
+	return br, nil
 }
 
 func (p *pipeline) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
@@ -210,9 +203,8 @@ func (p *pipeline) Exec(ctx context.Context, sql string, args ...any) (pgconn.Co
 	if len(held) == 0 {
 		return p.tx.Exec(ctx, sql, args...)
 	}
-	br := p.tx.SendBatch(ctx, batchOf(held, driver.HeldStatement{SQL: sql, Args: args}))
-	if err := execHeld(br, len(held)); err != nil {
-		_ = br.Close()
+	br, err := p.send(ctx, held, driver.HeldStatement{SQL: sql, Args: args})
+	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
 	tag, err := br.Exec()
@@ -227,9 +219,8 @@ func (p *pipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows
 	if len(held) == 0 {
 		return p.tx.Query(ctx, sql, args...)
 	}
-	br := p.tx.SendBatch(ctx, batchOf(held, driver.HeldStatement{SQL: sql, Args: args}))
-	if err := execHeld(br, len(held)); err != nil {
-		_ = br.Close()
+	br, err := p.send(ctx, held, driver.HeldStatement{SQL: sql, Args: args})
+	if err != nil {
 		return nil, err
 	}
 	rows, err := br.Query()
@@ -245,9 +236,8 @@ func (p *pipeline) QueryRow(ctx context.Context, sql string, args ...any) pgx.Ro
 	if len(held) == 0 {
 		return p.tx.QueryRow(ctx, sql, args...)
 	}
-	br := p.tx.SendBatch(ctx, batchOf(held, driver.HeldStatement{SQL: sql, Args: args}))
-	if err := execHeld(br, len(held)); err != nil {
-		_ = br.Close()
+	br, err := p.send(ctx, held, driver.HeldStatement{SQL: sql, Args: args})
+	if err != nil {
 		return errRow{err}
 	}
 	return batchRow{row: br.QueryRow(), br: br}
