@@ -152,6 +152,7 @@ type Finished struct {
 // transaction, perhaps more than once, and must do no I/O: the dump it
 // compares the switches with is read before. A stale term changes nothing.
 func (s *Store) FinishApply(ctx context.Context, a Apply, open func(GateState) bool) (Finished, error) {
+	a = boundApply(a)
 	now := s.now()
 	if a.FinishedAt.After(now) {
 		now = a.FinishedAt
@@ -188,15 +189,18 @@ func (s *Store) FinishApply(ctx context.Context, a Apply, open func(GateState) b
 }
 
 // FailJobs fails the open jobs up to revision with reason, if term is current.
+// A reason longer than a job's error holds is cut (texts.go): the caller logs
+// the whole of it.
 func (s *Store) FailJobs(ctx context.Context, term, revision int64, reason string) (int64, error) {
 	now := s.now()
-	return s.d.Queries(ctx).FailJobs(ctx, reason, &now, revision, term)
+	return s.d.Queries(ctx).FailJobs(ctx, boundText(reason, MaxJobText), &now, revision, term)
 }
 
-// FailJob fails one open job, if term is still current.
+// FailJob fails one open job, if term is still current; reason is cut as
+// FailJobs cuts it.
 func (s *Store) FailJob(ctx context.Context, term, id int64, reason string) (int64, error) {
 	now := s.now()
-	return s.d.Queries(ctx).FailJob(ctx, reason, &now, id, term)
+	return s.d.Queries(ctx).FailJob(ctx, boundText(reason, MaxJobText), &now, id, term)
 }
 
 // OpenJobs lists the Pending and Running jobs up to revision, with the GUID
@@ -216,6 +220,7 @@ func (s *Store) OpenJobs(ctx context.Context, revision int64) ([]OpenJob, error)
 // RecordApply records an attempt to apply a revision if its term is still
 // current; false otherwise.
 func (s *Store) RecordApply(ctx context.Context, a Apply) (bool, error) {
+	a = boundApply(a)
 	n, err := s.d.Queries(ctx).RecordApply(ctx, a.Revision, a.SHA256, a.Term, a.Outcome, a.Detail,
 		a.StartedAt, a.FinishedAt)
 	return n == 1, err

@@ -215,7 +215,8 @@ func (s *Store) RecordEnforcementErrors(ctx context.Context, term int64, seen []
 	now := s.now()
 	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
 		for _, e := range seen {
-			n, err := q.UpsertEnforcementError(ctx, e.Switch, int64(e.Port), e.Line, now, term)
+			line := boundText(e.Line, MaxEnforcementLine)
+			n, err := q.UpsertEnforcementError(ctx, e.Switch, int64(e.Port), line, now, term)
 			if err != nil {
 				return fmt.Errorf("switch port %s: %w", e.SwitchPort(), err)
 			}

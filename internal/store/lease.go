@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
@@ -194,9 +193,5 @@ const maxFreeze = 4000
 
 // FreezeReason makes reason fit the freeze column: one line, bounded.
 func FreezeReason(reason string) string {
-	reason = strings.Join(strings.Fields(reason), " ")
-	if len(reason) > maxFreeze {
-		reason = reason[:maxFreeze-3] + "..."
-	}
-	return reason
+	return oneLine(reason, maxFreeze)
 }

@@ -24,7 +24,9 @@ func (t tx) GetNetworkByPKey(ctx context.Context, pkey fabric.PKey) (Network, er
 }
 
 func (t tx) UpsertNetwork(ctx context.Context, n Network, now time.Time) error {
-	return t.q.UpsertNetwork(ctx, n.ID, n.Name, n.Type, n.PhysicalNetwork, n.PKey, n.Managed, n.Revision, now)
+	// Type and PhysicalNetwork are checked (Rules.network): cleaned only.
+	return t.q.UpsertNetwork(ctx, n.ID, boundChars(n.Name, MaxName), boundChars(n.Type, maxNetworkType),
+		boundChars(n.PhysicalNetwork, maxPhysicalNetwork), n.PKey, n.Managed, n.Revision, now)
 }
 
 func (t tx) DeleteNetwork(ctx context.Context, id string) (int64, error) {
@@ -74,7 +76,7 @@ func (t tx) GetPortChange(ctx context.Context, networkID, portID string, guid *f
 }
 
 func (t tx) UpsertPort(ctx context.Context, p Port, now time.Time) error {
-	return t.q.UpsertPort(ctx, p.ID, p.NetworkID, p.GUID, p.Host, p.Revision, now)
+	return t.q.UpsertPort(ctx, p.ID, p.NetworkID, p.GUID, boundChars(p.Host, MaxName), p.Revision, now)
 }
 
 func (t tx) DeletePort(ctx context.Context, id string) (int64, error) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
@@ -78,11 +79,27 @@ func (r Rules) managesPhysnet(name string) bool {
 		slices.Contains(r.PhysicalNetworks, name)
 }
 
+// The sizes of a network's type and physical network columns.
+const (
+	maxNetworkType     = 16
+	maxPhysicalNetwork = 64
+)
+
 // network turns a spec into the network to record, or refuses it by the rules
 // that need no database: a VLAN network's VLAN ID must be a pkey no other kind
 // of partition uses.
 func (r Rules) network(spec NetworkSpec) (Network, error) {
 	n := Network{ID: spec.ID, Name: spec.Name, Type: spec.Type, PhysicalNetwork: spec.PhysicalNetwork}
+	// Recorded even when not managed, in columns of 16 and 64 characters;
+	// Neutron's own limits are the same.
+	if l := utf8.RuneCountInString(spec.Type); l > maxNetworkType {
+		return Network{}, rejectf("network %s: provider:network_type of %d characters: want at most %d",
+			spec.ID, l, maxNetworkType)
+	}
+	if l := utf8.RuneCountInString(spec.PhysicalNetwork); l > maxPhysicalNetwork {
+		return Network{}, rejectf("network %s: provider:physical_network of %d characters: want at most %d",
+			spec.ID, l, maxPhysicalNetwork)
+	}
 	if (spec.Type != TypeVLAN && spec.Type != TypeFlat) || !r.managesPhysnet(spec.PhysicalNetwork) {
 		return n, nil // not ours: recorded, no partition
 	}

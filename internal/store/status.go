@@ -21,8 +21,9 @@ type Leadership struct {
 	Heartbeat *time.Time
 }
 
-// maxDescription bounds what a job's description may hold: the column is text
-// on every engine, but a reason listing a thousand switch ports helps nobody.
+// maxDescription bounds the line DescribeOpenJobs adds to a job's description
+// (texts.go): the column holds more, but a reason listing a thousand switch
+// ports helps nobody.
 const maxDescription = 4000
 
 // DescribeOpenJobs tells the open jobs up to revision why they are not
@@ -35,10 +36,7 @@ func (s *Store) DescribeOpenJobs(ctx context.Context, term, revision int64, reas
 		return 0, errors.New("describe open jobs: empty reason")
 	}
 	// One line: the first line of a description is what the job does.
-	reason = strings.Join(strings.Fields(reason), " ")
-	if len(reason) > maxDescription {
-		reason = reason[:maxDescription-3] + "..."
-	}
+	reason = oneLine(reason, maxDescription)
 	n, err := s.d.Queries(ctx).DescribeOpenJobs(ctx, reason, s.now(), revision, term)
 	if err != nil {
 		return 0, fmt.Errorf("describe open jobs up to revision %d: %w", revision, err)

@@ -258,6 +258,7 @@ func (c *changeTx) touches(ctx context.Context, partition bool) (int64, error) {
 // job inserts the change's job and returns the job as it now stands, sparing
 // the caller a read of what it has just written.
 func (c *changeTx) job(ctx context.Context, j NewJob) (Job, error) {
+	j = boundJob(j)
 	j.Revision, j.Now, j.Status = c.rev, c.now, StatusPending
 	if c.noOp {
 		j.Status, j.FinishedAt = StatusCompleted, &c.now

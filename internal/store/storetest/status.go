@@ -112,7 +112,8 @@ func testDescribeOpenJobs(t *testing.T, s *store.Store) {
 	if _, err := s.DescribeOpenJobs(ctx, cur, later.Revision, long); err != nil {
 		t.Errorf("a long description: %v", err)
 	}
-	if got := job(t, s, later.ID); len(got.Description) >= len(long) || !strings.HasSuffix(got.Description, "...") {
+	if got := job(t, s, later.ID); len(got.Description) >= len(long) ||
+		!strings.HasSuffix(got.Description, " more bytes: see the manager's log)") {
 		t.Errorf("a long description was stored with %d bytes, not shortened", len(got.Description))
 	}
 	// A new reason replaces the old; completing or failing drops it.

@@ -48,6 +48,7 @@ func Run(t *testing.T, engine string) {
 	tests = append(tests, groupTests...)
 	tests = append(tests, finishTests...)
 	tests = append(tests, snapshotTests...)
+	tests = append(tests, textTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
