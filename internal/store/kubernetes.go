@@ -319,12 +319,13 @@ func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) 
 		if err := tx.q.MarkKubernetesChanged(ctx, rev); err != nil {
 			return err
 		}
-		result := fmt.Sprintf("GUIDs %s are no members of Kubernetes pkey %s", strings.Join(removed, ", "), r.PKey)
+		result := fmt.Sprintf("GUIDs %s are no members of Kubernetes pkey %s", summarise(removed, len(removed)), r.PKey)
 		if len(absent) > 0 {
-			result += fmt.Sprintf(" (nothing to remove for %s)", strings.Join(absent, ", "))
+			result += fmt.Sprintf(" (nothing to remove for %s)", summarise(absent, len(absent)))
 		}
 		if len(removed) == 0 {
-			result = fmt.Sprintf("nothing to remove: %s are no members of Kubernetes pkey %s", strings.Join(absent, ", "), r.PKey)
+			result = fmt.Sprintf("nothing to remove: %s are no members of Kubernetes pkey %s",
+				summarise(absent, len(absent)), r.PKey)
 		}
 		job, err = tx.job(ctx, NewJob{
 			ObjectType: ObjectPKey, ObjectID: r.PKey.String(), Operation: OpRemoveKubernetesGUIDs,
@@ -463,20 +464,39 @@ func kubernetesMember(m driver.KubernetesMember) KubernetesMember {
 // ufmGUID is a GUID as UFM and ib-kubernetes write it: 16 hex digits.
 func ufmGUID(g fabric.GUID) string { return fmt.Sprintf("%016x", uint64(g)) }
 
+// A Kubernetes change may carry thousands of GUIDs; its job's texts (what
+// GET app/jobs/N, --status and a DBA read) name the first few and count the
+// rest. The job's request keeps every one, as the client sent it.
+const maxListedGUIDs = 8
+
+// memberList is "GUIDs <guid> (<membership>), ...", summarised.
 func memberList(ms []KubernetesMember) string {
-	parts := make([]string, len(ms))
-	for i, m := range ms {
+	n := min(len(ms), maxListedGUIDs)
+	parts := make([]string, n)
+	for i, m := range ms[:n] {
 		parts[i] = fmt.Sprintf("%s (%s)", ufmGUID(m.GUID), m.Membership)
 	}
-	return "GUIDs " + strings.Join(parts, ", ")
+	return "GUIDs " + summarise(parts, len(ms))
 }
 
+// guidList is "<guid>, ...", summarised.
 func guidList(gs []fabric.GUID) string {
-	parts := make([]string, len(gs))
-	for i, g := range gs {
+	n := min(len(gs), maxListedGUIDs)
+	parts := make([]string, n)
+	for i, g := range gs[:n] {
 		parts[i] = ufmGUID(g)
 	}
-	return strings.Join(parts, ", ")
+	return summarise(parts, len(gs))
+}
+
+// summarise lists the first maxListedGUIDs of a list of total items (listed:
+// at least those) and counts the rest.
+func summarise(listed []string, total int) string {
+	if total <= maxListedGUIDs {
+		return strings.Join(listed, ", ")
+	}
+	return fmt.Sprintf("%s and %d more (%d in all)", strings.Join(listed[:maxListedGUIDs], ", "),
+		total-maxListedGUIDs, total)
 }
 
 // KubernetesConflicts returns, for each recorded Kubernetes pkey that this

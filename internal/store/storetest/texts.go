@@ -176,14 +176,28 @@ func testKubernetesJobOfManyGUIDs(t *testing.T, s *store.Store) {
 		t.Errorf("job %d as recorded differs from the job returned: description %d/%d bytes, result %d/%d, request %d/%d",
 			j.ID, len(got.Description), len(j.Description), len(got.Result), len(j.Result), len(got.Request), len(body))
 	}
-	for what, text := range map[string]string{"description": got.Description, "result": got.Result} {
-		if len(text) > store.MaxJobText || !utf8.ValidString(text) {
-			t.Errorf("%s: %d bytes: want at most %d", what, len(text), store.MaxJobText)
-		}
-	}
+	checkSummary(t, "addition's description", got.Description, "Add GUIDs 0a00000000000001 (full), ", 5000)
+	checkSummary(t, "addition's result", got.Result, "GUIDs 0a00000000000001 (full), ", 5000)
 	k, err := s.GetKubernetesPKey(ctx, 0x1005)
 	if err != nil || len(k.Members) != len(members) {
 		t.Errorf("pkey 0x1005 has %d members, %v; want %d", len(k.Members), err, len(members))
+	}
+	// Their removal, with one GUID more that is no member.
+	gone := make([]fabric.GUID, 0, len(members)+1)
+	for _, m := range members {
+		gone = append(gone, m.GUID)
+	}
+	gone = append(gone, 0x0b00000000000001)
+	j, err = s.RemoveKubernetesGUIDs(ctx, store.KubernetesRemoval{PKey: 0x1005, GUIDs: gone, CreatedBy: "ib-kubernetes",
+		Request: "{}"})
+	if err != nil {
+		t.Fatalf("RemoveKubernetesGUIDs(5,001 GUIDs): %v", err)
+	}
+	got = getJob(t, s, j.ID)
+	checkSummary(t, "removal's description", got.Description, "Remove GUIDs 0a00000000000001, ", 5001)
+	checkSummary(t, "removal's result", got.Result, "GUIDs 0a00000000000001, ", 5000)
+	if !strings.HasSuffix(got.Result, " (nothing to remove for 0b00000000000001)") {
+		t.Errorf("removal's result %q does not name the GUID that was no member", got.Result)
 	}
 	// The request a job keeps is bounded too.
 	huge := `{"name":"` + strings.Repeat("é", store.MaxRequest) + `"}`
@@ -230,6 +244,19 @@ func testLongNames(t *testing.T, s *store.Store) {
 		if after := revision(t, s); after != before {
 			t.Errorf("refused network moved the revision from %d to %d", before, after)
 		}
+	}
+}
+
+// checkSummary fails the test unless a Kubernetes job's text names the
+// first GUIDs (starting with prefix) and the pkey, and counts them all,
+// in a few hundred bytes: summarised, not cut.
+func checkSummary(t *testing.T, what, text, prefix string, total int) {
+	t.Helper()
+	inAll := fmt.Sprintf(" and %d more (%d in all)", total-8, total)
+	if !strings.HasPrefix(text, prefix) || !strings.Contains(text, inAll) || !strings.Contains(text, "pkey 0x1005") ||
+		strings.Contains(text, "see the manager's log") || len(text) > 1024 {
+		t.Errorf("%s: %d bytes: %.300q; want the first GUIDs, %q and the pkey, in at most 1 KiB",
+			what, len(text), text, inAll)
 	}
 }
 
