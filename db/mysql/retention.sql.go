@@ -10,6 +10,34 @@ import (
 	"time"
 )
 
+const deleteAppliesBefore = `-- name: DeleteAppliesBefore :execrows
+DELETE FROM applies
+WHERE applies.id < ? AND applies.finished_at < ?
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?)
+ORDER BY applies.id
+LIMIT ?
+`
+
+type DeleteAppliesBeforeParams struct {
+	KeepFrom int64
+	Before   time.Time
+	Term     int64
+	Limit    int32
+}
+
+func (q *Queries) DeleteAppliesBefore(ctx context.Context, arg DeleteAppliesBeforeParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, deleteAppliesBefore,
+		arg.KeepFrom,
+		arg.Before,
+		arg.Term,
+		arg.Limit,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const deleteFinishedJobsBefore = `-- name: DeleteFinishedJobsBefore :execrows
 
 DELETE FROM jobs
@@ -35,4 +63,32 @@ func (q *Queries) DeleteFinishedJobsBefore(ctx context.Context, arg DeleteFinish
 		return 0, err
 	}
 	return result.RowsAffected()
+}
+
+const firstApplyToKeep = `-- name: FirstApplyToKeep :one
+
+SELECT CAST(COALESCE(
+    (SELECT max(a.id) FROM applies AS a
+     WHERE a.outcome = 'applied'
+       AND a.finished_at <= COALESCE(
+           (SELECT j.finished_at FROM jobs AS j
+            WHERE j.status = 'Completed' AND j.finished_at IS NOT NULL
+            ORDER BY j.finished_at LIMIT 1),
+           a.finished_at)),
+    (SELECT max(b.id) FROM applies AS b),
+    0) AS SIGNED) AS id
+`
+
+// Apply retention: the leader deletes the rows of applies older than [database]
+// job_retention, below the first row it must keep: the last applied row that
+// finished no later than the oldest Completed job still kept (the newest
+// applied row when no Completed job is kept; the newest row when no apply
+// applied). Every kept Completed job then keeps an applied row of its
+// revision or a later one that finished before it, and --status the newest
+// row. A bounded batch per statement, fenced by the term, as for jobs.
+func (q *Queries) FirstApplyToKeep(ctx context.Context) (int64, error) {
+	row := q.db.QueryRowContext(ctx, firstApplyToKeep)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
 }

@@ -48,6 +48,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.countNetworksStmt, err = db.PrepareContext(ctx, countNetworks); err != nil {
 		return nil, fmt.Errorf("error preparing query CountNetworks: %w", err)
 	}
+	if q.deleteAppliesBeforeStmt, err = db.PrepareContext(ctx, deleteAppliesBefore); err != nil {
+		return nil, fmt.Errorf("error preparing query DeleteAppliesBefore: %w", err)
+	}
 	if q.deleteExpectedSwitchesStmt, err = db.PrepareContext(ctx, deleteExpectedSwitches); err != nil {
 		return nil, fmt.Errorf("error preparing query DeleteExpectedSwitches: %w", err)
 	}
@@ -86,6 +89,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.failJobsStmt, err = db.PrepareContext(ctx, failJobs); err != nil {
 		return nil, fmt.Errorf("error preparing query FailJobs: %w", err)
+	}
+	if q.firstApplyToKeepStmt, err = db.PrepareContext(ctx, firstApplyToKeep); err != nil {
+		return nil, fmt.Errorf("error preparing query FirstApplyToKeep: %w", err)
 	}
 	if q.gateSwitchesStmt, err = db.PrepareContext(ctx, gateSwitches); err != nil {
 		return nil, fmt.Errorf("error preparing query GateSwitches: %w", err)
@@ -252,6 +258,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing countNetworksStmt: %w", cerr)
 		}
 	}
+	if q.deleteAppliesBeforeStmt != nil {
+		if cerr := q.deleteAppliesBeforeStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing deleteAppliesBeforeStmt: %w", cerr)
+		}
+	}
 	if q.deleteExpectedSwitchesStmt != nil {
 		if cerr := q.deleteExpectedSwitchesStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing deleteExpectedSwitchesStmt: %w", cerr)
@@ -315,6 +326,11 @@ func (q *Queries) Close() error {
 	if q.failJobsStmt != nil {
 		if cerr := q.failJobsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing failJobsStmt: %w", cerr)
+		}
+	}
+	if q.firstApplyToKeepStmt != nil {
+		if cerr := q.firstApplyToKeepStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing firstApplyToKeepStmt: %w", cerr)
 		}
 	}
 	if q.gateSwitchesStmt != nil {
@@ -564,6 +580,7 @@ type Queries struct {
 	countMembersStmt                  *sql.Stmt
 	countMembersByNetworkStmt         *sql.Stmt
 	countNetworksStmt                 *sql.Stmt
+	deleteAppliesBeforeStmt           *sql.Stmt
 	deleteExpectedSwitchesStmt        *sql.Stmt
 	deleteFinishedJobsBeforeStmt      *sql.Stmt
 	deleteKubernetesMemberStmt        *sql.Stmt
@@ -577,6 +594,7 @@ type Queries struct {
 	expectedSwitchesStmt              *sql.Stmt
 	failJobStmt                       *sql.Stmt
 	failJobsStmt                      *sql.Stmt
+	firstApplyToKeepStmt              *sql.Stmt
 	gateSwitchesStmt                  *sql.Stmt
 	getJobStmt                        *sql.Stmt
 	getKubernetesPKeyStmt             *sql.Stmt
@@ -631,6 +649,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		countMembersStmt:                  q.countMembersStmt,
 		countMembersByNetworkStmt:         q.countMembersByNetworkStmt,
 		countNetworksStmt:                 q.countNetworksStmt,
+		deleteAppliesBeforeStmt:           q.deleteAppliesBeforeStmt,
 		deleteExpectedSwitchesStmt:        q.deleteExpectedSwitchesStmt,
 		deleteFinishedJobsBeforeStmt:      q.deleteFinishedJobsBeforeStmt,
 		deleteKubernetesMemberStmt:        q.deleteKubernetesMemberStmt,
@@ -644,6 +663,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		expectedSwitchesStmt:              q.expectedSwitchesStmt,
 		failJobStmt:                       q.failJobStmt,
 		failJobsStmt:                      q.failJobsStmt,
+		firstApplyToKeepStmt:              q.firstApplyToKeepStmt,
 		gateSwitchesStmt:                  q.gateSwitchesStmt,
 		getJobStmt:                        q.getJobStmt,
 		getKubernetesPKeyStmt:             q.getKubernetesPKeyStmt,

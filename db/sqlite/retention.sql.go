@@ -10,6 +10,29 @@ import (
 	"time"
 )
 
+const deleteAppliesBefore = `-- name: DeleteAppliesBefore :execrows
+DELETE FROM applies WHERE id IN (
+    SELECT old.id FROM applies AS old
+    WHERE old.id < ?1 AND old.finished_at < ?2
+    ORDER BY old.id
+    LIMIT CAST(?3 AS BIGINT)
+)
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?4)
+`
+
+func (q *Queries) DeleteAppliesBefore(ctx context.Context, keepFrom int64, before time.Time, batch int64, term int64) (int64, error) {
+	result, err := q.exec(ctx, q.deleteAppliesBeforeStmt, deleteAppliesBefore,
+		keepFrom,
+		before,
+		batch,
+		term,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const deleteFinishedJobsBefore = `-- name: DeleteFinishedJobsBefore :execrows
 
 DELETE FROM jobs WHERE id IN (
@@ -31,4 +54,32 @@ func (q *Queries) DeleteFinishedJobsBefore(ctx context.Context, before *time.Tim
 		return 0, err
 	}
 	return result.RowsAffected()
+}
+
+const firstApplyToKeep = `-- name: FirstApplyToKeep :one
+
+SELECT CAST(COALESCE(
+    (SELECT max(a.id) FROM applies AS a
+     WHERE a.outcome = 'applied'
+       AND a.finished_at <= COALESCE(
+           (SELECT j.finished_at FROM jobs AS j
+            WHERE j.status = 'Completed' AND j.finished_at IS NOT NULL
+            ORDER BY j.finished_at LIMIT 1),
+           a.finished_at)),
+    (SELECT max(b.id) FROM applies AS b),
+    0) AS BIGINT) AS id
+`
+
+// Apply retention: the leader deletes the rows of applies older than [database]
+// job_retention, below the first row it must keep: the last applied row that
+// finished no later than the oldest Completed job still kept (the newest
+// applied row when no Completed job is kept; the newest row when no apply
+// applied). Every kept Completed job then keeps an applied row of its
+// revision or a later one that finished before it, and --status the newest
+// row. A bounded batch per statement, fenced by the term, as for jobs.
+func (q *Queries) FirstApplyToKeep(ctx context.Context) (int64, error) {
+	row := q.queryRow(ctx, q.firstApplyToKeepStmt, firstApplyToKeep)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
 }

@@ -57,6 +57,7 @@ type Store interface {
 	RecordApply(ctx context.Context, a store.Apply) (bool, error)
 	Wake(ctx context.Context) <-chan struct{}
 	DeleteExpiredJobs(ctx context.Context, term int64, retention time.Duration) (int64, error)
+	DeleteExpiredApplies(ctx context.Context, term int64, retention time.Duration) (int64, error)
 	GateStore // gates.go
 }
 
@@ -680,7 +681,9 @@ func (t *term) fileDrift(ctx context.Context) string {
 	return ""
 }
 
-// pruneJobs deletes the finished jobs older than the retention.
+// pruneJobs deletes the finished jobs older than the retention, then the
+// applies older than it that no kept job or --status reads (after the jobs:
+// the applies that proved the jobs just deleted can go too).
 func (t *term) pruneJobs(ctx context.Context) {
 	if t.Cfg.JobRetention <= 0 {
 		return
@@ -694,6 +697,16 @@ func (t *term) pruneJobs(ctx context.Context) {
 	}
 	if n > 0 {
 		t.Log.Info("deleted expired jobs", "jobs", n, "retention", t.Cfg.JobRetention)
+	}
+	n, err = t.Store.DeleteExpiredApplies(ctx, t.id, t.Cfg.JobRetention)
+	if err != nil {
+		if ctx.Err() == nil {
+			t.Log.Error("delete expired applies", "error", err)
+		}
+		return
+	}
+	if n > 0 {
+		t.Log.Info("deleted expired applies", "applies", n, "retention", t.Cfg.JobRetention)
 	}
 }
 

@@ -71,6 +71,12 @@ func (d deadlineStore) DeleteExpiredJobs(ctx context.Context, term int64, retent
 	return d.Store.DeleteExpiredJobs(ctx, term, retention)
 }
 
+func (d deadlineStore) DeleteExpiredApplies(ctx context.Context, term int64, retention time.Duration) (int64, error) {
+	ctx, cancel := d.ctx(ctx)
+	defer cancel()
+	return d.Store.DeleteExpiredApplies(ctx, term, retention)
+}
+
 func (d deadlineStore) ExpectedSwitches(ctx context.Context) ([]store.ExpectedSwitch, error) {
 	ctx, cancel := d.ctx(ctx)
 	defer cancel()

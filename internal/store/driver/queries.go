@@ -24,6 +24,7 @@ type Queries interface {
 	ClearGUIDsOfNetwork(ctx context.Context, revision int64, now time.Time, networkID string) (int64, error)
 	CompleteJobs(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error)
 	CountJobsByStatus(ctx context.Context) ([]CountJobsByStatusRow, error)
+	DeleteAppliesBefore(ctx context.Context, keepFrom int64, before time.Time, batch int64, term int64) (int64, error)
 	DeleteExpectedSwitches(ctx context.Context) error
 	DeleteFinishedJobsBefore(ctx context.Context, before *time.Time, batch int64, term int64) (int64, error)
 	DeleteKubernetesMember(ctx context.Context, pkey fabric.PKey, guid fabric.GUID) (int64, error)
@@ -40,6 +41,7 @@ type Queries interface {
 	CountMembers(ctx context.Context) (int64, error)
 	CountMembersByNetwork(ctx context.Context) ([]CountMembersByNetworkRow, error)
 	CountNetworks(ctx context.Context) (int64, error)
+	FirstApplyToKeep(ctx context.Context) (int64, error)
 	GateSwitches(ctx context.Context) ([]GateSwitchesRow, error)
 	GetJob(ctx context.Context, id int64) (Job, error)
 	GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (KubernetesPKey, error)

@@ -454,6 +454,12 @@ func (q queries) DescribeOpenJobs(ctx context.Context, reason string, now time.T
 	return q.Queries.DescribeOpenJobs(ctx, mysqldb.DescribeOpenJobsParams{Reason: reason, Now: now, Revision: revision, Term: term})
 }
 
+// DeleteAppliesBefore: sqlc types LIMIT's argument int32.
+func (q queries) DeleteAppliesBefore(ctx context.Context, keepFrom int64, before time.Time, batch int64, term int64) (int64, error) {
+	return q.Queries.DeleteAppliesBefore(ctx, mysqldb.DeleteAppliesBeforeParams{KeepFrom: keepFrom, Before: before,
+		Limit: int32(batch), Term: term})
+}
+
 // DeleteFinishedJobsBefore: sqlc types LIMIT's argument int32.
 func (q queries) DeleteFinishedJobsBefore(ctx context.Context, before *time.Time, batch int64, term int64) (int64, error) {
 	return q.Queries.DeleteFinishedJobsBefore(ctx, mysqldb.DeleteFinishedJobsBeforeParams{Before: before, Limit: int32(batch), Term: term})

@@ -7,10 +7,10 @@ import (
 )
 
 // TestBoundsOnGalera runs the suite's tests of what the store keeps bounded
-// (texts) on a Galera node, whose limits are MariaDB's and whose writesets
-// carry whatever a statement writes.
+// (texts, the applies' retention) on a Galera node, whose limits are
+// MariaDB's and whose writesets carry whatever a statement writes.
 func TestBoundsOnGalera(t *testing.T) {
-	for _, tc := range textTests {
+	for _, tc := range append(textTests, appliesRetentionTests...) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			tc.fn(t, galeraStore(t))

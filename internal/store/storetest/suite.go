@@ -49,6 +49,7 @@ func Run(t *testing.T, engine string) {
 	tests = append(tests, finishTests...)
 	tests = append(tests, snapshotTests...)
 	tests = append(tests, textTests...)
+	tests = append(tests, appliesRetentionTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
