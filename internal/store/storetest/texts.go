@@ -207,6 +207,16 @@ func testKubernetesJobOfManyGUIDs(t *testing.T, s *store.Store) {
 		t.Fatalf("RecordNetwork with a request of %d bytes: %v", len(huge), err)
 	}
 	checkBounded(t, "request", getJob(t, s, j.ID).Request, huge, store.MaxRequest)
+	// A body's bytes are kept as sent, but for what no engine stores: a
+	// client's invalid UTF-8 (encoding/json decodes it without a word) and
+	// NUL.
+	c.Request = "{\"name\":\"caf\xe9 \x00\"}"
+	if j, err = s.RecordNetwork(ctx, c); err != nil {
+		t.Fatalf("RecordNetwork with a request of invalid UTF-8: %v", err)
+	}
+	if got := getJob(t, s, j.ID).Request; got != "{\"name\":\"caf\uFFFD \uFFFD\"}" {
+		t.Errorf("request of invalid UTF-8 kept as %q", got)
+	}
 }
 
 // testLongNames: a network's name and a port's host longer than their
