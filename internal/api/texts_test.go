@@ -1,0 +1,32 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+)
+
+// A body whose strings hold bytes that are not UTF-8 (a name in Latin-1)
+// decodes, so it is recorded and answered 202 on every engine, as any other:
+// the store cleans what the job keeps of it. PostgreSQL and MariaDB refused
+// the raw body, and the change answered 500, which networking-mlnx counts
+// against its retries, for ever.
+func TestBodyOfInvalidUTF8IsRecorded(t *testing.T) {
+	body := strings.Replace(testdata(t, "network_create_vlan.json"), `"name": "`, "\"name\": \"caf\xe9 ", 1)
+	if !strings.Contains(body, "caf\xe9") {
+		t.Fatal("the test's body has no Latin-1 byte")
+	}
+	for _, engine := range storetest.Engines {
+		t.Run(engine, func(t *testing.T) {
+			f := newFixture(t, engine)
+			if resp, answer := f.do("POST", "/ufmRestV3/cloudx/Network", body); resp.StatusCode != http.StatusAccepted {
+				t.Fatalf("POST Network: %d %s", resp.StatusCode, answer)
+			}
+			if resp, answer := f.do("GET", "/ufmRestV3/app/jobs/1", ""); resp.StatusCode != http.StatusOK {
+				t.Fatalf("GET job: %d %s", resp.StatusCode, answer)
+			}
+		})
+	}
+}
