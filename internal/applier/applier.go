@@ -167,6 +167,9 @@ type term struct {
 	reapply  bool           // a lifted freeze: apply everything again
 	// snapshots is the state as last read: each read reads what changed.
 	snapshots store.SnapshotCache
+	// rendered is the recorded state the apply in progress rendered: the
+	// partitions a sweep's pkey errors are held against (local.go).
+	rendered store.Snapshot
 }
 
 // applyResult says what the loop does after an apply.
@@ -492,7 +495,7 @@ func (t *term) apply(ctx context.Context) applyResult {
 		// jobs of the changes the errors name fail, saying which lines; the
 		// others complete (local.go). Applying again would give the same
 		// result.
-		failed, attributed, err := t.failLocally(ctx, rev, res.PKeyErrors)
+		failed, attributed, err := t.failLocally(ctx, t.rendered, res.PKeyErrors)
 		if err != nil {
 			log.Error("fail the jobs the pkey errors name", "error", err)
 			return applyRetry
@@ -582,6 +585,7 @@ func (t *term) render(ctx context.Context) (st partitions.State, text []byte, ch
 	if err != nil {
 		return st, nil, nil, err
 	}
+	t.rendered = snap
 	return Render(ctx, snap, t.Cfg)
 }
 

@@ -288,9 +288,10 @@ func (r *applyRig) port(id string, guid uint64) store.Job {
 	return j
 }
 
-// Failures stay local: an ERR 0512 that names H1's port fails H1's job; H2's
-// job, in the same sweep, completes. A line that names no port cannot be
-// attributed, and fails every job of the sweep.
+// Failures stay local: an ERR 0512 that names H1's port fails H1's job, and
+// the job of the network whose partition H1 is a member of (OpenSM did not
+// give it its pkey); H2's job, in the same sweep, completes. A line that names
+// no port cannot be attributed, and fails every job of the sweep.
 func TestPKeyErrorsFailOnlyTheJobsTheyName(t *testing.T) {
 	const h1Full = "pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x8065 because Pkey table is full for node 0x0002c90300000100 port 1 (H1)"
 	const s1Port0 = "pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x0300 because Pkey table is full for node 0x0002c90300f00001 port 0 (S1)"
@@ -300,7 +301,7 @@ func TestPKeyErrorsFailOnlyTheJobsTheyName(t *testing.T) {
 		lines      []string
 		h1, h2, nw string // the jobs' statuses after the apply
 	}{
-		{"H1's table full", []string{h1Full, s1Port0}, store.StatusFailed, store.StatusCompleted, store.StatusCompleted},
+		{"H1's table full", []string{h1Full, s1Port0}, store.StatusFailed, store.StatusCompleted, store.StatusFailed},
 		{"unattributable", []string{h1Full, unplaced}, store.StatusFailed, store.StatusFailed, store.StatusFailed},
 	}
 	for _, tt := range tests {
@@ -364,5 +365,70 @@ func TestPKeyErrorsFailTheKubernetesJobsTheyName(t *testing.T) {
 		if j.Status != c.want || (j.Status == store.StatusFailed && !strings.Contains(j.Error, "ERR 0512")) {
 			t.Errorf("%s job: %s (%s), want %s", c.name, j.Status, j.Error, c.want)
 		}
+	}
+}
+
+// A network-level change completes only once OpenSM programmed its partition
+// on every member: a VLAN move (the members' pkey changes), an update, a move
+// to the flat partition fail when a pkey error names one of their members for
+// the partition's pkey, saying which port and pkey; a network none of whose
+// members a line names completes in the same sweep.
+func TestPKeyErrorsFailNetworkJobs(t *testing.T) {
+	full := func(pkey uint16) string { // H1's table full for pkey
+		return logLine(0x01, fmt.Sprintf("pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x%04x because Pkey table is full for node 0x0002c90300000100 port 1 (H1)", 0x8000|pkey))
+	}
+	const other = "6c1e2a4f-0b7d-4e9a-8f3c-2d5b7a9e1c04" // a network H1 is no member of
+	vlan := func(r *applyRig, id string, seg int64) store.Job {
+		j, err := r.st.RecordNetwork(ctxT(t), store.NetworkChange{Operation: store.OpUpdateNetwork,
+			Network: store.NetworkSpec{ID: id, Name: "n", Type: store.TypeVLAN, PhysicalNetwork: "ib", SegmentationID: &seg}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	tests := []struct {
+		name string
+		// change records the network-level change after H1 and H2 joined the
+		// rig's network on VLAN 101 (0x0065) and that was applied cleanly;
+		// sweep is the log of the sweep that applies it.
+		change func(r *applyRig) store.Job
+		sweep  string
+	}{
+		{"VLAN move", func(r *applyRig) store.Job { return vlan(r, r.netID, 102) }, full(0x0066)},
+		{"update", func(r *applyRig) store.Job { return vlan(r, r.netID, 101) }, full(0x0065)},
+		{"moved to the flat partition", func(r *applyRig) store.Job {
+			j, err := r.st.RecordNetwork(ctxT(t), store.NetworkChange{Operation: store.OpCreateNetwork,
+				Network: store.NetworkSpec{ID: r.netID, Name: "n", Type: store.TypeFlat, PhysicalNetwork: "ib"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return j
+		}, full(uint16(store.DefaultFlatPKey))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sweep := ""
+			r := newApplyRig(t, true, func() string { return heavySweep(sweep) })
+			r.network(101)
+			r.port("port-h1", 0x0002c90300000101)
+			r.port("port-h2", 0x0002c90300000201)
+			if res := r.term.apply(ctxT(t)); res != applyDone {
+				t.Fatalf("first apply: %v, want done", res)
+			}
+			job := tt.change(r)
+			unrelated := vlan(r, other, 103)
+			sweep = logLine(0x01, "pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x8300 because Pkey table is full for node 0x0002c90300f00001 port 0 (S1)") + tt.sweep
+			if res := r.term.apply(ctxT(t)); res != applyDone {
+				t.Fatalf("apply: %v, want done", res)
+			}
+			j := r.job(job.ID)
+			if j.Status != store.StatusFailed || !strings.Contains(j.Error, "ERR 0512") ||
+				!strings.Contains(j.Error, "node 0x0002c90300000100 port 1") {
+				t.Errorf("the network's job: %s (%s); want Failed, naming H1's port and OpenSM's line", j.Status, j.Error)
+			}
+			if j := r.job(unrelated.ID); j.Status != store.StatusCompleted {
+				t.Errorf("the job of a network without H1: %s (%s); want Completed", j.Status, j.Error)
+			}
+		})
 	}
 }

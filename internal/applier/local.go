@@ -14,8 +14,10 @@ import (
 // naming host ports (ERR 0512, one host's table full, and the other ERR 05xx
 // of the pkey manager, which name "node 0x... port N") fails only the jobs of
 // the changes involving those ports: a port job whose port holds the GUID of
-// a named port, and a network's job whose pkey a line names. The sweep's other
-// jobs complete: OpenSM programmed their pkeys. A line that names no port, or
+// a named port, a network's job whose partition, in the state the sweep
+// applied (after a VLAN move: its new pkey's), has a named port as a member,
+// and a Kubernetes pkey's job whose pkey has one. The sweep's other jobs
+// complete: OpenSM programmed their pkeys. A line that names no port, or
 // a port the subnet dump does not know, cannot be attributed: then every job
 // of the sweep fails, as before.
 
@@ -61,17 +63,22 @@ func (t *term) attribute(lines []string) (a attribution, ok bool) {
 	return a, true
 }
 
-// failLocally fails the open jobs up to rev that the pkey errors name, and
-// returns how many. ok is false when the errors cannot be attributed (the
-// caller fails every job); err is a database error (the caller retries).
-func (t *term) failLocally(ctx context.Context, rev int64, lines []string) (failed int64, ok bool, err error) {
+// failLocally fails the open jobs up to the revision of snap, the recorded
+// state the sweep applied, that the pkey errors name, and returns how many.
+// ok is false when the errors cannot be attributed (the caller fails every
+// job); err is a database error (the caller retries).
+func (t *term) failLocally(ctx context.Context, snap store.Snapshot, lines []string) (failed int64, ok bool, err error) {
 	a, ok := t.attribute(lines)
 	if !ok {
 		return 0, false, nil
 	}
-	jobs, err := t.Store.OpenJobs(ctx, rev)
+	jobs, err := t.Store.OpenJobs(ctx, snap.Revision)
 	if err != nil {
 		return 0, true, fmt.Errorf("read open jobs: %w", err)
+	}
+	networks := map[string][]fabric.GUID{} // a network's members in the state the sweep applied
+	for _, m := range snap.Members {
+		networks[m.NetworkID] = append(networks[m.NetworkID], m.GUID)
 	}
 	var kube map[string][]fabric.GUID // a Kubernetes pkey's members, read once if a pkey job is open
 	for _, j := range jobs {
@@ -79,6 +86,10 @@ func (t *term) failLocally(ctx context.Context, rev int64, lines []string) (fail
 		switch {
 		case j.ObjectType == store.ObjectPort && j.GUID != nil:
 			named = a.byPort[*j.GUID]
+		case j.ObjectType == store.ObjectNetwork:
+			for _, g := range networks[j.ObjectID] {
+				named = append(named, a.byPort[g]...)
+			}
 		case j.ObjectType == store.ObjectPKey:
 			if kube == nil {
 				if kube, err = t.kubernetesMembers(ctx); err != nil {
