@@ -393,9 +393,10 @@ func TestPKeyErrorsFailNetworkJobs(t *testing.T) {
 		// sweep is the log of the sweep that applies it.
 		change func(r *applyRig) store.Job
 		sweep  string
+		pkey   string // the partition's pkey, which the reason names
 	}{
-		{"VLAN move", func(r *applyRig) store.Job { return vlan(r, r.netID, 102) }, full(0x0066)},
-		{"update", func(r *applyRig) store.Job { return vlan(r, r.netID, 101) }, full(0x0065)},
+		{"VLAN move", func(r *applyRig) store.Job { return vlan(r, r.netID, 102) }, full(0x0066), "0x0066"},
+		{"update", func(r *applyRig) store.Job { return vlan(r, r.netID, 101) }, full(0x0065), "0x0065"},
 		{"moved to the flat partition", func(r *applyRig) store.Job {
 			j, err := r.st.RecordNetwork(ctxT(t), store.NetworkChange{Operation: store.OpCreateNetwork,
 				Network: store.NetworkSpec{ID: r.netID, Name: "n", Type: store.TypeFlat, PhysicalNetwork: "ib"}})
@@ -403,7 +404,7 @@ func TestPKeyErrorsFailNetworkJobs(t *testing.T) {
 				t.Fatal(err)
 			}
 			return j
-		}, full(uint16(store.DefaultFlatPKey))},
+		}, full(uint16(store.DefaultFlatPKey)), store.DefaultFlatPKey.String()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -423,11 +424,95 @@ func TestPKeyErrorsFailNetworkJobs(t *testing.T) {
 			}
 			j := r.job(job.ID)
 			if j.Status != store.StatusFailed || !strings.Contains(j.Error, "ERR 0512") ||
-				!strings.Contains(j.Error, "node 0x0002c90300000100 port 1") {
-				t.Errorf("the network's job: %s (%s); want Failed, naming H1's port and OpenSM's line", j.Status, j.Error)
+				!strings.Contains(j.Error, "node 0x0002c90300000100 port 1") ||
+				!strings.Contains(j.Error, "host port 0x0002c90300000101, pkey "+tt.pkey) {
+				t.Errorf("the network's job: %s (%s); want Failed, naming H1's port, pkey %s and OpenSM's line", j.Status, j.Error, tt.pkey)
 			}
 			if j := r.job(unrelated.ID); j.Status != store.StatusCompleted {
 				t.Errorf("the job of a network without H1: %s (%s); want Completed", j.Status, j.Error)
+			}
+		})
+	}
+}
+
+// Attribution is by port and pkey: H1's table full for one pkey (the line
+// comes back at every sweep while it lasts) fails the changes to that pkey's
+// partition, which has H1 as a member, and not the later changes to the
+// other pkeys H1 is in, nor a change of H1's own to another pkey in the same
+// sweep. A line that names a port but no pkey (a table block not sent) may
+// hide a pkey the port should have lost, which no recorded state shows: every
+// job of the sweep fails, even when the port's node description reads like a
+// line that names one.
+func TestPKeyErrorsAttributedByPortAndPKey(t *testing.T) {
+	full := func(node uint64, pkey uint16) string {
+		return fmt.Sprintf("pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x%04x because Pkey table is full for node 0x%016x port 1 (H)", pkey, node)
+	}
+	const h4Block = "pkey_mgr_update_pkey_entry: ERR 0506: pkey_mgr_update_pkey_entry() failed to update pkey table block 0 for node 0x0002c90300000400 port 1 (H4)"
+	const h4Disguised = "pkey_mgr_update_pkey_entry: ERR 0506: pkey_mgr_update_pkey_entry() failed to update pkey table block 0 for node 0x0002c90300000400 port 1 (ERR 0512: Failed to set PKey 0x9006 because)"
+	const (
+		h1, h1Node = fabric.GUID(0x0002c90300000101), 0x0002c90300000100
+		h2         = fabric.GUID(0x0002c90300000201)
+		h3, h3Node = fabric.GUID(0x0002c90300000301), 0x0002c90300000300
+	)
+	F, C := store.StatusFailed, store.StatusCompleted
+	tests := []struct {
+		name string
+		line string
+		// the statuses of the jobs that add H1 to 0x1006, H2 to 0x1005 and
+		// H2 to 0x1007 (Kubernetes), and H3's port to the network (0x0065)
+		h1To1006, h2To1005, h2To1007, h3Port string
+	}{
+		{"H1 full for 0x1005", full(h1Node, 0x9005), C, F, C, C},
+		{"H1 full for 0x1006", full(h1Node, 0x9006), F, C, C, C},
+		{"H1 full for the default partition", full(h1Node, 0xffff), C, C, C, C},
+		{"H3 full for the network's pkey", full(h3Node, 0x8065), C, C, C, F},
+		{"H3 full for 0x1005", full(h3Node, 0x9005), C, C, C, C},
+		{"H4's table block not sent", h4Block, F, F, F, F},
+		{"H4's node description names a pkey", h4Disguised, F, F, F, F},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sweep := ""
+			r := newApplyRig(t, true, func() string { return heavySweep(sweep) })
+			kube := r.st.WithRules(store.Rules{KubernetesRange: fabric.PKeyRange{First: 0x1000, Last: 0x1fff}})
+			add := func(pkey fabric.PKey, g fabric.GUID) store.Job {
+				j, err := kube.AddKubernetesGUIDs(ctxT(t), store.KubernetesAddition{PKey: pkey,
+					Members: []store.KubernetesMember{{GUID: g, Membership: fabric.Full}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return j
+			}
+			// Applied before the line appears: H1 in 0x1005 and 0x1007, the
+			// network.
+			r.network(101)
+			add(0x1005, h1)
+			add(0x1007, h1)
+			if res := r.term.apply(ctxT(t)); res != applyDone {
+				t.Fatalf("first apply: %v, want done", res)
+			}
+			jobs := []struct {
+				name string
+				job  store.Job
+				want string
+			}{
+				{"H1 to 0x1006", add(0x1006, h1), tt.h1To1006},
+				{"H2 to 0x1005", add(0x1005, h2), tt.h2To1005},
+				{"H2 to 0x1007", add(0x1007, h2), tt.h2To1007},
+				{"H3's port", r.port("port-h3", uint64(h3)), tt.h3Port},
+			}
+			sweep = logLine(0x01, tt.line)
+			if res := r.term.apply(ctxT(t)); res != applyDone {
+				t.Fatalf("apply: %v, want done", res)
+			}
+			for _, c := range jobs {
+				j := r.job(c.job.ID)
+				if j.Status != c.want {
+					t.Errorf("the job of %s: %s (%s), want %s", c.name, j.Status, j.Error, c.want)
+				}
+				if j.Status == store.StatusFailed && !strings.Contains(j.Error, tt.line) {
+					t.Errorf("the job of %s failed without OpenSM's line: %q", c.name, j.Error)
+				}
 			}
 		})
 	}

@@ -11,36 +11,55 @@ import (
 )
 
 // Failures stay local: a sweep that applied the file but logged pkey errors
-// naming host ports (ERR 0512, one host's table full, and the other ERR 05xx
-// of the pkey manager, which name "node 0x... port N") fails only the jobs of
-// the changes involving those ports: a port job whose port holds the GUID of
-// a named port, a network's job whose partition, in the state the sweep
-// applied (after a VLAN move: its new pkey's), has a named port as a member,
-// and a Kubernetes pkey's job whose pkey has one. The sweep's other jobs
-// complete: OpenSM programmed their pkeys. A line that names no port, or
-// a port the subnet dump does not know, cannot be attributed: then every job
-// of the sweep fails, as before.
+// that name a host port and a pkey (ERR 0512, one host's table full, and the
+// other ERR 05xx of the pkey manager that say which pkey they could not set)
+// fails only the jobs of the changes that put that port in that pkey's
+// partition, as the state the sweep applied records them: a port job whose
+// port holds the named port's GUID in a network on that pkey, a network's job
+// whose partition (its pkey now: after a VLAN move, the new one) has the port
+// as a member, and a Kubernetes pkey's job whose pkey has it. The sweep's
+// other jobs complete: OpenSM programmed their pkeys. A host whose table is
+// full for one pkey thus fails the changes to that pkey, again at every sweep
+// while it lasts, and not the changes to the other pkeys it holds.
+//
+// Every job of the sweep fails, as it did before attribution existed, when a
+// line cannot be attributed that way:
+//   - it names no port, or a port the subnet dump does not know;
+//   - it names a port but no pkey (ERR 0502, 0506, 0509, 0511: a table block,
+//     the enforcement bits or an allocation failed). Such a port's table may
+//     miss any pkey it should have gained and hold any pkey it should have
+//     lost, and which changes took it out of a partition no recorded state
+//     shows (a removed port, a deleted network or Kubernetes pkey is no longer
+//     there): only failing everything is sure to fail those. These lines are
+//     failures to send, not a state of the fabric that every sweep repeats.
 
-// attribution is what the pkey error lines of a sweep name.
-type attribution struct {
-	byPort map[fabric.GUID][]string
+// place is a host port and a pkey of its table.
+type place struct {
+	port fabric.GUID
+	pkey fabric.PKey
 }
 
-// attribute places every line on a host port, using OpenSM's subnet dump to
-// turn the node GUID and port number it names into the port's GUID. ok is
-// false when a line cannot be placed.
+func (p place) String() string { return fmt.Sprintf("host port %s, pkey %s", p.port, p.pkey) }
+
+// attribution is what the pkey error lines of a sweep name: the lines by the
+// place they could not program.
+type attribution map[place][]string
+
+// attribute places every line on a host port and a pkey, using OpenSM's
+// subnet dump to turn the node GUID and port number it names into the port's
+// GUID. ok is false when a line cannot be placed.
 func (t *term) attribute(lines []string) (a attribution, ok bool) {
 	topo, err := t.subnetDump().Load()
 	if err != nil {
 		t.Log.Warn("pkey errors cannot be attributed to ports: the subnet dump cannot be read", "error", err)
-		return a, false
+		return nil, false
 	}
-	a = attribution{byPort: map[fabric.GUID][]string{}}
+	a = attribution{}
 	for _, l := range lines {
 		node, port, found := opensm.PKeyErrorPlace(l)
 		if !found {
 			t.Log.Warn("a pkey error names no port: failing every job of the sweep", "line", l)
-			return a, false
+			return nil, false
 		}
 		g, known := topo.PortGUID(fabric.GUID(node), port)
 		if !known && topo.IsSwitch(fabric.GUID(node)) {
@@ -56,9 +75,16 @@ func (t *term) attribute(lines []string) (a attribution, ok bool) {
 		if !known {
 			t.Log.Warn("a pkey error names a port the subnet dump does not know: failing every job of the sweep",
 				"line", l, "node", fabric.GUID(node), "port", port)
-			return a, false
+			return nil, false
 		}
-		a.byPort[g] = append(a.byPort[g], l)
+		pkey, named := opensm.PKeyErrorPKey(l)
+		if !named {
+			t.Log.Warn("a pkey error names a port but no pkey: what it lacks or still holds is unknown; failing every job of the sweep",
+				"line", l, "port", g)
+			return nil, false
+		}
+		p := place{port: g, pkey: fabric.PKey(pkey)}
+		a[p] = append(a[p], l)
 	}
 	return a, true
 }
@@ -66,7 +92,8 @@ func (t *term) attribute(lines []string) (a attribution, ok bool) {
 // failLocally fails the open jobs up to the revision of snap, the recorded
 // state the sweep applied, that the pkey errors name, and returns how many.
 // ok is false when the errors cannot be attributed (the caller fails every
-// job); err is a database error (the caller retries).
+// job); err is a database error (the caller retries: the jobs failed so far
+// stay failed, and none has completed).
 func (t *term) failLocally(ctx context.Context, snap store.Snapshot, lines []string) (failed int64, ok bool, err error) {
 	a, ok := t.attribute(lines)
 	if !ok {
@@ -76,28 +103,12 @@ func (t *term) failLocally(ctx context.Context, snap store.Snapshot, lines []str
 	if err != nil {
 		return 0, true, fmt.Errorf("read open jobs: %w", err)
 	}
-	networks := map[string][]fabric.GUID{} // a network's members in the state the sweep applied
-	for _, m := range snap.Members {
-		networks[m.NetworkID] = append(networks[m.NetworkID], m.GUID)
-	}
-	var kube map[string][]fabric.GUID // a Kubernetes pkey's members, read once if a pkey job is open
+	changes := changedPlaces(snap, t.Cfg.FlatPKey)
 	for _, j := range jobs {
 		var named []string
-		switch {
-		case j.ObjectType == store.ObjectPort && j.GUID != nil:
-			named = a.byPort[*j.GUID]
-		case j.ObjectType == store.ObjectNetwork:
-			for _, g := range networks[j.ObjectID] {
-				named = append(named, a.byPort[g]...)
-			}
-		case j.ObjectType == store.ObjectPKey:
-			if kube == nil {
-				if kube, err = t.kubernetesMembers(ctx); err != nil {
-					return failed, true, err
-				}
-			}
-			for _, g := range kube[j.ObjectID] {
-				named = append(named, a.byPort[g]...)
+		for _, p := range changes.of(j) {
+			for _, l := range a[p] {
+				named = append(named, p.String()+": "+l)
 			}
 		}
 		if len(named) == 0 {
@@ -113,19 +124,56 @@ func (t *term) failLocally(ctx context.Context, snap store.Snapshot, lines []str
 	return failed, true, nil
 }
 
-// kubernetesMembers reads the Kubernetes pkeys' members as recorded now, by
-// pkey as a job names it ("0x1005"): a pkey job fails when a pkey error names
-// one of its pkey's ports.
-func (t *term) kubernetesMembers(ctx context.Context) (map[string][]fabric.GUID, error) {
-	snap, err := t.Store.Snapshot(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read Kubernetes pkeys: %w", err)
-	}
-	out := map[string][]fabric.GUID{}
-	for _, k := range snap.Kubernetes {
-		for _, m := range k.Members {
-			out[k.PKey.String()] = append(out[k.PKey.String()], m.GUID)
+// partitionPlaces are the places of the partitions of a recorded state, by
+// what a job names: a managed network's (its pkey, or the flat pkey, and its
+// ports), a Kubernetes pkey's (by pkey as its jobs name it, "0x1005").
+type partitionPlaces struct {
+	networkPKey map[string]fabric.PKey
+	network     map[string][]place
+	kubernetes  map[string][]place
+}
+
+func changedPlaces(snap store.Snapshot, flatPKey fabric.PKey) partitionPlaces {
+	c := partitionPlaces{networkPKey: map[string]fabric.PKey{}, network: map[string][]place{},
+		kubernetes: map[string][]place{}}
+	for _, n := range snap.Networks {
+		switch {
+		case !n.Managed:
+		case n.PKey == nil:
+			c.networkPKey[n.ID] = flatPKey
+		default:
+			c.networkPKey[n.ID] = *n.PKey
 		}
 	}
-	return out, nil
+	for _, m := range snap.Members {
+		if pkey, ok := c.networkPKey[m.NetworkID]; ok {
+			c.network[m.NetworkID] = append(c.network[m.NetworkID], place{port: m.GUID, pkey: pkey})
+		}
+	}
+	for _, k := range snap.Kubernetes {
+		for _, m := range k.Members {
+			c.kubernetes[k.PKey.String()] = append(c.kubernetes[k.PKey.String()], place{port: m.GUID, pkey: k.PKey})
+		}
+	}
+	return c
+}
+
+// of returns the places a job's change put ports in: none for a change that
+// only took ports out (a removed port, a deleted network or pkey), which no
+// line that names a pkey concerns (OpenSM names pkeys only when it fails to
+// set them).
+func (c partitionPlaces) of(j store.OpenJob) []place {
+	switch j.ObjectType {
+	case store.ObjectPort:
+		pkey, managed := c.networkPKey[j.NetworkID]
+		if j.GUID == nil || !managed {
+			return nil
+		}
+		return []place{{port: *j.GUID, pkey: pkey}}
+	case store.ObjectNetwork:
+		return c.network[j.ObjectID]
+	case store.ObjectPKey:
+		return c.kubernetes[j.ObjectID]
+	}
+	return nil
 }
