@@ -517,3 +517,145 @@ func TestPKeyErrorsAttributedByPortAndPKey(t *testing.T) {
 		})
 	}
 }
+
+// The windows of pkey error attribution.
+//   - a removal: no line that names a pkey concerns a port taken out of a
+//     partition (OpenSM names pkeys it could not set), so the removal of H1's
+//     port completes beside H1's error for another pkey; a line that names the
+//     removed port but no pkey (its table block not sent: the pkey it should
+//     lose may still be there) fails it, though no recorded state shows the
+//     port any more;
+//   - a line of an earlier sweep, before the apply's position, fails nothing;
+//   - the state moves on during the sweep (the network moves to another VLAN,
+//     H1's port leaves): the jobs are judged on the state the sweep applied.
+func TestPKeyErrorWindows(t *testing.T) {
+	full := func(pkey uint16) string {
+		return logLine(0x01, fmt.Sprintf("pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x%04x because Pkey table is full for node 0x0002c90300000100 port 1 (H1)", 0x8000|pkey))
+	}
+	h1Block := logLine(0x01, "pkey_mgr_update_pkey_entry: ERR 0506: pkey_mgr_update_pkey_entry() failed to update pkey table block 0 for node 0x0002c90300000100 port 1 (H1)")
+	vlan := func(r *applyRig, seg int64) store.Job {
+		j, err := r.st.RecordNetwork(ctxT(t), store.NetworkChange{Operation: store.OpUpdateNetwork,
+			Network: store.NetworkSpec{ID: r.netID, Name: "n", Type: store.TypeVLAN, PhysicalNetwork: "ib", SegmentationID: &seg}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	remove := func(r *applyRig, port string) store.Job {
+		j, err := r.st.RemovePort(ctxT(t), store.PortRemoval{PortID: port})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	// setup is the rig with H1's and H2's ports in the network on VLAN 101,
+	// applied cleanly.
+	setup := func(t *testing.T, sweep *func() string) *applyRig {
+		r := newApplyRig(t, true, func() string { return (*sweep)() })
+		*sweep = func() string { return heavySweep("") }
+		r.network(101)
+		r.port("port-h1", 0x0002c90300000101)
+		r.port("port-h2", 0x0002c90300000201)
+		if res := r.term.apply(ctxT(t)); res != applyDone {
+			t.Fatalf("first apply: %v, want done", res)
+		}
+		return r
+	}
+	check := func(t *testing.T, r *applyRig, name string, job store.Job, want string) {
+		t.Helper()
+		if j := r.job(job.ID); j.Status != want {
+			t.Errorf("%s: %s (%s %s), want %s", name, j.Status, j.Description, j.Error, want)
+		}
+	}
+
+	t.Run("removal", func(t *testing.T) {
+		for _, c := range []struct {
+			name, line, want string
+		}{
+			{"another pkey's error", full(0x0066), store.StatusCompleted},
+			{"a table block not sent", h1Block, store.StatusFailed},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				var sweep func() string
+				r := setup(t, &sweep)
+				job := remove(r, "port-h1")
+				sweep = func() string { return heavySweep(c.line) }
+				if res := r.term.apply(ctxT(t)); res != applyDone {
+					t.Fatalf("apply: %v, want done", res)
+				}
+				check(t, r, "the removal of H1's port", job, c.want)
+			})
+		}
+	})
+
+	t.Run("a line of an earlier sweep", func(t *testing.T) {
+		var sweep func() string
+		r := setup(t, &sweep)
+		appendTo(t, r.sm.log, heavySweep(full(0x0066))) // before the position
+		job := vlan(r, 102)
+		if res := r.term.apply(ctxT(t)); res != applyDone {
+			t.Fatalf("apply: %v, want done", res)
+		}
+		check(t, r, "the VLAN move", job, store.StatusCompleted)
+	})
+
+	t.Run("the state moves on during the sweep", func(t *testing.T) {
+		var sweep func() string
+		r := setup(t, &sweep)
+		move := vlan(r, 102)
+		var later []store.Job
+		sweep = func() string {
+			// Recorded after the apply read the state, before OpenSM's
+			// sweep ends: the next apply's.
+			later = append(later, vlan(r, 103), remove(r, "port-h1"))
+			return heavySweep(full(0x0066))
+		}
+		if res := r.term.apply(ctxT(t)); res != applyDone {
+			t.Fatalf("apply: %v, want done", res)
+		}
+		check(t, r, "the move to 102, which the sweep applied", move, store.StatusFailed)
+		for _, j := range later {
+			if got := r.job(j.ID); got.Status == store.StatusFailed || got.Status == store.StatusCompleted {
+				t.Errorf("a change after the sweep's state finished with it: %+v", got)
+			}
+		}
+	})
+}
+
+// A database write that fails while the jobs an error names are failed one by
+// one completes nothing; the retry fails the rest, and completes the others.
+func TestPKeyErrorsFailJobRefused(t *testing.T) {
+	h1Full := logLine(0x01, "pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x8065 because Pkey table is full for node 0x0002c90300000100 port 1 (H1)")
+	r := newApplyRig(t, true, func() string { return heavySweep(h1Full) })
+	faulty := &faultyStore{Store: r.st, fails: map[string][]bool{"FailJob": {false, true}}}
+	r.term.Store = faulty
+	nw := r.network(101)
+	h1 := r.port("port-h1", 0x0002c90300000101)
+	h2 := r.port("port-h2", 0x0002c90300000201)
+	if res := r.term.apply(ctxT(t)); res != applyRetry {
+		t.Fatalf("apply with a refused write: %v, want a retry", res)
+	}
+	failed := 0
+	for _, id := range []int64{nw.ID, h1.ID, h2.ID} {
+		switch j := r.job(id); j.Status {
+		case store.StatusCompleted:
+			t.Errorf("job %d completed in an apply that could not fail every job its errors name", id)
+		case store.StatusFailed:
+			failed++
+		}
+	}
+	if failed != 1 {
+		t.Errorf("%d jobs failed before the refused write, want 1", failed)
+	}
+	if res := r.term.apply(ctxT(t)); res != applyDone {
+		t.Fatalf("apply: %v, want done", res)
+	}
+	for _, c := range []struct {
+		job  store.Job
+		want string
+	}{{nw, store.StatusFailed}, {h1, store.StatusFailed}, {h2, store.StatusCompleted}} {
+		if j := r.job(c.job.ID); j.Status != c.want {
+			t.Errorf("job %d after the retry: %s (%s), want %s", c.job.ID, j.Status, j.Error, c.want)
+		}
+	}
+}
