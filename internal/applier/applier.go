@@ -170,6 +170,12 @@ type term struct {
 	// rendered is the recorded state the apply in progress rendered: the
 	// partitions a sweep's pkey errors are held against (local.go).
 	rendered store.Snapshot
+	// judged is the state of the last sweep that applied the file and judged
+	// every job up to its revision, while no other file can have been swept
+	// since: what the sweep's changes are measured from (changes.go). nil:
+	// none this term, or the file was written again, OpenSM restarted, the
+	// file drifted, a freeze was lifted, or jobs wait for the gates.
+	judged *store.Snapshot
 }
 
 // applyResult says what the loop does after an apply.
@@ -234,7 +240,7 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 	var lastStart time.Time // of the last apply
 	for {
 		if t.reapply {
-			t.applied, t.reapply = -1, false
+			t.applied, t.reapply, t.judged = -1, false, nil
 		}
 		a.observer().Alive()
 		rev, err := a.Store.Revision(ctx)
@@ -403,6 +409,10 @@ func (t *term) apply(ctx context.Context) applyResult {
 		markFailed()
 		return applyRetry
 	}
+	// From the write on, OpenSM may sweep this file in any heavy sweep: only
+	// a judged sweep of it says again what the fabric holds.
+	base := t.judged
+	t.judged = nil
 	durable, err := opensm.ReplaceFile(t.Cfg.PartitionsFile, text, 0o644)
 	if err != nil {
 		markFailed()
@@ -480,6 +490,7 @@ func (t *term) apply(ctx context.Context) applyResult {
 		if !ok {
 			return applyRetry
 		}
+		t.judge()
 		// Where the time went, for operators and docs/performance.md: reading
 		// and rendering the state, marking and writing, OpenSM's sweep, and
 		// the gates and job completion.
@@ -495,7 +506,7 @@ func (t *term) apply(ctx context.Context) applyResult {
 		// jobs of the changes the errors name fail, saying which lines; the
 		// others complete (local.go). Applying again would give the same
 		// result.
-		failed, attributed, err := t.failLocally(ctx, t.rendered, res.PKeyErrors)
+		failed, attributed, err := t.failLocally(ctx, base, t.rendered, res.PKeyErrors)
 		if err != nil {
 			log.Error("fail the jobs the pkey errors name", "error", err)
 			return applyRetry
@@ -508,6 +519,7 @@ func (t *term) apply(ctx context.Context) applyResult {
 			if !ok {
 				return applyRetry
 			}
+			t.judge()
 			log.Info("partitions applied", "jobs_completed", n, "jobs_failed", failed, "took", time.Since(started))
 			t.applied = rev
 			return applyDone
@@ -563,6 +575,18 @@ func (t *term) apply(ctx context.Context) applyResult {
 	t.describeWaiting(ctx, rev, "Waiting: "+res.Detail+"; applying again")
 	record(string(res.Outcome), res.Detail)
 	return applyRetryAtOnce
+}
+
+// judge keeps the state the sweep applied as the one the next sweep's
+// changes are measured from, once finish judged every job up to it: jobs
+// that wait for the gates, or for the apply after a lifted freeze, are
+// judged by a later sweep, which must see their changes too.
+func (t *term) judge() {
+	if t.gate.blocked != 0 || t.reapply {
+		return
+	}
+	snap := t.rendered
+	t.judged = &snap
 }
 
 // describeWaiting says in the open jobs up to rev why they still wait.
@@ -637,7 +661,7 @@ func (t *term) repairDrift(ctx context.Context) {
 		t.Log.Warn("OpenSM was restarted; applying the recorded state again",
 			"file", t.Cfg.PartitionsFile, "restarts", n-t.restarts)
 		t.restarts = n
-		t.applied = -1
+		t.applied, t.judged = -1, nil
 		return
 	}
 	if t.applied < 0 {
@@ -649,7 +673,7 @@ func (t *term) repairDrift(ctx context.Context) {
 	}
 	t.Log.Warn("partitions file drifted from the recorded state; writing it again and applying it",
 		"file", t.Cfg.PartitionsFile, "reason", reason)
-	t.applied = -1
+	t.applied, t.judged = -1, nil       // OpenSM may have swept the edited file
 	t.snapshots = store.SnapshotCache{} // the next apply reads everything
 }
 

@@ -439,10 +439,10 @@ func TestPKeyErrorsFailNetworkJobs(t *testing.T) {
 // comes back at every sweep while it lasts) fails the changes to that pkey's
 // partition, which has H1 as a member, and not the later changes to the
 // other pkeys H1 is in, nor a change of H1's own to another pkey in the same
-// sweep. A line that names a port but no pkey (a table block not sent) may
-// hide a pkey the port should have lost, which no recorded state shows: every
-// job of the sweep fails, even when the port's node description reads like a
-// line that names one.
+// sweep. A line that names a port but no pkey (a table block not sent) fails
+// the changes of that port's memberships in the sweep, to any pkey (H4 to
+// 0x1008), and no other, even when the port's node description reads like a
+// line that names another port's pkey.
 func TestPKeyErrorsAttributedByPortAndPKey(t *testing.T) {
 	full := func(node uint64, pkey uint16) string {
 		return fmt.Sprintf("pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x%04x because Pkey table is full for node 0x%016x port 1 (H)", pkey, node)
@@ -453,22 +453,24 @@ func TestPKeyErrorsAttributedByPortAndPKey(t *testing.T) {
 		h1, h1Node = fabric.GUID(0x0002c90300000101), 0x0002c90300000100
 		h2         = fabric.GUID(0x0002c90300000201)
 		h3, h3Node = fabric.GUID(0x0002c90300000301), 0x0002c90300000300
+		h4         = fabric.GUID(0x0002c90300000401)
 	)
 	F, C := store.StatusFailed, store.StatusCompleted
 	tests := []struct {
 		name string
 		line string
 		// the statuses of the jobs that add H1 to 0x1006, H2 to 0x1005 and
-		// H2 to 0x1007 (Kubernetes), and H3's port to the network (0x0065)
-		h1To1006, h2To1005, h2To1007, h3Port string
+		// H2 to 0x1007 (Kubernetes), H3's port to the network (0x0065), and
+		// H4 to 0x1008
+		h1To1006, h2To1005, h2To1007, h3Port, h4To1008 string
 	}{
-		{"H1 full for 0x1005", full(h1Node, 0x9005), C, F, C, C},
-		{"H1 full for 0x1006", full(h1Node, 0x9006), F, C, C, C},
-		{"H1 full for the default partition", full(h1Node, 0xffff), C, C, C, C},
-		{"H3 full for the network's pkey", full(h3Node, 0x8065), C, C, C, F},
-		{"H3 full for 0x1005", full(h3Node, 0x9005), C, C, C, C},
-		{"H4's table block not sent", h4Block, F, F, F, F},
-		{"H4's node description names a pkey", h4Disguised, F, F, F, F},
+		{"H1 full for 0x1005", full(h1Node, 0x9005), C, F, C, C, C},
+		{"H1 full for 0x1006", full(h1Node, 0x9006), F, C, C, C, C},
+		{"H1 full for the default partition", full(h1Node, 0xffff), C, C, C, C, C},
+		{"H3 full for the network's pkey", full(h3Node, 0x8065), C, C, C, F, C},
+		{"H3 full for 0x1005", full(h3Node, 0x9005), C, C, C, C, C},
+		{"H4's table block not sent", h4Block, C, C, C, C, F},
+		{"H4's node description names a pkey", h4Disguised, C, C, C, C, F},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -500,6 +502,7 @@ func TestPKeyErrorsAttributedByPortAndPKey(t *testing.T) {
 				{"H2 to 0x1005", add(0x1005, h2), tt.h2To1005},
 				{"H2 to 0x1007", add(0x1007, h2), tt.h2To1007},
 				{"H3's port", r.port("port-h3", uint64(h3)), tt.h3Port},
+				{"H4 to 0x1008", add(0x1008, h4), tt.h4To1008},
 			}
 			sweep = logLine(0x01, tt.line)
 			if res := r.term.apply(ctxT(t)); res != applyDone {
