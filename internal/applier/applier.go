@@ -527,7 +527,13 @@ func (t *term) apply(ctx context.Context) applyResult {
 		// Errors that name no port: fail closed, every job of the sweep.
 		reason := "OpenSM applied the partitions file with errors: " + strings.Join(res.PKeyErrors, "; ")
 		log.Error("partitions applied with pkey errors", "errors", res.PKeyErrors)
-		t.failJobs(ctx, rev, reason)
+		if _, err := t.Store.FailJobs(ctx, t.id, rev, reason); err != nil {
+			log.Error("fail jobs", "error", err)
+		} else {
+			// Judged too: else a host whose every sweep logs such a line
+			// would fail every job of every later sweep.
+			t.judge()
+		}
 		record(outcomePKeyErrors, reason)
 		t.applied = rev
 		return applyDone

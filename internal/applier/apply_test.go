@@ -522,12 +522,11 @@ func TestPKeyErrorsAttributedByPortAndPKey(t *testing.T) {
 }
 
 // The windows of pkey error attribution.
-//   - a removal: no line that names a pkey concerns a port taken out of a
-//     partition (OpenSM names pkeys it could not set), so the removal of H1's
-//     port completes beside H1's error for another pkey; a line that names the
-//     removed port but no pkey (its table block not sent: the pkey it should
-//     lose may still be there) fails it, though no recorded state shows the
-//     port any more;
+//   - a removal: the removal of H1's port from pkey 0x0065 completes beside
+//     H1's error for another pkey, and fails on a line that names H1 and
+//     0x0065, or H1 and no pkey (its table block not sent: the pkey it should
+//     lose may still be there), though the state the sweep applied no longer
+//     shows the port;
 //   - a line of an earlier sweep, before the apply's position, fails nothing;
 //   - the state moves on during the sweep (the network moves to another VLAN,
 //     H1's port leaves): the jobs are judged on the state the sweep applied.
@@ -576,6 +575,7 @@ func TestPKeyErrorWindows(t *testing.T) {
 			name, line, want string
 		}{
 			{"another pkey's error", full(0x0066), store.StatusCompleted},
+			{"the error of the pkey it left", full(0x0065), store.StatusFailed},
 			{"a table block not sent", h1Block, store.StatusFailed},
 		} {
 			t.Run(c.name, func(t *testing.T) {
