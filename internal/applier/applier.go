@@ -239,9 +239,7 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 	retriedAtOnce := false
 	var lastStart time.Time // of the last apply
 	for {
-		if t.reapply {
-			t.applied, t.reapply, t.judged = -1, false, nil
-		}
+		t.takeReapply()
 		a.observer().Alive()
 		rev, err := a.Store.Revision(ctx)
 		switch {
@@ -284,6 +282,15 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 		case <-check.C:
 			t.check(ctx)
 		}
+	}
+}
+
+// takeReapply makes the loop apply everything again after a lifted freeze,
+// measured from no judged state: the other manager's OpenSM may have swept
+// another file meanwhile.
+func (t *term) takeReapply() {
+	if t.reapply {
+		t.applied, t.reapply, t.judged = -1, false, nil
 	}
 }
 

@@ -287,3 +287,57 @@ func BenchmarkDiffStates(b *testing.B) {
 		}
 	}
 }
+
+// What the fabric holds is the judged state only while no other file can have
+// been swept since: after each window below, a line that names H1 but no pkey
+// fails the other tenant's change in the next sweep, as in a term's first
+// apply; with none, it completes.
+func TestNoPKeyErrorAfterAWindowFailsEveryJob(t *testing.T) {
+	tests := []struct {
+		name   string
+		window func(t *testing.T, r *applyRig, sweep *string)
+		want   string // the other tenant's change
+	}{
+		{"none", func(*testing.T, *applyRig, *string) {}, store.StatusCompleted},
+		{"OpenSM restarted", func(t *testing.T, r *applyRig, _ *string) {
+			r.term.restarts-- // the driver started it again since the term looked
+			r.term.repairDrift(ctxT(t))
+		}, store.StatusFailed},
+		{"the file edited", func(t *testing.T, r *applyRig, _ *string) {
+			appendTo(t, r.term.Cfg.PartitionsFile, "edited = 0x0067 : ALL ;\n")
+			r.term.repairDrift(ctxT(t))
+		}, store.StatusFailed},
+		{"a freeze lifted", func(t *testing.T, r *applyRig, _ *string) {
+			r.term.reapply = true
+			r.term.takeReapply()
+		}, store.StatusFailed},
+		{"jobs held by a gate", func(t *testing.T, r *applyRig, _ *string) {
+			if err := r.st.RecordEnforcementErrors(ctxT(t), r.term.id, []store.EnforcementSighting{{Switch: "0x0002c90300f00001",
+				Port: 2, Line: "ERR 0507: Clearing Enforcement bit"}}); err != nil {
+				t.Fatal(err)
+			}
+			held := r.portIn(otherNet, "port-h2", hostPort(2))
+			if res := r.term.apply(ctxT(t)); res != applyDone {
+				t.Fatalf("apply: %v, want done", res)
+			}
+			wantStatus(t, r, "a job while a gate is closed", held, store.StatusRunning)
+			if _, err := r.st.ClearEnforcementErrors(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+			r.term.pollGates(ctxT(t))
+		}, store.StatusFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sweep := ""
+			r := tenants(t, &sweep)
+			tt.window(t, r, &sweep)
+			other := r.portIn(otherNet, "port-h4", hostPort(4))
+			sweep = blockNotSent(1)
+			if res := r.term.apply(ctxT(t)); res != applyDone {
+				t.Fatalf("apply: %v, want done", res)
+			}
+			wantStatus(t, r, "the other tenant's port", other, tt.want)
+		})
+	}
+}
