@@ -342,7 +342,9 @@ func (c *SnapshotCache) addPort(port, net string, guid fabric.GUID, touched map[
 	c.ports[port] = net
 	m.guids[port] = guid
 	i, found := slices.BinarySearchFunc(m.sorted, guid, byGUID)
-	if !found {
+	if found { // taken from another port of the network, whose row follows (then all is built again)
+		m.sorted[i].PortID = port
+	} else {
 		m.sorted = slices.Insert(m.sorted, i, Member{NetworkID: net, GUID: guid, PortID: port})
 	}
 	touched[net] = true
