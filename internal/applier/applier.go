@@ -168,6 +168,15 @@ type term struct {
 	reapply  bool           // a lifted freeze: apply everything again
 	// snapshots is the state as last read: each read reads what changed.
 	snapshots store.SnapshotCache
+	// rendered is the recorded state the apply in progress rendered: the
+	// partitions a sweep's pkey errors are held against (local.go).
+	rendered store.Snapshot
+	// judged is the state of the last sweep that applied the file and judged
+	// every job up to its revision, while no other file can have been swept
+	// since: what the sweep's changes are measured from (changes.go). nil:
+	// none this term, or the file was written again, OpenSM restarted, the
+	// file drifted, a freeze was lifted, or jobs wait for the gates.
+	judged *store.Snapshot
 }
 
 // applyResult says what the loop does after an apply.
@@ -231,9 +240,7 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 	retriedAtOnce := false
 	var lastStart time.Time // of the last apply
 	for {
-		if t.reapply {
-			t.applied, t.reapply = -1, false
-		}
+		t.takeReapply()
 		a.observer().Alive()
 		rev, err := a.Store.Revision(ctx)
 		switch {
@@ -276,6 +283,15 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 		case <-check.C:
 			t.check(ctx)
 		}
+	}
+}
+
+// takeReapply makes the loop apply everything again after a lifted freeze,
+// measured from no judged state: the other manager's OpenSM may have swept
+// another file meanwhile.
+func (t *term) takeReapply() {
+	if t.reapply {
+		t.applied, t.reapply, t.judged = -1, false, nil
 	}
 }
 
@@ -401,6 +417,10 @@ func (t *term) apply(ctx context.Context) applyResult {
 		markFailed()
 		return applyRetry
 	}
+	// From the write on, OpenSM may sweep this file in any heavy sweep: only
+	// a judged sweep of it says again what the fabric holds.
+	base := t.judged
+	t.judged = nil
 	durable, err := opensm.ReplaceFile(t.Cfg.PartitionsFile, text, 0o644)
 	if err != nil {
 		markFailed()
@@ -478,6 +498,7 @@ func (t *term) apply(ctx context.Context) applyResult {
 		if !ok {
 			return applyRetry
 		}
+		t.judge()
 		// Where the time went, for operators and docs/performance.md: reading
 		// and rendering the state, marking and writing, OpenSM's sweep, and
 		// the gates and job completion.
@@ -493,7 +514,7 @@ func (t *term) apply(ctx context.Context) applyResult {
 		// jobs of the changes the errors name fail, saying which lines; the
 		// others complete (local.go). Applying again would give the same
 		// result.
-		failed, attributed, err := t.failLocally(ctx, rev, res.PKeyErrors)
+		failed, attributed, err := t.failLocally(ctx, base, t.rendered, res.PKeyErrors)
 		if err != nil {
 			log.Error("fail the jobs the pkey errors name", "error", err)
 			return applyRetry
@@ -506,6 +527,7 @@ func (t *term) apply(ctx context.Context) applyResult {
 			if !ok {
 				return applyRetry
 			}
+			t.judge()
 			log.Info("partitions applied", "jobs_completed", n, "jobs_failed", failed, "took", time.Since(started))
 			t.applied = rev
 			return applyDone
@@ -513,7 +535,13 @@ func (t *term) apply(ctx context.Context) applyResult {
 		// Errors that name no port: fail closed, every job of the sweep.
 		reason := "OpenSM applied the partitions file with errors: " + strings.Join(res.PKeyErrors, "; ")
 		log.Error("partitions applied with pkey errors", "errors", res.PKeyErrors)
-		t.failJobs(ctx, rev, reason)
+		if _, err := t.Store.FailJobs(ctx, t.id, rev, reason); err != nil {
+			log.Error("fail jobs", "error", err)
+		} else {
+			// Judged too: else a host whose every sweep logs such a line
+			// would fail every job of every later sweep.
+			t.judge()
+		}
 		record(outcomePKeyErrors, reason)
 		t.applied = rev
 		return applyDone
@@ -563,6 +591,18 @@ func (t *term) apply(ctx context.Context) applyResult {
 	return applyRetryAtOnce
 }
 
+// judge keeps the state the sweep applied as the one the next sweep's
+// changes are measured from, once finish judged every job up to it: jobs
+// that wait for the gates, or for the apply after a lifted freeze, are
+// judged by a later sweep, which must see their changes too.
+func (t *term) judge() {
+	if t.gate.blocked != 0 || t.reapply {
+		return
+	}
+	snap := t.rendered
+	t.judged = &snap
+}
+
 // describeWaiting says in the open jobs up to rev why they still wait.
 func (t *term) describeWaiting(ctx context.Context, rev int64, said string) {
 	if _, err := t.Store.DescribeOpenJobs(ctx, t.id, rev, said); err != nil {
@@ -583,6 +623,7 @@ func (t *term) render(ctx context.Context) (st partitions.State, text []byte, ch
 	if err != nil {
 		return st, nil, nil, err
 	}
+	t.rendered = snap
 	return Render(ctx, snap, t.Cfg)
 }
 
@@ -634,7 +675,7 @@ func (t *term) repairDrift(ctx context.Context) {
 		t.Log.Warn("OpenSM was restarted; applying the recorded state again",
 			"file", t.Cfg.PartitionsFile, "restarts", n-t.restarts)
 		t.restarts = n
-		t.applied = -1
+		t.applied, t.judged = -1, nil
 		return
 	}
 	if t.applied < 0 {
@@ -646,7 +687,7 @@ func (t *term) repairDrift(ctx context.Context) {
 	}
 	t.Log.Warn("partitions file drifted from the recorded state; writing it again and applying it",
 		"file", t.Cfg.PartitionsFile, "reason", reason)
-	t.applied = -1
+	t.applied, t.judged = -1, nil       // OpenSM may have swept the edited file
 	t.snapshots = store.SnapshotCache{} // the next apply reads everything
 }
 

@@ -288,9 +288,10 @@ func (r *applyRig) port(id string, guid uint64) store.Job {
 	return j
 }
 
-// Failures stay local: an ERR 0512 that names H1's port fails H1's job; H2's
-// job, in the same sweep, completes. A line that names no port cannot be
-// attributed, and fails every job of the sweep.
+// Failures stay local: an ERR 0512 that names H1's port fails H1's job, and
+// the job of the network whose partition H1 is a member of (OpenSM did not
+// give it its pkey); H2's job, in the same sweep, completes. A line that names
+// no port cannot be attributed, and fails every job of the sweep.
 func TestPKeyErrorsFailOnlyTheJobsTheyName(t *testing.T) {
 	const h1Full = "pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x8065 because Pkey table is full for node 0x0002c90300000100 port 1 (H1)"
 	const s1Port0 = "pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x0300 because Pkey table is full for node 0x0002c90300f00001 port 0 (S1)"
@@ -300,7 +301,7 @@ func TestPKeyErrorsFailOnlyTheJobsTheyName(t *testing.T) {
 		lines      []string
 		h1, h2, nw string // the jobs' statuses after the apply
 	}{
-		{"H1's table full", []string{h1Full, s1Port0}, store.StatusFailed, store.StatusCompleted, store.StatusCompleted},
+		{"H1's table full", []string{h1Full, s1Port0}, store.StatusFailed, store.StatusCompleted, store.StatusFailed},
 		{"unattributable", []string{h1Full, unplaced}, store.StatusFailed, store.StatusFailed, store.StatusFailed},
 	}
 	for _, tt := range tests {
@@ -363,6 +364,301 @@ func TestPKeyErrorsFailTheKubernetesJobsTheyName(t *testing.T) {
 		j := r.job(c.job.ID)
 		if j.Status != c.want || (j.Status == store.StatusFailed && !strings.Contains(j.Error, "ERR 0512")) {
 			t.Errorf("%s job: %s (%s), want %s", c.name, j.Status, j.Error, c.want)
+		}
+	}
+}
+
+// A network-level change completes only once OpenSM programmed its partition
+// on every member: a VLAN move (the members' pkey changes), an update, a move
+// to the flat partition fail when a pkey error names one of their members for
+// the partition's pkey, saying which port and pkey; a network none of whose
+// members a line names completes in the same sweep.
+func TestPKeyErrorsFailNetworkJobs(t *testing.T) {
+	full := func(pkey uint16) string { // H1's table full for pkey
+		return logLine(0x01, fmt.Sprintf("pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x%04x because Pkey table is full for node 0x0002c90300000100 port 1 (H1)", 0x8000|pkey))
+	}
+	const other = "6c1e2a4f-0b7d-4e9a-8f3c-2d5b7a9e1c04" // a network H1 is no member of
+	vlan := func(r *applyRig, id string, seg int64) store.Job {
+		j, err := r.st.RecordNetwork(ctxT(t), store.NetworkChange{Operation: store.OpUpdateNetwork,
+			Network: store.NetworkSpec{ID: id, Name: "n", Type: store.TypeVLAN, PhysicalNetwork: "ib", SegmentationID: &seg}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	tests := []struct {
+		name string
+		// change records the network-level change after H1 and H2 joined the
+		// rig's network on VLAN 101 (0x0065) and that was applied cleanly;
+		// sweep is the log of the sweep that applies it.
+		change func(r *applyRig) store.Job
+		sweep  string
+		pkey   string // the partition's pkey, which the reason names
+	}{
+		{"VLAN move", func(r *applyRig) store.Job { return vlan(r, r.netID, 102) }, full(0x0066), "0x0066"},
+		{"update", func(r *applyRig) store.Job { return vlan(r, r.netID, 101) }, full(0x0065), "0x0065"},
+		{"moved to the flat partition", func(r *applyRig) store.Job {
+			j, err := r.st.RecordNetwork(ctxT(t), store.NetworkChange{Operation: store.OpCreateNetwork,
+				Network: store.NetworkSpec{ID: r.netID, Name: "n", Type: store.TypeFlat, PhysicalNetwork: "ib"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return j
+		}, full(uint16(store.DefaultFlatPKey)), store.DefaultFlatPKey.String()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sweep := ""
+			r := newApplyRig(t, true, func() string { return heavySweep(sweep) })
+			r.network(101)
+			r.port("port-h1", 0x0002c90300000101)
+			r.port("port-h2", 0x0002c90300000201)
+			if res := r.term.apply(ctxT(t)); res != applyDone {
+				t.Fatalf("first apply: %v, want done", res)
+			}
+			job := tt.change(r)
+			unrelated := vlan(r, other, 103)
+			sweep = logLine(0x01, "pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x8300 because Pkey table is full for node 0x0002c90300f00001 port 0 (S1)") + tt.sweep
+			if res := r.term.apply(ctxT(t)); res != applyDone {
+				t.Fatalf("apply: %v, want done", res)
+			}
+			j := r.job(job.ID)
+			if j.Status != store.StatusFailed || !strings.Contains(j.Error, "ERR 0512") ||
+				!strings.Contains(j.Error, "node 0x0002c90300000100 port 1") ||
+				!strings.Contains(j.Error, "host port 0x0002c90300000101, pkey "+tt.pkey) {
+				t.Errorf("the network's job: %s (%s); want Failed, naming H1's port, pkey %s and OpenSM's line", j.Status, j.Error, tt.pkey)
+			}
+			if j := r.job(unrelated.ID); j.Status != store.StatusCompleted {
+				t.Errorf("the job of a network without H1: %s (%s); want Completed", j.Status, j.Error)
+			}
+		})
+	}
+}
+
+// Attribution is by port and pkey: H1's table full for one pkey (the line
+// comes back at every sweep while it lasts) fails the changes to that pkey's
+// partition, which has H1 as a member, and not the later changes to the
+// other pkeys H1 is in, nor a change of H1's own to another pkey in the same
+// sweep. A line that names a port but no pkey (a table block not sent) fails
+// the changes of that port's memberships in the sweep, to any pkey (H4 to
+// 0x1008), and no other, even when the port's node description reads like a
+// line that names another port's pkey.
+func TestPKeyErrorsAttributedByPortAndPKey(t *testing.T) {
+	full := func(node uint64, pkey uint16) string {
+		return fmt.Sprintf("pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x%04x because Pkey table is full for node 0x%016x port 1 (H)", pkey, node)
+	}
+	const h4Block = "pkey_mgr_update_pkey_entry: ERR 0506: pkey_mgr_update_pkey_entry() failed to update pkey table block 0 for node 0x0002c90300000400 port 1 (H4)"
+	const h4Disguised = "pkey_mgr_update_pkey_entry: ERR 0506: pkey_mgr_update_pkey_entry() failed to update pkey table block 0 for node 0x0002c90300000400 port 1 (ERR 0512: Failed to set PKey 0x9006 because)"
+	const (
+		h1, h1Node = fabric.GUID(0x0002c90300000101), 0x0002c90300000100
+		h2         = fabric.GUID(0x0002c90300000201)
+		h3, h3Node = fabric.GUID(0x0002c90300000301), 0x0002c90300000300
+		h4         = fabric.GUID(0x0002c90300000401)
+	)
+	F, C := store.StatusFailed, store.StatusCompleted
+	tests := []struct {
+		name string
+		line string
+		// the statuses of the jobs that add H1 to 0x1006, H2 to 0x1005 and
+		// H2 to 0x1007 (Kubernetes), H3's port to the network (0x0065), and
+		// H4 to 0x1008
+		h1To1006, h2To1005, h2To1007, h3Port, h4To1008 string
+	}{
+		{"H1 full for 0x1005", full(h1Node, 0x9005), C, F, C, C, C},
+		{"H1 full for 0x1006", full(h1Node, 0x9006), F, C, C, C, C},
+		{"H1 full for the default partition", full(h1Node, 0xffff), C, C, C, C, C},
+		{"H3 full for the network's pkey", full(h3Node, 0x8065), C, C, C, F, C},
+		{"H3 full for 0x1005", full(h3Node, 0x9005), C, C, C, C, C},
+		{"H4's table block not sent", h4Block, C, C, C, C, F},
+		{"H4's node description names a pkey", h4Disguised, C, C, C, C, F},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sweep := ""
+			r := newApplyRig(t, true, func() string { return heavySweep(sweep) })
+			kube := r.st.WithRules(store.Rules{KubernetesRange: fabric.PKeyRange{First: 0x1000, Last: 0x1fff}})
+			add := func(pkey fabric.PKey, g fabric.GUID) store.Job {
+				j, err := kube.AddKubernetesGUIDs(ctxT(t), store.KubernetesAddition{PKey: pkey,
+					Members: []store.KubernetesMember{{GUID: g, Membership: fabric.Full}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return j
+			}
+			// Applied before the line appears: H1 in 0x1005 and 0x1007, the
+			// network.
+			r.network(101)
+			add(0x1005, h1)
+			add(0x1007, h1)
+			if res := r.term.apply(ctxT(t)); res != applyDone {
+				t.Fatalf("first apply: %v, want done", res)
+			}
+			jobs := []struct {
+				name string
+				job  store.Job
+				want string
+			}{
+				{"H1 to 0x1006", add(0x1006, h1), tt.h1To1006},
+				{"H2 to 0x1005", add(0x1005, h2), tt.h2To1005},
+				{"H2 to 0x1007", add(0x1007, h2), tt.h2To1007},
+				{"H3's port", r.port("port-h3", uint64(h3)), tt.h3Port},
+				{"H4 to 0x1008", add(0x1008, h4), tt.h4To1008},
+			}
+			sweep = logLine(0x01, tt.line)
+			if res := r.term.apply(ctxT(t)); res != applyDone {
+				t.Fatalf("apply: %v, want done", res)
+			}
+			for _, c := range jobs {
+				j := r.job(c.job.ID)
+				if j.Status != c.want {
+					t.Errorf("the job of %s: %s (%s), want %s", c.name, j.Status, j.Error, c.want)
+				}
+				if j.Status == store.StatusFailed && !strings.Contains(j.Error, tt.line) {
+					t.Errorf("the job of %s failed without OpenSM's line: %q", c.name, j.Error)
+				}
+			}
+		})
+	}
+}
+
+// The windows of pkey error attribution.
+//   - a removal: the removal of H1's port from pkey 0x0065 completes beside
+//     H1's error for another pkey, and fails on a line that names H1 and
+//     0x0065, or H1 and no pkey (its table block not sent: the pkey it should
+//     lose may still be there), though the state the sweep applied no longer
+//     shows the port;
+//   - a line of an earlier sweep, before the apply's position, fails nothing;
+//   - the state moves on during the sweep (the network moves to another VLAN,
+//     H1's port leaves): the jobs are judged on the state the sweep applied.
+func TestPKeyErrorWindows(t *testing.T) {
+	full := func(pkey uint16) string {
+		return logLine(0x01, fmt.Sprintf("pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x%04x because Pkey table is full for node 0x0002c90300000100 port 1 (H1)", 0x8000|pkey))
+	}
+	h1Block := logLine(0x01, "pkey_mgr_update_pkey_entry: ERR 0506: pkey_mgr_update_pkey_entry() failed to update pkey table block 0 for node 0x0002c90300000100 port 1 (H1)")
+	vlan := func(r *applyRig, seg int64) store.Job {
+		j, err := r.st.RecordNetwork(ctxT(t), store.NetworkChange{Operation: store.OpUpdateNetwork,
+			Network: store.NetworkSpec{ID: r.netID, Name: "n", Type: store.TypeVLAN, PhysicalNetwork: "ib", SegmentationID: &seg}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	remove := func(r *applyRig, port string) store.Job {
+		j, err := r.st.RemovePort(ctxT(t), store.PortRemoval{PortID: port})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	// setup is the rig with H1's and H2's ports in the network on VLAN 101,
+	// applied cleanly.
+	setup := func(t *testing.T, sweep *func() string) *applyRig {
+		r := newApplyRig(t, true, func() string { return (*sweep)() })
+		*sweep = func() string { return heavySweep("") }
+		r.network(101)
+		r.port("port-h1", 0x0002c90300000101)
+		r.port("port-h2", 0x0002c90300000201)
+		if res := r.term.apply(ctxT(t)); res != applyDone {
+			t.Fatalf("first apply: %v, want done", res)
+		}
+		return r
+	}
+	check := func(t *testing.T, r *applyRig, name string, job store.Job, want string) {
+		t.Helper()
+		if j := r.job(job.ID); j.Status != want {
+			t.Errorf("%s: %s (%s %s), want %s", name, j.Status, j.Description, j.Error, want)
+		}
+	}
+
+	t.Run("removal", func(t *testing.T) {
+		for _, c := range []struct {
+			name, line, want string
+		}{
+			{"another pkey's error", full(0x0066), store.StatusCompleted},
+			{"the error of the pkey it left", full(0x0065), store.StatusFailed},
+			{"a table block not sent", h1Block, store.StatusFailed},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				var sweep func() string
+				r := setup(t, &sweep)
+				job := remove(r, "port-h1")
+				sweep = func() string { return heavySweep(c.line) }
+				if res := r.term.apply(ctxT(t)); res != applyDone {
+					t.Fatalf("apply: %v, want done", res)
+				}
+				check(t, r, "the removal of H1's port", job, c.want)
+			})
+		}
+	})
+
+	t.Run("a line of an earlier sweep", func(t *testing.T) {
+		var sweep func() string
+		r := setup(t, &sweep)
+		appendTo(t, r.sm.log, heavySweep(full(0x0066))) // before the position
+		job := vlan(r, 102)
+		if res := r.term.apply(ctxT(t)); res != applyDone {
+			t.Fatalf("apply: %v, want done", res)
+		}
+		check(t, r, "the VLAN move", job, store.StatusCompleted)
+	})
+
+	t.Run("the state moves on during the sweep", func(t *testing.T) {
+		var sweep func() string
+		r := setup(t, &sweep)
+		move := vlan(r, 102)
+		var later []store.Job
+		sweep = func() string {
+			// Recorded after the apply read the state, before OpenSM's
+			// sweep ends: the next apply's.
+			later = append(later, vlan(r, 103), remove(r, "port-h1"))
+			return heavySweep(full(0x0066))
+		}
+		if res := r.term.apply(ctxT(t)); res != applyDone {
+			t.Fatalf("apply: %v, want done", res)
+		}
+		check(t, r, "the move to 102, which the sweep applied", move, store.StatusFailed)
+		for _, j := range later {
+			if got := r.job(j.ID); got.Status == store.StatusFailed || got.Status == store.StatusCompleted {
+				t.Errorf("a change after the sweep's state finished with it: %+v", got)
+			}
+		}
+	})
+}
+
+// A database write that fails while the jobs an error names are failed one by
+// one completes nothing; the retry fails the rest, and completes the others.
+func TestPKeyErrorsFailJobRefused(t *testing.T) {
+	h1Full := logLine(0x01, "pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x8065 because Pkey table is full for node 0x0002c90300000100 port 1 (H1)")
+	r := newApplyRig(t, true, func() string { return heavySweep(h1Full) })
+	faulty := &faultyStore{Store: r.st, fails: map[string][]bool{"FailJob": {false, true}}}
+	r.term.Store = faulty
+	nw := r.network(101)
+	h1 := r.port("port-h1", 0x0002c90300000101)
+	h2 := r.port("port-h2", 0x0002c90300000201)
+	if res := r.term.apply(ctxT(t)); res != applyRetry {
+		t.Fatalf("apply with a refused write: %v, want a retry", res)
+	}
+	failed := 0
+	for _, id := range []int64{nw.ID, h1.ID, h2.ID} {
+		switch j := r.job(id); j.Status {
+		case store.StatusCompleted:
+			t.Errorf("job %d completed in an apply that could not fail every job its errors name", id)
+		case store.StatusFailed:
+			failed++
+		}
+	}
+	if failed != 1 {
+		t.Errorf("%d jobs failed before the refused write, want 1", failed)
+	}
+	if res := r.term.apply(ctxT(t)); res != applyDone {
+		t.Fatalf("apply: %v, want done", res)
+	}
+	for _, c := range []struct {
+		job  store.Job
+		want string
+	}{{nw, store.StatusFailed}, {h1, store.StatusFailed}, {h2, store.StatusCompleted}} {
+		if j := r.job(c.job.ID); j.Status != c.want {
+			t.Errorf("job %d after the retry: %s (%s), want %s", c.job.ID, j.Status, j.Error, c.want)
 		}
 	}
 }

@@ -25,9 +25,14 @@ type CapacityChecker interface {
 // partitions on such a switch port without logging a word, so the gates must
 // close as if it had said so. dump is the apply's one read of the subnet
 // dump, which the gates compare the switches with too.
-func (t *term) recordOverCapacity(ctx context.Context, st partitions.State, dump dumpRead) {
+//
+// It fails closed: since OpenSM will never log these ports, an error
+// recording them is returned, and no job may complete until a later apply
+// has recorded them. A dump that cannot be read is logged only: the gates,
+// judging the same read, are closed by it.
+func (t *term) recordOverCapacity(ctx context.Context, st partitions.State, dump dumpRead) error {
 	if t.Cfg.PortLimit == nil {
-		return
+		return nil
 	}
 	members := map[fabric.GUID][]fabric.PKey{}
 	for _, n := range st.Networks {
@@ -46,10 +51,10 @@ func (t *term) recordOverCapacity(ctx context.Context, st partitions.State, dump
 	reached, err := t.Cfg.PortLimit.ReachedIn(dump.topo, dump.err, members)
 	if err != nil {
 		t.Log.Error("check host ports against their switch ports' pkey tables", "error", err)
-		return
+		return nil
 	}
 	if len(reached) == 0 {
-		return
+		return nil
 	}
 	seen := make([]store.EnforcementSighting, len(reached))
 	for i, r := range reached {
@@ -59,6 +64,7 @@ func (t *term) recordOverCapacity(ctx context.Context, st partitions.State, dump
 		t.Log.Error(EnforcementCleared+" (its pkey table is full)", "switch_port", r.Behind.String(), "host_port", r.Host.String(), "pkeys", r.PKeys)
 	}
 	if err := t.Store.RecordEnforcementErrors(ctx, t.id, seen); err != nil {
-		t.Log.Error("record enforcement errors", "error", err)
+		return fmt.Errorf("record host ports at their switch ports' pkey capacity: %w", err)
 	}
+	return nil
 }

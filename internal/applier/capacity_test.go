@@ -1,11 +1,14 @@
 package applier
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
@@ -43,7 +46,9 @@ func TestRecordOverCapacity(t *testing.T) {
 	}
 	// H1: default, 0x0200, 0x0201 and 0x0065 = 4 = the capacity.
 	topo, err := topology.NewDump(dump).Load()
-	tm.recordOverCapacity(ctxT(t), State(snap, tm.Cfg.DefaultPartition, tm.Cfg.FlatPKey), dumpRead{topo, err})
+	if err := tm.recordOverCapacity(ctxT(t), State(snap, tm.Cfg.DefaultPartition, tm.Cfg.FlatPKey), dumpRead{topo, err}); err != nil {
+		t.Fatal(err)
+	}
 	got, err := s.EnforcementErrors(ctxT(t))
 	if err != nil {
 		t.Fatal(err)
@@ -63,8 +68,83 @@ func TestRecordOverCapacity(t *testing.T) {
 	}
 	tm.Cfg.PortLimit = &topology.PortLimit{DumpFile: dump, Capacity: 5, Static: static}
 	snap.Members = []store.Member{{NetworkID: "net-a", GUID: h1}, {NetworkID: "net-flat", GUID: h2}}
-	tm.recordOverCapacity(ctxT(t), State(snap, tm.Cfg.DefaultPartition, tm.Cfg.FlatPKey), dumpRead{topo, err})
+	if err := tm.recordOverCapacity(ctxT(t), State(snap, tm.Cfg.DefaultPartition, tm.Cfg.FlatPKey), dumpRead{topo, err}); err != nil {
+		t.Fatal(err)
+	}
 	if got, _ := s.EnforcementErrors(ctxT(t)); len(got) != 0 {
 		t.Errorf("recorded %+v below the capacity", got)
+	}
+}
+
+// faultyStore is the applier's real store with some of its writes refused,
+// as a database that is away or refuses them would: fails says, for each call
+// of the method named, whether it fails (calls past the list succeed).
+type faultyStore struct {
+	Store
+	mu    sync.Mutex
+	fails map[string][]bool
+	calls map[string]int
+}
+
+var errRefused = errors.New("the database refused the write (injected)")
+
+func (f *faultyStore) fail(method string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.calls == nil {
+		f.calls = map[string]int{}
+	}
+	n := f.calls[method]
+	f.calls[method]++
+	if n < len(f.fails[method]) && f.fails[method][n] {
+		return errRefused
+	}
+	return nil
+}
+
+func (f *faultyStore) RecordEnforcementErrors(ctx context.Context, term int64, seen []store.EnforcementSighting) error {
+	if err := f.fail("RecordEnforcementErrors"); err != nil {
+		return err
+	}
+	return f.Store.RecordEnforcementErrors(ctx, term, seen)
+}
+
+func (f *faultyStore) FailJob(ctx context.Context, term, id int64, reason string) (int64, error) {
+	if err := f.fail("FailJob"); err != nil {
+		return 0, err
+	}
+	return f.Store.FailJob(ctx, term, id, reason)
+}
+
+// The capacity check fails closed: OpenSM stops enforcing on a full switch
+// port without a word, so when its finding cannot be recorded no job
+// completes, and a later apply records it (and the gates then hold the job).
+func TestOverCapacityRecordFailureCompletesNothing(t *testing.T) {
+	r := newApplyRig(t, true, func() string { return heavySweep("") })
+	// H1: the default partition and the network's fill a 2-entry table.
+	r.term.Cfg.PortLimit = &topology.PortLimit{DumpFile: r.dump, Capacity: 2}
+	faulty := &faultyStore{Store: r.st, fails: map[string][]bool{"RecordEnforcementErrors": {true}}}
+	r.term.Store = faulty
+	r.network(101)
+	job := r.port("port-h1", 0x0002c90300000101)
+
+	if res := r.term.apply(ctxT(t)); res != applyRetry {
+		t.Errorf("apply with the finding not recorded: %v, want a retry", res)
+	}
+	if j := r.job(job.ID); j.Status == store.StatusCompleted {
+		t.Fatalf("the job completed although H1's full switch port could not be recorded: %+v", j)
+	}
+	if got := recorded(t, r.st); len(got) != 0 {
+		t.Fatalf("recorded %q although the write failed", got)
+	}
+
+	if res := r.term.apply(ctxT(t)); res != applyDone {
+		t.Fatalf("apply with the database back: %v, want done", res)
+	}
+	if got := recorded(t, r.st); len(got) != 1 || !strings.HasPrefix(got[0], "0x0002c90300f00001:") {
+		t.Errorf("recorded %q, want H1's switch port on S1", got)
+	}
+	if j := r.job(job.ID); j.Status == store.StatusCompleted || !strings.Contains(j.Description, EnforcementCleared) {
+		t.Errorf("job %+v; want it open, held by the recorded finding", j)
 	}
 }

@@ -200,7 +200,13 @@ func (t *term) startGates() error {
 func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply) (completed int64, recorded bool) {
 	log := t.Log.With("revision", a.Revision, "term", t.id)
 	dump := t.readDump()
-	t.recordOverCapacity(ctx, st, dump)
+	if err := t.recordOverCapacity(ctx, st, dump); err != nil {
+		// OpenSM says nothing of these ports: once the apply is recorded
+		// nothing else would. Nothing completes; the apply is retried.
+		log.Error("jobs wait: the capacity check's findings could not be recorded", "error", err)
+		t.observer().ApplyFinished(a.Outcome, time.Since(a.StartedAt))
+		return 0, false
+	}
 	t.scanEnforcement(ctx)
 	frozen := t.pollFreeze(ctx)
 	reapply := t.reapply // a lifted freeze: the full apply that follows completes them

@@ -276,3 +276,33 @@ func PKeyErrorPlace(line string) (node uint64, port int, ok bool) {
 	}
 	return node, port, true
 }
+
+// pkeyErrorPKey reads the pkey a pkey manager error names, in the formats of
+// osm_pkey_mgr.c that name one: ERR 0503 "Failed to obtain P_Key 0x%04x",
+// ERR 0505 "Failed to set PKey 0x%04x", ERR 0508 "Failed to set accum_pkeys
+// PKey 0x%04x", ERR 0512 "Failed to set PKey 0x%04x because Pkey table is
+// full". It is matched right at the line's first "ERR ", the code OpenSM
+// wrote: the node description at the end of the line is the host's to choose,
+// and a pkey written there must not be read as the one OpenSM names.
+var pkeyErrorPKey = regexp.MustCompile(`^ERR 05(?:03: Failed to obtain P_Key|05: Failed to set PKey|08: Failed to set accum_pkeys PKey|12: Failed to set PKey) 0x([0-9a-fA-F]{1,4}) `)
+
+// PKeyErrorPKey returns the pkey a pkey error line (one of
+// SweepResult.PKeyErrors) says was not set, without its membership bit (ERR
+// 0512 shows a full member's as 0x8065: pkey 0x0065). ok is false when the
+// line names no pkey: the other errors (ERR 0502, 0506, 0509, 0511, the MAD
+// errors) concern a port's whole table block or its PortInfo, not one pkey.
+func PKeyErrorPKey(line string) (pkey uint16, ok bool) {
+	i := strings.Index(line, "ERR ")
+	if i < 0 {
+		return 0, false
+	}
+	m := pkeyErrorPKey.FindStringSubmatch(line[i:])
+	if m == nil {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(m[1], 16, 16)
+	if err != nil || v&0x7fff == 0 { // 0x0000 and 0x8000 are no pkey
+		return 0, false
+	}
+	return uint16(v & 0x7fff), true
+}

@@ -35,15 +35,20 @@ func (s *Store) Snapshot(ctx context.Context) (Snapshot, error) {
 			return err
 		}
 		snap.Networks = driver.Convert(nets, network)
-		members, err := q.ListMembers(ctx)
+		// Every port, for the port that holds each membership (the
+		// applier's attribution of pkey errors to removals needs it).
+		ports, err := q.ListPortsSince(ctx, 0)
 		if err != nil {
 			return err
 		}
-		for _, m := range members {
-			if m.Guid == nil {
-				return fmt.Errorf("network %s: membership row without a GUID", m.NetworkID)
+		managed := make(map[string]bool, len(nets))
+		for _, n := range snap.Networks {
+			managed[n.ID] = true
+		}
+		for _, p := range ports {
+			if p.Guid != nil && managed[p.NetworkID] {
+				snap.Members = append(snap.Members, Member{NetworkID: p.NetworkID, GUID: *p.Guid, PortID: p.ID})
 			}
-			snap.Members = append(snap.Members, Member{NetworkID: m.NetworkID, GUID: *m.Guid})
 		}
 		snap.Kubernetes, err = kubernetesPKeys(ctx, q)
 		return err

@@ -53,8 +53,11 @@ type SnapshotCache struct {
 // networkMembers are the ports of one network that hold a GUID.
 type networkMembers struct {
 	guids  map[string]fabric.GUID // by port id
-	sorted []fabric.GUID          // the same GUIDs, in order
+	sorted []Member               // the same GUIDs with their ports, in GUID order
 }
+
+// byGUID orders a network's members (a GUID is held by one port at most).
+func byGUID(m Member, g fabric.GUID) int { return cmp.Compare(m.GUID, g) }
 
 // SnapshotRead says what one ReadSnapshot read from the database, for tests
 // and benchmarks.
@@ -290,10 +293,10 @@ func (c *SnapshotCache) apply(d snapshotDelta) bool {
 			// Built again from the ports: a GUID that moved between two
 			// ports of the network, or a network read again.
 			m.sorted = m.sorted[:0]
-			for _, g := range m.guids {
-				m.sorted = append(m.sorted, g)
+			for port, g := range m.guids {
+				m.sorted = append(m.sorted, Member{NetworkID: id, GUID: g, PortID: port})
 			}
-			slices.Sort(m.sorted)
+			slices.SortFunc(m.sorted, func(a, b Member) int { return cmp.Compare(a.GUID, b.GUID) })
 		}
 	}
 	if networksChanged {
@@ -323,7 +326,7 @@ func (c *SnapshotCache) removePort(port string, touched map[string]bool) {
 	m := c.members[net]
 	g := m.guids[port]
 	delete(m.guids, port)
-	if i, found := slices.BinarySearch(m.sorted, g); found {
+	if i, found := slices.BinarySearchFunc(m.sorted, g, byGUID); found {
 		m.sorted = slices.Delete(m.sorted, i, i+1)
 	}
 	touched[net] = true
@@ -338,9 +341,11 @@ func (c *SnapshotCache) addPort(port, net string, guid fabric.GUID, touched map[
 	}
 	c.ports[port] = net
 	m.guids[port] = guid
-	i, found := slices.BinarySearch(m.sorted, guid)
-	if !found {
-		m.sorted = slices.Insert(m.sorted, i, guid)
+	i, found := slices.BinarySearchFunc(m.sorted, guid, byGUID)
+	if found { // taken from another port of the network, whose row follows (then all is built again)
+		m.sorted[i].PortID = port
+	} else {
+		m.sorted = slices.Insert(m.sorted, i, Member{NetworkID: net, GUID: guid, PortID: port})
 	}
 	touched[net] = true
 }
@@ -359,9 +364,7 @@ func (c *SnapshotCache) snapshot() Snapshot {
 	for _, id := range c.managed {
 		snap.Networks = append(snap.Networks, c.networks[id])
 		if m := c.members[id]; m != nil {
-			for _, g := range m.sorted {
-				snap.Members = append(snap.Members, Member{NetworkID: id, GUID: g})
-			}
+			snap.Members = append(snap.Members, m.sorted...)
 		}
 	}
 	if len(snap.Members) == 0 {

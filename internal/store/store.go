@@ -147,6 +147,7 @@ type Apply struct {
 type Member struct {
 	NetworkID string
 	GUID      fabric.GUID
+	PortID    string // the port that holds it (a GUID is held by one port at most)
 }
 
 // Snapshot is the recorded state at one revision, read in one transaction: the

@@ -185,7 +185,7 @@ func testPortMembership(t *testing.T, s *store.Store) {
 	if snap.Revision != 3 || len(snap.Networks) != 1 || *snap.Networks[0].PKey != 101 {
 		t.Errorf("snapshot = %+v", snap)
 	}
-	want := []store.Member{{NetworkID: netA, GUID: 0x248a070300b1c2d4}}
+	want := []store.Member{{NetworkID: netA, GUID: 0x248a070300b1c2d4, PortID: "p1"}}
 	if fmt.Sprint(snap.Members) != fmt.Sprint(want) {
 		t.Errorf("members = %v, want %v", snap.Members, want)
 	}
@@ -243,7 +243,7 @@ func testRemove(t *testing.T, s *store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []store.Member{{NetworkID: netB, GUID: 0x0002c90300000301}}
+	want := []store.Member{{NetworkID: netB, GUID: 0x0002c90300000301, PortID: "p3"}}
 	if len(snap.Networks) != 1 || snap.Networks[0].ID != netB || fmt.Sprint(snap.Members) != fmt.Sprint(want) {
 		t.Errorf("after removals: networks %+v members %v", snap.Networks, snap.Members)
 	}
