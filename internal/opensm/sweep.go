@@ -62,26 +62,24 @@ type SweepResult struct {
 	ScannedOK bool
 }
 
-// Lines of the log that WaitSweep acts on. Matching is on the message after the
-// "-> " of a header line; a few are exact messages, which OpenSM logs without
-// a function name.
+// Lines of the log that WaitSweep acts on. Each is matched where OpenSM's
+// format puts it and nowhere else (see splitFunction): a box's title, a whole
+// message, or the start of the text after the function name or error code.
 const (
 	titleHeavySweepStart = "INITIATING HEAVY SWEEP"
 	msgSubnetUp          = "SUBNET UP"
 	msgInitErrors        = "Errors during initialization"
 )
 
+// Starts of the texts (after the function name) saying the partitions file
+// was not used: osm_prtn_make_partitions' "Partition configuration in error;
+// retrying with default config" and "Partition configuration %s is not
+// accessible (%s)", and osm_prtn_config_parse_file's "Cannot open config file
+// '%s': %s". The %s are the file's path and the system's error.
+var partitionsRejected = []string{"Partition configuration in error", "Partition configuration ", "Cannot open config file "}
+
 var (
-	// partitionsRejected: the partitions file was not used.
-	partitionsRejected = regexp.MustCompile(`Partition configuration in error|Partition configuration .* is not accessible|Cannot open config file`)
-	pkeyManagerError   = regexp.MustCompile(`\bERR 05[0-9A-Fa-f]{2}\b`)
-	// enforcementError: a switch port stopped enforcing partitions. These are
-	// not pkey table errors of the ports a job names, and are watched for
-	// elsewhere: ERR 0507 (upstream), ERR 0513 (named for NVIDIA OpenSM), and
-	// the text every variant carries (the pre-2011 ERR 0508 too).
-	enforcementError = regexp.MustCompile(`\bERR 05(07|13)\b|Clearing Enforcement bit`)
-	madSetError      = regexp.MustCompile(`\bERR 311[139]\b`)
-	madAboutPKeys    = regexp.MustCompile(`P_KeyTable|PortInfo`)
+	madAboutPKeys = regexp.MustCompile(`P_KeyTable|PortInfo`)
 	// madGet: a Get that failed is discovery, not programming. A PortInfo
 	// Get times out when a port's link goes down as a sweep starts; OpenSM
 	// drops the port and brings the subnet up (it counts only failed Sets as
@@ -176,18 +174,18 @@ func (w *sweepWatch) observe(e Entry) (SweepResult, bool) {
 	if !w.started {
 		return SweepResult{}, false
 	}
-	// A large fabric's sweep logs a VERBOSE line per port: the literal each
-	// expression needs is looked for first (a byte search), so that those
-	// lines cost no regular expression and no joined text.
+	// A large fabric's sweep logs a VERBOSE line per port: each is split at
+	// its function name once, and compared by prefix, so that those lines
+	// cost no regular expression and no joined text.
 	m := e.Message
+	_, rest, hasFunction := splitFunction(m)
+	code, _, isError := errorCode(rest)
 	switch {
-	case (strings.Contains(m, "Partition configuration") || strings.Contains(m, "Cannot open config file")) &&
-		partitionsRejected.MatchString(m):
+	case hasFunction && isPartitionsRejected(rest):
 		w.rejected = append(w.rejected, m)
-	case strings.Contains(m, "PARSE ERROR"):
+	case hasFunction && strings.HasPrefix(rest, "PARSE ERROR"):
 		w.parseErrs = append(w.parseErrs, m)
-	case strings.Contains(m, "ERR 05") && pkeyManagerError.MatchString(m) && !enforcementError.MatchString(e.Text()),
-		strings.Contains(m, "ERR 311") && madSetError.MatchString(m) && madAboutPKeys.MatchString(e.Text()) && !madGet.MatchString(e.Text()):
+	case isError && isPKeyError(e, code):
 		w.pkeyErrs = append(w.pkeyErrs, e.Text())
 	case strings.HasPrefix(m, "Entering ") && notMaster.MatchString(m):
 		return SweepResult{
@@ -247,10 +245,40 @@ func (w *sweepWatch) atDeadline(timeout time.Duration) SweepResult {
 	}
 }
 
+// isPartitionsRejected says whether the text after a message's function name
+// says that the partitions file was not used.
+func isPartitionsRejected(rest string) bool {
+	switch {
+	case strings.HasPrefix(rest, partitionsRejected[0]), strings.HasPrefix(rest, partitionsRejected[2]):
+		return true
+	case strings.HasPrefix(rest, partitionsRejected[1]):
+		return strings.Contains(rest, " is not accessible (")
+	}
+	return false
+}
+
+// isPKeyError says whether an error entry of the given code is one that
+// PKeyErrors keeps: an ERR 05xx of the pkey manager that is not an
+// enforcement error (those are watched for elsewhere), or an ERR
+// 3111/3113/3119 about a P_KeyTable or PortInfo Set. The MAD errors' texts
+// and continuation lines hold no fabric-supplied text: the attribute's and
+// method's names are OpenSM's own.
+func isPKeyError(e Entry, code string) bool {
+	switch {
+	case strings.HasPrefix(code, "05"):
+		_, enforcement := ParseEnforcementError(e)
+		return !enforcement
+	case code == "3111" || code == "3113" || code == "3119":
+		text := e.Text()
+		return madAboutPKeys.MatchString(text) && !madGet.MatchString(text)
+	}
+	return false
+}
+
 // mayBeEnforcement is a cheap first look at an entry for ParseEnforcementError:
 // a large sweep logs a VERBOSE line per port, each of which reaches here.
 func mayBeEnforcement(e Entry) bool {
-	if len(e.More) > 0 || strings.Contains(e.Message, "ERR 05") {
+	if strings.Contains(e.Message, "ERR 05") {
 		return true
 	}
 	i := strings.Index(e.Message, "nforcement")
