@@ -208,8 +208,11 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 	defer t.gate.watch.close()
 	if a.Lease != nil {
 		// From before OpenSM starts: its first state line is this term's.
-		t.freeze = &freezeWatch{leases: a.Lease, suspect: suspect, path: a.Cfg.LogFile, pos: t.gate.watch.pos,
-			timeout: timeout}
+		var err error
+		if t.freeze, err = newFreezeWatch(a.Lease, suspect, a.Cfg.LogFile, t.gate.watch.pos, timeout); err != nil {
+			t.Log.Error("read OpenSM's log for its SM state", "error", err)
+		}
+		defer t.freeze.close()
 	}
 	if err := a.SM.Start(); err != nil {
 		return fmt.Errorf("start OpenSM: %w", err)
