@@ -80,11 +80,12 @@ const (
 )
 
 // Starts of the texts (after the function name) saying the partitions file
-// was not used: osm_prtn_make_partitions' "Partition configuration in error;
-// retrying with default config" and "Partition configuration %s is not
-// accessible (%s)", and osm_prtn_config_parse_file's "Cannot open config file
-// '%s': %s". The %s are the file's path and the system's error.
-var partitionsRejected = []string{"Partition configuration in error", "Partition configuration ", "Cannot open config file "}
+// was not used. The %s are the file's path and the system's error.
+const (
+	textInError       = "Partition configuration in error" // "; retrying with default config" (osm_prtn_make_partitions)
+	textNotAccessible = "Partition configuration "         // "%s is not accessible (%s)" (osm_prtn_make_partitions)
+	textCannotOpen    = "Cannot open config file "         // "'%s': %s" (osm_prtn_config_parse_file)
+)
 
 var (
 	madAboutPKeys = regexp.MustCompile(`P_KeyTable|PortInfo`)
@@ -121,9 +122,8 @@ var (
 // At the deadline without any of these the result is Unknown, as it is at once
 // when the log is truncated or replaced; it is InProgress when a heavy sweep
 // was still running then (see SweepResult.InProgress), and SweepWatch waits
-// on for it. The timeout bounds the wait; ctx
-// cancels it, and then WaitSweep returns ctx.Err(). Other errors are I/O errors
-// reading the log.
+// on for it. The timeout bounds the wait; ctx cancels it, and then WaitSweep
+// returns ctx.Err(). Other errors are I/O errors reading the log.
 //
 // A restarted OpenSM needs no special case: its first sweep also starts after
 // the position, and reads the new file.
@@ -317,9 +317,9 @@ func (w *sweepWatch) atDeadline(timeout time.Duration) SweepResult {
 // says that the partitions file was not used.
 func isPartitionsRejected(rest string) bool {
 	switch {
-	case strings.HasPrefix(rest, partitionsRejected[0]), strings.HasPrefix(rest, partitionsRejected[2]):
+	case strings.HasPrefix(rest, textInError), strings.HasPrefix(rest, textCannotOpen):
 		return true
-	case strings.HasPrefix(rest, partitionsRejected[1]):
+	case strings.HasPrefix(rest, textNotAccessible):
 		return strings.Contains(rest, " is not accessible (")
 	}
 	return false
