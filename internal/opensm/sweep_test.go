@@ -375,3 +375,32 @@ func TestSweepEndingAtTheDeadline(t *testing.T) {
 	}
 	checkSweep(t, res, Applied, nil, nil)
 }
+
+// logrotate renames the log between two waits of a sweep longer than the
+// timeout, and OpenSM logs the sweep's end in the new file: the watch follows
+// it there.
+func TestSweepWatchFollowsASweepAcrossRotationBetweenWaits(t *testing.T) {
+	before, sweep := sweepText(t, "applied.log")
+	head, tail := cutAfterBox(t, sweep, titleHeavySweepStart)
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	appendTo(t, path, before)
+	from, err := LogPosition(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, path, head)
+	w := WatchSweep(path, from)
+	defer w.Close()
+	if res, err := w.Wait(context.Background(), 200*time.Millisecond); err != nil || !res.InProgress {
+		t.Fatalf("first wait: %+v, %v; want in progress", res, err)
+	}
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, path, tail)
+	res, err := w.Wait(context.Background(), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSweep(t, res, Applied, nil, nil)
+}
