@@ -32,6 +32,10 @@ type Options struct {
 	// is killed by the kernel when this process dies, so a test that crashes
 	// leaves nothing behind.
 	Detach bool
+	// Descriptions gives hosts, by name ("H2"), the NodeDescription their
+	// HCA reports instead of their name: what a bare-metal tenant sets on
+	// its host (up to 63 printable characters, no '"').
+	Descriptions map[string]string
 }
 
 // SMEnv is the env file's lines for an OpenSM on the k-th SM HCA (from 1),
@@ -119,6 +123,9 @@ func Start(ctx context.Context, dir string, o Options) (*Fabric, error) {
 		o.SMs = 1
 	}
 	net, hosts, err := topologySMs(o.Hosts, o.Switches, o.SMs)
+	if err == nil {
+		net, err = describeHosts(net, o.Descriptions)
+	}
 	if err != nil {
 		return nil, err
 	}

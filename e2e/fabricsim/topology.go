@@ -114,3 +114,19 @@ func topologySMs(nHosts, nSwitches, nSMs int) (string, []Host, error) {
 	}
 	return b.String(), hosts, nil
 }
+
+// describeHosts gives the named HCAs of the topology net the descriptions
+// descs holds, in ibsim's syntax: `Hca 1 "H2" # "description"`.
+func describeHosts(net string, descs map[string]string) (string, error) {
+	for name, desc := range descs {
+		if len(desc) > 63 || strings.ContainsAny(desc, "\"\n\x00") {
+			return "", fmt.Errorf("topology: description %q of %s: want at most 63 characters, without '\"' or a newline", desc, name)
+		}
+		line := fmt.Sprintf("Hca 1 %q\n", name)
+		if !strings.Contains(net, line) {
+			return "", fmt.Errorf("topology: no host %s to describe", name)
+		}
+		net = strings.Replace(net, line, fmt.Sprintf("Hca 1 %q # \"%s\"\n", name, desc), 1)
+	}
+	return net, nil
+}

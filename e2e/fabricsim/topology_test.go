@@ -115,3 +115,26 @@ func TestTopologyRejects(t *testing.T) {
 		}
 	}
 }
+
+// A host's description is written in ibsim's syntax; one ibsim would cut or
+// misread is refused.
+func TestDescribeHosts(t *testing.T) {
+	net, _, err := topology(2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := describeHosts(net, map[string]string{"H2": "Clearing Enforcement bit"})
+	if err != nil || !strings.Contains(got, "Hca 1 \"H2\" # \"Clearing Enforcement bit\"\n") || !strings.Contains(got, "Hca 1 \"H1\"\n") {
+		t.Fatalf("describeHosts: %v\n%s", err, got)
+	}
+	for _, bad := range []map[string]string{
+		{"H2": strings.Repeat("x", 64)},
+		{"H2": "a \"quote\""},
+		{"H2": "a\nnewline"},
+		{"H9": "no such host"},
+	} {
+		if _, err := describeHosts(net, bad); err == nil {
+			t.Errorf("describeHosts(%q): no error", bad)
+		}
+	}
+}

@@ -218,8 +218,11 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 	defer t.gate.watch.close()
 	if a.Lease != nil {
 		// From before OpenSM starts: its first state line is this term's.
-		t.freeze = &freezeWatch{leases: a.Lease, suspect: suspect, path: a.Cfg.LogFile, pos: t.gate.watch.pos,
-			timeout: timeout}
+		var err error
+		if t.freeze, err = newFreezeWatch(a.Lease, suspect, a.Cfg.LogFile, t.gate.watch.pos, timeout); err != nil {
+			t.Log.Error("read OpenSM's log for its SM state", "error", err)
+		}
+		defer t.freeze.close()
 	}
 	if err := a.SM.Start(); err != nil {
 		return fmt.Errorf("start OpenSM: %w", err)
@@ -457,7 +460,7 @@ func (t *term) apply(ctx context.Context) applyResult {
 	// sweep (it holds the watch until caughtUp returns).
 	caughtUp := t.gate.watch.catchUp(ctx, t.id, t.Store, t.Log, pos)
 	defer caughtUp() //nolint:errcheck // reported below; this only waits on early returns
-	res, err := opensm.WaitSweep(ctx, t.Cfg.LogFile, pos, t.Cfg.SweepTimeout)
+	res, err := t.waitSweep(ctx, pos, rev, log)
 	if err := caughtUp(); err != nil {
 		log.Error("read OpenSM's log for cleared enforcement", "error", err)
 	}
@@ -601,6 +604,48 @@ func (t *term) judge() {
 	}
 	snap := t.rendered
 	t.judged = &snap
+}
+
+// maxSweepFollow bounds how long an apply follows one heavy sweep that is
+// still running, in sweep_timeouts: a sweep of a large fabric under load may
+// take several, and signalling again only queues another sweep behind it
+// (each SIGHUP during a sweep makes OpenSM sweep once more after it), whose
+// start the next apply waits for. Past the bound (an OpenSM that hangs) the
+// state is applied again, as after any timeout.
+const maxSweepFollow = 10
+
+// waitSweep follows OpenSM's log from pos to the end of the first heavy
+// sweep that started after it (opensm.SweepWatch). At each sweep_timeout at
+// which a heavy sweep is still running (the one counted, or one that started
+// before pos, behind which the SIGHUP waits) and OpenSM still runs, it says
+// so in the waiting jobs and follows on, up to maxSweepFollow
+// sweep_timeouts: the signal was received, and the sweep that proves the
+// change is under way or next. Only a wait that saw no sweep at all (the
+// signal lost, or OpenSM not master) or an OpenSM no longer running ends with
+// the timeout's result, after which the state is applied and signalled again.
+func (t *term) waitSweep(ctx context.Context, pos opensm.Position, rev int64, log *slog.Logger) (opensm.SweepResult, error) {
+	watch := opensm.WatchSweep(t.Cfg.LogFile, pos)
+	defer watch.Close()
+	for i := 1; ; i++ {
+		res, err := watch.Wait(ctx, t.Cfg.SweepTimeout)
+		if err != nil || !res.TimedOut || !res.InProgress || i >= maxSweepFollow || !t.smRunning() {
+			return res, err
+		}
+		t.observer().Alive() // following a sweep is the loop turning
+		waited := time.Duration(i) * t.Cfg.SweepTimeout
+		log.Warn("OpenSM's heavy sweep is still running past sweep_timeout; following it rather than signalling again",
+			"waited", waited, "detail", res.Detail)
+		t.describeWaiting(ctx, rev, fmt.Sprintf("Waiting: OpenSM's heavy sweep is still running after %s "+
+			"(sweep_timeout %s); following it, for at most %s", waited, t.Cfg.SweepTimeout, maxSweepFollow*t.Cfg.SweepTimeout))
+	}
+}
+
+// smRunning says whether OpenSM runs now (it may be signalled): a sweep of an
+// OpenSM that exited never ends, and its restart is applied to anew.
+func (t *term) smRunning() bool {
+	now, cancel := context.WithCancel(context.Background())
+	cancel() // WaitReady answers at once from the driver's state
+	return t.SM.WaitReady(now) == nil
 }
 
 // describeWaiting says in the open jobs up to rev why they still wait.

@@ -251,6 +251,58 @@ func TestSweepTimeoutKeepsJobsWaitingAndSaysWhy(t *testing.T) {
 	}
 }
 
+// A heavy sweep longer than sweep_timeout (a large fabric under load, or an
+// OpenSM stopped mid-sweep): the apply follows the sweep that started after
+// its SIGHUP, saying so in the waiting jobs, and completes them at its end,
+// with one SIGHUP: no rewrite and signal at each timeout, each of which would
+// queue another sweep behind the running one.
+func TestSweepLongerThanSweepTimeoutIsFollowedNotSignalledAgain(t *testing.T) {
+	r := newApplyRig(t, true, func() string { return logBox("state_mgr_sweep_hop_0", "INITIATING HEAVY SWEEP") })
+	r.term.Cfg.SweepTimeout = 200 * time.Millisecond
+	job := r.network(101)
+	done := make(chan applyResult, 1)
+	go func() { done <- r.term.apply(ctxT(t)) }()
+	// At least one sweep_timeout passes with the sweep running: the job says
+	// it is followed.
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(r.job(job.ID).Description, "still running after") {
+		select {
+		case res := <-done:
+			t.Fatalf("apply returned %v while the sweep ran; want it to follow the sweep", res)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %+v never said the sweep is followed", r.job(job.ID))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	appendTo(t, r.sm.log, logLine(0x02, "osm_pkey_mgr: PKEY setup completed - STARTING SM LID CONFIG")+logLine(0x80, "SUBNET UP"))
+	if res := <-done; res != applyDone {
+		t.Fatalf("apply: %v, want done", res)
+	}
+	if j := r.job(job.ID); j.Status != store.StatusCompleted {
+		t.Errorf("job %+v, want Completed", j)
+	}
+	if n := r.sm.Reloads(); n != 1 {
+		t.Errorf("%d SIGHUPs, want 1", n)
+	}
+}
+
+// The follow is bounded: a sweep that never ends is given up after
+// maxSweepFollow sweep_timeouts, and the state is applied again.
+func TestSweepThatNeverEndsIsGivenUp(t *testing.T) {
+	r := newApplyRig(t, true, func() string { return logBox("state_mgr_sweep_hop_0", "INITIATING HEAVY SWEEP") })
+	r.term.Cfg.SweepTimeout = 20 * time.Millisecond
+	job := r.network(101)
+	if res := r.term.apply(ctxT(t)); res != applyRetry {
+		t.Fatalf("apply: %v, want a retry", res)
+	}
+	j := r.job(job.ID)
+	if j.Status != store.StatusRunning || !strings.Contains(j.Description, "a heavy sweep started but did not end within 200ms") {
+		t.Errorf("job %+v: want Running, saying the sweep did not end within %d sweep_timeouts", j, maxSweepFollow)
+	}
+}
+
 // A proof broken before the deadline (the log rotated under the follower)
 // fails nothing: the jobs wait, saying why, and the state is applied again
 // at once.

@@ -11,7 +11,6 @@ import (
 	"os"
 	"regexp"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
@@ -55,56 +54,160 @@ type freezeWatch struct {
 	timeout time.Duration // of each database call
 	mu      sync.Mutex    // detect runs beside the term's loop
 	pos     opensm.Position
+	// f is the file being read: across a rotation, the old one until it is
+	// read to its end, so that a STANDBY line logged just before logrotate
+	// renamed it is not missed.
+	f       *os.File
 	master  bool   // OpenSM's last state line said MASTER
 	frozen  string // the freeze's reason; "" when none
 	pending bool   // an --unfreeze waits for this OpenSM to be master
 }
 
-// scanState reads the state lines OpenSM logged since the last scan.
-func (w *freezeWatch) scanState() (standby bool, err error) {
+// newFreezeWatch returns a watch of the log at path from pos, its file open
+// already: a rotation before the first scan does not hide what the file held
+// after pos. A file that cannot be opened now is opened at the first scan
+// (the error says why).
+func newFreezeWatch(leases LeaseStore, suspect, path string, pos opensm.Position, timeout time.Duration) (*freezeWatch, error) {
+	w := &freezeWatch{leases: leases, suspect: suspect, path: path, pos: pos, timeout: timeout}
+	return w, w.open()
+}
+
+// close releases the open log file.
+func (w *freezeWatch) close() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.f != nil {
+		w.f.Close()
+		w.f = nil
+	}
+}
+
+// open opens the file at path, if there is one. A file other than the
+// position's is new: all of it is read.
+func (w *freezeWatch) open() error {
 	f, err := os.Open(w.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+		return nil
 	}
 	if err != nil {
-		return false, err
+		return err
 	}
-	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return false, err
+		f.Close()
+		return err
 	}
-	var inode uint64
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		inode = st.Ino
+	if inode := inodeOf(fi); inode != w.pos.Inode {
+		w.pos = opensm.Position{Inode: inode}
+	}
+	w.f = f
+	return nil
+}
+
+// scanState reads the state lines OpenSM logged since the last scan. Across
+// a rotation by renaming, once the path names a new file that OpenSM writes
+// to, the old file is read to its end (its last line too, newline or not)
+// before the new one from its beginning; a file truncated in place is read
+// from its beginning (what it held past the last scan is gone).
+func (w *freezeWatch) scanState() (standby bool, err error) {
+	if w.f == nil {
+		if err := w.open(); err != nil || w.f == nil {
+			return false, err
+		}
+	}
+	for {
+		// Looked for before reading: a new file with data means OpenSM
+		// writes there, so the old one is whole once read to its end.
+		next, err := w.rotated()
+		if err != nil {
+			return standby, err
+		}
+		if next == nil {
+			seen, _, err := w.readState(false)
+			return standby || seen, err
+		}
+		for {
+			seen, progressed, err := w.readState(true)
+			standby = standby || seen
+			if err != nil {
+				next.Close()
+				return standby, err
+			}
+			if !progressed {
+				break
+			}
+		}
+		fi, err := next.Stat()
+		if err != nil {
+			next.Close()
+			return standby, err
+		}
+		w.f.Close()
+		w.f, w.pos = next, opensm.Position{Inode: inodeOf(fi)}
+	}
+}
+
+// rotated returns the file the path names now when it is not the one being
+// read and holds data (OpenSM reopened its log there); nil otherwise.
+func (w *freezeWatch) rotated() (*os.File, error) {
+	cur, err := os.Stat(w.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // moved away, no new file yet: the old one may still grow
+	}
+	if err != nil {
+		return nil, err
+	}
+	if inodeOf(cur) == w.pos.Inode || cur.Size() == 0 {
+		return nil, nil
+	}
+	f, err := os.Open(w.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return f, err
+}
+
+// readState reads the open file past the position, at most maxScan bytes,
+// and reports a STANDBY state line in it. It reads whole lines only, unless
+// whole says the file no longer grows. progressed says the position moved.
+func (w *freezeWatch) readState(whole bool) (standby, progressed bool, err error) {
+	fi, err := w.f.Stat()
+	if err != nil {
+		return false, false, err
 	}
 	from := w.pos.Offset
-	if (w.pos.Inode != 0 && inode != w.pos.Inode) || fi.Size() < from {
-		from = 0
+	if fi.Size() < from {
+		from = 0 // truncated in place (copytruncate, log_max_size)
 	}
 	n := min(fi.Size()-from, maxScan)
 	if n <= 0 {
-		w.pos = opensm.Position{Inode: inode, Offset: from}
-		return false, nil
+		w.pos.Offset = from
+		return false, false, nil
 	}
 	buf := make([]byte, n)
-	if _, err := f.ReadAt(buf, from); err != nil && !errors.Is(err, io.EOF) {
-		return false, err
+	if _, err := w.f.ReadAt(buf, from); err != nil && !errors.Is(err, io.EOF) {
+		return false, false, err
 	}
 	end := bytes.LastIndexByte(buf, '\n') + 1
+	if whole && from+n == fi.Size() {
+		end = len(buf) // the old file's last line, which nothing will finish
+	}
 	if end == 0 && n < maxScan {
-		return false, nil
+		return false, false, nil
 	}
 	if end == 0 {
 		end = len(buf)
 	}
-	w.pos = opensm.Position{Inode: inode, Offset: from + int64(end)}
+	w.pos.Offset = from + int64(end)
 	if !bytes.Contains(buf[:end], []byte(" state")) {
-		return false, nil
+		return false, true, nil
 	}
 	entries, err := opensm.ParseLog(bytes.NewReader(buf[:end]))
 	if err != nil {
-		return false, err
+		return false, true, err
 	}
 	for _, e := range entries {
 		switch {
@@ -114,7 +217,7 @@ func (w *freezeWatch) scanState() (standby bool, err error) {
 			w.master, standby = false, true
 		}
 	}
-	return standby, nil
+	return standby, true, nil
 }
 
 // detect records a freeze when OpenSM went STANDBY since the last look. It

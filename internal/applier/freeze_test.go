@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 )
 
 // The state lines of real OpenSM logs: a start that ends MASTER, and a
@@ -49,5 +52,111 @@ func TestFreezeWatchReadsOpenSMState(t *testing.T) {
 	}
 	if got, err := w.scanState(); err != nil || got {
 		t.Fatalf("nothing new: standby %v, %v; want nothing seen again", got, err)
+	}
+}
+
+// logrotate renames the log between two scans, with OpenSM's STANDBY line at
+// the end of the old file: the watch reads the old file to its end before the
+// new one, whether OpenSM has reopened its log yet or not, and whether the
+// rotation came before its first scan.
+func TestFreezeWatchSeesStandbyAcrossRotation(t *testing.T) {
+	const (
+		master  = "Nov 29 19:24:30 000001 [F5B2C6C0] 0x80 -> Entering MASTER state\n"
+		standby = "Nov 29 19:24:38 895800 [F5B2C6C0] 0x80 -> Entering STANDBY state\n"
+		later   = "Nov 29 19:24:39 000001 [F5B2C6C0] 0x02 -> osm_sm_state_mgr_process: a line after the reopen\n"
+	)
+	write := func(t *testing.T, path, s string) {
+		t.Helper()
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name string
+		// scanFirst: the watch reads the MASTER line before the rotation.
+		scanFirst bool
+		// standby is what the old file ends with: the STANDBY line, with or
+		// without its newline.
+		standby string
+		// reopened: OpenSM logs into the new file before the scan.
+		reopened bool
+	}{
+		{"after a scan, OpenSM reopened", true, standby, true},
+		{"after a scan, not reopened yet", true, standby, false},
+		{"before the first scan", false, standby, true},
+		{"last line without its newline", true, strings.TrimSuffix(standby, "\n"), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "opensm.log")
+			write(t, path, "Nov 29 19:24:29 000001 [F5B2C6C0] 0x03 -> OpenSM 3.3.23\n")
+			pos, err := opensm.LogPosition(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := newFreezeWatch(nil, "", path, pos, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.close()
+			write(t, path, master)
+			if tt.scanFirst {
+				if got, err := w.scanState(); err != nil || got || !w.master {
+					t.Fatalf("before the rotation: standby %v, master %v, %v; want master", got, w.master, err)
+				}
+			}
+			write(t, path, tt.standby)
+			if err := os.Rename(path, path+".1"); err != nil {
+				t.Fatal(err)
+			}
+			if tt.reopened {
+				write(t, path, later)
+			} else {
+				write(t, path, "") // logrotate's create: an empty file OpenSM does not write yet
+			}
+			got, err := w.scanState()
+			if err != nil || !got || w.master {
+				t.Fatalf("after the rotation: standby %v, master %v, %v; want the STANDBY line seen", got, w.master, err)
+			}
+			if tt.reopened {
+				if got, err := w.scanState(); err != nil || got {
+					t.Fatalf("nothing new: standby %v, %v", got, err)
+				}
+				// The new file is followed: a line logged there is read.
+				write(t, path, master)
+				if got, err := w.scanState(); err != nil || got || !w.master {
+					t.Fatalf("in the new file: standby %v, master %v, %v; want master", got, w.master, err)
+				}
+			}
+		})
+	}
+}
+
+// A log truncated in place (log_max_size) is read from its beginning: a
+// STANDBY line logged after the truncation is seen.
+func TestFreezeWatchReadsATruncatedLogFromItsBeginning(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	line := func(msg string) string { return "Nov 29 19:24:38 895800 [F5B2C6C0] 0x80 -> " + msg + "\n" }
+	if err := os.WriteFile(path, []byte(line("OpenSM 3.3.23")+line("Entering MASTER state")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w, err := newFreezeWatch(nil, "", path, opensm.Position{}, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.close()
+	if got, err := w.scanState(); err != nil || got || !w.master {
+		t.Fatalf("standby %v, master %v, %v; want master", got, w.master, err)
+	}
+	if err := os.WriteFile(path, []byte(line("Entering STANDBY state")), 0o600); err != nil { // truncates in place
+		t.Fatal(err)
+	}
+	if got, err := w.scanState(); err != nil || !got {
+		t.Fatalf("after the truncation: standby %v, %v; want the STANDBY line seen", got, err)
 	}
 }

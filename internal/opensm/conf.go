@@ -2,10 +2,12 @@ package opensm
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -64,6 +66,32 @@ var unparsableOptions = []string{"log_prefix"}
 // from the per-module logging file whatever it is.
 const defaultLogFlags = "0x03"
 
+// checkLogFlags refuses a log_flags with DEBUG (0x08): at that level OpenSM
+// logs, unfiltered, strings that hosts send it (the names of the service
+// records they register through the SA, the node descriptions in their
+// queries), where a newline starts a line of the host's making in the log:
+// a forged "SUBNET UP" would complete jobs before anything is applied. The
+// value is read as OpenSM reads it (strtoul, base 0); one it would not read
+// as a number is refused too.
+func checkLogFlags(value string) error {
+	v := strings.TrimSpace(value)
+	base := 10
+	switch {
+	case strings.HasPrefix(v, "0x") || strings.HasPrefix(v, "0X"):
+		v, base = v[2:], 16
+	case len(v) > 1 && v[0] == '0':
+		v, base = v[1:], 8
+	}
+	flags, err := strconv.ParseUint(v, base, 8)
+	if err != nil {
+		return errors.New("want a number from 0 to 0xff, as OpenSM reads it")
+	}
+	if flags&uint64(LevelDebug) != 0 {
+		return errors.New("DEBUG (0x08) logs strings the fabric's hosts send unfiltered, which could forge the lines the manager reads; leave it out")
+	}
+	return nil
+}
+
 // OpenSM splits an option line at the first blank; option names are C
 // identifiers in lower case.
 var optionKey = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
@@ -113,6 +141,9 @@ func RenderConf(o ConfOptions) ([]byte, error) {
 		}
 		seen[kv.Key] = true
 		if kv.Key == "log_flags" {
+			if err := checkLogFlags(kv.Value); err != nil {
+				return nil, fmt.Errorf("opensm.conf: log_flags %q: %w", kv.Value, err)
+			}
 			operatorSetsLogFlags = true
 		}
 	}

@@ -100,14 +100,16 @@ func TestRenderConfOwnedValues(t *testing.T) {
 }
 
 func TestRenderConfOperatorLogFlags(t *testing.T) {
-	o := confPaths
-	o.Passthrough = []KeyValue{{"log_flags", "0x83"}}
-	got, err := RenderConf(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if flags := options(t, got)["log_flags"]; !slices.Equal(flags, []string{"0x83"}) {
-		t.Errorf("log_flags = %q, want only the operator's [0x83]", flags)
+	for _, v := range []string{"0x83", "0x07", "0xF7", "7", "0"} {
+		o := confPaths
+		o.Passthrough = []KeyValue{{"log_flags", v}}
+		got, err := RenderConf(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if flags := options(t, got)["log_flags"]; !slices.Equal(flags, []string{v}) {
+			t.Errorf("log_flags = %q, want only the operator's [%s]", flags, v)
+		}
 	}
 }
 
@@ -131,6 +133,10 @@ func TestRenderConfRejects(t *testing.T) {
 		{"blank in key", withPassthrough(KeyValue{"sm priority", "1"}), "option name"},
 		{"empty key", withPassthrough(KeyValue{"", "1"}), "option name"},
 		{"log_prefix hides the markers", withPassthrough(KeyValue{"log_prefix", "fabric1"}), "log lines"},
+		{"log_flags with DEBUG", withPassthrough(KeyValue{"log_flags", "0x0f"}), "DEBUG"},
+		{"log_flags with DEBUG, in decimal", withPassthrough(KeyValue{"log_flags", "255"}), "DEBUG"},
+		{"log_flags with DEBUG, in octal", withPassthrough(KeyValue{"log_flags", "010"}), "DEBUG"},
+		{"log_flags not a number", withPassthrough(KeyValue{"log_flags", "verbose"}), "number"},
 		{"duplicate key", withPassthrough(KeyValue{"sm_priority", "1"}, KeyValue{"sm_priority", "2"}), "twice"},
 		{"no partitions file", ConfOptions{LogFile: "/l", PerModuleLoggingFile: "/p"}, "partition_config_file"},
 		{"no log file", ConfOptions{PartitionsFile: "/x", PerModuleLoggingFile: "/p"}, "log_file"},

@@ -16,13 +16,15 @@ func TestEnforcementErrors(t *testing.T) {
 	}{
 		{"enforcement/err-0507.log", []string{"0x0002c90300f00001:2", "0x0002c90300f0abcd:17", "0x0002c90300f00001:2"}},
 		{"enforcement/old-0508.log", []string{"0x0002c90300f00001:7"}},
+		// ERR 0513's format is unknown: where it would quote a description
+		// is unknown too, so no place is read out of it, only its code.
 		{"enforcement/nvidia-0513.log", []string{
-			"0x98039b0300a1b2c3:33", // switch port named
-			Unattributed,            // only the host's node
-			Unattributed,            // the phrase, no place
-			Unattributed,            // GUID 0
-			Unattributed,            // port 0 is the switch itself
-			"0x98039b0300a1b2c3:35", // on the continuation line
+			Unattributed, // a switch port named, in an unknown format
+			Unattributed, // only the host's node
+			Unattributed, // the phrase, no place
+			Unattributed, // GUID 0
+			Unattributed, // port 0 is the switch itself
+			Unattributed, // a switch port on the continuation line
 		}},
 		// Real logs without enforcement errors (ERR 0512 is the host's own table).
 		{"pkey-table-full.log", nil},
@@ -100,5 +102,43 @@ func TestMayHoldEnforcementErrors(t *testing.T) {
 	}
 	if !sawSome || !sawNone {
 		t.Errorf("the fixtures should include logs with and without enforcement errors (with: %v, without: %v)", sawSome, sawNone)
+	}
+}
+
+// Where ParseEnforcementError looks: the code after the function name, the
+// two known formats whatever the code, the phrase as the first words; and
+// nowhere else in a message.
+func TestParseEnforcementErrorFormats(t *testing.T) {
+	const s = "0x0002c90300f00001:5"
+	tests := []struct {
+		message string
+		want    string // "" when not an enforcement error
+	}{
+		{"pkey_mgr_update_peer_port: ERR 0507: Not enough pkey entries (48 <= 48) on switch 0x0002c90300f00001 port 5 (leaf). Clearing Enforcement bit", s},
+		{"pkey_mgr_update_peer_port: ERR 0508: Not enough pkey entries (32 < 33) on switch 0x0002c90300f00001 port 5. Clearing Enforcement bit", s},
+		{"f: ERR 0B10: Not enough pkey entries (48 <= 48) on switch 0x0002c90300f00001 port 5 (). Clearing Enforcement bit", s},
+		{"f: ERR 0507: another text", Unattributed},
+		{"f: ERR 0507: Not enough pkey entries (48 <= 48) on switch 0x0002c90300f00001 port 255 (x). Clearing Enforcement bit", Unattributed},
+		{"f: ERR 0507: Not enough pkey entries (48 <= 48) on switch 0x00002c90300f000001 port 5 (x). Clearing Enforcement bit", Unattributed},
+		{"f: ERR 0513:", Unattributed},
+		{"f: clearing enforcement bit on port 3", Unattributed},
+		{"f: ERR 0B10: Clearing Enforcement bit", Unattributed},
+		{"f: ERR 0508: Failed to set accum_pkeys PKey 0x8065 in block 0 idx 2 for node 0x0002c90300000100 port 1 (H1)", ""},
+		{"f: ERR 0508: Not enough pkey entries (32 < 33) on switch 0x0002c90300f00001 port 5. Clearing Enforcement bit now", ""},
+		{"f: x Clearing Enforcement bit", ""},
+		{"f: ERR 05070: x", ""},
+		{"ERR 0507: no function name", ""},
+		{"Clearing Enforcement bit", ""},
+		{"f : ERR 0507: x", ""},
+	}
+	for _, tt := range tests {
+		e, ok := ParseEnforcementError(Entry{Time: "Jan 05 10:00:00 000001", Thread: "7F00AA00", Level: LevelError, Message: tt.message})
+		got := ""
+		if ok {
+			got = e.String()
+		}
+		if got != tt.want {
+			t.Errorf("ParseEnforcementError(%q) = %q, want %q", tt.message, got, tt.want)
+		}
 	}
 }

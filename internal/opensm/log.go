@@ -68,6 +68,72 @@ const timeStampLength = len("Nov 29 18:16:33 486627")
 // stars to 66 characters. The lines of stars above and below it have no spaces.
 var boxTitle = regexp.MustCompile(`^\*+ (.*?) \*+$`)
 
+// boxRule is the line of stars above and below a box's title.
+const boxRule = "******************************************************************"
+
+// What a message says is read only where OpenSM's own format puts it: the
+// function name its usual macro writes first ("pkey_mgr_update_port: "), then,
+// for an error, its code ("ERR 0512: "), then the text of the format, read by
+// its fixed parts. Never by searching the whole message: messages quote text
+// the fabric supplies, and a node's description is set by whoever has root on
+// that host (up to 63 characters, any printable ASCII: OpenSM replaces other
+// bytes with spaces before it logs one, so a description never holds a
+// newline, but it can hold any phrase this package looks for, "of node:",
+// "ERR 0507" or another switch's GUID and port). The headers of message boxes
+// and the exact messages ("SUBNET UP") are whole lines or whole messages, which
+// no quoted text can be.
+
+// splitFunction splits a message into the function name OpenSM's OSM_LOG
+// macro writes first and the rest after its ": ". ok is false when the
+// message does not start with a C identifier and ": " (the exact messages
+// such as "SUBNET UP", and a few others OpenSM logs without one).
+func splitFunction(message string) (function, rest string, ok bool) {
+	i := 0
+	for i < len(message) && isIdentByte(message[i], i == 0) {
+		i++
+	}
+	if i == 0 || !strings.HasPrefix(message[i:], ": ") {
+		return "", "", false
+	}
+	return message[:i], message[i+2:], true
+}
+
+func isIdentByte(c byte, first bool) bool {
+	return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || !first && '0' <= c && c <= '9'
+}
+
+// errorCode splits the rest of a message after its function name into an
+// error's code, four hex digits as OpenSM writes "ERR %04X: ", and the text
+// after it. ok is false when the rest does not start with a code: the code of
+// an error is never looked for anywhere else.
+func errorCode(rest string) (code, text string, ok bool) {
+	const prefix = "ERR "
+	if len(rest) < len(prefix)+5 || rest[:len(prefix)] != prefix || rest[len(prefix)+4] != ':' {
+		return "", "", false
+	}
+	code = rest[len(prefix) : len(prefix)+4]
+	for i := 0; i < len(code); i++ {
+		if c := code[i]; !('0' <= c && c <= '9' || 'A' <= c && c <= 'F' || 'a' <= c && c <= 'f') {
+			return "", "", false
+		}
+	}
+	text = rest[len(prefix)+5:]
+	if text != "" && text[0] != ' ' { // "ERR 05130:" is another code; "ERR 0513:" may end the line
+		return "", "", false
+	}
+	return code, strings.TrimPrefix(text, " "), true
+}
+
+// entryError returns the code and text of an error entry: "<function>: ERR
+// <code>: <text>" in its header line.
+func entryError(e Entry) (code, text string, ok bool) {
+	_, rest, ok := splitFunction(e.Message)
+	if !ok {
+		return "", "", false
+	}
+	return errorCode(rest)
+}
+
 // parseHeader reads a header line; ok is false for a continuation line.
 func parseHeader(line string) (e Entry, ok bool) {
 	// "Mon DD HH:MM:SS UUUUUU "
@@ -173,7 +239,11 @@ func (p *entryParser) lineHeader(s string) (done Entry, ok, header, dropped bool
 		return Entry{}, false, false, true
 	}
 	p.cur.More = append(p.cur.More, s)
-	if p.cur.Title == "" {
+	// A box is "<function>:", two empty lines, a rule, the title, a rule, two
+	// empty lines (osm_log_msg_box): the title is only ever the fourth line
+	// under such a header, never a line that merely looks like one.
+	if p.cur.Title == "" && len(p.cur.More) == 4 && isBoxHeader(p.cur.Message) &&
+		p.cur.More[0] == "" && p.cur.More[1] == "" && p.cur.More[2] == boxRule {
 		if m := boxTitle.FindStringSubmatch(s); m != nil {
 			p.cur.Title = m[1]
 		}
@@ -198,7 +268,14 @@ func (p *entryParser) flush(force bool) (Entry, bool) {
 }
 
 func (p *entryParser) openBox() bool {
-	return p.cur.Title == "" && strings.HasSuffix(p.cur.Message, ":") && !strings.Contains(p.cur.Message, " ")
+	return p.cur.Title == "" && isBoxHeader(p.cur.Message) && len(p.cur.More) < 4
+}
+
+// isBoxHeader says whether a message is a box's header line: a function name
+// and ":", nothing else.
+func isBoxHeader(message string) bool {
+	fn, rest, ok := splitFunction(message + " ")
+	return ok && fn != "" && rest == ""
 }
 
 // ParseLog reads a whole OpenSM log (or the part of it after a position).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,6 +55,13 @@ type SweepResult struct {
 	// TimedOut says the outcome was decided by the deadline: no sweep proved
 	// anything within the timeout (Unknown), or none succeeded (Failed).
 	TimedOut bool
+	// InProgress, with TimedOut, says that a heavy sweep was still running at
+	// the deadline: the one counted (its start is logged after the position,
+	// so it reads the new file) or one that started before the position and
+	// has logged its progress since, but not its end (the SIGHUP then waits
+	// in OpenSM for it to end). Signalling again proves nothing sooner: a
+	// SweepWatch's Wait follows on from where it stopped.
+	InProgress bool
 	// Scanned is the stretch of the log whose every entry was checked for
 	// cleared enforcement (LogFollower.Scanned), when ScannedOK: a reader
 	// of the log for those lines (the applier's enforcement watch) need not
@@ -62,26 +70,25 @@ type SweepResult struct {
 	ScannedOK bool
 }
 
-// Lines of the log that WaitSweep acts on. Matching is on the message after the
-// "-> " of a header line; a few are exact messages, which OpenSM logs without
-// a function name.
+// Lines of the log that WaitSweep acts on. Each is matched where OpenSM's
+// format puts it and nowhere else (see splitFunction): a box's title, a whole
+// message, or the start of the text after the function name or error code.
 const (
 	titleHeavySweepStart = "INITIATING HEAVY SWEEP"
 	msgSubnetUp          = "SUBNET UP"
 	msgInitErrors        = "Errors during initialization"
 )
 
+// Starts of the texts (after the function name) saying the partitions file
+// was not used. The %s are the file's path and the system's error.
+const (
+	textInError       = "Partition configuration in error" // "; retrying with default config" (osm_prtn_make_partitions)
+	textNotAccessible = "Partition configuration "         // "%s is not accessible (%s)" (osm_prtn_make_partitions)
+	textCannotOpen    = "Cannot open config file "         // "'%s': %s" (osm_prtn_config_parse_file)
+)
+
 var (
-	// partitionsRejected: the partitions file was not used.
-	partitionsRejected = regexp.MustCompile(`Partition configuration in error|Partition configuration .* is not accessible|Cannot open config file`)
-	pkeyManagerError   = regexp.MustCompile(`\bERR 05[0-9A-Fa-f]{2}\b`)
-	// enforcementError: a switch port stopped enforcing partitions. These are
-	// not pkey table errors of the ports a job names, and are watched for
-	// elsewhere: ERR 0507 (upstream), ERR 0513 (named for NVIDIA OpenSM), and
-	// the text every variant carries (the pre-2011 ERR 0508 too).
-	enforcementError = regexp.MustCompile(`\bERR 05(07|13)\b|Clearing Enforcement bit`)
-	madSetError      = regexp.MustCompile(`\bERR 311[139]\b`)
-	madAboutPKeys    = regexp.MustCompile(`P_KeyTable|PortInfo`)
+	madAboutPKeys = regexp.MustCompile(`P_KeyTable|PortInfo`)
 	// madGet: a Get that failed is discovery, not programming. A PortInfo
 	// Get times out when a port's link goes down as a sweep starts; OpenSM
 	// drops the port and brings the subnet up (it counts only failed Sets as
@@ -113,21 +120,46 @@ var (
 //     its next sweep tick; wait for it. At the deadline: Failed.
 //
 // At the deadline without any of these the result is Unknown, as it is at once
-// when the log is truncated or replaced. The timeout bounds the wait; ctx
-// cancels it, and then WaitSweep returns ctx.Err(). Other errors are I/O errors
-// reading the log.
+// when the log is truncated or replaced; it is InProgress when a heavy sweep
+// was still running then (see SweepResult.InProgress), and SweepWatch waits
+// on for it. The timeout bounds the wait; ctx cancels it, and then WaitSweep
+// returns ctx.Err(). Other errors are I/O errors reading the log.
 //
 // A restarted OpenSM needs no special case: its first sweep also starts after
 // the position, and reads the new file.
 func WaitSweep(ctx context.Context, logPath string, from Position, timeout time.Duration) (SweepResult, error) {
+	s := WatchSweep(logPath, from)
+	defer s.Close()
+	return s.Wait(ctx, timeout)
+}
+
+// SweepWatch is WaitSweep that can wait on: after a result that is TimedOut
+// and InProgress, Wait follows the same log from where it stopped, with what
+// it has seen so far, so that a sweep longer than one timeout is proven
+// without another SIGHUP. It is not safe for concurrent use.
+type SweepWatch struct {
+	follower *LogFollower
+	w        sweepWatch
+	waited   time.Duration // the timeouts of the Waits so far
+}
+
+// WatchSweep returns a SweepWatch of the log from the position; Close it.
+func WatchSweep(logPath string, from Position) *SweepWatch {
+	return &SweepWatch{follower: FollowLog(logPath, from)}
+}
+
+// Close releases the log.
+func (s *SweepWatch) Close() error { return s.follower.Close() }
+
+// Wait is WaitSweep's wait, for at most timeout more (see WaitSweep). Call it
+// again only after a result that is TimedOut and InProgress; any other
+// result is final.
+func (s *SweepWatch) Wait(ctx context.Context, timeout time.Duration) (SweepResult, error) {
 	deadline, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	follower := FollowLog(logPath, from)
-	defer follower.Close()
-
-	var w sweepWatch
+	s.waited += timeout
 	for {
-		e, err := follower.Next(deadline)
+		e, err := s.follower.Next(deadline)
 		switch {
 		case err == nil:
 		case errors.Is(err, ErrLogReset):
@@ -135,16 +167,18 @@ func WaitSweep(ctx context.Context, logPath string, from Position, timeout time.
 		case ctx.Err() != nil:
 			return SweepResult{}, ctx.Err()
 		case deadline.Err() != nil:
-			res := w.atDeadline(timeout)
-			res.Enforcement, res.TimedOut = w.enforcement, true
-			res.Scanned, res.ScannedOK = follower.Scanned()
+			res := s.w.atDeadline(s.waited)
+			res.Enforcement, res.TimedOut = s.w.enforcement, true
+			// A rejected file is acted on at once, whatever still runs.
+			res.InProgress = (s.w.started || s.w.earlier) && res.Outcome != Rejected
+			res.Scanned, res.ScannedOK = s.follower.Scanned()
 			return res, nil
 		default:
 			return SweepResult{}, fmt.Errorf("wait for sweep: %w", err)
 		}
-		if res, done := w.observe(e); done {
-			res.Enforcement = w.enforcement
-			res.Scanned, res.ScannedOK = follower.Scanned()
+		if res, done := s.w.observe(e); done {
+			res.Enforcement = s.w.enforcement
+			res.Scanned, res.ScannedOK = s.follower.Scanned()
 			return res, nil
 		}
 	}
@@ -161,6 +195,26 @@ type sweepWatch struct {
 	// enforcement: every cleared enforcement seen since the position, kept
 	// across sweeps.
 	enforcement []EnforcementError
+	// earlier: before the counted sweep started, a heavy sweep that started
+	// before the position logged a step of its progress and has not ended
+	// since.
+	earlier bool
+}
+
+// heavySweepSteps are the titles of the boxes a heavy sweep logs on its way
+// from discovery to its end (osm_state_mgr.c's do_sweep): seen after the
+// position before any start, they show a sweep that started earlier still
+// running.
+var heavySweepSteps = []string{
+	"HEAVY SWEEP COMPLETE",
+	"PKEY setup completed - STARTING SM LID CONFIG",
+	"SM LID ASSIGNMENT COMPLETE - STARTING SUBNET LID CONFIG",
+	"LID ASSIGNMENT COMPLETE - STARTING SWITCH TABLE CONFIG",
+	"SWITCHES CONFIGURED FOR UNICAST",
+	"SWITCHES CONFIGURED FOR MULTICAST",
+	"ALIAS GUIDS CONFIGURED",
+	"LINKS PORTS CONFIGURED - SET LINKS TO ARMED STATE",
+	"LINKS ARMED - SET LINKS TO ACTIVE STATE",
 }
 
 func (w *sweepWatch) observe(e Entry) (SweepResult, bool) {
@@ -174,20 +228,21 @@ func (w *sweepWatch) observe(e Entry) (SweepResult, bool) {
 		return SweepResult{}, false
 	}
 	if !w.started {
+		w.noteEarlier(e)
 		return SweepResult{}, false
 	}
-	// A large fabric's sweep logs a VERBOSE line per port: the literal each
-	// expression needs is looked for first (a byte search), so that those
-	// lines cost no regular expression and no joined text.
+	// A large fabric's sweep logs a VERBOSE line per port: each is split at
+	// its function name once, and compared by prefix, so that those lines
+	// cost no regular expression and no joined text.
 	m := e.Message
+	_, rest, hasFunction := splitFunction(m)
+	code, _, isError := errorCode(rest)
 	switch {
-	case (strings.Contains(m, "Partition configuration") || strings.Contains(m, "Cannot open config file")) &&
-		partitionsRejected.MatchString(m):
+	case hasFunction && isPartitionsRejected(rest):
 		w.rejected = append(w.rejected, m)
-	case strings.Contains(m, "PARSE ERROR"):
+	case hasFunction && strings.HasPrefix(rest, "PARSE ERROR"):
 		w.parseErrs = append(w.parseErrs, m)
-	case strings.Contains(m, "ERR 05") && pkeyManagerError.MatchString(m) && !enforcementError.MatchString(e.Text()),
-		strings.Contains(m, "ERR 311") && madSetError.MatchString(m) && madAboutPKeys.MatchString(e.Text()) && !madGet.MatchString(e.Text()):
+	case isError && isPKeyError(e, code):
 		w.pkeyErrs = append(w.pkeyErrs, e.Text())
 	case strings.HasPrefix(m, "Entering ") && notMaster.MatchString(m):
 		return SweepResult{
@@ -210,6 +265,17 @@ func (w *sweepWatch) observe(e Entry) (SweepResult, bool) {
 		w.started = false
 	}
 	return SweepResult{}, false
+}
+
+// noteEarlier follows a sweep that started before the position (see
+// earlier), from entries logged before the counted sweep starts.
+func (w *sweepWatch) noteEarlier(e Entry) {
+	switch {
+	case e.Title != "" && slices.Contains(heavySweepSteps, e.Title):
+		w.earlier = true
+	case e.Message == msgSubnetUp || e.Message == msgInitErrors || strings.HasPrefix(e.Message, "Entering ") && notMaster.MatchString(e.Message):
+		w.earlier = false
+	}
 }
 
 func (w *sweepWatch) rejectedResult() SweepResult {
@@ -247,10 +313,40 @@ func (w *sweepWatch) atDeadline(timeout time.Duration) SweepResult {
 	}
 }
 
+// isPartitionsRejected says whether the text after a message's function name
+// says that the partitions file was not used.
+func isPartitionsRejected(rest string) bool {
+	switch {
+	case strings.HasPrefix(rest, textInError), strings.HasPrefix(rest, textCannotOpen):
+		return true
+	case strings.HasPrefix(rest, textNotAccessible):
+		return strings.Contains(rest, " is not accessible (")
+	}
+	return false
+}
+
+// isPKeyError says whether an error entry of the given code is one that
+// PKeyErrors keeps: an ERR 05xx of the pkey manager that is not an
+// enforcement error (those are watched for elsewhere), or an ERR
+// 3111/3113/3119 about a P_KeyTable or PortInfo Set. The MAD errors' texts
+// and continuation lines hold no fabric-supplied text: the attribute's and
+// method's names are OpenSM's own.
+func isPKeyError(e Entry, code string) bool {
+	switch {
+	case strings.HasPrefix(code, "05"):
+		_, enforcement := ParseEnforcementError(e)
+		return !enforcement
+	case code == "3111" || code == "3113" || code == "3119":
+		text := e.Text()
+		return madAboutPKeys.MatchString(text) && !madGet.MatchString(text)
+	}
+	return false
+}
+
 // mayBeEnforcement is a cheap first look at an entry for ParseEnforcementError:
 // a large sweep logs a VERBOSE line per port, each of which reaches here.
 func mayBeEnforcement(e Entry) bool {
-	if len(e.More) > 0 || strings.Contains(e.Message, "ERR 05") {
+	if strings.Contains(e.Message, "ERR 05") {
 		return true
 	}
 	i := strings.Index(e.Message, "nforcement")

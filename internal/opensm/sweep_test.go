@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -230,4 +231,176 @@ func TestPKeyErrorPlace(t *testing.T) {
 			t.Errorf("PKeyErrorPlace(%q) = %#x, %d, %v; want %#x, %d, %v", tt.line, node, port, ok, tt.node, tt.port, tt.ok)
 		}
 	}
+}
+
+// sweepText splits a fixture at its position.
+func sweepText(t *testing.T, fixture string) (before, after string) {
+	t.Helper()
+	log, offset := loadFixture(t, fixture)
+	return string(log[:offset]), string(log[offset:])
+}
+
+// cutAfterBox splits text after the box titled title.
+func cutAfterBox(t *testing.T, text, title string) (string, string) {
+	t.Helper()
+	i := strings.Index(text, "* "+title+" *")
+	if i < 0 {
+		t.Fatalf("no box %q", title)
+	}
+	j := i + strings.Index(text[i:], "\n\n\n") + 3
+	return text[:j], text[j:]
+}
+
+// A heavy sweep longer than the timeout: the wait ends InProgress, and
+// waiting on follows the same sweep to its end, one SIGHUP.
+func TestSweepWatchFollowsASweepLongerThanTheTimeout(t *testing.T) {
+	before, sweep := sweepText(t, "applied.log")
+	head, tail := cutAfterBox(t, sweep, titleHeavySweepStart)
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	appendTo(t, path, before)
+	from, err := LogPosition(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, path, head) // the sweep started, then OpenSM stopped (SIGSTOP) or is slow
+	w := WatchSweep(path, from)
+	defer w.Close()
+	ctx := context.Background()
+	res, err := w.Wait(ctx, 200*time.Millisecond)
+	if err != nil || !res.TimedOut || !res.InProgress || res.Outcome != Unknown {
+		t.Fatalf("first wait: %+v, %v; want timed out, in progress", res, err)
+	}
+	// A second timeout with nothing new: still the same sweep.
+	res, err = w.Wait(ctx, 200*time.Millisecond)
+	if err != nil || !res.TimedOut || !res.InProgress || !strings.Contains(res.Detail, "did not end within 400ms") {
+		t.Fatalf("second wait: %+v, %v; want timed out, in progress, after both waits", res, err)
+	}
+	appendTo(t, path, tail) // SIGCONT: the sweep ends
+	res, err = w.Wait(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSweep(t, res, Applied, nil, nil)
+	if res.TimedOut || res.InProgress {
+		t.Errorf("%+v: an applied sweep is neither timed out nor in progress", res)
+	}
+}
+
+// What a timeout says about the signal. Each case is the log after the
+// position at the deadline.
+func TestSweepTimeoutInProgress(t *testing.T) {
+	_, sweep := sweepText(t, "applied.log")
+	_, afterStart := cutAfterBox(t, sweep, titleHeavySweepStart)
+	// An earlier sweep's steps after its discovery, as the position saw them.
+	midEarlier, _ := cutAfterBox(t, afterStart, "HEAVY SWEEP COMPLETE")
+	tests := []struct {
+		name       string
+		log        string
+		inProgress bool
+	}{
+		// OpenSM logged nothing: the signal is lost or OpenSM is not master.
+		{"nothing", "", false},
+		// A sweep that started before the position is running: the SIGHUP
+		// waits for it to end.
+		{"earlier sweep running", midEarlier, true},
+		// That sweep ended and none started after it: the signal was lost.
+		{"earlier sweep ended", afterStart, false},
+		// Our sweep started and has not ended.
+		{"counted sweep running", beforeSubnetUp(t, sweep), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "opensm.log")
+			appendTo(t, path, "Nov 29 19:22:50 000001 [8507C6C0] 0x03 -> OpenSM 3.3.23\n")
+			from, err := LogPosition(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			appendTo(t, path, tt.log)
+			res, err := WaitSweep(context.Background(), path, from, 200*time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.TimedOut || res.InProgress != tt.inProgress || res.Outcome != Unknown {
+				t.Errorf("%+v: want timed out, Unknown, InProgress %v", res, tt.inProgress)
+			}
+		})
+	}
+}
+
+// beforeSubnetUp is text up to its SUBNET UP header line.
+func beforeSubnetUp(t *testing.T, text string) string {
+	t.Helper()
+	i := strings.Index(text, " -> SUBNET UP\n")
+	if i < 0 {
+		t.Fatal("no SUBNET UP line")
+	}
+	return text[:strings.LastIndexByte(text[:i], '\n')+1]
+}
+
+// An earlier sweep that ends after the position, then the sweep the SIGHUP
+// waited for: the wait follows both and proves the second.
+func TestSweepWatchFollowsTheSweepQueuedBehindAnEarlierOne(t *testing.T) {
+	_, sweep := sweepText(t, "applied.log")
+	_, afterStart := cutAfterBox(t, sweep, titleHeavySweepStart)
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	appendTo(t, path, "Nov 29 19:22:50 000001 [8507C6C0] 0x03 -> OpenSM 3.3.23\n")
+	from, err := LogPosition(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid, end := cutAfterBox(t, afterStart, "HEAVY SWEEP COMPLETE")
+	appendTo(t, path, mid)
+	w := WatchSweep(path, from)
+	defer w.Close()
+	res, err := w.Wait(context.Background(), 200*time.Millisecond)
+	if err != nil || !res.InProgress {
+		t.Fatalf("%+v, %v: want the earlier sweep in progress", res, err)
+	}
+	appendTo(t, path, end+sweep)
+	res, err = w.Wait(context.Background(), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSweep(t, res, Applied, nil, nil)
+}
+
+// A sweep whose end is in the log when the deadline passes, unread: it is
+// read, and proves the change, rather than the deadline's verdict.
+func TestSweepEndingAtTheDeadline(t *testing.T) {
+	path, from := writeFixture(t, "applied.log")
+	res, err := WaitSweep(context.Background(), path, from, time.Nanosecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSweep(t, res, Applied, nil, nil)
+}
+
+// logrotate renames the log between two waits of a sweep longer than the
+// timeout, and OpenSM logs the sweep's end in the new file: the watch follows
+// it there.
+func TestSweepWatchFollowsASweepAcrossRotationBetweenWaits(t *testing.T) {
+	before, sweep := sweepText(t, "applied.log")
+	head, tail := cutAfterBox(t, sweep, titleHeavySweepStart)
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	appendTo(t, path, before)
+	from, err := LogPosition(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, path, head)
+	w := WatchSweep(path, from)
+	defer w.Close()
+	if res, err := w.Wait(context.Background(), 200*time.Millisecond); err != nil || !res.InProgress {
+		t.Fatalf("first wait: %+v, %v; want in progress", res, err)
+	}
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, path, tail)
+	res, err := w.Wait(context.Background(), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSweep(t, res, Applied, nil, nil)
 }
