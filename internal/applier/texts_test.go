@@ -32,7 +32,7 @@ func TestManyPKeyErrorsStillEndTheJobs(t *testing.T) {
 		lines      []string
 		h1, h2, nw string // the jobs' statuses after the apply
 	}{
-		{"attributed", lines, store.StatusFailed, store.StatusCompleted, store.StatusCompleted},
+		{"attributed", lines, store.StatusFailed, store.StatusCompleted, store.StatusFailed}, // the network's partition lacks H1
 		{"unattributable", append(lines[:len(lines):len(lines)], unplaced), store.StatusFailed, store.StatusFailed,
 			store.StatusFailed},
 	}
