@@ -34,8 +34,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/julienschmidt/httprouter"
-
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/api"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
@@ -333,8 +331,9 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 		// A pkeys change is answered once applied, up to apply_timeout.
 		writeTimeout = max(writeTimeout, u.ApplyTimeout+api.DefaultDBTimeout+5*time.Second)
 	}
+	apiServer := api.New(opts, st, log)
 	srv := &http.Server{
-		Handler:           api.New(opts, st, log),
+		Handler:           apiServer,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      writeTimeout,
@@ -347,7 +346,7 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 	servers := []*namedServer{{name: "API", key: "listen", addr: cfg.API.Listen, srv: srv, tls: certs != nil}}
 	if cfg.API.MetricsListen != "" {
 		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", httprouterless(api.MetricsHandler(m.Handler(), cfg.API.MetricsToken)))
+		mux.Handle("GET /metrics", apiServer.MetricsHandler(m.Handler()))
 		servers = append(servers, &namedServer{name: "metrics", key: "metrics_listen", addr: cfg.API.MetricsListen,
 			srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}})
 	}
@@ -414,6 +413,7 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 		}()
 	}
 
+	reload := newHangup(path, cfg, certs, apiServer, log)
 	for done := false; !done; {
 		select {
 		case <-ctx.Done():
@@ -423,7 +423,7 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 			log.Error("stopping", "error", err)
 			done = true
 		case <-hup:
-			reloadOnHangup(path, cfg, certs, log)
+			reload.reload()
 		}
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -483,11 +483,6 @@ func (s *namedServer) close() {
 	}
 }
 
-// httprouterless adapts an httprouter handle that reads no parameters.
-func httprouterless(h httprouter.Handle) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(w, r, nil) })
-}
-
 // pprofMux serves Go's profiler, on [api] debug_listen only.
 func pprofMux() *http.ServeMux {
 	mux := http.NewServeMux()
@@ -497,33 +492,6 @@ func pprofMux() *http.ServeMux {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
-}
-
-// reloadOnHangup is what SIGHUP does: the TLS certificate is read again, and
-// the configuration file is read to say which of its changes need a restart
-// (all but the certificate's files' contents: the manager's settings are fixed
-// for its life, so that a half-edited file can never take effect). The log goes
-// to standard error, which journald or Docker collect: there is no file to
-// reopen.
-func reloadOnHangup(path string, running *config.Config, certs *tlsreload.Reloader, log *slog.Logger) {
-	reloaded := []string{}
-	if certs != nil {
-		if err := certs.Reload(); err != nil {
-			log.Error("SIGHUP: the TLS certificate does not load; serving the previous one", "error", err)
-		} else {
-			reloaded = append(reloaded, "TLS certificate and key")
-		}
-	}
-	var needRestart []string
-	next, err := config.Load(path)
-	switch {
-	case err != nil:
-		log.Warn("SIGHUP: the configuration file does not load; the running configuration stays", "error", err)
-	case next.String() != running.String():
-		needRestart = append(needRestart, config.Diff(running, next)...)
-	}
-	log.Info("SIGHUP received; the manager and OpenSM keep running", "reloaded", reloaded,
-		"changed_settings_needing_restart", needRestart)
 }
 
 // driverView shows the OpenSM driver's status to the health checks and the
