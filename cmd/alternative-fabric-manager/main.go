@@ -18,6 +18,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -321,7 +322,12 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 	opts := api.Options{Prefix: cfg.API.Prefix, Domain: cfg.API.Domain, Token: cfg.API.Token,
 		AccessLog: cfg.API.AccessLog, Health: checker, Observer: m}
 	if cfg.API.MetricsListen == "" {
-		opts.Metrics, opts.MetricsToken = m.Handler(), cfg.API.MetricsToken
+		opts.Metrics = m.Handler()
+	}
+	opts.MetricsToken, opts.MetricsOpen = cfg.API.MetricsToken, cfg.API.MetricsOpen()
+	if cfg.API.MetricsToken == "" && !opts.MetricsOpen {
+		log.Warn("/metrics refuses every scrape: it is served on an address other than loopback and [api] metrics_token "+
+			"is not set (docs/operations.md)", "listen", cmp.Or(cfg.API.MetricsListen, cfg.API.Listen))
 	}
 	opts.PKeys.Prefix = cfg.UFMPKeys.Prefix
 	writeTimeout := 30 * time.Second
@@ -332,29 +338,7 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 		writeTimeout = max(writeTimeout, u.ApplyTimeout+api.DefaultDBTimeout+5*time.Second)
 	}
 	apiServer := api.New(opts, st, log)
-	srv := &http.Server{
-		Handler:           apiServer,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      writeTimeout,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	if certs != nil {
-		srv.TLSConfig = certs.Config()
-	}
-	servers := []*namedServer{{name: "API", key: "listen", addr: cfg.API.Listen, srv: srv, tls: certs != nil}}
-	if cfg.API.MetricsListen != "" {
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", apiServer.MetricsHandler(m.Handler()))
-		servers = append(servers, &namedServer{name: "metrics", key: "metrics_listen", addr: cfg.API.MetricsListen,
-			srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}})
-	}
-	if cfg.API.DebugListen != "" {
-		servers = append(servers, &namedServer{name: "pprof", key: "debug_listen", addr: cfg.API.DebugListen,
-			// No WriteTimeout: a CPU profile or a trace streams for as long as asked.
-			srv: &http.Server{Handler: pprofMux(), ReadHeaderTimeout: 10 * time.Second}})
-	}
+	servers := listeners(cfg, apiServer, m.Handler(), certs, writeTimeout, log)
 	for _, s := range servers {
 		if err := s.listen(); err != nil {
 			for _, o := range servers {
@@ -456,6 +440,43 @@ type applierObserver struct {
 }
 
 func (o applierObserver) Alive() { o.loop.Beat() }
+
+// listeners are the manager's HTTP servers: the API's (with /metrics unless
+// metrics_listen is set), the metrics' and pprof's. The API's and the
+// metrics' bound how long a client may take to send a request and keep an
+// idle connection open: a client that is slow on purpose holds no
+// connection for long.
+func listeners(cfg *config.Config, apiServer *api.Server, metrics http.Handler, certs *tlsreload.Reloader,
+	writeTimeout time.Duration, log *slog.Logger) []*namedServer {
+	bounded := func(h http.Handler, writeTimeout time.Duration) *http.Server {
+		return &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       30 * time.Second,
+			WriteTimeout:      writeTimeout,
+			IdleTimeout:       2 * time.Minute,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}
+	}
+	srv := bounded(apiServer, writeTimeout)
+	if certs != nil {
+		srv.TLSConfig = certs.Config()
+	}
+	servers := []*namedServer{{name: "API", key: "listen", addr: cfg.API.Listen, srv: srv, tls: certs != nil}}
+	if cfg.API.MetricsListen != "" {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", apiServer.MetricsHandler(metrics))
+		servers = append(servers, &namedServer{name: "metrics", key: "metrics_listen", addr: cfg.API.MetricsListen,
+			srv: bounded(mux, 30*time.Second)})
+	}
+	if cfg.API.DebugListen != "" {
+		servers = append(servers, &namedServer{name: "pprof", key: "debug_listen", addr: cfg.API.DebugListen,
+			// No WriteTimeout: a CPU profile or a trace streams for as long as
+			// asked. On loopback only (the configuration refuses any other).
+			srv: &http.Server{Handler: pprofMux(), ReadHeaderTimeout: 10 * time.Second}})
+	}
+	return servers
+}
 
 // namedServer is one of the manager's HTTP listeners.
 type namedServer struct {

@@ -43,10 +43,11 @@ func newHangup(path string, cfg *config.Config, certs *tlsreload.Reloader, api c
 // credentialKeys are the keys a SIGHUP applies.
 var credentialKeys = []string{"[api] token", "[api] metrics_token", "[ufm_pkeys] username", "[ufm_pkeys] password"}
 
-// apiCredentials are the API's credentials as cfg sets them.
+// apiCredentials are the API's credentials as cfg sets them. /metrics needs
+// no token only on loopback (config.API.MetricsOpen).
 func apiCredentials(cfg *config.Config) api.Credentials {
 	return api.Credentials{Token: cfg.API.Token, PKeysUsername: cfg.UFMPKeys.Username,
-		PKeysPassword: cfg.UFMPKeys.Password, MetricsToken: cfg.API.MetricsToken}
+		PKeysPassword: cfg.UFMPKeys.Password, MetricsToken: cfg.API.MetricsToken, MetricsOpen: cfg.API.MetricsOpen()}
 }
 
 func (h *hangup) reload() {

@@ -52,9 +52,10 @@ type Options struct {
 	// process serves, and /readyz is not served.
 	Health Health
 	// Metrics, when set, is served on /metrics, behind MetricsToken if that
-	// is set.
+	// is set; without it, to anyone only when MetricsOpen (see Credentials).
 	Metrics      http.Handler
 	MetricsToken string
+	MetricsOpen  bool
 	// Observer counts every request; nil: nobody does.
 	Observer Observer
 	// PKeys is UFM's pkeys API for ib-kubernetes ([ufm_pkeys]); its routes
@@ -96,12 +97,12 @@ type Server struct {
 	creds atomic.Pointer[credentialHashes]
 }
 
-// New builds the API's handler. Options' Token, MetricsToken and PKeys'
-// Username and Password are its first Credentials.
+// New builds the API's handler. Options' Token, MetricsToken, MetricsOpen
+// and PKeys' Username and Password are its first Credentials.
 func New(opts Options, rec Recorder, log *slog.Logger) *Server {
 	s := &Server{opts: opts, store: rec, log: log}
 	s.SetCredentials(Credentials{Token: opts.Token, PKeysUsername: opts.PKeys.Username, PKeysPassword: opts.PKeys.Password,
-		MetricsToken: opts.MetricsToken})
+		MetricsToken: opts.MetricsToken, MetricsOpen: opts.MetricsOpen})
 	r := httprouter.New()
 	// The driver's POSTs must never be redirected: a 301 turns them into GETs.
 	r.RedirectTrailingSlash = false

@@ -17,8 +17,10 @@ type Credentials struct {
 	// Basic auth; both empty refuses every request of the pkeys API.
 	PKeysUsername, PKeysPassword string
 	// MetricsToken is what a scraper sends as "Authorization: Bearer
-	// <token>"; without one, /metrics is open.
+	// <token>". Without one, /metrics is open when MetricsOpen says so (it
+	// is served on loopback only) and refuses every scrape otherwise.
 	MetricsToken string
+	MetricsOpen  bool
 }
 
 // credentialHashes are Credentials as requests are checked against them:
@@ -28,14 +30,16 @@ type credentialHashes struct {
 	token [sha256.Size]byte
 	// pkeys is nil when the pkeys API refuses every request.
 	pkeys *credentials
-	// metrics is nil when /metrics needs no token.
-	metrics *[sha256.Size]byte
+	// metrics is nil when /metrics needs no token (metricsOpen) or can
+	// accept none.
+	metrics     *[sha256.Size]byte
+	metricsOpen bool
 }
 
 type credentials struct{ user, password [sha256.Size]byte }
 
 func hashCredentials(c Credentials) *credentialHashes {
-	h := &credentialHashes{token: sha256.Sum256([]byte("Basic " + c.Token))}
+	h := &credentialHashes{token: sha256.Sum256([]byte("Basic " + c.Token)), metricsOpen: c.MetricsOpen}
 	if c.PKeysUsername != "" || c.PKeysPassword != "" {
 		h.pkeys = &credentials{user: sha256.Sum256([]byte(c.PKeysUsername)), password: sha256.Sum256([]byte(c.PKeysPassword))}
 	}
@@ -73,18 +77,23 @@ func (h *credentialHashes) pkeysOK(r *http.Request) bool {
 }
 
 // metricsAuth serves metrics to a scraper that sends the metrics token, or
-// to anyone when none is set; it refuses before anything is read, so that a
-// refused scrape costs no database read.
+// to anyone when /metrics is open; it refuses before anything is read, so
+// that a refused scrape costs no database read.
 func (s *Server) metricsAuth(metrics http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := s.creds.Load()
-		if h.metrics != nil {
+		switch {
+		case h.metrics != nil:
 			got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
 			if subtle.ConstantTimeCompare(got[:], h.metrics[:]) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
 				writeError(w, http.StatusUnauthorized, "missing or wrong metrics token (Authorization: Bearer <[api] metrics_token>)")
 				return
 			}
+		case !h.metricsOpen:
+			writeError(w, http.StatusForbidden, "/metrics is served on an address other than loopback and [api] metrics_token "+
+				"is not set: set it, and send it as Authorization: Bearer <metrics_token>")
+			return
 		}
 		metrics.ServeHTTP(w, r)
 	})

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -145,4 +146,92 @@ func TestCredentialsSwappedDuringRequests(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
+}
+
+// TestMetricsNeedATokenOffLoopback: without a metrics token, /metrics is
+// served only when it is open (a loopback listener); otherwise every scrape
+// is refused before the metrics, which read the database, are gathered.
+func TestMetricsNeedATokenOffLoopback(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		opts  Options
+		auth  string
+		want  int
+		reach bool
+	}{
+		{"no token, not loopback", Options{Token: token}, "", http.StatusForbidden, false},
+		{"no token, not loopback, the API token", Options{Token: token}, "Basic " + token, http.StatusForbidden, false},
+		{"no token, loopback", Options{Token: token, MetricsOpen: true}, "", http.StatusOK, true},
+		{"token, loopback, none sent", Options{Token: token, MetricsToken: "m3trics-token", MetricsOpen: true}, "", http.StatusUnauthorized, false},
+		{"token sent", Options{Token: token, MetricsToken: "m3trics-token"}, "Bearer m3trics-token", http.StatusOK, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, srv, scrapes := credsServer(t, c.opts)
+			status, body := get(t, srv.URL+"/metrics", c.auth)
+			if status != c.want {
+				t.Errorf("/metrics: %d %s, want %d", status, body, c.want)
+			}
+			if reached := scrapes.Load() > 0; reached != c.reach {
+				t.Errorf("the metrics were gathered: %t, want %t", reached, c.reach)
+			}
+			if status == http.StatusForbidden && !strings.Contains(body, "metrics_token") {
+				t.Errorf("the refusal does not say how to scrape: %s", body)
+			}
+		})
+	}
+}
+
+// TestJobsReadableOnlyByTheirCreator: networking-mlnx's token reads only the
+// jobs it created, the pkeys API's credentials only ib-kubernetes' ones; the
+// other side's job is answered as a job that does not exist.
+func TestJobsReadableOnlyByTheirCreator(t *testing.T) {
+	_, srv, _ := credsServer(t, Options{Token: token, PKeys: PKeysOptions{Username: ufmUser, Password: ufmPassword}})
+	f := &fixture{t: t, srv: srv}
+	resp, body := f.do("POST", "/ufmRestV3/cloudx/Network", testdata(t, "network_create_vlan.json"))
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("network: %d %s", resp.StatusCode, body)
+	}
+	neutronJob := strings.TrimPrefix(resp.Header.Get("Location"), "/ufmRestV3/app/jobs/")
+	req, _ := http.NewRequest("POST", srv.URL+"/ufmRest/resources/pkeys", strings.NewReader(`{"pkey":"0x1005","guids":["`+podGUID1+`"]}`))
+	req.SetBasicAuth(ufmUser, ufmPassword)
+	pr, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer appliedView
+	if err := json.NewDecoder(pr.Body).Decode(&answer); err != nil || pr.StatusCode != http.StatusOK {
+		t.Fatalf("pkeys add: %d %v", pr.StatusCode, err)
+	}
+	pr.Body.Close()
+	kubeJob := answer.Job.ID
+	const absent = "999"
+
+	neutron, kube := "Basic "+token, basic(ufmUser, ufmPassword)
+	for _, c := range []struct {
+		path, auth string
+		want       int
+	}{
+		{"/ufmRestV3/app/jobs/" + neutronJob, neutron, http.StatusOK},
+		{"/ufmRestV3/jobs/" + neutronJob, neutron, http.StatusOK},
+		{"/ufmRest/jobs/" + kubeJob, kube, http.StatusOK},
+		{"/ufmRestV3/app/jobs/" + kubeJob, neutron, http.StatusNotFound},
+		{"/ufmRestV3/jobs/" + kubeJob, neutron, http.StatusNotFound},
+		{"/ufmRest/jobs/" + neutronJob, kube, http.StatusNotFound},
+		{"/ufmRest/jobs/" + kubeJob, neutron, http.StatusUnauthorized},
+		{"/ufmRestV3/app/jobs/" + neutronJob, kube, http.StatusUnauthorized},
+	} {
+		status, body := get(t, srv.URL+c.path, c.auth)
+		if status != c.want {
+			t.Errorf("GET %s as %q: %d %s, want %d", c.path, c.auth, status, body, c.want)
+		}
+		if status != http.StatusNotFound {
+			continue
+		}
+		// The same answer as for a job that does not exist.
+		id := c.path[strings.LastIndex(c.path, "/")+1:]
+		_, none := get(t, srv.URL+strings.TrimSuffix(c.path, id)+absent, c.auth)
+		if strings.ReplaceAll(body, id, absent) != none {
+			t.Errorf("GET %s: %s, unlike a job that does not exist: %s", c.path, body, none)
+		}
+	}
 }

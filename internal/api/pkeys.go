@@ -79,6 +79,8 @@ func (s *Server) pkeyRoutes(handle func(method, path, route string, h httprouter
 	handle(http.MethodGet, p+"/resources/pkeys/:pkey", "ufm/resources/pkeys/:pkey", s.basicAuth(s.getPKey))
 	handle(http.MethodDelete, p+"/resources/pkeys/:pkey", "ufm/resources/pkeys/:pkey", s.basicAuth(s.deletePKey))
 	handle(http.MethodPost, p+"/actions/remove_guids_from_pkey", "ufm/actions/remove_guids_from_pkey", s.basicAuth(s.removeGUIDs))
+	// UFM's job path: a change answered before it was applied names its job.
+	handle(http.MethodGet, p+"/jobs/:id", "ufm/jobs/:id", s.basicAuth(s.getKubernetesJob))
 }
 
 // basicAuth checks HTTP Basic auth against [ufm_pkeys] username and password

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -137,6 +138,55 @@ func TestDiffOpenSMConf(t *testing.T) {
 		a.OpenSMConf, b.OpenSMConf = c.a, c.b
 		if got := Diff(&a, &b); !slices.Equal(got, c.want) {
 			t.Errorf("%v -> %v: Diff says %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+func TestLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:6060": true, "127.1.2.3:6060": true, "[::1]:6060": true, "localhost:6060": true,
+		"0.0.0.0:6060": false, ":6060": false, "[::]:6060": false, "10.0.0.1:6060": false,
+		"manager.example.com:6060": false, "6060": false,
+	} {
+		if got := Loopback(addr); got != want {
+			t.Errorf("Loopback(%q) = %t, want %t", addr, got, want)
+		}
+	}
+}
+
+// TestDebugListenOnLoopbackOnly: pprof has no authentication; a listener
+// off loopback is refused at load, naming the key.
+func TestDebugListenOnLoopbackOnly(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:6060", ":6060", "[::]:6060", "10.1.2.3:6060", "manager:6060"} {
+		_, err := Parse(strings.NewReader("[api]\ntoken = s3cret-token\ndebug_listen = "+addr+"\n"), "afm.conf")
+		if err == nil || !strings.Contains(err.Error(), "[api] debug_listen = "+addr+" is not a loopback address") {
+			t.Errorf("debug_listen = %s: %v", addr, err)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:6060", "[::1]:6060", "localhost:6060"} {
+		if _, err := Parse(strings.NewReader("[api]\ntoken = s3cret-token\ndebug_listen = "+addr+"\n"), "afm.conf"); err != nil {
+			t.Errorf("debug_listen = %s: %v", addr, err)
+		}
+	}
+}
+
+// TestMetricsOpen: /metrics goes without a token only when none is set and
+// its listener is on loopback.
+func TestMetricsOpen(t *testing.T) {
+	for _, c := range []struct {
+		listen, metricsListen, token string
+		want                         bool
+	}{
+		{"127.0.0.1:8090", "", "", true},
+		{"0.0.0.0:8090", "", "", false},
+		{"0.0.0.0:8090", "127.0.0.1:9464", "", true},
+		{"127.0.0.1:8090", "0.0.0.0:9464", "", false},
+		{"127.0.0.1:8090", "", "s3cret", false}, // a token is always wanted once set
+	} {
+		a := API{Listen: c.listen, MetricsListen: c.metricsListen, MetricsToken: c.token}
+		if got := a.MetricsOpen(); got != c.want {
+			t.Errorf("%s", fmt.Sprintf("listen %s metrics_listen %q token %t: MetricsOpen %t, want %t",
+				c.listen, c.metricsListen, c.token != "", got, c.want))
 		}
 	}
 }
