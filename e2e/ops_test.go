@@ -413,7 +413,7 @@ func TestSIGHUPSurvived(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	m.waitLog("SIGHUP received", "CheckInterval")
+	m.waitLog("SIGHUP received", "[opensm] check_interval")
 	select {
 	case <-m.exited:
 		t.Fatalf("the manager exited on SIGHUP:\n%s", m.log())

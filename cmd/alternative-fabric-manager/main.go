@@ -18,6 +18,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -33,8 +34,6 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
-
-	"github.com/julienschmidt/httprouter"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/api"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
@@ -323,7 +322,12 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 	opts := api.Options{Prefix: cfg.API.Prefix, Domain: cfg.API.Domain, Token: cfg.API.Token,
 		AccessLog: cfg.API.AccessLog, Health: checker, Observer: m}
 	if cfg.API.MetricsListen == "" {
-		opts.Metrics, opts.MetricsToken = m.Handler(), cfg.API.MetricsToken
+		opts.Metrics = m.Handler()
+	}
+	opts.MetricsToken, opts.MetricsOpen = cfg.API.MetricsToken, cfg.API.MetricsOpen()
+	if cfg.API.MetricsToken == "" && !opts.MetricsOpen {
+		log.Warn("/metrics refuses every scrape: it is served on an address other than loopback and [api] metrics_token "+
+			"is not set (docs/operations.md)", "listen", cmp.Or(cfg.API.MetricsListen, cfg.API.Listen))
 	}
 	opts.PKeys.Prefix = cfg.UFMPKeys.Prefix
 	writeTimeout := 30 * time.Second
@@ -333,29 +337,8 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 		// A pkeys change is answered once applied, up to apply_timeout.
 		writeTimeout = max(writeTimeout, u.ApplyTimeout+api.DefaultDBTimeout+5*time.Second)
 	}
-	srv := &http.Server{
-		Handler:           api.New(opts, st, log),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      writeTimeout,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	if certs != nil {
-		srv.TLSConfig = certs.Config()
-	}
-	servers := []*namedServer{{name: "API", key: "listen", addr: cfg.API.Listen, srv: srv, tls: certs != nil}}
-	if cfg.API.MetricsListen != "" {
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", httprouterless(api.MetricsHandler(m.Handler(), cfg.API.MetricsToken)))
-		servers = append(servers, &namedServer{name: "metrics", key: "metrics_listen", addr: cfg.API.MetricsListen,
-			srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}})
-	}
-	if cfg.API.DebugListen != "" {
-		servers = append(servers, &namedServer{name: "pprof", key: "debug_listen", addr: cfg.API.DebugListen,
-			// No WriteTimeout: a CPU profile or a trace streams for as long as asked.
-			srv: &http.Server{Handler: pprofMux(), ReadHeaderTimeout: 10 * time.Second}})
-	}
+	apiServer := api.New(opts, st, log)
+	servers := listeners(cfg, apiServer, m.Handler(), certs, writeTimeout, log)
 	for _, s := range servers {
 		if err := s.listen(); err != nil {
 			for _, o := range servers {
@@ -414,6 +397,7 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 		}()
 	}
 
+	reload := newHangup(path, cfg, certs, apiServer, log)
 	for done := false; !done; {
 		select {
 		case <-ctx.Done():
@@ -423,7 +407,7 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 			log.Error("stopping", "error", err)
 			done = true
 		case <-hup:
-			reloadOnHangup(path, cfg, certs, log)
+			reload.reload()
 		}
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -457,6 +441,43 @@ type applierObserver struct {
 
 func (o applierObserver) Alive() { o.loop.Beat() }
 
+// listeners are the manager's HTTP servers: the API's (with /metrics unless
+// metrics_listen is set), the metrics' and pprof's. The API's and the
+// metrics' bound how long a client may take to send a request and keep an
+// idle connection open: a client that is slow on purpose holds no
+// connection for long.
+func listeners(cfg *config.Config, apiServer *api.Server, metrics http.Handler, certs *tlsreload.Reloader,
+	writeTimeout time.Duration, log *slog.Logger) []*namedServer {
+	bounded := func(h http.Handler, writeTimeout time.Duration) *http.Server {
+		return &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       30 * time.Second,
+			WriteTimeout:      writeTimeout,
+			IdleTimeout:       2 * time.Minute,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}
+	}
+	srv := bounded(apiServer, writeTimeout)
+	if certs != nil {
+		srv.TLSConfig = certs.Config()
+	}
+	servers := []*namedServer{{name: "API", key: "listen", addr: cfg.API.Listen, srv: srv, tls: certs != nil}}
+	if cfg.API.MetricsListen != "" {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", apiServer.MetricsHandler(metrics))
+		servers = append(servers, &namedServer{name: "metrics", key: "metrics_listen", addr: cfg.API.MetricsListen,
+			srv: bounded(mux, 30*time.Second)})
+	}
+	if cfg.API.DebugListen != "" {
+		servers = append(servers, &namedServer{name: "pprof", key: "debug_listen", addr: cfg.API.DebugListen,
+			// No WriteTimeout: a CPU profile or a trace streams for as long as
+			// asked. On loopback only (the configuration refuses any other).
+			srv: &http.Server{Handler: pprofMux(), ReadHeaderTimeout: 10 * time.Second}})
+	}
+	return servers
+}
+
 // namedServer is one of the manager's HTTP listeners.
 type namedServer struct {
 	name, key, addr string
@@ -483,11 +504,6 @@ func (s *namedServer) close() {
 	}
 }
 
-// httprouterless adapts an httprouter handle that reads no parameters.
-func httprouterless(h httprouter.Handle) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(w, r, nil) })
-}
-
 // pprofMux serves Go's profiler, on [api] debug_listen only.
 func pprofMux() *http.ServeMux {
 	mux := http.NewServeMux()
@@ -497,33 +513,6 @@ func pprofMux() *http.ServeMux {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
-}
-
-// reloadOnHangup is what SIGHUP does: the TLS certificate is read again, and
-// the configuration file is read to say which of its changes need a restart
-// (all but the certificate's files' contents: the manager's settings are fixed
-// for its life, so that a half-edited file can never take effect). The log goes
-// to standard error, which journald or Docker collect: there is no file to
-// reopen.
-func reloadOnHangup(path string, running *config.Config, certs *tlsreload.Reloader, log *slog.Logger) {
-	reloaded := []string{}
-	if certs != nil {
-		if err := certs.Reload(); err != nil {
-			log.Error("SIGHUP: the TLS certificate does not load; serving the previous one", "error", err)
-		} else {
-			reloaded = append(reloaded, "TLS certificate and key")
-		}
-	}
-	var needRestart []string
-	next, err := config.Load(path)
-	switch {
-	case err != nil:
-		log.Warn("SIGHUP: the configuration file does not load; the running configuration stays", "error", err)
-	case next.String() != running.String():
-		needRestart = append(needRestart, config.Diff(running, next)...)
-	}
-	log.Info("SIGHUP received; the manager and OpenSM keep running", "reloaded", reloaded,
-		"changed_settings_needing_restart", needRestart)
 }
 
 // driverView shows the OpenSM driver's status to the health checks and the

@@ -10,14 +10,13 @@ package api
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -53,9 +52,10 @@ type Options struct {
 	// process serves, and /readyz is not served.
 	Health Health
 	// Metrics, when set, is served on /metrics, behind MetricsToken if that
-	// is set.
+	// is set; without it, to anyone only when MetricsOpen (see Credentials).
 	Metrics      http.Handler
 	MetricsToken string
+	MetricsOpen  bool
 	// Observer counts every request; nil: nobody does.
 	Observer Observer
 	// PKeys is UFM's pkeys API for ib-kubernetes ([ufm_pkeys]); its routes
@@ -91,15 +91,18 @@ type Server struct {
 	opts    Options
 	store   Recorder
 	log     *slog.Logger
-	token   [sha256.Size]byte
 	handler http.Handler
-	// pkeyCreds are the hashes of [ufm_pkeys] username and password.
-	pkeyCreds credentials
+	// creds are what requests are checked against; SetCredentials swaps
+	// them.
+	creds atomic.Pointer[credentialHashes]
 }
 
-// New builds the API's handler.
+// New builds the API's handler. Options' Token, MetricsToken, MetricsOpen
+// and PKeys' Username and Password are its first Credentials.
 func New(opts Options, rec Recorder, log *slog.Logger) *Server {
-	s := &Server{opts: opts, store: rec, log: log, token: sha256.Sum256([]byte("Basic " + opts.Token))}
+	s := &Server{opts: opts, store: rec, log: log}
+	s.SetCredentials(Credentials{Token: opts.Token, PKeysUsername: opts.PKeys.Username, PKeysPassword: opts.PKeys.Password,
+		MetricsToken: opts.MetricsToken, MetricsOpen: opts.MetricsOpen})
 	r := httprouter.New()
 	// The driver's POSTs must never be redirected: a 301 turns them into GETs.
 	r.RedirectTrailingSlash = false
@@ -161,30 +164,16 @@ func New(opts Options, rec Recorder, log *slog.Logger) *Server {
 		})
 	}
 	if opts.Metrics != nil {
-		handle(http.MethodGet, "/metrics", "/metrics", MetricsHandler(opts.Metrics, opts.MetricsToken))
+		metrics := s.metricsAuth(opts.Metrics)
+		handle(http.MethodGet, "/metrics", "/metrics", func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+			metrics.ServeHTTP(w, r)
+		})
 	}
 	if opts.PKeys.Store != nil {
 		s.pkeyRoutes(handle)
 	}
 	s.handler = requestInfo(collapseSlashes(s.accessLog(r)))
 	return s
-}
-
-// MetricsHandler serves metrics behind "Authorization: Bearer <token>" when
-// token is set, as Prometheus' scrape config sends it.
-func MetricsHandler(metrics http.Handler, token string) httprouter.Handle {
-	want := sha256.Sum256([]byte("Bearer " + token))
-	return func(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-		if token != "" {
-			got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
-			if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
-				writeError(w, http.StatusUnauthorized, "missing or wrong metrics token (Authorization: Bearer <[api] metrics_token>)")
-				return
-			}
-		}
-		metrics.ServeHTTP(w, r)
-	}
 }
 
 // writeReport answers a health check: 200 when ok, else 503, with the
@@ -222,8 +211,7 @@ func notFound(format string, args ...any) error {
 // comparison independent of the header's length too), then runs h.
 func (s *Server) auth(h handlerFunc) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
-		if subtle.ConstantTimeCompare(got[:], s.token[:]) != 1 {
+		if !s.creds.Load().tokenOK(r) {
 			writeError(w, http.StatusUnauthorized, "missing or wrong token (Authorization: Basic <token>)")
 			return
 		}

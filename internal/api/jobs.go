@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -54,13 +55,29 @@ func viewJob(j store.Job) jobView {
 // acceptedJob marks a handler's result as "answer 202 with this job's path".
 type acceptedJob store.Job
 
+// getJob answers networking-mlnx's jobs (see jobOf).
 func (s *Server) getJob(r *http.Request, ps httprouter.Params) (int, any, error) {
-	id, err := strconv.ParseInt(ps.ByName("id"), 10, 64)
+	return s.jobOf(r, ps.ByName("id"), principal, s.store.GetJob)
+}
+
+// getKubernetesJob answers ib-kubernetes' jobs (see jobOf), on the pkeys
+// API's own path.
+func (s *Server) getKubernetesJob(r *http.Request, ps httprouter.Params) (int, any, error) {
+	ctx, cancel := s.dbCtx(r.Context())
+	defer cancel()
+	return s.jobOf(r.WithContext(ctx), ps.ByName("id"), kubernetesPrincipal, s.opts.PKeys.Store.GetJob)
+}
+
+// jobOf answers job id when creator created it, and 404 otherwise, as for a
+// job that does not exist: job ids are sequential, and neither side may read
+// what the other asked for, nor learn that a job is the other's.
+func (s *Server) jobOf(r *http.Request, text, creator string, get func(context.Context, int64) (store.Job, error)) (int, any, error) {
+	id, err := strconv.ParseInt(text, 10, 64)
 	if err != nil || id < 1 {
-		return 0, nil, notFound("job %q is not known", ps.ByName("id"))
+		return 0, nil, notFound("job %q is not known", text)
 	}
-	j, err := s.store.GetJob(r.Context(), id)
-	if isNotFound(err) {
+	j, err := get(r.Context(), id)
+	if isNotFound(err) || (err == nil && j.CreatedBy != creator) {
 		return 0, nil, notFound("job %d is not known", id)
 	}
 	if err != nil {

@@ -3,8 +3,6 @@ package api
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -70,12 +68,8 @@ const kubernetesPrincipal = "ib-kubernetes"
 // ib-kubernetes reads with its time zone.
 const lastUpdatedLayout = time.UnixDate
 
-type credentials struct{ user, password [sha256.Size]byte }
-
 func (s *Server) pkeyRoutes(handle func(method, path, route string, h httprouter.Handle)) {
-	o := s.opts.PKeys
-	s.pkeyCreds = credentials{user: sha256.Sum256([]byte(o.Username)), password: sha256.Sum256([]byte(o.Password))}
-	p := o.Prefix
+	p := s.opts.PKeys.Prefix
 	handle(http.MethodGet, p+"/app/ufm_version", "ufm/app/ufm_version", s.basicAuth(s.ufmVersion))
 	handle(http.MethodHead, p+"/app/ufm_version", "ufm/app/ufm_version", s.basicAuth(s.ufmVersion))
 	handle(http.MethodGet, p+"/resources/pkeys", "ufm/resources/pkeys", s.basicAuth(s.listPKeys))
@@ -85,6 +79,8 @@ func (s *Server) pkeyRoutes(handle func(method, path, route string, h httprouter
 	handle(http.MethodGet, p+"/resources/pkeys/:pkey", "ufm/resources/pkeys/:pkey", s.basicAuth(s.getPKey))
 	handle(http.MethodDelete, p+"/resources/pkeys/:pkey", "ufm/resources/pkeys/:pkey", s.basicAuth(s.deletePKey))
 	handle(http.MethodPost, p+"/actions/remove_guids_from_pkey", "ufm/actions/remove_guids_from_pkey", s.basicAuth(s.removeGUIDs))
+	// UFM's job path: a change answered before it was applied names its job.
+	handle(http.MethodGet, p+"/jobs/:id", "ufm/jobs/:id", s.basicAuth(s.getKubernetesJob))
 }
 
 // basicAuth checks HTTP Basic auth against [ufm_pkeys] username and password
@@ -94,11 +90,7 @@ func (s *Server) pkeyRoutes(handle func(method, path, route string, h httprouter
 // than any one of them may take.
 func (s *Server) basicAuth(h handlerFunc) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		user, password, _ := r.BasicAuth()
-		u, p := sha256.Sum256([]byte(user)), sha256.Sum256([]byte(password))
-		okUser := subtle.ConstantTimeCompare(u[:], s.pkeyCreds.user[:])
-		okPassword := subtle.ConstantTimeCompare(p[:], s.pkeyCreds.password[:])
-		if okUser&okPassword != 1 {
+		if !s.creds.Load().pkeysOK(r) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="ufm pkeys"`)
 			writeError(w, http.StatusUnauthorized, "missing or wrong user name or password (HTTP Basic auth: [ufm_pkeys] username and password)")
 			return

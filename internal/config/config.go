@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -68,10 +70,11 @@ type API struct {
 	// API's listener.
 	MetricsListen string
 	// MetricsToken, when set, is what a scraper must send as
-	// "Authorization: Bearer <token>"; "" leaves /metrics open.
+	// "Authorization: Bearer <token>"; "" leaves /metrics open on a loopback
+	// listener and refuses every scrape on any other (MetricsOpen).
 	MetricsToken string
-	// DebugListen serves Go's pprof on its own host:port; "" (the default)
-	// serves it nowhere. Never on the API's listener.
+	// DebugListen serves Go's pprof on its own host:port, a loopback one;
+	// "" (the default) serves it nowhere. Never on the API's listener.
 	DebugListen string
 	// AccessLog logs every request at info level; otherwise only refusals and
 	// errors are, and the rest at debug level.
@@ -289,7 +292,39 @@ func (c *Config) checkAPI() []error {
 	if c.API.DebugListen != "" && c.API.DebugListen == c.API.MetricsListen {
 		errs = append(errs, errors.New("[api] debug_listen and metrics_listen must differ: pprof is never served beside anything else"))
 	}
+	if c.API.DebugListen != "" && !Loopback(c.API.DebugListen) {
+		errs = append(errs, fmt.Errorf("[api] debug_listen = %s is not a loopback address: pprof has no authentication "+
+			"and shows the process's memory and command line; use 127.0.0.1:<port> or [::1]:<port> and reach it "+
+			"through an SSH tunnel", c.API.DebugListen))
+	}
 	return errs
+}
+
+// Loopback says whether a host:port listens on loopback only: its host is
+// localhost or a loopback IP address. An empty host, 0.0.0.0, [::] and host
+// names listen elsewhere too.
+func Loopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// MetricsOpen says whether /metrics is served without a token: none is set
+// and its listener (metrics_listen, or the API's) is on loopback, where only
+// this host's users reach it. Off loopback a scrape needs metrics_token, or
+// is refused: it reads the database.
+func (a API) MetricsOpen() bool {
+	addr := a.MetricsListen
+	if addr == "" {
+		addr = a.Listen
+	}
+	return a.MetricsToken == "" && Loopback(addr)
 }
 
 // Default returns the configuration a file that sets nothing would give. It has no

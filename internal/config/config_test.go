@@ -524,3 +524,32 @@ func TestCheckToken(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenSMConfLinesOpenSMReadsWhole: an [opensm_conf] value OpenSM would
+// read as more than one option, past its line buffer or through a control
+// character, is refused at load, naming the key; the value is not shown.
+func TestOpenSMConfLinesOpenSMReadsWhole(t *testing.T) {
+	smuggled := " no_partition_enforcement TRUE"
+	for name, value := range map[string]string{
+		"past the buffer":  "/" + strings.Repeat("x", opensm.MaxOptionLine-len("node_name_map_name /")) + smuggled,
+		"carriage return":  "/etc/map\r" + smuggled,
+		"vertical tab":     "/etc/map\v" + smuggled,
+		"NUL":              "/etc/map\x00" + smuggled,
+		"DEL":              "/etc/map\x7f",
+		"escape sequences": "/etc/map\x1b[2J",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse(strings.NewReader("[api]\ntoken = s3cret-token\n[opensm_conf]\nnode_name_map_name = "+value+"\n"), "afm.conf")
+			if err == nil || !strings.Contains(err.Error(), "afm.conf: [opensm_conf] node_name_map_name (line 4): ") {
+				t.Fatalf("error %v, want one naming [opensm_conf] node_name_map_name", err)
+			}
+			if strings.Contains(err.Error(), "no_partition_enforcement") {
+				t.Errorf("the error shows the value: %v", err)
+			}
+		})
+	}
+	longest := strings.Repeat("x", opensm.MaxOptionLine-len("node_name_map_name "))
+	if _, err := Parse(strings.NewReader("[api]\ntoken = s3cret-token\n[opensm_conf]\nnode_name_map_name = "+longest+"\n"), "afm.conf"); err != nil {
+		t.Errorf("a %d-byte option line: %v", opensm.MaxOptionLine, err)
+	}
+}

@@ -482,6 +482,8 @@ func (c *Config) applyOpenSMConf(s iniSection) []error {
 		case e.value == "":
 			errs = append(errs, fmt.Errorf("[%s] %s (line %d): empty value; remove the line to keep OpenSM's default",
 				s.name, e.key, e.line))
+		case opensm.CheckOption(e.key, e.value) != nil:
+			errs = append(errs, fmt.Errorf("[%s] %s (line %d): %w", s.name, e.key, e.line, opensm.CheckOption(e.key, e.value)))
 		default:
 			c.OpenSMConf = append(c.OpenSMConf, KeyValue{Key: e.key, Value: e.value})
 		}

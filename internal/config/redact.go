@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"log/slog"
-	"reflect"
 	"slices"
 	"strings"
 )
@@ -11,9 +10,9 @@ import (
 // redactedMask replaces a secret in printable forms of the configuration.
 const redactedMask = "xxxxx"
 
-// Redacted returns a copy of c that is safe to print: the token, any password in
-// the database URL, and the values of [opensm_conf] options that hold keys
-// (m_key, sm_key, sa_key, ...) are masked.
+// Redacted returns a copy of c that is safe to print: the tokens, the pkeys
+// API's password, any password in the database URL, and the values of
+// [opensm_conf] options that hold keys (m_key, sm_key, sa_key, ...) are masked.
 func (c Config) Redacted() Config {
 	r := c
 	if r.API.Token != "" {
@@ -21,6 +20,9 @@ func (c Config) Redacted() Config {
 	}
 	if r.API.MetricsToken != "" {
 		r.API.MetricsToken = redactedMask
+	}
+	if r.UFMPKeys.Password != "" {
+		r.UFMPKeys.Password = redactedMask
 	}
 	r.Database.Connection = RedactURL(c.Database.Connection)
 	r.OpenSM.Command = slices.Clone(c.OpenSM.Command)
@@ -107,35 +109,4 @@ func (c Config) String() string {
 	}
 	write("", c.LogValue().Group())
 	return b.String()
-}
-
-// Diff names the settings that differ between a and b, as "[section] Field",
-// without their values (some are secrets).
-func Diff(a, b *Config) []string {
-	var out []string
-	va, vb := reflect.ValueOf(*a), reflect.ValueOf(*b)
-	for i := range va.NumField() {
-		name := va.Type().Field(i).Name
-		fa, fb := va.Field(i), vb.Field(i)
-		if fa.Kind() != reflect.Struct {
-			if !reflect.DeepEqual(fa.Interface(), fb.Interface()) {
-				out = append(out, "["+sectionOf(name)+"]")
-			}
-			continue
-		}
-		for j := range fa.NumField() {
-			if !reflect.DeepEqual(fa.Field(j).Interface(), fb.Field(j).Interface()) {
-				out = append(out, "["+sectionOf(name)+"] "+fa.Type().Field(j).Name)
-			}
-		}
-	}
-	return out
-}
-
-// sectionOf is the file's section a Config field holds.
-func sectionOf(field string) string {
-	if field == "OpenSMConf" {
-		return opensmConfSection
-	}
-	return strings.ToLower(field)
 }

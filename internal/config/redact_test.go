@@ -14,6 +14,10 @@ func secretConfig(t *testing.T) *Config {
 [api]
 token = s3cret-token
 metrics_token = s3cret-metrics
+[ufm_pkeys]
+username = ib-kubernetes
+password = s3cret-pkeys-password
+pkey_range = 0x1000-0x1fff
 [database]
 connection = postgresql://afm:s3cret-pw@db/afm?password=s3cret-pw2
 [opensm]

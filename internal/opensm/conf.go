@@ -207,9 +207,36 @@ func writeOptions(b *bytes.Buffer, kvs []KeyValue) error {
 	return nil
 }
 
+// MaxOptionLine is the longest option line, "key value", that OpenSM reads
+// whole: it reads opensm.conf with fgets into a 1,023-byte buffer, and the
+// rest of a longer line becomes a line of its own, read as another option
+// (a value ending in "... no_partition_enforcement TRUE" at the right place
+// would turn enforcement off whatever the hardening groups say).
+const MaxOptionLine = 1022
+
+// CheckOption refuses an option line OpenSM would not read as the one option
+// it is: a line break or another control character in the value, or a line
+// longer than MaxOptionLine. The error names the option, never the value
+// (it may be a key).
+func CheckOption(key, value string) error {
+	if i := strings.IndexFunc(value, func(r rune) bool { return r < ' ' || r == 0x7f }); i >= 0 {
+		what := "a control character"
+		if value[i] == '\n' || value[i] == '\r' {
+			what = "a line break"
+		}
+		return fmt.Errorf("option %s: the value holds %s (byte 0x%02x at offset %d), which could end the option's line "+
+			"and start another", key, what, value[i], i)
+	}
+	if n := len(key) + 1 + len(value); n > MaxOptionLine {
+		return fmt.Errorf("option %s: its line would be %d bytes; OpenSM reads at most %d bytes of a line and would "+
+			"read the rest as another option", key, n, MaxOptionLine)
+	}
+	return nil
+}
+
 func checkValue(kv KeyValue) error {
-	if strings.ContainsAny(kv.Value, "\n\r\x00") {
-		return fmt.Errorf("opensm.conf: option %s: value contains a line break or NUL", kv.Key)
+	if err := CheckOption(kv.Key, kv.Value); err != nil {
+		return fmt.Errorf("opensm.conf: %w", err)
 	}
 	if strings.TrimSpace(kv.Value) == "" {
 		return fmt.Errorf("opensm.conf: option %s: empty value", kv.Key)

@@ -129,6 +129,13 @@ func TestRenderConfRejects(t *testing.T) {
 		{"owned option accum_log_file", withPassthrough(KeyValue{"accum_log_file", "FALSE"}), "cannot be overridden"},
 		{"newline smuggles an option", withPassthrough(KeyValue{"sm_priority", "1\nconsole loopback"}), "line break"},
 		{"carriage return", withPassthrough(KeyValue{"sm_priority", "1\r"}), "line break"},
+		{"NUL", withPassthrough(KeyValue{"sm_priority", "1\x00"}), "control character"},
+		{"vertical tab", withPassthrough(KeyValue{"node_name_map_name", "/x\vno_partition_enforcement TRUE"}), "control character"},
+		{"line past OpenSM's buffer", withPassthrough(KeyValue{"node_name_map_name",
+			"/" + strings.Repeat("x", MaxOptionLine-len("node_name_map_name /")) + "no_partition_enforcement TRUE"}),
+			"OpenSM reads at most 1022 bytes of a line"},
+		{"owned path past OpenSM's buffer", ConfOptions{PartitionsFile: "/" + strings.Repeat("p", 1100), LogFile: "/l",
+			PerModuleLoggingFile: "/p"}, "would be 1123 bytes"},
 		{"empty value", withPassthrough(KeyValue{"sm_priority", " "}), "empty value"},
 		{"blank in key", withPassthrough(KeyValue{"sm priority", "1"}), "option name"},
 		{"empty key", withPassthrough(KeyValue{"", "1"}), "option name"},
@@ -152,6 +159,21 @@ func TestRenderConfRejects(t *testing.T) {
 				t.Errorf("error %q does not mention %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestOptionLineAtOpenSMsLimit: a line of exactly MaxOptionLine bytes is
+// written, one byte more is refused.
+func TestOptionLineAtOpenSMsLimit(t *testing.T) {
+	o := confPaths
+	value := strings.Repeat("x", MaxOptionLine-len("node_name_map_name "))
+	o.Passthrough = []KeyValue{{"node_name_map_name", value}}
+	if _, err := RenderConf(o); err != nil {
+		t.Errorf("a %d-byte line: %v", MaxOptionLine, err)
+	}
+	o.Passthrough = []KeyValue{{"node_name_map_name", value + "x"}}
+	if _, err := RenderConf(o); err == nil {
+		t.Errorf("a %d-byte line was written", MaxOptionLine+1)
 	}
 }
 

@@ -30,8 +30,9 @@ type PortLimit struct {
 }
 
 // Check returns, as refusal, why host port guid may not become a member of
-// partitions (a network's one, or the Kubernetes pkeys it would be in): it names the host port, its switch port and the numbers when the
-// port would reach its switch port's capacity. A port the last dump does not
+// partitions (a network's one, or the Kubernetes pkeys it would be in): it
+// is a switch's GUID, or the port would reach its switch port's capacity
+// (the refusal names the host port, its switch port and the numbers). A port the last dump does not
 // place is not checked (see CapacityReached); nor is any port while there is no
 // dump yet, or none read whole. err is a failure to stat the dump.
 func (l *PortLimit) Check(guid fabric.GUID, partitions ...fabric.PKey) (refusal string, err error) {
@@ -55,6 +56,13 @@ func (l *PortLimit) Checker() (func(guid fabric.GUID, partitions ...fabric.PKey)
 func (l *PortLimit) check(t *Topology, guid fabric.GUID, partitions []fabric.PKey) (refusal string) {
 	if t == nil {
 		return ""
+	}
+	if sw, ok := t.switches[guid]; ok {
+		// A switch's port GUID is its node GUID (port 0, its management
+		// port): a member there would let a tenant's partition reach the
+		// switch itself.
+		return fmt.Sprintf("GUID %s is switch %s's (%q in OpenSM's subnet dump), not a host port's: "+
+			"a switch is never a partition's member", guid, sw.GUID, sw.Description)
 	}
 	pkeys := slices.Clone(partitions)
 	if l.Static != nil {

@@ -86,3 +86,32 @@ func filterLines(text, desc string) []string {
 	}
 	return append(out, "")
 }
+
+// TestPortLimitRefusesSwitchGUIDs: a switch's GUID (its port 0's) is no host
+// port's, whatever the partitions: refused, naming the switch, once a dump
+// lists it. Before OpenSM's first dump there is nothing to tell it by.
+func TestPortLimitRefusesSwitchGUIDs(t *testing.T) {
+	dump := filepath.Join(t.TempDir(), FileName)
+	l := &PortLimit{DumpFile: dump, Capacity: 32}
+	const sw = 0x0002c90300f00001
+	if refusal, err := l.Check(sw, 0x0065); refusal != "" || err != nil {
+		t.Fatalf("without a dump: %q, %v", refusal, err)
+	}
+	real, err := os.ReadFile(filepath.Join("testdata", "good", "ibsim-5-hosts-2-switches.lst"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dump, real, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, pkeys := range [][]fabric.PKey{{0x0065}, nil} {
+		refusal, err := l.Check(sw, pkeys...)
+		if err != nil || !strings.Contains(refusal, "GUID 0x0002c90300f00001 is switch 0x0002c90300f00001's") ||
+			!strings.Contains(refusal, "never a partition's member") {
+			t.Errorf("switch GUID with pkeys %v: %q, %v", pkeys, refusal, err)
+		}
+	}
+	if refusal, err := l.Check(0x0002c90300000101, 0x0065); refusal != "" || err != nil {
+		t.Errorf("a host port: %q, %v", refusal, err)
+	}
+}

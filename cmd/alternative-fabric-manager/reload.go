@@ -1,0 +1,109 @@
+package main
+
+import (
+	"log/slog"
+	"slices"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/api"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tlsreload"
+)
+
+// credentialSetter is the API as SIGHUP changes it (api.Server).
+type credentialSetter interface {
+	SetCredentials(api.Credentials)
+}
+
+// hangup is what SIGHUP does. The TLS certificate is read again, and so is
+// the configuration file: its credentials ([api] token and metrics_token,
+// [ufm_pkeys] username and password) take effect at once, so that a revoked
+// secret stops working when the signal has been handled; every other changed
+// key is named as needing a restart (the manager's other settings are fixed
+// for its life, so that a half-edited file can never take effect). A file
+// that does not load, or whose new token or password is too short, changes
+// nothing. The log names keys, never values. It goes to standard error,
+// which journald or Docker collect: there is no file to reopen.
+type hangup struct {
+	path string
+	// running is what the manager runs with: the settings it started with,
+	// and the credentials of the last SIGHUP that changed them.
+	running *config.Config
+	// pkeysServed says whether the pkeys API's routes are served: its
+	// credentials change only then.
+	pkeysServed bool
+	certs       *tlsreload.Reloader
+	api         credentialSetter
+	log         *slog.Logger
+}
+
+func newHangup(path string, cfg *config.Config, certs *tlsreload.Reloader, api credentialSetter, log *slog.Logger) *hangup {
+	return &hangup{path: path, running: cfg, pkeysServed: cfg.UFMPKeys.Enabled(), certs: certs, api: api, log: log}
+}
+
+// credentialKeys are the keys a SIGHUP applies.
+var credentialKeys = []string{"[api] token", "[api] metrics_token", "[ufm_pkeys] username", "[ufm_pkeys] password"}
+
+// apiCredentials are the API's credentials as cfg sets them. /metrics needs
+// no token only on loopback (config.API.MetricsOpen).
+func apiCredentials(cfg *config.Config) api.Credentials {
+	return api.Credentials{Token: cfg.API.Token, PKeysUsername: cfg.UFMPKeys.Username,
+		PKeysPassword: cfg.UFMPKeys.Password, MetricsToken: cfg.API.MetricsToken, MetricsOpen: cfg.API.MetricsOpen()}
+}
+
+func (h *hangup) reload() {
+	reloaded := []string{}
+	if h.certs != nil {
+		if err := h.certs.Reload(); err != nil {
+			h.log.Error("SIGHUP: the TLS certificate does not load; serving the previous one", "error", err)
+		} else {
+			reloaded = append(reloaded, "TLS certificate and key")
+		}
+	}
+	needRestart := []string{}
+	next, err := config.Load(h.path)
+	if err == nil {
+		err = next.CheckToken()
+	}
+	if err != nil {
+		h.log.Error("SIGHUP: the configuration file is refused; the running configuration and credentials stay",
+			"error", err)
+	} else {
+		var applied []string
+		applied, needRestart = h.applyCredentials(next)
+		reloaded = append(reloaded, applied...)
+	}
+	h.log.Info("SIGHUP received; the manager and OpenSM keep running", "reloaded", reloaded,
+		"changed_settings_needing_restart", needRestart)
+}
+
+// applyCredentials gives the API next's credentials where they differ from
+// the running ones, and returns the keys it applied and those that need a
+// restart.
+func (h *hangup) applyCredentials(next *config.Config) (applied, needRestart []string) {
+	applied, needRestart = []string{}, []string{}
+	now := *h.running
+	for _, key := range config.Diff(h.running, next) {
+		switch {
+		case !slices.Contains(credentialKeys, key):
+			needRestart = append(needRestart, key)
+		case key == "[api] token":
+			now.API.Token = next.API.Token
+			applied = append(applied, key)
+		case key == "[api] metrics_token":
+			now.API.MetricsToken = next.API.MetricsToken
+			applied = append(applied, key)
+		case !h.pkeysServed:
+			// Its routes are set up at start only.
+			needRestart = append(needRestart, key)
+		default:
+			// Both at once: without them every pkeys request is refused.
+			now.UFMPKeys.Username, now.UFMPKeys.Password = next.UFMPKeys.Username, next.UFMPKeys.Password
+			applied = append(applied, key)
+		}
+	}
+	if len(applied) > 0 {
+		h.api.SetCredentials(apiCredentials(&now))
+		h.running = &now
+	}
+	return applied, needRestart
+}

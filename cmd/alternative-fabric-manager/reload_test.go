@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/api"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+)
+
+// reloadConf is a configuration with the pkeys API on; %s are the token,
+// the pkeys password and [opensm] check_interval.
+const reloadConf = `[api]
+token = %s
+[ufm_pkeys]
+username = ib-kubernetes
+password = %s
+pkey_range = 0x1000-0x1fff
+[opensm]
+check_interval = %s
+`
+
+// TestSIGHUPAppliesCredentials: a SIGHUP after the token and the pkeys
+// password changed makes the old ones fail and the new ones work at once;
+// other changed keys are named as needing a restart; a file that is refused
+// changes nothing. The log names keys, never a secret.
+func TestSIGHUPAppliesCredentials(t *testing.T) {
+	const (
+		oldToken, newToken, refusedToken = "s3cret-old-token-0123", "s3cret-new-token-0123", "s3cret-refused-token-0123"
+		oldPassword, newPassword         = "s3cret-old-password-0123", "s3cret-new-password-0123"
+	)
+	path := filepath.Join(t.TempDir(), "afm.conf")
+	write := func(token, password, check string, extra ...string) {
+		t.Helper()
+		text := fmt.Sprintf(reloadConf, token, password, check) + strings.Join(extra, "\n")
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(oldToken, oldPassword, "60")
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := storetest.Open(t, config.EngineSQLite)
+	srv := api.New(api.Options{Prefix: cfg.API.Prefix, Domain: cfg.API.Domain, Token: cfg.API.Token,
+		PKeys: api.PKeysOptions{Store: st, Prefix: cfg.UFMPKeys.Prefix, Username: cfg.UFMPKeys.Username,
+			Password: cfg.UFMPKeys.Password}}, st, slog.New(slog.DiscardHandler))
+	web := httptest.NewServer(srv)
+	t.Cleanup(web.Close)
+	var logged bytes.Buffer
+	h := newHangup(path, cfg, nil, srv, slog.New(slog.NewJSONHandler(&logged, nil)))
+
+	// The token's route answers 404 for a job id that cannot be (the token
+	// was accepted), 401 otherwise; ufm_version 200 or 401.
+	tokenWorks := func(token string) bool {
+		req, _ := http.NewRequest("GET", web.URL+"/ufmRestV3/app/jobs/none", nil)
+		req.Header.Set("Authorization", "Basic "+token)
+		return status(t, req) == http.StatusNotFound
+	}
+	passwordWorks := func(password string) bool {
+		req, _ := http.NewRequest("GET", web.URL+"/ufmRest/app/ufm_version", nil)
+		req.SetBasicAuth("ib-kubernetes", password)
+		return status(t, req) == http.StatusOK
+	}
+	if !tokenWorks(oldToken) || !passwordWorks(oldPassword) {
+		t.Fatal("the first credentials do not work")
+	}
+
+	write(newToken, newPassword, "30")
+	h.reload()
+	if tokenWorks(oldToken) || !tokenWorks(newToken) {
+		t.Errorf("after SIGHUP: old token works %t, new token works %t; want false, true", tokenWorks(oldToken), tokenWorks(newToken))
+	}
+	if passwordWorks(oldPassword) || !passwordWorks(newPassword) {
+		t.Errorf("after SIGHUP: old password works %t, new one works %t; want false, true",
+			passwordWorks(oldPassword), passwordWorks(newPassword))
+	}
+	for _, want := range []string{`"reloaded":["[api] token","[ufm_pkeys] password"]`,
+		`"changed_settings_needing_restart":["[opensm] check_interval"]`} {
+		if !strings.Contains(logged.String(), want) {
+			t.Errorf("the log lacks %s:\n%s", want, logged.String())
+		}
+	}
+
+	// A file that does not load, and one whose token is too short, change
+	// nothing: the credentials of the last good SIGHUP stay.
+	write(refusedToken, newPassword, "30", "[bogus]")
+	h.reload()
+	write("short", newPassword, "30")
+	h.reload()
+	if !tokenWorks(newToken) || tokenWorks(refusedToken) || tokenWorks("short") {
+		t.Errorf("after refused files: new token works %t, refused ones %t %t; want true, false, false",
+			tokenWorks(newToken), tokenWorks(refusedToken), tokenWorks("short"))
+	}
+	if n := strings.Count(logged.String(), "the configuration file is refused"); n != 2 {
+		t.Errorf("%d refusals logged, want 2:\n%s", n, logged.String())
+	}
+	if strings.Contains(logged.String(), "s3cret") {
+		t.Errorf("the log shows a secret:\n%s", logged.String())
+	}
+}
+
+// TestSIGHUPPKeysCredentialsWithoutTheAPI: with the pkeys API off at start
+// its routes are not served, so new credentials for it need a restart.
+func TestSIGHUPPKeysCredentialsWithoutTheAPI(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "afm.conf")
+	if err := os.WriteFile(path, []byte("[api]\ntoken = s3cret-token-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := &recordingSetter{}
+	var logged bytes.Buffer
+	h := newHangup(path, cfg, nil, set, slog.New(slog.NewJSONHandler(&logged, nil)))
+	conf := "[api]\ntoken = s3cret-token-0123456789\n[ufm_pkeys]\nusername = k8s\npassword = s3cret-password-0123456\npkey_range = 0x1000-0x1fff\n"
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.reload()
+	if set.calls != 0 {
+		t.Errorf("credentials set %d times, want none", set.calls)
+	}
+	want := `"changed_settings_needing_restart":["[ufm_pkeys] username","[ufm_pkeys] password","[ufm_pkeys] pkey_range"]`
+	if !strings.Contains(logged.String(), want) {
+		t.Errorf("the log lacks %s:\n%s", want, logged.String())
+	}
+}
+
+// recordingSetter is a fake API that counts SetCredentials.
+type recordingSetter struct{ calls int }
+
+func (r *recordingSetter) SetCredentials(api.Credentials) { r.calls++ }
+
+func status(t *testing.T, req *http.Request) int {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}

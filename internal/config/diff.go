@@ -1,0 +1,105 @@
+package config
+
+import (
+	"reflect"
+	"slices"
+)
+
+// Diff names the keys whose effective values differ between a and b, as the
+// file writes them ("[api] token", "[opensm_conf] sm_key"), in the order of
+// the sample file, never with their values: some are secrets. A key set to
+// its default in one and left out of the other is no difference.
+func Diff(a, b *Config) []string {
+	var out []string
+	for _, k := range keyGetters {
+		if !reflect.DeepEqual(k.get(a), k.get(b)) {
+			out = append(out, k.name())
+		}
+	}
+	return append(out, diffOpenSMConf(a.OpenSMConf, b.OpenSMConf)...)
+}
+
+// diffOpenSMConf names the [opensm_conf] options added, removed or changed,
+// and the section alone when only their order changed (OpenSM reads them in
+// file order).
+func diffOpenSMConf(a, b []KeyValue) []string {
+	var out []string
+	valueOf := func(kvs []KeyValue, key string) (string, bool) {
+		i := slices.IndexFunc(kvs, func(kv KeyValue) bool { return kv.Key == key })
+		if i < 0 {
+			return "", false
+		}
+		return kvs[i].Value, true
+	}
+	seen := map[string]bool{}
+	for _, kv := range slices.Concat(a, b) {
+		if seen[kv.Key] {
+			continue
+		}
+		seen[kv.Key] = true
+		va, inA := valueOf(a, kv.Key)
+		vb, inB := valueOf(b, kv.Key)
+		if inA != inB || va != vb {
+			out = append(out, "["+opensmConfSection+"] "+kv.Key)
+		}
+	}
+	if len(out) == 0 && !slices.Equal(a, b) {
+		out = append(out, "["+opensmConfSection+"]")
+	}
+	return out
+}
+
+// keyGetter reads one key's effective value out of a Config.
+type keyGetter struct {
+	section, key string
+	get          func(c *Config) any
+}
+
+func (k keyGetter) name() string { return "[" + k.section + "] " + k.key }
+
+// keyGetters has one entry for every key of sections, in the same order
+// (TestDiffNamesEveryKey checks it): the settings are Go fields, but an
+// operator knows them by the file's keys.
+var keyGetters = []keyGetter{
+	{"api", "listen", func(c *Config) any { return c.API.Listen }},
+	{"api", "prefix", func(c *Config) any { return c.API.Prefix }},
+	{"api", "domain", func(c *Config) any { return c.API.Domain }},
+	{"api", "token", func(c *Config) any { return c.API.Token }},
+	{"api", "physical_networks", func(c *Config) any { return c.API.PhysicalNetworks }},
+	{"api", "tls_cert_file", func(c *Config) any { return c.API.TLSCertFile }},
+	{"api", "tls_key_file", func(c *Config) any { return c.API.TLSKeyFile }},
+	{"api", "access_log", func(c *Config) any { return c.API.AccessLog }},
+	{"api", "metrics_listen", func(c *Config) any { return c.API.MetricsListen }},
+	{"api", "metrics_token", func(c *Config) any { return c.API.MetricsToken }},
+	{"api", "debug_listen", func(c *Config) any { return c.API.DebugListen }},
+	{"ufm_pkeys", "username", func(c *Config) any { return c.UFMPKeys.Username }},
+	{"ufm_pkeys", "password", func(c *Config) any { return c.UFMPKeys.Password }},
+	{"ufm_pkeys", "prefix", func(c *Config) any { return c.UFMPKeys.Prefix }},
+	{"ufm_pkeys", "pkey_range", func(c *Config) any { return c.UFMPKeys.PKeyRange }},
+	{"ufm_pkeys", "apply_timeout", func(c *Config) any { return c.UFMPKeys.ApplyTimeout }},
+	{"log", "format", func(c *Config) any { return c.Log.Format }},
+	{"database", "connection", func(c *Config) any { return c.Database.Connection }},
+	{"database", "auto_migrate", func(c *Config) any { return c.Database.AutoMigrate }},
+	{"database", "poll_interval", func(c *Config) any { return c.Database.PollInterval }},
+	{"database", "job_retention", func(c *Config) any { return c.Database.JobRetention }},
+	{"ha", "ha", func(c *Config) any { return c.HA.HA }},
+	{"ha", "lease_timeout", func(c *Config) any { return c.HA.LeaseTimeout }},
+	{"opensm", "driver", func(c *Config) any { return c.OpenSM.Driver }},
+	{"opensm", "container", func(c *Config) any { return c.OpenSM.Container }},
+	{"opensm", "manager_container", func(c *Config) any { return c.OpenSM.ManagerContainer }},
+	{"opensm", "image", func(c *Config) any { return c.OpenSM.Image }},
+	{"opensm", "command", func(c *Config) any { return c.OpenSM.Command }},
+	{"opensm", "env_file", func(c *Config) any { return c.OpenSM.EnvFile }},
+	{"opensm", "config_dir", func(c *Config) any { return c.OpenSM.ConfigDir }},
+	{"opensm", "log_file", func(c *Config) any { return c.OpenSM.LogFile }},
+	{"opensm", "check_interval", func(c *Config) any { return c.OpenSM.CheckInterval }},
+	{"opensm", "sweep_timeout", func(c *Config) any { return c.OpenSM.SweepTimeout }},
+	{"opensm", "flat_pkey", func(c *Config) any { return c.OpenSM.FlatPKey }},
+	{"opensm", "default_partition", func(c *Config) any { return c.OpenSM.DefaultPartition }},
+	{"opensm", "hardening", func(c *Config) any { return c.OpenSM.Hardening.Groups }},
+	{"opensm", "m_key_protection_level", func(c *Config) any { return c.OpenSM.Hardening.MKeyProtectionLevel }},
+	{"opensm", "m_key_lease_period", func(c *Config) any { return c.OpenSM.Hardening.MKeyLeasePeriod }},
+	{"opensm", "switch_pkey_capacity", func(c *Config) any { return c.OpenSM.SwitchPKeyCapacity }},
+	{"opensm", "shared_default_partition", func(c *Config) any { return c.OpenSM.SharedDefaultPartition }},
+	{"opensm", "partitions_template", func(c *Config) any { return c.OpenSM.PartitionsTemplate }},
+}
