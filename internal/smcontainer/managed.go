@@ -128,15 +128,16 @@ func checkName(ctx context.Context, cli *client.Client, name string) error {
 	return nil
 }
 
-// Start starts the supervisor, unless it runs already, and returns at once.
-// The supervisor starts OpenSM's container and keeps one running until Stop:
+// Start starts the supervisor for a leadership term, unless it runs already,
+// and returns at once; after StopTerm for that term (or a later one) or Stop
+// it refuses with opensm.ErrTermStopped. The supervisor starts OpenSM's
+// container and keeps one running until Stop or StopTerm:
 // when OpenSM exits, or its container cannot be created or started, it tries
 // again after a back-off (1 s, doubling up to 30 s), and the error is logged
 // and in Status. Stop stops the container (SIGTERM, SIGKILL after 10 s), and
 // Docker removes it.
-func (m *Managed) Start() error {
-	m.start(m.supervise)
-	return nil
+func (m *Managed) Start(term int64) error {
+	return m.start(term, m.supervise)
 }
 
 func (m *Managed) supervise(ctx context.Context) {

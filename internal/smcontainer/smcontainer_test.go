@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -198,7 +199,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // subnetManager is what the applier and main ask of a driver.
 type subnetManager interface {
-	Start() error
+	Start(term int64) error
+	StopTerm(ctx context.Context, term int64) error
 	Stop(ctx context.Context) error
 	WaitReady(ctx context.Context) error
 	Reload(ctx context.Context) error
@@ -206,10 +208,10 @@ type subnetManager interface {
 	Status() opensm.DriverStatus
 }
 
-// runDriver starts the driver; stop stops it (and is also called at the
-// test's end).
+// runDriver starts the driver for term 1; stop stops it for term 1 (and
+// for good at the test's end).
 func runDriver(t *testing.T, sm subnetManager) (stop func() error) {
-	if err := sm.Start(); err != nil {
+	if err := sm.Start(1); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
 	stopped := false
@@ -220,9 +222,13 @@ func runDriver(t *testing.T, sm subnetManager) (stop func() error) {
 		stopped = true
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		return sm.Stop(ctx)
+		return sm.StopTerm(ctx, 1)
 	}
-	t.Cleanup(func() { _ = stop() })
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = sm.Stop(ctx)
+	})
 	return stop
 }
 
@@ -341,15 +347,28 @@ func TestManagedStopRemovesOpenSM(t *testing.T) {
 	if st := m.Status(); st.State != opensm.DriverStopped {
 		t.Errorf("state after Stop = %s, want stopped", st.State)
 	}
+	// The stopped term's late Start (the applier racing the lease's stop)
+	// is refused, and creates no container.
+	if err := m.Start(1); !errors.Is(err, opensm.ErrTermStopped) {
+		t.Errorf("Start(1) after StopTerm(1) = %v, want opensm.ErrTermStopped", err)
+	}
+	if c := r.inspect(t, cfg.Name); c != nil || m.Status().State != opensm.DriverStopped {
+		t.Errorf("after a refused Start: container %v, state %s; want none, stopped", c != nil, m.Status().State)
+	}
 	// Started again, as HA does for a new term after it stopped OpenSM.
-	if err := m.Start(); err != nil {
+	if err := m.Start(2); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.WaitReady(testContext(t)); err != nil {
 		t.Fatalf("WaitReady after a second Start: %v", err)
 	}
-	if err := stop(); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := m.StopTerm(ctx, 2); err != nil {
 		t.Fatal(err)
+	}
+	if c := r.inspect(t, cfg.Name); c != nil {
+		t.Errorf("container %s is still there (%s) after StopTerm returned", cfg.Name, c.State.Status)
 	}
 }
 
