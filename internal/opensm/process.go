@@ -54,8 +54,9 @@ var versionLine = regexp.MustCompile(`^OpenSM [0-9]\S*$`)
 // StopTerm (with the HA lease, the manager must leave the fabric to another);
 // a stopped term never starts it again (TermLatch). OpenSM dies with the manager
 // (SIGKILL from the kernel, see start), runs in its own process group so that a
-// Ctrl-C meant for the manager does not reach it, and its output is filtered
-// (see outputLogger).
+// Ctrl-C meant for the manager does not reach it, its output is filtered
+// (see outputLogger), and it never runs where it could reach syslog, which
+// would get its keys (syslog.go).
 //
 // Never send OpenSM SIGCONT: it treats it exactly like SIGHUP, so a shell's job
 // control would trigger unplanned sweeps.
@@ -318,6 +319,11 @@ func (p *Process) start(env []string) (*instance, error) {
 
 	go func() {
 		runtime.LockOSThread()
+		// In this thread only, which is never unlocked: see syslog.go.
+		if err := isolateFromSyslog(); err != nil {
+			started <- err
+			return
+		}
 		cmd := exec.Command(p.cfg.Command[0], args...)
 		cmd.Dir = p.cfg.Dir
 		cmd.Env = env

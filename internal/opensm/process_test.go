@@ -28,8 +28,11 @@ import (
 const helperEnv = "OPENSM_TEST_HELPER"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) == "manager" {
+	switch os.Getenv(helperEnv) {
+	case "manager":
 		runManagerHelper()
+	case "syslog":
+		runSyslogHelper()
 	}
 	os.Exit(m.Run())
 }

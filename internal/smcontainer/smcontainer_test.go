@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -569,7 +570,8 @@ func TestExternalRefusesBadSetups(t *testing.T) {
 // config_dir (not the rest of the mount it is on, which holds the database),
 // the fabric's directories its environment names, the InfiniBand devices; not
 // the manager's configuration with its secrets, another volume, a control
-// socket (whatever its name), nor the manager's privilege. What the container
+// socket (whatever its name), its /dev/log (OpenSM would send syslog its
+// keys), nor the manager's privilege. What the container
 // sees is asked of the engine, inside OpenSM's running container.
 func TestManagedGivesOpenSMOnlyWhatItNeeds(t *testing.T) {
 	r := newRig(t)
@@ -585,8 +587,17 @@ func TestManagedGivesOpenSMOnlyWhatItNeeds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A syslog socket mounted into the manager's container (as some
+	// deployments do): OpenSM would send it its keys.
+	devLog := filepath.Join(t.TempDir(), "log")
+	syslogd, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: devLog, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syslogd.Close()
 	volume := r.prefix + "-db"
 	mounts := append(r.mounts(t),
+		mount.Mount{Type: mount.TypeBind, Source: devLog, Target: "/dev/log"},
 		mount.Mount{Type: mount.TypeBind, Source: data, Target: data},
 		mount.Mount{Type: mount.TypeBind, Source: secrets, Target: "/etc/alternative-fabric-manager", ReadOnly: true},
 		mount.Mount{Type: mount.TypeBind, Source: socket, Target: "/run/engine.sock"},
@@ -631,12 +642,12 @@ func TestManagedGivesOpenSMOnlyWhatItNeeds(t *testing.T) {
 	if !slices.Contains(targets, r.configDir) {
 		t.Errorf("OpenSM's mounts %q lack config_dir %s", targets, r.configDir)
 	}
-	for _, p := range []string{data, "/etc/alternative-fabric-manager", "/run/engine.sock", "/var/lib/afm-db"} {
+	for _, p := range []string{data, "/etc/alternative-fabric-manager", "/run/engine.sock", "/var/lib/afm-db", "/dev/log"} {
 		if slices.Contains(targets, p) {
 			t.Errorf("OpenSM's container mounts the manager's %s (mounts %q)", p, targets)
 		}
 	}
-	for _, p := range []string{database, "/etc/alternative-fabric-manager/afm.conf", "/run/engine.sock"} {
+	for _, p := range []string{database, "/etc/alternative-fabric-manager/afm.conf", "/run/engine.sock", "/dev/log"} {
 		_, err := r.cli.ContainerStatPath(ctx, c.ID, client.ContainerStatPathOptions{Path: p})
 		if err == nil {
 			t.Errorf("OpenSM's container sees %s", p)
