@@ -100,7 +100,9 @@ func privateDev() error {
 		if e.Name() == filepath.Base(syslogSocket) {
 			continue
 		}
-		if err := mirrorDevEntry(real, e); err != nil {
+		// A device removed since the listing (a hot-unplugged disk) is
+		// not missed.
+		if err := mirrorDevEntry(real, e); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}
