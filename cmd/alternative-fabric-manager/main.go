@@ -379,7 +379,7 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 		}
 		app.Lease = leases
 		ha := &leader.LeaseElector{Leases: leases, TryLock: st.TryLock, Holder: holder, Log: log,
-			LeaseTimeout: cfg.HA.LeaseTimeout, Stop: sm.Stop}
+			LeaseTimeout: cfg.HA.LeaseTimeout, Stop: sm.StopTerm}
 		go func() {
 			defer close(electorDone)
 			_ = ha.Run(ctx, func(ctx context.Context, term leader.Term) error {
@@ -424,10 +424,11 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 }
 
 // subnetManager is an OpenSM driver as main uses it: the applier's interface,
-// and Stop and Status for shutdown and --status (opensm.Process, and
-// smcontainer's Managed and External).
+// StopTerm for the HA lease's end of a term, and Stop and Status for shutdown
+// and --status (opensm.Process, and smcontainer's Managed and External).
 type subnetManager interface {
 	applier.SubnetManager
+	StopTerm(ctx context.Context, term int64) error
 	Stop(ctx context.Context) error
 	Status() opensm.DriverStatus
 }

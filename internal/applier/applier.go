@@ -65,9 +65,12 @@ type Store interface {
 // supervised for the manager's life, not a term's, so a database outage that
 // ends a term leaves OpenSM running with the last applied file.
 type SubnetManager interface {
-	// Start starts OpenSM unless it runs already, and returns at once. It
-	// fails only when OpenSM can never be started as configured.
-	Start() error
+	// Start starts OpenSM for the term unless it runs already, and returns at
+	// once. It fails when OpenSM can never be started as configured, and with
+	// opensm.ErrTermStopped when the term's stop has run: with the HA lease
+	// the stop comes from the lease's renewal, concurrently with the term's
+	// work, and must be final (opensm.TermLatch).
+	Start(term int64) error
 	// WaitReady waits until OpenSM may be signalled; it fails at once when
 	// OpenSM is not running and is not about to (stopped, or its last start
 	// failed).
@@ -224,7 +227,10 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 		}
 		defer t.freeze.close()
 	}
-	if err := a.SM.Start(); err != nil {
+	// The term may be over already (its context cancelled, its OpenSM
+	// stopped by the lease): the driver then refuses, whatever this term did
+	// not notice.
+	if err := a.SM.Start(termID); err != nil {
 		return fmt.Errorf("start OpenSM: %w", err)
 	}
 	if t.freeze != nil {

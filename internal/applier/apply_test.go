@@ -29,7 +29,7 @@ type scriptedOpenSM struct {
 	reloads int
 }
 
-func (f *scriptedOpenSM) Start() error                        { return nil }
+func (f *scriptedOpenSM) Start(int64) error                   { return nil }
 func (f *scriptedOpenSM) WaitReady(ctx context.Context) error { return nil }
 func (f *scriptedOpenSM) Restarts() int                       { return 0 }
 

@@ -9,12 +9,16 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 )
 
 // fakeOpenSM is a fake SubnetManager for the applier's unit tests, faithful to
 // opensm.Process's contract where the applier relies on it:
 //   - Start is idempotent and returns at once; OpenSM then starts (logging
-//     its version line) and is ready; nothing but Stop stops it.
+//     its version line) and is ready; nothing but Stop stops it. A Stop for
+//     a term is a latch (opensm.TermLatch): Start for that term or an
+//     earlier one is refused afterwards.
 //   - WaitReady fails at once while it is not started or its start failed,
 //     and waits while it is starting.
 //   - Reload refuses unless ready; otherwise OpenSM reads the partitions file
@@ -39,6 +43,7 @@ type fakeOpenSM struct {
 	sweeps     []string // the outcomes of the next sweeps: "applied" (the default), "rejected", "none"
 	restarts   int
 	stops      int
+	latch      opensm.TermLatch
 	changed    chan struct{}
 }
 
@@ -53,9 +58,12 @@ func (f *fakeOpenSM) notify() {
 	f.changed = make(chan struct{})
 }
 
-func (f *fakeOpenSM) Start() error {
+func (f *fakeOpenSM) Start(term int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := f.latch.Allows(term); err != nil {
+		return err
+	}
 	if f.started {
 		return nil
 	}
@@ -74,9 +82,10 @@ func (f *fakeOpenSM) launchLocked() {
 	f.notify()
 }
 
-func (f *fakeOpenSM) Stop(context.Context) error {
+func (f *fakeOpenSM) StopTerm(_ context.Context, term int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.latch.Stop(term)
 	f.started, f.ready = false, false
 	f.stops++
 	f.notify()

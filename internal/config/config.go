@@ -207,6 +207,13 @@ func Parse(r io.Reader, name string) (*Config, error) {
 			errs = append(errs, errors.New("[ha] ha = true needs a PostgreSQL or MariaDB [database] connection: "+
 				"SQLite is one manager's file"))
 		}
+		if c.OpenSM.Driver == DriverDocker {
+			// Only the leader may run OpenSM, and that driver never stops it.
+			errs = append(errs, errors.New("[ha] ha = true cannot be used with [opensm] driver = docker: the manager "+
+				"never starts or stops that container, so every manager's OpenSM would run all the time, not only "+
+				"the leader's; use driver = managed (the manager runs OpenSM in a container it starts and stops with "+
+				"its lease) or driver = process (OpenSM as the manager's child)"))
+		}
 	}
 	if c.API.Token == "" {
 		errs = append(errs, errors.New("[api] token is required: the manager refuses to start without one"))

@@ -553,3 +553,16 @@ func TestOpenSMConfLinesOpenSMReadsWhole(t *testing.T) {
 		t.Errorf("a %d-byte option line: %v", opensm.MaxOptionLine, err)
 	}
 }
+
+// [ha] ha = true runs OpenSM only while the manager leads: with the drivers
+// that start and stop it. driver = docker (testdata/invalid/ha-docker-driver.conf)
+// never stops its container and is refused.
+func TestHADrivers(t *testing.T) {
+	for _, driver := range []string{DriverProcess, DriverManaged} {
+		text := "[api]\ntoken = s3cret-token\n[database]\nconnection = postgresql://afm@db/afm\n" +
+			"[ha]\nha = true\n[opensm]\ndriver = " + driver + "\n"
+		if _, err := Parse(strings.NewReader(text), "afm.conf"); err != nil {
+			t.Errorf("ha with driver = %s: %v", driver, err)
+		}
+	}
+}

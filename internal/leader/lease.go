@@ -38,8 +38,11 @@ type LeaseElector struct {
 	// LeaseTimeout is [ha] lease_timeout.
 	LeaseTimeout time.Duration
 	// Stop takes this manager's OpenSM off the fabric when a term ends,
-	// within ctx; an error leaves the lease to expire instead of releasing it.
-	Stop func(ctx context.Context) error
+	// within ctx, and latches the term: no later start of that term may bring
+	// OpenSM back (opensm.TermLatch), since the term's work can still be
+	// running when it is called. An error leaves the lease to expire instead
+	// of releasing it.
+	Stop func(ctx context.Context, term int64) error
 }
 
 // Term is what a leader learns when it takes the lease.
@@ -146,20 +149,21 @@ func (e *LeaseElector) termOnce(ctx context.Context, lead func(context.Context, 
 	validUntil := sent.Add(e.LeaseTimeout) // by then the others may take over
 	renewed := make(chan struct{})
 	lost := false
-	stopped := false // OpenSM was stopped as soon as the lease was in doubt
+	var stoppedAt time.Time // when OpenSM was stopped as soon as the lease was in doubt
 	// stopNow takes OpenSM off the fabric at once when the lease is in doubt,
 	// without waiting for the term's work to return: that work may be blocked
 	// on a database call that only its own, longer deadline ends (a cut link),
-	// and the lease may expire meanwhile.
+	// and the lease may expire meanwhile. The stop latches the term, so that
+	// the work, when it returns, cannot start OpenSM again.
 	stopNow := func() {
 		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), StopTimeout)
 		defer scancel()
-		if err := e.Stop(sctx); err != nil {
+		if err := e.Stop(sctx, term); err != nil {
 			log.Error("stop OpenSM", "error", err)
 			return
 		}
 		mu.Lock()
-		stopped = true
+		stoppedAt = time.Now()
 		mu.Unlock()
 	}
 	go func() {
@@ -223,18 +227,22 @@ func (e *LeaseElector) termOnce(ctx context.Context, lead func(context.Context, 
 	cancel(nil)
 	<-renewed
 	mu.Lock()
-	until, wasLost, alreadyStopped := validUntil, lost, stopped
+	until, wasLost, earlyStop := validUntil, lost, stoppedAt
 	mu.Unlock()
 
 	// OpenSM goes first, within what is left of the lease; only then may
-	// another manager take over at once.
-	var stopErr error
-	if !alreadyStopped {
-		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), StopTimeout)
-		stopErr = e.Stop(sctx)
-		scancel()
+	// another manager take over at once. The stop is made again even when
+	// the renewal stopped OpenSM already: it costs nothing on a stopped
+	// driver, and it is what proves OpenSM stopped now, after the term's
+	// work has returned, rather than at some earlier moment.
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), StopTimeout)
+	stopErr := e.Stop(sctx, term)
+	scancel()
+	offAt := time.Now()
+	if !earlyStop.IsZero() {
+		offAt = earlyStop // the latch kept it off since
 	}
-	if late := time.Since(until); stopErr == nil && late > 0 {
+	if late := offAt.Sub(until); stopErr == nil && late > 0 {
 		log.Error("OpenSM stopped after the lease could have expired", "late", late)
 	}
 	switch {

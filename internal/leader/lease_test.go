@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -9,37 +10,73 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm/opensmtest"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
 
+// manager is one manager's OpenSM for these tests: the real driver
+// (opensm.Process) supervising a stand-in OpenSM, a real child process whose
+// life is read from the kernel, not from the driver.
+type manager struct {
+	name string
+	sm   *opensmtest.StandIn
+	proc *opensm.Process
+}
+
+func newManager(t *testing.T, name string) *manager {
+	sm := opensmtest.NewStandIn(t)
+	p := opensm.NewProcess(opensm.ProcessConfig{Command: sm.Command, LogFile: sm.LogFile,
+		Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() { _ = p.Stop(context.Background()) })
+	return &manager{name: name, sm: sm, proc: p}
+}
+
 // Two managers with the lease on one database: one leads at a time; the
 // leader that stops stops its OpenSM before it releases the lease, and the
 // other takes over at once (well before the lease would have expired), with
-// a newer term and the first named as the previous, released, holder.
+// a newer term and the first named as the previous, released, holder. No
+// leader's term starts while the other's OpenSM runs.
 func TestLeaseOneLeaderAndReleaseAfterStop(t *testing.T) {
 	for _, engine := range []string{config.EnginePostgres, config.EngineMySQL} {
 		t.Run(engine, func(t *testing.T) {
 			stores := storetest.OpenManagers(t, engine, 2)
+			managers := map[string]*manager{"A": newManager(t, "A"), "B": newManager(t, "B")}
 			var leading atomic.Int32
 			var mu sync.Mutex
 			var events []string
 			note := func(e string) { mu.Lock(); events = append(events, e); mu.Unlock() }
 			terms := make(chan Term, 4)
-			elector := func(s *store.Store, name string) *LeaseElector {
+			elector := func(s *store.Store, m *manager) *LeaseElector {
 				leases, err := s.Leases()
 				if err != nil {
 					t.Fatal(err)
 				}
-				return &LeaseElector{Leases: leases, TryLock: s.TryLock, Holder: name, Log: slog.New(slog.DiscardHandler),
-					LeaseTimeout: 5 * time.Second, Stop: func(context.Context) error { note(name + " stopped OpenSM"); return nil }}
+				return &LeaseElector{Leases: leases, TryLock: s.TryLock, Holder: m.name, Log: slog.New(slog.DiscardHandler),
+					LeaseTimeout: 5 * time.Second, Stop: func(ctx context.Context, term int64) error {
+						err := m.proc.StopTerm(ctx, term)
+						if running := m.sm.Running(t); err == nil && len(running) > 0 {
+							t.Errorf("%s: Stop returned while its OpenSM %v runs", m.name, running)
+						}
+						note(m.name + " stopped OpenSM")
+						return err
+					}}
 			}
-			lead := func(name string) func(ctx context.Context, term Term) error {
+			lead := func(m *manager) func(ctx context.Context, term Term) error {
 				return func(ctx context.Context, term Term) error {
 					if n := leading.Add(1); n != 1 {
 						t.Errorf("%d leaders at once", n)
 					}
-					note(name + " leads")
+					for _, other := range managers {
+						if running := other.sm.Running(t); other != m && len(running) > 0 {
+							t.Errorf("%s leads while %s's OpenSM %v runs", m.name, other.name, running)
+						}
+					}
+					note(m.name + " leads")
+					if err := m.proc.Start(term.ID); err != nil {
+						t.Errorf("%s: start OpenSM: %v", m.name, err)
+					}
 					terms <- term
 					<-ctx.Done()
 					leading.Add(-1)
@@ -50,10 +87,10 @@ func TestLeaseOneLeaderAndReleaseAfterStop(t *testing.T) {
 			ctxB, stopB := context.WithCancel(context.Background())
 			var wg sync.WaitGroup
 			wg.Add(1)
-			go func() { defer wg.Done(); elector(stores[0], "A").Run(ctxA, lead("A")) }()
+			go func() { defer wg.Done(); elector(stores[0], managers["A"]).Run(ctxA, lead(managers["A"])) }()
 			first := waitLeaseTerm(t, terms)
 			wg.Add(1)
-			go func() { defer wg.Done(); elector(stores[1], "B").Run(ctxB, lead("B")) }()
+			go func() { defer wg.Done(); elector(stores[1], managers["B"]).Run(ctxB, lead(managers["B"])) }()
 			select {
 			case term := <-terms:
 				t.Fatalf("a second term %d started while the first leader holds the lease", term.ID)
@@ -66,6 +103,11 @@ func TestLeaseOneLeaderAndReleaseAfterStop(t *testing.T) {
 			}
 			stopB()
 			wg.Wait()
+			for _, m := range managers {
+				if running := m.sm.Running(t); len(running) > 0 {
+					t.Errorf("%s's OpenSM %v runs after its elector returned", m.name, running)
+				}
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			want := []string{"A leads", "A stopped OpenSM", "B leads", "B stopped OpenSM"}
@@ -78,6 +120,102 @@ func TestLeaseOneLeaderAndReleaseAfterStop(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// cutLeases is the lease tables of a database that stops answering renewals
+// (a cut link) once cut is closed, and that checks, when the lease is
+// released, that no OpenSM of this manager runs: the release lets another
+// manager's OpenSM on the fabric at once.
+type cutLeases struct {
+	store.LeaseTables
+	t        *testing.T
+	sm       *opensmtest.StandIn
+	cut      chan struct{}
+	released atomic.Bool
+}
+
+func (c *cutLeases) RenewLease(ctx context.Context, term int64, ttl time.Duration) (bool, error) {
+	select {
+	case <-c.cut:
+		return false, errors.New("the database does not answer")
+	default:
+		return c.LeaseTables.RenewLease(ctx, term, ttl)
+	}
+}
+
+func (c *cutLeases) ReleaseLease(ctx context.Context, term int64) (bool, error) {
+	if running := c.sm.Running(c.t); len(running) > 0 {
+		c.t.Errorf("the lease of term %d is released while this manager's OpenSM %v runs", term, running)
+	}
+	c.released.Store(true)
+	return c.LeaseTables.ReleaseLease(ctx, term)
+}
+
+// A leader cut from its database gives up the lease after half its timeout and
+// stops OpenSM at once, while the term's work is still running. That work then
+// reaches a Start of OpenSM (the applier's start after its first database
+// reads, or a drift repair racing the cancelled context): the stop must hold.
+// OpenSM must not run when the term ends, and the lease must not be released
+// while it could.
+func TestLeaseStopHoldsAgainstTheTermsLateStart(t *testing.T) {
+	for _, engine := range []string{config.EnginePostgres, config.EngineMySQL} {
+		t.Run(engine, func(t *testing.T) {
+			s := storetest.OpenManagers(t, engine, 1)[0]
+			leases, err := s.Leases()
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := newManager(t, "A")
+			cut := &cutLeases{LeaseTables: leases, t: t, sm: m.sm, cut: make(chan struct{})}
+			e := &LeaseElector{Leases: cut, Holder: "A", Log: slog.New(slog.DiscardHandler),
+				LeaseTimeout: 2 * time.Second, Stop: m.proc.StopTerm}
+			var lateStart error
+			lead := func(ctx context.Context, term Term) error {
+				if err := m.proc.Start(term.ID); err != nil {
+					t.Errorf("start OpenSM: %v", err)
+				}
+				if err := m.proc.WaitReady(ctx); err != nil {
+					t.Errorf("OpenSM not ready: %v", err)
+				}
+				close(cut.cut)
+				<-ctx.Done()
+				// The renewal stops OpenSM right after it cancels ctx: wait
+				// until it has, as a term blocked on the database would.
+				waitUntil(t, "the renewal to stop OpenSM", func() bool { return len(m.sm.Running(t)) == 0 })
+				if lateStart = m.proc.Start(term.ID); lateStart == nil {
+					// Started again: let it run before the term ends.
+					_ = m.proc.WaitReady(context.WithoutCancel(ctx))
+				}
+				return nil
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			err = e.termOnce(ctx, lead)
+			if err == nil {
+				t.Error("the term ended without an error; want the lease not renewed in time")
+			}
+			if !errors.Is(lateStart, opensm.ErrTermStopped) {
+				t.Errorf("the term's Start after its stop = %v, want opensm.ErrTermStopped", lateStart)
+			}
+			if running := m.sm.Running(t); len(running) > 0 {
+				t.Errorf("OpenSM %v outlives its term", running)
+			}
+			if !cut.released.Load() {
+				t.Error("the lease was not released though OpenSM is stopped")
+			}
+		})
+	}
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -50,11 +50,13 @@ var versionLine = regexp.MustCompile(`^OpenSM [0-9]\S*$`)
 
 // Process supervises OpenSM for the manager's whole life: Start starts it once,
 // it is restarted whenever it exits, and it keeps running across the
-// applier's terms and database outages until Stop (the manager stops, or the
-// manager must leave the fabric to another). OpenSM dies with the manager
+// applier's terms and database outages until Stop (the manager stops) or
+// StopTerm (with the HA lease, the manager must leave the fabric to another);
+// a stopped term never starts it again (TermLatch). OpenSM dies with the manager
 // (SIGKILL from the kernel, see start), runs in its own process group so that a
-// Ctrl-C meant for the manager does not reach it, and its output is filtered
-// (see outputLogger).
+// Ctrl-C meant for the manager does not reach it, its output is filtered
+// (see outputLogger), and it never runs where it could reach syslog, which
+// would get its keys (syslog.go).
 //
 // Never send OpenSM SIGCONT: it treats it exactly like SIGHUP, so a shell's job
 // control would trigger unplanned sweeps.
@@ -71,6 +73,7 @@ type Process struct {
 	lastErrAt time.Time
 	cancel    context.CancelFunc // ends the supervisor; nil when none runs
 	done      chan struct{}      // closed when the last supervisor started has returned
+	latch     TermLatch          // the terms whose stop ran: never started again
 	changed   chan struct{}      // closed and replaced at every change of the fields above
 	seq       uint64             // counts changes, so the status file is never older than a write before it
 
@@ -145,20 +148,24 @@ func (p *Process) setError(err string) {
 	p.lastErr, p.lastErrAt = err, time.Now().UTC()
 }
 
-// Start starts supervising OpenSM unless it is supervised already, and returns
-// at once: OpenSM is started, and started again after a back-off (1 s,
-// doubling up to 30 s) whenever it exits or cannot be started; every exit and
-// every failed start is logged and shows in Status. Start fails only when the
-// configuration can never start OpenSM. After Stop, Start starts it again.
-func (p *Process) Start() error {
+// Start starts supervising OpenSM for a leadership term unless it is
+// supervised already, and returns at once: OpenSM is started, and started
+// again after a back-off (1 s, doubling up to 30 s) whenever it exits or
+// cannot be started; every exit and every failed start is logged and shows in
+// Status. Start fails when the configuration can never start OpenSM, and with
+// ErrTermStopped once StopTerm ran for term or a later one, or Stop ran: a
+// stop is a latch that no later Start of the same term undoes (see
+// TermLatch). A newer term starts OpenSM again after StopTerm.
+func (p *Process) Start(term int64) error {
 	if len(p.cfg.Command) == 0 {
 		return errors.New("opensm: no command configured")
 	}
 	if p.cfg.LogFile == "" {
 		return errors.New("opensm: no log file configured (it shows when OpenSM is ready)")
 	}
+	var refused error
 	p.update(func() {
-		if p.cancel != nil {
+		if refused = p.latch.Allows(term); refused != nil || p.cancel != nil {
 			return
 		}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -173,14 +180,27 @@ func (p *Process) Start() error {
 			p.supervise(ctx)
 		}()
 	})
-	return nil
+	return refused
 }
 
-// Stop stops OpenSM (SIGTERM, and SIGKILL after 10 s) and the supervisor, and
-// waits until OpenSM has exited or ctx ends. Stopping what is stopped does
-// nothing.
+// StopTerm stops OpenSM at the end of term (SIGTERM, and SIGKILL after 10 s)
+// and the supervisor, and waits until OpenSM has exited or ctx ends. The stop
+// is latched before anything else: from then on no Start for term or an
+// earlier term starts OpenSM, even when the wait below gives up. Stopping what
+// is stopped only latches.
+func (p *Process) StopTerm(ctx context.Context, term int64) error {
+	return p.stop(ctx, func(l *TermLatch) { l.Stop(term) })
+}
+
+// Stop stops OpenSM for good (the manager is shutting down): as StopTerm, and
+// every later Start is refused.
 func (p *Process) Stop(ctx context.Context) error {
+	return p.stop(ctx, (*TermLatch).StopForGood)
+}
+
+func (p *Process) stop(ctx context.Context, latch func(*TermLatch)) error {
 	p.mu.Lock()
+	latch(&p.latch)
 	cancel, done := p.cancel, p.done
 	p.cancel = nil
 	p.mu.Unlock()
@@ -299,6 +319,11 @@ func (p *Process) start(env []string) (*instance, error) {
 
 	go func() {
 		runtime.LockOSThread()
+		// In this thread only, which is never unlocked: see syslog.go.
+		if err := isolateFromSyslog(); err != nil {
+			started <- err
+			return
+		}
 		cmd := exec.Command(p.cfg.Command[0], args...)
 		cmd.Dir = p.cfg.Dir
 		cmd.Env = env

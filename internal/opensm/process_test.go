@@ -28,8 +28,11 @@ import (
 const helperEnv = "OPENSM_TEST_HELPER"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) == "manager" {
+	switch os.Getenv(helperEnv) {
+	case "manager":
 		runManagerHelper()
+	case "syslog":
+		runSyslogHelper()
 	}
 	os.Exit(m.Run())
 }
@@ -104,7 +107,7 @@ func (b *syncBuffer) String() string {
 // startProcess starts p and returns the function that stops it (also called
 // when the test ends).
 func startProcess(t *testing.T, p *Process) (stop func() error) {
-	if err := p.Start(); err != nil {
+	if err := p.Start(1); err != nil {
 		t.Fatal(err)
 	}
 	stop = func() error {
@@ -154,8 +157,8 @@ func TestProcessAppliesPartitionsOnSimulatedFabric(t *testing.T) {
 	}
 	cfg.StatusFile = filepath.Join(t.TempDir(), "driver-status.json")
 	p = NewProcess(cfg)
-	stop := startProcess(t, p)
-	if err := p.Start(); err != nil { // a second Start while it runs changes nothing
+	startProcess(t, p)
+	if err := p.Start(1); err != nil { // a second Start while it runs changes nothing
 		t.Fatal(err)
 	}
 	if err := p.WaitReady(ctx); err != nil {
@@ -274,8 +277,8 @@ func TestProcessAppliesPartitionsOnSimulatedFabric(t *testing.T) {
 	}
 
 	last := p.Status().PID
-	if err := stop(); err != nil {
-		t.Fatalf("Stop: %v", err)
+	if err := p.StopTerm(ctx, 1); err != nil {
+		t.Fatalf("StopTerm: %v", err)
 	}
 	if st := p.Status(); st.State != DriverStopped || st.PID != 0 || processAlive(last) {
 		t.Errorf("after Stop: Status() = %+v, OpenSM %d alive = %v", st, last, processAlive(last))
@@ -291,9 +294,9 @@ func TestProcessAppliesPartitionsOnSimulatedFabric(t *testing.T) {
 		t.Error("WaitReady after Stop did not fail")
 	}
 
-	// Started again after Stop (a manager that leads again): a new OpenSM
-	// serves an apply.
-	if err := p.Start(); err != nil {
+	// Started again by a newer term (a manager that leads again): a new
+	// OpenSM serves an apply.
+	if err := p.Start(2); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.WaitReady(ctx); err != nil {
@@ -332,7 +335,7 @@ func TestProcessRefusesWhatCannotRun(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := NewProcess(tt.cfg)
-			if err := p.Start(); err == nil {
+			if err := p.Start(1); err == nil {
 				t.Fatal("Start returned nil")
 			}
 			if err := p.WaitReady(testContext(t)); err == nil {
@@ -448,7 +451,7 @@ func runManagerHelper() {
 		LogFile:  os.Getenv("OPENSM_TEST_LOG"),
 		Logger:   slog.New(slog.NewTextHandler(os.Stderr, nil)),
 	})
-	if err := p.Start(); err != nil {
+	if err := p.Start(1); err != nil {
 		fmt.Fprintln(os.Stderr, "Start:", err)
 		os.Exit(3)
 	}

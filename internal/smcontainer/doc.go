@@ -6,7 +6,13 @@
 //
 //   - Managed starts OpenSM in a container of its own ([opensm] container),
 //     which joins the PID namespace of the manager's container ([opensm]
-//     manager_container) and shares its mounts, devices and the host network.
+//     manager_container) and the host network. It gets only what OpenSM
+//     uses of the manager's container: config_dir and the directories its
+//     environment names, each bound by itself (never the manager's
+//     configuration, database or Docker socket), and the InfiniBand devices;
+//     no capability and never the manager's privilege. The manager replaces
+//     only a container labelled with its own container's ID, removing it by
+//     its ID.
 //     When the manager's container stops, however it stops (SIGTERM, kill -9,
 //     docker rm -f), the kernel kills every process of that PID namespace,
 //     OpenSM included, and Docker removes OpenSM's container (it is started

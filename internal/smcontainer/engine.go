@@ -19,7 +19,8 @@ import (
 )
 
 // Labels on the containers this package creates. A container named [opensm]
-// container without roleLabel = roleOpenSM is someone else's, and is never
+// container is replaced only when it has roleLabel = roleOpenSM and
+// managerLabel = this manager's container ID (checkName); any other is never
 // removed.
 const (
 	roleLabel    = "org.alternative-fabric-manager.role"
@@ -62,11 +63,6 @@ func inspect(ctx context.Context, cli *client.Client, name string) (*container.I
 		return nil, fmt.Errorf("inspect container %s: %w", name, err)
 	}
 	return &res.Container, nil
-}
-
-// ours says whether c is an OpenSM container this package created.
-func ours(c *container.InspectResponse) bool {
-	return c.Config != nil && c.Config.Labels[roleLabel] == roleOpenSM
 }
 
 // mountOf returns the mount of c under which path lies (the deepest one), or

@@ -81,14 +81,14 @@ func PrepareExternal(ctx context.Context, c ExternalConfig, command []string) (*
 }
 
 // Start starts watching the container, unless that runs already, and returns
-// at once; Stop ends the watch. Neither starts or stops the container. OpenSM
+// at once (refused, as Managed's, for a term that was stopped); Stop and
+// StopTerm end the watch. Neither starts or stops the container. OpenSM
 // is ready while its container runs and it has logged its version line since
 // it started (or started more than a few seconds ago). A new start of the
 // container counts as a restart; a container that is not running is the
 // driver's last error until it runs again.
-func (e *External) Start() error {
-	e.start(e.watch)
-	return nil
+func (e *External) Start(term int64) error {
+	return e.start(term, e.watch)
 }
 
 func (e *External) watch(ctx context.Context) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -30,10 +31,11 @@ type ManagedConfig struct {
 	// Image is what OpenSM's container runs; "" for the manager's image.
 	Image   string
 	Command []string // the OpenSM executable in the image and its leading arguments
-	// ConfFile, EnvFile (KEY=VALUE lines for OpenSM's environment, read at
-	// every start; "" for none), ConfigDir and LogFile are as for
-	// opensm.ProcessConfig. Each must be on a mount of the manager's
-	// container, which OpenSM's container gets too.
+	// ConfFile, EnvFile (KEY=VALUE lines for OpenSM's environment, read by
+	// the manager at every start; "" for none), ConfigDir and LogFile are as
+	// for opensm.ProcessConfig. ConfigDir and LogFile must be on a mount of
+	// the manager's container: OpenSM's container gets those directories, and
+	// only the others it needs (see Managed.mounts).
 	ConfFile, EnvFile, ConfigDir, LogFile string
 	// StatusFile, if set, receives the driver's status (opensm.DriverStatus as
 	// JSON) at every change, for --status.
@@ -64,9 +66,9 @@ type Managed struct {
 // the driver, which starts nothing until Start, and the flavour of the image's
 // OpenSM. It fails, with an error naming what is wrong and what to do, when
 // the manager's container is missing or not running, the name of OpenSM's
-// container is taken by a container the manager did not create, config_dir,
-// the log file or env_file is not on a mount of the manager's container, or
-// the image has no OpenSM.
+// container is taken by a container this manager did not create, config_dir
+// or the log file is not on a mount of the manager's container, or the image
+// has no OpenSM.
 func PrepareManaged(ctx context.Context, c ManagedConfig) (*Managed, fabric.Flavour, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -88,11 +90,11 @@ func PrepareManaged(ctx context.Context, c ManagedConfig) (*Managed, fabric.Flav
 			"container this manager runs in", c.Manager)
 	}
 	for _, p := range []struct{ key, path string }{
-		{"config_dir", c.ConfigDir}, {"log_file", c.LogFile}, {"env_file", c.EnvFile},
+		{"config_dir", c.ConfigDir}, {"log_file", c.LogFile},
 	} {
 		if p.path != "" && mountOf(mgr, p.path) == nil {
 			return nil, 0, fmt.Errorf("[opensm] %s %s is not on a volume or bind mount of container %s: OpenSM's "+
-				"container, which gets that container's mounts, would not see it; mount it (for example "+
+				"container, which gets that directory from the mount, would not see it; mount it (for example "+
 				"-v afm_data:/var/lib/alternative-fabric-manager) or move it onto a mount", p.key, p.path, c.Manager)
 		}
 	}
@@ -100,7 +102,7 @@ func PrepareManaged(ctx context.Context, c ManagedConfig) (*Managed, fabric.Flav
 	if err := checkSharedDir(ctx, c.Client, c.Manager, c.ConfigDir, "config_dir"); err != nil {
 		return nil, 0, fmt.Errorf("%w (is this manager running in container %s?)", err, c.Manager)
 	}
-	if err := checkName(ctx, c.Client, c.Name); err != nil {
+	if _, err := checkName(ctx, c.Client, c.Name, mgr.ID); err != nil {
 		return nil, 0, err
 	}
 	image := c.Image
@@ -114,29 +116,39 @@ func PrepareManaged(ctx context.Context, c ManagedConfig) (*Managed, fabric.Flav
 	return &Managed{cfg: c, manager: mgr, image: image, state: newState(c.Logger, c.StatusFile)}, flavour, nil
 }
 
-// checkName refuses a container of that name that this package did not create.
-func checkName(ctx context.Context, cli *client.Client, name string) error {
+// checkName returns the container of that name if this manager created it
+// (nil when there is none), and refuses any other: one without our role label,
+// and one that is the OpenSM of another manager's container (labelled with
+// that container's ID). A label anyone could copy is not enough: only the
+// manager container's own ID says the container is this manager's to replace.
+func checkName(ctx context.Context, cli *client.Client, name, managerID string) (*container.InspectResponse, error) {
 	existing, err := inspect(ctx, cli, name)
 	if err != nil || existing == nil {
-		return err
+		return nil, err
 	}
-	if !ours(existing) {
-		return fmt.Errorf("a container named %s exists that the manager did not start (it has no label %s=%s): "+
+	if existing.Config == nil || existing.Config.Labels[roleLabel] != roleOpenSM {
+		return nil, fmt.Errorf("a container named %s exists that the manager did not start (it has no label %s=%s): "+
 			"remove it (docker rm -f %s) if it is an old OpenSM, or set [opensm] container to another name",
 			name, roleLabel, roleOpenSM, name)
 	}
-	return nil
+	if owner := existing.Config.Labels[managerLabel]; owner != managerID {
+		return nil, fmt.Errorf("a container named %s is the OpenSM of another manager container (%s %q), not of "+
+			"this one (%s): the manager replaces only its own; if that manager is gone, remove it (docker rm -f %s), "+
+			"or give each manager its own [opensm] container", name, managerLabel, short(owner), short(managerID), name)
+	}
+	return existing, nil
 }
 
-// Start starts the supervisor, unless it runs already, and returns at once.
-// The supervisor starts OpenSM's container and keeps one running until Stop:
+// Start starts the supervisor for a leadership term, unless it runs already,
+// and returns at once; after StopTerm for that term (or a later one) or Stop
+// it refuses with opensm.ErrTermStopped. The supervisor starts OpenSM's
+// container and keeps one running until Stop or StopTerm:
 // when OpenSM exits, or its container cannot be created or started, it tries
 // again after a back-off (1 s, doubling up to 30 s), and the error is logged
 // and in Status. Stop stops the container (SIGTERM, SIGKILL after 10 s), and
 // Docker removes it.
-func (m *Managed) Start() error {
-	m.start(m.supervise)
-	return nil
+func (m *Managed) Start(term int64) error {
+	return m.start(term, m.supervise)
 }
 
 func (m *Managed) supervise(ctx context.Context) {
@@ -210,7 +222,10 @@ func (m *Managed) launch(ctx context.Context) (id string, exited <-chan string, 
 	if m.cfg.ConfFile != "" {
 		args = append(args, "-F", m.cfg.ConfFile)
 	}
-	hc := m.manager.HostConfig
+	mounts, err := m.mounts(env)
+	if err != nil {
+		return "", nil, err
+	}
 	cctx, cancel := context.WithTimeout(ctx, engineTimeout)
 	defer cancel()
 	created, err := m.cfg.Client.ContainerCreate(cctx, client.ContainerCreateOptions{
@@ -223,27 +238,7 @@ func (m *Managed) launch(ctx context.Context) (id string, exited <-chan string, 
 			WorkingDir: m.cfg.ConfigDir,
 			Labels:     map[string]string{roleLabel: roleOpenSM, managerLabel: m.manager.ID},
 		},
-		HostConfig: &container.HostConfig{
-			NetworkMode: "host",
-			// In the manager's PID namespace: when its init (the manager, or
-			// docker run --init's) exits, the kernel kills OpenSM too.
-			PidMode:    container.PidMode("container:" + m.manager.ID),
-			Mounts:     m.mounts(),
-			AutoRemove: true,
-			// OpenSM prints the keys it loaded: keep no log of its output.
-			LogConfig: container.LogConfig{Type: "none"},
-			// The manager container's privileges, no more and no fewer: a
-			// manager run with --cap-drop ALL runs OpenSM without them too.
-			Privileged:  hc.Privileged,
-			CapAdd:      hc.CapAdd,
-			CapDrop:     hc.CapDrop,
-			SecurityOpt: hc.SecurityOpt,
-			Resources: container.Resources{
-				Devices:           hc.Devices,
-				DeviceCgroupRules: hc.DeviceCgroupRules,
-				Ulimits:           hc.Ulimits,
-			},
-		},
+		HostConfig: m.hostConfig(mounts),
 	})
 	if err != nil {
 		return "", nil, fmt.Errorf("opensm: create container %s: %w", m.cfg.Name, err)
@@ -280,49 +275,176 @@ func (m *Managed) launch(ctx context.Context) (id string, exited <-chan string, 
 	return created.ID, done, nil
 }
 
-// mounts are the manager container's mounts, for OpenSM to see config_dir and
-// env_file at the same paths, except the Docker socket: OpenSM has no use for
-// what controls the host.
-func (m *Managed) mounts() []mount.Mount {
-	var out []mount.Mount
-	for _, mp := range m.manager.Mounts {
-		if filepath.Base(mp.Destination) == "docker.sock" || strings.HasSuffix(mp.Source, "/docker.sock") {
-			continue
-		}
-		mt := mount.Mount{Type: mp.Type, Target: mp.Destination, ReadOnly: !mp.RW}
-		switch mp.Type {
-		case mount.TypeVolume:
-			mt.Source = mp.Name
-		case mount.TypeBind:
-			mt.Source = mp.Source
-		default:
-			continue // tmpfs and the like are the manager's own
-		}
-		out = append(out, mt)
+// hostConfig is OpenSM's container's: in the manager's PID namespace, on the
+// host network, with mounts, and with no privilege.
+func (m *Managed) hostConfig(mounts []mount.Mount) *container.HostConfig {
+	hc := m.manager.HostConfig
+	return &container.HostConfig{
+		NetworkMode: "host",
+		// In the manager's PID namespace: when its init (the manager, or
+		// docker run --init's) exits, the kernel kills OpenSM too.
+		PidMode:    container.PidMode("container:" + m.manager.ID),
+		Mounts:     mounts,
+		AutoRemove: true,
+		// OpenSM prints the keys it loaded: keep no log of its output.
+		LogConfig: container.LogConfig{Type: "none"},
+		// OpenSM needs no capability: root owns the InfiniBand devices and
+		// its files. Never the manager's privilege either (every device and
+		// capability of the host): a privileged manager's OpenSM gets the
+		// InfiniBand devices alone (see devices).
+		CapDrop:     []string{"ALL"},
+		SecurityOpt: []string{"no-new-privileges"},
+		Resources: container.Resources{
+			Devices:           m.devices(),
+			DeviceCgroupRules: hc.DeviceCgroupRules,
+			Ulimits:           hc.Ulimits,
+		},
 	}
-	return out
 }
 
-// removeOld removes a container of ours left with OpenSM's name (by a manager
-// that was killed before Docker removed it, for example). One that is not ours
-// is refused, as at start-up.
+// mounts are what OpenSM's container gets of the manager container's mounts:
+// only the directories OpenSM uses, each bound by itself at the same path, and
+// nothing else of the manager's (its configuration with the API's secrets,
+// the database, the Docker socket). They are config_dir and the log file's
+// directory, and the directories OpenSM's environment (env, from env_file)
+// names: OSM_CACHE_DIR (its per-port state, the M_Keys it set; by default
+// /var/cache/opensm) and OSM_TMP_DIR read-write, the libraries of LD_PRELOAD
+// (the simulated fabric's libumad2sim) read-only. A directory on no mount of
+// the manager is left to OpenSM's own container, as it would be to the
+// manager's.
+func (m *Managed) mounts(env []string) ([]mount.Mount, error) {
+	type need struct {
+		path     string
+		readOnly bool
+		required bool
+	}
+	needs := []need{{path: m.cfg.ConfigDir, required: true}, {path: filepath.Dir(m.cfg.LogFile), required: true}}
+	cache := "/var/cache/opensm"
+	for _, kv := range env {
+		key, value, _ := strings.Cut(kv, "=")
+		switch key {
+		case "OSM_CACHE_DIR":
+			cache = value
+		case "OSM_TMP_DIR":
+			needs = append(needs, need{path: value})
+		case "LD_PRELOAD":
+			for _, lib := range strings.FieldsFunc(value, func(r rune) bool { return r == ' ' || r == ':' }) {
+				needs = append(needs, need{path: filepath.Dir(lib), readOnly: true})
+			}
+		}
+	}
+	needs = append(needs, need{path: cache})
+	// Outer directories first, so that one inside another already bound
+	// read-write (or bound read-only inside a read-only one) is not bound twice.
+	slices.SortStableFunc(needs, func(a, b need) int { return len(a.path) - len(b.path) })
+	var out []mount.Mount
+	for _, n := range needs {
+		if !filepath.IsAbs(n.path) {
+			continue
+		}
+		n.path = filepath.Clean(n.path)
+		if slices.ContainsFunc(out, func(o mount.Mount) bool { return within(n.path, o.Target) && (!o.ReadOnly || n.readOnly) }) {
+			continue
+		}
+		mt, err := m.bindOf(n.path, n.readOnly, n.required)
+		if err != nil {
+			return nil, err
+		}
+		if mt != nil {
+			out = append(out, *mt)
+		}
+	}
+	return out, nil
+}
+
+// bindOf binds path, a directory the manager sees on one of its mounts, at
+// the same path: the host's directory under that mount's source, so that
+// OpenSM gets that directory and not the rest of the mount (a volume holding
+// config_dir holds the SQLite database too). nil when path is on no mount and
+// not required; a missing directory OpenSM writes to is made first.
+func (m *Managed) bindOf(path string, readOnly, required bool) (*mount.Mount, error) {
+	mp := mountOf(m.manager, path)
+	if mp == nil || (mp.Type != mount.TypeBind && mp.Type != mount.TypeVolume) {
+		if required {
+			return nil, fmt.Errorf("opensm: %s is not on a volume or bind mount of container %s", path, m.cfg.Manager)
+		}
+		return nil, nil // tmpfs and the like are the manager's own; OpenSM uses its container's
+	}
+	if mp.Source == "" {
+		return nil, fmt.Errorf("opensm: %s is on mount %s of container %s, whose host path the engine does not "+
+			"tell (a volume driver other than local): OpenSM's container gets only the directories it needs, bound "+
+			"from the host; put it on a local volume or a bind mount", path, mp.Destination, m.cfg.Manager)
+	}
+	if !readOnly {
+		if err := os.MkdirAll(path, 0o700); err != nil {
+			return nil, fmt.Errorf("opensm: %w", err)
+		}
+	} else if _, err := os.Stat(path); err != nil {
+		return nil, nil // nothing there to give OpenSM
+	}
+	rel, err := filepath.Rel(mp.Destination, path)
+	if err != nil {
+		return nil, fmt.Errorf("opensm: %s on mount %s: %w", path, mp.Destination, err)
+	}
+	return &mount.Mount{Type: mount.TypeBind, Source: filepath.Join(mp.Source, rel), Target: path,
+		ReadOnly: readOnly || !mp.RW}, nil
+}
+
+// devices are the manager container's devices, and, when that container is
+// privileged (it then sees every device of the host), the InfiniBand devices
+// it sees (umad, issm, uverbs): what OpenSM opens, without the privilege.
+func (m *Managed) devices() []container.DeviceMapping {
+	devices := slices.Clone(m.manager.HostConfig.Devices)
+	if !m.manager.HostConfig.Privileged {
+		return devices
+	}
+	entries, err := os.ReadDir(infinibandDevices)
+	if err != nil {
+		m.log.Warn("OpenSM's container gets no InfiniBand device", "dir", infinibandDevices, "error", err)
+		return devices
+	}
+	for _, e := range entries {
+		if e.Type()&os.ModeCharDevice != 0 {
+			p := filepath.Join(infinibandDevices, e.Name())
+			devices = append(devices, container.DeviceMapping{PathOnHost: p, PathInContainer: p, CgroupPermissions: "rwm"})
+		}
+	}
+	return devices
+}
+
+// infinibandDevices is where the InfiniBand devices are, in the manager's
+// container as on the host.
+const infinibandDevices = "/dev/infiniband"
+
+// removeOld removes a container of this manager left with OpenSM's name (by a
+// manager that was killed before Docker removed it, for example), by the ID it
+// was inspected with: a container that took the name meanwhile is not
+// touched. One that is not ours is refused, as at start-up.
 func (m *Managed) removeOld(ctx context.Context) error {
-	if err := checkName(ctx, m.cfg.Client, m.cfg.Name); err != nil {
+	old, err := checkName(ctx, m.cfg.Client, m.cfg.Name, m.manager.ID)
+	if err != nil || old == nil {
 		return err
 	}
 	rctx, cancel := context.WithTimeout(ctx, engineTimeout)
 	defer cancel()
-	_, err := m.cfg.Client.ContainerRemove(rctx, m.cfg.Name, client.ContainerRemoveOptions{Force: true})
+	_, err = m.cfg.Client.ContainerRemove(rctx, old.ID, client.ContainerRemoveOptions{Force: true})
 	if err != nil && !cerrdefs.IsNotFound(err) && !cerrdefs.IsConflict(err) {
-		return fmt.Errorf("opensm: remove the old container %s: %w", m.cfg.Name, err)
+		return fmt.Errorf("opensm: remove the old container %s (%s): %w", m.cfg.Name, short(old.ID), err)
 	}
 	if err == nil {
-		m.log.Info("removed an old OpenSM container", "container", m.cfg.Name)
+		m.log.Info("removed an old OpenSM container", "container", m.cfg.Name, "id", short(old.ID))
 	}
 	// A removal already under way (conflict) ends soon; wait for the name to be free.
 	for i := 0; i < 100; i++ {
 		c, err := inspect(ctx, m.cfg.Client, m.cfg.Name)
 		if err != nil || c == nil {
+			return err
+		}
+		if c.ID != old.ID {
+			_, err := checkName(ctx, m.cfg.Client, m.cfg.Name, m.manager.ID)
+			if err == nil {
+				err = fmt.Errorf("opensm: another container %s (%s) took the name meanwhile", m.cfg.Name, short(c.ID))
+			}
 			return err
 		}
 		select {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
@@ -68,8 +71,17 @@ func newRig(t *testing.T) *rig {
 	}
 	t.Cleanup(func() { cli.Close() })
 	fab := fabricsim.StartT(t, fabricsim.Options{Hosts: 1})
-	r := &rig{cli: cli, image: image, fab: fab, configDir: filepath.Join(fab.Dir, "opensm"),
-		prefix: "afm-test-" + randomHex(4)}
+	r := &rig{cli: cli, image: image, fab: fab, prefix: "afm-test-" + randomHex(4)}
+	r.useConfigDir(t, filepath.Join(fab.Dir, "opensm"))
+	t.Cleanup(func() { r.removeAll(t) })
+	return r
+}
+
+// useConfigDir writes OpenSM's files into dir, which becomes the rig's
+// config_dir.
+func (r *rig) useConfigDir(t *testing.T, dir string) {
+	t.Helper()
+	r.configDir = dir
 	r.confFile = filepath.Join(r.configDir, "opensm.conf")
 	r.logFile = filepath.Join(r.configDir, "opensm.log")
 	if err := os.MkdirAll(r.configDir, 0o755); err != nil {
@@ -79,7 +91,7 @@ func newRig(t *testing.T) *rig {
 		PartitionsFile:       filepath.Join(r.configDir, "partitions.conf"),
 		LogFile:              r.logFile,
 		PerModuleLoggingFile: filepath.Join(r.configDir, "per-module-logging.conf"),
-		Passthrough:          []opensm.KeyValue{{Key: "guid", Value: fab.SMGUID.String()}},
+		Passthrough:          []opensm.KeyValue{{Key: "guid", Value: r.fab.SMGUID.String()}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -93,8 +105,6 @@ func newRig(t *testing.T) *rig {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() { r.removeAll(t) })
-	return r
 }
 
 func randomHex(n int) string {
@@ -198,7 +208,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // subnetManager is what the applier and main ask of a driver.
 type subnetManager interface {
-	Start() error
+	Start(term int64) error
+	StopTerm(ctx context.Context, term int64) error
 	Stop(ctx context.Context) error
 	WaitReady(ctx context.Context) error
 	Reload(ctx context.Context) error
@@ -206,10 +217,10 @@ type subnetManager interface {
 	Status() opensm.DriverStatus
 }
 
-// runDriver starts the driver; stop stops it (and is also called at the
-// test's end).
+// runDriver starts the driver for term 1; stop stops it for term 1 (and
+// for good at the test's end).
 func runDriver(t *testing.T, sm subnetManager) (stop func() error) {
-	if err := sm.Start(); err != nil {
+	if err := sm.Start(1); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
 	stopped := false
@@ -220,9 +231,13 @@ func runDriver(t *testing.T, sm subnetManager) (stop func() error) {
 		stopped = true
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		return sm.Stop(ctx)
+		return sm.StopTerm(ctx, 1)
 	}
-	t.Cleanup(func() { _ = stop() })
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = sm.Stop(ctx)
+	})
 	return stop
 }
 
@@ -341,15 +356,28 @@ func TestManagedStopRemovesOpenSM(t *testing.T) {
 	if st := m.Status(); st.State != opensm.DriverStopped {
 		t.Errorf("state after Stop = %s, want stopped", st.State)
 	}
+	// The stopped term's late Start (the applier racing the lease's stop)
+	// is refused, and creates no container.
+	if err := m.Start(1); !errors.Is(err, opensm.ErrTermStopped) {
+		t.Errorf("Start(1) after StopTerm(1) = %v, want opensm.ErrTermStopped", err)
+	}
+	if c := r.inspect(t, cfg.Name); c != nil || m.Status().State != opensm.DriverStopped {
+		t.Errorf("after a refused Start: container %v, state %s; want none, stopped", c != nil, m.Status().State)
+	}
 	// Started again, as HA does for a new term after it stopped OpenSM.
-	if err := m.Start(); err != nil {
+	if err := m.Start(2); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.WaitReady(testContext(t)); err != nil {
 		t.Fatalf("WaitReady after a second Start: %v", err)
 	}
-	if err := stop(); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := m.StopTerm(ctx, 2); err != nil {
 		t.Fatal(err)
+	}
+	if c := r.inspect(t, cfg.Name); c != nil {
+		t.Errorf("container %s is still there (%s) after StopTerm returned", cfg.Name, c.State.Status)
 	}
 }
 
@@ -360,6 +388,11 @@ func TestManagedRefusesBadSetups(t *testing.T) {
 	mgr := r.manager(t)
 	foreign := r.prefix + "-foreign"
 	r.run(t, foreign, nil, nil, nil, "sleep", "infinity")
+	// Labelled as an OpenSM of this package, but of another manager's
+	// container: not this manager's to remove.
+	others := r.prefix + "-others"
+	otherID := strings.Repeat("0123456789abcdef", 4)
+	r.run(t, others, nil, nil, map[string]string{roleLabel: roleOpenSM, managerLabel: otherID}, "sleep", "infinity")
 	stray := t.TempDir() // on no mount of the manager's container
 
 	for _, tc := range []struct {
@@ -371,12 +404,13 @@ func TestManagedRefusesBadSetups(t *testing.T) {
 			[]string{"no container named " + r.prefix + "-nobody", "manager_container"}},
 		{"name taken by a container that is not ours", func(c *ManagedConfig) { c.Name = foreign },
 			[]string{"a container named " + foreign + " exists that the manager did not start", "docker rm -f " + foreign}},
+		{"name taken by another manager's OpenSM", func(c *ManagedConfig) { c.Name = others },
+			[]string{"a container named " + others + " is the OpenSM of another manager container", short(otherID),
+				"docker rm -f " + others}},
 		{"image without opensm", func(c *ManagedConfig) { c.Image = "debian:bookworm-slim" },
 			[]string{"image debian:bookworm-slim has no opensm", "[opensm] image"}},
 		{"config_dir not mounted", func(c *ManagedConfig) { c.ConfigDir, c.LogFile = stray, filepath.Join(stray, "opensm.log") },
 			[]string{"[opensm] config_dir " + stray + " is not on a volume or bind mount of container " + mgr}},
-		{"env_file not mounted", func(c *ManagedConfig) { c.EnvFile = filepath.Join(stray, "env") },
-			[]string{"[opensm] env_file " + filepath.Join(stray, "env") + " is not on a volume"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := r.managedConfig(mgr)
@@ -390,17 +424,19 @@ func TestManagedRefusesBadSetups(t *testing.T) {
 					t.Errorf("error %q does not say %q", err, w)
 				}
 			}
-			r.checkNothingStarted(t, cfg.Name, foreign)
+			r.checkNothingStarted(t, cfg.Name, foreign, others)
 		})
 	}
-	if c := r.inspect(t, foreign); c == nil || !c.State.Running {
-		t.Error("the container that is not ours was touched")
+	for _, name := range []string{foreign, others} {
+		if c := r.inspect(t, name); c == nil || !c.State.Running {
+			t.Errorf("container %s, which is not ours, was touched", name)
+		}
 	}
 }
 
 // checkNothingStarted fails if an OpenSM container of this package exists,
-// other than keep.
-func (r *rig) checkNothingStarted(t *testing.T, name, keep string) {
+// other than those in keep.
+func (r *rig) checkNothingStarted(t *testing.T, name string, keep ...string) {
 	t.Helper()
 	list, err := r.cli.ContainerList(testContext(t), client.ContainerListOptions{All: true})
 	if err != nil {
@@ -408,7 +444,10 @@ func (r *rig) checkNothingStarted(t *testing.T, name, keep string) {
 	}
 	for _, c := range list.Items {
 		role := c.Labels[roleLabel]
-		if role != "" || slices.Contains(c.Names, "/"+name) && name != keep {
+		if slices.ContainsFunc(keep, func(k string) bool { return slices.Contains(c.Names, "/"+k) }) {
+			continue
+		}
+		if role != "" || slices.Contains(c.Names, "/"+name) {
 			t.Errorf("container %v (role %q) was left behind", c.Names, role)
 		}
 	}
@@ -523,6 +562,97 @@ func TestExternalRefusesBadSetups(t *testing.T) {
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".afm-mount-check") {
 			t.Errorf("the mount check left %s behind", e.Name())
+		}
+	}
+}
+
+// OpenSM's container gets of the manager's container only what OpenSM uses:
+// config_dir (not the rest of the mount it is on, which holds the database),
+// the fabric's directories its environment names, the InfiniBand devices; not
+// the manager's configuration with its secrets, another volume, a control
+// socket (whatever its name), its /dev/log (OpenSM would send syslog its
+// keys), nor the manager's privilege. What the container
+// sees is asked of the engine, inside OpenSM's running container.
+func TestManagedGivesOpenSMOnlyWhatItNeeds(t *testing.T) {
+	r := newRig(t)
+	ctx := testContext(t)
+	// The manager's data mount: config_dir and the SQLite database side by side.
+	data := t.TempDir()
+	r.useConfigDir(t, filepath.Join(data, "opensm"))
+	database := filepath.Join(data, "afm.db")
+	secrets := t.TempDir()
+	socket := filepath.Join(t.TempDir(), "engine.sock") // a control socket by any other name
+	for _, f := range []string{database, filepath.Join(secrets, "afm.conf"), socket} {
+		if err := os.WriteFile(f, []byte("secret"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A syslog socket mounted into the manager's container (as some
+	// deployments do): OpenSM would send it its keys.
+	devLog := filepath.Join(t.TempDir(), "log")
+	syslogd, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: devLog, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syslogd.Close()
+	volume := r.prefix + "-db"
+	mounts := append(r.mounts(t),
+		mount.Mount{Type: mount.TypeBind, Source: devLog, Target: "/dev/log"},
+		mount.Mount{Type: mount.TypeBind, Source: data, Target: data},
+		mount.Mount{Type: mount.TypeBind, Source: secrets, Target: "/etc/alternative-fabric-manager", ReadOnly: true},
+		mount.Mount{Type: mount.TypeBind, Source: socket, Target: "/run/engine.sock"},
+		mount.Mount{Type: mount.TypeVolume, Source: volume, Target: "/var/lib/afm-db"})
+	t.Cleanup(func() {
+		_, _ = r.cli.VolumeRemove(context.Background(), volume, client.VolumeRemoveOptions{Force: true})
+	})
+	mgr := r.prefix + "-manager"
+	init := true
+	created, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name:   mgr,
+		Config: &container.Config{Image: r.image, Entrypoint: []string{"sleep", "infinity"}},
+		// Not privileged: this engine's host cannot grant every capability
+		// (a privileged manager is checked by privilegeOf's test).
+		HostConfig: &container.HostConfig{NetworkMode: "host", Init: &init, Mounts: mounts, CapAdd: []string{"SYS_ADMIN"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	m, _, err := PrepareManaged(ctx, r.managedConfig(mgr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDriver(t, m)
+	r.applyH1(t, m) // OpenSM works with what it got
+	c := r.inspect(t, m.Container())
+	if c == nil {
+		t.Fatal("no OpenSM container")
+	}
+	if c.HostConfig.Privileged || len(c.HostConfig.CapAdd) > 0 || !slices.Contains(c.HostConfig.CapDrop, "ALL") {
+		t.Errorf("OpenSM's container: privileged %v, cap-add %v, cap-drop %v; want neither the manager's privilege "+
+			"nor a capability", c.HostConfig.Privileged, c.HostConfig.CapAdd, c.HostConfig.CapDrop)
+	}
+	var targets []string
+	for _, mp := range c.Mounts {
+		targets = append(targets, mp.Destination)
+	}
+	if !slices.Contains(targets, r.configDir) {
+		t.Errorf("OpenSM's mounts %q lack config_dir %s", targets, r.configDir)
+	}
+	for _, p := range []string{data, "/etc/alternative-fabric-manager", "/run/engine.sock", "/var/lib/afm-db", "/dev/log"} {
+		if slices.Contains(targets, p) {
+			t.Errorf("OpenSM's container mounts the manager's %s (mounts %q)", p, targets)
+		}
+	}
+	for _, p := range []string{database, "/etc/alternative-fabric-manager/afm.conf", "/run/engine.sock", "/dev/log"} {
+		_, err := r.cli.ContainerStatPath(ctx, c.ID, client.ContainerStatPathOptions{Path: p})
+		if err == nil {
+			t.Errorf("OpenSM's container sees %s", p)
+		} else if !cerrdefs.IsNotFound(err) {
+			t.Errorf("stat %s in OpenSM's container: %v", p, err)
 		}
 	}
 }

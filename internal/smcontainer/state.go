@@ -36,6 +36,7 @@ type state struct {
 	lastErrAt time.Time
 	cancel    context.CancelFunc // ends the supervisor; nil when none runs
 	done      chan struct{}      // closed when the last supervisor started has returned
+	latch     opensm.TermLatch   // the terms whose stop ran: never started again
 	changed   chan struct{}      // closed and replaced at every change of the fields above
 }
 
@@ -70,14 +71,15 @@ func (s *state) failed(err error, newState opensm.DriverState) {
 	})
 }
 
-// start runs supervise until Stop, unless a supervisor runs already. A Stop
-// that gave up waiting may have left the previous one ending: the new one
-// starts once it has.
-func (s *state) start(supervise func(ctx context.Context)) {
+// start runs supervise until Stop or StopTerm, unless a supervisor runs
+// already or a stop latched term (opensm.ErrTermStopped). A Stop that gave up
+// waiting may have left the previous supervisor ending: the new one starts once
+// it has.
+func (s *state) start(term int64, supervise func(ctx context.Context)) error {
 	s.mu.Lock()
-	if s.cancel != nil {
+	if err := s.latch.Allows(term); err != nil || s.cancel != nil {
 		s.mu.Unlock()
-		return
+		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	prev, done := s.done, make(chan struct{})
@@ -90,13 +92,26 @@ func (s *state) start(supervise func(ctx context.Context)) {
 		supervise(ctx)
 		s.set(func(s *state) { s.state, s.current, s.ready, s.pid = opensm.DriverStopped, "", false, 0 })
 	}()
+	return nil
 }
 
-// Stop ends the supervisor and waits until it has returned (with the managed
-// driver: until OpenSM's container is gone), or ctx ends. Start may be called
-// again afterwards.
+// StopTerm ends the supervisor at the end of term and waits until it has
+// returned (with the managed driver: until OpenSM's container is gone), or ctx
+// ends. The stop is latched first: no Start for term or an earlier term starts
+// OpenSM afterwards, even when the wait gives up (see opensm.TermLatch).
+func (s *state) StopTerm(ctx context.Context, term int64) error {
+	return s.stop(ctx, func(l *opensm.TermLatch) { l.Stop(term) })
+}
+
+// Stop is StopTerm for good (the manager is shutting down): every later Start
+// is refused.
 func (s *state) Stop(ctx context.Context) error {
+	return s.stop(ctx, (*opensm.TermLatch).StopForGood)
+}
+
+func (s *state) stop(ctx context.Context, latch func(*opensm.TermLatch)) error {
 	s.mu.Lock()
+	latch(&s.latch)
 	cancel, done := s.cancel, s.done
 	s.cancel = nil
 	s.mu.Unlock()
