@@ -36,6 +36,10 @@ type KubernetesMember struct {
 	// Index0: ib-kubernetes asked for the pkey at index 0 of the GUID's pkey
 	// table.
 	Index0 bool
+	// Revision is the change that last gave the GUID this membership (read
+	// only; ignored in an addition): when a GUID holds more pkeys than its
+	// switch port can, the applier leaves out the latest.
+	Revision int64
 }
 
 // KubernetesPKey is one Kubernetes partition, its members in GUID order.
@@ -457,7 +461,8 @@ func (s *Store) KubernetesLastUpdated(ctx context.Context) (*time.Time, error) {
 }
 
 func kubernetesMember(m driver.KubernetesMember) KubernetesMember {
-	return KubernetesMember{GUID: m.Guid, Membership: fabric.Membership(m.Membership), Index0: m.Index0}
+	return KubernetesMember{GUID: m.Guid, Membership: fabric.Membership(m.Membership), Index0: m.Index0,
+		Revision: m.Revision}
 }
 
 // ufmGUID is a GUID as UFM and ib-kubernetes write it: 16 hex digits.

@@ -30,10 +30,18 @@ type PortLimit struct {
 }
 
 // Check returns, as refusal, why host port guid may not become a member of
-// partitions (a network's one, or the Kubernetes pkeys it would be in): it names the host port, its switch port and the numbers when the
-// port would reach its switch port's capacity. A port the last dump does not
-// place is not checked (see CapacityReached); nor is any port while there is no
-// dump yet, or none read whole. err is a failure to stat the dump.
+// partitions (a network's one, or the Kubernetes pkeys it would be in): it
+// names the host port, its switch port and the numbers when the port would
+// reach its switch port's capacity. err is a failure to stat the dump.
+//
+// A port the dump does not place (its link is down, it is not cabled yet, or
+// it is a virtual port, which the dump never lists) is checked too: OpenSM
+// gives it its pkeys at the sweep that finds it, with no apply of the manager
+// in between, so what is accepted now must fit wherever it lands. A switch
+// port faces one host port, so the port's own pkeys are what its switch port
+// holds; the check is the same as for a placed port, against the switch port
+// it will be behind, whichever that is. So it is without a dump, or while none
+// was read whole.
 func (l *PortLimit) Check(guid fabric.GUID, partitions ...fabric.PKey) (refusal string, err error) {
 	check, err := l.Checker()
 	if err != nil {
@@ -53,22 +61,49 @@ func (l *PortLimit) Checker() (func(guid fabric.GUID, partitions ...fabric.PKey)
 }
 
 func (l *PortLimit) check(t *Topology, guid fabric.GUID, partitions []fabric.PKey) (refusal string) {
-	if t == nil {
-		return ""
-	}
 	pkeys := slices.Clone(partitions)
 	if l.Static != nil {
 		pkeys = append(pkeys, l.Static(guid)...)
 	}
-	reached := t.CapacityReached(map[fabric.GUID][]fabric.PKey{guid: pkeys}, l.Capacity)
-	if len(reached) == 0 {
+	n := countPKeys(pkeys)
+	if n < l.Capacity {
 		return ""
 	}
-	r := reached[0]
+	at := "the switch port it is linked to, wherever that is (it is not on the fabric now: its link is down, " +
+		"or it is a virtual port)"
+	if t != nil {
+		if sw, placed := t.behind[guid]; placed {
+			at = "switch port " + sw.String()
+		}
+	}
 	return fmt.Sprintf("host port %s would carry %d pkeys (the default partition, its network's or "+
-		"Kubernetes pkeys, and the template's that list it), reaching the %d-entry pkey table of switch port %s "+
+		"Kubernetes pkeys, and the template's that list it), reaching the %d-entry pkey table of %s "+
 		"([opensm] switch_pkey_capacity), where OpenSM would stop enforcing partitions without a word; "+
-		"at most %d are allowed", r.Host, r.PKeys, l.Capacity, r.Behind, l.Capacity-1)
+		"at most %d are allowed", guid, n, l.Capacity, at, l.Capacity-1)
+}
+
+// Excess returns those of granted, host port guid's pkeys in the order they
+// were granted (the oldest first), that it cannot carry wherever it is linked:
+// the ones beyond capacity - 1 with the default partition and the template's
+// static pkeys of the port counted first. nil when they all fit. The applier
+// leaves them out of the file, so that a port that appears later (a link
+// that comes up, a virtual port) never fills its switch port's table.
+func (l *PortLimit) Excess(guid fabric.GUID, granted []fabric.PKey) []fabric.PKey {
+	held := []fabric.PKey{fabric.DefaultPKey & 0x7fff}
+	if l.Static != nil {
+		held = appendDistinct(held, l.Static(guid))
+	}
+	var out []fabric.PKey
+	for _, p := range granted {
+		switch p &= 0x7fff; {
+		case slices.Contains(held, p):
+		case len(held)+1 >= l.Capacity:
+			out = append(out, p)
+		default:
+			held = append(held, p)
+		}
+	}
+	return out
 }
 
 // Reached returns the host ports that reach their switch port's capacity as
