@@ -54,7 +54,7 @@ type Store interface {
 	FailJobs(ctx context.Context, term, revision int64, reason string) (int64, error)
 	FailJob(ctx context.Context, term, id int64, reason string) (int64, error) // local.go
 	OpenJobs(ctx context.Context, revision int64) ([]store.OpenJob, error)     // local.go
-	GetJob(ctx context.Context, id int64) (store.Job, error)                    // capacity.go
+	GetJob(ctx context.Context, id int64) (store.Job, error)                   // capacity.go
 	RecordApply(ctx context.Context, a store.Apply) (bool, error)
 	Wake(ctx context.Context) <-chan struct{}
 	DeleteExpiredJobs(ctx context.Context, term int64, retention time.Duration) (int64, error)

@@ -19,9 +19,10 @@ import (
 // read of Config.SubnetDump returned).
 type CapacityChecker interface {
 	ReachedIn(topo *topology.Topology, loadErr error, partitions map[fabric.GUID][]fabric.PKey) ([]topology.Reached, error)
-	// Excess returns those of granted, a host port's pkeys oldest first,
-	// that it cannot carry wherever it is linked (topology.PortLimit.Excess).
-	Excess(guid fabric.GUID, granted []fabric.PKey) []fabric.PKey
+	// Room is how many pkeys a host port may carry besides the default
+	// partition's and the template's static ones, wherever it is linked
+	// (topology.PortLimit.Room).
+	Room(guid fabric.GUID) int
 }
 
 // A withheld membership is a Kubernetes pkey a GUID holds in the database but
@@ -52,53 +53,61 @@ func withhold(snap store.Snapshot, limit CapacityChecker) (store.Snapshot, []wit
 	if limit == nil {
 		return snap, nil
 	}
-	type grant struct {
-		pkey fabric.PKey
-		rev  int64
+	// Most GUIDs are in a pkey or two: count first, and look closer only at
+	// those past their room (a render of 100,000 members does this).
+	members := 0
+	for _, k := range snap.Kubernetes {
+		members += len(k.Members)
 	}
-	byGUID := map[fabric.GUID][]grant{}
+	count := make(map[fabric.GUID]int, members)
 	for _, k := range snap.Kubernetes {
 		for _, m := range k.Members {
-			byGUID[m.GUID] = append(byGUID[m.GUID], grant{k.PKey, m.Revision})
+			count[m.GUID]++
 		}
 	}
-	var left []withheld
-	excess := map[fabric.GUID][]fabric.PKey{}
-	var granted []fabric.PKey // reused from GUID to GUID
-	for g, grants := range byGUID {
-		slices.SortFunc(grants, func(a, b grant) int {
-			return cmp.Or(cmp.Compare(a.rev, b.rev), cmp.Compare(a.pkey, b.pkey))
-		})
-		granted = granted[:0]
-		for _, gr := range grants {
-			granted = append(granted, gr.pkey)
+	room := map[fabric.GUID]int{}
+	for g, n := range count {
+		if r := limit.Room(g); n > r {
+			room[g] = r
 		}
-		if e := limit.Excess(g, granted); len(e) > 0 {
-			excess[g] = e
-			for _, gr := range grants {
-				if slices.Contains(e, gr.pkey) {
-					left = append(left, withheld{GUID: g, PKey: gr.pkey, Revision: gr.rev})
-				}
+	}
+	if len(room) == 0 {
+		return snap, nil
+	}
+	// A Kubernetes pkey is no static one, so each membership is a pkey of
+	// its own: the GUID keeps its room's worth, the oldest given.
+	byGUID := map[fabric.GUID][]withheld{}
+	for _, k := range snap.Kubernetes {
+		for _, m := range k.Members {
+			if _, over := room[m.GUID]; over {
+				byGUID[m.GUID] = append(byGUID[m.GUID], withheld{GUID: m.GUID, PKey: k.PKey, Revision: m.Revision})
 			}
 		}
 	}
-	if len(left) == 0 {
-		return snap, nil
+	var left []withheld
+	out := map[withheld]bool{}
+	for g, grants := range byGUID {
+		slices.SortFunc(grants, func(a, b withheld) int {
+			return cmp.Or(cmp.Compare(a.Revision, b.Revision), cmp.Compare(a.PKey, b.PKey))
+		})
+		for _, w := range grants[room[g]:] {
+			left = append(left, w)
+			out[withheld{GUID: w.GUID, PKey: w.PKey}] = true
+		}
 	}
 	slices.SortFunc(left, func(a, b withheld) int { return cmp.Or(cmp.Compare(a.GUID, b.GUID), cmp.Compare(a.PKey, b.PKey)) })
 	// The snapshot's slices are the cache's: the pkeys that lose a member are
 	// copied, never changed in place.
 	kube := slices.Clone(snap.Kubernetes)
-	out := func(k store.KubernetesPKey, m store.KubernetesMember) bool { return slices.Contains(excess[m.GUID], k.PKey) }
 	for i, k := range kube {
-		if slices.ContainsFunc(k.Members, func(m store.KubernetesMember) bool { return out(k, m) }) {
-			kube[i].Members = slices.DeleteFunc(slices.Clone(k.Members), func(m store.KubernetesMember) bool { return out(k, m) })
+		gone := func(m store.KubernetesMember) bool { return out[withheld{GUID: m.GUID, PKey: k.PKey}] }
+		if slices.ContainsFunc(k.Members, gone) {
+			kube[i].Members = slices.DeleteFunc(slices.Clone(k.Members), gone)
 		}
 	}
 	snap.Kubernetes = kube
 	return snap, left
 }
-
 
 // recordOverCapacity records, as enforcement errors, the host ports of the
 // applied state that carry as many pkeys as their switch port's table holds.

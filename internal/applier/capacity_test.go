@@ -134,3 +134,25 @@ func TestOverCapacityMembershipsAreWithheld(t *testing.T) {
 		t.Errorf("Render: %v, %v; want the file written", err, checkErr)
 	}
 }
+
+// BenchmarkWithhold is the capacity pass of every render over [ufm_pkeys]
+// max_members' default, 100,000 Kubernetes members: 1,000 pkeys of 100 GUIDs,
+// each GUID in two pkeys, none past the capacity (the common case).
+func BenchmarkWithhold(b *testing.B) {
+	snap := store.Snapshot{}
+	for p := range 1000 {
+		k := store.KubernetesPKey{PKey: fabric.PKey(0x1000 + p)}
+		for i := range 100 {
+			g := fabric.GUID(0x0200000000000000 + uint64((p/2)*100+i))
+			k.Members = append(k.Members, store.KubernetesMember{GUID: g, Membership: fabric.Full, Revision: int64(p)})
+		}
+		snap.Kubernetes = append(snap.Kubernetes, k)
+	}
+	limit := &topology.PortLimit{Capacity: 32, Static: func(fabric.GUID) []fabric.PKey { return nil }}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, left := withhold(snap, limit); len(left) != 0 {
+			b.Fatalf("%d withheld", len(left))
+		}
+	}
+}

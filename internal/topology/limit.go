@@ -82,28 +82,17 @@ func (l *PortLimit) check(t *Topology, guid fabric.GUID, partitions []fabric.PKe
 		"at most %d are allowed", guid, n, l.Capacity, at, l.Capacity-1)
 }
 
-// Excess returns those of granted, host port guid's pkeys in the order they
-// were granted (the oldest first), that it cannot carry wherever it is linked:
-// the ones beyond capacity - 1 with the default partition and the template's
-// static pkeys of the port counted first. nil when they all fit. The applier
-// leaves them out of the file, so that a port that appears later (a link
-// that comes up, a virtual port) never fills its switch port's table.
-func (l *PortLimit) Excess(guid fabric.GUID, granted []fabric.PKey) []fabric.PKey {
+// Room returns how many pkeys host port guid may carry besides the default
+// partition's and the template's static ones, wherever it is linked: capacity
+// - 1 less those. The applier leaves out of the file the Kubernetes pkeys
+// past it (the latest given first), so that a port that appears later (a
+// link that comes up, a virtual port) never fills its switch port's table.
+func (l *PortLimit) Room(guid fabric.GUID) int {
 	held := []fabric.PKey{fabric.DefaultPKey & 0x7fff}
 	if l.Static != nil {
 		held = appendDistinct(held, l.Static(guid))
 	}
-	var out []fabric.PKey
-	for _, p := range granted {
-		switch p &= 0x7fff; {
-		case slices.Contains(held, p):
-		case len(held)+1 >= l.Capacity:
-			out = append(out, p)
-		default:
-			held = append(held, p)
-		}
-	}
-	return out
+	return max(0, l.Capacity-1-len(held))
 }
 
 // Reached returns the host ports that reach their switch port's capacity as

@@ -3,7 +3,6 @@ package topology
 import (
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -102,29 +101,22 @@ func filterLines(text, desc string) []string {
 	return append(out, "")
 }
 
-func TestPortLimitExcess(t *testing.T) {
+func TestPortLimitRoom(t *testing.T) {
 	static := func(g fabric.GUID) []fabric.PKey {
-		if g == 1 {
+		switch g {
+		case 1:
 			return []fabric.PKey{0x0200}
+		case 2:
+			return []fabric.PKey{0x7fff, 0x0200, 0x8200} // the default, and one pkey twice
+		case 3:
+			return []fabric.PKey{0x0200, 0x0201, 0x0202, 0x0203}
 		}
 		return nil
 	}
 	l := &PortLimit{Capacity: 4, Static: static}
-	tests := []struct {
-		guid    fabric.GUID
-		granted []fabric.PKey
-		want    []fabric.PKey
-	}{
-		{2, nil, nil},
-		{2, []fabric.PKey{0x1001, 0x1002}, nil}, // default + 2 = 3
-		{2, []fabric.PKey{0x1001, 0x1002, 0x1003, 0x1004}, []fabric.PKey{0x1003, 0x1004}}, // the latest go
-		{2, []fabric.PKey{0x1001, 0x9001, 0x1002, 0x1003}, []fabric.PKey{0x1003}},         // a full and a limited entry count once
-		{2, []fabric.PKey{0x7fff, 0x1001, 0x1002}, nil},                                   // the default is there anyway
-		{1, []fabric.PKey{0x1001, 0x1002}, []fabric.PKey{0x1002}},                         // the static one counts first
-	}
-	for _, tt := range tests {
-		if got := l.Excess(tt.guid, tt.granted); !slices.Equal(got, tt.want) {
-			t.Errorf("Excess(%s, %v) = %v, want %v", tt.guid, tt.granted, got, tt.want)
+	for g, want := range map[fabric.GUID]int{0: 2, 1: 1, 2: 1, 3: 0} {
+		if got := l.Room(g); got != want {
+			t.Errorf("Room(%s) = %d, want %d", g, got, want)
 		}
 	}
 }
