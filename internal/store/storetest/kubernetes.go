@@ -28,6 +28,7 @@ var kubernetesTests = []struct {
 	{"KubernetesGUIDsCountAgainstThePortLimit", testKubernetesPortLimit},
 	{"GUIDsNotOnTheFabricCountAgainstTheirSwitchPort", testPortLimitOffFabric},
 	{"ConcurrentAdditionsOfOneGUIDStayUnderThePortLimit", testPortLimitConcurrent},
+	{"ConcurrentNeutronAndKubernetesClaimsOfOneGUID", testConcurrentNeutronKubernetesClaims},
 }
 
 var kubeRange = fabric.PKeyRange{First: 0x1000, Last: 0x1fff}
@@ -469,5 +470,34 @@ func testPortLimitConcurrent(t *testing.T, s *store.Store) {
 	}
 	if held != 2 {
 		t.Errorf("GUID in %d pkeys, want 2", held)
+	}
+}
+
+// A GUID sent at once as a Neutron port's and into a Kubernetes pkey, again
+// and again: the two lanes commit in separate transactions, each judged under
+// the revision's lock against what the other recorded, so the GUID ends in
+// one side only.
+func testConcurrentNeutronKubernetesClaims(t *testing.T, s *store.Store) {
+	s = kubeStore(s)
+	ctx := ctxT(t)
+	addNetwork(t, s, netA, 101)
+	for i := range 8 {
+		g := uint64(0x0002c90300010000) + uint64(i)
+		port := make(chan error, 1)
+		go func() {
+			_, err := addPort(t, s, fmt.Sprintf("port-%d", i), netA, g)
+			port <- err
+		}()
+		_, kerr := s.AddKubernetesGUIDs(ctx, kubeAdd(fabric.PKey(0x1100+i), limited(g)))
+		perr := <-port
+		var rej *store.RejectedError
+		for _, err := range []error{perr, kerr} {
+			if err != nil && !errors.As(err, &rej) {
+				t.Fatalf("GUID %x: %v", g, err)
+			}
+		}
+		if (perr == nil) == (kerr == nil) {
+			t.Fatalf("GUID %x: port %v, Kubernetes %v; want exactly one accepted", g, perr, kerr)
+		}
 	}
 }
