@@ -214,3 +214,33 @@ func TestPKeysDoNotStarveNetworkingMlnx(t *testing.T) {
 		t.Errorf("Kubernetes pkeys %d, %v; want none recorded", len(pkeys), err)
 	}
 }
+
+// Four pkeys requests at the per-request limit (10,000 GUIDs each) sent at
+// once while networking-mlnx's port changes flow: each Kubernetes change is
+// committed alone in its lane, never in a group with networking-mlnx's, so
+// every networking-mlnx request is answered 202, and every pkeys request
+// (four: within max_concurrent_requests) is recorded, 200.
+func TestLargePKeysChangesDoNotShareNetworkingMlnxGroups(t *testing.T) {
+	f := newLimitsFixture(t, store.Rules{PhysicalNetworks: []string{"ibnet"}}, PKeysOptions{ApplyTimeout: time.Millisecond})
+	var wg sync.WaitGroup
+	statuses := make(chan int, 4)
+	for i := range 4 {
+		body := guidsBody(fmt.Sprintf("0x100%d", i+1), 0x0200000000000001+uint64(i)*0x100000, DefaultMaxGUIDsPerRequest)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, _ := f.ufm("POST", "/ufmRest/resources/pkeys", body)
+			statuses <- resp.StatusCode
+		}()
+	}
+	for i := range 4 {
+		neutronFlow(t, f.fixture, i*20, 20)
+	}
+	wg.Wait()
+	close(statuses)
+	for s := range statuses {
+		if s != http.StatusOK {
+			t.Errorf("a pkeys request of %d GUIDs: %d, want 200", DefaultMaxGUIDsPerRequest, s)
+		}
+	}
+}
