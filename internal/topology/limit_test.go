@@ -90,6 +90,39 @@ func TestPortLimit(t *testing.T) {
 	}
 }
 
+// A host port moved to another switch port (its cable, or its HCA with
+// its GUID, moved to another host) carries the same pkeys: the same count,
+// checked against the switch port the latest dump puts it behind.
+func TestPortLimitPortMoved(t *testing.T) {
+	dump := filepath.Join(t.TempDir(), FileName)
+	real, err := os.ReadFile(filepath.Join("testdata", "good", "ibsim-5-hosts-2-switches.lst"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &PortLimit{DumpFile: dump, Capacity: 3}
+	var moved []string
+	for _, line := range strings.SplitAfter(string(real), "\n") {
+		if strings.Contains(line, "{H1}") {
+			line = strings.Replace(line, "{S1} LID:0002 PN:02 }", "{S1} LID:0002 PN:07 }", 1)
+		}
+		moved = append(moved, line)
+	}
+	for _, tt := range []struct {
+		content, port string
+	}{{string(real), "0x0002c90300f00001:2"}, {strings.Join(moved, ""), "0x0002c90300f00001:7"}} {
+		if err := os.WriteFile(dump, []byte(tt.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if refusal, err := l.Check(0x0002c90300000101, 0x1001); refusal != "" || err != nil {
+			t.Errorf("H1 behind %s with 2 pkeys: %q, %v", tt.port, refusal, err)
+		}
+		refusal, err := l.Check(0x0002c90300000101, 0x1001, 0x1002)
+		if err != nil || !strings.Contains(refusal, "would carry 3 pkeys") || !strings.Contains(refusal, "switch port "+tt.port) {
+			t.Errorf("H1 behind %s with 3 pkeys: %q, %v; want refused naming it", tt.port, refusal, err)
+		}
+	}
+}
+
 // filterLines drops the lines naming node description desc.
 func filterLines(text, desc string) []string {
 	var out []string
