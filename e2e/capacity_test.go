@@ -141,3 +141,55 @@ func TestPKeyTableFullStaysLocal(t *testing.T) {
 		t.Errorf("the manager did not log H1's ERR 0512 lines and the jobs they failed:\n%s", log)
 	}
 }
+
+// A GUID whose host's link is down (ib-kubernetes adds a pod's GUID before
+// its port is up) is held to its switch port's capacity all the same: with
+// switch_pkey_capacity 4 it joins two Kubernetes pkeys (the default partition
+// and two make 3) and the third is refused, saying how many pkeys. When the
+// link comes back OpenSM gives the port what the file holds: its two pkeys,
+// the switch port's table never full, no gate closed, and every job after it
+// completes.
+func TestKubernetesGUIDOffTheFabricCountsAgainstItsSwitchPort(t *testing.T) {
+	db := storetest.NewDatabase(t, config.EngineSQLite)
+	m := launchManager(t, db, fabricsim.Options{Hosts: 2}, settings{
+		OpenSM: []string{"switch_pkey_capacity = 4"},
+		UFMPKeys: []string{"username = " + ufmUser, "password = " + ufmPassword, "pkey_range = 0x1000-0x1fff",
+			"apply_timeout = 60"},
+	})
+	m.confirmSwitches()
+	k := &ufmClient{m: m, user: ufmUser, password: ufmPassword}
+	h1 := m.fabric.Host("H1").PortGUID
+	if err := m.fabric.Unlink(ctxT(t), "H1"); err != nil {
+		t.Fatal(err)
+	}
+	add := func(pkey string) (int, string) {
+		resp, body := k.do("POST", "/ufmRest/resources/pkeys",
+			fmt.Sprintf(`{"pkey": %q, "membership": "full", "guids": [%q]}`, pkey, ufm(h1)))
+		return resp.StatusCode, body
+	}
+	for _, pkey := range []string{"0x1001", "0x1002"} {
+		if status, body := add(pkey); status != http.StatusOK {
+			t.Fatalf("H1 (link down) into %s: %d %s", pkey, status, body)
+		}
+	}
+	status, body := add("0x1003")
+	if status != http.StatusBadRequest || !strings.Contains(body, "would carry 4 pkeys") ||
+		!strings.Contains(body, "switch_pkey_capacity") {
+		t.Fatalf("H1 (link down) into a third pkey: %d %s, want 400 saying it would carry 4 pkeys", status, body)
+	}
+
+	if err := m.fabric.Relink(ctxT(t), "H1"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "H1's table to hold its two pkeys", func() bool {
+		got, err := m.fabric.PKeys(ctxT(t), h1)
+		return err == nil && slices.Contains(got, 0x9001) && slices.Contains(got, 0x9002)
+	})
+	if got := m.pkeys(h1); slices.Contains(got, 0x9003) || slices.Contains(got, 0x1003) {
+		t.Errorf("H1 holds the refused pkey: %s", hex(got))
+	}
+	// Nothing closed the gates: a change after the link came back completes.
+	m.waitCompleted(m.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json")), nil)
+	k.applied(k.must("POST", "/ufmRest/resources/pkeys",
+		fmt.Sprintf(`{"pkey": "0x1004", "membership": "full", "guids": [%q]}`, ufm(m.fabric.Host("H2").PortGUID)), http.StatusOK))
+}

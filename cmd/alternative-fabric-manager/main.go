@@ -140,7 +140,8 @@ func countTrue(flags ...bool) int {
 // commands that record nothing.
 func storeRules(cfg *config.Config) store.Rules {
 	return store.Rules{PhysicalNetworks: cfg.API.PhysicalNetworks, FlatPKey: cfg.OpenSM.FlatPKey,
-		KubernetesRange: cfg.UFMPKeys.PKeyRange}
+		KubernetesRange: cfg.UFMPKeys.PKeyRange, KubernetesMaxMembersPerPKey: cfg.UFMPKeys.MaxMembersPerPKey,
+		KubernetesMaxMembers: cfg.UFMPKeys.MaxMembers}
 }
 
 // openStore opens the configured database, migrating it when asked to.
@@ -333,7 +334,8 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 	writeTimeout := 30 * time.Second
 	if u := cfg.UFMPKeys; u.Enabled() {
 		opts.PKeys = api.PKeysOptions{Store: st, Prefix: u.Prefix, Username: u.Username, Password: u.Password,
-			ApplyTimeout: u.ApplyTimeout, Version: versionString()}
+			ApplyTimeout: u.ApplyTimeout, Version: versionString(), MaxGUIDsPerRequest: u.MaxGUIDsPerRequest,
+			MaxConcurrentRequests: u.MaxConcurrentRequests}
 		// A pkeys change is answered once applied, up to apply_timeout.
 		writeTimeout = max(writeTimeout, u.ApplyTimeout+api.DefaultDBTimeout+5*time.Second)
 	}

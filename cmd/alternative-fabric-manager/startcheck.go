@@ -11,6 +11,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
 
 // checkRecordedState renders the recorded state with the configuration and
@@ -24,8 +25,15 @@ func checkRecordedState(ctx context.Context, cfg *config.Config, st *store.Store
 	if err != nil {
 		return nil, fmt.Errorf("read recorded state: %w", err)
 	}
+	// The capacity leaves out what the applier leaves out (it needs no dump);
+	// a template that fails says so in the render's words.
+	static, serr := tpl.Static(ctx, cfg.OpenSM.DefaultPartition, cfg.OpenSM.FlatPKey)
+	var limit applier.CapacityChecker
+	if serr == nil {
+		limit = &topology.PortLimit{Capacity: cfg.OpenSM.SwitchPKeyCapacity, Static: static.PKeysOf}
+	}
 	_, text, err, rerr := applier.Render(ctx, snap, applier.Config{DefaultPartition: cfg.OpenSM.DefaultPartition,
-		FlatPKey: cfg.OpenSM.FlatPKey, Template: tpl, Rules: checkRules(cfg, flavour)})
+		FlatPKey: cfg.OpenSM.FlatPKey, Template: tpl, Rules: checkRules(cfg, flavour), PortLimit: limit})
 	if rerr != nil {
 		return nil, fmt.Errorf("revision %d: %w", snap.Revision, rerr)
 	}
@@ -33,7 +41,6 @@ func checkRecordedState(ctx context.Context, cfg *config.Config, st *store.Store
 	if err != nil && !errors.As(err, &perr) {
 		return nil, fmt.Errorf("revision %d: %w", snap.Revision, err)
 	}
-	static, serr := tpl.Static(ctx, cfg.OpenSM.DefaultPartition, cfg.OpenSM.FlatPKey)
 	if serr != nil {
 		return nil, fmt.Errorf("[opensm] partitions_template: %w", serr)
 	}

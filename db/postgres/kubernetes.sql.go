@@ -12,6 +12,30 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
+const countKubernetesMembers = `-- name: CountKubernetesMembers :one
+SELECT count(*) FROM kubernetes_members
+`
+
+func (q *Queries) CountKubernetesMembers(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, countKubernetesMembers)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const countKubernetesMembersOfPKey = `-- name: CountKubernetesMembersOfPKey :one
+SELECT count(*) FROM kubernetes_members WHERE pkey = $1
+`
+
+// The members of one Kubernetes pkey, and of all: a change that would pass
+// [ufm_pkeys] max_members_per_pkey or max_members is refused.
+func (q *Queries) CountKubernetesMembersOfPKey(ctx context.Context, pkey fabric.PKey) (int64, error) {
+	row := q.db.QueryRow(ctx, countKubernetesMembersOfPKey, pkey)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const deleteKubernetesMember = `-- name: DeleteKubernetesMember :execrows
 DELETE FROM kubernetes_members WHERE pkey = $1 AND guid = $2
 `

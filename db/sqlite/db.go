@@ -39,6 +39,12 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.countJobsByStatusStmt, err = db.PrepareContext(ctx, countJobsByStatus); err != nil {
 		return nil, fmt.Errorf("error preparing query CountJobsByStatus: %w", err)
 	}
+	if q.countKubernetesMembersStmt, err = db.PrepareContext(ctx, countKubernetesMembers); err != nil {
+		return nil, fmt.Errorf("error preparing query CountKubernetesMembers: %w", err)
+	}
+	if q.countKubernetesMembersOfPKeyStmt, err = db.PrepareContext(ctx, countKubernetesMembersOfPKey); err != nil {
+		return nil, fmt.Errorf("error preparing query CountKubernetesMembersOfPKey: %w", err)
+	}
 	if q.countMembersStmt, err = db.PrepareContext(ctx, countMembers); err != nil {
 		return nil, fmt.Errorf("error preparing query CountMembers: %w", err)
 	}
@@ -241,6 +247,16 @@ func (q *Queries) Close() error {
 	if q.countJobsByStatusStmt != nil {
 		if cerr := q.countJobsByStatusStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing countJobsByStatusStmt: %w", cerr)
+		}
+	}
+	if q.countKubernetesMembersStmt != nil {
+		if cerr := q.countKubernetesMembersStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing countKubernetesMembersStmt: %w", cerr)
+		}
+	}
+	if q.countKubernetesMembersOfPKeyStmt != nil {
+		if cerr := q.countKubernetesMembersOfPKeyStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing countKubernetesMembersOfPKeyStmt: %w", cerr)
 		}
 	}
 	if q.countMembersStmt != nil {
@@ -577,6 +593,8 @@ type Queries struct {
 	clearGUIDsOfNetworkStmt           *sql.Stmt
 	completeJobsStmt                  *sql.Stmt
 	countJobsByStatusStmt             *sql.Stmt
+	countKubernetesMembersStmt        *sql.Stmt
+	countKubernetesMembersOfPKeyStmt  *sql.Stmt
 	countMembersStmt                  *sql.Stmt
 	countMembersByNetworkStmt         *sql.Stmt
 	countNetworksStmt                 *sql.Stmt
@@ -646,6 +664,8 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		clearGUIDsOfNetworkStmt:           q.clearGUIDsOfNetworkStmt,
 		completeJobsStmt:                  q.completeJobsStmt,
 		countJobsByStatusStmt:             q.countJobsByStatusStmt,
+		countKubernetesMembersStmt:        q.countKubernetesMembersStmt,
+		countKubernetesMembersOfPKeyStmt:  q.countKubernetesMembersOfPKeyStmt,
 		countMembersStmt:                  q.countMembersStmt,
 		countMembersByNetworkStmt:         q.countMembersByNetworkStmt,
 		countNetworksStmt:                 q.countNetworksStmt,

@@ -95,6 +95,9 @@ type Server struct {
 	// creds are what requests are checked against; SetCredentials swaps
 	// them.
 	creds atomic.Pointer[credentialHashes]
+	// pkeySlots holds a token for each pkeys request being served
+	// (PKeysOptions.MaxConcurrentRequests).
+	pkeySlots chan struct{}
 }
 
 // New builds the API's handler. Options' Token, MetricsToken, MetricsOpen
@@ -245,6 +248,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var rej *store.RejectedError
 	switch {
 	case errors.As(err, &he):
+		if he.status == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "1") // a slot frees when a request ends
+		}
 		writeError(w, he.status, he.msg)
 	case errors.As(err, &rej):
 		writeError(w, http.StatusBadRequest, rej.Reason)

@@ -1,11 +1,15 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
@@ -109,4 +113,108 @@ func FuzzDecodePKeysChange(f *testing.F) {
 			seen[m.GUID] = true
 		}
 	})
+}
+
+// FuzzPKeysGUIDList holds the pkeys API's reading of a GUID list, as an
+// addition's and a removal's body carry it, to a reference reading: a list is
+// accepted exactly when each entry is 16 hex digits (an optional 0x, either
+// case) of a port GUID (not 0, not all ones) and no GUID comes twice, however
+// written; the GUIDs keep their order; the request is answered 413 exactly
+// when it lists more than max_guids_per_request, whatever its entries; and
+// every refusal is a 4xx with a message. The list is the fuzzer's bytes cut
+// at commas.
+func FuzzPKeysGUIDList(f *testing.F) {
+	f.Add("020000000000003e,020000000000003f", uint16(4))
+	f.Add("0x020000000000003E,020000000000003e", uint16(4))
+	f.Add("0000000000000000", uint16(1))
+	f.Add("ffffffffffffffff,02:00:00:00:00:00:00:3e", uint16(1))
+	f.Add("020000000000003e,020000000000003f,0200000000000040", uint16(2))
+	f.Add("", uint16(0))
+	f.Add("+20000000000003e,0x0x00000000003e", uint16(3))
+	f.Fuzz(func(t *testing.T, text string, most uint16) {
+		list := strings.Split(text, ",")
+		want, wantOK := referenceGUIDs(list)
+
+		s := &Server{opts: Options{PKeys: PKeysOptions{MaxGUIDsPerRequest: int(most)}}}
+		limit := int(most)
+		if limit == 0 {
+			limit = DefaultMaxGUIDsPerRequest
+		}
+		err := s.checkGUIDCount(len(list))
+		var he *httpError
+		if (len(list) > limit) != (err != nil) ||
+			(err != nil && (!errors.As(err, &he) || he.status != http.StatusRequestEntityTooLarge || he.msg == "")) {
+			t.Fatalf("%d GUIDs, at most %d: checkGUIDCount = %v", len(list), limit, err)
+		}
+
+		got, err := parseGUIDs(list)
+		if err != nil {
+			if !errors.As(err, &he) || he.status != http.StatusBadRequest || he.msg == "" {
+				t.Fatalf("refusal %v is not a 400 with a message", err)
+			}
+		}
+		if (err == nil) != wantOK || (wantOK && !slices.Equal(got, want)) {
+			t.Fatalf("parseGUIDs(%q) = %v, %v; want %v, accepted %t", list, got, err, want, wantOK)
+		}
+
+		// The same list in the body ib-kubernetes sends (JSON carries only
+		// valid UTF-8 as is).
+		if !validUTF8(list) {
+			return
+		}
+		body, merr := json.Marshal(map[string]any{"pkey": "0x1005", "guids": list, "membership": "limited"})
+		if merr != nil {
+			t.Fatal(merr)
+		}
+		var add addBody
+		var a store.KubernetesAddition
+		err = decodeStrict(body, &add)
+		if err == nil {
+			a, err = add.addition()
+		}
+		if (err == nil) != wantOK {
+			t.Fatalf("addition of %q: %v, want accepted %t", list, err, wantOK)
+		}
+		for i, m := range a.Members {
+			if m.GUID != want[i] || m.Membership != fabric.Limited {
+				t.Fatalf("addition of %q: member %d is %+v, want %s limited", list, i, m, want[i])
+			}
+		}
+	})
+}
+
+// referenceGUIDs reads a GUID list the way the pkeys API documents it,
+// independently of parseGUIDs.
+func referenceGUIDs(list []string) ([]fabric.GUID, bool) {
+	if len(list) == 0 {
+		return nil, false
+	}
+	var out []fabric.GUID
+	for _, text := range list {
+		h := strings.ToLower(text)
+		h = strings.TrimPrefix(h, "0x")
+		if len(h) != 16 {
+			return nil, false
+		}
+		var v uint64
+		for _, c := range h {
+			switch {
+			case c >= '0' && c <= '9':
+				v = v<<4 | uint64(c-'0')
+			case c >= 'a' && c <= 'f':
+				v = v<<4 | uint64(c-'a'+10)
+			default:
+				return nil, false
+			}
+		}
+		if v == 0 || v == ^uint64(0) || slices.Contains(out, fabric.GUID(v)) {
+			return nil, false
+		}
+		out = append(out, fabric.GUID(v))
+	}
+	return out, true
+}
+
+func validUTF8(list []string) bool {
+	return !slices.ContainsFunc(list, func(s string) bool { return !utf8.ValidString(s) })
 }

@@ -53,13 +53,32 @@ type PKeysOptions struct {
 	PollInterval time.Duration
 	// Version is ufm_version's ufm_release_version.
 	Version string
+	// MaxGUIDsPerRequest bounds the GUIDs of one request (413 beyond it); 0:
+	// DefaultMaxGUIDsPerRequest.
+	MaxGUIDsPerRequest int
+	// MaxConcurrentRequests bounds the requests that read or change the
+	// database at once, a change's wait for its apply included; the next is
+	// answered 503 at once. 0: DefaultMaxConcurrentRequests.
+	MaxConcurrentRequests int
 }
 
-// DefaultApplyTimeout and DefaultApplyPoll are PKeysOptions' defaults.
+// PKeysOptions' defaults.
 const (
-	DefaultApplyTimeout = 30 * time.Second
-	DefaultApplyPoll    = 100 * time.Millisecond
+	DefaultApplyTimeout          = 30 * time.Second
+	DefaultApplyPoll             = 100 * time.Millisecond
+	DefaultMaxGUIDsPerRequest    = 10000
+	DefaultMaxConcurrentRequests = 4
 )
+
+// Starvation. networking-mlnx's changes and Kubernetes' share the database,
+// its connections and the revision's lock. Kubernetes' side is bounded so that
+// networking-mlnx's never wait long for it: a request holds at most
+// MaxGUIDsPerRequest GUIDs (their checks hold the lock), at most
+// MaxConcurrentRequests are served at once (each holds a connection at a time
+// and polls its job while it waits), the next is answered 503 with
+// Retry-After at once instead of queueing, and the store commits each
+// Kubernetes change in a lane of its own (store's group.go). networking-mlnx's
+// requests take no slot: they never wait for these.
 
 // kubernetesPrincipal is who creates the jobs of this API.
 const kubernetesPrincipal = "ib-kubernetes"
@@ -69,18 +88,55 @@ const kubernetesPrincipal = "ib-kubernetes"
 const lastUpdatedLayout = time.UnixDate
 
 func (s *Server) pkeyRoutes(handle func(method, path, route string, h httprouter.Handle)) {
-	p := s.opts.PKeys.Prefix
+	o := s.opts.PKeys
+	slots := o.MaxConcurrentRequests
+	if slots <= 0 {
+		slots = DefaultMaxConcurrentRequests
+	}
+	s.pkeySlots = make(chan struct{}, slots)
+	p := o.Prefix
 	handle(http.MethodGet, p+"/app/ufm_version", "ufm/app/ufm_version", s.basicAuth(s.ufmVersion))
 	handle(http.MethodHead, p+"/app/ufm_version", "ufm/app/ufm_version", s.basicAuth(s.ufmVersion))
-	handle(http.MethodGet, p+"/resources/pkeys", "ufm/resources/pkeys", s.basicAuth(s.listPKeys))
-	handle(http.MethodGet, p+"/resources/pkeys/", "ufm/resources/pkeys", s.basicAuth(s.listPKeys))
-	handle(http.MethodPost, p+"/resources/pkeys", "ufm/resources/pkeys", s.basicAuth(s.addGUIDs))
-	handle(http.MethodPost, p+"/resources/pkeys/add", "ufm/resources/pkeys/add", s.basicAuth(s.createPKey))
-	handle(http.MethodGet, p+"/resources/pkeys/:pkey", "ufm/resources/pkeys/:pkey", s.basicAuth(s.getPKey))
-	handle(http.MethodDelete, p+"/resources/pkeys/:pkey", "ufm/resources/pkeys/:pkey", s.basicAuth(s.deletePKey))
-	handle(http.MethodPost, p+"/actions/remove_guids_from_pkey", "ufm/actions/remove_guids_from_pkey", s.basicAuth(s.removeGUIDs))
+	handle(http.MethodGet, p+"/resources/pkeys", "ufm/resources/pkeys", s.basicAuth(s.slot(s.listPKeys)))
+	handle(http.MethodGet, p+"/resources/pkeys/", "ufm/resources/pkeys", s.basicAuth(s.slot(s.listPKeys)))
+	handle(http.MethodPost, p+"/resources/pkeys", "ufm/resources/pkeys", s.basicAuth(s.slot(s.addGUIDs)))
+	handle(http.MethodPost, p+"/resources/pkeys/add", "ufm/resources/pkeys/add", s.basicAuth(s.slot(s.createPKey)))
+	handle(http.MethodGet, p+"/resources/pkeys/:pkey", "ufm/resources/pkeys/:pkey", s.basicAuth(s.slot(s.getPKey)))
+	handle(http.MethodDelete, p+"/resources/pkeys/:pkey", "ufm/resources/pkeys/:pkey", s.basicAuth(s.slot(s.deletePKey)))
+	handle(http.MethodPost, p+"/actions/remove_guids_from_pkey", "ufm/actions/remove_guids_from_pkey", s.basicAuth(s.slot(s.removeGUIDs)))
 	// UFM's job path: a change answered before it was applied names its job.
 	handle(http.MethodGet, p+"/jobs/:id", "ufm/jobs/:id", s.basicAuth(s.getKubernetesJob))
+}
+
+// slot runs h if a slot is free (see Starvation), and answers 503 with
+// Retry-After at once otherwise: a request that queued here would hold its
+// connection and the client's patience for nothing, and ib-kubernetes
+// retries what is not 200.
+func (s *Server) slot(h handlerFunc) handlerFunc {
+	return func(r *http.Request, ps httprouter.Params) (int, any, error) {
+		select {
+		case s.pkeySlots <- struct{}{}:
+		default:
+			return 0, nil, &httpError{http.StatusServiceUnavailable, fmt.Sprintf("%d pkeys requests are being served, "+
+				"the most at once ([ufm_pkeys] max_concurrent_requests): retry later", cap(s.pkeySlots))}
+		}
+		defer func() { <-s.pkeySlots }()
+		return h(r, ps)
+	}
+}
+
+// checkGUIDCount answers 413 when a request lists more GUIDs than
+// MaxGUIDsPerRequest.
+func (s *Server) checkGUIDCount(n int) error {
+	most := s.opts.PKeys.MaxGUIDsPerRequest
+	if most <= 0 {
+		most = DefaultMaxGUIDsPerRequest
+	}
+	if n > most {
+		return &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("%d GUIDs in one request: at most %d "+
+			"([ufm_pkeys] max_guids_per_request); send them in several", n, most)}
+	}
+	return nil
 }
 
 // basicAuth checks HTTP Basic auth against [ufm_pkeys] username and password
@@ -145,6 +201,9 @@ func (s *Server) addGUIDs(r *http.Request, _ httprouter.Params) (int, any, error
 	var body addBody
 	raw, err := readStrict(r, &body)
 	if err != nil {
+		return 0, nil, err
+	}
+	if err := s.checkGUIDCount(len(body.GUIDs)); err != nil {
 		return 0, nil, err
 	}
 	a, err := body.addition()
@@ -219,6 +278,9 @@ func (s *Server) removeGUIDs(r *http.Request, _ httprouter.Params) (int, any, er
 	var body removeBody
 	raw, err := readStrict(r, &body)
 	if err != nil {
+		return 0, nil, err
+	}
+	if err := s.checkGUIDCount(len(body.GUIDs)); err != nil {
 		return 0, nil, err
 	}
 	pkey, err := requiredPKey(body.PKey)

@@ -54,6 +54,7 @@ type Store interface {
 	FailJobs(ctx context.Context, term, revision int64, reason string) (int64, error)
 	FailJob(ctx context.Context, term, id int64, reason string) (int64, error) // local.go
 	OpenJobs(ctx context.Context, revision int64) ([]store.OpenJob, error)     // local.go
+	GetJob(ctx context.Context, id int64) (store.Job, error)                   // capacity.go
 	RecordApply(ctx context.Context, a store.Apply) (bool, error)
 	Wake(ctx context.Context) <-chan struct{}
 	DeleteExpiredJobs(ctx context.Context, term int64, retention time.Duration) (int64, error)
@@ -363,7 +364,7 @@ const batchQuiet = 100 * time.Millisecond
 // apply brings OpenSM to the newest revision.
 func (t *term) apply(ctx context.Context) applyResult {
 	started := time.Now().UTC()
-	st, text, checkErr, err := t.render(ctx)
+	st, text, left, checkErr, err := t.render(ctx)
 	if err != nil {
 		t.Log.Error("read recorded state", "error", err)
 		return applyRetry
@@ -371,6 +372,9 @@ func (t *term) apply(ctx context.Context) applyResult {
 	rendered := time.Now()
 	rev := st.Revision
 	log := t.Log.With("revision", rev, "term", t.id)
+	if len(left) > 0 && !t.failWithheld(ctx, rev, left) {
+		return applyRetry
+	}
 	// row is the apply's row in the applies table, finished now.
 	row := func(outcome, detail string) store.Apply {
 		sum := sha256.Sum256(text)
@@ -668,14 +672,17 @@ func (t *term) failJobs(ctx context.Context, rev int64, reason string) {
 	}
 }
 
-// render reads the state and renders the file (Render).
-func (t *term) render(ctx context.Context) (st partitions.State, text []byte, checkErr, err error) {
+// render reads the state and renders the file (Render); left is what the
+// file leaves out (withhold).
+func (t *term) render(ctx context.Context) (st partitions.State, text []byte, left []withheld, checkErr, err error) {
 	snap, err := t.Store.ReadSnapshot(ctx, &t.snapshots)
 	if err != nil {
-		return st, nil, nil, err
+		return st, nil, nil, nil, err
 	}
-	t.rendered = snap
-	return Render(ctx, snap, t.Cfg)
+	snap, left = withhold(snap, t.Cfg.PortLimit)
+	t.rendered = snap // what the file holds: the sweep's changes are judged on it
+	st, text, checkErr, err = renderState(ctx, snap, t.Cfg)
+	return st, text, left, checkErr, err
 }
 
 // Render renders the partitions file of the recorded state snap as cfg says
@@ -683,7 +690,16 @@ func (t *term) render(ctx context.Context) (st partitions.State, text []byte, ch
 // the one pipeline that the applier writes from and --render prints. checkErr
 // is the verdict of the template and of the check: a file that fails either is
 // never written. err is ctx's when it ended first: then there is no verdict.
+//
+// The Kubernetes memberships a GUID cannot carry wherever it is linked are
+// left out (withhold).
 func Render(ctx context.Context, snap store.Snapshot, cfg Config) (st partitions.State, text []byte, checkErr, err error) {
+	snap, _ = withhold(snap, cfg.PortLimit)
+	return renderState(ctx, snap, cfg)
+}
+
+// renderState is Render of a snapshot already withheld from.
+func renderState(ctx context.Context, snap store.Snapshot, cfg Config) (st partitions.State, text []byte, checkErr, err error) {
 	st = State(snap, cfg.DefaultPartition, cfg.FlatPKey)
 	st.Rules = cfg.Rules
 	tpl := cfg.Template
@@ -704,7 +720,7 @@ func Render(ctx context.Context, snap store.Snapshot, cfg Config) (st partitions
 // for an OpenSM about to start. A state that fails the check leaves the file
 // as it is; the first apply reports it.
 func (t *term) writeCurrent(ctx context.Context) error {
-	_, text, checkErr, err := t.render(ctx)
+	_, text, _, checkErr, err := t.render(ctx)
 	if err != nil {
 		return fmt.Errorf("read recorded state: %w", err)
 	}

@@ -148,3 +148,91 @@ func TestOverCapacityRecordFailureCompletesNothing(t *testing.T) {
 		t.Errorf("job %+v; want it open, held by the recorded finding", j)
 	}
 }
+
+// Kubernetes memberships recorded past a GUID's capacity (by a manager with a
+// larger switch_pkey_capacity, or before the capacity was lowered) never reach
+// the file, whether the GUID is on the fabric or not: OpenSM would give them to
+// the port at the sweep that finds it, filling its switch port's table. The
+// latest are left out and their jobs fail; the GUID keeps its older pkeys,
+// every other port its own, and no gate closes for anyone.
+func TestOverCapacityMembershipsAreWithheld(t *testing.T) {
+	r := newApplyRig(t, true, func() string { return heavySweep("") })
+	r.term.Cfg.PortLimit = &topology.PortLimit{DumpFile: r.dump, Capacity: 4} // 3 pkeys: the default and two
+	// No port limit where they were recorded.
+	kube := r.st.WithRules(store.Rules{KubernetesRange: fabric.PKeyRange{First: 0x1000, Last: 0x1fff}})
+	const (
+		offFabric = fabric.GUID(0x0002c90300000601) // not in the dump: link down, or virtual
+		h1        = fabric.GUID(0x0002c90300000101) // behind switch port 0x0002c90300f00001:2
+		other     = fabric.GUID(0x0002c90300000701)
+	)
+	add := func(pkey fabric.PKey, gs ...fabric.GUID) store.Job {
+		t.Helper()
+		a := store.KubernetesAddition{PKey: pkey}
+		for _, g := range gs {
+			a.Members = append(a.Members, store.KubernetesMember{GUID: g, Membership: fabric.Full})
+		}
+		j, err := kube.AddKubernetesGUIDs(ctxT(t), a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	jobs := []store.Job{add(0x1001, offFabric, other), add(0x1002, offFabric, h1), add(0x1003, offFabric),
+		add(0x1004, offFabric, h1), add(0x1005, h1)}
+	if res := r.term.apply(ctxT(t)); res != applyDone {
+		t.Fatalf("apply: %v, want done", res)
+	}
+	want := []string{store.StatusCompleted, store.StatusCompleted, store.StatusFailed, store.StatusFailed,
+		store.StatusFailed}
+	for i, j := range jobs {
+		got := r.job(j.ID)
+		if got.Status != want[i] {
+			t.Errorf("job %d (%s): %s (%s), want %s", i, got.Description, got.Status, got.Error, want[i])
+		}
+		if got.Status == store.StatusFailed && !strings.Contains(got.Error, "switch_pkey_capacity") {
+			t.Errorf("job %d failed without saying why: %q", i, got.Error)
+		}
+	}
+	file, err := os.ReadFile(r.term.Cfg.PartitionsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g, n := range map[fabric.GUID]int{offFabric: 2, h1: 2, other: 1} {
+		if got := strings.Count(string(file), g.String()); got != n {
+			t.Errorf("%s is in %d partitions of the file, want %d:\n%s", g, got, n, file)
+		}
+	}
+	if got, err := r.st.EnforcementErrors(ctxT(t)); err != nil || len(got) != 0 {
+		t.Errorf("enforcement errors %+v, %v; want none: nothing in the file overflows", got, err)
+	}
+	// --render and the drift check render the same file.
+	snap, err := r.st.Snapshot(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, text, checkErr, err := Render(ctxT(t), snap, r.term.Cfg); err != nil || checkErr != nil || string(text) != string(file) {
+		t.Errorf("Render: %v, %v; want the file written", err, checkErr)
+	}
+}
+
+// BenchmarkWithhold is the capacity pass of every render over [ufm_pkeys]
+// max_members' default, 100,000 Kubernetes members: 1,000 pkeys of 100 GUIDs,
+// each GUID in two pkeys, none past the capacity (the common case).
+func BenchmarkWithhold(b *testing.B) {
+	snap := store.Snapshot{}
+	for p := range 1000 {
+		k := store.KubernetesPKey{PKey: fabric.PKey(0x1000 + p)}
+		for i := range 100 {
+			g := fabric.GUID(0x0200000000000000 + uint64((p/2)*100+i))
+			k.Members = append(k.Members, store.KubernetesMember{GUID: g, Membership: fabric.Full, Revision: int64(p)})
+		}
+		snap.Kubernetes = append(snap.Kubernetes, k)
+	}
+	limit := &topology.PortLimit{Capacity: 32, Static: func(fabric.GUID) []fabric.PKey { return nil }}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, left := withhold(snap, limit); len(left) != 0 {
+			b.Fatalf("%d withheld", len(left))
+		}
+	}
+}

@@ -96,7 +96,31 @@ type UFMPKeys struct {
 	// ApplyTimeout is how long a change's answer waits for OpenSM to apply
 	// it; it answers 200 after that anyway (the change is recorded).
 	ApplyTimeout time.Duration
+	// MaxGUIDsPerRequest bounds the GUIDs of one request (413 beyond it):
+	// a change holds the revision's lock, which networking-mlnx's changes
+	// wait for, for as long as its GUIDs take to check.
+	MaxGUIDsPerRequest int
+	// MaxMembersPerPKey and MaxMembers bound the members of one Kubernetes
+	// pkey and of all of them (400 for the change that would pass either):
+	// every apply renders and checks them all.
+	MaxMembersPerPKey, MaxMembers int
+	// MaxConcurrentRequests bounds the pkeys requests served at once, a
+	// change's wait for its apply included; the next is answered 503 with
+	// Retry-After at once. networking-mlnx's requests are not counted.
+	MaxConcurrentRequests int
 }
+
+// Defaults and bounds of the [ufm_pkeys] limits. ib-kubernetes sends one
+// request per pkey at a time, with the pods it has gathered since the last;
+// a fabric of tens of thousands of pods fits the defaults. Past a million
+// members a render takes seconds and hundreds of MB.
+const (
+	DefaultMaxGUIDsPerRequest    = 10000
+	DefaultMaxMembersPerPKey     = 50000
+	DefaultMaxMembers            = 100000
+	DefaultMaxConcurrentRequests = 4
+	maxKubernetesMembers         = 1000000
+)
 
 // Enabled says whether the pkeys API is served.
 func (u UFMPKeys) Enabled() bool { return u.Username != "" || u.Password != "" }
@@ -273,6 +297,10 @@ func (c *Config) checkUFMPKeys() []error {
 		errs = append(errs, fmt.Errorf("[ufm_pkeys] pkey_range %s holds [opensm] flat_pkey %s, the flat networks' partition", r, c.OpenSM.FlatPKey))
 	case r.Contains(fabric.DefaultPKey):
 		errs = append(errs, fmt.Errorf("[ufm_pkeys] pkey_range %s holds the default partition's pkey %s", r, fabric.DefaultPKey))
+	}
+	if u.MaxGUIDsPerRequest > u.MaxMembersPerPKey || u.MaxMembersPerPKey > u.MaxMembers {
+		errs = append(errs, fmt.Errorf("[ufm_pkeys] max_guids_per_request %d, max_members_per_pkey %d and max_members %d: "+
+			"want each at most the next", u.MaxGUIDsPerRequest, u.MaxMembersPerPKey, u.MaxMembers))
 	}
 	if strings.HasPrefix(c.API.Prefix+"/", u.Prefix+"/") || strings.HasPrefix(u.Prefix+"/", c.API.Prefix+"/") {
 		errs = append(errs, fmt.Errorf("[ufm_pkeys] prefix %s and [api] prefix %s overlap: give the pkeys API its own, such as /ufmRest",

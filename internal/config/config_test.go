@@ -73,7 +73,8 @@ func TestParseValidFiles(t *testing.T) {
 			},
 			HA: HA{HA: true, LeaseTimeout: 12500 * time.Millisecond},
 			UFMPKeys: UFMPKeys{Username: "ib-kubernetes", Password: "s3cret-ufm-password", Prefix: "/api/ufmRest",
-				PKeyRange: fabric.PKeyRange{First: 0x1000, Last: 0x1fff}, ApplyTimeout: 12500 * time.Millisecond},
+				PKeyRange: fabric.PKeyRange{First: 0x1000, Last: 0x1fff}, ApplyTimeout: 12500 * time.Millisecond,
+				MaxGUIDsPerRequest: 2000, MaxMembersPerPKey: 20000, MaxMembers: 40000, MaxConcurrentRequests: 2},
 			OpenSMConf: []KeyValue{{"sm_priority", "15"}, {"sweep_interval", "10"}, {"sm_key", "0x0123456789abcdef"}},
 		}},
 	}
@@ -124,8 +125,9 @@ func TestDefaults(t *testing.T) {
 			},
 			SwitchPKeyCapacity: 32,
 		},
-		HA:       HA{LeaseTimeout: 30 * time.Second},
-		UFMPKeys: UFMPKeys{Prefix: "/ufmRest", ApplyTimeout: 30 * time.Second},
+		HA: HA{LeaseTimeout: 30 * time.Second},
+		UFMPKeys: UFMPKeys{Prefix: "/ufmRest", ApplyTimeout: 30 * time.Second, MaxGUIDsPerRequest: 10000,
+			MaxMembersPerPKey: 50000, MaxMembers: 100000, MaxConcurrentRequests: 4},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %#v\nwant %#v", *got, *want)
@@ -208,6 +210,10 @@ func TestBadValues(t *testing.T) {
 		{"ufm_pkeys", "pkey_range", "4096-8191", "in hexadecimal"},
 		{"ufm_pkeys", "username", "ib:k8s", "cannot hold ':'"},
 		{"ufm_pkeys", "apply_timeout", "0", "greater than 0"},
+		{"ufm_pkeys", "max_guids_per_request", "0", "from 1 to 1000000"},
+		{"ufm_pkeys", "max_members", "2000000", "from 1 to 1000000"},
+		{"ufm_pkeys", "max_members_per_pkey", "many", "want a number of GUIDs from 1"},
+		{"ufm_pkeys", "max_concurrent_requests", "0", "from 1 to 1000"},
 		{"ufm_pkeys", "prefix", "/ufmRest/", "does not end with one"},
 		{"api", "prefix", "/ufmRestV3/", "does not end with one"},
 		{"api", "prefix", "/", "does not end with one"},

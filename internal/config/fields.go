@@ -111,6 +111,23 @@ var sections = []section{
 		{key: "apply_timeout", def: "30", set: func(c *Config, v string) error {
 			return setSeconds(&c.UFMPKeys.ApplyTimeout, v)
 		}},
+		{key: "max_guids_per_request", def: strconv.Itoa(DefaultMaxGUIDsPerRequest), set: func(c *Config, v string) error {
+			return setInt(&c.UFMPKeys.MaxGUIDsPerRequest, v, kubernetesLimit)
+		}},
+		{key: "max_members_per_pkey", def: strconv.Itoa(DefaultMaxMembersPerPKey), set: func(c *Config, v string) error {
+			return setInt(&c.UFMPKeys.MaxMembersPerPKey, v, kubernetesLimit)
+		}},
+		{key: "max_members", def: strconv.Itoa(DefaultMaxMembers), set: func(c *Config, v string) error {
+			return setInt(&c.UFMPKeys.MaxMembers, v, kubernetesLimit)
+		}},
+		{key: "max_concurrent_requests", def: strconv.Itoa(DefaultMaxConcurrentRequests), set: func(c *Config, v string) error {
+			return setInt(&c.UFMPKeys.MaxConcurrentRequests, v, func(n int) error {
+				if n < 1 || n > 1000 {
+					return errors.New("want a number of requests from 1 to 1000")
+				}
+				return nil
+			})
+		}},
 	}},
 	{name: "log", fields: []field{
 		{key: "format", def: "json", set: func(c *Config, v string) error {
@@ -354,6 +371,14 @@ func setSeconds(dst *time.Duration, v string) error {
 		return errors.New(want + ", and at least 0.001")
 	}
 	*dst = d
+	return nil
+}
+
+// kubernetesLimit checks a bound on Kubernetes GUIDs or members.
+func kubernetesLimit(n int) error {
+	if n < 1 || n > maxKubernetesMembers {
+		return fmt.Errorf("want a number of GUIDs from 1 to %d", maxKubernetesMembers)
+	}
 	return nil
 }
 

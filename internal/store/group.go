@@ -22,6 +22,15 @@ import (
 // commit that fails fails every change of the group with its error, and
 // none is applied. The row lock still orders the groups of several managers
 // sharing the database.
+//
+// Lanes. Kubernetes' changes (the pkeys API) queue in a lane of their own,
+// each alone in its group: one may hold thousands of GUIDs, whose checks take
+// the group past its deadline, and a group that fails fails every change in
+// it. networking-mlnx's changes never share a transaction with one, so none
+// of theirs fails or waits for the commit of a group it shares with one; they
+// still take the revision's row lock in turn, which orders every lane's
+// transactions. ib-kubernetes sends one change at a time: it loses nothing by
+// never being grouped.
 
 // maxGroup bounds a group: its changes hold the revision's lock for as long
 // as they all take, and PostgreSQL keeps the subtransactions of up to 64
@@ -36,12 +45,13 @@ type pendingChange struct {
 	done chan error       // the change's outcome; buffered, never blocks the committer
 }
 
-// changeGroups is a store's queue of changes and whether a committer runs.
-// The zero value is ready to use.
+// changeGroups is a store's queue of changes of one lane and whether a
+// committer runs. The zero value is ready to use.
 type changeGroups struct {
 	mu        sync.Mutex
 	queue     []*pendingChange
 	committer bool
+	max       int // the most changes of a group; 0: maxGroup
 }
 
 // change runs fn in a change transaction shared with the changes queued
@@ -55,11 +65,20 @@ type changeGroups struct {
 // change still waits is answered with the context's error, and its change
 // is dropped.
 func (s *Store) change(ctx context.Context, fn func(ctx context.Context, c *changeTx) error) error {
+	return s.changeIn(s.groups, ctx, fn)
+}
+
+// kubernetesChange is change in Kubernetes' lane (see Lanes above).
+func (s *Store) kubernetesChange(ctx context.Context, fn func(ctx context.Context, c *changeTx) error) error {
+	return s.changeIn(s.kubeGroups, ctx, fn)
+}
+
+// changeIn is change in the lane of g.
+func (s *Store) changeIn(g *changeGroups, ctx context.Context, fn func(ctx context.Context, c *changeTx) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("wait for the previous change: %w", err)
 	}
 	p := &pendingChange{ctx: ctx, fn: fn, now: s.now, done: make(chan error, 1)}
-	g := s.groups
 	g.mu.Lock()
 	g.queue = append(g.queue, p)
 	lead := !g.committer
@@ -71,7 +90,7 @@ func (s *Store) change(ctx context.Context, fn func(ctx context.Context, c *chan
 		// alone), then leaves the changes queued meanwhile to a committer.
 		s.commitGroup(g.take())
 		if g.more() {
-			go s.commitGroups()
+			go s.commitGroups(g)
 		}
 		return <-p.done
 	}
@@ -104,8 +123,12 @@ func (g *changeGroups) drop(p *pendingChange) bool {
 func (g *changeGroups) take() []*pendingChange {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	limit := g.max
+	if limit <= 0 {
+		limit = maxGroup
+	}
 	var group []*pendingChange
-	for len(g.queue) > 0 && len(group) < maxGroup {
+	for len(g.queue) > 0 && len(group) < limit {
 		p := g.queue[0]
 		g.queue[0] = nil
 		g.queue = g.queue[1:]
@@ -131,11 +154,11 @@ func (g *changeGroups) more() bool {
 	return true
 }
 
-// commitGroups commits group after group until the queue is empty.
-func (s *Store) commitGroups() {
+// commitGroups commits group after group of g until its queue is empty.
+func (s *Store) commitGroups(g *changeGroups) {
 	for {
-		s.commitGroup(s.groups.take())
-		if !s.groups.more() {
+		s.commitGroup(g.take())
+		if !g.more() {
 			return
 		}
 	}
@@ -239,10 +262,14 @@ func groupContext(group []*pendingChange) (context.Context, context.CancelFunc) 
 	return context.WithDeadline(ctx, latest)
 }
 
-// QueuedChanges is how many changes wait for a group to take them (the
-// changes of the group being committed are no longer queued).
+// QueuedChanges is how many changes wait for a group to take them, in every
+// lane (the changes of the groups being committed are no longer queued).
 func (s *Store) QueuedChanges() int {
-	s.groups.mu.Lock()
-	defer s.groups.mu.Unlock()
-	return len(s.groups.queue)
+	n := 0
+	for _, g := range []*changeGroups{s.groups, s.kubeGroups} {
+		g.mu.Lock()
+		n += len(g.queue)
+		g.mu.Unlock()
+	}
+	return n
 }

@@ -36,6 +36,10 @@ type KubernetesMember struct {
 	// Index0: ib-kubernetes asked for the pkey at index 0 of the GUID's pkey
 	// table.
 	Index0 bool
+	// Revision is the change that last gave the GUID this membership (read
+	// only; ignored in an addition): when a GUID holds more pkeys than its
+	// switch port can, the applier leaves out the latest.
+	Revision int64
 }
 
 // KubernetesPKey is one Kubernetes partition, its members in GUID order.
@@ -154,7 +158,7 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 		}
 	}
 	var job Job
-	err := s.change(ctx, func(ctx context.Context, tx *changeTx) error {
+	err := s.kubernetesChange(ctx, func(ctx context.Context, tx *changeTx) error {
 		if err := checkPKeyNotNeutron(ctx, tx, a.PKey); err != nil {
 			return err
 		}
@@ -163,10 +167,18 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 		if err != nil && !driver.IsNoRows(err) {
 			return err
 		}
+		added := 0 // GUIDs not yet members
 		for _, m := range a.Members {
-			if err := s.checkKubernetesMember(ctx, tx, a.PKey, m, limit); err != nil {
+			member, err := s.checkKubernetesMember(ctx, tx, a.PKey, m, limit)
+			if err != nil {
 				return err
 			}
+			if !member {
+				added++
+			}
+		}
+		if err := s.checkKubernetesMembers(ctx, tx, a.PKey, added); err != nil {
+			return err
 		}
 		rev, err := tx.touches(ctx, true)
 		if err != nil {
@@ -211,7 +223,7 @@ func (s *Store) CreateKubernetesPKey(ctx context.Context, c KubernetesCreation) 
 		return Job{}, err
 	}
 	var job Job
-	err := s.change(ctx, func(ctx context.Context, tx *changeTx) error {
+	err := s.kubernetesChange(ctx, func(ctx context.Context, tx *changeTx) error {
 		if err := checkPKeyNotNeutron(ctx, tx, c.PKey); err != nil {
 			return err
 		}
@@ -252,40 +264,74 @@ func checkPKeyNotNeutron(ctx context.Context, tx *changeTx, pkey fabric.PKey) er
 	return rejectf("pkey %s is the partition of OpenStack network %s", pkey, n.ID)
 }
 
+// checkKubernetesMembers refuses added new members of pkey when they would
+// pass [ufm_pkeys] max_members_per_pkey or max_members. It runs in the change
+// transaction, under the revision's lock: two changes each under a limit but
+// over it together are judged one after the other.
+func (s *Store) checkKubernetesMembers(ctx context.Context, tx *changeTx, pkey fabric.PKey, added int) error {
+	perPKey, total := s.rules.KubernetesMaxMembersPerPKey, s.rules.KubernetesMaxMembers
+	if added == 0 || (perPKey <= 0 && total <= 0) {
+		return nil
+	}
+	if perPKey > 0 {
+		n, err := tx.q.CountKubernetesMembersOfPKey(ctx, pkey)
+		if err != nil {
+			return err
+		}
+		if n+int64(added) > int64(perPKey) {
+			return rejectf("pkey %s has %d members; %d more would pass [ufm_pkeys] max_members_per_pkey %d",
+				pkey, n, added, perPKey)
+		}
+	}
+	if total > 0 {
+		n, err := tx.q.CountKubernetesMembers(ctx)
+		if err != nil {
+			return err
+		}
+		if n+int64(added) > int64(total) {
+			return rejectf("pkey %s: the Kubernetes pkeys have %d members in all; %d more would pass "+
+				"[ufm_pkeys] max_members %d", pkey, n, added, total)
+		}
+	}
+	return nil
+}
+
 // checkKubernetesMember refuses a GUID that cannot join Kubernetes pkey pkey:
 // it is in a Neutron network's partition, it would have index 0 in two
-// pkeys, or its switch port's pkey table would be full.
-func (s *Store) checkKubernetesMember(ctx context.Context, tx *changeTx, pkey fabric.PKey, m KubernetesMember, limit PortCheck) error {
+// pkeys, or its switch port's pkey table would be full. member says whether
+// it is a member of pkey already.
+func (s *Store) checkKubernetesMember(ctx context.Context, tx *changeTx, pkey fabric.PKey, m KubernetesMember, limit PortCheck) (member bool, err error) {
 	guid := m.GUID
 	p, err := tx.q.GetPortByGUID(ctx, &guid)
 	switch {
 	case err == nil:
-		return rejectf("pkey %s: GUID %s is in the partition of OpenStack network %s (port %s); "+
+		return false, rejectf("pkey %s: GUID %s is in the partition of OpenStack network %s (port %s); "+
 			"a GUID in an OpenStack network's partition may be in no Kubernetes pkey", pkey, ufmGUID(guid), p.NetworkID, p.ID)
 	case !driver.IsNoRows(err):
-		return err
+		return false, err
 	}
 	others, err := tx.q.KubernetesMembershipsOfGUID(ctx, guid)
 	if err != nil {
-		return err
+		return false, err
 	}
 	pkeys := []fabric.PKey{pkey}
 	for _, o := range others {
 		if o.Pkey == pkey {
+			member = true
 			continue
 		}
 		pkeys = append(pkeys, o.Pkey)
 		if m.Index0 && o.Index0 {
-			return rejectf("pkey %s: GUID %s already has index 0 in Kubernetes pkey %s; a port has one index 0",
+			return false, rejectf("pkey %s: GUID %s already has index 0 in Kubernetes pkey %s; a port has one index 0",
 				pkey, ufmGUID(guid), o.Pkey)
 		}
 	}
 	if limit != nil {
 		if refusal := limit(guid, pkeys...); refusal != "" {
-			return rejectf("pkey %s: GUID %s: %s", pkey, ufmGUID(guid), refusal)
+			return false, rejectf("pkey %s: GUID %s: %s", pkey, ufmGUID(guid), refusal)
 		}
 	}
-	return nil
+	return member, nil
 }
 
 // RemoveKubernetesGUIDs takes GUIDs out of a Kubernetes pkey. GUIDs that are
@@ -299,7 +345,7 @@ func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) 
 		return Job{}, rejectf("pkey %s: no GUIDs to remove", r.PKey)
 	}
 	var job Job
-	err := s.change(ctx, func(ctx context.Context, tx *changeTx) error {
+	err := s.kubernetesChange(ctx, func(ctx context.Context, tx *changeTx) error {
 		rev, err := tx.touches(ctx, true)
 		if err != nil {
 			return err
@@ -348,7 +394,7 @@ func (s *Store) DeleteKubernetesPKey(ctx context.Context, d KubernetesDeletion) 
 		return Job{}, err
 	}
 	var job Job
-	err := s.change(ctx, func(ctx context.Context, tx *changeTx) error {
+	err := s.kubernetesChange(ctx, func(ctx context.Context, tx *changeTx) error {
 		if _, err := tx.q.GetKubernetesPKey(ctx, d.PKey); err != nil {
 			return notFound(err)
 		}
@@ -458,7 +504,8 @@ func (s *Store) KubernetesLastUpdated(ctx context.Context) (*time.Time, error) {
 }
 
 func kubernetesMember(m driver.KubernetesMember) KubernetesMember {
-	return KubernetesMember{GUID: m.Guid, Membership: fabric.Membership(m.Membership), Index0: m.Index0}
+	return KubernetesMember{GUID: m.Guid, Membership: fabric.Membership(m.Membership), Index0: m.Index0,
+		Revision: m.Revision}
 }
 
 // ufmGUID is a GUID as UFM and ib-kubernetes write it: 16 hex digits.

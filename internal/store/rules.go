@@ -38,6 +38,10 @@ type Rules struct {
 	// partitions may use, and no Neutron VLAN may. Empty: Kubernetes may use
 	// none.
 	KubernetesRange fabric.PKeyRange
+	// KubernetesMaxMembersPerPKey and KubernetesMaxMembers are [ufm_pkeys]
+	// max_members_per_pkey and max_members: the most members of one
+	// Kubernetes pkey and of all of them. 0: no limit.
+	KubernetesMaxMembersPerPKey, KubernetesMaxMembers int
 }
 
 // PortCheck says why host port guid may not become a member of partitions

@@ -178,14 +178,16 @@ type Store struct {
 	d     driver.Driver
 	rules Rules
 	now   func() time.Time
-	// groups queue this process's changes for group commit (group.go).
-	groups *changeGroups
+	// groups queue this process's changes for group commit (group.go);
+	// kubeGroups Kubernetes' (its lane: one change a group).
+	groups, kubeGroups *changeGroups
 }
 
 // New wraps an engine's driver, with the rules that decide what a request
 // records.
 func New(d driver.Driver, rules Rules) *Store {
-	return &Store{d: d, rules: rules, now: func() time.Time { return time.Now().UTC() }, groups: &changeGroups{}}
+	return &Store{d: d, rules: rules, now: func() time.Time { return time.Now().UTC() }, groups: &changeGroups{},
+		kubeGroups: &changeGroups{max: 1}}
 }
 
 // WithRules is a store on the same connections (and change groups) with other

@@ -37,8 +37,10 @@ type Reached struct {
 // or not pkeys lists it. Ports missing from pkeys carry only the default.
 //
 // Host ports the topology does not place (not on the fabric at the last sweep,
-// or not linked to a switch) are not checked: OpenSM gives them nothing yet,
-// and the next dump places them.
+// or not linked to a switch) are behind no switch port to name: PortLimit
+// holds each of them below capacity on its own when it is sent (Check), and
+// the applier leaves out of the file what would not fit wherever it lands
+// (Excess), since OpenSM gives it its pkeys at the sweep that finds it.
 func (t *Topology) CapacityReached(pkeys map[fabric.GUID][]fabric.PKey, capacity int) []Reached {
 	return t.capacityReached(pkeys, nil, capacity)
 }

@@ -31,10 +31,18 @@ type PortLimit struct {
 
 // Check returns, as refusal, why host port guid may not become a member of
 // partitions (a network's one, or the Kubernetes pkeys it would be in): it
-// is a switch's GUID, or the port would reach its switch port's capacity
-// (the refusal names the host port, its switch port and the numbers). A port the last dump does not
-// place is not checked (see CapacityReached); nor is any port while there is no
-// dump yet, or none read whole. err is a failure to stat the dump.
+// is a switch's GUID (the refusal names the switch), or the port would reach its
+// switch port's capacity (the refusal names the host port, its switch port and
+// the numbers). err is a failure to stat the dump.
+//
+// A port the dump does not place (its link is down, it is not cabled yet, or
+// it is a virtual port, which the dump never lists) is checked too: OpenSM
+// gives it its pkeys at the sweep that finds it, with no apply of the manager
+// in between, so what is accepted now must fit wherever it lands. A switch
+// port faces one host port, so the port's own pkeys are what its switch port
+// holds; the check is the same as for a placed port, against the switch port
+// it will be behind, whichever that is. So it is without a dump, or while none
+// was read whole.
 func (l *PortLimit) Check(guid fabric.GUID, partitions ...fabric.PKey) (refusal string, err error) {
 	check, err := l.Checker()
 	if err != nil {
@@ -54,29 +62,47 @@ func (l *PortLimit) Checker() (func(guid fabric.GUID, partitions ...fabric.PKey)
 }
 
 func (l *PortLimit) check(t *Topology, guid fabric.GUID, partitions []fabric.PKey) (refusal string) {
-	if t == nil {
-		return ""
-	}
-	if sw, ok := t.switches[guid]; ok {
-		// A switch's port GUID is its node GUID (port 0, its management
-		// port): a member there would let a tenant's partition reach the
-		// switch itself.
-		return fmt.Sprintf("GUID %s is switch %s's (%q in OpenSM's subnet dump), not a host port's: "+
-			"a switch is never a partition's member", guid, sw.GUID, sw.Description)
+	if t != nil {
+		if sw, ok := t.switches[guid]; ok {
+			// A switch's port GUID is its node GUID (port 0, its management
+			// port): a member there would let a tenant's partition reach the
+			// switch itself.
+			return fmt.Sprintf("GUID %s is switch %s's (%q in OpenSM's subnet dump), not a host port's: "+
+				"a switch is never a partition's member", guid, sw.GUID, sw.Description)
+		}
 	}
 	pkeys := slices.Clone(partitions)
 	if l.Static != nil {
 		pkeys = append(pkeys, l.Static(guid)...)
 	}
-	reached := t.CapacityReached(map[fabric.GUID][]fabric.PKey{guid: pkeys}, l.Capacity)
-	if len(reached) == 0 {
+	n := countPKeys(pkeys)
+	if n < l.Capacity {
 		return ""
 	}
-	r := reached[0]
+	at := "the switch port it is linked to, wherever that is (it is not on the fabric now: its link is down, " +
+		"or it is a virtual port)"
+	if t != nil {
+		if sw, placed := t.behind[guid]; placed {
+			at = "switch port " + sw.String()
+		}
+	}
 	return fmt.Sprintf("host port %s would carry %d pkeys (the default partition, its network's or "+
-		"Kubernetes pkeys, and the template's that list it), reaching the %d-entry pkey table of switch port %s "+
+		"Kubernetes pkeys, and the template's that list it), reaching the %d-entry pkey table of %s "+
 		"([opensm] switch_pkey_capacity), where OpenSM would stop enforcing partitions without a word; "+
-		"at most %d are allowed", r.Host, r.PKeys, l.Capacity, r.Behind, l.Capacity-1)
+		"at most %d are allowed", guid, n, l.Capacity, at, l.Capacity-1)
+}
+
+// Room returns how many pkeys host port guid may carry besides the default
+// partition's and the template's static ones, wherever it is linked: capacity
+// - 1 less those. The applier leaves out of the file the Kubernetes pkeys
+// past it (the latest given first), so that a port that appears later (a
+// link that comes up, a virtual port) never fills its switch port's table.
+func (l *PortLimit) Room(guid fabric.GUID) int {
+	held := []fabric.PKey{fabric.DefaultPKey & 0x7fff}
+	if l.Static != nil {
+		held = appendDistinct(held, l.Static(guid))
+	}
+	return max(0, l.Capacity-1-len(held))
 }
 
 // Reached returns the host ports that reach their switch port's capacity as

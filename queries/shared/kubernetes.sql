@@ -19,6 +19,14 @@ SELECT * FROM kubernetes_members WHERE pkey = @pkey ORDER BY guid;
 -- name: KubernetesMembershipsOfGUID :many
 SELECT * FROM kubernetes_members WHERE guid = @guid ORDER BY pkey;
 
+-- The members of one Kubernetes pkey, and of all: a change that would pass
+-- [ufm_pkeys] max_members_per_pkey or max_members is refused.
+-- name: CountKubernetesMembersOfPKey :one
+SELECT count(*) FROM kubernetes_members WHERE pkey = @pkey;
+
+-- name: CountKubernetesMembers :one
+SELECT count(*) FROM kubernetes_members;
+
 -- name: GetPortByGUID :one
 SELECT * FROM ports WHERE guid = @guid;
 

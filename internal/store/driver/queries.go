@@ -56,6 +56,8 @@ type Queries interface {
 	InsertJob(ctx context.Context, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, createdBy string, request string, requestID string, now time.Time, finishedAt *time.Time) (int64, error)
 	InsertSecretIfAbsent(ctx context.Context, name string, value string, now time.Time) error
 	KubernetesMembershipsOfGUID(ctx context.Context, guid fabric.GUID) ([]KubernetesMember, error)
+	CountKubernetesMembersOfPKey(ctx context.Context, pkey fabric.PKey) (int64, error)
+	CountKubernetesMembers(ctx context.Context) (int64, error)
 	KubernetesState(ctx context.Context) (KubernetesStateRow, error)
 	LastApply(ctx context.Context) (Apply, error)
 	Leadership(ctx context.Context) (LeadershipRow, error)

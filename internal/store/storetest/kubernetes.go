@@ -3,6 +3,8 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
 
 // The Kubernetes partitions (UFM's pkeys API, as ib-kubernetes uses it), on
@@ -23,6 +26,9 @@ var kubernetesTests = []struct {
 	{"KubernetesRefusalsChangeNothing", testKubernetesRefusals},
 	{"KubernetesLastUpdatedMovesOnlyWhenApplied", testKubernetesLastUpdated},
 	{"KubernetesGUIDsCountAgainstThePortLimit", testKubernetesPortLimit},
+	{"GUIDsNotOnTheFabricCountAgainstTheirSwitchPort", testPortLimitOffFabric},
+	{"ConcurrentAdditionsOfOneGUIDStayUnderThePortLimit", testPortLimitConcurrent},
+	{"ConcurrentNeutronAndKubernetesClaimsOfOneGUID", testConcurrentNeutronKubernetesClaims},
 }
 
 var kubeRange = fabric.PKeyRange{First: 0x1000, Last: 0x1fff}
@@ -50,6 +56,12 @@ func limited(g uint64) store.KubernetesMember {
 	return store.KubernetesMember{GUID: fabric.GUID(g), Membership: fabric.Limited}
 }
 
+// since is m as recorded by the change of revision rev.
+func since(m store.KubernetesMember, rev int64) store.KubernetesMember {
+	m.Revision = rev
+	return m
+}
+
 // mustKube fails the test when the Kubernetes change it is given failed:
 // mustKube(t)(s.AddKubernetesGUIDs(...)).
 func mustKube(t *testing.T) func(store.Job, error) store.Job {
@@ -72,7 +84,7 @@ func testKubernetesLifecycle(t *testing.T, s *store.Store) {
 		t.Fatalf("job = %+v", j)
 	}
 	want := store.KubernetesPKey{PKey: 0x1005, IPoIB: true, Revision: 1, Members: []store.KubernetesMember{
-		full(guidA), limited(guidB)}}
+		since(full(guidA), 1), since(limited(guidB), 1)}}
 	got, err := s.GetKubernetesPKey(ctx, 0x1005)
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("GetKubernetesPKey = %+v, %v; want %+v", got, err, want)
@@ -94,7 +106,7 @@ func testKubernetesLifecycle(t *testing.T, s *store.Store) {
 	mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006, full(guidB))))
 	list, err := s.KubernetesPKeys(ctx)
 	if err != nil || len(list) != 2 || list[0].PKey != 0x1005 || list[0].IPoIB ||
-		!reflect.DeepEqual(list[0].Members, []store.KubernetesMember{limited(guidA), limited(guidB)}) ||
+		!reflect.DeepEqual(list[0].Members, []store.KubernetesMember{since(limited(guidA), 2), since(limited(guidB), 1)}) ||
 		list[1].PKey != 0x1006 || !list[1].IPoIB || len(list[1].Members) != 1 {
 		t.Fatalf("KubernetesPKeys = %+v, %v", list, err)
 	}
@@ -354,5 +366,138 @@ func testKubernetesPortLimit(t *testing.T, s *store.Store) {
 	want := [][]fabric.PKey{{0x1005}, {0x1005}, {0x1006, 0x1005}}
 	if !reflect.DeepEqual(asked, want) {
 		t.Errorf("the port limit was asked %v, want %v", asked, want)
+	}
+}
+
+// offFabricLimit is the real port limit with switch_pkey_capacity cap, on a
+// subnet dump that lists host port 0x0002c90300000101 behind switch port
+// 0x0002c90300f00001:2 and no other.
+func offFabricLimit(t *testing.T, s *store.Store, capacity int) *store.Store {
+	t.Helper()
+	dump := filepath.Join(t.TempDir(), topology.FileName)
+	line := "{ CA Ports:01 SystemGUID:0002c90300000100 NodeGUID:0002c90300000100 PortGUID:0002c90300000101 " +
+		"VenID:000000 DevID:0000 Rev:000000A1 {H1} LID:0003 PN:01 } { SW Ports:08 SystemGUID:0002c90300f00001 " +
+		"NodeGUID:0002c90300f00001 PortGUID:0002c90300f00001 VenID:00000000 DevID:0000 Rev:000000A1 {S1} " +
+		"LID:0002 PN:02 } PHY=4x LOG=ACT SPD=10\n"
+	if err := os.WriteFile(dump, []byte(line), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	limit := &topology.PortLimit{DumpFile: dump, Capacity: capacity}
+	return s.WithRules(store.Rules{PhysicalNetworks: []string{"ibnet"}, KubernetesRange: kubeRange,
+		PortLimit: func() (store.PortCheck, error) { return limit.Checker() }})
+}
+
+// A GUID the subnet dump does not list (its host's link is down, or it is a
+// pod's virtual GUID, which no dump lists) gets its pkeys from OpenSM at the
+// sweep that finds it, with no apply in between: it is held to the capacity
+// like a placed one, and the pkey that would reach it is refused, saying how
+// many pkeys the port would carry.
+func testPortLimitOffFabric(t *testing.T, s *store.Store) {
+	ctx := ctxT(t)
+	s = offFabricLimit(t, s, 4) // at most 3 pkeys: the default and two others
+	for _, g := range []uint64{guidA, 0x0002c90300000101} {
+		mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1001, limited(g))))
+		mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1002, limited(g))))
+		before := revision(t, s)
+		_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1003, limited(g)))
+		var rej *store.RejectedError
+		if !errors.As(err, &rej) || !strings.Contains(rej.Reason, "would carry 4 pkeys") ||
+			!strings.Contains(rej.Reason, "at most 3") {
+			t.Fatalf("GUID %x in a third pkey: err = %v, want the port limit's refusal", g, err)
+		}
+		where := "switch port 0x0002c90300f00001:2"
+		if g == guidA {
+			where = "not on the fabric now"
+		}
+		if !strings.Contains(rej.Reason, where) {
+			t.Errorf("GUID %x: refusal %q, want it to say %q", g, rej.Reason, where)
+		}
+		if got := revision(t, s); got != before {
+			t.Errorf("a refused addition moved the revision from %d to %d", before, got)
+		}
+	}
+	// A Neutron port whose GUID is off the fabric (a VM's virtual function):
+	// with a 2-entry table, the default and its network's pkey do not fit.
+	s = offFabricLimit(t, s, 2)
+	addNetwork(t, s, netA, 101)
+	_, err := addPort(t, s, "port-a", netA, guidB)
+	var rej *store.RejectedError
+	if !errors.As(err, &rej) || !strings.Contains(rej.Reason, "would carry 2 pkeys") {
+		t.Errorf("a port off the fabric reaching the capacity: err = %v, want the port limit's refusal", err)
+	}
+}
+
+// Two additions of one GUID, each under the capacity alone and over it
+// together, sent at once: the check runs under the revision's lock against
+// what the other recorded, so one of them is refused.
+func testPortLimitConcurrent(t *testing.T, s *store.Store) {
+	ctx := ctxT(t)
+	s = offFabricLimit(t, s, 4)
+	mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1001, limited(guidA))))
+	const n = 6
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(fabric.PKey(0x1002+i), limited(guidA)))
+			errs <- err
+		}()
+	}
+	accepted := 0
+	for range n {
+		err := <-errs
+		var rej *store.RejectedError
+		switch {
+		case err == nil:
+			accepted++
+		case !errors.As(err, &rej):
+			t.Fatalf("concurrent addition: %v", err)
+		}
+	}
+	if accepted != 1 {
+		t.Errorf("%d of %d concurrent additions accepted; want 1 (the default, 0x1001 and one more fill 3 of 4)", accepted, n)
+	}
+	pkeys, err := s.KubernetesPKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := 0
+	for _, p := range pkeys {
+		for _, m := range p.Members {
+			if m.GUID == fabric.GUID(guidA) {
+				held++
+			}
+		}
+	}
+	if held != 2 {
+		t.Errorf("GUID in %d pkeys, want 2", held)
+	}
+}
+
+// A GUID sent at once as a Neutron port's and into a Kubernetes pkey, again
+// and again: the two lanes commit in separate transactions, each judged under
+// the revision's lock against what the other recorded, so the GUID ends in
+// one side only.
+func testConcurrentNeutronKubernetesClaims(t *testing.T, s *store.Store) {
+	s = kubeStore(s)
+	ctx := ctxT(t)
+	addNetwork(t, s, netA, 101)
+	for i := range 8 {
+		g := uint64(0x0002c90300010000) + uint64(i)
+		port := make(chan error, 1)
+		go func() {
+			_, err := addPort(t, s, fmt.Sprintf("port-%d", i), netA, g)
+			port <- err
+		}()
+		_, kerr := s.AddKubernetesGUIDs(ctx, kubeAdd(fabric.PKey(0x1100+i), limited(g)))
+		perr := <-port
+		var rej *store.RejectedError
+		for _, err := range []error{perr, kerr} {
+			if err != nil && !errors.As(err, &rej) {
+				t.Fatalf("GUID %x: %v", g, err)
+			}
+		}
+		if (perr == nil) == (kerr == nil) {
+			t.Fatalf("GUID %x: port %v, Kubernetes %v; want exactly one accepted", g, perr, kerr)
+		}
 	}
 }
