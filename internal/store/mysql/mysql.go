@@ -113,7 +113,27 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Engine, error) {
 		db.Close()
 		return nil, fmt.Errorf("mysql: connect: %w", err)
 	}
-	return &Engine{db: db, q: mysqldb.New(db), log: log, lockName: applierLock(cfg.DBName), pipelined: pipelined}, nil
+	q := mysqldb.New(db)
+	if pipelined && galera(ctx, q) {
+		// Galera aborts a local transaction that conflicts with a write
+		// replicated from another node (a brute-force abort) at any moment.
+		// One that lands between two statements of a multi-statement query
+		// ends the transaction there, and the query's later statements run
+		// on outside it, each committed on its own, with no error for the
+		// client: a job would be recorded without its change, at a revision
+		// another change has. Sent one by one, the first statement after the
+		// abort is refused with the deadlock error, and the store runs the
+		// change again.
+		pipelined = false
+	}
+	return &Engine{db: db, q: q, log: log, lockName: applierLock(cfg.DBName), pipelined: pipelined}, nil
+}
+
+// galera says whether the server is a Galera node (wsrep_on; servers without
+// Galera support have no @@wsrep_on at all).
+func galera(ctx context.Context, q *mysqldb.Queries) bool {
+	on, err := q.WsrepOn(ctx)
+	return err == nil && on != 0
 }
 
 // driverLog is the driver's mysql.Logger on the manager's log.
@@ -334,12 +354,7 @@ func (e *Engine) TryLock(ctx context.Context) (driver.Lock, error) {
 		return nil, fmt.Errorf("lock connection: %w", err)
 	}
 	q := mysqldb.New(conn)
-	wsrep, err := q.WsrepOn(ctx)
-	if err != nil {
-		// Servers without Galera support have no @@wsrep_on at all.
-		wsrep = 0
-	}
-	if wsrep != 0 {
+	if galera(ctx, q) {
 		conn.Close()
 		return nil, fmt.Errorf("%w: wsrep_on is set, and Galera does not replicate GET_LOCK; "+
 			"with [ha] ha = true the lease elects on Galera", driver.ErrLockNotClusterWide)
