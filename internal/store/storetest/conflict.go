@@ -1,8 +1,11 @@
 package storetest
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
@@ -65,5 +68,43 @@ func testGaleraGroupConflict(t *testing.T, a, b *store.Store) {
 	// netA, netB, held, first, b's netC, c1, c3: each once.
 	if st := readState(t, a); st.Jobs[store.StatusPending] != 7 || len(st.Jobs) != 1 {
 		t.Errorf("jobs by status %v; want 7 Pending, each change's once", st.Jobs)
+	}
+}
+
+// testGaleraJobIDsFromTwoNodes: two managers on two Galera nodes record
+// changes at the same moments: every change is accepted, and the job ids are
+// distinct and grow with the revisions, whatever the nodes' AUTO_INCREMENT
+// steps (Galera's auto_increment_increment and offset).
+func testGaleraJobIDsFromTwoNodes(t *testing.T, a, b *store.Store) {
+	const rounds = 15
+	jobs := make([]store.Job, 0, 2*rounds)
+	for round := range rounds {
+		var got [2]outcome
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i, s := range []*store.Store{a, b} {
+			wg.Go(func() {
+				<-start
+				id := fmt.Sprintf("%08x-0000-4000-8000-%012d", i, round)
+				j, err := s.RecordNetwork(ctxT(t), store.NetworkChange{Network: vlanNetwork(id, int64(200+2*round+i)),
+					Operation: store.OpCreateNetwork, CreatedBy: "test", Request: "{}"})
+				got[i] = outcome{j, err}
+			})
+		}
+		close(start)
+		wg.Wait()
+		for i, o := range got {
+			if o.err != nil {
+				t.Fatalf("round %d: manager %d's change: %v", round, i, o.err)
+			}
+			jobs = append(jobs, o.job)
+		}
+	}
+	slices.SortFunc(jobs, func(x, y store.Job) int { return cmp.Compare(x.Revision, y.Revision) })
+	for i := 1; i < len(jobs); i++ {
+		if jobs[i].Revision == jobs[i-1].Revision || jobs[i].ID <= jobs[i-1].ID {
+			t.Errorf("revision %d has job %d, revision %d job %d: want distinct revisions and ids growing with them",
+				jobs[i-1].Revision, jobs[i-1].ID, jobs[i].Revision, jobs[i].ID)
+		}
 	}
 }

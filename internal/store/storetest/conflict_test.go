@@ -6,3 +6,8 @@ func TestGaleraGroupLosingCertificationRunsAgain(t *testing.T) {
 	m := OpenGaleraManagers(t)
 	testGaleraGroupConflict(t, m[0], m[1])
 }
+
+func TestGaleraJobIDsFromTwoNodes(t *testing.T) {
+	m := OpenGaleraManagers(t)
+	testGaleraJobIDsFromTwoNodes(t, m[0], m[1])
+}
