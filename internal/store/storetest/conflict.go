@@ -108,3 +108,21 @@ func testGaleraJobIDsFromTwoNodes(t *testing.T, a, b *store.Store) {
 		}
 	}
 }
+
+// testGaleraReadsAfterAnotherNodesCommit: a change through one node right
+// after another node committed the change before it is judged by the state
+// that change left, as on one server: a port recorded through a is found by
+// its DELETE through b at once (a DELETE answered "not found" is, for
+// networking-mlnx, a port removed, and its GUID would stay in the partition).
+func testGaleraReadsAfterAnotherNodesCommit(t *testing.T, a, b *store.Store) {
+	addNetwork(t, a, netA, 101)
+	for i := range 40 {
+		id := fmt.Sprintf("r%d", i)
+		if _, err := addPort(t, a, id, netA, 0x0002c90300002000+uint64(i)); err != nil {
+			t.Fatalf("port %s through a: %v", id, err)
+		}
+		if _, err := b.RemovePort(ctxT(t), store.PortRemoval{PortID: id, CreatedBy: "test", Request: "{}"}); err != nil {
+			t.Fatalf("DELETE of port %s through b right after a recorded it: %v; want it removed", id, err)
+		}
+	}
+}

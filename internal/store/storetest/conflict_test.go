@@ -11,3 +11,8 @@ func TestGaleraJobIDsFromTwoNodes(t *testing.T) {
 	m := OpenGaleraManagers(t)
 	testGaleraJobIDsFromTwoNodes(t, m[0], m[1])
 }
+
+func TestGaleraReadsAfterAnotherNodesCommit(t *testing.T) {
+	m := OpenGaleraManagers(t)
+	testGaleraReadsAfterAnotherNodesCommit(t, m[0], m[1])
+}
