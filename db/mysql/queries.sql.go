@@ -485,9 +485,10 @@ func (q *Queries) HoldsLock(ctx context.Context, name string) (int64, error) {
 }
 
 const insertJob = `-- name: InsertJob :execresult
-INSERT INTO jobs (revision, object_type, object_id, network_id, operation, status,
+INSERT INTO jobs (id, revision, object_type, object_id, network_id, operation, status,
                   description, result, error, created_by, request, request_id, created_at, updated_at, finished_at)
-VALUES (?, ?, ?, ?,
+VALUES ((SELECT GREATEST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000) * 1000, COALESCE(MAX(id), 0) + 1) FROM jobs),
+        ?, ?, ?, ?,
         ?, ?, ?, ?, '',
         ?, ?, ?, ?, ?, ?)
 `
@@ -508,6 +509,20 @@ type InsertJobParams struct {
 	FinishedAt  *time.Time
 }
 
+// A job's id is the database's clock in milliseconds since 1970 times 1000,
+// or the highest id recorded plus one if that is more: ids grow with time
+// rather than with a counter, so that a database restored from a backup (or
+// an asynchronous replica promoted) gives none of the ids it gave out after
+// the backup again; a lost job stays unknown (404) instead of answering for
+// another change. The highest id plus one keeps ids unique whatever the
+// clock does. The change transaction holds the revision's row lock, so no
+// other change inserts meanwhile (on Galera, two nodes' inserts conflict on
+// that row and the loser runs again; the id is the insert's, never the
+// AUTO_INCREMENT's, which Galera steps by the cluster's size). 1000 ids per
+// millisecond before the ids run ahead of the clock; below 2^53 (exact in
+// JSON) until the year 2255. UNIX_TIMESTAMP reads NOW(6) in the connection's
+// time zone, UTC unless the DSN sets another (mysql.Open). The insert's id
+// comes back as its last insert id.
 func (q *Queries) InsertJob(ctx context.Context, arg InsertJobParams) (sql.Result, error) {
 	return q.db.ExecContext(ctx, insertJob,
 		arg.Revision,

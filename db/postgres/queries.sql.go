@@ -421,13 +421,25 @@ func (q *Queries) HoldsAdvisoryLock(ctx context.Context, key int64) (int64, erro
 }
 
 const insertJob = `-- name: InsertJob :one
-INSERT INTO jobs (revision, object_type, object_id, network_id, operation, status,
+INSERT INTO jobs (id, revision, object_type, object_id, network_id, operation, status,
                   description, result, error, created_by, request, request_id, created_at, updated_at, finished_at)
-VALUES ($1, $2, $3, $4, $5, $6,
+VALUES ((SELECT GREATEST(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint * 1000, COALESCE(MAX(id), 0) + 1)
+         FROM jobs),
+        $1, $2, $3, $4, $5, $6,
         $7, $8, '', $9, $10, $11, $12, $12, $13)
 RETURNING id
 `
 
+// A job's id is the database's clock in milliseconds since 1970 times 1000,
+// or the highest id recorded plus one if that is more: ids grow with time
+// rather than with a counter, so that a database restored from a backup (or
+// an asynchronous replica promoted) gives none of the ids it gave out after
+// the backup again; a lost job stays unknown (404) instead of answering for
+// another change. The highest id plus one keeps ids unique whatever the
+// clock does. The change transaction holds the revision's row lock, so no
+// other change inserts meanwhile (on Galera, two nodes' inserts conflict on
+// that row and the loser runs again). 1000 ids per millisecond before the
+// ids run ahead of the clock; below 2^53 (exact in JSON) until the year 2255.
 func (q *Queries) InsertJob(ctx context.Context, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, createdBy string, request string, requestID string, now time.Time, finishedAt *time.Time) (int64, error) {
 	row := q.db.QueryRow(ctx, insertJob,
 		revision,

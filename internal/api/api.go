@@ -80,6 +80,12 @@ type Observer interface {
 // networking-mlnx's request timeout, so that it gets the 503 and resends.
 const DefaultDBTimeout = 5 * time.Second
 
+// conflicting is the error of a change the database aborted, each time it was
+// run, for conflicting with concurrent changes (other managers' on a Galera
+// cluster).
+const conflicting = "conflicting concurrent changes: the database aborted this change each time it was run " +
+	"for conflicting with changes through other managers; nothing was recorded; send it again"
+
 // unreachable is the error of a request the database could not serve.
 const unreachable = "database unreachable: the request was neither recorded nor read; send it again later"
 
@@ -241,8 +247,8 @@ func (s *Server) auth(h handlerFunc) httprouter.Handle {
 }
 
 // fail answers a request whose handler failed: with the status an httpError
-// carries, 400 for a refusal, 503 when the database is unreachable, 500
-// otherwise.
+// carries, 400 for a refusal, 503 when the database is unreachable or kept
+// aborting the change for conflicts, 500 otherwise.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var he *httpError
 	var rej *store.RejectedError
@@ -254,6 +260,13 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, he.status, he.msg)
 	case errors.As(err, &rej):
 		writeError(w, http.StatusBadRequest, rej.Reason)
+	case errors.As(err, new(*store.ConflictError)):
+		// The database aborted the change for conflicting with concurrent
+		// ones, each time the store ran it again: nothing is recorded, and
+		// it can be sent again as it is.
+		s.logger(r).Warn("request failed: conflicting concurrent changes", "method", r.Method, "path", r.URL.Path, "error", err)
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, conflicting)
 	case store.IsUnavailable(err):
 		// Not the client's fault and not recorded: networking-mlnx (or
 		// ib-kubernetes) resends, and the manager reconnects by itself.

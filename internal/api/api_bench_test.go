@@ -100,18 +100,20 @@ func BenchmarkGetJob(b *testing.B) {
 	for _, engine := range storetest.Engines {
 		b.Run(engine, func(b *testing.B) {
 			h := benchServer(b, engine)
+			paths := make([]string, jobs)
 			for n := range uint64(jobs) {
-				if rec := serveBench(h, http.MethodPost, "/ufmRestV3/cloudx/Port", benchPortBody(n+1)); rec.Code != http.StatusAccepted {
+				rec := serveBench(h, http.MethodPost, "/ufmRestV3/cloudx/Port", benchPortBody(n+1))
+				if rec.Code != http.StatusAccepted {
 					b.Fatalf("POST Port: %d %s", rec.Code, rec.Body)
 				}
+				paths[n] = rec.Header().Get("Location")
 			}
 			var next atomic.Uint64
 			b.ReportAllocs()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					// Job 1 is the network's; the ports' are 2..jobs+1.
-					path := fmt.Sprintf("/ufmRestV3/app/jobs/%d", 2+next.Add(1)%jobs)
+					path := paths[next.Add(1)%jobs]
 					if rec := serveBench(h, http.MethodGet, path, ""); rec.Code != http.StatusOK {
 						b.Errorf("GET %s: %d %s", path, rec.Code, rec.Body)
 						return

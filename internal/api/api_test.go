@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -88,14 +89,11 @@ func TestAcceptedChangeAnswersJobPath(t *testing.T) {
 			if resp.StatusCode != http.StatusAccepted {
 				t.Fatalf("status %d: %s", resp.StatusCode, body)
 			}
-			var path string
-			if err := json.Unmarshal([]byte(body), &path); err != nil || path != "app/jobs/1" || len(path) > 36 {
-				t.Fatalf("body %q is not the JSON string app/jobs/1 (<= 36 chars)", body)
+			path, id := jobPath(t, body)
+			if loc := resp.Header.Get("Location"); loc != "/ufmRestV3/"+path {
+				t.Errorf("Location = %q; want /ufmRestV3/%s", loc, path)
 			}
-			if loc := resp.Header.Get("Location"); loc != "/ufmRestV3/app/jobs/1" {
-				t.Errorf("Location = %q", loc)
-			}
-			resp, body = f.do("GET", "/ufmRestV3/app/jobs/1", "")
+			resp, body = f.do("GET", "/ufmRestV3/"+path, "")
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("job GET status %d: %s", resp.StatusCode, body)
 			}
@@ -109,29 +107,44 @@ func TestAcceptedChangeAnswersJobPath(t *testing.T) {
 					t.Errorf("job has no %q: %s", key, body)
 				}
 			}
-			if job["ID"] != "1" || job["Status"] != "Pending" || job["Operation"] != "Create network" ||
+			if job["ID"] != id || job["Status"] != "Pending" || job["Operation"] != "Create network" ||
 				job["Progress"] != 0.0 || !strings.Contains(job["Description"].(string), "0x0065") {
 				t.Errorf("job = %s", body)
 			}
 			// UFM's native path serves the same job.
-			if resp, _ := f.do("GET", "/ufmRestV3/jobs/1", ""); resp.StatusCode != http.StatusOK {
-				t.Errorf("GET /jobs/1 status %d", resp.StatusCode)
+			if resp, _ := f.do("GET", "/ufmRestV3/jobs/"+id, ""); resp.StatusCode != http.StatusOK {
+				t.Errorf("GET /jobs/%s status %d", id, resp.StatusCode)
 			}
 		})
 	}
 }
 
+// jobPath reads a 202's body: the JSON string app/jobs/<n>, which
+// networking-mlnx stores in at most 36 characters; it returns it and <n>.
+func jobPath(t *testing.T, body string) (path, id string) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(body), &path); err != nil || len(path) > 36 {
+		t.Fatalf("body %q is not a JSON string of at most 36 characters", body)
+	}
+	id, ok := strings.CutPrefix(path, "app/jobs/")
+	if n, err := strconv.ParseInt(id, 10, 64); !ok || err != nil || n < 1 || strconv.FormatInt(n, 10) != id {
+		t.Fatalf("job path %q is not app/jobs/<n>", path)
+	}
+	return path, id
+}
+
 func TestCompletedAndFailedJobsCarrySummary(t *testing.T) {
 	f := newFixture(t, "sqlite")
 	f.do("POST", "/ufmRestV3/cloudx/Network", testdata(t, "network_create_vlan.json"))
-	f.do("POST", "/ufmRestV3/cloudx/Port", testdata(t, "port_create_baremetal.json"))
+	_, body := f.do("POST", "/ufmRestV3/cloudx/Port", testdata(t, "port_create_baremetal.json"))
+	portJob, _ := jobPath(t, body)
 	ctx := context.Background()
 	term, err := f.st.NewTerm(ctx, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.st.CompleteJobs(ctx, term, 2)
-	_, body := f.do("GET", "/ufmRestV3/app/jobs/2", "")
+	_, body = f.do("GET", "/ufmRestV3/"+portJob, "")
 	var job jobView
 	json.Unmarshal([]byte(body), &job)
 	if job.Status != "Completed" || job.Progress != 100 ||
@@ -139,9 +152,10 @@ func TestCompletedAndFailedJobsCarrySummary(t *testing.T) {
 		len(job.RelatedObjects) != 2 || job.RelatedObjects[1] != portID || job.Operation != "Add port to network" {
 		t.Errorf("completed job = %+v", job)
 	}
-	f.do("DELETE", "/ufmRestV3/cloudx/Port/"+portID, testdata(t, "port_delete.json"))
+	_, body = f.do("DELETE", "/ufmRestV3/cloudx/Port/"+portID, testdata(t, "port_delete.json"))
+	deleteJob, _ := jobPath(t, body)
 	f.st.FailJobs(ctx, term, 3, "OpenSM rejected the partitions file")
-	_, body = f.do("GET", "/ufmRestV3/app/jobs/3", "")
+	_, body = f.do("GET", "/ufmRestV3/"+deleteJob, "")
 	json.Unmarshal([]byte(body), &job)
 	if job.Status != "Failed" || job.Summary != "OpenSM rejected the partitions file" {
 		t.Errorf("failed job = %+v", job)
@@ -211,7 +225,8 @@ func TestDoubledSlashesAreRoutedNotRedirected(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("POST with // = %d %s", resp.StatusCode, body)
 	}
-	resp, body = f.do("GET", "//ufmRestV3//app/jobs/1", "")
+	path, _ := jobPath(t, body)
+	resp, body = f.do("GET", "//ufmRestV3//"+path, "")
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET with // = %d %s", resp.StatusCode, body)
 	}

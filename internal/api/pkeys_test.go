@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -270,8 +272,13 @@ func TestPKeysChangeNotAppliedInTime(t *testing.T) {
 	}()
 	f.pkeysTimeout(t, 10*time.Second)
 	answer = f.must("POST", "/ufmRest/actions/remove_guids_from_pkey", `{"pkey":"0x1005","guids":["`+podGUID2+`"]}`, 500)
-	if !strings.Contains(answer, "recorded as job 3, but OpenSM did not apply it: OpenSM rejected the partitions file") {
-		t.Errorf("failed apply answered %s", answer)
+	m := regexp.MustCompile(`recorded as job ([1-9][0-9]*), but OpenSM did not apply it: OpenSM rejected the partitions file`).FindStringSubmatch(answer)
+	if m == nil {
+		t.Fatalf("failed apply answered %s", answer)
+	}
+	id, _ := strconv.ParseInt(m[1], 10, 64)
+	if j, err := f.st.GetJob(ctx, id); err != nil || j.Status != store.StatusFailed || j.Revision != 3 {
+		t.Errorf("the job the answer names: %+v, %v; want the failed job of revision 3", j, err)
 	}
 }
 

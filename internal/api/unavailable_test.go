@@ -80,3 +80,23 @@ func TestUnreachableDatabaseIs503(t *testing.T) {
 		})
 	}
 }
+
+// A change the database aborted for conflicts at every attempt the store made
+// (store.ConflictError) is a 503 that says so and asks for the change again:
+// never a 500, which networking-mlnx counts against its retry_count.
+func TestConflictingChangeIs503(t *testing.T) {
+	opts := Options{Prefix: "/ufmRestV3", Domain: "cloudx", Token: token}
+	conflict := &store.ConflictError{Attempts: 8, Err: errors.New("Error 1213: Deadlock found when trying to get lock")}
+	srv := httptest.NewServer(New(opts, failingRecorder{conflict}, slog.New(slog.DiscardHandler)))
+	defer srv.Close()
+	f := &fixture{t: t, srv: srv, opts: opts}
+	resp, body := f.do("POST", "/ufmRestV3/cloudx/Network", testdata(t, "network_create_vlan.json"))
+	var e struct{ Error string }
+	if resp.StatusCode != http.StatusServiceUnavailable || json.Unmarshal([]byte(body), &e) != nil ||
+		!strings.HasPrefix(e.Error, "conflicting concurrent changes") || !strings.Contains(e.Error, "send it again") {
+		t.Fatalf("a change aborted for conflicts: %d %s; want 503 saying so", resp.StatusCode, body)
+	}
+	if resp.Header.Get("Retry-After") == "" {
+		t.Errorf("no Retry-After on a 503")
+	}
+}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -20,8 +21,10 @@ import (
 // and job; a refused change rolls back to its savepoint, changing nothing and
 // failing no other; the group commits once and wakes the applier once. A
 // commit that fails fails every change of the group with its error, and
-// none is applied. The row lock still orders the groups of several managers
-// sharing the database.
+// none is applied, unless the database aborted it for a conflict with a
+// concurrent transaction (Galera's certification, a deadlock): then the
+// whole group runs again (commitGroup). The row lock still orders the groups
+// of several managers sharing the database.
 //
 // Lanes. Kubernetes' changes (the pkeys API) queue in a lane of their own,
 // each alone in its group: one may hold thousands of GUIDs, whose checks take
@@ -61,7 +64,10 @@ type changeGroups struct {
 // statements with the ctx it is given, the group's: once the committer has
 // taken it, a change's outcome is what the commit says, whatever becomes of
 // its caller's context. fn does no I/O but the transaction's: whatever it
-// needs from elsewhere is read before. A caller whose context ends while its
+// needs from elsewhere is read before. fn may run more than once (a
+// transaction the database aborted for a conflict runs again, commitGroup):
+// each run starts from what fn captured, which it only reads, and sets its
+// results anew. A caller whose context ends while its
 // change still waits is answered with the context's error, and its change
 // is dropped.
 func (s *Store) change(ctx context.Context, fn func(ctx context.Context, c *changeTx) error) error {
@@ -165,21 +171,114 @@ func (s *Store) commitGroups(g *changeGroups) {
 }
 
 // commitGroup runs group in one change transaction and answers each change
-// with its outcome.
+// with its outcome. A transaction the database aborted for a conflict with
+// another one (IsConflict: nothing of it was kept) is run again from its
+// start, every change of it judged anew, after a jittered back-off, for at
+// most conflictAttempts attempts and conflictBudget (and never past the
+// group's deadline); then each change is answered a ConflictError. The
+// changes whose callers have gone meanwhile are dropped before an attempt,
+// as a change still queued is: nothing of them was recorded.
 func (s *Store) commitGroup(group []*pendingChange) {
 	if len(group) == 0 {
 		return
 	}
-	for i, err := range s.commitOutcomes(group) {
-		group[i].done <- err
+	ctx, cancel := groupContext(group)
+	defer cancel()
+	started := time.Now()
+	for attempt := 1; ; attempt++ {
+		outcomes, err := s.commitOutcomes(ctx, group)
+		if IsConflict(err) {
+			if conflictRetry(ctx, attempt, started) {
+				if group = stillWaiting(group); len(group) == 0 {
+					return
+				}
+				continue
+			}
+			for i := range outcomes {
+				outcomes[i] = &ConflictError{Attempts: attempt, Err: err}
+			}
+		}
+		for i, outcome := range outcomes {
+			group[i].done <- outcome
+		}
+		return
 	}
 }
 
-// commitOutcomes runs group in one change transaction and returns each
-// change's outcome.
-func (s *Store) commitOutcomes(group []*pendingChange) []error {
-	ctx, cancel := groupContext(group)
-	defer cancel()
+// Conflicts. On MariaDB Galera every change writes the revision's row, so
+// two managers on two nodes that commit changes at the same moment conflict:
+// the cluster certifies one and aborts the other (error 1213), and a node's
+// reads may lag the cluster's last commit for a moment, which makes the next
+// attempt conflict again until the node has applied it. PostgreSQL and InnoDB
+// may end a deadlock's victim likewise. The attempts are bounded so that an
+// answer comes well within the request's deadline (the API's is 5 s).
+const (
+	conflictAttempts   = 8
+	conflictBudget     = 3 * time.Second
+	conflictBackoff    = 10 * time.Millisecond // before the second attempt; doubles
+	conflictBackoffMax = 320 * time.Millisecond
+)
+
+// ConflictError is a change whose transaction the database aborted for a
+// conflict with concurrent ones at every attempt: nothing of it is recorded,
+// and it can be sent again (the API answers 503).
+type ConflictError struct {
+	Attempts int
+	Err      error // the last attempt's
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("the database aborted the change's transaction %d times for conflicting with concurrent "+
+		"changes (through other managers or database nodes); nothing was recorded: %v", e.Attempts, e.Err)
+}
+
+func (e *ConflictError) Unwrap() error { return e.Err }
+
+// conflictRetry waits before the attempt after attempt, and says whether to
+// make it: not past conflictAttempts, conflictBudget since started, or the
+// group's deadline. The wait doubles from conflictBackoff up to
+// conflictBackoffMax, each a random time between half of it and all of it,
+// so that two managers whose transactions conflicted do not collide again.
+func conflictRetry(ctx context.Context, attempt int, started time.Time) bool {
+	if attempt >= conflictAttempts {
+		return false
+	}
+	limit := min(conflictBackoff<<(attempt-1), conflictBackoffMax)
+	wait := limit/2 + rand.N(limit/2+1)
+	until := time.Now().Add(wait)
+	if until.Sub(started) > conflictBudget {
+		return false
+	}
+	if deadline, ok := ctx.Deadline(); ok && until.After(deadline) {
+		return false
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// stillWaiting answers the changes of group whose callers have gone with
+// their context's error, and returns the others.
+func stillWaiting(group []*pendingChange) []*pendingChange {
+	var waiting []*pendingChange
+	for _, p := range group {
+		if err := p.ctx.Err(); err != nil {
+			p.done <- fmt.Errorf("wait for the previous change: %w", err)
+			continue
+		}
+		waiting = append(waiting, p)
+	}
+	return waiting
+}
+
+// commitOutcomes runs group in one change transaction, once, and returns
+// each change's outcome and the transaction's error.
+func (s *Store) commitOutcomes(ctx context.Context, group []*pendingChange) ([]error, error) {
 	outcomes := make([]error, len(group))
 	err := s.d.InChangeTx(ctx, func(q driver.ChangeTx) error {
 		// The UPDATE comes first: its row lock orders the writers of every
@@ -212,6 +311,11 @@ func (s *Store) commitOutcomes(group []*pendingChange) []error {
 				}
 				if err := run(); err != nil {
 					outcomes[i] = err
+					if IsConflict(err) {
+						// The database ended the whole transaction (InnoDB,
+						// Galera), or will not commit it: all again.
+						return err
+					}
 					if rerr := q.RollbackToSavepoint(ctx); rerr != nil {
 						return fmt.Errorf("roll back a refused change (%v): %w", err, rerr)
 					}
@@ -239,7 +343,7 @@ func (s *Store) commitOutcomes(group []*pendingChange) []error {
 			}
 		}
 	}
-	return outcomes
+	return outcomes, err
 }
 
 // groupContext is the context a group's statements run with: its first

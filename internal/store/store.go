@@ -464,6 +464,10 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 	}
 	var job Job
 	err := s.change(ctx, func(ctx context.Context, tx *changeTx) error {
+		// The rules below change p (a GUID the port may not hold): each run
+		// of the change (a transaction the database aborted runs again)
+		// starts from the port as requested.
+		p := c.Port
 		// Every row the rules below read, in one round trip: the revision's
 		// row lock is held from the first statement to the commit.
 		n, before, holder, err := tx.GetPortChange(ctx, p.NetworkID, p.ID, p.GUID)

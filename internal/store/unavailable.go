@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // IsUnavailable says whether err means the database could not be reached or
@@ -56,4 +58,44 @@ func IsUnavailable(err error) bool {
 	}
 	var netErr net.Error
 	return errors.As(err, &netErr)
+}
+
+// IsConflict says whether err means the database ended the transaction to
+// resolve a conflict with another one, and kept nothing of it: it is sure to
+// be rolled back, so running the whole transaction again from its start
+// applies it once. Those are
+//   - MariaDB's 1213 (ER_LOCK_DEADLOCK): an InnoDB deadlock's victim, and on
+//     Galera a transaction that lost certification to another node's
+//     conflicting commit (same rows: every change writes the revision's), at
+//     its COMMIT or, aborted by a replicated write, at any statement;
+//   - PostgreSQL's 40001 (serialization_failure) and 40P01
+//     (deadlock_detected);
+//   - SQLite's SQLITE_BUSY (and its extended codes): another process held
+//     the write lock past busy_timeout, so the transaction could not begin
+//     (BEGIN IMMEDIATE) and wrote nothing.
+//
+// A lost connection is never a conflict, even mid-COMMIT: the COMMIT may
+// have been applied with only its answer lost, so the change is not run
+// again (IsUnavailable: the client is answered 503 and sends it again, and
+// POST/PUT are upserts and a repeated DELETE answers 404). MariaDB's 1205
+// (lock wait timeout) is no conflict either: it ends a statement, not the
+// transaction, and comes after innodb_lock_wait_timeout, past every
+// request's deadline.
+func IsConflict(err error) bool {
+	if err == nil {
+		return false
+	}
+	var myErr *mysql.MySQLError
+	if errors.As(err, &myErr) {
+		return myErr.Number == 1213
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "40001" || pgErr.Code == "40P01"
+	}
+	var liteErr *sqlite.Error
+	if errors.As(err, &liteErr) {
+		return liteErr.Code()&0xff == sqlite3.SQLITE_BUSY
+	}
+	return false
 }

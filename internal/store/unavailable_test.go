@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"path/filepath"
 	"syscall"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgconn"
+	_ "modernc.org/sqlite"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
@@ -63,4 +65,78 @@ func TestIsUnavailable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The errors with which each engine ends a transaction to resolve a conflict
+// (nothing of it kept: it is run again), against those after which the
+// transaction may have committed or was refused for what it holds.
+func TestIsConflict(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: &net.AddrError{Err: "connection refused"}}
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"mysql deadlock or Galera certification failure", &mysql.MySQLError{Number: 1213, SQLState: [5]byte{'4', '0', '0', '0', '1'}}, true},
+		{"pg serialization failure", &pgconn.PgError{Code: "40001"}, true},
+		{"pg deadlock", &pgconn.PgError{Code: "40P01"}, true},
+		{"sqlite busy", sqliteBusy(t), true},
+		{"a conflict given up on", &store.ConflictError{Attempts: 8, Err: &mysql.MySQLError{Number: 1213}}, true},
+		// The statement ended, not the transaction.
+		{"mysql lock wait timeout", &mysql.MySQLError{Number: 1205}, false},
+		{"mysql duplicate key", &mysql.MySQLError{Number: 1062}, false},
+		{"mysql data too long", &mysql.MySQLError{Number: 1406}, false},
+		{"pg unique violation", &pgconn.PgError{Code: "23505"}, false},
+		{"pg other transaction rollback", &pgconn.PgError{Code: "40003"}, false},
+		// The COMMIT may have been applied, its answer lost: never again.
+		{"connection lost mid-commit", io.ErrUnexpectedEOF, false},
+		{"mysql invalid connection", mysql.ErrInvalidConn, false},
+		{"bad connection", driver.ErrBadConn, false},
+		{"mysql server lost", &mysql.MySQLError{Number: 2013}, false},
+		{"pg terminated", &pgconn.PgError{Code: "57P01"}, false},
+		{"dial refused", refused, false},
+		{"our deadline", context.DeadlineExceeded, false},
+		{"rejected", &store.RejectedError{Reason: "VLAN taken"}, false},
+		{"nil", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.err
+			if err != nil {
+				err = fmt.Errorf("record port: %w", err)
+			}
+			if got := store.IsConflict(err); got != tt.want {
+				t.Errorf("IsConflict(%v) = %v, want %v", err, got, tt.want)
+			}
+		})
+	}
+}
+
+// sqliteBusy is the error SQLite gives a writer while another connection
+// holds the write lock (no busy_timeout: at once), as the engine's BEGIN
+// IMMEDIATE gets it once busy_timeout has passed.
+func sqliteBusy(t *testing.T) error {
+	t.Helper()
+	dsn := "file:" + filepath.Join(t.TempDir(), "busy.db") + "?_pragma=journal_mode(WAL)&_txlock=immediate"
+	holder, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	tx, err := holder.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback() //nolint:errcheck
+	other, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	tx2, err := other.Begin()
+	if err == nil {
+		tx2.Rollback() //nolint:errcheck
+		t.Fatal("a second writer began while the first held the write lock")
+	}
+	return err
 }

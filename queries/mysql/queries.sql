@@ -102,10 +102,25 @@ SELECT network_id, count(*) AS n FROM ports WHERE guid IS NOT NULL GROUP BY netw
 UPDATE ports SET guid = NULL, revision = sqlc.arg(revision), updated_at = sqlc.arg(now)
 WHERE network_id = sqlc.arg(network_id) AND guid IS NOT NULL;
 
+-- A job's id is the database's clock in milliseconds since 1970 times 1000,
+-- or the highest id recorded plus one if that is more: ids grow with time
+-- rather than with a counter, so that a database restored from a backup (or
+-- an asynchronous replica promoted) gives none of the ids it gave out after
+-- the backup again; a lost job stays unknown (404) instead of answering for
+-- another change. The highest id plus one keeps ids unique whatever the
+-- clock does. The change transaction holds the revision's row lock, so no
+-- other change inserts meanwhile (on Galera, two nodes' inserts conflict on
+-- that row and the loser runs again; the id is the insert's, never the
+-- AUTO_INCREMENT's, which Galera steps by the cluster's size). 1000 ids per
+-- millisecond before the ids run ahead of the clock; below 2^53 (exact in
+-- JSON) until the year 2255. UNIX_TIMESTAMP reads NOW(6) in the connection's
+-- time zone, UTC unless the DSN sets another (mysql.Open). The insert's id
+-- comes back as its last insert id.
 -- name: InsertJob :execresult
-INSERT INTO jobs (revision, object_type, object_id, network_id, operation, status,
+INSERT INTO jobs (id, revision, object_type, object_id, network_id, operation, status,
                   description, result, error, created_by, request, request_id, created_at, updated_at, finished_at)
-VALUES (sqlc.arg(revision), sqlc.arg(object_type), sqlc.arg(object_id), sqlc.arg(network_id),
+VALUES ((SELECT GREATEST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000) * 1000, COALESCE(MAX(id), 0) + 1) FROM jobs),
+        sqlc.arg(revision), sqlc.arg(object_type), sqlc.arg(object_id), sqlc.arg(network_id),
         sqlc.arg(operation), sqlc.arg(status), sqlc.arg(description), sqlc.arg(result), '',
         sqlc.arg(created_by), sqlc.arg(request), sqlc.arg(request_id), sqlc.arg(now), sqlc.arg(now), sqlc.narg(finished_at));
 

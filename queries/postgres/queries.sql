@@ -29,3 +29,22 @@ SELECT pg_advisory_unlock(@key::bigint) AS unlocked;
 SELECT count(*) AS n FROM pg_catalog.pg_locks
 WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
   AND ((classid::bigint << 32) | objid::bigint) = @key::bigint;
+
+-- A job's id is the database's clock in milliseconds since 1970 times 1000,
+-- or the highest id recorded plus one if that is more: ids grow with time
+-- rather than with a counter, so that a database restored from a backup (or
+-- an asynchronous replica promoted) gives none of the ids it gave out after
+-- the backup again; a lost job stays unknown (404) instead of answering for
+-- another change. The highest id plus one keeps ids unique whatever the
+-- clock does. The change transaction holds the revision's row lock, so no
+-- other change inserts meanwhile (on Galera, two nodes' inserts conflict on
+-- that row and the loser runs again). 1000 ids per millisecond before the
+-- ids run ahead of the clock; below 2^53 (exact in JSON) until the year 2255.
+-- name: InsertJob :one
+INSERT INTO jobs (id, revision, object_type, object_id, network_id, operation, status,
+                  description, result, error, created_by, request, request_id, created_at, updated_at, finished_at)
+VALUES ((SELECT GREATEST(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint * 1000, COALESCE(MAX(id), 0) + 1)
+         FROM jobs),
+        @revision, @object_type, @object_id, @network_id, @operation, @status,
+        @description, @result, '', @created_by, @request, @request_id, @now, @now, sqlc.narg(finished_at))
+RETURNING id;

@@ -99,13 +99,6 @@ SELECT network_id, count(*) AS n FROM ports WHERE guid IS NOT NULL GROUP BY netw
 UPDATE ports SET guid = NULL, revision = @revision, updated_at = @now
 WHERE network_id = @network_id AND guid IS NOT NULL;
 
--- name: InsertJob :one
-INSERT INTO jobs (revision, object_type, object_id, network_id, operation, status,
-                  description, result, error, created_by, request, request_id, created_at, updated_at, finished_at)
-VALUES (@revision, @object_type, @object_id, @network_id, @operation, @status,
-        @description, @result, '', @created_by, @request, @request_id, @now, @now, sqlc.narg(finished_at))
-RETURNING id;
-
 -- name: GetJob :one
 SELECT * FROM jobs WHERE id = @id;
 

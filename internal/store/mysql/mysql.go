@@ -101,6 +101,44 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Engine, error) {
 	// cut short) go through the manager's log, in its format, rather than
 	// as bare lines on stderr.
 	cfg.Logger = driverLog{log}
+	db, err := openPool(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	q := mysqldb.New(db)
+	if galera(ctx, q) {
+		// Galera aborts a local transaction that conflicts with a write
+		// replicated from another node (a brute-force abort) at any moment.
+		// One that lands between two statements of a multi-statement query
+		// ends the transaction there, and the query's later statements run
+		// on outside it, each committed on its own, with no error for the
+		// client: a job would be recorded without its change, at a revision
+		// another change has. Sent one by one, the first statement after the
+		// abort is refused with the deadlock error, and the store runs the
+		// change again.
+		pipelined = false
+		// A node applies the other nodes' commits a moment after they are
+		// certified: without causal reads a change through this node right
+		// after one through another would be judged by the state before it
+		// (a port just recorded elsewhere "not found" by its DELETE, which
+		// networking-mlnx takes for removed), and a job just recorded
+		// elsewhere would answer 404. wsrep_sync_wait = 3 makes every read,
+		// UPDATE and DELETE wait until the node has applied what the cluster
+		// committed before it. A DSN that sets it is obeyed.
+		if _, set := cfg.Params["wsrep_sync_wait"]; !set {
+			db.Close()
+			cfg.Params["wsrep_sync_wait"] = "3"
+			if db, err = openPool(ctx, cfg); err != nil {
+				return nil, err
+			}
+			q = mysqldb.New(db)
+		}
+	}
+	return &Engine{db: db, q: q, log: log, lockName: applierLock(cfg.DBName), pipelined: pipelined}, nil
+}
+
+// openPool opens the connection pool and checks that it connects.
+func openPool(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %w", err)
@@ -113,7 +151,14 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Engine, error) {
 		db.Close()
 		return nil, fmt.Errorf("mysql: connect: %w", err)
 	}
-	return &Engine{db: db, q: mysqldb.New(db), log: log, lockName: applierLock(cfg.DBName), pipelined: pipelined}, nil
+	return db, nil
+}
+
+// galera says whether the server is a Galera node (wsrep_on; servers without
+// Galera support have no @@wsrep_on at all).
+func galera(ctx context.Context, q *mysqldb.Queries) bool {
+	on, err := q.WsrepOn(ctx)
+	return err == nil && on != 0
 }
 
 // driverLog is the driver's mysql.Logger on the manager's log.
@@ -334,12 +379,7 @@ func (e *Engine) TryLock(ctx context.Context) (driver.Lock, error) {
 		return nil, fmt.Errorf("lock connection: %w", err)
 	}
 	q := mysqldb.New(conn)
-	wsrep, err := q.WsrepOn(ctx)
-	if err != nil {
-		// Servers without Galera support have no @@wsrep_on at all.
-		wsrep = 0
-	}
-	if wsrep != 0 {
+	if galera(ctx, q) {
 		conn.Close()
 		return nil, fmt.Errorf("%w: wsrep_on is set, and Galera does not replicate GET_LOCK; "+
 			"with [ha] ha = true the lease elects on Galera", driver.ErrLockNotClusterWide)

@@ -61,6 +61,16 @@ func Run(t *testing.T, engine string) {
 		db := NewDatabase(t, engine)
 		testConcurrentGUIDClaims(t, OpenDatabase(t, db), OpenDatabase(t, db))
 	})
+	t.Run("JobIDsNeverRepeatAfterARestore", func(t *testing.T) {
+		t.Parallel()
+		db := NewDatabase(t, engine)
+		testJobIDsAfterRestore(t, db, OpenDatabase(t, db))
+	})
+	t.Run("JobIDsNeverBelowTheHighest", func(t *testing.T) {
+		t.Parallel()
+		db := NewDatabase(t, engine)
+		testJobIDsAboveTheHighest(t, db, OpenDatabase(t, db))
+	})
 	if engine != config.EngineSQLite { // SQLite has no session to end from outside
 		t.Run("GroupWhoseConnectionIsKilledAppliesNone", func(t *testing.T) {
 			t.Parallel()
@@ -257,8 +267,8 @@ func testRemove(t *testing.T, s *store.Store) {
 func testFencing(t *testing.T, s *store.Store) {
 	ctx := ctxT(t)
 	now := time.Now().UTC()
-	addNetwork(t, s, netA, 101)
-	addNetwork(t, s, netB, 102)
+	first := addNetwork(t, s, netA, 101)
+	second := addNetwork(t, s, netB, 102)
 	t1, err := clockAt(s, now).NewTerm(ctx, "manager-1")
 	if err != nil {
 		t.Fatal(err)
@@ -281,16 +291,16 @@ func testFencing(t *testing.T, s *store.Store) {
 	if n, err := clockAt(s, now).CompleteJobs(ctx, t2, 1); err != nil || n != 1 {
 		t.Errorf("CompleteJobs(rev 1) = %d, %v; want 1", n, err)
 	}
-	j1, _ := s.GetJob(ctx, 1)
+	j1, _ := s.GetJob(ctx, first.ID)
 	if j1.Status != store.StatusCompleted || j1.FinishedAt == nil || j1.StartedAt == nil {
-		t.Errorf("job 1 = %+v", j1)
+		t.Errorf("job of revision 1 = %+v", j1)
 	}
 	if n, err := clockAt(s, now).FailJobs(ctx, t2, 2, "OpenSM rejected it"); err != nil || n != 1 {
 		t.Errorf("FailJobs = %d, %v; want 1", n, err)
 	}
-	j2, _ := s.GetJob(ctx, 2)
+	j2, _ := s.GetJob(ctx, second.ID)
 	if j2.Status != store.StatusFailed || j2.Error != "OpenSM rejected it" {
-		t.Errorf("job 2 = %+v", j2)
+		t.Errorf("job of revision 2 = %+v", j2)
 	}
 	// Finished jobs stay finished.
 	if n, err := clockAt(s, now).CompleteJobs(ctx, t2, 2); err != nil || n != 0 {

@@ -1,0 +1,105 @@
+package storetest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql's "pgx"
+	_ "modernc.org/sqlite"             // database/sql's "sqlite"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+)
+
+// A restore from a backup, or a failover to an asynchronous replica, takes a
+// database back to an earlier point: the rows written since are gone, and so
+// is the jobs table's own counter (MariaDB's AUTO_INCREMENT, PostgreSQL's
+// sequence, SQLite's sqlite_sequence), which comes back as the backup holds
+// it. BackupPoint notes that point and returns the restore to it, done
+// from a session of its own (as an operator's restore is, beside the
+// managers): it deletes the jobs, networks and ports written since, and sets
+// the revision and the jobs' counter back. It is faithful for tests whose
+// changes after the point add rows (a row changed since cannot be set back).
+
+// restorePoint is what a backup holds of the tables the managers write.
+type restorePoint struct {
+	maxJobID int64
+	revision int64
+	counter  string // the statement that sets the jobs' counter back
+}
+
+// BackupPoint notes db's state now, and returns the restore to it.
+func BackupPoint(t testing.TB, db Database) (restore func()) {
+	t.Helper()
+	var p restorePoint
+	withSQL(t, db, func(ctx context.Context, conn *sql.DB) error {
+		if err := conn.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM jobs").Scan(&p.maxJobID); err != nil {
+			return err
+		}
+		if err := conn.QueryRowContext(ctx, "SELECT revision FROM state WHERE id = 1").Scan(&p.revision); err != nil {
+			return err
+		}
+		var err error
+		p.counter, err = jobsCounter(ctx, db.Engine, conn)
+		return err
+	})
+	return func() {
+		t.Helper()
+		withSQL(t, db, func(ctx context.Context, conn *sql.DB) error {
+			for _, stmt := range []string{
+				fmt.Sprintf("DELETE FROM jobs WHERE id > %d", p.maxJobID),
+				fmt.Sprintf("DELETE FROM ports WHERE revision > %d", p.revision),
+				fmt.Sprintf("DELETE FROM networks WHERE revision > %d", p.revision),
+				fmt.Sprintf("UPDATE state SET revision = %d WHERE id = 1", p.revision),
+				p.counter,
+			} {
+				if _, err := conn.ExecContext(ctx, stmt); err != nil {
+					return fmt.Errorf("%s: %w", stmt, err)
+				}
+			}
+			return nil
+		})
+	}
+}
+
+// jobsCounter reads the jobs table's counter, and returns the statement that
+// sets it back to what it is now.
+func jobsCounter(ctx context.Context, engine string, conn *sql.DB) (string, error) {
+	switch engine {
+	case config.EngineMySQL:
+		var next int64
+		err := conn.QueryRowContext(ctx, "SELECT AUTO_INCREMENT FROM information_schema.TABLES "+
+			"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'jobs'").Scan(&next)
+		return fmt.Sprintf("ALTER TABLE jobs AUTO_INCREMENT = %d", next), err
+	case config.EnginePostgres:
+		var last int64
+		var called bool
+		err := conn.QueryRowContext(ctx, "SELECT last_value, is_called FROM jobs_id_seq").Scan(&last, &called)
+		return fmt.Sprintf("SELECT setval('jobs_id_seq', %d, %t)", last, called), err
+	default:
+		var seq int64
+		err := conn.QueryRowContext(ctx, "SELECT COALESCE(MAX(seq), 0) FROM sqlite_sequence WHERE name = 'jobs'").Scan(&seq)
+		return fmt.Sprintf("UPDATE sqlite_sequence SET seq = %d WHERE name = 'jobs'", seq), err
+	}
+}
+
+// withSQL runs fn on a database/sql connection to db of its own.
+func withSQL(t testing.TB, db Database, fn func(ctx context.Context, conn *sql.DB) error) {
+	t.Helper()
+	driver, dsn := map[string]string{config.EngineMySQL: "mysql", config.EnginePostgres: "pgx"}[db.Engine], db.DSN
+	if db.Engine == config.EngineSQLite {
+		driver, dsn = "sqlite", "file:"+db.DSN+"?_pragma=busy_timeout(10000)"
+	}
+	conn, err := sql.Open(driver, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := fn(ctx, conn); err != nil {
+		t.Fatalf("%s, beside the managers: %v", db.Engine, err)
+	}
+}
