@@ -32,6 +32,8 @@ var diffChanges = map[string]string{
 	"[api] metrics_listen": "127.0.0.1:9464", "[api] metrics_token": "s3cret-metrics", "[api] debug_listen": "127.0.0.1:6060",
 	"[ufm_pkeys] username": "k8s", "[ufm_pkeys] password": "another-s3cret-password", "[ufm_pkeys] prefix": "/ufm2",
 	"[ufm_pkeys] pkey_range": "0x1000-0x10ff", "[ufm_pkeys] apply_timeout": "5",
+	"[ufm_pkeys] max_guids_per_request": "5000", "[ufm_pkeys] max_members_per_pkey": "40000",
+	"[ufm_pkeys] max_members": "90000", "[ufm_pkeys] max_concurrent_requests": "2",
 	"[log] format":          "text",
 	"[database] connection": "postgresql://afm@db2/afm", "[database] auto_migrate": "false",
 	"[database] poll_interval": "2", "[database] job_retention": "8d",
