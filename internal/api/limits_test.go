@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -122,10 +123,11 @@ func TestPKeysSlots(t *testing.T) {
 		resp, _ := f.ufm("POST", "/ufmRest/resources/pkeys", guidsBody("0x1005", 0x0200000000000001, 1))
 		waiting <- resp.StatusCode
 	}()
-	// The change is recorded (job 1) and waits for its apply, in its slot.
+	// The change is recorded (its job is open) and waits for its apply, in
+	// its slot.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if _, err := f.st.GetJob(t.Context(), 1); err == nil {
+		if jobs, err := f.st.OpenJobs(t.Context(), math.MaxInt64); err == nil && len(jobs) > 0 {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -21,10 +21,12 @@ func TestBodyOfInvalidUTF8IsRecorded(t *testing.T) {
 	for _, engine := range storetest.Engines {
 		t.Run(engine, func(t *testing.T) {
 			f := newFixture(t, engine)
-			if resp, answer := f.do("POST", "/ufmRestV3/cloudx/Network", body); resp.StatusCode != http.StatusAccepted {
+			resp, answer := f.do("POST", "/ufmRestV3/cloudx/Network", body)
+			if resp.StatusCode != http.StatusAccepted {
 				t.Fatalf("POST Network: %d %s", resp.StatusCode, answer)
 			}
-			if resp, answer := f.do("GET", "/ufmRestV3/app/jobs/1", ""); resp.StatusCode != http.StatusOK {
+			path, _ := jobPath(t, answer)
+			if resp, answer := f.do("GET", "/ufmRestV3/"+path, ""); resp.StatusCode != http.StatusOK {
 				t.Fatalf("GET job: %d %s", resp.StatusCode, answer)
 			}
 		})
