@@ -52,6 +52,7 @@ func TestSwitchPKeyCapacity(t *testing.T) {
 	h1 := m.fabric.Host("H1").PortGUID
 	const net = "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73"
 	m.waitCompleted(m.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json")), nil)
+	revision, jobs := dbCounts(t, db)
 
 	status, body := m.send("POST", "/cloudx/Port", portBody("port-h1", net, vendorClientID(h1)))
 	if status != http.StatusBadRequest {
@@ -63,9 +64,9 @@ func TestSwitchPKeyCapacity(t *testing.T) {
 			t.Errorf("400 body %s does not say %q", body, want)
 		}
 	}
-	// Job 1 is the network's: the refused port made none.
-	if status, body := m.send("GET", "/app/jobs/2", ""); status != http.StatusNotFound {
-		t.Errorf("the refused port left a job: %d %s", status, body)
+	// The refused port recorded nothing: no revision, no job.
+	if r, j := dbCounts(t, db); r != revision || j != jobs {
+		t.Errorf("the refused port left revision %d and %d jobs, want %d and %d", r, j, revision, jobs)
 	}
 	if got := m.pkeys(h1); slices.Contains(got, 0x8065) || slices.Contains(got, 0x0065) {
 		t.Errorf("H1 holds the refused partition: %s", hex(got))

@@ -266,17 +266,24 @@ func (s *sequence) refusals() {
 // counts reads the revision and the number of jobs from the manager's database.
 func (s *sequence) counts() (revision, jobs int64) {
 	s.t.Helper()
-	st, err := storeopen.Open(ctxT(s.t), s.db.Engine, s.db.DSN, false, store.Rules{}, slog.New(slog.DiscardHandler))
+	return dbCounts(s.t, s.db)
+}
+
+// dbCounts reads the revision and the number of jobs from db: a refused
+// change moves neither.
+func dbCounts(t *testing.T, db storetest.Database) (revision, jobs int64) {
+	t.Helper()
+	st, err := storeopen.Open(ctxT(t), db.Engine, db.DSN, false, store.Rules{}, slog.New(slog.DiscardHandler))
 	if err != nil {
-		s.t.Fatal(err)
+		t.Fatal(err)
 	}
 	defer st.Close()
-	if revision, err = st.Revision(ctxT(s.t)); err != nil {
-		s.t.Fatal(err)
+	if revision, err = st.Revision(ctxT(t)); err != nil {
+		t.Fatal(err)
 	}
-	byStatus, err := st.CountJobsByStatus(ctxT(s.t))
+	byStatus, err := st.CountJobsByStatus(ctxT(t))
 	if err != nil {
-		s.t.Fatal(err)
+		t.Fatal(err)
 	}
 	for _, n := range byStatus {
 		jobs += n
