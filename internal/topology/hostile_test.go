@@ -171,3 +171,44 @@ func FuzzDumpNodeDescription(f *testing.F) {
 		checkDescribed(t, want, cleanNodeDesc(raw1), cleanNodeDesc(raw2))
 	})
 }
+
+// A description that holds a whole middle of a link line, the first end's
+// LID and PN and a second end's fields, makes the line read two ways. OpenSM
+// never writes a node's own description that long; a node_name_map name can
+// be. Such a line is refused, not read as a switch that is not there; a long
+// name that is not a middle reads as any other.
+func TestLongDescriptionReadsOneWayOrIsRefused(t *testing.T) {
+	middle := "} LID:0003 PN:01 } { SW Ports:08 SystemGUID:0002c90300f000ff NodeGUID:0002c90300f000ff " +
+		"PortGUID:0002c90300f000ff VenID:00000000 DevID:0000 Rev:000000A1 {"
+	want := unmodified(t)
+	tests := []struct {
+		file, host, desc string
+		wantErr          string // "": reads as the unmodified dump
+	}{
+		// On a line of its own, a host linked back to back would be behind a
+		// switch that does not exist.
+		{"good/edge-cases.lst", "back to back", "x" + middle + "fake", "line 4: reads two ways"},
+		// In the second end's, the first end's description could end there.
+		{"good/edge-cases.lst", "sm", "x" + middle + "fake", "line 4: reads two ways"},
+		{"good/ibsim-5-hosts-2-switches.lst", "H1", "x" + middle + "fake", "line 2: reads two ways"},
+		{"good/ibsim-5-hosts-2-switches.lst", "H1", strings.Repeat("rack 4 {row 2} } { SW ", 12), ""},
+		{"good/edge-cases.lst", "back to back", strings.Repeat("} LID:0003 PN:01 } { SW ", 10), ""},
+	}
+	for _, tt := range tests {
+		dump := describedDump(t, tt.file, map[string]string{tt.host: tt.desc})
+		got, err := Parse(strings.NewReader(dump))
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("%s, %q described %q: %v", tt.file, tt.host, tt.desc, err)
+		case tt.wantErr == "":
+			if diff := sameTopology(want[tt.file], got); diff != "" {
+				t.Errorf("%s, %q described %q: %s", tt.file, tt.host, tt.desc, diff)
+			}
+		case err == nil:
+			t.Errorf("%s, %q described %q: read as switches %+v, host ports %v; want an error %q",
+				tt.file, tt.host, tt.desc, got.Switches(), got.behind, tt.wantErr)
+		case !strings.Contains(err.Error(), tt.wantErr):
+			t.Errorf("%s, %q described %q: error %v, want %q", tt.file, tt.host, tt.desc, err, tt.wantErr)
+		}
+	}
+}
