@@ -127,16 +127,40 @@ func Load(path string) (*Topology, error) {
 	return t, nil
 }
 
-// node is the part of the line that describes one end of the link: the
+// nodePattern is the part of the line that describes one end of the link: the
 // printf format is "{ %s%s Ports:%02X SystemGUID:%016llx NodeGUID:%016llx
 // PortGUID:%016llx VenID:%06X DevID:%04X Rev:%08X {%s} LID:%04X PN:%02X }" (VenID
-// has 8 digits for the remote end). The description is matched lazily: the fixed
-// fields after it decide where it ends, even if it holds braces.
-const node = `\{ (SW|CA|Rt|\*\*)(-SM)? Ports:([0-9A-F]{2}) SystemGUID:[0-9a-f]{16} NodeGUID:([0-9a-f]{16}) ` +
-	`PortGUID:([0-9a-f]{16}) VenID:[0-9A-F]{6,8} DevID:[0-9A-F]{4,8} Rev:[0-9A-F]{8} \{(.*?)\} ` +
-	`LID:[0-9A-F]{4} PN:([0-9A-F]{2}) \}`
+// has 8 digits for the remote end), desc the pattern of the description.
+func nodePattern(desc string) string {
+	return `\{ (SW|CA|Rt|\*\*)(-SM)? Ports:([0-9A-F]{2}) SystemGUID:[0-9a-f]{16} NodeGUID:([0-9a-f]{16}) ` +
+		`PortGUID:([0-9a-f]{16}) VenID:[0-9A-F]{6,8} DevID:[0-9A-F]{4,8} Rev:[0-9A-F]{8} \{(` + desc + `)\} ` +
+		`LID:[0-9A-F]{4} PN:([0-9A-F]{2}) \}`
+}
 
-var linkLine = regexp.MustCompile(`^` + node + ` ` + node + ` PHY=\S+ LOG=\S+ SPD=\S+$`)
+// A description is free text, braces included, so the fixed fields around it
+// decide where it ends. The first end's starts after the line's fixed start
+// and the second end's ends before its fixed end (the spaces of "} LID:...
+// PN:.. } PHY=... LOG=... SPD=..." leave it one place); what lies between the
+// two, the first end's LID and PN and the second end's fields up to its
+// description, takes 151 bytes at least, which a node's description never
+// holds: OpenSM keeps 63 bytes of it (clean_nodedesc). So the line reads one
+// way, however the descriptions mimic the fields. Only a name from OpenSM's
+// node_name_map can be longer, and a line whose first description could end
+// in two places is refused rather than read the way that puts another
+// switch's fields into it.
+const (
+	linkTail = ` PHY=\S+ LOG=\S+ SPD=\S+$`
+	// maxNodeDescription is the longest description OpenSM writes of a node's
+	// own NodeDescription.
+	maxNodeDescription = 63
+)
+
+var (
+	// linkLine ends the first description at the first place it can end.
+	linkLine = regexp.MustCompile(`^` + nodePattern(`.*?`) + ` ` + nodePattern(`.*?`) + linkTail)
+	// linkLineLast ends it at the last place it can end.
+	linkLineLast = regexp.MustCompile(`^` + nodePattern(`.*`) + ` ` + nodePattern(`.*?`) + linkTail)
+)
 
 // end is one end of a link, as a line describes it.
 type end struct {
@@ -194,6 +218,13 @@ func Parse(r io.Reader) (*Topology, error) {
 		if m == nil {
 			return nil, fmt.Errorf("line %d: not a link as OpenSM writes it "+
 				`("{ <node> PN:<port> } { <node> PN:<port> } PHY=... LOG=... SPD=..."): %.120q`, n, raw)
+		}
+		// A second end's description holds the middle of the line when the
+		// first could end later: only one longer than a node can set needs
+		// the second reading.
+		if len(m[13]) > maxNodeDescription && !slices.Equal(m, linkLineLast.FindStringSubmatch(raw[:len(raw)-1])) {
+			return nil, fmt.Errorf("line %d: reads two ways: a node's description of more than %d bytes "+
+				"(from OpenSM's node_name_map) holds the fields of a link's end: %.120q", n, maxNodeDescription, raw)
 		}
 		var ends [2]end
 		for i, fields := range [][]string{m[1:8], m[8:15]} {
