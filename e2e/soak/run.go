@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,13 +29,17 @@ type Options struct {
 	Duration time.Duration // or this long per engine, whichever ends first (0: no limit)
 	Seed     uint64
 	Faults   []string // fault kinds, see Faults
-	Hosts    int
-	Switches int
-	Managers int // managers on one database (server engines; SQLite always runs one)
-	Binary   string
-	WorkDir  string
-	Out      io.Writer
-	Verbose  bool // print every operation
+	// FaultRate is the percentage of rounds with a fault. The kinds are
+	// dealt from a shuffled deck, so that every kind comes once in each
+	// len(kinds) faults.
+	FaultRate int
+	Hosts     int
+	Switches  int
+	Managers  int // managers on one database (server engines; SQLite always runs one)
+	Binary    string
+	WorkDir   string
+	Out       io.Writer
+	Verbose   bool // print every operation
 	// Parallel runs the engines at once, each on its fabric, database and
 	// managers of its own, instead of one after the other.
 	Parallel bool
@@ -49,8 +54,8 @@ func (o Options) flags(engine string) string {
 	if faults == "" {
 		faults = "none"
 	}
-	f := fmt.Sprintf("--engines %s --seed %d --ops %d --faults %s --hosts %d --switches %d --managers %d",
-		engine, o.Seed, o.Ops, faults, o.Hosts, o.Switches, o.Managers)
+	f := fmt.Sprintf("--engines %s --seed %d --ops %d --faults %s --fault-rate %d --hosts %d --switches %d --managers %d",
+		engine, o.Seed, o.Ops, faults, o.FaultRate, o.Hosts, o.Switches, o.Managers)
 	f += fmt.Sprintf(" --colliding-ids=%v", o.CollidingIDs)
 	return f
 }
@@ -62,6 +67,8 @@ type Result struct {
 	Seed                              uint64
 	Accepted, Refused, NotFound, Lost int
 	EditFailures                      int            // jobs failed by a hand edit during their sweep
+	PKeyFailures                      int            // jobs failed in a round whose host OpenSM could not program
+	LostJobs                          int            // jobs lost to a restore that answered 404
 	ByFault                           map[string]int // faults by kind
 }
 
@@ -77,15 +84,12 @@ var errStop = errors.New("stopped at a violation")
 // Run runs the soak on each engine in turn.
 func Run(ctx context.Context, o Options) ([]Result, error) {
 	var srv *servers
-	for _, e := range o.Engines {
-		if e != config.EngineSQLite {
-			var err error
-			if srv, err = startServers(ctx, filepath.Join(o.WorkDir, "servers")); err != nil {
-				return nil, err
-			}
-			defer srv.stop()
-			break
+	if slices.ContainsFunc(o.Engines, func(e string) bool { return e != config.EngineSQLite }) {
+		var err error
+		if srv, err = startServers(ctx, filepath.Join(o.WorkDir, "servers"), slices.Contains(o.Engines, engineGalera)); err != nil {
+			return nil, err
 		}
+		defer srv.stop()
 	}
 	if !o.Parallel {
 		var results []Result
@@ -144,6 +148,13 @@ type job struct {
 	// the job (the driver sends it again) and applies once more: a failure
 	// the model expects.
 	edited bool
+	// pkeyRound: a host OpenSM cannot program came in the job's round. The
+	// sweep then ends with errors, and the manager may fail the jobs it
+	// cannot prove, with the reason: a failure the model accepts.
+	pkeyRound bool
+	// underPKeyError: the request changed that host's table while OpenSM
+	// could not program it: its job must not complete until healed.
+	underPKeyError bool
 }
 
 // run is one engine's soak.
@@ -167,11 +178,21 @@ type run struct {
 	// excluded hosts are not read until the fabric has converged again: their
 	// links are down, or a fault (a hand edit, a new fabric) changed the
 	// tables under the manager.
-	excluded   map[fabric.GUID]string
-	leaked     int // OpenSMs killed without detaching from ibsim
-	faultKind  []string
-	deferred   []*manager // killed leaders, started again at the end of the round
-	dir        string
+	excluded  map[fabric.GUID]string
+	leaked    int // OpenSMs killed without detaching from ibsim
+	faultKind []string
+	deferred  []*manager // killed leaders, started again at the end of the round
+	dir       string
+	dbURL     string // the database, directly (the managers reach it through their proxies)
+	deck      []string
+	// jobOrder are the job paths given out, in order; jobOwner says for
+	// which request each was: no id may answer for two changes.
+	jobOrder   []string
+	jobOwner   map[string]string
+	backup     *savedBackup
+	lostJobs   map[string]bool // given out after the backup a restore put back: must answer 404
+	pkeyFault  *pkeyFault      // the round's host OpenSM cannot program, if any
+	masters    *masterWatch
 	timing     string
 	failed     bool // the run could not go on: its directory is kept
 	converging time.Duration
@@ -183,15 +204,12 @@ func runEngine(ctx context.Context, o Options, engine string, srv *servers) (Res
 	r := &run{o: o, engine: engine, rng: rand.New(rand.NewPCG(o.Seed, 0x50a4)), route: rand.New(rand.NewPCG(o.Seed, 1)),
 		model: NewModel(), srv: srv,
 		client: &http.Client{Timeout: 30 * time.Second}, excluded: map[fabric.GUID]string{},
-		res: Result{Engine: engine, Seed: o.Seed, ByFault: map[string]int{}}, dir: filepath.Join(o.WorkDir, engine)}
+		res: Result{Engine: engine, Seed: o.Seed, ByFault: map[string]int{}}, dir: filepath.Join(o.WorkDir, engine),
+		jobOwner: map[string]string{}, lostJobs: map[string]bool{}}
 	for _, f := range o.Faults {
-		if f == faultRestartDB && engine == config.EngineSQLite {
-			continue
+		if r.applies(f) {
+			r.faultKind = append(r.faultKind, f)
 		}
-		if f == faultKillLeader && (engine == config.EngineSQLite || o.Managers < 2) {
-			continue
-		}
-		r.faultKind = append(r.faultKind, f)
 	}
 	fmt.Fprintf(o.Out, "soak %s: seed %d, %d hosts, %d switches, %d manager(s), faults %s\n", engine, o.Seed,
 		o.Hosts, o.Switches, r.managerCount(), strings.Join(r.faultKind, ","))
@@ -221,15 +239,38 @@ func runEngine(ctx context.Context, o Options, engine string, srv *servers) (Res
 			byFault = append(byFault, fmt.Sprintf("%s %d", f, n))
 		}
 	}
-	fmt.Fprintf(o.Out, "  %s: %d accepted, %d refused, %d not found, %d sent again, %d jobs failed by a hand edit during their sweep; faults: %s; %s\n",
-		engine, r.res.Accepted, r.res.Refused, r.res.NotFound, r.res.Lost, r.res.EditFailures, strings.Join(byFault, ", "), r.timing)
+	fmt.Fprintf(o.Out, "  %s: %d accepted, %d refused, %d not found, %d sent again, %d jobs failed by a hand edit during their sweep, "+
+		"%d by a host OpenSM could not program, %d lost to a restore answered 404; faults: %s; %s\n",
+		engine, r.res.Accepted, r.res.Refused, r.res.NotFound, r.res.Lost, r.res.EditFailures, r.res.PKeyFailures, r.res.LostJobs,
+		strings.Join(byFault, ", "), r.timing)
 	fmt.Fprintln(o.Out, r.res)
 	return r.res, err
 }
 
+// applies says whether a fault kind can happen on the run's engine and managers.
+func (r *run) applies(f string) bool {
+	switch f {
+	case faultRestartDB:
+		// Galera's nodes are killed by galera-writers, one at a time.
+		return r.engine == config.EnginePostgres || r.engine == config.EngineMySQL
+	case faultKillLeader:
+		return r.managerCount() > 1
+	case faultDBLatency, faultDBPartition:
+		return r.engine != config.EngineSQLite
+	case faultGaleraWriters:
+		return r.engine == engineGalera
+	}
+	return true
+}
+
+// managerCount is how many managers share the database: one on SQLite, at
+// least one per node on Galera.
 func (r *run) managerCount() int {
-	if r.engine == config.EngineSQLite {
+	switch r.engine {
+	case config.EngineSQLite:
 		return 1
+	case engineGalera:
+		return max(3, r.o.Managers)
 	}
 	return max(1, r.o.Managers)
 }
@@ -266,25 +307,29 @@ func (r *run) setup(ctx context.Context) error {
 	r.gen = newGenerator(r.rng, r.model, r.hosts, r.o.CollidingIDs)
 	r.tables = []Tables{r.model.Tables(r.hosts)}
 	r.parts = []string{r.model.Partitions()}
-	dbURL := ""
 	if r.engine == config.EngineSQLite {
-		dbURL, err = (&servers{}).createDatabase(ctx, r.engine, r.dir, "")
+		r.dbURL, err = (&servers{}).createDatabase(ctx, r.engine, r.dir, "")
 	} else {
-		dbURL, err = r.srv.createDatabase(ctx, r.engine, r.dir, fmt.Sprintf("afm_soak_%d", r.o.Seed%1_000_000))
+		r.dbURL, err = r.srv.createDatabase(ctx, r.engine, r.dir, fmt.Sprintf("afm_soak_%d", r.o.Seed%1_000_000))
 	}
 	if err != nil {
 		return err
 	}
+	r.masters = watchMasters(r.dir)
 	for i := range r.managerCount() {
 		m := &manager{index: i, dir: filepath.Join(r.dir, fmt.Sprintf("manager%d", i)), binary: r.o.Binary}
 		m.conf = filepath.Join(m.dir, "afm.conf")
 		if err := os.MkdirAll(m.dir, 0o755); err != nil {
 			return err
 		}
+		r.managers = append(r.managers, m)
+		dbURL, err := r.managerDB(m)
+		if err != nil {
+			return err
+		}
 		if err := m.writeConf(dbURL, r.fabric, r.managerCount() > 1); err != nil {
 			return err
 		}
-		r.managers = append(r.managers, m)
 		if err := m.start(ctx, r.client); err != nil {
 			return err
 		}
@@ -297,9 +342,40 @@ func (r *run) setup(ctx context.Context) error {
 	return nil
 }
 
+// managerDB starts the manager's proxy to its database server (on Galera,
+// to node index mod 3) and returns the URL the manager connects with.
+func (r *run) managerDB(m *manager) (string, error) {
+	if r.engine == config.EngineSQLite {
+		return r.dbURL, nil
+	}
+	target := r.dbURL
+	if r.engine == engineGalera {
+		m.node = m.index % 3
+		var err error
+		if target, err = r.srv.nodeURL(r.dbURL, m.node); err != nil {
+			return "", err
+		}
+	}
+	u, err := url.Parse(target)
+	if err != nil {
+		return "", err
+	}
+	if m.proxy, err = newProxy(u.Host); err != nil {
+		return "", fmt.Errorf("database proxy of manager %d: %w", m.index, err)
+	}
+	u.Host = m.proxy.addr()
+	return u.String(), nil
+}
+
 func (r *run) teardown() {
 	for _, m := range r.managers {
 		m.stop()
+		if m.proxy != nil {
+			m.proxy.close()
+		}
+	}
+	if r.masters != nil {
+		r.masters.close()
 	}
 	if r.fabric != nil {
 		r.fabric.Stop()
@@ -370,9 +446,17 @@ func (r *run) loop(ctx context.Context) error {
 func (r *run) round(ctx context.Context) error {
 	k := min(1+r.rng.IntN(4), r.o.Ops-r.res.Ops)
 	faultAt := -1
-	if len(r.faultKind) > 0 && r.rng.IntN(100) < 30 {
+	if len(r.faultKind) > 0 && r.rng.IntN(100) < r.o.FaultRate {
 		faultAt = r.rng.IntN(k + 1)
 	}
+	// A backup now and then, which a later restore-db puts back.
+	if slices.Contains(r.faultKind, faultRestoreDB) && (r.backup == nil || r.rng.IntN(8) == 0) {
+		if err := r.takeBackup(ctx); err != nil {
+			return err
+		}
+	}
+	defer r.reportMasters()
+	r.pkeyFault = nil
 	var f *fault
 	var jobs []job
 	for i := 0; i <= k; i++ {
@@ -402,6 +486,7 @@ func (r *run) round(ctx context.Context) error {
 		// reads the edited file may log its errors after the offset the
 		// job's apply noted.
 		jobs[i].edited = f != nil && f.name == faultEditPartition
+		jobs[i].pkeyRound = f != nil && f.name == faultPKeyErrors
 	}
 	for _, j := range jobs {
 		if err := r.waitJob(ctx, j); err != nil {
@@ -486,6 +571,9 @@ func (r *run) request(ctx context.Context) (*job, error) {
 			j.hosts = append(j.hosts, h)
 		}
 	}
+	if pf := r.pkeyFault; pf != nil && pf.active.Load() && slices.Contains(j.hosts, pf.host) {
+		j.underPKeyError = true
+	}
 	if a.Status == 404 { // the lost attempt's job is unknown
 		return nil, nil
 	}
@@ -495,6 +583,14 @@ func (r *run) request(ctx context.Context) (*job, error) {
 		return nil, nil
 	}
 	j.path = path
+	// No job id may answer for two changes: networking-mlnx would read
+	// another change's outcome as its own.
+	if owner, twice := r.jobOwner[path]; twice {
+		r.violation("#%d %s: given job %s, which was already given to %s", r.res.Ops, o, path, owner)
+		return nil, nil
+	}
+	r.jobOwner[path] = fmt.Sprintf("#%d %s", r.res.Ops, o)
+	r.jobOrder = append(r.jobOrder, path)
 	return j, nil
 }
 
@@ -522,13 +618,22 @@ func (r *run) waitJob(ctx context.Context, j job) error {
 	for {
 		m := r.liveManager()
 		a := send(ctx, r.client, m.url, "GET", "/"+j.path, "")
-		if a.Err == nil && a.Status == 200 {
+		if r.lostJobs[j.path] {
+			if done := r.lostJob(j, a); done {
+				return nil
+			}
+		} else if a.Err == nil && a.Status == 200 {
 			var s jobStatus
 			if err := jsonUnmarshal(a.Body, &s); err != nil {
 				return fmt.Errorf("job %s: %v: %s", j.path, err, a.Body)
 			}
 			switch s.Status {
 			case "Completed":
+				if pf := r.pkeyFault; j.underPKeyError && pf.active.Load() {
+					r.violation("job %s of %s: Completed while OpenSM could not program %s, whose table it changed (%s)",
+						j.path, j.op, r.hostName(pf.host), s.Summary)
+					return nil
+				}
 				r.completed(ctx, j, s)
 				return nil
 			case "Pending", "Running":
@@ -536,6 +641,12 @@ func (r *run) waitJob(ctx context.Context, j job) error {
 				if j.edited && strings.HasPrefix(s.Summary, "OpenSM did not apply the partitions file with this change") {
 					r.res.EditFailures++
 					r.logf("job %s Failed, as a hand edit during its sweep explains: %s", j.path, s.Summary)
+					return nil
+				}
+				if j.pkeyRound && strings.TrimSpace(s.Summary) != "" {
+					r.res.PKeyFailures++
+					r.logf("job %s Failed in a round with a host OpenSM could not program (touches it: %v): %s", j.path,
+						slices.Contains(j.hosts, r.pkeyFault.host), s.Summary)
 					return nil
 				}
 				fallthrough
@@ -559,6 +670,31 @@ func (r *run) waitJob(ctx context.Context, j job) error {
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, maxJobPoll)
+	}
+}
+
+// lostJob checks a poll of a job given out after the backup a restore put
+// back: it must answer 404 (the driver then sends the change again), never
+// a job (that id now names another change, or a change the database no
+// longer holds). It says whether the wait is over.
+func (r *run) lostJob(j job, a answer) bool {
+	switch {
+	case a.Err != nil || a.Status >= 500:
+		return false
+	case a.Status == 404:
+		r.res.LostJobs++
+		r.logf("job %s of %s, lost to the restore, answers 404", j.path, j.op)
+		return true
+	}
+	r.violation("job %s of %s was given out after the backup the database was restored from; it answers %s instead of 404",
+		j.path, j.op, a)
+	return true
+}
+
+// reportMasters turns the master watch's findings into violations.
+func (r *run) reportMasters() {
+	for _, f := range r.masters.findings() {
+		r.violation("two masters: %s", f)
 	}
 }
 
