@@ -95,6 +95,9 @@ func (r *run) inject(ctx context.Context) (*fault, error) {
 	}
 	r.res.Faults++
 	r.res.ByFault[kind]++
+	if r.epoch.Load()%2 == 0 {
+		r.epoch.Add(1) // until the fabric converged (see kubeClient)
+	}
 	f := &fault{name: kind}
 	leader := r.leader()
 	var what string
@@ -249,6 +252,9 @@ func (r *run) restartFabric(ctx context.Context) error {
 		}
 	}
 	r.fabric = f
+	if r.kube != nil {
+		r.kube.fabric.Store(f)
+	}
 	r.leaked = 0
 	for _, h := range r.hosts {
 		r.excluded[h] = "new simulator"

@@ -169,11 +169,19 @@ func (r *run) pkeyErrors(ctx context.Context) (string, chan error, error) {
 // model's state at that moment (the driver's memory of what it sent is not
 // the database's, and stays).
 func (r *run) takeBackup(ctx context.Context) error {
+	if r.kube != nil {
+		// No Kubernetes change in flight: its model is the backup's.
+		r.kube.gate.Lock()
+		defer r.kube.gate.Unlock()
+	}
 	b, err := takeBackup(ctx, r.dbURL)
 	if err != nil {
 		return fmt.Errorf("back the database up: %w", err)
 	}
 	r.backup = &savedBackup{db: b, model: r.model.snapshot(), index: len(r.tables) - 1, jobs: len(r.jobOrder)}
+	if r.kube != nil {
+		r.backup.kube = r.kube.snapshot()
+	}
 	r.logf("BACKUP of the database after request %d (%d jobs given out so far)", r.backup.index, len(r.jobOrder))
 	return nil
 }
@@ -184,6 +192,7 @@ type savedBackup struct {
 	model modelState
 	index int // the history index it holds
 	jobs  int // how many job ids had been given out
+	kube  map[uint16]map[fabric.GUID]bool
 }
 
 // restoreDB puts the latest backup back while the managers run. The model
@@ -197,6 +206,10 @@ func (r *run) restoreDB(ctx context.Context) (string, error) {
 		}
 	}
 	b := r.backup
+	if r.kube != nil {
+		r.kube.gate.Lock()
+		defer r.kube.gate.Unlock()
+	}
 	// The managers write meanwhile: a restore that loses a conflict (a
 	// deadlock, a Galera certification failure) is tried again, as an
 	// operator would.
@@ -211,18 +224,25 @@ func (r *run) restoreDB(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("restore the database: %w", err)
 	}
-	lost := r.jobOrder[b.jobs:]
-	for _, p := range lost {
-		r.lostJobs[p] = true
+	lost := 0
+	for _, p := range r.jobOrder[b.jobs:] {
+		if !r.lostJobs[p] {
+			r.lostJobs[p] = true
+			lost++
+		}
 	}
 	r.model.restore(b.model)
+	if r.kube != nil {
+		r.kube.members = b.kube
+		b.kube = r.kube.snapshot() // the model's copy changes from here on
+	}
 	r.tables = append(r.tables, r.model.Tables(r.hosts))
 	r.parts = append(r.parts, r.model.Partitions())
 	for _, h := range r.hosts {
 		r.excluded[h] = "database restored"
 	}
 	return fmt.Sprintf("database restored from the backup after request %d: %d job(s) given out since are lost",
-		b.index, len(lost)), nil
+		b.index, lost), nil
 }
 
 // masterWatch samples the engine's OpenSM processes: two running at once,

@@ -158,7 +158,7 @@ const leaseTimeout = 3 * time.Second
 
 // writeConf writes the manager's afm.conf. With several managers (ha), each
 // runs its OpenSM on an SM HCA of its own (the k-th for manager k-1).
-func (m *manager) writeConf(dbURL string, f *fabricsim.Fabric, ha bool) error {
+func (m *manager) writeConf(dbURL string, f *fabricsim.Fabric, ha, kube bool) error {
 	addr, err := fabricsim.FreeAddr()
 	if err != nil {
 		return err
@@ -171,6 +171,10 @@ func (m *manager) writeConf(dbURL string, f *fabricsim.Fabric, ha bool) error {
 	haSection := ""
 	if ha {
 		haSection = fmt.Sprintf("[ha]\nha = true\nlease_timeout = %g\n\n", leaseTimeout.Seconds())
+	}
+	kubeSection := ""
+	if kube {
+		kubeSection = fmt.Sprintf("\n[ufm_pkeys]\nusername = %s\npassword = %s\npkey_range = %s\n", kubeUser, kubePassword, kubePKeyRange)
 	}
 	conf := fmt.Sprintf(`[api]
 listen = %s
@@ -189,7 +193,7 @@ sweep_timeout = %g
 
 [opensm_conf]
 guid = %s
-`, addr, apiToken, ourPhysnet, dbURL, haSection, m.configDir(), m.envFile(), sweepTimeout.Seconds(), guid)
+%s`, addr, apiToken, ourPhysnet, dbURL, haSection, m.configDir(), m.envFile(), sweepTimeout.Seconds(), guid, kubeSection)
 	return os.WriteFile(m.conf, []byte(conf), 0o600)
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
@@ -46,6 +48,9 @@ type Options struct {
 	// CollidingIDs draws two network IDs that share their first 27
 	// characters, which the partition names keep.
 	CollidingIDs bool
+	// Kubernetes runs ib-kubernetes as a second client at once, through the
+	// pkeys API, on hosts of its own.
+	Kubernetes bool
 }
 
 // flags are the afm-soak flags that draw the same requests and faults on engine.
@@ -56,7 +61,7 @@ func (o Options) flags(engine string) string {
 	}
 	f := fmt.Sprintf("--engines %s --seed %d --ops %d --faults %s --fault-rate %d --hosts %d --switches %d --managers %d",
 		engine, o.Seed, o.Ops, faults, o.FaultRate, o.Hosts, o.Switches, o.Managers)
-	f += fmt.Sprintf(" --colliding-ids=%v", o.CollidingIDs)
+	f += fmt.Sprintf(" --colliding-ids=%v --kubernetes=%v", o.CollidingIDs, o.Kubernetes)
 	return f
 }
 
@@ -69,6 +74,7 @@ type Result struct {
 	EditFailures                      int            // jobs failed by a hand edit during their sweep
 	PKeyFailures                      int            // jobs failed in a round whose host OpenSM could not program
 	LostJobs                          int            // jobs lost to a restore that answered 404
+	KubeOps                           int            // of Ops, ib-kubernetes' changes
 	ByFault                           map[string]int // faults by kind
 }
 
@@ -193,6 +199,9 @@ type run struct {
 	lostJobs   map[string]bool // given out after the backup a restore put back: must answer 404
 	pkeyFault  *pkeyFault      // the round's host OpenSM cannot program, if any
 	masters    *masterWatch
+	kube       *kubeClient // nil without --kubernetes
+	kubeHosts  []fabric.GUID
+	epoch      atomic.Int64 // odd while a fault is in effect (see kubeClient)
 	timing     string
 	failed     bool // the run could not go on: its directory is kept
 	converging time.Duration
@@ -217,10 +226,22 @@ func runEngine(ctx context.Context, o Options, engine string, srv *servers) (Res
 	err := r.setup(ctx)
 	setup := time.Since(began)
 	if err == nil {
+		if r.kube != nil {
+			r.kube.start(ctx)
+		}
 		err = r.loop(ctx)
 	}
-	if err == nil {
+	if r.kube != nil {
+		r.kube.close()
+		r.drainKube()
+	}
+	if err == nil && r.res.Violations == 0 {
 		err = r.converge(ctx, "the end of the run")
+	}
+	if r.kube != nil {
+		r.res.KubeOps = int(r.kube.ops.Load())
+		r.res.Ops += r.res.KubeOps
+		r.res.Checks += int(r.kube.checks.Load())
 	}
 	r.timing = fmt.Sprintf("%s in all: %s to set up, %s converging after faults, %s reading %d pkey tables",
 		time.Since(began).Round(100*time.Millisecond), setup.Round(100*time.Millisecond),
@@ -240,8 +261,8 @@ func runEngine(ctx context.Context, o Options, engine string, srv *servers) (Res
 		}
 	}
 	fmt.Fprintf(o.Out, "  %s: %d accepted, %d refused, %d not found, %d sent again, %d jobs failed by a hand edit during their sweep, "+
-		"%d by a host OpenSM could not program, %d lost to a restore answered 404; faults: %s; %s\n",
-		engine, r.res.Accepted, r.res.Refused, r.res.NotFound, r.res.Lost, r.res.EditFailures, r.res.PKeyFailures, r.res.LostJobs,
+		"%d by a host OpenSM could not program, %d lost to a restore answered 404, %d Kubernetes changes; faults: %s; %s\n",
+		engine, r.res.Accepted, r.res.Refused, r.res.NotFound, r.res.Lost, r.res.EditFailures, r.res.PKeyFailures, r.res.LostJobs, r.res.KubeOps,
 		strings.Join(byFault, ", "), r.timing)
 	fmt.Fprintln(o.Out, r.res)
 	return r.res, err
@@ -301,7 +322,11 @@ func (r *run) setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("start simulated fabric: %w", err)
 	}
-	for _, h := range r.fabric.Hosts {
+	for i, h := range r.fabric.Hosts {
+		if r.o.Kubernetes && i >= len(r.fabric.Hosts)-kubeHostCount {
+			r.kubeHosts = append(r.kubeHosts, h.PortGUID)
+			continue
+		}
 		r.hosts = append(r.hosts, h.PortGUID)
 	}
 	r.gen = newGenerator(r.rng, r.model, r.hosts, r.o.CollidingIDs)
@@ -327,7 +352,7 @@ func (r *run) setup(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := m.writeConf(dbURL, r.fabric, r.managerCount() > 1); err != nil {
+		if err := m.writeConf(dbURL, r.fabric, r.managerCount() > 1, r.o.Kubernetes); err != nil {
 			return err
 		}
 		if err := m.start(ctx, r.client); err != nil {
@@ -339,7 +364,29 @@ func (r *run) setup(ctx context.Context) error {
 			}
 		}
 	}
+	if r.o.Kubernetes {
+		var urls []string
+		for _, m := range r.managers {
+			urls = append(urls, m.url)
+		}
+		r.kube = newKubeClient(r.o.Seed, urls, r.kubeHosts, r.fabric, &r.epoch)
+	}
 	return nil
+}
+
+// drainKube takes ib-kubernetes' history and violations into the run's.
+func (r *run) drainKube() {
+	if r.kube == nil {
+		return
+	}
+	history, findings := r.kube.drain()
+	for _, l := range history {
+		r.logf("%s", l)
+	}
+	for _, f := range findings {
+		r.res.Violations++
+		fmt.Fprintf(r.o.Out, "  %s: VIOLATION: k8s %s\n", r.engine, f)
+	}
 }
 
 // managerDB starts the manager's proxy to its database server (on Galera,
@@ -450,12 +497,13 @@ func (r *run) round(ctx context.Context) error {
 		faultAt = r.rng.IntN(k + 1)
 	}
 	// A backup now and then, which a later restore-db puts back.
-	if slices.Contains(r.faultKind, faultRestoreDB) && (r.backup == nil || r.rng.IntN(8) == 0) {
+	if slices.Contains(r.faultKind, faultRestoreDB) && r.rng.IntN(4) == 0 {
 		if err := r.takeBackup(ctx); err != nil {
 			return err
 		}
 	}
 	defer r.reportMasters()
+	defer r.drainKube()
 	r.pkeyFault = nil
 	var f *fault
 	var jobs []job
@@ -853,8 +901,20 @@ func (r *run) converge(ctx context.Context, after string) error {
 	defer func() { r.converging += time.Since(began) }()
 	hi := len(r.tables) - 1
 	want := r.tables[hi]
-	deadline := time.Now().Add(90 * time.Second)
+	wantParts := r.parts[hi]
 	pending := slices.Clone(r.hosts)
+	if r.kube != nil {
+		// ib-kubernetes waits meanwhile: its model stands still.
+		r.kube.gate.Lock()
+		defer r.kube.gate.Unlock()
+		want = maps.Clone(want)
+		for _, h := range r.kubeHosts {
+			want[h] = r.kube.table(h)
+		}
+		pending = append(pending, r.kubeHosts...)
+		wantParts = mergeParts(wantParts, r.kube.partitions())
+	}
+	deadline := time.Now().Add(90 * time.Second)
 	var last string
 	for {
 		var still []fabric.GUID
@@ -870,7 +930,7 @@ func (r *run) converge(ctx context.Context, after string) error {
 			still = append(still, h)
 		}
 		pending = still
-		fileErr := r.checkFile()
+		fileErr := r.checkFile(wantParts)
 		if len(pending) == 0 && fileErr == nil {
 			r.res.Checks++
 			break
@@ -888,13 +948,16 @@ func (r *run) converge(ctx context.Context, after string) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	clear(r.excluded)
+	if r.epoch.Load()%2 == 1 {
+		r.epoch.Add(1) // the fault is over
+	}
 	r.logf("converged after %s: %d hosts and the partitions file hold the model's state", after, len(r.hosts))
 	return nil
 }
 
 // checkFile compares the partitions file of the manager that runs OpenSM
 // with the model's partitions; with several managers, only one may run it.
-func (r *run) checkFile() error {
+func (r *run) checkFile(want string) error {
 	var m *manager
 	var running []string
 	for _, x := range r.managers {
@@ -920,7 +983,7 @@ func (r *run) checkFile() error {
 	if err != nil {
 		return err
 	}
-	if want := r.parts[len(r.parts)-1]; got != want {
+	if got != want {
 		return fmt.Errorf("partitions file of manager %d holds %s; the model %s", m.index, got, want)
 	}
 	return nil

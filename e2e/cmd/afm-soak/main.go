@@ -119,6 +119,7 @@ func parseFlags(args []string) (soak.Options, error) {
 	fs.IntVar(&o.Switches, "switches", 2, "switches of the simulated fabric")
 	fs.IntVar(&o.Managers, "managers", 1, "managers sharing the database on PostgreSQL and MariaDB (kill-leader needs 2 or more; with it the default is 3); Galera runs at least 3, one per node")
 	fs.BoolVar(&o.CollidingIDs, "colliding-ids", true, "draw two network IDs that share their first 27 characters (--colliding-ids=false: none)")
+	fs.BoolVar(&o.Kubernetes, "kubernetes", true, "run ib-kubernetes as a second client at once, through the pkeys API, on the last 2 hosts (--kubernetes=false: none)")
 	fs.BoolVar(&o.Parallel, "parallel", false, "run the engines at once (each on its own fabric, database server and managers), not one after the other")
 	fs.BoolVar(&o.Verbose, "verbose", false, "print every operation, answer and check")
 	fs.StringVar(&o.WorkDir, "work-dir", "", "where the run's directory is made (default: "+shmDir+" when it is a writable directory, else /tmp); the database servers' users must reach it")
