@@ -148,6 +148,11 @@ type pkeyFault struct {
 // host is not read: the checker's own reads of the table are dropped too.
 func (r *run) pkeyErrors(ctx context.Context) (string, chan error, error) {
 	h := pick(r.rng, r.fabric.Hosts)
+	// Mostly a host in a partition: the round's requests are likelier to
+	// move or remove its port than to bind a port to a host drawn at random.
+	if held := r.heldHosts(); len(held) > 0 && r.rng.IntN(3) > 0 {
+		h = r.fabric.Host(r.hostName(pick(r.rng, held)))
+	}
 	pf := &pkeyFault{host: h.PortGUID}
 	cmd := fmt.Sprintf(`Error "%s"[1] 100 22`, h.Name)
 	if _, err := r.fabric.Sim(ctx, cmd); err != nil {
@@ -163,6 +168,18 @@ func (r *run) pkeyErrors(ctx context.Context) (string, chan error, error) {
 		_, err := f.Sim(context.WithoutCancel(ctx), fmt.Sprintf(`Error "%s"[1] 0`, h.Name))
 		return err
 	}), nil
+}
+
+// heldHosts are the driver's hosts whose table holds a network's key.
+func (r *run) heldHosts() []fabric.GUID {
+	var held []fabric.GUID
+	newest := r.tables[len(r.tables)-1]
+	for _, h := range r.hosts {
+		if len(newest[h]) > 1 {
+			held = append(held, h)
+		}
+	}
+	return held
 }
 
 // takeBackup reads the database as an operator's backup would, with the
