@@ -41,6 +41,7 @@ func restoreOrder(names []string) []string {
 		}
 		return 1
 	}
+	slices.Sort(names)
 	slices.SortStableFunc(names, func(a, b string) int { return rank(a) - rank(b) })
 	return names
 }
@@ -254,6 +255,12 @@ func (b *backup) restore(ctx context.Context, dbURL string) error {
 		}
 	}
 	for _, t := range b.tables {
+		if t.name == "sqlite_sequence" {
+			// Inserting the rows with their ids wrote counters of their own.
+			if _, err := tx.ExecContext(ctx, "DELETE FROM sqlite_sequence"); err != nil {
+				return fmt.Errorf("empty sqlite_sequence: %w", err)
+			}
+		}
 		if len(t.rows) == 0 {
 			continue
 		}
