@@ -87,9 +87,8 @@ func (r *run) deal() string {
 	return kind
 }
 
-// inject deals a fault and starts it.
-func (r *run) inject(ctx context.Context) (*fault, error) {
-	kind := r.deal()
+// inject starts a fault of the kind dealt.
+func (r *run) inject(ctx context.Context, kind string) (*fault, error) {
 	if (kind == faultKillOpenSM || kind == faultKillLeader) && r.leaked+1 >= maxLeaked {
 		kind = faultKillManager // which restarts the simulator
 	}

@@ -492,9 +492,12 @@ func (r *run) loop(ctx context.Context) error {
 // waits for the fabric to converge on the model.
 func (r *run) round(ctx context.Context) error {
 	k := min(1+r.rng.IntN(4), r.o.Ops-r.res.Ops)
-	faultAt := -1
+	faultAt, kind := -1, ""
 	if len(r.faultKind) > 0 && r.rng.IntN(100) < r.o.FaultRate {
-		faultAt = r.rng.IntN(k + 1)
+		faultAt, kind = r.rng.IntN(k+1), r.deal()
+		if kind == faultPKeyErrors {
+			faultAt = 0 // before the requests: their sweeps meet the host OpenSM cannot program
+		}
 	}
 	// A backup now and then, which a later restore-db puts back.
 	if slices.Contains(r.faultKind, faultRestoreDB) && r.rng.IntN(4) == 0 {
@@ -510,7 +513,7 @@ func (r *run) round(ctx context.Context) error {
 	for i := 0; i <= k; i++ {
 		if i == faultAt {
 			var err error
-			if f, err = r.inject(ctx); err != nil {
+			if f, err = r.inject(ctx, kind); err != nil {
 				return err
 			}
 
