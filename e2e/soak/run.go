@@ -622,7 +622,11 @@ func (r *run) request(ctx context.Context) (*job, error) {
 			j.hosts = append(j.hosts, h)
 		}
 	}
-	if pf := r.pkeyFault; pf != nil && pf.active.Load() && slices.Contains(j.hosts, pf.host) {
+	// OpenSM must program the host for this job, unless the fabric may
+	// already hold the new table (a state between the floor and this
+	// request had it).
+	if pf := r.pkeyFault; pf != nil && pf.active.Load() && slices.Contains(j.hosts, pf.host) &&
+		!r.matchesAny(pf.host, after[pf.host], r.floor, j.index-1) {
 		j.underPKeyError = true
 	}
 	if a.Status == 404 { // the lost attempt's job is unknown
