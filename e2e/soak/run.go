@@ -495,12 +495,15 @@ func (r *run) round(ctx context.Context) error {
 	faultAt, kind := -1, ""
 	if len(r.faultKind) > 0 && r.rng.IntN(100) < r.o.FaultRate {
 		faultAt, kind = r.rng.IntN(k+1), r.deal()
-		if kind == faultPKeyErrors {
+		switch kind {
+		case faultPKeyErrors:
 			faultAt = 0 // before the requests: their sweeps meet the host OpenSM cannot program
+		case faultRestoreDB:
+			faultAt = k // after the requests: their jobs, polled after it, are lost
 		}
 	}
 	// A backup now and then, which a later restore-db puts back.
-	if slices.Contains(r.faultKind, faultRestoreDB) && r.rng.IntN(4) == 0 {
+	if slices.Contains(r.faultKind, faultRestoreDB) && (r.backup == nil || r.rng.IntN(4) == 0) {
 		if err := r.takeBackup(ctx); err != nil {
 			return err
 		}
