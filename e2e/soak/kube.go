@@ -46,6 +46,7 @@ type kubeClient struct {
 	// fabric converged): the client reads tables only across an even epoch
 	// that did not move.
 	epoch *atomic.Int64
+	jobs  *jobOwners // shared with the driver: job ids are one sequence
 
 	gate    sync.Mutex // held for each change, and by the run while it converges
 	members map[uint16]map[fabric.GUID]bool
@@ -59,8 +60,9 @@ type kubeClient struct {
 	done     chan struct{}
 }
 
-func newKubeClient(seed uint64, urls []string, hosts []fabric.GUID, f *fabricsim.Fabric, epoch *atomic.Int64) *kubeClient {
-	k := &kubeClient{urls: urls, hosts: hosts, rng: rand.New(rand.NewPCG(seed, 0x6b8)), epoch: epoch,
+func newKubeClient(seed uint64, urls []string, hosts []fabric.GUID, f *fabricsim.Fabric, epoch *atomic.Int64,
+	jobs *jobOwners) *kubeClient {
+	k := &kubeClient{urls: urls, hosts: hosts, rng: rand.New(rand.NewPCG(seed, 0x6b8)), epoch: epoch, jobs: jobs,
 		client: &http.Client{Timeout: 60 * time.Second}, members: map[uint16]map[fabric.GUID]bool{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	k.fabric.Store(f)
@@ -177,8 +179,21 @@ func (k *kubeClient) change(ctx context.Context) {
 	apply()
 	var v struct {
 		Applied bool `json:"applied"`
+		Job     struct {
+			ID string `json:"ID"`
+		} `json:"job"`
 	}
-	if json.Unmarshal([]byte(a.Body), &v) != nil || !v.Applied {
+	if err := json.Unmarshal([]byte(a.Body), &v); err != nil {
+		k.violation("#%d %s: 200 with a body that is not UFM's answer: %v", n, what, err)
+		return
+	}
+	if v.Job.ID != "" {
+		if owner, twice := k.jobs.claim("app/jobs/"+v.Job.ID, fmt.Sprintf("k8s #%d %s", n, what)); twice {
+			k.violation("#%d %s: answered with job %s, which was already given to %s", n, what, v.Job.ID, owner)
+			return
+		}
+	}
+	if !v.Applied {
 		return // recorded, applied later: nothing to prove yet
 	}
 	if e := k.epoch.Load(); e != epoch || e%2 == 1 {

@@ -200,7 +200,7 @@ type run struct {
 	// jobOrder are the job paths given out, in order; jobOwner says for
 	// which request each was: no id may answer for two changes.
 	jobOrder   []string
-	jobOwner   map[string]string
+	jobOwner   *jobOwners
 	backup     *savedBackup
 	lostJobs   map[string]bool // given out after the backup a restore put back: must answer 404
 	pkeyFault  *pkeyFault      // the round's host OpenSM cannot program, if any
@@ -220,7 +220,7 @@ func runEngine(ctx context.Context, o Options, engine string, srv *servers) (Res
 		model: NewModel(), srv: srv,
 		client: &http.Client{Timeout: 30 * time.Second}, excluded: map[fabric.GUID]string{},
 		res: Result{Engine: engine, Seed: o.Seed, ByFault: map[string]int{}}, dir: filepath.Join(o.WorkDir, engine),
-		jobOwner: map[string]string{}, lostJobs: map[string]bool{}}
+		jobOwner: &jobOwners{owner: map[string]string{}}, lostJobs: map[string]bool{}}
 	for _, f := range o.Faults {
 		if r.applies(f) {
 			r.faultKind = append(r.faultKind, f)
@@ -375,7 +375,7 @@ func (r *run) setup(ctx context.Context) error {
 		for _, m := range r.managers {
 			urls = append(urls, m.url)
 		}
-		r.kube = newKubeClient(r.o.Seed, urls, r.kubeHosts, r.fabric, &r.epoch)
+		r.kube = newKubeClient(r.o.Seed, urls, r.kubeHosts, r.fabric, &r.epoch, r.jobOwner)
 	}
 	return nil
 }
@@ -649,11 +649,10 @@ func (r *run) request(ctx context.Context) (*job, error) {
 	j.path = path
 	// No job id may answer for two changes: networking-mlnx would read
 	// another change's outcome as its own.
-	if owner, twice := r.jobOwner[path]; twice {
+	if owner, twice := r.jobOwner.claim(path, fmt.Sprintf("#%d %s", r.res.Ops, o)); twice {
 		r.violation("#%d %s: given job %s, which was already given to %s", r.res.Ops, o, path, owner)
 		return nil, nil
 	}
-	r.jobOwner[path] = fmt.Sprintf("#%d %s", r.res.Ops, o)
 	r.jobOrder = append(r.jobOrder, path)
 	return j, nil
 }
@@ -735,6 +734,25 @@ func (r *run) waitJob(ctx context.Context, j job) error {
 		}
 		wait = min(2*wait, maxJobPoll)
 	}
+}
+
+// jobOwners are the job ids given out to either client, and for which
+// change: no id may answer for two.
+type jobOwners struct {
+	mu    sync.Mutex
+	owner map[string]string
+}
+
+// claim records path as owner's; when another change had it, it returns
+// that change and true.
+func (j *jobOwners) claim(path, owner string) (string, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if before, twice := j.owner[path]; twice {
+		return before, true
+	}
+	j.owner[path] = owner
+	return "", false
 }
 
 // lostJob checks a poll of a job given out after the backup a restore put
