@@ -631,13 +631,7 @@ func (r *run) request(ctx context.Context) (*job, error) {
 			j.hosts = append(j.hosts, h)
 		}
 	}
-	// OpenSM must program the host for this job, unless the fabric may
-	// already hold the new table (a state between the floor and this
-	// request had it).
-	if pf := r.pkeyFault; pf != nil && pf.active.Load() && slices.Contains(j.hosts, pf.host) &&
-		!r.matchesAny(pf.host, after[pf.host], r.floor, j.index-1) {
-		j.underPKeyError = true
-	}
+	j.underPKeyError = r.needsErroredHost(j, after)
 	if a.Status == 404 { // the lost attempt's job is unknown
 		return nil, nil
 	}
@@ -655,6 +649,16 @@ func (r *run) request(ctx context.Context) (*job, error) {
 	}
 	r.jobOrder = append(r.jobOrder, path)
 	return j, nil
+}
+
+// needsErroredHost says whether OpenSM must program the host it cannot
+// program now for the job to complete: the request changed its table, and
+// the fabric cannot already hold the new one (no state between the floor
+// and this request had it).
+func (r *run) needsErroredHost(j *job, after Tables) bool {
+	pf := r.pkeyFault
+	return pf != nil && pf.active.Load() && slices.Contains(j.hosts, pf.host) &&
+		!r.matchesAny(pf.host, after[pf.host], r.floor, j.index-1)
 }
 
 // liveManager is a running manager, drawn at random: from a source of its
