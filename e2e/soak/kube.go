@@ -54,7 +54,7 @@ type kubeClient struct {
 	checks  atomic.Int64
 
 	mu       sync.Mutex
-	findings []string // violations, for the run to report
+	findings []kubeFinding // violations, for the run to report
 	history  []string
 	stop     chan struct{}
 	done     chan struct{}
@@ -103,16 +103,26 @@ func (k *kubeClient) logf(format string, args ...any) {
 	k.mu.Unlock()
 }
 
-func (k *kubeClient) violation(format string, args ...any) {
+// kubeFinding is a violation; stop: the models no longer describe the
+// manager (see run.finding).
+type kubeFinding struct {
+	line string
+	stop bool
+}
+
+func (k *kubeClient) violation(format string, args ...any) { k.record(true, format, args...) }
+func (k *kubeClient) finding(format string, args ...any)   { k.record(false, format, args...) }
+
+func (k *kubeClient) record(stop bool, format string, args ...any) {
 	line := fmt.Sprintf(format, args...)
 	k.mu.Lock()
-	k.findings = append(k.findings, line)
+	k.findings = append(k.findings, kubeFinding{line: line, stop: stop})
 	k.history = append(k.history, "k8s VIOLATION: "+line)
 	k.mu.Unlock()
 }
 
 // drain returns the history lines and violations since the last call.
-func (k *kubeClient) drain() (history, findings []string) {
+func (k *kubeClient) drain() (history []string, findings []kubeFinding) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	history, findings = k.history, k.findings
@@ -189,7 +199,7 @@ func (k *kubeClient) change(ctx context.Context) {
 	}
 	if v.Job.ID != "" {
 		if owner, twice := k.jobs.claim("app/jobs/"+v.Job.ID, fmt.Sprintf("k8s #%d %s", n, what)); twice {
-			k.violation("#%d %s: answered with job %s, which was already given to %s", n, what, v.Job.ID, owner)
+			k.finding("#%d %s: answered with job %s, which was already given to %s", n, what, v.Job.ID, owner)
 			return
 		}
 	}
@@ -224,6 +234,12 @@ func (k *kubeClient) send(ctx context.Context, method, path, body string) (answe
 		}
 		if a.Err == nil && a.Status < 500 || attempt == 40 || ctx.Err() != nil {
 			return a, lost
+		}
+		// UFM's pkeys API answers 500 for a change OpenSM did not apply (it
+		// is recorded, and applied again); any other 500 is a fault of the
+		// manager's that ib-kubernetes can only retry.
+		if a.Err == nil && a.Status == 500 && !strings.Contains(a.Body, "but OpenSM did not apply it") {
+			k.finding("%s %s: answered %s", method, path, a)
 		}
 		lost = true
 		select {

@@ -210,6 +210,7 @@ type run struct {
 	epoch      atomic.Int64 // odd while a fault is in effect (see kubeClient)
 	timing     string
 	failed     bool // the run could not go on: its directory is kept
+	stopped    bool // a violation the model cannot go on from
 	converging time.Duration
 	reading    time.Duration // reading pkey tables
 	reads      int
@@ -241,7 +242,7 @@ func runEngine(ctx context.Context, o Options, engine string, srv *servers) (Res
 		r.kube.close()
 		r.drainKube()
 	}
-	if err == nil && r.res.Violations == 0 {
+	if err == nil && !r.stopped {
 		err = r.converge(ctx, "the end of the run")
 	}
 	if r.kube != nil {
@@ -313,6 +314,15 @@ func (r *run) logf(format string, args ...any) {
 // violation records a broken promise; the run stops after the check that
 // found it.
 func (r *run) violation(format string, args ...any) {
+	r.finding(format, args...)
+	r.stopped = true
+}
+
+// finding records a broken promise that leaves the model true (a wrong
+// status code, a job id given twice, whose job is then not followed): it
+// counts as a violation, and the run goes on, so that one run shows every
+// such finding.
+func (r *run) finding(format string, args ...any) {
 	r.res.Violations++
 	line := "VIOLATION: " + fmt.Sprintf(format, args...)
 	r.history = append(r.history, line)
@@ -391,7 +401,8 @@ func (r *run) drainKube() {
 	}
 	for _, f := range findings {
 		r.res.Violations++
-		fmt.Fprintf(r.o.Out, "  %s: VIOLATION: k8s %s\n", r.engine, f)
+		fmt.Fprintf(r.o.Out, "  %s: VIOLATION: k8s %s\n", r.engine, f.line)
+		r.stopped = r.stopped || f.stop
 	}
 }
 
@@ -480,7 +491,7 @@ func (r *run) loop(ctx context.Context) error {
 		if err := r.round(ctx); err != nil {
 			return err
 		}
-		if r.res.Violations > 0 {
+		if r.stopped {
 			return errStop
 		}
 		if r.res.Ops >= nextProgress {
@@ -534,7 +545,7 @@ func (r *run) round(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if r.res.Violations > 0 {
+		if r.stopped {
 			return nil
 		}
 		if j != nil {
@@ -552,7 +563,7 @@ func (r *run) round(ctx context.Context) error {
 		if err := r.waitJob(ctx, j); err != nil {
 			return err
 		}
-		if r.res.Violations > 0 {
+		if r.stopped {
 			return nil
 		}
 	}
@@ -584,6 +595,10 @@ func (r *run) request(ctx context.Context) (*job, error) {
 		a = send(ctx, r.client, m.url, o.Method, o.Path, o.Body)
 		if a.Err == nil && a.Status < 500 {
 			break
+		}
+		if a.Err == nil && a.Status == 500 {
+			r.finding("#%d %s: answered %s: networking-mlnx counts a 500 against its retry_count (an unreachable "+
+				"database answers 503; a conflict the database resolved is retried inside the manager)", r.res.Ops, o, a)
 		}
 		// No answer, or a server error: the driver sends the request again.
 		// The change may or may not have been recorded (all our requests are
@@ -644,7 +659,7 @@ func (r *run) request(ctx context.Context) (*job, error) {
 	// No job id may answer for two changes: networking-mlnx would read
 	// another change's outcome as its own.
 	if owner, twice := r.jobOwner.claim(path, fmt.Sprintf("#%d %s", r.res.Ops, o)); twice {
-		r.violation("#%d %s: given job %s, which was already given to %s", r.res.Ops, o, path, owner)
+		r.finding("#%d %s: given job %s, which was already given to %s", r.res.Ops, o, path, owner)
 		return nil, nil
 	}
 	r.jobOrder = append(r.jobOrder, path)
@@ -772,7 +787,7 @@ func (r *run) lostJob(j job, a answer) bool {
 		r.logf("job %s of %s, lost to the restore, answers 404", j.path, j.op)
 		return true
 	}
-	r.violation("job %s of %s was given out after the backup the database was restored from; it answers %s instead of 404",
+	r.finding("job %s of %s was given out after the backup the database was restored from; it answers %s instead of 404",
 		j.path, j.op, a)
 	return true
 }
