@@ -14,7 +14,8 @@
 #   7. a smoke run of the benchmark suite (cmd/afm-bench --smoke: every measurement, tiny sizes)
 #   8. a short soak (e2e/cmd/afm-soak, docs/soak.md): SOAK_OPS (default 40) random requests with faults
 #      per engine, checked against the model and the real pkey tables, with seed 1, then a random seed;
-#      each time also on PostgreSQL and MariaDB with three managers and the leader killed
+#      each time also on PostgreSQL and MariaDB with three managers and the leader killed; then once
+#      on a Galera cluster with every fault of the database, the sweep, the pkey tables and the backups
 #   9. a short fuzz smoke: each fuzz target the packages define, FUZZTIME (default 100000x) each
 #
 # Runs as root (the servers run as their own users; see scripts/test-env.sh).
@@ -105,13 +106,19 @@ go run ./cmd/afm-bench --smoke >"$env_dir/bench-smoke.md"
 # The soak starts database servers of its own (its database restart fault must not touch the ones
 # above). Its default faults leave out the leader kill among several managers (docs/soak.md): a
 # second run on the server engines has three managers with [ha] on one database, and kills the
-# leader (each kill costs the soak's 3 s lease) or restarts the database under them.
+# leader (each kill costs the soak's 3 s lease) or restarts the database under them. A last run,
+# once, on a Galera cluster has a fault in every round, dealt in turn from the faults that reach a
+# slow or partitioned database, writers on several nodes, a long sweep, a host OpenSM cannot
+# program and a restore from a backup: each comes at least once in SOAK_GALERA_OPS (default 24).
 echo "soak: $SOAK_OPS operations per engine, seed 1, then a random seed; then three managers, kill-leader"
 for seed in 1 random; do
 	go run ./e2e/cmd/afm-soak --ops "$SOAK_OPS" --seed "$seed"
 	go run ./e2e/cmd/afm-soak --ops "$SOAK_OPS" --seed "$seed" --engines postgres,mysql --managers 3 \
 		--faults kill-leader,restart-db
 done
+echo "soak: Galera, ${SOAK_GALERA_OPS:-24} operations, a fault in every round, a random seed"
+go run ./e2e/cmd/afm-soak --ops "${SOAK_GALERA_OPS:-24}" --seed random --engines galera --fault-rate 100 \
+	--faults db-latency,db-partition,galera-writers,slow-sweep,pkey-errors,restore-db
 
 # `go test -list` prints a package's matching names, then "ok  <package> <time>"; pair them up
 # so that a new fuzz target is picked up without being named here.

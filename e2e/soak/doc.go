@@ -9,6 +9,13 @@
 // all hosts) and compares them with the model; after each fault the fabric
 // must converge on the model. Faults (kill -9 of the manager or OpenSM,
 // SIGSTOP of OpenSM, links down in ibsim, a hand edit of the partitions file,
-// a database restart, a leader kill among several managers) are drawn from
-// the same seed. docs/soak.md describes the checks; e2e/cmd/afm-soak runs it.
+// a database restart, a leader kill among several managers; and the nemesis
+// of the windows between the manager's steps: a slowed or black-holed
+// database connection through a proxy of the soak's, a Galera node killed
+// under managers writing through all three, OpenSM stopped mid-sweep past
+// sweep_timeout, a host OpenSM cannot program, the database restored from a
+// backup) are dealt from the same seed. ib-kubernetes runs at the same time
+// as a second client, on hosts of its own, with a model of its own. No job id
+// may answer for two changes, and no two OpenSMs may run at once.
+// docs/soak.md describes the checks; e2e/cmd/afm-soak runs it.
 package soak

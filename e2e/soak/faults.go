@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -24,11 +25,18 @@ const (
 
 // Faults are every fault kind; CIFaults, the default, leaves out the leader
 // kill among several managers, which --faults all turns on (make test runs it
-// in a run of its own, with three managers).
+// in a run of its own, with three managers). A kind that cannot happen on an
+// engine is left out there (restart-db and the database proxy's on SQLite,
+// galera-writers off Galera).
 var (
-	Faults   = []string{faultKillManager, faultStopOpenSM, faultKillOpenSM, faultLink, faultEditPartition, faultRestartDB, faultKillLeader}
-	CIFaults = []string{faultKillManager, faultStopOpenSM, faultKillOpenSM, faultLink, faultEditPartition, faultRestartDB}
+	Faults = []string{faultKillManager, faultStopOpenSM, faultKillOpenSM, faultLink, faultEditPartition, faultRestartDB,
+		faultKillLeader, faultDBLatency, faultDBPartition, faultGaleraWriters, faultSlowSweep, faultPKeyErrors, faultRestoreDB}
+	CIFaults = []string{faultKillManager, faultStopOpenSM, faultKillOpenSM, faultLink, faultEditPartition, faultRestartDB,
+		faultDBLatency, faultDBPartition, faultGaleraWriters, faultSlowSweep, faultPKeyErrors, faultRestoreDB}
 )
+
+// DefaultFaultRate is the percentage of rounds with a fault.
+const DefaultFaultRate = 30
 
 // ibsim frees a client's slot only when it detaches cleanly, which a killed
 // OpenSM never does, and it serves about 10 (OpenSM and the checker's
@@ -66,14 +74,29 @@ func (r *run) duration(maxMS int) time.Duration {
 	return time.Duration(50+r.rng.IntN(maxMS)) * time.Millisecond
 }
 
-// inject draws a fault and starts it.
-func (r *run) inject(ctx context.Context) (*fault, error) {
-	kind := pick(r.rng, r.faultKind)
+// deal is the next fault kind from a deck of every kind, shuffled with the
+// seed and dealt again when empty: every kind comes once in each
+// len(kinds) faults, so that even a short run meets each.
+func (r *run) deal() string {
+	if len(r.deck) == 0 {
+		r.deck = slices.Clone(r.faultKind)
+		r.rng.Shuffle(len(r.deck), func(i, j int) { r.deck[i], r.deck[j] = r.deck[j], r.deck[i] })
+	}
+	kind := r.deck[0]
+	r.deck = r.deck[1:]
+	return kind
+}
+
+// inject starts a fault of the kind dealt.
+func (r *run) inject(ctx context.Context, kind string) (*fault, error) {
 	if (kind == faultKillOpenSM || kind == faultKillLeader) && r.leaked+1 >= maxLeaked {
 		kind = faultKillManager // which restarts the simulator
 	}
 	r.res.Faults++
 	r.res.ByFault[kind]++
+	if r.epoch.Load()%2 == 0 {
+		r.epoch.Add(1) // until the fabric converged (see kubeClient)
+	}
 	f := &fault{name: kind}
 	leader := r.leader()
 	var what string
@@ -118,6 +141,18 @@ func (r *run) inject(ctx context.Context) (*fault, error) {
 		// Started again once the round's jobs are done: another manager must complete them.
 		what = fmt.Sprintf("kill -9 of the leader, manager %d; started again after the round's jobs", leader.index)
 		r.deferred = append(r.deferred, leader)
+	case faultDBLatency:
+		what, f.done = r.dbLatency()
+	case faultDBPartition:
+		what, f.done = r.dbPartition()
+	case faultGaleraWriters:
+		what, f.done, err = r.galeraWriters(ctx)
+	case faultSlowSweep:
+		what, f.done = r.slowSweep(ctx)
+	case faultPKeyErrors:
+		what, f.done, err = r.pkeyErrors(ctx)
+	case faultRestoreDB:
+		what, err = r.restoreDB(ctx)
 	}
 	r.logf("FAULT %d (%s): %s", r.res.Faults, kind, what)
 	if r.o.Verbose || r.res.Faults%10 == 1 {
@@ -216,6 +251,9 @@ func (r *run) restartFabric(ctx context.Context) error {
 		}
 	}
 	r.fabric = f
+	if r.kube != nil {
+		r.kube.fabric.Store(f)
+	}
 	r.leaked = 0
 	for _, h := range r.hosts {
 		r.excluded[h] = "new simulator"

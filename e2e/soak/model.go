@@ -275,3 +275,29 @@ func hexKeys(keys []uint16) string {
 	}
 	return "[" + strings.Join(s, " ") + "]"
 }
+
+// modelState is the recorded part of the model (not the driver's memory of
+// what it sent), as a database backup holds it.
+type modelState struct {
+	networks map[string]network
+	ports    map[string]port
+}
+
+// snapshot copies the recorded state.
+func (m *Model) snapshot() modelState {
+	s := modelState{networks: maps.Clone(m.networks), ports: map[string]port{}}
+	for id, p := range m.ports {
+		s.ports[id] = *p
+	}
+	return s
+}
+
+// restore puts a snapshot's recorded state back, as restoring the backup
+// does to the database; the driver's memory stays.
+func (m *Model) restore(s modelState) {
+	m.networks = maps.Clone(s.networks)
+	m.ports = map[string]*port{}
+	for id, p := range s.ports {
+		m.ports[id] = &p
+	}
+}

@@ -33,6 +33,8 @@ type manager struct {
 	cmd     *exec.Cmd
 	exited  chan struct{}
 	running bool
+	proxy   *proxy // between it and its database server; nil on SQLite
+	node    int    // the Galera node its proxy leads to
 }
 
 func (m *manager) configDir() string      { return filepath.Join(m.dir, "opensm") }
@@ -156,7 +158,7 @@ const leaseTimeout = 3 * time.Second
 
 // writeConf writes the manager's afm.conf. With several managers (ha), each
 // runs its OpenSM on an SM HCA of its own (the k-th for manager k-1).
-func (m *manager) writeConf(dbURL string, f *fabricsim.Fabric, ha bool) error {
+func (m *manager) writeConf(dbURL string, f *fabricsim.Fabric, ha, kube bool) error {
 	addr, err := fabricsim.FreeAddr()
 	if err != nil {
 		return err
@@ -169,6 +171,10 @@ func (m *manager) writeConf(dbURL string, f *fabricsim.Fabric, ha bool) error {
 	haSection := ""
 	if ha {
 		haSection = fmt.Sprintf("[ha]\nha = true\nlease_timeout = %g\n\n", leaseTimeout.Seconds())
+	}
+	kubeSection := ""
+	if kube {
+		kubeSection = fmt.Sprintf("\n[ufm_pkeys]\nusername = %s\npassword = %s\npkey_range = %s\n", kubeUser, kubePassword, kubePKeyRange)
 	}
 	conf := fmt.Sprintf(`[api]
 listen = %s
@@ -183,11 +189,11 @@ poll_interval = 0.2
 config_dir = %s
 env_file = %s
 check_interval = 1
-sweep_timeout = 20
+sweep_timeout = %g
 
 [opensm_conf]
 guid = %s
-`, addr, apiToken, ourPhysnet, dbURL, haSection, m.configDir(), m.envFile(), guid)
+%s`, addr, apiToken, ourPhysnet, dbURL, haSection, m.configDir(), m.envFile(), sweepTimeout.Seconds(), guid, kubeSection)
 	return os.WriteFile(m.conf, []byte(conf), 0o600)
 }
 
@@ -256,9 +262,14 @@ func parseJobPath(body string) (string, error) {
 type servers struct {
 	dir                   string
 	postgresURL, mysqlURL string
+	galeraURLs            []string // node i+1's; empty unless started with a Galera cluster
 }
 
-func startServers(ctx context.Context, dir string) (*servers, error) {
+// engineGalera is the soak's engine name for a three-node MariaDB Galera
+// cluster (the manager's engine is mysql): managers spread over its nodes.
+const engineGalera = "galera"
+
+func startServers(ctx context.Context, dir string, galera bool) (*servers, error) {
 	script, err := filepath.Abs(filepath.Join("scripts", "test-env.sh"))
 	if err != nil {
 		return nil, err
@@ -267,8 +278,11 @@ func startServers(ctx context.Context, dir string) (*servers, error) {
 		return nil, fmt.Errorf("scripts/test-env.sh: %w (run from the repository's root)", err)
 	}
 	s := &servers{dir: dir}
-	// --no-galera: the soak uses no Galera cluster (a test-env.sh without one ignores it).
-	out, err := exec.CommandContext(ctx, "bash", script, "start", dir, "--no-galera").CombinedOutput()
+	args := []string{script, "start", dir}
+	if !galera {
+		args = append(args, "--no-galera") // seconds saved when no engine needs the cluster
+	}
+	out, err := exec.CommandContext(ctx, "bash", args...).CombinedOutput()
 	if err != nil {
 		s.stop()
 		return nil, fmt.Errorf("start database servers: %v: %s", err, out)
@@ -285,6 +299,13 @@ func startServers(ctx context.Context, dir string) (*servers, error) {
 		if v, ok := strings.CutPrefix(l, "AFM_TEST_MYSQL_URL="); ok {
 			s.mysqlURL = v
 		}
+		if v, ok := strings.CutPrefix(l, "AFM_TEST_GALERA_URLS="); ok {
+			s.galeraURLs = strings.Fields(strings.Trim(v, `"`))
+		}
+	}
+	if galera && len(s.galeraURLs) != 3 {
+		s.stop()
+		return nil, fmt.Errorf("test-env.sh started no three-node Galera cluster (%q)", s.galeraURLs)
 	}
 	return s, nil
 }
@@ -298,9 +319,11 @@ func (s *servers) stop() {
 }
 
 // createDatabase makes the engine's database for one run and returns its
-// [database] connection URL.
+// [database] connection URL (on Galera, node 1's: nodeURL gives the others).
 func (s *servers) createDatabase(ctx context.Context, engine, dir, name string) (string, error) {
 	switch engine {
+	case engineGalera:
+		return s.createMySQLDatabase(ctx, s.galeraURLs[0], name)
 	case config.EngineSQLite:
 		return "sqlite:///" + filepath.Join(dir, "afm.db"), nil
 	case config.EnginePostgres:
@@ -314,21 +337,25 @@ func (s *servers) createDatabase(ctx context.Context, engine, dir, name string) 
 		}
 		return strings.Replace(s.postgresURL, "/postgres?", "/"+name+"?", 1), nil
 	case config.EngineMySQL:
-		c, err := config.ParseConnection(s.mysqlURL)
-		if err != nil {
-			return "", err
-		}
-		db, err := sql.Open("mysql", c.DSN)
-		if err != nil {
-			return "", err
-		}
-		defer db.Close()
-		if _, err := db.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
-			return "", fmt.Errorf("create MariaDB database: %w", err)
-		}
-		return strings.TrimSuffix(s.mysqlURL, "/mysql") + "/" + name, nil
+		return s.createMySQLDatabase(ctx, s.mysqlURL, name)
 	}
-	return "", fmt.Errorf("unknown engine %q: want sqlite, postgres or mysql", engine)
+	return "", fmt.Errorf("unknown engine %q: want sqlite, postgres, mysql or galera", engine)
+}
+
+func (s *servers) createMySQLDatabase(ctx context.Context, serverURL, name string) (string, error) {
+	c, err := config.ParseConnection(serverURL)
+	if err != nil {
+		return "", err
+	}
+	db, err := sql.Open("mysql", c.DSN)
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", fmt.Errorf("create MariaDB database: %w", err)
+	}
+	return strings.TrimSuffix(serverURL, "/mysql") + "/" + name, nil
 }
 
 // restart stops the engine's server (a fast shutdown: sessions are ended),

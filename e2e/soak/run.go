@@ -7,14 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
@@ -28,19 +33,26 @@ type Options struct {
 	Duration time.Duration // or this long per engine, whichever ends first (0: no limit)
 	Seed     uint64
 	Faults   []string // fault kinds, see Faults
-	Hosts    int
-	Switches int
-	Managers int // managers on one database (server engines; SQLite always runs one)
-	Binary   string
-	WorkDir  string
-	Out      io.Writer
-	Verbose  bool // print every operation
+	// FaultRate is the percentage of rounds with a fault. The kinds are
+	// dealt from a shuffled deck, so that every kind comes once in each
+	// len(kinds) faults.
+	FaultRate int
+	Hosts     int
+	Switches  int
+	Managers  int // managers on one database (server engines; SQLite always runs one)
+	Binary    string
+	WorkDir   string
+	Out       io.Writer
+	Verbose   bool // print every operation
 	// Parallel runs the engines at once, each on its fabric, database and
 	// managers of its own, instead of one after the other.
 	Parallel bool
 	// CollidingIDs draws two network IDs that share their first 27
 	// characters, which the partition names keep.
 	CollidingIDs bool
+	// Kubernetes runs ib-kubernetes as a second client at once, through the
+	// pkeys API, on hosts of its own.
+	Kubernetes bool
 }
 
 // flags are the afm-soak flags that draw the same requests and faults on engine.
@@ -49,9 +61,9 @@ func (o Options) flags(engine string) string {
 	if faults == "" {
 		faults = "none"
 	}
-	f := fmt.Sprintf("--engines %s --seed %d --ops %d --faults %s --hosts %d --switches %d --managers %d",
-		engine, o.Seed, o.Ops, faults, o.Hosts, o.Switches, o.Managers)
-	f += fmt.Sprintf(" --colliding-ids=%v", o.CollidingIDs)
+	f := fmt.Sprintf("--engines %s --seed %d --ops %d --faults %s --fault-rate %d --hosts %d --switches %d --managers %d",
+		engine, o.Seed, o.Ops, faults, o.FaultRate, o.Hosts, o.Switches, o.Managers)
+	f += fmt.Sprintf(" --colliding-ids=%v --kubernetes=%v", o.CollidingIDs, o.Kubernetes)
 	return f
 }
 
@@ -62,6 +74,9 @@ type Result struct {
 	Seed                              uint64
 	Accepted, Refused, NotFound, Lost int
 	EditFailures                      int            // jobs failed by a hand edit during their sweep
+	PKeyFailures                      int            // jobs failed in a round whose host OpenSM could not program
+	LostJobs                          int            // jobs lost to a restore that answered 404
+	KubeOps                           int            // of Ops, ib-kubernetes' changes
 	ByFault                           map[string]int // faults by kind
 }
 
@@ -76,16 +91,17 @@ var errStop = errors.New("stopped at a violation")
 
 // Run runs the soak on each engine in turn.
 func Run(ctx context.Context, o Options) ([]Result, error) {
+	// The soak's own connections meet killed Galera nodes and restores: the
+	// driver's log of their broken packets is noise here, their errors are
+	// handled where they are returned.
+	mysql.SetLogger(&mysql.NopLogger{})
 	var srv *servers
-	for _, e := range o.Engines {
-		if e != config.EngineSQLite {
-			var err error
-			if srv, err = startServers(ctx, filepath.Join(o.WorkDir, "servers")); err != nil {
-				return nil, err
-			}
-			defer srv.stop()
-			break
+	if slices.ContainsFunc(o.Engines, func(e string) bool { return e != config.EngineSQLite }) {
+		var err error
+		if srv, err = startServers(ctx, filepath.Join(o.WorkDir, "servers"), slices.Contains(o.Engines, engineGalera)); err != nil {
+			return nil, err
 		}
+		defer srv.stop()
 	}
 	if !o.Parallel {
 		var results []Result
@@ -144,6 +160,13 @@ type job struct {
 	// the job (the driver sends it again) and applies once more: a failure
 	// the model expects.
 	edited bool
+	// pkeyRound: a host OpenSM cannot program came in the job's round. The
+	// sweep then ends with errors, and the manager may fail the jobs it
+	// cannot prove, with the reason: a failure the model accepts.
+	pkeyRound bool
+	// underPKeyError: the request changed that host's table while OpenSM
+	// could not program it: its job must not complete until healed.
+	underPKeyError bool
 }
 
 // run is one engine's soak.
@@ -167,13 +190,27 @@ type run struct {
 	// excluded hosts are not read until the fabric has converged again: their
 	// links are down, or a fault (a hand edit, a new fabric) changed the
 	// tables under the manager.
-	excluded   map[fabric.GUID]string
-	leaked     int // OpenSMs killed without detaching from ibsim
-	faultKind  []string
-	deferred   []*manager // killed leaders, started again at the end of the round
-	dir        string
+	excluded  map[fabric.GUID]string
+	leaked    int // OpenSMs killed without detaching from ibsim
+	faultKind []string
+	deferred  []*manager // killed leaders, started again at the end of the round
+	dir       string
+	dbURL     string // the database, directly (the managers reach it through their proxies)
+	deck      []string
+	// jobOrder are the job paths given out, in order; jobOwner says for
+	// which request each was: no id may answer for two changes.
+	jobOrder   []string
+	jobOwner   *jobOwners
+	backup     *savedBackup
+	lostJobs   map[string]bool // given out after the backup a restore put back: must answer 404
+	pkeyFault  *pkeyFault      // the round's host OpenSM cannot program, if any
+	masters    *masterWatch
+	kube       *kubeClient // nil without --kubernetes
+	kubeHosts  []fabric.GUID
+	epoch      atomic.Int64 // odd while a fault is in effect (see kubeClient)
 	timing     string
 	failed     bool // the run could not go on: its directory is kept
+	stopped    bool // a violation the model cannot go on from
 	converging time.Duration
 	reading    time.Duration // reading pkey tables
 	reads      int
@@ -183,15 +220,12 @@ func runEngine(ctx context.Context, o Options, engine string, srv *servers) (Res
 	r := &run{o: o, engine: engine, rng: rand.New(rand.NewPCG(o.Seed, 0x50a4)), route: rand.New(rand.NewPCG(o.Seed, 1)),
 		model: NewModel(), srv: srv,
 		client: &http.Client{Timeout: 30 * time.Second}, excluded: map[fabric.GUID]string{},
-		res: Result{Engine: engine, Seed: o.Seed, ByFault: map[string]int{}}, dir: filepath.Join(o.WorkDir, engine)}
+		res: Result{Engine: engine, Seed: o.Seed, ByFault: map[string]int{}}, dir: filepath.Join(o.WorkDir, engine),
+		jobOwner: &jobOwners{owner: map[string]string{}}, lostJobs: map[string]bool{}}
 	for _, f := range o.Faults {
-		if f == faultRestartDB && engine == config.EngineSQLite {
-			continue
+		if r.applies(f) {
+			r.faultKind = append(r.faultKind, f)
 		}
-		if f == faultKillLeader && (engine == config.EngineSQLite || o.Managers < 2) {
-			continue
-		}
-		r.faultKind = append(r.faultKind, f)
 	}
 	fmt.Fprintf(o.Out, "soak %s: seed %d, %d hosts, %d switches, %d manager(s), faults %s\n", engine, o.Seed,
 		o.Hosts, o.Switches, r.managerCount(), strings.Join(r.faultKind, ","))
@@ -199,10 +233,22 @@ func runEngine(ctx context.Context, o Options, engine string, srv *servers) (Res
 	err := r.setup(ctx)
 	setup := time.Since(began)
 	if err == nil {
+		if r.kube != nil {
+			r.kube.start(ctx)
+		}
 		err = r.loop(ctx)
 	}
-	if err == nil {
+	if r.kube != nil {
+		r.kube.close()
+		r.drainKube()
+	}
+	if err == nil && !r.stopped {
 		err = r.converge(ctx, "the end of the run")
+	}
+	if r.kube != nil {
+		r.res.KubeOps = int(r.kube.ops.Load())
+		r.res.Ops += r.res.KubeOps
+		r.res.Checks += int(r.kube.checks.Load())
 	}
 	r.timing = fmt.Sprintf("%s in all: %s to set up, %s converging after faults, %s reading %d pkey tables",
 		time.Since(began).Round(100*time.Millisecond), setup.Round(100*time.Millisecond),
@@ -221,15 +267,38 @@ func runEngine(ctx context.Context, o Options, engine string, srv *servers) (Res
 			byFault = append(byFault, fmt.Sprintf("%s %d", f, n))
 		}
 	}
-	fmt.Fprintf(o.Out, "  %s: %d accepted, %d refused, %d not found, %d sent again, %d jobs failed by a hand edit during their sweep; faults: %s; %s\n",
-		engine, r.res.Accepted, r.res.Refused, r.res.NotFound, r.res.Lost, r.res.EditFailures, strings.Join(byFault, ", "), r.timing)
+	fmt.Fprintf(o.Out, "  %s: %d accepted, %d refused, %d not found, %d sent again, %d jobs failed by a hand edit during their sweep, "+
+		"%d by a host OpenSM could not program, %d lost to a restore answered 404, %d Kubernetes changes; faults: %s; %s\n",
+		engine, r.res.Accepted, r.res.Refused, r.res.NotFound, r.res.Lost, r.res.EditFailures, r.res.PKeyFailures, r.res.LostJobs, r.res.KubeOps,
+		strings.Join(byFault, ", "), r.timing)
 	fmt.Fprintln(o.Out, r.res)
 	return r.res, err
 }
 
+// applies says whether a fault kind can happen on the run's engine and managers.
+func (r *run) applies(f string) bool {
+	switch f {
+	case faultRestartDB:
+		// Galera's nodes are killed by galera-writers, one at a time.
+		return r.engine == config.EnginePostgres || r.engine == config.EngineMySQL
+	case faultKillLeader:
+		return r.managerCount() > 1
+	case faultDBLatency, faultDBPartition:
+		return r.engine != config.EngineSQLite
+	case faultGaleraWriters:
+		return r.engine == engineGalera
+	}
+	return true
+}
+
+// managerCount is how many managers share the database: one on SQLite, at
+// least one per node on Galera.
 func (r *run) managerCount() int {
-	if r.engine == config.EngineSQLite {
+	switch r.engine {
+	case config.EngineSQLite:
 		return 1
+	case engineGalera:
+		return max(3, r.o.Managers)
 	}
 	return max(1, r.o.Managers)
 }
@@ -245,6 +314,15 @@ func (r *run) logf(format string, args ...any) {
 // violation records a broken promise; the run stops after the check that
 // found it.
 func (r *run) violation(format string, args ...any) {
+	r.finding(format, args...)
+	r.stopped = true
+}
+
+// finding records a broken promise that leaves the model true (a wrong
+// status code, a job id given twice, whose job is then not followed): it
+// counts as a violation, and the run goes on, so that one run shows every
+// such finding.
+func (r *run) finding(format string, args ...any) {
 	r.res.Violations++
 	line := "VIOLATION: " + fmt.Sprintf(format, args...)
 	r.history = append(r.history, line)
@@ -260,31 +338,39 @@ func (r *run) setup(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("start simulated fabric: %w", err)
 	}
-	for _, h := range r.fabric.Hosts {
+	for i, h := range r.fabric.Hosts {
+		if r.o.Kubernetes && i >= len(r.fabric.Hosts)-kubeHostCount {
+			r.kubeHosts = append(r.kubeHosts, h.PortGUID)
+			continue
+		}
 		r.hosts = append(r.hosts, h.PortGUID)
 	}
 	r.gen = newGenerator(r.rng, r.model, r.hosts, r.o.CollidingIDs)
 	r.tables = []Tables{r.model.Tables(r.hosts)}
 	r.parts = []string{r.model.Partitions()}
-	dbURL := ""
 	if r.engine == config.EngineSQLite {
-		dbURL, err = (&servers{}).createDatabase(ctx, r.engine, r.dir, "")
+		r.dbURL, err = (&servers{}).createDatabase(ctx, r.engine, r.dir, "")
 	} else {
-		dbURL, err = r.srv.createDatabase(ctx, r.engine, r.dir, fmt.Sprintf("afm_soak_%d", r.o.Seed%1_000_000))
+		r.dbURL, err = r.srv.createDatabase(ctx, r.engine, r.dir, fmt.Sprintf("afm_soak_%d", r.o.Seed%1_000_000))
 	}
 	if err != nil {
 		return err
 	}
+	r.masters = watchMasters(r.dir)
 	for i := range r.managerCount() {
 		m := &manager{index: i, dir: filepath.Join(r.dir, fmt.Sprintf("manager%d", i)), binary: r.o.Binary}
 		m.conf = filepath.Join(m.dir, "afm.conf")
 		if err := os.MkdirAll(m.dir, 0o755); err != nil {
 			return err
 		}
-		if err := m.writeConf(dbURL, r.fabric, r.managerCount() > 1); err != nil {
+		r.managers = append(r.managers, m)
+		dbURL, err := r.managerDB(m)
+		if err != nil {
 			return err
 		}
-		r.managers = append(r.managers, m)
+		if err := m.writeConf(dbURL, r.fabric, r.managerCount() > 1, r.o.Kubernetes); err != nil {
+			return err
+		}
 		if err := m.start(ctx, r.client); err != nil {
 			return err
 		}
@@ -294,12 +380,66 @@ func (r *run) setup(ctx context.Context) error {
 			}
 		}
 	}
+	if r.o.Kubernetes {
+		var urls []string
+		for _, m := range r.managers {
+			urls = append(urls, m.url)
+		}
+		r.kube = newKubeClient(r.o.Seed, urls, r.kubeHosts, r.fabric, &r.epoch, r.jobOwner)
+	}
 	return nil
+}
+
+// drainKube takes ib-kubernetes' history and violations into the run's.
+func (r *run) drainKube() {
+	if r.kube == nil {
+		return
+	}
+	history, findings := r.kube.drain()
+	for _, l := range history {
+		r.logf("%s", l)
+	}
+	for _, f := range findings {
+		r.res.Violations++
+		fmt.Fprintf(r.o.Out, "  %s: VIOLATION: k8s %s\n", r.engine, f.line)
+		r.stopped = r.stopped || f.stop
+	}
+}
+
+// managerDB starts the manager's proxy to its database server (on Galera,
+// to node index mod 3) and returns the URL the manager connects with.
+func (r *run) managerDB(m *manager) (string, error) {
+	if r.engine == config.EngineSQLite {
+		return r.dbURL, nil
+	}
+	target := r.dbURL
+	if r.engine == engineGalera {
+		m.node = m.index % 3
+		var err error
+		if target, err = r.srv.nodeURL(r.dbURL, m.node); err != nil {
+			return "", err
+		}
+	}
+	u, err := url.Parse(target)
+	if err != nil {
+		return "", err
+	}
+	if m.proxy, err = newProxy(u.Host); err != nil {
+		return "", fmt.Errorf("database proxy of manager %d: %w", m.index, err)
+	}
+	u.Host = m.proxy.addr()
+	return u.String(), nil
 }
 
 func (r *run) teardown() {
 	for _, m := range r.managers {
 		m.stop()
+		if m.proxy != nil {
+			m.proxy.close()
+		}
+	}
+	if r.masters != nil {
+		r.masters.close()
 	}
 	if r.fabric != nil {
 		r.fabric.Stop()
@@ -351,7 +491,7 @@ func (r *run) loop(ctx context.Context) error {
 		if err := r.round(ctx); err != nil {
 			return err
 		}
-		if r.res.Violations > 0 {
+		if r.stopped {
 			return errStop
 		}
 		if r.res.Ops >= nextProgress {
@@ -369,16 +509,31 @@ func (r *run) loop(ctx context.Context) error {
 // waits for the fabric to converge on the model.
 func (r *run) round(ctx context.Context) error {
 	k := min(1+r.rng.IntN(4), r.o.Ops-r.res.Ops)
-	faultAt := -1
-	if len(r.faultKind) > 0 && r.rng.IntN(100) < 30 {
-		faultAt = r.rng.IntN(k + 1)
+	faultAt, kind := -1, ""
+	if len(r.faultKind) > 0 && r.rng.IntN(100) < r.o.FaultRate {
+		faultAt, kind = r.rng.IntN(k+1), r.deal()
+		switch kind {
+		case faultPKeyErrors:
+			faultAt = 0 // before the requests: their sweeps meet the host OpenSM cannot program
+		case faultRestoreDB:
+			faultAt = k // after the requests: their jobs, polled after it, are lost
+		}
 	}
+	// A backup now and then, which a later restore-db puts back.
+	if slices.Contains(r.faultKind, faultRestoreDB) && (r.backup == nil || r.rng.IntN(4) == 0) {
+		if err := r.takeBackup(ctx); err != nil {
+			return err
+		}
+	}
+	defer r.reportMasters()
+	defer r.drainKube()
+	r.pkeyFault = nil
 	var f *fault
 	var jobs []job
 	for i := 0; i <= k; i++ {
 		if i == faultAt {
 			var err error
-			if f, err = r.inject(ctx); err != nil {
+			if f, err = r.inject(ctx, kind); err != nil {
 				return err
 			}
 
@@ -390,7 +545,7 @@ func (r *run) round(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if r.res.Violations > 0 {
+		if r.stopped {
 			return nil
 		}
 		if j != nil {
@@ -402,12 +557,13 @@ func (r *run) round(ctx context.Context) error {
 		// reads the edited file may log its errors after the offset the
 		// job's apply noted.
 		jobs[i].edited = f != nil && f.name == faultEditPartition
+		jobs[i].pkeyRound = f != nil && f.name == faultPKeyErrors
 	}
 	for _, j := range jobs {
 		if err := r.waitJob(ctx, j); err != nil {
 			return err
 		}
-		if r.res.Violations > 0 {
+		if r.stopped {
 			return nil
 		}
 	}
@@ -439,6 +595,10 @@ func (r *run) request(ctx context.Context) (*job, error) {
 		a = send(ctx, r.client, m.url, o.Method, o.Path, o.Body)
 		if a.Err == nil && a.Status < 500 {
 			break
+		}
+		if a.Err == nil && a.Status == 500 {
+			r.finding("#%d %s: answered %s: networking-mlnx counts a 500 against its retry_count (an unreachable "+
+				"database answers 503; a conflict the database resolved is retried inside the manager)", r.res.Ops, o, a)
 		}
 		// No answer, or a server error: the driver sends the request again.
 		// The change may or may not have been recorded (all our requests are
@@ -486,6 +646,7 @@ func (r *run) request(ctx context.Context) (*job, error) {
 			j.hosts = append(j.hosts, h)
 		}
 	}
+	j.underPKeyError = r.needsErroredHost(j, after)
 	if a.Status == 404 { // the lost attempt's job is unknown
 		return nil, nil
 	}
@@ -495,7 +656,24 @@ func (r *run) request(ctx context.Context) (*job, error) {
 		return nil, nil
 	}
 	j.path = path
+	// No job id may answer for two changes: networking-mlnx would read
+	// another change's outcome as its own.
+	if owner, twice := r.jobOwner.claim(path, fmt.Sprintf("#%d %s", r.res.Ops, o)); twice {
+		r.finding("#%d %s: given job %s, which was already given to %s", r.res.Ops, o, path, owner)
+		return nil, nil
+	}
+	r.jobOrder = append(r.jobOrder, path)
 	return j, nil
+}
+
+// needsErroredHost says whether OpenSM must program the host it cannot
+// program now for the job to complete: the request changed its table, and
+// the fabric cannot already hold the new one (no state between the floor
+// and this request had it).
+func (r *run) needsErroredHost(j *job, after Tables) bool {
+	pf := r.pkeyFault
+	return pf != nil && pf.active.Load() && slices.Contains(j.hosts, pf.host) &&
+		!r.matchesAny(pf.host, after[pf.host], r.floor, j.index-1)
 }
 
 // liveManager is a running manager, drawn at random: from a source of its
@@ -522,13 +700,22 @@ func (r *run) waitJob(ctx context.Context, j job) error {
 	for {
 		m := r.liveManager()
 		a := send(ctx, r.client, m.url, "GET", "/"+j.path, "")
-		if a.Err == nil && a.Status == 200 {
+		if r.lostJobs[j.path] {
+			if done := r.lostJob(j, a); done {
+				return nil
+			}
+		} else if a.Err == nil && a.Status == 200 {
 			var s jobStatus
 			if err := jsonUnmarshal(a.Body, &s); err != nil {
 				return fmt.Errorf("job %s: %v: %s", j.path, err, a.Body)
 			}
 			switch s.Status {
 			case "Completed":
+				if pf := r.pkeyFault; j.underPKeyError && pf.active.Load() {
+					r.violation("job %s of %s: Completed while OpenSM could not program %s, whose table it changed (%s)",
+						j.path, j.op, r.hostName(pf.host), s.Summary)
+					return nil
+				}
 				r.completed(ctx, j, s)
 				return nil
 			case "Pending", "Running":
@@ -536,6 +723,12 @@ func (r *run) waitJob(ctx context.Context, j job) error {
 				if j.edited && strings.HasPrefix(s.Summary, "OpenSM did not apply the partitions file with this change") {
 					r.res.EditFailures++
 					r.logf("job %s Failed, as a hand edit during its sweep explains: %s", j.path, s.Summary)
+					return nil
+				}
+				if j.pkeyRound && strings.TrimSpace(s.Summary) != "" {
+					r.res.PKeyFailures++
+					r.logf("job %s Failed in a round with a host OpenSM could not program (touches it: %v): %s", j.path,
+						slices.Contains(j.hosts, r.pkeyFault.host), s.Summary)
 					return nil
 				}
 				fallthrough
@@ -559,6 +752,50 @@ func (r *run) waitJob(ctx context.Context, j job) error {
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, maxJobPoll)
+	}
+}
+
+// jobOwners are the job ids given out to either client, and for which
+// change: no id may answer for two.
+type jobOwners struct {
+	mu    sync.Mutex
+	owner map[string]string
+}
+
+// claim records path as owner's; when another change had it, it returns
+// that change and true.
+func (j *jobOwners) claim(path, owner string) (string, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if before, twice := j.owner[path]; twice {
+		return before, true
+	}
+	j.owner[path] = owner
+	return "", false
+}
+
+// lostJob checks a poll of a job given out after the backup a restore put
+// back: it must answer 404 (the driver then sends the change again), never
+// a job (that id now names another change, or a change the database no
+// longer holds). It says whether the wait is over.
+func (r *run) lostJob(j job, a answer) bool {
+	switch {
+	case a.Err != nil || a.Status >= 500:
+		return false
+	case a.Status == 404:
+		r.res.LostJobs++
+		r.logf("job %s of %s, lost to the restore, answers 404", j.path, j.op)
+		return true
+	}
+	r.finding("job %s of %s was given out after the backup the database was restored from; it answers %s instead of 404",
+		j.path, j.op, a)
+	return true
+}
+
+// reportMasters turns the master watch's findings into violations.
+func (r *run) reportMasters() {
+	for _, f := range r.masters.findings() {
+		r.violation("two masters: %s", f)
 	}
 }
 
@@ -717,8 +954,20 @@ func (r *run) converge(ctx context.Context, after string) error {
 	defer func() { r.converging += time.Since(began) }()
 	hi := len(r.tables) - 1
 	want := r.tables[hi]
-	deadline := time.Now().Add(90 * time.Second)
+	wantParts := r.parts[hi]
 	pending := slices.Clone(r.hosts)
+	if r.kube != nil {
+		// ib-kubernetes waits meanwhile: its model stands still.
+		r.kube.gate.Lock()
+		defer r.kube.gate.Unlock()
+		want = maps.Clone(want)
+		for _, h := range r.kubeHosts {
+			want[h] = r.kube.table(h)
+		}
+		pending = append(pending, r.kubeHosts...)
+		wantParts = mergeParts(wantParts, r.kube.partitions())
+	}
+	deadline := time.Now().Add(90 * time.Second)
 	var last string
 	for {
 		var still []fabric.GUID
@@ -734,7 +983,7 @@ func (r *run) converge(ctx context.Context, after string) error {
 			still = append(still, h)
 		}
 		pending = still
-		fileErr := r.checkFile()
+		fileErr := r.checkFile(wantParts)
 		if len(pending) == 0 && fileErr == nil {
 			r.res.Checks++
 			break
@@ -752,13 +1001,16 @@ func (r *run) converge(ctx context.Context, after string) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	clear(r.excluded)
+	if r.epoch.Load()%2 == 1 {
+		r.epoch.Add(1) // the fault is over
+	}
 	r.logf("converged after %s: %d hosts and the partitions file hold the model's state", after, len(r.hosts))
 	return nil
 }
 
 // checkFile compares the partitions file of the manager that runs OpenSM
 // with the model's partitions; with several managers, only one may run it.
-func (r *run) checkFile() error {
+func (r *run) checkFile(want string) error {
 	var m *manager
 	var running []string
 	for _, x := range r.managers {
@@ -784,7 +1036,7 @@ func (r *run) checkFile() error {
 	if err != nil {
 		return err
 	}
-	if want := r.parts[len(r.parts)-1]; got != want {
+	if got != want {
 		return fmt.Errorf("partitions file of manager %d holds %s; the model %s", m.index, got, want)
 	}
 	return nil

@@ -108,16 +108,18 @@ func workBase(flagged string) string {
 func parseFlags(args []string) (soak.Options, error) {
 	fs := flag.NewFlagSet("afm-soak", flag.ContinueOnError)
 	o := soak.Options{Out: os.Stdout}
-	engines := fs.String("engines", "sqlite,postgres,mysql", "engines to soak, comma-separated, one after the other (or at once: --parallel)")
+	engines := fs.String("engines", "sqlite,postgres,mysql", "engines to soak, comma-separated, one after the other (or at once: --parallel): sqlite, postgres, mysql, galera")
 	fs.IntVar(&o.Ops, "ops", 500, "operations (requests) per engine")
 	fs.DurationVar(&o.Duration, "duration", 0, "stop each engine's run after this long, even before --ops (0: no limit)")
 	seed := fs.String("seed", "random", "the seed of the operations and faults (a number, or random: drawn and printed)")
 	faults := fs.String("faults", strings.Join(soak.CIFaults, ","),
 		"fault kinds, comma-separated; all: "+strings.Join(soak.Faults, ",")+"; none: no faults")
+	fs.IntVar(&o.FaultRate, "fault-rate", soak.DefaultFaultRate, "percentage of rounds with a fault (the kinds are dealt in turn, each once per deck)")
 	fs.IntVar(&o.Hosts, "hosts", 16, "hosts of the simulated fabric")
 	fs.IntVar(&o.Switches, "switches", 2, "switches of the simulated fabric")
-	fs.IntVar(&o.Managers, "managers", 1, "managers sharing the database on PostgreSQL and MariaDB (kill-leader needs 2 or more; with it the default is 3)")
+	fs.IntVar(&o.Managers, "managers", 1, "managers sharing the database on PostgreSQL and MariaDB (kill-leader needs 2 or more; with it the default is 3); Galera runs at least 3, one per node")
 	fs.BoolVar(&o.CollidingIDs, "colliding-ids", true, "draw two network IDs that share their first 27 characters (--colliding-ids=false: none)")
+	fs.BoolVar(&o.Kubernetes, "kubernetes", true, "run ib-kubernetes as a second client at once, through the pkeys API, on the last 2 hosts (--kubernetes=false: none)")
 	fs.BoolVar(&o.Parallel, "parallel", false, "run the engines at once (each on its own fabric, database server and managers), not one after the other")
 	fs.BoolVar(&o.Verbose, "verbose", false, "print every operation, answer and check")
 	fs.StringVar(&o.WorkDir, "work-dir", "", "where the run's directory is made (default: "+shmDir+" when it is a writable directory, else /tmp); the database servers' users must reach it")
@@ -129,8 +131,8 @@ func parseFlags(args []string) (soak.Options, error) {
 	}
 	for _, e := range strings.Split(*engines, ",") {
 		if e = strings.TrimSpace(e); e != "" {
-			if !slices.Contains([]string{"sqlite", "postgres", "mysql"}, e) {
-				return o, fmt.Errorf("--engines: unknown engine %q: want sqlite, postgres or mysql", e)
+			if !slices.Contains([]string{"sqlite", "postgres", "mysql", "galera"}, e) {
+				return o, fmt.Errorf("--engines: unknown engine %q: want sqlite, postgres, mysql or galera", e)
 			}
 			o.Engines = append(o.Engines, e)
 		}
@@ -174,6 +176,8 @@ func parseFlags(args []string) (soak.Options, error) {
 		return o, fmt.Errorf("--hosts %d: want 2 to 64", o.Hosts)
 	case o.Switches < 1 || o.Switches > 8:
 		return o, fmt.Errorf("--switches %d: want 1 to 8", o.Switches)
+	case o.FaultRate < 0 || o.FaultRate > 100:
+		return o, fmt.Errorf("--fault-rate %d: want 0 to 100", o.FaultRate)
 	case o.Managers < 1 || o.Managers > 5:
 		return o, fmt.Errorf("--managers %d: want 1 to 5", o.Managers)
 	}

@@ -1,0 +1,65 @@
+package soak
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
+
+// TestDealEveryKind: each deck deals every kind once, so that a short run
+// with a fault in each round meets every kind.
+func TestDealEveryKind(t *testing.T) {
+	r := &run{rng: rand.New(rand.NewPCG(1, 2)), faultKind: []string{faultDBLatency, faultDBPartition, faultGaleraWriters,
+		faultSlowSweep, faultPKeyErrors, faultRestoreDB}}
+	for deck := range 3 {
+		var dealt []string
+		for range len(r.faultKind) {
+			dealt = append(dealt, r.deal())
+		}
+		slices.Sort(dealt)
+		want := slices.Sorted(slices.Values(r.faultKind))
+		if !slices.Equal(dealt, want) {
+			t.Errorf("deck %d dealt %v, want each of %v once", deck, dealt, want)
+		}
+	}
+}
+
+// TestModelSnapshotRestore: a restore puts the recorded state back, and
+// later changes to the model do not reach the snapshot.
+func TestModelSnapshotRestore(t *testing.T) {
+	h1 := fabricsim.HostGUID(1)
+	hosts := []fabric.GUID{h1}
+	m := NewModel()
+	m.PutNetwork(network{ID: "n1", Type: typeVLAN, Physnet: ourPhysnet, VLAN: vlan(101)}).Apply()
+	m.PutPort(portRequest{ID: "p1", s: sent{Network: "n1", Host: "compute-1", DeviceOwner: "compute:nova",
+		ClientID: "20:" + guidOctets(h1), GUID: &h1}}).Apply()
+	snap := m.snapshot()
+	backupParts, backupTables := m.Partitions(), m.Tables(hosts)
+	m.DeletePort("p1", &h1).Apply()
+	m.PutNetwork(network{ID: "n2", Type: typeVLAN, Physnet: ourPhysnet, VLAN: vlan(102)}).Apply()
+	if m.Partitions() == backupParts {
+		t.Fatal("the changes after the snapshot changed nothing: the test proves nothing")
+	}
+	m.restore(snap)
+	if got := m.Partitions(); got != backupParts {
+		t.Errorf("restored partitions %s, want the snapshot's %s", got, backupParts)
+	}
+	if got := m.Tables(hosts)[h1]; !slices.Equal(got, backupTables[h1]) {
+		t.Errorf("restored table %s, want %s", hexKeys(got), hexKeys(backupTables[h1]))
+	}
+	m.DeletePort("p1", &h1).Apply() // must not reach the snapshot
+	m.restore(snap)
+	if got := m.Partitions(); got != backupParts {
+		t.Errorf("a second restore gives %s, want %s", got, backupParts)
+	}
+}
+
+func TestMergeParts(t *testing.T) {
+	got := mergeParts("0x0065:a;0x7ffe:;", "0x1001:b,c;0x1003:;")
+	if want := "0x0065:a;0x1001:b,c;0x1003:;0x7ffe:;"; got != want {
+		t.Errorf("mergeParts = %s, want %s", got, want)
+	}
+}
