@@ -53,6 +53,12 @@ func IsUnavailable(err error) bool {
 			2006, // CR_SERVER_GONE_ERROR
 			2013: // CR_SERVER_LOST
 			return true
+		case 1047: // ER_UNKNOWN_COM_ERROR
+			// Galera answers it while a node is not (yet) a synced member
+			// of the cluster: "WSREP has not yet prepared node for
+			// application use". The node takes requests again once it has
+			// rejoined, as a server that restarted does.
+			return strings.Contains(myErr.Message, "WSREP")
 		}
 		return false
 	}

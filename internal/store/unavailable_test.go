@@ -43,6 +43,8 @@ func TestIsUnavailable(t *testing.T) {
 		{"mysql server shutdown", &mysql.MySQLError{Number: 1053}, true},
 		{"mysql connection killed", &mysql.MySQLError{Number: 1927}, true},
 		{"mysql gone away", &mysql.MySQLError{Number: 2006}, true},
+		{"galera node not synced", &mysql.MySQLError{Number: 1047, Message: "WSREP has not yet prepared node for application use"}, true},
+		{"mysql unknown command", &mysql.MySQLError{Number: 1047, Message: "Unknown command"}, false},
 		{"nil", nil, false},
 		{"no rows", sql.ErrNoRows, false},
 		{"not found", store.ErrNotFound, false},
