@@ -313,3 +313,42 @@ func TestLeaseTakenAfterExpiryLeadsOnlyOnceThePreviousLeaderGaveUp(t *testing.T)
 		}
 	}
 }
+
+// A term that ends while it waits out an expired lease's previous leader (the
+// manager stops, or the lease is lost) never leads, and leaves the lease to
+// expire instead of releasing it: the next taker must wait as well, since the
+// previous leader may not have given up yet.
+func TestLeaseTermEndedDuringTheWaitNeitherLeadsNorReleases(t *testing.T) {
+	const timeout = 4 * time.Second
+	for _, engine := range []string{config.EnginePostgres, config.EngineMySQL} {
+		t.Run(engine, func(t *testing.T) {
+			s := storetest.OpenManagers(t, engine, 1)[0]
+			leases, err := s.Leases()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if _, won, err := leases.TakeLease(ctx, "previous", 200*time.Millisecond); err != nil || !won {
+				t.Fatalf("the previous holder's take = %v, %v", won, err)
+			}
+			waitUntil(t, "the previous lease to expire", func() bool {
+				l, err := leases.ReadLease(ctx)
+				return err == nil && !l.Held()
+			})
+			e := &LeaseElector{Leases: leases, Holder: "A", Log: slog.New(slog.DiscardHandler),
+				LeaseTimeout: timeout, Stop: func(context.Context, int64) error { return nil }}
+			stopping, stop := context.WithTimeout(ctx, timeout/4) // the manager stops during the wait
+			defer stop()
+			led := false
+			_ = e.termOnce(stopping, func(context.Context, Term) error { led = true; return nil })
+			if led {
+				t.Error("led a term that ended while waiting out the previous leader")
+			}
+			l, err := leases.ReadLease(ctx)
+			if err != nil || l.Holder != "A" || l.ExpiresAt == nil {
+				t.Errorf("the lease after the term = %+v, %v; want A's, left to expire, not released", l, err)
+			}
+		})
+	}
+}
