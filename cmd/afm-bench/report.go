@@ -151,7 +151,7 @@ func table(results []engineResult, render renderResult, o options) string {
 	}
 	if o.runs("failover") {
 		row(fmt.Sprintf("**7. HA failover**: three managers, kill -9 of the leader → the next job Completed, %d rounds, median / max", o.failoverRounds),
-			fmt.Sprintf("≤ lease_timeout %s + %s + a sweep", o.leaseTimeout, o.leaseTimeout/5), func(r engineResult) string {
+			fmt.Sprintf("≤ lease_timeout %s + %s + %s + a sweep", o.leaseTimeout, o.leaseTimeout/5, o.leaseTimeout/2), func(r engineResult) string {
 				if len(r.failover.took) == 0 {
 					return "n/a (one manager)"
 				}

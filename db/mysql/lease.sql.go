@@ -123,7 +123,7 @@ func (q *Queries) SetFreeze(ctx context.Context, arg SetFreezeParams) (int64, er
 
 const takeLease = `-- name: TakeLease :execrows
 
-UPDATE leadership SET term = term + 1,
+UPDATE leadership SET term = GREATEST(term + 1, FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000)),
     previous_holder = holder,
     previous_expired = (expires_at IS NOT NULL),
     suspect = CASE WHEN freeze_reason <> '' THEN suspect WHEN expires_at IS NOT NULL THEN holder ELSE '' END,
@@ -145,6 +145,9 @@ type TakeLeaseParams struct {
 // held) or expired; it changes no row otherwise. The holder before a lease that
 // expired becomes the suspect (whose OpenSM may still run), unless a freeze is
 // still unresolved, whose suspect stays.
+// A term is never given twice, even after a restore from a backup (or a
+// failover to an asynchronous replica) put an older row back: it is the larger
+// of the next term and the database's clock in milliseconds, as job ids are.
 func (q *Queries) TakeLease(ctx context.Context, arg TakeLeaseParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, takeLease, arg.Holder, arg.TtlMicros)
 	if err != nil {

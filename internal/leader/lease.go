@@ -24,6 +24,16 @@ import (
 // stopped is the lease released, so that a follower can take over at once; a
 // leader that could not stop it leaves the lease to expire.
 //
+// A manager that took a lease that expired instead of being released waits
+// T/2 after its take before it leads, renewing meanwhile: the row does not
+// prove that the previous leader is gone. A restore from a backup (or a
+// failover to an asynchronous replica) can put back an old, expired row while
+// a leader still runs, which learns of it only at its next renewal; whoever
+// the row names, every leader gives up at most T/2 after its last successful
+// renewal, which was sent before the take. A released lease is taken without
+// waiting: its holder stopped its OpenSM before releasing it. A term that ends
+// during the wait leaves the lease to expire, so that the next taker waits too.
+//
 // The advisory lock is only a fast path: a follower that cannot take it (its
 // holder's session lives) reads the lease before trying to take it; where the
 // lock is not cluster-wide (Galera) every follower goes straight to the lease.
@@ -134,6 +144,7 @@ func (e *LeaseElector) termOnce(ctx context.Context, lead func(context.Context, 
 	if err != nil || !won {
 		return err
 	}
+	tookAt := time.Now()
 	defer e.release(ctx, lock)
 	term := taken.Term
 	log := e.Log.With("term", term, "holder", e.Holder)
@@ -223,7 +234,11 @@ func (e *LeaseElector) termOnce(ctx context.Context, lead func(context.Context, 
 		}
 	}()
 
-	leadErr := lead(lctx, Term{ID: term, Taken: taken})
+	var leadErr error
+	waited := !taken.PreviousExpired || e.waitOutPrevious(lctx, tookAt, log)
+	if waited {
+		leadErr = lead(lctx, Term{ID: term, Taken: taken})
+	}
 	cancel(nil)
 	<-renewed
 	mu.Lock()
@@ -249,6 +264,8 @@ func (e *LeaseElector) termOnce(ctx context.Context, lead func(context.Context, 
 	case stopErr != nil:
 		log.Error("OpenSM may still run; leaving the lease to expire", "error", stopErr)
 	case wasLost:
+	case !waited:
+		log.Warn("the term ended before the previous leader was known to have given up; leaving the lease to expire")
 	default:
 		rctx, rcancel := e.bounded(context.WithoutCancel(ctx))
 		if _, err := e.Leases.ReleaseLease(rctx, term); err != nil {
@@ -265,4 +282,21 @@ func (e *LeaseElector) termOnce(ctx context.Context, lead func(context.Context, 
 		return fmt.Errorf("term %d: %w", term, leadErr)
 	}
 	return nil
+}
+
+// waitOutPrevious waits until half the lease timeout has passed since the
+// take of an expired lease (the renewal goroutine renews it meanwhile): by
+// then any previous leader has seen its renewal fail or given up, and stopped
+// its OpenSM. False when the term ended first.
+func (e *LeaseElector) waitOutPrevious(ctx context.Context, tookAt time.Time, log *slog.Logger) bool {
+	wait := time.Until(tookAt.Add(e.LeaseTimeout / 2))
+	log.Info("waiting for any previous leader to have given up before leading", "wait", wait)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }

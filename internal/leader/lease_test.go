@@ -229,3 +229,126 @@ func waitLeaseTerm(t *testing.T, terms <-chan Term) Term {
 	}
 	return Term{}
 }
+
+// takeTimes is lease tables that note when this manager's take of the lease
+// returned.
+type takeTimes struct {
+	store.LeaseTables
+	tookAt atomic.Pointer[time.Time]
+}
+
+func (l *takeTimes) TakeLease(ctx context.Context, holder string, ttl time.Duration) (store.Lease, bool, error) {
+	lease, won, err := l.LeaseTables.TakeLease(ctx, holder, ttl)
+	now := time.Now()
+	l.tookAt.Store(&now)
+	return lease, won, err
+}
+
+// A manager that takes a lease that expired instead of being released leads
+// only half the lease timeout after its take, renewing it meanwhile: the
+// previous leader (whoever the row names, after a restore put an old row
+// back) may still run its OpenSM until then. A lease that was released is led
+// at once.
+func TestLeaseTakenAfterExpiryLeadsOnlyOnceThePreviousLeaderGaveUp(t *testing.T) {
+	const timeout = 4 * time.Second
+	for _, engine := range []string{config.EnginePostgres, config.EngineMySQL} {
+		for _, tc := range []struct {
+			name    string
+			expired bool
+		}{{"expired", true}, {"released", false}} {
+			t.Run(engine+"/"+tc.name, func(t *testing.T) {
+				s := storetest.OpenManagers(t, engine, 1)[0]
+				leases, err := s.Leases()
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				before, won, err := leases.TakeLease(ctx, "previous", 200*time.Millisecond)
+				if err != nil || !won {
+					t.Fatalf("the previous holder's take = %v, %v", won, err)
+				}
+				if tc.expired {
+					waitUntil(t, "the previous lease to expire", func() bool {
+						l, err := leases.ReadLease(ctx)
+						return err == nil && !l.Held()
+					})
+				} else if ok, err := leases.ReleaseLease(ctx, before.Term); err != nil || !ok {
+					t.Fatalf("release = %v, %v", ok, err)
+				}
+				times := &takeTimes{LeaseTables: leases}
+				e := &LeaseElector{Leases: times, Holder: "A", Log: slog.New(slog.DiscardHandler),
+					LeaseTimeout: timeout, Stop: func(context.Context, int64) error { return nil }}
+				var led time.Time
+				var taken, atLead store.Lease
+				err = e.termOnce(ctx, func(ctx context.Context, term Term) error {
+					led, taken = time.Now(), term.Taken
+					if term.Taken.PreviousExpired != tc.expired {
+						t.Errorf("took a lease with PreviousExpired %v; want %v", term.Taken.PreviousExpired, tc.expired)
+					}
+					atLead, err = leases.ReadLease(ctx)
+					if err != nil {
+						t.Errorf("read the lease: %v", err)
+					}
+					return nil
+				})
+				if err != nil || led.IsZero() {
+					t.Fatalf("the term = %v, led %v; want it led", err, !led.IsZero())
+				}
+				waited := led.Sub(*times.tookAt.Load())
+				if !tc.expired {
+					if waited >= timeout/2 {
+						t.Errorf("led %s after taking a released lease; want at once", waited)
+					}
+					return
+				}
+				if waited < timeout/2 {
+					t.Errorf("led %s after taking an expired lease; want at least %s", waited, timeout/2)
+				}
+				if atLead.Term != taken.Term || !atLead.Held() || !atLead.Heartbeat.After(*taken.Heartbeat) {
+					t.Errorf("the lease when leading = %+v; want term %d held and renewed since its take at %s",
+						atLead, taken.Term, taken.Heartbeat)
+				}
+			})
+		}
+	}
+}
+
+// A term that ends while it waits out an expired lease's previous leader (the
+// manager stops, or the lease is lost) never leads, and leaves the lease to
+// expire instead of releasing it: the next taker must wait as well, since the
+// previous leader may not have given up yet.
+func TestLeaseTermEndedDuringTheWaitNeitherLeadsNorReleases(t *testing.T) {
+	const timeout = 4 * time.Second
+	for _, engine := range []string{config.EnginePostgres, config.EngineMySQL} {
+		t.Run(engine, func(t *testing.T) {
+			s := storetest.OpenManagers(t, engine, 1)[0]
+			leases, err := s.Leases()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if _, won, err := leases.TakeLease(ctx, "previous", 200*time.Millisecond); err != nil || !won {
+				t.Fatalf("the previous holder's take = %v, %v", won, err)
+			}
+			waitUntil(t, "the previous lease to expire", func() bool {
+				l, err := leases.ReadLease(ctx)
+				return err == nil && !l.Held()
+			})
+			e := &LeaseElector{Leases: leases, Holder: "A", Log: slog.New(slog.DiscardHandler),
+				LeaseTimeout: timeout, Stop: func(context.Context, int64) error { return nil }}
+			stopping, stop := context.WithTimeout(ctx, timeout/4) // the manager stops during the wait
+			defer stop()
+			led := false
+			_ = e.termOnce(stopping, func(context.Context, Term) error { led = true; return nil })
+			if led {
+				t.Error("led a term that ended while waiting out the previous leader")
+			}
+			l, err := leases.ReadLease(ctx)
+			if err != nil || l.Holder != "A" || l.ExpiresAt == nil {
+				t.Errorf("the lease after the term = %+v, %v; want A's, left to expire, not released", l, err)
+			}
+		})
+	}
+}

@@ -5,8 +5,11 @@
 -- held) or expired; it changes no row otherwise. The holder before a lease that
 -- expired becomes the suspect (whose OpenSM may still run), unless a freeze is
 -- still unresolved, whose suspect stays.
+-- A term is never given twice, even after a restore from a backup (or a
+-- failover to an asynchronous replica) put an older row back: it is the larger
+-- of the next term and the database's clock in milliseconds, as job ids are.
 -- name: TakeLease :execrows
-UPDATE leadership SET term = term + 1,
+UPDATE leadership SET term = GREATEST(term + 1, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint),
     previous_holder = holder,
     previous_expired = (expires_at IS NOT NULL),
     suspect = CASE WHEN freeze_reason <> '' THEN suspect WHEN expires_at IS NOT NULL THEN holder ELSE '' END,

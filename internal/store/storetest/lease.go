@@ -19,7 +19,9 @@ import (
 
 // RunLease is the HA lease's suite on one database, opened once per manager
 // by open (on Galera, each manager on its own node: galera says so).
-func RunLease(t *testing.T, galera bool, open func(t *testing.T) []*store.Store) {
+// db is the database as the first manager's store opens it, for the tests that
+// restore it beside the managers.
+func RunLease(t *testing.T, galera bool, open func(t *testing.T) ([]*store.Store, Database)) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, managers []*store.Store)
@@ -32,19 +34,31 @@ func RunLease(t *testing.T, galera bool, open func(t *testing.T) []*store.Store)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			tc.fn(t, open(t))
+			m, _ := open(t)
+			tc.fn(t, m)
 		})
 	}
+	t.Run("RestoredRowNeverRepeatsATerm", func(t *testing.T) {
+		t.Parallel()
+		m, db := open(t)
+		testLeaseRestore(t, m, db)
+	})
 }
 
 // OpenManagers opens n stores on one fresh database of engine.
 func OpenManagers(t *testing.T, engine string, n int) []*store.Store {
+	stores, _ := OpenManagersOf(t, engine, n)
+	return stores
+}
+
+// OpenManagersOf is OpenManagers, and returns the database too.
+func OpenManagersOf(t *testing.T, engine string, n int) ([]*store.Store, Database) {
 	db := NewDatabase(t, engine)
 	stores := make([]*store.Store, n)
 	for i := range stores {
 		stores[i] = OpenDatabase(t, db)
 	}
-	return stores
+	return stores, db
 }
 
 // GaleraURLsEnv names the Galera cluster's nodes for the tests: their
@@ -96,12 +110,19 @@ func NewGaleraDatabase(t testing.TB) []Database {
 // OpenGaleraManagers opens one store per Galera node on one fresh database.
 // The schema is migrated through the first node before the others open it.
 func OpenGaleraManagers(t *testing.T) []*store.Store {
+	stores, _ := OpenGaleraManagersOf(t)
+	return stores
+}
+
+// OpenGaleraManagersOf is OpenGaleraManagers, and returns the database as
+// the first node serves it too.
+func OpenGaleraManagersOf(t *testing.T) ([]*store.Store, Database) {
 	dbs := NewGaleraDatabase(t)
 	stores := make([]*store.Store, len(dbs))
 	for i, db := range dbs {
 		stores[i] = OpenDatabase(t, db)
 	}
-	return stores
+	return stores, dbs[0]
 }
 
 func leases(t *testing.T, s *store.Store) store.LeaseTables {
@@ -186,8 +207,8 @@ func testLeaseTakeRenewRelease(t *testing.T, m []*store.Store) {
 		t.Errorf("a renewal after the release = %v, %v; want false", ok, err)
 	}
 	lb := takeEventually(t, b, "B", time.Minute)
-	if lb.Term != la.Term+1 || lb.Holder != "B" {
-		t.Fatalf("B's take after the release = %+v; want B with term %d", lb, la.Term+1)
+	if lb.Term <= la.Term || lb.Holder != "B" {
+		t.Fatalf("B's take after the release = %+v; want B with a term after %d", lb, la.Term)
 	}
 	if lb.PreviousHolder != "A" || lb.PreviousExpired || lb.Suspect != "" {
 		t.Errorf("after a release: previous %q expired %v suspect %q; want A, false, none",
@@ -214,8 +235,8 @@ func testLeaseExpiry(t *testing.T, m []*store.Store) {
 		t.Errorf("renewal of an expired lease = %v, %v; want false", ok, err)
 	}
 	lb := takeEventually(t, b, "B", time.Minute)
-	if lb.Term != la.Term+1 {
-		t.Fatalf("B's take of an expired lease = %+v", lb)
+	if lb.Term <= la.Term {
+		t.Fatalf("B's take of an expired lease = %+v; want a term after %d", lb, la.Term)
 	}
 	if lb.PreviousHolder != "A" || !lb.PreviousExpired || lb.Suspect != "A" {
 		t.Errorf("after an expiry: previous %q expired %v suspect %q; want A, true, A",
@@ -323,5 +344,41 @@ func testConcurrentTakes(t *testing.T, m []*store.Store, galera bool) {
 		if ok, err := leases(t, m[0]).ReleaseLease(ctxT(t), term); err != nil || !ok {
 			t.Fatalf("release = %v, %v", ok, err)
 		}
+	}
+}
+
+// A restore from a backup (or a failover to an asynchronous replica) puts an
+// older lease row back: an older term, an older holder, an expiry that has
+// passed. The next take must still start a term never given before: were it
+// the restored term + 1, it could be the live leader's, whose renewals would
+// then succeed on the new holder's row, both leading with one term and every
+// write fenced by it accepting both.
+func testLeaseRestore(t *testing.T, m []*store.Store, db Database) {
+	ctx := ctxT(t)
+	a, b := m[0], m[1]
+	la, won := take(t, a, "A", 500*time.Millisecond)
+	if !won {
+		t.Fatal("A did not take a free lease")
+	}
+	restore := LeaseBackupPoint(t, db)
+	time.Sleep(700 * time.Millisecond)
+	lb := takeEventually(t, b, "B", time.Minute)
+	if lb.Term <= la.Term {
+		t.Fatalf("B's take = %+v; want a term after A's %d", lb, la.Term)
+	}
+	restore()
+	if l, err := leases(t, a).ReadLease(ctx); err != nil || l.Term != la.Term || l.Holder != "A" || l.Held() {
+		t.Fatalf("the restored row = %+v, %v; want A's term %d, expired", l, err, la.Term)
+	}
+	lc := takeEventually(t, a, "C", time.Minute)
+	if lc.Term <= lb.Term {
+		t.Fatalf("C's take after the restore = term %d; want a term after every one given (%d, %d)", lc.Term, la.Term, lb.Term)
+	}
+	// B, the live leader, learns at its next renewal that it no longer leads.
+	if ok, err := certified(t, func() (bool, error) { return leases(t, b).RenewLease(ctx, lb.Term, time.Minute) }); err != nil || ok {
+		t.Errorf("B's renewal after C's take = %v, %v; want false", ok, err)
+	}
+	if n, err := certified(t, func() (int64, error) { return b.CompleteJobs(ctx, lb.Term, 1<<40) }); err != nil || n != 0 {
+		t.Errorf("CompleteJobs with B's term after C's take = %d, %v; want 0", n, err)
 	}
 }

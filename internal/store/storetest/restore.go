@@ -103,3 +103,33 @@ func withSQL(t testing.TB, db Database, fn func(ctx context.Context, conn *sql.D
 		t.Fatalf("%s, beside the managers: %v", db.Engine, err)
 	}
 }
+
+// LeaseBackupPoint notes db's lease row now (its term, holder and expiry),
+// and returns the restore that puts it back, as a restore from a backup taken
+// now would: an older term, an older holder, and an expiry that has passed by
+// then unless the lease was released.
+func LeaseBackupPoint(t testing.TB, db Database) (restore func()) {
+	t.Helper()
+	expiresAt := map[string]string{config.EngineMySQL: "CAST(expires_at AS CHAR)", config.EnginePostgres: "expires_at::text"}[db.Engine]
+	var (
+		term    int64
+		holder  string
+		expires sql.NullString
+	)
+	withSQL(t, db, func(ctx context.Context, conn *sql.DB) error {
+		return conn.QueryRowContext(ctx, "SELECT term, holder, "+expiresAt+" FROM leadership WHERE id = 1").
+			Scan(&term, &holder, &expires)
+	})
+	return func() {
+		t.Helper()
+		value := "NULL"
+		if expires.Valid {
+			value = "'" + expires.String + "'"
+		}
+		stmt := fmt.Sprintf("UPDATE leadership SET term = %d, holder = '%s', expires_at = %s WHERE id = 1", term, holder, value)
+		withSQL(t, db, func(ctx context.Context, conn *sql.DB) error {
+			_, err := conn.ExecContext(ctx, stmt)
+			return err
+		})
+	}
+}
