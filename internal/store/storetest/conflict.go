@@ -126,3 +126,54 @@ func testGaleraReadsAfterAnotherNodesCommit(t *testing.T, a, b *store.Store) {
 		}
 	}
 }
+
+// testGaleraJobNeverWithoutItsChange: a port moved to another network through
+// manager a while manager b records a change through another Galera node at
+// the same moment, round after round. b's commit, replicated to a's node,
+// aborts a's transaction (both bump the revision) at any point of it, also
+// between the port's write and the job's insert: a's change is then run
+// again whole, or refused whole, never recorded as a job without the port's
+// move. Such a job, at the revision of b's change, is completed by the apply
+// of b's change, and networking-mlnx is told the port is in its new network
+// while the fabric still has it in the old one.
+func testGaleraJobNeverWithoutItsChange(t *testing.T, a, b *store.Store) {
+	const rounds = 600
+	addNetwork(t, a, netA, 101)
+	addNetwork(t, a, netB, 102)
+	for i := range rounds {
+		if _, err := addPort(t, a, fmt.Sprintf("m%d", i), netA, 0x0002c90300003000+uint64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for round := range rounds {
+		id := fmt.Sprintf("m%d", round)
+		var got [2]outcome
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		wg.Go(func() {
+			<-start
+			got[0].job, got[0].err = a.RecordPort(ctxT(t), boundPort(id, netB, 0x0002c90300003000+uint64(round), "h1"))
+		})
+		wg.Go(func() {
+			<-start
+			got[1].job, got[1].err = b.RecordNetwork(ctxT(t), store.NetworkChange{
+				Network:   vlanNetwork(fmt.Sprintf("0000000b-0000-4000-8000-%012d", round), int64(300+round)),
+				Operation: store.OpCreateNetwork, CreatedBy: "test", Request: "{}"})
+		})
+		close(start)
+		wg.Wait()
+		if got[0].err != nil || got[1].err != nil {
+			// Refused whole (the conflict retry's bounds): nothing to check.
+			t.Logf("round %d: %v, %v", round, got[0].err, got[1].err)
+			continue
+		}
+		if got[0].job.Revision == got[1].job.Revision {
+			t.Errorf("round %d: the move's job and b's change share revision %d", round, got[0].job.Revision)
+		}
+		p, err := a.GetPort(ctxT(t), id)
+		if err != nil || p.NetworkID != netB || p.Revision != got[0].job.Revision {
+			t.Errorf("round %d: job %d (revision %d) answered for the move of port %s, which the database holds as %+v, %v",
+				round, got[0].job.ID, got[0].job.Revision, id, p, err)
+		}
+	}
+}

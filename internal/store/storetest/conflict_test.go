@@ -16,3 +16,8 @@ func TestGaleraReadsAfterAnotherNodesCommit(t *testing.T) {
 	m := OpenGaleraManagers(t)
 	testGaleraReadsAfterAnotherNodesCommit(t, m[0], m[1])
 }
+
+func TestGaleraJobNeverWithoutItsChange(t *testing.T) {
+	m := OpenGaleraManagers(t)
+	testGaleraJobNeverWithoutItsChange(t, m[0], m[1])
+}
