@@ -53,6 +53,13 @@ func IsUnavailable(err error) bool {
 			2006, // CR_SERVER_GONE_ERROR
 			2013: // CR_SERVER_LOST
 			return true
+		case 1205: // ER_LOCK_WAIT_TIMEOUT
+			// The database did not answer in time: another transaction
+			// held the rows past innodb_lock_wait_timeout (on Galera, a
+			// large change through another node). The change's writes are
+			// rolled back (its savepoint, or its transaction); sent again
+			// later, it runs.
+			return true
 		case 1047: // ER_UNKNOWN_COM_ERROR
 			// Galera answers it while a node is not (yet) a synced member
 			// of the cluster: "WSREP has not yet prepared node for

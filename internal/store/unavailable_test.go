@@ -45,6 +45,7 @@ func TestIsUnavailable(t *testing.T) {
 		{"mysql gone away", &mysql.MySQLError{Number: 2006}, true},
 		{"galera node not synced", &mysql.MySQLError{Number: 1047, Message: "WSREP has not yet prepared node for application use"}, true},
 		{"mysql unknown command", &mysql.MySQLError{Number: 1047, Message: "Unknown command"}, false},
+		{"mysql lock wait timeout", &mysql.MySQLError{Number: 1205}, true},
 		{"nil", nil, false},
 		{"no rows", sql.ErrNoRows, false},
 		{"not found", store.ErrNotFound, false},
