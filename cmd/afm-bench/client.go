@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -25,6 +26,25 @@ type apiClient struct {
 	base    string
 	http    *http.Client
 	lastJob atomic.Int64 // the highest job number the manager has answered with
+	// given is every job number the manager answered with, in order: job
+	// numbers grow with time, not by one, so a load that reads existing jobs
+	// picks them here.
+	mu    sync.Mutex
+	given []int64
+}
+
+// jobCount is how many jobs the manager has answered with.
+func (c *apiClient) jobCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.given)
+}
+
+// jobAt is the i-th job number the manager answered with (0: the first).
+func (c *apiClient) jobAt(i int) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.given[i]
 }
 
 func newAPIClient(base string) *apiClient {
@@ -76,6 +96,9 @@ func (c *apiClient) accept(ctx context.Context, method, path string, body []byte
 	if err != nil {
 		return "", fmt.Errorf("%s %s: %w", method, path, err)
 	}
+	c.mu.Lock()
+	c.given = append(c.given, n)
+	c.mu.Unlock()
 	for {
 		last := c.lastJob.Load()
 		if n <= last || c.lastJob.CompareAndSwap(last, n) {

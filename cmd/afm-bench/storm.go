@@ -77,7 +77,7 @@ func measureStorm(ctx context.Context, r *rig, jobs, clients int, window time.Du
 					time.Sleep(wait)
 				}
 				t := time.Now()
-				if _, err := r.api.jobStatus(ctx, jobPath(int64(order[i]+1))); err != nil {
+				if _, err := r.api.jobStatus(ctx, jobPath(r.api.jobAt(order[i]))); err != nil {
 					errs <- err
 					break
 				}
@@ -117,13 +117,14 @@ func measureStorm(ctx context.Context, r *rig, jobs, clients int, window time.Du
 	return res, nil
 }
 
-// fillJobs sends port POSTs until the manager has handed out at least n jobs.
+// fillJobs sends port POSTs until the manager has handed this client at least
+// n jobs.
 func fillJobs(ctx context.Context, r *rig, n int64, clients int) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, clients)
 	for range clients {
 		wg.Go(func() {
-			for r.api.lastJob.Load() < n && ctx.Err() == nil {
+			for int64(r.api.jobCount()) < n && ctx.Err() == nil {
 				if _, err := r.api.postPort(ctx, r.ports.port()); err != nil {
 					errs <- err
 					return

@@ -83,7 +83,7 @@ func measureAPI(ctx context.Context, r *rig, clients int, d time.Duration) (apiR
 	if err != nil {
 		return res, fmt.Errorf("%s insert rate: %w", r.engine, err)
 	}
-	firstJob := r.api.lastJob.Load() + 1
+	firstJob := r.api.jobCount()
 	res.post, err = runLoad(ctx, clients, d, func(ctx context.Context, _ int) error {
 		_, err := r.api.postPort(ctx, r.ports.port())
 		return err
@@ -91,9 +91,12 @@ func measureAPI(ctx context.Context, r *rig, clients int, d time.Duration) (apiR
 	if err != nil {
 		return res, fmt.Errorf("POST Port load: %w", err)
 	}
-	lastJob := r.api.lastJob.Load()
+	posted := r.api.jobCount() - firstJob
+	if posted == 0 {
+		return res, fmt.Errorf("POST Port load: no job given out in %s", d)
+	}
 	res.get, err = runLoad(ctx, clients, d, func(ctx context.Context, _ int) error {
-		_, err := r.api.jobStatus(ctx, jobPath(firstJob+rand.Int64N(lastJob-firstJob+1)))
+		_, err := r.api.jobStatus(ctx, jobPath(r.api.jobAt(firstJob+rand.IntN(posted))))
 		return err
 	})
 	if err != nil {
