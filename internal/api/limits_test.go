@@ -192,22 +192,7 @@ func TestPKeysDoNotStarveNetworkingMlnx(t *testing.T) {
 	if len(big) > MaxBodyBytes {
 		t.Fatalf("the big request is %d bytes, past the body limit", len(big))
 	}
-	var wg sync.WaitGroup
-	statuses := make(chan int, 4)
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			resp, _ := f.ufm("POST", "/ufmRest/resources/pkeys", big)
-			statuses <- resp.StatusCode
-		}()
-	}
-	for i := range 4 {
-		neutronFlow(t, f.fixture, i*20, 20)
-	}
-	wg.Wait()
-	close(statuses)
-	for s := range statuses {
+	for _, s := range pkeysBesideNeutron(t, f, []string{big, big, big, big}) {
 		if s != http.StatusRequestEntityTooLarge && s != http.StatusServiceUnavailable {
 			t.Errorf("a pkeys request of 50,000 GUIDs: %d, want 413 (or 503: no slot)", s)
 		}
@@ -224,25 +209,34 @@ func TestPKeysDoNotStarveNetworkingMlnx(t *testing.T) {
 // (four: within max_concurrent_requests) is recorded, 200.
 func TestLargePKeysChangesDoNotShareNetworkingMlnxGroups(t *testing.T) {
 	f := newLimitsFixture(t, store.Rules{PhysicalNetworks: []string{"ibnet"}}, PKeysOptions{ApplyTimeout: time.Millisecond})
-	var wg sync.WaitGroup
-	statuses := make(chan int, 4)
+	var bodies []string
 	for i := range 4 {
-		body := guidsBody(fmt.Sprintf("0x100%d", i+1), 0x0200000000000001+uint64(i)*0x100000, DefaultMaxGUIDsPerRequest)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		bodies = append(bodies,
+			guidsBody(fmt.Sprintf("0x100%d", i+1), 0x0200000000000001+uint64(i)*0x100000, DefaultMaxGUIDsPerRequest))
+	}
+	for _, s := range pkeysBesideNeutron(t, f, bodies) {
+		if s != http.StatusOK {
+			t.Errorf("a pkeys request of %d GUIDs: %d, want 200", DefaultMaxGUIDsPerRequest, s)
+		}
+	}
+}
+
+// pkeysBesideNeutron sends each body as a pkeys request, all at once, while
+// networking-mlnx's port changes flow (neutronFlow, 80 ports: each must be
+// answered 202), and returns the pkeys requests' statuses.
+func pkeysBesideNeutron(t *testing.T, f *pkeysFixture, bodies []string) []int {
+	t.Helper()
+	var wg sync.WaitGroup
+	statuses := make([]int, len(bodies))
+	for i, body := range bodies {
+		wg.Go(func() {
 			resp, _ := f.ufm("POST", "/ufmRest/resources/pkeys", body)
-			statuses <- resp.StatusCode
-		}()
+			statuses[i] = resp.StatusCode
+		})
 	}
 	for i := range 4 {
 		neutronFlow(t, f.fixture, i*20, 20)
 	}
 	wg.Wait()
-	close(statuses)
-	for s := range statuses {
-		if s != http.StatusOK {
-			t.Errorf("a pkeys request of %d GUIDs: %d, want 200", DefaultMaxGUIDsPerRequest, s)
-		}
-	}
+	return statuses
 }
