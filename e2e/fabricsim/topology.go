@@ -130,3 +130,23 @@ func describeHosts(net string, descs map[string]string) (string, error) {
 	}
 	return net, nil
 }
+
+// CleanNodeDescription does to a node description what OpenSM does before it
+// logs one or writes it into its subnet dump (complib's clean_nodedesc,
+// through remap_node_name): at most 63 bytes, up to the first NUL, every byte
+// that is not printable ASCII replaced by a space. So no description a tenant
+// sets ever puts a newline into the log or the dump; tests of what a hostile
+// description can do start from what OpenSM would make of it.
+func CleanNodeDescription(raw []byte) string {
+	b := make([]byte, 0, 63)
+	for _, c := range raw {
+		if c == 0 || len(b) == 63 {
+			break
+		}
+		if c < 0x20 || c > 0x7e {
+			c = ' '
+		}
+		b = append(b, c)
+	}
+	return string(b)
+}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 )
 
 // A bare-metal tenant has root on its host and sets the host's node
@@ -14,24 +16,6 @@ import (
 // format of OpenSM's that quotes one near the lines read here, and check that
 // the log says exactly what it says with a harmless description: no sweep
 // outcome, pkey error, enforcement error or switch port changes.
-
-// cleanNodeDesc does to a description what OpenSM does before it logs one
-// (complib's clean_nodedesc, through remap_node_name): at most 63 bytes, up to
-// the first NUL, every byte that is not printable ASCII replaced by a space.
-// So no description ever puts a newline into the log.
-func cleanNodeDesc(raw []byte) string {
-	b := make([]byte, 0, 63)
-	for _, c := range raw {
-		if c == 0 || len(b) == 63 {
-			break
-		}
-		if c < 0x20 || c > 0x7e {
-			c = ' '
-		}
-		b = append(b, c)
-	}
-	return string(b)
-}
 
 // describedLines are OpenSM's formats that quote a node's description (%s),
 // as osm_drop_mgr.c, osm_state_mgr.c, osm_pkey_mgr.c and osm_node_desc_rcv.c
@@ -174,7 +158,7 @@ func TestHostileNodeDescriptionsChangeNothing(t *testing.T) {
 		t.Fatalf("the harmless log reads as %+v", want)
 	}
 	for _, raw := range hostileDescriptions {
-		desc := cleanNodeDesc([]byte(raw))
+		desc := fabricsim.CleanNodeDescription([]byte(raw))
 		if got := readLog(t, describedLog(desc)); !got.equal(want) {
 			t.Errorf("description %q (logged as %q): the log reads as\n%+v\nwant\n%+v", raw, desc, got, want)
 		}
@@ -208,7 +192,7 @@ func TestDescriptionIsNoMessage(t *testing.T) {
 // description says.
 func TestEnforcementPlaceIgnoresTheDescription(t *testing.T) {
 	for _, raw := range hostileDescriptions {
-		desc := cleanNodeDesc([]byte(raw))
+		desc := fabricsim.CleanNodeDescription([]byte(raw))
 		line := "Nov 29 19:24:37 389012 [F5B2C6C0] 0x01 -> pkey_mgr_update_peer_port: ERR 0507: Not enough pkey " +
 			"entries (48 <= 48) on switch 0x0002c90300f00001 port 2 (" + desc + "). Clearing Enforcement bit"
 		entries, err := ParseLog(strings.NewReader(line + "\n"))
@@ -229,7 +213,7 @@ func FuzzNodeDescription(f *testing.F) {
 	}
 	want := readLog(f, describedLog("H1"))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		desc := cleanNodeDesc(raw)
+		desc := fabricsim.CleanNodeDescription(raw)
 		if got := readLog(t, describedLog(desc)); !got.equal(want) {
 			t.Errorf("description %q: the log reads as\n%+v\nwant\n%+v", desc, got, want)
 		}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 )
 
 // A bare-metal tenant has root on its host and sets the host's node
@@ -18,24 +20,6 @@ import (
 // hide a switch for the expected-switch gate and --confirm-switches, move a
 // host port to another switch port for the capacity check and the pkey
 // errors' attribution, or make a GUID a switch's.
-
-// cleanNodeDesc does to a description what OpenSM does before it keeps one
-// (complib's clean_nodedesc, through remap_node_name): at most 63 bytes, up to
-// the first NUL, every byte that is not printable ASCII replaced by a space.
-// So no description ever puts a newline into the dump.
-func cleanNodeDesc(raw []byte) string {
-	b := make([]byte, 0, 63)
-	for _, c := range raw {
-		if c == 0 || len(b) == 63 {
-			break
-		}
-		if c < 0x20 || c > 0x7e {
-			c = ' '
-		}
-		b = append(b, c)
-	}
-	return string(b)
-}
 
 // hostileDescriptions hold what the dump is made of: its braces, its fields
 // and their separators, another node's GUIDs, a switch's description, the end
@@ -150,7 +134,7 @@ func unmodified(t testing.TB) map[string]*Topology {
 func TestHostileNodeDescriptions(t *testing.T) {
 	want := unmodified(t)
 	for _, raw := range hostileDescriptions {
-		desc := cleanNodeDesc([]byte(raw))
+		desc := fabricsim.CleanNodeDescription([]byte(raw))
 		t.Run(desc, func(t *testing.T) {
 			checkDescribed(t, want, desc, "harmless")
 			checkDescribed(t, want, "harmless", desc)
@@ -168,7 +152,7 @@ func FuzzDumpNodeDescription(f *testing.F) {
 	}
 	want := unmodified(f)
 	f.Fuzz(func(t *testing.T, raw1, raw2 []byte) {
-		checkDescribed(t, want, cleanNodeDesc(raw1), cleanNodeDesc(raw2))
+		checkDescribed(t, want, fabricsim.CleanNodeDescription(raw1), fabricsim.CleanNodeDescription(raw2))
 	})
 }
 
