@@ -97,11 +97,12 @@ cmd_images() {
 }
 
 cmd_build() {
-	local commit version
+	local commit version date
 	commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 	version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
+	date=$(TZ=UTC git log -1 --date=format-local:%Y-%m-%dT%H:%M:%SZ --format=%cd 2>/dev/null || echo unknown)
 	echo "docker-env: docker build -t $IMAGE ($version)"
-	docker_ build -q --network host --build-arg VERSION="$version" --build-arg COMMIT="$commit" \
+	docker_ build -q --network host --build-arg VERSION="$version" --build-arg COMMIT="$commit" --build-arg DATE="$date" \
 		-t "$IMAGE" . >"$dir/build.log" 2>&1 || { tail -n 40 "$dir/build.log" >&2; die "docker build failed"; }
 }
 

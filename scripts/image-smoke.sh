@@ -62,7 +62,7 @@ commit=$(git rev-parse HEAD)
 label=$(docker image inspect -f '{{index .Config.Labels "org.opencontainers.image.revision"}}' "$IMAGE")
 [[ $label == "$commit" ]] || die "label org.opencontainers.image.revision is $label, want $commit"
 version=$(docker run --rm --network none "$IMAGE" --version)
-[[ $version == *"(commit $commit)" ]] || die "--version printed \"$version\", want the commit $commit"
+[[ $version == *"(commit $commit, built "* ]] || die "--version printed \"$version\", want the commit $commit"
 [[ $(docker image inspect -f '{{json .Config.Healthcheck.Test}}' "$IMAGE") == *--healthcheck* ]] ||
 	die "the image has no HEALTHCHECK running --healthcheck"
 say "image: $version, labels and HEALTHCHECK in place"

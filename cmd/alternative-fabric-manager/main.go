@@ -63,7 +63,7 @@ func main() {
 	clearErrs := flag.Bool("clear-enforcement-errors", false, "forget the recorded enforcement errors, so that jobs complete again, then exit")
 	unfreezeFlag := flag.Bool("unfreeze", false, "with [ha] ha = true: lift a freeze once you made sure the OpenSM --status names is stopped (docs/ha.md), then exit")
 	showKeys := flag.Bool("show-keys", false, "print OpenSM's M_Key, SM_Key and SA_Key (secrets), then exit")
-	showVersion := flag.Bool("version", false, "print the version and commit, then exit")
+	showVersion := flag.Bool("version", false, "print the version, the commit and the build date, then exit")
 	healthcheck := flag.Bool("healthcheck", false, "ask the running manager's /readyz, print its answer, exit 0 only if it is ready")
 	flag.Parse()
 	if *showVersion {
