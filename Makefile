@@ -1,7 +1,7 @@
 # Development tasks. `make` (or `make help`) lists them; each runs a script in scripts/.
 
 .DEFAULT_GOAL := help
-.PHONY: help test generate verify demo bench soak
+.PHONY: help test generate verify demo bench soak release deps
 
 help: ## list the targets
 	@awk -F ':.*## ' '/^[a-z][a-z-]*:.*## / { printf "  make %-9s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -26,3 +26,9 @@ bench: ## benchmark suite on all engines (minutes): prints a Markdown table, wri
 
 soak: ## randomized, model-checked run with faults on all engines (minutes): SOAK_FLAGS='--ops 500 --seed 42'
 	bash scripts/soak.sh $(SOAK_FLAGS)
+
+release: ## dist/: binaries, .debs, SBOM, image archive, SHA256SUMS; VERSION=vX.Y.Z, or none for a snapshot
+	bash scripts/release.sh $(VERSION)
+
+deps: ## the Go modules, tools and base images that have newer versions (the dependency-update routine)
+	bash scripts/deps.sh
