@@ -10,7 +10,9 @@
 #   4. the image, once: the base images made locally (no registry), then docker build
 #   5. every test of every package, with AFM_TEST_REQUIRE_ALL=1: a suite whose server is missing
 #      fails instead of skipping (the OpenSM driver tests run the image's OpenSM on that dockerd)
-#   6. the image's smoke test on a simulated fabric, for each OpenSM driver (scripts/image-smoke.sh)
+#   6. the image's smoke test on a simulated fabric, for each OpenSM driver (scripts/image-smoke.sh),
+#      then the release's artifacts (scripts/release-test.sh: make release, checksums, ELF, SBOM, the
+#      image archive, the .deb installed and purged in Debian 12, reproducibility)
 #   7. a smoke run of the benchmark suite (cmd/afm-bench --smoke: every measurement, tiny sizes)
 #   8. a short soak (e2e/cmd/afm-soak, docs/soak.md): SOAK_OPS (default 40) random requests with faults
 #      per engine, checked against the model and the real pkey tables, with seed 1, then a random seed;
@@ -95,6 +97,9 @@ fi
 
 # The image on a simulated fabric, for each OpenSM driver (see the script).
 bash scripts/image-smoke.sh "$docker_dir"
+
+# What make release writes, on the same engine (docs/releasing.md).
+bash scripts/release-test.sh "$docker_dir"
 
 # The benchmark suite with tiny sizes, so that it cannot rot: it fails only if a measurement
 # cannot be made, never on a figure (make bench runs it at full size).
