@@ -17,10 +17,12 @@ unit_value() { sed -n "s/^$1=//p" "$UNIT" | head -n 1; }
 snapshot() { # every path but dpkg's records, its logs and the account files' backups
 	find / -xdev \( -path /proc -o -path /sys -o -path /dev -o -path /dist -o -path /var/lib/dpkg \
 		-o -path /var/log -o -path /tmp -o -path /var/cache/debconf -o -path /var/lib/apt \) -prune \
-		-o -print | grep -vE '^/etc/(passwd|group|shadow|gshadow)-$' | LC_ALL=C sort
+		-o -print | grep -vE '^/etc/((passwd|group|shadow|gshadow)-|\.pwd\.lock)$' | LC_ALL=C sort
 }
 
 export DEBIAN_FRONTEND=noninteractive
+# No service starts in the container (Debian's opensm would try): invoke-rc.d asks policy-rc.d.
+printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 0755 /usr/sbin/policy-rc.d
 apt-get update -qq >/dev/null
 apt-get install -y -qq --no-install-recommends opensm >/dev/null 2>&1 || die "apt-get install opensm failed"
 snapshot >/tmp/before

@@ -106,7 +106,7 @@ say "image: tags $VERSION and sha-$commit, base $debian_pin, its binary is the r
 
 # --- the Debian package in a clean Debian 12 ------------------------------------------------------
 [[ $(dpkg-deb -f "$deb_amd64" Depends) == *opensm* ]] || die "the package does not depend on opensm"
-docker run --rm --network host -v "$dist:/dist:ro" -e DEB="/dist/${deb_amd64##*/}" -e VERSION="$VERSION" \
+docker run --rm -i --network host -v "$dist:/dist:ro" -e DEB="/dist/${deb_amd64##*/}" -e VERSION="$VERSION" \
 	debian:bookworm-slim bash -s <scripts/release-test-deb.sh >"$work/deb.log" 2>&1 ||
 	{ cat "$work/deb.log" >&2; die "the package failed in Debian 12"; }
 sed 's/^/  /' "$work/deb.log"

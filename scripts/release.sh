@@ -102,8 +102,7 @@ say "SBOM ${NAME}_${version}_sbom.cdx.json"
 "$work/bin/cyclonedx-gomod" mod -json -noserial -notimestamp -test -output "$work/sbom.json" "$src" 2>"$work/sbom.log" ||
 	{ cat "$work/sbom.log" >&2; die "cyclonedx-gomod failed"; }
 jq --arg v "$version" '.metadata.component.version = $v
-	| .metadata.component.purl |= sub("\\?"; "@" + $v + "?")
-	| .metadata.component["bom-ref"] = .metadata.component.purl' \
+	| .metadata.component.purl |= sub("\\?"; "@" + $v + "?")' \
 	"$work/sbom.json" >"$dist/${NAME}_${version}_sbom.cdx.json"
 
 # --- the image ------------------------------------------------------------------------------------
