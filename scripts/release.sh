@@ -64,9 +64,14 @@ trap 'rm -rf "$work"' EXIT
 src=$work/src
 mkdir -p "$src" "$work/bin"
 git archive "$commit" | tar -x -C "$src"
-rm -rf "$DIST"
+# DIST is emptied: refuse a directory that plainly is not one of its own.
 mkdir -p "$DIST"
 dist=$(cd "$DIST" && pwd)
+case $dist in
+/ | "$HOME" | "$PWD") die "DIST=$DIST would empty $dist" ;;
+"$PWD"/*) [[ $dist == "$PWD/dist" ]] || die "DIST=$DIST would empty $dist, a directory of the checkout" ;;
+esac
+find "$dist" -mindepth 1 -delete
 
 # --- binaries: pure Go, cross-compiled -----------------------------------------------------------
 # The same flags as the Dockerfile's build: its linux/amd64 binary is byte-identical to this one.
