@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
 func testContext(t *testing.T) context.Context {
@@ -158,6 +160,44 @@ func TestPKeysWithOpenSM(t *testing.T) {
 	check("switch port facing H1", keys, err, []uint16{0x7fff, 0x8065})
 	keys, err = f.PKeys(ctx, SMGUID)
 	check("SM", keys, err, []uint16{0xffff})
+
+	// The reads over the simulator's protocol are what smpquery reads.
+	for _, q := range []struct {
+		what string
+		guid fabric.GUID
+		port []int
+	}{{"H1", HostGUID(1), nil}, {"H2", HostGUID(2), nil}, {"SM", SMGUID, nil}, {"switch port facing H2", HostGUID(2), []int{3}}} {
+		var lid int
+		var err error
+		if q.port == nil {
+			lid, err = f.LID(q.guid)
+		} else {
+			lid, err = f.LID(f.Host("H2").SwitchGUID)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := f.pkeysBySMPQuery(ctx, lid, q.port...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.smpClient().pkeys(ctx, lid, append(q.port, 0)[0])
+		check(q.what+" read over the simulator's protocol", got, err, want)
+	}
+
+	// A dropped MAD fails the read (no hang); once healed, the next read
+	// attaches again and succeeds.
+	if _, err := f.Sim(ctx, `Error "H1"[1] 100 22`); err != nil {
+		t.Fatal(err)
+	}
+	if keys, err := f.PKeys(ctx, HostGUID(1)); err == nil {
+		t.Errorf("H1's table read while the simulator drops its P_KeyTable MADs: %#04x", keys)
+	}
+	if _, err := f.Sim(ctx, `Error "H1"[1] 0`); err != nil {
+		t.Fatal(err)
+	}
+	keys, err = f.PKeys(ctx, HostGUID(1))
+	check("H1 once healed", keys, err, []uint16{0x7fff, 0x8065})
 
 	if _, err := f.PKeys(ctx, HostGUID(9)); err == nil {
 		t.Error("PKeys of a port that is not on the fabric")
