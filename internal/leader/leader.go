@@ -9,6 +9,7 @@ package leader
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -118,10 +119,19 @@ func (e *Elector) termOnce(ctx context.Context, lead func(context.Context, int64
 					cancel(fmt.Errorf("applier lock lost: %w", err))
 					return
 				}
-				// Only for --status: the lock, not the row, decides who applies.
+				// For --status; and the lock, not the row, decides who applies,
+				// but a row that no longer records this term (the database was
+				// restored from a backup taken in an earlier term) refuses every
+				// fenced write of it: the term ends, and the next one starts
+				// above every term recorded.
 				hctx, hcancel := e.bounded(lctx)
 				err = e.Store.Heartbeat(hctx, term)
 				hcancel()
+				if errors.Is(err, store.ErrFenced) {
+					e.Log.Error("the database no longer records this term; ending it", "term", term, "error", err)
+					cancel(fmt.Errorf("the database no longer records the term: %w", err))
+					return
+				}
 				if err != nil && lctx.Err() == nil {
 					e.Log.Warn("write the applier's heartbeat", "term", term, "error", err)
 				}

@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -116,6 +117,55 @@ func TestLockCheckDeadline(t *testing.T) {
 	}
 	if st.checks.Load() == 0 {
 		t.Error("the lock was never checked")
+	}
+	cancel()
+	<-done
+}
+
+// restoredStore is a fake Store whose database was restored from a backup
+// taken before its first term: the heartbeat row no longer records that term
+// (store.Heartbeat answers ErrFenced, as the compliance suite checks on every
+// engine), while the lock is still held.
+type restoredStore struct {
+	hangingStore
+}
+
+func (s *restoredStore) TryLock(ctx context.Context) (store.Lock, error) { return freeLock{}, nil }
+func (s *restoredStore) Heartbeat(ctx context.Context, term int64) error {
+	if term == 1 {
+		return fmt.Errorf("heartbeat of term %d: %w", term, store.ErrFenced)
+	}
+	return nil
+}
+
+type freeLock struct{}
+
+func (freeLock) Check(ctx context.Context) error   { return nil }
+func (freeLock) Release(ctx context.Context) error { return nil }
+
+// A term the database no longer records ends, though the lock is held, and
+// the next starts: otherwise every fenced write of the old term changes
+// nothing, and no job completes again.
+func TestTermEndsWhenTheDatabaseNoLongerRecordsIt(t *testing.T) {
+	e := &Elector{Store: &restoredStore{}, Holder: "A", Log: slog.New(slog.DiscardHandler),
+		RetryInterval: 10 * time.Millisecond, CheckInterval: 10 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	terms := make(chan int64, 8)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.Run(ctx, func(ctx context.Context, term int64) error {
+			terms <- term
+			<-ctx.Done()
+			return nil
+		})
+	}()
+	if first := waitTerm(t, terms); first != 1 {
+		t.Fatalf("first term %d", first)
+	}
+	if second := waitTerm(t, terms); second != 2 {
+		t.Errorf("term %d after 1", second)
 	}
 	cancel()
 	<-done

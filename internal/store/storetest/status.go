@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -166,8 +167,8 @@ func testLeadership(t *testing.T, s *store.Store) {
 	if l, err = s.Leadership(ctx); err != nil || l.Heartbeat == nil || !l.Heartbeat.After(started) {
 		t.Errorf("Leadership after a heartbeat = %+v, %v; want a heartbeat after %v", l, err, started)
 	}
-	if err := s.Heartbeat(ctx, term-1); err == nil {
-		t.Error("a heartbeat of an old term was accepted")
+	if err := s.Heartbeat(ctx, term-1); !errors.Is(err, store.ErrFenced) {
+		t.Errorf("a heartbeat of an old term = %v; want ErrFenced", err)
 	}
 }
 
