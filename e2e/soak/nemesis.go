@@ -3,6 +3,7 @@ package soak
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -229,14 +230,18 @@ func (r *run) restoreDB(ctx context.Context) (string, error) {
 	}
 	// The managers write meanwhile: a restore that loses a conflict (a
 	// deadlock, a Galera certification failure) is tried again, as an
-	// operator would.
+	// operator would, for up to a minute: on Galera, a commit through
+	// another node's manager (an apply's row, a heartbeat) aborts the
+	// restore's large transaction more often than not.
 	var err error
-	for attempt := 0; attempt < 10; attempt++ {
-		if err = b.db.restore(ctx, r.dbURL); err == nil || ctx.Err() != nil {
+	wait := 100 * time.Millisecond
+	for attempt, deadline := 1, time.Now().Add(time.Minute); ; attempt++ {
+		if err = b.db.restore(ctx, r.dbURL); err == nil || ctx.Err() != nil || time.Now().After(deadline) {
 			break
 		}
-		r.logf("restore attempt %d: %v; trying again", attempt+1, err)
-		time.Sleep(200 * time.Millisecond)
+		r.logf("restore attempt %d: %v; trying again", attempt, err)
+		time.Sleep(wait/2 + rand.N(wait))
+		wait = min(2*wait, 2*time.Second)
 	}
 	if err != nil {
 		return "", fmt.Errorf("restore the database: %w", err)
