@@ -210,7 +210,7 @@ func (e *LeaseElector) endTerm(ctx context.Context, term int64, log *slog.Logger
 }
 
 // waitOutPrevious waits until half the lease timeout has passed since the
-// take of an expired lease (the renewal goroutine renews it meanwhile): by
+// take of an expired lease (the renewal renews it meanwhile): by
 // then any previous leader has seen its renewal fail or given up, and stopped
 // its OpenSM. False when the term ended first.
 func (e *LeaseElector) waitOutPrevious(ctx context.Context, tookAt time.Time, log *slog.Logger) bool {
