@@ -234,34 +234,100 @@ func checkRules(cfg *config.Config, flavour fabric.Flavour) partitions.Rules {
 	return partitions.Rules{SharedDefaultPartition: cfg.OpenSM.SharedDefaultPartition, Flavour: flavour}
 }
 
+// run is the manager: wired from its configuration, serving its HTTP
+// listeners, and applying while elected, until ctx ends or a server fails.
 func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signal) error {
-	cfg, err := config.Load(path)
+	cfg, log, err := loadRunConfig(path, level)
 	if err != nil {
 		return err
+	}
+	mgr, err := wire(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer mgr.close()
+	if err := mgr.listen(); err != nil {
+		return err
+	}
+	errs := mgr.serve()
+	electorDone := mgr.elect(ctx)
+	reload := newHangup(path, cfg, mgr.certs, mgr.apiServer, log)
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			log.Info("stopping")
+			done = true
+		case err = <-errs:
+			log.Error("stopping", "error", err)
+			done = true
+		case <-hup:
+			reload.reload()
+		}
+	}
+	mgr.shutdown(ctx, electorDone)
+	return err
+}
+
+// loadRunConfig reads the configuration and logs as it says, from now on.
+func loadRunConfig(path string, level slog.Level) (*config.Config, *slog.Logger, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, nil, err
 	}
 	log := newLogger(cfg.Log.Format, level)
 	slog.SetDefault(log)
 	if err := cfg.CheckToken(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	log.Info("starting", "config", cfg)
+	return cfg, log, nil
+}
+
+// manager is the running manager's parts, wired from its configuration.
+type manager struct {
+	cfg         *config.Config
+	log         *slog.Logger
+	certs       *tlsreload.Reloader // nil: the API is served without TLS
+	st          *store.Store
+	leases      store.LeaseTables // with [ha] ha = true only
+	sm          subnetManager
+	metrics     *metrics.Metrics
+	applierLoop *health.Loop
+	app         *applier.Applier
+	apiServer   *api.Server
+	servers     []*namedServer
+	// closers release what wire opened, last first.
+	closers []func()
+}
+
+// wire opens the database and prepares OpenSM and everything that uses them,
+// refusing to start on a certificate, a template or a recorded state the
+// configuration makes wrong. Nothing is served yet.
+func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*manager, error) {
+	mgr := &manager{cfg: cfg, log: log}
+	wired := false
+	defer func() {
+		if !wired {
+			mgr.close()
+		}
+	}()
+	var err error
 	// Before anything is opened or written: a certificate that does not load
 	// is a start-up error like a bad key.
-	var certs *tlsreload.Reloader
 	if cfg.API.TLSCertFile != "" {
-		if certs, err = tlsreload.New(cfg.API.TLSCertFile, cfg.API.TLSKeyFile, log); err != nil {
-			return fmt.Errorf("[api] tls_cert_file, tls_key_file: %w", err)
+		if mgr.certs, err = tlsreload.New(cfg.API.TLSCertFile, cfg.API.TLSKeyFile, log); err != nil {
+			return nil, fmt.Errorf("[api] tls_cert_file, tls_key_file: %w", err)
 		}
 	}
 	tpl, err := loadTemplate(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Refused when sent: a network whose VLAN ID is a static partition's pkey,
 	// and a port whose host port would fill its switch port's pkey table.
 	static, err := tpl.Static(ctx, cfg.OpenSM.DefaultPartition, cfg.OpenSM.FlatPKey)
 	if err != nil {
-		return fmt.Errorf("[opensm] partitions_template: %w", err)
+		return nil, fmt.Errorf("[opensm] partitions_template: %w", err)
 	}
 	// One reader of the subnet dump for the API's capacity check, the gates
 	// and the metrics: it parses the file only when OpenSM wrote another
@@ -272,38 +338,52 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 	rules.StaticPKey = static.Name
 	rules.StaticMember = static.Listing
 	rules.PortLimit = func() (store.PortCheck, error) { return limit.Checker() }
-	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, rules, log)
-	if err != nil {
-		return err
+	if mgr.st, err = openStore(ctx, cfg, cfg.Database.AutoMigrate, rules, log); err != nil {
+		return nil, err
 	}
-	defer st.Close()
+	mgr.closers = append(mgr.closers, func() { mgr.st.Close() })
 
-	sm, flavour, closeSM, err := prepareOpenSM(ctx, cfg, log, databaseKeys{st})
+	sm, flavour, closeSM, err := prepareOpenSM(ctx, cfg, log, databaseKeys{mgr.st})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer closeSM()
+	mgr.sm = sm
+	mgr.closers = append(mgr.closers, closeSM)
 	// A configuration changed under the recorded networks (flat_pkey now a
 	// network's VLAN, a static partition on its pkey) would fail every later
 	// job: refuse to start, naming them, as for an unknown key.
-	if _, err := checkRecordedState(ctx, cfg, st, tpl, flavour); err != nil {
-		return err
+	if _, err := checkRecordedState(ctx, cfg, mgr.st, tpl, flavour); err != nil {
+		return nil, err
 	}
-	host, _ := os.Hostname()
-	elector := &leader.Elector{Store: st, Holder: fmt.Sprintf("%s pid %d", host, os.Getpid()), Log: log,
-		RetryInterval: 2 * time.Second, CheckInterval: time.Second}
+	checker := mgr.wireApplier(tpl, flavour, dump, limit)
+	if cfg.HA.HA {
+		if mgr.leases, err = mgr.st.Leases(); err != nil {
+			return nil, err
+		}
+		mgr.app.Lease = mgr.leases
+	}
+	mgr.wireAPI(checker)
+	wired = true
+	return mgr, nil
+}
+
+// wireApplier makes the applier, the metrics and the health checks that
+// watch it, and returns the checks.
+func (mgr *manager) wireApplier(tpl *partitions.Template, flavour fabric.Flavour, dump *topology.Dump, limit *topology.PortLimit) *health.Checker {
+	cfg, st, sm := mgr.cfg, mgr.st, mgr.sm
 	m := metrics.New()
+	mgr.metrics = m
 	gates := applier.Gates{Store: st, SubnetDump: subnetDump(cfg), Dump: dump}
 	checker := &health.Checker{DB: st, Self: m, SM: driverView{sm},
 		// The leader writes its heartbeat every elector CheckInterval.
-		HeartbeatTimeout: 10 * elector.CheckInterval}
+		HeartbeatTimeout: 10 * electorCheckInterval}
 	m.Registry().MustRegister(&metrics.State{M: m, DB: st, Gates: gates, SM: driverView{sm},
 		Ready: func(ctx context.Context) bool { return checker.Ready(ctx).OK() }})
 	// An apply waits for OpenSM's sweep (sweep_timeout) and, in a burst, for
 	// the batch; the loop turns at least every poll and check interval
 	// otherwise. Past three sweeps and two checks it is stuck.
-	applierLoop := checker.Loop("applier", 3*cfg.OpenSM.SweepTimeout+2*cfg.OpenSM.CheckInterval+time.Minute)
-	app := &applier.Applier{Store: st, SM: sm, Log: log, Observer: applierObserver{m, applierLoop}, Cfg: applier.Config{
+	mgr.applierLoop = checker.Loop("applier", 3*cfg.OpenSM.SweepTimeout+2*cfg.OpenSM.CheckInterval+time.Minute)
+	mgr.app = &applier.Applier{Store: st, SM: sm, Log: mgr.log, Observer: applierObserver{m, mgr.applierLoop}, Cfg: applier.Config{
 		PartitionsFile:   filepath.Join(cfg.OpenSM.ConfigDir, "partitions.conf"),
 		LogFile:          cfg.OpenSM.LogFile,
 		DefaultPartition: cfg.OpenSM.DefaultPartition,
@@ -319,7 +399,12 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 		Dump:             dump,
 		PortLimit:        limit,
 	}}
+	return checker
+}
 
+// wireAPI makes the API's server and the HTTP listeners, not yet listening.
+func (mgr *manager) wireAPI(checker *health.Checker) {
+	cfg, log, m := mgr.cfg, mgr.log, mgr.metrics
 	opts := api.Options{Prefix: cfg.API.Prefix, Domain: cfg.API.Domain, Token: cfg.API.Token,
 		AccessLog: cfg.API.AccessLog, Health: checker, Observer: m}
 	if cfg.API.MetricsListen == "" {
@@ -333,96 +418,112 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 	opts.PKeys.Prefix = cfg.UFMPKeys.Prefix
 	writeTimeout := 30 * time.Second
 	if u := cfg.UFMPKeys; u.Enabled() {
-		opts.PKeys = api.PKeysOptions{Store: st, Prefix: u.Prefix, Username: u.Username, Password: u.Password,
+		opts.PKeys = api.PKeysOptions{Store: mgr.st, Prefix: u.Prefix, Username: u.Username, Password: u.Password,
 			ApplyTimeout: u.ApplyTimeout, Version: versionString(), MaxGUIDsPerRequest: u.MaxGUIDsPerRequest,
 			MaxConcurrentRequests: u.MaxConcurrentRequests}
 		// A pkeys change is answered once applied, up to apply_timeout.
 		writeTimeout = max(writeTimeout, u.ApplyTimeout+api.DefaultDBTimeout+5*time.Second)
 	}
-	apiServer := api.New(opts, st, log)
-	servers := listeners(cfg, apiServer, m.Handler(), certs, writeTimeout, log)
-	for _, s := range servers {
+	mgr.apiServer = api.New(opts, mgr.st, log)
+	mgr.servers = listeners(cfg, mgr.apiServer, m.Handler(), mgr.certs, writeTimeout, log)
+}
+
+// listen binds every listener, or none.
+func (mgr *manager) listen() error {
+	for _, s := range mgr.servers {
 		if err := s.listen(); err != nil {
-			for _, o := range servers {
+			for _, o := range mgr.servers {
 				o.close()
 			}
 			return err
 		}
-		log.Info("serving "+s.name, "listen", s.ln.Addr().String(), "tls", s.tls)
+		mgr.log.Info("serving "+s.name, "listen", s.ln.Addr().String(), "tls", s.tls)
 	}
-	log.Info("API routes", "prefix", cfg.API.Prefix, "domain", cfg.API.Domain)
+	mgr.log.Info("API routes", "prefix", mgr.cfg.API.Prefix, "domain", mgr.cfg.API.Domain)
+	return nil
+}
 
-	errs := make(chan error, len(servers))
-	for _, s := range servers {
+// serve serves every listener; a server that fails sends why on the channel.
+func (mgr *manager) serve() <-chan error {
+	errs := make(chan error, len(mgr.servers))
+	for _, s := range mgr.servers {
 		go func() {
 			if err := s.srv.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
 				errs <- fmt.Errorf("%s server: %w", s.name, err)
 			}
 		}()
 	}
-	// leading tells the metrics and liveness that this manager applies.
-	leading := func(ctx context.Context, term int64, lead func(context.Context) error) error {
-		m.Leading(term)
-		applierLoop.Active(true)
-		defer func() {
-			applierLoop.Active(false)
-			m.Leading(0)
-		}()
-		return lead(ctx)
-	}
+	return errs
+}
+
+// electorCheckInterval is how often the applier lock's holder checks it,
+// and writes its heartbeat.
+const electorCheckInterval = time.Second
+
+// elect campaigns until ctx ends, applying while elected; the channel is
+// closed once the election has stopped.
+func (mgr *manager) elect(ctx context.Context) <-chan struct{} {
+	host, _ := os.Hostname()
 	holder := fmt.Sprintf("%s pid %d", host, os.Getpid())
-	electorDone := make(chan struct{})
-	if cfg.HA.HA {
+	done := make(chan struct{})
+	if mgr.cfg.HA.HA {
 		// Several managers: the lease elects (docs/ha.md), and OpenSM runs
 		// only while this manager holds it.
-		leases, err := st.Leases()
-		if err != nil {
-			return err
-		}
-		app.Lease = leases
-		ha := &leader.LeaseElector{Leases: leases, TryLock: st.TryLock, Holder: holder, Log: log,
-			LeaseTimeout: cfg.HA.LeaseTimeout, Stop: sm.StopTerm}
+		ha := &leader.LeaseElector{Leases: mgr.leases, TryLock: mgr.st.TryLock, Holder: holder, Log: mgr.log,
+			LeaseTimeout: mgr.cfg.HA.LeaseTimeout, Stop: mgr.sm.StopTerm}
 		go func() {
-			defer close(electorDone)
+			defer close(done)
 			_ = ha.Run(ctx, func(ctx context.Context, term leader.Term) error {
-				return leading(ctx, term.ID, func(ctx context.Context) error {
-					return app.LeadTerm(ctx, term.ID, term.Taken.Suspect)
+				return mgr.leading(ctx, term.ID, func(ctx context.Context) error {
+					return mgr.app.LeadTerm(ctx, term.ID, term.Taken.Suspect)
 				})
 			})
 		}()
-	} else {
-		go func() {
-			defer close(electorDone)
-			_ = elector.Run(ctx, func(ctx context.Context, term int64) error {
-				return leading(ctx, term, func(ctx context.Context) error { return app.Lead(ctx, term) })
-			})
-		}()
+		return done
 	}
+	elector := &leader.Elector{Store: mgr.st, Holder: holder, Log: mgr.log,
+		RetryInterval: 2 * time.Second, CheckInterval: electorCheckInterval}
+	go func() {
+		defer close(done)
+		_ = elector.Run(ctx, func(ctx context.Context, term int64) error {
+			return mgr.leading(ctx, term, func(ctx context.Context) error { return mgr.app.Lead(ctx, term) })
+		})
+	}()
+	return done
+}
 
-	reload := newHangup(path, cfg, certs, apiServer, log)
-	for done := false; !done; {
-		select {
-		case <-ctx.Done():
-			log.Info("stopping")
-			done = true
-		case err = <-errs:
-			log.Error("stopping", "error", err)
-			done = true
-		case <-hup:
-			reload.reload()
-		}
-	}
+// leading runs lead, telling the metrics and liveness that this manager
+// applies meanwhile.
+func (mgr *manager) leading(ctx context.Context, term int64, lead func(context.Context) error) error {
+	mgr.metrics.Leading(term)
+	mgr.applierLoop.Active(true)
+	defer func() {
+		mgr.applierLoop.Active(false)
+		mgr.metrics.Leading(0)
+	}()
+	return lead(ctx)
+}
+
+// shutdown stops serving, waits a while for the election to stop (and with
+// it the applier), then stops OpenSM.
+func (mgr *manager) shutdown(ctx context.Context, electorDone <-chan struct{}) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	for _, s := range servers {
+	for _, s := range mgr.servers {
 		_ = s.srv.Shutdown(sctx)
 	}
 	select {
 	case <-electorDone:
 	case <-sctx.Done():
 	}
-	stopOpenSM(context.WithoutCancel(ctx), sm, log)
-	return err
+	stopOpenSM(context.WithoutCancel(ctx), mgr.sm, mgr.log)
+}
+
+// close releases what wire opened: OpenSM's driver, then the database.
+func (mgr *manager) close() {
+	for i := len(mgr.closers) - 1; i >= 0; i-- {
+		mgr.closers[i]()
+	}
 }
 
 // subnetManager is an OpenSM driver as main uses it: the applier's interface,

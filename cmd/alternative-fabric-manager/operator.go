@@ -294,7 +294,9 @@ func readStatus(ctx context.Context, cfg *config.Config, st *store.Store) (Statu
 	if err != nil {
 		return s, fmt.Errorf("gates: %w", err)
 	}
-	s.NotCompleting = append(s.NotCompleting, reasons...)
+	for _, r := range reasons {
+		s.NotCompleting = append(s.NotCompleting, r.Text)
+	}
 	if cfg.HA.HA {
 		leases, err := st.Leases()
 		if err != nil {

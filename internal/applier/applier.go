@@ -52,8 +52,8 @@ type Store interface {
 	// transaction if open says the gates are (gates.go, finish).
 	FinishApply(ctx context.Context, a store.Apply, open func(store.GateState) bool) (store.Finished, error)
 	FailJobs(ctx context.Context, term, revision int64, reason string) (int64, error)
-	FailJob(ctx context.Context, term, id int64, reason string) (int64, error) // local.go
-	OpenJobs(ctx context.Context, revision int64) ([]store.OpenJob, error)     // local.go
+	FailJob(ctx context.Context, term, id int64, reason string) (int64, error) // attribution.go
+	OpenJobs(ctx context.Context, revision int64) ([]store.OpenJob, error)     // attribution.go
 	GetJob(ctx context.Context, id int64) (store.Job, error)                   // capacity.go
 	RecordApply(ctx context.Context, a store.Apply) (bool, error)
 	Wake(ctx context.Context) <-chan struct{}
@@ -173,7 +173,7 @@ type term struct {
 	// snapshots is the state as last read: each read reads what changed.
 	snapshots store.SnapshotCache
 	// rendered is the recorded state the apply in progress rendered: the
-	// partitions a sweep's pkey errors are held against (local.go).
+	// partitions a sweep's pkey errors are held against (attribution.go).
 	rendered store.Snapshot
 	// judged is the state of the last sweep that applied the file and judged
 	// every job up to its revision, while no other file can have been swept

@@ -58,7 +58,9 @@ func TestRecordOverCapacity(t *testing.T) {
 		t.Fatalf("recorded %+v, want H1's switch port 0x0002c90300f00001:2", got)
 	}
 	reasons, err := Gates{Store: s, SubnetDump: dump}.Closed(ctxT(t))
-	if err != nil || !slices.ContainsFunc(reasons, func(r string) bool { return strings.HasPrefix(r, EnforcementCleared) }) {
+	if err != nil || !slices.ContainsFunc(reasons, func(r GateReason) bool {
+		return r.Kind == GateEnforcementCleared && strings.HasPrefix(r.Text, EnforcementCleared)
+	}) {
 		t.Errorf("gates: %q, %v; want closed by the enforcement error", reasons, err)
 	}
 

@@ -41,6 +41,37 @@ const NoExpectedSwitches = "No expected switches: once OpenSM has swept, record 
 // EnforcementCleared starts the reason given while enforcement errors are recorded.
 const EnforcementCleared = "OpenSM cleared a switch port's enforcement"
 
+// GateKind is the kind of a reason jobs do not complete: a word for alerts and
+// dashboards to select on without matching the reason's text, which names
+// switches and ports.
+type GateKind string
+
+const (
+	GateNoExpectedSwitches GateKind = "no_expected_switches" // none confirmed yet (NoExpectedSwitches)
+	// GateSwitchMissing: a confirmed switch is missing from OpenSM's last
+	// sweep, or the subnet dump cannot prove it present.
+	GateSwitchMissing      GateKind = "switch_missing"
+	GateEnforcementCleared GateKind = "enforcement_cleared" // enforcement errors are recorded (EnforcementCleared)
+	GateFrozen             GateKind = "frozen"              // the HA freeze (freeze.go)
+)
+
+// GateReason is one reason jobs do not complete now.
+type GateReason struct {
+	Kind GateKind
+	Text string // for operators: what is wrong, and what to do
+}
+
+func (r GateReason) String() string { return r.Text }
+
+// gateTexts are the reasons' texts, as the jobs and the log say them.
+func gateTexts(reasons []GateReason) []string {
+	texts := make([]string, len(reasons))
+	for i, r := range reasons {
+		texts[i] = r.Text
+	}
+	return texts
+}
+
 // GateReader is what evaluating the gates reads from the database.
 type GateReader interface {
 	ExpectedSwitches(ctx context.Context) ([]store.ExpectedSwitch, error)
@@ -67,7 +98,7 @@ type Gates struct {
 
 // Closed returns why jobs may not complete now; none when every gate is open.
 // An error (the database could not be read) means the gates are closed too.
-func (g Gates) Closed(ctx context.Context) ([]string, error) {
+func (g Gates) Closed(ctx context.Context) ([]GateReason, error) {
 	expected, err := g.Store.ExpectedSwitches(ctx)
 	if err != nil {
 		return nil, err
@@ -97,10 +128,10 @@ func (g Gates) read() dumpRead {
 // them and a read of the subnet dump (looked at only when switches are
 // confirmed); none when every gate is open. It does no I/O: the applier
 // evaluates it inside the transaction that completes the jobs.
-func (g Gates) reasons(st store.GateState, dump dumpRead) []string {
-	var reasons []string
+func (g Gates) reasons(st store.GateState, dump dumpRead) []GateReason {
+	var reasons []GateReason
 	if len(st.Expected) == 0 {
-		reasons = append(reasons, NoExpectedSwitches)
+		reasons = append(reasons, GateReason{GateNoExpectedSwitches, NoExpectedSwitches})
 	} else {
 		reasons = append(reasons, g.missingSwitches(st.Expected, dump)...)
 	}
@@ -109,8 +140,9 @@ func (g Gates) reasons(st store.GateState, dump dumpRead) []string {
 		for i, e := range st.Errors {
 			ports[i] = e.SwitchPort()
 		}
-		reasons = append(reasons, fmt.Sprintf("%s: %s (see --show-enforcement-errors; --clear-enforcement-errors once dealt with)",
-			EnforcementCleared, strings.Join(ports, ", ")))
+		reasons = append(reasons, GateReason{GateEnforcementCleared, fmt.Sprintf(
+			"%s: %s (see --show-enforcement-errors; --clear-enforcement-errors once dealt with)",
+			EnforcementCleared, strings.Join(ports, ", "))})
 	}
 	return reasons
 }
@@ -119,26 +151,26 @@ func (g Gates) reasons(st store.GateState, dump dumpRead) []string {
 // dump that cannot be read proves nothing: that closes the gate as well (OpenSM
 // rewrites the file in place, so a read can catch it half written; the next
 // poll reads it again).
-func (g Gates) missingSwitches(expected []store.ExpectedSwitch, dump dumpRead) []string {
+func (g Gates) missingSwitches(expected []store.ExpectedSwitch, dump dumpRead) []GateReason {
 	if g.SubnetDump == "" {
-		return []string{"OpenSM's subnet dump is not configured: the expected switches cannot be checked"}
+		return []GateReason{{GateSwitchMissing, "OpenSM's subnet dump is not configured: the expected switches cannot be checked"}}
 	}
 	if dump.err != nil || dump.topo == nil {
 		err := dump.err
 		if err == nil {
 			err = errors.New("not read")
 		}
-		return []string{fmt.Sprintf("the expected switches cannot be checked: %v", err)}
+		return []GateReason{{GateSwitchMissing, fmt.Sprintf("the expected switches cannot be checked: %v", err)}}
 	}
 	present := map[string]bool{}
 	for _, sw := range dump.topo.Switches() {
 		present[sw.GUID.String()] = true
 	}
-	var reasons []string
+	var reasons []GateReason
 	for _, sw := range expected {
 		if !present[sw.GUID.String()] {
-			reasons = append(reasons, fmt.Sprintf("expected switch %s (%s) is missing from OpenSM's last sweep",
-				sw.GUID, sw.Description))
+			reasons = append(reasons, GateReason{GateSwitchMissing, fmt.Sprintf(
+				"expected switch %s (%s) is missing from OpenSM's last sweep", sw.GUID, sw.Description)})
 		}
 	}
 	return reasons
@@ -211,11 +243,11 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply) (
 	frozen := t.pollFreeze(ctx)
 	reapply := t.reapply // a lifted freeze: the full apply that follows completes them
 	gates := Gates{SubnetDump: t.Cfg.SubnetDump}
-	var reasons []string
+	var reasons []GateReason
 	f, err := t.Store.FinishApply(ctx, a, func(gs store.GateState) bool {
 		reasons = gates.reasons(gs, dump)
 		if frozen != "" && !reapply {
-			reasons = append(reasons, frozen)
+			reasons = append(reasons, GateReason{GateFrozen, frozen})
 		}
 		return !reapply && len(reasons) == 0
 	})
@@ -255,7 +287,7 @@ func (t *term) gatesOpen(ctx context.Context, rev int64) bool {
 		t.gate.blocked = 0 // the full apply that follows completes them
 		return false
 	} else if frozen != "" {
-		reasons = append(reasons, frozen)
+		reasons = append(reasons, GateReason{GateFrozen, frozen})
 	}
 	if len(reasons) == 0 {
 		return true
@@ -266,11 +298,12 @@ func (t *term) gatesOpen(ctx context.Context, rev int64) bool {
 
 // holdJobs keeps the jobs up to rev waiting for the gates, saying why, and
 // rev for pollGates.
-func (t *term) holdJobs(ctx context.Context, rev int64, reasons []string) {
+func (t *term) holdJobs(ctx context.Context, rev int64, reasons []GateReason) {
 	t.gate.blocked = rev
-	said := "Not completing: " + strings.Join(reasons, "; ")
+	texts := gateTexts(reasons)
+	said := "Not completing: " + strings.Join(texts, "; ")
 	if said != t.gate.said {
-		t.Log.Warn("jobs wait for the gates", "revision", rev, "reasons", reasons)
+		t.Log.Warn("jobs wait for the gates", "revision", rev, "reasons", texts)
 	}
 	if _, err := t.Store.DescribeOpenJobs(ctx, t.id, rev, said); err != nil {
 		t.Log.Error("describe waiting jobs", "revision", rev, "error", err)

@@ -134,7 +134,7 @@ func TestGatesClosed(t *testing.T) {
 	dump := filepath.Join(t.TempDir(), "opensm-subnet.lst")
 	g := Gates{Store: s, SubnetDump: dump}
 	reasons, err := g.Closed(ctx)
-	if err != nil || !slices.Equal(reasons, []string{NoExpectedSwitches}) {
+	if err != nil || !slices.Equal(reasons, []GateReason{{GateNoExpectedSwitches, NoExpectedSwitches}}) {
 		t.Fatalf("new database: %q, %v; want only %q", reasons, err, NoExpectedSwitches)
 	}
 	if err := s.ConfirmSwitches(ctx, []store.ExpectedSwitch{{GUID: 0x0002c90300f00001, Description: "S1"},
@@ -142,7 +142,7 @@ func TestGatesClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	reasons, err = g.Closed(ctx)
-	if err != nil || len(reasons) != 1 || !strings.Contains(reasons[0], "cannot be checked") {
+	if err != nil || len(reasons) != 1 || reasons[0].Kind != GateSwitchMissing || !strings.Contains(reasons[0].Text, "cannot be checked") {
 		t.Errorf("no dump: %q, %v; want the switches unchecked", reasons, err)
 	}
 	data, err := os.ReadFile(filepath.Join("..", "topology", "testdata", "good", "ibsim-5-hosts-2-switches.lst"))
@@ -152,7 +152,8 @@ func TestGatesClosed(t *testing.T) {
 	if err := os.WriteFile(dump, data[:len(data)/2], 0o644); err != nil { // caught mid-write
 		t.Fatal(err)
 	}
-	if reasons, err = g.Closed(ctx); err != nil || len(reasons) != 1 || !strings.Contains(reasons[0], "cannot be checked") {
+	if reasons, err = g.Closed(ctx); err != nil || len(reasons) != 1 || reasons[0].Kind != GateSwitchMissing ||
+		!strings.Contains(reasons[0].Text, "cannot be checked") {
 		t.Errorf("half-written dump: %q, %v; want the switches unchecked", reasons, err)
 	}
 	if err := os.WriteFile(dump, data, 0o644); err != nil {
@@ -171,8 +172,8 @@ func TestGatesClosed(t *testing.T) {
 	if err := os.WriteFile(dump, []byte(strings.Join(kept, "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	want := "expected switch 0x0002c90300f00002 (S2) is missing from OpenSM's last sweep"
-	if reasons, err = g.Closed(ctx); err != nil || !slices.Equal(reasons, []string{want}) {
+	want := GateReason{GateSwitchMissing, "expected switch 0x0002c90300f00002 (S2) is missing from OpenSM's last sweep"}
+	if reasons, err = g.Closed(ctx); err != nil || !slices.Equal(reasons, []GateReason{want}) {
 		t.Errorf("S2 gone: %q, %v; want %q", reasons, err, want)
 	}
 }

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,7 +27,7 @@ type OldestOpenJobs interface {
 
 // Gates say why jobs may not complete now (applier.Gates).
 type Gates interface {
-	Closed(ctx context.Context) ([]string, error)
+	Closed(ctx context.Context) ([]applier.GateReason, error)
 }
 
 // SubnetManager is the OpenSM driver as a scrape sees it (opensm.Process).
@@ -189,7 +188,7 @@ func (s *State) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descGatesClosed, float64(len(reasons)))
 		for _, r := range reasons {
-			gauge(descGate, 1, GateKind(r), r)
+			gauge(descGate, 1, string(r.Kind), r.Text)
 		}
 	}
 }
@@ -219,23 +218,5 @@ func (s *State) collectJobs(ctx context.Context, gauge func(*prometheus.Desc, fl
 			age = max(now.Sub(t).Seconds(), 0)
 		}
 		gauge(descJobOldest, age, status)
-	}
-}
-
-// GateKind names the kind of a gate's reason, for alerts and dashboards to
-// select on without matching the reason's text (which names switches).
-func GateKind(reason string) string {
-	switch {
-	case strings.HasPrefix(reason, applier.NoExpectedSwitches):
-		return "no_expected_switches"
-	case strings.HasPrefix(reason, "expected switch "), strings.HasPrefix(reason, "the expected switches cannot be checked"),
-		strings.HasPrefix(reason, "OpenSM's subnet dump"):
-		return "switch_missing"
-	case strings.HasPrefix(reason, applier.EnforcementCleared):
-		return "enforcement_cleared"
-	case strings.Contains(reason, "frozen"), strings.Contains(reason, "freeze"):
-		return "frozen"
-	default:
-		return "other"
 	}
 }
