@@ -50,31 +50,14 @@ func inodeOf(fi fs.FileInfo) uint64 {
 // reset.
 var ErrLogReset = errors.New("log truncated or replaced")
 
-// How often a follower looks at the file when it has read everything and
-// file-change notifications cannot be had (see logNotify). OpenSM logs a
-// sweep's lines within milliseconds, and the end of the sweep is on the path
-// of every job's completion: at 5 ms it adds 2.5 ms on average (20 ms added
-// 10, measured in docs/performance.md), for a stat and a read per poll.
+// How often a follower looks at the file when it has read everything: a stat
+// and a read. OpenSM logs a sweep's lines within milliseconds, and the end of
+// the sweep is on the path of every job's completion: at 5 ms it adds 2.5 ms
+// on average (20 ms added 10, measured in docs/performance.md). Waking on
+// inotify of the log's directory instead was measured and dropped: it read
+// the end of a sweep sooner, but OpenSM's own sweep took longer beside it, and
+// a change was faster with it in only half of the interleaved pairs.
 const pollInterval = 5 * time.Millisecond
-
-// useNotifications says whether followers wait for inotify (logNotify)
-// instead of polling every pollInterval. Off. The notifications once lost to
-// the poll because closing the inotify instance waited for the kernel's
-// teardown on every apply's path (fixed: logNotify.close). Since then the
-// follower reads the end of a sweep 0.5-0.9 ms after OpenSM writes it
-// instead of 2.2-3.2 ms, but on the 4-host fabric OpenSM's own sweep took
-// about 1.3 ms longer with a follower woken by notifications (not through
-// the manager's CPU, which was the same; the cause is not found), and a
-// change was faster with them in only six of twelve interleaved pairs, two
-// of the six on a quieter machine (docs/performance.md). The notifications'
-// own tests run them whatever this says.
-const useNotifications = false
-
-// slowPollInterval is how often a follower woken by notifications looks at
-// the file anyway: for what no notification of the log's directory reports
-// (the old file of a rotation into another directory, a file system that
-// sends none).
-const slowPollInterval = 250 * time.Millisecond
 
 // A message box's header line ("do_sweep:") without its title is waited for
 // this long after the last data before it is handed out anyway.
@@ -84,11 +67,8 @@ const openBoxPatience = 100 * time.Millisecond
 const maxReadPerPoll = 1 << 20
 
 // LogFollower reads the entries of a growing OpenSM log from a position on.
-// Once it has read everything it polls every pollInterval (stat and read);
-// with useNotifications it waits instead for a notification that the log's
-// directory changed (inotify), looking at the file every slowPollInterval
-// anyway, and polls where notifications cannot be had. It is not safe for
-// concurrent use.
+// Once it has read everything it polls every pollInterval (stat and read).
+// It is not safe for concurrent use.
 type LogFollower struct {
 	path string
 	from Position
@@ -105,17 +85,8 @@ type LogFollower struct {
 	parser       entryParser
 	lastData     time.Time // when data was last read
 
-	// How the follower waits: notify (nil until the first wait, and when
-	// notifications cannot be had) wakes it on a change of the log's
-	// directory, and every slowPoll anyway; without it, it polls every
-	// fastPoll. noNotify: never try notifications.
-	notify             *logNotify
-	notifyTried        bool
-	noNotify           bool
-	fastPoll, slowPoll time.Duration
-	patience           time.Duration // openBoxPatience
-	onWait             func()        // tests: called when the follower is about to wait
-	beforeWatch        func()        // tests: called just before the notifications are set up
+	fastPoll time.Duration // pollInterval
+	patience time.Duration // openBoxPatience
 
 	queue []queued
 	reset error // a reset to report once the queue is empty
@@ -142,8 +113,7 @@ type queued struct {
 // FollowLog returns a follower that reads path from the position on. The file
 // need not exist yet.
 func FollowLog(path string, from Position) *LogFollower {
-	return &LogFollower{path: path, from: from, fastPoll: pollInterval, slowPoll: slowPollInterval,
-		patience: openBoxPatience, firstHeader: -1, noNotify: !useNotifications}
+	return &LogFollower{path: path, from: from, fastPoll: pollInterval, patience: openBoxPatience, firstHeader: -1}
 }
 
 // Span is a stretch of one log file, [From, To) in the file of inode Inode.
@@ -166,12 +136,8 @@ func (l *LogFollower) Scanned() (span Span, ok bool) {
 	return Span{Inode: l.inode, From: l.firstHeader, To: l.returnedEnd}, true
 }
 
-// Close releases the open file and the notifications.
+// Close releases the open file.
 func (l *LogFollower) Close() error {
-	if l.notify != nil {
-		l.notify.close()
-		l.notify = nil
-	}
 	if l.f == nil {
 		return nil
 	}
@@ -182,51 +148,12 @@ func (l *LogFollower) Close() error {
 
 // wait waits until the log may have changed, or ctx ends.
 func (l *LogFollower) wait(ctx context.Context) error {
-	if !l.notifyTried && !l.noNotify {
-		l.notifyTried = true
-		if l.beforeWatch != nil {
-			l.beforeWatch()
-		}
-		l.notify, _ = newLogNotify(l.path) // nil: poll
-		if l.notify != nil {
-			// A write between the last read and the watch woke nobody: read
-			// again now that every later one will.
-			return nil
-		}
-	}
-	if l.notify != nil && l.notify.broken() {
-		l.notify.close()
-		l.notify = nil // poll from now on
-	}
-	d, woken := l.fastPoll, (<-chan struct{})(nil)
-	if l.notify != nil {
-		d, woken = l.slowPoll, l.notify.changed
-		// OpenSM writes a sweep's lines one by one (force_log_flush): while
-		// data keeps coming the follower reads at most every burstReadGap,
-		// so as not to take a core from OpenSM at every line. Waiting for a
-		// notification starts only once a look found nothing new for that
-		// long, so the first write after a quiet spell, the end of a sweep
-		// among them, is read at once.
-		if gap := burstReadGap - time.Since(l.lastData); gap > 0 {
-			return sleep(ctx, gap)
-		}
-	}
-	if l.onWait != nil {
-		l.onWait()
-	}
+	d := l.fastPoll
 	if l.parser.pending && l.parser.openBox() {
 		// An open box is handed out once the patience is over, data or not.
 		d = min(d, max(l.patience-time.Since(l.lastData), time.Millisecond))
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-woken:
-	case <-t.C:
-	}
-	return nil
+	return sleep(ctx, d)
 }
 
 // sleep waits for d or until ctx ends.
@@ -240,10 +167,6 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
-
-// burstReadGap is the least time between two reads of a follower woken by
-// notifications while data keeps coming.
-const burstReadGap = time.Millisecond
 
 // Next returns the next entry, waiting for it as long as ctx allows. When the log
 // was truncated or replaced it returns an error wrapping ErrLogReset once, and the
