@@ -167,6 +167,7 @@ type term struct {
 	written  []byte // what this term last wrote to the partitions file
 	restarts int    // OpenSM restarts seen so far
 	gate     *gatekeeper
+	tail     *opensm.Tail   // the one reader of OpenSM's log (startLog)
 	dump     *topology.Dump // Cfg.Dump, or the term's own
 	freeze   *freezeWatch   // nil without HA
 	reapply  bool           // a lifted freeze: apply everything again
@@ -216,18 +217,11 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 	if err := t.writeCurrent(ctx); err != nil {
 		return err
 	}
-	if err := t.startGates(); err != nil {
+	// From before OpenSM starts: its first lines are this term's.
+	if err := t.startLog(suspect, timeout); err != nil {
 		return err
 	}
-	defer t.gate.watch.close()
-	if a.Lease != nil {
-		// From before OpenSM starts: its first state line is this term's.
-		var err error
-		if t.freeze, err = newFreezeWatch(a.Lease, suspect, a.Cfg.LogFile, t.gate.watch.pos, timeout); err != nil {
-			t.Log.Error("read OpenSM's log for its SM state", "error", err)
-		}
-		defer t.freeze.close()
-	}
+	defer t.tail.Close()
 	// The term may be over already (its context cancelled, its OpenSM
 	// stopped by the lease): the driver then refuses, whatever this term did
 	// not notice.
@@ -448,11 +442,12 @@ func (t *term) apply(ctx context.Context) applyResult {
 	}
 	// The position is taken after the rename: a heavy sweep whose start is
 	// logged after it began after the rename, so it parses the new file.
-	pos, err := opensm.LogPosition(t.Cfg.LogFile)
+	watch, pos, err := t.tail.WatchSweep()
 	if err != nil {
 		log.Error("OpenSM log position", "error", err)
 		return applyRetry
 	}
+	defer watch.Close()
 	if err := t.SM.Reload(ctx); err != nil {
 		log.Warn("signal OpenSM", "error", err)
 		return applyRetry
@@ -466,14 +461,7 @@ func (t *term) apply(ctx context.Context) applyResult {
 	// state before OpenSM starts.
 	synced := make(chan error, 1)
 	go func() { synced <- durable() }()
-	// The enforcement watch reads what came before the position during the
-	// sweep (it holds the watch until caughtUp returns).
-	caughtUp := t.gate.watch.catchUp(ctx, t.id, t.Store, t.Log, pos)
-	defer caughtUp() //nolint:errcheck // reported below; this only waits on early returns
-	res, err := t.waitSweep(ctx, pos, rev, log)
-	if err := caughtUp(); err != nil {
-		log.Error("read OpenSM's log for cleared enforcement", "error", err)
-	}
+	res, err := t.waitSweep(ctx, watch, rev, log)
 	if syncErr := <-synced; syncErr != nil && err == nil {
 		log.Error("sync the partitions file's directory", "error", syncErr)
 		record(outcomeWriteFailed, syncErr.Error())
@@ -487,18 +475,12 @@ func (t *term) apply(ctx context.Context) applyResult {
 	}
 	swept := time.Now()
 	log.Debug("heavy sweep ended", "outcome", res.Outcome, "pkey_errors", len(res.PKeyErrors))
-	// Every cleared enforcement of the log from the position to the sweep's
-	// end is recorded before any job can complete: the gates then hold them.
-	if err := t.recordEnforcement(ctx, res.Enforcement); err != nil {
+	// Every cleared enforcement of the log up to the sweep's end is recorded
+	// before any job can complete: the gates then hold them. The tail handed
+	// each to the recorder before the sweep's watch saw the sweep end.
+	if err := t.recordEnforcement(ctx); err != nil {
 		log.Error("record cleared enforcement; jobs wait", "error", err)
 		return applyRetry
-	}
-	// The sweep's stretch of the log has been read for those lines: the
-	// watch reads what came before it, and goes on after it.
-	if res.ScannedOK {
-		if err := t.gate.watch.handOff(ctx, t.id, t.Store, t.Log, res.Scanned); err != nil {
-			log.Error("read OpenSM's log for cleared enforcement", "error", err)
-		}
 	}
 	switch {
 	case res.Outcome == opensm.Applied && len(res.PKeyErrors) == 0:
@@ -624,7 +606,7 @@ func (t *term) judge() {
 // state is applied again, as after any timeout.
 const maxSweepFollow = 10
 
-// waitSweep follows OpenSM's log from pos to the end of the first heavy
+// waitSweep follows OpenSM's log from the watch's position to the end of the first heavy
 // sweep that started after it (opensm.SweepWatch). At each sweep_timeout at
 // which a heavy sweep is still running (the one counted, or one that started
 // before pos, behind which the SIGHUP waits) and OpenSM still runs, it says
@@ -633,9 +615,7 @@ const maxSweepFollow = 10
 // change is under way or next. Only a wait that saw no sweep at all (the
 // signal lost, or OpenSM not master) or an OpenSM no longer running ends with
 // the timeout's result, after which the state is applied and signalled again.
-func (t *term) waitSweep(ctx context.Context, pos opensm.Position, rev int64, log *slog.Logger) (opensm.SweepResult, error) {
-	watch := opensm.WatchSweep(t.Cfg.LogFile, pos)
-	defer watch.Close()
+func (t *term) waitSweep(ctx context.Context, watch *opensm.SweepWatch, rev int64, log *slog.Logger) (opensm.SweepResult, error) {
 	for i := 1; ; i++ {
 		res, err := watch.Wait(ctx, t.Cfg.SweepTimeout)
 		if err != nil || !res.TimedOut || !res.InProgress || i >= maxSweepFollow || !t.smRunning() {

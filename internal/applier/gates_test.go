@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
@@ -49,9 +50,9 @@ func recorded(t *testing.T, s *store.Store) []string {
 	return out
 }
 
-// The watch records each line once, waits for a line still being written, and
-// reads a truncated or replaced log from its start.
-func TestEnforcementWatch(t *testing.T) {
+// The recorder, fed by a tail, records each line once, waits for a line
+// still being written, and reads a truncated or replaced log from its start.
+func TestEnforcementRecorder(t *testing.T) {
 	s := storetest.Open(t, config.EngineSQLite)
 	log := slog.New(slog.DiscardHandler)
 	path := filepath.Join(t.TempDir(), "opensm.log")
@@ -64,9 +65,18 @@ func TestEnforcementWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := enforcementWatch{path: path}
-	w.pos.Offset = pos.Size()
-	w.pos.Inode = 0 // any file
+	var found enforcementLog
+	tail, err := opensm.OpenTail(path, opensm.Position{Offset: pos.Size()}, found.observe) // any file
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tail.Close()
+	scan := func() error {
+		if err := tail.Pump(); err != nil {
+			return err
+		}
+		return found.record(ctxT(t), term, s, log)
+	}
 
 	steps := []struct {
 		name, add string
@@ -82,7 +92,7 @@ func TestEnforcementWatch(t *testing.T) {
 	}
 	for _, st := range steps {
 		appendTo(t, path, st.add)
-		if err := w.scan(ctxT(t), term, s, log); err != nil {
+		if err := scan(); err != nil {
 			t.Fatalf("%s: scan: %v", st.name, err)
 		}
 		if got := recorded(t, s); !slices.Equal(got, st.want) {
@@ -97,7 +107,7 @@ func TestEnforcementWatch(t *testing.T) {
 	if err := os.WriteFile(path, []byte(err0507), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.scan(ctxT(t), term, s, log); err != nil {
+	if err := scan(); err != nil {
 		t.Fatal(err)
 	}
 	if got := recorded(t, s); !slices.Equal(got, []string{"0x0002c90300f00001:2 xI"}) {
@@ -114,18 +124,17 @@ func TestEnforcementWatch(t *testing.T) {
 	}
 	appendTo(t, path+".1", err0507)
 	appendTo(t, path, "") // logrotate's create: the old file is still OpenSM's
-	if err := w.scan(ctxT(t), term, s, log); err != nil {
+	if err := scan(); err != nil {
 		t.Fatal(err)
 	}
 	appendTo(t, path+".1", err0507)
 	appendTo(t, path, "Nov 29 18:16:36 000003 [7F1C] 0x01 -> osm_pkey_mgr: ERR 0513: Clearing Enforcement bit somewhere\n")
-	if err := w.scan(ctxT(t), term, s, log); err != nil {
+	if err := scan(); err != nil {
 		t.Fatal(err)
 	}
 	if got := recorded(t, s); !slices.Equal(got, []string{"0x0002c90300f00001:2 xII", "unattributed xI"}) {
 		t.Errorf("after a rotation: recorded %q, want both lines of the old file and the new file's", got)
 	}
-	w.close()
 }
 
 func TestGatesClosed(t *testing.T) {

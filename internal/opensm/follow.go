@@ -91,49 +91,30 @@ type LogFollower struct {
 	queue []queued
 	reset error // a reset to report once the queue is empty
 
-	// What the entries handed out cover, for Scanned: the file's offset of the
-	// first header line parsed in the current file (-1: none yet), the end of
-	// the last entry handed out, and whether a continuation line was dropped
-	// in between or another file was started.
-	firstHeader int64
-	returnedEnd int64
-	partialAt   int64 // offset of the line being assembled in partial
-	lostLine    bool
-	switched    bool
-	buf         []byte
+	gen        int   // files opened so far: the one being read is the gen-th
+	entryStart int64 // offset of the header line of the entry the parser builds
+	partialAt  int64 // offset of the line being assembled in partial
+	buf        []byte
+	read       int64 // bytes read, over all files
 }
 
-// queued is an entry read, with where it ends in its file: the offset of the
-// first line after its last.
+// queued is an entry read, with where its header line is: the position in
+// its file, and which of the files the follower opened that is (gen).
 type queued struct {
 	e   Entry
-	end int64
+	at  Position
+	gen int
+}
+
+// queued is the entry the parser handed out, at the place of its header line.
+func (l *LogFollower) queued(e Entry) queued {
+	return queued{e: e, at: Position{Inode: l.inode, Offset: l.entryStart}, gen: l.gen}
 }
 
 // FollowLog returns a follower that reads path from the position on. The file
 // need not exist yet.
 func FollowLog(path string, from Position) *LogFollower {
-	return &LogFollower{path: path, from: from, fastPoll: pollInterval, patience: openBoxPatience, firstHeader: -1}
-}
-
-// Span is a stretch of one log file, [From, To) in the file of inode Inode.
-type Span struct {
-	Inode    uint64
-	From, To int64
-}
-
-// Scanned returns the stretch of the log whose every entry Next has handed
-// out: every line from From (a header line) to To is in one of them. ok is
-// false when no such stretch can be vouched for: no entry handed out yet,
-// another file than the first was started (a rotation, a reset), or a
-// continuation line was dropped within it (it came after its entry had been
-// handed out). Lines before From, from the position on, were not handed out:
-// continuation lines of an entry that started before the position.
-func (l *LogFollower) Scanned() (span Span, ok bool) {
-	if l.firstHeader < 0 || l.switched || l.lostLine || l.returnedEnd < l.firstHeader {
-		return Span{}, false
-	}
-	return Span{Inode: l.inode, From: l.firstHeader, To: l.returnedEnd}, true
+	return &LogFollower{path: path, from: from, fastPoll: pollInterval, patience: openBoxPatience}
 }
 
 // Close releases the open file.
@@ -175,26 +156,41 @@ func sleep(ctx context.Context, d time.Duration) error {
 // after it.
 func (l *LogFollower) Next(ctx context.Context) (Entry, error) {
 	for {
-		if len(l.queue) > 0 {
-			q := l.queue[0]
-			l.queue = l.queue[1:]
-			l.returnedEnd = q.end
+		q, reset, ok, err := l.take()
+		switch {
+		case err != nil:
+			return Entry{}, err
+		case reset != nil:
+			return Entry{}, reset
+		case ok:
 			return q.e, nil
-		}
-		if l.reset != nil {
-			err := l.reset
-			l.reset = nil
-			return Entry{}, err
-		}
-		progressed, err := l.poll()
-		if err != nil {
-			return Entry{}, err
-		}
-		if progressed || len(l.queue) > 0 || l.reset != nil {
-			continue
 		}
 		if err := l.wait(ctx); err != nil {
 			return Entry{}, err
+		}
+	}
+}
+
+// take is Next without the wait: the next entry, or the next reset (an error
+// wrapping ErrLogReset, with the gen of the file it concerns), that what the
+// log holds now gives. ok is false when there is none yet.
+func (l *LogFollower) take() (q queued, reset error, ok bool, err error) {
+	for {
+		if len(l.queue) > 0 {
+			q = l.queue[0]
+			l.queue = l.queue[1:]
+			return q, nil, true, nil
+		}
+		if l.reset != nil {
+			reset, l.reset = l.reset, nil
+			return queued{gen: l.gen}, reset, true, nil
+		}
+		progressed, err := l.poll()
+		if err != nil {
+			return queued{}, nil, false, err
+		}
+		if !progressed && len(l.queue) == 0 && l.reset == nil {
+			return queued{}, nil, false, nil
 		}
 	}
 }
@@ -215,7 +211,7 @@ func (l *LogFollower) poll() (progressed bool, err error) {
 		return true, nil
 	}
 	if e, ok := l.parser.flush(time.Since(l.lastData) >= l.patience); ok {
-		l.queue = append(l.queue, queued{e, l.offset - int64(len(l.partial))})
+		l.queue = append(l.queue, l.queued(e))
 	}
 	if err := l.checkReplaced(); err != nil {
 		return false, err
@@ -239,22 +235,18 @@ func (l *LogFollower) open() error {
 		return fmt.Errorf("follow %s: %w", l.path, err)
 	}
 	l.f, l.inode, l.offset = f, inodeOf(fi), 0
+	l.gen++
 	first := !l.opened
 	l.opened = true
-	if !first {
-		l.switched = true
-	}
 	switch {
 	case !first:
 		// A rotation brought us here; it has been reported already.
 	case l.from.Inode != 0 && l.inode != l.from.Inode:
 		l.reset = fmt.Errorf("%w: %s is not the file the position was taken in (inode %d, was %d)",
 			ErrLogReset, l.path, l.inode, l.from.Inode)
-		l.switched = true
 	case fi.Size() < l.from.Offset:
 		l.reset = fmt.Errorf("%w: %s has %d bytes, fewer than at the position (%d)",
 			ErrLogReset, l.path, fi.Size(), l.from.Offset)
-		l.switched = true
 	default:
 		l.offset = l.from.Offset
 	}
@@ -285,6 +277,7 @@ func (l *LogFollower) readAvailable() (int, error) {
 		if n > 0 {
 			total += n
 			l.offset += int64(n)
+			l.read += int64(n)
 			l.consume(l.buf[:n])
 		}
 		if err == io.EOF || n == 0 {
@@ -329,15 +322,12 @@ func (l *LogFollower) feed(line string, start int64) {
 		l.skipFragment = false
 		return
 	}
-	e, ok, header, dropped := l.parser.lineHeader(line)
+	e, ok, header, _ := l.parser.lineHeader(line)
 	if ok {
-		l.queue = append(l.queue, queued{e, start})
+		l.queue = append(l.queue, l.queued(e))
 	}
-	switch {
-	case header && l.firstHeader < 0:
-		l.firstHeader = start
-	case dropped && l.firstHeader >= 0:
-		l.lostLine = true
+	if header {
+		l.entryStart = start
 	}
 }
 
@@ -389,7 +379,7 @@ func (l *LogFollower) checkReplaced() error {
 		l.partial = l.partial[:0]
 	}
 	if e, ok := l.parser.flush(true); ok {
-		l.queue = append(l.queue, queued{e, l.offset})
+		l.queue = append(l.queue, l.queued(e))
 	}
 	l.restart()
 	l.f.Close()
@@ -404,5 +394,4 @@ func (l *LogFollower) restart() {
 	l.skipFragment = false
 	l.parser = entryParser{}
 	l.lastData = time.Now()
-	l.switched = true // Scanned vouches for one file read from the position
 }
