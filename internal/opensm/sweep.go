@@ -46,11 +46,6 @@ type SweepResult struct {
 	PKeyErrors []string
 	// Detail says why, when the outcome is not Applied.
 	Detail string
-	// Enforcement lists every switch port whose enforcement OpenSM cleared in
-	// the log from the position to the end of the wait, whatever the sweep:
-	// the tail reads every byte of it, so no such line of the sweep that
-	// decided the outcome can be missed, however much the sweep logged.
-	Enforcement []EnforcementError
 	// TimedOut says the outcome was decided by the deadline: no sweep proved
 	// anything within the timeout (Unknown), or none succeeded (Failed).
 	TimedOut bool
@@ -174,7 +169,6 @@ func (s *SweepWatch) Wait(ctx context.Context, timeout time.Duration) (SweepResu
 		entries, broken := s.tail.drain(s.feed)
 		for _, e := range entries {
 			if res, done := s.w.observe(e); done {
-				res.Enforcement = s.w.enforcement
 				return res, nil
 			}
 		}
@@ -185,7 +179,7 @@ func (s *SweepWatch) Wait(ctx context.Context, timeout time.Duration) (SweepResu
 			return SweepResult{}, ctx.Err()
 		case !time.Now().Before(deadline):
 			res := s.w.atDeadline(s.waited)
-			res.Enforcement, res.TimedOut = s.w.enforcement, true
+			res.TimedOut = true
 			// A rejected file is acted on at once, whatever still runs.
 			res.InProgress = (s.w.started || s.w.earlier) && res.Outcome != Rejected
 			return res, nil
@@ -203,9 +197,6 @@ type sweepWatch struct {
 	pkeyErrs   []string
 	failures   int      // sweeps that ended with errors
 	lastFailed []string // PKeyErrors of the last failed sweep
-	// enforcement: every cleared enforcement seen since the position, kept
-	// across sweeps.
-	enforcement []EnforcementError
 	// earlier: before the counted sweep started, a heavy sweep that started
 	// before the position logged a step of its progress and has not ended
 	// since.
@@ -229,13 +220,8 @@ var heavySweepSteps = []string{
 }
 
 func (w *sweepWatch) observe(e Entry) (SweepResult, bool) {
-	if mayBeEnforcement(e) {
-		if ee, ok := ParseEnforcementError(e); ok {
-			w.enforcement = append(w.enforcement, ee)
-		}
-	}
 	if e.Title == titleHeavySweepStart {
-		*w = sweepWatch{started: true, failures: w.failures, lastFailed: w.lastFailed, enforcement: w.enforcement}
+		*w = sweepWatch{started: true, failures: w.failures, lastFailed: w.lastFailed}
 		return SweepResult{}, false
 	}
 	if !w.started {
@@ -352,16 +338,6 @@ func isPKeyError(e Entry, code string) bool {
 		return madAboutPKeys.MatchString(text) && !madGet.MatchString(text)
 	}
 	return false
-}
-
-// mayBeEnforcement is a cheap first look at an entry for ParseEnforcementError:
-// a large sweep logs a VERBOSE line per port, each of which reaches here.
-func mayBeEnforcement(e Entry) bool {
-	if strings.Contains(e.Message, "ERR 05") {
-		return true
-	}
-	i := strings.Index(e.Message, "nforcement")
-	return i >= 0 && strings.Contains(strings.ToLower(e.Message), "clearing enforcement bit")
 }
 
 // pkeyErrorNode reads where a pkey manager error happened: OpenSM's ERR 05xx
