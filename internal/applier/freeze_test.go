@@ -166,3 +166,22 @@ func TestFreezeWatchReadsATruncatedLogFromItsBeginning(t *testing.T) {
 		t.Fatalf("after the truncation: standby %v, %v; want the STANDBY line seen", got, err)
 	}
 }
+
+// The apply's wait pumps the term's tail too: a STANDBY line it read is seen
+// by the freeze watch's next look all the same.
+func TestFreezeWatchSeesStandbyAnotherReaderRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	w := tailedFreezeWatch(t, path, opensm.Position{})
+	if err := os.WriteFile(path, []byte("Nov 29 19:24:38 895800 [F5B2C6C0] 0x80 -> Entering STANDBY state\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.tail.Pump(); err != nil { // the apply's read
+		t.Fatal(err)
+	}
+	if got, err := w.scanState(); err != nil || !got {
+		t.Fatalf("standby %v, %v; want the STANDBY line seen", got, err)
+	}
+	if got, err := w.scanState(); err != nil || got {
+		t.Fatalf("standby %v, %v; want it seen once", got, err)
+	}
+}

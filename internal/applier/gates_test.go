@@ -2,6 +2,7 @@ package applier
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -134,6 +135,49 @@ func TestEnforcementRecorder(t *testing.T) {
 	}
 	if got := recorded(t, s); !slices.Equal(got, []string{"0x0002c90300f00001:2 xII", "unattributed xI"}) {
 		t.Errorf("after a rotation: recorded %q, want both lines of the old file and the new file's", got)
+	}
+}
+
+// failingRecorder is a database that cannot record.
+type failingRecorder struct{ calls int }
+
+func (f *failingRecorder) RecordEnforcementErrors(context.Context, int64, []store.EnforcementSighting) error {
+	f.calls++
+	return errors.New("database away")
+}
+
+// A record that fails keeps the lines: the next one records them, once.
+func TestEnforcementRecorderKeepsWhatItCouldNotRecord(t *testing.T) {
+	s := storetest.Open(t, config.EngineSQLite)
+	term, err := s.NewTerm(ctxT(t), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	var found enforcementLog
+	tail, err := opensm.OpenTail(path, opensm.Position{}, found.observe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tail.Close()
+	appendTo(t, path, err0507)
+	if err := tail.Pump(); err != nil {
+		t.Fatal(err)
+	}
+	away := &failingRecorder{}
+	if err := found.record(ctxT(t), term, away, log); err == nil || away.calls != 1 {
+		t.Fatalf("record with the database away: %v after %d calls; want its error", err, away.calls)
+	}
+	appendTo(t, path, err0507)
+	if err := tail.Pump(); err != nil {
+		t.Fatal(err)
+	}
+	if err := found.record(ctxT(t), term, s, log); err != nil {
+		t.Fatal(err)
+	}
+	if got := recorded(t, s); !slices.Equal(got, []string{"0x0002c90300f00001:2 xII"}) {
+		t.Errorf("recorded %q, want both lines, the one kept from the failed record too", got)
 	}
 }
 

@@ -220,3 +220,53 @@ func TestTailReadsEachByteOnce(t *testing.T) {
 		t.Errorf("read %d bytes of a %d-byte log", got, fi.Size())
 	}
 }
+
+// Another reader pumps the tail while a sweep is waited for (the freeze
+// watch does, beside the apply): the entries it reads reach the sweep's
+// watch all the same, and the handler sees each once.
+func TestTailPumpedByAnotherReaderDuringAWait(t *testing.T) {
+	_, sweep := sweepText(t, "applied.log")
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	appendTo(t, path, "Nov 29 19:22:50 000001 [8507C6C0] 0x03 -> OpenSM 3.3.23\n")
+	tail, handled := countingTail(t, path)
+	w, _, err := tail.WatchSweep()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := tail.Pump(); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	lines := strings.SplitAfter(sweep, "\n")
+	for i := 0; i < len(lines); i += 7 { // in pieces, as OpenSM writes
+		appendTo(t, path, strings.Join(lines[i:min(i+7, len(lines))], ""))
+	}
+	res, err := w.Wait(context.Background(), 10*time.Second)
+	close(stop)
+	<-stopped
+	if err != nil || res.Outcome != Applied {
+		t.Fatalf("%+v, %v; want applied", res, err)
+	}
+	if err := tail.Pump(); err != nil {
+		t.Fatal(err)
+	}
+	all, err := ParseLog(strings.NewReader("Nov 29 19:22:50 000001 [8507C6C0] 0x03 -> OpenSM 3.3.23\n" + sweep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *handled != len(all) {
+		t.Errorf("the handler was handed %d entries, the log holds %d", *handled, len(all))
+	}
+}
