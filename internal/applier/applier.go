@@ -589,7 +589,7 @@ func (t *term) settle(ctx context.Context, run *applyRun, res opensm.SweepResult
 		return applyRetry
 	}
 	// The proof was broken before the deadline (the log was truncated under
-	// the follower, another SM became master): nothing says the change is not
+	// the tail, another SM became master): nothing says the change is not
 	// applied, so the jobs keep waiting, saying why, and the state is applied
 	// again at once.
 	log.Warn("partitions not proven applied; applying again", "outcome", res.Outcome, "detail", res.Detail)
@@ -681,10 +681,10 @@ func (t *term) judge() {
 // state is applied again, as after any timeout.
 const maxSweepFollow = 10
 
-// waitSweep follows OpenSM's log from the watch's position to the end of the first heavy
-// sweep that started after it (opensm.SweepWatch). At each sweep_timeout at
-// which a heavy sweep is still running (the one counted, or one that started
-// before pos, behind which the SIGHUP waits) and OpenSM still runs, it says
+// waitSweep follows OpenSM's log from the watch's position to the end of the
+// first heavy sweep that started after it (opensm.SweepWatch). At each
+// sweep_timeout at which a heavy sweep is still running (the one counted, or
+// one that started before the position, behind which the SIGHUP waits) and OpenSM still runs, it says
 // so in the waiting jobs and follows on, up to maxSweepFollow
 // sweep_timeouts: the signal was received, and the sweep that proves the
 // change is under way or next. Only a wait that saw no sweep at all (the
