@@ -20,6 +20,7 @@ type Tail struct {
 	follower *LogFollower
 	handlers []func(Entry)
 	feeds    map[*sweepFeed]struct{}
+	closed   bool // a Pump after Close reads nothing (and opens no file again)
 }
 
 func newTail(path string, from Position, handlers ...func(Entry)) *Tail {
@@ -47,7 +48,7 @@ func OpenTail(path string, from Position, handlers ...func(Entry)) (*Tail, error
 func (t *Tail) Pump() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for {
+	for !t.closed {
 		q, reset, ok, err := t.follower.take()
 		if err != nil || !ok {
 			return err
@@ -61,6 +62,7 @@ func (t *Tail) Pump() error {
 			f.offer(q, reset)
 		}
 	}
+	return nil
 }
 
 // BytesRead is how many bytes of the log the tail has read, over all files.
@@ -70,10 +72,12 @@ func (t *Tail) BytesRead() int64 {
 	return t.follower.read
 }
 
-// Close releases the open file.
+// Close releases the open file. A reader still running when its term ends
+// (the freeze watch) may Pump after it: that reads nothing.
 func (t *Tail) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.closed = true
 	return t.follower.Close()
 }
 

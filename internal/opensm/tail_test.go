@@ -270,3 +270,17 @@ func TestTailPumpedByAnotherReaderDuringAWait(t *testing.T) {
 		t.Errorf("the handler was handed %d entries, the log holds %d", *handled, len(all))
 	}
 }
+
+// A reader that pumps after the tail was closed (the freeze watch at the end
+// of its term) reads nothing and opens no file again.
+func TestTailPumpAfterClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	appendTo(t, path, masterLine)
+	tail, handled := countingTail(t, path)
+	if err := tail.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tail.Pump(); err != nil || *handled != 0 || tail.follower.f != nil {
+		t.Errorf("Pump after Close: %v, %d entries handed out, file open %v; want nothing", err, *handled, tail.follower.f != nil)
+	}
+}
