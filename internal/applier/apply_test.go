@@ -122,9 +122,10 @@ func newApplyRigOn(t testing.TB, engine string, confirmed bool, sweep func() str
 	if _, err := st.NewTerm(ctx, "test"); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.term.startGates(); err != nil {
+	if err := r.term.startLog("", time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { r.term.tail.Close() })
 	return r
 }
 

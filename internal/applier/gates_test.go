@@ -2,6 +2,7 @@ package applier
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
@@ -49,9 +51,9 @@ func recorded(t *testing.T, s *store.Store) []string {
 	return out
 }
 
-// The watch records each line once, waits for a line still being written, and
-// reads a truncated or replaced log from its start.
-func TestEnforcementWatch(t *testing.T) {
+// The recorder, fed by a tail, records each line once, waits for a line
+// still being written, and reads a truncated or replaced log from its start.
+func TestEnforcementRecorder(t *testing.T) {
 	s := storetest.Open(t, config.EngineSQLite)
 	log := slog.New(slog.DiscardHandler)
 	path := filepath.Join(t.TempDir(), "opensm.log")
@@ -64,9 +66,18 @@ func TestEnforcementWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := enforcementWatch{path: path}
-	w.pos.Offset = pos.Size()
-	w.pos.Inode = 0 // any file
+	var found enforcementLog
+	tail, err := opensm.OpenTail(path, opensm.Position{Offset: pos.Size()}, found.observe) // any file
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tail.Close()
+	scan := func() error {
+		if err := tail.Pump(); err != nil {
+			return err
+		}
+		return found.record(ctxT(t), term, s, log)
+	}
 
 	steps := []struct {
 		name, add string
@@ -82,7 +93,7 @@ func TestEnforcementWatch(t *testing.T) {
 	}
 	for _, st := range steps {
 		appendTo(t, path, st.add)
-		if err := w.scan(ctxT(t), term, s, log); err != nil {
+		if err := scan(); err != nil {
 			t.Fatalf("%s: scan: %v", st.name, err)
 		}
 		if got := recorded(t, s); !slices.Equal(got, st.want) {
@@ -97,7 +108,7 @@ func TestEnforcementWatch(t *testing.T) {
 	if err := os.WriteFile(path, []byte(err0507), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.scan(ctxT(t), term, s, log); err != nil {
+	if err := scan(); err != nil {
 		t.Fatal(err)
 	}
 	if got := recorded(t, s); !slices.Equal(got, []string{"0x0002c90300f00001:2 xI"}) {
@@ -114,18 +125,60 @@ func TestEnforcementWatch(t *testing.T) {
 	}
 	appendTo(t, path+".1", err0507)
 	appendTo(t, path, "") // logrotate's create: the old file is still OpenSM's
-	if err := w.scan(ctxT(t), term, s, log); err != nil {
+	if err := scan(); err != nil {
 		t.Fatal(err)
 	}
 	appendTo(t, path+".1", err0507)
 	appendTo(t, path, "Nov 29 18:16:36 000003 [7F1C] 0x01 -> osm_pkey_mgr: ERR 0513: Clearing Enforcement bit somewhere\n")
-	if err := w.scan(ctxT(t), term, s, log); err != nil {
+	if err := scan(); err != nil {
 		t.Fatal(err)
 	}
 	if got := recorded(t, s); !slices.Equal(got, []string{"0x0002c90300f00001:2 xII", "unattributed xI"}) {
 		t.Errorf("after a rotation: recorded %q, want both lines of the old file and the new file's", got)
 	}
-	w.close()
+}
+
+// failingRecorder is a database that cannot record.
+type failingRecorder struct{ calls int }
+
+func (f *failingRecorder) RecordEnforcementErrors(context.Context, int64, []store.EnforcementSighting) error {
+	f.calls++
+	return errors.New("database away")
+}
+
+// A record that fails keeps the lines: the next one records them, once.
+func TestEnforcementRecorderKeepsWhatItCouldNotRecord(t *testing.T) {
+	s := storetest.Open(t, config.EngineSQLite)
+	term, err := s.NewTerm(ctxT(t), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	var found enforcementLog
+	tail, err := opensm.OpenTail(path, opensm.Position{}, found.observe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tail.Close()
+	appendTo(t, path, err0507)
+	if err := tail.Pump(); err != nil {
+		t.Fatal(err)
+	}
+	away := &failingRecorder{}
+	if err := found.record(ctxT(t), term, away, log); err == nil || away.calls != 1 {
+		t.Fatalf("record with the database away: %v after %d calls; want its error", err, away.calls)
+	}
+	appendTo(t, path, err0507)
+	if err := tail.Pump(); err != nil {
+		t.Fatal(err)
+	}
+	if err := found.record(ctxT(t), term, s, log); err != nil {
+		t.Fatal(err)
+	}
+	if got := recorded(t, s); !slices.Equal(got, []string{"0x0002c90300f00001:2 xII"}) {
+		t.Errorf("recorded %q, want both lines, the one kept from the failed record too", got)
+	}
 }
 
 func TestGatesClosed(t *testing.T) {
