@@ -624,7 +624,7 @@ func (t *term) settleApplied(ctx context.Context, run *applyRun) applyResult {
 
 // settlePKeyErrors settles a sweep that applied the file while some ports did
 // not get their pkeys (e.g. a full pkey table). The jobs of the changes the
-// errors name fail, saying which lines; the others complete (local.go).
+// errors name fail, saying which lines; the others complete (attribution.go).
 // Applying again would give the same result.
 func (t *term) settlePKeyErrors(ctx context.Context, run *applyRun, pkeyErrors []string) applyResult {
 	log := run.log
