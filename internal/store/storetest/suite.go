@@ -97,7 +97,6 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
-func pkey(v uint16) *fabric.PKey { p := fabric.PKey(v); return &p }
 func guid(v uint64) *fabric.GUID { g := fabric.GUID(v); return &g }
 func vlanNetwork(id string, vlan int64) store.NetworkSpec {
 	return store.NetworkSpec{ID: id, Name: "net " + id[:8], Type: "vlan", PhysicalNetwork: "ibnet", SegmentationID: &vlan}
