@@ -2,7 +2,6 @@ package soak
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,10 +14,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testdb"
 )
 
 const apiToken = "soak-token-0123456789"
@@ -323,39 +321,20 @@ func (s *servers) stop() {
 func (s *servers) createDatabase(ctx context.Context, engine, dir, name string) (string, error) {
 	switch engine {
 	case engineGalera:
-		return s.createMySQLDatabase(ctx, s.galeraURLs[0], name)
+		return createOn(ctx, s.galeraURLs[0], name)
 	case config.EngineSQLite:
 		return "sqlite:///" + filepath.Join(dir, "afm.db"), nil
 	case config.EnginePostgres:
-		conn, err := pgx.Connect(ctx, s.postgresURL)
-		if err != nil {
-			return "", fmt.Errorf("connect to PostgreSQL: %w", err)
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-			return "", fmt.Errorf("create PostgreSQL database: %w", err)
-		}
-		return strings.Replace(s.postgresURL, "/postgres?", "/"+name+"?", 1), nil
+		return createOn(ctx, s.postgresURL, name)
 	case config.EngineMySQL:
-		return s.createMySQLDatabase(ctx, s.mysqlURL, name)
+		return createOn(ctx, s.mysqlURL, name)
 	}
 	return "", fmt.Errorf("unknown engine %q: want sqlite, postgres, mysql or galera", engine)
 }
 
-func (s *servers) createMySQLDatabase(ctx context.Context, serverURL, name string) (string, error) {
-	c, err := config.ParseConnection(serverURL)
-	if err != nil {
-		return "", err
-	}
-	db, err := sql.Open("mysql", c.DSN)
-	if err != nil {
-		return "", err
-	}
-	defer db.Close()
-	if _, err := db.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
-		return "", fmt.Errorf("create MariaDB database: %w", err)
-	}
-	return strings.TrimSuffix(serverURL, "/mysql") + "/" + name, nil
+func createOn(ctx context.Context, serverURL, name string) (string, error) {
+	db, err := testdb.Create(ctx, serverURL, name)
+	return db.URL, err
 }
 
 // restart stops the engine's server (a fast shutdown: sessions are ended),

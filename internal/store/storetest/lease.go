@@ -2,10 +2,8 @@ package storetest
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -13,8 +11,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testdb"
 )
 
 // RunLease is the HA lease's suite on one database, opened once per manager
@@ -73,36 +71,15 @@ func NewGaleraDatabase(t testing.TB) []Database {
 	if len(urls) < 2 {
 		t.Fatalf("%s names %d nodes; want at least 2", GaleraURLsEnv, len(urls))
 	}
-	name := "afm_test_" + randomSuffix(t)
-	dbs := make([]Database, len(urls))
-	for i, admin := range urls {
-		conn, err := config.ParseConnection(admin)
+	// Made through the first node, the database is replicated to the others.
+	name := randomName(t)
+	dbs := []Database{newServerDatabase(t, urls[0], name)}
+	for _, node := range urls[1:] {
+		db, err := testdb.On(node, name)
 		if err != nil {
 			t.Fatalf("%s: %v", GaleraURLsEnv, err)
 		}
-		if i == 0 { // replicated to the other nodes
-			db, err := sql.Open("mysql", conn.DSN)
-			if err != nil {
-				t.Fatalf("galera test server: %v", err)
-			}
-			_, err = db.Exec("CREATE DATABASE " + name)
-			db.Close()
-			if err != nil {
-				t.Fatalf("create test database: %v", err)
-			}
-			t.Cleanup(func() { dropMySQL(t, conn.DSN, name) })
-		}
-		cfg, err := mysql.ParseDSN(conn.DSN)
-		if err != nil {
-			t.Fatalf("%s: %v", GaleraURLsEnv, err)
-		}
-		cfg.DBName = name
-		u, err := url.Parse(admin)
-		if err != nil {
-			t.Fatalf("%s: %v", GaleraURLsEnv, err)
-		}
-		u.Path = "/" + name
-		dbs[i] = Database{Engine: config.EngineMySQL, URL: u.String(), DSN: cfg.FormatDSN()}
+		dbs = append(dbs, db)
 	}
 	return dbs
 }
