@@ -30,7 +30,7 @@ func TestStatusShowsTheLeaseAndUnfreeze(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx := ctxT(t)
+			ctx := t.Context()
 
 			if _, won, err := leases.TakeLease(ctx, "host-a pid 1", 500*time.Millisecond); err != nil || !won {
 				t.Fatalf("take = %v, %v", won, err)
