@@ -113,7 +113,7 @@ func leases(t *testing.T, s *store.Store) store.LeaseTables {
 
 func take(t *testing.T, s *store.Store, holder string, ttl time.Duration) (store.Lease, bool) {
 	t.Helper()
-	l, won, err := leases(t, s).TakeLease(ctxT(t), holder, ttl)
+	l, won, err := leases(t, s).TakeLease(t.Context(), holder, ttl)
 	if err != nil {
 		t.Fatalf("TakeLease(%s): %v", holder, err)
 	}
@@ -127,7 +127,7 @@ func takeEventually(t *testing.T, s *store.Store, holder string, ttl time.Durati
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		l, won, err := leases(t, s).TakeLease(ctxT(t), holder, ttl)
+		l, won, err := leases(t, s).TakeLease(t.Context(), holder, ttl)
 		if err == nil && won {
 			return l
 		}
@@ -157,7 +157,7 @@ func certified[T any](t *testing.T, write func() (T, error)) (T, error) {
 }
 
 func testLeaseTakeRenewRelease(t *testing.T, m []*store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	a, b := m[0], m[1]
 	la, won := take(t, a, "A", time.Minute)
 	if !won || la.Holder != "A" || !la.Held() || la.Term < 1 {
@@ -198,7 +198,7 @@ func testLeaseTakeRenewRelease(t *testing.T, m []*store.Store) {
 }
 
 func testLeaseExpiry(t *testing.T, m []*store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	a, b := m[0], m[1]
 	la, won := take(t, a, "A", time.Second)
 	if !won {
@@ -222,7 +222,7 @@ func testLeaseExpiry(t *testing.T, m []*store.Store) {
 }
 
 func testFreeze(t *testing.T, m []*store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	a, b := m[0], m[1]
 	la, _ := take(t, a, "A", 500*time.Millisecond)
 	time.Sleep(700 * time.Millisecond)
@@ -304,7 +304,7 @@ func testConcurrentTakes(t *testing.T, m []*store.Store, galera bool) {
 				continue
 			}
 			winners++
-			l, err := leases(t, m[i]).ReadLease(ctxT(t))
+			l, err := leases(t, m[i]).ReadLease(t.Context())
 			if err != nil || l.Holder != fmt.Sprintf("M%d", i) {
 				t.Fatalf("round %d: M%d won but the row says %+v, %v", round, i, l, err)
 			}
@@ -318,7 +318,7 @@ func testConcurrentTakes(t *testing.T, m []*store.Store, galera bool) {
 		case winners == 0:
 			term = takeEventually(t, m[0], "M0", time.Minute).Term
 		}
-		if ok, err := leases(t, m[0]).ReleaseLease(ctxT(t), term); err != nil || !ok {
+		if ok, err := leases(t, m[0]).ReleaseLease(t.Context(), term); err != nil || !ok {
 			t.Fatalf("release = %v, %v", ok, err)
 		}
 	}
@@ -331,7 +331,7 @@ func testConcurrentTakes(t *testing.T, m []*store.Store, galera bool) {
 // then succeed on the new holder's row, both leading with one term and every
 // write fenced by it accepting both.
 func testLeaseRestore(t *testing.T, m []*store.Store, db Database) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	a, b := m[0], m[1]
 	la, won := take(t, a, "A", 500*time.Millisecond)
 	if !won {
