@@ -200,7 +200,7 @@ func checkCompletedAfterApply(t *testing.T, db storetest.Database) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	ctx := ctxT(t)
+	ctx := t.Context()
 	type apply struct {
 		revision int64
 		finished time.Time

@@ -250,9 +250,3 @@ func fixture(t *testing.T, name string) string {
 	}
 	return string(b)
 }
-
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}

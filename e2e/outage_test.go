@@ -388,7 +388,7 @@ func (s *outageServers) newDatabase(t *testing.T, engine, via string) storetest.
 	t.Helper()
 	name := fmt.Sprintf("afm_outage_%d", time.Now().UnixNano())
 	admin := s.adminURL(engine)
-	if _, err := testdb.Create(ctxT(t), admin, name); err != nil {
+	if _, err := testdb.Create(t.Context(), admin, name); err != nil {
 		t.Fatal(err)
 	}
 	server := admin
