@@ -99,7 +99,7 @@ func BenchmarkApplyLargeFabric(b *testing.B) {
 		}
 		return heavySweep(verbose.String())
 	})
-	ctx := ctxT(b)
+	ctx := b.Context()
 	if err := os.WriteFile(r.dump, []byte(dump), 0o644); err != nil {
 		b.Fatal(err)
 	}

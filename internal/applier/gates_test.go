@@ -1,7 +1,6 @@
 package applier
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"os"
@@ -9,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
@@ -17,12 +15,6 @@ import (
 )
 
 const err0507 = "Nov 29 18:16:33 486627 [7F1C] 0x01 -> pkey_mgr_update_peer_port: ERR 0507: Not enough pkey entries (60 <= 60) on switch 0x0002c90300f00001 port 2 (S1). Clearing Enforcement bit\n"
-
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 func appendTo(t *testing.T, path, text string) {
 	t.Helper()
@@ -38,7 +30,7 @@ func appendTo(t *testing.T, path, text string) {
 
 func recorded(t *testing.T, s *store.Store) []string {
 	t.Helper()
-	errs, err := s.EnforcementErrors(ctxT(t))
+	errs, err := s.EnforcementErrors(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +52,7 @@ func TestEnforcementWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	term, err := s.NewTerm(ctxT(t), "test")
+	term, err := s.NewTerm(t.Context(), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +74,7 @@ func TestEnforcementWatch(t *testing.T) {
 	}
 	for _, st := range steps {
 		appendTo(t, path, st.add)
-		if err := w.scan(ctxT(t), term, s, log); err != nil {
+		if err := w.scan(t.Context(), term, s, log); err != nil {
 			t.Fatalf("%s: scan: %v", st.name, err)
 		}
 		if got := recorded(t, s); !slices.Equal(got, st.want) {
@@ -91,13 +83,13 @@ func TestEnforcementWatch(t *testing.T) {
 	}
 
 	// Truncated (log_max_size): the new content is read from the start.
-	if _, err := s.ClearEnforcementErrors(ctxT(t)); err != nil {
+	if _, err := s.ClearEnforcementErrors(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, []byte(err0507), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.scan(ctxT(t), term, s, log); err != nil {
+	if err := w.scan(t.Context(), term, s, log); err != nil {
 		t.Fatal(err)
 	}
 	if got := recorded(t, s); !slices.Equal(got, []string{"0x0002c90300f00001:2 xI"}) {
@@ -106,7 +98,7 @@ func TestEnforcementWatch(t *testing.T) {
 
 	// Rotated by renaming: what OpenSM logged into the old file before it
 	// reopened its log is read, then the new file from its start.
-	if _, err := s.ClearEnforcementErrors(ctxT(t)); err != nil {
+	if _, err := s.ClearEnforcementErrors(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(path, path+".1"); err != nil {
@@ -114,12 +106,12 @@ func TestEnforcementWatch(t *testing.T) {
 	}
 	appendTo(t, path+".1", err0507)
 	appendTo(t, path, "") // logrotate's create: the old file is still OpenSM's
-	if err := w.scan(ctxT(t), term, s, log); err != nil {
+	if err := w.scan(t.Context(), term, s, log); err != nil {
 		t.Fatal(err)
 	}
 	appendTo(t, path+".1", err0507)
 	appendTo(t, path, "Nov 29 18:16:36 000003 [7F1C] 0x01 -> osm_pkey_mgr: ERR 0513: Clearing Enforcement bit somewhere\n")
-	if err := w.scan(ctxT(t), term, s, log); err != nil {
+	if err := w.scan(t.Context(), term, s, log); err != nil {
 		t.Fatal(err)
 	}
 	if got := recorded(t, s); !slices.Equal(got, []string{"0x0002c90300f00001:2 xII", "unattributed xI"}) {
@@ -130,7 +122,7 @@ func TestEnforcementWatch(t *testing.T) {
 
 func TestGatesClosed(t *testing.T) {
 	s := storetest.Open(t, config.EngineSQLite)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	dump := filepath.Join(t.TempDir(), "opensm-subnet.lst")
 	g := Gates{Store: s, SubnetDump: dump}
 	reasons, err := g.Closed(ctx)
