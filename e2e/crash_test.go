@@ -132,10 +132,9 @@ func (m *manager) restartFabric() {
 func (m *manager) kill() {
 	m.t.Helper()
 	sm := m.openSMPID0()
-	if err := m.cmd.Process.Kill(); err != nil {
+	if err := m.proc.Kill(); err != nil {
 		m.t.Fatal(err)
 	}
-	<-m.exited
 	if sm != 0 {
 		waitFor(m.t, "OpenSM dying with the manager", func() bool { return !processRuns(sm) })
 	}
@@ -201,7 +200,7 @@ func checkCompletedAfterApply(t *testing.T, db storetest.Database) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	ctx := ctxT(t)
+	ctx := t.Context()
 	type apply struct {
 		revision int64
 		finished time.Time

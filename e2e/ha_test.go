@@ -210,7 +210,7 @@ func (c *haCluster) makeLeader(m *manager) {
 // holderName is how the lease names manager m ("<host> pid <pid>").
 func (m *manager) holderName() string {
 	host, _ := os.Hostname()
-	return fmt.Sprintf("%s pid %d", host, m.cmd.Process.Pid)
+	return fmt.Sprintf("%s pid %d", host, m.proc.Pid())
 }
 
 // leader waits for a live manager to hold the lease and returns it.
@@ -235,11 +235,11 @@ func (c *haCluster) live() []*manager {
 	var ms []*manager
 	for _, m := range c.managers {
 		select {
-		case <-m.exited:
+		case <-m.proc.Exited():
 			continue
 		default:
 		}
-		if processStopped(m.cmd.Process.Pid) {
+		if processStopped(m.proc.Pid()) {
 			continue
 		}
 		ms = append(ms, m)
@@ -325,13 +325,13 @@ func (c *haCluster) stopLeaderLongerThanLease() {
 	// Its OpenSM must be master on the fabric when it hangs.
 	waitFor(t, "the leader's OpenSM master", func() bool { return c.sampler.master(0) })
 	fault := time.Now()
-	if err := old.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := old.proc.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	stopped := true
 	defer func() {
 		if stopped {
-			old.cmd.Process.Signal(syscall.SIGCONT)
+			old.proc.Signal(syscall.SIGCONT)
 		}
 	}()
 	var frozen leaseStatus
@@ -510,7 +510,7 @@ func (c *haCluster) sampleMasters() *masterSampler {
 func (l *smLog) read(m *manager) string {
 	pid := 0
 	select {
-	case <-m.exited:
+	case <-m.proc.Exited():
 	default:
 		pid = m.openSMPID0()
 	}

@@ -12,11 +12,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/managerproc"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tlsreload/tlstest"
 )
@@ -51,8 +51,7 @@ type manager struct {
 	dir    string
 	url    string
 	conf   string
-	cmd    *exec.Cmd
-	exited chan struct{}
+	proc   *managerproc.Process
 	client *http.Client
 	debug  bool // start with --debug (the apply steps are logged)
 	// The API's certificate and key with settings.CA; "" for plain HTTP.
@@ -133,51 +132,24 @@ guid = %s
 
 func (m *manager) start() {
 	m.t.Helper()
-	logFile, err := os.OpenFile(filepath.Join(m.dir, "manager.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		m.t.Fatal(err)
-	}
 	args := []string{"--config-file", m.conf}
 	if m.debug {
 		args = append(args, "--debug")
 	}
-	m.cmd = exec.Command(managerBinary, args...)
-	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
-	if err := m.cmd.Start(); err != nil {
-		m.t.Fatal(err)
+	p, err := managerproc.Start(context.Background(), managerproc.Options{
+		Binary: managerBinary, Args: args, Log: filepath.Join(m.dir, "manager.log"),
+		Serving: managerproc.Answers(m.client, m.url+"/healthz"), Within: 30 * time.Second})
+	if err != nil {
+		m.t.Fatalf("%v:\n%s", err, m.log())
 	}
-	m.exited = make(chan struct{})
-	go func() { m.cmd.Wait(); logFile.Close(); close(m.exited) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := m.client.Get(m.url + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			return
-		}
-		select {
-		case <-m.exited:
-			m.t.Fatalf("manager exited at start:\n%s", m.log())
-		default:
-		}
-		if time.Now().After(deadline) {
-			m.t.Fatalf("manager not serving after 30 s:\n%s", m.log())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	m.proc = p
 }
 
 func (m *manager) stop() {
-	if m.cmd == nil || m.cmd.Process == nil {
+	if m.proc == nil {
 		return
 	}
-	m.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-m.exited:
-	case <-time.After(20 * time.Second):
-		m.cmd.Process.Kill()
-		<-m.exited
-	}
+	m.proc.Stop(20 * time.Second)
 	if m.t.Failed() {
 		m.t.Logf("manager log:\n%s", m.log())
 	}
@@ -277,10 +249,4 @@ func fixture(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
 }

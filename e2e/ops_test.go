@@ -369,7 +369,7 @@ func TestHTTPSWithCertificateRotation(t *testing.T) {
 		t.Fatal("the test CA issued the same serial twice")
 	}
 	third := ca.WritePair(mt.certFile, mt.keyFile)
-	mt.cmd.Process.Signal(syscall.SIGHUP)
+	mt.proc.Signal(syscall.SIGHUP)
 	mt.waitLog("SIGHUP received", "TLS certificate and key")
 	if got := mt.servedSerial(); got != third {
 		t.Errorf("after SIGHUP: serial %d served, want %d", got, third)
@@ -422,7 +422,7 @@ func TestSIGHUPSurvived(t *testing.T) {
 	job := m.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json"))
 	m.waitCompleted(job, nil)
 	smPID := m.openSMPID()
-	managerPGID, err := syscall.Getpgid(m.cmd.Process.Pid)
+	managerPGID, err := syscall.Getpgid(m.proc.Pid())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,14 +439,14 @@ func TestSIGHUPSurvived(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if err := m.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		if err := m.proc.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	m.waitLog("SIGHUP received", "[opensm] check_interval")
 	select {
-	case <-m.exited:
+	case <-m.proc.Exited():
 		t.Fatalf("the manager exited on SIGHUP:\n%s", m.log())
 	default:
 	}
@@ -462,15 +462,15 @@ func TestSIGHUPSurvived(t *testing.T) {
 
 	// SIGTERM, by contrast, stops the manager cleanly, and OpenSM with it. (The
 	// wait only keeps a hung manager from hanging the test.)
-	if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := m.proc.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-m.exited:
+	case <-m.proc.Exited():
 	case <-time.After(time.Minute):
 		t.Fatalf("the manager did not stop on SIGTERM:\n%s", m.log())
 	}
-	if code := m.cmd.ProcessState.ExitCode(); code != 0 {
+	if code := m.proc.ExitCode(); code != 0 {
 		t.Errorf("the manager exited %d on SIGTERM, want 0", code)
 	}
 	if processRuns(smPID) {

@@ -59,7 +59,7 @@ func TestSIGHUPRevokesCredentials(t *testing.T) {
 	if err := os.WriteFile(m.conf, []byte(edited), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := m.proc.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	m.waitLog("SIGHUP received")

@@ -30,7 +30,7 @@ func TestStatusShowsTheLeaseAndUnfreeze(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx := ctxT(t)
+			ctx := t.Context()
 
 			// Long enough for --status to start and read it on a busy machine.
 			if _, won, err := leases.TakeLease(ctx, "host-a pid 1", 3*time.Second); err != nil || !won {

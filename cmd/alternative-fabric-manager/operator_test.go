@@ -33,12 +33,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // runCommand runs the manager with args and returns its exit code and output.
 func runCommand(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
@@ -75,14 +69,14 @@ func TestKeysAreTheSameAtEveryStart(t *testing.T) {
 	for _, engine := range storetest.Engines {
 		t.Run(engine, func(t *testing.T) {
 			db := storetest.NewDatabase(t, engine)
-			first, err := databaseKeys{storetest.OpenDatabase(t, db)}.Keys(ctxT(t))
+			first, err := databaseKeys{storetest.OpenDatabase(t, db)}.Keys(t.Context())
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := first.Check(); err != nil {
 				t.Errorf("created keys fail the check: %v", err)
 			}
-			again, err := databaseKeys{storetest.OpenDatabase(t, db)}.Keys(ctxT(t))
+			again, err := databaseKeys{storetest.OpenDatabase(t, db)}.Keys(t.Context())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +90,7 @@ func TestKeysAreTheSameAtEveryStart(t *testing.T) {
 func TestShowKeys(t *testing.T) {
 	db := storetest.NewDatabase(t, config.EngineSQLite)
 	st := storetest.OpenDatabase(t, db)
-	k, err := databaseKeys{st}.Keys(ctxT(t))
+	k, err := databaseKeys{st}.Keys(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,10 +114,10 @@ func TestShowKeys(t *testing.T) {
 func TestBadKeysInTheDatabaseAreRefusedWithoutShowingThem(t *testing.T) {
 	st := storetest.Open(t, config.EngineSQLite)
 	bad := map[string]string{secretMKey: "0x0000000000000001", secretSMKey: "not-a-key-at-all", secretSAKey: "0x1234567890abcdef"}
-	if _, err := st.GetOrCreateSecrets(ctxT(t), func() (map[string]string, error) { return bad, nil }); err != nil {
+	if _, err := st.GetOrCreateSecrets(t.Context(), func() (map[string]string, error) { return bad, nil }); err != nil {
 		t.Fatal(err)
 	}
-	_, err := databaseKeys{st}.Keys(ctxT(t))
+	_, err := databaseKeys{st}.Keys(t.Context())
 	if err == nil || !strings.Contains(err.Error(), secretSMKey) {
 		t.Fatalf("error = %v; want one naming %s", err, secretSMKey)
 	}
@@ -173,7 +167,7 @@ func TestConfirmSwitches(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "OpenSM has not swept yet") {
 		t.Errorf("--confirm-switches without a dump: exit %d, %q; want 1 and \"OpenSM has not swept yet\"", code, errOut)
 	}
-	if sw, err := st.ExpectedSwitches(ctxT(t)); err != nil || len(sw) != 0 {
+	if sw, err := st.ExpectedSwitches(t.Context()); err != nil || len(sw) != 0 {
 		t.Errorf("expected switches after a failed confirmation = %v, %v; want none", sw, err)
 	}
 
@@ -182,7 +176,7 @@ func TestConfirmSwitches(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("--confirm-switches: exit %d: %s", code, errOut)
 	}
-	got, err := st.ExpectedSwitches(ctxT(t))
+	got, err := st.ExpectedSwitches(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +202,7 @@ func TestStatusAndEnforcementErrors(t *testing.T) {
 	st := storetest.OpenDatabase(t, db)
 	dir := t.TempDir()
 	conf := writeConf(t, db.URL, dir)
-	ctx := ctxT(t)
+	ctx := t.Context()
 
 	s := statusJSON(t, conf)
 	if s.Applier.Term != 0 || s.Revision != 0 || s.LastApply != nil || s.Jobs[store.StatusPending] != 0 {

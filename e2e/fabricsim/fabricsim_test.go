@@ -13,12 +13,6 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
-func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // portGUIDAt asks for the NodeInfo at a directed route ("0" is the SM's own
 // HCA, "0,1,2" is S1 port 2's neighbour) and returns its port GUID. Directed
 // routes need no SM and no LIDs.
@@ -37,7 +31,7 @@ func portGUIDAt(ctx context.Context, f *Fabric, route string) (string, error) {
 
 func TestFabricWithoutSM(t *testing.T) {
 	f := StartT(t, Options{Hosts: 2})
-	ctx := testContext(t)
+	ctx := t.Context()
 
 	env := strings.Join(f.Env(), "\n")
 	for _, want := range []string{"LD_PRELOAD=/", "IBSIM_SOCKNAME=fabsim", "SIM_HOST=SM", "OSM_CACHE_DIR=" + f.Dir, "OSM_TMP_DIR=" + f.Dir} {
@@ -117,7 +111,7 @@ func TestFabricWithoutSM(t *testing.T) {
 func TestPKeysWithOpenSM(t *testing.T) {
 	opensm := RequireProgram(t, "opensm", "opensm")
 	f := StartT(t, Options{Hosts: 2})
-	ctx := testContext(t)
+	ctx := t.Context()
 
 	partitions := filepath.Join(f.Dir, "partitions.conf")
 	content := "Default=0x7fff : ALL=limited, SELF=full ;\nnet=0x0065 : " + HostGUID(1).String() + "=full, " + HostGUID(2).String() + " ;\n"
@@ -224,7 +218,7 @@ func TestStartNamesMissingPackage(t *testing.T) {
 	// Debian installs ibsim in /usr/bin, which LookPath searches only through
 	// PATH (unlike /usr/sbin, where the diagnostics live).
 	t.Setenv("PATH", t.TempDir())
-	_, err := Start(testContext(t), t.TempDir(), Options{})
+	_, err := Start(t.Context(), t.TempDir(), Options{})
 	if err == nil || !strings.Contains(err.Error(), "ibsim-utils") {
 		t.Errorf("Start without ibsim in PATH: %v, want an error naming ibsim-utils", err)
 	}

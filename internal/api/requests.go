@@ -120,18 +120,10 @@ func decodePort(raw []byte, pathID string) (store.PortChange, error) {
 	return c, nil
 }
 
-// readBody reads at most MaxBodyBytes and decodes the JSON object into v.
-// It returns the raw body, stored with the job for DBAs and diagnosis.
-func readBody(r *http.Request, v any) (string, error) {
-	raw, err := readAll(r)
-	if err != nil {
-		return "", err
-	}
-	return string(raw), decodeObject(raw, v)
-}
-
-// readOptionalBody is readBody for DELETEs, whose body may be empty: the driver
-// sends the object, UFM's own clients may send only {"id": ...} or nothing.
+// readOptionalBody reads at most MaxBodyBytes and decodes the JSON object into
+// v, for DELETEs, whose body may be empty: the driver sends the object, UFM's
+// own clients may send only {"id": ...} or nothing. It returns the raw body,
+// stored with the job for DBAs and diagnosis.
 func readOptionalBody(r *http.Request, v any) (string, error) {
 	raw, err := readAll(r)
 	if err != nil || len(bytes.TrimSpace(raw)) == 0 {

@@ -94,7 +94,7 @@ func newApplyRig(t testing.TB, confirmed bool, sweep func() string) *applyRig {
 func newApplyRigOn(t testing.TB, engine string, confirmed bool, sweep func() string) *applyRig {
 	dir := t.TempDir()
 	st := storetest.Open(t, engine)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	data, err := os.ReadFile(filepath.Join("..", "topology", "testdata", "good", "ibsim-5-hosts-2-switches.lst"))
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +131,7 @@ func newApplyRigOn(t testing.TB, engine string, confirmed bool, sweep func() str
 
 func (r *applyRig) confirm() {
 	r.t.Helper()
-	if err := r.st.ConfirmSwitches(ctxT(r.t), []store.ExpectedSwitch{{GUID: 0x0002c90300f00001, Description: "S1"},
+	if err := r.st.ConfirmSwitches(r.t.Context(), []store.ExpectedSwitch{{GUID: 0x0002c90300f00001, Description: "S1"},
 		{GUID: 0x0002c90300f00002, Description: "S2"}}); err != nil {
 		r.t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func (r *applyRig) confirm() {
 // network records a VLAN network and returns its job.
 func (r *applyRig) network(vlan int64) store.Job {
 	r.t.Helper()
-	j, err := r.st.RecordNetwork(ctxT(r.t), store.NetworkChange{Operation: store.OpCreateNetwork,
+	j, err := r.st.RecordNetwork(r.t.Context(), store.NetworkChange{Operation: store.OpCreateNetwork,
 		Network: store.NetworkSpec{ID: r.netID, Name: "n", Type: store.TypeVLAN, PhysicalNetwork: "ib", SegmentationID: &vlan}})
 	if err != nil {
 		r.t.Fatal(err)
@@ -150,7 +150,7 @@ func (r *applyRig) network(vlan int64) store.Job {
 
 func (r *applyRig) job(id int64) store.Job {
 	r.t.Helper()
-	j, err := r.st.GetJob(ctxT(r.t), id)
+	j, err := r.st.GetJob(r.t.Context(), id)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestBigSweepWithEnforcementErrorCompletesNothing(t *testing.T) {
 	r := newApplyRig(t, true, func() string { return heavySweep(filler + err0507) })
 	job := r.network(101)
 
-	if res := r.term.apply(ctxT(t)); res != applyDone {
+	if res := r.term.apply(t.Context()); res != applyDone {
 		t.Fatalf("apply: %v, want done", res)
 	}
 	if j := r.job(job.ID); j.Status == store.StatusCompleted {
@@ -176,13 +176,13 @@ func TestBigSweepWithEnforcementErrorCompletesNothing(t *testing.T) {
 	if got := recorded(t, r.st); len(got) != 1 || !strings.HasPrefix(got[0], "0x0002c90300f00001:2") {
 		t.Errorf("enforcement errors recorded: %q, want S1 port 2", got)
 	}
-	r.term.pollGates(ctxT(t))
+	r.term.pollGates(t.Context())
 	if j := r.job(job.ID); j.Status == store.StatusCompleted || !strings.Contains(j.Description, EnforcementCleared) {
 		t.Errorf("after a poll the job is %+v, want it open and saying why", j)
 	}
 	// The watch, reading the same log later (4 MiB a poll), does not count the
 	// line again.
-	r.term.pollGates(ctxT(t))
+	r.term.pollGates(t.Context())
 	if got := recorded(t, r.st); len(got) != 1 || got[0] != "0x0002c90300f00001:2 xI" {
 		t.Errorf("enforcement errors after the watch read the log: %q, want S1 port 2 seen once", got)
 	}
@@ -194,7 +194,7 @@ func TestBigSweepWithEnforcementErrorCompletesNothing(t *testing.T) {
 func TestReopenedGateCompletesAfterANewSweep(t *testing.T) {
 	r := newApplyRig(t, false, func() string { return heavySweep("") })
 	job := r.network(101)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	if res := r.term.apply(ctx); res != applyDone {
 		t.Fatalf("apply: %v, want done", res)
 	}
@@ -231,7 +231,7 @@ func TestSweepTimeoutKeepsJobsWaitingAndSaysWhy(t *testing.T) {
 	r := newApplyRig(t, true, func() string { return "" }) // SIGHUP received, no sweep
 	r.term.Cfg.SweepTimeout = 300 * time.Millisecond
 	job := r.network(101)
-	if res := r.term.apply(ctxT(t)); res != applyRetry {
+	if res := r.term.apply(t.Context()); res != applyRetry {
 		t.Errorf("apply: %v, want a retry", res)
 	}
 	j := r.job(job.ID)
@@ -244,7 +244,7 @@ func TestSweepTimeoutKeepsJobsWaitingAndSaysWhy(t *testing.T) {
 	}
 	// A later apply that is proven completes it, and drops the reason.
 	r.sm.sweep = func() string { return heavySweep("") }
-	if res := r.term.apply(ctxT(t)); res != applyDone {
+	if res := r.term.apply(t.Context()); res != applyDone {
 		t.Fatalf("apply: %v, want done", res)
 	}
 	if j := r.job(job.ID); j.Status != store.StatusCompleted || strings.Contains(j.Description, "Waiting") {
@@ -262,7 +262,7 @@ func TestSweepLongerThanSweepTimeoutIsFollowedNotSignalledAgain(t *testing.T) {
 	r.term.Cfg.SweepTimeout = 200 * time.Millisecond
 	job := r.network(101)
 	done := make(chan applyResult, 1)
-	go func() { done <- r.term.apply(ctxT(t)) }()
+	go func() { done <- r.term.apply(t.Context()) }()
 	// At least one sweep_timeout passes with the sweep running: the job says
 	// it is followed.
 	deadline := time.Now().Add(30 * time.Second)
@@ -295,7 +295,7 @@ func TestSweepThatNeverEndsIsGivenUp(t *testing.T) {
 	r := newApplyRig(t, true, func() string { return logBox("state_mgr_sweep_hop_0", "INITIATING HEAVY SWEEP") })
 	r.term.Cfg.SweepTimeout = 20 * time.Millisecond
 	job := r.network(101)
-	if res := r.term.apply(ctxT(t)); res != applyRetry {
+	if res := r.term.apply(t.Context()); res != applyRetry {
 		t.Fatalf("apply: %v, want a retry", res)
 	}
 	j := r.job(job.ID)
@@ -320,7 +320,7 @@ func TestBrokenProofKeepsJobsWaiting(t *testing.T) {
 	r.term.Cfg.SweepTimeout = 10 * time.Second
 	appendTo(t, r.sm.log, logLine(0x02, "before the apply"))
 	job := r.network(101)
-	if res := r.term.apply(ctxT(t)); res != applyRetryAtOnce {
+	if res := r.term.apply(t.Context()); res != applyRetryAtOnce {
 		t.Errorf("apply: %v, want a retry at once", res)
 	}
 	j := r.job(job.ID)
@@ -333,7 +333,7 @@ func TestBrokenProofKeepsJobsWaiting(t *testing.T) {
 func (r *applyRig) port(id string, guid uint64) store.Job {
 	r.t.Helper()
 	g := fabric.GUID(guid)
-	j, err := r.st.RecordPort(ctxT(r.t), store.PortChange{Operation: store.OpAddPort,
+	j, err := r.st.RecordPort(r.t.Context(), store.PortChange{Operation: store.OpAddPort,
 		Port: store.Port{ID: id, NetworkID: r.netID, GUID: &g, Host: "h"}})
 	if err != nil {
 		r.t.Fatal(err)
@@ -367,7 +367,7 @@ func TestPKeyErrorsFailOnlyTheJobsTheyName(t *testing.T) {
 			nw := r.network(101)
 			h1 := r.port("port-h1", 0x0002c90300000101)
 			h2 := r.port("port-h2", 0x0002c90300000201)
-			if res := r.term.apply(ctxT(t)); res != applyDone {
+			if res := r.term.apply(t.Context()); res != applyDone {
 				t.Fatalf("apply: %v, want done", res)
 			}
 			for _, c := range []struct {
@@ -394,7 +394,7 @@ func TestPKeyErrorsFailTheKubernetesJobsTheyName(t *testing.T) {
 	r := newApplyRig(t, true, func() string { return heavySweep(logLine(0x01, h1Full)) })
 	kube := r.st.WithRules(store.Rules{KubernetesRange: fabric.PKeyRange{First: 0x1000, Last: 0x1fff}})
 	add := func(pkey fabric.PKey, g fabric.GUID) store.Job {
-		j, err := kube.AddKubernetesGUIDs(ctxT(t), store.KubernetesAddition{PKey: pkey,
+		j, err := kube.AddKubernetesGUIDs(t.Context(), store.KubernetesAddition{PKey: pkey,
 			Members: []store.KubernetesMember{{GUID: g, Membership: fabric.Full}}})
 		if err != nil {
 			t.Fatal(err)
@@ -405,7 +405,7 @@ func TestPKeyErrorsFailTheKubernetesJobsTheyName(t *testing.T) {
 	h3 := r.port("port-h3", 0x0002c90300000301)
 	onH1 := add(0x1005, 0x0002c90300000101)
 	onH2 := add(0x1006, 0x0002c90300000201)
-	if res := r.term.apply(ctxT(t)); res != applyDone {
+	if res := r.term.apply(t.Context()); res != applyDone {
 		t.Fatalf("apply: %v, want done", res)
 	}
 	for _, c := range []struct {
@@ -432,7 +432,7 @@ func TestPKeyErrorsFailNetworkJobs(t *testing.T) {
 	}
 	const other = "6c1e2a4f-0b7d-4e9a-8f3c-2d5b7a9e1c04" // a network H1 is no member of
 	vlan := func(r *applyRig, id string, seg int64) store.Job {
-		j, err := r.st.RecordNetwork(ctxT(t), store.NetworkChange{Operation: store.OpUpdateNetwork,
+		j, err := r.st.RecordNetwork(t.Context(), store.NetworkChange{Operation: store.OpUpdateNetwork,
 			Network: store.NetworkSpec{ID: id, Name: "n", Type: store.TypeVLAN, PhysicalNetwork: "ib", SegmentationID: &seg}})
 		if err != nil {
 			t.Fatal(err)
@@ -451,7 +451,7 @@ func TestPKeyErrorsFailNetworkJobs(t *testing.T) {
 		{"VLAN move", func(r *applyRig) store.Job { return vlan(r, r.netID, 102) }, full(0x0066), "0x0066"},
 		{"update", func(r *applyRig) store.Job { return vlan(r, r.netID, 101) }, full(0x0065), "0x0065"},
 		{"moved to the flat partition", func(r *applyRig) store.Job {
-			j, err := r.st.RecordNetwork(ctxT(t), store.NetworkChange{Operation: store.OpCreateNetwork,
+			j, err := r.st.RecordNetwork(t.Context(), store.NetworkChange{Operation: store.OpCreateNetwork,
 				Network: store.NetworkSpec{ID: r.netID, Name: "n", Type: store.TypeFlat, PhysicalNetwork: "ib"}})
 			if err != nil {
 				t.Fatal(err)
@@ -466,13 +466,13 @@ func TestPKeyErrorsFailNetworkJobs(t *testing.T) {
 			r.network(101)
 			r.port("port-h1", 0x0002c90300000101)
 			r.port("port-h2", 0x0002c90300000201)
-			if res := r.term.apply(ctxT(t)); res != applyDone {
+			if res := r.term.apply(t.Context()); res != applyDone {
 				t.Fatalf("first apply: %v, want done", res)
 			}
 			job := tt.change(r)
 			unrelated := vlan(r, other, 103)
 			sweep = logLine(0x01, "pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x8300 because Pkey table is full for node 0x0002c90300f00001 port 0 (S1)") + tt.sweep
-			if res := r.term.apply(ctxT(t)); res != applyDone {
+			if res := r.term.apply(t.Context()); res != applyDone {
 				t.Fatalf("apply: %v, want done", res)
 			}
 			j := r.job(job.ID)
@@ -531,7 +531,7 @@ func TestPKeyErrorsAttributedByPortAndPKey(t *testing.T) {
 			r := newApplyRig(t, true, func() string { return heavySweep(sweep) })
 			kube := r.st.WithRules(store.Rules{KubernetesRange: fabric.PKeyRange{First: 0x1000, Last: 0x1fff}})
 			add := func(pkey fabric.PKey, g fabric.GUID) store.Job {
-				j, err := kube.AddKubernetesGUIDs(ctxT(t), store.KubernetesAddition{PKey: pkey,
+				j, err := kube.AddKubernetesGUIDs(t.Context(), store.KubernetesAddition{PKey: pkey,
 					Members: []store.KubernetesMember{{GUID: g, Membership: fabric.Full}}})
 				if err != nil {
 					t.Fatal(err)
@@ -543,7 +543,7 @@ func TestPKeyErrorsAttributedByPortAndPKey(t *testing.T) {
 			r.network(101)
 			add(0x1005, h1)
 			add(0x1007, h1)
-			if res := r.term.apply(ctxT(t)); res != applyDone {
+			if res := r.term.apply(t.Context()); res != applyDone {
 				t.Fatalf("first apply: %v, want done", res)
 			}
 			jobs := []struct {
@@ -558,7 +558,7 @@ func TestPKeyErrorsAttributedByPortAndPKey(t *testing.T) {
 				{"H4 to 0x1008", add(0x1008, h4), tt.h4To1008},
 			}
 			sweep = logLine(0x01, tt.line)
-			if res := r.term.apply(ctxT(t)); res != applyDone {
+			if res := r.term.apply(t.Context()); res != applyDone {
 				t.Fatalf("apply: %v, want done", res)
 			}
 			for _, c := range jobs {
@@ -589,7 +589,7 @@ func TestPKeyErrorWindows(t *testing.T) {
 	}
 	h1Block := logLine(0x01, "pkey_mgr_update_pkey_entry: ERR 0506: pkey_mgr_update_pkey_entry() failed to update pkey table block 0 for node 0x0002c90300000100 port 1 (H1)")
 	vlan := func(r *applyRig, seg int64) store.Job {
-		j, err := r.st.RecordNetwork(ctxT(t), store.NetworkChange{Operation: store.OpUpdateNetwork,
+		j, err := r.st.RecordNetwork(t.Context(), store.NetworkChange{Operation: store.OpUpdateNetwork,
 			Network: store.NetworkSpec{ID: r.netID, Name: "n", Type: store.TypeVLAN, PhysicalNetwork: "ib", SegmentationID: &seg}})
 		if err != nil {
 			t.Fatal(err)
@@ -597,7 +597,7 @@ func TestPKeyErrorWindows(t *testing.T) {
 		return j
 	}
 	remove := func(r *applyRig, port string) store.Job {
-		j, err := r.st.RemovePort(ctxT(t), store.PortRemoval{PortID: port})
+		j, err := r.st.RemovePort(t.Context(), store.PortRemoval{PortID: port})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -611,7 +611,7 @@ func TestPKeyErrorWindows(t *testing.T) {
 		r.network(101)
 		r.port("port-h1", 0x0002c90300000101)
 		r.port("port-h2", 0x0002c90300000201)
-		if res := r.term.apply(ctxT(t)); res != applyDone {
+		if res := r.term.apply(t.Context()); res != applyDone {
 			t.Fatalf("first apply: %v, want done", res)
 		}
 		return r
@@ -636,7 +636,7 @@ func TestPKeyErrorWindows(t *testing.T) {
 				r := setup(t, &sweep)
 				job := remove(r, "port-h1")
 				sweep = func() string { return heavySweep(c.line) }
-				if res := r.term.apply(ctxT(t)); res != applyDone {
+				if res := r.term.apply(t.Context()); res != applyDone {
 					t.Fatalf("apply: %v, want done", res)
 				}
 				check(t, r, "the removal of H1's port", job, c.want)
@@ -649,7 +649,7 @@ func TestPKeyErrorWindows(t *testing.T) {
 		r := setup(t, &sweep)
 		appendTo(t, r.sm.log, heavySweep(full(0x0066))) // before the position
 		job := vlan(r, 102)
-		if res := r.term.apply(ctxT(t)); res != applyDone {
+		if res := r.term.apply(t.Context()); res != applyDone {
 			t.Fatalf("apply: %v, want done", res)
 		}
 		check(t, r, "the VLAN move", job, store.StatusCompleted)
@@ -666,7 +666,7 @@ func TestPKeyErrorWindows(t *testing.T) {
 			later = append(later, vlan(r, 103), remove(r, "port-h1"))
 			return heavySweep(full(0x0066))
 		}
-		if res := r.term.apply(ctxT(t)); res != applyDone {
+		if res := r.term.apply(t.Context()); res != applyDone {
 			t.Fatalf("apply: %v, want done", res)
 		}
 		check(t, r, "the move to 102, which the sweep applied", move, store.StatusFailed)
@@ -688,7 +688,7 @@ func TestPKeyErrorsFailJobRefused(t *testing.T) {
 	nw := r.network(101)
 	h1 := r.port("port-h1", 0x0002c90300000101)
 	h2 := r.port("port-h2", 0x0002c90300000201)
-	if res := r.term.apply(ctxT(t)); res != applyRetry {
+	if res := r.term.apply(t.Context()); res != applyRetry {
 		t.Fatalf("apply with a refused write: %v, want a retry", res)
 	}
 	failed := 0
@@ -703,7 +703,7 @@ func TestPKeyErrorsFailJobRefused(t *testing.T) {
 	if failed != 1 {
 		t.Errorf("%d jobs failed before the refused write, want 1", failed)
 	}
-	if res := r.term.apply(ctxT(t)); res != applyDone {
+	if res := r.term.apply(t.Context()); res != applyDone {
 		t.Fatalf("apply: %v, want done", res)
 	}
 	for _, c := range []struct {

@@ -99,7 +99,7 @@ func BenchmarkApplyLargeFabric(b *testing.B) {
 		}
 		return heavySweep(verbose.String())
 	})
-	ctx := ctxT(b)
+	ctx := b.Context()
 	if err := os.WriteFile(r.dump, []byte(dump), 0o644); err != nil {
 		b.Fatal(err)
 	}
@@ -171,8 +171,7 @@ func BenchmarkApplyManyPorts(b *testing.B) {
 		defer mu.Unlock()
 		return heavySweep(notFound.String())
 	})
-	// Recording 10,000 ports takes seconds, more on a busy machine than
-	// ctxT's minute allows.
+	// Recording 10,000 ports takes seconds, minutes on a busy machine.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	r.network(101)

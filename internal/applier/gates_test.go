@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
@@ -19,12 +18,6 @@ import (
 )
 
 const err0507 = "Nov 29 18:16:33 486627 [7F1C] 0x01 -> pkey_mgr_update_peer_port: ERR 0507: Not enough pkey entries (60 <= 60) on switch 0x0002c90300f00001 port 2 (S1). Clearing Enforcement bit\n"
-
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 func appendTo(t *testing.T, path, text string) {
 	t.Helper()
@@ -40,7 +33,7 @@ func appendTo(t *testing.T, path, text string) {
 
 func recorded(t *testing.T, s *store.Store) []string {
 	t.Helper()
-	errs, err := s.EnforcementErrors(ctxT(t))
+	errs, err := s.EnforcementErrors(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +55,7 @@ func TestEnforcementRecorder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	term, err := s.NewTerm(ctxT(t), "test")
+	term, err := s.NewTerm(t.Context(), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +69,7 @@ func TestEnforcementRecorder(t *testing.T) {
 		if err := tail.Pump(); err != nil {
 			return err
 		}
-		return found.record(ctxT(t), term, s, log)
+		return found.record(t.Context(), term, s, log)
 	}
 
 	steps := []struct {
@@ -102,7 +95,7 @@ func TestEnforcementRecorder(t *testing.T) {
 	}
 
 	// Truncated (log_max_size): the new content is read from the start.
-	if _, err := s.ClearEnforcementErrors(ctxT(t)); err != nil {
+	if _, err := s.ClearEnforcementErrors(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, []byte(err0507), 0o644); err != nil {
@@ -117,7 +110,7 @@ func TestEnforcementRecorder(t *testing.T) {
 
 	// Rotated by renaming: what OpenSM logged into the old file before it
 	// reopened its log is read, then the new file from its start.
-	if _, err := s.ClearEnforcementErrors(ctxT(t)); err != nil {
+	if _, err := s.ClearEnforcementErrors(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(path, path+".1"); err != nil {
@@ -149,7 +142,7 @@ func (f *failingRecorder) RecordEnforcementErrors(context.Context, int64, []stor
 // A record that fails keeps the lines: the next one records them, once.
 func TestEnforcementRecorderKeepsWhatItCouldNotRecord(t *testing.T) {
 	s := storetest.Open(t, config.EngineSQLite)
-	term, err := s.NewTerm(ctxT(t), "test")
+	term, err := s.NewTerm(t.Context(), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,14 +159,14 @@ func TestEnforcementRecorderKeepsWhatItCouldNotRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	away := &failingRecorder{}
-	if err := found.record(ctxT(t), term, away, log); err == nil || away.calls != 1 {
+	if err := found.record(t.Context(), term, away, log); err == nil || away.calls != 1 {
 		t.Fatalf("record with the database away: %v after %d calls; want its error", err, away.calls)
 	}
 	appendTo(t, path, err0507)
 	if err := tail.Pump(); err != nil {
 		t.Fatal(err)
 	}
-	if err := found.record(ctxT(t), term, s, log); err != nil {
+	if err := found.record(t.Context(), term, s, log); err != nil {
 		t.Fatal(err)
 	}
 	if got := recorded(t, s); !slices.Equal(got, []string{"0x0002c90300f00001:2 xII"}) {
@@ -183,7 +176,7 @@ func TestEnforcementRecorderKeepsWhatItCouldNotRecord(t *testing.T) {
 
 func TestGatesClosed(t *testing.T) {
 	s := storetest.Open(t, config.EngineSQLite)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	dump := filepath.Join(t.TempDir(), "opensm-subnet.lst")
 	g := Gates{Store: s, SubnetDump: dump}
 	reasons, err := g.Closed(ctx)

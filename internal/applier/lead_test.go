@@ -61,7 +61,7 @@ func newLeadRig(t *testing.T) *leadRig {
 	if err := os.WriteFile(dumpFile, dump, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.ConfirmSwitches(ctxT(t), []store.ExpectedSwitch{{GUID: 0x0002c90300f00001, Description: "S1"},
+	if err := st.ConfirmSwitches(t.Context(), []store.ExpectedSwitch{{GUID: 0x0002c90300f00001, Description: "S1"},
 		{GUID: 0x0002c90300f00002, Description: "S2"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func newLeadRig(t *testing.T) *leadRig {
 // what Lead returned.
 func (r *leadRig) lead() (term int64, end func() error) {
 	r.t.Helper()
-	term, err := r.st.NewTerm(ctxT(r.t), "test")
+	term, err := r.st.NewTerm(r.t.Context(), "test")
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func (r *leadRig) lead() (term int64, end func() error) {
 
 func (r *leadRig) network(id string, vlan int64) store.Job {
 	r.t.Helper()
-	j, err := r.st.RecordNetwork(ctxT(r.t), store.NetworkChange{Network: store.NetworkSpec{ID: id, Name: "net",
+	j, err := r.st.RecordNetwork(r.t.Context(), store.NetworkChange{Network: store.NetworkSpec{ID: id, Name: "net",
 		Type: "vlan", PhysicalNetwork: "ibnet", SegmentationID: &vlan}, Operation: store.OpCreateNetwork,
 		CreatedBy: "test", Request: `{}`})
 	if err != nil {
@@ -122,7 +122,7 @@ func (r *leadRig) network(id string, vlan int64) store.Job {
 
 func (r *leadRig) port(id, network string, g fabric.GUID) store.Job {
 	r.t.Helper()
-	j, err := r.st.RecordPort(ctxT(r.t), store.PortChange{Port: store.Port{ID: id, NetworkID: network, GUID: &g, Host: "h"},
+	j, err := r.st.RecordPort(r.t.Context(), store.PortChange{Port: store.Port{ID: id, NetworkID: network, GUID: &g, Host: "h"},
 		Operation: store.OpAddPort, CreatedBy: "test", Request: `{}`})
 	if err != nil {
 		r.t.Fatal(err)
@@ -136,7 +136,7 @@ func (r *leadRig) wait(j store.Job, status string) store.Job {
 	r.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		got, err := r.st.GetJob(ctxT(r.t), j.ID)
+		got, err := r.st.GetJob(r.t.Context(), j.ID)
 		if err != nil {
 			r.t.Fatal(err)
 		}
@@ -152,7 +152,7 @@ func (r *leadRig) wait(j store.Job, status string) store.Job {
 
 func (r *leadRig) job(j store.Job) store.Job {
 	r.t.Helper()
-	got, err := r.st.GetJob(ctxT(r.t), j.ID)
+	got, err := r.st.GetJob(r.t.Context(), j.ID)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func TestLeadFencedByNewerTerm(t *testing.T) {
 	// Another manager wins a newer term while this one sweeps.
 	j := r.network(netA, 101)
 	waitLog(t, r.logs, "SIGHUP sent; waiting for the heavy sweep", `"revision":1,`)
-	if _, err := r.st.NewTerm(ctxT(t), "other"); err != nil {
+	if _, err := r.st.NewTerm(t.Context(), "other"); err != nil {
 		t.Fatal(err)
 	}
 	r.sm.appendLog(sweepLines(t, "applied.log")) // the hanging sweep ends
@@ -369,7 +369,7 @@ func TestLeadCompletesOnlyRecordedApplies(t *testing.T) {
 		t.Fatal("job Completed although its apply was not recorded")
 	}
 	r.wait(j, store.StatusCompleted)
-	a, err := r.st.LastApply(ctxT(t))
+	a, err := r.st.LastApply(t.Context())
 	if err != nil || a.Revision < j.Revision || a.Outcome != "applied" {
 		t.Errorf("last apply %+v, %v; want an applied row of revision %d or later", a, err, j.Revision)
 	}

@@ -38,7 +38,7 @@ func TestEnforcementScanReadsEachByteOnce(t *testing.T) {
 		return heavySweep(verboseFiller(sweepBytes))
 	})
 	r.network(101)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	if res := r.term.apply(ctx); res != applyDone {
 		t.Fatalf("apply: %v, want done", res)
 	}
@@ -82,7 +82,7 @@ func TestEnforcementScanReadsEachByteOnce(t *testing.T) {
 func TestEnforcementScanAfterSweepTruncationAndRotation(t *testing.T) {
 	r := newApplyRig(t, true, func() string { return heavySweep(verboseFiller(64 << 10)) })
 	r.network(101)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	if res := r.term.apply(ctx); res != applyDone {
 		t.Fatalf("apply: %v, want done", res)
 	}
@@ -117,7 +117,7 @@ func TestEnforcementScanAfterSweepTruncationAndRotation(t *testing.T) {
 func TestEnforcementScanNewTailReadsEverything(t *testing.T) {
 	r := newApplyRig(t, true, func() string { return heavySweep(verboseFiller(64<<10) + clearedLine("08")) })
 	r.network(101)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	if res := r.term.apply(ctx); res != applyDone {
 		t.Fatalf("apply: %v, want done", res)
 	}

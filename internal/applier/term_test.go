@@ -43,7 +43,7 @@ func TestLeadTermStartsNoOpenSMAfterItsStop(t *testing.T) {
 	held := &heldReadStore{Store: r.st, entered: make(chan struct{}), release: make(chan struct{})}
 	app := *r.app
 	app.SM, app.Store = proc, held
-	term, err := r.st.NewTerm(ctxT(t), "test")
+	term, err := r.st.NewTerm(t.Context(), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestLeadTermStartsNoOpenSMAfterItsStop(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("LeadTerm returned before its first read: %v", err)
 	}
-	if err := proc.StopTerm(ctxT(t), term); err != nil {
+	if err := proc.StopTerm(t.Context(), term); err != nil {
 		t.Fatal(err)
 	}
 	close(held.release)

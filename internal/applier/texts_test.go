@@ -49,7 +49,7 @@ func TestManyPKeyErrorsStillEndTheJobs(t *testing.T) {
 				nw := r.network(101)
 				h1 := r.port("port-h1", 0x0002c90300000101)
 				h2 := r.port("port-h2", 0x0002c90300000201)
-				if res := r.term.apply(ctxT(t)); res != applyDone {
+				if res := r.term.apply(t.Context()); res != applyDone {
 					t.Fatalf("apply: %v, want done", res)
 				}
 				for _, c := range []struct {
@@ -67,7 +67,7 @@ func TestManyPKeyErrorsStillEndTheJobs(t *testing.T) {
 							c.name, len(j.Error), j.Error, store.MaxJobText)
 					}
 				}
-				a, err := r.st.LastApply(ctxT(t))
+				a, err := r.st.LastApply(t.Context())
 				if err != nil || a.Revision != nw.Revision+2 || len(a.Detail) > store.MaxJobText ||
 					!strings.Contains(a.Detail, "ERR 0512") {
 					t.Errorf("last apply: revision %d, detail of %d bytes, %v; want revision %d, the errors in at most %d bytes",

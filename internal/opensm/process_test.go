@@ -135,19 +135,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func TestProcessAppliesPartitionsOnSimulatedFabric(t *testing.T) {
 	fab := fabricsim.StartT(t, fabricsim.Options{})
 	cfg := writeOpenSMFiles(t, fab, defaultPartition)
 	var logs syncBuffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	p := NewProcess(cfg)
-	ctx := testContext(t)
+	ctx := t.Context()
 
 	if err := p.Reload(ctx); err == nil {
 		t.Error("Reload before Start sent a signal to nothing")
@@ -338,7 +332,7 @@ func TestProcessRefusesWhatCannotRun(t *testing.T) {
 			if err := p.Start(1); err == nil {
 				t.Fatal("Start returned nil")
 			}
-			if err := p.WaitReady(testContext(t)); err == nil {
+			if err := p.WaitReady(t.Context()); err == nil {
 				t.Error("WaitReady after Start failed did not fail")
 			}
 		})
@@ -368,7 +362,7 @@ func TestProcessReportsFailedStarts(t *testing.T) {
 			if !strings.Contains(st.LastError, tt.want) || st.LastErrorAt.IsZero() {
 				t.Errorf("Status() = %+v, want a last error naming %q", st, tt.want)
 			}
-			if err := p.WaitReady(testContext(t)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			if err := p.WaitReady(t.Context()); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("WaitReady: %v, want an error naming %q", err, tt.want)
 			}
 			if out := logs.String(); !strings.Contains(out, "OpenSM could not be started") || !strings.Contains(out, tt.want) {

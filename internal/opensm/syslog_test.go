@@ -212,7 +212,7 @@ func TestProcessRefusesToStartWhereSyslogIsReachable(t *testing.T) {
 			t.Errorf("driver's error %q does not say %q", st.LastError, want)
 		}
 	}
-	if err := p.WaitReady(testContext(t)); err == nil {
+	if err := p.WaitReady(t.Context()); err == nil {
 		t.Error("WaitReady succeeded")
 	}
 	if starts := sm.Starts(t); len(starts) > 0 {

@@ -15,7 +15,7 @@ import (
 func TestProcessStopForATermIsFinal(t *testing.T) {
 	sm := opensmtest.NewStandIn(t)
 	p := NewProcess(ProcessConfig{Command: sm.Command, LogFile: sm.LogFile})
-	ctx := testContext(t)
+	ctx := t.Context()
 	t.Cleanup(func() { _ = p.Stop(context.Background()) })
 	running := func(want int, what string) {
 		t.Helper()

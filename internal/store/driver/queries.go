@@ -65,7 +65,6 @@ type Queries interface {
 	ListKubernetesMembersOfPKey(ctx context.Context, pkey fabric.PKey) ([]KubernetesMember, error)
 	ListKubernetesPKeys(ctx context.Context) ([]KubernetesPKey, error)
 	ListManagedNetworks(ctx context.Context) ([]Network, error)
-	ListMembers(ctx context.Context) ([]ListMembersRow, error)
 	ListNetworksSince(ctx context.Context, revision int64) ([]Network, error)
 	ListPortsOfNetwork(ctx context.Context, networkID string) ([]Port, error)
 	ListPortsSince(ctx context.Context, revision int64) ([]Port, error)
@@ -103,7 +102,6 @@ type (
 	KubernetesPKey           = sqlitedb.KubernetesPkey
 	KubernetesStateRow       = sqlitedb.KubernetesStateRow
 	LeadershipRow            = sqlitedb.LeadershipRow
-	ListMembersRow           = sqlitedb.ListMembersRow
 	ListSecretsRow           = sqlitedb.ListSecretsRow
 	Network                  = sqlitedb.Network
 	OpenJobsWithGUIDsRow     = sqlitedb.OpenJobsWithGUIDsRow

@@ -146,11 +146,6 @@ func (q queries) ListManagedNetworks(ctx context.Context) ([]driver.Network, err
 	return driver.Convert(rs, func(r mysqldb.Network) driver.Network { return driver.Network(r) }), err
 }
 
-func (q queries) ListMembers(ctx context.Context) ([]driver.ListMembersRow, error) {
-	rs, err := q.Queries.ListMembers(ctx)
-	return driver.Convert(rs, func(r mysqldb.ListMembersRow) driver.ListMembersRow { return driver.ListMembersRow(r) }), err
-}
-
 func (q queries) ListNetworksSince(ctx context.Context, revision int64) ([]driver.Network, error) {
 	rs, err := q.Queries.ListNetworksSince(ctx, revision)
 	return driver.Convert(rs, func(r mysqldb.Network) driver.Network { return driver.Network(r) }), err

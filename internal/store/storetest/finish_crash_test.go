@@ -26,7 +26,7 @@ func TestFinishApplyCrash(t *testing.T) {
 			db := NewDatabase(t, engine)
 			s := OpenDatabase(t, db)
 			j := addNetwork(t, s, netA, 101)
-			term, err := s.NewTerm(ctxT(t), "crashing manager")
+			term, err := s.NewTerm(t.Context(), "crashing manager")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -36,13 +36,13 @@ func TestFinishApplyCrash(t *testing.T) {
 				"AFM_STORETEST_TERM="+strconv.FormatInt(term, 10),
 				"AFM_STORETEST_REVISION="+strconv.FormatInt(j.Revision, 10))
 
-			if a, err := s.LastApply(ctxT(t)); !errors.Is(err, store.ErrNotFound) {
+			if a, err := s.LastApply(t.Context()); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("after the crash LastApply = %+v, %v; want no apply recorded", a, err)
 			}
 			if got := job(t, s, j.ID); got.Status != store.StatusPending {
 				t.Errorf("after the crash the job is %s; want Pending", got.Status)
 			}
-			f, err := s.FinishApply(ctxT(t), appliedRow(term, j.Revision, time.Now().UTC()),
+			f, err := s.FinishApply(t.Context(), appliedRow(term, j.Revision, time.Now().UTC()),
 				func(store.GateState) bool { return true })
 			if err != nil || !f.Recorded || f.Completed != 1 {
 				t.Errorf("FinishApply after the crash = %+v, %v; want the job completed", f, err)

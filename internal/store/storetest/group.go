@@ -116,7 +116,7 @@ func blockFirst(t *testing.T, s *store.Store, network string, g uint64) (*gate, 
 	gt := newGate(g)
 	done := make(chan outcome, 1)
 	go func() {
-		j, err := s.WithRules(gt.rules()).RecordPort(ctxT(t), boundPort("first", network, g, "h0"))
+		j, err := s.WithRules(gt.rules()).RecordPort(t.Context(), boundPort("first", network, g, "h0"))
 		done <- outcome{j, err}
 	}()
 	gt.wait(t)
@@ -124,7 +124,7 @@ func blockFirst(t *testing.T, s *store.Store, network string, g uint64) (*gate, 
 }
 
 func portChange(t *testing.T, s *store.Store, c store.PortChange) func() (store.Job, error) {
-	return func() (store.Job, error) { return s.RecordPort(ctxT(t), c) }
+	return func() (store.Job, error) { return s.RecordPort(t.Context(), c) }
 }
 
 // testGroupWithRefusals: a group of seven changes, three of them refused (a
@@ -144,11 +144,11 @@ func testGroupWithRefusals(t *testing.T, s *store.Store) {
 		addNetwork(t, db, netA, 101)
 		addNetwork(t, db, netB, 102)
 		addPort(t, db, "held", netA, 0x0002c90300000a01)
-		_, err := db.RecordPort(ctxT(t), boundPort("g2", netB, 0x0002c90300000a01, "h2"))
+		_, err := db.RecordPort(t.Context(), boundPort("g2", netB, 0x0002c90300000a01, "h2"))
 		alone["g2"] = errText(err)
-		_, err = db.RecordNetwork(ctxT(t), store.NetworkChange{Network: vlanNetwork(netC, 101), Operation: store.OpCreateNetwork, CreatedBy: "test", Request: "{}"})
+		_, err = db.RecordNetwork(t.Context(), store.NetworkChange{Network: vlanNetwork(netC, 101), Operation: store.OpCreateNetwork, CreatedBy: "test", Request: "{}"})
 		alone[netC] = errText(err)
-		_, err = db.RemovePort(ctxT(t), store.PortRemoval{PortID: "nope", CreatedBy: "test", Request: "{}"})
+		_, err = db.RemovePort(t.Context(), store.PortRemoval{PortID: "nope", CreatedBy: "test", Request: "{}"})
 		alone["nope"] = errText(err)
 	}
 
@@ -157,13 +157,13 @@ func testGroupWithRefusals(t *testing.T, s *store.Store) {
 		portChange(t, s, boundPort("g1", netA, 0x0002c90300000a11, "h1")),
 		portChange(t, s, boundPort("g2", netB, 0x0002c90300000a01, "h2")), // refused: netA holds it
 		func() (store.Job, error) {
-			return s.RecordNetwork(ctxT(t), store.NetworkChange{Network: vlanNetwork(netC, 101),
+			return s.RecordNetwork(t.Context(), store.NetworkChange{Network: vlanNetwork(netC, 101),
 				Operation: store.OpCreateNetwork, CreatedBy: "test", Request: "{}"}) // refused: netA's VLAN
 		},
 		portChange(t, s, boundPort("g4", netB, 0x0002c90300000a14, "h4")),
 		portChange(t, s, boundPort("g5", netA, 0x0002c90300000a15, "")), // unbound: touches no partition
 		func() (store.Job, error) {
-			return s.RemovePort(ctxT(t), store.PortRemoval{PortID: "nope", CreatedBy: "test", Request: "{}"}) // not found
+			return s.RemovePort(t.Context(), store.PortRemoval{PortID: "nope", CreatedBy: "test", Request: "{}"}) // not found
 		},
 		portChange(t, s, boundPort("g7", netA, 0x0002c90300000a17, "h7")),
 	)
@@ -194,7 +194,7 @@ func testGroupWithRefusals(t *testing.T, s *store.Store) {
 				want.revision, want.status)
 		}
 		if want.refusal == "" {
-			if j, err := s.GetJob(ctxT(t), o.job.ID); err != nil || j.Revision != want.revision || j.Status != want.status {
+			if j, err := s.GetJob(t.Context(), o.job.ID); err != nil || j.Revision != want.revision || j.Status != want.status {
 				t.Errorf("change %d: recorded job %+v, %v", i+1, j, err)
 			}
 		}
@@ -245,11 +245,11 @@ func testGroupJudgesByPredecessors(t *testing.T, s *store.Store) {
 		portChange(t, s, boundPort("pa", netA, g, "h1")),
 		portChange(t, s, boundPort("pb", netB, g, "h2")),
 		func() (store.Job, error) {
-			return s.RecordNetwork(ctxT(t), store.NetworkChange{Network: vlanNetwork(netC, 103),
+			return s.RecordNetwork(t.Context(), store.NetworkChange{Network: vlanNetwork(netC, 103),
 				Operation: store.OpCreateNetwork, CreatedBy: "test", Request: "{}"})
 		},
 		func() (store.Job, error) {
-			return s.RecordNetwork(ctxT(t), store.NetworkChange{Network: vlanNetwork(netD, 103),
+			return s.RecordNetwork(t.Context(), store.NetworkChange{Network: vlanNetwork(netD, 103),
 				Operation: store.OpCreateNetwork, CreatedBy: "test", Request: "{}"})
 		},
 		portChange(t, s, boundPort("pc", netC, 0x0002c90300000b03, "h3")),
@@ -470,7 +470,7 @@ func testGroupHeldWriteFails(t *testing.T, db Database, s *store.Store) {
 // (whose changes would wait for the revision's lock).
 func execBeside(t *testing.T, db Database, statement string) {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := t.Context()
 	switch db.Engine {
 	case config.EnginePostgres:
 		conn, err := pgx.Connect(ctx, db.DSN)
@@ -499,7 +499,7 @@ func execBeside(t *testing.T, db Database, statement string) {
 // is inside a transaction.
 func killTransaction(t *testing.T, db Database) {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := t.Context()
 	switch db.Engine {
 	case config.EnginePostgres:
 		conn, err := pgx.Connect(ctx, db.DSN)
@@ -566,7 +566,7 @@ func testGroupsUnderLoad(t *testing.T, s *store.Store) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			ctx := ctxT(t)
+			ctx := t.Context()
 			if i%3 == 0 {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, time.Duration(i)*100*time.Microsecond)

@@ -77,7 +77,7 @@ func mustKube(t *testing.T) func(store.Job, error) store.Job {
 
 func testKubernetesLifecycle(t *testing.T, s *store.Store) {
 	s = kubeStore(s)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	j := mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidA), limited(guidB))))
 	if j.Revision != 1 || j.Status != store.StatusPending || j.ObjectType != store.ObjectPKey ||
 		j.ObjectID != "0x1005" || j.Operation != store.OpAddKubernetesGUIDs || j.CreatedBy != "ib-kubernetes" {
@@ -163,7 +163,7 @@ func testKubernetesLifecycle(t *testing.T, s *store.Store) {
 
 func testKubernetesRefusals(t *testing.T, s *store.Store) {
 	s = kubeStore(s)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	addNetwork(t, s, netA, 101)
 	if _, err := addPort(t, s, "port-a", netA, guidA); err != nil {
 		t.Fatal(err)
@@ -274,7 +274,7 @@ func testKubernetesRefusals(t *testing.T, s *store.Store) {
 // readKube prints every Kubernetes pkey and member, and every network port.
 func readKube(t *testing.T, s *store.Store) string {
 	t.Helper()
-	list, err := s.KubernetesPKeys(ctxT(t))
+	list, err := s.KubernetesPKeys(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func readKube(t *testing.T, s *store.Store) string {
 
 func testKubernetesLastUpdated(t *testing.T, s *store.Store) {
 	s = kubeStore(s)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	if got, err := s.KubernetesLastUpdated(ctx); err != nil || got != nil {
 		t.Fatalf("KubernetesLastUpdated on a new database = %v, %v; want nil", got, err)
 	}
@@ -342,7 +342,7 @@ func testKubernetesLastUpdated(t *testing.T, s *store.Store) {
 
 func testKubernetesPortLimit(t *testing.T, s *store.Store) {
 	s = kubeStore(s)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	// A switch port holds three pkeys: the default partition and two others.
 	var asked [][]fabric.PKey
 	r := store.Rules{KubernetesRange: kubeRange, PortLimit: func() (store.PortCheck, error) {
@@ -393,7 +393,7 @@ func offFabricLimit(t *testing.T, s *store.Store, capacity int) *store.Store {
 // like a placed one, and the pkey that would reach it is refused, saying how
 // many pkeys the port would carry.
 func testPortLimitOffFabric(t *testing.T, s *store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	s = offFabricLimit(t, s, 4) // at most 3 pkeys: the default and two others
 	for _, g := range []uint64{guidA, 0x0002c90300000101} {
 		mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1001, limited(g))))
@@ -431,7 +431,7 @@ func testPortLimitOffFabric(t *testing.T, s *store.Store) {
 // together, sent at once: the check runs under the revision's lock against
 // what the other recorded, so one of them is refused.
 func testPortLimitConcurrent(t *testing.T, s *store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	s = offFabricLimit(t, s, 4)
 	mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1001, limited(guidA))))
 	const n = 6
@@ -479,7 +479,7 @@ func testPortLimitConcurrent(t *testing.T, s *store.Store) {
 // one side only.
 func testConcurrentNeutronKubernetesClaims(t *testing.T, s *store.Store) {
 	s = kubeStore(s)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	addNetwork(t, s, netA, 101)
 	for i := range 8 {
 		g := uint64(0x0002c90300010000) + uint64(i)

@@ -45,7 +45,7 @@ func vlanID(v int64) *int64 { return &v }
 
 func recordNetwork(s *store.Store, t *testing.T, spec store.NetworkSpec) (store.Job, error) {
 	t.Helper()
-	return s.RecordNetwork(ctxT(t), store.NetworkChange{Network: spec, Operation: store.OpUpdateNetwork,
+	return s.RecordNetwork(t.Context(), store.NetworkChange{Network: spec, Operation: store.OpUpdateNetwork,
 		CreatedBy: "test", Request: `{}`})
 }
 
@@ -65,7 +65,7 @@ func boundPort(id, network string, g uint64, host string) store.PortChange {
 
 func mustPort(t *testing.T, s *store.Store, c store.PortChange) store.Job {
 	t.Helper()
-	j, err := s.RecordPort(ctxT(t), c)
+	j, err := s.RecordPort(t.Context(), c)
 	if err != nil {
 		t.Fatalf("RecordPort(%s): %v", c.Port.ID, err)
 	}
@@ -83,11 +83,11 @@ type state struct {
 
 func readState(t *testing.T, s *store.Store, portIDs ...string) state {
 	t.Helper()
-	snap, err := s.Snapshot(ctxT(t))
+	snap, err := s.Snapshot(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := s.CountJobsByStatus(ctxT(t))
+	jobs, err := s.CountJobsByStatus(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func readPorts(t *testing.T, s *store.Store, ids ...string) []string {
 	t.Helper()
 	var out []string
 	for _, id := range ids {
-		p, err := s.GetPort(ctxT(t), id)
+		p, err := s.GetPort(t.Context(), id)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			out = append(out, id+":absent")
@@ -128,7 +128,7 @@ func readPorts(t *testing.T, s *store.Store, ids ...string) []string {
 
 func members(t *testing.T, s *store.Store) map[fabric.GUID]string {
 	t.Helper()
-	snap, err := s.Snapshot(ctxT(t))
+	snap, err := s.Snapshot(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,15 +164,15 @@ func testRejectionsChangeNothing(t *testing.T, s *store.Store) {
 		do      func() error
 		mention []string
 	}{
-		{"bound port without client-id", func() error { _, err := s.RecordPort(ctxT(t), noClientID); return err },
+		{"bound port without client-id", func() error { _, err := s.RecordPort(t.Context(), noClientID); return err },
 			[]string{"p2", "no usable client-id", "mechanism_drivers"}},
-		{"port with unusable client-id", func() error { _, err := s.RecordPort(ctxT(t), badClientID); return err },
+		{"port with unusable client-id", func() error { _, err := s.RecordPort(t.Context(), badClientID); return err },
 			[]string{"p2", "24:8a:07", "client-id"}},
 		{"port with client-id on unknown network", func() error {
-			_, err := s.RecordPort(ctxT(t), boundPort("p2", netGone, guidC, "h3"))
+			_, err := s.RecordPort(t.Context(), boundPort("p2", netGone, guidC, "h3"))
 			return err
 		}, []string{"p2", netGone, "unknown"}},
-		{"port whose embedded network takes a used VLAN ID", func() error { _, err := s.RecordPort(ctxT(t), embeddedBad); return err },
+		{"port whose embedded network takes a used VLAN ID", func() error { _, err := s.RecordPort(t.Context(), embeddedBad); return err },
 			[]string{netGone, "VLAN ID 101", netA}},
 		{"network on another network's VLAN ID", func() error {
 			_, err := recordNetwork(s, t, netSpec(netEth, "vlan", "ibnet", vlanID(101)))
@@ -203,15 +203,15 @@ func testRejectionsChangeNothing(t *testing.T, s *store.Store) {
 			return err
 		}, []string{netEth, "segmentation_id"}},
 		{"GUID in another VLAN network's partition", func() error {
-			_, err := s.RecordPort(ctxT(t), boundPort("p2", netB, guidA, "h3"))
+			_, err := s.RecordPort(t.Context(), boundPort("p2", netB, guidA, "h3"))
 			return err
 		}, []string{"p2", "0x248a070300b1c2d4", netA, "only one network"}},
 		{"GUID in the flat partition, port on a VLAN network", func() error {
-			_, err := s.RecordPort(ctxT(t), boundPort("p2", netA, guidB, "h3"))
+			_, err := s.RecordPort(t.Context(), boundPort("p2", netA, guidB, "h3"))
 			return err
 		}, []string{"p2", "0xfa163e00005b7c1d", netFlat, "only one network"}},
 		{"GUID in another flat network", func() error {
-			_, err := s.RecordPort(ctxT(t), boundPort("p2", netFlat2, guidB, "h3"))
+			_, err := s.RecordPort(t.Context(), boundPort("p2", netFlat2, guidB, "h3"))
 			return err
 		}, []string{"p2", "0xfa163e00005b7c1d", netFlat, "only one network"}},
 	}
@@ -262,27 +262,27 @@ func testUnmanagedNetworks(t *testing.T, s *store.Store) {
 		t.Errorf("members = %v, want none", m)
 	}
 	// The GUID an Ethernet port carried is free for an InfiniBand port.
-	if _, err := s.RecordPort(ctxT(t), boundPort("p1", netA, guidC, "h1")); err != nil {
+	if _, err := s.RecordPort(t.Context(), boundPort("p1", netA, guidC, "h1")); err != nil {
 		t.Errorf("GUID of an unmanaged port: %v", err)
 	}
 	// Known unmanaged objects are removed with a completed job.
-	if j, err := s.RemovePort(ctxT(t), store.PortRemoval{PortID: "pe"}); err != nil || j.Status != store.StatusCompleted {
+	if j, err := s.RemovePort(t.Context(), store.PortRemoval{PortID: "pe"}); err != nil || j.Status != store.StatusCompleted {
 		t.Errorf("RemovePort(unmanaged) = %+v, %v", j, err)
 	}
-	if j, err := s.RemoveNetwork(ctxT(t), store.NetworkRemoval{NetworkID: netEth, CreatedBy: "test", Request: "{}"}); err != nil || j.Status != store.StatusCompleted {
+	if j, err := s.RemoveNetwork(t.Context(), store.NetworkRemoval{NetworkID: netEth, CreatedBy: "test", Request: "{}"}); err != nil || j.Status != store.StatusCompleted {
 		t.Errorf("RemoveNetwork(unmanaged) = %+v, %v", j, err)
 	}
 	// A port without client-id on a network never announced is not ours either.
 	before := revision(t, s)
 	c := boundPort("pv", netGone, 0, "h1")
 	c.Port.GUID = nil
-	if j, err := s.RecordPort(ctxT(t), c); err != nil || j.Status != store.StatusCompleted {
+	if j, err := s.RecordPort(t.Context(), c); err != nil || j.Status != store.StatusCompleted {
 		t.Errorf("port without client-id on an unknown network = %+v, %v", j, err)
 	}
 	if got := readPorts(t, s, "pv"); got[0] != "pv:absent" || revision(t, s) != before {
 		t.Errorf("port on an unknown network was recorded: %v", got)
 	}
-	if _, err := s.RemovePort(ctxT(t), store.PortRemoval{PortID: "pv"}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.RemovePort(t.Context(), store.PortRemoval{PortID: "pv"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("RemovePort(never recorded) = %v, want ErrNotFound", err)
 	}
 }
@@ -295,7 +295,7 @@ func testNetworkChanges(t *testing.T, s *store.Store) {
 	mustPort(t, s, boundPort("p1", netA, guidA, "h1"))
 	rev := revision(t, s)
 	j := mustNetwork(t, s, netSpec(netA, "vlan", "ibnet", vlanID(105)))
-	snap, err := s.Snapshot(ctxT(t))
+	snap, err := s.Snapshot(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func testNetworkChanges(t *testing.T, s *store.Store) {
 	mustPort(t, s, boundPort("p1", netA, guidA, "h1"))
 	// VLAN -> flat: the member moves to the flat partition.
 	mustNetwork(t, s, netSpec(netA, "flat", "ibnet", nil))
-	snap, _ = s.Snapshot(ctxT(t))
+	snap, _ = s.Snapshot(t.Context())
 	flat := slices.IndexFunc(snap.Networks, func(n store.Network) bool { return n.ID == netA })
 	if flat < 0 || snap.Networks[flat].PKey != nil || snap.Networks[flat].Type != "flat" || members(t, s)[fabric.GUID(guidA)] != netA {
 		t.Errorf("VLAN -> flat: snapshot %+v", snap)
@@ -377,26 +377,26 @@ func testPortDeleteByBody(t *testing.T, s *store.Store) {
 	mustPort(t, s, boundPort("p1", netA, guidA, "h1"))
 	mustPort(t, s, boundPort("p1", netA, guidC, "h1")) // a later PUT moved it to guidC
 	rev := revision(t, s)
-	j, err := s.RemovePort(ctxT(t), store.PortRemoval{PortID: "p1", GUID: guid(guidA)})
+	j, err := s.RemovePort(t.Context(), store.PortRemoval{PortID: "p1", GUID: guid(guidA)})
 	if err != nil || j.Status != store.StatusCompleted || revision(t, s) != rev || members(t, s)[fabric.GUID(guidC)] != netA {
 		t.Errorf("stale DELETE: job %+v, %v; members %v", j, err, members(t, s))
 	}
 	// Migration race: a new port of the same network takes the GUID; the old
 	// port stays without it, and its DELETE leaves the GUID with the new one.
-	if _, err := s.RecordPort(ctxT(t), boundPort("p2", netA, guidC, "h2")); err != nil {
+	if _, err := s.RecordPort(t.Context(), boundPort("p2", netA, guidC, "h2")); err != nil {
 		t.Fatal(err)
 	}
 	if got := readPorts(t, s, "p1", "p2"); !strings.Contains(got[0], "no-guid") || !strings.Contains(got[1], "0x0002c90300001039") {
 		t.Errorf("after the take-over: %v", got)
 	}
-	if _, err := s.RemovePort(ctxT(t), store.PortRemoval{PortID: "p1", GUID: guid(guidC)}); err != nil {
+	if _, err := s.RemovePort(t.Context(), store.PortRemoval{PortID: "p1", GUID: guid(guidC)}); err != nil {
 		t.Fatal(err)
 	}
 	if got := readPorts(t, s, "p1")[0]; got != "p1:absent" || members(t, s)[fabric.GUID(guidC)] != netA {
 		t.Errorf("DELETE of the old port: %s, members %v", got, members(t, s))
 	}
 	// Migration in order: DELETE from the old host, then the re-add: the GUID is in.
-	j, err = s.RemovePort(ctxT(t), store.PortRemoval{PortID: "p2", GUID: guid(guidC)})
+	j, err = s.RemovePort(t.Context(), store.PortRemoval{PortID: "p2", GUID: guid(guidC)})
 	if err != nil || j.Status != store.StatusPending || len(members(t, s)) != 0 {
 		t.Fatalf("DELETE: %+v, %v, members %v", j, err, members(t, s))
 	}

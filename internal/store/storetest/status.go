@@ -22,7 +22,7 @@ var statusTests = []struct {
 // testOldestOpenJobs: the oldest Pending and Running jobs' creation times,
 // which the metrics turn into ages; no entry for a status without jobs.
 func testOldestOpenJobs(t *testing.T, s *store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	got, err := s.OldestOpenJobs(ctx)
 	if err != nil || len(got) != 0 {
 		t.Fatalf("OldestOpenJobs on an empty database = %v, %v; want none", got, err)
@@ -61,7 +61,7 @@ func testOldestOpenJobs(t *testing.T, s *store.Store) {
 }
 
 func testDescribeOpenJobs(t *testing.T, s *store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	now := time.Now().UTC()
 	done := addNetwork(t, s, netA, 101)
 	open := addNetwork(t, s, netB, 102)
@@ -138,7 +138,7 @@ func testDescribeOpenJobs(t *testing.T, s *store.Store) {
 }
 
 func testLeadership(t *testing.T, s *store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	l, err := s.Leadership(ctx)
 	if err != nil || l.Term != 0 || l.Holder != "" || l.Heartbeat != nil {
 		t.Fatalf("Leadership of a new database = %+v, %v; want term 0, no holder, no heartbeat", l, err)
@@ -174,7 +174,7 @@ func testLeadership(t *testing.T, s *store.Store) {
 
 func job(t *testing.T, s *store.Store, id int64) store.Job {
 	t.Helper()
-	j, err := s.GetJob(ctxT(t), id)
+	j, err := s.GetJob(t.Context(), id)
 	if err != nil {
 		t.Fatalf("GetJob(%d): %v", id, err)
 	}

@@ -65,7 +65,7 @@ func checkBounded(t *testing.T, what, got, want string, limit int) {
 // apply's detail, tell waiting jobs why, and are an enforcement error's line:
 // every write succeeds and reads back bounded.
 func testLongTexts(t *testing.T, s *store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	long := pkeyErrors(2000)
 	if len(long) < 200<<10 {
 		t.Fatalf("the test's text is %d bytes: want over 200 KiB", len(long))
@@ -129,7 +129,7 @@ func testLongTexts(t *testing.T, s *store.Store) {
 // testTextAtBound: a text of exactly its bound, in 4-byte characters, is kept
 // whole (MariaDB counts bytes in a text); one byte more is cut.
 func testTextAtBound(t *testing.T, s *store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	j1 := addNetwork(t, s, netA, 101)
 	j2 := addNetwork(t, s, netB, 102)
 	term, err := s.NewTerm(ctx, "manager-1")
@@ -154,7 +154,7 @@ func testTextAtBound(t *testing.T, s *store.Store) {
 // request: the change is recorded, and its job's texts are bounded.
 func testKubernetesJobOfManyGUIDs(t *testing.T, s *store.Store) {
 	s = kubeStore(s)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	members := make([]store.KubernetesMember, 5000)
 	guids := make([]string, len(members))
 	for i := range members {
@@ -224,7 +224,7 @@ func testKubernetesJobOfManyGUIDs(t *testing.T, s *store.Store) {
 // than its column is refused, recording nothing.
 func testLongNames(t *testing.T, s *store.Store) {
 	s = rulesStore(s)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	spec := netSpec(netA, "vlan", "ibnet", vlanID(101))
 	spec.Name = strings.Repeat("é", 300) + "\x00"
 	mustNetwork(t, s, spec)
@@ -272,7 +272,7 @@ func checkSummary(t *testing.T, what, text, prefix string, total int) {
 
 func getJob(t *testing.T, s *store.Store, id int64) store.Job {
 	t.Helper()
-	j, err := s.GetJob(ctxT(t), id)
+	j, err := s.GetJob(t.Context(), id)
 	if err != nil {
 		t.Fatalf("GetJob(%d): %v", id, err)
 	}
@@ -281,7 +281,7 @@ func getJob(t *testing.T, s *store.Store, id int64) store.Job {
 
 func lastApply(t *testing.T, s *store.Store) store.Apply {
 	t.Helper()
-	a, err := s.LastApply(ctxT(t))
+	a, err := s.LastApply(t.Context())
 	if err != nil {
 		t.Fatalf("LastApply: %v", err)
 	}
