@@ -4,15 +4,15 @@ import (
 	"context"
 	"time"
 
-	sqlitedb "github.com/alternative-fabric-manager/alternative-fabric-manager/db/sqlite"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
 // Queries is every query the store runs, each method the query of the same
 // name in queries/ (queries/shared, or each engine's folder where the SQL
-// differs): the generated packages in db/ implement it, PostgreSQL's and
-// MariaDB's through the adapters adaptergen writes into their engine packages
-// (and the few those packages write where an engine truly differs).
+// differs), returning the rows of rows.go: the generated packages in db/
+// implement it through the adapters adaptergen writes into each engine
+// package (and the few methods an engine package writes where it truly
+// differs). The seam imports none of the generated packages.
 //
 // To add a query: write it, under one name, in queries/shared (or in
 // queries/postgres and queries/sqlite) and in queries/mysql; run make
@@ -85,27 +85,3 @@ type Queries interface {
 	UpsertNetwork(ctx context.Context, id string, name string, networkType string, physicalNetwork string, pkey *fabric.PKey, managed bool, revision int64, now time.Time) error
 	UpsertPort(ctx context.Context, id string, networkID string, guid *fabric.GUID, host string, revision int64, now time.Time) error
 }
-
-// The rows the queries return are sqlc's own, from db/sqlite: the overrides in
-// sqlc.yaml make the other engines' rows the same structs, so an engine's
-// generated adapters convert its row to one of these with a plain type
-// conversion.
-type (
-	Apply                    = sqlitedb.Apply
-	CountJobsByStatusRow     = sqlitedb.CountJobsByStatusRow
-	CountMembersByNetworkRow = sqlitedb.CountMembersByNetworkRow
-	EnforcementError         = sqlitedb.EnforcementError
-	ExpectedSwitch           = sqlitedb.ExpectedSwitch
-	GateSwitchesRow          = sqlitedb.GateSwitchesRow
-	GetPortChangeRowsRow     = sqlitedb.GetPortChangeRowsRow
-	Job                      = sqlitedb.Job
-	KubernetesMember         = sqlitedb.KubernetesMember
-	KubernetesPKey           = sqlitedb.KubernetesPkey
-	KubernetesStateRow       = sqlitedb.KubernetesStateRow
-	LeadershipRow            = sqlitedb.LeadershipRow
-	ListMembersRow           = sqlitedb.ListMembersRow
-	ListSecretsRow           = sqlitedb.ListSecretsRow
-	Network                  = sqlitedb.Network
-	OpenJobsWithGUIDsRow     = sqlitedb.OpenJobsWithGUIDsRow
-	Port                     = sqlitedb.Port
-)

@@ -151,5 +151,10 @@ func (q queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]drive
 	return driver.Convert(rs, func(r pgdb.OpenJobsWithGUIDsRow) driver.OpenJobsWithGUIDsRow { return driver.OpenJobsWithGUIDsRow(r) }), err
 }
 
+func (q queries) ReadLease(ctx context.Context) (driver.ReadLeaseRow, error) {
+	r, err := q.Queries.ReadLease(ctx)
+	return driver.ReadLeaseRow(r), err
+}
+
 var _ driver.Queries = queries{}
 var _ driver.LeaseQueries = queries{}
