@@ -216,7 +216,8 @@ func (s *Store) RecordEnforcementErrors(ctx context.Context, term int64, seen []
 	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
 		for _, e := range seen {
 			line := boundText(e.Line, MaxEnforcementLine)
-			n, err := q.UpsertEnforcementError(ctx, e.Switch, int64(e.Port), line, now, term)
+			n, err := q.UpsertEnforcementError(ctx, driver.UpsertEnforcementErrorParams{SwitchGUID: e.Switch,
+				Port: int64(e.Port), Line: line, Now: now, Term: term})
 			if err != nil {
 				return fmt.Errorf("switch port %s: %w", e.SwitchPort(), err)
 			}

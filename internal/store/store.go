@@ -266,8 +266,10 @@ func (c *changeTx) job(ctx context.Context, j NewJob) (Job, error) {
 	if c.noOp {
 		j.Status, j.FinishedAt = StatusCompleted, &c.now
 	}
-	id, err := c.q.InsertJob(ctx, j.Revision, j.ObjectType, j.ObjectID, j.NetworkID, j.Operation, j.Status,
-		j.Description, j.Result, j.CreatedBy, j.Request, j.RequestID, j.Now, j.FinishedAt)
+	id, err := c.q.InsertJob(ctx, driver.InsertJobParams{Revision: j.Revision, ObjectType: j.ObjectType,
+		ObjectID: j.ObjectID, NetworkID: j.NetworkID, Operation: j.Operation, Status: j.Status,
+		Description: j.Description, Result: j.Result, CreatedBy: j.CreatedBy, Request: j.Request,
+		RequestID: j.RequestID, Now: j.Now, FinishedAt: j.FinishedAt})
 	if err != nil {
 		return Job{}, err
 	}
