@@ -195,7 +195,8 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 			return err
 		}
 		for _, m := range a.Members {
-			if err := tx.q.UpsertKubernetesMember(ctx, a.PKey, m.GUID, string(m.Membership), m.Index0, rev, tx.now); err != nil {
+			if err := tx.q.UpsertKubernetesMember(ctx, driver.UpsertKubernetesMemberParams{PKey: a.PKey, GUID: m.GUID,
+				Membership: string(m.Membership), Index0: m.Index0, Revision: rev, Now: tx.now}); err != nil {
 				return err
 			}
 		}

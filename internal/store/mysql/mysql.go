@@ -443,12 +443,11 @@ func (q queries) BumpRevision(ctx context.Context) (int64, error) {
 	return lastInsertID(q.Queries.BumpRevision(ctx))
 }
 
-func (q queries) InsertJob(ctx context.Context, revision int64, objectType, objectID, networkID, operation, status,
-	description, result, createdBy, request, requestID string, now time.Time, finishedAt *time.Time) (int64, error) {
-	return lastInsertID(q.Queries.InsertJob(ctx, mysqldb.InsertJobParams{Revision: revision, ObjectType: objectType,
-		ObjectID: objectID, NetworkID: networkID, Operation: operation, Status: status, Description: description,
-		Result: result, CreatedBy: createdBy, Request: request, RequestID: requestID, Now: now,
-		FinishedAt: finishedAt}))
+// InsertJob reads the job's id as the INSERT's last insert id. sqlc's Params
+// struct has the fields of the driver's, in the same order: a plain
+// conversion, which compiles only while they stay the same.
+func (q queries) InsertJob(ctx context.Context, arg driver.InsertJobParams) (int64, error) {
+	return lastInsertID(q.Queries.InsertJob(ctx, mysqldb.InsertJobParams(arg)))
 }
 
 // NewTerm reads the term it started back in the same transaction (the store

@@ -386,8 +386,8 @@ func signal(ch chan<- struct{}) {
 //go:generate go run ../driver/adaptergen
 
 // queries are the generated ones, with their rows converted to the driver's
-// types (db/sqlite's, which have the same fields) by adaptergen
-// (adapters_gen.go). lease.go holds what differs.
+// types, which have the same fields, by adaptergen (adapters_gen.go).
+// lease.go holds what differs.
 type queries struct{ *pgdb.Queries }
 
 var _ driver.Driver = (*Engine)(nil)

@@ -133,17 +133,17 @@ func (e *Engine) Migrate(ctx context.Context) error {
 // consistent state without taking the write lock, so a change commits while
 // the applier reads.
 func (e *Engine) InTx(ctx context.Context, mode driver.TxMode, fn func(q driver.Queries) error) error {
-	queries := e.queries(ctx)
+	q := e.queries(ctx)
 	opts := &sql.TxOptions{ReadOnly: mode == driver.ReadOnly}
-	return driver.InSQLTx(ctx, e.db, opts, func(tx *sql.Tx) error { return fn(queries.WithTx(tx)) })
+	return driver.InSQLTx(ctx, e.db, opts, func(tx *sql.Tx) error { return fn(queries{q.WithTx(tx)}) })
 }
 
 // InChangeTx runs fn in one IMMEDIATE transaction, as a Write, and wakes this
 // process's waiters after it commits.
 func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) error) error {
-	queries := e.queries(ctx)
+	q := e.queries(ctx)
 	err := driver.InSQLTx(ctx, e.db, &sql.TxOptions{}, func(tx *sql.Tx) error {
-		return fn(changeTx{queries.WithTx(tx), driver.SQLSavepoints{Tx: tx}})
+		return fn(changeTx{queries{q.WithTx(tx)}, driver.SQLSavepoints{Tx: tx}})
 	})
 	if err == nil {
 		e.Notify()
@@ -152,17 +152,24 @@ func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) err
 }
 
 type changeTx struct {
-	*sqlitedb.Queries
+	queries
 	driver.SQLSavepoints
 }
 
 // Later is the transaction's queries as they are: a SQLite statement costs no
 // round trip, so none is held back.
-func (c changeTx) Later() driver.Queries { return c.Queries }
+func (c changeTx) Later() driver.Queries { return c.queries }
 
-// Queries are the prepared queries (see queries); outside a transaction,
-// each runs on its own.
-func (e *Engine) Queries(ctx context.Context) driver.Queries { return e.queries(ctx) }
+// Queries are the prepared queries (see Engine.queries); outside a
+// transaction, each runs on its own.
+func (e *Engine) Queries(ctx context.Context) driver.Queries { return queries{e.queries(ctx)} }
+
+//go:generate go run ../driver/adaptergen -interfaces driver.Queries
+
+// queries are the generated ones, with their rows converted to the driver's
+// types by adaptergen (adapters_gen.go). SQLite's queries need nothing else:
+// it has no lease (driver.LeaseQueries), one manager owns the database.
+type queries struct{ *sqlitedb.Queries }
 
 // TryLock takes an exclusive flock on "<database>.lock". The kernel drops it when
 // the process dies, so a crashed manager never leaves it behind.
