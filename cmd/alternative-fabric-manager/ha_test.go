@@ -32,7 +32,8 @@ func TestStatusShowsTheLeaseAndUnfreeze(t *testing.T) {
 			}
 			ctx := ctxT(t)
 
-			if _, won, err := leases.TakeLease(ctx, "host-a pid 1", 500*time.Millisecond); err != nil || !won {
+			// Long enough for a command to start on a loaded machine.
+			if _, won, err := leases.TakeLease(ctx, "host-a pid 1", 3*time.Second); err != nil || !won {
 				t.Fatalf("take = %v, %v", won, err)
 			}
 			s := statusJSON(t, conf)
@@ -40,8 +41,10 @@ func TestStatusShowsTheLeaseAndUnfreeze(t *testing.T) {
 				*s.Lease.ExpiresIn <= 0 || s.Lease.Freeze != "" {
 				t.Fatalf("lease while held = %+v", s.Lease)
 			}
-			time.Sleep(700 * time.Millisecond)
-			s = statusJSON(t, conf)
+			for deadline := time.Now().Add(30 * time.Second); s.Lease.Holder != "" && time.Now().Before(deadline); {
+				time.Sleep(100 * time.Millisecond)
+				s = statusJSON(t, conf)
+			}
 			if s.Lease.Holder != "" || s.Lease.LastHolder != "host-a pid 1" || *s.Lease.ExpiresIn >= 0 ||
 				!strings.Contains(strings.Join(s.NotCompleting, "|"), "no manager holds the lease") {
 				t.Fatalf("lease once expired = %+v, not completing %q; want no holder", s.Lease, s.NotCompleting)
@@ -61,7 +64,7 @@ func TestStatusShowsTheLeaseAndUnfreeze(t *testing.T) {
 			code, out, errOut := runCommand(t, "--config-file", conf, "--status")
 			for _, want := range []string{"held by host-b pid 2, term", "host-a pid 1, expired instead of being released",
 				"FROZEN: check host-a pid 1", "unfreeze:", "not requested"} {
-				if code != 0 || !strings.Contains(out, want) {
+				if code != exitJobsHeld || !strings.Contains(out, want) {
 					t.Errorf("--status: exit %d, does not say %q:\n%s%s", code, want, out, errOut)
 				}
 			}

@@ -108,10 +108,11 @@ func main() {
 	default:
 		err = run(ctx, *configFile, level, hup)
 	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "alternative-fabric-manager: %v\n", err)
-		os.Exit(1)
+	if code := exitCode(err); code != exitFailed {
+		os.Exit(code) // a verdict (--status): printed already
 	}
+	fmt.Fprintf(os.Stderr, "alternative-fabric-manager: %v\n", err)
+	os.Exit(exitFailed)
 }
 
 // newLogger logs to standard error as [log] format says: JSON lines for

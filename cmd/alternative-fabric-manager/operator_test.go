@@ -270,8 +270,8 @@ func TestStatusAndEnforcementErrors(t *testing.T) {
 	}
 
 	code, out, errOut := runCommand(t, "--config-file", conf, "--status")
-	if code != 0 {
-		t.Fatalf("--status: exit %d: %s", code, errOut)
+	if code != exitJobsHeld {
+		t.Fatalf("--status: exit %d, want %d: %s", code, exitJobsHeld, errOut)
 	}
 	for _, want := range append(wantReasons, "host-a pid 42, term", "Pending 1", "revision 1, applied") {
 		if !strings.Contains(out, want) {

@@ -41,6 +41,10 @@ const NoExpectedSwitches = "No expected switches: once OpenSM has swept, record 
 // EnforcementCleared starts the reason given while enforcement errors are recorded.
 const EnforcementCleared = "OpenSM cleared a switch port's enforcement"
 
+// SwitchesUnchecked starts the reason given while the subnet dump cannot be
+// read: --status tells a dump this host cannot read from a closed gate.
+const SwitchesUnchecked = "the expected switches cannot be checked"
+
 // GateReader is what evaluating the gates reads from the database.
 type GateReader interface {
 	ExpectedSwitches(ctx context.Context) ([]store.ExpectedSwitch, error)
@@ -128,7 +132,7 @@ func (g Gates) missingSwitches(expected []store.ExpectedSwitch, dump dumpRead) [
 		if err == nil {
 			err = errors.New("not read")
 		}
-		return []string{fmt.Sprintf("the expected switches cannot be checked: %v", err)}
+		return []string{fmt.Sprintf("%s: %v", SwitchesUnchecked, err)}
 	}
 	present := map[string]bool{}
 	for _, sw := range dump.topo.Switches() {
