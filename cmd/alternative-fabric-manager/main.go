@@ -190,15 +190,19 @@ func runRender(ctx context.Context, path string, log *slog.Logger) error {
 // renderPartitions writes to out the partitions file the recorded state renders
 // to with the configured template, once it passes the check; otherwise it writes
 // nothing and returns the template's error or every problem the check found. The
-// database is migrated only if [database] auto_migrate says so.
+// database is never created nor migrated, whatever [database] auto_migrate
+// says: trying a template with a new binary must not upgrade the schema.
 func renderPartitions(ctx context.Context, cfg *config.Config, out io.Writer, log *slog.Logger) error {
 	tpl, err := loadTemplate(cfg)
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, storeRules(cfg), log)
+	st, err := openExisting(ctx, cfg, storeRules(cfg), 30*time.Second, log)
+	if nc := (notCreatedError{}); errors.As(err, &nc) {
+		return nc
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
 	}
 	defer st.Close()
 	// The check reads the file as the configured OpenSM would; if it cannot be

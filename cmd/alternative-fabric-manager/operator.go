@@ -18,7 +18,6 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
 
@@ -96,13 +95,10 @@ func withOperatorStore(ctx context.Context, path string, log *slog.Logger,
 	if err != nil {
 		return err
 	}
-	conn, err := config.ParseConnection(cfg.Database.Connection)
-	if err != nil {
-		return err
+	st, err := openExisting(ctx, cfg, storeRules(cfg), operatorConnectTimeout, log)
+	if nc := (notCreatedError{}); errors.As(err, &nc) {
+		return nc
 	}
-	octx, cancel := context.WithTimeout(ctx, operatorConnectTimeout)
-	defer cancel()
-	st, err := storeopen.Open(octx, conn.Engine, conn.DSN, false, storeRules(cfg), log)
 	if err != nil {
 		return &unreachableError{cfg: cfg,
 			err: fmt.Errorf("database %s is unreachable: %w", config.RedactURL(cfg.Database.Connection), err)}

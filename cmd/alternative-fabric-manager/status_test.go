@@ -133,3 +133,23 @@ func TestStatusNeverSaysAllIsWellWhenItCannotKnow(t *testing.T) {
 		}
 	}
 }
+
+// The commands that read or change recorded state never create the database:
+// pointed at a SQLite file that does not exist, each fails saying so, and
+// leaves neither the file nor its directory behind.
+func TestCommandsCreateNoDatabase(t *testing.T) {
+	for _, command := range []string{"--status", "--render", "--show-keys", "--show-enforcement-errors",
+		"--clear-enforcement-errors", "--confirm-switches"} {
+		t.Run(command, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "absent")
+			path := filepath.Join(dir, "afm.db")
+			code, out, errOut := runCommand(t, "--config-file", writeConf(t, "sqlite:///"+path, t.TempDir()), command)
+			if want := "--migrate, creates it"; code != exitFailed || !strings.Contains(errOut, want) {
+				t.Errorf("%s: exit %d, want %d saying %q: %s%s", command, code, exitFailed, want, out, errOut)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Errorf("%s left %s behind (stat: %v)", command, dir, err)
+			}
+		})
+	}
+}
