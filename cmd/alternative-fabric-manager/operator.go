@@ -145,11 +145,15 @@ func showEnforcementErrors(ctx context.Context, st *store.Store, w io.Writer) er
 		fmt.Fprintln(w, "no enforcement errors recorded")
 		return nil
 	}
+	unattributed := false
 	for _, e := range errs {
 		fmt.Fprintf(w, "%s  first seen %s  last seen %s  %d times\n    %s\n", e.SwitchPort(),
 			e.FirstSeen.Format(time.RFC3339), e.LastSeen.Format(time.RFC3339), e.Count, e.Line)
+		unattributed = unattributed || e.Switch == store.Unattributed
 	}
-	fmt.Fprintln(w, "unattributed: OpenSM's line named no switch port; read OpenSM's log around it.")
+	if unattributed {
+		fmt.Fprintln(w, "unattributed: OpenSM's line named no switch port; read OpenSM's log around it.")
+	}
 	return nil
 }
 

@@ -284,8 +284,18 @@ func TestStatusAndEnforcementErrors(t *testing.T) {
 		!strings.Contains(out, "1 times") {
 		t.Errorf("--show-enforcement-errors: exit %d, %s%s", code, out, errOut)
 	}
+	if strings.Contains(out, store.Unattributed) {
+		t.Errorf("--show-enforcement-errors explains unattributed errors, without any:\n%s", out)
+	}
+	unattributed := "Nov 29 18:16:34 486627 [7F1C] 0x01 -> ERR 0513: some format naming no port"
+	if err := st.RecordEnforcementErrors(ctx, term, []store.EnforcementSighting{{Switch: store.Unattributed, Line: unattributed}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, out, _ = runCommand(t, "--config-file", conf, "--show-enforcement-errors"); !strings.Contains(out, "unattributed: OpenSM's line named no switch port") {
+		t.Errorf("--show-enforcement-errors does not explain the unattributed error:\n%s", out)
+	}
 	code, out, errOut = runCommand(t, "--config-file", conf, "--clear-enforcement-errors")
-	if code != 0 || !strings.Contains(out, "cleared 1 enforcement errors") {
+	if code != 0 || !strings.Contains(out, "cleared 2 enforcement errors") {
 		t.Errorf("--clear-enforcement-errors: exit %d, %s%s", code, out, errOut)
 	}
 	if errs, err := st.EnforcementErrors(ctx); err != nil || len(errs) != 0 {
