@@ -14,7 +14,9 @@
 //
 // With --render, the file goes to standard output and the exit status is 0; if the
 // template fails or the check refuses the file, the problems go to standard error
-// and the exit status is 1.
+// and the exit status is 1. --status exits 0 only when every gate is open, 3 when
+// jobs do not complete, 4 when something could not be checked from this host
+// (docs/status.md).
 package main
 
 import (
@@ -56,7 +58,7 @@ func main() {
 	migrate := flag.Bool("migrate", false, "apply the database migrations, then exit")
 	render := flag.Bool("render", false, "print the partitions file the recorded state renders to (checked), then exit")
 	debug := flag.Bool("debug", false, "log at debug level (every HTTP request, OpenSM's filtered output)")
-	status := flag.Bool("status", false, "print who applies, the last apply, jobs by status and why jobs do not complete, then exit")
+	status := flag.Bool("status", false, "print who applies, the last apply, jobs by status and why jobs do not complete, then exit (0: every gate is open, 3: jobs do not complete, 4: cannot tell from this host)")
 	asJSON := flag.Bool("json", false, "with --status: print it as JSON (fields in docs/status.md)")
 	confirm := flag.Bool("confirm-switches", false, "record the switches of OpenSM's last sweep as the fabric's expected switches, then exit")
 	showErrs := flag.Bool("show-enforcement-errors", false, "list the switch ports whose partition enforcement OpenSM cleared, then exit")
