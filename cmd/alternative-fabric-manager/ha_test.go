@@ -73,7 +73,7 @@ func TestStatusShowsTheLeaseAndUnfreeze(t *testing.T) {
 			code, out, errOut := runCommand(t, "--config-file", conf, "--status")
 			for _, want := range []string{"held by host-b pid 2, term", "host-a pid 1, expired instead of being released",
 				"FROZEN: check host-a pid 1", "unfreeze:", "not requested"} {
-				if code != 0 || !strings.Contains(out, want) {
+				if code != exitJobsHeld || !strings.Contains(out, want) {
 					t.Errorf("--status: exit %d, does not say %q:\n%s%s", code, want, out, errOut)
 				}
 			}

@@ -14,7 +14,9 @@
 //
 // With --render, the file goes to standard output and the exit status is 0; if the
 // template fails or the check refuses the file, the problems go to standard error
-// and the exit status is 1.
+// and the exit status is 1. --status exits 0 only when every gate is open, 3 when
+// jobs do not complete, 4 when something could not be checked from this host
+// (docs/status.md).
 package main
 
 import (
@@ -56,7 +58,7 @@ func main() {
 	migrate := flag.Bool("migrate", false, "apply the database migrations, then exit")
 	render := flag.Bool("render", false, "print the partitions file the recorded state renders to (checked), then exit")
 	debug := flag.Bool("debug", false, "log at debug level (every HTTP request, OpenSM's filtered output)")
-	status := flag.Bool("status", false, "print who applies, the last apply, jobs by status and why jobs do not complete, then exit")
+	status := flag.Bool("status", false, "print who applies, the last apply, jobs by status and why jobs do not complete, then exit (0: every gate is open, 3: jobs do not complete, 4: cannot tell from this host)")
 	asJSON := flag.Bool("json", false, "with --status: print it as JSON (fields in docs/status.md)")
 	confirm := flag.Bool("confirm-switches", false, "record the switches of OpenSM's last sweep as the fabric's expected switches, then exit")
 	showErrs := flag.Bool("show-enforcement-errors", false, "list the switch ports whose partition enforcement OpenSM cleared, then exit")
@@ -108,10 +110,11 @@ func main() {
 	default:
 		err = run(ctx, *configFile, level, hup)
 	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "alternative-fabric-manager: %v\n", err)
-		os.Exit(1)
+	if code := exitCode(err); code != exitFailed {
+		os.Exit(code) // a verdict (--status): printed already
 	}
+	fmt.Fprintf(os.Stderr, "alternative-fabric-manager: %v\n", err)
+	os.Exit(exitFailed)
 }
 
 // newLogger logs to standard error as [log] format says: JSON lines for
@@ -189,15 +192,19 @@ func runRender(ctx context.Context, path string, log *slog.Logger) error {
 // renderPartitions writes to out the partitions file the recorded state renders
 // to with the configured template, once it passes the check; otherwise it writes
 // nothing and returns the template's error or every problem the check found. The
-// database is migrated only if [database] auto_migrate says so.
+// database is never created nor migrated, whatever [database] auto_migrate
+// says: trying a template with a new binary must not upgrade the schema.
 func renderPartitions(ctx context.Context, cfg *config.Config, out io.Writer, log *slog.Logger) error {
 	tpl, err := loadTemplate(cfg)
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, storeRules(cfg), log)
+	st, err := openExisting(ctx, cfg, storeRules(cfg), 30*time.Second, log)
+	if nc := (notCreatedError{}); errors.As(err, &nc) {
+		return nc
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
 	}
 	defer st.Close()
 	// The check reads the file as the configured OpenSM would; if it cannot be
@@ -376,7 +383,7 @@ func (mgr *manager) wireApplier(tpl *partitions.Template, flavour fabric.Flavour
 	gates := applier.Gates{Store: st, SubnetDump: subnetDump(cfg), Dump: dump}
 	checker := &health.Checker{DB: st, Self: m, SM: driverView{sm},
 		// The leader writes its heartbeat every elector CheckInterval.
-		HeartbeatTimeout: 10 * electorCheckInterval}
+		HeartbeatTimeout: heartbeatTimeout}
 	m.Registry().MustRegister(&metrics.State{M: m, DB: st, Gates: gates, SM: driverView{sm},
 		Ready: func(ctx context.Context) bool { return checker.Ready(ctx).OK() }})
 	// An apply waits for OpenSM's sweep (sweep_timeout) and, in a burst, for

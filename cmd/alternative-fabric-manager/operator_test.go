@@ -264,8 +264,8 @@ func TestStatusAndEnforcementErrors(t *testing.T) {
 	}
 
 	code, out, errOut := runCommand(t, "--config-file", conf, "--status")
-	if code != 0 {
-		t.Fatalf("--status: exit %d: %s", code, errOut)
+	if code != exitJobsHeld {
+		t.Fatalf("--status: exit %d, want %d: %s", code, exitJobsHeld, errOut)
 	}
 	for _, want := range append(wantReasons, "host-a pid 42, term", "Pending 1", "revision 1, applied") {
 		if !strings.Contains(out, want) {
@@ -278,8 +278,18 @@ func TestStatusAndEnforcementErrors(t *testing.T) {
 		!strings.Contains(out, "1 times") {
 		t.Errorf("--show-enforcement-errors: exit %d, %s%s", code, out, errOut)
 	}
+	if strings.Contains(out, store.Unattributed) {
+		t.Errorf("--show-enforcement-errors explains unattributed errors, without any:\n%s", out)
+	}
+	unattributed := "Nov 29 18:16:34 486627 [7F1C] 0x01 -> ERR 0513: some format naming no port"
+	if err := st.RecordEnforcementErrors(ctx, term, []store.EnforcementSighting{{Switch: store.Unattributed, Line: unattributed}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, out, _ = runCommand(t, "--config-file", conf, "--show-enforcement-errors"); !strings.Contains(out, "unattributed: OpenSM's line named no switch port") {
+		t.Errorf("--show-enforcement-errors does not explain the unattributed error:\n%s", out)
+	}
 	code, out, errOut = runCommand(t, "--config-file", conf, "--clear-enforcement-errors")
-	if code != 0 || !strings.Contains(out, "cleared 1 enforcement errors") {
+	if code != 0 || !strings.Contains(out, "cleared 2 enforcement errors") {
 		t.Errorf("--clear-enforcement-errors: exit %d, %s%s", code, out, errOut)
 	}
 	if errs, err := st.EnforcementErrors(ctx); err != nil || len(errs) != 0 {

@@ -46,7 +46,9 @@ const (
 	GateNoExpectedSwitches GateKind = "no_expected_switches" // none confirmed yet (NoExpectedSwitches)
 	// GateSwitchMissing: a confirmed switch is missing from OpenSM's last
 	// sweep, or the subnet dump cannot prove it present.
-	GateSwitchMissing      GateKind = "switch_missing"
+	GateSwitchMissing GateKind = "switch_missing"
+	// GateSwitchesUnchecked: the subnet dump cannot be read (SwitchesUnchecked).
+	GateSwitchesUnchecked  GateKind = "switches_unchecked"
 	GateEnforcementCleared GateKind = "enforcement_cleared" // enforcement errors are recorded (EnforcementCleared)
 	GateFrozen             GateKind = "frozen"              // the HA freeze (freeze.go)
 )
@@ -67,6 +69,10 @@ func gateTexts(reasons []GateReason) []string {
 	}
 	return texts
 }
+
+// SwitchesUnchecked starts the reason given while the subnet dump cannot be
+// read: --status tells a dump this host cannot read from a closed gate.
+const SwitchesUnchecked = "the expected switches cannot be checked"
 
 // GateReader is what evaluating the gates reads from the database.
 type GateReader interface {
@@ -156,7 +162,7 @@ func (g Gates) missingSwitches(expected []store.ExpectedSwitch, dump dumpRead) [
 		if err == nil {
 			err = errors.New("not read")
 		}
-		return []GateReason{{GateSwitchMissing, fmt.Sprintf("the expected switches cannot be checked: %v", err)}}
+		return []GateReason{{GateSwitchesUnchecked, fmt.Sprintf("%s: %v", SwitchesUnchecked, err)}}
 	}
 	present := map[string]bool{}
 	for _, sw := range dump.topo.Switches() {

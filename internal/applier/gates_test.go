@@ -188,7 +188,7 @@ func TestGatesClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	reasons, err = g.Closed(ctx)
-	if err != nil || len(reasons) != 1 || reasons[0].Kind != GateSwitchMissing || !strings.Contains(reasons[0].Text, "cannot be checked") {
+	if err != nil || len(reasons) != 1 || reasons[0].Kind != GateSwitchesUnchecked || !strings.Contains(reasons[0].Text, "cannot be checked") {
 		t.Errorf("no dump: %q, %v; want the switches unchecked", reasons, err)
 	}
 	data, err := os.ReadFile(filepath.Join("..", "topology", "testdata", "good", "ibsim-5-hosts-2-switches.lst"))
@@ -198,7 +198,7 @@ func TestGatesClosed(t *testing.T) {
 	if err := os.WriteFile(dump, data[:len(data)/2], 0o644); err != nil { // caught mid-write
 		t.Fatal(err)
 	}
-	if reasons, err = g.Closed(ctx); err != nil || len(reasons) != 1 || reasons[0].Kind != GateSwitchMissing ||
+	if reasons, err = g.Closed(ctx); err != nil || len(reasons) != 1 || reasons[0].Kind != GateSwitchesUnchecked ||
 		!strings.Contains(reasons[0].Text, "cannot be checked") {
 		t.Errorf("half-written dump: %q, %v; want the switches unchecked", reasons, err)
 	}

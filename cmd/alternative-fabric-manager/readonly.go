@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
+)
+
+// The commands that read the recorded state (--status, --render, --show-*)
+// and the operator's commands never create a database nor migrate one: run
+// against the wrong path, or with a new binary against production, they must
+// fail and leave everything as it was. Only the manager's start and --migrate
+// create and migrate.
+
+// errNotCreated wraps a SQLite database file that does not exist.
+func errNotCreated(cfg *config.Config, err error) error {
+	return fmt.Errorf("database %s: %w (the manager's first start, or --migrate, creates it)",
+		config.RedactURL(cfg.Database.Connection), err)
+}
+
+// openExisting opens the configured database without creating or migrating it,
+// waiting at most timeout for it. An error from the engine is returned as it
+// is, for the caller to say how the database was unreachable.
+func openExisting(ctx context.Context, cfg *config.Config, rules store.Rules, timeout time.Duration,
+	log *slog.Logger) (*store.Store, error) {
+	conn, err := config.ParseConnection(cfg.Database.Connection)
+	if err != nil {
+		return nil, err
+	}
+	if conn.Engine == config.EngineSQLite {
+		// The SQLite driver would create the file, and its directory.
+		if _, err := os.Stat(conn.DSN); err != nil {
+			return nil, notCreatedError{errNotCreated(cfg, err)}
+		}
+	}
+	octx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return storeopen.Open(octx, conn.Engine, conn.DSN, false, rules, log)
+}
+
+// notCreatedError is a database that does not exist: not unreachable.
+type notCreatedError struct{ error }
+
+func (e notCreatedError) Unwrap() error { return e.error }
