@@ -50,7 +50,7 @@ func (e *unreachableError) Unwrap() error { return e.err }
 func runOperator(ctx context.Context, path string, log *slog.Logger, c operatorCommand) error {
 	err := runOperatorOnStore(ctx, path, log, c)
 	if ue := (*unreachableError)(nil); c.status && !c.json && errors.As(err, &ue) {
-		if d, derr := opensm.ReadDriverStatus(driverStatusFile(ue.cfg)); derr == nil {
+		if d, derr := opensm.ReadStatus(supervisorStatusFile(ue.cfg)); derr == nil {
 			fmt.Fprintf(os.Stdout, "OpenSM driver: %s\n", driverLine(d))
 		}
 	}
@@ -176,7 +176,7 @@ type Status struct {
 	NotCompleting []string         `json:"not_completing"`
 	// Driver is this host's OpenSM driver, as the manager last wrote it to
 	// <config_dir>/driver-status.json; nil when no manager ever ran here.
-	Driver *opensm.DriverStatus `json:"driver"`
+	Driver *opensm.Status `json:"driver"`
 	// Lease is the HA lease ([ha] ha = true); absent without HA.
 	Lease *LeaseStatus `json:"lease,omitempty"`
 }
@@ -220,8 +220,9 @@ func leaseStatus(l store.Lease) *LeaseStatus {
 	return s
 }
 
-// driverStatusFile is where the manager's OpenSM driver reports its state.
-func driverStatusFile(cfg *config.Config) string {
+// supervisorStatusFile is where the manager's OpenSM supervisor reports its
+// state (the file's name is older than the supervisor).
+func supervisorStatusFile(cfg *config.Config) string {
 	return filepath.Join(cfg.OpenSM.ConfigDir, "driver-status.json")
 }
 
@@ -272,13 +273,13 @@ func readStatus(ctx context.Context, cfg *config.Config, st *store.Store) (Statu
 	}
 
 	s.NotCompleting = []string{}
-	switch d, err := opensm.ReadDriverStatus(driverStatusFile(cfg)); {
+	switch d, err := opensm.ReadStatus(supervisorStatusFile(cfg)); {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return s, fmt.Errorf("OpenSM driver status: %w", err)
 	default:
 		s.Driver = &d
-		if d.State == opensm.DriverFailed || d.State == opensm.DriverRestarting {
+		if d.State == opensm.StateFailed || d.State == opensm.StateRestarting {
 			s.NotCompleting = append(s.NotCompleting, fmt.Sprintf("OpenSM on this host is %s since %s: %s",
 				d.State, d.Since.Format(time.RFC3339), d.LastError))
 		}
@@ -410,7 +411,7 @@ func unfreeze(ctx context.Context, cfg *config.Config, st *store.Store, w io.Wri
 }
 
 // driverLine is the driver's status on one line.
-func driverLine(d opensm.DriverStatus) string {
+func driverLine(d opensm.Status) string {
 	line := fmt.Sprintf("%s since %s, %d restarts", d.State, d.Since.Format(time.RFC3339), d.Restarts)
 	if d.PID != 0 {
 		line += fmt.Sprintf(", pid %d", d.PID)

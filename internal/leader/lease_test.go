@@ -22,7 +22,7 @@ import (
 type manager struct {
 	name string
 	sm   *opensmtest.StandIn
-	proc *opensm.Process
+	proc *opensm.Supervisor
 }
 
 func newManager(t *testing.T, name string) *manager {

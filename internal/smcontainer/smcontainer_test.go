@@ -206,20 +206,17 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// subnetManager is what the applier and main ask of a driver.
-type subnetManager interface {
-	Start(term int64) error
-	StopTerm(ctx context.Context, term int64) error
-	Stop(ctx context.Context) error
-	WaitReady(ctx context.Context) error
-	Reload(ctx context.Context) error
-	Restarts() int
-	Status() opensm.DriverStatus
+// containerID is the ID of the container OpenSM runs in now, "" when none.
+func containerID(sm *opensm.Supervisor) string {
+	if c, ok := sm.Current().(*openSMContainer); ok {
+		return c.id
+	}
+	return ""
 }
 
 // runDriver starts the driver for term 1; stop stops it for term 1 (and
 // for good at the test's end).
-func runDriver(t *testing.T, sm subnetManager) (stop func() error) {
+func runDriver(t *testing.T, sm *opensm.Supervisor) (stop func() error) {
 	if err := sm.Start(1); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -243,7 +240,7 @@ func runDriver(t *testing.T, sm subnetManager) (stop func() error) {
 
 // applyH1 puts H1 in partition 0x0065 through the driver, as the applier
 // does, and checks H1's real pkey table.
-func (r *rig) applyH1(t *testing.T, sm subnetManager) {
+func (r *rig) applyH1(t *testing.T, sm *opensm.Supervisor) {
 	t.Helper()
 	ctx := testContext(t)
 	if err := sm.WaitReady(ctx); err != nil {
@@ -287,7 +284,7 @@ func TestManagedRunsOpenSMInTheManagersPIDNamespace(t *testing.T) {
 	stop := runDriver(t, m)
 	r.applyH1(t, m)
 
-	first := m.Container()
+	first := containerID(m)
 	c := r.inspect(t, cfg.Name)
 	mgrID := r.inspect(t, mgr).ID
 	if c == nil || c.ID != first {
@@ -307,7 +304,7 @@ func TestManagedRunsOpenSMInTheManagersPIDNamespace(t *testing.T) {
 	if _, err := r.cli.ContainerKill(testContext(t), first, client.ContainerKillOptions{Signal: "SIGKILL"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a restarted OpenSM", func() bool { return m.Restarts() == 1 && m.Container() != "" && m.Container() != first })
+	waitFor(t, "a restarted OpenSM", func() bool { return m.Restarts() == 1 && containerID(m) != "" && containerID(m) != first })
 	r.applyH1(t, m)
 
 	// The manager's container removed: OpenSM dies with its PID namespace and
@@ -320,7 +317,7 @@ func TestManagedRunsOpenSMInTheManagersPIDNamespace(t *testing.T) {
 	// says so, and keeps trying.
 	waitFor(t, "the failed restart in the driver's status", func() bool {
 		st := m.Status()
-		return st.State == opensm.DriverFailed && strings.Contains(st.LastError, cfg.Name)
+		return st.State == opensm.StateFailed && strings.Contains(st.LastError, cfg.Name)
 	})
 	if err := m.WaitReady(testContext(t)); err == nil {
 		t.Error("WaitReady succeeded with no OpenSM")
@@ -341,7 +338,7 @@ func TestManagedStopRemovesOpenSM(t *testing.T) {
 	if err := m.WaitReady(testContext(t)); err != nil {
 		t.Fatal(err)
 	}
-	if st := m.Status(); st.State != opensm.DriverRunning || st.PID == 0 {
+	if st := m.Status(); st.State != opensm.StateRunning || st.PID == 0 {
 		t.Errorf("status of a ready OpenSM = %+v, want running with its PID", st)
 	}
 	if err := stop(); err != nil {
@@ -353,7 +350,7 @@ func TestManagedStopRemovesOpenSM(t *testing.T) {
 	if err := m.WaitReady(testContext(t)); err == nil {
 		t.Error("WaitReady succeeded after Stop")
 	}
-	if st := m.Status(); st.State != opensm.DriverStopped {
+	if st := m.Status(); st.State != opensm.StateStopped {
 		t.Errorf("state after Stop = %s, want stopped", st.State)
 	}
 	// The stopped term's late Start (the applier racing the lease's stop)
@@ -361,7 +358,7 @@ func TestManagedStopRemovesOpenSM(t *testing.T) {
 	if err := m.Start(1); !errors.Is(err, opensm.ErrTermStopped) {
 		t.Errorf("Start(1) after StopTerm(1) = %v, want opensm.ErrTermStopped", err)
 	}
-	if c := r.inspect(t, cfg.Name); c != nil || m.Status().State != opensm.DriverStopped {
+	if c := r.inspect(t, cfg.Name); c != nil || m.Status().State != opensm.StateStopped {
 		t.Errorf("after a refused Start: container %v, state %s; want none, stopped", c != nil, m.Status().State)
 	}
 	// Started again, as HA does for a new term after it stopped OpenSM.
@@ -511,7 +508,7 @@ func TestExternalSignalsOpenSMItDoesNotOwn(t *testing.T) {
 	}
 	waitFor(t, "the stopped container in the driver's status", func() bool {
 		st := e.Status()
-		return st.State == opensm.DriverFailed && strings.Contains(st.LastError, "is not running")
+		return st.State == opensm.StateFailed && strings.Contains(st.LastError, "is not running")
 	})
 	if err := e.Reload(testContext(t)); err == nil {
 		t.Error("Reload succeeded with the container stopped")
@@ -521,7 +518,7 @@ func TestExternalSignalsOpenSMItDoesNotOwn(t *testing.T) {
 	}
 	// Until the driver's next look at the container, WaitReady still fails at
 	// once (the applier tries again later).
-	waitFor(t, "the container seen running again", func() bool { return e.Status().State != opensm.DriverFailed })
+	waitFor(t, "the container seen running again", func() bool { return e.Status().State != opensm.StateFailed })
 	if e.Restarts() != 2 {
 		t.Errorf("Restarts = %d after the container's third start, want 2", e.Restarts())
 	}
@@ -627,7 +624,7 @@ func TestManagedGivesOpenSMOnlyWhatItNeeds(t *testing.T) {
 	}
 	runDriver(t, m)
 	r.applyH1(t, m) // OpenSM works with what it got
-	c := r.inspect(t, m.Container())
+	c := r.inspect(t, containerID(m))
 	if c == nil {
 		t.Fatal("no OpenSM container")
 	}
