@@ -32,7 +32,7 @@ type ProcessConfig struct {
 
 // NewProcess returns a Supervisor of OpenSM run as the manager's child
 // process, which does nothing until Start is called. OpenSM dies with the
-// manager (SIGKILL from the kernel, see processRunner.Start), runs in its own
+// manager (SIGKILL from the kernel, see processRunner.start), runs in its own
 // process group so that a Ctrl-C meant for the manager does not reach it, its
 // output is filtered (see outputLogger), and it never runs where it could
 // reach syslog, which would get its keys (syslog.go).
@@ -40,9 +40,11 @@ type ProcessConfig struct {
 // Never send OpenSM SIGCONT: it treats it exactly like SIGHUP, so a shell's job
 // control would trigger unplanned sweeps.
 func NewProcess(c ProcessConfig) *Supervisor {
-	s := NewSupervisor(&processRunner{cfg: c, log: c.Logger}, SupervisorConfig{LogFile: c.LogFile,
-		StatusFile: c.StatusFile, Logger: c.Logger})
-	s.runner.(*processRunner).log = s.log
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	s := NewSupervisor(&processRunner{cfg: c}, SupervisorConfig{LogFile: c.LogFile, StatusFile: c.StatusFile,
+		Logger: c.Logger})
 	if len(c.Command) == 0 {
 		s.invalid = errors.New("opensm: no command configured")
 	}
@@ -51,8 +53,7 @@ func NewProcess(c ProcessConfig) *Supervisor {
 
 // processRunner starts OpenSM as the manager's child.
 type processRunner struct {
-	cfg ProcessConfig
-	log *slog.Logger
+	cfg ProcessConfig // its Logger is set
 }
 
 // process is one run of OpenSM as the manager's child.
@@ -108,8 +109,8 @@ func (r *processRunner) start(env []string) (*process, error) {
 		args = append(args, "-F", r.cfg.ConfFile)
 	}
 	inst := &process{done: make(chan struct{})}
-	stdout := &outputLogger{log: r.log, stream: "stdout"}
-	stderr := &outputLogger{log: r.log, stream: "stderr"}
+	stdout := &outputLogger{log: r.cfg.Logger, stream: "stdout"}
+	stderr := &outputLogger{log: r.cfg.Logger, stream: "stderr"}
 	started := make(chan error, 1)
 
 	go func() {

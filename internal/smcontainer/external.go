@@ -42,7 +42,7 @@ type External struct {
 }
 
 // PrepareExternal checks that the container exists and sees config_dir (a file
-// written there shows up in it) and returns the driver and, when it can tell,
+// written there shows up in it) and returns its supervisor and, when it can tell,
 // the flavour of the container's OpenSM (from opensm --version in its image;
 // Upstream, the stricter, otherwise).
 func PrepareExternal(ctx context.Context, c ExternalConfig, command []string) (*opensm.Supervisor, fabric.Flavour, error) {

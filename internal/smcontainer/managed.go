@@ -37,7 +37,7 @@ type ManagedConfig struct {
 	// the manager's container: OpenSM's container gets those directories, and
 	// only the others it needs (see Managed.mounts).
 	ConfFile, EnvFile, ConfigDir, LogFile string
-	// StatusFile, if set, receives the driver's status (opensm.Status as
+	// StatusFile, if set, receives the supervisor's status (opensm.Status as
 	// JSON) at every change, for --status.
 	StatusFile string
 	Logger     *slog.Logger // nil: slog.Default()
