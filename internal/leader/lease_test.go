@@ -17,7 +17,7 @@ import (
 )
 
 // manager is one manager's OpenSM for these tests: the real driver
-// (opensm.Process) supervising a stand-in OpenSM, a real child process whose
+// (opensm.Supervisor) supervising a stand-in OpenSM, a real child process whose
 // life is read from the kernel, not from the driver.
 type manager struct {
 	name string
