@@ -297,7 +297,7 @@ type manager struct {
 	certs       *tlsreload.Reloader // nil: the API is served without TLS
 	st          *store.Store
 	leases      store.LeaseTables // with [ha] ha = true only
-	sm          subnetManager
+	sm          *opensm.Supervisor
 	metrics     *metrics.Metrics
 	applierLoop *health.Loop
 	app         *applier.Applier
@@ -381,10 +381,10 @@ func (mgr *manager) wireApplier(tpl *partitions.Template, flavour fabric.Flavour
 	m := metrics.New()
 	mgr.metrics = m
 	gates := applier.Gates{Store: st, SubnetDump: subnetDump(cfg), Dump: dump}
-	checker := &health.Checker{DB: st, Self: m, SM: driverView{sm},
+	checker := &health.Checker{DB: st, Self: m, SM: supervisorView{sm},
 		// The leader writes its heartbeat every elector CheckInterval.
 		HeartbeatTimeout: heartbeatTimeout}
-	m.Registry().MustRegister(&metrics.State{M: m, DB: st, Gates: gates, SM: driverView{sm},
+	m.Registry().MustRegister(&metrics.State{M: m, DB: st, Gates: gates, SM: supervisorView{sm},
 		Ready: func(ctx context.Context) bool { return checker.Ready(ctx).OK() }})
 	// An apply waits for OpenSM's sweep (sweep_timeout) and, in a burst, for
 	// the batch; the loop turns at least every poll and check interval
@@ -533,16 +533,6 @@ func (mgr *manager) close() {
 	}
 }
 
-// subnetManager is an OpenSM driver as main uses it: the applier's interface,
-// StopTerm for the HA lease's end of a term, and Stop and Status for shutdown
-// and --status (opensm.Process, and smcontainer's Managed and External).
-type subnetManager interface {
-	applier.SubnetManager
-	StopTerm(ctx context.Context, term int64) error
-	Stop(ctx context.Context) error
-	Status() opensm.DriverStatus
-}
-
 // applierObserver tells the metrics of every apply, and liveness of every
 // turn of the applier's loop.
 type applierObserver struct {
@@ -626,23 +616,18 @@ func pprofMux() *http.ServeMux {
 	return mux
 }
 
-// driverView shows the OpenSM driver's status to the health checks and the
-// metrics. An error is reported only while it keeps OpenSM from running: a
-// driver that restarted OpenSM and runs it again is healthy.
-type driverView struct {
-	sm interface {
-		Status() opensm.DriverStatus
-		Restarts() int
-	}
-}
+// supervisorView shows OpenSM's supervisor's status to the health checks and
+// the metrics. An error is reported only while it keeps OpenSM from running:
+// a supervisor that restarted OpenSM and runs it again is healthy.
+type supervisorView struct{ sm *opensm.Supervisor }
 
-func (d driverView) Running() bool { return d.sm.Status().State == opensm.DriverRunning }
-func (d driverView) Restarts() int { return d.sm.Restarts() }
-func (d driverView) State() string { return string(d.sm.Status().State) }
+func (d supervisorView) Running() bool { return d.sm.Status().State == opensm.StateRunning }
+func (d supervisorView) Restarts() int { return d.sm.Restarts() }
+func (d supervisorView) State() string { return string(d.sm.Status().State) }
 
-func (d driverView) LastError() error {
+func (d supervisorView) LastError() error {
 	st := d.sm.Status()
-	if (st.State != opensm.DriverFailed && st.State != opensm.DriverRestarting) || st.LastError == "" {
+	if (st.State != opensm.StateFailed && st.State != opensm.StateRestarting) || st.LastError == "" {
 		return nil
 	}
 	return fmt.Errorf("OpenSM driver %s: %s", st.State, st.LastError)
@@ -650,7 +635,7 @@ func (d driverView) LastError() error {
 
 // stopOpenSM stops OpenSM and waits for it, for a little longer than its
 // SIGKILL deadline.
-func stopOpenSM(ctx context.Context, sm subnetManager, log *slog.Logger) {
+func stopOpenSM(ctx context.Context, sm *opensm.Supervisor, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if err := sm.Stop(ctx); err != nil {
@@ -660,10 +645,10 @@ func stopOpenSM(ctx context.Context, sm subnetManager, log *slog.Logger) {
 
 // prepareOpenSM writes opensm.conf, with the hardening options the running
 // OpenSM knows and the keys from keys, and the per-module logging file, and
-// returns the driver ([opensm] driver) that runs or signals OpenSM, started by
-// the first term. Whatever the driver needs is checked here, before anything
-// starts: a bad setting is a start-up error.
-func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource) (subnetManager, fabric.Flavour, func(), error) {
+// returns the supervisor of what runs or signals OpenSM ([opensm] driver),
+// started by the first term. Whatever it needs is checked here, before
+// anything starts: a bad setting is a start-up error.
+func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource) (*opensm.Supervisor, fabric.Flavour, func(), error) {
 	dir := cfg.OpenSM.ConfigDir
 	if err := privateDir(dir, log); err != nil {
 		return nil, 0, nil, fmt.Errorf("[opensm] config_dir: %w", err)
@@ -673,7 +658,7 @@ func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, ke
 		return nil, 0, nil, err
 	}
 	confFile := filepath.Join(dir, "opensm.conf")
-	sm, flavour, closeSM, err := newSubnetManager(ctx, cfg, confFile, log)
+	sm, flavour, closeSM, err := newSupervisor(ctx, cfg, confFile, log)
 	if err != nil {
 		return nil, 0, nil, err
 	}
@@ -707,9 +692,11 @@ func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, ke
 	return sm, flavour, closeSM, nil
 }
 
-// newSubnetManager returns the driver [opensm] driver names, the flavour of the
-// OpenSM it runs, and what releases the driver's resources.
-func newSubnetManager(ctx context.Context, cfg *config.Config, confFile string, log *slog.Logger) (subnetManager, fabric.Flavour, func(), error) {
+// newSupervisor returns the supervisor of OpenSM run or watched the way
+// [opensm] driver says (a child process, a container of its own, or someone
+// else's container), the flavour of that OpenSM, and what releases the
+// supervisor's resources.
+func newSupervisor(ctx context.Context, cfg *config.Config, confFile string, log *slog.Logger) (*opensm.Supervisor, fabric.Flavour, func(), error) {
 	o := cfg.OpenSM
 	if o.Driver == config.DriverProcess {
 		flavour, err := opensm.DetectFlavour(ctx, o.Command)
@@ -717,7 +704,7 @@ func newSubnetManager(ctx context.Context, cfg *config.Config, confFile string, 
 			return nil, 0, nil, fmt.Errorf("[opensm] command: %w", err)
 		}
 		return opensm.NewProcess(opensm.ProcessConfig{Command: o.Command, ConfFile: confFile,
-			EnvFile: o.EnvFile, Dir: o.ConfigDir, LogFile: o.LogFile, StatusFile: driverStatusFile(cfg),
+			EnvFile: o.EnvFile, Dir: o.ConfigDir, LogFile: o.LogFile, StatusFile: supervisorStatusFile(cfg),
 			Logger: log}), flavour, func() {}, nil
 	}
 	cli, err := smcontainer.Connect(ctx)
@@ -725,16 +712,16 @@ func newSubnetManager(ctx context.Context, cfg *config.Config, confFile string, 
 		return nil, 0, nil, fmt.Errorf("[opensm] driver = %s: %w", o.Driver, err)
 	}
 	closeCli := func() { cli.Close() }
-	var sm subnetManager
+	var sm *opensm.Supervisor
 	var flavour fabric.Flavour
 	switch o.Driver {
 	case config.DriverManaged:
 		sm, flavour, err = smcontainer.PrepareManaged(ctx, smcontainer.ManagedConfig{Client: cli, Name: o.Container,
 			Manager: o.ManagerContainer, Image: o.Image, Command: o.Command, ConfFile: confFile, EnvFile: o.EnvFile,
-			ConfigDir: o.ConfigDir, LogFile: o.LogFile, StatusFile: driverStatusFile(cfg), Logger: log})
+			ConfigDir: o.ConfigDir, LogFile: o.LogFile, StatusFile: supervisorStatusFile(cfg), Logger: log})
 	case config.DriverDocker:
 		sm, flavour, err = smcontainer.PrepareExternal(ctx, smcontainer.ExternalConfig{Client: cli, Name: o.Container,
-			ConfigDir: o.ConfigDir, LogFile: o.LogFile, StatusFile: driverStatusFile(cfg), Logger: log}, o.Command)
+			ConfigDir: o.ConfigDir, LogFile: o.LogFile, StatusFile: supervisorStatusFile(cfg), Logger: log}, o.Command)
 	default:
 		err = fmt.Errorf("unknown driver %q", o.Driver)
 	}

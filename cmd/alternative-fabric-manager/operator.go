@@ -49,7 +49,7 @@ func (e *unreachableError) Unwrap() error { return e.err }
 func runOperator(ctx context.Context, path string, log *slog.Logger, c operatorCommand) error {
 	err := runOperatorOnStore(ctx, path, log, c)
 	if ue := (*unreachableError)(nil); c.status && !c.json && errors.As(err, &ue) {
-		if d, derr := opensm.ReadDriverStatus(driverStatusFile(ue.cfg)); derr == nil {
+		if d, derr := opensm.ReadStatus(supervisorStatusFile(ue.cfg)); derr == nil {
 			fmt.Fprintf(os.Stdout, "OpenSM driver: %s\n", driverLine(d))
 		}
 	}
@@ -179,7 +179,7 @@ type Status struct {
 	Unchecked []string `json:"unchecked"`
 	// Driver is this host's OpenSM driver, as the manager last wrote it to
 	// <config_dir>/driver-status.json; nil when no manager ever ran here.
-	Driver *opensm.DriverStatus `json:"driver"`
+	Driver *opensm.Status `json:"driver"`
 	// Lease is the HA lease ([ha] ha = true); absent without HA.
 	Lease *LeaseStatus `json:"lease,omitempty"`
 }
@@ -223,8 +223,9 @@ func leaseStatus(l store.Lease) *LeaseStatus {
 	return s
 }
 
-// driverStatusFile is where the manager's OpenSM driver reports its state.
-func driverStatusFile(cfg *config.Config) string {
+// supervisorStatusFile is where the manager's OpenSM supervisor reports its
+// state (the file's name is older than the supervisor).
+func supervisorStatusFile(cfg *config.Config) string {
 	return filepath.Join(cfg.OpenSM.ConfigDir, "driver-status.json")
 }
 
@@ -257,8 +258,8 @@ func readStatus(ctx context.Context, cfg *config.Config, st *store.Store) (Statu
 	if err := readProgress(ctx, st, &s); err != nil {
 		return s, err
 	}
-	file := driverStatusFile(cfg)
-	switch d, err := opensm.ReadDriverStatus(file); {
+	file := supervisorStatusFile(cfg)
+	switch d, err := opensm.ReadStatus(file); {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return s, fmt.Errorf("OpenSM driver status: %w", err)
@@ -433,7 +434,7 @@ func unfreeze(ctx context.Context, cfg *config.Config, st *store.Store, w io.Wri
 }
 
 // driverLine is the driver's status on one line.
-func driverLine(d opensm.DriverStatus) string {
+func driverLine(d opensm.Status) string {
 	line := fmt.Sprintf("%s since %s, %d restarts", d.State, d.Since.Format(time.RFC3339), d.Restarts)
 	if d.PID != 0 {
 		line += fmt.Sprintf(", pid %d", d.PID)

@@ -18,7 +18,7 @@ import (
 // OpenSM driver status and subnet dump.
 type statusHost struct {
 	heartbeatAge time.Duration // how long ago the applier's term began
-	driver       opensm.DriverState
+	driver       opensm.State
 	noDriver     bool // no manager ever ran on this host
 	noDump       bool // OpenSM's subnet dump is not on this host
 	ha           bool // [ha] ha = true, the lease held by another host
@@ -71,7 +71,7 @@ func (h statusHost) setUp(t *testing.T, engine string) string {
 		copyFile(t, filepath.Join("testdata", "opensm-subnet.lst"), filepath.Join(dir, "opensm-subnet.lst"))
 	}
 	if !h.noDriver {
-		b, err := json.Marshal(opensm.DriverStatus{State: h.driver, PID: 4242, Since: now.Add(-time.Minute)})
+		b, err := json.Marshal(opensm.Status{State: h.driver, PID: 4242, Since: now.Add(-time.Minute)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,17 +95,17 @@ func TestStatusNeverSaysAllIsWellWhenItCannotKnow(t *testing.T) {
 		code    int
 		want    string
 	}{
-		{"all well", statusHost{driver: opensm.DriverRunning}, storetest.Engines, exitJobsComplete, allWell},
-		{"the manager is gone", statusHost{heartbeatAge: time.Hour, driver: opensm.DriverRunning}, storetest.Engines,
+		{"all well", statusHost{driver: opensm.StateRunning}, storetest.Engines, exitJobsComplete, allWell},
+		{"the manager is gone", statusHost{heartbeatAge: time.Hour, driver: opensm.StateRunning}, storetest.Engines,
 			exitJobsHeld, "no manager applies (is one running?): the leader of term"},
-		{"OpenSM stopped", statusHost{driver: opensm.DriverStopped}, storetest.Engines,
+		{"OpenSM stopped", statusHost{driver: opensm.StateStopped}, storetest.Engines,
 			exitJobsHeld, "OpenSM on this host is stopped since"},
-		{"no subnet dump on this host", statusHost{driver: opensm.DriverRunning, noDump: true}, storetest.Engines,
+		{"no subnet dump on this host", statusHost{driver: opensm.StateRunning, noDump: true}, storetest.Engines,
 			exitCannotTell, "cannot be checked from this host:\n  - the expected switches cannot be checked from this host"},
 		{"no manager ran on this host", statusHost{noDriver: true}, storetest.Engines,
 			exitCannotTell, "this host's OpenSM: no manager has run on this host"},
 		// An HA follower: its OpenSM is stopped by design, its dump absent.
-		{"HA follower", statusHost{ha: true, driver: opensm.DriverStopped, noDump: true},
+		{"HA follower", statusHost{ha: true, driver: opensm.StateStopped, noDump: true},
 			[]string{config.EnginePostgres, config.EngineMySQL},
 			exitCannotTell, "the expected switches cannot be checked from this host"},
 	} {

@@ -84,16 +84,16 @@ func applierReason(cfg *config.Config, l store.Leadership, now time.Time) string
 // it: why it holds jobs, or why it cannot be judged from here. Without HA the
 // manager's OpenSM must run for anything to apply; with HA a follower's is
 // stopped by design, so only a failing one is a reason.
-func driverReasons(cfg *config.Config, d *opensm.DriverStatus, file string) (reasons, unchecked []string) {
+func driverReasons(cfg *config.Config, d *opensm.Status, file string) (reasons, unchecked []string) {
 	if d == nil {
 		return nil, []string{fmt.Sprintf("this host's OpenSM: no manager has run on this host (%s does not exist); "+
 			"run --status where the manager runs", file)}
 	}
 	switch {
-	case d.State == opensm.DriverFailed || d.State == opensm.DriverRestarting:
+	case d.State == opensm.StateFailed || d.State == opensm.StateRestarting:
 		return []string{fmt.Sprintf("OpenSM on this host is %s since %s: %s",
 			d.State, d.Since.Format(time.RFC3339), d.LastError)}, nil
-	case !cfg.HA.HA && d.State != opensm.DriverRunning:
+	case !cfg.HA.HA && d.State != opensm.StateRunning:
 		return []string{fmt.Sprintf("OpenSM on this host is %s since %s: nothing is applied until it runs "+
 			"(is the manager running?)", d.State, d.Since.Format(time.RFC3339))}, nil
 	}

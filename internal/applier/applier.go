@@ -14,7 +14,7 @@
 // initialization, the file rejected, pkey errors) fails the jobs it carried,
 // with OpenSM's lines as the reason, and the state is applied again.
 //
-// Every check interval the term also repairs drift: an OpenSM the driver had
+// Every check interval the term also repairs drift: an OpenSM the supervisor had
 // to restart, and a partitions file that is not what this term wrote or not
 // what the recorded state renders to, make it apply again; and it deletes
 // finished jobs older than the retention.
@@ -62,10 +62,11 @@ type Store interface {
 	GateStore // gates.go
 }
 
-// SubnetManager is OpenSM as the applier drives it (opensm.Process): it is
-// supervised for the manager's life, not a term's, so a database outage that
-// ends a term leaves OpenSM running with the last applied file.
-type SubnetManager interface {
+// Supervisor is what runs OpenSM, as the applier drives it
+// (opensm.Supervisor): it supervises OpenSM for the manager's life, not a
+// term's, so a database outage that ends a term leaves OpenSM running with the
+// last applied file.
+type Supervisor interface {
 	// Start starts OpenSM for the term unless it runs already, and returns at
 	// once. It fails when OpenSM can never be started as configured, and with
 	// opensm.ErrTermStopped when the term's stop has run: with the HA lease
@@ -113,7 +114,7 @@ type Config struct {
 // Applier applies while its manager holds the applier lock.
 type Applier struct {
 	Store Store
-	SM    SubnetManager
+	SM    Supervisor
 	Cfg   Config
 	Log   *slog.Logger
 	// Lease is the HA lease, for the freeze (freeze.go); nil without HA.
@@ -223,7 +224,7 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 	}
 	defer t.tail.Close()
 	// The term may be over already (its context cancelled, its OpenSM
-	// stopped by the lease): the driver then refuses, whatever this term did
+	// stopped by the lease): the supervisor then refuses, whatever this term did
 	// not notice.
 	if err := a.SM.Start(termID); err != nil {
 		return fmt.Errorf("start OpenSM: %w", err)
@@ -709,7 +710,7 @@ func (t *term) waitSweep(ctx context.Context, watch *opensm.SweepWatch, rev int6
 // OpenSM that exited never ends, and its restart is applied to anew.
 func (t *term) smRunning() bool {
 	now, cancel := context.WithCancel(context.Background())
-	cancel() // WaitReady answers at once from the driver's state
+	cancel() // WaitReady answers at once from the supervisor's state
 	return t.SM.WaitReady(now) == nil
 }
 

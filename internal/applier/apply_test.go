@@ -17,7 +17,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
 
-// scriptedOpenSM is a fake SubnetManager for the apply tests: an OpenSM that
+// scriptedOpenSM is a fake Supervisor for the apply tests: an OpenSM that
 // is always ready, whose Reload (a SIGHUP) logs the heavy sweep the test
 // scripts (fakeOpenSM, in fakesm_test.go, drives the term's state machine). The sweep it logs is sweep's; the real
 // OpenSM on the simulated fabric is driven by the end-to-end suite.

@@ -300,7 +300,7 @@ func TestNoPKeyErrorAfterAWindowFailsEveryJob(t *testing.T) {
 	}{
 		{"none", func(*testing.T, *applyRig, *string) {}, store.StatusCompleted},
 		{"OpenSM restarted", func(t *testing.T, r *applyRig, _ *string) {
-			r.term.restarts-- // the driver started it again since the term looked
+			r.term.restarts-- // the supervisor started it again since the term looked
 			r.term.repairDrift(t.Context())
 		}, store.StatusFailed},
 		{"the file edited", func(t *testing.T, r *applyRig, _ *string) {

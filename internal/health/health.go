@@ -29,14 +29,14 @@ type Self interface {
 	LastApplyFailed() bool
 }
 
-// SubnetManager is the OpenSM driver (opensm.Process).
-type SubnetManager interface {
+// Supervisor is what runs OpenSM (opensm.Supervisor).
+type Supervisor interface {
 	Running() bool
 }
 
-// DriverError is read when the driver offers it: its last error, nil when
+// SupervisorError is read when the supervisor offers it: its last error, nil when
 // none.
-type DriverError interface {
+type SupervisorError interface {
 	LastError() error
 }
 
@@ -72,7 +72,7 @@ func report(role string, reasons []string) Report {
 type Checker struct {
 	DB     Database
 	Self   Self
-	SM     SubnetManager
+	SM     Supervisor
 	Leader LeaderLiveness // nil: the heartbeat decides
 	// HeartbeatTimeout is how old the leader's heartbeat may be before a
 	// follower deems it dead.
@@ -166,7 +166,7 @@ func (c *Checker) Ready(ctx context.Context) Report {
 		if !c.SM.Running() {
 			reasons = append(reasons, "OpenSM is not running")
 		}
-		if d, ok := c.SM.(DriverError); ok {
+		if d, ok := c.SM.(SupervisorError); ok {
 			if err := d.LastError(); err != nil {
 				reasons = append(reasons, "the OpenSM driver's last operation failed: "+err.Error())
 			}

@@ -63,7 +63,7 @@ type Term struct {
 }
 
 // StopTimeout bounds the wait for OpenSM to stop at the end of a term: longer
-// than the driver's SIGKILL deadline.
+// than the supervisor's SIGKILL deadline.
 const StopTimeout = 15 * time.Second
 
 func (e *LeaseElector) renewEvery() time.Duration { return e.LeaseTimeout / 5 }

@@ -16,13 +16,13 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
 
-// manager is one manager's OpenSM for these tests: the real driver
-// (opensm.Process) supervising a stand-in OpenSM, a real child process whose
-// life is read from the kernel, not from the driver.
+// manager is one manager's OpenSM for these tests: the real supervisor
+// (opensm.Supervisor) supervising a stand-in OpenSM, a real child process whose
+// life is read from the kernel, not from the supervisor.
 type manager struct {
 	name string
 	sm   *opensmtest.StandIn
-	proc *opensm.Process
+	proc *opensm.Supervisor
 }
 
 func newManager(t *testing.T, name string) *manager {

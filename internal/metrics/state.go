@@ -30,16 +30,16 @@ type Gates interface {
 	Closed(ctx context.Context) ([]applier.GateReason, error)
 }
 
-// SubnetManager is the OpenSM driver as a scrape sees it (opensm.Process).
-type SubnetManager interface {
+// Supervisor is what runs OpenSM as a scrape sees it (opensm.Supervisor).
+type Supervisor interface {
 	Running() bool
 	Restarts() int
 }
 
-// DriverState is read when the driver offers it: a word for what it is doing
+// SupervisorState is read when the supervisor offers it: a word for what it is doing
 // (starting, running, restarting, stopped, ...) and its last error, nil when
 // none.
-type DriverState interface {
+type SupervisorState interface {
 	State() string
 	LastError() error
 }
@@ -51,13 +51,13 @@ type Lease interface {
 }
 
 // State is a collector that reads the fabric's state at each scrape. Gates
-// and the driver are read only while this process leads: a follower has no
+// and the supervisor are read only while this process leads: a follower has no
 // OpenSM and no subnet dump of its own. Nil fields are skipped.
 type State struct {
 	M     *Metrics
 	DB    Database
 	Gates Gates
-	SM    SubnetManager
+	SM    Supervisor
 	Lease Lease
 	// Ready is /readyz's verdict (health.Checker), exported as afm_ready; nil:
 	// not exported.
@@ -175,7 +175,7 @@ func (s *State) Collect(ch chan<- prometheus.Metric) {
 	gauge(descLastApplyFailed, bool01(s.M.LastApplyFailed()))
 	if s.SM != nil {
 		gauge(descSMUp, bool01(s.SM.Running()))
-		if d, ok := s.SM.(DriverState); ok {
+		if d, ok := s.SM.(SupervisorState); ok {
 			gauge(descSMState, 1, d.State())
 			gauge(descSMError, bool01(d.LastError() != nil))
 		}

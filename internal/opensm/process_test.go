@@ -106,7 +106,7 @@ func (b *syncBuffer) String() string {
 
 // startProcess starts p and returns the function that stops it (also called
 // when the test ends).
-func startProcess(t *testing.T, p *Process) (stop func() error) {
+func startProcess(t *testing.T, p *Supervisor) (stop func() error) {
 	if err := p.Start(1); err != nil {
 		t.Fatal(err)
 	}
@@ -159,12 +159,12 @@ func TestProcessAppliesPartitionsOnSimulatedFabric(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := p.Status()
-	if first.State != DriverRunning || first.PID == 0 || first.LastError != "" {
+	if first.State != StateRunning || first.PID == 0 || first.LastError != "" {
 		t.Fatalf("ready but Status() = %+v", first)
 	}
 	waitFor(t, "the status file to say running", func() bool {
-		st, err := ReadDriverStatus(cfg.StatusFile)
-		return err == nil && st.State == DriverRunning && st.PID == first.PID
+		st, err := ReadStatus(cfg.StatusFile)
+		return err == nil && st.State == StateRunning && st.PID == first.PID
 	})
 
 	// apply does what the manager does: file in place, position, SIGHUP, wait.
@@ -274,12 +274,12 @@ func TestProcessAppliesPartitionsOnSimulatedFabric(t *testing.T) {
 	if err := p.StopTerm(ctx, 1); err != nil {
 		t.Fatalf("StopTerm: %v", err)
 	}
-	if st := p.Status(); st.State != DriverStopped || st.PID != 0 || processAlive(last) {
+	if st := p.Status(); st.State != StateStopped || st.PID != 0 || processAlive(last) {
 		t.Errorf("after Stop: Status() = %+v, OpenSM %d alive = %v", st, last, processAlive(last))
 	}
 	waitFor(t, "the status file to say stopped", func() bool {
-		st, err := ReadDriverStatus(cfg.StatusFile)
-		return err == nil && st.State == DriverStopped
+		st, err := ReadStatus(cfg.StatusFile)
+		return err == nil && st.State == StateStopped
 	})
 	if err := p.Reload(ctx); err == nil {
 		t.Error("Reload after Stop did not refuse")
@@ -357,7 +357,7 @@ func TestProcessReportsFailedStarts(t *testing.T) {
 			tt.cfg.StatusFile = filepath.Join(t.TempDir(), "status.json")
 			p := NewProcess(tt.cfg)
 			startProcess(t, p)
-			waitFor(t, "the failed start to be reported", func() bool { return p.Status().State == DriverFailed })
+			waitFor(t, "the failed start to be reported", func() bool { return p.Status().State == StateFailed })
 			st := p.Status()
 			if !strings.Contains(st.LastError, tt.want) || st.LastErrorAt.IsZero() {
 				t.Errorf("Status() = %+v, want a last error naming %q", st, tt.want)
@@ -369,8 +369,8 @@ func TestProcessReportsFailedStarts(t *testing.T) {
 				t.Errorf("log lacks the failed start:\n%s", out)
 			}
 			waitFor(t, "the status file to report the failed start", func() bool {
-				got, err := ReadDriverStatus(tt.cfg.StatusFile)
-				return err == nil && got.State == DriverFailed && strings.Contains(got.LastError, tt.want)
+				got, err := ReadStatus(tt.cfg.StatusFile)
+				return err == nil && got.State == StateFailed && strings.Contains(got.LastError, tt.want)
 			})
 		})
 	}

@@ -2,7 +2,6 @@ package smcontainer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -167,6 +166,3 @@ func checkSharedDir(ctx context.Context, cli *client.Client, name, dir, key stri
 	}
 	return nil
 }
-
-// errStopped is WaitReady's answer once Run has returned.
-var errStopped = errors.New("opensm: stopped")
