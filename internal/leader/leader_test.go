@@ -93,24 +93,31 @@ func (l hangingLock) Check(ctx context.Context) error {
 }
 func (l hangingLock) Release(ctx context.Context) error { return nil }
 
+// runElector runs e with a leader that reports each term it starts and leads
+// until the term ends; stop ends the run and waits for it.
+func runElector(e *Elector) (terms <-chan int64, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan int64, 8)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.Run(ctx, func(ctx context.Context, term int64) error {
+			started <- term
+			<-ctx.Done()
+			return nil
+		})
+	}()
+	return started, func() { cancel(); <-done }
+}
+
 // A lock check that hangs ends the term at its deadline, and the elector
 // campaigns again: the next term starts.
 func TestLockCheckDeadline(t *testing.T) {
 	st := &hangingStore{}
 	e := &Elector{Store: st, Holder: "A", Log: slog.New(slog.DiscardHandler),
 		RetryInterval: 10 * time.Millisecond, CheckInterval: 10 * time.Millisecond, Timeout: 100 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	terms := make(chan int64, 8)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		e.Run(ctx, func(ctx context.Context, term int64) error {
-			terms <- term
-			<-ctx.Done()
-			return nil
-		})
-	}()
+	terms, stop := runElector(e)
+	defer stop()
 	first := waitTerm(t, terms)
 	if second := waitTerm(t, terms); second <= first {
 		t.Errorf("term %d after %d", second, first)
@@ -118,8 +125,6 @@ func TestLockCheckDeadline(t *testing.T) {
 	if st.checks.Load() == 0 {
 		t.Error("the lock was never checked")
 	}
-	cancel()
-	<-done
 }
 
 // restoredStore is a fake Store whose database was restored from a backup
@@ -149,24 +154,12 @@ func (freeLock) Release(ctx context.Context) error { return nil }
 func TestTermEndsWhenTheDatabaseNoLongerRecordsIt(t *testing.T) {
 	e := &Elector{Store: &restoredStore{}, Holder: "A", Log: slog.New(slog.DiscardHandler),
 		RetryInterval: 10 * time.Millisecond, CheckInterval: 10 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	terms := make(chan int64, 8)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		e.Run(ctx, func(ctx context.Context, term int64) error {
-			terms <- term
-			<-ctx.Done()
-			return nil
-		})
-	}()
+	terms, stop := runElector(e)
+	defer stop()
 	if first := waitTerm(t, terms); first != 1 {
 		t.Fatalf("first term %d", first)
 	}
 	if second := waitTerm(t, terms); second != 2 {
 		t.Errorf("term %d after 1", second)
 	}
-	cancel()
-	<-done
 }
