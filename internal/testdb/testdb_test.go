@@ -3,7 +3,6 @@ package testdb
 import (
 	"context"
 	"database/sql"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,18 +16,6 @@ import (
 var servers = map[string]string{
 	config.EnginePostgres: "AFM_TEST_POSTGRES_URL",
 	config.EngineMySQL:    "AFM_TEST_MYSQL_URL",
-}
-
-func serverURL(t *testing.T, env string) string {
-	t.Helper()
-	v := os.Getenv(env)
-	if v == "" {
-		if os.Getenv("AFM_TEST_REQUIRE_ALL") == "1" {
-			t.Fatalf("%s is not set, and AFM_TEST_REQUIRE_ALL=1: run the tests with `make test`, which starts the servers", env)
-		}
-		t.Skipf("%s is not set (make test starts a throwaway server and sets it)", env)
-	}
-	return v
 }
 
 // currentDatabase connects with db's DSN, as the engine's Go driver takes it,
@@ -54,7 +41,7 @@ func currentDatabase(ctx context.Context, db Database) (string, error) {
 func TestCreateServesTheDatabaseUntilDropped(t *testing.T) {
 	for engine, env := range servers {
 		t.Run(engine, func(t *testing.T) {
-			server := serverURL(t, env)
+			server := ServerURL(t, env)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			name, err := RandomName("afm_testdb_")
@@ -97,7 +84,7 @@ func TestCreateServesTheDatabaseUntilDropped(t *testing.T) {
 // On a Galera cluster a database made through one node is served by the
 // others: On names it there.
 func TestOnAnotherGaleraNode(t *testing.T) {
-	nodes := strings.Fields(serverURL(t, "AFM_TEST_GALERA_URLS"))
+	nodes := strings.Fields(ServerURL(t, "AFM_TEST_GALERA_URLS"))
 	if len(nodes) < 2 {
 		t.Fatalf("AFM_TEST_GALERA_URLS names %d nodes; want at least 2", len(nodes))
 	}

@@ -11,7 +11,6 @@ package storetest
 import (
 	"context"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -45,7 +44,7 @@ func NewDatabase(t testing.TB, engine string) Database {
 	if !ok {
 		t.Fatalf("unknown engine %q", engine)
 	}
-	return newServerDatabase(t, serverURL(t, env), randomName(t))
+	return newServerDatabase(t, testdb.ServerURL(t, env), randomName(t))
 }
 
 func randomName(t testing.TB) string {
@@ -93,16 +92,4 @@ func OpenDatabase(t testing.TB, db Database) *store.Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-func serverURL(t testing.TB, env string) string {
-	t.Helper()
-	v := os.Getenv(env)
-	if v == "" {
-		if os.Getenv("AFM_TEST_REQUIRE_ALL") == "1" {
-			t.Fatalf("%s is not set, and AFM_TEST_REQUIRE_ALL=1: run the tests with `make test`, which starts the servers", env)
-		}
-		t.Skipf("%s is not set (make test starts a throwaway server and sets it)", env)
-	}
-	return v
 }

@@ -67,7 +67,7 @@ const GaleraURLsEnv = "AFM_TEST_GALERA_URLS"
 // when the test ends, and returns it as each node serves it.
 func NewGaleraDatabase(t testing.TB) []Database {
 	t.Helper()
-	urls := strings.Fields(serverURL(t, GaleraURLsEnv))
+	urls := strings.Fields(testdb.ServerURL(t, GaleraURLsEnv))
 	if len(urls) < 2 {
 		t.Fatalf("%s names %d nodes; want at least 2", GaleraURLsEnv, len(urls))
 	}

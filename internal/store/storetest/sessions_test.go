@@ -11,6 +11,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/mysql"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/postgres"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testdb"
 )
 
 // The server ends every session of the manager's pool (as a restart or a
@@ -51,7 +52,7 @@ func TestSessionsTheServerEndedCostNoRequest(t *testing.T) {
 				}
 			}
 
-			admin := serverURL(t, map[string]string{config.EnginePostgres: "AFM_TEST_POSTGRES_URL",
+			admin := testdb.ServerURL(t, map[string]string{config.EnginePostgres: "AFM_TEST_POSTGRES_URL",
 				config.EngineMySQL: "AFM_TEST_MYSQL_URL"}[engine])
 			if n := EndSessions(t, engine, admin, db.Name()); n < sessions {
 				t.Fatalf("the server ended %d sessions, want at least the %d used at once", n, sessions)
