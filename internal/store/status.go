@@ -54,9 +54,17 @@ func (s *Store) Heartbeat(ctx context.Context, term int64) error {
 		return fmt.Errorf("heartbeat of term %d: %w", term, err)
 	}
 	if n == 0 {
-		// No row of this term: another term started, or the database was
-		// restored from a backup taken in an earlier term.
-		return fmt.Errorf("heartbeat of term %d: %w", term, ErrFenced)
+		// No row changed: MariaDB says so too when the time written is the
+		// one already there, so ask which term is recorded. Another term than
+		// ours: another term started, or the database was restored from a
+		// backup taken in an earlier term.
+		l, err := s.Leadership(ctx)
+		if err != nil {
+			return fmt.Errorf("heartbeat of term %d: %w", term, err)
+		}
+		if l.Term != term {
+			return fmt.Errorf("heartbeat of term %d (term %d recorded): %w", term, l.Term, ErrFenced)
+		}
 	}
 	return nil
 }
