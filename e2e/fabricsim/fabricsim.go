@@ -333,11 +333,7 @@ func (f *Fabric) IbsimRunning() bool {
 // the env file. Clients of the fabric, such as OpenSM, are not stopped: stop
 // them first. Stop may be called more than once.
 func (f *Fabric) Stop() error {
-	if f.smp != nil {
-		f.smp.mu.Lock()
-		f.smp.close()
-		f.smp.mu.Unlock()
-	}
+	f.smpClient().detach()
 	err := f.stopIbsim()
 	removeLeftovers(f.Dir)
 	return err

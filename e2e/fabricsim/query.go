@@ -75,7 +75,7 @@ func (f *Fabric) switchPortFacing(host fabric.GUID) (lid, port int, err error) {
 }
 
 // smpClient is the fabric's connection to the simulator for reading P_Key
-// tables, made at the first read.
+// tables; it attaches to the simulator at its first read.
 func (f *Fabric) smpClient() *smpClient {
 	f.smpOnce.Do(func() {
 		f.smp = &smpClient{sock: f.envValue("IBSIM_SOCKNAME"), node: f.envValue("SIM_HOST")}

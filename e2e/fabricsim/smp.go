@@ -122,7 +122,15 @@ func control(ctl *net.UnixConn, client, kind uint32, payload []byte) ([]byte, er
 	return msg[16:], nil
 }
 
-// close detaches the client; the next read attaches again.
+// detach ends the connection, if any, as the fabric stops.
+func (c *smpClient) detach() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.close()
+}
+
+// close detaches the client; the next read attaches again. The caller holds
+// c.mu.
 func (c *smpClient) close() {
 	if c.ctl == nil {
 		return
