@@ -107,10 +107,10 @@ func dumpHere(gates []applier.GateReason, dump string) (reasons, unchecked []str
 	f, err := os.Open(dump)
 	if err == nil {
 		f.Close()
-		return gateTexts(gates), nil
+		return applier.GateTexts(gates), nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) {
-		return gateTexts(gates), nil
+		return applier.GateTexts(gates), nil
 	}
 	for _, r := range gates {
 		if r.Kind == applier.GateSwitchesUnchecked {
@@ -121,12 +121,4 @@ func dumpHere(gates []applier.GateReason, dump string) (reasons, unchecked []str
 		reasons = append(reasons, r.Text)
 	}
 	return reasons, unchecked
-}
-
-func gateTexts(gates []applier.GateReason) []string {
-	texts := make([]string, len(gates))
-	for i, r := range gates {
-		texts[i] = r.Text
-	}
-	return texts
 }

@@ -240,9 +240,13 @@ func (r *run) restoreDB(ctx context.Context) (string, error) {
 	wait := 100 * time.Millisecond
 	for attempt, deadline := 1, time.Now().Add(time.Minute); ; attempt++ {
 		hold := r.engine == engineGalera
-		r.holdDatabase(hold)
+		if hold {
+			r.holdDatabase(true)
+		}
 		err = b.db.restore(ctx, r.dbURL)
-		r.holdDatabase(false)
+		if hold {
+			r.holdDatabase(false)
+		}
 		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
 			break
 		}

@@ -61,8 +61,8 @@ type GateReason struct {
 
 func (r GateReason) String() string { return r.Text }
 
-// gateTexts are the reasons' texts, as the jobs and the log say them.
-func gateTexts(reasons []GateReason) []string {
+// GateTexts are the reasons' texts, as the jobs, the log and --status say them.
+func GateTexts(reasons []GateReason) []string {
 	texts := make([]string, len(reasons))
 	for i, r := range reasons {
 		texts[i] = r.Text
@@ -316,7 +316,7 @@ func (t *term) gatesOpen(ctx context.Context, rev int64) bool {
 // rev for pollGates.
 func (t *term) holdJobs(ctx context.Context, rev int64, reasons []GateReason) {
 	t.gate.blocked = rev
-	texts := gateTexts(reasons)
+	texts := GateTexts(reasons)
 	said := "Not completing: " + strings.Join(texts, "; ")
 	if said != t.gate.said {
 		t.Log.Warn("jobs wait for the gates", "revision", rev, "reasons", texts)
