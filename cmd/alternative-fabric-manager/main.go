@@ -200,7 +200,7 @@ func renderPartitions(ctx context.Context, cfg *config.Config, out io.Writer, lo
 		return err
 	}
 	st, err := openExisting(ctx, cfg, storeRules(cfg), 30*time.Second, log)
-	if nc := (notCreatedError{}); errors.As(err, &nc) {
+	if nc := (notReadyError{}); errors.As(err, &nc) {
 		return nc
 	}
 	if err != nil {

@@ -96,7 +96,7 @@ func withOperatorStore(ctx context.Context, path string, log *slog.Logger,
 		return err
 	}
 	st, err := openExisting(ctx, cfg, storeRules(cfg), operatorConnectTimeout, log)
-	if nc := (notCreatedError{}); errors.As(err, &nc) {
+	if nc := (notReadyError{}); errors.As(err, &nc) {
 		return nc
 	}
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -36,15 +37,20 @@ func openExisting(ctx context.Context, cfg *config.Config, rules store.Rules, ti
 	if conn.Engine == config.EngineSQLite {
 		// The SQLite driver would create the file, and its directory.
 		if _, err := os.Stat(conn.DSN); err != nil {
-			return nil, notCreatedError{errNotCreated(cfg, err)}
+			return nil, notReadyError{errNotCreated(cfg, err)}
 		}
 	}
 	octx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return storeopen.Open(octx, conn.Engine, conn.DSN, false, rules, log)
+	st, err := storeopen.Open(octx, conn.Engine, conn.DSN, false, rules, log)
+	if behind := (*storeopen.SchemaBehindError)(nil); errors.As(err, &behind) {
+		return nil, notReadyError{fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), behind)}
+	}
+	return st, err
 }
 
-// notCreatedError is a database that does not exist: not unreachable.
-type notCreatedError struct{ error }
+// notReadyError is a database that does not exist or lacks this binary's
+// schema: reached, so not unreachable, but nothing to read from.
+type notReadyError struct{ error }
 
-func (e notCreatedError) Unwrap() error { return e.error }
+func (e notReadyError) Unwrap() error { return e.error }

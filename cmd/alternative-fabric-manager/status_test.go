@@ -153,3 +153,26 @@ func TestCommandsCreateNoDatabase(t *testing.T) {
 		})
 	}
 }
+
+// Pointed at a database that exists but was never migrated (an empty SQLite
+// file, as a wrong path or a DBA's fresh database leaves), the same commands say
+// that its schema is missing and how to make it, instead of failing on the
+// first table they read.
+func TestCommandsNameAMissingSchema(t *testing.T) {
+	for _, command := range []string{"--status", "--render", "--show-keys", "--show-enforcement-errors",
+		"--clear-enforcement-errors", "--confirm-switches"} {
+		t.Run(command, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "afm.db")
+			if err := os.WriteFile(path, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := runCommand(t, "--config-file", writeConf(t, "sqlite:///"+path, t.TempDir()), command)
+			if want := "no schema (this binary needs version"; code != exitFailed || !strings.Contains(errOut, want) {
+				t.Errorf("%s: exit %d, want %d saying %q: %s%s", command, code, exitFailed, want, out, errOut)
+			}
+			if strings.Contains(errOut, "no such table") {
+				t.Errorf("%s failed on a missing table instead of naming the missing schema: %s", command, errOut)
+			}
+		})
+	}
+}

@@ -135,6 +135,8 @@ type Driver interface {
 	Wake(ctx context.Context) <-chan struct{}
 	// Migrate applies the embedded goose migrations (migrations/<engine>).
 	Migrate(ctx context.Context) error
+	// Schema reads how far the schema is migrated, writing nothing.
+	Schema(ctx context.Context) (SchemaVersions, error)
 	Close() error
 }
 

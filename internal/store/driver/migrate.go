@@ -7,6 +7,7 @@ import (
 	"io/fs"
 
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/database"
 )
 
 // Migrate applies the engine's embedded migrations with goose. The version table is
@@ -21,4 +22,59 @@ func Migrate(ctx context.Context, dialect goose.Dialect, db *sql.DB, fsys fs.FS,
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
+}
+
+// SchemaVersions says how far a database's schema is migrated.
+type SchemaVersions struct {
+	Current int64 // the newest migration applied; 0 when goose never ran on it
+	Latest  int64 // the newest migration this binary embeds
+}
+
+// versionTable is goose's default version table, which Migrate uses.
+const versionTable = "goose_db_version"
+
+// Schema reads the database's SchemaVersions without writing anything: unlike
+// goose's own status commands it never creates the version table.
+func Schema(ctx context.Context, dialect goose.Dialect, db *sql.DB, fsys fs.FS) (SchemaVersions, error) {
+	exists, err := versionTableExists(ctx, dialect, db)
+	if err != nil {
+		return SchemaVersions{}, fmt.Errorf("schema version: %w", err)
+	}
+	p, err := goose.NewProvider(dialect, db, fsys)
+	if err != nil {
+		return SchemaVersions{}, fmt.Errorf("migrations: %w", err)
+	}
+	sources := p.ListSources()
+	if len(sources) == 0 {
+		return SchemaVersions{}, fmt.Errorf("migrations: none embedded")
+	}
+	v := SchemaVersions{Latest: sources[len(sources)-1].Version}
+	if !exists {
+		return v, nil
+	}
+	if v.Current, _, err = p.GetVersions(ctx); err != nil {
+		return SchemaVersions{}, fmt.Errorf("schema version: %w", err)
+	}
+	return v, nil
+}
+
+// versionTableExists asks the engine's catalogue whether goose's version table
+// is there. goose answers for PostgreSQL and MySQL; its SQLite dialect has no
+// such query, so the catalogue is read directly.
+func versionTableExists(ctx context.Context, dialect goose.Dialect, db *sql.DB) (bool, error) {
+	if dialect == goose.DialectSQLite3 {
+		var n int
+		err := db.QueryRowContext(ctx,
+			"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", versionTable).Scan(&n)
+		return n > 0, err
+	}
+	s, err := database.NewStore(dialect, versionTable)
+	if err != nil {
+		return false, err
+	}
+	ext, ok := s.(database.StoreExtender)
+	if !ok {
+		return false, fmt.Errorf("goose cannot tell whether %s exists on %s", versionTable, dialect)
+	}
+	return ext.TableExists(ctx, db)
 }

@@ -227,6 +227,14 @@ func (e *Engine) Migrate(ctx context.Context) error {
 	return driver.Migrate(ctx, goose.DialectMySQL, e.db, fsys, goose.WithLocker(locker))
 }
 
+func (e *Engine) Schema(ctx context.Context) (driver.SchemaVersions, error) {
+	fsys, err := migrations.FS("mysql")
+	if err != nil {
+		return driver.SchemaVersions{}, err
+	}
+	return driver.Schema(ctx, goose.DialectMySQL, e.db, fsys)
+}
+
 // InTx runs fn in one transaction: InnoDB's default REPEATABLE READ for
 // writes (a change's first statement, the revision's UPDATE, takes the row lock
 // before the read view is taken at its first plain read), and a consistent

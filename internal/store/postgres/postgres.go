@@ -76,6 +76,16 @@ func (e *Engine) Migrate(ctx context.Context) error {
 	return driver.Migrate(ctx, goose.DialectPostgres, db, fsys, goose.WithSessionLocker(locker))
 }
 
+func (e *Engine) Schema(ctx context.Context) (driver.SchemaVersions, error) {
+	fsys, err := migrations.FS("postgres")
+	if err != nil {
+		return driver.SchemaVersions{}, err
+	}
+	db := stdlib.OpenDBFromPool(e.pool)
+	defer db.Close()
+	return driver.Schema(ctx, goose.DialectPostgres, db, fsys)
+}
+
 // InTx runs fn in one transaction: READ COMMITTED for writes (each
 // statement sees what committed before it: an insert that met another
 // transaction's row of the same name sees the winner's value), REPEATABLE

@@ -127,6 +127,14 @@ func (e *Engine) Migrate(ctx context.Context) error {
 	return nil
 }
 
+func (e *Engine) Schema(ctx context.Context) (driver.SchemaVersions, error) {
+	fsys, err := migrations.FS("sqlite")
+	if err != nil {
+		return driver.SchemaVersions{}, err
+	}
+	return driver.Schema(ctx, goose.DialectSQLite3, e.db, fsys)
+}
+
 // InTx runs fn in one transaction. A write begins IMMEDIATE (the DSN's
 // _txlock): writers queue on busy_timeout instead of failing on a lock
 // upgrade. The snapshot is a plain (deferred) BEGIN: in WAL mode it reads one
