@@ -71,7 +71,7 @@ func runOperatorOnStore(ctx context.Context, path string, log *slog.Logger, c op
 		case c.unfreeze:
 			return unfreeze(ctx, cfg, st, w)
 		case c.showKeys:
-			k, err := databaseKeys{st}.Keys(ctx)
+			k, err := recordedKeys(ctx, st)
 			if err != nil {
 				return err
 			}

@@ -111,6 +111,24 @@ func TestShowKeys(t *testing.T) {
 	}
 }
 
+// Before any manager started there are no keys, and --show-keys, which only
+// reads, must not choose them: it says so, and the database still holds none.
+func TestShowKeysCreatesNoKeys(t *testing.T) {
+	db := storetest.NewDatabase(t, config.EngineSQLite)
+	st := storetest.OpenDatabase(t, db)
+	code, out, errOut := runCommand(t, "--config-file", writeConf(t, db.URL, t.TempDir()), "--show-keys")
+	if want := "no OpenSM keys recorded yet"; code != exitFailed || !strings.Contains(errOut, want) {
+		t.Errorf("--show-keys on a new database: exit %d, want %d saying %q: %s%s", code, exitFailed, want, out, errOut)
+	}
+	recorded, err := st.Secrets(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recorded) != 0 {
+		t.Errorf("--show-keys recorded %d secret(s) on a database no manager started on", len(recorded))
+	}
+}
+
 func TestBadKeysInTheDatabaseAreRefusedWithoutShowingThem(t *testing.T) {
 	st := storetest.Open(t, config.EngineSQLite)
 	bad := map[string]string{secretMKey: "0x0000000000000001", secretSMKey: "not-a-key-at-all", secretSAKey: "0x1234567890abcdef"}

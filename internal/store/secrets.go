@@ -44,6 +44,20 @@ func (s *Store) GetOrCreateSecrets(ctx context.Context, generate func() (map[str
 	return got, nil
 }
 
+// Secrets returns the recorded secrets, creating none: empty before the first
+// manager's start.
+func (s *Store) Secrets(ctx context.Context) (map[string]string, error) {
+	rows, err := s.d.Queries(ctx).ListSecrets(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("secrets: %w", err)
+	}
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		out[r.Name] = r.Value
+	}
+	return out, nil
+}
+
 var secretName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 
 func checkSecret(name, value string) error {
