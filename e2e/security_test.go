@@ -87,6 +87,64 @@ func TestSIGHUPRevokesCredentials(t *testing.T) {
 	}
 }
 
+// TestTokenRotationServesEveryNeutronServer rotates the token as the sample
+// configuration says, on a running manager: with the new token set and the old
+// one in previous_tokens, a neutron-server still on the old token records a
+// change that completes on the fabric, and one on the new token is served; once
+// previous_tokens is removed, the old token is refused. The log shows neither.
+func TestTokenRotationServesEveryNeutronServer(t *testing.T) {
+	const newToken = "e2e-rotated-token-0123456789"
+	m := launchManager(t, storetest.NewDatabase(t, config.EngineSQLite), fabricOptions(1), settings{})
+	m.confirmSwitches() // jobs complete only then
+	tokenStatus := func(tok string) int {
+		req, err := http.NewRequest("GET", m.url+"/ufmRestV3/app/jobs/999", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Basic "+tok)
+		resp, err := m.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	conf, err := os.ReadFile(m.conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewrite := func(tokenLines string, reloaded string) {
+		t.Helper()
+		edited := strings.Replace(string(conf), "token = "+token, tokenLines, 1)
+		if err := os.WriteFile(m.conf, []byte(edited), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.proc.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		m.waitLog("SIGHUP received", reloaded)
+	}
+
+	rewrite("token = "+newToken+"\nprevious_tokens = "+token, `"reloaded":["[api] token","[api] previous_tokens"]`)
+	m.waitCompleted(m.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json")), nil) // the old token
+	if got := tokenStatus(newToken); got != http.StatusNotFound {
+		t.Errorf("during the rotation, the new token: %d, want 404 (served)", got)
+	}
+
+	rewrite("token = "+newToken, `"reloaded":["[api] previous_tokens"]`)
+	if got := tokenStatus(token); got != http.StatusUnauthorized {
+		t.Errorf("after the rotation, the old token: %d, want 401", got)
+	}
+	if got := tokenStatus(newToken); got != http.StatusNotFound {
+		t.Errorf("after the rotation, the new token: %d, want 404 (served)", got)
+	}
+	for _, secret := range []string{token, newToken} {
+		if strings.Contains(m.log(), secret) {
+			t.Errorf("the log shows a token (%d characters)", len(secret))
+		}
+	}
+}
+
 // TestSwitchGUIDRefused: a switch's GUID sent as a port's client-id
 // (networking-mlnx) or as a pod's GUID (the pkeys API) is refused with 400,
 // naming the switch, once OpenSM's subnet dump lists it: a tenant sets its

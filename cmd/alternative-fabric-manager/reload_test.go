@@ -109,6 +109,61 @@ func TestSIGHUPAppliesCredentials(t *testing.T) {
 	}
 }
 
+// TestSIGHUPRotatesTheTokenWithoutARefusedRequest follows the rotation the
+// sample configuration describes: the new token set with the old one as
+// previous_tokens (both accepted, so neutron-servers still on the old one
+// are served), then previous_tokens removed (the old one refused).
+func TestSIGHUPRotatesTheTokenWithoutARefusedRequest(t *testing.T) {
+	const oldToken, newToken = "s3cret-old-token-0123", "s3cret-new-token-0123"
+	path := filepath.Join(t.TempDir(), "afm.conf")
+	write := func(token string, previous ...string) {
+		t.Helper()
+		text := "[api]\ntoken = " + token + "\n"
+		if len(previous) > 0 {
+			text += "previous_tokens = " + strings.Join(previous, ", ") + "\n"
+		}
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(oldToken)
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := storetest.Open(t, config.EngineSQLite)
+	srv := api.New(api.Options{Prefix: cfg.API.Prefix, Domain: cfg.API.Domain, Token: cfg.API.Token},
+		st, slog.New(slog.DiscardHandler))
+	web := httptest.NewServer(srv)
+	t.Cleanup(web.Close)
+	var logged bytes.Buffer
+	h := newHangup(path, cfg, nil, srv, slog.New(slog.NewJSONHandler(&logged, nil)))
+	tokenWorks := func(token string) bool {
+		req, _ := http.NewRequest("GET", web.URL+"/ufmRestV3/app/jobs/none", nil)
+		req.Header.Set("Authorization", "Basic "+token)
+		return status(t, req) == http.StatusNotFound
+	}
+
+	write(newToken, oldToken)
+	h.reload()
+	if !tokenWorks(oldToken) || !tokenWorks(newToken) {
+		t.Errorf("during the rotation: old token works %t, new one %t; want both", tokenWorks(oldToken), tokenWorks(newToken))
+	}
+	write(newToken)
+	h.reload()
+	if tokenWorks(oldToken) || !tokenWorks(newToken) {
+		t.Errorf("after the rotation: old token works %t, new one %t; want false, true", tokenWorks(oldToken), tokenWorks(newToken))
+	}
+	for _, want := range []string{`"reloaded":["[api] token","[api] previous_tokens"]`, `"reloaded":["[api] previous_tokens"]`} {
+		if !strings.Contains(logged.String(), want) {
+			t.Errorf("the log lacks %s:\n%s", want, logged.String())
+		}
+	}
+	if strings.Contains(logged.String(), "s3cret") {
+		t.Errorf("the log shows a secret:\n%s", logged.String())
+	}
+}
+
 // TestSIGHUPPKeysCredentialsWithoutTheAPI: with the pkeys API off at start
 // its routes are not served, so new credentials for it need a restart.
 func TestSIGHUPPKeysCredentialsWithoutTheAPI(t *testing.T) {

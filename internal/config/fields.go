@@ -67,6 +67,9 @@ var sections = []section{
 			c.API.Token = v
 			return nil
 		}},
+		{key: "previous_tokens", secret: true, set: func(c *Config, v string) error {
+			return setSecretList(&c.API.PreviousTokens, v)
+		}},
 		{key: "physical_networks", def: "*", set: func(c *Config, v string) error {
 			return setPhysicalNetworks(&c.API.PhysicalNetworks, v)
 		}},
@@ -101,6 +104,9 @@ var sections = []section{
 		{key: "password", secret: true, set: func(c *Config, v string) error {
 			c.UFMPKeys.Password = v
 			return nil
+		}},
+		{key: "previous_passwords", secret: true, set: func(c *Config, v string) error {
+			return setSecretList(&c.UFMPKeys.PreviousPasswords, v)
 		}},
 		{key: "prefix", def: "/ufmRest", set: func(c *Config, v string) error {
 			return setPrefix(&c.UFMPKeys.Prefix, v)
@@ -317,6 +323,24 @@ func setDomain(dst *string, v string) error {
 // physnetPattern is a Neutron physical network name as it can sit in a
 // comma-separated list: no blanks, no commas.
 var physnetPattern = regexp.MustCompile(`^[^\s,*]+$`)
+
+// setSecretList reads a comma-separated list of secrets. Errors say where a
+// value is wrong, never what it is.
+func setSecretList(dst *[]string, v string) error {
+	var values []string
+	for i, s := range strings.Split(v, ",") {
+		s = strings.TrimSpace(s)
+		switch {
+		case s == "":
+			return fmt.Errorf("entry %d is empty: want a comma-separated list", i+1)
+		case slices.Contains(values, s):
+			return fmt.Errorf("entry %d repeats an earlier one", i+1)
+		}
+		values = append(values, s)
+	}
+	*dst = values
+	return nil
+}
 
 func setPhysicalNetworks(dst *[]string, v string) error {
 	if strings.TrimSpace(v) == "*" {
