@@ -195,6 +195,16 @@ func TestParseInvalidFiles(t *testing.T) {
 }
 
 // TestBadValues covers each key's check, one value at a time.
+// confWithValue is the smallest valid configuration (an API token) with one
+// more key set in its section.
+func confWithValue(section, key, value string) string {
+	text := "[api]\ntoken = s3cret-token\n"
+	if section != "api" {
+		text += "[" + section + "]\n"
+	}
+	return text + key + " = " + value + "\n"
+}
+
 func TestBadValues(t *testing.T) {
 	tests := []struct {
 		section, key, value string
@@ -276,12 +286,7 @@ func TestBadValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
-			text := "[api]\ntoken = s3cret-token\n"
-			if tt.section != "api" {
-				text += "[" + tt.section + "]\n"
-			}
-			text += tt.key + " = " + tt.value + "\n"
-			_, err := Parse(strings.NewReader(text), "afm.conf")
+			_, err := Parse(strings.NewReader(confWithValue(tt.section, tt.key, tt.value)), "afm.conf")
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -333,12 +338,7 @@ func TestGoodValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
-			text := "[api]\ntoken = t\n"
-			if tt.section != "api" {
-				text += "[" + tt.section + "]\n"
-			}
-			text += tt.key + " = " + tt.value + "\n"
-			c, err := Parse(strings.NewReader(text), "afm.conf")
+			c, err := Parse(strings.NewReader(confWithValue(tt.section, tt.key, tt.value)), "afm.conf")
 			if err != nil {
 				t.Fatal(err)
 			}

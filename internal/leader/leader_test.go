@@ -60,7 +60,9 @@ func TestOneLeaderAtATimeAndTakeover(t *testing.T) {
 	}
 }
 
-func waitTerm(t *testing.T, terms <-chan int64) int64 {
+// waitTerm returns the next term a test's leaders report: the term number
+// (Elector) or the whole Term (LeaseElector).
+func waitTerm[T any](t *testing.T, terms <-chan T) T {
 	t.Helper()
 	select {
 	case term := <-terms:
@@ -68,7 +70,8 @@ func waitTerm(t *testing.T, terms <-chan int64) int64 {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no leader within 30 s")
 	}
-	return 0
+	var none T
+	return none
 }
 
 // hangingStore is a fake Store whose lock check never answers until its

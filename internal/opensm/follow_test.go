@@ -134,19 +134,26 @@ func TestFollowerTruncationInPlace(t *testing.T) {
 	mustNext(t, l, "Exiting SM")
 }
 
-func TestFollowerRotation(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "opensm.log")
+// followThenRotate follows a log that has read its first entry, then moves
+// the file away as logrotate does; it returns the log's path (no file there
+// now) and the follower, closed when the test ends.
+func followThenRotate(t *testing.T) (string, *LogFollower) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "opensm.log")
 	appendTo(t, path, masterLine)
 	l := FollowLog(path, Position{})
-	defer l.Close()
+	t.Cleanup(func() { l.Close() })
 	mustNext(t, l, "Entering MASTER state")
-
-	// logrotate moves the file; OpenSM writes on into the old one until it
-	// reopens (SIGUSR1), then into a new file.
 	if err := os.Rename(path, path+".1"); err != nil {
 		t.Fatal(err)
 	}
+	return path, l
+}
+
+// logrotate moves the file; OpenSM writes on into the old one until it
+// reopens (SIGUSR1), then into a new file.
+func TestFollowerRotation(t *testing.T) {
+	path, l := followThenRotate(t)
 	appendTo(t, path+".1", subnetUpLine)
 	appendTo(t, path, exitingLine)
 
@@ -157,15 +164,7 @@ func TestFollowerRotation(t *testing.T) {
 // logrotate creates the new file before OpenSM reopens its log: until the new
 // file holds data, OpenSM's lines still go to the old one, and are read.
 func TestFollowerRotationNewFileCreatedFirst(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "opensm.log")
-	appendTo(t, path, masterLine)
-	l := FollowLog(path, Position{})
-	defer l.Close()
-	mustNext(t, l, "Entering MASTER state")
-	if err := os.Rename(path, path+".1"); err != nil {
-		t.Fatal(err)
-	}
+	path, l := followThenRotate(t)
 	appendTo(t, path, "") // logrotate's create
 	nothingYet(t, l)
 	appendTo(t, path+".1", subnetUpLine) // OpenSM, not yet reopened

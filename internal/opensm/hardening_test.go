@@ -2,7 +2,6 @@ package opensm
 
 import (
 	"errors"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
 // fixedKeys are made-up keys for golden files; real keys come from GenerateKeys.

@@ -22,6 +22,35 @@ func countingTail(t *testing.T, path string) (*Tail, *int) {
 	return tail, n
 }
 
+// startedLine is the line OpenSM logs first when it starts.
+const startedLine = "Nov 29 19:22:50 000001 [8507C6C0] 0x03 -> OpenSM 3.3.23\n"
+
+// tailAfterStart is a counting tail of a log in which OpenSM has logged only
+// its version line; it returns the tail, its handler's count and the path.
+func tailAfterStart(t *testing.T) (*Tail, *int, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	appendTo(t, path, startedLine)
+	tail, handled := countingTail(t, path)
+	return tail, handled, path
+}
+
+// wantHandledOnce pumps the tail to the log's end, and fails the test unless
+// its handler was handed each entry of log once.
+func wantHandledOnce(t *testing.T, tail *Tail, handled *int, log string) {
+	t.Helper()
+	if err := tail.Pump(); err != nil {
+		t.Fatal(err)
+	}
+	all, err := ParseLog(strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *handled != len(all) {
+		t.Errorf("the handler was handed %d entries, the log holds %d", *handled, len(all))
+	}
+}
+
 // A term's tail proves each fixture's sweep as WaitSweep does, whether it had
 // read the log up to the position when the watch began (pumped) or reads it
 // only after (the lines before the position are then handed to the handlers,
@@ -51,29 +80,14 @@ func TestTailWatchesSweeps(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				w, from, err := tail.WatchSweep()
-				if err != nil {
-					t.Fatal(err)
-				}
+				w, from := mustWatch(t, tail)
 				defer w.Close()
 				if from.Offset != int64(len(before)) {
 					t.Fatalf("position %d, want the log's end %d", from.Offset, len(before))
 				}
 				appendTo(t, path, after)
-				res, err := w.Wait(context.Background(), tt.timeout)
-				if err != nil || res.Outcome != tt.want {
-					t.Fatalf("%+v, %v; want %s", res, err, tt.want)
-				}
-				if err := tail.Pump(); err != nil {
-					t.Fatal(err)
-				}
-				all, err := ParseLog(strings.NewReader(before + after))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if *handled != len(all) {
-					t.Errorf("the handler was handed %d entries, the log holds %d", *handled, len(all))
-				}
+				wantOutcome(t, w, tt.timeout, tt.want, "the sweep")
+				wantHandledOnce(t, tail, handled, before+after)
 			})
 		}
 	}
@@ -83,30 +97,18 @@ func TestTailWatchesSweeps(t *testing.T) {
 // waits: each counts only the sweeps after its own position.
 func TestTailWatchesInTurn(t *testing.T) {
 	_, sweep := sweepText(t, "applied.log")
-	path := filepath.Join(t.TempDir(), "opensm.log")
-	appendTo(t, path, "Nov 29 19:22:50 000001 [8507C6C0] 0x03 -> OpenSM 3.3.23\n")
-	tail, _ := countingTail(t, path)
-	first, _, err := tail.WatchSweep()
-	if err != nil {
-		t.Fatal(err)
-	}
+	tail, _, path := tailAfterStart(t)
+	first, _ := mustWatch(t, tail)
 	defer first.Close()
 	appendTo(t, path, sweep)
-	second, _, err := tail.WatchSweep()
-	if err != nil {
-		t.Fatal(err)
-	}
+	second, _ := mustWatch(t, tail)
 	defer second.Close()
-	if res, err := first.Wait(context.Background(), 10*time.Second); err != nil || res.Outcome != Applied {
-		t.Fatalf("first: %+v, %v; want applied", res, err)
-	}
+	wantOutcome(t, first, 10*time.Second, Applied, "first")
 	if res, err := second.Wait(context.Background(), 200*time.Millisecond); err != nil || !res.TimedOut || res.InProgress {
 		t.Fatalf("second, before its sweep: %+v, %v; want timed out with no sweep", res, err)
 	}
 	appendTo(t, path, sweep)
-	if res, err := second.Wait(context.Background(), 10*time.Second); err != nil || res.Outcome != Applied {
-		t.Fatalf("second: %+v, %v; want applied", res, err)
-	}
+	wantOutcome(t, second, 10*time.Second, Applied, "second")
 }
 
 // What the log does between the position and the sweep's end: a truncation
@@ -115,7 +117,6 @@ func TestTailWatchesInTurn(t *testing.T) {
 func TestTailWatchAcrossTruncationAndRotation(t *testing.T) {
 	_, sweep := sweepText(t, "applied.log")
 	head, end := cutAfterBox(t, sweep, titleHeavySweepStart)
-	const start = "Nov 29 19:22:50 000001 [8507C6C0] 0x03 -> OpenSM 3.3.23\n"
 	tests := []struct {
 		name string
 		// between runs after the watch began, with head logged; it returns
@@ -139,12 +140,9 @@ func TestTailWatchAcrossTruncationAndRotation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "opensm.log")
-			appendTo(t, path, start)
+			appendTo(t, path, startedLine)
 			tail, _ := countingTail(t, path)
-			w, _, err := tail.WatchSweep()
-			if err != nil {
-				t.Fatal(err)
-			}
+			w, _ := mustWatch(t, tail)
 			defer w.Close()
 			appendTo(t, path, head)
 			if err := tail.Pump(); err != nil {
@@ -155,10 +153,7 @@ func TestTailWatchAcrossTruncationAndRotation(t *testing.T) {
 				t.Fatal(err)
 			}
 			appendTo(t, next, end)
-			res, err := w.Wait(context.Background(), 10*time.Second)
-			if err != nil || res.Outcome != tt.want {
-				t.Fatalf("%+v, %v; want %s", res, err, tt.want)
-			}
+			wantOutcome(t, w, 10*time.Second, tt.want, "the sweep")
 		})
 	}
 }
@@ -178,18 +173,32 @@ func TestTailWatchPositionInTheNewFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	appendTo(t, path, "Nov 29 19:22:50 000001 [8507C6C0] 0x03 -> OpenSM reopened its log\n")
-	w, _, err := tail.WatchSweep()
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, _ := mustWatch(t, tail)
 	defer w.Close()
 	appendTo(t, path+".1", sweep) // before the position: proves nothing
 	if res, err := w.Wait(context.Background(), 200*time.Millisecond); err != nil || res.Outcome != Unknown || res.InProgress {
 		t.Fatalf("with the old file's sweep: %+v, %v; want nothing proven", res, err)
 	}
 	appendTo(t, path, sweep)
-	if res, err := w.Wait(context.Background(), 10*time.Second); err != nil || res.Outcome != Applied {
-		t.Fatalf("%+v, %v; want applied", res, err)
+	wantOutcome(t, w, 10*time.Second, Applied, "the sweep")
+}
+
+// mustWatch starts watching the tail's next sweep; the caller closes it.
+func mustWatch(t *testing.T, tail *Tail) (*SweepWatch, Position) {
+	t.Helper()
+	w, from, err := tail.WatchSweep()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, from
+}
+
+// wantOutcome waits at most timeout for w's sweep, and fails the test unless
+// its outcome is want; what names the watch in the failure.
+func wantOutcome(t *testing.T, w *SweepWatch, timeout time.Duration, want Outcome, what string) {
+	t.Helper()
+	if res, err := w.Wait(context.Background(), timeout); err != nil || res.Outcome != want {
+		t.Fatalf("%s: %+v, %v; want %s", what, res, err, want)
 	}
 }
 
@@ -199,14 +208,9 @@ func TestTailReadsEachByteOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "opensm.log")
 	tail, _ := countingTail(t, path)
 	for range 3 {
-		w, _, err := tail.WatchSweep()
-		if err != nil {
-			t.Fatal(err)
-		}
+		w, _ := mustWatch(t, tail)
 		appendTo(t, path, sweep)
-		if res, err := w.Wait(context.Background(), 10*time.Second); err != nil || res.Outcome != Applied {
-			t.Fatalf("%+v, %v; want applied", res, err)
-		}
+		wantOutcome(t, w, 10*time.Second, Applied, "the sweep")
 		w.Close()
 		if err := tail.Pump(); err != nil {
 			t.Fatal(err)
@@ -226,13 +230,8 @@ func TestTailReadsEachByteOnce(t *testing.T) {
 // watch all the same, and the handler sees each once.
 func TestTailPumpedByAnotherReaderDuringAWait(t *testing.T) {
 	_, sweep := sweepText(t, "applied.log")
-	path := filepath.Join(t.TempDir(), "opensm.log")
-	appendTo(t, path, "Nov 29 19:22:50 000001 [8507C6C0] 0x03 -> OpenSM 3.3.23\n")
-	tail, handled := countingTail(t, path)
-	w, _, err := tail.WatchSweep()
-	if err != nil {
-		t.Fatal(err)
-	}
+	tail, handled, path := tailAfterStart(t)
+	w, _ := mustWatch(t, tail)
 	defer w.Close()
 	stop, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -259,16 +258,7 @@ func TestTailPumpedByAnotherReaderDuringAWait(t *testing.T) {
 	if err != nil || res.Outcome != Applied {
 		t.Fatalf("%+v, %v; want applied", res, err)
 	}
-	if err := tail.Pump(); err != nil {
-		t.Fatal(err)
-	}
-	all, err := ParseLog(strings.NewReader("Nov 29 19:22:50 000001 [8507C6C0] 0x03 -> OpenSM 3.3.23\n" + sweep))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if *handled != len(all) {
-		t.Errorf("the handler was handed %d entries, the log holds %d", *handled, len(all))
-	}
+	wantHandledOnce(t, tail, handled, startedLine+sweep)
 }
 
 // A reader that pumps after the tail was closed (the freeze watch at the end

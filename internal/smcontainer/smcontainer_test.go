@@ -23,6 +23,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
 // These tests drive a real Docker engine (AFM_TEST_DOCKER_HOST, such as
@@ -43,22 +44,13 @@ type rig struct {
 	prefix    string // of the names of this test's containers
 }
 
-func testEnv(t *testing.T, name string) string {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		if os.Getenv("AFM_TEST_REQUIRE_ALL") == "1" {
-			t.Fatalf("%s is not set, and AFM_TEST_REQUIRE_ALL=1: run the tests with `make test`, which starts a Docker engine and builds the image", name)
-		}
-		t.Skipf("%s is not set (make test starts a Docker engine, builds the image and sets it)", name)
-	}
-	return v
-}
+// dockerForTests is what make test does for these tests.
+const dockerForTests = "starts a Docker engine and builds the image"
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	t.Setenv("DOCKER_HOST", testEnv(t, "AFM_TEST_DOCKER_HOST"))
-	image := testEnv(t, "AFM_TEST_DOCKER_IMAGE")
+	t.Setenv("DOCKER_HOST", testenv.Require(t, "AFM_TEST_DOCKER_HOST", dockerForTests))
+	image := testenv.Require(t, "AFM_TEST_DOCKER_IMAGE", dockerForTests)
 	cli, err := Connect(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -189,15 +181,10 @@ func (r *rig) inspect(t *testing.T, name string) *container.InspectResponse {
 	return c
 }
 
+// waitFor asks Docker about every 90 ms: a container's start is slow.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.WaitFor(t, what, 90*time.Second, cond)
 }
 
 // containerID is the ID of the container OpenSM runs in now, "" when none.
