@@ -421,15 +421,7 @@ func TestPKeyErrorsFailOnlyTheJobsTheyName(t *testing.T) {
 func TestPKeyErrorsFailTheKubernetesJobsTheyName(t *testing.T) {
 	const h1Full = "pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x9005 because Pkey table is full for node 0x0002c90300000100 port 1 (H1)"
 	r := newApplyRig(t, true, func() string { return heavySweep(logLine(0x01, h1Full)) })
-	kube := r.st.WithRules(store.Rules{KubernetesRange: fabric.PKeyRange{First: 0x1000, Last: 0x1fff}})
-	add := func(pkey fabric.PKey, g fabric.GUID) store.Job {
-		j, err := kube.AddKubernetesGUIDs(t.Context(), store.KubernetesAddition{PKey: pkey,
-			Members: []store.KubernetesMember{{GUID: g, Membership: fabric.Full}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return j
-	}
+	add := r.kubeAdd
 	nw := r.network(101)
 	h3 := r.port("port-h3", 0x0002c90300000301)
 	onH1 := add(0x1005, 0x0002c90300000101)
@@ -558,15 +550,7 @@ func TestPKeyErrorsAttributedByPortAndPKey(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			sweep := ""
 			r := newApplyRig(t, true, func() string { return heavySweep(sweep) })
-			kube := r.st.WithRules(store.Rules{KubernetesRange: fabric.PKeyRange{First: 0x1000, Last: 0x1fff}})
-			add := func(pkey fabric.PKey, g fabric.GUID) store.Job {
-				j, err := kube.AddKubernetesGUIDs(t.Context(), store.KubernetesAddition{PKey: pkey,
-					Members: []store.KubernetesMember{{GUID: g, Membership: fabric.Full}}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return j
-			}
+			add := r.kubeAdd
 			// Applied before the line appears: H1 in 0x1005 and 0x1007, the
 			// network.
 			r.network(101)
