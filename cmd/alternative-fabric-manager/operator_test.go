@@ -220,7 +220,6 @@ func TestStatusAndEnforcementErrors(t *testing.T) {
 	st := storetest.OpenDatabase(t, db)
 	dir := t.TempDir()
 	conf := writeConf(t, db.URL, dir)
-	ctx := t.Context()
 
 	s := statusJSON(t, conf)
 	if s.Applier.Term != 0 || s.Revision != 0 || s.LastApply != nil || s.Jobs[store.StatusPending] != 0 {
@@ -231,33 +230,7 @@ func TestStatusAndEnforcementErrors(t *testing.T) {
 		t.Errorf("not_completing = %q; want the missing leader and %q", s.NotCompleting, applier.NoExpectedSwitches)
 	}
 
-	// A leader, a job, an apply, confirmed switches of which one is gone
-	// from the dump, and an enforcement error.
-	vlan101 := int64(101)
-	if _, err := st.RecordNetwork(ctx, store.NetworkChange{Network: store.NetworkSpec{ID: "net-1", Name: "n",
-		Type: store.TypeVLAN, PhysicalNetwork: "ib", SegmentationID: &vlan101}, Operation: store.OpCreateNetwork,
-		CreatedBy: "test", Request: "{}"}); err != nil {
-		t.Fatal(err)
-	}
-	term, err := st.NewTerm(ctx, "host-a pid 42")
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now().UTC()
-	if _, err := st.RecordApply(ctx, store.Apply{Revision: 1, SHA256: strings.Repeat("0", 64), Term: term,
-		Outcome: "applied", Detail: "SUBNET UP", StartedAt: now, FinishedAt: now}); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.ConfirmSwitches(ctx, []store.ExpectedSwitch{{GUID: 0x0002c90300f00001, Description: "S1"},
-		{GUID: 0x0002c90300f00009, Description: "spine 9"}}); err != nil {
-		t.Fatal(err)
-	}
-	copyFile(t, filepath.Join("testdata", "opensm-subnet.lst"), filepath.Join(dir, "opensm-subnet.lst"))
-	line := "Nov 29 18:16:33 486627 [7F1C] 0x01 -> pkey_mgr_update_peer_port: ERR 0507: Not enough pkey entries (60 <= 60) on switch 0x0002c90300f00001 port 2 (S1). Clearing Enforcement bit"
-	if err := st.RecordEnforcementErrors(ctx, term, []store.EnforcementSighting{{Switch: "0x0002c90300f00001", Port: 2, Line: line}}); err != nil {
-		t.Fatal(err)
-	}
-
+	term, line := recordHeldJob(t, st, dir)
 	s = statusJSON(t, conf)
 	if s.Applier.Holder != "host-a pid 42" || s.Applier.Term != term || s.Applier.Heartbeat == nil {
 		t.Errorf("applier = %+v; want host-a pid 42, term %d, a heartbeat", s.Applier, term)
@@ -291,7 +264,51 @@ func TestStatusAndEnforcementErrors(t *testing.T) {
 		}
 	}
 
-	code, out, errOut = runCommand(t, "--config-file", conf, "--show-enforcement-errors")
+	checkEnforcementErrorCommands(t, st, conf, term, line)
+}
+
+// recordHeldJob records, in st, a leader, a job, an apply, confirmed switches
+// of which one is gone from the subnet dump it writes into dir, and an
+// enforcement error: two reasons jobs are held. It returns the leader's term
+// and the enforcement error's line.
+func recordHeldJob(t *testing.T, st *store.Store, dir string) (term int64, line string) {
+	t.Helper()
+	ctx := t.Context()
+	vlan101 := int64(101)
+	if _, err := st.RecordNetwork(ctx, store.NetworkChange{Network: store.NetworkSpec{ID: "net-1", Name: "n",
+		Type: store.TypeVLAN, PhysicalNetwork: "ib", SegmentationID: &vlan101}, Operation: store.OpCreateNetwork,
+		CreatedBy: "test", Request: "{}"}); err != nil {
+		t.Fatal(err)
+	}
+	term, err := st.NewTerm(ctx, "host-a pid 42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	if _, err := st.RecordApply(ctx, store.Apply{Revision: 1, SHA256: strings.Repeat("0", 64), Term: term,
+		Outcome: "applied", Detail: "SUBNET UP", StartedAt: now, FinishedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ConfirmSwitches(ctx, []store.ExpectedSwitch{{GUID: 0x0002c90300f00001, Description: "S1"},
+		{GUID: 0x0002c90300f00009, Description: "spine 9"}}); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, filepath.Join("testdata", "opensm-subnet.lst"), filepath.Join(dir, "opensm-subnet.lst"))
+	line = "Nov 29 18:16:33 486627 [7F1C] 0x01 -> pkey_mgr_update_peer_port: ERR 0507: Not enough pkey entries (60 <= 60) on switch 0x0002c90300f00001 port 2 (S1). Clearing Enforcement bit"
+	if err := st.RecordEnforcementErrors(ctx, term, []store.EnforcementSighting{{Switch: "0x0002c90300f00001", Port: 2, Line: line}}); err != nil {
+		t.Fatal(err)
+	}
+	return term, line
+}
+
+// checkEnforcementErrorCommands checks that --show-enforcement-errors shows
+// the one recorded error, line being OpenSM's, and explains an unattributed
+// one once there is one, and that --clear-enforcement-errors clears both,
+// leaving the missing switch the only reason jobs are held.
+func checkEnforcementErrorCommands(t *testing.T, st *store.Store, conf string, term int64, line string) {
+	t.Helper()
+	ctx := t.Context()
+	code, out, errOut := runCommand(t, "--config-file", conf, "--show-enforcement-errors")
 	if code != 0 || !strings.Contains(out, "0x0002c90300f00001:2  first seen") || !strings.Contains(out, line) ||
 		!strings.Contains(out, "1 times") {
 		t.Errorf("--show-enforcement-errors: exit %d, %s%s", code, out, errOut)

@@ -95,14 +95,7 @@ func newApplyRigOn(t testing.TB, engine string, confirmed bool, sweep func() str
 	dir := t.TempDir()
 	st := storetest.Open(t, engine)
 	ctx := t.Context()
-	data, err := os.ReadFile(filepath.Join("..", "topology", "testdata", "good", "ibsim-5-hosts-2-switches.lst"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dump := filepath.Join(dir, "opensm-subnet.lst")
-	if err := os.WriteFile(dump, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dump := copySubnetDump(t, dir)
 	r := &applyRig{t: t, st: st, dump: dump, netID: "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73"}
 	if confirmed {
 		r.confirm()
@@ -129,13 +122,31 @@ func newApplyRigOn(t testing.TB, engine string, confirmed bool, sweep func() str
 	return r
 }
 
-func (r *applyRig) confirm() {
-	r.t.Helper()
-	if err := r.st.ConfirmSwitches(r.t.Context(), []store.ExpectedSwitch{{GUID: 0x0002c90300f00001, Description: "S1"},
+// copySubnetDump writes the subnet dump of a five-host, two-switch fabric
+// (topology's testdata) into dir, where OpenSM would, and returns its path.
+func copySubnetDump(t testing.TB, dir string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "topology", "testdata", "good", "ibsim-5-hosts-2-switches.lst"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump := filepath.Join(dir, "opensm-subnet.lst")
+	if err := os.WriteFile(dump, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dump
+}
+
+// confirmDumpSwitches confirms the two switches of copySubnetDump's fabric.
+func confirmDumpSwitches(t testing.TB, st *store.Store) {
+	t.Helper()
+	if err := st.ConfirmSwitches(t.Context(), []store.ExpectedSwitch{{GUID: 0x0002c90300f00001, Description: "S1"},
 		{GUID: 0x0002c90300f00002, Description: "S2"}}); err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 }
+
+func (r *applyRig) confirm() { confirmDumpSwitches(r.t, r.st) }
 
 // network records a VLAN network and returns its job.
 func (r *applyRig) network(vlan int64) store.Job {
@@ -341,6 +352,33 @@ func (r *applyRig) port(id string, guid uint64) store.Job {
 	return j
 }
 
+// applied runs one apply of the rig's term and stops the test unless it is
+// done; what names the apply in the message.
+func (r *applyRig) applied(what string) {
+	r.t.Helper()
+	if res := r.term.apply(r.t.Context()); res != applyDone {
+		r.t.Fatalf("%s: %v, want done", what, res)
+	}
+}
+
+// h1H2Applied records the rig's network on VLAN 101 with H1's and H2's ports
+// in it and applies them; it returns the three jobs.
+func (r *applyRig) h1H2Applied(what string) (nw, h1, h2 store.Job) {
+	r.t.Helper()
+	nw = r.network(101)
+	h1 = r.port("port-h1", uint64(hostPort(1)))
+	h2 = r.port("port-h2", uint64(hostPort(2)))
+	r.applied(what)
+	return nw, h1, h2
+}
+
+// jobWant is a job and the status a test wants of it; name says whose job.
+type jobWant struct {
+	name string
+	job  store.Job
+	want string
+}
+
 // Failures stay local: an ERR 0512 that names H1's port fails H1's job, and
 // the job of the network whose partition H1 is a member of (OpenSM did not
 // give it its pkey); H2's job, in the same sweep, completes. A line that names
@@ -364,17 +402,8 @@ func TestPKeyErrorsFailOnlyTheJobsTheyName(t *testing.T) {
 				middle += logLine(0x01, l)
 			}
 			r := newApplyRig(t, true, func() string { return heavySweep(middle) })
-			nw := r.network(101)
-			h1 := r.port("port-h1", 0x0002c90300000101)
-			h2 := r.port("port-h2", 0x0002c90300000201)
-			if res := r.term.apply(t.Context()); res != applyDone {
-				t.Fatalf("apply: %v, want done", res)
-			}
-			for _, c := range []struct {
-				name string
-				job  store.Job
-				want string
-			}{{"H1's", h1, tt.h1}, {"H2's", h2, tt.h2}, {"the network's", nw, tt.nw}} {
+			nw, h1, h2 := r.h1H2Applied("apply")
+			for _, c := range []jobWant{{"H1's", h1, tt.h1}, {"H2's", h2, tt.h2}, {"the network's", nw, tt.nw}} {
 				j := r.job(c.job.ID)
 				if j.Status != c.want {
 					t.Errorf("%s job: %s (%s), want %s", c.name, j.Status, j.Error, c.want)
@@ -392,15 +421,7 @@ func TestPKeyErrorsFailOnlyTheJobsTheyName(t *testing.T) {
 func TestPKeyErrorsFailTheKubernetesJobsTheyName(t *testing.T) {
 	const h1Full = "pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x9005 because Pkey table is full for node 0x0002c90300000100 port 1 (H1)"
 	r := newApplyRig(t, true, func() string { return heavySweep(logLine(0x01, h1Full)) })
-	kube := r.st.WithRules(store.Rules{KubernetesRange: fabric.PKeyRange{First: 0x1000, Last: 0x1fff}})
-	add := func(pkey fabric.PKey, g fabric.GUID) store.Job {
-		j, err := kube.AddKubernetesGUIDs(t.Context(), store.KubernetesAddition{PKey: pkey,
-			Members: []store.KubernetesMember{{GUID: g, Membership: fabric.Full}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return j
-	}
+	add := r.kubeAdd
 	nw := r.network(101)
 	h3 := r.port("port-h3", 0x0002c90300000301)
 	onH1 := add(0x1005, 0x0002c90300000101)
@@ -529,15 +550,7 @@ func TestPKeyErrorsAttributedByPortAndPKey(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			sweep := ""
 			r := newApplyRig(t, true, func() string { return heavySweep(sweep) })
-			kube := r.st.WithRules(store.Rules{KubernetesRange: fabric.PKeyRange{First: 0x1000, Last: 0x1fff}})
-			add := func(pkey fabric.PKey, g fabric.GUID) store.Job {
-				j, err := kube.AddKubernetesGUIDs(t.Context(), store.KubernetesAddition{PKey: pkey,
-					Members: []store.KubernetesMember{{GUID: g, Membership: fabric.Full}}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return j
-			}
+			add := r.kubeAdd
 			// Applied before the line appears: H1 in 0x1005 and 0x1007, the
 			// network.
 			r.network(101)
@@ -587,40 +600,13 @@ func TestPKeyErrorWindows(t *testing.T) {
 	full := func(pkey uint16) string {
 		return logLine(0x01, fmt.Sprintf("pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x%04x because Pkey table is full for node 0x0002c90300000100 port 1 (H1)", 0x8000|pkey))
 	}
-	h1Block := logLine(0x01, "pkey_mgr_update_pkey_entry: ERR 0506: pkey_mgr_update_pkey_entry() failed to update pkey table block 0 for node 0x0002c90300000100 port 1 (H1)")
-	vlan := func(r *applyRig, seg int64) store.Job {
-		j, err := r.st.RecordNetwork(t.Context(), store.NetworkChange{Operation: store.OpUpdateNetwork,
-			Network: store.NetworkSpec{ID: r.netID, Name: "n", Type: store.TypeVLAN, PhysicalNetwork: "ib", SegmentationID: &seg}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return j
-	}
-	remove := func(r *applyRig, port string) store.Job {
-		j, err := r.st.RemovePort(t.Context(), store.PortRemoval{PortID: port})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return j
-	}
 	// setup is the rig with H1's and H2's ports in the network on VLAN 101,
-	// applied cleanly.
+	// applied cleanly; the sweeps after it log what *sweep returns.
 	setup := func(t *testing.T, sweep *func() string) *applyRig {
 		r := newApplyRig(t, true, func() string { return (*sweep)() })
 		*sweep = func() string { return heavySweep("") }
-		r.network(101)
-		r.port("port-h1", 0x0002c90300000101)
-		r.port("port-h2", 0x0002c90300000201)
-		if res := r.term.apply(t.Context()); res != applyDone {
-			t.Fatalf("first apply: %v, want done", res)
-		}
+		r.h1H2Applied("first apply")
 		return r
-	}
-	check := func(t *testing.T, r *applyRig, name string, job store.Job, want string) {
-		t.Helper()
-		if j := r.job(job.ID); j.Status != want {
-			t.Errorf("%s: %s (%s %s), want %s", name, j.Status, j.Description, j.Error, want)
-		}
 	}
 
 	t.Run("removal", func(t *testing.T) {
@@ -629,17 +615,15 @@ func TestPKeyErrorWindows(t *testing.T) {
 		}{
 			{"another pkey's error", full(0x0066), store.StatusCompleted},
 			{"the error of the pkey it left", full(0x0065), store.StatusFailed},
-			{"a table block not sent", h1Block, store.StatusFailed},
+			{"a table block not sent", blockNotSent(1), store.StatusFailed},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				var sweep func() string
 				r := setup(t, &sweep)
-				job := remove(r, "port-h1")
+				job := r.removePort("port-h1")
 				sweep = func() string { return heavySweep(c.line) }
-				if res := r.term.apply(t.Context()); res != applyDone {
-					t.Fatalf("apply: %v, want done", res)
-				}
-				check(t, r, "the removal of H1's port", job, c.want)
+				r.applied("apply")
+				wantStatus(t, r, "the removal of H1's port", job, c.want)
 			})
 		}
 	})
@@ -648,28 +632,24 @@ func TestPKeyErrorWindows(t *testing.T) {
 		var sweep func() string
 		r := setup(t, &sweep)
 		appendTo(t, r.sm.log, heavySweep(full(0x0066))) // before the position
-		job := vlan(r, 102)
-		if res := r.term.apply(t.Context()); res != applyDone {
-			t.Fatalf("apply: %v, want done", res)
-		}
-		check(t, r, "the VLAN move", job, store.StatusCompleted)
+		job := r.vlan(r.netID, 102)
+		r.applied("apply")
+		wantStatus(t, r, "the VLAN move", job, store.StatusCompleted)
 	})
 
 	t.Run("the state moves on during the sweep", func(t *testing.T) {
 		var sweep func() string
 		r := setup(t, &sweep)
-		move := vlan(r, 102)
+		move := r.vlan(r.netID, 102)
 		var later []store.Job
 		sweep = func() string {
 			// Recorded after the apply read the state, before OpenSM's
 			// sweep ends: the next apply's.
-			later = append(later, vlan(r, 103), remove(r, "port-h1"))
+			later = append(later, r.vlan(r.netID, 103), r.removePort("port-h1"))
 			return heavySweep(full(0x0066))
 		}
-		if res := r.term.apply(t.Context()); res != applyDone {
-			t.Fatalf("apply: %v, want done", res)
-		}
-		check(t, r, "the move to 102, which the sweep applied", move, store.StatusFailed)
+		r.applied("apply")
+		wantStatus(t, r, "the move to 102, which the sweep applied", move, store.StatusFailed)
 		for _, j := range later {
 			if got := r.job(j.ID); got.Status == store.StatusFailed || got.Status == store.StatusCompleted {
 				t.Errorf("a change after the sweep's state finished with it: %+v", got)

@@ -78,9 +78,7 @@ func tenants(t *testing.T, sweep *string) *applyRig {
 	r.vlan(otherNet, 102)
 	r.portIn(otherNet, "port-h3", hostPort(3))
 	r.kubeAdd(0x1005, hostPort(5))
-	if res := r.term.apply(t.Context()); res != applyDone {
-		t.Fatalf("first apply: %v, want done", res)
-	}
+	r.applied("first apply")
 	return r
 }
 

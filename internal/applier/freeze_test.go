@@ -41,26 +41,16 @@ func TestFreezeWatchReadsOpenSMState(t *testing.T) {
 	if got, err := w.scanState(); err != nil || got || w.isMaster() {
 		t.Fatalf("no log yet: standby %v, master %v, %v", got, w.isMaster(), err)
 	}
-	appendLog := func(s string) {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		if _, err := f.WriteString(s); err != nil {
-			t.Fatal(err)
-		}
-	}
 	i := strings.Index(applied, "Entering MASTER state") + len("Entering MASTER")
-	appendLog(applied[:i])
+	appendTo(t, path, applied[:i])
 	if got, err := w.scanState(); err != nil || got || w.isMaster() {
 		t.Fatalf("half a MASTER line: standby %v, master %v, %v", got, w.isMaster(), err)
 	}
-	appendLog(applied[i:])
+	appendTo(t, path, applied[i:])
 	if got, err := w.scanState(); err != nil || got || !w.isMaster() {
 		t.Fatalf("after the start: standby %v, master %v, %v; want master", got, w.isMaster(), err)
 	}
-	appendLog(standby)
+	appendTo(t, path, standby)
 	if got, err := w.scanState(); err != nil || !got || w.isMaster() {
 		t.Fatalf("after the handover: standby %v, master %v, %v; want STANDBY seen", got, w.isMaster(), err)
 	}
@@ -79,17 +69,6 @@ func TestFreezeWatchSeesStandbyAcrossRotation(t *testing.T) {
 		standby = "Nov 29 19:24:38 895800 [F5B2C6C0] 0x80 -> Entering STANDBY state\n"
 		later   = "Nov 29 19:24:39 000001 [F5B2C6C0] 0x02 -> osm_sm_state_mgr_process: a line after the reopen\n"
 	)
-	write := func(t *testing.T, path, s string) {
-		t.Helper()
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		if _, err := f.WriteString(s); err != nil {
-			t.Fatal(err)
-		}
-	}
 	tests := []struct {
 		name string
 		// scanFirst: the watch reads the MASTER line before the rotation.
@@ -108,26 +87,26 @@ func TestFreezeWatchSeesStandbyAcrossRotation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "opensm.log")
-			write(t, path, "Nov 29 19:24:29 000001 [F5B2C6C0] 0x03 -> OpenSM 3.3.23\n")
+			appendTo(t, path, "Nov 29 19:24:29 000001 [F5B2C6C0] 0x03 -> OpenSM 3.3.23\n")
 			pos, err := opensm.LogPosition(path)
 			if err != nil {
 				t.Fatal(err)
 			}
 			w := tailedFreezeWatch(t, path, pos)
-			write(t, path, master)
+			appendTo(t, path, master)
 			if tt.scanFirst {
 				if got, err := w.scanState(); err != nil || got || !w.isMaster() {
 					t.Fatalf("before the rotation: standby %v, master %v, %v; want master", got, w.isMaster(), err)
 				}
 			}
-			write(t, path, tt.standby)
+			appendTo(t, path, tt.standby)
 			if err := os.Rename(path, path+".1"); err != nil {
 				t.Fatal(err)
 			}
 			if tt.reopened {
-				write(t, path, later)
+				appendTo(t, path, later)
 			} else {
-				write(t, path, "") // logrotate's create: an empty file OpenSM does not write yet
+				appendTo(t, path, "") // logrotate's create: an empty file OpenSM does not write yet
 			}
 			got, err := w.scanState()
 			if err != nil || !got || w.isMaster() {
@@ -138,7 +117,7 @@ func TestFreezeWatchSeesStandbyAcrossRotation(t *testing.T) {
 					t.Fatalf("nothing new: standby %v, %v", got, err)
 				}
 				// The new file is followed: a line logged there is read.
-				write(t, path, master)
+				appendTo(t, path, master)
 				if got, err := w.scanState(); err != nil || got || !w.isMaster() {
 					t.Fatalf("in the new file: standby %v, master %v, %v; want master", got, w.isMaster(), err)
 				}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,18 +51,8 @@ func newLeadRig(t *testing.T) *leadRig {
 	st := storetest.Open(t, config.EngineSQLite).WithRules(store.Rules{PhysicalNetworks: []string{"ibnet"},
 		FlatPKey: store.DefaultFlatPKey})
 	dir := t.TempDir()
-	dump, err := os.ReadFile(filepath.Join("..", "topology", "testdata", "good", "ibsim-5-hosts-2-switches.lst"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dumpFile := filepath.Join(dir, "opensm-subnet.lst")
-	if err := os.WriteFile(dumpFile, dump, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.ConfirmSwitches(t.Context(), []store.ExpectedSwitch{{GUID: 0x0002c90300f00001, Description: "S1"},
-		{GUID: 0x0002c90300f00002, Description: "S2"}}); err != nil {
-		t.Fatal(err)
-	}
+	dumpFile := copySubnetDump(t, dir)
+	confirmDumpSwitches(t, st)
 	sm := newFakeOpenSM(t, dir)
 	logs := &lockedBuffer{}
 	app := &Applier{Store: st, SM: sm, Log: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -266,16 +254,24 @@ func TestLeadRetriesRejectedAndRestarted(t *testing.T) {
 	}
 }
 
+// midSweep is a rig whose term applied the empty state and now waits for the
+// sweep of a network's job (revision 1), which OpenSM has not ended; it
+// returns the job and the function that ends the term.
+func midSweep(t *testing.T) (r *leadRig, j store.Job, end func() error) {
+	r = newLeadRig(t)
+	r.sm.sweeps = []string{"applied", "none"}
+	_, end = r.lead()
+	waitLog(t, r.logs, "partitions applied", `"revision":0,`)
+	j = r.network(netA, 101)
+	waitLog(t, r.logs, "SIGHUP sent; waiting for the heavy sweep", `"revision":1,`)
+	return r, j, end
+}
+
 // A term that ends while OpenSM sweeps (leadership lost) returns at once,
 // completes nothing and leaves OpenSM running; the job completes in the next
 // term, whose writes the old term's could not have overtaken.
 func TestLeadLostLeadershipMidSweep(t *testing.T) {
-	r := newLeadRig(t)
-	r.sm.sweeps = []string{"applied", "none"}
-	_, end := r.lead()
-	waitLog(t, r.logs, "partitions applied", `"revision":0,`)
-	j := r.network(netA, 101)
-	waitLog(t, r.logs, "SIGHUP sent; waiting for the heavy sweep", `"revision":1,`)
+	r, j, end := midSweep(t)
 	started := time.Now()
 	if err := end(); err != nil {
 		t.Fatal(err)
@@ -299,14 +295,9 @@ func TestLeadLostLeadershipMidSweep(t *testing.T) {
 // An old term's writes are fenced: once a newer term started, the old one
 // completes nothing, even though its OpenSM applied the change.
 func TestLeadFencedByNewerTerm(t *testing.T) {
-	r := newLeadRig(t)
-	r.sm.sweeps = []string{"applied", "none"}
-	_, end := r.lead()
+	r, j, end := midSweep(t)
 	defer end()
-	waitLog(t, r.logs, "partitions applied", `"revision":0,`)
 	// Another manager wins a newer term while this one sweeps.
-	j := r.network(netA, 101)
-	waitLog(t, r.logs, "SIGHUP sent; waiting for the heavy sweep", `"revision":1,`)
 	if _, err := r.st.NewTerm(t.Context(), "other"); err != nil {
 		t.Fatal(err)
 	}
