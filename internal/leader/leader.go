@@ -55,14 +55,23 @@ func (e *Elector) bounded(ctx context.Context) (context.Context, context.CancelF
 // context that is cancelled as soon as the lock may be lost, and the term it
 // must fence its writes with.
 func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, term int64) error) error {
+	return campaign(ctx, e.Log, "applier term ended", e.RetryInterval, func(ctx context.Context) error {
+		return e.termOnce(ctx, lead)
+	})
+}
+
+// campaign runs one term after another, retry apart, until ctx ends; a term
+// that ends with an error while ctx lives is logged as ended. Both electors
+// campaign so: they differ only in how a term is won and kept.
+func campaign(ctx context.Context, log *slog.Logger, ended string, retry time.Duration, termOnce func(context.Context) error) error {
 	for {
-		if err := e.termOnce(ctx, lead); err != nil && ctx.Err() == nil {
-			e.Log.Error("applier term ended", "error", err)
+		if err := termOnce(ctx); err != nil && ctx.Err() == nil {
+			log.Error(ended, "error", err)
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(e.RetryInterval):
+		case <-time.After(retry):
 		}
 	}
 }
