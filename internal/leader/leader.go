@@ -118,31 +118,9 @@ func (e *Elector) termOnce(ctx context.Context, lead func(context.Context, int64
 			case <-lctx.Done():
 				return
 			case <-t.C:
-				cctx, ccancel := e.bounded(lctx)
-				err := lock.Check(cctx)
-				ccancel()
-				if err != nil {
-					if lctx.Err() == nil {
-						e.Log.Error("applier lock may be lost; ending the term", "term", term, "error", err)
-					}
-					cancel(fmt.Errorf("applier lock lost: %w", err))
+				if cause := e.check(lctx, lock, term); cause != nil {
+					cancel(cause)
 					return
-				}
-				// For --status; and the lock, not the row, decides who applies,
-				// but a row that no longer records this term (the database was
-				// restored from a backup taken in an earlier term) refuses every
-				// fenced write of it: the term ends, and the next one starts
-				// above every term recorded.
-				hctx, hcancel := e.bounded(lctx)
-				err = e.Store.Heartbeat(hctx, term)
-				hcancel()
-				if errors.Is(err, store.ErrFenced) {
-					e.Log.Error("the database no longer records this term; ending it", "term", term, "error", err)
-					cancel(fmt.Errorf("the database no longer records the term: %w", err))
-					return
-				}
-				if err != nil && lctx.Err() == nil {
-					e.Log.Warn("write the applier's heartbeat", "term", term, "error", err)
 				}
 			}
 		}
@@ -153,6 +131,36 @@ func (e *Elector) termOnce(ctx context.Context, lead func(context.Context, int64
 	}
 	if err != nil {
 		return fmt.Errorf("term %d: %w", term, err)
+	}
+	return nil
+}
+
+// check makes sure, every CheckInterval, that the term still holds the lock
+// and is still the one the database records; it returns why the term must
+// end, nil while it may go on.
+func (e *Elector) check(ctx context.Context, lock store.Lock, term int64) error {
+	cctx, ccancel := e.bounded(ctx)
+	err := lock.Check(cctx)
+	ccancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			e.Log.Error("applier lock may be lost; ending the term", "term", term, "error", err)
+		}
+		return fmt.Errorf("applier lock lost: %w", err)
+	}
+	// For --status; and the lock, not the row, decides who applies, but a
+	// row that no longer records this term (the database was restored from a
+	// backup taken in an earlier term) refuses every fenced write of it: the
+	// term ends, and the next one starts above every term recorded.
+	hctx, hcancel := e.bounded(ctx)
+	err = e.Store.Heartbeat(hctx, term)
+	hcancel()
+	if errors.Is(err, store.ErrFenced) {
+		e.Log.Error("the database no longer records this term; ending it", "term", term, "error", err)
+		return fmt.Errorf("the database no longer records the term: %w", err)
+	}
+	if err != nil && ctx.Err() == nil {
+		e.Log.Warn("write the applier's heartbeat", "term", term, "error", err)
 	}
 	return nil
 }
