@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tick"
 )
 
 // Store is what election needs of the database.
@@ -111,19 +112,13 @@ func (e *Elector) termOnce(ctx context.Context, lead func(context.Context, int64
 	}()
 	go func() {
 		defer close(checked)
-		t := time.NewTicker(e.CheckInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-lctx.Done():
-				return
-			case <-t.C:
-				if cause := e.check(lctx, lock, term); cause != nil {
-					cancel(cause)
-					return
-				}
+		tick.Every(lctx, e.CheckInterval, func() bool {
+			cause := e.check(lctx, lock, term)
+			if cause != nil {
+				cancel(cause)
 			}
-		}
+			return cause == nil
+		})
 	}()
 	err = lead(lctx, term)
 	if cause := context.Cause(lctx); cause != nil && ctx.Err() == nil {
