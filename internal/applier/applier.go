@@ -852,25 +852,23 @@ func (t *term) pruneJobs(ctx context.Context) {
 	if t.Cfg.JobRetention <= 0 {
 		return
 	}
-	n, err := t.Store.DeleteExpiredJobs(ctx, t.id, t.Cfg.JobRetention)
-	if err != nil {
-		if ctx.Err() == nil {
-			t.Log.Error("delete expired jobs", "error", err)
+	for _, p := range []struct {
+		what   string // "jobs", "applies"
+		delete func(ctx context.Context, term int64, retention time.Duration) (int64, error)
+	}{
+		{"jobs", t.Store.DeleteExpiredJobs},
+		{"applies", t.Store.DeleteExpiredApplies},
+	} {
+		n, err := p.delete(ctx, t.id, t.Cfg.JobRetention)
+		if err != nil {
+			if ctx.Err() == nil {
+				t.Log.Error("delete expired "+p.what, "error", err)
+			}
+			return
 		}
-		return
-	}
-	if n > 0 {
-		t.Log.Info("deleted expired jobs", "jobs", n, "retention", t.Cfg.JobRetention)
-	}
-	n, err = t.Store.DeleteExpiredApplies(ctx, t.id, t.Cfg.JobRetention)
-	if err != nil {
-		if ctx.Err() == nil {
-			t.Log.Error("delete expired applies", "error", err)
+		if n > 0 {
+			t.Log.Info("deleted expired "+p.what, p.what, n, "retention", t.Cfg.JobRetention)
 		}
-		return
-	}
-	if n > 0 {
-		t.Log.Info("deleted expired applies", "applies", n, "retention", t.Cfg.JobRetention)
 	}
 }
 

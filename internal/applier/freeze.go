@@ -11,6 +11,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tick"
 )
 
 // The freeze (HA only, docs/ha.md): a new leader starts its OpenSM once the
@@ -155,16 +156,10 @@ func (w *freezeWatch) isFrozen() bool {
 
 // watchFreeze runs detect every interval until ctx ends.
 func (w *freezeWatch) watchFreeze(ctx context.Context, t *term, interval time.Duration) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			w.detect(ctx, t)
-		}
-	}
+	tick.Every(ctx, interval, func() bool {
+		w.detect(ctx, t)
+		return true
+	})
 }
 
 // pollFreeze updates the freeze: it freezes when OpenSM went STANDBY, and

@@ -71,16 +71,9 @@ func (e *LeaseElector) renewEvery() time.Duration { return e.LeaseTimeout / 5 }
 // Run campaigns until ctx ends; lead runs while this manager holds the lease,
 // with a context cancelled as soon as it may lose it.
 func (e *LeaseElector) Run(ctx context.Context, lead func(ctx context.Context, term Term) error) error {
-	for {
-		if err := e.termOnce(ctx, lead); err != nil && ctx.Err() == nil {
-			e.Log.Error("leadership term ended", "error", err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(e.renewEvery()):
-		}
-	}
+	return campaign(ctx, e.Log, "leadership term ended", e.renewEvery(), func(ctx context.Context) error {
+		return e.termOnce(ctx, lead)
+	})
 }
 
 func (e *LeaseElector) bounded(ctx context.Context) (context.Context, context.CancelFunc) {

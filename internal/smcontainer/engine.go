@@ -64,6 +64,16 @@ func inspect(ctx context.Context, cli *client.Client, name string) (*container.I
 	return &res.Container, nil
 }
 
+// inspectRequired is inspect for a container that must exist: why says why
+// it must and what to do, for the error when it does not.
+func inspectRequired(ctx context.Context, cli *client.Client, name, why string) (*container.InspectResponse, error) {
+	ctr, err := inspect(ctx, cli, name)
+	if err == nil && ctr == nil {
+		err = fmt.Errorf("no container named %s: %s", name, why)
+	}
+	return ctr, err
+}
+
 // mountOf returns the mount of c under which path lies (the deepest one), or
 // nil when path is in the container's own file system.
 func mountOf(c *container.InspectResponse, path string) *container.MountPoint {

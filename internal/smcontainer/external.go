@@ -52,14 +52,11 @@ func PrepareExternal(ctx context.Context, c ExternalConfig, command []string) (*
 	if c.PollInterval <= 0 {
 		c.PollInterval = time.Second
 	}
-	ctr, err := inspect(ctx, c.Client, c.Name)
+	ctr, err := inspectRequired(ctx, c.Client, c.Name, fmt.Sprintf("with [opensm] driver = docker, OpenSM runs in a "+
+		"container that you start, with [opensm] config_dir %s bind-mounted at the same path, reading %s; start it, "+
+		"or set [opensm] container to its name", c.ConfigDir, filepath.Join(c.ConfigDir, "opensm.conf")))
 	if err != nil {
 		return nil, 0, err
-	}
-	if ctr == nil {
-		return nil, 0, fmt.Errorf("no container named %s: with [opensm] driver = docker, OpenSM runs in a container "+
-			"that you start, with [opensm] config_dir %s bind-mounted at the same path, reading %s; start it, "+
-			"or set [opensm] container to its name", c.Name, c.ConfigDir, filepath.Join(c.ConfigDir, "opensm.conf"))
 	}
 	for _, file := range []string{"partitions.conf", "opensm.conf"} {
 		path := filepath.Join(c.ConfigDir, file)

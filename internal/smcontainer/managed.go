@@ -70,14 +70,11 @@ func PrepareManaged(ctx context.Context, c ManagedConfig) (*opensm.Supervisor, f
 	if len(c.Command) == 0 {
 		return nil, 0, errors.New("[opensm] command is empty")
 	}
-	mgr, err := inspect(ctx, c.Client, c.Manager)
+	mgr, err := inspectRequired(ctx, c.Client, c.Manager, fmt.Sprintf("with [opensm] driver = managed the manager "+
+		"must run in a container of the name [opensm] manager_container says (docker run --name %s ...), whose PID "+
+		"namespace OpenSM's container joins", c.Manager))
 	if err != nil {
 		return nil, 0, err
-	}
-	if mgr == nil {
-		return nil, 0, fmt.Errorf("no container named %s: with [opensm] driver = managed the manager must run in a "+
-			"container of the name [opensm] manager_container says (docker run --name %s ...), whose PID namespace "+
-			"OpenSM's container joins", c.Manager, c.Manager)
 	}
 	if mgr.State == nil || !mgr.State.Running {
 		return nil, 0, fmt.Errorf("container %s ([opensm] manager_container) is not running: it must be the "+
