@@ -24,10 +24,7 @@ import (
 // behind it one by one, in a known order, and the first is let go: the
 // committer then takes them all at once.
 
-var groupTests = []struct {
-	name string
-	fn   func(t *testing.T, s *store.Store)
-}{
+var groupTests = []storeTest{
 	{"GroupWithRefusedChangesCommitsTheOthers", testGroupWithRefusals},
 	{"GroupJudgesEachChangeByItsPredecessors", testGroupJudgesByPredecessors},
 	{"GroupWhoseTransactionFailsAppliesNone", testGroupTransactionFails},

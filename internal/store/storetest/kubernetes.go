@@ -18,10 +18,7 @@ import (
 // The Kubernetes partitions (UFM's pkeys API, as ib-kubernetes uses it), on
 // every engine.
 
-var kubernetesTests = []struct {
-	name string
-	fn   func(t *testing.T, s *store.Store)
-}{
+var kubernetesTests = []storeTest{
 	{"KubernetesAddRemoveDelete", testKubernetesLifecycle},
 	{"KubernetesRefusalsChangeNothing", testKubernetesRefusals},
 	{"KubernetesLastUpdatedMovesOnlyWhenApplied", testKubernetesLastUpdated},

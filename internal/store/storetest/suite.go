@@ -13,12 +13,34 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
+// storeTest is one case of the suite: it runs on a store of its own, opened
+// on a new database of the engine under test.
+type storeTest struct {
+	name string
+	fn   func(t *testing.T, s *store.Store)
+}
+
+// databaseTests need their database as well as a store on it: to open a
+// second manager on it, restore it or end its sessions from outside.
+var databaseTests = []struct {
+	name        string
+	fn          func(t *testing.T, db Database, s *store.Store)
+	notOnSQLite bool
+}{
+	{"ConcurrentClaimsOfOneGUIDFromTwoManagers", func(t *testing.T, db Database, s *store.Store) {
+		testConcurrentGUIDClaims(t, s, OpenDatabase(t, db))
+	}, false},
+	{"JobIDsNeverRepeatAfterARestore", testJobIDsAfterRestore, false},
+	{"JobIDsNeverBelowTheHighest", testJobIDsAboveTheHighest, false},
+	// SQLite has no session to end from outside.
+	{"GroupWhoseConnectionIsKilledAppliesNone", testGroupConnectionKilled, true},
+	// SQLite's writer excludes every other while a group runs.
+	{"GroupWhoseChangeWriteFailsCommitsTheOthers", testGroupHeldWriteFails, true},
+}
+
 // Run is the compliance suite: every store behaviour, on one engine.
 func Run(t *testing.T, engine string) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s *store.Store)
-	}{
+	tests := []storeTest{
 		{"NetworkJob", testNetworkJob},
 		{"JobsKeepTheirRequestID", testJobsKeepRequestID},
 		{"PortOnUnknownNetworkIsRejectedAndChangesNothing", testPortOnUnknownNetwork},
@@ -55,32 +77,14 @@ func Run(t *testing.T, engine string) {
 			tc.fn(t, Open(t, engine))
 		})
 	}
-	t.Run("ConcurrentClaimsOfOneGUIDFromTwoManagers", func(t *testing.T) {
-		t.Parallel()
-		db := NewDatabase(t, engine)
-		testConcurrentGUIDClaims(t, OpenDatabase(t, db), OpenDatabase(t, db))
-	})
-	t.Run("JobIDsNeverRepeatAfterARestore", func(t *testing.T) {
-		t.Parallel()
-		db := NewDatabase(t, engine)
-		testJobIDsAfterRestore(t, db, OpenDatabase(t, db))
-	})
-	t.Run("JobIDsNeverBelowTheHighest", func(t *testing.T) {
-		t.Parallel()
-		db := NewDatabase(t, engine)
-		testJobIDsAboveTheHighest(t, db, OpenDatabase(t, db))
-	})
-	if engine != config.EngineSQLite { // SQLite has no session to end from outside
-		t.Run("GroupWhoseConnectionIsKilledAppliesNone", func(t *testing.T) {
+	for _, tc := range databaseTests {
+		if tc.notOnSQLite && engine == config.EngineSQLite {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			db := NewDatabase(t, engine)
-			testGroupConnectionKilled(t, db, OpenDatabase(t, db))
-		})
-		// SQLite's writer excludes every other while a group runs.
-		t.Run("GroupWhoseChangeWriteFailsCommitsTheOthers", func(t *testing.T) {
-			t.Parallel()
-			db := NewDatabase(t, engine)
-			testGroupHeldWriteFails(t, db, OpenDatabase(t, db))
+			tc.fn(t, db, OpenDatabase(t, db))
 		})
 	}
 }

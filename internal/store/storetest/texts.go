@@ -16,10 +16,7 @@ import (
 // The texts the store writes, bounded on every engine (store/texts.go): a text
 // longer than its column holds (MariaDB's text: 64 KiB) is cut, never
 // refused, so that no write fails for good.
-var textTests = []struct {
-	name string
-	fn   func(t *testing.T, s *store.Store)
-}{
+var textTests = []storeTest{
 	{"LongErrorsAndDetailsAreBoundedNotRefused", testLongTexts},
 	{"TextAtItsBoundIsKeptWhole", testTextAtBound},
 	{"KubernetesJobOfManyGUIDs", testKubernetesJobOfManyGUIDs},
