@@ -14,9 +14,9 @@ import (
 // goes down (the index gone, the rows kept) and up again.
 func TestRetentionIndexMigration(t *testing.T) {
 	atVersion(t, 7, func(ctx context.Context, t *testing.T, d Database, db *sql.DB, p *goose.Provider) {
-		indexes := func() int { return indexCount(ctx, t, d, db, `'jobs_status_finished_at'`) }
+		m := indexMigration{7, `'jobs_status_finished_at'`, 1}
 		s := OpenDatabase(t, d) // migrates to the latest version
-		if n := indexes(); n != 1 {
+		if n := m.count(ctx, t, d, db); n != m.want {
 			t.Fatalf("after the upgrade: %d retention indexes, want 1", n)
 		}
 		j := addNetwork(t, s, netA, 101)
@@ -36,14 +36,6 @@ func TestRetentionIndexMigration(t *testing.T) {
 		if n, err := s.DeleteExpiredApplies(ctx, term, 7*24*time.Hour); err != nil || n != 1 {
 			t.Errorf("DeleteExpiredApplies after the upgrade = %d, %v; want 1", n, err)
 		}
-		downAndUp(ctx, t, p, 7, func() {
-			if n := indexes(); n != 0 {
-				t.Errorf("after 00009's down: %d retention indexes, want none", n)
-			}
-			wantRows(ctx, t, db, "applies", 1)
-		})
-		if n := indexes(); n != 1 {
-			t.Errorf("after 00009 up again: %d retention indexes, want 1", n)
-		}
+		m.downAndUp(ctx, t, d, db, p, "applies")
 	})
 }

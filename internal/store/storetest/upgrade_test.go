@@ -76,21 +76,43 @@ func wantRows(ctx context.Context, t *testing.T, db *sql.DB, table string, want 
 	}
 }
 
-// indexCount counts the indexes of d named in names (SQL string literals),
-// in the catalogue of d's engine.
-func indexCount(ctx context.Context, t *testing.T, d Database, db *sql.DB, names string) int {
+// indexMigration names the migrations above version, which add the want
+// indexes named in names (SQL string literals) and change no row.
+type indexMigration struct {
+	version int64
+	names   string
+	want    int
+}
+
+// count counts m's indexes in the catalogue of d's engine.
+func (m indexMigration) count(ctx context.Context, t *testing.T, d Database, db *sql.DB) int {
 	t.Helper()
 	q := map[string]string{
-		config.EngineSQLite:   `SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN (` + names + `)`,
-		config.EnginePostgres: `SELECT count(*) FROM pg_indexes WHERE indexname IN (` + names + `)`,
+		config.EngineSQLite:   `SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN (` + m.names + `)`,
+		config.EnginePostgres: `SELECT count(*) FROM pg_indexes WHERE indexname IN (` + m.names + `)`,
 		config.EngineMySQL: `SELECT count(DISTINCT index_name) FROM information_schema.statistics
-		WHERE table_schema = DATABASE() AND index_name IN (` + names + `)`,
+		WHERE table_schema = DATABASE() AND index_name IN (` + m.names + `)`,
 	}[d.Engine]
 	var n int
 	if err := db.QueryRowContext(ctx, q).Scan(&n); err != nil {
-		t.Fatalf("count the indexes %s: %v", names, err)
+		t.Fatalf("count the indexes %s: %v", m.names, err)
 	}
 	return n
+}
+
+// downAndUp runs m down, which must drop its indexes and keep the one row of
+// table, and up again, which must add them back.
+func (m indexMigration) downAndUp(ctx context.Context, t *testing.T, d Database, db *sql.DB, p *goose.Provider, table string) {
+	t.Helper()
+	downAndUp(ctx, t, p, m.version, func() {
+		if n := m.count(ctx, t, d, db); n != 0 {
+			t.Errorf("after migrating down to version %d: %d of the indexes %s, want none", m.version, n, m.names)
+		}
+		wantRows(ctx, t, db, table, 1)
+	})
+	if n := m.count(ctx, t, d, db); n != m.want {
+		t.Errorf("after migrating up again: %d of the indexes %s, want %d", n, m.names, m.want)
+	}
 }
 
 // TestRequestIDMigration: a database of schema version 4 with a job in it
@@ -156,9 +178,9 @@ func TestKubernetesMigration(t *testing.T) {
 // rows kept) and up again.
 func TestRevisionIndexMigration(t *testing.T) {
 	atVersion(t, 6, func(ctx context.Context, t *testing.T, d Database, db *sql.DB, p *goose.Provider) {
-		indexes := func() int { return indexCount(ctx, t, d, db, `'ports_revision', 'networks_revision'`) }
+		m := indexMigration{6, `'ports_revision', 'networks_revision'`, 2}
 		s := rulesStore(OpenDatabase(t, d)) // migrates to the latest version
-		if n := indexes(); n != 2 {
+		if n := m.count(ctx, t, d, db); n != m.want {
 			t.Fatalf("after the upgrade: %d revision indexes, want 2", n)
 		}
 		mustNetwork(t, s, netSpec(netA, "vlan", "ibnet", vlanID(101)))
@@ -167,14 +189,6 @@ func TestRevisionIndexMigration(t *testing.T) {
 		if snap, err := s.ReadSnapshot(ctx, &cache); err != nil || len(snap.Members) != 1 {
 			t.Fatalf("ReadSnapshot after the upgrade: %+v, %v", snap, err)
 		}
-		downAndUp(ctx, t, p, 6, func() {
-			if n := indexes(); n != 0 {
-				t.Errorf("after 00007's down: %d revision indexes, want none", n)
-			}
-			wantRows(ctx, t, db, "ports", 1)
-		})
-		if n := indexes(); n != 2 {
-			t.Errorf("after 00007 up again: %d revision indexes, want 2", n)
-		}
+		m.downAndUp(ctx, t, d, db, p, "ports")
 	})
 }
