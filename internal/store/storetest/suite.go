@@ -116,6 +116,19 @@ func addPort(t *testing.T, s *store.Store, id, network string, g uint64) (store.
 		Operation: store.OpAddPort, CreatedBy: "test", Request: `{"id":"` + id + `"}`})
 }
 
+// wantRefused fails the test unless err is a RejectedError and the revision
+// is still rev, as it was before the refused request.
+func wantRefused(t *testing.T, s *store.Store, err error, rev int64) {
+	t.Helper()
+	var rej *store.RejectedError
+	if !errors.As(err, &rej) {
+		t.Fatalf("error = %v, want RejectedError", err)
+	}
+	if r := revision(t, s); r != rev {
+		t.Errorf("revision = %d after a rejected request, want %d", r, rev)
+	}
+}
+
 func revision(t *testing.T, s *store.Store) int64 {
 	t.Helper()
 	r, err := s.Revision(t.Context())
@@ -154,13 +167,7 @@ func testNetworkJob(t *testing.T, s *store.Store) {
 func testPortOnUnknownNetwork(t *testing.T, s *store.Store) {
 	addNetwork(t, s, netA, 101)
 	_, err := addPort(t, s, "p1", netB, 0x0002c90300000101)
-	var rej *store.RejectedError
-	if !errors.As(err, &rej) {
-		t.Fatalf("error = %v, want RejectedError", err)
-	}
-	if r := revision(t, s); r != 1 {
-		t.Errorf("revision = %d after a rejected request, want 1", r)
-	}
+	wantRefused(t, s, err, 1)
 	snap, err := s.Snapshot(t.Context())
 	if err != nil || len(snap.Members) != 0 {
 		t.Errorf("snapshot members = %v, %v", snap.Members, err)
@@ -204,13 +211,7 @@ func testGUIDTaken(t *testing.T, s *store.Store) {
 		t.Fatal(err)
 	}
 	_, err := addPort(t, s, "p2", netB, 0x0002c90300000101)
-	var rej *store.RejectedError
-	if !errors.As(err, &rej) {
-		t.Fatalf("error = %v, want RejectedError", err)
-	}
-	if r := revision(t, s); r != 3 {
-		t.Errorf("revision = %d, want 3", r)
-	}
+	wantRefused(t, s, err, 3)
 }
 
 func testRemoveUnknown(t *testing.T, s *store.Store) {
@@ -506,13 +507,7 @@ func testVLANTaken(t *testing.T, s *store.Store) {
 	addNetwork(t, s, netA, 101)
 	_, err := s.RecordNetwork(t.Context(), store.NetworkChange{Network: vlanNetwork(netB, 101),
 		Operation: store.OpCreateNetwork, CreatedBy: "test", Request: `{}`})
-	var rej *store.RejectedError
-	if !errors.As(err, &rej) {
-		t.Fatalf("error = %v, want RejectedError", err)
-	}
-	if r := revision(t, s); r != 1 {
-		t.Errorf("revision = %d after a rejected request, want 1", r)
-	}
+	wantRefused(t, s, err, 1)
 	// The network itself may be sent again with its own VLAN ID.
 	if _, err := s.RecordNetwork(t.Context(), store.NetworkChange{Network: vlanNetwork(netA, 101),
 		Operation: store.OpUpdateNetwork, CreatedBy: "test", Request: `{}`}); err != nil {
