@@ -473,9 +473,10 @@ func testGroupHeldWriteFails(t *testing.T, db Database, s *store.Store) {
 		`w3:` + netA + `:0x0002c90300000e03:"h3"`}, map[string]int64{store.StatusPending: 5}})
 }
 
-// execBeside runs statement from a session of its own, beside the store's
-// (whose changes would wait for the revision's lock).
-func execBeside(t *testing.T, db Database, statement string) {
+// beside runs, on a session of its own beside the store's, the function
+// for db's engine: postgres on PostgreSQL, mysql on MariaDB.
+func beside(t *testing.T, db Database, postgres func(ctx context.Context, conn *pgx.Conn),
+	mysql func(ctx context.Context, conn *sql.DB)) {
 	t.Helper()
 	ctx := t.Context()
 	switch db.Engine {
@@ -485,51 +486,50 @@ func execBeside(t *testing.T, db Database, statement string) {
 			t.Fatal(err)
 		}
 		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, statement); err != nil {
-			t.Fatalf("%s: %v", statement, err)
-		}
+		postgres(ctx, conn)
 	case config.EngineMySQL:
 		conn, err := sql.Open("mysql", db.DSN)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer conn.Close()
+		mysql(ctx, conn)
+	default:
+		t.Fatalf("no session beside the store's on %s", db.Engine)
+	}
+}
+
+// execBeside runs statement from a session of its own, beside the store's
+// (whose changes would wait for the revision's lock).
+func execBeside(t *testing.T, db Database, statement string) {
+	t.Helper()
+	beside(t, db, func(ctx context.Context, conn *pgx.Conn) {
+		if _, err := conn.Exec(ctx, statement); err != nil {
+			t.Fatalf("%s: %v", statement, err)
+		}
+	}, func(ctx context.Context, conn *sql.DB) {
 		if _, err := conn.ExecContext(ctx, statement); err != nil {
 			t.Fatalf("%s: %v", statement, err)
 		}
-	default:
-		t.Fatalf("no session beside the store's transaction on %s", db.Engine)
-	}
+	})
 }
 
 // killTransaction ends, from a session of its own, the session of db that
 // is inside a transaction.
 func killTransaction(t *testing.T, db Database) {
 	t.Helper()
-	ctx := t.Context()
-	switch db.Engine {
-	case config.EnginePostgres:
-		conn, err := pgx.Connect(ctx, db.DSN)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(ctx)
+	beside(t, db, func(ctx context.Context, conn *pgx.Conn) {
 		var killed int
-		err = conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		err := conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
 			WHERE datname = current_database() AND state = 'idle in transaction' AND pid <> pg_backend_pid()`).Scan(&killed)
 		if err != nil || killed != 1 {
 			t.Fatalf("terminate the group's session: %d terminated, %v; want 1", killed, err)
 		}
-	case config.EngineMySQL:
+	}, func(ctx context.Context, conn *sql.DB) {
 		// Which session is in a transaction takes the PROCESS privilege to
 		// see (information_schema.innodb_trx): every session of the
 		// database but this one is ended, the store's idle ones too (its
 		// pool replaces them).
-		conn, err := sql.Open("mysql", db.DSN)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
 		c, err := conn.Conn(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -556,9 +556,7 @@ func killTransaction(t *testing.T, db Database) {
 				t.Fatalf("kill session %d: %v", id, err)
 			}
 		}
-	default:
-		t.Fatalf("no session to kill on %s", db.Engine)
-	}
+	})
 }
 
 // testGroupsUnderLoad: 64 changes at once, every third from a caller that
