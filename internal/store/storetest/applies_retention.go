@@ -13,10 +13,7 @@ import (
 // The applies table's retention (store/retention.go): a row per apply attempt
 // (retries, drift repairs) goes once older than the retention, unless --status
 // reads it (the newest) or it proves a Completed job still kept.
-var appliesRetentionTests = []struct {
-	name string
-	fn   func(t *testing.T, s *store.Store)
-}{
+var appliesRetentionTests = []storeTest{
 	{"AppliesRetentionKeepsWhatIsRead", testAppliesRetention},
 	{"AppliesRetentionBesideFinishApply", testAppliesRetentionBesideFinish},
 }

@@ -58,17 +58,9 @@ func testGaleraGroupConflict(t *testing.T, a, b *store.Store) {
 			t.Errorf("c%d: recorded job %+v, %v", i+1, j, err)
 		}
 	}
-	if r := revision(t, a); r != 7 {
-		t.Errorf("revision %d after the group; want 7", r)
-	}
-	wantPorts := []string{`c1:` + netA + `:0x0002c90300000b11:"h1"`, "c2:absent", `c3:` + netA + `:0x0002c90300000b03:"h3"`}
-	if p := readPorts(t, a, "c1", "c2", "c3"); fmt.Sprint(p) != fmt.Sprint(wantPorts) {
-		t.Errorf("ports %v; want %v", p, wantPorts)
-	}
 	// netA, netB, held, first, b's netC, c1, c3: each once.
-	if st := readState(t, a); st.Jobs[store.StatusPending] != 7 || len(st.Jobs) != 1 {
-		t.Errorf("jobs by status %v; want 7 Pending, each change's once", st.Jobs)
-	}
+	assertGroupLeft(t, a, groupLeft{7, []string{`c1:` + netA + `:0x0002c90300000b11:"h1"`, "c2:absent",
+		`c3:` + netA + `:0x0002c90300000b03:"h3"`}, map[string]int64{store.StatusPending: 7}})
 }
 
 // testGaleraJobIDsFromTwoNodes: two managers on two Galera nodes record

@@ -24,6 +24,17 @@ import (
 // Engines lists the engines every suite runs on.
 var Engines = []string{config.EngineSQLite, config.EnginePostgres, config.EngineMySQL}
 
+// serverEngines are the engines served by a server of their own, with
+// sessions to end from outside and leases to hold.
+var serverEngines = []string{config.EnginePostgres, config.EngineMySQL}
+
+// onServerEngines runs fn as a subtest on each of serverEngines.
+func onServerEngines(t *testing.T, fn func(t *testing.T, engine string)) {
+	for _, engine := range serverEngines {
+		t.Run(engine, func(t *testing.T) { fn(t, engine) })
+	}
+}
+
 // Database is a fresh database for one test.
 type Database = testdb.Database
 

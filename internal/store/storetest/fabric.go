@@ -14,10 +14,7 @@ import (
 )
 
 // fabricTests cover the secrets, expected_switches and enforcement_errors tables.
-var fabricTests = []struct {
-	name string
-	fn   func(t *testing.T, s *store.Store)
-}{
+var fabricTests = []storeTest{
 	{"SecretsAreCreatedOnce", testSecretsCreatedOnce},
 	{"SecretsAgreeBetweenReplicas", testSecretsReplicas},
 	{"SecretErrorsNeverShowValues", testSecretErrors},

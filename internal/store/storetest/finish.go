@@ -13,10 +13,7 @@ import (
 
 // finishTests cover FinishApply: an applied sweep recorded and its jobs
 // completed in one transaction, fenced by the term.
-var finishTests = []struct {
-	name string
-	fn   func(t *testing.T, s *store.Store)
-}{
+var finishTests = []storeTest{
 	{"FinishApplyRecordsAndCompletesInOneTransaction", testFinishApply},
 	{"FinishApplyOfAStaleTermChangesNothing", testFinishApplyStale},
 	{"FinishApplyThatFailsMidwayLeavesNothing", testFinishApplyFailsMidway},

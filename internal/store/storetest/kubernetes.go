@@ -18,10 +18,7 @@ import (
 // The Kubernetes partitions (UFM's pkeys API, as ib-kubernetes uses it), on
 // every engine.
 
-var kubernetesTests = []struct {
-	name string
-	fn   func(t *testing.T, s *store.Store)
-}{
+var kubernetesTests = []storeTest{
 	{"KubernetesAddRemoveDelete", testKubernetesLifecycle},
 	{"KubernetesRefusalsChangeNothing", testKubernetesRefusals},
 	{"KubernetesLastUpdatedMovesOnlyWhenApplied", testKubernetesLastUpdated},
@@ -170,87 +167,41 @@ func testKubernetesRefusals(t *testing.T, s *store.Store) {
 	}
 	mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidB))))
 
-	cases := []struct {
-		name   string
-		change func() error
-		want   string
-	}{
-		{"pkey below the range", func() error {
-			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x0fff, full(0x1111)))
-			return err
-		}, "pkey 0x0fff is outside [ufm_pkeys] pkey_range 0x1000-0x1fff"},
-		{"the default partition", func() error {
-			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x7fff, full(0x1111)))
-			return err
-		}, "default partition"},
-		{"a static partition's pkey", func() error {
-			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1010, full(0x1111)))
-			return err
-		}, `static partition "storage"`},
-		{"a GUID of an OpenStack network", func() error {
-			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006, full(0x1111), full(guidA)))
-			return err
-		}, "GUID 248a070300b1c2d4 is in the partition of OpenStack network " + netA + " (port port-a)"},
-		{"a GUID the template lists", func() error {
-			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006, full(guidC)))
-			return err
-		}, `partition "storage" of the partitions template`},
-		{"index 0 in two pkeys", func() error {
-			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006, full(guidB)))
-			return err
-		}, "already has index 0 in Kubernetes pkey 0x1005"},
-		{"a GUID twice", func() error {
-			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006, limited(0x1111), full(0x1111)))
-			return err
-		}, "listed twice"},
-		{"no GUIDs", func() error {
-			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006))
-			return err
-		}, "no GUIDs to add"},
-		{"GUID zero", func() error {
-			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006, full(0)))
-			return err
-		}, "is not a port GUID"},
-		{"a membership that is neither", func() error {
-			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006, store.KubernetesMember{GUID: 0x1111, Membership: "both"}))
-			return err
-		}, `membership "both"`},
-		{"remove outside the range", func() error {
-			_, err := s.RemoveKubernetesGUIDs(ctx, store.KubernetesRemoval{PKey: 0x2000, GUIDs: []fabric.GUID{0x1111}})
-			return err
-		}, "outside [ufm_pkeys] pkey_range"},
-		{"remove nothing", func() error {
-			_, err := s.RemoveKubernetesGUIDs(ctx, store.KubernetesRemoval{PKey: 0x1005})
-			return err
-		}, "no GUIDs to remove"},
+	add := func(pkey fabric.PKey, members ...store.KubernetesMember) func() error {
+		return func() error { _, err := s.AddKubernetesGUIDs(ctx, kubeAdd(pkey, members...)); return err }
+	}
+	remove := func(r store.KubernetesRemoval) func() error {
+		return func() error { _, err := s.RemoveKubernetesGUIDs(ctx, r); return err }
+	}
+	assertRefused(t, []refusal{
+		{"pkey below the range", add(0x0fff, full(0x1111)), []string{"pkey 0x0fff is outside [ufm_pkeys] pkey_range 0x1000-0x1fff"}},
+		{"the default partition", add(0x7fff, full(0x1111)), []string{"default partition"}},
+		{"a static partition's pkey", add(0x1010, full(0x1111)), []string{`static partition "storage"`}},
+		{"a GUID of an OpenStack network", add(0x1006, full(0x1111), full(guidA)),
+			[]string{"GUID 248a070300b1c2d4 is in the partition of OpenStack network " + netA + " (port port-a)"}},
+		{"a GUID the template lists", add(0x1006, full(guidC)), []string{`partition "storage" of the partitions template`}},
+		{"index 0 in two pkeys", add(0x1006, full(guidB)), []string{"already has index 0 in Kubernetes pkey 0x1005"}},
+		{"a GUID twice", add(0x1006, limited(0x1111), full(0x1111)), []string{"listed twice"}},
+		{"no GUIDs", add(0x1006), []string{"no GUIDs to add"}},
+		{"GUID zero", add(0x1006, full(0)), []string{"is not a port GUID"}},
+		{"a membership that is neither", add(0x1006, store.KubernetesMember{GUID: 0x1111, Membership: "both"}),
+			[]string{`membership "both"`}},
+		{"remove outside the range", remove(store.KubernetesRemoval{PKey: 0x2000, GUIDs: []fabric.GUID{0x1111}}),
+			[]string{"outside [ufm_pkeys] pkey_range"}},
+		{"remove nothing", remove(store.KubernetesRemoval{PKey: 0x1005}), []string{"no GUIDs to remove"}},
 		{"delete the default partition", func() error {
 			_, err := s.DeleteKubernetesPKey(ctx, store.KubernetesDeletion{PKey: 0x7fff})
 			return err
-		}, "default partition"},
+		}, []string{"default partition"}},
 		{"a Neutron port on a Kubernetes GUID", func() error {
 			_, err := addPort(t, s, "port-b", netA, guidB)
 			return err
-		}, "GUID 0xfa163e00005b7c1d is a member of Kubernetes pkey 0x1005"},
+		}, []string{"GUID 0xfa163e00005b7c1d is a member of Kubernetes pkey 0x1005"}},
 		{"a VLAN in the Kubernetes range", func() error {
 			_, err := s.RecordNetwork(ctx, store.NetworkChange{Network: vlanNetwork(netB, 0x1001), Operation: store.OpCreateNetwork})
 			return err
-		}, "VLAN ID 4097 (pkey 0x1001) is in [ufm_pkeys] pkey_range 0x1000-0x1fff"},
-	}
-	before := readKube(t, s)
-	rev := revision(t, s)
-	for _, tc := range cases {
-		err := tc.change()
-		var rej *store.RejectedError
-		if !errors.As(err, &rej) || !strings.Contains(rej.Reason, tc.want) {
-			t.Errorf("%s: err = %v, want a refusal saying %q", tc.name, err, tc.want)
-		}
-		if got := readKube(t, s); got != before {
-			t.Errorf("%s changed the state:\n%s\nwant\n%s", tc.name, got, before)
-		}
-		if r := revision(t, s); r != rev {
-			t.Errorf("%s moved the revision from %d to %d", tc.name, rev, r)
-		}
-	}
+		}, []string{"VLAN ID 4097 (pkey 0x1001) is in [ufm_pkeys] pkey_range 0x1000-0x1fff"}},
+	}, func(t *testing.T) string { return fmt.Sprintf("%s\nrevision %d", readKube(t, s), revision(t, s)) })
 
 	// With no range configured, Kubernetes may use no pkey.
 	none := s.WithRules(store.Rules{})

@@ -139,6 +139,38 @@ func members(t *testing.T, s *store.Store) map[fabric.GUID]string {
 	return out
 }
 
+// refusal is a request that a rule must refuse with a RejectedError whose
+// reason mentions each of mention.
+type refusal struct {
+	name    string
+	do      func() error
+	mention []string
+}
+
+// assertRefused runs each refusal as a subtest: it must be refused, and what
+// read reads must be the same after it as before.
+func assertRefused(t *testing.T, refusals []refusal, read func(t *testing.T) string) {
+	t.Helper()
+	for _, tc := range refusals {
+		t.Run(tc.name, func(t *testing.T) {
+			before := read(t)
+			err := tc.do()
+			var rej *store.RejectedError
+			if !errors.As(err, &rej) {
+				t.Errorf("error = %v, want a RejectedError", err)
+			}
+			for _, m := range tc.mention {
+				if rej != nil && !strings.Contains(rej.Reason, m) {
+					t.Errorf("reason %q does not mention %q", rej.Reason, m)
+				}
+			}
+			if after := read(t); after != before {
+				t.Errorf("a refused request changed the state:\nbefore %s\nafter  %s", before, after)
+			}
+		})
+	}
+}
+
 // testRejectionsChangeNothing: each 400 rule refuses its request with a
 // RejectedError naming the object and the value, and leaves the revision, the
 // networks, the ports and the jobs as they were.
@@ -150,7 +182,6 @@ func testRejectionsChangeNothing(t *testing.T, s *store.Store) {
 	mustNetwork(t, s, netSpec(netFlat2, "flat", "ibnet", nil))
 	mustPort(t, s, boundPort("p1", netA, guidA, "h1"))
 	mustPort(t, s, boundPort("pf", netFlat, guidB, "h2"))
-	ports := []string{"p1", "pf", "p2"}
 
 	noClientID := boundPort("p2", netA, 0, "h3")
 	noClientID.Port.GUID = nil
@@ -158,81 +189,36 @@ func testRejectionsChangeNothing(t *testing.T, s *store.Store) {
 	badClientID.Port.GUID, badClientID.ClientIDError = nil, errors.New(`client-id "24:8a:07": 3 octets, want at least 9`)
 	embeddedBad := boundPort("p2", netGone, guidC, "h3")
 	embeddedBad.Network = &store.NetworkSpec{ID: netGone, Type: "vlan", PhysicalNetwork: "ibnet", SegmentationID: vlanID(101)}
-
-	tests := []struct {
-		name    string
-		do      func() error
-		mention []string
-	}{
-		{"bound port without client-id", func() error { _, err := s.RecordPort(t.Context(), noClientID); return err },
-			[]string{"p2", "no usable client-id", "mechanism_drivers"}},
-		{"port with unusable client-id", func() error { _, err := s.RecordPort(t.Context(), badClientID); return err },
-			[]string{"p2", "24:8a:07", "client-id"}},
-		{"port with client-id on unknown network", func() error {
-			_, err := s.RecordPort(t.Context(), boundPort("p2", netGone, guidC, "h3"))
-			return err
-		}, []string{"p2", netGone, "unknown"}},
-		{"port whose embedded network takes a used VLAN ID", func() error { _, err := s.RecordPort(t.Context(), embeddedBad); return err },
-			[]string{netGone, "VLAN ID 101", netA}},
-		{"network on another network's VLAN ID", func() error {
-			_, err := recordNetwork(s, t, netSpec(netEth, "vlan", "ibnet", vlanID(101)))
-			return err
-		}, []string{netEth, "VLAN ID 101", netA}},
+	port := func(c store.PortChange) func() error {
+		return func() error { _, err := s.RecordPort(t.Context(), c); return err }
+	}
+	network := func(vlan *int64) func() error {
+		return func() error { _, err := recordNetwork(s, t, netSpec(netEth, "vlan", "ibnet", vlan)); return err }
+	}
+	assertRefused(t, []refusal{
+		{"bound port without client-id", port(noClientID), []string{"p2", "no usable client-id", "mechanism_drivers"}},
+		{"port with unusable client-id", port(badClientID), []string{"p2", "24:8a:07", "client-id"}},
+		{"port with client-id on unknown network", port(boundPort("p2", netGone, guidC, "h3")),
+			[]string{"p2", netGone, "unknown"}},
+		{"port whose embedded network takes a used VLAN ID", port(embeddedBad), []string{netGone, "VLAN ID 101", netA}},
+		{"network on another network's VLAN ID", network(vlanID(101)), []string{netEth, "VLAN ID 101", netA}},
 		{"network moved to another network's VLAN ID", func() error {
 			_, err := recordNetwork(s, t, netSpec(netA, "vlan", "ibnet", vlanID(102)))
 			return err
 		}, []string{netA, "VLAN ID 102", netB}},
-		{"network on a static partition's pkey", func() error {
-			_, err := recordNetwork(s, t, netSpec(netEth, "vlan", "ibnet", vlanID(0x10)))
-			return err
-		}, []string{netEth, "VLAN ID 16", "static partition", "storage"}},
-		{"VLAN ID 0", func() error {
-			_, err := recordNetwork(s, t, netSpec(netEth, "vlan", "ibnet", vlanID(0)))
-			return err
-		}, []string{netEth, "VLAN ID 0", "1 to 32766"}},
-		{"VLAN ID of the default partition", func() error {
-			_, err := recordNetwork(s, t, netSpec(netEth, "vlan", "ibnet", vlanID(0x7fff)))
-			return err
-		}, []string{netEth, "VLAN ID 32767", "1 to 32766"}},
-		{"VLAN ID of the flat partition", func() error {
-			_, err := recordNetwork(s, t, netSpec(netEth, "vlan", "ibnet", vlanID(0x7ffe)))
-			return err
-		}, []string{netEth, "VLAN ID 32766", "flat_pkey"}},
-		{"VLAN network without VLAN ID", func() error {
-			_, err := recordNetwork(s, t, netSpec(netEth, "vlan", "ibnet", nil))
-			return err
-		}, []string{netEth, "segmentation_id"}},
-		{"GUID in another VLAN network's partition", func() error {
-			_, err := s.RecordPort(t.Context(), boundPort("p2", netB, guidA, "h3"))
-			return err
-		}, []string{"p2", "0x248a070300b1c2d4", netA, "only one network"}},
-		{"GUID in the flat partition, port on a VLAN network", func() error {
-			_, err := s.RecordPort(t.Context(), boundPort("p2", netA, guidB, "h3"))
-			return err
-		}, []string{"p2", "0xfa163e00005b7c1d", netFlat, "only one network"}},
-		{"GUID in another flat network", func() error {
-			_, err := s.RecordPort(t.Context(), boundPort("p2", netFlat2, guidB, "h3"))
-			return err
-		}, []string{"p2", "0xfa163e00005b7c1d", netFlat, "only one network"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			before := readState(t, s, ports...)
-			err := tc.do()
-			var rej *store.RejectedError
-			if !errors.As(err, &rej) {
-				t.Fatalf("error = %v, want a RejectedError", err)
-			}
-			for _, m := range tc.mention {
-				if !strings.Contains(rej.Reason, m) {
-					t.Errorf("reason %q does not mention %q", rej.Reason, m)
-				}
-			}
-			if after := readState(t, s, ports...); fmt.Sprint(after) != fmt.Sprint(before) {
-				t.Errorf("a refused request changed the state:\nbefore %+v\nafter  %+v", before, after)
-			}
-		})
-	}
+		{"network on a static partition's pkey", network(vlanID(0x10)),
+			[]string{netEth, "VLAN ID 16", "static partition", "storage"}},
+		{"VLAN ID 0", network(vlanID(0)), []string{netEth, "VLAN ID 0", "1 to 32766"}},
+		{"VLAN ID of the default partition", network(vlanID(0x7fff)), []string{netEth, "VLAN ID 32767", "1 to 32766"}},
+		{"VLAN ID of the flat partition", network(vlanID(0x7ffe)), []string{netEth, "VLAN ID 32766", "flat_pkey"}},
+		{"VLAN network without VLAN ID", network(nil), []string{netEth, "segmentation_id"}},
+		{"GUID in another VLAN network's partition", port(boundPort("p2", netB, guidA, "h3")),
+			[]string{"p2", "0x248a070300b1c2d4", netA, "only one network"}},
+		{"GUID in the flat partition, port on a VLAN network", port(boundPort("p2", netA, guidB, "h3")),
+			[]string{"p2", "0xfa163e00005b7c1d", netFlat, "only one network"}},
+		{"GUID in another flat network", port(boundPort("p2", netFlat2, guidB, "h3")),
+			[]string{"p2", "0xfa163e00005b7c1d", netFlat, "only one network"}},
+	}, func(t *testing.T) string { return fmt.Sprintf("%+v", readState(t, s, "p1", "pf", "p2")) })
 }
 
 // testUnmanagedNetworks: networks on other physnets or of other types, and their

@@ -12,10 +12,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
-var snapshotTests = []struct {
-	name string
-	fn   func(t *testing.T, s *store.Store)
-}{
+var snapshotTests = []storeTest{
 	{"IncrementalSnapshotIsTheFullOne", testIncrementalSnapshot},
 	{"IncrementalSnapshotReadsWhatChanged", testIncrementalSnapshotReads},
 }

@@ -10,10 +10,7 @@ import (
 )
 
 // statusTests cover what --status and the applier's gates read and write.
-var statusTests = []struct {
-	name string
-	fn   func(t *testing.T, s *store.Store)
-}{
+var statusTests = []storeTest{
 	{"DescribeOpenJobsIsFencedAndSparesFinishedJobs", testDescribeOpenJobs},
 	{"LeadershipNamesTheLastWinner", testLeadership},
 	{"OldestOpenJobsByStatus", testOldestOpenJobs},

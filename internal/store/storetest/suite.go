@@ -13,12 +13,34 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
+// storeTest is one case of the suite: it runs on a store of its own, opened
+// on a new database of the engine under test.
+type storeTest struct {
+	name string
+	fn   func(t *testing.T, s *store.Store)
+}
+
+// databaseTests need their database as well as a store on it: to open a
+// second manager on it, restore it or end its sessions from outside.
+var databaseTests = []struct {
+	name        string
+	fn          func(t *testing.T, db Database, s *store.Store)
+	notOnSQLite bool
+}{
+	{"ConcurrentClaimsOfOneGUIDFromTwoManagers", func(t *testing.T, db Database, s *store.Store) {
+		testConcurrentGUIDClaims(t, s, OpenDatabase(t, db))
+	}, false},
+	{"JobIDsNeverRepeatAfterARestore", testJobIDsAfterRestore, false},
+	{"JobIDsNeverBelowTheHighest", testJobIDsAboveTheHighest, false},
+	// SQLite has no session to end from outside.
+	{"GroupWhoseConnectionIsKilledAppliesNone", testGroupConnectionKilled, true},
+	// SQLite's writer excludes every other while a group runs.
+	{"GroupWhoseChangeWriteFailsCommitsTheOthers", testGroupHeldWriteFails, true},
+}
+
 // Run is the compliance suite: every store behaviour, on one engine.
 func Run(t *testing.T, engine string) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s *store.Store)
-	}{
+	tests := []storeTest{
 		{"NetworkJob", testNetworkJob},
 		{"JobsKeepTheirRequestID", testJobsKeepRequestID},
 		{"PortOnUnknownNetworkIsRejectedAndChangesNothing", testPortOnUnknownNetwork},
@@ -55,32 +77,14 @@ func Run(t *testing.T, engine string) {
 			tc.fn(t, Open(t, engine))
 		})
 	}
-	t.Run("ConcurrentClaimsOfOneGUIDFromTwoManagers", func(t *testing.T) {
-		t.Parallel()
-		db := NewDatabase(t, engine)
-		testConcurrentGUIDClaims(t, OpenDatabase(t, db), OpenDatabase(t, db))
-	})
-	t.Run("JobIDsNeverRepeatAfterARestore", func(t *testing.T) {
-		t.Parallel()
-		db := NewDatabase(t, engine)
-		testJobIDsAfterRestore(t, db, OpenDatabase(t, db))
-	})
-	t.Run("JobIDsNeverBelowTheHighest", func(t *testing.T) {
-		t.Parallel()
-		db := NewDatabase(t, engine)
-		testJobIDsAboveTheHighest(t, db, OpenDatabase(t, db))
-	})
-	if engine != config.EngineSQLite { // SQLite has no session to end from outside
-		t.Run("GroupWhoseConnectionIsKilledAppliesNone", func(t *testing.T) {
+	for _, tc := range databaseTests {
+		if tc.notOnSQLite && engine == config.EngineSQLite {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			db := NewDatabase(t, engine)
-			testGroupConnectionKilled(t, db, OpenDatabase(t, db))
-		})
-		// SQLite's writer excludes every other while a group runs.
-		t.Run("GroupWhoseChangeWriteFailsCommitsTheOthers", func(t *testing.T) {
-			t.Parallel()
-			db := NewDatabase(t, engine)
-			testGroupHeldWriteFails(t, db, OpenDatabase(t, db))
+			tc.fn(t, db, OpenDatabase(t, db))
 		})
 	}
 }
@@ -110,6 +114,19 @@ func addPort(t *testing.T, s *store.Store, id, network string, g uint64) (store.
 	return s.RecordPort(t.Context(), store.PortChange{
 		Port:      store.Port{ID: id, NetworkID: network, GUID: guid(g), Host: "h1"},
 		Operation: store.OpAddPort, CreatedBy: "test", Request: `{"id":"` + id + `"}`})
+}
+
+// wantRefused fails the test unless err is a RejectedError and the revision
+// is still rev, as it was before the refused request.
+func wantRefused(t *testing.T, s *store.Store, err error, rev int64) {
+	t.Helper()
+	var rej *store.RejectedError
+	if !errors.As(err, &rej) {
+		t.Fatalf("error = %v, want RejectedError", err)
+	}
+	if r := revision(t, s); r != rev {
+		t.Errorf("revision = %d after a rejected request, want %d", r, rev)
+	}
 }
 
 func revision(t *testing.T, s *store.Store) int64 {
@@ -150,13 +167,7 @@ func testNetworkJob(t *testing.T, s *store.Store) {
 func testPortOnUnknownNetwork(t *testing.T, s *store.Store) {
 	addNetwork(t, s, netA, 101)
 	_, err := addPort(t, s, "p1", netB, 0x0002c90300000101)
-	var rej *store.RejectedError
-	if !errors.As(err, &rej) {
-		t.Fatalf("error = %v, want RejectedError", err)
-	}
-	if r := revision(t, s); r != 1 {
-		t.Errorf("revision = %d after a rejected request, want 1", r)
-	}
+	wantRefused(t, s, err, 1)
 	snap, err := s.Snapshot(t.Context())
 	if err != nil || len(snap.Members) != 0 {
 		t.Errorf("snapshot members = %v, %v", snap.Members, err)
@@ -200,13 +211,7 @@ func testGUIDTaken(t *testing.T, s *store.Store) {
 		t.Fatal(err)
 	}
 	_, err := addPort(t, s, "p2", netB, 0x0002c90300000101)
-	var rej *store.RejectedError
-	if !errors.As(err, &rej) {
-		t.Fatalf("error = %v, want RejectedError", err)
-	}
-	if r := revision(t, s); r != 3 {
-		t.Errorf("revision = %d, want 3", r)
-	}
+	wantRefused(t, s, err, 3)
 }
 
 func testRemoveUnknown(t *testing.T, s *store.Store) {
@@ -502,13 +507,7 @@ func testVLANTaken(t *testing.T, s *store.Store) {
 	addNetwork(t, s, netA, 101)
 	_, err := s.RecordNetwork(t.Context(), store.NetworkChange{Network: vlanNetwork(netB, 101),
 		Operation: store.OpCreateNetwork, CreatedBy: "test", Request: `{}`})
-	var rej *store.RejectedError
-	if !errors.As(err, &rej) {
-		t.Fatalf("error = %v, want RejectedError", err)
-	}
-	if r := revision(t, s); r != 1 {
-		t.Errorf("revision = %d after a rejected request, want 1", r)
-	}
+	wantRefused(t, s, err, 1)
 	// The network itself may be sent again with its own VLAN ID.
 	if _, err := s.RecordNetwork(t.Context(), store.NetworkChange{Network: vlanNetwork(netA, 101),
 		Operation: store.OpUpdateNetwork, CreatedBy: "test", Request: `{}`}); err != nil {
