@@ -66,7 +66,7 @@ func (s *Store) GetJob(ctx context.Context, id int64) (Job, error) {
 	if err != nil {
 		return Job{}, notFound(err)
 	}
-	return Job(j), nil
+	return j, nil
 }
 
 // GetPort returns port id as recorded; ErrNotFound when there is none.

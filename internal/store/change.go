@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"time"
-
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
 
 // A change that touches no partition (a network that has none before and after,
@@ -50,10 +48,7 @@ func (c *changeTx) job(ctx context.Context, j NewJob) (Job, error) {
 	if c.noOp {
 		j.Status, j.FinishedAt = StatusCompleted, &c.now
 	}
-	id, err := c.q.InsertJob(ctx, driver.InsertJobParams{Revision: j.Revision, ObjectType: j.ObjectType,
-		ObjectID: j.ObjectID, NetworkID: j.NetworkID, Operation: j.Operation, Status: j.Status,
-		Description: j.Description, Result: j.Result, CreatedBy: j.CreatedBy, Request: j.Request,
-		RequestID: j.RequestID, Now: j.Now, FinishedAt: j.FinishedAt})
+	id, err := c.q.InsertJob(ctx, j)
 	if err != nil {
 		return Job{}, err
 	}
