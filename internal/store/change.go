@@ -57,3 +57,22 @@ func (c *changeTx) job(ctx context.Context, j NewJob) (Job, error) {
 		Result: j.Result, CreatedBy: j.CreatedBy, Request: j.Request, CreatedAt: j.Now, UpdatedAt: j.Now,
 		FinishedAt: j.FinishedAt, RequestID: j.RequestID}, nil
 }
+
+// record runs fn as one change (see change) in the lane of g (s.groups, or
+// s.kubeGroups for Kubernetes', see Lanes) and inserts the job fn describes: every Neutron and
+// Kubernetes change ends with its job, which record returns as it now stands.
+func (s *Store) record(ctx context.Context, g *changeGroups, fn func(context.Context, *changeTx) (NewJob, error)) (Job, error) {
+	var job Job
+	err := s.changeIn(g, ctx, func(ctx context.Context, tx *changeTx) error {
+		j, err := fn(ctx, tx)
+		if err != nil {
+			return err
+		}
+		job, err = tx.job(ctx, j)
+		return err
+	})
+	if err != nil {
+		return Job{}, err
+	}
+	return job, nil
+}

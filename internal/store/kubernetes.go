@@ -157,32 +157,31 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 			return Job{}, fmt.Errorf("add GUIDs to pkey %s: check their switch ports' pkey tables: %w", a.PKey, err)
 		}
 	}
-	var job Job
-	err := s.kubernetesChange(ctx, func(ctx context.Context, tx *changeTx) error {
+	job, err := s.record(ctx, s.kubeGroups, func(ctx context.Context, tx *changeTx) (NewJob, error) {
 		if err := checkPKeyNotNeutron(ctx, tx, a.PKey); err != nil {
-			return err
+			return NewJob{}, err
 		}
 		before, err := tx.q.GetKubernetesPKey(ctx, a.PKey)
 		known := err == nil
 		if err != nil && !driver.IsNoRows(err) {
-			return err
+			return NewJob{}, err
 		}
 		added := 0 // GUIDs not yet members
 		for _, m := range a.Members {
 			member, err := s.checkKubernetesMember(ctx, tx, a.PKey, m, limit)
 			if err != nil {
-				return err
+				return NewJob{}, err
 			}
 			if !member {
 				added++
 			}
 		}
 		if err := s.checkKubernetesMembers(ctx, tx, a.PKey, added); err != nil {
-			return err
+			return NewJob{}, err
 		}
 		rev, err := tx.touches(ctx, true)
 		if err != nil {
-			return err
+			return NewJob{}, err
 		}
 		ipoib := true
 		switch {
@@ -192,24 +191,23 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 			ipoib = before.IpOverIb
 		}
 		if err := tx.q.UpsertKubernetesPKey(ctx, a.PKey, ipoib, rev, tx.now); err != nil {
-			return err
+			return NewJob{}, err
 		}
 		for _, m := range a.Members {
 			if err := tx.q.UpsertKubernetesMember(ctx, driver.UpsertKubernetesMemberParams{PKey: a.PKey, GUID: m.GUID,
 				Membership: string(m.Membership), Index0: m.Index0, Revision: rev, Now: tx.now}); err != nil {
-				return err
+				return NewJob{}, err
 			}
 		}
 		if err := tx.q.MarkKubernetesChanged(ctx, rev); err != nil {
-			return err
+			return NewJob{}, err
 		}
-		job, err = tx.job(ctx, NewJob{
+		return NewJob{
 			ObjectType: ObjectPKey, ObjectID: a.PKey.String(), Operation: OpAddKubernetesGUIDs,
 			Description: fmt.Sprintf("Add %s to Kubernetes pkey %s", memberList(a.Members), a.PKey),
 			Result:      fmt.Sprintf("%s in Kubernetes pkey %s", memberList(a.Members), a.PKey),
 			CreatedBy:   a.CreatedBy, Request: a.Request, RequestID: a.RequestID,
-		})
-		return err
+		}, nil
 	})
 	if err != nil {
 		return Job{}, fmt.Errorf("add GUIDs to pkey %s: %w", a.PKey, err)
@@ -223,28 +221,26 @@ func (s *Store) CreateKubernetesPKey(ctx context.Context, c KubernetesCreation) 
 	if err := s.rules.checkKubernetesPKey(c.PKey); err != nil {
 		return Job{}, err
 	}
-	var job Job
-	err := s.kubernetesChange(ctx, func(ctx context.Context, tx *changeTx) error {
+	job, err := s.record(ctx, s.kubeGroups, func(ctx context.Context, tx *changeTx) (NewJob, error) {
 		if err := checkPKeyNotNeutron(ctx, tx, c.PKey); err != nil {
-			return err
+			return NewJob{}, err
 		}
 		rev, err := tx.touches(ctx, true)
 		if err != nil {
-			return err
+			return NewJob{}, err
 		}
 		if err := tx.q.UpsertKubernetesPKey(ctx, c.PKey, c.IPoIB, rev, tx.now); err != nil {
-			return err
+			return NewJob{}, err
 		}
 		if err := tx.q.MarkKubernetesChanged(ctx, rev); err != nil {
-			return err
+			return NewJob{}, err
 		}
-		job, err = tx.job(ctx, NewJob{
+		return NewJob{
 			ObjectType: ObjectPKey, ObjectID: c.PKey.String(), Operation: OpCreateKubernetesPKey,
 			Description: fmt.Sprintf("Create Kubernetes pkey %s (ip_over_ib %t)", c.PKey, c.IPoIB),
 			Result:      fmt.Sprintf("Kubernetes pkey %s is in place (ip_over_ib %t)", c.PKey, c.IPoIB),
 			CreatedBy:   c.CreatedBy, Request: c.Request, RequestID: c.RequestID,
-		})
-		return err
+		}, nil
 	})
 	if err != nil {
 		return Job{}, fmt.Errorf("create pkey %s: %w", c.PKey, err)
@@ -345,17 +341,16 @@ func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) 
 	if len(r.GUIDs) == 0 {
 		return Job{}, rejectf("pkey %s: no GUIDs to remove", r.PKey)
 	}
-	var job Job
-	err := s.kubernetesChange(ctx, func(ctx context.Context, tx *changeTx) error {
+	job, err := s.record(ctx, s.kubeGroups, func(ctx context.Context, tx *changeTx) (NewJob, error) {
 		rev, err := tx.touches(ctx, true)
 		if err != nil {
-			return err
+			return NewJob{}, err
 		}
 		var removed, absent []string
 		for _, g := range r.GUIDs {
 			n, err := tx.q.DeleteKubernetesMember(ctx, r.PKey, g)
 			if err != nil {
-				return err
+				return NewJob{}, err
 			}
 			if n == 0 {
 				absent = append(absent, ufmGUID(g))
@@ -364,7 +359,7 @@ func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) 
 			}
 		}
 		if err := tx.q.MarkKubernetesChanged(ctx, rev); err != nil {
-			return err
+			return NewJob{}, err
 		}
 		result := fmt.Sprintf("GUIDs %s are no members of Kubernetes pkey %s", summarise(removed, len(removed)), r.PKey)
 		if len(absent) > 0 {
@@ -374,13 +369,12 @@ func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) 
 			result = fmt.Sprintf("nothing to remove: %s are no members of Kubernetes pkey %s",
 				summarise(absent, len(absent)), r.PKey)
 		}
-		job, err = tx.job(ctx, NewJob{
+		return NewJob{
 			ObjectType: ObjectPKey, ObjectID: r.PKey.String(), Operation: OpRemoveKubernetesGUIDs,
 			Description: fmt.Sprintf("Remove GUIDs %s from Kubernetes pkey %s", guidList(r.GUIDs), r.PKey),
 			Result:      result,
 			CreatedBy:   r.CreatedBy, Request: r.Request, RequestID: r.RequestID,
-		})
-		return err
+		}, nil
 	})
 	if err != nil {
 		return Job{}, fmt.Errorf("remove GUIDs from pkey %s: %w", r.PKey, err)
@@ -394,32 +388,30 @@ func (s *Store) DeleteKubernetesPKey(ctx context.Context, d KubernetesDeletion) 
 	if err := s.rules.checkKubernetesPKey(d.PKey); err != nil {
 		return Job{}, err
 	}
-	var job Job
-	err := s.kubernetesChange(ctx, func(ctx context.Context, tx *changeTx) error {
+	job, err := s.record(ctx, s.kubeGroups, func(ctx context.Context, tx *changeTx) (NewJob, error) {
 		if _, err := tx.q.GetKubernetesPKey(ctx, d.PKey); err != nil {
-			return notFound(err)
+			return NewJob{}, notFound(err)
 		}
 		rev, err := tx.touches(ctx, true)
 		if err != nil {
-			return err
+			return NewJob{}, err
 		}
 		n, err := tx.q.DeleteKubernetesMembersOfPKey(ctx, d.PKey)
 		if err != nil {
-			return err
+			return NewJob{}, err
 		}
 		if _, err := tx.q.DeleteKubernetesPKey(ctx, d.PKey); err != nil {
-			return err
+			return NewJob{}, err
 		}
 		if err := tx.q.MarkKubernetesChanged(ctx, rev); err != nil {
-			return err
+			return NewJob{}, err
 		}
-		job, err = tx.job(ctx, NewJob{
+		return NewJob{
 			ObjectType: ObjectPKey, ObjectID: d.PKey.String(), Operation: OpDeleteKubernetesPKey,
 			Description: fmt.Sprintf("Delete Kubernetes pkey %s", d.PKey),
 			Result:      fmt.Sprintf("Kubernetes pkey %s is removed, and its members (%d)", d.PKey, n),
 			CreatedBy:   d.CreatedBy, Request: d.Request, RequestID: d.RequestID,
-		})
-		return err
+		}, nil
 	})
 	if err != nil {
 		return Job{}, fmt.Errorf("delete pkey %s: %w", d.PKey, err)
