@@ -101,16 +101,9 @@ type OpenJob struct {
 // StatusCompleted with FinishedAt for a change that touches no partition).
 type NewJob = driver.InsertJobParams
 
-// Apply is one attempt to bring OpenSM to a revision.
-type Apply struct {
-	Revision   int64
-	SHA256     string
-	Term       int64
-	Outcome    string
-	Detail     string
-	StartedAt  time.Time
-	FinishedAt time.Time
-}
+// Apply is one attempt to bring OpenSM to a revision: what RecordApply's
+// query records, and LastApply reads.
+type Apply = driver.RecordApplyParams
 
 // Member is one port's membership: its GUID in its network's partition.
 type Member struct {
