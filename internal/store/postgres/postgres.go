@@ -106,7 +106,11 @@ func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) err
 	defer conn.Release()
 	p := &pipeline{tx: conn}
 	p.held.Hold("BEGIN")
-	c := changeTx{queries: queries{pgdb.New(p)}, p: p, later: queries{pgdb.New(later{p})},
+	// Its savepoints are plain statements rather than pgx's nested
+	// transactions, which release each savepoint in a round trip of its own,
+	// held back, with the writes made through Later, to go in one batch with
+	// the next statement.
+	c := driver.HeldChangeTx{Queries: queries{pgdb.New(p)}, Deferred: queries{pgdb.New(later{p})}, Pipeline: p,
 		HeldSavepoints: driver.HeldSavepoints{Held: &p.held, Exec: func(ctx context.Context, sql string) error {
 			_, err := conn.Exec(ctx, sql)
 			return err
@@ -133,25 +137,13 @@ func (p *pipeline) rollback(ctx context.Context) {
 	_, _ = p.tx.Exec(rctx, "ROLLBACK")
 }
 
-// changeTx sets its savepoints with plain statements rather than pgx's nested
-// transactions, which release each savepoint in a round trip of its own, and
-// holds them back, with the writes made through Later, to send them in one
-// batch with the next statement (driver.ChangeTx).
-type changeTx struct {
-	queries
-	driver.HeldSavepoints
-	p     *pipeline
-	later queries
-}
-
-func (c changeTx) Later() driver.Queries { return c.later }
-
-func (c changeTx) Flush(ctx context.Context) error {
-	held := c.p.held.Take()
+// Flush sends what is held, in one batch.
+func (p *pipeline) Flush(ctx context.Context) error {
+	held := p.held.Take()
 	if len(held) == 0 {
 		return nil
 	}
-	br, err := c.p.send(ctx, held)
+	br, err := p.send(ctx, held)
 	if err != nil {
 		return err
 	}
