@@ -190,14 +190,24 @@ func (p *pipeline) send(ctx context.Context, held []driver.HeldStatement, then .
 	return br, nil
 }
 
-func (p *pipeline) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+// sendWith sends sql after what is held, in one batch left at sql's results
+// (see send); with nothing held it sends nothing and returns nil: the caller
+// sends sql on its own, in a round trip no batch would save.
+func (p *pipeline) sendWith(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
 	held := p.held.Take()
 	if len(held) == 0 {
-		return p.tx.Exec(ctx, sql, args...)
+		return nil, nil
 	}
-	br, err := p.send(ctx, held, driver.HeldStatement{SQL: sql, Args: args})
-	if err != nil {
+	return p.send(ctx, held, driver.HeldStatement{SQL: sql, Args: args})
+}
+
+func (p *pipeline) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	br, err := p.sendWith(ctx, sql, args)
+	switch {
+	case err != nil:
 		return pgconn.CommandTag{}, err
+	case br == nil:
+		return p.tx.Exec(ctx, sql, args...)
 	}
 	tag, err := br.Exec()
 	if cerr := br.Close(); err == nil {
@@ -207,13 +217,12 @@ func (p *pipeline) Exec(ctx context.Context, sql string, args ...any) (pgconn.Co
 }
 
 func (p *pipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	held := p.held.Take()
-	if len(held) == 0 {
-		return p.tx.Query(ctx, sql, args...)
-	}
-	br, err := p.send(ctx, held, driver.HeldStatement{SQL: sql, Args: args})
-	if err != nil {
+	br, err := p.sendWith(ctx, sql, args)
+	switch {
+	case err != nil:
 		return nil, err
+	case br == nil:
+		return p.tx.Query(ctx, sql, args...)
 	}
 	rows, err := br.Query()
 	if err != nil {
@@ -224,13 +233,12 @@ func (p *pipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows
 }
 
 func (p *pipeline) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	held := p.held.Take()
-	if len(held) == 0 {
-		return p.tx.QueryRow(ctx, sql, args...)
-	}
-	br, err := p.send(ctx, held, driver.HeldStatement{SQL: sql, Args: args})
-	if err != nil {
+	br, err := p.sendWith(ctx, sql, args)
+	switch {
+	case err != nil:
 		return errRow{err}
+	case br == nil:
+		return p.tx.QueryRow(ctx, sql, args...)
 	}
 	return batchRow{row: br.QueryRow(), br: br}
 }
