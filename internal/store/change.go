@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -59,9 +60,11 @@ func (c *changeTx) job(ctx context.Context, j NewJob) (Job, error) {
 }
 
 // record runs fn as one change (see change) in the lane of g (s.groups, or
-// s.kubeGroups for Kubernetes', see Lanes) and inserts the job fn describes: every Neutron and
-// Kubernetes change ends with its job, which record returns as it now stands.
-func (s *Store) record(ctx context.Context, g *changeGroups, fn func(context.Context, *changeTx) (NewJob, error)) (Job, error) {
+// s.kubeGroups for Kubernetes', see Lanes) and inserts the job fn describes:
+// every Neutron and Kubernetes change ends with its job, which record returns
+// as it now stands. Its error says what the change was ("record port") and of
+// which object (id).
+func (s *Store) record(ctx context.Context, g *changeGroups, what string, id any, fn func(context.Context, *changeTx) (NewJob, error)) (Job, error) {
 	var job Job
 	err := s.changeIn(g, ctx, func(ctx context.Context, tx *changeTx) error {
 		j, err := fn(ctx, tx)
@@ -72,7 +75,7 @@ func (s *Store) record(ctx context.Context, g *changeGroups, fn func(context.Con
 		return err
 	})
 	if err != nil {
-		return Job{}, err
+		return Job{}, fmt.Errorf("%s %s: %w", what, id, err)
 	}
 	return job, nil
 }

@@ -157,7 +157,7 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 			return Job{}, fmt.Errorf("add GUIDs to pkey %s: check their switch ports' pkey tables: %w", a.PKey, err)
 		}
 	}
-	job, err := s.record(ctx, s.kubeGroups, func(ctx context.Context, tx *changeTx) (NewJob, error) {
+	return s.record(ctx, s.kubeGroups, "add GUIDs to pkey", a.PKey, func(ctx context.Context, tx *changeTx) (NewJob, error) {
 		if err := checkPKeyNotNeutron(ctx, tx, a.PKey); err != nil {
 			return NewJob{}, err
 		}
@@ -199,20 +199,13 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 				return NewJob{}, err
 			}
 		}
-		if err := tx.q.MarkKubernetesChanged(ctx, rev); err != nil {
-			return NewJob{}, err
-		}
-		return NewJob{
-			ObjectType: ObjectPKey, ObjectID: a.PKey.String(), Operation: OpAddKubernetesGUIDs,
+		return kubernetesChanged(ctx, tx, rev, a.PKey, NewJob{
+			Operation:   OpAddKubernetesGUIDs,
 			Description: fmt.Sprintf("Add %s to Kubernetes pkey %s", memberList(a.Members), a.PKey),
 			Result:      fmt.Sprintf("%s in Kubernetes pkey %s", memberList(a.Members), a.PKey),
 			CreatedBy:   a.CreatedBy, Request: a.Request, RequestID: a.RequestID,
-		}, nil
+		})
 	})
-	if err != nil {
-		return Job{}, fmt.Errorf("add GUIDs to pkey %s: %w", a.PKey, err)
-	}
-	return job, nil
 }
 
 // CreateKubernetesPKey records a Kubernetes pkey without members, or sets a
@@ -221,7 +214,7 @@ func (s *Store) CreateKubernetesPKey(ctx context.Context, c KubernetesCreation) 
 	if err := s.rules.checkKubernetesPKey(c.PKey); err != nil {
 		return Job{}, err
 	}
-	job, err := s.record(ctx, s.kubeGroups, func(ctx context.Context, tx *changeTx) (NewJob, error) {
+	return s.record(ctx, s.kubeGroups, "create pkey", c.PKey, func(ctx context.Context, tx *changeTx) (NewJob, error) {
 		if err := checkPKeyNotNeutron(ctx, tx, c.PKey); err != nil {
 			return NewJob{}, err
 		}
@@ -232,20 +225,24 @@ func (s *Store) CreateKubernetesPKey(ctx context.Context, c KubernetesCreation) 
 		if err := tx.q.UpsertKubernetesPKey(ctx, c.PKey, c.IPoIB, rev, tx.now); err != nil {
 			return NewJob{}, err
 		}
-		if err := tx.q.MarkKubernetesChanged(ctx, rev); err != nil {
-			return NewJob{}, err
-		}
-		return NewJob{
-			ObjectType: ObjectPKey, ObjectID: c.PKey.String(), Operation: OpCreateKubernetesPKey,
+		return kubernetesChanged(ctx, tx, rev, c.PKey, NewJob{
+			Operation:   OpCreateKubernetesPKey,
 			Description: fmt.Sprintf("Create Kubernetes pkey %s (ip_over_ib %t)", c.PKey, c.IPoIB),
 			Result:      fmt.Sprintf("Kubernetes pkey %s is in place (ip_over_ib %t)", c.PKey, c.IPoIB),
 			CreatedBy:   c.CreatedBy, Request: c.Request, RequestID: c.RequestID,
-		}, nil
+		})
 	})
-	if err != nil {
-		return Job{}, fmt.Errorf("create pkey %s: %w", c.PKey, err)
+}
+
+// kubernetesChanged ends a change of Kubernetes pkey pkey at revision rev:
+// the Kubernetes partitions are marked changed (the applier rewrites them),
+// and j, the change's job, is about pkey.
+func kubernetesChanged(ctx context.Context, tx *changeTx, rev int64, pkey fabric.PKey, j NewJob) (NewJob, error) {
+	if err := tx.q.MarkKubernetesChanged(ctx, rev); err != nil {
+		return NewJob{}, err
 	}
-	return job, nil
+	j.ObjectType, j.ObjectID = ObjectPKey, pkey.String()
+	return j, nil
 }
 
 // checkPKeyNotNeutron refuses a Kubernetes pkey that a Neutron network
@@ -341,7 +338,7 @@ func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) 
 	if len(r.GUIDs) == 0 {
 		return Job{}, rejectf("pkey %s: no GUIDs to remove", r.PKey)
 	}
-	job, err := s.record(ctx, s.kubeGroups, func(ctx context.Context, tx *changeTx) (NewJob, error) {
+	return s.record(ctx, s.kubeGroups, "remove GUIDs from pkey", r.PKey, func(ctx context.Context, tx *changeTx) (NewJob, error) {
 		rev, err := tx.touches(ctx, true)
 		if err != nil {
 			return NewJob{}, err
@@ -358,9 +355,6 @@ func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) 
 				removed = append(removed, ufmGUID(g))
 			}
 		}
-		if err := tx.q.MarkKubernetesChanged(ctx, rev); err != nil {
-			return NewJob{}, err
-		}
 		result := fmt.Sprintf("GUIDs %s are no members of Kubernetes pkey %s", summarise(removed, len(removed)), r.PKey)
 		if len(absent) > 0 {
 			result += fmt.Sprintf(" (nothing to remove for %s)", summarise(absent, len(absent)))
@@ -369,17 +363,13 @@ func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) 
 			result = fmt.Sprintf("nothing to remove: %s are no members of Kubernetes pkey %s",
 				summarise(absent, len(absent)), r.PKey)
 		}
-		return NewJob{
-			ObjectType: ObjectPKey, ObjectID: r.PKey.String(), Operation: OpRemoveKubernetesGUIDs,
+		return kubernetesChanged(ctx, tx, rev, r.PKey, NewJob{
+			Operation:   OpRemoveKubernetesGUIDs,
 			Description: fmt.Sprintf("Remove GUIDs %s from Kubernetes pkey %s", guidList(r.GUIDs), r.PKey),
 			Result:      result,
 			CreatedBy:   r.CreatedBy, Request: r.Request, RequestID: r.RequestID,
-		}, nil
+		})
 	})
-	if err != nil {
-		return Job{}, fmt.Errorf("remove GUIDs from pkey %s: %w", r.PKey, err)
-	}
-	return job, nil
 }
 
 // DeleteKubernetesPKey deletes a Kubernetes pkey and its members;
@@ -388,7 +378,7 @@ func (s *Store) DeleteKubernetesPKey(ctx context.Context, d KubernetesDeletion) 
 	if err := s.rules.checkKubernetesPKey(d.PKey); err != nil {
 		return Job{}, err
 	}
-	job, err := s.record(ctx, s.kubeGroups, func(ctx context.Context, tx *changeTx) (NewJob, error) {
+	return s.record(ctx, s.kubeGroups, "delete pkey", d.PKey, func(ctx context.Context, tx *changeTx) (NewJob, error) {
 		if _, err := tx.q.GetKubernetesPKey(ctx, d.PKey); err != nil {
 			return NewJob{}, notFound(err)
 		}
@@ -403,20 +393,13 @@ func (s *Store) DeleteKubernetesPKey(ctx context.Context, d KubernetesDeletion) 
 		if _, err := tx.q.DeleteKubernetesPKey(ctx, d.PKey); err != nil {
 			return NewJob{}, err
 		}
-		if err := tx.q.MarkKubernetesChanged(ctx, rev); err != nil {
-			return NewJob{}, err
-		}
-		return NewJob{
-			ObjectType: ObjectPKey, ObjectID: d.PKey.String(), Operation: OpDeleteKubernetesPKey,
+		return kubernetesChanged(ctx, tx, rev, d.PKey, NewJob{
+			Operation:   OpDeleteKubernetesPKey,
 			Description: fmt.Sprintf("Delete Kubernetes pkey %s", d.PKey),
 			Result:      fmt.Sprintf("Kubernetes pkey %s is removed, and its members (%d)", d.PKey, n),
 			CreatedBy:   d.CreatedBy, Request: d.Request, RequestID: d.RequestID,
-		}, nil
+		})
 	})
-	if err != nil {
-		return Job{}, fmt.Errorf("delete pkey %s: %w", d.PKey, err)
-	}
-	return job, nil
 }
 
 // KubernetesPKeys lists every Kubernetes pkey with its members, in one

@@ -35,7 +35,7 @@ func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 	if err != nil {
 		return Job{}, err
 	}
-	job, err := s.record(ctx, s.groups, func(ctx context.Context, tx *changeTx) (NewJob, error) {
+	return s.record(ctx, s.groups, "record network", n.ID, func(ctx context.Context, tx *changeTx) (NewJob, error) {
 		before, err := tx.GetNetwork(ctx, n.ID)
 		known := err == nil
 		if err != nil && !errors.Is(err, ErrNotFound) {
@@ -64,10 +64,6 @@ func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 			CreatedBy:   c.CreatedBy, Request: c.Request, RequestID: c.RequestID,
 		}, nil
 	})
-	if err != nil {
-		return Job{}, fmt.Errorf("record network %s: %w", n.ID, err)
-	}
-	return job, nil
 }
 
 // checkPKeyFree refuses a VLAN network whose pkey another network's partition
@@ -121,7 +117,7 @@ type NetworkRemoval struct {
 // RemoveNetwork deletes a network, its partition and its ports.
 func (s *Store) RemoveNetwork(ctx context.Context, r NetworkRemoval) (Job, error) {
 	networkID := r.NetworkID
-	job, err := s.record(ctx, s.groups, func(ctx context.Context, tx *changeTx) (NewJob, error) {
+	return s.record(ctx, s.groups, "remove network", networkID, func(ctx context.Context, tx *changeTx) (NewJob, error) {
 		n, err := tx.GetNetwork(ctx, networkID)
 		if err != nil {
 			return NewJob{}, err
@@ -147,10 +143,6 @@ func (s *Store) RemoveNetwork(ctx context.Context, r NetworkRemoval) (Job, error
 			CreatedBy:   r.CreatedBy, Request: r.Request, RequestID: r.RequestID,
 		}, nil
 	})
-	if err != nil {
-		return Job{}, fmt.Errorf("remove network %s: %w", networkID, err)
-	}
-	return job, nil
 }
 
 // PortChange is a POST or PUT of a port.
@@ -196,13 +188,9 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 			return Job{}, fmt.Errorf("record port %s: check its switch port's pkey table: %w", c.Port.ID, err)
 		}
 	}
-	job, err := s.record(ctx, s.groups, func(ctx context.Context, tx *changeTx) (NewJob, error) {
+	return s.record(ctx, s.groups, "record port", c.Port.ID, func(ctx context.Context, tx *changeTx) (NewJob, error) {
 		return s.recordPort(ctx, tx, c, embedded, limit)
 	})
-	if err != nil {
-		return Job{}, fmt.Errorf("record port %s: %w", c.Port.ID, err)
-	}
-	return job, nil
 }
 
 // portState is what RecordPort's change reads before it decides.
@@ -428,7 +416,7 @@ type PortRemoval struct {
 // host the body names: the driver sends a port's requests in order, so a
 // re-add from a new host always follows its DELETE.
 func (s *Store) RemovePort(ctx context.Context, r PortRemoval) (Job, error) {
-	job, err := s.record(ctx, s.groups, func(ctx context.Context, tx *changeTx) (NewJob, error) {
+	return s.record(ctx, s.groups, "remove port", r.PortID, func(ctx context.Context, tx *changeTx) (NewJob, error) {
 		p, err := tx.GetPort(ctx, r.PortID)
 		if err != nil {
 			return NewJob{}, err
@@ -463,10 +451,6 @@ func (s *Store) RemovePort(ctx context.Context, r PortRemoval) (Job, error) {
 			CreatedBy:   r.CreatedBy, Request: r.Request, RequestID: r.RequestID,
 		}, nil
 	})
-	if err != nil {
-		return Job{}, fmt.Errorf("remove port %s: %w", r.PortID, err)
-	}
-	return job, nil
 }
 
 func verb(op string) string {
