@@ -125,29 +125,8 @@ func (r Rules) checkKubernetesPKey(pkey fabric.PKey) error {
 // recorded: its answer, and last_updated, wait for the sweep that proves it,
 // and ib-kubernetes holds its next change back until last_updated moves.
 func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (Job, error) {
-	if err := s.rules.checkKubernetesPKey(a.PKey); err != nil {
+	if err := s.checkKubernetesAddition(a); err != nil {
 		return Job{}, err
-	}
-	if len(a.Members) == 0 {
-		return Job{}, rejectf("pkey %s: no GUIDs to add", a.PKey)
-	}
-	seen := map[fabric.GUID]bool{}
-	for _, m := range a.Members {
-		switch {
-		case m.GUID == 0 || m.GUID == ^fabric.GUID(0):
-			return Job{}, rejectf("pkey %s: %s is not a port GUID", a.PKey, ufmGUID(m.GUID))
-		case seen[m.GUID]:
-			return Job{}, rejectf("pkey %s: GUID %s is listed twice", a.PKey, ufmGUID(m.GUID))
-		case m.Membership != fabric.Full && m.Membership != fabric.Limited:
-			return Job{}, rejectf("pkey %s: GUID %s: membership %q: want full or limited", a.PKey, ufmGUID(m.GUID), m.Membership)
-		}
-		seen[m.GUID] = true
-		if s.rules.StaticMember != nil {
-			if name, listed := s.rules.StaticMember(m.GUID); listed {
-				return Job{}, rejectf("pkey %s: GUID %s is a member of partition %q of the partitions template, "+
-					"which only the template writes", a.PKey, ufmGUID(m.GUID), name)
-			}
-		}
 	}
 	// The fabric is read now, not while the change holds the revision's lock.
 	var limit PortCheck
@@ -206,6 +185,37 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 			CreatedBy:   a.CreatedBy, Request: a.Request, RequestID: a.RequestID,
 		})
 	})
+}
+
+// checkKubernetesAddition refuses an addition the rules refuse on its own,
+// before any read: a pkey out of range, no GUIDs, a GUID that is no port's or
+// listed twice, an unknown membership, or a GUID of the partitions template.
+func (s *Store) checkKubernetesAddition(a KubernetesAddition) error {
+	if err := s.rules.checkKubernetesPKey(a.PKey); err != nil {
+		return err
+	}
+	if len(a.Members) == 0 {
+		return rejectf("pkey %s: no GUIDs to add", a.PKey)
+	}
+	seen := map[fabric.GUID]bool{}
+	for _, m := range a.Members {
+		switch {
+		case m.GUID == 0 || m.GUID == ^fabric.GUID(0):
+			return rejectf("pkey %s: %s is not a port GUID", a.PKey, ufmGUID(m.GUID))
+		case seen[m.GUID]:
+			return rejectf("pkey %s: GUID %s is listed twice", a.PKey, ufmGUID(m.GUID))
+		case m.Membership != fabric.Full && m.Membership != fabric.Limited:
+			return rejectf("pkey %s: GUID %s: membership %q: want full or limited", a.PKey, ufmGUID(m.GUID), m.Membership)
+		}
+		seen[m.GUID] = true
+		if s.rules.StaticMember != nil {
+			if name, listed := s.rules.StaticMember(m.GUID); listed {
+				return rejectf("pkey %s: GUID %s is a member of partition %q of the partitions template, "+
+					"which only the template writes", a.PKey, ufmGUID(m.GUID), name)
+			}
+		}
+	}
+	return nil
 }
 
 // CreateKubernetesPKey records a Kubernetes pkey without members, or sets a
