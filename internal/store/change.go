@@ -64,7 +64,7 @@ func (c *changeTx) job(ctx context.Context, j NewJob) (Job, error) {
 // every Neutron and Kubernetes change ends with its job, which record returns
 // as it now stands. Its error says what the change was ("record port") and of
 // which object (id).
-func (s *Store) record(ctx context.Context, g *changeGroups, what string, id any, fn func(context.Context, *changeTx) (NewJob, error)) (Job, error) {
+func (s *Store) record(ctx context.Context, g *changeGroups, what, id string, fn func(context.Context, *changeTx) (NewJob, error)) (Job, error) {
 	var job Job
 	err := s.changeIn(g, ctx, func(ctx context.Context, tx *changeTx) error {
 		j, err := fn(ctx, tx)

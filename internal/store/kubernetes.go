@@ -136,7 +136,7 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 			return Job{}, fmt.Errorf("add GUIDs to pkey %s: check their switch ports' pkey tables: %w", a.PKey, err)
 		}
 	}
-	return s.record(ctx, s.kubeGroups, "add GUIDs to pkey", a.PKey, func(ctx context.Context, tx *changeTx) (NewJob, error) {
+	return s.record(ctx, s.kubeGroups, "add GUIDs to pkey", a.PKey.String(), func(ctx context.Context, tx *changeTx) (NewJob, error) {
 		if err := checkPKeyNotNeutron(ctx, tx, a.PKey); err != nil {
 			return NewJob{}, err
 		}
@@ -224,7 +224,7 @@ func (s *Store) CreateKubernetesPKey(ctx context.Context, c KubernetesCreation) 
 	if err := s.rules.checkKubernetesPKey(c.PKey); err != nil {
 		return Job{}, err
 	}
-	return s.record(ctx, s.kubeGroups, "create pkey", c.PKey, func(ctx context.Context, tx *changeTx) (NewJob, error) {
+	return s.record(ctx, s.kubeGroups, "create pkey", c.PKey.String(), func(ctx context.Context, tx *changeTx) (NewJob, error) {
 		if err := checkPKeyNotNeutron(ctx, tx, c.PKey); err != nil {
 			return NewJob{}, err
 		}
@@ -348,7 +348,7 @@ func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) 
 	if len(r.GUIDs) == 0 {
 		return Job{}, rejectf("pkey %s: no GUIDs to remove", r.PKey)
 	}
-	return s.record(ctx, s.kubeGroups, "remove GUIDs from pkey", r.PKey, func(ctx context.Context, tx *changeTx) (NewJob, error) {
+	return s.record(ctx, s.kubeGroups, "remove GUIDs from pkey", r.PKey.String(), func(ctx context.Context, tx *changeTx) (NewJob, error) {
 		rev, err := tx.touches(ctx, true)
 		if err != nil {
 			return NewJob{}, err
@@ -388,7 +388,7 @@ func (s *Store) DeleteKubernetesPKey(ctx context.Context, d KubernetesDeletion) 
 	if err := s.rules.checkKubernetesPKey(d.PKey); err != nil {
 		return Job{}, err
 	}
-	return s.record(ctx, s.kubeGroups, "delete pkey", d.PKey, func(ctx context.Context, tx *changeTx) (NewJob, error) {
+	return s.record(ctx, s.kubeGroups, "delete pkey", d.PKey.String(), func(ctx context.Context, tx *changeTx) (NewJob, error) {
 		if _, err := tx.q.GetKubernetesPKey(ctx, d.PKey); err != nil {
 			return NewJob{}, notFound(err)
 		}
