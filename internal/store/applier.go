@@ -66,7 +66,7 @@ func (s *Store) GetJob(ctx context.Context, id int64) (Job, error) {
 	if err != nil {
 		return Job{}, notFound(err)
 	}
-	return Job(j), nil
+	return j, nil
 }
 
 // GetPort returns port id as recorded; ErrNotFound when there is none.
@@ -165,7 +165,7 @@ func (s *Store) FinishApply(ctx context.Context, a Apply, open func(GateState) b
 	var f Finished
 	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
 		f = Finished{}
-		n, err := q.RecordApply(ctx, recordApply(a))
+		n, err := q.RecordApply(ctx, a)
 		if err != nil {
 			return fmt.Errorf("record apply: %w", err)
 		}
@@ -226,13 +226,8 @@ func (s *Store) OpenJobs(ctx context.Context, revision int64) ([]OpenJob, error)
 // current; false otherwise.
 func (s *Store) RecordApply(ctx context.Context, a Apply) (bool, error) {
 	a = boundApply(a)
-	n, err := s.d.Queries(ctx).RecordApply(ctx, recordApply(a))
+	n, err := s.d.Queries(ctx).RecordApply(ctx, a)
 	return n == 1, err
-}
-
-func recordApply(a Apply) driver.RecordApplyParams {
-	return driver.RecordApplyParams{Revision: a.Revision, SHA256: a.SHA256, Term: a.Term, Outcome: a.Outcome,
-		Detail: a.Detail, StartedAt: a.StartedAt, FinishedAt: a.FinishedAt}
 }
 
 // LastApply is the last apply recorded; ErrNotFound before the first.

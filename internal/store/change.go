@@ -2,9 +2,8 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
-
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
 
 // A change that touches no partition (a network that has none before and after,
@@ -50,10 +49,7 @@ func (c *changeTx) job(ctx context.Context, j NewJob) (Job, error) {
 	if c.noOp {
 		j.Status, j.FinishedAt = StatusCompleted, &c.now
 	}
-	id, err := c.q.InsertJob(ctx, driver.InsertJobParams{Revision: j.Revision, ObjectType: j.ObjectType,
-		ObjectID: j.ObjectID, NetworkID: j.NetworkID, Operation: j.Operation, Status: j.Status,
-		Description: j.Description, Result: j.Result, CreatedBy: j.CreatedBy, Request: j.Request,
-		RequestID: j.RequestID, Now: j.Now, FinishedAt: j.FinishedAt})
+	id, err := c.q.InsertJob(ctx, j)
 	if err != nil {
 		return Job{}, err
 	}
@@ -61,4 +57,25 @@ func (c *changeTx) job(ctx context.Context, j NewJob) (Job, error) {
 		NetworkID: j.NetworkID, Operation: j.Operation, Status: j.Status, Description: j.Description,
 		Result: j.Result, CreatedBy: j.CreatedBy, Request: j.Request, CreatedAt: j.Now, UpdatedAt: j.Now,
 		FinishedAt: j.FinishedAt, RequestID: j.RequestID}, nil
+}
+
+// record runs fn as one change (see change) in the lane of g (s.groups, or
+// s.kubeGroups for Kubernetes', see Lanes) and inserts the job fn describes:
+// every Neutron and Kubernetes change ends with its job, which record returns
+// as it now stands. Its error says what the change was ("record port") and of
+// which object (id).
+func (s *Store) record(ctx context.Context, g *changeGroups, what, id string, fn func(context.Context, *changeTx) (NewJob, error)) (Job, error) {
+	var job Job
+	err := s.changeIn(g, ctx, func(ctx context.Context, tx *changeTx) error {
+		j, err := fn(ctx, tx)
+		if err != nil {
+			return err
+		}
+		job, err = tx.job(ctx, j)
+		return err
+	})
+	if err != nil {
+		return Job{}, fmt.Errorf("%s %s: %w", what, id, err)
+	}
+	return job, nil
 }

@@ -94,17 +94,20 @@ func (s *Store) ConfirmSwitches(ctx context.Context, switches []ExpectedSwitch) 
 
 // ExpectedSwitches returns the confirmed switches, by GUID.
 func (s *Store) ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error) {
-	return expectedSwitches(ctx, s.d.Queries(ctx))
+	return readRows(ctx, "expected switches", s.d.Queries(ctx).ExpectedSwitches,
+		func(r driver.ExpectedSwitch) ExpectedSwitch {
+			return ExpectedSwitch{GUID: r.Guid, Description: r.Description, ConfirmedAt: r.ConfirmedAt.UTC()}
+		})
 }
 
-func expectedSwitches(ctx context.Context, q driver.Queries) ([]ExpectedSwitch, error) {
-	rows, err := q.ExpectedSwitches(ctx)
+// readRows reads rows with read and converts each with conv; what names the
+// rows in read's error.
+func readRows[R, T any](ctx context.Context, what string, read func(context.Context) ([]R, error), conv func(R) T) ([]T, error) {
+	rows, err := read(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("expected switches: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	return driver.Convert(rows, func(r driver.ExpectedSwitch) ExpectedSwitch {
-		return ExpectedSwitch{GUID: r.Guid, Description: r.Description, ConfirmedAt: r.ConfirmedAt.UTC()}
-	}), nil
+	return driver.Convert(rows, conv), nil
 }
 
 // gateState reads what the gates need of the database, with q: in one query
@@ -193,15 +196,11 @@ func (s *Store) EnforcementErrors(ctx context.Context) ([]EnforcementError, erro
 }
 
 func enforcementErrors(ctx context.Context, q driver.Queries) ([]EnforcementError, error) {
-	rows, err := q.EnforcementErrors(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("enforcement errors: %w", err)
-	}
-	return driver.Convert(rows, func(r driver.EnforcementError) EnforcementError {
+	return readRows(ctx, "enforcement errors", q.EnforcementErrors, func(r driver.EnforcementError) EnforcementError {
 		return EnforcementError{
 			EnforcementSighting: EnforcementSighting{Switch: r.SwitchGuid, Port: int(r.Port), Line: r.Line},
 			FirstSeen:           r.FirstSeen.UTC(), LastSeen: r.LastSeen.UTC(), Count: r.Occurrences}
-	}), nil
+	})
 }
 
 // ClearEnforcementErrors forgets every recorded enforcement error and says how

@@ -35,41 +35,35 @@ func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 	if err != nil {
 		return Job{}, err
 	}
-	var job Job
-	err = s.change(ctx, func(ctx context.Context, tx *changeTx) error {
+	return s.record(ctx, s.groups, "record network", n.ID, func(ctx context.Context, tx *changeTx) (NewJob, error) {
 		before, err := tx.GetNetwork(ctx, n.ID)
 		known := err == nil
 		if err != nil && !errors.Is(err, ErrNotFound) {
-			return err
+			return NewJob{}, err
 		}
 		if err := s.checkPKeyFree(ctx, tx, n); err != nil {
-			return err
+			return NewJob{}, err
 		}
 		rev, err := tx.touches(ctx, n.Managed || (known && before.Managed))
 		if err != nil {
-			return err
+			return NewJob{}, err
 		}
 		n.Revision = rev
 		if err := tx.UpsertNetwork(ctx, n, tx.now); err != nil {
-			return err
+			return NewJob{}, err
 		}
 		if known && before.Managed && !n.Managed {
 			if _, err := tx.ClearGUIDsOfNetwork(ctx, n.ID, rev, tx.now); err != nil {
-				return err
+				return NewJob{}, err
 			}
 		}
-		job, err = tx.job(ctx, NewJob{
+		return NewJob{
 			ObjectType: ObjectNetwork, ObjectID: n.ID, NetworkID: n.ID, Operation: c.Operation,
 			Description: fmt.Sprintf("%s %s (%s)", verb(c.Operation), n.ID, s.rules.partitionText(n)),
 			Result:      s.networkResult(n),
 			CreatedBy:   c.CreatedBy, Request: c.Request, RequestID: c.RequestID,
-		})
-		return err
+		}, nil
 	})
-	if err != nil {
-		return Job{}, fmt.Errorf("record network %s: %w", n.ID, err)
-	}
-	return job, nil
 }
 
 // checkPKeyFree refuses a VLAN network whose pkey another network's partition
@@ -123,38 +117,32 @@ type NetworkRemoval struct {
 // RemoveNetwork deletes a network, its partition and its ports.
 func (s *Store) RemoveNetwork(ctx context.Context, r NetworkRemoval) (Job, error) {
 	networkID := r.NetworkID
-	var job Job
-	err := s.change(ctx, func(ctx context.Context, tx *changeTx) error {
+	return s.record(ctx, s.groups, "remove network", networkID, func(ctx context.Context, tx *changeTx) (NewJob, error) {
 		n, err := tx.GetNetwork(ctx, networkID)
 		if err != nil {
-			return err
+			return NewJob{}, err
 		}
 		if _, err := tx.touches(ctx, n.Managed); err != nil {
-			return err
+			return NewJob{}, err
 		}
 		if _, err := tx.DeletePortsOfNetwork(ctx, networkID); err != nil {
-			return err
+			return NewJob{}, err
 		}
 		if _, err := tx.DeleteNetwork(ctx, networkID); err != nil {
-			return err
+			return NewJob{}, err
 		}
 		result := fmt.Sprintf("network %s and its ports are removed", networkID)
 		if n.Managed {
 			result = fmt.Sprintf("network %s is removed, with its ports, from its partition (%s)",
 				networkID, s.rules.partitionText(n))
 		}
-		job, err = tx.job(ctx, NewJob{
+		return NewJob{
 			ObjectType: ObjectNetwork, ObjectID: networkID, NetworkID: networkID, Operation: OpDeleteNetwork,
 			Description: fmt.Sprintf("Delete network %s (%s)", networkID, s.rules.partitionText(n)),
 			Result:      result,
 			CreatedBy:   r.CreatedBy, Request: r.Request, RequestID: r.RequestID,
-		})
-		return err
+		}, nil
 	})
-	if err != nil {
-		return Job{}, fmt.Errorf("remove network %s: %w", networkID, err)
-	}
-	return job, nil
 }
 
 // PortChange is a POST or PUT of a port.
@@ -184,7 +172,6 @@ type PortChange struct {
 // an unbound port's deletion sends nothing, so a GUID given now could never be
 // taken back. A port on a network that is not managed never holds a GUID.
 func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
-	p := c.Port
 	var embedded *Network
 	if c.Network != nil {
 		n, err := s.rules.network(*c.Network)
@@ -195,97 +182,124 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 	}
 	// The fabric is read now, not while the change holds the revision's lock.
 	var limit PortCheck
-	if p.GUID != nil && s.rules.PortLimit != nil {
+	if c.Port.GUID != nil && s.rules.PortLimit != nil {
 		var err error
 		if limit, err = s.rules.PortLimit(); err != nil {
-			return Job{}, fmt.Errorf("record port %s: check its switch port's pkey table: %w", p.ID, err)
+			return Job{}, fmt.Errorf("record port %s: check its switch port's pkey table: %w", c.Port.ID, err)
 		}
 	}
-	var job Job
-	err := s.change(ctx, func(ctx context.Context, tx *changeTx) error {
-		// The rules below change p (a GUID the port may not hold): each run
-		// of the change (a transaction the database aborted runs again)
-		// starts from the port as requested.
-		p := c.Port
-		// Every row the rules below read, in one round trip: the revision's
-		// row lock is held from the first statement to the commit.
-		n, before, holder, err := tx.GetPortChange(ctx, p.NetworkID, p.ID, p.GUID)
-		newNetwork := false
-		switch {
-		case errors.Is(err, ErrNotFound) && embedded != nil:
-			if err := s.checkPKeyFree(ctx, tx, *embedded); err != nil {
-				return err
-			}
-			n, newNetwork = *embedded, true
-			// A network's first port: its ports are read on their own.
-			if before, holder, err = portAndHolder(ctx, tx, p.ID, p.GUID); err != nil {
-				return err
-			}
-		case errors.Is(err, ErrNotFound) && p.GUID == nil && c.ClientIDError == nil:
-			// Nothing here is ours: most likely a port of a network that is
-			// never announced (VXLAN, Geneve) under [sdn] physical_networks = *.
-			if _, err := tx.touches(ctx, false); err != nil {
-				return err
-			}
-			job, err = tx.job(ctx, NewJob{
-				ObjectType: ObjectPort, ObjectID: p.ID, NetworkID: p.NetworkID, Operation: c.Operation,
-				Description: fmt.Sprintf("%s %s (no client-id) on network %s, which is not known",
-					verb(c.Operation), p.ID, p.NetworkID),
-				Result:    fmt.Sprintf("nothing to do: port %s has no client-id and network %s is not known", p.ID, p.NetworkID),
-				CreatedBy: c.CreatedBy, Request: c.Request, RequestID: c.RequestID,
-			})
-			return err
-		case errors.Is(err, ErrNotFound):
-			return rejectf("port %s: network %s is unknown, so there is no partition for the port; "+
-				"networking-mlnx sends a VLAN network's creation before its ports, and the manager learns of a flat network from its first update",
-				p.ID, p.NetworkID)
-		case err != nil:
-			return err
-		}
-		reason, err := s.membership(ctx, tx, &p, c, n, holder, limit)
-		if err != nil {
-			return err
-		}
-		heldGUID := before != nil && before.GUID != nil
-		rev, err := tx.touches(ctx, p.GUID != nil || heldGUID || (newNetwork && n.Managed))
-		if err != nil {
-			return err
-		}
-		// The writes go with the job's insert, in one round trip; an error
-		// of one of them is the insert's.
-		if newNetwork {
-			n.Revision = rev
-			if err := tx.later.UpsertNetwork(ctx, n, tx.now); err != nil {
-				return err
-			}
-		}
-		if p.GUID != nil {
-			if err := takeGUID(ctx, tx.later, p, holder, rev, tx.now); err != nil {
-				return err
-			}
-		}
-		p.Revision = rev
-		if err := tx.later.UpsertPort(ctx, p, tx.now); err != nil {
-			return err
-		}
-		guid, result := "no GUID", fmt.Sprintf("port %s holds no membership: %s", p.ID, reason)
-		if p.GUID != nil {
-			guid = "GUID " + p.GUID.String()
-			result = fmt.Sprintf("GUID %s is a full member of %s", *p.GUID, s.rules.memberOf(n))
-		}
-		job, err = tx.job(ctx, NewJob{
-			ObjectType: ObjectPort, ObjectID: p.ID, NetworkID: p.NetworkID, Operation: c.Operation,
-			Description: fmt.Sprintf("%s %s (%s) to network %s (%s)",
-				verb(c.Operation), p.ID, guid, n.ID, s.rules.partitionText(n)),
-			Result:    result,
-			CreatedBy: c.CreatedBy, Request: c.Request, RequestID: c.RequestID,
-		})
-		return err
+	return s.record(ctx, s.groups, "record port", c.Port.ID, func(ctx context.Context, tx *changeTx) (NewJob, error) {
+		return s.recordPort(ctx, tx, c, embedded, limit)
 	})
+}
+
+// portState is what RecordPort's change reads before it decides.
+type portState struct {
+	n          Network
+	before     *Port // the port as recorded, nil if it is not
+	holder     *Port // the port recorded with the requested GUID, if any
+	newNetwork bool  // n is the network the port embeds, recorded with it
+}
+
+// recordPort is RecordPort's change in tx: it reads the port's network and
+// the ports it may displace, applies the rules, writes, and says the job.
+func (s *Store) recordPort(ctx context.Context, tx *changeTx, c PortChange, embedded *Network, limit PortCheck) (NewJob, error) {
+	// The rules below change p (a GUID the port may not hold): each run
+	// of the change (a transaction the database aborted runs again)
+	// starts from the port as requested.
+	p := c.Port
+	st, known, err := s.readPortState(ctx, tx, c, embedded)
 	if err != nil {
-		return Job{}, fmt.Errorf("record port %s: %w", p.ID, err)
+		return NewJob{}, err
 	}
-	return job, nil
+	if !known {
+		// Nothing here is ours: most likely a port of a network that is
+		// never announced (VXLAN, Geneve) under [sdn] physical_networks = *.
+		if _, err := tx.touches(ctx, false); err != nil {
+			return NewJob{}, err
+		}
+		return NewJob{
+			ObjectType: ObjectPort, ObjectID: p.ID, NetworkID: p.NetworkID, Operation: c.Operation,
+			Description: fmt.Sprintf("%s %s (no client-id) on network %s, which is not known",
+				verb(c.Operation), p.ID, p.NetworkID),
+			Result:    fmt.Sprintf("nothing to do: port %s has no client-id and network %s is not known", p.ID, p.NetworkID),
+			CreatedBy: c.CreatedBy, Request: c.Request, RequestID: c.RequestID,
+		}, nil
+	}
+	reason, err := s.membership(ctx, tx, &p, c, st.n, st.holder, limit)
+	if err != nil {
+		return NewJob{}, err
+	}
+	heldGUID := st.before != nil && st.before.GUID != nil
+	rev, err := tx.touches(ctx, p.GUID != nil || heldGUID || (st.newNetwork && st.n.Managed))
+	if err != nil {
+		return NewJob{}, err
+	}
+	if err := writePort(ctx, tx, p, st, rev); err != nil {
+		return NewJob{}, err
+	}
+	guid, result := "no GUID", fmt.Sprintf("port %s holds no membership: %s", p.ID, reason)
+	if p.GUID != nil {
+		guid = "GUID " + p.GUID.String()
+		result = fmt.Sprintf("GUID %s is a full member of %s", *p.GUID, s.rules.memberOf(st.n))
+	}
+	return NewJob{
+		ObjectType: ObjectPort, ObjectID: p.ID, NetworkID: p.NetworkID, Operation: c.Operation,
+		Description: fmt.Sprintf("%s %s (%s) to network %s (%s)",
+			verb(c.Operation), p.ID, guid, st.n.ID, s.rules.partitionText(st.n)),
+		Result:    result,
+		CreatedBy: c.CreatedBy, Request: c.Request, RequestID: c.RequestID,
+	}, nil
+}
+
+// readPortState reads what RecordPort's change decides on: every row, in one
+// round trip (the revision's row lock is held from the first statement to the
+// commit), but for a network's first port, whose network the port embeds.
+// known is false, with no error, when the network is not known and the port
+// asks for nothing (no client-id); a port that asks for a GUID on a network
+// that is not known is refused.
+func (s *Store) readPortState(ctx context.Context, tx *changeTx, c PortChange, embedded *Network) (st portState, known bool, err error) {
+	p := c.Port
+	n, before, holder, err := tx.GetPortChange(ctx, p.NetworkID, p.ID, p.GUID)
+	switch {
+	case errors.Is(err, ErrNotFound) && embedded != nil:
+		if err := s.checkPKeyFree(ctx, tx, *embedded); err != nil {
+			return portState{}, false, err
+		}
+		// A network's first port: its ports are read on their own.
+		before, holder, err := portAndHolder(ctx, tx, p.ID, p.GUID)
+		return portState{n: *embedded, before: before, holder: holder, newNetwork: true}, err == nil, err
+	case errors.Is(err, ErrNotFound) && p.GUID == nil && c.ClientIDError == nil:
+		return portState{}, false, nil
+	case errors.Is(err, ErrNotFound):
+		return portState{}, false, rejectf("port %s: network %s is unknown, so there is no partition for the port; "+
+			"networking-mlnx sends a VLAN network's creation before its ports, and the manager learns of a flat network from its first update",
+			p.ID, p.NetworkID)
+	case err != nil:
+		return portState{}, false, err
+	}
+	return portState{n: n, before: before, holder: holder}, true, nil
+}
+
+// writePort writes port p, at revision rev, with what its change decided:
+// its network first if the port embeds a new one, then the GUID it takes
+// from another port. The writes go with the job's insert, in one round trip;
+// an error of one of them is the insert's.
+func writePort(ctx context.Context, tx *changeTx, p Port, st portState, rev int64) error {
+	if st.newNetwork {
+		n := st.n
+		n.Revision = rev
+		if err := tx.later.UpsertNetwork(ctx, n, tx.now); err != nil {
+			return err
+		}
+	}
+	if p.GUID != nil {
+		if err := takeGUID(ctx, tx.later, p, st.holder, rev, tx.now); err != nil {
+			return err
+		}
+	}
+	p.Revision = rev
+	return tx.later.UpsertPort(ctx, p, tx.now)
 }
 
 // portAndHolder reads the port recorded as id and the port holding guid (nil
@@ -402,48 +416,41 @@ type PortRemoval struct {
 // host the body names: the driver sends a port's requests in order, so a
 // re-add from a new host always follows its DELETE.
 func (s *Store) RemovePort(ctx context.Context, r PortRemoval) (Job, error) {
-	var job Job
-	err := s.change(ctx, func(ctx context.Context, tx *changeTx) error {
+	return s.record(ctx, s.groups, "remove port", r.PortID, func(ctx context.Context, tx *changeTx) (NewJob, error) {
 		p, err := tx.GetPort(ctx, r.PortID)
 		if err != nil {
-			return err
+			return NewJob{}, err
 		}
 		if r.GUID != nil && p.GUID != nil && *r.GUID != *p.GUID {
 			if _, err := tx.touches(ctx, false); err != nil {
-				return err
+				return NewJob{}, err
 			}
-			job, err = tx.job(ctx, NewJob{
+			return NewJob{
 				ObjectType: ObjectPort, ObjectID: r.PortID, NetworkID: p.NetworkID, Operation: OpRemovePort,
 				Description: fmt.Sprintf("Remove port %s (GUID %s) from network %s", r.PortID, *r.GUID, p.NetworkID),
 				Result: fmt.Sprintf("nothing to remove: port %s no longer holds GUID %s (it holds %s, which stays)",
 					r.PortID, *r.GUID, *p.GUID),
 				CreatedBy: r.CreatedBy, Request: r.Request, RequestID: r.RequestID,
-			})
-			return err
+			}, nil
 		}
 		if _, err := tx.touches(ctx, p.GUID != nil); err != nil {
-			return err
+			return NewJob{}, err
 		}
 		if _, err := tx.DeletePort(ctx, r.PortID); err != nil {
-			return err
+			return NewJob{}, err
 		}
 		guid, result := "no GUID", fmt.Sprintf("port %s is removed", r.PortID)
 		if p.GUID != nil {
 			guid = "GUID " + p.GUID.String()
 			result = fmt.Sprintf("GUID %s is no member of network %s's partition", *p.GUID, p.NetworkID)
 		}
-		job, err = tx.job(ctx, NewJob{
+		return NewJob{
 			ObjectType: ObjectPort, ObjectID: r.PortID, NetworkID: p.NetworkID, Operation: OpRemovePort,
 			Description: fmt.Sprintf("Remove port %s (%s) from network %s", r.PortID, guid, p.NetworkID),
 			Result:      result,
 			CreatedBy:   r.CreatedBy, Request: r.Request, RequestID: r.RequestID,
-		})
-		return err
+		}, nil
 	})
-	if err != nil {
-		return Job{}, fmt.Errorf("remove port %s: %w", r.PortID, err)
-	}
-	return job, nil
 }
 
 func verb(op string) string {

@@ -81,28 +81,9 @@ type Port struct {
 	Revision  int64
 }
 
-// Job is what networking-mlnx polls.
-type Job struct {
-	ID          int64
-	Revision    int64
-	ObjectType  string
-	ObjectID    string
-	NetworkID   string
-	Operation   string
-	Status      string
-	Description string
-	Result      string // what is true once the job has completed
-	Error       string // why it failed
-	CreatedBy   string
-	Request     string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
-	StartedAt   *time.Time
-	FinishedAt  *time.Time
-	// RequestID is the ID of the API request that recorded the job (its
-	// X-Request-ID), the jobs table's request_id; last, as the column is.
-	RequestID string
-}
+// Job is what networking-mlnx polls: the seam's row of the jobs table, so
+// that a job read or inserted reaches the caller as the table holds it.
+type Job = driver.Job
 
 // OpenJob is a job not finished yet, with what an OpenSM error can name of its
 // change: the GUID its port holds now (nil for a network's job, or a port that
@@ -115,33 +96,14 @@ type OpenJob struct {
 	GUID       *fabric.GUID
 }
 
-// NewJob is a job about to be inserted.
-type NewJob struct {
-	Revision    int64
-	ObjectType  string
-	ObjectID    string
-	NetworkID   string
-	Operation   string
-	Description string
-	Result      string
-	CreatedBy   string
-	Request     string
-	RequestID   string
-	Now         time.Time
-	Status      string     // StatusPending, or StatusCompleted for a change that touches no partition
-	FinishedAt  *time.Time // set with StatusCompleted
-}
+// NewJob is a job about to be inserted: InsertJob's arguments. The change
+// that inserts it sets its Revision, Now and Status (StatusPending, or
+// StatusCompleted with FinishedAt for a change that touches no partition).
+type NewJob = driver.InsertJobParams
 
-// Apply is one attempt to bring OpenSM to a revision.
-type Apply struct {
-	Revision   int64
-	SHA256     string
-	Term       int64
-	Outcome    string
-	Detail     string
-	StartedAt  time.Time
-	FinishedAt time.Time
-}
+// Apply is one attempt to bring OpenSM to a revision: what RecordApply's
+// query records, and LastApply reads.
+type Apply = driver.RecordApplyParams
 
 // Member is one port's membership: its GUID in its network's partition.
 type Member struct {

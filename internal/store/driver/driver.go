@@ -241,3 +241,32 @@ func (s SQLSavepoints) RollbackToSavepoint(ctx context.Context) error {
 
 // Flush has nothing to send: SQLSavepoints holds nothing back.
 func (SQLSavepoints) Flush(context.Context) error { return nil }
+
+// PlainChangeTx is a ChangeTx on a database/sql transaction that sends every
+// statement on its own: nothing is held back, so Later is its queries as
+// they are.
+type PlainChangeTx struct {
+	Queries
+	SQLSavepoints
+}
+
+func (c PlainChangeTx) Later() Queries { return c.Queries }
+
+// HeldChangeTx is a ChangeTx that holds back its savepoints, and the writes
+// made through Later, to send them with its next statement on Pipeline, the
+// engine's connection that sends what is held (in one multi-statement query,
+// or one batch) with each statement.
+type HeldChangeTx struct {
+	Queries
+	HeldSavepoints
+	// Deferred are the queries on Pipeline whose writes are held (Later).
+	Deferred Queries
+	Pipeline interface {
+		// Flush sends what is held, and returns the first error of it.
+		Flush(ctx context.Context) error
+	}
+}
+
+func (c HeldChangeTx) Later() Queries { return c.Deferred }
+
+func (c HeldChangeTx) Flush(ctx context.Context) error { return c.Pipeline.Flush(ctx) }

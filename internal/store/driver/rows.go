@@ -52,15 +52,17 @@ type Job struct {
 	Operation   string
 	Status      string
 	Description string
-	Result      string
-	Error       string
+	Result      string // what is true once the job has completed
+	Error       string // why it failed
 	CreatedBy   string
 	Request     string
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	StartedAt   *time.Time
 	FinishedAt  *time.Time
-	RequestID   string
+	// RequestID is the ID of the API request that recorded the job (its
+	// X-Request-ID), the jobs table's request_id; last, as the column is.
+	RequestID string
 }
 
 // KubernetesMember is one GUID's membership of a Kubernetes pkey.

@@ -116,7 +116,11 @@ func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) err
 	defer conn.Release()
 	p := &pipeline{tx: conn}
 	p.held.Hold("BEGIN")
-	c := changeTx{queries: queries{pgdb.New(p)}, p: p, later: queries{pgdb.New(later{p})},
+	// Its savepoints are plain statements rather than pgx's nested
+	// transactions, which release each savepoint in a round trip of its own,
+	// held back, with the writes made through Later, to go in one batch with
+	// the next statement.
+	c := driver.HeldChangeTx{Queries: queries{pgdb.New(p)}, Deferred: queries{pgdb.New(later{p})}, Pipeline: p,
 		HeldSavepoints: driver.HeldSavepoints{Held: &p.held, Exec: func(ctx context.Context, sql string) error {
 			_, err := conn.Exec(ctx, sql)
 			return err
@@ -143,25 +147,13 @@ func (p *pipeline) rollback(ctx context.Context) {
 	_, _ = p.tx.Exec(rctx, "ROLLBACK")
 }
 
-// changeTx sets its savepoints with plain statements rather than pgx's nested
-// transactions, which release each savepoint in a round trip of its own, and
-// holds them back, with the writes made through Later, to send them in one
-// batch with the next statement (driver.ChangeTx).
-type changeTx struct {
-	queries
-	driver.HeldSavepoints
-	p     *pipeline
-	later queries
-}
-
-func (c changeTx) Later() driver.Queries { return c.later }
-
-func (c changeTx) Flush(ctx context.Context) error {
-	held := c.p.held.Take()
+// Flush sends what is held, in one batch.
+func (p *pipeline) Flush(ctx context.Context) error {
+	held := p.held.Take()
 	if len(held) == 0 {
 		return nil
 	}
-	br, err := c.p.send(ctx, held)
+	br, err := p.send(ctx, held)
 	if err != nil {
 		return err
 	}
@@ -208,14 +200,24 @@ func (p *pipeline) send(ctx context.Context, held []driver.HeldStatement, then .
 	return br, nil
 }
 
-func (p *pipeline) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+// sendWith sends sql after what is held, in one batch left at sql's results
+// (see send); with nothing held it sends nothing and returns nil: the caller
+// sends sql on its own, in a round trip no batch would save.
+func (p *pipeline) sendWith(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
 	held := p.held.Take()
 	if len(held) == 0 {
-		return p.tx.Exec(ctx, sql, args...)
+		return nil, nil
 	}
-	br, err := p.send(ctx, held, driver.HeldStatement{SQL: sql, Args: args})
-	if err != nil {
+	return p.send(ctx, held, driver.HeldStatement{SQL: sql, Args: args})
+}
+
+func (p *pipeline) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	br, err := p.sendWith(ctx, sql, args)
+	switch {
+	case err != nil:
 		return pgconn.CommandTag{}, err
+	case br == nil:
+		return p.tx.Exec(ctx, sql, args...)
 	}
 	tag, err := br.Exec()
 	if cerr := br.Close(); err == nil {
@@ -225,13 +227,12 @@ func (p *pipeline) Exec(ctx context.Context, sql string, args ...any) (pgconn.Co
 }
 
 func (p *pipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	held := p.held.Take()
-	if len(held) == 0 {
-		return p.tx.Query(ctx, sql, args...)
-	}
-	br, err := p.send(ctx, held, driver.HeldStatement{SQL: sql, Args: args})
-	if err != nil {
+	br, err := p.sendWith(ctx, sql, args)
+	switch {
+	case err != nil:
 		return nil, err
+	case br == nil:
+		return p.tx.Query(ctx, sql, args...)
 	}
 	rows, err := br.Query()
 	if err != nil {
@@ -242,13 +243,12 @@ func (p *pipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows
 }
 
 func (p *pipeline) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	held := p.held.Take()
-	if len(held) == 0 {
-		return p.tx.QueryRow(ctx, sql, args...)
-	}
-	br, err := p.send(ctx, held, driver.HeldStatement{SQL: sql, Args: args})
-	if err != nil {
+	br, err := p.sendWith(ctx, sql, args)
+	switch {
+	case err != nil:
 		return errRow{err}
+	case br == nil:
+		return p.tx.QueryRow(ctx, sql, args...)
 	}
 	return batchRow{row: br.QueryRow(), br: br}
 }

@@ -151,22 +151,14 @@ func (e *Engine) InTx(ctx context.Context, mode driver.TxMode, fn func(q driver.
 func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) error) error {
 	q := e.queries(ctx)
 	err := driver.InSQLTx(ctx, e.db, &sql.TxOptions{}, func(tx *sql.Tx) error {
-		return fn(changeTx{queries{q.WithTx(tx)}, driver.SQLSavepoints{Tx: tx}})
+		// A SQLite statement costs no round trip, so none is held back.
+		return fn(driver.PlainChangeTx{Queries: queries{q.WithTx(tx)}, SQLSavepoints: driver.SQLSavepoints{Tx: tx}})
 	})
 	if err == nil {
 		e.Notify()
 	}
 	return err
 }
-
-type changeTx struct {
-	queries
-	driver.SQLSavepoints
-}
-
-// Later is the transaction's queries as they are: a SQLite statement costs no
-// round trip, so none is held back.
-func (c changeTx) Later() driver.Queries { return c.queries }
 
 // Queries are the prepared queries (see Engine.queries); outside a
 // transaction, each runs on its own.
