@@ -27,7 +27,6 @@ import (
 
 	mysqldb "github.com/alternative-fabric-manager/alternative-fabric-manager/db/mysql"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/migrations"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -216,23 +215,19 @@ func (e *Engine) Close() error { return e.db.Close() }
 
 // Migrate applies the embedded migrations under goose's table locker.
 func (e *Engine) Migrate(ctx context.Context) error {
-	fsys, err := migrations.FS("mysql")
-	if err != nil {
-		return err
-	}
 	locker, err := lock.NewMySQLTableLocker()
 	if err != nil {
 		return err
 	}
-	return driver.Migrate(ctx, goose.DialectMySQL, e.db, fsys, goose.WithLocker(locker))
+	return e.migrations(goose.WithLocker(locker)).Up(ctx)
 }
 
 func (e *Engine) Schema(ctx context.Context) (driver.SchemaVersions, error) {
-	fsys, err := migrations.FS("mysql")
-	if err != nil {
-		return driver.SchemaVersions{}, err
-	}
-	return driver.Schema(ctx, goose.DialectMySQL, e.db, fsys)
+	return e.migrations(nil).Schema(ctx)
+}
+
+func (e *Engine) migrations(locker goose.ProviderOption) driver.Migrations {
+	return driver.Migrations{Engine: "mysql", Dialect: goose.DialectMySQL, DB: e.db, Locker: locker}
 }
 
 // InTx runs fn in one transaction: InnoDB's default REPEATABLE READ for

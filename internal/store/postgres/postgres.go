@@ -8,6 +8,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,7 +23,6 @@ import (
 
 	pgdb "github.com/alternative-fabric-manager/alternative-fabric-manager/db/postgres"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/migrations"
 )
 
 // lockKey names the applier lock among other advisory locks of the database.
@@ -63,27 +63,23 @@ func (e *Engine) Close() error { e.pool.Close(); return nil }
 // Migrate applies the embedded migrations, under goose's advisory-lock locker
 // so that two managers starting together do not both migrate.
 func (e *Engine) Migrate(ctx context.Context) error {
-	fsys, err := migrations.FS("postgres")
-	if err != nil {
-		return err
-	}
-	db := stdlib.OpenDBFromPool(e.pool)
-	defer db.Close()
 	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {
 		return err
 	}
-	return driver.Migrate(ctx, goose.DialectPostgres, db, fsys, goose.WithSessionLocker(locker))
+	db := stdlib.OpenDBFromPool(e.pool)
+	defer db.Close()
+	return e.migrations(db, goose.WithSessionLocker(locker)).Up(ctx)
 }
 
 func (e *Engine) Schema(ctx context.Context) (driver.SchemaVersions, error) {
-	fsys, err := migrations.FS("postgres")
-	if err != nil {
-		return driver.SchemaVersions{}, err
-	}
 	db := stdlib.OpenDBFromPool(e.pool)
 	defer db.Close()
-	return driver.Schema(ctx, goose.DialectPostgres, db, fsys)
+	return e.migrations(db, nil).Schema(ctx)
+}
+
+func (e *Engine) migrations(db *sql.DB, locker goose.ProviderOption) driver.Migrations {
+	return driver.Migrations{Engine: "postgres", Dialect: goose.DialectPostgres, DB: db, Locker: locker}
 }
 
 // InTx runs fn in one transaction: READ COMMITTED for writes (each

@@ -22,7 +22,6 @@ import (
 
 	sqlitedb "github.com/alternative-fabric-manager/alternative-fabric-manager/db/sqlite"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/migrations"
 
 	// The driver registers itself as "sqlite".
 	_ "modernc.org/sqlite"
@@ -112,12 +111,12 @@ func (e *Engine) queries(ctx context.Context) *sqlitedb.Queries {
 	return q
 }
 
+func (e *Engine) migrations() driver.Migrations {
+	return driver.Migrations{Engine: "sqlite", Dialect: goose.DialectSQLite3, DB: e.db}
+}
+
 func (e *Engine) Migrate(ctx context.Context) error {
-	fsys, err := migrations.FS("sqlite")
-	if err != nil {
-		return err
-	}
-	if err := driver.Migrate(ctx, goose.DialectSQLite3, e.db, fsys); err != nil {
+	if err := e.migrations().Up(ctx); err != nil {
 		return err
 	}
 	// The schema may only now hold every table: let queries prepare again.
@@ -128,11 +127,7 @@ func (e *Engine) Migrate(ctx context.Context) error {
 }
 
 func (e *Engine) Schema(ctx context.Context) (driver.SchemaVersions, error) {
-	fsys, err := migrations.FS("sqlite")
-	if err != nil {
-		return driver.SchemaVersions{}, err
-	}
-	return driver.Schema(ctx, goose.DialectSQLite3, e.db, fsys)
+	return e.migrations().Schema(ctx)
 }
 
 // InTx runs fn in one transaction. A write begins IMMEDIATE (the DSN's
