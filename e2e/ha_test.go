@@ -108,7 +108,7 @@ func startHACluster(t *testing.T, dbs []storetest.Database) *haCluster {
 func (c *haCluster) launch(k int, db storetest.Database) *manager {
 	t := c.t
 	dir := t.TempDir()
-	m := &manager{t: t, fabric: c.fabric, dir: dir, conf: filepath.Join(dir, "afm.conf"),
+	m := &manager{t: t, fabric: c.fabric, dir: dir, conf: filepath.Join(dir, "afm.conf"), binary: managerBinary,
 		url: "http://" + freeAddr(t), client: &http.Client{Timeout: 10 * time.Second}}
 	u := must(url.Parse(db.URL))
 	proxy := newCutProxy(t, u.Host)

@@ -1,0 +1,165 @@
+package e2e
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
+)
+
+// TestRollingUpgrade holds the rule of docs/upgrades.md: the previous
+// release's managers run against this release's schema. The previous release
+// is the commit just before the newest migration was added, built from git
+// history; on each engine a database is migrated with this tree's migrations,
+// then that binary, not migrating (auto_migrate = false, as while a DBA
+// upgrades the schema under running managers), must start, complete a network
+// and a port, and put the port's GUID in the partition. Beside it, this
+// release's --status reads the same database and finds every gate open.
+func TestRollingUpgrade(t *testing.T) {
+	previous := buildPreviousRelease(t)
+	for _, engine := range storetest.Engines {
+		t.Run(engine, func(t *testing.T) {
+			db := storetest.NewDatabase(t, engine)
+			migrate(t, db)
+			previousServes(t, db, previous)
+		})
+	}
+}
+
+// previousRelease is the manager built from the commit before the newest
+// migration, and the newest migration version it embeds.
+type previousRelease struct {
+	commit, binary string
+	schema, newest int64 // the previous binary's newest migration, and this tree's
+}
+
+// buildPreviousRelease finds the commit that added this tree's newest
+// migration and builds the manager of its parent. Without the git history
+// (an exported tarball, a shallow clone) there is nothing to build: the test
+// skips, unless AFM_TEST_REQUIRE_ALL=1 (as in CI, a full clone), where it fails.
+func buildPreviousRelease(t *testing.T) previousRelease {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest, name := newestMigration(t, filepath.Join(root, "migrations", "sqlite"))
+	out, err := exec.Command("git", "-C", root, "log", "--diff-filter=A", "--format=%H", "--",
+		"migrations/sqlite/"+name).Output()
+	added, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	if err != nil || added == "" {
+		needHistory(t, "no commit in git history adds migrations/sqlite/%s (git log: %v)", name, err)
+	}
+	parent, err := exec.Command("git", "-C", root, "rev-parse", "--verify", added+"^").Output()
+	if err != nil {
+		needHistory(t, "commit %s (which adds %s) has no parent in this clone: %v", added, name, err)
+	}
+	p := previousRelease{commit: strings.TrimSpace(string(parent)), newest: newest}
+
+	src := t.TempDir()
+	extract := exec.Command("sh", "-c", `git -C "$1" archive --format=tar "$2" | tar -x -C "$3"`, "sh", root, p.commit, src)
+	if out, err := extract.CombinedOutput(); err != nil {
+		t.Fatalf("extract commit %s: %v\n%s", p.commit, err, out)
+	}
+	p.schema, _ = newestMigration(t, filepath.Join(src, "migrations", "sqlite"))
+	if p.schema >= p.newest {
+		t.Fatalf("commit %s already embeds migration %d: it is not the release before %s", p.commit, p.schema, name)
+	}
+	p.binary = filepath.Join(t.TempDir(), "alternative-fabric-manager")
+	// Without -trimpath: the dependencies then share the build cache with
+	// every other build of this module, and only the project's own packages
+	// (their directory is new each time) compile again.
+	start := time.Now()
+	build := exec.Command("go", "build", "-o", p.binary, "./cmd/alternative-fabric-manager")
+	build.Dir = src
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the manager of commit %s: %v\n%s", p.commit, err, out)
+	}
+	t.Logf("built the manager of %s (schema %d; this tree's is %d, %s) in %v",
+		p.commit[:12], p.schema, p.newest, name, time.Since(start).Round(time.Millisecond))
+	return p
+}
+
+// newestMigration returns the highest version among dir's goose migrations
+// (NNNNN_name.sql), and its file name.
+func newestMigration(t *testing.T, dir string) (int64, string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var version int64
+	var name string
+	for _, e := range entries {
+		prefix, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.ParseInt(prefix, 10, 64)
+		if !ok || err != nil || !strings.HasSuffix(e.Name(), ".sql") {
+			continue
+		}
+		if v > version {
+			version, name = v, e.Name()
+		}
+	}
+	if name == "" {
+		t.Fatalf("no migration in %s", dir)
+	}
+	return version, name
+}
+
+// needHistory stops a test that needs git history this clone lacks.
+func needHistory(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("AFM_TEST_REQUIRE_ALL") == "1" {
+		t.Fatalf("AFM_TEST_REQUIRE_ALL=1, and the previous release cannot be built: "+format+
+			" (run the tests in a full git clone)", args...)
+	}
+	t.Skipf("the previous release cannot be built: "+format, args...)
+}
+
+// migrate brings db to this tree's newest schema, as a DBA's goose up or
+// --migrate would.
+func migrate(t *testing.T, db storetest.Database) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	s, err := storeopen.Open(ctx, db.Engine, db.DSN, true, store.Rules{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("migrate %s: %v", db.Engine, err)
+	}
+	s.Close()
+}
+
+// previousServes runs the previous release on db and has it apply a network
+// and a port.
+func previousServes(t *testing.T, db storetest.Database, p previousRelease) {
+	m := launchManager(t, db, fabricsim.Options{Hosts: 1},
+		settings{Binary: p.binary, Database: []string{"auto_migrate = false"}})
+	m.confirmSwitches()
+	const net = "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73" // VLAN 101: pkey 0x0065
+	h1 := m.fabric.Host("H1").PortGUID
+	m.waitCompleted(m.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json")), nil)
+	m.waitCompleted(m.accept("POST", "/cloudx/Port", portBody("port-h1", net, vendorClientID(h1))), nil)
+	if got := m.pkeys(h1); !slices.Contains(got, 0x8065) {
+		t.Errorf("the previous release completed the port, but H1's pkey table is %s, without 0x8065", hex(got))
+	}
+	if code, out := m.statusExit(); code != 0 || !strings.Contains(out, "jobs complete: every gate is open") {
+		t.Errorf("this release's --status beside the previous release's manager: exit %d:\n%s", code, out)
+	}
+	for _, line := range strings.Split(m.log(), "\n") {
+		// [log] format is json unless set: "level":"ERROR"; text: level=ERROR.
+		if strings.Contains(line, `"level":"ERROR"`) || strings.Contains(line, "level=ERROR") {
+			t.Errorf("the previous release logged an error on schema %d: %s", p.newest, line)
+		}
+	}
+}
