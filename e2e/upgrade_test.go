@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -62,17 +63,18 @@ func buildPreviousRelease(t *testing.T) previousRelease {
 		t.Fatal(err)
 	}
 	newest, name := newestMigration(t, filepath.Join(root, "migrations", "sqlite"))
-	out, err := exec.Command("git", "-C", root, "log", "--diff-filter=A", "--format=%H", "--",
-		"migrations/sqlite/"+name).Output()
-	added, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	out, err := git(root, "log", "--diff-filter=A", "--format=%H", "--", "migrations/sqlite/"+name)
+	added, _, _ := strings.Cut(out, "\n")
 	if err != nil || added == "" {
 		needHistory(t, "no commit in git history adds migrations/sqlite/%s (git log: %v)", name, err)
 	}
-	parent, err := exec.Command("git", "-C", root, "rev-parse", "--verify", added+"^").Output()
+	parent, err := git(root, "rev-parse", "--verify", added+"^")
 	if err != nil {
-		needHistory(t, "commit %s (which adds %s) has no parent in this clone: %v", added, name, err)
+		// A shallow clone's oldest commit seems to add every file.
+		needHistory(t, "the commit that adds %s here, %s, has no parent in this clone (a shallow clone?): %v",
+			name, added, err)
 	}
-	p := previousRelease{commit: strings.TrimSpace(string(parent)), newest: newest}
+	p := previousRelease{commit: parent, newest: newest}
 
 	src := t.TempDir()
 	extract := exec.Command("sh", "-c", `git -C "$1" archive --format=tar "$2" | tar -x -C "$3"`, "sh", root, p.commit, src)
@@ -96,6 +98,16 @@ func buildPreviousRelease(t *testing.T) previousRelease {
 	t.Logf("built the manager of %s (schema %d; this tree's is %d, %s) in %v",
 		p.commit[:12], p.schema, p.newest, name, time.Since(start).Round(time.Millisecond))
 	return p
+}
+
+// git runs git in dir and returns its trimmed output; its error says what git
+// printed on standard error.
+func git(dir string, args ...string) (string, error) {
+	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).Output()
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+		err = fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(string(ee.Stderr)))
+	}
+	return strings.TrimSpace(string(out)), err
 }
 
 // newestMigration returns the highest version among dir's goose migrations
