@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
@@ -43,6 +44,49 @@ func TestRollingUpgrade(t *testing.T) {
 			}
 		})
 	}
+	t.Run("ha", func(t *testing.T) {
+		db := storetest.NewDatabase(t, config.EnginePostgres)
+		migrate(t, db)
+		replaceOneAtATime(t, db, previous)
+	})
+}
+
+// replaceOneAtATime follows docs/upgrades.md with HA: two managers of the
+// previous release lead and follow on the migrated schema. The follower is
+// replaced first by this release, and a port sent through it completes by the
+// previous release's leader (the two releases side by side); then the leader
+// is, and the lease moves to this release. OpenSM's states are sampled
+// throughout: never two masters.
+func replaceOneAtATime(t *testing.T, db storetest.Database, p previousRelease) {
+	c := &haCluster{t: t, fabric: fabricsim.StartT(t, fabricsim.Options{Hosts: 4, SMs: 2}),
+		dbs: []storetest.Database{db, db}, binary: p.binary}
+	for k := 1; k <= 2; k++ {
+		c.managers = append(c.managers, c.launch(k, db))
+	}
+	c.sampler = c.sampleMasters()
+	leader := c.leader()
+	leader.confirmSwitches()
+	c.jobs = append(c.jobs, leader.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json")))
+	leader.waitCompleted(c.jobs[0], nil)
+	c.addPort(leader, "with the previous release only")
+	follower := c.managers[0]
+	if follower == leader {
+		follower = c.managers[1]
+	}
+	for _, m := range []*manager{follower, leader} {
+		role := map[bool]string{true: "leader", false: "follower"}[m == leader]
+		m.stop()
+		m.binary = managerBinary
+		m.start()
+		c.addPort(m, "once the previous "+role+" runs this release")
+		if now := c.leader(); m == follower && now != leader {
+			t.Fatalf("the previous release's leader lost the lease when its follower was replaced")
+		}
+	}
+	if c.leader().binary != managerBinary {
+		t.Errorf("every manager runs this release, but the lease holder runs %s", c.leader().binary)
+	}
+	c.finish()
 }
 
 // previousRelease is the manager built from the commit before the newest
