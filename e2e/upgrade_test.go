@@ -83,8 +83,14 @@ func replaceOneAtATime(t *testing.T, db storetest.Database, p previousRelease) {
 			t.Fatalf("the previous release's leader lost the lease when its follower was replaced")
 		}
 	}
-	if c.leader().binary != managerBinary {
-		t.Errorf("every manager runs this release, but the lease holder runs %s", c.leader().binary)
+	now := c.leader()
+	if now.binary != managerBinary {
+		t.Errorf("every manager runs this release, but the lease holder runs %s", now.binary)
+	}
+	// The leader stopped with SIGTERM released its lease (docs/upgrades.md:
+	// --status shows previous_expired false).
+	if l := now.lease(); l.PreviousExpired {
+		t.Errorf("after the leader was replaced: previous holder %q, its lease expired; want released", l.PreviousHolder)
 	}
 	c.finish()
 }
