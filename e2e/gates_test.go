@@ -144,7 +144,7 @@ func (m *manager) operator(args ...string) string {
 }
 
 func (m *manager) tryOperator(args ...string) (string, error) {
-	cmd := exec.Command(managerBinary, append([]string{"--config-file", m.conf}, args...)...)
+	cmd := exec.Command(m.binary, append([]string{"--config-file", m.conf}, args...)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -84,6 +84,7 @@ type haCluster struct {
 	jobs     []string
 	hosts    []string // hosts whose port is in the network
 	next     int      // the next host to add
+	binary   string   // the managers' executable when launched; "": managerBinary
 }
 
 const haNetworkPKey = 0x8065 // network_create_vlan.json: VLAN 101, full members
@@ -108,8 +109,11 @@ func startHACluster(t *testing.T, dbs []storetest.Database) *haCluster {
 func (c *haCluster) launch(k int, db storetest.Database) *manager {
 	t := c.t
 	dir := t.TempDir()
-	m := &manager{t: t, fabric: c.fabric, dir: dir, conf: filepath.Join(dir, "afm.conf"),
+	m := &manager{t: t, fabric: c.fabric, dir: dir, conf: filepath.Join(dir, "afm.conf"), binary: managerBinary,
 		url: "http://" + freeAddr(t), client: &http.Client{Timeout: 10 * time.Second}}
+	if c.binary != "" {
+		m.binary = c.binary
+	}
 	u := must(url.Parse(db.URL))
 	proxy := newCutProxy(t, u.Host)
 	c.proxies = append(c.proxies, proxy)

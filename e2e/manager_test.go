@@ -54,6 +54,9 @@ type manager struct {
 	proc   *managerproc.Process
 	client *http.Client
 	debug  bool // start with --debug (the apply steps are logged)
+	// binary is the manager's executable, which its operator commands
+	// (tryOperator) run too: managerBinary unless settings.Binary says otherwise.
+	binary string
 	// The API's certificate and key with settings.CA; "" for plain HTTP.
 	certFile, keyFile string
 }
@@ -75,6 +78,10 @@ type settings struct {
 	OpenSMConf []string // [opensm_conf]
 	Log        []string // [log]
 	UFMPKeys   []string // [ufm_pkeys]
+	Database   []string // [database]
+	// Binary, when set, is the manager's executable instead of this tree's
+	// (a previous release's, in the upgrade test).
+	Binary string
 	// CA, when set, issues the API's certificate: the manager serves HTTPS and
 	// the harness's client trusts only this CA, as networking-mlnx does with
 	// [sdn] cert_verify = True and cert_path.
@@ -86,8 +93,11 @@ func launchManager(t *testing.T, db storetest.Database, o fabricsim.Options, ext
 	t.Helper()
 	f := fabricsim.StartT(t, o)
 	dir := t.TempDir()
-	m := &manager{t: t, fabric: f, dir: dir, conf: filepath.Join(dir, "afm.conf"),
+	m := &manager{t: t, fabric: f, dir: dir, conf: filepath.Join(dir, "afm.conf"), binary: managerBinary,
 		url: "http://" + freeAddr(t), client: &http.Client{Timeout: 10 * time.Second}}
+	if extra.Binary != "" {
+		m.binary = extra.Binary
+	}
 	if extra.CA != nil {
 		m.certFile, m.keyFile = filepath.Join(dir, "api-cert.pem"), filepath.Join(dir, "api-key.pem")
 		extra.CA.WritePair(m.certFile, m.keyFile)
@@ -102,6 +112,7 @@ token = %s
 [database]
 connection = %s
 poll_interval = 0.2
+%s
 
 [opensm]
 config_dir = %s
@@ -120,6 +131,7 @@ guid = %s
 [ufm_pkeys]
 %s
 `, strings.TrimPrefix(strings.TrimPrefix(m.url, "http://"), "https://"), token, strings.Join(extra.API, "\n"), db.URL,
+		strings.Join(extra.Database, "\n"),
 		filepath.Join(dir, "opensm"), f.EnvFile(), strings.Join(extra.OpenSM, "\n"), f.SMGUID,
 		strings.Join(extra.OpenSMConf, "\n"), strings.Join(extra.Log, "\n"), strings.Join(extra.UFMPKeys, "\n"))
 	if err := os.WriteFile(m.conf, []byte(conf), 0o600); err != nil {
@@ -137,7 +149,7 @@ func (m *manager) start() {
 		args = append(args, "--debug")
 	}
 	p, err := managerproc.Start(context.Background(), managerproc.Options{
-		Binary: managerBinary, Args: args, Log: filepath.Join(m.dir, "manager.log"),
+		Binary: m.binary, Args: args, Log: filepath.Join(m.dir, "manager.log"),
 		Serving: managerproc.Answers(m.client, m.url+"/healthz"), Within: 30 * time.Second})
 	if err != nil {
 		m.t.Fatalf("%v:\n%s", err, m.log())
