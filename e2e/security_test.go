@@ -24,21 +24,8 @@ func TestSIGHUPRevokesCredentials(t *testing.T) {
 	m := launchManager(t, storetest.NewDatabase(t, config.EngineSQLite), fabricOptions(1), settings{UFMPKeys: []string{
 		"username = " + ufmUser, "password = " + ufmPassword, "pkey_range = 0x1000-0x1fff",
 	}})
-	// networking-mlnx's route answers 404 for a job that does not exist once
-	// the token is accepted, 401 otherwise; the pkeys API's ufm_version 200.
-	tokenStatus := func(tok string) int {
-		req, err := http.NewRequest("GET", m.url+"/ufmRestV3/app/jobs/999", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Basic "+tok)
-		resp, err := m.client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	// The pkeys API's ufm_version answers 200 once the password is accepted.
+	tokenStatus := m.tokenStatus
 	passwordStatus := func(password string) int {
 		resp, _ := (&ufmClient{m: m, user: ufmUser, password: password}).do("GET", "/ufmRest/app/ufm_version", "")
 		return resp.StatusCode
@@ -96,19 +83,7 @@ func TestTokenRotationServesEveryNeutronServer(t *testing.T) {
 	const newToken = "e2e-rotated-token-0123456789"
 	m := launchManager(t, storetest.NewDatabase(t, config.EngineSQLite), fabricOptions(1), settings{})
 	m.confirmSwitches() // jobs complete only then
-	tokenStatus := func(tok string) int {
-		req, err := http.NewRequest("GET", m.url+"/ufmRestV3/app/jobs/999", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Basic "+tok)
-		resp, err := m.client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	tokenStatus := m.tokenStatus
 	conf, err := os.ReadFile(m.conf)
 	if err != nil {
 		t.Fatal(err)
@@ -175,4 +150,21 @@ func TestSwitchGUIDRefused(t *testing.T) {
 		t.Errorf("the refused changes left revision %d and %d jobs, want %d and %d", r, j, revision, jobs)
 	}
 	m.waitCompleted(m.accept("POST", "/cloudx/Port", portBody("port-h1", net, vendorClientID(m.fabric.Host("H1").PortGUID))), nil)
+}
+
+// tokenStatus is how networking-mlnx's route answers a job that does not
+// exist with token: 404 once the token is accepted, 401 otherwise.
+func (m *manager) tokenStatus(token string) int {
+	m.t.Helper()
+	req, err := http.NewRequest("GET", m.url+"/ufmRestV3/app/jobs/999", nil)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Basic "+token)
+	resp, err := m.client.Do(req)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
