@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -109,11 +110,8 @@ func startHACluster(t *testing.T, dbs []storetest.Database) *haCluster {
 func (c *haCluster) launch(k int, db storetest.Database) *manager {
 	t := c.t
 	dir := t.TempDir()
-	m := &manager{t: t, fabric: c.fabric, dir: dir, conf: filepath.Join(dir, "afm.conf"), binary: managerBinary,
+	m := &manager{t: t, fabric: c.fabric, dir: dir, conf: filepath.Join(dir, "afm.conf"), binary: cmp.Or(c.binary, managerBinary),
 		url: "http://" + freeAddr(t), client: &http.Client{Timeout: 10 * time.Second}}
-	if c.binary != "" {
-		m.binary = c.binary
-	}
 	u := must(url.Parse(db.URL))
 	proxy := newCutProxy(t, u.Host)
 	c.proxies = append(c.proxies, proxy)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -93,11 +94,8 @@ func launchManager(t *testing.T, db storetest.Database, o fabricsim.Options, ext
 	t.Helper()
 	f := fabricsim.StartT(t, o)
 	dir := t.TempDir()
-	m := &manager{t: t, fabric: f, dir: dir, conf: filepath.Join(dir, "afm.conf"), binary: managerBinary,
+	m := &manager{t: t, fabric: f, dir: dir, conf: filepath.Join(dir, "afm.conf"), binary: cmp.Or(extra.Binary, managerBinary),
 		url: "http://" + freeAddr(t), client: &http.Client{Timeout: 10 * time.Second}}
-	if extra.Binary != "" {
-		m.binary = extra.Binary
-	}
 	if extra.CA != nil {
 		m.certFile, m.keyFile = filepath.Join(dir, "api-cert.pem"), filepath.Join(dir, "api-key.pem")
 		extra.CA.WritePair(m.certFile, m.keyFile)

@@ -19,6 +19,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
 // TestRollingUpgrade holds the rule of docs/upgrades.md: the previous
@@ -189,11 +190,7 @@ func newestMigration(t *testing.T, dir string) (int64, string) {
 // needHistory stops a test that needs git history this clone lacks.
 func needHistory(t *testing.T, format string, args ...any) {
 	t.Helper()
-	if os.Getenv("AFM_TEST_REQUIRE_ALL") == "1" {
-		t.Fatalf("AFM_TEST_REQUIRE_ALL=1, and the previous release cannot be built: "+format+
-			" (run the tests in a full git clone)", args...)
-	}
-	t.Skipf("the previous release cannot be built: "+format, args...)
+	testenv.Missing(t, "the previous release cannot be built: "+format+" (run the tests in a full git clone)", args...)
 }
 
 // migrate brings db to this tree's newest schema, as a DBA's goose up or

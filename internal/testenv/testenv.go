@@ -18,12 +18,19 @@ func Require(t testing.TB, name, makeTestDoes string) string {
 	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {
-		if os.Getenv("AFM_TEST_REQUIRE_ALL") == "1" {
-			t.Fatalf("%s is not set, and AFM_TEST_REQUIRE_ALL=1: run the tests with `make test`, which %s", name, makeTestDoes)
-		}
-		t.Skipf("%s is not set (make test %s, and sets it)", name, makeTestDoes)
+		Missing(t, "%s is not set: run the tests with `make test`, which %s, and sets it", name, makeTestDoes)
 	}
 	return v
+}
+
+// Missing stops a test that cannot run here, saying why: it skips, unless
+// AFM_TEST_REQUIRE_ALL=1 (as in CI), where it fails.
+func Missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("AFM_TEST_REQUIRE_ALL") == "1" {
+		t.Fatalf("AFM_TEST_REQUIRE_ALL=1, and "+format, args...)
+	}
+	t.Skipf(format, args...)
 }
 
 // WaitFor polls cond until it holds, and fails the test once within has
