@@ -160,7 +160,7 @@ func TestKubernetesGUIDOffTheFabricCountsAgainstItsSwitchPort(t *testing.T) {
 	m.confirmSwitches()
 	k := &ufmClient{m: m, user: ufmUser, password: ufmPassword}
 	h1 := m.fabric.Host("H1").PortGUID
-	if err := m.fabric.Unlink(ctxT(t), "H1"); err != nil {
+	if err := m.fabric.Unlink(t.Context(), "H1"); err != nil {
 		t.Fatal(err)
 	}
 	add := func(pkey string) (int, string) {
@@ -179,11 +179,11 @@ func TestKubernetesGUIDOffTheFabricCountsAgainstItsSwitchPort(t *testing.T) {
 		t.Fatalf("H1 (link down) into a third pkey: %d %s, want 400 saying it would carry 4 pkeys", status, body)
 	}
 
-	if err := m.fabric.Relink(ctxT(t), "H1"); err != nil {
+	if err := m.fabric.Relink(t.Context(), "H1"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "H1's table to hold its two pkeys", func() bool {
-		got, err := m.fabric.PKeys(ctxT(t), h1)
+		got, err := m.fabric.PKeys(t.Context(), h1)
 		return err == nil && slices.Contains(got, 0x9001) && slices.Contains(got, 0x9002)
 	})
 	if got := m.pkeys(h1); slices.Contains(got, 0x9003) || slices.Contains(got, 0x1003) {

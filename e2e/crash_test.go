@@ -132,10 +132,9 @@ func (m *manager) restartFabric() {
 func (m *manager) kill() {
 	m.t.Helper()
 	sm := m.openSMPID0()
-	if err := m.cmd.Process.Kill(); err != nil {
+	if err := m.proc.Kill(); err != nil {
 		m.t.Fatal(err)
 	}
-	<-m.exited
 	if sm != 0 {
 		waitFor(m.t, "OpenSM dying with the manager", func() bool { return !processRuns(sm) })
 	}
@@ -181,27 +180,9 @@ func (m *manager) partitionsFile() []byte {
 // finished no later than the job did.
 func checkCompletedAfterApply(t *testing.T, db storetest.Database) {
 	t.Helper()
-	var conn *sql.DB
-	var err error
-	switch db.Engine {
-	case "sqlite":
-		conn, err = sql.Open("sqlite", db.DSN)
-	case "postgres":
-		conn, err = sql.Open("pgx", db.DSN)
-	case "mysql":
-		var cfg *mysql.Config
-		if cfg, err = mysql.ParseDSN(db.DSN); err == nil {
-			cfg.ParseTime, cfg.Loc = true, time.UTC // the manager writes UTC
-			conn, err = sql.Open("mysql", cfg.FormatDSN())
-		}
-	default:
-		t.Fatalf("no check for engine %s", db.Engine)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := openSQL(t, db)
 	defer conn.Close()
-	ctx := ctxT(t)
+	ctx := t.Context()
 	type apply struct {
 		revision int64
 		finished time.Time
@@ -244,4 +225,29 @@ func checkCompletedAfterApply(t *testing.T, db storetest.Database) {
 		t.Error("no Completed job in the database")
 	}
 	t.Logf("%d Completed jobs, %d applies proven by OpenSM's log", n, len(applies))
+}
+
+// openSQL opens db with the engine's Go driver, to read what the manager wrote.
+func openSQL(t *testing.T, db storetest.Database) *sql.DB {
+	t.Helper()
+	var conn *sql.DB
+	var err error
+	switch db.Engine {
+	case "sqlite":
+		conn, err = sql.Open("sqlite", db.DSN)
+	case "postgres":
+		conn, err = sql.Open("pgx", db.DSN)
+	case "mysql":
+		var cfg *mysql.Config
+		if cfg, err = mysql.ParseDSN(db.DSN); err == nil {
+			cfg.ParseTime, cfg.Loc = true, time.UTC // the manager writes UTC
+			conn, err = sql.Open("mysql", cfg.FormatDSN())
+		}
+	default:
+		t.Fatalf("no driver for engine %s", db.Engine)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn
 }

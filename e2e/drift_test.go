@@ -101,7 +101,7 @@ func (m *manager) rendered() []byte {
 
 // openSMPID0 is the PID of the manager's OpenSM child, 0 when none runs.
 func (m *manager) openSMPID0() int {
-	pid := m.cmd.Process.Pid
+	pid := m.proc.Pid()
 	tasks, _ := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*", "children"))
 	for _, f := range tasks {
 		b, _ := os.ReadFile(f)

@@ -57,7 +57,7 @@ func TestMissingSwitchBlocksCompletion(t *testing.T) {
 	m.waitCompleted(job, nil)
 
 	s2 := fabricsim.SwitchGUID(2).String()
-	if err := m.fabric.Unlink(ctxT(t), "S2"); err != nil {
+	if err := m.fabric.Unlink(t.Context(), "S2"); err != nil {
 		t.Fatal(err)
 	}
 	h1 := m.fabric.Host("H1") // behind S1: still reachable
@@ -66,7 +66,7 @@ func TestMissingSwitchBlocksCompletion(t *testing.T) {
 	if j.Status == "Completed" {
 		t.Fatalf("job completed while S2 is gone: %+v", j)
 	}
-	if err := m.fabric.Relink(ctxT(t), "S2"); err != nil {
+	if err := m.fabric.Relink(t.Context(), "S2"); err != nil {
 		t.Fatal(err)
 	}
 	m.waitCompleted(job, nil)
@@ -144,7 +144,7 @@ func (m *manager) operator(args ...string) string {
 }
 
 func (m *manager) tryOperator(args ...string) (string, error) {
-	cmd := exec.Command(managerBinary, append([]string{"--config-file", m.conf}, args...)...)
+	cmd := exec.Command(m.binary, append([]string{"--config-file", m.conf}, args...)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -84,6 +85,7 @@ type haCluster struct {
 	jobs     []string
 	hosts    []string // hosts whose port is in the network
 	next     int      // the next host to add
+	binary   string   // the managers' executable when launched; "": managerBinary
 }
 
 const haNetworkPKey = 0x8065 // network_create_vlan.json: VLAN 101, full members
@@ -108,7 +110,7 @@ func startHACluster(t *testing.T, dbs []storetest.Database) *haCluster {
 func (c *haCluster) launch(k int, db storetest.Database) *manager {
 	t := c.t
 	dir := t.TempDir()
-	m := &manager{t: t, fabric: c.fabric, dir: dir, conf: filepath.Join(dir, "afm.conf"),
+	m := &manager{t: t, fabric: c.fabric, dir: dir, conf: filepath.Join(dir, "afm.conf"), binary: cmp.Or(c.binary, managerBinary),
 		url: "http://" + freeAddr(t), client: &http.Client{Timeout: 10 * time.Second}}
 	u := must(url.Parse(db.URL))
 	proxy := newCutProxy(t, u.Host)
@@ -210,7 +212,7 @@ func (c *haCluster) makeLeader(m *manager) {
 // holderName is how the lease names manager m ("<host> pid <pid>").
 func (m *manager) holderName() string {
 	host, _ := os.Hostname()
-	return fmt.Sprintf("%s pid %d", host, m.cmd.Process.Pid)
+	return fmt.Sprintf("%s pid %d", host, m.proc.Pid())
 }
 
 // leader waits for a live manager to hold the lease and returns it.
@@ -235,11 +237,11 @@ func (c *haCluster) live() []*manager {
 	var ms []*manager
 	for _, m := range c.managers {
 		select {
-		case <-m.exited:
+		case <-m.proc.Exited():
 			continue
 		default:
 		}
-		if processStopped(m.cmd.Process.Pid) {
+		if processStopped(m.proc.Pid()) {
 			continue
 		}
 		ms = append(ms, m)
@@ -325,13 +327,13 @@ func (c *haCluster) stopLeaderLongerThanLease() {
 	// Its OpenSM must be master on the fabric when it hangs.
 	waitFor(t, "the leader's OpenSM master", func() bool { return c.sampler.master(0) })
 	fault := time.Now()
-	if err := old.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := old.proc.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	stopped := true
 	defer func() {
 		if stopped {
-			old.cmd.Process.Signal(syscall.SIGCONT)
+			old.proc.Signal(syscall.SIGCONT)
 		}
 	}()
 	var frozen leaseStatus
@@ -510,7 +512,7 @@ func (c *haCluster) sampleMasters() *masterSampler {
 func (l *smLog) read(m *manager) string {
 	pid := 0
 	select {
-	case <-m.exited:
+	case <-m.proc.Exited():
 	default:
 		pid = m.openSMPID0()
 	}

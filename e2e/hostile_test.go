@@ -35,11 +35,11 @@ func TestHostileNodeDescriptionStopsNoJob(t *testing.T) {
 		return strings.Contains(string(b), text)
 	}
 	for _, host := range []string{"H2", "H3"} {
-		if err := m.fabric.Unlink(ctxT(t), host); err != nil {
+		if err := m.fabric.Unlink(t.Context(), host); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "OpenSM to drop "+host, func() bool { return logged("of node:" + descs[host]) })
-		if err := m.fabric.Relink(ctxT(t), host); err != nil {
+		if err := m.fabric.Relink(t.Context(), host); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "OpenSM to find "+host+" again", func() bool { return logged("of node: " + descs[host]) })

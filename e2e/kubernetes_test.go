@@ -36,137 +36,176 @@ func TestKubernetesPKeys(t *testing.T) {
 			k := &ufmClient{m: m, user: ufmUser, password: ufmPassword}
 			h1, h2, h3, h4, h5 := m.fabric.Host("H1").PortGUID, m.fabric.Host("H2").PortGUID,
 				m.fabric.Host("H3").PortGUID, m.fabric.Host("H4").PortGUID, m.fabric.Host("H5").PortGUID
-
-			// ib-kubernetes' Validate, and the Date it takes before a change.
-			k.must("GET", "/ufmRest/app/ufm_version", "", http.StatusOK)
-			head, _ := k.do("HEAD", "/ufmRest/app/ufm_version", "")
-			before, err := http.ParseTime(head.Header.Get("Date"))
-			if head.StatusCode != http.StatusOK || err != nil {
-				t.Fatalf("HEAD ufm_version: %d, Date %q: %v", head.StatusCode, head.Header.Get("Date"), err)
-			}
+			before := k.validate()
 
 			// H3 is an OpenStack port, in VLAN 101's partition.
 			m.waitCompleted(m.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json")), nil)
 			m.waitCompleted(m.accept("POST", "/cloudx/Port", portBody("8a4f2c6e-1d3b-4e5f-9a7c-6b2d0e1f3a94",
 				"3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73", vendorClientID(h3))), nil)
 
-			// Add two GUIDs, one full and one limited, as the newer plugin's
-			// two calls do in one: answered once both tables hold 0x1005.
-			k.applied(k.must("POST", "/ufmRest/resources/pkeys", fmt.Sprintf(
-				`{"pkey": "0x1005", "guids": [%q, %q], "memberships": ["full", "limited"], "index0": true, "ip_over_ib": true}`,
-				ufm(h1), ufm(h2)), http.StatusOK))
-			if got := m.pkeys(h1); !slices.Contains(got, 0x9005) {
-				t.Fatalf("add answered while H1's table is %s, without 0x9005 (full)", hex(got))
-			}
-			if got := m.pkeys(h2); !slices.Contains(got, 0x1005) || slices.Contains(got, 0x9005) {
-				t.Fatalf("add answered while H2's table is %s, want 0x1005 (limited) and no 0x9005", hex(got))
-			}
-			if got := m.pkeys(h3); slices.Contains(got, 0x1005) || slices.Contains(got, 0x9005) {
-				t.Errorf("H3, no member, holds 0x1005: %s", hex(got))
-			}
-			var last struct {
-				LastUpdated *string `json:"last_updated"`
-			}
-			json.Unmarshal([]byte(k.must("GET", "/ufmRest/resources/pkeys/last_updated", "", http.StatusOK)), &last)
-			if last.LastUpdated == nil {
-				t.Fatal("last_updated is null after an applied change")
-			}
-			if at, err := time.Parse(time.UnixDate, *last.LastUpdated); err != nil || at.Before(before) {
-				t.Errorf("last_updated %q is before the Date %v the change was sent after (%v)", *last.LastUpdated, before, err)
-			}
-
-			// The list ib-kubernetes rebuilds its GUID pool from, and one pkey.
-			list := k.pkeys("/ufmRest/resources/pkeys/?guids_data=true")
-			want := map[string][]guidEntry{"0x1005": {{ufm(h1), "full", true}, {ufm(h2), "limited", true}}}
-			slices.SortFunc(want["0x1005"], func(a, b guidEntry) int { return strings.Compare(a.GUID, b.GUID) })
-			if !equalPKeys(list, want) {
-				t.Errorf("list = %+v, want %+v", list, want)
-			}
-			one := k.must("GET", "/ufmRest/resources/pkeys/0x1005?guids_data=true", "", http.StatusOK)
-			if !strings.Contains(one, `"partition":"k8s-1005"`) || !strings.Contains(one, ufm(h1)) || !strings.Contains(one, ufm(h2)) {
-				t.Errorf("GET 0x1005 = %s", one)
-			}
-			if got := k.must("GET", "/ufmRest/resources/pkeys/0x1006", "", http.StatusOK); strings.TrimSpace(got) != "{}" {
-				t.Errorf("GET of an absent pkey = %s, want {}", got)
-			}
-
-			// Refused, saying why, and nothing changed.
-			tablesBefore := [][]uint16{m.pkeys(h1), m.pkeys(h2), m.pkeys(h3)}
-			refusal := k.must("POST", "/ufmRest/resources/pkeys",
-				fmt.Sprintf(`{"pkey": "0x1005", "index0": true, "ip_over_ib": true, "membership": "full", "guids": [%q]}`, ufm(h3)),
-				http.StatusBadRequest)
-			if !strings.Contains(refusal, "is in the partition of OpenStack network 3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73") {
-				t.Errorf("a GUID of an OpenStack network: %s", refusal)
-			}
-			refusal = k.must("POST", "/ufmRest/resources/pkeys",
-				fmt.Sprintf(`{"pkey": "0x0005", "index0": true, "ip_over_ib": true, "membership": "full", "guids": [%q]}`, ufm(h4)),
-				http.StatusBadRequest)
-			if !strings.Contains(refusal, "outside [ufm_pkeys] pkey_range 0x1000-0x1fff") {
-				t.Errorf("a pkey outside the range: %s", refusal)
-			}
-			// And the reverse: an OpenStack port on a Kubernetes GUID.
-			status, refusal := m.send("POST", "/cloudx/Port", portBody("11111111-1d3b-4e5f-9a7c-6b2d0e1f3a94",
-				"3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73", vendorClientID(h1)))
-			if status != http.StatusBadRequest || !strings.Contains(refusal, "is a member of Kubernetes pkey 0x1005") {
-				t.Errorf("an OpenStack port on a Kubernetes GUID: %d %s", status, refusal)
-			}
-			wrong := &ufmClient{m: m, user: ufmUser, password: ufmPassword + "x"}
-			wrong.must("POST", "/ufmRest/actions/remove_guids_from_pkey", fmt.Sprintf(`{"pkey": "0x1005", "guids": [%q]}`, ufm(h1)),
-				http.StatusUnauthorized)
-			if !equalPKeys(k.pkeys("/ufmRest/resources/pkeys/?guids_data=true"), want) {
-				t.Errorf("a refused request changed the pkeys")
-			}
-			if got := [][]uint16{m.pkeys(h1), m.pkeys(h2), m.pkeys(h3)}; !slices.EqualFunc(got, tablesBefore, slices.Equal) {
-				t.Errorf("a refused request changed the pkey tables: %v, before %v", got, tablesBefore)
-			}
-
-			// An OpenStack port and a Kubernetes pkey sent together, inside
-			// one batch window: both apply.
-			m.waitCompleted(m.accept("POST", "/cloudx/Network", vlanNetworkBody("5c7e9a1b-2d3f-4b5a-8c6d-7e8f9a0b1c2d", 102)), nil)
-			var wg sync.WaitGroup
-			var portJob string
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				portJob = m.accept("POST", "/cloudx/Port", portBody("22222222-1d3b-4e5f-9a7c-6b2d0e1f3a94",
-					"5c7e9a1b-2d3f-4b5a-8c6d-7e8f9a0b1c2d", vendorClientID(h5)))
-			}()
-			answer := k.must("POST", "/ufmRest/resources/pkeys",
-				fmt.Sprintf(`{"pkey": "0x1006", "index0": false, "ip_over_ib": false, "membership": "full", "guids": [%q]}`, ufm(h4)),
-				http.StatusOK)
-			wg.Wait()
-			k.applied(answer)
-			m.waitCompleted(portJob, nil)
-			if got := m.pkeys(h4); !slices.Contains(got, 0x9006) {
-				t.Errorf("H4's table is %s, without 0x9006", hex(got))
-			}
-			if got := m.pkeys(h5); !slices.Contains(got, 0x8066) {
-				t.Errorf("H5's table is %s, without its network's 0x8066", hex(got))
-			}
-
-			// Remove one GUID: gone from its table, the other stays.
-			k.applied(k.must("POST", "/ufmRest/actions/remove_guids_from_pkey",
-				fmt.Sprintf(`{"pkey": "0x1005", "guids": [%q]}`, ufm(h2)), http.StatusOK))
-			if got := m.pkeys(h2); slices.Contains(got, 0x1005) || slices.Contains(got, 0x9005) {
-				t.Errorf("remove answered while H2's table is %s", hex(got))
-			}
-			if got := m.pkeys(h1); !slices.Contains(got, 0x9005) {
-				t.Errorf("H1 lost 0x9005 with H2's removal: %s", hex(got))
-			}
-
-			// Delete the pkey: gone from H1's table; 0x1006 stays on H4.
-			k.applied(k.must("DELETE", "/ufmRest/resources/pkeys/0x1005", "", http.StatusOK))
-			if got := m.pkeys(h1); slices.Contains(got, 0x9005) || slices.Contains(got, 0x1005) {
-				t.Errorf("DELETE answered while H1's table is %s", hex(got))
-			}
-			if got := m.pkeys(h4); !slices.Contains(got, 0x9006) {
-				t.Errorf("H4 lost 0x9006 with 0x1005's deletion: %s", hex(got))
-			}
-			k.must("DELETE", "/ufmRest/resources/pkeys/0x1005", "", http.StatusNotFound)
-			if got := k.pkeys("/ufmRest/resources/pkeys/?guids_data=true"); !equalPKeys(got, map[string][]guidEntry{"0x1006": {{ufm(h4), "full", false}}}) {
-				t.Errorf("list after the deletion = %+v", got)
-			}
+			k.addTwoGUIDs(h1, h2, h3, before)
+			want := k.checkList(h1, h2)
+			k.checkRefusals(want, h1, h2, h3, h4)
+			k.sendBesideAPort(h4, h5)
+			k.removeAndDelete(h1, h2, h4)
 		})
+	}
+}
+
+// validate is ib-kubernetes' Validate; it returns the Date the manager
+// answered with, which ib-kubernetes takes before a change.
+func (k *ufmClient) validate() time.Time {
+	t := k.m.t
+	t.Helper()
+	k.must("GET", "/ufmRest/app/ufm_version", "", http.StatusOK)
+	head, _ := k.do("HEAD", "/ufmRest/app/ufm_version", "")
+	before, err := http.ParseTime(head.Header.Get("Date"))
+	if head.StatusCode != http.StatusOK || err != nil {
+		t.Fatalf("HEAD ufm_version: %d, Date %q: %v", head.StatusCode, head.Header.Get("Date"), err)
+	}
+	return before
+}
+
+// addTwoGUIDs adds two GUIDs, one full and one limited, as the newer
+// plugin's two calls do in one: answered once both tables hold 0x1005; h3,
+// no member, does not get it.
+func (k *ufmClient) addTwoGUIDs(h1, h2, h3 fabric.GUID, before time.Time) {
+	t, m := k.m.t, k.m
+	t.Helper()
+	k.applied(k.must("POST", "/ufmRest/resources/pkeys", fmt.Sprintf(
+		`{"pkey": "0x1005", "guids": [%q, %q], "memberships": ["full", "limited"], "index0": true, "ip_over_ib": true}`,
+		ufm(h1), ufm(h2)), http.StatusOK))
+	if got := m.pkeys(h1); !slices.Contains(got, 0x9005) {
+		t.Fatalf("add answered while H1's table is %s, without 0x9005 (full)", hex(got))
+	}
+	if got := m.pkeys(h2); !slices.Contains(got, 0x1005) || slices.Contains(got, 0x9005) {
+		t.Fatalf("add answered while H2's table is %s, want 0x1005 (limited) and no 0x9005", hex(got))
+	}
+	if got := m.pkeys(h3); slices.Contains(got, 0x1005) || slices.Contains(got, 0x9005) {
+		t.Errorf("H3, no member, holds 0x1005: %s", hex(got))
+	}
+	var last struct {
+		LastUpdated *string `json:"last_updated"`
+	}
+	json.Unmarshal([]byte(k.must("GET", "/ufmRest/resources/pkeys/last_updated", "", http.StatusOK)), &last)
+	if last.LastUpdated == nil {
+		t.Fatal("last_updated is null after an applied change")
+	}
+	if at, err := time.Parse(time.UnixDate, *last.LastUpdated); err != nil || at.Before(before) {
+		t.Errorf("last_updated %q is before the Date %v the change was sent after (%v)", *last.LastUpdated, before, err)
+	}
+}
+
+// checkList checks the list ib-kubernetes rebuilds its GUID pool from, and
+// one pkey, after addTwoGUIDs; it returns the list.
+func (k *ufmClient) checkList(h1, h2 fabric.GUID) map[string][]guidEntry {
+	t := k.m.t
+	t.Helper()
+	list := k.pkeys("/ufmRest/resources/pkeys/?guids_data=true")
+	want := map[string][]guidEntry{"0x1005": {{ufm(h1), "full", true}, {ufm(h2), "limited", true}}}
+	slices.SortFunc(want["0x1005"], func(a, b guidEntry) int { return strings.Compare(a.GUID, b.GUID) })
+	if !equalPKeys(list, want) {
+		t.Errorf("list = %+v, want %+v", list, want)
+	}
+	one := k.must("GET", "/ufmRest/resources/pkeys/0x1005?guids_data=true", "", http.StatusOK)
+	if !strings.Contains(one, `"partition":"k8s-1005"`) || !strings.Contains(one, ufm(h1)) || !strings.Contains(one, ufm(h2)) {
+		t.Errorf("GET 0x1005 = %s", one)
+	}
+	if got := k.must("GET", "/ufmRest/resources/pkeys/0x1006", "", http.StatusOK); strings.TrimSpace(got) != "{}" {
+		t.Errorf("GET of an absent pkey = %s, want {}", got)
+	}
+	return want
+}
+
+// checkRefusals: requests refused, saying why, change nothing (want is the
+// list before them).
+func (k *ufmClient) checkRefusals(want map[string][]guidEntry, h1, h2, h3, h4 fabric.GUID) {
+	t, m := k.m.t, k.m
+	t.Helper()
+	tablesBefore := [][]uint16{m.pkeys(h1), m.pkeys(h2), m.pkeys(h3)}
+	refusal := k.must("POST", "/ufmRest/resources/pkeys",
+		fmt.Sprintf(`{"pkey": "0x1005", "index0": true, "ip_over_ib": true, "membership": "full", "guids": [%q]}`, ufm(h3)),
+		http.StatusBadRequest)
+	if !strings.Contains(refusal, "is in the partition of OpenStack network 3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73") {
+		t.Errorf("a GUID of an OpenStack network: %s", refusal)
+	}
+	refusal = k.must("POST", "/ufmRest/resources/pkeys",
+		fmt.Sprintf(`{"pkey": "0x0005", "index0": true, "ip_over_ib": true, "membership": "full", "guids": [%q]}`, ufm(h4)),
+		http.StatusBadRequest)
+	if !strings.Contains(refusal, "outside [ufm_pkeys] pkey_range 0x1000-0x1fff") {
+		t.Errorf("a pkey outside the range: %s", refusal)
+	}
+	// And the reverse: an OpenStack port on a Kubernetes GUID.
+	status, refusal := m.send("POST", "/cloudx/Port", portBody("11111111-1d3b-4e5f-9a7c-6b2d0e1f3a94",
+		"3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73", vendorClientID(h1)))
+	if status != http.StatusBadRequest || !strings.Contains(refusal, "is a member of Kubernetes pkey 0x1005") {
+		t.Errorf("an OpenStack port on a Kubernetes GUID: %d %s", status, refusal)
+	}
+	wrong := &ufmClient{m: m, user: ufmUser, password: ufmPassword + "x"}
+	wrong.must("POST", "/ufmRest/actions/remove_guids_from_pkey", fmt.Sprintf(`{"pkey": "0x1005", "guids": [%q]}`, ufm(h1)),
+		http.StatusUnauthorized)
+	if !equalPKeys(k.pkeys("/ufmRest/resources/pkeys/?guids_data=true"), want) {
+		t.Errorf("a refused request changed the pkeys")
+	}
+	if got := [][]uint16{m.pkeys(h1), m.pkeys(h2), m.pkeys(h3)}; !slices.EqualFunc(got, tablesBefore, slices.Equal) {
+		t.Errorf("a refused request changed the pkey tables: %v, before %v", got, tablesBefore)
+	}
+}
+
+// sendBesideAPort sends an OpenStack port (h5) and a Kubernetes pkey (h4)
+// together, inside one batch window: both apply.
+func (k *ufmClient) sendBesideAPort(h4, h5 fabric.GUID) {
+	t, m := k.m.t, k.m
+	t.Helper()
+	m.waitCompleted(m.accept("POST", "/cloudx/Network", vlanNetworkBody("5c7e9a1b-2d3f-4b5a-8c6d-7e8f9a0b1c2d", 102)), nil)
+	var wg sync.WaitGroup
+	var portJob string
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		portJob = m.accept("POST", "/cloudx/Port", portBody("22222222-1d3b-4e5f-9a7c-6b2d0e1f3a94",
+			"5c7e9a1b-2d3f-4b5a-8c6d-7e8f9a0b1c2d", vendorClientID(h5)))
+	}()
+	answer := k.must("POST", "/ufmRest/resources/pkeys",
+		fmt.Sprintf(`{"pkey": "0x1006", "index0": false, "ip_over_ib": false, "membership": "full", "guids": [%q]}`, ufm(h4)),
+		http.StatusOK)
+	wg.Wait()
+	k.applied(answer)
+	m.waitCompleted(portJob, nil)
+	if got := m.pkeys(h4); !slices.Contains(got, 0x9006) {
+		t.Errorf("H4's table is %s, without 0x9006", hex(got))
+	}
+	if got := m.pkeys(h5); !slices.Contains(got, 0x8066) {
+		t.Errorf("H5's table is %s, without its network's 0x8066", hex(got))
+	}
+}
+
+// removeAndDelete removes one GUID of 0x1005 (gone from its table, the
+// other stays), then deletes the pkey (gone from h1's table; 0x1006 stays on
+// h4).
+func (k *ufmClient) removeAndDelete(h1, h2, h4 fabric.GUID) {
+	t, m := k.m.t, k.m
+	t.Helper()
+	k.applied(k.must("POST", "/ufmRest/actions/remove_guids_from_pkey",
+		fmt.Sprintf(`{"pkey": "0x1005", "guids": [%q]}`, ufm(h2)), http.StatusOK))
+	if got := m.pkeys(h2); slices.Contains(got, 0x1005) || slices.Contains(got, 0x9005) {
+		t.Errorf("remove answered while H2's table is %s", hex(got))
+	}
+	if got := m.pkeys(h1); !slices.Contains(got, 0x9005) {
+		t.Errorf("H1 lost 0x9005 with H2's removal: %s", hex(got))
+	}
+
+	// Delete the pkey: gone from H1's table; 0x1006 stays on H4.
+	k.applied(k.must("DELETE", "/ufmRest/resources/pkeys/0x1005", "", http.StatusOK))
+	if got := m.pkeys(h1); slices.Contains(got, 0x9005) || slices.Contains(got, 0x1005) {
+		t.Errorf("DELETE answered while H1's table is %s", hex(got))
+	}
+	if got := m.pkeys(h4); !slices.Contains(got, 0x9006) {
+		t.Errorf("H4 lost 0x9006 with 0x1005's deletion: %s", hex(got))
+	}
+	k.must("DELETE", "/ufmRest/resources/pkeys/0x1005", "", http.StatusNotFound)
+	if got := k.pkeys("/ufmRest/resources/pkeys/?guids_data=true"); !equalPKeys(got, map[string][]guidEntry{"0x1006": {{ufm(h4), "full", false}}}) {
+		t.Errorf("list after the deletion = %+v", got)
 	}
 }
 

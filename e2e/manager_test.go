@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -12,11 +13,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/managerproc"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tlsreload/tlstest"
 )
@@ -51,10 +52,12 @@ type manager struct {
 	dir    string
 	url    string
 	conf   string
-	cmd    *exec.Cmd
-	exited chan struct{}
+	proc   *managerproc.Process
 	client *http.Client
 	debug  bool // start with --debug (the apply steps are logged)
+	// binary is the manager's executable, which its operator commands
+	// (tryOperator) run too: managerBinary unless settings.Binary says otherwise.
+	binary string
 	// The API's certificate and key with settings.CA; "" for plain HTTP.
 	certFile, keyFile string
 }
@@ -76,6 +79,10 @@ type settings struct {
 	OpenSMConf []string // [opensm_conf]
 	Log        []string // [log]
 	UFMPKeys   []string // [ufm_pkeys]
+	Database   []string // [database]
+	// Binary, when set, is the manager's executable instead of this tree's
+	// (a previous release's, in the upgrade test).
+	Binary string
 	// CA, when set, issues the API's certificate: the manager serves HTTPS and
 	// the harness's client trusts only this CA, as networking-mlnx does with
 	// [sdn] cert_verify = True and cert_path.
@@ -87,7 +94,7 @@ func launchManager(t *testing.T, db storetest.Database, o fabricsim.Options, ext
 	t.Helper()
 	f := fabricsim.StartT(t, o)
 	dir := t.TempDir()
-	m := &manager{t: t, fabric: f, dir: dir, conf: filepath.Join(dir, "afm.conf"),
+	m := &manager{t: t, fabric: f, dir: dir, conf: filepath.Join(dir, "afm.conf"), binary: cmp.Or(extra.Binary, managerBinary),
 		url: "http://" + freeAddr(t), client: &http.Client{Timeout: 10 * time.Second}}
 	if extra.CA != nil {
 		m.certFile, m.keyFile = filepath.Join(dir, "api-cert.pem"), filepath.Join(dir, "api-key.pem")
@@ -103,6 +110,7 @@ token = %s
 [database]
 connection = %s
 poll_interval = 0.2
+%s
 
 [opensm]
 config_dir = %s
@@ -121,6 +129,7 @@ guid = %s
 [ufm_pkeys]
 %s
 `, strings.TrimPrefix(strings.TrimPrefix(m.url, "http://"), "https://"), token, strings.Join(extra.API, "\n"), db.URL,
+		strings.Join(extra.Database, "\n"),
 		filepath.Join(dir, "opensm"), f.EnvFile(), strings.Join(extra.OpenSM, "\n"), f.SMGUID,
 		strings.Join(extra.OpenSMConf, "\n"), strings.Join(extra.Log, "\n"), strings.Join(extra.UFMPKeys, "\n"))
 	if err := os.WriteFile(m.conf, []byte(conf), 0o600); err != nil {
@@ -133,51 +142,24 @@ guid = %s
 
 func (m *manager) start() {
 	m.t.Helper()
-	logFile, err := os.OpenFile(filepath.Join(m.dir, "manager.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		m.t.Fatal(err)
-	}
 	args := []string{"--config-file", m.conf}
 	if m.debug {
 		args = append(args, "--debug")
 	}
-	m.cmd = exec.Command(managerBinary, args...)
-	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
-	if err := m.cmd.Start(); err != nil {
-		m.t.Fatal(err)
+	p, err := managerproc.Start(context.Background(), managerproc.Options{
+		Binary: m.binary, Args: args, Log: filepath.Join(m.dir, "manager.log"),
+		Serving: managerproc.Answers(m.client, m.url+"/healthz"), Within: 30 * time.Second})
+	if err != nil {
+		m.t.Fatalf("%v:\n%s", err, m.log())
 	}
-	m.exited = make(chan struct{})
-	go func() { m.cmd.Wait(); logFile.Close(); close(m.exited) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := m.client.Get(m.url + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			return
-		}
-		select {
-		case <-m.exited:
-			m.t.Fatalf("manager exited at start:\n%s", m.log())
-		default:
-		}
-		if time.Now().After(deadline) {
-			m.t.Fatalf("manager not serving after 30 s:\n%s", m.log())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	m.proc = p
 }
 
 func (m *manager) stop() {
-	if m.cmd == nil || m.cmd.Process == nil {
+	if m.proc == nil {
 		return
 	}
-	m.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-m.exited:
-	case <-time.After(20 * time.Second):
-		m.cmd.Process.Kill()
-		<-m.exited
-	}
+	m.proc.Stop(20 * time.Second)
 	if m.t.Failed() {
 		m.t.Logf("manager log:\n%s", m.log())
 	}
@@ -277,10 +259,4 @@ func fixture(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tlsreload/tlstest"
 )
@@ -121,17 +122,7 @@ func TestMetricsAfterApplies(t *testing.T) {
 	// Before --confirm-switches: the gate is closed, and the metrics say which.
 	job := m.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json"))
 	m.waitDescription(job, "No expected switches")
-	waitFor(t, "afm_gate_closed{gate=no_expected_switches}", func() bool {
-		f := m.scrape(metricsURL, metricsToken)
-		for _, s := range f["afm_gate_closed"].GetMetric() {
-			for _, l := range s.GetLabel() {
-				if l.GetName() == "gate" && l.GetValue() == "no_expected_switches" {
-					return true
-				}
-			}
-		}
-		return false
-	})
+	m.waitGateClosed(metricsURL, "no_expected_switches")
 	if f := m.scrape(metricsURL, metricsToken); func() bool {
 		age, ok := sample(f, "afm_job_oldest_age_seconds", "status=Pending")
 		run, _ := sample(f, "afm_job_oldest_age_seconds", "status=Running")
@@ -141,39 +132,10 @@ func TestMetricsAfterApplies(t *testing.T) {
 	}
 	m.confirmSwitches()
 	m.waitCompleted(job, nil)
-	h1 := m.fabric.Host("H1").PortGUID
-	req, err := http.NewRequest("POST", m.url+"/ufmRestV3/cloudx/Port",
-		strings.NewReader(portBody("8a4f2c6e-1d3b-4e5f-9a7c-6b2d0e1f3a94", netID, vendorClientID(h1))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Basic "+token)
-	req.Header.Set("X-Request-ID", "req-e2e-0001")
-	resp, err := m.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var portJob string
-	json.NewDecoder(resp.Body).Decode(&portJob)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted || resp.Header.Get("X-Request-ID") != "req-e2e-0001" {
-		t.Fatalf("POST Port: %d, X-Request-ID %q; want 202 and the request's ID back", resp.StatusCode, resp.Header.Get("X-Request-ID"))
-	}
+	portJob := m.postPortWithRequestID(m.fabric.Host("H1").PortGUID, "req-e2e-0001")
 	m.waitCompleted(portJob, nil)
 
-	// The metrics are not on the API's listener, and want their token.
-	if resp, err := m.client.Get(m.url + "/metrics"); err != nil || resp.StatusCode == http.StatusOK {
-		t.Errorf("GET /metrics on the API listener: %v %v; want it served only on metrics_listen", resp.StatusCode, err)
-	}
-	for _, bearer := range []string{"", "wrong-token-wrong-token"} {
-		req, _ := http.NewRequest("GET", metricsURL, nil)
-		if bearer != "" {
-			req.Header.Set("Authorization", "Bearer "+bearer)
-		}
-		if resp, err := m.client.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
-			t.Errorf("scrape with token %q: %v %v; want 401", bearer, resp.StatusCode, err)
-		}
-	}
+	m.checkMetricsGuarded(metricsURL)
 
 	var f map[string]*dto.MetricFamily
 	waitFor(t, "the gates open in the metrics", func() bool {
@@ -181,6 +143,84 @@ func TestMetricsAfterApplies(t *testing.T) {
 		v, ok := sample(f, "afm_gates_closed")
 		return ok && v == 0
 	})
+	checkMetricsAfterApplies(t, f)
+	for _, name := range []string{"go_goroutines", "process_resident_memory_bytes"} {
+		if f[name] == nil {
+			t.Errorf("%s missing: the runtime's and the process' collectors are not registered", name)
+		}
+	}
+
+	if status, r := m.readyz(); status != http.StatusOK || r.Status != "ok" || r.Role != "leader" || len(r.Reasons) != 0 {
+		t.Errorf("/readyz = %d %+v; want 200, ok, leader, no reasons", status, r)
+	}
+	// The request's ID is in its access-log line.
+	m.waitLog(`"msg":"http request"`, `"request_id":"req-e2e-0001"`, `"route":"Port"`, `"status":202`,
+		`"job":`+strings.TrimPrefix(portJob, "app/jobs/"))
+	m.checkPProfOnlyOn(debugAddr)
+}
+
+// waitGateClosed waits until the metrics say a gate of kind is closed.
+func (m *manager) waitGateClosed(metricsURL, kind string) {
+	m.t.Helper()
+	waitFor(m.t, "afm_gate_closed{gate="+kind+"}", func() bool {
+		f := m.scrape(metricsURL, metricsToken)
+		for _, s := range f["afm_gate_closed"].GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "gate" && l.GetValue() == kind {
+					return true
+				}
+			}
+		}
+		return false
+	})
+}
+
+// postPortWithRequestID adds the host port guid to the network of
+// network_create_vlan.json, sending requestID, and returns the job.
+func (m *manager) postPortWithRequestID(guid fabric.GUID, requestID string) string {
+	m.t.Helper()
+	req, err := http.NewRequest("POST", m.url+"/ufmRestV3/cloudx/Port",
+		strings.NewReader(portBody("8a4f2c6e-1d3b-4e5f-9a7c-6b2d0e1f3a94", netID, vendorClientID(guid))))
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Basic "+token)
+	req.Header.Set("X-Request-ID", requestID)
+	resp, err := m.client.Do(req)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	var job string
+	json.NewDecoder(resp.Body).Decode(&job)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted || resp.Header.Get("X-Request-ID") != requestID {
+		m.t.Fatalf("POST Port: %d, X-Request-ID %q; want 202 and the request's ID back", resp.StatusCode, resp.Header.Get("X-Request-ID"))
+	}
+	return job
+}
+
+// checkMetricsGuarded: the metrics are not on the API's listener, and want
+// their token.
+func (m *manager) checkMetricsGuarded(metricsURL string) {
+	m.t.Helper()
+	if resp, err := m.client.Get(m.url + "/metrics"); err != nil || resp.StatusCode == http.StatusOK {
+		m.t.Errorf("GET /metrics on the API listener: %v %v; want it served only on metrics_listen", resp.StatusCode, err)
+	}
+	for _, bearer := range []string{"", "wrong-token-wrong-token"} {
+		req, _ := http.NewRequest("GET", metricsURL, nil)
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		if resp, err := m.client.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+			m.t.Errorf("scrape with token %q: %v %v; want 401", bearer, resp.StatusCode, err)
+		}
+	}
+}
+
+// checkMetricsAfterApplies checks a scrape taken once the network's and the
+// port's jobs completed and the gates opened.
+func checkMetricsAfterApplies(t *testing.T, f map[string]*dto.MetricFamily) {
+	t.Helper()
 	type want struct {
 		name   string
 		labels []string
@@ -220,25 +260,16 @@ func TestMetricsAfterApplies(t *testing.T) {
 			t.Errorf("%s{%s} = %v (present: %v), want %s", w.name, strings.Join(w.labels, ","), v, ok, w.what)
 		}
 	}
-	for _, name := range []string{"go_goroutines", "process_resident_memory_bytes"} {
-		if f[name] == nil {
-			t.Errorf("%s missing: the runtime's and the process' collectors are not registered", name)
-		}
-	}
+}
 
-	if status, r := m.readyz(); status != http.StatusOK || r.Status != "ok" || r.Role != "leader" || len(r.Reasons) != 0 {
-		t.Errorf("/readyz = %d %+v; want 200, ok, leader, no reasons", status, r)
-	}
-	// The request's ID is in its access-log line.
-	m.waitLog(`"msg":"http request"`, `"request_id":"req-e2e-0001"`, `"route":"Port"`, `"status":202`,
-		`"job":`+strings.TrimPrefix(portJob, "app/jobs/"))
-
-	// pprof on its own listener only.
+// checkPProfOnlyOn: pprof is served on debug_listen only.
+func (m *manager) checkPProfOnlyOn(debugAddr string) {
+	m.t.Helper()
 	if resp, err := m.client.Get("http://" + debugAddr + "/debug/pprof/cmdline"); err != nil || resp.StatusCode != http.StatusOK {
-		t.Errorf("pprof on debug_listen: %v %v; want 200", resp, err)
+		m.t.Errorf("pprof on debug_listen: %v %v; want 200", resp, err)
 	}
 	if resp, err := m.client.Get(m.url + "/debug/pprof/cmdline"); err != nil || resp.StatusCode == http.StatusOK {
-		t.Errorf("pprof on the API listener: %v %v; want it served only on debug_listen", resp, err)
+		m.t.Errorf("pprof on the API listener: %v %v; want it served only on debug_listen", resp, err)
 	}
 }
 
@@ -338,7 +369,7 @@ func TestHTTPSWithCertificateRotation(t *testing.T) {
 		t.Fatal("the test CA issued the same serial twice")
 	}
 	third := ca.WritePair(mt.certFile, mt.keyFile)
-	mt.cmd.Process.Signal(syscall.SIGHUP)
+	mt.proc.Signal(syscall.SIGHUP)
 	mt.waitLog("SIGHUP received", "TLS certificate and key")
 	if got := mt.servedSerial(); got != third {
 		t.Errorf("after SIGHUP: serial %d served, want %d", got, third)
@@ -391,7 +422,7 @@ func TestSIGHUPSurvived(t *testing.T) {
 	job := m.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json"))
 	m.waitCompleted(job, nil)
 	smPID := m.openSMPID()
-	managerPGID, err := syscall.Getpgid(m.cmd.Process.Pid)
+	managerPGID, err := syscall.Getpgid(m.proc.Pid())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,14 +439,14 @@ func TestSIGHUPSurvived(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if err := m.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		if err := m.proc.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	m.waitLog("SIGHUP received", "[opensm] check_interval")
 	select {
-	case <-m.exited:
+	case <-m.proc.Exited():
 		t.Fatalf("the manager exited on SIGHUP:\n%s", m.log())
 	default:
 	}
@@ -431,15 +462,15 @@ func TestSIGHUPSurvived(t *testing.T) {
 
 	// SIGTERM, by contrast, stops the manager cleanly, and OpenSM with it. (The
 	// wait only keeps a hung manager from hanging the test.)
-	if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := m.proc.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-m.exited:
+	case <-m.proc.Exited():
 	case <-time.After(time.Minute):
 		t.Fatalf("the manager did not stop on SIGTERM:\n%s", m.log())
 	}
-	if code := m.cmd.ProcessState.ExitCode(); code != 0 {
+	if code := m.proc.ExitCode(); code != 0 {
 		t.Errorf("the manager exited %d on SIGTERM, want 0", code)
 	}
 	if processRuns(smPID) {

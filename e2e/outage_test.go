@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testdb"
 )
 
 // cutDuration is how long the link to the database stays cut: longer than a
@@ -388,41 +388,23 @@ func (s *outageServers) newDatabase(t *testing.T, engine, via string) storetest.
 	t.Helper()
 	name := fmt.Sprintf("afm_outage_%d", time.Now().UnixNano())
 	admin := s.adminURL(engine)
-	u, err := url.Parse(admin)
-	if err != nil {
+	if _, err := testdb.Create(t.Context(), admin, name); err != nil {
 		t.Fatal(err)
 	}
-	u.Path = "/" + name
+	server := admin
 	if via != "" {
+		u, err := url.Parse(admin)
+		if err != nil {
+			t.Fatal(err)
+		}
 		u.Host = via
+		server = u.String()
 	}
-	db := storetest.Database{Engine: engine, URL: u.String()}
-	conn, err := s.open(engine, admin)
+	db, err := testdb.On(server, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	if _, err := conn.Exec("CREATE DATABASE " + name); err != nil {
-		t.Fatal(err)
-	}
-	c, err := config.ParseConnection(db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.DSN = c.DSN
 	return db
-}
-
-// open connects to a URL as [database] connection takes it.
-func (s *outageServers) open(engine, rawURL string) (*sql.DB, error) {
-	c, err := config.ParseConnection(rawURL)
-	if err != nil {
-		return nil, err
-	}
-	if engine == config.EnginePostgres {
-		return sql.Open("pgx", c.DSN)
-	}
-	return sql.Open("mysql", c.DSN)
 }
 
 // terminateSessions ends every session of db's database on the server (as

@@ -24,21 +24,8 @@ func TestSIGHUPRevokesCredentials(t *testing.T) {
 	m := launchManager(t, storetest.NewDatabase(t, config.EngineSQLite), fabricOptions(1), settings{UFMPKeys: []string{
 		"username = " + ufmUser, "password = " + ufmPassword, "pkey_range = 0x1000-0x1fff",
 	}})
-	// networking-mlnx's route answers 404 for a job that does not exist once
-	// the token is accepted, 401 otherwise; the pkeys API's ufm_version 200.
-	tokenStatus := func(tok string) int {
-		req, err := http.NewRequest("GET", m.url+"/ufmRestV3/app/jobs/999", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Basic "+tok)
-		resp, err := m.client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	// The pkeys API's ufm_version answers 200 once the password is accepted.
+	tokenStatus := m.tokenStatus
 	passwordStatus := func(password string) int {
 		resp, _ := (&ufmClient{m: m, user: ufmUser, password: password}).do("GET", "/ufmRest/app/ufm_version", "")
 		return resp.StatusCode
@@ -59,7 +46,7 @@ func TestSIGHUPRevokesCredentials(t *testing.T) {
 	if err := os.WriteFile(m.conf, []byte(edited), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := m.proc.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	m.waitLog("SIGHUP received")
@@ -83,6 +70,52 @@ func TestSIGHUPRevokesCredentials(t *testing.T) {
 	for _, secret := range []string{token, newToken, ufmPassword, newPassword} {
 		if strings.Contains(m.log(), secret) {
 			t.Errorf("the log shows a secret (%d characters)", len(secret))
+		}
+	}
+}
+
+// TestTokenRotationServesEveryNeutronServer rotates the token as the sample
+// configuration says, on a running manager: with the new token set and the old
+// one in previous_tokens, a neutron-server still on the old token records a
+// change that completes on the fabric, and one on the new token is served; once
+// previous_tokens is removed, the old token is refused. The log shows neither.
+func TestTokenRotationServesEveryNeutronServer(t *testing.T) {
+	const newToken = "e2e-rotated-token-0123456789"
+	m := launchManager(t, storetest.NewDatabase(t, config.EngineSQLite), fabricOptions(1), settings{})
+	m.confirmSwitches() // jobs complete only then
+	tokenStatus := m.tokenStatus
+	conf, err := os.ReadFile(m.conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewrite := func(tokenLines string, reloaded string) {
+		t.Helper()
+		edited := strings.Replace(string(conf), "token = "+token, tokenLines, 1)
+		if err := os.WriteFile(m.conf, []byte(edited), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.proc.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		m.waitLog("SIGHUP received", reloaded)
+	}
+
+	rewrite("token = "+newToken+"\nprevious_tokens = "+token, `"reloaded":["[api] token","[api] previous_tokens"]`)
+	m.waitCompleted(m.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json")), nil) // the old token
+	if got := tokenStatus(newToken); got != http.StatusNotFound {
+		t.Errorf("during the rotation, the new token: %d, want 404 (served)", got)
+	}
+
+	rewrite("token = "+newToken, `"reloaded":["[api] previous_tokens"]`)
+	if got := tokenStatus(token); got != http.StatusUnauthorized {
+		t.Errorf("after the rotation, the old token: %d, want 401", got)
+	}
+	if got := tokenStatus(newToken); got != http.StatusNotFound {
+		t.Errorf("after the rotation, the new token: %d, want 404 (served)", got)
+	}
+	for _, secret := range []string{token, newToken} {
+		if strings.Contains(m.log(), secret) {
+			t.Errorf("the log shows a token (%d characters)", len(secret))
 		}
 	}
 }
@@ -117,4 +150,21 @@ func TestSwitchGUIDRefused(t *testing.T) {
 		t.Errorf("the refused changes left revision %d and %d jobs, want %d and %d", r, j, revision, jobs)
 	}
 	m.waitCompleted(m.accept("POST", "/cloudx/Port", portBody("port-h1", net, vendorClientID(m.fabric.Host("H1").PortGUID))), nil)
+}
+
+// tokenStatus is how networking-mlnx's route answers a job that does not
+// exist with token: 404 once the token is accepted, 401 otherwise.
+func (m *manager) tokenStatus(token string) int {
+	m.t.Helper()
+	req, err := http.NewRequest("GET", m.url+"/ufmRestV3/app/jobs/999", nil)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Basic "+token)
+	resp, err := m.client.Do(req)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }

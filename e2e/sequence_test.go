@@ -273,15 +273,15 @@ func (s *sequence) counts() (revision, jobs int64) {
 // change moves neither.
 func dbCounts(t *testing.T, db storetest.Database) (revision, jobs int64) {
 	t.Helper()
-	st, err := storeopen.Open(ctxT(t), db.Engine, db.DSN, false, store.Rules{}, slog.New(slog.DiscardHandler))
+	st, err := storeopen.Open(t.Context(), db.Engine, db.DSN, false, store.Rules{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if revision, err = st.Revision(ctxT(t)); err != nil {
+	if revision, err = st.Revision(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	byStatus, err := st.CountJobsByStatus(ctxT(t))
+	byStatus, err := st.CountJobsByStatus(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

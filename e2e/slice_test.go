@@ -49,7 +49,7 @@ func TestVerticalSlice(t *testing.T) {
 
 func (m *manager) pkeys(port fabric.GUID) []uint16 {
 	m.t.Helper()
-	got, err := m.fabric.PKeys(ctxT(m.t), port)
+	got, err := m.fabric.PKeys(m.t.Context(), port)
 	if err != nil {
 		m.t.Fatalf("read pkeys of %s: %v", port, err)
 	}

@@ -25,7 +25,7 @@
 # and MariaDB as the user mysql. Both come from the Debian packages that `install` sets up.
 set -euo pipefail
 
-DEFAULT_PACKAGES=(postgresql mariadb-server galera-4 rsync opensm ibsim-utils libumad2sim0 infiniband-diags prometheus systemd)
+DEFAULT_PACKAGES=(postgresql mariadb-server galera-4 rsync opensm ibsim-utils libumad2sim0 infiniband-diags prometheus systemd sqlite3)
 
 # The servers run as these users; they must be able to reach DIR (see check_reachable).
 PG_USER=postgres

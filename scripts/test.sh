@@ -2,11 +2,12 @@
 # test.sh: every check CI makes (`make test` runs it; CI runs `make test`).
 #
 #   1. install what the suites need (scripts/test-env.sh install: PostgreSQL, MariaDB, Galera, OpenSM, ibsim,
-#      promtool, systemd-analyze, and docker.io, debootstrap and curl for the image)
+#      promtool, systemd-analyze, docker.io, debootstrap and curl for the image, gcc for sqlc)
 #   2. start a throwaway PostgreSQL, MariaDB and three-node MariaDB Galera cluster, and a private dockerd
 #      (scripts/docker-env.sh), each stopped again however this script ends
-#   3. go vet and gofmt (scripts/lint.sh); the deployment files (scripts/check-deploy.sh: promtool
-#      check and test rules, systemd-analyze verify and security)
+#   3. go vet, gofmt and staticcheck (scripts/lint.sh); db/ against its sources (sqlc diff, as
+#      make verify runs it); the deployment files (scripts/check-deploy.sh: promtool check and test
+#      rules, systemd-analyze verify and security)
 #   4. the image, once: the base images made locally (no registry), then docker build
 #   5. every test of every package, with AFM_TEST_REQUIRE_ALL=1: a suite whose server is missing
 #      fails instead of skipping (the OpenSM driver tests run the image's OpenSM on that dockerd)
@@ -35,6 +36,7 @@ export PATH=$PATH:/usr/sbin:/sbin
 
 bash scripts/test-env.sh install
 bash scripts/test-env.sh install docker.io debootstrap curl # the image's tests
+bash scripts/test-env.sh install gcc libc6-dev # sqlc builds with cgo (scripts/sqlc.sh installs it)
 
 # Under /tmp rather than $TMPDIR: the database servers' own users must be able to reach it.
 env_dir=$(mktemp -d /tmp/afm-test-env.XXXXXX)
@@ -56,6 +58,7 @@ set +a
 export AFM_TEST_REQUIRE_ALL=1
 
 bash scripts/lint.sh
+bash scripts/sqlc.sh diff
 bash scripts/check-deploy.sh
 
 # The image, built once: the driver tests (internal/smcontainer) run its OpenSM, and the image's

@@ -57,3 +57,29 @@ func TestReadProcStat(t *testing.T) {
 		t.Error("no command name")
 	}
 }
+
+// TestPgbenchRate reads pgbench's own summaries: a run's rate, and a run too
+// short to see a transaction (a loaded machine's --smoke), which is no rate
+// and no error, so that the run is made again, longer, instead of failing.
+func TestPgbenchRate(t *testing.T) {
+	for _, tc := range []struct {
+		file    string
+		wantTPS float64
+		wantRan bool
+	}{
+		{"pgbench-ran.txt", 17302.570783, true},
+		{"pgbench-no-transaction.txt", 0, false},
+	} {
+		out, err := os.ReadFile("testdata/" + tc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tps, ran, err := pgbenchRate(out)
+		if err != nil || tps != tc.wantTPS || ran != tc.wantRan {
+			t.Errorf("%s: %v, %v, %v; want %v, %v, nil", tc.file, tps, ran, err, tc.wantTPS, tc.wantRan)
+		}
+	}
+	if _, _, err := pgbenchRate([]byte("pgbench: error: connection refused\n")); err == nil {
+		t.Error("an output without a summary read as a rate")
+	}
+}

@@ -10,10 +10,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/managerproc"
 )
 
 // failoverResult is the HA failover: three managers with [ha] ha = true on one
@@ -29,8 +29,7 @@ type failoverResult struct {
 type haManager struct {
 	conf    string
 	api     *apiClient
-	cmd     *exec.Cmd
-	exited  chan struct{}
+	proc    *managerproc.Process
 	logPath string
 }
 
@@ -87,10 +86,9 @@ func measureFailover(ctx context.Context, engine, binary, dir string, leaseTimeo
 	}
 	for round := range rounds {
 		killed := time.Now()
-		if err := leader.cmd.Process.Kill(); err != nil {
+		if err := leader.proc.Kill(); err != nil {
 			return res, err
 		}
-		<-leader.exited
 		var survivor *haManager
 		for _, m := range managers {
 			if m != leader {
@@ -145,49 +143,16 @@ func startHAManager(ctx context.Context, binary, dir, dbURL string, f *fabricsim
 	return m, m.start(ctx, binary)
 }
 
-func (m *haManager) start(ctx context.Context, binary string) error {
-	logFile, err := os.OpenFile(m.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	m.cmd = exec.Command(binary, "--config-file", m.conf)
-	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
-	m.cmd.Env = fabricsim.WithSbinPath(os.Environ())
-	if err := m.cmd.Start(); err != nil {
-		logFile.Close()
-		return fmt.Errorf("start manager: %w", err)
-	}
-	m.exited = make(chan struct{})
-	go func() { m.cmd.Wait(); logFile.Close(); close(m.exited) }()
-	deadline := time.Now().Add(time.Minute)
-	for m.api.healthy(ctx) != nil {
-		select {
-		case <-m.exited:
-			return fmt.Errorf("manager exited at start; see %s", m.logPath)
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("manager not serving after a minute; see %s", m.logPath)
-		}
-	}
-	return nil
+func (m *haManager) start(ctx context.Context, binary string) (err error) {
+	m.proc, err = managerproc.Start(ctx, managerproc.Options{
+		Binary: binary, Args: []string{"--config-file", m.conf}, Log: m.logPath,
+		Env: fabricsim.WithSbinPath(os.Environ()), Serving: m.api.healthy, Within: time.Minute})
+	return err
 }
 
 func (m *haManager) stop() {
-	if m.cmd == nil || m.cmd.Process == nil {
-		return
-	}
-	select {
-	case <-m.exited:
-		return
-	default:
-	}
-	m.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-m.exited:
-	case <-time.After(30 * time.Second):
-		m.cmd.Process.Kill()
-		<-m.exited
+	if m.proc != nil {
+		m.proc.Stop(30 * time.Second)
 	}
 }
 
@@ -198,7 +163,7 @@ func haLeader(ctx context.Context, binary string, managers []*haManager) (*haMan
 	for time.Now().Before(deadline) {
 		for _, m := range managers {
 			select {
-			case <-m.exited:
+			case <-m.proc.Exited():
 				continue
 			default:
 			}
@@ -215,7 +180,7 @@ func haLeader(ctx context.Context, binary string, managers []*haManager) (*haMan
 				continue
 			}
 			for _, l := range managers {
-				if s.Lease.Holder == fmt.Sprintf("%s pid %d", host, l.cmd.Process.Pid) {
+				if s.Lease.Holder == fmt.Sprintf("%s pid %d", host, l.proc.Pid()) {
 					return l, nil
 				}
 			}

@@ -49,7 +49,12 @@ func mark(ok bool) string {
 	return "✗"
 }
 
-// table renders the results as Markdown: one column per engine.
+// row adds a row to the table: a measure, its target and one cell per
+// engine.
+type row func(measure, target string, cell func(r engineResult) string)
+
+// table renders the results as Markdown: one column per engine, then the
+// render's own table.
 func table(results []engineResult, render renderResult, o options) string {
 	var b strings.Builder
 	header := "| measure | target |"
@@ -59,142 +64,159 @@ func table(results []engineResult, render renderResult, o options) string {
 		rule += "---|"
 	}
 	b.WriteString(header + "\n" + rule + "\n")
-	row := func(measure, target string, cell func(r engineResult) string) {
+	add := func(measure, target string, cell func(r engineResult) string) {
 		fmt.Fprintf(&b, "| %s | %s |", measure, target)
 		for _, r := range results {
 			fmt.Fprintf(&b, " %s |", cell(r))
 		}
 		b.WriteString("\n")
 	}
-
-	if o.runs("overhead") {
-		row(fmt.Sprintf("**1. overhead** (%d samples, one port at a time): OpenSM alone, SIGHUP → SUBNET UP, median / p95", o.samples), "",
-			func(r engineResult) string {
-				return ms(r.overhead.sweep.median()) + " / " + ms(r.overhead.sweep.quantile(0.95))
-			})
-		row(fmt.Sprintf("POST Port → job Completed, median / p95 (the job polled every %s while Pending, %s while Running)",
-			pollEvery, o.pollRunning), "", func(r engineResult) string {
-			return ms(r.overhead.change.median()) + " / " + ms(r.overhead.change.quantile(0.95))
-		})
-		row("the poll's resolution: last GET not Completed sent → first Completed answered, median / p95; GETs per change", "",
-			func(r engineResult) string {
-				return fmt.Sprintf("%s / %s; %.1f", ms(r.overhead.window.median()), ms(r.overhead.window.quantile(0.95)),
-					float64(r.overhead.polls)/float64(max(len(r.overhead.change), 1)))
-			})
-		row("overhead = POST → Completed − median sweep, median / p95", "≤ 5 ms / ≤ 50 ms", func(r engineResult) string {
-			m, p := r.overhead.overhead(0.5), r.overhead.overhead(0.95)
-			return fmt.Sprintf("%s / %s %s", ms(m), ms(p), mark(m <= targetOverheadMedian && p <= targetOverhead))
-		})
+	for _, m := range []struct {
+		name string
+		rows func(row, options)
+	}{
+		{"overhead", overheadRows}, {"batch", batchRows}, {"api", apiRows}, {"idle", idleRows},
+		{"storm", stormRows}, {"failover", failoverRows},
+		{"fabric", func(add row, o options) { fabricRows(add, results, o) }},
+	} {
+		if o.runs(m.name) {
+			m.rows(add, o)
+		}
 	}
-	if o.runs("batch") {
-
-		row(fmt.Sprintf("**2. batching**: %d port POSTs from %d clients, all answered after", o.ports, o.clients), "≈ 1 s",
-			func(r engineResult) string { return ms(r.batch.sent) })
-		row("first POST → all jobs Completed", "≤ 2 sweeps + 2 s", func(r engineResult) string {
-			limit := 2*r.overhead.sweep.median() + 2*time.Second
-			return fmt.Sprintf("%s (limit %s) %s", ms(r.batch.allCompleted), ms(limit), mark(r.batch.allCompleted <= limit))
-		})
-		row("heavy sweeps started (= SIGHUPs) / SUBNET UP", "≤ 3", func(r engineResult) string {
-			return fmt.Sprintf("%d / %d %s", r.batch.sweeps, r.batch.subnetUps, mark(r.batch.sweeps <= targetBatchSweeps))
-		})
-
+	if o.runs("render") {
+		renderTable(&b, render)
 	}
-	if o.runs("api") {
-		row(fmt.Sprintf("**3. API**, %d clients, %s each: the database's own single-row INSERTs", o.clients, o.apiDuration), "",
-			func(r engineResult) string { return fmt.Sprintf("%.0f /s", r.api.insertRate) })
-		row("POST Port", "≥ 50 % of INSERTs", func(r engineResult) string {
-			post := r.api.post.perSecond()
-			share := 0.0
-			if r.api.insertRate > 0 {
-				share = post / r.api.insertRate
-			}
-			return fmt.Sprintf("%.0f /s (%.0f %%) %s", post, 100*share, mark(share >= targetPostShare))
-		})
-		row("POST Port latency p50 / p99", "p99 < 20 ms", func(r engineResult) string {
-			return latencyCell(r.api.post.lat)
-		})
-		row("GET job", "≥ 10 × POST", func(r engineResult) string {
-			get, post := r.api.get.perSecond(), r.api.post.perSecond()
-			factor := 0.0
-			if post > 0 {
-				factor = get / post
-			}
-			return fmt.Sprintf("%.0f /s (%.1f ×) %s", get, factor, mark(factor >= targetGetFactor))
-		})
-		row("GET job latency p50 / p99", "p99 < 20 ms", func(r engineResult) string {
-			return latencyCell(r.api.get.lat)
-		})
-
-	}
-	if o.runs("idle") {
-		row(fmt.Sprintf("**5. idle**: manager CPU over %s with nothing to do", o.idle), "< 1 % of a core",
-			func(r engineResult) string {
-				return fmt.Sprintf("%.2f %% %s", r.idle, mark(r.idle < targetIdlePercent))
-			})
-
-	}
-	if o.runs("storm") {
-		row(fmt.Sprintf("**6. poll storm**: %d jobs each polled once, spread over %s by %d pollers, took", o.stormJobs, o.syncTimeout, o.clients), "≈ "+o.syncTimeout.String(),
-			func(r engineResult) string { return ms(r.storm.took) })
-		row("GET job latency during the storm, p50 / p99", "p99 < 20 ms", func(r engineResult) string {
-			return latencyCell(r.storm.get)
-		})
-		row("at this size, before the storm: OpenSM alone (SIGHUP → SUBNET UP) median; POST → Completed median; overhead", "≤ 20 ms", func(r engineResult) string {
-			sweep, change := r.storm.quietSweep.median(), r.storm.quietChange.median()
-			return fmt.Sprintf("%s; %s; %s %s", ms(sweep), ms(change), ms(change-sweep), mark(change-sweep <= targetLargeOverhead))
-		})
-		row("change latency (POST → Completed), quiet median → during storm median / max", "", func(r engineResult) string {
-			return fmt.Sprintf("%s → %s / %s (%d changes)", ms(r.storm.quietChange.median()), ms(r.storm.stormChange.median()),
-				ms(r.storm.stormChange.quantile(1)), len(r.storm.stormChange))
-		})
-
-	}
-	if o.runs("failover") {
-		row(fmt.Sprintf("**7. HA failover**: three managers, kill -9 of the leader → the next job Completed, %d rounds, median / max", o.failoverRounds),
-			fmt.Sprintf("≤ lease_timeout %s + %s + %s + a sweep", o.leaseTimeout, o.leaseTimeout/5, o.leaseTimeout/2), func(r engineResult) string {
-				if len(r.failover.took) == 0 {
-					return "n/a (one manager)"
-				}
-				d := latencies(r.failover.took)
-				return ms(d.median()) + " / " + ms(d.quantile(1))
-			})
-
-	}
-	if o.runs("fabric") {
-		fabricRows(row, results, o)
-	}
-
-	if !o.runs("render") {
-		return b.String()
-	}
-	fmt.Fprintf(&b, "\n| **4. render + check**, 50,000 ports in 4,000 partitions (BenchmarkRenderCheck, -benchtime %s) | target | result |\n|---|---|---|\n", render.benchtime)
-	t := time.Duration(render.nsPerOp)
-	fmt.Fprintf(&b, "| time per render + check | < 200 ms | %s %s |\n", ms(t), mark(t < targetRenderTime))
-	fmt.Fprintf(&b, "| peak memory (benchmark process's max RSS) | < 100 MB | %.1f MB %s |\n", float64(render.peakRSS)/1e6, mark(render.peakRSS < targetRenderMemory))
-	fmt.Fprintf(&b, "| allocated per render + check | | %.1f MB in %.0f allocations |\n", render.bytesPerOp/1e6, render.allocsPerOp)
-	fmt.Fprintf(&b, "| partitions file size | | %.1f MB |\n", render.fileBytes/1e6)
 	return b.String()
 }
 
+// overheadRows are what a change costs beyond OpenSM's sweep (overhead.go).
+func overheadRows(add row, o options) {
+	add(fmt.Sprintf("**1. overhead** (%d samples, one port at a time): OpenSM alone, SIGHUP → SUBNET UP, median / p95", o.samples), "",
+		func(r engineResult) string {
+			return ms(r.overhead.sweep.median()) + " / " + ms(r.overhead.sweep.quantile(0.95))
+		})
+	add(fmt.Sprintf("POST Port → job Completed, median / p95 (the job polled every %s while Pending, %s while Running)",
+		pollEvery, o.pollRunning), "", func(r engineResult) string {
+		return ms(r.overhead.change.median()) + " / " + ms(r.overhead.change.quantile(0.95))
+	})
+	add("the poll's resolution: last GET not Completed sent → first Completed answered, median / p95; GETs per change", "",
+		func(r engineResult) string {
+			return fmt.Sprintf("%s / %s; %.1f", ms(r.overhead.window.median()), ms(r.overhead.window.quantile(0.95)),
+				float64(r.overhead.polls)/float64(max(len(r.overhead.change), 1)))
+		})
+	add("overhead = POST → Completed − median sweep, median / p95", "≤ 5 ms / ≤ 50 ms", func(r engineResult) string {
+		m, p := r.overhead.overhead(0.5), r.overhead.overhead(0.95)
+		return fmt.Sprintf("%s / %s %s", ms(m), ms(p), mark(m <= targetOverheadMedian && p <= targetOverhead))
+	})
+}
+
+// batchRows are a burst of changes (batch.go).
+func batchRows(add row, o options) {
+	add(fmt.Sprintf("**2. batching**: %d port POSTs from %d clients, all answered after", o.ports, o.clients), "≈ 1 s",
+		func(r engineResult) string { return ms(r.batch.sent) })
+	add("first POST → all jobs Completed", "≤ 2 sweeps + 2 s", func(r engineResult) string {
+		limit := 2*r.overhead.sweep.median() + 2*time.Second
+		return fmt.Sprintf("%s (limit %s) %s", ms(r.batch.allCompleted), ms(limit), mark(r.batch.allCompleted <= limit))
+	})
+	add("heavy sweeps started (= SIGHUPs) / SUBNET UP", "≤ 3", func(r engineResult) string {
+		return fmt.Sprintf("%d / %d %s", r.batch.sweeps, r.batch.subnetUps, mark(r.batch.sweeps <= targetBatchSweeps))
+	})
+}
+
+// apiRows are the API's throughput and latency (throughput.go).
+func apiRows(add row, o options) {
+	add(fmt.Sprintf("**3. API**, %d clients, %s each: the database's own single-row INSERTs", o.clients, o.apiDuration), "",
+		func(r engineResult) string { return fmt.Sprintf("%.0f /s", r.api.insertRate) })
+	add("POST Port", "≥ 50 % of INSERTs", func(r engineResult) string {
+		post := r.api.post.perSecond()
+		share := 0.0
+		if r.api.insertRate > 0 {
+			share = post / r.api.insertRate
+		}
+		return fmt.Sprintf("%.0f /s (%.0f %%) %s", post, 100*share, mark(share >= targetPostShare))
+	})
+	add("POST Port latency p50 / p99", "p99 < 20 ms", func(r engineResult) string {
+		return latencyCell(r.api.post.lat)
+	})
+	add("GET job", "≥ 10 × POST", func(r engineResult) string {
+		get, post := r.api.get.perSecond(), r.api.post.perSecond()
+		factor := 0.0
+		if post > 0 {
+			factor = get / post
+		}
+		return fmt.Sprintf("%.0f /s (%.1f ×) %s", get, factor, mark(factor >= targetGetFactor))
+	})
+	add("GET job latency p50 / p99", "p99 < 20 ms", func(r engineResult) string {
+		return latencyCell(r.api.get.lat)
+	})
+}
+
+// idleRows are the manager's CPU with nothing to do (idle.go).
+func idleRows(add row, o options) {
+	add(fmt.Sprintf("**5. idle**: manager CPU over %s with nothing to do", o.idle), "< 1 % of a core",
+		func(r engineResult) string {
+			return fmt.Sprintf("%.2f %% %s", r.idle, mark(r.idle < targetIdlePercent))
+		})
+}
+
+// stormRows are a poll storm on many jobs (storm.go).
+func stormRows(add row, o options) {
+	add(fmt.Sprintf("**6. poll storm**: %d jobs each polled once, spread over %s by %d pollers, took", o.stormJobs, o.syncTimeout, o.clients), "≈ "+o.syncTimeout.String(),
+		func(r engineResult) string { return ms(r.storm.took) })
+	add("GET job latency during the storm, p50 / p99", "p99 < 20 ms", func(r engineResult) string {
+		return latencyCell(r.storm.get)
+	})
+	add("at this size, before the storm: OpenSM alone (SIGHUP → SUBNET UP) median; POST → Completed median; overhead", "≤ 20 ms", func(r engineResult) string {
+		sweep, change := r.storm.quietSweep.median(), r.storm.quietChange.median()
+		return fmt.Sprintf("%s; %s; %s %s", ms(sweep), ms(change), ms(change-sweep), mark(change-sweep <= targetLargeOverhead))
+	})
+	add("change latency (POST → Completed), quiet median → during storm median / max", "", func(r engineResult) string {
+		return fmt.Sprintf("%s → %s / %s (%d changes)", ms(r.storm.quietChange.median()), ms(r.storm.stormChange.median()),
+			ms(r.storm.stormChange.quantile(1)), len(r.storm.stormChange))
+	})
+}
+
+// failoverRows are the HA failover's (failover.go).
+func failoverRows(add row, o options) {
+	add(fmt.Sprintf("**7. HA failover**: three managers, kill -9 of the leader → the next job Completed, %d rounds, median / max", o.failoverRounds),
+		fmt.Sprintf("≤ lease_timeout %s + %s + %s + a sweep", o.leaseTimeout, o.leaseTimeout/5, o.leaseTimeout/2), func(r engineResult) string {
+			if len(r.failover.took) == 0 {
+				return "n/a (one manager)"
+			}
+			d := latencies(r.failover.took)
+			return ms(d.median()) + " / " + ms(d.quantile(1))
+		})
+}
+
+// renderTable is the render benchmark's own table (render.go).
+func renderTable(b *strings.Builder, render renderResult) {
+	fmt.Fprintf(b, "\n| **4. render + check**, 50,000 ports in 4,000 partitions (BenchmarkRenderCheck, -benchtime %s) | target | result |\n|---|---|---|\n", render.benchtime)
+	t := time.Duration(render.nsPerOp)
+	fmt.Fprintf(b, "| time per render + check | < 200 ms | %s %s |\n", ms(t), mark(t < targetRenderTime))
+	fmt.Fprintf(b, "| peak memory (benchmark process's max RSS) | < 100 MB | %.1f MB %s |\n", float64(render.peakRSS)/1e6, mark(render.peakRSS < targetRenderMemory))
+	fmt.Fprintf(b, "| allocated per render + check | | %.1f MB in %.0f allocations |\n", render.bytesPerOp/1e6, render.allocsPerOp)
+	fmt.Fprintf(b, "| partitions file size | | %.1f MB |\n", render.fileBytes/1e6)
+}
+
 // fabricRows are the large fabric's (fabric.go).
-func fabricRows(row func(measure, target string, cell func(r engineResult) string), results []engineResult, o options) {
+func fabricRows(add row, results []engineResult, o options) {
 	f := fabricResult{hosts: o.fabricHosts, switches: o.fabricSwitches, networks: fabricNetworks}
 	if len(results) > 0 {
 		f = results[0].fabric
 	}
-	row(fmt.Sprintf("**8. large fabric**: %d hosts, %d switches, %d host ports in %d partitions, then %d changes one at a time "+
+	add(fmt.Sprintf("**8. large fabric**: %d hosts, %d switches, %d host ports in %d partitions, then %d changes one at a time "+
 		"(a host port each): OpenSM alone, SIGHUP → SUBNET UP, median / p95", f.hosts, f.switches, f.members, f.networks, o.samples), "",
 		func(r engineResult) string {
 			return ms(r.fabric.overhead.sweep.median()) + " / " + ms(r.fabric.overhead.sweep.quantile(0.95))
 		})
-	row("POST Port → job Completed, median / p95", "", func(r engineResult) string {
+	add("POST Port → job Completed, median / p95", "", func(r engineResult) string {
 		return ms(r.fabric.overhead.change.median()) + " / " + ms(r.fabric.overhead.change.quantile(0.95))
 	})
-	row("overhead = POST → Completed − median sweep, median / p95", "≤ 20 ms median", func(r engineResult) string {
+	add("overhead = POST → Completed − median sweep, median / p95", "≤ 20 ms median", func(r engineResult) string {
 		m, p := r.fabric.overhead.overhead(0.5), r.fabric.overhead.overhead(0.95)
 		return fmt.Sprintf("%s / %s %s", ms(m), ms(p), mark(m <= targetLargeOverhead))
 	})
-	row("the manager's own overhead: POST → Completed − its apply's sweep (SIGHUP → SUBNET UP read), median / p95", "≤ 20 ms median",
+	add("the manager's own overhead: POST → Completed − its apply's sweep (SIGHUP → SUBNET UP read), median / p95", "≤ 20 ms median",
 		func(r engineResult) string {
 			if len(r.fabric.own) == 0 {
 				return "n/a (more applies than changes)"
@@ -202,11 +224,11 @@ func fabricRows(row func(measure, target string, cell func(r engineResult) strin
 			m := r.fabric.own.median()
 			return fmt.Sprintf("%s / %s %s", ms(m), ms(r.fabric.own.quantile(0.95)), mark(m <= targetLargeOverhead))
 		})
-	row("manager CPU (user + system) per change, its bare sweep included", "", func(r engineResult) string {
+	add("manager CPU (user + system) per change, its bare sweep included", "", func(r engineResult) string {
 		return ms(r.fabric.cpu)
 	})
 	split := func(name string, l func(s applySplit) latencies, target string, ok func(time.Duration) bool) {
-		row("the manager's split (`partitions applied`), median / p95: "+name, target, func(r engineResult) string {
+		add("the manager's split (`partitions applied`), median / p95: "+name, target, func(r engineResult) string {
 			d := l(r.fabric.split)
 			cell := ms(d.median()) + " / " + ms(d.quantile(0.95))
 			if ok != nil {

@@ -7,14 +7,13 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/managerproc"
 )
 
 // benchToken is the [api] token of the managers the suite starts; they listen on
@@ -29,8 +28,7 @@ type rig struct {
 	db        database
 	fabric    *fabricsim.Fabric
 	api       *apiClient
-	cmd       *exec.Cmd
-	exited    chan struct{}
+	manager   *managerproc.Process
 	logPath   string // the manager's output
 	opensmLog string // OpenSM's log, in the manager's [opensm] config_dir
 	network   string // the VLAN network every port joins
@@ -88,49 +86,18 @@ func startRig(ctx context.Context, engine, binary, dir string, fo fabricsim.Opti
 	return r, nil
 }
 
-func (r *rig) startManager(ctx context.Context, binary, confPath string) error {
-	logFile, err := os.OpenFile(r.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return fmt.Errorf("manager log: %w", err)
-	}
-	r.cmd = exec.Command(binary, "--config-file", confPath)
-	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
-	r.cmd.Env = fabricsim.WithSbinPath(os.Environ())
-	if err := r.cmd.Start(); err != nil {
-		logFile.Close()
-		return fmt.Errorf("start manager: %w", err)
-	}
-	r.exited = make(chan struct{})
-	go func() { r.cmd.Wait(); logFile.Close(); close(r.exited) }()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if err := r.api.healthy(ctx); err == nil {
-			return nil
-		}
-		select {
-		case <-r.exited:
-			return fmt.Errorf("manager exited at start; see %s", r.logPath)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("manager not serving after 60 s; see %s", r.logPath)
-		}
-	}
+func (r *rig) startManager(ctx context.Context, binary, confPath string) (err error) {
+	r.manager, err = managerproc.Start(ctx, managerproc.Options{
+		Binary: binary, Args: []string{"--config-file", confPath}, Log: r.logPath,
+		Env: fabricsim.WithSbinPath(os.Environ()), Serving: r.api.healthy, Within: 60 * time.Second})
+	return err
 }
 
 // stop ends the manager (and with it OpenSM), the fabric and the database; it
 // is safe on a rig that started only in part.
 func (r *rig) stop(log *slog.Logger) {
-	if r.cmd != nil && r.cmd.Process != nil {
-		r.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-r.exited:
-		case <-time.After(30 * time.Second):
-			r.cmd.Process.Kill()
-			<-r.exited
-		}
+	if r.manager != nil {
+		r.manager.Stop(30 * time.Second)
 	}
 	if r.fabric != nil {
 		if err := r.fabric.Stop(); err != nil {
@@ -145,7 +112,7 @@ func (r *rig) stop(log *slog.Logger) {
 }
 
 // managerPID is the manager process's id.
-func (r *rig) managerPID() int { return r.cmd.Process.Pid }
+func (r *rig) managerPID() int { return r.manager.Pid() }
 
 // opensmPID finds the manager's OpenSM: its child process named opensm.
 func (r *rig) opensmPID() (int, error) {

@@ -173,18 +173,41 @@ func pgbenchInsertRate(ctx context.Context, r *rig, clients int, d time.Duration
 		return 0, "", err
 	}
 	seconds := max(int(d.Round(time.Second)/time.Second), 1)
-	args := []string{"-n", "-c", strconv.Itoa(clients), "-j", "2", "-T", strconv.Itoa(seconds), "-f", script, r.db.dsn}
-	out, err := exec.CommandContext(ctx, pgbench, args...).CombinedOutput()
-	if err != nil {
-		return 0, "", fmt.Errorf("pgbench: %w: %s", err, out)
+	// pgbench's clock runs while its clients connect: on a loaded machine a
+	// run of a second or two (--smoke) can end before one INSERT, and then
+	// prints no rate. Such a run measured nothing; it runs again, longer.
+	for range 3 {
+		args := []string{"-n", "-c", strconv.Itoa(clients), "-j", "2", "-T", strconv.Itoa(seconds), "-f", script, r.db.dsn}
+		out, err := exec.CommandContext(ctx, pgbench, args...).CombinedOutput()
+		if err != nil {
+			return 0, "", fmt.Errorf("pgbench: %w: %s", err, out)
+		}
+		tps, ran, err := pgbenchRate(out)
+		if err == nil && !ran {
+			seconds *= 2
+			continue
+		}
+		return tps, fmt.Sprintf("pgbench -f (one INSERT), %d clients", clients), err
+	}
+	return 0, "", fmt.Errorf("pgbench: no INSERT in three runs, the last of %d s", seconds/2)
+}
+
+// pgbenchRate reads the rate out of pgbench's summary; ran is false for a run
+// that ended before its first transaction, which prints no rate.
+func pgbenchRate(out []byte) (tps float64, ran bool, err error) {
+	if pgbenchNone.Match(out) {
+		return 0, false, nil
 	}
 	m := pgbenchTPS.FindSubmatch(out)
 	if m == nil {
-		return 0, "", fmt.Errorf("pgbench: no tps line in its output: %s", out)
+		return 0, false, fmt.Errorf("pgbench: no tps line in its output: %s", out)
 	}
-	tps, err := strconv.ParseFloat(string(m[1]), 64)
-	return tps, fmt.Sprintf("pgbench -f (one INSERT), %d clients", clients), err
+	tps, err = strconv.ParseFloat(string(m[1]), 64)
+	return tps, true, err
 }
+
+// pgbenchNone is pgbench's summary of a run that ended before any transaction.
+var pgbenchNone = regexp.MustCompile(`(?m)^number of transactions actually processed: 0$`)
 
 // findPgbench looks in PATH, then in the newest PostgreSQL's directory, where
 // Debian's postgresql package puts it.

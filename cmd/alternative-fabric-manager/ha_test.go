@@ -30,9 +30,10 @@ func TestStatusShowsTheLeaseAndUnfreeze(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx := ctxT(t)
+			ctx := t.Context()
 
-			if _, won, err := leases.TakeLease(ctx, "host-a pid 1", 500*time.Millisecond); err != nil || !won {
+			// Long enough for --status to start and read it on a busy machine.
+			if _, won, err := leases.TakeLease(ctx, "host-a pid 1", 3*time.Second); err != nil || !won {
 				t.Fatalf("take = %v, %v", won, err)
 			}
 			s := statusJSON(t, conf)
@@ -40,7 +41,18 @@ func TestStatusShowsTheLeaseAndUnfreeze(t *testing.T) {
 				*s.Lease.ExpiresIn <= 0 || s.Lease.Freeze != "" {
 				t.Fatalf("lease while held = %+v", s.Lease)
 			}
-			time.Sleep(700 * time.Millisecond)
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				l, err := leases.ReadLease(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !l.Held() {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the lease is still held after 30 s: %+v", l)
+				}
+			}
 			s = statusJSON(t, conf)
 			if s.Lease.Holder != "" || s.Lease.LastHolder != "host-a pid 1" || *s.Lease.ExpiresIn >= 0 ||
 				!strings.Contains(strings.Join(s.NotCompleting, "|"), "no manager holds the lease") {
@@ -61,7 +73,7 @@ func TestStatusShowsTheLeaseAndUnfreeze(t *testing.T) {
 			code, out, errOut := runCommand(t, "--config-file", conf, "--status")
 			for _, want := range []string{"held by host-b pid 2, term", "host-a pid 1, expired instead of being released",
 				"FROZEN: check host-a pid 1", "unfreeze:", "not requested"} {
-				if code != 0 || !strings.Contains(out, want) {
+				if code != exitJobsHeld || !strings.Contains(out, want) {
 					t.Errorf("--status: exit %d, does not say %q:\n%s%s", code, want, out, errOut)
 				}
 			}

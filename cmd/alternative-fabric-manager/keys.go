@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -45,15 +46,35 @@ func (d databaseKeys) Keys(ctx context.Context) (opensm.Keys, error) {
 	if err != nil {
 		return opensm.Keys{}, fmt.Errorf("OpenSM keys: %w", err)
 	}
+	return parseKeys(recorded)
+}
+
+// recordedKeys returns the keys the database holds, creating none: a command
+// that only reads must not choose the fabric's keys before any manager ran.
+func recordedKeys(ctx context.Context, st *store.Store) (opensm.Keys, error) {
+	recorded, err := st.Secrets(ctx)
+	if err != nil {
+		return opensm.Keys{}, fmt.Errorf("OpenSM keys: %w", err)
+	}
+	if len(recorded) == 0 {
+		return opensm.Keys{}, errors.New("no OpenSM keys recorded yet: the manager creates them when it first starts")
+	}
+	return parseKeys(recorded)
+}
+
+// parseKeys reads the keys out of the recorded secrets.
+func parseKeys(recorded map[string]string) (opensm.Keys, error) {
 	var k opensm.Keys
 	for _, f := range []struct {
 		name string
 		key  *uint64
 	}{{secretMKey, &k.MKey}, {secretSMKey, &k.SMKey}, {secretSAKey, &k.SAKey}} {
-		if *f.key, err = parseKey(recorded[f.name]); err != nil {
+		v, err := parseKey(recorded[f.name])
+		if err != nil {
 			// Never the value: it is a secret, even when malformed.
 			return opensm.Keys{}, fmt.Errorf("OpenSM keys: secret %s in the database: %w", f.name, err)
 		}
+		*f.key = v
 	}
 	if err := k.Check(); err != nil {
 		return opensm.Keys{}, fmt.Errorf("OpenSM keys in the database: %w", err)

@@ -14,7 +14,9 @@
 //
 // With --render, the file goes to standard output and the exit status is 0; if the
 // template fails or the check refuses the file, the problems go to standard error
-// and the exit status is 1.
+// and the exit status is 1. --status exits 0 only when every gate is open, 3 when
+// jobs do not complete, 4 when something could not be checked from this host
+// (docs/status.md).
 package main
 
 import (
@@ -56,7 +58,7 @@ func main() {
 	migrate := flag.Bool("migrate", false, "apply the database migrations, then exit")
 	render := flag.Bool("render", false, "print the partitions file the recorded state renders to (checked), then exit")
 	debug := flag.Bool("debug", false, "log at debug level (every HTTP request, OpenSM's filtered output)")
-	status := flag.Bool("status", false, "print who applies, the last apply, jobs by status and why jobs do not complete, then exit")
+	status := flag.Bool("status", false, "print who applies, the last apply, jobs by status and why jobs do not complete, then exit (0: every gate is open, 3: jobs do not complete, 4: cannot tell from this host)")
 	asJSON := flag.Bool("json", false, "with --status: print it as JSON (fields in docs/status.md)")
 	confirm := flag.Bool("confirm-switches", false, "record the switches of OpenSM's last sweep as the fabric's expected switches, then exit")
 	showErrs := flag.Bool("show-enforcement-errors", false, "list the switch ports whose partition enforcement OpenSM cleared, then exit")
@@ -108,10 +110,11 @@ func main() {
 	default:
 		err = run(ctx, *configFile, level, hup)
 	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "alternative-fabric-manager: %v\n", err)
-		os.Exit(1)
+	if code := exitCode(err); code != exitFailed {
+		os.Exit(code) // a verdict (--status): printed already
 	}
+	fmt.Fprintf(os.Stderr, "alternative-fabric-manager: %v\n", err)
+	os.Exit(exitFailed)
 }
 
 // newLogger logs to standard error as [log] format says: JSON lines for
@@ -189,15 +192,19 @@ func runRender(ctx context.Context, path string, log *slog.Logger) error {
 // renderPartitions writes to out the partitions file the recorded state renders
 // to with the configured template, once it passes the check; otherwise it writes
 // nothing and returns the template's error or every problem the check found. The
-// database is migrated only if [database] auto_migrate says so.
+// database is never created nor migrated, whatever [database] auto_migrate
+// says: trying a template with a new binary must not upgrade the schema.
 func renderPartitions(ctx context.Context, cfg *config.Config, out io.Writer, log *slog.Logger) error {
 	tpl, err := loadTemplate(cfg)
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, storeRules(cfg), log)
+	st, err := openExisting(ctx, cfg, storeRules(cfg), 30*time.Second, log)
+	if nc := (notReadyError{}); errors.As(err, &nc) {
+		return nc
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
 	}
 	defer st.Close()
 	// The check reads the file as the configured OpenSM would; if it cannot be
@@ -234,34 +241,100 @@ func checkRules(cfg *config.Config, flavour fabric.Flavour) partitions.Rules {
 	return partitions.Rules{SharedDefaultPartition: cfg.OpenSM.SharedDefaultPartition, Flavour: flavour}
 }
 
+// run is the manager: wired from its configuration, serving its HTTP
+// listeners, and applying while elected, until ctx ends or a server fails.
 func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signal) error {
-	cfg, err := config.Load(path)
+	cfg, log, err := loadRunConfig(path, level)
 	if err != nil {
 		return err
+	}
+	mgr, err := wire(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer mgr.close()
+	if err := mgr.listen(); err != nil {
+		return err
+	}
+	errs := mgr.serve()
+	electorDone := mgr.elect(ctx)
+	reload := newHangup(path, cfg, mgr.certs, mgr.apiServer, log)
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			log.Info("stopping")
+			done = true
+		case err = <-errs:
+			log.Error("stopping", "error", err)
+			done = true
+		case <-hup:
+			reload.reload()
+		}
+	}
+	mgr.shutdown(ctx, electorDone)
+	return err
+}
+
+// loadRunConfig reads the configuration and logs as it says, from now on.
+func loadRunConfig(path string, level slog.Level) (*config.Config, *slog.Logger, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, nil, err
 	}
 	log := newLogger(cfg.Log.Format, level)
 	slog.SetDefault(log)
 	if err := cfg.CheckToken(); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	log.Info("starting", "config", cfg)
+	return cfg, log, nil
+}
+
+// manager is the running manager's parts, wired from its configuration.
+type manager struct {
+	cfg         *config.Config
+	log         *slog.Logger
+	certs       *tlsreload.Reloader // nil: the API is served without TLS
+	st          *store.Store
+	leases      store.LeaseTables // with [ha] ha = true only
+	sm          *opensm.Supervisor
+	metrics     *metrics.Metrics
+	applierLoop *health.Loop
+	app         *applier.Applier
+	apiServer   *api.Server
+	servers     []*namedServer
+	// closers release what wire opened, last first.
+	closers []func()
+}
+
+// wire opens the database and prepares OpenSM and everything that uses them,
+// refusing to start on a certificate, a template or a recorded state the
+// configuration makes wrong. Nothing is served yet.
+func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*manager, error) {
+	mgr := &manager{cfg: cfg, log: log}
+	wired := false
+	defer func() {
+		if !wired {
+			mgr.close()
+		}
+	}()
+	var err error
 	// Before anything is opened or written: a certificate that does not load
 	// is a start-up error like a bad key.
-	var certs *tlsreload.Reloader
 	if cfg.API.TLSCertFile != "" {
-		if certs, err = tlsreload.New(cfg.API.TLSCertFile, cfg.API.TLSKeyFile, log); err != nil {
-			return fmt.Errorf("[api] tls_cert_file, tls_key_file: %w", err)
+		if mgr.certs, err = tlsreload.New(cfg.API.TLSCertFile, cfg.API.TLSKeyFile, log); err != nil {
+			return nil, fmt.Errorf("[api] tls_cert_file, tls_key_file: %w", err)
 		}
 	}
 	tpl, err := loadTemplate(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Refused when sent: a network whose VLAN ID is a static partition's pkey,
 	// and a port whose host port would fill its switch port's pkey table.
 	static, err := tpl.Static(ctx, cfg.OpenSM.DefaultPartition, cfg.OpenSM.FlatPKey)
 	if err != nil {
-		return fmt.Errorf("[opensm] partitions_template: %w", err)
+		return nil, fmt.Errorf("[opensm] partitions_template: %w", err)
 	}
 	// One reader of the subnet dump for the API's capacity check, the gates
 	// and the metrics: it parses the file only when OpenSM wrote another
@@ -272,38 +345,52 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 	rules.StaticPKey = static.Name
 	rules.StaticMember = static.Listing
 	rules.PortLimit = func() (store.PortCheck, error) { return limit.Checker() }
-	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, rules, log)
-	if err != nil {
-		return err
+	if mgr.st, err = openStore(ctx, cfg, cfg.Database.AutoMigrate, rules, log); err != nil {
+		return nil, err
 	}
-	defer st.Close()
+	mgr.closers = append(mgr.closers, func() { mgr.st.Close() })
 
-	sm, flavour, closeSM, err := prepareOpenSM(ctx, cfg, log, databaseKeys{st})
+	sm, flavour, closeSM, err := prepareOpenSM(ctx, cfg, log, databaseKeys{mgr.st})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer closeSM()
+	mgr.sm = sm
+	mgr.closers = append(mgr.closers, closeSM)
 	// A configuration changed under the recorded networks (flat_pkey now a
 	// network's VLAN, a static partition on its pkey) would fail every later
 	// job: refuse to start, naming them, as for an unknown key.
-	if _, err := checkRecordedState(ctx, cfg, st, tpl, flavour); err != nil {
-		return err
+	if _, err := checkRecordedState(ctx, cfg, mgr.st, tpl, flavour); err != nil {
+		return nil, err
 	}
-	host, _ := os.Hostname()
-	elector := &leader.Elector{Store: st, Holder: fmt.Sprintf("%s pid %d", host, os.Getpid()), Log: log,
-		RetryInterval: 2 * time.Second, CheckInterval: time.Second}
+	checker := mgr.wireApplier(tpl, flavour, dump, limit)
+	if cfg.HA.HA {
+		if mgr.leases, err = mgr.st.Leases(); err != nil {
+			return nil, err
+		}
+		mgr.app.Lease = mgr.leases
+	}
+	mgr.wireAPI(checker)
+	wired = true
+	return mgr, nil
+}
+
+// wireApplier makes the applier, the metrics and the health checks that
+// watch it, and returns the checks.
+func (mgr *manager) wireApplier(tpl *partitions.Template, flavour fabric.Flavour, dump *topology.Dump, limit *topology.PortLimit) *health.Checker {
+	cfg, st, sm := mgr.cfg, mgr.st, mgr.sm
 	m := metrics.New()
+	mgr.metrics = m
 	gates := applier.Gates{Store: st, SubnetDump: subnetDump(cfg), Dump: dump}
-	checker := &health.Checker{DB: st, Self: m, SM: driverView{sm},
+	checker := &health.Checker{DB: st, Self: m, SM: supervisorView{sm},
 		// The leader writes its heartbeat every elector CheckInterval.
-		HeartbeatTimeout: 10 * elector.CheckInterval}
-	m.Registry().MustRegister(&metrics.State{M: m, DB: st, Gates: gates, SM: driverView{sm},
+		HeartbeatTimeout: heartbeatTimeout}
+	m.Registry().MustRegister(&metrics.State{M: m, DB: st, Gates: gates, SM: supervisorView{sm},
 		Ready: func(ctx context.Context) bool { return checker.Ready(ctx).OK() }})
 	// An apply waits for OpenSM's sweep (sweep_timeout) and, in a burst, for
 	// the batch; the loop turns at least every poll and check interval
 	// otherwise. Past three sweeps and two checks it is stuck.
-	applierLoop := checker.Loop("applier", 3*cfg.OpenSM.SweepTimeout+2*cfg.OpenSM.CheckInterval+time.Minute)
-	app := &applier.Applier{Store: st, SM: sm, Log: log, Observer: applierObserver{m, applierLoop}, Cfg: applier.Config{
+	mgr.applierLoop = checker.Loop("applier", 3*cfg.OpenSM.SweepTimeout+2*cfg.OpenSM.CheckInterval+time.Minute)
+	mgr.app = &applier.Applier{Store: st, SM: sm, Log: mgr.log, Observer: applierObserver{m, mgr.applierLoop}, Cfg: applier.Config{
 		PartitionsFile:   filepath.Join(cfg.OpenSM.ConfigDir, "partitions.conf"),
 		LogFile:          cfg.OpenSM.LogFile,
 		DefaultPartition: cfg.OpenSM.DefaultPartition,
@@ -319,7 +406,12 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 		Dump:             dump,
 		PortLimit:        limit,
 	}}
+	return checker
+}
 
+// wireAPI makes the API's server and the HTTP listeners, not yet listening.
+func (mgr *manager) wireAPI(checker *health.Checker) {
+	cfg, log, m := mgr.cfg, mgr.log, mgr.metrics
 	opts := api.Options{Prefix: cfg.API.Prefix, Domain: cfg.API.Domain, Token: cfg.API.Token,
 		AccessLog: cfg.API.AccessLog, Health: checker, Observer: m}
 	if cfg.API.MetricsListen == "" {
@@ -333,106 +425,112 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 	opts.PKeys.Prefix = cfg.UFMPKeys.Prefix
 	writeTimeout := 30 * time.Second
 	if u := cfg.UFMPKeys; u.Enabled() {
-		opts.PKeys = api.PKeysOptions{Store: st, Prefix: u.Prefix, Username: u.Username, Password: u.Password,
+		opts.PKeys = api.PKeysOptions{Store: mgr.st, Prefix: u.Prefix, Username: u.Username, Password: u.Password,
 			ApplyTimeout: u.ApplyTimeout, Version: versionString(), MaxGUIDsPerRequest: u.MaxGUIDsPerRequest,
 			MaxConcurrentRequests: u.MaxConcurrentRequests}
 		// A pkeys change is answered once applied, up to apply_timeout.
 		writeTimeout = max(writeTimeout, u.ApplyTimeout+api.DefaultDBTimeout+5*time.Second)
 	}
-	apiServer := api.New(opts, st, log)
-	servers := listeners(cfg, apiServer, m.Handler(), certs, writeTimeout, log)
-	for _, s := range servers {
+	mgr.apiServer = api.New(opts, mgr.st, log)
+	mgr.servers = listeners(cfg, mgr.apiServer, m.Handler(), mgr.certs, writeTimeout, log)
+}
+
+// listen binds every listener, or none.
+func (mgr *manager) listen() error {
+	for _, s := range mgr.servers {
 		if err := s.listen(); err != nil {
-			for _, o := range servers {
+			for _, o := range mgr.servers {
 				o.close()
 			}
 			return err
 		}
-		log.Info("serving "+s.name, "listen", s.ln.Addr().String(), "tls", s.tls)
+		mgr.log.Info("serving "+s.name, "listen", s.ln.Addr().String(), "tls", s.tls)
 	}
-	log.Info("API routes", "prefix", cfg.API.Prefix, "domain", cfg.API.Domain)
+	mgr.log.Info("API routes", "prefix", mgr.cfg.API.Prefix, "domain", mgr.cfg.API.Domain)
+	return nil
+}
 
-	errs := make(chan error, len(servers))
-	for _, s := range servers {
+// serve serves every listener; a server that fails sends why on the channel.
+func (mgr *manager) serve() <-chan error {
+	errs := make(chan error, len(mgr.servers))
+	for _, s := range mgr.servers {
 		go func() {
 			if err := s.srv.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
 				errs <- fmt.Errorf("%s server: %w", s.name, err)
 			}
 		}()
 	}
-	// leading tells the metrics and liveness that this manager applies.
-	leading := func(ctx context.Context, term int64, lead func(context.Context) error) error {
-		m.Leading(term)
-		applierLoop.Active(true)
-		defer func() {
-			applierLoop.Active(false)
-			m.Leading(0)
-		}()
-		return lead(ctx)
-	}
+	return errs
+}
+
+// electorCheckInterval is how often the applier lock's holder checks it,
+// and writes its heartbeat.
+const electorCheckInterval = time.Second
+
+// elect campaigns until ctx ends, applying while elected; the channel is
+// closed once the election has stopped.
+func (mgr *manager) elect(ctx context.Context) <-chan struct{} {
+	host, _ := os.Hostname()
 	holder := fmt.Sprintf("%s pid %d", host, os.Getpid())
-	electorDone := make(chan struct{})
-	if cfg.HA.HA {
+	done := make(chan struct{})
+	if mgr.cfg.HA.HA {
 		// Several managers: the lease elects (docs/ha.md), and OpenSM runs
 		// only while this manager holds it.
-		leases, err := st.Leases()
-		if err != nil {
-			return err
-		}
-		app.Lease = leases
-		ha := &leader.LeaseElector{Leases: leases, TryLock: st.TryLock, Holder: holder, Log: log,
-			LeaseTimeout: cfg.HA.LeaseTimeout, Stop: sm.StopTerm}
+		ha := &leader.LeaseElector{Leases: mgr.leases, TryLock: mgr.st.TryLock, Holder: holder, Log: mgr.log,
+			LeaseTimeout: mgr.cfg.HA.LeaseTimeout, Stop: mgr.sm.StopTerm}
 		go func() {
-			defer close(electorDone)
+			defer close(done)
 			_ = ha.Run(ctx, func(ctx context.Context, term leader.Term) error {
-				return leading(ctx, term.ID, func(ctx context.Context) error {
-					return app.LeadTerm(ctx, term.ID, term.Taken.Suspect)
+				return mgr.leading(ctx, term.ID, func(ctx context.Context) error {
+					return mgr.app.LeadTerm(ctx, term.ID, term.Taken.Suspect)
 				})
 			})
 		}()
-	} else {
-		go func() {
-			defer close(electorDone)
-			_ = elector.Run(ctx, func(ctx context.Context, term int64) error {
-				return leading(ctx, term, func(ctx context.Context) error { return app.Lead(ctx, term) })
-			})
-		}()
+		return done
 	}
+	elector := &leader.Elector{Store: mgr.st, Holder: holder, Log: mgr.log,
+		RetryInterval: 2 * time.Second, CheckInterval: electorCheckInterval}
+	go func() {
+		defer close(done)
+		_ = elector.Run(ctx, func(ctx context.Context, term int64) error {
+			return mgr.leading(ctx, term, func(ctx context.Context) error { return mgr.app.Lead(ctx, term) })
+		})
+	}()
+	return done
+}
 
-	reload := newHangup(path, cfg, certs, apiServer, log)
-	for done := false; !done; {
-		select {
-		case <-ctx.Done():
-			log.Info("stopping")
-			done = true
-		case err = <-errs:
-			log.Error("stopping", "error", err)
-			done = true
-		case <-hup:
-			reload.reload()
-		}
-	}
+// leading runs lead, telling the metrics and liveness that this manager
+// applies meanwhile.
+func (mgr *manager) leading(ctx context.Context, term int64, lead func(context.Context) error) error {
+	mgr.metrics.Leading(term)
+	mgr.applierLoop.Active(true)
+	defer func() {
+		mgr.applierLoop.Active(false)
+		mgr.metrics.Leading(0)
+	}()
+	return lead(ctx)
+}
+
+// shutdown stops serving, waits a while for the election to stop (and with
+// it the applier), then stops OpenSM.
+func (mgr *manager) shutdown(ctx context.Context, electorDone <-chan struct{}) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	for _, s := range servers {
+	for _, s := range mgr.servers {
 		_ = s.srv.Shutdown(sctx)
 	}
 	select {
 	case <-electorDone:
 	case <-sctx.Done():
 	}
-	stopOpenSM(context.WithoutCancel(ctx), sm, log)
-	return err
+	stopOpenSM(context.WithoutCancel(ctx), mgr.sm, mgr.log)
 }
 
-// subnetManager is an OpenSM driver as main uses it: the applier's interface,
-// StopTerm for the HA lease's end of a term, and Stop and Status for shutdown
-// and --status (opensm.Process, and smcontainer's Managed and External).
-type subnetManager interface {
-	applier.SubnetManager
-	StopTerm(ctx context.Context, term int64) error
-	Stop(ctx context.Context) error
-	Status() opensm.DriverStatus
+// close releases what wire opened: OpenSM's driver, then the database.
+func (mgr *manager) close() {
+	for i := len(mgr.closers) - 1; i >= 0; i-- {
+		mgr.closers[i]()
+	}
 }
 
 // applierObserver tells the metrics of every apply, and liveness of every
@@ -518,23 +616,18 @@ func pprofMux() *http.ServeMux {
 	return mux
 }
 
-// driverView shows the OpenSM driver's status to the health checks and the
-// metrics. An error is reported only while it keeps OpenSM from running: a
-// driver that restarted OpenSM and runs it again is healthy.
-type driverView struct {
-	sm interface {
-		Status() opensm.DriverStatus
-		Restarts() int
-	}
-}
+// supervisorView shows OpenSM's supervisor's status to the health checks and
+// the metrics. An error is reported only while it keeps OpenSM from running:
+// a supervisor that restarted OpenSM and runs it again is healthy.
+type supervisorView struct{ sm *opensm.Supervisor }
 
-func (d driverView) Running() bool { return d.sm.Status().State == opensm.DriverRunning }
-func (d driverView) Restarts() int { return d.sm.Restarts() }
-func (d driverView) State() string { return string(d.sm.Status().State) }
+func (d supervisorView) Running() bool { return d.sm.Status().State == opensm.StateRunning }
+func (d supervisorView) Restarts() int { return d.sm.Restarts() }
+func (d supervisorView) State() string { return string(d.sm.Status().State) }
 
-func (d driverView) LastError() error {
+func (d supervisorView) LastError() error {
 	st := d.sm.Status()
-	if (st.State != opensm.DriverFailed && st.State != opensm.DriverRestarting) || st.LastError == "" {
+	if (st.State != opensm.StateFailed && st.State != opensm.StateRestarting) || st.LastError == "" {
 		return nil
 	}
 	return fmt.Errorf("OpenSM driver %s: %s", st.State, st.LastError)
@@ -542,7 +635,7 @@ func (d driverView) LastError() error {
 
 // stopOpenSM stops OpenSM and waits for it, for a little longer than its
 // SIGKILL deadline.
-func stopOpenSM(ctx context.Context, sm subnetManager, log *slog.Logger) {
+func stopOpenSM(ctx context.Context, sm *opensm.Supervisor, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if err := sm.Stop(ctx); err != nil {
@@ -552,10 +645,10 @@ func stopOpenSM(ctx context.Context, sm subnetManager, log *slog.Logger) {
 
 // prepareOpenSM writes opensm.conf, with the hardening options the running
 // OpenSM knows and the keys from keys, and the per-module logging file, and
-// returns the driver ([opensm] driver) that runs or signals OpenSM, started by
-// the first term. Whatever the driver needs is checked here, before anything
-// starts: a bad setting is a start-up error.
-func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource) (subnetManager, fabric.Flavour, func(), error) {
+// returns the supervisor of what runs or signals OpenSM ([opensm] driver),
+// started by the first term. Whatever it needs is checked here, before
+// anything starts: a bad setting is a start-up error.
+func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource) (*opensm.Supervisor, fabric.Flavour, func(), error) {
 	dir := cfg.OpenSM.ConfigDir
 	if err := privateDir(dir, log); err != nil {
 		return nil, 0, nil, fmt.Errorf("[opensm] config_dir: %w", err)
@@ -565,7 +658,7 @@ func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, ke
 		return nil, 0, nil, err
 	}
 	confFile := filepath.Join(dir, "opensm.conf")
-	sm, flavour, closeSM, err := newSubnetManager(ctx, cfg, confFile, log)
+	sm, flavour, closeSM, err := newSupervisor(ctx, cfg, confFile, log)
 	if err != nil {
 		return nil, 0, nil, err
 	}
@@ -599,9 +692,11 @@ func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, ke
 	return sm, flavour, closeSM, nil
 }
 
-// newSubnetManager returns the driver [opensm] driver names, the flavour of the
-// OpenSM it runs, and what releases the driver's resources.
-func newSubnetManager(ctx context.Context, cfg *config.Config, confFile string, log *slog.Logger) (subnetManager, fabric.Flavour, func(), error) {
+// newSupervisor returns the supervisor of OpenSM run or watched the way
+// [opensm] driver says (a child process, a container of its own, or someone
+// else's container), the flavour of that OpenSM, and what releases the
+// supervisor's resources.
+func newSupervisor(ctx context.Context, cfg *config.Config, confFile string, log *slog.Logger) (*opensm.Supervisor, fabric.Flavour, func(), error) {
 	o := cfg.OpenSM
 	if o.Driver == config.DriverProcess {
 		flavour, err := opensm.DetectFlavour(ctx, o.Command)
@@ -609,7 +704,7 @@ func newSubnetManager(ctx context.Context, cfg *config.Config, confFile string, 
 			return nil, 0, nil, fmt.Errorf("[opensm] command: %w", err)
 		}
 		return opensm.NewProcess(opensm.ProcessConfig{Command: o.Command, ConfFile: confFile,
-			EnvFile: o.EnvFile, Dir: o.ConfigDir, LogFile: o.LogFile, StatusFile: driverStatusFile(cfg),
+			EnvFile: o.EnvFile, Dir: o.ConfigDir, LogFile: o.LogFile, StatusFile: supervisorStatusFile(cfg),
 			Logger: log}), flavour, func() {}, nil
 	}
 	cli, err := smcontainer.Connect(ctx)
@@ -617,16 +712,16 @@ func newSubnetManager(ctx context.Context, cfg *config.Config, confFile string, 
 		return nil, 0, nil, fmt.Errorf("[opensm] driver = %s: %w", o.Driver, err)
 	}
 	closeCli := func() { cli.Close() }
-	var sm subnetManager
+	var sm *opensm.Supervisor
 	var flavour fabric.Flavour
 	switch o.Driver {
 	case config.DriverManaged:
 		sm, flavour, err = smcontainer.PrepareManaged(ctx, smcontainer.ManagedConfig{Client: cli, Name: o.Container,
 			Manager: o.ManagerContainer, Image: o.Image, Command: o.Command, ConfFile: confFile, EnvFile: o.EnvFile,
-			ConfigDir: o.ConfigDir, LogFile: o.LogFile, StatusFile: driverStatusFile(cfg), Logger: log})
+			ConfigDir: o.ConfigDir, LogFile: o.LogFile, StatusFile: supervisorStatusFile(cfg), Logger: log})
 	case config.DriverDocker:
 		sm, flavour, err = smcontainer.PrepareExternal(ctx, smcontainer.ExternalConfig{Client: cli, Name: o.Container,
-			ConfigDir: o.ConfigDir, LogFile: o.LogFile, StatusFile: driverStatusFile(cfg), Logger: log}, o.Command)
+			ConfigDir: o.ConfigDir, LogFile: o.LogFile, StatusFile: supervisorStatusFile(cfg), Logger: log}, o.Command)
 	default:
 		err = fmt.Errorf("unknown driver %q", o.Driver)
 	}

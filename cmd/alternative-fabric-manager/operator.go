@@ -18,7 +18,6 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
 
@@ -50,7 +49,7 @@ func (e *unreachableError) Unwrap() error { return e.err }
 func runOperator(ctx context.Context, path string, log *slog.Logger, c operatorCommand) error {
 	err := runOperatorOnStore(ctx, path, log, c)
 	if ue := (*unreachableError)(nil); c.status && !c.json && errors.As(err, &ue) {
-		if d, derr := opensm.ReadDriverStatus(driverStatusFile(ue.cfg)); derr == nil {
+		if d, derr := opensm.ReadStatus(supervisorStatusFile(ue.cfg)); derr == nil {
 			fmt.Fprintf(os.Stdout, "OpenSM driver: %s\n", driverLine(d))
 		}
 	}
@@ -72,7 +71,7 @@ func runOperatorOnStore(ctx context.Context, path string, log *slog.Logger, c op
 		case c.unfreeze:
 			return unfreeze(ctx, cfg, st, w)
 		case c.showKeys:
-			k, err := databaseKeys{st}.Keys(ctx)
+			k, err := recordedKeys(ctx, st)
 			if err != nil {
 				return err
 			}
@@ -96,13 +95,10 @@ func withOperatorStore(ctx context.Context, path string, log *slog.Logger,
 	if err != nil {
 		return err
 	}
-	conn, err := config.ParseConnection(cfg.Database.Connection)
-	if err != nil {
-		return err
+	st, err := openExisting(ctx, cfg, storeRules(cfg), operatorConnectTimeout, log)
+	if nc := (notReadyError{}); errors.As(err, &nc) {
+		return nc
 	}
-	octx, cancel := context.WithTimeout(ctx, operatorConnectTimeout)
-	defer cancel()
-	st, err := storeopen.Open(octx, conn.Engine, conn.DSN, false, storeRules(cfg), log)
 	if err != nil {
 		return &unreachableError{cfg: cfg,
 			err: fmt.Errorf("database %s is unreachable: %w", config.RedactURL(cfg.Database.Connection), err)}
@@ -149,11 +145,15 @@ func showEnforcementErrors(ctx context.Context, st *store.Store, w io.Writer) er
 		fmt.Fprintln(w, "no enforcement errors recorded")
 		return nil
 	}
+	unattributed := false
 	for _, e := range errs {
 		fmt.Fprintf(w, "%s  first seen %s  last seen %s  %d times\n    %s\n", e.SwitchPort(),
 			e.FirstSeen.Format(time.RFC3339), e.LastSeen.Format(time.RFC3339), e.Count, e.Line)
+		unattributed = unattributed || e.Switch == store.Unattributed
 	}
-	fmt.Fprintln(w, "unattributed: OpenSM's line named no switch port; read OpenSM's log around it.")
+	if unattributed {
+		fmt.Fprintln(w, "unattributed: OpenSM's line named no switch port; read OpenSM's log around it.")
+	}
 	return nil
 }
 
@@ -174,9 +174,12 @@ type Status struct {
 	LastApply     *ApplyStatus     `json:"last_apply"`
 	Jobs          map[string]int64 `json:"jobs"`
 	NotCompleting []string         `json:"not_completing"`
+	// Unchecked is what this host could not check (another host's OpenSM
+	// or subnet dump): it may hold jobs too.
+	Unchecked []string `json:"unchecked"`
 	// Driver is this host's OpenSM driver, as the manager last wrote it to
 	// <config_dir>/driver-status.json; nil when no manager ever ran here.
-	Driver *opensm.DriverStatus `json:"driver"`
+	Driver *opensm.Status `json:"driver"`
 	// Lease is the HA lease ([ha] ha = true); absent without HA.
 	Lease *LeaseStatus `json:"lease,omitempty"`
 }
@@ -220,8 +223,9 @@ func leaseStatus(l store.Lease) *LeaseStatus {
 	return s
 }
 
-// driverStatusFile is where the manager's OpenSM driver reports its state.
-func driverStatusFile(cfg *config.Config) string {
+// supervisorStatusFile is where the manager's OpenSM supervisor reports its
+// state (the file's name is older than the supervisor).
+func supervisorStatusFile(cfg *config.Config) string {
 	return filepath.Join(cfg.OpenSM.ConfigDir, "driver-status.json")
 }
 
@@ -242,77 +246,93 @@ type ApplyStatus struct {
 	FinishedAt time.Time `json:"finished_at"`
 }
 
-// readStatus gathers the status from the database and OpenSM's subnet dump.
+// readStatus gathers the status from the database, this host's OpenSM driver
+// and OpenSM's subnet dump.
 func readStatus(ctx context.Context, cfg *config.Config, st *store.Store) (Status, error) {
-	var s Status
+	s := Status{NotCompleting: []string{}, Unchecked: []string{}}
 	l, err := st.Leadership(ctx)
 	if err != nil {
 		return s, err
 	}
 	s.Applier = ApplierStatus{Holder: l.Holder, Term: l.Term, Heartbeat: l.Heartbeat}
+	if err := readProgress(ctx, st, &s); err != nil {
+		return s, err
+	}
+	file := supervisorStatusFile(cfg)
+	switch d, err := opensm.ReadStatus(file); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return s, fmt.Errorf("OpenSM driver status: %w", err)
+	default:
+		s.Driver = &d
+	}
+	reasons, unchecked := driverReasons(cfg, s.Driver, file)
+	s.NotCompleting = append(s.NotCompleting, reasons...)
+	s.Unchecked = append(s.Unchecked, unchecked...)
+	if why := applierReason(cfg, l, time.Now()); why != "" {
+		s.NotCompleting = append(s.NotCompleting, why)
+	}
+	if s.LastApply != nil && s.LastApply.Outcome != "applied" {
+		s.NotCompleting = append(s.NotCompleting, fmt.Sprintf("the last apply, of revision %d, ended %s: %s",
+			s.LastApply.Revision, s.LastApply.Outcome, s.LastApply.Detail))
+	}
+	gates, err := applier.Gates{Store: st, SubnetDump: subnetDump(cfg)}.Closed(ctx)
+	if err != nil {
+		return s, fmt.Errorf("gates: %w", err)
+	}
+	reasons, unchecked = dumpHere(gates, subnetDump(cfg))
+	s.NotCompleting = append(s.NotCompleting, reasons...)
+	s.Unchecked = append(s.Unchecked, unchecked...)
+	if cfg.HA.HA {
+		return s, readLease(ctx, st, &s)
+	}
+	return s, nil
+}
+
+// readProgress reads the revision, the last apply and the jobs into s.
+func readProgress(ctx context.Context, st *store.Store, s *Status) error {
+	var err error
 	if s.Revision, err = st.Revision(ctx); err != nil {
-		return s, fmt.Errorf("revision: %w", err)
+		return fmt.Errorf("revision: %w", err)
 	}
 	a, err := st.LastApply(ctx)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
-		return s, fmt.Errorf("last apply: %w", err)
+		return fmt.Errorf("last apply: %w", err)
 	default:
 		s.LastApply = &ApplyStatus{Revision: a.Revision, Term: a.Term, Outcome: a.Outcome, Detail: a.Detail,
 			StartedAt: a.StartedAt.UTC(), FinishedAt: a.FinishedAt.UTC()}
 	}
 	counts, err := st.CountJobsByStatus(ctx)
 	if err != nil {
-		return s, fmt.Errorf("jobs: %w", err)
+		return fmt.Errorf("jobs: %w", err)
 	}
 	s.Jobs = map[string]int64{store.StatusPending: 0, store.StatusRunning: 0, store.StatusCompleted: 0, store.StatusFailed: 0}
 	for status, n := range counts {
 		s.Jobs[status] = n
 	}
+	return nil
+}
 
-	s.NotCompleting = []string{}
-	switch d, err := opensm.ReadDriverStatus(driverStatusFile(cfg)); {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return s, fmt.Errorf("OpenSM driver status: %w", err)
-	default:
-		s.Driver = &d
-		if d.State == opensm.DriverFailed || d.State == opensm.DriverRestarting {
-			s.NotCompleting = append(s.NotCompleting, fmt.Sprintf("OpenSM on this host is %s since %s: %s",
-				d.State, d.Since.Format(time.RFC3339), d.LastError))
-		}
-	}
-	if l.Term == 0 {
-		s.NotCompleting = append(s.NotCompleting, "no manager has held the applier lock yet")
-	}
-	if s.LastApply != nil && s.LastApply.Outcome != "applied" {
-		s.NotCompleting = append(s.NotCompleting, fmt.Sprintf("the last apply, of revision %d, ended %s: %s",
-			s.LastApply.Revision, s.LastApply.Outcome, s.LastApply.Detail))
-	}
-	reasons, err := applier.Gates{Store: st, SubnetDump: subnetDump(cfg)}.Closed(ctx)
+// readLease reads the HA lease into s, with the reasons it gives.
+func readLease(ctx context.Context, st *store.Store, s *Status) error {
+	leases, err := st.Leases()
 	if err != nil {
-		return s, fmt.Errorf("gates: %w", err)
+		return err
 	}
-	s.NotCompleting = append(s.NotCompleting, reasons...)
-	if cfg.HA.HA {
-		leases, err := st.Leases()
-		if err != nil {
-			return s, err
-		}
-		l, err := leases.ReadLease(ctx)
-		if err != nil {
-			return s, fmt.Errorf("lease: %w", err)
-		}
-		s.Lease = leaseStatus(l)
-		if l.Term > 0 && !l.Held() {
-			s.NotCompleting = append(s.NotCompleting, "no manager holds the lease")
-		}
-		if l.Freeze != "" {
-			s.NotCompleting = append(s.NotCompleting, l.Freeze)
-		}
+	l, err := leases.ReadLease(ctx)
+	if err != nil {
+		return fmt.Errorf("lease: %w", err)
 	}
-	return s, nil
+	s.Lease = leaseStatus(l)
+	if l.Term > 0 && !l.Held() {
+		s.NotCompleting = append(s.NotCompleting, "no manager holds the lease")
+	}
+	if l.Freeze != "" {
+		s.NotCompleting = append(s.NotCompleting, l.Freeze)
+	}
+	return nil
 }
 
 // printStatus writes the status for a person to read.
@@ -348,12 +368,16 @@ func printStatus(w io.Writer, s Status) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if len(s.NotCompleting) == 0 {
-		_, err := fmt.Fprintln(w, "jobs complete: every gate is open")
-		return err
+	if len(s.NotCompleting) > 0 {
+		fmt.Fprintf(w, "jobs do not complete:\n  - %s\n", strings.Join(s.NotCompleting, "\n  - "))
 	}
-	_, err := fmt.Fprintf(w, "jobs do not complete:\n  - %s\n", strings.Join(s.NotCompleting, "\n  - "))
-	return err
+	if len(s.Unchecked) > 0 {
+		fmt.Fprintf(w, "cannot be checked from this host:\n  - %s\n", strings.Join(s.Unchecked, "\n  - "))
+	}
+	if len(s.NotCompleting) == 0 && len(s.Unchecked) == 0 {
+		fmt.Fprintln(w, "jobs complete: every gate is open")
+	}
+	return nil
 }
 
 // printLease writes the HA lease's lines of --status.
@@ -410,7 +434,7 @@ func unfreeze(ctx context.Context, cfg *config.Config, st *store.Store, w io.Wri
 }
 
 // driverLine is the driver's status on one line.
-func driverLine(d opensm.DriverStatus) string {
+func driverLine(d opensm.Status) string {
 	line := fmt.Sprintf("%s since %s, %d restarts", d.State, d.Since.Format(time.RFC3339), d.Restarts)
 	if d.PID != 0 {
 		line += fmt.Sprintf(", pid %d", d.PID)
@@ -431,5 +455,8 @@ func runStatus(ctx context.Context, cfg *config.Config, st *store.Store, w io.Wr
 		enc.SetIndent("", "  ")
 		return enc.Encode(s)
 	}
-	return printStatus(w, s)
+	if err := printStatus(w, s); err != nil {
+		return err
+	}
+	return statusVerdict(s)
 }

@@ -33,12 +33,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // runCommand runs the manager with args and returns its exit code and output.
 func runCommand(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
@@ -75,14 +69,14 @@ func TestKeysAreTheSameAtEveryStart(t *testing.T) {
 	for _, engine := range storetest.Engines {
 		t.Run(engine, func(t *testing.T) {
 			db := storetest.NewDatabase(t, engine)
-			first, err := databaseKeys{storetest.OpenDatabase(t, db)}.Keys(ctxT(t))
+			first, err := databaseKeys{storetest.OpenDatabase(t, db)}.Keys(t.Context())
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := first.Check(); err != nil {
 				t.Errorf("created keys fail the check: %v", err)
 			}
-			again, err := databaseKeys{storetest.OpenDatabase(t, db)}.Keys(ctxT(t))
+			again, err := databaseKeys{storetest.OpenDatabase(t, db)}.Keys(t.Context())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +90,7 @@ func TestKeysAreTheSameAtEveryStart(t *testing.T) {
 func TestShowKeys(t *testing.T) {
 	db := storetest.NewDatabase(t, config.EngineSQLite)
 	st := storetest.OpenDatabase(t, db)
-	k, err := databaseKeys{st}.Keys(ctxT(t))
+	k, err := databaseKeys{st}.Keys(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,13 +111,31 @@ func TestShowKeys(t *testing.T) {
 	}
 }
 
+// Before any manager started there are no keys, and --show-keys, which only
+// reads, must not choose them: it says so, and the database still holds none.
+func TestShowKeysCreatesNoKeys(t *testing.T) {
+	db := storetest.NewDatabase(t, config.EngineSQLite)
+	st := storetest.OpenDatabase(t, db)
+	code, out, errOut := runCommand(t, "--config-file", writeConf(t, db.URL, t.TempDir()), "--show-keys")
+	if want := "no OpenSM keys recorded yet"; code != exitFailed || !strings.Contains(errOut, want) {
+		t.Errorf("--show-keys on a new database: exit %d, want %d saying %q: %s%s", code, exitFailed, want, out, errOut)
+	}
+	recorded, err := st.Secrets(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recorded) != 0 {
+		t.Errorf("--show-keys recorded %d secret(s) on a database no manager started on", len(recorded))
+	}
+}
+
 func TestBadKeysInTheDatabaseAreRefusedWithoutShowingThem(t *testing.T) {
 	st := storetest.Open(t, config.EngineSQLite)
 	bad := map[string]string{secretMKey: "0x0000000000000001", secretSMKey: "not-a-key-at-all", secretSAKey: "0x1234567890abcdef"}
-	if _, err := st.GetOrCreateSecrets(ctxT(t), func() (map[string]string, error) { return bad, nil }); err != nil {
+	if _, err := st.GetOrCreateSecrets(t.Context(), func() (map[string]string, error) { return bad, nil }); err != nil {
 		t.Fatal(err)
 	}
-	_, err := databaseKeys{st}.Keys(ctxT(t))
+	_, err := databaseKeys{st}.Keys(t.Context())
 	if err == nil || !strings.Contains(err.Error(), secretSMKey) {
 		t.Fatalf("error = %v; want one naming %s", err, secretSMKey)
 	}
@@ -173,7 +185,7 @@ func TestConfirmSwitches(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "OpenSM has not swept yet") {
 		t.Errorf("--confirm-switches without a dump: exit %d, %q; want 1 and \"OpenSM has not swept yet\"", code, errOut)
 	}
-	if sw, err := st.ExpectedSwitches(ctxT(t)); err != nil || len(sw) != 0 {
+	if sw, err := st.ExpectedSwitches(t.Context()); err != nil || len(sw) != 0 {
 		t.Errorf("expected switches after a failed confirmation = %v, %v; want none", sw, err)
 	}
 
@@ -182,7 +194,7 @@ func TestConfirmSwitches(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("--confirm-switches: exit %d: %s", code, errOut)
 	}
-	got, err := st.ExpectedSwitches(ctxT(t))
+	got, err := st.ExpectedSwitches(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +220,6 @@ func TestStatusAndEnforcementErrors(t *testing.T) {
 	st := storetest.OpenDatabase(t, db)
 	dir := t.TempDir()
 	conf := writeConf(t, db.URL, dir)
-	ctx := ctxT(t)
 
 	s := statusJSON(t, conf)
 	if s.Applier.Term != 0 || s.Revision != 0 || s.LastApply != nil || s.Jobs[store.StatusPending] != 0 {
@@ -219,33 +230,7 @@ func TestStatusAndEnforcementErrors(t *testing.T) {
 		t.Errorf("not_completing = %q; want the missing leader and %q", s.NotCompleting, applier.NoExpectedSwitches)
 	}
 
-	// A leader, a job, an apply, confirmed switches of which one is gone
-	// from the dump, and an enforcement error.
-	vlan101 := int64(101)
-	if _, err := st.RecordNetwork(ctx, store.NetworkChange{Network: store.NetworkSpec{ID: "net-1", Name: "n",
-		Type: store.TypeVLAN, PhysicalNetwork: "ib", SegmentationID: &vlan101}, Operation: store.OpCreateNetwork,
-		CreatedBy: "test", Request: "{}"}); err != nil {
-		t.Fatal(err)
-	}
-	term, err := st.NewTerm(ctx, "host-a pid 42")
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now().UTC()
-	if _, err := st.RecordApply(ctx, store.Apply{Revision: 1, SHA256: strings.Repeat("0", 64), Term: term,
-		Outcome: "applied", Detail: "SUBNET UP", StartedAt: now, FinishedAt: now}); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.ConfirmSwitches(ctx, []store.ExpectedSwitch{{GUID: 0x0002c90300f00001, Description: "S1"},
-		{GUID: 0x0002c90300f00009, Description: "spine 9"}}); err != nil {
-		t.Fatal(err)
-	}
-	copyFile(t, filepath.Join("testdata", "opensm-subnet.lst"), filepath.Join(dir, "opensm-subnet.lst"))
-	line := "Nov 29 18:16:33 486627 [7F1C] 0x01 -> pkey_mgr_update_peer_port: ERR 0507: Not enough pkey entries (60 <= 60) on switch 0x0002c90300f00001 port 2 (S1). Clearing Enforcement bit"
-	if err := st.RecordEnforcementErrors(ctx, term, []store.EnforcementSighting{{Switch: "0x0002c90300f00001", Port: 2, Line: line}}); err != nil {
-		t.Fatal(err)
-	}
-
+	term, line := recordHeldJob(t, st, dir)
 	s = statusJSON(t, conf)
 	if s.Applier.Holder != "host-a pid 42" || s.Applier.Term != term || s.Applier.Heartbeat == nil {
 		t.Errorf("applier = %+v; want host-a pid 42, term %d, a heartbeat", s.Applier, term)
@@ -270,8 +255,8 @@ func TestStatusAndEnforcementErrors(t *testing.T) {
 	}
 
 	code, out, errOut := runCommand(t, "--config-file", conf, "--status")
-	if code != 0 {
-		t.Fatalf("--status: exit %d: %s", code, errOut)
+	if code != exitJobsHeld {
+		t.Fatalf("--status: exit %d, want %d: %s", code, exitJobsHeld, errOut)
 	}
 	for _, want := range append(wantReasons, "host-a pid 42, term", "Pending 1", "revision 1, applied") {
 		if !strings.Contains(out, want) {
@@ -279,13 +264,67 @@ func TestStatusAndEnforcementErrors(t *testing.T) {
 		}
 	}
 
-	code, out, errOut = runCommand(t, "--config-file", conf, "--show-enforcement-errors")
+	checkEnforcementErrorCommands(t, st, conf, term, line)
+}
+
+// recordHeldJob records, in st, a leader, a job, an apply, confirmed switches
+// of which one is gone from the subnet dump it writes into dir, and an
+// enforcement error: two reasons jobs are held. It returns the leader's term
+// and the enforcement error's line.
+func recordHeldJob(t *testing.T, st *store.Store, dir string) (term int64, line string) {
+	t.Helper()
+	ctx := t.Context()
+	vlan101 := int64(101)
+	if _, err := st.RecordNetwork(ctx, store.NetworkChange{Network: store.NetworkSpec{ID: "net-1", Name: "n",
+		Type: store.TypeVLAN, PhysicalNetwork: "ib", SegmentationID: &vlan101}, Operation: store.OpCreateNetwork,
+		CreatedBy: "test", Request: "{}"}); err != nil {
+		t.Fatal(err)
+	}
+	term, err := st.NewTerm(ctx, "host-a pid 42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	if _, err := st.RecordApply(ctx, store.Apply{Revision: 1, SHA256: strings.Repeat("0", 64), Term: term,
+		Outcome: "applied", Detail: "SUBNET UP", StartedAt: now, FinishedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ConfirmSwitches(ctx, []store.ExpectedSwitch{{GUID: 0x0002c90300f00001, Description: "S1"},
+		{GUID: 0x0002c90300f00009, Description: "spine 9"}}); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, filepath.Join("testdata", "opensm-subnet.lst"), filepath.Join(dir, "opensm-subnet.lst"))
+	line = "Nov 29 18:16:33 486627 [7F1C] 0x01 -> pkey_mgr_update_peer_port: ERR 0507: Not enough pkey entries (60 <= 60) on switch 0x0002c90300f00001 port 2 (S1). Clearing Enforcement bit"
+	if err := st.RecordEnforcementErrors(ctx, term, []store.EnforcementSighting{{Switch: "0x0002c90300f00001", Port: 2, Line: line}}); err != nil {
+		t.Fatal(err)
+	}
+	return term, line
+}
+
+// checkEnforcementErrorCommands checks that --show-enforcement-errors shows
+// the one recorded error, line being OpenSM's, and explains an unattributed
+// one once there is one, and that --clear-enforcement-errors clears both,
+// leaving the missing switch the only reason jobs are held.
+func checkEnforcementErrorCommands(t *testing.T, st *store.Store, conf string, term int64, line string) {
+	t.Helper()
+	ctx := t.Context()
+	code, out, errOut := runCommand(t, "--config-file", conf, "--show-enforcement-errors")
 	if code != 0 || !strings.Contains(out, "0x0002c90300f00001:2  first seen") || !strings.Contains(out, line) ||
 		!strings.Contains(out, "1 times") {
 		t.Errorf("--show-enforcement-errors: exit %d, %s%s", code, out, errOut)
 	}
+	if strings.Contains(out, store.Unattributed) {
+		t.Errorf("--show-enforcement-errors explains unattributed errors, without any:\n%s", out)
+	}
+	unattributed := "Nov 29 18:16:34 486627 [7F1C] 0x01 -> ERR 0513: some format naming no port"
+	if err := st.RecordEnforcementErrors(ctx, term, []store.EnforcementSighting{{Switch: store.Unattributed, Line: unattributed}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, out, _ = runCommand(t, "--config-file", conf, "--show-enforcement-errors"); !strings.Contains(out, "unattributed: OpenSM's line named no switch port") {
+		t.Errorf("--show-enforcement-errors does not explain the unattributed error:\n%s", out)
+	}
 	code, out, errOut = runCommand(t, "--config-file", conf, "--clear-enforcement-errors")
-	if code != 0 || !strings.Contains(out, "cleared 1 enforcement errors") {
+	if code != 0 || !strings.Contains(out, "cleared 2 enforcement errors") {
 		t.Errorf("--clear-enforcement-errors: exit %d, %s%s", code, out, errOut)
 	}
 	if errs, err := st.EnforcementErrors(ctx); err != nil || len(errs) != 0 {

@@ -15,8 +15,9 @@ type credentialSetter interface {
 }
 
 // hangup is what SIGHUP does. The TLS certificate is read again, and so is
-// the configuration file: its credentials ([api] token and metrics_token,
-// [ufm_pkeys] username and password) take effect at once, so that a revoked
+// the configuration file: its credentials ([api] token, previous_tokens and
+// metrics_token, [ufm_pkeys] username, password and previous_passwords) take
+// effect at once, so that a revoked
 // secret stops working when the signal has been handled; every other changed
 // key is named as needing a restart (the manager's other settings are fixed
 // for its life, so that a half-edited file can never take effect). A file
@@ -41,13 +42,16 @@ func newHangup(path string, cfg *config.Config, certs *tlsreload.Reloader, api c
 }
 
 // credentialKeys are the keys a SIGHUP applies.
-var credentialKeys = []string{"[api] token", "[api] metrics_token", "[ufm_pkeys] username", "[ufm_pkeys] password"}
+var credentialKeys = []string{"[api] token", "[api] previous_tokens", "[api] metrics_token",
+	"[ufm_pkeys] username", "[ufm_pkeys] password", "[ufm_pkeys] previous_passwords"}
 
 // apiCredentials are the API's credentials as cfg sets them. /metrics needs
 // no token only on loopback (config.API.MetricsOpen).
 func apiCredentials(cfg *config.Config) api.Credentials {
-	return api.Credentials{Token: cfg.API.Token, PKeysUsername: cfg.UFMPKeys.Username,
-		PKeysPassword: cfg.UFMPKeys.Password, MetricsToken: cfg.API.MetricsToken, MetricsOpen: cfg.API.MetricsOpen()}
+	return api.Credentials{Token: cfg.API.Token, PreviousTokens: cfg.API.PreviousTokens,
+		PKeysUsername: cfg.UFMPKeys.Username, PKeysPassword: cfg.UFMPKeys.Password,
+		PreviousPKeysPasswords: cfg.UFMPKeys.PreviousPasswords,
+		MetricsToken:           cfg.API.MetricsToken, MetricsOpen: cfg.API.MetricsOpen()}
 }
 
 func (h *hangup) reload() {
@@ -86,8 +90,8 @@ func (h *hangup) applyCredentials(next *config.Config) (applied, needRestart []s
 		switch {
 		case !slices.Contains(credentialKeys, key):
 			needRestart = append(needRestart, key)
-		case key == "[api] token":
-			now.API.Token = next.API.Token
+		case key == "[api] token" || key == "[api] previous_tokens":
+			now.API.Token, now.API.PreviousTokens = next.API.Token, next.API.PreviousTokens
 			applied = append(applied, key)
 		case key == "[api] metrics_token":
 			now.API.MetricsToken = next.API.MetricsToken
@@ -96,8 +100,9 @@ func (h *hangup) applyCredentials(next *config.Config) (applied, needRestart []s
 			// Its routes are set up at start only.
 			needRestart = append(needRestart, key)
 		default:
-			// Both at once: without them every pkeys request is refused.
+			// All at once: without them every pkeys request is refused.
 			now.UFMPKeys.Username, now.UFMPKeys.Password = next.UFMPKeys.Username, next.UFMPKeys.Password
+			now.UFMPKeys.PreviousPasswords = next.UFMPKeys.PreviousPasswords
 			applied = append(applied, key)
 		}
 	}

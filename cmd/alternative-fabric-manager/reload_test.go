@@ -28,6 +28,29 @@ pkey_range = 0x1000-0x1fff
 check_interval = %s
 `
 
+// hangupServer serves the API as cfg configures it (the pkeys API too when
+// cfg sets it), with the SIGHUP handler of the file at path, whose log it
+// returns.
+func hangupServer(t *testing.T, path string, cfg *config.Config) (*httptest.Server, *hangup, *bytes.Buffer) {
+	t.Helper()
+	st := storetest.Open(t, config.EngineSQLite)
+	srv := api.New(api.Options{Prefix: cfg.API.Prefix, Domain: cfg.API.Domain, Token: cfg.API.Token,
+		PKeys: api.PKeysOptions{Store: st, Prefix: cfg.UFMPKeys.Prefix, Username: cfg.UFMPKeys.Username,
+			Password: cfg.UFMPKeys.Password}}, st, slog.New(slog.DiscardHandler))
+	web := httptest.NewServer(srv)
+	t.Cleanup(web.Close)
+	var logged bytes.Buffer
+	return web, newHangup(path, cfg, nil, srv, slog.New(slog.NewJSONHandler(&logged, nil))), &logged
+}
+
+// tokenWorks says whether web takes token: the token's route answers 404 for
+// a job id that cannot be once the token is accepted, 401 otherwise.
+func tokenWorks(t *testing.T, web *httptest.Server, token string) bool {
+	req, _ := http.NewRequest("GET", web.URL+"/ufmRestV3/app/jobs/none", nil)
+	req.Header.Set("Authorization", "Basic "+token)
+	return status(t, req) == http.StatusNotFound
+}
+
 // TestSIGHUPAppliesCredentials: a SIGHUP after the token and the pkeys
 // password changed makes the old ones fail and the new ones work at once;
 // other changed keys are named as needing a restart; a file that is refused
@@ -50,22 +73,9 @@ func TestSIGHUPAppliesCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := storetest.Open(t, config.EngineSQLite)
-	srv := api.New(api.Options{Prefix: cfg.API.Prefix, Domain: cfg.API.Domain, Token: cfg.API.Token,
-		PKeys: api.PKeysOptions{Store: st, Prefix: cfg.UFMPKeys.Prefix, Username: cfg.UFMPKeys.Username,
-			Password: cfg.UFMPKeys.Password}}, st, slog.New(slog.DiscardHandler))
-	web := httptest.NewServer(srv)
-	t.Cleanup(web.Close)
-	var logged bytes.Buffer
-	h := newHangup(path, cfg, nil, srv, slog.New(slog.NewJSONHandler(&logged, nil)))
-
-	// The token's route answers 404 for a job id that cannot be (the token
-	// was accepted), 401 otherwise; ufm_version 200 or 401.
-	tokenWorks := func(token string) bool {
-		req, _ := http.NewRequest("GET", web.URL+"/ufmRestV3/app/jobs/none", nil)
-		req.Header.Set("Authorization", "Basic "+token)
-		return status(t, req) == http.StatusNotFound
-	}
+	web, h, logged := hangupServer(t, path, cfg)
+	tokenWorks := func(token string) bool { return tokenWorks(t, web, token) }
+	// ufm_version answers 200 or 401.
 	passwordWorks := func(password string) bool {
 		req, _ := http.NewRequest("GET", web.URL+"/ufmRest/app/ufm_version", nil)
 		req.SetBasicAuth("ib-kubernetes", password)
@@ -103,6 +113,51 @@ func TestSIGHUPAppliesCredentials(t *testing.T) {
 	}
 	if n := strings.Count(logged.String(), "the configuration file is refused"); n != 2 {
 		t.Errorf("%d refusals logged, want 2:\n%s", n, logged.String())
+	}
+	if strings.Contains(logged.String(), "s3cret") {
+		t.Errorf("the log shows a secret:\n%s", logged.String())
+	}
+}
+
+// TestSIGHUPRotatesTheTokenWithoutARefusedRequest follows the rotation the
+// sample configuration describes: the new token set with the old one as
+// previous_tokens (both accepted, so neutron-servers still on the old one
+// are served), then previous_tokens removed (the old one refused).
+func TestSIGHUPRotatesTheTokenWithoutARefusedRequest(t *testing.T) {
+	const oldToken, newToken = "s3cret-old-token-0123", "s3cret-new-token-0123"
+	path := filepath.Join(t.TempDir(), "afm.conf")
+	write := func(token string, previous ...string) {
+		t.Helper()
+		text := "[api]\ntoken = " + token + "\n"
+		if len(previous) > 0 {
+			text += "previous_tokens = " + strings.Join(previous, ", ") + "\n"
+		}
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(oldToken)
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	web, h, logged := hangupServer(t, path, cfg)
+	tokenWorks := func(token string) bool { return tokenWorks(t, web, token) }
+
+	write(newToken, oldToken)
+	h.reload()
+	if !tokenWorks(oldToken) || !tokenWorks(newToken) {
+		t.Errorf("during the rotation: old token works %t, new one %t; want both", tokenWorks(oldToken), tokenWorks(newToken))
+	}
+	write(newToken)
+	h.reload()
+	if tokenWorks(oldToken) || !tokenWorks(newToken) {
+		t.Errorf("after the rotation: old token works %t, new one %t; want false, true", tokenWorks(oldToken), tokenWorks(newToken))
+	}
+	for _, want := range []string{`"reloaded":["[api] token","[api] previous_tokens"]`, `"reloaded":["[api] previous_tokens"]`} {
+		if !strings.Contains(logged.String(), want) {
+			t.Errorf("the log lacks %s:\n%s", want, logged.String())
+		}
 	}
 	if strings.Contains(logged.String(), "s3cret") {
 		t.Errorf("the log shows a secret:\n%s", logged.String())

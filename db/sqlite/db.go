@@ -162,9 +162,6 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.listManagedNetworksStmt, err = db.PrepareContext(ctx, listManagedNetworks); err != nil {
 		return nil, fmt.Errorf("error preparing query ListManagedNetworks: %w", err)
 	}
-	if q.listMembersStmt, err = db.PrepareContext(ctx, listMembers); err != nil {
-		return nil, fmt.Errorf("error preparing query ListMembers: %w", err)
-	}
 	if q.listNetworksSinceStmt, err = db.PrepareContext(ctx, listNetworksSince); err != nil {
 		return nil, fmt.Errorf("error preparing query ListNetworksSince: %w", err)
 	}
@@ -454,11 +451,6 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing listManagedNetworksStmt: %w", cerr)
 		}
 	}
-	if q.listMembersStmt != nil {
-		if cerr := q.listMembersStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing listMembersStmt: %w", cerr)
-		}
-	}
 	if q.listNetworksSinceStmt != nil {
 		if cerr := q.listNetworksSinceStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing listNetworksSinceStmt: %w", cerr)
@@ -634,7 +626,6 @@ type Queries struct {
 	listKubernetesMembersOfPKeyStmt   *sql.Stmt
 	listKubernetesPKeysStmt           *sql.Stmt
 	listManagedNetworksStmt           *sql.Stmt
-	listMembersStmt                   *sql.Stmt
 	listNetworksSinceStmt             *sql.Stmt
 	listPortsOfNetworkStmt            *sql.Stmt
 	listPortsSinceStmt                *sql.Stmt
@@ -705,7 +696,6 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		listKubernetesMembersOfPKeyStmt:   q.listKubernetesMembersOfPKeyStmt,
 		listKubernetesPKeysStmt:           q.listKubernetesPKeysStmt,
 		listManagedNetworksStmt:           q.listManagedNetworksStmt,
-		listMembersStmt:                   q.listMembersStmt,
 		listNetworksSinceStmt:             q.listNetworksSinceStmt,
 		listPortsOfNetworkStmt:            q.listPortsOfNetworkStmt,
 		listPortsSinceStmt:                q.listPortsSinceStmt,

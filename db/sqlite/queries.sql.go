@@ -511,40 +511,6 @@ func (q *Queries) ListManagedNetworks(ctx context.Context) ([]Network, error) {
 	return items, nil
 }
 
-const listMembers = `-- name: ListMembers :many
-SELECT ports.network_id, ports.guid FROM ports JOIN networks ON networks.id = ports.network_id
-WHERE ports.guid IS NOT NULL AND networks.managed
-ORDER BY ports.network_id, ports.guid
-`
-
-type ListMembersRow struct {
-	NetworkID string
-	Guid      *fabric.GUID
-}
-
-func (q *Queries) ListMembers(ctx context.Context) ([]ListMembersRow, error) {
-	rows, err := q.query(ctx, q.listMembersStmt, listMembers)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []ListMembersRow
-	for rows.Next() {
-		var i ListMembersRow
-		if err := rows.Scan(&i.NetworkID, &i.Guid); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const listNetworksSince = `-- name: ListNetworksSince :many
 SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE revision >= ?1
 `

@@ -79,6 +79,9 @@ type Fabric struct {
 	ibsim  *os.Process
 
 	simMu sync.Mutex // one console command at a time
+
+	smpOnce sync.Once
+	smp     *smpClient // reads P_Key tables; see smpClient
 }
 
 // Start builds the topology in dir (created if needed), starts ibsim there
@@ -330,6 +333,7 @@ func (f *Fabric) IbsimRunning() bool {
 // the env file. Clients of the fabric, such as OpenSM, are not stopped: stop
 // them first. Stop may be called more than once.
 func (f *Fabric) Stop() error {
+	f.smpClient().detach()
 	err := f.stopIbsim()
 	removeLeftovers(f.Dir)
 	return err

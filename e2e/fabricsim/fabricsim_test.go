@@ -9,13 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
 
 // portGUIDAt asks for the NodeInfo at a directed route ("0" is the SM's own
 // HCA, "0,1,2" is S1 port 2's neighbour) and returns its port GUID. Directed
@@ -35,7 +31,7 @@ func portGUIDAt(ctx context.Context, f *Fabric, route string) (string, error) {
 
 func TestFabricWithoutSM(t *testing.T) {
 	f := StartT(t, Options{Hosts: 2})
-	ctx := testContext(t)
+	ctx := t.Context()
 
 	env := strings.Join(f.Env(), "\n")
 	for _, want := range []string{"LD_PRELOAD=/", "IBSIM_SOCKNAME=fabsim", "SIM_HOST=SM", "OSM_CACHE_DIR=" + f.Dir, "OSM_TMP_DIR=" + f.Dir} {
@@ -115,7 +111,7 @@ func TestFabricWithoutSM(t *testing.T) {
 func TestPKeysWithOpenSM(t *testing.T) {
 	opensm := RequireProgram(t, "opensm", "opensm")
 	f := StartT(t, Options{Hosts: 2})
-	ctx := testContext(t)
+	ctx := t.Context()
 
 	partitions := filepath.Join(f.Dir, "partitions.conf")
 	content := "Default=0x7fff : ALL=limited, SELF=full ;\nnet=0x0065 : " + HostGUID(1).String() + "=full, " + HostGUID(2).String() + " ;\n"
@@ -159,6 +155,44 @@ func TestPKeysWithOpenSM(t *testing.T) {
 	keys, err = f.PKeys(ctx, SMGUID)
 	check("SM", keys, err, []uint16{0xffff})
 
+	// The reads over the simulator's protocol are what smpquery reads.
+	for _, q := range []struct {
+		what string
+		guid fabric.GUID
+		port []int
+	}{{"H1", HostGUID(1), nil}, {"H2", HostGUID(2), nil}, {"SM", SMGUID, nil}, {"switch port facing H2", HostGUID(2), []int{3}}} {
+		var lid int
+		var err error
+		if q.port == nil {
+			lid, err = f.LID(q.guid)
+		} else {
+			lid, err = f.LID(f.Host("H2").SwitchGUID)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := f.pkeysBySMPQuery(ctx, lid, q.port...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.smpClient().pkeys(ctx, lid, append(q.port, 0)[0])
+		check(q.what+" read over the simulator's protocol", got, err, want)
+	}
+
+	// A dropped MAD fails the read (no hang); once healed, the next read
+	// attaches again and succeeds.
+	if _, err := f.Sim(ctx, `Error "H1"[1] 100 22`); err != nil {
+		t.Fatal(err)
+	}
+	if keys, err := f.PKeys(ctx, HostGUID(1)); err == nil {
+		t.Errorf("H1's table read while the simulator drops its P_KeyTable MADs: %#04x", keys)
+	}
+	if _, err := f.Sim(ctx, `Error "H1"[1] 0`); err != nil {
+		t.Fatal(err)
+	}
+	keys, err = f.PKeys(ctx, HostGUID(1))
+	check("H1 once healed", keys, err, []uint16{0x7fff, 0x8065})
+
 	if _, err := f.PKeys(ctx, HostGUID(9)); err == nil {
 		t.Error("PKeys of a port that is not on the fabric")
 	}
@@ -184,7 +218,7 @@ func TestStartNamesMissingPackage(t *testing.T) {
 	// Debian installs ibsim in /usr/bin, which LookPath searches only through
 	// PATH (unlike /usr/sbin, where the diagnostics live).
 	t.Setenv("PATH", t.TempDir())
-	_, err := Start(testContext(t), t.TempDir(), Options{})
+	_, err := Start(t.Context(), t.TempDir(), Options{})
 	if err == nil || !strings.Contains(err.Error(), "ibsim-utils") {
 		t.Errorf("Start without ibsim in PATH: %v, want an error naming ibsim-utils", err)
 	}

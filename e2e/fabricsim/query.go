@@ -39,23 +39,28 @@ func (f *Fabric) Run(ctx context.Context, name string, args ...string) ([]byte, 
 }
 
 // PKeys returns the non-zero entries of a port's P_Key table, in table order
-// (0x8000 set: full member). It asks the port with an SMP (smpquery pkeys),
-// addressed by the LID OpenSM gave it, so an SM must have swept the fabric.
+// (0x8000 set: full member). It asks the port with SMPs, addressed by the LID
+// OpenSM gave it, so an SM must have swept the fabric.
 func (f *Fabric) PKeys(ctx context.Context, port fabric.GUID) ([]uint16, error) {
 	lid, err := f.LID(port)
 	if err != nil {
 		return nil, err
 	}
-	out, err := f.Run(ctx, "smpquery", "pkeys", strconv.Itoa(lid))
-	if err != nil {
-		return nil, err
-	}
-	return parsePKeyTable(out)
+	return f.smpClient().pkeys(ctx, lid, 0)
 }
 
 // SwitchPKeys returns the non-zero P_Keys of the switch port facing a host:
 // where OpenSM puts the keys a switch enforces.
 func (f *Fabric) SwitchPKeys(ctx context.Context, host fabric.GUID) ([]uint16, error) {
+	lid, port, err := f.switchPortFacing(host)
+	if err != nil {
+		return nil, err
+	}
+	return f.smpClient().pkeys(ctx, lid, port)
+}
+
+// switchPortFacing is the LID of the switch a host is cabled to and the port.
+func (f *Fabric) switchPortFacing(host fabric.GUID) (lid, port int, err error) {
 	var h *Host
 	for i := range f.Hosts {
 		if f.Hosts[i].PortGUID == host {
@@ -63,13 +68,39 @@ func (f *Fabric) SwitchPKeys(ctx context.Context, host fabric.GUID) ([]uint16, e
 		}
 	}
 	if h == nil {
-		return nil, fmt.Errorf("%s is not a host of this fabric", host)
+		return 0, 0, fmt.Errorf("%s is not a host of this fabric", host)
 	}
-	lid, err := f.LID(h.SwitchGUID)
-	if err != nil {
-		return nil, err
+	lid, err = f.LID(h.SwitchGUID)
+	return lid, h.SwitchPort, err
+}
+
+// smpClient is the fabric's connection to the simulator for reading P_Key
+// tables; it attaches to the simulator at its first read.
+func (f *Fabric) smpClient() *smpClient {
+	f.smpOnce.Do(func() {
+		f.smp = &smpClient{sock: f.envValue("IBSIM_SOCKNAME"), node: f.envValue("SIM_HOST")}
+	})
+	return f.smp
+}
+
+// envValue is a variable of the fabric's environment.
+func (f *Fabric) envValue(key string) string {
+	for _, line := range f.env {
+		if v, ok := strings.CutPrefix(line, key+"="); ok {
+			return v
+		}
 	}
-	out, err := f.Run(ctx, "smpquery", "pkeys", strconv.Itoa(lid), strconv.Itoa(h.SwitchPort))
+	return ""
+}
+
+// pkeysBySMPQuery reads a P_Key table as an operator would, with smpquery:
+// what the tests compare the fabric's own reads with.
+func (f *Fabric) pkeysBySMPQuery(ctx context.Context, lid int, port ...int) ([]uint16, error) {
+	args := []string{"pkeys", strconv.Itoa(lid)}
+	for _, p := range port {
+		args = append(args, strconv.Itoa(p))
+	}
+	out, err := f.Run(ctx, "smpquery", args...)
 	if err != nil {
 		return nil, err
 	}

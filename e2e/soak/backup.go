@@ -240,8 +240,12 @@ func (b *backup) restore(ctx context.Context, dbURL string) error {
 	}
 	defer conn.Close()
 	if c.Engine == config.EngineMySQL {
-		if _, err := conn.ExecContext(ctx, "SET SESSION foreign_key_checks = 0"); err != nil {
-			return err
+		// A manager's transaction held mid-way by its proxy keeps its row
+		// locks: wait for them a few seconds, then try again.
+		for _, q := range []string{"SET SESSION foreign_key_checks = 0", "SET SESSION innodb_lock_wait_timeout = 5"} {
+			if _, err := conn.ExecContext(ctx, q); err != nil {
+				return err
+			}
 		}
 	}
 	tx, err := conn.BeginTx(ctx, nil)

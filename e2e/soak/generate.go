@@ -83,10 +83,15 @@ func (g *generator) knownNetworks() []string {
 	return ids
 }
 
+// knownPorts are the ports both recorded and known to the driver: after a
+// restore-db the database may hold a port the driver has since deleted,
+// which Neutron no longer has and never sends again.
 func (g *generator) knownPorts() []string {
 	var ids []string
 	for _, id := range g.ports {
-		if _, ok := g.model.ports[id]; ok {
+		_, recorded := g.model.ports[id]
+		_, sent := g.model.sent[id]
+		if recorded && sent {
 			ids = append(ids, id)
 		}
 	}

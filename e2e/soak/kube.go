@@ -140,7 +140,7 @@ func (k *kubeClient) change(ctx context.Context) {
 	var method, path, body, what string
 	var touched []fabric.GUID
 	want := 200
-	apply := func() {}
+	var apply func()
 	switch w := k.rng.IntN(100); {
 	case w < 55 || (w < 85 && !k.members[p][g]):
 		method, path, what = "POST", "/resources/pkeys", fmt.Sprintf("add %s to %s", g, ps)

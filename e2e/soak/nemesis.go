@@ -3,6 +3,7 @@ package soak
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -229,14 +230,29 @@ func (r *run) restoreDB(ctx context.Context) (string, error) {
 	}
 	// The managers write meanwhile: a restore that loses a conflict (a
 	// deadlock, a Galera certification failure) is tried again, as an
-	// operator would.
+	// operator would, for up to a minute. On Galera any commit through
+	// another node (an apply's row, a heartbeat every second) aborts the
+	// restore's large transaction at its certification, so there, as an
+	// operator restoring a cluster keeps its writers out, the managers'
+	// connections are held (black-holed, as db-partition does) while the
+	// restore runs: their writes arrive once it is done.
 	var err error
-	for attempt := 0; attempt < 10; attempt++ {
-		if err = b.db.restore(ctx, r.dbURL); err == nil || ctx.Err() != nil {
+	wait := 100 * time.Millisecond
+	for attempt, deadline := 1, time.Now().Add(time.Minute); ; attempt++ {
+		hold := r.engine == engineGalera
+		if hold {
+			r.holdDatabase(true)
+		}
+		err = b.db.restore(ctx, r.dbURL)
+		if hold {
+			r.holdDatabase(false)
+		}
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
 			break
 		}
-		r.logf("restore attempt %d: %v; trying again", attempt+1, err)
-		time.Sleep(200 * time.Millisecond)
+		r.logf("restore attempt %d: %v; trying again", attempt, err)
+		time.Sleep(wait/2 + rand.N(wait))
+		wait = min(2*wait, 2*time.Second)
 	}
 	if err != nil {
 		return "", fmt.Errorf("restore the database: %w", err)
@@ -260,6 +276,15 @@ func (r *run) restoreDB(ctx context.Context) (string, error) {
 	}
 	return fmt.Sprintf("database restored from the backup after request %d: %d job(s) given out since are lost",
 		b.index, lost), nil
+}
+
+// holdDatabase black-holes (true) or heals every manager's database proxy.
+func (r *run) holdDatabase(on bool) {
+	for _, m := range r.managers {
+		if m.proxy != nil {
+			m.proxy.partition(on)
+		}
+	}
 }
 
 // masterWatch samples the engine's OpenSM processes: two running at once,

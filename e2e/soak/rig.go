@@ -2,7 +2,6 @@ package soak
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,10 +14,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/managerproc"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testdb"
 )
 
 const apiToken = "soak-token-0123456789"
@@ -30,8 +29,7 @@ type manager struct {
 	conf    string
 	url     string
 	binary  string
-	cmd     *exec.Cmd
-	exited  chan struct{}
+	proc    *managerproc.Process
 	running bool
 	proxy   *proxy // between it and its database server; nil on SQLite
 	node    int    // the Galera node its proxy leads to
@@ -43,40 +41,15 @@ func (m *manager) logPath() string        { return filepath.Join(m.dir, "manager
 
 // start runs the manager and waits until it serves /healthz.
 func (m *manager) start(ctx context.Context, client *http.Client) error {
-	logFile, err := os.OpenFile(m.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	p, err := managerproc.Start(ctx, managerproc.Options{
+		Binary: m.binary, Args: []string{"--config-file", m.conf, "--debug"}, Log: m.logPath(),
+		Env: fabricsim.WithSbinPath(os.Environ()), Serving: managerproc.Answers(client, m.url+"/healthz"),
+		Within: 60 * time.Second})
 	if err != nil {
-		return fmt.Errorf("manager log: %w", err)
+		return fmt.Errorf("manager %d: %w", m.index, err)
 	}
-	m.cmd = exec.Command(m.binary, "--config-file", m.conf, "--debug")
-	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
-	m.cmd.Env = fabricsim.WithSbinPath(os.Environ())
-	if err := m.cmd.Start(); err != nil {
-		logFile.Close()
-		return fmt.Errorf("start manager %d: %w", m.index, err)
-	}
-	m.running = true
-	exited := make(chan struct{})
-	m.exited = exited
-	cmd := m.cmd
-	go func() { cmd.Wait(); logFile.Close(); close(exited) }()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		req, _ := http.NewRequestWithContext(ctx, "GET", m.url+"/healthz", nil)
-		if resp, err := client.Do(req); err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("manager %d exited at start; see %s", m.index, m.logPath())
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("manager %d not serving after 60 s; see %s", m.index, m.logPath())
-		}
-	}
+	m.proc, m.running = p, true
+	return nil
 }
 
 // kill sends SIGKILL and waits until the manager and its OpenSM are gone.
@@ -85,8 +58,7 @@ func (m *manager) kill() error {
 		return nil
 	}
 	sm := m.openSMPID()
-	m.cmd.Process.Kill()
-	<-m.exited
+	m.proc.Kill()
 	m.running = false
 	if sm != 0 && !waitGone(sm, 30*time.Second) {
 		return fmt.Errorf("OpenSM (pid %d) outlived its manager by 30 s", sm)
@@ -99,9 +71,9 @@ func (m *manager) stop() {
 	if !m.running {
 		return
 	}
-	m.cmd.Process.Signal(syscall.SIGTERM)
+	m.proc.Signal(syscall.SIGTERM)
 	select {
-	case <-m.exited:
+	case <-m.proc.Exited():
 	case <-time.After(20 * time.Second):
 		m.kill()
 	}
@@ -113,7 +85,7 @@ func (m *manager) openSMPID() int {
 	if !m.running {
 		return 0
 	}
-	tasks, _ := filepath.Glob(filepath.Join("/proc", strconv.Itoa(m.cmd.Process.Pid), "task", "*", "children"))
+	tasks, _ := filepath.Glob(filepath.Join("/proc", strconv.Itoa(m.proc.Pid()), "task", "*", "children"))
 	for _, f := range tasks {
 		b, _ := os.ReadFile(f)
 		for _, c := range strings.Fields(string(b)) {
@@ -323,39 +295,20 @@ func (s *servers) stop() {
 func (s *servers) createDatabase(ctx context.Context, engine, dir, name string) (string, error) {
 	switch engine {
 	case engineGalera:
-		return s.createMySQLDatabase(ctx, s.galeraURLs[0], name)
+		return createOn(ctx, s.galeraURLs[0], name)
 	case config.EngineSQLite:
 		return "sqlite:///" + filepath.Join(dir, "afm.db"), nil
 	case config.EnginePostgres:
-		conn, err := pgx.Connect(ctx, s.postgresURL)
-		if err != nil {
-			return "", fmt.Errorf("connect to PostgreSQL: %w", err)
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-			return "", fmt.Errorf("create PostgreSQL database: %w", err)
-		}
-		return strings.Replace(s.postgresURL, "/postgres?", "/"+name+"?", 1), nil
+		return createOn(ctx, s.postgresURL, name)
 	case config.EngineMySQL:
-		return s.createMySQLDatabase(ctx, s.mysqlURL, name)
+		return createOn(ctx, s.mysqlURL, name)
 	}
 	return "", fmt.Errorf("unknown engine %q: want sqlite, postgres, mysql or galera", engine)
 }
 
-func (s *servers) createMySQLDatabase(ctx context.Context, serverURL, name string) (string, error) {
-	c, err := config.ParseConnection(serverURL)
-	if err != nil {
-		return "", err
-	}
-	db, err := sql.Open("mysql", c.DSN)
-	if err != nil {
-		return "", err
-	}
-	defer db.Close()
-	if _, err := db.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
-		return "", fmt.Errorf("create MariaDB database: %w", err)
-	}
-	return strings.TrimSuffix(serverURL, "/mysql") + "/" + name, nil
+func createOn(ctx context.Context, serverURL, name string) (string, error) {
+	db, err := testdb.Create(ctx, serverURL, name)
+	return db.URL, err
 }
 
 // restart stops the engine's server (a fast shutdown: sessions are ended),

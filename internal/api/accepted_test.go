@@ -221,26 +221,21 @@ func pick[T any](r *rand.Rand, list []T) T { return list[r.IntN(len(list))] }
 // request draws one request: networks a third of the time, ports otherwise.
 func (p *property) request() (method, path, body string) {
 	r := p.rng
+	var collection, id string
 	if r.IntN(3) == 0 {
-		id := pick(r, p.networkIDs)
-		body := p.networkBody(id)
-		switch r.IntN(6) {
-		case 0:
-			return "DELETE", "/ufmRestV3/cloudx/Network/" + id, body
-		case 1, 2:
-			return "PUT", "/ufmRestV3/cloudx/Network/" + id, body
-		}
-		return "POST", "/ufmRestV3/cloudx/Network", body
+		collection, id = "/ufmRestV3/cloudx/Network", pick(r, p.networkIDs)
+		body = p.networkBody(id)
+	} else {
+		collection, id = "/ufmRestV3/cloudx/Port", pick(r, p.portIDs)
+		body = p.portBody(id)
 	}
-	id := pick(r, p.portIDs)
-	body = p.portBody(id)
 	switch r.IntN(6) {
 	case 0:
-		return "DELETE", "/ufmRestV3/cloudx/Port/" + id, body
+		return "DELETE", collection + "/" + id, body
 	case 1, 2:
-		return "PUT", "/ufmRestV3/cloudx/Port/" + id, body
+		return "PUT", collection + "/" + id, body
 	}
-	return "POST", "/ufmRestV3/cloudx/Port", body
+	return "POST", collection, body
 }
 
 func (p *property) networkBody(id string) string {

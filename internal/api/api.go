@@ -152,11 +152,11 @@ func New(opts Options, rec Recorder, log *slog.Logger) *Server {
 			h(w, req, ps)
 		})
 	}
-	handle(http.MethodPost, base+"/Network", "Network", s.auth(s.postNetwork))
-	handle(http.MethodPut, base+"/Network/:id", "Network/:id", s.auth(s.putNetwork))
+	handle(http.MethodPost, base+"/Network", "Network", s.auth(recordHandler(decodeNetwork, s.recordNetwork, store.OpCreateNetwork)))
+	handle(http.MethodPut, base+"/Network/:id", "Network/:id", s.auth(recordHandler(decodeNetwork, s.recordNetwork, store.OpUpdateNetwork)))
 	handle(http.MethodDelete, base+"/Network/:id", "Network/:id", s.auth(s.deleteNetwork))
-	handle(http.MethodPost, base+"/Port", "Port", s.auth(s.postPort))
-	handle(http.MethodPut, base+"/Port/:id", "Port/:id", s.auth(s.putPort))
+	handle(http.MethodPost, base+"/Port", "Port", s.auth(recordHandler(decodePort, s.recordPort, store.OpAddPort)))
+	handle(http.MethodPut, base+"/Port/:id", "Port/:id", s.auth(recordHandler(decodePort, s.recordPort, store.OpUpdatePort)))
 	handle(http.MethodDelete, base+"/Port/:id", "Port/:id", s.auth(s.deletePort))
 	handle(http.MethodGet, opts.Prefix+"/app/jobs/:id", "app/jobs/:id", s.auth(s.getJob))
 	handle(http.MethodGet, opts.Prefix+"/jobs/:id", "jobs/:id", s.auth(s.getJob)) // UFM's native job path

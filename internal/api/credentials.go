@@ -13,9 +13,14 @@ import (
 type Credentials struct {
 	// Token is what networking-mlnx sends as "Authorization: Basic <token>".
 	Token string
+	// PreviousTokens are accepted as Token is, during a rotation.
+	PreviousTokens []string
 	// PKeysUsername and PKeysPassword are what ib-kubernetes sends as HTTP
 	// Basic auth; both empty refuses every request of the pkeys API.
 	PKeysUsername, PKeysPassword string
+	// PreviousPKeysPasswords are accepted as PKeysPassword is (with
+	// PKeysUsername), during a rotation.
+	PreviousPKeysPasswords []string
 	// MetricsToken is what a scraper sends as "Authorization: Bearer
 	// <token>". Without one, /metrics is open when MetricsOpen says so (it
 	// is served on loopback only) and refuses every scrape otherwise.
@@ -27,7 +32,8 @@ type Credentials struct {
 // SHA-256 hashes, so that a constant-time comparison does not show the
 // length of the secret either.
 type credentialHashes struct {
-	token [sha256.Size]byte
+	// tokens are the current token's and the previous ones'.
+	tokens [][sha256.Size]byte
 	// pkeys is nil when the pkeys API refuses every request.
 	pkeys *credentials
 	// metrics is nil when /metrics needs no token (metricsOpen) or can
@@ -36,12 +42,22 @@ type credentialHashes struct {
 	metricsOpen bool
 }
 
-type credentials struct{ user, password [sha256.Size]byte }
+// credentials are the pkeys API's user name and the passwords it may come with.
+type credentials struct {
+	user      [sha256.Size]byte
+	passwords [][sha256.Size]byte
+}
 
 func hashCredentials(c Credentials) *credentialHashes {
-	h := &credentialHashes{token: sha256.Sum256([]byte("Basic " + c.Token)), metricsOpen: c.MetricsOpen}
+	h := &credentialHashes{metricsOpen: c.MetricsOpen}
+	for _, t := range append([]string{c.Token}, c.PreviousTokens...) {
+		h.tokens = append(h.tokens, sha256.Sum256([]byte("Basic "+t)))
+	}
 	if c.PKeysUsername != "" || c.PKeysPassword != "" {
-		h.pkeys = &credentials{user: sha256.Sum256([]byte(c.PKeysUsername)), password: sha256.Sum256([]byte(c.PKeysPassword))}
+		h.pkeys = &credentials{user: sha256.Sum256([]byte(c.PKeysUsername))}
+		for _, p := range append([]string{c.PKeysPassword}, c.PreviousPKeysPasswords...) {
+			h.pkeys.passwords = append(h.pkeys.passwords, sha256.Sum256([]byte(p)))
+		}
 	}
 	if c.MetricsToken != "" {
 		m := sha256.Sum256([]byte("Bearer " + c.MetricsToken))
@@ -55,10 +71,22 @@ func hashCredentials(c Credentials) *credentialHashes {
 // was in place when it arrived.
 func (s *Server) SetCredentials(c Credentials) { s.creds.Store(hashCredentials(c)) }
 
-// tokenOK says, in constant time, whether r carries networking-mlnx's token.
+// tokenOK says, in constant time, whether r carries networking-mlnx's token
+// (the current one or a previous one).
 func (h *credentialHashes) tokenOK(r *http.Request) bool {
 	got := sha256.Sum256([]byte(r.Header.Get("Authorization")))
-	return subtle.ConstantTimeCompare(got[:], h.token[:]) == 1
+	return anyEqual(got, h.tokens) == 1
+}
+
+// anyEqual returns 1 if got equals one of want, 0 otherwise, comparing with
+// every one whatever the earlier ones gave: how long it takes tells nothing
+// of which one matched, if any.
+func anyEqual(got [sha256.Size]byte, want [][sha256.Size]byte) int {
+	ok := 0
+	for _, w := range want {
+		ok |= subtle.ConstantTimeCompare(got[:], w[:])
+	}
+	return ok
 }
 
 // pkeysOK says, in constant time, whether r carries the pkeys API's user name
@@ -69,10 +97,10 @@ func (h *credentialHashes) pkeysOK(r *http.Request) bool {
 	want := h.pkeys
 	if want == nil {
 		// Hashed all the same: the answer takes as long either way.
-		want = &credentials{}
+		want = &credentials{passwords: make([][sha256.Size]byte, 1)}
 	}
 	okUser := subtle.ConstantTimeCompare(u[:], want.user[:])
-	okPassword := subtle.ConstantTimeCompare(p[:], want.password[:])
+	okPassword := anyEqual(p, want.passwords)
 	return h.pkeys != nil && okUser&okPassword == 1
 }
 

@@ -117,6 +117,51 @@ func TestSetCredentials(t *testing.T) {
 	}
 }
 
+// TestPreviousCredentialsDuringRotation: while a new token (or pkeys password)
+// reaches every client, the previous ones are accepted beside it, and only
+// those: once removed they fail at once, like any revoked secret.
+func TestPreviousCredentialsDuringRotation(t *testing.T) {
+	const (
+		newToken, otherToken   = "n3w-token-0123456789", "0ther-token-0123456789"
+		newPassword, otherPass = "n3w-ufm-password-0123", "0ther-ufm-password-0123"
+	)
+	s, srv, _ := credsServer(t, Options{Token: token, PKeys: PKeysOptions{Username: ufmUser, Password: ufmPassword}})
+	jobs := srv.URL + "/ufmRestV3/app/jobs/1"
+	version := srv.URL + "/ufmRest/app/ufm_version"
+	type authCase struct {
+		url, auth string
+		want      int
+	}
+	check := func(when string, cases []authCase) {
+		t.Helper()
+		for _, c := range cases {
+			if status, body := get(t, c.url, c.auth); status != c.want {
+				t.Errorf("%s: %s with %q: %d %s, want %d", when, c.url, c.auth, status, body, c.want)
+			}
+		}
+	}
+	s.SetCredentials(Credentials{Token: newToken, PreviousTokens: []string{otherToken, token},
+		PKeysUsername: ufmUser, PKeysPassword: newPassword, PreviousPKeysPasswords: []string{ufmPassword}})
+	check("during the rotation", []authCase{
+		{jobs, "Basic " + newToken, http.StatusNotFound}, // authenticated: no job 1
+		{jobs, "Basic " + token, http.StatusNotFound},
+		{jobs, "Basic " + otherToken, http.StatusNotFound},
+		{jobs, "Basic " + token + "x", http.StatusUnauthorized},
+		{version, basic(ufmUser, newPassword), http.StatusOK},
+		{version, basic(ufmUser, ufmPassword), http.StatusOK},
+		{version, basic(ufmUser, otherPass), http.StatusUnauthorized},
+		{version, basic("someone", ufmPassword), http.StatusUnauthorized},
+	})
+	s.SetCredentials(Credentials{Token: newToken, PKeysUsername: ufmUser, PKeysPassword: newPassword})
+	check("after the rotation", []authCase{
+		{jobs, "Basic " + newToken, http.StatusNotFound},
+		{jobs, "Basic " + token, http.StatusUnauthorized},
+		{jobs, "Basic " + otherToken, http.StatusUnauthorized},
+		{version, basic(ufmUser, newPassword), http.StatusOK},
+		{version, basic(ufmUser, ufmPassword), http.StatusUnauthorized},
+	})
+}
+
 // TestCredentialsSwappedDuringRequests swaps the credentials while requests
 // are being checked (run with -race): every request is answered as one set
 // or the other decides, never with an error.

@@ -55,6 +55,15 @@ func viewJob(j store.Job) jobView {
 // acceptedJob marks a handler's result as "answer 202 with this job's path".
 type acceptedJob store.Job
 
+// answerRecorded answers a change: 202 with its job, or the error that
+// kept it from being recorded.
+func answerRecorded(job store.Job, err error) (int, any, error) {
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusAccepted, acceptedJob(job), nil
+}
+
 // getJob answers networking-mlnx's jobs (see jobOf).
 func (s *Server) getJob(r *http.Request, ps httprouter.Params) (int, any, error) {
 	return s.jobOf(r, ps.ByName("id"), principal, s.store.GetJob)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
@@ -8,52 +9,19 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
-func (s *Server) postNetwork(r *http.Request, ps httprouter.Params) (int, any, error) {
-	return s.recordNetwork(r, ps, store.OpCreateNetwork)
-}
-
-func (s *Server) putNetwork(r *http.Request, ps httprouter.Params) (int, any, error) {
-	return s.recordNetwork(r, ps, store.OpUpdateNetwork)
-}
-
-// recordNetwork handles POST and PUT alike: both make the network so, so a PUT
-// of a network never POSTed (a flat network, with the current driver) records it.
-func (s *Server) recordNetwork(r *http.Request, ps httprouter.Params, op string) (int, any, error) {
-	raw, err := readAll(r)
-	if err != nil {
-		return 0, nil, err
-	}
-	spec, err := decodeNetwork(raw, ps.ByName("id"))
-	if err != nil {
-		return 0, nil, err
-	}
-	job, err := s.store.RecordNetwork(r.Context(), store.NetworkChange{
+// recordNetwork records a POST or PUT (op) of a network. Both make the
+// network so, so a PUT of a network never POSTed (a flat network, with the
+// current driver) records it.
+func (s *Server) recordNetwork(ctx context.Context, spec store.NetworkSpec, op string, raw []byte) (store.Job, error) {
+	return s.store.RecordNetwork(ctx, store.NetworkChange{
 		Network: spec, Operation: op, CreatedBy: principal, Request: string(raw),
-		RequestID: RequestID(r.Context()),
+		RequestID: RequestID(ctx),
 	})
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusAccepted, acceptedJob(job), nil
 }
 
 func (s *Server) deleteNetwork(r *http.Request, ps httprouter.Params) (int, any, error) {
-	var body networkBody
-	raw, err := readOptionalBody(r, &body)
-	if err != nil {
-		return 0, nil, err
-	}
-	id, err := objectID("network", ps.ByName("id"), body.ID)
-	if err != nil {
-		return 0, nil, err
-	}
-	job, err := s.store.RemoveNetwork(r.Context(), store.NetworkRemoval{NetworkID: id, CreatedBy: principal,
-		Request: raw, RequestID: RequestID(r.Context())})
-	if isNotFound(err) {
-		return 0, nil, notFound("network %s is not known", id)
-	}
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusAccepted, acceptedJob(job), nil
+	return deleteObject(r, ps, "network", func(_ networkBody, id, raw string) (store.Job, error) {
+		return s.store.RemoveNetwork(r.Context(), store.NetworkRemoval{NetworkID: id, CreatedBy: principal,
+			Request: raw, RequestID: RequestID(r.Context())})
+	})
 }

@@ -125,6 +125,26 @@ func (s *Server) slot(h handlerFunc) handlerFunc {
 	}
 }
 
+// guidList is a body that lists GUIDs: addBody, removeBody.
+type guidList interface {
+	addBody | removeBody
+	guidCount() int
+}
+
+func (b addBody) guidCount() int    { return len(b.GUIDs) }
+func (b removeBody) guidCount() int { return len(b.GUIDs) }
+
+// readGUIDsBody reads a body that lists GUIDs (readStrict), refusing more
+// of them than a request may carry (checkGUIDCount) before any is parsed.
+func readGUIDsBody[B guidList](s *Server, r *http.Request) (B, string, error) {
+	var body B
+	raw, err := readStrict(r, &body)
+	if err != nil {
+		return body, "", err
+	}
+	return body, raw, s.checkGUIDCount(body.guidCount())
+}
+
 // checkGUIDCount answers 413 when a request lists more GUIDs than
 // MaxGUIDsPerRequest.
 func (s *Server) checkGUIDCount(n int) error {
@@ -198,12 +218,8 @@ type removeBody struct {
 }
 
 func (s *Server) addGUIDs(r *http.Request, _ httprouter.Params) (int, any, error) {
-	var body addBody
-	raw, err := readStrict(r, &body)
+	body, raw, err := readGUIDsBody[addBody](s, r)
 	if err != nil {
-		return 0, nil, err
-	}
-	if err := s.checkGUIDCount(len(body.GUIDs)); err != nil {
 		return 0, nil, err
 	}
 	a, err := body.addition()
@@ -218,11 +234,7 @@ func (s *Server) addGUIDs(r *http.Request, _ httprouter.Params) (int, any, error
 
 // addition checks the body and turns it into the change to record.
 func (b addBody) addition() (store.KubernetesAddition, error) {
-	pkey, err := requiredPKey(b.PKey)
-	if err != nil {
-		return store.KubernetesAddition{}, err
-	}
-	guids, err := parseGUIDs(b.GUIDs)
+	pkey, guids, err := pkeyAndGUIDs(b.PKey, b.GUIDs)
 	if err != nil {
 		return store.KubernetesAddition{}, err
 	}
@@ -275,19 +287,11 @@ func (s *Server) createPKey(r *http.Request, _ httprouter.Params) (int, any, err
 }
 
 func (s *Server) removeGUIDs(r *http.Request, _ httprouter.Params) (int, any, error) {
-	var body removeBody
-	raw, err := readStrict(r, &body)
+	body, raw, err := readGUIDsBody[removeBody](s, r)
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := s.checkGUIDCount(len(body.GUIDs)); err != nil {
-		return 0, nil, err
-	}
-	pkey, err := requiredPKey(body.PKey)
-	if err != nil {
-		return 0, nil, err
-	}
-	guids, err := parseGUIDs(body.GUIDs)
+	pkey, guids, err := pkeyAndGUIDs(body.PKey, body.GUIDs)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -535,6 +539,17 @@ func parsePKey(text string) (fabric.PKey, error) {
 			"and the membership as membership", text)
 	}
 	return fabric.PKey(v), nil
+}
+
+// pkeyAndGUIDs parses what an add or a remove names: the pkey, then the
+// GUIDs.
+func pkeyAndGUIDs(pkey *string, guids []string) (fabric.PKey, []fabric.GUID, error) {
+	p, err := requiredPKey(pkey)
+	if err != nil {
+		return 0, nil, err
+	}
+	list, err := parseGUIDs(guids)
+	return p, list, err
 }
 
 // parseGUIDs reads a GUID list as ib-kubernetes writes it: 16 hex digits

@@ -1,23 +1,17 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 )
 
 // A change of thousands of GUIDs is answered as any other, with a job whose
 // texts summarise the GUIDs (the first few, and how many) instead of listing
 // every one; the job object keeps UFM's shape.
 func TestPKeysManyGUIDsAnswerASummary(t *testing.T) {
-	f := newPKeysFixture(t, 20*time.Second)
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); f.applier(ctx) }()
-	defer func() { stop(); <-done }()
+	f := newAppliedPKeysFixture(t)
 
 	guids := make([]string, 3000)
 	for i := range guids {

@@ -47,6 +47,17 @@ func newPKeysFixture(t *testing.T, applyTimeout time.Duration) *pkeysFixture {
 	return &pkeysFixture{fixture: &fixture{t: t, srv: srv, st: st, opts: opts}, user: ufmUser, password: ufmPassword}
 }
 
+// newAppliedPKeysFixture is a pkeys fixture whose jobs an applier completes
+// until the test ends.
+func newAppliedPKeysFixture(t *testing.T) *pkeysFixture {
+	f := newPKeysFixture(t, 20*time.Second)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.applier(ctx) }()
+	t.Cleanup(func() { stop(); <-done })
+	return f
+}
+
 // ufm sends a request as ib-kubernetes' http driver does: Basic auth, JSON.
 func (f *pkeysFixture) ufm(method, path, body string) (*http.Response, string) {
 	f.t.Helper()
@@ -163,11 +174,7 @@ func TestPKeysRefuseOddInput(t *testing.T) {
 // A change is answered once it is applied, with what is now true, and the
 // reads show it as ib-kubernetes reads them.
 func TestPKeysCycle(t *testing.T) {
-	f := newPKeysFixture(t, 20*time.Second)
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); f.applier(ctx) }()
-	defer func() { stop(); <-done }()
+	f := newAppliedPKeysFixture(t)
 
 	if got := f.must("GET", "/ufmRest/resources/pkeys/last_updated", "", 200); strings.TrimSpace(got) != `{"last_updated":null}` {
 		t.Errorf("last_updated before any change = %s", got)

@@ -2,12 +2,15 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/julienschmidt/httprouter"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
@@ -41,6 +44,16 @@ type portBody struct {
 	Network *networkBody `json:"network"`
 }
 
+// identified is a Neutron object's body: a network's or a port's, each with
+// its own id, which the path's id must agree with (objectID).
+type identified interface {
+	networkBody | portBody
+	idInBody() string
+}
+
+func (b networkBody) idInBody() string { return b.ID }
+func (b portBody) idInBody() string    { return b.ID }
+
 // clientID is the GUID of the port's client-id: nil without one, an error when
 // the one it carries is unusable.
 func (b portBody) clientID() (*fabric.GUID, error) {
@@ -57,11 +70,7 @@ func (b portBody) clientID() (*fabric.GUID, error) {
 // decodeNetwork reads a POST or PUT network body; pathID is the id in the URL,
 // if any.
 func decodeNetwork(raw []byte, pathID string) (store.NetworkSpec, error) {
-	var body networkBody
-	if err := decodeObject(raw, &body); err != nil {
-		return store.NetworkSpec{}, err
-	}
-	id, err := objectID("network", pathID, body.ID)
+	body, id, err := decodeIdentified[networkBody](raw, "network", pathID)
 	if err != nil {
 		return store.NetworkSpec{}, err
 	}
@@ -92,11 +101,7 @@ func (b networkBody) spec(id string) store.NetworkSpec {
 
 // decodePort reads a POST or PUT port body into the change the store records.
 func decodePort(raw []byte, pathID string) (store.PortChange, error) {
-	var body portBody
-	if err := decodeObject(raw, &body); err != nil {
-		return store.PortChange{}, err
-	}
-	id, err := objectID("port", pathID, body.ID)
+	body, id, err := decodeIdentified[portBody](raw, "port", pathID)
 	if err != nil {
 		return store.PortChange{}, err
 	}
@@ -120,18 +125,61 @@ func decodePort(raw []byte, pathID string) (store.PortChange, error) {
 	return c, nil
 }
 
-// readBody reads at most MaxBodyBytes and decodes the JSON object into v.
-// It returns the raw body, stored with the job for DBAs and diagnosis.
-func readBody(r *http.Request, v any) (string, error) {
-	raw, err := readAll(r)
-	if err != nil {
-		return "", err
+// recordHandler answers a POST or PUT (op) of a network or port: decode
+// reads its body (decodeNetwork, decodePort) with the id in the path, if
+// any; record records the change, with the raw body to store with the job.
+func recordHandler[T any](decode func(raw []byte, pathID string) (T, error),
+	record func(ctx context.Context, change T, op string, raw []byte) (store.Job, error), op string) handlerFunc {
+	return func(r *http.Request, ps httprouter.Params) (int, any, error) {
+		raw, err := readAll(r)
+		if err != nil {
+			return 0, nil, err
+		}
+		change, err := decode(raw, ps.ByName("id"))
+		if err != nil {
+			return 0, nil, err
+		}
+		return answerRecorded(record(r.Context(), change, op, raw))
 	}
-	return string(raw), decodeObject(raw, v)
 }
 
-// readOptionalBody is readBody for DELETEs, whose body may be empty: the driver
-// sends the object, UFM's own clients may send only {"id": ...} or nothing.
+// decodeIdentified decodes a POST or PUT body of kind ("network", "port") and
+// returns it with the object's id.
+func decodeIdentified[B identified](raw []byte, kind, pathID string) (B, string, error) {
+	var body B
+	if err := decodeObject(raw, &body); err != nil {
+		return body, "", err
+	}
+	id, err := objectID(kind, pathID, body.idInBody())
+	return body, id, err
+}
+
+// deleteObject answers a DELETE of an object of kind ("network", "port"):
+// it reads the optional body and the object's id, and records the removal
+// (remove, given the raw body to store with the job). An object the store
+// does not know is a 404.
+func deleteObject[B identified](r *http.Request, ps httprouter.Params, kind string,
+	remove func(body B, id, raw string) (store.Job, error)) (int, any, error) {
+	var body B
+	raw, err := readOptionalBody(r, &body)
+	if err != nil {
+		return 0, nil, err
+	}
+	id, err := objectID(kind, ps.ByName("id"), body.idInBody())
+	if err != nil {
+		return 0, nil, err
+	}
+	job, err := remove(body, id, raw)
+	if isNotFound(err) {
+		return 0, nil, notFound("%s %s is not known", kind, id)
+	}
+	return answerRecorded(job, err)
+}
+
+// readOptionalBody reads at most MaxBodyBytes and decodes the JSON object into
+// v, for DELETEs, whose body may be empty: the driver sends the object, UFM's
+// own clients may send only {"id": ...} or nothing. It returns the raw body,
+// stored with the job for DBAs and diagnosis.
 func readOptionalBody(r *http.Request, v any) (string, error) {
 	raw, err := readAll(r)
 	if err != nil || len(bytes.TrimSpace(raw)) == 0 {

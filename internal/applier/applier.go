@@ -14,7 +14,7 @@
 // initialization, the file rejected, pkey errors) fails the jobs it carried,
 // with OpenSM's lines as the reason, and the state is applied again.
 //
-// Every check interval the term also repairs drift: an OpenSM the driver had
+// Every check interval the term also repairs drift: an OpenSM the supervisor had
 // to restart, and a partitions file that is not what this term wrote or not
 // what the recorded state renders to, make it apply again; and it deletes
 // finished jobs older than the retention.
@@ -52,8 +52,8 @@ type Store interface {
 	// transaction if open says the gates are (gates.go, finish).
 	FinishApply(ctx context.Context, a store.Apply, open func(store.GateState) bool) (store.Finished, error)
 	FailJobs(ctx context.Context, term, revision int64, reason string) (int64, error)
-	FailJob(ctx context.Context, term, id int64, reason string) (int64, error) // local.go
-	OpenJobs(ctx context.Context, revision int64) ([]store.OpenJob, error)     // local.go
+	FailJob(ctx context.Context, term, id int64, reason string) (int64, error) // attribution.go
+	OpenJobs(ctx context.Context, revision int64) ([]store.OpenJob, error)     // attribution.go
 	GetJob(ctx context.Context, id int64) (store.Job, error)                   // capacity.go
 	RecordApply(ctx context.Context, a store.Apply) (bool, error)
 	Wake(ctx context.Context) <-chan struct{}
@@ -62,10 +62,11 @@ type Store interface {
 	GateStore // gates.go
 }
 
-// SubnetManager is OpenSM as the applier drives it (opensm.Process): it is
-// supervised for the manager's life, not a term's, so a database outage that
-// ends a term leaves OpenSM running with the last applied file.
-type SubnetManager interface {
+// Supervisor is what runs OpenSM, as the applier drives it
+// (opensm.Supervisor): it supervises OpenSM for the manager's life, not a
+// term's, so a database outage that ends a term leaves OpenSM running with the
+// last applied file.
+type Supervisor interface {
 	// Start starts OpenSM for the term unless it runs already, and returns at
 	// once. It fails when OpenSM can never be started as configured, and with
 	// opensm.ErrTermStopped when the term's stop has run: with the HA lease
@@ -113,7 +114,7 @@ type Config struct {
 // Applier applies while its manager holds the applier lock.
 type Applier struct {
 	Store Store
-	SM    SubnetManager
+	SM    Supervisor
 	Cfg   Config
 	Log   *slog.Logger
 	// Lease is the HA lease, for the freeze (freeze.go); nil without HA.
@@ -167,13 +168,14 @@ type term struct {
 	written  []byte // what this term last wrote to the partitions file
 	restarts int    // OpenSM restarts seen so far
 	gate     *gatekeeper
+	tail     *opensm.Tail   // the one reader of OpenSM's log (startLog)
 	dump     *topology.Dump // Cfg.Dump, or the term's own
 	freeze   *freezeWatch   // nil without HA
 	reapply  bool           // a lifted freeze: apply everything again
 	// snapshots is the state as last read: each read reads what changed.
 	snapshots store.SnapshotCache
 	// rendered is the recorded state the apply in progress rendered: the
-	// partitions a sweep's pkey errors are held against (local.go).
+	// partitions a sweep's pkey errors are held against (attribution.go).
 	rendered store.Snapshot
 	// judged is the state of the last sweep that applied the file and judged
 	// every job up to its revision, while no other file can have been swept
@@ -216,20 +218,13 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 	if err := t.writeCurrent(ctx); err != nil {
 		return err
 	}
-	if err := t.startGates(); err != nil {
+	// From before OpenSM starts: its first lines are this term's.
+	if err := t.startLog(suspect, timeout); err != nil {
 		return err
 	}
-	defer t.gate.watch.close()
-	if a.Lease != nil {
-		// From before OpenSM starts: its first state line is this term's.
-		var err error
-		if t.freeze, err = newFreezeWatch(a.Lease, suspect, a.Cfg.LogFile, t.gate.watch.pos, timeout); err != nil {
-			t.Log.Error("read OpenSM's log for its SM state", "error", err)
-		}
-		defer t.freeze.close()
-	}
+	defer t.tail.Close()
 	// The term may be over already (its context cancelled, its OpenSM
-	// stopped by the lease): the driver then refuses, whatever this term did
+	// stopped by the lease): the supervisor then refuses, whatever this term did
 	// not notice.
 	if err := a.SM.Start(termID); err != nil {
 		return fmt.Errorf("start OpenSM: %w", err)
@@ -361,50 +356,99 @@ func (t *term) waitBatch(ctx context.Context, lastStart time.Time, rev int64) bo
 // a burst's requests arrive milliseconds apart.
 const batchQuiet = 100 * time.Millisecond
 
-// apply brings OpenSM to the newest revision.
+// apply brings OpenSM to the newest revision, in four steps: prepare reads
+// and renders the recorded state, publish puts the file in place and signals
+// OpenSM, await follows OpenSM's log to the end of the sweep, and settle
+// completes or fails the jobs as the sweep says.
 func (t *term) apply(ctx context.Context) applyResult {
+	run, res, ok := t.prepare(ctx)
+	if !ok {
+		return res
+	}
+	watch, synced, ok := t.publish(ctx, run)
+	if !ok {
+		return applyRetry
+	}
+	defer watch.Close()
+	sweep, ok := t.await(ctx, run, watch, synced)
+	if !ok {
+		return applyRetry
+	}
+	return t.settle(ctx, run, sweep)
+}
+
+// applyRun is one apply in progress: the state it renders, the file, and
+// when each step began, for the "partitions applied" line.
+type applyRun struct {
+	st        partitions.State
+	rev       int64
+	text      []byte
+	log       *slog.Logger
+	started   time.Time // UTC, as recorded
+	rendered  time.Time
+	signalled time.Time
+	swept     time.Time
+	// base is the judged state the file was written over: what the sweep's
+	// changes are measured from (changes.go).
+	base *store.Snapshot
+}
+
+// row is the apply's row in the applies table, finished now.
+func (t *term) row(run *applyRun, outcome, detail string) store.Apply {
+	sum := sha256.Sum256(run.text)
+	return store.Apply{Revision: run.rev, SHA256: hex.EncodeToString(sum[:]), Term: t.id, Outcome: outcome,
+		Detail: detail, StartedAt: run.started, FinishedAt: time.Now().UTC()}
+}
+
+// record records an apply that completes no job, fenced by the term like
+// every applier write; an apply that does goes through finish.
+func (t *term) record(ctx context.Context, run *applyRun, outcome, detail string) bool {
+	ok, err := t.Store.RecordApply(context.WithoutCancel(ctx), t.row(run, outcome, detail))
+	t.observer().ApplyFinished(outcome, time.Since(run.started))
+	if err != nil {
+		run.log.Error("record apply", "outcome", outcome, "error", err)
+		return false
+	}
+	if !ok {
+		run.log.Warn("apply not recorded: a newer term has started")
+	}
+	return ok
+}
+
+// prepare reads and renders the newest state. ok is false when the apply
+// ends here, with res: the state could not be read, what the file leaves out
+// could not be failed, or the file fails the check.
+func (t *term) prepare(ctx context.Context) (run *applyRun, res applyResult, ok bool) {
 	started := time.Now().UTC()
 	st, text, left, checkErr, err := t.render(ctx)
 	if err != nil {
 		t.Log.Error("read recorded state", "error", err)
-		return applyRetry
+		return nil, applyRetry, false
 	}
-	rendered := time.Now()
-	rev := st.Revision
-	log := t.Log.With("revision", rev, "term", t.id)
-	if len(left) > 0 && !t.failWithheld(ctx, rev, left) {
-		return applyRetry
-	}
-	// row is the apply's row in the applies table, finished now.
-	row := func(outcome, detail string) store.Apply {
-		sum := sha256.Sum256(text)
-		return store.Apply{Revision: rev, SHA256: hex.EncodeToString(sum[:]), Term: t.id, Outcome: outcome,
-			Detail: detail, StartedAt: started, FinishedAt: time.Now().UTC()}
-	}
-	// record records an apply that completes no job, fenced by the term like
-	// every applier write; an apply that does goes through finish.
-	record := func(outcome, detail string) bool {
-		ok, err := t.Store.RecordApply(context.WithoutCancel(ctx), row(outcome, detail))
-		t.observer().ApplyFinished(outcome, time.Since(started))
-		if err != nil {
-			log.Error("record apply", "outcome", outcome, "error", err)
-			return false
-		}
-		if !ok {
-			log.Warn("apply not recorded: a newer term has started")
-		}
-		return ok
+	run = &applyRun{st: st, rev: st.Revision, text: text, started: started, rendered: time.Now(),
+		log: t.Log.With("revision", st.Revision, "term", t.id)}
+	if len(left) > 0 && !t.failWithheld(ctx, run.rev, left) {
+		return nil, applyRetry, false
 	}
 	if checkErr != nil {
 		// Never written: OpenSM would make every port a full member of the
 		// default partition. The change stays recorded; a later apply that
 		// passes the check applies it.
-		log.Error("rendered partitions file fails the check; not written", "error", checkErr)
-		t.failJobs(ctx, rev, "the partitions file for this change fails the check: "+checkErr.Error())
-		record(outcomeCheckFailed, checkErr.Error())
-		t.applied = rev
-		return applyDone
+		run.log.Error("rendered partitions file fails the check; not written", "error", checkErr)
+		t.failJobs(ctx, run.rev, "the partitions file for this change fails the check: "+checkErr.Error())
+		t.record(ctx, run, outcomeCheckFailed, checkErr.Error())
+		t.applied = run.rev
+		return nil, applyDone, false
 	}
+	return run, 0, true
+}
+
+// publish marks the jobs Running, puts the file in place, takes the log's
+// position and signals OpenSM. synced delivers the result of the sync that
+// makes the file's rename durable, which runs during the sweep. ok is false
+// when the apply is to be retried.
+func (t *term) publish(ctx context.Context, run *applyRun) (watch *opensm.SweepWatch, synced <-chan error, ok bool) {
+	log := run.log
 	// Marking the jobs Running and writing the file each wait for an fsync
 	// (the transaction's, the file's): they run side by side, and OpenSM is
 	// signalled once both are done, as when they ran one after the other.
@@ -413,7 +457,7 @@ func (t *term) apply(ctx context.Context) applyResult {
 	// a job.
 	marked := make(chan error, 1)
 	go func() {
-		_, err := t.Store.MarkJobsRunning(ctx, t.id, rev)
+		_, err := t.Store.MarkJobsRunning(ctx, t.id, run.rev)
 		marked <- err
 	}()
 	markFailed := func() bool {
@@ -428,143 +472,94 @@ func (t *term) apply(ctx context.Context) applyResult {
 			log.Error("OpenSM is not ready; will retry", "error", err)
 		}
 		markFailed()
-		return applyRetry
+		return nil, nil, false
 	}
 	// From the write on, OpenSM may sweep this file in any heavy sweep: only
 	// a judged sweep of it says again what the fabric holds.
-	base := t.judged
+	run.base = t.judged
 	t.judged = nil
-	durable, err := opensm.ReplaceFile(t.Cfg.PartitionsFile, text, 0o644)
+	durable, err := opensm.ReplaceFile(t.Cfg.PartitionsFile, run.text, 0o644)
 	if err != nil {
 		markFailed()
 		log.Error("write partitions file", "error", err)
-		record(outcomeWriteFailed, err.Error())
-		return applyRetry
+		t.record(ctx, run, outcomeWriteFailed, err.Error())
+		return nil, nil, false
 	}
-	t.written = text
+	t.written = run.text
 	log.Debug("partitions file in place", "file", t.Cfg.PartitionsFile)
 	if markFailed() {
-		return applyRetry
+		return nil, nil, false
 	}
 	// The position is taken after the rename: a heavy sweep whose start is
 	// logged after it began after the rename, so it parses the new file.
-	pos, err := opensm.LogPosition(t.Cfg.LogFile)
+	watch, pos, err := t.tail.WatchSweep()
 	if err != nil {
 		log.Error("OpenSM log position", "error", err)
-		return applyRetry
+		return nil, nil, false
 	}
 	if err := t.SM.Reload(ctx); err != nil {
 		log.Warn("signal OpenSM", "error", err)
-		return applyRetry
+		watch.Close()
+		return nil, nil, false
 	}
-	signalled := time.Now()
+	run.signalled = time.Now()
 	log.Debug("SIGHUP sent; waiting for the heavy sweep", "log_offset", pos.Offset)
 	// The directory's sync, which makes the rename survive a crash, runs
 	// during the sweep: OpenSM reads the file from the page cache either way,
 	// and no job completes before it is done. A crash before it leaves the
 	// old file or the new one, whole, and a new term writes the recorded
 	// state before OpenSM starts.
-	synced := make(chan error, 1)
-	go func() { synced <- durable() }()
-	// The enforcement watch reads what came before the position during the
-	// sweep (it holds the watch until caughtUp returns).
-	caughtUp := t.gate.watch.catchUp(ctx, t.id, t.Store, t.Log, pos)
-	defer caughtUp() //nolint:errcheck // reported below; this only waits on early returns
-	res, err := t.waitSweep(ctx, pos, rev, log)
-	if err := caughtUp(); err != nil {
-		log.Error("read OpenSM's log for cleared enforcement", "error", err)
-	}
+	done := make(chan error, 1)
+	go func() { done <- durable() }()
+	return watch, done, true
+}
+
+// await follows OpenSM's log to the end of the sweep (waitSweep), then
+// records the cleared enforcement the log showed up to there. ok is false
+// when the apply is to be retried: the log could not be followed, the file's
+// sync failed, or the enforcement could not be recorded.
+func (t *term) await(ctx context.Context, run *applyRun, watch *opensm.SweepWatch, synced <-chan error) (opensm.SweepResult, bool) {
+	log := run.log
+	res, err := t.waitSweep(ctx, watch, run.rev, log)
 	if syncErr := <-synced; syncErr != nil && err == nil {
 		log.Error("sync the partitions file's directory", "error", syncErr)
-		record(outcomeWriteFailed, syncErr.Error())
-		return applyRetry
+		t.record(ctx, run, outcomeWriteFailed, syncErr.Error())
+		return res, false
 	}
 	if err != nil {
 		if ctx.Err() == nil {
 			log.Error("follow OpenSM's log to the end of the sweep", "error", err)
 		}
-		return applyRetry
+		return res, false
 	}
-	swept := time.Now()
+	run.swept = time.Now()
 	log.Debug("heavy sweep ended", "outcome", res.Outcome, "pkey_errors", len(res.PKeyErrors))
-	// Every cleared enforcement of the log from the position to the sweep's
-	// end is recorded before any job can complete: the gates then hold them.
-	if err := t.recordEnforcement(ctx, res.Enforcement); err != nil {
+	// Every cleared enforcement of the log up to the sweep's end is recorded
+	// before any job can complete: the gates then hold them. The tail handed
+	// each to the recorder before the sweep's watch saw the sweep end.
+	if err := t.recordEnforcement(ctx); err != nil {
 		log.Error("record cleared enforcement; jobs wait", "error", err)
-		return applyRetry
+		return res, false
 	}
-	// The sweep's stretch of the log has been read for those lines: the
-	// watch reads what came before it, and goes on after it.
-	if res.ScannedOK {
-		if err := t.gate.watch.handOff(ctx, t.id, t.Store, t.Log, res.Scanned); err != nil {
-			log.Error("read OpenSM's log for cleared enforcement", "error", err)
-		}
-	}
+	return res, true
+}
+
+// settle completes or fails the jobs up to the revision as the sweep says,
+// and says what the loop does next.
+func (t *term) settle(ctx context.Context, run *applyRun, res opensm.SweepResult) applyResult {
+	log := run.log
 	switch {
 	case res.Outcome == opensm.Applied && len(res.PKeyErrors) == 0:
-		// The apply is recorded in the transaction that completes the jobs
-		// (if the gates are open): every Completed job has an applied row of
-		// its revision or a later one, finished before it, wherever the
-		// manager is killed. Not recorded (the database is away, or a newer
-		// term began), nothing completes.
-		n, ok := t.finish(ctx, st, row(string(res.Outcome), "SUBNET UP"))
-		if !ok {
-			return applyRetry
-		}
-		t.judge()
-		// Where the time went, for operators and docs/performance.md: reading
-		// and rendering the state, marking and writing, OpenSM's sweep, and
-		// the gates and job completion.
-		log.Info("partitions applied", "jobs_completed", n, "took", time.Since(started),
-			"render", rendered.Sub(started), "write", signalled.Sub(rendered), "sweep", swept.Sub(signalled),
-			"complete", time.Since(swept))
-		t.observer().Applied(rev, n, map[string]time.Duration{"render": rendered.Sub(started),
-			"write": signalled.Sub(rendered), "sweep": swept.Sub(signalled), "complete": time.Since(swept)})
-		t.applied = rev
-		return applyDone
+		return t.settleApplied(ctx, run)
 	case res.Outcome == opensm.Applied:
-		// Some ports did not get their pkeys (e.g. a full pkey table). The
-		// jobs of the changes the errors name fail, saying which lines; the
-		// others complete (local.go). Applying again would give the same
-		// result.
-		failed, attributed, err := t.failLocally(ctx, base, t.rendered, res.PKeyErrors)
-		if err != nil {
-			log.Error("fail the jobs the pkey errors name", "error", err)
-			return applyRetry
-		}
-		if attributed {
-			detail := "SUBNET UP, with pkey errors: " + strings.Join(res.PKeyErrors, "; ")
-			log.Error("partitions applied with pkey errors; failing the jobs they name", "errors", res.PKeyErrors,
-				"jobs_failed", failed)
-			n, ok := t.finish(ctx, st, row(string(res.Outcome), detail))
-			if !ok {
-				return applyRetry
-			}
-			t.judge()
-			log.Info("partitions applied", "jobs_completed", n, "jobs_failed", failed, "took", time.Since(started))
-			t.applied = rev
-			return applyDone
-		}
-		// Errors that name no port: fail closed, every job of the sweep.
-		reason := "OpenSM applied the partitions file with errors: " + strings.Join(res.PKeyErrors, "; ")
-		log.Error("partitions applied with pkey errors", "errors", res.PKeyErrors)
-		if _, err := t.Store.FailJobs(ctx, t.id, rev, reason); err != nil {
-			log.Error("fail jobs", "error", err)
-		} else {
-			// Judged too: else a host whose every sweep logs such a line
-			// would fail every job of every later sweep.
-			t.judge()
-		}
-		record(outcomePKeyErrors, reason)
-		t.applied = rev
-		return applyDone
+		return t.settlePKeyErrors(ctx, run, res.PKeyErrors)
 	case res.Outcome == opensm.Rejected:
 		// The fabric now runs OpenSM's fallback, every port a full member of
 		// the default partition: no tenant is isolated. Apply again at once.
 		log.Error("OpenSM rejected the partitions file and fell back to every port a full member of the default partition; re-applying",
 			"detail", res.Detail)
-		t.failJobs(ctx, rev, "OpenSM did not apply the partitions file with this change: "+res.Detail)
-		record(string(res.Outcome), res.Detail)
+		t.failJobs(ctx, run.rev, "OpenSM did not apply the partitions file with this change: "+res.Detail)
+		t.record(ctx, run, string(res.Outcome), res.Detail)
 		return applyRetryAtOnce
 	case res.Outcome == opensm.Failed:
 		// OpenSM retried the sweep until the deadline without success: the
@@ -576,8 +571,8 @@ func (t *term) apply(ctx context.Context) applyResult {
 		}
 		log.Error("partitions not applied: the sweep ended with errors; will retry", "detail", res.Detail,
 			"errors", res.PKeyErrors)
-		t.failJobs(ctx, rev, reason)
-		record(string(res.Outcome), reason)
+		t.failJobs(ctx, run.rev, reason)
+		t.record(ctx, run, string(res.Outcome), reason)
 		return applyRetry
 	case res.TimedOut:
 		// sweep_timeout: nothing proved the change applied, and nothing proved
@@ -590,18 +585,81 @@ func (t *term) apply(ctx context.Context) applyResult {
 			t.Cfg.SweepTimeout, res.Detail)
 		log.Warn("partitions not proven applied within sweep_timeout; applying again", "outcome", res.Outcome,
 			"detail", res.Detail)
-		t.describeWaiting(ctx, rev, said)
-		record(string(res.Outcome), res.Detail)
+		t.describeWaiting(ctx, run.rev, said)
+		t.record(ctx, run, string(res.Outcome), res.Detail)
 		return applyRetry
 	}
 	// The proof was broken before the deadline (the log was truncated under
-	// the follower, another SM became master): nothing says the change is not
+	// the tail, another SM became master): nothing says the change is not
 	// applied, so the jobs keep waiting, saying why, and the state is applied
 	// again at once.
 	log.Warn("partitions not proven applied; applying again", "outcome", res.Outcome, "detail", res.Detail)
-	t.describeWaiting(ctx, rev, "Waiting: "+res.Detail+"; applying again")
-	record(string(res.Outcome), res.Detail)
+	t.describeWaiting(ctx, run.rev, "Waiting: "+res.Detail+"; applying again")
+	t.record(ctx, run, string(res.Outcome), res.Detail)
 	return applyRetryAtOnce
+}
+
+// settleApplied completes the jobs of a sweep that applied the file cleanly.
+func (t *term) settleApplied(ctx context.Context, run *applyRun) applyResult {
+	// The apply is recorded in the transaction that completes the jobs (if
+	// the gates are open): every Completed job has an applied row of its
+	// revision or a later one, finished before it, wherever the manager is
+	// killed. Not recorded (the database is away, or a newer term began),
+	// nothing completes.
+	n, ok := t.finish(ctx, run.st, t.row(run, string(opensm.Applied), "SUBNET UP"))
+	if !ok {
+		return applyRetry
+	}
+	t.judge()
+	// Where the time went, for operators and docs/performance.md: reading
+	// and rendering the state, marking and writing, OpenSM's sweep, and the
+	// gates and job completion.
+	phases := map[string]time.Duration{"render": run.rendered.Sub(run.started),
+		"write": run.signalled.Sub(run.rendered), "sweep": run.swept.Sub(run.signalled), "complete": time.Since(run.swept)}
+	run.log.Info("partitions applied", "jobs_completed", n, "took", time.Since(run.started),
+		"render", phases["render"], "write", phases["write"], "sweep", phases["sweep"], "complete", phases["complete"])
+	t.observer().Applied(run.rev, n, phases)
+	t.applied = run.rev
+	return applyDone
+}
+
+// settlePKeyErrors settles a sweep that applied the file while some ports did
+// not get their pkeys (e.g. a full pkey table). The jobs of the changes the
+// errors name fail, saying which lines; the others complete (attribution.go).
+// Applying again would give the same result.
+func (t *term) settlePKeyErrors(ctx context.Context, run *applyRun, pkeyErrors []string) applyResult {
+	log := run.log
+	failed, attributed, err := t.failLocally(ctx, run.base, t.rendered, pkeyErrors)
+	if err != nil {
+		log.Error("fail the jobs the pkey errors name", "error", err)
+		return applyRetry
+	}
+	if attributed {
+		detail := "SUBNET UP, with pkey errors: " + strings.Join(pkeyErrors, "; ")
+		log.Error("partitions applied with pkey errors; failing the jobs they name", "errors", pkeyErrors,
+			"jobs_failed", failed)
+		n, ok := t.finish(ctx, run.st, t.row(run, string(opensm.Applied), detail))
+		if !ok {
+			return applyRetry
+		}
+		t.judge()
+		log.Info("partitions applied", "jobs_completed", n, "jobs_failed", failed, "took", time.Since(run.started))
+		t.applied = run.rev
+		return applyDone
+	}
+	// Errors that name no port: fail closed, every job of the sweep.
+	reason := "OpenSM applied the partitions file with errors: " + strings.Join(pkeyErrors, "; ")
+	log.Error("partitions applied with pkey errors", "errors", pkeyErrors)
+	if _, err := t.Store.FailJobs(ctx, t.id, run.rev, reason); err != nil {
+		log.Error("fail jobs", "error", err)
+	} else {
+		// Judged too: else a host whose every sweep logs such a line would
+		// fail every job of every later sweep.
+		t.judge()
+	}
+	t.record(ctx, run, outcomePKeyErrors, reason)
+	t.applied = run.rev
+	return applyDone
 }
 
 // judge keeps the state the sweep applied as the one the next sweep's
@@ -624,18 +682,16 @@ func (t *term) judge() {
 // state is applied again, as after any timeout.
 const maxSweepFollow = 10
 
-// waitSweep follows OpenSM's log from pos to the end of the first heavy
-// sweep that started after it (opensm.SweepWatch). At each sweep_timeout at
-// which a heavy sweep is still running (the one counted, or one that started
-// before pos, behind which the SIGHUP waits) and OpenSM still runs, it says
+// waitSweep follows OpenSM's log from the watch's position to the end of the
+// first heavy sweep that started after it (opensm.SweepWatch). At each
+// sweep_timeout at which a heavy sweep is still running (the one counted, or
+// one that started before the position, behind which the SIGHUP waits) and OpenSM still runs, it says
 // so in the waiting jobs and follows on, up to maxSweepFollow
 // sweep_timeouts: the signal was received, and the sweep that proves the
 // change is under way or next. Only a wait that saw no sweep at all (the
 // signal lost, or OpenSM not master) or an OpenSM no longer running ends with
 // the timeout's result, after which the state is applied and signalled again.
-func (t *term) waitSweep(ctx context.Context, pos opensm.Position, rev int64, log *slog.Logger) (opensm.SweepResult, error) {
-	watch := opensm.WatchSweep(t.Cfg.LogFile, pos)
-	defer watch.Close()
+func (t *term) waitSweep(ctx context.Context, watch *opensm.SweepWatch, rev int64, log *slog.Logger) (opensm.SweepResult, error) {
 	for i := 1; ; i++ {
 		res, err := watch.Wait(ctx, t.Cfg.SweepTimeout)
 		if err != nil || !res.TimedOut || !res.InProgress || i >= maxSweepFollow || !t.smRunning() {
@@ -654,7 +710,7 @@ func (t *term) waitSweep(ctx context.Context, pos opensm.Position, rev int64, lo
 // OpenSM that exited never ends, and its restart is applied to anew.
 func (t *term) smRunning() bool {
 	now, cancel := context.WithCancel(context.Background())
-	cancel() // WaitReady answers at once from the driver's state
+	cancel() // WaitReady answers at once from the supervisor's state
 	return t.SM.WaitReady(now) == nil
 }
 
@@ -796,25 +852,23 @@ func (t *term) pruneJobs(ctx context.Context) {
 	if t.Cfg.JobRetention <= 0 {
 		return
 	}
-	n, err := t.Store.DeleteExpiredJobs(ctx, t.id, t.Cfg.JobRetention)
-	if err != nil {
-		if ctx.Err() == nil {
-			t.Log.Error("delete expired jobs", "error", err)
+	for _, p := range []struct {
+		what   string // "jobs", "applies"
+		delete func(ctx context.Context, term int64, retention time.Duration) (int64, error)
+	}{
+		{"jobs", t.Store.DeleteExpiredJobs},
+		{"applies", t.Store.DeleteExpiredApplies},
+	} {
+		n, err := p.delete(ctx, t.id, t.Cfg.JobRetention)
+		if err != nil {
+			if ctx.Err() == nil {
+				t.Log.Error("delete expired "+p.what, "error", err)
+			}
+			return
 		}
-		return
-	}
-	if n > 0 {
-		t.Log.Info("deleted expired jobs", "jobs", n, "retention", t.Cfg.JobRetention)
-	}
-	n, err = t.Store.DeleteExpiredApplies(ctx, t.id, t.Cfg.JobRetention)
-	if err != nil {
-		if ctx.Err() == nil {
-			t.Log.Error("delete expired applies", "error", err)
+		if n > 0 {
+			t.Log.Info("deleted expired "+p.what, p.what, n, "retention", t.Cfg.JobRetention)
 		}
-		return
-	}
-	if n > 0 {
-		t.Log.Info("deleted expired applies", "applies", n, "retention", t.Cfg.JobRetention)
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
 
-// scriptedOpenSM is a fake SubnetManager for the apply tests: an OpenSM that
+// scriptedOpenSM is a fake Supervisor for the apply tests: an OpenSM that
 // is always ready, whose Reload (a SIGHUP) logs the heavy sweep the test
 // scripts (fakeOpenSM, in fakesm_test.go, drives the term's state machine). The sweep it logs is sweep's; the real
 // OpenSM on the simulated fabric is driven by the end-to-end suite.
@@ -94,15 +94,8 @@ func newApplyRig(t testing.TB, confirmed bool, sweep func() string) *applyRig {
 func newApplyRigOn(t testing.TB, engine string, confirmed bool, sweep func() string) *applyRig {
 	dir := t.TempDir()
 	st := storetest.Open(t, engine)
-	ctx := ctxT(t)
-	data, err := os.ReadFile(filepath.Join("..", "topology", "testdata", "good", "ibsim-5-hosts-2-switches.lst"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dump := filepath.Join(dir, "opensm-subnet.lst")
-	if err := os.WriteFile(dump, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	ctx := t.Context()
+	dump := copySubnetDump(t, dir)
 	r := &applyRig{t: t, st: st, dump: dump, netID: "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73"}
 	if confirmed {
 		r.confirm()
@@ -122,24 +115,43 @@ func newApplyRigOn(t testing.TB, engine string, confirmed bool, sweep func() str
 	if _, err := st.NewTerm(ctx, "test"); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.term.startGates(); err != nil {
+	if err := r.term.startLog("", time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { r.term.tail.Close() })
 	return r
 }
 
-func (r *applyRig) confirm() {
-	r.t.Helper()
-	if err := r.st.ConfirmSwitches(ctxT(r.t), []store.ExpectedSwitch{{GUID: 0x0002c90300f00001, Description: "S1"},
+// copySubnetDump writes the subnet dump of a five-host, two-switch fabric
+// (topology's testdata) into dir, where OpenSM would, and returns its path.
+func copySubnetDump(t testing.TB, dir string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "topology", "testdata", "good", "ibsim-5-hosts-2-switches.lst"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump := filepath.Join(dir, "opensm-subnet.lst")
+	if err := os.WriteFile(dump, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dump
+}
+
+// confirmDumpSwitches confirms the two switches of copySubnetDump's fabric.
+func confirmDumpSwitches(t testing.TB, st *store.Store) {
+	t.Helper()
+	if err := st.ConfirmSwitches(t.Context(), []store.ExpectedSwitch{{GUID: 0x0002c90300f00001, Description: "S1"},
 		{GUID: 0x0002c90300f00002, Description: "S2"}}); err != nil {
-		r.t.Fatal(err)
+		t.Fatal(err)
 	}
 }
+
+func (r *applyRig) confirm() { confirmDumpSwitches(r.t, r.st) }
 
 // network records a VLAN network and returns its job.
 func (r *applyRig) network(vlan int64) store.Job {
 	r.t.Helper()
-	j, err := r.st.RecordNetwork(ctxT(r.t), store.NetworkChange{Operation: store.OpCreateNetwork,
+	j, err := r.st.RecordNetwork(r.t.Context(), store.NetworkChange{Operation: store.OpCreateNetwork,
 		Network: store.NetworkSpec{ID: r.netID, Name: "n", Type: store.TypeVLAN, PhysicalNetwork: "ib", SegmentationID: &vlan}})
 	if err != nil {
 		r.t.Fatal(err)
@@ -149,7 +161,7 @@ func (r *applyRig) network(vlan int64) store.Job {
 
 func (r *applyRig) job(id int64) store.Job {
 	r.t.Helper()
-	j, err := r.st.GetJob(ctxT(r.t), id)
+	j, err := r.st.GetJob(r.t.Context(), id)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -166,7 +178,7 @@ func TestBigSweepWithEnforcementErrorCompletesNothing(t *testing.T) {
 	r := newApplyRig(t, true, func() string { return heavySweep(filler + err0507) })
 	job := r.network(101)
 
-	if res := r.term.apply(ctxT(t)); res != applyDone {
+	if res := r.term.apply(t.Context()); res != applyDone {
 		t.Fatalf("apply: %v, want done", res)
 	}
 	if j := r.job(job.ID); j.Status == store.StatusCompleted {
@@ -175,13 +187,13 @@ func TestBigSweepWithEnforcementErrorCompletesNothing(t *testing.T) {
 	if got := recorded(t, r.st); len(got) != 1 || !strings.HasPrefix(got[0], "0x0002c90300f00001:2") {
 		t.Errorf("enforcement errors recorded: %q, want S1 port 2", got)
 	}
-	r.term.pollGates(ctxT(t))
+	r.term.pollGates(t.Context())
 	if j := r.job(job.ID); j.Status == store.StatusCompleted || !strings.Contains(j.Description, EnforcementCleared) {
 		t.Errorf("after a poll the job is %+v, want it open and saying why", j)
 	}
 	// The watch, reading the same log later (4 MiB a poll), does not count the
 	// line again.
-	r.term.pollGates(ctxT(t))
+	r.term.pollGates(t.Context())
 	if got := recorded(t, r.st); len(got) != 1 || got[0] != "0x0002c90300f00001:2 xI" {
 		t.Errorf("enforcement errors after the watch read the log: %q, want S1 port 2 seen once", got)
 	}
@@ -193,7 +205,7 @@ func TestBigSweepWithEnforcementErrorCompletesNothing(t *testing.T) {
 func TestReopenedGateCompletesAfterANewSweep(t *testing.T) {
 	r := newApplyRig(t, false, func() string { return heavySweep("") })
 	job := r.network(101)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	if res := r.term.apply(ctx); res != applyDone {
 		t.Fatalf("apply: %v, want done", res)
 	}
@@ -230,7 +242,7 @@ func TestSweepTimeoutKeepsJobsWaitingAndSaysWhy(t *testing.T) {
 	r := newApplyRig(t, true, func() string { return "" }) // SIGHUP received, no sweep
 	r.term.Cfg.SweepTimeout = 300 * time.Millisecond
 	job := r.network(101)
-	if res := r.term.apply(ctxT(t)); res != applyRetry {
+	if res := r.term.apply(t.Context()); res != applyRetry {
 		t.Errorf("apply: %v, want a retry", res)
 	}
 	j := r.job(job.ID)
@@ -243,7 +255,7 @@ func TestSweepTimeoutKeepsJobsWaitingAndSaysWhy(t *testing.T) {
 	}
 	// A later apply that is proven completes it, and drops the reason.
 	r.sm.sweep = func() string { return heavySweep("") }
-	if res := r.term.apply(ctxT(t)); res != applyDone {
+	if res := r.term.apply(t.Context()); res != applyDone {
 		t.Fatalf("apply: %v, want done", res)
 	}
 	if j := r.job(job.ID); j.Status != store.StatusCompleted || strings.Contains(j.Description, "Waiting") {
@@ -261,7 +273,7 @@ func TestSweepLongerThanSweepTimeoutIsFollowedNotSignalledAgain(t *testing.T) {
 	r.term.Cfg.SweepTimeout = 200 * time.Millisecond
 	job := r.network(101)
 	done := make(chan applyResult, 1)
-	go func() { done <- r.term.apply(ctxT(t)) }()
+	go func() { done <- r.term.apply(t.Context()) }()
 	// At least one sweep_timeout passes with the sweep running: the job says
 	// it is followed.
 	deadline := time.Now().Add(30 * time.Second)
@@ -294,7 +306,7 @@ func TestSweepThatNeverEndsIsGivenUp(t *testing.T) {
 	r := newApplyRig(t, true, func() string { return logBox("state_mgr_sweep_hop_0", "INITIATING HEAVY SWEEP") })
 	r.term.Cfg.SweepTimeout = 20 * time.Millisecond
 	job := r.network(101)
-	if res := r.term.apply(ctxT(t)); res != applyRetry {
+	if res := r.term.apply(t.Context()); res != applyRetry {
 		t.Fatalf("apply: %v, want a retry", res)
 	}
 	j := r.job(job.ID)
@@ -319,7 +331,7 @@ func TestBrokenProofKeepsJobsWaiting(t *testing.T) {
 	r.term.Cfg.SweepTimeout = 10 * time.Second
 	appendTo(t, r.sm.log, logLine(0x02, "before the apply"))
 	job := r.network(101)
-	if res := r.term.apply(ctxT(t)); res != applyRetryAtOnce {
+	if res := r.term.apply(t.Context()); res != applyRetryAtOnce {
 		t.Errorf("apply: %v, want a retry at once", res)
 	}
 	j := r.job(job.ID)
@@ -332,12 +344,39 @@ func TestBrokenProofKeepsJobsWaiting(t *testing.T) {
 func (r *applyRig) port(id string, guid uint64) store.Job {
 	r.t.Helper()
 	g := fabric.GUID(guid)
-	j, err := r.st.RecordPort(ctxT(r.t), store.PortChange{Operation: store.OpAddPort,
+	j, err := r.st.RecordPort(r.t.Context(), store.PortChange{Operation: store.OpAddPort,
 		Port: store.Port{ID: id, NetworkID: r.netID, GUID: &g, Host: "h"}})
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	return j
+}
+
+// applied runs one apply of the rig's term and stops the test unless it is
+// done; what names the apply in the message.
+func (r *applyRig) applied(what string) {
+	r.t.Helper()
+	if res := r.term.apply(r.t.Context()); res != applyDone {
+		r.t.Fatalf("%s: %v, want done", what, res)
+	}
+}
+
+// h1H2Applied records the rig's network on VLAN 101 with H1's and H2's ports
+// in it and applies them; it returns the three jobs.
+func (r *applyRig) h1H2Applied(what string) (nw, h1, h2 store.Job) {
+	r.t.Helper()
+	nw = r.network(101)
+	h1 = r.port("port-h1", uint64(hostPort(1)))
+	h2 = r.port("port-h2", uint64(hostPort(2)))
+	r.applied(what)
+	return nw, h1, h2
+}
+
+// jobWant is a job and the status a test wants of it; name says whose job.
+type jobWant struct {
+	name string
+	job  store.Job
+	want string
 }
 
 // Failures stay local: an ERR 0512 that names H1's port fails H1's job, and
@@ -363,17 +402,8 @@ func TestPKeyErrorsFailOnlyTheJobsTheyName(t *testing.T) {
 				middle += logLine(0x01, l)
 			}
 			r := newApplyRig(t, true, func() string { return heavySweep(middle) })
-			nw := r.network(101)
-			h1 := r.port("port-h1", 0x0002c90300000101)
-			h2 := r.port("port-h2", 0x0002c90300000201)
-			if res := r.term.apply(ctxT(t)); res != applyDone {
-				t.Fatalf("apply: %v, want done", res)
-			}
-			for _, c := range []struct {
-				name string
-				job  store.Job
-				want string
-			}{{"H1's", h1, tt.h1}, {"H2's", h2, tt.h2}, {"the network's", nw, tt.nw}} {
+			nw, h1, h2 := r.h1H2Applied("apply")
+			for _, c := range []jobWant{{"H1's", h1, tt.h1}, {"H2's", h2, tt.h2}, {"the network's", nw, tt.nw}} {
 				j := r.job(c.job.ID)
 				if j.Status != c.want {
 					t.Errorf("%s job: %s (%s), want %s", c.name, j.Status, j.Error, c.want)
@@ -391,20 +421,12 @@ func TestPKeyErrorsFailOnlyTheJobsTheyName(t *testing.T) {
 func TestPKeyErrorsFailTheKubernetesJobsTheyName(t *testing.T) {
 	const h1Full = "pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x9005 because Pkey table is full for node 0x0002c90300000100 port 1 (H1)"
 	r := newApplyRig(t, true, func() string { return heavySweep(logLine(0x01, h1Full)) })
-	kube := r.st.WithRules(store.Rules{KubernetesRange: fabric.PKeyRange{First: 0x1000, Last: 0x1fff}})
-	add := func(pkey fabric.PKey, g fabric.GUID) store.Job {
-		j, err := kube.AddKubernetesGUIDs(ctxT(t), store.KubernetesAddition{PKey: pkey,
-			Members: []store.KubernetesMember{{GUID: g, Membership: fabric.Full}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return j
-	}
+	add := r.kubeAdd
 	nw := r.network(101)
 	h3 := r.port("port-h3", 0x0002c90300000301)
 	onH1 := add(0x1005, 0x0002c90300000101)
 	onH2 := add(0x1006, 0x0002c90300000201)
-	if res := r.term.apply(ctxT(t)); res != applyDone {
+	if res := r.term.apply(t.Context()); res != applyDone {
 		t.Fatalf("apply: %v, want done", res)
 	}
 	for _, c := range []struct {
@@ -431,7 +453,7 @@ func TestPKeyErrorsFailNetworkJobs(t *testing.T) {
 	}
 	const other = "6c1e2a4f-0b7d-4e9a-8f3c-2d5b7a9e1c04" // a network H1 is no member of
 	vlan := func(r *applyRig, id string, seg int64) store.Job {
-		j, err := r.st.RecordNetwork(ctxT(t), store.NetworkChange{Operation: store.OpUpdateNetwork,
+		j, err := r.st.RecordNetwork(t.Context(), store.NetworkChange{Operation: store.OpUpdateNetwork,
 			Network: store.NetworkSpec{ID: id, Name: "n", Type: store.TypeVLAN, PhysicalNetwork: "ib", SegmentationID: &seg}})
 		if err != nil {
 			t.Fatal(err)
@@ -450,7 +472,7 @@ func TestPKeyErrorsFailNetworkJobs(t *testing.T) {
 		{"VLAN move", func(r *applyRig) store.Job { return vlan(r, r.netID, 102) }, full(0x0066), "0x0066"},
 		{"update", func(r *applyRig) store.Job { return vlan(r, r.netID, 101) }, full(0x0065), "0x0065"},
 		{"moved to the flat partition", func(r *applyRig) store.Job {
-			j, err := r.st.RecordNetwork(ctxT(t), store.NetworkChange{Operation: store.OpCreateNetwork,
+			j, err := r.st.RecordNetwork(t.Context(), store.NetworkChange{Operation: store.OpCreateNetwork,
 				Network: store.NetworkSpec{ID: r.netID, Name: "n", Type: store.TypeFlat, PhysicalNetwork: "ib"}})
 			if err != nil {
 				t.Fatal(err)
@@ -465,13 +487,13 @@ func TestPKeyErrorsFailNetworkJobs(t *testing.T) {
 			r.network(101)
 			r.port("port-h1", 0x0002c90300000101)
 			r.port("port-h2", 0x0002c90300000201)
-			if res := r.term.apply(ctxT(t)); res != applyDone {
+			if res := r.term.apply(t.Context()); res != applyDone {
 				t.Fatalf("first apply: %v, want done", res)
 			}
 			job := tt.change(r)
 			unrelated := vlan(r, other, 103)
 			sweep = logLine(0x01, "pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x8300 because Pkey table is full for node 0x0002c90300f00001 port 0 (S1)") + tt.sweep
-			if res := r.term.apply(ctxT(t)); res != applyDone {
+			if res := r.term.apply(t.Context()); res != applyDone {
 				t.Fatalf("apply: %v, want done", res)
 			}
 			j := r.job(job.ID)
@@ -528,21 +550,13 @@ func TestPKeyErrorsAttributedByPortAndPKey(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			sweep := ""
 			r := newApplyRig(t, true, func() string { return heavySweep(sweep) })
-			kube := r.st.WithRules(store.Rules{KubernetesRange: fabric.PKeyRange{First: 0x1000, Last: 0x1fff}})
-			add := func(pkey fabric.PKey, g fabric.GUID) store.Job {
-				j, err := kube.AddKubernetesGUIDs(ctxT(t), store.KubernetesAddition{PKey: pkey,
-					Members: []store.KubernetesMember{{GUID: g, Membership: fabric.Full}}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return j
-			}
+			add := r.kubeAdd
 			// Applied before the line appears: H1 in 0x1005 and 0x1007, the
 			// network.
 			r.network(101)
 			add(0x1005, h1)
 			add(0x1007, h1)
-			if res := r.term.apply(ctxT(t)); res != applyDone {
+			if res := r.term.apply(t.Context()); res != applyDone {
 				t.Fatalf("first apply: %v, want done", res)
 			}
 			jobs := []struct {
@@ -557,7 +571,7 @@ func TestPKeyErrorsAttributedByPortAndPKey(t *testing.T) {
 				{"H4 to 0x1008", add(0x1008, h4), tt.h4To1008},
 			}
 			sweep = logLine(0x01, tt.line)
-			if res := r.term.apply(ctxT(t)); res != applyDone {
+			if res := r.term.apply(t.Context()); res != applyDone {
 				t.Fatalf("apply: %v, want done", res)
 			}
 			for _, c := range jobs {
@@ -586,40 +600,13 @@ func TestPKeyErrorWindows(t *testing.T) {
 	full := func(pkey uint16) string {
 		return logLine(0x01, fmt.Sprintf("pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x%04x because Pkey table is full for node 0x0002c90300000100 port 1 (H1)", 0x8000|pkey))
 	}
-	h1Block := logLine(0x01, "pkey_mgr_update_pkey_entry: ERR 0506: pkey_mgr_update_pkey_entry() failed to update pkey table block 0 for node 0x0002c90300000100 port 1 (H1)")
-	vlan := func(r *applyRig, seg int64) store.Job {
-		j, err := r.st.RecordNetwork(ctxT(t), store.NetworkChange{Operation: store.OpUpdateNetwork,
-			Network: store.NetworkSpec{ID: r.netID, Name: "n", Type: store.TypeVLAN, PhysicalNetwork: "ib", SegmentationID: &seg}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return j
-	}
-	remove := func(r *applyRig, port string) store.Job {
-		j, err := r.st.RemovePort(ctxT(t), store.PortRemoval{PortID: port})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return j
-	}
 	// setup is the rig with H1's and H2's ports in the network on VLAN 101,
-	// applied cleanly.
+	// applied cleanly; the sweeps after it log what *sweep returns.
 	setup := func(t *testing.T, sweep *func() string) *applyRig {
 		r := newApplyRig(t, true, func() string { return (*sweep)() })
 		*sweep = func() string { return heavySweep("") }
-		r.network(101)
-		r.port("port-h1", 0x0002c90300000101)
-		r.port("port-h2", 0x0002c90300000201)
-		if res := r.term.apply(ctxT(t)); res != applyDone {
-			t.Fatalf("first apply: %v, want done", res)
-		}
+		r.h1H2Applied("first apply")
 		return r
-	}
-	check := func(t *testing.T, r *applyRig, name string, job store.Job, want string) {
-		t.Helper()
-		if j := r.job(job.ID); j.Status != want {
-			t.Errorf("%s: %s (%s %s), want %s", name, j.Status, j.Description, j.Error, want)
-		}
 	}
 
 	t.Run("removal", func(t *testing.T) {
@@ -628,17 +615,15 @@ func TestPKeyErrorWindows(t *testing.T) {
 		}{
 			{"another pkey's error", full(0x0066), store.StatusCompleted},
 			{"the error of the pkey it left", full(0x0065), store.StatusFailed},
-			{"a table block not sent", h1Block, store.StatusFailed},
+			{"a table block not sent", blockNotSent(1), store.StatusFailed},
 		} {
 			t.Run(c.name, func(t *testing.T) {
 				var sweep func() string
 				r := setup(t, &sweep)
-				job := remove(r, "port-h1")
+				job := r.removePort("port-h1")
 				sweep = func() string { return heavySweep(c.line) }
-				if res := r.term.apply(ctxT(t)); res != applyDone {
-					t.Fatalf("apply: %v, want done", res)
-				}
-				check(t, r, "the removal of H1's port", job, c.want)
+				r.applied("apply")
+				wantStatus(t, r, "the removal of H1's port", job, c.want)
 			})
 		}
 	})
@@ -647,28 +632,24 @@ func TestPKeyErrorWindows(t *testing.T) {
 		var sweep func() string
 		r := setup(t, &sweep)
 		appendTo(t, r.sm.log, heavySweep(full(0x0066))) // before the position
-		job := vlan(r, 102)
-		if res := r.term.apply(ctxT(t)); res != applyDone {
-			t.Fatalf("apply: %v, want done", res)
-		}
-		check(t, r, "the VLAN move", job, store.StatusCompleted)
+		job := r.vlan(r.netID, 102)
+		r.applied("apply")
+		wantStatus(t, r, "the VLAN move", job, store.StatusCompleted)
 	})
 
 	t.Run("the state moves on during the sweep", func(t *testing.T) {
 		var sweep func() string
 		r := setup(t, &sweep)
-		move := vlan(r, 102)
+		move := r.vlan(r.netID, 102)
 		var later []store.Job
 		sweep = func() string {
 			// Recorded after the apply read the state, before OpenSM's
 			// sweep ends: the next apply's.
-			later = append(later, vlan(r, 103), remove(r, "port-h1"))
+			later = append(later, r.vlan(r.netID, 103), r.removePort("port-h1"))
 			return heavySweep(full(0x0066))
 		}
-		if res := r.term.apply(ctxT(t)); res != applyDone {
-			t.Fatalf("apply: %v, want done", res)
-		}
-		check(t, r, "the move to 102, which the sweep applied", move, store.StatusFailed)
+		r.applied("apply")
+		wantStatus(t, r, "the move to 102, which the sweep applied", move, store.StatusFailed)
 		for _, j := range later {
 			if got := r.job(j.ID); got.Status == store.StatusFailed || got.Status == store.StatusCompleted {
 				t.Errorf("a change after the sweep's state finished with it: %+v", got)
@@ -687,7 +668,7 @@ func TestPKeyErrorsFailJobRefused(t *testing.T) {
 	nw := r.network(101)
 	h1 := r.port("port-h1", 0x0002c90300000101)
 	h2 := r.port("port-h2", 0x0002c90300000201)
-	if res := r.term.apply(ctxT(t)); res != applyRetry {
+	if res := r.term.apply(t.Context()); res != applyRetry {
 		t.Fatalf("apply with a refused write: %v, want a retry", res)
 	}
 	failed := 0
@@ -702,7 +683,7 @@ func TestPKeyErrorsFailJobRefused(t *testing.T) {
 	if failed != 1 {
 		t.Errorf("%d jobs failed before the refused write, want 1", failed)
 	}
-	if res := r.term.apply(ctxT(t)); res != applyDone {
+	if res := r.term.apply(t.Context()); res != applyDone {
 		t.Fatalf("apply: %v, want done", res)
 	}
 	for _, c := range []struct {

@@ -99,7 +99,7 @@ func BenchmarkApplyLargeFabric(b *testing.B) {
 		}
 		return heavySweep(verbose.String())
 	})
-	ctx := ctxT(b)
+	ctx := b.Context()
 	if err := os.WriteFile(r.dump, []byte(dump), 0o644); err != nil {
 		b.Fatal(err)
 	}
@@ -126,6 +126,25 @@ func BenchmarkApplyLargeFabric(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	measureApplies(ctx, b, r, func(i int) {
+		// A port whose GUID is not on the fabric: the state grows by one port
+		// per apply, the fabric does not.
+		benchPort(ctx, b, r, fmt.Sprintf("q%d", i), netIDs[i%nets], fabric.GUID(0x0002c90400000000+uint64(i)))
+	})
+}
+
+// benchPort records a port of network net.
+func benchPort(ctx context.Context, b *testing.B, r *applyRig, id, net string, g fabric.GUID) {
+	if _, err := r.st.RecordPort(ctx, store.PortChange{Operation: store.OpAddPort,
+		Port: store.Port{ID: id, NetworkID: net, GUID: &g, Host: "h"}}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// measureApplies applies the recorded state once, then measures one apply of
+// the change that change(i) records in each round, and reports the manager's
+// split per apply.
+func measureApplies(ctx context.Context, b *testing.B, r *applyRig, change func(i int)) {
 	if res := r.term.apply(ctx); res != applyDone {
 		b.Fatalf("first apply: %v", res)
 	}
@@ -133,13 +152,7 @@ func BenchmarkApplyLargeFabric(b *testing.B) {
 	r.term.Observer = phases
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		// A port whose GUID is not on the fabric: the state grows by one port
-		// per apply, the fabric does not.
-		g := fabric.GUID(0x0002c90400000000 + uint64(i))
-		if _, err := r.st.RecordPort(ctx, store.PortChange{Operation: store.OpAddPort,
-			Port: store.Port{ID: fmt.Sprintf("q%d", i), NetworkID: netIDs[i%nets], GUID: &g, Host: "h"}}); err != nil {
-			b.Fatal(err)
-		}
+		change(i)
 		if res := r.term.apply(ctx); res != applyDone {
 			b.Fatalf("apply: %v", res)
 		}
@@ -171,8 +184,7 @@ func BenchmarkApplyManyPorts(b *testing.B) {
 		defer mu.Unlock()
 		return heavySweep(notFound.String())
 	})
-	// Recording 10,000 ports takes seconds, more on a busy machine than
-	// ctxT's minute allows.
+	// Recording 10,000 ports takes seconds, minutes on a busy machine.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	r.network(101)
@@ -198,23 +210,9 @@ func BenchmarkApplyManyPorts(b *testing.B) {
 	if err := <-errs; err != nil {
 		b.Fatal(err)
 	}
-	if res := r.term.apply(ctx); res != applyDone {
-		b.Fatalf("first apply: %v", res)
-	}
-	phases := &phaseTimes{}
-	r.term.Observer = phases
-	b.ResetTimer()
-	for i := 0; b.Loop(); i++ {
+	measureApplies(ctx, b, r, func(i int) {
 		g := fabric.GUID(0x0002c90500000000 + uint64(i))
-		if _, err := r.st.RecordPort(ctx, store.PortChange{Operation: store.OpAddPort,
-			Port: store.Port{ID: fmt.Sprintf("q%d", i), NetworkID: r.netID, GUID: &g, Host: "h"}}); err != nil {
-			b.Fatal(err)
-		}
+		benchPort(ctx, b, r, fmt.Sprintf("q%d", i), r.netID, g)
 		member(g)
-		if res := r.term.apply(ctx); res != applyDone {
-			b.Fatalf("apply: %v", res)
-		}
-	}
-	b.StopTimer()
-	phases.report(b)
+	})
 }

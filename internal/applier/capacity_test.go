@@ -46,10 +46,10 @@ func TestRecordOverCapacity(t *testing.T) {
 	}
 	// H1: default, 0x0200, 0x0201 and 0x0065 = 4 = the capacity.
 	topo, err := topology.NewDump(dump).Load()
-	if err := tm.recordOverCapacity(ctxT(t), State(snap, tm.Cfg.DefaultPartition, tm.Cfg.FlatPKey), dumpRead{topo, err}); err != nil {
+	if err := tm.recordOverCapacity(t.Context(), State(snap, tm.Cfg.DefaultPartition, tm.Cfg.FlatPKey), dumpRead{topo, err}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.EnforcementErrors(ctxT(t))
+	got, err := s.EnforcementErrors(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,21 +57,23 @@ func TestRecordOverCapacity(t *testing.T) {
 		!strings.Contains(got[0].Line, "host port 0x0002c90300000101 carries 4 pkeys") {
 		t.Fatalf("recorded %+v, want H1's switch port 0x0002c90300f00001:2", got)
 	}
-	reasons, err := Gates{Store: s, SubnetDump: dump}.Closed(ctxT(t))
-	if err != nil || !slices.ContainsFunc(reasons, func(r string) bool { return strings.HasPrefix(r, EnforcementCleared) }) {
+	reasons, err := Gates{Store: s, SubnetDump: dump}.Closed(t.Context())
+	if err != nil || !slices.ContainsFunc(reasons, func(r GateReason) bool {
+		return r.Kind == GateEnforcementCleared && strings.HasPrefix(r.Text, EnforcementCleared)
+	}) {
 		t.Errorf("gates: %q, %v; want closed by the enforcement error", reasons, err)
 	}
 
 	// Below the capacity (H2 alone, capacity 5): nothing more is recorded.
-	if _, err := s.ClearEnforcementErrors(ctxT(t)); err != nil {
+	if _, err := s.ClearEnforcementErrors(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	tm.Cfg.PortLimit = &topology.PortLimit{DumpFile: dump, Capacity: 5, Static: static}
 	snap.Members = []store.Member{{NetworkID: "net-a", GUID: h1}, {NetworkID: "net-flat", GUID: h2}}
-	if err := tm.recordOverCapacity(ctxT(t), State(snap, tm.Cfg.DefaultPartition, tm.Cfg.FlatPKey), dumpRead{topo, err}); err != nil {
+	if err := tm.recordOverCapacity(t.Context(), State(snap, tm.Cfg.DefaultPartition, tm.Cfg.FlatPKey), dumpRead{topo, err}); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.EnforcementErrors(ctxT(t)); len(got) != 0 {
+	if got, _ := s.EnforcementErrors(t.Context()); len(got) != 0 {
 		t.Errorf("recorded %+v below the capacity", got)
 	}
 }
@@ -128,7 +130,7 @@ func TestOverCapacityRecordFailureCompletesNothing(t *testing.T) {
 	r.network(101)
 	job := r.port("port-h1", 0x0002c90300000101)
 
-	if res := r.term.apply(ctxT(t)); res != applyRetry {
+	if res := r.term.apply(t.Context()); res != applyRetry {
 		t.Errorf("apply with the finding not recorded: %v, want a retry", res)
 	}
 	if j := r.job(job.ID); j.Status == store.StatusCompleted {
@@ -138,7 +140,7 @@ func TestOverCapacityRecordFailureCompletesNothing(t *testing.T) {
 		t.Fatalf("recorded %q although the write failed", got)
 	}
 
-	if res := r.term.apply(ctxT(t)); res != applyDone {
+	if res := r.term.apply(t.Context()); res != applyDone {
 		t.Fatalf("apply with the database back: %v, want done", res)
 	}
 	if got := recorded(t, r.st); len(got) != 1 || !strings.HasPrefix(got[0], "0x0002c90300f00001:") {
@@ -171,7 +173,7 @@ func TestOverCapacityMembershipsAreWithheld(t *testing.T) {
 		for _, g := range gs {
 			a.Members = append(a.Members, store.KubernetesMember{GUID: g, Membership: fabric.Full})
 		}
-		j, err := kube.AddKubernetesGUIDs(ctxT(t), a)
+		j, err := kube.AddKubernetesGUIDs(t.Context(), a)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,7 +181,7 @@ func TestOverCapacityMembershipsAreWithheld(t *testing.T) {
 	}
 	jobs := []store.Job{add(0x1001, offFabric, other), add(0x1002, offFabric, h1), add(0x1003, offFabric),
 		add(0x1004, offFabric, h1), add(0x1005, h1)}
-	if res := r.term.apply(ctxT(t)); res != applyDone {
+	if res := r.term.apply(t.Context()); res != applyDone {
 		t.Fatalf("apply: %v, want done", res)
 	}
 	want := []string{store.StatusCompleted, store.StatusCompleted, store.StatusFailed, store.StatusFailed,
@@ -202,15 +204,15 @@ func TestOverCapacityMembershipsAreWithheld(t *testing.T) {
 			t.Errorf("%s is in %d partitions of the file, want %d:\n%s", g, got, n, file)
 		}
 	}
-	if got, err := r.st.EnforcementErrors(ctxT(t)); err != nil || len(got) != 0 {
+	if got, err := r.st.EnforcementErrors(t.Context()); err != nil || len(got) != 0 {
 		t.Errorf("enforcement errors %+v, %v; want none: nothing in the file overflows", got, err)
 	}
 	// --render and the drift check render the same file.
-	snap, err := r.st.Snapshot(ctxT(t))
+	snap, err := r.st.Snapshot(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, text, checkErr, err := Render(ctxT(t), snap, r.term.Cfg); err != nil || checkErr != nil || string(text) != string(file) {
+	if _, text, checkErr, err := Render(t.Context(), snap, r.term.Cfg); err != nil || checkErr != nil || string(text) != string(file) {
 		t.Errorf("Render: %v, %v; want the file written", err, checkErr)
 	}
 }

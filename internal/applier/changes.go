@@ -10,7 +10,7 @@ import (
 // What a sweep changed in the host ports' pkey tables, and which jobs changed
 // it: the difference between the state the term last applied (every job up
 // to it judged) and the state the sweep applied. A pkey error that names a
-// port but no pkey is held against these changes (local.go): a port whose
+// port but no pkey is held against these changes (attribution.go): a port whose
 // table was not sent may lack a pkey it gained in the sweep or still hold one
 // it lost, and the jobs of those changes are the ones whose outcome is in
 // doubt.

@@ -26,7 +26,7 @@ const otherNet = "6c1e2a4f-0b7d-4e9a-8f3c-2d5b7a9e1c04"
 
 func (r *applyRig) portIn(net, id string, g fabric.GUID) store.Job {
 	r.t.Helper()
-	j, err := r.st.RecordPort(ctxT(r.t), store.PortChange{Operation: store.OpAddPort,
+	j, err := r.st.RecordPort(r.t.Context(), store.PortChange{Operation: store.OpAddPort,
 		Port: store.Port{ID: id, NetworkID: net, GUID: &g, Host: "h"}})
 	if err != nil {
 		r.t.Fatal(err)
@@ -36,7 +36,7 @@ func (r *applyRig) portIn(net, id string, g fabric.GUID) store.Job {
 
 func (r *applyRig) vlan(net string, seg int64) store.Job {
 	r.t.Helper()
-	j, err := r.st.RecordNetwork(ctxT(r.t), store.NetworkChange{Operation: store.OpUpdateNetwork,
+	j, err := r.st.RecordNetwork(r.t.Context(), store.NetworkChange{Operation: store.OpUpdateNetwork,
 		Network: store.NetworkSpec{ID: net, Name: "n", Type: store.TypeVLAN, PhysicalNetwork: "ib", SegmentationID: &seg}})
 	if err != nil {
 		r.t.Fatal(err)
@@ -46,7 +46,7 @@ func (r *applyRig) vlan(net string, seg int64) store.Job {
 
 func (r *applyRig) removePort(id string) store.Job {
 	r.t.Helper()
-	j, err := r.st.RemovePort(ctxT(r.t), store.PortRemoval{PortID: id})
+	j, err := r.st.RemovePort(r.t.Context(), store.PortRemoval{PortID: id})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func (r *applyRig) kube() *store.Store {
 
 func (r *applyRig) kubeAdd(pkey fabric.PKey, g fabric.GUID) store.Job {
 	r.t.Helper()
-	j, err := r.kube().AddKubernetesGUIDs(ctxT(r.t), store.KubernetesAddition{PKey: pkey,
+	j, err := r.kube().AddKubernetesGUIDs(r.t.Context(), store.KubernetesAddition{PKey: pkey,
 		Members: []store.KubernetesMember{{GUID: g, Membership: fabric.Full}}})
 	if err != nil {
 		r.t.Fatal(err)
@@ -78,9 +78,7 @@ func tenants(t *testing.T, sweep *string) *applyRig {
 	r.vlan(otherNet, 102)
 	r.portIn(otherNet, "port-h3", hostPort(3))
 	r.kubeAdd(0x1005, hostPort(5))
-	if res := r.term.apply(ctxT(t)); res != applyDone {
-		t.Fatalf("first apply: %v, want done", res)
-	}
+	r.applied("first apply")
 	return r
 }
 
@@ -107,7 +105,7 @@ func TestNoPKeyErrorFailsOnlyTheChangesOfItsPort(t *testing.T) {
 		{"port removed", 1, func(r *applyRig) store.Job { return r.removePort("port-h1") }},
 		{"port added", 2, func(r *applyRig) store.Job { return r.portIn(r.netID, "port-h2", hostPort(2)) }},
 		{"network deleted", 1, func(r *applyRig) store.Job {
-			j, err := r.st.RemoveNetwork(ctxT(r.t), store.NetworkRemoval{NetworkID: r.netID})
+			j, err := r.st.RemoveNetwork(r.t.Context(), store.NetworkRemoval{NetworkID: r.netID})
 			if err != nil {
 				r.t.Fatal(err)
 			}
@@ -116,7 +114,7 @@ func TestNoPKeyErrorFailsOnlyTheChangesOfItsPort(t *testing.T) {
 		{"VLAN move", 1, func(r *applyRig) store.Job { return r.vlan(r.netID, 103) }},
 		{"Kubernetes member added", 4, func(r *applyRig) store.Job { return r.kubeAdd(0x1005, hostPort(4)) }},
 		{"Kubernetes member removed", 5, func(r *applyRig) store.Job {
-			j, err := r.kube().RemoveKubernetesGUIDs(ctxT(r.t), store.KubernetesRemoval{PKey: 0x1005,
+			j, err := r.kube().RemoveKubernetesGUIDs(r.t.Context(), store.KubernetesRemoval{PKey: 0x1005,
 				GUIDs: []fabric.GUID{hostPort(5)}})
 			if err != nil {
 				r.t.Fatal(err)
@@ -124,7 +122,7 @@ func TestNoPKeyErrorFailsOnlyTheChangesOfItsPort(t *testing.T) {
 			return j
 		}},
 		{"Kubernetes pkey deleted", 5, func(r *applyRig) store.Job {
-			j, err := r.kube().DeleteKubernetesPKey(ctxT(r.t), store.KubernetesDeletion{PKey: 0x1005})
+			j, err := r.kube().DeleteKubernetesPKey(r.t.Context(), store.KubernetesDeletion{PKey: 0x1005})
 			if err != nil {
 				r.t.Fatal(err)
 			}
@@ -138,7 +136,7 @@ func TestNoPKeyErrorFailsOnlyTheChangesOfItsPort(t *testing.T) {
 			job := tt.change(r)
 			other := r.removePort("port-h3") // the other tenant's removal
 			sweep = blockNotSent(tt.host)
-			if res := r.term.apply(ctxT(t)); res != applyDone {
+			if res := r.term.apply(t.Context()); res != applyDone {
 				t.Fatalf("apply: %v, want done", res)
 			}
 			j := wantStatus(t, r, "the change of the line's port", job, store.StatusFailed)
@@ -161,7 +159,7 @@ func TestNoPKeyErrorWithoutAppliedStateFailsEveryJob(t *testing.T) {
 	r := newApplyRig(t, true, func() string { return heavySweep(sweep) })
 	r.network(101)
 	first := []store.Job{r.portIn(r.netID, "port-h1", hostPort(1)), r.portIn(r.netID, "port-h2", hostPort(2))}
-	if res := r.term.apply(ctxT(t)); res != applyDone {
+	if res := r.term.apply(t.Context()); res != applyDone {
 		t.Fatalf("first apply: %v, want done", res)
 	}
 	for _, j := range first {
@@ -173,19 +171,19 @@ func TestNoPKeyErrorWithoutAppliedStateFailsEveryJob(t *testing.T) {
 	r.sm.sweep = func() string { return "" }
 	r.term.Cfg.SweepTimeout = 200 * time.Millisecond
 	timedOut := r.portIn(r.netID, "port-h3", hostPort(3))
-	if res := r.term.apply(ctxT(t)); res != applyRetry {
+	if res := r.term.apply(t.Context()); res != applyRetry {
 		t.Fatalf("apply without a sweep: %v, want a retry", res)
 	}
 	r.sm.sweep = func() string { return heavySweep(sweep) }
 	sweep = blockNotSent(1)
-	if res := r.term.apply(ctxT(t)); res != applyDone {
+	if res := r.term.apply(t.Context()); res != applyDone {
 		t.Fatalf("apply: %v, want done", res)
 	}
 	wantStatus(t, r, "H3's port, after a write that proved nothing", timedOut, store.StatusFailed)
 
 	// Judged, then compared with: H4's port completes beside H1's line.
 	later := r.portIn(r.netID, "port-h4", hostPort(4))
-	if res := r.term.apply(ctxT(t)); res != applyDone {
+	if res := r.term.apply(t.Context()); res != applyDone {
 		t.Fatalf("apply: %v, want done", res)
 	}
 	wantStatus(t, r, "H4's port, with a judged state to compare with", later, store.StatusCompleted)
@@ -206,7 +204,7 @@ func TestNoPKeyErrorJudgedOnTheAppliedState(t *testing.T) {
 		back = r.vlan(r.netID, 101) // after the apply read the state
 		return heavySweep(blockNotSent(1))
 	}
-	if res := r.term.apply(ctxT(t)); res != applyDone {
+	if res := r.term.apply(t.Context()); res != applyDone {
 		t.Fatalf("apply: %v, want done", res)
 	}
 	wantStatus(t, r, "the move the sweep applied", move, store.StatusFailed)
@@ -215,7 +213,7 @@ func TestNoPKeyErrorJudgedOnTheAppliedState(t *testing.T) {
 		t.Errorf("the move back, after the sweep's state, finished with it: %+v", j)
 	}
 	r.sm.sweep = func() string { return heavySweep("") }
-	if res := r.term.apply(ctxT(t)); res != applyDone {
+	if res := r.term.apply(t.Context()); res != applyDone {
 		t.Fatalf("apply: %v, want done", res)
 	}
 	wantStatus(t, r, "the move back", back, store.StatusCompleted)
@@ -300,31 +298,31 @@ func TestNoPKeyErrorAfterAWindowFailsEveryJob(t *testing.T) {
 	}{
 		{"none", func(*testing.T, *applyRig, *string) {}, store.StatusCompleted},
 		{"OpenSM restarted", func(t *testing.T, r *applyRig, _ *string) {
-			r.term.restarts-- // the driver started it again since the term looked
-			r.term.repairDrift(ctxT(t))
+			r.term.restarts-- // the supervisor started it again since the term looked
+			r.term.repairDrift(t.Context())
 		}, store.StatusFailed},
 		{"the file edited", func(t *testing.T, r *applyRig, _ *string) {
 			appendTo(t, r.term.Cfg.PartitionsFile, "edited = 0x0067 : ALL ;\n")
-			r.term.repairDrift(ctxT(t))
+			r.term.repairDrift(t.Context())
 		}, store.StatusFailed},
 		{"a freeze lifted", func(t *testing.T, r *applyRig, _ *string) {
 			r.term.reapply = true
 			r.term.takeReapply()
 		}, store.StatusFailed},
 		{"jobs held by a gate", func(t *testing.T, r *applyRig, _ *string) {
-			if err := r.st.RecordEnforcementErrors(ctxT(t), r.term.id, []store.EnforcementSighting{{Switch: "0x0002c90300f00001",
+			if err := r.st.RecordEnforcementErrors(t.Context(), r.term.id, []store.EnforcementSighting{{Switch: "0x0002c90300f00001",
 				Port: 2, Line: "ERR 0507: Clearing Enforcement bit"}}); err != nil {
 				t.Fatal(err)
 			}
 			held := r.portIn(otherNet, "port-h2", hostPort(2))
-			if res := r.term.apply(ctxT(t)); res != applyDone {
+			if res := r.term.apply(t.Context()); res != applyDone {
 				t.Fatalf("apply: %v, want done", res)
 			}
 			wantStatus(t, r, "a job while a gate is closed", held, store.StatusRunning)
-			if _, err := r.st.ClearEnforcementErrors(ctxT(t)); err != nil {
+			if _, err := r.st.ClearEnforcementErrors(t.Context()); err != nil {
 				t.Fatal(err)
 			}
-			r.term.pollGates(ctxT(t))
+			r.term.pollGates(t.Context())
 		}, store.StatusFailed},
 	}
 	for _, tt := range tests {
@@ -334,7 +332,7 @@ func TestNoPKeyErrorAfterAWindowFailsEveryJob(t *testing.T) {
 			tt.window(t, r, &sweep)
 			other := r.portIn(otherNet, "port-h4", hostPort(4))
 			sweep = blockNotSent(1)
-			if res := r.term.apply(ctxT(t)); res != applyDone {
+			if res := r.term.apply(t.Context()); res != applyDone {
 				t.Fatalf("apply: %v, want done", res)
 			}
 			wantStatus(t, r, "the other tenant's port", other, tt.want)

@@ -19,96 +19,81 @@ type deadlineStore struct {
 	timeout time.Duration
 }
 
-func (d deadlineStore) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, d.timeout)
+// call runs one database call with its own deadline.
+func (d deadlineStore) call(ctx context.Context, call func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	return call(ctx)
+}
+
+// within is call for a call that returns a value.
+func within[T any](ctx context.Context, d deadlineStore, call func(ctx context.Context) (T, error)) (T, error) {
+	var v T
+	err := d.call(ctx, func(ctx context.Context) (err error) {
+		v, err = call(ctx)
+		return err
+	})
+	return v, err
 }
 
 func (d deadlineStore) Revision(ctx context.Context) (int64, error) {
-	ctx, cancel := d.ctx(ctx)
-	defer cancel()
-	return d.Store.Revision(ctx)
+	return within(ctx, d, d.Store.Revision)
 }
 
 func (d deadlineStore) Snapshot(ctx context.Context) (store.Snapshot, error) {
-	ctx, cancel := d.ctx(ctx)
-	defer cancel()
-	return d.Store.Snapshot(ctx)
+	return within(ctx, d, d.Store.Snapshot)
 }
 
 func (d deadlineStore) ReadSnapshot(ctx context.Context, c *store.SnapshotCache) (store.Snapshot, error) {
-	ctx, cancel := d.ctx(ctx)
-	defer cancel()
-	return d.Store.ReadSnapshot(ctx, c)
+	return within(ctx, d, func(ctx context.Context) (store.Snapshot, error) { return d.Store.ReadSnapshot(ctx, c) })
 }
 
 func (d deadlineStore) MarkJobsRunning(ctx context.Context, term, revision int64) (int64, error) {
-	ctx, cancel := d.ctx(ctx)
-	defer cancel()
-	return d.Store.MarkJobsRunning(ctx, term, revision)
+	return within(ctx, d, func(ctx context.Context) (int64, error) { return d.Store.MarkJobsRunning(ctx, term, revision) })
 }
 
 func (d deadlineStore) FinishApply(ctx context.Context, a store.Apply, open func(store.GateState) bool) (store.Finished, error) {
-	ctx, cancel := d.ctx(ctx)
-	defer cancel()
-	return d.Store.FinishApply(ctx, a, open)
+	return within(ctx, d, func(ctx context.Context) (store.Finished, error) { return d.Store.FinishApply(ctx, a, open) })
 }
 
 func (d deadlineStore) FailJobs(ctx context.Context, term, revision int64, reason string) (int64, error) {
-	ctx, cancel := d.ctx(ctx)
-	defer cancel()
-	return d.Store.FailJobs(ctx, term, revision, reason)
+	return within(ctx, d, func(ctx context.Context) (int64, error) { return d.Store.FailJobs(ctx, term, revision, reason) })
 }
 
 func (d deadlineStore) RecordApply(ctx context.Context, a store.Apply) (bool, error) {
-	ctx, cancel := d.ctx(ctx)
-	defer cancel()
-	return d.Store.RecordApply(ctx, a)
+	return within(ctx, d, func(ctx context.Context) (bool, error) { return d.Store.RecordApply(ctx, a) })
 }
 
 func (d deadlineStore) DeleteExpiredJobs(ctx context.Context, term int64, retention time.Duration) (int64, error) {
-	ctx, cancel := d.ctx(ctx)
-	defer cancel()
-	return d.Store.DeleteExpiredJobs(ctx, term, retention)
+	return within(ctx, d, func(ctx context.Context) (int64, error) { return d.Store.DeleteExpiredJobs(ctx, term, retention) })
 }
 
 func (d deadlineStore) DeleteExpiredApplies(ctx context.Context, term int64, retention time.Duration) (int64, error) {
-	ctx, cancel := d.ctx(ctx)
-	defer cancel()
-	return d.Store.DeleteExpiredApplies(ctx, term, retention)
+	return within(ctx, d, func(ctx context.Context) (int64, error) { return d.Store.DeleteExpiredApplies(ctx, term, retention) })
 }
 
 func (d deadlineStore) ExpectedSwitches(ctx context.Context) ([]store.ExpectedSwitch, error) {
-	ctx, cancel := d.ctx(ctx)
-	defer cancel()
-	return d.Store.ExpectedSwitches(ctx)
+	return within(ctx, d, d.Store.ExpectedSwitches)
 }
 
 func (d deadlineStore) EnforcementErrors(ctx context.Context) ([]store.EnforcementError, error) {
-	ctx, cancel := d.ctx(ctx)
-	defer cancel()
-	return d.Store.EnforcementErrors(ctx)
+	return within(ctx, d, d.Store.EnforcementErrors)
 }
 
 func (d deadlineStore) RecordEnforcementErrors(ctx context.Context, term int64, seen []store.EnforcementSighting) error {
-	ctx, cancel := d.ctx(ctx)
-	defer cancel()
-	return d.Store.RecordEnforcementErrors(ctx, term, seen)
+	return d.call(ctx, func(ctx context.Context) error { return d.Store.RecordEnforcementErrors(ctx, term, seen) })
 }
 
 func (d deadlineStore) DescribeOpenJobs(ctx context.Context, term, revision int64, description string) (int64, error) {
-	ctx, cancel := d.ctx(ctx)
-	defer cancel()
-	return d.Store.DescribeOpenJobs(ctx, term, revision, description)
+	return within(ctx, d, func(ctx context.Context) (int64, error) {
+		return d.Store.DescribeOpenJobs(ctx, term, revision, description)
+	})
 }
 
 func (d deadlineStore) FailJob(ctx context.Context, term, id int64, reason string) (int64, error) {
-	ctx, cancel := d.ctx(ctx)
-	defer cancel()
-	return d.Store.FailJob(ctx, term, id, reason)
+	return within(ctx, d, func(ctx context.Context) (int64, error) { return d.Store.FailJob(ctx, term, id, reason) })
 }
 
 func (d deadlineStore) OpenJobs(ctx context.Context, revision int64) ([]store.OpenJob, error) {
-	ctx, cancel := d.ctx(ctx)
-	defer cancel()
-	return d.Store.OpenJobs(ctx, revision)
+	return within(ctx, d, func(ctx context.Context) ([]store.OpenJob, error) { return d.Store.OpenJobs(ctx, revision) })
 }

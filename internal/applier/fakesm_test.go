@@ -13,8 +13,8 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 )
 
-// fakeOpenSM is a fake SubnetManager for the applier's unit tests, faithful to
-// opensm.Process's contract where the applier relies on it:
+// fakeOpenSM is a fake Supervisor for the applier's unit tests, faithful to
+// opensm.Supervisor's contract where the applier relies on it:
 //   - Start is idempotent and returns at once; OpenSM then starts (logging
 //     its version line) and is ready; nothing but Stop stops it. A Stop for
 //     a term is a latch (opensm.TermLatch): Start for that term or an
@@ -69,7 +69,7 @@ func (f *fakeOpenSM) Start(term int64) error {
 	}
 	f.started = true
 	if f.startErr != nil {
-		return nil // as the real driver: the failure shows in WaitReady, and is retried
+		return nil // as the real supervisor: the failure shows in WaitReady, and is retried
 	}
 	f.launchLocked()
 	return nil
@@ -152,7 +152,7 @@ func (f *fakeOpenSM) Reload(ctx context.Context) error {
 	return nil
 }
 
-// crash is OpenSM exiting and its driver starting it again.
+// crash is OpenSM exiting and its supervisor starting it again.
 func (f *fakeOpenSM) crash() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -166,7 +166,7 @@ func (f *fakeOpenSM) Restarts() int {
 	return f.restarts
 }
 
-// heal makes the failing start succeed, as the driver's next retry would.
+// heal makes the failing start succeed, as the supervisor's next retry would.
 func (f *fakeOpenSM) heal() {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -1,20 +1,17 @@
 package applier
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"math"
-	"os"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tick"
 )
 
 // The freeze (HA only, docs/ha.md): a new leader starts its OpenSM once the
@@ -46,178 +43,63 @@ var (
 	enteringStandby = regexp.MustCompile(`^Entering (STANDBY|NOTACTIVE) state$`)
 )
 
-// freezeWatch follows this term's OpenSM's state in its log.
+// freezeWatch follows this term's OpenSM's state in its log, as the term's
+// tail hands out its entries (observe).
 type freezeWatch struct {
 	leases  LeaseStore
-	suspect string // the manager to check, from the take
-	path    string
+	suspect string        // the manager to check, from the take
 	timeout time.Duration // of each database call
+	tail    *opensm.Tail  // the term's: scanState pumps it
 	mu      sync.Mutex    // detect runs beside the term's loop
-	pos     opensm.Position
-	// f is the file being read: across a rotation, the old one until it is
-	// read to its end, so that a STANDBY line logged just before logrotate
-	// renamed it is not missed.
-	f       *os.File
-	master  bool   // OpenSM's last state line said MASTER
-	frozen  string // the freeze's reason; "" when none
-	pending bool   // an --unfreeze waits for this OpenSM to be master
-}
-
-// newFreezeWatch returns a watch of the log at path from pos, its file open
-// already: a rotation before the first scan does not hide what the file held
-// after pos. A file that cannot be opened now is opened at the first scan
-// (the error says why).
-func newFreezeWatch(leases LeaseStore, suspect, path string, pos opensm.Position, timeout time.Duration) (*freezeWatch, error) {
-	w := &freezeWatch{leases: leases, suspect: suspect, path: path, pos: pos, timeout: timeout}
-	return w, w.open()
-}
-
-// close releases the open log file.
-func (w *freezeWatch) close() {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.f != nil {
-		w.f.Close()
-		w.f = nil
+	frozen  string        // the freeze's reason; "" when none
+	pending bool          // an --unfreeze waits for this OpenSM to be master
+	// seen is what the state lines said, kept by observe, which runs in
+	// whichever goroutine pumps the tail: apart from mu, which is held
+	// across database calls.
+	seen struct {
+		sync.Mutex
+		master  bool // OpenSM's last state line said MASTER
+		standby bool // a STANDBY line since the last scanState
 	}
 }
 
-// open opens the file at path, if there is one. A file other than the
-// position's is new: all of it is read.
-func (w *freezeWatch) open() error {
-	f, err := os.Open(w.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return err
-	}
-	if inode := inodeOf(fi); inode != w.pos.Inode {
-		w.pos = opensm.Position{Inode: inode}
-	}
-	w.f = f
-	return nil
+// newFreezeWatch returns a watch; the term's tail is set once opened with
+// its observe.
+func newFreezeWatch(leases LeaseStore, suspect string, timeout time.Duration) *freezeWatch {
+	return &freezeWatch{leases: leases, suspect: suspect, timeout: timeout}
 }
 
-// scanState reads the state lines OpenSM logged since the last scan. Across
-// a rotation by renaming, once the path names a new file that OpenSM writes
-// to, the old file is read to its end (its last line too, newline or not)
-// before the new one from its beginning; a file truncated in place is read
-// from its beginning (what it held past the last scan is gone).
+// observe is the tail's handler: it keeps what a state line says.
+func (w *freezeWatch) observe(e opensm.Entry) {
+	if !strings.HasPrefix(e.Message, "Entering ") {
+		return // most entries: no regular expression for them
+	}
+	w.seen.Lock()
+	defer w.seen.Unlock()
+	switch {
+	case enteringMaster.MatchString(e.Message):
+		w.seen.master = true
+	case enteringStandby.MatchString(e.Message):
+		w.seen.master, w.seen.standby = false, true
+	}
+}
+
+// scanState reads what OpenSM logged since the last look (the tail follows
+// rotation and truncation) and says whether a STANDBY state line was among
+// it, or came since the last scan through another reader of the tail.
 func (w *freezeWatch) scanState() (standby bool, err error) {
-	if w.f == nil {
-		if err := w.open(); err != nil || w.f == nil {
-			return false, err
-		}
-	}
-	for {
-		// Looked for before reading: a new file with data means OpenSM
-		// writes there, so the old one is whole once read to its end.
-		next, err := w.rotated()
-		if err != nil {
-			return standby, err
-		}
-		if next == nil {
-			seen, _, err := w.readState(false)
-			return standby || seen, err
-		}
-		for {
-			seen, progressed, err := w.readState(true)
-			standby = standby || seen
-			if err != nil {
-				next.Close()
-				return standby, err
-			}
-			if !progressed {
-				break
-			}
-		}
-		fi, err := next.Stat()
-		if err != nil {
-			next.Close()
-			return standby, err
-		}
-		w.f.Close()
-		w.f, w.pos = next, opensm.Position{Inode: inodeOf(fi)}
-	}
+	err = w.tail.Pump()
+	w.seen.Lock()
+	defer w.seen.Unlock()
+	standby, w.seen.standby = w.seen.standby, false
+	return standby, err
 }
 
-// rotated returns the file the path names now when it is not the one being
-// read and holds data (OpenSM reopened its log there); nil otherwise.
-func (w *freezeWatch) rotated() (*os.File, error) {
-	cur, err := os.Stat(w.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil // moved away, no new file yet: the old one may still grow
-	}
-	if err != nil {
-		return nil, err
-	}
-	if inodeOf(cur) == w.pos.Inode || cur.Size() == 0 {
-		return nil, nil
-	}
-	f, err := os.Open(w.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	return f, err
-}
-
-// readState reads the open file past the position, at most maxScan bytes,
-// and reports a STANDBY state line in it. It reads whole lines only, unless
-// whole says the file no longer grows. progressed says the position moved.
-func (w *freezeWatch) readState(whole bool) (standby, progressed bool, err error) {
-	fi, err := w.f.Stat()
-	if err != nil {
-		return false, false, err
-	}
-	from := w.pos.Offset
-	if fi.Size() < from {
-		from = 0 // truncated in place (copytruncate, log_max_size)
-	}
-	n := min(fi.Size()-from, maxScan)
-	if n <= 0 {
-		w.pos.Offset = from
-		return false, false, nil
-	}
-	buf := make([]byte, n)
-	if _, err := w.f.ReadAt(buf, from); err != nil && !errors.Is(err, io.EOF) {
-		return false, false, err
-	}
-	end := bytes.LastIndexByte(buf, '\n') + 1
-	if whole && from+n == fi.Size() {
-		end = len(buf) // the old file's last line, which nothing will finish
-	}
-	if end == 0 && n < maxScan {
-		return false, false, nil
-	}
-	if end == 0 {
-		end = len(buf)
-	}
-	w.pos.Offset = from + int64(end)
-	if !bytes.Contains(buf[:end], []byte(" state")) {
-		return false, true, nil
-	}
-	entries, err := opensm.ParseLog(bytes.NewReader(buf[:end]))
-	if err != nil {
-		return false, true, err
-	}
-	for _, e := range entries {
-		switch {
-		case enteringMaster.MatchString(e.Message):
-			w.master = true
-		case enteringStandby.MatchString(e.Message):
-			w.master, standby = false, true
-		}
-	}
-	return standby, true, nil
+// isMaster says whether OpenSM's last state line said MASTER.
+func (w *freezeWatch) isMaster() bool {
+	w.seen.Lock()
+	defer w.seen.Unlock()
+	return w.seen.master
 }
 
 // detect records a freeze when OpenSM went STANDBY since the last look. It
@@ -274,16 +156,10 @@ func (w *freezeWatch) isFrozen() bool {
 
 // watchFreeze runs detect every interval until ctx ends.
 func (w *freezeWatch) watchFreeze(ctx context.Context, t *term, interval time.Duration) {
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-			w.detect(ctx, t)
-		}
-	}
+	tick.Every(ctx, interval, func() bool {
+		w.detect(ctx, t)
+		return true
+	})
 }
 
 // pollFreeze updates the freeze: it freezes when OpenSM went STANDBY, and
@@ -311,7 +187,7 @@ func (t *term) pollFreeze(ctx context.Context) string {
 	if !lease.UnfreezeRequested {
 		return w.frozen
 	}
-	if !w.master {
+	if !w.isMaster() {
 		if !w.pending {
 			t.Log.Warn("unfreeze pending: this manager's OpenSM is not master yet", "suspect", w.suspect)
 		}

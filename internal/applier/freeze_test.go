@@ -10,6 +10,20 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 )
 
+// tailedFreezeWatch is a freeze watch fed by a tail of the log at path from
+// pos, as a term's is.
+func tailedFreezeWatch(t *testing.T, path string, pos opensm.Position) *freezeWatch {
+	t.Helper()
+	w := newFreezeWatch(nil, "", time.Second)
+	tail, err := opensm.OpenTail(path, pos, w.observe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tail.Close() })
+	w.tail = tail
+	return w
+}
+
 // The state lines of real OpenSM logs: a start that ends MASTER, and a
 // master that hands over to a higher SM and goes STANDBY (the freeze's
 // signal); appended in pieces, a line is read once it is whole.
@@ -23,32 +37,22 @@ func TestFreezeWatchReadsOpenSMState(t *testing.T) {
 	}
 	applied, standby := read("applied.log"), read("standby.log")
 	path := filepath.Join(t.TempDir(), "opensm.log")
-	w := &freezeWatch{path: path}
-	if got, err := w.scanState(); err != nil || got || w.master {
-		t.Fatalf("no log yet: standby %v, master %v, %v", got, w.master, err)
-	}
-	appendLog := func(s string) {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		if _, err := f.WriteString(s); err != nil {
-			t.Fatal(err)
-		}
+	w := tailedFreezeWatch(t, path, opensm.Position{})
+	if got, err := w.scanState(); err != nil || got || w.isMaster() {
+		t.Fatalf("no log yet: standby %v, master %v, %v", got, w.isMaster(), err)
 	}
 	i := strings.Index(applied, "Entering MASTER state") + len("Entering MASTER")
-	appendLog(applied[:i])
-	if got, err := w.scanState(); err != nil || got || w.master {
-		t.Fatalf("half a MASTER line: standby %v, master %v, %v", got, w.master, err)
+	appendTo(t, path, applied[:i])
+	if got, err := w.scanState(); err != nil || got || w.isMaster() {
+		t.Fatalf("half a MASTER line: standby %v, master %v, %v", got, w.isMaster(), err)
 	}
-	appendLog(applied[i:])
-	if got, err := w.scanState(); err != nil || got || !w.master {
-		t.Fatalf("after the start: standby %v, master %v, %v; want master", got, w.master, err)
+	appendTo(t, path, applied[i:])
+	if got, err := w.scanState(); err != nil || got || !w.isMaster() {
+		t.Fatalf("after the start: standby %v, master %v, %v; want master", got, w.isMaster(), err)
 	}
-	appendLog(standby)
-	if got, err := w.scanState(); err != nil || !got || w.master {
-		t.Fatalf("after the handover: standby %v, master %v, %v; want STANDBY seen", got, w.master, err)
+	appendTo(t, path, standby)
+	if got, err := w.scanState(); err != nil || !got || w.isMaster() {
+		t.Fatalf("after the handover: standby %v, master %v, %v; want STANDBY seen", got, w.isMaster(), err)
 	}
 	if got, err := w.scanState(); err != nil || got {
 		t.Fatalf("nothing new: standby %v, %v; want nothing seen again", got, err)
@@ -65,17 +69,6 @@ func TestFreezeWatchSeesStandbyAcrossRotation(t *testing.T) {
 		standby = "Nov 29 19:24:38 895800 [F5B2C6C0] 0x80 -> Entering STANDBY state\n"
 		later   = "Nov 29 19:24:39 000001 [F5B2C6C0] 0x02 -> osm_sm_state_mgr_process: a line after the reopen\n"
 	)
-	write := func(t *testing.T, path, s string) {
-		t.Helper()
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		if _, err := f.WriteString(s); err != nil {
-			t.Fatal(err)
-		}
-	}
 	tests := []struct {
 		name string
 		// scanFirst: the watch reads the MASTER line before the rotation.
@@ -94,43 +87,39 @@ func TestFreezeWatchSeesStandbyAcrossRotation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "opensm.log")
-			write(t, path, "Nov 29 19:24:29 000001 [F5B2C6C0] 0x03 -> OpenSM 3.3.23\n")
+			appendTo(t, path, "Nov 29 19:24:29 000001 [F5B2C6C0] 0x03 -> OpenSM 3.3.23\n")
 			pos, err := opensm.LogPosition(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			w, err := newFreezeWatch(nil, "", path, pos, time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.close()
-			write(t, path, master)
+			w := tailedFreezeWatch(t, path, pos)
+			appendTo(t, path, master)
 			if tt.scanFirst {
-				if got, err := w.scanState(); err != nil || got || !w.master {
-					t.Fatalf("before the rotation: standby %v, master %v, %v; want master", got, w.master, err)
+				if got, err := w.scanState(); err != nil || got || !w.isMaster() {
+					t.Fatalf("before the rotation: standby %v, master %v, %v; want master", got, w.isMaster(), err)
 				}
 			}
-			write(t, path, tt.standby)
+			appendTo(t, path, tt.standby)
 			if err := os.Rename(path, path+".1"); err != nil {
 				t.Fatal(err)
 			}
 			if tt.reopened {
-				write(t, path, later)
+				appendTo(t, path, later)
 			} else {
-				write(t, path, "") // logrotate's create: an empty file OpenSM does not write yet
+				appendTo(t, path, "") // logrotate's create: an empty file OpenSM does not write yet
 			}
 			got, err := w.scanState()
-			if err != nil || !got || w.master {
-				t.Fatalf("after the rotation: standby %v, master %v, %v; want the STANDBY line seen", got, w.master, err)
+			if err != nil || !got || w.isMaster() {
+				t.Fatalf("after the rotation: standby %v, master %v, %v; want the STANDBY line seen", got, w.isMaster(), err)
 			}
 			if tt.reopened {
 				if got, err := w.scanState(); err != nil || got {
 					t.Fatalf("nothing new: standby %v, %v", got, err)
 				}
 				// The new file is followed: a line logged there is read.
-				write(t, path, master)
-				if got, err := w.scanState(); err != nil || got || !w.master {
-					t.Fatalf("in the new file: standby %v, master %v, %v; want master", got, w.master, err)
+				appendTo(t, path, master)
+				if got, err := w.scanState(); err != nil || got || !w.isMaster() {
+					t.Fatalf("in the new file: standby %v, master %v, %v; want master", got, w.isMaster(), err)
 				}
 			}
 		})
@@ -145,18 +134,33 @@ func TestFreezeWatchReadsATruncatedLogFromItsBeginning(t *testing.T) {
 	if err := os.WriteFile(path, []byte(line("OpenSM 3.3.23")+line("Entering MASTER state")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w, err := newFreezeWatch(nil, "", path, opensm.Position{}, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.close()
-	if got, err := w.scanState(); err != nil || got || !w.master {
-		t.Fatalf("standby %v, master %v, %v; want master", got, w.master, err)
+	w := tailedFreezeWatch(t, path, opensm.Position{})
+	if got, err := w.scanState(); err != nil || got || !w.isMaster() {
+		t.Fatalf("standby %v, master %v, %v; want master", got, w.isMaster(), err)
 	}
 	if err := os.WriteFile(path, []byte(line("Entering STANDBY state")), 0o600); err != nil { // truncates in place
 		t.Fatal(err)
 	}
 	if got, err := w.scanState(); err != nil || !got {
 		t.Fatalf("after the truncation: standby %v, %v; want the STANDBY line seen", got, err)
+	}
+}
+
+// The apply's wait pumps the term's tail too: a STANDBY line it read is seen
+// by the freeze watch's next look all the same.
+func TestFreezeWatchSeesStandbyAnotherReaderRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	w := tailedFreezeWatch(t, path, opensm.Position{})
+	if err := os.WriteFile(path, []byte("Nov 29 19:24:38 895800 [F5B2C6C0] 0x80 -> Entering STANDBY state\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.tail.Pump(); err != nil { // the apply's read
+		t.Fatal(err)
+	}
+	if got, err := w.scanState(); err != nil || !got {
+		t.Fatalf("standby %v, %v; want the STANDBY line seen", got, err)
+	}
+	if got, err := w.scanState(); err != nil || got {
+		t.Fatalf("standby %v, %v; want it seen once", got, err)
 	}
 }

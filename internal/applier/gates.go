@@ -1,17 +1,13 @@
 package applier
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
@@ -41,6 +37,43 @@ const NoExpectedSwitches = "No expected switches: once OpenSM has swept, record 
 // EnforcementCleared starts the reason given while enforcement errors are recorded.
 const EnforcementCleared = "OpenSM cleared a switch port's enforcement"
 
+// GateKind is the kind of a reason jobs do not complete: a word for alerts and
+// dashboards to select on without matching the reason's text, which names
+// switches and ports.
+type GateKind string
+
+const (
+	GateNoExpectedSwitches GateKind = "no_expected_switches" // none confirmed yet (NoExpectedSwitches)
+	// GateSwitchMissing: a confirmed switch is missing from OpenSM's last
+	// sweep, or the subnet dump cannot prove it present.
+	GateSwitchMissing GateKind = "switch_missing"
+	// GateSwitchesUnchecked: the subnet dump cannot be read (SwitchesUnchecked).
+	GateSwitchesUnchecked  GateKind = "switches_unchecked"
+	GateEnforcementCleared GateKind = "enforcement_cleared" // enforcement errors are recorded (EnforcementCleared)
+	GateFrozen             GateKind = "frozen"              // the HA freeze (freeze.go)
+)
+
+// GateReason is one reason jobs do not complete now.
+type GateReason struct {
+	Kind GateKind
+	Text string // for operators: what is wrong, and what to do
+}
+
+func (r GateReason) String() string { return r.Text }
+
+// GateTexts are the reasons' texts, as the jobs, the log and --status say them.
+func GateTexts(reasons []GateReason) []string {
+	texts := make([]string, len(reasons))
+	for i, r := range reasons {
+		texts[i] = r.Text
+	}
+	return texts
+}
+
+// SwitchesUnchecked starts the reason given while the subnet dump cannot be
+// read: --status tells a dump this host cannot read from a closed gate.
+const SwitchesUnchecked = "the expected switches cannot be checked"
+
 // GateReader is what evaluating the gates reads from the database.
 type GateReader interface {
 	ExpectedSwitches(ctx context.Context) ([]store.ExpectedSwitch, error)
@@ -67,7 +100,7 @@ type Gates struct {
 
 // Closed returns why jobs may not complete now; none when every gate is open.
 // An error (the database could not be read) means the gates are closed too.
-func (g Gates) Closed(ctx context.Context) ([]string, error) {
+func (g Gates) Closed(ctx context.Context) ([]GateReason, error) {
 	expected, err := g.Store.ExpectedSwitches(ctx)
 	if err != nil {
 		return nil, err
@@ -97,10 +130,10 @@ func (g Gates) read() dumpRead {
 // them and a read of the subnet dump (looked at only when switches are
 // confirmed); none when every gate is open. It does no I/O: the applier
 // evaluates it inside the transaction that completes the jobs.
-func (g Gates) reasons(st store.GateState, dump dumpRead) []string {
-	var reasons []string
+func (g Gates) reasons(st store.GateState, dump dumpRead) []GateReason {
+	var reasons []GateReason
 	if len(st.Expected) == 0 {
-		reasons = append(reasons, NoExpectedSwitches)
+		reasons = append(reasons, GateReason{GateNoExpectedSwitches, NoExpectedSwitches})
 	} else {
 		reasons = append(reasons, g.missingSwitches(st.Expected, dump)...)
 	}
@@ -109,8 +142,9 @@ func (g Gates) reasons(st store.GateState, dump dumpRead) []string {
 		for i, e := range st.Errors {
 			ports[i] = e.SwitchPort()
 		}
-		reasons = append(reasons, fmt.Sprintf("%s: %s (see --show-enforcement-errors; --clear-enforcement-errors once dealt with)",
-			EnforcementCleared, strings.Join(ports, ", ")))
+		reasons = append(reasons, GateReason{GateEnforcementCleared, fmt.Sprintf(
+			"%s: %s (see --show-enforcement-errors; --clear-enforcement-errors once dealt with)",
+			EnforcementCleared, strings.Join(ports, ", "))})
 	}
 	return reasons
 }
@@ -119,26 +153,26 @@ func (g Gates) reasons(st store.GateState, dump dumpRead) []string {
 // dump that cannot be read proves nothing: that closes the gate as well (OpenSM
 // rewrites the file in place, so a read can catch it half written; the next
 // poll reads it again).
-func (g Gates) missingSwitches(expected []store.ExpectedSwitch, dump dumpRead) []string {
+func (g Gates) missingSwitches(expected []store.ExpectedSwitch, dump dumpRead) []GateReason {
 	if g.SubnetDump == "" {
-		return []string{"OpenSM's subnet dump is not configured: the expected switches cannot be checked"}
+		return []GateReason{{GateSwitchMissing, "OpenSM's subnet dump is not configured: the expected switches cannot be checked"}}
 	}
 	if dump.err != nil || dump.topo == nil {
 		err := dump.err
 		if err == nil {
 			err = errors.New("not read")
 		}
-		return []string{fmt.Sprintf("the expected switches cannot be checked: %v", err)}
+		return []GateReason{{GateSwitchesUnchecked, fmt.Sprintf("%s: %v", SwitchesUnchecked, err)}}
 	}
 	present := map[string]bool{}
 	for _, sw := range dump.topo.Switches() {
 		present[sw.GUID.String()] = true
 	}
-	var reasons []string
+	var reasons []GateReason
 	for _, sw := range expected {
 		if !present[sw.GUID.String()] {
-			reasons = append(reasons, fmt.Sprintf("expected switch %s (%s) is missing from OpenSM's last sweep",
-				sw.GUID, sw.Description))
+			reasons = append(reasons, GateReason{GateSwitchMissing, fmt.Sprintf(
+				"expected switch %s (%s) is missing from OpenSM's last sweep", sw.GUID, sw.Description)})
 		}
 	}
 	return reasons
@@ -167,23 +201,37 @@ func (t *term) readDump() dumpRead {
 
 // gatekeeper is a term's state of the gates.
 type gatekeeper struct {
-	watch   enforcementWatch
-	blocked int64  // revision proven applied whose jobs wait for the gates; 0: none
-	said    string // the reasons last logged and written into the jobs
+	enforcement enforcementLog
+	blocked     int64  // revision proven applied whose jobs wait for the gates; 0: none
+	said        string // the reasons last logged and written into the jobs
 	// reopened: the gates opened while jobs waited; the next apply's sweep
 	// completes them.
 	reopened bool
 }
 
-// startGates begins watching OpenSM's log for cleared enforcement, from its
-// current end: OpenSM starts after this, and repeats the line at every heavy
-// sweep while the condition lasts.
-func (t *term) startGates() error {
+// startLog opens the term's tail of OpenSM's log from its current end, with
+// the readers of what it says besides the applies' sweeps: the gates'
+// enforcement recorder and, with the HA lease, the freeze watch (suspect is
+// the manager it names). OpenSM starts after this; it repeats a cleared
+// enforcement at every heavy sweep while the condition lasts, and its first
+// state line is this term's.
+func (t *term) startLog(suspect string, dbTimeout time.Duration) error {
 	pos, err := opensm.LogPosition(t.Cfg.LogFile)
 	if err != nil {
 		return fmt.Errorf("OpenSM log: %w", err)
 	}
-	t.gate = &gatekeeper{watch: enforcementWatch{path: t.Cfg.LogFile, pos: pos}}
+	t.gate = &gatekeeper{}
+	handlers := []func(opensm.Entry){t.gate.enforcement.observe}
+	if t.Lease != nil {
+		t.freeze = newFreezeWatch(t.Lease, suspect, dbTimeout)
+		handlers = append(handlers, t.freeze.observe)
+	}
+	if t.tail, err = opensm.OpenTail(t.Cfg.LogFile, pos, handlers...); err != nil {
+		t.Log.Error("read OpenSM's log", "error", err) // read at the next pump
+	}
+	if t.freeze != nil {
+		t.freeze.tail = t.tail
+	}
 	return nil
 }
 
@@ -211,11 +259,11 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply) (
 	frozen := t.pollFreeze(ctx)
 	reapply := t.reapply // a lifted freeze: the full apply that follows completes them
 	gates := Gates{SubnetDump: t.Cfg.SubnetDump}
-	var reasons []string
+	var reasons []GateReason
 	f, err := t.Store.FinishApply(ctx, a, func(gs store.GateState) bool {
 		reasons = gates.reasons(gs, dump)
 		if frozen != "" && !reapply {
-			reasons = append(reasons, frozen)
+			reasons = append(reasons, GateReason{GateFrozen, frozen})
 		}
 		return !reapply && len(reasons) == 0
 	})
@@ -255,7 +303,7 @@ func (t *term) gatesOpen(ctx context.Context, rev int64) bool {
 		t.gate.blocked = 0 // the full apply that follows completes them
 		return false
 	} else if frozen != "" {
-		reasons = append(reasons, frozen)
+		reasons = append(reasons, GateReason{GateFrozen, frozen})
 	}
 	if len(reasons) == 0 {
 		return true
@@ -266,11 +314,12 @@ func (t *term) gatesOpen(ctx context.Context, rev int64) bool {
 
 // holdJobs keeps the jobs up to rev waiting for the gates, saying why, and
 // rev for pollGates.
-func (t *term) holdJobs(ctx context.Context, rev int64, reasons []string) {
+func (t *term) holdJobs(ctx context.Context, rev int64, reasons []GateReason) {
 	t.gate.blocked = rev
-	said := "Not completing: " + strings.Join(reasons, "; ")
+	texts := GateTexts(reasons)
+	said := "Not completing: " + strings.Join(texts, "; ")
 	if said != t.gate.said {
-		t.Log.Warn("jobs wait for the gates", "revision", rev, "reasons", reasons)
+		t.Log.Warn("jobs wait for the gates", "revision", rev, "reasons", texts)
 	}
 	if _, err := t.Store.DescribeOpenJobs(ctx, t.id, rev, said); err != nil {
 		t.Log.Error("describe waiting jobs", "revision", rev, "error", err)
@@ -304,50 +353,21 @@ func (t *term) pollGates(ctx context.Context) {
 	t.applied = -1 // the loop applies again
 }
 
-// recordEnforcement records the cleared enforcement an apply's sweep logged.
-func (t *term) recordEnforcement(ctx context.Context, found []opensm.EnforcementError) error {
-	if len(found) == 0 {
-		return nil
-	}
-	seen := make([]store.EnforcementSighting, len(found))
-	for i, e := range found {
-		seen[i] = store.EnforcementSighting{Switch: e.Switch, Port: e.Port, Line: e.Line}
-	}
-	if err := t.Store.RecordEnforcementErrors(ctx, t.id, seen); err != nil {
-		return err
-	}
-	if t.gate.watch.seenInSweep == nil {
-		t.gate.watch.seenInSweep = map[string]struct{}{}
-	}
-	for _, e := range found {
-		t.gate.watch.seenInSweep[e.Line] = struct{}{}
-	}
-	for _, e := range found {
-		t.Log.Error(EnforcementCleared, "switch_port", e.String(), "line", e.Line)
-	}
-	return nil
+// recordEnforcement records the cleared enforcement the tail has handed out
+// so far.
+func (t *term) recordEnforcement(ctx context.Context) error {
+	return t.gate.enforcement.record(ctx, t.id, t.Store, t.Log)
 }
 
+// scanEnforcement reads what OpenSM logged since the last read and records
+// the cleared enforcement in it.
 func (t *term) scanEnforcement(ctx context.Context) {
-	if err := t.gate.watch.scan(ctx, t.id, t.Store, t.Log); err != nil {
+	if err := t.tail.Pump(); err != nil {
 		t.Log.Error("read OpenSM's log for cleared enforcement", "error", err)
 	}
-}
-
-// maxScan bounds what one scan reads; the rest is read at the next poll.
-const maxScan = 4 << 20
-
-// enforcementWatch reads OpenSM's log from where it stopped and records every
-// line saying a switch port's enforcement was cleared. It reads whole lines
-// only, so an entry is never split between two scans.
-type enforcementWatch struct {
-	path string
-	pos  opensm.Position
-	f    *os.File // the file being read; across a rotation, the old one until it is read to its end
-	// seenInSweep holds the lines an apply's sweep already recorded (see
-	// recordEnforcement), so that the watch does not count them again.
-	seenInSweep map[string]struct{}
-	read        int64 // bytes of log read, for tests
+	if err := t.recordEnforcement(ctx); err != nil {
+		t.Log.Error("record cleared enforcement", "error", err)
+	}
 }
 
 // EnforcementRecorder records what the log said.
@@ -355,201 +375,46 @@ type EnforcementRecorder interface {
 	RecordEnforcementErrors(ctx context.Context, term int64, seen []store.EnforcementSighting) error
 }
 
-func (w *enforcementWatch) scan(ctx context.Context, term int64, rec EnforcementRecorder, log *slog.Logger) error {
-	if err := w.follow(ctx, term, rec, log); err != nil || w.f == nil {
-		return err
-	}
-	_, err := w.readChunk(ctx, term, rec, log, -1)
-	return err
+// enforcementLog keeps the lines of OpenSM's log saying a switch port's
+// enforcement was cleared, as the term's tail hands them out (observe), until
+// they are recorded. The tail reads each byte of the log once, so each line
+// is recorded once, whether a sweep's wait or a poll read it.
+type enforcementLog struct {
+	mu    sync.Mutex // observe runs in whichever goroutine pumps the tail
+	found []opensm.EnforcementError
 }
 
-// handOff moves the watch past span, a stretch of the log that an apply's
-// sweep has read whole for cleared enforcement and whose lines are recorded
-// (opensm.SweepResult.Scanned): the watch reads the log up to span.From
-// itself, then goes on from span.To, so that the sweep's lines, one per port
-// on a large fabric, are read once. Nothing is skipped: when the watch is not
-// in span's file (a rotation), or cannot read up to span.From (the log
-// shrank), it stays where it is and reads everything itself.
-func (w *enforcementWatch) handOff(ctx context.Context, term int64, rec EnforcementRecorder, log *slog.Logger, span opensm.Span) error {
-	if err := w.readUpTo(ctx, term, rec, log, opensm.Position{Inode: span.Inode, Offset: span.From}); err != nil || w.f == nil {
-		return err
+// observe is the tail's handler.
+func (l *enforcementLog) observe(e opensm.Entry) {
+	if ee, ok := opensm.ParseEnforcementError(e); ok {
+		l.mu.Lock()
+		l.found = append(l.found, ee)
+		l.mu.Unlock()
 	}
-	if w.pos.Inode != span.Inode || w.pos.Offset != span.From || span.To < span.From {
+}
+
+// record records what was found since the last record, and logs it. What
+// could not be recorded is kept for the next call.
+func (l *enforcementLog) record(ctx context.Context, term int64, rec EnforcementRecorder, log *slog.Logger) error {
+	l.mu.Lock()
+	found := l.found
+	l.found = nil
+	l.mu.Unlock()
+	if len(found) == 0 {
 		return nil
 	}
-	// A file shorter than the span was truncated since the sweep read it:
-	// what it holds now is new, and read from where the watch is.
-	if fi, err := w.f.Stat(); err != nil || fi.Size() < span.To {
-		return err
-	}
-	w.pos.Offset = span.To
-	// The sweep's own lines were all in span: none is left for the watch to
-	// meet again.
-	w.seenInSweep = nil
-	return nil
-}
-
-// readUpTo reads and records what the log holds from the watch's position up
-// to to, when to is in the file the watch reads (otherwise, after a
-// rotation, it only follows it as scan does); it stops early at a line still
-// being written, or when the file was truncated in place: the rest is read
-// from where it stopped.
-func (w *enforcementWatch) readUpTo(ctx context.Context, term int64, rec EnforcementRecorder, log *slog.Logger, to opensm.Position) error {
-	if err := w.follow(ctx, term, rec, log); err != nil || w.f == nil {
-		return err
-	}
-	for w.pos.Inode == to.Inode && w.pos.Offset < to.Offset {
-		before := w.pos.Offset
-		progressed, err := w.readChunk(ctx, term, rec, log, to.Offset)
-		if err != nil || !progressed || w.pos.Offset <= before {
-			return err // no further, or truncated in place: read on from here
-		}
-	}
-	return nil
-}
-
-// catchUp reads the log up to pos, the position an apply noted before its
-// SIGHUP, in a goroutine of its own while the apply waits for OpenSM's
-// sweep: what OpenSM logged since the last scan (on a large fabric, a heavy
-// sweep of another cause logs a line per port) is then read during the
-// sweep, not after it, when the jobs wait for it. The returned wait must be
-// called before the watch is used again; it returns the reading's error.
-// Nothing is skipped: what is left is read by handOff or the next scan.
-func (w *enforcementWatch) catchUp(ctx context.Context, term int64, rec EnforcementRecorder, log *slog.Logger, pos opensm.Position) (wait func() error) {
-	done := make(chan error, 1)
-	go func() { done <- w.readUpTo(ctx, term, rec, log, pos) }()
-	var once sync.Once
-	var err error
-	return func() error {
-		once.Do(func() { err = <-done })
-		return err
-	}
-}
-
-// follow opens the log, and follows a rotation by renaming: once the path
-// names a new file that OpenSM writes to (it holds data: OpenSM reopened its
-// log), the old file, still open, is read to its end first, so that no line
-// logged before the rotation is missed.
-func (w *enforcementWatch) follow(ctx context.Context, term int64, rec EnforcementRecorder, log *slog.Logger) error {
-	cur, err := os.Stat(w.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil // rotated away and not re-created yet: the old file may still grow
-	}
-	if err != nil {
-		return err
-	}
-	inode := inodeOf(cur)
-	if w.f != nil && (inode == w.pos.Inode || cur.Size() == 0) {
-		return nil
-	}
-	if w.f != nil {
-		for { // the old file's last lines
-			progressed, err := w.readChunk(ctx, term, rec, log, -1)
-			if err != nil {
-				return err
-			}
-			if !progressed {
-				break
-			}
-		}
-		w.f.Close()
-		w.f = nil
-	}
-	f, err := os.Open(w.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return err
-	}
-	if inode = inodeOf(fi); w.pos.Inode != 0 && inode != w.pos.Inode {
-		w.pos = opensm.Position{Inode: inode} // another file: all of it is new
-	}
-	w.pos.Inode, w.f = inode, f
-	return nil
-}
-
-// close releases the open log file.
-func (w *enforcementWatch) close() {
-	if w.f != nil {
-		w.f.Close()
-		w.f = nil
-	}
-}
-
-func inodeOf(fi fs.FileInfo) uint64 {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return st.Ino
-	}
-	return 0
-}
-
-// readChunk reads and records what the open file holds past the position, at
-// most maxScan bytes, and not past limit unless it is negative. progressed
-// says the position moved.
-func (w *enforcementWatch) readChunk(ctx context.Context, term int64, rec EnforcementRecorder, log *slog.Logger, limit int64) (progressed bool, err error) {
-	f := w.f
-	fi, err := f.Stat()
-	if err != nil {
-		return false, err
-	}
-	inode := w.pos.Inode
-	from := w.pos.Offset
-	if fi.Size() < from {
-		from = 0 // truncated in place (copytruncate, log_max_size): the whole file is new
-	}
-	n := min(fi.Size()-from, maxScan)
-	if limit >= 0 {
-		n = min(n, limit-from)
-	}
-	if n <= 0 {
-		w.pos = opensm.Position{Inode: inode, Offset: from}
-		return false, nil
-	}
-	buf := make([]byte, n)
-	if _, err := f.ReadAt(buf, from); err != nil && !errors.Is(err, io.EOF) {
-		return false, err
-	}
-	w.read += n
-	end := bytes.LastIndexByte(buf, '\n') + 1 // a line still being written waits
-	if end == 0 && n < maxScan {
-		return false, nil
-	}
-	if end == 0 {
-		end = len(buf) // one enormous line: not OpenSM's, skip it
-	}
-	var found []opensm.EnforcementError
-	if opensm.MayHoldEnforcementErrors(buf[:end]) { // most of the time, nothing to parse
-		entries, err := opensm.ParseLog(bytes.NewReader(buf[:end]))
-		if err != nil {
-			return false, err
-		}
-		found = opensm.EnforcementErrors(entries)
-	}
-	kept := found[:0]
-	for _, e := range found {
-		if _, dup := w.seenInSweep[e.Line]; dup {
-			delete(w.seenInSweep, e.Line)
-			continue
-		}
-		kept = append(kept, e)
-	}
-	found = kept
 	seen := make([]store.EnforcementSighting, len(found))
 	for i, e := range found {
 		seen[i] = store.EnforcementSighting{Switch: e.Switch, Port: e.Port, Line: e.Line}
 	}
 	if err := rec.RecordEnforcementErrors(ctx, term, seen); err != nil {
-		return false, err // read again at the next poll
+		l.mu.Lock()
+		l.found = append(found, l.found...)
+		l.mu.Unlock()
+		return err
 	}
 	for _, e := range found {
 		log.Error(EnforcementCleared, "switch_port", e.String(), "line", e.Line)
 	}
-	w.pos = opensm.Position{Inode: inode, Offset: from + int64(end)}
-	return true, nil
+	return nil
 }

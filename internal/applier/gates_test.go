@@ -2,6 +2,7 @@ package applier
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -9,20 +10,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
 
 const err0507 = "Nov 29 18:16:33 486627 [7F1C] 0x01 -> pkey_mgr_update_peer_port: ERR 0507: Not enough pkey entries (60 <= 60) on switch 0x0002c90300f00001 port 2 (S1). Clearing Enforcement bit\n"
-
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 func appendTo(t *testing.T, path, text string) {
 	t.Helper()
@@ -38,7 +33,7 @@ func appendTo(t *testing.T, path, text string) {
 
 func recorded(t *testing.T, s *store.Store) []string {
 	t.Helper()
-	errs, err := s.EnforcementErrors(ctxT(t))
+	errs, err := s.EnforcementErrors(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,9 +44,9 @@ func recorded(t *testing.T, s *store.Store) []string {
 	return out
 }
 
-// The watch records each line once, waits for a line still being written, and
-// reads a truncated or replaced log from its start.
-func TestEnforcementWatch(t *testing.T) {
+// The recorder, fed by a tail, records each line once, waits for a line
+// still being written, and reads a truncated or replaced log from its start.
+func TestEnforcementRecorder(t *testing.T) {
 	s := storetest.Open(t, config.EngineSQLite)
 	log := slog.New(slog.DiscardHandler)
 	path := filepath.Join(t.TempDir(), "opensm.log")
@@ -60,13 +55,22 @@ func TestEnforcementWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	term, err := s.NewTerm(ctxT(t), "test")
+	term, err := s.NewTerm(t.Context(), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := enforcementWatch{path: path}
-	w.pos.Offset = pos.Size()
-	w.pos.Inode = 0 // any file
+	var found enforcementLog
+	tail, err := opensm.OpenTail(path, opensm.Position{Offset: pos.Size()}, found.observe) // any file
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tail.Close()
+	scan := func() error {
+		if err := tail.Pump(); err != nil {
+			return err
+		}
+		return found.record(t.Context(), term, s, log)
+	}
 
 	steps := []struct {
 		name, add string
@@ -82,7 +86,7 @@ func TestEnforcementWatch(t *testing.T) {
 	}
 	for _, st := range steps {
 		appendTo(t, path, st.add)
-		if err := w.scan(ctxT(t), term, s, log); err != nil {
+		if err := scan(); err != nil {
 			t.Fatalf("%s: scan: %v", st.name, err)
 		}
 		if got := recorded(t, s); !slices.Equal(got, st.want) {
@@ -91,13 +95,13 @@ func TestEnforcementWatch(t *testing.T) {
 	}
 
 	// Truncated (log_max_size): the new content is read from the start.
-	if _, err := s.ClearEnforcementErrors(ctxT(t)); err != nil {
+	if _, err := s.ClearEnforcementErrors(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, []byte(err0507), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.scan(ctxT(t), term, s, log); err != nil {
+	if err := scan(); err != nil {
 		t.Fatal(err)
 	}
 	if got := recorded(t, s); !slices.Equal(got, []string{"0x0002c90300f00001:2 xI"}) {
@@ -106,7 +110,7 @@ func TestEnforcementWatch(t *testing.T) {
 
 	// Rotated by renaming: what OpenSM logged into the old file before it
 	// reopened its log is read, then the new file from its start.
-	if _, err := s.ClearEnforcementErrors(ctxT(t)); err != nil {
+	if _, err := s.ClearEnforcementErrors(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(path, path+".1"); err != nil {
@@ -114,27 +118,69 @@ func TestEnforcementWatch(t *testing.T) {
 	}
 	appendTo(t, path+".1", err0507)
 	appendTo(t, path, "") // logrotate's create: the old file is still OpenSM's
-	if err := w.scan(ctxT(t), term, s, log); err != nil {
+	if err := scan(); err != nil {
 		t.Fatal(err)
 	}
 	appendTo(t, path+".1", err0507)
 	appendTo(t, path, "Nov 29 18:16:36 000003 [7F1C] 0x01 -> osm_pkey_mgr: ERR 0513: Clearing Enforcement bit somewhere\n")
-	if err := w.scan(ctxT(t), term, s, log); err != nil {
+	if err := scan(); err != nil {
 		t.Fatal(err)
 	}
 	if got := recorded(t, s); !slices.Equal(got, []string{"0x0002c90300f00001:2 xII", "unattributed xI"}) {
 		t.Errorf("after a rotation: recorded %q, want both lines of the old file and the new file's", got)
 	}
-	w.close()
+}
+
+// failingRecorder is a database that cannot record.
+type failingRecorder struct{ calls int }
+
+func (f *failingRecorder) RecordEnforcementErrors(context.Context, int64, []store.EnforcementSighting) error {
+	f.calls++
+	return errors.New("database away")
+}
+
+// A record that fails keeps the lines: the next one records them, once.
+func TestEnforcementRecorderKeepsWhatItCouldNotRecord(t *testing.T) {
+	s := storetest.Open(t, config.EngineSQLite)
+	term, err := s.NewTerm(t.Context(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	var found enforcementLog
+	tail, err := opensm.OpenTail(path, opensm.Position{}, found.observe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tail.Close()
+	appendTo(t, path, err0507)
+	if err := tail.Pump(); err != nil {
+		t.Fatal(err)
+	}
+	away := &failingRecorder{}
+	if err := found.record(t.Context(), term, away, log); err == nil || away.calls != 1 {
+		t.Fatalf("record with the database away: %v after %d calls; want its error", err, away.calls)
+	}
+	appendTo(t, path, err0507)
+	if err := tail.Pump(); err != nil {
+		t.Fatal(err)
+	}
+	if err := found.record(t.Context(), term, s, log); err != nil {
+		t.Fatal(err)
+	}
+	if got := recorded(t, s); !slices.Equal(got, []string{"0x0002c90300f00001:2 xII"}) {
+		t.Errorf("recorded %q, want both lines, the one kept from the failed record too", got)
+	}
 }
 
 func TestGatesClosed(t *testing.T) {
 	s := storetest.Open(t, config.EngineSQLite)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	dump := filepath.Join(t.TempDir(), "opensm-subnet.lst")
 	g := Gates{Store: s, SubnetDump: dump}
 	reasons, err := g.Closed(ctx)
-	if err != nil || !slices.Equal(reasons, []string{NoExpectedSwitches}) {
+	if err != nil || !slices.Equal(reasons, []GateReason{{GateNoExpectedSwitches, NoExpectedSwitches}}) {
 		t.Fatalf("new database: %q, %v; want only %q", reasons, err, NoExpectedSwitches)
 	}
 	if err := s.ConfirmSwitches(ctx, []store.ExpectedSwitch{{GUID: 0x0002c90300f00001, Description: "S1"},
@@ -142,7 +188,7 @@ func TestGatesClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	reasons, err = g.Closed(ctx)
-	if err != nil || len(reasons) != 1 || !strings.Contains(reasons[0], "cannot be checked") {
+	if err != nil || len(reasons) != 1 || reasons[0].Kind != GateSwitchesUnchecked || !strings.Contains(reasons[0].Text, "cannot be checked") {
 		t.Errorf("no dump: %q, %v; want the switches unchecked", reasons, err)
 	}
 	data, err := os.ReadFile(filepath.Join("..", "topology", "testdata", "good", "ibsim-5-hosts-2-switches.lst"))
@@ -152,7 +198,8 @@ func TestGatesClosed(t *testing.T) {
 	if err := os.WriteFile(dump, data[:len(data)/2], 0o644); err != nil { // caught mid-write
 		t.Fatal(err)
 	}
-	if reasons, err = g.Closed(ctx); err != nil || len(reasons) != 1 || !strings.Contains(reasons[0], "cannot be checked") {
+	if reasons, err = g.Closed(ctx); err != nil || len(reasons) != 1 || reasons[0].Kind != GateSwitchesUnchecked ||
+		!strings.Contains(reasons[0].Text, "cannot be checked") {
 		t.Errorf("half-written dump: %q, %v; want the switches unchecked", reasons, err)
 	}
 	if err := os.WriteFile(dump, data, 0o644); err != nil {
@@ -171,8 +218,8 @@ func TestGatesClosed(t *testing.T) {
 	if err := os.WriteFile(dump, []byte(strings.Join(kept, "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	want := "expected switch 0x0002c90300f00002 (S2) is missing from OpenSM's last sweep"
-	if reasons, err = g.Closed(ctx); err != nil || !slices.Equal(reasons, []string{want}) {
+	want := GateReason{GateSwitchMissing, "expected switch 0x0002c90300f00002 (S2) is missing from OpenSM's last sweep"}
+	if reasons, err = g.Closed(ctx); err != nil || !slices.Equal(reasons, []GateReason{want}) {
 		t.Errorf("S2 gone: %q, %v; want %q", reasons, err, want)
 	}
 }

@@ -43,7 +43,7 @@ func TestIncrementalApplyIsTheFullRender(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := newApplyRigOn(t, engine, true, func() string { return heavySweep("") })
-			ctx := ctxT(t)
+			ctx := t.Context()
 			static, err := tpl.Static(ctx, r.term.Cfg.DefaultPartition, r.term.Cfg.FlatPKey)
 			if err != nil {
 				t.Fatal(err)

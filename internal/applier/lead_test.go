@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,18 +51,8 @@ func newLeadRig(t *testing.T) *leadRig {
 	st := storetest.Open(t, config.EngineSQLite).WithRules(store.Rules{PhysicalNetworks: []string{"ibnet"},
 		FlatPKey: store.DefaultFlatPKey})
 	dir := t.TempDir()
-	dump, err := os.ReadFile(filepath.Join("..", "topology", "testdata", "good", "ibsim-5-hosts-2-switches.lst"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dumpFile := filepath.Join(dir, "opensm-subnet.lst")
-	if err := os.WriteFile(dumpFile, dump, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.ConfirmSwitches(ctxT(t), []store.ExpectedSwitch{{GUID: 0x0002c90300f00001, Description: "S1"},
-		{GUID: 0x0002c90300f00002, Description: "S2"}}); err != nil {
-		t.Fatal(err)
-	}
+	dumpFile := copySubnetDump(t, dir)
+	confirmDumpSwitches(t, st)
 	sm := newFakeOpenSM(t, dir)
 	logs := &lockedBuffer{}
 	app := &Applier{Store: st, SM: sm, Log: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
@@ -85,7 +73,7 @@ func newLeadRig(t *testing.T) *leadRig {
 // what Lead returned.
 func (r *leadRig) lead() (term int64, end func() error) {
 	r.t.Helper()
-	term, err := r.st.NewTerm(ctxT(r.t), "test")
+	term, err := r.st.NewTerm(r.t.Context(), "test")
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -111,7 +99,7 @@ func (r *leadRig) lead() (term int64, end func() error) {
 
 func (r *leadRig) network(id string, vlan int64) store.Job {
 	r.t.Helper()
-	j, err := r.st.RecordNetwork(ctxT(r.t), store.NetworkChange{Network: store.NetworkSpec{ID: id, Name: "net",
+	j, err := r.st.RecordNetwork(r.t.Context(), store.NetworkChange{Network: store.NetworkSpec{ID: id, Name: "net",
 		Type: "vlan", PhysicalNetwork: "ibnet", SegmentationID: &vlan}, Operation: store.OpCreateNetwork,
 		CreatedBy: "test", Request: `{}`})
 	if err != nil {
@@ -122,7 +110,7 @@ func (r *leadRig) network(id string, vlan int64) store.Job {
 
 func (r *leadRig) port(id, network string, g fabric.GUID) store.Job {
 	r.t.Helper()
-	j, err := r.st.RecordPort(ctxT(r.t), store.PortChange{Port: store.Port{ID: id, NetworkID: network, GUID: &g, Host: "h"},
+	j, err := r.st.RecordPort(r.t.Context(), store.PortChange{Port: store.Port{ID: id, NetworkID: network, GUID: &g, Host: "h"},
 		Operation: store.OpAddPort, CreatedBy: "test", Request: `{}`})
 	if err != nil {
 		r.t.Fatal(err)
@@ -136,7 +124,7 @@ func (r *leadRig) wait(j store.Job, status string) store.Job {
 	r.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		got, err := r.st.GetJob(ctxT(r.t), j.ID)
+		got, err := r.st.GetJob(r.t.Context(), j.ID)
 		if err != nil {
 			r.t.Fatal(err)
 		}
@@ -152,7 +140,7 @@ func (r *leadRig) wait(j store.Job, status string) store.Job {
 
 func (r *leadRig) job(j store.Job) store.Job {
 	r.t.Helper()
-	got, err := r.st.GetJob(ctxT(r.t), j.ID)
+	got, err := r.st.GetJob(r.t.Context(), j.ID)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -266,16 +254,24 @@ func TestLeadRetriesRejectedAndRestarted(t *testing.T) {
 	}
 }
 
+// midSweep is a rig whose term applied the empty state and now waits for the
+// sweep of a network's job (revision 1), which OpenSM has not ended; it
+// returns the job and the function that ends the term.
+func midSweep(t *testing.T) (r *leadRig, j store.Job, end func() error) {
+	r = newLeadRig(t)
+	r.sm.sweeps = []string{"applied", "none"}
+	_, end = r.lead()
+	waitLog(t, r.logs, "partitions applied", `"revision":0,`)
+	j = r.network(netA, 101)
+	waitLog(t, r.logs, "SIGHUP sent; waiting for the heavy sweep", `"revision":1,`)
+	return r, j, end
+}
+
 // A term that ends while OpenSM sweeps (leadership lost) returns at once,
 // completes nothing and leaves OpenSM running; the job completes in the next
 // term, whose writes the old term's could not have overtaken.
 func TestLeadLostLeadershipMidSweep(t *testing.T) {
-	r := newLeadRig(t)
-	r.sm.sweeps = []string{"applied", "none"}
-	_, end := r.lead()
-	waitLog(t, r.logs, "partitions applied", `"revision":0,`)
-	j := r.network(netA, 101)
-	waitLog(t, r.logs, "SIGHUP sent; waiting for the heavy sweep", `"revision":1,`)
+	r, j, end := midSweep(t)
 	started := time.Now()
 	if err := end(); err != nil {
 		t.Fatal(err)
@@ -299,15 +295,10 @@ func TestLeadLostLeadershipMidSweep(t *testing.T) {
 // An old term's writes are fenced: once a newer term started, the old one
 // completes nothing, even though its OpenSM applied the change.
 func TestLeadFencedByNewerTerm(t *testing.T) {
-	r := newLeadRig(t)
-	r.sm.sweeps = []string{"applied", "none"}
-	_, end := r.lead()
+	r, j, end := midSweep(t)
 	defer end()
-	waitLog(t, r.logs, "partitions applied", `"revision":0,`)
 	// Another manager wins a newer term while this one sweeps.
-	j := r.network(netA, 101)
-	waitLog(t, r.logs, "SIGHUP sent; waiting for the heavy sweep", `"revision":1,`)
-	if _, err := r.st.NewTerm(ctxT(t), "other"); err != nil {
+	if _, err := r.st.NewTerm(t.Context(), "other"); err != nil {
 		t.Fatal(err)
 	}
 	r.sm.appendLog(sweepLines(t, "applied.log")) // the hanging sweep ends
@@ -369,7 +360,7 @@ func TestLeadCompletesOnlyRecordedApplies(t *testing.T) {
 		t.Fatal("job Completed although its apply was not recorded")
 	}
 	r.wait(j, store.StatusCompleted)
-	a, err := r.st.LastApply(ctxT(t))
+	a, err := r.st.LastApply(t.Context())
 	if err != nil || a.Revision < j.Revision || a.Outcome != "applied" {
 		t.Errorf("last apply %+v, %v; want an applied row of revision %d or later", a, err, j.Revision)
 	}

@@ -13,7 +13,7 @@ import (
 func TestPruneDeletesExpiredApplies(t *testing.T) {
 	r := newApplyRig(t, true, func() string { return heavySweep("") })
 	r.term.Cfg.JobRetention = 7 * 24 * time.Hour
-	ctx := ctxT(t)
+	ctx := t.Context()
 	now := time.Now().UTC()
 	for _, age := range []time.Duration{40, 30, 20, 10} { // days: every attempt a retry that timed out
 		at := now.Add(-age * 24 * time.Hour)

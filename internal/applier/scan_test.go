@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 )
 
 // clearedLine is upstream OpenSM's line for switch port 2 of S1, told apart by
@@ -19,10 +21,10 @@ func verboseFiller(n int) string {
 	return strings.Repeat(line, n/len(line)+1)
 }
 
-// The enforcement scan reads each byte of the log once across applies: the
-// sweep's stretch, read by the sweep's follower, is not read again by the
-// watch, and yet every enforcement line is recorded once, whether it is in a
-// sweep (before its start box, in it) or between sweeps.
+// The term's tail reads each byte of the log once across applies and polls:
+// the sweeps' stretches, read while their ends were waited for, are not read
+// again between sweeps, and yet every enforcement line is recorded once,
+// whether it is in a sweep (before its start box, in it) or between sweeps.
 func TestEnforcementScanReadsEachByteOnce(t *testing.T) {
 	const sweepBytes = 1 << 20
 	sweeps := 0
@@ -36,7 +38,7 @@ func TestEnforcementScanReadsEachByteOnce(t *testing.T) {
 		return heavySweep(verboseFiller(sweepBytes))
 	})
 	r.network(101)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	if res := r.term.apply(ctx); res != applyDone {
 		t.Fatalf("apply: %v, want done", res)
 	}
@@ -49,8 +51,8 @@ func TestEnforcementScanReadsEachByteOnce(t *testing.T) {
 	if got := recorded(t, r.st); len(got) != 1 || got[0] != "0x0002c90300f00001:2 xIII" {
 		t.Fatalf("after a line between sweeps: %q, want S1 port 2 seen three times", got)
 	}
-	// One line just before the next apply's position: it is before the
-	// sweep's stretch, and the watch reads it at the hand-off.
+	// One line just before the next apply's position: read by the apply's
+	// wait, before the sweep's lines.
 	appendTo(t, r.sm.log, clearedLine("04"))
 	if _, err := r.st.ClearEnforcementErrors(ctx); err != nil { // the operator repaired it
 		t.Fatal(err)
@@ -67,22 +69,20 @@ func TestEnforcementScanReadsEachByteOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Two sweeps of a megabyte each: the watch read only what lay between them.
-	if read := r.term.gate.watch.read; read > fi.Size()/10 {
-		t.Errorf("the watch read %d bytes of a %d-byte log whose sweeps the follower read: it read them again", read, fi.Size())
-	}
-	if r.term.gate.watch.pos.Offset != fi.Size() {
-		t.Errorf("the watch is at %d, not at the log's end %d", r.term.gate.watch.pos.Offset, fi.Size())
+	// Two sweeps of a megabyte each and the lines between them: every byte
+	// read once, up to the log's end.
+	if read := r.term.tail.BytesRead(); read != fi.Size() {
+		t.Errorf("the tail read %d bytes of a %d-byte log, want each byte once", read, fi.Size())
 	}
 }
 
-// After a hand-off, a truncation in place and a rotation are read from the
+// After a sweep, a truncation in place and a rotation are read from the
 // start of what the log holds: nothing the new file says is skipped because
 // of the offset the old one had reached.
-func TestEnforcementScanAfterHandOffTruncationAndRotation(t *testing.T) {
+func TestEnforcementScanAfterSweepTruncationAndRotation(t *testing.T) {
 	r := newApplyRig(t, true, func() string { return heavySweep(verboseFiller(64 << 10)) })
 	r.network(101)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	if res := r.term.apply(ctx); res != applyDone {
 		t.Fatalf("apply: %v, want done", res)
 	}
@@ -111,33 +111,40 @@ func TestEnforcementScanAfterHandOffTruncationAndRotation(t *testing.T) {
 	}
 }
 
-// A watch that starts without the hand-offs of an earlier one (a manager
-// restarted, a new term) reads everything from where it starts, the
-// stretches an earlier sweep read included.
-func TestEnforcementScanNewWatchReadsEverything(t *testing.T) {
+// A tail that starts after an earlier term's (a manager restarted, a new
+// term) reads everything from where it starts, the stretches the earlier
+// term's sweeps read included.
+func TestEnforcementScanNewTailReadsEverything(t *testing.T) {
 	r := newApplyRig(t, true, func() string { return heavySweep(verboseFiller(64<<10) + clearedLine("08")) })
 	r.network(101)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	if res := r.term.apply(ctx); res != applyDone {
 		t.Fatalf("apply: %v, want done", res)
 	}
 	if _, err := r.st.ClearEnforcementErrors(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// The new term's watch, started at the beginning of the log.
-	w := enforcementWatch{path: r.sm.log}
-	defer w.close()
-	if err := w.scan(ctx, r.term.id, r.st, r.term.Log); err != nil {
+	// The new term's tail, started at the beginning of the log.
+	var found enforcementLog
+	tail, err := opensm.OpenTail(r.sm.log, opensm.Position{}, found.observe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tail.Close()
+	if err := tail.Pump(); err != nil {
+		t.Fatal(err)
+	}
+	if err := found.record(ctx, r.term.id, r.st, r.term.Log); err != nil {
 		t.Fatal(err)
 	}
 	if got := recorded(t, r.st); len(got) != 1 || got[0] != "0x0002c90300f00001:2 xI" {
-		t.Errorf("a fresh watch: %q, want the sweep's line recorded", got)
+		t.Errorf("a fresh tail: %q, want the sweep's line recorded", got)
 	}
 	fi, err := os.Stat(r.sm.log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.read != fi.Size() {
-		t.Errorf("a fresh watch read %d bytes of %d", w.read, fi.Size())
+	if read := tail.BytesRead(); read != fi.Size() {
+		t.Errorf("a fresh tail read %d bytes of %d", read, fi.Size())
 	}
 }

@@ -32,7 +32,7 @@ func (s *heldReadStore) ReadSnapshot(ctx context.Context, c *store.SnapshotCache
 // state before it starts OpenSM: the lease's renewal cancels the term and
 // stops OpenSM for it. Here the stop lands after the read's last look at the
 // context (the cancel is seen only later, by the loop): LeadTerm's Start,
-// reached afterwards, must not bring OpenSM back. The real driver supervises
+// reached afterwards, must not bring OpenSM back. The real supervisor supervises
 // a real child process, and none may start.
 func TestLeadTermStartsNoOpenSMAfterItsStop(t *testing.T) {
 	r := newLeadRig(t)
@@ -43,7 +43,7 @@ func TestLeadTermStartsNoOpenSMAfterItsStop(t *testing.T) {
 	held := &heldReadStore{Store: r.st, entered: make(chan struct{}), release: make(chan struct{})}
 	app := *r.app
 	app.SM, app.Store = proc, held
-	term, err := r.st.NewTerm(ctxT(t), "test")
+	term, err := r.st.NewTerm(t.Context(), "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,11 +57,11 @@ func TestLeadTermStartsNoOpenSMAfterItsStop(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("LeadTerm returned before its first read: %v", err)
 	}
-	if err := proc.StopTerm(ctxT(t), term); err != nil {
+	if err := proc.StopTerm(t.Context(), term); err != nil {
 		t.Fatal(err)
 	}
 	close(held.release)
-	// LeadTerm returns at once when its start is refused; a driver that
+	// LeadTerm returns at once when its start is refused; a supervisor that
 	// started OpenSM again shows it in its state at once.
 	deadline := time.Now().Add(30 * time.Second)
 	for returned := false; !returned; {
@@ -69,7 +69,7 @@ func TestLeadTermStartsNoOpenSMAfterItsStop(t *testing.T) {
 		case err = <-done:
 			returned = true
 		case <-time.After(10 * time.Millisecond):
-			if st := proc.Status(); st.State != opensm.DriverStopped {
+			if st := proc.Status(); st.State != opensm.StateStopped {
 				cancel()
 				err = <-done
 				returned = true
@@ -81,8 +81,8 @@ func TestLeadTermStartsNoOpenSMAfterItsStop(t *testing.T) {
 	if !errors.Is(err, opensm.ErrTermStopped) {
 		t.Errorf("LeadTerm = %v, want its start refused with opensm.ErrTermStopped", err)
 	}
-	if st := proc.Status(); st.State != opensm.DriverStopped {
-		t.Errorf("driver %+v after the term's stop; want stopped", st)
+	if st := proc.Status(); st.State != opensm.StateStopped {
+		t.Errorf("supervisor %+v after the term's stop; want stopped", st)
 	}
 	if starts := sm.Starts(t); len(starts) > 0 {
 		t.Errorf("OpenSM %v started after its term's stop", starts)

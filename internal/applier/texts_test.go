@@ -46,17 +46,8 @@ func TestManyPKeyErrorsStillEndTheJobs(t *testing.T) {
 				r := newApplyRigOn(t, engine, true, func() string { return heavySweep(middle.String()) })
 				var logged lockedBuffer
 				r.term.Log = slog.New(slog.NewTextHandler(&logged, nil))
-				nw := r.network(101)
-				h1 := r.port("port-h1", 0x0002c90300000101)
-				h2 := r.port("port-h2", 0x0002c90300000201)
-				if res := r.term.apply(ctxT(t)); res != applyDone {
-					t.Fatalf("apply: %v, want done", res)
-				}
-				for _, c := range []struct {
-					name string
-					job  store.Job
-					want string
-				}{{"H1's", h1, tt.h1}, {"H2's", h2, tt.h2}, {"the network's", nw, tt.nw}} {
+				nw, h1, h2 := r.h1H2Applied("apply")
+				for _, c := range []jobWant{{"H1's", h1, tt.h1}, {"H2's", h2, tt.h2}, {"the network's", nw, tt.nw}} {
 					j := r.job(c.job.ID)
 					switch {
 					case j.Status != c.want:
@@ -67,7 +58,7 @@ func TestManyPKeyErrorsStillEndTheJobs(t *testing.T) {
 							c.name, len(j.Error), j.Error, store.MaxJobText)
 					}
 				}
-				a, err := r.st.LastApply(ctxT(t))
+				a, err := r.st.LastApply(t.Context())
 				if err != nil || a.Revision != nw.Revision+2 || len(a.Detail) > store.MaxJobText ||
 					!strings.Contains(a.Detail, "ERR 0512") {
 					t.Errorf("last apply: revision %d, detail of %d bytes, %v; want revision %d, the errors in at most %d bytes",

@@ -50,7 +50,7 @@ func TestApplyMarksJobsWhileTheFileIsWritten(t *testing.T) {
 		reloadsAtMark: make(chan int, 1)}
 	r.term.Store = s
 	job := r.network(101)
-	if res := r.term.apply(ctxT(t)); res != applyDone {
+	if res := r.term.apply(t.Context()); res != applyDone {
 		t.Fatalf("apply: %v, want done", res)
 	}
 	if n := <-s.reloadsAtMark; n != 0 {

@@ -59,6 +59,9 @@ type API struct {
 	Prefix string // URL path prefix of every route, such as /ufmRestV3
 	Domain string // path segment networking-mlnx puts after the prefix, such as cloudx
 	Token  string // what networking-mlnx sends as "Authorization: Basic <token>"
+	// PreviousTokens are accepted beside Token while a new token reaches
+	// every neutron-server: a rotation without a refused request.
+	PreviousTokens []string
 	// PhysicalNetworks are the physnets whose networks have partitions; the
 	// single entry "*" means every physnet. Networks elsewhere are accepted and
 	// left alone.
@@ -88,6 +91,9 @@ type UFMPKeys struct {
 	// Username and Password are what ib-kubernetes sends as HTTP Basic auth
 	// (UFM_USERNAME, UFM_PASSWORD). Both or neither: neither serves no route.
 	Username, Password string
+	// PreviousPasswords are accepted beside Password (with Username) while a
+	// new password reaches ib-kubernetes: a rotation without a refused request.
+	PreviousPasswords []string
 	// Prefix is the path prefix of its routes, UFM's /ufmRest.
 	Prefix string
 	// PKeyRange holds the only pkeys Kubernetes partitions may use, and no
@@ -271,6 +277,16 @@ func (c *Config) CheckToken() error {
 		return fmt.Errorf("[ufm_pkeys] password is %d characters long; it must have at least %d. Make one with "+
 			"\"openssl rand -hex 32\", set it here and as UFM_PASSWORD in ib-kubernetes' secret", n, MinPasswordLength)
 	}
+	for _, l := range []struct {
+		key    string
+		values []string
+	}{{"[api] previous_tokens", c.API.PreviousTokens}, {"[ufm_pkeys] previous_passwords", c.UFMPKeys.PreviousPasswords}} {
+		for i, v := range l.values {
+			if len(v) < MinTokenLength {
+				return fmt.Errorf("%s: entry %d is %d characters long; it must have at least %d", l.key, i+1, len(v), MinTokenLength)
+			}
+		}
+	}
 	return nil
 }
 
@@ -283,6 +299,10 @@ func (c *Config) checkUFMPKeys() []error {
 		if !u.PKeyRange.Empty() {
 			errs = append(errs, errors.New("[ufm_pkeys] pkey_range is set but username and password are not: "+
 				"set both to serve the pkeys API, or remove pkey_range"))
+		}
+		if len(u.PreviousPasswords) > 0 {
+			errs = append(errs, errors.New("[ufm_pkeys] previous_passwords is set but username and password are not: "+
+				"previous passwords are accepted only beside a current one"))
 		}
 		return errs
 	}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -194,6 +195,16 @@ func TestParseInvalidFiles(t *testing.T) {
 }
 
 // TestBadValues covers each key's check, one value at a time.
+// confWithValue is the smallest valid configuration (an API token) with one
+// more key set in its section.
+func confWithValue(section, key, value string) string {
+	text := "[api]\ntoken = s3cret-token\n"
+	if section != "api" {
+		text += "[" + section + "]\n"
+	}
+	return text + key + " = " + value + "\n"
+}
+
 func TestBadValues(t *testing.T) {
 	tests := []struct {
 		section, key, value string
@@ -275,12 +286,7 @@ func TestBadValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
-			text := "[api]\ntoken = s3cret-token\n"
-			if tt.section != "api" {
-				text += "[" + tt.section + "]\n"
-			}
-			text += tt.key + " = " + tt.value + "\n"
-			_, err := Parse(strings.NewReader(text), "afm.conf")
+			_, err := Parse(strings.NewReader(confWithValue(tt.section, tt.key, tt.value)), "afm.conf")
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -332,12 +338,7 @@ func TestGoodValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
-			text := "[api]\ntoken = t\n"
-			if tt.section != "api" {
-				text += "[" + tt.section + "]\n"
-			}
-			text += tt.key + " = " + tt.value + "\n"
-			c, err := Parse(strings.NewReader(text), "afm.conf")
+			c, err := Parse(strings.NewReader(confWithValue(tt.section, tt.key, tt.value)), "afm.conf")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -570,5 +571,48 @@ func TestHADrivers(t *testing.T) {
 		if _, err := Parse(strings.NewReader(text), "afm.conf"); err != nil {
 			t.Errorf("ha with driver = %s: %v", driver, err)
 		}
+	}
+}
+
+// TestPreviousSecrets: the secrets accepted during a rotation are held to the
+// rules of the current ones, and no error quotes one.
+func TestPreviousSecrets(t *testing.T) {
+	pkeys := "[ufm_pkeys]\nusername = k8s\npassword = s3cret-pkeys-password\npkey_range = 0x1000-0x1fff\n"
+	for _, tt := range []struct {
+		name, text, want string
+	}{
+		{"an empty entry", "previous_tokens = s3cret-old-token-1,,s3cret-old-token-2\n", "[api] previous_tokens = (not shown) (line 3): entry 2 is empty"},
+		{"a repeated entry", "previous_tokens = s3cret-old-token-1, s3cret-old-token-1\n", "entry 2 repeats an earlier one"},
+		{"a short token", "previous_tokens = s3cret-old-token-1, s3cret-short\n", "[api] previous_tokens: entry 2 is 12 characters long; it must have at least 16"},
+		{"a short password", pkeys + "previous_passwords = s3cret-pw\n", "[ufm_pkeys] previous_passwords: entry 1 is 9 characters long"},
+		{"passwords without the pkeys API", "[ufm_pkeys]\nprevious_passwords = s3cret-old-pkeys-password\n",
+			"[ufm_pkeys] previous_passwords is set but username and password are not"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse(strings.NewReader("[api]\ntoken = s3cret-token-long-enough\n"+tt.text), "afm.conf")
+			if err == nil {
+				err = c.CheckToken()
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "s3cret-") {
+				t.Errorf("error quotes a secret: %v", err)
+			}
+		})
+	}
+	c, err := Parse(strings.NewReader("[api]\ntoken = s3cret-token-long-enough\n"+
+		"previous_tokens = s3cret-old-token-1 , s3cret-old-token-2\n"+pkeys+"previous_passwords = s3cret-old-pkeys-pw\n"), "afm.conf")
+	if err == nil {
+		err = c.CheckToken()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"s3cret-old-token-1", "s3cret-old-token-2"}; !slices.Equal(c.API.PreviousTokens, want) {
+		t.Errorf("previous_tokens read as %q, want %q", c.API.PreviousTokens, want)
+	}
+	if want := []string{"s3cret-old-pkeys-pw"}; !slices.Equal(c.UFMPKeys.PreviousPasswords, want) {
+		t.Errorf("previous_passwords read as %q, want %q", c.UFMPKeys.PreviousPasswords, want)
 	}
 }

@@ -47,6 +47,23 @@ func (f field) show(value string) string {
 	}
 }
 
+// into is the set of a key whose value parse checks and stores in the field
+// of Config that at points to.
+func into[T any](parse func(dst *T, value string) error, at func(c *Config) *T) func(c *Config, value string) error {
+	return func(c *Config, value string) error { return parse(at(c), value) }
+}
+
+// setString stores a value any string may be.
+func setString(dst *string, v string) error {
+	*dst = v
+	return nil
+}
+
+// intWithin is setInt with its check.
+func intWithin(check func(int) error) func(dst *int, v string) error {
+	return func(dst *int, v string) error { return setInt(dst, v, check) }
+}
+
 // opensmConfSection passes its keys through to opensm.conf, so it has no fixed keys.
 const opensmConfSection = "opensm_conf"
 
@@ -54,41 +71,20 @@ const opensmConfSection = "opensm_conf"
 // sample file documents each of them; a test checks that it does.
 var sections = []section{
 	{name: "api", fields: []field{
-		{key: "listen", def: "127.0.0.1:8090", set: func(c *Config, v string) error {
-			return setListen(&c.API.Listen, v)
-		}},
-		{key: "prefix", def: "/ufmRestV3", set: func(c *Config, v string) error {
-			return setPrefix(&c.API.Prefix, v)
-		}},
-		{key: "domain", def: "cloudx", set: func(c *Config, v string) error {
-			return setDomain(&c.API.Domain, v)
-		}},
-		{key: "token", secret: true, set: func(c *Config, v string) error {
-			c.API.Token = v
-			return nil
-		}},
-		{key: "physical_networks", def: "*", set: func(c *Config, v string) error {
-			return setPhysicalNetworks(&c.API.PhysicalNetworks, v)
-		}},
-		{key: "tls_cert_file", set: func(c *Config, v string) error {
-			return setAbsPath(&c.API.TLSCertFile, v)
-		}},
-		{key: "tls_key_file", set: func(c *Config, v string) error {
-			return setAbsPath(&c.API.TLSKeyFile, v)
-		}},
-		{key: "access_log", def: "false", set: func(c *Config, v string) error {
-			return setBool(&c.API.AccessLog, v)
-		}},
-		{key: "metrics_listen", set: func(c *Config, v string) error {
-			return setListen(&c.API.MetricsListen, v)
-		}},
-		{key: "metrics_token", secret: true, set: func(c *Config, v string) error {
-			c.API.MetricsToken = v
-			return nil
-		}},
-		{key: "debug_listen", set: func(c *Config, v string) error {
-			return setListen(&c.API.DebugListen, v)
-		}},
+		{key: "listen", def: "127.0.0.1:8090", set: into(setListen, func(c *Config) *string { return &c.API.Listen })},
+		{key: "prefix", def: "/ufmRestV3", set: into(setPrefix, func(c *Config) *string { return &c.API.Prefix })},
+		{key: "domain", def: "cloudx", set: into(setDomain, func(c *Config) *string { return &c.API.Domain })},
+		{key: "token", secret: true, set: into(setString, func(c *Config) *string { return &c.API.Token })},
+		{key: "previous_tokens", secret: true,
+			set: into(setSecretList, func(c *Config) *[]string { return &c.API.PreviousTokens })},
+		{key: "physical_networks", def: "*",
+			set: into(setPhysicalNetworks, func(c *Config) *[]string { return &c.API.PhysicalNetworks })},
+		{key: "tls_cert_file", set: into(setAbsPath, func(c *Config) *string { return &c.API.TLSCertFile })},
+		{key: "tls_key_file", set: into(setAbsPath, func(c *Config) *string { return &c.API.TLSKeyFile })},
+		{key: "access_log", def: "false", set: into(setBool, func(c *Config) *bool { return &c.API.AccessLog })},
+		{key: "metrics_listen", set: into(setListen, func(c *Config) *string { return &c.API.MetricsListen })},
+		{key: "metrics_token", secret: true, set: into(setString, func(c *Config) *string { return &c.API.MetricsToken })},
+		{key: "debug_listen", set: into(setListen, func(c *Config) *string { return &c.API.DebugListen })},
 	}},
 	{name: "ufm_pkeys", fields: []field{
 		{key: "username", set: func(c *Config, v string) error {
@@ -98,36 +94,21 @@ var sections = []section{
 			c.UFMPKeys.Username = v
 			return nil
 		}},
-		{key: "password", secret: true, set: func(c *Config, v string) error {
-			c.UFMPKeys.Password = v
-			return nil
-		}},
-		{key: "prefix", def: "/ufmRest", set: func(c *Config, v string) error {
-			return setPrefix(&c.UFMPKeys.Prefix, v)
-		}},
-		{key: "pkey_range", set: func(c *Config, v string) error {
-			return setPKeyRange(&c.UFMPKeys.PKeyRange, v)
-		}},
-		{key: "apply_timeout", def: "30", set: func(c *Config, v string) error {
-			return setSeconds(&c.UFMPKeys.ApplyTimeout, v)
-		}},
-		{key: "max_guids_per_request", def: strconv.Itoa(DefaultMaxGUIDsPerRequest), set: func(c *Config, v string) error {
-			return setInt(&c.UFMPKeys.MaxGUIDsPerRequest, v, kubernetesLimit)
-		}},
-		{key: "max_members_per_pkey", def: strconv.Itoa(DefaultMaxMembersPerPKey), set: func(c *Config, v string) error {
-			return setInt(&c.UFMPKeys.MaxMembersPerPKey, v, kubernetesLimit)
-		}},
-		{key: "max_members", def: strconv.Itoa(DefaultMaxMembers), set: func(c *Config, v string) error {
-			return setInt(&c.UFMPKeys.MaxMembers, v, kubernetesLimit)
-		}},
-		{key: "max_concurrent_requests", def: strconv.Itoa(DefaultMaxConcurrentRequests), set: func(c *Config, v string) error {
-			return setInt(&c.UFMPKeys.MaxConcurrentRequests, v, func(n int) error {
-				if n < 1 || n > 1000 {
-					return errors.New("want a number of requests from 1 to 1000")
-				}
-				return nil
-			})
-		}},
+		{key: "password", secret: true, set: into(setString, func(c *Config) *string { return &c.UFMPKeys.Password })},
+		{key: "previous_passwords", secret: true,
+			set: into(setSecretList, func(c *Config) *[]string { return &c.UFMPKeys.PreviousPasswords })},
+		{key: "prefix", def: "/ufmRest", set: into(setPrefix, func(c *Config) *string { return &c.UFMPKeys.Prefix })},
+		{key: "pkey_range", set: into(setPKeyRange, func(c *Config) *fabric.PKeyRange { return &c.UFMPKeys.PKeyRange })},
+		{key: "apply_timeout", def: "30",
+			set: into(setSeconds, func(c *Config) *time.Duration { return &c.UFMPKeys.ApplyTimeout })},
+		{key: "max_guids_per_request", def: strconv.Itoa(DefaultMaxGUIDsPerRequest),
+			set: into(intWithin(kubernetesLimit), func(c *Config) *int { return &c.UFMPKeys.MaxGUIDsPerRequest })},
+		{key: "max_members_per_pkey", def: strconv.Itoa(DefaultMaxMembersPerPKey),
+			set: into(intWithin(kubernetesLimit), func(c *Config) *int { return &c.UFMPKeys.MaxMembersPerPKey })},
+		{key: "max_members", def: strconv.Itoa(DefaultMaxMembers),
+			set: into(intWithin(kubernetesLimit), func(c *Config) *int { return &c.UFMPKeys.MaxMembers })},
+		{key: "max_concurrent_requests", def: strconv.Itoa(DefaultMaxConcurrentRequests),
+			set: into(intWithin(concurrencyLimit), func(c *Config) *int { return &c.UFMPKeys.MaxConcurrentRequests })},
 	}},
 	{name: "log", fields: []field{
 		{key: "format", def: "json", set: func(c *Config, v string) error {
@@ -147,20 +128,14 @@ var sections = []section{
 				c.Database.Connection = v
 				return nil
 			}},
-		{key: "auto_migrate", def: "true", set: func(c *Config, v string) error {
-			return setBool(&c.Database.AutoMigrate, v)
-		}},
-		{key: "poll_interval", def: "1", set: func(c *Config, v string) error {
-			return setSeconds(&c.Database.PollInterval, v)
-		}},
-		{key: "job_retention", def: "7d", set: func(c *Config, v string) error {
-			return setRetention(&c.Database.JobRetention, v)
-		}},
+		{key: "auto_migrate", def: "true", set: into(setBool, func(c *Config) *bool { return &c.Database.AutoMigrate })},
+		{key: "poll_interval", def: "1",
+			set: into(setSeconds, func(c *Config) *time.Duration { return &c.Database.PollInterval })},
+		{key: "job_retention", def: "7d",
+			set: into(setRetention, func(c *Config) *time.Duration { return &c.Database.JobRetention })},
 	}},
 	{name: "ha", fields: []field{
-		{key: "ha", def: "false", set: func(c *Config, v string) error {
-			return setBool(&c.HA.HA, v)
-		}},
+		{key: "ha", def: "false", set: into(setBool, func(c *Config) *bool { return &c.HA.HA })},
 		{key: "lease_timeout", def: "30", set: func(c *Config, v string) error {
 			if err := setSeconds(&c.HA.LeaseTimeout, v); err != nil {
 				return err
@@ -180,16 +155,11 @@ var sections = []section{
 			return nil
 		}},
 		// The managed and docker drivers' containers; see etc/afm.conf.sample.
-		{key: "container", def: "opensm", set: func(c *Config, v string) error {
-			return setContainerName(&c.OpenSM.Container, v)
-		}},
-		{key: "manager_container", def: "alternative-fabric-manager", set: func(c *Config, v string) error {
-			return setContainerName(&c.OpenSM.ManagerContainer, v)
-		}},
-		{key: "image", set: func(c *Config, v string) error {
-			c.OpenSM.Image = v
-			return nil
-		}},
+		{key: "container", def: "opensm",
+			set: into(setContainerName, func(c *Config) *string { return &c.OpenSM.Container })},
+		{key: "manager_container", def: "alternative-fabric-manager",
+			set: into(setContainerName, func(c *Config) *string { return &c.OpenSM.ManagerContainer })},
+		{key: "image", set: into(setString, func(c *Config) *string { return &c.OpenSM.Image })},
 		{key: "command", def: "opensm", set: func(c *Config, v string) error {
 			words, err := splitCommand(v)
 			if err != nil {
@@ -198,31 +168,20 @@ var sections = []section{
 			c.OpenSM.Command = words
 			return nil
 		}},
-		{key: "env_file", set: func(c *Config, v string) error {
-			return setAbsPath(&c.OpenSM.EnvFile, v)
-		}},
-		{key: "config_dir", def: "/var/lib/alternative-fabric-manager/opensm", set: func(c *Config, v string) error {
-			return setAbsPath(&c.OpenSM.ConfigDir, v)
-		}},
+		{key: "env_file", set: into(setAbsPath, func(c *Config) *string { return &c.OpenSM.EnvFile })},
+		{key: "config_dir", def: "/var/lib/alternative-fabric-manager/opensm",
+			set: into(setAbsPath, func(c *Config) *string { return &c.OpenSM.ConfigDir })},
 		// The default, <config_dir>/opensm.log, depends on config_dir: Parse sets it.
-		{key: "log_file", set: func(c *Config, v string) error {
-			return setAbsPath(&c.OpenSM.LogFile, v)
-		}},
-		{key: "check_interval", def: "60", set: func(c *Config, v string) error {
-			return setSeconds(&c.OpenSM.CheckInterval, v)
-		}},
-		{key: "sweep_timeout", def: "60", set: func(c *Config, v string) error {
-			return setSeconds(&c.OpenSM.SweepTimeout, v)
-		}},
-		{key: "flat_pkey", def: "0x7ffe", set: func(c *Config, v string) error {
-			return setFlatPKey(&c.OpenSM.FlatPKey, v)
-		}},
+		{key: "log_file", set: into(setAbsPath, func(c *Config) *string { return &c.OpenSM.LogFile })},
+		{key: "check_interval", def: "60",
+			set: into(setSeconds, func(c *Config) *time.Duration { return &c.OpenSM.CheckInterval })},
+		{key: "sweep_timeout", def: "60",
+			set: into(setSeconds, func(c *Config) *time.Duration { return &c.OpenSM.SweepTimeout })},
+		{key: "flat_pkey", def: "0x7ffe",
+			set: into(setFlatPKey, func(c *Config) *fabric.PKey { return &c.OpenSM.FlatPKey })},
+		// The file format already keeps values to one line.
 		{key: "default_partition", def: "Default=0x7fff, ipoib : ALL=limited, SELF=full ;",
-			set: func(c *Config, v string) error {
-				// The file format already keeps values to one line.
-				c.OpenSM.DefaultPartition = v
-				return nil
-			}},
+			set: into(setString, func(c *Config) *string { return &c.OpenSM.DefaultPartition })},
 		{key: "hardening", def: opensm.HardeningAll, set: func(c *Config, v string) error {
 			groups, err := opensm.ParseGroups(v)
 			if err != nil {
@@ -231,27 +190,21 @@ var sections = []section{
 			c.OpenSM.Hardening.Groups = groups
 			return nil
 		}},
-		{key: "m_key_protection_level", def: strconv.Itoa(opensm.DefaultMKeyProtectionLevel), set: func(c *Config, v string) error {
-			return setInt(&c.OpenSM.Hardening.MKeyProtectionLevel, v, opensm.CheckMKeyProtectionLevel)
-		}},
-		{key: "m_key_lease_period", def: strconv.Itoa(opensm.DefaultMKeyLeasePeriod), set: func(c *Config, v string) error {
-			return setInt(&c.OpenSM.Hardening.MKeyLeasePeriod, v, opensm.CheckMKeyLeasePeriod)
-		}},
+		{key: "m_key_protection_level", def: strconv.Itoa(opensm.DefaultMKeyProtectionLevel),
+			set: into(intWithin(opensm.CheckMKeyProtectionLevel), func(c *Config) *int { return &c.OpenSM.Hardening.MKeyProtectionLevel })},
+		{key: "m_key_lease_period", def: strconv.Itoa(opensm.DefaultMKeyLeasePeriod),
+			set: into(intWithin(opensm.CheckMKeyLeasePeriod), func(c *Config) *int { return &c.OpenSM.Hardening.MKeyLeasePeriod })},
 		// 32 entries is one block of the table, the least a switch port that
 		// enforces can have in whole blocks: OpenSM clears enforcement silently
 		// once a host port's pkeys fill the port's blocks (opensm-reference
 		// §3.3), so the smallest table is the safe guess. Fabrics with larger
 		// tables (PartEnforceCap in smpquery switchinfo; ibsim has 64) raise it.
-		{key: "switch_pkey_capacity", def: "32", set: func(c *Config, v string) error {
-			return setSwitchPKeyCapacity(&c.OpenSM.SwitchPKeyCapacity, v)
-		}},
-		{key: "shared_default_partition", def: "false", set: func(c *Config, v string) error {
-			return setBool(&c.OpenSM.SharedDefaultPartition, v)
-		}},
+		{key: "switch_pkey_capacity", def: "32",
+			set: into(setSwitchPKeyCapacity, func(c *Config) *int { return &c.OpenSM.SwitchPKeyCapacity })},
+		{key: "shared_default_partition", def: "false",
+			set: into(setBool, func(c *Config) *bool { return &c.OpenSM.SharedDefaultPartition })},
 		// No default: the built-in template. The file is read at start-up.
-		{key: "partitions_template", set: func(c *Config, v string) error {
-			return setAbsPath(&c.OpenSM.PartitionsTemplate, v)
-		}},
+		{key: "partitions_template", set: into(setAbsPath, func(c *Config) *string { return &c.OpenSM.PartitionsTemplate })},
 	}},
 }
 
@@ -318,6 +271,24 @@ func setDomain(dst *string, v string) error {
 // comma-separated list: no blanks, no commas.
 var physnetPattern = regexp.MustCompile(`^[^\s,*]+$`)
 
+// setSecretList reads a comma-separated list of secrets. Errors say where a
+// value is wrong, never what it is.
+func setSecretList(dst *[]string, v string) error {
+	var values []string
+	for i, s := range strings.Split(v, ",") {
+		s = strings.TrimSpace(s)
+		switch {
+		case s == "":
+			return fmt.Errorf("entry %d is empty: want a comma-separated list", i+1)
+		case slices.Contains(values, s):
+			return fmt.Errorf("entry %d repeats an earlier one", i+1)
+		}
+		values = append(values, s)
+	}
+	*dst = values
+	return nil
+}
+
 func setPhysicalNetworks(dst *[]string, v string) error {
 	if strings.TrimSpace(v) == "*" {
 		*dst = []string{"*"}
@@ -378,6 +349,14 @@ func setSeconds(dst *time.Duration, v string) error {
 func kubernetesLimit(n int) error {
 	if n < 1 || n > maxKubernetesMembers {
 		return fmt.Errorf("want a number of GUIDs from 1 to %d", maxKubernetesMembers)
+	}
+	return nil
+}
+
+// concurrencyLimit checks [ufm_pkeys] max_concurrent_requests.
+func concurrencyLimit(n int) error {
+	if n < 1 || n > 1000 {
+		return errors.New("want a number of requests from 1 to 1000")
 	}
 	return nil
 }

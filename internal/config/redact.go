@@ -24,6 +24,8 @@ func (c Config) Redacted() Config {
 	if r.UFMPKeys.Password != "" {
 		r.UFMPKeys.Password = redactedMask
 	}
+	r.API.PreviousTokens = masked(c.API.PreviousTokens)
+	r.UFMPKeys.PreviousPasswords = masked(c.UFMPKeys.PreviousPasswords)
 	r.Database.Connection = RedactURL(c.Database.Connection)
 	r.OpenSM.Command = slices.Clone(c.OpenSM.Command)
 	r.OpenSM.Hardening.Groups = slices.Clone(c.OpenSM.Hardening.Groups)
@@ -43,6 +45,18 @@ func isSecretOption(key string) bool {
 	return strings.HasSuffix(k, "_key") || strings.Contains(k, "password") || strings.Contains(k, "secret")
 }
 
+// masked is one mask for each of secrets: how many there are is not a secret.
+func masked(secrets []string) []string {
+	if secrets == nil {
+		return nil
+	}
+	out := make([]string, len(secrets))
+	for i := range out {
+		out[i] = redactedMask
+	}
+	return out
+}
+
 // LogValue makes slog print the redacted configuration, as groups named after the
 // file's sections, so that logging a Config can never leak a secret.
 func (c Config) LogValue() slog.Value {
@@ -57,6 +71,7 @@ func (c Config) LogValue() slog.Value {
 			slog.String("prefix", r.API.Prefix),
 			slog.String("domain", r.API.Domain),
 			slog.String("token", r.API.Token),
+			slog.String("previous_tokens", strings.Join(r.API.PreviousTokens, ",")),
 			slog.String("physical_networks", strings.Join(r.API.PhysicalNetworks, ",")),
 			slog.String("tls_cert_file", r.API.TLSCertFile),
 			slog.String("tls_key_file", r.API.TLSKeyFile),

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -13,10 +14,12 @@ func secretConfig(t *testing.T) *Config {
 	c, err := Parse(strings.NewReader(`
 [api]
 token = s3cret-token
+previous_tokens = s3cret-old-token-1, s3cret-old-token-2
 metrics_token = s3cret-metrics
 [ufm_pkeys]
 username = ib-kubernetes
 password = s3cret-pkeys-password
+previous_passwords = s3cret-old-pkeys-password
 pkey_range = 0x1000-0x1fff
 [database]
 connection = postgresql://afm:s3cret-pw@db/afm?password=s3cret-pw2
@@ -38,6 +41,12 @@ func TestRedacted(t *testing.T) {
 
 	if r.API.Token != "xxxxx" {
 		t.Errorf("token = %q, want xxxxx", r.API.Token)
+	}
+	if want := []string{"xxxxx", "xxxxx"}; !slices.Equal(r.API.PreviousTokens, want) {
+		t.Errorf("previous_tokens = %q, want %q", r.API.PreviousTokens, want)
+	}
+	if want := []string{"xxxxx"}; !slices.Equal(r.UFMPKeys.PreviousPasswords, want) {
+		t.Errorf("previous_passwords = %q, want %q", r.UFMPKeys.PreviousPasswords, want)
 	}
 	if want := "postgresql://afm:xxxxx@db/afm?password=xxxxx"; r.Database.Connection != want {
 		t.Errorf("connection = %q, want %q", r.Database.Connection, want)
@@ -66,11 +75,13 @@ func TestPrintingNeverShowsSecrets(t *testing.T) {
 	logger.Info("starting", "config", *c)
 	slog.New(slog.NewTextHandler(&logged, nil)).Info("starting", "config", c)
 
+	//lint:ignore S1025 what fmt's %s verb prints is what is under test
+	percentS := fmt.Sprintf("%s", c)
 	outputs := map[string]string{
 		"slog":       logged.String(),
 		"fmt %v":     fmt.Sprintf("%v", c),
 		"fmt %+v":    fmt.Sprintf("%+v", *c),
-		"fmt %s":     fmt.Sprintf("%s", c),
+		"fmt %s":     percentS,
 		"String":     c.String(),
 		"Redacted()": fmt.Sprintf("%#v", c.Redacted()),
 	}

@@ -29,14 +29,14 @@ type Self interface {
 	LastApplyFailed() bool
 }
 
-// SubnetManager is the OpenSM driver (opensm.Process).
-type SubnetManager interface {
+// Supervisor is what runs OpenSM (opensm.Supervisor).
+type Supervisor interface {
 	Running() bool
 }
 
-// DriverError is read when the driver offers it: its last error, nil when
+// SupervisorError is read when the supervisor offers it: its last error, nil when
 // none.
-type DriverError interface {
+type SupervisorError interface {
 	LastError() error
 }
 
@@ -72,7 +72,7 @@ func report(role string, reasons []string) Report {
 type Checker struct {
 	DB     Database
 	Self   Self
-	SM     SubnetManager
+	SM     Supervisor
 	Leader LeaderLiveness // nil: the heartbeat decides
 	// HeartbeatTimeout is how old the leader's heartbeat may be before a
 	// follower deems it dead.
@@ -166,7 +166,7 @@ func (c *Checker) Ready(ctx context.Context) Report {
 		if !c.SM.Running() {
 			reasons = append(reasons, "OpenSM is not running")
 		}
-		if d, ok := c.SM.(DriverError); ok {
+		if d, ok := c.SM.(SupervisorError); ok {
 			if err := d.LastError(); err != nil {
 				reasons = append(reasons, "the OpenSM driver's last operation failed: "+err.Error())
 			}
@@ -190,16 +190,28 @@ func (c *Checker) Ready(ctx context.Context) Report {
 		return report("follower", reasons)
 	}
 	l, err := c.DB.Leadership(ctx)
-	switch {
-	case err != nil:
+	if err != nil {
 		reasons = append(reasons, "the leadership cannot be read: "+err.Error())
-	case l.Term == 0:
-		reasons = append(reasons, "no manager has held the applier lock yet")
-	case l.Heartbeat == nil:
-		reasons = append(reasons, fmt.Sprintf("the leader of term %d (%s) has written no heartbeat", l.Term, l.Holder))
-	case time.Since(*l.Heartbeat) > c.HeartbeatTimeout:
-		reasons = append(reasons, fmt.Sprintf("the leader of term %d (%s) last wrote its heartbeat %s ago (more than %s)",
-			l.Term, l.Holder, time.Since(*l.Heartbeat).Round(time.Second), c.HeartbeatTimeout))
+	} else if why := LeaderGone(l, time.Now(), c.HeartbeatTimeout); why != "" {
+		reasons = append(reasons, why)
 	}
 	return report("follower", reasons)
+}
+
+// LeaderGone says why the leadership row shows no live leader at now: none
+// ever held the applier lock, or its holder's heartbeat is older than timeout
+// (the holder stopped, was killed or hangs); "" while the heartbeat is fresh.
+// A follower's readiness and --status judge the row alike. The heartbeat is on
+// the holder's clock, now on the reader's.
+func LeaderGone(l store.Leadership, now time.Time, timeout time.Duration) string {
+	switch {
+	case l.Term == 0:
+		return "no manager has held the applier lock yet"
+	case l.Heartbeat == nil:
+		return fmt.Sprintf("the leader of term %d (%s) has written no heartbeat", l.Term, l.Holder)
+	case now.Sub(*l.Heartbeat) > timeout:
+		return fmt.Sprintf("the leader of term %d (%s) last wrote its heartbeat %s ago (more than %s)",
+			l.Term, l.Holder, now.Sub(*l.Heartbeat).Round(time.Second), timeout)
+	}
+	return ""
 }

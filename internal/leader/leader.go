@@ -9,11 +9,13 @@ package leader
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tick"
 )
 
 // Store is what election needs of the database.
@@ -54,14 +56,23 @@ func (e *Elector) bounded(ctx context.Context) (context.Context, context.CancelF
 // context that is cancelled as soon as the lock may be lost, and the term it
 // must fence its writes with.
 func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, term int64) error) error {
+	return campaign(ctx, e.Log, "applier term ended", e.RetryInterval, func(ctx context.Context) error {
+		return e.termOnce(ctx, lead)
+	})
+}
+
+// campaign runs one term after another, retry apart, until ctx ends; a term
+// that ends with an error while ctx lives is logged as ended. Both electors
+// campaign so: they differ only in how a term is won and kept.
+func campaign(ctx context.Context, log *slog.Logger, ended string, retry time.Duration, termOnce func(context.Context) error) error {
 	for {
-		if err := e.termOnce(ctx, lead); err != nil && ctx.Err() == nil {
-			e.Log.Error("applier term ended", "error", err)
+		if err := termOnce(ctx); err != nil && ctx.Err() == nil {
+			log.Error(ended, "error", err)
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(e.RetryInterval):
+		case <-time.After(retry):
 		}
 	}
 }
@@ -101,32 +112,13 @@ func (e *Elector) termOnce(ctx context.Context, lead func(context.Context, int64
 	}()
 	go func() {
 		defer close(checked)
-		t := time.NewTicker(e.CheckInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-lctx.Done():
-				return
-			case <-t.C:
-				cctx, ccancel := e.bounded(lctx)
-				err := lock.Check(cctx)
-				ccancel()
-				if err != nil {
-					if lctx.Err() == nil {
-						e.Log.Error("applier lock may be lost; ending the term", "term", term, "error", err)
-					}
-					cancel(fmt.Errorf("applier lock lost: %w", err))
-					return
-				}
-				// Only for --status: the lock, not the row, decides who applies.
-				hctx, hcancel := e.bounded(lctx)
-				err = e.Store.Heartbeat(hctx, term)
-				hcancel()
-				if err != nil && lctx.Err() == nil {
-					e.Log.Warn("write the applier's heartbeat", "term", term, "error", err)
-				}
+		tick.Every(lctx, e.CheckInterval, func() bool {
+			cause := e.check(lctx, lock, term)
+			if cause != nil {
+				cancel(cause)
 			}
-		}
+			return cause == nil
+		})
 	}()
 	err = lead(lctx, term)
 	if cause := context.Cause(lctx); cause != nil && ctx.Err() == nil {
@@ -134,6 +126,36 @@ func (e *Elector) termOnce(ctx context.Context, lead func(context.Context, int64
 	}
 	if err != nil {
 		return fmt.Errorf("term %d: %w", term, err)
+	}
+	return nil
+}
+
+// check makes sure, every CheckInterval, that the term still holds the lock
+// and is still the one the database records; it returns why the term must
+// end, nil while it may go on.
+func (e *Elector) check(ctx context.Context, lock store.Lock, term int64) error {
+	cctx, ccancel := e.bounded(ctx)
+	err := lock.Check(cctx)
+	ccancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			e.Log.Error("applier lock may be lost; ending the term", "term", term, "error", err)
+		}
+		return fmt.Errorf("applier lock lost: %w", err)
+	}
+	// For --status; and the lock, not the row, decides who applies, but a
+	// row that no longer records this term (the database was restored from a
+	// backup taken in an earlier term) refuses every fenced write of it: the
+	// term ends, and the next one starts above every term recorded.
+	hctx, hcancel := e.bounded(ctx)
+	err = e.Store.Heartbeat(hctx, term)
+	hcancel()
+	if errors.Is(err, store.ErrFenced) {
+		e.Log.Error("the database no longer records this term; ending it", "term", term, "error", err)
+		return fmt.Errorf("the database no longer records the term: %w", err)
+	}
+	if err != nil && ctx.Err() == nil {
+		e.Log.Warn("write the applier's heartbeat", "term", term, "error", err)
 	}
 	return nil
 }

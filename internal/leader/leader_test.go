@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -59,7 +60,9 @@ func TestOneLeaderAtATimeAndTakeover(t *testing.T) {
 	}
 }
 
-func waitTerm(t *testing.T, terms <-chan int64) int64 {
+// waitTerm returns the next term a test's leaders report: the term number
+// (Elector) or the whole Term (LeaseElector).
+func waitTerm[T any](t *testing.T, terms <-chan T) T {
 	t.Helper()
 	select {
 	case term := <-terms:
@@ -67,7 +70,8 @@ func waitTerm(t *testing.T, terms <-chan int64) int64 {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no leader within 30 s")
 	}
-	return 0
+	var none T
+	return none
 }
 
 // hangingStore is a fake Store whose lock check never answers until its
@@ -92,24 +96,31 @@ func (l hangingLock) Check(ctx context.Context) error {
 }
 func (l hangingLock) Release(ctx context.Context) error { return nil }
 
+// runElector runs e with a leader that reports each term it starts and leads
+// until the term ends; stop ends the run and waits for it.
+func runElector(e *Elector) (terms <-chan int64, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan int64, 8)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.Run(ctx, func(ctx context.Context, term int64) error {
+			started <- term
+			<-ctx.Done()
+			return nil
+		})
+	}()
+	return started, func() { cancel(); <-done }
+}
+
 // A lock check that hangs ends the term at its deadline, and the elector
 // campaigns again: the next term starts.
 func TestLockCheckDeadline(t *testing.T) {
 	st := &hangingStore{}
 	e := &Elector{Store: st, Holder: "A", Log: slog.New(slog.DiscardHandler),
 		RetryInterval: 10 * time.Millisecond, CheckInterval: 10 * time.Millisecond, Timeout: 100 * time.Millisecond}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	terms := make(chan int64, 8)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		e.Run(ctx, func(ctx context.Context, term int64) error {
-			terms <- term
-			<-ctx.Done()
-			return nil
-		})
-	}()
+	terms, stop := runElector(e)
+	defer stop()
 	first := waitTerm(t, terms)
 	if second := waitTerm(t, terms); second <= first {
 		t.Errorf("term %d after %d", second, first)
@@ -117,6 +128,41 @@ func TestLockCheckDeadline(t *testing.T) {
 	if st.checks.Load() == 0 {
 		t.Error("the lock was never checked")
 	}
-	cancel()
-	<-done
+}
+
+// restoredStore is a fake Store whose database was restored from a backup
+// taken before its first term: the heartbeat row no longer records that term
+// (store.Heartbeat answers ErrFenced, as the compliance suite checks on every
+// engine), while the lock is still held.
+type restoredStore struct {
+	hangingStore
+}
+
+func (s *restoredStore) TryLock(ctx context.Context) (store.Lock, error) { return freeLock{}, nil }
+func (s *restoredStore) Heartbeat(ctx context.Context, term int64) error {
+	if term == 1 {
+		return fmt.Errorf("heartbeat of term %d: %w", term, store.ErrFenced)
+	}
+	return nil
+}
+
+type freeLock struct{}
+
+func (freeLock) Check(ctx context.Context) error   { return nil }
+func (freeLock) Release(ctx context.Context) error { return nil }
+
+// A term the database no longer records ends, though the lock is held, and
+// the next starts: otherwise every fenced write of the old term changes
+// nothing, and no job completes again.
+func TestTermEndsWhenTheDatabaseNoLongerRecordsIt(t *testing.T) {
+	e := &Elector{Store: &restoredStore{}, Holder: "A", Log: slog.New(slog.DiscardHandler),
+		RetryInterval: 10 * time.Millisecond, CheckInterval: 10 * time.Millisecond}
+	terms, stop := runElector(e)
+	defer stop()
+	if first := waitTerm(t, terms); first != 1 {
+		t.Fatalf("first term %d", first)
+	}
+	if second := waitTerm(t, terms); second != 2 {
+		t.Errorf("term %d after 1", second)
+	}
 }

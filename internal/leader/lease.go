@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
@@ -64,7 +63,7 @@ type Term struct {
 }
 
 // StopTimeout bounds the wait for OpenSM to stop at the end of a term: longer
-// than the driver's SIGKILL deadline.
+// than the supervisor's SIGKILL deadline.
 const StopTimeout = 15 * time.Second
 
 func (e *LeaseElector) renewEvery() time.Duration { return e.LeaseTimeout / 5 }
@@ -72,16 +71,9 @@ func (e *LeaseElector) renewEvery() time.Duration { return e.LeaseTimeout / 5 }
 // Run campaigns until ctx ends; lead runs while this manager holds the lease,
 // with a context cancelled as soon as it may lose it.
 func (e *LeaseElector) Run(ctx context.Context, lead func(ctx context.Context, term Term) error) error {
-	for {
-		if err := e.termOnce(ctx, lead); err != nil && ctx.Err() == nil {
-			e.Log.Error("leadership term ended", "error", err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(e.renewEvery()):
-		}
-	}
+	return campaign(ctx, e.Log, "leadership term ended", e.renewEvery(), func(ctx context.Context) error {
+		return e.termOnce(ctx, lead)
+	})
 }
 
 func (e *LeaseElector) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -138,6 +130,8 @@ func (e *LeaseElector) release(ctx context.Context, lock store.Lock) {
 	}
 }
 
+// termOnce takes the lease if it can, leads while it holds it, and ends the
+// term: OpenSM stopped first, the lease released only once it is.
 func (e *LeaseElector) termOnce(ctx context.Context, lead func(context.Context, Term) error) error {
 	sent := time.Now() // the lease cannot expire before sent + LeaseTimeout
 	taken, won, lock, err := e.campaign(ctx)
@@ -155,115 +149,46 @@ func (e *LeaseElector) termOnce(ctx context.Context, lead func(context.Context, 
 		log.Info("took the lease", "previous_holder", taken.PreviousHolder)
 	}
 
-	lctx, cancel := context.WithCancelCause(ctx)
-	var mu sync.Mutex
-	validUntil := sent.Add(e.LeaseTimeout) // by then the others may take over
-	renewed := make(chan struct{})
-	lost := false
-	var stoppedAt time.Time // when OpenSM was stopped as soon as the lease was in doubt
-	// stopNow takes OpenSM off the fabric at once when the lease is in doubt,
-	// without waiting for the term's work to return: that work may be blocked
-	// on a database call that only its own, longer deadline ends (a cut link),
-	// and the lease may expire meanwhile. The stop latches the term, so that
-	// the work, when it returns, cannot start OpenSM again.
-	stopNow := func() {
-		sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), StopTimeout)
-		defer scancel()
-		if err := e.Stop(sctx, term); err != nil {
-			log.Error("stop OpenSM", "error", err)
-			return
-		}
-		mu.Lock()
-		stoppedAt = time.Now()
-		mu.Unlock()
-	}
-	go func() {
-		defer close(renewed)
-		t := time.NewTicker(e.renewEvery())
-		defer t.Stop()
-		giveUpAt := sent.Add(e.LeaseTimeout / 2)
-		giveUp := time.NewTimer(time.Until(giveUpAt))
-		defer giveUp.Stop()
-		// The deadline is checked by the clock, not only by the timer: when the
-		// timer and the ticker are both ready (a renewal that used its whole
-		// time), select would pick either at random, and a leader cut from its
-		// database could keep renewing in vain past the lease's expiry.
-		for {
-			select {
-			case <-lctx.Done():
-				return
-			case <-giveUp.C:
-			case <-t.C:
-			}
-			if !time.Now().Before(giveUpAt) {
-				log.Error("lease not renewed for half its timeout; stopping OpenSM before it can expire",
-					"lease_timeout", e.LeaseTimeout)
-				cancel(errors.New("lease not renewed in time"))
-				stopNow()
-				return
-			}
-			start := time.Now()
-			// A renewal never runs past the time to give up.
-			deadline := start.Add(e.renewEvery())
-			if giveUpAt.Before(deadline) {
-				deadline = giveUpAt
-			}
-			rctx, rcancel := context.WithDeadline(lctx, deadline)
-			ok, err := e.Leases.RenewLease(rctx, term, e.LeaseTimeout)
-			rcancel()
-			switch {
-			case err != nil:
-				if lctx.Err() == nil {
-					log.Warn("renew the lease", "error", err)
-				}
-			case !ok:
-				mu.Lock()
-				lost = true
-				mu.Unlock()
-				log.Error("lease lost: it expired or another manager took it; stopping OpenSM")
-				cancel(errors.New("lease lost"))
-				stopNow()
-				return
-			default:
-				mu.Lock()
-				validUntil = start.Add(e.LeaseTimeout)
-				mu.Unlock()
-				giveUpAt = start.Add(e.LeaseTimeout / 2)
-				giveUp.Reset(time.Until(giveUpAt))
-			}
-		}
-	}()
-
+	r := e.startRenewal(ctx, term, sent, log)
 	var leadErr error
-	waited := !taken.PreviousExpired || e.waitOutPrevious(lctx, tookAt, log)
+	waited := !taken.PreviousExpired || e.waitOutPrevious(r.ctx, tookAt, log)
 	if waited {
-		leadErr = lead(lctx, Term{ID: term, Taken: taken})
+		leadErr = lead(r.ctx, Term{ID: term, Taken: taken})
 	}
-	cancel(nil)
-	<-renewed
-	mu.Lock()
-	until, wasLost, earlyStop := validUntil, lost, stoppedAt
-	mu.Unlock()
+	e.endTerm(ctx, term, log, r.end(), waited)
+	if cause := context.Cause(r.ctx); cause != nil && !errors.Is(cause, context.Canceled) && ctx.Err() == nil {
+		return fmt.Errorf("term %d: %w", term, cause)
+	}
+	if leadErr != nil {
+		return fmt.Errorf("term %d: %w", term, leadErr)
+	}
+	return nil
+}
 
-	// OpenSM goes first, within what is left of the lease; only then may
-	// another manager take over at once. The stop is made again even when
-	// the renewal stopped OpenSM already: it costs nothing on a stopped
-	// driver, and it is what proves OpenSM stopped now, after the term's
-	// work has returned, rather than at some earlier moment.
+// endTerm stops OpenSM, within what is left of the lease, and only then
+// releases the lease, so that another manager may take over at once; it
+// leaves the lease to expire when the lease was lost, when OpenSM may still
+// run, or when the term ended before the previous leader was known to have
+// given up (waited false).
+func (e *LeaseElector) endTerm(ctx context.Context, term int64, log *slog.Logger, renewed renewalOutcome, waited bool) {
+	// The stop is made again even when the renewal stopped OpenSM already:
+	// it costs nothing on a stopped driver, and it is what proves OpenSM
+	// stopped now, after the term's work has returned, rather than at some
+	// earlier moment.
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), StopTimeout)
 	stopErr := e.Stop(sctx, term)
 	scancel()
 	offAt := time.Now()
-	if !earlyStop.IsZero() {
-		offAt = earlyStop // the latch kept it off since
+	if !renewed.stoppedAt.IsZero() {
+		offAt = renewed.stoppedAt // the latch kept it off since
 	}
-	if late := offAt.Sub(until); stopErr == nil && late > 0 {
+	if late := offAt.Sub(renewed.validUntil); stopErr == nil && late > 0 {
 		log.Error("OpenSM stopped after the lease could have expired", "late", late)
 	}
 	switch {
 	case stopErr != nil:
 		log.Error("OpenSM may still run; leaving the lease to expire", "error", stopErr)
-	case wasLost:
+	case renewed.lost:
 	case !waited:
 		log.Warn("the term ended before the previous leader was known to have given up; leaving the lease to expire")
 	default:
@@ -275,17 +200,10 @@ func (e *LeaseElector) termOnce(ctx context.Context, lead func(context.Context, 
 		}
 		rcancel()
 	}
-	if cause := context.Cause(lctx); cause != nil && !errors.Is(cause, context.Canceled) && ctx.Err() == nil {
-		return fmt.Errorf("term %d: %w", term, cause)
-	}
-	if leadErr != nil {
-		return fmt.Errorf("term %d: %w", term, leadErr)
-	}
-	return nil
 }
 
 // waitOutPrevious waits until half the lease timeout has passed since the
-// take of an expired lease (the renewal goroutine renews it meanwhile): by
+// take of an expired lease (the renewal renews it meanwhile): by
 // then any previous leader has seen its renewal fail or given up, and stopped
 // its OpenSM. False when the term ended first.
 func (e *LeaseElector) waitOutPrevious(ctx context.Context, tookAt time.Time, log *slog.Logger) bool {

@@ -14,15 +14,16 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm/opensmtest"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
-// manager is one manager's OpenSM for these tests: the real driver
-// (opensm.Process) supervising a stand-in OpenSM, a real child process whose
-// life is read from the kernel, not from the driver.
+// manager is one manager's OpenSM for these tests: the real supervisor
+// (opensm.Supervisor) supervising a stand-in OpenSM, a real child process whose
+// life is read from the kernel, not from the supervisor.
 type manager struct {
 	name string
 	sm   *opensmtest.StandIn
-	proc *opensm.Process
+	proc *opensm.Supervisor
 }
 
 func newManager(t *testing.T, name string) *manager {
@@ -88,7 +89,7 @@ func TestLeaseOneLeaderAndReleaseAfterStop(t *testing.T) {
 			var wg sync.WaitGroup
 			wg.Add(1)
 			go func() { defer wg.Done(); elector(stores[0], managers["A"]).Run(ctxA, lead(managers["A"])) }()
-			first := waitLeaseTerm(t, terms)
+			first := waitTerm(t, terms)
 			wg.Add(1)
 			go func() { defer wg.Done(); elector(stores[1], managers["B"]).Run(ctxB, lead(managers["B"])) }()
 			select {
@@ -97,7 +98,7 @@ func TestLeaseOneLeaderAndReleaseAfterStop(t *testing.T) {
 			case <-time.After(time.Second):
 			}
 			stopA()
-			second := waitLeaseTerm(t, terms)
+			second := waitTerm(t, terms)
 			if second.ID <= first.ID || second.Taken.PreviousHolder != "A" || second.Taken.PreviousExpired {
 				t.Errorf("takeover = %+v; want a newer term than %d, after A released it", second, first.ID)
 			}
@@ -210,24 +211,7 @@ func TestLeaseStopHoldsAgainstTheTermsLateStart(t *testing.T) {
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func waitLeaseTerm(t *testing.T, terms <-chan Term) Term {
-	t.Helper()
-	select {
-	case term := <-terms:
-		return term
-	case <-time.After(30 * time.Second):
-		t.Fatal("no leader within 30 s")
-	}
-	return Term{}
+	testenv.WaitFor(t, what, 30*time.Second, cond)
 }
 
 // takeTimes is lease tables that note when this manager's take of the lease
@@ -244,6 +228,32 @@ func (l *takeTimes) TakeLease(ctx context.Context, holder string, ttl time.Durat
 	return lease, won, err
 }
 
+// leasesAfterPrevious opens one manager's lease tables on engine, where a
+// previous holder took the lease for 200 ms, then let it expire (expired) or
+// released it.
+func leasesAfterPrevious(t *testing.T, ctx context.Context, engine string, expired bool) store.LeaseTables {
+	t.Helper()
+	leases, err := storetest.OpenManagers(t, engine, 1)[0].Leases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, won, err := leases.TakeLease(ctx, "previous", 200*time.Millisecond)
+	if err != nil || !won {
+		t.Fatalf("the previous holder's take = %v, %v", won, err)
+	}
+	if !expired {
+		if ok, err := leases.ReleaseLease(ctx, before.Term); err != nil || !ok {
+			t.Fatalf("release = %v, %v", ok, err)
+		}
+		return leases
+	}
+	waitUntil(t, "the previous lease to expire", func() bool {
+		l, err := leases.ReadLease(ctx)
+		return err == nil && !l.Held()
+	})
+	return leases
+}
+
 // A manager that takes a lease that expired instead of being released leads
 // only half the lease timeout after its take, renewing it meanwhile: the
 // previous leader (whoever the row names, after a restore put an old row
@@ -257,37 +267,21 @@ func TestLeaseTakenAfterExpiryLeadsOnlyOnceThePreviousLeaderGaveUp(t *testing.T)
 			expired bool
 		}{{"expired", true}, {"released", false}} {
 			t.Run(engine+"/"+tc.name, func(t *testing.T) {
-				s := storetest.OpenManagers(t, engine, 1)[0]
-				leases, err := s.Leases()
-				if err != nil {
-					t.Fatal(err)
-				}
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
-				before, won, err := leases.TakeLease(ctx, "previous", 200*time.Millisecond)
-				if err != nil || !won {
-					t.Fatalf("the previous holder's take = %v, %v", won, err)
-				}
-				if tc.expired {
-					waitUntil(t, "the previous lease to expire", func() bool {
-						l, err := leases.ReadLease(ctx)
-						return err == nil && !l.Held()
-					})
-				} else if ok, err := leases.ReleaseLease(ctx, before.Term); err != nil || !ok {
-					t.Fatalf("release = %v, %v", ok, err)
-				}
+				leases := leasesAfterPrevious(t, ctx, engine, tc.expired)
 				times := &takeTimes{LeaseTables: leases}
 				e := &LeaseElector{Leases: times, Holder: "A", Log: slog.New(slog.DiscardHandler),
 					LeaseTimeout: timeout, Stop: func(context.Context, int64) error { return nil }}
 				var led time.Time
 				var taken, atLead store.Lease
-				err = e.termOnce(ctx, func(ctx context.Context, term Term) error {
+				err := e.termOnce(ctx, func(ctx context.Context, term Term) error {
 					led, taken = time.Now(), term.Taken
 					if term.Taken.PreviousExpired != tc.expired {
 						t.Errorf("took a lease with PreviousExpired %v; want %v", term.Taken.PreviousExpired, tc.expired)
 					}
-					atLead, err = leases.ReadLease(ctx)
-					if err != nil {
+					var err error
+					if atLead, err = leases.ReadLease(ctx); err != nil {
 						t.Errorf("read the lease: %v", err)
 					}
 					return nil
@@ -322,20 +316,9 @@ func TestLeaseTermEndedDuringTheWaitNeitherLeadsNorReleases(t *testing.T) {
 	const timeout = 4 * time.Second
 	for _, engine := range []string{config.EnginePostgres, config.EngineMySQL} {
 		t.Run(engine, func(t *testing.T) {
-			s := storetest.OpenManagers(t, engine, 1)[0]
-			leases, err := s.Leases()
-			if err != nil {
-				t.Fatal(err)
-			}
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			if _, won, err := leases.TakeLease(ctx, "previous", 200*time.Millisecond); err != nil || !won {
-				t.Fatalf("the previous holder's take = %v, %v", won, err)
-			}
-			waitUntil(t, "the previous lease to expire", func() bool {
-				l, err := leases.ReadLease(ctx)
-				return err == nil && !l.Held()
-			})
+			leases := leasesAfterPrevious(t, ctx, engine, true)
 			e := &LeaseElector{Leases: leases, Holder: "A", Log: slog.New(slog.DiscardHandler),
 				LeaseTimeout: timeout, Stop: func(context.Context, int64) error { return nil }}
 			stopping, stop := context.WithTimeout(ctx, timeout/4) // the manager stops during the wait

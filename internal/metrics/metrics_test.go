@@ -66,9 +66,9 @@ func (f *fakeDB) OldestOpenJobs(context.Context) (map[string]time.Time, error) {
 	return f.oldest, nil
 }
 
-type fakeGates []string
+type fakeGates []applier.GateReason
 
-func (g fakeGates) Closed(context.Context) ([]string, error) { return g, nil }
+func (g fakeGates) Closed(context.Context) ([]applier.GateReason, error) { return g, nil }
 
 type fakeSM struct{ running bool }
 
@@ -113,7 +113,9 @@ func TestStateOnTheLeader(t *testing.T) {
 	db := &fakeDB{jobs: map[string]int64{store.StatusPending: 2, store.StatusCompleted: 5},
 		oldest: map[string]time.Time{store.StatusPending: time.Now().Add(-90 * time.Second)}}
 	m.Registry().MustRegister(&State{M: m, DB: db, SM: fakeSM{running: true},
-		Gates: fakeGates{applier.NoExpectedSwitches, "expected switch 0x2 (S2) is missing from OpenSM's last sweep"},
+		Gates: fakeGates{{Kind: applier.GateNoExpectedSwitches, Text: applier.NoExpectedSwitches},
+			{Kind: applier.GateSwitchMissing, Text: "expected switch 0x2 (S2) is missing from OpenSM's last sweep"},
+			{Kind: applier.GateFrozen, Text: "Frozen: check host-a pid 1"}},
 		Ready: func(context.Context) bool { return true }})
 	m.Leading(3)
 	m.ApplyFinished("applied", 2*time.Second)
@@ -132,13 +134,14 @@ func TestStateOnTheLeader(t *testing.T) {
 		"afm_leader_term":                        {"": 3},
 		"afm_leader_heartbeat_timestamp_seconds": {"": 1700000000},
 		"afm_enforcement_errors":                 {"": 2},
-		"afm_gates_closed":                       {"": 2},
+		"afm_gates_closed":                       {"": 3},
 		"afm_opensm_up":                          {"": 1},
 		"afm_opensm_restarts_total":              {"": 4},
 		"afm_jobs":                               {"status=Completed": 5, "status=Failed": 0, "status=Pending": 2, "status=Running": 0},
 		"afm_gate_closed": {
 			"gate=no_expected_switches,reason=" + applier.NoExpectedSwitches:                          1,
 			"gate=switch_missing,reason=expected switch 0x2 (S2) is missing from OpenSM's last sweep": 1,
+			"gate=frozen,reason=Frozen: check host-a pid 1":                                           1,
 		},
 		"afm_applies_total":                {"outcome=applied": 1},
 		"afm_apply_phase_duration_seconds": {"phase=render": 1, "phase=sweep": 1},
@@ -181,20 +184,6 @@ func TestStateDatabaseDown(t *testing.T) {
 	}
 	if got["afm_leader"][""] != 0 || got["afm_opensm_restarts_total"][""] != 4 {
 		t.Errorf("afm_leader %v, afm_opensm_restarts_total %v: want 0 and 4", got["afm_leader"], got["afm_opensm_restarts_total"])
-	}
-}
-
-func TestGateKind(t *testing.T) {
-	for reason, want := range map[string]string{
-		applier.NoExpectedSwitches: "no_expected_switches",
-		"expected switch 0x0002c90000000002 (S2) is missing from OpenSM's last sweep": "switch_missing",
-		"the expected switches cannot be checked: open x: no such file":               "switch_missing",
-		applier.EnforcementCleared + ": 0x2:3 (see --show-enforcement-errors)":        "enforcement_cleared",
-		"something new": "other",
-	} {
-		if got := GateKind(reason); got != want {
-			t.Errorf("GateKind(%q) = %q, want %q", reason, got, want)
-		}
 	}
 }
 

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,19 +27,19 @@ type OldestOpenJobs interface {
 
 // Gates say why jobs may not complete now (applier.Gates).
 type Gates interface {
-	Closed(ctx context.Context) ([]string, error)
+	Closed(ctx context.Context) ([]applier.GateReason, error)
 }
 
-// SubnetManager is the OpenSM driver as a scrape sees it (opensm.Process).
-type SubnetManager interface {
+// Supervisor is what runs OpenSM as a scrape sees it (opensm.Supervisor).
+type Supervisor interface {
 	Running() bool
 	Restarts() int
 }
 
-// DriverState is read when the driver offers it: a word for what it is doing
+// SupervisorState is read when the supervisor offers it: a word for what it is doing
 // (starting, running, restarting, stopped, ...) and its last error, nil when
 // none.
-type DriverState interface {
+type SupervisorState interface {
 	State() string
 	LastError() error
 }
@@ -52,13 +51,13 @@ type Lease interface {
 }
 
 // State is a collector that reads the fabric's state at each scrape. Gates
-// and the driver are read only while this process leads: a follower has no
+// and the supervisor are read only while this process leads: a follower has no
 // OpenSM and no subnet dump of its own. Nil fields are skipped.
 type State struct {
 	M     *Metrics
 	DB    Database
 	Gates Gates
-	SM    SubnetManager
+	SM    Supervisor
 	Lease Lease
 	// Ready is /readyz's verdict (health.Checker), exported as afm_ready; nil:
 	// not exported.
@@ -66,42 +65,31 @@ type State struct {
 	Timeout time.Duration // for the whole scrape's reads; 0: 5 s
 }
 
+// gaugeDesc describes one of State's gauges: its name without the namespace,
+// its help, and the labels it is sent with.
+func gaugeDesc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(Namespace+"_"+name, help, labels, nil)
+}
+
+// The gauges State sends, one a line: name, help, labels.
 var (
-	descReady = prometheus.NewDesc(Namespace+"_ready",
-		"1 when /readyz answers 200 (see its reasons when 0), else 0.", nil, nil)
-	descDatabaseUp = prometheus.NewDesc(Namespace+"_database_up",
-		"1 when this scrape could read the database, else 0.", nil, nil)
-	descJobs = prometheus.NewDesc(Namespace+"_jobs",
-		"Jobs kept in the database, by status (Pending, Running, Completed, Failed).", []string{"status"}, nil)
-	descJobOldest = prometheus.NewDesc(Namespace+"_job_oldest_age_seconds",
-		"Age of the oldest job of each open status (Pending, Running); 0 when there is none.", []string{"status"}, nil)
-	descRevisionRecorded = prometheus.NewDesc(Namespace+"_revision_recorded",
-		"The newest revision of the recorded state.", nil, nil)
-	descRevisionApplied = prometheus.NewDesc(Namespace+"_revision_applied",
-		"The revision this process, as the leader, last saw OpenSM apply; absent on a follower and before the term's first apply.", nil, nil)
-	descLastApplyFailed = prometheus.NewDesc(Namespace+"_last_apply_failed",
-		"1 when this leader's last apply had another outcome than applied, else 0; absent on a follower.", nil, nil)
-	descTerm = prometheus.NewDesc(Namespace+"_leader_term",
-		"The current leadership term in the database.", nil, nil)
-	descHeartbeat = prometheus.NewDesc(Namespace+"_leader_heartbeat_timestamp_seconds",
-		"When the current term's holder last wrote its heartbeat (Unix time).", nil, nil)
-	descLeaseExpiry = prometheus.NewDesc(Namespace+"_leader_lease_expiry_timestamp_seconds",
-		"When the current holder's lease expires (Unix time).", nil, nil)
-	descGate = prometheus.NewDesc(Namespace+"_gate_closed",
-		"1 for each reason jobs do not complete now, as the leader evaluates the gates; gate is the kind of reason.",
-		[]string{"gate", "reason"}, nil)
-	descGatesClosed = prometheus.NewDesc(Namespace+"_gates_closed",
-		"How many reasons jobs do not complete now; absent on a follower.", nil, nil)
-	descEnforcement = prometheus.NewDesc(Namespace+"_enforcement_errors",
-		"Switch ports recorded as having had their partition enforcement cleared (see --show-enforcement-errors).", nil, nil)
-	descSMUp = prometheus.NewDesc(Namespace+"_opensm_up",
-		"1 while OpenSM runs as this leader's child, else 0; absent on a follower.", nil, nil)
-	descSMRestarts = prometheus.NewDesc(Namespace+"_opensm_restarts_total",
-		"Times OpenSM was started again after it exited, since this process started.", nil, nil)
-	descSMState = prometheus.NewDesc(Namespace+"_opensm_driver_state",
-		"1 for the state the OpenSM driver is in.", []string{"state"}, nil)
-	descSMError = prometheus.NewDesc(Namespace+"_opensm_driver_error",
-		"1 while the OpenSM driver's last operation failed, else 0.", nil, nil)
+	descReady            = gaugeDesc("ready", "1 when /readyz answers 200 (see its reasons when 0), else 0.")
+	descDatabaseUp       = gaugeDesc("database_up", "1 when this scrape could read the database, else 0.")
+	descJobs             = gaugeDesc("jobs", "Jobs kept in the database, by status (Pending, Running, Completed, Failed).", "status")
+	descJobOldest        = gaugeDesc("job_oldest_age_seconds", "Age of the oldest job of each open status (Pending, Running); 0 when there is none.", "status")
+	descRevisionRecorded = gaugeDesc("revision_recorded", "The newest revision of the recorded state.")
+	descRevisionApplied  = gaugeDesc("revision_applied", "The revision this process, as the leader, last saw OpenSM apply; absent on a follower and before the term's first apply.")
+	descLastApplyFailed  = gaugeDesc("last_apply_failed", "1 when this leader's last apply had another outcome than applied, else 0; absent on a follower.")
+	descTerm             = gaugeDesc("leader_term", "The current leadership term in the database.")
+	descHeartbeat        = gaugeDesc("leader_heartbeat_timestamp_seconds", "When the current term's holder last wrote its heartbeat (Unix time).")
+	descLeaseExpiry      = gaugeDesc("leader_lease_expiry_timestamp_seconds", "When the current holder's lease expires (Unix time).")
+	descGate             = gaugeDesc("gate_closed", "1 for each reason jobs do not complete now, as the leader evaluates the gates; gate is the kind of reason.", "gate", "reason")
+	descGatesClosed      = gaugeDesc("gates_closed", "How many reasons jobs do not complete now; absent on a follower.")
+	descEnforcement      = gaugeDesc("enforcement_errors", "Switch ports recorded as having had their partition enforcement cleared (see --show-enforcement-errors).")
+	descSMUp             = gaugeDesc("opensm_up", "1 while OpenSM runs as this leader's child, else 0; absent on a follower.")
+	descSMRestarts       = gaugeDesc("opensm_restarts_total", "Times OpenSM was started again after it exited, since this process started.")
+	descSMState          = gaugeDesc("opensm_driver_state", "1 for the state the OpenSM driver is in.", "state")
+	descSMError          = gaugeDesc("opensm_driver_error", "1 while the OpenSM driver's last operation failed, else 0.")
 )
 
 // Describe sends the descriptions of every metric State may send.
@@ -176,7 +164,7 @@ func (s *State) Collect(ch chan<- prometheus.Metric) {
 	gauge(descLastApplyFailed, bool01(s.M.LastApplyFailed()))
 	if s.SM != nil {
 		gauge(descSMUp, bool01(s.SM.Running()))
-		if d, ok := s.SM.(DriverState); ok {
+		if d, ok := s.SM.(SupervisorState); ok {
 			gauge(descSMState, 1, d.State())
 			gauge(descSMError, bool01(d.LastError() != nil))
 		}
@@ -189,7 +177,7 @@ func (s *State) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(descGatesClosed, float64(len(reasons)))
 		for _, r := range reasons {
-			gauge(descGate, 1, GateKind(r), r)
+			gauge(descGate, 1, string(r.Kind), r.Text)
 		}
 	}
 }
@@ -219,23 +207,5 @@ func (s *State) collectJobs(ctx context.Context, gauge func(*prometheus.Desc, fl
 			age = max(now.Sub(t).Seconds(), 0)
 		}
 		gauge(descJobOldest, age, status)
-	}
-}
-
-// GateKind names the kind of a gate's reason, for alerts and dashboards to
-// select on without matching the reason's text (which names switches).
-func GateKind(reason string) string {
-	switch {
-	case strings.HasPrefix(reason, applier.NoExpectedSwitches):
-		return "no_expected_switches"
-	case strings.HasPrefix(reason, "expected switch "), strings.HasPrefix(reason, "the expected switches cannot be checked"),
-		strings.HasPrefix(reason, "OpenSM's subnet dump"):
-		return "switch_missing"
-	case strings.HasPrefix(reason, applier.EnforcementCleared):
-		return "enforcement_cleared"
-	case strings.Contains(reason, "frozen"), strings.Contains(reason, "freeze"):
-		return "frozen"
-	default:
-		return "other"
 	}
 }

@@ -17,7 +17,7 @@ type KeyValue struct{ Key, Value string }
 // ConfOptions is what RenderConf needs to write opensm.conf.
 type ConfOptions struct {
 	PartitionsFile       string // partition_config_file: the file the manager rewrites
-	LogFile              string // log_file: the file WaitSweep and Process read
+	LogFile              string // log_file: the file WaitSweep and the Supervisor read
 	PerModuleLoggingFile string // per_module_logging_file: see PerModuleLoggingConf
 	// DumpFilesDir is dump_files_dir, where OpenSM rewrites opensm-subnet.lst
 	// (read by package topology) at every SUBNET UP; OpenSM writes that file

@@ -10,13 +10,19 @@
 //   - Writing files OpenSM reads while it runs: WriteFileAtomic. A heavy sweep can
 //     start at any moment and would apply a half-written partitions file.
 //   - Reading OpenSM's log: ParseLog for whole files, FollowLog for a log that
-//     grows, and WaitSweep, which proves from the log that a partitions file is in
-//     the ports' tables (the chain of lines is described on WaitSweep).
-//   - Running OpenSM as the manager's child: Process supervises it from Start to
-//     Stop (across applier terms and database outages), restarts it when it
-//     exits, reports its state and last error (Status, and a status file for
-//     --status), knows when it is safe to signal, and keeps its output (which
-//     contains the secret keys it loaded) out of the manager's log.
+//     grows, Tail, the one reader of the log for a term that hands each entry
+//     to whoever needs it, and WaitSweep (or a Tail's WatchSweep), which proves
+//     from the log that a partitions file is in the ports' tables (the chain of
+//     lines is described on WaitSweep).
+//   - Keeping OpenSM running: a Supervisor supervises it from Start to Stop
+//     (across applier terms and database outages), restarts it when it exits,
+//     reports its state and last error (Status, and a status file for
+//     --status), knows when it is safe to signal, and latches a term's stop
+//     (TermLatch). What it supervises starts through a small Runner: the
+//     manager's child process (NewProcess, which keeps OpenSM's output, with
+//     the secret keys it loaded, out of the manager's log) or a container
+//     (package smcontainer); a Watcher instead follows an OpenSM someone else
+//     runs.
 //
 // How to apply a new partitions file, in this order:
 //

@@ -61,13 +61,13 @@ func ParseEnforcementError(e Entry) (EnforcementError, bool) {
 	if !hasCode {
 		text = rest
 	}
-	out := EnforcementError{Switch: Unattributed, Line: rawLine(e)}
+	// The entry is rebuilt only once it is known to be one: the tail hands
+	// every entry of a large sweep's VERBOSE lines here.
 	if guid, port, ok := enforcementPlace(text); ok {
-		out.Switch, out.Port = fmt.Sprintf("0x%016x", guid), port
-		return out, true
+		return EnforcementError{Switch: fmt.Sprintf("0x%016x", guid), Port: port, Line: rawLine(e)}, true
 	}
 	if code == "0507" || code == "0513" || hasPrefixFold(text, phraseCleared) {
-		return out, true
+		return EnforcementError{Switch: Unattributed, Line: rawLine(e)}, true
 	}
 	return EnforcementError{}, false
 }

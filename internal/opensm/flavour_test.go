@@ -55,7 +55,7 @@ func printing(t *testing.T, file string) []string {
 }
 
 func TestDetectFlavour(t *testing.T) {
-	ctx := testContext(t)
+	ctx := t.Context()
 	opensm := fabricsim.RequireProgram(t, "opensm", "opensm")
 	if f, err := DetectFlavour(ctx, []string{opensm}); err != nil || f != fabric.Upstream {
 		t.Errorf("the installed OpenSM (Debian's upstream build): %v, %v; want upstream", f, err)

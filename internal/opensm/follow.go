@@ -50,31 +50,14 @@ func inodeOf(fi fs.FileInfo) uint64 {
 // reset.
 var ErrLogReset = errors.New("log truncated or replaced")
 
-// How often a follower looks at the file when it has read everything and
-// file-change notifications cannot be had (see logNotify). OpenSM logs a
-// sweep's lines within milliseconds, and the end of the sweep is on the path
-// of every job's completion: at 5 ms it adds 2.5 ms on average (20 ms added
-// 10, measured in docs/performance.md), for a stat and a read per poll.
+// How often a follower looks at the file when it has read everything: a stat
+// and a read. OpenSM logs a sweep's lines within milliseconds, and the end of
+// the sweep is on the path of every job's completion: at 5 ms it adds 2.5 ms
+// on average (20 ms added 10, measured in docs/performance.md). Waking on
+// inotify of the log's directory instead was measured and dropped: it read
+// the end of a sweep sooner, but OpenSM's own sweep took longer beside it, and
+// a change was faster with it in only half of the interleaved pairs.
 const pollInterval = 5 * time.Millisecond
-
-// useNotifications says whether followers wait for inotify (logNotify)
-// instead of polling every pollInterval. Off. The notifications once lost to
-// the poll because closing the inotify instance waited for the kernel's
-// teardown on every apply's path (fixed: logNotify.close). Since then the
-// follower reads the end of a sweep 0.5-0.9 ms after OpenSM writes it
-// instead of 2.2-3.2 ms, but on the 4-host fabric OpenSM's own sweep took
-// about 1.3 ms longer with a follower woken by notifications (not through
-// the manager's CPU, which was the same; the cause is not found), and a
-// change was faster with them in only six of twelve interleaved pairs, two
-// of the six on a quieter machine (docs/performance.md). The notifications'
-// own tests run them whatever this says.
-const useNotifications = false
-
-// slowPollInterval is how often a follower woken by notifications looks at
-// the file anyway: for what no notification of the log's directory reports
-// (the old file of a rotation into another directory, a file system that
-// sends none).
-const slowPollInterval = 250 * time.Millisecond
 
 // A message box's header line ("do_sweep:") without its title is waited for
 // this long after the last data before it is handed out anyway.
@@ -84,11 +67,8 @@ const openBoxPatience = 100 * time.Millisecond
 const maxReadPerPoll = 1 << 20
 
 // LogFollower reads the entries of a growing OpenSM log from a position on.
-// Once it has read everything it polls every pollInterval (stat and read);
-// with useNotifications it waits instead for a notification that the log's
-// directory changed (inotify), looking at the file every slowPollInterval
-// anyway, and polls where notifications cannot be had. It is not safe for
-// concurrent use.
+// Once it has read everything it polls every pollInterval (stat and read).
+// It is not safe for concurrent use.
 type LogFollower struct {
 	path string
 	from Position
@@ -105,73 +85,40 @@ type LogFollower struct {
 	parser       entryParser
 	lastData     time.Time // when data was last read
 
-	// How the follower waits: notify (nil until the first wait, and when
-	// notifications cannot be had) wakes it on a change of the log's
-	// directory, and every slowPoll anyway; without it, it polls every
-	// fastPoll. noNotify: never try notifications.
-	notify             *logNotify
-	notifyTried        bool
-	noNotify           bool
-	fastPoll, slowPoll time.Duration
-	patience           time.Duration // openBoxPatience
-	onWait             func()        // tests: called when the follower is about to wait
-	beforeWatch        func()        // tests: called just before the notifications are set up
+	fastPoll time.Duration // pollInterval
+	patience time.Duration // openBoxPatience
 
 	queue []queued
 	reset error // a reset to report once the queue is empty
 
-	// What the entries handed out cover, for Scanned: the file's offset of the
-	// first header line parsed in the current file (-1: none yet), the end of
-	// the last entry handed out, and whether a continuation line was dropped
-	// in between or another file was started.
-	firstHeader int64
-	returnedEnd int64
-	partialAt   int64 // offset of the line being assembled in partial
-	lostLine    bool
-	switched    bool
-	buf         []byte
+	gen        int   // files opened so far: the one being read is the gen-th
+	entryStart int64 // offset of the header line of the entry the parser builds
+	partialAt  int64 // offset of the line being assembled in partial
+	buf        []byte
+	read       int64 // bytes read, over all files
 }
 
-// queued is an entry read, with where it ends in its file: the offset of the
-// first line after its last.
+// queued is an entry read, with where its header line is: the position in
+// its file, and which of the files the follower opened that is (gen).
 type queued struct {
 	e   Entry
-	end int64
+	at  Position
+	gen int
+}
+
+// queued is the entry the parser handed out, at the place of its header line.
+func (l *LogFollower) queued(e Entry) queued {
+	return queued{e: e, at: Position{Inode: l.inode, Offset: l.entryStart}, gen: l.gen}
 }
 
 // FollowLog returns a follower that reads path from the position on. The file
 // need not exist yet.
 func FollowLog(path string, from Position) *LogFollower {
-	return &LogFollower{path: path, from: from, fastPoll: pollInterval, slowPoll: slowPollInterval,
-		patience: openBoxPatience, firstHeader: -1, noNotify: !useNotifications}
+	return &LogFollower{path: path, from: from, fastPoll: pollInterval, patience: openBoxPatience}
 }
 
-// Span is a stretch of one log file, [From, To) in the file of inode Inode.
-type Span struct {
-	Inode    uint64
-	From, To int64
-}
-
-// Scanned returns the stretch of the log whose every entry Next has handed
-// out: every line from From (a header line) to To is in one of them. ok is
-// false when no such stretch can be vouched for: no entry handed out yet,
-// another file than the first was started (a rotation, a reset), or a
-// continuation line was dropped within it (it came after its entry had been
-// handed out). Lines before From, from the position on, were not handed out:
-// continuation lines of an entry that started before the position.
-func (l *LogFollower) Scanned() (span Span, ok bool) {
-	if l.firstHeader < 0 || l.switched || l.lostLine || l.returnedEnd < l.firstHeader {
-		return Span{}, false
-	}
-	return Span{Inode: l.inode, From: l.firstHeader, To: l.returnedEnd}, true
-}
-
-// Close releases the open file and the notifications.
+// Close releases the open file.
 func (l *LogFollower) Close() error {
-	if l.notify != nil {
-		l.notify.close()
-		l.notify = nil
-	}
 	if l.f == nil {
 		return nil
 	}
@@ -182,51 +129,12 @@ func (l *LogFollower) Close() error {
 
 // wait waits until the log may have changed, or ctx ends.
 func (l *LogFollower) wait(ctx context.Context) error {
-	if !l.notifyTried && !l.noNotify {
-		l.notifyTried = true
-		if l.beforeWatch != nil {
-			l.beforeWatch()
-		}
-		l.notify, _ = newLogNotify(l.path) // nil: poll
-		if l.notify != nil {
-			// A write between the last read and the watch woke nobody: read
-			// again now that every later one will.
-			return nil
-		}
-	}
-	if l.notify != nil && l.notify.broken() {
-		l.notify.close()
-		l.notify = nil // poll from now on
-	}
-	d, woken := l.fastPoll, (<-chan struct{})(nil)
-	if l.notify != nil {
-		d, woken = l.slowPoll, l.notify.changed
-		// OpenSM writes a sweep's lines one by one (force_log_flush): while
-		// data keeps coming the follower reads at most every burstReadGap,
-		// so as not to take a core from OpenSM at every line. Waiting for a
-		// notification starts only once a look found nothing new for that
-		// long, so the first write after a quiet spell, the end of a sweep
-		// among them, is read at once.
-		if gap := burstReadGap - time.Since(l.lastData); gap > 0 {
-			return sleep(ctx, gap)
-		}
-	}
-	if l.onWait != nil {
-		l.onWait()
-	}
+	d := l.fastPoll
 	if l.parser.pending && l.parser.openBox() {
 		// An open box is handed out once the patience is over, data or not.
 		d = min(d, max(l.patience-time.Since(l.lastData), time.Millisecond))
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-woken:
-	case <-t.C:
-	}
-	return nil
+	return sleep(ctx, d)
 }
 
 // sleep waits for d or until ctx ends.
@@ -241,10 +149,6 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// burstReadGap is the least time between two reads of a follower woken by
-// notifications while data keeps coming.
-const burstReadGap = time.Millisecond
-
 // Next returns the next entry, waiting for it as long as ctx allows. When the log
 // was truncated or replaced it returns an error wrapping ErrLogReset once, and the
 // entries of the new file after that. An entry whose header line was logged
@@ -252,26 +156,41 @@ const burstReadGap = time.Millisecond
 // after it.
 func (l *LogFollower) Next(ctx context.Context) (Entry, error) {
 	for {
-		if len(l.queue) > 0 {
-			q := l.queue[0]
-			l.queue = l.queue[1:]
-			l.returnedEnd = q.end
+		q, reset, ok, err := l.take()
+		switch {
+		case err != nil:
+			return Entry{}, err
+		case reset != nil:
+			return Entry{}, reset
+		case ok:
 			return q.e, nil
-		}
-		if l.reset != nil {
-			err := l.reset
-			l.reset = nil
-			return Entry{}, err
-		}
-		progressed, err := l.poll()
-		if err != nil {
-			return Entry{}, err
-		}
-		if progressed || len(l.queue) > 0 || l.reset != nil {
-			continue
 		}
 		if err := l.wait(ctx); err != nil {
 			return Entry{}, err
+		}
+	}
+}
+
+// take is Next without the wait: the next entry, or the next reset (an error
+// wrapping ErrLogReset, with the gen of the file it concerns), that what the
+// log holds now gives. ok is false when there is none yet.
+func (l *LogFollower) take() (q queued, reset error, ok bool, err error) {
+	for {
+		if len(l.queue) > 0 {
+			q = l.queue[0]
+			l.queue = l.queue[1:]
+			return q, nil, true, nil
+		}
+		if l.reset != nil {
+			reset, l.reset = l.reset, nil
+			return queued{gen: l.gen}, reset, true, nil
+		}
+		progressed, err := l.poll()
+		if err != nil {
+			return queued{}, nil, false, err
+		}
+		if !progressed && len(l.queue) == 0 && l.reset == nil {
+			return queued{}, nil, false, nil
 		}
 	}
 }
@@ -292,7 +211,7 @@ func (l *LogFollower) poll() (progressed bool, err error) {
 		return true, nil
 	}
 	if e, ok := l.parser.flush(time.Since(l.lastData) >= l.patience); ok {
-		l.queue = append(l.queue, queued{e, l.offset - int64(len(l.partial))})
+		l.queue = append(l.queue, l.queued(e))
 	}
 	if err := l.checkReplaced(); err != nil {
 		return false, err
@@ -316,22 +235,18 @@ func (l *LogFollower) open() error {
 		return fmt.Errorf("follow %s: %w", l.path, err)
 	}
 	l.f, l.inode, l.offset = f, inodeOf(fi), 0
+	l.gen++
 	first := !l.opened
 	l.opened = true
-	if !first {
-		l.switched = true
-	}
 	switch {
 	case !first:
 		// A rotation brought us here; it has been reported already.
 	case l.from.Inode != 0 && l.inode != l.from.Inode:
 		l.reset = fmt.Errorf("%w: %s is not the file the position was taken in (inode %d, was %d)",
 			ErrLogReset, l.path, l.inode, l.from.Inode)
-		l.switched = true
 	case fi.Size() < l.from.Offset:
 		l.reset = fmt.Errorf("%w: %s has %d bytes, fewer than at the position (%d)",
 			ErrLogReset, l.path, fi.Size(), l.from.Offset)
-		l.switched = true
 	default:
 		l.offset = l.from.Offset
 	}
@@ -362,6 +277,7 @@ func (l *LogFollower) readAvailable() (int, error) {
 		if n > 0 {
 			total += n
 			l.offset += int64(n)
+			l.read += int64(n)
 			l.consume(l.buf[:n])
 		}
 		if err == io.EOF || n == 0 {
@@ -406,15 +322,12 @@ func (l *LogFollower) feed(line string, start int64) {
 		l.skipFragment = false
 		return
 	}
-	e, ok, header, dropped := l.parser.lineHeader(line)
+	e, ok, header, _ := l.parser.lineHeader(line)
 	if ok {
-		l.queue = append(l.queue, queued{e, start})
+		l.queue = append(l.queue, l.queued(e))
 	}
-	switch {
-	case header && l.firstHeader < 0:
-		l.firstHeader = start
-	case dropped && l.firstHeader >= 0:
-		l.lostLine = true
+	if header {
+		l.entryStart = start
 	}
 }
 
@@ -466,7 +379,7 @@ func (l *LogFollower) checkReplaced() error {
 		l.partial = l.partial[:0]
 	}
 	if e, ok := l.parser.flush(true); ok {
-		l.queue = append(l.queue, queued{e, l.offset})
+		l.queue = append(l.queue, l.queued(e))
 	}
 	l.restart()
 	l.f.Close()
@@ -481,5 +394,4 @@ func (l *LogFollower) restart() {
 	l.skipFragment = false
 	l.parser = entryParser{}
 	l.lastData = time.Now()
-	l.switched = true // Scanned vouches for one file read from the position
 }

@@ -134,19 +134,26 @@ func TestFollowerTruncationInPlace(t *testing.T) {
 	mustNext(t, l, "Exiting SM")
 }
 
-func TestFollowerRotation(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "opensm.log")
+// followThenRotate follows a log that has read its first entry, then moves
+// the file away as logrotate does; it returns the log's path (no file there
+// now) and the follower, closed when the test ends.
+func followThenRotate(t *testing.T) (string, *LogFollower) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "opensm.log")
 	appendTo(t, path, masterLine)
 	l := FollowLog(path, Position{})
-	defer l.Close()
+	t.Cleanup(func() { l.Close() })
 	mustNext(t, l, "Entering MASTER state")
-
-	// logrotate moves the file; OpenSM writes on into the old one until it
-	// reopens (SIGUSR1), then into a new file.
 	if err := os.Rename(path, path+".1"); err != nil {
 		t.Fatal(err)
 	}
+	return path, l
+}
+
+// logrotate moves the file; OpenSM writes on into the old one until it
+// reopens (SIGUSR1), then into a new file.
+func TestFollowerRotation(t *testing.T) {
+	path, l := followThenRotate(t)
 	appendTo(t, path+".1", subnetUpLine)
 	appendTo(t, path, exitingLine)
 
@@ -157,15 +164,7 @@ func TestFollowerRotation(t *testing.T) {
 // logrotate creates the new file before OpenSM reopens its log: until the new
 // file holds data, OpenSM's lines still go to the old one, and are read.
 func TestFollowerRotationNewFileCreatedFirst(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "opensm.log")
-	appendTo(t, path, masterLine)
-	l := FollowLog(path, Position{})
-	defer l.Close()
-	mustNext(t, l, "Entering MASTER state")
-	if err := os.Rename(path, path+".1"); err != nil {
-		t.Fatal(err)
-	}
+	path, l := followThenRotate(t)
 	appendTo(t, path, "") // logrotate's create
 	nothingYet(t, l)
 	appendTo(t, path+".1", subnetUpLine) // OpenSM, not yet reopened
@@ -206,208 +205,4 @@ func TestFollowerHandsOutAnAbandonedBox(t *testing.T) {
 	if e := mustNext(t, l, "state_mgr_sweep_hop_0:"); e.Title != "" {
 		t.Errorf("box title %q, want none yet", e.Title)
 	}
-}
-
-// notifyOnly makes l wake on notifications alone: it never polls within a
-// test's time, so a test that passes proves the notification woke it.
-func notifyOnly(t *testing.T, l *LogFollower) {
-	t.Helper()
-	l.noNotify, l.fastPoll, l.slowPoll = false, time.Hour, time.Hour
-	if n, err := newLogNotify(l.path); err != nil {
-		t.Fatalf("inotify cannot be had here: %v", err)
-	} else {
-		n.close()
-	}
-}
-
-// onFirstWait runs steps the first time l is about to wait: after it found
-// nothing to read, before it waits, so only a wake-up can make it see them.
-func onFirstWait(l *LogFollower, steps func()) {
-	done := false
-	l.onWait = func() {
-		if !done {
-			done = true
-			steps()
-		}
-	}
-}
-
-func TestFollowerWakesOnAppend(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "opensm.log")
-	appendTo(t, path, masterLine)
-	l := FollowLog(path, Position{})
-	defer l.Close()
-	notifyOnly(t, l)
-	mustNext(t, l, "Entering MASTER state")
-	onFirstWait(l, func() { appendTo(t, path, subnetUpLine) })
-	mustNext(t, l, "SUBNET UP")
-	if l.notify == nil {
-		t.Error("the follower waited without notifications")
-	}
-}
-
-// The file does not exist when the follower starts waiting: its creation in
-// the watched directory wakes it.
-func TestFollowerWakesOnCreation(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "opensm.log")
-	l := FollowLog(path, Position{})
-	defer l.Close()
-	notifyOnly(t, l)
-	onFirstWait(l, func() { appendTo(t, path, subnetUpLine) })
-	mustNext(t, l, "SUBNET UP")
-}
-
-// Rotation with notifications only: the old file's last lines (written after
-// the rename) and then the re-created file's wake the follower, and it reads
-// both in order.
-func TestFollowerWakesOnRecreatedFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "opensm.log")
-	appendTo(t, path, masterLine)
-	l := FollowLog(path, Position{})
-	defer l.Close()
-	notifyOnly(t, l)
-	mustNext(t, l, "Entering MASTER state")
-	onFirstWait(l, func() {
-		if err := os.Rename(path, path+".1"); err != nil {
-			t.Error(err)
-		}
-		appendTo(t, path+".1", subnetUpLine)
-		appendTo(t, path, exitingLine)
-	})
-	mustNext(t, l, "SUBNET UP")
-	mustNext(t, l, "Exiting SM")
-}
-
-// Where notifications cannot be had the follower polls.
-func TestFollowerPollsWithoutNotifications(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "opensm.log")
-	appendTo(t, path, masterLine)
-	l := FollowLog(path, Position{})
-	defer l.Close()
-	l.noNotify, l.slowPoll = true, time.Hour
-	mustNext(t, l, "Entering MASTER state")
-	onFirstWait(l, func() { appendTo(t, path, subnetUpLine) })
-	mustNext(t, l, "SUBNET UP")
-	if l.notify != nil {
-		t.Error("notifications set up although disabled")
-	}
-}
-
-// A write the directory's notifications do not report (here through a hard
-// link in another directory, as to the old file of a rotation into another
-// directory) is still read, by the slow poll.
-func TestFollowerSlowPollCatchesWhatNotificationsMiss(t *testing.T) {
-	logDir, otherDir := t.TempDir(), t.TempDir()
-	path := filepath.Join(logDir, "opensm.log")
-	appendTo(t, path, masterLine)
-	other := filepath.Join(otherDir, "opensm.log")
-	if err := os.Link(path, other); err != nil {
-		t.Fatal(err)
-	}
-	l := FollowLog(path, Position{})
-	defer l.Close()
-	notifyOnly(t, l)
-	l.slowPoll = 20 * time.Millisecond
-	mustNext(t, l, "Entering MASTER state")
-	onFirstWait(l, func() { appendTo(t, other, subnetUpLine) })
-	mustNext(t, l, "SUBNET UP")
-}
-
-// Scanned vouches for the stretch whose every entry was handed out: from the
-// first header line after the position to the end of the last entry returned,
-// and for nothing once another file was started.
-func TestFollowerScanned(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "opensm.log")
-	appendTo(t, path, masterLine+subnetUpLine[:20])
-	pos, err := LogPosition(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	appendTo(t, path, subnetUpLine[20:]+exitingLine+masterLine)
-	l := FollowLog(path, pos)
-	defer l.Close()
-	if _, ok := l.Scanned(); ok {
-		t.Error("Scanned before any entry: ok")
-	}
-	mustNext(t, l, "Exiting SM")
-	from := int64(len(masterLine) + len(subnetUpLine))
-	fi, _ := os.Stat(path)
-	want := Span{Inode: inodeOf(fi), From: from, To: from + int64(len(exitingLine))}
-	if got, ok := l.Scanned(); !ok || got != want {
-		t.Errorf("Scanned = %+v, %v; want %+v", got, ok, want)
-	}
-	mustNext(t, l, "Entering MASTER state")
-	want.To = fi.Size()
-	if got, ok := l.Scanned(); !ok || got != want {
-		t.Errorf("Scanned = %+v, %v; want %+v", got, ok, want)
-	}
-	// Rotation: the stretch now spans two files.
-	if err := os.Rename(path, path+".1"); err != nil {
-		t.Fatal(err)
-	}
-	appendTo(t, path, subnetUpLine)
-	mustNext(t, l, "SUBNET UP")
-	if got, ok := l.Scanned(); ok {
-		t.Errorf("Scanned across a rotation = %+v, ok", got)
-	}
-}
-
-// A write after the follower's last read but before its watch was set up
-// sends no notification: the follower reads once more after setting it up,
-// instead of sleeping until the slow poll.
-func TestFollowerReadsWhatCameBeforeItsWatch(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "opensm.log")
-	appendTo(t, path, masterLine)
-	l := FollowLog(path, Position{})
-	defer l.Close()
-	notifyOnly(t, l)
-	mustNext(t, l, "Entering MASTER state")
-	l.beforeWatch = func() { appendTo(t, path, subnetUpLine) }
-	mustNext(t, l, "SUBNET UP")
-}
-
-// Closing an inotify instance waits in the kernel for milliseconds, and
-// WaitSweep closes its follower on the path of every apply: Close must not
-// wait for the instance to go away, yet the instance must go.
-func TestFollowerCloseDoesNotWaitForTheNotifications(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "opensm.log")
-	appendTo(t, path, masterLine)
-	l := FollowLog(path, Position{})
-	notifyOnly(t, l)
-	release, closed := make(chan struct{}), make(chan *os.File, 1)
-	saved := closeInstance
-	closeInstance = func(f *os.File) {
-		<-release
-		f.Close()
-		closed <- f
-	}
-	t.Cleanup(func() { closeInstance = saved })
-	mustNext(t, l, "Entering MASTER state")
-	onFirstWait(l, func() { appendTo(t, path, subnetUpLine) })
-	mustNext(t, l, "SUBNET UP")
-	n := l.notify
-	if n == nil {
-		t.Fatal("the follower waited without notifications")
-	}
-	returned := make(chan error, 1)
-	go func() { returned <- l.Close() }()
-	select {
-	case err := <-returned:
-		if err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		close(release)
-		t.Fatal("Close waited for the inotify instance to be closed")
-	}
-	close(release)
-	select {
-	case f := <-closed:
-		if f != n.file {
-			t.Error("another file than the follower's instance was closed")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the inotify instance was never closed")
-	}
-	<-n.done // the reader returned: the instance is gone
 }

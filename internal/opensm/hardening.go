@@ -107,7 +107,7 @@ func ParseGroups(line string) ([]Group, error) {
 		case w == HardeningAll || w == HardeningNone:
 			errs = append(errs, fmt.Errorf("%q stands alone; it cannot be mixed with group names", w))
 		case !slices.Contains(AllGroups, g):
-			errs = append(errs, fmt.Errorf("unknown hardening group %q; the groups are %s, or all, or none", w, groupNames()))
+			errs = append(errs, fmt.Errorf("unknown hardening group %q; the groups are %s, or all, or none", w, joinGroups(AllGroups)))
 		case seen[g]:
 			errs = append(errs, fmt.Errorf("group %q given twice", w))
 		default:
@@ -124,14 +124,6 @@ func ParseGroups(line string) ([]Group, error) {
 		}
 	}
 	return groups, nil
-}
-
-func groupNames() string {
-	names := make([]string, len(AllGroups))
-	for i, g := range AllGroups {
-		names[i] = string(g)
-	}
-	return strings.Join(names, ", ")
 }
 
 // CheckMKeyProtectionLevel returns why level cannot be m_key_protection_level.

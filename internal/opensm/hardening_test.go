@@ -2,7 +2,6 @@ package opensm
 
 import (
 	"errors"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
 // fixedKeys are made-up keys for golden files; real keys come from GenerateKeys.
@@ -197,7 +197,7 @@ func TestOpenSMReadsHardenedConf(t *testing.T) {
 			if err := WriteConf(in, o); err != nil {
 				t.Fatal(err)
 			}
-			ctx := testContext(t)
+			ctx := t.Context()
 			stdout, err := exec.CommandContext(ctx, opensm, "-F", in, "-c", out).CombinedOutput()
 			if err != nil {
 				t.Fatalf("opensm -c: %v\n%s", err, stdout)
@@ -242,7 +242,7 @@ func TestOpenSMReadsHardenedConf(t *testing.T) {
 func TestHardenedOpenSMOnSimulatedFabric(t *testing.T) {
 	fab := fabricsim.StartT(t, fabricsim.Options{Hosts: 2})
 	cfg := writeOpenSMFiles(t, fab, defaultPartition)
-	ctx := testContext(t)
+	ctx := t.Context()
 	flavour, err := DetectFlavour(ctx, cfg.Command)
 	if err != nil {
 		t.Fatal(err)

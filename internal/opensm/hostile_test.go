@@ -61,7 +61,6 @@ type logVerdict struct {
 	Outcome     Outcome
 	PKeyPlaces  []string
 	Enforcement []string
-	Watch       []string
 	Titles      []string
 }
 
@@ -95,15 +94,12 @@ func readLog(t testing.TB, log string) logVerdict {
 		node, port, ok := PKeyErrorPlace(l)
 		v.PKeyPlaces = append(v.PKeyPlaces, fmt.Sprintf("%#x:%d:%v", node, port, ok))
 	}
-	for _, e := range w.enforcement {
-		v.Watch = append(v.Watch, e.String())
-	}
 	return v
 }
 
 func (v logVerdict) equal(o logVerdict) bool {
 	return v.Outcome == o.Outcome && slices.Equal(v.PKeyPlaces, o.PKeyPlaces) &&
-		slices.Equal(v.Enforcement, o.Enforcement) && slices.Equal(v.Watch, o.Watch) && slices.Equal(v.Titles, o.Titles)
+		slices.Equal(v.Enforcement, o.Enforcement) && slices.Equal(v.Titles, o.Titles)
 }
 
 // hostileDescriptions hold every phrase this package looks for, the ERR codes

@@ -2,7 +2,6 @@ package opensm
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -117,23 +116,20 @@ func TestFormatKey(t *testing.T) {
 }
 
 func TestGeneratedKeysKeepTheirKeys(t *testing.T) {
-	var src KeySource = &GeneratedKeys{}
-	first, err := src.Keys(context.Background())
-	if err != nil {
-		t.Fatal(err)
+	keys := func(src KeySource) Keys {
+		t.Helper()
+		k, err := src.Keys(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
 	}
-	second, err := src.Keys(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if first != second {
+	src := &GeneratedKeys{}
+	first := keys(src)
+	if keys(src) != first {
 		t.Error("a second call gave other keys: OpenSM's keys would change under it")
 	}
-	other, err := (&GeneratedKeys{}).Keys(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if other == first {
+	if keys(&GeneratedKeys{}) == first {
 		t.Error("two sources gave the same keys: not random")
 	}
 }

@@ -124,16 +124,6 @@ func errorCode(rest string) (code, text string, ok bool) {
 	return code, strings.TrimPrefix(text, " "), true
 }
 
-// entryError returns the code and text of an error entry: "<function>: ERR
-// <code>: <text>" in its header line.
-func entryError(e Entry) (code, text string, ok bool) {
-	_, rest, ok := splitFunction(e.Message)
-	if !ok {
-		return "", "", false
-	}
-	return errorCode(rest)
-}
-
 // parseHeader reads a header line; ok is false for a continuation line.
 func parseHeader(line string) (e Entry, ok bool) {
 	// "Mon DD HH:MM:SS UUUUUU "

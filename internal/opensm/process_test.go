@@ -19,6 +19,8 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm/opensmtest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
 // The tests in this file run the real OpenSM on a simulated fabric.
@@ -28,13 +30,7 @@ import (
 const helperEnv = "OPENSM_TEST_HELPER"
 
 func TestMain(m *testing.M) {
-	switch os.Getenv(helperEnv) {
-	case "manager":
-		runManagerHelper()
-	case "syslog":
-		runSyslogHelper()
-	}
-	os.Exit(m.Run())
+	testenv.Main(m, helperEnv, map[string]func(){"manager": runManagerHelper, "syslog": runSyslogHelper})
 }
 
 const (
@@ -106,7 +102,7 @@ func (b *syncBuffer) String() string {
 
 // startProcess starts p and returns the function that stops it (also called
 // when the test ends).
-func startProcess(t *testing.T, p *Process) (stop func() error) {
+func startProcess(t *testing.T, p *Supervisor) (stop func() error) {
 	if err := p.Start(1); err != nil {
 		t.Fatal(err)
 	}
@@ -123,194 +119,240 @@ func startProcess(t *testing.T, p *Process) (stop func() error) {
 	return stop
 }
 
-// waitFor polls cond; the deadline only keeps a broken test from hanging.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitFor(t, what, 30*time.Second, cond)
 }
 
-func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
+// TestProcessAppliesPartitionsOnSimulatedFabric drives one supervised OpenSM
+// through the life the manager gives it. The steps run in order and share the
+// fabric and the process; a failed step ends the test, since every later step
+// starts from the state it leaves.
 func TestProcessAppliesPartitionsOnSimulatedFabric(t *testing.T) {
 	fab := fabricsim.StartT(t, fabricsim.Options{})
-	cfg := writeOpenSMFiles(t, fab, defaultPartition)
-	var logs syncBuffer
-	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	p := NewProcess(cfg)
-	ctx := testContext(t)
+	s := &processScenario{fab: fab, cfg: writeOpenSMFiles(t, fab, defaultPartition)}
+	s.cfg.Logger = slog.New(slog.NewTextHandler(&s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s.h1, s.h2 = fab.Host("H1").PortGUID, fab.Host("H2").PortGUID
 
-	if err := p.Reload(ctx); err == nil {
+	if !t.Run("refuses before start", s.refusesBeforeStart) {
+		return
+	}
+	s.cfg.StatusFile = filepath.Join(t.TempDir(), "driver-status.json")
+	s.p = NewProcess(s.cfg)
+	startProcess(t, s.p) // stopped when the whole test ends, not after a step
+	steps := []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"starts once", s.startsOnce},
+		{"adds and removes a partition", s.addsAndRemoves},
+		{"rejects a file OpenSM cannot parse", s.rejectsBadFile},
+		{"fails while MADs are dropped", s.failsOnDroppedMADs},
+		{"restarts a killed OpenSM", s.restartsKilled},
+		{"stops and starts again", s.stopsAndStartsAgain},
+		{"logs the exit and no secret", s.logsExitWithoutSecrets},
+	}
+	for _, step := range steps {
+		if !t.Run(step.name, step.run) {
+			return
+		}
+	}
+}
+
+// processScenario is what the steps of
+// TestProcessAppliesPartitionsOnSimulatedFabric share.
+type processScenario struct {
+	fab    *fabricsim.Fabric
+	cfg    ProcessConfig
+	logs   syncBuffer
+	p      *Supervisor
+	h1, h2 fabric.GUID
+}
+
+// apply does what the manager does: file in place, position, SIGHUP, wait.
+func (s *processScenario) apply(t *testing.T, partitions string, timeout time.Duration) SweepResult {
+	t.Helper()
+	if err := WriteFileAtomic(filepath.Join(s.fab.Dir, "partitions.conf"), []byte(partitions), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	from, err := LogPosition(s.cfg.LogFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.p.Reload(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := WaitSweep(t.Context(), s.cfg.LogFile, from, timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// applyExpect applies partitions and fails the step unless the sweep's
+// outcome is want.
+func (s *processScenario) applyExpect(t *testing.T, partitions string, timeout time.Duration, want Outcome) SweepResult {
+	t.Helper()
+	res := s.apply(t, partitions, timeout)
+	if res.Outcome != want {
+		t.Fatalf("outcome %q (%s; pkey errors %q), want %q", res.Outcome, res.Detail, res.PKeyErrors, want)
+	}
+	return res
+}
+
+func (s *processScenario) pkeys(t *testing.T, port fabric.GUID) []uint16 {
+	t.Helper()
+	keys, err := s.fab.PKeys(t.Context(), port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+// wantH1Member fails the step unless H1's P_Key table holds 0x8065, full
+// membership of the test's partition.
+func (s *processScenario) wantH1Member(t *testing.T, when string) {
+	t.Helper()
+	if keys := s.pkeys(t, s.h1); !slices.Contains(keys, 0x8065) {
+		t.Errorf("H1 P_Keys %#04x %s, want 0x8065 among them", keys, when)
+	}
+}
+
+// wantH1Only fails the step unless H1's P_Key table is exactly [want].
+func (s *processScenario) wantH1Only(t *testing.T, want uint16, when string) {
+	t.Helper()
+	if keys := s.pkeys(t, s.h1); !slices.Equal(keys, []uint16{want}) {
+		t.Errorf("H1 P_Keys %#04x %s, want [%#04x]", keys, when, want)
+	}
+}
+
+func (s *processScenario) refusesBeforeStart(t *testing.T) {
+	p := NewProcess(s.cfg)
+	if err := p.Reload(t.Context()); err == nil {
 		t.Error("Reload before Start sent a signal to nothing")
 	}
-	if err := p.WaitReady(ctx); err == nil {
+	if err := p.WaitReady(t.Context()); err == nil {
 		t.Error("WaitReady before Start did not fail")
 	}
-	cfg.StatusFile = filepath.Join(t.TempDir(), "driver-status.json")
-	p = NewProcess(cfg)
-	startProcess(t, p)
-	if err := p.Start(1); err != nil { // a second Start while it runs changes nothing
+}
+
+func (s *processScenario) startsOnce(t *testing.T) {
+	if err := s.p.Start(1); err != nil { // a second Start while it runs changes nothing
 		t.Fatal(err)
 	}
-	if err := p.WaitReady(ctx); err != nil {
+	if err := s.p.WaitReady(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	first := p.Status()
-	if first.State != DriverRunning || first.PID == 0 || first.LastError != "" {
+	first := s.p.Status()
+	if first.State != StateRunning || first.PID == 0 || first.LastError != "" {
 		t.Fatalf("ready but Status() = %+v", first)
 	}
 	waitFor(t, "the status file to say running", func() bool {
-		st, err := ReadDriverStatus(cfg.StatusFile)
-		return err == nil && st.State == DriverRunning && st.PID == first.PID
+		st, err := ReadStatus(s.cfg.StatusFile)
+		return err == nil && st.State == StateRunning && st.PID == first.PID
 	})
+}
 
-	// apply does what the manager does: file in place, position, SIGHUP, wait.
-	partitionsFile := filepath.Join(fab.Dir, "partitions.conf")
-	apply := func(partitions string, timeout time.Duration) SweepResult {
-		t.Helper()
-		if err := WriteFileAtomic(partitionsFile, []byte(partitions), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		from, err := LogPosition(cfg.LogFile)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Reload(ctx); err != nil {
-			t.Fatal(err)
-		}
-		res, err := WaitSweep(ctx, cfg.LogFile, from, timeout)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
-	expect := func(step string, res SweepResult, want Outcome) {
-		t.Helper()
-		if res.Outcome != want {
-			t.Fatalf("%s: outcome %q (%s; pkey errors %q), want %q", step, res.Outcome, res.Detail, res.PKeyErrors, want)
-		}
-	}
-	pkeys := func(port fabric.GUID) []uint16 {
-		t.Helper()
-		keys, err := fab.PKeys(ctx, port)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return keys
-	}
-	h1, h2 := fab.Host("H1").PortGUID, fab.Host("H2").PortGUID
-
-	// Add a partition: H1 full member, H2 not a member.
-	expect("add", apply(h1Full65(), 10*time.Second), Applied)
-	if keys := pkeys(h1); !slices.Contains(keys, 0x8065) {
-		t.Errorf("H1 P_Keys %#04x after adding 0x0065, want 0x8065 among them", keys)
-	}
-	if keys, err := fab.SwitchPKeys(ctx, h1); err != nil || !slices.Contains(keys, 0x8065) {
+// addsAndRemoves makes H1 a full member of 0x0065 (H2 not a member), then
+// takes the partition away again.
+func (s *processScenario) addsAndRemoves(t *testing.T) {
+	s.applyExpect(t, h1Full65(), 10*time.Second, Applied)
+	s.wantH1Member(t, "after adding 0x0065")
+	if keys, err := s.fab.SwitchPKeys(t.Context(), s.h1); err != nil || !slices.Contains(keys, 0x8065) {
 		t.Errorf("switch port facing H1: %#04x, %v; want 0x8065 among them", keys, err)
 	}
-	if keys := pkeys(h2); slices.Contains(keys, 0x8065) || slices.Contains(keys, 0x0065) {
+	if keys := s.pkeys(t, s.h2); slices.Contains(keys, 0x8065) || slices.Contains(keys, 0x0065) {
 		t.Errorf("H2 P_Keys %#04x, want no 0x0065", keys)
 	}
 
-	// Remove it.
-	expect("remove", apply(defaultPartition, 10*time.Second), Applied)
-	if keys := pkeys(h1); !slices.Equal(keys, []uint16{0x7fff}) {
-		t.Errorf("H1 P_Keys %#04x after removal, want [0x7fff]", keys)
-	}
+	s.applyExpect(t, defaultPartition, 10*time.Second, Applied)
+	s.wantH1Only(t, 0x7fff, "after removal")
+}
 
-	// A file OpenSM cannot parse: it falls back to everyone full in 0x7fff.
-	res := apply(defaultPartition+"net65=0x0065 : ALL_VCAS=full ;\n", 10*time.Second)
-	expect("bad file", res, Rejected)
+// rejectsBadFile: OpenSM falls back to everyone full in 0x7fff.
+func (s *processScenario) rejectsBadFile(t *testing.T) {
+	res := s.applyExpect(t, defaultPartition+"net65=0x0065 : ALL_VCAS=full ;\n", 10*time.Second, Rejected)
 	if !strings.Contains(res.Detail, "bad PortGUID") {
 		t.Errorf("rejection detail %q does not name the parse error", res.Detail)
 	}
-	if keys := pkeys(h1); !slices.Equal(keys, []uint16{0xffff}) {
-		t.Errorf("H1 P_Keys %#04x after a rejected file, want OpenSM's fallback [0xffff]", keys)
-	}
+	s.wantH1Only(t, 0xffff, "after a rejected file (OpenSM's fallback)")
+}
 
-	// ibsim drops every P_KeyTable MAD to H1: the sweep fails, and OpenSM's
-	// retry (at its next sweep tick, 10 s) comes after this short timeout.
-	if _, err := fab.Sim(ctx, `Error "H1"[1] 100 22`); err != nil {
+// failsOnDroppedMADs: ibsim drops every P_KeyTable MAD to H1, so the sweep
+// fails, and OpenSM's retry (at its next sweep tick, 10 s) comes after this
+// short timeout. Once the MADs flow again, the same file applies.
+func (s *processScenario) failsOnDroppedMADs(t *testing.T) {
+	if _, err := s.fab.Sim(t.Context(), `Error "H1"[1] 100 22`); err != nil {
 		t.Fatal(err)
 	}
-	res = apply(h1Full65(), 2*time.Second)
-	expect("dropped MADs", res, Failed)
+	res := s.applyExpect(t, h1Full65(), 2*time.Second, Failed)
 	if len(res.PKeyErrors) == 0 || !strings.Contains(strings.Join(res.PKeyErrors, "\n"), "P_KeyTable") {
 		t.Errorf("failed sweep's PKeyErrors %q do not name P_KeyTable", res.PKeyErrors)
 	}
-	if _, err := fab.Sim(ctx, `Error "H1"[1] 0`); err != nil {
+	if _, err := s.fab.Sim(t.Context(), `Error "H1"[1] 0`); err != nil {
 		t.Fatal(err)
 	}
-	expect("healed", apply(h1Full65(), 10*time.Second), Applied)
-	if keys := pkeys(h1); !slices.Contains(keys, 0x8065) {
-		t.Errorf("H1 P_Keys %#04x after healing, want 0x8065 among them", keys)
-	}
+	s.applyExpect(t, h1Full65(), 10*time.Second, Applied)
+	s.wantH1Member(t, "after healing")
+}
 
-	// OpenSM killed: the supervisor starts another, which serves the next
-	// apply; the exit is the driver's last error.
-	killed := p.Status().PID
+// restartsKilled: the supervisor starts another OpenSM, which serves the next
+// apply; the exit is the driver's last error.
+func (s *processScenario) restartsKilled(t *testing.T) {
+	killed := s.p.Status().PID
 	if err := syscall.Kill(killed, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "OpenSM to be restarted", func() bool {
-		pid := p.Status().PID
-		return p.Restarts() == 1 && pid != 0 && pid != killed
+		pid := s.p.Status().PID
+		return s.p.Restarts() == 1 && pid != 0 && pid != killed
 	})
-	if st := p.Status(); !strings.Contains(st.LastError, "signal: killed") || st.LastErrorAt.IsZero() || st.Restarts != 1 {
+	if st := s.p.Status(); !strings.Contains(st.LastError, "signal: killed") || st.LastErrorAt.IsZero() || st.Restarts != 1 {
 		t.Errorf("after OpenSM was killed: Status() = %+v, want its exit as the last error", st)
 	}
-	if err := p.WaitReady(ctx); err != nil {
+	if err := s.p.WaitReady(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	expect("after restart", apply(defaultPartition, 10*time.Second), Applied)
-	if keys := pkeys(h1); !slices.Equal(keys, []uint16{0x7fff}) {
-		t.Errorf("H1 P_Keys %#04x after restart, want [0x7fff]", keys)
-	}
+	s.applyExpect(t, defaultPartition, 10*time.Second, Applied)
+	s.wantH1Only(t, 0x7fff, "after restart")
+}
 
-	last := p.Status().PID
-	if err := p.StopTerm(ctx, 1); err != nil {
+// stopsAndStartsAgain: a stopped driver refuses work; started again by a newer
+// term (a manager that leads again), a new OpenSM serves an apply.
+func (s *processScenario) stopsAndStartsAgain(t *testing.T) {
+	last := s.p.Status().PID
+	if err := s.p.StopTerm(t.Context(), 1); err != nil {
 		t.Fatalf("StopTerm: %v", err)
 	}
-	if st := p.Status(); st.State != DriverStopped || st.PID != 0 || processAlive(last) {
-		t.Errorf("after Stop: Status() = %+v, OpenSM %d alive = %v", st, last, processAlive(last))
+	if st := s.p.Status(); st.State != StateStopped || st.PID != 0 || opensmtest.Alive(last) {
+		t.Errorf("after Stop: Status() = %+v, OpenSM %d alive = %v", st, last, opensmtest.Alive(last))
 	}
 	waitFor(t, "the status file to say stopped", func() bool {
-		st, err := ReadDriverStatus(cfg.StatusFile)
-		return err == nil && st.State == DriverStopped
+		st, err := ReadStatus(s.cfg.StatusFile)
+		return err == nil && st.State == StateStopped
 	})
-	if err := p.Reload(ctx); err == nil {
+	if err := s.p.Reload(t.Context()); err == nil {
 		t.Error("Reload after Stop did not refuse")
 	}
-	if err := p.WaitReady(ctx); err == nil {
+	if err := s.p.WaitReady(t.Context()); err == nil {
 		t.Error("WaitReady after Stop did not fail")
 	}
 
-	// Started again by a newer term (a manager that leads again): a new
-	// OpenSM serves an apply.
-	if err := p.Start(2); err != nil {
+	if err := s.p.Start(2); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.WaitReady(ctx); err != nil {
+	if err := s.p.WaitReady(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if pid := p.Status().PID; pid == 0 || pid == last {
+	if pid := s.p.Status().PID; pid == 0 || pid == last {
 		t.Errorf("started again: pid %d (the stopped one was %d)", pid, last)
 	}
-	expect("started again", apply(h1Full65(), 10*time.Second), Applied)
-	if keys := pkeys(h1); !slices.Contains(keys, 0x8065) {
-		t.Errorf("H1 P_Keys %#04x after starting again, want 0x8065 among them", keys)
-	}
+	s.applyExpect(t, h1Full65(), 10*time.Second, Applied)
+	s.wantH1Member(t, "after starting again")
+}
 
-	out := logs.String()
+func (s *processScenario) logsExitWithoutSecrets(t *testing.T) {
+	out := s.logs.String()
 	for _, want := range []string{"OpenSM exited; restarting it", "signal: killed", `stream=stdout line="OpenSM 3.3.23"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("manager log lacks %q:\n%s", want, out)
@@ -338,7 +380,7 @@ func TestProcessRefusesWhatCannotRun(t *testing.T) {
 			if err := p.Start(1); err == nil {
 				t.Fatal("Start returned nil")
 			}
-			if err := p.WaitReady(testContext(t)); err == nil {
+			if err := p.WaitReady(t.Context()); err == nil {
 				t.Error("WaitReady after Start failed did not fail")
 			}
 		})
@@ -363,20 +405,20 @@ func TestProcessReportsFailedStarts(t *testing.T) {
 			tt.cfg.StatusFile = filepath.Join(t.TempDir(), "status.json")
 			p := NewProcess(tt.cfg)
 			startProcess(t, p)
-			waitFor(t, "the failed start to be reported", func() bool { return p.Status().State == DriverFailed })
+			waitFor(t, "the failed start to be reported", func() bool { return p.Status().State == StateFailed })
 			st := p.Status()
 			if !strings.Contains(st.LastError, tt.want) || st.LastErrorAt.IsZero() {
 				t.Errorf("Status() = %+v, want a last error naming %q", st, tt.want)
 			}
-			if err := p.WaitReady(testContext(t)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			if err := p.WaitReady(t.Context()); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("WaitReady: %v, want an error naming %q", err, tt.want)
 			}
 			if out := logs.String(); !strings.Contains(out, "OpenSM could not be started") || !strings.Contains(out, tt.want) {
 				t.Errorf("log lacks the failed start:\n%s", out)
 			}
 			waitFor(t, "the status file to report the failed start", func() bool {
-				got, err := ReadDriverStatus(tt.cfg.StatusFile)
-				return err == nil && got.State == DriverFailed && strings.Contains(got.LastError, tt.want)
+				got, err := ReadStatus(tt.cfg.StatusFile)
+				return err == nil && got.State == StateFailed && strings.Contains(got.LastError, tt.want)
 			})
 		})
 	}
@@ -409,7 +451,7 @@ func TestOpenSMDiesWithManager(t *testing.T) {
 	t.Cleanup(func() {
 		manager.Process.Kill()
 		manager.Wait()
-		if processAlive(opensmPID) { // the test failed; do not leave it behind
+		if opensmtest.Alive(opensmPID) { // the test failed; do not leave it behind
 			syscall.Kill(opensmPID, syscall.SIGKILL)
 		}
 	})
@@ -429,7 +471,7 @@ func TestOpenSMDiesWithManager(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("manager did not report a ready OpenSM; its log:\n%s", stderr.String())
 	}
-	if !processAlive(opensmPID) {
+	if !opensmtest.Alive(opensmPID) {
 		t.Fatalf("OpenSM %d is not running", opensmPID)
 	}
 
@@ -437,7 +479,7 @@ func TestOpenSMDiesWithManager(t *testing.T) {
 		t.Fatal(err)
 	}
 	manager.Wait()
-	waitFor(t, fmt.Sprintf("OpenSM %d to die with its manager", opensmPID), func() bool { return !processAlive(opensmPID) })
+	waitFor(t, fmt.Sprintf("OpenSM %d to die with its manager", opensmPID), func() bool { return !opensmtest.Alive(opensmPID) })
 }
 
 // runManagerHelper is a manager in a process of its own: it runs OpenSM, says
@@ -471,18 +513,4 @@ func runManagerHelper() {
 	fmt.Printf("ready %d\n", p.Status().PID)
 	time.Sleep(2 * time.Minute) // the test kills us long before
 	os.Exit(5)
-}
-
-// processAlive says whether pid runs; a zombie (dead, not yet reaped by
-// whoever inherited it) does not.
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i >= 0 && !bytes.HasPrefix(stat[i+1:], []byte(" Z"))
 }

@@ -2,7 +2,6 @@ package opensm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -47,11 +46,6 @@ type SweepResult struct {
 	PKeyErrors []string
 	// Detail says why, when the outcome is not Applied.
 	Detail string
-	// Enforcement lists every switch port whose enforcement OpenSM cleared in
-	// the log from the position to the end of the wait, whatever the sweep:
-	// the follower reads every byte of it, so no such line of the sweep that
-	// decided the outcome can be missed, however much the sweep logged.
-	Enforcement []EnforcementError
 	// TimedOut says the outcome was decided by the deadline: no sweep proved
 	// anything within the timeout (Unknown), or none succeeded (Failed).
 	TimedOut bool
@@ -62,12 +56,6 @@ type SweepResult struct {
 	// in OpenSM for it to end). Signalling again proves nothing sooner: a
 	// SweepWatch's Wait follows on from where it stopped.
 	InProgress bool
-	// Scanned is the stretch of the log whose every entry was checked for
-	// cleared enforcement (LogFollower.Scanned), when ScannedOK: a reader
-	// of the log for those lines (the applier's enforcement watch) need not
-	// read it again once Enforcement is recorded.
-	Scanned   Span
-	ScannedOK bool
 }
 
 // Lines of the log that WaitSweep acts on. Each is matched where OpenSM's
@@ -136,51 +124,68 @@ func WaitSweep(ctx context.Context, logPath string, from Position, timeout time.
 // SweepWatch is WaitSweep that can wait on: after a result that is TimedOut
 // and InProgress, Wait follows the same log from where it stopped, with what
 // it has seen so far, so that a sweep longer than one timeout is proven
-// without another SIGHUP. It is not safe for concurrent use.
+// without another SIGHUP. It reads the log through a Tail (Tail.WatchSweep),
+// or a tail of its own (WatchSweep). It is not safe for concurrent use.
 type SweepWatch struct {
-	follower *LogFollower
-	w        sweepWatch
-	waited   time.Duration // the timeouts of the Waits so far
+	tail    *Tail
+	ownTail bool // the tail is the watch's own: Close closes it
+	feed    *sweepFeed
+	w       sweepWatch
+	waited  time.Duration // the timeouts of the Waits so far
 }
 
-// WatchSweep returns a SweepWatch of the log from the position; Close it.
+// WatchSweep returns a SweepWatch of the log from the position, with a tail
+// of its own; Close it.
 func WatchSweep(logPath string, from Position) *SweepWatch {
-	return &SweepWatch{follower: FollowLog(logPath, from)}
+	t := newTail(logPath, from)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.watch(from)
+	s.ownTail = true
+	return s
 }
 
-// Close releases the log.
-func (s *SweepWatch) Close() error { return s.follower.Close() }
+// Close ends the watch, and releases the log if the tail is its own.
+func (s *SweepWatch) Close() error {
+	s.tail.unwatch(s.feed)
+	if s.ownTail {
+		return s.tail.Close()
+	}
+	return nil
+}
 
 // Wait is WaitSweep's wait, for at most timeout more (see WaitSweep). Call it
 // again only after a result that is TimedOut and InProgress; any other
 // result is final.
 func (s *SweepWatch) Wait(ctx context.Context, timeout time.Duration) (SweepResult, error) {
-	deadline, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	deadline := time.Now().Add(timeout)
 	s.waited += timeout
 	for {
-		e, err := s.follower.Next(deadline)
-		switch {
-		case err == nil:
-		case errors.Is(err, ErrLogReset):
-			return SweepResult{Outcome: Unknown, Detail: "proof broken: " + err.Error()}, nil
-		case ctx.Err() != nil:
-			return SweepResult{}, ctx.Err()
-		case deadline.Err() != nil:
-			res := s.w.atDeadline(s.waited)
-			res.Enforcement, res.TimedOut = s.w.enforcement, true
-			// A rejected file is acted on at once, whatever still runs.
-			res.InProgress = (s.w.started || s.w.earlier) && res.Outcome != Rejected
-			res.Scanned, res.ScannedOK = s.follower.Scanned()
-			return res, nil
-		default:
+		// What the log holds is read before the deadline is looked at: a
+		// sweep whose end is logged by then proves the change.
+		if err := s.tail.Pump(); err != nil {
 			return SweepResult{}, fmt.Errorf("wait for sweep: %w", err)
 		}
-		if res, done := s.w.observe(e); done {
-			res.Enforcement = s.w.enforcement
-			res.Scanned, res.ScannedOK = s.follower.Scanned()
+		entries, broken := s.tail.drain(s.feed)
+		for _, e := range entries {
+			if res, done := s.w.observe(e); done {
+				return res, nil
+			}
+		}
+		switch {
+		case broken != nil:
+			return SweepResult{Outcome: Unknown, Detail: "proof broken: " + broken.Error()}, nil
+		case ctx.Err() != nil:
+			return SweepResult{}, ctx.Err()
+		case !time.Now().Before(deadline):
+			res := s.w.atDeadline(s.waited)
+			res.TimedOut = true
+			// A rejected file is acted on at once, whatever still runs.
+			res.InProgress = (s.w.started || s.w.earlier) && res.Outcome != Rejected
 			return res, nil
 		}
+		// ctx's end is seen at the next turn.
+		_ = sleep(ctx, min(s.tail.pollInterval(), time.Until(deadline)))
 	}
 }
 
@@ -192,9 +197,6 @@ type sweepWatch struct {
 	pkeyErrs   []string
 	failures   int      // sweeps that ended with errors
 	lastFailed []string // PKeyErrors of the last failed sweep
-	// enforcement: every cleared enforcement seen since the position, kept
-	// across sweeps.
-	enforcement []EnforcementError
 	// earlier: before the counted sweep started, a heavy sweep that started
 	// before the position logged a step of its progress and has not ended
 	// since.
@@ -218,13 +220,8 @@ var heavySweepSteps = []string{
 }
 
 func (w *sweepWatch) observe(e Entry) (SweepResult, bool) {
-	if mayBeEnforcement(e) {
-		if ee, ok := ParseEnforcementError(e); ok {
-			w.enforcement = append(w.enforcement, ee)
-		}
-	}
 	if e.Title == titleHeavySweepStart {
-		*w = sweepWatch{started: true, failures: w.failures, lastFailed: w.lastFailed, enforcement: w.enforcement}
+		*w = sweepWatch{started: true, failures: w.failures, lastFailed: w.lastFailed}
 		return SweepResult{}, false
 	}
 	if !w.started {
@@ -341,16 +338,6 @@ func isPKeyError(e Entry, code string) bool {
 		return madAboutPKeys.MatchString(text) && !madGet.MatchString(text)
 	}
 	return false
-}
-
-// mayBeEnforcement is a cheap first look at an entry for ParseEnforcementError:
-// a large sweep logs a VERBOSE line per port, each of which reaches here.
-func mayBeEnforcement(e Entry) bool {
-	if strings.Contains(e.Message, "ERR 05") {
-		return true
-	}
-	i := strings.Index(e.Message, "nforcement")
-	return i >= 0 && strings.Contains(strings.ToLower(e.Message), "clearing enforcement bit")
 }
 
 // pkeyErrorNode reads where a pkey manager error happened: OpenSM's ERR 05xx

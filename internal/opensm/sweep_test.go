@@ -138,17 +138,23 @@ func TestWaitSweepCancelled(t *testing.T) {
 	}
 }
 
-// A sweep that fails and a retry that succeeds while WaitSweep is waiting: the
-// log grows under the follower as OpenSM writes it.
-func TestWaitSweepFollowsGrowingLog(t *testing.T) {
-	log, offset := loadFixture(t, "errors-then-success.log")
-	path, from := writeFixture(t, "errors-then-success.log")
-	// Keep only what precedes the position; the rest is written below.
+// writeFixtureToPosition writes a fixture only up to its position and returns
+// the rest, for the test to write as OpenSM would while WaitSweep waits.
+func writeFixtureToPosition(t *testing.T, name string) (path string, from Position, rest string) {
+	t.Helper()
+	log, offset := loadFixture(t, name)
+	path, from = writeFixture(t, name)
 	if err := os.Truncate(path, offset); err != nil {
 		t.Fatal(err)
 	}
 	from.Offset = offset
+	return path, from, string(log[offset:])
+}
 
+// waitSweepApplied runs WaitSweep from from while write adds to the log, and
+// checks that the sweep it proves applied.
+func waitSweepApplied(t *testing.T, path string, from Position, write func()) {
+	t.Helper()
 	type result struct {
 		res SweepResult
 		err error
@@ -158,13 +164,7 @@ func TestWaitSweepFollowsGrowingLog(t *testing.T) {
 		res, err := WaitSweep(context.Background(), path, from, 10*time.Second)
 		done <- result{res, err}
 	}()
-	rest := string(log[offset:])
-	for len(rest) > 0 { // in pieces that cut lines and boxes anywhere
-		n := min(700, len(rest))
-		appendTo(t, path, rest[:n])
-		rest = rest[n:]
-		time.Sleep(5 * time.Millisecond)
-	}
+	write()
 	r := <-done
 	if r.err != nil {
 		t.Fatal(r.err)
@@ -172,42 +172,32 @@ func TestWaitSweepFollowsGrowingLog(t *testing.T) {
 	checkSweep(t, r.res, Applied, nil, nil)
 }
 
+// A sweep that fails and a retry that succeeds while WaitSweep is waiting: the
+// log grows under the follower as OpenSM writes it.
+func TestWaitSweepFollowsGrowingLog(t *testing.T) {
+	path, from, rest := writeFixtureToPosition(t, "errors-then-success.log")
+	waitSweepApplied(t, path, from, func() {
+		for len(rest) > 0 { // in pieces that cut lines and boxes anywhere
+			n := min(700, len(rest))
+			appendTo(t, path, rest[:n])
+			rest = rest[n:]
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+}
+
 // logrotate renames the log in the middle of the sweep, then OpenSM reopens
 // it (SIGUSR1) and logs the rest of the sweep in the new file: the proof
 // carries on across the two files.
 func TestWaitSweepAcrossRotation(t *testing.T) {
-	log, offset := loadFixture(t, "applied.log")
-	path, from := writeFixture(t, "applied.log")
-	if err := os.Truncate(path, offset); err != nil {
-		t.Fatal(err)
-	}
-	from.Offset = offset
-	rest := string(log[offset:])
+	path, from, rest := writeFixtureToPosition(t, "applied.log")
 	start := strings.Index(rest, "INITIATING HEAVY SWEEP")
 	cut := start + strings.Index(rest[start:], "\n\n\n") + 3 // after the start box
 	if start < 0 || cut < start {
 		t.Fatal("applied.log: no heavy sweep after the position")
 	}
-	type result struct {
-		res SweepResult
-		err error
-	}
-	done := make(chan result, 1)
 	appendTo(t, path, rest[:cut])
-	go func() {
-		res, err := WaitSweep(context.Background(), path, from, 10*time.Second)
-		done <- result{res, err}
-	}()
-	time.Sleep(100 * time.Millisecond) // the follower opens the file before logrotate moves it
-	if err := os.Rename(path, path+".1"); err != nil {
-		t.Fatal(err)
-	}
-	appendTo(t, path, rest[cut:])
-	r := <-done
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	checkSweep(t, r.res, Applied, nil, nil)
+	waitSweepApplied(t, path, from, func() { appendTo(t, path, rest[cut:]) })
 }
 
 // The pkey manager's lines, in the formats of osm_pkey_mgr.c, name the node
@@ -251,20 +241,40 @@ func cutAfterBox(t *testing.T, text, title string) (string, string) {
 	return text[:j], text[j:]
 }
 
-// A heavy sweep longer than the timeout: the wait ends InProgress, and
-// waiting on follows the same sweep to its end, one SIGHUP.
-func TestSweepWatchFollowsASweepLongerThanTheTimeout(t *testing.T) {
+// watchStartedSweep writes applied.log up to the start box of its heavy
+// sweep and watches that sweep from the position before it; it returns the
+// watch (closed when the test ends), the log's path and the rest of the sweep.
+func watchStartedSweep(t *testing.T) (w *SweepWatch, path, rest string) {
+	t.Helper()
 	before, sweep := sweepText(t, "applied.log")
-	head, tail := cutAfterBox(t, sweep, titleHeavySweepStart)
-	path := filepath.Join(t.TempDir(), "opensm.log")
+	head, rest := cutAfterBox(t, sweep, titleHeavySweepStart)
+	path = filepath.Join(t.TempDir(), "opensm.log")
 	appendTo(t, path, before)
 	from, err := LogPosition(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	appendTo(t, path, head) // the sweep started, then OpenSM stopped (SIGSTOP) or is slow
-	w := WatchSweep(path, from)
-	defer w.Close()
+	appendTo(t, path, head) // the sweep started
+	w = WatchSweep(path, from)
+	t.Cleanup(func() { w.Close() })
+	return w, path, rest
+}
+
+// waitApplied waits for w's sweep, checks that it applied, and returns it.
+func waitApplied(t *testing.T, w *SweepWatch) SweepResult {
+	t.Helper()
+	res, err := w.Wait(context.Background(), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSweep(t, res, Applied, nil, nil)
+	return res
+}
+
+// A heavy sweep longer than the timeout: the wait ends InProgress, and
+// waiting on follows the same sweep to its end, one SIGHUP.
+func TestSweepWatchFollowsASweepLongerThanTheTimeout(t *testing.T) {
+	w, path, tail := watchStartedSweep(t) // then OpenSM stopped (SIGSTOP) or is slow
 	ctx := context.Background()
 	res, err := w.Wait(ctx, 200*time.Millisecond)
 	if err != nil || !res.TimedOut || !res.InProgress || res.Outcome != Unknown {
@@ -276,12 +286,7 @@ func TestSweepWatchFollowsASweepLongerThanTheTimeout(t *testing.T) {
 		t.Fatalf("second wait: %+v, %v; want timed out, in progress, after both waits", res, err)
 	}
 	appendTo(t, path, tail) // SIGCONT: the sweep ends
-	res, err = w.Wait(ctx, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkSweep(t, res, Applied, nil, nil)
-	if res.TimedOut || res.InProgress {
+	if res = waitApplied(t, w); res.TimedOut || res.InProgress {
 		t.Errorf("%+v: an applied sweep is neither timed out nor in progress", res)
 	}
 }
@@ -380,17 +385,7 @@ func TestSweepEndingAtTheDeadline(t *testing.T) {
 // timeout, and OpenSM logs the sweep's end in the new file: the watch follows
 // it there.
 func TestSweepWatchFollowsASweepAcrossRotationBetweenWaits(t *testing.T) {
-	before, sweep := sweepText(t, "applied.log")
-	head, tail := cutAfterBox(t, sweep, titleHeavySweepStart)
-	path := filepath.Join(t.TempDir(), "opensm.log")
-	appendTo(t, path, before)
-	from, err := LogPosition(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	appendTo(t, path, head)
-	w := WatchSweep(path, from)
-	defer w.Close()
+	w, path, tail := watchStartedSweep(t)
 	if res, err := w.Wait(context.Background(), 200*time.Millisecond); err != nil || !res.InProgress {
 		t.Fatalf("first wait: %+v, %v; want in progress", res, err)
 	}
@@ -398,9 +393,5 @@ func TestSweepWatchFollowsASweepAcrossRotationBetweenWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	appendTo(t, path, tail)
-	res, err := w.Wait(context.Background(), 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkSweep(t, res, Applied, nil, nil)
+	waitApplied(t, w)
 }

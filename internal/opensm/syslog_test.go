@@ -205,14 +205,14 @@ func TestProcessRefusesToStartWhereSyslogIsReachable(t *testing.T) {
 	if err := p.Start(1); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the refused start in the driver's status", func() bool { return p.Status().State == DriverFailed })
+	waitFor(t, "the refused start in the driver's status", func() bool { return p.Status().State == StateFailed })
 	st := p.Status()
 	for _, want := range []string{"OpenSM would reach syslog at " + sock, "InaccessiblePaths=", "CAP_SYS_ADMIN"} {
 		if !strings.Contains(st.LastError, want) {
 			t.Errorf("driver's error %q does not say %q", st.LastError, want)
 		}
 	}
-	if err := p.WaitReady(testContext(t)); err == nil {
+	if err := p.WaitReady(t.Context()); err == nil {
 		t.Error("WaitReady succeeded")
 	}
 	if starts := sm.Starts(t); len(starts) > 0 {
@@ -223,7 +223,7 @@ func TestProcessRefusesToStartWhereSyslogIsReachable(t *testing.T) {
 	if err := os.Remove(sock); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "OpenSM started once syslog is unreachable", func() bool { return p.Status().State == DriverRunning })
+	waitFor(t, "OpenSM started once syslog is unreachable", func() bool { return p.Status().State == StateRunning })
 	if len(sm.Running(t)) != 1 {
 		t.Errorf("running %v, want one OpenSM", sm.Running(t))
 	}

@@ -10,7 +10,7 @@ import (
 // (or a later one): only a newer term may start it again.
 var ErrTermStopped = errors.New("opensm: stopped for this leadership term; only a newer term starts it again")
 
-// TermLatch is what makes a driver's stop for a term final. With the HA lease
+// TermLatch is what makes a Supervisor's stop for a term final. With the HA lease
 // a term's work (the applier) and the stop at the end of the term (the lease's
 // renewal, the moment the lease is in doubt) run concurrently: the work may
 // reach its Start after the stop has run. Without a latch that Start would
@@ -19,7 +19,7 @@ var ErrTermStopped = errors.New("opensm: stopped for this leadership term; only 
 // a Start for that term or an earlier one is refused, whatever the order in
 // which the two arrive. The zero value has stopped no term.
 //
-// A TermLatch is not safe for concurrent use: its driver keeps it under the
+// A TermLatch is not safe for concurrent use: its Supervisor keeps it under the
 // lock that also guards starting and stopping, so that a Start and a Stop for
 // the same term are ordered one way or the other, never interleaved.
 type TermLatch struct {
@@ -34,7 +34,7 @@ func (l *TermLatch) Allows(term int64) error {
 		return nil
 	}
 	if l.through == math.MaxInt64 {
-		return fmt.Errorf("%w (the driver was stopped for good: the manager is shutting down)", ErrTermStopped)
+		return fmt.Errorf("%w (OpenSM was stopped for good: the manager is shutting down)", ErrTermStopped)
 	}
 	return fmt.Errorf("%w (start for term %d, stopped through term %d)", ErrTermStopped, term, l.through)
 }
@@ -46,5 +46,5 @@ func (l *TermLatch) Stop(term int64) {
 	}
 }
 
-// StopForGood latches every term: the driver never starts OpenSM again.
+// StopForGood latches every term: OpenSM is never started again.
 func (l *TermLatch) StopForGood() { l.Stop(math.MaxInt64) }

@@ -15,7 +15,7 @@ import (
 func TestProcessStopForATermIsFinal(t *testing.T) {
 	sm := opensmtest.NewStandIn(t)
 	p := NewProcess(ProcessConfig{Command: sm.Command, LogFile: sm.LogFile})
-	ctx := testContext(t)
+	ctx := t.Context()
 	t.Cleanup(func() { _ = p.Stop(context.Background()) })
 	running := func(want int, what string) {
 		t.Helper()
@@ -44,7 +44,7 @@ func TestProcessStopForATermIsFinal(t *testing.T) {
 			t.Errorf("Start(%d) after StopTerm(5) = %v, want ErrTermStopped", term, err)
 		}
 	}
-	if st := p.Status(); st.State != DriverStopped || st.PID != 0 {
+	if st := p.Status(); st.State != StateStopped || st.PID != 0 {
 		t.Errorf("after refused starts: Status() = %+v, want stopped", st)
 	}
 	if err := p.WaitReady(ctx); err == nil {

@@ -57,39 +57,25 @@ func fixtureState(t *testing.T, text []byte) State {
 }
 
 func TestCheckGood(t *testing.T) {
-	files, err := filepath.Glob("testdata/check/good/*.conf")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no fixtures: %v", err)
-	}
-	for _, path := range files {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			text := readFile(t, path)
-			if err := Check(text, fixtureState(t, text)); err != nil {
-				t.Fatalf("Check: %v", err)
-			}
-		})
-	}
+	forEachFixture(t, "testdata/check/good/*.conf", func(t *testing.T, _ string, text []byte) {
+		if err := Check(text, fixtureState(t, text)); err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+	})
 }
 
 func TestCheckBad(t *testing.T) {
-	files, err := filepath.Glob("testdata/check/bad/*.conf")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no fixtures: %v", err)
-	}
-	for _, path := range files {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			text := readFile(t, path)
-			s := fixtureState(t, text)
-			if _, err := ParseFor(text, s.Rules.Flavour); err != nil && !strings.HasPrefix(filepath.Base(path), "parse-error") {
-				t.Fatalf("fixture should fail Check's rules, not Parse: %v", err)
-			}
-			err := Check(text, s)
-			if err == nil {
-				t.Fatal("Check accepted it")
-			}
-			assertProblems(t, err, wantedProblems(t, text))
-		})
-	}
+	forEachFixture(t, "testdata/check/bad/*.conf", func(t *testing.T, path string, text []byte) {
+		s := fixtureState(t, text)
+		if _, err := ParseFor(text, s.Rules.Flavour); err != nil && !strings.HasPrefix(filepath.Base(path), "parse-error") {
+			t.Fatalf("fixture should fail Check's rules, not Parse: %v", err)
+		}
+		err := Check(text, s)
+		if err == nil {
+			t.Fatal("Check accepted it")
+		}
+		assertProblems(t, err, wantedProblems(t, text))
+	})
 }
 
 // The same file passes or fails depending on the state it is checked against.

@@ -69,6 +69,17 @@ func TestRenderKubernetes(t *testing.T) {
 	}
 }
 
+// replaced is a text edit of TestCheckKubernetes's cases: old's first
+// occurrence replaced by new.
+func replaced(old, new string) func(string) string {
+	return func(s string) string { return strings.Replace(s, old, new, 1) }
+}
+
+// appended is a text edit of TestCheckKubernetes's cases: more at the end.
+func appended(more string) func(string) string {
+	return func(s string) string { return s + more }
+}
+
 func TestCheckKubernetes(t *testing.T) {
 	good := renderKubernetes(t, kubernetesState(fabric.Upstream))
 	tests := []struct {
@@ -78,39 +89,17 @@ func TestCheckKubernetes(t *testing.T) {
 		state   func(*State)
 		want    string
 	}{
-		{name: "a member missing", text: func(s string) string {
-			return strings.Replace(s, "    0x020000000000003e=full,\n", "", 1)
-		}, want: "port 0x020000000000003e of Kubernetes pkey 0x1005 is missing from partition k8s-1005"},
-		{name: "limited written full", text: func(s string) string {
-			return strings.Replace(s, "0x020000000000003f=limited", "0x020000000000003f=full", 1)
-		}, want: "port 0x020000000000003f must be a limited member of Kubernetes pkey 0x1005, not full"},
-		{name: "a GUID that is no member", text: func(s string) string {
-			return strings.Replace(s, "k8s-1007=0x1007, ipoib : ;", "k8s-1007=0x1007, ipoib : 0x0002c90300000401=full ;", 1)
-		}, want: "port 0x0002c90300000401 in partition k8s-1007 is not a member of Kubernetes pkey 0x1007"},
-		{name: "a keyword", text: func(s string) string {
-			return strings.Replace(s, "k8s-1007=0x1007, ipoib : ;", "k8s-1007=0x1007, ipoib : ALL=limited ;", 1)
-		}, want: "ALL in partition k8s-1007 of Kubernetes pkey 0x1007: only its GUIDs may be members"},
-		{name: "a network's port", text: func(s string) string {
-			return strings.Replace(s, "k8s-1007=0x1007, ipoib : ;", "k8s-1007=0x1007, ipoib : 0x0002c90300000101=full ;", 1)
-		}, want: "port 0x0002c90300000101 of network 3f1c5a9e-8d2b-4c7a-9e61-0a5b7c9d1e2f may be in no other partition, here k8s-1007"},
-		{name: "a Kubernetes GUID in a static partition", text: func(s string) string {
-			return s + "storage=0x0010 : 0x020000000000003e=limited ;\n"
-		}, want: "port 0x020000000000003e of Kubernetes pkey 0x1005 may be in no partition but its Kubernetes ones, here storage (0x0010)"},
-		{name: "ipoib dropped", text: func(s string) string {
-			return strings.Replace(s, "k8s-1005=0x1005, ipoib :", "k8s-1005=0x1005 :", 1)
-		}, want: "partition k8s-1005 of Kubernetes pkey 0x1005 lacks the ipoib flag"},
-		{name: "ipoib added", text: func(s string) string {
-			return strings.Replace(s, "k8s-1006=0x1006 :", "k8s-1006=0x1006, ipoib :", 1)
-		}, want: "has the ipoib flag, which its pkey was not given"},
-		{name: "a partition missing", text: func(s string) string {
-			return strings.Replace(s, "k8s-1007=0x1007, ipoib : ;\n", "", 1)
-		}, want: "Kubernetes pkey 0x1007 has no partition statement"},
-		{name: "indx0 on a static partition", flavour: fabric.NVIDIA, text: func(s string) string {
-			return s + "storage=0x0010, indx0 : ;\n"
-		}, want: "indx0 in partition storage: only a Kubernetes partition"},
-		{name: "indx0 on a partition not every member asked it for", flavour: fabric.NVIDIA, text: func(s string) string {
-			return strings.Replace(s, "k8s-1005=0x1005, ipoib :", "k8s-1005=0x1005, indx0, ipoib :", 1)
-		}, want: "partition k8s-1005 of Kubernetes pkey 0x1005 has indx0, which not every member asked for"},
+		{name: "a member missing", text: replaced("    0x020000000000003e=full,\n", ""), want: "port 0x020000000000003e of Kubernetes pkey 0x1005 is missing from partition k8s-1005"},
+		{name: "limited written full", text: replaced("0x020000000000003f=limited", "0x020000000000003f=full"), want: "port 0x020000000000003f must be a limited member of Kubernetes pkey 0x1005, not full"},
+		{name: "a GUID that is no member", text: replaced("k8s-1007=0x1007, ipoib : ;", "k8s-1007=0x1007, ipoib : 0x0002c90300000401=full ;"), want: "port 0x0002c90300000401 in partition k8s-1007 is not a member of Kubernetes pkey 0x1007"},
+		{name: "a keyword", text: replaced("k8s-1007=0x1007, ipoib : ;", "k8s-1007=0x1007, ipoib : ALL=limited ;"), want: "ALL in partition k8s-1007 of Kubernetes pkey 0x1007: only its GUIDs may be members"},
+		{name: "a network's port", text: replaced("k8s-1007=0x1007, ipoib : ;", "k8s-1007=0x1007, ipoib : 0x0002c90300000101=full ;"), want: "port 0x0002c90300000101 of network 3f1c5a9e-8d2b-4c7a-9e61-0a5b7c9d1e2f may be in no other partition, here k8s-1007"},
+		{name: "a Kubernetes GUID in a static partition", text: appended("storage=0x0010 : 0x020000000000003e=limited ;\n"), want: "port 0x020000000000003e of Kubernetes pkey 0x1005 may be in no partition but its Kubernetes ones, here storage (0x0010)"},
+		{name: "ipoib dropped", text: replaced("k8s-1005=0x1005, ipoib :", "k8s-1005=0x1005 :"), want: "partition k8s-1005 of Kubernetes pkey 0x1005 lacks the ipoib flag"},
+		{name: "ipoib added", text: replaced("k8s-1006=0x1006 :", "k8s-1006=0x1006, ipoib :"), want: "has the ipoib flag, which its pkey was not given"},
+		{name: "a partition missing", text: replaced("k8s-1007=0x1007, ipoib : ;\n", ""), want: "Kubernetes pkey 0x1007 has no partition statement"},
+		{name: "indx0 on a static partition", flavour: fabric.NVIDIA, text: appended("storage=0x0010, indx0 : ;\n"), want: "indx0 in partition storage: only a Kubernetes partition"},
+		{name: "indx0 on a partition not every member asked it for", flavour: fabric.NVIDIA, text: replaced("k8s-1005=0x1005, ipoib :", "k8s-1005=0x1005, indx0, ipoib :"), want: "partition k8s-1005 of Kubernetes pkey 0x1005 has indx0, which not every member asked for"},
 		{name: "a Kubernetes pkey on a network's", state: func(s *State) { s.Kubernetes[0].PKey = 0x0065 },
 			want: "state: Kubernetes pkey 0x0065 is also the pkey of network 7a2b4c6d-1e3f-4a5b-8c7d-9e0f1a2b3c4d"},
 		{name: "a network's port in a Kubernetes pkey", state: func(s *State) {

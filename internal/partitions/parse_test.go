@@ -18,40 +18,26 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 // the .golden file beside it, and checks that Format writes it back to the same
 // statements.
 func TestParseGood(t *testing.T) {
-	files, err := filepath.Glob("testdata/parse/good/*.conf")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no fixtures: %v", err)
-	}
-	for _, path := range files {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			text := readFile(t, path)
-			f, err := Parse(text)
-			if err != nil {
-				t.Fatalf("Parse: %v", err)
-			}
-			compareGolden(t, strings.TrimSuffix(path, ".conf")+".golden", []byte(dump(f)))
-			assertFormatRoundTrips(t, f)
-		})
-	}
+	forEachFixture(t, "testdata/parse/good/*.conf", func(t *testing.T, path string, text []byte) {
+		f, err := Parse(text)
+		if err != nil {
+			t.Fatalf("Parse: %v", err)
+		}
+		compareGolden(t, strings.TrimSuffix(path, ".conf")+".golden", []byte(dump(f)))
+		assertFormatRoundTrips(t, f)
+	})
 }
 
 // TestParseBad parses every file of testdata/parse/bad. Each starts with one or more
 // "# want: <substring>" lines, and each substring must be in one of the problems.
 func TestParseBad(t *testing.T) {
-	files, err := filepath.Glob("testdata/parse/bad/*.conf")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no fixtures: %v", err)
-	}
-	for _, path := range files {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			text := readFile(t, path)
-			f, err := Parse(text)
-			if err == nil {
-				t.Fatalf("Parse accepted it:\n%s", dump(f))
-			}
-			assertProblems(t, err, wantedProblems(t, text))
-		})
-	}
+	forEachFixture(t, "testdata/parse/bad/*.conf", func(t *testing.T, _ string, text []byte) {
+		f, err := Parse(text)
+		if err == nil {
+			t.Fatalf("Parse accepted it:\n%s", dump(f))
+		}
+		assertProblems(t, err, wantedProblems(t, text))
+	})
 }
 
 func TestParseEmpty(t *testing.T) {
@@ -265,6 +251,19 @@ func dumpWithoutLines(f *File) string {
 		lines = append(lines, l)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// forEachFixture runs test, as a subtest named for the file, on every file
+// that pattern matches, with the file's text; it fails when none matches.
+func forEachFixture(t *testing.T, pattern string, test func(t *testing.T, path string, text []byte)) {
+	t.Helper()
+	files, err := filepath.Glob(pattern)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	for _, path := range files {
+		t.Run(filepath.Base(path), func(t *testing.T) { test(t, path, readFile(t, path)) })
+	}
 }
 
 func readFile(t *testing.T, path string) []byte {

@@ -27,19 +27,13 @@ func parseTemplateFile(t *testing.T, path string) *Template {
 // Custom templates render what they say, from the documented variables, and
 // their output passes Check against the same state.
 func TestTemplateGolden(t *testing.T) {
-	files, err := filepath.Glob("testdata/template/*.j2")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no fixtures: %v", err)
-	}
-	for _, path := range files {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			out, err := parseTemplateFile(t, path).Render(context.Background(), checkState())
-			if err != nil {
-				t.Fatalf("Render: %v", err)
-			}
-			compareGolden(t, strings.TrimSuffix(path, ".j2")+".golden", out)
-		})
-	}
+	forEachFixture(t, "testdata/template/*.j2", func(t *testing.T, path string, _ []byte) {
+		out, err := parseTemplateFile(t, path).Render(context.Background(), checkState())
+		if err != nil {
+			t.Fatalf("Render: %v", err)
+		}
+		compareGolden(t, strings.TrimSuffix(path, ".j2")+".golden", out)
+	})
 }
 
 func TestTemplateOutputPassesCheck(t *testing.T) {

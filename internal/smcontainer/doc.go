@@ -1,8 +1,10 @@
-// Package smcontainer runs or signals OpenSM in a Docker container, through the
-// Docker Engine API ([opensm] driver = managed or docker). Both drivers are
-// supervisors as opensm.Process is for a child process: Start (by a term),
-// Stop (by main), WaitReady, Reload (SIGHUP through the engine), Restarts, and
-// Status with the driver-status file that --status reads.
+// Package smcontainer runs or watches OpenSM in a Docker container, through
+// the Docker Engine API ([opensm] driver = managed or docker). It holds only
+// the engine's calls: the one opensm.Supervisor keeps OpenSM running (Start by
+// a term, Stop by main, WaitReady, Reload, Restarts, Status and its status
+// file), and this package gives it a container to start (Managed, an
+// opensm.Runner) or a container someone else runs to watch (External, an
+// opensm.Watcher), each signalled through the engine by its ID.
 //
 //   - Managed starts OpenSM in a container of its own ([opensm] container),
 //     which joins the PID namespace of the manager's container ([opensm]

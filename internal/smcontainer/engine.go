@@ -2,7 +2,6 @@ package smcontainer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -63,6 +62,16 @@ func inspect(ctx context.Context, cli *client.Client, name string) (*container.I
 		return nil, fmt.Errorf("inspect container %s: %w", name, err)
 	}
 	return &res.Container, nil
+}
+
+// inspectRequired is inspect for a container that must exist: why says why
+// it must and what to do, for the error when it does not.
+func inspectRequired(ctx context.Context, cli *client.Client, name, why string) (*container.InspectResponse, error) {
+	ctr, err := inspect(ctx, cli, name)
+	if err == nil && ctr == nil {
+		err = fmt.Errorf("no container named %s: %s", name, why)
+	}
+	return ctr, err
 }
 
 // mountOf returns the mount of c under which path lies (the deepest one), or
@@ -167,6 +176,3 @@ func checkSharedDir(ctx context.Context, cli *client.Client, name, dir, key stri
 	}
 	return nil
 }
-
-// errStopped is WaitReady's answer once Run has returned.
-var errStopped = errors.New("opensm: stopped")

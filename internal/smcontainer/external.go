@@ -33,32 +33,30 @@ type ExternalConfig struct {
 // following the log after that line.
 const settle = 3 * time.Second
 
-// External signals an OpenSM container that someone else runs: the manager
-// never starts, stops or restarts it.
+// External watches an OpenSM container that someone else runs (an
+// opensm.Watcher): the manager signals it but never starts, stops or restarts
+// it.
 type External struct {
 	cfg ExternalConfig
-	state
+	log *slog.Logger
 }
 
 // PrepareExternal checks that the container exists and sees config_dir (a file
-// written there shows up in it) and returns the driver and, when it can tell,
+// written there shows up in it) and returns its supervisor and, when it can tell,
 // the flavour of the container's OpenSM (from opensm --version in its image;
 // Upstream, the stricter, otherwise).
-func PrepareExternal(ctx context.Context, c ExternalConfig, command []string) (*External, fabric.Flavour, error) {
+func PrepareExternal(ctx context.Context, c ExternalConfig, command []string) (*opensm.Supervisor, fabric.Flavour, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = time.Second
 	}
-	ctr, err := inspect(ctx, c.Client, c.Name)
+	ctr, err := inspectRequired(ctx, c.Client, c.Name, fmt.Sprintf("with [opensm] driver = docker, OpenSM runs in a "+
+		"container that you start, with [opensm] config_dir %s bind-mounted at the same path, reading %s; start it, "+
+		"or set [opensm] container to its name", c.ConfigDir, filepath.Join(c.ConfigDir, "opensm.conf")))
 	if err != nil {
 		return nil, 0, err
-	}
-	if ctr == nil {
-		return nil, 0, fmt.Errorf("no container named %s: with [opensm] driver = docker, OpenSM runs in a container "+
-			"that you start, with [opensm] config_dir %s bind-mounted at the same path, reading %s; start it, "+
-			"or set [opensm] container to its name", c.Name, c.ConfigDir, filepath.Join(c.ConfigDir, "opensm.conf"))
 	}
 	for _, file := range []string{"partitions.conf", "opensm.conf"} {
 		path := filepath.Join(c.ConfigDir, file)
@@ -77,21 +75,18 @@ func PrepareExternal(ctx context.Context, c ExternalConfig, command []string) (*
 			"container", c.Name, "error", err)
 		flavour = fabric.Upstream
 	}
-	return &External{cfg: c, state: newState(c.Logger, c.StatusFile)}, flavour, nil
+	e := &External{cfg: c, log: c.Logger}
+	return opensm.NewWatch(e, opensm.SupervisorConfig{LogFile: c.LogFile, StatusFile: c.StatusFile,
+		Logger: c.Logger}), flavour, nil
 }
 
-// Start starts watching the container, unless that runs already, and returns
-// at once (refused, as Managed's, for a term that was stopped); Stop and
-// StopTerm end the watch. Neither starts or stops the container. OpenSM
-// is ready while its container runs and it has logged its version line since
-// it started (or started more than a few seconds ago). A new start of the
-// container counts as a restart; a container that is not running is the
-// driver's last error until it runs again.
-func (e *External) Start(term int64) error {
-	return e.start(term, e.watch)
-}
-
-func (e *External) watch(ctx context.Context) {
+// Watch watches the container until ctx ends (the supervisor's Stop or
+// StopTerm), and neither starts nor stops it. OpenSM is ready while its
+// container runs and it has logged its version line since it started (or
+// started more than a few seconds ago). A new start of the container counts as
+// a restart; a container that is not running is the supervisor's last error
+// until it runs again.
+func (e *External) Watch(ctx context.Context, seen opensm.Sightings) {
 	from, err := opensm.LogPosition(e.cfg.LogFile)
 	if err != nil {
 		e.log.Warn("OpenSM's log", "error", err) // followed from its start
@@ -100,15 +95,17 @@ func (e *External) watch(ctx context.Context) {
 	go e.followVersions(ctx, from, versions)
 
 	var started string // State.StartedAt of the instance seen last
-	var sawVersion bool
+	var current *openSMContainer
+	var ready, sawVersion bool
 	var startedAt time.Time
 	tick := time.NewTicker(e.cfg.PollInterval)
 	defer tick.Stop()
 	var lastProblem string
 	problem := func(err error) {
+		current, ready = nil, false
 		if err.Error() != lastProblem { // once per problem, not at every poll
 			lastProblem = err.Error()
-			e.failed(err, opensm.DriverFailed)
+			seen.Lost(err)
 		}
 	}
 	for {
@@ -124,22 +121,18 @@ func (e *External) watch(ctx context.Context) {
 			problem(fmt.Errorf("container %s is not running: the manager does not start it (driver = docker)", e.cfg.Name))
 		default:
 			lastProblem = ""
-			if ctr.State.StartedAt != started {
-				if started != "" {
-					e.set(func(s *state) { s.restarts++ })
-					e.log.Warn("OpenSM's container started again", "container", e.cfg.Name, "at", ctr.State.StartedAt)
+			if ctr.State.StartedAt != started || current == nil {
+				restarted := started != "" && ctr.State.StartedAt != started
+				if ctr.State.StartedAt != started {
+					started, sawVersion, ready = ctr.State.StartedAt, false, false
+					startedAt, _ = time.Parse(time.RFC3339Nano, ctr.State.StartedAt)
 				}
-				started, sawVersion = ctr.State.StartedAt, false
-				startedAt, _ = time.Parse(time.RFC3339Nano, ctr.State.StartedAt)
-				e.set(func(s *state) {
-					s.state, s.current, s.ready, s.pid = opensm.DriverStarting, ctr.ID, false, ctr.State.Pid
-				})
-			} else if e.Container() == "" { // running again after a problem, same start
-				e.set(func(s *state) { s.state, s.current, s.pid = opensm.DriverStarting, ctr.ID, ctr.State.Pid })
+				current = &openSMContainer{cli: e.cfg.Client, name: e.cfg.Name, id: ctr.ID, pid: ctr.State.Pid}
+				seen.Running(current, restarted)
 			}
-			if !e.isReady() && (sawVersion || time.Since(startedAt) >= settle) {
-				e.set(func(s *state) { s.ready, s.state = true, opensm.DriverRunning })
-				e.log.Info("OpenSM ready", "container", e.cfg.Name, "id", short(ctr.ID))
+			if !ready && (sawVersion || time.Since(startedAt) >= settle) {
+				ready = true
+				seen.Ready(current)
 			}
 		}
 		select {
@@ -150,12 +143,6 @@ func (e *External) watch(ctx context.Context) {
 		case <-tick.C:
 		}
 	}
-}
-
-func (e *External) isReady() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.ready
 }
 
 // followVersions signals versions at every version line OpenSM logs.
@@ -180,16 +167,11 @@ func (e *External) followVersions(ctx context.Context, from opensm.Position, ver
 			follower.Close()
 			follower = opensm.FollowLog(e.cfg.LogFile, opensm.Position{})
 		}
-		if versionLine.MatchString(entry.Message) {
+		if opensm.IsVersionLine(entry.Message) {
 			select {
 			case versions <- struct{}{}:
 			default:
 			}
 		}
 	}
-}
-
-// Reload sends OpenSM SIGHUP through the Docker engine; see opensm.Process.Reload.
-func (e *External) Reload(ctx context.Context) error {
-	return reload(ctx, e.cfg.Client, &e.state)
 }

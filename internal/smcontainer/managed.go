@@ -37,53 +37,44 @@ type ManagedConfig struct {
 	// the manager's container: OpenSM's container gets those directories, and
 	// only the others it needs (see Managed.mounts).
 	ConfFile, EnvFile, ConfigDir, LogFile string
-	// StatusFile, if set, receives the driver's status (opensm.DriverStatus as
+	// StatusFile, if set, receives the supervisor's status (opensm.Status as
 	// JSON) at every change, for --status.
 	StatusFile string
 	Logger     *slog.Logger // nil: slog.Default()
 }
 
-// Restart policy, as opensm.Process's: wait minBackoff after the first exit,
-// doubling up to maxBackoff while OpenSM keeps exiting; an instance that ran
-// for stableAfter resets it.
-const (
-	minBackoff  = time.Second
-	maxBackoff  = 30 * time.Second
-	stableAfter = time.Minute
-	// stopTimeout is how long OpenSM gets to exit after SIGTERM before SIGKILL.
-	stopTimeout = 10 * time.Second
-)
-
-// Managed runs OpenSM in its own container and starts it again when it stops.
+// Managed runs OpenSM in a container of its own (an opensm.Runner): each
+// Start creates and starts a new container, which Docker removes once it has
+// stopped.
 type Managed struct {
 	cfg     ManagedConfig
 	manager *container.InspectResponse
 	image   string
-	state
+	log     *slog.Logger
 }
 
-// PrepareManaged checks everything the managed driver relies on and returns
-// the driver, which starts nothing until Start, and the flavour of the image's
-// OpenSM. It fails, with an error naming what is wrong and what to do, when
+// PrepareManaged checks everything the managed runner relies on and returns
+// the supervisor of the OpenSM it runs, which starts nothing until Start, and
+// the flavour of the image's OpenSM. The supervisor starts OpenSM's container
+// and keeps one running until Stop or StopTerm (see opensm.Supervisor); its
+// stop sends SIGTERM through the engine, SIGKILL after 10 s, and Docker
+// removes the container. It fails, with an error naming what is wrong and what to do, when
 // the manager's container is missing or not running, the name of OpenSM's
 // container is taken by a container this manager did not create, config_dir
 // or the log file is not on a mount of the manager's container, or the image
 // has no OpenSM.
-func PrepareManaged(ctx context.Context, c ManagedConfig) (*Managed, fabric.Flavour, error) {
+func PrepareManaged(ctx context.Context, c ManagedConfig) (*opensm.Supervisor, fabric.Flavour, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
 	if len(c.Command) == 0 {
 		return nil, 0, errors.New("[opensm] command is empty")
 	}
-	mgr, err := inspect(ctx, c.Client, c.Manager)
+	mgr, err := inspectRequired(ctx, c.Client, c.Manager, fmt.Sprintf("with [opensm] driver = managed the manager "+
+		"must run in a container of the name [opensm] manager_container says (docker run --name %s ...), whose PID "+
+		"namespace OpenSM's container joins", c.Manager))
 	if err != nil {
 		return nil, 0, err
-	}
-	if mgr == nil {
-		return nil, 0, fmt.Errorf("no container named %s: with [opensm] driver = managed the manager must run in a "+
-			"container of the name [opensm] manager_container says (docker run --name %s ...), whose PID namespace "+
-			"OpenSM's container joins", c.Manager, c.Manager)
 	}
 	if mgr.State == nil || !mgr.State.Running {
 		return nil, 0, fmt.Errorf("container %s ([opensm] manager_container) is not running: it must be the "+
@@ -113,7 +104,9 @@ func PrepareManaged(ctx context.Context, c ManagedConfig) (*Managed, fabric.Flav
 	if err != nil {
 		return nil, 0, err
 	}
-	return &Managed{cfg: c, manager: mgr, image: image, state: newState(c.Logger, c.StatusFile)}, flavour, nil
+	m := &Managed{cfg: c, manager: mgr, image: image, log: c.Logger}
+	return opensm.NewSupervisor(m, opensm.SupervisorConfig{LogFile: c.LogFile, StatusFile: c.StatusFile,
+		Logger: c.Logger}), flavour, nil
 }
 
 // checkName returns the container of that name if this manager created it
@@ -139,83 +132,23 @@ func checkName(ctx context.Context, cli *client.Client, name, managerID string) 
 	return existing, nil
 }
 
-// Start starts the supervisor for a leadership term, unless it runs already,
-// and returns at once; after StopTerm for that term (or a later one) or Stop
-// it refuses with opensm.ErrTermStopped. The supervisor starts OpenSM's
-// container and keeps one running until Stop or StopTerm:
-// when OpenSM exits, or its container cannot be created or started, it tries
-// again after a back-off (1 s, doubling up to 30 s), and the error is logged
-// and in Status. Stop stops the container (SIGTERM, SIGKILL after 10 s), and
-// Docker removes it.
-func (m *Managed) Start(term int64) error {
-	return m.start(term, m.supervise)
-}
-
-func (m *Managed) supervise(ctx context.Context) {
-	backoff := minBackoff
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 {
-			t := time.NewTimer(backoff)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-			backoff = min(2*backoff, maxBackoff)
-		}
-		from, err := opensm.LogPosition(m.cfg.LogFile)
-		var id string
-		var exited <-chan string
-		if err == nil {
-			id, exited, err = m.launch(ctx)
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			m.failed(fmt.Errorf("%w; trying again in %s", err, backoff), opensm.DriverFailed)
-			continue
-		}
-		startedAt := time.Now()
-		m.log.Info("OpenSM started", "container", m.cfg.Name, "id", short(id))
-		watchCtx, stopWatching := context.WithCancel(ctx)
-		go m.watchReady(watchCtx, id, from)
-
-		var status string
-		select {
-		case status = <-exited:
-			stopWatching()
-		case <-ctx.Done():
-			stopWatching()
-			status = m.stop(id, exited)
-			m.log.Info("OpenSM stopped", "container", m.cfg.Name, "id", short(id), "status", status)
-			return
-		}
-		ran := time.Since(startedAt)
-		if ran >= stableAfter {
-			backoff = minBackoff
-		}
-		m.log.Warn("OpenSM exited; restarting it", "container", m.cfg.Name, "id", short(id), "status", status,
-			"ran", ran.Round(time.Millisecond), "restart_in", backoff)
-		m.set(func(s *state) {
-			s.state, s.current, s.ready, s.pid = opensm.DriverRestarting, "", false, 0
-			s.lastErr, s.lastErrAt = "OpenSM's container exited: "+status, time.Now().UTC()
-			s.restarts++
-		})
-	}
+// Start replaces any earlier container of ours of that name with a new one and
+// starts it.
+func (m *Managed) Start(ctx context.Context) (opensm.Instance, error) {
+	return m.launch(ctx)
 }
 
 // launch replaces any earlier container of ours of that name with a new one and
-// starts it. exited receives how it ended, once it has been removed.
-func (m *Managed) launch(ctx context.Context) (id string, exited <-chan string, err error) {
+// starts it.
+func (m *Managed) launch(ctx context.Context) (*openSMContainer, error) {
 	if err := m.removeOld(ctx); err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	var env []string
 	if m.cfg.EnvFile != "" {
+		var err error
 		if env, err = opensm.ReadEnvFile(m.cfg.EnvFile); err != nil {
-			return "", nil, fmt.Errorf("opensm: %w", err)
+			return nil, fmt.Errorf("opensm: %w", err)
 		}
 	}
 	args := slices.Clone(m.cfg.Command[1:])
@@ -224,7 +157,7 @@ func (m *Managed) launch(ctx context.Context) (id string, exited <-chan string, 
 	}
 	mounts, err := m.mounts(env)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, engineTimeout)
 	defer cancel()
@@ -241,38 +174,37 @@ func (m *Managed) launch(ctx context.Context) (id string, exited <-chan string, 
 		HostConfig: m.hostConfig(mounts),
 	})
 	if err != nil {
-		return "", nil, fmt.Errorf("opensm: create container %s: %w", m.cfg.Name, err)
+		return nil, fmt.Errorf("opensm: create container %s: %w", m.cfg.Name, err)
 	}
 	// Waiting for removal is asked before the start, so that an OpenSM that
 	// exits at once is not missed.
 	waitCtx, stopWaiting := context.WithCancel(context.WithoutCancel(ctx))
 	wait := m.cfg.Client.ContainerWait(waitCtx, created.ID, client.ContainerWaitOptions{Condition: container.WaitConditionRemoved})
-	m.set(func(s *state) { s.state, s.current, s.ready = opensm.DriverStarting, created.ID, false })
 	if _, err := m.cfg.Client.ContainerStart(cctx, created.ID, client.ContainerStartOptions{}); err != nil {
 		stopWaiting()
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), engineTimeout)
 		defer cancel()
 		_, _ = m.cfg.Client.ContainerRemove(rctx, created.ID, client.ContainerRemoveOptions{Force: true})
-		return "", nil, fmt.Errorf("opensm: start container %s: %w", m.cfg.Name, err)
+		return nil, fmt.Errorf("opensm: start container %s: %w", m.cfg.Name, err)
 	}
+	inst := &openSMContainer{cli: m.cfg.Client, name: m.cfg.Name, id: created.ID, done: make(chan struct{})}
 	if c, err := inspect(ctx, m.cfg.Client, created.ID); err == nil && c != nil && c.State != nil {
-		m.set(func(s *state) { s.pid = c.State.Pid })
+		inst.pid = c.State.Pid
 	}
-	done := make(chan string, 1)
 	go func() {
 		defer stopWaiting()
+		defer close(inst.done)
 		select {
 		case r := <-wait.Result:
-			status := fmt.Sprintf("exit status %d", r.StatusCode)
+			inst.exit = fmt.Sprintf("exit status %d", r.StatusCode)
 			if r.Error != nil && r.Error.Message != "" {
-				status += ": " + r.Error.Message
+				inst.exit += ": " + r.Error.Message
 			}
-			done <- status
 		case err := <-wait.Error:
-			done <- "unknown (" + err.Error() + ")"
+			inst.exit = "unknown (" + err.Error() + ")"
 		}
 	}()
-	return created.ID, done, nil
+	return inst, nil
 }
 
 // hostConfig is OpenSM's container's: in the manager's PID namespace, on the
@@ -454,79 +386,6 @@ func (m *Managed) removeOld(ctx context.Context) error {
 		}
 	}
 	return fmt.Errorf("opensm: the old container %s is still there after 10 s", m.cfg.Name)
-}
-
-// stop stops the container (Docker removes it) and returns how it ended.
-func (m *Managed) stop(id string, exited <-chan string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout+engineTimeout)
-	defer cancel()
-	timeout := int(stopTimeout / time.Second)
-	if _, err := m.cfg.Client.ContainerStop(ctx, id, client.ContainerStopOptions{Timeout: &timeout}); err != nil &&
-		!cerrdefs.IsNotFound(err) {
-		m.log.Error("cannot stop OpenSM's container", "container", m.cfg.Name, "id", short(id), "error", err)
-	}
-	select {
-	case s := <-exited:
-		return s
-	case <-ctx.Done():
-		m.log.Error("OpenSM's container was not removed in time", "container", m.cfg.Name, "id", short(id))
-		return "unknown"
-	}
-}
-
-// watchReady marks the container ready once its version line is in the log.
-func (m *Managed) watchReady(ctx context.Context, id string, from opensm.Position) {
-	if watchVersionLine(ctx, m.log, m.cfg.LogFile, from) {
-		m.set(func(s *state) {
-			if s.current == id {
-				s.ready, s.state = true, opensm.DriverRunning
-			}
-		})
-		m.log.Info("OpenSM ready", "container", m.cfg.Name, "id", short(id))
-	}
-}
-
-// watchVersionLine follows the log from from until OpenSM's version line; it
-// says whether it saw one before ctx was done.
-func watchVersionLine(ctx context.Context, log *slog.Logger, file string, from opensm.Position) bool {
-	follower := opensm.FollowLog(file, from)
-	defer follower.Close()
-	for {
-		e, err := follower.Next(ctx)
-		if errors.Is(err, opensm.ErrLogReset) {
-			continue // a log truncated at start still gets the version line
-		}
-		if err != nil {
-			if ctx.Err() == nil {
-				log.Warn("cannot follow OpenSM's log to see it start", "file", file, "error", err)
-			}
-			return false
-		}
-		if versionLine.MatchString(e.Message) {
-			return true
-		}
-	}
-}
-
-// Reload sends OpenSM SIGHUP through the Docker engine; see opensm.Process.Reload.
-func (m *Managed) Reload(ctx context.Context) error {
-	return reload(ctx, m.cfg.Client, &m.state)
-}
-
-func reload(ctx context.Context, cli *client.Client, s *state) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	id, err := s.signallable()
-	if err != nil {
-		return err
-	}
-	kctx, cancel := context.WithTimeout(ctx, engineTimeout)
-	defer cancel()
-	if _, err := cli.ContainerKill(kctx, id, client.ContainerKillOptions{Signal: "SIGHUP"}); err != nil {
-		return fmt.Errorf("opensm: SIGHUP to container %s: %w", short(id), err)
-	}
-	return nil
 }
 
 func short(id string) string {

@@ -20,7 +20,7 @@ func TestManagedNeverCopiesThePrivilege(t *testing.T) {
 		Privileged: true, CapAdd: []string{"SYS_ADMIN", "NET_ADMIN"}, SecurityOpt: []string{"seccomp=unconfined"},
 		Resources: container.Resources{Devices: []container.DeviceMapping{umad},
 			DeviceCgroupRules: []string{"c 231:* rwm"}}}}
-	m := &Managed{manager: mgr, state: newState(slog.New(slog.DiscardHandler), "")}
+	m := &Managed{manager: mgr, log: slog.New(slog.DiscardHandler)}
 	hc := m.hostConfig(nil)
 	if hc.Privileged || len(hc.CapAdd) > 0 || !slices.Equal(hc.CapDrop, []string{"ALL"}) {
 		t.Errorf("privileged %v, cap-add %v, cap-drop %v; want no privilege, every capability dropped",

@@ -23,6 +23,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
 // These tests drive a real Docker engine (AFM_TEST_DOCKER_HOST, such as
@@ -43,29 +44,14 @@ type rig struct {
 	prefix    string // of the names of this test's containers
 }
 
-func testEnv(t *testing.T, name string) string {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		if os.Getenv("AFM_TEST_REQUIRE_ALL") == "1" {
-			t.Fatalf("%s is not set, and AFM_TEST_REQUIRE_ALL=1: run the tests with `make test`, which starts a Docker engine and builds the image", name)
-		}
-		t.Skipf("%s is not set (make test starts a Docker engine, builds the image and sets it)", name)
-	}
-	return v
-}
-
-func testContext(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+// dockerForTests is what make test does for these tests.
+const dockerForTests = "starts a Docker engine and builds the image"
 
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	t.Setenv("DOCKER_HOST", testEnv(t, "AFM_TEST_DOCKER_HOST"))
-	image := testEnv(t, "AFM_TEST_DOCKER_IMAGE")
-	cli, err := Connect(testContext(t))
+	t.Setenv("DOCKER_HOST", testenv.Require(t, "AFM_TEST_DOCKER_HOST", dockerForTests))
+	image := testenv.Require(t, "AFM_TEST_DOCKER_IMAGE", dockerForTests)
+	cli, err := Connect(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +122,7 @@ func (r *rig) mounts(t *testing.T) []mount.Mount {
 // network, running entrypoint.
 func (r *rig) run(t *testing.T, name string, mounts []mount.Mount, env []string, labels map[string]string, entrypoint ...string) string {
 	t.Helper()
-	ctx := testContext(t)
+	ctx := t.Context()
 	init := true
 	created, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name:       name,
@@ -188,38 +174,30 @@ func (r *rig) managedConfig(managerName string) ManagedConfig {
 
 func (r *rig) inspect(t *testing.T, name string) *container.InspectResponse {
 	t.Helper()
-	c, err := inspect(testContext(t), r.cli, name)
+	c, err := inspect(t.Context(), r.cli, name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
+// waitFor asks Docker about every 90 ms: a container's start is slow.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.WaitFor(t, what, 90*time.Second, cond)
 }
 
-// subnetManager is what the applier and main ask of a driver.
-type subnetManager interface {
-	Start(term int64) error
-	StopTerm(ctx context.Context, term int64) error
-	Stop(ctx context.Context) error
-	WaitReady(ctx context.Context) error
-	Reload(ctx context.Context) error
-	Restarts() int
-	Status() opensm.DriverStatus
+// containerID is the ID of the container OpenSM runs in now, "" when none.
+func containerID(sm *opensm.Supervisor) string {
+	if c, ok := sm.Current().(*openSMContainer); ok {
+		return c.id
+	}
+	return ""
 }
 
 // runDriver starts the driver for term 1; stop stops it for term 1 (and
 // for good at the test's end).
-func runDriver(t *testing.T, sm subnetManager) (stop func() error) {
+func runDriver(t *testing.T, sm *opensm.Supervisor) (stop func() error) {
 	if err := sm.Start(1); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -243,9 +221,9 @@ func runDriver(t *testing.T, sm subnetManager) (stop func() error) {
 
 // applyH1 puts H1 in partition 0x0065 through the driver, as the applier
 // does, and checks H1's real pkey table.
-func (r *rig) applyH1(t *testing.T, sm subnetManager) {
+func (r *rig) applyH1(t *testing.T, sm *opensm.Supervisor) {
 	t.Helper()
-	ctx := testContext(t)
+	ctx := t.Context()
 	if err := sm.WaitReady(ctx); err != nil {
 		t.Fatalf("WaitReady: %v", err)
 	}
@@ -277,7 +255,7 @@ func TestManagedRunsOpenSMInTheManagersPIDNamespace(t *testing.T) {
 	r := newRig(t)
 	mgr := r.manager(t)
 	cfg := r.managedConfig(mgr)
-	m, flavour, err := PrepareManaged(testContext(t), cfg)
+	m, flavour, err := PrepareManaged(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +265,7 @@ func TestManagedRunsOpenSMInTheManagersPIDNamespace(t *testing.T) {
 	stop := runDriver(t, m)
 	r.applyH1(t, m)
 
-	first := m.Container()
+	first := containerID(m)
 	c := r.inspect(t, cfg.Name)
 	mgrID := r.inspect(t, mgr).ID
 	if c == nil || c.ID != first {
@@ -304,15 +282,15 @@ func TestManagedRunsOpenSMInTheManagersPIDNamespace(t *testing.T) {
 	}
 
 	// OpenSM killed: started again, in a new container, and signalled again.
-	if _, err := r.cli.ContainerKill(testContext(t), first, client.ContainerKillOptions{Signal: "SIGKILL"}); err != nil {
+	if _, err := r.cli.ContainerKill(t.Context(), first, client.ContainerKillOptions{Signal: "SIGKILL"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a restarted OpenSM", func() bool { return m.Restarts() == 1 && m.Container() != "" && m.Container() != first })
+	waitFor(t, "a restarted OpenSM", func() bool { return m.Restarts() == 1 && containerID(m) != "" && containerID(m) != first })
 	r.applyH1(t, m)
 
 	// The manager's container removed: OpenSM dies with its PID namespace and
 	// Docker removes its container.
-	if _, err := r.cli.ContainerRemove(testContext(t), mgr, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
+	if _, err := r.cli.ContainerRemove(t.Context(), mgr, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "OpenSM's container gone with the manager's", func() bool { return r.inspect(t, cfg.Name) == nil })
@@ -320,9 +298,9 @@ func TestManagedRunsOpenSMInTheManagersPIDNamespace(t *testing.T) {
 	// says so, and keeps trying.
 	waitFor(t, "the failed restart in the driver's status", func() bool {
 		st := m.Status()
-		return st.State == opensm.DriverFailed && strings.Contains(st.LastError, cfg.Name)
+		return st.State == opensm.StateFailed && strings.Contains(st.LastError, cfg.Name)
 	})
-	if err := m.WaitReady(testContext(t)); err == nil {
+	if err := m.WaitReady(t.Context()); err == nil {
 		t.Error("WaitReady succeeded with no OpenSM")
 	}
 	if err := stop(); err != nil {
@@ -333,15 +311,15 @@ func TestManagedRunsOpenSMInTheManagersPIDNamespace(t *testing.T) {
 func TestManagedStopRemovesOpenSM(t *testing.T) {
 	r := newRig(t)
 	cfg := r.managedConfig(r.manager(t))
-	m, _, err := PrepareManaged(testContext(t), cfg)
+	m, _, err := PrepareManaged(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stop := runDriver(t, m)
-	if err := m.WaitReady(testContext(t)); err != nil {
+	if err := m.WaitReady(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if st := m.Status(); st.State != opensm.DriverRunning || st.PID == 0 {
+	if st := m.Status(); st.State != opensm.StateRunning || st.PID == 0 {
 		t.Errorf("status of a ready OpenSM = %+v, want running with its PID", st)
 	}
 	if err := stop(); err != nil {
@@ -350,10 +328,10 @@ func TestManagedStopRemovesOpenSM(t *testing.T) {
 	if c := r.inspect(t, cfg.Name); c != nil {
 		t.Errorf("container %s is still there (%s) after Stop returned", cfg.Name, c.State.Status)
 	}
-	if err := m.WaitReady(testContext(t)); err == nil {
+	if err := m.WaitReady(t.Context()); err == nil {
 		t.Error("WaitReady succeeded after Stop")
 	}
-	if st := m.Status(); st.State != opensm.DriverStopped {
+	if st := m.Status(); st.State != opensm.StateStopped {
 		t.Errorf("state after Stop = %s, want stopped", st.State)
 	}
 	// The stopped term's late Start (the applier racing the lease's stop)
@@ -361,14 +339,14 @@ func TestManagedStopRemovesOpenSM(t *testing.T) {
 	if err := m.Start(1); !errors.Is(err, opensm.ErrTermStopped) {
 		t.Errorf("Start(1) after StopTerm(1) = %v, want opensm.ErrTermStopped", err)
 	}
-	if c := r.inspect(t, cfg.Name); c != nil || m.Status().State != opensm.DriverStopped {
+	if c := r.inspect(t, cfg.Name); c != nil || m.Status().State != opensm.StateStopped {
 		t.Errorf("after a refused Start: container %v, state %s; want none, stopped", c != nil, m.Status().State)
 	}
 	// Started again, as HA does for a new term after it stopped OpenSM.
 	if err := m.Start(2); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.WaitReady(testContext(t)); err != nil {
+	if err := m.WaitReady(t.Context()); err != nil {
 		t.Fatalf("WaitReady after a second Start: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -415,7 +393,7 @@ func TestManagedRefusesBadSetups(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := r.managedConfig(mgr)
 			tc.change(&cfg)
-			_, _, err := PrepareManaged(testContext(t), cfg)
+			_, _, err := PrepareManaged(t.Context(), cfg)
 			if err == nil {
 				t.Fatal("PrepareManaged succeeded")
 			}
@@ -438,7 +416,7 @@ func TestManagedRefusesBadSetups(t *testing.T) {
 // other than those in keep.
 func (r *rig) checkNothingStarted(t *testing.T, name string, keep ...string) {
 	t.Helper()
-	list, err := r.cli.ContainerList(testContext(t), client.ContainerListOptions{All: true})
+	list, err := r.cli.ContainerList(t.Context(), client.ContainerListOptions{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,7 +433,7 @@ func (r *rig) checkNothingStarted(t *testing.T, name string, keep ...string) {
 
 func TestConnectNamesTheMissingSocket(t *testing.T) {
 	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(t.TempDir(), "docker.sock"))
-	_, err := Connect(testContext(t))
+	_, err := Connect(t.Context())
 	if err == nil {
 		t.Fatal("Connect succeeded without an engine")
 	}
@@ -487,7 +465,7 @@ func (r *rig) externalConfig(name string) ExternalConfig {
 func TestExternalSignalsOpenSMItDoesNotOwn(t *testing.T) {
 	r := newRig(t)
 	name := r.external(t)
-	e, flavour, err := PrepareExternal(testContext(t), r.externalConfig(name), []string{"opensm"})
+	e, flavour, err := PrepareExternal(t.Context(), r.externalConfig(name), []string{"opensm"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -499,29 +477,29 @@ func TestExternalSignalsOpenSMItDoesNotOwn(t *testing.T) {
 
 	// Someone restarts it: a restart, and the driver signals the new one.
 	timeout := 10
-	if _, err := r.cli.ContainerRestart(testContext(t), name, client.ContainerRestartOptions{Timeout: &timeout}); err != nil {
+	if _, err := r.cli.ContainerRestart(t.Context(), name, client.ContainerRestartOptions{Timeout: &timeout}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the restart seen", func() bool { return e.Restarts() == 1 })
 	r.applyH1(t, e)
 
 	// Stopped by someone else: the driver says so, and its WaitReady fails.
-	if _, err := r.cli.ContainerStop(testContext(t), name, client.ContainerStopOptions{Timeout: &timeout}); err != nil {
+	if _, err := r.cli.ContainerStop(t.Context(), name, client.ContainerStopOptions{Timeout: &timeout}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the stopped container in the driver's status", func() bool {
 		st := e.Status()
-		return st.State == opensm.DriverFailed && strings.Contains(st.LastError, "is not running")
+		return st.State == opensm.StateFailed && strings.Contains(st.LastError, "is not running")
 	})
-	if err := e.Reload(testContext(t)); err == nil {
+	if err := e.Reload(t.Context()); err == nil {
 		t.Error("Reload succeeded with the container stopped")
 	}
-	if _, err := r.cli.ContainerStart(testContext(t), name, client.ContainerStartOptions{}); err != nil {
+	if _, err := r.cli.ContainerStart(t.Context(), name, client.ContainerStartOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Until the driver's next look at the container, WaitReady still fails at
 	// once (the applier tries again later).
-	waitFor(t, "the container seen running again", func() bool { return e.Status().State != opensm.DriverFailed })
+	waitFor(t, "the container seen running again", func() bool { return e.Status().State != opensm.StateFailed })
 	if e.Restarts() != 2 {
 		t.Errorf("Restarts = %d after the container's third start, want 2", e.Restarts())
 	}
@@ -549,7 +527,7 @@ func TestExternalRefusesBadSetups(t *testing.T) {
 		{"config_dir not mounted", unmounted, "container " + unmounted + " does not see [opensm] config_dir " + r.configDir},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := PrepareExternal(testContext(t), r.externalConfig(tc.container), []string{"opensm"})
+			_, _, err := PrepareExternal(t.Context(), r.externalConfig(tc.container), []string{"opensm"})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("PrepareExternal: %v; want an error saying %q", err, tc.want)
 			}
@@ -575,7 +553,7 @@ func TestExternalRefusesBadSetups(t *testing.T) {
 // sees is asked of the engine, inside OpenSM's running container.
 func TestManagedGivesOpenSMOnlyWhatItNeeds(t *testing.T) {
 	r := newRig(t)
-	ctx := testContext(t)
+	ctx := t.Context()
 	// The manager's data mount: config_dir and the SQLite database side by side.
 	data := t.TempDir()
 	r.useConfigDir(t, filepath.Join(data, "opensm"))
@@ -627,7 +605,7 @@ func TestManagedGivesOpenSMOnlyWhatItNeeds(t *testing.T) {
 	}
 	runDriver(t, m)
 	r.applyH1(t, m) // OpenSM works with what it got
-	c := r.inspect(t, m.Container())
+	c := r.inspect(t, containerID(m))
 	if c == nil {
 		t.Fatal("no OpenSM container")
 	}

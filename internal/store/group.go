@@ -74,11 +74,6 @@ func (s *Store) change(ctx context.Context, fn func(ctx context.Context, c *chan
 	return s.changeIn(s.groups, ctx, fn)
 }
 
-// kubernetesChange is change in Kubernetes' lane (see Lanes above).
-func (s *Store) kubernetesChange(ctx context.Context, fn func(ctx context.Context, c *changeTx) error) error {
-	return s.changeIn(s.kubeGroups, ctx, fn)
-}
-
 // changeIn is change in the lane of g.
 func (s *Store) changeIn(g *changeGroups, ctx context.Context, fn func(ctx context.Context, c *changeTx) error) error {
 	if err := ctx.Err(); err != nil {

@@ -125,29 +125,8 @@ func (r Rules) checkKubernetesPKey(pkey fabric.PKey) error {
 // recorded: its answer, and last_updated, wait for the sweep that proves it,
 // and ib-kubernetes holds its next change back until last_updated moves.
 func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (Job, error) {
-	if err := s.rules.checkKubernetesPKey(a.PKey); err != nil {
+	if err := s.checkKubernetesAddition(a); err != nil {
 		return Job{}, err
-	}
-	if len(a.Members) == 0 {
-		return Job{}, rejectf("pkey %s: no GUIDs to add", a.PKey)
-	}
-	seen := map[fabric.GUID]bool{}
-	for _, m := range a.Members {
-		switch {
-		case m.GUID == 0 || m.GUID == ^fabric.GUID(0):
-			return Job{}, rejectf("pkey %s: %s is not a port GUID", a.PKey, ufmGUID(m.GUID))
-		case seen[m.GUID]:
-			return Job{}, rejectf("pkey %s: GUID %s is listed twice", a.PKey, ufmGUID(m.GUID))
-		case m.Membership != fabric.Full && m.Membership != fabric.Limited:
-			return Job{}, rejectf("pkey %s: GUID %s: membership %q: want full or limited", a.PKey, ufmGUID(m.GUID), m.Membership)
-		}
-		seen[m.GUID] = true
-		if s.rules.StaticMember != nil {
-			if name, listed := s.rules.StaticMember(m.GUID); listed {
-				return Job{}, rejectf("pkey %s: GUID %s is a member of partition %q of the partitions template, "+
-					"which only the template writes", a.PKey, ufmGUID(m.GUID), name)
-			}
-		}
 	}
 	// The fabric is read now, not while the change holds the revision's lock.
 	var limit PortCheck
@@ -157,32 +136,31 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 			return Job{}, fmt.Errorf("add GUIDs to pkey %s: check their switch ports' pkey tables: %w", a.PKey, err)
 		}
 	}
-	var job Job
-	err := s.kubernetesChange(ctx, func(ctx context.Context, tx *changeTx) error {
+	return s.record(ctx, s.kubeGroups, "add GUIDs to pkey", a.PKey.String(), func(ctx context.Context, tx *changeTx) (NewJob, error) {
 		if err := checkPKeyNotNeutron(ctx, tx, a.PKey); err != nil {
-			return err
+			return NewJob{}, err
 		}
 		before, err := tx.q.GetKubernetesPKey(ctx, a.PKey)
 		known := err == nil
 		if err != nil && !driver.IsNoRows(err) {
-			return err
+			return NewJob{}, err
 		}
 		added := 0 // GUIDs not yet members
 		for _, m := range a.Members {
 			member, err := s.checkKubernetesMember(ctx, tx, a.PKey, m, limit)
 			if err != nil {
-				return err
+				return NewJob{}, err
 			}
 			if !member {
 				added++
 			}
 		}
 		if err := s.checkKubernetesMembers(ctx, tx, a.PKey, added); err != nil {
-			return err
+			return NewJob{}, err
 		}
 		rev, err := tx.touches(ctx, true)
 		if err != nil {
-			return err
+			return NewJob{}, err
 		}
 		ipoib := true
 		switch {
@@ -192,28 +170,52 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 			ipoib = before.IpOverIb
 		}
 		if err := tx.q.UpsertKubernetesPKey(ctx, a.PKey, ipoib, rev, tx.now); err != nil {
-			return err
+			return NewJob{}, err
 		}
 		for _, m := range a.Members {
-			if err := tx.q.UpsertKubernetesMember(ctx, a.PKey, m.GUID, string(m.Membership), m.Index0, rev, tx.now); err != nil {
-				return err
+			if err := tx.q.UpsertKubernetesMember(ctx, driver.UpsertKubernetesMemberParams{PKey: a.PKey, GUID: m.GUID,
+				Membership: string(m.Membership), Index0: m.Index0, Revision: rev, Now: tx.now}); err != nil {
+				return NewJob{}, err
 			}
 		}
-		if err := tx.q.MarkKubernetesChanged(ctx, rev); err != nil {
-			return err
-		}
-		job, err = tx.job(ctx, NewJob{
-			ObjectType: ObjectPKey, ObjectID: a.PKey.String(), Operation: OpAddKubernetesGUIDs,
+		return kubernetesChanged(ctx, tx, rev, a.PKey, NewJob{
+			Operation:   OpAddKubernetesGUIDs,
 			Description: fmt.Sprintf("Add %s to Kubernetes pkey %s", memberList(a.Members), a.PKey),
 			Result:      fmt.Sprintf("%s in Kubernetes pkey %s", memberList(a.Members), a.PKey),
 			CreatedBy:   a.CreatedBy, Request: a.Request, RequestID: a.RequestID,
 		})
-		return err
 	})
-	if err != nil {
-		return Job{}, fmt.Errorf("add GUIDs to pkey %s: %w", a.PKey, err)
+}
+
+// checkKubernetesAddition refuses an addition the rules refuse on its own,
+// before any read: a pkey out of range, no GUIDs, a GUID that is no port's or
+// listed twice, an unknown membership, or a GUID of the partitions template.
+func (s *Store) checkKubernetesAddition(a KubernetesAddition) error {
+	if err := s.rules.checkKubernetesPKey(a.PKey); err != nil {
+		return err
 	}
-	return job, nil
+	if len(a.Members) == 0 {
+		return rejectf("pkey %s: no GUIDs to add", a.PKey)
+	}
+	seen := map[fabric.GUID]bool{}
+	for _, m := range a.Members {
+		switch {
+		case m.GUID == 0 || m.GUID == ^fabric.GUID(0):
+			return rejectf("pkey %s: %s is not a port GUID", a.PKey, ufmGUID(m.GUID))
+		case seen[m.GUID]:
+			return rejectf("pkey %s: GUID %s is listed twice", a.PKey, ufmGUID(m.GUID))
+		case m.Membership != fabric.Full && m.Membership != fabric.Limited:
+			return rejectf("pkey %s: GUID %s: membership %q: want full or limited", a.PKey, ufmGUID(m.GUID), m.Membership)
+		}
+		seen[m.GUID] = true
+		if s.rules.StaticMember != nil {
+			if name, listed := s.rules.StaticMember(m.GUID); listed {
+				return rejectf("pkey %s: GUID %s is a member of partition %q of the partitions template, "+
+					"which only the template writes", a.PKey, ufmGUID(m.GUID), name)
+			}
+		}
+	}
+	return nil
 }
 
 // CreateKubernetesPKey records a Kubernetes pkey without members, or sets a
@@ -222,33 +224,35 @@ func (s *Store) CreateKubernetesPKey(ctx context.Context, c KubernetesCreation) 
 	if err := s.rules.checkKubernetesPKey(c.PKey); err != nil {
 		return Job{}, err
 	}
-	var job Job
-	err := s.kubernetesChange(ctx, func(ctx context.Context, tx *changeTx) error {
+	return s.record(ctx, s.kubeGroups, "create pkey", c.PKey.String(), func(ctx context.Context, tx *changeTx) (NewJob, error) {
 		if err := checkPKeyNotNeutron(ctx, tx, c.PKey); err != nil {
-			return err
+			return NewJob{}, err
 		}
 		rev, err := tx.touches(ctx, true)
 		if err != nil {
-			return err
+			return NewJob{}, err
 		}
 		if err := tx.q.UpsertKubernetesPKey(ctx, c.PKey, c.IPoIB, rev, tx.now); err != nil {
-			return err
+			return NewJob{}, err
 		}
-		if err := tx.q.MarkKubernetesChanged(ctx, rev); err != nil {
-			return err
-		}
-		job, err = tx.job(ctx, NewJob{
-			ObjectType: ObjectPKey, ObjectID: c.PKey.String(), Operation: OpCreateKubernetesPKey,
+		return kubernetesChanged(ctx, tx, rev, c.PKey, NewJob{
+			Operation:   OpCreateKubernetesPKey,
 			Description: fmt.Sprintf("Create Kubernetes pkey %s (ip_over_ib %t)", c.PKey, c.IPoIB),
 			Result:      fmt.Sprintf("Kubernetes pkey %s is in place (ip_over_ib %t)", c.PKey, c.IPoIB),
 			CreatedBy:   c.CreatedBy, Request: c.Request, RequestID: c.RequestID,
 		})
-		return err
 	})
-	if err != nil {
-		return Job{}, fmt.Errorf("create pkey %s: %w", c.PKey, err)
+}
+
+// kubernetesChanged ends a change of Kubernetes pkey pkey at revision rev:
+// the Kubernetes partitions are marked changed (the applier rewrites them),
+// and j, the change's job, is about pkey.
+func kubernetesChanged(ctx context.Context, tx *changeTx, rev int64, pkey fabric.PKey, j NewJob) (NewJob, error) {
+	if err := tx.q.MarkKubernetesChanged(ctx, rev); err != nil {
+		return NewJob{}, err
 	}
-	return job, nil
+	j.ObjectType, j.ObjectID = ObjectPKey, pkey.String()
+	return j, nil
 }
 
 // checkPKeyNotNeutron refuses a Kubernetes pkey that a Neutron network
@@ -344,26 +348,22 @@ func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) 
 	if len(r.GUIDs) == 0 {
 		return Job{}, rejectf("pkey %s: no GUIDs to remove", r.PKey)
 	}
-	var job Job
-	err := s.kubernetesChange(ctx, func(ctx context.Context, tx *changeTx) error {
+	return s.record(ctx, s.kubeGroups, "remove GUIDs from pkey", r.PKey.String(), func(ctx context.Context, tx *changeTx) (NewJob, error) {
 		rev, err := tx.touches(ctx, true)
 		if err != nil {
-			return err
+			return NewJob{}, err
 		}
 		var removed, absent []string
 		for _, g := range r.GUIDs {
 			n, err := tx.q.DeleteKubernetesMember(ctx, r.PKey, g)
 			if err != nil {
-				return err
+				return NewJob{}, err
 			}
 			if n == 0 {
 				absent = append(absent, ufmGUID(g))
 			} else {
 				removed = append(removed, ufmGUID(g))
 			}
-		}
-		if err := tx.q.MarkKubernetesChanged(ctx, rev); err != nil {
-			return err
 		}
 		result := fmt.Sprintf("GUIDs %s are no members of Kubernetes pkey %s", summarise(removed, len(removed)), r.PKey)
 		if len(absent) > 0 {
@@ -373,18 +373,13 @@ func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) 
 			result = fmt.Sprintf("nothing to remove: %s are no members of Kubernetes pkey %s",
 				summarise(absent, len(absent)), r.PKey)
 		}
-		job, err = tx.job(ctx, NewJob{
-			ObjectType: ObjectPKey, ObjectID: r.PKey.String(), Operation: OpRemoveKubernetesGUIDs,
+		return kubernetesChanged(ctx, tx, rev, r.PKey, NewJob{
+			Operation:   OpRemoveKubernetesGUIDs,
 			Description: fmt.Sprintf("Remove GUIDs %s from Kubernetes pkey %s", guidList(r.GUIDs), r.PKey),
 			Result:      result,
 			CreatedBy:   r.CreatedBy, Request: r.Request, RequestID: r.RequestID,
 		})
-		return err
 	})
-	if err != nil {
-		return Job{}, fmt.Errorf("remove GUIDs from pkey %s: %w", r.PKey, err)
-	}
-	return job, nil
 }
 
 // DeleteKubernetesPKey deletes a Kubernetes pkey and its members;
@@ -393,37 +388,28 @@ func (s *Store) DeleteKubernetesPKey(ctx context.Context, d KubernetesDeletion) 
 	if err := s.rules.checkKubernetesPKey(d.PKey); err != nil {
 		return Job{}, err
 	}
-	var job Job
-	err := s.kubernetesChange(ctx, func(ctx context.Context, tx *changeTx) error {
+	return s.record(ctx, s.kubeGroups, "delete pkey", d.PKey.String(), func(ctx context.Context, tx *changeTx) (NewJob, error) {
 		if _, err := tx.q.GetKubernetesPKey(ctx, d.PKey); err != nil {
-			return notFound(err)
+			return NewJob{}, notFound(err)
 		}
 		rev, err := tx.touches(ctx, true)
 		if err != nil {
-			return err
+			return NewJob{}, err
 		}
 		n, err := tx.q.DeleteKubernetesMembersOfPKey(ctx, d.PKey)
 		if err != nil {
-			return err
+			return NewJob{}, err
 		}
 		if _, err := tx.q.DeleteKubernetesPKey(ctx, d.PKey); err != nil {
-			return err
+			return NewJob{}, err
 		}
-		if err := tx.q.MarkKubernetesChanged(ctx, rev); err != nil {
-			return err
-		}
-		job, err = tx.job(ctx, NewJob{
-			ObjectType: ObjectPKey, ObjectID: d.PKey.String(), Operation: OpDeleteKubernetesPKey,
+		return kubernetesChanged(ctx, tx, rev, d.PKey, NewJob{
+			Operation:   OpDeleteKubernetesPKey,
 			Description: fmt.Sprintf("Delete Kubernetes pkey %s", d.PKey),
 			Result:      fmt.Sprintf("Kubernetes pkey %s is removed, and its members (%d)", d.PKey, n),
 			CreatedBy:   d.CreatedBy, Request: d.Request, RequestID: d.RequestID,
 		})
-		return err
 	})
-	if err != nil {
-		return Job{}, fmt.Errorf("delete pkey %s: %w", d.PKey, err)
-	}
-	return job, nil
 }
 
 // KubernetesPKeys lists every Kubernetes pkey with its members, in one

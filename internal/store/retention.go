@@ -25,12 +25,21 @@ func (s *Store) DeleteExpiredJobs(ctx context.Context, term int64, retention tim
 		return 0, fmt.Errorf("delete expired jobs: retention %s is not positive", retention)
 	}
 	before := s.now().Add(-retention)
+	return deleteInBatches("jobs", before, func() (int64, error) {
+		return s.DeleteFinishedJobsBefore(ctx, term, before, PruneBatch)
+	})
+}
+
+// deleteInBatches runs batch, which deletes at most PruneBatch rows of what
+// finished before the time, until it deletes fewer (or pruneMaxBatches
+// times), and returns how many rows it deleted, errors included.
+func deleteInBatches(what string, before time.Time, batch func() (int64, error)) (int64, error) {
 	var total int64
 	for range pruneMaxBatches {
-		n, err := s.DeleteFinishedJobsBefore(ctx, term, before, PruneBatch)
+		n, err := batch()
 		total += n
 		if err != nil {
-			return total, fmt.Errorf("delete jobs finished before %s: %w", before.Format(time.RFC3339), err)
+			return total, fmt.Errorf("delete %s finished before %s: %w", what, before.Format(time.RFC3339), err)
 		}
 		if n < PruneBatch {
 			break
@@ -64,18 +73,9 @@ func (s *Store) DeleteExpiredApplies(ctx context.Context, term int64, retention 
 	if err != nil {
 		return 0, fmt.Errorf("delete expired applies: the first row to keep: %w", err)
 	}
-	var total int64
-	for range pruneMaxBatches {
-		n, err := s.DeleteAppliesBefore(ctx, term, keepFrom, before, PruneBatch)
-		total += n
-		if err != nil {
-			return total, fmt.Errorf("delete applies finished before %s: %w", before.Format(time.RFC3339), err)
-		}
-		if n < PruneBatch {
-			break
-		}
-	}
-	return total, nil
+	return deleteInBatches("applies", before, func() (int64, error) {
+		return s.DeleteAppliesBefore(ctx, term, keepFrom, before, PruneBatch)
+	})
 }
 
 // DeleteAppliesBefore deletes at most batch rows of applies whose id is below

@@ -25,8 +25,9 @@ func (t tx) GetNetworkByPKey(ctx context.Context, pkey fabric.PKey) (Network, er
 
 func (t tx) UpsertNetwork(ctx context.Context, n Network, now time.Time) error {
 	// Type and PhysicalNetwork are checked (Rules.network): cleaned only.
-	return t.q.UpsertNetwork(ctx, n.ID, boundChars(n.Name, MaxName), boundChars(n.Type, maxNetworkType),
-		boundChars(n.PhysicalNetwork, maxPhysicalNetwork), n.PKey, n.Managed, n.Revision, now)
+	return t.q.UpsertNetwork(ctx, driver.UpsertNetworkParams{ID: n.ID, Name: boundChars(n.Name, MaxName),
+		NetworkType: boundChars(n.Type, maxNetworkType), PhysicalNetwork: boundChars(n.PhysicalNetwork, maxPhysicalNetwork),
+		PKey: n.PKey, Managed: n.Managed, Revision: n.Revision, Now: now})
 }
 
 func (t tx) DeleteNetwork(ctx context.Context, id string) (int64, error) {
@@ -76,7 +77,8 @@ func (t tx) GetPortChange(ctx context.Context, networkID, portID string, guid *f
 }
 
 func (t tx) UpsertPort(ctx context.Context, p Port, now time.Time) error {
-	return t.q.UpsertPort(ctx, p.ID, p.NetworkID, p.GUID, boundChars(p.Host, MaxName), p.Revision, now)
+	return t.q.UpsertPort(ctx, driver.UpsertPortParams{ID: p.ID, NetworkID: p.NetworkID, GUID: p.GUID,
+		Host: boundChars(p.Host, MaxName), Revision: p.Revision, Now: now})
 }
 
 func (t tx) DeletePort(ctx context.Context, id string) (int64, error) {

@@ -45,7 +45,8 @@ func (s *Store) DescribeOpenJobs(ctx context.Context, term, revision int64, reas
 }
 
 // Heartbeat records that the holder of term still holds the applier lock, for
-// --status; it is an error once a newer term started.
+// --status; it is ErrFenced once the database no longer records term as the
+// current one.
 func (s *Store) Heartbeat(ctx context.Context, term int64) error {
 	now := s.now()
 	n, err := s.d.Queries(ctx).Heartbeat(ctx, &now, term)
@@ -53,7 +54,17 @@ func (s *Store) Heartbeat(ctx context.Context, term int64) error {
 		return fmt.Errorf("heartbeat of term %d: %w", term, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("heartbeat of term %d: a newer term has started", term)
+		// No row changed: MariaDB says so too when the time written is the
+		// one already there, so ask which term is recorded. Another term than
+		// ours: another term started, or the database was restored from a
+		// backup taken in an earlier term.
+		l, err := s.Leadership(ctx)
+		if err != nil {
+			return fmt.Errorf("heartbeat of term %d: %w", term, err)
+		}
+		if l.Term != term {
+			return fmt.Errorf("heartbeat of term %d (term %d recorded): %w", term, l.Term, ErrFenced)
+		}
 	}
 	return nil
 }

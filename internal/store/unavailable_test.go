@@ -23,11 +23,7 @@ import (
 // (wrapped), against errors that are the request's or the data's.
 func TestIsUnavailable(t *testing.T) {
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: &net.AddrError{Err: "connection refused"}}
-	tests := []struct {
-		name string
-		err  error
-		want bool
-	}{
+	tests := []errorCase{
 		{"our deadline", context.DeadlineExceeded, true},
 		{"dial refused", refused, true},
 		{"ECONNREFUSED", syscall.ECONNREFUSED, true},
@@ -57,17 +53,7 @@ func TestIsUnavailable(t *testing.T) {
 		{"mysql deadlock", &mysql.MySQLError{Number: 1213}, false},
 		{"other", errors.New("template failed"), false},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.err
-			if err != nil {
-				err = fmt.Errorf("record port: %w", err)
-			}
-			if got := store.IsUnavailable(err); got != tt.want {
-				t.Errorf("IsUnavailable(%v) = %v, want %v", err, got, tt.want)
-			}
-		})
-	}
+	checkErrors(t, "IsUnavailable", store.IsUnavailable, tests)
 }
 
 // The errors with which each engine ends a transaction to resolve a conflict
@@ -75,11 +61,7 @@ func TestIsUnavailable(t *testing.T) {
 // transaction may have committed or was refused for what it holds.
 func TestIsConflict(t *testing.T) {
 	refused := &net.OpError{Op: "dial", Net: "tcp", Err: &net.AddrError{Err: "connection refused"}}
-	tests := []struct {
-		name string
-		err  error
-		want bool
-	}{
+	tests := []errorCase{
 		{"mysql deadlock or Galera certification failure", &mysql.MySQLError{Number: 1213, SQLState: [5]byte{'4', '0', '0', '0', '1'}}, true},
 		{"pg serialization failure", &pgconn.PgError{Code: "40001"}, true},
 		{"pg deadlock", &pgconn.PgError{Code: "40P01"}, true},
@@ -102,14 +84,28 @@ func TestIsConflict(t *testing.T) {
 		{"rejected", &store.RejectedError{Reason: "VLAN taken"}, false},
 		{"nil", nil, false},
 	}
+	checkErrors(t, "IsConflict", store.IsConflict, tests)
+}
+
+// errorCase is an error, as an engine returns it, and what a predicate of
+// the store should say of it.
+type errorCase struct {
+	name string
+	err  error
+	want bool
+}
+
+// checkErrors asserts that is, the predicate called name, gives each case's
+// want for its error wrapped as the store wraps it.
+func checkErrors(t *testing.T, name string, is func(error) bool, tests []errorCase) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.err
 			if err != nil {
 				err = fmt.Errorf("record port: %w", err)
 			}
-			if got := store.IsConflict(err); got != tt.want {
-				t.Errorf("IsConflict(%v) = %v, want %v", err, got, tt.want)
+			if got := is(err); got != tt.want {
+				t.Errorf("%s(%v) = %v, want %v", name, err, got, tt.want)
 			}
 		})
 	}

@@ -37,10 +37,46 @@ func Open(ctx context.Context, engine, dsn string, migrate bool, rules store.Rul
 		return nil, err
 	}
 	if migrate {
-		if err := e.Migrate(ctx); err != nil {
-			e.Close()
-			return nil, fmt.Errorf("%s: %w", engine, err)
-		}
+		err = e.Migrate(ctx)
+	} else {
+		err = checkSchema(ctx, e, log)
+	}
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("%s: %w", engine, err)
 	}
 	return store.New(e, rules), nil
+}
+
+// SchemaBehindError is a database whose schema lacks migrations this binary
+// needs: its queries would fail one by one on missing tables and columns, so it
+// is refused whole, before anything reads or writes.
+type SchemaBehindError struct{ driver.SchemaVersions }
+
+func (e *SchemaBehindError) Error() string {
+	if e.Current == 0 {
+		return fmt.Sprintf("no schema (this binary needs version %d): "+
+			"run --migrate, or goose up with this release's migrations", e.Latest)
+	}
+	return fmt.Sprintf("schema at version %d, this binary needs %d: "+
+		"run --migrate, or goose up with this release's migrations", e.Current, e.Latest)
+}
+
+// checkSchema refuses a schema older than the binary's migrations. A newer one
+// is served, with a warning: it is an upgrade under way (a DBA ran a newer
+// release's migrations while this release's managers run), and refusing it
+// would keep a restarted manager of this release from serving at all.
+func checkSchema(ctx context.Context, e driver.Driver, log *slog.Logger) error {
+	v, err := e.Schema(ctx)
+	if err != nil {
+		return err
+	}
+	if v.Current < v.Latest {
+		return &SchemaBehindError{v}
+	}
+	if v.Current > v.Latest {
+		log.Warn("the database's schema is newer than this binary's: a rolling upgrade is under way",
+			"schema_version", v.Current, "binary_schema_version", v.Latest)
+	}
+	return nil
 }

@@ -20,6 +20,17 @@ func readTestdata(t *testing.T, name string) []byte {
 	return b
 }
 
+// writeTestdata copies testdata/name to path, as OpenSM writes its dump, and
+// returns what it wrote.
+func writeTestdata(t *testing.T, name, path string) []byte {
+	t.Helper()
+	content := readTestdata(t, name)
+	if err := os.WriteFile(path, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return content
+}
+
 // settle makes the file's times old enough for the Dump to trust them, as
 // they are for a dump OpenSM wrote at its last sweep.
 func settle(t *testing.T, path string, at time.Time) {
@@ -46,16 +57,20 @@ func switchNames(top *Topology) string {
 	return strings.Join(names, ",")
 }
 
+// settledDump writes the simulated fabric's dump into a directory of its own,
+// as OpenSM wrote it a minute ago, and returns a Dump of it, its path, its
+// content and the time it was settled at.
+func settledDump(t *testing.T) (d *Dump, path string, content []byte, at time.Time) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), FileName)
+	content = writeTestdata(t, "good/ibsim-5-hosts-2-switches.lst", path)
+	at = time.Now().Add(-time.Minute)
+	settle(t, path, at)
+	return NewDump(path), path, content, at
+}
+
 func TestDumpParsesOnlyWhenTheContentChanges(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, FileName)
-	content := readTestdata(t, "good/ibsim-5-hosts-2-switches.lst")
-	if err := os.WriteFile(path, content, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	old := time.Now().Add(-time.Minute)
-	settle(t, path, old)
-	d := NewDump(path)
+	d, path, content, _ := settledDump(t)
 	first := mustLoad(t, d)
 	for range 5 {
 		if got := mustLoad(t, d); got != first {
@@ -96,15 +111,7 @@ func TestDumpParsesOnlyWhenTheContentChanges(t *testing.T) {
 // A file replaced by another of the same size and the same modification time
 // is still another file: it is read and parsed.
 func TestDumpReplacedWithSameSizeAndTime(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, FileName)
-	content := readTestdata(t, "good/ibsim-5-hosts-2-switches.lst")
-	if err := os.WriteFile(path, content, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	old := time.Now().Add(-time.Minute)
-	settle(t, path, old)
-	d := NewDump(path)
+	d, path, content, old := settledDump(t)
 	if n := len(mustLoad(t, d).Switches()); n != 2 {
 		t.Fatalf("%d switches, want 2", n)
 	}
@@ -113,7 +120,7 @@ func TestDumpReplacedWithSameSizeAndTime(t *testing.T) {
 	if len(renamed) != len(content) || renamed == string(content) {
 		t.Fatal("fixture: the rename must keep the size and change the content")
 	}
-	tmp := filepath.Join(dir, "new")
+	tmp := filepath.Join(filepath.Dir(path), "new")
 	if err := os.WriteFile(tmp, []byte(renamed), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -29,13 +29,7 @@ func TestPortLimit(t *testing.T) {
 	if refusal, err := l.Check(0x0002c90300000101); refusal != "" || err != nil {
 		t.Fatalf("without a dump, H1 in no network: %q, %v", refusal, err)
 	}
-	real, err := os.ReadFile(filepath.Join("testdata", "good", "ibsim-5-hosts-2-switches.lst"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dump, real, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	real := writeTestdata(t, "good/ibsim-5-hosts-2-switches.lst", dump)
 	// H1: default + 3 static + its network = 5 = the capacity: refused.
 	refusal, err = l.Check(0x0002c90300000101, 0x0065)
 	if err != nil {
@@ -95,10 +89,7 @@ func TestPortLimit(t *testing.T) {
 // checked against the switch port the latest dump puts it behind.
 func TestPortLimitPortMoved(t *testing.T) {
 	dump := filepath.Join(t.TempDir(), FileName)
-	real, err := os.ReadFile(filepath.Join("testdata", "good", "ibsim-5-hosts-2-switches.lst"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	real := readTestdata(t, "good/ibsim-5-hosts-2-switches.lst")
 	l := &PortLimit{DumpFile: dump, Capacity: 3}
 	var moved []string
 	for _, line := range strings.SplitAfter(string(real), "\n") {
@@ -144,13 +135,7 @@ func TestPortLimitRefusesSwitchGUIDs(t *testing.T) {
 	if refusal, err := l.Check(sw, 0x0065); refusal != "" || err != nil {
 		t.Fatalf("without a dump: %q, %v", refusal, err)
 	}
-	real, err := os.ReadFile(filepath.Join("testdata", "good", "ibsim-5-hosts-2-switches.lst"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dump, real, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTestdata(t, "good/ibsim-5-hosts-2-switches.lst", dump)
 	for _, pkeys := range [][]fabric.PKey{{0x0065}, nil} {
 		refusal, err := l.Check(sw, pkeys...)
 		if err != nil || !strings.Contains(refusal, "GUID 0x0002c90300f00001 is switch 0x0002c90300f00001's") ||

@@ -20,17 +20,21 @@ func load(t *testing.T, name string) *Topology {
 	return top
 }
 
+// wantSwitches fails the test unless top's switches are want, in order.
+func wantSwitches(t *testing.T, top *Topology, want ...Switch) {
+	t.Helper()
+	if got := top.Switches(); !slices.Equal(got, want) {
+		t.Errorf("Switches() = %+v, want %+v", got, want)
+	}
+}
+
 // The real dump of the simulated fabric: its topology file put H1, H3, H5 and
 // the SM's HCA on S1 and H2, H4 on S2, in that order of ports.
 func TestRealDump(t *testing.T) {
 	top := load(t, "good/ibsim-5-hosts-2-switches.lst")
-	wantSwitches := []Switch{
-		{GUID: 0x0002c90300f00001, Description: "S1", Ports: 8},
-		{GUID: 0x0002c90300f00002, Description: "S2", Ports: 8},
-	}
-	if got := top.Switches(); !slices.Equal(got, wantSwitches) {
-		t.Errorf("Switches() = %+v, want %+v", got, wantSwitches)
-	}
+	wantSwitches(t, top,
+		Switch{GUID: 0x0002c90300f00001, Description: "S1", Ports: 8},
+		Switch{GUID: 0x0002c90300f00002, Description: "S2", Ports: 8})
 	hosts := []struct {
 		guid fabric.GUID
 		at   SwitchPort
@@ -63,13 +67,9 @@ func TestRealDump(t *testing.T) {
 
 func TestEdgeCases(t *testing.T) {
 	top := load(t, "good/edge-cases.lst")
-	wantSwitches := []Switch{
-		{GUID: 0x248a0703009a0b0c, Description: "MF0;leaf-01:MQM8700/U1", Ports: 40},
-		{GUID: 0x248a0703009a0b0d, Description: "", Ports: 40},
-	}
-	if got := top.Switches(); !slices.Equal(got, wantSwitches) {
-		t.Errorf("Switches() = %+v, want %+v", got, wantSwitches)
-	}
+	wantSwitches(t, top,
+		Switch{GUID: 0x248a0703009a0b0c, Description: "MF0;leaf-01:MQM8700/U1", Ports: 40},
+		Switch{GUID: 0x248a0703009a0b0d, Description: "", Ports: 40})
 	// Port 2 of a two-port HCA whose description holds braces, on port 40.
 	if sw, port, ok := top.HostPort(0x0002c90300000102); !ok || sw != 0x248a0703009a0b0c || port != 40 {
 		t.Errorf("HostPort(h1 port 2) = %s:%d, %v; want 0x248a0703009a0b0c:40", sw, port, ok)

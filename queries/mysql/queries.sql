@@ -70,11 +70,6 @@ DELETE FROM ports WHERE id = sqlc.arg(id);
 -- name: DeletePortsOfNetwork :execrows
 DELETE FROM ports WHERE network_id = sqlc.arg(network_id);
 
--- name: ListMembers :many
-SELECT ports.network_id, ports.guid FROM ports JOIN networks ON networks.id = ports.network_id
-WHERE ports.guid IS NOT NULL AND networks.managed
-ORDER BY ports.network_id, ports.guid;
-
 -- What the applier's incremental snapshot reads (store.SnapshotCache): the
 -- rows a change wrote at or after a revision (every write of a network or a
 -- port sets its revision to the change's), and the counts that show whether

@@ -1,9 +1,9 @@
-// Package opensmtest gives tests of the OpenSM drivers' callers a real child
+// Package opensmtest gives tests of the OpenSM supervisor's callers a real child
 // process to supervise where the real OpenSM and a simulated fabric are more
 // than the test needs: the stand-in logs OpenSM's version line, as OpenSM
 // does once it may be signalled, counts its starts, and runs until it is
 // signalled. Whether it runs is read from the kernel (/proc), never from the
-// driver's own account, so a test sees an OpenSM the driver forgot.
+// supervisor's own account, so a test sees an OpenSM the supervisor forgot.
 package opensmtest
 
 import (

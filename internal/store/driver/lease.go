@@ -3,8 +3,6 @@ package driver
 import (
 	"context"
 	"time"
-
-	pgdb "github.com/alternative-fabric-manager/alternative-fabric-manager/db/postgres"
 )
 
 // LeaseQueries are the HA lease's queries (queries/postgres/lease.sql and
@@ -23,9 +21,3 @@ type LeaseQueries interface {
 	RequestUnfreeze(ctx context.Context) (int64, error)
 	LiftFreeze(ctx context.Context, term int64) (int64, error)
 }
-
-// ReadLeaseRow is the leadership row as ReadLease reads it: PostgreSQL's
-// generated row (SQLite, whose rows the others alias, has no lease). MariaDB's
-// generated row has the same fields and types, so it converts with a plain
-// type conversion.
-type ReadLeaseRow = pgdb.ReadLeaseRow

@@ -4,20 +4,21 @@ import (
 	"context"
 	"time"
 
-	sqlitedb "github.com/alternative-fabric-manager/alternative-fabric-manager/db/sqlite"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
 // Queries is every query the store runs, each method the query of the same
 // name in queries/ (queries/shared, or each engine's folder where the SQL
-// differs): the generated packages in db/ implement it, PostgreSQL's and
-// MariaDB's through the adapters adaptergen writes into their engine packages
-// (and the few those packages write where an engine truly differs).
+// differs), returning the rows of rows.go: the generated packages in db/
+// implement it through the adapters adaptergen writes into each engine
+// package (and the few methods an engine package writes where it truly
+// differs). The seam imports none of the generated packages.
 //
 // To add a query: write it, under one name, in queries/shared (or in
 // queries/postgres and queries/sqlite) and in queries/mysql; run make
-// generate; add its generated signature here; run make generate again. See
-// docs/architecture.md.
+// generate; add its generated signature here, its row to rows.go (and, for
+// more than four arguments, a params struct to params.go); run make generate
+// again. See docs/architecture.md.
 type Queries interface {
 	BumpRevision(ctx context.Context) (int64, error)
 	ClearEnforcementErrors(ctx context.Context) (int64, error)
@@ -53,7 +54,7 @@ type Queries interface {
 	GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]Port, error)
 	Heartbeat(ctx context.Context, now *time.Time, term int64) (int64, error)
 	InsertExpectedSwitch(ctx context.Context, guid fabric.GUID, description string, now time.Time) error
-	InsertJob(ctx context.Context, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, createdBy string, request string, requestID string, now time.Time, finishedAt *time.Time) (int64, error)
+	InsertJob(ctx context.Context, arg InsertJobParams) (int64, error)
 	InsertSecretIfAbsent(ctx context.Context, name string, value string, now time.Time) error
 	KubernetesMembershipsOfGUID(ctx context.Context, guid fabric.GUID) ([]KubernetesMember, error)
 	CountKubernetesMembersOfPKey(ctx context.Context, pkey fabric.PKey) (int64, error)
@@ -65,7 +66,6 @@ type Queries interface {
 	ListKubernetesMembersOfPKey(ctx context.Context, pkey fabric.PKey) ([]KubernetesMember, error)
 	ListKubernetesPKeys(ctx context.Context) ([]KubernetesPKey, error)
 	ListManagedNetworks(ctx context.Context) ([]Network, error)
-	ListMembers(ctx context.Context) ([]ListMembersRow, error)
 	ListNetworksSince(ctx context.Context, revision int64) ([]Network, error)
 	ListPortsOfNetwork(ctx context.Context, networkID string) ([]Port, error)
 	ListPortsSince(ctx context.Context, revision int64) ([]Port, error)
@@ -76,36 +76,12 @@ type Queries interface {
 	OldestOpenJob(ctx context.Context, status string) (time.Time, error)
 	NewTerm(ctx context.Context, holder string, now *time.Time) (int64, error)
 	OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]OpenJobsWithGUIDsRow, error)
-	RecordApply(ctx context.Context, revision int64, sha256 string, term int64, outcome string, detail string, startedAt time.Time, finishedAt time.Time) (int64, error)
+	RecordApply(ctx context.Context, arg RecordApplyParams) (int64, error)
 	Revision(ctx context.Context) (int64, error)
-	UpsertKubernetesMember(ctx context.Context, pkey fabric.PKey, guid fabric.GUID, membership string, index0 bool, revision int64, now time.Time) error
+	UpsertKubernetesMember(ctx context.Context, arg UpsertKubernetesMemberParams) error
 	UpsertKubernetesPKey(ctx context.Context, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time) error
 	SetRevision(ctx context.Context, revision int64) error
-	UpsertEnforcementError(ctx context.Context, switchGuid string, port int64, line string, now time.Time, term int64) (int64, error)
-	UpsertNetwork(ctx context.Context, id string, name string, networkType string, physicalNetwork string, pkey *fabric.PKey, managed bool, revision int64, now time.Time) error
-	UpsertPort(ctx context.Context, id string, networkID string, guid *fabric.GUID, host string, revision int64, now time.Time) error
+	UpsertEnforcementError(ctx context.Context, arg UpsertEnforcementErrorParams) (int64, error)
+	UpsertNetwork(ctx context.Context, arg UpsertNetworkParams) error
+	UpsertPort(ctx context.Context, arg UpsertPortParams) error
 }
-
-// The rows the queries return are sqlc's own, from db/sqlite: the overrides in
-// sqlc.yaml make the other engines' rows the same structs, so an engine's
-// generated adapters convert its row to one of these with a plain type
-// conversion.
-type (
-	Apply                    = sqlitedb.Apply
-	CountJobsByStatusRow     = sqlitedb.CountJobsByStatusRow
-	CountMembersByNetworkRow = sqlitedb.CountMembersByNetworkRow
-	EnforcementError         = sqlitedb.EnforcementError
-	ExpectedSwitch           = sqlitedb.ExpectedSwitch
-	GateSwitchesRow          = sqlitedb.GateSwitchesRow
-	GetPortChangeRowsRow     = sqlitedb.GetPortChangeRowsRow
-	Job                      = sqlitedb.Job
-	KubernetesMember         = sqlitedb.KubernetesMember
-	KubernetesPKey           = sqlitedb.KubernetesPkey
-	KubernetesStateRow       = sqlitedb.KubernetesStateRow
-	LeadershipRow            = sqlitedb.LeadershipRow
-	ListMembersRow           = sqlitedb.ListMembersRow
-	ListSecretsRow           = sqlitedb.ListSecretsRow
-	Network                  = sqlitedb.Network
-	OpenJobsWithGUIDsRow     = sqlitedb.OpenJobsWithGUIDsRow
-	Port                     = sqlitedb.Port
-)

@@ -146,11 +146,6 @@ func (q queries) ListManagedNetworks(ctx context.Context) ([]driver.Network, err
 	return driver.Convert(rs, func(r mysqldb.Network) driver.Network { return driver.Network(r) }), err
 }
 
-func (q queries) ListMembers(ctx context.Context) ([]driver.ListMembersRow, error) {
-	rs, err := q.Queries.ListMembers(ctx)
-	return driver.Convert(rs, func(r mysqldb.ListMembersRow) driver.ListMembersRow { return driver.ListMembersRow(r) }), err
-}
-
 func (q queries) ListNetworksSince(ctx context.Context, revision int64) ([]driver.Network, error) {
 	rs, err := q.Queries.ListNetworksSince(ctx, revision)
 	return driver.Convert(rs, func(r mysqldb.Network) driver.Network { return driver.Network(r) }), err
@@ -182,28 +177,28 @@ func (q queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]drive
 	}), err
 }
 
-func (q queries) RecordApply(ctx context.Context, revision int64, sha256 string, term int64, outcome string, detail string, startedAt time.Time, finishedAt time.Time) (int64, error) {
-	return q.Queries.RecordApply(ctx, mysqldb.RecordApplyParams{Revision: revision, Sha256: sha256, Term: term, Outcome: outcome, Detail: detail, StartedAt: startedAt, FinishedAt: finishedAt})
+func (q queries) RecordApply(ctx context.Context, arg driver.RecordApplyParams) (int64, error) {
+	return q.Queries.RecordApply(ctx, mysqldb.RecordApplyParams{Revision: arg.Revision, Sha256: arg.SHA256, Term: arg.Term, Outcome: arg.Outcome, Detail: arg.Detail, StartedAt: arg.StartedAt, FinishedAt: arg.FinishedAt})
 }
 
-func (q queries) UpsertKubernetesMember(ctx context.Context, pkey fabric.PKey, guid fabric.GUID, membership string, index0 bool, revision int64, now time.Time) error {
-	return q.Queries.UpsertKubernetesMember(ctx, mysqldb.UpsertKubernetesMemberParams{Pkey: pkey, Guid: guid, Membership: membership, Index0: index0, Revision: revision, Now: now})
+func (q queries) UpsertKubernetesMember(ctx context.Context, arg driver.UpsertKubernetesMemberParams) error {
+	return q.Queries.UpsertKubernetesMember(ctx, mysqldb.UpsertKubernetesMemberParams{Pkey: arg.PKey, Guid: arg.GUID, Membership: arg.Membership, Index0: arg.Index0, Revision: arg.Revision, Now: arg.Now})
 }
 
 func (q queries) UpsertKubernetesPKey(ctx context.Context, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time) error {
 	return q.Queries.UpsertKubernetesPKey(ctx, mysqldb.UpsertKubernetesPKeyParams{Pkey: pkey, IpOverIb: ipOverIb, Revision: revision, Now: now})
 }
 
-func (q queries) UpsertEnforcementError(ctx context.Context, switchGuid string, port int64, line string, now time.Time, term int64) (int64, error) {
-	return q.Queries.UpsertEnforcementError(ctx, mysqldb.UpsertEnforcementErrorParams{SwitchGuid: switchGuid, Port: port, Line: line, Now: now, Term: term})
+func (q queries) UpsertEnforcementError(ctx context.Context, arg driver.UpsertEnforcementErrorParams) (int64, error) {
+	return q.Queries.UpsertEnforcementError(ctx, mysqldb.UpsertEnforcementErrorParams{SwitchGuid: arg.SwitchGUID, Port: arg.Port, Line: arg.Line, Now: arg.Now, Term: arg.Term})
 }
 
-func (q queries) UpsertNetwork(ctx context.Context, id string, name string, networkType string, physicalNetwork string, pkey *fabric.PKey, managed bool, revision int64, now time.Time) error {
-	return q.Queries.UpsertNetwork(ctx, mysqldb.UpsertNetworkParams{ID: id, Name: name, NetworkType: networkType, PhysicalNetwork: physicalNetwork, Pkey: pkey, Managed: managed, Revision: revision, Now: now})
+func (q queries) UpsertNetwork(ctx context.Context, arg driver.UpsertNetworkParams) error {
+	return q.Queries.UpsertNetwork(ctx, mysqldb.UpsertNetworkParams{ID: arg.ID, Name: arg.Name, NetworkType: arg.NetworkType, PhysicalNetwork: arg.PhysicalNetwork, Pkey: arg.PKey, Managed: arg.Managed, Revision: arg.Revision, Now: arg.Now})
 }
 
-func (q queries) UpsertPort(ctx context.Context, id string, networkID string, guid *fabric.GUID, host string, revision int64, now time.Time) error {
-	return q.Queries.UpsertPort(ctx, mysqldb.UpsertPortParams{ID: id, NetworkID: networkID, Guid: guid, Host: host, Revision: revision, Now: now})
+func (q queries) UpsertPort(ctx context.Context, arg driver.UpsertPortParams) error {
+	return q.Queries.UpsertPort(ctx, mysqldb.UpsertPortParams{ID: arg.ID, NetworkID: arg.NetworkID, Guid: arg.GUID, Host: arg.Host, Revision: arg.Revision, Now: arg.Now})
 }
 
 func (q queries) ReadLease(ctx context.Context) (driver.ReadLeaseRow, error) {

@@ -27,7 +27,6 @@ import (
 
 	mysqldb "github.com/alternative-fabric-manager/alternative-fabric-manager/db/mysql"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/migrations"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -51,7 +50,7 @@ type Engine struct {
 	q        *mysqldb.Queries
 	log      *slog.Logger
 	lockName string // applierLock
-	// pipelined: change transactions hold statements back (changeTx).
+	// pipelined: change transactions hold statements back (driver.HeldChangeTx).
 	pipelined bool
 
 	// MariaDB has no LISTEN: Wake fires after the changes this process
@@ -87,7 +86,7 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Engine, error) {
 		cfg.InterpolateParams = true
 	}
 	// A change transaction sends the statements it holds back in one query
-	// with its next one (changeTx): several statements in one query, which
+	// with its next one (driver.HeldChangeTx): several statements in one query, which
 	// the server only runs with multiStatements, and only with interpolated
 	// arguments (a prepared statement is one statement). The queries are
 	// sqlc's constants and the savepoint's, never built from a request, and
@@ -216,15 +215,19 @@ func (e *Engine) Close() error { return e.db.Close() }
 
 // Migrate applies the embedded migrations under goose's table locker.
 func (e *Engine) Migrate(ctx context.Context) error {
-	fsys, err := migrations.FS("mysql")
-	if err != nil {
-		return err
-	}
 	locker, err := lock.NewMySQLTableLocker()
 	if err != nil {
 		return err
 	}
-	return driver.Migrate(ctx, goose.DialectMySQL, e.db, fsys, goose.WithLocker(locker))
+	return e.migrations(goose.WithLocker(locker)).Up(ctx)
+}
+
+func (e *Engine) Schema(ctx context.Context) (driver.SchemaVersions, error) {
+	return e.migrations(nil).Schema(ctx)
+}
+
+func (e *Engine) migrations(locker goose.ProviderOption) driver.Migrations {
+	return driver.Migrations{Engine: "mysql", Dialect: goose.DialectMySQL, DB: e.db, Locker: locker}
 }
 
 // InTx runs fn in one transaction: InnoDB's default REPEATABLE READ for
@@ -244,10 +247,14 @@ func (e *Engine) InTx(ctx context.Context, mode driver.TxMode, fn func(q driver.
 func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) error) error {
 	err := driver.InSQLTx(ctx, e.db, nil, func(tx *sql.Tx) error {
 		if !e.pipelined {
-			return fn(plainChangeTx{queries{e.q.WithTx(tx)}, driver.SQLSavepoints{Tx: tx}})
+			// The connection cannot send several statements in one query
+			// (see pipelined): each goes on its own.
+			return fn(driver.PlainChangeTx{Queries: queries{e.q.WithTx(tx)}, SQLSavepoints: driver.SQLSavepoints{Tx: tx}})
 		}
 		p := &pipeline{tx: tx}
-		c := changeTx{queries: queries{mysqldb.New(p)}, p: p, later: queries{mysqldb.New(later{p})},
+		// The savepoints, and the writes made through Later, are held back
+		// to go in one multi-statement query with the next statement.
+		c := driver.HeldChangeTx{Queries: queries{mysqldb.New(p)}, Deferred: queries{mysqldb.New(later{p})}, Pipeline: p,
 			HeldSavepoints: driver.HeldSavepoints{Held: &p.held, Exec: func(ctx context.Context, sql string) error {
 				_, err := tx.ExecContext(ctx, sql)
 				return err
@@ -263,29 +270,6 @@ func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) err
 	}
 	return err
 }
-
-// plainChangeTx sends every statement on its own: the connection cannot send
-// several in one query (see pipelined).
-type plainChangeTx struct {
-	queries
-	driver.SQLSavepoints
-}
-
-func (c plainChangeTx) Later() driver.Queries { return c.queries }
-
-// changeTx holds back its savepoints, and the writes made through Later, to
-// send them in one multi-statement query with the next statement
-// (driver.ChangeTx).
-type changeTx struct {
-	queries
-	driver.HeldSavepoints
-	p     *pipeline
-	later queries
-}
-
-func (c changeTx) Later() driver.Queries { return c.later }
-
-func (c changeTx) Flush(ctx context.Context) error { return c.p.flush(ctx) }
 
 // pipeline is a mysqldb.DBTX on a change transaction that sends what is held
 // (driver.Held) in one query with its next statement: the server runs them in
@@ -353,14 +337,15 @@ func (p *pipeline) QueryRowContext(ctx context.Context, query string, args ...an
 // PrepareContext is sqlc's for prepared queries, which these are not: a
 // prepared statement is one statement, so the held ones are sent first.
 func (p *pipeline) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	if err := p.flush(ctx); err != nil {
+	if err := p.Flush(ctx); err != nil {
 		return nil, err
 	}
 	return p.tx.PrepareContext(ctx, query)
 }
 
 // flush sends what is held, alone.
-func (p *pipeline) flush(ctx context.Context) error {
+// Flush sends what is held, in one query.
+func (p *pipeline) Flush(ctx context.Context) error {
 	held := p.held.Take()
 	if len(held) == 0 {
 		return nil
@@ -443,12 +428,11 @@ func (q queries) BumpRevision(ctx context.Context) (int64, error) {
 	return lastInsertID(q.Queries.BumpRevision(ctx))
 }
 
-func (q queries) InsertJob(ctx context.Context, revision int64, objectType, objectID, networkID, operation, status,
-	description, result, createdBy, request, requestID string, now time.Time, finishedAt *time.Time) (int64, error) {
-	return lastInsertID(q.Queries.InsertJob(ctx, mysqldb.InsertJobParams{Revision: revision, ObjectType: objectType,
-		ObjectID: objectID, NetworkID: networkID, Operation: operation, Status: status, Description: description,
-		Result: result, CreatedBy: createdBy, Request: request, RequestID: requestID, Now: now,
-		FinishedAt: finishedAt}))
+// InsertJob reads the job's id as the INSERT's last insert id. sqlc's Params
+// struct has the fields of the driver's, in the same order: a plain
+// conversion, which compiles only while they stay the same.
+func (q queries) InsertJob(ctx context.Context, arg driver.InsertJobParams) (int64, error) {
+	return lastInsertID(q.Queries.InsertJob(ctx, mysqldb.InsertJobParams(arg)))
 }
 
 // NewTerm reads the term it started back in the same transaction (the store

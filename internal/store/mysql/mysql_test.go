@@ -7,11 +7,24 @@ import (
 	"github.com/go-sql-driver/mysql"
 )
 
+// dsnCase is a DSN and what a default decided from it should be.
+type dsnCase struct {
+	dsn  string
+	want bool
+}
+
+// checkDSNs asserts that decide, the default called name, gives each case's want.
+func checkDSNs(t *testing.T, name string, decide func(dsn string) bool, tests []dsnCase) {
+	t.Helper()
+	for _, tc := range tests {
+		if got := decide(tc.dsn); got != tc.want {
+			t.Errorf("%s(%q) = %v, want %v", name, tc.dsn, got, tc.want)
+		}
+	}
+}
+
 func TestInterpolateByDefault(t *testing.T) {
-	tests := []struct {
-		dsn  string
-		want bool
-	}{
+	checkDSNs(t, "interpolateByDefault", interpolateByDefault, []dsnCase{
 		{"afm:pw@tcp(db:3306)/afm?parseTime=true", true},
 		{"afm:pw@tcp(db:3306)/afm", true},
 		{"afm:pw@tcp(db:3306)/afm?charset=utf8mb4", true},
@@ -26,19 +39,23 @@ func TestInterpolateByDefault(t *testing.T) {
 		// The parameters are the ones after the last '/': a '?' in the password is not a query.
 		{"afm:p?charset=gbk/x@tcp(db:3306)/afm", true},
 		{"afm:p?x@tcp(db:3306)/afm?charset=cp932", false},
-	}
-	for _, tc := range tests {
-		if got := interpolateByDefault(tc.dsn); got != tc.want {
-			t.Errorf("interpolateByDefault(%q) = %v, want %v", tc.dsn, got, tc.want)
-		}
-	}
+	})
 }
 
 func TestPipelineByDefault(t *testing.T) {
-	tests := []struct {
-		dsn  string
-		want bool
-	}{
+	// The configuration Open gives pipelineByDefault: the DSN's, with
+	// interpolation on by default.
+	pipeline := func(dsn string) bool {
+		cfg, err := mysql.ParseDSN(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if interpolateByDefault(dsn) {
+			cfg.InterpolateParams = true
+		}
+		return pipelineByDefault(dsn, cfg)
+	}
+	checkDSNs(t, "pipelineByDefault", pipeline, []dsnCase{
 		{"afm:pw@tcp(db:3306)/afm?parseTime=true", true},
 		{"afm:pw@tcp(db:3306)/afm?multiStatements=true", true},
 		{"afm:pw@tcp(db:3306)/afm?interpolateParams=true", true},
@@ -48,19 +65,7 @@ func TestPipelineByDefault(t *testing.T) {
 		// a prepared statement is one statement.
 		{"afm:pw@tcp(db:3306)/afm?interpolateParams=false", false},
 		{"afm:pw@tcp(db:3306)/afm?charset=gbk", false},
-	}
-	for _, tc := range tests {
-		cfg, err := mysql.ParseDSN(tc.dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if interpolateByDefault(tc.dsn) {
-			cfg.InterpolateParams = true
-		}
-		if got := pipelineByDefault(tc.dsn, cfg); got != tc.want {
-			t.Errorf("pipelineByDefault(%q) = %v, want %v", tc.dsn, got, tc.want)
-		}
-	}
+	})
 }
 
 func TestApplierLockName(t *testing.T) {

@@ -81,6 +81,10 @@ func (q queries) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric
 	return driver.Convert(rs, func(r pgdb.Port) driver.Port { return driver.Port(r) }), err
 }
 
+func (q queries) InsertJob(ctx context.Context, arg driver.InsertJobParams) (int64, error) {
+	return q.Queries.InsertJob(ctx, arg.Revision, arg.ObjectType, arg.ObjectID, arg.NetworkID, arg.Operation, arg.Status, arg.Description, arg.Result, arg.CreatedBy, arg.Request, arg.RequestID, arg.Now, arg.FinishedAt)
+}
+
 func (q queries) KubernetesMembershipsOfGUID(ctx context.Context, guid fabric.GUID) ([]driver.KubernetesMember, error) {
 	rs, err := q.Queries.KubernetesMembershipsOfGUID(ctx, guid)
 	return driver.Convert(rs, func(r pgdb.KubernetesMember) driver.KubernetesMember { return driver.KubernetesMember(r) }), err
@@ -121,11 +125,6 @@ func (q queries) ListManagedNetworks(ctx context.Context) ([]driver.Network, err
 	return driver.Convert(rs, func(r pgdb.Network) driver.Network { return driver.Network(r) }), err
 }
 
-func (q queries) ListMembers(ctx context.Context) ([]driver.ListMembersRow, error) {
-	rs, err := q.Queries.ListMembers(ctx)
-	return driver.Convert(rs, func(r pgdb.ListMembersRow) driver.ListMembersRow { return driver.ListMembersRow(r) }), err
-}
-
 func (q queries) ListNetworksSince(ctx context.Context, revision int64) ([]driver.Network, error) {
 	rs, err := q.Queries.ListNetworksSince(ctx, revision)
 	return driver.Convert(rs, func(r pgdb.Network) driver.Network { return driver.Network(r) }), err
@@ -149,6 +148,31 @@ func (q queries) ListSecrets(ctx context.Context) ([]driver.ListSecretsRow, erro
 func (q queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]driver.OpenJobsWithGUIDsRow, error) {
 	rs, err := q.Queries.OpenJobsWithGUIDs(ctx, revision)
 	return driver.Convert(rs, func(r pgdb.OpenJobsWithGUIDsRow) driver.OpenJobsWithGUIDsRow { return driver.OpenJobsWithGUIDsRow(r) }), err
+}
+
+func (q queries) RecordApply(ctx context.Context, arg driver.RecordApplyParams) (int64, error) {
+	return q.Queries.RecordApply(ctx, arg.Revision, arg.SHA256, arg.Term, arg.Outcome, arg.Detail, arg.StartedAt, arg.FinishedAt)
+}
+
+func (q queries) UpsertKubernetesMember(ctx context.Context, arg driver.UpsertKubernetesMemberParams) error {
+	return q.Queries.UpsertKubernetesMember(ctx, arg.PKey, arg.GUID, arg.Membership, arg.Index0, arg.Revision, arg.Now)
+}
+
+func (q queries) UpsertEnforcementError(ctx context.Context, arg driver.UpsertEnforcementErrorParams) (int64, error) {
+	return q.Queries.UpsertEnforcementError(ctx, arg.SwitchGUID, arg.Port, arg.Line, arg.Now, arg.Term)
+}
+
+func (q queries) UpsertNetwork(ctx context.Context, arg driver.UpsertNetworkParams) error {
+	return q.Queries.UpsertNetwork(ctx, arg.ID, arg.Name, arg.NetworkType, arg.PhysicalNetwork, arg.PKey, arg.Managed, arg.Revision, arg.Now)
+}
+
+func (q queries) UpsertPort(ctx context.Context, arg driver.UpsertPortParams) error {
+	return q.Queries.UpsertPort(ctx, arg.ID, arg.NetworkID, arg.GUID, arg.Host, arg.Revision, arg.Now)
+}
+
+func (q queries) ReadLease(ctx context.Context) (driver.ReadLeaseRow, error) {
+	r, err := q.Queries.ReadLease(ctx)
+	return driver.ReadLeaseRow(r), err
 }
 
 var _ driver.Queries = queries{}

@@ -54,7 +54,7 @@ func TestClosedByPeer(t *testing.T) {
 	})
 }
 
-func tcpPair(t *testing.T) (client, server net.Conn) {
+func tcpPair(t testing.TB) (client, server net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -81,23 +81,7 @@ func tcpPair(t *testing.T) (client, server net.Conn) {
 // BenchmarkClosedByPeer is what the check adds to taking a connection from
 // the pool, against a round trip of tens of microseconds at least.
 func BenchmarkClosedByPeer(b *testing.B) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			defer c.Close()
-			c.Read(make([]byte, 1)) // until the client closes
-		}
-	}()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	c, _ := tcpPair(b)
 	for b.Loop() {
 		if closedByPeer(c) {
 			b.Fatal("an open connection reads as closed")

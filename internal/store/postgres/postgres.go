@@ -8,6 +8,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -22,7 +23,6 @@ import (
 
 	pgdb "github.com/alternative-fabric-manager/alternative-fabric-manager/db/postgres"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/migrations"
 )
 
 // lockKey names the applier lock among other advisory locks of the database.
@@ -63,17 +63,23 @@ func (e *Engine) Close() error { e.pool.Close(); return nil }
 // Migrate applies the embedded migrations, under goose's advisory-lock locker
 // so that two managers starting together do not both migrate.
 func (e *Engine) Migrate(ctx context.Context) error {
-	fsys, err := migrations.FS("postgres")
+	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {
 		return err
 	}
 	db := stdlib.OpenDBFromPool(e.pool)
 	defer db.Close()
-	locker, err := lock.NewPostgresSessionLocker()
-	if err != nil {
-		return err
-	}
-	return driver.Migrate(ctx, goose.DialectPostgres, db, fsys, goose.WithSessionLocker(locker))
+	return e.migrations(db, goose.WithSessionLocker(locker)).Up(ctx)
+}
+
+func (e *Engine) Schema(ctx context.Context) (driver.SchemaVersions, error) {
+	db := stdlib.OpenDBFromPool(e.pool)
+	defer db.Close()
+	return e.migrations(db, nil).Schema(ctx)
+}
+
+func (e *Engine) migrations(db *sql.DB, locker goose.ProviderOption) driver.Migrations {
+	return driver.Migrations{Engine: "postgres", Dialect: goose.DialectPostgres, DB: db, Locker: locker}
 }
 
 // InTx runs fn in one transaction: READ COMMITTED for writes (each
@@ -106,7 +112,11 @@ func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) err
 	defer conn.Release()
 	p := &pipeline{tx: conn}
 	p.held.Hold("BEGIN")
-	c := changeTx{queries: queries{pgdb.New(p)}, p: p, later: queries{pgdb.New(later{p})},
+	// Its savepoints are plain statements rather than pgx's nested
+	// transactions, which release each savepoint in a round trip of its own,
+	// held back, with the writes made through Later, to go in one batch with
+	// the next statement.
+	c := driver.HeldChangeTx{Queries: queries{pgdb.New(p)}, Deferred: queries{pgdb.New(later{p})}, Pipeline: p,
 		HeldSavepoints: driver.HeldSavepoints{Held: &p.held, Exec: func(ctx context.Context, sql string) error {
 			_, err := conn.Exec(ctx, sql)
 			return err
@@ -133,25 +143,13 @@ func (p *pipeline) rollback(ctx context.Context) {
 	_, _ = p.tx.Exec(rctx, "ROLLBACK")
 }
 
-// changeTx sets its savepoints with plain statements rather than pgx's nested
-// transactions, which release each savepoint in a round trip of its own, and
-// holds them back, with the writes made through Later, to send them in one
-// batch with the next statement (driver.ChangeTx).
-type changeTx struct {
-	queries
-	driver.HeldSavepoints
-	p     *pipeline
-	later queries
-}
-
-func (c changeTx) Later() driver.Queries { return c.later }
-
-func (c changeTx) Flush(ctx context.Context) error {
-	held := c.p.held.Take()
+// Flush sends what is held, in one batch.
+func (p *pipeline) Flush(ctx context.Context) error {
+	held := p.held.Take()
 	if len(held) == 0 {
 		return nil
 	}
-	br, err := c.p.send(ctx, held)
+	br, err := p.send(ctx, held)
 	if err != nil {
 		return err
 	}
@@ -198,14 +196,24 @@ func (p *pipeline) send(ctx context.Context, held []driver.HeldStatement, then .
 	return br, nil
 }
 
-func (p *pipeline) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+// sendWith sends sql after what is held, in one batch left at sql's results
+// (see send); with nothing held it sends nothing and returns nil: the caller
+// sends sql on its own, in a round trip no batch would save.
+func (p *pipeline) sendWith(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
 	held := p.held.Take()
 	if len(held) == 0 {
-		return p.tx.Exec(ctx, sql, args...)
+		return nil, nil
 	}
-	br, err := p.send(ctx, held, driver.HeldStatement{SQL: sql, Args: args})
-	if err != nil {
+	return p.send(ctx, held, driver.HeldStatement{SQL: sql, Args: args})
+}
+
+func (p *pipeline) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	br, err := p.sendWith(ctx, sql, args)
+	switch {
+	case err != nil:
 		return pgconn.CommandTag{}, err
+	case br == nil:
+		return p.tx.Exec(ctx, sql, args...)
 	}
 	tag, err := br.Exec()
 	if cerr := br.Close(); err == nil {
@@ -215,13 +223,12 @@ func (p *pipeline) Exec(ctx context.Context, sql string, args ...any) (pgconn.Co
 }
 
 func (p *pipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	held := p.held.Take()
-	if len(held) == 0 {
-		return p.tx.Query(ctx, sql, args...)
-	}
-	br, err := p.send(ctx, held, driver.HeldStatement{SQL: sql, Args: args})
-	if err != nil {
+	br, err := p.sendWith(ctx, sql, args)
+	switch {
+	case err != nil:
 		return nil, err
+	case br == nil:
+		return p.tx.Query(ctx, sql, args...)
 	}
 	rows, err := br.Query()
 	if err != nil {
@@ -232,13 +239,12 @@ func (p *pipeline) Query(ctx context.Context, sql string, args ...any) (pgx.Rows
 }
 
 func (p *pipeline) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	held := p.held.Take()
-	if len(held) == 0 {
-		return p.tx.QueryRow(ctx, sql, args...)
-	}
-	br, err := p.send(ctx, held, driver.HeldStatement{SQL: sql, Args: args})
-	if err != nil {
+	br, err := p.sendWith(ctx, sql, args)
+	switch {
+	case err != nil:
 		return errRow{err}
+	case br == nil:
+		return p.tx.QueryRow(ctx, sql, args...)
 	}
 	return batchRow{row: br.QueryRow(), br: br}
 }
@@ -386,8 +392,8 @@ func signal(ch chan<- struct{}) {
 //go:generate go run ../driver/adaptergen
 
 // queries are the generated ones, with their rows converted to the driver's
-// types (db/sqlite's, which have the same fields) by adaptergen
-// (adapters_gen.go). lease.go holds what differs.
+// types, which have the same fields, by adaptergen (adapters_gen.go).
+// lease.go holds what differs.
 type queries struct{ *pgdb.Queries }
 
 var _ driver.Driver = (*Engine)(nil)

@@ -22,7 +22,6 @@ import (
 
 	sqlitedb "github.com/alternative-fabric-manager/alternative-fabric-manager/db/sqlite"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/migrations"
 
 	// The driver registers itself as "sqlite".
 	_ "modernc.org/sqlite"
@@ -112,12 +111,12 @@ func (e *Engine) queries(ctx context.Context) *sqlitedb.Queries {
 	return q
 }
 
+func (e *Engine) migrations() driver.Migrations {
+	return driver.Migrations{Engine: "sqlite", Dialect: goose.DialectSQLite3, DB: e.db}
+}
+
 func (e *Engine) Migrate(ctx context.Context) error {
-	fsys, err := migrations.FS("sqlite")
-	if err != nil {
-		return err
-	}
-	if err := driver.Migrate(ctx, goose.DialectSQLite3, e.db, fsys); err != nil {
+	if err := e.migrations().Up(ctx); err != nil {
 		return err
 	}
 	// The schema may only now hold every table: let queries prepare again.
@@ -127,23 +126,28 @@ func (e *Engine) Migrate(ctx context.Context) error {
 	return nil
 }
 
+func (e *Engine) Schema(ctx context.Context) (driver.SchemaVersions, error) {
+	return e.migrations().Schema(ctx)
+}
+
 // InTx runs fn in one transaction. A write begins IMMEDIATE (the DSN's
 // _txlock): writers queue on busy_timeout instead of failing on a lock
 // upgrade. The snapshot is a plain (deferred) BEGIN: in WAL mode it reads one
 // consistent state without taking the write lock, so a change commits while
 // the applier reads.
 func (e *Engine) InTx(ctx context.Context, mode driver.TxMode, fn func(q driver.Queries) error) error {
-	queries := e.queries(ctx)
+	q := e.queries(ctx)
 	opts := &sql.TxOptions{ReadOnly: mode == driver.ReadOnly}
-	return driver.InSQLTx(ctx, e.db, opts, func(tx *sql.Tx) error { return fn(queries.WithTx(tx)) })
+	return driver.InSQLTx(ctx, e.db, opts, func(tx *sql.Tx) error { return fn(queries{q.WithTx(tx)}) })
 }
 
 // InChangeTx runs fn in one IMMEDIATE transaction, as a Write, and wakes this
 // process's waiters after it commits.
 func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) error) error {
-	queries := e.queries(ctx)
+	q := e.queries(ctx)
 	err := driver.InSQLTx(ctx, e.db, &sql.TxOptions{}, func(tx *sql.Tx) error {
-		return fn(changeTx{queries.WithTx(tx), driver.SQLSavepoints{Tx: tx}})
+		// A SQLite statement costs no round trip, so none is held back.
+		return fn(driver.PlainChangeTx{Queries: queries{q.WithTx(tx)}, SQLSavepoints: driver.SQLSavepoints{Tx: tx}})
 	})
 	if err == nil {
 		e.Notify()
@@ -151,18 +155,16 @@ func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) err
 	return err
 }
 
-type changeTx struct {
-	*sqlitedb.Queries
-	driver.SQLSavepoints
-}
+// Queries are the prepared queries (see Engine.queries); outside a
+// transaction, each runs on its own.
+func (e *Engine) Queries(ctx context.Context) driver.Queries { return queries{e.queries(ctx)} }
 
-// Later is the transaction's queries as they are: a SQLite statement costs no
-// round trip, so none is held back.
-func (c changeTx) Later() driver.Queries { return c.Queries }
+//go:generate go run ../driver/adaptergen -interfaces driver.Queries
 
-// Queries are the prepared queries (see queries); outside a transaction,
-// each runs on its own.
-func (e *Engine) Queries(ctx context.Context) driver.Queries { return e.queries(ctx) }
+// queries are the generated ones, with their rows converted to the driver's
+// types by adaptergen (adapters_gen.go). SQLite's queries need nothing else:
+// it has no lease (driver.LeaseQueries), one manager owns the database.
+type queries struct{ *sqlitedb.Queries }
 
 // TryLock takes an exclusive flock on "<database>.lock". The kernel drops it when
 // the process dies, so a crashed manager never leaves it behind.

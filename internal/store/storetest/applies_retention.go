@@ -13,10 +13,7 @@ import (
 // The applies table's retention (store/retention.go): a row per apply attempt
 // (retries, drift repairs) goes once older than the retention, unless --status
 // reads it (the newest) or it proves a Completed job still kept.
-var appliesRetentionTests = []struct {
-	name string
-	fn   func(t *testing.T, s *store.Store)
-}{
+var appliesRetentionTests = []storeTest{
 	{"AppliesRetentionKeepsWhatIsRead", testAppliesRetention},
 	{"AppliesRetentionBesideFinishApply", testAppliesRetentionBesideFinish},
 }
@@ -27,7 +24,7 @@ func recordApply(t *testing.T, s *store.Store, term, rev int64, outcome string, 
 	t.Helper()
 	a := store.Apply{Revision: rev, SHA256: "ab", Term: term, Outcome: outcome, Detail: outcome,
 		StartedAt: at.Add(-time.Second), FinishedAt: at}
-	if ok, err := s.RecordApply(ctxT(t), a); err != nil || !ok {
+	if ok, err := s.RecordApply(t.Context(), a); err != nil || !ok {
 		t.Fatalf("RecordApply(revision %d, %s) = %t, %v", rev, outcome, ok, err)
 	}
 }
@@ -36,7 +33,7 @@ func recordApply(t *testing.T, s *store.Store, term, rev int64, outcome string, 
 // the end of a test.
 func countApplies(t *testing.T, s *store.Store, term int64) int64 {
 	t.Helper()
-	n, err := s.DeleteAppliesBefore(ctxT(t), term, math.MaxInt64, time.Now().Add(100*365*24*time.Hour), 1000)
+	n, err := s.DeleteAppliesBefore(t.Context(), term, math.MaxInt64, time.Now().Add(100*365*24*time.Hour), 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +41,7 @@ func countApplies(t *testing.T, s *store.Store, term int64) int64 {
 }
 
 func testAppliesRetention(t *testing.T, s *store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	day := 24 * time.Hour
 	const retention = 7 * 24 * time.Hour
@@ -126,7 +123,7 @@ func testAppliesRetention(t *testing.T, s *store.Store) {
 // run while the applier finishes applies: the newest row is never deleted
 // under --status, and the apply that completed the jobs stays.
 func testAppliesRetentionBesideFinish(t *testing.T, s *store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	term, err := s.NewTerm(ctx, "manager-1")
 	if err != nil {
 		t.Fatal(err)

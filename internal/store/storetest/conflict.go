@@ -54,21 +54,13 @@ func testGaleraGroupConflict(t *testing.T, a, b *store.Store) {
 			t.Errorf("c%d: revision %d, %v; want revision %d, after b's change", i+1, o.job.Revision, o.err, want)
 			continue
 		}
-		if j, err := a.GetJob(ctxT(t), o.job.ID); err != nil || j.Revision != want || j.ObjectID != fmt.Sprintf("c%d", i+1) {
+		if j, err := a.GetJob(t.Context(), o.job.ID); err != nil || j.Revision != want || j.ObjectID != fmt.Sprintf("c%d", i+1) {
 			t.Errorf("c%d: recorded job %+v, %v", i+1, j, err)
 		}
 	}
-	if r := revision(t, a); r != 7 {
-		t.Errorf("revision %d after the group; want 7", r)
-	}
-	wantPorts := []string{`c1:` + netA + `:0x0002c90300000b11:"h1"`, "c2:absent", `c3:` + netA + `:0x0002c90300000b03:"h3"`}
-	if p := readPorts(t, a, "c1", "c2", "c3"); fmt.Sprint(p) != fmt.Sprint(wantPorts) {
-		t.Errorf("ports %v; want %v", p, wantPorts)
-	}
 	// netA, netB, held, first, b's netC, c1, c3: each once.
-	if st := readState(t, a); st.Jobs[store.StatusPending] != 7 || len(st.Jobs) != 1 {
-		t.Errorf("jobs by status %v; want 7 Pending, each change's once", st.Jobs)
-	}
+	assertGroupLeft(t, a, groupLeft{7, []string{`c1:` + netA + `:0x0002c90300000b11:"h1"`, "c2:absent",
+		`c3:` + netA + `:0x0002c90300000b03:"h3"`}, map[string]int64{store.StatusPending: 7}})
 }
 
 // testGaleraJobIDsFromTwoNodes: two managers on two Galera nodes record
@@ -86,7 +78,7 @@ func testGaleraJobIDsFromTwoNodes(t *testing.T, a, b *store.Store) {
 			wg.Go(func() {
 				<-start
 				id := fmt.Sprintf("%08x-0000-4000-8000-%012d", i, round)
-				j, err := s.RecordNetwork(ctxT(t), store.NetworkChange{Network: vlanNetwork(id, int64(200+2*round+i)),
+				j, err := s.RecordNetwork(t.Context(), store.NetworkChange{Network: vlanNetwork(id, int64(200+2*round+i)),
 					Operation: store.OpCreateNetwork, CreatedBy: "test", Request: "{}"})
 				got[i] = outcome{j, err}
 			})
@@ -121,7 +113,7 @@ func testGaleraReadsAfterAnotherNodesCommit(t *testing.T, a, b *store.Store) {
 		if _, err := addPort(t, a, id, netA, 0x0002c90300002000+uint64(i)); err != nil {
 			t.Fatalf("port %s through a: %v", id, err)
 		}
-		if _, err := b.RemovePort(ctxT(t), store.PortRemoval{PortID: id, CreatedBy: "test", Request: "{}"}); err != nil {
+		if _, err := b.RemovePort(t.Context(), store.PortRemoval{PortID: id, CreatedBy: "test", Request: "{}"}); err != nil {
 			t.Fatalf("DELETE of port %s through b right after a recorded it: %v; want it removed", id, err)
 		}
 	}
@@ -152,11 +144,11 @@ func testGaleraJobNeverWithoutItsChange(t *testing.T, a, b *store.Store) {
 		start := make(chan struct{})
 		wg.Go(func() {
 			<-start
-			got[0].job, got[0].err = a.RecordPort(ctxT(t), boundPort(id, netB, 0x0002c90300003000+uint64(round), "h1"))
+			got[0].job, got[0].err = a.RecordPort(t.Context(), boundPort(id, netB, 0x0002c90300003000+uint64(round), "h1"))
 		})
 		wg.Go(func() {
 			<-start
-			got[1].job, got[1].err = b.RecordNetwork(ctxT(t), store.NetworkChange{
+			got[1].job, got[1].err = b.RecordNetwork(t.Context(), store.NetworkChange{
 				Network:   vlanNetwork(fmt.Sprintf("0000000b-0000-4000-8000-%012d", round), int64(300+round)),
 				Operation: store.OpCreateNetwork, CreatedBy: "test", Request: "{}"})
 		})
@@ -170,7 +162,7 @@ func testGaleraJobNeverWithoutItsChange(t *testing.T, a, b *store.Store) {
 		if got[0].job.Revision == got[1].job.Revision {
 			t.Errorf("round %d: the move's job and b's change share revision %d", round, got[0].job.Revision)
 		}
-		p, err := a.GetPort(ctxT(t), id)
+		p, err := a.GetPort(t.Context(), id)
 		if err != nil || p.NetworkID != netB || p.Revision != got[0].job.Revision {
 			t.Errorf("round %d: job %d (revision %d) answered for the move of port %s, which the database holds as %+v, %v",
 				round, got[0].job.ID, got[0].job.Revision, id, p, err)

@@ -1,23 +1,29 @@
 package storetest
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// onTwoGaleraNodes runs fn with two managers, each on a node of its own.
+func onTwoGaleraNodes(t *testing.T, fn func(t *testing.T, a, b *store.Store)) {
+	m := OpenGaleraManagers(t)
+	fn(t, m[0], m[1])
+}
 
 func TestGaleraGroupLosingCertificationRunsAgain(t *testing.T) {
-	m := OpenGaleraManagers(t)
-	testGaleraGroupConflict(t, m[0], m[1])
+	onTwoGaleraNodes(t, testGaleraGroupConflict)
 }
 
 func TestGaleraJobIDsFromTwoNodes(t *testing.T) {
-	m := OpenGaleraManagers(t)
-	testGaleraJobIDsFromTwoNodes(t, m[0], m[1])
+	onTwoGaleraNodes(t, testGaleraJobIDsFromTwoNodes)
 }
 
 func TestGaleraReadsAfterAnotherNodesCommit(t *testing.T) {
-	m := OpenGaleraManagers(t)
-	testGaleraReadsAfterAnotherNodesCommit(t, m[0], m[1])
+	onTwoGaleraNodes(t, testGaleraReadsAfterAnotherNodesCommit)
 }
 
 func TestGaleraJobNeverWithoutItsChange(t *testing.T) {
-	m := OpenGaleraManagers(t)
-	testGaleraJobNeverWithoutItsChange(t, m[0], m[1])
+	onTwoGaleraNodes(t, testGaleraJobNeverWithoutItsChange)
 }

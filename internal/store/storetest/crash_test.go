@@ -44,38 +44,30 @@ const (
 // database holds what was committed before and nothing of the group, and
 // the next change, from another process, is recorded at the next revision.
 func TestGroupCrash(t *testing.T) {
-	for _, engine := range Engines {
-		t.Run(engine, func(t *testing.T) {
-			t.Parallel()
-			db := NewDatabase(t, engine)
-			s := OpenDatabase(t, db)
-			addNetwork(t, s, netA, 101)
+	crashTest(t, func(t *testing.T, db Database, s *store.Store, _ store.Job) {
+		said := killHelperAt(t, db, "group-crash", "mid-group")
+		if want := []string{"first at revision 2"}; fmt.Sprint(said) != fmt.Sprint(want) {
+			t.Errorf("the helper said %q; want %q", said, want)
+		}
 
-			said := killHelperAt(t, "group-crash", "mid-group",
-				"AFM_STORETEST_ENGINE="+db.Engine, "AFM_STORETEST_DSN="+db.DSN)
-			if want := []string{"first at revision 2"}; fmt.Sprint(said) != fmt.Sprint(want) {
-				t.Errorf("the helper said %q; want %q", said, want)
-			}
-
-			if r := revision(t, s); r != 2 {
-				t.Errorf("revision %d after the crash; want 2 (the first change's)", r)
-			}
-			st := readState(t, s, "first", "c1", "c2", "c3", "c4")
-			want := fmt.Sprint([]string{`first:` + netA + `:0x0002c90300000e00:"h0"`, "c1:absent", "c2:absent", "c3:absent", "c4:absent"})
-			if st.Ports != want {
-				t.Errorf("ports after the crash %s; want %s", st.Ports, want)
-			}
-			if st.Jobs[store.StatusPending] != 2 || len(st.Jobs) != 1 {
-				t.Errorf("jobs by status %v; want the network's and the first port's", st.Jobs)
-			}
-			if len(st.Members) == 0 || strings.Count(st.Members, "}") != 1 {
-				t.Errorf("members %s; want the first port's only", st.Members)
-			}
-			if j, err := addPort(t, s, "c1", netA, crashGroup); err != nil || j.Revision != 3 {
-				t.Errorf("a change after the crash: revision %d, %v; want 3", j.Revision, err)
-			}
-		})
-	}
+		if r := revision(t, s); r != 2 {
+			t.Errorf("revision %d after the crash; want 2 (the first change's)", r)
+		}
+		st := readState(t, s, "first", "c1", "c2", "c3", "c4")
+		want := fmt.Sprint([]string{`first:` + netA + `:0x0002c90300000e00:"h0"`, "c1:absent", "c2:absent", "c3:absent", "c4:absent"})
+		if st.Ports != want {
+			t.Errorf("ports after the crash %s; want %s", st.Ports, want)
+		}
+		if st.Jobs[store.StatusPending] != 2 || len(st.Jobs) != 1 {
+			t.Errorf("jobs by status %v; want the network's and the first port's", st.Jobs)
+		}
+		if len(st.Members) == 0 || strings.Count(st.Members, "}") != 1 {
+			t.Errorf("members %s; want the first port's only", st.Members)
+		}
+		if j, err := addPort(t, s, "c1", netA, crashGroup); err != nil || j.Revision != 3 {
+			t.Errorf("a change after the crash: revision %d, %v; want 3", j.Revision, err)
+		}
+	})
 }
 
 // runGroupCrashHelper forms a group as the group tests do, in this process,
@@ -84,16 +76,8 @@ func TestGroupCrash(t *testing.T) {
 // group is committed and "mid-group" once the group's third change is inside
 // the transaction, then waits to be killed.
 func runGroupCrashHelper() {
-	fail := func(format string, args ...any) {
-		fmt.Fprintf(os.Stderr, "group crash helper: "+format+"\n", args...)
-		os.Exit(2)
-	}
 	ctx := context.Background()
-	s, err := storeopen.Open(ctx, os.Getenv("AFM_STORETEST_ENGINE"), os.Getenv("AFM_STORETEST_DSN"), false,
-		store.Rules{}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		fail("open the store: %v", err)
-	}
+	fail, s := startHelper(ctx, "group crash helper")
 	first, held := newGate(crashFirst), newGate(crashHeld)
 	firstDone := make(chan error, 1)
 	go func() {
@@ -127,16 +111,47 @@ func runGroupCrashHelper() {
 	select {}
 }
 
-// killHelperAt runs this test binary as the helper of mode, with env, and
+// crashTest runs fn on every engine, with a new database of its own, a store
+// on it and network netA recorded there (the job of it), for a helper
+// process to crash in.
+func crashTest(t *testing.T, fn func(t *testing.T, db Database, s *store.Store, network store.Job)) {
+	for _, engine := range Engines {
+		t.Run(engine, func(t *testing.T) {
+			t.Parallel()
+			db := NewDatabase(t, engine)
+			s := OpenDatabase(t, db)
+			fn(t, db, s, addNetwork(t, s, netA, 101))
+		})
+	}
+}
+
+// startHelper opens, in a helper process, the store on the database its test
+// named, and gives the helper a fail that says what went wrong as name and
+// ends the process.
+func startHelper(ctx context.Context, name string) (fail func(format string, args ...any), s *store.Store) {
+	fail = func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, name+": "+format+"\n", args...)
+		os.Exit(2)
+	}
+	s, err := storeopen.Open(ctx, os.Getenv("AFM_STORETEST_ENGINE"), os.Getenv("AFM_STORETEST_DSN"), false,
+		store.Rules{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		fail("open the store: %v", err)
+	}
+	return fail, s
+}
+
+// killHelperAt runs this test binary as the helper of mode on db, with env, and
 // kills it (SIGKILL) as soon as it prints the line marker, which it prints
 // from inside the transaction under test. It returns the lines printed
 // before the marker; a helper that ends without printing it fails the test.
-func killHelperAt(t *testing.T, mode, marker string, env ...string) (said []string) {
+func killHelperAt(t *testing.T, db Database, mode, marker string, env ...string) (said []string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	helper := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	helper.Env = append(append(os.Environ(), helperEnv+"="+mode), env...)
+	helper.Env = append(append(os.Environ(), helperEnv+"="+mode,
+		"AFM_STORETEST_ENGINE="+db.Engine, "AFM_STORETEST_DSN="+db.DSN), env...)
 	helper.Stderr = os.Stderr
 	out, err := helper.StdoutPipe()
 	if err != nil {

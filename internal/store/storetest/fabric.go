@@ -14,10 +14,7 @@ import (
 )
 
 // fabricTests cover the secrets, expected_switches and enforcement_errors tables.
-var fabricTests = []struct {
-	name string
-	fn   func(t *testing.T, s *store.Store)
-}{
+var fabricTests = []storeTest{
 	{"SecretsAreCreatedOnce", testSecretsCreatedOnce},
 	{"SecretsAgreeBetweenReplicas", testSecretsReplicas},
 	{"SecretErrorsNeverShowValues", testSecretErrors},
@@ -31,14 +28,14 @@ func secretsOf(m map[string]string) func() (map[string]string, error) {
 
 func testSecretsCreatedOnce(t *testing.T, s *store.Store) {
 	first := map[string]string{"m_key": "0x1111111111111111", "sm_key": "0x2222222222222222"}
-	got, err := s.GetOrCreateSecrets(ctxT(t), secretsOf(first))
+	got, err := s.GetOrCreateSecrets(t.Context(), secretsOf(first))
 	if err != nil || !maps.Equal(got, first) {
 		t.Fatalf("first GetOrCreateSecrets = %v, %v; want %v", got, err, first)
 	}
 	// Another set later: the recorded values win, a new name is added.
 	later := map[string]string{"m_key": "0x3333333333333333", "sm_key": "0x4444444444444444",
 		"sa_key": "0x5555555555555555"}
-	got, err = s.GetOrCreateSecrets(ctxT(t), secretsOf(later))
+	got, err = s.GetOrCreateSecrets(t.Context(), secretsOf(later))
 	want := maps.Clone(first)
 	want["sa_key"] = later["sa_key"]
 	if err != nil || !maps.Equal(got, want) {
@@ -59,7 +56,7 @@ func testSecretsReplicas(t *testing.T, s *store.Store) {
 			gen := map[string]string{
 				"m_key": fmt.Sprintf("0x%016x", i+1), "sm_key": fmt.Sprintf("0x%016x", i+101),
 				"sa_key": fmt.Sprintf("0x%016x", i+201)}
-			results[i], errs[i] = replicas[i%len(replicas)].GetOrCreateSecrets(ctxT(t), secretsOf(gen))
+			results[i], errs[i] = replicas[i%len(replicas)].GetOrCreateSecrets(t.Context(), secretsOf(gen))
 		})
 	}
 	wg.Wait()
@@ -88,7 +85,7 @@ func testSecretErrors(t *testing.T, s *store.Store) {
 		{"nothing generated", secretsOf(nil), "no secret generated"},
 	}
 	for _, tc := range cases {
-		_, err := s.GetOrCreateSecrets(ctxT(t), tc.gen)
+		_, err := s.GetOrCreateSecrets(t.Context(), tc.gen)
 		if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.wantErr)
 			continue
@@ -98,11 +95,11 @@ func testSecretErrors(t *testing.T, s *store.Store) {
 		}
 	}
 	// A set with one bad value stores none of it.
-	_, err := s.GetOrCreateSecrets(ctxT(t), secretsOf(map[string]string{"a_key": "0x1", "b_key": hidden}))
+	_, err := s.GetOrCreateSecrets(t.Context(), secretsOf(map[string]string{"a_key": "0x1", "b_key": hidden}))
 	if err == nil {
 		t.Fatal("a set with a bad value was accepted")
 	}
-	got, err := s.GetOrCreateSecrets(ctxT(t), secretsOf(map[string]string{"c_key": "0x3"}))
+	got, err := s.GetOrCreateSecrets(t.Context(), secretsOf(map[string]string{"c_key": "0x3"}))
 	if want := map[string]string{"c_key": "0x3"}; err != nil || !maps.Equal(got, want) {
 		t.Errorf("after refused sets: %v, %v; want only %v", got, err, want)
 	}
@@ -114,7 +111,7 @@ func testConfirmSwitches(t *testing.T, s *store.Store) {
 	swC := store.ExpectedSwitch{GUID: 0x0002c90300f00003, Description: "S3 \"leaf\""}
 	list := func() []store.ExpectedSwitch {
 		t.Helper()
-		got, err := s.ExpectedSwitches(ctxT(t))
+		got, err := s.ExpectedSwitches(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,10 +121,10 @@ func testConfirmSwitches(t *testing.T, s *store.Store) {
 		t.Fatalf("new database has expected switches %v", got)
 	}
 	before := time.Now().UTC().Add(-time.Second)
-	if err := s.ConfirmSwitches(ctxT(t), []store.ExpectedSwitch{swB, swA}); err != nil {
+	if err := s.ConfirmSwitches(t.Context(), []store.ExpectedSwitch{swB, swA}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ConfirmSwitches(ctxT(t), []store.ExpectedSwitch{swC, swB}); err != nil {
+	if err := s.ConfirmSwitches(t.Context(), []store.ExpectedSwitch{swC, swB}); err != nil {
 		t.Fatal(err)
 	}
 	got := list()
@@ -150,7 +147,7 @@ func testConfirmSwitches(t *testing.T, s *store.Store) {
 		{"long description", []store.ExpectedSwitch{{GUID: 9, Description: strings.Repeat("d", 256)}}, "at most 255"},
 	}
 	for _, tc := range bad {
-		if err := s.ConfirmSwitches(ctxT(t), tc.switches); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+		if err := s.ConfirmSwitches(t.Context(), tc.switches); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.wantErr)
 		}
 	}
@@ -165,25 +162,25 @@ func testEnforcementErrors(t *testing.T, s *store.Store) {
 	port3again := store.EnforcementSighting{Switch: sw, Port: 3, Line: "Nov 29 18:16:43 112233 [F89526C0] 0x01 -> again"}
 	unattributed := store.EnforcementSighting{Switch: store.Unattributed, Line: "... Clearing Enforcement bit"}
 	before := time.Now().UTC().Add(-time.Second)
-	old, err := s.NewTerm(ctxT(t), "deposed")
+	old, err := s.NewTerm(t.Context(), "deposed")
 	if err != nil {
 		t.Fatal(err)
 	}
-	term, err := s.NewTerm(ctxT(t), "leader")
+	term, err := s.NewTerm(t.Context(), "leader")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A deposed leader records nothing.
-	if err := s.RecordEnforcementErrors(ctxT(t), old, []store.EnforcementSighting{port3}); !errors.Is(err, store.ErrFenced) {
+	if err := s.RecordEnforcementErrors(t.Context(), old, []store.EnforcementSighting{port3}); !errors.Is(err, store.ErrFenced) {
 		t.Errorf("RecordEnforcementErrors with an old term = %v; want ErrFenced", err)
 	}
-	if err := s.RecordEnforcementErrors(ctxT(t), term, []store.EnforcementSighting{port3, unattributed}); err != nil {
+	if err := s.RecordEnforcementErrors(t.Context(), term, []store.EnforcementSighting{port3, unattributed}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RecordEnforcementErrors(ctxT(t), term, []store.EnforcementSighting{port3again}); err != nil {
+	if err := s.RecordEnforcementErrors(t.Context(), term, []store.EnforcementSighting{port3again}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.EnforcementErrors(ctxT(t))
+	got, err := s.EnforcementErrors(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,22 +208,22 @@ func testEnforcementErrors(t *testing.T, s *store.Store) {
 	}
 	for _, tc := range bad {
 		// With a good sighting first: nothing of the batch may be recorded.
-		err := s.RecordEnforcementErrors(ctxT(t), term, []store.EnforcementSighting{port3, tc.seen})
+		err := s.RecordEnforcementErrors(t.Context(), term, []store.EnforcementSighting{port3, tc.seen})
 		if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("%s: error %v, want one saying %q", tc.name, err, tc.wantErr)
 		}
 	}
-	if after, err := s.EnforcementErrors(ctxT(t)); err != nil || len(after) != 2 || after[0].Count != 2 {
+	if after, err := s.EnforcementErrors(t.Context()); err != nil || len(after) != 2 || after[0].Count != 2 {
 		t.Errorf("refused batches changed the record: %+v, %v", after, err)
 	}
 
-	if n, err := s.ClearEnforcementErrors(ctxT(t)); err != nil || n != 2 {
+	if n, err := s.ClearEnforcementErrors(t.Context()); err != nil || n != 2 {
 		t.Errorf("ClearEnforcementErrors = %d, %v; want 2", n, err)
 	}
-	if n, err := s.ClearEnforcementErrors(ctxT(t)); err != nil || n != 0 {
+	if n, err := s.ClearEnforcementErrors(t.Context()); err != nil || n != 0 {
 		t.Errorf("second ClearEnforcementErrors = %d, %v; want 0", n, err)
 	}
-	if after, err := s.EnforcementErrors(ctxT(t)); err != nil || len(after) != 0 {
+	if after, err := s.EnforcementErrors(t.Context()); err != nil || len(after) != 0 {
 		t.Errorf("after clearing: %+v, %v", after, err)
 	}
 }

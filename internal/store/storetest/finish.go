@@ -13,10 +13,7 @@ import (
 
 // finishTests cover FinishApply: an applied sweep recorded and its jobs
 // completed in one transaction, fenced by the term.
-var finishTests = []struct {
-	name string
-	fn   func(t *testing.T, s *store.Store)
-}{
+var finishTests = []storeTest{
 	{"FinishApplyRecordsAndCompletesInOneTransaction", testFinishApply},
 	{"FinishApplyOfAStaleTermChangesNothing", testFinishApplyStale},
 	{"FinishApplyThatFailsMidwayLeavesNothing", testFinishApplyFailsMidway},
@@ -28,7 +25,7 @@ var finishTests = []struct {
 // returns the term that recorded the error.
 func finishSetup(t *testing.T, s *store.Store) (term int64, jobs []store.Job) {
 	t.Helper()
-	ctx := ctxT(t)
+	ctx := t.Context()
 	jobs = append(jobs, addNetwork(t, s, netA, 101))
 	jobs = append(jobs, mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidB)))))
 	jobs = append(jobs, addNetwork(t, s, netB, 102))
@@ -58,7 +55,7 @@ func appliedRow(term, rev int64, finished time.Time) store.Apply {
 // commit. open sees what the gates' queries read.
 func testFinishApply(t *testing.T, s *store.Store) {
 	s = kubeStore(s)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	term, jobs := finishSetup(t, s)
 	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 
@@ -117,7 +114,7 @@ func testFinishApply(t *testing.T, s *store.Store) {
 // completes nothing and does not even ask about the gates.
 func testFinishApplyStale(t *testing.T, s *store.Store) {
 	s = kubeStore(s)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	old, jobs := finishSetup(t, s)
 	if _, err := s.NewTerm(ctx, "manager-2"); err != nil {
 		t.Fatal(err)
@@ -148,7 +145,7 @@ func testFinishApplyStale(t *testing.T, s *store.Store) {
 func testFinishApplyFailsMidway(t *testing.T, s *store.Store) {
 	s = kubeStore(s)
 	term, jobs := finishSetup(t, s)
-	ctx, cancel := context.WithCancel(ctxT(t))
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	_, err := s.FinishApply(ctx, appliedRow(term, 3, time.Now().UTC()), func(store.GateState) bool {
 		cancel()
@@ -157,7 +154,7 @@ func testFinishApplyFailsMidway(t *testing.T, s *store.Store) {
 	if err == nil {
 		t.Fatal("FinishApply whose context ended midway succeeded")
 	}
-	ctx = ctxT(t)
+	ctx = t.Context()
 	if a, err := s.LastApply(ctx); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("LastApply after a failed FinishApply = %+v, %v; want ErrNotFound", a, err)
 	}
@@ -177,7 +174,7 @@ func testFinishApplyFailsMidway(t *testing.T, s *store.Store) {
 // error, switches alone, errors alone, both), open is given what
 // ExpectedSwitches and EnforcementErrors read.
 func testFinishApplyGateState(t *testing.T, s *store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	term, err := s.NewTerm(ctx, "manager-1")
 	if err != nil {
 		t.Fatal(err)

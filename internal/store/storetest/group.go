@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -24,10 +26,7 @@ import (
 // behind it one by one, in a known order, and the first is let go: the
 // committer then takes them all at once.
 
-var groupTests = []struct {
-	name string
-	fn   func(t *testing.T, s *store.Store)
-}{
+var groupTests = []storeTest{
 	{"GroupWithRefusedChangesCommitsTheOthers", testGroupWithRefusals},
 	{"GroupJudgesEachChangeByItsPredecessors", testGroupJudgesByPredecessors},
 	{"GroupWhoseTransactionFailsAppliesNone", testGroupTransactionFails},
@@ -116,7 +115,7 @@ func blockFirst(t *testing.T, s *store.Store, network string, g uint64) (*gate, 
 	gt := newGate(g)
 	done := make(chan outcome, 1)
 	go func() {
-		j, err := s.WithRules(gt.rules()).RecordPort(ctxT(t), boundPort("first", network, g, "h0"))
+		j, err := s.WithRules(gt.rules()).RecordPort(t.Context(), boundPort("first", network, g, "h0"))
 		done <- outcome{j, err}
 	}()
 	gt.wait(t)
@@ -124,7 +123,7 @@ func blockFirst(t *testing.T, s *store.Store, network string, g uint64) (*gate, 
 }
 
 func portChange(t *testing.T, s *store.Store, c store.PortChange) func() (store.Job, error) {
-	return func() (store.Job, error) { return s.RecordPort(ctxT(t), c) }
+	return func() (store.Job, error) { return s.RecordPort(t.Context(), c) }
 }
 
 // testGroupWithRefusals: a group of seven changes, three of them refused (a
@@ -134,90 +133,106 @@ func portChange(t *testing.T, s *store.Store, c store.PortChange) func() (store.
 // order; the one that touches no partition is Completed at the revision
 // before it; a refused one is answered as alone and leaves no row and no job.
 func testGroupWithRefusals(t *testing.T, s *store.Store) {
-	addNetwork(t, s, netA, 101)
-	addNetwork(t, s, netB, 102)
-	addPort(t, s, "held", netA, 0x0002c90300000a01)
-	// The refusals, as a change alone is answered them.
-	alone := map[string]string{}
-	{
-		db := Open(t, s.Name())
-		addNetwork(t, db, netA, 101)
-		addNetwork(t, db, netB, 102)
-		addPort(t, db, "held", netA, 0x0002c90300000a01)
-		_, err := db.RecordPort(ctxT(t), boundPort("g2", netB, 0x0002c90300000a01, "h2"))
-		alone["g2"] = errText(err)
-		_, err = db.RecordNetwork(ctxT(t), store.NetworkChange{Network: vlanNetwork(netC, 101), Operation: store.OpCreateNetwork, CreatedBy: "test", Request: "{}"})
-		alone[netC] = errText(err)
-		_, err = db.RemovePort(ctxT(t), store.PortRemoval{PortID: "nope", CreatedBy: "test", Request: "{}"})
-		alone["nope"] = errText(err)
+	seed := func(s *store.Store) {
+		addNetwork(t, s, netA, 101)
+		addNetwork(t, s, netB, 102)
+		addPort(t, s, "held", netA, 0x0002c90300000a01)
+	}
+	port := func(c store.PortChange) func(*store.Store) (store.Job, error) {
+		return func(s *store.Store) (store.Job, error) { return s.RecordPort(t.Context(), c) }
+	}
+	rejected := func(err error) bool { var rej *store.RejectedError; return errors.As(err, &rej) }
+	notFound := func(err error) bool { return errors.Is(err, store.ErrNotFound) }
+	// The group in queue order, and the answer each change must get: a job at
+	// a revision with a status, or a refusal of a kind, worded as alone.
+	group := []struct {
+		change   func(*store.Store) (store.Job, error)
+		revision int64
+		status   string
+		refused  func(error) bool
+	}{
+		{port(boundPort("g1", netA, 0x0002c90300000a11, "h1")), 5, store.StatusPending, nil},
+		{port(boundPort("g2", netB, 0x0002c90300000a01, "h2")), 0, "", rejected}, // netA holds the GUID
+		{func(s *store.Store) (store.Job, error) {
+			return s.RecordNetwork(t.Context(), store.NetworkChange{Network: vlanNetwork(netC, 101),
+				Operation: store.OpCreateNetwork, CreatedBy: "test", Request: "{}"})
+		}, 0, "", rejected}, // netA's VLAN
+		{port(boundPort("g4", netB, 0x0002c90300000a14, "h4")), 6, store.StatusPending, nil},
+		{port(boundPort("g5", netA, 0x0002c90300000a15, "")), 6, store.StatusCompleted, nil}, // unbound: no partition
+		{func(s *store.Store) (store.Job, error) {
+			return s.RemovePort(t.Context(), store.PortRemoval{PortID: "nope", CreatedBy: "test", Request: "{}"})
+		}, 0, "", notFound},
+		{port(boundPort("g7", netA, 0x0002c90300000a17, "h7")), 7, store.StatusPending, nil},
+	}
+	seed(s)
+	alone := Open(t, s.Name()) // the refusals, as a change alone is answered them
+	seed(alone)
+	aloneErrs := make([]string, len(group))
+	changes := make([]func() (store.Job, error), len(group))
+	for i, c := range group {
+		if c.refused != nil {
+			_, err := c.change(alone)
+			aloneErrs[i] = errText(err)
+		}
+		changes[i] = func() (store.Job, error) { return c.change(s) }
 	}
 
 	gt, first := blockFirst(t, s, netA, 0x0002c90300000a00)
-	answers := queue(t, s,
-		portChange(t, s, boundPort("g1", netA, 0x0002c90300000a11, "h1")),
-		portChange(t, s, boundPort("g2", netB, 0x0002c90300000a01, "h2")), // refused: netA holds it
-		func() (store.Job, error) {
-			return s.RecordNetwork(ctxT(t), store.NetworkChange{Network: vlanNetwork(netC, 101),
-				Operation: store.OpCreateNetwork, CreatedBy: "test", Request: "{}"}) // refused: netA's VLAN
-		},
-		portChange(t, s, boundPort("g4", netB, 0x0002c90300000a14, "h4")),
-		portChange(t, s, boundPort("g5", netA, 0x0002c90300000a15, "")), // unbound: touches no partition
-		func() (store.Job, error) {
-			return s.RemovePort(ctxT(t), store.PortRemoval{PortID: "nope", CreatedBy: "test", Request: "{}"}) // not found
-		},
-		portChange(t, s, boundPort("g7", netA, 0x0002c90300000a17, "h7")),
-	)
+	answers := queue(t, s, changes...)
 	close(gt.open)
 	if o := first(); o.err != nil || o.job.Revision != 4 {
 		t.Fatalf("the first change: revision %d, %v; want 4", o.job.Revision, o.err)
 	}
-	got := answers()
-	for i, want := range []struct {
-		revision int64
-		status   string
-		refusal  string
-	}{
-		{5, store.StatusPending, ""},
-		{0, "", alone["g2"]},
-		{0, "", alone[netC]},
-		{6, store.StatusPending, ""},
-		{6, store.StatusCompleted, ""},
-		{0, "", alone["nope"]},
-		{7, store.StatusPending, ""},
-	} {
-		o := got[i]
-		switch {
-		case want.refusal != "" && errText(o.err) != want.refusal:
-			t.Errorf("change %d: error %q; want %q, as alone", i+1, errText(o.err), want.refusal)
-		case want.refusal == "" && (o.err != nil || o.job.Revision != want.revision || o.job.Status != want.status):
+	for i, o := range answers() {
+		want := group[i]
+		if want.refused != nil {
+			if !want.refused(o.err) || errText(o.err) != aloneErrs[i] {
+				t.Errorf("change %d: error %q; want %q, as alone, and a refusal of its kind", i+1, errText(o.err), aloneErrs[i])
+			}
+			continue
+		}
+		if o.err != nil || o.job.Revision != want.revision || o.job.Status != want.status {
 			t.Errorf("change %d: revision %d, %s, %v; want revision %d, %s", i+1, o.job.Revision, o.job.Status, o.err,
 				want.revision, want.status)
 		}
-		if want.refusal == "" {
-			if j, err := s.GetJob(ctxT(t), o.job.ID); err != nil || j.Revision != want.revision || j.Status != want.status {
-				t.Errorf("change %d: recorded job %+v, %v", i+1, j, err)
-			}
+		if j, err := s.GetJob(t.Context(), o.job.ID); err != nil || j.Revision != want.revision || j.Status != want.status {
+			t.Errorf("change %d: recorded job %+v, %v", i+1, j, err)
 		}
 	}
-	var rej *store.RejectedError
-	if !errors.As(got[1].err, &rej) || !errors.As(got[2].err, &rej) || !errors.Is(got[5].err, store.ErrNotFound) {
-		t.Errorf("refusals %v, %v, %v: want RejectedError, RejectedError, ErrNotFound", got[1].err, got[2].err, got[5].err)
-	}
-	if r := revision(t, s); r != 7 {
-		t.Errorf("revision %d after the group; want 7", r)
-	}
-	wantPorts := []string{`g1:` + netA + `:0x0002c90300000a11:"h1"`, "g2:absent", `g4:` + netB + `:0x0002c90300000a14:"h4"`,
-		`g5:` + netA + `:no-guid:""`, `g7:` + netA + `:0x0002c90300000a17:"h7"`}
-	if p := readPorts(t, s, "g1", "g2", "g4", "g5", "g7"); fmt.Sprint(p) != fmt.Sprint(wantPorts) {
-		t.Errorf("ports %v; want %v", p, wantPorts)
-	}
-	st := readState(t, s)
-	if !strings.Contains(st.Networks, netA) || !strings.Contains(st.Networks, netB) || strings.Contains(st.Networks, netC) {
+	// 2 networks, "held", the first, g1, g4, g7 Pending; g5 Completed; no job of a refusal.
+	assertGroupLeft(t, s, groupLeft{7, []string{`g1:` + netA + `:0x0002c90300000a11:"h1"`, "g2:absent",
+		`g4:` + netB + `:0x0002c90300000a14:"h4"`, `g5:` + netA + `:no-guid:""`, `g7:` + netA + `:0x0002c90300000a17:"h7"`},
+		map[string]int64{store.StatusPending: 7, store.StatusCompleted: 1}})
+	if st := readState(t, s); !strings.Contains(st.Networks, netA) || !strings.Contains(st.Networks, netB) ||
+		strings.Contains(st.Networks, netC) {
 		t.Errorf("networks %s; want %s and %s only", st.Networks, netA, netB)
 	}
-	// 2 networks, "held", the first, g1, g4, g7 Pending; g5 Completed; no job of a refusal.
-	if st.Jobs[store.StatusPending] != 7 || st.Jobs[store.StatusCompleted] != 1 || len(st.Jobs) != 2 {
-		t.Errorf("jobs by status %v; want 7 Pending, 1 Completed", st.Jobs)
+}
+
+// groupLeft is what a group must leave recorded: the revision, the ports of
+// the group as readPorts reads them ("id:absent" for one refused) and the
+// number of jobs by status.
+type groupLeft struct {
+	revision int64
+	ports    []string
+	jobs     map[string]int64
+}
+
+func assertGroupLeft(t *testing.T, s *store.Store, want groupLeft) {
+	t.Helper()
+	if r := revision(t, s); r != want.revision {
+		t.Errorf("revision %d after the group; want %d", r, want.revision)
+	}
+	var ids []string
+	for _, p := range want.ports {
+		id, _, _ := strings.Cut(p, ":")
+		ids = append(ids, id)
+	}
+	if p := readPorts(t, s, ids...); !slices.Equal(p, want.ports) {
+		t.Errorf("ports %v; want %v", p, want.ports)
+	}
+	if st := readState(t, s); !maps.Equal(st.Jobs, want.jobs) {
+		t.Errorf("jobs by status %v; want %v", st.Jobs, want.jobs)
 	}
 }
 
@@ -245,11 +260,11 @@ func testGroupJudgesByPredecessors(t *testing.T, s *store.Store) {
 		portChange(t, s, boundPort("pa", netA, g, "h1")),
 		portChange(t, s, boundPort("pb", netB, g, "h2")),
 		func() (store.Job, error) {
-			return s.RecordNetwork(ctxT(t), store.NetworkChange{Network: vlanNetwork(netC, 103),
+			return s.RecordNetwork(t.Context(), store.NetworkChange{Network: vlanNetwork(netC, 103),
 				Operation: store.OpCreateNetwork, CreatedBy: "test", Request: "{}"})
 		},
 		func() (store.Job, error) {
-			return s.RecordNetwork(ctxT(t), store.NetworkChange{Network: vlanNetwork(netD, 103),
+			return s.RecordNetwork(t.Context(), store.NetworkChange{Network: vlanNetwork(netD, 103),
 				Operation: store.OpCreateNetwork, CreatedBy: "test", Request: "{}"})
 		},
 		portChange(t, s, boundPort("pc", netC, 0x0002c90300000b03, "h3")),
@@ -453,16 +468,34 @@ func testGroupHeldWriteFails(t *testing.T, db Database, s *store.Store) {
 	if got[1].err == nil || errors.As(got[1].err, &rej) {
 		t.Errorf("w2, whose network is gone: job %+v, %v; want a database error", got[1].job, got[1].err)
 	}
-	if r := revision(t, s); r != 5 {
-		t.Errorf("revision %d after the group; want 5", r)
-	}
-	wantPorts := []string{`w1:` + netA + `:0x0002c90300000e01:"h1"`, "w2:absent", `w3:` + netA + `:0x0002c90300000e03:"h3"`}
-	if p := readPorts(t, s, "w1", "w2", "w3"); fmt.Sprint(p) != fmt.Sprint(wantPorts) {
-		t.Errorf("ports %v; want %v", p, wantPorts)
-	}
 	// 2 networks, the first, w1, w3: no job of w2.
-	if st := readState(t, s); st.Jobs[store.StatusPending] != 5 || len(st.Jobs) != 1 {
-		t.Errorf("jobs by status %v; want 5 Pending", st.Jobs)
+	assertGroupLeft(t, s, groupLeft{5, []string{`w1:` + netA + `:0x0002c90300000e01:"h1"`, "w2:absent",
+		`w3:` + netA + `:0x0002c90300000e03:"h3"`}, map[string]int64{store.StatusPending: 5}})
+}
+
+// beside runs, on a session of its own beside the store's, the function
+// for db's engine: postgres on PostgreSQL, mysql on MariaDB.
+func beside(t *testing.T, db Database, postgres func(ctx context.Context, conn *pgx.Conn),
+	mysql func(ctx context.Context, conn *sql.DB)) {
+	t.Helper()
+	ctx := t.Context()
+	switch db.Engine {
+	case config.EnginePostgres:
+		conn, err := pgx.Connect(ctx, db.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		postgres(ctx, conn)
+	case config.EngineMySQL:
+		conn, err := sql.Open("mysql", db.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		mysql(ctx, conn)
+	default:
+		t.Fatalf("no session beside the store's on %s", db.Engine)
 	}
 }
 
@@ -470,59 +503,33 @@ func testGroupHeldWriteFails(t *testing.T, db Database, s *store.Store) {
 // (whose changes would wait for the revision's lock).
 func execBeside(t *testing.T, db Database, statement string) {
 	t.Helper()
-	ctx := ctxT(t)
-	switch db.Engine {
-	case config.EnginePostgres:
-		conn, err := pgx.Connect(ctx, db.DSN)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(ctx)
+	beside(t, db, func(ctx context.Context, conn *pgx.Conn) {
 		if _, err := conn.Exec(ctx, statement); err != nil {
 			t.Fatalf("%s: %v", statement, err)
 		}
-	case config.EngineMySQL:
-		conn, err := sql.Open("mysql", db.DSN)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
+	}, func(ctx context.Context, conn *sql.DB) {
 		if _, err := conn.ExecContext(ctx, statement); err != nil {
 			t.Fatalf("%s: %v", statement, err)
 		}
-	default:
-		t.Fatalf("no session beside the store's transaction on %s", db.Engine)
-	}
+	})
 }
 
 // killTransaction ends, from a session of its own, the session of db that
 // is inside a transaction.
 func killTransaction(t *testing.T, db Database) {
 	t.Helper()
-	ctx := ctxT(t)
-	switch db.Engine {
-	case config.EnginePostgres:
-		conn, err := pgx.Connect(ctx, db.DSN)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close(ctx)
+	beside(t, db, func(ctx context.Context, conn *pgx.Conn) {
 		var killed int
-		err = conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		err := conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
 			WHERE datname = current_database() AND state = 'idle in transaction' AND pid <> pg_backend_pid()`).Scan(&killed)
 		if err != nil || killed != 1 {
 			t.Fatalf("terminate the group's session: %d terminated, %v; want 1", killed, err)
 		}
-	case config.EngineMySQL:
+	}, func(ctx context.Context, conn *sql.DB) {
 		// Which session is in a transaction takes the PROCESS privilege to
 		// see (information_schema.innodb_trx): every session of the
 		// database but this one is ended, the store's idle ones too (its
 		// pool replaces them).
-		conn, err := sql.Open("mysql", db.DSN)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
 		c, err := conn.Conn(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -549,9 +556,7 @@ func killTransaction(t *testing.T, db Database) {
 				t.Fatalf("kill session %d: %v", id, err)
 			}
 		}
-	default:
-		t.Fatalf("no session to kill on %s", db.Engine)
-	}
+	})
 }
 
 // testGroupsUnderLoad: 64 changes at once, every third from a caller that
@@ -566,7 +571,7 @@ func testGroupsUnderLoad(t *testing.T, s *store.Store) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			ctx := ctxT(t)
+			ctx := t.Context()
 			if i%3 == 0 {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, time.Duration(i)*100*time.Microsecond)

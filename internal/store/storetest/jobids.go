@@ -19,7 +19,7 @@ import (
 // id until it is told it is unknown, then sends the change again: given to
 // another change, the id would answer that change's job instead.
 func testJobIDsAfterRestore(t *testing.T, db Database, s *store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	before := []store.Job{addNetwork(t, s, netA, 101), mustPort(t, s, boundPort("p1", netA, 0x0002c90300001001, "h1"))}
 	restore := BackupPoint(t, db)
 	lost := []store.Job{

@@ -18,10 +18,7 @@ import (
 // The Kubernetes partitions (UFM's pkeys API, as ib-kubernetes uses it), on
 // every engine.
 
-var kubernetesTests = []struct {
-	name string
-	fn   func(t *testing.T, s *store.Store)
-}{
+var kubernetesTests = []storeTest{
 	{"KubernetesAddRemoveDelete", testKubernetesLifecycle},
 	{"KubernetesRefusalsChangeNothing", testKubernetesRefusals},
 	{"KubernetesLastUpdatedMovesOnlyWhenApplied", testKubernetesLastUpdated},
@@ -77,7 +74,7 @@ func mustKube(t *testing.T) func(store.Job, error) store.Job {
 
 func testKubernetesLifecycle(t *testing.T, s *store.Store) {
 	s = kubeStore(s)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	j := mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidA), limited(guidB))))
 	if j.Revision != 1 || j.Status != store.StatusPending || j.ObjectType != store.ObjectPKey ||
 		j.ObjectID != "0x1005" || j.Operation != store.OpAddKubernetesGUIDs || j.CreatedBy != "ib-kubernetes" {
@@ -163,94 +160,48 @@ func testKubernetesLifecycle(t *testing.T, s *store.Store) {
 
 func testKubernetesRefusals(t *testing.T, s *store.Store) {
 	s = kubeStore(s)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	addNetwork(t, s, netA, 101)
 	if _, err := addPort(t, s, "port-a", netA, guidA); err != nil {
 		t.Fatal(err)
 	}
 	mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidB))))
 
-	cases := []struct {
-		name   string
-		change func() error
-		want   string
-	}{
-		{"pkey below the range", func() error {
-			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x0fff, full(0x1111)))
-			return err
-		}, "pkey 0x0fff is outside [ufm_pkeys] pkey_range 0x1000-0x1fff"},
-		{"the default partition", func() error {
-			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x7fff, full(0x1111)))
-			return err
-		}, "default partition"},
-		{"a static partition's pkey", func() error {
-			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1010, full(0x1111)))
-			return err
-		}, `static partition "storage"`},
-		{"a GUID of an OpenStack network", func() error {
-			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006, full(0x1111), full(guidA)))
-			return err
-		}, "GUID 248a070300b1c2d4 is in the partition of OpenStack network " + netA + " (port port-a)"},
-		{"a GUID the template lists", func() error {
-			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006, full(guidC)))
-			return err
-		}, `partition "storage" of the partitions template`},
-		{"index 0 in two pkeys", func() error {
-			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006, full(guidB)))
-			return err
-		}, "already has index 0 in Kubernetes pkey 0x1005"},
-		{"a GUID twice", func() error {
-			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006, limited(0x1111), full(0x1111)))
-			return err
-		}, "listed twice"},
-		{"no GUIDs", func() error {
-			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006))
-			return err
-		}, "no GUIDs to add"},
-		{"GUID zero", func() error {
-			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006, full(0)))
-			return err
-		}, "is not a port GUID"},
-		{"a membership that is neither", func() error {
-			_, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006, store.KubernetesMember{GUID: 0x1111, Membership: "both"}))
-			return err
-		}, `membership "both"`},
-		{"remove outside the range", func() error {
-			_, err := s.RemoveKubernetesGUIDs(ctx, store.KubernetesRemoval{PKey: 0x2000, GUIDs: []fabric.GUID{0x1111}})
-			return err
-		}, "outside [ufm_pkeys] pkey_range"},
-		{"remove nothing", func() error {
-			_, err := s.RemoveKubernetesGUIDs(ctx, store.KubernetesRemoval{PKey: 0x1005})
-			return err
-		}, "no GUIDs to remove"},
+	add := func(pkey fabric.PKey, members ...store.KubernetesMember) func() error {
+		return func() error { _, err := s.AddKubernetesGUIDs(ctx, kubeAdd(pkey, members...)); return err }
+	}
+	remove := func(r store.KubernetesRemoval) func() error {
+		return func() error { _, err := s.RemoveKubernetesGUIDs(ctx, r); return err }
+	}
+	assertRefused(t, []refusal{
+		{"pkey below the range", add(0x0fff, full(0x1111)), []string{"pkey 0x0fff is outside [ufm_pkeys] pkey_range 0x1000-0x1fff"}},
+		{"the default partition", add(0x7fff, full(0x1111)), []string{"default partition"}},
+		{"a static partition's pkey", add(0x1010, full(0x1111)), []string{`static partition "storage"`}},
+		{"a GUID of an OpenStack network", add(0x1006, full(0x1111), full(guidA)),
+			[]string{"GUID 248a070300b1c2d4 is in the partition of OpenStack network " + netA + " (port port-a)"}},
+		{"a GUID the template lists", add(0x1006, full(guidC)), []string{`partition "storage" of the partitions template`}},
+		{"index 0 in two pkeys", add(0x1006, full(guidB)), []string{"already has index 0 in Kubernetes pkey 0x1005"}},
+		{"a GUID twice", add(0x1006, limited(0x1111), full(0x1111)), []string{"listed twice"}},
+		{"no GUIDs", add(0x1006), []string{"no GUIDs to add"}},
+		{"GUID zero", add(0x1006, full(0)), []string{"is not a port GUID"}},
+		{"a membership that is neither", add(0x1006, store.KubernetesMember{GUID: 0x1111, Membership: "both"}),
+			[]string{`membership "both"`}},
+		{"remove outside the range", remove(store.KubernetesRemoval{PKey: 0x2000, GUIDs: []fabric.GUID{0x1111}}),
+			[]string{"outside [ufm_pkeys] pkey_range"}},
+		{"remove nothing", remove(store.KubernetesRemoval{PKey: 0x1005}), []string{"no GUIDs to remove"}},
 		{"delete the default partition", func() error {
 			_, err := s.DeleteKubernetesPKey(ctx, store.KubernetesDeletion{PKey: 0x7fff})
 			return err
-		}, "default partition"},
+		}, []string{"default partition"}},
 		{"a Neutron port on a Kubernetes GUID", func() error {
 			_, err := addPort(t, s, "port-b", netA, guidB)
 			return err
-		}, "GUID 0xfa163e00005b7c1d is a member of Kubernetes pkey 0x1005"},
+		}, []string{"GUID 0xfa163e00005b7c1d is a member of Kubernetes pkey 0x1005"}},
 		{"a VLAN in the Kubernetes range", func() error {
 			_, err := s.RecordNetwork(ctx, store.NetworkChange{Network: vlanNetwork(netB, 0x1001), Operation: store.OpCreateNetwork})
 			return err
-		}, "VLAN ID 4097 (pkey 0x1001) is in [ufm_pkeys] pkey_range 0x1000-0x1fff"},
-	}
-	before := readKube(t, s)
-	rev := revision(t, s)
-	for _, tc := range cases {
-		err := tc.change()
-		var rej *store.RejectedError
-		if !errors.As(err, &rej) || !strings.Contains(rej.Reason, tc.want) {
-			t.Errorf("%s: err = %v, want a refusal saying %q", tc.name, err, tc.want)
-		}
-		if got := readKube(t, s); got != before {
-			t.Errorf("%s changed the state:\n%s\nwant\n%s", tc.name, got, before)
-		}
-		if r := revision(t, s); r != rev {
-			t.Errorf("%s moved the revision from %d to %d", tc.name, rev, r)
-		}
-	}
+		}, []string{"VLAN ID 4097 (pkey 0x1001) is in [ufm_pkeys] pkey_range 0x1000-0x1fff"}},
+	}, func(t *testing.T) string { return fmt.Sprintf("%s\nrevision %d", readKube(t, s), revision(t, s)) })
 
 	// With no range configured, Kubernetes may use no pkey.
 	none := s.WithRules(store.Rules{})
@@ -274,7 +225,7 @@ func testKubernetesRefusals(t *testing.T, s *store.Store) {
 // readKube prints every Kubernetes pkey and member, and every network port.
 func readKube(t *testing.T, s *store.Store) string {
 	t.Helper()
-	list, err := s.KubernetesPKeys(ctxT(t))
+	list, err := s.KubernetesPKeys(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +239,7 @@ func readKube(t *testing.T, s *store.Store) string {
 
 func testKubernetesLastUpdated(t *testing.T, s *store.Store) {
 	s = kubeStore(s)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	if got, err := s.KubernetesLastUpdated(ctx); err != nil || got != nil {
 		t.Fatalf("KubernetesLastUpdated on a new database = %v, %v; want nil", got, err)
 	}
@@ -342,7 +293,7 @@ func testKubernetesLastUpdated(t *testing.T, s *store.Store) {
 
 func testKubernetesPortLimit(t *testing.T, s *store.Store) {
 	s = kubeStore(s)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	// A switch port holds three pkeys: the default partition and two others.
 	var asked [][]fabric.PKey
 	r := store.Rules{KubernetesRange: kubeRange, PortLimit: func() (store.PortCheck, error) {
@@ -393,7 +344,7 @@ func offFabricLimit(t *testing.T, s *store.Store, capacity int) *store.Store {
 // like a placed one, and the pkey that would reach it is refused, saying how
 // many pkeys the port would carry.
 func testPortLimitOffFabric(t *testing.T, s *store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	s = offFabricLimit(t, s, 4) // at most 3 pkeys: the default and two others
 	for _, g := range []uint64{guidA, 0x0002c90300000101} {
 		mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1001, limited(g))))
@@ -431,7 +382,7 @@ func testPortLimitOffFabric(t *testing.T, s *store.Store) {
 // together, sent at once: the check runs under the revision's lock against
 // what the other recorded, so one of them is refused.
 func testPortLimitConcurrent(t *testing.T, s *store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	s = offFabricLimit(t, s, 4)
 	mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1001, limited(guidA))))
 	const n = 6
@@ -479,7 +430,7 @@ func testPortLimitConcurrent(t *testing.T, s *store.Store) {
 // one side only.
 func testConcurrentNeutronKubernetesClaims(t *testing.T, s *store.Store) {
 	s = kubeStore(s)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	addNetwork(t, s, netA, 101)
 	for i := range 8 {
 		g := uint64(0x0002c90300010000) + uint64(i)

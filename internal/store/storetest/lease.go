@@ -2,10 +2,8 @@ package storetest
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -13,8 +11,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testdb"
 )
 
 // RunLease is the HA lease's suite on one database, opened once per manager
@@ -69,40 +67,19 @@ const GaleraURLsEnv = "AFM_TEST_GALERA_URLS"
 // when the test ends, and returns it as each node serves it.
 func NewGaleraDatabase(t testing.TB) []Database {
 	t.Helper()
-	urls := strings.Fields(serverURL(t, GaleraURLsEnv))
+	urls := strings.Fields(testdb.ServerURL(t, GaleraURLsEnv))
 	if len(urls) < 2 {
 		t.Fatalf("%s names %d nodes; want at least 2", GaleraURLsEnv, len(urls))
 	}
-	name := "afm_test_" + randomSuffix(t)
-	dbs := make([]Database, len(urls))
-	for i, admin := range urls {
-		conn, err := config.ParseConnection(admin)
+	// Made through the first node, the database is replicated to the others.
+	name := randomName(t)
+	dbs := []Database{newServerDatabase(t, urls[0], name)}
+	for _, node := range urls[1:] {
+		db, err := testdb.On(node, name)
 		if err != nil {
 			t.Fatalf("%s: %v", GaleraURLsEnv, err)
 		}
-		if i == 0 { // replicated to the other nodes
-			db, err := sql.Open("mysql", conn.DSN)
-			if err != nil {
-				t.Fatalf("galera test server: %v", err)
-			}
-			_, err = db.Exec("CREATE DATABASE " + name)
-			db.Close()
-			if err != nil {
-				t.Fatalf("create test database: %v", err)
-			}
-			t.Cleanup(func() { dropMySQL(t, conn.DSN, name) })
-		}
-		cfg, err := mysql.ParseDSN(conn.DSN)
-		if err != nil {
-			t.Fatalf("%s: %v", GaleraURLsEnv, err)
-		}
-		cfg.DBName = name
-		u, err := url.Parse(admin)
-		if err != nil {
-			t.Fatalf("%s: %v", GaleraURLsEnv, err)
-		}
-		u.Path = "/" + name
-		dbs[i] = Database{Engine: config.EngineMySQL, URL: u.String(), DSN: cfg.FormatDSN()}
+		dbs = append(dbs, db)
 	}
 	return dbs
 }
@@ -136,7 +113,7 @@ func leases(t *testing.T, s *store.Store) store.LeaseTables {
 
 func take(t *testing.T, s *store.Store, holder string, ttl time.Duration) (store.Lease, bool) {
 	t.Helper()
-	l, won, err := leases(t, s).TakeLease(ctxT(t), holder, ttl)
+	l, won, err := leases(t, s).TakeLease(t.Context(), holder, ttl)
 	if err != nil {
 		t.Fatalf("TakeLease(%s): %v", holder, err)
 	}
@@ -150,7 +127,7 @@ func takeEventually(t *testing.T, s *store.Store, holder string, ttl time.Durati
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		l, won, err := leases(t, s).TakeLease(ctxT(t), holder, ttl)
+		l, won, err := leases(t, s).TakeLease(t.Context(), holder, ttl)
 		if err == nil && won {
 			return l
 		}
@@ -180,7 +157,7 @@ func certified[T any](t *testing.T, write func() (T, error)) (T, error) {
 }
 
 func testLeaseTakeRenewRelease(t *testing.T, m []*store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	a, b := m[0], m[1]
 	la, won := take(t, a, "A", time.Minute)
 	if !won || la.Holder != "A" || !la.Held() || la.Term < 1 {
@@ -221,7 +198,7 @@ func testLeaseTakeRenewRelease(t *testing.T, m []*store.Store) {
 }
 
 func testLeaseExpiry(t *testing.T, m []*store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	a, b := m[0], m[1]
 	la, won := take(t, a, "A", time.Second)
 	if !won {
@@ -245,7 +222,7 @@ func testLeaseExpiry(t *testing.T, m []*store.Store) {
 }
 
 func testFreeze(t *testing.T, m []*store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	a, b := m[0], m[1]
 	la, _ := take(t, a, "A", 500*time.Millisecond)
 	time.Sleep(700 * time.Millisecond)
@@ -327,7 +304,7 @@ func testConcurrentTakes(t *testing.T, m []*store.Store, galera bool) {
 				continue
 			}
 			winners++
-			l, err := leases(t, m[i]).ReadLease(ctxT(t))
+			l, err := leases(t, m[i]).ReadLease(t.Context())
 			if err != nil || l.Holder != fmt.Sprintf("M%d", i) {
 				t.Fatalf("round %d: M%d won but the row says %+v, %v", round, i, l, err)
 			}
@@ -341,7 +318,7 @@ func testConcurrentTakes(t *testing.T, m []*store.Store, galera bool) {
 		case winners == 0:
 			term = takeEventually(t, m[0], "M0", time.Minute).Term
 		}
-		if ok, err := leases(t, m[0]).ReleaseLease(ctxT(t), term); err != nil || !ok {
+		if ok, err := leases(t, m[0]).ReleaseLease(t.Context(), term); err != nil || !ok {
 			t.Fatalf("release = %v, %v", ok, err)
 		}
 	}
@@ -354,7 +331,7 @@ func testConcurrentTakes(t *testing.T, m []*store.Store, galera bool) {
 // then succeed on the new holder's row, both leading with one term and every
 // write fenced by it accepting both.
 func testLeaseRestore(t *testing.T, m []*store.Store, db Database) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	a, b := m[0], m[1]
 	la, won := take(t, a, "A", 500*time.Millisecond)
 	if !won {

@@ -8,11 +8,9 @@ import (
 )
 
 func TestLease(t *testing.T) {
-	for _, engine := range []string{config.EnginePostgres, config.EngineMySQL} {
-		t.Run(engine, func(t *testing.T) {
-			RunLease(t, false, func(t *testing.T) ([]*store.Store, Database) { return OpenManagersOf(t, engine, 3) })
-		})
-	}
+	onServerEngines(t, func(t *testing.T, engine string) {
+		RunLease(t, false, func(t *testing.T) ([]*store.Store, Database) { return OpenManagersOf(t, engine, 3) })
+	})
 	t.Run("galera", func(t *testing.T) { RunLease(t, true, OpenGaleraManagersOf) })
 }
 

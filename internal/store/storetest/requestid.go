@@ -19,33 +19,33 @@ func testJobsKeepRequestID(t *testing.T, s *store.Store) {
 		record          func(id string) (store.Job, error)
 	}{
 		{"create network", "0f1e2d3c4b5a69788796a5b4c3d2e1f0", store.StatusPending, func(id string) (store.Job, error) {
-			return s.RecordNetwork(ctxT(t), store.NetworkChange{Network: netSpec(netA, "vlan", "ibnet", vlanID(101)),
+			return s.RecordNetwork(t.Context(), store.NetworkChange{Network: netSpec(netA, "vlan", "ibnet", vlanID(101)),
 				Operation: store.OpCreateNetwork, CreatedBy: "test", Request: `{}`, RequestID: id})
 		}},
 		{"network with no partition", "haproxy-10.0.0.5:40112_10.0.0.1:443_6a3f", store.StatusCompleted,
 			func(id string) (store.Job, error) {
-				return s.RecordNetwork(ctxT(t), store.NetworkChange{Network: netSpec(netEth, "vlan", "ethnet", vlanID(101)),
+				return s.RecordNetwork(t.Context(), store.NetworkChange{Network: netSpec(netEth, "vlan", "ethnet", vlanID(101)),
 					Operation: store.OpCreateNetwork, CreatedBy: "test", Request: `{}`, RequestID: id})
 			}},
 		{"add port", longest, store.StatusPending, func(id string) (store.Job, error) {
 			c := boundPort("p1", netA, guidA, "h1")
 			c.Operation, c.RequestID = store.OpAddPort, id
-			return s.RecordPort(ctxT(t), c)
+			return s.RecordPort(t.Context(), c)
 		}},
 		{"port of an unknown network", "req-unknown-network", store.StatusCompleted, func(id string) (store.Job, error) {
-			return s.RecordPort(ctxT(t), store.PortChange{Port: store.Port{ID: "px", NetworkID: netGone},
+			return s.RecordPort(t.Context(), store.PortChange{Port: store.Port{ID: "px", NetworkID: netGone},
 				Operation: store.OpUpdatePort, CreatedBy: "test", Request: `{}`, RequestID: id})
 		}},
 		{"remove port", "req-remove-port", store.StatusPending, func(id string) (store.Job, error) {
-			return s.RemovePort(ctxT(t), store.PortRemoval{PortID: "p1", CreatedBy: "test", Request: `{}`, RequestID: id})
+			return s.RemovePort(t.Context(), store.PortRemoval{PortID: "p1", CreatedBy: "test", Request: `{}`, RequestID: id})
 		}},
 		{"remove network", "req-remove-network", store.StatusPending, func(id string) (store.Job, error) {
-			return s.RemoveNetwork(ctxT(t), store.NetworkRemoval{NetworkID: netA, CreatedBy: "test", Request: `{}`,
+			return s.RemoveNetwork(t.Context(), store.NetworkRemoval{NetworkID: netA, CreatedBy: "test", Request: `{}`,
 				RequestID: id})
 		}},
 		// A change that comes from no request (a tool, a test) has none.
 		{"no request", "", store.StatusPending, func(id string) (store.Job, error) {
-			return s.RecordNetwork(ctxT(t), store.NetworkChange{Network: netSpec(netB, "vlan", "ibnet", vlanID(102)),
+			return s.RecordNetwork(t.Context(), store.NetworkChange{Network: netSpec(netB, "vlan", "ibnet", vlanID(102)),
 				Operation: store.OpCreateNetwork, CreatedBy: "test", Request: `{}`, RequestID: id})
 		}},
 	}
@@ -58,7 +58,7 @@ func testJobsKeepRequestID(t *testing.T, s *store.Store) {
 			t.Errorf("%s: recorded job has status %q and request ID %q, want %q and %q",
 				c.name, j.Status, j.RequestID, c.status, c.requestID)
 		}
-		got, err := s.GetJob(ctxT(t), j.ID)
+		got, err := s.GetJob(t.Context(), j.ID)
 		if err != nil {
 			t.Fatalf("%s: GetJob(%d): %v", c.name, j.ID, err)
 		}

@@ -11,7 +11,7 @@ import (
 // testJobRetention: finished jobs older than the retention go, in batches;
 // newer ones and open ones, however old, stay.
 func testJobRetention(t *testing.T, s *store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	now := time.Now().UTC()
 	const retention = 7 * 24 * time.Hour
 	day := 24 * time.Hour

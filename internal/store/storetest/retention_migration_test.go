@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/pressly/goose/v3"
-
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 )
 
 // TestRetentionIndexMigration: a database of schema version 7 with finished
@@ -16,22 +14,9 @@ import (
 // goes down (the index gone, the rows kept) and up again.
 func TestRetentionIndexMigration(t *testing.T) {
 	atVersion(t, 7, func(ctx context.Context, t *testing.T, d Database, db *sql.DB, p *goose.Provider) {
-		indexes := func() int {
-			t.Helper()
-			q := map[string]string{
-				config.EngineSQLite:   `SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'jobs_status_finished_at'`,
-				config.EnginePostgres: `SELECT count(*) FROM pg_indexes WHERE indexname = 'jobs_status_finished_at'`,
-				config.EngineMySQL: `SELECT count(DISTINCT index_name) FROM information_schema.statistics
-				WHERE table_schema = DATABASE() AND index_name = 'jobs_status_finished_at'`,
-			}[d.Engine]
-			var n int
-			if err := db.QueryRowContext(ctx, q).Scan(&n); err != nil {
-				t.Fatalf("count the retention index: %v", err)
-			}
-			return n
-		}
+		m := indexMigration{7, `'jobs_status_finished_at'`, 1}
 		s := OpenDatabase(t, d) // migrates to the latest version
-		if n := indexes(); n != 1 {
+		if n := m.count(ctx, t, d, db); n != m.want {
 			t.Fatalf("after the upgrade: %d retention indexes, want 1", n)
 		}
 		j := addNetwork(t, s, netA, 101)
@@ -51,21 +36,6 @@ func TestRetentionIndexMigration(t *testing.T) {
 		if n, err := s.DeleteExpiredApplies(ctx, term, 7*24*time.Hour); err != nil || n != 1 {
 			t.Errorf("DeleteExpiredApplies after the upgrade = %d, %v; want 1", n, err)
 		}
-		if _, err := p.DownTo(ctx, 7); err != nil {
-			t.Fatalf("migrate down to version 7: %v", err)
-		}
-		if n := indexes(); n != 0 {
-			t.Errorf("after 00009's down: %d retention indexes, want none", n)
-		}
-		var n int
-		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM applies`).Scan(&n); err != nil || n != 1 {
-			t.Errorf("after 00009's down: %d applies, %v; want the one kept", n, err)
-		}
-		if _, err := p.Up(ctx); err != nil {
-			t.Fatalf("migrate up again: %v", err)
-		}
-		if n := indexes(); n != 1 {
-			t.Errorf("after 00009 up again: %d retention indexes, want 1", n)
-		}
+		m.downAndUp(ctx, t, d, db, p, "applies")
 	})
 }

@@ -45,7 +45,7 @@ func vlanID(v int64) *int64 { return &v }
 
 func recordNetwork(s *store.Store, t *testing.T, spec store.NetworkSpec) (store.Job, error) {
 	t.Helper()
-	return s.RecordNetwork(ctxT(t), store.NetworkChange{Network: spec, Operation: store.OpUpdateNetwork,
+	return s.RecordNetwork(t.Context(), store.NetworkChange{Network: spec, Operation: store.OpUpdateNetwork,
 		CreatedBy: "test", Request: `{}`})
 }
 
@@ -65,7 +65,7 @@ func boundPort(id, network string, g uint64, host string) store.PortChange {
 
 func mustPort(t *testing.T, s *store.Store, c store.PortChange) store.Job {
 	t.Helper()
-	j, err := s.RecordPort(ctxT(t), c)
+	j, err := s.RecordPort(t.Context(), c)
 	if err != nil {
 		t.Fatalf("RecordPort(%s): %v", c.Port.ID, err)
 	}
@@ -83,11 +83,11 @@ type state struct {
 
 func readState(t *testing.T, s *store.Store, portIDs ...string) state {
 	t.Helper()
-	snap, err := s.Snapshot(ctxT(t))
+	snap, err := s.Snapshot(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := s.CountJobsByStatus(ctxT(t))
+	jobs, err := s.CountJobsByStatus(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func readPorts(t *testing.T, s *store.Store, ids ...string) []string {
 	t.Helper()
 	var out []string
 	for _, id := range ids {
-		p, err := s.GetPort(ctxT(t), id)
+		p, err := s.GetPort(t.Context(), id)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			out = append(out, id+":absent")
@@ -128,7 +128,7 @@ func readPorts(t *testing.T, s *store.Store, ids ...string) []string {
 
 func members(t *testing.T, s *store.Store) map[fabric.GUID]string {
 	t.Helper()
-	snap, err := s.Snapshot(ctxT(t))
+	snap, err := s.Snapshot(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +137,38 @@ func members(t *testing.T, s *store.Store) map[fabric.GUID]string {
 		out[m.GUID] = m.NetworkID
 	}
 	return out
+}
+
+// refusal is a request that a rule must refuse with a RejectedError whose
+// reason mentions each of mention.
+type refusal struct {
+	name    string
+	do      func() error
+	mention []string
+}
+
+// assertRefused runs each refusal as a subtest: it must be refused, and what
+// read reads must be the same after it as before.
+func assertRefused(t *testing.T, refusals []refusal, read func(t *testing.T) string) {
+	t.Helper()
+	for _, tc := range refusals {
+		t.Run(tc.name, func(t *testing.T) {
+			before := read(t)
+			err := tc.do()
+			var rej *store.RejectedError
+			if !errors.As(err, &rej) {
+				t.Errorf("error = %v, want a RejectedError", err)
+			}
+			for _, m := range tc.mention {
+				if rej != nil && !strings.Contains(rej.Reason, m) {
+					t.Errorf("reason %q does not mention %q", rej.Reason, m)
+				}
+			}
+			if after := read(t); after != before {
+				t.Errorf("a refused request changed the state:\nbefore %s\nafter  %s", before, after)
+			}
+		})
+	}
 }
 
 // testRejectionsChangeNothing: each 400 rule refuses its request with a
@@ -150,7 +182,6 @@ func testRejectionsChangeNothing(t *testing.T, s *store.Store) {
 	mustNetwork(t, s, netSpec(netFlat2, "flat", "ibnet", nil))
 	mustPort(t, s, boundPort("p1", netA, guidA, "h1"))
 	mustPort(t, s, boundPort("pf", netFlat, guidB, "h2"))
-	ports := []string{"p1", "pf", "p2"}
 
 	noClientID := boundPort("p2", netA, 0, "h3")
 	noClientID.Port.GUID = nil
@@ -158,81 +189,36 @@ func testRejectionsChangeNothing(t *testing.T, s *store.Store) {
 	badClientID.Port.GUID, badClientID.ClientIDError = nil, errors.New(`client-id "24:8a:07": 3 octets, want at least 9`)
 	embeddedBad := boundPort("p2", netGone, guidC, "h3")
 	embeddedBad.Network = &store.NetworkSpec{ID: netGone, Type: "vlan", PhysicalNetwork: "ibnet", SegmentationID: vlanID(101)}
-
-	tests := []struct {
-		name    string
-		do      func() error
-		mention []string
-	}{
-		{"bound port without client-id", func() error { _, err := s.RecordPort(ctxT(t), noClientID); return err },
-			[]string{"p2", "no usable client-id", "mechanism_drivers"}},
-		{"port with unusable client-id", func() error { _, err := s.RecordPort(ctxT(t), badClientID); return err },
-			[]string{"p2", "24:8a:07", "client-id"}},
-		{"port with client-id on unknown network", func() error {
-			_, err := s.RecordPort(ctxT(t), boundPort("p2", netGone, guidC, "h3"))
-			return err
-		}, []string{"p2", netGone, "unknown"}},
-		{"port whose embedded network takes a used VLAN ID", func() error { _, err := s.RecordPort(ctxT(t), embeddedBad); return err },
-			[]string{netGone, "VLAN ID 101", netA}},
-		{"network on another network's VLAN ID", func() error {
-			_, err := recordNetwork(s, t, netSpec(netEth, "vlan", "ibnet", vlanID(101)))
-			return err
-		}, []string{netEth, "VLAN ID 101", netA}},
+	port := func(c store.PortChange) func() error {
+		return func() error { _, err := s.RecordPort(t.Context(), c); return err }
+	}
+	network := func(vlan *int64) func() error {
+		return func() error { _, err := recordNetwork(s, t, netSpec(netEth, "vlan", "ibnet", vlan)); return err }
+	}
+	assertRefused(t, []refusal{
+		{"bound port without client-id", port(noClientID), []string{"p2", "no usable client-id", "mechanism_drivers"}},
+		{"port with unusable client-id", port(badClientID), []string{"p2", "24:8a:07", "client-id"}},
+		{"port with client-id on unknown network", port(boundPort("p2", netGone, guidC, "h3")),
+			[]string{"p2", netGone, "unknown"}},
+		{"port whose embedded network takes a used VLAN ID", port(embeddedBad), []string{netGone, "VLAN ID 101", netA}},
+		{"network on another network's VLAN ID", network(vlanID(101)), []string{netEth, "VLAN ID 101", netA}},
 		{"network moved to another network's VLAN ID", func() error {
 			_, err := recordNetwork(s, t, netSpec(netA, "vlan", "ibnet", vlanID(102)))
 			return err
 		}, []string{netA, "VLAN ID 102", netB}},
-		{"network on a static partition's pkey", func() error {
-			_, err := recordNetwork(s, t, netSpec(netEth, "vlan", "ibnet", vlanID(0x10)))
-			return err
-		}, []string{netEth, "VLAN ID 16", "static partition", "storage"}},
-		{"VLAN ID 0", func() error {
-			_, err := recordNetwork(s, t, netSpec(netEth, "vlan", "ibnet", vlanID(0)))
-			return err
-		}, []string{netEth, "VLAN ID 0", "1 to 32766"}},
-		{"VLAN ID of the default partition", func() error {
-			_, err := recordNetwork(s, t, netSpec(netEth, "vlan", "ibnet", vlanID(0x7fff)))
-			return err
-		}, []string{netEth, "VLAN ID 32767", "1 to 32766"}},
-		{"VLAN ID of the flat partition", func() error {
-			_, err := recordNetwork(s, t, netSpec(netEth, "vlan", "ibnet", vlanID(0x7ffe)))
-			return err
-		}, []string{netEth, "VLAN ID 32766", "flat_pkey"}},
-		{"VLAN network without VLAN ID", func() error {
-			_, err := recordNetwork(s, t, netSpec(netEth, "vlan", "ibnet", nil))
-			return err
-		}, []string{netEth, "segmentation_id"}},
-		{"GUID in another VLAN network's partition", func() error {
-			_, err := s.RecordPort(ctxT(t), boundPort("p2", netB, guidA, "h3"))
-			return err
-		}, []string{"p2", "0x248a070300b1c2d4", netA, "only one network"}},
-		{"GUID in the flat partition, port on a VLAN network", func() error {
-			_, err := s.RecordPort(ctxT(t), boundPort("p2", netA, guidB, "h3"))
-			return err
-		}, []string{"p2", "0xfa163e00005b7c1d", netFlat, "only one network"}},
-		{"GUID in another flat network", func() error {
-			_, err := s.RecordPort(ctxT(t), boundPort("p2", netFlat2, guidB, "h3"))
-			return err
-		}, []string{"p2", "0xfa163e00005b7c1d", netFlat, "only one network"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			before := readState(t, s, ports...)
-			err := tc.do()
-			var rej *store.RejectedError
-			if !errors.As(err, &rej) {
-				t.Fatalf("error = %v, want a RejectedError", err)
-			}
-			for _, m := range tc.mention {
-				if !strings.Contains(rej.Reason, m) {
-					t.Errorf("reason %q does not mention %q", rej.Reason, m)
-				}
-			}
-			if after := readState(t, s, ports...); fmt.Sprint(after) != fmt.Sprint(before) {
-				t.Errorf("a refused request changed the state:\nbefore %+v\nafter  %+v", before, after)
-			}
-		})
-	}
+		{"network on a static partition's pkey", network(vlanID(0x10)),
+			[]string{netEth, "VLAN ID 16", "static partition", "storage"}},
+		{"VLAN ID 0", network(vlanID(0)), []string{netEth, "VLAN ID 0", "1 to 32766"}},
+		{"VLAN ID of the default partition", network(vlanID(0x7fff)), []string{netEth, "VLAN ID 32767", "1 to 32766"}},
+		{"VLAN ID of the flat partition", network(vlanID(0x7ffe)), []string{netEth, "VLAN ID 32766", "flat_pkey"}},
+		{"VLAN network without VLAN ID", network(nil), []string{netEth, "segmentation_id"}},
+		{"GUID in another VLAN network's partition", port(boundPort("p2", netB, guidA, "h3")),
+			[]string{"p2", "0x248a070300b1c2d4", netA, "only one network"}},
+		{"GUID in the flat partition, port on a VLAN network", port(boundPort("p2", netA, guidB, "h3")),
+			[]string{"p2", "0xfa163e00005b7c1d", netFlat, "only one network"}},
+		{"GUID in another flat network", port(boundPort("p2", netFlat2, guidB, "h3")),
+			[]string{"p2", "0xfa163e00005b7c1d", netFlat, "only one network"}},
+	}, func(t *testing.T) string { return fmt.Sprintf("%+v", readState(t, s, "p1", "pf", "p2")) })
 }
 
 // testUnmanagedNetworks: networks on other physnets or of other types, and their
@@ -262,27 +248,27 @@ func testUnmanagedNetworks(t *testing.T, s *store.Store) {
 		t.Errorf("members = %v, want none", m)
 	}
 	// The GUID an Ethernet port carried is free for an InfiniBand port.
-	if _, err := s.RecordPort(ctxT(t), boundPort("p1", netA, guidC, "h1")); err != nil {
+	if _, err := s.RecordPort(t.Context(), boundPort("p1", netA, guidC, "h1")); err != nil {
 		t.Errorf("GUID of an unmanaged port: %v", err)
 	}
 	// Known unmanaged objects are removed with a completed job.
-	if j, err := s.RemovePort(ctxT(t), store.PortRemoval{PortID: "pe"}); err != nil || j.Status != store.StatusCompleted {
+	if j, err := s.RemovePort(t.Context(), store.PortRemoval{PortID: "pe"}); err != nil || j.Status != store.StatusCompleted {
 		t.Errorf("RemovePort(unmanaged) = %+v, %v", j, err)
 	}
-	if j, err := s.RemoveNetwork(ctxT(t), store.NetworkRemoval{NetworkID: netEth, CreatedBy: "test", Request: "{}"}); err != nil || j.Status != store.StatusCompleted {
+	if j, err := s.RemoveNetwork(t.Context(), store.NetworkRemoval{NetworkID: netEth, CreatedBy: "test", Request: "{}"}); err != nil || j.Status != store.StatusCompleted {
 		t.Errorf("RemoveNetwork(unmanaged) = %+v, %v", j, err)
 	}
 	// A port without client-id on a network never announced is not ours either.
 	before := revision(t, s)
 	c := boundPort("pv", netGone, 0, "h1")
 	c.Port.GUID = nil
-	if j, err := s.RecordPort(ctxT(t), c); err != nil || j.Status != store.StatusCompleted {
+	if j, err := s.RecordPort(t.Context(), c); err != nil || j.Status != store.StatusCompleted {
 		t.Errorf("port without client-id on an unknown network = %+v, %v", j, err)
 	}
 	if got := readPorts(t, s, "pv"); got[0] != "pv:absent" || revision(t, s) != before {
 		t.Errorf("port on an unknown network was recorded: %v", got)
 	}
-	if _, err := s.RemovePort(ctxT(t), store.PortRemoval{PortID: "pv"}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.RemovePort(t.Context(), store.PortRemoval{PortID: "pv"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("RemovePort(never recorded) = %v, want ErrNotFound", err)
 	}
 }
@@ -295,7 +281,7 @@ func testNetworkChanges(t *testing.T, s *store.Store) {
 	mustPort(t, s, boundPort("p1", netA, guidA, "h1"))
 	rev := revision(t, s)
 	j := mustNetwork(t, s, netSpec(netA, "vlan", "ibnet", vlanID(105)))
-	snap, err := s.Snapshot(ctxT(t))
+	snap, err := s.Snapshot(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +305,7 @@ func testNetworkChanges(t *testing.T, s *store.Store) {
 	mustPort(t, s, boundPort("p1", netA, guidA, "h1"))
 	// VLAN -> flat: the member moves to the flat partition.
 	mustNetwork(t, s, netSpec(netA, "flat", "ibnet", nil))
-	snap, _ = s.Snapshot(ctxT(t))
+	snap, _ = s.Snapshot(t.Context())
 	flat := slices.IndexFunc(snap.Networks, func(n store.Network) bool { return n.ID == netA })
 	if flat < 0 || snap.Networks[flat].PKey != nil || snap.Networks[flat].Type != "flat" || members(t, s)[fabric.GUID(guidA)] != netA {
 		t.Errorf("VLAN -> flat: snapshot %+v", snap)
@@ -377,26 +363,26 @@ func testPortDeleteByBody(t *testing.T, s *store.Store) {
 	mustPort(t, s, boundPort("p1", netA, guidA, "h1"))
 	mustPort(t, s, boundPort("p1", netA, guidC, "h1")) // a later PUT moved it to guidC
 	rev := revision(t, s)
-	j, err := s.RemovePort(ctxT(t), store.PortRemoval{PortID: "p1", GUID: guid(guidA)})
+	j, err := s.RemovePort(t.Context(), store.PortRemoval{PortID: "p1", GUID: guid(guidA)})
 	if err != nil || j.Status != store.StatusCompleted || revision(t, s) != rev || members(t, s)[fabric.GUID(guidC)] != netA {
 		t.Errorf("stale DELETE: job %+v, %v; members %v", j, err, members(t, s))
 	}
 	// Migration race: a new port of the same network takes the GUID; the old
 	// port stays without it, and its DELETE leaves the GUID with the new one.
-	if _, err := s.RecordPort(ctxT(t), boundPort("p2", netA, guidC, "h2")); err != nil {
+	if _, err := s.RecordPort(t.Context(), boundPort("p2", netA, guidC, "h2")); err != nil {
 		t.Fatal(err)
 	}
 	if got := readPorts(t, s, "p1", "p2"); !strings.Contains(got[0], "no-guid") || !strings.Contains(got[1], "0x0002c90300001039") {
 		t.Errorf("after the take-over: %v", got)
 	}
-	if _, err := s.RemovePort(ctxT(t), store.PortRemoval{PortID: "p1", GUID: guid(guidC)}); err != nil {
+	if _, err := s.RemovePort(t.Context(), store.PortRemoval{PortID: "p1", GUID: guid(guidC)}); err != nil {
 		t.Fatal(err)
 	}
 	if got := readPorts(t, s, "p1")[0]; got != "p1:absent" || members(t, s)[fabric.GUID(guidC)] != netA {
 		t.Errorf("DELETE of the old port: %s, members %v", got, members(t, s))
 	}
 	// Migration in order: DELETE from the old host, then the re-add: the GUID is in.
-	j, err = s.RemovePort(ctxT(t), store.PortRemoval{PortID: "p2", GUID: guid(guidC)})
+	j, err = s.RemovePort(t.Context(), store.PortRemoval{PortID: "p2", GUID: guid(guidC)})
 	if err != nil || j.Status != store.StatusPending || len(members(t, s)) != 0 {
 		t.Fatalf("DELETE: %+v, %v, members %v", j, err, members(t, s))
 	}

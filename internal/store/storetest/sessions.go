@@ -3,9 +3,7 @@ package storetest
 import (
 	"context"
 	"database/sql"
-	"net/url"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,15 +11,6 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 )
-
-// Name is db's database on its server (a server engine's).
-func (db Database) Name() string {
-	u, err := url.Parse(db.URL)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimPrefix(u.Path, "/")
-}
 
 // EndSessions ends every session that the user of adminURL (an
 // AFM_TEST_*_URL: the manager's user) has in database, as a server restart

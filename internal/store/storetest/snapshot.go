@@ -12,10 +12,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
-var snapshotTests = []struct {
-	name string
-	fn   func(t *testing.T, s *store.Store)
-}{
+var snapshotTests = []storeTest{
 	{"IncrementalSnapshotIsTheFullOne", testIncrementalSnapshot},
 	{"IncrementalSnapshotReadsWhatChanged", testIncrementalSnapshotReads},
 }
@@ -64,7 +61,7 @@ func (w ChangeWorld) Networks(t *testing.T, s *store.Store) {
 // Change makes one random change through s; refusals are part of the
 // sequence.
 func (w ChangeWorld) Change(t *testing.T, s *store.Store, r *rand.Rand) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	pick := func(n int) int { return r.IntN(n) }
 	g := func() *fabric.GUID {
 		if pick(6) == 0 {
@@ -144,7 +141,7 @@ func testIncrementalSnapshot(t *testing.T, s *store.Store) {
 	w := NewChangeWorld()
 	w.Networks(t, s)
 	var cache store.SnapshotCache
-	ctx := ctxT(t)
+	ctx := t.Context()
 	var reread, kube, most int
 	defer func() {
 		t.Logf("reads that read networks again: %d, the Kubernetes pkeys: %d; most members: %d", reread, kube, most)
@@ -202,7 +199,7 @@ func testIncrementalSnapshot(t *testing.T, s *store.Store) {
 // partitions.
 func testIncrementalSnapshotReads(t *testing.T, s *store.Store) {
 	s = kubeStore(s)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	mustNetwork(t, s, netSpec(netA, "vlan", "ibnet", vlanID(101)))
 	mustNetwork(t, s, netSpec(netB, "vlan", "ibnet", vlanID(102)))
 	for i := range 20 {

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -9,10 +10,7 @@ import (
 )
 
 // statusTests cover what --status and the applier's gates read and write.
-var statusTests = []struct {
-	name string
-	fn   func(t *testing.T, s *store.Store)
-}{
+var statusTests = []storeTest{
 	{"DescribeOpenJobsIsFencedAndSparesFinishedJobs", testDescribeOpenJobs},
 	{"LeadershipNamesTheLastWinner", testLeadership},
 	{"OldestOpenJobsByStatus", testOldestOpenJobs},
@@ -21,7 +19,7 @@ var statusTests = []struct {
 // testOldestOpenJobs: the oldest Pending and Running jobs' creation times,
 // which the metrics turn into ages; no entry for a status without jobs.
 func testOldestOpenJobs(t *testing.T, s *store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	got, err := s.OldestOpenJobs(ctx)
 	if err != nil || len(got) != 0 {
 		t.Fatalf("OldestOpenJobs on an empty database = %v, %v; want none", got, err)
@@ -60,7 +58,7 @@ func testOldestOpenJobs(t *testing.T, s *store.Store) {
 }
 
 func testDescribeOpenJobs(t *testing.T, s *store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	now := time.Now().UTC()
 	done := addNetwork(t, s, netA, 101)
 	open := addNetwork(t, s, netB, 102)
@@ -137,7 +135,7 @@ func testDescribeOpenJobs(t *testing.T, s *store.Store) {
 }
 
 func testLeadership(t *testing.T, s *store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	l, err := s.Leadership(ctx)
 	if err != nil || l.Term != 0 || l.Holder != "" || l.Heartbeat != nil {
 		t.Fatalf("Leadership of a new database = %+v, %v; want term 0, no holder, no heartbeat", l, err)
@@ -166,14 +164,23 @@ func testLeadership(t *testing.T, s *store.Store) {
 	if l, err = s.Leadership(ctx); err != nil || l.Heartbeat == nil || !l.Heartbeat.After(started) {
 		t.Errorf("Leadership after a heartbeat = %+v, %v; want a heartbeat after %v", l, err, started)
 	}
-	if err := s.Heartbeat(ctx, term-1); err == nil {
-		t.Error("a heartbeat of an old term was accepted")
+	if err := s.Heartbeat(ctx, term-1); !errors.Is(err, store.ErrFenced) {
+		t.Errorf("a heartbeat of an old term = %v; want ErrFenced", err)
+	}
+	// A heartbeat that writes the time already there changes no row (MariaDB
+	// then reports none affected), yet its term is current: ending the term
+	// on it would be wrong.
+	same := clockAt(s, now.Add(time.Minute))
+	for range 2 {
+		if err := same.Heartbeat(ctx, term); err != nil {
+			t.Errorf("a heartbeat at the time already recorded: %v; want none", err)
+		}
 	}
 }
 
 func job(t *testing.T, s *store.Store, id int64) store.Job {
 	t.Helper()
-	j, err := s.GetJob(ctxT(t), id)
+	j, err := s.GetJob(t.Context(), id)
 	if err != nil {
 		t.Fatalf("GetJob(%d): %v", id, err)
 	}

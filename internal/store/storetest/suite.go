@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -14,12 +13,34 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
+// storeTest is one case of the suite: it runs on a store of its own, opened
+// on a new database of the engine under test.
+type storeTest struct {
+	name string
+	fn   func(t *testing.T, s *store.Store)
+}
+
+// databaseTests need their database as well as a store on it: to open a
+// second manager on it, restore it or end its sessions from outside.
+var databaseTests = []struct {
+	name        string
+	fn          func(t *testing.T, db Database, s *store.Store)
+	notOnSQLite bool
+}{
+	{"ConcurrentClaimsOfOneGUIDFromTwoManagers", func(t *testing.T, db Database, s *store.Store) {
+		testConcurrentGUIDClaims(t, s, OpenDatabase(t, db))
+	}, false},
+	{"JobIDsNeverRepeatAfterARestore", testJobIDsAfterRestore, false},
+	{"JobIDsNeverBelowTheHighest", testJobIDsAboveTheHighest, false},
+	// SQLite has no session to end from outside.
+	{"GroupWhoseConnectionIsKilledAppliesNone", testGroupConnectionKilled, true},
+	// SQLite's writer excludes every other while a group runs.
+	{"GroupWhoseChangeWriteFailsCommitsTheOthers", testGroupHeldWriteFails, true},
+}
+
 // Run is the compliance suite: every store behaviour, on one engine.
 func Run(t *testing.T, engine string) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, s *store.Store)
-	}{
+	tests := []storeTest{
 		{"NetworkJob", testNetworkJob},
 		{"JobsKeepTheirRequestID", testJobsKeepRequestID},
 		{"PortOnUnknownNetworkIsRejectedAndChangesNothing", testPortOnUnknownNetwork},
@@ -56,32 +77,14 @@ func Run(t *testing.T, engine string) {
 			tc.fn(t, Open(t, engine))
 		})
 	}
-	t.Run("ConcurrentClaimsOfOneGUIDFromTwoManagers", func(t *testing.T) {
-		t.Parallel()
-		db := NewDatabase(t, engine)
-		testConcurrentGUIDClaims(t, OpenDatabase(t, db), OpenDatabase(t, db))
-	})
-	t.Run("JobIDsNeverRepeatAfterARestore", func(t *testing.T) {
-		t.Parallel()
-		db := NewDatabase(t, engine)
-		testJobIDsAfterRestore(t, db, OpenDatabase(t, db))
-	})
-	t.Run("JobIDsNeverBelowTheHighest", func(t *testing.T) {
-		t.Parallel()
-		db := NewDatabase(t, engine)
-		testJobIDsAboveTheHighest(t, db, OpenDatabase(t, db))
-	})
-	if engine != config.EngineSQLite { // SQLite has no session to end from outside
-		t.Run("GroupWhoseConnectionIsKilledAppliesNone", func(t *testing.T) {
+	for _, tc := range databaseTests {
+		if tc.notOnSQLite && engine == config.EngineSQLite {
+			continue
+		}
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			db := NewDatabase(t, engine)
-			testGroupConnectionKilled(t, db, OpenDatabase(t, db))
-		})
-		// SQLite's writer excludes every other while a group runs.
-		t.Run("GroupWhoseChangeWriteFailsCommitsTheOthers", func(t *testing.T) {
-			t.Parallel()
-			db := NewDatabase(t, engine)
-			testGroupHeldWriteFails(t, db, OpenDatabase(t, db))
+			tc.fn(t, db, OpenDatabase(t, db))
 		})
 	}
 }
@@ -91,13 +94,6 @@ const (
 	netB = "0c4e2a1d-1111-4a7b-8c9d-0e1f2a3b4c5d"
 )
 
-func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func pkey(v uint16) *fabric.PKey { p := fabric.PKey(v); return &p }
 func guid(v uint64) *fabric.GUID { g := fabric.GUID(v); return &g }
 func vlanNetwork(id string, vlan int64) store.NetworkSpec {
 	return store.NetworkSpec{ID: id, Name: "net " + id[:8], Type: "vlan", PhysicalNetwork: "ibnet", SegmentationID: &vlan}
@@ -105,7 +101,7 @@ func vlanNetwork(id string, vlan int64) store.NetworkSpec {
 
 func addNetwork(t *testing.T, s *store.Store, id string, vlan int64) store.Job {
 	t.Helper()
-	j, err := s.RecordNetwork(ctxT(t), store.NetworkChange{Network: vlanNetwork(id, vlan),
+	j, err := s.RecordNetwork(t.Context(), store.NetworkChange{Network: vlanNetwork(id, vlan),
 		Operation: store.OpCreateNetwork, CreatedBy: "test", Request: `{}`})
 	if err != nil {
 		t.Fatalf("RecordNetwork: %v", err)
@@ -115,14 +111,27 @@ func addNetwork(t *testing.T, s *store.Store, id string, vlan int64) store.Job {
 
 func addPort(t *testing.T, s *store.Store, id, network string, g uint64) (store.Job, error) {
 	t.Helper()
-	return s.RecordPort(ctxT(t), store.PortChange{
+	return s.RecordPort(t.Context(), store.PortChange{
 		Port:      store.Port{ID: id, NetworkID: network, GUID: guid(g), Host: "h1"},
 		Operation: store.OpAddPort, CreatedBy: "test", Request: `{"id":"` + id + `"}`})
 }
 
+// wantRefused fails the test unless err is a RejectedError and the revision
+// is still rev, as it was before the refused request.
+func wantRefused(t *testing.T, s *store.Store, err error, rev int64) {
+	t.Helper()
+	var rej *store.RejectedError
+	if !errors.As(err, &rej) {
+		t.Fatalf("error = %v, want RejectedError", err)
+	}
+	if r := revision(t, s); r != rev {
+		t.Errorf("revision = %d after a rejected request, want %d", r, rev)
+	}
+}
+
 func revision(t *testing.T, s *store.Store) int64 {
 	t.Helper()
-	r, err := s.Revision(ctxT(t))
+	r, err := s.Revision(t.Context())
 	if err != nil {
 		t.Fatalf("Revision: %v", err)
 	}
@@ -142,7 +151,7 @@ func testNetworkJob(t *testing.T, s *store.Store) {
 	if j.StartedAt != nil || j.FinishedAt != nil {
 		t.Errorf("a new job has start/finish times: %+v", j)
 	}
-	got, err := s.GetJob(ctxT(t), j.ID)
+	got, err := s.GetJob(t.Context(), j.ID)
 	if err != nil || got.ID != j.ID || got.Description != j.Description {
 		t.Fatalf("GetJob = %+v, %v", got, err)
 	}
@@ -150,7 +159,7 @@ func testNetworkJob(t *testing.T, s *store.Store) {
 	if j2.ID <= j.ID || j2.Revision != 2 {
 		t.Errorf("second job id %d revision %d after id %d", j2.ID, j2.Revision, j.ID)
 	}
-	if _, err := s.GetJob(ctxT(t), j2.ID+1000); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.GetJob(t.Context(), j2.ID+1000); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("GetJob(unknown) error = %v, want ErrNotFound", err)
 	}
 }
@@ -158,18 +167,12 @@ func testNetworkJob(t *testing.T, s *store.Store) {
 func testPortOnUnknownNetwork(t *testing.T, s *store.Store) {
 	addNetwork(t, s, netA, 101)
 	_, err := addPort(t, s, "p1", netB, 0x0002c90300000101)
-	var rej *store.RejectedError
-	if !errors.As(err, &rej) {
-		t.Fatalf("error = %v, want RejectedError", err)
-	}
-	if r := revision(t, s); r != 1 {
-		t.Errorf("revision = %d after a rejected request, want 1", r)
-	}
-	snap, err := s.Snapshot(ctxT(t))
+	wantRefused(t, s, err, 1)
+	snap, err := s.Snapshot(t.Context())
 	if err != nil || len(snap.Members) != 0 {
 		t.Errorf("snapshot members = %v, %v", snap.Members, err)
 	}
-	counts, err := s.CountJobsByStatus(ctxT(t))
+	counts, err := s.CountJobsByStatus(t.Context())
 	if err != nil || counts[store.StatusPending] != 1 || len(counts) != 1 {
 		t.Errorf("jobs by status = %v, %v; want only the network's job", counts, err)
 	}
@@ -188,7 +191,7 @@ func testPortMembership(t *testing.T, s *store.Store) {
 	if _, err := addPort(t, s, "p1", netA, 0x248a070300b1c2d4); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := s.Snapshot(ctxT(t))
+	snap, err := s.Snapshot(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,21 +211,15 @@ func testGUIDTaken(t *testing.T, s *store.Store) {
 		t.Fatal(err)
 	}
 	_, err := addPort(t, s, "p2", netB, 0x0002c90300000101)
-	var rej *store.RejectedError
-	if !errors.As(err, &rej) {
-		t.Fatalf("error = %v, want RejectedError", err)
-	}
-	if r := revision(t, s); r != 3 {
-		t.Errorf("revision = %d, want 3", r)
-	}
+	wantRefused(t, s, err, 3)
 }
 
 func testRemoveUnknown(t *testing.T, s *store.Store) {
 	addNetwork(t, s, netA, 101)
-	if _, err := s.RemovePort(ctxT(t), store.PortRemoval{PortID: "nope", CreatedBy: "test", Request: "{}"}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.RemovePort(t.Context(), store.PortRemoval{PortID: "nope", CreatedBy: "test", Request: "{}"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("RemovePort(unknown) = %v, want ErrNotFound", err)
 	}
-	if _, err := s.RemoveNetwork(ctxT(t), store.NetworkRemoval{NetworkID: netB, CreatedBy: "test", Request: "{}"}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.RemoveNetwork(t.Context(), store.NetworkRemoval{NetworkID: netB, CreatedBy: "test", Request: "{}"}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("RemoveNetwork(unknown) = %v, want ErrNotFound", err)
 	}
 	if r := revision(t, s); r != 1 {
@@ -241,15 +238,15 @@ func testRemove(t *testing.T, s *store.Store) {
 	if _, err := addPort(t, s, "p3", netB, 0x0002c90300000301); err != nil {
 		t.Fatal(err)
 	}
-	j, err := s.RemovePort(ctxT(t), store.PortRemoval{PortID: "p1", CreatedBy: "test", Request: "{}"})
+	j, err := s.RemovePort(t.Context(), store.PortRemoval{PortID: "p1", CreatedBy: "test", Request: "{}"})
 	if err != nil || j.Operation != store.OpRemovePort || j.NetworkID != netA {
 		t.Fatalf("RemovePort = %+v, %v", j, err)
 	}
-	j, err = s.RemoveNetwork(ctxT(t), store.NetworkRemoval{NetworkID: netA, CreatedBy: "test", Request: "{}"})
+	j, err = s.RemoveNetwork(t.Context(), store.NetworkRemoval{NetworkID: netA, CreatedBy: "test", Request: "{}"})
 	if err != nil || j.Operation != store.OpDeleteNetwork {
 		t.Fatalf("RemoveNetwork = %+v, %v", j, err)
 	}
-	snap, err := s.Snapshot(ctxT(t))
+	snap, err := s.Snapshot(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +262,7 @@ func testRemove(t *testing.T, s *store.Store) {
 }
 
 func testFencing(t *testing.T, s *store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	now := time.Now().UTC()
 	first := addNetwork(t, s, netA, 101)
 	second := addNetwork(t, s, netB, 102)
@@ -309,7 +306,7 @@ func testFencing(t *testing.T, s *store.Store) {
 }
 
 func testApplyRecord(t *testing.T, s *store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	if _, err := s.LastApply(ctx); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("LastApply on a new database = %v, want ErrNotFound", err)
@@ -335,7 +332,7 @@ func testApplyRecord(t *testing.T, s *store.Store) {
 }
 
 func testLock(t *testing.T, s *store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	l1, err := s.TryLock(ctx)
 	if err != nil || l1 == nil {
 		t.Fatalf("TryLock = %v, %v", l1, err)
@@ -383,7 +380,7 @@ func testConcurrentChanges(t *testing.T, s *store.Store) {
 		}
 		seen[r] = true
 	}
-	snap, err := s.Snapshot(ctxT(t))
+	snap, err := s.Snapshot(t.Context())
 	if err != nil || snap.Revision != n+1 || len(snap.Members) != n {
 		t.Errorf("snapshot revision %d with %d members (%v); want %d, %d", snap.Revision, len(snap.Members), err, n+1, n)
 	}
@@ -426,7 +423,7 @@ func claimGUID(t *testing.T, managers []*store.Store, g uint64, prefix string) {
 		wg.Go(func() {
 			id := fmt.Sprintf("%sp%d", prefix, i)
 			<-start
-			j, err := s.RecordPort(ctxT(t), boundPort(id, network, g, "h1"))
+			j, err := s.RecordPort(t.Context(), boundPort(id, network, g, "h1"))
 			outcomes <- outcome{port: id, network: network, revision: j.Revision, err: err}
 		})
 	}
@@ -478,7 +475,7 @@ func claimGUID(t *testing.T, managers []*store.Store, g uint64, prefix string) {
 
 func testMigrateTwice(t *testing.T, s *store.Store) {
 	addNetwork(t, s, netA, 101)
-	if err := s.Migrate(ctxT(t)); err != nil {
+	if err := s.Migrate(t.Context()); err != nil {
 		t.Fatalf("second Migrate: %v", err)
 	}
 	if r := revision(t, s); r != 1 {
@@ -490,7 +487,7 @@ func testMigrateTwice(t *testing.T, s *store.Store) {
 // (PostgreSQL's NOTIFY reaches other processes too; SQLite and MariaDB wake
 // only this one, and other replicas poll).
 func testWake(t *testing.T, s *store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	wake := s.Wake(ctx)
 	// Drain the wake-up a listener gives when it (re)connects.
 	time.Sleep(200 * time.Millisecond)
@@ -508,17 +505,11 @@ func testWake(t *testing.T, s *store.Store) {
 
 func testVLANTaken(t *testing.T, s *store.Store) {
 	addNetwork(t, s, netA, 101)
-	_, err := s.RecordNetwork(ctxT(t), store.NetworkChange{Network: vlanNetwork(netB, 101),
+	_, err := s.RecordNetwork(t.Context(), store.NetworkChange{Network: vlanNetwork(netB, 101),
 		Operation: store.OpCreateNetwork, CreatedBy: "test", Request: `{}`})
-	var rej *store.RejectedError
-	if !errors.As(err, &rej) {
-		t.Fatalf("error = %v, want RejectedError", err)
-	}
-	if r := revision(t, s); r != 1 {
-		t.Errorf("revision = %d after a rejected request, want 1", r)
-	}
+	wantRefused(t, s, err, 1)
 	// The network itself may be sent again with its own VLAN ID.
-	if _, err := s.RecordNetwork(ctxT(t), store.NetworkChange{Network: vlanNetwork(netA, 101),
+	if _, err := s.RecordNetwork(t.Context(), store.NetworkChange{Network: vlanNetwork(netA, 101),
 		Operation: store.OpUpdateNetwork, CreatedBy: "test", Request: `{}`}); err != nil {
 		t.Errorf("updating a network with its own VLAN ID: %v", err)
 	}
@@ -533,7 +524,7 @@ func clockAt(s *store.Store, now time.Time) *store.Store {
 // OpenJobs lists the open jobs up to a revision with the GUID of a port job's
 // port; FailJob fails one of them, fenced by the term.
 func testOpenJobsAndFailOne(t *testing.T, s *store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	addNetwork(t, s, netA, 101)                              // job 1, revision 1
 	pj, err := addPort(t, s, "p1", netA, 0x0002c90300000101) // job 2, revision 2
 	if err != nil {

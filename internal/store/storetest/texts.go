@@ -16,10 +16,7 @@ import (
 // The texts the store writes, bounded on every engine (store/texts.go): a text
 // longer than its column holds (MariaDB's text: 64 KiB) is cut, never
 // refused, so that no write fails for good.
-var textTests = []struct {
-	name string
-	fn   func(t *testing.T, s *store.Store)
-}{
+var textTests = []storeTest{
 	{"LongErrorsAndDetailsAreBoundedNotRefused", testLongTexts},
 	{"TextAtItsBoundIsKeptWhole", testTextAtBound},
 	{"KubernetesJobOfManyGUIDs", testKubernetesJobOfManyGUIDs},
@@ -65,7 +62,7 @@ func checkBounded(t *testing.T, what, got, want string, limit int) {
 // apply's detail, tell waiting jobs why, and are an enforcement error's line:
 // every write succeeds and reads back bounded.
 func testLongTexts(t *testing.T, s *store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	long := pkeyErrors(2000)
 	if len(long) < 200<<10 {
 		t.Fatalf("the test's text is %d bytes: want over 200 KiB", len(long))
@@ -81,7 +78,7 @@ func testLongTexts(t *testing.T, s *store.Store) {
 	if n, err := s.DescribeOpenJobs(ctx, term, j2.Revision, long); err != nil || n != 2 {
 		t.Fatalf("DescribeOpenJobs(200 KiB) = %d, %v; want 2 jobs", n, err)
 	}
-	j := getJob(t, s, j2.ID)
+	j := job(t, s, j2.ID)
 	first, reason, _ := strings.Cut(j.Description, "\n")
 	if first != j2.Description || strings.Contains(reason, "\n") {
 		t.Errorf("description %q...: want %q, then one line", j.Description[:80], j2.Description)
@@ -91,11 +88,11 @@ func testLongTexts(t *testing.T, s *store.Store) {
 	if n, err := s.FailJob(ctx, term, j1.ID, long); err != nil || n != 1 {
 		t.Fatalf("FailJob(200 KiB) = %d, %v; want 1", n, err)
 	}
-	checkBounded(t, "FailJob's error", getJob(t, s, j1.ID).Error, long, store.MaxJobText)
+	checkBounded(t, "FailJob's error", job(t, s, j1.ID).Error, long, store.MaxJobText)
 	if n, err := s.FailJobs(ctx, term, j2.Revision, long); err != nil || n != 1 {
 		t.Fatalf("FailJobs(200 KiB) = %d, %v; want 1", n, err)
 	}
-	j = getJob(t, s, j2.ID)
+	j = job(t, s, j2.ID)
 	checkBounded(t, "FailJobs' error", j.Error, long, store.MaxJobText)
 	if j.Description != j2.Description {
 		t.Errorf("failed job's description %q, want %q", j.Description, j2.Description)
@@ -129,7 +126,7 @@ func testLongTexts(t *testing.T, s *store.Store) {
 // testTextAtBound: a text of exactly its bound, in 4-byte characters, is kept
 // whole (MariaDB counts bytes in a text); one byte more is cut.
 func testTextAtBound(t *testing.T, s *store.Store) {
-	ctx := ctxT(t)
+	ctx := t.Context()
 	j1 := addNetwork(t, s, netA, 101)
 	j2 := addNetwork(t, s, netB, 102)
 	term, err := s.NewTerm(ctx, "manager-1")
@@ -140,21 +137,21 @@ func testTextAtBound(t *testing.T, s *store.Store) {
 	if n, err := s.FailJob(ctx, term, j1.ID, exact); err != nil || n != 1 {
 		t.Fatalf("FailJob(%d bytes) = %d, %v", len(exact), n, err)
 	}
-	if got := getJob(t, s, j1.ID).Error; got != exact {
+	if got := job(t, s, j1.ID).Error; got != exact {
 		t.Errorf("error of exactly %d bytes read back as %d bytes", len(exact), len(got))
 	}
 	over := exact + "a"
 	if n, err := s.FailJob(ctx, term, j2.ID, over); err != nil || n != 1 {
 		t.Fatalf("FailJob(%d bytes) = %d, %v", len(over), n, err)
 	}
-	checkBounded(t, "error one byte over", getJob(t, s, j2.ID).Error, over, store.MaxJobText)
+	checkBounded(t, "error one byte over", job(t, s, j2.ID).Error, over, store.MaxJobText)
 }
 
 // testKubernetesJobOfManyGUIDs: ib-kubernetes adds 5,000 GUIDs in one
 // request: the change is recorded, and its job's texts are bounded.
 func testKubernetesJobOfManyGUIDs(t *testing.T, s *store.Store) {
 	s = kubeStore(s)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	members := make([]store.KubernetesMember, 5000)
 	guids := make([]string, len(members))
 	for i := range members {
@@ -171,7 +168,7 @@ func testKubernetesJobOfManyGUIDs(t *testing.T, s *store.Store) {
 	if err != nil {
 		t.Fatalf("AddKubernetesGUIDs(5,000 GUIDs): %v", err)
 	}
-	got := getJob(t, s, j.ID)
+	got := job(t, s, j.ID)
 	if got.Description != j.Description || got.Result != j.Result || got.Request != string(body) {
 		t.Errorf("job %d as recorded differs from the job returned: description %d/%d bytes, result %d/%d, request %d/%d",
 			j.ID, len(got.Description), len(j.Description), len(got.Result), len(j.Result), len(got.Request), len(body))
@@ -193,7 +190,7 @@ func testKubernetesJobOfManyGUIDs(t *testing.T, s *store.Store) {
 	if err != nil {
 		t.Fatalf("RemoveKubernetesGUIDs(5,001 GUIDs): %v", err)
 	}
-	got = getJob(t, s, j.ID)
+	got = job(t, s, j.ID)
 	checkSummary(t, "removal's description", got.Description, "Remove GUIDs 0a00000000000001, ", 5001)
 	checkSummary(t, "removal's result", got.Result, "GUIDs 0a00000000000001, ", 5000)
 	if !strings.HasSuffix(got.Result, " (nothing to remove for 0b00000000000001)") {
@@ -206,7 +203,7 @@ func testKubernetesJobOfManyGUIDs(t *testing.T, s *store.Store) {
 	if j, err = s.RecordNetwork(ctx, c); err != nil {
 		t.Fatalf("RecordNetwork with a request of %d bytes: %v", len(huge), err)
 	}
-	checkBounded(t, "request", getJob(t, s, j.ID).Request, huge, store.MaxRequest)
+	checkBounded(t, "request", job(t, s, j.ID).Request, huge, store.MaxRequest)
 	// A body's bytes are kept as sent, but for what no engine stores: a
 	// client's invalid UTF-8 (encoding/json decodes it without a word) and
 	// NUL.
@@ -214,7 +211,7 @@ func testKubernetesJobOfManyGUIDs(t *testing.T, s *store.Store) {
 	if j, err = s.RecordNetwork(ctx, c); err != nil {
 		t.Fatalf("RecordNetwork with a request of invalid UTF-8: %v", err)
 	}
-	if got := getJob(t, s, j.ID).Request; got != "{\"name\":\"caf\uFFFD \uFFFD\"}" {
+	if got := job(t, s, j.ID).Request; got != "{\"name\":\"caf\uFFFD \uFFFD\"}" {
 		t.Errorf("request of invalid UTF-8 kept as %q", got)
 	}
 }
@@ -224,7 +221,7 @@ func testKubernetesJobOfManyGUIDs(t *testing.T, s *store.Store) {
 // than its column is refused, recording nothing.
 func testLongNames(t *testing.T, s *store.Store) {
 	s = rulesStore(s)
-	ctx := ctxT(t)
+	ctx := t.Context()
 	spec := netSpec(netA, "vlan", "ibnet", vlanID(101))
 	spec.Name = strings.Repeat("é", 300) + "\x00"
 	mustNetwork(t, s, spec)
@@ -270,18 +267,9 @@ func checkSummary(t *testing.T, what, text, prefix string, total int) {
 	}
 }
 
-func getJob(t *testing.T, s *store.Store, id int64) store.Job {
-	t.Helper()
-	j, err := s.GetJob(ctxT(t), id)
-	if err != nil {
-		t.Fatalf("GetJob(%d): %v", id, err)
-	}
-	return j
-}
-
 func lastApply(t *testing.T, s *store.Store) store.Apply {
 	t.Helper()
-	a, err := s.LastApply(ctxT(t))
+	a, err := s.LastApply(t.Context())
 	if err != nil {
 		t.Fatalf("LastApply: %v", err)
 	}

@@ -54,6 +54,67 @@ func atVersion(t *testing.T, version int64, fn func(ctx context.Context, t *test
 	}
 }
 
+// downAndUp runs the migrations above version down, calls whileDown, and
+// runs them up again, as a DBA would with the goose CLI.
+func downAndUp(ctx context.Context, t *testing.T, p *goose.Provider, version int64, whileDown func()) {
+	t.Helper()
+	if _, err := p.DownTo(ctx, version); err != nil {
+		t.Fatalf("migrate down to version %d: %v", version, err)
+	}
+	whileDown()
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatalf("migrate up again: %v", err)
+	}
+}
+
+// wantRows checks that a migration kept the want rows of table.
+func wantRows(ctx context.Context, t *testing.T, db *sql.DB, table string, want int) {
+	t.Helper()
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil || n != want {
+		t.Errorf("%s: %d rows, %v; want %d", table, n, err, want)
+	}
+}
+
+// indexMigration names the migrations above version, which add the want
+// indexes named in names (SQL string literals) and change no row.
+type indexMigration struct {
+	version int64
+	names   string
+	want    int
+}
+
+// count counts m's indexes in the catalogue of d's engine.
+func (m indexMigration) count(ctx context.Context, t *testing.T, d Database, db *sql.DB) int {
+	t.Helper()
+	q := map[string]string{
+		config.EngineSQLite:   `SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN (` + m.names + `)`,
+		config.EnginePostgres: `SELECT count(*) FROM pg_indexes WHERE indexname IN (` + m.names + `)`,
+		config.EngineMySQL: `SELECT count(DISTINCT index_name) FROM information_schema.statistics
+		WHERE table_schema = DATABASE() AND index_name IN (` + m.names + `)`,
+	}[d.Engine]
+	var n int
+	if err := db.QueryRowContext(ctx, q).Scan(&n); err != nil {
+		t.Fatalf("count the indexes %s: %v", m.names, err)
+	}
+	return n
+}
+
+// downAndUp runs m down, which must drop its indexes and keep the one row of
+// table, and up again, which must add them back.
+func (m indexMigration) downAndUp(ctx context.Context, t *testing.T, d Database, db *sql.DB, p *goose.Provider, table string) {
+	t.Helper()
+	downAndUp(ctx, t, p, m.version, func() {
+		if n := m.count(ctx, t, d, db); n != 0 {
+			t.Errorf("after migrating down to version %d: %d of the indexes %s, want none", m.version, n, m.names)
+		}
+		wantRows(ctx, t, db, table, 1)
+	})
+	if n := m.count(ctx, t, d, db); n != m.want {
+		t.Errorf("after migrating up again: %d of the indexes %s, want %d", n, m.names, m.want)
+	}
+}
+
 // TestRequestIDMigration: a database of schema version 4 with a job in it
 // upgrades to the request_id column, the job reading back with none, and
 // 00005 goes down and up again as a DBA would run it with the goose CLI.
@@ -75,20 +136,13 @@ func TestRequestIDMigration(t *testing.T) {
 			t.Errorf("job recorded before request_id = %+v, want its fields and no request ID", j)
 		}
 
-		if _, err := p.DownTo(ctx, 4); err != nil {
-			t.Fatalf("migrate down to version 4: %v", err)
-		}
-		var n int
-		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM jobs`).Scan(&n); err != nil || n != 1 {
-			t.Errorf("after 00005's down: %d jobs, %v; want the one job kept", n, err)
-		}
-		var id string
-		if err := db.QueryRowContext(ctx, `SELECT request_id FROM jobs`).Scan(&id); err == nil {
-			t.Error("after 00005's down the jobs table still has request_id")
-		}
-		if _, err := p.Up(ctx); err != nil {
-			t.Fatalf("migrate up again: %v", err)
-		}
+		downAndUp(ctx, t, p, 4, func() {
+			wantRows(ctx, t, db, "jobs", 1)
+			var id string
+			if err := db.QueryRowContext(ctx, `SELECT request_id FROM jobs`).Scan(&id); err == nil {
+				t.Error("after 00005's down the jobs table still has request_id")
+			}
+		})
 	})
 }
 
@@ -102,19 +156,13 @@ func TestKubernetesMigration(t *testing.T) {
 		if _, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidB))); err != nil {
 			t.Fatalf("add GUIDs after the upgrade: %v", err)
 		}
-		if _, err := p.DownTo(ctx, 5); err != nil {
-			t.Fatalf("migrate down to version 5: %v", err)
-		}
-		var n int
-		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM networks`).Scan(&n); err != nil || n != 1 {
-			t.Errorf("after 00006's down: %d networks, %v; want the one kept", n, err)
-		}
-		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM kubernetes_pkeys`).Scan(&n); err == nil {
-			t.Error("after 00006's down kubernetes_pkeys is still there")
-		}
-		if _, err := p.Up(ctx); err != nil {
-			t.Fatalf("migrate up again: %v", err)
-		}
+		downAndUp(ctx, t, p, 5, func() {
+			wantRows(ctx, t, db, "networks", 1)
+			var n int
+			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM kubernetes_pkeys`).Scan(&n); err == nil {
+				t.Error("after 00006's down kubernetes_pkeys is still there")
+			}
+		})
 		if got, err := s.KubernetesLastUpdated(ctx); err != nil || got != nil {
 			t.Errorf("last_updated after 00006 up again = %v, %v; want nil", got, err)
 		}
@@ -130,22 +178,9 @@ func TestKubernetesMigration(t *testing.T) {
 // rows kept) and up again.
 func TestRevisionIndexMigration(t *testing.T) {
 	atVersion(t, 6, func(ctx context.Context, t *testing.T, d Database, db *sql.DB, p *goose.Provider) {
-		indexes := func() int {
-			t.Helper()
-			q := map[string]string{
-				config.EngineSQLite:   `SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN ('ports_revision', 'networks_revision')`,
-				config.EnginePostgres: `SELECT count(*) FROM pg_indexes WHERE indexname IN ('ports_revision', 'networks_revision')`,
-				config.EngineMySQL: `SELECT count(DISTINCT index_name) FROM information_schema.statistics
-				WHERE table_schema = DATABASE() AND index_name IN ('ports_revision', 'networks_revision')`,
-			}[d.Engine]
-			var n int
-			if err := db.QueryRowContext(ctx, q).Scan(&n); err != nil {
-				t.Fatalf("count the revision indexes: %v", err)
-			}
-			return n
-		}
+		m := indexMigration{6, `'ports_revision', 'networks_revision'`, 2}
 		s := rulesStore(OpenDatabase(t, d)) // migrates to the latest version
-		if n := indexes(); n != 2 {
+		if n := m.count(ctx, t, d, db); n != m.want {
 			t.Fatalf("after the upgrade: %d revision indexes, want 2", n)
 		}
 		mustNetwork(t, s, netSpec(netA, "vlan", "ibnet", vlanID(101)))
@@ -154,21 +189,6 @@ func TestRevisionIndexMigration(t *testing.T) {
 		if snap, err := s.ReadSnapshot(ctx, &cache); err != nil || len(snap.Members) != 1 {
 			t.Fatalf("ReadSnapshot after the upgrade: %+v, %v", snap, err)
 		}
-		if _, err := p.DownTo(ctx, 6); err != nil {
-			t.Fatalf("migrate down to version 6: %v", err)
-		}
-		if n := indexes(); n != 0 {
-			t.Errorf("after 00007's down: %d revision indexes, want none", n)
-		}
-		var n int
-		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM ports`).Scan(&n); err != nil || n != 1 {
-			t.Errorf("after 00007's down: %d ports, %v; want the one kept", n, err)
-		}
-		if _, err := p.Up(ctx); err != nil {
-			t.Fatalf("migrate up again: %v", err)
-		}
-		if n := indexes(); n != 2 {
-			t.Errorf("after 00007 up again: %d revision indexes, want 2", n)
-		}
+		m.downAndUp(ctx, t, d, db, p, "ports")
 	})
 }

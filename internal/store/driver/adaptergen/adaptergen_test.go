@@ -37,6 +37,12 @@ func TestGenerate(t *testing.T) {
 			wantErr: "driver.NoContext.Count: no context.Context first parameter"},
 		{name: "parameter named like the adapter's variables", args: []string{"-interfaces", "driver.Shadowing"},
 			wantErr: "driver.Shadowing.GetThing: parameter r: the adapter uses that name"},
+		{name: "parameters of one type swapped", args: []string{"-interfaces", "driver.Swapped"},
+			wantErr: "driver.Swapped.Complete: parameter 1 is term in the interface, revision in the generated method"},
+		{name: "parameter renamed", args: []string{"-interfaces", "driver.Renamed"},
+			wantErr: "driver.Renamed.GetThing: parameter 1 is name in the interface, id in the generated method"},
+		{name: "params struct without a parameter's field", args: []string{"-interfaces", "driver.ParamsField"},
+			wantErr: "driver.ParamsField.AddThing: the generated parameter ownerID has no parameter of its name in the interface (ID string, At time.Time)"},
 		{name: "no such interface", args: []string{"-interfaces", "driver.Absent"},
 			wantErr: "example.com/fixture/driver declares no interface Absent"},
 		{name: "package not imported", args: []string{"-interfaces", "store.Queries"},
@@ -122,9 +128,9 @@ func TestCommittedAdapters(t *testing.T) {
 			}
 		})
 	}
-	// PostgreSQL and MariaDB: a test that found none would check nothing.
-	if engines < 2 {
-		t.Fatalf("found %d engine packages with %q, want PostgreSQL's and MariaDB's", engines, directive)
+	// SQLite, PostgreSQL and MariaDB: a test that missed one would not check it.
+	if engines < 3 {
+		t.Fatalf("found %d engine packages with %q, want SQLite's, PostgreSQL's and MariaDB's", engines, directive)
 	}
 }
 

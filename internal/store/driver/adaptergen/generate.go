@@ -101,13 +101,14 @@ func defaultName(path string) string {
 }
 
 // canon names type e, written in file f of p, by import paths, through
-// aliases: two types are the same when their canonical names are.
-func (p *pkg) canon(f *ast.File, e ast.Expr, load func(string) (*pkg, error)) (string, error) {
+// the package's own aliases: two types are the same when their canonical
+// names are.
+func (p *pkg) canon(f *ast.File, e ast.Expr) (string, error) {
 	switch t := e.(type) {
 	case *ast.Ident:
 		if ts, ok := p.types[t.Name]; ok {
 			if ts.Assign.IsValid() {
-				return p.canon(p.typeFile[t.Name], ts.Type, load)
+				return p.canon(p.typeFile[t.Name], ts.Type)
 			}
 			return p.path + "." + t.Name, nil
 		}
@@ -121,22 +122,15 @@ func (p *pkg) canon(f *ast.File, e ast.Expr, load func(string) (*pkg, error)) (s
 		if !ok || !imported {
 			return "", fmt.Errorf("%s: %s is not a type of an imported package", p.path, render(e))
 		}
-		// An alias to another package's type is followed when that package
-		// is one this run reads (the driver, the generated one).
-		if other, err := load(path); err == nil && other != nil {
-			if ts, ok := other.types[t.Sel.Name]; ok && ts.Assign.IsValid() {
-				return other.canon(other.typeFile[t.Sel.Name], ts.Type, load)
-			}
-		}
 		return path + "." + t.Sel.Name, nil
 	case *ast.StarExpr:
-		s, err := p.canon(f, t.X, load)
+		s, err := p.canon(f, t.X)
 		return "*" + s, err
 	case *ast.ArrayType:
 		if t.Len != nil {
 			break
 		}
-		s, err := p.canon(f, t.Elt, load)
+		s, err := p.canon(f, t.Elt)
 		return "[]" + s, err
 	}
 	return "", fmt.Errorf("%s: type %s is not one adaptergen compares (a name, pointer or slice)", p.path, render(e))
@@ -406,7 +400,7 @@ func (g *generator) method(drv *pkg, drvName, name string, ft *ast.FuncType) (st
 		if i == 1 {
 			p, f = g.db, genFile
 		}
-		if c, err := p.canon(f, ps[0].typ, g.load); err != nil || c != "context.Context" {
+		if c, err := p.canon(f, ps[0].typ); err != nil || c != "context.Context" {
 			return "", fmt.Errorf("no context.Context first parameter")
 		}
 	}
@@ -439,7 +433,7 @@ func (g *generator) method(drv *pkg, drvName, name string, ft *ast.FuncType) (st
 		if i == 1 {
 			p, f = g.db, genFile
 		}
-		if c, err := p.canon(f, ps[len(ps)-1].typ, g.load); err != nil || c != "error" {
+		if c, err := p.canon(f, ps[len(ps)-1].typ); err != nil || c != "error" {
 			return "", fmt.Errorf("the last result is not an error")
 		}
 	}
@@ -485,83 +479,168 @@ func (g *generator) method(drv *pkg, drvName, name string, ft *ast.FuncType) (st
 	return b.String(), nil
 }
 
-// args are the generated method's arguments from the interface's parameters
-// want: the same, or a Params struct filled by name. direct says they are the same.
-func (g *generator) args(drv *pkg, drvFile *ast.File, want, have []param, genFile *ast.File) ([]string, bool, error) {
-	same := len(want) == len(have)
-	for i := 0; same && i < len(want); i++ {
-		w, err1 := drv.canon(drvFile, want[i].typ, g.load)
-		h, err2 := g.db.canon(genFile, have[i].typ, g.load)
-		same = err1 == nil && err2 == nil && w == h
-	}
-	if same {
-		var names []string
-		for _, p := range want {
-			names = append(names, p.name)
-		}
-		return names, true, nil
-	}
-	var st *ast.StructType
-	var stName string
-	if len(have) == 1 {
-		if id, ok := have[0].typ.(*ast.Ident); ok {
-			if ts, ok := g.db.types[id.Name]; ok {
-				st, _ = ts.Type.(*ast.StructType)
-				stName = id.Name
+// input is one value the adapter passes on: a parameter of the interface's
+// method, or a field of the params struct it takes.
+type input struct {
+	name string   // matched, without case, with the generated parameter or Params field of this name
+	typ  ast.Expr // declared in file of pkg, the driver
+	pkg  *pkg
+	file *ast.File
+	expr string // what the adapter passes: the parameter, or arg.Field
+}
+
+// inputs are the values of the interface's parameters want: each parameter,
+// or, when the method takes one struct of the driver's (a params struct, for
+// a query of many arguments), each of its fields. byName says they are a
+// params struct's fields, matched by name whatever their order.
+func (g *generator) inputs(drv *pkg, drvFile *ast.File, want []param) (in []input, byName bool) {
+	if len(want) == 1 {
+		if id, ok := want[0].typ.(*ast.Ident); ok {
+			if ts, ok := drv.types[id.Name]; ok && !ts.Assign.IsValid() {
+				if st, ok := ts.Type.(*ast.StructType); ok {
+					for _, f := range fields(st.Fields) {
+						in = append(in, input{name: f.name, typ: f.typ, pkg: drv, file: drv.typeFile[id.Name], expr: want[0].name + "." + f.name})
+					}
+					return in, true
+				}
 			}
 		}
 	}
-	if st == nil {
+	for _, p := range want {
+		in = append(in, input{name: p.name, typ: p.typ, pkg: drv, file: drvFile, expr: p.name})
+	}
+	return in, false
+}
+
+// args are the generated method's arguments from the interface's parameters
+// want, each passed to the generated parameter, or Params field, of its name
+// and type: a swapped pair of parameters of one type fails here, where the
+// compiler would take it. direct says the generated method takes the
+// interface's parameters as they are.
+func (g *generator) args(drv *pkg, drvFile *ast.File, want, have []param, genFile *ast.File) ([]string, bool, error) {
+	in, byName := g.inputs(drv, drvFile, want)
+	if st, stName := g.paramsStruct(have); st != nil {
+		fs := fields(st.Fields)
+		exprs, err := g.byName(in, fs, g.db.typeFile[stName], stName+".")
+		if err != nil {
+			return nil, false, err
+		}
+		for i, f := range fs {
+			exprs[i] = f.name + ": " + exprs[i]
+		}
+		lit := fmt.Sprintf("%s.%s{%s}", g.importAs(g.db.path, g.imports[g.db.path]), stName, strings.Join(exprs, ", "))
+		return []string{lit}, false, nil
+	}
+	if byName {
+		exprs, err := g.byName(in, have, genFile, "the generated parameter ")
+		return exprs, false, err
+	}
+	if len(in) != len(have) {
 		return nil, false, fmt.Errorf("the generated method's parameters (%s) are neither the interface's (%s) nor one Params struct",
 			list(have), list(want))
 	}
-	stFile := g.db.typeFile[stName]
+	args := make([]string, len(have))
+	for i, h := range have {
+		args[i] = in[i].expr
+		if !strings.EqualFold(in[i].name, h.name) {
+			return nil, false, fmt.Errorf("parameter %d is %s in the interface, %s in the generated method: a query's arguments "+
+				"are matched by name; name the interface's parameters as the query's, in its order", i+1, in[i].name, h.name)
+		}
+		if err := g.sameType(in[i], param{name: "the generated parameter " + h.name, typ: h.typ}, genFile); err != nil {
+			return nil, false, err
+		}
+	}
+	return args, true, nil
+}
+
+// byName is, for each of the generated method's slots (its parameters, or
+// its Params struct's fields; declared in file, named with prefix in errors),
+// the input of its name and type. Every input must fill one.
+func (g *generator) byName(in []input, slots []param, file *ast.File, prefix string) ([]string, error) {
 	used := map[string]bool{}
-	var elems []string
-	for _, f := range fields(st.Fields) {
-		var match *param
-		for i := range want {
-			if strings.EqualFold(want[i].name, f.name) {
-				match = &want[i]
-			}
-		}
+	exprs := make([]string, len(slots))
+	for i, f := range slots {
+		match := g.named(in, f.name)
 		if match == nil {
-			return nil, false, fmt.Errorf("%s.%s has no parameter of its name in the interface (%s): write the method in package %s",
-				stName, f.name, list(want), g.engine.name)
+			return nil, fmt.Errorf("%s%s has no parameter of its name in the interface (%s): write the method in package %s",
+				prefix, f.name, inputList(in), g.engine.name)
 		}
-		w, err := drv.canon(drvFile, match.typ, g.load)
-		if err != nil {
-			return nil, false, err
-		}
-		h, err := g.db.canon(stFile, f.typ, g.load)
-		if err != nil {
-			return nil, false, err
-		}
-		if w != h {
-			return nil, false, fmt.Errorf("%s.%s is %s, parameter %s is %s: write the method in package %s",
-				stName, f.name, render(f.typ), match.name, render(match.typ), g.engine.name)
+		if err := g.sameType(*match, param{name: prefix + f.name, typ: f.typ}, file); err != nil {
+			return nil, err
 		}
 		used[match.name] = true
-		elems = append(elems, f.name+": "+match.name)
+		exprs[i] = match.expr
 	}
-	for _, p := range want {
-		if !used[p.name] {
-			return nil, false, fmt.Errorf("parameter %s has no field in %s: write the method in package %s", p.name, stName, g.engine.name)
+	for _, w := range in {
+		if !used[w.name] {
+			return nil, fmt.Errorf("parameter %s is none of the generated method's (%s): write the method in package %s",
+				w.name, list(slots), g.engine.name)
 		}
 	}
-	lit := fmt.Sprintf("%s.%s{%s}", g.importAs(g.db.path, g.imports[g.db.path]), stName, strings.Join(elems, ", "))
-	return []string{lit}, false, nil
+	return exprs, nil
+}
+
+// paramsStruct is the Params struct the generated method takes as its one
+// argument, if it takes one.
+func (g *generator) paramsStruct(have []param) (*ast.StructType, string) {
+	if len(have) != 1 {
+		return nil, ""
+	}
+	if id, ok := have[0].typ.(*ast.Ident); ok {
+		if ts, ok := g.db.types[id.Name]; ok {
+			if st, ok := ts.Type.(*ast.StructType); ok {
+				return st, id.Name
+			}
+		}
+	}
+	return nil, ""
+}
+
+// named is the input named name, without case, or nil.
+func (g *generator) named(in []input, name string) *input {
+	for i := range in {
+		if strings.EqualFold(in[i].name, name) {
+			return &in[i]
+		}
+	}
+	return nil
+}
+
+// sameType fails unless input w has the type of the generated parameter, or
+// field, h (declared in genFile).
+func (g *generator) sameType(w input, h param, genFile *ast.File) error {
+	wt, err := w.pkg.canon(w.file, w.typ)
+	if err != nil {
+		return err
+	}
+	ht, err := g.db.canon(genFile, h.typ)
+	if err != nil {
+		return err
+	}
+	if wt != ht {
+		return fmt.Errorf("%s is %s, parameter %s is %s: write the method in package %s",
+			h.name, render(h.typ), w.name, render(w.typ), g.engine.name)
+	}
+	return nil
+}
+
+func inputList(in []input) string {
+	var s []string
+	for _, w := range in {
+		s = append(s, w.name+" "+render(w.typ))
+	}
+	return strings.Join(s, ", ")
 }
 
 // result is how the generated method's row (have) becomes the interface's
 // (want): the same type (same), or a conversion of the generated package's
 // struct, or slice of them, to the driver's: a format of the call.
 func (g *generator) result(drv *pkg, drvFile *ast.File, drvName string, want, have ast.Expr, genFile *ast.File) (string, bool, error) {
-	w, err := drv.canon(drvFile, want, g.load)
+	w, err := drv.canon(drvFile, want)
 	if err != nil {
 		return "", false, err
 	}
-	h, err := g.db.canon(genFile, have, g.load)
+	h, err := g.db.canon(genFile, have)
 	if err != nil {
 		return "", false, err
 	}

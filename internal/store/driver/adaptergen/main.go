@@ -2,24 +2,33 @@
 // through which the engine's sqlc-generated Queries implement the driver's
 // query interfaces (driver.Queries, driver.LeaseQueries).
 //
-// sqlc writes one models package per engine, so a query that returns a row
-// returns the engine's own struct, where the interface returns the driver's
-// (db/sqlite's, with the same fields); and sqlc's MySQL engine takes a Params
-// struct wherever a query has several arguments. Both differences are
-// mechanical, and for each interface method this writes the adapter they call
-// for:
+// The driver owns its types: its rows are plain structs of its own, and a
+// query of many arguments takes a params struct of its own. sqlc writes one
+// models package per engine, so a query that returns a row returns the
+// engine's own struct; and sqlc's MySQL engine takes a Params struct wherever
+// a query has several arguments. These differences are mechanical, and for
+// each interface method this writes the adapter they call for:
 //
 //   - a row, or a slice of rows, of the engine's models type is converted to
-//     the driver's type with a plain type conversion;
-//   - a Params struct is filled from the interface's parameters, each field
-//     from the parameter of the same name (compared without case) and type.
+//     the driver's type with a plain type conversion (which compiles only
+//     while both have the same fields);
+//   - every argument of the generated method (a parameter, or a field of its
+//     Params struct) is given the interface's parameter, or the field of the
+//     interface's params struct, of the same name (compared without case) and
+//     type.
+//
+// Arguments are matched by name as well as type: a generated method whose
+// parameters have the interface's types in another order (the query's SQL
+// names term before revision) would otherwise compile and pass one for the
+// other. A parameter whose name is not the generated one's at its position
+// fails.
 //
 // A method the engine package writes itself on the adapter type is left to it:
 // that is what truly differs between engines. A generated method whose
-// signature already is the interface's is promoted from the embedded Queries
-// and needs nothing. Any other difference fails, naming the method and what
-// differs, so that a new query's adapter is either generated or written by
-// hand, never silently missing.
+// signature, names included, already is the interface's is promoted from the
+// embedded Queries and needs nothing. Any other difference fails, naming the
+// method and what differs, so that a new query's adapter is either generated
+// or written by hand, never silently missing.
 //
 // It runs in the engine package's directory, from the package's directive
 //

@@ -66,7 +66,7 @@ func (s *Store) GetJob(ctx context.Context, id int64) (Job, error) {
 	if err != nil {
 		return Job{}, notFound(err)
 	}
-	return Job(j), nil
+	return j, nil
 }
 
 // GetPort returns port id as recorded; ErrNotFound when there is none.
@@ -165,7 +165,7 @@ func (s *Store) FinishApply(ctx context.Context, a Apply, open func(GateState) b
 	var f Finished
 	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
 		f = Finished{}
-		n, err := q.RecordApply(ctx, a.Revision, a.SHA256, a.Term, a.Outcome, a.Detail, a.StartedAt, a.FinishedAt)
+		n, err := q.RecordApply(ctx, a)
 		if err != nil {
 			return fmt.Errorf("record apply: %w", err)
 		}
@@ -226,8 +226,7 @@ func (s *Store) OpenJobs(ctx context.Context, revision int64) ([]OpenJob, error)
 // current; false otherwise.
 func (s *Store) RecordApply(ctx context.Context, a Apply) (bool, error) {
 	a = boundApply(a)
-	n, err := s.d.Queries(ctx).RecordApply(ctx, a.Revision, a.SHA256, a.Term, a.Outcome, a.Detail,
-		a.StartedAt, a.FinishedAt)
+	n, err := s.d.Queries(ctx).RecordApply(ctx, a)
 	return n == 1, err
 }
 

@@ -2,8 +2,6 @@ package partitions
 
 import (
 	"errors"
-	"fmt"
-	"unicode/utf8"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
@@ -56,29 +54,4 @@ func (c *checker) checkDefaultPartition(line string) {
 	for i := before; i < len(c.list); i++ {
 		c.list[i] = Problem{Line: 0, Reason: prefix + c.list[i].Reason}
 	}
-}
-
-// PartitionName is the name of a network's partition: "net-", its pkey in four
-// hex digits, '-' and the first 22 characters of the network ID, 31 characters
-// in all for a UUID, which is as many as OpenSM keeps. The pkey makes names
-// unique by construction (no two networks share a pkey), however alike the IDs
-// are: two UUIDs may share any prefix. A character of the ID outside
-// [A-Za-z0-9_.-] becomes '_'.
-func PartitionName(networkID string, pkey fabric.PKey) string {
-	const idChars = 31 - len("net-0000-")
-	b := make([]byte, 0, 31)
-	b = fmt.Appendf(b, "net-%04x-", uint16(pkey))
-	kept := 0
-	for _, r := range networkID {
-		if kept == idChars {
-			break
-		}
-		if r < utf8.RuneSelf && isNameByte(byte(r)) {
-			b = append(b, byte(r))
-		} else {
-			b = append(b, '_')
-		}
-		kept++
-	}
-	return string(b)
 }

@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"regexp"
-	"slices"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -15,11 +11,11 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
 
-// What the manager records about the fabric besides partitions: OpenSM's keys
-// (secrets), the switches an operator confirmed (expected_switches), and the
-// switch ports OpenSM stopped enforcing partitions on (enforcement_errors). The
-// applier's gates read the last two: no job completes while an enforcement error
-// is recorded, or while a confirmed switch is missing from OpenSM's last sweep.
+// What the manager records about pkey enforcement: the switches an operator
+// confirmed (expected_switches), and the switch ports OpenSM stopped enforcing
+// partitions on (enforcement_errors). The applier's gates read both: no job
+// completes while an enforcement error is recorded, or while a confirmed
+// switch is missing from OpenSM's last sweep.
 
 // ExpectedSwitch is a switch an operator confirmed is part of the fabric.
 type ExpectedSwitch struct {
@@ -56,73 +52,6 @@ type EnforcementError struct {
 	LastSeen            time.Time
 	Count               int64 // how many lines were recorded for it
 }
-
-// GetOrCreateSecrets returns OpenSM's keys, creating them the first time. generate
-// makes a fresh set (name -> value); whichever manager inserts a name first wins,
-// and every caller gets the values the database holds, so replicas starting
-// together agree. generate runs at every call (it should be cheap, such as random
-// numbers); a name it adds later, in a newer version, is created then. The result
-// holds every recorded secret.
-//
-// Names are lower-case words (letters, digits, '_'); values are 1 to 255
-// printable ASCII characters. No error ever quotes a value.
-func (s *Store) GetOrCreateSecrets(ctx context.Context, generate func() (map[string]string, error)) (map[string]string, error) {
-	fresh, err := generate()
-	if err != nil {
-		return nil, fmt.Errorf("generate secrets: %w", err)
-	}
-	if len(fresh) == 0 {
-		return nil, errors.New("generate secrets: no secret generated")
-	}
-	for _, name := range slices.Sorted(maps.Keys(fresh)) {
-		if err := checkSecret(name, fresh[name]); err != nil {
-			return nil, err
-		}
-	}
-	got, err := s.insertSecretsIfAbsent(ctx, fresh)
-	if err != nil {
-		return nil, fmt.Errorf("store secrets: %w", scrub(err, fresh))
-	}
-	return got, nil
-}
-
-var secretName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
-
-func checkSecret(name, value string) error {
-	if !secretName.MatchString(name) {
-		return fmt.Errorf("secret name %q: want a lower-case letter, then up to 63 letters, digits or '_'", name)
-	}
-	if len(value) == 0 || len(value) > 255 {
-		return fmt.Errorf("secret %s: value of %d characters: want 1 to 255", name, len(value))
-	}
-	for _, r := range value {
-		if r < 0x21 || r > 0x7e {
-			return fmt.Errorf("secret %s: value has a character that is not printable ASCII (value not shown)", name)
-		}
-	}
-	return nil
-}
-
-// scrub returns err with every secret value replaced: a driver may quote the
-// data of a failed statement in its error, and errors end up in logs.
-func scrub(err error, secrets map[string]string) error {
-	msg := err.Error()
-	for _, v := range secrets {
-		msg = strings.ReplaceAll(msg, v, "(not shown)")
-	}
-	return &scrubbedError{msg: msg, err: err}
-}
-
-type scrubbedError struct {
-	msg string
-	err error
-}
-
-func (e *scrubbedError) Error() string { return e.msg }
-
-// Unwrap keeps errors.Is working (context errors, for instance); print the
-// scrubbed error, not what it wraps.
-func (e *scrubbedError) Unwrap() error { return e.err }
 
 // ConfirmSwitches records switches as the fabric's whole set of switches,
 // replacing the previous set in one transaction. Each switch is given once; an
@@ -165,17 +94,20 @@ func (s *Store) ConfirmSwitches(ctx context.Context, switches []ExpectedSwitch) 
 
 // ExpectedSwitches returns the confirmed switches, by GUID.
 func (s *Store) ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error) {
-	return expectedSwitches(ctx, s.d.Queries(ctx))
+	return readRows(ctx, "expected switches", s.d.Queries(ctx).ExpectedSwitches,
+		func(r driver.ExpectedSwitch) ExpectedSwitch {
+			return ExpectedSwitch{GUID: r.Guid, Description: r.Description, ConfirmedAt: r.ConfirmedAt.UTC()}
+		})
 }
 
-func expectedSwitches(ctx context.Context, q driver.Queries) ([]ExpectedSwitch, error) {
-	rows, err := q.ExpectedSwitches(ctx)
+// readRows reads rows with read and converts each with conv; what names the
+// rows in read's error.
+func readRows[R, T any](ctx context.Context, what string, read func(context.Context) ([]R, error), conv func(R) T) ([]T, error) {
+	rows, err := read(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("expected switches: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	return driver.Convert(rows, func(r driver.ExpectedSwitch) ExpectedSwitch {
-		return ExpectedSwitch{GUID: r.Guid, Description: r.Description, ConfirmedAt: r.ConfirmedAt.UTC()}
-	}), nil
+	return driver.Convert(rows, conv), nil
 }
 
 // gateState reads what the gates need of the database, with q: in one query
@@ -216,7 +148,8 @@ func (s *Store) RecordEnforcementErrors(ctx context.Context, term int64, seen []
 	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
 		for _, e := range seen {
 			line := boundText(e.Line, MaxEnforcementLine)
-			n, err := q.UpsertEnforcementError(ctx, e.Switch, int64(e.Port), line, now, term)
+			n, err := q.UpsertEnforcementError(ctx, driver.UpsertEnforcementErrorParams{SwitchGUID: e.Switch,
+				Port: int64(e.Port), Line: line, Now: now, Term: term})
 			if err != nil {
 				return fmt.Errorf("switch port %s: %w", e.SwitchPort(), err)
 			}
@@ -263,15 +196,11 @@ func (s *Store) EnforcementErrors(ctx context.Context) ([]EnforcementError, erro
 }
 
 func enforcementErrors(ctx context.Context, q driver.Queries) ([]EnforcementError, error) {
-	rows, err := q.EnforcementErrors(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("enforcement errors: %w", err)
-	}
-	return driver.Convert(rows, func(r driver.EnforcementError) EnforcementError {
+	return readRows(ctx, "enforcement errors", q.EnforcementErrors, func(r driver.EnforcementError) EnforcementError {
 		return EnforcementError{
 			EnforcementSighting: EnforcementSighting{Switch: r.SwitchGuid, Port: int(r.Port), Line: r.Line},
 			FirstSeen:           r.FirstSeen.UTC(), LastSeen: r.LastSeen.UTC(), Count: r.Occurrences}
-	}), nil
+	})
 }
 
 // ClearEnforcementErrors forgets every recorded enforcement error and says how
@@ -282,34 +211,4 @@ func (s *Store) ClearEnforcementErrors(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("clear enforcement errors: %w", err)
 	}
 	return n, nil
-}
-
-// insertSecretsIfAbsent inserts, in one transaction, each secret whose name is
-// not recorded yet, and returns every recorded secret, read in the same
-// transaction. The names go in one order: two managers inserting the same
-// names cannot deadlock on each other's rows. An insert that meets another
-// transaction's uncommitted row of the same name waits for it, and the read
-// after the inserts sees the winner's value (PostgreSQL's READ COMMITTED
-// takes a snapshot per statement; InnoDB's REPEATABLE READ takes its snapshot
-// at the first plain read, which comes after the inserts; SQLite has one
-// writer at a time).
-func (s *Store) insertSecretsIfAbsent(ctx context.Context, secrets map[string]string) (map[string]string, error) {
-	now := s.now()
-	out := map[string]string{}
-	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
-		for _, name := range slices.Sorted(maps.Keys(secrets)) {
-			if err := q.InsertSecretIfAbsent(ctx, name, secrets[name], now); err != nil {
-				return fmt.Errorf("secret %s: %w", name, err)
-			}
-		}
-		rows, err := q.ListSecrets(ctx)
-		for _, r := range rows {
-			out[r.Name] = r.Value
-		}
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/health"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// What --status concludes, and how it says so in its exit status. It says
+// "every gate is open" only when it could check everything that holds jobs:
+// what it cannot see from this host (another host's OpenSM, its subnet dump)
+// is said as such, never taken for good news.
+
+// The exit statuses of --status (docs/status.md lists them). --status --json
+// exits 0 whenever it printed the object: its not_completing and unchecked
+// say the same.
+const (
+	exitJobsComplete = 0 // every gate is open, and everything was checked
+	exitFailed       = 1 // the command failed: configuration, database
+	exitJobsHeld     = 3 // jobs do not complete: not_completing names why
+	exitCannotTell   = 4 // nothing found holding jobs, but some could not be checked from this host
+)
+
+// exitStatus is a command's verdict that is not an error: what it printed
+// says why; main exits with code, printing nothing more.
+type exitStatus struct{ code int }
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// exitCode is the process' exit status for a command's error.
+func exitCode(err error) int {
+	var es exitStatus
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &es):
+		return es.code
+	}
+	return exitFailed
+}
+
+// statusVerdict is the exit status for s: nil when jobs complete.
+func statusVerdict(s Status) error {
+	switch {
+	case len(s.NotCompleting) > 0:
+		return exitStatus{exitJobsHeld}
+	case len(s.Unchecked) > 0:
+		return exitStatus{exitCannotTell}
+	}
+	return nil
+}
+
+// heartbeatTimeout is how old the applier's heartbeat may be before --status
+// says no manager applies, and a follower is not ready: ten of the elector's
+// checks, each of which writes the heartbeat.
+const heartbeatTimeout = 10 * electorCheckInterval
+
+// applierReason says why no manager applies, "" when one does. Without HA the
+// leadership row's heartbeat says it; with HA the lease does (leaseReasons),
+// and this only says that none ever took it.
+func applierReason(cfg *config.Config, l store.Leadership, now time.Time) string {
+	if cfg.HA.HA {
+		if l.Term == 0 {
+			return "no manager has held the applier lock yet"
+		}
+		return ""
+	}
+	why := health.LeaderGone(l, now, heartbeatTimeout)
+	if why == "" || l.Term == 0 {
+		return why
+	}
+	return "no manager applies (is one running?): " + why
+}
+
+// driverReasons judges this host's OpenSM driver, as the manager last wrote
+// it: why it holds jobs, or why it cannot be judged from here. Without HA the
+// manager's OpenSM must run for anything to apply; with HA a follower's is
+// stopped by design, so only a failing one is a reason.
+func driverReasons(cfg *config.Config, d *opensm.Status, file string) (reasons, unchecked []string) {
+	if d == nil {
+		return nil, []string{fmt.Sprintf("this host's OpenSM: no manager has run on this host (%s does not exist); "+
+			"run --status where the manager runs", file)}
+	}
+	switch {
+	case d.State == opensm.StateFailed || d.State == opensm.StateRestarting:
+		return []string{fmt.Sprintf("OpenSM on this host is %s since %s: %s",
+			d.State, d.Since.Format(time.RFC3339), d.LastError)}, nil
+	case !cfg.HA.HA && d.State != opensm.StateRunning:
+		return []string{fmt.Sprintf("OpenSM on this host is %s since %s: nothing is applied until it runs "+
+			"(is the manager running?)", d.State, d.Since.Format(time.RFC3339))}, nil
+	}
+	return nil, nil
+}
+
+// dumpHere sorts the gates' reasons: a subnet dump this host cannot open (an
+// HA follower's, or a host without OpenSM) says nothing of the gate the
+// applier evaluates on its own host, so that reason goes to unchecked.
+func dumpHere(gates []applier.GateReason, dump string) (reasons, unchecked []string) {
+	f, err := os.Open(dump)
+	if err == nil {
+		f.Close()
+		return applier.GateTexts(gates), nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) {
+		return applier.GateTexts(gates), nil
+	}
+	for _, r := range gates {
+		if r.Kind == applier.GateSwitchesUnchecked {
+			unchecked = append(unchecked, fmt.Sprintf("%s from this host: %v; run --status on the host whose "+
+				"OpenSM sweeps (the applier's)", applier.SwitchesUnchecked, err))
+			continue
+		}
+		reasons = append(reasons, r.Text)
+	}
+	return reasons, unchecked
+}

@@ -1,5 +1,0 @@
-package api
-
-import "time"
-
-func timeNow() time.Time { return time.Now().UTC() }

@@ -1,0 +1,81 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// A change that touches no partition (a network that has none before and after,
+// a port that holds no membership before and after) is recorded at the current
+// revision with its job already Completed: there is nothing for OpenSM to do.
+// Every other change takes a new revision and its job completes once OpenSM has
+// applied that revision (or a later one).
+
+// changeTx is one change, in its group's transaction, and what it has
+// decided so far.
+type changeTx struct {
+	tx
+	// later is tx with its writes held back, sent with the change's next
+	// statement (driver.ChangeTx.Later): for writes whose outcome the
+	// change does not read before its next statement.
+	later   tx
+	rev     int64
+	now     time.Time
+	noOp    bool
+	decided bool
+}
+
+// touches decides, once, whether the change touches a partition, and returns
+// the revision the change's rows carry.
+func (c *changeTx) touches(ctx context.Context, partition bool) (int64, error) {
+	if c.decided {
+		return c.rev, nil
+	}
+	c.decided = true
+	if !partition {
+		// Given back when the group ends (commitGroup).
+		c.rev--
+		c.noOp = true
+	}
+	return c.rev, nil
+}
+
+// job inserts the change's job and returns the job as it now stands, sparing
+// the caller a read of what it has just written.
+func (c *changeTx) job(ctx context.Context, j NewJob) (Job, error) {
+	j = boundJob(j)
+	j.Revision, j.Now, j.Status = c.rev, c.now, StatusPending
+	if c.noOp {
+		j.Status, j.FinishedAt = StatusCompleted, &c.now
+	}
+	id, err := c.q.InsertJob(ctx, j)
+	if err != nil {
+		return Job{}, err
+	}
+	return Job{ID: id, Revision: j.Revision, ObjectType: j.ObjectType, ObjectID: j.ObjectID,
+		NetworkID: j.NetworkID, Operation: j.Operation, Status: j.Status, Description: j.Description,
+		Result: j.Result, CreatedBy: j.CreatedBy, Request: j.Request, CreatedAt: j.Now, UpdatedAt: j.Now,
+		FinishedAt: j.FinishedAt, RequestID: j.RequestID}, nil
+}
+
+// record runs fn as one change (see change) in the lane of g (s.groups, or
+// s.kubeGroups for Kubernetes', see Lanes) and inserts the job fn describes:
+// every Neutron and Kubernetes change ends with its job, which record returns
+// as it now stands. Its error says what the change was ("record port") and of
+// which object (id).
+func (s *Store) record(ctx context.Context, g *changeGroups, what, id string, fn func(context.Context, *changeTx) (NewJob, error)) (Job, error) {
+	var job Job
+	err := s.changeIn(g, ctx, func(ctx context.Context, tx *changeTx) error {
+		j, err := fn(ctx, tx)
+		if err != nil {
+			return err
+		}
+		job, err = tx.job(ctx, j)
+		return err
+	})
+	if err != nil {
+		return Job{}, fmt.Errorf("%s %s: %w", what, id, err)
+	}
+	return job, nil
+}

@@ -1,0 +1,84 @@
+package driver
+
+import (
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
+
+// The arguments of the queries that take more than four, owned by the seam: a
+// call names each argument, so none can take another's place, and adaptergen
+// passes each field to the generated parameter (or MariaDB's Params field) of
+// its name, compared without case, and type.
+
+// InsertJobParams are InsertJob's arguments: a new job.
+type InsertJobParams struct {
+	Revision    int64
+	ObjectType  string
+	ObjectID    string
+	NetworkID   string
+	Operation   string
+	Status      string
+	Description string
+	Result      string
+	CreatedBy   string
+	Request     string
+	RequestID   string
+	Now         time.Time
+	FinishedAt  *time.Time
+}
+
+// UpsertNetworkParams are UpsertNetwork's arguments: a network as it now is.
+type UpsertNetworkParams struct {
+	ID              string
+	Name            string
+	NetworkType     string
+	PhysicalNetwork string
+	PKey            *fabric.PKey
+	Managed         bool
+	Revision        int64
+	Now             time.Time
+}
+
+// UpsertPortParams are UpsertPort's arguments: a port as it now is.
+type UpsertPortParams struct {
+	ID        string
+	NetworkID string
+	GUID      *fabric.GUID
+	Host      string
+	Revision  int64
+	Now       time.Time
+}
+
+// RecordApplyParams are RecordApply's arguments: an apply, recorded if Term
+// is still the current term.
+type RecordApplyParams struct {
+	Revision   int64
+	SHA256     string
+	Term       int64
+	Outcome    string
+	Detail     string
+	StartedAt  time.Time
+	FinishedAt time.Time
+}
+
+// UpsertKubernetesMemberParams are UpsertKubernetesMember's arguments: a
+// GUID's membership of a Kubernetes pkey.
+type UpsertKubernetesMemberParams struct {
+	PKey       fabric.PKey
+	GUID       fabric.GUID
+	Membership string
+	Index0     bool
+	Revision   int64
+	Now        time.Time
+}
+
+// UpsertEnforcementErrorParams are UpsertEnforcementError's arguments: an
+// error a switch port reported, recorded if Term is still the current term.
+type UpsertEnforcementErrorParams struct {
+	SwitchGUID string
+	Port       int64
+	Line       string
+	Now        time.Time
+	Term       int64
+}

@@ -1,0 +1,192 @@
+package driver
+
+import (
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
+
+// The rows the queries return, owned by the seam: each engine's generated
+// package has a struct of the same fields (sqlc.yaml's overrides give every
+// engine the same Go types), and its adapters (adapters_gen.go) convert it to
+// one of these with a plain type conversion, which compiles only while the
+// fields stay the same, by name, type and order. A query whose row changes
+// changes its struct here too.
+
+// Apply is one apply of the fabric's state to OpenSM (LastApply).
+type Apply struct {
+	ID         int64
+	Revision   int64
+	Sha256     string
+	Term       int64
+	Outcome    string
+	Detail     string
+	StartedAt  time.Time
+	FinishedAt time.Time
+}
+
+// EnforcementError is one pkey enforcement error a switch port reported.
+type EnforcementError struct {
+	SwitchGuid  string
+	Port        int64
+	Line        string
+	FirstSeen   time.Time
+	LastSeen    time.Time
+	Occurrences int64
+}
+
+// ExpectedSwitch is a switch confirmed to enforce pkeys.
+type ExpectedSwitch struct {
+	Guid        fabric.GUID
+	Description string
+	ConfirmedAt time.Time
+}
+
+// Job is one job, as the jobs table holds it.
+type Job struct {
+	ID          int64
+	Revision    int64
+	ObjectType  string
+	ObjectID    string
+	NetworkID   string
+	Operation   string
+	Status      string
+	Description string
+	Result      string // what is true once the job has completed
+	Error       string // why it failed
+	CreatedBy   string
+	Request     string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	StartedAt   *time.Time
+	FinishedAt  *time.Time
+	// RequestID is the ID of the API request that recorded the job (its
+	// X-Request-ID), the jobs table's request_id; last, as the column is.
+	RequestID string
+}
+
+// KubernetesMember is one GUID's membership of a Kubernetes pkey.
+type KubernetesMember struct {
+	Pkey       fabric.PKey
+	Guid       fabric.GUID
+	Membership string
+	Index0     bool
+	Revision   int64
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// KubernetesPKey is one pkey of the Kubernetes API.
+type KubernetesPKey struct {
+	Pkey      fabric.PKey
+	IpOverIb  bool
+	Revision  int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Network is one Neutron network.
+type Network struct {
+	ID              string
+	Name            string
+	NetworkType     string
+	PhysicalNetwork string
+	Pkey            *fabric.PKey
+	Revision        int64
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	Managed         bool
+}
+
+// Port is one Neutron port.
+type Port struct {
+	ID        string
+	NetworkID string
+	Guid      *fabric.GUID
+	Host      string
+	Revision  int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// CountJobsByStatusRow is CountJobsByStatus's row.
+type CountJobsByStatusRow struct {
+	Status string
+	N      int64
+}
+
+// CountMembersByNetworkRow is CountMembersByNetwork's row.
+type CountMembersByNetworkRow struct {
+	NetworkID string
+	N         int64
+}
+
+// GateSwitchesRow is GateSwitches' row: a confirmed switch with the count of
+// its recorded enforcement errors.
+type GateSwitchesRow struct {
+	Guid              fabric.GUID
+	Description       string
+	ConfirmedAt       time.Time
+	EnforcementErrors int64
+}
+
+// GetPortChangeRowsRow is GetPortChangeRows' row: a network, with the port
+// (or none: the port fields are nil) a change names.
+type GetPortChangeRowsRow struct {
+	ID              string
+	Name            string
+	NetworkType     string
+	PhysicalNetwork string
+	Pkey            *fabric.PKey
+	Managed         bool
+	Revision        int64
+	PortID          *string
+	PortNetworkID   *string
+	PortGuid        *fabric.GUID
+	PortHost        *string
+}
+
+// KubernetesStateRow is KubernetesState's row.
+type KubernetesStateRow struct {
+	ChangedRevision int64
+	AppliedRevision int64
+	LastUpdated     *time.Time
+}
+
+// LeadershipRow is Leadership's row.
+type LeadershipRow struct {
+	Term      int64
+	Holder    string
+	Heartbeat *time.Time
+}
+
+// ListSecretsRow is ListSecrets' row.
+type ListSecretsRow struct {
+	Name  string
+	Value string
+}
+
+// OpenJobsWithGUIDsRow is OpenJobsWithGUIDs' row: an open job, with the GUID
+// its port holds now (nil for a network's job).
+type OpenJobsWithGUIDsRow struct {
+	ID         int64
+	ObjectType string
+	ObjectID   string
+	NetworkID  string
+	Guid       *fabric.GUID
+}
+
+// ReadLeaseRow is the leadership row as ReadLease reads it, with the
+// database's clock (DbNow).
+type ReadLeaseRow struct {
+	Term              int64
+	Holder            string
+	Heartbeat         *time.Time
+	ExpiresAt         *time.Time
+	DbNow             time.Time
+	PreviousHolder    string
+	PreviousExpired   bool
+	Suspect           string
+	FreezeReason      string
+	UnfreezeRequested bool
+}

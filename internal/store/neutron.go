@@ -1,0 +1,468 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
+)
+
+// Neutron's changes, as networking-mlnx sends them: networks (a VLAN network
+// becomes a partition, pkey = VLAN ID) and ports (a port's GUID becomes a
+// full member of its network's partition). Each is checked against the rules
+// (rules.go), recorded in one change transaction (change.go) and answered
+// with its job.
+
+// NetworkChange is a POST or PUT of a network.
+type NetworkChange struct {
+	Network   NetworkSpec
+	Operation string // OpCreateNetwork or OpUpdateNetwork
+	CreatedBy string
+	Request   string
+	// RequestID is the API request's ID (X-Request-ID): every job the change
+	// records keeps it, so that a DBA reading a job finds the request's log lines.
+	RequestID string
+}
+
+// RecordNetwork records a network (create or update alike: both make it so). A
+// PUT may move a network to another VLAN ID (its members move with it), or
+// make it managed or not (its ports lose their GUIDs when it stops being).
+func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error) {
+	n, err := s.rules.network(c.Network)
+	if err != nil {
+		return Job{}, err
+	}
+	return s.record(ctx, s.groups, "record network", n.ID, func(ctx context.Context, tx *changeTx) (NewJob, error) {
+		before, err := tx.GetNetwork(ctx, n.ID)
+		known := err == nil
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return NewJob{}, err
+		}
+		if err := s.checkPKeyFree(ctx, tx, n); err != nil {
+			return NewJob{}, err
+		}
+		rev, err := tx.touches(ctx, n.Managed || (known && before.Managed))
+		if err != nil {
+			return NewJob{}, err
+		}
+		n.Revision = rev
+		if err := tx.UpsertNetwork(ctx, n, tx.now); err != nil {
+			return NewJob{}, err
+		}
+		if known && before.Managed && !n.Managed {
+			if _, err := tx.ClearGUIDsOfNetwork(ctx, n.ID, rev, tx.now); err != nil {
+				return NewJob{}, err
+			}
+		}
+		return NewJob{
+			ObjectType: ObjectNetwork, ObjectID: n.ID, NetworkID: n.ID, Operation: c.Operation,
+			Description: fmt.Sprintf("%s %s (%s)", verb(c.Operation), n.ID, s.rules.partitionText(n)),
+			Result:      s.networkResult(n),
+			CreatedBy:   c.CreatedBy, Request: c.Request, RequestID: c.RequestID,
+		}, nil
+	})
+}
+
+// checkPKeyFree refuses a VLAN network whose pkey another network's partition
+// uses: a second network on the same VLAN ID would merge two tenants.
+func (s *Store) checkPKeyFree(ctx context.Context, tx *changeTx, n Network) error {
+	if n.PKey == nil {
+		return nil
+	}
+	other, err := tx.GetNetworkByPKey(ctx, *n.PKey)
+	switch {
+	case errors.Is(err, ErrNotFound):
+	case err != nil:
+		return err
+	case other.ID != n.ID:
+		return rejectf("network %s: VLAN ID %d is already the partition key %s of network %s",
+			n.ID, uint16(*n.PKey), *n.PKey, other.ID)
+	}
+	// A Kubernetes pkey recorded before [ufm_pkeys] pkey_range moved (with no
+	// range, none is recorded: see membership).
+	if s.rules.KubernetesRange.Empty() {
+		return nil
+	}
+	switch _, err := tx.q.GetKubernetesPKey(ctx, *n.PKey); {
+	case err == nil:
+		return rejectf("network %s: VLAN ID %d is the partition key %s of a Kubernetes partition",
+			n.ID, uint16(*n.PKey), *n.PKey)
+	case !driver.IsNoRows(err):
+		return err
+	}
+	return nil
+}
+
+func (s *Store) networkResult(n Network) string {
+	switch {
+	case !n.Managed:
+		return fmt.Sprintf("network %s is recorded with %s", n.ID, s.rules.partitionText(n))
+	case n.PKey == nil:
+		return fmt.Sprintf("network %s shares the flat partition %s", n.ID, s.rules.flatPKey())
+	}
+	return fmt.Sprintf("partition %s of network %s is in place", *n.PKey, n.ID)
+}
+
+// NetworkRemoval is a DELETE of a network.
+type NetworkRemoval struct {
+	NetworkID string
+	CreatedBy string
+	Request   string
+	RequestID string // as in NetworkChange
+}
+
+// RemoveNetwork deletes a network, its partition and its ports.
+func (s *Store) RemoveNetwork(ctx context.Context, r NetworkRemoval) (Job, error) {
+	networkID := r.NetworkID
+	return s.record(ctx, s.groups, "remove network", networkID, func(ctx context.Context, tx *changeTx) (NewJob, error) {
+		n, err := tx.GetNetwork(ctx, networkID)
+		if err != nil {
+			return NewJob{}, err
+		}
+		if _, err := tx.touches(ctx, n.Managed); err != nil {
+			return NewJob{}, err
+		}
+		if _, err := tx.DeletePortsOfNetwork(ctx, networkID); err != nil {
+			return NewJob{}, err
+		}
+		if _, err := tx.DeleteNetwork(ctx, networkID); err != nil {
+			return NewJob{}, err
+		}
+		result := fmt.Sprintf("network %s and its ports are removed", networkID)
+		if n.Managed {
+			result = fmt.Sprintf("network %s is removed, with its ports, from its partition (%s)",
+				networkID, s.rules.partitionText(n))
+		}
+		return NewJob{
+			ObjectType: ObjectNetwork, ObjectID: networkID, NetworkID: networkID, Operation: OpDeleteNetwork,
+			Description: fmt.Sprintf("Delete network %s (%s)", networkID, s.rules.partitionText(n)),
+			Result:      result,
+			CreatedBy:   r.CreatedBy, Request: r.Request, RequestID: r.RequestID,
+		}, nil
+	})
+}
+
+// PortChange is a POST or PUT of a port.
+type PortChange struct {
+	// Port is the port as the request describes it; its GUID comes from the
+	// client-id and is nil when the port carries none.
+	Port Port
+	// ClientIDError says why the client-id the port carries is unusable.
+	ClientIDError error
+	DeviceOwner   string
+	// Network is the network embedded in the port body, if any: it defines a
+	// network the manager has not heard of (a newer driver sends it).
+	Network   *NetworkSpec
+	Operation string // OpAddPort or OpUpdatePort
+	CreatedBy string
+	Request   string
+	// RequestID is the API request's ID (X-Request-ID): every job the change
+	// records keeps it, so that a DBA reading a job finds the request's log lines.
+	RequestID string
+}
+
+// RecordPort records a port and its membership in its network's partition.
+//
+// A port on a managed network is a member when it is bound to a host and has a
+// client-id. Bound without a client-id, it is refused, unless it is one of
+// Neutron's own network ports (DHCP, routers). Unbound, it holds no membership:
+// an unbound port's deletion sends nothing, so a GUID given now could never be
+// taken back. A port on a network that is not managed never holds a GUID.
+func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
+	var embedded *Network
+	if c.Network != nil {
+		n, err := s.rules.network(*c.Network)
+		if err != nil {
+			return Job{}, err
+		}
+		embedded = &n
+	}
+	// The fabric is read now, not while the change holds the revision's lock.
+	var limit PortCheck
+	if c.Port.GUID != nil && s.rules.PortLimit != nil {
+		var err error
+		if limit, err = s.rules.PortLimit(); err != nil {
+			return Job{}, fmt.Errorf("record port %s: check its switch port's pkey table: %w", c.Port.ID, err)
+		}
+	}
+	return s.record(ctx, s.groups, "record port", c.Port.ID, func(ctx context.Context, tx *changeTx) (NewJob, error) {
+		return s.recordPort(ctx, tx, c, embedded, limit)
+	})
+}
+
+// portState is what RecordPort's change reads before it decides.
+type portState struct {
+	n          Network
+	before     *Port // the port as recorded, nil if it is not
+	holder     *Port // the port recorded with the requested GUID, if any
+	newNetwork bool  // n is the network the port embeds, recorded with it
+}
+
+// recordPort is RecordPort's change in tx: it reads the port's network and
+// the ports it may displace, applies the rules, writes, and says the job.
+func (s *Store) recordPort(ctx context.Context, tx *changeTx, c PortChange, embedded *Network, limit PortCheck) (NewJob, error) {
+	// The rules below change p (a GUID the port may not hold): each run
+	// of the change (a transaction the database aborted runs again)
+	// starts from the port as requested.
+	p := c.Port
+	st, known, err := s.readPortState(ctx, tx, c, embedded)
+	if err != nil {
+		return NewJob{}, err
+	}
+	if !known {
+		// Nothing here is ours: most likely a port of a network that is
+		// never announced (VXLAN, Geneve) under [sdn] physical_networks = *.
+		if _, err := tx.touches(ctx, false); err != nil {
+			return NewJob{}, err
+		}
+		return NewJob{
+			ObjectType: ObjectPort, ObjectID: p.ID, NetworkID: p.NetworkID, Operation: c.Operation,
+			Description: fmt.Sprintf("%s %s (no client-id) on network %s, which is not known",
+				verb(c.Operation), p.ID, p.NetworkID),
+			Result:    fmt.Sprintf("nothing to do: port %s has no client-id and network %s is not known", p.ID, p.NetworkID),
+			CreatedBy: c.CreatedBy, Request: c.Request, RequestID: c.RequestID,
+		}, nil
+	}
+	reason, err := s.membership(ctx, tx, &p, c, st.n, st.holder, limit)
+	if err != nil {
+		return NewJob{}, err
+	}
+	heldGUID := st.before != nil && st.before.GUID != nil
+	rev, err := tx.touches(ctx, p.GUID != nil || heldGUID || (st.newNetwork && st.n.Managed))
+	if err != nil {
+		return NewJob{}, err
+	}
+	if err := writePort(ctx, tx, p, st, rev); err != nil {
+		return NewJob{}, err
+	}
+	guid, result := "no GUID", fmt.Sprintf("port %s holds no membership: %s", p.ID, reason)
+	if p.GUID != nil {
+		guid = "GUID " + p.GUID.String()
+		result = fmt.Sprintf("GUID %s is a full member of %s", *p.GUID, s.rules.memberOf(st.n))
+	}
+	return NewJob{
+		ObjectType: ObjectPort, ObjectID: p.ID, NetworkID: p.NetworkID, Operation: c.Operation,
+		Description: fmt.Sprintf("%s %s (%s) to network %s (%s)",
+			verb(c.Operation), p.ID, guid, st.n.ID, s.rules.partitionText(st.n)),
+		Result:    result,
+		CreatedBy: c.CreatedBy, Request: c.Request, RequestID: c.RequestID,
+	}, nil
+}
+
+// readPortState reads what RecordPort's change decides on: every row, in one
+// round trip (the revision's row lock is held from the first statement to the
+// commit), but for a network's first port, whose network the port embeds.
+// known is false, with no error, when the network is not known and the port
+// asks for nothing (no client-id); a port that asks for a GUID on a network
+// that is not known is refused.
+func (s *Store) readPortState(ctx context.Context, tx *changeTx, c PortChange, embedded *Network) (st portState, known bool, err error) {
+	p := c.Port
+	n, before, holder, err := tx.GetPortChange(ctx, p.NetworkID, p.ID, p.GUID)
+	switch {
+	case errors.Is(err, ErrNotFound) && embedded != nil:
+		if err := s.checkPKeyFree(ctx, tx, *embedded); err != nil {
+			return portState{}, false, err
+		}
+		// A network's first port: its ports are read on their own.
+		before, holder, err := portAndHolder(ctx, tx, p.ID, p.GUID)
+		return portState{n: *embedded, before: before, holder: holder, newNetwork: true}, err == nil, err
+	case errors.Is(err, ErrNotFound) && p.GUID == nil && c.ClientIDError == nil:
+		return portState{}, false, nil
+	case errors.Is(err, ErrNotFound):
+		return portState{}, false, rejectf("port %s: network %s is unknown, so there is no partition for the port; "+
+			"networking-mlnx sends a VLAN network's creation before its ports, and the manager learns of a flat network from its first update",
+			p.ID, p.NetworkID)
+	case err != nil:
+		return portState{}, false, err
+	}
+	return portState{n: n, before: before, holder: holder}, true, nil
+}
+
+// writePort writes port p, at revision rev, with what its change decided:
+// its network first if the port embeds a new one, then the GUID it takes
+// from another port. The writes go with the job's insert, in one round trip;
+// an error of one of them is the insert's.
+func writePort(ctx context.Context, tx *changeTx, p Port, st portState, rev int64) error {
+	if st.newNetwork {
+		n := st.n
+		n.Revision = rev
+		if err := tx.later.UpsertNetwork(ctx, n, tx.now); err != nil {
+			return err
+		}
+	}
+	if p.GUID != nil {
+		if err := takeGUID(ctx, tx.later, p, st.holder, rev, tx.now); err != nil {
+			return err
+		}
+	}
+	p.Revision = rev
+	return tx.later.UpsertPort(ctx, p, tx.now)
+}
+
+// portAndHolder reads the port recorded as id and the port holding guid (nil
+// when there is none, or guid is nil).
+func portAndHolder(ctx context.Context, tx *changeTx, id string, guid *fabric.GUID) (port, holder *Port, err error) {
+	ports, err := tx.GetPortsByIDOrGUID(ctx, id, guid)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := range ports {
+		if ports[i].ID == id {
+			port = &ports[i]
+		}
+		if guid != nil && ports[i].GUID != nil && *ports[i].GUID == *guid {
+			holder = &ports[i]
+		}
+	}
+	return port, holder, nil
+}
+
+// membership decides whether port p, on network n, holds its GUID: it clears
+// p.GUID when it does not and says why, or refuses the port. holder is the
+// port recorded with p's GUID, if any; limit, if not nil, the fabric's port
+// limit. It reads, in tx, whether a Kubernetes pkey holds the GUID.
+func (s *Store) membership(ctx context.Context, tx *changeTx, p *Port, c PortChange, n Network, holder *Port, limit PortCheck) (string, error) {
+	if !n.Managed {
+		p.GUID = nil
+		return fmt.Sprintf("network %s has %s", n.ID, s.rules.partitionText(n)), nil
+	}
+	if c.ClientIDError != nil {
+		return "", rejectf("port %s: its client-id cannot give a GUID for the partition of network %s: %v",
+			p.ID, n.ID, c.ClientIDError)
+	}
+	switch {
+	case p.GUID == nil && p.Host != "" && !networkOwner(c.DeviceOwner):
+		return "", rejectf("port %s: bound to host %q on network %s (%s) but has no usable client-id in extra_dhcp_opts "+
+			"(option \"client-id\" or \"61\"), so it has no GUID to put in the partition; for VM ports, list "+
+			"mlnx_infiniband before mlnx_sdn_assist in [ml2] mechanism_drivers",
+			p.ID, p.Host, n.ID, s.rules.partitionText(n))
+	case p.GUID == nil:
+		return fmt.Sprintf("it has no client-id (device owner %q)", c.DeviceOwner), nil
+	case p.Host == "":
+		p.GUID = nil
+		return "it is not bound to a host", nil
+	}
+	// A GUID can be in only one network's partition.
+	if holder != nil && holder.ID != p.ID && holder.NetworkID != p.NetworkID {
+		return "", rejectf("port %s: GUID %s is already in the partition of network %s (port %s); "+
+			"a GUID can be in only one network's partition", p.ID, *p.GUID, holder.NetworkID, holder.ID)
+	}
+	// Without a Kubernetes range no Kubernetes pkey is recorded (the start
+	// refuses a configuration that left one behind), and a port pays no query
+	// for them; the partitions check still holds the file to the rule.
+	if !s.rules.KubernetesRange.Empty() {
+		if kube, err := tx.q.KubernetesMembershipsOfGUID(ctx, *p.GUID); err != nil {
+			return "", err
+		} else if len(kube) > 0 {
+			return "", rejectf("port %s: GUID %s is a member of Kubernetes pkey %s; "+
+				"a GUID in a Kubernetes pkey may be in no OpenStack network's partition", p.ID, *p.GUID, kube[0].Pkey)
+		}
+	}
+	if s.rules.StaticMember != nil {
+		if name, listed := s.rules.StaticMember(*p.GUID); listed {
+			return "", rejectf("port %s: GUID %s is a member of partition %q of the partitions template; "+
+				"a port in a network's partition may be in no other partition", p.ID, *p.GUID, name)
+		}
+	}
+	if limit != nil {
+		if refusal := limit(*p.GUID, s.rules.partitionOf(n)); refusal != "" {
+			return "", rejectf("port %s on network %s: %s", p.ID, n.ID, refusal)
+		}
+	}
+	return "", nil
+}
+
+// takeGUID gives p's GUID to p: another port of the same network that holds it
+// (holder: a migration's re-add racing the old port's removal) keeps its
+// record without it.
+func takeGUID(ctx context.Context, tx tx, p Port, holder *Port, rev int64, now time.Time) error {
+	if holder == nil || holder.ID == p.ID {
+		return nil
+	}
+	other := *holder
+	other.GUID, other.Revision = nil, rev
+	return tx.UpsertPort(ctx, other, now)
+}
+
+func (r Rules) memberOf(n Network) string {
+	if n.PKey == nil {
+		return fmt.Sprintf("the flat partition %s", r.flatPKey())
+	}
+	return "pkey " + n.PKey.String()
+}
+
+// PortRemoval is a DELETE of a port.
+type PortRemoval struct {
+	PortID string
+	// GUID is the one the request's body names (the port as the driver last
+	// knew it), nil when the body carries no client-id.
+	GUID      *fabric.GUID
+	CreatedBy string
+	Request   string
+	// RequestID is the API request's ID (X-Request-ID): every job the change
+	// records keeps it, so that a DBA reading a job finds the request's log lines.
+	RequestID string
+}
+
+// RemovePort deletes a port and with it its GUID's membership.
+//
+// The driver's DELETE carries the port as it was: a DELETE that names a GUID
+// the port no longer holds (a later change already moved the port to another
+// GUID) speaks of a membership that is gone: the port and its current GUID
+// stay, and the job completes at once. Otherwise the port is deleted, whatever
+// host the body names: the driver sends a port's requests in order, so a
+// re-add from a new host always follows its DELETE.
+func (s *Store) RemovePort(ctx context.Context, r PortRemoval) (Job, error) {
+	return s.record(ctx, s.groups, "remove port", r.PortID, func(ctx context.Context, tx *changeTx) (NewJob, error) {
+		p, err := tx.GetPort(ctx, r.PortID)
+		if err != nil {
+			return NewJob{}, err
+		}
+		if r.GUID != nil && p.GUID != nil && *r.GUID != *p.GUID {
+			if _, err := tx.touches(ctx, false); err != nil {
+				return NewJob{}, err
+			}
+			return NewJob{
+				ObjectType: ObjectPort, ObjectID: r.PortID, NetworkID: p.NetworkID, Operation: OpRemovePort,
+				Description: fmt.Sprintf("Remove port %s (GUID %s) from network %s", r.PortID, *r.GUID, p.NetworkID),
+				Result: fmt.Sprintf("nothing to remove: port %s no longer holds GUID %s (it holds %s, which stays)",
+					r.PortID, *r.GUID, *p.GUID),
+				CreatedBy: r.CreatedBy, Request: r.Request, RequestID: r.RequestID,
+			}, nil
+		}
+		if _, err := tx.touches(ctx, p.GUID != nil); err != nil {
+			return NewJob{}, err
+		}
+		if _, err := tx.DeletePort(ctx, r.PortID); err != nil {
+			return NewJob{}, err
+		}
+		guid, result := "no GUID", fmt.Sprintf("port %s is removed", r.PortID)
+		if p.GUID != nil {
+			guid = "GUID " + p.GUID.String()
+			result = fmt.Sprintf("GUID %s is no member of network %s's partition", *p.GUID, p.NetworkID)
+		}
+		return NewJob{
+			ObjectType: ObjectPort, ObjectID: r.PortID, NetworkID: p.NetworkID, Operation: OpRemovePort,
+			Description: fmt.Sprintf("Remove port %s (%s) from network %s", r.PortID, guid, p.NetworkID),
+			Result:      result,
+			CreatedBy:   r.CreatedBy, Request: r.Request, RequestID: r.RequestID,
+		}, nil
+	})
+}
+
+func verb(op string) string {
+	switch op {
+	case OpCreateNetwork:
+		return "Create network"
+	case OpUpdateNetwork:
+		return "Update network"
+	case OpAddPort:
+		return "Add port"
+	case OpUpdatePort:
+		return "Update port"
+	}
+	return op
+}

@@ -1,0 +1,63 @@
+// Package testenv serves tests that depend on the world outside them: the
+// address of a server, engine or image that `make test` (scripts/test.sh)
+// starts and names in a variable, and conditions that another goroutine or
+// process makes true.
+package testenv
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+// Require returns the value of the variable name. When it is not set, the
+// test skips, unless AFM_TEST_REQUIRE_ALL=1 (as in CI), where it fails: CI
+// must never pass by skipping a test. makeTestDoes says what
+// `make test` does to set it, such as "starts a throwaway server".
+func Require(t testing.TB, name, makeTestDoes string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		Missing(t, "%s is not set: run the tests with `make test`, which %s, and sets it", name, makeTestDoes)
+	}
+	return v
+}
+
+// Missing stops a test that cannot run here, saying why: it skips, unless
+// AFM_TEST_REQUIRE_ALL=1 (as in CI), where it fails.
+func Missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if os.Getenv("AFM_TEST_REQUIRE_ALL") == "1" {
+		t.Fatalf("AFM_TEST_REQUIRE_ALL=1, and "+format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
+// WaitFor polls cond until it holds, and fails the test once within has
+// passed. It polls instead of sleeping a fixed time: the deadline only keeps
+// a broken test from hanging, so a slow machine makes a test slower, never
+// failing.
+// It asks about a thousand times within the deadline: a condition that is
+// costly to ask (a Docker API call) comes with a longer deadline, and is asked
+// less often.
+func WaitFor(t testing.TB, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up after %s waiting for %s", within, what)
+		}
+		time.Sleep(within / 1000)
+	}
+}
+
+// Main is a TestMain for a test binary that is also started as a helper
+// process of its own tests (a manager to kill, a process in namespaces of its
+// own): when the variable env names one of helpers, it runs that helper, which
+// ends the process itself; otherwise it runs the tests.
+func Main(m *testing.M, env string, helpers map[string]func()) {
+	if helper, ok := helpers[os.Getenv(env)]; ok {
+		helper()
+	}
+	os.Exit(m.Run())
+}
