@@ -33,6 +33,9 @@ RELEASE_IMAGE=${RELEASE_IMAGE:-1}
 
 die() { echo "release: $*" >&2; exit 1; }
 say() { echo "release: $*"; }
+# took STEP: how long the step just finished took, so that a slow release shows where its time went.
+last=$SECONDS
+took() { say "$1: $((SECONDS - last)) s"; last=$SECONDS; }
 
 for tool in go git jq; do
 	command -v "$tool" >/dev/null || die "$tool not found (jq: apt-get install jq)"
@@ -81,11 +84,13 @@ for arch in "${ARCHES[@]}"; do
 	(cd "$src" && CGO_ENABLED=0 GOOS=linux GOARCH=$arch GOAMD64=v1 GOARM64=v8.0 GOFLAGS=-mod=readonly \
 		go build -trimpath -buildvcs=false -ldflags "$ldflags" \
 		-o "$dist/${NAME}_${version}_linux_$arch" ./cmd/alternative-fabric-manager)
+	took "binary linux/$arch"
 done
 
 # --- the tools, at the versions tools/go.mod pins ------------------------------------------------
 (cd "$src/tools" && GOFLAGS=-mod=readonly go build -o "$work/bin/" \
 	github.com/goreleaser/nfpm/v2/cmd/nfpm github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod)
+took "tools nfpm and cyclonedx-gomod"
 
 # --- Debian packages ------------------------------------------------------------------------------
 # The unit as deploy/ has it, but with the binary where a package puts it (Debian leaves /usr/local
@@ -99,6 +104,7 @@ for arch in "${ARCHES[@]}"; do
 		"$work/bin/nfpm" package --config packaging/nfpm.yaml --packager deb \
 		--target "$dist/${NAME}_${version}_$arch.deb" >/dev/null)
 done
+took "packages"
 
 # --- SBOM -----------------------------------------------------------------------------------------
 # Every module go.mod requires (-test: those only the tests use too), without the random serial
@@ -109,6 +115,7 @@ say "SBOM ${NAME}_${version}_sbom.cdx.json"
 jq --arg v "$version" '.metadata.component.version = $v
 	| .metadata.component.purl |= sub("\\?"; "@" + $v + "?")' \
 	"$work/sbom.json" >"$dist/${NAME}_${version}_sbom.cdx.json"
+took "SBOM"
 
 # --- the image ------------------------------------------------------------------------------------
 # pin NAME: NAME@sha256:<manifest digest> for an image pulled from a registry; for one made locally
@@ -134,7 +141,9 @@ if [[ $RELEASE_IMAGE != 0 ]]; then
 		--build-arg VERSION="$version" --build-arg COMMIT="$commit" --build-arg DATE="$date" \
 		-t "$NAME:$version" -t "$NAME:sha-$commit" "$src" >"$work/build.log" 2>&1 ||
 		{ tail -n 40 "$work/build.log" >&2; die "docker build failed"; }
+	took "image build"
 	docker save "$NAME:$version" "$NAME:sha-$commit" | gzip -n >"$dist/${NAME}_${version}_image.tar.gz"
+	took "image archive"
 fi
 
 (cd "$dist" && find . -maxdepth 1 -type f ! -name SHA256SUMS -printf '%f\n' | LC_ALL=C sort |
