@@ -20,14 +20,15 @@
 # paths are trimmed and no build ID or VCS stamp depends on the machine, so two builds of one commit
 # give byte-identical binaries, packages and SBOM (scripts/release-test.sh checks it). The image needs
 # a Docker engine (DOCKER_HOST) holding the base images (scripts/docker-env.sh images makes them
-# without a registry); RELEASE_IMAGE=0 leaves the image out.
+# without a registry); RELEASE_IMAGE=0 leaves the image out. RELEASE_ARCHES (default "amd64 arm64")
+# names the architectures of the binaries and packages (scripts/release-test.sh builds one again).
 #
 # Needs Go (go.mod's version), git, jq and, for the image, docker and gzip.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 NAME=alternative-fabric-manager
-ARCHES=(amd64 arm64)
+read -ra ARCHES <<<"${RELEASE_ARCHES:-amd64 arm64}"
 DIST=${DIST:-dist}
 RELEASE_IMAGE=${RELEASE_IMAGE:-1}
 
@@ -41,6 +42,10 @@ for tool in go git jq; do
 	command -v "$tool" >/dev/null || die "$tool not found (jq: apt-get install jq)"
 done
 (($# <= 1)) || die "usage: $0 [vX.Y.Z]"
+((${#ARCHES[@]} > 0)) || die "RELEASE_ARCHES is empty"
+for arch in "${ARCHES[@]}"; do
+	[[ $arch == amd64 || $arch == arm64 ]] || die "RELEASE_ARCHES names \"$arch\": only amd64 and arm64 are released"
+done
 
 commit=$(git rev-parse HEAD)
 epoch=$(git log -1 --format=%ct "$commit")
@@ -88,8 +93,11 @@ for arch in "${ARCHES[@]}"; do
 done
 
 # --- the tools, at the versions tools/go.mod pins ------------------------------------------------
-(cd "$src/tools" && GOFLAGS=-mod=readonly go build -o "$work/bin/" \
-	github.com/goreleaser/nfpm/v2/cmd/nfpm github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod)
+# go tool keeps each tool's executable in the build cache: a release after the first links neither.
+for tool in nfpm cyclonedx-gomod; do
+	exe=$(GOFLAGS=-mod=readonly go -C "$src/tools" tool -n "$tool") || die "cannot build $tool (tools/go.mod)"
+	cp "$exe" "$work/bin/$tool"
+done
 took "tools nfpm and cyclonedx-gomod"
 
 # --- Debian packages ------------------------------------------------------------------------------

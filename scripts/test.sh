@@ -8,12 +8,13 @@
 #   3. go vet, gofmt and staticcheck (scripts/lint.sh); db/ against its sources (sqlc diff, as
 #      make verify runs it); the deployment files (scripts/check-deploy.sh: promtool check and test
 #      rules, systemd-analyze verify and security)
-#   4. the image, once: the base images made locally (no registry), then docker build
+#   4. the release (scripts/release-test.sh build: make release VERSION=v0.0.0-ci, the base images
+#      made locally, no registry): its image is the one every later step runs, built once
 #   5. every test of every package, with AFM_TEST_REQUIRE_ALL=1: a suite whose server is missing
 #      fails instead of skipping (the OpenSM driver tests run the image's OpenSM on that dockerd)
 #   6. the image's smoke test on a simulated fabric, for each OpenSM driver (scripts/image-smoke.sh),
-#      then the release's artifacts (scripts/release-test.sh: make release, checksums, ELF, SBOM, the
-#      image archive, the .deb installed and purged in Debian 12, reproducibility)
+#      then the release's artifacts (scripts/release-test.sh check: checksums, ELF, SBOM, the image
+#      archive, the .deb installed and purged in Debian 12, reproducibility)
 #   7. a smoke run of the benchmark suite (cmd/afm-bench --smoke: every measurement, tiny sizes)
 #   8. a short soak (e2e/cmd/afm-soak, docs/soak.md): SOAK_OPS (default 40) random requests with faults
 #      per engine, checked against the model and the real pkey tables, with seed 1, then a random seed;
@@ -41,7 +42,9 @@ bash scripts/test-env.sh install gcc libc6-dev # sqlc builds with cgo (scripts/s
 # Under /tmp rather than $TMPDIR: the database servers' own users must be able to reach it.
 env_dir=$(mktemp -d /tmp/afm-test-env.XXXXXX)
 docker_dir=$(mktemp -d /tmp/afm-containers-ci.XXXXXX)
+release_dir=$(mktemp -d /tmp/afm-release-ci.XXXXXX)
 cleanup() {
+	rm -rf "$release_dir"
 	bash scripts/docker-env.sh stop "$docker_dir" || true
 	rm -rf "$docker_dir"
 	bash scripts/test-env.sh stop "$env_dir" || true
@@ -61,11 +64,11 @@ bash scripts/lint.sh
 bash scripts/sqlc.sh diff
 bash scripts/check-deploy.sh
 
-# The image, built once: the driver tests (internal/smcontainer) run its OpenSM, and the image's
-# smoke test (below) runs it whole.
+# The image, built once, by the release (docs/releasing.md), whose artifacts are checked below: the
+# driver tests (internal/smcontainer) run its OpenSM, and the image's smoke test (below) runs it whole.
 bash scripts/docker-env.sh start "$docker_dir"
 bash scripts/docker-env.sh images "$docker_dir"
-bash scripts/docker-env.sh build "$docker_dir"
+bash scripts/release-test.sh build "$docker_dir" "$release_dir"
 export AFM_TEST_DOCKER_HOST=unix://$docker_dir/docker.sock AFM_TEST_DOCKER_IMAGE=alternative-fabric-manager
 
 # Two packages at a time: the machine has two cores, and the database suites share two servers.
@@ -101,8 +104,8 @@ fi
 # The image on a simulated fabric, for each OpenSM driver (see the script).
 bash scripts/image-smoke.sh "$docker_dir"
 
-# What make release writes, on the same engine (docs/releasing.md).
-bash scripts/release-test.sh "$docker_dir"
+# What make release wrote above, on the same engine (docs/releasing.md).
+bash scripts/release-test.sh check "$docker_dir" "$release_dir"
 
 # The benchmark suite with tiny sizes, so that it cannot rot: it fails only if a measurement
 # cannot be made, never on a figure (make bench runs it at full size).
