@@ -45,24 +45,43 @@ func TestRollingUpgrade(t *testing.T) {
 			}
 		})
 	}
-	t.Run("ha", func(t *testing.T) {
-		db := storetest.NewDatabase(t, config.EnginePostgres)
-		migrate(t, db)
-		replaceOneAtATime(t, db, previous)
-	})
+	haDatabases := []struct {
+		engine string
+		dbs    func(t *testing.T) []storetest.Database // one per manager
+	}{
+		{config.EnginePostgres, func(t *testing.T) []storetest.Database {
+			db := storetest.NewDatabase(t, config.EnginePostgres)
+			return []storetest.Database{db, db}
+		}},
+		{config.EngineMySQL, func(t *testing.T) []storetest.Database {
+			db := storetest.NewDatabase(t, config.EngineMySQL)
+			return []storetest.Database{db, db}
+		}},
+		// Each manager on a node of its own, as Kolla deploys them.
+		{"galera", func(t *testing.T) []storetest.Database { return storetest.NewGaleraDatabase(t)[:2] }},
+	}
+	for _, h := range haDatabases {
+		t.Run("ha/"+h.engine, func(t *testing.T) {
+			dbs := h.dbs(t)
+			migrate(t, dbs[0])
+			replaceOneAtATime(t, dbs, previous)
+		})
+	}
 }
 
 // replaceOneAtATime follows docs/upgrades.md with HA: two managers of the
 // previous release lead and follow on the migrated schema. The follower is
 // replaced first by this release, and a port sent through it completes by the
 // previous release's leader (the two releases side by side); then the leader
-// is, and the lease moves to this release. OpenSM's states are sampled
-// throughout: never two masters.
-func replaceOneAtATime(t *testing.T, db storetest.Database, p previousRelease) {
-	c := &haCluster{t: t, fabric: fabricsim.StartT(t, fabricsim.Options{Hosts: 4, SMs: 2}),
-		dbs: []storetest.Database{db, db}, binary: p.binary}
+// is, and the lease moves to this release. Then the rollback, the same steps
+// back to the previous release's binary with no migration down. OpenSM's
+// states are sampled throughout: never two masters.
+func replaceOneAtATime(t *testing.T, dbs []storetest.Database, p previousRelease) {
+	// A host for each port: one before the upgrade, two at each replacement.
+	c := &haCluster{t: t, fabric: fabricsim.StartT(t, fabricsim.Options{Hosts: 5, SMs: 2}),
+		dbs: dbs, binary: p.binary}
 	for k := 1; k <= 2; k++ {
-		c.managers = append(c.managers, c.launch(k, db))
+		c.managers = append(c.managers, c.launch(k, dbs[k-1]))
 	}
 	c.sampler = c.sampleMasters()
 	leader := c.leader()
@@ -70,6 +89,19 @@ func replaceOneAtATime(t *testing.T, db storetest.Database, p previousRelease) {
 	c.jobs = append(c.jobs, leader.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json")))
 	leader.waitCompleted(c.jobs[0], nil)
 	c.addPort(leader, "with the previous release only")
+	c.replaceEach(managerBinary, "this release")
+	c.replaceEach(p.binary, "the previous release again")
+	c.finish()
+}
+
+// replaceEach replaces the follower, then the leader, by binary, one at a
+// time: stop, start the other binary, and a port completes before the next.
+// The leader keeps its lease while its follower is replaced; the leader
+// stopped with SIGTERM releases it (docs/upgrades.md: --status shows
+// previous_expired false), and at the end the lease holder runs binary.
+func (c *haCluster) replaceEach(binary, release string) {
+	t := c.t
+	leader := c.leader()
 	follower := c.managers[0]
 	if follower == leader {
 		follower = c.managers[1]
@@ -77,23 +109,21 @@ func replaceOneAtATime(t *testing.T, db storetest.Database, p previousRelease) {
 	for _, m := range []*manager{follower, leader} {
 		role := map[bool]string{true: "leader", false: "follower"}[m == leader]
 		m.stop()
-		m.binary = managerBinary
+		m.binary = binary
 		m.start()
-		c.addPort(m, "once the previous "+role+" runs this release")
+		c.addPort(m, fmt.Sprintf("once the %s runs %s", role, release))
 		if now := c.leader(); m == follower && now != leader {
-			t.Fatalf("the previous release's leader lost the lease when its follower was replaced")
+			t.Fatalf("the leader lost the lease when its follower was replaced by %s", release)
 		}
 	}
 	now := c.leader()
-	if now.binary != managerBinary {
-		t.Errorf("every manager runs this release, but the lease holder runs %s", now.binary)
+	if now.binary != binary {
+		t.Errorf("every manager runs %s (%s), but the lease holder runs %s", release, binary, now.binary)
 	}
-	// The leader stopped with SIGTERM released its lease (docs/upgrades.md:
-	// --status shows previous_expired false).
 	if l := now.lease(); l.PreviousExpired {
-		t.Errorf("after the leader was replaced: previous holder %q, its lease expired; want released", l.PreviousHolder)
+		t.Errorf("after the leader was replaced by %s: previous holder %q, its lease expired; want released",
+			release, l.PreviousHolder)
 	}
-	c.finish()
 }
 
 // previousRelease is the manager built from the commit before the newest
