@@ -93,9 +93,12 @@ for arch in "${ARCHES[@]}"; do
 done
 
 # --- the tools, at the versions tools/go.mod pins ------------------------------------------------
-# go tool keeps each tool's executable in the build cache: a release after the first links neither.
+# Built as the binaries are (no cgo, trimmed paths), so that they share the standard library and the
+# common modules in the build cache with them; go tool keeps each tool's executable in that cache too:
+# a release after the first links neither.
 for tool in nfpm cyclonedx-gomod; do
-	exe=$(GOFLAGS=-mod=readonly go -C "$src/tools" tool -n "$tool") || die "cannot build $tool (tools/go.mod)"
+	exe=$(CGO_ENABLED=0 GOFLAGS="-mod=readonly -trimpath" go -C "$src/tools" tool -n "$tool") ||
+		die "cannot build $tool (tools/go.mod)"
 	cp "$exe" "$work/bin/$tool"
 done
 took "tools nfpm and cyclonedx-gomod"
