@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm/opensmtest"
 )
 
 // fakeOpenSM is a fake Supervisor for the applier's unit tests, faithful to
@@ -183,13 +184,7 @@ func (f *fakeOpenSM) state() (launches, stops int, reloads []string) {
 }
 
 func (f *fakeOpenSM) appendLog(text string) {
-	fh, err := os.OpenFile(f.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		f.t.Error(err)
-		return
-	}
-	defer fh.Close()
-	if _, err := fh.WriteString(text); err != nil {
+	if err := opensmtest.Append(f.logFile, text); err != nil {
 		f.t.Error(err)
 	}
 }
