@@ -3,7 +3,6 @@ package applier
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,8 +19,9 @@ import (
 //     its version line) and is ready; nothing but Stop stops it. A Stop for
 //     a term is a latch (opensm.TermLatch): Start for that term or an
 //     earlier one is refused afterwards.
-//   - WaitReady fails at once while it is not started or its start failed,
-//     and waits while it is starting.
+//   - WaitReady is opensm.AwaitReady on the fake's state: it fails at once
+//     while it is not started or its start failed, and waits while it is
+//     starting.
 //   - Reload refuses unless ready; otherwise OpenSM reads the partitions file
 //     at that moment and logs one heavy sweep after the reload, whose lines
 //     are cut from real OpenSM logs (../opensm/testdata), as its scripted
@@ -94,28 +94,15 @@ func (f *fakeOpenSM) StopTerm(_ context.Context, term int64) error {
 }
 
 func (f *fakeOpenSM) WaitReady(ctx context.Context) error {
-	for {
+	return opensm.AwaitReady(ctx, func() (opensm.Readiness, <-chan struct{}) {
 		f.mu.Lock()
-		switch {
-		case f.ready:
-			f.mu.Unlock()
-			return nil
-		case !f.started:
-			f.mu.Unlock()
-			return errors.New("opensm: not started")
-		case f.startErr != nil:
-			err := f.startErr
-			f.mu.Unlock()
-			return fmt.Errorf("opensm: not running: %w", err)
+		defer f.mu.Unlock()
+		r := opensm.Readiness{Ready: f.ready, Supervised: f.started, Failed: f.startErr != nil}
+		if r.Failed {
+			r.LastError = f.startErr.Error()
 		}
-		changed := f.changed
-		f.mu.Unlock()
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+		return r, f.changed
+	})
 }
 
 func (f *fakeOpenSM) Reload(ctx context.Context) error {
