@@ -202,29 +202,6 @@ func TestWaitSweepAcrossRotation(t *testing.T) {
 	waitSweepApplied(t, path, from, func() { opensmtest.AppendLog(t, path, rest[cut:]) })
 }
 
-// The pkey manager's lines, in the formats of osm_pkey_mgr.c, name the node
-// and port; a line without them cannot be attributed.
-func TestPKeyErrorPlace(t *testing.T) {
-	tests := []struct {
-		line string
-		node uint64
-		port int
-		ok   bool
-	}{
-		{"pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x8065 because Pkey table is full for node 0x0002c90300000100 port 1 (H1)", 0x0002c90300000100, 1, true},
-		{"pkey_mgr_update_pkey_entry: ERR 0509: pkey_mgr_update_pkey_entry() failed to update pkey table block 0 for node 0x0002c90300f00001 port 3 (S1)", 0x0002c90300f00001, 3, true},
-		{"pkey_mgr_update_port: ERR 0503: Failed to obtain P_Key 0x0065 block and index for node 0x0002c90300000200 port 1", 0x0002c90300000200, 1, true},
-		{"osm_pkey_mgr_process: ERR 0510: osm_prtn_make_partitions() failed", 0, 0, false},
-		{"ERR 0512: Failed to set PKey 0x8065 because Pkey table is full for node 0x0 port 1 (H1)", 0, 0, false},
-	}
-	for _, tt := range tests {
-		node, port, ok := PKeyErrorPlace(tt.line)
-		if node != tt.node || port != tt.port || ok != tt.ok {
-			t.Errorf("PKeyErrorPlace(%q) = %#x, %d, %v; want %#x, %d, %v", tt.line, node, port, ok, tt.node, tt.port, tt.ok)
-		}
-	}
-}
-
 // sweepText splits a fixture at its position.
 func sweepText(t *testing.T, fixture string) (before, after string) {
 	t.Helper()
