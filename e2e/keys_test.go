@@ -146,3 +146,46 @@ func (m *manager) trustedSAQuery(saKey string) bool {
 	out, err := m.fabric.Run(ctx, "saquery", "--smkey", saKey, "PIR", fmt.Sprint(lid))
 	return err == nil && strings.Contains(string(out), "PortInfoRecord")
 }
+
+// TestHAKeyRotation follows docs/key-rotation.md's order with three managers:
+// every manager but the leader stopped, the rotation, the leader restarted
+// (its OpenSM, on the cache that knows the ports' keys, is the first to run
+// with the new keys), then the others started. A failover afterwards brings
+// no old key back: the next leader's OpenSM answers the new SA_Key only, jobs
+// complete throughout, and two masters are never seen.
+func TestHAKeyRotation(t *testing.T) {
+	c := startHACluster(t, same(storetest.NewDatabase(t, config.EnginePostgres)))
+	leader := c.leader()
+	old := secrets(t, c.dbs[0])
+	var others []*manager
+	for _, m := range c.live() {
+		if m != leader {
+			m.stop()
+			others = append(others, m)
+		}
+	}
+	leader.operator("--rotate-keys", "m_key,sm_key,sa_key")
+	rotated := secrets(t, c.dbs[0])
+
+	leader.stop()
+	leader.start()
+	if c.leader() != leader {
+		t.Fatal("the restarted leader does not lead again, though no other manager runs")
+	}
+	leader.wantOpenSMConfKeys(rotated)
+	waitFor(t, "a trusted SA query with the new SA_Key to answer", func() bool { return leader.trustedSAQuery(rotated["sa_key"]) })
+	c.addPort(leader, "after the leader's restart with the new keys")
+	for _, m := range others {
+		m.start()
+		m.wantOpenSMConfKeys(rotated)
+	}
+
+	leader.stop() // a failover: another manager leads
+	next := c.leader()
+	waitFor(t, "the next leader's SA to answer the new SA_Key", func() bool { return next.trustedSAQuery(rotated["sa_key"]) })
+	if next.trustedSAQuery(old["sa_key"]) {
+		t.Error("after the failover, a trusted SA query with the old SA_Key was answered")
+	}
+	c.addPort(next, "after a failover past the rotation")
+	c.finish()
+}
