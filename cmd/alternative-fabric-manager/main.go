@@ -10,6 +10,7 @@
 //	alternative-fabric-manager --config-file ... --status [--json] | --confirm-switches | --show-keys
 //	alternative-fabric-manager --config-file ... --show-enforcement-errors | --clear-enforcement-errors
 //	alternative-fabric-manager --config-file ... --unfreeze   # HA: lift a freeze (docs/ha.md)
+//	alternative-fabric-manager --config-file ... --import-keys opensm.conf [--replace-keys] | --rotate-keys m_key,sm_key,sa_key
 //	alternative-fabric-manager --config-file ... --healthcheck  # exit 0 only if the running manager is ready
 //
 // With --render, the file goes to standard output and the exit status is 0; if the
@@ -65,6 +66,9 @@ func main() {
 	clearErrs := flag.Bool("clear-enforcement-errors", false, "forget the recorded enforcement errors, so that jobs complete again, then exit")
 	unfreezeFlag := flag.Bool("unfreeze", false, "with [ha] ha = true: lift a freeze once you made sure the OpenSM --status names is stopped (docs/ha.md), then exit")
 	showKeys := flag.Bool("show-keys", false, "print OpenSM's M_Key, SM_Key and SA_Key (secrets), then exit")
+	importKeys := flag.String("import-keys", "", "record the m_key, sm_key and sa_key of another manager's opensm.conf as OpenSM's keys (docs/key-rotation.md), then exit")
+	replaceKeys := flag.Bool("replace-keys", false, "with --import-keys: replace keys already recorded (a rotation)")
+	rotateKeys := flag.String("rotate-keys", "", "record new random keys for the listed keys (m_key,sm_key,sa_key; docs/key-rotation.md), then exit")
 	showVersion := flag.Bool("version", false, "print the version and commit, then exit")
 	healthcheck := flag.Bool("healthcheck", false, "ask the running manager's /readyz, print its answer, exit 0 only if it is ready")
 	flag.Parse()
@@ -76,8 +80,10 @@ func main() {
 		fmt.Fprintf(os.Stderr, "alternative-fabric-manager: unexpected argument %q\n", flag.Arg(0))
 		os.Exit(2)
 	}
-	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *unfreezeFlag, *healthcheck); n > 1 || (*asJSON && !*status) {
-		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: give at most one command flag (--json goes with --status)")
+	keysCmd := *importKeys != "" || *rotateKeys != ""
+	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *unfreezeFlag, *healthcheck,
+		*importKeys != "", *rotateKeys != ""); n > 1 || (*asJSON && !*status) || (*replaceKeys && *importKeys == "") {
+		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: give at most one command flag (--json goes with --status, --replace-keys with --import-keys)")
 		os.Exit(2)
 	}
 	level := slog.LevelInfo
@@ -93,7 +99,7 @@ func main() {
 	// SIGHUP's default action is to end the process, and the manager must
 	// survive one (a closed terminal, systemctl reload, a log rotation).
 	hup := make(chan os.Signal, 1)
-	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *healthcheck); n == 0 {
+	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *healthcheck, keysCmd); n == 0 {
 		signal.Notify(hup, syscall.SIGHUP)
 	}
 	var err error
@@ -104,6 +110,8 @@ func main() {
 		err = runRender(ctx, *configFile, log)
 	case *healthcheck:
 		err = runHealthcheck(ctx, *configFile)
+	case keysCmd:
+		err = runKeys(ctx, *configFile, log, keysCommand{importFile: *importKeys, replace: *replaceKeys, rotate: *rotateKeys})
 	case *status || *confirm || *showErrs || *clearErrs || *showKeys || *unfreezeFlag:
 		err = runOperator(ctx, *configFile, log, operatorCommand{status: *status, json: *asJSON,
 			confirm: *confirm, showErrors: *showErrs, clearErrors: *clearErrs, showKeys: *showKeys, unfreeze: *unfreezeFlag})

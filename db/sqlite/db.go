@@ -201,6 +201,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.setRevisionStmt, err = db.PrepareContext(ctx, setRevision); err != nil {
 		return nil, fmt.Errorf("error preparing query SetRevision: %w", err)
 	}
+	if q.updateSecretStmt, err = db.PrepareContext(ctx, updateSecret); err != nil {
+		return nil, fmt.Errorf("error preparing query UpdateSecret: %w", err)
+	}
 	if q.upsertEnforcementErrorStmt, err = db.PrepareContext(ctx, upsertEnforcementError); err != nil {
 		return nil, fmt.Errorf("error preparing query UpsertEnforcementError: %w", err)
 	}
@@ -516,6 +519,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing setRevisionStmt: %w", cerr)
 		}
 	}
+	if q.updateSecretStmt != nil {
+		if cerr := q.updateSecretStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing updateSecretStmt: %w", cerr)
+		}
+	}
 	if q.upsertEnforcementErrorStmt != nil {
 		if cerr := q.upsertEnforcementErrorStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing upsertEnforcementErrorStmt: %w", cerr)
@@ -639,6 +647,7 @@ type Queries struct {
 	recordApplyStmt                   *sql.Stmt
 	revisionStmt                      *sql.Stmt
 	setRevisionStmt                   *sql.Stmt
+	updateSecretStmt                  *sql.Stmt
 	upsertEnforcementErrorStmt        *sql.Stmt
 	upsertKubernetesMemberStmt        *sql.Stmt
 	upsertKubernetesPKeyStmt          *sql.Stmt
@@ -709,6 +718,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		recordApplyStmt:                   q.recordApplyStmt,
 		revisionStmt:                      q.revisionStmt,
 		setRevisionStmt:                   q.setRevisionStmt,
+		updateSecretStmt:                  q.updateSecretStmt,
 		upsertEnforcementErrorStmt:        q.upsertEnforcementErrorStmt,
 		upsertKubernetesMemberStmt:        q.upsertKubernetesMemberStmt,
 		upsertKubernetesPKeyStmt:          q.upsertKubernetesPKeyStmt,

@@ -81,6 +81,7 @@ type Queries interface {
 	UpsertKubernetesMember(ctx context.Context, arg UpsertKubernetesMemberParams) error
 	UpsertKubernetesPKey(ctx context.Context, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time) error
 	SetRevision(ctx context.Context, revision int64) error
+	UpdateSecret(ctx context.Context, value string, name string) error
 	UpsertEnforcementError(ctx context.Context, arg UpsertEnforcementErrorParams) (int64, error)
 	UpsertNetwork(ctx context.Context, arg UpsertNetworkParams) error
 	UpsertPort(ctx context.Context, arg UpsertPortParams) error

@@ -189,6 +189,10 @@ func (q queries) UpsertKubernetesPKey(ctx context.Context, pkey fabric.PKey, ipO
 	return q.Queries.UpsertKubernetesPKey(ctx, mysqldb.UpsertKubernetesPKeyParams{Pkey: pkey, IpOverIb: ipOverIb, Revision: revision, Now: now})
 }
 
+func (q queries) UpdateSecret(ctx context.Context, value string, name string) error {
+	return q.Queries.UpdateSecret(ctx, mysqldb.UpdateSecretParams{Value: value, Name: name})
+}
+
 func (q queries) UpsertEnforcementError(ctx context.Context, arg driver.UpsertEnforcementErrorParams) (int64, error) {
 	return q.Queries.UpsertEnforcementError(ctx, mysqldb.UpsertEnforcementErrorParams{SwitchGuid: arg.SwitchGUID, Port: arg.Port, Line: arg.Line, Now: arg.Now, Term: arg.Term})
 }
