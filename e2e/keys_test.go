@@ -189,3 +189,25 @@ func TestHAKeyRotation(t *testing.T) {
 	c.addPort(next, "after a failover past the rotation")
 	c.finish()
 }
+
+// TestHAFollowerLeadsWithRotatedKeys: a manager that started before
+// --rotate-keys and was never restarted reads the keys again when it takes
+// the lease, so that a failover after a rotation never brings the old keys
+// back, whatever the order the operator restarted managers in.
+func TestHAFollowerLeadsWithRotatedKeys(t *testing.T) {
+	c := startHACluster(t, same(storetest.NewDatabase(t, config.EnginePostgres)))
+	leader := c.leader()
+	old := secrets(t, c.dbs[0])
+	leader.operator("--rotate-keys", "m_key,sm_key,sa_key")
+	rotated := secrets(t, c.dbs[0])
+
+	leader.stop() // a failover to a manager started before the rotation
+	next := c.leader()
+	next.wantOpenSMConfKeys(rotated)
+	waitFor(t, "the next leader's SA to answer the new SA_Key", func() bool { return next.trustedSAQuery(rotated["sa_key"]) })
+	if next.trustedSAQuery(old["sa_key"]) {
+		t.Error("after the failover, a trusted SA query with the old SA_Key was answered")
+	}
+	c.addPort(next, "after a failover to a manager started before the rotation")
+	c.finish()
+}

@@ -181,7 +181,7 @@ func runKeys(ctx context.Context, path string, log *slog.Logger, c keysCommand) 
 		} else if err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stdout, "%s\n# Running managers keep the keys they started with: restart them as docs/key-rotation.md says.\n",
+		fmt.Fprintf(os.Stdout, "%s\n# The leading manager keeps its keys until it restarts; a follower takes these when it next leads: docs/key-rotation.md.\n",
 			strings.Join(done, "\n"))
 		return nil
 	})

@@ -300,17 +300,19 @@ func loadRunConfig(path string, level slog.Level) (*config.Config, *slog.Logger,
 
 // manager is the running manager's parts, wired from its configuration.
 type manager struct {
-	cfg         *config.Config
-	log         *slog.Logger
-	certs       *tlsreload.Reloader // nil: the API is served without TLS
-	st          *store.Store
-	leases      store.LeaseTables // with [ha] ha = true only
-	sm          *opensm.Supervisor
-	metrics     *metrics.Metrics
-	applierLoop *health.Loop
-	app         *applier.Applier
-	apiServer   *api.Server
-	servers     []*namedServer
+	cfg    *config.Config
+	log    *slog.Logger
+	certs  *tlsreload.Reloader // nil: the API is served without TLS
+	st     *store.Store
+	leases store.LeaseTables // with [ha] ha = true only
+	sm     *opensm.Supervisor
+	// writeOpenSMConf writes opensm.conf with the keys the database holds.
+	writeOpenSMConf func(context.Context) error
+	metrics         *metrics.Metrics
+	applierLoop     *health.Loop
+	app             *applier.Applier
+	apiServer       *api.Server
+	servers         []*namedServer
 	// closers release what wire opened, last first.
 	closers []func()
 }
@@ -358,11 +360,11 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*manager, 
 	}
 	mgr.closers = append(mgr.closers, func() { mgr.st.Close() })
 
-	sm, flavour, closeSM, err := prepareOpenSM(ctx, cfg, log, databaseKeys{mgr.st})
+	sm, flavour, closeSM, writeConf, err := prepareOpenSM(ctx, cfg, log, databaseKeys{mgr.st})
 	if err != nil {
 		return nil, err
 	}
-	mgr.sm = sm
+	mgr.sm, mgr.writeOpenSMConf = sm, writeConf
 	mgr.closers = append(mgr.closers, closeSM)
 	// A configuration changed under the recorded networks (flat_pkey now a
 	// network's VLAN, a static partition on its pkey) would fail every later
@@ -510,6 +512,13 @@ func (mgr *manager) elect(ctx context.Context) <-chan struct{} {
 // leading runs lead, telling the metrics and liveness that this manager
 // applies meanwhile.
 func (mgr *manager) leading(ctx context.Context, term int64, lead func(context.Context) error) error {
+	// The keys are the database's at every term, not at this process's
+	// start: a manager that started before a --rotate-keys and leads after
+	// it runs OpenSM with the rotated keys, not with the ones the ports no
+	// longer carry (docs/key-rotation.md).
+	if err := mgr.writeOpenSMConf(ctx); err != nil {
+		return err
+	}
 	mgr.metrics.Leading(term)
 	mgr.applierLoop.Active(true)
 	defer func() {
@@ -654,50 +663,54 @@ func stopOpenSM(ctx context.Context, sm *opensm.Supervisor, log *slog.Logger) {
 // prepareOpenSM writes opensm.conf, with the hardening options the running
 // OpenSM knows and the keys from keys, and the per-module logging file, and
 // returns the supervisor of what runs or signals OpenSM ([opensm] driver),
-// started by the first term. Whatever it needs is checked here, before
-// anything starts: a bad setting is a start-up error.
-func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource) (*opensm.Supervisor, fabric.Flavour, func(), error) {
+// started by the first term, and what writes opensm.conf again with the keys
+// as they are then. Whatever it needs is checked here, before anything
+// starts: a bad setting is a start-up error.
+func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource) (
+	sm *opensm.Supervisor, flavour fabric.Flavour, closeSM func(), writeConf func(context.Context) error, err error) {
 	dir := cfg.OpenSM.ConfigDir
 	if err := privateDir(dir, log); err != nil {
-		return nil, 0, nil, fmt.Errorf("[opensm] config_dir: %w", err)
+		return nil, 0, nil, nil, fmt.Errorf("[opensm] config_dir: %w", err)
 	}
 	perModule := filepath.Join(dir, "per-module-logging.conf")
 	if err := opensm.WriteFileAtomic(perModule, opensm.PerModuleLoggingConf(), 0o644); err != nil {
-		return nil, 0, nil, err
+		return nil, 0, nil, nil, err
 	}
 	confFile := filepath.Join(dir, "opensm.conf")
-	sm, flavour, closeSM, err := newSupervisor(ctx, cfg, confFile, log)
+	sm, flavour, closeSM, err = newSupervisor(ctx, cfg, confFile, log)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, nil, nil, err
 	}
 	hardening := cfg.OpenSM.Hardening
 	log.Info("OpenSM hardening", "flavour", flavour.String(), "groups", hardening.Groups)
 	for _, g := range hardening.Unwritten(flavour) {
 		log.Warn("hardening group has no effect on this OpenSM", "group", g, "flavour", flavour.String())
 	}
-	k, err := keys.Keys(ctx)
-	if err != nil {
-		closeSM()
-		return nil, 0, nil, err
-	}
 	pass := make([]opensm.KeyValue, 0, len(cfg.OpenSMConf))
 	for _, kv := range cfg.OpenSMConf {
 		pass = append(pass, opensm.KeyValue{Key: kv.Key, Value: kv.Value})
 	}
-	if err := opensm.WriteConf(confFile, opensm.ConfOptions{
-		PartitionsFile:       filepath.Join(dir, "partitions.conf"),
-		LogFile:              cfg.OpenSM.LogFile,
-		PerModuleLoggingFile: perModule,
-		DumpFilesDir:         dir,
-		Hardening:            hardening,
-		Flavour:              flavour,
-		Keys:                 k,
-		Passthrough:          pass,
-	}); err != nil {
-		closeSM()
-		return nil, 0, nil, err
+	writeConf = func(ctx context.Context) error {
+		k, err := keys.Keys(ctx)
+		if err != nil {
+			return err
+		}
+		return opensm.WriteConf(confFile, opensm.ConfOptions{
+			PartitionsFile:       filepath.Join(dir, "partitions.conf"),
+			LogFile:              cfg.OpenSM.LogFile,
+			PerModuleLoggingFile: perModule,
+			DumpFilesDir:         dir,
+			Hardening:            hardening,
+			Flavour:              flavour,
+			Keys:                 k,
+			Passthrough:          pass,
+		})
 	}
-	return sm, flavour, closeSM, nil
+	if err := writeConf(ctx); err != nil {
+		closeSM()
+		return nil, 0, nil, nil, err
+	}
+	return sm, flavour, closeSM, writeConf, nil
 }
 
 // newSupervisor returns the supervisor of OpenSM run or watched the way
