@@ -119,7 +119,7 @@ func Adoptable(st Statement) Statement {
 
 // Text is the statement as the manager writes it, the form an adopted
 // partition is recorded in (Format's layout, without the final newline).
-func (s *Statement) Text() string {
+func (s Statement) Text() string {
 	return strings.TrimSuffix(string(s.appendText(nil)), "\n")
 }
 
