@@ -67,6 +67,8 @@ func main() {
 	showKeys := flag.Bool("show-keys", false, "print OpenSM's M_Key, SM_Key and SA_Key (secrets), then exit")
 	showVersion := flag.Bool("version", false, "print the version and commit, then exit")
 	healthcheck := flag.Bool("healthcheck", false, "ask the running manager's /readyz, print its answer, exit 0 only if it is ready")
+	adoptFile := flag.String("adopt-partitions", "", "adopt the partitions of this running partitions file (docs/switch-over.md), then exit")
+	releasePKey := flag.String("release-adopted", "", "release the adopted members of this pkey, then exit")
 	flag.Parse()
 	if *showVersion {
 		fmt.Println(versionString())
@@ -76,7 +78,8 @@ func main() {
 		fmt.Fprintf(os.Stderr, "alternative-fabric-manager: unexpected argument %q\n", flag.Arg(0))
 		os.Exit(2)
 	}
-	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *unfreezeFlag, *healthcheck); n > 1 || (*asJSON && !*status) {
+	adopting, releasing := *adoptFile != "", *releasePKey != ""
+	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *unfreezeFlag, *healthcheck, adopting, releasing); n > 1 || (*asJSON && !*status) {
 		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: give at most one command flag (--json goes with --status)")
 		os.Exit(2)
 	}
@@ -93,7 +96,7 @@ func main() {
 	// SIGHUP's default action is to end the process, and the manager must
 	// survive one (a closed terminal, systemctl reload, a log rotation).
 	hup := make(chan os.Signal, 1)
-	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *healthcheck); n == 0 {
+	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *healthcheck, adopting, releasing); n == 0 {
 		signal.Notify(hup, syscall.SIGHUP)
 	}
 	var err error
@@ -104,6 +107,10 @@ func main() {
 		err = runRender(ctx, *configFile, log)
 	case *healthcheck:
 		err = runHealthcheck(ctx, *configFile)
+	case adopting:
+		err = runAdopt(ctx, *configFile, *adoptFile, log, os.Stdout)
+	case releasing:
+		err = runReleaseAdopted(ctx, *configFile, *releasePKey, log, os.Stdout)
 	case *status || *confirm || *showErrs || *clearErrs || *showKeys || *unfreezeFlag:
 		err = runOperator(ctx, *configFile, log, operatorCommand{status: *status, json: *asJSON,
 			confirm: *confirm, showErrors: *showErrs, clearErrors: *clearErrs, showKeys: *showKeys, unfreeze: *unfreezeFlag})
