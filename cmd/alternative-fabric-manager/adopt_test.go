@@ -3,10 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 )
@@ -70,6 +73,8 @@ func TestAdoptPartitions(t *testing.T) {
 		}
 	}
 
+	assertAdoptedStatus(t, conf)
+
 	out.Reset()
 	if err := runAdopt(ctx, conf, writeRunning(t, runningPartitions), quietLog(), &out); err != nil ||
 		!strings.Contains(out.String(), "2 partitions adopted already: nothing changed") {
@@ -131,4 +136,42 @@ func loadConfig(t *testing.T, path string) *config.Config {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// assertAdoptedStatus checks what --status says of runningPartitions adopted.
+func assertAdoptedStatus(t *testing.T, conf string) {
+	t.Helper()
+	cfg := loadConfig(t, conf)
+	st, err := openExisting(context.Background(), cfg, storeRules(cfg), time.Minute, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s, err := readStatus(context.Background(), cfg, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []AdoptedStatus{
+		{PKey: "0x0010", Name: "tenant_a", Owner: "", Flags: []string{"ipoib", "mtu=4"}, Revision: 3,
+			Members: []AdoptedMemberStatus{{"0x0002c90300000a01", "full"}, {"0x0002c90300000a02", "limited"}}},
+		{PKey: "0x0065", Name: "tenant_net", Owner: "network " + networkID, Flags: []string{"ipoib"}, Revision: 3,
+			Members: []AdoptedMemberStatus{{"0x0002c90300000a03", "full"}}},
+	}
+	if !reflect.DeepEqual(s.Adopted, want) {
+		t.Errorf("--status adopted = %+v, want %+v", s.Adopted, want)
+	}
+	var text bytes.Buffer
+	if err := printStatus(&text, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"adopted:           pkey 0x0010 (tenant_a), 2 members, no owner yet",
+		"pkey 0x0065 (tenant_net), 1 members, owned by network " + networkID} {
+		if !strings.Contains(text.String(), w) {
+			t.Errorf("--status lacks %q:\n%s", w, text.String())
+		}
+	}
+	js, err := json.Marshal(s)
+	if err != nil || !strings.Contains(string(js), `"adopted":[{"pkey":"0x0010","name":"tenant_a","owner":"","members":[{"guid":"0x0002c90300000a01","membership":"full"}`) {
+		t.Errorf("--status --json: %s, %v", js, err)
+	}
 }
