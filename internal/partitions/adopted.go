@@ -214,6 +214,9 @@ func guidSet(gs []fabric.GUID) map[fabric.GUID]bool {
 // sees them, in pkey order: name, pkey and text (the whole statement as the
 // running file wrote it, in the manager's layout).
 func adoptedVariables(s State) []any {
+	if len(s.Adopted) == 0 {
+		return nil // the common case, once a switch-over is done: no map of every pkey
+	}
 	owned := ownedPKeys(s)
 	var out []any
 	parts := slices.Clone(s.Adopted)
