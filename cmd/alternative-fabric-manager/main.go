@@ -71,6 +71,8 @@ func main() {
 	rotateKeys := flag.String("rotate-keys", "", "record new random keys for the listed keys (m_key,sm_key,sa_key; docs/key-rotation.md), then exit")
 	showVersion := flag.Bool("version", false, "print the version and commit, then exit")
 	healthcheck := flag.Bool("healthcheck", false, "ask the running manager's /readyz, print its answer, exit 0 only if it is ready")
+	adoptFile := flag.String("adopt-partitions", "", "adopt the partitions of this running partitions file (docs/switch-over.md), then exit")
+	releasePKey := flag.String("release-adopted", "", "release the adopted members of this pkey, then exit")
 	flag.Parse()
 	if *showVersion {
 		fmt.Println(versionString())
@@ -81,8 +83,9 @@ func main() {
 		os.Exit(2)
 	}
 	keysCmd := *importKeys != "" || *rotateKeys != ""
+	adopting, releasing := *adoptFile != "", *releasePKey != ""
 	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *unfreezeFlag, *healthcheck,
-		*importKeys != "", *rotateKeys != ""); n > 1 || (*asJSON && !*status) || (*replaceKeys && *importKeys == "") {
+		*importKeys != "", *rotateKeys != "", adopting, releasing); n > 1 || (*asJSON && !*status) || (*replaceKeys && *importKeys == "") {
 		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: give at most one command flag (--json goes with --status, --replace-keys with --import-keys)")
 		os.Exit(2)
 	}
@@ -99,7 +102,7 @@ func main() {
 	// SIGHUP's default action is to end the process, and the manager must
 	// survive one (a closed terminal, systemctl reload, a log rotation).
 	hup := make(chan os.Signal, 1)
-	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *healthcheck, keysCmd); n == 0 {
+	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *healthcheck, keysCmd, adopting, releasing); n == 0 {
 		signal.Notify(hup, syscall.SIGHUP)
 	}
 	var err error
@@ -112,6 +115,10 @@ func main() {
 		err = runHealthcheck(ctx, *configFile)
 	case keysCmd:
 		err = runKeys(ctx, *configFile, log, keysCommand{importFile: *importKeys, replace: *replaceKeys, rotate: *rotateKeys})
+	case adopting:
+		err = runAdopt(ctx, *configFile, *adoptFile, log, os.Stdout)
+	case releasing:
+		err = runReleaseAdopted(ctx, *configFile, *releasePKey, log, os.Stdout)
 	case *status || *confirm || *showErrs || *clearErrs || *showKeys || *unfreezeFlag:
 		err = runOperator(ctx, *configFile, log, operatorCommand{status: *status, json: *asJSON,
 			confirm: *confirm, showErrors: *showErrs, clearErrors: *clearErrs, showKeys: *showKeys, unfreeze: *unfreezeFlag})

@@ -126,6 +126,11 @@ func (q queries) Leadership(ctx context.Context) (driver.LeadershipRow, error) {
 	return driver.LeadershipRow(r), err
 }
 
+func (q queries) ListAdoptedPartitions(ctx context.Context) ([]driver.AdoptedPartition, error) {
+	rs, err := q.Queries.ListAdoptedPartitions(ctx)
+	return driver.Convert(rs, func(r mysqldb.AdoptedPartition) driver.AdoptedPartition { return driver.AdoptedPartition(r) }), err
+}
+
 func (q queries) ListKubernetesMembers(ctx context.Context) ([]driver.KubernetesMember, error) {
 	rs, err := q.Queries.ListKubernetesMembers(ctx)
 	return driver.Convert(rs, func(r mysqldb.KubernetesMember) driver.KubernetesMember { return driver.KubernetesMember(r) }), err
@@ -179,6 +184,10 @@ func (q queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]drive
 
 func (q queries) RecordApply(ctx context.Context, arg driver.RecordApplyParams) (int64, error) {
 	return q.Queries.RecordApply(ctx, mysqldb.RecordApplyParams{Revision: arg.Revision, Sha256: arg.SHA256, Term: arg.Term, Outcome: arg.Outcome, Detail: arg.Detail, StartedAt: arg.StartedAt, FinishedAt: arg.FinishedAt})
+}
+
+func (q queries) UpsertAdoptedPartition(ctx context.Context, arg driver.UpsertAdoptedPartitionParams) error {
+	return q.Queries.UpsertAdoptedPartition(ctx, mysqldb.UpsertAdoptedPartitionParams{Pkey: arg.PKey, Name: arg.Name, Statement: arg.Statement, Revision: arg.Revision, Now: arg.Now})
 }
 
 func (q queries) UpsertKubernetesMember(ctx context.Context, arg driver.UpsertKubernetesMemberParams) error {
