@@ -9,6 +9,7 @@
 //	alternative-fabric-manager --version
 //	alternative-fabric-manager --config-file ... --status [--json] | --confirm-switches | --show-keys
 //	alternative-fabric-manager --config-file ... --show-enforcement-errors | --clear-enforcement-errors
+//	alternative-fabric-manager --config-file ... --import-neutron [--dry-run] [--prune]  # docs/neutron-import.md
 //	alternative-fabric-manager --config-file ... --unfreeze   # HA: lift a freeze (docs/ha.md)
 //	alternative-fabric-manager --config-file ... --healthcheck  # exit 0 only if the running manager is ready
 //
@@ -44,6 +45,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/health"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/leader"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/metrics"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/neutronimport"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/smcontainer"
@@ -66,6 +68,9 @@ func main() {
 	unfreezeFlag := flag.Bool("unfreeze", false, "with [ha] ha = true: lift a freeze once you made sure the OpenSM --status names is stopped (docs/ha.md), then exit")
 	showKeys := flag.Bool("show-keys", false, "print OpenSM's M_Key, SM_Key and SA_Key (secrets), then exit")
 	showVersion := flag.Bool("version", false, "print the version and commit, then exit")
+	importNeutron := flag.Bool("import-neutron", false, "record what Neutron has on the InfiniBand physnets and list what it lacks (docs/neutron-import.md), then exit (0: they agree, 5: differences listed)")
+	dryRun := flag.Bool("dry-run", false, "with --import-neutron: print what would change, write nothing")
+	prune := flag.Bool("prune", false, "with --import-neutron: also remove what is recorded and Neutron deleted")
 	healthcheck := flag.Bool("healthcheck", false, "ask the running manager's /readyz, print its answer, exit 0 only if it is ready")
 	flag.Parse()
 	if *showVersion {
@@ -76,8 +81,8 @@ func main() {
 		fmt.Fprintf(os.Stderr, "alternative-fabric-manager: unexpected argument %q\n", flag.Arg(0))
 		os.Exit(2)
 	}
-	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *unfreezeFlag, *healthcheck); n > 1 || (*asJSON && !*status) {
-		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: give at most one command flag (--json goes with --status)")
+	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *unfreezeFlag, *healthcheck, *importNeutron); n > 1 || (*asJSON && !*status) || ((*dryRun || *prune) && !*importNeutron) {
+		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: give at most one command flag (--json goes with --status, --dry-run and --prune with --import-neutron)")
 		os.Exit(2)
 	}
 	level := slog.LevelInfo
@@ -93,7 +98,7 @@ func main() {
 	// SIGHUP's default action is to end the process, and the manager must
 	// survive one (a closed terminal, systemctl reload, a log rotation).
 	hup := make(chan os.Signal, 1)
-	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *healthcheck); n == 0 {
+	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *healthcheck, *importNeutron); n == 0 {
 		signal.Notify(hup, syscall.SIGHUP)
 	}
 	var err error
@@ -104,6 +109,8 @@ func main() {
 		err = runRender(ctx, *configFile, log)
 	case *healthcheck:
 		err = runHealthcheck(ctx, *configFile)
+	case *importNeutron:
+		err = runImportNeutron(ctx, *configFile, neutronimport.Options{DryRun: *dryRun, Prune: *prune}, log)
 	case *status || *confirm || *showErrs || *clearErrs || *showKeys || *unfreezeFlag:
 		err = runOperator(ctx, *configFile, log, operatorCommand{status: *status, json: *asJSON,
 			confirm: *confirm, showErrors: *showErrs, clearErrors: *clearErrs, showKeys: *showKeys, unfreeze: *unfreezeFlag})

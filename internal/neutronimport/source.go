@@ -38,7 +38,8 @@ func (a API) Network(ctx context.Context, id string) (json.RawMessage, error) {
 	var body struct {
 		Network json.RawMessage `json:"network"`
 	}
-	err := networks.Get(ctx, a.Client, id).ExtractInto(&body)
+	// The whole answer: networks.GetResult.ExtractInto reads into a struct.
+	err := networks.Get(ctx, a.Client, id).Result.ExtractInto(&body)
 	return body.Network, gone("network", id, err)
 }
 
@@ -46,7 +47,7 @@ func (a API) Port(ctx context.Context, id string) (json.RawMessage, error) {
 	var body struct {
 		Port json.RawMessage `json:"port"`
 	}
-	err := ports.Get(ctx, a.Client, id).ExtractInto(&body)
+	err := ports.Get(ctx, a.Client, id).Result.ExtractInto(&body)
 	return body.Port, gone("port", id, err)
 }
 
