@@ -112,8 +112,8 @@ func (i *importer) notInNeutron(ctx context.Context, inv Inventory, snap store.S
 		return nil
 	}
 	if len(inv.ib) == 0 && len(nets) > 0 {
-		return fmt.Errorf("Neutron lists no network on the InfiniBand physnets and %d are recorded: "+
-			"not pruning (is [neutron] cloud the right cloud, and [api] physical_networks right?)", len(nets))
+		return fmt.Errorf("not pruning: Neutron lists no network on the InfiniBand physnets and %d are recorded "+
+			"(is [neutron] cloud the right cloud, and [api] physical_networks right?)", len(nets))
 	}
 	return i.prune(ctx, nets, members)
 }
