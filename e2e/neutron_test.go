@@ -188,63 +188,57 @@ func TestImportNeutronReconciles(t *testing.T) {
 // TestRestoreThenImportNeutron follows docs/backup.md's restore: the backup
 // is older than what Neutron has, so the restored manager takes a port's
 // pkey away; the import that follows brings back every network and port
-// Neutron has.
+// Neutron has. Each engine has a Neutron of its own: every simulated fabric's
+// hosts have the same GUIDs, and two Neutron ports with one GUID are not
+// imported.
 func TestRestoreThenImportNeutron(t *testing.T) {
-	n := neutrontest.Start(t, ibPhysnet)
 	for _, engine := range storetest.Engines {
-		t.Run(engine, func(t *testing.T) { restoreThenImport(t, n, storetest.NewDatabase(t, engine)) })
+		t.Run(engine, func(t *testing.T) {
+			restoreThenImport(t, neutrontest.Start(t, ibPhysnet), storetest.NewDatabase(t, engine), 150)
+		})
 	}
 }
 
-func restoreThenImport(t *testing.T, n *neutrontest.Server, db storetest.Database) {
+// restoreThenImport runs the restore and the import on db with Neutron
+// networks on VLANs vlan and vlan+10.
+func restoreThenImport(t *testing.T, n *neutrontest.Server, db storetest.Database, vlan int) {
 	m := startManager(t, db, 3, "physical_networks = "+ibPhysnet)
 	m.useNeutron(n)
 	h := hostGUIDs(m, 3)
-	vlan := n.CreateNetwork(t, neutrontest.Network{Name: "ib-" + db.Engine, Type: "vlan", Physnet: ibPhysnet, VLAN: 150})
-	t.Cleanup(func() { deleteNetwork(t, n, vlan) })
-	n.CreatePort(t, neutrontest.Port{NetworkID: vlan, Host: "node-1", ClientID: neutrontest.ClientID(h[0])})
+	pkey1, pkey2 := uint16(0x8000|vlan), uint16(0x8000|(vlan+10))
+	net1 := n.CreateNetwork(t, neutrontest.Network{Name: "ib-" + db.Engine, Type: "vlan", Physnet: ibPhysnet, VLAN: vlan})
+	n.CreatePort(t, neutrontest.Port{NetworkID: net1, Host: "node-1", ClientID: neutrontest.ClientID(h[0])})
 	if out, code := m.importNeutron(); code != 0 {
 		t.Fatalf("the first import: exit %d:\n%s", code, out)
 	}
-	m.waitPKey(h[0], 0x8096, true)
+	m.waitPKey(h[0], pkey1, true)
 	backup := filepath.Join(t.TempDir(), "afm.backup")
 	runTool(t, backupCommand(t, db, backup))
 
-	p2 := n.CreatePort(t, neutrontest.Port{NetworkID: vlan, Host: "node-2", ClientID: neutrontest.ClientID(h[1])})
-	vlan2 := n.CreateNetwork(t, neutrontest.Network{Name: "ib2-" + db.Engine, Type: "vlan", Physnet: ibPhysnet, VLAN: 160})
-	t.Cleanup(func() { deleteNetwork(t, n, vlan2) })
-	p3 := n.CreatePort(t, neutrontest.Port{NetworkID: vlan2, Host: "node-3", ClientID: neutrontest.ClientID(h[2])})
+	p2 := n.CreatePort(t, neutrontest.Port{NetworkID: net1, Host: "node-2", ClientID: neutrontest.ClientID(h[1])})
+	net2 := n.CreateNetwork(t, neutrontest.Network{Name: "ib2-" + db.Engine, Type: "vlan", Physnet: ibPhysnet, VLAN: vlan + 10})
+	p3 := n.CreatePort(t, neutrontest.Port{NetworkID: net2, Host: "node-3", ClientID: neutrontest.ClientID(h[2])})
 	if out, code := m.importNeutron(); code != 0 {
 		t.Fatalf("the import after the backup: exit %d:\n%s", code, out)
 	}
-	m.waitPKey(h[1], 0x8096, true)
-	m.waitPKey(h[2], 0x80a0, true)
+	m.waitPKey(h[1], pkey1, true)
+	m.waitPKey(h[2], pkey2, true)
 
 	m.stop()
 	runTool(t, restoreCommand(t, db, backup))
 	m.start()
-	m.waitPKey(h[1], 0x8096, false) // the backup's state
+	m.waitPKey(h[1], pkey1, false) // the backup's state
+	m.waitPKey(h[2], pkey2, false)
 	out, code := m.importNeutron("--dry-run")
 	if code != 5 {
 		t.Fatalf("--dry-run after the restore: exit %d, want 5:\n%s", code, out)
 	}
-	wantLines(t, "--dry-run after the restore", out, "would record: port "+p2, "would record: network "+vlan2,
+	wantLines(t, "--dry-run after the restore", out, "would record: port "+p2, "would record: network "+net2,
 		"would record: port "+p3)
 	if out, code := m.importNeutron(); code != 0 {
 		t.Fatalf("the import after the restore: exit %d:\n%s", code, out)
 	}
-	m.waitPKey(h[1], 0x8096, true)
-	m.waitPKey(h[2], 0x80a0, true)
-	m.waitPKey(h[0], 0x8096, true)
-}
-
-// deleteNetwork deletes a Neutron network and its ports, for the next
-// engine's subtest to use its VLAN again.
-func deleteNetwork(t *testing.T, n *neutrontest.Server, id string) {
-	var ports struct{ Ports []struct{ ID string } }
-	n.Do(t, "GET", "ports?network_id="+id, nil, &ports)
-	for _, p := range ports.Ports {
-		n.Delete(t, "ports", p.ID)
-	}
-	n.Delete(t, "networks", id)
+	m.waitPKey(h[1], pkey1, true)
+	m.waitPKey(h[2], pkey2, true)
+	m.waitPKey(h[0], pkey1, true)
 }
