@@ -56,14 +56,17 @@ type Report struct {
 	// Neutron is what was read from Neutron: Neutron.Members() are the GUIDs
 	// of its ports by partition key.
 	Neutron Inventory
+	// read says Neutron was read: a report of an import that failed before
+	// has nothing to say, not even its summary.
+	read bool
 }
 
 // Agrees says whether, after the import, the records and Neutron agree:
-// nothing refused, skipped or left that Neutron lacks, and with DryRun,
-// nothing to write.
+// Neutron was read, nothing refused, skipped or left that Neutron lacks, and
+// with DryRun, nothing to write.
 func (r Report) Agrees() bool {
 	pending := r.DryRun && (len(r.Recorded) > 0 || len(r.Removed) > 0)
-	return !pending && len(r.Refused) == 0 && len(r.Skipped) == 0 && len(r.NotInNeutron) == 0
+	return r.read && !pending && len(r.Refused) == 0 && len(r.Skipped) == 0 && len(r.NotInNeutron) == 0
 }
 
 // Import records what Neutron has on the InfiniBand physnets and the manager
@@ -85,7 +88,7 @@ func Import(ctx context.Context, rec Recorder, src Source, rules store.Rules, op
 	if err != nil {
 		return r, err
 	}
-	r.Neutron, r.Ignored = inv, inv.Ignored
+	r.Neutron, r.Ignored, r.read = inv, inv.Ignored, true
 	r.Refused = append(r.Refused, inv.Refused...)
 	r.Skipped = append(r.Skipped, inv.Skipped...)
 	i := importer{rec: rec, src: src, rules: rules, opts: opts, r: &r, refusedNets: make(map[string]bool)}

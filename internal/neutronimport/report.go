@@ -6,8 +6,12 @@ import (
 )
 
 // Write prints the report for an operator: one line per network or port,
-// by what happens to it, then a summary line.
+// by what happens to it, then a summary line; nothing when the import failed
+// before it read Neutron.
 func (r Report) Write(w io.Writer) error {
+	if !r.read {
+		return nil
+	}
 	recorded, removed := "recorded", "removed"
 	if r.DryRun {
 		recorded, removed = "would record", "would remove"
