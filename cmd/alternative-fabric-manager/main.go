@@ -9,6 +9,7 @@
 //	alternative-fabric-manager --version
 //	alternative-fabric-manager --config-file ... --status [--json] | --confirm-switches | --show-keys
 //	alternative-fabric-manager --config-file ... --show-enforcement-errors | --clear-enforcement-errors
+//	alternative-fabric-manager --config-file ... --import-neutron [--dry-run] [--prune]  # docs/neutron-import.md
 //	alternative-fabric-manager --config-file ... --unfreeze   # HA: lift a freeze (docs/ha.md)
 //	alternative-fabric-manager --config-file ... --import-keys opensm.conf [--replace-keys] | --rotate-keys m_key,sm_key,sa_key
 //	alternative-fabric-manager --config-file ... --healthcheck  # exit 0 only if the running manager is ready
@@ -45,6 +46,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/health"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/leader"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/metrics"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/neutronimport"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/smcontainer"
@@ -70,6 +72,9 @@ func main() {
 	replaceKeys := flag.Bool("replace-keys", false, "with --import-keys: replace keys already recorded (a rotation)")
 	rotateKeys := flag.String("rotate-keys", "", "record new random keys for the listed keys (m_key,sm_key,sa_key; docs/key-rotation.md), then exit")
 	showVersion := flag.Bool("version", false, "print the version and commit, then exit")
+	importNeutron := flag.Bool("import-neutron", false, "record what Neutron has on the InfiniBand physnets and list what it lacks (docs/neutron-import.md), then exit (0: they agree, 5: differences listed)")
+	dryRun := flag.Bool("dry-run", false, "with --import-neutron: print what would change, write nothing")
+	prune := flag.Bool("prune", false, "with --import-neutron: also remove what is recorded and Neutron deleted")
 	healthcheck := flag.Bool("healthcheck", false, "ask the running manager's /readyz, print its answer, exit 0 only if it is ready")
 	adoptFile := flag.String("adopt-partitions", "", "adopt the partitions of this running partitions file (docs/switch-over.md), then exit")
 	releasePKey := flag.String("release-adopted", "", "release the adopted members of this pkey, then exit")
@@ -84,9 +89,12 @@ func main() {
 	}
 	keysCmd := *importKeys != "" || *rotateKeys != ""
 	adopting, releasing := *adoptFile != "", *releasePKey != ""
-	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *unfreezeFlag, *healthcheck,
-		*importKeys != "", *rotateKeys != "", adopting, releasing); n > 1 || (*asJSON && !*status) || (*replaceKeys && *importKeys == "") {
-		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: give at most one command flag (--json goes with --status, --replace-keys with --import-keys)")
+	// At most one command flag; with one, the manager runs it and exits.
+	commands := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *unfreezeFlag,
+		*healthcheck, *importKeys != "", *rotateKeys != "", adopting, releasing, *importNeutron)
+	if commands > 1 || (*asJSON && !*status) || (*replaceKeys && *importKeys == "") || ((*dryRun || *prune) && !*importNeutron) {
+		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: give at most one command flag (--json goes with --status, "+
+			"--replace-keys with --import-keys, --dry-run and --prune with --import-neutron)")
 		os.Exit(2)
 	}
 	level := slog.LevelInfo
@@ -102,7 +110,7 @@ func main() {
 	// SIGHUP's default action is to end the process, and the manager must
 	// survive one (a closed terminal, systemctl reload, a log rotation).
 	hup := make(chan os.Signal, 1)
-	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *healthcheck, keysCmd, adopting, releasing); n == 0 {
+	if commands == 0 {
 		signal.Notify(hup, syscall.SIGHUP)
 	}
 	var err error
@@ -119,6 +127,8 @@ func main() {
 		err = runAdopt(ctx, *configFile, *adoptFile, log, os.Stdout)
 	case releasing:
 		err = runReleaseAdopted(ctx, *configFile, *releasePKey, log, os.Stdout)
+	case *importNeutron:
+		err = runImportNeutron(ctx, *configFile, neutronimport.Options{DryRun: *dryRun, Prune: *prune}, log)
 	case *status || *confirm || *showErrs || *clearErrs || *showKeys || *unfreezeFlag:
 		err = runOperator(ctx, *configFile, log, operatorCommand{status: *status, json: *asJSON,
 			confirm: *confirm, showErrors: *showErrs, clearErrors: *clearErrs, showKeys: *showKeys, unfreeze: *unfreezeFlag})
