@@ -242,3 +242,51 @@ func restoreThenImport(t *testing.T, n *neutrontest.Server, db storetest.Databas
 	m.waitPKey(h[2], pkey2, true)
 	m.waitPKey(h[0], pkey1, true)
 }
+
+// TestImportNeutronReleasesAdoptedMembers ends a switch-over
+// (docs/switch-over.md): the running fabric's partition of a Neutron network
+// was adopted with a member no port of Neutron has (H3) beside two that have
+// one, and another adopted partition has no network in Neutron. The dry run
+// names H3 and changes nothing; the import records the network and its
+// ports and releases H3 only; the other adopted partition stays.
+func TestImportNeutronReleasesAdoptedMembers(t *testing.T) {
+	n := neutrontest.Start(t, ibPhysnet)
+	m := startManager(t, storetest.NewDatabase(t, config.EngineSQLite), 4, "physical_networks = "+ibPhysnet)
+	m.useNeutron(n)
+	h := hostGUIDs(m, 4)
+	running := filepath.Join(t.TempDir(), "running-partitions.conf")
+	text := fmt.Sprintf("tenant_a=0x0096, ipoib : %s=full, %s=full, %s=full ;\ntenant_b=0x00aa : %s=full ;\n",
+		h[0], h[1], h[2], h[3])
+	if err := os.WriteFile(running, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m.operator("--adopt-partitions", running)
+	m.waitPKey(h[2], 0x8096, true)
+	m.waitPKey(h[3], 0x80aa, true)
+	vlan := n.CreateNetwork(t, neutrontest.Network{Name: "ib-a", Type: "vlan", Physnet: ibPhysnet, VLAN: 150})
+	n.CreatePort(t, neutrontest.Port{NetworkID: vlan, Host: "node-1", ClientID: neutrontest.ClientID(h[0])})
+	n.CreatePort(t, neutrontest.Port{NetworkID: vlan, Host: "node-2", ClientID: neutrontest.ClientID(h[1])})
+
+	out, code := m.importNeutron("--dry-run")
+	if code != 5 {
+		t.Fatalf("--dry-run: exit %d, want 5:\n%s", code, out)
+	}
+	wantLines(t, "--dry-run", out, "would release adopted: pkey 0x0096: "+h[2].String()+" ")
+	out, code = m.importNeutron()
+	if code != 0 {
+		t.Fatalf("the import: exit %d, want 0:\n%s", code, out)
+	}
+	wantLines(t, "the import", out, "released adopted: pkey 0x0096: "+h[2].String()+" ")
+	m.waitPKey(h[2], 0x8096, false)
+	for _, g := range h[:2] {
+		if got := m.pkeys(g); !slices.Contains(got, 0x8096) {
+			t.Errorf("%s, a Neutron port of the network, lost pkey 0x8096: %s", g, hex(got))
+		}
+	}
+	if got := m.pkeys(h[3]); !slices.Contains(got, 0x80aa) {
+		t.Errorf("the adopted partition Neutron has no network for lost its member: %s", hex(got))
+	}
+	if out, code = m.importNeutron(); code != 0 || strings.Contains(out, "release") {
+		t.Errorf("the import run again: exit %d, want 0 and nothing released:\n%s", code, out)
+	}
+}

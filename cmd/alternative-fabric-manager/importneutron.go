@@ -2,12 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/neutronimport"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
@@ -48,13 +53,69 @@ func runImportNeutron(ctx context.Context, path string, opts neutronimport.Optio
 	if werr := report.Write(os.Stdout); werr != nil && err == nil {
 		err = werr
 	}
+	if err != nil {
+		return fmt.Errorf("import from Neutron: %w", err)
+	}
+	pending, err := releaseAdoptedUnowned(ctx, st, report.Neutron.Members(), opts.DryRun, os.Stdout)
 	switch {
 	case err != nil:
-		return fmt.Errorf("import from Neutron: %w", err)
-	case !report.Agrees():
+		return fmt.Errorf("import from Neutron: release adopted members: %w", err)
+	case !report.Agrees() || pending > 0:
 		return exitStatus{exitDiffers}
 	}
 	return nil
+}
+
+// releaseAdoptedUnowned ends the switch-over of docs/switch-over.md for each
+// of Neutron's InfiniBand networks whose pkey has adopted members: those no
+// port of that network has in Neutron leave the partition, once the network
+// owns it (a network the import could not record leaves its pkey's adopted
+// members as they are). With dryRun it lists them and returns how many
+// would be released.
+func releaseAdoptedUnowned(ctx context.Context, st *store.Store, neutron []neutronimport.PKeyMembers, dryRun bool, w io.Writer) (pending int, err error) {
+	adopted, err := st.AdoptedPartitions(ctx)
+	if err != nil {
+		return 0, err
+	}
+	members := make(map[fabric.PKey][]fabric.GUID, len(adopted))
+	for _, a := range adopted {
+		for _, m := range a.Statement.Members {
+			members[a.PKey] = append(members[a.PKey], m.GUID)
+		}
+	}
+	for _, n := range neutron {
+		unowned := slices.DeleteFunc(slices.Clone(members[n.PKey]), func(g fabric.GUID) bool { return slices.Contains(n.GUIDs, g) })
+		if len(unowned) == 0 {
+			continue
+		}
+		if dryRun {
+			pending += len(unowned)
+			fmt.Fprintf(w, "would release adopted: pkey %s: %s (no port of Neutron has them)\n", n.PKey, guidList(unowned))
+			continue
+		}
+		out, err := st.ReleaseAdoptedMembers(ctx, store.AdoptedRelease{PKey: n.PKey, Keep: n.GUIDs, OwnedOnly: true,
+			CreatedBy: "--import-neutron"})
+		switch {
+		case errors.Is(err, store.ErrNotFound): // released meanwhile
+		case errors.Is(err, store.ErrAdoptedUnowned):
+			pending += len(unowned)
+			fmt.Fprintf(w, "kept adopted: pkey %s: %s (no network owns the pkey)\n", n.PKey, guidList(unowned))
+		case err != nil:
+			return pending, err
+		case len(out.Released) > 0:
+			fmt.Fprintf(w, "released adopted: pkey %s: %s (job %d)\n", n.PKey, guidList(out.Released), out.Job.ID)
+		}
+	}
+	return pending, nil
+}
+
+// guidList is guids as a comma-separated list.
+func guidList(guids []fabric.GUID) string {
+	s := make([]string, len(guids))
+	for i, g := range guids {
+		s[i] = g.String()
+	}
+	return strings.Join(s, ", ")
 }
 
 // importRules are the rules the API records networking-mlnx's requests by,

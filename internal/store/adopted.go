@@ -247,9 +247,17 @@ type AdoptedRelease struct {
 	// Keep are the GUIDs that stay adopted (those a Neutron import found a
 	// port for, which networking-mlnx has not sent yet); nil releases every
 	// adopted member of the pkey.
-	Keep      []fabric.GUID
+	Keep []fabric.GUID
+	// OwnedOnly releases nothing unless a network, a Kubernetes pkey or the
+	// flat partition owns the pkey (ErrAdoptedUnowned): a Neutron import
+	// whose network was refused says nothing about who uses the partition.
+	OwnedOnly bool
 	CreatedBy string
 }
+
+// ErrAdoptedUnowned is ReleaseAdoptedMembers' refusal, with OwnedOnly, of a
+// pkey that only its adoption holds.
+var ErrAdoptedUnowned = errors.New("no network, Kubernetes pkey or flat partition owns the pkey")
 
 // AdoptedReleaseOutcome is what a release did.
 type AdoptedReleaseOutcome struct {
@@ -278,6 +286,14 @@ func (s *Store) ReleaseAdoptedMembers(ctx context.Context, r AdoptedRelease) (Ad
 		a, ok := recorded[r.PKey]
 		if !ok {
 			return NewJob{}, ErrNotFound
+		}
+		if r.OwnedOnly {
+			switch owner, err := pkeyOwner(ctx, tx, r.PKey, s.rules.flatPKey()); {
+			case err != nil:
+				return NewJob{}, err
+			case owner == "":
+				return NewJob{}, ErrAdoptedUnowned
+			}
 		}
 		st := a.Statement
 		st.Members = nil

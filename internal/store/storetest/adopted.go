@@ -21,6 +21,7 @@ var adoptedTests = []storeTest{
 	{"AdoptedPkeyTakenOverByANetworkKeepsItsMembersUntilReleased", testAdoptedTakeOver},
 	{"AdoptSkipsGUIDsAnOwnerHolds", testAdoptSkipsOwned},
 	{"ReleaseKeepsTheGivenGUIDs", testReleaseKeeps},
+	{"ReleaseOfOwnedOnlyLeavesAnUnownedPKey", testReleaseOwnedOnly},
 	{"DeletingTheOwnerReleasesTheAdoptedMembers", testOwnerDeletion},
 	{"KubernetesTakeOverAndDeletion", testAdoptedKubernetes},
 	{"ReleaseRacingAPortOfTheSameGUID", testReleaseRacesPort},
@@ -153,6 +154,27 @@ func testReleaseKeeps(t *testing.T, s *store.Store) {
 	if err != nil || len(out.Released) != 0 || out.Job.Status != store.StatusCompleted || revision(t, s) != rev {
 		t.Errorf("releasing nothing: %+v, %v, revision %d (was %d)", out, err, revision(t, s), rev)
 	}
+}
+
+// An import's release (OwnedOnly) changes nothing while only the adoption
+// holds the pkey, and releases once a network took it over.
+func testReleaseOwnedOnly(t *testing.T, s *store.Store) {
+	adopt(t, s, tenant16)
+	rev := revision(t, s)
+	release := store.AdoptedRelease{PKey: 0x10, Keep: []fabric.GUID{adoptedB}, OwnedOnly: true}
+	if _, err := s.ReleaseAdoptedMembers(t.Context(), release); !errors.Is(err, store.ErrAdoptedUnowned) {
+		t.Errorf("an owned-only release of an unowned pkey: %v, want ErrAdoptedUnowned", err)
+	}
+	wantAdopted(t, s, "0x0010:0x0002c90300000a01=full", "0x0010:0x0002c90300000a02=limited")
+	if revision(t, s) != rev {
+		t.Errorf("the refused release moved the revision %d -> %d", rev, revision(t, s))
+	}
+	addNetwork(t, s, netA, 16)
+	out, err := s.ReleaseAdoptedMembers(t.Context(), release)
+	if err != nil || !slices.Equal(out.Released, []fabric.GUID{adoptedA}) || out.Left != 1 {
+		t.Fatalf("the owned-only release once a network owns the pkey: %+v, %v", out, err)
+	}
+	wantAdopted(t, s, "0x0010:0x0002c90300000a02=limited")
 }
 
 // A network deleted while adopted members remain takes them with it: the next
