@@ -87,12 +87,20 @@ type settings struct {
 	// the harness's client trusts only this CA, as networking-mlnx does with
 	// [sdn] cert_verify = True and cert_path.
 	CA *tlstest.CA
+	// Fabric, when set, is the simulated fabric to run on instead of a new
+	// one; BeforeStart runs once afm.conf is written, before the manager
+	// starts (the switch-over test adopts the running fabric's partitions).
+	Fabric      *fabricsim.Fabric
+	BeforeStart func(m *manager)
 }
 
 // launchManager is startManager without confirming the switches.
 func launchManager(t *testing.T, db storetest.Database, o fabricsim.Options, extra settings) *manager {
 	t.Helper()
-	f := fabricsim.StartT(t, o)
+	f := extra.Fabric
+	if f == nil {
+		f = fabricsim.StartT(t, o)
+	}
 	dir := t.TempDir()
 	m := &manager{t: t, fabric: f, dir: dir, conf: filepath.Join(dir, "afm.conf"), binary: cmp.Or(extra.Binary, managerBinary),
 		url: "http://" + freeAddr(t), client: &http.Client{Timeout: 10 * time.Second}}
@@ -134,6 +142,9 @@ guid = %s
 		strings.Join(extra.OpenSMConf, "\n"), strings.Join(extra.Log, "\n"), strings.Join(extra.UFMPKeys, "\n"))
 	if err := os.WriteFile(m.conf, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if extra.BeforeStart != nil {
+		extra.BeforeStart(m)
 	}
 	m.start()
 	t.Cleanup(m.stop)

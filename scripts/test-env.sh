@@ -2,9 +2,9 @@
 # test-env.sh: the servers the test suites need, throwaway and on loopback only.
 #
 #   scripts/test-env.sh install [PACKAGE...]   apt-get install whatever is missing of PACKAGEs (default: the
-#                                             database servers, OpenSM, ibsim, infiniband-diags, prometheus
-#                                             for promtool and systemd for systemd-analyze), without
-#                                             leaving the distribution's services running
+#                                             database servers, OpenSM, ibsim, infiniband-diags, promtool,
+#                                             systemd-analyze, neutron-server for the Neutron import's tests),
+#                                             without leaving the distribution's services running
 #   scripts/test-env.sh start DIR [--no-galera]  start PostgreSQL, MariaDB and a three-node MariaDB
 #                                             Galera cluster (not with --no-galera) with their data in DIR,
 #                                             each on free ports, create the user afm (password afm), write
@@ -25,7 +25,8 @@
 # and MariaDB as the user mysql. Both come from the Debian packages that `install` sets up.
 set -euo pipefail
 
-DEFAULT_PACKAGES=(postgresql mariadb-server galera-4 rsync opensm ibsim-utils libumad2sim0 infiniband-diags prometheus systemd sqlite3)
+DEFAULT_PACKAGES=(postgresql mariadb-server galera-4 rsync opensm ibsim-utils libumad2sim0 infiniband-diags prometheus systemd sqlite3
+	neutron-server python3-openstackclient)
 
 # The servers run as these users; they must be able to reach DIR (see check_reachable).
 PG_USER=postgres
@@ -69,6 +70,7 @@ stop_distribution_service() { # stop_distribution_service PACKAGE
 	docker.io) service="docker.socket docker" ;; # the image's tests run a dockerd of their own
 	containerd) service=containerd ;;
 	prometheus) service=prometheus ;;
+	neutron-server) service=neutron-api ;; # the tests run neutron-servers of their own
 	*) return 0 ;;
 	esac
 	if [[ -d /run/systemd/system ]]; then

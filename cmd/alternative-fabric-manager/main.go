@@ -9,7 +9,9 @@
 //	alternative-fabric-manager --version
 //	alternative-fabric-manager --config-file ... --status [--json] | --confirm-switches | --show-keys
 //	alternative-fabric-manager --config-file ... --show-enforcement-errors | --clear-enforcement-errors
+//	alternative-fabric-manager --config-file ... --import-neutron [--dry-run] [--prune]  # docs/neutron-import.md
 //	alternative-fabric-manager --config-file ... --unfreeze   # HA: lift a freeze (docs/ha.md)
+//	alternative-fabric-manager --config-file ... --import-keys opensm.conf [--replace-keys] | --rotate-keys m_key,sm_key,sa_key
 //	alternative-fabric-manager --config-file ... --healthcheck  # exit 0 only if the running manager is ready
 //
 // With --render, the file goes to standard output and the exit status is 0; if the
@@ -44,6 +46,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/health"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/leader"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/metrics"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/neutronimport"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/smcontainer"
@@ -65,8 +68,16 @@ func main() {
 	clearErrs := flag.Bool("clear-enforcement-errors", false, "forget the recorded enforcement errors, so that jobs complete again, then exit")
 	unfreezeFlag := flag.Bool("unfreeze", false, "with [ha] ha = true: lift a freeze once you made sure the OpenSM --status names is stopped (docs/ha.md), then exit")
 	showKeys := flag.Bool("show-keys", false, "print OpenSM's M_Key, SM_Key and SA_Key (secrets), then exit")
+	importKeys := flag.String("import-keys", "", "record the m_key, sm_key and sa_key of another manager's opensm.conf as OpenSM's keys (docs/key-rotation.md), then exit")
+	replaceKeys := flag.Bool("replace-keys", false, "with --import-keys: replace keys already recorded (a rotation)")
+	rotateKeys := flag.String("rotate-keys", "", "record new random keys for the listed keys (m_key,sm_key,sa_key; docs/key-rotation.md), then exit")
 	showVersion := flag.Bool("version", false, "print the version, the commit and the build date, then exit")
+	importNeutron := flag.Bool("import-neutron", false, "record what Neutron has on the InfiniBand physnets and list what it lacks (docs/neutron-import.md), then exit (0: they agree, 5: differences listed)")
+	dryRun := flag.Bool("dry-run", false, "with --import-neutron: print what would change, write nothing")
+	prune := flag.Bool("prune", false, "with --import-neutron: also remove what is recorded and Neutron deleted")
 	healthcheck := flag.Bool("healthcheck", false, "ask the running manager's /readyz, print its answer, exit 0 only if it is ready")
+	adoptFile := flag.String("adopt-partitions", "", "adopt the partitions of this running partitions file (docs/switch-over.md), then exit")
+	releasePKey := flag.String("release-adopted", "", "release the adopted members of this pkey, then exit")
 	flag.Parse()
 	if *showVersion {
 		fmt.Println(versionString())
@@ -76,8 +87,14 @@ func main() {
 		fmt.Fprintf(os.Stderr, "alternative-fabric-manager: unexpected argument %q\n", flag.Arg(0))
 		os.Exit(2)
 	}
-	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *unfreezeFlag, *healthcheck); n > 1 || (*asJSON && !*status) {
-		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: give at most one command flag (--json goes with --status)")
+	keysCmd := *importKeys != "" || *rotateKeys != ""
+	adopting, releasing := *adoptFile != "", *releasePKey != ""
+	// At most one command flag; with one, the manager runs it and exits.
+	commands := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *unfreezeFlag,
+		*healthcheck, *importKeys != "", *rotateKeys != "", adopting, releasing, *importNeutron)
+	if commands > 1 || (*asJSON && !*status) || (*replaceKeys && *importKeys == "") || ((*dryRun || *prune) && !*importNeutron) {
+		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: give at most one command flag (--json goes with --status, "+
+			"--replace-keys with --import-keys, --dry-run and --prune with --import-neutron)")
 		os.Exit(2)
 	}
 	level := slog.LevelInfo
@@ -93,7 +110,7 @@ func main() {
 	// SIGHUP's default action is to end the process, and the manager must
 	// survive one (a closed terminal, systemctl reload, a log rotation).
 	hup := make(chan os.Signal, 1)
-	if n := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *healthcheck); n == 0 {
+	if commands == 0 {
 		signal.Notify(hup, syscall.SIGHUP)
 	}
 	var err error
@@ -104,6 +121,14 @@ func main() {
 		err = runRender(ctx, *configFile, log)
 	case *healthcheck:
 		err = runHealthcheck(ctx, *configFile)
+	case keysCmd:
+		err = runKeys(ctx, *configFile, log, keysCommand{importFile: *importKeys, replace: *replaceKeys, rotate: *rotateKeys})
+	case adopting:
+		err = runAdopt(ctx, *configFile, *adoptFile, log, os.Stdout)
+	case releasing:
+		err = runReleaseAdopted(ctx, *configFile, *releasePKey, log, os.Stdout)
+	case *importNeutron:
+		err = runImportNeutron(ctx, *configFile, neutronimport.Options{DryRun: *dryRun, Prune: *prune}, log)
 	case *status || *confirm || *showErrs || *clearErrs || *showKeys || *unfreezeFlag:
 		err = runOperator(ctx, *configFile, log, operatorCommand{status: *status, json: *asJSON,
 			confirm: *confirm, showErrors: *showErrs, clearErrors: *clearErrs, showKeys: *showKeys, unfreeze: *unfreezeFlag})
@@ -292,17 +317,19 @@ func loadRunConfig(path string, level slog.Level) (*config.Config, *slog.Logger,
 
 // manager is the running manager's parts, wired from its configuration.
 type manager struct {
-	cfg         *config.Config
-	log         *slog.Logger
-	certs       *tlsreload.Reloader // nil: the API is served without TLS
-	st          *store.Store
-	leases      store.LeaseTables // with [ha] ha = true only
-	sm          *opensm.Supervisor
-	metrics     *metrics.Metrics
-	applierLoop *health.Loop
-	app         *applier.Applier
-	apiServer   *api.Server
-	servers     []*namedServer
+	cfg    *config.Config
+	log    *slog.Logger
+	certs  *tlsreload.Reloader // nil: the API is served without TLS
+	st     *store.Store
+	leases store.LeaseTables // with [ha] ha = true only
+	sm     *opensm.Supervisor
+	// writeOpenSMConf writes opensm.conf with the keys the database holds.
+	writeOpenSMConf func(context.Context) error
+	metrics         *metrics.Metrics
+	applierLoop     *health.Loop
+	app             *applier.Applier
+	apiServer       *api.Server
+	servers         []*namedServer
 	// closers release what wire opened, last first.
 	closers []func()
 }
@@ -350,11 +377,11 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*manager, 
 	}
 	mgr.closers = append(mgr.closers, func() { mgr.st.Close() })
 
-	sm, flavour, closeSM, err := prepareOpenSM(ctx, cfg, log, databaseKeys{mgr.st})
+	sm, flavour, closeSM, writeConf, err := prepareOpenSM(ctx, cfg, log, databaseKeys{mgr.st})
 	if err != nil {
 		return nil, err
 	}
-	mgr.sm = sm
+	mgr.sm, mgr.writeOpenSMConf = sm, writeConf
 	mgr.closers = append(mgr.closers, closeSM)
 	// A configuration changed under the recorded networks (flat_pkey now a
 	// network's VLAN, a static partition on its pkey) would fail every later
@@ -502,6 +529,13 @@ func (mgr *manager) elect(ctx context.Context) <-chan struct{} {
 // leading runs lead, telling the metrics and liveness that this manager
 // applies meanwhile.
 func (mgr *manager) leading(ctx context.Context, term int64, lead func(context.Context) error) error {
+	// The keys are the database's at every term, not at this process's
+	// start: a manager that started before a --rotate-keys and leads after
+	// it runs OpenSM with the rotated keys, not with the ones the ports no
+	// longer carry (docs/key-rotation.md).
+	if err := mgr.writeOpenSMConf(ctx); err != nil {
+		return err
+	}
 	mgr.metrics.Leading(term)
 	mgr.applierLoop.Active(true)
 	defer func() {
@@ -646,50 +680,54 @@ func stopOpenSM(ctx context.Context, sm *opensm.Supervisor, log *slog.Logger) {
 // prepareOpenSM writes opensm.conf, with the hardening options the running
 // OpenSM knows and the keys from keys, and the per-module logging file, and
 // returns the supervisor of what runs or signals OpenSM ([opensm] driver),
-// started by the first term. Whatever it needs is checked here, before
-// anything starts: a bad setting is a start-up error.
-func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource) (*opensm.Supervisor, fabric.Flavour, func(), error) {
+// started by the first term, and what writes opensm.conf again with the keys
+// as they are then. Whatever it needs is checked here, before anything
+// starts: a bad setting is a start-up error.
+func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource) (
+	sm *opensm.Supervisor, flavour fabric.Flavour, closeSM func(), writeConf func(context.Context) error, err error) {
 	dir := cfg.OpenSM.ConfigDir
 	if err := privateDir(dir, log); err != nil {
-		return nil, 0, nil, fmt.Errorf("[opensm] config_dir: %w", err)
+		return nil, 0, nil, nil, fmt.Errorf("[opensm] config_dir: %w", err)
 	}
 	perModule := filepath.Join(dir, "per-module-logging.conf")
 	if err := opensm.WriteFileAtomic(perModule, opensm.PerModuleLoggingConf(), 0o644); err != nil {
-		return nil, 0, nil, err
+		return nil, 0, nil, nil, err
 	}
 	confFile := filepath.Join(dir, "opensm.conf")
-	sm, flavour, closeSM, err := newSupervisor(ctx, cfg, confFile, log)
+	sm, flavour, closeSM, err = newSupervisor(ctx, cfg, confFile, log)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, nil, nil, err
 	}
 	hardening := cfg.OpenSM.Hardening
 	log.Info("OpenSM hardening", "flavour", flavour.String(), "groups", hardening.Groups)
 	for _, g := range hardening.Unwritten(flavour) {
 		log.Warn("hardening group has no effect on this OpenSM", "group", g, "flavour", flavour.String())
 	}
-	k, err := keys.Keys(ctx)
-	if err != nil {
-		closeSM()
-		return nil, 0, nil, err
-	}
 	pass := make([]opensm.KeyValue, 0, len(cfg.OpenSMConf))
 	for _, kv := range cfg.OpenSMConf {
 		pass = append(pass, opensm.KeyValue{Key: kv.Key, Value: kv.Value})
 	}
-	if err := opensm.WriteConf(confFile, opensm.ConfOptions{
-		PartitionsFile:       filepath.Join(dir, "partitions.conf"),
-		LogFile:              cfg.OpenSM.LogFile,
-		PerModuleLoggingFile: perModule,
-		DumpFilesDir:         dir,
-		Hardening:            hardening,
-		Flavour:              flavour,
-		Keys:                 k,
-		Passthrough:          pass,
-	}); err != nil {
-		closeSM()
-		return nil, 0, nil, err
+	writeConf = func(ctx context.Context) error {
+		k, err := keys.Keys(ctx)
+		if err != nil {
+			return err
+		}
+		return opensm.WriteConf(confFile, opensm.ConfOptions{
+			PartitionsFile:       filepath.Join(dir, "partitions.conf"),
+			LogFile:              cfg.OpenSM.LogFile,
+			PerModuleLoggingFile: perModule,
+			DumpFilesDir:         dir,
+			Hardening:            hardening,
+			Flavour:              flavour,
+			Keys:                 k,
+			Passthrough:          pass,
+		})
 	}
-	return sm, flavour, closeSM, nil
+	if err := writeConf(ctx); err != nil {
+		closeSM()
+		return nil, 0, nil, nil, err
+	}
+	return sm, flavour, closeSM, writeConf, nil
 }
 
 // newSupervisor returns the supervisor of OpenSM run or watched the way

@@ -182,6 +182,8 @@ type Status struct {
 	Driver *opensm.Status `json:"driver"`
 	// Lease is the HA lease ([ha] ha = true); absent without HA.
 	Lease *LeaseStatus `json:"lease,omitempty"`
+	// Adopted are the adopted partitions (--adopt-partitions), in pkey order.
+	Adopted []AdoptedStatus `json:"adopted"`
 }
 
 // LeaseStatus is the HA lease as --status shows it (docs/ha.md).
@@ -283,6 +285,9 @@ func readStatus(ctx context.Context, cfg *config.Config, st *store.Store) (Statu
 	reasons, unchecked = dumpHere(gates, subnetDump(cfg))
 	s.NotCompleting = append(s.NotCompleting, reasons...)
 	s.Unchecked = append(s.Unchecked, unchecked...)
+	if s.Adopted, err = readAdopted(ctx, cfg, st); err != nil {
+		return s, err
+	}
 	if cfg.HA.HA {
 		return s, readLease(ctx, st, &s)
 	}
@@ -360,6 +365,7 @@ func printStatus(w io.Writer, s Status) error {
 	if l := s.Lease; l != nil {
 		printLease(tw, l)
 	}
+	printAdopted(tw, s.Adopted)
 	if d := s.Driver; d == nil {
 		fmt.Fprintln(tw, "OpenSM driver:\tno manager has run on this host")
 	} else {

@@ -202,6 +202,21 @@ func (q *Queries) ListSecrets(ctx context.Context) ([]ListSecretsRow, error) {
 	return items, nil
 }
 
+const updateSecret = `-- name: UpdateSecret :exec
+UPDATE secrets SET value = ? WHERE name = ?
+`
+
+type UpdateSecretParams struct {
+	Value string
+	Name  string
+}
+
+// A rotation or an import that replaces a key: the row keeps its created_at.
+func (q *Queries) UpdateSecret(ctx context.Context, arg UpdateSecretParams) error {
+	_, err := q.db.ExecContext(ctx, updateSecret, arg.Value, arg.Name)
+	return err
+}
+
 const upsertEnforcementError = `-- name: UpsertEnforcementError :execrows
 INSERT INTO enforcement_errors (switch_guid, port, line, first_seen, last_seen, occurrences)
 SELECT ?, ?, ?, ?, ?, 1

@@ -10,6 +10,15 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
+type AdoptedPartition struct {
+	Pkey      fabric.PKey
+	Name      string
+	Statement string
+	Revision  int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
 type Apply struct {
 	ID         int64
 	Revision   int64

@@ -54,6 +54,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.countNetworksStmt, err = db.PrepareContext(ctx, countNetworks); err != nil {
 		return nil, fmt.Errorf("error preparing query CountNetworks: %w", err)
 	}
+	if q.deleteAdoptedPartitionStmt, err = db.PrepareContext(ctx, deleteAdoptedPartition); err != nil {
+		return nil, fmt.Errorf("error preparing query DeleteAdoptedPartition: %w", err)
+	}
 	if q.deleteAppliesBeforeStmt, err = db.PrepareContext(ctx, deleteAppliesBefore); err != nil {
 		return nil, fmt.Errorf("error preparing query DeleteAppliesBefore: %w", err)
 	}
@@ -150,6 +153,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.leadershipStmt, err = db.PrepareContext(ctx, leadership); err != nil {
 		return nil, fmt.Errorf("error preparing query Leadership: %w", err)
 	}
+	if q.listAdoptedPartitionsStmt, err = db.PrepareContext(ctx, listAdoptedPartitions); err != nil {
+		return nil, fmt.Errorf("error preparing query ListAdoptedPartitions: %w", err)
+	}
 	if q.listKubernetesMembersStmt, err = db.PrepareContext(ctx, listKubernetesMembers); err != nil {
 		return nil, fmt.Errorf("error preparing query ListKubernetesMembers: %w", err)
 	}
@@ -200,6 +206,12 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.setRevisionStmt, err = db.PrepareContext(ctx, setRevision); err != nil {
 		return nil, fmt.Errorf("error preparing query SetRevision: %w", err)
+	}
+	if q.updateSecretStmt, err = db.PrepareContext(ctx, updateSecret); err != nil {
+		return nil, fmt.Errorf("error preparing query UpdateSecret: %w", err)
+	}
+	if q.upsertAdoptedPartitionStmt, err = db.PrepareContext(ctx, upsertAdoptedPartition); err != nil {
+		return nil, fmt.Errorf("error preparing query UpsertAdoptedPartition: %w", err)
 	}
 	if q.upsertEnforcementErrorStmt, err = db.PrepareContext(ctx, upsertEnforcementError); err != nil {
 		return nil, fmt.Errorf("error preparing query UpsertEnforcementError: %w", err)
@@ -269,6 +281,11 @@ func (q *Queries) Close() error {
 	if q.countNetworksStmt != nil {
 		if cerr := q.countNetworksStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing countNetworksStmt: %w", cerr)
+		}
+	}
+	if q.deleteAdoptedPartitionStmt != nil {
+		if cerr := q.deleteAdoptedPartitionStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing deleteAdoptedPartitionStmt: %w", cerr)
 		}
 	}
 	if q.deleteAppliesBeforeStmt != nil {
@@ -431,6 +448,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing leadershipStmt: %w", cerr)
 		}
 	}
+	if q.listAdoptedPartitionsStmt != nil {
+		if cerr := q.listAdoptedPartitionsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listAdoptedPartitionsStmt: %w", cerr)
+		}
+	}
 	if q.listKubernetesMembersStmt != nil {
 		if cerr := q.listKubernetesMembersStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing listKubernetesMembersStmt: %w", cerr)
@@ -516,6 +538,16 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing setRevisionStmt: %w", cerr)
 		}
 	}
+	if q.updateSecretStmt != nil {
+		if cerr := q.updateSecretStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing updateSecretStmt: %w", cerr)
+		}
+	}
+	if q.upsertAdoptedPartitionStmt != nil {
+		if cerr := q.upsertAdoptedPartitionStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing upsertAdoptedPartitionStmt: %w", cerr)
+		}
+	}
 	if q.upsertEnforcementErrorStmt != nil {
 		if cerr := q.upsertEnforcementErrorStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing upsertEnforcementErrorStmt: %w", cerr)
@@ -590,6 +622,7 @@ type Queries struct {
 	countMembersStmt                  *sql.Stmt
 	countMembersByNetworkStmt         *sql.Stmt
 	countNetworksStmt                 *sql.Stmt
+	deleteAdoptedPartitionStmt        *sql.Stmt
 	deleteAppliesBeforeStmt           *sql.Stmt
 	deleteExpectedSwitchesStmt        *sql.Stmt
 	deleteFinishedJobsBeforeStmt      *sql.Stmt
@@ -622,6 +655,7 @@ type Queries struct {
 	kubernetesStateStmt               *sql.Stmt
 	lastApplyStmt                     *sql.Stmt
 	leadershipStmt                    *sql.Stmt
+	listAdoptedPartitionsStmt         *sql.Stmt
 	listKubernetesMembersStmt         *sql.Stmt
 	listKubernetesMembersOfPKeyStmt   *sql.Stmt
 	listKubernetesPKeysStmt           *sql.Stmt
@@ -639,6 +673,8 @@ type Queries struct {
 	recordApplyStmt                   *sql.Stmt
 	revisionStmt                      *sql.Stmt
 	setRevisionStmt                   *sql.Stmt
+	updateSecretStmt                  *sql.Stmt
+	upsertAdoptedPartitionStmt        *sql.Stmt
 	upsertEnforcementErrorStmt        *sql.Stmt
 	upsertKubernetesMemberStmt        *sql.Stmt
 	upsertKubernetesPKeyStmt          *sql.Stmt
@@ -660,6 +696,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		countMembersStmt:                  q.countMembersStmt,
 		countMembersByNetworkStmt:         q.countMembersByNetworkStmt,
 		countNetworksStmt:                 q.countNetworksStmt,
+		deleteAdoptedPartitionStmt:        q.deleteAdoptedPartitionStmt,
 		deleteAppliesBeforeStmt:           q.deleteAppliesBeforeStmt,
 		deleteExpectedSwitchesStmt:        q.deleteExpectedSwitchesStmt,
 		deleteFinishedJobsBeforeStmt:      q.deleteFinishedJobsBeforeStmt,
@@ -692,6 +729,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		kubernetesStateStmt:               q.kubernetesStateStmt,
 		lastApplyStmt:                     q.lastApplyStmt,
 		leadershipStmt:                    q.leadershipStmt,
+		listAdoptedPartitionsStmt:         q.listAdoptedPartitionsStmt,
 		listKubernetesMembersStmt:         q.listKubernetesMembersStmt,
 		listKubernetesMembersOfPKeyStmt:   q.listKubernetesMembersOfPKeyStmt,
 		listKubernetesPKeysStmt:           q.listKubernetesPKeysStmt,
@@ -709,6 +747,8 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		recordApplyStmt:                   q.recordApplyStmt,
 		revisionStmt:                      q.revisionStmt,
 		setRevisionStmt:                   q.setRevisionStmt,
+		updateSecretStmt:                  q.updateSecretStmt,
+		upsertAdoptedPartitionStmt:        q.upsertAdoptedPartitionStmt,
 		upsertEnforcementErrorStmt:        q.upsertEnforcementErrorStmt,
 		upsertKubernetesMemberStmt:        q.upsertKubernetesMemberStmt,
 		upsertKubernetesPKeyStmt:          q.upsertKubernetesPKeyStmt,

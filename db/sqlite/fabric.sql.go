@@ -188,6 +188,16 @@ func (q *Queries) ListSecrets(ctx context.Context) ([]ListSecretsRow, error) {
 	return items, nil
 }
 
+const updateSecret = `-- name: UpdateSecret :exec
+UPDATE secrets SET value = ?1 WHERE name = ?2
+`
+
+// A rotation or an import that replaces a key: the row keeps its created_at.
+func (q *Queries) UpdateSecret(ctx context.Context, value string, name string) error {
+	_, err := q.exec(ctx, q.updateSecretStmt, updateSecret, value, name)
+	return err
+}
+
 const upsertEnforcementError = `-- name: UpsertEnforcementError :execrows
 INSERT INTO enforcement_errors (switch_guid, port, line, first_seen, last_seen, occurrences)
 SELECT ?1, ?2, ?3, ?4, ?4, 1

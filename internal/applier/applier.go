@@ -874,7 +874,7 @@ func (t *term) pruneJobs(ctx context.Context) {
 
 // State turns a snapshot into what the partitions file renders from: each VLAN
 // network's partition, the flat partition (on flatPKey) whose members are the
-// ports of every flat network, and the Kubernetes partitions.
+// ports of every flat network, the Kubernetes partitions and the adopted ones.
 func State(snap store.Snapshot, defaultPartition string, flatPKey fabric.PKey) partitions.State {
 	members := map[string][]fabric.GUID{}
 	for _, m := range snap.Members {
@@ -900,6 +900,9 @@ func State(snap store.Snapshot, defaultPartition string, flatPKey fabric.PKey) p
 				Membership: partitions.Membership(m.Membership), Index0: m.Index0})
 		}
 		st.Kubernetes = append(st.Kubernetes, part)
+	}
+	for _, a := range snap.Adopted {
+		st.Adopted = append(st.Adopted, a.Statement)
 	}
 	return st
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm/opensmtest"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
@@ -34,13 +35,7 @@ func (f *scriptedOpenSM) WaitReady(ctx context.Context) error { return nil }
 func (f *scriptedOpenSM) Restarts() int                       { return 0 }
 
 func (f *scriptedOpenSM) Reload(ctx context.Context) error {
-	text := f.sweep()
-	file, err := os.OpenFile(f.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer file.Close()
-	if _, err := file.WriteString(text); err != nil {
+	if err := opensmtest.Append(f.log, f.sweep()); err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -288,7 +283,7 @@ func TestSweepLongerThanSweepTimeoutIsFollowedNotSignalledAgain(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	appendTo(t, r.sm.log, logLine(0x02, "osm_pkey_mgr: PKEY setup completed - STARTING SM LID CONFIG")+logLine(0x80, "SUBNET UP"))
+	opensmtest.AppendLog(t, r.sm.log, logLine(0x02, "osm_pkey_mgr: PKEY setup completed - STARTING SM LID CONFIG")+logLine(0x80, "SUBNET UP"))
 	if res := <-done; res != applyDone {
 		t.Fatalf("apply: %v, want done", res)
 	}
@@ -329,7 +324,7 @@ func TestBrokenProofKeepsJobsWaiting(t *testing.T) {
 		return logLine(0x02, "after the rotation")
 	})
 	r.term.Cfg.SweepTimeout = 10 * time.Second
-	appendTo(t, r.sm.log, logLine(0x02, "before the apply"))
+	opensmtest.AppendLog(t, r.sm.log, logLine(0x02, "before the apply"))
 	job := r.network(101)
 	if res := r.term.apply(t.Context()); res != applyRetryAtOnce {
 		t.Errorf("apply: %v, want a retry at once", res)
@@ -631,7 +626,7 @@ func TestPKeyErrorWindows(t *testing.T) {
 	t.Run("a line of an earlier sweep", func(t *testing.T) {
 		var sweep func() string
 		r := setup(t, &sweep)
-		appendTo(t, r.sm.log, heavySweep(full(0x0066))) // before the position
+		opensmtest.AppendLog(t, r.sm.log, heavySweep(full(0x0066))) // before the position
 		job := r.vlan(r.netID, 102)
 		r.applied("apply")
 		wantStatus(t, r, "the VLAN move", job, store.StatusCompleted)

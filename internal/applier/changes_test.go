@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm/opensmtest"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
@@ -302,7 +303,7 @@ func TestNoPKeyErrorAfterAWindowFailsEveryJob(t *testing.T) {
 			r.term.repairDrift(t.Context())
 		}, store.StatusFailed},
 		{"the file edited", func(t *testing.T, r *applyRig, _ *string) {
-			appendTo(t, r.term.Cfg.PartitionsFile, "edited = 0x0067 : ALL ;\n")
+			opensmtest.AppendLog(t, r.term.Cfg.PartitionsFile, "edited = 0x0067 : ALL ;\n")
 			r.term.repairDrift(t.Context())
 		}, store.StatusFailed},
 		{"a freeze lifted", func(t *testing.T, r *applyRig, _ *string) {

@@ -3,7 +3,6 @@ package applier
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm/opensmtest"
 )
 
 // fakeOpenSM is a fake Supervisor for the applier's unit tests, faithful to
@@ -19,8 +19,9 @@ import (
 //     its version line) and is ready; nothing but Stop stops it. A Stop for
 //     a term is a latch (opensm.TermLatch): Start for that term or an
 //     earlier one is refused afterwards.
-//   - WaitReady fails at once while it is not started or its start failed,
-//     and waits while it is starting.
+//   - WaitReady is opensm.AwaitReady on the fake's state: it fails at once
+//     while it is not started or its start failed, and waits while it is
+//     starting.
 //   - Reload refuses unless ready; otherwise OpenSM reads the partitions file
 //     at that moment and logs one heavy sweep after the reload, whose lines
 //     are cut from real OpenSM logs (../opensm/testdata), as its scripted
@@ -93,28 +94,15 @@ func (f *fakeOpenSM) StopTerm(_ context.Context, term int64) error {
 }
 
 func (f *fakeOpenSM) WaitReady(ctx context.Context) error {
-	for {
+	return opensm.AwaitReady(ctx, func() (opensm.Readiness, <-chan struct{}) {
 		f.mu.Lock()
-		switch {
-		case f.ready:
-			f.mu.Unlock()
-			return nil
-		case !f.started:
-			f.mu.Unlock()
-			return errors.New("opensm: not started")
-		case f.startErr != nil:
-			err := f.startErr
-			f.mu.Unlock()
-			return fmt.Errorf("opensm: not running: %w", err)
+		defer f.mu.Unlock()
+		r := opensm.Readiness{Ready: f.ready, Supervised: f.started, Failed: f.startErr != nil}
+		if r.Failed {
+			r.LastError = f.startErr.Error()
 		}
-		changed := f.changed
-		f.mu.Unlock()
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+		return r, f.changed
+	})
 }
 
 func (f *fakeOpenSM) Reload(ctx context.Context) error {
@@ -183,13 +171,7 @@ func (f *fakeOpenSM) state() (launches, stops int, reloads []string) {
 }
 
 func (f *fakeOpenSM) appendLog(text string) {
-	fh, err := os.OpenFile(f.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		f.t.Error(err)
-		return
-	}
-	defer fh.Close()
-	if _, err := fh.WriteString(text); err != nil {
+	if err := opensmtest.Append(f.logFile, text); err != nil {
 		f.t.Error(err)
 	}
 }

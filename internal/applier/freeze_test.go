@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm/opensmtest"
 )
 
 // tailedFreezeWatch is a freeze watch fed by a tail of the log at path from
@@ -42,15 +43,15 @@ func TestFreezeWatchReadsOpenSMState(t *testing.T) {
 		t.Fatalf("no log yet: standby %v, master %v, %v", got, w.isMaster(), err)
 	}
 	i := strings.Index(applied, "Entering MASTER state") + len("Entering MASTER")
-	appendTo(t, path, applied[:i])
+	opensmtest.AppendLog(t, path, applied[:i])
 	if got, err := w.scanState(); err != nil || got || w.isMaster() {
 		t.Fatalf("half a MASTER line: standby %v, master %v, %v", got, w.isMaster(), err)
 	}
-	appendTo(t, path, applied[i:])
+	opensmtest.AppendLog(t, path, applied[i:])
 	if got, err := w.scanState(); err != nil || got || !w.isMaster() {
 		t.Fatalf("after the start: standby %v, master %v, %v; want master", got, w.isMaster(), err)
 	}
-	appendTo(t, path, standby)
+	opensmtest.AppendLog(t, path, standby)
 	if got, err := w.scanState(); err != nil || !got || w.isMaster() {
 		t.Fatalf("after the handover: standby %v, master %v, %v; want STANDBY seen", got, w.isMaster(), err)
 	}
@@ -87,26 +88,26 @@ func TestFreezeWatchSeesStandbyAcrossRotation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "opensm.log")
-			appendTo(t, path, "Nov 29 19:24:29 000001 [F5B2C6C0] 0x03 -> OpenSM 3.3.23\n")
+			opensmtest.AppendLog(t, path, "Nov 29 19:24:29 000001 [F5B2C6C0] 0x03 -> OpenSM 3.3.23\n")
 			pos, err := opensm.LogPosition(path)
 			if err != nil {
 				t.Fatal(err)
 			}
 			w := tailedFreezeWatch(t, path, pos)
-			appendTo(t, path, master)
+			opensmtest.AppendLog(t, path, master)
 			if tt.scanFirst {
 				if got, err := w.scanState(); err != nil || got || !w.isMaster() {
 					t.Fatalf("before the rotation: standby %v, master %v, %v; want master", got, w.isMaster(), err)
 				}
 			}
-			appendTo(t, path, tt.standby)
+			opensmtest.AppendLog(t, path, tt.standby)
 			if err := os.Rename(path, path+".1"); err != nil {
 				t.Fatal(err)
 			}
 			if tt.reopened {
-				appendTo(t, path, later)
+				opensmtest.AppendLog(t, path, later)
 			} else {
-				appendTo(t, path, "") // logrotate's create: an empty file OpenSM does not write yet
+				opensmtest.AppendLog(t, path, "") // logrotate's create: an empty file OpenSM does not write yet
 			}
 			got, err := w.scanState()
 			if err != nil || !got || w.isMaster() {
@@ -117,7 +118,7 @@ func TestFreezeWatchSeesStandbyAcrossRotation(t *testing.T) {
 					t.Fatalf("nothing new: standby %v, %v", got, err)
 				}
 				// The new file is followed: a line logged there is read.
-				appendTo(t, path, master)
+				opensmtest.AppendLog(t, path, master)
 				if got, err := w.scanState(); err != nil || got || !w.isMaster() {
 					t.Fatalf("in the new file: standby %v, master %v, %v; want master", got, w.isMaster(), err)
 				}

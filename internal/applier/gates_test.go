@@ -3,7 +3,6 @@ package applier
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,23 +12,12 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm/opensmtest"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
 
 const err0507 = "Nov 29 18:16:33 486627 [7F1C] 0x01 -> pkey_mgr_update_peer_port: ERR 0507: Not enough pkey entries (60 <= 60) on switch 0x0002c90300f00001 port 2 (S1). Clearing Enforcement bit\n"
-
-func appendTo(t *testing.T, path, text string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := io.WriteString(f, text); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func recorded(t *testing.T, s *store.Store) []string {
 	t.Helper()
@@ -50,7 +38,7 @@ func TestEnforcementRecorder(t *testing.T) {
 	s := storetest.Open(t, config.EngineSQLite)
 	log := slog.New(slog.DiscardHandler)
 	path := filepath.Join(t.TempDir(), "opensm.log")
-	appendTo(t, path, err0507) // before the watch starts: not this term's
+	opensmtest.AppendLog(t, path, err0507) // before the watch starts: not this term's
 	pos, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +73,7 @@ func TestEnforcementRecorder(t *testing.T) {
 			[]string{"0x0002c90300f00001:2 xII", "unattributed xI"}},
 	}
 	for _, st := range steps {
-		appendTo(t, path, st.add)
+		opensmtest.AppendLog(t, path, st.add)
 		if err := scan(); err != nil {
 			t.Fatalf("%s: scan: %v", st.name, err)
 		}
@@ -116,13 +104,13 @@ func TestEnforcementRecorder(t *testing.T) {
 	if err := os.Rename(path, path+".1"); err != nil {
 		t.Fatal(err)
 	}
-	appendTo(t, path+".1", err0507)
-	appendTo(t, path, "") // logrotate's create: the old file is still OpenSM's
+	opensmtest.AppendLog(t, path+".1", err0507)
+	opensmtest.AppendLog(t, path, "") // logrotate's create: the old file is still OpenSM's
 	if err := scan(); err != nil {
 		t.Fatal(err)
 	}
-	appendTo(t, path+".1", err0507)
-	appendTo(t, path, "Nov 29 18:16:36 000003 [7F1C] 0x01 -> osm_pkey_mgr: ERR 0513: Clearing Enforcement bit somewhere\n")
+	opensmtest.AppendLog(t, path+".1", err0507)
+	opensmtest.AppendLog(t, path, "Nov 29 18:16:36 000003 [7F1C] 0x01 -> osm_pkey_mgr: ERR 0513: Clearing Enforcement bit somewhere\n")
 	if err := scan(); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +142,7 @@ func TestEnforcementRecorderKeepsWhatItCouldNotRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tail.Close()
-	appendTo(t, path, err0507)
+	opensmtest.AppendLog(t, path, err0507)
 	if err := tail.Pump(); err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +150,7 @@ func TestEnforcementRecorderKeepsWhatItCouldNotRecord(t *testing.T) {
 	if err := found.record(t.Context(), term, away, log); err == nil || away.calls != 1 {
 		t.Fatalf("record with the database away: %v after %d calls; want its error", err, away.calls)
 	}
-	appendTo(t, path, err0507)
+	opensmtest.AppendLog(t, path, err0507)
 	if err := tail.Pump(); err != nil {
 		t.Fatal(err)
 	}

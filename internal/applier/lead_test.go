@@ -16,6 +16,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
 // The term's state machine, driven by a fake OpenSM (fakesm_test.go) on a real
@@ -27,24 +28,7 @@ type leadRig struct {
 	st   *store.Store
 	sm   *fakeOpenSM
 	app  *Applier
-	logs *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	logs *testenv.SyncBuffer
 }
 
 func newLeadRig(t *testing.T) *leadRig {
@@ -54,7 +38,7 @@ func newLeadRig(t *testing.T) *leadRig {
 	dumpFile := copySubnetDump(t, dir)
 	confirmDumpSwitches(t, st)
 	sm := newFakeOpenSM(t, dir)
-	logs := &lockedBuffer{}
+	logs := &testenv.SyncBuffer{}
 	app := &Applier{Store: st, SM: sm, Log: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Cfg: Config{
 			PartitionsFile:   sm.pFile,
@@ -309,7 +293,7 @@ func TestLeadFencedByNewerTerm(t *testing.T) {
 }
 
 // waitLog waits for a log line holding every part.
-func waitLog(t *testing.T, logs *lockedBuffer, parts ...string) {
+func waitLog(t *testing.T, logs *testenv.SyncBuffer, parts ...string) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {

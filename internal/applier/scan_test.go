@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm/opensmtest"
 )
 
 // clearedLine is upstream OpenSM's line for switch port 2 of S1, told apart by
@@ -46,14 +47,14 @@ func TestEnforcementScanReadsEachByteOnce(t *testing.T) {
 		t.Fatalf("after the first sweep: %q, want S1 port 2 seen twice", got)
 	}
 	// Between applies, a line of its own, read by the watch at the next poll.
-	appendTo(t, r.sm.log, clearedLine("03"))
+	opensmtest.AppendLog(t, r.sm.log, clearedLine("03"))
 	r.term.pollGates(ctx)
 	if got := recorded(t, r.st); len(got) != 1 || got[0] != "0x0002c90300f00001:2 xIII" {
 		t.Fatalf("after a line between sweeps: %q, want S1 port 2 seen three times", got)
 	}
 	// One line just before the next apply's position: read by the apply's
 	// wait, before the sweep's lines.
-	appendTo(t, r.sm.log, clearedLine("04"))
+	opensmtest.AppendLog(t, r.sm.log, clearedLine("04"))
 	if _, err := r.st.ClearEnforcementErrors(ctx); err != nil { // the operator repaired it
 		t.Fatal(err)
 	}
@@ -94,7 +95,7 @@ func TestEnforcementScanAfterSweepTruncationAndRotation(t *testing.T) {
 	if err := os.Truncate(r.sm.log, 0); err != nil {
 		t.Fatal(err)
 	}
-	appendTo(t, r.sm.log, clearedLine("05"))
+	opensmtest.AppendLog(t, r.sm.log, clearedLine("05"))
 	r.term.pollGates(ctx)
 	if got := recorded(t, r.st); len(got) != 1 || got[0] != "0x0002c90300f00001:2 xI" {
 		t.Fatalf("after truncation: %q, want the new line recorded", got)
@@ -103,8 +104,8 @@ func TestEnforcementScanAfterSweepTruncationAndRotation(t *testing.T) {
 	if err := os.Rename(r.sm.log, r.sm.log+".1"); err != nil {
 		t.Fatal(err)
 	}
-	appendTo(t, r.sm.log+".1", clearedLine("06"))
-	appendTo(t, r.sm.log, clearedLine("07"))
+	opensmtest.AppendLog(t, r.sm.log+".1", clearedLine("06"))
+	opensmtest.AppendLog(t, r.sm.log, clearedLine("07"))
 	r.term.pollGates(ctx)
 	if got := recorded(t, r.st); len(got) != 1 || got[0] != "0x0002c90300f00001:2 xIII" {
 		t.Errorf("after rotation: %q, want both lines recorded", got)

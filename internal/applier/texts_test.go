@@ -8,6 +8,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
 // A sweep that logs thousands of pkey errors (H1's pkey table is full: every
@@ -44,7 +45,7 @@ func TestManyPKeyErrorsStillEndTheJobs(t *testing.T) {
 					middle.WriteString(logLine(0x01, l))
 				}
 				r := newApplyRigOn(t, engine, true, func() string { return heavySweep(middle.String()) })
-				var logged lockedBuffer
+				var logged testenv.SyncBuffer
 				r.term.Log = slog.New(slog.NewTextHandler(&logged, nil))
 				nw, h1, h2 := r.h1H2Applied("apply")
 				for _, c := range []jobWant{{"H1's", h1, tt.h1}, {"H2's", h2, tt.h2}, {"the network's", nw, tt.nw}} {

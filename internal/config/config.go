@@ -36,9 +36,21 @@ type Config struct {
 	OpenSM   OpenSM
 	// UFMPKeys is [ufm_pkeys]: UFM's pkeys API, for ib-kubernetes.
 	UFMPKeys UFMPKeys
+	// Neutron is [neutron]: where --import-neutron reads Neutron's API.
+	Neutron Neutron
 	// OpenSMConf is [opensm_conf] in file order: options passed through to
 	// opensm.conf as they are written.
 	OpenSMConf []KeyValue
+}
+
+// Neutron is [neutron]: the cloud of a clouds.yaml whose Neutron
+// --import-neutron reads (docs/neutron-import.md). The manager itself never
+// talks to Neutron.
+type Neutron struct {
+	// CloudsFile is the clouds.yaml; it holds the credential, so the
+	// manager's configuration does not.
+	CloudsFile string
+	Cloud      string
 }
 
 // HA is [ha]: whether other managers share the database.

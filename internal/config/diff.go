@@ -83,6 +83,8 @@ var keyGetters = []keyGetter{
 	{"ufm_pkeys", "max_members_per_pkey", func(c *Config) any { return c.UFMPKeys.MaxMembersPerPKey }},
 	{"ufm_pkeys", "max_members", func(c *Config) any { return c.UFMPKeys.MaxMembers }},
 	{"ufm_pkeys", "max_concurrent_requests", func(c *Config) any { return c.UFMPKeys.MaxConcurrentRequests }},
+	{"neutron", "clouds_file", func(c *Config) any { return c.Neutron.CloudsFile }},
+	{"neutron", "cloud", func(c *Config) any { return c.Neutron.Cloud }},
 	{"log", "format", func(c *Config) any { return c.Log.Format }},
 	{"database", "connection", func(c *Config) any { return c.Database.Connection }},
 	{"database", "auto_migrate", func(c *Config) any { return c.Database.AutoMigrate }},

@@ -34,6 +34,7 @@ var diffChanges = map[string]string{
 	"[ufm_pkeys] pkey_range": "0x1000-0x10ff", "[ufm_pkeys] apply_timeout": "5",
 	"[ufm_pkeys] max_guids_per_request": "5000", "[ufm_pkeys] max_members_per_pkey": "40000",
 	"[ufm_pkeys] max_members": "90000", "[ufm_pkeys] max_concurrent_requests": "2",
+	"[neutron] clouds_file": "/etc/afm/clouds.yaml", "[neutron] cloud": "ib-cloud",
 	"[log] format":          "text",
 	"[database] connection": "postgresql://afm@db2/afm", "[database] auto_migrate": "false",
 	"[database] poll_interval": "2", "[database] job_retention": "8d",

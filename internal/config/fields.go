@@ -110,6 +110,10 @@ var sections = []section{
 		{key: "max_concurrent_requests", def: strconv.Itoa(DefaultMaxConcurrentRequests),
 			set: into(intWithin(concurrencyLimit), func(c *Config) *int { return &c.UFMPKeys.MaxConcurrentRequests })},
 	}},
+	{name: "neutron", fields: []field{
+		{key: "clouds_file", set: into(setString, func(c *Config) *string { return &c.Neutron.CloudsFile })},
+		{key: "cloud", set: into(setString, func(c *Config) *string { return &c.Neutron.Cloud })},
+	}},
 	{name: "log", fields: []field{
 		{key: "format", def: "json", set: func(c *Config, v string) error {
 			if v != "json" && v != "text" {

@@ -1,34 +1,13 @@
 package opensm
 
 import (
-	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
-
-// golden compares got with testdata/name, or rewrites the file with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\n--- got\n%s--- want\n%s", name, got, want)
-	}
-}
 
 var confPaths = ConfOptions{
 	PartitionsFile:       "/var/lib/alternative-fabric-manager/partitions.conf",
@@ -48,7 +27,7 @@ func TestRenderConfGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "opensm.conf.golden", got)
+	golden.Compare(t, filepath.Join("testdata", "opensm.conf.golden"), got)
 }
 
 // options parses a rendered file the way OpenSM reads it: "key value" per line.
@@ -178,5 +157,5 @@ func TestOptionLineAtOpenSMsLimit(t *testing.T) {
 }
 
 func TestPerModuleLoggingConf(t *testing.T) {
-	golden(t, "per-module-logging.conf.golden", PerModuleLoggingConf())
+	golden.Compare(t, filepath.Join("testdata", "per-module-logging.conf.golden"), PerModuleLoggingConf())
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm/opensmtest"
 )
 
 const (
@@ -51,25 +53,13 @@ func nothingYet(t *testing.T, l *LogFollower) {
 	}
 }
 
-func appendTo(t *testing.T, path, data string) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString(data); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestLogPosition(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "opensm.log")
 	pos, err := LogPosition(path)
 	if err != nil || pos != (Position{}) {
 		t.Fatalf("missing file: %+v, %v; want the zero position", pos, err)
 	}
-	appendTo(t, path, subnetUpLine)
+	opensmtest.AppendLog(t, path, subnetUpLine)
 	pos, err = LogPosition(path)
 	fi, _ := os.Stat(path)
 	if err != nil || pos.Offset != int64(len(subnetUpLine)) || pos.Inode != inodeOf(fi) || pos.Inode == 0 {
@@ -87,15 +77,15 @@ func TestFollowerWaitsForFileAndCompleteLines(t *testing.T) {
 	l.patience = time.Hour
 	nothingYet(t, l)
 
-	appendTo(t, path, subnetUpLine[:30])
+	opensmtest.AppendLog(t, path, subnetUpLine[:30])
 	nothingYet(t, l)
-	appendTo(t, path, subnetUpLine[30:])
+	opensmtest.AppendLog(t, path, subnetUpLine[30:])
 	mustNext(t, l, "SUBNET UP")
 
 	// A box's header line alone is not handed out: its title is still to come.
-	appendTo(t, path, startBoxLines[:70])
+	opensmtest.AppendLog(t, path, startBoxLines[:70])
 	nothingYet(t, l)
-	appendTo(t, path, startBoxLines[70:])
+	opensmtest.AppendLog(t, path, startBoxLines[70:])
 	if e := mustNext(t, l, "state_mgr_sweep_hop_0:"); e.Title != "INITIATING HEAVY SWEEP" {
 		t.Errorf("box title %q", e.Title)
 	}
@@ -103,13 +93,13 @@ func TestFollowerWaitsForFileAndCompleteLines(t *testing.T) {
 
 func TestFollowerStartsAtPosition(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "opensm.log")
-	appendTo(t, path, masterLine+subnetUpLine[:20])
+	opensmtest.AppendLog(t, path, masterLine+subnetUpLine[:20])
 	pos, err := LogPosition(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The position is inside the SUBNET UP line: its tail is no line.
-	appendTo(t, path, subnetUpLine[20:]+exitingLine)
+	opensmtest.AppendLog(t, path, subnetUpLine[20:]+exitingLine)
 	l := FollowLog(path, pos)
 	defer l.Close()
 	mustNext(t, l, "Exiting SM")
@@ -117,7 +107,7 @@ func TestFollowerStartsAtPosition(t *testing.T) {
 
 func TestFollowerTruncationInPlace(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "opensm.log")
-	appendTo(t, path, masterLine+subnetUpLine)
+	opensmtest.AppendLog(t, path, masterLine+subnetUpLine)
 	l := FollowLog(path, Position{})
 	defer l.Close()
 	mustNext(t, l, "Entering MASTER state")
@@ -127,7 +117,7 @@ func TestFollowerTruncationInPlace(t *testing.T) {
 	if err := os.Truncate(path, 0); err != nil {
 		t.Fatal(err)
 	}
-	appendTo(t, path, exitingLine)
+	opensmtest.AppendLog(t, path, exitingLine)
 	if _, err := nextWithin(t, l); !errors.Is(err, ErrLogReset) {
 		t.Fatalf("Next after truncation: %v, want ErrLogReset", err)
 	}
@@ -140,7 +130,7 @@ func TestFollowerTruncationInPlace(t *testing.T) {
 func followThenRotate(t *testing.T) (string, *LogFollower) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "opensm.log")
-	appendTo(t, path, masterLine)
+	opensmtest.AppendLog(t, path, masterLine)
 	l := FollowLog(path, Position{})
 	t.Cleanup(func() { l.Close() })
 	mustNext(t, l, "Entering MASTER state")
@@ -154,8 +144,8 @@ func followThenRotate(t *testing.T) (string, *LogFollower) {
 // reopens (SIGUSR1), then into a new file.
 func TestFollowerRotation(t *testing.T) {
 	path, l := followThenRotate(t)
-	appendTo(t, path+".1", subnetUpLine)
-	appendTo(t, path, exitingLine)
+	opensmtest.AppendLog(t, path+".1", subnetUpLine)
+	opensmtest.AppendLog(t, path, exitingLine)
 
 	mustNext(t, l, "SUBNET UP")  // the old file is read to its end first
 	mustNext(t, l, "Exiting SM") // then the new one, with nothing lost: no reset
@@ -165,17 +155,17 @@ func TestFollowerRotation(t *testing.T) {
 // file holds data, OpenSM's lines still go to the old one, and are read.
 func TestFollowerRotationNewFileCreatedFirst(t *testing.T) {
 	path, l := followThenRotate(t)
-	appendTo(t, path, "") // logrotate's create
+	opensmtest.AppendLog(t, path, "") // logrotate's create
 	nothingYet(t, l)
-	appendTo(t, path+".1", subnetUpLine) // OpenSM, not yet reopened
+	opensmtest.AppendLog(t, path+".1", subnetUpLine) // OpenSM, not yet reopened
 	mustNext(t, l, "SUBNET UP")
-	appendTo(t, path, exitingLine) // reopened
+	opensmtest.AppendLog(t, path, exitingLine) // reopened
 	mustNext(t, l, "Exiting SM")
 }
 
 func TestFollowerPositionInAnotherFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "opensm.log")
-	appendTo(t, path, masterLine)
+	opensmtest.AppendLog(t, path, masterLine)
 	pos, err := LogPosition(path)
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +175,7 @@ func TestFollowerPositionInAnotherFile(t *testing.T) {
 	if err := os.Rename(path, path+".1"); err != nil {
 		t.Fatal(err)
 	}
-	appendTo(t, path, exitingLine+subnetUpLine)
+	opensmtest.AppendLog(t, path, exitingLine+subnetUpLine)
 
 	l := FollowLog(path, pos)
 	defer l.Close()
@@ -198,7 +188,7 @@ func TestFollowerPositionInAnotherFile(t *testing.T) {
 // A box whose title never comes is handed out once the patience is over.
 func TestFollowerHandsOutAnAbandonedBox(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "opensm.log")
-	appendTo(t, path, startBoxLines[:70])
+	opensmtest.AppendLog(t, path, startBoxLines[:70])
 	l := FollowLog(path, Position{})
 	defer l.Close()
 	l.patience = 10 * time.Millisecond

@@ -13,6 +13,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/golden"
 )
 
 // fixedKeys are made-up keys for golden files; real keys come from GenerateKeys.
@@ -33,7 +34,7 @@ func TestRenderConfHardenedGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		golden(t, name, got)
+		golden.Compare(t, filepath.Join("testdata", name), got)
 	}
 }
 

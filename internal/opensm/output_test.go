@@ -18,6 +18,10 @@ func TestOutputLoggerDropsKeysAndGradesErrors(t *testing.T) {
 		"-------------------------------------------------\nOpenSM 3.3.23\n Loading Cached Option:sa_",
 		"key = 0x5eC7e7000000a001\n Loading Cached Option:m_key_lookup = TRUE\n",
 		" Loading Cached Option:guid = 0x0002c90300a00001\n\nEntering MASTER state\n",
+		// A key in upper case, as UFM's opensm.conf has them (an imported key).
+		" Loading Cached Option:m_key = 0x00C0FFEE5EC7E7A3\n",
+		// OpenSM quotes a value it cannot read.
+		"-E- Parsing error in field sa_key, expected numeric input received: 0x5ec7e7000000a0zz\n",
 		" Loading Cached Option:SM_KEY = 0x5ec7e7000000a002", // no newline: Flush logs it
 	} {
 		stdout.Write([]byte(chunk))
@@ -26,7 +30,7 @@ func TestOutputLoggerDropsKeysAndGradesErrors(t *testing.T) {
 	stderr.Write([]byte("PARSE ERROR: line 2: bad PortGUID\nsome notice\n"))
 
 	got := buf.String()
-	for _, secret := range []string{"5eC7e7000000a001", "5ec7e7000000a002", "m_key_lookup", "_key", "KEY"} {
+	for _, secret := range []string{"5eC7e7000000a001", "5ec7e7000000a002", "C0FFEE5EC7E7A3", "5ec7e7000000a0zz", "m_key_lookup", "_key", "KEY"} {
 		if strings.Contains(got, secret) {
 			t.Errorf("log contains %q:\n%s", secret, got)
 		}

@@ -2,7 +2,6 @@ package opensm
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -12,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -82,24 +80,6 @@ func writeOpenSMFiles(t *testing.T, fab *fabricsim.Fabric, partitions string) Pr
 	}
 }
 
-// syncBuffer collects log output written from several goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // startProcess starts p and returns the function that stops it (also called
 // when the test ends).
 func startProcess(t *testing.T, p *Supervisor) (stop func() error) {
@@ -164,7 +144,7 @@ func TestProcessAppliesPartitionsOnSimulatedFabric(t *testing.T) {
 type processScenario struct {
 	fab    *fabricsim.Fabric
 	cfg    ProcessConfig
-	logs   syncBuffer
+	logs   testenv.SyncBuffer
 	p      *Supervisor
 	h1, h2 fabric.GUID
 }
@@ -400,7 +380,7 @@ func TestProcessReportsFailedStarts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var logs syncBuffer
+			var logs testenv.SyncBuffer
 			tt.cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 			tt.cfg.StatusFile = filepath.Join(t.TempDir(), "status.json")
 			p := NewProcess(tt.cfg)
@@ -438,7 +418,7 @@ func TestOpenSMDiesWithManager(t *testing.T) {
 		"OPENSM_TEST_DIR="+cfg.Dir,
 		"OPENSM_TEST_LOG="+cfg.LogFile,
 	)
-	var stderr syncBuffer
+	var stderr testenv.SyncBuffer
 	manager.Stderr = &stderr
 	stdout, err := manager.StdoutPipe()
 	if err != nil {

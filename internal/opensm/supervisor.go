@@ -381,28 +381,12 @@ func (s *Supervisor) stopInstance(inst Instance) {
 // which it is safe to signal. It fails at once when OpenSM is not supervised
 // (never started, or stopped) or its last start failed: waiting would not help.
 func (s *Supervisor) WaitReady(ctx context.Context) error {
-	for {
+	return AwaitReady(ctx, func() (Readiness, <-chan struct{}) {
 		s.mu.Lock()
-		switch {
-		case s.current != nil && s.ready:
-			s.mu.Unlock()
-			return nil
-		case s.cancel == nil:
-			s.mu.Unlock()
-			return errors.New("opensm: not started")
-		case s.state == StateFailed:
-			err := s.lastErr
-			s.mu.Unlock()
-			return fmt.Errorf("opensm: not running: %s", err)
-		}
-		changed := s.changed
-		s.mu.Unlock()
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+		defer s.mu.Unlock()
+		return Readiness{Ready: s.current != nil && s.ready, Supervised: s.cancel != nil,
+			Failed: s.state == StateFailed, LastError: s.lastErr}, s.changed
+	})
 }
 
 // Reload sends SIGHUP, which makes OpenSM start a heavy sweep (re-reading

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm/opensmtest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
 // An OpenSM that ignores SIGTERM is killed once its grace period is over, and
@@ -28,7 +29,7 @@ func TestSupervisorKillsAnOpenSMThatIgnoresSIGTERM(t *testing.T) {
 	if err := os.WriteFile(logFile, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testenv.SyncBuffer
 	p := NewProcess(ProcessConfig{Command: []string{"/bin/sh", script}, LogFile: logFile,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	t.Cleanup(func() { _ = p.Stop(context.Background()) })

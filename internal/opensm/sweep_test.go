@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm/opensmtest"
 )
 
 func TestWaitSweepFixtures(t *testing.T) {
@@ -179,7 +181,7 @@ func TestWaitSweepFollowsGrowingLog(t *testing.T) {
 	waitSweepApplied(t, path, from, func() {
 		for len(rest) > 0 { // in pieces that cut lines and boxes anywhere
 			n := min(700, len(rest))
-			appendTo(t, path, rest[:n])
+			opensmtest.AppendLog(t, path, rest[:n])
 			rest = rest[n:]
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -196,31 +198,8 @@ func TestWaitSweepAcrossRotation(t *testing.T) {
 	if start < 0 || cut < start {
 		t.Fatal("applied.log: no heavy sweep after the position")
 	}
-	appendTo(t, path, rest[:cut])
-	waitSweepApplied(t, path, from, func() { appendTo(t, path, rest[cut:]) })
-}
-
-// The pkey manager's lines, in the formats of osm_pkey_mgr.c, name the node
-// and port; a line without them cannot be attributed.
-func TestPKeyErrorPlace(t *testing.T) {
-	tests := []struct {
-		line string
-		node uint64
-		port int
-		ok   bool
-	}{
-		{"pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x8065 because Pkey table is full for node 0x0002c90300000100 port 1 (H1)", 0x0002c90300000100, 1, true},
-		{"pkey_mgr_update_pkey_entry: ERR 0509: pkey_mgr_update_pkey_entry() failed to update pkey table block 0 for node 0x0002c90300f00001 port 3 (S1)", 0x0002c90300f00001, 3, true},
-		{"pkey_mgr_update_port: ERR 0503: Failed to obtain P_Key 0x0065 block and index for node 0x0002c90300000200 port 1", 0x0002c90300000200, 1, true},
-		{"osm_pkey_mgr_process: ERR 0510: osm_prtn_make_partitions() failed", 0, 0, false},
-		{"ERR 0512: Failed to set PKey 0x8065 because Pkey table is full for node 0x0 port 1 (H1)", 0, 0, false},
-	}
-	for _, tt := range tests {
-		node, port, ok := PKeyErrorPlace(tt.line)
-		if node != tt.node || port != tt.port || ok != tt.ok {
-			t.Errorf("PKeyErrorPlace(%q) = %#x, %d, %v; want %#x, %d, %v", tt.line, node, port, ok, tt.node, tt.port, tt.ok)
-		}
-	}
+	opensmtest.AppendLog(t, path, rest[:cut])
+	waitSweepApplied(t, path, from, func() { opensmtest.AppendLog(t, path, rest[cut:]) })
 }
 
 // sweepText splits a fixture at its position.
@@ -249,12 +228,12 @@ func watchStartedSweep(t *testing.T) (w *SweepWatch, path, rest string) {
 	before, sweep := sweepText(t, "applied.log")
 	head, rest := cutAfterBox(t, sweep, titleHeavySweepStart)
 	path = filepath.Join(t.TempDir(), "opensm.log")
-	appendTo(t, path, before)
+	opensmtest.AppendLog(t, path, before)
 	from, err := LogPosition(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	appendTo(t, path, head) // the sweep started
+	opensmtest.AppendLog(t, path, head) // the sweep started
 	w = WatchSweep(path, from)
 	t.Cleanup(func() { w.Close() })
 	return w, path, rest
@@ -285,7 +264,7 @@ func TestSweepWatchFollowsASweepLongerThanTheTimeout(t *testing.T) {
 	if err != nil || !res.TimedOut || !res.InProgress || !strings.Contains(res.Detail, "did not end within 400ms") {
 		t.Fatalf("second wait: %+v, %v; want timed out, in progress, after both waits", res, err)
 	}
-	appendTo(t, path, tail) // SIGCONT: the sweep ends
+	opensmtest.AppendLog(t, path, tail) // SIGCONT: the sweep ends
 	if res = waitApplied(t, w); res.TimedOut || res.InProgress {
 		t.Errorf("%+v: an applied sweep is neither timed out nor in progress", res)
 	}
@@ -316,12 +295,12 @@ func TestSweepTimeoutInProgress(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "opensm.log")
-			appendTo(t, path, "Nov 29 19:22:50 000001 [8507C6C0] 0x03 -> OpenSM 3.3.23\n")
+			opensmtest.AppendLog(t, path, "Nov 29 19:22:50 000001 [8507C6C0] 0x03 -> OpenSM 3.3.23\n")
 			from, err := LogPosition(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			appendTo(t, path, tt.log)
+			opensmtest.AppendLog(t, path, tt.log)
 			res, err := WaitSweep(context.Background(), path, from, 200*time.Millisecond)
 			if err != nil {
 				t.Fatal(err)
@@ -349,20 +328,20 @@ func TestSweepWatchFollowsTheSweepQueuedBehindAnEarlierOne(t *testing.T) {
 	_, sweep := sweepText(t, "applied.log")
 	_, afterStart := cutAfterBox(t, sweep, titleHeavySweepStart)
 	path := filepath.Join(t.TempDir(), "opensm.log")
-	appendTo(t, path, "Nov 29 19:22:50 000001 [8507C6C0] 0x03 -> OpenSM 3.3.23\n")
+	opensmtest.AppendLog(t, path, "Nov 29 19:22:50 000001 [8507C6C0] 0x03 -> OpenSM 3.3.23\n")
 	from, err := LogPosition(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mid, end := cutAfterBox(t, afterStart, "HEAVY SWEEP COMPLETE")
-	appendTo(t, path, mid)
+	opensmtest.AppendLog(t, path, mid)
 	w := WatchSweep(path, from)
 	defer w.Close()
 	res, err := w.Wait(context.Background(), 200*time.Millisecond)
 	if err != nil || !res.InProgress {
 		t.Fatalf("%+v, %v: want the earlier sweep in progress", res, err)
 	}
-	appendTo(t, path, end+sweep)
+	opensmtest.AppendLog(t, path, end+sweep)
 	res, err = w.Wait(context.Background(), 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -392,6 +371,6 @@ func TestSweepWatchFollowsASweepAcrossRotationBetweenWaits(t *testing.T) {
 	if err := os.Rename(path, path+".1"); err != nil {
 		t.Fatal(err)
 	}
-	appendTo(t, path, tail)
+	opensmtest.AppendLog(t, path, tail)
 	waitApplied(t, w)
 }

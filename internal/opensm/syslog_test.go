@@ -20,6 +20,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm/opensmtest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
 // The real OpenSM on a simulated fabric, supervised by the manager in a mount
@@ -44,7 +45,7 @@ func TestOpenSMCannotReachSyslog(t *testing.T) {
 		"OPENSM_TEST_DIR="+cfg.Dir, "OPENSM_TEST_LOG="+cfg.LogFile)
 	// The helper's own mount namespace: its /dev is the test's, not the host's.
 	helper.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
-	var stderr syncBuffer
+	var stderr testenv.SyncBuffer
 	helper.Stderr = &stderr
 	out, err := helper.Output()
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm/opensmtest"
 )
 
 // countingTail is a tail of path from its beginning whose handler counts the
@@ -30,7 +32,7 @@ const startedLine = "Nov 29 19:22:50 000001 [8507C6C0] 0x03 -> OpenSM 3.3.23\n"
 func tailAfterStart(t *testing.T) (*Tail, *int, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "opensm.log")
-	appendTo(t, path, startedLine)
+	opensmtest.AppendLog(t, path, startedLine)
 	tail, handled := countingTail(t, path)
 	return tail, handled, path
 }
@@ -73,7 +75,7 @@ func TestTailWatchesSweeps(t *testing.T) {
 			t.Run(tt.fixture+map[bool]string{true: "/pumped", false: "/unread"}[pumped], func(t *testing.T) {
 				before, after := sweepText(t, tt.fixture)
 				path := filepath.Join(t.TempDir(), "opensm.log")
-				appendTo(t, path, before)
+				opensmtest.AppendLog(t, path, before)
 				tail, handled := countingTail(t, path)
 				if pumped {
 					if err := tail.Pump(); err != nil {
@@ -85,7 +87,7 @@ func TestTailWatchesSweeps(t *testing.T) {
 				if from.Offset != int64(len(before)) {
 					t.Fatalf("position %d, want the log's end %d", from.Offset, len(before))
 				}
-				appendTo(t, path, after)
+				opensmtest.AppendLog(t, path, after)
 				wantOutcome(t, w, tt.timeout, tt.want, "the sweep")
 				wantHandledOnce(t, tail, handled, before+after)
 			})
@@ -100,14 +102,14 @@ func TestTailWatchesInTurn(t *testing.T) {
 	tail, _, path := tailAfterStart(t)
 	first, _ := mustWatch(t, tail)
 	defer first.Close()
-	appendTo(t, path, sweep)
+	opensmtest.AppendLog(t, path, sweep)
 	second, _ := mustWatch(t, tail)
 	defer second.Close()
 	wantOutcome(t, first, 10*time.Second, Applied, "first")
 	if res, err := second.Wait(context.Background(), 200*time.Millisecond); err != nil || !res.TimedOut || res.InProgress {
 		t.Fatalf("second, before its sweep: %+v, %v; want timed out with no sweep", res, err)
 	}
-	appendTo(t, path, sweep)
+	opensmtest.AppendLog(t, path, sweep)
 	wantOutcome(t, second, 10*time.Second, Applied, "second")
 }
 
@@ -140,11 +142,11 @@ func TestTailWatchAcrossTruncationAndRotation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "opensm.log")
-			appendTo(t, path, startedLine)
+			opensmtest.AppendLog(t, path, startedLine)
 			tail, _ := countingTail(t, path)
 			w, _ := mustWatch(t, tail)
 			defer w.Close()
-			appendTo(t, path, head)
+			opensmtest.AppendLog(t, path, head)
 			if err := tail.Pump(); err != nil {
 				t.Fatal(err)
 			}
@@ -152,7 +154,7 @@ func TestTailWatchAcrossTruncationAndRotation(t *testing.T) {
 			if err := tail.Pump(); err != nil { // the tail sees what happened
 				t.Fatal(err)
 			}
-			appendTo(t, next, end)
+			opensmtest.AppendLog(t, next, end)
 			wantOutcome(t, w, 10*time.Second, tt.want, "the sweep")
 		})
 	}
@@ -164,7 +166,7 @@ func TestTailWatchAcrossTruncationAndRotation(t *testing.T) {
 func TestTailWatchPositionInTheNewFile(t *testing.T) {
 	before, sweep := sweepText(t, "applied.log")
 	path := filepath.Join(t.TempDir(), "opensm.log")
-	appendTo(t, path, before)
+	opensmtest.AppendLog(t, path, before)
 	tail, _ := countingTail(t, path)
 	if err := tail.Pump(); err != nil {
 		t.Fatal(err)
@@ -172,14 +174,14 @@ func TestTailWatchPositionInTheNewFile(t *testing.T) {
 	if err := os.Rename(path, path+".1"); err != nil {
 		t.Fatal(err)
 	}
-	appendTo(t, path, "Nov 29 19:22:50 000001 [8507C6C0] 0x03 -> OpenSM reopened its log\n")
+	opensmtest.AppendLog(t, path, "Nov 29 19:22:50 000001 [8507C6C0] 0x03 -> OpenSM reopened its log\n")
 	w, _ := mustWatch(t, tail)
 	defer w.Close()
-	appendTo(t, path+".1", sweep) // before the position: proves nothing
+	opensmtest.AppendLog(t, path+".1", sweep) // before the position: proves nothing
 	if res, err := w.Wait(context.Background(), 200*time.Millisecond); err != nil || res.Outcome != Unknown || res.InProgress {
 		t.Fatalf("with the old file's sweep: %+v, %v; want nothing proven", res, err)
 	}
-	appendTo(t, path, sweep)
+	opensmtest.AppendLog(t, path, sweep)
 	wantOutcome(t, w, 10*time.Second, Applied, "the sweep")
 }
 
@@ -209,7 +211,7 @@ func TestTailReadsEachByteOnce(t *testing.T) {
 	tail, _ := countingTail(t, path)
 	for range 3 {
 		w, _ := mustWatch(t, tail)
-		appendTo(t, path, sweep)
+		opensmtest.AppendLog(t, path, sweep)
 		wantOutcome(t, w, 10*time.Second, Applied, "the sweep")
 		w.Close()
 		if err := tail.Pump(); err != nil {
@@ -250,7 +252,7 @@ func TestTailPumpedByAnotherReaderDuringAWait(t *testing.T) {
 	}()
 	lines := strings.SplitAfter(sweep, "\n")
 	for i := 0; i < len(lines); i += 7 { // in pieces, as OpenSM writes
-		appendTo(t, path, strings.Join(lines[i:min(i+7, len(lines))], ""))
+		opensmtest.AppendLog(t, path, strings.Join(lines[i:min(i+7, len(lines))], ""))
 	}
 	res, err := w.Wait(context.Background(), 10*time.Second)
 	close(stop)
@@ -265,7 +267,7 @@ func TestTailPumpedByAnotherReaderDuringAWait(t *testing.T) {
 // of its term) reads nothing and opens no file again.
 func TestTailPumpAfterClose(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "opensm.log")
-	appendTo(t, path, masterLine)
+	opensmtest.AppendLog(t, path, masterLine)
 	tail, handled := countingTail(t, path)
 	if err := tail.Close(); err != nil {
 		t.Fatal(err)

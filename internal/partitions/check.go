@@ -26,6 +26,9 @@ import (
 //     if and only if it carries IPoIB and indx0 if and only if KubernetesPartition.Index0;
 //   - a Kubernetes GUID is in no partition but its Kubernetes ones, and indx0 is in
 //     no other statement;
+//   - an adopted partition's members (s.Adopted) are in the statement of its
+//     pkey, each with its membership: alone while no owner has the pkey, beside
+//     the owner's members once one has;
 //   - other (static) partitions may exist: Parse's rules suffice for them.
 //
 // A state that no file can satisfy (two networks on one pkey, a port in two of
@@ -65,6 +68,9 @@ type checker struct {
 	kubeByPKey    map[fabric.PKey]int         // index in kube, for valid pkeys
 	kubeOfGUID    map[fabric.GUID]fabric.PKey // one Kubernetes partition of the GUID, for messages
 	kubeStatement map[fabric.PKey]struct{}
+
+	adopted     map[fabric.PKey]*Statement // the adopted partitions, by pkey
+	adoptedSeen map[fabric.PKey]struct{}
 }
 
 // kubeOwned is a Kubernetes partition as the checker indexes it.
@@ -91,6 +97,8 @@ func newChecker(s State) *checker {
 		ownedByPKey:  make(map[fabric.PKey]int, len(s.Networks)+1),
 		ownerOfGUID:  make(map[fabric.GUID]*owned, total),
 		hasStatement: make(map[fabric.PKey]struct{}, len(s.Networks)+1),
+		adopted:      adoptedByPKey(s),
+		adoptedSeen:  make(map[fabric.PKey]struct{}, len(s.Adopted)),
 	}
 	for _, n := range s.Networks {
 		desc := "network " + n.ID
@@ -200,6 +208,11 @@ func (c *checker) checkFile(f *File) {
 			c.problem(0, "%s has no partition statement (the template must write the kubernetes partitions)", k.desc)
 		}
 	}
+	for pkey, a := range c.adopted {
+		if _, ok := c.adoptedSeen[pkey]; !ok {
+			c.problem(0, "adopted partition %s (%s) has no partition statement (the template must write the adopted partitions)", a.Name, pkey)
+		}
+	}
 }
 
 // checkKubernetesStatement checks the statement of Kubernetes partition k:
@@ -227,6 +240,8 @@ func (c *checker) checkKubernetesStatement(st *Statement, k *kubeOwned) {
 			c.problem(m.Line, "%s in partition %s of %s: only its GUIDs may be members", m.Keyword, st.Name, k.desc)
 		case owner != nil:
 			c.problem(m.Line, "port %s of %s may be in no other partition, here %s (%s)", m.GUID, owner.desc, st.Name, st.PKey)
+		case !member && c.isAdoptedMember(st.PKey, m.GUID):
+			// Kept beside the pkey's own (checkAdopted).
 		case !member:
 			c.problem(m.Line, "port %s in partition %s is not a member of %s", m.GUID, st.Name, k.desc)
 		case m.Membership != want:
@@ -266,6 +281,7 @@ func isAllKeyword(k Keyword) bool {
 // checkStatement applies the rules to one statement; Render uses it on its own for
 // the configured default partition.
 func (c *checker) checkStatement(st *Statement) {
+	c.checkAdopted(st)
 	if i, ok := c.kubeByPKey[st.PKey]; ok {
 		c.checkKubernetesStatement(st, &c.kube[i])
 		return
@@ -299,6 +315,8 @@ func (c *checker) checkStatement(st *Statement) {
 			// Default or a static partition: Parse's rules suffice.
 		case m.Keyword != "":
 			c.problem(m.Line, "%s in partition %s of %s: only its ports may be members", m.Keyword, st.Name, mine.desc)
+		case owner == nil && c.isAdoptedMember(st.PKey, m.GUID):
+			// Kept beside the partition's ports (checkAdopted).
 		case owner == nil:
 			c.problem(m.Line, "port %s in partition %s is not a port of %s", m.GUID, st.Name, mine.desc)
 		case m.Membership != Full:

@@ -3,16 +3,15 @@ package partitions
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/golden"
+)
 
 // TestParseGood parses every file of testdata/parse/good, compares what it read with
 // the .golden file beside it, and checks that Format writes it back to the same
@@ -23,7 +22,7 @@ func TestParseGood(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Parse: %v", err)
 		}
-		compareGolden(t, strings.TrimSuffix(path, ".conf")+".golden", []byte(dump(f)))
+		golden.Compare(t, strings.TrimSuffix(path, ".conf")+".golden", []byte(dump(f)))
 		assertFormatRoundTrips(t, f)
 	})
 }
@@ -320,21 +319,4 @@ func problemLines(e *Error) string {
 		lines = append(lines, p.String())
 	}
 	return strings.Join(lines, "\n")
-}
-
-func compareGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (go test -update rewrites it):\n%s", path, got)
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/golden"
 )
 
 const defaultPartition = "Default=0x7fff, ipoib : ALL=limited, SELF=full ;"
@@ -66,7 +67,7 @@ func TestRenderGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Render: %v", err)
 			}
-			compareGolden(t, filepath.Join("testdata", "render", tt.name+".golden"), out)
+			golden.Compare(t, filepath.Join("testdata", "render", tt.name+".golden"), out)
 			if err := Check(out, tt.state); err != nil {
 				t.Fatalf("Check(render()): %v\n%s", err, out)
 			}

@@ -60,6 +60,11 @@ type State struct {
 	// Kubernetes are the partitions ib-kubernetes asked for (any order; the
 	// built-in template sorts by pkey, members by GUID).
 	Kubernetes []KubernetesPartition
+	// Adopted are the partitions --adopt-partitions recorded (adopted.go):
+	// each is written as it is while no network, flat partition or
+	// Kubernetes pkey has its pkey, and its members are written beside the
+	// owner's once one has. Any order.
+	Adopted []Statement
 	// Rules are the configured variations of Check's rules.
 	Rules Rules
 }

@@ -293,10 +293,14 @@ func templateVariables(s State) map[string]any {
 		lists = append(lists, s.Networks[i].Members)
 	}
 	f := newMemberFormatter(append(lists, s.Flat.Members))
+	adopted := adoptedByPKey(s)
 	networks := make([]any, len(order))
 	for k, i := range order {
 		n := &s.Networks[i]
 		members, text := f.format(n.Members)
+		if a := adopted[n.PKey]; a != nil {
+			text = joinMembersText(text, adoptedText(a, guidSet(n.Members)))
+		}
 		networks[k] = map[string]any{
 			"id":           n.ID,
 			"name":         PartitionName(n.ID, n.PKey),
@@ -306,11 +310,15 @@ func templateVariables(s State) map[string]any {
 		}
 	}
 	members, text := f.format(s.Flat.Members)
+	if a := adopted[s.Flat.PKey]; a != nil {
+		text = joinMembersText(text, adoptedText(a, guidSet(s.Flat.Members)))
+	}
 	return map[string]any{
 		"revision":          s.Revision,
 		"default_partition": s.DefaultPartition,
 		"networks":          networks,
 		"kubernetes":        kubernetesVariables(s),
+		"adopted":           adoptedVariables(s),
 		"flat": map[string]any{
 			"name":         FlatPartitionName,
 			"pkey":         s.Flat.PKey.String(),
@@ -327,6 +335,7 @@ func templateVariables(s State) map[string]any {
 // membership) and members_text (as a network's, with each member's
 // membership).
 func kubernetesVariables(s State) []any {
+	adopted := adoptedByPKey(s)
 	parts := slices.Clone(s.Kubernetes)
 	slices.SortFunc(parts, func(a, b KubernetesPartition) int { return int(a.PKey) - int(b.PKey) })
 	out := make([]any, len(parts))
@@ -345,6 +354,13 @@ func kubernetesVariables(s State) []any {
 			if j < len(ms)-1 {
 				text = append(text, ',')
 			}
+		}
+		if a := adopted[k.PKey]; a != nil {
+			own := make(map[fabric.GUID]bool, len(ms))
+			for _, m := range ms {
+				own[m.GUID] = true
+			}
+			text = []byte(joinMembersText(string(text), adoptedText(a, own)))
 		}
 		index0 := k.Index0(s.Rules.Flavour)
 		flags := ""

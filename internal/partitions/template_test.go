@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/golden"
 )
 
 func parseTemplateFile(t *testing.T, path string) *Template {
@@ -32,7 +33,7 @@ func TestTemplateGolden(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Render: %v", err)
 		}
-		compareGolden(t, strings.TrimSuffix(path, ".j2")+".golden", out)
+		golden.Compare(t, strings.TrimSuffix(path, ".j2")+".golden", out)
 	})
 }
 

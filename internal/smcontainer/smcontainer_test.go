@@ -251,19 +251,29 @@ func (r *rig) applyH1(t *testing.T, sm *opensm.Supervisor) {
 	}
 }
 
-func TestManagedRunsOpenSMInTheManagersPIDNamespace(t *testing.T) {
-	r := newRig(t)
-	mgr := r.manager(t)
-	cfg := r.managedConfig(mgr)
-	m, flavour, err := PrepareManaged(t.Context(), cfg)
+// startUpstream runs the OpenSM that prepare made ready, which must be the
+// image's (Debian's upstream) OpenSM, and applies H1's partition through it.
+func (r *rig) startUpstream(t *testing.T, prepare func() (*opensm.Supervisor, fabric.Flavour, error)) (sm *opensm.Supervisor, stop func() error) {
+	t.Helper()
+	sm, flavour, err := prepare()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if flavour != fabric.Upstream {
 		t.Errorf("flavour of the image's OpenSM = %v, want upstream (Debian's OpenSM)", flavour)
 	}
-	stop := runDriver(t, m)
-	r.applyH1(t, m)
+	stop = runDriver(t, sm)
+	r.applyH1(t, sm)
+	return sm, stop
+}
+
+func TestManagedRunsOpenSMInTheManagersPIDNamespace(t *testing.T) {
+	r := newRig(t)
+	mgr := r.manager(t)
+	cfg := r.managedConfig(mgr)
+	m, stop := r.startUpstream(t, func() (*opensm.Supervisor, fabric.Flavour, error) {
+		return PrepareManaged(t.Context(), cfg)
+	})
 
 	first := containerID(m)
 	c := r.inspect(t, cfg.Name)
@@ -465,15 +475,9 @@ func (r *rig) externalConfig(name string) ExternalConfig {
 func TestExternalSignalsOpenSMItDoesNotOwn(t *testing.T) {
 	r := newRig(t)
 	name := r.external(t)
-	e, flavour, err := PrepareExternal(t.Context(), r.externalConfig(name), []string{"opensm"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if flavour != fabric.Upstream {
-		t.Errorf("flavour = %v, want upstream", flavour)
-	}
-	stop := runDriver(t, e)
-	r.applyH1(t, e)
+	e, stop := r.startUpstream(t, func() (*opensm.Supervisor, fabric.Flavour, error) {
+		return PrepareExternal(t.Context(), r.externalConfig(name), []string{"opensm"})
+	})
 
 	// Someone restarts it: a restart, and the driver signals the new one.
 	timeout := 10

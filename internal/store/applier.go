@@ -50,7 +50,10 @@ func (s *Store) Snapshot(ctx context.Context) (Snapshot, error) {
 				snap.Members = append(snap.Members, Member{NetworkID: p.NetworkID, GUID: *p.Guid, PortID: p.ID})
 			}
 		}
-		snap.Kubernetes, err = kubernetesPKeys(ctx, q)
+		if snap.Kubernetes, err = kubernetesPKeys(ctx, q); err != nil {
+			return err
+		}
+		snap.Adopted, err = listAdopted(ctx, q)
 		return err
 	})
 	if err != nil {

@@ -172,16 +172,23 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 		if err := tx.q.UpsertKubernetesPKey(ctx, a.PKey, ipoib, rev, tx.now); err != nil {
 			return NewJob{}, err
 		}
+		guids := make([]fabric.GUID, 0, len(a.Members))
 		for _, m := range a.Members {
 			if err := tx.q.UpsertKubernetesMember(ctx, driver.UpsertKubernetesMemberParams{PKey: a.PKey, GUID: m.GUID,
 				Membership: string(m.Membership), Index0: m.Index0, Revision: rev, Now: tx.now}); err != nil {
 				return NewJob{}, err
 			}
+			guids = append(guids, m.GUID)
+		}
+		// The pkey decides the GUIDs' partitions from now on (adopted.go).
+		released, err := releaseGUIDs(ctx, tx, guids, rev)
+		if err != nil {
+			return NewJob{}, err
 		}
 		return kubernetesChanged(ctx, tx, rev, a.PKey, NewJob{
 			Operation:   OpAddKubernetesGUIDs,
 			Description: fmt.Sprintf("Add %s to Kubernetes pkey %s", memberList(a.Members), a.PKey),
-			Result:      fmt.Sprintf("%s in Kubernetes pkey %s", memberList(a.Members), a.PKey),
+			Result:      fmt.Sprintf("%s in Kubernetes pkey %s", memberList(a.Members), a.PKey) + releasedText("they", released),
 			CreatedBy:   a.CreatedBy, Request: a.Request, RequestID: a.RequestID,
 		})
 	})
@@ -401,6 +408,10 @@ func (s *Store) DeleteKubernetesPKey(ctx context.Context, d KubernetesDeletion) 
 			return NewJob{}, err
 		}
 		if _, err := tx.q.DeleteKubernetesPKey(ctx, d.PKey); err != nil {
+			return NewJob{}, err
+		}
+		// Its adopted members leave with it (adopted.go).
+		if _, err := endAdoption(ctx, tx, d.PKey); err != nil {
 			return NewJob{}, err
 		}
 		return kubernetesChanged(ctx, tx, rev, d.PKey, NewJob{

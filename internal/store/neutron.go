@@ -57,6 +57,12 @@ func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 				return NewJob{}, err
 			}
 		}
+		if known && before.Managed && before.PKey != nil && (!n.Managed || n.PKey == nil || *n.PKey != *before.PKey) {
+			// The network leaves its pkey: its adopted members leave with it (adopted.go).
+			if _, err := endAdoption(ctx, tx, *before.PKey); err != nil {
+				return NewJob{}, err
+			}
+		}
 		return NewJob{
 			ObjectType: ObjectNetwork, ObjectID: n.ID, NetworkID: n.ID, Operation: c.Operation,
 			Description: fmt.Sprintf("%s %s (%s)", verb(c.Operation), n.ID, s.rules.partitionText(n)),
@@ -130,6 +136,12 @@ func (s *Store) RemoveNetwork(ctx context.Context, r NetworkRemoval) (Job, error
 		}
 		if _, err := tx.DeleteNetwork(ctx, networkID); err != nil {
 			return NewJob{}, err
+		}
+		if n.Managed && n.PKey != nil {
+			// Its adopted members leave with it (adopted.go).
+			if _, err := endAdoption(ctx, tx, *n.PKey); err != nil {
+				return NewJob{}, err
+			}
 		}
 		result := fmt.Sprintf("network %s and its ports are removed", networkID)
 		if n.Managed {
@@ -242,6 +254,12 @@ func (s *Store) recordPort(ctx context.Context, tx *changeTx, c PortChange, embe
 	if p.GUID != nil {
 		guid = "GUID " + p.GUID.String()
 		result = fmt.Sprintf("GUID %s is a full member of %s", *p.GUID, s.rules.memberOf(st.n))
+		// The port decides the GUID's partitions from now on (adopted.go).
+		released, err := releaseGUIDs(ctx, tx, []fabric.GUID{*p.GUID}, rev)
+		if err != nil {
+			return NewJob{}, err
+		}
+		result += releasedText("GUID "+p.GUID.String(), released)
 	}
 	return NewJob{
 		ObjectType: ObjectPort, ObjectID: p.ID, NetworkID: p.NetworkID, Operation: c.Operation,

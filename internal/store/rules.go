@@ -189,3 +189,16 @@ func unmanagedReason(n Network) string {
 func networkOwner(deviceOwner string) bool {
 	return strings.HasPrefix(deviceOwner, "network:")
 }
+
+// PartitionOf says which partition the ports of network spec join: its VLAN
+// ID, or [opensm] flat_pkey for a flat network. ok is false when the network
+// gets none (neither VLAN nor flat, or its physical network is not in [api]
+// physical_networks); err is the refusal RecordNetwork would answer without
+// reading the database.
+func (r Rules) PartitionOf(spec NetworkSpec) (pkey fabric.PKey, ok bool, err error) {
+	n, err := r.network(spec)
+	if err != nil || !n.Managed {
+		return 0, false, err
+	}
+	return r.partitionOf(n), true, nil
+}

@@ -125,3 +125,66 @@ func (s *Store) insertSecretsIfAbsent(ctx context.Context, secrets map[string]st
 	}
 	return out, nil
 }
+
+// ErrSecretsDiffer is what SetSecrets returns, wrapped with the names, when
+// it was not told to replace and a name already holds another value.
+var ErrSecretsDiffer = errors.New("already recorded with another value")
+
+// SetSecrets records values (name -> value) in one transaction: all of them
+// or, on any error, none. A name not yet recorded is inserted. A name recorded
+// with another value is replaced only with replace set (a rotation, or an
+// import over keys a manager already created); otherwise nothing is written
+// and the error wraps ErrSecretsDiffer and names the names, never a value.
+// The result holds every recorded secret after the change.
+//
+// The inserts come first, as in GetOrCreateSecrets, so the read after them sees
+// a concurrent caller's committed rows on every engine: an import racing a
+// manager that creates keys on its first start is refused rather than
+// silently overwritten, or overwriting.
+func (s *Store) SetSecrets(ctx context.Context, values map[string]string, replace bool) (map[string]string, error) {
+	if len(values) == 0 {
+		return nil, errors.New("set secrets: no secret given")
+	}
+	for _, name := range slices.Sorted(maps.Keys(values)) {
+		if err := checkSecret(name, values[name]); err != nil {
+			return nil, err
+		}
+	}
+	now := s.now()
+	out := map[string]string{}
+	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
+		names := slices.Sorted(maps.Keys(values))
+		for _, name := range names {
+			if err := q.InsertSecretIfAbsent(ctx, name, values[name], now); err != nil {
+				return fmt.Errorf("secret %s: %w", name, err)
+			}
+		}
+		rows, err := q.ListSecrets(ctx)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			out[r.Name] = r.Value
+		}
+		var differ []string
+		for _, name := range names {
+			if out[name] != values[name] {
+				differ = append(differ, name)
+			}
+		}
+		if len(differ) > 0 && !replace {
+			return fmt.Errorf("secrets %s: %w", strings.Join(differ, ", "), ErrSecretsDiffer)
+		}
+		for _, name := range differ {
+			if err := q.UpdateSecret(ctx, values[name], name); err != nil {
+				return fmt.Errorf("secret %s: %w", name, err)
+			}
+			out[name] = values[name]
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("set secrets: %w", scrub(err, values))
+	}
+	return out, nil
+}

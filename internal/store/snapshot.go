@@ -90,6 +90,9 @@ type snapshotDelta struct {
 	kubernetes []KubernetesPKey
 	k8sRev     int64
 	k8sRead    bool
+	// adopted are the adopted partitions, read whole at every read: few,
+	// and a few rows.
+	adopted []AdoptedPartition
 }
 
 // ReadSnapshot reads the recorded state as Snapshot does, in one read-only
@@ -106,7 +109,9 @@ func (s *Store) ReadSnapshot(ctx context.Context, c *SnapshotCache) (Snapshot, e
 			return Snapshot{}, fmt.Errorf("snapshot: %w", err)
 		}
 		if c.apply(d) {
-			return c.snapshot(), nil
+			snap := c.snapshot()
+			snap.Adopted = d.adopted
+			return snap, nil
 		}
 		// Rows and counts disagree: never expected; a full read settles it.
 		*c = SnapshotCache{}
@@ -158,6 +163,9 @@ func (s *Store) readDelta(ctx context.Context, c *SnapshotCache) (snapshotDelta,
 			if err := c.findDeleted(ctx, q, &d); err != nil {
 				return err
 			}
+		}
+		if d.adopted, err = listAdopted(ctx, q); err != nil {
+			return err
 		}
 		k, err := q.KubernetesState(ctx)
 		if err != nil {

@@ -122,6 +122,8 @@ type Snapshot struct {
 	Members  []Member
 	// Kubernetes are the Kubernetes partitions, in pkey order.
 	Kubernetes []KubernetesPKey
+	// Adopted are the adopted partitions (adopted.go), in pkey order.
+	Adopted []AdoptedPartition
 }
 
 // Lock is the applier lock, held on a connection of its own.

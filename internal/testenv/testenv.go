@@ -1,7 +1,7 @@
 // Package testenv serves tests that depend on the world outside them: the
 // address of a server, engine or image that `make test` (scripts/test.sh)
-// starts and names in a variable, and conditions that another goroutine or
-// process makes true.
+// starts and names in a variable, conditions that another goroutine or
+// process makes true, and the output (SyncBuffer) that they write.
 package testenv
 
 import (

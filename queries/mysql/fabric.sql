@@ -3,6 +3,10 @@
 INSERT INTO secrets (name, value, created_at) VALUES (sqlc.arg(name), sqlc.arg(value), sqlc.arg(now))
 ON DUPLICATE KEY UPDATE name = name;
 
+-- name: UpdateSecret :exec
+-- A rotation or an import that replaces a key: the row keeps its created_at.
+UPDATE secrets SET value = sqlc.arg(value) WHERE name = sqlc.arg(name);
+
 -- name: ListSecrets :many
 SELECT name, value FROM secrets ORDER BY name;
 

@@ -2,6 +2,10 @@
 INSERT INTO secrets (name, value, created_at) VALUES (@name, @value, @now)
 ON CONFLICT (name) DO NOTHING;
 
+-- name: UpdateSecret :exec
+-- A rotation or an import that replaces a key: the row keeps its created_at.
+UPDATE secrets SET value = @value WHERE name = @name;
+
 -- name: ListSecrets :many
 SELECT name, value FROM secrets ORDER BY name;
 

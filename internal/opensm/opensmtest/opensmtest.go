@@ -86,3 +86,24 @@ func Alive(pid int) bool {
 	i := bytes.LastIndexByte(stat, ')')
 	return i >= 0 && !bytes.HasPrefix(stat[i+1:], []byte(" Z"))
 }
+
+// Append appends text to the OpenSM log at path, creating it, as OpenSM
+// writes its log: at the end, whatever was written or cut before. A fake
+// OpenSM, which writes outside the test's goroutine, reports the error.
+func Append(path, text string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.WriteString(text)
+	return err
+}
+
+// AppendLog is Append in the test's goroutine: it fails the test on error.
+func AppendLog(t testing.TB, path, text string) {
+	t.Helper()
+	if err := Append(path, text); err != nil {
+		t.Fatal(err)
+	}
+}

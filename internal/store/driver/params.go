@@ -62,6 +62,16 @@ type RecordApplyParams struct {
 	FinishedAt time.Time
 }
 
+// UpsertAdoptedPartitionParams are UpsertAdoptedPartition's arguments: an
+// adopted partition's statement at the revision that recorded it.
+type UpsertAdoptedPartitionParams struct {
+	PKey      fabric.PKey
+	Name      string
+	Statement string
+	Revision  int64
+	Now       time.Time
+}
+
 // UpsertKubernetesMemberParams are UpsertKubernetesMember's arguments: a
 // GUID's membership of a Kubernetes pkey.
 type UpsertKubernetesMemberParams struct {

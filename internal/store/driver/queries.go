@@ -26,6 +26,7 @@ type Queries interface {
 	CompleteJobs(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error)
 	CountJobsByStatus(ctx context.Context) ([]CountJobsByStatusRow, error)
 	DeleteAppliesBefore(ctx context.Context, keepFrom int64, before time.Time, batch int64, term int64) (int64, error)
+	DeleteAdoptedPartition(ctx context.Context, pkey fabric.PKey) (int64, error)
 	DeleteExpectedSwitches(ctx context.Context) error
 	DeleteFinishedJobsBefore(ctx context.Context, before *time.Time, batch int64, term int64) (int64, error)
 	DeleteKubernetesMember(ctx context.Context, pkey fabric.PKey, guid fabric.GUID) (int64, error)
@@ -62,6 +63,7 @@ type Queries interface {
 	KubernetesState(ctx context.Context) (KubernetesStateRow, error)
 	LastApply(ctx context.Context) (Apply, error)
 	Leadership(ctx context.Context) (LeadershipRow, error)
+	ListAdoptedPartitions(ctx context.Context) ([]AdoptedPartition, error)
 	ListKubernetesMembers(ctx context.Context) ([]KubernetesMember, error)
 	ListKubernetesMembersOfPKey(ctx context.Context, pkey fabric.PKey) ([]KubernetesMember, error)
 	ListKubernetesPKeys(ctx context.Context) ([]KubernetesPKey, error)
@@ -78,9 +80,11 @@ type Queries interface {
 	OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]OpenJobsWithGUIDsRow, error)
 	RecordApply(ctx context.Context, arg RecordApplyParams) (int64, error)
 	Revision(ctx context.Context) (int64, error)
+	UpsertAdoptedPartition(ctx context.Context, arg UpsertAdoptedPartitionParams) error
 	UpsertKubernetesMember(ctx context.Context, arg UpsertKubernetesMemberParams) error
 	UpsertKubernetesPKey(ctx context.Context, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time) error
 	SetRevision(ctx context.Context, revision int64) error
+	UpdateSecret(ctx context.Context, value string, name string) error
 	UpsertEnforcementError(ctx context.Context, arg UpsertEnforcementErrorParams) (int64, error)
 	UpsertNetwork(ctx context.Context, arg UpsertNetworkParams) error
 	UpsertPort(ctx context.Context, arg UpsertPortParams) error

@@ -65,6 +65,17 @@ type Job struct {
 	RequestID string
 }
 
+// AdoptedPartition is one partition of a running fabric that --adopt-partitions
+// recorded: its statement as the running file wrote it.
+type AdoptedPartition struct {
+	Pkey      fabric.PKey
+	Name      string
+	Statement string
+	Revision  int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
 // KubernetesMember is one GUID's membership of a Kubernetes pkey.
 type KubernetesMember struct {
 	Pkey       fabric.PKey

@@ -126,6 +126,11 @@ func (q queries) Leadership(ctx context.Context) (driver.LeadershipRow, error) {
 	return driver.LeadershipRow(r), err
 }
 
+func (q queries) ListAdoptedPartitions(ctx context.Context) ([]driver.AdoptedPartition, error) {
+	rs, err := q.Queries.ListAdoptedPartitions(ctx)
+	return driver.Convert(rs, func(r mysqldb.AdoptedPartition) driver.AdoptedPartition { return driver.AdoptedPartition(r) }), err
+}
+
 func (q queries) ListKubernetesMembers(ctx context.Context) ([]driver.KubernetesMember, error) {
 	rs, err := q.Queries.ListKubernetesMembers(ctx)
 	return driver.Convert(rs, func(r mysqldb.KubernetesMember) driver.KubernetesMember { return driver.KubernetesMember(r) }), err
@@ -181,12 +186,20 @@ func (q queries) RecordApply(ctx context.Context, arg driver.RecordApplyParams) 
 	return q.Queries.RecordApply(ctx, mysqldb.RecordApplyParams{Revision: arg.Revision, Sha256: arg.SHA256, Term: arg.Term, Outcome: arg.Outcome, Detail: arg.Detail, StartedAt: arg.StartedAt, FinishedAt: arg.FinishedAt})
 }
 
+func (q queries) UpsertAdoptedPartition(ctx context.Context, arg driver.UpsertAdoptedPartitionParams) error {
+	return q.Queries.UpsertAdoptedPartition(ctx, mysqldb.UpsertAdoptedPartitionParams{Pkey: arg.PKey, Name: arg.Name, Statement: arg.Statement, Revision: arg.Revision, Now: arg.Now})
+}
+
 func (q queries) UpsertKubernetesMember(ctx context.Context, arg driver.UpsertKubernetesMemberParams) error {
 	return q.Queries.UpsertKubernetesMember(ctx, mysqldb.UpsertKubernetesMemberParams{Pkey: arg.PKey, Guid: arg.GUID, Membership: arg.Membership, Index0: arg.Index0, Revision: arg.Revision, Now: arg.Now})
 }
 
 func (q queries) UpsertKubernetesPKey(ctx context.Context, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time) error {
 	return q.Queries.UpsertKubernetesPKey(ctx, mysqldb.UpsertKubernetesPKeyParams{Pkey: pkey, IpOverIb: ipOverIb, Revision: revision, Now: now})
+}
+
+func (q queries) UpdateSecret(ctx context.Context, value string, name string) error {
+	return q.Queries.UpdateSecret(ctx, mysqldb.UpdateSecretParams{Value: value, Name: name})
 }
 
 func (q queries) UpsertEnforcementError(ctx context.Context, arg driver.UpsertEnforcementErrorParams) (int64, error) {

@@ -105,6 +105,11 @@ func (q queries) Leadership(ctx context.Context) (driver.LeadershipRow, error) {
 	return driver.LeadershipRow(r), err
 }
 
+func (q queries) ListAdoptedPartitions(ctx context.Context) ([]driver.AdoptedPartition, error) {
+	rs, err := q.Queries.ListAdoptedPartitions(ctx)
+	return driver.Convert(rs, func(r pgdb.AdoptedPartition) driver.AdoptedPartition { return driver.AdoptedPartition(r) }), err
+}
+
 func (q queries) ListKubernetesMembers(ctx context.Context) ([]driver.KubernetesMember, error) {
 	rs, err := q.Queries.ListKubernetesMembers(ctx)
 	return driver.Convert(rs, func(r pgdb.KubernetesMember) driver.KubernetesMember { return driver.KubernetesMember(r) }), err
@@ -152,6 +157,10 @@ func (q queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]drive
 
 func (q queries) RecordApply(ctx context.Context, arg driver.RecordApplyParams) (int64, error) {
 	return q.Queries.RecordApply(ctx, arg.Revision, arg.SHA256, arg.Term, arg.Outcome, arg.Detail, arg.StartedAt, arg.FinishedAt)
+}
+
+func (q queries) UpsertAdoptedPartition(ctx context.Context, arg driver.UpsertAdoptedPartitionParams) error {
+	return q.Queries.UpsertAdoptedPartition(ctx, arg.PKey, arg.Name, arg.Statement, arg.Revision, arg.Now)
 }
 
 func (q queries) UpsertKubernetesMember(ctx context.Context, arg driver.UpsertKubernetesMemberParams) error {

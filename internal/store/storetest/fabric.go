@@ -18,6 +18,8 @@ var fabricTests = []storeTest{
 	{"SecretsAreCreatedOnce", testSecretsCreatedOnce},
 	{"SecretsAgreeBetweenReplicas", testSecretsReplicas},
 	{"SecretErrorsNeverShowValues", testSecretErrors},
+	{"SetSecretsReplacesOnlyWhenTold", testSetSecrets},
+	{"SetSecretsRacingAFirstStart", testSetSecretsRace},
 	{"ConfirmSwitchesReplacesTheSet", testConfirmSwitches},
 	{"EnforcementErrorsCountAndClear", testEnforcementErrors},
 }
@@ -102,6 +104,97 @@ func testSecretErrors(t *testing.T, s *store.Store) {
 	got, err := s.GetOrCreateSecrets(t.Context(), secretsOf(map[string]string{"c_key": "0x3"}))
 	if want := map[string]string{"c_key": "0x3"}; err != nil || !maps.Equal(got, want) {
 		t.Errorf("after refused sets: %v, %v; want only %v", got, err, want)
+	}
+}
+
+// SetSecrets is the import and the rotation of OpenSM's keys: it inserts
+// what is missing, refuses to overwrite without replace (writing nothing),
+// and replaces with it.
+func testSetSecrets(t *testing.T, s *store.Store) {
+	recorded := func() map[string]string {
+		t.Helper()
+		got, err := s.Secrets(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	imported := map[string]string{"m_key": "0x1111111111111111", "sm_key": "0x2222222222222222"}
+	if got, err := s.SetSecrets(t.Context(), imported, false); err != nil || !maps.Equal(got, imported) {
+		t.Fatalf("SetSecrets on an empty table = %v, %v; want %v", got, err, imported)
+	}
+	// The same values again: nothing to replace, no confirmation needed.
+	if _, err := s.SetSecrets(t.Context(), imported, false); err != nil {
+		t.Fatalf("SetSecrets with the recorded values: %v", err)
+	}
+	// Another M_Key without replace: refused, naming the key but not its
+	// value, and the new name in the same set is not written either.
+	other := map[string]string{"m_key": "0xdeadbeefcafe0001", "sm_key": "0x2222222222222222", "sa_key": "0x3333333333333333"}
+	_, err := s.SetSecrets(t.Context(), other, false)
+	if !errors.Is(err, store.ErrSecretsDiffer) || !strings.Contains(err.Error(), "m_key") ||
+		strings.Contains(err.Error(), "sm_key") || strings.Contains(err.Error(), "deadbeefcafe") {
+		t.Fatalf("SetSecrets over another M_Key without replace: %v; want ErrSecretsDiffer naming m_key only, no value", err)
+	}
+	if got := recorded(); !maps.Equal(got, imported) {
+		t.Fatalf("a refused SetSecrets wrote: %v, want %v", got, imported)
+	}
+	// With replace: a rotation.
+	if got, err := s.SetSecrets(t.Context(), other, true); err != nil || !maps.Equal(got, other) {
+		t.Fatalf("SetSecrets with replace = %v, %v; want %v", got, err, other)
+	}
+	if got := recorded(); !maps.Equal(got, other) {
+		t.Fatalf("after the rotation: %v, want %v", got, other)
+	}
+	// A bad value in the set: nothing written, no value shown.
+	bad := map[string]string{"m_key": "0x4444444444444444", "sa_key": "0xdeadbeefcafe\x01"}
+	if _, err := s.SetSecrets(t.Context(), bad, true); err == nil || strings.Contains(err.Error(), "deadbeefcafe") {
+		t.Fatalf("SetSecrets with a control character: %v; want an error without the value", err)
+	}
+	if got := recorded(); !maps.Equal(got, other) {
+		t.Fatalf("a refused set wrote: %v, want %v", got, other)
+	}
+	if _, err := s.SetSecrets(t.Context(), nil, true); err == nil {
+		t.Fatal("SetSecrets with no secret succeeded")
+	}
+}
+
+// An import (without replace) racing managers that start on the same new
+// database: either the import wins and every manager uses its keys, or a
+// manager's keys win and the import is refused; never a mix.
+func testSetSecretsRace(t *testing.T, s *store.Store) {
+	db := NewDatabase(t, s.Name())
+	replicas := []*store.Store{OpenDatabase(t, db), OpenDatabase(t, db), OpenDatabase(t, db)}
+	imported := map[string]string{"m_key": "0x1111111111111111", "sm_key": "0x2222222222222222", "sa_key": "0x3333333333333333"}
+	importer := OpenDatabase(t, db)
+	var importErr error
+	results := make([]map[string]string, len(replicas))
+	errs := make([]error, len(replicas))
+	var wg sync.WaitGroup
+	wg.Go(func() { _, importErr = importer.SetSecrets(t.Context(), imported, false) })
+	for i := range replicas {
+		wg.Go(func() {
+			gen := map[string]string{"m_key": fmt.Sprintf("0x%016x", i+11), "sm_key": fmt.Sprintf("0x%016x", i+111),
+				"sa_key": fmt.Sprintf("0x%016x", i+211)}
+			results[i], errs[i] = replicas[i].GetOrCreateSecrets(t.Context(), secretsOf(gen))
+		})
+	}
+	wg.Wait()
+	final, err := replicas[0].Secrets(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case importErr == nil && !maps.Equal(final, imported):
+		t.Fatalf("the import succeeded but the table holds %v", final)
+	case importErr != nil && !errors.Is(importErr, store.ErrSecretsDiffer):
+		t.Fatalf("import: %v, want success or ErrSecretsDiffer", importErr)
+	case importErr != nil && maps.Equal(final, imported):
+		t.Fatalf("the import was refused (%v) but its keys are recorded", importErr)
+	}
+	for i := range replicas {
+		if errs[i] != nil || !maps.Equal(results[i], final) {
+			t.Errorf("manager %d got %v, %v; the table holds %v", i, results[i], errs[i], final)
+		}
 	}
 }
 

@@ -71,6 +71,7 @@ func Run(t *testing.T, engine string) {
 	tests = append(tests, snapshotTests...)
 	tests = append(tests, textTests...)
 	tests = append(tests, appliesRetentionTests...)
+	tests = append(tests, adoptedTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

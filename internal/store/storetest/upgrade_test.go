@@ -192,3 +192,24 @@ func TestRevisionIndexMigration(t *testing.T) {
 		m.downAndUp(ctx, t, d, db, p, "ports")
 	})
 }
+
+// TestAdoptedMigration: a database of schema version 9 with a network in it
+// upgrades to the adopted partitions, which take an adoption; 00010 goes down
+// (the table gone, the network kept) and up again, with nothing adopted.
+func TestAdoptedMigration(t *testing.T) {
+	atVersion(t, 9, func(ctx context.Context, t *testing.T, d Database, db *sql.DB, p *goose.Provider) {
+		s := OpenDatabase(t, d) // migrates to the latest version
+		addNetwork(t, s, netA, 101)
+		adopt(t, s, tenant16)
+		downAndUp(ctx, t, p, 9, func() {
+			wantRows(ctx, t, db, "networks", 1)
+			var n int
+			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM adopted_partitions`).Scan(&n); err == nil {
+				t.Error("after 00010's down adopted_partitions is still there")
+			}
+		})
+		if list, err := s.AdoptedPartitions(ctx); err != nil || len(list) != 0 {
+			t.Errorf("adopted partitions after 00010 up again = %v, %v", list, err)
+		}
+	})
+}

@@ -3,15 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata's golden files")
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/golden"
+)
 
 // TestGenerate runs the generator on testdata/fixture, a small driver package,
 // a generated package and an engine package, with each interface of the
@@ -63,19 +62,7 @@ func TestGenerate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join(dir, tt.golden)
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("output differs from %s (go test -update rewrites it):\n%s", golden, got)
-			}
+			golden.Compare(t, filepath.Join(dir, tt.golden), got)
 		})
 	}
 }

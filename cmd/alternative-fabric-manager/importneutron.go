@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/neutronimport"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// exitDiffers is --import-neutron's exit status when the records and Neutron
+// still differ after the run (or, with --dry-run, would be changed): what it
+// printed lists each difference.
+const exitDiffers = 5
+
+// neutronTimeout bounds logging in to Keystone and each request to Neutron.
+const neutronTimeout = 60 * time.Second
+
+// runImportNeutron reads Neutron's API as [neutron] says and records what
+// it has on the InfiniBand physnets and the manager lacks (docs/neutron-import.md).
+// Exit 0: the records and Neutron agree; exitDiffers: what differs is listed;
+// exitFailed: nothing could be compared, or the import stopped (what it did
+// so far is listed).
+func runImportNeutron(ctx context.Context, path string, opts neutronimport.Options, log *slog.Logger) error {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return err
+	}
+	rules, err := importRules(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	client, err := neutronimport.Connect(ctx, cfg.Neutron.CloudsFile, cfg.Neutron.Cloud)
+	if err != nil {
+		return err
+	}
+	client.HTTPClient.Timeout = neutronTimeout
+	st, err := openExisting(ctx, cfg, rules, operatorConnectTimeout, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	report, err := neutronimport.Import(ctx, st, neutronimport.API{Client: client}, rules, opts)
+	if werr := report.Write(os.Stdout); werr != nil && err == nil {
+		err = werr
+	}
+	if err != nil {
+		return fmt.Errorf("import from Neutron: %w", err)
+	}
+	pending, err := releaseAdoptedUnowned(ctx, st, report.Neutron.Members(), opts.DryRun, os.Stdout)
+	switch {
+	case err != nil:
+		return fmt.Errorf("import from Neutron: release adopted members: %w", err)
+	case !report.Agrees() || pending > 0:
+		return exitStatus{exitDiffers}
+	}
+	return nil
+}
+
+// releaseAdoptedUnowned ends the switch-over of docs/switch-over.md for each
+// of Neutron's InfiniBand networks whose pkey has adopted members: those no
+// port of that network has in Neutron leave the partition, once the network
+// owns it (a network the import could not record leaves its pkey's adopted
+// members as they are). With dryRun it lists them and returns how many
+// would be released.
+func releaseAdoptedUnowned(ctx context.Context, st *store.Store, neutron []neutronimport.PKeyMembers, dryRun bool, w io.Writer) (pending int, err error) {
+	adopted, err := st.AdoptedPartitions(ctx)
+	if err != nil {
+		return 0, err
+	}
+	members := make(map[fabric.PKey][]fabric.GUID, len(adopted))
+	for _, a := range adopted {
+		for _, m := range a.Statement.Members {
+			members[a.PKey] = append(members[a.PKey], m.GUID)
+		}
+	}
+	for _, n := range neutron {
+		unowned := slices.DeleteFunc(slices.Clone(members[n.PKey]), func(g fabric.GUID) bool { return slices.Contains(n.GUIDs, g) })
+		if len(unowned) == 0 {
+			continue
+		}
+		if dryRun {
+			pending += len(unowned)
+			fmt.Fprintf(w, "would release adopted: pkey %s: %s (no port of Neutron has them)\n", n.PKey, guidList(unowned))
+			continue
+		}
+		out, err := st.ReleaseAdoptedMembers(ctx, store.AdoptedRelease{PKey: n.PKey, Keep: n.GUIDs, OwnedOnly: true,
+			CreatedBy: "--import-neutron"})
+		switch {
+		case errors.Is(err, store.ErrNotFound): // released meanwhile
+		case errors.Is(err, store.ErrAdoptedUnowned):
+			pending += len(unowned)
+			fmt.Fprintf(w, "kept adopted: pkey %s: %s (no network owns the pkey)\n", n.PKey, guidList(unowned))
+		case err != nil:
+			return pending, err
+		case len(out.Released) > 0:
+			fmt.Fprintf(w, "released adopted: pkey %s: %s (job %d)\n", n.PKey, guidList(out.Released), out.Job.ID)
+		}
+	}
+	return pending, nil
+}
+
+// guidList is guids as a comma-separated list.
+func guidList(guids []fabric.GUID) string {
+	s := make([]string, len(guids))
+	for i, g := range guids {
+		s[i] = g.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+// importRules are the rules the API records networking-mlnx's requests by,
+// but for the fabric's port limit, which the applier still holds every
+// apply to: a network on a static partition's pkey and a port listed in the
+// template are refused alike.
+func importRules(ctx context.Context, cfg *config.Config) (store.Rules, error) {
+	tpl, err := loadTemplate(cfg)
+	if err != nil {
+		return store.Rules{}, err
+	}
+	static, err := tpl.Static(ctx, cfg.OpenSM.DefaultPartition, cfg.OpenSM.FlatPKey)
+	if err != nil {
+		return store.Rules{}, fmt.Errorf("[opensm] partitions_template: %w", err)
+	}
+	rules := storeRules(cfg)
+	rules.StaticPKey = static.Name
+	rules.StaticMember = static.Listing
+	return rules, nil
+}
