@@ -17,8 +17,9 @@ import (
 )
 
 // TestSwitchOver: a fabric that another manager ran (its OpenSM reading a
-// UFM-style partitions file with tenant partitions) is taken over by this
-// manager with an empty database after --adopt-partitions of that file. The
+// UFM-style partitions file with tenant partitions, and M_Key, SM_Key and
+// SA_Key of its own) is taken over by this manager with an empty database
+// after --import-keys and --adopt-partitions of that manager's files. The
 // tenant ports' pkey tables are read every 100 ms throughout: no tenant port
 // ever loses its pkey. Then networking-mlnx sends the networks and ports, one
 // at a time, as it would: every adopted partition ends owned, and
@@ -37,7 +38,18 @@ tenant_b=0x0020, ipoib : %s=full, %s=limited, %s=full ;
 	if err := os.WriteFile(running, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	old := startOldOpenSM(t, f, opensm, running)
+	// The old manager's keys, which the ports' M_Key protection and the SA's
+	// trusted queries depend on: imported before the manager's first start.
+	oldKeys := map[string]string{"m_key": "0x6a1b2c3d4e5f6071", "sm_key": "0x17263544536271a0", "sa_key": "0x2b3c4d5e6f708192"}
+	oldConf := filepath.Join(f.Dir, "old-opensm.conf")
+	conf := "m_key_protection_level 2\nm_key_lease_period 60\n"
+	for _, k := range []string{"m_key", "sm_key", "sa_key"} {
+		conf += k + " " + oldKeys[k] + "\n"
+	}
+	if err := os.WriteFile(oldConf, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := startOldOpenSM(t, f, opensm, running, oldConf)
 	tenants := map[fabric.GUID]uint16{h(1): 0x10, h(2): 0x10, h(3): 0x20, h(4): 0x20, h(5): 0x20}
 	waitFor(t, "the old OpenSM to program the tenants' pkeys", func() bool {
 		for g, pkey := range tenants {
@@ -52,6 +64,9 @@ tenant_b=0x0020, ipoib : %s=full, %s=limited, %s=full ;
 	m := launchManager(t, storetest.NewDatabase(t, "sqlite"), fabricsim.Options{}, settings{Fabric: f,
 		BeforeStart: func(m *manager) {
 			m.operator("--migrate")
+			if out := m.operator("--import-keys", oldConf); strings.Count(out, "imported from") != 3 {
+				t.Fatalf("--import-keys printed %q", out)
+			}
 			out := m.operator("--adopt-partitions", running)
 			if !strings.Contains(out, "adopted at revision 1") {
 				t.Fatalf("--adopt-partitions printed %q", out)
@@ -71,6 +86,10 @@ tenant_b=0x0020, ipoib : %s=full, %s=limited, %s=full ;
 		err := json.Unmarshal([]byte(m.operator("--status", "--json")), &st)
 		return err == nil && st.LastApply != nil && st.LastApply.Revision == st.Revision && st.LastApply.Outcome == "applied"
 	})
+
+	// The manager's OpenSM runs with the old manager's keys.
+	m.wantOpenSMConfKeys(oldKeys)
+	waitFor(t, "a trusted SA query with the old manager's SA_Key", func() bool { return m.trustedSAQuery(oldKeys["sa_key"]) })
 
 	// networking-mlnx sends each network, then its ports, one at a time.
 	nets := map[uint16]string{0x10: "5d0c1b7a-0010-4e6f-8a9b-0c1d2e3f4a5b", 0x20: "5d0c1b7a-0020-4e6f-8a9b-0c1d2e3f4a5b"}
@@ -133,12 +152,13 @@ func (o *oldOpenSM) stop() {
 	})
 }
 
-// startOldOpenSM runs OpenSM on the fabric's SM port with partitions, as the
-// manager being replaced did, until it has brought the subnet up.
-func startOldOpenSM(t *testing.T, f *fabricsim.Fabric, opensm, partitions string) *oldOpenSM {
+// startOldOpenSM runs OpenSM on the fabric's SM port with partitions and the
+// options file conf, as the manager being replaced did, until it has brought
+// the subnet up.
+func startOldOpenSM(t *testing.T, f *fabricsim.Fabric, opensm, partitions, conf string) *oldOpenSM {
 	t.Helper()
 	logFile := filepath.Join(f.Dir, "old-opensm.log")
-	cmd := exec.Command(opensm, "-g", f.SMGUID.String(), "-P", partitions, "-f", logFile, "-d", "2")
+	cmd := exec.Command(opensm, "-F", conf, "-g", f.SMGUID.String(), "-P", partitions, "-f", logFile, "-d", "2")
 	cmd.Dir = f.Dir
 	cmd.Env = append(os.Environ(), f.Env()...)
 	if err := cmd.Start(); err != nil {
