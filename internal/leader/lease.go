@@ -47,7 +47,8 @@ type LeaseElector struct {
 	// LeaseTimeout is [ha] lease_timeout.
 	LeaseTimeout time.Duration
 	// Stop takes this manager's OpenSM off the fabric when a term ends,
-	// within ctx, and latches the term: no later start of that term may bring
+	// within ctx (an OpenSM still there when ctx ends is killed: another
+	// manager may lead from then on), and latches the term: no later start of that term may bring
 	// OpenSM back (opensm.TermLatch), since the term's work can still be
 	// running when it is called. An error leaves the lease to expire instead
 	// of releasing it.

@@ -335,3 +335,69 @@ func TestLeaseTermEndedDuringTheWaitNeitherLeadsNorReleases(t *testing.T) {
 		})
 	}
 }
+
+// lostLeases answers every renewal after lose is closed as a lost lease: the
+// row names another term (another manager took it, or a restore put an older
+// row back).
+type lostLeases struct {
+	store.LeaseTables
+	lose chan struct{}
+}
+
+func (l *lostLeases) RenewLease(ctx context.Context, term int64, ttl time.Duration) (bool, error) {
+	select {
+	case <-l.lose:
+		return false, nil
+	default:
+	}
+	return l.LeaseTables.RenewLease(ctx, term, ttl)
+}
+
+// A leader whose lease is lost gives its OpenSM no grace period: another
+// manager may lead already, so the renewal's Stop has a deadline already
+// past, at which the supervisor kills an OpenSM that did not exit at once (a
+// stopped or hung one, opensm.TestSupervisorKillsAtOnceWhenTheStopsTimeIsUp).
+// A lease not renewed in time gives it until the lease can expire.
+func TestLeaseLostStopsOpenSMWithoutGrace(t *testing.T) {
+	s := storetest.OpenManagers(t, config.EnginePostgres, 1)[0]
+	leases, err := s.Leases()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lost := &lostLeases{LeaseTables: leases, lose: make(chan struct{})}
+	type stopCall struct {
+		at, deadline time.Time
+		ok           bool
+	}
+	var mu sync.Mutex
+	var first *stopCall
+	e := &LeaseElector{Leases: lost, Holder: "A", Log: slog.New(slog.DiscardHandler), LeaseTimeout: 2 * time.Second,
+		Stop: func(ctx context.Context, term int64) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if first == nil {
+				d, ok := ctx.Deadline()
+				first = &stopCall{at: time.Now(), deadline: d, ok: ok}
+			}
+			return nil
+		}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = e.termOnce(ctx, func(ctx context.Context, term Term) error {
+		close(lost.lose)
+		<-ctx.Done()
+		return nil
+	})
+	if err == nil {
+		t.Error("the term ended without an error; want the lease lost")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	switch {
+	case first == nil:
+		t.Fatal("OpenSM was never stopped")
+	case !first.ok || first.deadline.After(first.at):
+		t.Errorf("the lost lease's Stop had deadline %v (set: %v), called at %v: want one already past",
+			first.deadline, first.ok, first.at)
+	}
+}

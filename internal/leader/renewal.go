@@ -82,7 +82,10 @@ func (r *renewal) run(giveUpAt time.Time) {
 			r.log.Error("lease not renewed for half its timeout; stopping OpenSM before it can expire",
 				"lease_timeout", r.e.LeaseTimeout)
 			r.cancel(errors.New("lease not renewed in time"))
-			r.stopNow()
+			r.mu.Lock()
+			validUntil := r.validUntil
+			r.mu.Unlock()
+			r.stopNow(validUntil)
 			return
 		}
 		switch next, ok := r.renew(giveUpAt); {
@@ -120,7 +123,7 @@ func (r *renewal) renew(giveUpAt time.Time) (time.Time, bool) {
 		r.mu.Unlock()
 		r.log.Error("lease lost: it expired or another manager took it; stopping OpenSM")
 		r.cancel(errors.New("lease lost"))
-		r.stopNow()
+		r.stopNow(time.Now()) // another manager may lead already
 		return time.Time{}, false
 	default:
 		r.mu.Lock()
@@ -134,9 +137,11 @@ func (r *renewal) renew(giveUpAt time.Time) (time.Time, bool) {
 // without waiting for the term's work to return: that work may be blocked on
 // a database call that only its own, longer deadline ends (a cut link), and
 // the lease may expire meanwhile. The stop latches the term, so that the
-// work, when it returns, cannot start OpenSM again.
-func (r *renewal) stopNow() {
-	sctx, scancel := context.WithTimeout(context.WithoutCancel(r.ctx), StopTimeout)
+// work, when it returns, cannot start OpenSM again. OpenSM gets until
+// otherMayLead, when another manager may take the lease, to exit on its own
+// (the Stop's deadline); the supervisor kills it then.
+func (r *renewal) stopNow(otherMayLead time.Time) {
+	sctx, scancel := context.WithDeadline(context.WithoutCancel(r.ctx), otherMayLead)
 	defer scancel()
 	if err := r.e.Stop(sctx, r.term); err != nil {
 		r.log.Error("stop OpenSM", "error", err)

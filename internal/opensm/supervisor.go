@@ -87,6 +87,7 @@ type Supervisor struct {
 	lastErrAt time.Time
 	cancel    context.CancelFunc // ends the supervision; nil when none runs
 	done      chan struct{}      // closed when the last supervision started has returned
+	hurry     *hurry             // the running supervision's: kill OpenSM now, no grace period
 	latch     TermLatch          // the terms whose stop ran: never started again
 	changed   chan struct{}      // closed and replaced at every change of the fields above
 	seq       uint64             // counts changes, so the status file is never older than a write before it
@@ -188,8 +189,8 @@ func (s *Supervisor) Start(term int64) error {
 			return
 		}
 		ctx, cancel := context.WithCancel(context.Background())
-		prev, done := s.done, make(chan struct{})
-		s.cancel, s.done = cancel, done
+		prev, done, h := s.done, make(chan struct{}), &hurry{now: make(chan struct{})}
+		s.cancel, s.done, s.hurry = cancel, done, h
 		s.setState(StateStarting)
 		// A Stop that gave up waiting may have left the previous OpenSM
 		// exiting: the new one starts once it is gone.
@@ -200,14 +201,15 @@ func (s *Supervisor) Start(term int64) error {
 				s.watch(ctx)
 				return
 			}
-			s.supervise(ctx)
+			s.supervise(ctx, h)
 		}()
 	})
 	return refused
 }
 
-// StopTerm stops OpenSM at the end of term (SIGTERM, and SIGKILL after 10 s)
-// and the supervision, and waits until OpenSM has exited or ctx ends. The stop
+// StopTerm stops OpenSM at the end of term (SIGTERM, and SIGKILL after 10 s,
+// or as soon as ctx ends) and the supervision, and waits until OpenSM has
+// exited (an error when even SIGKILL did not end it). The stop
 // is latched before anything else: from then on no Start for term or an
 // earlier term starts OpenSM, even when the wait below gives up. Stopping what
 // is stopped only latches.
@@ -224,7 +226,7 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 func (s *Supervisor) stop(ctx context.Context, latch func(*TermLatch)) error {
 	s.mu.Lock()
 	latch(&s.latch)
-	cancel, done := s.cancel, s.done
+	cancel, done, h := s.cancel, s.done, s.hurry
 	s.cancel = nil
 	s.mu.Unlock()
 	if cancel != nil {
@@ -234,12 +236,33 @@ func (s *Supervisor) stop(ctx context.Context, latch func(*TermLatch)) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("opensm: stop: %w", ctx.Err())
+	}
+	// The caller's time is up: with the HA lease, another manager may start
+	// its OpenSM from then on. An OpenSM still here (one that ignores SIGTERM,
+	// or is stopped by SIGSTOP and cannot act on it) is killed at once, not
+	// after its grace period.
+	if h != nil {
+		h.kill()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-time.After(killTimeout):
+		return fmt.Errorf("opensm: stop: %w, and OpenSM is not gone after SIGKILL", ctx.Err())
 	}
 }
 
-// supervise runs OpenSM until ctx ends, then stops it.
-func (s *Supervisor) supervise(ctx context.Context) {
+// hurry tells a supervision's stop to kill OpenSM at once.
+type hurry struct {
+	once sync.Once
+	now  chan struct{} // closed by kill
+}
+
+func (h *hurry) kill() { h.once.Do(func() { close(h.now) }) }
+
+// supervise runs OpenSM until ctx ends, then stops it (at once once h says
+// so).
+func (s *Supervisor) supervise(ctx context.Context, h *hurry) {
 	defer s.update(func() { s.setState(StateStopped) })
 	backoff := minBackoff
 	for ctx.Err() == nil {
@@ -255,7 +278,7 @@ func (s *Supervisor) supervise(ctx context.Context) {
 			select {
 			case <-inst.Done():
 			case <-ctx.Done():
-				s.stopInstance(inst)
+				s.stopInstance(inst, h)
 				s.log.Info("OpenSM stopped", append(inst.LogAttrs(), "status", inst.Exit())...)
 				return
 			}
@@ -349,7 +372,7 @@ func (s *Supervisor) watchReady(ctx context.Context, inst Instance, from Positio
 
 // stopInstance sends SIGTERM, waits, and kills OpenSM if it does not exit in
 // time; the instance is no longer current once it returns.
-func (s *Supervisor) stopInstance(inst Instance) {
+func (s *Supervisor) stopInstance(inst Instance, h *hurry) {
 	defer s.update(func() {
 		if s.current == inst {
 			s.current, s.ready = nil, false
@@ -365,8 +388,10 @@ func (s *Supervisor) stopInstance(inst Instance) {
 	case <-inst.Done():
 		return
 	case <-t.C:
+		s.log.Warn("OpenSM ignored SIGTERM; killing it", append(inst.LogAttrs(), "after", stopTimeout)...)
+	case <-h.now:
+		s.log.Warn("OpenSM is not gone and the stop's time is up; killing it", inst.LogAttrs()...)
 	}
-	s.log.Warn("OpenSM ignored SIGTERM; killing it", append(inst.LogAttrs(), "after", stopTimeout)...)
 	if err := inst.Kill(ctx); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		s.log.Error("cannot kill OpenSM", append(inst.LogAttrs(), "error", err)...)
 	}
