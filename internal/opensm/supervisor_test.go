@@ -19,36 +19,7 @@ import (
 // the stop returns only once it is gone: a stopped term never leaves OpenSM on
 // the fabric. The child is real; whether it runs is read from the kernel.
 func TestSupervisorKillsAnOpenSMThatIgnoresSIGTERM(t *testing.T) {
-	dir := t.TempDir()
-	logFile, pidFile, script := filepath.Join(dir, "opensm.log"), filepath.Join(dir, "pid"), filepath.Join(dir, "opensm")
-	// exec keeps the ignored SIGTERM: sleep inherits it.
-	text := fmt.Sprintf("#!/bin/sh\ntrap '' TERM\necho $$ >%q\necho 'Dec 01 06:00:00 000001 [00000001] 0x03 -> OpenSM 3.3.23' >>%q\nexec sleep 3600\n",
-		pidFile, logFile)
-	if err := os.WriteFile(script, []byte(text), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(logFile, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var logs testenv.SyncBuffer
-	p := NewProcess(ProcessConfig{Command: []string{"/bin/sh", script}, LogFile: logFile,
-		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	t.Cleanup(func() { _ = p.Stop(context.Background()) })
-	if err := p.Start(1); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.WaitReady(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || p.Status().PID != pid {
-		t.Fatalf("pid file %q, status %+v", b, p.Status())
-	}
-
+	p, pid, logs := startScriptedOpenSM(t, "trap '' TERM")
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout+killTimeout)
 	defer cancel()
 	if err := p.StopTerm(ctx, 1); err != nil {
@@ -75,41 +46,11 @@ func TestSupervisorKillsAtOnceWhenTheStopsTimeIsUp(t *testing.T) {
 		name, trap string
 		sigstop    bool
 	}{
-		{"ignores SIGTERM", "trap '' TERM\n", false},
-		{"stopped by SIGSTOP", "trap 'exit 0' TERM\n", true},
+		{"ignores SIGTERM", "trap '' TERM", false},
+		{"stopped by SIGSTOP", "trap 'exit 0' TERM", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			logFile, pidFile, script := filepath.Join(dir, "opensm.log"), filepath.Join(dir, "pid"), filepath.Join(dir, "opensm")
-			// The shell waits for sleep, so that its trap stays in force; the
-			// sleep is killed at the end.
-			childFile := filepath.Join(dir, "child")
-			text := fmt.Sprintf("#!/bin/sh\n%secho $$ >%q\necho 'Dec 01 06:00:00 000001 [00000001] 0x03 -> OpenSM 3.3.23' >>%q\nsleep 3600 &\necho $! >%q\nwait\n",
-				tc.trap, pidFile, logFile, childFile)
-			t.Cleanup(func() {
-				if b, err := os.ReadFile(childFile); err == nil {
-					if child, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-						_ = syscall.Kill(child, syscall.SIGKILL)
-					}
-				}
-			})
-			if err := os.WriteFile(script, []byte(text), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(logFile, nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			var logs testenv.SyncBuffer
-			p := NewProcess(ProcessConfig{Command: []string{"/bin/sh", script}, LogFile: logFile,
-				Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-			t.Cleanup(func() { _ = p.Stop(context.Background()) })
-			if err := p.Start(1); err != nil {
-				t.Fatal(err)
-			}
-			if err := p.WaitReady(t.Context()); err != nil {
-				t.Fatal(err)
-			}
-			pid := p.Status().PID
+			p, pid, logs := startScriptedOpenSM(t, tc.trap)
 			if tc.sigstop {
 				if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 					t.Fatal(err)
@@ -130,4 +71,51 @@ func TestSupervisorKillsAtOnceWhenTheStopsTimeIsUp(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startScriptedOpenSM starts, as the supervisor's OpenSM, a shell that runs
+// trap, logs OpenSM's version line and waits for a sleeping child (so that
+// the trap stays in force), and returns the supervisor, the shell's pid and
+// the supervisor's log. The child is killed at the end of the test.
+func startScriptedOpenSM(t *testing.T, trap string) (*Supervisor, int, *testenv.SyncBuffer) {
+	t.Helper()
+	dir := t.TempDir()
+	logFile, pidFile, childFile, script := filepath.Join(dir, "opensm.log"), filepath.Join(dir, "pid"),
+		filepath.Join(dir, "child"), filepath.Join(dir, "opensm")
+	text := fmt.Sprintf("#!/bin/sh\n%s\necho $$ >%q\necho 'Dec 01 06:00:00 000001 [00000001] 0x03 -> OpenSM 3.3.23' >>%q\nsleep 3600 &\necho $! >%q\nwait\n",
+		trap, pidFile, logFile, childFile)
+	if err := os.WriteFile(script, []byte(text), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(logFile, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if child, err := readPID(childFile); err == nil {
+			_ = syscall.Kill(child, syscall.SIGKILL)
+		}
+	})
+	logs := &testenv.SyncBuffer{}
+	p := NewProcess(ProcessConfig{Command: []string{"/bin/sh", script}, LogFile: logFile,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	t.Cleanup(func() { _ = p.Stop(context.Background()) })
+	if err := p.Start(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.WaitReady(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	pid, err := readPID(pidFile)
+	if err != nil || p.Status().PID != pid {
+		t.Fatalf("pid file: %d, %v; status %+v", pid, err, p.Status())
+	}
+	return p, pid, logs
+}
+
+func readPID(file string) (int, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
