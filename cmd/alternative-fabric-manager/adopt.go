@@ -126,11 +126,7 @@ func runReleaseAdopted(ctx context.Context, path, pkey string, log *slog.Logger,
 		if err != nil {
 			return err
 		}
-		guids := make([]string, len(out.Released))
-		for i, g := range out.Released {
-			guids[i] = g.String()
-		}
-		fmt.Fprintf(w, "released from pkey %s at revision %d (job %d): %s\n", p, out.Job.Revision, out.Job.ID, strings.Join(guids, ", "))
+		fmt.Fprintf(w, "released from pkey %s at revision %d (job %d): %s\n", p, out.Job.Revision, out.Job.ID, guidList(out.Released))
 		return nil
 	})
 }
