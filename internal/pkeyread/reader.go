@@ -15,7 +15,7 @@ import (
 type Target struct {
 	Port fabric.GUID
 	LID  uint16
-	// Switch is the switch port facing Port, read too unless its LID is 0.
+	// Switch is the switch port facing Port, read too unless its GUID is 0.
 	Switch SwitchPort
 }
 
@@ -107,6 +107,11 @@ func (w *worker) read(ctx context.Context, t Target) Result {
 		res.Err = fmt.Errorf("port %s not read: %w", t.Port, err)
 		return res
 	}
+	if t.LID == 0 || (t.Switch.GUID != 0 && t.Switch.LID == 0) {
+		// LID 0 reaches no port: OpenSM has not given it one (yet).
+		res.Err = fmt.Errorf("port %s not read: %w", t.Port, ErrNoLID)
+		return res
+	}
 	ctx, cancel := context.WithTimeout(ctx, orDefault(w.r.PortTimeout, DefaultPortTimeout))
 	defer cancel()
 	if w.conn == nil {
@@ -118,7 +123,7 @@ func (w *worker) read(ctx context.Context, t Target) Result {
 		w.conn = conn
 	}
 	res.PKeys, res.Err = w.hostTable(ctx, t)
-	if res.Err == nil && t.Switch.LID != 0 {
+	if res.Err == nil && t.Switch.GUID != 0 {
 		res.SwitchPKeys, res.Err = w.switchTable(ctx, t.Switch)
 	}
 	if res.Err != nil {
@@ -146,6 +151,9 @@ func (w *worker) hostTable(ctx context.Context, t Target) (Table, error) {
 	}
 	return keys, nil
 }
+
+// ErrNoLID is the error of a target whose port, or switch, has no LID.
+var ErrNoLID = errors.New("no LID assigned (not swept yet?)")
 
 // ErrMoved is the error of a LID that answers as another port than the one
 // OpenSM's last sweep put there.

@@ -15,6 +15,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
 
 // The partitions of the tests' fabric: H1 a full member of 0x0064, H2 a
@@ -34,7 +35,8 @@ func sweptFabric(t testing.TB, hosts, switches int) *fabricsim.Fabric {
 	logFile := filepath.Join(f.Dir, "opensm.log")
 	write(t, partitions, fmt.Sprintf(testPartitions, fabricsim.HostGUID(1), fabricsim.HostGUID(2)))
 	write(t, conf, "log_flags 0x03\nforce_log_flush TRUE\nsweep_interval 0\n")
-	cmd := exec.Command(opensm, "-F", conf, "-g", f.SMGUID.String(), "-P", partitions, "-f", logFile, "-d", "2")
+	cmd := exec.Command(opensm, "-F", conf, "-g", f.SMGUID.String(), "-P", partitions, "-f", logFile, "-d", "2",
+		"--dump_files_dir", f.Dir)
 	cmd.Dir = f.Dir
 	cmd.Env = append(os.Environ(), f.Env()...)
 	if err := cmd.Start(); err != nil {
@@ -98,6 +100,29 @@ func simReader(t testing.TB, f *fabricsim.Fabric) *pkeyread.Reader {
 	return &pkeyread.Reader{Dialer: d, MKey: 0, Workers: 3}
 }
 
+// TestTargets builds the targets from OpenSM's subnet dump and finds what the
+// harness finds in OpenSM's LID cache and its own topology.
+func TestTargets(t *testing.T) {
+	f := sweptFabric(t, 6, 2)
+	topo, err := topology.Load(filepath.Join(f.Dir, topology.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := targets(t, f)
+	var ports []fabric.GUID
+	for _, w := range want {
+		ports = append(ports, w.Port)
+	}
+	absent := fabricsim.HostGUID(7)
+	got, missing := pkeyread.Targets(topo, append(ports, absent))
+	if !slices.Equal(got, want) {
+		t.Errorf("Targets:\n%+v\nwant\n%+v", got, want)
+	}
+	if len(missing) != 1 || !strings.Contains(missing[0].Error(), absent.String()+": not in OpenSM's subnet dump") {
+		t.Errorf("missing %v, want %s", missing, absent)
+	}
+}
+
 // TestReadSimulatedFabric reads every host port and the switch port facing it
 // on two switches, and compares with the harness's own reads (smpquery's
 // equals, checked in e2e/fabricsim) and with the partitions OpenSM applied.
@@ -155,7 +180,16 @@ func TestReadFailures(t *testing.T) {
 	moved.Switch = pkeyread.SwitchPort{}
 	movedSwitch := tg[1]
 	movedSwitch.Switch.LID = tg[2].LID // the switch looked for at H3's LID
-	results := r.Read(ctx, []pkeyread.Target{moved, movedSwitch})
+	noLID := tg[2]
+	noLID.LID = 0
+	noSwitchLID := tg[2]
+	noSwitchLID.Switch.LID = 0
+	results := r.Read(ctx, []pkeyread.Target{moved, movedSwitch, noLID, noSwitchLID})
+	for _, res := range results[2:] {
+		if !errors.Is(res.Err, pkeyread.ErrNoLID) {
+			t.Errorf("%+v: %v, want ErrNoLID", res.Target, res.Err)
+		}
+	}
 	if err := results[0].Err; !errors.Is(err, pkeyread.ErrMoved) || !strings.Contains(err.Error(), fabricsim.HostGUID(4).String()) {
 		t.Errorf("H1 at H4's LID: %v, want ErrMoved naming H4", err)
 	}
