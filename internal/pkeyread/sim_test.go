@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,6 +28,13 @@ const testPartitions = "Default=0x7fff,ipoib : ALL=limited, SELF=full ;\n" +
 // and a real OpenSM on it with testPartitions, and returns once the subnet is
 // up: the tables are programmed and OpenSM's cache has the LIDs.
 func sweptFabric(t testing.TB, hosts, switches int) *fabricsim.Fabric {
+	f, _ := sweptFabricSM(t, hosts, switches)
+	return f
+}
+
+// sweptFabricSM is sweptFabric, and a function that gives OpenSM new
+// partitions and returns once a sweep after them brought the subnet up.
+func sweptFabricSM(t testing.TB, hosts, switches int) (*fabricsim.Fabric, func(partitions string)) {
 	t.Helper()
 	opensm := fabricsim.RequireProgram(t, "opensm", "opensm")
 	f := fabricsim.StartT(t, fabricsim.Options{Hosts: hosts, Switches: switches})
@@ -46,11 +54,25 @@ func sweptFabric(t testing.TB, hosts, switches int) *fabricsim.Fabric {
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
-	waitFor(t, "OpenSM to bring the subnet up", func() bool {
+	subnetUp := func(from int) func() bool {
+		return func() bool {
+			log, _ := os.ReadFile(logFile)
+			return len(log) > from && strings.Contains(string(log[from:]), "-> SUBNET UP\n")
+		}
+	}
+	waitFor(t, "OpenSM to bring the subnet up", subnetUp(0))
+	return f, func(text string) {
+		t.Helper()
+		write(t, partitions+".new", text)
+		if err := os.Rename(partitions+".new", partitions); err != nil {
+			t.Fatal(err)
+		}
 		log, _ := os.ReadFile(logFile)
-		return strings.Contains(string(log), "-> SUBNET UP\n")
-	})
-	return f
+		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "OpenSM's sweep with the new partitions", subnetUp(len(log)))
+	}
 }
 
 func write(t testing.TB, path, data string) {
@@ -159,6 +181,27 @@ func TestReadSimulatedFabric(t *testing.T) {
 		}
 		if res.PKeys.Membership(0x7fff) == pkeyread.NotMember {
 			t.Errorf("%s lacks the default partition: %#04x", tg[i].Port, res.PKeys)
+		}
+	}
+}
+
+// TestProveOnSimulatedFabric: a change is proven by the tables once OpenSM
+// swept it in, not before: H2 leaves 0x0064, H3 joins it as a full member.
+func TestProveOnSimulatedFabric(t *testing.T) {
+	f, apply := sweptFabricSM(t, 4, 1)
+	r := simReader(t, f)
+	tg := targets(t, f)
+	wants := []pkeyread.Want{{Port: fabricsim.HostGUID(2), PKey: 0x64, Membership: pkeyread.NotMember},
+		{Port: fabricsim.HostGUID(3), PKey: 0x64, Membership: pkeyread.Full}}
+	for _, v := range pkeyread.Prove(r.Read(t.Context(), tg), wants) {
+		if v.Proven {
+			t.Errorf("%v proven before OpenSM applied it", v.Want)
+		}
+	}
+	apply(fmt.Sprintf(testPartitions, fabricsim.HostGUID(1), fabricsim.HostGUID(3).String()+"=full"))
+	for _, v := range pkeyread.Prove(r.Read(t.Context(), tg), wants) {
+		if !v.Proven {
+			t.Errorf("%v not proven after OpenSM's sweep: %s", v.Want, v.Reason)
 		}
 	}
 }
