@@ -22,6 +22,9 @@
 // simulated fabric's (ibsim's own client protocol, which libumad2sim speaks
 // for C programs and which Go's direct system calls would bypass).
 //
-// Reader reads many ports at once, on a bounded number of connections, each
-// port under its own deadline, and returns one Result per port.
+// Targets places host ports by OpenSM's subnet dump (their LIDs and the switch
+// ports facing them); Reader reads many ports at once, on a bounded number of
+// connections, each port under its own deadline, and returns one Result per
+// port; Prove judges the results against what a change wants (a membership,
+// or the pkey gone), on the host port and on the switch port facing it.
 package pkeyread
