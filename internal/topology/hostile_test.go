@@ -83,6 +83,8 @@ func sameTopology(a, b *Topology) string {
 		return fmt.Sprintf("host ports behind switch ports %v, want %v", b.behind, a.behind)
 	case !maps.Equal(a.portOf, b.portOf):
 		return fmt.Sprintf("port GUIDs %v, want %v", b.portOf, a.portOf)
+	case !maps.Equal(a.lids, b.lids):
+		return fmt.Sprintf("LIDs %v, want %v", b.lids, a.lids)
 	}
 	return ""
 }

@@ -62,6 +62,18 @@ type Topology struct {
 	// portOf maps a CA's node GUID and port number to the port's GUID: OpenSM's
 	// pkey errors name the node and the port number.
 	portOf map[nodePort]fabric.GUID
+	// lids maps a CA port's GUID and a switch's node GUID to the LID OpenSM
+	// gave it: where SMPs reach it (package pkeyread).
+	lids map[fabric.GUID]uint16
+}
+
+// LID returns the LID of a host port (by port GUID) or of a switch (by node
+// GUID: its port 0's) as OpenSM assigned it at the sweep that wrote the dump;
+// ok is false when the dump has no such port. A port whose LID is not yet
+// assigned has LID 0.
+func (t *Topology) LID(guid fabric.GUID) (lid uint16, ok bool) {
+	lid, ok = t.lids[guid]
+	return lid, ok
 }
 
 type nodePort struct {
@@ -134,7 +146,7 @@ func Load(path string) (*Topology, error) {
 func nodePattern(desc string) string {
 	return `\{ (SW|CA|Rt|\*\*)(-SM)? Ports:([0-9A-F]{2}) SystemGUID:[0-9a-f]{16} NodeGUID:([0-9a-f]{16}) ` +
 		`PortGUID:([0-9a-f]{16}) VenID:[0-9A-F]{6,8} DevID:[0-9A-F]{4,8} Rev:[0-9A-F]{8} \{(` + desc + `)\} ` +
-		`LID:[0-9A-F]{4} PN:([0-9A-F]{2}) \}`
+		`LID:([0-9A-F]{4}) PN:([0-9A-F]{2}) \}`
 }
 
 // A description is free text, braces included, so the fixed fields around it
@@ -169,19 +181,21 @@ type end struct {
 	nodeGUID    fabric.GUID
 	portGUID    fabric.GUID
 	description string
+	lid         uint16
 	port        int
 }
 
 // parseEnd reads the submatches of one end: type, ports, node GUID, port GUID,
-// description, port number.
+// description, LID, port number.
 func parseEnd(m []string) (end, error) {
 	// The pattern admits only as many hex digits as the types hold.
 	ports, _ := strconv.ParseUint(m[1], 16, 8)
 	nodeGUID, _ := strconv.ParseUint(m[2], 16, 64)
 	portGUID, _ := strconv.ParseUint(m[3], 16, 64)
-	pn, _ := strconv.ParseUint(m[5], 16, 8)
+	lid, _ := strconv.ParseUint(m[5], 16, 16)
+	pn, _ := strconv.ParseUint(m[6], 16, 8)
 	e := end{kind: m[0], ports: int(ports), nodeGUID: fabric.GUID(nodeGUID), portGUID: fabric.GUID(portGUID),
-		description: m[4], port: int(pn)}
+		description: m[4], lid: uint16(lid), port: int(pn)}
 	switch {
 	case e.nodeGUID == 0 || e.portGUID == 0:
 		return e, fmt.Errorf("%s %q: zero GUID", e.kind, e.description)
@@ -192,11 +206,30 @@ func parseEnd(m []string) (end, error) {
 	return e, nil
 }
 
+// addLID records the LID of a link's end: a CA's port or a switch. Every line
+// that names one must give it the same LID.
+func (t *Topology) addLID(e end) error {
+	guid := e.portGUID
+	switch e.kind {
+	case "SW":
+		guid = e.nodeGUID
+	case "CA":
+	default:
+		return nil
+	}
+	if prev, seen := t.lids[guid]; seen && prev != e.lid {
+		return fmt.Errorf("%s %s %q has LID %d, but an earlier line gives it LID %d", e.kind, guid, e.description, e.lid, prev)
+	}
+	t.lids[guid] = e.lid
+	return nil
+}
+
 // Parse reads a dump. Every line must be a link; the file must end with a newline
 // and hold at least one link. Lines must agree with each other: a switch keeps
 // one description and number of ports, and a host port is behind one switch port.
 func Parse(r io.Reader) (*Topology, error) {
-	t := &Topology{switches: map[fabric.GUID]Switch{}, behind: map[fabric.GUID]SwitchPort{}, portOf: map[nodePort]fabric.GUID{}}
+	t := &Topology{switches: map[fabric.GUID]Switch{}, behind: map[fabric.GUID]SwitchPort{},
+		portOf: map[nodePort]fabric.GUID{}, lids: map[fabric.GUID]uint16{}}
 	hostLine := map[fabric.GUID]int{} // the line that placed each host port
 	switchLine := map[fabric.GUID]int{}
 
@@ -222,18 +255,21 @@ func Parse(r io.Reader) (*Topology, error) {
 		// A second end's description holds the middle of the line when the
 		// first could end later: only one longer than a node can set needs
 		// the second reading.
-		if len(m[13]) > maxNodeDescription && !slices.Equal(m, linkLineLast.FindStringSubmatch(raw[:len(raw)-1])) {
+		if len(m[14]) > maxNodeDescription && !slices.Equal(m, linkLineLast.FindStringSubmatch(raw[:len(raw)-1])) {
 			return nil, fmt.Errorf("line %d: reads two ways: a node's description of more than %d bytes "+
 				"(from OpenSM's node_name_map) holds the fields of a link's end: %.120q", n, maxNodeDescription, raw)
 		}
 		var ends [2]end
-		for i, fields := range [][]string{m[1:8], m[8:15]} {
+		for i, fields := range [][]string{m[1:9], m[9:17]} {
 			fields = append([]string{fields[0]}, fields[2:]...) // drop -SM
 			if ends[i], err = parseEnd(fields); err != nil {
 				return nil, fmt.Errorf("line %d: %w", n, err)
 			}
 		}
 		for _, e := range ends {
+			if err := t.addLID(e); err != nil {
+				return nil, fmt.Errorf("line %d: %w", n, err)
+			}
 			if e.kind == "CA" {
 				t.portOf[nodePort{e.nodeGUID, e.port}] = e.portGUID
 			}

@@ -57,6 +57,17 @@ func TestRealDump(t *testing.T) {
 	if got := top.HostPorts(); !slices.Equal(got, wantHosts) {
 		t.Errorf("HostPorts() = %v, want %v", got, wantHosts)
 	}
+	// LIDs, as guid2lid has them: host ports by port GUID, switches by node
+	// GUID; a node GUID of an HCA is no port.
+	for guid, want := range map[fabric.GUID]uint16{0x0002c90300a00001: 1, 0x0002c90300f00001: 2,
+		0x0002c90300000101: 3, 0x0002c90300000201: 4, 0x0002c90300000501: 7, 0x0002c90300f00002: 8} {
+		if lid, ok := top.LID(guid); !ok || lid != want {
+			t.Errorf("LID(%s) = %d, %v; want %d", guid, lid, ok, want)
+		}
+	}
+	if lid, ok := top.LID(0x0002c90300000100); ok {
+		t.Errorf("LID(H1's node GUID) = %d, want not found", lid)
+	}
 	// A switch is not a host port, nor is a GUID the fabric does not have.
 	for _, g := range []fabric.GUID{0x0002c90300f00001, 0x0002c90300000100, 0x0002c90300000601} {
 		if sw, port, ok := top.HostPort(g); ok {
@@ -94,6 +105,7 @@ func TestBadDumps(t *testing.T) {
 		{"host-behind-two-ports.lst", "line 3: host port 0x0002c90300000101 (\"H1\") is behind switch port 0x0002c90300f00001:5, but line 2 puts it behind 0x0002c90300f00001:2"},
 		{"port-beyond-switch.lst", "line 2: SW 0x0002c90300f00001 \"S1\": port 9 outside its ports 1 to 8"},
 		{"zero-guid.lst", "line 2: CA \"H1\": zero GUID"},
+		{"lid-disagrees.lst", "line 4: SW 0x0002c90300f00002 \"S2\" has LID 9, but an earlier line gives it LID 8"},
 	}
 	files, err := filepath.Glob(filepath.Join("testdata", "bad", "*.lst"))
 	if err != nil || len(files) != len(tests) {

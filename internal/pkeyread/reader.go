@@ -1,0 +1,214 @@
+package pkeyread
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
+
+// Target is a host port to read, where OpenSM's last sweep put it.
+type Target struct {
+	Port fabric.GUID
+	LID  uint16
+	// Switch is the switch port facing Port, read too unless its GUID is 0.
+	Switch SwitchPort
+}
+
+// SwitchPort is an external port of a switch.
+type SwitchPort struct {
+	GUID fabric.GUID // node GUID
+	LID  uint16      // the switch's (port 0's) LID
+	Port int
+}
+
+// Result is what one Target's read found.
+type Result struct {
+	Target      Target
+	PKeys       Table // the host port's table
+	SwitchPKeys Table // the switch port's table; nil when not read
+	// Err says why the read failed (no answer: the port is down or gone; a
+	// LID that answers as another port); the tables are then not to be used.
+	Err error
+}
+
+// Defaults of a Reader's zero fields.
+const (
+	DefaultWorkers     = 4
+	DefaultPortTimeout = 2 * time.Second
+)
+
+// Reader reads P_Key tables on connections from Dialer, at most Workers ports
+// at once, each port's reads (all its SMPs) within PortTimeout.
+type Reader struct {
+	Dialer      Dialer
+	MKey        uint64 // sent in every SMP; 0 where none is set
+	Workers     int
+	PortTimeout time.Duration
+
+	tid atomic.Uint32
+}
+
+// Read reads every target and returns their results in targets' order. It
+// returns when all are read, failed, or ctx is done (the ports not read by
+// then fail with ctx's error).
+func (r *Reader) Read(ctx context.Context, targets []Target) []Result {
+	results := make([]Result, len(targets))
+	next := make(chan int)
+	workers := min(orDefault(r.Workers, DefaultWorkers), len(targets))
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			w := worker{r: r}
+			defer w.close()
+			for i := range next {
+				results[i] = w.read(ctx, targets[i])
+			}
+		})
+	}
+	for i := range targets {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return results
+}
+
+// orDefault is v, or def when v is not positive.
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// worker reads one port at a time on a connection of its own, opened at its
+// first read and again after a failed one (a lost answer may leave a late
+// one behind).
+type worker struct {
+	r    *Reader
+	conn Conn
+}
+
+func (w *worker) close() {
+	if w.conn != nil {
+		w.conn.Close()
+		w.conn = nil
+	}
+}
+
+func (w *worker) read(ctx context.Context, t Target) Result {
+	res := Result{Target: t}
+	if err := ctx.Err(); err != nil {
+		res.Err = fmt.Errorf("port %s not read: %w", t.Port, err)
+		return res
+	}
+	if t.LID == 0 || (t.Switch.GUID != 0 && t.Switch.LID == 0) {
+		// LID 0 reaches no port: OpenSM has not given it one (yet).
+		res.Err = fmt.Errorf("port %s not read: %w", t.Port, ErrNoLID)
+		return res
+	}
+	ctx, cancel := context.WithTimeout(ctx, orDefault(w.r.PortTimeout, DefaultPortTimeout))
+	defer cancel()
+	if w.conn == nil {
+		conn, err := w.r.Dialer.Dial(ctx)
+		if err != nil {
+			res.Err = fmt.Errorf("port %s not read: %w", t.Port, err)
+			return res
+		}
+		w.conn = conn
+	}
+	res.PKeys, res.Err = w.hostTable(ctx, t)
+	if res.Err == nil && t.Switch.GUID != 0 {
+		res.SwitchPKeys, res.Err = w.switchTable(ctx, t.Switch)
+	}
+	if res.Err != nil {
+		res.PKeys, res.SwitchPKeys = nil, nil
+		w.close()
+	}
+	return res
+}
+
+// hostTable reads the table of the host port at t.LID, once it answered as
+// t.Port.
+func (w *worker) hostTable(ctx context.Context, t Target) (Table, error) {
+	data, err := w.get(ctx, t.LID, attrNodeInfo, 0)
+	if err != nil {
+		return nil, fmt.Errorf("port %s at LID %d: NodeInfo: %w", t.Port, t.LID, err)
+	}
+	ni := parseNodeInfo(data)
+	if fabric.GUID(ni.portGUID) != t.Port || ni.nodeType == nodeSwitch {
+		return nil, fmt.Errorf("port %s at LID %d: %w: the LID answers as port %s (node type %d)",
+			t.Port, t.LID, ErrMoved, fabric.GUID(ni.portGUID), ni.nodeType)
+	}
+	keys, err := w.table(ctx, t.LID, 0, ni.partitionCap)
+	if err != nil {
+		return nil, fmt.Errorf("port %s at LID %d: %w", t.Port, t.LID, err)
+	}
+	return keys, nil
+}
+
+// ErrNoLID is the error of a target whose port, or switch, has no LID.
+var ErrNoLID = errors.New("no LID assigned (not swept yet?)")
+
+// ErrMoved is the error of a LID that answers as another port than the one
+// OpenSM's last sweep put there.
+var ErrMoved = errors.New("not at its LID")
+
+// switchTable reads the table of switch port s, once the switch at s.LID
+// answered as s.GUID.
+func (w *worker) switchTable(ctx context.Context, s SwitchPort) (Table, error) {
+	where := fmt.Sprintf("switch %s port %d at LID %d", s.GUID, s.Port, s.LID)
+	data, err := w.get(ctx, s.LID, attrNodeInfo, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: NodeInfo: %w", where, err)
+	}
+	ni := parseNodeInfo(data)
+	if fabric.GUID(ni.nodeGUID) != s.GUID || ni.nodeType != nodeSwitch {
+		return nil, fmt.Errorf("%s: %w: the LID answers as node %s (node type %d)",
+			where, ErrMoved, fabric.GUID(ni.nodeGUID), ni.nodeType)
+	}
+	if s.Port < 1 || s.Port > int(ni.ports) {
+		return nil, fmt.Errorf("%s: the switch has ports 1 to %d", where, ni.ports)
+	}
+	data, err = w.get(ctx, s.LID, attrSwitchInfo, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: SwitchInfo: %w", where, err)
+	}
+	keys, err := w.table(ctx, s.LID, s.Port, switchPartitionCap(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	return keys, nil
+}
+
+// table reads the entries blocks of port's table at lid (port 0 for an
+// HCA's port).
+func (w *worker) table(ctx context.Context, lid uint16, port int, entries uint16) (Table, error) {
+	if entries == 0 {
+		return nil, errors.New("the port reports no P_Key table")
+	}
+	var keys Table
+	for block := range (int(entries) + pkeysPerBlock - 1) / pkeysPerBlock {
+		data, err := w.get(ctx, lid, attrPKeyTable, pkeyModifier(port, block))
+		if err != nil {
+			return nil, fmt.Errorf("P_KeyTable block %d: %w", block, err)
+		}
+		keys = appendPKeys(keys, data)
+	}
+	return keys, nil
+}
+
+// get sends one SubnGet and returns the answer's attribute data.
+func (w *worker) get(ctx context.Context, lid uint16, attr uint16, modifier uint32) ([]byte, error) {
+	req := getSMP(attr, modifier, w.r.MKey, w.r.tid.Add(1))
+	answer, err := w.conn.Send(ctx, lid, req)
+	if err != nil {
+		return nil, err
+	}
+	return answerData(req, answer)
+}
