@@ -67,7 +67,10 @@ func crashLoop(t *testing.T, db storetest.Database) {
 	type membership struct{ port, network string }
 	hosts := []string{"H1", "H2", "H3", "H4"}
 	members := map[string]membership{}
-	markers := []string{"", `"msg":"partitions file written"`, `"msg":"SIGHUP sent`, `"msg":"heavy sweep ended"`}
+	// The steps' debug lines; each must be met at least once, so that a
+	// renamed line fails the test instead of moving its kills elsewhere.
+	markers := []string{"", `"msg":"partitions file in place"`, `"msg":"SIGHUP sent`, `"msg":"heavy sweep ended"`}
+	met := map[string]int{}
 	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
 	for i := range crashKills {
 		host := hosts[rng.IntN(len(hosts))]
@@ -83,8 +86,8 @@ func crashLoop(t *testing.T, db storetest.Database) {
 		}
 		if marker := markers[i%len(markers)]; marker == "" {
 			time.Sleep(time.Duration(rng.IntN(800)) * time.Millisecond)
-		} else {
-			m.waitLogAfter(from, marker)
+		} else if m.waitLogAfter(from, marker) {
+			met[marker]++
 		}
 		m.kill()
 		if (i+1)%killsPerFabric == 0 {
@@ -93,6 +96,11 @@ func crashLoop(t *testing.T, db storetest.Database) {
 		m.start()
 	}
 
+	for _, marker := range markers[1:] {
+		if met[marker] == 0 {
+			t.Errorf("no kill at %s: the line never came", marker)
+		}
+	}
 	for _, job := range jobs {
 		m.waitCompleted(job, nil)
 	}
@@ -153,17 +161,19 @@ func processRuns(pid int) bool {
 }
 
 // waitLogAfter waits until the manager's log has a line holding marker after
-// byte offset from. A marker that does not come within 20 s (the apply that
-// carries the change may have been the one before) is not waited for longer.
-func (m *manager) waitLogAfter(from int, marker string) {
+// byte offset from, and says whether it came. A marker that does not come
+// within 20 s (the apply that carries the change may have been the one
+// before) is not waited for longer.
+func (m *manager) waitLogAfter(from int, marker string) bool {
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		if l := m.log(); len(l) > from && strings.Contains(l[from:], marker) {
-			return
+			return true
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
 	m.t.Logf("no %s in the log within 20 s; killing anyway", marker)
+	return false
 }
 
 func (m *manager) partitionsFile() []byte {
