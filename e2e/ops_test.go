@@ -566,7 +566,7 @@ func startPrivateServers(t *testing.T) *privateServers {
 		s.stop(t)
 		os.RemoveAll(dir)
 	})
-	if out, err := exec.Command("bash", "../scripts/test-env.sh", "start", dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command("bash", "../scripts/test-env.sh", "start", dir, "--no-galera").CombinedOutput(); err != nil {
 		t.Fatalf("test-env.sh start: %v:\n%s", err, out)
 	}
 	f, err := os.Open(filepath.Join(dir, "env"))
