@@ -213,6 +213,9 @@ func umadWait(ctx context.Context) time.Duration {
 // request that the caller gave up on) is skipped. The kernel's own timeout
 // ends as "no answer" with ETIMEDOUT, as on the simulated fabric.
 func (c *umadConn) Send(ctx context.Context, lid uint16, mad []byte) ([]byte, error) {
+	if err := ctx.Err(); err != nil { // no request the caller will not wait for
+		return nil, fmt.Errorf("not sent: %w", err)
+	}
 	wait := umadWait(ctx)
 	msg := make([]byte, umadHeaderSize+MADSize)
 	umadHeader{agent: c.agent, timeoutMS: uint32(wait / time.Millisecond), retries: umadRetries, lid: lid}.put(msg)

@@ -316,12 +316,24 @@ func TestUmadSend(t *testing.T) {
 	}
 	<-k.delivered // the late answer to 42 is readable
 	k.mu.Lock()
+	sent := len(k.sent)
+	k.mu.Unlock()
+	if _, err := c.Send(cancelled, 1, getSMP(attrNodeInfo, 0, 0, 99)); !errors.Is(err, context.Canceled) {
+		t.Errorf("Send on a cancelled context: %v", err)
+	}
+
+	k.mu.Lock()
 	k.delay[1] = 0
 	k.mu.Unlock()
 	req = getSMP(attrSwitchInfo, 0, 0, 43)
 	if answer, err := c.Send(ctx, 1, req); err != nil || !sameTID(req, answer) || answer[offAttrID+1] != attrSwitchInfo {
 		t.Errorf("after a late answer: %v", err)
 	}
+	k.mu.Lock() // the device's datagrams are in order: 99's would be parsed before 43's
+	if len(k.sent) != sent+1 {
+		t.Errorf("a request was sent on a cancelled context: %+v", k.sent[sent:])
+	}
+	k.mu.Unlock()
 }
 
 func drain(c chan struct{}) {
