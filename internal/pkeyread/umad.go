@@ -135,11 +135,13 @@ var kernelUmad = umadOps{
 		}
 		var errno syscall.Errno
 		err = raw.Control(func(fd uintptr) {
-			var p unsafe.Pointer
-			if len(arg) > 0 {
-				p = unsafe.Pointer(&arg[0])
+			if len(arg) == 0 {
+				_, _, errno = unix.Syscall(unix.SYS_IOCTL, fd, uintptr(req), 0)
+				return
 			}
-			_, _, errno = unix.Syscall(unix.SYS_IOCTL, fd, uintptr(req), uintptr(p))
+			// The conversion in the call's arguments keeps arg alive and in
+			// place until the system call returns (unsafe.Pointer's rule 4).
+			_, _, errno = unix.Syscall(unix.SYS_IOCTL, fd, uintptr(req), uintptr(unsafe.Pointer(&arg[0])))
 		})
 		if err != nil {
 			return err

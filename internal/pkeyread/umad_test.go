@@ -362,3 +362,21 @@ func TestUmadClose(t *testing.T) {
 		t.Errorf("second Close: %v, want the failed unregistration", err)
 	}
 }
+
+// TestUmadKernelOps: the real system calls, on files that are not a umad
+// device: the open's error names the device, and the first ioctl reaches the
+// kernel, which refuses it for /dev/null (ENOTTY), and the file is closed.
+func TestUmadKernelOps(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "umad0")
+	_, err := umadDialer{port: "mlx5_0:1", path: missing, ops: kernelUmad}.Dial(t.Context())
+	if err == nil || !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "read and write access") {
+		t.Errorf("a missing device: %v", err)
+	}
+	_, err = umadDialer{port: "mlx5_0:1", path: os.DevNull, ops: kernelUmad}.Dial(t.Context())
+	if !errors.Is(err, syscall.ENOTTY) || !strings.Contains(err.Error(), "enable the pkey_index header") {
+		t.Errorf("/dev/null as a umad device: %v, want ENOTTY from ENABLE_PKEY", err)
+	}
+	if err := kernelUmad.ioctl(nil, umadIoctlEnablePKey, nil); err == nil {
+		t.Error("an ioctl on no file succeeded")
+	}
+}
