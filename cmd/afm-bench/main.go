@@ -7,7 +7,8 @@
 // manager built from this tree, and measures in turn: a change's overhead
 // over OpenSM's own sweep, idle CPU, a burst of port creations, API throughput
 // beside the database's own insert rate, and a job-poll storm. Then it runs
-// BenchmarkRenderCheck. Run it from the repository root:
+// BenchmarkRenderCheck and BenchmarkReadCost (reading P_Key tables back on
+// the simulated fabric). Run it from the repository root:
 //
 //	go run ./cmd/afm-bench --out docs/performance-table.md
 //	go run ./cmd/afm-bench --smoke   # every measurement, tiny sizes: checks that the suite works
@@ -55,10 +56,12 @@ type options struct {
 	pollRunning time.Duration
 	// only: the measurements to run (see measurements); all when empty.
 	only map[string]bool
+	// smoke: every measurement at tiny sizes (the read-back on 4 hosts only).
+	smoke bool
 }
 
 // measurements are the names --only takes, in the order they run.
-var measurements = []string{"overhead", "idle", "batch", "api", "storm", "failover", "fabric", "render"}
+var measurements = []string{"overhead", "idle", "batch", "api", "storm", "failover", "fabric", "render", "readback"}
 
 // runs says whether measurement name is to run.
 func (o options) runs(name string) bool { return len(o.only) == 0 || o.only[name] }
@@ -74,7 +77,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.idle, "idle", 60*time.Second, "how long the idle manager's CPU is measured")
 	fs.IntVar(&o.stormJobs, "storm-jobs", 10000, "jobs polled in the poll storm")
 	fs.DurationVar(&o.syncTimeout, "sync-timeout", 10*time.Second, "networking-mlnx's sync_timeout: the storm's polls are spread over it")
-	fs.StringVar(&o.benchtime, "benchtime", "5x", "-benchtime of BenchmarkRenderCheck")
+	fs.StringVar(&o.benchtime, "benchtime", "5x", "-benchtime of BenchmarkRenderCheck and BenchmarkReadCost")
 	fs.StringVar(&o.out, "out", "", "also write the table to this file")
 	fs.DurationVar(&o.leaseTimeout, "lease-timeout", 10*time.Second, "[ha] lease_timeout of the failover's three managers")
 	fs.IntVar(&o.failoverRounds, "failover-rounds", 3, "kill -9 rounds of the failover (PostgreSQL and MariaDB)")
@@ -84,7 +87,7 @@ func parseFlags(args []string) (options, error) {
 		"how often the overhead's client polls a job that reads Running (5ms: the instrument before 2026-12-01)")
 	only := fs.String("only", "", "run only these measurements, comma-separated: "+strings.Join(measurements, ", "))
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (logs, OpenSM's log) instead of removing it")
-	smoke := fs.Bool("smoke", false, "every measurement with tiny sizes, a few seconds per engine (overrides the size flags)")
+	fs.BoolVar(&o.smoke, "smoke", false, "every measurement with tiny sizes, a few seconds per engine (overrides the size flags)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -96,7 +99,7 @@ func parseFlags(args []string) (options, error) {
 			o.engines = append(o.engines, e)
 		}
 	}
-	if *smoke {
+	if o.smoke {
 		o.samples, o.ports, o.apiDuration, o.idle = 2, 40, time.Second, 2*time.Second
 		o.stormJobs, o.syncTimeout, o.benchtime = 200, time.Second, "1x"
 		o.fabricHosts, o.fabricSwitches = 6, 2
@@ -195,9 +198,18 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 			return err
 		}
 	}
+	var readBack string
+	if o.runs("readback") {
+		log.Info("running BenchmarkReadCost", "benchtime", o.benchtime)
+		rows, err := measureReadBack(ctx, work, o.benchtime, o.smoke)
+		if err != nil {
+			return err
+		}
+		readBack = readBackTable(rows, o.benchtime)
+	}
 	m.loadEnd, m.took = loadAverage(), time.Since(m.started)
 
-	text := table(results, render, o) + "\n" + m.String() + "\n"
+	text := table(results, render, o) + readBack + "\n" + m.String() + "\n"
 	fmt.Print(text)
 	if o.out != "" {
 		if err := os.WriteFile(o.out, []byte(text), 0o644); err != nil {

@@ -1,8 +1,14 @@
 package pkeyread_test
 
 import (
+	"context"
 	"fmt"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
 )
 
 // BenchmarkRead reads every host port of a simulated fabric and the switch
@@ -31,4 +37,99 @@ func BenchmarkRead(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkReadCost is what reading tables back costs the manager, on a
+// fabric of 1,500 hosts (16 switches of about 94 hosts each: within the 16
+// switches of the chain ibsim forwards a LID-routed MAD across) and one of 4
+// (one switch), with a real OpenSM's tables. One op is one whole read:
+//   - bootstorm=1000: the read-back proof of the 1,000 host ports a boot storm
+//     changed (each port and the switch port facing it);
+//   - audit: the reads of a full audit, every host port (every host is a
+//     member of the default partition) and the switch port facing it. The
+//     audit's own logic compares what is read with the recorded state, in
+//     memory: its cost is this read's.
+//
+// On 4 and 8 workers (ibsim serves 10 clients, OpenSM is one). Besides the
+// time it reports the MADs sent, per port (a host port and its switch port)
+// and per read. Each fabric is started in its own sub-benchmark, so that
+// -bench 'ReadCost/hosts=4/' starts only the small one.
+func BenchmarkReadCost(b *testing.B) {
+	for _, size := range []struct{ hosts, switches int }{{4, 1}, {1500, 16}} {
+		b.Run(fmt.Sprintf("hosts=%d", size.hosts), func(b *testing.B) {
+			f := sweptFabric(b, size.hosts, size.switches)
+			all := targets(b, f)
+			type read struct {
+				name    string
+				targets []pkeyread.Target
+			}
+			reads := []read{{"audit", all}}
+			if len(all) >= 1000 {
+				reads = []read{{"bootstorm=1000", all[:1000]}, {"audit", all}}
+			}
+			for _, read := range reads {
+				for _, workers := range []int{4, 8} {
+					b.Run(fmt.Sprintf("%s/workers=%d", read.name, workers), func(b *testing.B) {
+						benchmarkReadCost(b, simReader(b, f), workers, read.targets)
+					})
+				}
+			}
+		})
+	}
+}
+
+// benchmarkReadCost reads targets with r on workers, counting the MADs.
+func benchmarkReadCost(b *testing.B, r *pkeyread.Reader, workers int, targets []pkeyread.Target) {
+	r.Workers = workers
+	counted := &countingDialer{Dialer: r.Dialer}
+	r.Dialer = counted
+	cpu := processCPU(b)
+	for b.Loop() {
+		for _, res := range r.Read(b.Context(), targets) {
+			if res.Err != nil {
+				b.Fatal(res.Err)
+			}
+		}
+	}
+	cpu = processCPU(b) - cpu
+	mads := float64(counted.mads.Load())
+	// The reader's own CPU (this process: ibsim and OpenSM are others), which
+	// the machine's load changes far less than the time.
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*len(targets)), "cpu-µs/port")
+	b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/read")
+	b.ReportMetric(mads/float64(b.N*len(targets)), "MADs/port")
+	b.ReportMetric(mads/float64(b.N), "MADs/read")
+}
+
+// processCPU is this process's CPU time so far, user and system.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// countingDialer counts the MADs sent on its connections.
+type countingDialer struct {
+	pkeyread.Dialer
+	mads atomic.Int64
+}
+
+func (d *countingDialer) Dial(ctx context.Context) (pkeyread.Conn, error) {
+	c, err := d.Dialer.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{Conn: c, mads: &d.mads}, nil
+}
+
+type countingConn struct {
+	pkeyread.Conn
+	mads *atomic.Int64
+}
+
+func (c countingConn) Send(ctx context.Context, lid uint16, mad []byte) ([]byte, error) {
+	c.mads.Add(1)
+	return c.Conn.Send(ctx, lid, mad)
 }

@@ -20,7 +20,9 @@
 // but ends the manager's static, cgo-free build. A Go client needs a
 // transport: Conn sends one MAD and returns its answer. SimDialer is the
 // simulated fabric's (ibsim's own client protocol, which libumad2sim speaks
-// for C programs and which Go's direct system calls would bypass).
+// for C programs and which Go's direct system calls would bypass);
+// UmadDialer is real hardware's (the kernel's user MAD device of a local HCA
+// port, in pure Go).
 //
 // Targets places host ports by OpenSM's subnet dump (their LIDs and the switch
 // ports facing them); Reader reads many ports at once, on a bounded number of

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// readCost is one row of BenchmarkReadCost (internal/pkeyread): one whole
+// read of P_Key tables on the simulated fabric, each host port and the
+// switch port facing it, with a real OpenSM's tables.
+type readCost struct {
+	name        string // "hosts=1500/bootstorm=1000/workers=4"
+	nsPerRead   float64
+	madsPerPort float64
+	madsPerRead float64
+	cpuPerPort  float64 // µs: the reader's process, not ibsim's
+}
+
+// ports is how many host ports the read covers.
+func (c readCost) ports() float64 { return c.madsPerRead / max(c.madsPerPort, 1) }
+
+// targetReadBackStorm bounds the read-back proof of a 1,000-port boot storm:
+// the issue's "in seconds" for the whole storm, of which OpenSM's sweep of a
+// 1,500-host fabric already takes about one.
+const targetReadBackStorm = 2 * time.Second
+
+var readCostLine = regexp.MustCompile(`(?m)^BenchmarkReadCost/(\S+?)(?:-\d+)?\s+\d+\s+(.*)$`)
+
+// parseReadCost reads the benchmark's result lines.
+func parseReadCost(out []byte) ([]readCost, error) {
+	var rows []readCost
+	for _, m := range readCostLine.FindAllSubmatch(out, -1) {
+		c := readCost{name: string(m[1])}
+		for _, metric := range benchMetric.FindAllSubmatch(m[2], -1) {
+			v, err := strconv.ParseFloat(string(metric[1]), 64)
+			if err != nil {
+				continue
+			}
+			switch string(metric[2]) {
+			case "ns/op":
+				c.nsPerRead = v
+			case "MADs/port":
+				c.madsPerPort = v
+			case "MADs/read":
+				c.madsPerRead = v
+			case "cpu-µs/port":
+				c.cpuPerPort = v
+			}
+		}
+		if c.nsPerRead == 0 || c.madsPerRead == 0 {
+			return nil, fmt.Errorf("BenchmarkReadCost: no ns/op or MADs/read in: %s", m[0])
+		}
+		rows = append(rows, c)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("BenchmarkReadCost: no result line in: %s", out)
+	}
+	return rows, nil
+}
+
+// measureReadBack runs BenchmarkReadCost in its package's test binary (it
+// starts its own simulated fabrics and OpenSM); smoke runs only the 4-host
+// fabric's rows.
+func measureReadBack(ctx context.Context, dir, benchtime string, smoke bool) ([]readCost, error) {
+	binary := filepath.Join(dir, "pkeyread.test")
+	build := exec.CommandContext(ctx, "go", "test", "-c", "-o", binary, "./internal/pkeyread")
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("build the pkeyread benchmark: %w: %s", err, out)
+	}
+	pattern := "^BenchmarkReadCost$"
+	if smoke {
+		pattern += "/^hosts=4$/"
+	}
+	run := exec.CommandContext(ctx, binary, "-test.run", "^$", "-test.bench", pattern, "-test.benchtime", benchtime)
+	run.Dir = filepath.Join("internal", "pkeyread")
+	run.Stderr = os.Stderr
+	out, err := run.Output()
+	if err != nil {
+		return nil, fmt.Errorf("BenchmarkReadCost: %w: %s", err, out)
+	}
+	return parseReadCost(out)
+}
+
+// readBackTable is the read-back benchmark's own table.
+func readBackTable(rows []readCost, benchtime string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n| **9. reading P_Key tables back** (BenchmarkReadCost, simulated fabric, -benchtime %s): "+
+		"host ports and the switch ports facing them | target | time per read | ports/s | reader's CPU a port | MADs a port | MADs per read |\n"+
+		"|---|---|---|---|---|---|---|\n", benchtime)
+	for _, c := range rows {
+		t := time.Duration(c.nsPerRead)
+		target, cell := "", ms(t)
+		if strings.Contains(c.name, "bootstorm=1000") {
+			target, cell = "< 2 s", cell+" "+mark(t < targetReadBackStorm)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %.0f | %.0f µs | %.2f | %.0f |\n", c.name, target, cell,
+			c.ports()/t.Seconds(), c.cpuPerPort, c.madsPerPort, c.madsPerRead)
+	}
+	return b.String()
+}
