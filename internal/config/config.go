@@ -18,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
@@ -41,6 +40,10 @@ type Config struct {
 	// OpenSMConf is [opensm_conf] in file order: options passed through to
 	// opensm.conf as they are written.
 	OpenSMConf []KeyValue
+	// Fabrics are the further fabrics, the [fabric:NAME] sections, in file
+	// order; nil for a file of the default fabric alone. AllFabrics adds the
+	// default one.
+	Fabrics []Fabric
 }
 
 // Neutron is [neutron]: the cloud of a clouds.yaml whose Neutron
@@ -238,30 +241,47 @@ func Parse(r io.Reader, name string) (*Config, error) {
 	c := Default()
 	c.OpenSM.LogFile = "" // derived from config_dir below, unless the file sets it
 	for _, section := range file.sections {
-		errs = append(errs, c.apply(section)...)
+		if _, _, ok := fabricSectionName(section.name); !ok {
+			errs = append(errs, c.apply(section)...)
+		}
 	}
 	if c.OpenSM.LogFile == "" {
-		c.OpenSM.LogFile = filepath.Join(c.OpenSM.ConfigDir, "opensm.log")
+		c.OpenSM.LogFile = defaultLogFile(c.OpenSM.ConfigDir)
 	}
-	errs = append(errs, c.checkHardening(file)...)
+	fabrics, fabricErrs := parseFabrics(file)
+	c.Fabrics = fabrics
+	errs = append(errs, fabricErrs...)
+	for _, f := range c.AllFabrics() {
+		errs = append(errs, checkHardening(f, file)...)
+	}
+	if len(fabricErrs) == 0 {
+		// What fabrics share is judged once each is whole: a fabric without
+		// its config_dir would otherwise clash with the default fabric's.
+		errs = append(errs, c.checkFabrics(file)...)
+	}
 	if c.HA.HA {
 		if conn, err := parseConnection(c.Database.Connection); err == nil && conn.Engine == EngineSQLite {
 			errs = append(errs, errors.New("[ha] ha = true needs a PostgreSQL or MariaDB [database] connection: "+
 				"SQLite is one manager's file"))
 		}
-		if c.OpenSM.Driver == DriverDocker {
+		for _, f := range c.AllFabrics() {
+			if f.OpenSM.Driver != DriverDocker {
+				continue
+			}
 			// Only the leader may run OpenSM, and that driver never stops it.
-			errs = append(errs, errors.New("[ha] ha = true cannot be used with [opensm] driver = docker: the manager "+
+			errs = append(errs, fmt.Errorf("[ha] ha = true cannot be used with %s driver = docker: the manager "+
 				"never starts or stops that container, so every manager's OpenSM would run all the time, not only "+
 				"the leader's; use driver = managed (the manager runs OpenSM in a container it starts and stops with "+
-				"its lease) or driver = process (OpenSM as the manager's child)"))
+				"its lease) or driver = process (OpenSM as the manager's child)", f.Section()))
 		}
 	}
 	if c.API.Token == "" {
 		errs = append(errs, errors.New("[api] token is required: the manager refuses to start without one"))
 	}
 	errs = append(errs, c.checkAPI()...)
-	errs = append(errs, c.checkUFMPKeys()...)
+	for _, f := range c.AllFabrics() {
+		errs = append(errs, c.checkUFMPKeys(f)...)
+	}
 
 	if len(errs) > 0 {
 		for i, e := range errs {
@@ -289,10 +309,22 @@ func (c *Config) CheckToken() error {
 		return fmt.Errorf("[ufm_pkeys] password is %d characters long; it must have at least %d. Make one with "+
 			"\"openssl rand -hex 32\", set it here and as UFM_PASSWORD in ib-kubernetes' secret", n, MinPasswordLength)
 	}
-	for _, l := range []struct {
+	lists := []struct {
 		key    string
 		values []string
-	}{{"[api] previous_tokens", c.API.PreviousTokens}, {"[ufm_pkeys] previous_passwords", c.UFMPKeys.PreviousPasswords}} {
+	}{{"[api] previous_tokens", c.API.PreviousTokens}, {"[ufm_pkeys] previous_passwords", c.UFMPKeys.PreviousPasswords}}
+	for _, f := range c.Fabrics {
+		if n := len(f.UFMPKeys.Password); f.UFMPKeys.Enabled() && n < MinPasswordLength {
+			return fmt.Errorf("%s password is %d characters long; it must have at least %d. Make one with "+
+				"\"openssl rand -hex 32\", set it here and as UFM_PASSWORD in that fabric's ib-kubernetes' secret",
+				f.UFMPKeysSection(), n, MinPasswordLength)
+		}
+		lists = append(lists, struct {
+			key    string
+			values []string
+		}{f.UFMPKeysSection() + " previous_passwords", f.UFMPKeys.PreviousPasswords})
+	}
+	for _, l := range lists {
 		for i, v := range l.values {
 			if len(v) < MinTokenLength {
 				return fmt.Errorf("%s: entry %d is %d characters long; it must have at least %d", l.key, i+1, len(v), MinTokenLength)
@@ -304,39 +336,39 @@ func (c *Config) CheckToken() error {
 
 // checkUFMPKeys checks the [ufm_pkeys] keys that go together, and the range
 // against the partitions the configuration itself writes.
-func (c *Config) checkUFMPKeys() []error {
-	u := c.UFMPKeys
+func (c *Config) checkUFMPKeys(f Fabric) []error {
+	u, sec := f.UFMPKeys, f.UFMPKeysSection()
 	var errs []error
 	if !u.Enabled() {
 		if !u.PKeyRange.Empty() {
-			errs = append(errs, errors.New("[ufm_pkeys] pkey_range is set but username and password are not: "+
-				"set both to serve the pkeys API, or remove pkey_range"))
+			errs = append(errs, fmt.Errorf("%s pkey_range is set but username and password are not: "+
+				"set both to serve the pkeys API, or remove pkey_range", sec))
 		}
 		if len(u.PreviousPasswords) > 0 {
-			errs = append(errs, errors.New("[ufm_pkeys] previous_passwords is set but username and password are not: "+
-				"previous passwords are accepted only beside a current one"))
+			errs = append(errs, fmt.Errorf("%s previous_passwords is set but username and password are not: "+
+				"previous passwords are accepted only beside a current one", sec))
 		}
 		return errs
 	}
 	if u.Username == "" || u.Password == "" {
-		errs = append(errs, errors.New("[ufm_pkeys] username and password go together: set both (the pkeys API is served) or neither"))
+		errs = append(errs, fmt.Errorf("%s username and password go together: set both (the pkeys API is served) or neither", sec))
 	}
 	switch r := u.PKeyRange; {
 	case r.Empty():
-		errs = append(errs, errors.New("[ufm_pkeys] pkey_range is required with username and password: "+
-			"the pkeys Kubernetes may use, and no Neutron VLAN may, such as 0x1000-0x1fff"))
-	case r.Contains(c.OpenSM.FlatPKey):
-		errs = append(errs, fmt.Errorf("[ufm_pkeys] pkey_range %s holds [opensm] flat_pkey %s, the flat networks' partition", r, c.OpenSM.FlatPKey))
+		errs = append(errs, fmt.Errorf("%s pkey_range is required with username and password: "+
+			"the pkeys Kubernetes may use, and no Neutron VLAN may, such as 0x1000-0x1fff", sec))
+	case r.Contains(f.OpenSM.FlatPKey):
+		errs = append(errs, fmt.Errorf("%s pkey_range %s holds %s flat_pkey %s, the flat networks' partition", sec, r, f.Section(), f.OpenSM.FlatPKey))
 	case r.Contains(fabric.DefaultPKey):
-		errs = append(errs, fmt.Errorf("[ufm_pkeys] pkey_range %s holds the default partition's pkey %s", r, fabric.DefaultPKey))
+		errs = append(errs, fmt.Errorf("%s pkey_range %s holds the default partition's pkey %s", sec, r, fabric.DefaultPKey))
 	}
 	if u.MaxGUIDsPerRequest > u.MaxMembersPerPKey || u.MaxMembersPerPKey > u.MaxMembers {
-		errs = append(errs, fmt.Errorf("[ufm_pkeys] max_guids_per_request %d, max_members_per_pkey %d and max_members %d: "+
-			"want each at most the next", u.MaxGUIDsPerRequest, u.MaxMembersPerPKey, u.MaxMembers))
+		errs = append(errs, fmt.Errorf("%s max_guids_per_request %d, max_members_per_pkey %d and max_members %d: "+
+			"want each at most the next", sec, u.MaxGUIDsPerRequest, u.MaxMembersPerPKey, u.MaxMembers))
 	}
-	if strings.HasPrefix(c.API.Prefix+"/", u.Prefix+"/") || strings.HasPrefix(u.Prefix+"/", c.API.Prefix+"/") {
-		errs = append(errs, fmt.Errorf("[ufm_pkeys] prefix %s and [api] prefix %s overlap: give the pkeys API its own, such as /ufmRest",
-			u.Prefix, c.API.Prefix))
+	if prefixesOverlap(c.API.Prefix, u.Prefix) {
+		errs = append(errs, fmt.Errorf("%s prefix %s and [api] prefix %s overlap: give the pkeys API its own, such as /ufmRest",
+			sec, u.Prefix, c.API.Prefix))
 	}
 	return errs
 }
@@ -408,9 +440,12 @@ func Default() Config {
 			}
 		}
 	}
-	c.OpenSM.LogFile = filepath.Join(c.OpenSM.ConfigDir, "opensm.log")
+	c.OpenSM.LogFile = defaultLogFile(c.OpenSM.ConfigDir)
 	return c
 }
+
+// defaultLogFile is log_file's default: OpenSM's log in its config_dir.
+func defaultLogFile(configDir string) string { return filepath.Join(configDir, "opensm.log") }
 
 // apply stores the entries of one section of the file, and returns their errors.
 func (c *Config) apply(s iniSection) []error {
@@ -421,8 +456,12 @@ func (c *Config) apply(s iniSection) []error {
 	if i < 0 {
 		return []error{fmt.Errorf("unknown section [%s] (line %d); known sections: %s", s.name, s.line, sectionNames())}
 	}
-	known := sections[i]
+	return c.applyFields(s, sections[i])
+}
 
+// applyFields stores the entries of s, read with the fields of known, and
+// returns their errors.
+func (c *Config) applyFields(s iniSection, known section) []error {
 	var errs []error
 	for _, e := range s.entries {
 		j := slices.IndexFunc(known.fields, func(f field) bool { return f.key == e.key })

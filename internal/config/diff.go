@@ -16,13 +16,14 @@ func Diff(a, b *Config) []string {
 			out = append(out, k.name())
 		}
 	}
-	return append(out, diffOpenSMConf(a.OpenSMConf, b.OpenSMConf)...)
+	out = append(out, diffOpenSMConf("["+opensmConfSection+"]", a.OpenSMConf, b.OpenSMConf)...)
+	return append(out, diffFabrics(a.Fabrics, b.Fabrics)...)
 }
 
 // diffOpenSMConf names the [opensm_conf] options added, removed or changed,
 // and the section alone when only their order changed (OpenSM reads them in
 // file order).
-func diffOpenSMConf(a, b []KeyValue) []string {
+func diffOpenSMConf(section string, a, b []KeyValue) []string {
 	var out []string
 	valueOf := func(kvs []KeyValue, key string) (string, bool) {
 		i := slices.IndexFunc(kvs, func(kv KeyValue) bool { return kv.Key == key })
@@ -40,11 +41,11 @@ func diffOpenSMConf(a, b []KeyValue) []string {
 		va, inA := valueOf(a, kv.Key)
 		vb, inB := valueOf(b, kv.Key)
 		if inA != inB || va != vb {
-			out = append(out, "["+opensmConfSection+"] "+kv.Key)
+			out = append(out, section+" "+kv.Key)
 		}
 	}
 	if len(out) == 0 && !slices.Equal(a, b) {
-		out = append(out, "["+opensmConfSection+"]")
+		out = append(out, section)
 	}
 	return out
 }
@@ -110,4 +111,57 @@ var keyGetters = []keyGetter{
 	{"opensm", "switch_pkey_capacity", func(c *Config) any { return c.OpenSM.SwitchPKeyCapacity }},
 	{"opensm", "shared_default_partition", func(c *Config) any { return c.OpenSM.SharedDefaultPartition }},
 	{"opensm", "partitions_template", func(c *Config) any { return c.OpenSM.PartitionsTemplate }},
+}
+
+// diffFabrics names, for the further fabrics, a fabric added or removed by
+// its section alone ("[fabric:storage]"), and the keys changed in a fabric in
+// both as its sections write them ("[fabric:storage] config_dir",
+// "[fabric:storage:ufm_pkeys] password"). Every fabric key needs a restart:
+// a fabric's OpenSM, applier and lease are set up when the manager starts.
+func diffFabrics(a, b []Fabric) []string {
+	var out []string
+	find := func(fs []Fabric, name string) (Fabric, bool) {
+		i := slices.IndexFunc(fs, func(f Fabric) bool { return f.Name == name })
+		if i < 0 {
+			return Fabric{}, false
+		}
+		return fs[i], true
+	}
+	for _, fa := range a {
+		fb, ok := find(b, fa.Name)
+		if !ok {
+			out = append(out, fa.Section())
+			continue
+		}
+		out = append(out, diffFabric(fa, fb)...)
+	}
+	for _, fb := range b {
+		if _, ok := find(a, fb.Name); !ok {
+			out = append(out, fb.Section())
+		}
+	}
+	return out
+}
+
+// diffFabric names the keys of one fabric that differ between a and b, with
+// the getters of [opensm] and [ufm_pkeys] applied to a scratch Config holding
+// the fabric's settings, as the fabric's fields were read.
+func diffFabric(a, b Fabric) []string {
+	var out []string
+	ca, cb := Config{OpenSM: a.OpenSM, UFMPKeys: a.UFMPKeys}, Config{OpenSM: b.OpenSM, UFMPKeys: b.UFMPKeys}
+	if !slices.Equal(a.PhysicalNetworks, b.PhysicalNetworks) {
+		out = append(out, a.Section()+" physical_networks")
+	}
+	for _, k := range keyGetters {
+		if reflect.DeepEqual(k.get(&ca), k.get(&cb)) {
+			continue
+		}
+		switch k.section {
+		case "opensm":
+			out = append(out, a.Section()+" "+k.key)
+		case "ufm_pkeys":
+			out = append(out, a.UFMPKeysSection()+" "+k.key)
+		}
+	}
+	return append(out, diffOpenSMConf(a.OpenSMConfSection(), a.OpenSMConf, b.OpenSMConf)...)
 }

@@ -221,7 +221,8 @@ func sectionNames() string {
 	for _, s := range sections {
 		names = append(names, "["+s.name+"]")
 	}
-	return strings.Join(append(names, "["+opensmConfSection+"]"), ", ")
+	names = append(names, "["+opensmConfSection+"]", "[fabric:NAME]", "[fabric:NAME:opensm_conf]", "[fabric:NAME:ufm_pkeys]")
+	return strings.Join(names, ", ")
 }
 
 func (s section) keyNames() string {
@@ -479,6 +480,13 @@ var opensmOptionPattern = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
 // manager owns.
 func (c *Config) applyOpenSMConf(s iniSection) []error {
 	var errs []error
+	c.OpenSMConf, errs = readOpenSMConf(s, c.OpenSMConf, errs)
+	return errs
+}
+
+// readOpenSMConf appends the options of s, a section of opensm.conf options,
+// to kvs, and its errors to errs.
+func readOpenSMConf(s iniSection, kvs []KeyValue, errs []error) ([]KeyValue, []error) {
 	for _, e := range s.entries {
 		switch {
 		case slices.ContainsFunc(OwnedOpenSMOptions, func(owned string) bool { return strings.EqualFold(owned, e.key) }):
@@ -493,36 +501,36 @@ func (c *Config) applyOpenSMConf(s iniSection) []error {
 		case opensm.CheckOption(e.key, e.value) != nil:
 			errs = append(errs, fmt.Errorf("[%s] %s (line %d): %w", s.name, e.key, e.line, opensm.CheckOption(e.key, e.value)))
 		default:
-			c.OpenSMConf = append(c.OpenSMConf, KeyValue{Key: e.key, Value: e.value})
+			kvs = append(kvs, KeyValue{Key: e.key, Value: e.value})
 		}
 	}
-	return errs
+	return kvs, errs
 }
 
-// checkHardening applies the rules between keys that the hardening groups add,
-// once every section is read (sections may come in any order):
+// checkHardening applies the rules between keys that the hardening groups add
+// to fabric f, once every section is read (sections may come in any order):
 //
-//   - an option of [opensm_conf] that a group on owns is refused, naming the
-//     group (the manager writes it);
+//   - an option of its opensm.conf options that a group on owns is refused,
+//     naming the group (the manager writes it);
 //   - with default_partition on, the default partition may not make ALL or
 //     ALL_CAS full members: every port could then reach every other one there.
-func (c *Config) checkHardening(file iniFile) []error {
+func checkHardening(f Fabric, file iniFile) []error {
 	var errs []error
 	for _, s := range file.sections {
-		if s.name != opensmConfSection {
+		if "["+s.name+"]" != f.OpenSMConfSection() {
 			continue
 		}
 		for _, e := range s.entries {
-			if g := opensm.OptionGroup(e.key); g != "" && c.OpenSM.Hardening.Has(g) {
+			if g := opensm.OptionGroup(e.key); g != "" && f.OpenSM.Hardening.Has(g) {
 				errs = append(errs, fmt.Errorf("[%s] %s (line %d): the hardening group %s sets this option; "+
-					"remove the line, or take %s out of [opensm] hardening", s.name, e.key, e.line, g, g))
+					"remove the line, or take %s out of %s hardening", s.name, e.key, e.line, g, g, f.Section()))
 			}
 		}
 	}
 	// shared_default_partition is the operator saying, knowingly, that ports rely
 	// on full membership of the default partition (docs/opensm-hardening.md).
-	if c.OpenSM.Hardening.Has(opensm.GroupDefaultPartition) && !c.OpenSM.SharedDefaultPartition {
-		errs = append(errs, checkLimitedDefaultPartition(c.OpenSM.DefaultPartition)...)
+	if f.OpenSM.Hardening.Has(opensm.GroupDefaultPartition) && !f.OpenSM.SharedDefaultPartition {
+		errs = append(errs, checkLimitedDefaultPartition(f.Section(), f.OpenSM.DefaultPartition)...)
 	}
 	return errs
 }
@@ -530,7 +538,7 @@ func (c *Config) checkHardening(file iniFile) []error {
 // checkLimitedDefaultPartition refuses a default partition that makes ALL or
 // ALL_CAS full members. A line that does not parse is left to the check of the
 // rendered partitions file, which reports it in full.
-func checkLimitedDefaultPartition(line string) []error {
+func checkLimitedDefaultPartition(section, line string) []error {
 	f, err := partitions.Parse([]byte(line))
 	if err != nil {
 		return nil
@@ -542,9 +550,9 @@ func checkLimitedDefaultPartition(line string) []error {
 		}
 		for _, m := range st.Members {
 			if (m.Keyword == partitions.All || m.Keyword == partitions.AllCAs) && m.Membership == partitions.Full {
-				errs = append(errs, fmt.Errorf("[opensm] default_partition: %s=full makes every port a full member of "+
+				errs = append(errs, fmt.Errorf("%s default_partition: %s=full makes every port a full member of "+
 					"the default partition, where tenants could reach each other; the hardening group %s refuses it: "+
-					"make it %s=limited, SELF=full, or set [opensm] shared_default_partition = true", m.Keyword, opensm.GroupDefaultPartition, m.Keyword))
+					"make it %s=limited, SELF=full, or set %s shared_default_partition = true", section, m.Keyword, opensm.GroupDefaultPartition, m.Keyword, section))
 			}
 		}
 	}

@@ -29,13 +29,40 @@ func (c Config) Redacted() Config {
 	r.Database.Connection = RedactURL(c.Database.Connection)
 	r.OpenSM.Command = slices.Clone(c.OpenSM.Command)
 	r.OpenSM.Hardening.Groups = slices.Clone(c.OpenSM.Hardening.Groups)
-	r.OpenSMConf = slices.Clone(c.OpenSMConf)
-	for i, kv := range r.OpenSMConf {
-		if isSecretOption(kv.Key) {
-			r.OpenSMConf[i].Value = redactedMask
-		}
+	r.OpenSMConf = maskedOptions(c.OpenSMConf)
+	r.Fabrics = make([]Fabric, len(c.Fabrics))
+	for i, f := range c.Fabrics {
+		r.Fabrics[i] = f.redacted()
+	}
+	if c.Fabrics == nil {
+		r.Fabrics = nil
 	}
 	return r
+}
+
+// redacted is f with its secrets masked, as Redacted masks the default fabric's.
+func (f Fabric) redacted() Fabric {
+	r := f
+	if r.UFMPKeys.Password != "" {
+		r.UFMPKeys.Password = redactedMask
+	}
+	r.UFMPKeys.PreviousPasswords = masked(f.UFMPKeys.PreviousPasswords)
+	r.PhysicalNetworks = slices.Clone(f.PhysicalNetworks)
+	r.OpenSM.Command = slices.Clone(f.OpenSM.Command)
+	r.OpenSM.Hardening.Groups = slices.Clone(f.OpenSM.Hardening.Groups)
+	r.OpenSMConf = maskedOptions(f.OpenSMConf)
+	return r
+}
+
+// maskedOptions is a copy of opensm.conf options with the keys' values masked.
+func maskedOptions(kvs []KeyValue) []KeyValue {
+	out := slices.Clone(kvs)
+	for i, kv := range out {
+		if isSecretOption(kv.Key) {
+			out[i].Value = redactedMask
+		}
+	}
+	return out
 }
 
 // isSecretOption says whether an opensm.conf option holds a secret. OpenSM's keys
@@ -102,7 +129,32 @@ func (c Config) LogValue() slog.Value {
 			slog.Int("m_key_lease_period", r.OpenSM.Hardening.MKeyLeasePeriod),
 		),
 		slog.Attr{Key: opensmConfSection, Value: slog.GroupValue(conf...)},
+		slog.Attr{Key: "fabrics", Value: slog.GroupValue(fabricAttrs(r.Fabrics)...)},
 	)
+}
+
+// fabricAttrs are the further fabrics, already redacted, one group each,
+// with the settings that tell them apart.
+func fabricAttrs(fabrics []Fabric) []slog.Attr {
+	attrs := make([]slog.Attr, len(fabrics))
+	for i, f := range fabrics {
+		conf := make([]slog.Attr, len(f.OpenSMConf))
+		for j, kv := range f.OpenSMConf {
+			conf[j] = slog.String(kv.Key, kv.Value)
+		}
+		attrs[i] = slog.Group(f.Name,
+			slog.String("physical_networks", strings.Join(f.PhysicalNetworks, ",")),
+			slog.String("driver", f.OpenSM.Driver),
+			slog.Any("command", f.OpenSM.Command),
+			slog.String("env_file", f.OpenSM.EnvFile),
+			slog.String("config_dir", f.OpenSM.ConfigDir),
+			slog.String("log_file", f.OpenSM.LogFile),
+			slog.String("ufm_pkeys_username", f.UFMPKeys.Username),
+			slog.String("ufm_pkeys_password", f.UFMPKeys.Password),
+			slog.Attr{Key: opensmConfSection, Value: slog.GroupValue(conf...)},
+		)
+	}
+	return attrs
 }
 
 // String prints the redacted configuration on one line, so that fmt never

@@ -1,0 +1,262 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Several fabrics. The fabric [opensm], [opensm_conf] and [ufm_pkeys]
+// configure, serving [api] physical_networks, is the default fabric: a file
+// written for one fabric configures exactly that, as before. Each further
+// fabric is a [fabric:NAME] section, with the keys of [opensm] and its own
+// physical_networks, and optionally [fabric:NAME:opensm_conf] and
+// [fabric:NAME:ufm_pkeys], read like [opensm_conf] and [ufm_pkeys].
+
+// DefaultFabric is the default fabric's name: what its rows, metrics and
+// commands are known by once the manager runs several fabrics. It is fixed,
+// not configurable, so that an existing database's rows belong to it without
+// being rewritten, and no [fabric:NAME] section may take it.
+const DefaultFabric = "default"
+
+// fabricSectionPrefix starts the name of every section of a further fabric.
+const fabricSectionPrefix = "fabric:"
+
+// The sections of a further fabric beside [fabric:NAME] itself, after its name.
+const (
+	fabricOpenSMConf = "opensm_conf"
+	fabricUFMPKeys   = "ufm_pkeys"
+)
+
+// fabricNamePattern: a fabric's name is a database key, a metrics label and a
+// command-line argument, so it keeps to characters that need no quoting in any
+// of them, and to a length every engine's index takes.
+var fabricNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+
+const fabricNameRule = "letters, digits, '-' and '_', 1 to 32 of them"
+
+// Fabric is one InfiniBand subnet the manager runs an OpenSM on: the physical
+// networks whose partitions it holds and how its OpenSM runs.
+type Fabric struct {
+	Name string
+	// PhysicalNetworks are the physnets whose networks have their partition
+	// on this fabric; ["*"] (the default fabric only) is every physnet.
+	PhysicalNetworks []string
+	OpenSM           OpenSM
+	// OpenSMConf is its opensm.conf options, in file order.
+	OpenSMConf []KeyValue
+	// UFMPKeys is its own pkeys API for its own ib-kubernetes.
+	UFMPKeys UFMPKeys
+}
+
+// Section is the section that configures f, as errors and logs name it.
+func (f Fabric) Section() string {
+	if f.Name == DefaultFabric {
+		return "[opensm]"
+	}
+	return "[" + fabricSectionPrefix + f.Name + "]"
+}
+
+// OpenSMConfSection is the section of f's opensm.conf options.
+func (f Fabric) OpenSMConfSection() string {
+	if f.Name == DefaultFabric {
+		return "[" + opensmConfSection + "]"
+	}
+	return "[" + fabricSectionPrefix + f.Name + ":" + fabricOpenSMConf + "]"
+}
+
+// UFMPKeysSection is the section of f's pkeys API.
+func (f Fabric) UFMPKeysSection() string {
+	if f.Name == DefaultFabric {
+		return "[ufm_pkeys]"
+	}
+	return "[" + fabricSectionPrefix + f.Name + ":" + fabricUFMPKeys + "]"
+}
+
+// physnetsKey is the key that lists f's physical networks.
+func (f Fabric) physnetsKey() string {
+	if f.Name == DefaultFabric {
+		return "[api] physical_networks"
+	}
+	return f.Section() + " physical_networks"
+}
+
+// AllFabrics returns every fabric, the default one first (built from the
+// top-level settings, which stay its only copy), then the [fabric:NAME]
+// sections in file order.
+func (c *Config) AllFabrics() []Fabric {
+	def := Fabric{Name: DefaultFabric, PhysicalNetworks: c.API.PhysicalNetworks, OpenSM: c.OpenSM,
+		OpenSMConf: c.OpenSMConf, UFMPKeys: c.UFMPKeys}
+	return append([]Fabric{def}, c.Fabrics...)
+}
+
+// FabricOf returns the fabric whose partitions a network of physnet belongs
+// to: the fabric that lists it, else the default fabric when [api]
+// physical_networks is *; false when none serves it (such a network is
+// accepted and left alone).
+func (c *Config) FabricOf(physnet string) (Fabric, bool) {
+	all := c.AllFabrics()
+	for _, f := range all {
+		if slices.Contains(f.PhysicalNetworks, physnet) {
+			return f, true
+		}
+	}
+	if slices.Equal(all[0].PhysicalNetworks, []string{"*"}) {
+		return all[0], true
+	}
+	return Fabric{}, false
+}
+
+// fabricKeys are the keys of [fabric:NAME]: the very fields of [opensm], so
+// that a key added there applies to every fabric, and physical_networks. The
+// fields store into a Config; a fabric's are read into a scratch Config whose
+// OpenSM is the fabric's (see applyToFabric), and its physical_networks into
+// that scratch Config's [api] physical_networks.
+var fabricKeys = section{name: fabricSectionPrefix + "NAME", fields: append(slices.Clone(sectionNamed("opensm").fields),
+	field{key: "physical_networks",
+		set: into(setFabricPhysicalNetworks, func(c *Config) *[]string { return &c.API.PhysicalNetworks })})}
+
+// fabricUFMPKeysKeys are the keys of [fabric:NAME:ufm_pkeys]: those of [ufm_pkeys].
+var fabricUFMPKeysKeys = sectionNamed("ufm_pkeys")
+
+func sectionNamed(name string) section {
+	i := slices.IndexFunc(sections, func(s section) bool { return s.name == name })
+	if i < 0 {
+		panic("config: no section " + name)
+	}
+	return sections[i]
+}
+
+func setFabricPhysicalNetworks(dst *[]string, v string) error {
+	if strings.TrimSpace(v) == "*" {
+		return errors.New("a fabric serves the physical networks it lists; only [api] physical_networks may be *")
+	}
+	return setPhysicalNetworks(dst, v)
+}
+
+// newFabric is a fabric named name with every key at its default, as a
+// [fabric:NAME] section that sets nothing would give.
+func newFabric(name string) Fabric {
+	var scratch Config
+	for _, s := range []section{fabricKeys, fabricUFMPKeysKeys} {
+		for _, f := range s.fields {
+			if f.def != "" {
+				if err := f.set(&scratch, f.def); err != nil {
+					panic(fmt.Sprintf("config: default of [%s] %s: %v", s.name, f.key, err))
+				}
+			}
+		}
+	}
+	return Fabric{Name: name, OpenSM: scratch.OpenSM, UFMPKeys: scratch.UFMPKeys}
+}
+
+// applyToFabric reads the entries of one of fab's sections with the fields of
+// known into fab.
+func applyToFabric(fab *Fabric, s iniSection, known section) []error {
+	scratch := Config{OpenSM: fab.OpenSM, UFMPKeys: fab.UFMPKeys, API: API{PhysicalNetworks: fab.PhysicalNetworks}}
+	errs := scratch.applyFields(s, known)
+	fab.OpenSM, fab.UFMPKeys, fab.PhysicalNetworks = scratch.OpenSM, scratch.UFMPKeys, scratch.API.PhysicalNetworks
+	return errs
+}
+
+// fabricSectionName splits a section's name "fabric:NAME" or
+// "fabric:NAME:PART"; ok is false for any other section.
+func fabricSectionName(section string) (name, part string, ok bool) {
+	rest, ok := strings.CutPrefix(section, fabricSectionPrefix)
+	if !ok {
+		return "", "", false
+	}
+	name, part, _ = strings.Cut(rest, ":")
+	return name, part, true
+}
+
+// parseFabrics reads the [fabric:NAME] sections and theirs, in file order.
+func parseFabrics(file iniFile) ([]Fabric, []error) {
+	var (
+		fabrics []Fabric
+		errs    []error
+		byName  = map[string]int{} // name -> index in fabrics
+		lines   = map[string]int{} // lower-case name -> line of its [fabric:NAME]
+	)
+	for _, s := range file.sections {
+		name, part, ok := fabricSectionName(s.name)
+		if !ok || part != "" {
+			continue
+		}
+		if err := checkFabricName(name); err != nil {
+			errs = append(errs, fmt.Errorf("[%s] (line %d): %w", s.name, s.line, err))
+			continue
+		}
+		if first, dup := lines[strings.ToLower(name)]; dup {
+			errs = append(errs, fmt.Errorf("[%s] (line %d) and the fabric of line %d differ only in case: their rows "+
+				"would be one fabric's where the database compares names without case; rename one", s.name, s.line, first))
+			continue
+		}
+		lines[strings.ToLower(name)] = s.line
+		fab := newFabric(name)
+		fab.OpenSM.LogFile = "" // derived from config_dir below, unless the section sets it
+		errs = append(errs, applyToFabric(&fab, s, fabricKeys)...)
+		errs = append(errs, requireFabricKeys(&fab, s)...)
+		byName[name] = len(fabrics)
+		fabrics = append(fabrics, fab)
+	}
+	for _, s := range file.sections {
+		name, part, ok := fabricSectionName(s.name)
+		if !ok || part == "" {
+			continue
+		}
+		i, found := byName[name]
+		switch {
+		case part != fabricOpenSMConf && part != fabricUFMPKeys:
+			errs = append(errs, fmt.Errorf("unknown section [%s] (line %d); a fabric's sections are [fabric:NAME], "+
+				"[fabric:NAME:%s] and [fabric:NAME:%s]", s.name, s.line, fabricOpenSMConf, fabricUFMPKeys))
+		case checkFabricName(name) != nil:
+			errs = append(errs, fmt.Errorf("[%s] (line %d): %w", s.name, s.line, checkFabricName(name)))
+		case !found:
+			errs = append(errs, fmt.Errorf("[%s] (line %d) belongs to no fabric: there is no [%s%s] section; "+
+				"add one (with its physical_networks and config_dir) or correct the name", s.name, s.line, fabricSectionPrefix, name))
+		case part == fabricOpenSMConf:
+			var kvs []KeyValue
+			kvs, errs = readOpenSMConf(s, kvs, errs)
+			fabrics[i].OpenSMConf = kvs
+		default:
+			errs = append(errs, applyToFabric(&fabrics[i], s, fabricUFMPKeysKeys)...)
+		}
+	}
+	return fabrics, errs
+}
+
+func checkFabricName(name string) error {
+	switch {
+	case !fabricNamePattern.MatchString(name):
+		return fmt.Errorf("fabric name %q: want %s", name, fabricNameRule)
+	case strings.EqualFold(name, DefaultFabric):
+		return fmt.Errorf("fabric name %q is the default fabric's, which [opensm], [opensm_conf] and [ufm_pkeys] "+
+			"configure; choose another", name)
+	}
+	return nil
+}
+
+// requireFabricKeys checks the keys a further fabric must set, and derives
+// log_file's default as [opensm] does.
+func requireFabricKeys(fab *Fabric, s iniSection) []error {
+	var errs []error
+	set := func(key string) bool {
+		return slices.ContainsFunc(s.entries, func(e iniEntry) bool { return e.key == key && e.value != "" })
+	}
+	if !set("physical_networks") {
+		errs = append(errs, fmt.Errorf("[%s] (line %d): physical_networks is required: the physical networks whose "+
+			"partitions this fabric holds", s.name, s.line))
+	}
+	// The default would be the default fabric's directory.
+	if !set("config_dir") {
+		errs = append(errs, fmt.Errorf("[%s] (line %d): config_dir is required: each fabric's OpenSM writes its own "+
+			"opensm.conf and partitions.conf, and [opensm] config_dir's default is the default fabric's", s.name, s.line))
+	}
+	if fab.OpenSM.LogFile == "" {
+		fab.OpenSM.LogFile = defaultLogFile(fab.OpenSM.ConfigDir)
+	}
+	return errs
+}
