@@ -305,3 +305,31 @@ func TestFabricPasswordLength(t *testing.T) {
 		t.Errorf("CheckToken: %v", err)
 	}
 }
+
+// TestSampleFabricExample: the sample's [fabric:storage] example, uncommented
+// beside a default fabric that lists its physnets and names its port, parses
+// to a storage fabric.
+func TestSampleFabricExample(t *testing.T) {
+	sample := readSample(t)
+	start := strings.Index(sample, "#   [fabric:storage]\n")
+	if start < 0 {
+		t.Fatal("the sample has no [fabric:storage] example")
+	}
+	var example strings.Builder
+	for line := range strings.Lines(sample[start:]) {
+		example.WriteString(strings.TrimPrefix(strings.TrimPrefix(line, "#"), "   "))
+	}
+	text := "[api]\ntoken = s3cret-token-0123456789\nphysical_networks = ibnet\n[opensm_conf]\nguid = 0x0002c90300a00001\n" +
+		strings.Replace(example.String(), "<another secret>", "s3cret-storage-password", 1)
+	c, err := Parse(strings.NewReader(text), samplePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckToken(); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Fabrics) != 1 || c.Fabrics[0].Name != "storage" || !c.Fabrics[0].UFMPKeys.Enabled() ||
+		len(c.Fabrics[0].OpenSMConf) != 2 {
+		t.Errorf("the example parses to %v", c.Fabrics)
+	}
+}
