@@ -96,11 +96,6 @@ type OpenJob struct {
 	GUID       *fabric.GUID
 }
 
-// NewJob is a job about to be inserted: InsertJob's arguments. The change
-// that inserts it sets its Revision, Now and Status (StatusPending, or
-// StatusCompleted with FinishedAt for a change that touches no partition).
-type NewJob = driver.InsertJobParams
-
 // Apply is one attempt to bring OpenSM to a revision: what RecordApply's
 // query records, and LastApply reads.
 type Apply = driver.RecordApplyParams
