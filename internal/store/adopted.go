@@ -229,16 +229,7 @@ func listAdopted(ctx context.Context, q driver.Queries) ([]AdoptedPartition, err
 
 // AdoptedPartitions lists the adopted partitions, in pkey order.
 func (s *Store) AdoptedPartitions(ctx context.Context) ([]AdoptedPartition, error) {
-	var out []AdoptedPartition
-	err := s.d.InTx(ctx, driver.ReadOnly, func(q driver.Queries) error {
-		var err error
-		out, err = listAdopted(ctx, q)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("adopted partitions: %w", err)
-	}
-	return out, nil
+	return readOnly(ctx, s, "adopted partitions", listAdopted)
 }
 
 // AdoptedRelease asks for the adopted members of one pkey to be released.

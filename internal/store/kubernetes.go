@@ -426,16 +426,7 @@ func (s *Store) DeleteKubernetesPKey(ctx context.Context, d KubernetesDeletion) 
 // KubernetesPKeys lists every Kubernetes pkey with its members, in one
 // read-only transaction.
 func (s *Store) KubernetesPKeys(ctx context.Context) ([]KubernetesPKey, error) {
-	var out []KubernetesPKey
-	err := s.d.InTx(ctx, driver.ReadOnly, func(q driver.Queries) error {
-		var err error
-		out, err = kubernetesPKeys(ctx, q)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list Kubernetes pkeys: %w", err)
-	}
-	return out, nil
+	return readOnly(ctx, s, "list Kubernetes pkeys", kubernetesPKeys)
 }
 
 func kubernetesPKeys(ctx context.Context, q driver.Queries) ([]KubernetesPKey, error) {
@@ -466,24 +457,18 @@ func kubernetesPKeys(ctx context.Context, q driver.Queries) ([]KubernetesPKey, e
 // GetKubernetesPKey returns one Kubernetes pkey with its members;
 // ErrNotFound when it is not recorded.
 func (s *Store) GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (KubernetesPKey, error) {
-	var out KubernetesPKey
-	err := s.d.InTx(ctx, driver.ReadOnly, func(q driver.Queries) error {
+	return readOnly(ctx, s, "read pkey "+pkey.String(), func(ctx context.Context, q driver.Queries) (KubernetesPKey, error) {
 		p, err := q.GetKubernetesPKey(ctx, pkey)
 		if err != nil {
-			return notFound(err)
+			return KubernetesPKey{}, notFound(err)
 		}
 		members, err := q.ListKubernetesMembersOfPKey(ctx, pkey)
 		if err != nil {
-			return err
+			return KubernetesPKey{}, err
 		}
-		out = KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision,
-			Members: driver.Convert(members, kubernetesMember)}
-		return nil
+		return KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision,
+			Members: driver.Convert(members, kubernetesMember)}, nil
 	})
-	if err != nil {
-		return KubernetesPKey{}, fmt.Errorf("read pkey %s: %w", pkey, err)
-	}
-	return out, nil
 }
 
 // KubernetesLastUpdated is when OpenSM was last seen applying a Kubernetes
