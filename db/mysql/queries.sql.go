@@ -486,11 +486,12 @@ func (q *Queries) HoldsLock(ctx context.Context, name string) (int64, error) {
 
 const insertJob = `-- name: InsertJob :execresult
 INSERT INTO jobs (id, revision, object_type, object_id, network_id, operation, status,
-                  description, result, error, created_by, request, request_id, created_at, updated_at, finished_at)
+                  description, result, error, created_by, request, request_id, created_at, updated_at, started_at, finished_at)
 VALUES ((SELECT GREATEST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000) * 1000, COALESCE(MAX(id), 0) + 1) FROM jobs),
         ?, ?, ?, ?,
-        ?, ?, ?, ?, '',
-        ?, ?, ?, ?, ?, ?)
+        ?, ?, ?, ?, ?,
+        ?, ?, ?, ?, ?,
+        ?, ?)
 `
 
 type InsertJobParams struct {
@@ -502,10 +503,13 @@ type InsertJobParams struct {
 	Status      string
 	Description string
 	Result      string
+	Error       string
 	CreatedBy   string
 	Request     string
 	RequestID   string
-	Now         time.Time
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	StartedAt   *time.Time
 	FinishedAt  *time.Time
 }
 
@@ -523,6 +527,7 @@ type InsertJobParams struct {
 // JSON) until the year 2255. UNIX_TIMESTAMP reads NOW(6) in the connection's
 // time zone, UTC unless the DSN sets another (mysql.Open). The insert's id
 // comes back as its last insert id.
+// Every other column is the job row's field of its name (driver.Job).
 func (q *Queries) InsertJob(ctx context.Context, arg InsertJobParams) (sql.Result, error) {
 	return q.db.ExecContext(ctx, insertJob,
 		arg.Revision,
@@ -533,11 +538,13 @@ func (q *Queries) InsertJob(ctx context.Context, arg InsertJobParams) (sql.Resul
 		arg.Status,
 		arg.Description,
 		arg.Result,
+		arg.Error,
 		arg.CreatedBy,
 		arg.Request,
 		arg.RequestID,
-		arg.Now,
-		arg.Now,
+		arg.CreatedAt,
+		arg.UpdatedAt,
+		arg.StartedAt,
 		arg.FinishedAt,
 	)
 }

@@ -422,11 +422,12 @@ func (q *Queries) HoldsAdvisoryLock(ctx context.Context, key int64) (int64, erro
 
 const insertJob = `-- name: InsertJob :one
 INSERT INTO jobs (id, revision, object_type, object_id, network_id, operation, status,
-                  description, result, error, created_by, request, request_id, created_at, updated_at, finished_at)
+                  description, result, error, created_by, request, request_id, created_at, updated_at, started_at, finished_at)
 VALUES ((SELECT GREATEST(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint * 1000, COALESCE(MAX(id), 0) + 1)
          FROM jobs),
         $1, $2, $3, $4, $5, $6,
-        $7, $8, '', $9, $10, $11, $12, $12, $13)
+        $7, $8, $9, $10, $11, $12, $13, $14,
+        $15, $16)
 RETURNING id
 `
 
@@ -440,7 +441,8 @@ RETURNING id
 // other change inserts meanwhile (on Galera, two nodes' inserts conflict on
 // that row and the loser runs again). 1000 ids per millisecond before the
 // ids run ahead of the clock; below 2^53 (exact in JSON) until the year 2255.
-func (q *Queries) InsertJob(ctx context.Context, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, createdBy string, request string, requestID string, now time.Time, finishedAt *time.Time) (int64, error) {
+// Every other column is the job row's field of its name (driver.Job).
+func (q *Queries) InsertJob(ctx context.Context, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, error string, createdBy string, request string, requestID string, createdAt time.Time, updatedAt time.Time, startedAt *time.Time, finishedAt *time.Time) (int64, error) {
 	row := q.db.QueryRow(ctx, insertJob,
 		revision,
 		objectType,
@@ -450,10 +452,13 @@ func (q *Queries) InsertJob(ctx context.Context, revision int64, objectType stri
 		status,
 		description,
 		result,
+		error,
 		createdBy,
 		request,
 		requestID,
-		now,
+		createdAt,
+		updatedAt,
+		startedAt,
 		finishedAt,
 	)
 	var id int64

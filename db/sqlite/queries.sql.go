@@ -413,11 +413,12 @@ func (q *Queries) GetPortsByIDOrGUID(ctx context.Context, iD string, guid *fabri
 
 const insertJob = `-- name: InsertJob :one
 INSERT INTO jobs (id, revision, object_type, object_id, network_id, operation, status,
-                  description, result, error, created_by, request, request_id, created_at, updated_at, finished_at)
+                  description, result, error, created_by, request, request_id, created_at, updated_at, started_at, finished_at)
 VALUES ((SELECT max(CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) * 1000, COALESCE(MAX(id), 0) + 1)
          FROM jobs),
         ?1, ?2, ?3, ?4, ?5, ?6,
-        ?7, ?8, '', ?9, ?10, ?11, ?12, ?12, ?13)
+        ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,
+        ?15, ?16)
 RETURNING id
 `
 
@@ -432,7 +433,8 @@ RETURNING id
 // that row and the loser runs again). 1000 ids per millisecond before the
 // ids run ahead of the clock; below 2^53 (exact in JSON) until the year 2255.
 // julianday('now') is the time of the statement, to the millisecond.
-func (q *Queries) InsertJob(ctx context.Context, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, createdBy string, request string, requestID string, now time.Time, finishedAt *time.Time) (int64, error) {
+// Every other column is the job row's field of its name (driver.Job).
+func (q *Queries) InsertJob(ctx context.Context, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, error string, createdBy string, request string, requestID string, createdAt time.Time, updatedAt time.Time, startedAt *time.Time, finishedAt *time.Time) (int64, error) {
 	row := q.queryRow(ctx, q.insertJobStmt, insertJob,
 		revision,
 		objectType,
@@ -442,10 +444,13 @@ func (q *Queries) InsertJob(ctx context.Context, revision int64, objectType stri
 		status,
 		description,
 		result,
+		error,
 		createdBy,
 		request,
 		requestID,
-		now,
+		createdAt,
+		updatedAt,
+		startedAt,
 		finishedAt,
 	)
 	var id int64

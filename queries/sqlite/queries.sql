@@ -33,11 +33,13 @@ WHERE jobs.id = @job_id AND status IN ('Pending', 'Running')
 -- that row and the loser runs again). 1000 ids per millisecond before the
 -- ids run ahead of the clock; below 2^53 (exact in JSON) until the year 2255.
 -- julianday('now') is the time of the statement, to the millisecond.
+-- Every other column is the job row's field of its name (driver.Job).
 -- name: InsertJob :one
 INSERT INTO jobs (id, revision, object_type, object_id, network_id, operation, status,
-                  description, result, error, created_by, request, request_id, created_at, updated_at, finished_at)
+                  description, result, error, created_by, request, request_id, created_at, updated_at, started_at, finished_at)
 VALUES ((SELECT max(CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) * 1000, COALESCE(MAX(id), 0) + 1)
          FROM jobs),
         @revision, @object_type, @object_id, @network_id, @operation, @status,
-        @description, @result, '', @created_by, @request, @request_id, @now, @now, sqlc.narg(finished_at))
+        @description, @result, @error, @created_by, @request, @request_id, @created_at, @updated_at,
+        sqlc.narg(started_at), sqlc.narg(finished_at))
 RETURNING id;

@@ -11,23 +11,6 @@ import (
 // passes each field to the generated parameter (or MariaDB's Params field) of
 // its name, compared without case, and type.
 
-// InsertJobParams are InsertJob's arguments: a new job.
-type InsertJobParams struct {
-	Revision    int64
-	ObjectType  string
-	ObjectID    string
-	NetworkID   string
-	Operation   string
-	Status      string
-	Description string
-	Result      string
-	CreatedBy   string
-	Request     string
-	RequestID   string
-	Now         time.Time
-	FinishedAt  *time.Time
-}
-
 // UpsertNetworkParams are UpsertNetwork's arguments: a network as it now is.
 type UpsertNetworkParams struct {
 	ID              string

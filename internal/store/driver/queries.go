@@ -55,7 +55,8 @@ type Queries interface {
 	GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]Port, error)
 	Heartbeat(ctx context.Context, now *time.Time, term int64) (int64, error)
 	InsertExpectedSwitch(ctx context.Context, guid fabric.GUID, description string, now time.Time) error
-	InsertJob(ctx context.Context, arg InsertJobParams) (int64, error)
+	// InsertJob inserts the job and returns the id it chose (j.ID is not read).
+	InsertJob(ctx context.Context, j Job) (int64, error)
 	InsertSecretIfAbsent(ctx context.Context, name string, value string, now time.Time) error
 	KubernetesMembershipsOfGUID(ctx context.Context, guid fabric.GUID) ([]KubernetesMember, error)
 	CountKubernetesMembersOfPKey(ctx context.Context, pkey fabric.PKey) (int64, error)

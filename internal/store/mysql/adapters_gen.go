@@ -15,6 +15,10 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
 
+func (q queries) BumpRevision(ctx context.Context) (int64, error) {
+	return driver.LastInsertID(q.Queries.BumpRevision(ctx))
+}
+
 func (q queries) ClearGUIDsOfNetwork(ctx context.Context, revision int64, now time.Time, networkID string) (int64, error) {
 	return q.Queries.ClearGUIDsOfNetwork(ctx, mysqldb.ClearGUIDsOfNetworkParams{Revision: revision, Now: now, NetworkID: networkID})
 }
@@ -100,6 +104,10 @@ func (q queries) Heartbeat(ctx context.Context, now *time.Time, term int64) (int
 
 func (q queries) InsertExpectedSwitch(ctx context.Context, guid fabric.GUID, description string, now time.Time) error {
 	return q.Queries.InsertExpectedSwitch(ctx, mysqldb.InsertExpectedSwitchParams{Guid: guid, Description: description, Now: now})
+}
+
+func (q queries) InsertJob(ctx context.Context, j driver.Job) (int64, error) {
+	return driver.LastInsertID(q.Queries.InsertJob(ctx, mysqldb.InsertJobParams{Revision: j.Revision, ObjectType: j.ObjectType, ObjectID: j.ObjectID, NetworkID: j.NetworkID, Operation: j.Operation, Status: j.Status, Description: j.Description, Result: j.Result, Error: j.Error, CreatedBy: j.CreatedBy, Request: j.Request, RequestID: j.RequestID, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt}))
 }
 
 func (q queries) InsertSecretIfAbsent(ctx context.Context, name string, value string, now time.Time) error {

@@ -85,8 +85,8 @@ func (q queries) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric
 	return driver.Convert(rs, func(r sqlitedb.Port) driver.Port { return driver.Port(r) }), err
 }
 
-func (q queries) InsertJob(ctx context.Context, arg driver.InsertJobParams) (int64, error) {
-	return q.Queries.InsertJob(ctx, arg.Revision, arg.ObjectType, arg.ObjectID, arg.NetworkID, arg.Operation, arg.Status, arg.Description, arg.Result, arg.CreatedBy, arg.Request, arg.RequestID, arg.Now, arg.FinishedAt)
+func (q queries) InsertJob(ctx context.Context, j driver.Job) (int64, error) {
+	return q.Queries.InsertJob(ctx, j.Revision, j.ObjectType, j.ObjectID, j.NetworkID, j.Operation, j.Status, j.Description, j.Result, j.Error, j.CreatedBy, j.Request, j.RequestID, j.CreatedAt, j.UpdatedAt, j.StartedAt, j.FinishedAt)
 }
 
 func (q queries) KubernetesMembershipsOfGUID(ctx context.Context, guid fabric.GUID) ([]driver.KubernetesMember, error) {

@@ -418,16 +418,24 @@ func (g *generator) method(drv *pkg, drvName, name string, ft *ast.FuncType) (st
 		}
 	}
 
-	args, direct, err := g.args(drv, drvFile, want[1:], have[1:], genFile)
-	if err != nil {
-		return "", err
-	}
-	call := fmt.Sprintf("q.Queries.%s(%s)", name, strings.Join(append([]string{ctxName}, args...), ", "))
-
 	wantRes, haveRes := fields(ft.Results), fields(gen.Type.Results)
 	if len(wantRes) != len(haveRes) || len(wantRes) == 0 || len(wantRes) > 2 {
 		return "", fmt.Errorf("the generated method returns %d values, the interface's %d", len(haveRes), len(wantRes))
 	}
+	returns := "" // the type of the value the method returns, if any
+	if len(wantRes) == 2 {
+		t, err := drv.canon(drvFile, wantRes[0].typ)
+		if err != nil {
+			return "", err
+		}
+		returns = t
+	}
+
+	args, direct, err := g.args(drv, drvFile, want[1:], have[1:], genFile, returns)
+	if err != nil {
+		return "", err
+	}
+	call := fmt.Sprintf("q.Queries.%s(%s)", name, strings.Join(append([]string{ctxName}, args...), ", "))
 	for i, ps := range [][]param{wantRes, haveRes} {
 		p, f := drv, drvFile
 		if i == 1 {
@@ -517,10 +525,13 @@ func (g *generator) inputs(drv *pkg, drvFile *ast.File, want []param) (in []inpu
 // and type: a swapped pair of parameters of one type fails here, where the
 // compiler would take it. direct says the generated method takes the
 // interface's parameters as they are.
-func (g *generator) args(drv *pkg, drvFile *ast.File, want, have []param, genFile *ast.File) ([]string, bool, error) {
+func (g *generator) args(drv *pkg, drvFile *ast.File, want, have []param, genFile *ast.File, returns string) ([]string, bool, error) {
 	in, byName := g.inputs(drv, drvFile, want)
 	if st, stName := g.paramsStruct(have); st != nil {
 		fs := fields(st.Fields)
+		if byName {
+			in = g.withoutKey(in, fs, returns)
+		}
 		exprs, err := g.byName(in, fs, g.db.typeFile[stName], stName+".")
 		if err != nil {
 			return nil, false, err
@@ -532,6 +543,7 @@ func (g *generator) args(drv *pkg, drvFile *ast.File, want, have []param, genFil
 		return []string{lit}, false, nil
 	}
 	if byName {
+		in = g.withoutKey(in, have, returns)
 		exprs, err := g.byName(in, have, genFile, "the generated parameter ")
 		return exprs, false, err
 	}
@@ -578,6 +590,28 @@ func (g *generator) byName(in []input, slots []param, file *ast.File, prefix str
 		}
 	}
 	return exprs, nil
+}
+
+// withoutKey is in without the row's key when the method takes a row to
+// insert and returns the key the query chose for it (InsertJob takes a job and
+// returns its id): the struct's ID field of the returned type (returns),
+// which none of the generated method's slots takes, is the query's to fill.
+func (g *generator) withoutKey(in []input, slots []param, returns string) []input {
+	for i, w := range in {
+		if !strings.EqualFold(w.name, "ID") || returns == "" {
+			continue
+		}
+		if t, err := w.pkg.canon(w.file, w.typ); err != nil || t != returns {
+			continue
+		}
+		for _, s := range slots {
+			if strings.EqualFold(s.name, w.name) {
+				return in
+			}
+		}
+		return append(in[:i:i], in[i+1:]...)
+	}
+	return in
 }
 
 // paramsStruct is the Params struct the generated method takes as its one
@@ -660,6 +694,10 @@ func (g *generator) result(drv *pkg, drvFile *ast.File, drvName string, want, ha
 	switch {
 	case named(drv, want) != "" && named(g.db, have) != "":
 		return fmt.Sprintf("\tr, err := %%s\n\treturn %s.%s(r), err\n", drvName, named(drv, want)), false, nil
+	case w == "int64" && h == "database/sql.Result":
+		// MariaDB has no RETURNING: an insert's id, or LAST_INSERT_ID(expr),
+		// comes back as the statement's last insert id.
+		return fmt.Sprintf("\treturn %s.LastInsertID(%%s)\n", drvName), false, nil
 	case wok && hok && named(drv, wa.Elt) != "" && named(g.db, ha.Elt) != "":
 		to := drvName + "." + named(drv, wa.Elt)
 		from := g.imports[g.db.path] + "." + named(g.db, ha.Elt)
