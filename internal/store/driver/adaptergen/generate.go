@@ -392,43 +392,14 @@ func (g *generator) method(drv *pkg, drvName, name string, ft *ast.FuncType) (st
 	}
 	drvFile := drv.fileOf(ft)
 	want, have := fields(ft.Params), fields(gen.Type.Params)
-	if len(want) == 0 || len(have) == 0 {
-		return "", fmt.Errorf("no context.Context first parameter")
+	ctxName, err := g.checkParams(drv, drvFile, genFile, want, have)
+	if err != nil {
+		return "", err
 	}
-	for i, ps := range [][]param{want, have} {
-		p, f := drv, drvFile
-		if i == 1 {
-			p, f = g.db, genFile
-		}
-		if c, err := p.canon(f, ps[0].typ); err != nil || c != "context.Context" {
-			return "", fmt.Errorf("no context.Context first parameter")
-		}
-	}
-	ctxName := want[0].name
-	if ctxName == "" || ctxName == "_" {
-		ctxName = "ctx"
-		want[0].name = ctxName
-	}
-	for _, p := range want[1:] {
-		switch p.name {
-		case "", "_":
-			return "", fmt.Errorf("a parameter has no name")
-		case "q", "r", "rs", "err", ctxName:
-			return "", fmt.Errorf("parameter %s: the adapter uses that name; rename it in the interface", p.name)
-		}
-	}
-
 	wantRes, haveRes := fields(ft.Results), fields(gen.Type.Results)
-	if len(wantRes) != len(haveRes) || len(wantRes) == 0 || len(wantRes) > 2 {
-		return "", fmt.Errorf("the generated method returns %d values, the interface's %d", len(haveRes), len(wantRes))
-	}
-	returns := "" // the type of the value the method returns, if any
-	if len(wantRes) == 2 {
-		t, err := drv.canon(drvFile, wantRes[0].typ)
-		if err != nil {
-			return "", err
-		}
-		returns = t
+	returns, err := g.checkResults(drv, drvFile, genFile, wantRes, haveRes)
+	if err != nil {
+		return "", err
 	}
 
 	args, direct, err := g.args(drv, drvFile, want[1:], have[1:], genFile, returns)
@@ -436,15 +407,6 @@ func (g *generator) method(drv *pkg, drvName, name string, ft *ast.FuncType) (st
 		return "", err
 	}
 	call := fmt.Sprintf("q.Queries.%s(%s)", name, strings.Join(append([]string{ctxName}, args...), ", "))
-	for i, ps := range [][]param{wantRes, haveRes} {
-		p, f := drv, drvFile
-		if i == 1 {
-			p, f = g.db, genFile
-		}
-		if c, err := p.canon(f, ps[len(ps)-1].typ); err != nil || c != "error" {
-			return "", fmt.Errorf("the last result is not an error")
-		}
-	}
 	var ret string
 	if len(wantRes) == 2 {
 		conv, same, err := g.result(drv, drvFile, drvName, wantRes[0].typ, haveRes[0].typ, genFile)
@@ -458,7 +420,65 @@ func (g *generator) method(drv *pkg, drvName, name string, ft *ast.FuncType) (st
 	if direct && ret == "" {
 		return "", nil // the generated method is the interface's: promoted
 	}
+	return g.adapter(drv, drvFile, name, want, wantRes, call, ret), nil
+}
 
+// checkParams checks that both methods take a context.Context first and
+// that the interface's other parameters have names the adapter does not use;
+// it returns the context's name (ctx when the interface leaves it unnamed).
+func (g *generator) checkParams(drv *pkg, drvFile, genFile *ast.File, want, have []param) (ctxName string, err error) {
+	if len(want) == 0 || len(have) == 0 {
+		return "", fmt.Errorf("no context.Context first parameter")
+	}
+	for i, ps := range [][]param{want, have} {
+		p, f := drv, drvFile
+		if i == 1 {
+			p, f = g.db, genFile
+		}
+		if c, err := p.canon(f, ps[0].typ); err != nil || c != "context.Context" {
+			return "", fmt.Errorf("no context.Context first parameter")
+		}
+	}
+	ctxName = want[0].name
+	if ctxName == "" || ctxName == "_" {
+		ctxName = "ctx"
+		want[0].name = ctxName
+	}
+	for _, p := range want[1:] {
+		switch p.name {
+		case "", "_":
+			return "", fmt.Errorf("a parameter has no name")
+		case "q", "r", "rs", "err", ctxName:
+			return "", fmt.Errorf("parameter %s: the adapter uses that name; rename it in the interface", p.name)
+		}
+	}
+	return ctxName, nil
+}
+
+// checkResults checks that both methods return a value (or none) and an
+// error; it returns the interface's value type, "" when there is none.
+func (g *generator) checkResults(drv *pkg, drvFile, genFile *ast.File, wantRes, haveRes []param) (returns string, err error) {
+	if len(wantRes) != len(haveRes) || len(wantRes) == 0 || len(wantRes) > 2 {
+		return "", fmt.Errorf("the generated method returns %d values, the interface's %d", len(haveRes), len(wantRes))
+	}
+	for i, ps := range [][]param{wantRes, haveRes} {
+		p, f := drv, drvFile
+		if i == 1 {
+			p, f = g.db, genFile
+		}
+		if c, err := p.canon(f, ps[len(ps)-1].typ); err != nil || c != "error" {
+			return "", fmt.Errorf("the last result is not an error")
+		}
+	}
+	if len(wantRes) == 2 {
+		return drv.canon(drvFile, wantRes[0].typ)
+	}
+	return "", nil
+}
+
+// adapter writes the method: the interface's signature around call, returned
+// as it is, or through ret (a format with one %s for the call).
+func (g *generator) adapter(drv *pkg, drvFile *ast.File, name string, want, wantRes []param, call, ret string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nfunc (q %s) %s(", g.cfg.typeName, name)
 	for i, p := range want {
@@ -484,7 +504,7 @@ func (g *generator) method(drv *pkg, drvName, name string, ft *ast.FuncType) (st
 		fmt.Fprintf(&b, ret, call)
 	}
 	b.WriteString("}\n")
-	return b.String(), nil
+	return b.String()
 }
 
 // input is one value the adapter passes on: a parameter of the interface's
