@@ -165,8 +165,8 @@ func uniquePlaces(lists ...[]place) []place {
 }
 
 // wantOf is what the file makes of place p: the membership of its GUID in
-// the statement of its pkey, the last item naming it winning as in OpenSM,
-// or not a member. ok is false when a keyword item may name the port.
+// the statement of its pkey (Parse refuses a GUID listed twice), or not a
+// member. ok is false when a keyword item may name the port.
 func wantOf(f *partitions.File, p place) (w pkeyread.Want, ok bool) {
 	w = pkeyread.Want{Port: p.port, PKey: uint16(p.pkey), Membership: pkeyread.NotMember}
 	st := f.Statement(p.pkey)
