@@ -24,12 +24,13 @@ import (
 // membership the file gives it, a GUID removed no longer holds it (nor its
 // switch port).
 //
-// The ports a job's change touches are its places: those its object holds in
-// the state the sweep applied (partitionPlaces.of: a port's GUID in its
-// network's pkey, a network's or a Kubernetes pkey's members), and those the
-// sweep added, removed or altered for it, by comparing with the state the
-// term applied before (sweepChanges; none on a term's first apply, whose
-// removals the log alone proves). They are found once per job and kept while
+// The ports a job's change touches are its places: for a port's job, its
+// GUID in its network's pkey as the state the sweep applied holds it; for
+// every job, the places the sweep added, removed or altered for it, by
+// comparing with the state the term applied before (sweepChanges: a removed
+// port's GUID, the members a network's VLAN move or a Kubernetes request
+// changed). On a term's first apply there is nothing to compare with, and
+// the removals and the networks' and pkeys' changes rest on the log alone. They are found once per job and kept while
 // it waits, so a later apply that carries the job reads the same ports. The
 // cost is one read per touched port, on the Reader's bounded workers.
 //
@@ -144,7 +145,14 @@ func (t *term) jobPlaces(run *applyRun, jobs []store.OpenJob) map[int64][]place 
 				changes = diffStates(*run.base, run.snap, t.Cfg.FlatPKey)
 			}
 		}
-		t.proof.places[j.ID] = uniquePlaces(held.of(j), changes[objectOf(j)])
+		var holds []place
+		if j.ObjectType == store.ObjectPort {
+			// A network's or a pkey's places in the state are all its
+			// members: one member off the fabric would hold every later
+			// change to it. Its changes are the sweep's comparison's.
+			holds = held.of(j)
+		}
+		t.proof.places[j.ID] = uniquePlaces(holds, changes[objectOf(j)])
 	}
 	return t.proof.places
 }

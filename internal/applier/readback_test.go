@@ -23,10 +23,11 @@ import (
 // The read-back proof's windows, on the tables a real OpenSM programmed on
 // the simulated fabric: the term is driven step by step (the rig's scripted
 // OpenSM only logs the sweep), and its reads go to the real fabric, whose
-// OpenSM made H1 a full member of 0x0065 and H2 none.
+// OpenSM made H1 a full member of 0x0065 and 0x1001, and H2 of none.
 
 // readbackPartitions is what the fabric's OpenSM applied.
-const readbackPartitions = "Default=0x7fff, ipoib : ALL=limited, SELF=full ;\nnet=0x0065 : %s=full ;\n"
+const readbackPartitions = "Default=0x7fff, ipoib : ALL=limited, SELF=full ;\nnet=0x0065 : %[1]s=full ;\n" +
+	"k8s=0x1001 : %[1]s=full ;\n"
 
 // readbackRig is an applyRig whose term reads back from a simulated fabric
 // swept by a real OpenSM; the subnet dump the term reads is a copy of
@@ -61,7 +62,7 @@ func newReadbackRig(t *testing.T, timeout time.Duration) *readbackRig {
 }
 
 // sweptSimFabric starts a fabric of three hosts and a real OpenSM that makes
-// H1 a full member of 0x0065, and returns once the subnet is up.
+// H1 a full member of 0x0065 and 0x1001, and returns once the subnet is up.
 func sweptSimFabric(t *testing.T) *fabricsim.Fabric {
 	t.Helper()
 	opensm := fabricsim.RequireProgram(t, "opensm", "opensm")
@@ -231,5 +232,24 @@ func TestWantOf(t *testing.T) {
 				t.Errorf("wantOf = %+v, %v; want %s, %v", w, ok, tc.want, tc.ok)
 			}
 		})
+	}
+}
+
+// TestReadBackPKeyJobReadsItsChangeOnly: a Kubernetes pkey's job is proven
+// on the GUIDs its request changed, not on every member: a member off the
+// fabric, whose own job failed, holds no later job of the pkey.
+func TestReadBackPKeyJobReadsItsChangeOnly(t *testing.T) {
+	r := newReadbackRig(t, time.Second)
+	r.network(101)
+	r.applied("network") // a state to compare the next sweeps with
+	off := r.kubeAdd(0x1001, 0x0002c90300009901)
+	r.applied("a GUID off the fabric")
+	if j := r.settle(off.ID); j.Status != store.StatusFailed || !strings.Contains(j.Error, "not in OpenSM's subnet dump") {
+		t.Fatalf("the job of a GUID off the fabric: %s %q; want Failed, saying so", j.Status, j.Error)
+	}
+	h1 := r.kubeAdd(0x1001, fabricsim.HostGUID(1))
+	r.applied("H1 into the pkey")
+	if j := r.settle(h1.ID); j.Status != store.StatusCompleted {
+		t.Fatalf("H1's job, whose table holds 0x9001: %s %q %q", j.Status, j.Description, j.Error)
 	}
 }
