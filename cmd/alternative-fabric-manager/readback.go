@@ -31,7 +31,7 @@ func newReadback(ctx context.Context, cfg *config.Config, keys opensm.KeySource)
 	}
 	d, err := pkeyread.NewDialer(env, o.SMPPort)
 	if err != nil {
-		return nil, fmt.Errorf("[opensm] verify = tables: %w", err)
+		return nil, fmt.Errorf("[opensm] verify = tables: %w (verify = log completes jobs on OpenSM's log alone)", err)
 	}
 	r := &pkeyread.Reader{Dialer: d, Workers: readbackWorkers}
 	if o.Hardening.Has(opensm.GroupMKey) {
