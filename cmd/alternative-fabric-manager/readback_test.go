@@ -15,7 +15,9 @@ import (
 // recordedMKey is a KeySource with a fixed M_Key.
 type recordedMKey uint64
 
-func (k recordedMKey) Keys(context.Context) (opensm.Keys, error) { return opensm.Keys{MKey: uint64(k)}, nil }
+func (k recordedMKey) Keys(context.Context) (opensm.Keys, error) {
+	return opensm.Keys{MKey: uint64(k)}, nil
+}
 
 // TestNewReadback: verify = log reads nothing; verify = tables reads the
 // simulator OpenSM's env_file names, with the M_Key when the m_key group is
