@@ -406,7 +406,8 @@ type applyRun struct {
 	base *store.Snapshot
 	// snap is the recorded state the file renders (withheld from): what the
 	// read-back proof finds each job's ports in.
-	snap store.Snapshot
+	snap     store.Snapshot
+	verified time.Time // when the ports' tables showed every change (readback.go)
 }
 
 // row is the apply's row in the applies table, finished now.
@@ -646,8 +647,13 @@ func (t *term) complete(ctx context.Context, run *applyRun) applyResult {
 	// gates and job completion.
 	phases := map[string]time.Duration{"render": run.rendered.Sub(run.started),
 		"write": run.signalled.Sub(run.rendered), "sweep": run.swept.Sub(run.signalled), "complete": time.Since(run.swept)}
+	if t.Cfg.Readback != nil {
+		// Reading the tables back, until they showed every change.
+		phases["verify"], phases["complete"] = run.verified.Sub(run.swept), time.Since(run.verified)
+	}
 	run.log.Info("partitions applied", "jobs_completed", n, "took", time.Since(run.started),
-		"render", phases["render"], "write", phases["write"], "sweep", phases["sweep"], "complete", phases["complete"])
+		"render", phases["render"], "write", phases["write"], "sweep", phases["sweep"], "verify", phases["verify"],
+		"complete", phases["complete"])
 	t.observer().Applied(run.rev, n, phases)
 	t.applied = run.rev
 	return applyDone

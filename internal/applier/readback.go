@@ -300,6 +300,7 @@ func (t *term) judgeProof(ctx context.Context, run *applyRun, jobs []store.OpenJ
 	}
 	if len(waiting) == 0 {
 		t.proof.run, t.proof.said = nil, ""
+		run.verified = time.Now()
 		return true
 	}
 	t.holdForTables(ctx, run, waiting, timeout)
