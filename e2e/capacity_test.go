@@ -152,8 +152,11 @@ func TestPKeyTableFullStaysLocal(t *testing.T) {
 // completes.
 func TestKubernetesGUIDOffTheFabricCountsAgainstItsSwitchPort(t *testing.T) {
 	db := storetest.NewDatabase(t, config.EngineSQLite)
+	// H1 is off the fabric on purpose: with the read-back proof its jobs
+	// would wait for its table until verify_timeout (TestReadBack*'s
+	// subject); the log's proof keeps this test on the capacity count.
 	m := launchManager(t, db, fabricsim.Options{Hosts: 2}, settings{
-		OpenSM: []string{"switch_pkey_capacity = 4"},
+		OpenSM: []string{"switch_pkey_capacity = 4", "verify = log"},
 		UFMPKeys: []string{"username = " + ufmUser, "password = " + ufmPassword, "pkey_range = 0x1000-0x1fff",
 			"apply_timeout = 60"},
 	})

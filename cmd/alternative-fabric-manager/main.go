@@ -49,6 +49,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/neutronimport"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/smcontainer"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
@@ -389,7 +390,11 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*manager, 
 	if _, err := checkRecordedState(ctx, cfg, mgr.st, tpl, flavour); err != nil {
 		return nil, err
 	}
-	checker := mgr.wireApplier(tpl, flavour, dump, limit)
+	readback, err := newReadback(ctx, cfg, databaseKeys{mgr.st})
+	if err != nil {
+		return nil, err
+	}
+	checker := mgr.wireApplier(tpl, flavour, dump, limit, readback)
 	if cfg.HA.HA {
 		if mgr.leases, err = mgr.st.Leases(); err != nil {
 			return nil, err
@@ -403,7 +408,8 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*manager, 
 
 // wireApplier makes the applier, the metrics and the health checks that
 // watch it, and returns the checks.
-func (mgr *manager) wireApplier(tpl *partitions.Template, flavour fabric.Flavour, dump *topology.Dump, limit *topology.PortLimit) *health.Checker {
+func (mgr *manager) wireApplier(tpl *partitions.Template, flavour fabric.Flavour, dump *topology.Dump, limit *topology.PortLimit,
+	readback *pkeyread.Reader) *health.Checker {
 	cfg, st, sm := mgr.cfg, mgr.st, mgr.sm
 	m := metrics.New()
 	mgr.metrics = m
@@ -432,6 +438,8 @@ func (mgr *manager) wireApplier(tpl *partitions.Template, flavour fabric.Flavour
 		SubnetDump:       subnetDump(cfg),
 		Dump:             dump,
 		PortLimit:        limit,
+		Readback:         readback,
+		VerifyTimeout:    cfg.OpenSM.VerifyTimeout,
 	}}
 	return checker
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
@@ -109,6 +110,14 @@ type Config struct {
 	// PortLimit finds host ports whose pkeys fill their switch port's table
 	// (topology.PortLimit); nil: none is looked for.
 	PortLimit CapacityChecker
+	// Readback reads the ports' P_Key tables back from the fabric ([opensm]
+	// verify = tables): a sweep's jobs complete only once the tables of the
+	// ports their changes touch show them (readback.go). nil: OpenSM's log
+	// alone proves a sweep (verify = log).
+	Readback *pkeyread.Reader
+	// VerifyTimeout is how long a job whose ports' tables do not show its
+	// change waits before it fails; 0: DefaultVerifyTimeout.
+	VerifyTimeout time.Duration
 }
 
 // Applier applies while its manager holds the applier lock.
@@ -183,6 +192,9 @@ type term struct {
 	// none this term, or the file was written again, OpenSM restarted, the
 	// file drifted, a freeze was lifted, or jobs wait for the gates.
 	judged *store.Snapshot
+	// proof is the read-back proof's state: the jobs that wait for their
+	// ports' tables (readback.go).
+	proof proofState
 }
 
 // applyResult says what the loop does after an apply.
@@ -280,6 +292,7 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 			continue
 		}
 		t.pollGates(ctx)
+		t.pollProof(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -391,6 +404,10 @@ type applyRun struct {
 	// base is the judged state the file was written over: what the sweep's
 	// changes are measured from (changes.go).
 	base *store.Snapshot
+	// snap is the recorded state the file renders (withheld from): what the
+	// read-back proof finds each job's ports in.
+	snap     store.Snapshot
+	verified time.Time // when the ports' tables showed every change (readback.go)
 }
 
 // row is the apply's row in the applies table, finished now.
@@ -426,7 +443,8 @@ func (t *term) prepare(ctx context.Context) (run *applyRun, res applyResult, ok 
 		return nil, applyRetry, false
 	}
 	run = &applyRun{st: st, rev: st.Revision, text: text, started: started, rendered: time.Now(),
-		log: t.Log.With("revision", st.Revision, "term", t.id)}
+		log: t.Log.With("revision", st.Revision, "term", t.id), snap: t.rendered}
+	t.proof.run = nil // this apply's proof replaces any earlier one's: its jobs are this one's too
 	if len(left) > 0 && !t.failWithheld(ctx, run.rev, left) {
 		return nil, applyRetry, false
 	}
@@ -599,8 +617,21 @@ func (t *term) settle(ctx context.Context, run *applyRun, res opensm.SweepResult
 	return applyRetryAtOnce
 }
 
-// settleApplied completes the jobs of a sweep that applied the file cleanly.
+// settleApplied completes the jobs of a sweep that applied the file cleanly,
+// once the ports' own tables show their changes (readback.go).
 func (t *term) settleApplied(ctx context.Context, run *applyRun) applyResult {
+	if !t.proveTables(ctx, run) {
+		// The jobs wait, saying why; pollProof reads their ports again, and
+		// completes them through complete once the tables show them.
+		t.applied = run.rev
+		return applyDone
+	}
+	return t.complete(ctx, run)
+}
+
+// complete completes the jobs of a sweep that applied the file cleanly and
+// whose changes the ports' tables show (or verify = log).
+func (t *term) complete(ctx context.Context, run *applyRun) applyResult {
 	// The apply is recorded in the transaction that completes the jobs (if
 	// the gates are open): every Completed job has an applied row of its
 	// revision or a later one, finished before it, wherever the manager is
@@ -616,8 +647,13 @@ func (t *term) settleApplied(ctx context.Context, run *applyRun) applyResult {
 	// gates and job completion.
 	phases := map[string]time.Duration{"render": run.rendered.Sub(run.started),
 		"write": run.signalled.Sub(run.rendered), "sweep": run.swept.Sub(run.signalled), "complete": time.Since(run.swept)}
+	if t.Cfg.Readback != nil {
+		// Reading the tables back, until they showed every change.
+		phases["verify"], phases["complete"] = run.verified.Sub(run.swept), time.Since(run.verified)
+	}
 	run.log.Info("partitions applied", "jobs_completed", n, "took", time.Since(run.started),
-		"render", phases["render"], "write", phases["write"], "sweep", phases["sweep"], "complete", phases["complete"])
+		"render", phases["render"], "write", phases["write"], "sweep", phases["sweep"], "verify", phases["verify"],
+		"complete", phases["complete"])
 	t.observer().Applied(run.rev, n, phases)
 	t.applied = run.rev
 	return applyDone

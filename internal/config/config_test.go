@@ -71,6 +71,9 @@ func TestParseValidFiles(t *testing.T) {
 
 				SharedDefaultPartition: true,
 				PartitionsTemplate:     "/etc/alternative-fabric-manager/partitions.conf.j2",
+				Verify:                 VerifyLog,
+				VerifyTimeout:          90 * time.Second,
+				SMPPort:                "mlx5_0:1",
 			},
 			HA: HA{HA: true, LeaseTimeout: 12500 * time.Millisecond},
 			UFMPKeys: UFMPKeys{Username: "ib-kubernetes", Password: "s3cret-ufm-password", Prefix: "/api/ufmRest",
@@ -125,6 +128,8 @@ func TestDefaults(t *testing.T) {
 				MKeyLeasePeriod:     60,
 			},
 			SwitchPKeyCapacity: 32,
+			Verify:             VerifyTables,
+			VerifyTimeout:      60 * time.Second,
 		},
 		HA: HA{LeaseTimeout: 30 * time.Second},
 		UFMPKeys: UFMPKeys{Prefix: "/ufmRest", ApplyTimeout: 30 * time.Second, MaxGUIDsPerRequest: 10000,
@@ -283,6 +288,14 @@ func TestBadValues(t *testing.T) {
 		{"opensm", "m_key_lease_period", "-1", "from 0 (no lease) to 65535"},
 		{"opensm", "m_key_lease_period", "65536", "from 0 (no lease) to 65535"},
 		{"opensm", "m_key_lease_period", "1m", "from 0 (no lease) to 65535"},
+		{"opensm", "verify", "TABLES", "want tables (the ports' P_Key tables are read back"},
+		{"opensm", "verify", "none", "or log (OpenSM's log alone)"},
+		{"opensm", "verify_timeout", "0", "greater than 0"},
+		{"opensm", "verify_timeout", "86401", "at most 86400"},
+		{"opensm", "smp_port", "mlx5_0", "want a local HCA port as <device>:<port number>"},
+		{"opensm", "smp_port", "mlx5_0:0", "want a local HCA port"},
+		{"opensm", "smp_port", "mlx5 0:1", "want a local HCA port"},
+		{"opensm", "smp_port", ":1", "want a local HCA port"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
@@ -319,6 +332,9 @@ func TestGoodValues(t *testing.T) {
 		{"opensm", "shared_default_partition", "true", func(c *Config) bool { return c.OpenSM.SharedDefaultPartition }},
 		{"opensm", "partitions_template", "/etc/afm//p.j2", func(c *Config) bool { return c.OpenSM.PartitionsTemplate == "/etc/afm/p.j2" }},
 		{"opensm", "check_interval", "0.001", func(c *Config) bool { return c.OpenSM.CheckInterval == time.Millisecond }},
+		{"opensm", "verify", "log", func(c *Config) bool { return c.OpenSM.Verify == VerifyLog }},
+		{"opensm", "verify_timeout", "2.5", func(c *Config) bool { return c.OpenSM.VerifyTimeout == 2500*time.Millisecond }},
+		{"opensm", "smp_port", "mlx5_0:1", func(c *Config) bool { return c.OpenSM.SMPPort == "mlx5_0:1" }},
 		{"opensm", "sweep_timeout", "86400", func(c *Config) bool { return c.OpenSM.SweepTimeout == 24*time.Hour }},
 		{"opensm", "hardening", "none", func(c *Config) bool {
 			return c.OpenSM.Hardening.Groups != nil && len(c.OpenSM.Hardening.Groups) == 0

@@ -100,6 +100,9 @@ func (c Config) LogValue() slog.Value {
 			slog.Any("hardening", r.OpenSM.Hardening.Groups),
 			slog.Int("m_key_protection_level", r.OpenSM.Hardening.MKeyProtectionLevel),
 			slog.Int("m_key_lease_period", r.OpenSM.Hardening.MKeyLeasePeriod),
+			slog.String("verify", r.OpenSM.Verify),
+			slog.String("verify_timeout", r.OpenSM.VerifyTimeout.String()),
+			slog.String("smp_port", r.OpenSM.SMPPort),
 		),
 		slog.Attr{Key: opensmConfSection, Value: slog.GroupValue(conf...)},
 	)

@@ -27,11 +27,14 @@ const Namespace = "afm"
 
 // Phases of an apply, as the applier's "partitions applied" log line splits
 // its time: reading and rendering the state, marking the jobs and writing the
-// file, OpenSM's heavy sweep, and the gates and job completion.
+// file, OpenSM's heavy sweep, reading the ports' tables back until they show
+// the changes ([opensm] verify = tables only), and the gates and job
+// completion.
 const (
 	PhaseRender   = "render"
 	PhaseWrite    = "write"
 	PhaseSweep    = "sweep"
+	PhaseVerify   = "verify"
 	PhaseComplete = "complete"
 )
 

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
+)
+
+// readbackWorkers is how many ports the read-back proof reads at once: the
+// simulated fabric serves ten clients, OpenSM and the operators' tools among
+// them.
+const readbackWorkers = 4
+
+// newReadback is the reader of the ports' P_Key tables the applier proves
+// jobs with ([opensm] verify = tables); nil for verify = log. It reads the
+// fabric OpenSM programs: the simulator OpenSM's environment attaches it to,
+// else the HCA port smp_port names. A manager that cannot read it refuses to
+// start rather than complete jobs on a proof it was told not to trust alone.
+func newReadback(ctx context.Context, cfg *config.Config, keys opensm.KeySource) (*pkeyread.Reader, error) {
+	o := cfg.OpenSM
+	if o.Verify == config.VerifyLog {
+		return nil, nil
+	}
+	env, err := opensmEnvironment(o)
+	if err != nil {
+		return nil, fmt.Errorf("[opensm] verify = tables: %w", err)
+	}
+	d, err := pkeyread.NewDialer(env, o.SMPPort)
+	if err != nil {
+		return nil, fmt.Errorf("[opensm] verify = tables: %w (verify = log completes jobs on OpenSM's log alone)", err)
+	}
+	r := &pkeyread.Reader{Dialer: d, Workers: readbackWorkers}
+	if o.Hardening.Has(opensm.GroupMKey) {
+		// M_Key protection level 2 and 3 refuse a Get without the M_Key.
+		k, err := keys.Keys(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("[opensm] verify = tables: %w", err)
+		}
+		r.MKey = k.MKey
+	}
+	return r, nil
+}
+
+// opensmEnvironment is the environment OpenSM runs with, as each driver
+// builds it: the process driver's child inherits the manager's and adds
+// env_file's lines; a container gets env_file's alone.
+func opensmEnvironment(o config.OpenSM) ([]string, error) {
+	var env []string
+	if o.Driver == config.DriverProcess {
+		env = os.Environ()
+	}
+	if o.EnvFile == "" {
+		return env, nil
+	}
+	extra, err := opensm.ReadEnvFile(o.EnvFile)
+	if err != nil {
+		return nil, err
+	}
+	return append(env, extra...), nil // later entries win
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
+)
+
+// recordedMKey is a KeySource with a fixed M_Key.
+type recordedMKey uint64
+
+func (k recordedMKey) Keys(context.Context) (opensm.Keys, error) {
+	return opensm.Keys{MKey: uint64(k)}, nil
+}
+
+// TestNewReadback: verify = log reads nothing; verify = tables reads the
+// simulator OpenSM's env_file names, with the M_Key when the m_key group is
+// on, and refuses to start, naming the key, where no transport exists.
+func TestNewReadback(t *testing.T) {
+	dir := t.TempDir()
+	simEnv := filepath.Join(dir, "sim.env")
+	if err := os.WriteFile(simEnv, []byte("IBSIM_SOCKNAME=sim7\nSIM_HOST=SM\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("IBSIM_SOCKNAME", "") // the manager's own environment names no simulator
+	for _, tc := range []struct {
+		name    string
+		edit    func(o *config.OpenSM)
+		want    *pkeyread.Reader
+		wantErr string
+	}{
+		{name: "log", edit: func(o *config.OpenSM) { o.Verify = config.VerifyLog; o.EnvFile = simEnv }},
+		{name: "simulated", edit: func(o *config.OpenSM) { o.EnvFile = simEnv },
+			want: &pkeyread.Reader{Dialer: pkeyread.SimDialer{Socket: "sim7", Node: "SM"}, Workers: readbackWorkers, MKey: 0x1234}},
+		{name: "without m_key", edit: func(o *config.OpenSM) { o.EnvFile = simEnv; o.Hardening.Groups = nil },
+			want: &pkeyread.Reader{Dialer: pkeyread.SimDialer{Socket: "sim7", Node: "SM"}, Workers: readbackWorkers}},
+		{name: "no transport", edit: func(o *config.OpenSM) {}, wantErr: "[opensm] verify = tables: no transport for SMPs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Default()
+			tc.edit(&cfg.OpenSM)
+			r, err := newReadback(t.Context(), &cfg, recordedMKey(0x1234))
+			switch {
+			case tc.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "verify = log") {
+					t.Fatalf("newReadback: %v, %v; want an error saying %q and the way out", r, err, tc.wantErr)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case tc.want == nil && r != nil:
+				t.Fatalf("verify = log: a reader %+v", r)
+			case tc.want != nil && (r == nil || r.Dialer != tc.want.Dialer || r.MKey != tc.want.MKey || r.Workers != tc.want.Workers):
+				t.Fatalf("newReadback = %+v, want %+v", r, tc.want)
+			}
+		})
+	}
+}
