@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
 )
@@ -29,7 +30,11 @@ func newReadback(ctx context.Context, cfg *config.Config, keys opensm.KeySource)
 	if err != nil {
 		return nil, fmt.Errorf("[opensm] verify = tables: %w", err)
 	}
-	d, err := pkeyread.NewDialer(env, o.SMPPort)
+	port, err := smpPort(cfg, env)
+	if err != nil {
+		return nil, fmt.Errorf("[opensm] verify = tables: %w", err)
+	}
+	d, err := pkeyread.NewDialer(env, port)
 	if err != nil {
 		return nil, fmt.Errorf("[opensm] verify = tables: %w (verify = log completes jobs on OpenSM's log alone)", err)
 	}
@@ -43,6 +48,34 @@ func newReadback(ctx context.Context, cfg *config.Config, keys opensm.KeySource)
 		r.MKey = k.MKey
 	}
 	return r, nil
+}
+
+// smpPort is the HCA port SMPs are sent from on real hardware: [opensm]
+// smp_port, else the local port whose GUID is the one OpenSM runs on
+// ([opensm_conf] guid), so that reads leave from OpenSM's own port. On the
+// simulated fabric it is not needed ("").
+func smpPort(cfg *config.Config, opensmEnv []string) (string, error) {
+	if cfg.OpenSM.SMPPort != "" {
+		return cfg.OpenSM.SMPPort, nil
+	}
+	if sim, _ := pkeyread.SimDialerFromEnv(opensmEnv); sim.Socket != "" {
+		return "", nil
+	}
+	for _, kv := range cfg.OpenSMConf {
+		if kv.Key != "guid" {
+			continue
+		}
+		guid, err := fabric.ParseGUID(kv.Value)
+		if err != nil {
+			return "", fmt.Errorf("[opensm_conf] guid: %w", err)
+		}
+		port, err := pkeyread.UmadPortOfGUID(guid)
+		if err != nil {
+			return "", fmt.Errorf("[opensm] smp_port is empty and the port of [opensm_conf] guid %s: %w", guid, err)
+		}
+		return port, nil
+	}
+	return "", nil // UmadDialer says to set smp_port
 }
 
 // opensmEnvironment is the environment OpenSM runs with, as each driver

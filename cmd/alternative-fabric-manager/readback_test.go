@@ -61,3 +61,42 @@ func TestNewReadback(t *testing.T) {
 		})
 	}
 }
+
+// TestSMPPort: the port SMPs leave from is smp_port, else the port of
+// OpenSM's guid; on the simulated fabric none is needed.
+func TestSMPPort(t *testing.T) {
+	sim := []string{"IBSIM_SOCKNAME=sim7", "SIM_HOST=SM"}
+	for _, tc := range []struct {
+		name    string
+		smpPort string
+		guid    string
+		env     []string
+		want    string
+		wantErr string
+	}{
+		{name: "smp_port", smpPort: "mlx5_1:2", guid: "0x0002c90300000001", want: "mlx5_1:2"},
+		{name: "simulated", guid: "0x0002c90300000001", env: sim, want: ""},
+		{name: "no guid: UmadDialer asks for smp_port", want: ""},
+		// No HCA here has that GUID: the error names both keys.
+		{name: "guid of no local port", guid: "0x0002c90300000001", wantErr: "smp_port is empty and the port of [opensm_conf] guid 0x0002c90300000001"},
+		{name: "bad guid", guid: "nonsense", wantErr: "[opensm_conf] guid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.OpenSM.SMPPort = tc.smpPort
+			if tc.guid != "" {
+				cfg.OpenSMConf = []config.KeyValue{{Key: "guid", Value: tc.guid}}
+			}
+			got, err := smpPort(&cfg, tc.env)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("smpPort = %q, %v; want an error saying %q", got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("smpPort = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}

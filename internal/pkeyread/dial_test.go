@@ -22,7 +22,7 @@ func TestNewDialer(t *testing.T) {
 		{name: "real hardware", env: []string{"PATH=/bin"}, wantErr: "no transport for SMPs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d, err := NewDialer(tc.env, "mlx5_0:1")
+			d, err := NewDialer(tc.env, "no_such_hca_0:1")
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("NewDialer: %v, %v; want an error saying %q", d, err, tc.wantErr)
