@@ -43,7 +43,10 @@ const (
 )
 
 // Reader reads P_Key tables on connections from Dialer, at most Workers ports
-// at once, each port's reads (all its SMPs) within PortTimeout.
+// at once, each port's reads (all its SMPs) within PortTimeout. A host port
+// costs five SMPs (its NodeInfo and two table blocks, its switch port's two
+// blocks); each switch two more a Read (its NodeInfo and SwitchInfo), however
+// many of its ports are read.
 type Reader struct {
 	Dialer      Dialer
 	MKey        uint64 // sent in every SMP; 0 where none is set
@@ -221,7 +224,10 @@ func (w *worker) readSwitch(ctx context.Context, s SwitchPort) (switchAnswer, er
 // it, the others wait for that read. A failed read is not kept: it says
 // that the port whose read it was got no answer within its own deadline (or
 // was cancelled), not that the switch is gone, so the next port behind the
-// switch reads it again, and each port's error is its own attempt's.
+// switch reads it again, and each port's error is its own attempt's. What a
+// switch answered is trusted for the rest of the Read: a switch whose LID is
+// given to another node during one Read (a sweep between two of its ports'
+// reads) is noticed at the next Read, not by the ports read after the sweep.
 type switchReads struct {
 	mu    sync.Mutex
 	reads map[switchKey]*switchRead
