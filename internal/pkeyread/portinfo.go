@@ -20,7 +20,7 @@ type PortInfo struct {
 	// The partition enforcement and raw-packet filter bits (IBA 14.2.5.6,
 	// bits 348-351): a switch port with PartitionEnforcementInbound off lets
 	// the host behind it send with any pkey.
-	EnforceInbound, EnforceOutbound bool
+	EnforceInbound, EnforceOutbound     bool
 	FilterRawInbound, FilterRawOutbound bool
 }
 
