@@ -190,6 +190,9 @@ type OpenSM struct {
 	// PartitionsTemplate is the Jinja template partitions.conf is rendered from;
 	// "" for the built-in one.
 	PartitionsTemplate string
+	// AuditInterval is how often the leader reads every host port's P_Key
+	// table and compares it with the recorded state (internal/audit); 0: never.
+	AuditInterval time.Duration
 }
 
 // The values of [opensm] driver.

@@ -71,6 +71,8 @@ func TestParseValidFiles(t *testing.T) {
 
 				SharedDefaultPartition: true,
 				PartitionsTemplate:     "/etc/alternative-fabric-manager/partitions.conf.j2",
+
+				AuditInterval: 90 * time.Second,
 			},
 			HA: HA{HA: true, LeaseTimeout: 12500 * time.Millisecond},
 			UFMPKeys: UFMPKeys{Username: "ib-kubernetes", Password: "s3cret-ufm-password", Prefix: "/api/ufmRest",
@@ -125,6 +127,8 @@ func TestDefaults(t *testing.T) {
 				MKeyLeasePeriod:     60,
 			},
 			SwitchPKeyCapacity: 32,
+
+			AuditInterval: 300 * time.Second,
 		},
 		HA: HA{LeaseTimeout: 30 * time.Second},
 		UFMPKeys: UFMPKeys{Prefix: "/ufmRest", ApplyTimeout: 30 * time.Second, MaxGUIDsPerRequest: 10000,
@@ -258,6 +262,8 @@ func TestBadValues(t *testing.T) {
 		{"opensm", "log_file", "stdout", "want an absolute path"},
 		{"opensm", "check_interval", "-0.5", "greater than 0"},
 		{"opensm", "sweep_timeout", "0", "greater than 0"},
+		{"opensm", "audit_interval", "-1", "greater than 0 and at most"},
+		{"opensm", "audit_interval", "off", "or 0 (off)"},
 		{"opensm", "sweep_timeout", "86401", "at most 86400"},
 		{"ha", "ha", "maybe", "want true or false"},
 		{"ha", "lease_timeout", "0.5", "want at least 1 seconds"},
@@ -320,6 +326,8 @@ func TestGoodValues(t *testing.T) {
 		{"opensm", "partitions_template", "/etc/afm//p.j2", func(c *Config) bool { return c.OpenSM.PartitionsTemplate == "/etc/afm/p.j2" }},
 		{"opensm", "check_interval", "0.001", func(c *Config) bool { return c.OpenSM.CheckInterval == time.Millisecond }},
 		{"opensm", "sweep_timeout", "86400", func(c *Config) bool { return c.OpenSM.SweepTimeout == 24*time.Hour }},
+		{"opensm", "audit_interval", "0", func(c *Config) bool { return c.OpenSM.AuditInterval == 0 }},
+		{"opensm", "audit_interval", "0.5", func(c *Config) bool { return c.OpenSM.AuditInterval == 500*time.Millisecond }},
 		{"opensm", "hardening", "none", func(c *Config) bool {
 			return c.OpenSM.Hardening.Groups != nil && len(c.OpenSM.Hardening.Groups) == 0
 		}},

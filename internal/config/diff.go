@@ -110,4 +110,5 @@ var keyGetters = []keyGetter{
 	{"opensm", "switch_pkey_capacity", func(c *Config) any { return c.OpenSM.SwitchPKeyCapacity }},
 	{"opensm", "shared_default_partition", func(c *Config) any { return c.OpenSM.SharedDefaultPartition }},
 	{"opensm", "partitions_template", func(c *Config) any { return c.OpenSM.PartitionsTemplate }},
+	{"opensm", "audit_interval", func(c *Config) any { return c.OpenSM.AuditInterval }},
 }

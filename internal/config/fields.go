@@ -209,6 +209,10 @@ var sections = []section{
 			set: into(setBool, func(c *Config) *bool { return &c.OpenSM.SharedDefaultPartition })},
 		// No default: the built-in template. The file is read at start-up.
 		{key: "partitions_template", set: into(setAbsPath, func(c *Config) *string { return &c.OpenSM.PartitionsTemplate })},
+
+		// The continuous audit (internal/audit). 0 turns it off.
+		{key: "audit_interval", def: "300",
+			set: into(setSecondsOrOff, func(c *Config) *time.Duration { return &c.OpenSM.AuditInterval })},
 	}},
 }
 
@@ -346,6 +350,18 @@ func setSeconds(dst *time.Duration, v string) error {
 		return errors.New(want + ", and at least 0.001")
 	}
 	*dst = d
+	return nil
+}
+
+// setSecondsOrOff is setSeconds, or 0: off.
+func setSecondsOrOff(dst *time.Duration, v string) error {
+	if f, err := strconv.ParseFloat(v, 64); err == nil && f == 0 {
+		*dst = 0
+		return nil
+	}
+	if err := setSeconds(dst, v); err != nil {
+		return fmt.Errorf("%w, or 0 (off)", err)
+	}
 	return nil
 }
 
