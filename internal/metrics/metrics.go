@@ -48,6 +48,8 @@ type Metrics struct {
 
 	dbErrors *prometheus.CounterVec
 
+	audit *auditMetrics // audit.go
+
 	// What this process knows of itself, read at scrape time.
 	leaderTerm      atomic.Int64 // term this process leads; 0: it does not
 	appliedRevision atomic.Int64 // revision this process last saw OpenSM apply; -1: none
@@ -59,6 +61,7 @@ type Metrics struct {
 // the manager's own metrics.
 func New() *Metrics {
 	m := &Metrics{registry: prometheus.NewRegistry()}
+	m.audit = newAuditMetrics(m.registry)
 	m.appliedRevision.Store(-1)
 	m.applies = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "applies_total",
