@@ -109,6 +109,8 @@ type Config struct {
 	// PortLimit finds host ports whose pkeys fill their switch port's table
 	// (topology.PortLimit); nil: none is looked for.
 	PortLimit CapacityChecker
+	// Audit is the continuous audit (audit.go).
+	Audit AuditConfig
 }
 
 // Applier applies while its manager holds the applier lock.
@@ -183,6 +185,7 @@ type term struct {
 	// none this term, or the file was written again, OpenSM restarted, the
 	// file drifted, a freeze was lifted, or jobs wait for the gates.
 	judged *store.Snapshot
+	audit  auditState // audit.go
 }
 
 // applyResult says what the loop does after an apply.
@@ -241,6 +244,7 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 	check := time.NewTicker(a.Cfg.CheckInterval)
 	defer check.Stop()
 	t.pruneJobs(ctx)
+	t.loadAudit(ctx) // audit.go
 	retry := time.Duration(0)
 	retriedAtOnce := false
 	var lastStart time.Time // of the last apply
@@ -287,6 +291,8 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 		case <-poll.C:
 		case <-check.C:
 			t.check(ctx)
+		case <-t.auditDue():
+			t.runAudit(ctx)
 		}
 	}
 }
