@@ -51,6 +51,7 @@ type AuditObserver interface {
 type auditState struct {
 	due     <-chan time.Time // the next audit; nil until the first wait
 	reasons []GateReason     // the last audit's breaches, as gate reasons
+	healed  string           // the cut-off findings the state was last applied again for
 }
 
 // auditDue fires when the next audit is due; never without an audit. The
@@ -120,11 +121,35 @@ func (t *term) actOnAudit(ctx context.Context, s audit.Summary) {
 			t.Log.Error("record the audit's summary", "error", err)
 		}
 	}
-	if s.Heals() {
-		t.Log.Warn("audit: ports are cut off from their partitions; applying the recorded state again")
-		t.applied, t.judged = -1, nil
-	}
+	t.heal(s)
 	t.audit.reasons = breachReasons(s.Breaches())
+}
+
+// heal applies the state again for ports cut off from their partitions, once
+// for a given set of them: OpenSM's heavy sweep programs what its own view of
+// the fabric lacks (a port it found again), but upstream OpenSM does not
+// rewrite a table that was changed behind its back while its view says it is
+// right (measured on the simulated fabric; a link bounce or a restart makes
+// it read the port again). Applying again at every audit would only sweep.
+func (t *term) heal(s audit.Summary) {
+	var cut []string
+	for _, f := range s.Findings {
+		if f.Heals() {
+			cut = append(cut, f.Text)
+		}
+	}
+	key := strings.Join(cut, "\n")
+	switch {
+	case len(cut) == 0:
+	case key != t.audit.healed:
+		t.Log.Warn("audit: ports are cut off from their partitions; applying the recorded state again", "ports", len(cut))
+		t.applied, t.judged = -1, nil
+	default:
+		t.Log.Error("audit: ports are still cut off from their partitions after the state was applied again: "+
+			"OpenSM does not rewrite a table it believes right; bounce the port's link or restart OpenSM "+
+			"so that it programs the port again", "ports", len(cut), "first", cut[0])
+	}
+	t.audit.healed = key
 }
 
 // breachReasons turns breaches into gate reasons, one per kind, naming the
