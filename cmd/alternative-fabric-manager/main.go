@@ -78,6 +78,7 @@ func main() {
 	healthcheck := flag.Bool("healthcheck", false, "ask the running manager's /readyz, print its answer, exit 0 only if it is ready")
 	adoptFile := flag.String("adopt-partitions", "", "adopt the partitions of this running partitions file (docs/switch-over.md), then exit")
 	releasePKey := flag.String("release-adopted", "", "release the adopted members of this pkey, then exit")
+	auditFlag := flag.Bool("audit", false, auditHelp)
 	flag.Parse()
 	if *showVersion {
 		fmt.Println(versionString())
@@ -91,9 +92,9 @@ func main() {
 	adopting, releasing := *adoptFile != "", *releasePKey != ""
 	// At most one command flag; with one, the manager runs it and exits.
 	commands := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *unfreezeFlag,
-		*healthcheck, *importKeys != "", *rotateKeys != "", adopting, releasing, *importNeutron)
-	if commands > 1 || (*asJSON && !*status) || (*replaceKeys && *importKeys == "") || ((*dryRun || *prune) && !*importNeutron) {
-		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: give at most one command flag (--json goes with --status, "+
+		*healthcheck, *importKeys != "", *rotateKeys != "", adopting, releasing, *importNeutron, *auditFlag)
+	if commands > 1 || (*asJSON && !*status && !*auditFlag) || (*replaceKeys && *importKeys == "") || ((*dryRun || *prune) && !*importNeutron) {
+		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: give at most one command flag (--json goes with --status or --audit, "+
 			"--replace-keys with --import-keys, --dry-run and --prune with --import-neutron)")
 		os.Exit(2)
 	}
@@ -127,6 +128,8 @@ func main() {
 		err = runAdopt(ctx, *configFile, *adoptFile, log, os.Stdout)
 	case releasing:
 		err = runReleaseAdopted(ctx, *configFile, *releasePKey, log, os.Stdout)
+	case *auditFlag:
+		err = runAuditCommand(ctx, *configFile, *asJSON, log, os.Stdout)
 	case *importNeutron:
 		err = runImportNeutron(ctx, *configFile, neutronimport.Options{DryRun: *dryRun, Prune: *prune}, log)
 	case *status || *confirm || *showErrs || *clearErrs || *showKeys || *unfreezeFlag:
@@ -432,6 +435,7 @@ func (mgr *manager) wireApplier(tpl *partitions.Template, flavour fabric.Flavour
 		SubnetDump:       subnetDump(cfg),
 		Dump:             dump,
 		PortLimit:        limit,
+		Audit:            auditConfig(cfg, st, mgr.log),
 	}}
 	return checker
 }
