@@ -107,6 +107,7 @@ func TestAuditBreachHoldsJobs(t *testing.T) {
 		t.Errorf("--status during the breach: %v\n%s\nwant exit status 3 naming the audit's breaches", err, out)
 	}
 	out, err = m.tryOperator("--audit")
+	t.Logf("--audit during the breach:\n%s", out)
 	if err == nil || !strings.Contains(err.Error(), "exit status 6") || !strings.Contains(out, "! foreign_pkey: port "+h2.String()) {
 		t.Errorf("--audit during the breach: %v\n%s\nwant exit status 6 and the foreign pkey", err, out)
 	}
