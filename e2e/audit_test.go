@@ -237,3 +237,38 @@ func TestAuditAndDriftRepairAgree(t *testing.T) {
 		t.Errorf("H2's table after the repair and a clean audit: %s, with 0x0065", hex(got))
 	}
 }
+
+// TestAuditBreachSurvivesRestart: a manager restarted during a breach starts
+// its term from the last recorded audit, so the new term's first apply, which
+// runs before its first audit, does not complete the job the breach holds.
+func TestAuditBreachSurvivesRestart(t *testing.T) {
+	m, _, h2, h3 := auditedManager(t)
+	orig := m.pkeys(h2)
+	m.setPKeys(h2, append(slices.Clone(orig), 0x8065))
+	m.waitAuditLine("ERROR", "audit: port "+h2.String()+" holds pkey 0x0065", "isolation breach")
+	job := m.accept("POST", "/cloudx/Port", portBody("port-h3", auditNet, vendorClientID(h3)))
+	m.waitDescription(job, "the fabric audit found")
+
+	m.stop()
+	m.start()
+	waitFor(t, "the new term's first apply", func() bool {
+		for _, l := range strings.Split(m.log(), "\n") {
+			if strings.Contains(l, `"msg":"partitions applied"`) && strings.Contains(l, `"term":2,`) {
+				return true
+			}
+		}
+		return false
+	})
+	if st := m.job(job); st.Status == "Completed" {
+		t.Fatalf("the restarted manager's first apply completed the job the breach holds: %+v", st)
+	}
+	m.wantLogLine("the last fabric audit found breaches; jobs wait for an audit that finds none")
+	var fixed atomic.Bool
+	m.setPKeys(h2, orig)
+	fixed.Store(true)
+	m.waitCompleted(job, func() {
+		if !fixed.Load() {
+			t.Fatal("job completed while H2 held the network's pkey")
+		}
+	})
+}
