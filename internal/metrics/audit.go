@@ -76,3 +76,13 @@ func (m *Metrics) AuditFinished(s audit.Summary, err error) {
 	a.breaches.Set(float64(len(s.Breaches())))
 	a.lastSuccess.Set(float64(s.Started.Add(s.Took).UnixNano()) / 1e9)
 }
+
+// leading forgets the last audit's gauges when this process stops leading
+// (term 0): a former leader's breaches would otherwise keep the alert firing
+// after the new leader found the fabric clean.
+func (a *auditMetrics) leading(term int64) {
+	if term == 0 {
+		a.findings.Reset()
+		a.breaches.Set(0)
+	}
+}

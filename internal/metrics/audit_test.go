@@ -42,3 +42,19 @@ func TestAuditFinished(t *testing.T) {
 		t.Errorf("after a clean audit: %v %v %v", got["afm_audit_breaches"], got["afm_audit_findings"], got["afm_audit_runs_total"])
 	}
 }
+
+// TestAuditGaugesForgottenWhenNotLeading: a former leader's breaches do not
+// outlive its term (the alert reads the max over every manager).
+func TestAuditGaugesForgottenWhenNotLeading(t *testing.T) {
+	m := New()
+	m.Leading(3)
+	m.AuditFinished(audit.Summary{Findings: []audit.Finding{{Kind: audit.ForeignPKey}}}, nil)
+	if got := gathered(t, m)["afm_audit_breaches"][""]; got != 1 {
+		t.Fatalf("afm_audit_breaches = %v while leading, want 1", got)
+	}
+	m.Leading(0)
+	got := gathered(t, m)
+	if got["afm_audit_breaches"][""] != 0 || len(got["afm_audit_findings"]) != 0 {
+		t.Errorf("after the term: breaches %v, findings %v; want 0 and none", got["afm_audit_breaches"], got["afm_audit_findings"])
+	}
+}

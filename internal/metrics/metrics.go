@@ -119,6 +119,7 @@ func (m *Metrics) Leading(term int64) {
 	m.mu.Lock()
 	m.lastApplyFailed = false
 	m.mu.Unlock()
+	m.audit.leading(term) // audit.go
 }
 
 // LeaderTerm is the term this process leads, 0 when it does not.
