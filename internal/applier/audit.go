@@ -18,8 +18,8 @@ import (
 // Only the leader's term audits: only it knows which file OpenSM swept.
 //
 // What it finds is acted on at once: a port cut off from its partition makes
-// the loop apply the state again (a heavy sweep, in which OpenSM writes the
-// tables again); a breach (a foreign pkey, a full membership where the state
+// the loop apply the state again, once for a given set of ports (heal says
+// what that can and cannot repair); a breach (a foreign pkey, a full membership where the state
 // says limited, a switch port not enforcing) closes a gate until an audit
 // finds none: no job completes while a tenant may reach another.
 
