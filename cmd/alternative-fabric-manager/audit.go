@@ -52,7 +52,9 @@ func auditReader(cfg *config.Config) (r *pkeyread.Reader, checkEnforcement bool,
 	}
 	// The simulated fabric keeps no switch port's enforcement bits (they read
 	// 0 whatever OpenSM set): judging them there would close the gate for good.
-	return &pkeyread.Reader{Dialer: d}, false, nil
+	// It serves ten clients at once, OpenSM included: two connections leave
+	// room for the leader's audit and an --audit side by side.
+	return &pkeyread.Reader{Dialer: d, Workers: 2}, false, nil
 }
 
 // auditConfig is the applier's audit: [opensm] audit_interval, with the
