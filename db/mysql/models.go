@@ -90,6 +90,17 @@ type KubernetesState struct {
 	LastUpdated     *time.Time
 }
 
+type LastAudit struct {
+	ID        int32
+	Term      int64
+	Revision  int64
+	StartedAt time.Time
+	TookMs    int64
+	Findings  int64
+	Breaches  int64
+	Summary   string
+}
+
 type Leadership struct {
 	ID                int16
 	Term              int64

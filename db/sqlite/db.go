@@ -150,6 +150,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.lastApplyStmt, err = db.PrepareContext(ctx, lastApply); err != nil {
 		return nil, fmt.Errorf("error preparing query LastApply: %w", err)
 	}
+	if q.lastAuditStmt, err = db.PrepareContext(ctx, lastAudit); err != nil {
+		return nil, fmt.Errorf("error preparing query LastAudit: %w", err)
+	}
 	if q.leadershipStmt, err = db.PrepareContext(ctx, leadership); err != nil {
 		return nil, fmt.Errorf("error preparing query Leadership: %w", err)
 	}
@@ -221,6 +224,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.upsertKubernetesPKeyStmt, err = db.PrepareContext(ctx, upsertKubernetesPKey); err != nil {
 		return nil, fmt.Errorf("error preparing query UpsertKubernetesPKey: %w", err)
+	}
+	if q.upsertLastAuditStmt, err = db.PrepareContext(ctx, upsertLastAudit); err != nil {
+		return nil, fmt.Errorf("error preparing query UpsertLastAudit: %w", err)
 	}
 	if q.upsertNetworkStmt, err = db.PrepareContext(ctx, upsertNetwork); err != nil {
 		return nil, fmt.Errorf("error preparing query UpsertNetwork: %w", err)
@@ -443,6 +449,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing lastApplyStmt: %w", cerr)
 		}
 	}
+	if q.lastAuditStmt != nil {
+		if cerr := q.lastAuditStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing lastAuditStmt: %w", cerr)
+		}
+	}
 	if q.leadershipStmt != nil {
 		if cerr := q.leadershipStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing leadershipStmt: %w", cerr)
@@ -563,6 +574,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing upsertKubernetesPKeyStmt: %w", cerr)
 		}
 	}
+	if q.upsertLastAuditStmt != nil {
+		if cerr := q.upsertLastAuditStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing upsertLastAuditStmt: %w", cerr)
+		}
+	}
 	if q.upsertNetworkStmt != nil {
 		if cerr := q.upsertNetworkStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing upsertNetworkStmt: %w", cerr)
@@ -654,6 +670,7 @@ type Queries struct {
 	kubernetesMembershipsOfGUIDStmt   *sql.Stmt
 	kubernetesStateStmt               *sql.Stmt
 	lastApplyStmt                     *sql.Stmt
+	lastAuditStmt                     *sql.Stmt
 	leadershipStmt                    *sql.Stmt
 	listAdoptedPartitionsStmt         *sql.Stmt
 	listKubernetesMembersStmt         *sql.Stmt
@@ -678,6 +695,7 @@ type Queries struct {
 	upsertEnforcementErrorStmt        *sql.Stmt
 	upsertKubernetesMemberStmt        *sql.Stmt
 	upsertKubernetesPKeyStmt          *sql.Stmt
+	upsertLastAuditStmt               *sql.Stmt
 	upsertNetworkStmt                 *sql.Stmt
 	upsertPortStmt                    *sql.Stmt
 }
@@ -728,6 +746,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		kubernetesMembershipsOfGUIDStmt:   q.kubernetesMembershipsOfGUIDStmt,
 		kubernetesStateStmt:               q.kubernetesStateStmt,
 		lastApplyStmt:                     q.lastApplyStmt,
+		lastAuditStmt:                     q.lastAuditStmt,
 		leadershipStmt:                    q.leadershipStmt,
 		listAdoptedPartitionsStmt:         q.listAdoptedPartitionsStmt,
 		listKubernetesMembersStmt:         q.listKubernetesMembersStmt,
@@ -752,6 +771,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		upsertEnforcementErrorStmt:        q.upsertEnforcementErrorStmt,
 		upsertKubernetesMemberStmt:        q.upsertKubernetesMemberStmt,
 		upsertKubernetesPKeyStmt:          q.upsertKubernetesPKeyStmt,
+		upsertLastAuditStmt:               q.upsertLastAuditStmt,
 		upsertNetworkStmt:                 q.upsertNetworkStmt,
 		upsertPortStmt:                    q.upsertPortStmt,
 	}

@@ -118,6 +118,8 @@ type Config struct {
 	// VerifyTimeout is how long a job whose ports' tables do not show its
 	// change waits before it fails; 0: DefaultVerifyTimeout.
 	VerifyTimeout time.Duration
+	// Audit is the continuous audit (audit.go).
+	Audit AuditConfig
 }
 
 // Applier applies while its manager holds the applier lock.
@@ -195,6 +197,7 @@ type term struct {
 	// proof is the read-back proof's state: the jobs that wait for their
 	// ports' tables (readback.go).
 	proof proofState
+	audit auditState // audit.go
 }
 
 // applyResult says what the loop does after an apply.
@@ -253,6 +256,7 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 	check := time.NewTicker(a.Cfg.CheckInterval)
 	defer check.Stop()
 	t.pruneJobs(ctx)
+	t.loadAudit(ctx) // audit.go
 	retry := time.Duration(0)
 	retriedAtOnce := false
 	var lastStart time.Time // of the last apply
@@ -300,6 +304,8 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 		case <-poll.C:
 		case <-check.C:
 			t.check(ctx)
+		case <-t.auditDue():
+			t.runAudit(ctx)
 		}
 	}
 }

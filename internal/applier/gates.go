@@ -51,6 +51,13 @@ const (
 	GateSwitchesUnchecked  GateKind = "switches_unchecked"
 	GateEnforcementCleared GateKind = "enforcement_cleared" // enforcement errors are recorded (EnforcementCleared)
 	GateFrozen             GateKind = "frozen"              // the HA freeze (freeze.go)
+	// GateIsolationBreach: the last audit found a port holding a pkey it is
+	// not recorded in, or a full membership where the state says limited
+	// (audit.go).
+	GateIsolationBreach GateKind = "isolation_breach"
+	// GateSwitchNotEnforcing: the last audit found a switch port facing a
+	// host that does not enforce partitions (audit.go).
+	GateSwitchNotEnforcing GateKind = "switch_not_enforcing"
 )
 
 // GateReason is one reason jobs do not complete now.
@@ -262,6 +269,7 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply) (
 	var reasons []GateReason
 	f, err := t.Store.FinishApply(ctx, a, func(gs store.GateState) bool {
 		reasons = gates.reasons(gs, dump)
+		reasons = append(reasons, t.auditReasons()...) // audit.go
 		if frozen != "" && !reapply {
 			reasons = append(reasons, GateReason{GateFrozen, frozen})
 		}
@@ -299,6 +307,7 @@ func (t *term) gatesOpen(ctx context.Context, rev int64) bool {
 		t.gate.blocked = rev
 		return false
 	}
+	reasons = append(reasons, t.auditReasons()...) // audit.go
 	if frozen := t.pollFreeze(ctx); t.reapply {
 		t.gate.blocked = 0 // the full apply that follows completes them
 		return false

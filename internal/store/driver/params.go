@@ -75,3 +75,15 @@ type UpsertEnforcementErrorParams struct {
 	Now        time.Time
 	Term       int64
 }
+
+// UpsertLastAuditParams are UpsertLastAudit's arguments: an audit's summary,
+// recorded as the last if Term is still the current term.
+type UpsertLastAuditParams struct {
+	Term      int64
+	Revision  int64
+	StartedAt time.Time
+	TookMs    int64
+	Findings  int64
+	Breaches  int64
+	Summary   string
+}

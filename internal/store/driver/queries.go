@@ -63,6 +63,7 @@ type Queries interface {
 	CountKubernetesMembers(ctx context.Context) (int64, error)
 	KubernetesState(ctx context.Context) (KubernetesStateRow, error)
 	LastApply(ctx context.Context) (Apply, error)
+	LastAudit(ctx context.Context) ([]LastAuditRow, error)
 	Leadership(ctx context.Context) (LeadershipRow, error)
 	ListAdoptedPartitions(ctx context.Context) ([]AdoptedPartition, error)
 	ListKubernetesMembers(ctx context.Context) ([]KubernetesMember, error)
@@ -87,6 +88,7 @@ type Queries interface {
 	SetRevision(ctx context.Context, revision int64) error
 	UpdateSecret(ctx context.Context, value string, name string) error
 	UpsertEnforcementError(ctx context.Context, arg UpsertEnforcementErrorParams) (int64, error)
+	UpsertLastAudit(ctx context.Context, arg UpsertLastAuditParams) (int64, error)
 	UpsertNetwork(ctx context.Context, arg UpsertNetworkParams) error
 	UpsertPort(ctx context.Context, arg UpsertPortParams) error
 }

@@ -201,3 +201,14 @@ type ReadLeaseRow struct {
 	FreezeReason      string
 	UnfreezeRequested bool
 }
+
+// LastAuditRow is the last fabric audit's summary (LastAudit).
+type LastAuditRow struct {
+	Term      int64
+	Revision  int64
+	StartedAt time.Time
+	TookMs    int64
+	Findings  int64
+	Breaches  int64
+	Summary   string
+}

@@ -129,6 +129,11 @@ func (q queries) LastApply(ctx context.Context) (driver.Apply, error) {
 	return driver.Apply(r), err
 }
 
+func (q queries) LastAudit(ctx context.Context) ([]driver.LastAuditRow, error) {
+	rs, err := q.Queries.LastAudit(ctx)
+	return driver.Convert(rs, func(r mysqldb.LastAuditRow) driver.LastAuditRow { return driver.LastAuditRow(r) }), err
+}
+
 func (q queries) Leadership(ctx context.Context) (driver.LeadershipRow, error) {
 	r, err := q.Queries.Leadership(ctx)
 	return driver.LeadershipRow(r), err
@@ -212,6 +217,10 @@ func (q queries) UpdateSecret(ctx context.Context, value string, name string) er
 
 func (q queries) UpsertEnforcementError(ctx context.Context, arg driver.UpsertEnforcementErrorParams) (int64, error) {
 	return q.Queries.UpsertEnforcementError(ctx, mysqldb.UpsertEnforcementErrorParams{SwitchGuid: arg.SwitchGUID, Port: arg.Port, Line: arg.Line, Now: arg.Now, Term: arg.Term})
+}
+
+func (q queries) UpsertLastAudit(ctx context.Context, arg driver.UpsertLastAuditParams) (int64, error) {
+	return q.Queries.UpsertLastAudit(ctx, mysqldb.UpsertLastAuditParams{Term: arg.Term, Revision: arg.Revision, StartedAt: arg.StartedAt, TookMs: arg.TookMs, Findings: arg.Findings, Breaches: arg.Breaches, Summary: arg.Summary})
 }
 
 func (q queries) UpsertNetwork(ctx context.Context, arg driver.UpsertNetworkParams) error {

@@ -104,6 +104,11 @@ func (q queries) LastApply(ctx context.Context) (driver.Apply, error) {
 	return driver.Apply(r), err
 }
 
+func (q queries) LastAudit(ctx context.Context) ([]driver.LastAuditRow, error) {
+	rs, err := q.Queries.LastAudit(ctx)
+	return driver.Convert(rs, func(r sqlitedb.LastAuditRow) driver.LastAuditRow { return driver.LastAuditRow(r) }), err
+}
+
 func (q queries) Leadership(ctx context.Context) (driver.LeadershipRow, error) {
 	r, err := q.Queries.Leadership(ctx)
 	return driver.LeadershipRow(r), err
@@ -175,6 +180,10 @@ func (q queries) UpsertKubernetesMember(ctx context.Context, arg driver.UpsertKu
 
 func (q queries) UpsertEnforcementError(ctx context.Context, arg driver.UpsertEnforcementErrorParams) (int64, error) {
 	return q.Queries.UpsertEnforcementError(ctx, arg.SwitchGUID, arg.Port, arg.Line, arg.Now, arg.Term)
+}
+
+func (q queries) UpsertLastAudit(ctx context.Context, arg driver.UpsertLastAuditParams) (int64, error) {
+	return q.Queries.UpsertLastAudit(ctx, arg.Term, arg.Revision, arg.StartedAt, arg.TookMs, arg.Findings, arg.Breaches, arg.Summary)
 }
 
 func (q queries) UpsertNetwork(ctx context.Context, arg driver.UpsertNetworkParams) error {
