@@ -1,0 +1,129 @@
+package pkeyread
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
+
+// Which subnet manager is master, read from the fabric: the manager's OpenSM
+// must be the only master, since a master programs every port's P_Key table
+// with its own partitions. Two reads answer it, whatever the number of
+// hosts: the local port's PortInfo names the master's LID (MasterSMLID,
+// which the master writes into every port it sweeps), and SMInfo at that LID
+// says which port that master is, its priority and its state. A master that
+// took the subnet over from the manager's OpenSM (a higher priority) has
+// rewritten MasterSMLID and made the manager's OpenSM STANDBY; both show.
+//
+// The own port's LID comes from OpenSM's subnet dump, checked by NodeInfo as
+// the P_Key reads are: a master that re-LIDed it fails the read instead of
+// naming another port's master.
+
+// The attributes and fields of this file (IBA 14.2.5).
+const (
+	attrPortInfo   = 0x0015
+	attrSMInfo     = 0x0020
+	capabilityIsSM = 1 << 1 // PortInfo.CapabilityMask: an SM runs behind the port
+)
+
+// SMState is a subnet manager's state (SMInfo.SMState).
+type SMState uint8
+
+const (
+	SMNotActive SMState = iota
+	SMDiscovering
+	SMStandby
+	SMMaster
+)
+
+func (s SMState) String() string {
+	switch s {
+	case SMNotActive:
+		return "NOTACTIVE"
+	case SMDiscovering:
+		return "DISCOVERING"
+	case SMStandby:
+		return "STANDBY"
+	case SMMaster:
+		return "MASTER"
+	}
+	return fmt.Sprintf("state %d", uint8(s))
+}
+
+// SMInfo is what a subnet manager says of itself (IBA 14.2.5.13).
+type SMInfo struct {
+	GUID     fabric.GUID // the port the SM runs on
+	Priority uint8
+	State    SMState
+	LID      uint16 // where it was read
+}
+
+func parseSMInfo(data []byte, lid uint16) SMInfo {
+	return SMInfo{
+		GUID:     fabric.GUID(binary.BigEndian.Uint64(data[0:])),
+		Priority: data[20] >> 4,
+		State:    SMState(data[20] & 0x0f),
+		LID:      lid,
+	}
+}
+
+// portInfo is what this file uses of a PortInfo (IBA 14.2.5.6).
+type portInfo struct {
+	lid, masterSMLID uint16
+	isSM             bool
+}
+
+func parsePortInfo(data []byte) portInfo {
+	return portInfo{
+		lid:         binary.BigEndian.Uint16(data[16:]),
+		masterSMLID: binary.BigEndian.Uint16(data[18:]),
+		isSM:        binary.BigEndian.Uint32(data[20:])&capabilityIsSM != 0,
+	}
+}
+
+// Masters is one look at who is master, from the manager's OpenSM's port.
+type Masters struct {
+	Own       fabric.GUID // the manager's OpenSM's port
+	OwnLID    uint16      // its LID now
+	MasterLID uint16      // its MasterSMLID; 0: no master has swept it
+	// Master is what the SM at MasterLID says of itself; zero when
+	// MasterLID is 0.
+	Master SMInfo
+}
+
+// ReadMasters reads the PortInfo of own (the manager's OpenSM's port) at lid,
+// once the LID answered as own, and the SMInfo of the master it names: four
+// SMPs on conn, each carrying mkey, with transaction ids from tid.
+func ReadMasters(ctx context.Context, conn Conn, mkey uint64, tid *atomic.Uint32, own fabric.GUID, lid uint16) (Masters, error) {
+	m := Masters{Own: own, OwnLID: lid}
+	get := func(lid uint16, attr uint16) ([]byte, error) {
+		req := getSMP(attr, 0, mkey, tid.Add(1))
+		answer, err := conn.Send(ctx, lid, req)
+		if err != nil {
+			return nil, err
+		}
+		return answerData(req, answer)
+	}
+	data, err := get(lid, attrNodeInfo)
+	if err != nil {
+		return m, fmt.Errorf("port %s at LID %d: NodeInfo: %w", own, lid, err)
+	}
+	if ni := parseNodeInfo(data); fabric.GUID(ni.portGUID) != own {
+		return m, fmt.Errorf("port %s at LID %d: %w: the LID answers as port %s", own, lid, ErrMoved, fabric.GUID(ni.portGUID))
+	}
+	if data, err = get(lid, attrPortInfo); err != nil {
+		return m, fmt.Errorf("port %s at LID %d: PortInfo: %w", own, lid, err)
+	}
+	m.MasterLID = parsePortInfo(data).masterSMLID
+	if m.MasterLID == 0 {
+		return m, nil
+	}
+	if data, err = get(m.MasterLID, attrSMInfo); err != nil {
+		return m, fmt.Errorf("SMInfo of the master at LID %d: %w", m.MasterLID, err)
+	}
+	m.Master = parseSMInfo(data, m.MasterLID)
+	return m, nil
+}
