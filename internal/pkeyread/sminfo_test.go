@@ -3,7 +3,6 @@ package pkeyread
 import (
 	"encoding/binary"
 	"testing"
-
 )
 
 func TestParseSMInfo(t *testing.T) {
@@ -54,4 +53,3 @@ func TestParsePortInfo(t *testing.T) {
 		})
 	}
 }
-
