@@ -92,3 +92,15 @@ type UpsertEnforcementErrorParams struct {
 	Now        time.Time
 	Term       int64
 }
+
+// InsertSecondSMParams are InsertSecondSM's arguments: a master subnet
+// manager that is not the leader's own OpenSM, recorded if Term is still the
+// current term.
+type InsertSecondSMParams struct {
+	PortGUID string
+	Priority int64
+	State    string
+	OwnState string
+	Term     int64
+	Now      time.Time
+}

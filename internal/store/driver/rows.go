@@ -201,3 +201,14 @@ type ReadLeaseRow struct {
 	FreezeReason      string
 	UnfreezeRequested bool
 }
+
+// SecondSubnetManager is a master subnet manager on the fabric that is not
+// the leader's own OpenSM, as the leader recorded it.
+type SecondSubnetManager struct {
+	PortGuid string
+	Priority int64
+	State    string
+	OwnState string
+	Term     int64
+	SeenAt   time.Time
+}

@@ -1,0 +1,13 @@
+-- A second subnet manager on the fabric: see migrations' 00012_second_sm.
+
+-- Fenced by the leadership term: a deposed leader records nothing.
+-- name: InsertSecondSM :execrows
+INSERT INTO second_subnet_managers (port_guid, priority, state, own_state, term, seen_at)
+SELECT @port_guid, @priority, @state, @own_state, @term, @now
+FROM leadership WHERE leadership.id = 1 AND leadership.term = @term;
+
+-- name: DeleteSecondSMs :execrows
+DELETE FROM second_subnet_managers;
+
+-- name: SecondSMs :many
+SELECT * FROM second_subnet_managers ORDER BY port_guid;
