@@ -86,19 +86,21 @@ func parsePortInfo(data []byte) portInfo {
 
 // Masters is one look at who is master, from the manager's OpenSM's port.
 type Masters struct {
-	Own       fabric.GUID // the manager's OpenSM's port
+	Port      fabric.GUID // the manager's OpenSM's port
 	OwnLID    uint16      // its LID now
 	MasterLID uint16      // its MasterSMLID; 0: no master has swept it
-	// Master is what the SM at MasterLID says of itself; zero when
-	// MasterLID is 0.
-	Master SMInfo
+	// Master is what the SM at MasterLID says of itself, Own what the SM
+	// behind the own port says (Master again when MasterLID is OwnLID);
+	// both zero when MasterLID is 0.
+	Master, Own SMInfo
 }
 
 // ReadMasters reads the PortInfo of own (the manager's OpenSM's port) at lid,
-// once the LID answered as own, and the SMInfo of the master it names: four
-// SMPs on conn, each carrying mkey, with transaction ids from tid.
+// once the LID answered as own, the SMInfo of the master it names and, when
+// that is another SM, the own SM's SMInfo: up to five SMPs on conn, each
+// carrying mkey, with transaction ids from tid.
 func ReadMasters(ctx context.Context, conn Conn, mkey uint64, tid *atomic.Uint32, own fabric.GUID, lid uint16) (Masters, error) {
-	m := Masters{Own: own, OwnLID: lid}
+	m := Masters{Port: own, OwnLID: lid}
 	get := func(lid uint16, attr uint16) ([]byte, error) {
 		req := getSMP(attr, 0, mkey, tid.Add(1))
 		answer, err := conn.Send(ctx, lid, req)
@@ -124,6 +126,13 @@ func ReadMasters(ctx context.Context, conn Conn, mkey uint64, tid *atomic.Uint32
 	if data, err = get(m.MasterLID, attrSMInfo); err != nil {
 		return m, fmt.Errorf("SMInfo of the master at LID %d: %w", m.MasterLID, err)
 	}
-	m.Master = parseSMInfo(data, m.MasterLID)
+	m.Master, m.Own = parseSMInfo(data, m.MasterLID), parseSMInfo(data, m.MasterLID)
+	if m.MasterLID == lid {
+		return m, nil
+	}
+	if data, err = get(lid, attrSMInfo); err != nil {
+		return m, fmt.Errorf("SMInfo of port %s at LID %d: %w", own, lid, err)
+	}
+	m.Own = parseSMInfo(data, lid)
 	return m, nil
 }

@@ -85,7 +85,8 @@ func TestReadMastersOnSimulatedFabric(t *testing.T) {
 	isMaster := func(guid fabric.GUID, priority uint8) func() bool {
 		return func() bool {
 			m, err := readMasters(t, f)
-			return err == nil && m.Master.GUID == guid && m.Master.State == pkeyread.SMMaster && m.Master.Priority == priority
+			return err == nil && m.Master.GUID == guid && m.Master.State == pkeyread.SMMaster && m.Master.Priority == priority &&
+				m.Own.GUID == fabricsim.SMGUID && (guid == fabricsim.SMGUID) == (m.Own.State == pkeyread.SMMaster)
 		}
 	}
 	waitFor(t, "the own OpenSM named master", isMaster(fabricsim.SMGUID, 1))
