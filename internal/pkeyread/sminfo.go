@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
@@ -101,14 +102,7 @@ type Masters struct {
 // carrying mkey, with transaction ids from tid.
 func ReadMasters(ctx context.Context, conn Conn, mkey uint64, tid *atomic.Uint32, own fabric.GUID, lid uint16) (Masters, error) {
 	m := Masters{Port: own, OwnLID: lid}
-	get := func(lid uint16, attr uint16) ([]byte, error) {
-		req := getSMP(attr, 0, mkey, tid.Add(1))
-		answer, err := conn.Send(ctx, lid, req)
-		if err != nil {
-			return nil, err
-		}
-		return answerData(req, answer)
-	}
+	get := func(lid uint16, attr uint16) ([]byte, error) { return smpGet(ctx, conn, mkey, tid, lid, attr) }
 	data, err := get(lid, attrNodeInfo)
 	if err != nil {
 		return m, fmt.Errorf("port %s at LID %d: NodeInfo: %w", own, lid, err)
@@ -135,4 +129,63 @@ func ReadMasters(ctx context.Context, conn Conn, mkey uint64, tid *atomic.Uint32
 	}
 	m.Own = parseSMInfo(data, lid)
 	return m, nil
+}
+
+// smpGet sends one LID-routed SubnGet of attr (modifier 0) and returns the
+// answer's attribute data.
+func smpGet(ctx context.Context, conn Conn, mkey uint64, tid *atomic.Uint32, lid uint16, attr uint16) ([]byte, error) {
+	req := getSMP(attr, 0, mkey, tid.Add(1))
+	answer, err := conn.Send(ctx, lid, req)
+	if err != nil {
+		return nil, err
+	}
+	return answerData(req, answer)
+}
+
+// PortLID is a port where OpenSM's last sweep put it.
+type PortLID struct {
+	Port fabric.GUID
+	LID  uint16
+}
+
+// ReadSMs finds the subnet managers behind ports: each port's PortInfo says
+// whether an SM runs behind it (IsSM in its CapabilityMask, which the HCA
+// sets while an SM has it open), and that SM's SMInfo says which it is and
+// its state. This finds a master that the own port's MasterSMLID does not
+// name: one that does not share the own SM's SM_Key ignores it and sweeps
+// the fabric as master beside it. One SMP a port and one an SM, each port
+// within portTimeout (a port down answers nothing); unread counts the ports
+// that did not answer.
+func ReadSMs(ctx context.Context, conn Conn, mkey uint64, tid *atomic.Uint32, ports []PortLID,
+	portTimeout time.Duration) (sms []SMInfo, unread int) {
+	for _, p := range ports {
+		if ctx.Err() != nil {
+			return sms, unread + 1
+		}
+		sm, isSM, err := readSM(ctx, conn, mkey, tid, p, portTimeout)
+		switch {
+		case err != nil:
+			unread++
+		case isSM:
+			sms = append(sms, sm)
+		}
+	}
+	return sms, unread
+}
+
+func readSM(ctx context.Context, conn Conn, mkey uint64, tid *atomic.Uint32, p PortLID,
+	timeout time.Duration) (SMInfo, bool, error) {
+	if p.LID == 0 {
+		return SMInfo{}, false, ErrNoLID
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	data, err := smpGet(ctx, conn, mkey, tid, p.LID, attrPortInfo)
+	if err != nil || !parsePortInfo(data).isSM {
+		return SMInfo{}, false, err
+	}
+	if data, err = smpGet(ctx, conn, mkey, tid, p.LID, attrSMInfo); err != nil {
+		return SMInfo{}, false, err
+	}
+	return parseSMInfo(data, p.LID), true, nil
 }
