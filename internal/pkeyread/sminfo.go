@@ -90,16 +90,18 @@ type Masters struct {
 	Port      fabric.GUID // the manager's OpenSM's port
 	OwnLID    uint16      // its LID now
 	MasterLID uint16      // its MasterSMLID; 0: no master has swept it
-	// Master is what the SM at MasterLID says of itself, Own what the SM
-	// behind the own port says (Master again when MasterLID is OwnLID);
-	// both zero when MasterLID is 0.
-	Master, Own SMInfo
+	// Own is what the SM behind the own port says of itself; Master what
+	// the SM at MasterLID says (Own again when MasterLID is OwnLID), zero
+	// when MasterLID is 0 or nothing answers there: the master that last
+	// swept the port is gone, and MasterSMLID is what it left.
+	Own, Master SMInfo
+	MasterErr   error // why Master is zero although MasterLID is not 0
 }
 
 // ReadMasters reads the PortInfo of own (the manager's OpenSM's port) at lid,
-// once the LID answered as own, the SMInfo of the master it names and, when
-// that is another SM, the own SM's SMInfo: up to five SMPs on conn, each
-// carrying mkey, with transaction ids from tid.
+// once the LID answered as own, its SM's SMInfo, and the SMInfo of the master
+// its MasterSMLID names when that is another port: up to five SMPs on conn,
+// each carrying mkey, with transaction ids from tid.
 func ReadMasters(ctx context.Context, conn Conn, mkey uint64, tid *atomic.Uint32, own fabric.GUID, lid uint16) (Masters, error) {
 	m := Masters{Port: own, OwnLID: lid}
 	get := func(lid uint16, attr uint16) ([]byte, error) { return smpGet(ctx, conn, mkey, tid, lid, attr) }
@@ -114,20 +116,21 @@ func ReadMasters(ctx context.Context, conn Conn, mkey uint64, tid *atomic.Uint32
 		return m, fmt.Errorf("port %s at LID %d: PortInfo: %w", own, lid, err)
 	}
 	m.MasterLID = parsePortInfo(data).masterSMLID
-	if m.MasterLID == 0 {
-		return m, nil
-	}
-	if data, err = get(m.MasterLID, attrSMInfo); err != nil {
-		return m, fmt.Errorf("SMInfo of the master at LID %d: %w", m.MasterLID, err)
-	}
-	m.Master, m.Own = parseSMInfo(data, m.MasterLID), parseSMInfo(data, m.MasterLID)
-	if m.MasterLID == lid {
-		return m, nil
-	}
 	if data, err = get(lid, attrSMInfo); err != nil {
 		return m, fmt.Errorf("SMInfo of port %s at LID %d: %w", own, lid, err)
 	}
 	m.Own = parseSMInfo(data, lid)
+	switch m.MasterLID {
+	case 0:
+	case lid:
+		m.Master = m.Own
+	default:
+		if data, err = get(m.MasterLID, attrSMInfo); err != nil {
+			m.MasterErr = fmt.Errorf("SMInfo of the master at LID %d: %w", m.MasterLID, err)
+		} else {
+			m.Master = parseSMInfo(data, m.MasterLID)
+		}
+	}
 	return m, nil
 }
 
