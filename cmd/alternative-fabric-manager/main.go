@@ -413,6 +413,7 @@ func (mgr *manager) wireApplier(tpl *partitions.Template, flavour fabric.Flavour
 		HeartbeatTimeout: heartbeatTimeout}
 	m.Registry().MustRegister(&metrics.State{M: m, DB: st, Gates: gates, SM: supervisorView{sm},
 		Ready: func(ctx context.Context) bool { return checker.Ready(ctx).OK() }})
+	m.Registry().MustRegister(&metrics.SecondSM{M: m, DB: st})
 	// An apply waits for OpenSM's sweep (sweep_timeout) and, in a burst, for
 	// the batch; the loop turns at least every poll and check interval
 	// otherwise. Past three sweeps and two checks it is stuck.
@@ -432,7 +433,7 @@ func (mgr *manager) wireApplier(tpl *partitions.Template, flavour fabric.Flavour
 		SubnetDump:       subnetDump(cfg),
 		Dump:             dump,
 		PortLimit:        limit,
-	}}
+	}, SecondSM: secondSMCheck(cfg, st, sm, mgr.log)}
 	return checker
 }
 

@@ -49,8 +49,9 @@ const (
 	GateSwitchMissing GateKind = "switch_missing"
 	// GateSwitchesUnchecked: the subnet dump cannot be read (SwitchesUnchecked).
 	GateSwitchesUnchecked  GateKind = "switches_unchecked"
-	GateEnforcementCleared GateKind = "enforcement_cleared" // enforcement errors are recorded (EnforcementCleared)
-	GateFrozen             GateKind = "frozen"              // the HA freeze (freeze.go)
+	GateEnforcementCleared GateKind = "enforcement_cleared"   // enforcement errors are recorded (EnforcementCleared)
+	GateFrozen             GateKind = "frozen"                // the HA freeze (freeze.go)
+	GateSecondSM           GateKind = "second_subnet_manager" // another SM is master (secondsm.go)
 )
 
 // GateReason is one reason jobs do not complete now.
@@ -256,6 +257,7 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply) (
 		return 0, false
 	}
 	t.scanEnforcement(ctx)
+	t.secondSM.detectNow(ctx, t)
 	frozen := t.pollFreeze(ctx)
 	reapply := t.reapply // a lifted freeze: the full apply that follows completes them
 	gates := Gates{SubnetDump: t.Cfg.SubnetDump}
@@ -265,6 +267,7 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply) (
 		if frozen != "" && !reapply {
 			reasons = append(reasons, GateReason{GateFrozen, frozen})
 		}
+		reasons = append(reasons, t.secondSM.reason()...)
 		return !reapply && len(reasons) == 0
 	})
 	t.observer().ApplyFinished(a.Outcome, time.Since(a.StartedAt))
@@ -305,6 +308,7 @@ func (t *term) gatesOpen(ctx context.Context, rev int64) bool {
 	} else if frozen != "" {
 		reasons = append(reasons, GateReason{GateFrozen, frozen})
 	}
+	reasons = append(reasons, t.secondSM.reason()...)
 	if len(reasons) == 0 {
 		return true
 	}

@@ -195,7 +195,7 @@ func exported(t *testing.T) map[string]bool {
 	ch := make(chan *prometheus.Desc, 256)
 	go func() {
 		for _, c := range []prometheus.Collector{m.applies, m.applyDuration, m.applyPhase,
-			m.httpRequests, m.httpDuration, m.dbErrors, &State{}} {
+			m.httpRequests, m.httpDuration, m.dbErrors, &State{}, &SecondSM{}} {
 			c.Describe(ch)
 		}
 		close(ch)
