@@ -12,10 +12,12 @@ import (
 
 const deleteSecondSMs = `-- name: DeleteSecondSMs :execrows
 DELETE FROM second_subnet_managers
+WHERE EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = $1)
 `
 
-func (q *Queries) DeleteSecondSMs(ctx context.Context) (int64, error) {
-	result, err := q.db.Exec(ctx, deleteSecondSMs)
+// Fenced too: a deposed leader does not erase what the leader recorded.
+func (q *Queries) DeleteSecondSMs(ctx context.Context, term int64) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteSecondSMs, term)
 	if err != nil {
 		return 0, err
 	}

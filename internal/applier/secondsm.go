@@ -54,7 +54,7 @@ type SecondSMCheck struct {
 // SecondSMStore records the second SM for --status and the metrics.
 type SecondSMStore interface {
 	RecordSecondSM(ctx context.Context, term int64, sm store.SecondSM) error
-	ClearSecondSMs(ctx context.Context) (int64, error)
+	ClearSecondSMs(ctx context.Context, term int64) (int64, error)
 }
 
 // SecondSMDialer is the simulated fabric's SMP transport from OpenSM's
@@ -212,7 +212,7 @@ func (w *secondSMWatch) detect(ctx context.Context, t *term) {
 	if !w.clean {
 		ctx, cancel := context.WithTimeout(ctx, t.dbTimeout())
 		defer cancel()
-		_, err := w.check.Store.ClearSecondSMs(ctx)
+		_, err := w.check.Store.ClearSecondSMs(ctx, t.id)
 		w.clean = err == nil
 		if err != nil {
 			t.Log.Error("clear the recorded second subnet manager", "error", err)

@@ -44,7 +44,7 @@ func (s *Store) RecordSecondSM(ctx context.Context, term int64, sm SecondSM) err
 	}
 	now := s.now()
 	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
-		if _, err := q.DeleteSecondSMs(ctx); err != nil {
+		if _, err := q.DeleteSecondSMs(ctx, term); err != nil {
 			return err
 		}
 		n, err := q.InsertSecondSM(ctx, driver.InsertSecondSMParams{PortGUID: sm.PortGUID.String(),
@@ -64,9 +64,10 @@ func (s *Store) RecordSecondSM(ctx context.Context, term int64, sm SecondSM) err
 }
 
 // ClearSecondSMs forgets the recorded second SM, once the leader's own
-// OpenSM is master again, and says how many were recorded.
-func (s *Store) ClearSecondSMs(ctx context.Context) (int64, error) {
-	n, err := s.d.Queries(ctx).DeleteSecondSMs(ctx)
+// OpenSM is master again, if term is still the current term, and says how
+// many it forgot (0 too when fenced).
+func (s *Store) ClearSecondSMs(ctx context.Context, term int64) (int64, error) {
+	n, err := s.d.Queries(ctx).DeleteSecondSMs(ctx, term)
 	if err != nil {
 		return 0, fmt.Errorf("clear second subnet managers: %w", err)
 	}

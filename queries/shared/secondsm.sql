@@ -6,8 +6,10 @@ INSERT INTO second_subnet_managers (port_guid, priority, state, own_state, term,
 SELECT @port_guid, @priority, @state, @own_state, @term, @now
 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term;
 
+-- Fenced too: a deposed leader does not erase what the leader recorded.
 -- name: DeleteSecondSMs :execrows
-DELETE FROM second_subnet_managers;
+DELETE FROM second_subnet_managers
+WHERE EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
 
 -- name: SecondSMs :many
 SELECT * FROM second_subnet_managers ORDER BY port_guid;

@@ -35,7 +35,7 @@ type Queries interface {
 	DeleteNetwork(ctx context.Context, id string) (int64, error)
 	DeletePort(ctx context.Context, id string) (int64, error)
 	DeletePortsOfNetwork(ctx context.Context, networkID string) (int64, error)
-	DeleteSecondSMs(ctx context.Context) (int64, error)
+	DeleteSecondSMs(ctx context.Context, term int64) (int64, error)
 	DescribeOpenJobs(ctx context.Context, reason string, now time.Time, revision int64, term int64) (int64, error)
 	EnforcementErrors(ctx context.Context) ([]EnforcementError, error)
 	ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error)

@@ -50,7 +50,7 @@ func testSecondSMRecord(t *testing.T, s *store.Store) {
 		t.Fatal(err)
 	}
 	wantSecondSMs(t, s, second)
-	if n, err := s.ClearSecondSMs(t.Context()); err != nil || n != 1 {
+	if n, err := s.ClearSecondSMs(t.Context(), term); err != nil || n != 1 {
 		t.Fatalf("ClearSecondSMs = %d, %v; want 1", n, err)
 	}
 	wantSecondSMs(t, s)
@@ -83,6 +83,10 @@ func testSecondSMFenced(t *testing.T, s *store.Store) {
 		if err := s.RecordSecondSM(t.Context(), term, bad); err == nil || errors.Is(err, store.ErrFenced) {
 			t.Errorf("RecordSecondSM(%+v) = %v; want a clear refusal", bad, err)
 		}
+	}
+	wantSecondSMs(t, s, recorded)
+	if n, err := s.ClearSecondSMs(t.Context(), old); err != nil || n != 0 {
+		t.Errorf("ClearSecondSMs with an old term = %d, %v; want 0", n, err)
 	}
 	wantSecondSMs(t, s, recorded)
 }
