@@ -90,8 +90,9 @@ func readSecondSMs(ctx context.Context, st *store.Store, s *Status) error {
 	}
 	for _, sm := range sms {
 		s.NotCompleting = append(s.NotCompleting, fmt.Sprintf(
-			"Second subnet manager: port %s (priority %d, %s) is master on the fabric, not this manager's OpenSM (%s), "+
-				"seen by term %d at %s", sm.PortGUID, sm.Priority, sm.State, sm.OwnState, sm.Term, sm.SeenAt.Format("2006-01-02T15:04:05Z")))
+			"Second subnet manager: port %s (priority %d, %s), not this manager's OpenSM (which was %s), "+
+				"seen by term %d at %s; stop it (docs/runbooks.md)", sm.PortGUID, sm.Priority, sm.State, sm.OwnState, sm.Term,
+			sm.SeenAt.Format(time.RFC3339)))
 	}
 	return nil
 }
