@@ -397,7 +397,8 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*manager, 
 	if err != nil {
 		return nil, err
 	}
-	checker := mgr.wireApplier(tpl, flavour, dump, limit, readback, auditConfig(ctx, cfg, mgr.st, mgr.log))
+	checker := mgr.wireApplier(tpl, flavour, dump, limit, readback, auditConfig(ctx, cfg, mgr.st, mgr.log),
+		secondSMCheck(ctx, cfg, mgr.st, mgr.sm, mgr.log))
 	if cfg.HA.HA {
 		if mgr.leases, err = mgr.st.Leases(); err != nil {
 			return nil, err
@@ -412,7 +413,7 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*manager, 
 // wireApplier makes the applier, the metrics and the health checks that
 // watch it, and returns the checks.
 func (mgr *manager) wireApplier(tpl *partitions.Template, flavour fabric.Flavour, dump *topology.Dump, limit *topology.PortLimit,
-	readback *pkeyread.Reader, audit applier.AuditConfig) *health.Checker {
+	readback *pkeyread.Reader, audit applier.AuditConfig, secondSM *applier.SecondSMCheck) *health.Checker {
 	cfg, st, sm := mgr.cfg, mgr.st, mgr.sm
 	m := metrics.New()
 	mgr.metrics = m
@@ -422,6 +423,7 @@ func (mgr *manager) wireApplier(tpl *partitions.Template, flavour fabric.Flavour
 		HeartbeatTimeout: heartbeatTimeout}
 	m.Registry().MustRegister(&metrics.State{M: m, DB: st, Gates: gates, SM: supervisorView{sm},
 		Ready: func(ctx context.Context) bool { return checker.Ready(ctx).OK() }})
+	m.Registry().MustRegister(&metrics.SecondSM{M: m, DB: st})
 	// An apply waits for OpenSM's sweep (sweep_timeout) and, in a burst, for
 	// the batch; the loop turns at least every poll and check interval
 	// otherwise. Past three sweeps and two checks it is stuck.
@@ -444,7 +446,7 @@ func (mgr *manager) wireApplier(tpl *partitions.Template, flavour fabric.Flavour
 		Readback:         readback,
 		VerifyTimeout:    cfg.OpenSM.VerifyTimeout,
 		Audit:            audit,
-	}}
+	}, SecondSM: secondSM}
 	return checker
 }
 

@@ -293,6 +293,9 @@ func readStatus(ctx context.Context, cfg *config.Config, st *store.Store) (Statu
 	if err := readAuditStatus(ctx, cfg, st, &s); err != nil {
 		return s, err
 	}
+	if err := readSecondSMs(ctx, st, &s); err != nil {
+		return s, err
+	}
 	if cfg.HA.HA {
 		return s, readLease(ctx, st, &s)
 	}

@@ -6,7 +6,6 @@ import (
 	"os"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
 )
@@ -72,21 +71,15 @@ func smpPort(cfg *config.Config, opensmEnv []string) (string, error) {
 	if sim, _ := pkeyread.SimDialerFromEnv(opensmEnv); sim.Socket != "" {
 		return "", nil
 	}
-	for _, kv := range cfg.OpenSMConf {
-		if kv.Key != "guid" {
-			continue
-		}
-		guid, err := fabric.ParseGUID(kv.Value)
-		if err != nil {
-			return "", fmt.Errorf("[opensm_conf] guid: %w", err)
-		}
-		port, err := pkeyread.UmadPortOfGUID(guid)
-		if err != nil {
-			return "", fmt.Errorf("[opensm] smp_port is empty and the port of [opensm_conf] guid %s: %w", guid, err)
-		}
-		return port, nil
+	guid, err := openSMGUID(cfg)
+	if err != nil || guid == 0 {
+		return "", err // none: UmadDialer says to set smp_port
 	}
-	return "", nil // UmadDialer says to set smp_port
+	port, err := pkeyread.UmadPortOfGUID(guid)
+	if err != nil {
+		return "", fmt.Errorf("[opensm] smp_port is empty and the port of [opensm_conf] guid %s: %w", guid, err)
+	}
+	return port, nil
 }
 
 // opensmEnvironment is the environment OpenSM runs with, as each driver

@@ -84,6 +84,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.deletePortsOfNetworkStmt, err = db.PrepareContext(ctx, deletePortsOfNetwork); err != nil {
 		return nil, fmt.Errorf("error preparing query DeletePortsOfNetwork: %w", err)
 	}
+	if q.deleteSecondSMsStmt, err = db.PrepareContext(ctx, deleteSecondSMs); err != nil {
+		return nil, fmt.Errorf("error preparing query DeleteSecondSMs: %w", err)
+	}
 	if q.describeOpenJobsStmt, err = db.PrepareContext(ctx, describeOpenJobs); err != nil {
 		return nil, fmt.Errorf("error preparing query DescribeOpenJobs: %w", err)
 	}
@@ -137,6 +140,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.insertJobStmt, err = db.PrepareContext(ctx, insertJob); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertJob: %w", err)
+	}
+	if q.insertSecondSMStmt, err = db.PrepareContext(ctx, insertSecondSM); err != nil {
+		return nil, fmt.Errorf("error preparing query InsertSecondSM: %w", err)
 	}
 	if q.insertSecretIfAbsentStmt, err = db.PrepareContext(ctx, insertSecretIfAbsent); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertSecretIfAbsent: %w", err)
@@ -206,6 +212,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.revisionStmt, err = db.PrepareContext(ctx, revision); err != nil {
 		return nil, fmt.Errorf("error preparing query Revision: %w", err)
+	}
+	if q.secondSMsStmt, err = db.PrepareContext(ctx, secondSMs); err != nil {
+		return nil, fmt.Errorf("error preparing query SecondSMs: %w", err)
 	}
 	if q.setRevisionStmt, err = db.PrepareContext(ctx, setRevision); err != nil {
 		return nil, fmt.Errorf("error preparing query SetRevision: %w", err)
@@ -339,6 +348,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing deletePortsOfNetworkStmt: %w", cerr)
 		}
 	}
+	if q.deleteSecondSMsStmt != nil {
+		if cerr := q.deleteSecondSMsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing deleteSecondSMsStmt: %w", cerr)
+		}
+	}
 	if q.describeOpenJobsStmt != nil {
 		if cerr := q.describeOpenJobsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing describeOpenJobsStmt: %w", cerr)
@@ -427,6 +441,11 @@ func (q *Queries) Close() error {
 	if q.insertJobStmt != nil {
 		if cerr := q.insertJobStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing insertJobStmt: %w", cerr)
+		}
+	}
+	if q.insertSecondSMStmt != nil {
+		if cerr := q.insertSecondSMStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing insertSecondSMStmt: %w", cerr)
 		}
 	}
 	if q.insertSecretIfAbsentStmt != nil {
@@ -544,6 +563,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing revisionStmt: %w", cerr)
 		}
 	}
+	if q.secondSMsStmt != nil {
+		if cerr := q.secondSMsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing secondSMsStmt: %w", cerr)
+		}
+	}
 	if q.setRevisionStmt != nil {
 		if cerr := q.setRevisionStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing setRevisionStmt: %w", cerr)
@@ -648,6 +672,7 @@ type Queries struct {
 	deleteNetworkStmt                 *sql.Stmt
 	deletePortStmt                    *sql.Stmt
 	deletePortsOfNetworkStmt          *sql.Stmt
+	deleteSecondSMsStmt               *sql.Stmt
 	describeOpenJobsStmt              *sql.Stmt
 	enforcementErrorsStmt             *sql.Stmt
 	expectedSwitchesStmt              *sql.Stmt
@@ -666,6 +691,7 @@ type Queries struct {
 	heartbeatStmt                     *sql.Stmt
 	insertExpectedSwitchStmt          *sql.Stmt
 	insertJobStmt                     *sql.Stmt
+	insertSecondSMStmt                *sql.Stmt
 	insertSecretIfAbsentStmt          *sql.Stmt
 	kubernetesMembershipsOfGUIDStmt   *sql.Stmt
 	kubernetesStateStmt               *sql.Stmt
@@ -689,6 +715,7 @@ type Queries struct {
 	openJobsWithGUIDsStmt             *sql.Stmt
 	recordApplyStmt                   *sql.Stmt
 	revisionStmt                      *sql.Stmt
+	secondSMsStmt                     *sql.Stmt
 	setRevisionStmt                   *sql.Stmt
 	updateSecretStmt                  *sql.Stmt
 	upsertAdoptedPartitionStmt        *sql.Stmt
@@ -724,6 +751,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		deleteNetworkStmt:                 q.deleteNetworkStmt,
 		deletePortStmt:                    q.deletePortStmt,
 		deletePortsOfNetworkStmt:          q.deletePortsOfNetworkStmt,
+		deleteSecondSMsStmt:               q.deleteSecondSMsStmt,
 		describeOpenJobsStmt:              q.describeOpenJobsStmt,
 		enforcementErrorsStmt:             q.enforcementErrorsStmt,
 		expectedSwitchesStmt:              q.expectedSwitchesStmt,
@@ -742,6 +770,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		heartbeatStmt:                     q.heartbeatStmt,
 		insertExpectedSwitchStmt:          q.insertExpectedSwitchStmt,
 		insertJobStmt:                     q.insertJobStmt,
+		insertSecondSMStmt:                q.insertSecondSMStmt,
 		insertSecretIfAbsentStmt:          q.insertSecretIfAbsentStmt,
 		kubernetesMembershipsOfGUIDStmt:   q.kubernetesMembershipsOfGUIDStmt,
 		kubernetesStateStmt:               q.kubernetesStateStmt,
@@ -765,6 +794,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		openJobsWithGUIDsStmt:             q.openJobsWithGUIDsStmt,
 		recordApplyStmt:                   q.recordApplyStmt,
 		revisionStmt:                      q.revisionStmt,
+		secondSMsStmt:                     q.secondSMsStmt,
 		setRevisionStmt:                   q.setRevisionStmt,
 		updateSecretStmt:                  q.updateSecretStmt,
 		upsertAdoptedPartitionStmt:        q.upsertAdoptedPartitionStmt,

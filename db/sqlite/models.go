@@ -136,6 +136,15 @@ type Port struct {
 	UpdatedAt time.Time
 }
 
+type SecondSubnetManager struct {
+	PortGuid string
+	Priority int64
+	State    string
+	OwnState string
+	Term     int64
+	SeenAt   time.Time
+}
+
 type Secret struct {
 	Name      string
 	Value     string

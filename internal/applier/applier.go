@@ -133,6 +133,9 @@ type Applier struct {
 	// Observer is told of every apply and of every turn of the loop
 	// (metrics and liveness); nil: nobody is.
 	Observer Observer
+	// SecondSM reads which subnet manager is master (secondsm.go); nil: no
+	// second SM is looked for.
+	SecondSM *SecondSMCheck
 }
 
 // Observer is told what the applier does (metrics.Metrics with a liveness
@@ -182,6 +185,7 @@ type term struct {
 	tail     *opensm.Tail   // the one reader of OpenSM's log (startLog)
 	dump     *topology.Dump // Cfg.Dump, or the term's own
 	freeze   *freezeWatch   // nil without HA
+	secondSM *secondSMWatch // nil without a SecondSM check
 	reapply  bool           // a lifted freeze: apply everything again
 	// snapshots is the state as last read: each read reads what changed.
 	snapshots store.SnapshotCache
@@ -249,6 +253,7 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 		defer stopWatch()
 		go t.freeze.watchFreeze(fctx, t, a.Cfg.PollInterval)
 	}
+	defer t.startSecondSMWatch(ctx)()
 
 	wake := a.Store.Wake(ctx)
 	poll := time.NewTicker(a.Cfg.PollInterval)
@@ -269,7 +274,7 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 			return nil
 		case err != nil:
 			a.Log.Error("read revision", "error", err)
-		case rev != t.applied && !t.freeze.isFrozen():
+		case rev != t.applied && !t.freeze.isFrozen() && !t.secondSM.holds():
 			// Several changes waiting: a burst; one change is applied at once.
 			if rev-t.applied > 1 && !t.waitBatch(ctx, lastStart, rev) {
 				return nil
@@ -314,6 +319,7 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 // measured from no judged state: the other manager's OpenSM may have swept
 // another file meanwhile.
 func (t *term) takeReapply() {
+	t.takeSecondSMGone()
 	if t.reapply {
 		t.applied, t.reapply, t.judged = -1, false, nil
 	}

@@ -58,6 +58,7 @@ const (
 	// GateSwitchNotEnforcing: the last audit found a switch port facing a
 	// host that does not enforce partitions (audit.go).
 	GateSwitchNotEnforcing GateKind = "switch_not_enforcing"
+	GateSecondSM           GateKind = "second_subnet_manager" // another SM is master (secondsm.go)
 )
 
 // GateReason is one reason jobs do not complete now.
@@ -263,6 +264,7 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply) (
 		return 0, false
 	}
 	t.scanEnforcement(ctx)
+	t.secondSM.detectNow(ctx, t)
 	frozen := t.pollFreeze(ctx)
 	reapply := t.reapply // a lifted freeze: the full apply that follows completes them
 	gates := Gates{SubnetDump: t.Cfg.SubnetDump}
@@ -273,6 +275,7 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply) (
 		if frozen != "" && !reapply {
 			reasons = append(reasons, GateReason{GateFrozen, frozen})
 		}
+		reasons = append(reasons, t.secondSM.reason()...)
 		return !reapply && len(reasons) == 0
 	})
 	t.observer().ApplyFinished(a.Outcome, time.Since(a.StartedAt))
@@ -314,6 +317,7 @@ func (t *term) gatesOpen(ctx context.Context, rev int64) bool {
 	} else if frozen != "" {
 		reasons = append(reasons, GateReason{GateFrozen, frozen})
 	}
+	reasons = append(reasons, t.secondSM.reason()...)
 	if len(reasons) == 0 {
 		return true
 	}

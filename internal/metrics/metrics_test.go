@@ -195,7 +195,7 @@ func exported(t *testing.T) map[string]bool {
 	ch := make(chan *prometheus.Desc, 256)
 	go func() {
 		for _, c := range append([]prometheus.Collector{m.applies, m.applyDuration, m.applyPhase,
-			m.httpRequests, m.httpDuration, m.dbErrors, &State{}}, m.audit.collectors()...) {
+			m.httpRequests, m.httpDuration, m.dbErrors, &State{}, &SecondSM{}}, m.audit.collectors()...) {
 			c.Describe(ch)
 		}
 		close(ch)

@@ -11,12 +11,15 @@ import (
 // attrPortInfo is PortInfo's attribute id (IBA 14.2.5.6).
 const attrPortInfo = 0x0015
 
-// PortInfo is what the audit uses of a port's PortInfo: where the master
-// subnet manager is, and, on a switch's external port, whether the switch
+// PortInfo is what the manager uses of a port's PortInfo: where the master
+// subnet manager is, whether one runs behind the port, and, on a switch's
+// external port, whether the switch
 // enforces partitions there.
 type PortInfo struct {
 	LID         uint16
 	MasterSMLID uint16
+	// IsSM: CapabilityMask's IsSM bit, a subnet manager runs behind the port.
+	IsSM bool
 	// The partition enforcement and raw-packet filter bits (IBA 14.2.5.6,
 	// bits 348-351): a switch port with PartitionEnforcementInbound off lets
 	// the host behind it send with any pkey.
@@ -28,13 +31,14 @@ type PortInfo struct {
 func (p PortInfo) Enforcing() bool { return p.EnforceInbound && p.EnforceOutbound }
 
 // parsePortInfo reads PortInfo's attribute data: the LID at bit 128, the
-// master SM's LID at bit 144, and OperationalVLs (4 bits) followed by the four
+// master SM's LID at bit 144, the CapabilityMask at bit 160, and OperationalVLs (4 bits) followed by the four
 // enforcement bits in byte 43.
 func parsePortInfo(data []byte) PortInfo {
 	b := data[43]
 	return PortInfo{
 		LID:               binary.BigEndian.Uint16(data[16:]),
 		MasterSMLID:       binary.BigEndian.Uint16(data[18:]),
+		IsSM:              binary.BigEndian.Uint32(data[20:])&capabilityIsSM != 0,
 		EnforceInbound:    b&0x08 != 0,
 		EnforceOutbound:   b&0x04 != 0,
 		FilterRawInbound:  b&0x02 != 0,

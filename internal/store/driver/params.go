@@ -87,3 +87,15 @@ type UpsertLastAuditParams struct {
 	Breaches  int64
 	Summary   string
 }
+
+// InsertSecondSMParams are InsertSecondSM's arguments: a master subnet
+// manager that is not the leader's own OpenSM, recorded if Term is still the
+// current term.
+type InsertSecondSMParams struct {
+	PortGUID string
+	Priority int64
+	State    string
+	OwnState string
+	Term     int64
+	Now      time.Time
+}

@@ -212,3 +212,14 @@ type LastAuditRow struct {
 	Breaches  int64
 	Summary   string
 }
+
+// SecondSubnetManager is a master subnet manager on the fabric that is not
+// the leader's own OpenSM, as the leader recorded it.
+type SecondSubnetManager struct {
+	PortGuid string
+	Priority int64
+	State    string
+	OwnState string
+	Term     int64
+	SeenAt   time.Time
+}

@@ -110,6 +110,10 @@ func (q queries) InsertJob(ctx context.Context, j driver.Job) (int64, error) {
 	return driver.LastInsertID(q.Queries.InsertJob(ctx, mysqldb.InsertJobParams{Revision: j.Revision, ObjectType: j.ObjectType, ObjectID: j.ObjectID, NetworkID: j.NetworkID, Operation: j.Operation, Status: j.Status, Description: j.Description, Result: j.Result, Error: j.Error, CreatedBy: j.CreatedBy, Request: j.Request, RequestID: j.RequestID, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt}))
 }
 
+func (q queries) InsertSecondSM(ctx context.Context, arg driver.InsertSecondSMParams) (int64, error) {
+	return q.Queries.InsertSecondSM(ctx, mysqldb.InsertSecondSMParams{PortGuid: arg.PortGUID, Priority: arg.Priority, State: arg.State, OwnState: arg.OwnState, Term: arg.Term, Now: arg.Now})
+}
+
 func (q queries) InsertSecretIfAbsent(ctx context.Context, name string, value string, now time.Time) error {
 	return q.Queries.InsertSecretIfAbsent(ctx, mysqldb.InsertSecretIfAbsentParams{Name: name, Value: value, Now: now})
 }
@@ -209,6 +213,11 @@ func (q queries) UpsertKubernetesMember(ctx context.Context, arg driver.UpsertKu
 
 func (q queries) UpsertKubernetesPKey(ctx context.Context, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time) error {
 	return q.Queries.UpsertKubernetesPKey(ctx, mysqldb.UpsertKubernetesPKeyParams{Pkey: pkey, IpOverIb: ipOverIb, Revision: revision, Now: now})
+}
+
+func (q queries) SecondSMs(ctx context.Context) ([]driver.SecondSubnetManager, error) {
+	rs, err := q.Queries.SecondSMs(ctx)
+	return driver.Convert(rs, func(r mysqldb.SecondSubnetManager) driver.SecondSubnetManager { return driver.SecondSubnetManager(r) }), err
 }
 
 func (q queries) UpdateSecret(ctx context.Context, value string, name string) error {

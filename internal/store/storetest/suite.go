@@ -73,6 +73,7 @@ func Run(t *testing.T, engine string) {
 	tests = append(tests, appliesRetentionTests...)
 	tests = append(tests, adoptedTests...)
 	tests = append(tests, auditTests...)
+	tests = append(tests, secondSMTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
