@@ -47,7 +47,7 @@ func auditReader(ctx context.Context, cfg *config.Config, st *store.Store) (r *p
 
 // auditConfig is the applier's audit: [opensm] audit_interval, with the
 // reader this host has; none (and a warning) without one.
-func auditConfig(ctx context.Context, cfg *config.Config, st *store.Store, log *slog.Logger) applier.AuditConfig {
+func auditConfig(ctx context.Context, cfg *config.Config, st *store.Store, sm *opensm.Supervisor, log *slog.Logger) applier.AuditConfig {
 	if cfg.OpenSM.AuditInterval <= 0 {
 		return applier.AuditConfig{}
 	}
@@ -56,7 +56,8 @@ func auditConfig(ctx context.Context, cfg *config.Config, st *store.Store, log *
 		log.Warn("the fabric audit is off", "reason", err.Error())
 		return applier.AuditConfig{}
 	}
-	return applier.AuditConfig{Interval: cfg.OpenSM.AuditInterval, Reader: r, CheckEnforcement: enforcement, Recorder: st}
+	return applier.AuditConfig{Interval: cfg.OpenSM.AuditInterval, Reader: r, CheckEnforcement: enforcement, Recorder: st,
+		RestartOpenSM: func(ctx context.Context) error { return restartOpenSM(ctx, sm) }}
 }
 
 // runAuditCommand runs one audit against the recorded state (not the file

@@ -397,7 +397,7 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*manager, 
 	if err != nil {
 		return nil, err
 	}
-	checker := mgr.wireApplier(tpl, flavour, dump, limit, readback, auditConfig(ctx, cfg, mgr.st, mgr.log),
+	checker := mgr.wireApplier(tpl, flavour, dump, limit, readback, auditConfig(ctx, cfg, mgr.st, mgr.sm, mgr.log),
 		secondSMCheck(ctx, cfg, mgr.st, mgr.sm, mgr.log))
 	if cfg.HA.HA {
 		if mgr.leases, err = mgr.st.Leases(); err != nil {

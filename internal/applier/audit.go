@@ -33,6 +33,11 @@ type AuditConfig struct {
 	CheckEnforcement bool
 	// Recorder keeps the last audit's summary for --status; nil: not kept.
 	Recorder AuditRecorder
+	// RestartOpenSM starts the manager's OpenSM again, returning once the
+	// new one may be signalled: a new OpenSM has no copy of the ports'
+	// tables and writes every one at its first sweep. nil: ports that stay
+	// cut off after the state is applied again are only reported.
+	RestartOpenSM func(ctx context.Context) error
 }
 
 // AuditRecorder keeps the last audit's summary (store.Store).
@@ -49,9 +54,10 @@ type AuditObserver interface {
 
 // auditState is a term's state of the audit.
 type auditState struct {
-	due     <-chan time.Time // the next audit; nil until the first wait
-	reasons []GateReason     // the last audit's breaches, as gate reasons
-	healed  string           // the cut-off findings the state was last applied again for
+	due       <-chan time.Time // the next audit; nil until the first wait
+	reasons   []GateReason     // the last audit's breaches, as gate reasons
+	healed    string           // the cut-off findings the state was last applied again for
+	restarted string           // the cut-off findings OpenSM was last restarted for
 }
 
 // auditDue fires when the next audit is due; never without an audit. The
@@ -121,17 +127,18 @@ func (t *term) actOnAudit(ctx context.Context, s audit.Summary) {
 			t.Log.Error("record the audit's summary", "error", err)
 		}
 	}
-	t.heal(s)
+	t.heal(ctx, s)
 	t.audit.reasons = breachReasons(s.Breaches())
 }
 
 // heal applies the state again for ports cut off from their partitions, once
 // for a given set of them: OpenSM's heavy sweep programs what its own view of
-// the fabric lacks (a port it found again), but upstream OpenSM does not
-// rewrite a table that was changed behind its back while its view says it is
-// right (measured on the simulated fabric; a link bounce or a restart makes
-// it read the port again). Applying again at every audit would only sweep.
-func (t *term) heal(s audit.Summary) {
+// the fabric lacks (a port it found again). Upstream OpenSM does not rewrite
+// a table that was changed behind its back while its view says it is right
+// (measured on the simulated fabric), so ports still cut off after that make
+// it start again, once for a given set: a new OpenSM writes every table.
+// Applying again at every audit would only sweep.
+func (t *term) heal(ctx context.Context, s audit.Summary) {
 	var cut []string
 	for _, f := range s.Findings {
 		if f.Heals() {
@@ -141,9 +148,15 @@ func (t *term) heal(s audit.Summary) {
 	key := strings.Join(cut, "\n")
 	switch {
 	case len(cut) == 0:
+		t.audit.restarted = ""
 	case key != t.audit.healed:
 		t.Log.Warn("audit: ports are cut off from their partitions; applying the recorded state again", "ports", len(cut))
 		t.applied, t.judged = -1, nil
+	case key != t.audit.restarted && t.Cfg.Audit.RestartOpenSM != nil:
+		t.Log.Warn("audit: ports are still cut off from their partitions after the state was applied again; "+
+			"restarting OpenSM, which writes every port's table at its first sweep", "ports", len(cut), "first", cut[0])
+		t.audit.restarted = key
+		t.restartOpenSM(ctx)
 	default:
 		t.Log.Error("audit: ports are still cut off from their partitions after the state was applied again: "+
 			"OpenSM does not rewrite a table it believes right; bounce the port's link or restart OpenSM "+
@@ -151,6 +164,21 @@ func (t *term) heal(s audit.Summary) {
 	}
 	t.audit.healed = key
 }
+
+// restartOpenSM restarts OpenSM for heal, within auditRestart, and applies
+// the state again to the new one.
+func (t *term) restartOpenSM(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, auditRestart)
+	defer cancel()
+	if err := t.Cfg.Audit.RestartOpenSM(ctx); err != nil {
+		t.Log.Error("audit: restart OpenSM", "error", err)
+	}
+	t.applied, t.judged = -1, nil
+}
+
+// auditRestart bounds a restart: OpenSM's stop, the supervisor's back-off and
+// the new one's start.
+const auditRestart = time.Minute
 
 // breachReasons turns breaches into gate reasons, one per kind, naming the
 // first few ports.

@@ -103,6 +103,7 @@ func (c Config) LogValue() slog.Value {
 			slog.String("verify", r.OpenSM.Verify),
 			slog.String("verify_timeout", r.OpenSM.VerifyTimeout.String()),
 			slog.String("smp_port", r.OpenSM.SMPPort),
+			slog.String("audit_interval", r.OpenSM.AuditInterval.String()),
 		),
 		slog.Attr{Key: opensmConfSection, Value: slog.GroupValue(conf...)},
 	)
