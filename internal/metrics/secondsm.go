@@ -36,11 +36,7 @@ func (c *SecondSM) Describe(ch chan<- *prometheus.Desc) { ch <- descSecondSM }
 
 // Collect reads the recorded second subnet manager.
 func (c *SecondSM) Collect(ch chan<- prometheus.Metric) {
-	timeout := c.Timeout
-	if timeout <= 0 {
-		timeout = 5 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := scrapeContext(c.Timeout)
 	defer cancel()
 	sms, err := c.DB.SecondSMs(ctx)
 	if err != nil {

@@ -36,7 +36,7 @@ func (s *Store) RecordAudit(ctx context.Context, a Audit) error {
 	if a.Findings < 0 || a.Breaches < 0 || a.Breaches > a.Findings {
 		return fmt.Errorf("record audit: %d breaches of %d findings", a.Breaches, a.Findings)
 	}
-	n, err := s.d.Queries(ctx).UpsertLastAudit(ctx, driver.UpsertLastAuditParams{Term: a.Term, Revision: a.Revision,
+	n, err := s.d.Queries(ctx).UpsertLastAudit(ctx, driver.LastAuditRow{Term: a.Term, Revision: a.Revision,
 		StartedAt: a.StartedAt.UTC(), TookMs: a.Took.Milliseconds(), Findings: a.Findings, Breaches: a.Breaches,
 		Summary: string(a.Summary)})
 	switch {

@@ -76,18 +76,6 @@ type UpsertEnforcementErrorParams struct {
 	Term       int64
 }
 
-// UpsertLastAuditParams are UpsertLastAudit's arguments: an audit's summary,
-// recorded as the last if Term is still the current term.
-type UpsertLastAuditParams struct {
-	Term      int64
-	Revision  int64
-	StartedAt time.Time
-	TookMs    int64
-	Findings  int64
-	Breaches  int64
-	Summary   string
-}
-
 // InsertSecondSMParams are InsertSecondSM's arguments: a master subnet
 // manager that is not the leader's own OpenSM, recorded if Term is still the
 // current term.

@@ -91,7 +91,9 @@ type Queries interface {
 	SetRevision(ctx context.Context, revision int64) error
 	UpdateSecret(ctx context.Context, value string, name string) error
 	UpsertEnforcementError(ctx context.Context, arg UpsertEnforcementErrorParams) (int64, error)
-	UpsertLastAudit(ctx context.Context, arg UpsertLastAuditParams) (int64, error)
+	// UpsertLastAudit records a as the last audit if its Term is still the
+	// current term.
+	UpsertLastAudit(ctx context.Context, a LastAuditRow) (int64, error)
 	UpsertNetwork(ctx context.Context, arg UpsertNetworkParams) error
 	UpsertPort(ctx context.Context, arg UpsertPortParams) error
 }

@@ -228,8 +228,8 @@ func (q queries) UpsertEnforcementError(ctx context.Context, arg driver.UpsertEn
 	return q.Queries.UpsertEnforcementError(ctx, mysqldb.UpsertEnforcementErrorParams{SwitchGuid: arg.SwitchGUID, Port: arg.Port, Line: arg.Line, Now: arg.Now, Term: arg.Term})
 }
 
-func (q queries) UpsertLastAudit(ctx context.Context, arg driver.UpsertLastAuditParams) (int64, error) {
-	return q.Queries.UpsertLastAudit(ctx, mysqldb.UpsertLastAuditParams{Term: arg.Term, Revision: arg.Revision, StartedAt: arg.StartedAt, TookMs: arg.TookMs, Findings: arg.Findings, Breaches: arg.Breaches, Summary: arg.Summary})
+func (q queries) UpsertLastAudit(ctx context.Context, a driver.LastAuditRow) (int64, error) {
+	return q.Queries.UpsertLastAudit(ctx, mysqldb.UpsertLastAuditParams{Term: a.Term, Revision: a.Revision, StartedAt: a.StartedAt, TookMs: a.TookMs, Findings: a.Findings, Breaches: a.Breaches, Summary: a.Summary})
 }
 
 func (q queries) UpsertNetwork(ctx context.Context, arg driver.UpsertNetworkParams) error {

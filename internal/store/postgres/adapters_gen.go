@@ -185,8 +185,8 @@ func (q queries) UpsertEnforcementError(ctx context.Context, arg driver.UpsertEn
 	return q.Queries.UpsertEnforcementError(ctx, arg.SwitchGUID, arg.Port, arg.Line, arg.Now, arg.Term)
 }
 
-func (q queries) UpsertLastAudit(ctx context.Context, arg driver.UpsertLastAuditParams) (int64, error) {
-	return q.Queries.UpsertLastAudit(ctx, arg.Term, arg.Revision, arg.StartedAt, arg.TookMs, arg.Findings, arg.Breaches, arg.Summary)
+func (q queries) UpsertLastAudit(ctx context.Context, a driver.LastAuditRow) (int64, error) {
+	return q.Queries.UpsertLastAudit(ctx, a.Term, a.Revision, a.StartedAt, a.TookMs, a.Findings, a.Breaches, a.Summary)
 }
 
 func (q queries) UpsertNetwork(ctx context.Context, arg driver.UpsertNetworkParams) error {

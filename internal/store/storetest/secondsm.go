@@ -57,14 +57,7 @@ func testSecondSMRecord(t *testing.T, s *store.Store) {
 }
 
 func testSecondSMFenced(t *testing.T, s *store.Store) {
-	old, err := s.NewTerm(t.Context(), "deposed")
-	if err != nil {
-		t.Fatal(err)
-	}
-	term, err := s.NewTerm(t.Context(), "leader")
-	if err != nil {
-		t.Fatal(err)
-	}
+	old, term := deposedAndLeader(t, s)
 	recorded := store.SecondSM{PortGUID: 0x0002c90300a10001, Priority: 15, State: "MASTER", OwnState: "STANDBY", Term: term}
 	if err := s.RecordSecondSM(t.Context(), term, recorded); err != nil {
 		t.Fatal(err)
