@@ -33,6 +33,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.clearGUIDsOfNetworkStmt, err = db.PrepareContext(ctx, clearGUIDsOfNetwork); err != nil {
 		return nil, fmt.Errorf("error preparing query ClearGUIDsOfNetwork: %w", err)
 	}
+	if q.completeJobStmt, err = db.PrepareContext(ctx, completeJob); err != nil {
+		return nil, fmt.Errorf("error preparing query CompleteJob: %w", err)
+	}
 	if q.completeJobsStmt, err = db.PrepareContext(ctx, completeJobs); err != nil {
 		return nil, fmt.Errorf("error preparing query CompleteJobs: %w", err)
 	}
@@ -246,6 +249,11 @@ func (q *Queries) Close() error {
 	if q.clearGUIDsOfNetworkStmt != nil {
 		if cerr := q.clearGUIDsOfNetworkStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing clearGUIDsOfNetworkStmt: %w", cerr)
+		}
+	}
+	if q.completeJobStmt != nil {
+		if cerr := q.completeJobStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing completeJobStmt: %w", cerr)
 		}
 	}
 	if q.completeJobsStmt != nil {
@@ -615,6 +623,7 @@ type Queries struct {
 	bumpRevisionStmt                  *sql.Stmt
 	clearEnforcementErrorsStmt        *sql.Stmt
 	clearGUIDsOfNetworkStmt           *sql.Stmt
+	completeJobStmt                   *sql.Stmt
 	completeJobsStmt                  *sql.Stmt
 	countJobsByStatusStmt             *sql.Stmt
 	countKubernetesMembersStmt        *sql.Stmt
@@ -689,6 +698,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		bumpRevisionStmt:                  q.bumpRevisionStmt,
 		clearEnforcementErrorsStmt:        q.clearEnforcementErrorsStmt,
 		clearGUIDsOfNetworkStmt:           q.clearGUIDsOfNetworkStmt,
+		completeJobStmt:                   q.completeJobStmt,
 		completeJobsStmt:                  q.completeJobsStmt,
 		countJobsByStatusStmt:             q.countJobsByStatusStmt,
 		countKubernetesMembersStmt:        q.countKubernetesMembersStmt,

@@ -141,6 +141,42 @@ func TestReadBackProof(t *testing.T) {
 	}
 }
 
+// TestReadBackHoldsOnlyTheUnprovenJob: two ports in one sweep, H1's table
+// showing its change and H2's not: H1's job completes at once, not after
+// H2's verify_timeout; a later change applied and proven meanwhile completes
+// its own job and not H2's; H2's fails after verify_timeout.
+func TestReadBackHoldsOnlyTheUnprovenJob(t *testing.T) {
+	r := newReadbackRig(t, 5*time.Second)
+	r.network(101)
+	r.applied("network")
+	h1 := r.port("port-h1", uint64(fabricsim.HostGUID(1)))
+	h2 := r.port("port-h2", uint64(fabricsim.HostGUID(2)))
+	r.applied("H1's and H2's ports")
+	if j := r.job(h1.ID); j.Status != store.StatusCompleted {
+		t.Fatalf("H1's job, whose table holds 0x8065, beside H2's unproven one: %s %q", j.Status, j.Description)
+	}
+	want := fmt.Sprintf("port %s holds pkey 0x0065 as not a member, want full", fabricsim.HostGUID(2))
+	if j := r.job(h2.ID); j.Status != store.StatusRunning || !strings.Contains(j.Description, want) {
+		t.Fatalf("H2's job: %s %q; want Running, saying %q", j.Status, j.Description, want)
+	}
+	vlan := int64(102)
+	later, err := r.st.RecordNetwork(t.Context(), store.NetworkChange{Operation: store.OpCreateNetwork,
+		Network: store.NetworkSpec{ID: "other-tenant", Name: "o", Type: store.TypeVLAN, PhysicalNetwork: "ib", SegmentationID: &vlan}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.applied("a later change, proven")
+	if j := r.job(later.ID); j.Status != store.StatusCompleted {
+		t.Fatalf("the later change's job: %s %q", j.Status, j.Description)
+	}
+	if j := r.job(h2.ID); j.Status != store.StatusRunning {
+		t.Fatalf("H2's job after a later revision's apply: %s %q; want still Running", j.Status, j.Error)
+	}
+	if j := r.settle(h2.ID); j.Status != store.StatusFailed || !strings.Contains(j.Error, "within verify_timeout (5s): "+want) {
+		t.Fatalf("H2's job after verify_timeout: %s %q; want Failed saying why", j.Status, j.Error)
+	}
+}
+
 // cancelOnDial is the fabric's dialer, ending the term (cancel) as a read
 // starts: the window of a term that ends mid-read.
 type cancelOnDial struct {

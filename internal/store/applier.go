@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
@@ -160,6 +161,54 @@ type Finished struct {
 // transaction, perhaps more than once, and must do no I/O: the dump it
 // compares the switches with is read before. A stale term changes nothing.
 func (s *Store) FinishApply(ctx context.Context, a Apply, open func(GateState) bool) (Finished, error) {
+	return s.finishApply(ctx, a, open, func(q driver.Queries, now *time.Time) (int64, error) {
+		n, err := q.CompleteJobs(ctx, now, a.Revision, a.Term)
+		if err != nil {
+			return 0, err
+		}
+		_, err = q.MarkKubernetesApplied(ctx, now, a.Revision, a.Term)
+		return n, err
+	})
+}
+
+// Proven names the jobs up to an apply's revision that its read-back proof
+// showed, while others of them still wait for their ports' tables.
+type Proven struct {
+	Jobs []int64
+	// Kubernetes says that no Kubernetes change up to the revision waits:
+	// only then does last_updated move (ib-kubernetes holds its next change
+	// back until it does, and must not take a held change as applied).
+	Kubernetes bool
+}
+
+// FinishApplyProven is FinishApply for an apply whose proof holds some of
+// its jobs: in the same fenced transaction, with the same gates and the same
+// applied row, it completes only the open jobs p names up to a.Revision, so
+// that one port off the fabric does not hold every other job of its sweep,
+// and a job p leaves out stays open whatever revision a is.
+func (s *Store) FinishApplyProven(ctx context.Context, a Apply, p Proven, open func(GateState) bool) (Finished, error) {
+	return s.finishApply(ctx, a, open, func(q driver.Queries, now *time.Time) (int64, error) {
+		var total int64
+		for _, id := range p.Jobs {
+			n, err := q.CompleteJob(ctx, now, id, a.Revision, a.Term)
+			if err != nil {
+				return 0, err
+			}
+			total += n
+		}
+		if p.Kubernetes {
+			if _, err := q.MarkKubernetesApplied(ctx, now, a.Revision, a.Term); err != nil {
+				return 0, err
+			}
+		}
+		return total, nil
+	})
+}
+
+// finishApply records a, reads the gates, and runs complete if open says so,
+// all in one write transaction fenced by a.Term.
+func (s *Store) finishApply(ctx context.Context, a Apply, open func(GateState) bool,
+	complete func(q driver.Queries, now *time.Time) (int64, error)) (Finished, error) {
 	a = boundApply(a)
 	now := s.now()
 	if a.FinishedAt.After(now) {
@@ -182,11 +231,8 @@ func (s *Store) FinishApply(ctx context.Context, a Apply, open func(GateState) b
 		if f.Open = open(f.Gates); !f.Open {
 			return nil
 		}
-		if f.Completed, err = q.CompleteJobs(ctx, &now, a.Revision, a.Term); err != nil {
+		if f.Completed, err = complete(q, &now); err != nil {
 			return fmt.Errorf("complete jobs: %w", err)
-		}
-		if _, err := q.MarkKubernetesApplied(ctx, &now, a.Revision, a.Term); err != nil {
-			return fmt.Errorf("mark the Kubernetes partitions applied: %w", err)
 		}
 		return nil
 	})
