@@ -73,6 +73,9 @@ type proofState struct {
 	// file is fileOf's partitions file parsed: what each place must hold.
 	file   *partitions.File
 	fileOf *applyRun
+	// offFabric are the ports the last read found in no subnet dump
+	// (readWants): a Kubernetes GUID there rests on the log (notAPort).
+	offFabric map[fabric.GUID]bool
 }
 
 // proveTables reads back the ports the open jobs up to run's revision touch
@@ -237,6 +240,10 @@ func (t *term) readWants(ctx context.Context, byJob map[int64][]pkeyread.Want) m
 		verdicts[v.Want] = v.Reason
 	}
 	absent := absentPorts(sorted, targets, missing)
+	t.proof.offFabric = make(map[fabric.GUID]bool, len(absent))
+	for p := range absent {
+		t.proof.offFabric[p] = true
+	}
 	for w := range wants {
 		switch err, gone := absent[w.Port]; {
 		case gone && w.Membership == pkeyread.NotMember:
@@ -283,7 +290,7 @@ func (t *term) judgeProof(ctx context.Context, run *applyRun, jobs []store.OpenJ
 	proven := &store.Proven{Kubernetes: true}
 	var waiting []string // the reasons of the jobs that wait
 	for _, j := range jobs {
-		reasons := jobReasons(byJob[j.ID], verdicts)
+		reasons := jobReasons(t.notAPort(run, j, byJob[j.ID]), verdicts)
 		if len(reasons) == 0 {
 			proven.Jobs = append(proven.Jobs, j.ID)
 			continue
@@ -350,6 +357,33 @@ func (t *term) heldByProof(ctx context.Context, run *applyRun) *store.Proven {
 		}
 	}
 	return proven
+}
+
+// notAPort is the wants of job j that its ports' tables must prove: all of
+// them, but for a Kubernetes pkey's job the GUIDs that OpenSM's subnet dump
+// does not list. ib-kubernetes adds the GUIDs of SR-IOV virtual functions,
+// which are no port of the subnet and have no P_Key table an SMP can read
+// (their pkeys live in the HCA's virtual port, programmed by the driver): a
+// VF GUID would otherwise wait verify_timeout and fail at every request,
+// and be sent again forever. Those rest on OpenSM's log, as with verify =
+// log. A Neutron port's GUID not in the dump is a host down or gone: it waits.
+func (t *term) notAPort(run *applyRun, j store.OpenJob, wants []pkeyread.Want) []pkeyread.Want {
+	if j.ObjectType != store.ObjectPKey || len(t.proof.offFabric) == 0 {
+		return wants
+	}
+	var read []pkeyread.Want
+	var byLog []string
+	for _, w := range wants {
+		if t.proof.offFabric[w.Port] && w.Membership != pkeyread.NotMember {
+			byLog = append(byLog, w.Port.String())
+			continue
+		}
+		read = append(read, w)
+	}
+	if len(byLog) > 0 {
+		run.log.Info("not a port on the fabric: proven by OpenSM's log", "job", j.ID, "guids", byLog)
+	}
+	return read
 }
 
 // jobReasons are why a job's wants are not proven, each once; none when

@@ -272,20 +272,44 @@ func TestWantOf(t *testing.T) {
 }
 
 // TestReadBackPKeyJobReadsItsChangeOnly: a Kubernetes pkey's job is proven
-// on the GUIDs its request changed, not on every member: a member off the
-// fabric, whose own job failed, holds no later job of the pkey.
+// on the GUIDs its request changed, not on every member: a member whose
+// table lacks the pkey, whose own job failed, holds no later job of the pkey.
 func TestReadBackPKeyJobReadsItsChangeOnly(t *testing.T) {
 	r := newReadbackRig(t, time.Second)
 	r.network(101)
 	r.applied("network") // a state to compare the next sweeps with
-	off := r.kubeAdd(0x1001, 0x0002c90300009901)
-	r.applied("a GUID off the fabric")
-	if j := r.settle(off.ID); j.Status != store.StatusFailed || !strings.Contains(j.Error, "not in OpenSM's subnet dump") {
-		t.Fatalf("the job of a GUID off the fabric: %s %q; want Failed, saying so", j.Status, j.Error)
+	h2 := r.kubeAdd(0x1001, fabricsim.HostGUID(2))
+	r.applied("H2, whose table OpenSM did not give the pkey")
+	want := fmt.Sprintf("port %s holds pkey 0x1001 as not a member, want full", fabricsim.HostGUID(2))
+	if j := r.settle(h2.ID); j.Status != store.StatusFailed || !strings.Contains(j.Error, want) {
+		t.Fatalf("the job of H2: %s %q; want Failed, saying %q", j.Status, j.Error, want)
 	}
 	h1 := r.kubeAdd(0x1001, fabricsim.HostGUID(1))
 	r.applied("H1 into the pkey")
 	if j := r.settle(h1.ID); j.Status != store.StatusCompleted {
 		t.Fatalf("H1's job, whose table holds 0x9001: %s %q %q", j.Status, j.Description, j.Error)
+	}
+}
+
+// TestReadBackGUIDNotAPort: a Kubernetes GUID that OpenSM's subnet dump does
+// not list (an SR-IOV VF's, which no SMP can read) is proven by the log, and
+// its job completes at once; a Neutron port's GUID not in the dump (a host
+// down or gone) holds its job, saying so, until verify_timeout fails it.
+func TestReadBackGUIDNotAPort(t *testing.T) {
+	r := newReadbackRig(t, 2*time.Second)
+	r.network(101)
+	r.applied("network")
+	vf := r.kubeAdd(0x1001, 0x0002c90300009901)
+	gone := r.port("port-gone", 0x0002c90300009902)
+	r.applied("a VF's GUID and a port of a host gone")
+	if j := r.job(vf.ID); j.Status != store.StatusCompleted {
+		t.Fatalf("the Kubernetes job of a GUID that is not a port: %s %q; want Completed on the log", j.Status, j.Description)
+	}
+	want := "port 0x0002c90300009902: not in OpenSM's subnet dump"
+	if j := r.job(gone.ID); j.Status != store.StatusRunning || !strings.Contains(j.Description, want) {
+		t.Fatalf("the Neutron port's job: %s %q; want Running, saying %q", j.Status, j.Description, want)
+	}
+	if j := r.settle(gone.ID); j.Status != store.StatusFailed || !strings.Contains(j.Error, want) {
+		t.Fatalf("the Neutron port's job after verify_timeout: %s %q", j.Status, j.Error)
 	}
 }
