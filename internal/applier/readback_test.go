@@ -177,6 +177,46 @@ func TestReadBackHoldsOnlyTheUnprovenJob(t *testing.T) {
 	}
 }
 
+// newTerm ends the rig's term and starts the next, as a restarted manager
+// (or a new leader) does: what the old term kept in memory is gone.
+func (r *readbackRig) newTerm() {
+	r.t.Helper()
+	r.term.tail.Close()
+	id, err := r.st.NewTerm(r.t.Context(), "restarted")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.term = &term{Applier: r.term.Applier, id: id, applied: -1}
+	if err := r.term.startLog("", time.Minute); err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { r.term.tail.Close() })
+}
+
+// TestReadBackHeldJobAcrossANewTerm: a job held for its port's table by one
+// term is not completed by the next term's first apply, which reads its port
+// again: the held set is the term's, and the new term proves every open
+// port job anew.
+func TestReadBackHeldJobAcrossANewTerm(t *testing.T) {
+	r := newReadbackRig(t, 3*time.Second)
+	r.network(101)
+	r.applied("network")
+	h2 := r.port("port-h2", uint64(fabricsim.HostGUID(2)))
+	r.applied("H2's port")
+	if j := r.job(h2.ID); j.Status != store.StatusRunning {
+		t.Fatalf("H2's job: %s %q; want Running", j.Status, j.Description)
+	}
+	r.newTerm()
+	r.applied("the new term's first apply")
+	want := fmt.Sprintf("port %s holds pkey 0x0065 as not a member, want full", fabricsim.HostGUID(2))
+	if j := r.job(h2.ID); j.Status != store.StatusRunning || !strings.Contains(j.Description, want) {
+		t.Fatalf("H2's job after a new term's apply: %s %q; want Running, saying %q", j.Status, j.Description, want)
+	}
+	if j := r.settle(h2.ID); j.Status != store.StatusFailed || !strings.Contains(j.Error, want) {
+		t.Fatalf("H2's job after verify_timeout: %s %q", j.Status, j.Error)
+	}
+}
+
 // cancelOnDial is the fabric's dialer, ending the term (cancel) as a read
 // starts: the window of a term that ends mid-read.
 type cancelOnDial struct {
