@@ -207,6 +207,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.revisionStmt, err = db.PrepareContext(ctx, revision); err != nil {
 		return nil, fmt.Errorf("error preparing query Revision: %w", err)
 	}
+	if q.setJobDescriptionStmt, err = db.PrepareContext(ctx, setJobDescription); err != nil {
+		return nil, fmt.Errorf("error preparing query SetJobDescription: %w", err)
+	}
 	if q.setRevisionStmt, err = db.PrepareContext(ctx, setRevision); err != nil {
 		return nil, fmt.Errorf("error preparing query SetRevision: %w", err)
 	}
@@ -541,6 +544,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing revisionStmt: %w", cerr)
 		}
 	}
+	if q.setJobDescriptionStmt != nil {
+		if cerr := q.setJobDescriptionStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing setJobDescriptionStmt: %w", cerr)
+		}
+	}
 	if q.setRevisionStmt != nil {
 		if cerr := q.setRevisionStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing setRevisionStmt: %w", cerr)
@@ -681,6 +689,7 @@ type Queries struct {
 	openJobsWithGUIDsStmt             *sql.Stmt
 	recordApplyStmt                   *sql.Stmt
 	revisionStmt                      *sql.Stmt
+	setJobDescriptionStmt             *sql.Stmt
 	setRevisionStmt                   *sql.Stmt
 	updateSecretStmt                  *sql.Stmt
 	upsertAdoptedPartitionStmt        *sql.Stmt
@@ -756,6 +765,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		openJobsWithGUIDsStmt:             q.openJobsWithGUIDsStmt,
 		recordApplyStmt:                   q.recordApplyStmt,
 		revisionStmt:                      q.revisionStmt,
+		setJobDescriptionStmt:             q.setJobDescriptionStmt,
 		setRevisionStmt:                   q.setRevisionStmt,
 		updateSecretStmt:                  q.updateSecretStmt,
 		upsertAdoptedPartitionStmt:        q.upsertAdoptedPartitionStmt,

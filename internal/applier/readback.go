@@ -290,9 +290,16 @@ func (t *term) judgeProof(ctx context.Context, run *applyRun, jobs []store.OpenJ
 	proven := &store.Proven{Kubernetes: true}
 	var waiting []string // the reasons of the jobs that wait
 	for _, j := range jobs {
-		reasons := jobReasons(t.notAPort(run, j, byJob[j.ID]), verdicts)
+		wants, note := t.notAPort(run, j, byJob[j.ID])
+		reasons := jobReasons(wants, verdicts)
 		if len(reasons) == 0 {
 			proven.Jobs = append(proven.Jobs, j.ID)
+			if note != "" {
+				if proven.Notes == nil {
+					proven.Notes = map[int64]string{}
+				}
+				proven.Notes[j.ID] = note
+			}
 			continue
 		}
 		first, seen := since[j.ID]
@@ -313,6 +320,9 @@ func (t *term) judgeProof(ctx context.Context, run *applyRun, jobs []store.OpenJ
 	}
 	if len(waiting) == 0 {
 		t.proof.run, t.proof.said = nil, ""
+		if len(proven.Notes) > 0 {
+			return proven, true // every job, the notes with them
+		}
 		return nil, true
 	}
 	t.holdForTables(ctx, run, waiting, timeout)
@@ -367,11 +377,11 @@ func (t *term) heldByProof(ctx context.Context, run *applyRun) *store.Proven {
 // VF GUID would otherwise wait verify_timeout and fail at every request,
 // and be sent again forever. Those rest on OpenSM's log, as with verify =
 // log. A Neutron port's GUID not in the dump is a host down or gone: it waits.
-func (t *term) notAPort(run *applyRun, j store.OpenJob, wants []pkeyread.Want) []pkeyread.Want {
+// note, for the job's description, names the GUIDs left to the log.
+func (t *term) notAPort(run *applyRun, j store.OpenJob, wants []pkeyread.Want) (read []pkeyread.Want, note string) {
 	if j.ObjectType != store.ObjectPKey || len(t.proof.offFabric) == 0 {
-		return wants
+		return wants, ""
 	}
-	var read []pkeyread.Want
 	var byLog []string
 	for _, w := range wants {
 		if t.proof.offFabric[w.Port] && w.Membership != pkeyread.NotMember {
@@ -380,10 +390,11 @@ func (t *term) notAPort(run *applyRun, j store.OpenJob, wants []pkeyread.Want) [
 		}
 		read = append(read, w)
 	}
-	if len(byLog) > 0 {
-		run.log.Info("not a port on the fabric: proven by OpenSM's log", "job", j.ID, "guids", byLog)
+	if len(byLog) == 0 {
+		return read, ""
 	}
-	return read
+	run.log.Info("not a port on the fabric: proven by OpenSM's log", "job", j.ID, "guids", byLog)
+	return read, strings.Join(slices.Compact(byLog), ", ") + ": not a port on the fabric: proven by OpenSM's log"
 }
 
 // jobReasons are why a job's wants are not proven, each once; none when

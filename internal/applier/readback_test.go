@@ -342,8 +342,10 @@ func TestReadBackGUIDNotAPort(t *testing.T) {
 	vf := r.kubeAdd(0x1001, 0x0002c90300009901)
 	gone := r.port("port-gone", 0x0002c90300009902)
 	r.applied("a VF's GUID and a port of a host gone")
-	if j := r.job(vf.ID); j.Status != store.StatusCompleted {
-		t.Fatalf("the Kubernetes job of a GUID that is not a port: %s %q; want Completed on the log", j.Status, j.Description)
+	note := "(0x0002c90300009901: not a port on the fabric: proven by OpenSM's log)"
+	if j := r.job(vf.ID); j.Status != store.StatusCompleted || !strings.HasSuffix(j.Description, note) ||
+		strings.Contains(j.Description, "\n") {
+		t.Fatalf("the Kubernetes job of a GUID that is not a port: %s %q; want Completed on the log, saying so", j.Status, j.Description)
 	}
 	want := "port 0x0002c90300009902: not in OpenSM's subnet dump"
 	if j := r.job(gone.ID); j.Status != store.StatusRunning || !strings.Contains(j.Description, want) {

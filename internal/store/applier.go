@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
@@ -179,6 +180,10 @@ type Proven struct {
 	// only then does last_updated move (ib-kubernetes holds its next change
 	// back until it does, and must not take a held change as applied).
 	Kubernetes bool
+	// Notes says, for some of Jobs, how they were proven otherwise than by
+	// their tables: the note is added to what the job does (its first line,
+	// which completion keeps), cut as a job's texts are.
+	Notes map[int64]string
 }
 
 // FinishApplyProven is FinishApply for an apply whose proof holds some of
@@ -190,6 +195,11 @@ func (s *Store) FinishApplyProven(ctx context.Context, a Apply, p Proven, open f
 	return s.finishApply(ctx, a, open, func(q driver.Queries, now *time.Time) (int64, error) {
 		var total int64
 		for _, id := range p.Jobs {
+			if note, ok := p.Notes[id]; ok {
+				if err := noteJob(ctx, q, *now, id, a.Term, note); err != nil {
+					return 0, err
+				}
+			}
 			n, err := q.CompleteJob(ctx, now, id, a.Revision, a.Term)
 			if err != nil {
 				return 0, err
@@ -203,6 +213,18 @@ func (s *Store) FinishApplyProven(ctx context.Context, a Apply, p Proven, open f
 		}
 		return total, nil
 	})
+}
+
+// noteJob adds note to the first line of job id's description, if the job
+// is open and term current.
+func noteJob(ctx context.Context, q driver.Queries, now time.Time, id, term int64, note string) error {
+	j, err := q.GetJob(ctx, id)
+	if err != nil {
+		return fmt.Errorf("read job %d: %w", id, err)
+	}
+	what, _, _ := strings.Cut(j.Description, "\n")
+	_, err = q.SetJobDescription(ctx, boundText(what+" ("+note+")", MaxJobText), now, id, term)
+	return err
 }
 
 // finishApply records a, reads the gates, and runs complete if open says so,

@@ -276,12 +276,21 @@ func testFinishApplyProven(t *testing.T, s *store.Store) {
 		t.Fatalf("FinishApplyProven of a stale term = %+v, %v; want nothing", f, err)
 	}
 	status(done, pending, done)
-	// Once proven, the held job completes, and last_updated moves.
+	// Once proven, the held job completes, noted as it was proven, and
+	// last_updated moves.
 	later := end.Add(time.Second)
+	const note = "not a port on the fabric: proven by OpenSM's log"
+	all.Notes = map[int64]string{jobs[1].ID: note, jobs[0].ID: "already completed"}
 	if f, err := clockAt(s, at).FinishApplyProven(ctx, appliedRow(newer, 3, later), all, open); err != nil || f.Completed != 1 {
 		t.Fatalf("FinishApplyProven of the held job = %+v, %v; want 1 job completed", f, err)
 	}
 	status(done, done, done)
+	if got := job(t, s, jobs[1].ID).Description; got != jobs[1].Description+" ("+note+")" {
+		t.Errorf("the noted job's description = %q; want what it does, then the note", got)
+	}
+	if got := job(t, s, jobs[0].ID).Description; got != jobs[0].Description {
+		t.Errorf("a job completed before its note = %q; want unchanged", got)
+	}
 	if got, err := s.KubernetesLastUpdated(ctx); err != nil || got == nil || !got.Equal(later) {
 		t.Errorf("last_updated = %v, %v; want %v", got, err, later)
 	}
