@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
 )
@@ -18,37 +17,51 @@ import (
 const readbackWorkers = 4
 
 // newReadback is the reader of the ports' P_Key tables the applier proves
-// jobs with ([opensm] verify = tables); nil for verify = log. It reads the
-// fabric OpenSM programs: the simulator OpenSM's environment attaches it to,
-// else the HCA port smp_port names. A manager that cannot read it refuses to
-// start rather than complete jobs on a proof it was told not to trust alone.
+// jobs with ([opensm] verify = tables); nil for verify = log. A manager that
+// cannot read the fabric refuses to start rather than complete jobs on a
+// proof it was told not to trust alone.
 func newReadback(ctx context.Context, cfg *config.Config, keys opensm.KeySource) (*pkeyread.Reader, error) {
-	o := cfg.OpenSM
-	if o.Verify == config.VerifyLog {
+	if cfg.OpenSM.Verify == config.VerifyLog {
 		return nil, nil
 	}
-	env, err := opensmEnvironment(o)
-	if err != nil {
-		return nil, fmt.Errorf("[opensm] verify = tables: %w", err)
-	}
-	port, err := smpPort(cfg, env)
-	if err != nil {
-		return nil, fmt.Errorf("[opensm] verify = tables: %w", err)
-	}
-	d, err := pkeyread.NewDialer(env, port)
+	r, _, err := fabricReader(ctx, cfg, keys, readbackWorkers)
 	if err != nil {
 		return nil, fmt.Errorf("[opensm] verify = tables: %w (verify = log completes jobs on OpenSM's log alone)", err)
 	}
-	r := &pkeyread.Reader{Dialer: d, Workers: readbackWorkers}
-	if o.Hardening.Has(opensm.GroupMKey) {
+	return r, nil
+}
+
+// fabricReader reads the fabric OpenSM programs, on workers connections:
+// the simulator OpenSM's environment attaches it to (simulated), else the
+// HCA port smp_port names. It carries the M_Key where the m_key hardening
+// group sets one.
+func fabricReader(ctx context.Context, cfg *config.Config, keys opensm.KeySource, workers int) (r *pkeyread.Reader, simulated bool, err error) {
+	env, err := opensmEnvironment(cfg.OpenSM)
+	if err != nil {
+		return nil, false, err
+	}
+	port, err := smpPort(cfg, env)
+	if err != nil {
+		return nil, false, err
+	}
+	d, err := pkeyread.NewDialer(env, port)
+	if err != nil {
+		return nil, false, err
+	}
+	r = &pkeyread.Reader{Dialer: d, Workers: workers}
+	if cfg.OpenSM.Hardening.Has(opensm.GroupMKey) {
 		// M_Key protection level 2 and 3 refuse a Get without the M_Key.
 		k, err := keys.Keys(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("[opensm] verify = tables: %w", err)
+			return nil, false, err
 		}
+		// MKeys is what the Reader sends; MKey, the key at the start, is
+		// for the second-SM check, which sends its own SMPs.
+		r.MKey = k.MKey
 		r.MKeys = (&readbackMKeys{keys: keys, current: k.MKey}).MKeys
 	}
-	return r, nil
+	sim, _ := pkeyread.SimDialerFromEnv(env)
+	return r, sim.Socket != "", nil
 }
 
 // readbackMKeys gives the read-back proof its M_Keys at each read, from the
@@ -90,21 +103,15 @@ func smpPort(cfg *config.Config, opensmEnv []string) (string, error) {
 	if sim, _ := pkeyread.SimDialerFromEnv(opensmEnv); sim.Socket != "" {
 		return "", nil
 	}
-	for _, kv := range cfg.OpenSMConf {
-		if kv.Key != "guid" {
-			continue
-		}
-		guid, err := fabric.ParseGUID(kv.Value)
-		if err != nil {
-			return "", fmt.Errorf("[opensm_conf] guid: %w", err)
-		}
-		port, err := pkeyread.UmadPortOfGUID(guid)
-		if err != nil {
-			return "", fmt.Errorf("[opensm] smp_port is empty and the port of [opensm_conf] guid %s: %w", guid, err)
-		}
-		return port, nil
+	guid, err := openSMGUID(cfg)
+	if err != nil || guid == 0 {
+		return "", err // none: UmadDialer says to set smp_port
 	}
-	return "", nil // UmadDialer says to set smp_port
+	port, err := pkeyread.UmadPortOfGUID(guid)
+	if err != nil {
+		return "", fmt.Errorf("[opensm] smp_port is empty and the port of [opensm_conf] guid %s: %w", guid, err)
+	}
+	return port, nil
 }
 
 // opensmEnvironment is the environment OpenSM runs with, as each driver

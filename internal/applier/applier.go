@@ -121,6 +121,8 @@ type Config struct {
 	// VerifyTimeout is how long a job whose ports' tables do not show its
 	// change waits before it fails; 0: DefaultVerifyTimeout.
 	VerifyTimeout time.Duration
+	// Audit is the continuous audit (audit.go).
+	Audit AuditConfig
 }
 
 // Applier applies while its manager holds the applier lock.
@@ -134,6 +136,9 @@ type Applier struct {
 	// Observer is told of every apply and of every turn of the loop
 	// (metrics and liveness); nil: nobody is.
 	Observer Observer
+	// SecondSM reads which subnet manager is master (secondsm.go); nil: no
+	// second SM is looked for.
+	SecondSM *SecondSMCheck
 }
 
 // Observer is told what the applier does (metrics.Metrics with a liveness
@@ -183,6 +188,7 @@ type term struct {
 	tail     *opensm.Tail   // the one reader of OpenSM's log (startLog)
 	dump     *topology.Dump // Cfg.Dump, or the term's own
 	freeze   *freezeWatch   // nil without HA
+	secondSM *secondSMWatch // nil without a SecondSM check
 	reapply  bool           // a lifted freeze: apply everything again
 	// snapshots is the state as last read: each read reads what changed.
 	snapshots store.SnapshotCache
@@ -198,6 +204,7 @@ type term struct {
 	// proof is the read-back proof's state: the jobs that wait for their
 	// ports' tables (readback.go).
 	proof proofState
+	audit auditState // audit.go
 }
 
 // applyResult says what the loop does after an apply.
@@ -249,6 +256,7 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 		defer stopWatch()
 		go t.freeze.watchFreeze(fctx, t, a.Cfg.PollInterval)
 	}
+	defer t.startSecondSMWatch(ctx)()
 
 	wake := a.Store.Wake(ctx)
 	poll := time.NewTicker(a.Cfg.PollInterval)
@@ -256,6 +264,7 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 	check := time.NewTicker(a.Cfg.CheckInterval)
 	defer check.Stop()
 	t.pruneJobs(ctx)
+	t.loadAudit(ctx) // audit.go
 	retry := time.Duration(0)
 	retriedAtOnce := false
 	var lastStart time.Time // of the last apply
@@ -268,7 +277,7 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 			return nil
 		case err != nil:
 			a.Log.Error("read revision", "error", err)
-		case rev != t.applied && !t.freeze.isFrozen():
+		case rev != t.applied && !t.freeze.isFrozen() && !t.secondSM.holds():
 			// Several changes waiting: a burst; one change is applied at once.
 			if rev-t.applied > 1 && !t.waitBatch(ctx, lastStart, rev) {
 				return nil
@@ -303,6 +312,8 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 		case <-poll.C:
 		case <-check.C:
 			t.check(ctx)
+		case <-t.auditDue():
+			t.runAudit(ctx)
 		}
 	}
 }
@@ -311,6 +322,7 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 // measured from no judged state: the other manager's OpenSM may have swept
 // another file meanwhile.
 func (t *term) takeReapply() {
+	t.takeSecondSMGone()
 	if t.reapply {
 		t.applied, t.reapply, t.judged = -1, false, nil
 	}

@@ -51,6 +51,14 @@ const (
 	GateSwitchesUnchecked  GateKind = "switches_unchecked"
 	GateEnforcementCleared GateKind = "enforcement_cleared" // enforcement errors are recorded (EnforcementCleared)
 	GateFrozen             GateKind = "frozen"              // the HA freeze (freeze.go)
+	// GateIsolationBreach: the last audit found a port holding a pkey it is
+	// not recorded in, or a full membership where the state says limited
+	// (audit.go).
+	GateIsolationBreach GateKind = "isolation_breach"
+	// GateSwitchNotEnforcing: the last audit found a switch port facing a
+	// host that does not enforce partitions (audit.go).
+	GateSwitchNotEnforcing GateKind = "switch_not_enforcing"
+	GateSecondSM           GateKind = "second_subnet_manager" // another SM is master (secondsm.go)
 )
 
 // GateReason is one reason jobs do not complete now.
@@ -257,15 +265,18 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, p
 		return 0, false
 	}
 	t.scanEnforcement(ctx)
+	t.secondSM.detectNow(ctx, t)
 	frozen := t.pollFreeze(ctx)
 	reapply := t.reapply // a lifted freeze: the full apply that follows completes them
 	gates := Gates{SubnetDump: t.Cfg.SubnetDump}
 	var reasons []GateReason
 	open := func(gs store.GateState) bool {
 		reasons = gates.reasons(gs, dump)
+		reasons = append(reasons, t.auditReasons()...) // audit.go
 		if frozen != "" && !reapply {
 			reasons = append(reasons, GateReason{GateFrozen, frozen})
 		}
+		reasons = append(reasons, t.secondSM.reason()...)
 		return !reapply && len(reasons) == 0
 	}
 	var f store.Finished
@@ -307,12 +318,14 @@ func (t *term) gatesOpen(ctx context.Context, rev int64) bool {
 		t.gate.blocked = rev
 		return false
 	}
+	reasons = append(reasons, t.auditReasons()...) // audit.go
 	if frozen := t.pollFreeze(ctx); t.reapply {
 		t.gate.blocked = 0 // the full apply that follows completes them
 		return false
 	} else if frozen != "" {
 		reasons = append(reasons, GateReason{GateFrozen, frozen})
 	}
+	reasons = append(reasons, t.secondSM.reason()...)
 	if len(reasons) == 0 {
 		return true
 	}

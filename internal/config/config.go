@@ -200,6 +200,9 @@ type OpenSM struct {
 	// SMPPort is the local HCA port the manager sends its SMPs from on real
 	// hardware ("mlx5_0:1"); "" for the port OpenSM's guid names.
 	SMPPort string
+	// AuditInterval is how often the leader reads every host port's P_Key
+	// table and compares it with the recorded state (internal/audit); 0: never.
+	AuditInterval time.Duration
 }
 
 // The values of [opensm] verify.

@@ -74,6 +74,8 @@ func TestParseValidFiles(t *testing.T) {
 				Verify:                 VerifyLog,
 				VerifyTimeout:          90 * time.Second,
 				SMPPort:                "mlx5_0:1",
+
+				AuditInterval: 90 * time.Second,
 			},
 			HA: HA{HA: true, LeaseTimeout: 12500 * time.Millisecond},
 			UFMPKeys: UFMPKeys{Username: "ib-kubernetes", Password: "s3cret-ufm-password", Prefix: "/api/ufmRest",
@@ -130,6 +132,8 @@ func TestDefaults(t *testing.T) {
 			SwitchPKeyCapacity: 32,
 			Verify:             VerifyTables,
 			VerifyTimeout:      60 * time.Second,
+
+			AuditInterval: 300 * time.Second,
 		},
 		HA: HA{LeaseTimeout: 30 * time.Second},
 		UFMPKeys: UFMPKeys{Prefix: "/ufmRest", ApplyTimeout: 30 * time.Second, MaxGUIDsPerRequest: 10000,
@@ -263,6 +267,8 @@ func TestBadValues(t *testing.T) {
 		{"opensm", "log_file", "stdout", "want an absolute path"},
 		{"opensm", "check_interval", "-0.5", "greater than 0"},
 		{"opensm", "sweep_timeout", "0", "greater than 0"},
+		{"opensm", "audit_interval", "-1", "greater than 0 and at most"},
+		{"opensm", "audit_interval", "off", "or 0 (off)"},
 		{"opensm", "sweep_timeout", "86401", "at most 86400"},
 		{"ha", "ha", "maybe", "want true or false"},
 		{"ha", "lease_timeout", "0.5", "want at least 1 seconds"},
@@ -336,6 +342,8 @@ func TestGoodValues(t *testing.T) {
 		{"opensm", "verify_timeout", "2.5", func(c *Config) bool { return c.OpenSM.VerifyTimeout == 2500*time.Millisecond }},
 		{"opensm", "smp_port", "mlx5_0:1", func(c *Config) bool { return c.OpenSM.SMPPort == "mlx5_0:1" }},
 		{"opensm", "sweep_timeout", "86400", func(c *Config) bool { return c.OpenSM.SweepTimeout == 24*time.Hour }},
+		{"opensm", "audit_interval", "0", func(c *Config) bool { return c.OpenSM.AuditInterval == 0 }},
+		{"opensm", "audit_interval", "0.5", func(c *Config) bool { return c.OpenSM.AuditInterval == 500*time.Millisecond }},
 		{"opensm", "hardening", "none", func(c *Config) bool {
 			return c.OpenSM.Hardening.Groups != nil && len(c.OpenSM.Hardening.Groups) == 0
 		}},

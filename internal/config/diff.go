@@ -114,4 +114,5 @@ var keyGetters = []keyGetter{
 	{"opensm", "verify", func(c *Config) any { return c.OpenSM.Verify }},
 	{"opensm", "verify_timeout", func(c *Config) any { return c.OpenSM.VerifyTimeout }},
 	{"opensm", "smp_port", func(c *Config) any { return c.OpenSM.SMPPort }},
+	{"opensm", "audit_interval", func(c *Config) any { return c.OpenSM.AuditInterval }},
 }

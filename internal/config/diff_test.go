@@ -48,6 +48,7 @@ var diffChanges = map[string]string{
 	"[opensm] switch_pkey_capacity": "64", "[opensm] shared_default_partition": "true",
 	"[opensm] partitions_template": "/etc/afm/partitions.conf.j2",
 	"[opensm] verify":              "log", "[opensm] verify_timeout": "30", "[opensm] smp_port": "mlx5_1:2",
+	"[opensm] audit_interval": "60",
 }
 
 // withKey returns diffBase with key (as "[section] key") set to value.

@@ -222,6 +222,9 @@ var sections = []section{
 		{key: "verify_timeout", def: "60",
 			set: into(setSeconds, func(c *Config) *time.Duration { return &c.OpenSM.VerifyTimeout })},
 		{key: "smp_port", set: into(setSMPPort, func(c *Config) *string { return &c.OpenSM.SMPPort })},
+		// The continuous audit (internal/audit). 0 turns it off.
+		{key: "audit_interval", def: "300",
+			set: into(setSecondsOrOff, func(c *Config) *time.Duration { return &c.OpenSM.AuditInterval })},
 	}},
 }
 
@@ -380,6 +383,18 @@ func setSMPPort(dst *string, v string) error {
 
 // smpDevice is an HCA's name as the kernel gives it (mlx5_0, ibp59s0).
 var smpDevice = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,63}$`)
+
+// setSecondsOrOff is setSeconds, or 0: off.
+func setSecondsOrOff(dst *time.Duration, v string) error {
+	if f, err := strconv.ParseFloat(v, 64); err == nil && f == 0 {
+		*dst = 0
+		return nil
+	}
+	if err := setSeconds(dst, v); err != nil {
+		return fmt.Errorf("%w, or 0 (off)", err)
+	}
+	return nil
+}
 
 // kubernetesLimit checks a bound on Kubernetes GUIDs or members.
 func kubernetesLimit(n int) error {

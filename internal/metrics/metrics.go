@@ -51,6 +51,8 @@ type Metrics struct {
 
 	dbErrors *prometheus.CounterVec
 
+	audit *auditMetrics // audit.go
+
 	// What this process knows of itself, read at scrape time.
 	leaderTerm      atomic.Int64 // term this process leads; 0: it does not
 	appliedRevision atomic.Int64 // revision this process last saw OpenSM apply; -1: none
@@ -62,6 +64,7 @@ type Metrics struct {
 // the manager's own metrics.
 func New() *Metrics {
 	m := &Metrics{registry: prometheus.NewRegistry()}
+	m.audit = newAuditMetrics(m.registry)
 	m.appliedRevision.Store(-1)
 	m.applies = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "applies_total",
@@ -119,6 +122,7 @@ func (m *Metrics) Leading(term int64) {
 	m.mu.Lock()
 	m.lastApplyFailed = false
 	m.mu.Unlock()
+	m.audit.leading(term) // audit.go
 }
 
 // LeaderTerm is the term this process leads, 0 when it does not.

@@ -75,3 +75,27 @@ type UpsertEnforcementErrorParams struct {
 	Now        time.Time
 	Term       int64
 }
+
+// UpsertLastAuditParams are UpsertLastAudit's arguments: an audit's summary,
+// recorded as the last if Term is still the current term.
+type UpsertLastAuditParams struct {
+	Term      int64
+	Revision  int64
+	StartedAt time.Time
+	TookMs    int64
+	Findings  int64
+	Breaches  int64
+	Summary   string
+}
+
+// InsertSecondSMParams are InsertSecondSM's arguments: a master subnet
+// manager that is not the leader's own OpenSM, recorded if Term is still the
+// current term.
+type InsertSecondSMParams struct {
+	PortGUID string
+	Priority int64
+	State    string
+	OwnState string
+	Term     int64
+	Now      time.Time
+}

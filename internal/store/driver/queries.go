@@ -36,6 +36,7 @@ type Queries interface {
 	DeleteNetwork(ctx context.Context, id string) (int64, error)
 	DeletePort(ctx context.Context, id string) (int64, error)
 	DeletePortsOfNetwork(ctx context.Context, networkID string) (int64, error)
+	DeleteSecondSMs(ctx context.Context, term int64) (int64, error)
 	DescribeOpenJobs(ctx context.Context, reason string, now time.Time, revision int64, term int64) (int64, error)
 	EnforcementErrors(ctx context.Context) ([]EnforcementError, error)
 	ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error)
@@ -58,12 +59,14 @@ type Queries interface {
 	InsertExpectedSwitch(ctx context.Context, guid fabric.GUID, description string, now time.Time) error
 	// InsertJob inserts the job and returns the id it chose (j.ID is not read).
 	InsertJob(ctx context.Context, j Job) (int64, error)
+	InsertSecondSM(ctx context.Context, arg InsertSecondSMParams) (int64, error)
 	InsertSecretIfAbsent(ctx context.Context, name string, value string, now time.Time) error
 	KubernetesMembershipsOfGUID(ctx context.Context, guid fabric.GUID) ([]KubernetesMember, error)
 	CountKubernetesMembersOfPKey(ctx context.Context, pkey fabric.PKey) (int64, error)
 	CountKubernetesMembers(ctx context.Context) (int64, error)
 	KubernetesState(ctx context.Context) (KubernetesStateRow, error)
 	LastApply(ctx context.Context) (Apply, error)
+	LastAudit(ctx context.Context) ([]LastAuditRow, error)
 	Leadership(ctx context.Context) (LeadershipRow, error)
 	ListAdoptedPartitions(ctx context.Context) ([]AdoptedPartition, error)
 	ListKubernetesMembers(ctx context.Context) ([]KubernetesMember, error)
@@ -86,9 +89,11 @@ type Queries interface {
 	UpsertAdoptedPartition(ctx context.Context, arg UpsertAdoptedPartitionParams) error
 	UpsertKubernetesMember(ctx context.Context, arg UpsertKubernetesMemberParams) error
 	UpsertKubernetesPKey(ctx context.Context, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time) error
+	SecondSMs(ctx context.Context) ([]SecondSubnetManager, error)
 	SetRevision(ctx context.Context, revision int64) error
 	UpdateSecret(ctx context.Context, value string, name string) error
 	UpsertEnforcementError(ctx context.Context, arg UpsertEnforcementErrorParams) (int64, error)
+	UpsertLastAudit(ctx context.Context, arg UpsertLastAuditParams) (int64, error)
 	UpsertNetwork(ctx context.Context, arg UpsertNetworkParams) error
 	UpsertPort(ctx context.Context, arg UpsertPortParams) error
 }

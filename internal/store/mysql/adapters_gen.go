@@ -110,6 +110,10 @@ func (q queries) InsertJob(ctx context.Context, j driver.Job) (int64, error) {
 	return driver.LastInsertID(q.Queries.InsertJob(ctx, mysqldb.InsertJobParams{Revision: j.Revision, ObjectType: j.ObjectType, ObjectID: j.ObjectID, NetworkID: j.NetworkID, Operation: j.Operation, Status: j.Status, Description: j.Description, Result: j.Result, Error: j.Error, CreatedBy: j.CreatedBy, Request: j.Request, RequestID: j.RequestID, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt}))
 }
 
+func (q queries) InsertSecondSM(ctx context.Context, arg driver.InsertSecondSMParams) (int64, error) {
+	return q.Queries.InsertSecondSM(ctx, mysqldb.InsertSecondSMParams{PortGuid: arg.PortGUID, Priority: arg.Priority, State: arg.State, OwnState: arg.OwnState, Term: arg.Term, Now: arg.Now})
+}
+
 func (q queries) InsertSecretIfAbsent(ctx context.Context, name string, value string, now time.Time) error {
 	return q.Queries.InsertSecretIfAbsent(ctx, mysqldb.InsertSecretIfAbsentParams{Name: name, Value: value, Now: now})
 }
@@ -127,6 +131,11 @@ func (q queries) KubernetesState(ctx context.Context) (driver.KubernetesStateRow
 func (q queries) LastApply(ctx context.Context) (driver.Apply, error) {
 	r, err := q.Queries.LastApply(ctx)
 	return driver.Apply(r), err
+}
+
+func (q queries) LastAudit(ctx context.Context) ([]driver.LastAuditRow, error) {
+	rs, err := q.Queries.LastAudit(ctx)
+	return driver.Convert(rs, func(r mysqldb.LastAuditRow) driver.LastAuditRow { return driver.LastAuditRow(r) }), err
 }
 
 func (q queries) Leadership(ctx context.Context) (driver.LeadershipRow, error) {
@@ -210,12 +219,21 @@ func (q queries) UpsertKubernetesPKey(ctx context.Context, pkey fabric.PKey, ipO
 	return q.Queries.UpsertKubernetesPKey(ctx, mysqldb.UpsertKubernetesPKeyParams{Pkey: pkey, IpOverIb: ipOverIb, Revision: revision, Now: now})
 }
 
+func (q queries) SecondSMs(ctx context.Context) ([]driver.SecondSubnetManager, error) {
+	rs, err := q.Queries.SecondSMs(ctx)
+	return driver.Convert(rs, func(r mysqldb.SecondSubnetManager) driver.SecondSubnetManager { return driver.SecondSubnetManager(r) }), err
+}
+
 func (q queries) UpdateSecret(ctx context.Context, value string, name string) error {
 	return q.Queries.UpdateSecret(ctx, mysqldb.UpdateSecretParams{Value: value, Name: name})
 }
 
 func (q queries) UpsertEnforcementError(ctx context.Context, arg driver.UpsertEnforcementErrorParams) (int64, error) {
 	return q.Queries.UpsertEnforcementError(ctx, mysqldb.UpsertEnforcementErrorParams{SwitchGuid: arg.SwitchGUID, Port: arg.Port, Line: arg.Line, Now: arg.Now, Term: arg.Term})
+}
+
+func (q queries) UpsertLastAudit(ctx context.Context, arg driver.UpsertLastAuditParams) (int64, error) {
+	return q.Queries.UpsertLastAudit(ctx, mysqldb.UpsertLastAuditParams{Term: arg.Term, Revision: arg.Revision, StartedAt: arg.StartedAt, TookMs: arg.TookMs, Findings: arg.Findings, Breaches: arg.Breaches, Summary: arg.Summary})
 }
 
 func (q queries) UpsertNetwork(ctx context.Context, arg driver.UpsertNetworkParams) error {
