@@ -75,3 +75,23 @@ func TestReadBackCompletesAPortThatComesBack(t *testing.T) {
 		}
 	})
 }
+
+// TestReadBackHoldsOnlyTheCutHost: H2's link is cut, and its port's job
+// waits for H2's table; a port for H1 sent meanwhile (another tenant's VM
+// booting) completes once H1's table shows it, while H2's job still waits:
+// one host off the fabric holds no other port's job.
+func TestReadBackHoldsOnlyTheCutHost(t *testing.T) {
+	m := readbackManager(t, "verify_timeout = 300")
+	h1, h2 := fabricsim.HostGUID(1), fabricsim.HostGUID(2)
+	cut := m.accept("POST", "/cloudx/Port", portBody(readbackPort, netID, vendorClientID(h2)))
+	m.waitDescription(cut, "port "+h2.String()+": not in OpenSM's subnet dump")
+	m.waitCompleted(m.accept("POST", "/cloudx/Port", portBody("5d1c9e7a-3b2f-4a6e-8c0d-9f1e2a3b4c5d", netID,
+		vendorClientID(h1))), func() {
+		if got := m.pkeys(h1); !slices.Contains(got, 0x8065) {
+			t.Fatalf("H1's job read Completed while H1's pkey table is %s, without 0x8065", hex(got))
+		}
+	})
+	if j := m.job(cut); j.Status != "Running" {
+		t.Errorf("H2's job, its host still cut off: %+v; want Running", j)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
@@ -54,10 +55,41 @@ func fabricReader(ctx context.Context, cfg *config.Config, keys opensm.KeySource
 		if err != nil {
 			return nil, false, err
 		}
+		// MKeys is what the Reader sends; MKey, the key at the start, is
+		// for the second-SM check, which sends its own SMPs.
 		r.MKey = k.MKey
+		r.MKeys = (&readbackMKeys{keys: keys, current: k.MKey}).MKeys
 	}
 	sim, _ := pkeyread.SimDialerFromEnv(env)
 	return r, sim.Socket != "", nil
+}
+
+// readbackMKeys gives the read-back proof its M_Keys at each read, from the
+// recorded keys: --rotate-keys records a new M_Key while the manager runs,
+// and the OpenSM that a restart or a new leader starts with it moves the
+// ports to it one sweep at a time. So the reads try the key recorded now,
+// then the one recorded before it that this process saw (the ports' key
+// until OpenSM moved them). The keys are never logged.
+type readbackMKeys struct {
+	keys opensm.KeySource
+
+	mu                sync.Mutex
+	current, previous uint64
+}
+
+// MKeys is the Reader's MKeys. A database that cannot be read leaves the
+// keys last read: the reads go on with them.
+func (k *readbackMKeys) MKeys(ctx context.Context) ([]uint64, error) {
+	recorded, err := k.keys.Keys(ctx)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err == nil && recorded.MKey != k.current {
+		k.previous, k.current = k.current, recorded.MKey
+	}
+	if k.previous == 0 || k.previous == k.current {
+		return []uint64{k.current}, nil
+	}
+	return []uint64{k.current, k.previous}, nil
 }
 
 // smpPort is the HCA port SMPs are sent from on real hardware: [opensm]

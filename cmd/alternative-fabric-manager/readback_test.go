@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,8 +57,17 @@ func TestNewReadback(t *testing.T) {
 				t.Fatal(err)
 			case tc.want == nil && r != nil:
 				t.Fatalf("verify = log: a reader %+v", r)
-			case tc.want != nil && (r == nil || r.Dialer != tc.want.Dialer || r.MKey != tc.want.MKey || r.Workers != tc.want.Workers):
+			case tc.want != nil && (r == nil || r.Dialer != tc.want.Dialer || r.Workers != tc.want.Workers):
 				t.Fatalf("newReadback = %+v, want %+v", r, tc.want)
+			case tc.want != nil && tc.want.MKey == 0 && r.MKeys != nil:
+				t.Fatal("a reader with M_Keys without the m_key group")
+			case tc.want != nil && tc.want.MKey != 0:
+				if r.MKeys == nil {
+					t.Fatal("a reader without M_Keys with the m_key group")
+				}
+				if keys, err := r.MKeys(t.Context()); err != nil || !slices.Equal(keys, []uint64{tc.want.MKey}) {
+					t.Fatalf("the reader's M_Keys = %#x, %v; want %#x", keys, err, tc.want.MKey)
+				}
 			}
 		})
 	}
@@ -98,5 +109,40 @@ func TestSMPPort(t *testing.T) {
 				t.Fatalf("smpPort = %q, %v; want %q", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// rotatingKeys is a KeySource whose M_Key a test changes, as --rotate-keys
+// does while a manager runs; err fails the next calls.
+type rotatingKeys struct {
+	mkey uint64
+	err  error
+}
+
+func (k *rotatingKeys) Keys(context.Context) (opensm.Keys, error) {
+	return opensm.Keys{MKey: k.mkey}, k.err
+}
+
+// TestReadbackMKeysFollowRotation: the read-back proof's M_Keys are the
+// recorded one at each read; after a rotation, the new key and then the old
+// one (ports keep it until OpenSM moves them); a database that cannot be
+// read leaves the keys last read.
+func TestReadbackMKeysFollowRotation(t *testing.T) {
+	src := &rotatingKeys{mkey: 0x1111}
+	k := &readbackMKeys{keys: src, current: 0x1111}
+	for _, step := range []struct {
+		name string
+		edit func()
+		want []uint64
+	}{
+		{"before a rotation", func() {}, []uint64{0x1111}},
+		{"rotated", func() { src.mkey = 0x2222 }, []uint64{0x2222, 0x1111}},
+		{"database away", func() { src.err = errors.New("away") }, []uint64{0x2222, 0x1111}},
+		{"rotated again", func() { src.mkey, src.err = 0x3333, nil }, []uint64{0x3333, 0x2222}},
+	} {
+		step.edit()
+		if got, err := k.MKeys(t.Context()); err != nil || !slices.Equal(got, step.want) {
+			t.Errorf("%s: M_Keys = %#x, %v; want %#x", step.name, got, err, step.want)
+		}
 	}
 }

@@ -46,6 +46,37 @@ func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, arg ClearGUIDsOfNetwo
 	return result.RowsAffected()
 }
 
+const completeJob = `-- name: CompleteJob :execrows
+UPDATE jobs SET status = 'Completed', error = '', description = SUBSTRING_INDEX(description, '\n', 1),
+    finished_at = ?, updated_at = ?
+WHERE jobs.id = ? AND status IN ('Pending', 'Running') AND revision <= ?
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?)
+`
+
+type CompleteJobParams struct {
+	FinishedAt *time.Time
+	Now        time.Time
+	JobID      int64
+	Revision   int64
+	Term       int64
+}
+
+// A job an apply's proof completes on its own, while others of its
+// revision still wait for theirs (internal/store/applier.go FinishApplyProven).
+func (q *Queries) CompleteJob(ctx context.Context, arg CompleteJobParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, completeJob,
+		arg.FinishedAt,
+		arg.Now,
+		arg.JobID,
+		arg.Revision,
+		arg.Term,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const completeJobs = `-- name: CompleteJobs :execrows
 UPDATE jobs SET status = 'Completed', error = '', description = SUBSTRING_INDEX(description, '\n', 1),
     finished_at = ?, updated_at = ?

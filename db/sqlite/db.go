@@ -33,6 +33,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.clearGUIDsOfNetworkStmt, err = db.PrepareContext(ctx, clearGUIDsOfNetwork); err != nil {
 		return nil, fmt.Errorf("error preparing query ClearGUIDsOfNetwork: %w", err)
 	}
+	if q.completeJobStmt, err = db.PrepareContext(ctx, completeJob); err != nil {
+		return nil, fmt.Errorf("error preparing query CompleteJob: %w", err)
+	}
 	if q.completeJobsStmt, err = db.PrepareContext(ctx, completeJobs); err != nil {
 		return nil, fmt.Errorf("error preparing query CompleteJobs: %w", err)
 	}
@@ -216,6 +219,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.secondSMsStmt, err = db.PrepareContext(ctx, secondSMs); err != nil {
 		return nil, fmt.Errorf("error preparing query SecondSMs: %w", err)
 	}
+	if q.setJobDescriptionStmt, err = db.PrepareContext(ctx, setJobDescription); err != nil {
+		return nil, fmt.Errorf("error preparing query SetJobDescription: %w", err)
+	}
 	if q.setRevisionStmt, err = db.PrepareContext(ctx, setRevision); err != nil {
 		return nil, fmt.Errorf("error preparing query SetRevision: %w", err)
 	}
@@ -261,6 +267,11 @@ func (q *Queries) Close() error {
 	if q.clearGUIDsOfNetworkStmt != nil {
 		if cerr := q.clearGUIDsOfNetworkStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing clearGUIDsOfNetworkStmt: %w", cerr)
+		}
+	}
+	if q.completeJobStmt != nil {
+		if cerr := q.completeJobStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing completeJobStmt: %w", cerr)
 		}
 	}
 	if q.completeJobsStmt != nil {
@@ -568,6 +579,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing secondSMsStmt: %w", cerr)
 		}
 	}
+	if q.setJobDescriptionStmt != nil {
+		if cerr := q.setJobDescriptionStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing setJobDescriptionStmt: %w", cerr)
+		}
+	}
 	if q.setRevisionStmt != nil {
 		if cerr := q.setRevisionStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing setRevisionStmt: %w", cerr)
@@ -655,6 +671,7 @@ type Queries struct {
 	bumpRevisionStmt                  *sql.Stmt
 	clearEnforcementErrorsStmt        *sql.Stmt
 	clearGUIDsOfNetworkStmt           *sql.Stmt
+	completeJobStmt                   *sql.Stmt
 	completeJobsStmt                  *sql.Stmt
 	countJobsByStatusStmt             *sql.Stmt
 	countKubernetesMembersStmt        *sql.Stmt
@@ -716,6 +733,7 @@ type Queries struct {
 	recordApplyStmt                   *sql.Stmt
 	revisionStmt                      *sql.Stmt
 	secondSMsStmt                     *sql.Stmt
+	setJobDescriptionStmt             *sql.Stmt
 	setRevisionStmt                   *sql.Stmt
 	updateSecretStmt                  *sql.Stmt
 	upsertAdoptedPartitionStmt        *sql.Stmt
@@ -734,6 +752,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		bumpRevisionStmt:                  q.bumpRevisionStmt,
 		clearEnforcementErrorsStmt:        q.clearEnforcementErrorsStmt,
 		clearGUIDsOfNetworkStmt:           q.clearGUIDsOfNetworkStmt,
+		completeJobStmt:                   q.completeJobStmt,
 		completeJobsStmt:                  q.completeJobsStmt,
 		countJobsByStatusStmt:             q.countJobsByStatusStmt,
 		countKubernetesMembersStmt:        q.countKubernetesMembersStmt,
@@ -795,6 +814,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		recordApplyStmt:                   q.recordApplyStmt,
 		revisionStmt:                      q.revisionStmt,
 		secondSMsStmt:                     q.secondSMsStmt,
+		setJobDescriptionStmt:             q.setJobDescriptionStmt,
 		setRevisionStmt:                   q.setRevisionStmt,
 		updateSecretStmt:                  q.updateSecretStmt,
 		upsertAdoptedPartitionStmt:        q.upsertAdoptedPartitionStmt,

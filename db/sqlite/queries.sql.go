@@ -41,6 +41,29 @@ func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, revision int64, now t
 	return result.RowsAffected()
 }
 
+const completeJob = `-- name: CompleteJob :execrows
+UPDATE jobs SET status = 'Completed', error = '',
+    description = CASE WHEN instr(description, char(10)) > 0 THEN substr(description, 1, instr(description, char(10)) - 1) ELSE description END,
+    finished_at = ?1, updated_at = ?1
+WHERE jobs.id = ?2 AND status IN ('Pending', 'Running') AND revision <= ?3
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?4)
+`
+
+// A job an apply's proof completes on its own, while others of its
+// revision still wait for theirs (internal/store/applier.go FinishApplyProven).
+func (q *Queries) CompleteJob(ctx context.Context, now *time.Time, jobID int64, revision int64, term int64) (int64, error) {
+	result, err := q.exec(ctx, q.completeJobStmt, completeJob,
+		now,
+		jobID,
+		revision,
+		term,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const completeJobs = `-- name: CompleteJobs :execrows
 
 UPDATE jobs SET status = 'Completed', error = '',

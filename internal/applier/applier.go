@@ -52,6 +52,9 @@ type Store interface {
 	// FinishApply records an applied sweep and completes its jobs in one
 	// transaction if open says the gates are (gates.go, finish).
 	FinishApply(ctx context.Context, a store.Apply, open func(store.GateState) bool) (store.Finished, error)
+	// FinishApplyProven is FinishApply completing only the jobs the
+	// read-back proof showed, while others wait for theirs (readback.go).
+	FinishApplyProven(ctx context.Context, a store.Apply, p store.Proven, open func(store.GateState) bool) (store.Finished, error)
 	FailJobs(ctx context.Context, term, revision int64, reason string) (int64, error)
 	FailJob(ctx context.Context, term, id int64, reason string) (int64, error) // attribution.go
 	OpenJobs(ctx context.Context, revision int64) ([]store.OpenJob, error)     // attribution.go
@@ -420,6 +423,9 @@ type applyRun struct {
 	// read-back proof finds each job's ports in.
 	snap     store.Snapshot
 	verified time.Time // when the ports' tables showed every change (readback.go)
+	// reported: the apply's figures are logged and observed, by its first
+	// completion; the jobs its proof held complete later, each alone.
+	reported bool
 }
 
 // row is the apply's row in the applies table, finished now.
@@ -630,44 +636,53 @@ func (t *term) settle(ctx context.Context, run *applyRun, res opensm.SweepResult
 }
 
 // settleApplied completes the jobs of a sweep that applied the file cleanly,
-// once the ports' own tables show their changes (readback.go).
+// each once its ports' own tables show its change (readback.go).
 func (t *term) settleApplied(ctx context.Context, run *applyRun) applyResult {
-	if !t.proveTables(ctx, run) {
-		// The jobs wait, saying why; pollProof reads their ports again, and
-		// completes them through complete once the tables show them.
+	proven, ok := t.proveTables(ctx, run)
+	if !ok {
+		// The jobs wait, saying why; pollProof reads their ports again.
 		t.applied = run.rev
 		return applyDone
 	}
-	return t.complete(ctx, run)
+	return t.complete(ctx, run, proven)
 }
 
-// complete completes the jobs of a sweep that applied the file cleanly and
-// whose changes the ports' tables show (or verify = log).
-func (t *term) complete(ctx context.Context, run *applyRun) applyResult {
+// complete completes the jobs of a sweep that applied the file cleanly
+// whose changes the ports' tables show (or verify = log): every open job up
+// to its revision when proven is nil, else only the ones it names, the
+// others waiting for their proof (pollProof).
+func (t *term) complete(ctx context.Context, run *applyRun, proven *store.Proven) applyResult {
 	// The apply is recorded in the transaction that completes the jobs (if
 	// the gates are open): every Completed job has an applied row of its
 	// revision or a later one, finished before it, wherever the manager is
 	// killed. Not recorded (the database is away, or a newer term began),
 	// nothing completes.
-	n, ok := t.finish(ctx, run.st, t.row(run, string(opensm.Applied), "SUBNET UP"))
+	n, ok := t.finish(ctx, run.st, t.row(run, string(opensm.Applied), "SUBNET UP"), proven)
 	if !ok {
 		return applyRetry
 	}
+	// Judged at the first completion: a job the proof still holds keeps the
+	// places it was found with, and the next sweep needs no more of it.
 	t.judge()
+	t.applied = run.rev
+	if run.reported {
+		run.log.Info("jobs whose ports showed their change later completed", "jobs_completed", n)
+		return applyDone
+	}
+	run.reported = true
 	// Where the time went, for operators and docs/performance.md: reading
 	// and rendering the state, marking and writing, OpenSM's sweep, and the
 	// gates and job completion.
 	phases := map[string]time.Duration{"render": run.rendered.Sub(run.started),
 		"write": run.signalled.Sub(run.rendered), "sweep": run.swept.Sub(run.signalled), "complete": time.Since(run.swept)}
 	if t.Cfg.Readback != nil {
-		// Reading the tables back, until they showed every change.
+		// Reading the tables back, until they showed the completed changes.
 		phases["verify"], phases["complete"] = run.verified.Sub(run.swept), time.Since(run.verified)
 	}
 	run.log.Info("partitions applied", "jobs_completed", n, "took", time.Since(run.started),
 		"render", phases["render"], "write", phases["write"], "sweep", phases["sweep"], "verify", phases["verify"],
 		"complete", phases["complete"])
 	t.observer().Applied(run.rev, n, phases)
-	t.applied = run.rev
 	return applyDone
 }
 
@@ -686,7 +701,7 @@ func (t *term) settlePKeyErrors(ctx context.Context, run *applyRun, pkeyErrors [
 		detail := "SUBNET UP, with pkey errors: " + strings.Join(pkeyErrors, "; ")
 		log.Error("partitions applied with pkey errors; failing the jobs they name", "errors", pkeyErrors,
 			"jobs_failed", failed)
-		n, ok := t.finish(ctx, run.st, t.row(run, string(opensm.Applied), detail))
+		n, ok := t.finish(ctx, run.st, t.row(run, string(opensm.Applied), detail), t.heldByProof(ctx, run))
 		if !ok {
 			return applyRetry
 		}

@@ -252,8 +252,9 @@ func (t *term) startLog(suspect string, dbTimeout time.Duration) error {
 // the apply is recorded all the same and the jobs say why they wait; every
 // poll looks at the gates again (pollGates). recorded is false when the
 // apply is not in the database (it could not be written, or a newer term
-// began): then nothing completed either.
-func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply) (completed int64, recorded bool) {
+// began): then nothing completed either. A non-nil proven completes only the
+// jobs it names (readback.go): the others wait for their ports' tables.
+func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, proven *store.Proven) (completed int64, recorded bool) {
 	log := t.Log.With("revision", a.Revision, "term", t.id)
 	dump := t.readDump()
 	if err := t.recordOverCapacity(ctx, st, dump); err != nil {
@@ -269,7 +270,7 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply) (
 	reapply := t.reapply // a lifted freeze: the full apply that follows completes them
 	gates := Gates{SubnetDump: t.Cfg.SubnetDump}
 	var reasons []GateReason
-	f, err := t.Store.FinishApply(ctx, a, func(gs store.GateState) bool {
+	open := func(gs store.GateState) bool {
 		reasons = gates.reasons(gs, dump)
 		reasons = append(reasons, t.auditReasons()...) // audit.go
 		if frozen != "" && !reapply {
@@ -277,7 +278,14 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply) (
 		}
 		reasons = append(reasons, t.secondSM.reason()...)
 		return !reapply && len(reasons) == 0
-	})
+	}
+	var f store.Finished
+	var err error
+	if proven == nil {
+		f, err = t.Store.FinishApply(ctx, a, open)
+	} else {
+		f, err = t.Store.FinishApplyProven(ctx, a, *proven, open)
+	}
 	t.observer().ApplyFinished(a.Outcome, time.Since(a.StartedAt))
 	switch {
 	case err != nil:

@@ -35,14 +35,18 @@ import (
 // cost is one read per touched port, on the Reader's bounded workers.
 //
 // A job whose places are not all proven (a port down, not in OpenSM's last
-// sweep, re-LIDed since, or whose table lacks the change) keeps the sweep's
-// jobs Running, their description naming the ports and why, and is read again
+// sweep, re-LIDed since, or whose table lacks the change) stays Running, its
+// description naming the ports and why, and is read again
 // at the loop's polls (at most every proofRetry; the subnet dump is read again
 // each time, so a port OpenSM moved or brought back in a later sweep is found
 // where it now is). A job still unproven VerifyTimeout after its first
-// failed read fails, saying why; once none waits, the others complete as any
-// sweep's do (finish: fenced, with the gates). The jobs complete together:
-// FinishApply completes every open job up to the revision.
+// failed read fails, saying why. The other jobs complete as soon as their
+// own ports show their change (finish: fenced, with the gates, with an
+// applied row; FinishApplyProven names them), so that one host down does not
+// hold every tenant's job of its sweep. A held job is held by every later
+// sweep too (each proves all open jobs, or, with pkey errors, leaves the
+// held ones out: heldByProof), until its own places are proven. The held
+// set lives in the term: a new term proves every open job again.
 
 // DefaultVerifyTimeout is Config.VerifyTimeout's default.
 const DefaultVerifyTimeout = 60 * time.Second
@@ -69,16 +73,20 @@ type proofState struct {
 	// file is fileOf's partitions file parsed: what each place must hold.
 	file   *partitions.File
 	fileOf *applyRun
+	// offFabric are the ports the last read found in no subnet dump
+	// (readWants): a Kubernetes GUID there rests on the log (notAPort).
+	offFabric map[fabric.GUID]bool
 }
 
 // proveTables reads back the ports the open jobs up to run's revision touch
-// and says whether all of them show their changes; true without reading
-// when verify = log. Jobs unproven past VerifyTimeout are failed here; while
-// others wait, it says why in their description and returns false. A term
+// and says which jobs may complete: all of them (nil) when every one shows
+// its change, or verify = log; else the ones that do, ok false when none
+// does. Jobs unproven past VerifyTimeout are failed here; the others wait,
+// their description saying why, and are read again by pollProof. A term
 // that ends during the read (ctx) writes nothing.
-func (t *term) proveTables(ctx context.Context, run *applyRun) bool {
+func (t *term) proveTables(ctx context.Context, run *applyRun) (proven *store.Proven, ok bool) {
 	if t.Cfg.Readback == nil {
-		return true
+		return nil, true
 	}
 	t.proof.run, t.proof.lastRead = run, time.Now()
 	jobs, err := t.Store.OpenJobs(ctx, run.rev)
@@ -86,18 +94,18 @@ func (t *term) proveTables(ctx context.Context, run *applyRun) bool {
 		if ctx.Err() == nil {
 			run.log.Error("read the open jobs for the read-back proof; jobs wait", "error", err)
 		}
-		return false
+		return nil, false
 	}
 	byJob, err := t.jobWants(run, jobs)
 	if err != nil {
 		// The file was checked before it was written: this is a bug, and no
 		// table can be judged against a file that does not parse.
 		run.log.Error("parse the applied partitions file for the read-back proof; jobs wait", "error", err)
-		return false
+		return nil, false
 	}
 	verdicts := t.readWants(ctx, byJob)
 	if ctx.Err() != nil {
-		return false // the term is over: its successor proves the jobs again
+		return nil, false // the term is over: its successor proves the jobs again
 	}
 	return t.judgeProof(ctx, run, jobs, byJob, verdicts)
 }
@@ -232,6 +240,10 @@ func (t *term) readWants(ctx context.Context, byJob map[int64][]pkeyread.Want) m
 		verdicts[v.Want] = v.Reason
 	}
 	absent := absentPorts(sorted, targets, missing)
+	t.proof.offFabric = make(map[fabric.GUID]bool, len(absent))
+	for p := range absent {
+		t.proof.offFabric[p] = true
+	}
 	for w := range wants {
 		switch err, gone := absent[w.Port]; {
 		case gone && w.Membership == pkeyread.NotMember:
@@ -262,11 +274,12 @@ func absentPorts(ports []fabric.GUID, targets []pkeyread.Target, missing []error
 	return out
 }
 
-// judgeProof settles the jobs by their wants' verdicts: true when every job
-// is proven (or has failed here, past VerifyTimeout); otherwise the waiting
-// jobs say why.
+// judgeProof settles the jobs by their wants' verdicts, as proveTables
+// says: the jobs whose ports show their change complete at once, whatever
+// the others' (one host down must not hold every tenant's job of its
+// sweep); the others wait, or fail past VerifyTimeout.
 func (t *term) judgeProof(ctx context.Context, run *applyRun, jobs []store.OpenJob, byJob map[int64][]pkeyread.Want,
-	verdicts map[pkeyread.Want]string) bool {
+	verdicts map[pkeyread.Want]string) (*store.Proven, bool) {
 	timeout := t.Cfg.VerifyTimeout
 	if timeout <= 0 {
 		timeout = DefaultVerifyTimeout
@@ -274,37 +287,114 @@ func (t *term) judgeProof(ctx context.Context, run *applyRun, jobs []store.OpenJ
 	since := t.proof.since
 	t.proof.since = map[int64]time.Time{}
 	now := time.Now()
+	proven := &store.Proven{Kubernetes: true}
 	var waiting []string // the reasons of the jobs that wait
 	for _, j := range jobs {
-		reasons := jobReasons(byJob[j.ID], verdicts)
+		wants, note := t.notAPort(run, j, byJob[j.ID])
+		reasons := jobReasons(wants, verdicts)
 		if len(reasons) == 0 {
+			proven.Jobs = append(proven.Jobs, j.ID)
+			if note != "" {
+				if proven.Notes == nil {
+					proven.Notes = map[int64]string{}
+				}
+				proven.Notes[j.ID] = note
+			}
 			continue
 		}
 		first, seen := since[j.ID]
 		if !seen {
 			first = now
 		}
-		if now.Sub(first) < timeout {
-			t.proof.since[j.ID] = first
-			waiting = append(waiting, reasons...)
+		if now.Sub(first) >= timeout && t.failUnproven(ctx, run, j.ID, reasons, timeout) {
 			continue
 		}
-		reason := fmt.Sprintf("OpenSM's log shows this change applied, but the ports' own P_Key tables did not show it within verify_timeout (%s): %s",
-			timeout, strings.Join(reasons, "; "))
-		run.log.Error("a job's ports do not show its change; failing it", "job", j.ID, "reasons", reasons)
-		if _, err := t.Store.FailJob(ctx, t.id, j.ID, reason); err != nil {
-			run.log.Error("fail job", "job", j.ID, "error", err)
-			t.proof.since[j.ID] = first
-			waiting = append(waiting, reasons...)
+		t.proof.since[j.ID] = first
+		waiting = append(waiting, reasons...)
+		if j.ObjectType == store.ObjectPKey {
+			proven.Kubernetes = false // last_updated waits for it
 		}
+	}
+	if run.verified.IsZero() && (len(proven.Jobs) > 0 || len(waiting) == 0) {
+		run.verified = now
 	}
 	if len(waiting) == 0 {
 		t.proof.run, t.proof.said = nil, ""
-		run.verified = time.Now()
-		return true
+		if len(proven.Notes) > 0 {
+			return proven, true // every job, the notes with them
+		}
+		return nil, true
 	}
 	t.holdForTables(ctx, run, waiting, timeout)
-	return false
+	return proven, len(proven.Jobs) > 0
+}
+
+// failUnproven fails job id, whose ports did not show its change within
+// timeout; false when it could not be failed (it waits then).
+func (t *term) failUnproven(ctx context.Context, run *applyRun, id int64, reasons []string, timeout time.Duration) bool {
+	reason := fmt.Sprintf("OpenSM's log shows this change applied, but the ports' own P_Key tables did not show it within verify_timeout (%s): %s",
+		timeout, strings.Join(reasons, "; "))
+	run.log.Error("a job's ports do not show its change; failing it", "job", id, "reasons", reasons)
+	if _, err := t.Store.FailJob(ctx, t.id, id, reason); err != nil {
+		run.log.Error("fail job", "job", id, "error", err)
+		return false
+	}
+	return true
+}
+
+// heldByProof is what a sweep that completes its jobs without reading them
+// (OpenSM's pkey errors named some: attribution.go) may complete: nil when
+// no job waits for its ports' tables; else every open job up to run's
+// revision but those, which go on waiting, read again as run's by pollProof.
+// A later sweep never completes a job its proof still holds.
+func (t *term) heldByProof(ctx context.Context, run *applyRun) *store.Proven {
+	if len(t.proof.since) == 0 {
+		return nil
+	}
+	t.proof.run, t.proof.lastRead = run, time.Now()
+	proven := &store.Proven{Kubernetes: true}
+	jobs, err := t.Store.OpenJobs(ctx, run.rev)
+	if err != nil {
+		// None completes now: pollProof reads them all.
+		run.log.Error("read the open jobs the read-back proof holds; jobs wait", "error", err)
+		return &store.Proven{}
+	}
+	for _, j := range jobs {
+		if _, held := t.proof.since[j.ID]; !held {
+			proven.Jobs = append(proven.Jobs, j.ID)
+		} else if j.ObjectType == store.ObjectPKey {
+			proven.Kubernetes = false
+		}
+	}
+	return proven
+}
+
+// notAPort is the wants of job j that its ports' tables must prove: all of
+// them, but for a Kubernetes pkey's job the GUIDs that OpenSM's subnet dump
+// does not list. ib-kubernetes adds the GUIDs of SR-IOV virtual functions,
+// which are no port of the subnet and have no P_Key table an SMP can read
+// (their pkeys live in the HCA's virtual port, programmed by the driver): a
+// VF GUID would otherwise wait verify_timeout and fail at every request,
+// and be sent again forever. Those rest on OpenSM's log, as with verify =
+// log. A Neutron port's GUID not in the dump is a host down or gone: it waits.
+// note, for the job's description, names the GUIDs left to the log.
+func (t *term) notAPort(run *applyRun, j store.OpenJob, wants []pkeyread.Want) (read []pkeyread.Want, note string) {
+	if j.ObjectType != store.ObjectPKey || len(t.proof.offFabric) == 0 {
+		return wants, ""
+	}
+	var byLog []string
+	for _, w := range wants {
+		if t.proof.offFabric[w.Port] && w.Membership != pkeyread.NotMember {
+			byLog = append(byLog, w.Port.String())
+			continue
+		}
+		read = append(read, w)
+	}
+	if len(byLog) == 0 {
+		return read, ""
+	}
+	run.log.Info("not a port on the fabric: proven by OpenSM's log", "job", j.ID, "guids", byLog)
+	return read, strings.Join(slices.Compact(byLog), ", ") + ": not a port on the fabric: proven by OpenSM's log"
 }
 
 // jobReasons are why a job's wants are not proven, each once; none when
@@ -343,17 +433,19 @@ func (t *term) holdForTables(ctx context.Context, run *applyRun, reasons []strin
 }
 
 // pollProof reads the ports of the jobs that wait for their tables again,
-// at most every proofRetry, and completes them once all show their changes.
-// A completion that fails makes the loop apply again.
+// at most every proofRetry, and completes each once its ports show its
+// change. A completion that fails makes the loop apply again. While a gate
+// holds the jobs it waits: the sweep after the gates open proves them again.
 func (t *term) pollProof(ctx context.Context) {
 	run := t.proof.run
-	if run == nil || t.applied != run.rev || time.Since(t.proof.lastRead) < proofRetry {
+	if run == nil || t.applied != run.rev || t.gate.blocked != 0 || time.Since(t.proof.lastRead) < proofRetry {
 		return
 	}
-	if !t.proveTables(ctx, run) {
+	proven, ok := t.proveTables(ctx, run)
+	if !ok {
 		return
 	}
-	if t.complete(ctx, run) != applyDone {
+	if t.complete(ctx, run, proven) != applyDone {
 		t.applied = -1
 	}
 }

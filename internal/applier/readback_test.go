@@ -141,6 +141,82 @@ func TestReadBackProof(t *testing.T) {
 	}
 }
 
+// TestReadBackHoldsOnlyTheUnprovenJob: two ports in one sweep, H1's table
+// showing its change and H2's not: H1's job completes at once, not after
+// H2's verify_timeout; a later change applied and proven meanwhile completes
+// its own job and not H2's; H2's fails after verify_timeout.
+func TestReadBackHoldsOnlyTheUnprovenJob(t *testing.T) {
+	r := newReadbackRig(t, 5*time.Second)
+	r.network(101)
+	r.applied("network")
+	h1 := r.port("port-h1", uint64(fabricsim.HostGUID(1)))
+	h2 := r.port("port-h2", uint64(fabricsim.HostGUID(2)))
+	r.applied("H1's and H2's ports")
+	if j := r.job(h1.ID); j.Status != store.StatusCompleted {
+		t.Fatalf("H1's job, whose table holds 0x8065, beside H2's unproven one: %s %q", j.Status, j.Description)
+	}
+	want := fmt.Sprintf("port %s holds pkey 0x0065 as not a member, want full", fabricsim.HostGUID(2))
+	if j := r.job(h2.ID); j.Status != store.StatusRunning || !strings.Contains(j.Description, want) {
+		t.Fatalf("H2's job: %s %q; want Running, saying %q", j.Status, j.Description, want)
+	}
+	vlan := int64(102)
+	later, err := r.st.RecordNetwork(t.Context(), store.NetworkChange{Operation: store.OpCreateNetwork,
+		Network: store.NetworkSpec{ID: "other-tenant", Name: "o", Type: store.TypeVLAN, PhysicalNetwork: "ib", SegmentationID: &vlan}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.applied("a later change, proven")
+	if j := r.job(later.ID); j.Status != store.StatusCompleted {
+		t.Fatalf("the later change's job: %s %q", j.Status, j.Description)
+	}
+	if j := r.job(h2.ID); j.Status != store.StatusRunning {
+		t.Fatalf("H2's job after a later revision's apply: %s %q; want still Running", j.Status, j.Error)
+	}
+	if j := r.settle(h2.ID); j.Status != store.StatusFailed || !strings.Contains(j.Error, "within verify_timeout (5s): "+want) {
+		t.Fatalf("H2's job after verify_timeout: %s %q; want Failed saying why", j.Status, j.Error)
+	}
+}
+
+// newTerm ends the rig's term and starts the next, as a restarted manager
+// (or a new leader) does: what the old term kept in memory is gone.
+func (r *readbackRig) newTerm() {
+	r.t.Helper()
+	r.term.tail.Close()
+	id, err := r.st.NewTerm(r.t.Context(), "restarted")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.term = &term{Applier: r.term.Applier, id: id, applied: -1}
+	if err := r.term.startLog("", time.Minute); err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { r.term.tail.Close() })
+}
+
+// TestReadBackHeldJobAcrossANewTerm: a job held for its port's table by one
+// term is not completed by the next term's first apply, which reads its port
+// again: the held set is the term's, and the new term proves every open
+// port job anew.
+func TestReadBackHeldJobAcrossANewTerm(t *testing.T) {
+	r := newReadbackRig(t, 3*time.Second)
+	r.network(101)
+	r.applied("network")
+	h2 := r.port("port-h2", uint64(fabricsim.HostGUID(2)))
+	r.applied("H2's port")
+	if j := r.job(h2.ID); j.Status != store.StatusRunning {
+		t.Fatalf("H2's job: %s %q; want Running", j.Status, j.Description)
+	}
+	r.newTerm()
+	r.applied("the new term's first apply")
+	want := fmt.Sprintf("port %s holds pkey 0x0065 as not a member, want full", fabricsim.HostGUID(2))
+	if j := r.job(h2.ID); j.Status != store.StatusRunning || !strings.Contains(j.Description, want) {
+		t.Fatalf("H2's job after a new term's apply: %s %q; want Running, saying %q", j.Status, j.Description, want)
+	}
+	if j := r.settle(h2.ID); j.Status != store.StatusFailed || !strings.Contains(j.Error, want) {
+		t.Fatalf("H2's job after verify_timeout: %s %q", j.Status, j.Error)
+	}
+}
+
 // cancelOnDial is the fabric's dialer, ending the term (cancel) as a read
 // starts: the window of a term that ends mid-read.
 type cancelOnDial struct {
@@ -236,20 +312,46 @@ func TestWantOf(t *testing.T) {
 }
 
 // TestReadBackPKeyJobReadsItsChangeOnly: a Kubernetes pkey's job is proven
-// on the GUIDs its request changed, not on every member: a member off the
-// fabric, whose own job failed, holds no later job of the pkey.
+// on the GUIDs its request changed, not on every member: a member whose
+// table lacks the pkey, whose own job failed, holds no later job of the pkey.
 func TestReadBackPKeyJobReadsItsChangeOnly(t *testing.T) {
 	r := newReadbackRig(t, time.Second)
 	r.network(101)
 	r.applied("network") // a state to compare the next sweeps with
-	off := r.kubeAdd(0x1001, 0x0002c90300009901)
-	r.applied("a GUID off the fabric")
-	if j := r.settle(off.ID); j.Status != store.StatusFailed || !strings.Contains(j.Error, "not in OpenSM's subnet dump") {
-		t.Fatalf("the job of a GUID off the fabric: %s %q; want Failed, saying so", j.Status, j.Error)
+	h2 := r.kubeAdd(0x1001, fabricsim.HostGUID(2))
+	r.applied("H2, whose table OpenSM did not give the pkey")
+	want := fmt.Sprintf("port %s holds pkey 0x1001 as not a member, want full", fabricsim.HostGUID(2))
+	if j := r.settle(h2.ID); j.Status != store.StatusFailed || !strings.Contains(j.Error, want) {
+		t.Fatalf("the job of H2: %s %q; want Failed, saying %q", j.Status, j.Error, want)
 	}
 	h1 := r.kubeAdd(0x1001, fabricsim.HostGUID(1))
 	r.applied("H1 into the pkey")
 	if j := r.settle(h1.ID); j.Status != store.StatusCompleted {
 		t.Fatalf("H1's job, whose table holds 0x9001: %s %q %q", j.Status, j.Description, j.Error)
+	}
+}
+
+// TestReadBackGUIDNotAPort: a Kubernetes GUID that OpenSM's subnet dump does
+// not list (an SR-IOV VF's, which no SMP can read) is proven by the log, and
+// its job completes at once; a Neutron port's GUID not in the dump (a host
+// down or gone) holds its job, saying so, until verify_timeout fails it.
+func TestReadBackGUIDNotAPort(t *testing.T) {
+	r := newReadbackRig(t, 2*time.Second)
+	r.network(101)
+	r.applied("network")
+	vf := r.kubeAdd(0x1001, 0x0002c90300009901)
+	gone := r.port("port-gone", 0x0002c90300009902)
+	r.applied("a VF's GUID and a port of a host gone")
+	note := "(0x0002c90300009901: not a port on the fabric: proven by OpenSM's log)"
+	if j := r.job(vf.ID); j.Status != store.StatusCompleted || !strings.HasSuffix(j.Description, note) ||
+		strings.Contains(j.Description, "\n") {
+		t.Fatalf("the Kubernetes job of a GUID that is not a port: %s %q; want Completed on the log, saying so", j.Status, j.Description)
+	}
+	want := "port 0x0002c90300009902: not in OpenSM's subnet dump"
+	if j := r.job(gone.ID); j.Status != store.StatusRunning || !strings.Contains(j.Description, want) {
+		t.Fatalf("the Neutron port's job: %s %q; want Running, saying %q", j.Status, j.Description, want)
+	}
+	if j := r.settle(gone.ID); j.Status != store.StatusFailed || !strings.Contains(j.Error, want) {
+		t.Fatalf("the Neutron port's job after verify_timeout: %s %q", j.Status, j.Error)
 	}
 }

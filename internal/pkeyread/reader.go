@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,12 +49,40 @@ const (
 // blocks); each switch two more a Read (its NodeInfo and SwitchInfo), however
 // many of its ports are read.
 type Reader struct {
-	Dialer      Dialer
-	MKey        uint64 // sent in every SMP; 0 where none is set
+	Dialer Dialer
+	MKey   uint64 // sent in every SMP; 0 where none is set
+	// MKeys, when set, gives the M_Keys to try at each Read in place of
+	// MKey, newest first: the key can change while the manager runs (a key
+	// rotation), and while OpenSM moves the ports to the new one some still
+	// carry the old one. A port that does not answer with one key is read
+	// again with the next, each within PortTimeout; the key that last
+	// answered is tried first, so that only ports that answer to none pay
+	// for every key.
+	MKeys       func(ctx context.Context) ([]uint64, error)
 	Workers     int
 	PortTimeout time.Duration
 
-	tid atomic.Uint32
+	tid      atomic.Uint32
+	answered atomic.Uint64 // the M_Key that last answered, with MKeys
+}
+
+// mkeys are the M_Keys a Read tries, the one that last answered first.
+func (r *Reader) mkeys(ctx context.Context) ([]uint64, error) {
+	if r.MKeys == nil {
+		return []uint64{r.MKey}, nil
+	}
+	keys, err := r.MKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("the M_Key: %w", err)
+	}
+	if len(keys) == 0 {
+		return []uint64{0}, nil
+	}
+	keys = slices.Clone(keys)
+	if i := slices.Index(keys, r.answered.Load()); i > 0 {
+		keys[0], keys[i] = keys[i], keys[0]
+	}
+	return keys, nil
 }
 
 // Read reads every target and returns their results in targets' order. It
@@ -61,6 +90,13 @@ type Reader struct {
 // then fail with ctx's error).
 func (r *Reader) Read(ctx context.Context, targets []Target) []Result {
 	results := make([]Result, len(targets))
+	keys, err := r.mkeys(ctx)
+	if err != nil {
+		for i, t := range targets {
+			results[i] = Result{Target: t, Err: fmt.Errorf("port %s not read: %w", t.Port, err)}
+		}
+		return results
+	}
 	next := make(chan int)
 	workers := min(orDefault(r.Workers, DefaultWorkers), len(targets))
 	// Many host ports sit behind one switch: its NodeInfo and SwitchInfo are
@@ -70,7 +106,7 @@ func (r *Reader) Read(ctx context.Context, targets []Target) []Result {
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			w := worker{r: r, switches: switches}
+			w := worker{r: r, switches: switches, keys: keys}
 			defer w.close()
 			for i := range next {
 				results[i] = w.read(ctx, targets[i])
@@ -100,6 +136,8 @@ type worker struct {
 	r        *Reader
 	switches *switchReads // shared by the Read's workers
 	conn     Conn
+	keys     []uint64 // the M_Keys to try (Reader.mkeys)
+	mkey     uint64   // the one being tried
 }
 
 func (w *worker) close() {
@@ -120,6 +158,26 @@ func (w *worker) read(ctx context.Context, t Target) Result {
 		res.Err = fmt.Errorf("port %s not read: %w", t.Port, ErrNoLID)
 		return res
 	}
+	for i, key := range w.keys {
+		w.mkey = key
+		res = w.readWith(ctx, t)
+		// A port that answered as another (ErrMoved) accepted the key.
+		if res.Err == nil || errors.Is(res.Err, ErrMoved) {
+			if len(w.keys) > 1 {
+				w.r.answered.Store(key)
+			}
+			return res
+		}
+		if ctx.Err() != nil || i == len(w.keys)-1 {
+			break
+		}
+	}
+	return res
+}
+
+// readWith reads t with w.mkey, within PortTimeout.
+func (w *worker) readWith(ctx context.Context, t Target) Result {
+	res := Result{Target: t}
 	ctx, cancel := context.WithTimeout(ctx, orDefault(w.r.PortTimeout, DefaultPortTimeout))
 	defer cancel()
 	if w.conn == nil {
@@ -304,7 +362,7 @@ func (w *worker) table(ctx context.Context, lid uint16, port int, entries uint16
 
 // get sends one SubnGet and returns the answer's attribute data.
 func (w *worker) get(ctx context.Context, lid uint16, attr uint16, modifier uint32) ([]byte, error) {
-	req := getSMP(attr, modifier, w.r.MKey, w.r.tid.Add(1))
+	req := getSMP(attr, modifier, w.mkey, w.r.tid.Add(1))
 	answer, err := w.conn.Send(ctx, lid, req)
 	if err != nil {
 		return nil, err

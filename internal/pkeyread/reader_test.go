@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -227,6 +228,97 @@ func TestReadSwitchReadFails(t *testing.T) {
 		if !deadline ||
 			!strings.Contains(res.Err.Error(), fmt.Sprintf("port %d at LID %d: ", res.Target.Switch.Port, switchInfo.lid)) {
 			t.Errorf("%s, whose switch's SwitchInfo goes unanswered: %v", res.Target.Port, res.Err)
+		}
+	}
+}
+
+// mkeyDialer is a FAKE of M_Key protection (levels 2 and 3), which the
+// simulated fabric does not enforce: an SMP whose M_Key is not the one the
+// ports carry gets no answer. It counts the SMPs refused.
+type mkeyDialer struct {
+	pkeyread.Dialer
+	carried atomic.Uint64
+	refused atomic.Int64
+}
+
+func (d *mkeyDialer) Dial(ctx context.Context) (pkeyread.Conn, error) {
+	c, err := d.Dialer.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return mkeyConn{Conn: c, d: d}, nil
+}
+
+type mkeyConn struct {
+	pkeyread.Conn
+	d *mkeyDialer
+}
+
+func (c mkeyConn) Send(ctx context.Context, lid uint16, mad []byte) ([]byte, error) {
+	if binary.BigEndian.Uint64(mad[24:]) != c.d.carried.Load() {
+		c.d.refused.Add(1)
+		return nil, errors.New("no answer: the M_Key does not match")
+	}
+	return c.Conn.Send(ctx, lid, mad)
+}
+
+// TestReadMKeyRotation: the M_Keys are asked for at each Read (they change
+// while the manager runs); ports still carrying the old key are read with it
+// once the new one gets no answer, and the key that answered is tried first
+// at the next Read; a key fixed at the start reads nothing once the ports
+// carry another, nor does the new key alone while they carry the old one.
+func TestReadMKeyRotation(t *testing.T) {
+	const oldKey, newKey = 0x1111, 0x2222
+	f := sweptFabric(t, 2, 1)
+	r := simReader(t, f)
+	d := &mkeyDialer{Dialer: r.Dialer}
+	r.Dialer = d
+	tg := targets(t, f)
+	read := func(what string, wantRefused func(int64) bool) {
+		t.Helper()
+		d.refused.Store(0)
+		for _, res := range r.Read(t.Context(), tg) {
+			if res.Err != nil {
+				t.Fatalf("%s: %s: %v", what, res.Target.Port, res.Err)
+			}
+		}
+		if n := d.refused.Load(); !wantRefused(n) {
+			t.Errorf("%s: %d SMPs refused", what, n)
+		}
+	}
+	some := func(n int64) bool { return n > 0 }
+	none := func(n int64) bool { return n == 0 }
+
+	d.carried.Store(oldKey)
+	r.MKey = oldKey
+	read("the key fixed at the start", none)
+	d.carried.Store(newKey) // OpenSM moved the ports to the rotated key
+	for _, res := range r.Read(t.Context(), tg) {
+		if res.Err == nil {
+			t.Fatalf("%s read with the old key while it carries the new one", res.Target.Port)
+		}
+	}
+
+	keys := []uint64{newKey}
+	r.MKeys = func(context.Context) ([]uint64, error) { return keys, nil }
+	read("the rotated key", none)
+	d.carried.Store(oldKey)
+	for _, res := range r.Read(t.Context(), tg) {
+		if res.Err == nil {
+			t.Fatalf("%s read with the new key alone while it carries the old one", res.Target.Port)
+		}
+	}
+	keys = []uint64{newKey, oldKey} // during the rotation both are known
+	read("new then old, the ports carrying the old", some)
+	read("the key that answered first", none)
+	d.carried.Store(newKey)
+	read("new then old, the ports moved to the new", some)
+	read("the new key, first now", none)
+
+	r.MKeys = func(context.Context) ([]uint64, error) { return nil, errors.New("database away") }
+	for _, res := range r.Read(t.Context(), tg) {
+		if res.Err == nil || !strings.Contains(res.Err.Error(), "the M_Key: database away") {
+			t.Fatalf("%s without its M_Key: %v", res.Target.Port, res.Err)
 		}
 	}
 }

@@ -135,6 +135,14 @@ UPDATE jobs SET status = 'Completed', error = '', description = SUBSTRING_INDEX(
 WHERE status IN ('Pending', 'Running') AND revision <= sqlc.arg(revision)
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term));
 
+-- A job an apply's proof completes on its own, while others of its
+-- revision still wait for theirs (internal/store/applier.go FinishApplyProven).
+-- name: CompleteJob :execrows
+UPDATE jobs SET status = 'Completed', error = '', description = SUBSTRING_INDEX(description, '\n', 1),
+    finished_at = sqlc.arg(finished_at), updated_at = sqlc.arg(now)
+WHERE jobs.id = sqlc.arg(job_id) AND status IN ('Pending', 'Running') AND revision <= sqlc.arg(revision)
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term));
+
 -- name: FailJobs :execrows
 UPDATE jobs SET status = 'Failed', error = sqlc.arg(error), description = SUBSTRING_INDEX(description, '\n', 1),
     finished_at = sqlc.arg(finished_at), updated_at = sqlc.arg(now)

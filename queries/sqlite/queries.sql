@@ -8,6 +8,15 @@ UPDATE jobs SET status = 'Completed', error = '',
 WHERE status IN ('Pending', 'Running') AND revision <= @revision
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
 
+-- A job an apply's proof completes on its own, while others of its
+-- revision still wait for theirs (internal/store/applier.go FinishApplyProven).
+-- name: CompleteJob :execrows
+UPDATE jobs SET status = 'Completed', error = '',
+    description = CASE WHEN instr(description, char(10)) > 0 THEN substr(description, 1, instr(description, char(10)) - 1) ELSE description END,
+    finished_at = @now, updated_at = @now
+WHERE jobs.id = @job_id AND status IN ('Pending', 'Running') AND revision <= @revision
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
+
 -- name: FailJobs :execrows
 UPDATE jobs SET status = 'Failed', error = @error,
     description = CASE WHEN instr(description, char(10)) > 0 THEN substr(description, 1, instr(description, char(10)) - 1) ELSE description END,

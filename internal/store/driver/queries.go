@@ -23,6 +23,7 @@ type Queries interface {
 	BumpRevision(ctx context.Context) (int64, error)
 	ClearEnforcementErrors(ctx context.Context) (int64, error)
 	ClearGUIDsOfNetwork(ctx context.Context, revision int64, now time.Time, networkID string) (int64, error)
+	CompleteJob(ctx context.Context, now *time.Time, jobID int64, revision int64, term int64) (int64, error)
 	CompleteJobs(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error)
 	CountJobsByStatus(ctx context.Context) ([]CountJobsByStatusRow, error)
 	DeleteAppliesBefore(ctx context.Context, keepFrom int64, before time.Time, batch int64, term int64) (int64, error)
@@ -84,6 +85,7 @@ type Queries interface {
 	OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]OpenJobsWithGUIDsRow, error)
 	RecordApply(ctx context.Context, arg RecordApplyParams) (int64, error)
 	Revision(ctx context.Context) (int64, error)
+	SetJobDescription(ctx context.Context, description string, now time.Time, jobID int64, term int64) (int64, error)
 	UpsertAdoptedPartition(ctx context.Context, arg UpsertAdoptedPartitionParams) error
 	UpsertKubernetesMember(ctx context.Context, arg UpsertKubernetesMemberParams) error
 	UpsertKubernetesPKey(ctx context.Context, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time) error

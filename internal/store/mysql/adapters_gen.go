@@ -203,6 +203,10 @@ func (q queries) RecordApply(ctx context.Context, arg driver.RecordApplyParams) 
 	return q.Queries.RecordApply(ctx, mysqldb.RecordApplyParams{Revision: arg.Revision, Sha256: arg.SHA256, Term: arg.Term, Outcome: arg.Outcome, Detail: arg.Detail, StartedAt: arg.StartedAt, FinishedAt: arg.FinishedAt})
 }
 
+func (q queries) SetJobDescription(ctx context.Context, description string, now time.Time, jobID int64, term int64) (int64, error) {
+	return q.Queries.SetJobDescription(ctx, mysqldb.SetJobDescriptionParams{Description: description, Now: now, JobID: jobID, Term: term})
+}
+
 func (q queries) UpsertAdoptedPartition(ctx context.Context, arg driver.UpsertAdoptedPartitionParams) error {
 	return q.Queries.UpsertAdoptedPartition(ctx, mysqldb.UpsertAdoptedPartitionParams{Pkey: arg.PKey, Name: arg.Name, Statement: arg.Statement, Revision: arg.Revision, Now: arg.Now})
 }

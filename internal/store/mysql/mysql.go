@@ -441,6 +441,10 @@ func (q queries) CompleteJobs(ctx context.Context, now *time.Time, revision, ter
 	return q.Queries.CompleteJobs(ctx, mysqldb.CompleteJobsParams{FinishedAt: now, Now: *now, Revision: revision, Term: term})
 }
 
+func (q queries) CompleteJob(ctx context.Context, now *time.Time, jobID, revision, term int64) (int64, error) {
+	return q.Queries.CompleteJob(ctx, mysqldb.CompleteJobParams{FinishedAt: now, Now: *now, JobID: jobID, Revision: revision, Term: term})
+}
+
 func (q queries) FailJob(ctx context.Context, reason string, now *time.Time, jobID, term int64) (int64, error) {
 	return q.Queries.FailJob(ctx, mysqldb.FailJobParams{Error: reason, FinishedAt: now, Now: *now, JobID: jobID, Term: term})
 }
