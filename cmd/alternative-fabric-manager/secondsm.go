@@ -33,7 +33,7 @@ func secondSMCheck(ctx context.Context, cfg *config.Config, st *store.Store, sm 
 		log.Warn("no second subnet manager is looked for: no SMP transport for this fabric", "error", err)
 		return nil
 	}
-	return &applier.SecondSMCheck{Dialer: r.Dialer, MKey: r.MKey, Own: own, Store: st, Restart: func(ctx context.Context) error {
+	return &applier.SecondSMCheck{Dialer: r.Dialer, MKey: r.MKey, MKeys: r.MKeys, Own: own, Store: st, Restart: func(ctx context.Context) error {
 		return restartOpenSM(ctx, sm)
 	}}
 }

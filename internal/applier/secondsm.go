@@ -39,9 +39,13 @@ import (
 type SecondSMCheck struct {
 	// Dialer opens the SMP connection of each check (one, closed after).
 	Dialer pkeyread.Dialer
-	MKey   uint64      // sent in every SMP; 0 where none is set
-	Own    fabric.GUID // this manager's OpenSM's port ([opensm_conf] guid)
-	Store  SecondSMStore
+	MKey   uint64 // sent in every SMP; 0 where none is set
+	// MKeys, when set, gives the M_Keys to try in place of MKey, the
+	// recorded one first: after --rotate-keys the ports move to the new key
+	// one sweep at a time.
+	MKeys func(ctx context.Context) ([]uint64, error)
+	Own   fabric.GUID // this manager's OpenSM's port ([opensm_conf] guid)
+	Store SecondSMStore
 	// Restart starts this manager's OpenSM again, returning once the new
 	// one may be signalled: OpenSM sends a P_Key Set only for the blocks
 	// its own copy of a port's table says differ, and what the other SM
@@ -107,7 +111,8 @@ func (w *secondSMWatch) look(ctx context.Context, t *term) (smLook, error) {
 	}
 	defer conn.Close()
 	var l smLook
-	if l.masters, err = pkeyread.ReadMasters(rctx, conn, w.check.MKey, &w.tid, w.check.Own, lid); err != nil {
+	mkey, err := w.readMasters(rctx, conn, lid, &l)
+	if err != nil {
 		return l, err
 	}
 	ports := make([]pkeyread.PortLID, 0, len(topo.HostPorts()))
@@ -118,8 +123,22 @@ func (w *secondSMWatch) look(ctx context.Context, t *term) (smLook, error) {
 	}
 	// A port that does not answer (down, gone) hides no master: a master
 	// sweeps through its own port, which answers.
-	l.sms, _ = pkeyread.ReadSMs(ctx, conn, w.check.MKey, &w.tid, ports, secondSMPort)
+	l.sms, _ = pkeyread.ReadSMs(ctx, conn, mkey, &w.tid, ports, secondSMPort)
 	return l, nil
+}
+
+// readMasters reads who is master from the own port at lid into l, with
+// each M_Key in turn until one answers; it returns the key that did.
+func (w *secondSMWatch) readMasters(ctx context.Context, conn pkeyread.Conn, lid uint16, l *smLook) (uint64, error) {
+	keys := []uint64{w.check.MKey}
+	if w.check.MKeys != nil {
+		if recorded, err := w.check.MKeys(ctx); err == nil && len(recorded) > 0 {
+			keys = recorded
+		}
+	}
+	masters, key, err := pkeyread.ReadMastersWithKeys(ctx, conn, keys, &w.tid, w.check.Own, lid)
+	l.masters = masters
+	return key, err
 }
 
 // secondSMPort bounds each port's SMPs in the scan: an answer takes

@@ -83,6 +83,24 @@ type Masters struct {
 	MasterErr   error // why Master is zero although MasterLID is not 0
 }
 
+// ReadMastersWithKeys is ReadMasters with each of mkeys in turn until one
+// answers (a port under M_Key protection answers no Get with another key;
+// during a rotation the ports move to the new key one sweep at a time); it
+// returns the key that answered, for the SMPs that follow.
+func ReadMastersWithKeys(ctx context.Context, conn Conn, mkeys []uint64, tid *atomic.Uint32, own fabric.GUID, lid uint16) (Masters, uint64, error) {
+	if len(mkeys) == 0 {
+		mkeys = []uint64{0}
+	}
+	var err error
+	for _, k := range mkeys {
+		var m Masters
+		if m, err = ReadMasters(ctx, conn, k, tid, own, lid); err == nil {
+			return m, k, nil
+		}
+	}
+	return Masters{}, 0, err
+}
+
 // ReadMasters reads the PortInfo of own (the manager's OpenSM's port) at lid,
 // once the LID answered as own, its SM's SMInfo, and the SMInfo of the master
 // its MasterSMLID names when that is another port: up to five SMPs on conn,

@@ -216,3 +216,34 @@ func BenchmarkReadSMs(b *testing.B) {
 		})
 	}
 }
+
+// TestReadMastersWithKeys: a port that answers only the key it carries is
+// read with the next key once the first gets no answer, and the key that
+// answered is returned for the SMPs that follow; with no key it carries,
+// the read fails.
+func TestReadMastersWithKeys(t *testing.T) {
+	const oldKey, newKey = 0x1111, 0x2222
+	f := sweptFabric(t, 2, 1)
+	d, ok := pkeyread.SimDialerFromEnv(f.Env())
+	if !ok {
+		t.Fatal("no simulator")
+	}
+	md := &mkeyDialer{Dialer: d}
+	md.carried.Store(newKey)
+	conn, err := md.Dial(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	lid, err := f.LID(fabricsim.SMGUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, key, err := pkeyread.ReadMastersWithKeys(t.Context(), conn, []uint64{oldKey, newKey}, &testTID, fabricsim.SMGUID, uint16(lid))
+	if err != nil || key != newKey || m.Own.State != pkeyread.SMMaster {
+		t.Fatalf("with the old key, then the new: %+v, key %#x, %v; want the master read with %#x", m, key, err, newKey)
+	}
+	if _, _, err := pkeyread.ReadMastersWithKeys(t.Context(), conn, []uint64{oldKey}, &testTID, fabricsim.SMGUID, uint16(lid)); err == nil {
+		t.Fatal("read with a key the port does not carry")
+	}
+}
