@@ -752,12 +752,13 @@ const maxSweepFollow = 10
 // so in the waiting jobs and follows on, up to maxSweepFollow
 // sweep_timeouts: the signal was received, and the sweep that proves the
 // change is under way or next. Only a wait that saw no sweep at all (the
-// signal lost, or OpenSM not master) or an OpenSM no longer running ends with
+// signal lost, or OpenSM not master), an OpenSM no longer running, or one that
+// another SM has made STANDBY (notMaster) ends with
 // the timeout's result, after which the state is applied and signalled again.
 func (t *term) waitSweep(ctx context.Context, watch *opensm.SweepWatch, rev int64, log *slog.Logger) (opensm.SweepResult, error) {
 	for i := 1; ; i++ {
 		res, err := watch.Wait(ctx, t.Cfg.SweepTimeout)
-		if err != nil || !res.TimedOut || !res.InProgress || i >= maxSweepFollow || !t.smRunning() {
+		if err != nil || !res.TimedOut || !res.InProgress || i >= maxSweepFollow || !t.smRunning() || t.notMaster() {
 			return res, err
 		}
 		t.observer().Alive() // following a sweep is the loop turning
@@ -768,6 +769,12 @@ func (t *term) waitSweep(ctx context.Context, watch *opensm.SweepWatch, rev int6
 			"(sweep_timeout %s); following it, for at most %s", waited, t.Cfg.SweepTimeout, maxSweepFollow*t.Cfg.SweepTimeout))
 	}
 }
+
+// notMaster says whether another SM is master (the HA freeze, a second
+// subnet manager): a STANDBY OpenSM's sweep does not end, and following it
+// would keep the loop from the freeze's and the gate's polls (an --unfreeze
+// waits for them).
+func (t *term) notMaster() bool { return t.freeze.isFrozen() || t.secondSM.holds() }
 
 // smRunning says whether OpenSM runs now (it may be signalled): a sweep of an
 // OpenSM that exited never ends, and its restart is applied to anew.
