@@ -72,16 +72,9 @@ func readMasters(t *testing.T, f *fabricsim.Fabric) (pkeyread.Masters, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	conn, err := d.Dial(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, lid := dialSMPort(t, d, f)
 	defer conn.Close()
-	lid, err := f.LID(fabricsim.SMGUID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pkeyread.ReadMasters(ctx, conn, 0, &testTID, fabricsim.SMGUID, uint16(lid))
+	return pkeyread.ReadMasters(ctx, conn, 0, &testTID, fabricsim.SMGUID, lid)
 }
 
 // TestReadMastersOnSimulatedFabric follows the masters through a second,
@@ -230,20 +223,30 @@ func TestReadMastersWithKeys(t *testing.T) {
 	}
 	md := &mkeyDialer{Dialer: d}
 	md.carried.Store(newKey)
-	conn, err := md.Dial(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, lid := dialSMPort(t, md, f)
 	defer conn.Close()
-	lid, err := f.LID(fabricsim.SMGUID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, key, err := pkeyread.ReadMastersWithKeys(t.Context(), conn, []uint64{oldKey, newKey}, &testTID, fabricsim.SMGUID, uint16(lid))
+	m, key, err := pkeyread.ReadMastersWithKeys(t.Context(), conn, []uint64{oldKey, newKey}, &testTID, fabricsim.SMGUID, lid)
 	if err != nil || key != newKey || m.Own.State != pkeyread.SMMaster {
 		t.Fatalf("with the old key, then the new: %+v, key %#x, %v; want the master read with %#x", m, key, err, newKey)
 	}
-	if _, _, err := pkeyread.ReadMastersWithKeys(t.Context(), conn, []uint64{oldKey}, &testTID, fabricsim.SMGUID, uint16(lid)); err == nil {
+	if _, _, err := pkeyread.ReadMastersWithKeys(t.Context(), conn, []uint64{oldKey}, &testTID, fabricsim.SMGUID, lid); err == nil {
 		t.Fatal("read with a key the port does not carry")
 	}
+}
+
+// dialSMPort connects through d and returns the connection, which the caller
+// closes (the simulator serves ten clients), and the LID of the SM's port,
+// which the SMInfo reads address.
+func dialSMPort(t *testing.T, d pkeyread.Dialer, f *fabricsim.Fabric) (pkeyread.Conn, uint16) {
+	t.Helper()
+	conn, err := d.Dial(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lid, err := f.LID(fabricsim.SMGUID)
+	if err != nil {
+		conn.Close()
+		t.Fatal(err)
+	}
+	return conn, uint16(lid)
 }
