@@ -355,7 +355,7 @@ func TestGoodValues(t *testing.T) {
 		{"opensm", "hardening", "all", func(c *Config) bool {
 			return reflect.DeepEqual(c.OpenSM.Hardening.Groups, opensm.AllGroups)
 		}},
-		// The seed's example; groups come back in their documented order.
+		// Spaces and any order; groups come back in their documented order.
 		{"opensm", "hardening", " enforcement ,m_key ", func(c *Config) bool {
 			return reflect.DeepEqual(c.OpenSM.Hardening.Groups, []opensm.Group{opensm.GroupMKey, opensm.GroupEnforcement})
 		}},
