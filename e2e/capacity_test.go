@@ -152,6 +152,9 @@ func TestPKeyTableFullStaysLocal(t *testing.T) {
 // completes.
 func TestKubernetesGUIDOffTheFabricCountsAgainstItsSwitchPort(t *testing.T) {
 	db := storetest.NewDatabase(t, config.EngineSQLite)
+	// H1 is off the fabric on purpose: with the read-back proof (the
+	// default) a Kubernetes GUID that OpenSM's subnet dump does not list is
+	// proven by the log, as an SR-IOV VF's would be.
 	m := launchManager(t, db, fabricsim.Options{Hosts: 2}, settings{
 		OpenSM: []string{"switch_pkey_capacity = 4"},
 		UFMPKeys: []string{"username = " + ufmUser, "password = " + ufmPassword, "pkey_range = 0x1000-0x1fff",
@@ -169,9 +172,11 @@ func TestKubernetesGUIDOffTheFabricCountsAgainstItsSwitchPort(t *testing.T) {
 		return resp.StatusCode, body
 	}
 	for _, pkey := range []string{"0x1001", "0x1002"} {
-		if status, body := add(pkey); status != http.StatusOK {
+		status, body := add(pkey)
+		if status != http.StatusOK {
 			t.Fatalf("H1 (link down) into %s: %d %s", pkey, status, body)
 		}
+		k.applied(body) // on the log: H1 is in no subnet dump
 	}
 	status, body := add("0x1003")
 	if status != http.StatusBadRequest || !strings.Contains(body, "would carry 4 pkeys") ||

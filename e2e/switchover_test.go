@@ -25,40 +25,11 @@ import (
 // at a time, as it would: every adopted partition ends owned, and
 // --release-adopted removes the member no port owns from the tables.
 func TestSwitchOver(t *testing.T) {
-	opensm := fabricsim.RequireProgram(t, "opensm", "opensm")
 	f := fabricsim.StartT(t, fabricsim.Options{Hosts: 5})
 	h := func(i int) fabric.GUID { return f.Host(fmt.Sprintf("H%d", i)).PortGUID }
-	// What the old manager wrote: H1, H2 full in 0x0010; H3 full, H4 limited
-	// and H5 full in 0x0020 (H5 has no Neutron port: the operator releases it).
-	running := filepath.Join(f.Dir, "running-partitions.conf")
-	text := fmt.Sprintf(`Default=0x7fff, ipoib : ALL=limited, SELF=full ;
-tenant_a=0x0010, ipoib, mtu=4 : %s=full, %s=full ;
-tenant_b=0x0020, ipoib : %s=full, %s=limited, %s=full ;
-`, h(1), h(2), h(3), h(4), h(5))
-	if err := os.WriteFile(running, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// The old manager's keys, which the ports' M_Key protection and the SA's
-	// trusted queries depend on: imported before the manager's first start.
-	oldKeys := map[string]string{"m_key": "0x6a1b2c3d4e5f6071", "sm_key": "0x17263544536271a0", "sa_key": "0x2b3c4d5e6f708192"}
-	oldConf := filepath.Join(f.Dir, "old-opensm.conf")
-	conf := "m_key_protection_level 2\nm_key_lease_period 60\n"
-	for _, k := range []string{"m_key", "sm_key", "sa_key"} {
-		conf += k + " " + oldKeys[k] + "\n"
-	}
-	if err := os.WriteFile(oldConf, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	old := startOldOpenSM(t, f, opensm, running, oldConf)
-	tenants := map[fabric.GUID]uint16{h(1): 0x10, h(2): 0x10, h(3): 0x20, h(4): 0x20, h(5): 0x20}
-	waitFor(t, "the old OpenSM to program the tenants' pkeys", func() bool {
-		for g, pkey := range tenants {
-			if !hasPKey(f, t, g, pkey) {
-				return false
-			}
-		}
-		return true
-	})
+	old := startOldManager(t, f, h)
+	tenants := old.tenants
+	running, oldConf, oldKeys := old.partitions, old.conf, old.keys
 
 	s := sampleTenants(t, f, tenants)
 	m := launchManager(t, storetest.NewDatabase(t, "sqlite"), fabricsim.Options{}, settings{Fabric: f,
@@ -75,17 +46,7 @@ tenant_b=0x0020, ipoib : %s=full, %s=limited, %s=full ;
 			old.stop()
 		}})
 	m.confirmSwitches()
-	waitFor(t, "the manager's first apply of the recorded revision", func() bool {
-		var st struct {
-			Revision  int64 `json:"revision"`
-			LastApply *struct {
-				Revision int64  `json:"revision"`
-				Outcome  string `json:"outcome"`
-			} `json:"last_apply"`
-		}
-		err := json.Unmarshal([]byte(m.operator("--status", "--json")), &st)
-		return err == nil && st.LastApply != nil && st.LastApply.Revision == st.Revision && st.LastApply.Outcome == "applied"
-	})
+	m.waitRecordedApplied()
 
 	// The manager's OpenSM runs with the old manager's keys.
 	m.wantOpenSMConfKeys(oldKeys)
@@ -137,6 +98,73 @@ tenant_b=0x0020, ipoib : %s=full, %s=limited, %s=full ;
 	}
 	s.noLoss("through the adoption again, beside a running manager")
 	s.stop()
+}
+
+// oldManager is what the manager being replaced left running: its OpenSM,
+// the partitions file it wrote, its opensm.conf with its keys, and the
+// tenants' pkeys, which that OpenSM has programmed.
+type oldManager struct {
+	*oldOpenSM
+	partitions, conf string
+	keys             map[string]string
+	tenants          map[fabric.GUID]uint16
+}
+
+// startOldManager starts the old manager's OpenSM on f and waits until the
+// tenants hold their pkeys.
+func startOldManager(t *testing.T, f *fabricsim.Fabric, h func(int) fabric.GUID) oldManager {
+	t.Helper()
+	opensm := fabricsim.RequireProgram(t, "opensm", "opensm")
+	// What the old manager wrote: H1, H2 full in 0x0010; H3 full, H4 limited
+	// and H5 full in 0x0020 (H5 has no Neutron port: the operator releases it).
+	running := filepath.Join(f.Dir, "running-partitions.conf")
+	text := fmt.Sprintf(`Default=0x7fff, ipoib : ALL=limited, SELF=full ;
+tenant_a=0x0010, ipoib, mtu=4 : %s=full, %s=full ;
+tenant_b=0x0020, ipoib : %s=full, %s=limited, %s=full ;
+`, h(1), h(2), h(3), h(4), h(5))
+	if err := os.WriteFile(running, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The old manager's keys, which the ports' M_Key protection and the SA's
+	// trusted queries depend on: imported before the manager's first start.
+	oldKeys := map[string]string{"m_key": "0x6a1b2c3d4e5f6071", "sm_key": "0x17263544536271a0", "sa_key": "0x2b3c4d5e6f708192"}
+	oldConf := filepath.Join(f.Dir, "old-opensm.conf")
+	conf := "m_key_protection_level 2\nm_key_lease_period 60\n"
+	for _, k := range []string{"m_key", "sm_key", "sa_key"} {
+		conf += k + " " + oldKeys[k] + "\n"
+	}
+	if err := os.WriteFile(oldConf, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old := startOldOpenSM(t, f, opensm, running, oldConf)
+	tenants := map[fabric.GUID]uint16{h(1): 0x10, h(2): 0x10, h(3): 0x20, h(4): 0x20, h(5): 0x20}
+	waitFor(t, "the old OpenSM to program the tenants' pkeys", func() bool {
+		for g, pkey := range tenants {
+			if !hasPKey(f, t, g, pkey) {
+				return false
+			}
+		}
+		return true
+	})
+	return oldManager{oldOpenSM: old, partitions: running, conf: oldConf, keys: oldKeys, tenants: tenants}
+}
+
+// waitRecordedApplied waits until --status says the recorded revision was
+// applied.
+func (m *manager) waitRecordedApplied() {
+	m.t.Helper()
+	waitFor(m.t, "the manager's first apply of the recorded revision", func() bool {
+		var st struct {
+			Revision  int64 `json:"revision"`
+			LastApply *struct {
+				Revision int64  `json:"revision"`
+				Outcome  string `json:"outcome"`
+			} `json:"last_apply"`
+		}
+		err := json.Unmarshal([]byte(m.operator("--status", "--json")), &st)
+		return err == nil && st.LastApply != nil && st.LastApply.Revision == st.Revision && st.LastApply.Outcome == "applied"
+	})
+
 }
 
 // oldOpenSM is the OpenSM of the manager being replaced.

@@ -132,8 +132,9 @@ func startHAManager(ctx context.Context, binary, dir, dbURL string, f *fabricsim
 	if err != nil {
 		return nil, err
 	}
+	// verify = log: the bench's ports carry GUIDs no simulated host has (rig.go).
 	conf := fmt.Sprintf("[api]\nlisten = %s\ntoken = %s\n\n[database]\nconnection = %s\n\n"+
-		"[ha]\nha = true\nlease_timeout = %g\n\n[opensm]\nconfig_dir = %s\nenv_file = %s\n\n[opensm_conf]\nguid = %s\n",
+		"[ha]\nha = true\nlease_timeout = %g\n\n[opensm]\nconfig_dir = %s\nenv_file = %s\nverify = log\n\n[opensm_conf]\nguid = %s\n",
 		addr, benchToken, dbURL, leaseTimeout.Seconds(), filepath.Join(mdir, "opensm"), envFile, guid)
 	m := &haManager{conf: filepath.Join(mdir, "afm.conf"), api: newAPIClient("http://" + addr),
 		logPath: filepath.Join(mdir, "manager.log")}

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -37,23 +36,9 @@ var readCostLine = regexp.MustCompile(`(?m)^BenchmarkReadCost/(\S+?)(?:-\d+)?\s+
 func parseReadCost(out []byte) ([]readCost, error) {
 	var rows []readCost
 	for _, m := range readCostLine.FindAllSubmatch(out, -1) {
-		c := readCost{name: string(m[1])}
-		for _, metric := range benchMetric.FindAllSubmatch(m[2], -1) {
-			v, err := strconv.ParseFloat(string(metric[1]), 64)
-			if err != nil {
-				continue
-			}
-			switch string(metric[2]) {
-			case "ns/op":
-				c.nsPerRead = v
-			case "MADs/port":
-				c.madsPerPort = v
-			case "MADs/read":
-				c.madsPerRead = v
-			case "cpu-µs/port":
-				c.cpuPerPort = v
-			}
-		}
+		metrics := benchMetrics(m[2])
+		c := readCost{name: string(m[1]), nsPerRead: metrics["ns/op"], madsPerPort: metrics["MADs/port"],
+			madsPerRead: metrics["MADs/read"], cpuPerPort: metrics["cpu-µs/port"]}
 		if c.nsPerRead == 0 || c.madsPerRead == 0 {
 			return nil, fmt.Errorf("BenchmarkReadCost: no ns/op or MADs/read in: %s", m[0])
 		}

@@ -49,24 +49,23 @@ func measureRender(ctx context.Context, dir, benchtime string) (renderResult, er
 	if m == nil {
 		return res, fmt.Errorf("BenchmarkRenderCheck: no result line in: %s", out)
 	}
-	for _, metric := range benchMetric.FindAllSubmatch(m[1], -1) {
-		v, err := strconv.ParseFloat(string(metric[1]), 64)
-		if err != nil {
-			continue
-		}
-		switch string(metric[2]) {
-		case "ns/op":
-			res.nsPerOp = v
-		case "B/op":
-			res.bytesPerOp = v
-		case "allocs/op":
-			res.allocsPerOp = v
-		case "file-bytes":
-			res.fileBytes = v
-		}
-	}
+	metrics := benchMetrics(m[1])
+	res.nsPerOp, res.bytesPerOp = metrics["ns/op"], metrics["B/op"]
+	res.allocsPerOp, res.fileBytes = metrics["allocs/op"], metrics["file-bytes"]
 	if res.nsPerOp == 0 {
 		return res, fmt.Errorf("BenchmarkRenderCheck: no ns/op in: %s", m[0])
 	}
 	return res, nil
+}
+
+// benchMetrics are the metrics of a benchmark's result line by unit (ns/op,
+// B/op and the benchmark's own); a value that does not parse is left out.
+func benchMetrics(line []byte) map[string]float64 {
+	metrics := map[string]float64{}
+	for _, metric := range benchMetric.FindAllSubmatch(line, -1) {
+		if v, err := strconv.ParseFloat(string(metric[1]), 64); err == nil {
+			metrics[string(metric[2])] = v
+		}
+	}
+	return metrics
 }

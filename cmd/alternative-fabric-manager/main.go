@@ -49,6 +49,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/neutronimport"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/smcontainer"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
@@ -78,6 +79,7 @@ func main() {
 	healthcheck := flag.Bool("healthcheck", false, "ask the running manager's /readyz, print its answer, exit 0 only if it is ready")
 	adoptFile := flag.String("adopt-partitions", "", "adopt the partitions of this running partitions file (docs/switch-over.md), then exit")
 	releasePKey := flag.String("release-adopted", "", "release the adopted members of this pkey, then exit")
+	auditFlag := flag.Bool("audit", false, auditHelp)
 	flag.Parse()
 	if *showVersion {
 		fmt.Println(versionString())
@@ -91,9 +93,9 @@ func main() {
 	adopting, releasing := *adoptFile != "", *releasePKey != ""
 	// At most one command flag; with one, the manager runs it and exits.
 	commands := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *unfreezeFlag,
-		*healthcheck, *importKeys != "", *rotateKeys != "", adopting, releasing, *importNeutron)
-	if commands > 1 || (*asJSON && !*status) || (*replaceKeys && *importKeys == "") || ((*dryRun || *prune) && !*importNeutron) {
-		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: give at most one command flag (--json goes with --status, "+
+		*healthcheck, *importKeys != "", *rotateKeys != "", adopting, releasing, *importNeutron, *auditFlag)
+	if commands > 1 || (*asJSON && !*status && !*auditFlag) || (*replaceKeys && *importKeys == "") || ((*dryRun || *prune) && !*importNeutron) {
+		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: give at most one command flag (--json goes with --status or --audit, "+
 			"--replace-keys with --import-keys, --dry-run and --prune with --import-neutron)")
 		os.Exit(2)
 	}
@@ -127,6 +129,8 @@ func main() {
 		err = runAdopt(ctx, *configFile, *adoptFile, log, os.Stdout)
 	case releasing:
 		err = runReleaseAdopted(ctx, *configFile, *releasePKey, log, os.Stdout)
+	case *auditFlag:
+		err = runAuditCommand(ctx, *configFile, *asJSON, log, os.Stdout)
 	case *importNeutron:
 		err = runImportNeutron(ctx, *configFile, neutronimport.Options{DryRun: *dryRun, Prune: *prune}, log)
 	case *status || *confirm || *showErrs || *clearErrs || *showKeys || *unfreezeFlag:
@@ -389,7 +393,12 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*manager, 
 	if _, err := checkRecordedState(ctx, cfg, mgr.st, tpl, flavour); err != nil {
 		return nil, err
 	}
-	checker := mgr.wireApplier(tpl, flavour, dump, limit)
+	readback, err := newReadback(ctx, cfg, databaseKeys{mgr.st})
+	if err != nil {
+		return nil, err
+	}
+	checker := mgr.wireApplier(tpl, flavour, dump, limit, readback, auditConfig(ctx, cfg, mgr.st, mgr.sm, mgr.log),
+		secondSMCheck(ctx, cfg, mgr.st, mgr.sm, mgr.log))
 	if cfg.HA.HA {
 		if mgr.leases, err = mgr.st.Leases(); err != nil {
 			return nil, err
@@ -403,7 +412,8 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*manager, 
 
 // wireApplier makes the applier, the metrics and the health checks that
 // watch it, and returns the checks.
-func (mgr *manager) wireApplier(tpl *partitions.Template, flavour fabric.Flavour, dump *topology.Dump, limit *topology.PortLimit) *health.Checker {
+func (mgr *manager) wireApplier(tpl *partitions.Template, flavour fabric.Flavour, dump *topology.Dump, limit *topology.PortLimit,
+	readback *pkeyread.Reader, audit applier.AuditConfig, secondSM *applier.SecondSMCheck) *health.Checker {
 	cfg, st, sm := mgr.cfg, mgr.st, mgr.sm
 	m := metrics.New()
 	mgr.metrics = m
@@ -413,6 +423,7 @@ func (mgr *manager) wireApplier(tpl *partitions.Template, flavour fabric.Flavour
 		HeartbeatTimeout: heartbeatTimeout}
 	m.Registry().MustRegister(&metrics.State{M: m, DB: st, Gates: gates, SM: supervisorView{sm},
 		Ready: func(ctx context.Context) bool { return checker.Ready(ctx).OK() }})
+	m.Registry().MustRegister(&metrics.SecondSM{M: m, DB: st})
 	// An apply waits for OpenSM's sweep (sweep_timeout) and, in a burst, for
 	// the batch; the loop turns at least every poll and check interval
 	// otherwise. Past three sweeps and two checks it is stuck.
@@ -432,7 +443,10 @@ func (mgr *manager) wireApplier(tpl *partitions.Template, flavour fabric.Flavour
 		SubnetDump:       subnetDump(cfg),
 		Dump:             dump,
 		PortLimit:        limit,
-	}}
+		Readback:         readback,
+		VerifyTimeout:    cfg.OpenSM.VerifyTimeout,
+		Audit:            audit,
+	}, SecondSM: secondSM}
 	return checker
 }
 

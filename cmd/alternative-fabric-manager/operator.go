@@ -184,6 +184,8 @@ type Status struct {
 	Lease *LeaseStatus `json:"lease,omitempty"`
 	// Adopted are the adopted partitions (--adopt-partitions), in pkey order.
 	Adopted []AdoptedStatus `json:"adopted"`
+	// Audit is the last fabric audit (audit.go).
+	Audit *AuditStatus `json:"audit"`
 }
 
 // LeaseStatus is the HA lease as --status shows it (docs/ha.md).
@@ -288,6 +290,12 @@ func readStatus(ctx context.Context, cfg *config.Config, st *store.Store) (Statu
 	if s.Adopted, err = readAdopted(ctx, cfg, st); err != nil {
 		return s, err
 	}
+	if err := readAuditStatus(ctx, cfg, st, &s); err != nil {
+		return s, err
+	}
+	if err := readSecondSMs(ctx, st, &s); err != nil {
+		return s, err
+	}
 	if cfg.HA.HA {
 		return s, readLease(ctx, st, &s)
 	}
@@ -366,6 +374,7 @@ func printStatus(w io.Writer, s Status) error {
 		printLease(tw, l)
 	}
 	printAdopted(tw, s.Adopted)
+	printAuditStatus(tw, s.Audit)
 	if d := s.Driver; d == nil {
 		fmt.Fprintln(tw, "OpenSM driver:\tno manager has run on this host")
 	} else {

@@ -46,6 +46,37 @@ func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, arg ClearGUIDsOfNetwo
 	return result.RowsAffected()
 }
 
+const completeJob = `-- name: CompleteJob :execrows
+UPDATE jobs SET status = 'Completed', error = '', description = SUBSTRING_INDEX(description, '\n', 1),
+    finished_at = ?, updated_at = ?
+WHERE jobs.id = ? AND status IN ('Pending', 'Running') AND revision <= ?
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?)
+`
+
+type CompleteJobParams struct {
+	FinishedAt *time.Time
+	Now        time.Time
+	JobID      int64
+	Revision   int64
+	Term       int64
+}
+
+// A job an apply's proof completes on its own, while others of its
+// revision still wait for theirs (internal/store/applier.go FinishApplyProven).
+func (q *Queries) CompleteJob(ctx context.Context, arg CompleteJobParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, completeJob,
+		arg.FinishedAt,
+		arg.Now,
+		arg.JobID,
+		arg.Revision,
+		arg.Term,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const completeJobs = `-- name: CompleteJobs :execrows
 UPDATE jobs SET status = 'Completed', error = '', description = SUBSTRING_INDEX(description, '\n', 1),
     finished_at = ?, updated_at = ?
@@ -486,11 +517,12 @@ func (q *Queries) HoldsLock(ctx context.Context, name string) (int64, error) {
 
 const insertJob = `-- name: InsertJob :execresult
 INSERT INTO jobs (id, revision, object_type, object_id, network_id, operation, status,
-                  description, result, error, created_by, request, request_id, created_at, updated_at, finished_at)
+                  description, result, error, created_by, request, request_id, created_at, updated_at, started_at, finished_at)
 VALUES ((SELECT GREATEST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000) * 1000, COALESCE(MAX(id), 0) + 1) FROM jobs),
         ?, ?, ?, ?,
-        ?, ?, ?, ?, '',
-        ?, ?, ?, ?, ?, ?)
+        ?, ?, ?, ?, ?,
+        ?, ?, ?, ?, ?,
+        ?, ?)
 `
 
 type InsertJobParams struct {
@@ -502,10 +534,13 @@ type InsertJobParams struct {
 	Status      string
 	Description string
 	Result      string
+	Error       string
 	CreatedBy   string
 	Request     string
 	RequestID   string
-	Now         time.Time
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	StartedAt   *time.Time
 	FinishedAt  *time.Time
 }
 
@@ -523,6 +558,7 @@ type InsertJobParams struct {
 // JSON) until the year 2255. UNIX_TIMESTAMP reads NOW(6) in the connection's
 // time zone, UTC unless the DSN sets another (mysql.Open). The insert's id
 // comes back as its last insert id.
+// Every other column is the job row's field of its name (driver.Job).
 func (q *Queries) InsertJob(ctx context.Context, arg InsertJobParams) (sql.Result, error) {
 	return q.db.ExecContext(ctx, insertJob,
 		arg.Revision,
@@ -533,11 +569,13 @@ func (q *Queries) InsertJob(ctx context.Context, arg InsertJobParams) (sql.Resul
 		arg.Status,
 		arg.Description,
 		arg.Result,
+		arg.Error,
 		arg.CreatedBy,
 		arg.Request,
 		arg.RequestID,
-		arg.Now,
-		arg.Now,
+		arg.CreatedAt,
+		arg.UpdatedAt,
+		arg.StartedAt,
 		arg.FinishedAt,
 	)
 }

@@ -86,3 +86,31 @@ func (q *Queries) OldestOpenJob(ctx context.Context, status string) (time.Time, 
 	err := row.Scan(&created_at)
 	return created_at, err
 }
+
+const setJobDescription = `-- name: SetJobDescription :execrows
+UPDATE jobs SET description = ?, updated_at = ?
+WHERE jobs.id = ? AND status IN ('Pending', 'Running')
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?)
+`
+
+type SetJobDescriptionParams struct {
+	Description string
+	Now         time.Time
+	JobID       int64
+	Term        int64
+}
+
+// What a job does, said again with a note on how it was proven (the first
+// line, which completing the job keeps).
+func (q *Queries) SetJobDescription(ctx context.Context, arg SetJobDescriptionParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, setJobDescription,
+		arg.Description,
+		arg.Now,
+		arg.JobID,
+		arg.Term,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}

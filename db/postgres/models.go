@@ -90,6 +90,17 @@ type KubernetesState struct {
 	LastUpdated     *time.Time
 }
 
+type LastAudit struct {
+	ID        int32
+	Term      int64
+	Revision  int64
+	StartedAt time.Time
+	TookMs    int64
+	Findings  int64
+	Breaches  int64
+	Summary   string
+}
+
 type Leadership struct {
 	ID                int16
 	Term              int64
@@ -123,6 +134,15 @@ type Port struct {
 	Revision  int64
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+type SecondSubnetManager struct {
+	PortGuid string
+	Priority int64
+	State    string
+	OwnState string
+	Term     int64
+	SeenAt   time.Time
 }
 
 type Secret struct {

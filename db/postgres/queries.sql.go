@@ -52,6 +52,28 @@ func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, revision int64, now t
 	return result.RowsAffected(), nil
 }
 
+const completeJob = `-- name: CompleteJob :execrows
+UPDATE jobs SET status = 'Completed', error = '', description = split_part(description, E'\n', 1),
+    finished_at = $1, updated_at = $1
+WHERE jobs.id = $2 AND status IN ('Pending', 'Running') AND revision <= $3
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = $4)
+`
+
+// A job an apply's proof completes on its own, while others of its
+// revision still wait for theirs (internal/store/applier.go FinishApplyProven).
+func (q *Queries) CompleteJob(ctx context.Context, now *time.Time, jobID int64, revision int64, term int64) (int64, error) {
+	result, err := q.db.Exec(ctx, completeJob,
+		now,
+		jobID,
+		revision,
+		term,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const completeJobs = `-- name: CompleteJobs :execrows
 
 UPDATE jobs SET status = 'Completed', error = '', description = split_part(description, E'\n', 1),
@@ -422,11 +444,12 @@ func (q *Queries) HoldsAdvisoryLock(ctx context.Context, key int64) (int64, erro
 
 const insertJob = `-- name: InsertJob :one
 INSERT INTO jobs (id, revision, object_type, object_id, network_id, operation, status,
-                  description, result, error, created_by, request, request_id, created_at, updated_at, finished_at)
+                  description, result, error, created_by, request, request_id, created_at, updated_at, started_at, finished_at)
 VALUES ((SELECT GREATEST(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint * 1000, COALESCE(MAX(id), 0) + 1)
          FROM jobs),
         $1, $2, $3, $4, $5, $6,
-        $7, $8, '', $9, $10, $11, $12, $12, $13)
+        $7, $8, $9, $10, $11, $12, $13, $14,
+        $15, $16)
 RETURNING id
 `
 
@@ -440,7 +463,8 @@ RETURNING id
 // other change inserts meanwhile (on Galera, two nodes' inserts conflict on
 // that row and the loser runs again). 1000 ids per millisecond before the
 // ids run ahead of the clock; below 2^53 (exact in JSON) until the year 2255.
-func (q *Queries) InsertJob(ctx context.Context, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, createdBy string, request string, requestID string, now time.Time, finishedAt *time.Time) (int64, error) {
+// Every other column is the job row's field of its name (driver.Job).
+func (q *Queries) InsertJob(ctx context.Context, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, error string, createdBy string, request string, requestID string, createdAt time.Time, updatedAt time.Time, startedAt *time.Time, finishedAt *time.Time) (int64, error) {
 	row := q.db.QueryRow(ctx, insertJob,
 		revision,
 		objectType,
@@ -450,10 +474,13 @@ func (q *Queries) InsertJob(ctx context.Context, revision int64, objectType stri
 		status,
 		description,
 		result,
+		error,
 		createdBy,
 		request,
 		requestID,
-		now,
+		createdAt,
+		updatedAt,
+		startedAt,
 		finishedAt,
 	)
 	var id int64

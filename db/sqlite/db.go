@@ -33,6 +33,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.clearGUIDsOfNetworkStmt, err = db.PrepareContext(ctx, clearGUIDsOfNetwork); err != nil {
 		return nil, fmt.Errorf("error preparing query ClearGUIDsOfNetwork: %w", err)
 	}
+	if q.completeJobStmt, err = db.PrepareContext(ctx, completeJob); err != nil {
+		return nil, fmt.Errorf("error preparing query CompleteJob: %w", err)
+	}
 	if q.completeJobsStmt, err = db.PrepareContext(ctx, completeJobs); err != nil {
 		return nil, fmt.Errorf("error preparing query CompleteJobs: %w", err)
 	}
@@ -83,6 +86,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.deletePortsOfNetworkStmt, err = db.PrepareContext(ctx, deletePortsOfNetwork); err != nil {
 		return nil, fmt.Errorf("error preparing query DeletePortsOfNetwork: %w", err)
+	}
+	if q.deleteSecondSMsStmt, err = db.PrepareContext(ctx, deleteSecondSMs); err != nil {
+		return nil, fmt.Errorf("error preparing query DeleteSecondSMs: %w", err)
 	}
 	if q.describeOpenJobsStmt, err = db.PrepareContext(ctx, describeOpenJobs); err != nil {
 		return nil, fmt.Errorf("error preparing query DescribeOpenJobs: %w", err)
@@ -138,6 +144,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.insertJobStmt, err = db.PrepareContext(ctx, insertJob); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertJob: %w", err)
 	}
+	if q.insertSecondSMStmt, err = db.PrepareContext(ctx, insertSecondSM); err != nil {
+		return nil, fmt.Errorf("error preparing query InsertSecondSM: %w", err)
+	}
 	if q.insertSecretIfAbsentStmt, err = db.PrepareContext(ctx, insertSecretIfAbsent); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertSecretIfAbsent: %w", err)
 	}
@@ -149,6 +158,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.lastApplyStmt, err = db.PrepareContext(ctx, lastApply); err != nil {
 		return nil, fmt.Errorf("error preparing query LastApply: %w", err)
+	}
+	if q.lastAuditStmt, err = db.PrepareContext(ctx, lastAudit); err != nil {
+		return nil, fmt.Errorf("error preparing query LastAudit: %w", err)
 	}
 	if q.leadershipStmt, err = db.PrepareContext(ctx, leadership); err != nil {
 		return nil, fmt.Errorf("error preparing query Leadership: %w", err)
@@ -204,6 +216,12 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.revisionStmt, err = db.PrepareContext(ctx, revision); err != nil {
 		return nil, fmt.Errorf("error preparing query Revision: %w", err)
 	}
+	if q.secondSMsStmt, err = db.PrepareContext(ctx, secondSMs); err != nil {
+		return nil, fmt.Errorf("error preparing query SecondSMs: %w", err)
+	}
+	if q.setJobDescriptionStmt, err = db.PrepareContext(ctx, setJobDescription); err != nil {
+		return nil, fmt.Errorf("error preparing query SetJobDescription: %w", err)
+	}
 	if q.setRevisionStmt, err = db.PrepareContext(ctx, setRevision); err != nil {
 		return nil, fmt.Errorf("error preparing query SetRevision: %w", err)
 	}
@@ -221,6 +239,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.upsertKubernetesPKeyStmt, err = db.PrepareContext(ctx, upsertKubernetesPKey); err != nil {
 		return nil, fmt.Errorf("error preparing query UpsertKubernetesPKey: %w", err)
+	}
+	if q.upsertLastAuditStmt, err = db.PrepareContext(ctx, upsertLastAudit); err != nil {
+		return nil, fmt.Errorf("error preparing query UpsertLastAudit: %w", err)
 	}
 	if q.upsertNetworkStmt, err = db.PrepareContext(ctx, upsertNetwork); err != nil {
 		return nil, fmt.Errorf("error preparing query UpsertNetwork: %w", err)
@@ -246,6 +267,11 @@ func (q *Queries) Close() error {
 	if q.clearGUIDsOfNetworkStmt != nil {
 		if cerr := q.clearGUIDsOfNetworkStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing clearGUIDsOfNetworkStmt: %w", cerr)
+		}
+	}
+	if q.completeJobStmt != nil {
+		if cerr := q.completeJobStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing completeJobStmt: %w", cerr)
 		}
 	}
 	if q.completeJobsStmt != nil {
@@ -331,6 +357,11 @@ func (q *Queries) Close() error {
 	if q.deletePortsOfNetworkStmt != nil {
 		if cerr := q.deletePortsOfNetworkStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing deletePortsOfNetworkStmt: %w", cerr)
+		}
+	}
+	if q.deleteSecondSMsStmt != nil {
+		if cerr := q.deleteSecondSMsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing deleteSecondSMsStmt: %w", cerr)
 		}
 	}
 	if q.describeOpenJobsStmt != nil {
@@ -423,6 +454,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing insertJobStmt: %w", cerr)
 		}
 	}
+	if q.insertSecondSMStmt != nil {
+		if cerr := q.insertSecondSMStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing insertSecondSMStmt: %w", cerr)
+		}
+	}
 	if q.insertSecretIfAbsentStmt != nil {
 		if cerr := q.insertSecretIfAbsentStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing insertSecretIfAbsentStmt: %w", cerr)
@@ -441,6 +477,11 @@ func (q *Queries) Close() error {
 	if q.lastApplyStmt != nil {
 		if cerr := q.lastApplyStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing lastApplyStmt: %w", cerr)
+		}
+	}
+	if q.lastAuditStmt != nil {
+		if cerr := q.lastAuditStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing lastAuditStmt: %w", cerr)
 		}
 	}
 	if q.leadershipStmt != nil {
@@ -533,6 +574,16 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing revisionStmt: %w", cerr)
 		}
 	}
+	if q.secondSMsStmt != nil {
+		if cerr := q.secondSMsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing secondSMsStmt: %w", cerr)
+		}
+	}
+	if q.setJobDescriptionStmt != nil {
+		if cerr := q.setJobDescriptionStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing setJobDescriptionStmt: %w", cerr)
+		}
+	}
 	if q.setRevisionStmt != nil {
 		if cerr := q.setRevisionStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing setRevisionStmt: %w", cerr)
@@ -561,6 +612,11 @@ func (q *Queries) Close() error {
 	if q.upsertKubernetesPKeyStmt != nil {
 		if cerr := q.upsertKubernetesPKeyStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing upsertKubernetesPKeyStmt: %w", cerr)
+		}
+	}
+	if q.upsertLastAuditStmt != nil {
+		if cerr := q.upsertLastAuditStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing upsertLastAuditStmt: %w", cerr)
 		}
 	}
 	if q.upsertNetworkStmt != nil {
@@ -615,6 +671,7 @@ type Queries struct {
 	bumpRevisionStmt                  *sql.Stmt
 	clearEnforcementErrorsStmt        *sql.Stmt
 	clearGUIDsOfNetworkStmt           *sql.Stmt
+	completeJobStmt                   *sql.Stmt
 	completeJobsStmt                  *sql.Stmt
 	countJobsByStatusStmt             *sql.Stmt
 	countKubernetesMembersStmt        *sql.Stmt
@@ -632,6 +689,7 @@ type Queries struct {
 	deleteNetworkStmt                 *sql.Stmt
 	deletePortStmt                    *sql.Stmt
 	deletePortsOfNetworkStmt          *sql.Stmt
+	deleteSecondSMsStmt               *sql.Stmt
 	describeOpenJobsStmt              *sql.Stmt
 	enforcementErrorsStmt             *sql.Stmt
 	expectedSwitchesStmt              *sql.Stmt
@@ -650,10 +708,12 @@ type Queries struct {
 	heartbeatStmt                     *sql.Stmt
 	insertExpectedSwitchStmt          *sql.Stmt
 	insertJobStmt                     *sql.Stmt
+	insertSecondSMStmt                *sql.Stmt
 	insertSecretIfAbsentStmt          *sql.Stmt
 	kubernetesMembershipsOfGUIDStmt   *sql.Stmt
 	kubernetesStateStmt               *sql.Stmt
 	lastApplyStmt                     *sql.Stmt
+	lastAuditStmt                     *sql.Stmt
 	leadershipStmt                    *sql.Stmt
 	listAdoptedPartitionsStmt         *sql.Stmt
 	listKubernetesMembersStmt         *sql.Stmt
@@ -672,12 +732,15 @@ type Queries struct {
 	openJobsWithGUIDsStmt             *sql.Stmt
 	recordApplyStmt                   *sql.Stmt
 	revisionStmt                      *sql.Stmt
+	secondSMsStmt                     *sql.Stmt
+	setJobDescriptionStmt             *sql.Stmt
 	setRevisionStmt                   *sql.Stmt
 	updateSecretStmt                  *sql.Stmt
 	upsertAdoptedPartitionStmt        *sql.Stmt
 	upsertEnforcementErrorStmt        *sql.Stmt
 	upsertKubernetesMemberStmt        *sql.Stmt
 	upsertKubernetesPKeyStmt          *sql.Stmt
+	upsertLastAuditStmt               *sql.Stmt
 	upsertNetworkStmt                 *sql.Stmt
 	upsertPortStmt                    *sql.Stmt
 }
@@ -689,6 +752,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		bumpRevisionStmt:                  q.bumpRevisionStmt,
 		clearEnforcementErrorsStmt:        q.clearEnforcementErrorsStmt,
 		clearGUIDsOfNetworkStmt:           q.clearGUIDsOfNetworkStmt,
+		completeJobStmt:                   q.completeJobStmt,
 		completeJobsStmt:                  q.completeJobsStmt,
 		countJobsByStatusStmt:             q.countJobsByStatusStmt,
 		countKubernetesMembersStmt:        q.countKubernetesMembersStmt,
@@ -706,6 +770,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		deleteNetworkStmt:                 q.deleteNetworkStmt,
 		deletePortStmt:                    q.deletePortStmt,
 		deletePortsOfNetworkStmt:          q.deletePortsOfNetworkStmt,
+		deleteSecondSMsStmt:               q.deleteSecondSMsStmt,
 		describeOpenJobsStmt:              q.describeOpenJobsStmt,
 		enforcementErrorsStmt:             q.enforcementErrorsStmt,
 		expectedSwitchesStmt:              q.expectedSwitchesStmt,
@@ -724,10 +789,12 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		heartbeatStmt:                     q.heartbeatStmt,
 		insertExpectedSwitchStmt:          q.insertExpectedSwitchStmt,
 		insertJobStmt:                     q.insertJobStmt,
+		insertSecondSMStmt:                q.insertSecondSMStmt,
 		insertSecretIfAbsentStmt:          q.insertSecretIfAbsentStmt,
 		kubernetesMembershipsOfGUIDStmt:   q.kubernetesMembershipsOfGUIDStmt,
 		kubernetesStateStmt:               q.kubernetesStateStmt,
 		lastApplyStmt:                     q.lastApplyStmt,
+		lastAuditStmt:                     q.lastAuditStmt,
 		leadershipStmt:                    q.leadershipStmt,
 		listAdoptedPartitionsStmt:         q.listAdoptedPartitionsStmt,
 		listKubernetesMembersStmt:         q.listKubernetesMembersStmt,
@@ -746,12 +813,15 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		openJobsWithGUIDsStmt:             q.openJobsWithGUIDsStmt,
 		recordApplyStmt:                   q.recordApplyStmt,
 		revisionStmt:                      q.revisionStmt,
+		secondSMsStmt:                     q.secondSMsStmt,
+		setJobDescriptionStmt:             q.setJobDescriptionStmt,
 		setRevisionStmt:                   q.setRevisionStmt,
 		updateSecretStmt:                  q.updateSecretStmt,
 		upsertAdoptedPartitionStmt:        q.upsertAdoptedPartitionStmt,
 		upsertEnforcementErrorStmt:        q.upsertEnforcementErrorStmt,
 		upsertKubernetesMemberStmt:        q.upsertKubernetesMemberStmt,
 		upsertKubernetesPKeyStmt:          q.upsertKubernetesPKeyStmt,
+		upsertLastAuditStmt:               q.upsertLastAuditStmt,
 		upsertNetworkStmt:                 q.upsertNetworkStmt,
 		upsertPortStmt:                    q.upsertPortStmt,
 	}

@@ -41,6 +41,29 @@ func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, revision int64, now t
 	return result.RowsAffected()
 }
 
+const completeJob = `-- name: CompleteJob :execrows
+UPDATE jobs SET status = 'Completed', error = '',
+    description = CASE WHEN instr(description, char(10)) > 0 THEN substr(description, 1, instr(description, char(10)) - 1) ELSE description END,
+    finished_at = ?1, updated_at = ?1
+WHERE jobs.id = ?2 AND status IN ('Pending', 'Running') AND revision <= ?3
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?4)
+`
+
+// A job an apply's proof completes on its own, while others of its
+// revision still wait for theirs (internal/store/applier.go FinishApplyProven).
+func (q *Queries) CompleteJob(ctx context.Context, now *time.Time, jobID int64, revision int64, term int64) (int64, error) {
+	result, err := q.exec(ctx, q.completeJobStmt, completeJob,
+		now,
+		jobID,
+		revision,
+		term,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const completeJobs = `-- name: CompleteJobs :execrows
 
 UPDATE jobs SET status = 'Completed', error = '',
@@ -413,11 +436,12 @@ func (q *Queries) GetPortsByIDOrGUID(ctx context.Context, iD string, guid *fabri
 
 const insertJob = `-- name: InsertJob :one
 INSERT INTO jobs (id, revision, object_type, object_id, network_id, operation, status,
-                  description, result, error, created_by, request, request_id, created_at, updated_at, finished_at)
+                  description, result, error, created_by, request, request_id, created_at, updated_at, started_at, finished_at)
 VALUES ((SELECT max(CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) * 1000, COALESCE(MAX(id), 0) + 1)
          FROM jobs),
         ?1, ?2, ?3, ?4, ?5, ?6,
-        ?7, ?8, '', ?9, ?10, ?11, ?12, ?12, ?13)
+        ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,
+        ?15, ?16)
 RETURNING id
 `
 
@@ -432,7 +456,8 @@ RETURNING id
 // that row and the loser runs again). 1000 ids per millisecond before the
 // ids run ahead of the clock; below 2^53 (exact in JSON) until the year 2255.
 // julianday('now') is the time of the statement, to the millisecond.
-func (q *Queries) InsertJob(ctx context.Context, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, createdBy string, request string, requestID string, now time.Time, finishedAt *time.Time) (int64, error) {
+// Every other column is the job row's field of its name (driver.Job).
+func (q *Queries) InsertJob(ctx context.Context, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, error string, createdBy string, request string, requestID string, createdAt time.Time, updatedAt time.Time, startedAt *time.Time, finishedAt *time.Time) (int64, error) {
 	row := q.queryRow(ctx, q.insertJobStmt, insertJob,
 		revision,
 		objectType,
@@ -442,10 +467,13 @@ func (q *Queries) InsertJob(ctx context.Context, revision int64, objectType stri
 		status,
 		description,
 		result,
+		error,
 		createdBy,
 		request,
 		requestID,
-		now,
+		createdAt,
+		updatedAt,
+		startedAt,
 		finishedAt,
 	)
 	var id int64

@@ -76,3 +76,24 @@ func (q *Queries) OldestOpenJob(ctx context.Context, status string) (time.Time, 
 	err := row.Scan(&created_at)
 	return created_at, err
 }
+
+const setJobDescription = `-- name: SetJobDescription :execrows
+UPDATE jobs SET description = ?1, updated_at = ?2
+WHERE jobs.id = ?3 AND status IN ('Pending', 'Running')
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?4)
+`
+
+// What a job does, said again with a note on how it was proven (the first
+// line, which completing the job keeps).
+func (q *Queries) SetJobDescription(ctx context.Context, description string, now time.Time, jobID int64, term int64) (int64, error) {
+	result, err := q.exec(ctx, q.setJobDescriptionStmt, setJobDescription,
+		description,
+		now,
+		jobID,
+		term,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}

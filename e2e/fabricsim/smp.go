@@ -165,6 +165,12 @@ func (c *smpClient) pkeys(ctx context.Context, lid, port int) ([]uint16, error) 
 // lost answer (a MAD dropped by the simulator's error injection, or a
 // simulator restarted) fails the read and drops the connection.
 func (c *smpClient) get(ctx context.Context, lid int, attr uint16, modifier uint32) ([]byte, error) {
+	return c.transact(ctx, lid, methodGet, attr, modifier, nil)
+}
+
+// transact sends a LID-routed SMP of method (Get, or Set with data as the
+// attribute's data) and returns the answer's attribute data.
+func (c *smpClient) transact(ctx context.Context, lid int, method byte, attr uint16, modifier uint32, data []byte) ([]byte, error) {
 	if c.ctl == nil {
 		if err := c.connect(); err != nil {
 			return nil, err
@@ -175,10 +181,11 @@ func (c *smpClient) get(ctx context.Context, lid int, attr uint16, modifier uint
 	binary.BigEndian.PutUint16(req[0:], uint16(lid)) // dlid; slid 0: ibsim fills it
 	binary.BigEndian.PutUint64(req[24:], madSize)
 	mad := req[simReqHeader:]
-	mad[0], mad[1], mad[2], mad[3] = 1, mgmtClassSubnLIDRouted, 1, methodGet
+	mad[0], mad[1], mad[2], mad[3] = 1, mgmtClassSubnLIDRouted, 1, method
 	binary.BigEndian.PutUint32(mad[12:], c.tid)
 	binary.BigEndian.PutUint16(mad[16:], attr)
 	binary.BigEndian.PutUint32(mad[20:], modifier)
+	copy(mad[madDataOffset:], data)
 
 	deadline := time.Now().Add(time.Second)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -345,60 +343,5 @@ func TestPKeysOff(t *testing.T) {
 	}
 	if resp, _ := f.do("GET", "/ufmRestV3/nothing", ""); resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("networking-mlnx's unknown path: %d", resp.StatusCode)
-	}
-}
-
-func (f failingRecorder) AddKubernetesGUIDs(ctx context.Context, a store.KubernetesAddition) (store.Job, error) {
-	return store.Job{}, f.fail(ctx)
-}
-func (f failingRecorder) RemoveKubernetesGUIDs(ctx context.Context, r store.KubernetesRemoval) (store.Job, error) {
-	return store.Job{}, f.fail(ctx)
-}
-func (f failingRecorder) DeleteKubernetesPKey(ctx context.Context, d store.KubernetesDeletion) (store.Job, error) {
-	return store.Job{}, f.fail(ctx)
-}
-func (f failingRecorder) CreateKubernetesPKey(ctx context.Context, c store.KubernetesCreation) (store.Job, error) {
-	return store.Job{}, f.fail(ctx)
-}
-func (f failingRecorder) KubernetesPKeys(ctx context.Context) ([]store.KubernetesPKey, error) {
-	return nil, f.fail(ctx)
-}
-func (f failingRecorder) GetKubernetesPKey(ctx context.Context, p fabric.PKey) (store.KubernetesPKey, error) {
-	return store.KubernetesPKey{}, f.fail(ctx)
-}
-func (f failingRecorder) KubernetesLastUpdated(ctx context.Context) (*time.Time, error) {
-	return nil, f.fail(ctx)
-}
-
-// An unreachable database is 503 on the pkeys API too: ib-kubernetes retries.
-func TestPKeysUnreachableDatabaseIs503(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		err  error
-		want int
-	}{
-		{"refused", syscall.ECONNREFUSED, http.StatusServiceUnavailable},
-		{"no answer", nil, http.StatusServiceUnavailable},
-		{"other", errors.New("disk full"), http.StatusInternalServerError},
-	} {
-		rec := failingRecorder{c.err}
-		opts := Options{Prefix: "/ufmRestV3", Domain: "cloudx", Token: token, DBTimeout: 50 * time.Millisecond,
-			PKeys: PKeysOptions{Store: rec, Prefix: "/ufmRest", Username: ufmUser, Password: ufmPassword}}
-		srv := httptest.NewServer(New(opts, rec, slog.New(slog.DiscardHandler)))
-		f := &pkeysFixture{fixture: &fixture{t: t, srv: srv}, user: ufmUser, password: ufmPassword}
-		for _, r := range []struct{ method, path, body string }{
-			{"POST", "/ufmRest/resources/pkeys", `{"pkey":"0x1005","guids":["` + podGUID1 + `"]}`},
-			{"POST", "/ufmRest/actions/remove_guids_from_pkey", `{"pkey":"0x1005","guids":["` + podGUID1 + `"]}`},
-			{"DELETE", "/ufmRest/resources/pkeys/0x1005", ""},
-			{"GET", "/ufmRest/resources/pkeys/?guids_data=true", ""},
-			{"GET", "/ufmRest/resources/pkeys/0x1005", ""},
-			{"GET", "/ufmRest/resources/pkeys/last_updated", ""},
-		} {
-			resp, body := f.ufm(r.method, r.path, r.body)
-			if resp.StatusCode != c.want {
-				t.Errorf("%s: %s %s: %d %s, want %d", c.name, r.method, r.path, resp.StatusCode, body, c.want)
-			}
-		}
-		srv.Close()
 	}
 }

@@ -1,10 +1,8 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -16,38 +14,10 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
-// failingRecorder is a fake Recorder whose every call fails with err, or
-// blocks until its context ends when err is nil (a black-holed database).
-// The end-to-end suite takes real databases away; this pins the mapping.
-type failingRecorder struct{ err error }
-
-func (f failingRecorder) fail(ctx context.Context) error {
-	if f.err == nil {
-		<-ctx.Done()
-		return fmt.Errorf("query: %w", ctx.Err())
-	}
-	return fmt.Errorf("query: %w", f.err)
-}
-
-func (f failingRecorder) RecordNetwork(ctx context.Context, c store.NetworkChange) (store.Job, error) {
-	return store.Job{}, f.fail(ctx)
-}
-func (f failingRecorder) RemoveNetwork(ctx context.Context, r store.NetworkRemoval) (store.Job, error) {
-	return store.Job{}, f.fail(ctx)
-}
-func (f failingRecorder) RecordPort(ctx context.Context, c store.PortChange) (store.Job, error) {
-	return store.Job{}, f.fail(ctx)
-}
-func (f failingRecorder) RemovePort(ctx context.Context, r store.PortRemoval) (store.Job, error) {
-	return store.Job{}, f.fail(ctx)
-}
-func (f failingRecorder) GetJob(ctx context.Context, id int64) (store.Job, error) {
-	return store.Job{}, f.fail(ctx)
-}
-
-// An unreachable database is a 503 with a JSON error that says so, for
-// changes and job reads alike, also when the database does not answer at all
-// (the request's deadline); any other failure stays a 500.
+// An unreachable database is a 503 with a JSON error that says so, on both
+// APIs (networking-mlnx and ib-kubernetes retry it), for changes and reads
+// alike, also when the database does not answer at all (the request's
+// deadline); any other failure stays a 500.
 func TestUnreachableDatabaseIs503(t *testing.T) {
 	tests := []struct {
 		name string
@@ -58,17 +28,33 @@ func TestUnreachableDatabaseIs503(t *testing.T) {
 		{"no answer", nil, http.StatusServiceUnavailable},
 		{"other", errors.New("disk full"), http.StatusInternalServerError},
 	}
+	pkeyGUIDs := `{"pkey":"0x1005","guids":["` + podGUID1 + `"]}`
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := Options{Prefix: "/ufmRestV3", Domain: "cloudx", Token: token, DBTimeout: 100 * time.Millisecond}
-			srv := httptest.NewServer(New(opts, failingRecorder{tt.err}, slog.New(slog.DiscardHandler)))
+			rec := failingRecorder{tt.err}
+			opts := Options{Prefix: "/ufmRestV3", Domain: "cloudx", Token: token, DBTimeout: 100 * time.Millisecond,
+				PKeys: PKeysOptions{Store: rec, Prefix: "/ufmRest", Username: ufmUser, Password: ufmPassword}}
+			srv := httptest.NewServer(New(opts, rec, slog.New(slog.DiscardHandler)))
 			defer srv.Close()
-			f := &fixture{t: t, srv: srv, opts: opts}
-			for _, req := range []struct{ method, path, body string }{
-				{"POST", "/ufmRestV3/cloudx/Network", testdata(t, "network_create_vlan.json")},
-				{"GET", "/ufmRestV3/app/jobs/7", ""},
+			f := &pkeysFixture{fixture: &fixture{t: t, srv: srv, opts: opts}, user: ufmUser, password: ufmPassword}
+			for _, req := range []struct {
+				ufm                bool // ib-kubernetes' pkeys API, with its Basic auth
+				method, path, body string
+			}{
+				{false, "POST", "/ufmRestV3/cloudx/Network", testdata(t, "network_create_vlan.json")},
+				{false, "GET", "/ufmRestV3/app/jobs/7", ""},
+				{true, "POST", "/ufmRest/resources/pkeys", pkeyGUIDs},
+				{true, "POST", "/ufmRest/actions/remove_guids_from_pkey", pkeyGUIDs},
+				{true, "DELETE", "/ufmRest/resources/pkeys/0x1005", ""},
+				{true, "GET", "/ufmRest/resources/pkeys/?guids_data=true", ""},
+				{true, "GET", "/ufmRest/resources/pkeys/0x1005", ""},
+				{true, "GET", "/ufmRest/resources/pkeys/last_updated", ""},
 			} {
-				resp, body := f.do(req.method, req.path, req.body)
+				send := f.ufm
+				if !req.ufm {
+					send = func(method, path, body string) (*http.Response, string) { return f.do(method, path, body) }
+				}
+				resp, body := send(req.method, req.path, req.body)
 				var e struct{ Error string }
 				if resp.StatusCode != tt.want || json.Unmarshal([]byte(body), &e) != nil {
 					t.Fatalf("%s %s: %d %s; want %d with a JSON error", req.method, req.path, resp.StatusCode, body, tt.want)

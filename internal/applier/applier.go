@@ -36,6 +36,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
@@ -51,6 +52,9 @@ type Store interface {
 	// FinishApply records an applied sweep and completes its jobs in one
 	// transaction if open says the gates are (gates.go, finish).
 	FinishApply(ctx context.Context, a store.Apply, open func(store.GateState) bool) (store.Finished, error)
+	// FinishApplyProven is FinishApply completing only the jobs the
+	// read-back proof showed, while others wait for theirs (readback.go).
+	FinishApplyProven(ctx context.Context, a store.Apply, p store.Proven, open func(store.GateState) bool) (store.Finished, error)
 	FailJobs(ctx context.Context, term, revision int64, reason string) (int64, error)
 	FailJob(ctx context.Context, term, id int64, reason string) (int64, error) // attribution.go
 	OpenJobs(ctx context.Context, revision int64) ([]store.OpenJob, error)     // attribution.go
@@ -109,6 +113,16 @@ type Config struct {
 	// PortLimit finds host ports whose pkeys fill their switch port's table
 	// (topology.PortLimit); nil: none is looked for.
 	PortLimit CapacityChecker
+	// Readback reads the ports' P_Key tables back from the fabric ([opensm]
+	// verify = tables): a sweep's jobs complete only once the tables of the
+	// ports their changes touch show them (readback.go). nil: OpenSM's log
+	// alone proves a sweep (verify = log).
+	Readback *pkeyread.Reader
+	// VerifyTimeout is how long a job whose ports' tables do not show its
+	// change waits before it fails; 0: DefaultVerifyTimeout.
+	VerifyTimeout time.Duration
+	// Audit is the continuous audit (audit.go).
+	Audit AuditConfig
 }
 
 // Applier applies while its manager holds the applier lock.
@@ -122,6 +136,9 @@ type Applier struct {
 	// Observer is told of every apply and of every turn of the loop
 	// (metrics and liveness); nil: nobody is.
 	Observer Observer
+	// SecondSM reads which subnet manager is master (secondsm.go); nil: no
+	// second SM is looked for.
+	SecondSM *SecondSMCheck
 }
 
 // Observer is told what the applier does (metrics.Metrics with a liveness
@@ -171,6 +188,7 @@ type term struct {
 	tail     *opensm.Tail   // the one reader of OpenSM's log (startLog)
 	dump     *topology.Dump // Cfg.Dump, or the term's own
 	freeze   *freezeWatch   // nil without HA
+	secondSM *secondSMWatch // nil without a SecondSM check
 	reapply  bool           // a lifted freeze: apply everything again
 	// snapshots is the state as last read: each read reads what changed.
 	snapshots store.SnapshotCache
@@ -183,6 +201,10 @@ type term struct {
 	// none this term, or the file was written again, OpenSM restarted, the
 	// file drifted, a freeze was lifted, or jobs wait for the gates.
 	judged *store.Snapshot
+	// proof is the read-back proof's state: the jobs that wait for their
+	// ports' tables (readback.go).
+	proof proofState
+	audit auditState // audit.go
 }
 
 // applyResult says what the loop does after an apply.
@@ -234,6 +256,7 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 		defer stopWatch()
 		go t.freeze.watchFreeze(fctx, t, a.Cfg.PollInterval)
 	}
+	defer t.startSecondSMWatch(ctx)()
 
 	wake := a.Store.Wake(ctx)
 	poll := time.NewTicker(a.Cfg.PollInterval)
@@ -241,6 +264,7 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 	check := time.NewTicker(a.Cfg.CheckInterval)
 	defer check.Stop()
 	t.pruneJobs(ctx)
+	t.loadAudit(ctx) // audit.go
 	retry := time.Duration(0)
 	retriedAtOnce := false
 	var lastStart time.Time // of the last apply
@@ -253,7 +277,7 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 			return nil
 		case err != nil:
 			a.Log.Error("read revision", "error", err)
-		case rev != t.applied && !t.freeze.isFrozen():
+		case rev != t.applied && !t.freeze.isFrozen() && !t.secondSM.holds():
 			// Several changes waiting: a burst; one change is applied at once.
 			if rev-t.applied > 1 && !t.waitBatch(ctx, lastStart, rev) {
 				return nil
@@ -280,6 +304,7 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 			continue
 		}
 		t.pollGates(ctx)
+		t.pollProof(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -287,6 +312,8 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 		case <-poll.C:
 		case <-check.C:
 			t.check(ctx)
+		case <-t.auditDue():
+			t.runAudit(ctx)
 		}
 	}
 }
@@ -295,6 +322,7 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 // measured from no judged state: the other manager's OpenSM may have swept
 // another file meanwhile.
 func (t *term) takeReapply() {
+	t.takeSecondSMGone()
 	if t.reapply {
 		t.applied, t.reapply, t.judged = -1, false, nil
 	}
@@ -391,6 +419,13 @@ type applyRun struct {
 	// base is the judged state the file was written over: what the sweep's
 	// changes are measured from (changes.go).
 	base *store.Snapshot
+	// snap is the recorded state the file renders (withheld from): what the
+	// read-back proof finds each job's ports in.
+	snap     store.Snapshot
+	verified time.Time // when the ports' tables showed every change (readback.go)
+	// reported: the apply's figures are logged and observed, by its first
+	// completion; the jobs its proof held complete later, each alone.
+	reported bool
 }
 
 // row is the apply's row in the applies table, finished now.
@@ -426,7 +461,8 @@ func (t *term) prepare(ctx context.Context) (run *applyRun, res applyResult, ok 
 		return nil, applyRetry, false
 	}
 	run = &applyRun{st: st, rev: st.Revision, text: text, started: started, rendered: time.Now(),
-		log: t.Log.With("revision", st.Revision, "term", t.id)}
+		log: t.Log.With("revision", st.Revision, "term", t.id), snap: t.rendered}
+	t.proof.run = nil // this apply's proof replaces any earlier one's: its jobs are this one's too
 	if len(left) > 0 && !t.failWithheld(ctx, run.rev, left) {
 		return nil, applyRetry, false
 	}
@@ -599,27 +635,54 @@ func (t *term) settle(ctx context.Context, run *applyRun, res opensm.SweepResult
 	return applyRetryAtOnce
 }
 
-// settleApplied completes the jobs of a sweep that applied the file cleanly.
+// settleApplied completes the jobs of a sweep that applied the file cleanly,
+// each once its ports' own tables show its change (readback.go).
 func (t *term) settleApplied(ctx context.Context, run *applyRun) applyResult {
+	proven, ok := t.proveTables(ctx, run)
+	if !ok {
+		// The jobs wait, saying why; pollProof reads their ports again.
+		t.applied = run.rev
+		return applyDone
+	}
+	return t.complete(ctx, run, proven)
+}
+
+// complete completes the jobs of a sweep that applied the file cleanly
+// whose changes the ports' tables show (or verify = log): every open job up
+// to its revision when proven is nil, else only the ones it names, the
+// others waiting for their proof (pollProof).
+func (t *term) complete(ctx context.Context, run *applyRun, proven *store.Proven) applyResult {
 	// The apply is recorded in the transaction that completes the jobs (if
 	// the gates are open): every Completed job has an applied row of its
 	// revision or a later one, finished before it, wherever the manager is
 	// killed. Not recorded (the database is away, or a newer term began),
 	// nothing completes.
-	n, ok := t.finish(ctx, run.st, t.row(run, string(opensm.Applied), "SUBNET UP"))
+	n, ok := t.finish(ctx, run.st, t.row(run, string(opensm.Applied), "SUBNET UP"), proven)
 	if !ok {
 		return applyRetry
 	}
+	// Judged at the first completion: a job the proof still holds keeps the
+	// places it was found with, and the next sweep needs no more of it.
 	t.judge()
+	t.applied = run.rev
+	if run.reported {
+		run.log.Info("jobs whose ports showed their change later completed", "jobs_completed", n)
+		return applyDone
+	}
+	run.reported = true
 	// Where the time went, for operators and docs/performance.md: reading
 	// and rendering the state, marking and writing, OpenSM's sweep, and the
 	// gates and job completion.
 	phases := map[string]time.Duration{"render": run.rendered.Sub(run.started),
 		"write": run.signalled.Sub(run.rendered), "sweep": run.swept.Sub(run.signalled), "complete": time.Since(run.swept)}
+	if t.Cfg.Readback != nil {
+		// Reading the tables back, until they showed the completed changes.
+		phases["verify"], phases["complete"] = run.verified.Sub(run.swept), time.Since(run.verified)
+	}
 	run.log.Info("partitions applied", "jobs_completed", n, "took", time.Since(run.started),
-		"render", phases["render"], "write", phases["write"], "sweep", phases["sweep"], "complete", phases["complete"])
+		"render", phases["render"], "write", phases["write"], "sweep", phases["sweep"], "verify", phases["verify"],
+		"complete", phases["complete"])
 	t.observer().Applied(run.rev, n, phases)
-	t.applied = run.rev
 	return applyDone
 }
 
@@ -638,7 +701,7 @@ func (t *term) settlePKeyErrors(ctx context.Context, run *applyRun, pkeyErrors [
 		detail := "SUBNET UP, with pkey errors: " + strings.Join(pkeyErrors, "; ")
 		log.Error("partitions applied with pkey errors; failing the jobs they name", "errors", pkeyErrors,
 			"jobs_failed", failed)
-		n, ok := t.finish(ctx, run.st, t.row(run, string(opensm.Applied), detail))
+		n, ok := t.finish(ctx, run.st, t.row(run, string(opensm.Applied), detail), t.heldByProof(ctx, run))
 		if !ok {
 			return applyRetry
 		}
@@ -689,12 +752,13 @@ const maxSweepFollow = 10
 // so in the waiting jobs and follows on, up to maxSweepFollow
 // sweep_timeouts: the signal was received, and the sweep that proves the
 // change is under way or next. Only a wait that saw no sweep at all (the
-// signal lost, or OpenSM not master) or an OpenSM no longer running ends with
+// signal lost, or OpenSM not master), an OpenSM no longer running, or one that
+// another SM has made STANDBY (notMaster) ends with
 // the timeout's result, after which the state is applied and signalled again.
 func (t *term) waitSweep(ctx context.Context, watch *opensm.SweepWatch, rev int64, log *slog.Logger) (opensm.SweepResult, error) {
 	for i := 1; ; i++ {
 		res, err := watch.Wait(ctx, t.Cfg.SweepTimeout)
-		if err != nil || !res.TimedOut || !res.InProgress || i >= maxSweepFollow || !t.smRunning() {
+		if err != nil || !res.TimedOut || !res.InProgress || i >= maxSweepFollow || !t.smRunning() || t.notMaster() {
 			return res, err
 		}
 		t.observer().Alive() // following a sweep is the loop turning
@@ -705,6 +769,12 @@ func (t *term) waitSweep(ctx context.Context, watch *opensm.SweepWatch, rev int6
 			"(sweep_timeout %s); following it, for at most %s", waited, t.Cfg.SweepTimeout, maxSweepFollow*t.Cfg.SweepTimeout))
 	}
 }
+
+// notMaster says whether another SM is master (the HA freeze, a second
+// subnet manager): a STANDBY OpenSM's sweep does not end, and following it
+// would keep the loop from the freeze's and the gate's polls (an --unfreeze
+// waits for them).
+func (t *term) notMaster() bool { return t.freeze.isFrozen() || t.secondSM.holds() }
 
 // smRunning says whether OpenSM runs now (it may be signalled): a sweep of an
 // OpenSM that exited never ends, and its restart is applied to anew.

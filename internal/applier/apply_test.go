@@ -310,6 +310,24 @@ func TestSweepThatNeverEndsIsGivenUp(t *testing.T) {
 	}
 }
 
+// A sweep is not followed while another SM is master (the HA freeze): a
+// STANDBY OpenSM's sweep never ends, and an --unfreeze waits for the loop.
+// The apply gives up at the first sweep_timeout.
+func TestSweepNotFollowedWhileFrozen(t *testing.T) {
+	r := newApplyRig(t, true, func() string { return logBox("state_mgr_sweep_hop_0", "INITIATING HEAVY SWEEP") })
+	r.term.Cfg.SweepTimeout = 20 * time.Millisecond
+	r.term.freeze = newFreezeWatch(nil, "the previous leader", time.Second)
+	r.term.freeze.frozen = "another SM is master"
+	job := r.network(101)
+	if res := r.term.apply(t.Context()); res != applyRetry {
+		t.Fatalf("apply: %v, want a retry", res)
+	}
+	j := r.job(job.ID)
+	if strings.Contains(j.Description, "still running after") || !strings.Contains(j.Description, "did not end within 20ms") {
+		t.Errorf("job %+v: want the sweep given up at the first sweep_timeout, not followed", j)
+	}
+}
+
 // A proof broken before the deadline (the log rotated under the follower)
 // fails nothing: the jobs wait, saying why, and the state is applied again
 // at once.

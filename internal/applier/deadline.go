@@ -56,6 +56,10 @@ func (d deadlineStore) FinishApply(ctx context.Context, a store.Apply, open func
 	return within(ctx, d, func(ctx context.Context) (store.Finished, error) { return d.Store.FinishApply(ctx, a, open) })
 }
 
+func (d deadlineStore) FinishApplyProven(ctx context.Context, a store.Apply, p store.Proven, open func(store.GateState) bool) (store.Finished, error) {
+	return within(ctx, d, func(ctx context.Context) (store.Finished, error) { return d.Store.FinishApplyProven(ctx, a, p, open) })
+}
+
 func (d deadlineStore) FailJobs(ctx context.Context, term, revision int64, reason string) (int64, error) {
 	return within(ctx, d, func(ctx context.Context) (int64, error) { return d.Store.FailJobs(ctx, term, revision, reason) })
 }

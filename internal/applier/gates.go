@@ -51,6 +51,14 @@ const (
 	GateSwitchesUnchecked  GateKind = "switches_unchecked"
 	GateEnforcementCleared GateKind = "enforcement_cleared" // enforcement errors are recorded (EnforcementCleared)
 	GateFrozen             GateKind = "frozen"              // the HA freeze (freeze.go)
+	// GateIsolationBreach: the last audit found a port holding a pkey it is
+	// not recorded in, or a full membership where the state says limited
+	// (audit.go).
+	GateIsolationBreach GateKind = "isolation_breach"
+	// GateSwitchNotEnforcing: the last audit found a switch port facing a
+	// host that does not enforce partitions (audit.go).
+	GateSwitchNotEnforcing GateKind = "switch_not_enforcing"
+	GateSecondSM           GateKind = "second_subnet_manager" // another SM is master (secondsm.go)
 )
 
 // GateReason is one reason jobs do not complete now.
@@ -244,8 +252,9 @@ func (t *term) startLog(suspect string, dbTimeout time.Duration) error {
 // the apply is recorded all the same and the jobs say why they wait; every
 // poll looks at the gates again (pollGates). recorded is false when the
 // apply is not in the database (it could not be written, or a newer term
-// began): then nothing completed either.
-func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply) (completed int64, recorded bool) {
+// began): then nothing completed either. A non-nil proven completes only the
+// jobs it names (readback.go): the others wait for their ports' tables.
+func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, proven *store.Proven) (completed int64, recorded bool) {
 	log := t.Log.With("revision", a.Revision, "term", t.id)
 	dump := t.readDump()
 	if err := t.recordOverCapacity(ctx, st, dump); err != nil {
@@ -256,17 +265,27 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply) (
 		return 0, false
 	}
 	t.scanEnforcement(ctx)
+	t.secondSM.detectNow(ctx, t)
 	frozen := t.pollFreeze(ctx)
 	reapply := t.reapply // a lifted freeze: the full apply that follows completes them
 	gates := Gates{SubnetDump: t.Cfg.SubnetDump}
 	var reasons []GateReason
-	f, err := t.Store.FinishApply(ctx, a, func(gs store.GateState) bool {
+	open := func(gs store.GateState) bool {
 		reasons = gates.reasons(gs, dump)
+		reasons = append(reasons, t.auditReasons()...) // audit.go
 		if frozen != "" && !reapply {
 			reasons = append(reasons, GateReason{GateFrozen, frozen})
 		}
+		reasons = append(reasons, t.secondSM.reason()...)
 		return !reapply && len(reasons) == 0
-	})
+	}
+	var f store.Finished
+	var err error
+	if proven == nil {
+		f, err = t.Store.FinishApply(ctx, a, open)
+	} else {
+		f, err = t.Store.FinishApplyProven(ctx, a, *proven, open)
+	}
 	t.observer().ApplyFinished(a.Outcome, time.Since(a.StartedAt))
 	switch {
 	case err != nil:
@@ -299,12 +318,14 @@ func (t *term) gatesOpen(ctx context.Context, rev int64) bool {
 		t.gate.blocked = rev
 		return false
 	}
+	reasons = append(reasons, t.auditReasons()...) // audit.go
 	if frozen := t.pollFreeze(ctx); t.reapply {
 		t.gate.blocked = 0 // the full apply that follows completes them
 		return false
 	} else if frozen != "" {
 		reasons = append(reasons, GateReason{GateFrozen, frozen})
 	}
+	reasons = append(reasons, t.secondSM.reason()...)
 	if len(reasons) == 0 {
 		return true
 	}

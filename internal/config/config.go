@@ -193,7 +193,26 @@ type OpenSM struct {
 	// PartitionsTemplate is the Jinja template partitions.conf is rendered from;
 	// "" for the built-in one.
 	PartitionsTemplate string
+
+	// Verify is what a job's completion waits for: VerifyTables (the ports'
+	// own P_Key tables read back, after OpenSM's log) or VerifyLog (the log).
+	Verify string
+	// VerifyTimeout is how long a job whose ports' tables do not show its
+	// change waits before it fails (with Verify = VerifyTables).
+	VerifyTimeout time.Duration
+	// SMPPort is the local HCA port the manager sends its SMPs from on real
+	// hardware ("mlx5_0:1"); "" for the port OpenSM's guid names.
+	SMPPort string
+	// AuditInterval is how often the leader reads every host port's P_Key
+	// table and compares it with the recorded state (internal/audit); 0: never.
+	AuditInterval time.Duration
 }
+
+// The values of [opensm] verify.
+const (
+	VerifyTables = "tables"
+	VerifyLog    = "log"
+)
 
 // The values of [opensm] driver.
 const (

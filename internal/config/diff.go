@@ -111,6 +111,11 @@ var keyGetters = []keyGetter{
 	{"opensm", "switch_pkey_capacity", func(c *Config) any { return c.OpenSM.SwitchPKeyCapacity }},
 	{"opensm", "shared_default_partition", func(c *Config) any { return c.OpenSM.SharedDefaultPartition }},
 	{"opensm", "partitions_template", func(c *Config) any { return c.OpenSM.PartitionsTemplate }},
+
+	{"opensm", "verify", func(c *Config) any { return c.OpenSM.Verify }},
+	{"opensm", "verify_timeout", func(c *Config) any { return c.OpenSM.VerifyTimeout }},
+	{"opensm", "smp_port", func(c *Config) any { return c.OpenSM.SMPPort }},
+	{"opensm", "audit_interval", func(c *Config) any { return c.OpenSM.AuditInterval }},
 }
 
 // diffFabrics names, for the further fabrics, a fabric added or removed by

@@ -47,6 +47,8 @@ var diffChanges = map[string]string{
 	"[opensm] m_key_protection_level": "1", "[opensm] m_key_lease_period": "30",
 	"[opensm] switch_pkey_capacity": "64", "[opensm] shared_default_partition": "true",
 	"[opensm] partitions_template": "/etc/afm/partitions.conf.j2",
+	"[opensm] verify":              "log", "[opensm] verify_timeout": "30", "[opensm] smp_port": "mlx5_1:2",
+	"[opensm] audit_interval": "60",
 }
 
 // withKey returns diffBase with key (as "[section] key") set to value.

@@ -209,6 +209,22 @@ var sections = []section{
 			set: into(setBool, func(c *Config) *bool { return &c.OpenSM.SharedDefaultPartition })},
 		// No default: the built-in template. The file is read at start-up.
 		{key: "partitions_template", set: into(setAbsPath, func(c *Config) *string { return &c.OpenSM.PartitionsTemplate })},
+
+		// The read-back proof of jobs (docs/isolation-proof.md).
+		{key: "verify", def: VerifyTables, set: func(c *Config, v string) error {
+			if v != VerifyTables && v != VerifyLog {
+				return fmt.Errorf("want %s (the ports' P_Key tables are read back before a job completes) or %s (OpenSM's log alone)",
+					VerifyTables, VerifyLog)
+			}
+			c.OpenSM.Verify = v
+			return nil
+		}},
+		{key: "verify_timeout", def: "60",
+			set: into(setSeconds, func(c *Config) *time.Duration { return &c.OpenSM.VerifyTimeout })},
+		{key: "smp_port", set: into(setSMPPort, func(c *Config) *string { return &c.OpenSM.SMPPort })},
+		// The continuous audit (internal/audit). 0 turns it off.
+		{key: "audit_interval", def: "300",
+			set: into(setSecondsOrOff, func(c *Config) *time.Duration { return &c.OpenSM.AuditInterval })},
 	}},
 }
 
@@ -347,6 +363,37 @@ func setSeconds(dst *time.Duration, v string) error {
 		return errors.New(want + ", and at least 0.001")
 	}
 	*dst = d
+	return nil
+}
+
+// setSMPPort checks a local HCA port's name, "<device>:<port>" as
+// infiniband-diags' -C and -P name it, or "" for OpenSM's own port.
+func setSMPPort(dst *string, v string) error {
+	const want = "want a local HCA port as <device>:<port number>, such as mlx5_0:1, or nothing for the port OpenSM's guid names"
+	if v == "" {
+		*dst = v
+		return nil
+	}
+	dev, port, ok := strings.Cut(v, ":")
+	if n, err := strconv.Atoi(port); !ok || err != nil || n < 1 || n > 254 || !smpDevice.MatchString(dev) {
+		return errors.New(want)
+	}
+	*dst = v
+	return nil
+}
+
+// smpDevice is an HCA's name as the kernel gives it (mlx5_0, ibp59s0).
+var smpDevice = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,63}$`)
+
+// setSecondsOrOff is setSeconds, or 0: off.
+func setSecondsOrOff(dst *time.Duration, v string) error {
+	if f, err := strconv.ParseFloat(v, 64); err == nil && f == 0 {
+		*dst = 0
+		return nil
+	}
+	if err := setSeconds(dst, v); err != nil {
+		return fmt.Errorf("%w, or 0 (off)", err)
+	}
 	return nil
 }
 

@@ -27,11 +27,14 @@ const Namespace = "afm"
 
 // Phases of an apply, as the applier's "partitions applied" log line splits
 // its time: reading and rendering the state, marking the jobs and writing the
-// file, OpenSM's heavy sweep, and the gates and job completion.
+// file, OpenSM's heavy sweep, reading the ports' tables back until they show
+// the changes ([opensm] verify = tables only), and the gates and job
+// completion.
 const (
 	PhaseRender   = "render"
 	PhaseWrite    = "write"
 	PhaseSweep    = "sweep"
+	PhaseVerify   = "verify"
 	PhaseComplete = "complete"
 )
 
@@ -48,6 +51,8 @@ type Metrics struct {
 
 	dbErrors *prometheus.CounterVec
 
+	audit *auditMetrics // audit.go
+
 	// What this process knows of itself, read at scrape time.
 	leaderTerm      atomic.Int64 // term this process leads; 0: it does not
 	appliedRevision atomic.Int64 // revision this process last saw OpenSM apply; -1: none
@@ -59,6 +64,7 @@ type Metrics struct {
 // the manager's own metrics.
 func New() *Metrics {
 	m := &Metrics{registry: prometheus.NewRegistry()}
+	m.audit = newAuditMetrics(m.registry)
 	m.appliedRevision.Store(-1)
 	m.applies = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "applies_total",
@@ -116,6 +122,7 @@ func (m *Metrics) Leading(term int64) {
 	m.mu.Lock()
 	m.lastApplyFailed = false
 	m.mu.Unlock()
+	m.audit.leading(term) // audit.go
 }
 
 // LeaderTerm is the term this process leads, 0 when it does not.

@@ -194,8 +194,8 @@ func exported(t *testing.T) map[string]bool {
 	m.Registry().MustRegister(&State{M: m, DB: &fakeDB{}, SM: fakeSM{}})
 	ch := make(chan *prometheus.Desc, 256)
 	go func() {
-		for _, c := range []prometheus.Collector{m.applies, m.applyDuration, m.applyPhase,
-			m.httpRequests, m.httpDuration, m.dbErrors, &State{}} {
+		for _, c := range append([]prometheus.Collector{m.applies, m.applyDuration, m.applyPhase,
+			m.httpRequests, m.httpDuration, m.dbErrors, &State{}, &SecondSM{}}, m.audit.collectors()...) {
 			c.Describe(ch)
 		}
 		close(ch)

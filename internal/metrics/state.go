@@ -101,15 +101,19 @@ func (s *State) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
+// scrapeContext bounds a scrape's database reads: timeout, or 5 s.
+func scrapeContext(timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	return context.WithTimeout(context.Background(), timeout)
+}
+
 // Collect reads the state. A read that fails counts a database error and
 // leaves its metrics out of this scrape: a missing series is honest, a zero
 // would claim that nothing waits.
 func (s *State) Collect(ch chan<- prometheus.Metric) {
-	timeout := s.Timeout
-	if timeout <= 0 {
-		timeout = 5 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := scrapeContext(s.Timeout)
 	defer cancel()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)

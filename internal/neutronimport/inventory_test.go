@@ -40,96 +40,102 @@ const (
 	guidVM = "20:00:55:04:01:fe:80:00:00:00:00:00:00:00:fa:16:3e:00:00:0c"
 )
 
+// ibnetRules accept the networks of one InfiniBand physnet, ibnet.
+var ibnetRules = store.Rules{PhysicalNetworks: []string{"ibnet"}}
+
+// selectWant is what Select must make of one listing.
+type selectWant struct {
+	networks map[string]fabric.PKey // id -> partition
+	ports    map[string]fabric.GUID // id -> GUID
+	refused  []string               // "kind id" of each, with its reason containing the text after ": "
+	skipped  []string
+	ignored  int
+	members  []PKeyMembers
+}
+
+// selectTests are Neutron listings and what Select makes of each.
+var selectTests = []struct {
+	name  string
+	rules store.Rules
+	nets  []json.RawMessage
+	ports []json.RawMessage
+	want  selectWant
+}{{
+	name:  "a VLAN network is its VLAN's partition; a port's GUID is its client-id's last 8 octets",
+	rules: ibnetRules,
+	nets:  []json.RawMessage{network("n1", "vlan", "ibnet", 150)},
+	ports: []json.RawMessage{port("p1", "n1", "h1", "client-id", guidA), port("p2", "n1", "h2", "61", guidVM)},
+	want: selectWant{networks: map[string]fabric.PKey{"n1": 0x96},
+		ports:   map[string]fabric.GUID{"p1": 0x0002c9030000000a, "p2": 0x0000fa163e00000c},
+		members: []PKeyMembers{{0x96, []fabric.GUID{0x0000fa163e00000c, 0x0002c9030000000a}}}},
+}, {
+	name:  "flat networks share [opensm] flat_pkey",
+	rules: store.Rules{PhysicalNetworks: []string{"ibnet"}, FlatPKey: 0x7ff0},
+	nets:  []json.RawMessage{network("f1", "flat", "ibnet", 0), network("f2", "flat", "ibnet", 0)},
+	ports: []json.RawMessage{port("p1", "f1", "h1", "client-id", guidA), port("p2", "f2", "h2", "client-id", guidB)},
+	want: selectWant{networks: map[string]fabric.PKey{"f1": 0x7ff0, "f2": 0x7ff0},
+		ports:   map[string]fabric.GUID{"p1": 0x0002c9030000000a, "p2": 0x0002c9030000000b},
+		members: []PKeyMembers{{0x7ff0, []fabric.GUID{0x0002c9030000000a, 0x0002c9030000000b}}}},
+}, {
+	name:  "networks off the InfiniBand physnets, or not VLAN or flat, and their ports are not ours",
+	rules: ibnetRules,
+	nets: []json.RawMessage{network("eth", "vlan", "ethnet", 150), network("vx", "vxlan", "", 0),
+		network("n1", "vlan", "ibnet", 151)},
+	ports: []json.RawMessage{port("p1", "eth", "h1", "client-id", guidA), port("p2", "vx", "h2", "client-id", guidB)},
+	want: selectWant{networks: map[string]fabric.PKey{"n1": 0x97}, ignored: 4,
+		members: []PKeyMembers{{0x97, []fabric.GUID{}}}},
+}, {
+	name:  "[api] physical_networks = * takes every physnet",
+	rules: store.Rules{PhysicalNetworks: []string{"*"}},
+	nets:  []json.RawMessage{network("eth", "vlan", "ethnet", 150)},
+	want: selectWant{networks: map[string]fabric.PKey{"eth": 0x96},
+		members: []PKeyMembers{{0x96, []fabric.GUID{}}}},
+}, {
+	name:  "ports without a client-id are not imported",
+	rules: ibnetRules,
+	nets:  []json.RawMessage{network("n1", "vlan", "ibnet", 150)},
+	ports: []json.RawMessage{port("dhcp", "n1", "h1", "", ""), port("p1", "n1", "", "client-id", guidA)},
+	want: selectWant{networks: map[string]fabric.PKey{"n1": 0x96}, ports: map[string]fabric.GUID{"p1": 0x0002c9030000000a},
+		ignored: 1, members: []PKeyMembers{{0x96, []fabric.GUID{0x0002c9030000000a}}}},
+}, {
+	name:  "a client-id that is not a GUID is refused, as the API refuses it",
+	rules: ibnetRules,
+	nets:  []json.RawMessage{network("n1", "vlan", "ibnet", 150)},
+	ports: []json.RawMessage{port("p1", "n1", "h1", "client-id", "not-a-client-id"), port("p2", "n1", "h1", "client-id", "01:02:03")},
+	want: selectWant{networks: map[string]fabric.PKey{"n1": 0x96},
+		refused: []string{"port p1: its client-id cannot give a GUID", "port p2: its client-id cannot give a GUID"},
+		members: []PKeyMembers{{0x96, []fabric.GUID{}}}},
+}, {
+	name:  "a network whose VLAN cannot be a pkey is refused, and its ports skipped",
+	rules: store.Rules{PhysicalNetworks: []string{"ibnet"}},
+	nets:  []json.RawMessage{network("n1", "vlan", "ibnet", 0x7ffe), network("n2", "vlan", "ibnet", 4094)},
+	ports: []json.RawMessage{port("p1", "n1", "h1", "client-id", guidA)},
+	want: selectWant{networks: map[string]fabric.PKey{"n2": 0xffe},
+		refused: []string{"network n1: VLAN ID 32766 is the flat networks' partition key"},
+		skipped: []string{"port p1: its network n1 is refused"},
+		members: []PKeyMembers{{0xffe, []fabric.GUID{}}}},
+}, {
+	name:  "two ports with one GUID are both skipped, yet Neutron's ports claim it",
+	rules: ibnetRules,
+	nets:  []json.RawMessage{network("n1", "vlan", "ibnet", 150), network("n2", "vlan", "ibnet", 151)},
+	ports: []json.RawMessage{port("p1", "n1", "h1", "client-id", guidA), port("p2", "n2", "h1", "client-id", guidA),
+		port("p3", "n2", "h2", "client-id", guidB)},
+	want: selectWant{networks: map[string]fabric.PKey{"n1": 0x96, "n2": 0x97},
+		ports: map[string]fabric.GUID{"p3": 0x0002c9030000000b},
+		skipped: []string{"port p1: GUID 0x0002c9030000000a is the client-id of ports p1, p2",
+			"port p2: GUID 0x0002c9030000000a is the client-id of ports p1, p2"},
+		members: []PKeyMembers{{0x96, []fabric.GUID{0x0002c9030000000a}},
+			{0x97, []fabric.GUID{0x0002c9030000000a, 0x0002c9030000000b}}}},
+}, {
+	name:  "a port whose network was not listed (created meanwhile) is skipped",
+	rules: ibnetRules,
+	ports: []json.RawMessage{port("p1", "later", "h1", "client-id", guidA)},
+	want: selectWant{skipped: []string{"port p1: its network later was not listed"},
+		members: []PKeyMembers{}},
+}}
+
 func TestSelect(t *testing.T) {
-	ib := store.Rules{PhysicalNetworks: []string{"ibnet"}}
-	type want struct {
-		networks map[string]fabric.PKey // id -> partition
-		ports    map[string]fabric.GUID // id -> GUID
-		refused  []string               // "kind id" of each, with its reason containing the text after ": "
-		skipped  []string
-		ignored  int
-		members  []PKeyMembers
-	}
-	tests := []struct {
-		name  string
-		rules store.Rules
-		nets  []json.RawMessage
-		ports []json.RawMessage
-		want  want
-	}{{
-		name:  "a VLAN network is its VLAN's partition; a port's GUID is its client-id's last 8 octets",
-		rules: ib,
-		nets:  []json.RawMessage{network("n1", "vlan", "ibnet", 150)},
-		ports: []json.RawMessage{port("p1", "n1", "h1", "client-id", guidA), port("p2", "n1", "h2", "61", guidVM)},
-		want: want{networks: map[string]fabric.PKey{"n1": 0x96},
-			ports:   map[string]fabric.GUID{"p1": 0x0002c9030000000a, "p2": 0x0000fa163e00000c},
-			members: []PKeyMembers{{0x96, []fabric.GUID{0x0000fa163e00000c, 0x0002c9030000000a}}}},
-	}, {
-		name:  "flat networks share [opensm] flat_pkey",
-		rules: store.Rules{PhysicalNetworks: []string{"ibnet"}, FlatPKey: 0x7ff0},
-		nets:  []json.RawMessage{network("f1", "flat", "ibnet", 0), network("f2", "flat", "ibnet", 0)},
-		ports: []json.RawMessage{port("p1", "f1", "h1", "client-id", guidA), port("p2", "f2", "h2", "client-id", guidB)},
-		want: want{networks: map[string]fabric.PKey{"f1": 0x7ff0, "f2": 0x7ff0},
-			ports:   map[string]fabric.GUID{"p1": 0x0002c9030000000a, "p2": 0x0002c9030000000b},
-			members: []PKeyMembers{{0x7ff0, []fabric.GUID{0x0002c9030000000a, 0x0002c9030000000b}}}},
-	}, {
-		name:  "networks off the InfiniBand physnets, or not VLAN or flat, and their ports are not ours",
-		rules: ib,
-		nets: []json.RawMessage{network("eth", "vlan", "ethnet", 150), network("vx", "vxlan", "", 0),
-			network("n1", "vlan", "ibnet", 151)},
-		ports: []json.RawMessage{port("p1", "eth", "h1", "client-id", guidA), port("p2", "vx", "h2", "client-id", guidB)},
-		want: want{networks: map[string]fabric.PKey{"n1": 0x97}, ignored: 4,
-			members: []PKeyMembers{{0x97, []fabric.GUID{}}}},
-	}, {
-		name:  "[api] physical_networks = * takes every physnet",
-		rules: store.Rules{PhysicalNetworks: []string{"*"}},
-		nets:  []json.RawMessage{network("eth", "vlan", "ethnet", 150)},
-		want: want{networks: map[string]fabric.PKey{"eth": 0x96},
-			members: []PKeyMembers{{0x96, []fabric.GUID{}}}},
-	}, {
-		name:  "ports without a client-id are not imported",
-		rules: ib,
-		nets:  []json.RawMessage{network("n1", "vlan", "ibnet", 150)},
-		ports: []json.RawMessage{port("dhcp", "n1", "h1", "", ""), port("p1", "n1", "", "client-id", guidA)},
-		want: want{networks: map[string]fabric.PKey{"n1": 0x96}, ports: map[string]fabric.GUID{"p1": 0x0002c9030000000a},
-			ignored: 1, members: []PKeyMembers{{0x96, []fabric.GUID{0x0002c9030000000a}}}},
-	}, {
-		name:  "a client-id that is not a GUID is refused, as the API refuses it",
-		rules: ib,
-		nets:  []json.RawMessage{network("n1", "vlan", "ibnet", 150)},
-		ports: []json.RawMessage{port("p1", "n1", "h1", "client-id", "not-a-client-id"), port("p2", "n1", "h1", "client-id", "01:02:03")},
-		want: want{networks: map[string]fabric.PKey{"n1": 0x96},
-			refused: []string{"port p1: its client-id cannot give a GUID", "port p2: its client-id cannot give a GUID"},
-			members: []PKeyMembers{{0x96, []fabric.GUID{}}}},
-	}, {
-		name:  "a network whose VLAN cannot be a pkey is refused, and its ports skipped",
-		rules: store.Rules{PhysicalNetworks: []string{"ibnet"}},
-		nets:  []json.RawMessage{network("n1", "vlan", "ibnet", 0x7ffe), network("n2", "vlan", "ibnet", 4094)},
-		ports: []json.RawMessage{port("p1", "n1", "h1", "client-id", guidA)},
-		want: want{networks: map[string]fabric.PKey{"n2": 0xffe},
-			refused: []string{"network n1: VLAN ID 32766 is the flat networks' partition key"},
-			skipped: []string{"port p1: its network n1 is refused"},
-			members: []PKeyMembers{{0xffe, []fabric.GUID{}}}},
-	}, {
-		name:  "two ports with one GUID are both skipped, yet Neutron's ports claim it",
-		rules: ib,
-		nets:  []json.RawMessage{network("n1", "vlan", "ibnet", 150), network("n2", "vlan", "ibnet", 151)},
-		ports: []json.RawMessage{port("p1", "n1", "h1", "client-id", guidA), port("p2", "n2", "h1", "client-id", guidA),
-			port("p3", "n2", "h2", "client-id", guidB)},
-		want: want{networks: map[string]fabric.PKey{"n1": 0x96, "n2": 0x97},
-			ports: map[string]fabric.GUID{"p3": 0x0002c9030000000b},
-			skipped: []string{"port p1: GUID 0x0002c9030000000a is the client-id of ports p1, p2",
-				"port p2: GUID 0x0002c9030000000a is the client-id of ports p1, p2"},
-			members: []PKeyMembers{{0x96, []fabric.GUID{0x0002c9030000000a}},
-				{0x97, []fabric.GUID{0x0002c9030000000a, 0x0002c9030000000b}}}},
-	}, {
-		name:  "a port whose network was not listed (created meanwhile) is skipped",
-		rules: ib,
-		ports: []json.RawMessage{port("p1", "later", "h1", "client-id", guidA)},
-		want: want{skipped: []string{"port p1: its network later was not listed"},
-			members: []PKeyMembers{}},
-	}}
-	for _, tt := range tests {
+	for _, tt := range selectTests {
 		t.Run(tt.name, func(t *testing.T) {
 			inv, err := Select(Listing{Networks: tt.nets, Ports: tt.ports}, tt.rules)
 			if err != nil {

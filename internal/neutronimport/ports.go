@@ -49,20 +49,14 @@ func (i *importer) recordPort(ctx context.Context, p Port) error {
 		i.r.Skipped = append(i.r.Skipped, f)
 		return nil
 	}
-	if i.opts.DryRun {
-		i.r.Recorded = append(i.r.Recorded, f)
-		return nil
-	}
-	now, skip, err := i.freshPort(ctx, p)
-	if err != nil || skip != "" {
-		f.Reason = skip
-		i.r.Skipped = append(i.r.Skipped, f)
+	now, ok, err := recordable(ctx, i, f, p, i.freshPort)
+	if !ok {
 		return err
 	}
 	c := now.Change
 	c.Operation, c.CreatedBy, c.Request = p.Change.Operation, CreatedBy, string(now.Raw)
 	job, err := i.rec.RecordPort(ctx, c)
-	return i.outcome(f, job, err, nil)
+	return i.outcome("record", &i.r.Recorded, f, job, err, nil)
 }
 
 // freshPort reads p again from Neutron: skip says why it is not recorded

@@ -81,7 +81,7 @@ func (i *importer) remove(f Finding, remove func() (store.Job, error)) error {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil // removed meanwhile, by networking-mlnx's DELETE
 		}
-		return i.outcomeRemoved(f, job, err)
+		return i.outcome("remove", &i.r.Removed, f, job, err, nil)
 	}
 	i.r.Removed = append(i.r.Removed, f)
 	return nil

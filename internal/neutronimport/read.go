@@ -32,25 +32,22 @@ func Read(ctx context.Context, client *gophercloud.ServiceClient, pageSize int) 
 		pageSize = DefaultPageSize
 	}
 	var l Listing
-	err := networks.List(client, networks.ListOpts{Limit: pageSize}).EachPage(ctx,
-		func(_ context.Context, page pagination.Page) (bool, error) {
-			var objs []json.RawMessage
-			err := networks.ExtractNetworksInto(page, &objs)
-			l.Networks = append(l.Networks, objs...)
-			return err == nil, err
-		})
-	if err != nil {
+	if err := readAll(ctx, networks.List(client, networks.ListOpts{Limit: pageSize}), networks.ExtractNetworksInto, &l.Networks); err != nil {
 		return Listing{}, fmt.Errorf("list Neutron's networks: %w", err)
 	}
-	err = ports.List(client, ports.ListOpts{Limit: pageSize}).EachPage(ctx,
-		func(_ context.Context, page pagination.Page) (bool, error) {
-			var objs []json.RawMessage
-			err := ports.ExtractPortsInto(page, &objs)
-			l.Ports = append(l.Ports, objs...)
-			return err == nil, err
-		})
-	if err != nil {
+	if err := readAll(ctx, ports.List(client, ports.ListOpts{Limit: pageSize}), ports.ExtractPortsInto, &l.Ports); err != nil {
 		return Listing{}, fmt.Errorf("list Neutron's ports: %w", err)
 	}
 	return l, nil
+}
+
+// readAll appends the objects of each of pager's pages, as extract finds them
+// (networks.ExtractNetworksInto, ports.ExtractPortsInto), to all.
+func readAll(ctx context.Context, pager pagination.Pager, extract func(pagination.Page, any) error, all *[]json.RawMessage) error {
+	return pager.EachPage(ctx, func(_ context.Context, page pagination.Page) (bool, error) {
+		var objs []json.RawMessage
+		err := extract(page, &objs)
+		*all = append(*all, objs...)
+		return err == nil, err
+	})
 }

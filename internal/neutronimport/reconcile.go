@@ -152,19 +152,13 @@ func samePartition(have store.Network, n Network) bool {
 // its dictionary as Neutron has it now.
 func (i *importer) recordNetwork(ctx context.Context, n Network, op string) error {
 	f := Finding{Kind: "network", ID: n.Spec.ID, About: networkAbout(n.Spec)}
-	if i.opts.DryRun {
-		i.r.Recorded = append(i.r.Recorded, f)
-		return nil
-	}
-	now, skip, err := i.freshNetwork(ctx, n)
-	if err != nil || skip != "" {
-		f.Reason = skip
-		i.r.Skipped = append(i.r.Skipped, f)
+	now, ok, err := recordable(ctx, i, f, n, i.freshNetwork)
+	if !ok {
 		return err
 	}
 	job, err := i.rec.RecordNetwork(ctx, store.NetworkChange{Network: now.Spec, Operation: op,
 		CreatedBy: CreatedBy, Request: string(now.Raw)})
-	return i.outcome(f, job, err, func() { i.refusedNets[n.Spec.ID] = true })
+	return i.outcome("record", &i.r.Recorded, f, job, err, func() { i.refusedNets[n.Spec.ID] = true })
 }
 
 // freshNetwork reads n again from Neutron: skip says why it is not recorded
@@ -184,9 +178,11 @@ func (i *importer) freshNetwork(ctx context.Context, n Network) (Network, string
 	return inv.Networks[0], "", nil
 }
 
-// outcome files f by the store's answer: a refusal is f's and the import
-// goes on (refused runs then); any other error ends the import.
-func (i *importer) outcome(f Finding, job store.Job, err error, refused func()) error {
+// outcome files f by the store's answer to the change what ("record" or
+// "remove"): its job into done (the report's Recorded or Removed); a refusal
+// is f's and the import goes on (refused, if any, runs then); any other error
+// ends the import.
+func (i *importer) outcome(what string, done *[]Finding, f Finding, job store.Job, err error, refused func()) error {
 	var rej *store.RejectedError
 	switch {
 	case errors.As(err, &rej):
@@ -197,27 +193,29 @@ func (i *importer) outcome(f Finding, job store.Job, err error, refused func()) 
 		}
 		return nil
 	case err != nil:
-		return fmt.Errorf("record %s %s: %w", f.Kind, f.ID, err)
+		return fmt.Errorf("%s %s %s: %w", what, f.Kind, f.ID, err)
 	}
 	f.Reason = fmt.Sprintf("job %d", job.ID)
-	i.r.Recorded = append(i.r.Recorded, f)
+	*done = append(*done, f)
 	return nil
 }
 
-// outcomeRemoved files a removal as outcome files a record.
-func (i *importer) outcomeRemoved(f Finding, job store.Job, err error) error {
-	var rej *store.RejectedError
-	switch {
-	case errors.As(err, &rej):
-		f.Reason = rej.Reason
-		i.r.Refused = append(i.r.Refused, f)
-		return nil
-	case err != nil:
-		return fmt.Errorf("remove %s %s: %w", f.Kind, f.ID, err)
+// recordable reads obj again from Neutron with fresh (freshPort,
+// freshNetwork) before it is recorded: ok says to record what fresh read.
+// Otherwise f is filed: as recorded in a dry run, which reads nothing, or as
+// skipped, with fresh's reason; err ends the import.
+func recordable[T any](ctx context.Context, i *importer, f Finding, obj T, fresh func(context.Context, T) (T, string, error)) (now T, ok bool, err error) {
+	if i.opts.DryRun {
+		i.r.Recorded = append(i.r.Recorded, f)
+		return now, false, nil
 	}
-	f.Reason = fmt.Sprintf("job %d", job.ID)
-	i.r.Removed = append(i.r.Removed, f)
-	return nil
+	now, skip, err := fresh(ctx, obj)
+	if err != nil || skip != "" {
+		f.Reason = skip
+		i.r.Skipped = append(i.r.Skipped, f)
+		return now, false, err
+	}
+	return now, true, nil
 }
 
 // wantGUID is the GUID a port holds once recorded: none while it is unbound

@@ -17,7 +17,9 @@ tenant_b=0x0020, defmember=full : 0x0002c90300000003=full, 0x0002c90300000004=fu
 empty=0x0030 : ;
 `
 
-func adoptedOf(t *testing.T, text string) []Statement {
+// planOf is the adoption plan of partitions file text, next to the builtin
+// template's partitions.
+func planOf(t *testing.T, text string) AdoptionPlan {
 	t.Helper()
 	f, err := ParseFor([]byte(text), fabric.NVIDIA)
 	if err != nil {
@@ -27,7 +29,7 @@ func adoptedOf(t *testing.T, text string) []Statement {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return plan.Adopt
+	return plan
 }
 
 func noStatic(t *testing.T) *Static {
@@ -40,14 +42,7 @@ func noStatic(t *testing.T) *Static {
 }
 
 func TestPlanAdoption(t *testing.T) {
-	f, err := ParseFor([]byte(runningFile), fabric.NVIDIA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := PlanAdoption(f, 0x7ffe, noStatic(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	plan := planOf(t, runningFile)
 	var got []string
 	for _, st := range plan.Adopt {
 		got = append(got, st.Text())
@@ -120,7 +115,7 @@ func TestPlanAdoptionRefuses(t *testing.T) {
 }
 
 func TestRenderAdopted(t *testing.T) {
-	adopted := adoptedOf(t, runningFile)
+	adopted := planOf(t, runningFile).Adopt
 	base := State{Revision: 1, DefaultPartition: defaultPartition, Flat: flat, Adopted: adopted}
 	tests := []struct {
 		name  string
@@ -145,7 +140,7 @@ func TestRenderAdopted(t *testing.T) {
 		}, []string{"k8s-0020=0x0020 :\n    0x0002c90300000006=limited,\n    0x0002c90300000003=full,\n    0x0002c90300000004=full ;"},
 			[]string{"tenant_b"}},
 		{"the flat partition owns its pkey", func(s State) State {
-			s.Adopted = append(s.Adopted, adoptedOf(t, "Default=0x7fff : ALL=limited, SELF=full ;\nold_flat=0x7ffe : 0x0002c90300000007=full ;\n")...)
+			s.Adopted = append(s.Adopted, planOf(t, "Default=0x7fff : ALL=limited, SELF=full ;\nold_flat=0x7ffe : 0x0002c90300000007=full ;\n").Adopt...)
 			return s
 		}, []string{"flat=0x7ffe, ipoib :\n    0x0002c90300000007=full ;"}, []string{"old_flat"}},
 	}
@@ -176,7 +171,7 @@ func TestRenderAdopted(t *testing.T) {
 // A template that leaves adopted members out would cut their tenants off:
 // Check refuses it, whether or not an owner has the pkey.
 func TestCheckKeepsAdoptedMembers(t *testing.T) {
-	adopted := adoptedOf(t, runningFile)
+	adopted := planOf(t, runningFile).Adopt
 	s := State{Revision: 1, DefaultPartition: defaultPartition, Flat: flat, Adopted: adopted,
 		Networks: []Network{{ID: "n1", PKey: 0x10, Members: []fabric.GUID{0x0002c90300000005}}}}
 	good, err := render(s)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,14 +44,45 @@ const (
 )
 
 // Reader reads P_Key tables on connections from Dialer, at most Workers ports
-// at once, each port's reads (all its SMPs) within PortTimeout.
+// at once, each port's reads (all its SMPs) within PortTimeout. A host port
+// costs five SMPs (its NodeInfo and two table blocks, its switch port's two
+// blocks); each switch two more a Read (its NodeInfo and SwitchInfo), however
+// many of its ports are read.
 type Reader struct {
-	Dialer      Dialer
-	MKey        uint64 // sent in every SMP; 0 where none is set
+	Dialer Dialer
+	MKey   uint64 // sent in every SMP; 0 where none is set
+	// MKeys, when set, gives the M_Keys to try at each Read in place of
+	// MKey, newest first: the key can change while the manager runs (a key
+	// rotation), and while OpenSM moves the ports to the new one some still
+	// carry the old one. A port that does not answer with one key is read
+	// again with the next, each within PortTimeout; the key that last
+	// answered is tried first, so that only ports that answer to none pay
+	// for every key.
+	MKeys       func(ctx context.Context) ([]uint64, error)
 	Workers     int
 	PortTimeout time.Duration
 
-	tid atomic.Uint32
+	tid      atomic.Uint32
+	answered atomic.Uint64 // the M_Key that last answered, with MKeys
+}
+
+// mkeys are the M_Keys a Read tries, the one that last answered first.
+func (r *Reader) mkeys(ctx context.Context) ([]uint64, error) {
+	if r.MKeys == nil {
+		return []uint64{r.MKey}, nil
+	}
+	keys, err := r.MKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("the M_Key: %w", err)
+	}
+	if len(keys) == 0 {
+		return []uint64{0}, nil
+	}
+	keys = slices.Clone(keys)
+	if i := slices.Index(keys, r.answered.Load()); i > 0 {
+		keys[0], keys[i] = keys[i], keys[0]
+	}
+	return keys, nil
 }
 
 // Read reads every target and returns their results in targets' order. It
@@ -58,12 +90,23 @@ type Reader struct {
 // then fail with ctx's error).
 func (r *Reader) Read(ctx context.Context, targets []Target) []Result {
 	results := make([]Result, len(targets))
+	keys, err := r.mkeys(ctx)
+	if err != nil {
+		for i, t := range targets {
+			results[i] = Result{Target: t, Err: fmt.Errorf("port %s not read: %w", t.Port, err)}
+		}
+		return results
+	}
 	next := make(chan int)
 	workers := min(orDefault(r.Workers, DefaultWorkers), len(targets))
+	// Many host ports sit behind one switch: its NodeInfo and SwitchInfo are
+	// read once for all of them, but only within this Read, since a switch
+	// may be replaced (or re-LIDed) between two.
+	switches := &switchReads{reads: map[switchKey]*switchRead{}}
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			w := worker{r: r}
+			w := worker{r: r, switches: switches, keys: keys}
 			defer w.close()
 			for i := range next {
 				results[i] = w.read(ctx, targets[i])
@@ -90,8 +133,11 @@ func orDefault[T int | time.Duration](v, def T) T {
 // first read and again after a failed one (a lost answer may leave a late
 // one behind).
 type worker struct {
-	r    *Reader
-	conn Conn
+	r        *Reader
+	switches *switchReads // shared by the Read's workers
+	conn     Conn
+	keys     []uint64 // the M_Keys to try (Reader.mkeys)
+	mkey     uint64   // the one being tried
 }
 
 func (w *worker) close() {
@@ -112,6 +158,26 @@ func (w *worker) read(ctx context.Context, t Target) Result {
 		res.Err = fmt.Errorf("port %s not read: %w", t.Port, ErrNoLID)
 		return res
 	}
+	for i, key := range w.keys {
+		w.mkey = key
+		res = w.readWith(ctx, t)
+		// A port that answered as another (ErrMoved) accepted the key.
+		if res.Err == nil || errors.Is(res.Err, ErrMoved) {
+			if len(w.keys) > 1 {
+				w.r.answered.Store(key)
+			}
+			return res
+		}
+		if ctx.Err() != nil || i == len(w.keys)-1 {
+			break
+		}
+	}
+	return res
+}
+
+// readWith reads t with w.mkey, within PortTimeout.
+func (w *worker) readWith(ctx context.Context, t Target) Result {
+	res := Result{Target: t}
 	ctx, cancel := context.WithTimeout(ctx, orDefault(w.r.PortTimeout, DefaultPortTimeout))
 	defer cancel()
 	if w.conn == nil {
@@ -160,14 +226,16 @@ var ErrNoLID = errors.New("no LID assigned (not swept yet?)")
 var ErrMoved = errors.New("not at its LID")
 
 // switchTable reads the table of switch port s, once the switch at s.LID
-// answered as s.GUID.
+// answered as s.GUID. What the switch answered is judged for each port
+// anew, so that every port behind a switch that is not at its LID fails with
+// ErrMoved, saying which port it is.
 func (w *worker) switchTable(ctx context.Context, s SwitchPort) (Table, error) {
 	where := fmt.Sprintf("switch %s port %d at LID %d", s.GUID, s.Port, s.LID)
-	data, err := w.get(ctx, s.LID, attrNodeInfo, 0)
+	sw, err := w.switches.read(ctx, s, w.readSwitch)
 	if err != nil {
-		return nil, fmt.Errorf("%s: NodeInfo: %w", where, err)
+		return nil, fmt.Errorf("%s: %w", where, err)
 	}
-	ni := parseNodeInfo(data)
+	ni := sw.node
 	if fabric.GUID(ni.nodeGUID) != s.GUID || ni.nodeType != nodeSwitch {
 		return nil, fmt.Errorf("%s: %w: the LID answers as node %s (node type %d)",
 			where, ErrMoved, fabric.GUID(ni.nodeGUID), ni.nodeType)
@@ -175,15 +243,104 @@ func (w *worker) switchTable(ctx context.Context, s SwitchPort) (Table, error) {
 	if s.Port < 1 || s.Port > int(ni.ports) {
 		return nil, fmt.Errorf("%s: the switch has ports 1 to %d", where, ni.ports)
 	}
-	data, err = w.get(ctx, s.LID, attrSwitchInfo, 0)
-	if err != nil {
-		return nil, fmt.Errorf("%s: SwitchInfo: %w", where, err)
-	}
-	keys, err := w.table(ctx, s.LID, s.Port, switchPartitionCap(data))
+	keys, err := w.table(ctx, s.LID, s.Port, sw.partitionCap)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	return keys, nil
+}
+
+// switchAnswer is what a switch answered at its LID: who it is, and, when it
+// is the switch looked for, the size of its ports' tables.
+type switchAnswer struct {
+	node         nodeInfo
+	partitionCap uint16 // from SwitchInfo; 0 when not read
+}
+
+// readSwitch asks the node at s.LID who it is and, when it is s.GUID's
+// switch, its SwitchInfo. A node other than s.GUID's is an answer too (the
+// ports behind s judge it), not an error.
+func (w *worker) readSwitch(ctx context.Context, s SwitchPort) (switchAnswer, error) {
+	data, err := w.get(ctx, s.LID, attrNodeInfo, 0)
+	if err != nil {
+		return switchAnswer{}, fmt.Errorf("NodeInfo: %w", err)
+	}
+	a := switchAnswer{node: parseNodeInfo(data)}
+	if fabric.GUID(a.node.nodeGUID) != s.GUID || a.node.nodeType != nodeSwitch {
+		return a, nil
+	}
+	data, err = w.get(ctx, s.LID, attrSwitchInfo, 0)
+	if err != nil {
+		return switchAnswer{}, fmt.Errorf("SwitchInfo: %w", err)
+	}
+	a.partitionCap = switchPartitionCap(data)
+	return a, nil
+}
+
+// switchReads are one Read's reads of its switches, one per switch (its GUID
+// at its LID), shared by the workers: the first port behind a switch reads
+// it, the others wait for that read. A failed read is not kept: it says
+// that the port whose read it was got no answer within its own deadline (or
+// was cancelled), not that the switch is gone, so the next port behind the
+// switch reads it again, and each port's error is its own attempt's. What a
+// switch answered is trusted for the rest of the Read: a switch whose LID is
+// given to another node during one Read (a sweep between two of its ports'
+// reads) is noticed at the next Read, not by the ports read after the sweep.
+type switchReads struct {
+	mu    sync.Mutex
+	reads map[switchKey]*switchRead
+}
+
+type switchKey struct {
+	guid fabric.GUID
+	lid  uint16
+}
+
+// switchRead is one switch's read: done is closed once it ended.
+type switchRead struct {
+	done   chan struct{}
+	answer switchAnswer
+	err    error
+}
+
+// read returns what the switch s answered, reading it with readSwitch unless
+// another port's read of it succeeded or is under way (then waiting for that
+// one, within ctx).
+func (sr *switchReads) read(ctx context.Context, s SwitchPort,
+	readSwitch func(context.Context, SwitchPort) (switchAnswer, error)) (switchAnswer, error) {
+	key := switchKey{s.GUID, s.LID}
+	for {
+		sr.mu.Lock()
+		r, ok := sr.reads[key]
+		if !ok {
+			r = &switchRead{done: make(chan struct{})}
+			sr.reads[key] = r
+		}
+		sr.mu.Unlock()
+		if !ok {
+			r.answer, r.err = readSwitch(ctx, s)
+			if r.err != nil {
+				sr.mu.Lock()
+				delete(sr.reads, key) // before done: a waiter then reads anew
+				sr.mu.Unlock()
+			}
+			close(r.done)
+			return r.answer, r.err
+		}
+		select {
+		case <-r.done:
+			if r.err == nil {
+				return r.answer, nil
+			}
+			// Another port's read failed: this port tries in its own time,
+			// if it has any left.
+			if ctx.Err() == nil {
+				continue
+			}
+		case <-ctx.Done():
+		}
+		return switchAnswer{}, fmt.Errorf("NodeInfo, SwitchInfo (read for another port behind the switch): no answer: %w", ctx.Err())
+	}
 }
 
 // table reads the entries blocks of port's table at lid (port 0 for an
@@ -205,7 +362,7 @@ func (w *worker) table(ctx context.Context, lid uint16, port int, entries uint16
 
 // get sends one SubnGet and returns the answer's attribute data.
 func (w *worker) get(ctx context.Context, lid uint16, attr uint16, modifier uint32) ([]byte, error) {
-	req := getSMP(attr, modifier, w.r.MKey, w.r.tid.Add(1))
+	req := getSMP(attr, modifier, w.mkey, w.r.tid.Add(1))
 	answer, err := w.conn.Send(ctx, lid, req)
 	if err != nil {
 		return nil, err

@@ -81,18 +81,18 @@ func (s *Store) AdoptPartitions(ctx context.Context, a Adoption) (AdoptionOutcom
 		}
 		seen[st.PKey] = true
 	}
-	job, err := s.record(ctx, s.groups, "adopt partitions", fmt.Sprintf("(%d)", len(a.Partitions)), func(ctx context.Context, tx *changeTx) (NewJob, error) {
+	job, err := s.record(ctx, s.groups, "adopt partitions", fmt.Sprintf("(%d)", len(a.Partitions)), func(ctx context.Context, tx *changeTx) (Job, error) {
 		out.Changed, out.Notes = false, nil // a run again starts afresh
 		recorded, err := adoptedPartitions(ctx, tx.q)
 		if err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		var writes []partitions.Statement
 		var pkeys []string
 		for _, st := range a.Partitions {
 			kept, notes, err := s.adoptable(ctx, tx, st)
 			if err != nil {
-				return NewJob{}, err
+				return Job{}, err
 			}
 			out.Notes = append(out.Notes, notes...)
 			if len(kept.Members) == 0 {
@@ -108,14 +108,14 @@ func (s *Store) AdoptPartitions(ctx context.Context, a Adoption) (AdoptionOutcom
 		out.Changed = len(writes) > 0
 		rev, err := tx.touches(ctx, out.Changed)
 		if err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		for _, st := range writes {
 			if err := upsertAdopted(ctx, tx, st, rev); err != nil {
-				return NewJob{}, err
+				return Job{}, err
 			}
 		}
-		return NewJob{
+		return Job{
 			ObjectType: ObjectAdoptedPartition, ObjectID: fmt.Sprintf("%d partitions", len(pkeys)), Operation: OpAdoptPartitions,
 			Description: fmt.Sprintf("Adopt the running fabric's partitions %s", strings.Join(pkeys, ", ")),
 			Result:      fmt.Sprintf("%d partitions adopted, %d of them changed", len(pkeys), len(writes)),
@@ -229,16 +229,7 @@ func listAdopted(ctx context.Context, q driver.Queries) ([]AdoptedPartition, err
 
 // AdoptedPartitions lists the adopted partitions, in pkey order.
 func (s *Store) AdoptedPartitions(ctx context.Context) ([]AdoptedPartition, error) {
-	var out []AdoptedPartition
-	err := s.d.InTx(ctx, driver.ReadOnly, func(q driver.Queries) error {
-		var err error
-		out, err = listAdopted(ctx, q)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("adopted partitions: %w", err)
-	}
-	return out, nil
+	return readOnly(ctx, s, "adopted partitions", listAdopted)
 }
 
 // AdoptedRelease asks for the adopted members of one pkey to be released.
@@ -277,22 +268,22 @@ func (s *Store) ReleaseAdoptedMembers(ctx context.Context, r AdoptedRelease) (Ad
 	for _, g := range r.Keep {
 		keep[g] = true
 	}
-	job, err := s.record(ctx, s.groups, "release adopted members of", r.PKey.String(), func(ctx context.Context, tx *changeTx) (NewJob, error) {
+	job, err := s.record(ctx, s.groups, "release adopted members of", r.PKey.String(), func(ctx context.Context, tx *changeTx) (Job, error) {
 		out = AdoptedReleaseOutcome{}
 		recorded, err := adoptedPartitions(ctx, tx.q)
 		if err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		a, ok := recorded[r.PKey]
 		if !ok {
-			return NewJob{}, ErrNotFound
+			return Job{}, ErrNotFound
 		}
 		if r.OwnedOnly {
 			switch owner, err := pkeyOwner(ctx, tx, r.PKey, s.rules.flatPKey()); {
 			case err != nil:
-				return NewJob{}, err
+				return Job{}, err
 			case owner == "":
-				return NewJob{}, ErrAdoptedUnowned
+				return Job{}, ErrAdoptedUnowned
 			}
 		}
 		st := a.Statement
@@ -307,12 +298,12 @@ func (s *Store) ReleaseAdoptedMembers(ctx context.Context, r AdoptedRelease) (Ad
 		out.Left = len(st.Members)
 		rev, err := tx.touches(ctx, len(out.Released) > 0)
 		if err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		if err := writeAdopted(ctx, tx, st, len(out.Released) > 0, rev); err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
-		return NewJob{
+		return Job{
 			ObjectType: ObjectAdoptedPartition, ObjectID: r.PKey.String(), Operation: OpReleaseAdopted,
 			Description: fmt.Sprintf("Release the adopted members of pkey %s (%d kept)", r.PKey, len(r.Keep)),
 			Result:      fmt.Sprintf("%d adopted members of pkey %s released, %d left", len(out.Released), r.PKey, out.Left),

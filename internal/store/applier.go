@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
@@ -160,6 +162,75 @@ type Finished struct {
 // transaction, perhaps more than once, and must do no I/O: the dump it
 // compares the switches with is read before. A stale term changes nothing.
 func (s *Store) FinishApply(ctx context.Context, a Apply, open func(GateState) bool) (Finished, error) {
+	return s.finishApply(ctx, a, open, func(q driver.Queries, now *time.Time) (int64, error) {
+		n, err := q.CompleteJobs(ctx, now, a.Revision, a.Term)
+		if err != nil {
+			return 0, err
+		}
+		_, err = q.MarkKubernetesApplied(ctx, now, a.Revision, a.Term)
+		return n, err
+	})
+}
+
+// Proven names the jobs up to an apply's revision that its read-back proof
+// showed, while others of them still wait for their ports' tables.
+type Proven struct {
+	Jobs []int64
+	// Kubernetes says that no Kubernetes change up to the revision waits:
+	// only then does last_updated move (ib-kubernetes holds its next change
+	// back until it does, and must not take a held change as applied).
+	Kubernetes bool
+	// Notes says, for some of Jobs, how they were proven otherwise than by
+	// their tables: the note is added to what the job does (its first line,
+	// which completion keeps), cut as a job's texts are.
+	Notes map[int64]string
+}
+
+// FinishApplyProven is FinishApply for an apply whose proof holds some of
+// its jobs: in the same fenced transaction, with the same gates and the same
+// applied row, it completes only the open jobs p names up to a.Revision, so
+// that one port off the fabric does not hold every other job of its sweep,
+// and a job p leaves out stays open whatever revision a is.
+func (s *Store) FinishApplyProven(ctx context.Context, a Apply, p Proven, open func(GateState) bool) (Finished, error) {
+	return s.finishApply(ctx, a, open, func(q driver.Queries, now *time.Time) (int64, error) {
+		var total int64
+		for _, id := range p.Jobs {
+			if note, ok := p.Notes[id]; ok {
+				if err := noteJob(ctx, q, *now, id, a.Term, note); err != nil {
+					return 0, err
+				}
+			}
+			n, err := q.CompleteJob(ctx, now, id, a.Revision, a.Term)
+			if err != nil {
+				return 0, err
+			}
+			total += n
+		}
+		if p.Kubernetes {
+			if _, err := q.MarkKubernetesApplied(ctx, now, a.Revision, a.Term); err != nil {
+				return 0, err
+			}
+		}
+		return total, nil
+	})
+}
+
+// noteJob adds note to the first line of job id's description, if the job
+// is open and term current.
+func noteJob(ctx context.Context, q driver.Queries, now time.Time, id, term int64, note string) error {
+	j, err := q.GetJob(ctx, id)
+	if err != nil {
+		return fmt.Errorf("read job %d: %w", id, err)
+	}
+	what, _, _ := strings.Cut(j.Description, "\n")
+	_, err = q.SetJobDescription(ctx, boundText(what+" ("+note+")", MaxJobText), now, id, term)
+	return err
+}
+
+// finishApply records a, reads the gates, and runs complete if open says so,
+// all in one write transaction fenced by a.Term.
+func (s *Store) finishApply(ctx context.Context, a Apply, open func(GateState) bool,
+	complete func(q driver.Queries, now *time.Time) (int64, error)) (Finished, error) {
 	a = boundApply(a)
 	now := s.now()
 	if a.FinishedAt.After(now) {
@@ -182,11 +253,8 @@ func (s *Store) FinishApply(ctx context.Context, a Apply, open func(GateState) b
 		if f.Open = open(f.Gates); !f.Open {
 			return nil
 		}
-		if f.Completed, err = q.CompleteJobs(ctx, &now, a.Revision, a.Term); err != nil {
+		if f.Completed, err = complete(q, &now); err != nil {
 			return fmt.Errorf("complete jobs: %w", err)
-		}
-		if _, err := q.MarkKubernetesApplied(ctx, &now, a.Revision, a.Term); err != nil {
-			return fmt.Errorf("mark the Kubernetes partitions applied: %w", err)
 		}
 		return nil
 	})

@@ -41,11 +41,14 @@ func (c *changeTx) touches(ctx context.Context, partition bool) (int64, error) {
 	return c.rev, nil
 }
 
-// job inserts the change's job and returns the job as it now stands, sparing
-// the caller a read of what it has just written.
-func (c *changeTx) job(ctx context.Context, j NewJob) (Job, error) {
+// job inserts the change's job, which the change describes (its object,
+// operation and texts), and returns the job as it now stands, sparing the
+// caller a read of what it has just written. The change sets its Revision,
+// times and Status (StatusPending, or StatusCompleted with FinishedAt for a
+// change that touches no partition); the database its ID.
+func (c *changeTx) job(ctx context.Context, j Job) (Job, error) {
 	j = boundJob(j)
-	j.Revision, j.Now, j.Status = c.rev, c.now, StatusPending
+	j.Revision, j.CreatedAt, j.UpdatedAt, j.Status = c.rev, c.now, c.now, StatusPending
 	if c.noOp {
 		j.Status, j.FinishedAt = StatusCompleted, &c.now
 	}
@@ -53,10 +56,8 @@ func (c *changeTx) job(ctx context.Context, j NewJob) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
-	return Job{ID: id, Revision: j.Revision, ObjectType: j.ObjectType, ObjectID: j.ObjectID,
-		NetworkID: j.NetworkID, Operation: j.Operation, Status: j.Status, Description: j.Description,
-		Result: j.Result, CreatedBy: j.CreatedBy, Request: j.Request, CreatedAt: j.Now, UpdatedAt: j.Now,
-		FinishedAt: j.FinishedAt, RequestID: j.RequestID}, nil
+	j.ID = id
+	return j, nil
 }
 
 // record runs fn as one change (see change) in the lane of g (s.groups, or
@@ -64,7 +65,7 @@ func (c *changeTx) job(ctx context.Context, j NewJob) (Job, error) {
 // every Neutron and Kubernetes change ends with its job, which record returns
 // as it now stands. Its error says what the change was ("record port") and of
 // which object (id).
-func (s *Store) record(ctx context.Context, g *changeGroups, what, id string, fn func(context.Context, *changeTx) (NewJob, error)) (Job, error) {
+func (s *Store) record(ctx context.Context, g *changeGroups, what, id string, fn func(context.Context, *changeTx) (Job, error)) (Job, error) {
 	var job Job
 	err := s.changeIn(g, ctx, func(ctx context.Context, tx *changeTx) error {
 		j, err := fn(ctx, tx)

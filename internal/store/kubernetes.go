@@ -136,31 +136,31 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 			return Job{}, fmt.Errorf("add GUIDs to pkey %s: check their switch ports' pkey tables: %w", a.PKey, err)
 		}
 	}
-	return s.record(ctx, s.kubeGroups, "add GUIDs to pkey", a.PKey.String(), func(ctx context.Context, tx *changeTx) (NewJob, error) {
+	return s.record(ctx, s.kubeGroups, "add GUIDs to pkey", a.PKey.String(), func(ctx context.Context, tx *changeTx) (Job, error) {
 		if err := checkPKeyNotNeutron(ctx, tx, a.PKey); err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		before, err := tx.q.GetKubernetesPKey(ctx, a.PKey)
 		known := err == nil
 		if err != nil && !driver.IsNoRows(err) {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		added := 0 // GUIDs not yet members
 		for _, m := range a.Members {
 			member, err := s.checkKubernetesMember(ctx, tx, a.PKey, m, limit)
 			if err != nil {
-				return NewJob{}, err
+				return Job{}, err
 			}
 			if !member {
 				added++
 			}
 		}
 		if err := s.checkKubernetesMembers(ctx, tx, a.PKey, added); err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		rev, err := tx.touches(ctx, true)
 		if err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		ipoib := true
 		switch {
@@ -170,22 +170,22 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 			ipoib = before.IpOverIb
 		}
 		if err := tx.q.UpsertKubernetesPKey(ctx, a.PKey, ipoib, rev, tx.now); err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		guids := make([]fabric.GUID, 0, len(a.Members))
 		for _, m := range a.Members {
 			if err := tx.q.UpsertKubernetesMember(ctx, driver.UpsertKubernetesMemberParams{PKey: a.PKey, GUID: m.GUID,
 				Membership: string(m.Membership), Index0: m.Index0, Revision: rev, Now: tx.now}); err != nil {
-				return NewJob{}, err
+				return Job{}, err
 			}
 			guids = append(guids, m.GUID)
 		}
 		// The pkey decides the GUIDs' partitions from now on (adopted.go).
 		released, err := releaseGUIDs(ctx, tx, guids, rev)
 		if err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
-		return kubernetesChanged(ctx, tx, rev, a.PKey, NewJob{
+		return kubernetesChanged(ctx, tx, rev, a.PKey, Job{
 			Operation:   OpAddKubernetesGUIDs,
 			Description: fmt.Sprintf("Add %s to Kubernetes pkey %s", memberList(a.Members), a.PKey),
 			Result:      fmt.Sprintf("%s in Kubernetes pkey %s", memberList(a.Members), a.PKey) + releasedText("they", released),
@@ -231,18 +231,18 @@ func (s *Store) CreateKubernetesPKey(ctx context.Context, c KubernetesCreation) 
 	if err := s.rules.checkKubernetesPKey(c.PKey); err != nil {
 		return Job{}, err
 	}
-	return s.record(ctx, s.kubeGroups, "create pkey", c.PKey.String(), func(ctx context.Context, tx *changeTx) (NewJob, error) {
+	return s.record(ctx, s.kubeGroups, "create pkey", c.PKey.String(), func(ctx context.Context, tx *changeTx) (Job, error) {
 		if err := checkPKeyNotNeutron(ctx, tx, c.PKey); err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		rev, err := tx.touches(ctx, true)
 		if err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		if err := tx.q.UpsertKubernetesPKey(ctx, c.PKey, c.IPoIB, rev, tx.now); err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
-		return kubernetesChanged(ctx, tx, rev, c.PKey, NewJob{
+		return kubernetesChanged(ctx, tx, rev, c.PKey, Job{
 			Operation:   OpCreateKubernetesPKey,
 			Description: fmt.Sprintf("Create Kubernetes pkey %s (ip_over_ib %t)", c.PKey, c.IPoIB),
 			Result:      fmt.Sprintf("Kubernetes pkey %s is in place (ip_over_ib %t)", c.PKey, c.IPoIB),
@@ -254,9 +254,9 @@ func (s *Store) CreateKubernetesPKey(ctx context.Context, c KubernetesCreation) 
 // kubernetesChanged ends a change of Kubernetes pkey pkey at revision rev:
 // the Kubernetes partitions are marked changed (the applier rewrites them),
 // and j, the change's job, is about pkey.
-func kubernetesChanged(ctx context.Context, tx *changeTx, rev int64, pkey fabric.PKey, j NewJob) (NewJob, error) {
+func kubernetesChanged(ctx context.Context, tx *changeTx, rev int64, pkey fabric.PKey, j Job) (Job, error) {
 	if err := tx.q.MarkKubernetesChanged(ctx, rev); err != nil {
-		return NewJob{}, err
+		return Job{}, err
 	}
 	j.ObjectType, j.ObjectID = ObjectPKey, pkey.String()
 	return j, nil
@@ -355,16 +355,16 @@ func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) 
 	if len(r.GUIDs) == 0 {
 		return Job{}, rejectf("pkey %s: no GUIDs to remove", r.PKey)
 	}
-	return s.record(ctx, s.kubeGroups, "remove GUIDs from pkey", r.PKey.String(), func(ctx context.Context, tx *changeTx) (NewJob, error) {
+	return s.record(ctx, s.kubeGroups, "remove GUIDs from pkey", r.PKey.String(), func(ctx context.Context, tx *changeTx) (Job, error) {
 		rev, err := tx.touches(ctx, true)
 		if err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		var removed, absent []string
 		for _, g := range r.GUIDs {
 			n, err := tx.q.DeleteKubernetesMember(ctx, r.PKey, g)
 			if err != nil {
-				return NewJob{}, err
+				return Job{}, err
 			}
 			if n == 0 {
 				absent = append(absent, ufmGUID(g))
@@ -380,7 +380,7 @@ func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) 
 			result = fmt.Sprintf("nothing to remove: %s are no members of Kubernetes pkey %s",
 				summarise(absent, len(absent)), r.PKey)
 		}
-		return kubernetesChanged(ctx, tx, rev, r.PKey, NewJob{
+		return kubernetesChanged(ctx, tx, rev, r.PKey, Job{
 			Operation:   OpRemoveKubernetesGUIDs,
 			Description: fmt.Sprintf("Remove GUIDs %s from Kubernetes pkey %s", guidList(r.GUIDs), r.PKey),
 			Result:      result,
@@ -395,26 +395,26 @@ func (s *Store) DeleteKubernetesPKey(ctx context.Context, d KubernetesDeletion) 
 	if err := s.rules.checkKubernetesPKey(d.PKey); err != nil {
 		return Job{}, err
 	}
-	return s.record(ctx, s.kubeGroups, "delete pkey", d.PKey.String(), func(ctx context.Context, tx *changeTx) (NewJob, error) {
+	return s.record(ctx, s.kubeGroups, "delete pkey", d.PKey.String(), func(ctx context.Context, tx *changeTx) (Job, error) {
 		if _, err := tx.q.GetKubernetesPKey(ctx, d.PKey); err != nil {
-			return NewJob{}, notFound(err)
+			return Job{}, notFound(err)
 		}
 		rev, err := tx.touches(ctx, true)
 		if err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		n, err := tx.q.DeleteKubernetesMembersOfPKey(ctx, d.PKey)
 		if err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		if _, err := tx.q.DeleteKubernetesPKey(ctx, d.PKey); err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		// Its adopted members leave with it (adopted.go).
 		if _, err := endAdoption(ctx, tx, d.PKey); err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
-		return kubernetesChanged(ctx, tx, rev, d.PKey, NewJob{
+		return kubernetesChanged(ctx, tx, rev, d.PKey, Job{
 			Operation:   OpDeleteKubernetesPKey,
 			Description: fmt.Sprintf("Delete Kubernetes pkey %s", d.PKey),
 			Result:      fmt.Sprintf("Kubernetes pkey %s is removed, and its members (%d)", d.PKey, n),
@@ -426,16 +426,7 @@ func (s *Store) DeleteKubernetesPKey(ctx context.Context, d KubernetesDeletion) 
 // KubernetesPKeys lists every Kubernetes pkey with its members, in one
 // read-only transaction.
 func (s *Store) KubernetesPKeys(ctx context.Context) ([]KubernetesPKey, error) {
-	var out []KubernetesPKey
-	err := s.d.InTx(ctx, driver.ReadOnly, func(q driver.Queries) error {
-		var err error
-		out, err = kubernetesPKeys(ctx, q)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list Kubernetes pkeys: %w", err)
-	}
-	return out, nil
+	return readOnly(ctx, s, "list Kubernetes pkeys", kubernetesPKeys)
 }
 
 func kubernetesPKeys(ctx context.Context, q driver.Queries) ([]KubernetesPKey, error) {
@@ -466,24 +457,18 @@ func kubernetesPKeys(ctx context.Context, q driver.Queries) ([]KubernetesPKey, e
 // GetKubernetesPKey returns one Kubernetes pkey with its members;
 // ErrNotFound when it is not recorded.
 func (s *Store) GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (KubernetesPKey, error) {
-	var out KubernetesPKey
-	err := s.d.InTx(ctx, driver.ReadOnly, func(q driver.Queries) error {
+	return readOnly(ctx, s, "read pkey "+pkey.String(), func(ctx context.Context, q driver.Queries) (KubernetesPKey, error) {
 		p, err := q.GetKubernetesPKey(ctx, pkey)
 		if err != nil {
-			return notFound(err)
+			return KubernetesPKey{}, notFound(err)
 		}
 		members, err := q.ListKubernetesMembersOfPKey(ctx, pkey)
 		if err != nil {
-			return err
+			return KubernetesPKey{}, err
 		}
-		out = KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision,
-			Members: driver.Convert(members, kubernetesMember)}
-		return nil
+		return KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision,
+			Members: driver.Convert(members, kubernetesMember)}, nil
 	})
-	if err != nil {
-		return KubernetesPKey{}, fmt.Errorf("read pkey %s: %w", pkey, err)
-	}
-	return out, nil
 }
 
 // KubernetesLastUpdated is when OpenSM was last seen applying a Kubernetes

@@ -35,35 +35,35 @@ func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 	if err != nil {
 		return Job{}, err
 	}
-	return s.record(ctx, s.groups, "record network", n.ID, func(ctx context.Context, tx *changeTx) (NewJob, error) {
+	return s.record(ctx, s.groups, "record network", n.ID, func(ctx context.Context, tx *changeTx) (Job, error) {
 		before, err := tx.GetNetwork(ctx, n.ID)
 		known := err == nil
 		if err != nil && !errors.Is(err, ErrNotFound) {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		if err := s.checkPKeyFree(ctx, tx, n); err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		rev, err := tx.touches(ctx, n.Managed || (known && before.Managed))
 		if err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		n.Revision = rev
 		if err := tx.UpsertNetwork(ctx, n, tx.now); err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		if known && before.Managed && !n.Managed {
 			if _, err := tx.ClearGUIDsOfNetwork(ctx, n.ID, rev, tx.now); err != nil {
-				return NewJob{}, err
+				return Job{}, err
 			}
 		}
 		if known && before.Managed && before.PKey != nil && (!n.Managed || n.PKey == nil || *n.PKey != *before.PKey) {
 			// The network leaves its pkey: its adopted members leave with it (adopted.go).
 			if _, err := endAdoption(ctx, tx, *before.PKey); err != nil {
-				return NewJob{}, err
+				return Job{}, err
 			}
 		}
-		return NewJob{
+		return Job{
 			ObjectType: ObjectNetwork, ObjectID: n.ID, NetworkID: n.ID, Operation: c.Operation,
 			Description: fmt.Sprintf("%s %s (%s)", verb(c.Operation), n.ID, s.rules.partitionText(n)),
 			Result:      s.networkResult(n),
@@ -123,24 +123,24 @@ type NetworkRemoval struct {
 // RemoveNetwork deletes a network, its partition and its ports.
 func (s *Store) RemoveNetwork(ctx context.Context, r NetworkRemoval) (Job, error) {
 	networkID := r.NetworkID
-	return s.record(ctx, s.groups, "remove network", networkID, func(ctx context.Context, tx *changeTx) (NewJob, error) {
+	return s.record(ctx, s.groups, "remove network", networkID, func(ctx context.Context, tx *changeTx) (Job, error) {
 		n, err := tx.GetNetwork(ctx, networkID)
 		if err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		if _, err := tx.touches(ctx, n.Managed); err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		if _, err := tx.DeletePortsOfNetwork(ctx, networkID); err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		if _, err := tx.DeleteNetwork(ctx, networkID); err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		if n.Managed && n.PKey != nil {
 			// Its adopted members leave with it (adopted.go).
 			if _, err := endAdoption(ctx, tx, *n.PKey); err != nil {
-				return NewJob{}, err
+				return Job{}, err
 			}
 		}
 		result := fmt.Sprintf("network %s and its ports are removed", networkID)
@@ -148,7 +148,7 @@ func (s *Store) RemoveNetwork(ctx context.Context, r NetworkRemoval) (Job, error
 			result = fmt.Sprintf("network %s is removed, with its ports, from its partition (%s)",
 				networkID, s.rules.partitionText(n))
 		}
-		return NewJob{
+		return Job{
 			ObjectType: ObjectNetwork, ObjectID: networkID, NetworkID: networkID, Operation: OpDeleteNetwork,
 			Description: fmt.Sprintf("Delete network %s (%s)", networkID, s.rules.partitionText(n)),
 			Result:      result,
@@ -200,7 +200,7 @@ func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
 			return Job{}, fmt.Errorf("record port %s: check its switch port's pkey table: %w", c.Port.ID, err)
 		}
 	}
-	return s.record(ctx, s.groups, "record port", c.Port.ID, func(ctx context.Context, tx *changeTx) (NewJob, error) {
+	return s.record(ctx, s.groups, "record port", c.Port.ID, func(ctx context.Context, tx *changeTx) (Job, error) {
 		return s.recordPort(ctx, tx, c, embedded, limit)
 	})
 }
@@ -215,22 +215,22 @@ type portState struct {
 
 // recordPort is RecordPort's change in tx: it reads the port's network and
 // the ports it may displace, applies the rules, writes, and says the job.
-func (s *Store) recordPort(ctx context.Context, tx *changeTx, c PortChange, embedded *Network, limit PortCheck) (NewJob, error) {
+func (s *Store) recordPort(ctx context.Context, tx *changeTx, c PortChange, embedded *Network, limit PortCheck) (Job, error) {
 	// The rules below change p (a GUID the port may not hold): each run
 	// of the change (a transaction the database aborted runs again)
 	// starts from the port as requested.
 	p := c.Port
 	st, known, err := s.readPortState(ctx, tx, c, embedded)
 	if err != nil {
-		return NewJob{}, err
+		return Job{}, err
 	}
 	if !known {
 		// Nothing here is ours: most likely a port of a network that is
 		// never announced (VXLAN, Geneve) under [sdn] physical_networks = *.
 		if _, err := tx.touches(ctx, false); err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
-		return NewJob{
+		return Job{
 			ObjectType: ObjectPort, ObjectID: p.ID, NetworkID: p.NetworkID, Operation: c.Operation,
 			Description: fmt.Sprintf("%s %s (no client-id) on network %s, which is not known",
 				verb(c.Operation), p.ID, p.NetworkID),
@@ -240,15 +240,15 @@ func (s *Store) recordPort(ctx context.Context, tx *changeTx, c PortChange, embe
 	}
 	reason, err := s.membership(ctx, tx, &p, c, st.n, st.holder, limit)
 	if err != nil {
-		return NewJob{}, err
+		return Job{}, err
 	}
 	heldGUID := st.before != nil && st.before.GUID != nil
 	rev, err := tx.touches(ctx, p.GUID != nil || heldGUID || (st.newNetwork && st.n.Managed))
 	if err != nil {
-		return NewJob{}, err
+		return Job{}, err
 	}
 	if err := writePort(ctx, tx, p, st, rev); err != nil {
-		return NewJob{}, err
+		return Job{}, err
 	}
 	guid, result := "no GUID", fmt.Sprintf("port %s holds no membership: %s", p.ID, reason)
 	if p.GUID != nil {
@@ -257,11 +257,11 @@ func (s *Store) recordPort(ctx context.Context, tx *changeTx, c PortChange, embe
 		// The port decides the GUID's partitions from now on (adopted.go).
 		released, err := releaseGUIDs(ctx, tx, []fabric.GUID{*p.GUID}, rev)
 		if err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		result += releasedText("GUID "+p.GUID.String(), released)
 	}
-	return NewJob{
+	return Job{
 		ObjectType: ObjectPort, ObjectID: p.ID, NetworkID: p.NetworkID, Operation: c.Operation,
 		Description: fmt.Sprintf("%s %s (%s) to network %s (%s)",
 			verb(c.Operation), p.ID, guid, st.n.ID, s.rules.partitionText(st.n)),
@@ -434,16 +434,16 @@ type PortRemoval struct {
 // host the body names: the driver sends a port's requests in order, so a
 // re-add from a new host always follows its DELETE.
 func (s *Store) RemovePort(ctx context.Context, r PortRemoval) (Job, error) {
-	return s.record(ctx, s.groups, "remove port", r.PortID, func(ctx context.Context, tx *changeTx) (NewJob, error) {
+	return s.record(ctx, s.groups, "remove port", r.PortID, func(ctx context.Context, tx *changeTx) (Job, error) {
 		p, err := tx.GetPort(ctx, r.PortID)
 		if err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		if r.GUID != nil && p.GUID != nil && *r.GUID != *p.GUID {
 			if _, err := tx.touches(ctx, false); err != nil {
-				return NewJob{}, err
+				return Job{}, err
 			}
-			return NewJob{
+			return Job{
 				ObjectType: ObjectPort, ObjectID: r.PortID, NetworkID: p.NetworkID, Operation: OpRemovePort,
 				Description: fmt.Sprintf("Remove port %s (GUID %s) from network %s", r.PortID, *r.GUID, p.NetworkID),
 				Result: fmt.Sprintf("nothing to remove: port %s no longer holds GUID %s (it holds %s, which stays)",
@@ -452,17 +452,17 @@ func (s *Store) RemovePort(ctx context.Context, r PortRemoval) (Job, error) {
 			}, nil
 		}
 		if _, err := tx.touches(ctx, p.GUID != nil); err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		if _, err := tx.DeletePort(ctx, r.PortID); err != nil {
-			return NewJob{}, err
+			return Job{}, err
 		}
 		guid, result := "no GUID", fmt.Sprintf("port %s is removed", r.PortID)
 		if p.GUID != nil {
 			guid = "GUID " + p.GUID.String()
 			result = fmt.Sprintf("GUID %s is no member of network %s's partition", *p.GUID, p.NetworkID)
 		}
-		return NewJob{
+		return Job{
 			ObjectType: ObjectPort, ObjectID: r.PortID, NetworkID: p.NetworkID, Operation: OpRemovePort,
 			Description: fmt.Sprintf("Remove port %s (%s) from network %s", r.PortID, guid, p.NetworkID),
 			Result:      result,

@@ -96,11 +96,6 @@ type OpenJob struct {
 	GUID       *fabric.GUID
 }
 
-// NewJob is a job about to be inserted: InsertJob's arguments. The change
-// that inserts it sets its Revision, Now and Status (StatusPending, or
-// StatusCompleted with FinishedAt for a change that touches no partition).
-type NewJob = driver.InsertJobParams
-
 // Apply is one attempt to bring OpenSM to a revision: what RecordApply's
 // query records, and LastApply reads.
 type Apply = driver.RecordApplyParams
@@ -186,3 +181,19 @@ func (s *Store) TryLock(ctx context.Context) (Lock, error) { return s.d.TryLock(
 // Wake returns a channel that receives after the revision may have changed.
 // It is only a hint: callers also poll.
 func (s *Store) Wake(ctx context.Context) <-chan struct{} { return s.d.Wake(ctx) }
+
+// readOnly returns what read finds in one read-only transaction of s (it
+// neither waits for a change nor holds one up); its error says what was read.
+func readOnly[T any](ctx context.Context, s *Store, what string, read func(context.Context, driver.Queries) (T, error)) (T, error) {
+	var out T
+	err := s.d.InTx(ctx, driver.ReadOnly, func(q driver.Queries) error {
+		var err error
+		out, err = read(ctx, q)
+		return err
+	})
+	if err != nil {
+		var none T
+		return none, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
+}

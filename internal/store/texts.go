@@ -116,7 +116,7 @@ func boundChars(s string, n int) string {
 }
 
 // boundJob bounds the texts of a job about to be inserted.
-func boundJob(j NewJob) NewJob {
+func boundJob(j Job) Job {
 	j.Description = boundText(j.Description, MaxDescriptionLine)
 	j.Result = boundText(j.Result, MaxJobText)
 	j.Request = boundText(j.Request, MaxRequest)

@@ -111,13 +111,15 @@ WHERE network_id = sqlc.arg(network_id) AND guid IS NOT NULL;
 -- JSON) until the year 2255. UNIX_TIMESTAMP reads NOW(6) in the connection's
 -- time zone, UTC unless the DSN sets another (mysql.Open). The insert's id
 -- comes back as its last insert id.
+-- Every other column is the job row's field of its name (driver.Job).
 -- name: InsertJob :execresult
 INSERT INTO jobs (id, revision, object_type, object_id, network_id, operation, status,
-                  description, result, error, created_by, request, request_id, created_at, updated_at, finished_at)
+                  description, result, error, created_by, request, request_id, created_at, updated_at, started_at, finished_at)
 VALUES ((SELECT GREATEST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000) * 1000, COALESCE(MAX(id), 0) + 1) FROM jobs),
         sqlc.arg(revision), sqlc.arg(object_type), sqlc.arg(object_id), sqlc.arg(network_id),
-        sqlc.arg(operation), sqlc.arg(status), sqlc.arg(description), sqlc.arg(result), '',
-        sqlc.arg(created_by), sqlc.arg(request), sqlc.arg(request_id), sqlc.arg(now), sqlc.arg(now), sqlc.narg(finished_at));
+        sqlc.arg(operation), sqlc.arg(status), sqlc.arg(description), sqlc.arg(result), sqlc.arg(error),
+        sqlc.arg(created_by), sqlc.arg(request), sqlc.arg(request_id), sqlc.arg(created_at), sqlc.arg(updated_at),
+        sqlc.narg(started_at), sqlc.narg(finished_at));
 
 -- name: GetJob :one
 SELECT * FROM jobs WHERE id = sqlc.arg(id);
@@ -131,6 +133,14 @@ WHERE status = 'Pending' AND revision <= sqlc.arg(revision)
 UPDATE jobs SET status = 'Completed', error = '', description = SUBSTRING_INDEX(description, '\n', 1),
     finished_at = sqlc.arg(finished_at), updated_at = sqlc.arg(now)
 WHERE status IN ('Pending', 'Running') AND revision <= sqlc.arg(revision)
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term));
+
+-- A job an apply's proof completes on its own, while others of its
+-- revision still wait for theirs (internal/store/applier.go FinishApplyProven).
+-- name: CompleteJob :execrows
+UPDATE jobs SET status = 'Completed', error = '', description = SUBSTRING_INDEX(description, '\n', 1),
+    finished_at = sqlc.arg(finished_at), updated_at = sqlc.arg(now)
+WHERE jobs.id = sqlc.arg(job_id) AND status IN ('Pending', 'Running') AND revision <= sqlc.arg(revision)
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term));
 
 -- name: FailJobs :execrows

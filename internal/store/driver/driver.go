@@ -185,6 +185,16 @@ func Convert[R, T any](rows []R, conv func(R) T) []T {
 	return out
 }
 
+// LastInsertID is what an engine without RETURNING (MariaDB) returns for a
+// query that inserts a row, or sets LAST_INSERT_ID(expr): the statement's
+// last insert id.
+func LastInsertID(res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
+}
+
 // InSQLTx runs fn in one database/sql transaction begun with opts: committed
 // when fn returns nil, rolled back otherwise.
 func InSQLTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(tx *sql.Tx) error) error {

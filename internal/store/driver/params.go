@@ -11,23 +11,6 @@ import (
 // passes each field to the generated parameter (or MariaDB's Params field) of
 // its name, compared without case, and type.
 
-// InsertJobParams are InsertJob's arguments: a new job.
-type InsertJobParams struct {
-	Revision    int64
-	ObjectType  string
-	ObjectID    string
-	NetworkID   string
-	Operation   string
-	Status      string
-	Description string
-	Result      string
-	CreatedBy   string
-	Request     string
-	RequestID   string
-	Now         time.Time
-	FinishedAt  *time.Time
-}
-
 // UpsertNetworkParams are UpsertNetwork's arguments: a network as it now is.
 type UpsertNetworkParams struct {
 	ID              string
@@ -91,4 +74,16 @@ type UpsertEnforcementErrorParams struct {
 	Line       string
 	Now        time.Time
 	Term       int64
+}
+
+// InsertSecondSMParams are InsertSecondSM's arguments: a master subnet
+// manager that is not the leader's own OpenSM, recorded if Term is still the
+// current term.
+type InsertSecondSMParams struct {
+	PortGUID string
+	Priority int64
+	State    string
+	OwnState string
+	Term     int64
+	Now      time.Time
 }

@@ -23,6 +23,7 @@ type Queries interface {
 	BumpRevision(ctx context.Context) (int64, error)
 	ClearEnforcementErrors(ctx context.Context) (int64, error)
 	ClearGUIDsOfNetwork(ctx context.Context, revision int64, now time.Time, networkID string) (int64, error)
+	CompleteJob(ctx context.Context, now *time.Time, jobID int64, revision int64, term int64) (int64, error)
 	CompleteJobs(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error)
 	CountJobsByStatus(ctx context.Context) ([]CountJobsByStatusRow, error)
 	DeleteAppliesBefore(ctx context.Context, keepFrom int64, before time.Time, batch int64, term int64) (int64, error)
@@ -35,6 +36,7 @@ type Queries interface {
 	DeleteNetwork(ctx context.Context, id string) (int64, error)
 	DeletePort(ctx context.Context, id string) (int64, error)
 	DeletePortsOfNetwork(ctx context.Context, networkID string) (int64, error)
+	DeleteSecondSMs(ctx context.Context, term int64) (int64, error)
 	DescribeOpenJobs(ctx context.Context, reason string, now time.Time, revision int64, term int64) (int64, error)
 	EnforcementErrors(ctx context.Context) ([]EnforcementError, error)
 	ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error)
@@ -55,13 +57,16 @@ type Queries interface {
 	GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]Port, error)
 	Heartbeat(ctx context.Context, now *time.Time, term int64) (int64, error)
 	InsertExpectedSwitch(ctx context.Context, guid fabric.GUID, description string, now time.Time) error
-	InsertJob(ctx context.Context, arg InsertJobParams) (int64, error)
+	// InsertJob inserts the job and returns the id it chose (j.ID is not read).
+	InsertJob(ctx context.Context, j Job) (int64, error)
+	InsertSecondSM(ctx context.Context, arg InsertSecondSMParams) (int64, error)
 	InsertSecretIfAbsent(ctx context.Context, name string, value string, now time.Time) error
 	KubernetesMembershipsOfGUID(ctx context.Context, guid fabric.GUID) ([]KubernetesMember, error)
 	CountKubernetesMembersOfPKey(ctx context.Context, pkey fabric.PKey) (int64, error)
 	CountKubernetesMembers(ctx context.Context) (int64, error)
 	KubernetesState(ctx context.Context) (KubernetesStateRow, error)
 	LastApply(ctx context.Context) (Apply, error)
+	LastAudit(ctx context.Context) ([]LastAuditRow, error)
 	Leadership(ctx context.Context) (LeadershipRow, error)
 	ListAdoptedPartitions(ctx context.Context) ([]AdoptedPartition, error)
 	ListKubernetesMembers(ctx context.Context) ([]KubernetesMember, error)
@@ -80,12 +85,17 @@ type Queries interface {
 	OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]OpenJobsWithGUIDsRow, error)
 	RecordApply(ctx context.Context, arg RecordApplyParams) (int64, error)
 	Revision(ctx context.Context) (int64, error)
+	SetJobDescription(ctx context.Context, description string, now time.Time, jobID int64, term int64) (int64, error)
 	UpsertAdoptedPartition(ctx context.Context, arg UpsertAdoptedPartitionParams) error
 	UpsertKubernetesMember(ctx context.Context, arg UpsertKubernetesMemberParams) error
 	UpsertKubernetesPKey(ctx context.Context, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time) error
+	SecondSMs(ctx context.Context) ([]SecondSubnetManager, error)
 	SetRevision(ctx context.Context, revision int64) error
 	UpdateSecret(ctx context.Context, value string, name string) error
 	UpsertEnforcementError(ctx context.Context, arg UpsertEnforcementErrorParams) (int64, error)
+	// UpsertLastAudit records a as the last audit if its Term is still the
+	// current term.
+	UpsertLastAudit(ctx context.Context, a LastAuditRow) (int64, error)
 	UpsertNetwork(ctx context.Context, arg UpsertNetworkParams) error
 	UpsertPort(ctx context.Context, arg UpsertPortParams) error
 }

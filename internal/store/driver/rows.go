@@ -201,3 +201,25 @@ type ReadLeaseRow struct {
 	FreezeReason      string
 	UnfreezeRequested bool
 }
+
+// LastAuditRow is the last fabric audit's summary (LastAudit).
+type LastAuditRow struct {
+	Term      int64
+	Revision  int64
+	StartedAt time.Time
+	TookMs    int64
+	Findings  int64
+	Breaches  int64
+	Summary   string
+}
+
+// SecondSubnetManager is a master subnet manager on the fabric that is not
+// the leader's own OpenSM, as the leader recorded it.
+type SecondSubnetManager struct {
+	PortGuid string
+	Priority int64
+	State    string
+	OwnState string
+	Term     int64
+	SeenAt   time.Time
+}

@@ -15,6 +15,10 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
 
+func (q queries) BumpRevision(ctx context.Context) (int64, error) {
+	return driver.LastInsertID(q.Queries.BumpRevision(ctx))
+}
+
 func (q queries) ClearGUIDsOfNetwork(ctx context.Context, revision int64, now time.Time, networkID string) (int64, error) {
 	return q.Queries.ClearGUIDsOfNetwork(ctx, mysqldb.ClearGUIDsOfNetworkParams{Revision: revision, Now: now, NetworkID: networkID})
 }
@@ -102,6 +106,14 @@ func (q queries) InsertExpectedSwitch(ctx context.Context, guid fabric.GUID, des
 	return q.Queries.InsertExpectedSwitch(ctx, mysqldb.InsertExpectedSwitchParams{Guid: guid, Description: description, Now: now})
 }
 
+func (q queries) InsertJob(ctx context.Context, j driver.Job) (int64, error) {
+	return driver.LastInsertID(q.Queries.InsertJob(ctx, mysqldb.InsertJobParams{Revision: j.Revision, ObjectType: j.ObjectType, ObjectID: j.ObjectID, NetworkID: j.NetworkID, Operation: j.Operation, Status: j.Status, Description: j.Description, Result: j.Result, Error: j.Error, CreatedBy: j.CreatedBy, Request: j.Request, RequestID: j.RequestID, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt}))
+}
+
+func (q queries) InsertSecondSM(ctx context.Context, arg driver.InsertSecondSMParams) (int64, error) {
+	return q.Queries.InsertSecondSM(ctx, mysqldb.InsertSecondSMParams{PortGuid: arg.PortGUID, Priority: arg.Priority, State: arg.State, OwnState: arg.OwnState, Term: arg.Term, Now: arg.Now})
+}
+
 func (q queries) InsertSecretIfAbsent(ctx context.Context, name string, value string, now time.Time) error {
 	return q.Queries.InsertSecretIfAbsent(ctx, mysqldb.InsertSecretIfAbsentParams{Name: name, Value: value, Now: now})
 }
@@ -119,6 +131,11 @@ func (q queries) KubernetesState(ctx context.Context) (driver.KubernetesStateRow
 func (q queries) LastApply(ctx context.Context) (driver.Apply, error) {
 	r, err := q.Queries.LastApply(ctx)
 	return driver.Apply(r), err
+}
+
+func (q queries) LastAudit(ctx context.Context) ([]driver.LastAuditRow, error) {
+	rs, err := q.Queries.LastAudit(ctx)
+	return driver.Convert(rs, func(r mysqldb.LastAuditRow) driver.LastAuditRow { return driver.LastAuditRow(r) }), err
 }
 
 func (q queries) Leadership(ctx context.Context) (driver.LeadershipRow, error) {
@@ -186,6 +203,10 @@ func (q queries) RecordApply(ctx context.Context, arg driver.RecordApplyParams) 
 	return q.Queries.RecordApply(ctx, mysqldb.RecordApplyParams{Revision: arg.Revision, Sha256: arg.SHA256, Term: arg.Term, Outcome: arg.Outcome, Detail: arg.Detail, StartedAt: arg.StartedAt, FinishedAt: arg.FinishedAt})
 }
 
+func (q queries) SetJobDescription(ctx context.Context, description string, now time.Time, jobID int64, term int64) (int64, error) {
+	return q.Queries.SetJobDescription(ctx, mysqldb.SetJobDescriptionParams{Description: description, Now: now, JobID: jobID, Term: term})
+}
+
 func (q queries) UpsertAdoptedPartition(ctx context.Context, arg driver.UpsertAdoptedPartitionParams) error {
 	return q.Queries.UpsertAdoptedPartition(ctx, mysqldb.UpsertAdoptedPartitionParams{Pkey: arg.PKey, Name: arg.Name, Statement: arg.Statement, Revision: arg.Revision, Now: arg.Now})
 }
@@ -198,12 +219,21 @@ func (q queries) UpsertKubernetesPKey(ctx context.Context, pkey fabric.PKey, ipO
 	return q.Queries.UpsertKubernetesPKey(ctx, mysqldb.UpsertKubernetesPKeyParams{Pkey: pkey, IpOverIb: ipOverIb, Revision: revision, Now: now})
 }
 
+func (q queries) SecondSMs(ctx context.Context) ([]driver.SecondSubnetManager, error) {
+	rs, err := q.Queries.SecondSMs(ctx)
+	return driver.Convert(rs, func(r mysqldb.SecondSubnetManager) driver.SecondSubnetManager { return driver.SecondSubnetManager(r) }), err
+}
+
 func (q queries) UpdateSecret(ctx context.Context, value string, name string) error {
 	return q.Queries.UpdateSecret(ctx, mysqldb.UpdateSecretParams{Value: value, Name: name})
 }
 
 func (q queries) UpsertEnforcementError(ctx context.Context, arg driver.UpsertEnforcementErrorParams) (int64, error) {
 	return q.Queries.UpsertEnforcementError(ctx, mysqldb.UpsertEnforcementErrorParams{SwitchGuid: arg.SwitchGUID, Port: arg.Port, Line: arg.Line, Now: arg.Now, Term: arg.Term})
+}
+
+func (q queries) UpsertLastAudit(ctx context.Context, a driver.LastAuditRow) (int64, error) {
+	return q.Queries.UpsertLastAudit(ctx, mysqldb.UpsertLastAuditParams{Term: a.Term, Revision: a.Revision, StartedAt: a.StartedAt, TookMs: a.TookMs, Findings: a.Findings, Breaches: a.Breaches, Summary: a.Summary})
 }
 
 func (q queries) UpsertNetwork(ctx context.Context, arg driver.UpsertNetworkParams) error {

@@ -417,23 +417,11 @@ func (l *getLock) Release(ctx context.Context) error {
 // driver.LeaseQueries. adaptergen writes the mechanical adapters
 // (adapters_gen.go: rows converted to the driver's types, arguments passed in
 // the Params structs sqlc's MySQL engine makes); the methods in this package
-// are what differs: MariaDB has no RETURNING (the new revision and a job's id
-// come back as the last insert id), its SQL takes some values twice, sqlc
-// types a few arguments otherwise, and the lease's ttl is in microseconds.
+// are what differs: its SQL takes some values twice, sqlc types a few
+// arguments otherwise, and the lease's ttl is in microseconds. (MariaDB has no
+// RETURNING: the new revision and a job's id come back as the last insert id,
+// which the generated adapters read, driver.LastInsertID.)
 type queries struct{ *mysqldb.Queries }
-
-// BumpRevision reads the new revision as the UPDATE's last insert id
-// (LAST_INSERT_ID(expr)), sparing a SELECT while the row lock is held.
-func (q queries) BumpRevision(ctx context.Context) (int64, error) {
-	return lastInsertID(q.Queries.BumpRevision(ctx))
-}
-
-// InsertJob reads the job's id as the INSERT's last insert id. sqlc's Params
-// struct has the fields of the driver's, in the same order: a plain
-// conversion, which compiles only while they stay the same.
-func (q queries) InsertJob(ctx context.Context, arg driver.InsertJobParams) (int64, error) {
-	return lastInsertID(q.Queries.InsertJob(ctx, mysqldb.InsertJobParams(arg)))
-}
 
 // NewTerm reads the term it started back in the same transaction (the store
 // runs it in one).
@@ -445,19 +433,16 @@ func (q queries) NewTerm(ctx context.Context, holder string, now *time.Time) (in
 	return l.Term, err
 }
 
-func lastInsertID(res sql.Result, err error) (int64, error) {
-	if err != nil {
-		return 0, err
-	}
-	return res.LastInsertId()
-}
-
 // The job updates write finished_at (or started_at), a nullable column, and
 // updated_at, which is not: MariaDB's SQL names the time twice, and sqlc makes
 // a field of each.
 
 func (q queries) CompleteJobs(ctx context.Context, now *time.Time, revision, term int64) (int64, error) {
 	return q.Queries.CompleteJobs(ctx, mysqldb.CompleteJobsParams{FinishedAt: now, Now: *now, Revision: revision, Term: term})
+}
+
+func (q queries) CompleteJob(ctx context.Context, now *time.Time, jobID, revision, term int64) (int64, error) {
+	return q.Queries.CompleteJob(ctx, mysqldb.CompleteJobParams{FinishedAt: now, Now: *now, JobID: jobID, Revision: revision, Term: term})
 }
 
 func (q queries) FailJob(ctx context.Context, reason string, now *time.Time, jobID, term int64) (int64, error) {

@@ -81,8 +81,12 @@ func (q queries) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric
 	return driver.Convert(rs, func(r pgdb.Port) driver.Port { return driver.Port(r) }), err
 }
 
-func (q queries) InsertJob(ctx context.Context, arg driver.InsertJobParams) (int64, error) {
-	return q.Queries.InsertJob(ctx, arg.Revision, arg.ObjectType, arg.ObjectID, arg.NetworkID, arg.Operation, arg.Status, arg.Description, arg.Result, arg.CreatedBy, arg.Request, arg.RequestID, arg.Now, arg.FinishedAt)
+func (q queries) InsertJob(ctx context.Context, j driver.Job) (int64, error) {
+	return q.Queries.InsertJob(ctx, j.Revision, j.ObjectType, j.ObjectID, j.NetworkID, j.Operation, j.Status, j.Description, j.Result, j.Error, j.CreatedBy, j.Request, j.RequestID, j.CreatedAt, j.UpdatedAt, j.StartedAt, j.FinishedAt)
+}
+
+func (q queries) InsertSecondSM(ctx context.Context, arg driver.InsertSecondSMParams) (int64, error) {
+	return q.Queries.InsertSecondSM(ctx, arg.PortGUID, arg.Priority, arg.State, arg.OwnState, arg.Term, arg.Now)
 }
 
 func (q queries) KubernetesMembershipsOfGUID(ctx context.Context, guid fabric.GUID) ([]driver.KubernetesMember, error) {
@@ -98,6 +102,11 @@ func (q queries) KubernetesState(ctx context.Context) (driver.KubernetesStateRow
 func (q queries) LastApply(ctx context.Context) (driver.Apply, error) {
 	r, err := q.Queries.LastApply(ctx)
 	return driver.Apply(r), err
+}
+
+func (q queries) LastAudit(ctx context.Context) ([]driver.LastAuditRow, error) {
+	rs, err := q.Queries.LastAudit(ctx)
+	return driver.Convert(rs, func(r pgdb.LastAuditRow) driver.LastAuditRow { return driver.LastAuditRow(r) }), err
 }
 
 func (q queries) Leadership(ctx context.Context) (driver.LeadershipRow, error) {
@@ -167,8 +176,17 @@ func (q queries) UpsertKubernetesMember(ctx context.Context, arg driver.UpsertKu
 	return q.Queries.UpsertKubernetesMember(ctx, arg.PKey, arg.GUID, arg.Membership, arg.Index0, arg.Revision, arg.Now)
 }
 
+func (q queries) SecondSMs(ctx context.Context) ([]driver.SecondSubnetManager, error) {
+	rs, err := q.Queries.SecondSMs(ctx)
+	return driver.Convert(rs, func(r pgdb.SecondSubnetManager) driver.SecondSubnetManager { return driver.SecondSubnetManager(r) }), err
+}
+
 func (q queries) UpsertEnforcementError(ctx context.Context, arg driver.UpsertEnforcementErrorParams) (int64, error) {
 	return q.Queries.UpsertEnforcementError(ctx, arg.SwitchGUID, arg.Port, arg.Line, arg.Now, arg.Term)
+}
+
+func (q queries) UpsertLastAudit(ctx context.Context, a driver.LastAuditRow) (int64, error) {
+	return q.Queries.UpsertLastAudit(ctx, a.Term, a.Revision, a.StartedAt, a.TookMs, a.Findings, a.Breaches, a.Summary)
 }
 
 func (q queries) UpsertNetwork(ctx context.Context, arg driver.UpsertNetworkParams) error {

@@ -255,14 +255,7 @@ func testEnforcementErrors(t *testing.T, s *store.Store) {
 	port3again := store.EnforcementSighting{Switch: sw, Port: 3, Line: "Nov 29 18:16:43 112233 [F89526C0] 0x01 -> again"}
 	unattributed := store.EnforcementSighting{Switch: store.Unattributed, Line: "... Clearing Enforcement bit"}
 	before := time.Now().UTC().Add(-time.Second)
-	old, err := s.NewTerm(t.Context(), "deposed")
-	if err != nil {
-		t.Fatal(err)
-	}
-	term, err := s.NewTerm(t.Context(), "leader")
-	if err != nil {
-		t.Fatal(err)
-	}
+	old, term := deposedAndLeader(t, s)
 	// A deposed leader records nothing.
 	if err := s.RecordEnforcementErrors(t.Context(), old, []store.EnforcementSighting{port3}); !errors.Is(err, store.ErrFenced) {
 		t.Errorf("RecordEnforcementErrors with an old term = %v; want ErrFenced", err)
@@ -319,4 +312,17 @@ func testEnforcementErrors(t *testing.T, s *store.Store) {
 	if after, err := s.EnforcementErrors(t.Context()); err != nil || len(after) != 0 {
 		t.Errorf("after clearing: %+v, %v", after, err)
 	}
+}
+
+// deposedAndLeader begins two terms: old, deposed by term, the leader's.
+func deposedAndLeader(t *testing.T, s *store.Store) (old, term int64) {
+	t.Helper()
+	old, err := s.NewTerm(t.Context(), "deposed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if term, err = s.NewTerm(t.Context(), "leader"); err != nil {
+		t.Fatal(err)
+	}
+	return old, term
 }

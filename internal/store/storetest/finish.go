@@ -18,6 +18,7 @@ var finishTests = []storeTest{
 	{"FinishApplyOfAStaleTermChangesNothing", testFinishApplyStale},
 	{"FinishApplyThatFailsMidwayLeavesNothing", testFinishApplyFailsMidway},
 	{"FinishApplyReadsTheGatesAsTheirQueriesDo", testFinishApplyGateState},
+	{"FinishApplyProvenCompletesOnlyTheJobsItNames", testFinishApplyProven},
 }
 
 // finishSetup records a network (revision 1), a Kubernetes change (2) and
@@ -211,5 +212,86 @@ func testFinishApplyGateState(t *testing.T, s *store.Store) {
 			t.Errorf("%s: open saw switches %+v and errors %+v; want %+v and %+v", step.name, seen.Expected,
 				seen.Errors, expected, errs)
 		}
+	}
+}
+
+// testFinishApplyProven: an apply whose read-back proof holds some jobs
+// completes only the ones it names, up to its revision, with its applied row
+// and behind the gates; a held job stays open through a later revision's
+// apply, and last_updated moves only when no Kubernetes change is held.
+func testFinishApplyProven(t *testing.T, s *store.Store) {
+	s = kubeStore(s)
+	ctx := t.Context()
+	term, jobs := finishSetup(t, s) // revisions 1 (network), 2 (Kubernetes), 3 (network)
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	all := store.Proven{Jobs: []int64{jobs[0].ID, jobs[1].ID, jobs[2].ID}, Kubernetes: true}
+	closed := func(store.GateState) bool { return false }
+	open := func(store.GateState) bool { return true }
+	status := func(want ...string) {
+		t.Helper()
+		for i, j := range jobs {
+			if got := job(t, s, j.ID); got.Status != want[i] {
+				t.Errorf("job %d (revision %d) is %s; want %s", j.ID, j.Revision, got.Status, want[i])
+			}
+		}
+	}
+	pending, done := store.StatusPending, store.StatusCompleted
+
+	if f, err := clockAt(s, at).FinishApplyProven(ctx, appliedRow(term, 3, at), all, closed); err != nil ||
+		!f.Recorded || f.Open || f.Completed != 0 {
+		t.Fatalf("FinishApplyProven with the gates closed = %+v, %v; want recorded, nothing completed", f, err)
+	}
+	status(pending, pending, pending)
+
+	// Revision 2's apply, the Kubernetes job held: only the network's job of
+	// revision 1 completes (revision 3's is past the apply), and
+	// last_updated stays.
+	end := at.Add(time.Second)
+	held := store.Proven{Jobs: []int64{jobs[0].ID, jobs[2].ID}}
+	f, err := clockAt(s, at).FinishApplyProven(ctx, appliedRow(term, 2, end), held, open)
+	if err != nil || !f.Recorded || !f.Open || f.Completed != 1 {
+		t.Fatalf("FinishApplyProven(2) = %+v, %v; want 1 job completed", f, err)
+	}
+	status(done, pending, pending)
+	if got := job(t, s, jobs[0].ID); got.FinishedAt == nil || got.FinishedAt.Before(end) {
+		t.Errorf("job finished %v; want no earlier than the apply, %v", got.FinishedAt, end)
+	}
+	if got, _ := s.KubernetesLastUpdated(ctx); got != nil {
+		t.Errorf("last_updated = %v while its job is held", got)
+	}
+	// A later revision's apply does not complete the held job.
+	if f, err := s.FinishApplyProven(ctx, appliedRow(term, 3, end), held, open); err != nil || f.Completed != 1 {
+		t.Fatalf("FinishApplyProven(3) = %+v, %v; want 1 job completed", f, err)
+	}
+	status(done, pending, done)
+	if a, err := s.LastApply(ctx); err != nil || a.Revision != 3 {
+		t.Errorf("LastApply = %+v, %v; want revision 3's row", a, err)
+	}
+	// A deposed term completes nothing.
+	newer, err := s.NewTerm(ctx, "manager-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err := s.FinishApplyProven(ctx, appliedRow(term, 3, end), all, open); err != nil || f.Recorded || f.Completed != 0 {
+		t.Fatalf("FinishApplyProven of a stale term = %+v, %v; want nothing", f, err)
+	}
+	status(done, pending, done)
+	// Once proven, the held job completes, noted as it was proven, and
+	// last_updated moves.
+	later := end.Add(time.Second)
+	const note = "not a port on the fabric: proven by OpenSM's log"
+	all.Notes = map[int64]string{jobs[1].ID: note, jobs[0].ID: "already completed"}
+	if f, err := clockAt(s, at).FinishApplyProven(ctx, appliedRow(newer, 3, later), all, open); err != nil || f.Completed != 1 {
+		t.Fatalf("FinishApplyProven of the held job = %+v, %v; want 1 job completed", f, err)
+	}
+	status(done, done, done)
+	if got := job(t, s, jobs[1].ID).Description; got != jobs[1].Description+" ("+note+")" {
+		t.Errorf("the noted job's description = %q; want what it does, then the note", got)
+	}
+	if got := job(t, s, jobs[0].ID).Description; got != jobs[0].Description {
+		t.Errorf("a job completed before its note = %q; want unchanged", got)
+	}
+	if got, err := s.KubernetesLastUpdated(ctx); err != nil || got == nil || !got.Equal(later) {
+		t.Errorf("last_updated = %v, %v; want %v", got, err, later)
 	}
 }

@@ -72,6 +72,8 @@ func Run(t *testing.T, engine string) {
 	tests = append(tests, textTests...)
 	tests = append(tests, appliesRetentionTests...)
 	tests = append(tests, adoptedTests...)
+	tests = append(tests, auditTests...)
+	tests = append(tests, secondSMTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

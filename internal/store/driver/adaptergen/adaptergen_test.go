@@ -42,6 +42,8 @@ func TestGenerate(t *testing.T) {
 			wantErr: "driver.Renamed.GetThing: parameter 1 is name in the interface, id in the generated method"},
 		{name: "params struct without a parameter's field", args: []string{"-interfaces", "driver.ParamsField"},
 			wantErr: "driver.ParamsField.AddThing: the generated parameter ownerID has no parameter of its name in the interface (ID string, At time.Time)"},
+		{name: "row whose key is not returned", args: []string{"-interfaces", "driver.KeyNotReturned"},
+			wantErr: "driver.KeyNotReturned.StoreThing: parameter ID is none of the generated method's (ownerID *string)"},
 		{name: "no such interface", args: []string{"-interfaces", "driver.Absent"},
 			wantErr: "example.com/fixture/driver declares no interface Absent"},
 		{name: "package not imported", args: []string{"-interfaces", "store.Queries"},

@@ -392,51 +392,21 @@ func (g *generator) method(drv *pkg, drvName, name string, ft *ast.FuncType) (st
 	}
 	drvFile := drv.fileOf(ft)
 	want, have := fields(ft.Params), fields(gen.Type.Params)
-	if len(want) == 0 || len(have) == 0 {
-		return "", fmt.Errorf("no context.Context first parameter")
+	ctxName, err := g.checkParams(drv, drvFile, genFile, want, have)
+	if err != nil {
+		return "", err
 	}
-	for i, ps := range [][]param{want, have} {
-		p, f := drv, drvFile
-		if i == 1 {
-			p, f = g.db, genFile
-		}
-		if c, err := p.canon(f, ps[0].typ); err != nil || c != "context.Context" {
-			return "", fmt.Errorf("no context.Context first parameter")
-		}
-	}
-	ctxName := want[0].name
-	if ctxName == "" || ctxName == "_" {
-		ctxName = "ctx"
-		want[0].name = ctxName
-	}
-	for _, p := range want[1:] {
-		switch p.name {
-		case "", "_":
-			return "", fmt.Errorf("a parameter has no name")
-		case "q", "r", "rs", "err", ctxName:
-			return "", fmt.Errorf("parameter %s: the adapter uses that name; rename it in the interface", p.name)
-		}
+	wantRes, haveRes := fields(ft.Results), fields(gen.Type.Results)
+	returns, err := g.checkResults(drv, drvFile, genFile, wantRes, haveRes)
+	if err != nil {
+		return "", err
 	}
 
-	args, direct, err := g.args(drv, drvFile, want[1:], have[1:], genFile)
+	args, direct, err := g.args(drv, drvFile, want[1:], have[1:], genFile, returns)
 	if err != nil {
 		return "", err
 	}
 	call := fmt.Sprintf("q.Queries.%s(%s)", name, strings.Join(append([]string{ctxName}, args...), ", "))
-
-	wantRes, haveRes := fields(ft.Results), fields(gen.Type.Results)
-	if len(wantRes) != len(haveRes) || len(wantRes) == 0 || len(wantRes) > 2 {
-		return "", fmt.Errorf("the generated method returns %d values, the interface's %d", len(haveRes), len(wantRes))
-	}
-	for i, ps := range [][]param{wantRes, haveRes} {
-		p, f := drv, drvFile
-		if i == 1 {
-			p, f = g.db, genFile
-		}
-		if c, err := p.canon(f, ps[len(ps)-1].typ); err != nil || c != "error" {
-			return "", fmt.Errorf("the last result is not an error")
-		}
-	}
 	var ret string
 	if len(wantRes) == 2 {
 		conv, same, err := g.result(drv, drvFile, drvName, wantRes[0].typ, haveRes[0].typ, genFile)
@@ -450,7 +420,65 @@ func (g *generator) method(drv *pkg, drvName, name string, ft *ast.FuncType) (st
 	if direct && ret == "" {
 		return "", nil // the generated method is the interface's: promoted
 	}
+	return g.adapter(drv, drvFile, name, want, wantRes, call, ret), nil
+}
 
+// checkParams checks that both methods take a context.Context first and
+// that the interface's other parameters have names the adapter does not use;
+// it returns the context's name (ctx when the interface leaves it unnamed).
+func (g *generator) checkParams(drv *pkg, drvFile, genFile *ast.File, want, have []param) (ctxName string, err error) {
+	if len(want) == 0 || len(have) == 0 {
+		return "", fmt.Errorf("no context.Context first parameter")
+	}
+	for i, ps := range [][]param{want, have} {
+		p, f := drv, drvFile
+		if i == 1 {
+			p, f = g.db, genFile
+		}
+		if c, err := p.canon(f, ps[0].typ); err != nil || c != "context.Context" {
+			return "", fmt.Errorf("no context.Context first parameter")
+		}
+	}
+	ctxName = want[0].name
+	if ctxName == "" || ctxName == "_" {
+		ctxName = "ctx"
+		want[0].name = ctxName
+	}
+	for _, p := range want[1:] {
+		switch p.name {
+		case "", "_":
+			return "", fmt.Errorf("a parameter has no name")
+		case "q", "r", "rs", "err", ctxName:
+			return "", fmt.Errorf("parameter %s: the adapter uses that name; rename it in the interface", p.name)
+		}
+	}
+	return ctxName, nil
+}
+
+// checkResults checks that both methods return a value (or none) and an
+// error; it returns the interface's value type, "" when there is none.
+func (g *generator) checkResults(drv *pkg, drvFile, genFile *ast.File, wantRes, haveRes []param) (returns string, err error) {
+	if len(wantRes) != len(haveRes) || len(wantRes) == 0 || len(wantRes) > 2 {
+		return "", fmt.Errorf("the generated method returns %d values, the interface's %d", len(haveRes), len(wantRes))
+	}
+	for i, ps := range [][]param{wantRes, haveRes} {
+		p, f := drv, drvFile
+		if i == 1 {
+			p, f = g.db, genFile
+		}
+		if c, err := p.canon(f, ps[len(ps)-1].typ); err != nil || c != "error" {
+			return "", fmt.Errorf("the last result is not an error")
+		}
+	}
+	if len(wantRes) == 2 {
+		return drv.canon(drvFile, wantRes[0].typ)
+	}
+	return "", nil
+}
+
+// adapter writes the method: the interface's signature around call, returned
+// as it is, or through ret (a format with one %s for the call).
+func (g *generator) adapter(drv *pkg, drvFile *ast.File, name string, want, wantRes []param, call, ret string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nfunc (q %s) %s(", g.cfg.typeName, name)
 	for i, p := range want {
@@ -476,7 +504,7 @@ func (g *generator) method(drv *pkg, drvName, name string, ft *ast.FuncType) (st
 		fmt.Fprintf(&b, ret, call)
 	}
 	b.WriteString("}\n")
-	return b.String(), nil
+	return b.String()
 }
 
 // input is one value the adapter passes on: a parameter of the interface's
@@ -517,10 +545,13 @@ func (g *generator) inputs(drv *pkg, drvFile *ast.File, want []param) (in []inpu
 // and type: a swapped pair of parameters of one type fails here, where the
 // compiler would take it. direct says the generated method takes the
 // interface's parameters as they are.
-func (g *generator) args(drv *pkg, drvFile *ast.File, want, have []param, genFile *ast.File) ([]string, bool, error) {
+func (g *generator) args(drv *pkg, drvFile *ast.File, want, have []param, genFile *ast.File, returns string) ([]string, bool, error) {
 	in, byName := g.inputs(drv, drvFile, want)
 	if st, stName := g.paramsStruct(have); st != nil {
 		fs := fields(st.Fields)
+		if byName {
+			in = g.withoutKey(in, fs, returns)
+		}
 		exprs, err := g.byName(in, fs, g.db.typeFile[stName], stName+".")
 		if err != nil {
 			return nil, false, err
@@ -532,6 +563,7 @@ func (g *generator) args(drv *pkg, drvFile *ast.File, want, have []param, genFil
 		return []string{lit}, false, nil
 	}
 	if byName {
+		in = g.withoutKey(in, have, returns)
 		exprs, err := g.byName(in, have, genFile, "the generated parameter ")
 		return exprs, false, err
 	}
@@ -578,6 +610,28 @@ func (g *generator) byName(in []input, slots []param, file *ast.File, prefix str
 		}
 	}
 	return exprs, nil
+}
+
+// withoutKey is in without the row's key when the method takes a row to
+// insert and returns the key the query chose for it (InsertJob takes a job and
+// returns its id): the struct's ID field of the returned type (returns),
+// which none of the generated method's slots takes, is the query's to fill.
+func (g *generator) withoutKey(in []input, slots []param, returns string) []input {
+	for i, w := range in {
+		if !strings.EqualFold(w.name, "ID") || returns == "" {
+			continue
+		}
+		if t, err := w.pkg.canon(w.file, w.typ); err != nil || t != returns {
+			continue
+		}
+		for _, s := range slots {
+			if strings.EqualFold(s.name, w.name) {
+				return in
+			}
+		}
+		return append(in[:i:i], in[i+1:]...)
+	}
+	return in
 }
 
 // paramsStruct is the Params struct the generated method takes as its one
@@ -660,6 +714,10 @@ func (g *generator) result(drv *pkg, drvFile *ast.File, drvName string, want, ha
 	switch {
 	case named(drv, want) != "" && named(g.db, have) != "":
 		return fmt.Sprintf("\tr, err := %%s\n\treturn %s.%s(r), err\n", drvName, named(drv, want)), false, nil
+	case w == "int64" && h == "database/sql.Result":
+		// MariaDB has no RETURNING: an insert's id, or LAST_INSERT_ID(expr),
+		// comes back as the statement's last insert id.
+		return fmt.Sprintf("\treturn %s.LastInsertID(%%s)\n", drvName), false, nil
 	case wok && hok && named(drv, wa.Elt) != "" && named(g.db, ha.Elt) != "":
 		to := drvName + "." + named(drv, wa.Elt)
 		from := g.imports[g.db.path] + "." + named(g.db, ha.Elt)

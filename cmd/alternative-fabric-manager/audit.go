@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/audit"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
+)
+
+// --audit's exit statuses besides 0 (the fabric is as recorded) and
+// exitFailed (nothing was judged).
+const (
+	exitAuditBreach   = 6 // a port may reach a partition it must not
+	exitAuditFindings = 7 // ports cut off or unreachable, no breach
+)
+
+// auditHelp is --audit's flag help.
+const auditHelp = "read every host port's P_Key table and the switch port facing it, compare them with the recorded state " +
+	"and print a table per partition (--json: as JSON), then exit (0: as recorded, 6: an isolation breach, " +
+	"7: ports cut off or unreachable; docs/isolation-proof.md)"
+
+// auditReader is the SMP reader of the audit. checkEnforcement is false on
+// the simulated fabric, which keeps no switch port's enforcement bits (they
+// read 0 whatever OpenSM set): judging them there would close the gate for
+// good. Two connections: the simulator serves ten clients at once, OpenSM and
+// the read-back proof included, and leaves room for an --audit beside it.
+func auditReader(ctx context.Context, cfg *config.Config, st *store.Store) (r *pkeyread.Reader, checkEnforcement bool, err error) {
+	r, simulated, err := fabricReader(ctx, cfg, databaseKeys{st}, 2)
+	if err != nil {
+		return nil, false, fmt.Errorf("no SMP transport to audit the fabric: %w", err)
+	}
+	return r, !simulated, nil
+}
+
+// auditConfig is the applier's audit: [opensm] audit_interval, with the
+// reader this host has; none (and a warning) without one.
+func auditConfig(ctx context.Context, cfg *config.Config, st *store.Store, sm *opensm.Supervisor, log *slog.Logger) applier.AuditConfig {
+	if cfg.OpenSM.AuditInterval <= 0 {
+		return applier.AuditConfig{}
+	}
+	r, enforcement, err := auditReader(ctx, cfg, st)
+	if err != nil {
+		log.Warn("the fabric audit is off", "reason", err.Error())
+		return applier.AuditConfig{}
+	}
+	return applier.AuditConfig{Interval: cfg.OpenSM.AuditInterval, Reader: r, CheckEnforcement: enforcement, Recorder: st,
+		RestartOpenSM: func(ctx context.Context) error { return restartOpenSM(ctx, sm) }}
+}
+
+// runAuditCommand runs one audit against the recorded state (not the file
+// OpenSM last swept: a change under way shows as findings until it is
+// applied). Nothing is recorded: the leader's audits are what the gates use.
+func runAuditCommand(ctx context.Context, path string, asJSON bool, log *slog.Logger, w io.Writer) error {
+	return withOperatorStore(ctx, path, log, func(ctx context.Context, cfg *config.Config, st *store.Store) error {
+		in, err := auditInput(ctx, cfg, st)
+		if err != nil {
+			return err
+		}
+		s, err := audit.Run(ctx, in)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(s); err != nil {
+				return err
+			}
+		} else if err := printAudit(w, s); err != nil {
+			return err
+		}
+		return auditVerdict(s)
+	})
+}
+
+// auditInput reads what an audit compares: the recorded state, rendered as
+// the applier renders it, and OpenSM's subnet dump.
+func auditInput(ctx context.Context, cfg *config.Config, st *store.Store) (audit.Input, error) {
+	r, enforcement, err := auditReader(ctx, cfg, st)
+	if err != nil {
+		return audit.Input{}, err
+	}
+	tpl, err := loadTemplate(cfg)
+	if err != nil {
+		return audit.Input{}, err
+	}
+	flavour, err := opensm.DetectFlavour(ctx, cfg.OpenSM.Command)
+	if err != nil {
+		flavour = fabric.Upstream
+	}
+	text, err := checkRecordedState(ctx, cfg, st, tpl, flavour)
+	if err != nil {
+		return audit.Input{}, err
+	}
+	snap, err := st.Snapshot(ctx)
+	if err != nil {
+		return audit.Input{}, fmt.Errorf("read recorded state: %w", err)
+	}
+	topo, err := topology.Load(subnetDump(cfg))
+	if err != nil {
+		return audit.Input{}, err
+	}
+	return audit.Input{File: text, Revision: snap.Revision, Flavour: flavour, Owners: networkOwners(snap),
+		Topology: topo, Reader: r, CheckEnforcement: enforcement}, nil
+}
+
+// networkOwners names each network's partition as the applier's audit does.
+func networkOwners(snap store.Snapshot) map[uint16]string {
+	names := map[uint16]string{}
+	for _, n := range snap.Networks {
+		if n.Managed && n.PKey != nil {
+			names[uint16(*n.PKey)&0x7fff] = fmt.Sprintf("network %s (%s)", n.Name, n.ID)
+		}
+	}
+	return names
+}
+
+// auditVerdict is --audit's exit status for s.
+func auditVerdict(s audit.Summary) error {
+	switch {
+	case len(s.Breaches()) > 0:
+		return exitStatus{exitAuditBreach}
+	case !s.Clean():
+		return exitStatus{exitAuditFindings}
+	}
+	return nil
+}
+
+// printAudit writes an audit as a table, a line per partition, then every
+// finding.
+func printAudit(w io.Writer, s audit.Summary) error {
+	fmt.Fprintf(w, "audit of revision %d: %d host ports, %d read, in %s; switch enforcement %s\n",
+		s.Revision, s.Ports, s.Read, s.Took.Round(time.Millisecond), map[bool]string{true: "checked",
+			false: "not checked (the fabric does not report it)"}[s.EnforcementChecked])
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PKEY\tPARTITION\tMEMBERS\tFINDINGS")
+	for _, p := range s.Partitions {
+		fmt.Fprintf(tw, "0x%04x\t%s\t%d\t%s\n", p.PKey, p.Owner, p.Members, kindCounts(p.Findings))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if s.Clean() {
+		_, err := fmt.Fprintln(w, "clean: every port holds what the recorded state says, and nothing else")
+		return err
+	}
+	fmt.Fprintf(w, "findings (%s):\n", kindCounts(s.Counts()))
+	for _, f := range s.Findings {
+		mark := " "
+		if f.Breach() {
+			mark = "!"
+		}
+		fmt.Fprintf(w, " %s %s: %s\n", mark, f.Kind, f.Text)
+	}
+	return nil
+}
+
+// kindCounts says counts by kind, in audit.Kinds' order; "none" when empty.
+func kindCounts(counts map[audit.Kind]int) string {
+	var parts []string
+	for _, k := range audit.Kinds {
+		if n := counts[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, k))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// AuditStatus is the last audit as --status shows it.
+type AuditStatus struct {
+	Interval  float64            `json:"interval_seconds"` // 0: off
+	StartedAt *time.Time         `json:"started_at"`       // nil: never ran
+	Revision  int64              `json:"revision"`
+	Findings  int64              `json:"findings"`
+	Breaches  int64              `json:"breaches"`
+	Counts    map[audit.Kind]int `json:"counts"`
+}
+
+// readAuditStatus reads the last audit into s, and says in NotCompleting
+// that its breaches hold jobs (as the leader's term does, audit.go).
+func readAuditStatus(ctx context.Context, cfg *config.Config, st *store.Store, s *Status) error {
+	last, ok, err := st.LastAudit(ctx)
+	if err != nil {
+		return err
+	}
+	a := &AuditStatus{Interval: cfg.OpenSM.AuditInterval.Seconds()}
+	s.Audit = a
+	if !ok {
+		return nil
+	}
+	a.StartedAt, a.Revision, a.Findings, a.Breaches = &last.StartedAt, last.Revision, last.Findings, last.Breaches
+	var sum audit.Summary
+	if err := json.Unmarshal(last.Summary, &sum); err == nil {
+		a.Counts = sum.Counts()
+	}
+	if last.Breaches > 0 && cfg.OpenSM.AuditInterval > 0 {
+		s.NotCompleting = append(s.NotCompleting, fmt.Sprintf("the fabric audit of %s found %d isolation breaches "+
+			"(--audit names them); jobs complete once an audit finds the fabric clean",
+			last.StartedAt.Format(time.RFC3339), last.Breaches))
+	}
+	return nil
+}
+
+// printAuditStatus writes --status's audit line.
+func printAuditStatus(w io.Writer, a *AuditStatus) {
+	switch {
+	case a == nil:
+	case a.StartedAt == nil && a.Interval == 0:
+		fmt.Fprintln(w, "last audit:\tnone (audit_interval = 0)")
+	case a.StartedAt == nil:
+		fmt.Fprintln(w, "last audit:\tnone yet")
+	default:
+		fmt.Fprintf(w, "last audit:\t%s, revision %d: %d findings (%s), %d breaches\n",
+			a.StartedAt.Format(time.RFC3339), a.Revision, a.Findings, kindCounts(a.Counts), a.Breaches)
+	}
+}

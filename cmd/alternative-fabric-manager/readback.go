@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
+)
+
+// readbackWorkers is how many ports the read-back proof reads at once: the
+// simulated fabric serves ten clients, OpenSM and the operators' tools among
+// them.
+const readbackWorkers = 4
+
+// newReadback is the reader of the ports' P_Key tables the applier proves
+// jobs with ([opensm] verify = tables); nil for verify = log. A manager that
+// cannot read the fabric refuses to start rather than complete jobs on a
+// proof it was told not to trust alone.
+func newReadback(ctx context.Context, cfg *config.Config, keys opensm.KeySource) (*pkeyread.Reader, error) {
+	if cfg.OpenSM.Verify == config.VerifyLog {
+		return nil, nil
+	}
+	r, _, err := fabricReader(ctx, cfg, keys, readbackWorkers)
+	if err != nil {
+		return nil, fmt.Errorf("[opensm] verify = tables: %w (verify = log completes jobs on OpenSM's log alone)", err)
+	}
+	return r, nil
+}
+
+// fabricReader reads the fabric OpenSM programs, on workers connections:
+// the simulator OpenSM's environment attaches it to (simulated), else the
+// HCA port smp_port names. It carries the M_Key where the m_key hardening
+// group sets one.
+func fabricReader(ctx context.Context, cfg *config.Config, keys opensm.KeySource, workers int) (r *pkeyread.Reader, simulated bool, err error) {
+	env, err := opensmEnvironment(cfg.OpenSM)
+	if err != nil {
+		return nil, false, err
+	}
+	port, err := smpPort(cfg, env)
+	if err != nil {
+		return nil, false, err
+	}
+	d, err := pkeyread.NewDialer(env, port)
+	if err != nil {
+		return nil, false, err
+	}
+	r = &pkeyread.Reader{Dialer: d, Workers: workers}
+	if cfg.OpenSM.Hardening.Has(opensm.GroupMKey) {
+		// M_Key protection level 2 and 3 refuse a Get without the M_Key.
+		k, err := keys.Keys(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		// MKeys is what the Reader sends; MKey, the key at the start, is
+		// for the second-SM check, which sends its own SMPs.
+		r.MKey = k.MKey
+		r.MKeys = (&readbackMKeys{keys: keys, current: k.MKey}).MKeys
+	}
+	sim, _ := pkeyread.SimDialerFromEnv(env)
+	return r, sim.Socket != "", nil
+}
+
+// readbackMKeys gives the read-back proof its M_Keys at each read, from the
+// recorded keys: --rotate-keys records a new M_Key while the manager runs,
+// and the OpenSM that a restart or a new leader starts with it moves the
+// ports to it one sweep at a time. So the reads try the key recorded now,
+// then the one recorded before it that this process saw (the ports' key
+// until OpenSM moved them). The keys are never logged.
+type readbackMKeys struct {
+	keys opensm.KeySource
+
+	mu                sync.Mutex
+	current, previous uint64
+}
+
+// MKeys is the Reader's MKeys. A database that cannot be read leaves the
+// keys last read: the reads go on with them.
+func (k *readbackMKeys) MKeys(ctx context.Context) ([]uint64, error) {
+	recorded, err := k.keys.Keys(ctx)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err == nil && recorded.MKey != k.current {
+		k.previous, k.current = k.current, recorded.MKey
+	}
+	if k.previous == 0 || k.previous == k.current {
+		return []uint64{k.current}, nil
+	}
+	return []uint64{k.current, k.previous}, nil
+}
+
+// smpPort is the HCA port SMPs are sent from on real hardware: [opensm]
+// smp_port, else the local port whose GUID is the one OpenSM runs on
+// ([opensm_conf] guid), so that reads leave from OpenSM's own port. On the
+// simulated fabric it is not needed ("").
+func smpPort(cfg *config.Config, opensmEnv []string) (string, error) {
+	if cfg.OpenSM.SMPPort != "" {
+		return cfg.OpenSM.SMPPort, nil
+	}
+	if sim, _ := pkeyread.SimDialerFromEnv(opensmEnv); sim.Socket != "" {
+		return "", nil
+	}
+	guid, err := openSMGUID(cfg)
+	if err != nil || guid == 0 {
+		return "", err // none: UmadDialer says to set smp_port
+	}
+	port, err := pkeyread.UmadPortOfGUID(guid)
+	if err != nil {
+		return "", fmt.Errorf("[opensm] smp_port is empty and the port of [opensm_conf] guid %s: %w", guid, err)
+	}
+	return port, nil
+}
+
+// opensmEnvironment is the environment OpenSM runs with, as each driver
+// builds it: the process driver's child inherits the manager's and adds
+// env_file's lines; a container gets env_file's alone.
+func opensmEnvironment(o config.OpenSM) ([]string, error) {
+	var env []string
+	if o.Driver == config.DriverProcess {
+		env = os.Environ()
+	}
+	if o.EnvFile == "" {
+		return env, nil
+	}
+	extra, err := opensm.ReadEnvFile(o.EnvFile)
+	if err != nil {
+		return nil, err
+	}
+	return append(env, extra...), nil // later entries win
+}

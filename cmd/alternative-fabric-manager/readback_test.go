@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
+)
+
+// recordedMKey is a KeySource with a fixed M_Key.
+type recordedMKey uint64
+
+func (k recordedMKey) Keys(context.Context) (opensm.Keys, error) {
+	return opensm.Keys{MKey: uint64(k)}, nil
+}
+
+// TestNewReadback: verify = log reads nothing; verify = tables reads the
+// simulator OpenSM's env_file names, with the M_Key when the m_key group is
+// on, and refuses to start, naming the key, where no transport exists.
+func TestNewReadback(t *testing.T) {
+	dir := t.TempDir()
+	simEnv := filepath.Join(dir, "sim.env")
+	if err := os.WriteFile(simEnv, []byte("IBSIM_SOCKNAME=sim7\nSIM_HOST=SM\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("IBSIM_SOCKNAME", "") // the manager's own environment names no simulator
+	for _, tc := range []struct {
+		name    string
+		edit    func(o *config.OpenSM)
+		want    *pkeyread.Reader
+		wantErr string
+	}{
+		{name: "log", edit: func(o *config.OpenSM) { o.Verify = config.VerifyLog; o.EnvFile = simEnv }},
+		{name: "simulated", edit: func(o *config.OpenSM) { o.EnvFile = simEnv },
+			want: &pkeyread.Reader{Dialer: pkeyread.SimDialer{Socket: "sim7", Node: "SM"}, Workers: readbackWorkers, MKey: 0x1234}},
+		{name: "without m_key", edit: func(o *config.OpenSM) { o.EnvFile = simEnv; o.Hardening.Groups = nil },
+			want: &pkeyread.Reader{Dialer: pkeyread.SimDialer{Socket: "sim7", Node: "SM"}, Workers: readbackWorkers}},
+		{name: "no transport", edit: func(o *config.OpenSM) {}, wantErr: "[opensm] verify = tables: no transport for SMPs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Default()
+			tc.edit(&cfg.OpenSM)
+			r, err := newReadback(t.Context(), &cfg, recordedMKey(0x1234))
+			switch {
+			case tc.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "verify = log") {
+					t.Fatalf("newReadback: %v, %v; want an error saying %q and the way out", r, err, tc.wantErr)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case tc.want == nil && r != nil:
+				t.Fatalf("verify = log: a reader %+v", r)
+			case tc.want != nil && (r == nil || r.Dialer != tc.want.Dialer || r.Workers != tc.want.Workers):
+				t.Fatalf("newReadback = %+v, want %+v", r, tc.want)
+			case tc.want != nil && tc.want.MKey == 0 && r.MKeys != nil:
+				t.Fatal("a reader with M_Keys without the m_key group")
+			case tc.want != nil && tc.want.MKey != 0:
+				if r.MKeys == nil {
+					t.Fatal("a reader without M_Keys with the m_key group")
+				}
+				if keys, err := r.MKeys(t.Context()); err != nil || !slices.Equal(keys, []uint64{tc.want.MKey}) {
+					t.Fatalf("the reader's M_Keys = %#x, %v; want %#x", keys, err, tc.want.MKey)
+				}
+			}
+		})
+	}
+}
+
+// TestSMPPort: the port SMPs leave from is smp_port, else the port of
+// OpenSM's guid; on the simulated fabric none is needed.
+func TestSMPPort(t *testing.T) {
+	sim := []string{"IBSIM_SOCKNAME=sim7", "SIM_HOST=SM"}
+	for _, tc := range []struct {
+		name    string
+		smpPort string
+		guid    string
+		env     []string
+		want    string
+		wantErr string
+	}{
+		{name: "smp_port", smpPort: "mlx5_1:2", guid: "0x0002c90300000001", want: "mlx5_1:2"},
+		{name: "simulated", guid: "0x0002c90300000001", env: sim, want: ""},
+		{name: "no guid: UmadDialer asks for smp_port", want: ""},
+		// No HCA here has that GUID: the error names both keys.
+		{name: "guid of no local port", guid: "0x0002c90300000001", wantErr: "smp_port is empty and the port of [opensm_conf] guid 0x0002c90300000001"},
+		{name: "bad guid", guid: "nonsense", wantErr: "[opensm_conf] guid"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.OpenSM.SMPPort = tc.smpPort
+			if tc.guid != "" {
+				cfg.OpenSMConf = []config.KeyValue{{Key: "guid", Value: tc.guid}}
+			}
+			got, err := smpPort(&cfg, tc.env)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("smpPort = %q, %v; want an error saying %q", got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("smpPort = %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// rotatingKeys is a KeySource whose M_Key a test changes, as --rotate-keys
+// does while a manager runs; err fails the next calls.
+type rotatingKeys struct {
+	mkey uint64
+	err  error
+}
+
+func (k *rotatingKeys) Keys(context.Context) (opensm.Keys, error) {
+	return opensm.Keys{MKey: k.mkey}, k.err
+}
+
+// TestReadbackMKeysFollowRotation: the read-back proof's M_Keys are the
+// recorded one at each read; after a rotation, the new key and then the old
+// one (ports keep it until OpenSM moves them); a database that cannot be
+// read leaves the keys last read.
+func TestReadbackMKeysFollowRotation(t *testing.T) {
+	src := &rotatingKeys{mkey: 0x1111}
+	k := &readbackMKeys{keys: src, current: 0x1111}
+	for _, step := range []struct {
+		name string
+		edit func()
+		want []uint64
+	}{
+		{"before a rotation", func() {}, []uint64{0x1111}},
+		{"rotated", func() { src.mkey = 0x2222 }, []uint64{0x2222, 0x1111}},
+		{"database away", func() { src.err = errors.New("away") }, []uint64{0x2222, 0x1111}},
+		{"rotated again", func() { src.mkey, src.err = 0x3333, nil }, []uint64{0x3333, 0x2222}},
+	} {
+		step.edit()
+		if got, err := k.MKeys(t.Context()); err != nil || !slices.Equal(got, step.want) {
+			t.Errorf("%s: M_Keys = %#x, %v; want %#x", step.name, got, err, step.want)
+		}
+	}
+}

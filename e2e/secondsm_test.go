@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+)
+
+// A second subnet manager on the fabric: another real OpenSM, on another
+// SM HCA, with partitions of its own.
+
+// foreignSM is an OpenSM the manager does not run.
+type foreignSM struct {
+	guid fabric.GUID
+	log  string
+	cmd  *exec.Cmd
+}
+
+// startForeignSM starts a real OpenSM on the k-th SM HCA of f with priority
+// and a partitions file of its own (only the default partition), in a
+// directory of its own.
+func startForeignSM(t *testing.T, f *fabricsim.Fabric, k, priority int) *foreignSM {
+	t.Helper()
+	opensm := fabricsim.RequireProgram(t, "opensm", "opensm")
+	env, guid := f.SMEnv(k)
+	dir := t.TempDir()
+	for i, line := range env {
+		if name, _, _ := strings.Cut(line, "="); name == "OSM_CACHE_DIR" || name == "OSM_TMP_DIR" {
+			env[i] = name + "=" + dir
+		}
+	}
+	partitions, conf := filepath.Join(dir, "partitions.conf"), filepath.Join(dir, "opensm.conf")
+	for path, text := range map[string]string{
+		partitions: "Default=0x7fff,ipoib : ALL=limited, SELF=full ;\n",
+		conf:       fmt.Sprintf("log_flags 0x03\nforce_log_flush TRUE\nsweep_interval 1\nsm_priority %d\n", priority),
+	} {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sm := &foreignSM{guid: guid, log: filepath.Join(dir, "opensm.log")}
+	sm.cmd = exec.Command(opensm, "-F", conf, "-g", guid.String(), "-P", partitions, "-f", sm.log, "-d", "2",
+		"--dump_files_dir", dir)
+	sm.cmd.Dir = dir
+	sm.cmd.Env = append(os.Environ(), env...)
+	if err := sm.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sm.stop)
+	return sm
+}
+
+func (sm *foreignSM) stop() {
+	if sm.cmd.ProcessState == nil {
+		sm.cmd.Process.Kill()
+		sm.cmd.Wait()
+	}
+}
+
+func (sm *foreignSM) says(what string) func() bool {
+	return func() bool {
+		log, _ := os.ReadFile(sm.log)
+		return strings.Contains(string(log), what)
+	}
+}
+
+// TestSecondSubnetManagerHoldsJobs: a second OpenSM of a higher priority
+// takes the subnet over and programs its own partitions; the manager names it
+// and completes nothing; once it is stopped and the manager's OpenSM is
+// master again, the recorded state is applied again and the job completes,
+// its pkey back in the port's table.
+func TestSecondSubnetManagerHoldsJobs(t *testing.T) {
+	m := launchManager(t, storetest.NewDatabase(t, config.EngineSQLite), fabricsim.Options{Hosts: 2, SMs: 2}, settings{})
+	m.confirmSwitches()
+	h1, h2 := m.fabric.Host("H1").PortGUID, m.fabric.Host("H2").PortGUID
+	m.waitCompleted(m.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json")), nil)
+	m.waitCompleted(m.accept("POST", "/cloudx/Port", portBody("5d2e8f1a-3c4b-4a6d-8e9f-0a1b2c3d4e5f", netID, vendorClientID(h2))), nil)
+
+	foreign := startForeignSM(t, m.fabric, 2, 15)
+	waitFor(t, "the second OpenSM to become master", foreign.says("Entering MASTER state"))
+	// It programs its own partitions: H2 loses the tenant's pkey.
+	waitFor(t, "the second OpenSM to take H2 out of the tenant's partition", func() bool {
+		return !slices.Contains(m.pkeys(h2), 0x8065)
+	})
+	// Detected within a check interval, with no job to hold.
+	waitFor(t, "--status to name the second SM", func() bool {
+		out, _ := m.tryOperator("--status") // exit status 3: jobs do not complete
+		return strings.Contains(out, foreign.guid.String())
+	})
+	job := m.accept("POST", "/cloudx/Port", portBody("8a4f2c6e-1d3b-4e5f-9a7c-6b2d0e1f3a94", netID, vendorClientID(h1)))
+	j := m.waitDescription(job, "Second subnet manager: port "+foreign.guid.String()+" (priority 15, MASTER)")
+	if j.Status != "Running" {
+		t.Errorf("job %s is %s while the second SM is master; want Running", job, j.Status)
+	}
+	var s struct {
+		NotCompleting []string `json:"not_completing"`
+	}
+	out, _ := m.tryOperator("--status", "--json")
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(s.NotCompleting, func(r string) bool { return strings.Contains(r, foreign.guid.String()) }) {
+		t.Errorf("--status --json not_completing = %q; want the second SM's port %s", s.NotCompleting, foreign.guid)
+	}
+	if log := m.log(); !strings.Contains(log, "second subnet manager") || !strings.Contains(log, foreign.guid.String()) {
+		t.Errorf("the manager's log does not name the second SM %s", foreign.guid)
+	}
+
+	foreign.stop()
+	m.waitCompleted(job, nil)
+	for _, port := range []fabric.GUID{h1, h2} {
+		if got := m.pkeys(port); !slices.Contains(got, 0x8065) {
+			t.Errorf("port %s's table is %s after the job completed; want the tenant's pkey 0x8065", port, hex(got))
+		}
+	}
+	if out, _ := m.tryOperator("--status"); strings.Contains(out, foreign.guid.String()) {
+		t.Errorf("--status still names the stopped SM %s:\n%s", foreign.guid, out)
+	}
+}

@@ -1,0 +1,291 @@
+package applier
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/audit"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// The continuous audit: every AuditConfig.Interval, while no apply is under
+// way, the term reads every host port's P_Key table and the switch port facing
+// each, and compares them with the file OpenSM last applied (internal/audit).
+// Only the leader's term audits: only it knows which file OpenSM swept.
+//
+// What it finds is acted on at once: a port cut off from its partition makes
+// the loop apply the state again, once for a given set of ports (heal says
+// what that can and cannot repair); a breach (a foreign pkey, a full membership where the state
+// says limited, a switch port not enforcing) closes a gate until an audit
+// finds none: no job completes while a tenant may reach another.
+
+// AuditConfig is the continuous audit's; its zero value audits nothing.
+type AuditConfig struct {
+	Interval time.Duration // 0: no audit
+	// Reader reads the tables; nil: no audit.
+	Reader *pkeyread.Reader
+	// CheckEnforcement judges the switch ports' enforcement bits; off on a
+	// fabric that does not report them (audit.Input).
+	CheckEnforcement bool
+	// Recorder keeps the last audit's summary for --status; nil: not kept.
+	Recorder AuditRecorder
+	// RestartOpenSM starts the manager's OpenSM again, returning once the
+	// new one may be signalled: a new OpenSM has no copy of the ports'
+	// tables and writes every one at its first sweep. nil: ports that stay
+	// cut off after the state is applied again are only reported.
+	RestartOpenSM func(ctx context.Context) error
+}
+
+// AuditRecorder keeps the last audit's summary (store.Store).
+type AuditRecorder interface {
+	RecordAudit(ctx context.Context, a store.Audit) error
+	LastAudit(ctx context.Context) (a store.Audit, ok bool, err error)
+}
+
+// AuditObserver is told of every audit (metrics.Metrics); the Observer is
+// asked for it, so observers that do not count audits need not say so.
+type AuditObserver interface {
+	AuditFinished(s audit.Summary, err error)
+}
+
+// auditState is a term's state of the audit.
+type auditState struct {
+	due       <-chan time.Time // the next audit; nil until the first wait
+	reasons   []GateReason     // the last audit's breaches, as gate reasons
+	healed    string           // the cut-off findings the state was last applied again for
+	restarted string           // the cut-off findings OpenSM was last restarted for
+}
+
+// auditDue fires when the next audit is due; never without an audit. The
+// first is due at once: the term's first idle turn, after its full apply.
+func (t *term) auditDue() <-chan time.Time {
+	if t.Cfg.Audit.Interval <= 0 || t.Cfg.Audit.Reader == nil {
+		return nil
+	}
+	if t.audit.due == nil {
+		t.audit.due = time.After(0)
+	}
+	return t.audit.due
+}
+
+// auditReasons are the gate reasons of the last audit's breaches.
+func (t *term) auditReasons() []GateReason { return t.audit.reasons }
+
+// runAudit audits the fabric against the file OpenSM last applied, and acts
+// on what it finds. It runs from the loop's idle turn only, so no apply is
+// under way and the file is the one OpenSM swept.
+func (t *term) runAudit(ctx context.Context) {
+	t.audit.due = time.After(t.Cfg.Audit.Interval)
+	if t.applied < 0 || t.written == nil {
+		return // an apply is due: the tables are about to change
+	}
+	s, err := t.auditOnce(ctx)
+	if obs, ok := t.observer().(AuditObserver); ok {
+		obs.AuditFinished(s, err)
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			t.Log.Error("audit the fabric's P_Key tables", "error", err)
+		}
+		return
+	}
+	t.actOnAudit(ctx, s)
+}
+
+// auditOnce reads and compares; the file and the owners are what the last
+// apply wrote.
+func (t *term) auditOnce(ctx context.Context) (audit.Summary, error) {
+	dump := t.readDump()
+	if dump.err != nil {
+		return audit.Summary{}, fmt.Errorf("OpenSM's subnet dump: %w", dump.err)
+	}
+	return audit.Run(ctx, audit.Input{File: t.written, Revision: t.applied, Flavour: t.Cfg.Rules.Flavour,
+		Owners: owners(t.rendered), Topology: dump.topo, Reader: t.Cfg.Audit.Reader,
+		CheckEnforcement: t.Cfg.Audit.CheckEnforcement})
+}
+
+// actOnAudit logs and records the findings, heals what applying again heals
+// and sets the gate from the breaches.
+func (t *term) actOnAudit(ctx context.Context, s audit.Summary) {
+	for _, f := range s.Findings {
+		level := t.Log.Warn
+		if f.Breach() {
+			level = t.Log.Error
+		}
+		level("audit: "+f.Text, "kind", f.Kind, "revision", s.Revision)
+	}
+	t.Log.Info("audit finished", "ports", s.Ports, "read", s.Read, "findings", len(s.Findings),
+		"breaches", len(s.Breaches()), "took", s.Took)
+	if rec := t.Cfg.Audit.Recorder; rec != nil {
+		dbctx, cancel := context.WithTimeout(ctx, t.dbTimeout())
+		defer cancel()
+		if err := rec.RecordAudit(dbctx, AuditRecord(t.id, s)); err != nil {
+			t.Log.Error("record the audit's summary", "error", err)
+		}
+	}
+	t.heal(ctx, s)
+	t.audit.reasons = breachReasons(s.Breaches())
+}
+
+// heal applies the state again for ports cut off from their partitions, once
+// for a given set of them: OpenSM's heavy sweep programs what its own view of
+// the fabric lacks (a port it found again). Upstream OpenSM does not rewrite
+// a table that was changed behind its back while its view says it is right
+// (measured on the simulated fabric), so ports still cut off after that make
+// it start again, once for a given set: a new OpenSM writes every table.
+// Applying again at every audit would only sweep.
+func (t *term) heal(ctx context.Context, s audit.Summary) {
+	var cut []string
+	for _, f := range s.Findings {
+		if f.Heals() {
+			cut = append(cut, f.Text)
+		}
+	}
+	key := strings.Join(cut, "\n")
+	switch {
+	case len(cut) == 0:
+		t.audit.restarted = ""
+	case key != t.audit.healed:
+		t.Log.Warn("audit: ports are cut off from their partitions; applying the recorded state again", "ports", len(cut))
+		t.applied, t.judged = -1, nil
+	case key != t.audit.restarted && t.Cfg.Audit.RestartOpenSM != nil:
+		t.Log.Warn("audit: ports are still cut off from their partitions after the state was applied again; "+
+			"restarting OpenSM, which writes every port's table at its first sweep", "ports", len(cut), "first", cut[0])
+		t.audit.restarted = key
+		t.restartOpenSM(ctx)
+	default:
+		t.Log.Error("audit: ports are still cut off from their partitions after the state was applied again: "+
+			"OpenSM does not rewrite a table it believes right; bounce the port's link or restart OpenSM "+
+			"so that it programs the port again", "ports", len(cut), "first", cut[0])
+	}
+	t.audit.healed = key
+}
+
+// restartOpenSM restarts OpenSM for heal, within auditRestart, and applies
+// the state again to the new one.
+func (t *term) restartOpenSM(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, auditRestart)
+	defer cancel()
+	if err := t.Cfg.Audit.RestartOpenSM(ctx); err != nil {
+		t.Log.Error("audit: restart OpenSM", "error", err)
+	}
+	t.applied, t.judged = -1, nil
+}
+
+// auditRestart bounds a restart: OpenSM's stop, the supervisor's back-off and
+// the new one's start.
+const auditRestart = time.Minute
+
+// breachReasons turns breaches into gate reasons, one per kind, naming the
+// first few ports.
+func breachReasons(breaches []audit.Finding) []GateReason {
+	texts := map[GateKind][]string{}
+	var kinds []GateKind
+	for _, f := range breaches {
+		kind := GateIsolationBreach
+		if f.Kind == audit.NotEnforcing {
+			kind = GateSwitchNotEnforcing
+		}
+		if texts[kind] == nil {
+			kinds = append(kinds, kind)
+		}
+		texts[kind] = append(texts[kind], f.Text)
+	}
+	var reasons []GateReason
+	for _, k := range kinds {
+		shown := texts[k][:min(3, len(texts[k]))]
+		text := "the fabric audit found " + strings.Join(shown, "; ")
+		if more := len(texts[k]) - len(shown); more > 0 {
+			text += fmt.Sprintf(" (and %d more; see --audit)", more)
+		}
+		reasons = append(reasons, GateReason{Kind: k, Text: text + "; jobs complete once an audit finds the fabric clean"})
+	}
+	return reasons
+}
+
+// owners names each network's partition by the network, for the findings:
+// the file names it by pkey and id only.
+func owners(snap store.Snapshot) map[uint16]string {
+	names := map[uint16]string{}
+	for _, n := range snap.Networks {
+		if n.Managed && n.PKey != nil {
+			names[uint16(*n.PKey)&0x7fff] = fmt.Sprintf("network %s (%s)", n.Name, n.ID)
+		}
+	}
+	return names
+}
+
+// maxRecordedFindings bounds the findings an audit's record lists (its
+// counts are of all of them): a fabric-wide fault (the default partition
+// gone from every port) must not make a row of megabytes at every audit.
+const maxRecordedFindings = 200
+
+// AuditRecord is the database's record of an audit by term (--audit
+// records its own audits the same way, term 0 aside).
+func AuditRecord(term int64, s audit.Summary) store.Audit {
+	rec := store.Audit{Term: term, Revision: s.Revision, StartedAt: s.Started, Took: s.Took,
+		Findings: int64(len(s.Findings)), Breaches: int64(len(s.Breaches()))}
+	kept := s
+	// Breaches first, so the ones kept are the ones a gate names.
+	kept.Findings = append(s.Breaches(), nonBreaches(s.Findings)...)
+	kept.Findings = kept.Findings[:min(len(kept.Findings), maxRecordedFindings)]
+	rec.Summary, _ = json.Marshal(kept) // of plain values: cannot fail
+	return rec
+}
+
+func nonBreaches(findings []audit.Finding) []audit.Finding {
+	var out []audit.Finding
+	for _, f := range findings {
+		if !f.Breach() {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// loadAudit starts the term's gate from the last recorded audit: breaches a
+// previous term (this manager before a restart, or another leader) found keep
+// jobs from completing until this term's first audit finds the fabric clean.
+// Without an audit configured nothing would ever clear them, so none is
+// loaded.
+func (t *term) loadAudit(ctx context.Context) {
+	rec := t.Cfg.Audit.Recorder
+	if rec == nil || t.auditDue() == nil {
+		return
+	}
+	dbctx, cancel := context.WithTimeout(ctx, t.dbTimeout())
+	defer cancel()
+	last, ok, err := rec.LastAudit(dbctx)
+	if err != nil {
+		t.Log.Error("read the last audit; its breaches are found again by this term's first audit", "error", err)
+		return
+	}
+	if !ok || last.Breaches == 0 {
+		return
+	}
+	var s audit.Summary
+	if err := json.Unmarshal(last.Summary, &s); err != nil {
+		t.Log.Error("read the last audit's summary", "error", err)
+	}
+	t.audit.reasons = breachReasons(s.Breaches())
+	if len(t.audit.reasons) == 0 { // a summary that lost its findings still closes the gate
+		t.audit.reasons = []GateReason{{GateIsolationBreach, fmt.Sprintf(
+			"the last fabric audit (%s) found %d isolation breaches; jobs complete once an audit finds the fabric clean",
+			last.StartedAt.Format(time.RFC3339), last.Breaches)}}
+	}
+	t.Log.Warn("the last fabric audit found breaches; jobs wait for an audit that finds none",
+		"audited", last.StartedAt, "breaches", last.Breaches)
+}
+
+// dbTimeout bounds the audit's database calls as the term's others are
+// (deadlineStore).
+func (t *term) dbTimeout() time.Duration {
+	if t.Cfg.DBTimeout > 0 {
+		return t.Cfg.DBTimeout
+	}
+	return DefaultDBTimeout
+}

@@ -1,0 +1,75 @@
+package applier
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+func TestJudgeMasters(t *testing.T) {
+	const own, other fabric.GUID = 0x0002c90300a00001, 0x0002c90300a10001
+	sm := func(guid fabric.GUID, priority uint8, state pkeyread.SMState) pkeyread.SMInfo {
+		return pkeyread.SMInfo{GUID: guid, Priority: priority, State: state}
+	}
+	for _, tc := range []struct {
+		name      string
+		m         pkeyread.Masters
+		sms       []pkeyread.SMInfo // behind the other ports
+		wantFound *store.SecondSM
+		wantKnown bool
+		wantText  []string // in the gate's reason
+	}{
+		{name: "own master", m: pkeyread.Masters{MasterLID: 1, OwnLID: 1, Master: sm(own, 1, pkeyread.SMMaster), Own: sm(own, 1, pkeyread.SMMaster)},
+			wantKnown: true},
+		{name: "no master swept the port yet", m: pkeyread.Masters{OwnLID: 1}},
+		{name: "no master swept the port yet, own discovering", m: pkeyread.Masters{OwnLID: 1, Own: sm(own, 1, pkeyread.SMDiscovering)}},
+		{name: "own discovering (a restart)", m: pkeyread.Masters{MasterLID: 1, OwnLID: 1, Master: sm(own, 1, pkeyread.SMDiscovering), Own: sm(own, 1, pkeyread.SMDiscovering)}},
+		{name: "the named master is gone, own master again", m: pkeyread.Masters{MasterLID: 2, OwnLID: 1, Own: sm(own, 1, pkeyread.SMMaster)},
+			wantKnown: true},
+		{name: "the named master is gone, own still standby", m: pkeyread.Masters{MasterLID: 2, OwnLID: 1, Own: sm(own, 1, pkeyread.SMStandby)},
+			wantFound: &store.SecondSM{PortGUID: own, Priority: 1, State: "STANDBY", OwnState: "STANDBY"}, wantKnown: true},
+		{name: "a master behind another port before any swept the own port", m: pkeyread.Masters{OwnLID: 1, Own: sm(own, 1, pkeyread.SMDiscovering)},
+			sms:       []pkeyread.SMInfo{sm(other, 15, pkeyread.SMMaster)},
+			wantFound: &store.SecondSM{PortGUID: other, Priority: 15, State: "MASTER", OwnState: "DISCOVERING"}, wantKnown: true},
+		{name: "a higher priority took over", m: pkeyread.Masters{MasterLID: 2, OwnLID: 1, Master: sm(other, 15, pkeyread.SMMaster), Own: sm(own, 1, pkeyread.SMStandby)},
+			wantFound: &store.SecondSM{PortGUID: other, Priority: 15, State: "MASTER", OwnState: "STANDBY"}, wantKnown: true,
+			wantText: []string{"port 0x0002c90300a10001 (priority 15, MASTER)", "port 0x0002c90300a00001, STANDBY"}},
+		{name: "another master while own still says master", m: pkeyread.Masters{MasterLID: 2, OwnLID: 1, Master: sm(other, 0, pkeyread.SMMaster), Own: sm(own, 1, pkeyread.SMMaster)},
+			wantFound: &store.SecondSM{PortGUID: other, Priority: 0, State: "MASTER", OwnState: "MASTER"}, wantKnown: true,
+			wantText: []string{"port 0x0002c90300a10001 (priority 0, MASTER)"}},
+		{name: "own standby, named master of itself", m: pkeyread.Masters{MasterLID: 1, OwnLID: 1, Master: sm(own, 1, pkeyread.SMStandby), Own: sm(own, 1, pkeyread.SMStandby)},
+			wantFound: &store.SecondSM{PortGUID: own, Priority: 1, State: "STANDBY", OwnState: "STANDBY"}, wantKnown: true,
+			wantText: []string{"this manager's OpenSM (port 0x0002c90300a00001) is STANDBY"}},
+		{name: "a master with another SM_Key beside the own one", m: pkeyread.Masters{MasterLID: 1, OwnLID: 1, Master: sm(own, 1, pkeyread.SMMaster), Own: sm(own, 1, pkeyread.SMMaster)},
+			sms:       []pkeyread.SMInfo{sm(0x0002c90300a20001, 0, pkeyread.SMStandby), sm(other, 3, pkeyread.SMMaster)},
+			wantFound: &store.SecondSM{PortGUID: other, Priority: 3, State: "MASTER", OwnState: "MASTER"}, wantKnown: true,
+			wantText: []string{"port 0x0002c90300a10001 (priority 3, MASTER)"}},
+		{name: "own standby, the new master not yet named by the own port", m: pkeyread.Masters{MasterLID: 1, OwnLID: 1, Master: sm(own, 1, pkeyread.SMStandby), Own: sm(own, 1, pkeyread.SMStandby)},
+			sms:       []pkeyread.SMInfo{sm(other, 15, pkeyread.SMMaster)},
+			wantFound: &store.SecondSM{PortGUID: other, Priority: 15, State: "MASTER", OwnState: "STANDBY"}, wantKnown: true},
+		{name: "a standby SM beside the own master is not flagged", m: pkeyread.Masters{MasterLID: 1, OwnLID: 1, Master: sm(own, 1, pkeyread.SMMaster), Own: sm(own, 1, pkeyread.SMMaster)},
+			sms: []pkeyread.SMInfo{sm(other, 0, pkeyread.SMStandby), sm(other+0x10000, 15, pkeyread.SMNotActive)}, wantKnown: true},
+		{name: "own not active", m: pkeyread.Masters{MasterLID: 1, OwnLID: 1, Master: sm(own, 1, pkeyread.SMNotActive), Own: sm(own, 1, pkeyread.SMNotActive)},
+			wantFound: &store.SecondSM{PortGUID: own, Priority: 1, State: "NOTACTIVE", OwnState: "NOTACTIVE"}, wantKnown: true,
+			wantText: []string{"is NOTACTIVE"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			found, known := judgeMasters(smLook{masters: tc.m, sms: tc.sms}, own)
+			if known != tc.wantKnown || (found == nil) != (tc.wantFound == nil) || (found != nil && *found != *tc.wantFound) {
+				t.Fatalf("judgeMasters = %+v, %v; want %+v, %v", found, known, tc.wantFound, tc.wantKnown)
+			}
+			if found == nil {
+				return
+			}
+			text := secondSMText(*found, own)
+			for _, want := range tc.wantText {
+				if !strings.Contains(text, want) {
+					t.Errorf("reason %q does not say %q", text, want)
+				}
+			}
+		})
+	}
+}

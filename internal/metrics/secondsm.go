@@ -1,0 +1,54 @@
+package metrics
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// SecondSMs is what a scrape reads of a second subnet manager: the one the
+// leader recorded (store.SecondSMs), read from the database so that every
+// manager, leader or not, exports it.
+type SecondSMs interface {
+	SecondSMs(ctx context.Context) ([]store.SecondSM, error)
+}
+
+// SecondSM is a collector of afm_second_sm: 1 while the leader records a
+// master subnet manager that is not its own OpenSM, labelled with that SM's
+// port GUID, priority and state (at most one series: the leader records one),
+// 0 with empty labels otherwise. Absent when the database cannot be read.
+type SecondSM struct {
+	M       *Metrics
+	DB      SecondSMs
+	Timeout time.Duration // 0: 5 s
+}
+
+var descSecondSM = gaugeDesc("second_sm",
+	"1 while a master subnet manager that is not the leader's OpenSM is recorded (its port GUID, priority and state), else 0.",
+	"port_guid", "priority", "state")
+
+// Describe sends afm_second_sm's description.
+func (c *SecondSM) Describe(ch chan<- *prometheus.Desc) { ch <- descSecondSM }
+
+// Collect reads the recorded second subnet manager.
+func (c *SecondSM) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := scrapeContext(c.Timeout)
+	defer cancel()
+	sms, err := c.DB.SecondSMs(ctx)
+	if err != nil {
+		c.M.DatabaseError("scrape_second_sm")
+		return
+	}
+	if len(sms) == 0 {
+		ch <- prometheus.MustNewConstMetric(descSecondSM, prometheus.GaugeValue, 0, "", "", "")
+		return
+	}
+	for _, sm := range sms {
+		ch <- prometheus.MustNewConstMetric(descSecondSM, prometheus.GaugeValue, 1,
+			sm.PortGUID.String(), strconv.Itoa(sm.Priority), sm.State)
+	}
+}

@@ -1,0 +1,197 @@
+package pkeyread
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+)
+
+// Which subnet manager is master, read from the fabric: the manager's OpenSM
+// must be the only master, since a master programs every port's P_Key table
+// with its own partitions. Two reads answer it, whatever the number of
+// hosts: the local port's PortInfo names the master's LID (MasterSMLID,
+// which the master writes into every port it sweeps), and SMInfo at that LID
+// says which port that master is, its priority and its state. A master that
+// took the subnet over from the manager's OpenSM (a higher priority) has
+// rewritten MasterSMLID and made the manager's OpenSM STANDBY; both show.
+//
+// The own port's LID comes from OpenSM's subnet dump, checked by NodeInfo as
+// the P_Key reads are: a master that re-LIDed it fails the read instead of
+// naming another port's master.
+
+// The attributes and fields of this file (IBA 14.2.5).
+const (
+	attrSMInfo     = 0x0020
+	capabilityIsSM = 1 << 1 // PortInfo.CapabilityMask: an SM runs behind the port
+)
+
+// SMState is a subnet manager's state (SMInfo.SMState).
+type SMState uint8
+
+const (
+	SMNotActive SMState = iota
+	SMDiscovering
+	SMStandby
+	SMMaster
+)
+
+func (s SMState) String() string {
+	switch s {
+	case SMNotActive:
+		return "NOTACTIVE"
+	case SMDiscovering:
+		return "DISCOVERING"
+	case SMStandby:
+		return "STANDBY"
+	case SMMaster:
+		return "MASTER"
+	}
+	return fmt.Sprintf("state %d", uint8(s))
+}
+
+// SMInfo is what a subnet manager says of itself (IBA 14.2.5.13).
+type SMInfo struct {
+	GUID     fabric.GUID // the port the SM runs on
+	Priority uint8
+	State    SMState
+	LID      uint16 // where it was read
+}
+
+func parseSMInfo(data []byte, lid uint16) SMInfo {
+	return SMInfo{
+		GUID:     fabric.GUID(binary.BigEndian.Uint64(data[0:])),
+		Priority: data[20] >> 4,
+		State:    SMState(data[20] & 0x0f),
+		LID:      lid,
+	}
+}
+
+// Masters is one look at who is master, from the manager's OpenSM's port.
+type Masters struct {
+	Port      fabric.GUID // the manager's OpenSM's port
+	OwnLID    uint16      // its LID now
+	MasterLID uint16      // its MasterSMLID; 0: no master has swept it
+	// Own is what the SM behind the own port says of itself; Master what
+	// the SM at MasterLID says (Own again when MasterLID is OwnLID), zero
+	// when MasterLID is 0 or nothing answers there: the master that last
+	// swept the port is gone, and MasterSMLID is what it left.
+	Own, Master SMInfo
+	MasterErr   error // why Master is zero although MasterLID is not 0
+}
+
+// ReadMastersWithKeys is ReadMasters with each of mkeys in turn until one
+// answers (a port under M_Key protection answers no Get with another key;
+// during a rotation the ports move to the new key one sweep at a time); it
+// returns the key that answered, for the SMPs that follow.
+func ReadMastersWithKeys(ctx context.Context, conn Conn, mkeys []uint64, tid *atomic.Uint32, own fabric.GUID, lid uint16) (Masters, uint64, error) {
+	if len(mkeys) == 0 {
+		mkeys = []uint64{0}
+	}
+	var err error
+	for _, k := range mkeys {
+		var m Masters
+		if m, err = ReadMasters(ctx, conn, k, tid, own, lid); err == nil {
+			return m, k, nil
+		}
+	}
+	return Masters{}, 0, err
+}
+
+// ReadMasters reads the PortInfo of own (the manager's OpenSM's port) at lid,
+// once the LID answered as own, its SM's SMInfo, and the SMInfo of the master
+// its MasterSMLID names when that is another port: up to five SMPs on conn,
+// each carrying mkey, with transaction ids from tid.
+func ReadMasters(ctx context.Context, conn Conn, mkey uint64, tid *atomic.Uint32, own fabric.GUID, lid uint16) (Masters, error) {
+	m := Masters{Port: own, OwnLID: lid}
+	get := func(lid uint16, attr uint16) ([]byte, error) { return smpGet(ctx, conn, mkey, tid, lid, attr) }
+	data, err := get(lid, attrNodeInfo)
+	if err != nil {
+		return m, fmt.Errorf("port %s at LID %d: NodeInfo: %w", own, lid, err)
+	}
+	if ni := parseNodeInfo(data); fabric.GUID(ni.portGUID) != own {
+		return m, fmt.Errorf("port %s at LID %d: %w: the LID answers as port %s", own, lid, ErrMoved, fabric.GUID(ni.portGUID))
+	}
+	if data, err = get(lid, attrPortInfo); err != nil {
+		return m, fmt.Errorf("port %s at LID %d: PortInfo: %w", own, lid, err)
+	}
+	m.MasterLID = parsePortInfo(data).MasterSMLID
+	if data, err = get(lid, attrSMInfo); err != nil {
+		return m, fmt.Errorf("SMInfo of port %s at LID %d: %w", own, lid, err)
+	}
+	m.Own = parseSMInfo(data, lid)
+	switch m.MasterLID {
+	case 0:
+	case lid:
+		m.Master = m.Own
+	default:
+		if data, err = get(m.MasterLID, attrSMInfo); err != nil {
+			m.MasterErr = fmt.Errorf("SMInfo of the master at LID %d: %w", m.MasterLID, err)
+		} else {
+			m.Master = parseSMInfo(data, m.MasterLID)
+		}
+	}
+	return m, nil
+}
+
+// smpGet sends one LID-routed SubnGet of attr (modifier 0) and returns the
+// answer's attribute data.
+func smpGet(ctx context.Context, conn Conn, mkey uint64, tid *atomic.Uint32, lid uint16, attr uint16) ([]byte, error) {
+	req := getSMP(attr, 0, mkey, tid.Add(1))
+	answer, err := conn.Send(ctx, lid, req)
+	if err != nil {
+		return nil, err
+	}
+	return answerData(req, answer)
+}
+
+// PortLID is a port where OpenSM's last sweep put it.
+type PortLID struct {
+	Port fabric.GUID
+	LID  uint16
+}
+
+// ReadSMs finds the subnet managers behind ports: each port's PortInfo says
+// whether an SM runs behind it (IsSM in its CapabilityMask, which the HCA
+// sets while an SM has it open), and that SM's SMInfo says which it is and
+// its state. This finds a master that the own port's MasterSMLID does not
+// name: one that does not share the own SM's SM_Key ignores it and sweeps
+// the fabric as master beside it. One SMP a port and one an SM, each port
+// within portTimeout (a port down answers nothing); unread counts the ports
+// that did not answer.
+func ReadSMs(ctx context.Context, conn Conn, mkey uint64, tid *atomic.Uint32, ports []PortLID,
+	portTimeout time.Duration) (sms []SMInfo, unread int) {
+	for _, p := range ports {
+		if ctx.Err() != nil {
+			return sms, unread + 1
+		}
+		sm, isSM, err := readSM(ctx, conn, mkey, tid, p, portTimeout)
+		switch {
+		case err != nil:
+			unread++
+		case isSM:
+			sms = append(sms, sm)
+		}
+	}
+	return sms, unread
+}
+
+func readSM(ctx context.Context, conn Conn, mkey uint64, tid *atomic.Uint32, p PortLID,
+	timeout time.Duration) (SMInfo, bool, error) {
+	if p.LID == 0 {
+		return SMInfo{}, false, ErrNoLID
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	data, err := smpGet(ctx, conn, mkey, tid, p.LID, attrPortInfo)
+	if err != nil || !parsePortInfo(data).IsSM {
+		return SMInfo{}, false, err
+	}
+	if data, err = smpGet(ctx, conn, mkey, tid, p.LID, attrSMInfo); err != nil {
+		return SMInfo{}, false, err
+	}
+	return parseSMInfo(data, p.LID), true, nil
+}
