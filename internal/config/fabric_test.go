@@ -51,6 +51,7 @@ func TestParseFabrics(t *testing.T) {
 				MKeyProtectionLevel: 2, MKeyLeasePeriod: 60,
 			},
 			SwitchPKeyCapacity: 32,
+			Verify:             VerifyTables, VerifyTimeout: 60 * time.Second, AuditInterval: 300 * time.Second,
 		},
 		OpenSMConf: []KeyValue{{"guid", "0x0002c90300b00001"}, {"sm_priority", "14"}, {"sm_key", "0x0123456789abcdef"}},
 		UFMPKeys: UFMPKeys{Username: "ib-kubernetes-storage", Password: "s3cret-storage-password",

@@ -140,6 +140,11 @@ type Store struct {
 	// groups queue this process's changes for group commit (group.go);
 	// kubeGroups Kubernetes' (its lane: one change a group).
 	groups, kubeGroups *changeGroups
+	// fabric is the fabric this view acts on ("": DefaultFabric); fabrics,
+	// shared by every view of the database, nil when it serves one fabric
+	// (fabrics.go).
+	fabric  string
+	fabrics *fabricSet
 }
 
 // New wraps an engine's driver, with the rules that decide what a request
