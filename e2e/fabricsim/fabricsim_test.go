@@ -109,36 +109,9 @@ func TestFabricWithoutSM(t *testing.T) {
 // PKeys needs the LIDs an SM assigns: run OpenSM the way the program under
 // test will, and read the tables it programs.
 func TestPKeysWithOpenSM(t *testing.T) {
-	opensm := RequireProgram(t, "opensm", "opensm")
 	f := StartT(t, Options{Hosts: 2})
 	ctx := t.Context()
-
-	partitions := filepath.Join(f.Dir, "partitions.conf")
-	content := "Default=0x7fff : ALL=limited, SELF=full ;\nnet=0x0065 : " + HostGUID(1).String() + "=full, " + HostGUID(2).String() + " ;\n"
-	if err := os.WriteFile(partitions, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logFile := filepath.Join(f.Dir, "opensm.log")
-	cmd := exec.Command(opensm, "-g", SMGUID.String(), "-P", partitions, "-f", logFile, "-d", "2")
-	cmd.Dir = f.Dir
-	cmd.Env = append(os.Environ(), f.Env()...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { // before the fabric stops (clean-ups run last first)
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if log, _ := os.ReadFile(logFile); strings.Contains(string(log), "-> SUBNET UP\n") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("OpenSM did not bring the subnet up")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	startOpenSM(t, f, "net=0x0065 : "+HostGUID(1).String()+"=full, "+HostGUID(2).String()+" ;\n")
 
 	check := func(what string, got []uint16, err error, want []uint16) {
 		t.Helper()
@@ -198,6 +171,80 @@ func TestPKeysWithOpenSM(t *testing.T) {
 	}
 	if _, err := f.SwitchPKeys(ctx, SMGUID); err == nil {
 		t.Error("SwitchPKeys of the SM, which is no host")
+	}
+}
+
+// startOpenSM runs OpenSM on f, as the program under test will, with the
+// Default partition and partitions (lines of partitions.conf), until the test
+// ends; it returns once OpenSM has brought the subnet up.
+func startOpenSM(t *testing.T, f *Fabric, partitions string) {
+	t.Helper()
+	opensm := RequireProgram(t, "opensm", "opensm")
+	file := filepath.Join(f.Dir, "partitions.conf")
+	content := "Default=0x7fff : ALL=limited, SELF=full ;\n" + partitions
+	if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logFile := filepath.Join(f.Dir, "opensm.log")
+	cmd := exec.Command(opensm, "-g", SMGUID.String(), "-P", file, "-f", logFile, "-d", "2")
+	cmd.Dir = f.Dir
+	cmd.Env = append(os.Environ(), f.Env()...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // before the fabric stops (clean-ups run last first)
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if log, _ := os.ReadFile(logFile); strings.Contains(string(log), "-> SUBNET UP\n") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("OpenSM did not bring the subnet of %s up", f.Dir)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestTwoFabricsAtOnce: two fabrics in one test (what the tests of a manager
+// of several fabrics need) are independent: each has its own socket and env
+// file, the same GUIDs, and its own OpenSM, whose partitions only its own
+// hosts' tables hold.
+func TestTwoFabricsAtOnce(t *testing.T) {
+	f1, f2 := StartT(t, Options{Hosts: 2}), StartT(t, Options{Hosts: 2})
+	sock := func(f *Fabric) string {
+		for _, l := range f.Env() {
+			if v, ok := strings.CutPrefix(l, "IBSIM_SOCKNAME="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	if f1.EnvFile() == f2.EnvFile() || sock(f1) == "" || sock(f1) == sock(f2) {
+		t.Fatalf("env files %s and %s, sockets %q and %q: want each fabric its own", f1.EnvFile(), f2.EnvFile(), sock(f1), sock(f2))
+	}
+	if f1.Host("H1").PortGUID != f2.Host("H1").PortGUID || f1.SMGUID != f2.SMGUID {
+		t.Errorf("H1 is %s and %s, the SM %s and %s: the fabrics should repeat their GUIDs",
+			f1.Host("H1").PortGUID, f2.Host("H1").PortGUID, f1.SMGUID, f2.SMGUID)
+	}
+	// One pkey on both fabrics, with another member on each.
+	startOpenSM(t, f1, "a=0x0064 : "+HostGUID(1).String()+"=full ;\n")
+	startOpenSM(t, f2, "b=0x0064 : "+HostGUID(2).String()+"=full ;\n")
+	for _, c := range []struct {
+		f      *Fabric
+		fabric string
+		host   int
+		want   []uint16
+	}{
+		{f1, "fabric 1", 1, []uint16{0x7fff, 0x8064}}, {f1, "fabric 1", 2, []uint16{0x7fff}},
+		{f2, "fabric 2", 1, []uint16{0x7fff}}, {f2, "fabric 2", 2, []uint16{0x7fff, 0x8064}},
+	} {
+		got, err := c.f.PKeys(t.Context(), HostGUID(c.host))
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("%s H%d: %#04x, %v; want %#04x", c.fabric, c.host, got, err, c.want)
+		}
 	}
 }
 
