@@ -61,7 +61,7 @@ type options struct {
 }
 
 // measurements are the names --only takes, in the order they run.
-var measurements = []string{"overhead", "idle", "batch", "api", "storm", "failover", "fabric", "render", "readback"}
+var measurements = []string{"overhead", "idle", "batch", "api", "storm", "failover", "fabric", "fabrics", "render", "readback"}
 
 // runs says whether measurement name is to run.
 func (o options) runs(name string) bool { return len(o.only) == 0 || o.only[name] }
@@ -241,6 +241,16 @@ func measureEngine(ctx context.Context, engine, binary, dir string, o options, l
 		if res.fabric, err = measureFabric(ctx, engine, binary, ldir, o.fabricHosts, o.fabricSwitches, o.samples,
 			o.clients, log); err != nil {
 			return res, fmt.Errorf("large fabric: %w", err)
+		}
+	}
+	if o.runs("fabrics") {
+		log.Info("two fabrics: a change on fabric 2 during a burst on fabric 1", "ports", o.ports)
+		fdir := filepath.Join(dir, "fabrics")
+		if err := os.MkdirAll(fdir, 0o755); err != nil {
+			return res, err
+		}
+		if res.fabrics, err = measureFabrics(ctx, engine, binary, fdir, o.ports, o.clients, log); err != nil {
+			return res, fmt.Errorf("two fabrics: %w", err)
 		}
 	}
 	if engine == "sqlite" || !o.runs("failover") {

@@ -18,6 +18,7 @@ type engineResult struct {
 	storm    stormResult
 	failover failoverResult // zero on SQLite
 	fabric   fabricResult
+	fabrics  fabricsResult
 }
 
 // Targets the figures are read against.
@@ -78,6 +79,7 @@ func table(results []engineResult, render renderResult, o options) string {
 		{"overhead", overheadRows}, {"batch", batchRows}, {"api", apiRows}, {"idle", idleRows},
 		{"storm", stormRows}, {"failover", failoverRows},
 		{"fabric", func(add row, o options) { fabricRows(add, results, o) }},
+		{"fabrics", fabricsRows},
 	} {
 		if o.runs(m.name) {
 			m.rows(add, o)

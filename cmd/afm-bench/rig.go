@@ -33,11 +33,24 @@ type rig struct {
 	opensmLog string // OpenSM's log, in the manager's [opensm] config_dir
 	network   string // the VLAN network every port joins
 	ports     *portSource
+	// storage is the second fabric of a rig of two (fabrics.go), nil for one.
+	storage *fabricsim.Fabric
 }
 
 // startRig creates the database, starts the fabric and the manager, and creates
 // the network the measurements put their ports in.
-func startRig(ctx context.Context, engine, binary, dir string, fo fabricsim.Options, log *slog.Logger) (_ *rig, err error) {
+func startRig(ctx context.Context, engine, binary, dir string, fo fabricsim.Options, log *slog.Logger) (*rig, error) {
+	return startRigWith(ctx, engine, binary, dir, fo, nil, log)
+}
+
+// moreConf is configuration a rig adds to the one startRig writes: lines of
+// [api], and sections appended to the file.
+type moreConf struct{ api, sections string }
+
+// startRigWith is startRig with more configuration: extra, when set, starts
+// what it needs (once the first fabric runs) and returns what to add.
+func startRigWith(ctx context.Context, engine, binary, dir string, fo fabricsim.Options,
+	extra func(ctx context.Context, r *rig) (moreConf, error), log *slog.Logger) (_ *rig, err error) {
 	r := &rig{engine: engine, dir: dir, logPath: filepath.Join(dir, "manager.log")}
 	defer func() {
 		if err != nil {
@@ -61,9 +74,15 @@ func startRig(ctx context.Context, engine, binary, dir string, fo fabricsim.Opti
 	// verify = log. The bench's ports carry GUIDs no simulated host has
 	// (thousands of them, portSource), whose tables no read can prove; what
 	// the read-back costs is section (9)'s, measured on real simulated ports.
-	conf := fmt.Sprintf("[api]\nlisten = %s\ntoken = %s\n\n[database]\nconnection = %s\n\n"+
-		"[opensm]\nconfig_dir = %s\nenv_file = %s\nverify = log\n\n[opensm_conf]\nguid = %s\n",
-		addr, benchToken, r.db.url, configDir, r.fabric.EnvFile(), r.fabric.SMGUID)
+	var more moreConf
+	if extra != nil {
+		if more, err = extra(ctx, r); err != nil {
+			return nil, err
+		}
+	}
+	conf := fmt.Sprintf("[api]\nlisten = %s\ntoken = %s\n%s\n[database]\nconnection = %s\n\n"+
+		"[opensm]\nconfig_dir = %s\nenv_file = %s\nverify = log\n\n[opensm_conf]\nguid = %s\n%s",
+		addr, benchToken, more.api, r.db.url, configDir, r.fabric.EnvFile(), r.fabric.SMGUID, more.sections)
 	confPath := filepath.Join(dir, "afm.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
 		return nil, fmt.Errorf("write afm.conf: %w", err)
@@ -102,9 +121,12 @@ func (r *rig) stop(log *slog.Logger) {
 	if r.manager != nil {
 		r.manager.Stop(30 * time.Second)
 	}
-	if r.fabric != nil {
-		if err := r.fabric.Stop(); err != nil {
-			log.Warn("stop simulated fabric", "engine", r.engine, "error", err)
+	for _, f := range []*fabricsim.Fabric{r.fabric, r.storage} {
+		if f == nil {
+			continue
+		}
+		if err := f.Stop(); err != nil {
+			log.Warn("stop simulated fabric", "engine", r.engine, "dir", f.Dir, "error", err)
 		}
 	}
 	if r.db.drop != nil {

@@ -38,14 +38,16 @@ func FreeAddr() (string, error) {
 // ConfirmSwitches records the simulated fabric's switches as expected, as an
 // operator does once on a new database (until then no job completes): it runs
 // the manager's --confirm-switches once OpenSM's first sweep has written its
-// subnet dump into configDir, for at most a minute.
-func ConfirmSwitches(ctx context.Context, binary, confPath, configDir string) error {
+// subnet dump into configDir, for at most a minute. args are added to the
+// command line (--fabric NAME for a fabric other than the default).
+func ConfirmSwitches(ctx context.Context, binary, confPath, configDir string, args ...string) error {
 	dump := filepath.Join(configDir, "opensm-subnet.lst")
 	deadline := time.Now().Add(time.Minute)
 	for {
 		_, err := os.Stat(dump)
 		if err == nil {
-			out, cerr := exec.CommandContext(ctx, binary, "--config-file", confPath, "--confirm-switches").CombinedOutput()
+			out, cerr := exec.CommandContext(ctx, binary,
+				append([]string{"--config-file", confPath, "--confirm-switches"}, args...)...).CombinedOutput()
 			if cerr == nil {
 				return nil
 			}
