@@ -132,11 +132,11 @@ func (f operatorFabric) view(st *store.Store) (*store.Store, error) {
 	return v, nil
 }
 
-// wrap names a further fabric in err: the helpers that read f.cfg name
-// [opensm] and [opensm_conf] for what is the fabric's section's.
+// wrap names a further fabric's section in err: the helpers that read
+// f.cfg speak of [opensm] and [opensm_conf] for what is that section's.
 func (f operatorFabric) wrap(err error) error {
 	if err == nil || f.name == config.DefaultFabric {
 		return err
 	}
-	return fmt.Errorf("fabric %s (%s): %w", f.name, f.section, err)
+	return fmt.Errorf("%s: %w", f.section, err)
 }
