@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -183,6 +185,58 @@ func TestWorseVerdict(t *testing.T) {
 		}
 		if got := exitCode(worst); got != tc.want {
 			t.Errorf("worst of %v = %d; want %d", tc.verdicts, got, tc.want)
+		}
+	}
+}
+
+// With the database down, --status still shows each fabric's OpenSM driver
+// on this host, named by its fabric, and exits 1.
+func TestStatusOfTwoFabricsWithoutTheDatabase(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("postgresql://afm:pw@127.0.0.1:%d/afm", ln.Addr().(*net.TCPAddr).Port)
+	ln.Close() // nothing listens there now
+	f := twoFabrics{defaultDir: t.TempDir(), storageDir: t.TempDir()}
+	text, err := os.ReadFile(filepath.Join("testdata", "fabrics", "two-fabrics.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text = []byte(strings.NewReplacer("CONNECTION", url, "DEFAULT_DIR", f.defaultDir, "STORAGE_DIR", f.storageDir).Replace(string(text)))
+	conf := filepath.Join(t.TempDir(), "afm.conf")
+	if err := os.WriteFile(conf, text, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for dir, state := range map[string]opensm.State{f.defaultDir: opensm.StateRunning, f.storageDir: opensm.StateFailed} {
+		b, err := json.Marshal(opensm.Status{State: state, PID: 4242, Since: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "driver-status.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		args        []string
+		wants, nots []string
+	}{
+		{nil, []string{"fabric default: OpenSM driver: running", "fabric storage: OpenSM driver: failed"}, nil},
+		{[]string{"--fabric", "storage"}, []string{"fabric storage: OpenSM driver: failed"}, []string{"running"}},
+	} {
+		code, out, errOut := runCommand(t, append([]string{"--config-file", conf, "--status"}, tc.args...)...)
+		if code != exitFailed || !strings.Contains(errOut, "is unreachable") {
+			t.Errorf("--status %v without the database: exit %d, want %d saying it is unreachable: %s", tc.args, code, exitFailed, errOut)
+		}
+		for _, want := range tc.wants {
+			if !strings.Contains(out, want) {
+				t.Errorf("--status %v without the database does not say %q:\n%s", tc.args, want, out)
+			}
+		}
+		for _, not := range tc.nots {
+			if strings.Contains(out, not) {
+				t.Errorf("--status %v without the database says %q:\n%s", tc.args, not, out)
+			}
 		}
 	}
 }
