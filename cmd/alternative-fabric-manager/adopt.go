@@ -26,11 +26,24 @@ import (
 // before anything is recorded.
 
 // runAdopt adopts the partitions of the running partitions file at file.
-func runAdopt(ctx context.Context, path, file string, log *slog.Logger, w io.Writer) error {
-	cfg, err := config.Load(path)
+func runAdopt(ctx context.Context, path, fabricName, file string, log *slog.Logger, w io.Writer) error {
+	all, err := config.Load(path)
 	if err != nil {
 		return err
 	}
+	fab, err := selectFabric(all, fabricName)
+	if err != nil {
+		return err
+	}
+	if err := adoptInto(ctx, all, fab, file, log, w); err != nil {
+		return fab.wrap(err)
+	}
+	return nil
+}
+
+// adoptInto adopts the partitions of file into fabric fab of configuration all.
+func adoptInto(ctx context.Context, all *config.Config, fab operatorFabric, file string, log *slog.Logger, w io.Writer) error {
+	cfg := fab.cfg
 	text, err := os.ReadFile(file)
 	if err != nil {
 		return fmt.Errorf("--adopt-partitions: %w", err)
@@ -53,11 +66,15 @@ func runAdopt(ctx context.Context, path, file string, log *slog.Logger, w io.Wri
 	if err != nil {
 		return fmt.Errorf("--adopt-partitions %s: nothing adopted: %w", file, err)
 	}
-	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, storeRules(cfg), log)
+	db, err := openStore(ctx, all, all.Database.AutoMigrate, storeRules(all), log)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer db.Close()
+	st, err := fab.view(db)
+	if err != nil {
+		return err
+	}
 	if err := checkAdoption(ctx, cfg, st, tpl, plan.Adopt); err != nil {
 		return fmt.Errorf("--adopt-partitions %s: nothing adopted: %w", file, err)
 	}
@@ -113,12 +130,12 @@ func checkAdoption(ctx context.Context, cfg *config.Config, st *store.Store, tpl
 }
 
 // runReleaseAdopted releases every adopted member of pkey.
-func runReleaseAdopted(ctx context.Context, path, pkey string, log *slog.Logger, w io.Writer) error {
+func runReleaseAdopted(ctx context.Context, path, fabricName, pkey string, log *slog.Logger, w io.Writer) error {
 	p, err := parsePKeyFlag(pkey)
 	if err != nil {
 		return fmt.Errorf("--release-adopted: %w", err)
 	}
-	return withOperatorStore(ctx, path, log, func(ctx context.Context, cfg *config.Config, st *store.Store) error {
+	return withOperatorStore(ctx, path, fabricName, log, func(ctx context.Context, _ operatorFabric, st *store.Store) error {
 		out, err := st.ReleaseAdoptedMembers(ctx, store.AdoptedRelease{PKey: p, CreatedBy: "--release-adopted"})
 		if errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("pkey %s has no adopted members", p)

@@ -46,7 +46,7 @@ func TestAdoptPartitions(t *testing.T) {
 	ctx := context.Background()
 	conf := adoptConfig(t)
 	var out bytes.Buffer
-	if err := runAdopt(ctx, conf, writeRunning(t, runningPartitions), quietLog(), &out); err != nil {
+	if err := runAdopt(ctx, conf, config.DefaultFabric, writeRunning(t, runningPartitions), quietLog(), &out); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -76,23 +76,23 @@ func TestAdoptPartitions(t *testing.T) {
 	assertAdoptedStatus(t, conf)
 
 	out.Reset()
-	if err := runAdopt(ctx, conf, writeRunning(t, runningPartitions), quietLog(), &out); err != nil ||
+	if err := runAdopt(ctx, conf, config.DefaultFabric, writeRunning(t, runningPartitions), quietLog(), &out); err != nil ||
 		!strings.Contains(out.String(), "2 partitions adopted already: nothing changed") {
 		t.Errorf("the same file again: %v\n%s", err, out.String())
 	}
 
 	out.Reset()
-	if err := runReleaseAdopted(ctx, conf, "0x10", quietLog(), &out); err != nil ||
+	if err := runReleaseAdopted(ctx, conf, config.DefaultFabric, "0x10", quietLog(), &out); err != nil ||
 		!strings.Contains(out.String(), "released from pkey 0x0010 at revision 4") {
 		t.Errorf("release: %v\n%s", err, out.String())
 	}
 	if !strings.Contains(out.String(), "): 0x0002c90300000a01, 0x0002c90300000a02\n") {
 		t.Errorf("release does not name the GUIDs released:\n%s", out.String())
 	}
-	if err := runReleaseAdopted(ctx, conf, "16", quietLog(), &out); err == nil || !strings.Contains(err.Error(), "pkey 0x0010 has no adopted members") {
+	if err := runReleaseAdopted(ctx, conf, config.DefaultFabric, "16", quietLog(), &out); err == nil || !strings.Contains(err.Error(), "pkey 0x0010 has no adopted members") {
 		t.Errorf("releasing again: %v", err)
 	}
-	if err := runReleaseAdopted(ctx, conf, "0x7fff", quietLog(), &out); err == nil || !strings.Contains(err.Error(), "is not a pkey") {
+	if err := runReleaseAdopted(ctx, conf, config.DefaultFabric, "0x7fff", quietLog(), &out); err == nil || !strings.Contains(err.Error(), "is not a pkey") {
 		t.Errorf("releasing the default pkey: %v", err)
 	}
 }
@@ -101,7 +101,7 @@ func TestAdoptPartitions(t *testing.T) {
 func TestAdoptRefusesAllOrNothing(t *testing.T) {
 	ctx := context.Background()
 	conf := adoptConfig(t)
-	if err := runAdopt(ctx, conf, writeRunning(t, runningPartitions), quietLog(), &bytes.Buffer{}); err != nil {
+	if err := runAdopt(ctx, conf, config.DefaultFabric, writeRunning(t, runningPartitions), quietLog(), &bytes.Buffer{}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct{ name, line, want string }{
@@ -114,7 +114,7 @@ func TestAdoptRefusesAllOrNothing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			text := "Default=0x7fff, ipoib : ALL=limited, SELF=full ;\ngood=0x0040 : 0x0002c90300000a08=full ;\n" + tt.line + "\n"
-			err := runAdopt(ctx, conf, writeRunning(t, text), quietLog(), &bytes.Buffer{})
+			err := runAdopt(ctx, conf, config.DefaultFabric, writeRunning(t, text), quietLog(), &bytes.Buffer{})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("got %v, want %q", err, tt.want)
 			}

@@ -63,9 +63,9 @@ func auditConfig(ctx context.Context, cfg *config.Config, st *store.Store, sm *o
 // runAuditCommand runs one audit against the recorded state (not the file
 // OpenSM last swept: a change under way shows as findings until it is
 // applied). Nothing is recorded: the leader's audits are what the gates use.
-func runAuditCommand(ctx context.Context, path string, asJSON bool, log *slog.Logger, w io.Writer) error {
-	return withOperatorStore(ctx, path, log, func(ctx context.Context, cfg *config.Config, st *store.Store) error {
-		in, err := auditInput(ctx, cfg, st)
+func runAuditCommand(ctx context.Context, path, fabricName string, asJSON bool, log *slog.Logger, w io.Writer) error {
+	return withOperatorStore(ctx, path, fabricName, log, func(ctx context.Context, f operatorFabric, st *store.Store) error {
+		in, err := auditInput(ctx, f.cfg, st)
 		if err != nil {
 			return err
 		}

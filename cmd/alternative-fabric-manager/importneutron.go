@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +28,8 @@ const neutronTimeout = 60 * time.Second
 
 // runImportNeutron reads Neutron's API as [neutron] says and records what
 // it has on the InfiniBand physnets and the manager lacks (docs/neutron-import.md).
+// Each fabric is compared with Neutron's networks on its own physnets, as
+// networking-mlnx's requests are routed, and reported on its own.
 // Exit 0: the records and Neutron agree; exitDiffers: what differs is listed;
 // exitFailed: nothing could be compared, or the import stopped (what it did
 // so far is listed).
@@ -35,7 +38,8 @@ func runImportNeutron(ctx context.Context, path string, opts neutronimport.Optio
 	if err != nil {
 		return err
 	}
-	rules, err := importRules(ctx, cfg)
+	fabrics := allFabrics(cfg)
+	rules, err := importRules(ctx, fabrics)
 	if err != nil {
 		return err
 	}
@@ -44,26 +48,73 @@ func runImportNeutron(ctx context.Context, path string, opts neutronimport.Optio
 		return err
 	}
 	client.HTTPClient.Timeout = neutronTimeout
-	st, err := openExisting(ctx, cfg, rules, operatorConnectTimeout, log)
+	st, err := openExisting(ctx, cfg, rules[0].Rules, operatorConnectTimeout, log)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	report, err := neutronimport.Import(ctx, st, neutronimport.API{Client: client}, rules, opts)
-	if werr := report.Write(os.Stdout); werr != nil && err == nil {
+	src := &listedOnce{Source: neutronimport.API{Client: client}}
+	var verdict error
+	for i, f := range fabrics {
+		if len(fabrics) > 1 {
+			if i > 0 {
+				fmt.Fprintln(os.Stdout)
+			}
+			fmt.Fprintf(os.Stdout, "fabric %s (%s):\n", f.name, f.section)
+		}
+		view, err := f.view(st)
+		if err != nil {
+			return err
+		}
+		v, err := importFabric(ctx, view, src, rules[i].Rules, opts, os.Stdout)
+		if err != nil {
+			return f.wrap(err)
+		}
+		verdict = cmp.Or(verdict, v)
+	}
+	return verdict
+}
+
+// importFabric imports into one fabric's view st what Neutron has on the
+// fabric's physnets (rules), then ends the switch-over of its adopted
+// partitions, writing the report to w. It returns exitStatus{exitDiffers}
+// when the records and Neutron differ.
+func importFabric(ctx context.Context, st *store.Store, src neutronimport.Source, rules store.Rules,
+	opts neutronimport.Options, w io.Writer) (verdict, err error) {
+	report, err := neutronimport.Import(ctx, st, src, rules, opts)
+	if werr := report.Write(w); werr != nil && err == nil {
 		err = werr
 	}
 	if err != nil {
-		return fmt.Errorf("import from Neutron: %w", err)
+		return nil, fmt.Errorf("import from Neutron: %w", err)
 	}
-	pending, err := releaseAdoptedUnowned(ctx, st, report.Neutron.Members(), opts.DryRun, os.Stdout)
+	pending, err := releaseAdoptedUnowned(ctx, st, report.Neutron.Members(), opts.DryRun, w)
 	switch {
 	case err != nil:
-		return fmt.Errorf("import from Neutron: release adopted members: %w", err)
+		return nil, fmt.Errorf("import from Neutron: release adopted members: %w", err)
 	case !report.Agrees() || pending > 0:
-		return exitStatus{exitDiffers}
+		return exitStatus{exitDiffers}, nil
 	}
-	return nil
+	return nil, nil
+}
+
+// listedOnce is a Source that lists Neutron once however many fabrics read
+// the listing: each fabric's import selects its own physnets' networks from
+// the same listing, as one request to the manager sees one Neutron.
+type listedOnce struct {
+	neutronimport.Source
+	listing *neutronimport.Listing
+}
+
+func (l *listedOnce) List(ctx context.Context) (neutronimport.Listing, error) {
+	if l.listing == nil {
+		listing, err := l.Source.List(ctx)
+		if err != nil {
+			return neutronimport.Listing{}, err
+		}
+		l.listing = &listing
+	}
+	return *l.listing, nil
 }
 
 // releaseAdoptedUnowned ends the switch-over of docs/switch-over.md for each
@@ -118,21 +169,26 @@ func guidList(guids []fabric.GUID) string {
 	return strings.Join(s, ", ")
 }
 
-// importRules are the rules the API records networking-mlnx's requests by,
-// but for the fabric's port limit, which the applier still holds every
-// apply to: a network on a static partition's pkey and a port listed in the
-// template are refused alike.
-func importRules(ctx context.Context, cfg *config.Config) (store.Rules, error) {
-	tpl, err := loadTemplate(cfg)
-	if err != nil {
-		return store.Rules{}, err
+// importRules are, for each fabric, the rules the API records
+// networking-mlnx's requests by, but for the fabric's port limit, which the
+// applier still holds every apply to: a network on a static partition's pkey
+// and a port listed in the template are refused alike.
+func importRules(ctx context.Context, fabrics []operatorFabric) ([]store.FabricRules, error) {
+	out := make([]store.FabricRules, 0, len(fabrics))
+	for _, f := range fabrics {
+		cfg := f.cfg
+		tpl, err := loadTemplate(cfg)
+		if err != nil {
+			return nil, f.wrap(err)
+		}
+		static, err := tpl.Static(ctx, cfg.OpenSM.DefaultPartition, cfg.OpenSM.FlatPKey)
+		if err != nil {
+			return nil, f.wrap(fmt.Errorf("[opensm] partitions_template: %w", err))
+		}
+		rules := storeRules(cfg)
+		rules.StaticPKey = static.Name
+		rules.StaticMember = static.Listing
+		out = append(out, store.FabricRules{Name: f.name, Rules: rules})
 	}
-	static, err := tpl.Static(ctx, cfg.OpenSM.DefaultPartition, cfg.OpenSM.FlatPKey)
-	if err != nil {
-		return store.Rules{}, fmt.Errorf("[opensm] partitions_template: %w", err)
-	}
-	rules := storeRules(cfg)
-	rules.StaticPKey = static.Name
-	rules.StaticMember = static.Listing
-	return rules, nil
+	return out, nil
 }

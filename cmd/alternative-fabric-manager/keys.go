@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
@@ -123,6 +122,7 @@ type keysCommand struct {
 	importFile string // an opensm.conf another manager wrote
 	replace    bool   // the import may replace recorded keys
 	rotate     string // key names, separated by commas
+	fabric     string // the fabric whose keys these are (--fabric)
 }
 
 // keySlot is one of OpenSM's keys: its secret's name, the hardening group
@@ -161,7 +161,7 @@ func runKeys(ctx context.Context, path string, log *slog.Logger, c keysCommand) 
 	} else if rotate, err = parseKeyNames(c.rotate); err != nil {
 		return fmt.Errorf("--rotate-keys: %w", err)
 	}
-	return withOperatorStore(ctx, path, log, func(ctx context.Context, cfg *config.Config, st *store.Store) error {
+	return withOperatorStore(ctx, path, c.fabric, log, func(ctx context.Context, f operatorFabric, st *store.Store) error {
 		recorded, err := st.Secrets(ctx)
 		if err != nil {
 			return err
@@ -169,7 +169,7 @@ func runKeys(ctx context.Context, path string, log *slog.Logger, c keysCommand) 
 		var values map[string]string
 		var done []string
 		if c.importFile != "" {
-			values, done, err = plannedImport(recorded, conf, cfg.OpenSM.Hardening, c)
+			values, done, err = plannedImport(recorded, conf, f.cfg.OpenSM.Hardening, c)
 		} else {
 			values, done, err = plannedRotation(recorded, rotate)
 		}

@@ -28,7 +28,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -80,6 +79,7 @@ func main() {
 	adoptFile := flag.String("adopt-partitions", "", "adopt the partitions of this running partitions file (docs/switch-over.md), then exit")
 	releasePKey := flag.String("release-adopted", "", "release the adopted members of this pkey, then exit")
 	auditFlag := flag.Bool("audit", false, auditHelp)
+	fab := fabricFlag(flag.CommandLine)
 	flag.Parse()
 	if *showVersion {
 		fmt.Println(versionString())
@@ -99,6 +99,7 @@ func main() {
 			"--replace-keys with --import-keys, --dry-run and --prune with --import-neutron)")
 		os.Exit(2)
 	}
+	checkFabricUse(fab, commands == 0 || *migrate || *healthcheck || *importNeutron)
 	level := slog.LevelInfo
 	if *debug {
 		level = slog.LevelDebug
@@ -120,30 +121,30 @@ func main() {
 	case *migrate:
 		err = runMigrate(ctx, *configFile, log)
 	case *render:
-		err = runRender(ctx, *configFile, log)
+		err = runRender(ctx, *configFile, fab.name, log)
 	case *healthcheck:
 		err = runHealthcheck(ctx, *configFile)
 	case keysCmd:
-		err = runKeys(ctx, *configFile, log, keysCommand{importFile: *importKeys, replace: *replaceKeys, rotate: *rotateKeys})
+		err = runKeys(ctx, *configFile, log, keysCommand{importFile: *importKeys, replace: *replaceKeys, rotate: *rotateKeys, fabric: fab.name})
 	case adopting:
-		err = runAdopt(ctx, *configFile, *adoptFile, log, os.Stdout)
+		err = runAdopt(ctx, *configFile, fab.name, *adoptFile, log, os.Stdout)
 	case releasing:
-		err = runReleaseAdopted(ctx, *configFile, *releasePKey, log, os.Stdout)
+		err = runReleaseAdopted(ctx, *configFile, fab.name, *releasePKey, log, os.Stdout)
 	case *auditFlag:
-		err = runAuditCommand(ctx, *configFile, *asJSON, log, os.Stdout)
+		err = runAuditCommand(ctx, *configFile, fab.name, *asJSON, log, os.Stdout)
 	case *importNeutron:
 		err = runImportNeutron(ctx, *configFile, neutronimport.Options{DryRun: *dryRun, Prune: *prune}, log)
 	case *status || *confirm || *showErrs || *clearErrs || *showKeys || *unfreezeFlag:
 		err = runOperator(ctx, *configFile, log, operatorCommand{status: *status, json: *asJSON,
-			confirm: *confirm, showErrors: *showErrs, clearErrors: *clearErrs, showKeys: *showKeys, unfreeze: *unfreezeFlag})
+			confirm: *confirm, showErrors: *showErrs, clearErrors: *clearErrs, showKeys: *showKeys, unfreeze: *unfreezeFlag, fabric: fab.name, everyFabric: !fab.given})
 	default:
 		err = run(ctx, *configFile, level, hup)
 	}
-	if code := exitCode(err); code != exitFailed {
+	if code := exitCode(err); code != exitFailed && code != exitUsage {
 		os.Exit(code) // a verdict (--status): printed already
 	}
 	fmt.Fprintf(os.Stderr, "alternative-fabric-manager: %v\n", err)
-	os.Exit(exitFailed)
+	os.Exit(exitCode(err))
 }
 
 // newLogger logs to standard error as [log] format says: JSON lines for
@@ -208,46 +209,6 @@ func runMigrate(ctx context.Context, path string, log *slog.Logger) error {
 	defer st.Close()
 	fmt.Println("database is at the newest schema version")
 	return nil
-}
-
-func runRender(ctx context.Context, path string, log *slog.Logger) error {
-	cfg, err := config.Load(path)
-	if err != nil {
-		return err
-	}
-	return renderPartitions(ctx, cfg, os.Stdout, log)
-}
-
-// renderPartitions writes to out the partitions file the recorded state renders
-// to with the configured template, once it passes the check; otherwise it writes
-// nothing and returns the template's error or every problem the check found. The
-// database is never created nor migrated, whatever [database] auto_migrate
-// says: trying a template with a new binary must not upgrade the schema.
-func renderPartitions(ctx context.Context, cfg *config.Config, out io.Writer, log *slog.Logger) error {
-	tpl, err := loadTemplate(cfg)
-	if err != nil {
-		return err
-	}
-	st, err := openExisting(ctx, cfg, storeRules(cfg), 30*time.Second, log)
-	if nc := (notReadyError{}); errors.As(err, &nc) {
-		return nc
-	}
-	if err != nil {
-		return fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
-	}
-	defer st.Close()
-	// The check reads the file as the configured OpenSM would; if it cannot be
-	// asked, as the distributions' OpenSM, the stricter one.
-	flavour, err := opensm.DetectFlavour(ctx, cfg.OpenSM.Command)
-	if err != nil {
-		flavour = fabric.Upstream
-	}
-	text, err := checkRecordedState(ctx, cfg, st, tpl, flavour)
-	if err != nil {
-		return err
-	}
-	_, err = out.Write(text)
-	return err
 }
 
 // loadTemplate reads [opensm] partitions_template, once, or returns the built-in

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -29,9 +28,13 @@ import (
 // operator at a terminal wants an error, not a hang.
 const operatorConnectTimeout = 10 * time.Second
 
-// operatorCommand is the command flag given (one at most).
+// operatorCommand is the command flag given (one at most), and the fabric
+// it acts on.
 type operatorCommand struct {
 	status, json, confirm, showErrors, clearErrors, showKeys, unfreeze bool
+	// fabric is --fabric's name; everyFabric is --status without --fabric.
+	fabric      string
+	everyFabric bool
 }
 
 // unreachableError is a database that could not be opened.
@@ -44,41 +47,60 @@ func (e *unreachableError) Error() string { return e.err.Error() }
 func (e *unreachableError) Unwrap() error { return e.err }
 
 // runOperator runs one operator command, printing to standard output. With the
-// database unreachable, --status still shows this host's OpenSM driver: OpenSM
-// keeps running through the outage.
+// database unreachable, --status still shows this host's OpenSM driver of each
+// fabric it covers: OpenSM keeps running through the outage.
 func runOperator(ctx context.Context, path string, log *slog.Logger, c operatorCommand) error {
-	err := runOperatorOnStore(ctx, path, log, c)
+	if c.status && c.everyFabric {
+		return runStatusOfEveryFabric(ctx, path, log, c.json)
+	}
+	err := withOperatorStore(ctx, path, c.fabric, log, func(ctx context.Context, f operatorFabric, st *store.Store) error {
+		return runOperatorCommand(ctx, f, st, c)
+	})
 	if ue := (*unreachableError)(nil); c.status && !c.json && errors.As(err, &ue) {
-		if d, derr := opensm.ReadStatus(supervisorStatusFile(ue.cfg)); derr == nil {
-			fmt.Fprintf(os.Stdout, "OpenSM driver: %s\n", driverLine(d))
+		if f, ferr := selectFabric(ue.cfg, c.fabric); ferr == nil {
+			printDriverOf(os.Stdout, []operatorFabric{f})
 		}
 	}
 	return err
 }
 
-func runOperatorOnStore(ctx context.Context, path string, log *slog.Logger, c operatorCommand) error {
-	return withOperatorStore(ctx, path, log, func(ctx context.Context, cfg *config.Config, st *store.Store) error {
-		w := os.Stdout
-		switch {
-		case c.status:
-			return runStatus(ctx, cfg, st, w, c.json)
-		case c.confirm:
-			return confirmSwitches(ctx, cfg, st, w)
-		case c.showErrors:
-			return showEnforcementErrors(ctx, st, w)
-		case c.clearErrors:
-			return clearEnforcementErrors(ctx, st, w)
-		case c.unfreeze:
-			return unfreeze(ctx, cfg, st, w)
-		case c.showKeys:
-			k, err := recordedKeys(ctx, st)
-			if err != nil {
-				return err
-			}
-			return printKeys(w, k)
+// runOperatorCommand runs c on fabric f, whose view of the store is st.
+func runOperatorCommand(ctx context.Context, f operatorFabric, st *store.Store, c operatorCommand) error {
+	w, cfg := os.Stdout, f.cfg
+	switch {
+	case c.status:
+		return runStatus(ctx, []operatorFabric{f}, []*store.Store{st}, w, c.json)
+	case c.confirm:
+		return confirmSwitches(ctx, cfg, st, w)
+	case c.showErrors:
+		return showEnforcementErrors(ctx, st, w)
+	case c.clearErrors:
+		return clearEnforcementErrors(ctx, st, w)
+	case c.unfreeze:
+		return unfreeze(ctx, cfg, st, w)
+	case c.showKeys:
+		k, err := recordedKeys(ctx, st)
+		if err != nil {
+			return err
 		}
-		return errors.New("no operator command given")
-	})
+		return printKeys(w, k)
+	}
+	return errors.New("no operator command given")
+}
+
+// printDriverOf writes this host's OpenSM driver line of each fabric, as far
+// as it can be read: what --status can say without the database.
+func printDriverOf(w io.Writer, fabrics []operatorFabric) {
+	for _, f := range fabrics {
+		d, err := opensm.ReadStatus(supervisorStatusFile(f.cfg))
+		switch {
+		case err != nil:
+		case len(fabrics) == 1 && f.name == config.DefaultFabric:
+			fmt.Fprintf(w, "OpenSM driver: %s\n", driverLine(d))
+		default:
+			fmt.Fprintf(w, "fabric %s: OpenSM driver: %s\n", f.name, driverLine(d))
+		}
+	}
 }
 
 // subnetDump is where OpenSM writes its subnet dump: the manager writes
@@ -87,14 +109,32 @@ func subnetDump(cfg *config.Config) string {
 	return filepath.Join(cfg.OpenSM.ConfigDir, topology.FileName)
 }
 
-// withOperatorStore loads the configuration, opens the database without
-// migrating it, and runs fn.
-func withOperatorStore(ctx context.Context, path string, log *slog.Logger,
-	fn func(ctx context.Context, cfg *config.Config, st *store.Store) error) error {
+// withOperatorStore loads the configuration, picks the fabric named fabric
+// (a usageError when it has none such), opens the database without migrating
+// it, and runs fn with the fabric's view of the store.
+func withOperatorStore(ctx context.Context, path, fabric string, log *slog.Logger,
+	fn func(ctx context.Context, f operatorFabric, st *store.Store) error) error {
 	cfg, err := config.Load(path)
 	if err != nil {
 		return err
 	}
+	f, err := selectFabric(cfg, fabric)
+	if err != nil {
+		return err
+	}
+	return withOperatorDatabase(ctx, cfg, log, func(ctx context.Context, st *store.Store) error {
+		v, err := f.view(st)
+		if err != nil {
+			return err
+		}
+		return f.wrap(fn(ctx, f, v))
+	})
+}
+
+// withOperatorDatabase opens the database of cfg without migrating it, and
+// runs fn with the store (every fabric's; the default fabric's view).
+func withOperatorDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger,
+	fn func(ctx context.Context, st *store.Store) error) error {
 	st, err := openExisting(ctx, cfg, storeRules(cfg), operatorConnectTimeout, log)
 	if nc := (notReadyError{}); errors.As(err, &nc) {
 		return nc
@@ -104,7 +144,7 @@ func withOperatorStore(ctx context.Context, path string, log *slog.Logger,
 			err: fmt.Errorf("database %s is unreachable: %w", config.RedactURL(cfg.Database.Connection), err)}
 	}
 	defer st.Close()
-	if err := fn(ctx, cfg, st); err != nil {
+	if err := fn(ctx, st); err != nil {
 		return fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
 	}
 	return nil
@@ -186,6 +226,9 @@ type Status struct {
 	Adopted []AdoptedStatus `json:"adopted"`
 	// Audit is the last fabric audit (audit.go).
 	Audit *AuditStatus `json:"audit"`
+	// OldestOpenJob is when the oldest Pending or Running job was
+	// created; nil when every job is done.
+	OldestOpenJob *time.Time `json:"oldest_open_job"`
 }
 
 // LeaseStatus is the HA lease as --status shows it (docs/ha.md).
@@ -325,6 +368,15 @@ func readProgress(ctx context.Context, st *store.Store, s *Status) error {
 	for status, n := range counts {
 		s.Jobs[status] = n
 	}
+	oldest, err := st.OldestOpenJobs(ctx)
+	if err != nil {
+		return fmt.Errorf("jobs: %w", err)
+	}
+	for _, t := range oldest {
+		if s.OldestOpenJob == nil || t.Before(*s.OldestOpenJob) {
+			s.OldestOpenJob = &t
+		}
+	}
 	return nil
 }
 
@@ -370,6 +422,11 @@ func printStatus(w io.Writer, s Status) error {
 	}
 	fmt.Fprintf(tw, "jobs:\tPending %d, Running %d, Completed %d, Failed %d\n", s.Jobs[store.StatusPending],
 		s.Jobs[store.StatusRunning], s.Jobs[store.StatusCompleted], s.Jobs[store.StatusFailed])
+	if s.OldestOpenJob == nil {
+		fmt.Fprintln(tw, "oldest open job:\tnone")
+	} else {
+		fmt.Fprintf(tw, "oldest open job:\tcreated %s\n", s.OldestOpenJob.Format(time.RFC3339))
+	}
 	if l := s.Lease; l != nil {
 		printLease(tw, l)
 	}
@@ -458,20 +515,4 @@ func driverLine(d opensm.Status) string {
 		line += fmt.Sprintf("; last error at %s: %s", d.LastErrorAt.Format(time.RFC3339), d.LastError)
 	}
 	return line
-}
-
-func runStatus(ctx context.Context, cfg *config.Config, st *store.Store, w io.Writer, asJSON bool) error {
-	s, err := readStatus(ctx, cfg, st)
-	if err != nil {
-		return err
-	}
-	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(s)
-	}
-	if err := printStatus(w, s); err != nil {
-		return err
-	}
-	return statusVerdict(s)
 }

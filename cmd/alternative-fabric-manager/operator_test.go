@@ -335,13 +335,20 @@ func checkEnforcementErrorCommands(t *testing.T, st *store.Store, conf string, t
 	}
 }
 
+// statusJSON is --status --json's top-level status: the default fabric's.
 func statusJSON(t *testing.T, conf string) Status {
 	t.Helper()
-	code, out, errOut := runCommand(t, "--config-file", conf, "--status", "--json")
+	return statusReport(t, conf).Status
+}
+
+// statusReport is what --status --json and args print, every field known.
+func statusReport(t *testing.T, conf string, args ...string) StatusReport {
+	t.Helper()
+	code, out, errOut := runCommand(t, append([]string{"--config-file", conf, "--status", "--json"}, args...)...)
 	if code != 0 {
-		t.Fatalf("--status --json: exit %d: %s", code, errOut)
+		t.Fatalf("--status --json %s: exit %d: %s", strings.Join(args, " "), code, errOut)
 	}
-	var s Status
+	var s StatusReport
 	dec := json.NewDecoder(strings.NewReader(out))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {

@@ -38,11 +38,14 @@ func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.code
 // exitCode is the process' exit status for a command's error.
 func exitCode(err error) int {
 	var es exitStatus
+	var ue usageError
 	switch {
 	case err == nil:
 		return 0
 	case errors.As(err, &es):
 		return es.code
+	case errors.As(err, &ue):
+		return exitUsage
 	}
 	return exitFailed
 }

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// --fabric NAME: the fabric an operator's command acts on. Every fabric has
+// its own keys, expected switches, enforcement errors, freeze, adopted
+// partitions, template and OpenSM files, so a command that reads or changes
+// one of them must be told whose; without the flag it is the default
+// fabric's, which is all a configuration of one fabric has.
+
+// exitUsage is the exit status of a wrong command line, as the flag package
+// exits on one: a --fabric the configuration does not have is one.
+const exitUsage = 2
+
+const fabricHelp = "the fabric the command acts on: default ([opensm]) or a [fabric:NAME] section's NAME; " +
+	"--status without it shows every fabric"
+
+// fabricChoice is the value of --fabric: the name, and whether it was given.
+type fabricChoice struct {
+	name  string
+	given bool
+}
+
+// fabricFlag defines --fabric on fs.
+func fabricFlag(fs *flag.FlagSet) *fabricChoice {
+	c := &fabricChoice{name: config.DefaultFabric}
+	fs.Var(c, "fabric", fabricHelp)
+	return c
+}
+
+func (c *fabricChoice) String() string {
+	if c == nil {
+		return config.DefaultFabric
+	}
+	return c.name
+}
+
+func (c *fabricChoice) Set(s string) error {
+	if strings.TrimSpace(s) == "" {
+		return errors.New("a fabric's name, not nothing")
+	}
+	c.name, c.given = s, true
+	return nil
+}
+
+// checkFabricUse exits with exitUsage when --fabric was given to what acts
+// on no one fabric: the manager itself and --migrate (every fabric),
+// --healthcheck (the process' /readyz, which reports every fabric) and
+// --import-neutron (which routes each network by its physnet).
+func checkFabricUse(c *fabricChoice, fabricless bool) {
+	if c.given && fabricless {
+		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: --fabric goes with the operator's commands (--status, "+
+			"--confirm-switches, --show-keys, ...); the manager, --migrate, --healthcheck and --import-neutron act on every fabric")
+		os.Exit(exitUsage)
+	}
+}
+
+// usageError is a command line the configuration refuses, such as a --fabric
+// it does not have: exit status exitUsage.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// operatorFabric is one fabric as an operator's command sees it: its name,
+// and the configuration as a manager of that fabric alone reads it.
+type operatorFabric struct {
+	name string
+	// section is the section that configures it, for messages.
+	section string
+	// cfg is the configuration with the fabric's [opensm], [opensm_conf],
+	// [ufm_pkeys] and physical networks at the top, where the helpers that
+	// take a *config.Config read them; the rest is shared by every fabric.
+	cfg *config.Config
+}
+
+// selectFabric returns the fabric named name, or a usageError naming the
+// configured ones.
+func selectFabric(cfg *config.Config, name string) (operatorFabric, error) {
+	all := cfg.AllFabrics()
+	names := make([]string, len(all))
+	for i, f := range all {
+		if f.Name == name {
+			return operatorFabric{name: f.Name, section: f.Section(), cfg: fabricConfig(cfg, f)}, nil
+		}
+		names[i] = f.Name
+	}
+	return operatorFabric{}, usageError{fmt.Sprintf("--fabric %s: the configuration has no such fabric; it has %s",
+		name, strings.Join(names, ", "))}
+}
+
+// allFabrics returns every configured fabric, the default first.
+func allFabrics(cfg *config.Config) []operatorFabric {
+	var out []operatorFabric
+	for _, f := range cfg.AllFabrics() {
+		out = append(out, operatorFabric{name: f.Name, section: f.Section(), cfg: fabricConfig(cfg, f)})
+	}
+	return out
+}
+
+// fabricConfig is cfg as a manager of fabric f alone would read it: f's
+// OpenSM settings, opensm.conf options, pkeys API and physical networks in
+// place of the default fabric's. For the default fabric it is cfg itself.
+func fabricConfig(cfg *config.Config, f config.Fabric) *config.Config {
+	if f.Name == config.DefaultFabric {
+		return cfg
+	}
+	c := *cfg
+	c.OpenSM, c.OpenSMConf, c.UFMPKeys = f.OpenSM, f.OpenSMConf, f.UFMPKeys
+	c.API.PhysicalNetworks = f.PhysicalNetworks
+	c.Fabrics = nil
+	return &c
+}
+
+// view is the fabric's view of st: what it reads and changes is this
+// fabric's alone.
+func (f operatorFabric) view(st *store.Store) (*store.Store, error) {
+	v := st.Fabric(f.name)
+	if v == nil {
+		// The store is opened with every configured fabric: not reached
+		// unless the configuration and the store disagree.
+		return nil, fmt.Errorf("the database is not open for fabric %s %s", f.name, f.section)
+	}
+	return v, nil
+}
+
+// wrap names a further fabric's section in err: the helpers that read
+// f.cfg speak of [opensm] and [opensm_conf] for what is that section's.
+func (f operatorFabric) wrap(err error) error {
+	if err == nil || f.name == config.DefaultFabric {
+		return err
+	}
+	return fmt.Errorf("%s: %w", f.section, err)
+}

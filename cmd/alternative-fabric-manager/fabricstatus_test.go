@@ -1,0 +1,242 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// healthyAndHeld records, on two fabrics, a default fabric whose jobs
+// complete (a leader, an applied revision, confirmed switches present in
+// its dump, its OpenSM running) and a storage fabric whose jobs are held:
+// its OpenSM runs and swept, but no switch is confirmed and no manager ever
+// applied.
+func healthyAndHeld(t *testing.T, engine string) twoFabrics {
+	t.Helper()
+	f := newTwoFabrics(t, engine)
+	ctx := t.Context()
+	term, err := f.def.NewTerm(ctx, "host-a pid 42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	if _, err := f.def.RecordApply(ctx, store.Apply{Revision: 0, SHA256: strings.Repeat("0", 64), Term: term,
+		Outcome: "applied", Detail: "SUBNET UP", StartedAt: now, FinishedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	confirm(t, f.def, 0x0002c90300f00001, 0x0002c90300f00002)
+	for _, dir := range []string{f.defaultDir, f.storageDir} {
+		copyFile(t, filepath.Join("testdata", "opensm-subnet.lst"), filepath.Join(dir, "opensm-subnet.lst"))
+		b, err := json.Marshal(opensm.Status{State: opensm.StateRunning, PID: 4242, Since: now.Add(-time.Minute)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "driver-status.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+// --status shows every fabric, a block each, and exits with the worst
+// fabric's verdict; --status --fabric NAME shows and judges that one.
+func TestStatusOfTwoFabrics(t *testing.T) {
+	const (
+		defaultBlock = "fabric default ([opensm]):\n"
+		storageBlock = "fabric storage ([fabric:storage]):\n"
+		allWell      = "jobs complete: every gate is open"
+	)
+	f := healthyAndHeld(t, config.EngineSQLite)
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		wants  []string // in this order
+		absent []string
+	}{
+		{"every fabric", nil, exitJobsHeld, []string{defaultBlock, "host-a pid 42, term", allWell, storageBlock,
+			"never held", applier.NoExpectedSwitches, "fabrics whose jobs do not complete: storage\n"}, nil},
+		{"the default fabric", []string{"--fabric", "default"}, exitJobsComplete, []string{defaultBlock, allWell},
+			[]string{"storage", applier.NoExpectedSwitches}},
+		{"the storage fabric", []string{"--fabric", "storage"}, exitJobsHeld, []string{storageBlock, applier.NoExpectedSwitches},
+			[]string{"fabric default", "host-a", allWell}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := runCommand(t, append([]string{"--config-file", f.conf, "--status"}, tc.args...)...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d:\n%s%s", code, tc.code, out, errOut)
+			}
+			rest := out
+			for _, want := range tc.wants {
+				i := strings.Index(rest, want)
+				if i < 0 {
+					t.Errorf("--status %s does not say %q after what came before:\n%s", strings.Join(tc.args, " "), want, out)
+					break
+				}
+				rest = rest[i+len(want):]
+			}
+			for _, absent := range tc.absent {
+				if strings.Contains(out, absent) {
+					t.Errorf("--status %s says %q:\n%s", strings.Join(tc.args, " "), absent, out)
+				}
+			}
+		})
+	}
+}
+
+// --status --json keeps its top-level fields, the default fabric's (or
+// --fabric's), and lists every fabric shown in fabrics.
+func TestStatusJSONOfTwoFabrics(t *testing.T) {
+	f := healthyAndHeld(t, config.EngineSQLite)
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		names []string
+	}{
+		{"every fabric", nil, []string{"default", "storage"}},
+		{"the storage fabric", []string{"--fabric", "storage"}, []string{"storage"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := statusReport(t, f.conf, tc.args...)
+			var names []string
+			for _, s := range r.Fabrics {
+				names = append(names, s.Name)
+			}
+			if !slices.Equal(names, tc.names) {
+				t.Fatalf("fabrics = %v; want %v", names, tc.names)
+			}
+			if !reflect.DeepEqual(r.Status, r.Fabrics[0].Status) {
+				t.Errorf("the top-level fields are not fabric %s's:\n%+v\n%+v", names[0], r.Status, r.Fabrics[0].Status)
+			}
+			for _, s := range r.Fabrics {
+				held := slices.Contains(s.NotCompleting, applier.NoExpectedSwitches)
+				if held != (s.Name == "storage") || (s.Name == "default") != (len(s.NotCompleting) == 0) {
+					t.Errorf("fabric %s: not_completing = %q; want reasons on storage only", s.Name, s.NotCompleting)
+				}
+				if leader := s.Applier.Holder == "host-a pid 42"; leader != (s.Name == "default") {
+					t.Errorf("fabric %s: applier = %+v; want the leader on default only", s.Name, s.Applier)
+				}
+			}
+		})
+	}
+}
+
+// A fabric's open job shows as its oldest open job, and on no other fabric.
+func TestStatusOldestOpenJobPerFabric(t *testing.T) {
+	f := newTwoFabrics(t, config.EngineSQLite)
+	before := time.Now().Add(-time.Second)
+	recordNetwork(t, f.def, "net-storage", "storage", 102)
+	r := statusReport(t, f.conf)
+	for _, s := range r.Fabrics {
+		open := s.OldestOpenJob != nil && s.OldestOpenJob.After(before)
+		if open != (s.Name == "storage") {
+			t.Errorf("fabric %s: oldest_open_job = %v; want one on storage only", s.Name, s.OldestOpenJob)
+		}
+	}
+	code, out, _ := runCommand(t, "--config-file", f.conf, "--status", "--fabric", "default")
+	if want := regexp.MustCompile(`\noldest open job: +none\n`); code != exitJobsHeld || !want.MatchString(out) {
+		t.Errorf("--status --fabric default: exit %d, want %d matching %s:\n%s", code, exitJobsHeld, want, out)
+	}
+}
+
+// A configuration of one fabric prints its status as it always did: no
+// fabric's block around it.
+func TestStatusOfOneFabricHasNoFabricBlock(t *testing.T) {
+	conf := statusHost{driver: opensm.StateRunning}.setUp(t, config.EngineSQLite)
+	code, out, errOut := runCommand(t, "--config-file", conf, "--status")
+	if code != exitJobsComplete || !strings.HasPrefix(out, "applier lock:") || strings.Contains(out, "fabric") {
+		t.Errorf("--status of one fabric: exit %d, want 0 starting \"applier lock:\" without any fabric:\n%s%s", code, out, errOut)
+	}
+	if r := statusReport(t, conf); len(r.Fabrics) != 1 || r.Fabrics[0].Name != config.DefaultFabric ||
+		!reflect.DeepEqual(r.Status, r.Fabrics[0].Status) {
+		t.Errorf("--status --json of one fabric: fabrics = %+v; want the default fabric's, equal to the top level", r.Fabrics)
+	}
+}
+
+// The verdict of several fabrics is the worst of theirs.
+func TestWorseVerdict(t *testing.T) {
+	ok, held, unchecked := error(nil), exitStatus{exitJobsHeld}, exitStatus{exitCannotTell}
+	for _, tc := range []struct {
+		verdicts []error
+		want     int
+	}{
+		{[]error{ok, ok}, exitJobsComplete},
+		{[]error{ok, unchecked}, exitCannotTell},
+		{[]error{unchecked, ok}, exitCannotTell},
+		{[]error{held, unchecked}, exitJobsHeld},
+		{[]error{unchecked, held, ok}, exitJobsHeld},
+	} {
+		var worst error
+		for _, v := range tc.verdicts {
+			worst = worseVerdict(worst, v)
+		}
+		if got := exitCode(worst); got != tc.want {
+			t.Errorf("worst of %v = %d; want %d", tc.verdicts, got, tc.want)
+		}
+	}
+}
+
+// With the database down, --status still shows each fabric's OpenSM driver
+// on this host, named by its fabric, and exits 1.
+func TestStatusOfTwoFabricsWithoutTheDatabase(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("postgresql://afm:pw@127.0.0.1:%d/afm", ln.Addr().(*net.TCPAddr).Port)
+	ln.Close() // nothing listens there now
+	f := twoFabrics{defaultDir: t.TempDir(), storageDir: t.TempDir()}
+	text, err := os.ReadFile(filepath.Join("testdata", "fabrics", "two-fabrics.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text = []byte(strings.NewReplacer("CONNECTION", url, "DEFAULT_DIR", f.defaultDir, "STORAGE_DIR", f.storageDir).Replace(string(text)))
+	conf := filepath.Join(t.TempDir(), "afm.conf")
+	if err := os.WriteFile(conf, text, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for dir, state := range map[string]opensm.State{f.defaultDir: opensm.StateRunning, f.storageDir: opensm.StateFailed} {
+		b, err := json.Marshal(opensm.Status{State: state, PID: 4242, Since: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "driver-status.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		args        []string
+		wants, nots []string
+	}{
+		{nil, []string{"fabric default: OpenSM driver: running", "fabric storage: OpenSM driver: failed"}, nil},
+		{[]string{"--fabric", "storage"}, []string{"fabric storage: OpenSM driver: failed"}, []string{"running"}},
+	} {
+		code, out, errOut := runCommand(t, append([]string{"--config-file", conf, "--status"}, tc.args...)...)
+		if code != exitFailed || !strings.Contains(errOut, "is unreachable") {
+			t.Errorf("--status %v without the database: exit %d, want %d saying it is unreachable: %s", tc.args, code, exitFailed, errOut)
+		}
+		for _, want := range tc.wants {
+			if !strings.Contains(out, want) {
+				t.Errorf("--status %v without the database does not say %q:\n%s", tc.args, want, out)
+			}
+		}
+		for _, not := range tc.nots {
+			if strings.Contains(out, not) {
+				t.Errorf("--status %v without the database says %q:\n%s", tc.args, not, out)
+			}
+		}
+	}
+}
