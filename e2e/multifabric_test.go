@@ -53,14 +53,15 @@ func TestMultiFabric(t *testing.T) {
 	}
 }
 
-// The networks of the steps: one on each physnet per step.
+// The networks of the steps: one on each physnet per step. Their IDs differ
+// in their first characters, which name their partitions in the files.
 const (
-	vlanNetIB      = "5d0c6a1e-0a41-4d7e-9b7e-11a0c0ffee01"
-	vlanNetStorage = "5d0c6a1e-0a41-4d7e-9b7e-11a0c0ffee02"
-	vlanNetIB2     = "5d0c6a1e-0a41-4d7e-9b7e-11a0c0ffee03"
-	guidNetStorage = "5d0c6a1e-0a41-4d7e-9b7e-11a0c0ffee04"
-	downNetIB      = "5d0c6a1e-0a41-4d7e-9b7e-11a0c0ffee05"
-	downNetStorage = "5d0c6a1e-0a41-4d7e-9b7e-11a0c0ffee06"
+	vlanNetIB      = "1b0c6a1e-0a41-4d7e-9b7e-11a0c0ffee01"
+	vlanNetStorage = "2b0c6a1e-0a41-4d7e-9b7e-11a0c0ffee02"
+	vlanNetIB2     = "3b0c6a1e-0a41-4d7e-9b7e-11a0c0ffee03"
+	guidNetStorage = "4b0c6a1e-0a41-4d7e-9b7e-11a0c0ffee04"
+	downNetIB      = "5b0c6a1e-0a41-4d7e-9b7e-11a0c0ffee05"
+	downNetStorage = "6b0c6a1e-0a41-4d7e-9b7e-11a0c0ffee06"
 )
 
 // sameVLANOnTwoPhysnets: VLAN 100 on ibnet and on storage, which Neutron
