@@ -53,7 +53,7 @@ func runAdopt(ctx context.Context, path, file string, log *slog.Logger, w io.Wri
 	if err != nil {
 		return fmt.Errorf("--adopt-partitions %s: nothing adopted: %w", file, err)
 	}
-	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, storeRules(cfg), log)
+	st, err := openStore(ctx, cfg, cfg.Database.AutoMigrate, fabricRules(cfg), log)
 	if err != nil {
 		return err
 	}

@@ -49,7 +49,7 @@ func runImportNeutron(ctx context.Context, path string, opts neutronimport.Optio
 		return err
 	}
 	defer st.Close()
-	report, err := neutronimport.Import(ctx, st, neutronimport.API{Client: client}, rules, opts)
+	report, err := neutronimport.Import(ctx, st, neutronimport.API{Client: client}, rules[0].Rules, opts) // the default fabric's physical networks
 	if werr := report.Write(os.Stdout); werr != nil && err == nil {
 		err = werr
 	}
@@ -122,17 +122,20 @@ func guidList(guids []fabric.GUID) string {
 // but for the fabric's port limit, which the applier still holds every
 // apply to: a network on a static partition's pkey and a port listed in the
 // template are refused alike.
-func importRules(ctx context.Context, cfg *config.Config) (store.Rules, error) {
-	tpl, err := loadTemplate(cfg)
-	if err != nil {
-		return store.Rules{}, err
+func importRules(ctx context.Context, cfg *config.Config) ([]store.FabricRules, error) {
+	rules := fabricRules(cfg)
+	for i, f := range cfg.AllFabrics() {
+		fcfg := fabricConfig(cfg, f)
+		tpl, err := loadTemplate(fcfg)
+		if err != nil {
+			return nil, fabricErr(f, err)
+		}
+		static, err := tpl.Static(ctx, fcfg.OpenSM.DefaultPartition, fcfg.OpenSM.FlatPKey)
+		if err != nil {
+			return nil, fabricErr(f, fmt.Errorf("[opensm] partitions_template: %w", err))
+		}
+		rules[i].Rules.StaticPKey = static.Name
+		rules[i].Rules.StaticMember = static.Listing
 	}
-	static, err := tpl.Static(ctx, cfg.OpenSM.DefaultPartition, cfg.OpenSM.FlatPKey)
-	if err != nil {
-		return store.Rules{}, fmt.Errorf("[opensm] partitions_template: %w", err)
-	}
-	rules := storeRules(cfg)
-	rules.StaticPKey = static.Name
-	rules.StaticMember = static.Listing
 	return rules, nil
 }

@@ -95,7 +95,7 @@ func withOperatorStore(ctx context.Context, path string, log *slog.Logger,
 	if err != nil {
 		return err
 	}
-	st, err := openExisting(ctx, cfg, storeRules(cfg), operatorConnectTimeout, log)
+	st, err := openExisting(ctx, cfg, fabricRules(cfg), operatorConnectTimeout, log)
 	if nc := (notReadyError{}); errors.As(err, &nc) {
 		return nc
 	}
