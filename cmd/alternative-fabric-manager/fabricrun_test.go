@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
 // fakeFabric is one fabric of twoFabrics: its directories and the files its
@@ -103,11 +105,18 @@ func TestWireGivesEachFabricItsOwnOpenSM(t *testing.T) {
 	t.Setenv("OSM_CACHE_DIR", "")
 	os.Unsetenv("OSM_CACHE_DIR")
 	cfg, fabs := twoFabrics(t)
-	mgr, err := wire(t.Context(), cfg, quietLog())
+	var logged testenv.SyncBuffer
+	mgr, err := wire(t.Context(), cfg, slog.New(slog.NewJSONHandler(&logged, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer mgr.close()
+	// Each fabric's lines say which fabric they are about.
+	for _, name := range []string{"default", "storage"} {
+		if want := `"msg":"OpenSM hardening","fabric":"` + name + `"`; !strings.Contains(logged.String(), want) {
+			t.Errorf("the log lacks %s:\n%s", want, logged.String())
+		}
+	}
 	if len(mgr.fabrics) != 2 {
 		t.Fatalf("%d fabrics wired, want 2", len(mgr.fabrics))
 	}
