@@ -48,7 +48,7 @@ func runImportNeutron(ctx context.Context, path string, opts neutronimport.Optio
 		return err
 	}
 	client.HTTPClient.Timeout = neutronTimeout
-	st, err := openExisting(ctx, cfg, rules[0].Rules, operatorConnectTimeout, log)
+	st, err := openExisting(ctx, cfg, rules, operatorConnectTimeout, log)
 	if err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func importRules(ctx context.Context, fabrics []operatorFabric) ([]store.FabricR
 		if err != nil {
 			return nil, f.wrap(fmt.Errorf("[opensm] partitions_template: %w", err))
 		}
-		rules := storeRules(cfg)
+		rules := fabricRules(cfg)[0].Rules // cfg is the fabric's alone (fabricConfig)
 		rules.StaticPKey = static.Name
 		rules.StaticMember = static.Listing
 		out = append(out, store.FabricRules{Name: f.name, Rules: rules})
