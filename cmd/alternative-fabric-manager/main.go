@@ -331,7 +331,9 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*manager, 
 		mgr.fabrics = append(mgr.fabrics, fr)
 	}
 	mgr.registerState(checker)
-	mgr.wireAPI(checker)
+	if err := mgr.wireAPI(checker); err != nil {
+		return nil, err
+	}
 	wired = true
 	return mgr, nil
 }
@@ -357,7 +359,7 @@ func (mgr *manager) registerState(checker *health.Checker) {
 }
 
 // wireAPI makes the API's server and the HTTP listeners, not yet listening.
-func (mgr *manager) wireAPI(checker *health.Checker) {
+func (mgr *manager) wireAPI(checker *health.Checker) error {
 	cfg, log, m := mgr.cfg, mgr.log, mgr.metrics
 	opts := api.Options{Prefix: cfg.API.Prefix, Domain: cfg.API.Domain, Token: cfg.API.Token,
 		AccessLog: cfg.API.AccessLog, Health: checker, Observer: m}
@@ -369,17 +371,15 @@ func (mgr *manager) wireAPI(checker *health.Checker) {
 		log.Warn("/metrics refuses every scrape: it is served on an address other than loopback and [api] metrics_token "+
 			"is not set (docs/operations.md)", "listen", cmp.Or(cfg.API.MetricsListen, cfg.API.Listen))
 	}
-	opts.PKeys.Prefix = cfg.UFMPKeys.Prefix
-	writeTimeout := 30 * time.Second
-	if u := cfg.UFMPKeys; u.Enabled() {
-		opts.PKeys = api.PKeysOptions{Store: mgr.st, Prefix: u.Prefix, Username: u.Username, Password: u.Password,
-			ApplyTimeout: u.ApplyTimeout, Version: versionString(), MaxGUIDsPerRequest: u.MaxGUIDsPerRequest,
-			MaxConcurrentRequests: u.MaxConcurrentRequests}
-		// A pkeys change is answered once applied, up to apply_timeout.
-		writeTimeout = max(writeTimeout, u.ApplyTimeout+api.DefaultDBTimeout+5*time.Second)
+	// Every fabric's pkeys API, through its store view.
+	pkeys, writeTimeout, err := pkeysAPIs(cfg, mgr.st, 30*time.Second)
+	if err != nil {
+		return err
 	}
+	opts.PKeys = pkeys
 	mgr.apiServer = api.New(opts, mgr.st, log)
 	mgr.servers = listeners(cfg, mgr.apiServer, m.Handler(), mgr.certs, writeTimeout, log)
+	return nil
 }
 
 // listen binds every listener, or none.

@@ -16,42 +16,78 @@ type credentialSetter interface {
 
 // hangup is what SIGHUP does. The TLS certificate is read again, and so is
 // the configuration file: its credentials ([api] token, previous_tokens and
-// metrics_token, [ufm_pkeys] username, password and previous_passwords) take
-// effect at once, so that a revoked
-// secret stops working when the signal has been handled; every other changed
-// key is named as needing a restart (the manager's other settings are fixed
-// for its life, so that a half-edited file can never take effect). A file
-// that does not load, or whose new token or password is too short, changes
-// nothing. The log names keys, never values. It goes to standard error,
-// which journald or Docker collect: there is no file to reopen.
+// metrics_token, and each fabric's pkeys API's username, password and
+// previous_passwords: [ufm_pkeys], [fabric:NAME:ufm_pkeys]) take effect at
+// once, so that a revoked secret stops working when the signal has been
+// handled; every other changed key is named as needing a restart (the
+// manager's other settings are fixed for its life, so that a half-edited file
+// can never take effect). A file that does not load, or whose new token or
+// password is too short, changes nothing. The log names keys, never values.
+// It goes to standard error, which journald or Docker collect: there is no
+// file to reopen.
 type hangup struct {
 	path string
 	// running is what the manager runs with: the settings it started with,
 	// and the credentials of the last SIGHUP that changed them.
 	running *config.Config
-	// pkeysServed says whether the pkeys API's routes are served: its
-	// credentials change only then.
-	pkeysServed bool
+	// pkeysServed names the fabrics whose pkeys API's routes are served:
+	// their credentials change only then.
+	pkeysServed map[string]bool
 	certs       *tlsreload.Reloader
 	api         credentialSetter
 	log         *slog.Logger
 }
 
 func newHangup(path string, cfg *config.Config, certs *tlsreload.Reloader, api credentialSetter, log *slog.Logger) *hangup {
-	return &hangup{path: path, running: cfg, pkeysServed: cfg.UFMPKeys.Enabled(), certs: certs, api: api, log: log}
+	served := map[string]bool{}
+	for _, f := range cfg.AllFabrics() {
+		served[f.Name] = f.UFMPKeys.Enabled()
+	}
+	return &hangup{path: path, running: cfg, pkeysServed: served, certs: certs, api: api, log: log}
 }
 
-// credentialKeys are the keys a SIGHUP applies.
-var credentialKeys = []string{"[api] token", "[api] previous_tokens", "[api] metrics_token",
-	"[ufm_pkeys] username", "[ufm_pkeys] password", "[ufm_pkeys] previous_passwords"}
+// pkeysCredentialKeys are the keys of a pkeys API's section a SIGHUP applies
+// (beside [api] token, previous_tokens and metrics_token).
+var pkeysCredentialKeys = []string{"username", "password", "previous_passwords"}
+
+// pkeysCredentialOf returns the fabric of cfg whose pkeys API's credential
+// key is, as config.Diff names it ("[fabric:storage:ufm_pkeys] password").
+func pkeysCredentialOf(cfg *config.Config, key string) (string, bool) {
+	for _, f := range cfg.AllFabrics() {
+		for _, k := range pkeysCredentialKeys {
+			if key == f.UFMPKeysSection()+" "+k {
+				return f.Name, true
+			}
+		}
+	}
+	return "", false
+}
+
+// ufmPKeysOf points at fabric's pkeys API settings in cfg; nil when cfg has
+// no such fabric.
+func ufmPKeysOf(cfg *config.Config, fabric string) *config.UFMPKeys {
+	if fabric == config.DefaultFabric {
+		return &cfg.UFMPKeys
+	}
+	for i := range cfg.Fabrics {
+		if cfg.Fabrics[i].Name == fabric {
+			return &cfg.Fabrics[i].UFMPKeys
+		}
+	}
+	return nil
+}
 
 // apiCredentials are the API's credentials as cfg sets them. /metrics needs
 // no token only on loopback (config.API.MetricsOpen).
 func apiCredentials(cfg *config.Config) api.Credentials {
-	return api.Credentials{Token: cfg.API.Token, PreviousTokens: cfg.API.PreviousTokens,
-		PKeysUsername: cfg.UFMPKeys.Username, PKeysPassword: cfg.UFMPKeys.Password,
-		PreviousPKeysPasswords: cfg.UFMPKeys.PreviousPasswords,
-		MetricsToken:           cfg.API.MetricsToken, MetricsOpen: cfg.API.MetricsOpen()}
+	c := api.Credentials{Token: cfg.API.Token, PreviousTokens: cfg.API.PreviousTokens,
+		PKeys:        map[string]api.PKeysCredentials{},
+		MetricsToken: cfg.API.MetricsToken, MetricsOpen: cfg.API.MetricsOpen()}
+	for _, f := range cfg.AllFabrics() {
+		u := f.UFMPKeys
+		c.PKeys[f.Name] = api.PKeysCredentials{Username: u.Username, Password: u.Password, PreviousPasswords: u.PreviousPasswords}
+	}
+	return c
 }
 
 func (h *hangup) reload() {
@@ -86,23 +122,27 @@ func (h *hangup) reload() {
 func (h *hangup) applyCredentials(next *config.Config) (applied, needRestart []string) {
 	applied, needRestart = []string{}, []string{}
 	now := *h.running
+	// now's fabrics are changed below: not the running configuration's.
+	now.Fabrics = slices.Clone(h.running.Fabrics)
 	for _, key := range config.Diff(h.running, next) {
+		fabric, isPKeys := pkeysCredentialOf(h.running, key)
 		switch {
-		case !slices.Contains(credentialKeys, key):
-			needRestart = append(needRestart, key)
 		case key == "[api] token" || key == "[api] previous_tokens":
 			now.API.Token, now.API.PreviousTokens = next.API.Token, next.API.PreviousTokens
 			applied = append(applied, key)
 		case key == "[api] metrics_token":
 			now.API.MetricsToken = next.API.MetricsToken
 			applied = append(applied, key)
-		case !h.pkeysServed:
+		case !isPKeys || ufmPKeysOf(next, fabric) == nil:
+			needRestart = append(needRestart, key)
+		case !h.pkeysServed[fabric]:
 			// Its routes are set up at start only.
 			needRestart = append(needRestart, key)
 		default:
-			// All at once: without them every pkeys request is refused.
-			now.UFMPKeys.Username, now.UFMPKeys.Password = next.UFMPKeys.Username, next.UFMPKeys.Password
-			now.UFMPKeys.PreviousPasswords = next.UFMPKeys.PreviousPasswords
+			// All at once: without them every request of the fabric's pkeys
+			// API is refused.
+			to, from := ufmPKeysOf(&now, fabric), ufmPKeysOf(next, fabric)
+			to.Username, to.Password, to.PreviousPasswords = from.Username, from.Password, from.PreviousPasswords
 			applied = append(applied, key)
 		}
 	}

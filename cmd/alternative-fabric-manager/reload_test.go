@@ -13,7 +13,6 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/api"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
 
 // reloadConf is a configuration with the pkeys API on; %s are the token,
@@ -28,15 +27,18 @@ pkey_range = 0x1000-0x1fff
 check_interval = %s
 `
 
-// hangupServer serves the API as cfg configures it (the pkeys API too when
-// cfg sets it), with the SIGHUP handler of the file at path, whose log it
-// returns.
+// hangupServer serves the API as cfg configures it (each fabric's pkeys API
+// too when cfg sets it, as the manager wires them), with the SIGHUP handler of
+// the file at path, whose log it returns.
 func hangupServer(t *testing.T, path string, cfg *config.Config) (*httptest.Server, *hangup, *bytes.Buffer) {
 	t.Helper()
-	st := storetest.Open(t, config.EngineSQLite)
-	srv := api.New(api.Options{Prefix: cfg.API.Prefix, Domain: cfg.API.Domain, Token: cfg.API.Token,
-		PKeys: api.PKeysOptions{Store: st, Prefix: cfg.UFMPKeys.Prefix, Username: cfg.UFMPKeys.Username,
-			Password: cfg.UFMPKeys.Password}}, st, slog.New(slog.DiscardHandler))
+	st := openFabricsStore(t, cfg)
+	pkeys, _, err := pkeysAPIs(cfg, st, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := api.New(api.Options{Prefix: cfg.API.Prefix, Domain: cfg.API.Domain, Token: cfg.API.Token, PKeys: pkeys},
+		st, slog.New(slog.DiscardHandler))
 	web := httptest.NewServer(srv)
 	t.Cleanup(web.Close)
 	var logged bytes.Buffer
@@ -187,6 +189,102 @@ func TestSIGHUPPKeysCredentialsWithoutTheAPI(t *testing.T) {
 		t.Errorf("credentials set %d times, want none", set.calls)
 	}
 	want := `"changed_settings_needing_restart":["[ufm_pkeys] username","[ufm_pkeys] password","[ufm_pkeys] pkey_range"]`
+	if !strings.Contains(logged.String(), want) {
+		t.Errorf("the log lacks %s:\n%s", want, logged.String())
+	}
+}
+
+// TestSIGHUPReloadsFabricPKeysCredentials: a further fabric's pkeys password
+// changes at once, as the default fabric's does, on its own prefix only: the
+// default fabric's stays, and neither fabric's opens the other's. A rotation
+// through previous_passwords works on it as on the default's. Other changed
+// keys of the fabric need a restart; the log names keys, never secrets.
+func TestSIGHUPReloadsFabricPKeysCredentials(t *testing.T) {
+	const (
+		compute                  = "s3cret-compute-password"
+		oldStorage, newStorage   = "s3cret-old-storage-password", "s3cret-new-storage-password"
+		computeUser, storageUser = "ib-kubernetes", "ib-kubernetes-storage"
+	)
+	path := filepath.Join(t.TempDir(), "afm.conf")
+	writeConfText(t, path, fmt.Sprintf(fabricsConf, compute, "30", oldStorage))
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	web, h, logged := hangupServer(t, path, cfg)
+	type want struct {
+		prefix, user, password string
+		works                  bool
+	}
+	check := func(when string, cases []want) {
+		t.Helper()
+		for _, c := range cases {
+			if got := pkeysWork(t, web.URL, c.prefix, c.user, c.password); got != c.works {
+				t.Errorf("%s: %s with %s's password %q works %t, want %t", when, c.prefix, c.user, c.password, got, c.works)
+			}
+		}
+	}
+
+	writeConfText(t, path, fmt.Sprintf(fabricsConf, compute, "60", newStorage))
+	h.reload()
+	check("after SIGHUP", []want{
+		{"/storage/ufmRest", storageUser, oldStorage, false},
+		{"/storage/ufmRest", storageUser, newStorage, true},
+		{"/ufmRest", computeUser, compute, true},
+		{"/ufmRest", storageUser, newStorage, false},
+		{"/storage/ufmRest", computeUser, compute, false},
+	})
+	for _, want := range []string{`"reloaded":["[fabric:storage:ufm_pkeys] password"]`,
+		`"changed_settings_needing_restart":["[fabric:storage] check_interval"]`} {
+		if !strings.Contains(logged.String(), want) {
+			t.Errorf("the log lacks %s:\n%s", want, logged.String())
+		}
+	}
+
+	// A rotation: the old password beside the new one, then alone.
+	writeConfText(t, path, fmt.Sprintf(fabricsConf, compute, "60", oldStorage)+"previous_passwords = "+newStorage+"\n")
+	h.reload()
+	check("during a rotation", []want{
+		{"/storage/ufmRest", storageUser, oldStorage, true},
+		{"/storage/ufmRest", storageUser, newStorage, true},
+		{"/ufmRest", computeUser, newStorage, false},
+	})
+	writeConfText(t, path, fmt.Sprintf(fabricsConf, compute, "60", oldStorage))
+	h.reload()
+	check("after the rotation", []want{
+		{"/storage/ufmRest", storageUser, oldStorage, true},
+		{"/storage/ufmRest", storageUser, newStorage, false},
+	})
+	if !strings.Contains(logged.String(), `"reloaded":["[fabric:storage:ufm_pkeys] password","[fabric:storage:ufm_pkeys] previous_passwords"]`) {
+		t.Errorf("the log lacks the rotation's keys:\n%s", logged.String())
+	}
+	if strings.Contains(logged.String(), "s3cret") {
+		t.Errorf("the log shows a secret:\n%s", logged.String())
+	}
+}
+
+// TestSIGHUPFabricPKeysCredentialsWithoutItsAPI: a fabric whose pkeys API is
+// off at start serves no route, so credentials given to it need a restart,
+// whatever the default fabric's API does.
+func TestSIGHUPFabricPKeysCredentialsWithoutItsAPI(t *testing.T) {
+	const compute = "s3cret-compute-password"
+	path := filepath.Join(t.TempDir(), "afm.conf")
+	withoutStorageAPI, _, _ := strings.Cut(fabricsConf, "[fabric:storage:ufm_pkeys]")
+	writeConfText(t, path, fmt.Sprintf(withoutStorageAPI, compute, "30"))
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := &recordingSetter{}
+	var logged bytes.Buffer
+	h := newHangup(path, cfg, nil, set, slog.New(slog.NewJSONHandler(&logged, nil)))
+	writeConfText(t, path, fmt.Sprintf(fabricsConf, compute, "30", "s3cret-storage-password"))
+	h.reload()
+	if set.calls != 0 {
+		t.Errorf("credentials set %d times, want none", set.calls)
+	}
+	want := `"changed_settings_needing_restart":["[fabric:storage:ufm_pkeys] username","[fabric:storage:ufm_pkeys] password",` +
+		`"[fabric:storage:ufm_pkeys] prefix","[fabric:storage:ufm_pkeys] pkey_range"]`
 	if !strings.Contains(logged.String(), want) {
 		t.Errorf("the log lacks %s:\n%s", want, logged.String())
 	}

@@ -58,9 +58,12 @@ type Options struct {
 	MetricsOpen  bool
 	// Observer counts every request; nil: nobody does.
 	Observer Observer
-	// PKeys is UFM's pkeys API for ib-kubernetes ([ufm_pkeys]); its routes
-	// are served only with a Store.
-	PKeys PKeysOptions
+	// PKeys are UFM's pkeys APIs for ib-kubernetes, one per fabric: the
+	// default fabric's ([ufm_pkeys]) and each further fabric's
+	// ([fabric:NAME:ufm_pkeys]), each under its own prefix, with its own
+	// credentials and store view. A fabric's routes are served only with its
+	// Store; the configuration refuses overlapping prefixes.
+	PKeys []PKeysOptions
 }
 
 // Health decides /healthz and /readyz (health.Checker).
@@ -101,17 +104,13 @@ type Server struct {
 	// creds are what requests are checked against; SetCredentials swaps
 	// them.
 	creds atomic.Pointer[credentialHashes]
-	// pkeySlots holds a token for each pkeys request being served
-	// (PKeysOptions.MaxConcurrentRequests).
-	pkeySlots chan struct{}
 }
 
 // New builds the API's handler. Options' Token, MetricsToken, MetricsOpen
-// and PKeys' Username and Password are its first Credentials.
+// and each PKeys' Username and Password are its first Credentials.
 func New(opts Options, rec Recorder, log *slog.Logger) *Server {
 	s := &Server{opts: opts, store: rec, log: log}
-	s.SetCredentials(Credentials{Token: opts.Token, PKeysUsername: opts.PKeys.Username, PKeysPassword: opts.PKeys.Password,
-		MetricsToken: opts.MetricsToken, MetricsOpen: opts.MetricsOpen})
+	s.SetCredentials(firstCredentials(opts))
 	r := httprouter.New()
 	// The driver's POSTs must never be redirected: a 301 turns them into GETs.
 	r.RedirectTrailingSlash = false
@@ -119,12 +118,11 @@ func New(opts Options, rec Recorder, log *slog.Logger) *Server {
 	r.HandleOPTIONS = false
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		msg := fmt.Sprintf("no such resource: %s %s", req.Method, req.URL.Path)
-		if opts.PKeys.Prefix != "" && strings.HasPrefix(req.URL.Path, opts.PKeys.Prefix+"/") &&
-			!strings.HasPrefix(req.URL.Path, opts.Prefix+"/") {
+		if o, ok := pkeysPrefixOf(opts.PKeys, req.URL.Path); ok && !strings.HasPrefix(req.URL.Path, opts.Prefix+"/") {
 			// UFM's own paths answer 404, as UFM does: ib-kubernetes reads
 			// it as absent, and finds the pkeys API off when it is.
-			if opts.PKeys.Store == nil {
-				msg += " (the pkeys API is off: set [ufm_pkeys] username and password)"
+			if o.Store == nil {
+				msg += fmt.Sprintf(" (the pkeys API is off: set %s username and password)", o.section())
 			}
 			writeError(w, http.StatusNotFound, msg)
 			return
@@ -178,8 +176,10 @@ func New(opts Options, rec Recorder, log *slog.Logger) *Server {
 			metrics.ServeHTTP(w, r)
 		})
 	}
-	if opts.PKeys.Store != nil {
-		s.pkeyRoutes(handle)
+	for _, o := range opts.PKeys {
+		if o.Store != nil {
+			newPKeysAPI(s, o).routes(handle)
+		}
 	}
 	s.handler = requestInfo(collapseSlashes(s.accessLog(r)))
 	return s
@@ -358,6 +358,9 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		}
 		attrs := []any{"method", r.Method, "path", r.URL.Path, "route", route,
 			"status", rec.status, "duration", took, "remote", r.RemoteAddr}
+		if info := infoOf(r); info != nil && info.fabric != "" {
+			attrs = append(attrs, "fabric", info.fabric) // a pkeys API's: routes are named alike on every fabric
+		}
 		if info := infoOf(r); info != nil && info.job != 0 {
 			attrs = append(attrs, "job", info.job) // the job the change was recorded as
 		}

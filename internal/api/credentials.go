@@ -7,7 +7,8 @@ import (
 )
 
 // Credentials are the secrets requests are checked against: [api] token,
-// [ufm_pkeys] username and password, [api] metrics_token. SetCredentials
+// each fabric's pkeys API's username and password ([ufm_pkeys],
+// [fabric:NAME:ufm_pkeys]), [api] metrics_token. SetCredentials
 // replaces them while the server serves (SIGHUP): an operator who revokes a
 // leaked token expects the old one refused from then on.
 type Credentials struct {
@@ -15,17 +16,24 @@ type Credentials struct {
 	Token string
 	// PreviousTokens are accepted as Token is, during a rotation.
 	PreviousTokens []string
-	// PKeysUsername and PKeysPassword are what ib-kubernetes sends as HTTP
-	// Basic auth; both empty refuses every request of the pkeys API.
-	PKeysUsername, PKeysPassword string
-	// PreviousPKeysPasswords are accepted as PKeysPassword is (with
-	// PKeysUsername), during a rotation.
-	PreviousPKeysPasswords []string
+	// PKeys are each fabric's pkeys API credentials, by fabric name
+	// (PKeysOptions.Fabric): a fabric's open its own routes only. A fabric
+	// without them refuses every request of its pkeys API.
+	PKeys map[string]PKeysCredentials
 	// MetricsToken is what a scraper sends as "Authorization: Bearer
 	// <token>". Without one, /metrics is open when MetricsOpen says so (it
 	// is served on loopback only) and refuses every scrape otherwise.
 	MetricsToken string
 	MetricsOpen  bool
+}
+
+// PKeysCredentials are what one fabric's ib-kubernetes sends as HTTP Basic
+// auth; both empty refuses every request of that fabric's pkeys API.
+type PKeysCredentials struct {
+	Username, Password string
+	// PreviousPasswords are accepted as Password is (with Username), during a
+	// rotation.
+	PreviousPasswords []string
 }
 
 // credentialHashes are Credentials as requests are checked against them:
@@ -34,8 +42,9 @@ type Credentials struct {
 type credentialHashes struct {
 	// tokens are the current token's and the previous ones'.
 	tokens [][sha256.Size]byte
-	// pkeys is nil when the pkeys API refuses every request.
-	pkeys *credentials
+	// pkeys are each fabric's pkeys API's, by fabric name; a fabric without
+	// an entry refuses every request.
+	pkeys map[string]*credentials
 	// metrics is nil when /metrics needs no token (metricsOpen) or can
 	// accept none.
 	metrics     *[sha256.Size]byte
@@ -49,21 +58,36 @@ type credentials struct {
 }
 
 func hashCredentials(c Credentials) *credentialHashes {
-	h := &credentialHashes{metricsOpen: c.MetricsOpen}
+	h := &credentialHashes{metricsOpen: c.MetricsOpen, pkeys: map[string]*credentials{}}
 	for _, t := range append([]string{c.Token}, c.PreviousTokens...) {
 		h.tokens = append(h.tokens, sha256.Sum256([]byte("Basic "+t)))
 	}
-	if c.PKeysUsername != "" || c.PKeysPassword != "" {
-		h.pkeys = &credentials{user: sha256.Sum256([]byte(c.PKeysUsername))}
-		for _, p := range append([]string{c.PKeysPassword}, c.PreviousPKeysPasswords...) {
-			h.pkeys.passwords = append(h.pkeys.passwords, sha256.Sum256([]byte(p)))
+	for fabric, p := range c.PKeys {
+		if p.Username == "" && p.Password == "" {
+			continue
 		}
+		want := &credentials{user: sha256.Sum256([]byte(p.Username))}
+		for _, pw := range append([]string{p.Password}, p.PreviousPasswords...) {
+			want.passwords = append(want.passwords, sha256.Sum256([]byte(pw)))
+		}
+		h.pkeys[fabric] = want
 	}
 	if c.MetricsToken != "" {
 		m := sha256.Sum256([]byte("Bearer " + c.MetricsToken))
 		h.metrics = &m
 	}
 	return h
+}
+
+// firstCredentials are the credentials opts sets: its tokens and each
+// fabric's pkeys API's username and password.
+func firstCredentials(opts Options) Credentials {
+	c := Credentials{Token: opts.Token, MetricsToken: opts.MetricsToken, MetricsOpen: opts.MetricsOpen,
+		PKeys: make(map[string]PKeysCredentials, len(opts.PKeys))}
+	for _, o := range opts.PKeys {
+		c.PKeys[o.fabric()] = PKeysCredentials{Username: o.Username, Password: o.Password}
+	}
+	return c
 }
 
 // SetCredentials makes every request from now on be checked against c. A
@@ -89,19 +113,21 @@ func anyEqual(got [sha256.Size]byte, want [][sha256.Size]byte) int {
 	return ok
 }
 
-// pkeysOK says, in constant time, whether r carries the pkeys API's user name
-// and password: both are compared whatever the first gives.
-func (h *credentialHashes) pkeysOK(r *http.Request) bool {
+// pkeysOK says, in constant time, whether r carries the user name and
+// password of fabric's pkeys API: both are compared whatever the first gives.
+// Only fabric's are compared: another fabric's credentials never open its
+// routes, and which fabric a route is of is no secret.
+func (h *credentialHashes) pkeysOK(r *http.Request, fabric string) bool {
 	user, password, _ := r.BasicAuth()
 	u, p := sha256.Sum256([]byte(user)), sha256.Sum256([]byte(password))
-	want := h.pkeys
-	if want == nil {
+	want, ok := h.pkeys[fabric]
+	if !ok {
 		// Hashed all the same: the answer takes as long either way.
 		want = &credentials{passwords: make([][sha256.Size]byte, 1)}
 	}
 	okUser := subtle.ConstantTimeCompare(u[:], want.user[:])
 	okPassword := anyEqual(p, want.passwords)
-	return h.pkeys != nil && okUser&okPassword == 1
+	return ok && okUser&okPassword == 1
 }
 
 // metricsAuth serves metrics to a scraper that sends the metrics token, or

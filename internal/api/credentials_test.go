@@ -22,7 +22,12 @@ func credsServer(t *testing.T, opts Options) (*Server, *httptest.Server, *atomic
 	st := storetest.Open(t, "sqlite").WithRules(store.Rules{KubernetesRange: kubeRange})
 	var scrapes atomic.Int64
 	opts.Prefix, opts.Domain = "/ufmRestV3", "cloudx"
-	opts.PKeys.Store, opts.PKeys.Prefix, opts.PKeys.ApplyTimeout = st, "/ufmRest", 10*time.Millisecond
+	var pk PKeysOptions
+	if len(opts.PKeys) > 0 {
+		pk = opts.PKeys[0]
+	}
+	pk.Store, pk.Prefix, pk.ApplyTimeout = st, "/ufmRest", 10*time.Millisecond
+	opts.PKeys = []PKeysOptions{pk}
 	opts.Metrics = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		scrapes.Add(1)
 		w.Write([]byte("afm_up 1\n"))
@@ -61,6 +66,11 @@ func get(t *testing.T, url, auth string) (int, string) {
 	return resp.StatusCode, b.String()
 }
 
+// defaultPKeys are the default fabric's pkeys API credentials, alone.
+func defaultPKeys(user, password string, previous ...string) map[string]PKeysCredentials {
+	return map[string]PKeysCredentials{store.DefaultFabric: {Username: user, Password: password, PreviousPasswords: previous}}
+}
+
 func basic(user, password string) string {
 	r, _ := http.NewRequest("GET", "http://x", nil)
 	r.SetBasicAuth(user, password)
@@ -78,7 +88,7 @@ func TestSetCredentials(t *testing.T) {
 		newMetrics  = "n3w-metrics-token-0123"
 	)
 	s, srv, _ := credsServer(t, Options{Token: token, MetricsToken: oldMetrics,
-		PKeys: PKeysOptions{Username: ufmUser, Password: ufmPassword}})
+		PKeys: []PKeysOptions{{Username: ufmUser, Password: ufmPassword}}})
 	jobs := srv.URL + "/ufmRestV3/app/jobs/1"
 	version := srv.URL + "/ufmRest/app/ufm_version"
 	metrics := srv.URL + "/metrics"
@@ -90,7 +100,7 @@ func TestSetCredentials(t *testing.T) {
 		}
 	}
 
-	s.SetCredentials(Credentials{Token: newToken, PKeysUsername: ufmUser, PKeysPassword: newPassword, MetricsToken: newMetrics})
+	s.SetCredentials(Credentials{Token: newToken, PKeys: defaultPKeys(ufmUser, newPassword), MetricsToken: newMetrics})
 	for _, c := range []struct {
 		url, auth string
 		want      int
@@ -125,7 +135,7 @@ func TestPreviousCredentialsDuringRotation(t *testing.T) {
 		newToken, otherToken   = "n3w-token-0123456789", "0ther-token-0123456789"
 		newPassword, otherPass = "n3w-ufm-password-0123", "0ther-ufm-password-0123"
 	)
-	s, srv, _ := credsServer(t, Options{Token: token, PKeys: PKeysOptions{Username: ufmUser, Password: ufmPassword}})
+	s, srv, _ := credsServer(t, Options{Token: token, PKeys: []PKeysOptions{{Username: ufmUser, Password: ufmPassword}}})
 	jobs := srv.URL + "/ufmRestV3/app/jobs/1"
 	version := srv.URL + "/ufmRest/app/ufm_version"
 	type authCase struct {
@@ -141,7 +151,7 @@ func TestPreviousCredentialsDuringRotation(t *testing.T) {
 		}
 	}
 	s.SetCredentials(Credentials{Token: newToken, PreviousTokens: []string{otherToken, token},
-		PKeysUsername: ufmUser, PKeysPassword: newPassword, PreviousPKeysPasswords: []string{ufmPassword}})
+		PKeys: defaultPKeys(ufmUser, newPassword, ufmPassword)})
 	check("during the rotation", []authCase{
 		{jobs, "Basic " + newToken, http.StatusNotFound}, // authenticated: no job 1
 		{jobs, "Basic " + token, http.StatusNotFound},
@@ -152,7 +162,7 @@ func TestPreviousCredentialsDuringRotation(t *testing.T) {
 		{version, basic(ufmUser, otherPass), http.StatusUnauthorized},
 		{version, basic("someone", ufmPassword), http.StatusUnauthorized},
 	})
-	s.SetCredentials(Credentials{Token: newToken, PKeysUsername: ufmUser, PKeysPassword: newPassword})
+	s.SetCredentials(Credentials{Token: newToken, PKeys: defaultPKeys(ufmUser, newPassword)})
 	check("after the rotation", []authCase{
 		{jobs, "Basic " + newToken, http.StatusNotFound},
 		{jobs, "Basic " + token, http.StatusUnauthorized},
@@ -230,7 +240,7 @@ func TestMetricsNeedATokenOffLoopback(t *testing.T) {
 // jobs it created, the pkeys API's credentials only ib-kubernetes' ones; the
 // other side's job is answered as a job that does not exist.
 func TestJobsReadableOnlyByTheirCreator(t *testing.T) {
-	_, srv, _ := credsServer(t, Options{Token: token, PKeys: PKeysOptions{Username: ufmUser, Password: ufmPassword}})
+	_, srv, _ := credsServer(t, Options{Token: token, PKeys: []PKeysOptions{{Username: ufmUser, Password: ufmPassword}}})
 	f := &fixture{t: t, srv: srv}
 	resp, body := f.do("POST", "/ufmRestV3/cloudx/Network", testdata(t, "network_create_vlan.json"))
 	if resp.StatusCode != http.StatusAccepted {

@@ -135,12 +135,12 @@ func FuzzPKeysGUIDList(f *testing.F) {
 		list := strings.Split(text, ",")
 		want, wantOK := referenceGUIDs(list)
 
-		s := &Server{opts: Options{PKeys: PKeysOptions{MaxGUIDsPerRequest: int(most)}}}
+		pk := &pkeysAPI{o: PKeysOptions{MaxGUIDsPerRequest: int(most)}}
 		limit := int(most)
 		if limit == 0 {
 			limit = DefaultMaxGUIDsPerRequest
 		}
-		err := s.checkGUIDCount(len(list))
+		err := pk.checkGUIDCount(len(list))
 		var he *httpError
 		if (len(list) > limit) != (err != nil) ||
 			(err != nil && (!errors.As(err, &he) || he.status != http.StatusRequestEntityTooLarge || he.msg == "")) {

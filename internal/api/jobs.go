@@ -71,10 +71,10 @@ func (s *Server) getJob(r *http.Request, ps httprouter.Params) (int, any, error)
 
 // getKubernetesJob answers ib-kubernetes' jobs (see jobOf), on the pkeys
 // API's own path.
-func (s *Server) getKubernetesJob(r *http.Request, ps httprouter.Params) (int, any, error) {
-	ctx, cancel := s.dbCtx(r.Context())
+func (pk *pkeysAPI) getKubernetesJob(r *http.Request, ps httprouter.Params) (int, any, error) {
+	ctx, cancel := pk.srv.dbCtx(r.Context())
 	defer cancel()
-	return s.jobOf(r.WithContext(ctx), ps.ByName("id"), kubernetesPrincipal, s.opts.PKeys.Store.GetJob)
+	return pk.srv.jobOf(r.WithContext(ctx), ps.ByName("id"), kubernetesPrincipal, pk.o.Store.GetJob)
 }
 
 // jobOf answers job id when creator created it, and 404 otherwise, as for a

@@ -25,7 +25,7 @@ func newLimitsFixture(t *testing.T, rules store.Rules, o PKeysOptions) *pkeysFix
 	if o.PollInterval == 0 {
 		o.PollInterval = 5 * time.Millisecond
 	}
-	opts := Options{Prefix: "/ufmRestV3", Domain: "cloudx", Token: token, PKeys: o}
+	opts := Options{Prefix: "/ufmRestV3", Domain: "cloudx", Token: token, PKeys: []PKeysOptions{o}}
 	srv := httptest.NewServer(New(opts, st, slog.New(slog.DiscardHandler)))
 	t.Cleanup(srv.Close)
 	return &pkeysFixture{fixture: &fixture{t: t, srv: srv, st: st, opts: opts}, user: ufmUser, password: ufmPassword}

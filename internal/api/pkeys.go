@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -38,9 +39,18 @@ type PKeyStore interface {
 	GetJob(ctx context.Context, id int64) (store.Job, error)
 }
 
-// PKeysOptions are the [ufm_pkeys] settings.
+// PKeysOptions are one fabric's pkeys API: [ufm_pkeys] for the default
+// fabric, [fabric:NAME:ufm_pkeys] for a further one.
 type PKeysOptions struct {
-	// Store serves the routes; nil: they are not served (404).
+	// Fabric is the fabric whose pkeys these are, as Credentials.PKeys and
+	// the log name it; "": the default fabric.
+	Fabric string
+	// Section is the configuration section of these settings, as refusals
+	// name it; "": [ufm_pkeys].
+	Section string
+	// Store serves the routes: the fabric's store view, which records in the
+	// fabric and by its rules (pkey_range, max_members...); nil: they are not
+	// served (404).
 	Store PKeyStore
 	// Prefix is UFM's path prefix, /ufmRest.
 	Prefix string
@@ -56,10 +66,38 @@ type PKeysOptions struct {
 	// MaxGUIDsPerRequest bounds the GUIDs of one request (413 beyond it); 0:
 	// DefaultMaxGUIDsPerRequest.
 	MaxGUIDsPerRequest int
-	// MaxConcurrentRequests bounds the requests that read or change the
-	// database at once, a change's wait for its apply included; the next is
-	// answered 503 at once. 0: DefaultMaxConcurrentRequests.
+	// MaxConcurrentRequests bounds the requests of this fabric that read or
+	// change the database at once, a change's wait for its apply included;
+	// the next is answered 503 at once. 0: DefaultMaxConcurrentRequests.
 	MaxConcurrentRequests int
+}
+
+// fabric is the name the fabric's credentials are known by.
+func (o PKeysOptions) fabric() string { return cmp.Or(o.Fabric, store.DefaultFabric) }
+
+// section is the configuration section refusals name.
+func (o PKeysOptions) section() string { return cmp.Or(o.Section, "[ufm_pkeys]") }
+
+// pkeysPrefixOf returns the pkeys API whose prefix path is under: a served
+// one rather than one that is off (whose prefix may be a default that
+// another's repeats).
+func pkeysPrefixOf(list []PKeysOptions, path string) (PKeysOptions, bool) {
+	var off *PKeysOptions
+	for i, o := range list {
+		if o.Prefix == "" || !strings.HasPrefix(path, o.Prefix+"/") {
+			continue
+		}
+		if o.Store != nil {
+			return o, true
+		}
+		if off == nil {
+			off = &list[i]
+		}
+	}
+	if off == nil {
+		return PKeysOptions{}, false
+	}
+	return *off, true
 }
 
 // PKeysOptions' defaults.
@@ -71,14 +109,17 @@ const (
 )
 
 // Starvation. networking-mlnx's changes and Kubernetes' share the database,
-// its connections and the revision's lock. Kubernetes' side is bounded so that
-// networking-mlnx's never wait long for it: a request holds at most
-// MaxGUIDsPerRequest GUIDs (their checks hold the lock), at most
-// MaxConcurrentRequests are served at once (each holds a connection at a time
-// and polls its job while it waits), the next is answered 503 with
-// Retry-After at once instead of queueing, and the store commits each
-// Kubernetes change in a lane of its own (store's group.go). networking-mlnx's
-// requests take no slot: they never wait for these.
+// its connections and, on one fabric, the revision's lock. Kubernetes' side
+// is bounded so that networking-mlnx's never wait long for it: a request
+// holds at most MaxGUIDsPerRequest GUIDs (their checks hold the lock), at
+// most MaxConcurrentRequests of a fabric are served at once (each holds a
+// connection at a time and polls its job while it waits), the next is
+// answered 503 with Retry-After at once instead of queueing, and the store
+// commits each Kubernetes change in a lane of its own (store's group.go).
+// networking-mlnx's requests take no slot: they never wait for these. Each
+// fabric's pkeys API has slots of its own, so that one fabric's
+// ib-kubernetes never holds another's off; the connections they may hold
+// together are the sum of the fabrics' bounds.
 
 // kubernetesPrincipal is who creates the jobs of this API.
 const kubernetesPrincipal = "ib-kubernetes"
@@ -87,40 +128,52 @@ const kubernetesPrincipal = "ib-kubernetes"
 // ib-kubernetes reads with its time zone.
 const lastUpdatedLayout = time.UnixDate
 
-func (s *Server) pkeyRoutes(handle func(method, path, route string, h httprouter.Handle)) {
-	o := s.opts.PKeys
+// pkeysAPI is one fabric's pkeys API: its settings and store view, and a
+// token for each of its requests being served (MaxConcurrentRequests).
+type pkeysAPI struct {
+	srv   *Server
+	o     PKeysOptions
+	slots chan struct{}
+}
+
+func newPKeysAPI(srv *Server, o PKeysOptions) *pkeysAPI {
 	slots := o.MaxConcurrentRequests
 	if slots <= 0 {
 		slots = DefaultMaxConcurrentRequests
 	}
-	s.pkeySlots = make(chan struct{}, slots)
-	p := o.Prefix
-	handle(http.MethodGet, p+"/app/ufm_version", "ufm/app/ufm_version", s.basicAuth(s.ufmVersion))
-	handle(http.MethodHead, p+"/app/ufm_version", "ufm/app/ufm_version", s.basicAuth(s.ufmVersion))
-	handle(http.MethodGet, p+"/resources/pkeys", "ufm/resources/pkeys", s.basicAuth(s.slot(s.listPKeys)))
-	handle(http.MethodGet, p+"/resources/pkeys/", "ufm/resources/pkeys", s.basicAuth(s.slot(s.listPKeys)))
-	handle(http.MethodPost, p+"/resources/pkeys", "ufm/resources/pkeys", s.basicAuth(s.slot(s.addGUIDs)))
-	handle(http.MethodPost, p+"/resources/pkeys/add", "ufm/resources/pkeys/add", s.basicAuth(s.slot(s.createPKey)))
-	handle(http.MethodGet, p+"/resources/pkeys/:pkey", "ufm/resources/pkeys/:pkey", s.basicAuth(s.slot(s.getPKey)))
-	handle(http.MethodDelete, p+"/resources/pkeys/:pkey", "ufm/resources/pkeys/:pkey", s.basicAuth(s.slot(s.deletePKey)))
-	handle(http.MethodPost, p+"/actions/remove_guids_from_pkey", "ufm/actions/remove_guids_from_pkey", s.basicAuth(s.slot(s.removeGUIDs)))
+	return &pkeysAPI{srv: srv, o: o, slots: make(chan struct{}, slots)}
+}
+
+// routes serves the API under its prefix. Routes are named as on every
+// fabric, for metrics: the access log names the fabric.
+func (pk *pkeysAPI) routes(handle func(method, path, route string, h httprouter.Handle)) {
+	p := pk.o.Prefix
+	handle(http.MethodGet, p+"/app/ufm_version", "ufm/app/ufm_version", pk.basicAuth(pk.ufmVersion))
+	handle(http.MethodHead, p+"/app/ufm_version", "ufm/app/ufm_version", pk.basicAuth(pk.ufmVersion))
+	handle(http.MethodGet, p+"/resources/pkeys", "ufm/resources/pkeys", pk.basicAuth(pk.slot(pk.listPKeys)))
+	handle(http.MethodGet, p+"/resources/pkeys/", "ufm/resources/pkeys", pk.basicAuth(pk.slot(pk.listPKeys)))
+	handle(http.MethodPost, p+"/resources/pkeys", "ufm/resources/pkeys", pk.basicAuth(pk.slot(pk.addGUIDs)))
+	handle(http.MethodPost, p+"/resources/pkeys/add", "ufm/resources/pkeys/add", pk.basicAuth(pk.slot(pk.createPKey)))
+	handle(http.MethodGet, p+"/resources/pkeys/:pkey", "ufm/resources/pkeys/:pkey", pk.basicAuth(pk.slot(pk.getPKey)))
+	handle(http.MethodDelete, p+"/resources/pkeys/:pkey", "ufm/resources/pkeys/:pkey", pk.basicAuth(pk.slot(pk.deletePKey)))
+	handle(http.MethodPost, p+"/actions/remove_guids_from_pkey", "ufm/actions/remove_guids_from_pkey", pk.basicAuth(pk.slot(pk.removeGUIDs)))
 	// UFM's job path: a change answered before it was applied names its job.
-	handle(http.MethodGet, p+"/jobs/:id", "ufm/jobs/:id", s.basicAuth(s.getKubernetesJob))
+	handle(http.MethodGet, p+"/jobs/:id", "ufm/jobs/:id", pk.basicAuth(pk.getKubernetesJob))
 }
 
 // slot runs h if a slot is free (see Starvation), and answers 503 with
 // Retry-After at once otherwise: a request that queued here would hold its
 // connection and the client's patience for nothing, and ib-kubernetes
 // retries what is not 200.
-func (s *Server) slot(h handlerFunc) handlerFunc {
+func (pk *pkeysAPI) slot(h handlerFunc) handlerFunc {
 	return func(r *http.Request, ps httprouter.Params) (int, any, error) {
 		select {
-		case s.pkeySlots <- struct{}{}:
+		case pk.slots <- struct{}{}:
 		default:
 			return 0, nil, &httpError{http.StatusServiceUnavailable, fmt.Sprintf("%d pkeys requests are being served, "+
-				"the most at once ([ufm_pkeys] max_concurrent_requests): retry later", cap(s.pkeySlots))}
+				"the most at once (%s max_concurrent_requests): retry later", cap(pk.slots), pk.o.section())}
 		}
-		defer func() { <-s.pkeySlots }()
+		defer func() { <-pk.slots }()
 		return h(r, ps)
 	}
 }
@@ -136,44 +189,48 @@ func (b removeBody) guidCount() int { return len(b.GUIDs) }
 
 // readGUIDsBody reads a body that lists GUIDs (readStrict), refusing more
 // of them than a request may carry (checkGUIDCount) before any is parsed.
-func readGUIDsBody[B guidList](s *Server, r *http.Request) (B, string, error) {
+func readGUIDsBody[B guidList](pk *pkeysAPI, r *http.Request) (B, string, error) {
 	var body B
 	raw, err := readStrict(r, &body)
 	if err != nil {
 		return body, "", err
 	}
-	return body, raw, s.checkGUIDCount(body.guidCount())
+	return body, raw, pk.checkGUIDCount(body.guidCount())
 }
 
 // checkGUIDCount answers 413 when a request lists more GUIDs than
 // MaxGUIDsPerRequest.
-func (s *Server) checkGUIDCount(n int) error {
-	most := s.opts.PKeys.MaxGUIDsPerRequest
+func (pk *pkeysAPI) checkGUIDCount(n int) error {
+	most := pk.o.MaxGUIDsPerRequest
 	if most <= 0 {
 		most = DefaultMaxGUIDsPerRequest
 	}
 	if n > most {
 		return &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("%d GUIDs in one request: at most %d "+
-			"([ufm_pkeys] max_guids_per_request); send them in several", n, most)}
+			"(%s max_guids_per_request); send them in several", n, most, pk.o.section())}
 	}
 	return nil
 }
 
-// basicAuth checks HTTP Basic auth against [ufm_pkeys] username and password
-// in constant time (hashes, so the length does not show either; both are
-// compared whatever the first gives), then runs h. Its database calls take
-// their deadlines one by one (dbCtx): a change waits for its apply longer
-// than any one of them may take.
-func (s *Server) basicAuth(h handlerFunc) httprouter.Handle {
+// basicAuth checks HTTP Basic auth against this fabric's username and
+// password in constant time (hashes, so the length does not show either;
+// both are compared whatever the first gives), then runs h. Its database
+// calls take their deadlines one by one (dbCtx): a change waits for its apply
+// longer than any one of them may take.
+func (pk *pkeysAPI) basicAuth(h handlerFunc) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		if !s.creds.Load().pkeysOK(r) {
+		if info := infoOf(r); info != nil {
+			info.fabric = pk.o.fabric()
+		}
+		if !pk.srv.creds.Load().pkeysOK(r, pk.o.fabric()) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="ufm pkeys"`)
-			writeError(w, http.StatusUnauthorized, "missing or wrong user name or password (HTTP Basic auth: [ufm_pkeys] username and password)")
+			writeError(w, http.StatusUnauthorized, fmt.Sprintf("missing or wrong user name or password (HTTP Basic auth: %s username and password)",
+				pk.o.section()))
 			return
 		}
 		status, body, err := h(r, ps)
 		if err != nil {
-			s.fail(w, r, err)
+			pk.srv.fail(w, r, err)
 			return
 		}
 		writeJSON(w, status, body)
@@ -189,8 +246,8 @@ func (s *Server) dbCtx(ctx context.Context) (context.Context, context.CancelFunc
 	return context.WithTimeout(ctx, timeout)
 }
 
-func (s *Server) ufmVersion(*http.Request, httprouter.Params) (int, any, error) {
-	return http.StatusOK, map[string]string{"ufm_release_version": s.opts.PKeys.Version}, nil
+func (pk *pkeysAPI) ufmVersion(*http.Request, httprouter.Params) (int, any, error) {
+	return http.StatusOK, map[string]string{"ufm_release_version": pk.o.Version}, nil
 }
 
 // addBody is a POST of /resources/pkeys.
@@ -217,8 +274,8 @@ type removeBody struct {
 	GUIDs []string `json:"guids"`
 }
 
-func (s *Server) addGUIDs(r *http.Request, _ httprouter.Params) (int, any, error) {
-	body, raw, err := readGUIDsBody[addBody](s, r)
+func (pk *pkeysAPI) addGUIDs(r *http.Request, _ httprouter.Params) (int, any, error) {
+	body, raw, err := readGUIDsBody[addBody](pk, r)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -227,8 +284,8 @@ func (s *Server) addGUIDs(r *http.Request, _ httprouter.Params) (int, any, error
 		return 0, nil, err
 	}
 	a.CreatedBy, a.Request, a.RequestID = kubernetesPrincipal, raw, RequestID(r.Context())
-	return s.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
-		return s.opts.PKeys.Store.AddKubernetesGUIDs(ctx, a)
+	return pk.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
+		return pk.o.Store.AddKubernetesGUIDs(ctx, a)
 	})
 }
 
@@ -270,7 +327,7 @@ func (b addBody) addition() (store.KubernetesAddition, error) {
 
 // createPKey creates an empty pkey (ip_over_ib true unless false): the
 // limited partition ib-kubernetes adds pods to must exist before it does.
-func (s *Server) createPKey(r *http.Request, _ httprouter.Params) (int, any, error) {
+func (pk *pkeysAPI) createPKey(r *http.Request, _ httprouter.Params) (int, any, error) {
 	var body createBody
 	raw, err := readStrict(r, &body)
 	if err != nil {
@@ -280,14 +337,14 @@ func (s *Server) createPKey(r *http.Request, _ httprouter.Params) (int, any, err
 	if err != nil {
 		return 0, nil, err
 	}
-	return s.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
-		return s.opts.PKeys.Store.CreateKubernetesPKey(ctx, store.KubernetesCreation{PKey: pkey,
+	return pk.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
+		return pk.o.Store.CreateKubernetesPKey(ctx, store.KubernetesCreation{PKey: pkey,
 			IPoIB: body.IPoIB == nil || *body.IPoIB, CreatedBy: kubernetesPrincipal, Request: raw, RequestID: RequestID(r.Context())})
 	})
 }
 
-func (s *Server) removeGUIDs(r *http.Request, _ httprouter.Params) (int, any, error) {
-	body, raw, err := readGUIDsBody[removeBody](s, r)
+func (pk *pkeysAPI) removeGUIDs(r *http.Request, _ httprouter.Params) (int, any, error) {
+	body, raw, err := readGUIDsBody[removeBody](pk, r)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -295,19 +352,19 @@ func (s *Server) removeGUIDs(r *http.Request, _ httprouter.Params) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
-	return s.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
-		return s.opts.PKeys.Store.RemoveKubernetesGUIDs(ctx, store.KubernetesRemoval{PKey: pkey, GUIDs: guids,
+	return pk.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
+		return pk.o.Store.RemoveKubernetesGUIDs(ctx, store.KubernetesRemoval{PKey: pkey, GUIDs: guids,
 			CreatedBy: kubernetesPrincipal, Request: raw, RequestID: RequestID(r.Context())})
 	})
 }
 
-func (s *Server) deletePKey(r *http.Request, ps httprouter.Params) (int, any, error) {
+func (pk *pkeysAPI) deletePKey(r *http.Request, ps httprouter.Params) (int, any, error) {
 	pkey, err := parsePKey(ps.ByName("pkey"))
 	if err != nil {
 		return 0, nil, err
 	}
-	return s.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
-		job, err := s.opts.PKeys.Store.DeleteKubernetesPKey(ctx, store.KubernetesDeletion{PKey: pkey,
+	return pk.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
+		job, err := pk.o.Store.DeleteKubernetesPKey(ctx, store.KubernetesDeletion{PKey: pkey,
 			CreatedBy: kubernetesPrincipal, Request: r.Method + " " + r.URL.Path, RequestID: RequestID(r.Context())})
 		if isNotFound(err) {
 			return job, notFound("pkey %s is not a Kubernetes partition", pkey)
@@ -318,14 +375,14 @@ func (s *Server) deletePKey(r *http.Request, ps httprouter.Params) (int, any, er
 
 // recordAndAwait records a change with the database's deadline (record),
 // then answers once OpenSM has applied it (see awaitApply).
-func (s *Server) recordAndAwait(r *http.Request, record func(ctx context.Context) (store.Job, error)) (int, any, error) {
-	ctx, cancel := s.dbCtx(r.Context())
+func (pk *pkeysAPI) recordAndAwait(r *http.Request, record func(ctx context.Context) (store.Job, error)) (int, any, error) {
+	ctx, cancel := pk.srv.dbCtx(r.Context())
 	job, err := record(ctx)
 	cancel()
 	if err != nil {
 		return 0, nil, err
 	}
-	return s.awaitApply(r, job)
+	return pk.awaitApply(r, job)
 }
 
 // appliedView answers a change: its job as UFM's job object, whether OpenSM
@@ -340,11 +397,11 @@ type appliedView struct {
 // failed, or ApplyTimeout passed, and answers: 200 unless it failed. A
 // database error while waiting only ends the wait at the timeout: the change
 // is recorded either way.
-func (s *Server) awaitApply(r *http.Request, job store.Job) (int, any, error) {
+func (pk *pkeysAPI) awaitApply(r *http.Request, job store.Job) (int, any, error) {
 	if info := infoOf(r); info != nil {
 		info.job = job.ID
 	}
-	o := s.opts.PKeys
+	o := pk.o
 	timeout, poll := o.ApplyTimeout, o.PollInterval
 	if timeout <= 0 {
 		timeout = DefaultApplyTimeout
@@ -365,11 +422,11 @@ func (s *Server) awaitApply(r *http.Request, job store.Job) (int, any, error) {
 				"it will be; last_updated moves once it is", job.ID, timeout), Job: viewJob(job)}, nil
 		case <-tick.C:
 		}
-		ctx, cancel := s.dbCtx(r.Context())
+		ctx, cancel := pk.srv.dbCtx(r.Context())
 		j, err := o.Store.GetJob(ctx, job.ID)
 		cancel()
 		if err != nil {
-			s.logger(r).Warn("read the job of a pkeys change", "job", job.ID, "error", err)
+			pk.srv.logger(r).Warn("read the job of a pkeys change", "job", job.ID, "error", err)
 			continue
 		}
 		job = j
@@ -423,14 +480,14 @@ func guidsData(r *http.Request) (bool, error) {
 // listPKeys answers every Kubernetes pkey, keyed by its pkey ("0x1005"), with
 // its members when guids_data=true: ib-kubernetes rebuilds its GUID pool
 // from it when it starts.
-func (s *Server) listPKeys(r *http.Request, _ httprouter.Params) (int, any, error) {
+func (pk *pkeysAPI) listPKeys(r *http.Request, _ httprouter.Params) (int, any, error) {
 	withGUIDs, err := guidsData(r)
 	if err != nil {
 		return 0, nil, err
 	}
-	ctx, cancel := s.dbCtx(r.Context())
+	ctx, cancel := pk.srv.dbCtx(r.Context())
 	defer cancel()
-	list, err := s.opts.PKeys.Store.KubernetesPKeys(ctx)
+	list, err := pk.o.Store.KubernetesPKeys(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -443,9 +500,9 @@ func (s *Server) listPKeys(r *http.Request, _ httprouter.Params) (int, any, erro
 
 // getPKey answers one pkey, {} when it is not recorded (as UFM does); and
 // last_updated, whose path is a pkey's.
-func (s *Server) getPKey(r *http.Request, ps httprouter.Params) (int, any, error) {
+func (pk *pkeysAPI) getPKey(r *http.Request, ps httprouter.Params) (int, any, error) {
 	if ps.ByName("pkey") == "last_updated" {
-		return s.lastUpdated(r)
+		return pk.lastUpdated(r)
 	}
 	pkey, err := parsePKey(ps.ByName("pkey"))
 	if err != nil {
@@ -455,9 +512,9 @@ func (s *Server) getPKey(r *http.Request, ps httprouter.Params) (int, any, error
 	if err != nil {
 		return 0, nil, err
 	}
-	ctx, cancel := s.dbCtx(r.Context())
+	ctx, cancel := pk.srv.dbCtx(r.Context())
 	defer cancel()
-	p, err := s.opts.PKeys.Store.GetKubernetesPKey(ctx, pkey)
+	p, err := pk.o.Store.GetKubernetesPKey(ctx, pkey)
 	if isNotFound(err) {
 		return http.StatusOK, struct{}{}, nil
 	}
@@ -470,10 +527,10 @@ func (s *Server) getPKey(r *http.Request, ps httprouter.Params) (int, any, error
 // lastUpdated answers when OpenSM was last seen applying a Kubernetes change;
 // null before the first. ib-kubernetes holds its next change back until it
 // is no earlier than the Date of its previous one.
-func (s *Server) lastUpdated(r *http.Request) (int, any, error) {
-	ctx, cancel := s.dbCtx(r.Context())
+func (pk *pkeysAPI) lastUpdated(r *http.Request) (int, any, error) {
+	ctx, cancel := pk.srv.dbCtx(r.Context())
 	defer cancel()
-	t, err := s.opts.PKeys.Store.KubernetesLastUpdated(ctx)
+	t, err := pk.o.Store.KubernetesLastUpdated(ctx)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -36,10 +36,10 @@ type pkeysFixture struct {
 // range 0x1000-0x1fff; a change waits at most applyTimeout for its apply.
 func newPKeysFixture(t *testing.T, applyTimeout time.Duration) *pkeysFixture {
 	st := storetest.Open(t, "sqlite").WithRules(store.Rules{KubernetesRange: kubeRange})
-	opts := Options{Prefix: "/ufmRestV3", Domain: "cloudx", Token: token, PKeys: PKeysOptions{
+	opts := Options{Prefix: "/ufmRestV3", Domain: "cloudx", Token: token, PKeys: []PKeysOptions{{
 		Store: st, Prefix: "/ufmRest", Username: ufmUser, Password: ufmPassword,
 		ApplyTimeout: applyTimeout, PollInterval: 5 * time.Millisecond, Version: "test 1.0",
-	}}
+	}}}
 	srv := httptest.NewServer(New(opts, st, slog.New(slog.DiscardHandler)))
 	t.Cleanup(srv.Close)
 	return &pkeysFixture{fixture: &fixture{t: t, srv: srv, st: st, opts: opts}, user: ufmUser, password: ufmPassword}
@@ -290,7 +290,8 @@ func TestPKeysChangeNotAppliedInTime(t *testing.T) {
 // pkeysTimeout gives the fixture's server a new apply timeout.
 func (f *pkeysFixture) pkeysTimeout(t *testing.T, d time.Duration) {
 	opts := f.opts
-	opts.PKeys.ApplyTimeout = d
+	opts.PKeys = []PKeysOptions{opts.PKeys[0]}
+	opts.PKeys[0].ApplyTimeout = d
 	srv := httptest.NewServer(New(opts, f.st, slog.New(slog.DiscardHandler)))
 	t.Cleanup(srv.Close)
 	f.srv = srv
@@ -331,7 +332,7 @@ func TestPKeysAuthentication(t *testing.T) {
 // networking-mlnx's unknown paths still 400.
 func TestPKeysOff(t *testing.T) {
 	f := newFixture(t, "sqlite")
-	f.opts.PKeys.Prefix = "/ufmRest"
+	f.opts.PKeys = []PKeysOptions{{Prefix: "/ufmRest"}}
 	srv := httptest.NewServer(New(f.opts, f.st, slog.New(slog.DiscardHandler)))
 	t.Cleanup(srv.Close)
 	f.srv = srv

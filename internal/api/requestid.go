@@ -17,13 +17,14 @@ const RequestIDHeader = "X-Request-ID"
 const maxRequestIDLength = 128
 
 // reqInfo is what the handlers learn about a request for the middleware that
-// wraps them: its ID, the route that matched (for metrics and the log), and
-// the job a recorded change became (so that the access log ties the request's
-// ID to the job).
+// wraps them: its ID, the route that matched (for metrics and the log), the
+// fabric whose pkeys API it reached, and the job a recorded change became (so
+// that the access log ties the request's ID to the job).
 type reqInfo struct {
-	id    string
-	route string
-	job   int64
+	id     string
+	route  string
+	fabric string
+	job    int64
 }
 
 type infoKey struct{}

@@ -33,7 +33,7 @@ func TestUnreachableDatabaseIs503(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := failingRecorder{tt.err}
 			opts := Options{Prefix: "/ufmRestV3", Domain: "cloudx", Token: token, DBTimeout: 100 * time.Millisecond,
-				PKeys: PKeysOptions{Store: rec, Prefix: "/ufmRest", Username: ufmUser, Password: ufmPassword}}
+				PKeys: []PKeysOptions{{Store: rec, Prefix: "/ufmRest", Username: ufmUser, Password: ufmPassword}}}
 			srv := httptest.NewServer(New(opts, rec, slog.New(slog.DiscardHandler)))
 			defer srv.Close()
 			f := &pkeysFixture{fixture: &fixture{t: t, srv: srv, opts: opts}, user: ufmUser, password: ufmPassword}

@@ -1,0 +1,267 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/mysql"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/postgres"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/sqlite"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+)
+
+// Two fabrics on one server: the default one (physnet ibnet, its pkeys API
+// under /ufmRest, pkeys 0x1000-0x1fff) and "storage" (physnet storage, under
+// /storage/ufmRest, pkeys 0x1000-0x2fff). Both ib-kubernetes send the same
+// user name, each with its own password: the user name must not be what
+// picks the fabric.
+const (
+	storageFabric   = "storage"
+	storagePrefix   = "/storage/ufmRest"
+	storagePassword = "s3cret-storage-password"
+	storageSection  = "[fabric:storage:ufm_pkeys]"
+)
+
+var storageRange = fabric.PKeyRange{First: 0x1000, Last: 0x2fff}
+
+// fabricsFixture serves networking-mlnx's API and both fabrics' pkeys APIs.
+// fixture.st is the default fabric's view.
+type fabricsFixture struct {
+	*fixture
+	srvAPI *Server
+	// storage is the storage fabric's view.
+	storage *store.Store
+	// compute and storageK8s send requests as each fabric's ib-kubernetes.
+	compute, storageK8s *pkeysFixture
+}
+
+// newFabricsFixture serves both fabrics on engine; tune adjusts the storage
+// fabric's pkeys options (limits, timeouts) before the server starts.
+func newFabricsFixture(t *testing.T, engine string, tune func(o *PKeysOptions)) *fabricsFixture {
+	st := openFabrics(t, engine, []store.FabricRules{
+		{Name: store.DefaultFabric, Rules: store.Rules{PhysicalNetworks: []string{"ibnet"}, KubernetesRange: kubeRange}},
+		{Name: storageFabric, Rules: store.Rules{PhysicalNetworks: []string{"storage"}, KubernetesRange: storageRange}},
+	})
+	storage := st.Fabric(storageFabric)
+	compute := PKeysOptions{Store: st, Prefix: "/ufmRest", Username: ufmUser, Password: ufmPassword,
+		ApplyTimeout: 10 * time.Millisecond, PollInterval: 5 * time.Millisecond, Version: "test 1.0"}
+	other := compute
+	other.Fabric, other.Section, other.Store, other.Prefix, other.Password = storageFabric, storageSection, storage, storagePrefix, storagePassword
+	if tune != nil {
+		tune(&other)
+	}
+	opts := Options{Prefix: "/ufmRestV3", Domain: "cloudx", Token: token, PKeys: []PKeysOptions{compute, other}}
+	s := New(opts, st, slog.New(slog.DiscardHandler))
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	base := &fixture{t: t, srv: srv, st: st, opts: opts}
+	return &fabricsFixture{fixture: base, srvAPI: s, storage: storage,
+		compute:    &pkeysFixture{fixture: base, user: ufmUser, password: ufmPassword},
+		storageK8s: &pkeysFixture{fixture: base, user: ufmUser, password: storagePassword}}
+}
+
+// openFabrics is a migrated store on a fresh database of engine serving
+// fabrics; it returns the first fabric's view.
+func openFabrics(t *testing.T, engine string, fabrics []store.FabricRules) *store.Store {
+	t.Helper()
+	db := storetest.NewDatabase(t, engine)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	log := slog.New(slog.DiscardHandler)
+	var (
+		d   driver.Driver
+		err error
+	)
+	switch engine {
+	case "sqlite":
+		d, err = sqlite.Open(ctx, db.DSN, log)
+	case "postgres":
+		d, err = postgres.Open(ctx, db.DSN, log)
+	case "mysql":
+		d, err = mysql.Open(ctx, db.DSN, log)
+	default:
+		t.Fatalf("unknown engine %q", engine)
+	}
+	if err != nil {
+		t.Fatalf("open %s: %v", engine, err)
+	}
+	if err := d.Migrate(ctx); err != nil {
+		d.Close()
+		t.Fatalf("migrate %s: %v", engine, err)
+	}
+	st := store.NewFabrics(d, fabrics)
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// kubernetesPKeys lists the Kubernetes pkeys a fabric's view holds.
+func kubernetesPKeys(t *testing.T, st *store.Store) []fabric.PKey {
+	t.Helper()
+	list, err := st.KubernetesPKeys(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []fabric.PKey
+	for _, p := range list {
+		out = append(out, p.PKey)
+	}
+	return out
+}
+
+// TestFabricPKeysCredentialsOpenOnlyTheirFabric: each fabric's ib-kubernetes
+// credentials open its own prefix and never the other fabric's, for reads and
+// changes alike; a refused change records nothing in either fabric; new
+// credentials of one fabric leave the other's as they were.
+func TestFabricPKeysCredentialsOpenOnlyTheirFabric(t *testing.T) {
+	f := newFabricsFixture(t, "sqlite", nil)
+	type request struct{ method, path, body string }
+	requests := func(prefix, pkey string) []request {
+		return []request{
+			{"GET", prefix + "/app/ufm_version", ""},
+			{"GET", prefix + "/resources/pkeys", ""},
+			{"GET", prefix + "/resources/pkeys/last_updated", ""},
+			{"POST", prefix + "/resources/pkeys", `{"pkey":"` + pkey + `","guids":["` + podGUID1 + `"]}`},
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		as     *pkeysFixture
+		prefix string
+		pkey   string
+		want   int
+	}{
+		{"compute's on its own", f.compute, "/ufmRest", "0x1001", http.StatusOK},
+		{"storage's on its own", f.storageK8s, storagePrefix, "0x1002", http.StatusOK},
+		{"compute's on storage's", f.compute, storagePrefix, "0x1003", http.StatusUnauthorized},
+		{"storage's on compute's", f.storageK8s, "/ufmRest", "0x1004", http.StatusUnauthorized},
+	} {
+		for _, r := range requests(c.prefix, c.pkey) {
+			resp, body := c.as.ufm(r.method, r.path, r.body)
+			if resp.StatusCode != c.want {
+				t.Errorf("%s: %s %s: %d %s, want %d", c.name, r.method, r.path, resp.StatusCode, body, c.want)
+			}
+			if c.want == http.StatusUnauthorized && !strings.Contains(body, sectionOf(c.prefix)) {
+				t.Errorf("%s: %s %s: the refusal %s does not name %s", c.name, r.method, r.path, body, sectionOf(c.prefix))
+			}
+		}
+	}
+	// networking-mlnx's token opens neither.
+	for _, prefix := range []string{"/ufmRest", storagePrefix} {
+		if resp, _ := f.do("GET", prefix+"/resources/pkeys", ""); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("GET %s/resources/pkeys with the API token: %d, want 401", prefix, resp.StatusCode)
+		}
+	}
+	for _, view := range []*store.Store{f.st, f.storage} {
+		for _, p := range kubernetesPKeys(t, view) {
+			if p == 0x1003 || p == 0x1004 {
+				t.Errorf("fabric %s holds pkey %s, which a refused request named", view.FabricName(), p)
+			}
+		}
+	}
+
+	// The storage fabric's password changes; the compute fabric's stays.
+	const newStorage = "n3w-storage-password-0123"
+	f.srvAPI.SetCredentials(Credentials{Token: token, PKeys: map[string]PKeysCredentials{
+		store.DefaultFabric: {Username: ufmUser, Password: ufmPassword},
+		storageFabric:       {Username: ufmUser, Password: newStorage},
+	}})
+	for _, c := range []struct {
+		prefix, password string
+		want             int
+	}{
+		{"/ufmRest", ufmPassword, http.StatusOK},
+		{storagePrefix, storagePassword, http.StatusUnauthorized},
+		{storagePrefix, newStorage, http.StatusOK},
+		{"/ufmRest", newStorage, http.StatusUnauthorized},
+	} {
+		as := &pkeysFixture{fixture: f.fixture, user: ufmUser, password: c.password}
+		if resp, body := as.ufm("GET", c.prefix+"/app/ufm_version", ""); resp.StatusCode != c.want {
+			t.Errorf("after the storage fabric's change: %s with %q: %d %s, want %d", c.prefix, c.password, resp.StatusCode, body, c.want)
+		}
+	}
+}
+
+// sectionOf is the configuration section of the pkeys API under prefix.
+func sectionOf(prefix string) string {
+	if prefix == storagePrefix {
+		return storageSection
+	}
+	return "[ufm_pkeys]"
+}
+
+// TestFabricPKeysLimitsAreTheFabrics: a fabric's pkey_range, GUIDs per
+// request and slots are its own: a refusal names its section, and a full
+// fabric never holds the other's requests off.
+func TestFabricPKeysLimitsAreTheFabrics(t *testing.T) {
+	f := newFabricsFixture(t, "sqlite", func(o *PKeysOptions) {
+		o.MaxGUIDsPerRequest, o.MaxConcurrentRequests, o.ApplyTimeout = 1, 1, time.Minute
+	})
+	// The storage fabric takes at most one GUID a request; the compute
+	// fabric its default.
+	resp, body := f.storageK8s.ufm("POST", storagePrefix+"/resources/pkeys", guidsBody("0x1005", 0x0200000000000001, 2))
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(body, storageSection+" max_guids_per_request") {
+		t.Errorf("two GUIDs on the storage fabric: %d %s, want 413 naming %s max_guids_per_request", resp.StatusCode, body, storageSection)
+	}
+	f.compute.must("POST", "/ufmRest/resources/pkeys", guidsBody("0x1005", 0x0200000000000001, 2), http.StatusOK)
+	// 0x2005 is in the storage fabric's pkey_range only.
+	resp, body = f.compute.ufm("POST", "/ufmRest/resources/pkeys/add", `{"pkey":"0x2005"}`)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "0x1000-0x1fff") {
+		t.Errorf("0x2005 on the compute fabric: %d %s, want 400 naming its range", resp.StatusCode, body)
+	}
+
+	// A storage change waits for its apply in the storage fabric's one slot.
+	ctx, cancel := context.WithCancel(t.Context())
+	waiting := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "POST", f.srv.URL+storagePrefix+"/resources/pkeys/add", strings.NewReader(`{"pkey":"0x2005"}`))
+		req.SetBasicAuth(ufmUser, storagePassword)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			waiting <- 0
+			return
+		}
+		resp.Body.Close()
+		waiting <- resp.StatusCode
+	}()
+	defer func() { cancel(); <-waiting }()
+	waitFor(t, "the storage change recorded", func() bool { return slices.Contains(kubernetesPKeys(t, f.storage), 0x2005) })
+	resp, body = f.storageK8s.ufm("GET", storagePrefix+"/resources/pkeys", "")
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, storageSection+" max_concurrent_requests") {
+		t.Errorf("the storage fabric's second request: %d %s, want 503 naming %s max_concurrent_requests", resp.StatusCode, body, storageSection)
+	}
+	for range 5 { // more than the storage fabric's one slot and the default's four, one after another
+		f.compute.must("GET", "/ufmRest/resources/pkeys", "", http.StatusOK)
+	}
+}
+
+// waitFor waits until cond holds, failing the test after 30 seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 30s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestFabricPKeysOff: a fabric whose pkeys API is off serves no route; its
+// prefix answers 404 naming its section, while the other fabric's is served.
+func TestFabricPKeysOff(t *testing.T) {
+	f := newFabricsFixture(t, "sqlite", func(o *PKeysOptions) { o.Store = nil })
+	resp, body := f.storageK8s.ufm("GET", storagePrefix+"/app/ufm_version", "")
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(body, "the pkeys API is off: set "+storageSection) {
+		t.Errorf("the storage fabric's API off: %d %s, want 404 naming %s", resp.StatusCode, body, storageSection)
+	}
+	f.compute.must("GET", "/ufmRest/app/ufm_version", "", http.StatusOK)
+}
