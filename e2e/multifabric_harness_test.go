@@ -189,12 +189,8 @@ func (m *manager) openSMIn(configDir string) int {
 
 // fabricStatus is one fabric's entry of --status --json's fabrics array.
 type fabricStatus struct {
-	Name          string       `json:"name"`
-	NotCompleting []string     `json:"not_completing"`
-	Lease         *leaseStatus `json:"lease"`
-	Driver        *struct {
-		State string `json:"state"`
-	} `json:"driver"`
+	Name          string   `json:"name"`
+	NotCompleting []string `json:"not_completing"`
 }
 
 // fabricStatuses runs --status --json (whatever its exit status: 3 while
