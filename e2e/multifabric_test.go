@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,6 +39,7 @@ func TestMultiFabric(t *testing.T) {
 				{"same_vlan_on_two_physnets", sameVLANOnTwoPhysnets},
 				{"same_guid_on_two_fabrics", sameGUIDOnTwoFabrics},
 				{"one_fabrics_opensm_down", oneFabricsOpenSMDown},
+				{"concurrent_changes_on_two_fabrics", concurrentChangesOnTwoFabrics},
 			}
 			for _, s := range steps {
 				t.Run(s.name, func(t *testing.T) {
@@ -221,6 +223,53 @@ func oneFabricsOpenSMDown(m *twoFabrics) {
 	t.Logf("the storage fabric's changes completed %v after its env file was back", time.Since(back).Round(time.Millisecond))
 	if code, out := m.statusExit(); code != 0 {
 		t.Errorf("--status once both fabrics run: exit %d, want 0:\n%s", code, out)
+	}
+}
+
+// concurrentChangesOnTwoFabrics: networks created at once on both fabrics,
+// as two clouds' users do, from several clients: every one is accepted and
+// completes. Each fabric records its changes under its own revision's lock,
+// so the two fabrics' transactions run side by side: nothing they share (a
+// job's id) may be handed out twice.
+func concurrentChangesOnTwoFabrics(m *twoFabrics) {
+	t := m.t
+	const perFabric, clients = 60, 8
+	type change struct {
+		id, physnet string
+		vlan        int
+	}
+	var changes []change
+	for i := range perFabric {
+		for k, physnet := range []string{ibPhysnet, storagePhysnet} {
+			changes = append(changes, change{fmt.Sprintf("c%07d-0a41-4d7e-9b7e-%012d", 2*i+k, 2*i+k), physnet, 1000 + i})
+		}
+	}
+	jobs := make([]string, len(changes))
+	failures := make([]string, len(changes))
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			for i := c; i < len(changes); i += clients {
+				ch := changes[i]
+				status, body := m.send("POST", "/cloudx/Network", networkOn(ch.id, ch.physnet, ch.vlan))
+				if status != http.StatusAccepted {
+					failures[i] = fmt.Sprintf("network %s on %s: status %d: %s", ch.id, ch.physnet, status, body)
+					continue
+				}
+				jobs[i] = strings.Trim(body, "\"\n ")
+			}
+		})
+	}
+	wg.Wait()
+	for _, f := range failures {
+		if f != "" {
+			t.Error(f)
+		}
+	}
+	for _, job := range jobs {
+		if job != "" {
+			m.waitCompleted(job, nil)
+		}
 	}
 }
 
