@@ -49,7 +49,9 @@ func TestChangeOfAnObjectOnAnotherFabricWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	changes := map[string]func() (Job, error){
-		"RemovePort": func() (Job, error) { return s.removePort(ctx, PortRemoval{PortID: "p1", CreatedBy: "test", Request: "{}"}) },
+		"RemovePort": func() (Job, error) {
+			return s.removePort(ctx, PortRemoval{PortID: "p1", CreatedBy: "test", Request: "{}"})
+		},
 		"RecordPort": func() (Job, error) {
 			return s.recordPortChange(ctx, PortChange{Port: port, DeviceOwner: "compute:nova", Operation: OpUpdatePort,
 				CreatedBy: "test", Request: "{}"})
