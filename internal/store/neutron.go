@@ -39,12 +39,12 @@ func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 		return Job{}, err
 	}
 	return s.record(ctx, s.groups, "record network", n.ID, func(ctx context.Context, tx *changeTx) (Job, error) {
-		before, err := tx.GetNetwork(ctx, n.ID)
+		before, beforeFabric, err := tx.getNetwork(ctx, n.ID)
 		known := err == nil
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return Job{}, err
 		}
-		if err := s.checkSameFabric(ctx, tx, ObjectNetwork, n.ID, "physical network "+n.PhysicalNetwork); err != nil {
+		if err := checkSameFabric(tx, ObjectNetwork, n.ID, beforeFabric, "physical network "+n.PhysicalNetwork); err != nil {
 			return Job{}, err
 		}
 		if err := s.checkPKeyFree(ctx, tx, n); err != nil {
@@ -135,12 +135,12 @@ func (s *Store) RemoveNetwork(ctx context.Context, r NetworkRemoval) (Job, error
 func (s *Store) removeNetwork(ctx context.Context, r NetworkRemoval) (Job, error) {
 	networkID := r.NetworkID
 	return s.record(ctx, s.groups, "remove network", networkID, func(ctx context.Context, tx *changeTx) (Job, error) {
-		n, err := tx.GetNetwork(ctx, networkID)
+		n, fab, err := tx.getNetwork(ctx, networkID)
 		if err != nil {
 			return Job{}, err
 		}
-		if err := s.onThisFabric(ctx, tx, ObjectNetwork, networkID); err != nil {
-			return Job{}, err
+		if fab != tx.fabric {
+			return Job{}, errOtherFabric
 		}
 		if _, err := tx.touches(ctx, n.Managed); err != nil {
 			return Job{}, err
@@ -315,7 +315,10 @@ func (s *Store) readPortState(ctx context.Context, tx *changeTx, c PortChange, e
 		// A network's first port: its ports are read on their own.
 		before, holder, err := portAndHolder(ctx, tx, p.ID, p.GUID)
 		if err == nil && before != nil {
-			err = s.checkSameFabric(ctx, tx, ObjectPort, p.ID, "network "+p.NetworkID)
+			var fab string
+			if _, fab, err = tx.getPort(ctx, p.ID); err == nil {
+				err = checkSameFabric(tx, ObjectPort, p.ID, fab, "network "+p.NetworkID)
+			}
 		}
 		return portState{n: *embedded, before: before, holder: holder, newNetwork: true}, err == nil, err
 	case errors.Is(err, ErrNotFound) && p.GUID == nil && c.ClientIDError == nil:
@@ -471,12 +474,14 @@ func (s *Store) RemovePort(ctx context.Context, r PortRemoval) (Job, error) {
 
 func (s *Store) removePort(ctx context.Context, r PortRemoval) (Job, error) {
 	return s.record(ctx, s.groups, "remove port", r.PortID, func(ctx context.Context, tx *changeTx) (Job, error) {
-		p, err := tx.GetPort(ctx, r.PortID)
+		p, fab, err := tx.getPort(ctx, r.PortID)
 		if err != nil {
 			return Job{}, err
 		}
-		if err := s.onThisFabric(ctx, tx, ObjectPort, r.PortID); err != nil {
-			return Job{}, err
+		if fab != tx.fabric {
+			// Moved since its change was queued (see routed): nothing is
+			// written here, and the change runs again on its fabric.
+			return Job{}, errOtherFabric
 		}
 		if r.GUID != nil && p.GUID != nil && *r.GUID != *p.GUID {
 			if _, err := tx.touches(ctx, false); err != nil {
@@ -524,35 +529,13 @@ func verb(op string) string {
 	return op
 }
 
-// onThisFabric re-reads, in the change's transaction, the fabric of the
-// object its change was queued for: errOtherFabric when it is now on another
-// (deleted and recreated there since), so that nothing is written to the
-// wrong fabric and the change runs again on the right one.
-func (s *Store) onThisFabric(ctx context.Context, tx *changeTx, what, id string) error {
-	if s.fabrics == nil {
-		return nil // one fabric: nothing moves
-	}
-	fab, err := tx.fabricOf(ctx, what, id)
-	if err != nil {
-		return err
-	}
-	if fab != "" && fab != tx.fabric {
-		return errOtherFabric
-	}
-	return nil
-}
-
-// checkSameFabric refuses a network or port recorded on another fabric than
-// the change's: Neutron never moves one, and a move would take its partition
-// or membership from one subnet to another behind the other's back. to says
-// what put the change on its fabric.
-func (s *Store) checkSameFabric(ctx context.Context, tx *changeTx, what, id, to string) error {
-	if s.fabrics == nil {
-		return nil // one fabric: nothing moves
-	}
-	fab, err := tx.fabricOf(ctx, what, id)
-	if err != nil || fab == "" || fab == tx.fabric {
-		return err
+// checkSameFabric refuses a network or port recorded on fabric fab ("": not
+// recorded) when the change is another fabric's: Neutron never moves one, and
+// a move would take its partition or membership from one subnet to another
+// behind the other's back. to says what put the change on its fabric.
+func checkSameFabric(tx *changeTx, what, id, fab, to string) error {
+	if fab == "" || fab == tx.fabric {
+		return nil
 	}
 	return rejectf("%s %s is recorded on fabric %s, and %s is fabric %s's: a %s cannot move between fabrics; delete it and create it again",
 		what, id, fab, to, tx.fabric, what)

@@ -17,8 +17,14 @@ type tx struct {
 }
 
 func (t tx) GetNetwork(ctx context.Context, id string) (Network, error) {
+	n, _, err := t.getNetwork(ctx, id)
+	return n, err
+}
+
+// getNetwork is GetNetwork with the fabric the network is recorded on.
+func (t tx) getNetwork(ctx context.Context, id string) (Network, string, error) {
 	n, err := t.q.GetNetwork(ctx, id)
-	return network(n), notFound(err)
+	return network(n), n.Fabric, notFound(err)
 }
 
 func (t tx) GetNetworkByPKey(ctx context.Context, pkey fabric.PKey) (Network, error) {
@@ -38,8 +44,14 @@ func (t tx) DeleteNetwork(ctx context.Context, id string) (int64, error) {
 }
 
 func (t tx) GetPort(ctx context.Context, id string) (Port, error) {
+	p, _, err := t.getPort(ctx, id)
+	return p, err
+}
+
+// getPort is GetPort with the fabric the port is recorded on.
+func (t tx) getPort(ctx context.Context, id string) (Port, string, error) {
 	p, err := t.q.GetPort(ctx, id)
-	return port(p), notFound(err)
+	return port(p), p.Fabric, notFound(err)
 }
 
 // GetPortsByIDOrGUID returns, in one read, the port with this id and the port
@@ -84,27 +96,6 @@ func (t tx) GetPortChange(ctx context.Context, networkID, portID string, guid *f
 		}
 	}
 	return n, before, holder, fabrics, nil
-}
-
-// fabricOf is the fabric of network (or port) id as recorded, "" when it is not.
-func (t tx) fabricOf(ctx context.Context, what, id string) (string, error) {
-	var (
-		fab string
-		err error
-	)
-	if what == ObjectNetwork {
-		var n driver.Network
-		n, err = t.q.GetNetwork(ctx, id)
-		fab = n.Fabric
-	} else {
-		var p driver.Port
-		p, err = t.q.GetPort(ctx, id)
-		fab = p.Fabric
-	}
-	if driver.IsNoRows(err) {
-		return "", nil
-	}
-	return fab, err
 }
 
 func (t tx) UpsertPort(ctx context.Context, p Port, now time.Time) error {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -340,13 +341,19 @@ func (l *advisoryLock) Release(ctx context.Context) error {
 	return l.conn.Close(ctx)
 }
 
-// Wake LISTENs on a dedicated connection, reconnecting with backoff, until ctx ends.
-func (e *Engine) Wake(ctx context.Context) <-chan struct{} {
+// Wake LISTENs on a dedicated connection, reconnecting with backoff, until
+// ctx ends; it receives after any fabric's revision changed.
+func (e *Engine) Wake(ctx context.Context) <-chan struct{} { return e.WakeFabric(ctx, "") }
+
+// WakeFabric is Wake for fabric's revision only ("": any fabric's): the
+// notification's payload is "<fabric>:<revision>" (migration 00013), so a
+// burst on one fabric does not wake another's applier.
+func (e *Engine) WakeFabric(ctx context.Context, fabric string) <-chan struct{} {
 	ch := make(chan struct{}, 1)
 	go func() {
 		backoff := 100 * time.Millisecond
 		for ctx.Err() == nil {
-			err := e.listen(ctx, ch)
+			err := e.listen(ctx, fabric, ch)
 			if ctx.Err() != nil {
 				return
 			}
@@ -362,7 +369,7 @@ func (e *Engine) Wake(ctx context.Context) <-chan struct{} {
 	return ch
 }
 
-func (e *Engine) listen(ctx context.Context, ch chan<- struct{}) error {
+func (e *Engine) listen(ctx context.Context, fabric string, ch chan<- struct{}) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	conn, err := pgx.Connect(cctx, e.dsn)
 	cancel()
@@ -377,11 +384,13 @@ func (e *Engine) listen(ctx context.Context, ch chan<- struct{}) error {
 	for {
 		// Wake up now and then to ping: a dead peer is only noticed on read.
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := conn.WaitForNotification(wctx)
+		n, err := conn.WaitForNotification(wctx)
 		cancel()
 		switch {
 		case err == nil:
-			signal(ch)
+			if forFabric(n.Payload, fabric) {
+				signal(ch)
+			}
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case errors.Is(err, context.DeadlineExceeded):
@@ -414,3 +423,10 @@ func signal(ch chan<- struct{}) {
 type queries struct{ *pgdb.Queries }
 
 var _ driver.Driver = (*Engine)(nil)
+
+// forFabric says whether a revision notification's payload concerns fabric
+// ("": any). A payload that names no fabric wakes every waiter.
+func forFabric(payload, fabric string) bool {
+	name, _, ok := strings.Cut(payload, ":")
+	return fabric == "" || !ok || name == fabric
+}

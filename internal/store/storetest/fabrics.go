@@ -23,6 +23,23 @@ var twoFabricTests = []storeTest{
 	{"PortCannotMoveBetweenFabrics", testPortMovesFabric},
 	{"NetworkOnNoFabric", testNetworkOnNoFabric},
 	{"NetworkRecreatedOnAnotherFabric", testNetworkRecreatedOnAnotherFabric},
+	{"WakeAfterAChangeOfItsFabric", func(t *testing.T, s *store.Store) {
+		// The storage fabric's waiters wake after a storage change, recorded
+		// through the default view (routed by physnet).
+		wake := s.Fabric(storageFabric).Wake(t.Context())
+		// Drain the wake-up a listener gives when it (re)connects.
+		time.Sleep(200 * time.Millisecond)
+		select {
+		case <-wake:
+		default:
+		}
+		mustNetwork(t, s, storageNetwork(netC, 100))
+		select {
+		case <-wake:
+		case <-time.After(20 * time.Second):
+			t.Fatal("no wake-up of the storage fabric after its change")
+		}
+	}},
 }
 
 const storageFabric = "storage"
