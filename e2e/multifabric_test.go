@@ -145,6 +145,20 @@ func sameGUIDOnTwoFabrics(m *twoFabrics) {
 	if status != http.StatusBadRequest || !strings.Contains(body, h3.String()) {
 		t.Errorf("a second port of %s on the storage fabric: status %d, want 400 naming the GUID: %s", h3, status, body)
 	}
+	// A port never moves between fabrics (Neutron never moves one between
+	// networks): H1's ibnet port sent on a storage network is refused, and H1
+	// keeps its place on the default fabric and none on storage.
+	h1 := fabricsim.HostGUID(1)
+	status, body = m.send("PUT", "/cloudx/Port/vlan-port-ib-h1", portBody("vlan-port-ib-h1", guidNetStorage, vendorClientID(h1)))
+	if status != http.StatusBadRequest || !strings.Contains(body, "cannot move between fabrics") {
+		t.Errorf("H1's ibnet port sent on a storage network: status %d, want 400 saying it cannot move: %s", status, body)
+	}
+	if got := m.pkeys(h1); !slices.Contains(got, 0x8064) {
+		t.Errorf("after the refused move, H1 on the default fabric lost 0x8064: %s", hex(got))
+	}
+	if got := m.storagePKeys(h1); slices.Contains(got, 0x80c8) {
+		t.Errorf("after the refused move, H1 on the storage fabric holds 0x80c8: %s", hex(got))
+	}
 }
 
 // oneFabricsOpenSMDown: the storage fabric's OpenSM is killed (-9) and kept
