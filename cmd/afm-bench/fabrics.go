@@ -64,15 +64,17 @@ func measureFabrics(ctx context.Context, engine, binary, dir string, ports, clie
 	}
 
 	burstDone := make(chan error, 1)
-	start := time.Now()
+	start, before := time.Now(), r.api.jobCount()
 	go func() {
 		b, err := measureBatch(ctx, r, ports, clients)
 		res.burst = b.allCompleted
 		burstDone <- err
 	}()
 	// The burst's POSTs spread over a second: the second fabric's changes go
-	// in while its jobs are open.
-	time.Sleep(200 * time.Millisecond)
+	// in once a fifth of them was answered, while its jobs are open.
+	for r.api.jobCount() < before+max(ports/5, 1) && len(burstDone) == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
 	for range fabricsSamples {
 		d, err := timePortOf(ctx, r, second)
 		if err != nil {
