@@ -361,8 +361,11 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*manager, 
 	mgr.closers = append(mgr.closers, func() { mgr.st.Close() })
 	checker := mgr.wireHealth()
 	for _, p := range plans {
-		flog := fabricLogger(log, cfg, p.fab.Name)
-		fr, closeSM, err := wireFabric(ctx, p, mgr.st.Fabric(p.fab.Name), mgr.metrics, checker, flog)
+		view := mgr.st.Fabric(p.fab.Name)
+		if view == nil {
+			return nil, fmt.Errorf("%s: the database serves no fabric %q", p.fab.Section(), p.fab.Name)
+		}
+		fr, closeSM, err := wireFabric(ctx, p, view, mgr.metrics, checker, fabricLogger(log, cfg, p.fab.Name))
 		mgr.closers = append(mgr.closers, closeSM)
 		if err != nil {
 			return nil, err
