@@ -598,8 +598,9 @@ func stopOpenSM(ctx context.Context, sm *opensm.Supervisor, log *slog.Logger) {
 // OpenSM knows and the keys from keys, and the per-module logging file, and
 // returns the supervisor of what runs or signals OpenSM ([opensm] driver),
 // started by the first term, and what writes opensm.conf again with the keys
-// as they are then. Whatever it needs is checked here, before anything
-// starts: a bad setting is a start-up error.
+// as they are then. The OpenSMs it starts get cacheDir as OSM_CACHE_DIR
+// ("": OpenSM's own; cacheDirOf). Whatever it needs is checked here, before
+// anything starts: a bad setting is a start-up error.
 func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource, cacheDir string) (
 	sm *opensm.Supervisor, flavour fabric.Flavour, closeSM func(), writeConf func(context.Context) error, err error) {
 	dir := cfg.OpenSM.ConfigDir
