@@ -359,6 +359,14 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*manager, 
 		return nil, err
 	}
 	mgr.closers = append(mgr.closers, func() { mgr.st.Close() })
+	// A fabric's first start writes its state rows, whether or not this
+	// start migrates (auto_migrate = false: --migrate did): they are rows,
+	// not schema.
+	if !cfg.Database.AutoMigrate && len(cfg.Fabrics) > 0 {
+		if err := mgr.st.EnsureFabrics(ctx); err != nil {
+			return nil, fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
+		}
+	}
 	checker := mgr.wireHealth()
 	for _, p := range plans {
 		view := mgr.st.Fabric(p.fab.Name)
