@@ -55,7 +55,7 @@ func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, arg ClearGUIDsOfNetwo
 const completeJob = `-- name: CompleteJob :execrows
 UPDATE jobs SET status = 'Completed', error = '', description = SUBSTRING_INDEX(description, '\n', 1),
     finished_at = ?, updated_at = ?
-WHERE jobs.id = ? AND jobs.fabric = ? AND status IN ('Pending', 'Running') AND revision <= ?
+WHERE jobs.id = ? AND status IN ('Pending', 'Running') AND revision <= ?
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ? AND leadership.term = ?)
 `
 
@@ -63,19 +63,20 @@ type CompleteJobParams struct {
 	FinishedAt *time.Time
 	Now        time.Time
 	JobID      int64
-	Fabric     string
 	Revision   int64
+	Fabric     string
 	Term       int64
 }
 
 // A job an apply's proof completes on its own, while others of its
 // revision still wait for theirs (internal/store/applier.go FinishApplyProven).
+// A job is updated by its id, which is global: the fabric names only the
+// leadership row whose term fences the update.
 func (q *Queries) CompleteJob(ctx context.Context, arg CompleteJobParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, completeJob,
 		arg.FinishedAt,
 		arg.Now,
 		arg.JobID,
-		arg.Fabric,
 		arg.Revision,
 		arg.Fabric,
 		arg.Term,
@@ -256,7 +257,7 @@ func (q *Queries) DeletePortsOfNetwork(ctx context.Context, arg DeletePortsOfNet
 const failJob = `-- name: FailJob :execrows
 UPDATE jobs SET status = 'Failed', error = ?, description = SUBSTRING_INDEX(description, '\n', 1),
     finished_at = ?, updated_at = ?
-WHERE jobs.id = ? AND jobs.fabric = ? AND status IN ('Pending', 'Running')
+WHERE jobs.id = ? AND status IN ('Pending', 'Running')
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ? AND leadership.term = ?)
 `
 
@@ -275,7 +276,6 @@ func (q *Queries) FailJob(ctx context.Context, arg FailJobParams) (int64, error)
 		arg.FinishedAt,
 		arg.Now,
 		arg.JobID,
-		arg.Fabric,
 		arg.Fabric,
 		arg.Term,
 	)

@@ -98,7 +98,7 @@ func (q *Queries) OldestOpenJob(ctx context.Context, arg OldestOpenJobParams) (t
 
 const setJobDescription = `-- name: SetJobDescription :execrows
 UPDATE jobs SET description = ?, updated_at = ?
-WHERE jobs.id = ? AND jobs.fabric = ? AND status IN ('Pending', 'Running')
+WHERE jobs.id = ? AND status IN ('Pending', 'Running')
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ? AND leadership.term = ?)
 `
 
@@ -117,7 +117,6 @@ func (q *Queries) SetJobDescription(ctx context.Context, arg SetJobDescriptionPa
 		arg.Description,
 		arg.Now,
 		arg.JobID,
-		arg.Fabric,
 		arg.Fabric,
 		arg.Term,
 	)

@@ -60,18 +60,22 @@ func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, revision int64, now t
 const completeJob = `-- name: CompleteJob :execrows
 UPDATE jobs SET status = 'Completed', error = '', description = split_part(description, E'\n', 1),
     finished_at = $1, updated_at = $1
-WHERE jobs.id = $2 AND jobs.fabric = $3 AND status IN ('Pending', 'Running') AND revision <= $4
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = $3 AND leadership.term = $5)
+WHERE jobs.id = $2 AND status IN ('Pending', 'Running') AND revision <= $3
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = $4 AND leadership.term = $5)
 `
 
 // A job an apply's proof completes on its own, while others of its
 // revision still wait for theirs (internal/store/applier.go FinishApplyProven).
-func (q *Queries) CompleteJob(ctx context.Context, now *time.Time, jobID int64, fabric string, revision int64, term int64) (int64, error) {
+// A job is updated by its id, which is global: the fabric names only the
+// leadership row whose term fences the update (a predicate on jobs.fabric
+// beside the key led PostgreSQL's generic plan to the status index, a scan
+// per job of a storm).
+func (q *Queries) CompleteJob(ctx context.Context, now *time.Time, jobID int64, revision int64, fabric string, term int64) (int64, error) {
 	result, err := q.db.Exec(ctx, completeJob,
 		now,
 		jobID,
-		fabric,
 		revision,
+		fabric,
 		term,
 	)
 	if err != nil {
@@ -222,7 +226,7 @@ func (q *Queries) DeletePortsOfNetwork(ctx context.Context, networkID string, fa
 const failJob = `-- name: FailJob :execrows
 UPDATE jobs SET status = 'Failed', error = $1, description = split_part(description, E'\n', 1),
     finished_at = $2, updated_at = $2
-WHERE jobs.id = $3 AND jobs.fabric = $4 AND status IN ('Pending', 'Running')
+WHERE jobs.id = $3 AND status IN ('Pending', 'Running')
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = $4 AND leadership.term = $5)
 `
 

@@ -80,7 +80,7 @@ func (q *Queries) OldestOpenJob(ctx context.Context, fabric string, status strin
 
 const setJobDescription = `-- name: SetJobDescription :execrows
 UPDATE jobs SET description = $1, updated_at = $2
-WHERE jobs.id = $3 AND jobs.fabric = $4 AND status IN ('Pending', 'Running')
+WHERE jobs.id = $3 AND status IN ('Pending', 'Running')
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = $4 AND leadership.term = $5)
 `
 

@@ -50,18 +50,20 @@ const completeJob = `-- name: CompleteJob :execrows
 UPDATE jobs SET status = 'Completed', error = '',
     description = CASE WHEN instr(description, char(10)) > 0 THEN substr(description, 1, instr(description, char(10)) - 1) ELSE description END,
     finished_at = ?1, updated_at = ?1
-WHERE jobs.id = ?2 AND jobs.fabric = ?3 AND status IN ('Pending', 'Running') AND revision <= ?4
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ?3 AND leadership.term = ?5)
+WHERE jobs.id = ?2 AND status IN ('Pending', 'Running') AND revision <= ?3
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ?4 AND leadership.term = ?5)
 `
 
 // A job an apply's proof completes on its own, while others of its
 // revision still wait for theirs (internal/store/applier.go FinishApplyProven).
-func (q *Queries) CompleteJob(ctx context.Context, now *time.Time, jobID int64, fabric string, revision int64, term int64) (int64, error) {
+// A job is updated by its id, which is global: the fabric names only the
+// leadership row whose term fences the update.
+func (q *Queries) CompleteJob(ctx context.Context, now *time.Time, jobID int64, revision int64, fabric string, term int64) (int64, error) {
 	result, err := q.exec(ctx, q.completeJobStmt, completeJob,
 		now,
 		jobID,
-		fabric,
 		revision,
+		fabric,
 		term,
 	)
 	if err != nil {
@@ -220,7 +222,7 @@ const failJob = `-- name: FailJob :execrows
 UPDATE jobs SET status = 'Failed', error = ?1,
     description = CASE WHEN instr(description, char(10)) > 0 THEN substr(description, 1, instr(description, char(10)) - 1) ELSE description END,
     finished_at = ?2, updated_at = ?2
-WHERE jobs.id = ?3 AND jobs.fabric = ?4 AND status IN ('Pending', 'Running')
+WHERE jobs.id = ?3 AND status IN ('Pending', 'Running')
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ?4 AND leadership.term = ?5)
 `
 

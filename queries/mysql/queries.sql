@@ -138,10 +138,12 @@ WHERE jobs.fabric = sqlc.arg(fabric) AND status IN ('Pending', 'Running') AND re
 
 -- A job an apply's proof completes on its own, while others of its
 -- revision still wait for theirs (internal/store/applier.go FinishApplyProven).
+-- A job is updated by its id, which is global: the fabric names only the
+-- leadership row whose term fences the update.
 -- name: CompleteJob :execrows
 UPDATE jobs SET status = 'Completed', error = '', description = SUBSTRING_INDEX(description, '\n', 1),
     finished_at = sqlc.arg(finished_at), updated_at = sqlc.arg(now)
-WHERE jobs.id = sqlc.arg(job_id) AND jobs.fabric = sqlc.arg(fabric) AND status IN ('Pending', 'Running') AND revision <= sqlc.arg(revision)
+WHERE jobs.id = sqlc.arg(job_id) AND status IN ('Pending', 'Running') AND revision <= sqlc.arg(revision)
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = sqlc.arg(fabric) AND leadership.term = sqlc.arg(term));
 
 -- name: FailJobs :execrows
@@ -194,5 +196,5 @@ ORDER BY j.id;
 -- name: FailJob :execrows
 UPDATE jobs SET status = 'Failed', error = sqlc.arg(error), description = SUBSTRING_INDEX(description, '\n', 1),
     finished_at = sqlc.arg(finished_at), updated_at = sqlc.arg(now)
-WHERE jobs.id = sqlc.arg(job_id) AND jobs.fabric = sqlc.arg(fabric) AND status IN ('Pending', 'Running')
+WHERE jobs.id = sqlc.arg(job_id) AND status IN ('Pending', 'Running')
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = sqlc.arg(fabric) AND leadership.term = sqlc.arg(term));

@@ -21,5 +21,5 @@ SELECT created_at FROM jobs WHERE jobs.fabric = sqlc.arg(fabric) AND status = sq
 -- line, which completing the job keeps).
 -- name: SetJobDescription :execrows
 UPDATE jobs SET description = sqlc.arg(description), updated_at = sqlc.arg(now)
-WHERE jobs.id = sqlc.arg(job_id) AND jobs.fabric = sqlc.arg(fabric) AND status IN ('Pending', 'Running')
+WHERE jobs.id = sqlc.arg(job_id) AND status IN ('Pending', 'Running')
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = sqlc.arg(fabric) AND leadership.term = sqlc.arg(term));

@@ -9,10 +9,14 @@ WHERE jobs.fabric = @fabric AND status IN ('Pending', 'Running') AND revision <=
 
 -- A job an apply's proof completes on its own, while others of its
 -- revision still wait for theirs (internal/store/applier.go FinishApplyProven).
+-- A job is updated by its id, which is global: the fabric names only the
+-- leadership row whose term fences the update (a predicate on jobs.fabric
+-- beside the key led PostgreSQL's generic plan to the status index, a scan
+-- per job of a storm).
 -- name: CompleteJob :execrows
 UPDATE jobs SET status = 'Completed', error = '', description = split_part(description, E'\n', 1),
     finished_at = @now, updated_at = @now
-WHERE jobs.id = @job_id AND jobs.fabric = @fabric AND status IN ('Pending', 'Running') AND revision <= @revision
+WHERE jobs.id = @job_id AND status IN ('Pending', 'Running') AND revision <= @revision
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = @fabric AND leadership.term = @term);
 
 -- name: FailJobs :execrows
@@ -23,7 +27,7 @@ WHERE jobs.fabric = @fabric AND status IN ('Pending', 'Running') AND revision <=
 -- name: FailJob :execrows
 UPDATE jobs SET status = 'Failed', error = @error, description = split_part(description, E'\n', 1),
     finished_at = @now, updated_at = @now
-WHERE jobs.id = @job_id AND jobs.fabric = @fabric AND status IN ('Pending', 'Running')
+WHERE jobs.id = @job_id AND status IN ('Pending', 'Running')
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = @fabric AND leadership.term = @term);
 
 

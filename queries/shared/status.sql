@@ -13,5 +13,5 @@ SELECT created_at FROM jobs WHERE fabric = @fabric AND status = @status ORDER BY
 -- line, which completing the job keeps).
 -- name: SetJobDescription :execrows
 UPDATE jobs SET description = @description, updated_at = @now
-WHERE jobs.id = @job_id AND jobs.fabric = @fabric AND status IN ('Pending', 'Running')
+WHERE jobs.id = @job_id AND status IN ('Pending', 'Running')
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = @fabric AND leadership.term = @term);

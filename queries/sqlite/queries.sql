@@ -10,11 +10,13 @@ WHERE jobs.fabric = @fabric AND status IN ('Pending', 'Running') AND revision <=
 
 -- A job an apply's proof completes on its own, while others of its
 -- revision still wait for theirs (internal/store/applier.go FinishApplyProven).
+-- A job is updated by its id, which is global: the fabric names only the
+-- leadership row whose term fences the update.
 -- name: CompleteJob :execrows
 UPDATE jobs SET status = 'Completed', error = '',
     description = CASE WHEN instr(description, char(10)) > 0 THEN substr(description, 1, instr(description, char(10)) - 1) ELSE description END,
     finished_at = @now, updated_at = @now
-WHERE jobs.id = @job_id AND jobs.fabric = @fabric AND status IN ('Pending', 'Running') AND revision <= @revision
+WHERE jobs.id = @job_id AND status IN ('Pending', 'Running') AND revision <= @revision
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = @fabric AND leadership.term = @term);
 
 -- name: FailJobs :execrows
@@ -28,7 +30,7 @@ WHERE jobs.fabric = @fabric AND status IN ('Pending', 'Running') AND revision <=
 UPDATE jobs SET status = 'Failed', error = @error,
     description = CASE WHEN instr(description, char(10)) > 0 THEN substr(description, 1, instr(description, char(10)) - 1) ELSE description END,
     finished_at = @now, updated_at = @now
-WHERE jobs.id = @job_id AND jobs.fabric = @fabric AND status IN ('Pending', 'Running')
+WHERE jobs.id = @job_id AND status IN ('Pending', 'Running')
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = @fabric AND leadership.term = @term);
 
 -- A job's id is the database's clock in milliseconds since 1970 times 1000,

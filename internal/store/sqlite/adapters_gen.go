@@ -20,7 +20,7 @@ func (q queries) ClearGUIDsOfNetwork(ctx context.Context, fabric string, revisio
 }
 
 func (q queries) CompleteJob(ctx context.Context, fabric string, now *time.Time, jobID int64, revision int64, term int64) (int64, error) {
-	return q.Queries.CompleteJob(ctx, now, jobID, fabric, revision, term)
+	return q.Queries.CompleteJob(ctx, now, jobID, revision, fabric, term)
 }
 
 func (q queries) CompleteJobs(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) (int64, error) {
