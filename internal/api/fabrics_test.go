@@ -268,6 +268,33 @@ func (f *pkeysFixture) pkeysListed(prefix string) map[string][]string {
 	return out
 }
 
+// completeJobs completes every open job of view's fabric, as a proven sweep
+// of its OpenSM would.
+func completeJobs(t *testing.T, view *store.Store) {
+	t.Helper()
+	term, err := view.NewTerm(t.Context(), "test applier")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := view.Revision(t.Context())
+	if err == nil {
+		_, err = view.CompleteJobs(t.Context(), term, rev)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// jsonOf decodes an answer, failing the test if it is not JSON.
+func jsonOf[T any](t *testing.T, body string) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatalf("answer %q: %v", body, err)
+	}
+	return v
+}
+
 // changeJob is the job ID a pkeys change's answer names.
 func changeJob(t *testing.T, body string) string {
 	t.Helper()
@@ -301,6 +328,25 @@ func TestFabricPKeysSamePKeyIsTwoPartitions(t *testing.T) {
 			wantLists("after both additions", map[string][]string{"0x1005": {podGUID1}}, map[string][]string{"0x1005": {podGUID2}})
 			if got, want := kubernetesPKeys(t, f.storage), []fabric.PKey{0x1005}; !slices.Equal(got, want) {
 				t.Errorf("the storage fabric's view holds %v, want %v", got, want)
+			}
+
+			// The compute fabric's apply completes its job and moves its
+			// last_updated only.
+			completeJobs(t, f.st)
+			for _, c := range []struct {
+				as                *pkeysFixture
+				prefix, job, want string
+				updated           bool
+			}{
+				{f.compute, "/ufmRest", computeJob, store.StatusCompleted, true},
+				{f.storageK8s, storagePrefix, storageJob, store.StatusPending, false},
+			} {
+				job := jsonOf[jobView](t, c.as.must("GET", c.prefix+"/jobs/"+c.job, "", http.StatusOK))
+				last := jsonOf[map[string]*string](t, c.as.must("GET", c.prefix+"/resources/pkeys/last_updated", "", http.StatusOK))
+				if job.Status != c.want || (last["last_updated"] != nil) != c.updated {
+					t.Errorf("after the compute fabric's apply: %s's job is %s and last_updated %v; want %s, set %t",
+						c.prefix, job.Status, last["last_updated"], c.want, c.updated)
+				}
 			}
 
 			f.storageK8s.must("DELETE", storagePrefix+"/resources/pkeys/0x1005", "", http.StatusOK)
