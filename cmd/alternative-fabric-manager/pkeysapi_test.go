@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -12,28 +11,23 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/sqlite"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
 )
 
 // openFabricsStore is a migrated SQLite store serving cfg's fabrics, each by
 // its physical networks and pkey_range; closed when the test ends.
 func openFabricsStore(t *testing.T, cfg *config.Config) *store.Store {
 	t.Helper()
-	ctx := context.Background()
-	d, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "afm.db"), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Migrate(ctx); err != nil {
-		d.Close()
-		t.Fatal(err)
-	}
 	var fabrics []store.FabricRules
 	for _, f := range cfg.AllFabrics() {
 		fabrics = append(fabrics, store.FabricRules{Name: f.Name, Rules: store.Rules{PhysicalNetworks: f.PhysicalNetworks,
 			KubernetesRange: f.UFMPKeys.PKeyRange}})
 	}
-	st := store.NewFabrics(d, fabrics)
+	st, err := storeopen.OpenFabrics(t.Context(), config.EngineSQLite, filepath.Join(t.TempDir(), "afm.db"), true, fabrics,
+		slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { st.Close() })
 	return st
 }

@@ -17,7 +17,7 @@ type Credentials struct {
 	// PreviousTokens are accepted as Token is, during a rotation.
 	PreviousTokens []string
 	// PKeys are each fabric's pkeys API credentials, by fabric name
-	// (PKeysOptions.Fabric): a fabric's open its own routes only. A fabric
+	// (PKeysOptions.Fabric): a fabric's credentials open its routes only. A fabric
 	// without them refuses every request of its pkeys API.
 	PKeys map[string]PKeysCredentials
 	// MetricsToken is what a scraper sends as "Authorization: Bearer

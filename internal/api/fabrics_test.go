@@ -2,9 +2,12 @@ package api
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -12,11 +15,8 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/mysql"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/postgres"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/sqlite"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
 )
 
 // Two fabrics on one server: the default one (physnet ibnet, its pkeys API
@@ -76,29 +76,10 @@ func openFabrics(t *testing.T, engine string, fabrics []store.FabricRules) *stor
 	db := storetest.NewDatabase(t, engine)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	log := slog.New(slog.DiscardHandler)
-	var (
-		d   driver.Driver
-		err error
-	)
-	switch engine {
-	case "sqlite":
-		d, err = sqlite.Open(ctx, db.DSN, log)
-	case "postgres":
-		d, err = postgres.Open(ctx, db.DSN, log)
-	case "mysql":
-		d, err = mysql.Open(ctx, db.DSN, log)
-	default:
-		t.Fatalf("unknown engine %q", engine)
-	}
+	st, err := storeopen.OpenFabrics(ctx, db.Engine, db.DSN, true, fabrics, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("open %s: %v", engine, err)
 	}
-	if err := d.Migrate(ctx); err != nil {
-		d.Close()
-		t.Fatalf("migrate %s: %v", engine, err)
-	}
-	st := store.NewFabrics(d, fabrics)
 	t.Cleanup(func() { st.Close() })
 	return st
 }
@@ -264,4 +245,229 @@ func TestFabricPKeysOff(t *testing.T) {
 		t.Errorf("the storage fabric's API off: %d %s, want 404 naming %s", resp.StatusCode, body, storageSection)
 	}
 	f.compute.must("GET", "/ufmRest/app/ufm_version", "", http.StatusOK)
+}
+
+// pkeysListed reads a fabric's pkeys API's list with guids_data: each pkey
+// with its members' GUIDs.
+func (f *pkeysFixture) pkeysListed(prefix string) map[string][]string {
+	f.t.Helper()
+	body := f.must("GET", prefix+"/resources/pkeys?guids_data=true", "", http.StatusOK)
+	var list map[string]pkeyView
+	if err := json.Unmarshal([]byte(body), &list); err != nil {
+		f.t.Fatalf("pkeys list %q: %v", body, err)
+	}
+	out := map[string][]string{}
+	for key, p := range list {
+		out[key] = []string{}
+		if p.GUIDs != nil {
+			for _, g := range *p.GUIDs {
+				out[key] = append(out[key], g.GUID)
+			}
+		}
+	}
+	return out
+}
+
+// completeJobs completes every open job of view's fabric, as a proven sweep
+// of its OpenSM would.
+func completeJobs(t *testing.T, view *store.Store) {
+	t.Helper()
+	term, err := view.NewTerm(t.Context(), "test applier")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := view.Revision(t.Context())
+	if err == nil {
+		_, err = view.CompleteJobs(t.Context(), term, rev)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// jsonOf decodes an answer, failing the test if it is not JSON.
+func jsonOf[T any](t *testing.T, body string) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatalf("answer %q: %v", body, err)
+	}
+	return v
+}
+
+// changeJob is the job ID a pkeys change's answer names.
+func changeJob(t *testing.T, body string) string {
+	t.Helper()
+	var v appliedView
+	if err := json.Unmarshal([]byte(body), &v); err != nil || v.Job.ID == "" {
+		t.Fatalf("change answered %q: no job (%v)", body, err)
+	}
+	return v.Job.ID
+}
+
+// TestFabricPKeysSamePKeyIsTwoPartitions: one pkey through each fabric's API
+// is two partitions, each with its own members, listed and deleted on its own
+// fabric only; a fabric's job path reads its own jobs only. On every engine.
+func TestFabricPKeysSamePKeyIsTwoPartitions(t *testing.T) {
+	for _, engine := range storetest.Engines {
+		t.Run(engine, func(t *testing.T) {
+			f := newFabricsFixture(t, engine, nil)
+			computeJob := changeJob(t, f.compute.must("POST", "/ufmRest/resources/pkeys",
+				`{"pkey":"0x1005","guids":["`+podGUID1+`"]}`, http.StatusOK))
+			storageJob := changeJob(t, f.storageK8s.must("POST", storagePrefix+"/resources/pkeys",
+				`{"pkey":"0x1005","guids":["`+podGUID2+`"]}`, http.StatusOK))
+			wantLists := func(when string, compute, storage map[string][]string) {
+				t.Helper()
+				if got := f.compute.pkeysListed("/ufmRest"); !reflect.DeepEqual(got, compute) {
+					t.Errorf("%s: the compute fabric lists %v, want %v", when, got, compute)
+				}
+				if got := f.storageK8s.pkeysListed(storagePrefix); !reflect.DeepEqual(got, storage) {
+					t.Errorf("%s: the storage fabric lists %v, want %v", when, got, storage)
+				}
+			}
+			wantLists("after both additions", map[string][]string{"0x1005": {podGUID1}}, map[string][]string{"0x1005": {podGUID2}})
+			if got, want := kubernetesPKeys(t, f.storage), []fabric.PKey{0x1005}; !slices.Equal(got, want) {
+				t.Errorf("the storage fabric's view holds %v, want %v", got, want)
+			}
+
+			// The compute fabric's apply completes its job and moves its
+			// last_updated only.
+			completeJobs(t, f.st)
+			for _, c := range []struct {
+				as                *pkeysFixture
+				prefix, job, want string
+				updated           bool
+			}{
+				{f.compute, "/ufmRest", computeJob, store.StatusCompleted, true},
+				{f.storageK8s, storagePrefix, storageJob, store.StatusPending, false},
+			} {
+				job := jsonOf[jobView](t, c.as.must("GET", c.prefix+"/jobs/"+c.job, "", http.StatusOK))
+				last := jsonOf[map[string]*string](t, c.as.must("GET", c.prefix+"/resources/pkeys/last_updated", "", http.StatusOK))
+				if job.Status != c.want || (last["last_updated"] != nil) != c.updated {
+					t.Errorf("after the compute fabric's apply: %s's job is %s and last_updated %v; want %s, set %t",
+						c.prefix, job.Status, last["last_updated"], c.want, c.updated)
+				}
+			}
+
+			f.storageK8s.must("DELETE", storagePrefix+"/resources/pkeys/0x1005", "", http.StatusOK)
+			wantLists("after the storage fabric's deletion", map[string][]string{"0x1005": {podGUID1}}, map[string][]string{})
+			if body := f.storageK8s.must("GET", storagePrefix+"/resources/pkeys/0x1005", "", http.StatusOK); strings.TrimSpace(body) != "{}" {
+				t.Errorf("the storage fabric's deleted 0x1005: %s, want {}", body)
+			}
+			f.compute.must("GET", "/ufmRest/resources/pkeys/0x1005", "", http.StatusOK)
+
+			// Each job is read under its own fabric's prefix, and is "not
+			// known" under the other's.
+			for _, c := range []struct {
+				as     *pkeysFixture
+				prefix string
+				job    string
+				want   int
+			}{
+				{f.compute, "/ufmRest", computeJob, http.StatusOK},
+				{f.storageK8s, storagePrefix, storageJob, http.StatusOK},
+				{f.compute, "/ufmRest", storageJob, http.StatusNotFound},
+				{f.storageK8s, storagePrefix, computeJob, http.StatusNotFound},
+			} {
+				if resp, body := c.as.ufm("GET", c.prefix+"/jobs/"+c.job, ""); resp.StatusCode != c.want {
+					t.Errorf("GET %s/jobs/%s: %d %s, want %d", c.prefix, c.job, resp.StatusCode, body, c.want)
+				}
+			}
+		})
+	}
+}
+
+// neutronNetwork is a VLAN network on physnet as networking-mlnx sends it.
+func neutronNetwork(id, physnet string, vlan int) string {
+	return fmt.Sprintf(`{"id": %q, "name": "n", "provider:network_type": "vlan", "provider:physical_network": %q, `+
+		`"provider:segmentation_id": %d}`, id, physnet, vlan)
+}
+
+// neutronPort is a bound port on network whose client-id holds guid.
+func neutronPort(id, network string, guid uint64) string {
+	return fmt.Sprintf(`{"id": %q, "network_id": %q, "binding:host_id": "h", "device_owner": "compute:nova", `+
+		`"binding:vnic_type": "direct", "extra_dhcp_opts": [{"opt_name": "client-id", "opt_value": %q}]}`,
+		id, network, clientIDOf(guid))
+}
+
+// clientIDOf is the client-id networking-mlnx sends for a port's GUID.
+func clientIDOf(guid uint64) string {
+	octets := []string{"ff", "00", "00", "00", "00", "00", "02", "00", "00", "02", "c9", "00"}
+	for i := 7; i >= 0; i-- {
+		octets = append(octets, fmt.Sprintf("%02x", byte(guid>>(8*i))))
+	}
+	return strings.Join(octets, ":")
+}
+
+// TestFabricNeutronNetworksLandInTheirFabric: networking-mlnx's requests need
+// no fabric: a network on each fabric's physical network lands in that fabric
+// (the same VLAN on both is accepted on both, and one GUID in a port of each),
+// a network on no fabric's physical network is accepted and left alone, and a
+// port cannot move to another fabric's network. On every engine.
+func TestFabricNeutronNetworksLandInTheirFabric(t *testing.T) {
+	const (
+		computeNet = "3b9d6a52-7c1e-4f0a-9e2d-00000000000a"
+		storageNet = "3b9d6a52-7c1e-4f0a-9e2d-00000000000b"
+		otherNet   = "3b9d6a52-7c1e-4f0a-9e2d-00000000000c"
+		guid       = 0x0002c90300000101
+	)
+	for _, engine := range storetest.Engines {
+		t.Run(engine, func(t *testing.T) {
+			f := newFabricsFixture(t, engine, nil)
+			jobs := map[string]string{}
+			for _, r := range []struct{ name, path, body string }{
+				{"compute network", "/ufmRestV3/cloudx/Network", neutronNetwork(computeNet, "ibnet", 100)},
+				{"storage network", "/ufmRestV3/cloudx/Network", neutronNetwork(storageNet, "storage", 100)},
+				{"network on no fabric", "/ufmRestV3/cloudx/Network", neutronNetwork(otherNet, "ethnet", 100)},
+				{"compute port", "/ufmRestV3/cloudx/Port", neutronPort("port-a", computeNet, guid)},
+				{"storage port", "/ufmRestV3/cloudx/Port", neutronPort("port-b", storageNet, guid)},
+			} {
+				resp, body := f.do("POST", r.path, r.body)
+				if resp.StatusCode != http.StatusAccepted {
+					t.Fatalf("%s: %d %s, want 202", r.name, resp.StatusCode, body)
+				}
+				path, _ := jobPath(t, body)
+				jobs[r.name] = path
+			}
+			for name, path := range jobs {
+				resp, body := f.do("GET", "/ufmRestV3/"+path, "")
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("GET the %s's job: %d %s", name, resp.StatusCode, body)
+				}
+				var job jobView
+				if err := json.Unmarshal([]byte(body), &job); err != nil {
+					t.Fatal(err)
+				}
+				// Only the network on no fabric touches no partition: done at once.
+				if done := job.Status == store.StatusCompleted; done != (name == "network on no fabric") {
+					t.Errorf("the %s's job: %s", name, body)
+				}
+			}
+			for _, c := range []struct {
+				view    *store.Store
+				network string
+			}{{f.st, computeNet}, {f.storage, storageNet}} {
+				snap, err := c.view.Snapshot(t.Context())
+				if err != nil {
+					t.Fatal(err)
+				}
+				var nets []string
+				for _, n := range snap.Networks {
+					nets = append(nets, n.ID)
+				}
+				if !slices.Equal(nets, []string{c.network}) {
+					t.Errorf("fabric %s holds networks %v, want %s alone", c.view.FabricName(), nets, c.network)
+				}
+				if len(snap.Members) != 1 || snap.Members[0].GUID != guid || snap.Members[0].NetworkID != c.network {
+					t.Errorf("fabric %s holds members %+v, want %016x in %s", c.view.FabricName(), snap.Members, guid, c.network)
+				}
+			}
+			// Neutron never moves a port between networks; one of another
+			// fabric is refused, and the port stays where it is.
+			resp, body := f.do("PUT", "/ufmRestV3/cloudx/Port/port-a", neutronPort("port-a", storageNet, guid))
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Errorf("port moved to the storage fabric's network: %d %s, want 400", resp.StatusCode, body)
+			}
+		})
+	}
 }

@@ -69,12 +69,23 @@ func (s *Server) getJob(r *http.Request, ps httprouter.Params) (int, any, error)
 	return s.jobOf(r, ps.ByName("id"), principal, s.store.GetJob)
 }
 
-// getKubernetesJob answers ib-kubernetes' jobs (see jobOf), on the pkeys
-// API's own path.
+// getKubernetesJob answers ib-kubernetes' jobs (see jobOf) of this fabric,
+// on the pkeys API's own path.
 func (pk *pkeysAPI) getKubernetesJob(r *http.Request, ps httprouter.Params) (int, any, error) {
 	ctx, cancel := pk.srv.dbCtx(r.Context())
 	defer cancel()
-	return pk.srv.jobOf(r.WithContext(ctx), ps.ByName("id"), kubernetesPrincipal, pk.o.Store.GetJob)
+	return pk.srv.jobOf(r.WithContext(ctx), ps.ByName("id"), kubernetesPrincipal, pk.fabricJob)
+}
+
+// fabricJob reads job id when it is this fabric's, and is ErrNotFound for
+// another fabric's: job ids are global, and one fabric's ib-kubernetes may
+// neither read what another's asked for nor learn that a job is another's.
+func (pk *pkeysAPI) fabricJob(ctx context.Context, id int64) (store.Job, error) {
+	j, err := pk.o.Store.GetJob(ctx, id)
+	if err == nil && j.Fabric != pk.o.fabric() {
+		return store.Job{}, store.ErrNotFound
+	}
+	return j, err
 }
 
 // jobOf answers job id when creator created it, and 404 otherwise, as for a
