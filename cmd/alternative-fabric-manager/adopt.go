@@ -66,7 +66,7 @@ func adoptInto(ctx context.Context, all *config.Config, fab operatorFabric, file
 	if err != nil {
 		return fmt.Errorf("--adopt-partitions %s: nothing adopted: %w", file, err)
 	}
-	db, err := openStore(ctx, all, all.Database.AutoMigrate, storeRules(all), log)
+	db, err := openStore(ctx, all, all.Database.AutoMigrate, fabricRules(all), log)
 	if err != nil {
 		return err
 	}

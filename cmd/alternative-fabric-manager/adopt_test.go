@@ -142,7 +142,7 @@ func loadConfig(t *testing.T, path string) *config.Config {
 func assertAdoptedStatus(t *testing.T, conf string) {
 	t.Helper()
 	cfg := loadConfig(t, conf)
-	st, err := openExisting(context.Background(), cfg, storeRules(cfg), time.Minute, quietLog())
+	st, err := openExisting(context.Background(), cfg, fabricRules(cfg), time.Minute, quietLog())
 	if err != nil {
 		t.Fatal(err)
 	}

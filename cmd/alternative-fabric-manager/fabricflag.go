@@ -106,20 +106,6 @@ func allFabrics(cfg *config.Config) []operatorFabric {
 	return out
 }
 
-// fabricConfig is cfg as a manager of fabric f alone would read it: f's
-// OpenSM settings, opensm.conf options, pkeys API and physical networks in
-// place of the default fabric's. For the default fabric it is cfg itself.
-func fabricConfig(cfg *config.Config, f config.Fabric) *config.Config {
-	if f.Name == config.DefaultFabric {
-		return cfg
-	}
-	c := *cfg
-	c.OpenSM, c.OpenSMConf, c.UFMPKeys = f.OpenSM, f.OpenSMConf, f.UFMPKeys
-	c.API.PhysicalNetworks = f.PhysicalNetworks
-	c.Fabrics = nil
-	return &c
-}
-
 // view is the fabric's view of st: what it reads and changes is this
 // fabric's alone.
 func (f operatorFabric) view(st *store.Store) (*store.Store, error) {

@@ -43,17 +43,14 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/health"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/leader"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/metrics"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/neutronimport"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/smcontainer"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tlsreload"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
 
 func main() {
@@ -168,17 +165,10 @@ func countTrue(flags ...bool) int {
 	return n
 }
 
-// storeRules are the configured rules a request is recorded by, without the
-// template's static partitions and without a port limit: enough for the
-// commands that record nothing.
-func storeRules(cfg *config.Config) store.Rules {
-	return store.Rules{PhysicalNetworks: cfg.API.PhysicalNetworks, FlatPKey: cfg.OpenSM.FlatPKey,
-		KubernetesRange: cfg.UFMPKeys.PKeyRange, KubernetesMaxMembersPerPKey: cfg.UFMPKeys.MaxMembersPerPKey,
-		KubernetesMaxMembers: cfg.UFMPKeys.MaxMembers}
-}
-
-// openStore opens the configured database, migrating it when asked to.
-func openStore(ctx context.Context, cfg *config.Config, migrate bool, rules store.Rules, log *slog.Logger) (*store.Store, error) {
+// openStore opens the configured database, migrating it when asked to, with
+// a view per fabric (fabrics: each one's rules, the default first); it
+// returns the default fabric's view.
+func openStore(ctx context.Context, cfg *config.Config, migrate bool, fabrics []store.FabricRules, log *slog.Logger) (*store.Store, error) {
 	conn, err := config.ParseConnection(cfg.Database.Connection)
 	if err != nil {
 		return nil, err
@@ -190,7 +180,7 @@ func openStore(ctx context.Context, cfg *config.Config, migrate bool, rules stor
 	}
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	st, err := storeopen.Open(octx, conn.Engine, conn.DSN, migrate, rules, log)
+	st, err := storeopen.OpenFabrics(octx, conn.Engine, conn.DSN, migrate, fabrics, log)
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
 	}
@@ -202,7 +192,7 @@ func runMigrate(ctx context.Context, path string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg, true, storeRules(cfg), log)
+	st, err := openStore(ctx, cfg, true, fabricRules(cfg), log)
 	if err != nil {
 		return err
 	}
@@ -282,19 +272,16 @@ func loadRunConfig(path string, level slog.Level) (*config.Config, *slog.Logger,
 
 // manager is the running manager's parts, wired from its configuration.
 type manager struct {
-	cfg    *config.Config
-	log    *slog.Logger
-	certs  *tlsreload.Reloader // nil: the API is served without TLS
-	st     *store.Store
-	leases store.LeaseTables // with [ha] ha = true only
-	sm     *opensm.Supervisor
-	// writeOpenSMConf writes opensm.conf with the keys the database holds.
-	writeOpenSMConf func(context.Context) error
-	metrics         *metrics.Metrics
-	applierLoop     *health.Loop
-	app             *applier.Applier
-	apiServer       *api.Server
-	servers         []*namedServer
+	cfg   *config.Config
+	log   *slog.Logger
+	certs *tlsreload.Reloader // nil: the API is served without TLS
+	st    *store.Store        // the default fabric's view
+	// fabrics are every fabric's OpenSM, applier and election, the default
+	// first (fabricrun.go).
+	fabrics   []*fabricRun
+	metrics   *metrics.Metrics
+	apiServer *api.Server
+	servers   []*namedServer
 	// closers release what wire opened, last first.
 	closers []func()
 }
@@ -318,97 +305,55 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*manager, 
 			return nil, fmt.Errorf("[api] tls_cert_file, tls_key_file: %w", err)
 		}
 	}
-	tpl, err := loadTemplate(cfg)
-	if err != nil {
+	if err := checkFabricSites(cfg); err != nil {
 		return nil, err
 	}
-	// Refused when sent: a network whose VLAN ID is a static partition's pkey,
-	// and a port whose host port would fill its switch port's pkey table.
-	static, err := tpl.Static(ctx, cfg.OpenSM.DefaultPartition, cfg.OpenSM.FlatPKey)
-	if err != nil {
-		return nil, fmt.Errorf("[opensm] partitions_template: %w", err)
+	rules := fabricRules(cfg)
+	plans := make([]fabricPlan, len(rules))
+	for i, f := range cfg.AllFabrics() {
+		if plans[i], err = planFabric(ctx, cfg, f, rules[i].Rules); err != nil {
+			return nil, err
+		}
+		rules[i].Rules = plans[i].rules
 	}
-	// One reader of the subnet dump for the API's capacity check, the gates
-	// and the metrics: it parses the file only when OpenSM wrote another
-	// content.
-	dump := topology.NewDump(subnetDump(cfg))
-	limit := &topology.PortLimit{DumpFile: subnetDump(cfg), Dump: dump, Capacity: cfg.OpenSM.SwitchPKeyCapacity, Static: static.PKeysOf}
-	rules := storeRules(cfg)
-	rules.StaticPKey = static.Name
-	rules.StaticMember = static.Listing
-	rules.PortLimit = func() (store.PortCheck, error) { return limit.Checker() }
 	if mgr.st, err = openStore(ctx, cfg, cfg.Database.AutoMigrate, rules, log); err != nil {
 		return nil, err
 	}
 	mgr.closers = append(mgr.closers, func() { mgr.st.Close() })
-
-	sm, flavour, closeSM, writeConf, err := prepareOpenSM(ctx, cfg, log, databaseKeys{mgr.st})
-	if err != nil {
-		return nil, err
-	}
-	mgr.sm, mgr.writeOpenSMConf = sm, writeConf
-	mgr.closers = append(mgr.closers, closeSM)
-	// A configuration changed under the recorded networks (flat_pkey now a
-	// network's VLAN, a static partition on its pkey) would fail every later
-	// job: refuse to start, naming them, as for an unknown key.
-	if _, err := checkRecordedState(ctx, cfg, mgr.st, tpl, flavour); err != nil {
-		return nil, err
-	}
-	readback, err := newReadback(ctx, cfg, databaseKeys{mgr.st})
-	if err != nil {
-		return nil, err
-	}
-	checker := mgr.wireApplier(tpl, flavour, dump, limit, readback, auditConfig(ctx, cfg, mgr.st, mgr.sm, mgr.log),
-		secondSMCheck(ctx, cfg, mgr.st, mgr.sm, mgr.log))
-	if cfg.HA.HA {
-		if mgr.leases, err = mgr.st.Leases(); err != nil {
+	checker := mgr.wireHealth()
+	for _, p := range plans {
+		flog := fabricLogger(log, cfg, p.fab.Name)
+		fr, closeSM, err := wireFabric(ctx, p, mgr.st.Fabric(p.fab.Name), mgr.metrics, checker, flog)
+		mgr.closers = append(mgr.closers, closeSM)
+		if err != nil {
 			return nil, err
 		}
-		mgr.app.Lease = mgr.leases
+		mgr.fabrics = append(mgr.fabrics, fr)
 	}
+	mgr.registerState(checker)
 	mgr.wireAPI(checker)
 	wired = true
 	return mgr, nil
 }
 
-// wireApplier makes the applier, the metrics and the health checks that
-// watch it, and returns the checks.
-func (mgr *manager) wireApplier(tpl *partitions.Template, flavour fabric.Flavour, dump *topology.Dump, limit *topology.PortLimit,
-	readback *pkeyread.Reader, audit applier.AuditConfig, secondSM *applier.SecondSMCheck) *health.Checker {
-	cfg, st, sm := mgr.cfg, mgr.st, mgr.sm
-	m := metrics.New()
-	mgr.metrics = m
-	gates := applier.Gates{Store: st, SubnetDump: subnetDump(cfg), Dump: dump}
-	checker := &health.Checker{DB: st, Self: m, SM: supervisorView{sm},
-		// The leader writes its heartbeat every elector CheckInterval.
-		HeartbeatTimeout: heartbeatTimeout}
+// wireHealth makes the metrics and the health checks; each fabric adds the
+// liveness of its applier's loop.
+func (mgr *manager) wireHealth() *health.Checker {
+	mgr.metrics = metrics.New()
+	// The leader writes its heartbeat every elector CheckInterval.
+	return &health.Checker{DB: mgr.st, Self: mgr.metrics, HeartbeatTimeout: heartbeatTimeout}
+}
+
+// registerState registers the collectors that read the recorded state, and
+// the OpenSM the health checks watch: the default fabric's, whose series
+// carry no fabric name.
+func (mgr *manager) registerState(checker *health.Checker) {
+	cfg, st, m, sm := mgr.cfg, mgr.st, mgr.metrics, mgr.fabrics[0].sm
+	checker.SM = supervisorView{sm}
+	gates := applier.Gates{Store: st, SubnetDump: subnetDump(cfg), Dump: mgr.fabrics[0].app.Cfg.Dump}
 	m.Registry().MustRegister(&metrics.State{M: m, DB: st, Gates: gates, SM: supervisorView{sm},
 		Ready: func(ctx context.Context) bool { return checker.Ready(ctx).OK() }})
 	m.Registry().MustRegister(&metrics.SecondSM{M: m, DB: st})
-	// An apply waits for OpenSM's sweep (sweep_timeout) and, in a burst, for
-	// the batch; the loop turns at least every poll and check interval
-	// otherwise. Past three sweeps and two checks it is stuck.
-	mgr.applierLoop = checker.Loop("applier", 3*cfg.OpenSM.SweepTimeout+2*cfg.OpenSM.CheckInterval+time.Minute)
-	mgr.app = &applier.Applier{Store: st, SM: sm, Log: mgr.log, Observer: applierObserver{m, mgr.applierLoop}, Cfg: applier.Config{
-		PartitionsFile:   filepath.Join(cfg.OpenSM.ConfigDir, "partitions.conf"),
-		LogFile:          cfg.OpenSM.LogFile,
-		DefaultPartition: cfg.OpenSM.DefaultPartition,
-		FlatPKey:         cfg.OpenSM.FlatPKey,
-		Template:         tpl,
-		Rules:            checkRules(cfg, flavour),
-		SweepTimeout:     cfg.OpenSM.SweepTimeout,
-		CheckInterval:    cfg.OpenSM.CheckInterval,
-		PollInterval:     cfg.Database.PollInterval,
-		BatchWindow:      time.Second,
-		JobRetention:     cfg.Database.JobRetention,
-		SubnetDump:       subnetDump(cfg),
-		Dump:             dump,
-		PortLimit:        limit,
-		Readback:         readback,
-		VerifyTimeout:    cfg.OpenSM.VerifyTimeout,
-		Audit:            audit,
-	}, SecondSM: secondSM}
-	return checker
 }
 
 // wireAPI makes the API's server and the HTTP listeners, not yet listening.
@@ -469,59 +414,14 @@ func (mgr *manager) serve() <-chan error {
 // and writes its heartbeat.
 const electorCheckInterval = time.Second
 
-// elect campaigns until ctx ends, applying while elected; the channel is
-// closed once the election has stopped.
+// elect campaigns for every fabric until ctx ends, each applying while
+// elected; the channel is closed once every election has stopped.
 func (mgr *manager) elect(ctx context.Context) <-chan struct{} {
-	host, _ := os.Hostname()
-	holder := fmt.Sprintf("%s pid %d", host, os.Getpid())
-	done := make(chan struct{})
-	if mgr.cfg.HA.HA {
-		// Several managers: the lease elects (docs/ha.md), and OpenSM runs
-		// only while this manager holds it.
-		ha := &leader.LeaseElector{Leases: mgr.leases, TryLock: mgr.st.TryLock, Holder: holder, Log: mgr.log,
-			LeaseTimeout: mgr.cfg.HA.LeaseTimeout, Stop: mgr.sm.StopTerm}
-		go func() {
-			defer close(done)
-			_ = ha.Run(ctx, func(ctx context.Context, term leader.Term) error {
-				return mgr.leading(ctx, term.ID, func(ctx context.Context) error {
-					return mgr.app.LeadTerm(ctx, term.ID, term.Taken.Suspect)
-				})
-			})
-		}()
-		return done
-	}
-	elector := &leader.Elector{Store: mgr.st, Holder: holder, Log: mgr.log,
-		RetryInterval: 2 * time.Second, CheckInterval: electorCheckInterval}
-	go func() {
-		defer close(done)
-		_ = elector.Run(ctx, func(ctx context.Context, term int64) error {
-			return mgr.leading(ctx, term, func(ctx context.Context) error { return mgr.app.Lead(ctx, term) })
-		})
-	}()
-	return done
+	return electAll(ctx, mgr.fabrics, mgr.cfg.HA)
 }
 
-// leading runs lead, telling the metrics and liveness that this manager
-// applies meanwhile.
-func (mgr *manager) leading(ctx context.Context, term int64, lead func(context.Context) error) error {
-	// The keys are the database's at every term, not at this process's
-	// start: a manager that started before a --rotate-keys and leads after
-	// it runs OpenSM with the rotated keys, not with the ones the ports no
-	// longer carry (docs/key-rotation.md).
-	if err := mgr.writeOpenSMConf(ctx); err != nil {
-		return err
-	}
-	mgr.metrics.Leading(term)
-	mgr.applierLoop.Active(true)
-	defer func() {
-		mgr.applierLoop.Active(false)
-		mgr.metrics.Leading(0)
-	}()
-	return lead(ctx)
-}
-
-// shutdown stops serving, waits a while for the election to stop (and with
-// it the applier), then stops OpenSM.
+// shutdown stops serving, waits a while for the elections to stop (and with
+// them the appliers), then stops every OpenSM.
 func (mgr *manager) shutdown(ctx context.Context, electorDone <-chan struct{}) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -532,7 +432,7 @@ func (mgr *manager) shutdown(ctx context.Context, electorDone <-chan struct{}) {
 	case <-electorDone:
 	case <-sctx.Done():
 	}
-	stopOpenSM(context.WithoutCancel(ctx), mgr.sm, mgr.log)
+	stopAll(context.WithoutCancel(ctx), mgr.fabrics)
 }
 
 // close releases what wire opened: OpenSM's driver, then the database.
@@ -658,7 +558,7 @@ func stopOpenSM(ctx context.Context, sm *opensm.Supervisor, log *slog.Logger) {
 // started by the first term, and what writes opensm.conf again with the keys
 // as they are then. Whatever it needs is checked here, before anything
 // starts: a bad setting is a start-up error.
-func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource) (
+func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource, cacheDir string) (
 	sm *opensm.Supervisor, flavour fabric.Flavour, closeSM func(), writeConf func(context.Context) error, err error) {
 	dir := cfg.OpenSM.ConfigDir
 	if err := privateDir(dir, log); err != nil {
@@ -669,7 +569,7 @@ func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, ke
 		return nil, 0, nil, nil, err
 	}
 	confFile := filepath.Join(dir, "opensm.conf")
-	sm, flavour, closeSM, err = newSupervisor(ctx, cfg, confFile, log)
+	sm, flavour, closeSM, err = newSupervisor(ctx, cfg, confFile, cacheDir, log)
 	if err != nil {
 		return nil, 0, nil, nil, err
 	}
@@ -709,7 +609,7 @@ func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, ke
 // [opensm] driver says (a child process, a container of its own, or someone
 // else's container), the flavour of that OpenSM, and what releases the
 // supervisor's resources.
-func newSupervisor(ctx context.Context, cfg *config.Config, confFile string, log *slog.Logger) (*opensm.Supervisor, fabric.Flavour, func(), error) {
+func newSupervisor(ctx context.Context, cfg *config.Config, confFile, cacheDir string, log *slog.Logger) (*opensm.Supervisor, fabric.Flavour, func(), error) {
 	o := cfg.OpenSM
 	if o.Driver == config.DriverProcess {
 		flavour, err := opensm.DetectFlavour(ctx, o.Command)
@@ -717,8 +617,8 @@ func newSupervisor(ctx context.Context, cfg *config.Config, confFile string, log
 			return nil, 0, nil, fmt.Errorf("[opensm] command: %w", err)
 		}
 		return opensm.NewProcess(opensm.ProcessConfig{Command: o.Command, ConfFile: confFile,
-			EnvFile: o.EnvFile, Dir: o.ConfigDir, LogFile: o.LogFile, StatusFile: supervisorStatusFile(cfg),
-			Logger: log}), flavour, func() {}, nil
+			EnvFile: o.EnvFile, Dir: o.ConfigDir, CacheDir: cacheDir, LogFile: o.LogFile,
+			StatusFile: supervisorStatusFile(cfg), Logger: log}), flavour, func() {}, nil
 	}
 	cli, err := smcontainer.Connect(ctx)
 	if err != nil {
@@ -731,7 +631,7 @@ func newSupervisor(ctx context.Context, cfg *config.Config, confFile string, log
 	case config.DriverManaged:
 		sm, flavour, err = smcontainer.PrepareManaged(ctx, smcontainer.ManagedConfig{Client: cli, Name: o.Container,
 			Manager: o.ManagerContainer, Image: o.Image, Command: o.Command, ConfFile: confFile, EnvFile: o.EnvFile,
-			ConfigDir: o.ConfigDir, LogFile: o.LogFile, StatusFile: supervisorStatusFile(cfg), Logger: log})
+			ConfigDir: o.ConfigDir, CacheDir: cacheDir, LogFile: o.LogFile, StatusFile: supervisorStatusFile(cfg), Logger: log})
 	case config.DriverDocker:
 		sm, flavour, err = smcontainer.PrepareExternal(ctx, smcontainer.ExternalConfig{Client: cli, Name: o.Container,
 			ConfigDir: o.ConfigDir, LogFile: o.LogFile, StatusFile: supervisorStatusFile(cfg), Logger: log}, o.Command)

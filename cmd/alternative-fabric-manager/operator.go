@@ -135,7 +135,7 @@ func withOperatorStore(ctx context.Context, path, fabric string, log *slog.Logge
 // runs fn with the store (every fabric's; the default fabric's view).
 func withOperatorDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger,
 	fn func(ctx context.Context, st *store.Store) error) error {
-	st, err := openExisting(ctx, cfg, storeRules(cfg), operatorConnectTimeout, log)
+	st, err := openExisting(ctx, cfg, fabricRules(cfg), operatorConnectTimeout, log)
 	if nc := (notReadyError{}); errors.As(err, &nc) {
 		return nc
 	}

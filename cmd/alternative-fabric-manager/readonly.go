@@ -28,7 +28,7 @@ func errNotCreated(cfg *config.Config, err error) error {
 // openExisting opens the configured database without creating or migrating it,
 // waiting at most timeout for it. An error from the engine is returned as it
 // is, for the caller to say how the database was unreachable.
-func openExisting(ctx context.Context, cfg *config.Config, rules store.Rules, timeout time.Duration,
+func openExisting(ctx context.Context, cfg *config.Config, fabrics []store.FabricRules, timeout time.Duration,
 	log *slog.Logger) (*store.Store, error) {
 	conn, err := config.ParseConnection(cfg.Database.Connection)
 	if err != nil {
@@ -42,7 +42,7 @@ func openExisting(ctx context.Context, cfg *config.Config, rules store.Rules, ti
 	}
 	octx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	st, err := storeopen.Open(octx, conn.Engine, conn.DSN, false, rules, log)
+	st, err := storeopen.OpenFabrics(octx, conn.Engine, conn.DSN, false, fabrics, log)
 	if behind := (*storeopen.SchemaBehindError)(nil); errors.As(err, &behind) {
 		return nil, notReadyError{fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), behind)}
 	}

@@ -43,7 +43,7 @@ func renderFabric(ctx context.Context, cfg *config.Config, name string, out io.W
 	if err != nil {
 		return f.wrap(err)
 	}
-	st, err := openExisting(ctx, cfg, storeRules(cfg), 30*time.Second, log)
+	st, err := openExisting(ctx, cfg, fabricRules(cfg), 30*time.Second, log)
 	if nc := (notReadyError{}); errors.As(err, &nc) {
 		return nc
 	}

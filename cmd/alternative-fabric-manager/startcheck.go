@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
@@ -44,7 +47,7 @@ func checkRecordedState(ctx context.Context, cfg *config.Config, st *store.Store
 	if serr != nil {
 		return nil, fmt.Errorf("[opensm] partitions_template: %w", serr)
 	}
-	rules := storeRules(cfg)
+	rules := fabricRules(cfg)[0].Rules // cfg is one fabric's (fabricConfig)
 	rules.StaticPKey = static.Name
 	conflicts := append(rules.Conflicts(snap.Networks), rules.KubernetesConflicts(snap.Kubernetes)...)
 	problems := conflicts
@@ -71,4 +74,96 @@ func checkRecordedState(ctx context.Context, cfg *config.Config, st *store.Store
 		b.WriteString("\n  (the configuration changed under these networks or Kubernetes pkeys: change it back, or delete them)")
 	}
 	return nil, fmt.Errorf("revision %d renders to a file that fails the check:%s", snap.Revision, b.String())
+}
+
+// The start-up checks between fabrics that need files read: the
+// configuration's own (internal/config's fabriccheck.go) cannot open the
+// env files. Each refusal names both fabrics' sections.
+
+// fabricSite is what ties a fabric's OpenSM to one subnet and one host port,
+// as its driver will run it.
+type fabricSite struct {
+	fab config.Fabric
+	// socket is IBSIM_SOCKNAME: the simulated fabric OpenSM attaches to
+	// ("": a real HCA).
+	socket string
+	// cache is OpenSM's cache directory (OSM_CACHE_DIR).
+	cache string
+}
+
+// readFabricSite reads f's env file and builds OpenSM's environment as its
+// driver does (the process driver's child inherits the manager's; the
+// supervisor's cache directory comes before the file's lines, which win).
+func readFabricSite(f config.Fabric) (fabricSite, error) {
+	var env []string
+	if f.OpenSM.Driver == config.DriverProcess {
+		env = os.Environ()
+	}
+	if dir := cacheDirOf(f); dir != "" {
+		env = append(env, "OSM_CACHE_DIR="+dir)
+	}
+	if f.OpenSM.EnvFile != "" {
+		extra, err := opensm.ReadEnvFile(f.OpenSM.EnvFile)
+		if err != nil {
+			return fabricSite{}, fmt.Errorf("%s env_file: %w", f.Section(), err)
+		}
+		env = append(env, extra...)
+	}
+	sim, _ := pkeyread.SimDialerFromEnv(env)
+	return fabricSite{fab: f, socket: sim.Socket, cache: opensm.CacheDirOf(env)}, nil
+}
+
+// checkFabricSites refuses fabrics whose OpenSMs would meet: one simulated
+// fabric (IBSIM_SOCKNAME), one HCA port (equal port GUIDs are one port
+// unless each OpenSM is on a simulated fabric of its own, where every SM
+// port has the same GUID), one smp_port for the readers, one cache
+// directory. A configuration of one fabric reads nothing here: its env file
+// is read when OpenSM starts, as it always was.
+func checkFabricSites(cfg *config.Config) error {
+	all := cfg.AllFabrics()
+	if len(all) == 1 {
+		return nil
+	}
+	var errs []error
+	sites := make([]fabricSite, 0, len(all))
+	for _, f := range all {
+		s, err := readFabricSite(f)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		sites = append(sites, s)
+	}
+	for i, a := range sites {
+		for _, b := range sites[i+1:] {
+			errs = append(errs, sitePairConflicts(a, b)...)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sitePairConflicts are what a and b cannot share.
+func sitePairConflicts(a, b fabricSite) []error {
+	var errs []error
+	fa, fb := a.fab, b.fab
+	if a.socket != "" && a.socket == b.socket {
+		errs = append(errs, fmt.Errorf("%s env_file and %s env_file name the same simulated fabric (IBSIM_SOCKNAME=%s): "+
+			"each fabric's OpenSM needs its own subnet", fa.Section(), fb.Section(), a.socket))
+	}
+	distinctSims := a.socket != "" && b.socket != "" && a.socket != b.socket
+	if g := fa.PortGUID(); g != "" && g == fb.PortGUID() && !distinctSims {
+		errs = append(errs, fmt.Errorf("%s and %s name the same HCA port %s, and their env_files do not put them on "+
+			"two simulated fabrics (IBSIM_SOCKNAME): two OpenSMs cannot run on one port",
+			fa.OpenSMConfSection(), fb.OpenSMConfSection(), g))
+	}
+	if p := fa.OpenSM.SMPPort; p != "" && p == fb.OpenSM.SMPPort {
+		errs = append(errs, fmt.Errorf("%s smp_port and %s smp_port are the same port %s: each fabric's reads must "+
+			"leave from a port on its own subnet", fa.Section(), fb.Section(), p))
+	}
+	if a.cache == b.cache {
+		errs = append(errs, fmt.Errorf("%s and %s give OpenSM the same cache directory %s (OSM_CACHE_DIR): each "+
+			"OpenSM would take the other's LIDs and M_Keys; set another OSM_CACHE_DIR in one env_file, or none",
+			fa.Section(), fb.Section(), a.cache))
+	}
+	return errs
 }

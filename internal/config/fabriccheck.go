@@ -131,3 +131,8 @@ func inContainer(fab Fabric) bool {
 func prefixesOverlap(a, b string) bool {
 	return strings.HasPrefix(a+"/", b+"/") || strings.HasPrefix(b+"/", a+"/")
 }
+
+// PortGUID is the HCA port f's OpenSM binds to, as a normalised GUID (guid
+// of its opensm.conf options, else -g/--guid of its command); "" when
+// neither names one.
+func (f Fabric) PortGUID() string { return portGUID(f) }

@@ -21,6 +21,9 @@ type ProcessConfig struct {
 	// (blank lines and # comments allowed). It is read at every start.
 	EnvFile string
 	Dir     string // working directory: the configuration directory
+	// CacheDir, if set, is OpenSM's cache directory (OSM_CACHE_DIR: guid2lid,
+	// guid2mkey), unless the environment file names its own. See WithCacheDir.
+	CacheDir string
 	// LogFile is OpenSM's log_file. OpenSM is ready (safe to signal) once it
 	// has written its version line there.
 	LogFile string
@@ -84,15 +87,18 @@ func (r *processRunner) Start(context.Context) (Instance, error) {
 }
 
 func (r *processRunner) environment() ([]string, error) {
-	env := os.Environ()
-	if r.cfg.EnvFile == "" {
-		return env, nil
+	var extra []string
+	if r.cfg.EnvFile != "" {
+		var err error
+		if extra, err = ReadEnvFile(r.cfg.EnvFile); err != nil {
+			return nil, fmt.Errorf("opensm: %w", err)
+		}
 	}
-	extra, err := ReadEnvFile(r.cfg.EnvFile)
+	extra, err := WithCacheDir(r.cfg.CacheDir, extra)
 	if err != nil {
-		return nil, fmt.Errorf("opensm: %w", err)
+		return nil, err
 	}
-	return append(env, extra...), nil // later entries win
+	return append(os.Environ(), extra...), nil // later entries win
 }
 
 // start starts one OpenSM.

@@ -37,6 +37,9 @@ type ManagedConfig struct {
 	// the manager's container: OpenSM's container gets those directories, and
 	// only the others it needs (see Managed.mounts).
 	ConfFile, EnvFile, ConfigDir, LogFile string
+	// CacheDir is OpenSM's cache directory, as opensm.ProcessConfig's; it
+	// must be on a mount of the manager (config_dir is).
+	CacheDir string
 	// StatusFile, if set, receives the supervisor's status (opensm.Status as
 	// JSON) at every change, for --status.
 	StatusFile string
@@ -150,6 +153,10 @@ func (m *Managed) launch(ctx context.Context) (*openSMContainer, error) {
 		if env, err = opensm.ReadEnvFile(m.cfg.EnvFile); err != nil {
 			return nil, fmt.Errorf("opensm: %w", err)
 		}
+	}
+	env, err := opensm.WithCacheDir(m.cfg.CacheDir, env)
+	if err != nil {
+		return nil, err
 	}
 	args := slices.Clone(m.cfg.Command[1:])
 	if m.cfg.ConfFile != "" {
