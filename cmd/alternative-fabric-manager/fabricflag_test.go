@@ -155,6 +155,9 @@ func TestCommandsActOnTheNamedFabricOnly(t *testing.T) {
 		args  []string
 		setUp func(t *testing.T, f twoFabrics)
 		check func(t *testing.T, f twoFabrics, out string)
+		// file is a file argument after args, written into the storage
+		// fabric's config_dir; "" for none.
+		file, fileText string
 	}{
 		{"--confirm-switches", []string{"--confirm-switches", "--fabric", "storage"},
 			func(t *testing.T, f twoFabrics) {
@@ -164,7 +167,7 @@ func TestCommandsActOnTheNamedFabricOnly(t *testing.T) {
 			func(t *testing.T, f twoFabrics, out string) {
 				wantSwitches(t, f.storage, 0x0002c90300f00001, 0x0002c90300f00002)
 				wantSwitches(t, f.def, 0x0002c90300f00009)
-			}},
+			}, "", ""},
 		{"--clear-enforcement-errors", []string{"--clear-enforcement-errors", "--fabric", "storage"},
 			func(t *testing.T, f twoFabrics) {
 				for _, st := range []*store.Store{f.def, f.storage} {
@@ -188,7 +191,7 @@ func TestCommandsActOnTheNamedFabricOnly(t *testing.T) {
 				if errs, err := f.def.EnforcementErrors(ctx); err != nil || len(errs) != 1 || errs[0].Line != "ERR 0507 on default" {
 					t.Errorf("default's enforcement errors = %+v, %v; want its own one", errs, err)
 				}
-			}},
+			}, "", ""},
 		{"--show-keys", []string{"--show-keys", "--fabric", "storage"},
 			func(t *testing.T, f twoFabrics) { createKeys(t, f) },
 			func(t *testing.T, f twoFabrics, out string) {
@@ -198,7 +201,7 @@ func TestCommandsActOnTheNamedFabricOnly(t *testing.T) {
 				if strings.Contains(out, defaultKeys[secretMKey]) {
 					t.Errorf("--show-keys --fabric storage shows the default fabric's M_Key:\n%s", out)
 				}
-			}},
+			}, "", ""},
 		{"--rotate-keys", []string{"--rotate-keys", "m_key", "--fabric", "storage"},
 			func(t *testing.T, f twoFabrics) { createKeys(t, f) },
 			func(t *testing.T, f twoFabrics, out string) {
@@ -209,7 +212,33 @@ func TestCommandsActOnTheNamedFabricOnly(t *testing.T) {
 				if got[secretMKey] == storageKeys[secretMKey] || got[secretSMKey] != storageKeys[secretSMKey] {
 					t.Errorf("storage's keys after --rotate-keys m_key = %v; want a new m_key only", got)
 				}
-			}},
+			}, "", ""},
+		{"--show-enforcement-errors", []string{"--show-enforcement-errors", "--fabric", "storage"},
+			func(t *testing.T, f twoFabrics) {
+				term, err := f.def.NewTerm(ctx, "host-a pid 42")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := f.def.RecordEnforcementErrors(ctx, term, []store.EnforcementSighting{{Switch: "0x0002c90300f00001",
+					Port: 2, Line: "ERR 0507 on default"}}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			func(t *testing.T, f twoFabrics, out string) {
+				if out != "no enforcement errors recorded\n" {
+					t.Errorf("--show-enforcement-errors --fabric storage printed %q; want none, the default fabric's error is not its", out)
+				}
+			}, "", ""},
+		{"--adopt-partitions", []string{"--fabric", "storage", "--adopt-partitions"},
+			func(t *testing.T, f twoFabrics) {},
+			func(t *testing.T, f twoFabrics, out string) {
+				if got := adoptedPKeys(t, f.storage); !slices.Equal(got, []string{"0x0010"}) {
+					t.Errorf("storage's adopted partitions = %v; want 0x0010", got)
+				}
+				if got := adoptedPKeys(t, f.def); len(got) != 0 {
+					t.Errorf("default's adopted partitions = %v; want none", got)
+				}
+			}, "running.conf", "tenant_a=0x0010, ipoib : 0x0002c90300000a01=full ;\n"},
 		{"--render", []string{"--render", "--fabric", "storage"},
 			func(t *testing.T, f twoFabrics) {
 				recordNetwork(t, f.def, "net-ib", "ib", 101)
@@ -219,12 +248,20 @@ func TestCommandsActOnTheNamedFabricOnly(t *testing.T) {
 				if !strings.Contains(out, "=0x0066") || strings.Contains(out, "=0x0065") {
 					t.Errorf("--render --fabric storage printed\n%s\nwant the storage network's pkey 0x0066 and not ib's 0x0065", out)
 				}
-			}},
+			}, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newTwoFabrics(t, config.EngineSQLite)
 			tc.setUp(t, f)
-			code, out, errOut := runCommand(t, append([]string{"--config-file", f.conf}, tc.args...)...)
+			args := append([]string{"--config-file", f.conf}, tc.args...)
+			if tc.file != "" {
+				path := filepath.Join(f.storageDir, tc.file)
+				if err := os.WriteFile(path, []byte(tc.fileText), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				args = append(args, path)
+			}
+			code, out, errOut := runCommand(t, args...)
 			if code != 0 {
 				t.Fatalf("%s: exit %d: %s%s", strings.Join(tc.args, " "), code, out, errOut)
 			}
@@ -289,4 +326,18 @@ func recordNetwork(t *testing.T, st *store.Store, id, physnet string, vlan int64
 		CreatedBy: "test", Request: "{}"}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// adoptedPKeys are st's adopted partitions' pkeys.
+func adoptedPKeys(t *testing.T, st *store.Store) []string {
+	t.Helper()
+	adopted, err := st.AdoptedPartitions(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkeys []string
+	for _, a := range adopted {
+		pkeys = append(pkeys, a.PKey.String())
+	}
+	return pkeys
 }
