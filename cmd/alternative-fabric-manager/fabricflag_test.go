@@ -341,3 +341,50 @@ func adoptedPKeys(t *testing.T, st *store.Store) []string {
 	}
 	return pkeys
 }
+
+// --unfreeze --fabric NAME lifts that fabric's freeze only: each fabric has
+// its own lease, and another fabric's freeze stays until its own operator
+// has made sure of its own OpenSM.
+func TestUnfreezeActsOnTheNamedFabricOnly(t *testing.T) {
+	for _, engine := range []string{config.EnginePostgres, config.EngineMySQL} {
+		t.Run(engine, func(t *testing.T) {
+			f := newTwoFabrics(t, engine)
+			b, err := os.ReadFile(f.conf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(f.conf, append(b, "\n[ha]\nha = true\n"...), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			ctx := t.Context()
+			leases := map[string]store.LeaseTables{}
+			for _, st := range []*store.Store{f.def, f.storage} {
+				l, err := st.Leases()
+				if err != nil {
+					t.Fatal(err)
+				}
+				taken, won, err := l.TakeLease(ctx, "host-b pid 2", time.Minute)
+				if err != nil || !won {
+					t.Fatalf("take %s's lease = %v, %v", st.FabricName(), won, err)
+				}
+				if _, err := l.SetFreeze(ctx, taken.Term, "Frozen: check host-a pid 1"); err != nil {
+					t.Fatal(err)
+				}
+				leases[st.FabricName()] = l
+			}
+			code, out, errOut := runCommand(t, "--config-file", f.conf, "--unfreeze", "--fabric", "storage")
+			if code != 0 || !strings.Contains(out, "unfreeze requested") {
+				t.Fatalf("--unfreeze --fabric storage: exit %d: %s%s", code, out, errOut)
+			}
+			for name, want := range map[string]bool{"storage": true, "default": false} {
+				l, err := leases[name].ReadLease(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if l.UnfreezeRequested != want || l.Freeze == "" {
+					t.Errorf("fabric %s's lease after --unfreeze --fabric storage = %+v; want frozen, unfreeze requested %v", name, l, want)
+				}
+			}
+		})
+	}
+}
