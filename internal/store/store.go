@@ -180,12 +180,24 @@ func (s *Store) Close() error { return s.d.Close() }
 // Migrate applies the engine's embedded migrations.
 func (s *Store) Migrate(ctx context.Context) error { return s.d.Migrate(ctx) }
 
-// TryLock takes the applier lock if it is free; nil Lock if another holds it.
-func (s *Store) TryLock(ctx context.Context) (Lock, error) { return s.d.TryLock(ctx) }
+// TryLock takes the fabric's applier lock if it is free; nil Lock if another
+// holds it.
+func (s *Store) TryLock(ctx context.Context) (Lock, error) { return s.d.TryLock(ctx, s.FabricName()) }
 
 // Wake returns a channel that receives after the revision may have changed.
 // It is only a hint: callers also poll.
-func (s *Store) Wake(ctx context.Context) <-chan struct{} { return s.d.Wake(ctx) }
+func (s *Store) Wake(ctx context.Context) <-chan struct{} {
+	if w, ok := s.d.(fabricWaker); ok && s.fabrics != nil {
+		return w.WakeFabric(ctx, s.FabricName())
+	}
+	return s.d.Wake(ctx)
+}
+
+// fabricWaker is an engine whose wake-ups name the fabric (PostgreSQL's
+// notifications): a view of several fabrics waits for its own only.
+type fabricWaker interface {
+	WakeFabric(ctx context.Context, fabric string) <-chan struct{}
+}
 
 // readOnly returns what read finds in one read-only transaction of s (it
 // neither waits for a change nor holds one up); its error says what was read.

@@ -11,7 +11,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -282,8 +284,21 @@ func (r errRow) Scan(...any) error { return r.err }
 
 func (e *Engine) Queries(context.Context) driver.Queries { return queries{e.q} }
 
-// TryLock takes the advisory lock on a new connection that lives as long as the lock.
-func (e *Engine) TryLock(ctx context.Context) (driver.Lock, error) {
+// fabricLockKey is fabric's advisory lock key: lockKey for the default
+// fabric (the key of a manager that knows no fabrics), a hash of the
+// fabric's name for another.
+func fabricLockKey(fabric string) int64 {
+	if fabric == driver.DefaultFabric {
+		return lockKey
+	}
+	h := fnv.New64a()
+	h.Write([]byte("afm_applier/" + fabric))
+	return int64(h.Sum64())
+}
+
+// TryLock takes fabric's advisory lock on a new connection that lives as long as the lock.
+func (e *Engine) TryLock(ctx context.Context, fabric string) (driver.Lock, error) {
+	key := fabricLockKey(fabric)
 	conn, err := pgx.Connect(ctx, e.dsn)
 	if err != nil {
 		return nil, fmt.Errorf("lock connection: %w", err)
@@ -296,7 +311,7 @@ func (e *Engine) TryLock(ctx context.Context) (driver.Lock, error) {
 		e.log.Warn("idle_session_timeout not set on the lock's session (PostgreSQL 14 or later has it): "+
 			"after a network cut the lock stays held until the server notices the dead connection", "error", err)
 	}
-	ok, err := pgdb.New(conn).TryAdvisoryLock(ctx, lockKey)
+	ok, err := pgdb.New(conn).TryAdvisoryLock(ctx, key)
 	if err != nil || !ok {
 		conn.Close(ctx)
 		if err != nil {
@@ -304,14 +319,17 @@ func (e *Engine) TryLock(ctx context.Context) (driver.Lock, error) {
 		}
 		return nil, nil
 	}
-	return &advisoryLock{conn: conn}, nil
+	return &advisoryLock{conn: conn, key: key}, nil
 }
 
-type advisoryLock struct{ conn *pgx.Conn }
+type advisoryLock struct {
+	conn *pgx.Conn
+	key  int64
+}
 
 // Check asks, on the lock's own session, whether that session still holds it.
 func (l *advisoryLock) Check(ctx context.Context) error {
-	return driver.StillHeld(pgdb.New(l.conn).HoldsAdvisoryLock(ctx, lockKey))
+	return driver.StillHeld(pgdb.New(l.conn).HoldsAdvisoryLock(ctx, l.key))
 }
 
 func (l *advisoryLock) Release(ctx context.Context) error {
@@ -319,17 +337,23 @@ func (l *advisoryLock) Release(ctx context.Context) error {
 	// its backend has exited, after Close returned, so a TryLock right after
 	// (the next term) could still find it held. Closing the session releases
 	// the lock whatever state it is in, if the unlock could not.
-	_, _ = pgdb.New(l.conn).AdvisoryUnlock(ctx, lockKey)
+	_, _ = pgdb.New(l.conn).AdvisoryUnlock(ctx, l.key)
 	return l.conn.Close(ctx)
 }
 
-// Wake LISTENs on a dedicated connection, reconnecting with backoff, until ctx ends.
-func (e *Engine) Wake(ctx context.Context) <-chan struct{} {
+// Wake LISTENs on a dedicated connection, reconnecting with backoff, until
+// ctx ends; it receives after any fabric's revision changed.
+func (e *Engine) Wake(ctx context.Context) <-chan struct{} { return e.WakeFabric(ctx, "") }
+
+// WakeFabric is Wake for fabric's revision only ("": any fabric's): the
+// notification's payload is "<fabric>:<revision>" (migration 00013), so a
+// burst on one fabric does not wake another's applier.
+func (e *Engine) WakeFabric(ctx context.Context, fabric string) <-chan struct{} {
 	ch := make(chan struct{}, 1)
 	go func() {
 		backoff := 100 * time.Millisecond
 		for ctx.Err() == nil {
-			err := e.listen(ctx, ch)
+			err := e.listen(ctx, fabric, ch)
 			if ctx.Err() != nil {
 				return
 			}
@@ -345,7 +369,7 @@ func (e *Engine) Wake(ctx context.Context) <-chan struct{} {
 	return ch
 }
 
-func (e *Engine) listen(ctx context.Context, ch chan<- struct{}) error {
+func (e *Engine) listen(ctx context.Context, fabric string, ch chan<- struct{}) error {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	conn, err := pgx.Connect(cctx, e.dsn)
 	cancel()
@@ -360,11 +384,13 @@ func (e *Engine) listen(ctx context.Context, ch chan<- struct{}) error {
 	for {
 		// Wake up now and then to ping: a dead peer is only noticed on read.
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := conn.WaitForNotification(wctx)
+		n, err := conn.WaitForNotification(wctx)
 		cancel()
 		switch {
 		case err == nil:
-			signal(ch)
+			if forFabric(n.Payload, fabric) {
+				signal(ch)
+			}
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case errors.Is(err, context.DeadlineExceeded):
@@ -397,3 +423,10 @@ func signal(ch chan<- struct{}) {
 type queries struct{ *pgdb.Queries }
 
 var _ driver.Driver = (*Engine)(nil)
+
+// forFabric says whether a revision notification's payload concerns fabric
+// ("": any). A payload that names no fabric wakes every waiter.
+func forFabric(payload, fabric string) bool {
+	name, _, ok := strings.Cut(payload, ":")
+	return fabric == "" || !ok || name == fabric
+}

@@ -1,0 +1,76 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/sqlite"
+)
+
+// A change is queued on the fabric its object was on when it was read; if
+// the object is on another fabric by the time the change runs (its network
+// deleted and created again there in between), the change writes nothing on
+// the fabric it was queued on and says so (errOtherFabric), so that the
+// routing runs it again on the right one. Each case calls the default
+// fabric's change directly for an object of the storage fabric: the window
+// between the routing's read and the change, held open.
+func TestChangeOfAnObjectOnAnotherFabricWritesNothing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	e, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "afm.db"), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if err := e.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := NewFabrics(e, []FabricRules{
+		{Name: DefaultFabric, Rules: Rules{PhysicalNetworks: []string{"ibnet"}}},
+		{Name: "storage", Rules: Rules{PhysicalNetworks: []string{"storage"}}},
+	})
+	if err := s.EnsureFabrics(ctx); err != nil {
+		t.Fatal(err)
+	}
+	vlan, g := int64(100), fabric.GUID(0x248a070300b1c2d4)
+	const net = "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73"
+	if _, err := s.RecordNetwork(ctx, NetworkChange{Network: NetworkSpec{ID: net, Name: "n", Type: "vlan",
+		PhysicalNetwork: "storage", SegmentationID: &vlan}, Operation: OpCreateNetwork, CreatedBy: "test", Request: "{}"}); err != nil {
+		t.Fatal(err)
+	}
+	port := Port{ID: "p1", NetworkID: net, GUID: &g, Host: "h1"}
+	if _, err := s.RecordPort(ctx, PortChange{Port: port, DeviceOwner: "compute:nova", Operation: OpAddPort,
+		CreatedBy: "test", Request: "{}"}); err != nil {
+		t.Fatal(err)
+	}
+	changes := map[string]func() (Job, error){
+		"RemovePort": func() (Job, error) {
+			return s.removePort(ctx, PortRemoval{PortID: "p1", CreatedBy: "test", Request: "{}"})
+		},
+		"RecordPort": func() (Job, error) {
+			return s.recordPortChange(ctx, PortChange{Port: port, DeviceOwner: "compute:nova", Operation: OpUpdatePort,
+				CreatedBy: "test", Request: "{}"})
+		},
+		"RemoveNetwork": func() (Job, error) {
+			return s.removeNetwork(ctx, NetworkRemoval{NetworkID: net, CreatedBy: "test", Request: "{}"})
+		},
+	}
+	for name, change := range changes {
+		if _, err := change(); !errors.Is(err, errOtherFabric) {
+			t.Errorf("%s on the default fabric of the storage fabric's object = %v, want errOtherFabric", name, err)
+		}
+	}
+	if rev, err := s.Revision(ctx); err != nil || rev != 0 {
+		t.Errorf("default revision = %d, %v; want 0: nothing written there", rev, err)
+	}
+	var c SnapshotCache
+	snap, err := s.Fabric("storage").ReadSnapshot(ctx, &c)
+	if err != nil || len(snap.Networks) != 1 || len(snap.Members) != 1 {
+		t.Errorf("storage snapshot = %+v, %v; want the network and its port, untouched", snap, err)
+	}
+}
