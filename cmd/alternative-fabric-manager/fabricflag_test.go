@@ -15,11 +15,8 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/mysql"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/postgres"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/sqlite"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
 )
 
 // twoFabrics is a database, a configuration of the default fabric (physnet
@@ -56,30 +53,16 @@ func newTwoFabrics(t *testing.T, engine string) twoFabrics {
 }
 
 // openFabrics opens (and migrates) db as the store of fabrics, the default
-// first, and returns the default fabric's view.
+// first, each fabric's state rows written as a manager's first start writes
+// them, and returns the default fabric's view.
 func openFabrics(t *testing.T, db storetest.Database, fabrics []store.FabricRules) *store.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	log := slog.New(slog.DiscardHandler)
-	var d driver.Driver
-	var err error
-	switch db.Engine {
-	case config.EngineSQLite:
-		d, err = sqlite.Open(ctx, db.DSN, log)
-	case config.EnginePostgres:
-		d, err = postgres.Open(ctx, db.DSN, log)
-	case config.EngineMySQL:
-		d, err = mysql.Open(ctx, db.DSN, log)
-	}
+	st, err := storeopen.OpenFabrics(ctx, db.Engine, db.DSN, true, fabrics, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Migrate(ctx); err != nil {
-		d.Close()
-		t.Fatal(err)
-	}
-	st := store.NewFabrics(d, fabrics)
 	t.Cleanup(func() { st.Close() })
 	return st
 }
