@@ -9,6 +9,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
 
 // --fabric NAME: the fabric an operator's command acts on. Every fabric has
@@ -119,10 +120,28 @@ func (f operatorFabric) view(st *store.Store) (*store.Store, error) {
 }
 
 // wrap names a further fabric's section in err: the helpers that read
-// f.cfg speak of [opensm] and [opensm_conf] for what is that section's.
+// f.cfg speak of [opensm] and [opensm_conf] for what is that section's. A
+// fabric without state rows is one no manager has started yet: the error
+// says so rather than only that a row is missing.
 func (f operatorFabric) wrap(err error) error {
-	if err == nil || f.name == config.DefaultFabric {
+	if fe := (fabricError{}); err == nil || f.name == config.DefaultFabric || errors.As(err, &fe) {
 		return err
 	}
-	return fmt.Errorf("%s: %w", f.section, err)
+	if driver.IsNoRows(err) {
+		err = fmt.Errorf("%w (%s)", err, neverStarted)
+	}
+	return fabricError{section: f.section, err: err}
 }
+
+// neverStarted explains a fabric without state rows.
+const neverStarted = "no manager has started this fabric yet: a manager writes its state when it first starts " +
+	"with this configuration"
+
+// fabricError is an error about one further fabric, named by its section.
+type fabricError struct {
+	section string
+	err     error
+}
+
+func (e fabricError) Error() string { return e.section + ": " + e.err.Error() }
+func (e fabricError) Unwrap() error { return e.err }
