@@ -86,13 +86,12 @@ type operatorFabric struct {
 // selectFabric returns the fabric named name, or a usageError naming the
 // configured ones.
 func selectFabric(cfg *config.Config, name string) (operatorFabric, error) {
-	all := cfg.AllFabrics()
-	names := make([]string, len(all))
-	for i, f := range all {
-		if f.Name == name {
-			return operatorFabric{name: f.Name, section: f.Section(), cfg: fabricConfig(cfg, f)}, nil
+	var names []string
+	for _, f := range allFabrics(cfg) {
+		if f.name == name {
+			return f, nil
 		}
-		names[i] = f.Name
+		names = append(names, f.name)
 	}
 	return operatorFabric{}, usageError{fmt.Sprintf("--fabric %s: the configuration has no such fabric; it has %s",
 		name, strings.Join(names, ", "))}
