@@ -222,6 +222,16 @@ func TestCommandsActOnTheNamedFabricOnly(t *testing.T) {
 					t.Errorf("default's adopted partitions = %v; want none", got)
 				}
 			}, "running.conf", "tenant_a=0x0010, ipoib : 0x0002c90300000a01=full ;\n"},
+		{"--import-keys", []string{"--fabric", "storage", "--replace-keys", "--import-keys"},
+			func(t *testing.T, f twoFabrics) { createKeys(t, f) },
+			func(t *testing.T, f twoFabrics, out string) {
+				if got := secretsOf(t, f.storage); !maps.Equal(got, ufmKeys) {
+					t.Errorf("storage's keys after --import-keys = %v; want UFM's %v", got, ufmKeys)
+				}
+				if got := secretsOf(t, f.def); !maps.Equal(got, defaultKeys) {
+					t.Errorf("default's keys after --import-keys --fabric storage = %v; want them unchanged", got)
+				}
+			}, "opensm.conf", ufmConf},
 		{"--render", []string{"--render", "--fabric", "storage"},
 			func(t *testing.T, f twoFabrics) {
 				recordNetwork(t, f.def, "net-ib", "ib", 101)
