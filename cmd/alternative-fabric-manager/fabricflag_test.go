@@ -19,10 +19,10 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
 )
 
-// twoFabrics is a database, a configuration of the default fabric (physnet
+// fabricsDB is a database, a configuration of the default fabric (physnet
 // ib) and the storage fabric (physnet storage) on it, each fabric's
 // config_dir, and each fabric's view of the store.
-type twoFabrics struct {
+type fabricsDB struct {
 	conf                   string
 	defaultDir, storageDir string
 	def, storage           *store.Store
@@ -30,10 +30,10 @@ type twoFabrics struct {
 
 // newTwoFabrics writes testdata/fabrics/two-fabrics.conf for a new database
 // on engine and opens the store of both fabrics.
-func newTwoFabrics(t *testing.T, engine string) twoFabrics {
+func newTwoFabrics(t *testing.T, engine string) fabricsDB {
 	t.Helper()
 	db := storetest.NewDatabase(t, engine)
-	f := twoFabrics{defaultDir: t.TempDir(), storageDir: t.TempDir()}
+	f := fabricsDB{defaultDir: t.TempDir(), storageDir: t.TempDir()}
 	text, err := os.ReadFile(filepath.Join("testdata", "fabrics", "two-fabrics.conf"))
 	if err != nil {
 		t.Fatal(err)
@@ -136,23 +136,23 @@ func TestCommandsActOnTheNamedFabricOnly(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		args  []string
-		setUp func(t *testing.T, f twoFabrics)
-		check func(t *testing.T, f twoFabrics, out string)
+		setUp func(t *testing.T, f fabricsDB)
+		check func(t *testing.T, f fabricsDB, out string)
 		// file is a file argument after args, written into the storage
 		// fabric's config_dir; "" for none.
 		file, fileText string
 	}{
 		{"--confirm-switches", []string{"--confirm-switches", "--fabric", "storage"},
-			func(t *testing.T, f twoFabrics) {
+			func(t *testing.T, f fabricsDB) {
 				confirm(t, f.def, 0x0002c90300f00009)
 				copyFile(t, filepath.Join("testdata", "opensm-subnet.lst"), filepath.Join(f.storageDir, "opensm-subnet.lst"))
 			},
-			func(t *testing.T, f twoFabrics, out string) {
+			func(t *testing.T, f fabricsDB, out string) {
 				wantSwitches(t, f.storage, 0x0002c90300f00001, 0x0002c90300f00002)
 				wantSwitches(t, f.def, 0x0002c90300f00009)
 			}, "", ""},
 		{"--clear-enforcement-errors", []string{"--clear-enforcement-errors", "--fabric", "storage"},
-			func(t *testing.T, f twoFabrics) {
+			func(t *testing.T, f fabricsDB) {
 				for _, st := range []*store.Store{f.def, f.storage} {
 					term, err := st.NewTerm(ctx, "host-a pid 42")
 					if err != nil {
@@ -164,7 +164,7 @@ func TestCommandsActOnTheNamedFabricOnly(t *testing.T) {
 					}
 				}
 			},
-			func(t *testing.T, f twoFabrics, out string) {
+			func(t *testing.T, f fabricsDB, out string) {
 				if !strings.Contains(out, "cleared 1 enforcement errors") {
 					t.Errorf("output %q; want 1 cleared", out)
 				}
@@ -176,8 +176,8 @@ func TestCommandsActOnTheNamedFabricOnly(t *testing.T) {
 				}
 			}, "", ""},
 		{"--show-keys", []string{"--show-keys", "--fabric", "storage"},
-			func(t *testing.T, f twoFabrics) { createKeys(t, f) },
-			func(t *testing.T, f twoFabrics, out string) {
+			func(t *testing.T, f fabricsDB) { createKeys(t, f) },
+			func(t *testing.T, f fabricsDB, out string) {
 				if want := "m_key " + storageKeys[secretMKey] + "\nsm_key " + storageKeys[secretSMKey] + "\n"; !strings.HasPrefix(out, want) {
 					t.Errorf("--show-keys --fabric storage printed\n%s\nwant it to start with storage's keys\n%s", out, want)
 				}
@@ -186,8 +186,8 @@ func TestCommandsActOnTheNamedFabricOnly(t *testing.T) {
 				}
 			}, "", ""},
 		{"--rotate-keys", []string{"--rotate-keys", "m_key", "--fabric", "storage"},
-			func(t *testing.T, f twoFabrics) { createKeys(t, f) },
-			func(t *testing.T, f twoFabrics, out string) {
+			func(t *testing.T, f fabricsDB) { createKeys(t, f) },
+			func(t *testing.T, f fabricsDB, out string) {
 				if got := secretsOf(t, f.def); !maps.Equal(got, defaultKeys) {
 					t.Errorf("default's keys after --rotate-keys --fabric storage = %v; want them unchanged", got)
 				}
@@ -197,7 +197,7 @@ func TestCommandsActOnTheNamedFabricOnly(t *testing.T) {
 				}
 			}, "", ""},
 		{"--show-enforcement-errors", []string{"--show-enforcement-errors", "--fabric", "storage"},
-			func(t *testing.T, f twoFabrics) {
+			func(t *testing.T, f fabricsDB) {
 				term, err := f.def.NewTerm(ctx, "host-a pid 42")
 				if err != nil {
 					t.Fatal(err)
@@ -207,14 +207,14 @@ func TestCommandsActOnTheNamedFabricOnly(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			func(t *testing.T, f twoFabrics, out string) {
+			func(t *testing.T, f fabricsDB, out string) {
 				if out != "no enforcement errors recorded\n" {
 					t.Errorf("--show-enforcement-errors --fabric storage printed %q; want none, the default fabric's error is not its", out)
 				}
 			}, "", ""},
 		{"--adopt-partitions", []string{"--fabric", "storage", "--adopt-partitions"},
-			func(t *testing.T, f twoFabrics) {},
-			func(t *testing.T, f twoFabrics, out string) {
+			func(t *testing.T, f fabricsDB) {},
+			func(t *testing.T, f fabricsDB, out string) {
 				if got := adoptedPKeys(t, f.storage); !slices.Equal(got, []string{"0x0010"}) {
 					t.Errorf("storage's adopted partitions = %v; want 0x0010", got)
 				}
@@ -223,8 +223,8 @@ func TestCommandsActOnTheNamedFabricOnly(t *testing.T) {
 				}
 			}, "running.conf", "tenant_a=0x0010, ipoib : 0x0002c90300000a01=full ;\n"},
 		{"--import-keys", []string{"--fabric", "storage", "--replace-keys", "--import-keys"},
-			func(t *testing.T, f twoFabrics) { createKeys(t, f) },
-			func(t *testing.T, f twoFabrics, out string) {
+			func(t *testing.T, f fabricsDB) { createKeys(t, f) },
+			func(t *testing.T, f fabricsDB, out string) {
 				if got := secretsOf(t, f.storage); !maps.Equal(got, ufmKeys) {
 					t.Errorf("storage's keys after --import-keys = %v; want UFM's %v", got, ufmKeys)
 				}
@@ -233,11 +233,11 @@ func TestCommandsActOnTheNamedFabricOnly(t *testing.T) {
 				}
 			}, "opensm.conf", ufmConf},
 		{"--render", []string{"--render", "--fabric", "storage"},
-			func(t *testing.T, f twoFabrics) {
+			func(t *testing.T, f fabricsDB) {
 				recordNetwork(t, f.def, "net-ib", "ib", 101)
 				recordNetwork(t, f.def, "net-storage", "storage", 102)
 			},
-			func(t *testing.T, f twoFabrics, out string) {
+			func(t *testing.T, f fabricsDB, out string) {
 				if !strings.Contains(out, "=0x0066") || strings.Contains(out, "=0x0065") {
 					t.Errorf("--render --fabric storage printed\n%s\nwant the storage network's pkey 0x0066 and not ib's 0x0065", out)
 				}
@@ -270,7 +270,7 @@ var (
 )
 
 // createKeys records defaultKeys and storageKeys as each fabric's.
-func createKeys(t *testing.T, f twoFabrics) {
+func createKeys(t *testing.T, f fabricsDB) {
 	t.Helper()
 	for st, keys := range map[*store.Store]map[string]string{f.def: defaultKeys, f.storage: storageKeys} {
 		if _, err := st.GetOrCreateSecrets(t.Context(), func() (map[string]string, error) { return keys, nil }); err != nil {

@@ -25,7 +25,7 @@ import (
 // its dump, its OpenSM running) and a storage fabric whose jobs are held:
 // its OpenSM runs and swept, but no switch is confirmed and no manager ever
 // applied.
-func healthyAndHeld(t *testing.T, engine string) twoFabrics {
+func healthyAndHeld(t *testing.T, engine string) fabricsDB {
 	t.Helper()
 	f := newTwoFabrics(t, engine)
 	ctx := t.Context()
@@ -199,7 +199,7 @@ func TestStatusOfTwoFabricsWithoutTheDatabase(t *testing.T) {
 	}
 	url := fmt.Sprintf("postgresql://afm:pw@127.0.0.1:%d/afm", ln.Addr().(*net.TCPAddr).Port)
 	ln.Close() // nothing listens there now
-	f := twoFabrics{defaultDir: t.TempDir(), storageDir: t.TempDir()}
+	f := fabricsDB{defaultDir: t.TempDir(), storageDir: t.TempDir()}
 	text, err := os.ReadFile(filepath.Join("testdata", "fabrics", "two-fabrics.conf"))
 	if err != nil {
 		t.Fatal(err)

@@ -320,10 +320,21 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*manager, 
 		return nil, err
 	}
 	mgr.closers = append(mgr.closers, func() { mgr.st.Close() })
+	// A fabric's first start writes its state rows, whether or not this
+	// start migrates (auto_migrate = false: --migrate did): they are rows,
+	// not schema.
+	if !cfg.Database.AutoMigrate && len(cfg.Fabrics) > 0 {
+		if err := mgr.st.EnsureFabrics(ctx); err != nil {
+			return nil, fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
+		}
+	}
 	checker := mgr.wireHealth()
 	for _, p := range plans {
-		flog := fabricLogger(log, cfg, p.fab.Name)
-		fr, closeSM, err := wireFabric(ctx, p, mgr.st.Fabric(p.fab.Name), mgr.metrics, checker, flog)
+		view := mgr.st.Fabric(p.fab.Name)
+		if view == nil {
+			return nil, fmt.Errorf("%s: the database serves no fabric %q", p.fab.Section(), p.fab.Name)
+		}
+		fr, closeSM, err := wireFabric(ctx, p, view, mgr.metrics, checker, fabricLogger(log, cfg, p.fab.Name))
 		mgr.closers = append(mgr.closers, closeSM)
 		if err != nil {
 			return nil, err
@@ -556,8 +567,9 @@ func stopOpenSM(ctx context.Context, sm *opensm.Supervisor, log *slog.Logger) {
 // OpenSM knows and the keys from keys, and the per-module logging file, and
 // returns the supervisor of what runs or signals OpenSM ([opensm] driver),
 // started by the first term, and what writes opensm.conf again with the keys
-// as they are then. Whatever it needs is checked here, before anything
-// starts: a bad setting is a start-up error.
+// as they are then. The OpenSMs it starts get cacheDir as OSM_CACHE_DIR
+// ("": OpenSM's own; cacheDirOf). Whatever it needs is checked here, before
+// anything starts: a bad setting is a start-up error.
 func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource, cacheDir string) (
 	sm *opensm.Supervisor, flavour fabric.Flavour, closeSM func(), writeConf func(context.Context) error, err error) {
 	dir := cfg.OpenSM.ConfigDir

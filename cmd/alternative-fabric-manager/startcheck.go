@@ -87,7 +87,8 @@ type fabricSite struct {
 	// socket is IBSIM_SOCKNAME: the simulated fabric OpenSM attaches to
 	// ("": a real HCA).
 	socket string
-	// cache is OpenSM's cache directory (OSM_CACHE_DIR).
+	// cache is OpenSM's cache directory (OSM_CACHE_DIR); "" where the
+	// manager does not start OpenSM (driver = docker: its container's own).
 	cache string
 }
 
@@ -110,7 +111,11 @@ func readFabricSite(f config.Fabric) (fabricSite, error) {
 		env = append(env, extra...)
 	}
 	sim, _ := pkeyread.SimDialerFromEnv(env)
-	return fabricSite{fab: f, socket: sim.Socket, cache: opensm.CacheDirOf(env)}, nil
+	site := fabricSite{fab: f, socket: sim.Socket}
+	if f.OpenSM.Driver != config.DriverDocker {
+		site.cache = opensm.CacheDirOf(env)
+	}
+	return site, nil
 }
 
 // checkFabricSites refuses fabrics whose OpenSMs would meet: one simulated
@@ -160,7 +165,7 @@ func sitePairConflicts(a, b fabricSite) []error {
 		errs = append(errs, fmt.Errorf("%s smp_port and %s smp_port are the same port %s: each fabric's reads must "+
 			"leave from a port on its own subnet", fa.Section(), fb.Section(), p))
 	}
-	if a.cache == b.cache {
+	if a.cache != "" && a.cache == b.cache {
 		errs = append(errs, fmt.Errorf("%s and %s give OpenSM the same cache directory %s (OSM_CACHE_DIR): each "+
 			"OpenSM would take the other's LIDs and M_Keys; set another OSM_CACHE_DIR in one env_file, or none",
 			fa.Section(), fb.Section(), a.cache))

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
+)
+
+// Each fabric leads in its own goroutine: both OpenSMs run, each with its
+// own cache directory (the default fabric keeps OpenSM's own), and stopping
+// the manager stops both.
+func TestEachFabricRunsItsOpenSM(t *testing.T) {
+	t.Setenv("OSM_CACHE_DIR", "")
+	os.Unsetenv("OSM_CACHE_DIR")
+	cfg, fabs := twoFabrics(t)
+	mgr, stop := runFabrics(t, cfg)
+	for i, f := range fabs {
+		testenv.WaitFor(t, "fabric "+mgr.fabrics[i].name+"'s OpenSM to run", time.Minute, func() bool {
+			return len(f.startLines(t)) > 0 && mgr.fabrics[i].sm.Status().State == opensm.StateRunning
+		})
+	}
+	if got, want := fabs[0].startLines(t)[0], "OSM_CACHE_DIR=unset"; !strings.Contains(got, want) {
+		t.Errorf("the default fabric's OpenSM started as %q, want %q (OpenSM's own cache)", got, want)
+	}
+	if got, want := fabs[1].startLines(t)[0], "OSM_CACHE_DIR="+filepath.Join(fabs[1].configDir, "cache"); !strings.Contains(got, want) {
+		t.Errorf("the storage fabric's OpenSM started as %q, want %q", got, want)
+	}
+	stop()
+	for _, fr := range mgr.fabrics {
+		if s := fr.sm.Status().State; s != opensm.StateStopped {
+			t.Errorf("fabric %s's OpenSM is %s after the manager stopped, want stopped", fr.name, s)
+		}
+	}
+}
+
+// A fabric whose OpenSM cannot start fails alone: the other fabric's OpenSM
+// runs on, and the manager keeps running.
+func TestOneFabricsFailingOpenSMDoesNotStopAnother(t *testing.T) {
+	cfg, fabs := twoFabrics(t, "FAKE_OPENSM_FAIL=1")
+	mgr, _ := runFabrics(t, cfg)
+	def, storage := mgr.fabrics[0], mgr.fabrics[1]
+	testenv.WaitFor(t, "the storage fabric's OpenSM to fail twice", time.Minute, func() bool {
+		return storage.sm.Restarts() >= 2
+	})
+	testenv.WaitFor(t, "the default fabric's OpenSM to run", time.Minute, func() bool {
+		return def.sm.Status().State == opensm.StateRunning
+	})
+	if n := len(fabs[0].startLines(t)); n != 1 {
+		t.Errorf("the default fabric's OpenSM started %d times while the storage fabric's failed, want once", n)
+	}
+	if len(fabs[1].startLines(t)) != 0 {
+		t.Error("the storage fabric's failing OpenSM recorded a start")
+	}
+}
+
+// runFabrics wires cfg and runs every fabric's election until stop (or the
+// test's end).
+func runFabrics(t *testing.T, cfg *config.Config) (mgr *manager, stop func()) {
+	t.Helper()
+	mgr, err := wire(t.Context(), cfg, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := electAll(ctx, mgr.fabrics, cfg.HA)
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		<-done
+		stopAll(context.Background(), mgr.fabrics)
+		mgr.close()
+	}
+	t.Cleanup(stop)
+	return mgr, stop
+}
+
+// A fabric added to a database another start migrated ([database]
+// auto_migrate = false: --migrate ran before the fabric was configured)
+// gets its state rows at its first start, and leads.
+func TestAFabricAddedWithoutAutoMigrateLeads(t *testing.T) {
+	cfg, fabs := twoFabrics(t)
+	one := *cfg
+	one.Fabrics = nil
+	st, err := openStore(t.Context(), &one, true, fabricRules(&one), quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	cfg.Database.AutoMigrate = false
+	mgr, _ := runFabrics(t, cfg)
+	testenv.WaitFor(t, "the storage fabric's OpenSM to run", time.Minute, func() bool {
+		return len(fabs[1].startLines(t)) > 0 && mgr.fabrics[1].sm.Status().State == opensm.StateRunning
+	})
+}
