@@ -80,8 +80,15 @@ func (s *Store) FabricNames() []string {
 // EnsureFabrics gives every fabric the store serves its own revision,
 // leadership and Kubernetes state rows, once: a fabric's first start writes
 // them (the migration gave the default fabric the rows it had), later ones
-// find them.
+// find them. Serving several fabrics, it first drops the unique indexes that
+// kept the previous release's upserts working (driver.LegacyKeyIndexes): from
+// then on, that release must not run on the database.
 func (s *Store) EnsureFabrics(ctx context.Context) error {
+	if d, ok := s.d.(driver.LegacyKeysDropper); ok && len(s.FabricNames()) > 1 {
+		if err := d.DropLegacyKeys(ctx); err != nil {
+			return fmt.Errorf("the keys of one fabric: %w", err)
+		}
+	}
 	return s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
 		for _, name := range s.FabricNames() {
 			for _, insert := range []func(context.Context, string) error{

@@ -84,6 +84,19 @@ ALTER TABLE last_audit DROP CONSTRAINT last_audit_pkey, ADD PRIMARY KEY (fabric)
 ALTER TABLE second_subnet_managers ADD COLUMN fabric varchar(32) NOT NULL DEFAULT 'default';
 ALTER TABLE second_subnet_managers DROP CONSTRAINT second_subnet_managers_pkey, ADD PRIMARY KEY (fabric, port_guid);
 
+-- The previous release's upserts name the old keys (ON CONFLICT (name) on
+-- secrets, ...), which PostgreSQL and SQLite find only as a unique index of
+-- exactly those columns: these keep them found while the database serves
+-- the default fabric only, so that the previous release still runs on this
+-- schema during a rolling upgrade. A manager drops them when it first
+-- serves a second fabric (store.EnsureFabrics), whose rows may repeat them.
+CREATE UNIQUE INDEX secrets_name_legacy ON secrets (name);
+CREATE UNIQUE INDEX enforcement_errors_legacy ON enforcement_errors (switch_guid, port);
+CREATE UNIQUE INDEX kubernetes_pkeys_legacy ON kubernetes_pkeys (pkey);
+CREATE UNIQUE INDEX kubernetes_members_legacy ON kubernetes_members (pkey, guid);
+CREATE UNIQUE INDEX adopted_partitions_legacy ON adopted_partitions (pkey);
+CREATE UNIQUE INDEX last_audit_legacy ON last_audit (id);
+
 -- +goose Down
 -- Dropping the column would merge the fabrics' pkeys and GUIDs into one
 -- unique space: refused while any row is another fabric's.
@@ -110,6 +123,13 @@ BEGIN
 END;
 $$;
 -- +goose StatementEnd
+
+DROP INDEX IF EXISTS secrets_name_legacy;
+DROP INDEX IF EXISTS enforcement_errors_legacy;
+DROP INDEX IF EXISTS kubernetes_pkeys_legacy;
+DROP INDEX IF EXISTS kubernetes_members_legacy;
+DROP INDEX IF EXISTS adopted_partitions_legacy;
+DROP INDEX IF EXISTS last_audit_legacy;
 
 ALTER TABLE second_subnet_managers DROP CONSTRAINT second_subnet_managers_pkey, ADD PRIMARY KEY (port_guid);
 ALTER TABLE second_subnet_managers DROP COLUMN fabric;

@@ -222,6 +222,19 @@ SELECT port_guid, priority, state, own_state, term, seen_at FROM second_subnet_m
 DROP TABLE second_subnet_managers;
 ALTER TABLE second_subnet_managers_new RENAME TO second_subnet_managers;
 
+-- The previous release's upserts name the old keys (ON CONFLICT (name) on
+-- secrets, ...), which PostgreSQL and SQLite find only as a unique index of
+-- exactly those columns: these keep them found while the database serves
+-- the default fabric only, so that the previous release still runs on this
+-- schema during a rolling upgrade. A manager drops them when it first
+-- serves a second fabric (store.EnsureFabrics), whose rows may repeat them.
+CREATE UNIQUE INDEX secrets_name_legacy ON secrets (name);
+CREATE UNIQUE INDEX enforcement_errors_legacy ON enforcement_errors (switch_guid, port);
+CREATE UNIQUE INDEX kubernetes_pkeys_legacy ON kubernetes_pkeys (pkey);
+CREATE UNIQUE INDEX kubernetes_members_legacy ON kubernetes_members (pkey, guid);
+CREATE UNIQUE INDEX adopted_partitions_legacy ON adopted_partitions (pkey);
+CREATE UNIQUE INDEX last_audit_legacy ON last_audit (id);
+
 -- +goose Down
 -- Dropping the column would merge the fabrics' pkeys and GUIDs into one
 -- unique space: refused while any row is another fabric's (SQLite raises an
@@ -252,6 +265,13 @@ UNION ALL SELECT fabric FROM second_subnet_managers WHERE fabric <> 'default'
 LIMIT 1;
 DROP TRIGGER afm_00013_down_refused;
 DROP TABLE afm_00013_down_check;
+
+DROP INDEX IF EXISTS secrets_name_legacy;
+DROP INDEX IF EXISTS enforcement_errors_legacy;
+DROP INDEX IF EXISTS kubernetes_pkeys_legacy;
+DROP INDEX IF EXISTS kubernetes_members_legacy;
+DROP INDEX IF EXISTS adopted_partitions_legacy;
+DROP INDEX IF EXISTS last_audit_legacy;
 
 CREATE TABLE second_subnet_managers_old (
     port_guid  TEXT PRIMARY KEY,

@@ -106,3 +106,19 @@ func versionTableExists(ctx context.Context, dialect goose.Dialect, db *sql.DB) 
 	}
 	return ext.TableExists(ctx, db)
 }
+
+// LegacyKeyIndexes are the unique indexes migration 00013 keeps on the keys
+// of before fabrics, on PostgreSQL and SQLite, whose upserts (ON CONFLICT)
+// find a key only as an index of exactly its columns: the previous release
+// runs on the new schema while the database serves the default fabric only.
+// A second fabric's rows may repeat those keys: a manager serving several
+// fabrics drops them (LegacyKeysDropper), for good.
+var LegacyKeyIndexes = []string{
+	"secrets_name_legacy", "enforcement_errors_legacy", "kubernetes_pkeys_legacy",
+	"kubernetes_members_legacy", "adopted_partitions_legacy", "last_audit_legacy",
+}
+
+// LegacyKeysDropper is an engine that has LegacyKeyIndexes to drop.
+type LegacyKeysDropper interface {
+	DropLegacyKeys(ctx context.Context) error
+}

@@ -430,3 +430,14 @@ func forFabric(payload, fabric string) bool {
 	name, _, ok := strings.Cut(payload, ":")
 	return fabric == "" || !ok || name == fabric
 }
+
+// DropLegacyKeys drops migration 00013's unique indexes on the keys of before
+// fabrics (driver.LegacyKeyIndexes), once the database serves several.
+func (e *Engine) DropLegacyKeys(ctx context.Context) error {
+	for _, name := range driver.LegacyKeyIndexes {
+		if _, err := e.pool.Exec(ctx, "DROP INDEX IF EXISTS "+name); err != nil {
+			return fmt.Errorf("drop index %s: %w", name, err)
+		}
+	}
+	return nil
+}

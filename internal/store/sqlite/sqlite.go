@@ -196,3 +196,14 @@ func (l *fileLock) Check(context.Context) error { return nil }
 func (l *fileLock) Release(context.Context) error { return l.f.Close() }
 
 var _ driver.Driver = (*Engine)(nil)
+
+// DropLegacyKeys drops migration 00013's unique indexes on the keys of before
+// fabrics (driver.LegacyKeyIndexes), once the database serves several.
+func (e *Engine) DropLegacyKeys(ctx context.Context) error {
+	for _, name := range driver.LegacyKeyIndexes {
+		if _, err := e.db.ExecContext(ctx, "DROP INDEX IF EXISTS "+name); err != nil {
+			return fmt.Errorf("drop index %s: %w", name, err)
+		}
+	}
+	return nil
+}

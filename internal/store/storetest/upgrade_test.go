@@ -245,9 +245,32 @@ func TestFabricsMigration(t *testing.T) {
 			t.Errorf("members after 00013 up again = %+v, want p1", m)
 		}
 
+		// The previous release's upsert of a secret (keys.go's, at every
+		// start) still finds its key while one fabric is served.
+		previousUpsert := map[string]string{
+			config.EngineMySQL: `INSERT INTO secrets (name, value, created_at) VALUES ('m_key', 'a', '2026-01-02 03:04:05')
+			ON DUPLICATE KEY UPDATE name = name`,
+		}[d.Engine]
+		if previousUpsert == "" {
+			previousUpsert = `INSERT INTO secrets (name, value, created_at) VALUES ('m_key', 'a', '2026-01-02 03:04:05')
+			ON CONFLICT (name) DO NOTHING`
+		}
+		for range 2 {
+			if _, err := db.ExecContext(ctx, previousUpsert); err != nil {
+				t.Fatalf("the previous release's secret upsert on schema 13: %v", err)
+			}
+		}
+
 		two := OpenFabricsDatabase(t, d)
 		mustNetwork(t, two, storageNetwork(netB, 101))
-		_, err := p.DownTo(ctx, 12)
+		// Serving two fabrics, the storage fabric has its own m_key.
+		secrets, err := two.Fabric(storageFabric).GetOrCreateSecrets(ctx, func() (map[string]string, error) {
+			return map[string]string{"m_key": "b"}, nil
+		})
+		if err != nil || secrets["m_key"] != "b" {
+			t.Errorf("the storage fabric's secrets = %v, %v; want its own m_key", secrets, err)
+		}
+		_, err = p.DownTo(ctx, 12)
 		if err == nil || !strings.Contains(err.Error(), "00013 down refused") {
 			t.Fatalf("00013's down with a storage fabric's network = %v, want refused", err)
 		}
