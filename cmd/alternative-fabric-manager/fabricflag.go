@@ -9,6 +9,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
 
 // --fabric NAME: the fabric an operator's command acts on. Every fabric has
@@ -85,13 +86,12 @@ type operatorFabric struct {
 // selectFabric returns the fabric named name, or a usageError naming the
 // configured ones.
 func selectFabric(cfg *config.Config, name string) (operatorFabric, error) {
-	all := cfg.AllFabrics()
-	names := make([]string, len(all))
-	for i, f := range all {
-		if f.Name == name {
-			return operatorFabric{name: f.Name, section: f.Section(), cfg: fabricConfig(cfg, f)}, nil
+	var names []string
+	for _, f := range allFabrics(cfg) {
+		if f.name == name {
+			return f, nil
 		}
-		names[i] = f.Name
+		names = append(names, f.name)
 	}
 	return operatorFabric{}, usageError{fmt.Sprintf("--fabric %s: the configuration has no such fabric; it has %s",
 		name, strings.Join(names, ", "))}
@@ -119,10 +119,28 @@ func (f operatorFabric) view(st *store.Store) (*store.Store, error) {
 }
 
 // wrap names a further fabric's section in err: the helpers that read
-// f.cfg speak of [opensm] and [opensm_conf] for what is that section's.
+// f.cfg speak of [opensm] and [opensm_conf] for what is that section's. A
+// fabric without state rows is one no manager has started yet: the error
+// says so rather than only that a row is missing.
 func (f operatorFabric) wrap(err error) error {
-	if err == nil || f.name == config.DefaultFabric {
+	if fe := (fabricError{}); err == nil || f.name == config.DefaultFabric || errors.As(err, &fe) {
 		return err
 	}
-	return fmt.Errorf("%s: %w", f.section, err)
+	if driver.IsNoRows(err) {
+		err = fmt.Errorf("%w (%s)", err, neverStarted)
+	}
+	return fabricError{section: f.section, err: err}
 }
+
+// neverStarted explains a fabric without state rows.
+const neverStarted = "no manager has started this fabric yet: a manager writes its state when it first starts " +
+	"with this configuration"
+
+// fabricError is an error about one further fabric, named by its section.
+type fabricError struct {
+	section string
+	err     error
+}
+
+func (e fabricError) Error() string { return e.section + ": " + e.err.Error() }
+func (e fabricError) Unwrap() error { return e.err }

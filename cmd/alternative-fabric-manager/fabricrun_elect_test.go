@@ -19,7 +19,7 @@ import (
 func TestEachFabricRunsItsOpenSM(t *testing.T) {
 	t.Setenv("OSM_CACHE_DIR", "")
 	os.Unsetenv("OSM_CACHE_DIR")
-	cfg, fabs := twoFabrics(t)
+	cfg, fabs := writeTwoFabrics(t)
 	mgr, stop := runFabrics(t, cfg)
 	for i, f := range fabs {
 		testenv.WaitFor(t, "fabric "+mgr.fabrics[i].name+"'s OpenSM to run", time.Minute, func() bool {
@@ -43,7 +43,7 @@ func TestEachFabricRunsItsOpenSM(t *testing.T) {
 // A fabric whose OpenSM cannot start fails alone: the other fabric's OpenSM
 // runs on, and the manager keeps running.
 func TestOneFabricsFailingOpenSMDoesNotStopAnother(t *testing.T) {
-	cfg, fabs := twoFabrics(t, "FAKE_OPENSM_FAIL=1")
+	cfg, fabs := writeTwoFabrics(t, "FAKE_OPENSM_FAIL=1")
 	mgr, _ := runFabrics(t, cfg)
 	def, storage := mgr.fabrics[0], mgr.fabrics[1]
 	testenv.WaitFor(t, "the storage fabric's OpenSM to fail twice", time.Minute, func() bool {
@@ -89,7 +89,7 @@ func runFabrics(t *testing.T, cfg *config.Config) (mgr *manager, stop func()) {
 // auto_migrate = false: --migrate ran before the fabric was configured)
 // gets its state rows at its first start, and leads.
 func TestAFabricAddedWithoutAutoMigrateLeads(t *testing.T) {
-	cfg, fabs := twoFabrics(t)
+	cfg, fabs := writeTwoFabrics(t)
 	one := *cfg
 	one.Fabrics = nil
 	st, err := openStore(t.Context(), &one, true, fabricRules(&one), quietLog())

@@ -17,6 +17,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
 
 // healthyAndHeld records, on two fabrics, a default fabric whose jobs
@@ -24,7 +25,7 @@ import (
 // its dump, its OpenSM running) and a storage fabric whose jobs are held:
 // its OpenSM runs and swept, but no switch is confirmed and no manager ever
 // applied.
-func healthyAndHeld(t *testing.T, engine string) twoFabrics {
+func healthyAndHeld(t *testing.T, engine string) fabricsDB {
 	t.Helper()
 	f := newTwoFabrics(t, engine)
 	ctx := t.Context()
@@ -198,7 +199,7 @@ func TestStatusOfTwoFabricsWithoutTheDatabase(t *testing.T) {
 	}
 	url := fmt.Sprintf("postgresql://afm:pw@127.0.0.1:%d/afm", ln.Addr().(*net.TCPAddr).Port)
 	ln.Close() // nothing listens there now
-	f := twoFabrics{defaultDir: t.TempDir(), storageDir: t.TempDir()}
+	f := fabricsDB{defaultDir: t.TempDir(), storageDir: t.TempDir()}
 	text, err := os.ReadFile(filepath.Join("testdata", "fabrics", "two-fabrics.conf"))
 	if err != nil {
 		t.Fatal(err)
@@ -239,4 +240,50 @@ func TestStatusOfTwoFabricsWithoutTheDatabase(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A fabric added to the configuration that no manager has started yet has
+// no state in the database: --status says so as the reason its jobs do not
+// complete, and shows the other fabrics as usual; a command that would
+// change it says what is missing.
+func TestStatusOfAFabricNeverStarted(t *testing.T) {
+	f := healthyAndHeld(t, config.EngineSQLite)
+	db := storetest.NewDatabase(t, config.EngineSQLite)
+	storetest.OpenDatabase(t, db) // the default fabric's rows only, as before the storage fabric was added
+	conf := strings.Replace(readFile(t, f.conf), "connection = "+connectionOf(t, f.conf), "connection = "+db.URL, 1)
+	path := filepath.Join(t.TempDir(), "afm.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCommand(t, "--config-file", path, "--status")
+	if want := "no manager has started this fabric yet"; code != exitJobsHeld || !strings.Contains(out, want) {
+		t.Errorf("--status: exit %d, want %d saying %q:\n%s%s", code, exitJobsHeld, want, out, errOut)
+	}
+	r := statusReport(t, path, "--fabric", "storage")
+	if len(r.NotCompleting) == 0 || r.Jobs[store.StatusPending] != 0 || r.Adopted == nil {
+		t.Errorf("--status --json --fabric storage = %+v; want a reason, every job count and no adopted partition", r.Status)
+	}
+	code, out, errOut = runCommand(t, "--config-file", path, "--render", "--fabric", "storage")
+	if want := "[fabric:storage]: "; code != exitFailed || !strings.Contains(errOut, want) || !strings.Contains(errOut, "first starts") {
+		t.Errorf("--render --fabric storage: exit %d, want %d naming the fabric and its first start:\n%s%s", code, exitFailed, out, errOut)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// connectionOf is the [database] connection a configuration file sets.
+func connectionOf(t *testing.T, path string) string {
+	t.Helper()
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.Database.Connection
 }

@@ -39,7 +39,7 @@ func runImportNeutron(ctx context.Context, path string, opts neutronimport.Optio
 		return err
 	}
 	fabrics := allFabrics(cfg)
-	rules, err := importRules(ctx, fabrics)
+	rules, err := importRules(ctx, cfg, fabrics)
 	if err != nil {
 		return err
 	}
@@ -169,26 +169,23 @@ func guidList(guids []fabric.GUID) string {
 	return strings.Join(s, ", ")
 }
 
-// importRules are, for each fabric, the rules the API records
+// importRules are, for each fabric of cfg, the rules the API records
 // networking-mlnx's requests by, but for the fabric's port limit, which the
 // applier still holds every apply to: a network on a static partition's pkey
 // and a port listed in the template are refused alike.
-func importRules(ctx context.Context, fabrics []operatorFabric) ([]store.FabricRules, error) {
-	out := make([]store.FabricRules, 0, len(fabrics))
-	for _, f := range fabrics {
-		cfg := f.cfg
-		tpl, err := loadTemplate(cfg)
+func importRules(ctx context.Context, cfg *config.Config, fabrics []operatorFabric) ([]store.FabricRules, error) {
+	rules := fabricRules(cfg)
+	for i, f := range fabrics {
+		tpl, err := loadTemplate(f.cfg)
 		if err != nil {
 			return nil, f.wrap(err)
 		}
-		static, err := tpl.Static(ctx, cfg.OpenSM.DefaultPartition, cfg.OpenSM.FlatPKey)
+		static, err := tpl.Static(ctx, f.cfg.OpenSM.DefaultPartition, f.cfg.OpenSM.FlatPKey)
 		if err != nil {
 			return nil, f.wrap(fmt.Errorf("[opensm] partitions_template: %w", err))
 		}
-		rules := fabricRules(cfg)[0].Rules // cfg is the fabric's alone (fabricConfig)
-		rules.StaticPKey = static.Name
-		rules.StaticMember = static.Listing
-		out = append(out, store.FabricRules{Name: f.name, Rules: rules})
+		rules[i].Rules.StaticPKey = static.Name
+		rules[i].Rules.StaticMember = static.Listing
 	}
-	return out, nil
+	return rules, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
 
@@ -298,6 +299,9 @@ type ApplyStatus struct {
 func readStatus(ctx context.Context, cfg *config.Config, st *store.Store) (Status, error) {
 	s := Status{NotCompleting: []string{}, Unchecked: []string{}}
 	l, err := st.Leadership(ctx)
+	if driver.IsNoRows(err) && st.FabricName() != store.DefaultFabric {
+		return neverStartedStatus(cfg, s)
+	}
 	if err != nil {
 		return s, err
 	}
@@ -341,6 +345,23 @@ func readStatus(ctx context.Context, cfg *config.Config, st *store.Store) (Statu
 	}
 	if cfg.HA.HA {
 		return s, readLease(ctx, st, &s)
+	}
+	return s, nil
+}
+
+// neverStartedStatus is the status of a fabric no manager has started: no
+// state in the database, which is what holds its jobs; this host's OpenSM
+// driver as its file says.
+func neverStartedStatus(cfg *config.Config, s Status) (Status, error) {
+	s.Jobs = map[string]int64{store.StatusPending: 0, store.StatusRunning: 0, store.StatusCompleted: 0, store.StatusFailed: 0}
+	s.Adopted = []AdoptedStatus{}
+	s.NotCompleting = append(s.NotCompleting, neverStarted)
+	switch d, err := opensm.ReadStatus(supervisorStatusFile(cfg)); {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return s, fmt.Errorf("OpenSM driver status: %w", err)
+	default:
+		s.Driver = &d
 	}
 	return s, nil
 }
