@@ -418,17 +418,17 @@ func (mgr *manager) wireApplier(tpl *partitions.Template, flavour fabric.Flavour
 	m := metrics.New()
 	mgr.metrics = m
 	gates := applier.Gates{Store: st, SubnetDump: subnetDump(cfg), Dump: dump}
-	checker := &health.Checker{DB: st, Self: m, SM: supervisorView{sm},
+	checker := &health.Checker{DB: st, Self: m.Fabric(st.FabricName()), SM: supervisorView{sm},
 		// The leader writes its heartbeat every elector CheckInterval.
 		HeartbeatTimeout: heartbeatTimeout}
-	m.Registry().MustRegister(&metrics.State{M: m, DB: st, Gates: gates, SM: supervisorView{sm},
+	m.Registry().MustRegister(&metrics.State{Fabric: m.Fabric(st.FabricName()), DB: st, Gates: gates, SM: supervisorView{sm},
 		Ready: func(ctx context.Context) bool { return checker.Ready(ctx).OK() }})
-	m.Registry().MustRegister(&metrics.SecondSM{M: m, DB: st})
+	m.Registry().MustRegister(&metrics.SecondSM{Fabric: m.Fabric(st.FabricName()), DB: st})
 	// An apply waits for OpenSM's sweep (sweep_timeout) and, in a burst, for
 	// the batch; the loop turns at least every poll and check interval
 	// otherwise. Past three sweeps and two checks it is stuck.
 	mgr.applierLoop = checker.Loop("applier", 3*cfg.OpenSM.SweepTimeout+2*cfg.OpenSM.CheckInterval+time.Minute)
-	mgr.app = &applier.Applier{Store: st, SM: sm, Log: mgr.log, Observer: applierObserver{m, mgr.applierLoop}, Cfg: applier.Config{
+	mgr.app = &applier.Applier{Store: st, SM: sm, Log: mgr.log, Observer: applierObserver{m.Fabric(st.FabricName()), mgr.applierLoop}, Cfg: applier.Config{
 		PartitionsFile:   filepath.Join(cfg.OpenSM.ConfigDir, "partitions.conf"),
 		LogFile:          cfg.OpenSM.LogFile,
 		DefaultPartition: cfg.OpenSM.DefaultPartition,
@@ -550,11 +550,11 @@ func (mgr *manager) leading(ctx context.Context, term int64, lead func(context.C
 	if err := mgr.writeOpenSMConf(ctx); err != nil {
 		return err
 	}
-	mgr.metrics.Leading(term)
+	mgr.metrics.Fabric(mgr.st.FabricName()).Leading(term)
 	mgr.applierLoop.Active(true)
 	defer func() {
 		mgr.applierLoop.Active(false)
-		mgr.metrics.Leading(0)
+		mgr.metrics.Fabric(mgr.st.FabricName()).Leading(0)
 	}()
 	return lead(ctx)
 }
@@ -584,7 +584,7 @@ func (mgr *manager) close() {
 // applierObserver tells the metrics of every apply, and liveness of every
 // turn of the applier's loop.
 type applierObserver struct {
-	*metrics.Metrics
+	*metrics.Fabric
 	loop *health.Loop
 }
 
