@@ -110,6 +110,7 @@ type readyReport struct {
 	Status  string
 	Role    string
 	Reasons []string
+	Fabrics map[string]string
 }
 
 // TestMetricsAfterApplies: a gate closed, then real applies on the simulated
@@ -154,8 +155,9 @@ func TestMetricsAfterApplies(t *testing.T) {
 		}
 	}
 
-	if status, r := m.readyz(); status != http.StatusOK || r.Status != "ok" || r.Role != "leader" || len(r.Reasons) != 0 {
-		t.Errorf("/readyz = %d %+v; want 200, ok, leader, no reasons", status, r)
+	if status, r := m.readyz(); status != http.StatusOK || r.Status != "ok" || r.Role != "leader" || len(r.Reasons) != 0 ||
+		len(r.Fabrics) != 1 || r.Fabrics["default"] != "ready" {
+		t.Errorf("/readyz = %d %+v; want 200, ok, leader, no reasons, the default fabric ready", status, r)
 	}
 	// The request's ID is in its access-log line.
 	m.waitLog(`"msg":"http request"`, `"request_id":"req-e2e-0001"`, `"route":"Port"`, `"status":202`,
@@ -321,6 +323,9 @@ func TestReadyzFlipsWhenTheDatabaseStops(t *testing.T) {
 		status, r = m.readyz()
 		return status == http.StatusServiceUnavailable && r.Status == "fail" && containsPrefix(r.Reasons, "the database does not answer")
 	})
+	if !strings.HasPrefix(r.Fabrics["default"], "the database does not answer") {
+		t.Errorf("/readyz's fabrics while the database is down = %q, want the default fabric's reason", r.Fabrics)
+	}
 	resp, err := m.client.Get(m.url + "/healthz")
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Errorf("/healthz while the database is down: %v %v; want 200 (liveness)", resp.StatusCode, err)

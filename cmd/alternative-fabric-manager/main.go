@@ -422,7 +422,7 @@ func (mgr *manager) wireApplier(tpl *partitions.Template, flavour fabric.Flavour
 		// The leader writes its heartbeat every elector CheckInterval.
 		HeartbeatTimeout: heartbeatTimeout}
 	m.Registry().MustRegister(&metrics.State{Fabric: m.Fabric(st.FabricName()), DB: st, Gates: gates, SM: supervisorView{sm},
-		Ready: func(ctx context.Context) bool { return checker.Ready(ctx).OK() }})
+		Ready: func(ctx context.Context) bool { return checker.FabricReady(ctx, st.FabricName()).OK() }})
 	m.Registry().MustRegister(&metrics.SecondSM{Fabric: m.Fabric(st.FabricName()), DB: st})
 	// An apply waits for OpenSM's sweep (sweep_timeout) and, in a burst, for
 	// the batch; the loop turns at least every poll and check interval
