@@ -267,33 +267,61 @@ func TestFabricsAreSeparate(t *testing.T) {
 }
 
 // exported is every metric name the manager can export, with the series a
-// histogram adds.
+// histogram adds, each true when its series carry the fabric label.
 func exported(t *testing.T) map[string]bool {
 	m := New()
 	f := m.Fabric(store.DefaultFabric)
+	m.Registry().MustRegister(&State{Fabric: f, DB: &fakeDB{}, SM: fakeSM{}}, &SecondSM{Fabric: f})
 	ch := make(chan *prometheus.Desc, 256)
 	go func() {
-		for _, c := range append([]prometheus.Collector{m.applies, m.applyDuration, m.applyPhase,
-			m.httpRequests, m.httpDuration, m.dbErrors, &State{Fabric: f}, &SecondSM{Fabric: f}}, m.audit.collectors()...) {
-			c.Describe(ch)
-		}
+		m.Registry().Describe(ch)
 		close(ch)
 	}()
 	fq := regexp.MustCompile(`fqName: "([a-z_]+)"`)
-	names := map[string]bool{"afm_leader": true}
+	labelled := regexp.MustCompile(`(constLabels|variableLabels): \{[^}]*\bfabric\b`)
+	names := map[string]bool{}
 	for d := range ch {
 		n := fq.FindStringSubmatch(d.String())[1]
-		names[n] = true
-		for _, s := range []string{"_bucket", "_sum", "_count"} {
-			names[n+s] = true
+		owned := labelled.MatchString(d.String())
+		for _, s := range []string{"", "_bucket", "_sum", "_count"} {
+			names[n+s] = owned
 		}
 	}
 	return names
 }
 
+// fabricFiltered checks that expr, a query of deploy's files, keeps the
+// fabrics apart wherever it reads a fabric-owned series: every aggregation
+// keeps the fabric label, and (selector, for the dashboard) every such series
+// is selected by the dashboard's fabric variable.
+func fabricFiltered(expr string, owned map[string]bool, selector string) []string {
+	var wrong []string
+	reads := false
+	for _, m := range regexp.MustCompile(`\b(afm_[a-z_]+)(\{[^}]*\})?`).FindAllStringSubmatch(expr, -1) {
+		if !owned[m[1]] {
+			continue
+		}
+		reads = true
+		if selector != "" && !strings.Contains(m[2], selector) {
+			wrong = append(wrong, m[1]+" is not selected by "+selector)
+		}
+	}
+	if !reads {
+		return wrong
+	}
+	for _, m := range regexp.MustCompile(`\b(sum|max|min|avg|count)\s*(by\s*\(([^)]*)\))?\s*\(`).FindAllStringSubmatch(expr, -1) {
+		if !slices.Contains(strings.Split(strings.ReplaceAll(m[3], " ", ""), ","), FabricLabel) {
+			wrong = append(wrong, strings.TrimSpace(m[0])+" merges the fabrics")
+		}
+	}
+	return wrong
+}
+
 // TestDeployFilesUseExportedMetrics keeps the alert rules and the Grafana
-// dashboard in step with the code: every afm_ metric they read exists, and the
-// dashboard is valid JSON with a query in each panel.
+// dashboard in step with the code: every afm_ metric they read exists, the
+// dashboard is valid JSON with a query in each panel, and both keep the
+// fabrics apart (the rules aggregate by fabric, the dashboard also selects by
+// its fabric variable).
 func TestDeployFilesUseExportedMetrics(t *testing.T) {
 	names := exported(t)
 	files := []string{filepath.Join("..", "..", "deploy", "prometheus", "afm-alerts.yml")}
@@ -313,16 +341,17 @@ func TestDeployFilesUseExportedMetrics(t *testing.T) {
 			t.Errorf("%s reads no afm_ metric", f)
 		}
 		for _, n := range seen {
-			if !names[n] {
+			if _, ok := names[n]; !ok {
 				t.Errorf("%s reads %s, which the manager does not export", f, n)
 			}
 		}
 	}
 	for _, f := range dashboards {
 		var d struct {
-			Title  string
-			UID    string
-			Panels []struct {
+			Title      string
+			UID        string
+			Templating struct{ List []struct{ Name string } }
+			Panels     []struct {
 				ID      int
 				Type    string
 				Title   string
@@ -348,6 +377,20 @@ func TestDeployFilesUseExportedMetrics(t *testing.T) {
 			if len(p.Targets) == 0 || p.Targets[0].Expr == "" {
 				t.Errorf("%s: panel %q has no query", f, p.Title)
 			}
+			for _, q := range p.Targets {
+				for _, why := range fabricFiltered(q.Expr, names, `fabric=~"$fabric"`) {
+					t.Errorf("%s: panel %q: %s: %s", f, p.Title, q.Expr, why)
+				}
+			}
+		}
+		if !slices.ContainsFunc(d.Templating.List, func(v struct{ Name string }) bool { return v.Name == FabricLabel }) {
+			t.Errorf("%s has no fabric variable", f)
+		}
+	}
+	rules, _ := os.ReadFile(files[0])
+	for _, m := range regexp.MustCompile(`(?m)^\s*expr:\s*(.+)$`).FindAllStringSubmatch(string(rules), -1) {
+		for _, why := range fabricFiltered(m[1], names, "") {
+			t.Errorf("%s: %s: %s", files[0], m[1], why)
 		}
 	}
 }
