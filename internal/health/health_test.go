@@ -19,8 +19,18 @@ type fakeDB struct {
 	l   store.Leadership
 }
 
-func (f fakeDB) Revision(context.Context) (int64, error) { return 1, f.err }
-func (f fakeDB) Leadership(context.Context) (store.Leadership, error) {
+// A read after the check's deadline fails, as a real database's does.
+func (f fakeDB) Revision(ctx context.Context) (int64, error) {
+	if ctx.Err() != nil {
+		return 0, ctx.Err()
+	}
+	return 1, f.err
+}
+
+func (f fakeDB) Leadership(ctx context.Context) (store.Leadership, error) {
+	if ctx.Err() != nil {
+		return store.Leadership{}, ctx.Err()
+	}
 	return f.l, f.err
 }
 
@@ -165,5 +175,32 @@ func TestLiveWedgedLoop(t *testing.T) {
 	l.Active(false)
 	if r := c.Live(); !r.OK() {
 		t.Fatalf("loop made inactive: %+v", r)
+	}
+}
+
+// hungDB answers nothing until the check's deadline, as a database whose
+// server stopped answering does.
+type hungDB struct{}
+
+func (hungDB) Revision(ctx context.Context) (int64, error) { <-ctx.Done(); return 0, ctx.Err() }
+func (hungDB) Leadership(ctx context.Context) (store.Leadership, error) {
+	<-ctx.Done()
+	return store.Leadership{}, ctx.Err()
+}
+
+// TestReadyFabricsReadAtOnce: a fabric whose reads hang until the check's
+// timeout fails alone; a fabric listed after it is still read within the
+// timeout and judged ready.
+func TestReadyFabricsReadAtOnce(t *testing.T) {
+	live := store.Leadership{Term: 2, Holder: "b pid 2", Heartbeat: at(time.Second)}
+	c := &Checker{DB: fakeDB{}, Self: self{term: 4}, SM: sm{running: true}, HeartbeatTimeout: 10 * time.Second,
+		Timeout: 200 * time.Millisecond, Fabrics: []Fabric{
+			{Name: "hung", DB: hungDB{}, Self: self{}, SM: sm{}},
+			{Name: "storage", DB: fakeDB{l: live}, Self: self{}, SM: sm{}},
+		}}
+	r := c.Ready(context.Background())
+	if r.OK() || r.Fabrics["default"] != ReadyVerdict || r.Fabrics["storage"] != ReadyVerdict ||
+		!strings.HasPrefix(r.Fabrics["hung"], "the database does not answer: context deadline exceeded") {
+		t.Errorf("Ready = %+v; want only the hung fabric failing, on its deadline", r)
 	}
 }
