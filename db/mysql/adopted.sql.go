@@ -13,11 +13,16 @@ import (
 )
 
 const deleteAdoptedPartition = `-- name: DeleteAdoptedPartition :execrows
-DELETE FROM adopted_partitions WHERE pkey = ?
+DELETE FROM adopted_partitions WHERE fabric = ? AND pkey = ?
 `
 
-func (q *Queries) DeleteAdoptedPartition(ctx context.Context, pkey fabric.PKey) (int64, error) {
-	result, err := q.db.ExecContext(ctx, deleteAdoptedPartition, pkey)
+type DeleteAdoptedPartitionParams struct {
+	Fabric string
+	Pkey   fabric.PKey
+}
+
+func (q *Queries) DeleteAdoptedPartition(ctx context.Context, arg DeleteAdoptedPartitionParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, deleteAdoptedPartition, arg.Fabric, arg.Pkey)
 	if err != nil {
 		return 0, err
 	}
@@ -26,12 +31,12 @@ func (q *Queries) DeleteAdoptedPartition(ctx context.Context, pkey fabric.PKey) 
 
 const listAdoptedPartitions = `-- name: ListAdoptedPartitions :many
 
-SELECT pkey, name, statement, revision, created_at, updated_at FROM adopted_partitions ORDER BY pkey
+SELECT pkey, name, statement, revision, created_at, updated_at, fabric FROM adopted_partitions WHERE fabric = ? ORDER BY pkey
 `
 
 // The adopted partitions (--adopt-partitions): see migrations' 00010_adopted.
-func (q *Queries) ListAdoptedPartitions(ctx context.Context) ([]AdoptedPartition, error) {
-	rows, err := q.db.QueryContext(ctx, listAdoptedPartitions)
+func (q *Queries) ListAdoptedPartitions(ctx context.Context, argFabric string) ([]AdoptedPartition, error) {
+	rows, err := q.db.QueryContext(ctx, listAdoptedPartitions, argFabric)
 	if err != nil {
 		return nil, err
 	}
@@ -46,6 +51,7 @@ func (q *Queries) ListAdoptedPartitions(ctx context.Context) ([]AdoptedPartition
 			&i.Revision,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -61,8 +67,9 @@ func (q *Queries) ListAdoptedPartitions(ctx context.Context) ([]AdoptedPartition
 }
 
 const upsertAdoptedPartition = `-- name: UpsertAdoptedPartition :exec
-INSERT INTO adopted_partitions (pkey, name, statement, revision, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?, ?)
+INSERT INTO adopted_partitions (pkey, name, statement, revision, created_at, updated_at, fabric)
+VALUES (?, ?, ?, ?, ?, ?,
+        ?)
 ON DUPLICATE KEY UPDATE
     name = VALUES(name), statement = VALUES(statement),
     revision = VALUES(revision), updated_at = VALUES(updated_at)
@@ -74,6 +81,7 @@ type UpsertAdoptedPartitionParams struct {
 	Statement string
 	Revision  int64
 	Now       time.Time
+	Fabric    string
 }
 
 func (q *Queries) UpsertAdoptedPartition(ctx context.Context, arg UpsertAdoptedPartitionParams) error {
@@ -84,6 +92,7 @@ func (q *Queries) UpsertAdoptedPartition(ctx context.Context, arg UpsertAdoptedP
 		arg.Revision,
 		arg.Now,
 		arg.Now,
+		arg.Fabric,
 	)
 	return err
 }

@@ -11,7 +11,8 @@ import (
 )
 
 const lastAudit = `-- name: LastAudit :many
-SELECT term, revision, started_at, took_ms, findings, breaches, summary FROM last_audit
+SELECT term, revision, started_at, took_ms, findings, breaches, summary, fabric FROM last_audit
+WHERE fabric = ?
 `
 
 type LastAuditRow struct {
@@ -22,10 +23,11 @@ type LastAuditRow struct {
 	Findings  int64
 	Breaches  int64
 	Summary   string
+	Fabric    string
 }
 
-func (q *Queries) LastAudit(ctx context.Context) ([]LastAuditRow, error) {
-	rows, err := q.db.QueryContext(ctx, lastAudit)
+func (q *Queries) LastAudit(ctx context.Context, fabric string) ([]LastAuditRow, error) {
+	rows, err := q.db.QueryContext(ctx, lastAudit, fabric)
 	if err != nil {
 		return nil, err
 	}
@@ -41,6 +43,7 @@ func (q *Queries) LastAudit(ctx context.Context) ([]LastAuditRow, error) {
 			&i.Findings,
 			&i.Breaches,
 			&i.Summary,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -56,10 +59,10 @@ func (q *Queries) LastAudit(ctx context.Context) ([]LastAuditRow, error) {
 }
 
 const upsertLastAudit = `-- name: UpsertLastAudit :execrows
-INSERT INTO last_audit (id, term, revision, started_at, took_ms, findings, breaches, summary)
+INSERT INTO last_audit (id, term, revision, started_at, took_ms, findings, breaches, summary, fabric)
 SELECT 1, ?, ?, ?, ?, ?,
-    ?, ?
-FROM leadership WHERE leadership.id = 1 AND leadership.term = ?
+    ?, ?, ?
+FROM leadership WHERE leadership.fabric = ? AND leadership.term = ?
 ON DUPLICATE KEY UPDATE
     term = VALUES(term), revision = VALUES(revision), started_at = VALUES(started_at),
     took_ms = VALUES(took_ms), findings = VALUES(findings), breaches = VALUES(breaches),
@@ -74,6 +77,7 @@ type UpsertLastAuditParams struct {
 	Findings  int64
 	Breaches  int64
 	Summary   string
+	Fabric    string
 }
 
 // Fenced by the leadership term: a deposed leader's audit is not the last.
@@ -86,6 +90,8 @@ func (q *Queries) UpsertLastAudit(ctx context.Context, arg UpsertLastAuditParams
 		arg.Findings,
 		arg.Breaches,
 		arg.Summary,
+		arg.Fabric,
+		arg.Fabric,
 		arg.Term,
 	)
 	if err != nil {

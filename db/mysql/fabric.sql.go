@@ -13,11 +13,11 @@ import (
 )
 
 const clearEnforcementErrors = `-- name: ClearEnforcementErrors :execrows
-DELETE FROM enforcement_errors
+DELETE FROM enforcement_errors WHERE fabric = ?
 `
 
-func (q *Queries) ClearEnforcementErrors(ctx context.Context) (int64, error) {
-	result, err := q.db.ExecContext(ctx, clearEnforcementErrors)
+func (q *Queries) ClearEnforcementErrors(ctx context.Context, argFabric string) (int64, error) {
+	result, err := q.db.ExecContext(ctx, clearEnforcementErrors, argFabric)
 	if err != nil {
 		return 0, err
 	}
@@ -25,20 +25,20 @@ func (q *Queries) ClearEnforcementErrors(ctx context.Context) (int64, error) {
 }
 
 const deleteExpectedSwitches = `-- name: DeleteExpectedSwitches :exec
-DELETE FROM expected_switches
+DELETE FROM expected_switches WHERE fabric = ?
 `
 
-func (q *Queries) DeleteExpectedSwitches(ctx context.Context) error {
-	_, err := q.db.ExecContext(ctx, deleteExpectedSwitches)
+func (q *Queries) DeleteExpectedSwitches(ctx context.Context, argFabric string) error {
+	_, err := q.db.ExecContext(ctx, deleteExpectedSwitches, argFabric)
 	return err
 }
 
 const enforcementErrors = `-- name: EnforcementErrors :many
-SELECT switch_guid, port, line, first_seen, last_seen, occurrences FROM enforcement_errors ORDER BY switch_guid, port
+SELECT switch_guid, port, line, first_seen, last_seen, occurrences, fabric FROM enforcement_errors WHERE fabric = ? ORDER BY switch_guid, port
 `
 
-func (q *Queries) EnforcementErrors(ctx context.Context) ([]EnforcementError, error) {
-	rows, err := q.db.QueryContext(ctx, enforcementErrors)
+func (q *Queries) EnforcementErrors(ctx context.Context, argFabric string) ([]EnforcementError, error) {
+	rows, err := q.db.QueryContext(ctx, enforcementErrors, argFabric)
 	if err != nil {
 		return nil, err
 	}
@@ -53,6 +53,7 @@ func (q *Queries) EnforcementErrors(ctx context.Context) ([]EnforcementError, er
 			&i.FirstSeen,
 			&i.LastSeen,
 			&i.Occurrences,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -68,11 +69,11 @@ func (q *Queries) EnforcementErrors(ctx context.Context) ([]EnforcementError, er
 }
 
 const expectedSwitches = `-- name: ExpectedSwitches :many
-SELECT guid, description, confirmed_at FROM expected_switches ORDER BY guid
+SELECT guid, description, confirmed_at, fabric FROM expected_switches WHERE fabric = ? ORDER BY guid
 `
 
-func (q *Queries) ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error) {
-	rows, err := q.db.QueryContext(ctx, expectedSwitches)
+func (q *Queries) ExpectedSwitches(ctx context.Context, argFabric string) ([]ExpectedSwitch, error) {
+	rows, err := q.db.QueryContext(ctx, expectedSwitches, argFabric)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +81,12 @@ func (q *Queries) ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error
 	var items []ExpectedSwitch
 	for rows.Next() {
 		var i ExpectedSwitch
-		if err := rows.Scan(&i.Guid, &i.Description, &i.ConfirmedAt); err != nil {
+		if err := rows.Scan(
+			&i.Guid,
+			&i.Description,
+			&i.ConfirmedAt,
+			&i.Fabric,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -95,9 +101,13 @@ func (q *Queries) ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error
 }
 
 const gateSwitches = `-- name: GateSwitches :many
-SELECT guid, description, confirmed_at, (SELECT count(*) FROM enforcement_errors) AS enforcement_errors
-FROM expected_switches ORDER BY guid
+SELECT guid, description, confirmed_at, (SELECT count(*) FROM enforcement_errors e WHERE e.fabric = ?) AS enforcement_errors
+FROM expected_switches WHERE expected_switches.fabric = ? ORDER BY guid
 `
+
+type GateSwitchesParams struct {
+	Fabric string
+}
 
 type GateSwitchesRow struct {
 	Guid              fabric.GUID
@@ -109,8 +119,8 @@ type GateSwitchesRow struct {
 // The gates' state in one read when no enforcement error is recorded (the
 // usual case): the confirmed switches, each with the count of the recorded
 // enforcement errors.
-func (q *Queries) GateSwitches(ctx context.Context) ([]GateSwitchesRow, error) {
-	rows, err := q.db.QueryContext(ctx, gateSwitches)
+func (q *Queries) GateSwitches(ctx context.Context, arg GateSwitchesParams) ([]GateSwitchesRow, error) {
+	rows, err := q.db.QueryContext(ctx, gateSwitches, arg.Fabric, arg.Fabric)
 	if err != nil {
 		return nil, err
 	}
@@ -138,40 +148,82 @@ func (q *Queries) GateSwitches(ctx context.Context) ([]GateSwitchesRow, error) {
 }
 
 const insertExpectedSwitch = `-- name: InsertExpectedSwitch :exec
-INSERT INTO expected_switches (guid, description, confirmed_at)
-VALUES (?, ?, ?)
+INSERT INTO expected_switches (guid, description, confirmed_at, fabric)
+VALUES (?, ?, ?, ?)
 `
 
 type InsertExpectedSwitchParams struct {
 	Guid        fabric.GUID
 	Description string
 	Now         time.Time
+	Fabric      string
 }
 
 func (q *Queries) InsertExpectedSwitch(ctx context.Context, arg InsertExpectedSwitchParams) error {
-	_, err := q.db.ExecContext(ctx, insertExpectedSwitch, arg.Guid, arg.Description, arg.Now)
+	_, err := q.db.ExecContext(ctx, insertExpectedSwitch,
+		arg.Guid,
+		arg.Description,
+		arg.Now,
+		arg.Fabric,
+	)
+	return err
+}
+
+const insertFabricKubernetesState = `-- name: InsertFabricKubernetesState :exec
+INSERT IGNORE INTO kubernetes_state (id, changed_revision, applied_revision, fabric) VALUES (1, 0, 0, ?)
+`
+
+func (q *Queries) InsertFabricKubernetesState(ctx context.Context, argFabric string) error {
+	_, err := q.db.ExecContext(ctx, insertFabricKubernetesState, argFabric)
+	return err
+}
+
+const insertFabricLeadership = `-- name: InsertFabricLeadership :exec
+INSERT IGNORE INTO leadership (id, term, holder, fabric) VALUES (1, 0, '', ?)
+`
+
+func (q *Queries) InsertFabricLeadership(ctx context.Context, argFabric string) error {
+	_, err := q.db.ExecContext(ctx, insertFabricLeadership, argFabric)
+	return err
+}
+
+const insertFabricState = `-- name: InsertFabricState :exec
+INSERT IGNORE INTO state (id, revision, fabric) VALUES (1, 0, ?)
+`
+
+// A fabric's own rows of the one-row-a-fabric tables (its revision, its
+// lease, its Kubernetes state), written once when a store first serves it;
+// the migration gave the default fabric the rows it had.
+func (q *Queries) InsertFabricState(ctx context.Context, argFabric string) error {
+	_, err := q.db.ExecContext(ctx, insertFabricState, argFabric)
 	return err
 }
 
 const insertSecretIfAbsent = `-- name: InsertSecretIfAbsent :exec
-INSERT INTO secrets (name, value, created_at) VALUES (?, ?, ?)
+INSERT INTO secrets (name, value, created_at, fabric) VALUES (?, ?, ?, ?)
 ON DUPLICATE KEY UPDATE name = name
 `
 
 type InsertSecretIfAbsentParams struct {
-	Name  string
-	Value string
-	Now   time.Time
+	Name   string
+	Value  string
+	Now    time.Time
+	Fabric string
 }
 
 // Not INSERT IGNORE, which would also turn a too long value into a truncated one.
 func (q *Queries) InsertSecretIfAbsent(ctx context.Context, arg InsertSecretIfAbsentParams) error {
-	_, err := q.db.ExecContext(ctx, insertSecretIfAbsent, arg.Name, arg.Value, arg.Now)
+	_, err := q.db.ExecContext(ctx, insertSecretIfAbsent,
+		arg.Name,
+		arg.Value,
+		arg.Now,
+		arg.Fabric,
+	)
 	return err
 }
 
 const listSecrets = `-- name: ListSecrets :many
-SELECT name, value FROM secrets ORDER BY name
+SELECT name, value FROM secrets WHERE fabric = ? ORDER BY name
 `
 
 type ListSecretsRow struct {
@@ -179,8 +231,8 @@ type ListSecretsRow struct {
 	Value string
 }
 
-func (q *Queries) ListSecrets(ctx context.Context) ([]ListSecretsRow, error) {
-	rows, err := q.db.QueryContext(ctx, listSecrets)
+func (q *Queries) ListSecrets(ctx context.Context, argFabric string) ([]ListSecretsRow, error) {
+	rows, err := q.db.QueryContext(ctx, listSecrets, argFabric)
 	if err != nil {
 		return nil, err
 	}
@@ -203,24 +255,25 @@ func (q *Queries) ListSecrets(ctx context.Context) ([]ListSecretsRow, error) {
 }
 
 const updateSecret = `-- name: UpdateSecret :exec
-UPDATE secrets SET value = ? WHERE name = ?
+UPDATE secrets SET value = ? WHERE fabric = ? AND name = ?
 `
 
 type UpdateSecretParams struct {
-	Value string
-	Name  string
+	Value  string
+	Fabric string
+	Name   string
 }
 
 // A rotation or an import that replaces a key: the row keeps its created_at.
 func (q *Queries) UpdateSecret(ctx context.Context, arg UpdateSecretParams) error {
-	_, err := q.db.ExecContext(ctx, updateSecret, arg.Value, arg.Name)
+	_, err := q.db.ExecContext(ctx, updateSecret, arg.Value, arg.Fabric, arg.Name)
 	return err
 }
 
 const upsertEnforcementError = `-- name: UpsertEnforcementError :execrows
-INSERT INTO enforcement_errors (switch_guid, port, line, first_seen, last_seen, occurrences)
-SELECT ?, ?, ?, ?, ?, 1
-FROM leadership WHERE leadership.id = 1 AND leadership.term = ?
+INSERT INTO enforcement_errors (switch_guid, port, line, first_seen, last_seen, occurrences, fabric)
+SELECT ?, ?, ?, ?, ?, 1, ?
+FROM leadership WHERE leadership.fabric = ? AND leadership.term = ?
 ON DUPLICATE KEY UPDATE
     line = VALUES(line), last_seen = VALUES(last_seen), occurrences = enforcement_errors.occurrences + 1
 `
@@ -230,6 +283,7 @@ type UpsertEnforcementErrorParams struct {
 	Port       int64
 	Line       string
 	Now        time.Time
+	Fabric     string
 	Term       int64
 }
 
@@ -241,6 +295,8 @@ func (q *Queries) UpsertEnforcementError(ctx context.Context, arg UpsertEnforcem
 		arg.Line,
 		arg.Now,
 		arg.Now,
+		arg.Fabric,
+		arg.Fabric,
 		arg.Term,
 	)
 	if err != nil {

@@ -13,40 +13,46 @@ import (
 )
 
 const countKubernetesMembers = `-- name: CountKubernetesMembers :one
-SELECT count(*) FROM kubernetes_members
+SELECT count(*) FROM kubernetes_members WHERE fabric = ?
 `
 
-func (q *Queries) CountKubernetesMembers(ctx context.Context) (int64, error) {
-	row := q.db.QueryRowContext(ctx, countKubernetesMembers)
+func (q *Queries) CountKubernetesMembers(ctx context.Context, argFabric string) (int64, error) {
+	row := q.db.QueryRowContext(ctx, countKubernetesMembers, argFabric)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
 }
 
 const countKubernetesMembersOfPKey = `-- name: CountKubernetesMembersOfPKey :one
-SELECT count(*) FROM kubernetes_members WHERE pkey = ?
+SELECT count(*) FROM kubernetes_members WHERE fabric = ? AND pkey = ?
 `
+
+type CountKubernetesMembersOfPKeyParams struct {
+	Fabric string
+	Pkey   fabric.PKey
+}
 
 // The members of one Kubernetes pkey, and of all: a change that would pass
 // [ufm_pkeys] max_members_per_pkey or max_members is refused.
-func (q *Queries) CountKubernetesMembersOfPKey(ctx context.Context, pkey fabric.PKey) (int64, error) {
-	row := q.db.QueryRowContext(ctx, countKubernetesMembersOfPKey, pkey)
+func (q *Queries) CountKubernetesMembersOfPKey(ctx context.Context, arg CountKubernetesMembersOfPKeyParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, countKubernetesMembersOfPKey, arg.Fabric, arg.Pkey)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
 }
 
 const deleteKubernetesMember = `-- name: DeleteKubernetesMember :execrows
-DELETE FROM kubernetes_members WHERE pkey = ? AND guid = ?
+DELETE FROM kubernetes_members WHERE fabric = ? AND pkey = ? AND guid = ?
 `
 
 type DeleteKubernetesMemberParams struct {
-	Pkey fabric.PKey
-	Guid fabric.GUID
+	Fabric string
+	Pkey   fabric.PKey
+	Guid   fabric.GUID
 }
 
 func (q *Queries) DeleteKubernetesMember(ctx context.Context, arg DeleteKubernetesMemberParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, deleteKubernetesMember, arg.Pkey, arg.Guid)
+	result, err := q.db.ExecContext(ctx, deleteKubernetesMember, arg.Fabric, arg.Pkey, arg.Guid)
 	if err != nil {
 		return 0, err
 	}
@@ -54,11 +60,16 @@ func (q *Queries) DeleteKubernetesMember(ctx context.Context, arg DeleteKubernet
 }
 
 const deleteKubernetesMembersOfPKey = `-- name: DeleteKubernetesMembersOfPKey :execrows
-DELETE FROM kubernetes_members WHERE pkey = ?
+DELETE FROM kubernetes_members WHERE fabric = ? AND pkey = ?
 `
 
-func (q *Queries) DeleteKubernetesMembersOfPKey(ctx context.Context, pkey fabric.PKey) (int64, error) {
-	result, err := q.db.ExecContext(ctx, deleteKubernetesMembersOfPKey, pkey)
+type DeleteKubernetesMembersOfPKeyParams struct {
+	Fabric string
+	Pkey   fabric.PKey
+}
+
+func (q *Queries) DeleteKubernetesMembersOfPKey(ctx context.Context, arg DeleteKubernetesMembersOfPKeyParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, deleteKubernetesMembersOfPKey, arg.Fabric, arg.Pkey)
 	if err != nil {
 		return 0, err
 	}
@@ -66,11 +77,16 @@ func (q *Queries) DeleteKubernetesMembersOfPKey(ctx context.Context, pkey fabric
 }
 
 const deleteKubernetesPKey = `-- name: DeleteKubernetesPKey :execrows
-DELETE FROM kubernetes_pkeys WHERE pkey = ?
+DELETE FROM kubernetes_pkeys WHERE fabric = ? AND pkey = ?
 `
 
-func (q *Queries) DeleteKubernetesPKey(ctx context.Context, pkey fabric.PKey) (int64, error) {
-	result, err := q.db.ExecContext(ctx, deleteKubernetesPKey, pkey)
+type DeleteKubernetesPKeyParams struct {
+	Fabric string
+	Pkey   fabric.PKey
+}
+
+func (q *Queries) DeleteKubernetesPKey(ctx context.Context, arg DeleteKubernetesPKeyParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, deleteKubernetesPKey, arg.Fabric, arg.Pkey)
 	if err != nil {
 		return 0, err
 	}
@@ -79,14 +95,19 @@ func (q *Queries) DeleteKubernetesPKey(ctx context.Context, pkey fabric.PKey) (i
 
 const getKubernetesPKey = `-- name: GetKubernetesPKey :one
 
-SELECT pkey, ip_over_ib, revision, created_at, updated_at FROM kubernetes_pkeys WHERE pkey = ?
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric FROM kubernetes_pkeys WHERE fabric = ? AND pkey = ?
 `
+
+type GetKubernetesPKeyParams struct {
+	Fabric string
+	Pkey   fabric.PKey
+}
 
 // The Kubernetes partitions (ib-kubernetes, through the UFM pkeys API): see
 // migrations' 00006_kubernetes. The same queries as queries/shared/kubernetes.sql
 // in MariaDB's dialect.
-func (q *Queries) GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (KubernetesPkey, error) {
-	row := q.db.QueryRowContext(ctx, getKubernetesPKey, pkey)
+func (q *Queries) GetKubernetesPKey(ctx context.Context, arg GetKubernetesPKeyParams) (KubernetesPkey, error) {
+	row := q.db.QueryRowContext(ctx, getKubernetesPKey, arg.Fabric, arg.Pkey)
 	var i KubernetesPkey
 	err := row.Scan(
 		&i.Pkey,
@@ -94,16 +115,22 @@ func (q *Queries) GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (Kube
 		&i.Revision,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Fabric,
 	)
 	return i, err
 }
 
 const getPortByGUID = `-- name: GetPortByGUID :one
-SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports WHERE guid = ?
+SELECT id, network_id, guid, host, revision, created_at, updated_at, fabric FROM ports WHERE fabric = ? AND guid = ?
 `
 
-func (q *Queries) GetPortByGUID(ctx context.Context, guid *fabric.GUID) (Port, error) {
-	row := q.db.QueryRowContext(ctx, getPortByGUID, guid)
+type GetPortByGUIDParams struct {
+	Fabric string
+	Guid   *fabric.GUID
+}
+
+func (q *Queries) GetPortByGUID(ctx context.Context, arg GetPortByGUIDParams) (Port, error) {
+	row := q.db.QueryRowContext(ctx, getPortByGUID, arg.Fabric, arg.Guid)
 	var i Port
 	err := row.Scan(
 		&i.ID,
@@ -113,19 +140,25 @@ func (q *Queries) GetPortByGUID(ctx context.Context, guid *fabric.GUID) (Port, e
 		&i.Revision,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Fabric,
 	)
 	return i, err
 }
 
 const kubernetesMembershipsOfGUID = `-- name: KubernetesMembershipsOfGUID :many
-SELECT pkey, guid, membership, index0, revision, created_at, updated_at FROM kubernetes_members WHERE guid = ? ORDER BY pkey
+SELECT pkey, guid, membership, index0, revision, created_at, updated_at, fabric FROM kubernetes_members WHERE fabric = ? AND guid = ? ORDER BY pkey
 `
+
+type KubernetesMembershipsOfGUIDParams struct {
+	Fabric string
+	Guid   fabric.GUID
+}
 
 // Every Kubernetes pkey a GUID is in: the rules of a change read it (a GUID in
 // a Kubernetes pkey joins no Neutron network, has index 0 in one pkey at
 // most, and its switch port's table has room).
-func (q *Queries) KubernetesMembershipsOfGUID(ctx context.Context, guid fabric.GUID) ([]KubernetesMember, error) {
-	rows, err := q.db.QueryContext(ctx, kubernetesMembershipsOfGUID, guid)
+func (q *Queries) KubernetesMembershipsOfGUID(ctx context.Context, arg KubernetesMembershipsOfGUIDParams) ([]KubernetesMember, error) {
+	rows, err := q.db.QueryContext(ctx, kubernetesMembershipsOfGUID, arg.Fabric, arg.Guid)
 	if err != nil {
 		return nil, err
 	}
@@ -141,6 +174,7 @@ func (q *Queries) KubernetesMembershipsOfGUID(ctx context.Context, guid fabric.G
 			&i.Revision,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -156,7 +190,7 @@ func (q *Queries) KubernetesMembershipsOfGUID(ctx context.Context, guid fabric.G
 }
 
 const kubernetesState = `-- name: KubernetesState :one
-SELECT changed_revision, applied_revision, last_updated FROM kubernetes_state WHERE id = 1
+SELECT changed_revision, applied_revision, last_updated FROM kubernetes_state WHERE fabric = ?
 `
 
 type KubernetesStateRow struct {
@@ -165,19 +199,19 @@ type KubernetesStateRow struct {
 	LastUpdated     *time.Time
 }
 
-func (q *Queries) KubernetesState(ctx context.Context) (KubernetesStateRow, error) {
-	row := q.db.QueryRowContext(ctx, kubernetesState)
+func (q *Queries) KubernetesState(ctx context.Context, argFabric string) (KubernetesStateRow, error) {
+	row := q.db.QueryRowContext(ctx, kubernetesState, argFabric)
 	var i KubernetesStateRow
 	err := row.Scan(&i.ChangedRevision, &i.AppliedRevision, &i.LastUpdated)
 	return i, err
 }
 
 const listKubernetesMembers = `-- name: ListKubernetesMembers :many
-SELECT pkey, guid, membership, index0, revision, created_at, updated_at FROM kubernetes_members ORDER BY pkey, guid
+SELECT pkey, guid, membership, index0, revision, created_at, updated_at, fabric FROM kubernetes_members WHERE fabric = ? ORDER BY pkey, guid
 `
 
-func (q *Queries) ListKubernetesMembers(ctx context.Context) ([]KubernetesMember, error) {
-	rows, err := q.db.QueryContext(ctx, listKubernetesMembers)
+func (q *Queries) ListKubernetesMembers(ctx context.Context, argFabric string) ([]KubernetesMember, error) {
+	rows, err := q.db.QueryContext(ctx, listKubernetesMembers, argFabric)
 	if err != nil {
 		return nil, err
 	}
@@ -193,6 +227,7 @@ func (q *Queries) ListKubernetesMembers(ctx context.Context) ([]KubernetesMember
 			&i.Revision,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -208,11 +243,16 @@ func (q *Queries) ListKubernetesMembers(ctx context.Context) ([]KubernetesMember
 }
 
 const listKubernetesMembersOfPKey = `-- name: ListKubernetesMembersOfPKey :many
-SELECT pkey, guid, membership, index0, revision, created_at, updated_at FROM kubernetes_members WHERE pkey = ? ORDER BY guid
+SELECT pkey, guid, membership, index0, revision, created_at, updated_at, fabric FROM kubernetes_members WHERE fabric = ? AND pkey = ? ORDER BY guid
 `
 
-func (q *Queries) ListKubernetesMembersOfPKey(ctx context.Context, pkey fabric.PKey) ([]KubernetesMember, error) {
-	rows, err := q.db.QueryContext(ctx, listKubernetesMembersOfPKey, pkey)
+type ListKubernetesMembersOfPKeyParams struct {
+	Fabric string
+	Pkey   fabric.PKey
+}
+
+func (q *Queries) ListKubernetesMembersOfPKey(ctx context.Context, arg ListKubernetesMembersOfPKeyParams) ([]KubernetesMember, error) {
+	rows, err := q.db.QueryContext(ctx, listKubernetesMembersOfPKey, arg.Fabric, arg.Pkey)
 	if err != nil {
 		return nil, err
 	}
@@ -228,6 +268,7 @@ func (q *Queries) ListKubernetesMembersOfPKey(ctx context.Context, pkey fabric.P
 			&i.Revision,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -243,11 +284,11 @@ func (q *Queries) ListKubernetesMembersOfPKey(ctx context.Context, pkey fabric.P
 }
 
 const listKubernetesPKeys = `-- name: ListKubernetesPKeys :many
-SELECT pkey, ip_over_ib, revision, created_at, updated_at FROM kubernetes_pkeys ORDER BY pkey
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric FROM kubernetes_pkeys WHERE fabric = ? ORDER BY pkey
 `
 
-func (q *Queries) ListKubernetesPKeys(ctx context.Context) ([]KubernetesPkey, error) {
-	rows, err := q.db.QueryContext(ctx, listKubernetesPKeys)
+func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]KubernetesPkey, error) {
+	rows, err := q.db.QueryContext(ctx, listKubernetesPKeys, argFabric)
 	if err != nil {
 		return nil, err
 	}
@@ -261,6 +302,7 @@ func (q *Queries) ListKubernetesPKeys(ctx context.Context) ([]KubernetesPkey, er
 			&i.Revision,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -277,12 +319,13 @@ func (q *Queries) ListKubernetesPKeys(ctx context.Context) ([]KubernetesPkey, er
 
 const markKubernetesApplied = `-- name: MarkKubernetesApplied :execrows
 UPDATE kubernetes_state SET applied_revision = changed_revision, last_updated = ?
-WHERE id = 1 AND changed_revision > applied_revision AND changed_revision <= ?
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?)
+WHERE kubernetes_state.fabric = ? AND changed_revision > applied_revision AND changed_revision <= ?
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ? AND leadership.term = ?)
 `
 
 type MarkKubernetesAppliedParams struct {
 	Now      *time.Time
+	Fabric   string
 	Revision int64
 	Term     int64
 }
@@ -291,7 +334,13 @@ type MarkKubernetesAppliedParams struct {
 // change not yet applied, last_updated moves. Fenced by the term, as
 // CompleteJobs is.
 func (q *Queries) MarkKubernetesApplied(ctx context.Context, arg MarkKubernetesAppliedParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, markKubernetesApplied, arg.Now, arg.Revision, arg.Term)
+	result, err := q.db.ExecContext(ctx, markKubernetesApplied,
+		arg.Now,
+		arg.Fabric,
+		arg.Revision,
+		arg.Fabric,
+		arg.Term,
+	)
 	if err != nil {
 		return 0, err
 	}
@@ -299,20 +348,25 @@ func (q *Queries) MarkKubernetesApplied(ctx context.Context, arg MarkKubernetesA
 }
 
 const markKubernetesChanged = `-- name: MarkKubernetesChanged :exec
-UPDATE kubernetes_state SET changed_revision = ? WHERE id = 1
+UPDATE kubernetes_state SET changed_revision = ? WHERE fabric = ?
 `
+
+type MarkKubernetesChangedParams struct {
+	Revision int64
+	Fabric   string
+}
 
 // A Kubernetes change notes its revision, so that the apply that completes it
 // moves last_updated.
-func (q *Queries) MarkKubernetesChanged(ctx context.Context, revision int64) error {
-	_, err := q.db.ExecContext(ctx, markKubernetesChanged, revision)
+func (q *Queries) MarkKubernetesChanged(ctx context.Context, arg MarkKubernetesChangedParams) error {
+	_, err := q.db.ExecContext(ctx, markKubernetesChanged, arg.Revision, arg.Fabric)
 	return err
 }
 
 const upsertKubernetesMember = `-- name: UpsertKubernetesMember :exec
-INSERT INTO kubernetes_members (pkey, guid, membership, index0, revision, created_at, updated_at)
+INSERT INTO kubernetes_members (pkey, guid, membership, index0, revision, created_at, updated_at, fabric)
 VALUES (?, ?, ?, ?, ?,
-        ?, ?)
+        ?, ?, ?)
 ON DUPLICATE KEY UPDATE
     membership = VALUES(membership), index0 = VALUES(index0),
     revision = VALUES(revision), updated_at = VALUES(updated_at)
@@ -325,6 +379,7 @@ type UpsertKubernetesMemberParams struct {
 	Index0     bool
 	Revision   int64
 	Now        time.Time
+	Fabric     string
 }
 
 func (q *Queries) UpsertKubernetesMember(ctx context.Context, arg UpsertKubernetesMemberParams) error {
@@ -336,13 +391,14 @@ func (q *Queries) UpsertKubernetesMember(ctx context.Context, arg UpsertKubernet
 		arg.Revision,
 		arg.Now,
 		arg.Now,
+		arg.Fabric,
 	)
 	return err
 }
 
 const upsertKubernetesPKey = `-- name: UpsertKubernetesPKey :exec
-INSERT INTO kubernetes_pkeys (pkey, ip_over_ib, revision, created_at, updated_at)
-VALUES (?, ?, ?, ?, ?)
+INSERT INTO kubernetes_pkeys (pkey, ip_over_ib, revision, created_at, updated_at, fabric)
+VALUES (?, ?, ?, ?, ?, ?)
 ON DUPLICATE KEY UPDATE
     ip_over_ib = VALUES(ip_over_ib), revision = VALUES(revision), updated_at = VALUES(updated_at)
 `
@@ -352,6 +408,7 @@ type UpsertKubernetesPKeyParams struct {
 	IpOverIb bool
 	Revision int64
 	Now      time.Time
+	Fabric   string
 }
 
 func (q *Queries) UpsertKubernetesPKey(ctx context.Context, arg UpsertKubernetesPKeyParams) error {
@@ -361,6 +418,7 @@ func (q *Queries) UpsertKubernetesPKey(ctx context.Context, arg UpsertKubernetes
 		arg.Revision,
 		arg.Now,
 		arg.Now,
+		arg.Fabric,
 	)
 	return err
 }

@@ -12,11 +12,16 @@ import (
 
 const liftFreeze = `-- name: LiftFreeze :execrows
 UPDATE leadership SET freeze_reason = '', suspect = '', unfreeze_requested = false
-WHERE id = 1 AND term = ? AND freeze_reason <> '' AND unfreeze_requested
+WHERE fabric = ? AND term = ? AND freeze_reason <> '' AND unfreeze_requested
 `
 
-func (q *Queries) LiftFreeze(ctx context.Context, term int64) (int64, error) {
-	result, err := q.db.ExecContext(ctx, liftFreeze, term)
+type LiftFreezeParams struct {
+	Fabric string
+	Term   int64
+}
+
+func (q *Queries) LiftFreeze(ctx context.Context, arg LiftFreezeParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, liftFreeze, arg.Fabric, arg.Term)
 	if err != nil {
 		return 0, err
 	}
@@ -26,7 +31,7 @@ func (q *Queries) LiftFreeze(ctx context.Context, term int64) (int64, error) {
 const readLease = `-- name: ReadLease :one
 SELECT term, holder, heartbeat, expires_at, CAST(NOW(6) AS DATETIME(6)) AS db_now, previous_holder, previous_expired,
     suspect, freeze_reason, unfreeze_requested
-FROM leadership WHERE id = 1
+FROM leadership WHERE fabric = ?
 `
 
 type ReadLeaseRow struct {
@@ -42,8 +47,8 @@ type ReadLeaseRow struct {
 	UnfreezeRequested bool
 }
 
-func (q *Queries) ReadLease(ctx context.Context) (ReadLeaseRow, error) {
-	row := q.db.QueryRowContext(ctx, readLease)
+func (q *Queries) ReadLease(ctx context.Context, fabric string) (ReadLeaseRow, error) {
+	row := q.db.QueryRowContext(ctx, readLease, fabric)
 	var i ReadLeaseRow
 	err := row.Scan(
 		&i.Term,
@@ -61,11 +66,16 @@ func (q *Queries) ReadLease(ctx context.Context) (ReadLeaseRow, error) {
 }
 
 const releaseLease = `-- name: ReleaseLease :execrows
-UPDATE leadership SET expires_at = NULL WHERE id = 1 AND term = ? AND expires_at IS NOT NULL
+UPDATE leadership SET expires_at = NULL WHERE fabric = ? AND term = ? AND expires_at IS NOT NULL
 `
 
-func (q *Queries) ReleaseLease(ctx context.Context, term int64) (int64, error) {
-	result, err := q.db.ExecContext(ctx, releaseLease, term)
+type ReleaseLeaseParams struct {
+	Fabric string
+	Term   int64
+}
+
+func (q *Queries) ReleaseLease(ctx context.Context, arg ReleaseLeaseParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, releaseLease, arg.Fabric, arg.Term)
 	if err != nil {
 		return 0, err
 	}
@@ -74,17 +84,18 @@ func (q *Queries) ReleaseLease(ctx context.Context, term int64) (int64, error) {
 
 const renewLease = `-- name: RenewLease :execrows
 UPDATE leadership SET heartbeat = NOW(6), expires_at = NOW(6) + INTERVAL CAST(? AS SIGNED) MICROSECOND
-WHERE id = 1 AND term = ? AND expires_at IS NOT NULL AND expires_at >= NOW(6)
+WHERE fabric = ? AND term = ? AND expires_at IS NOT NULL AND expires_at >= NOW(6)
 `
 
 type RenewLeaseParams struct {
 	TtlMicros int64
+	Fabric    string
 	Term      int64
 }
 
 // RenewLease extends the lease of term while it has not expired.
 func (q *Queries) RenewLease(ctx context.Context, arg RenewLeaseParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, renewLease, arg.TtlMicros, arg.Term)
+	result, err := q.db.ExecContext(ctx, renewLease, arg.TtlMicros, arg.Fabric, arg.Term)
 	if err != nil {
 		return 0, err
 	}
@@ -92,12 +103,12 @@ func (q *Queries) RenewLease(ctx context.Context, arg RenewLeaseParams) (int64, 
 }
 
 const requestUnfreeze = `-- name: RequestUnfreeze :execrows
-UPDATE leadership SET unfreeze_requested = true WHERE id = 1 AND freeze_reason <> ''
+UPDATE leadership SET unfreeze_requested = true WHERE fabric = ? AND freeze_reason <> ''
 `
 
 // An operator's --unfreeze: taken by the leader once its OpenSM is master.
-func (q *Queries) RequestUnfreeze(ctx context.Context) (int64, error) {
-	result, err := q.db.ExecContext(ctx, requestUnfreeze)
+func (q *Queries) RequestUnfreeze(ctx context.Context, fabric string) (int64, error) {
+	result, err := q.db.ExecContext(ctx, requestUnfreeze, fabric)
 	if err != nil {
 		return 0, err
 	}
@@ -105,16 +116,17 @@ func (q *Queries) RequestUnfreeze(ctx context.Context) (int64, error) {
 }
 
 const setFreeze = `-- name: SetFreeze :execrows
-UPDATE leadership SET freeze_reason = ? WHERE id = 1 AND term = ?
+UPDATE leadership SET freeze_reason = ? WHERE fabric = ? AND term = ?
 `
 
 type SetFreezeParams struct {
 	Reason string
+	Fabric string
 	Term   int64
 }
 
 func (q *Queries) SetFreeze(ctx context.Context, arg SetFreezeParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, setFreeze, arg.Reason, arg.Term)
+	result, err := q.db.ExecContext(ctx, setFreeze, arg.Reason, arg.Fabric, arg.Term)
 	if err != nil {
 		return 0, err
 	}
@@ -130,12 +142,13 @@ UPDATE leadership SET term = GREATEST(term + 1, FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1
     holder = ?, heartbeat = NOW(6),
     expires_at = NOW(6) + INTERVAL CAST(? AS SIGNED) MICROSECOND,
     freeze_reason = '', unfreeze_requested = false
-WHERE id = 1 AND (expires_at IS NULL OR expires_at < NOW(6))
+WHERE fabric = ? AND (expires_at IS NULL OR expires_at < NOW(6))
 `
 
 type TakeLeaseParams struct {
 	Holder    string
 	TtlMicros int64
+	Fabric    string
 }
 
 // The HA lease on the leadership row ([ha] ha = true). Every time is the
@@ -149,7 +162,7 @@ type TakeLeaseParams struct {
 // failover to an asynchronous replica) put an older row back: it is the larger
 // of the next term and the database's clock in milliseconds, as job ids are.
 func (q *Queries) TakeLease(ctx context.Context, arg TakeLeaseParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, takeLease, arg.Holder, arg.TtlMicros)
+	result, err := q.db.ExecContext(ctx, takeLease, arg.Holder, arg.TtlMicros, arg.Fabric)
 	if err != nil {
 		return 0, err
 	}

@@ -15,31 +15,37 @@ import (
 
 const bumpRevision = `-- name: BumpRevision :execresult
 
-UPDATE state SET revision = LAST_INSERT_ID(revision + 1) WHERE id = 1
+UPDATE state SET revision = LAST_INSERT_ID(revision + 1) WHERE fabric = ?
 `
 
 // MariaDB: sqlc's MySQL parser takes sqlc.arg(), not @name (which MariaDB would
 // read as a user variable), and has no INSERT ... RETURNING.
 // The new revision comes back as the statement's last insert id (MariaDB has no
 // UPDATE ... RETURNING), sparing a SELECT while the row lock is held.
-func (q *Queries) BumpRevision(ctx context.Context) (sql.Result, error) {
-	return q.db.ExecContext(ctx, bumpRevision)
+func (q *Queries) BumpRevision(ctx context.Context, argFabric string) (sql.Result, error) {
+	return q.db.ExecContext(ctx, bumpRevision, argFabric)
 }
 
 const clearGUIDsOfNetwork = `-- name: ClearGUIDsOfNetwork :execrows
 UPDATE ports SET guid = NULL, revision = ?, updated_at = ?
-WHERE network_id = ? AND guid IS NOT NULL
+WHERE network_id = ? AND fabric = ? AND guid IS NOT NULL
 `
 
 type ClearGUIDsOfNetworkParams struct {
 	Revision  int64
 	Now       time.Time
 	NetworkID string
+	Fabric    string
 }
 
 // A network that loses its partition takes its ports' GUIDs out with it.
 func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, arg ClearGUIDsOfNetworkParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, clearGUIDsOfNetwork, arg.Revision, arg.Now, arg.NetworkID)
+	result, err := q.db.ExecContext(ctx, clearGUIDsOfNetwork,
+		arg.Revision,
+		arg.Now,
+		arg.NetworkID,
+		arg.Fabric,
+	)
 	if err != nil {
 		return 0, err
 	}
@@ -49,14 +55,15 @@ func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, arg ClearGUIDsOfNetwo
 const completeJob = `-- name: CompleteJob :execrows
 UPDATE jobs SET status = 'Completed', error = '', description = SUBSTRING_INDEX(description, '\n', 1),
     finished_at = ?, updated_at = ?
-WHERE jobs.id = ? AND status IN ('Pending', 'Running') AND revision <= ?
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?)
+WHERE jobs.id = ? AND jobs.fabric = ? AND status IN ('Pending', 'Running') AND revision <= ?
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ? AND leadership.term = ?)
 `
 
 type CompleteJobParams struct {
 	FinishedAt *time.Time
 	Now        time.Time
 	JobID      int64
+	Fabric     string
 	Revision   int64
 	Term       int64
 }
@@ -68,7 +75,9 @@ func (q *Queries) CompleteJob(ctx context.Context, arg CompleteJobParams) (int64
 		arg.FinishedAt,
 		arg.Now,
 		arg.JobID,
+		arg.Fabric,
 		arg.Revision,
+		arg.Fabric,
 		arg.Term,
 	)
 	if err != nil {
@@ -80,13 +89,14 @@ func (q *Queries) CompleteJob(ctx context.Context, arg CompleteJobParams) (int64
 const completeJobs = `-- name: CompleteJobs :execrows
 UPDATE jobs SET status = 'Completed', error = '', description = SUBSTRING_INDEX(description, '\n', 1),
     finished_at = ?, updated_at = ?
-WHERE status IN ('Pending', 'Running') AND revision <= ?
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?)
+WHERE jobs.fabric = ? AND status IN ('Pending', 'Running') AND revision <= ?
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ? AND leadership.term = ?)
 `
 
 type CompleteJobsParams struct {
 	FinishedAt *time.Time
 	Now        time.Time
+	Fabric     string
 	Revision   int64
 	Term       int64
 }
@@ -95,7 +105,9 @@ func (q *Queries) CompleteJobs(ctx context.Context, arg CompleteJobsParams) (int
 	result, err := q.db.ExecContext(ctx, completeJobs,
 		arg.FinishedAt,
 		arg.Now,
+		arg.Fabric,
 		arg.Revision,
+		arg.Fabric,
 		arg.Term,
 	)
 	if err != nil {
@@ -105,7 +117,7 @@ func (q *Queries) CompleteJobs(ctx context.Context, arg CompleteJobsParams) (int
 }
 
 const countJobsByStatus = `-- name: CountJobsByStatus :many
-SELECT status, count(*) AS n FROM jobs GROUP BY status ORDER BY status
+SELECT status, count(*) AS n FROM jobs WHERE fabric = ? GROUP BY status ORDER BY status
 `
 
 type CountJobsByStatusRow struct {
@@ -113,8 +125,8 @@ type CountJobsByStatusRow struct {
 	N      int64
 }
 
-func (q *Queries) CountJobsByStatus(ctx context.Context) ([]CountJobsByStatusRow, error) {
-	rows, err := q.db.QueryContext(ctx, countJobsByStatus)
+func (q *Queries) CountJobsByStatus(ctx context.Context, argFabric string) ([]CountJobsByStatusRow, error) {
+	rows, err := q.db.QueryContext(ctx, countJobsByStatus, argFabric)
 	if err != nil {
 		return nil, err
 	}
@@ -137,18 +149,18 @@ func (q *Queries) CountJobsByStatus(ctx context.Context) ([]CountJobsByStatusRow
 }
 
 const countMembers = `-- name: CountMembers :one
-SELECT count(*) FROM ports WHERE guid IS NOT NULL
+SELECT count(*) FROM ports WHERE fabric = ? AND guid IS NOT NULL
 `
 
-func (q *Queries) CountMembers(ctx context.Context) (int64, error) {
-	row := q.db.QueryRowContext(ctx, countMembers)
+func (q *Queries) CountMembers(ctx context.Context, argFabric string) (int64, error) {
+	row := q.db.QueryRowContext(ctx, countMembers, argFabric)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
 }
 
 const countMembersByNetwork = `-- name: CountMembersByNetwork :many
-SELECT network_id, count(*) AS n FROM ports WHERE guid IS NOT NULL GROUP BY network_id
+SELECT network_id, count(*) AS n FROM ports WHERE fabric = ? AND guid IS NOT NULL GROUP BY network_id
 `
 
 type CountMembersByNetworkRow struct {
@@ -156,8 +168,8 @@ type CountMembersByNetworkRow struct {
 	N         int64
 }
 
-func (q *Queries) CountMembersByNetwork(ctx context.Context) ([]CountMembersByNetworkRow, error) {
-	rows, err := q.db.QueryContext(ctx, countMembersByNetwork)
+func (q *Queries) CountMembersByNetwork(ctx context.Context, argFabric string) ([]CountMembersByNetworkRow, error) {
+	rows, err := q.db.QueryContext(ctx, countMembersByNetwork, argFabric)
 	if err != nil {
 		return nil, err
 	}
@@ -180,22 +192,27 @@ func (q *Queries) CountMembersByNetwork(ctx context.Context) ([]CountMembersByNe
 }
 
 const countNetworks = `-- name: CountNetworks :one
-SELECT count(*) FROM networks
+SELECT count(*) FROM networks WHERE fabric = ?
 `
 
-func (q *Queries) CountNetworks(ctx context.Context) (int64, error) {
-	row := q.db.QueryRowContext(ctx, countNetworks)
+func (q *Queries) CountNetworks(ctx context.Context, argFabric string) (int64, error) {
+	row := q.db.QueryRowContext(ctx, countNetworks, argFabric)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
 }
 
 const deleteNetwork = `-- name: DeleteNetwork :execrows
-DELETE FROM networks WHERE id = ?
+DELETE FROM networks WHERE id = ? AND fabric = ?
 `
 
-func (q *Queries) DeleteNetwork(ctx context.Context, id string) (int64, error) {
-	result, err := q.db.ExecContext(ctx, deleteNetwork, id)
+type DeleteNetworkParams struct {
+	ID     string
+	Fabric string
+}
+
+func (q *Queries) DeleteNetwork(ctx context.Context, arg DeleteNetworkParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, deleteNetwork, arg.ID, arg.Fabric)
 	if err != nil {
 		return 0, err
 	}
@@ -203,11 +220,16 @@ func (q *Queries) DeleteNetwork(ctx context.Context, id string) (int64, error) {
 }
 
 const deletePort = `-- name: DeletePort :execrows
-DELETE FROM ports WHERE id = ?
+DELETE FROM ports WHERE id = ? AND fabric = ?
 `
 
-func (q *Queries) DeletePort(ctx context.Context, id string) (int64, error) {
-	result, err := q.db.ExecContext(ctx, deletePort, id)
+type DeletePortParams struct {
+	ID     string
+	Fabric string
+}
+
+func (q *Queries) DeletePort(ctx context.Context, arg DeletePortParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, deletePort, arg.ID, arg.Fabric)
 	if err != nil {
 		return 0, err
 	}
@@ -215,11 +237,16 @@ func (q *Queries) DeletePort(ctx context.Context, id string) (int64, error) {
 }
 
 const deletePortsOfNetwork = `-- name: DeletePortsOfNetwork :execrows
-DELETE FROM ports WHERE network_id = ?
+DELETE FROM ports WHERE network_id = ? AND fabric = ?
 `
 
-func (q *Queries) DeletePortsOfNetwork(ctx context.Context, networkID string) (int64, error) {
-	result, err := q.db.ExecContext(ctx, deletePortsOfNetwork, networkID)
+type DeletePortsOfNetworkParams struct {
+	NetworkID string
+	Fabric    string
+}
+
+func (q *Queries) DeletePortsOfNetwork(ctx context.Context, arg DeletePortsOfNetworkParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, deletePortsOfNetwork, arg.NetworkID, arg.Fabric)
 	if err != nil {
 		return 0, err
 	}
@@ -229,8 +256,8 @@ func (q *Queries) DeletePortsOfNetwork(ctx context.Context, networkID string) (i
 const failJob = `-- name: FailJob :execrows
 UPDATE jobs SET status = 'Failed', error = ?, description = SUBSTRING_INDEX(description, '\n', 1),
     finished_at = ?, updated_at = ?
-WHERE jobs.id = ? AND status IN ('Pending', 'Running')
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?)
+WHERE jobs.id = ? AND jobs.fabric = ? AND status IN ('Pending', 'Running')
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ? AND leadership.term = ?)
 `
 
 type FailJobParams struct {
@@ -238,6 +265,7 @@ type FailJobParams struct {
 	FinishedAt *time.Time
 	Now        time.Time
 	JobID      int64
+	Fabric     string
 	Term       int64
 }
 
@@ -247,6 +275,8 @@ func (q *Queries) FailJob(ctx context.Context, arg FailJobParams) (int64, error)
 		arg.FinishedAt,
 		arg.Now,
 		arg.JobID,
+		arg.Fabric,
+		arg.Fabric,
 		arg.Term,
 	)
 	if err != nil {
@@ -258,14 +288,15 @@ func (q *Queries) FailJob(ctx context.Context, arg FailJobParams) (int64, error)
 const failJobs = `-- name: FailJobs :execrows
 UPDATE jobs SET status = 'Failed', error = ?, description = SUBSTRING_INDEX(description, '\n', 1),
     finished_at = ?, updated_at = ?
-WHERE status IN ('Pending', 'Running') AND revision <= ?
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?)
+WHERE jobs.fabric = ? AND status IN ('Pending', 'Running') AND revision <= ?
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ? AND leadership.term = ?)
 `
 
 type FailJobsParams struct {
 	Error      string
 	FinishedAt *time.Time
 	Now        time.Time
+	Fabric     string
 	Revision   int64
 	Term       int64
 }
@@ -275,7 +306,9 @@ func (q *Queries) FailJobs(ctx context.Context, arg FailJobsParams) (int64, erro
 		arg.Error,
 		arg.FinishedAt,
 		arg.Now,
+		arg.Fabric,
 		arg.Revision,
+		arg.Fabric,
 		arg.Term,
 	)
 	if err != nil {
@@ -285,7 +318,7 @@ func (q *Queries) FailJobs(ctx context.Context, arg FailJobsParams) (int64, erro
 }
 
 const getJob = `-- name: GetJob :one
-SELECT id, revision, object_type, object_id, network_id, operation, status, description, result, error, created_by, request, created_at, updated_at, started_at, finished_at, request_id FROM jobs WHERE id = ?
+SELECT id, revision, object_type, object_id, network_id, operation, status, description, result, error, created_by, request, created_at, updated_at, started_at, finished_at, request_id, fabric FROM jobs WHERE id = ?
 `
 
 func (q *Queries) GetJob(ctx context.Context, id int64) (Job, error) {
@@ -309,16 +342,17 @@ func (q *Queries) GetJob(ctx context.Context, id int64) (Job, error) {
 		&i.StartedAt,
 		&i.FinishedAt,
 		&i.RequestID,
+		&i.Fabric,
 	)
 	return i, err
 }
 
 const getLeadership = `-- name: GetLeadership :one
-SELECT id, term, holder, heartbeat, expires_at, previous_holder, previous_expired, suspect, freeze_reason, unfreeze_requested FROM leadership WHERE id = 1
+SELECT id, term, holder, heartbeat, expires_at, previous_holder, previous_expired, suspect, freeze_reason, unfreeze_requested, fabric FROM leadership WHERE fabric = ?
 `
 
-func (q *Queries) GetLeadership(ctx context.Context) (Leadership, error) {
-	row := q.db.QueryRowContext(ctx, getLeadership)
+func (q *Queries) GetLeadership(ctx context.Context, argFabric string) (Leadership, error) {
+	row := q.db.QueryRowContext(ctx, getLeadership, argFabric)
 	var i Leadership
 	err := row.Scan(
 		&i.ID,
@@ -331,12 +365,13 @@ func (q *Queries) GetLeadership(ctx context.Context) (Leadership, error) {
 		&i.Suspect,
 		&i.FreezeReason,
 		&i.UnfreezeRequested,
+		&i.Fabric,
 	)
 	return i, err
 }
 
 const getNetwork = `-- name: GetNetwork :one
-SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE id = ?
+SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed, fabric FROM networks WHERE id = ?
 `
 
 func (q *Queries) GetNetwork(ctx context.Context, id string) (Network, error) {
@@ -352,16 +387,22 @@ func (q *Queries) GetNetwork(ctx context.Context, id string) (Network, error) {
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Managed,
+		&i.Fabric,
 	)
 	return i, err
 }
 
 const getNetworkByPKey = `-- name: GetNetworkByPKey :one
-SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE pkey = ?
+SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed, fabric FROM networks WHERE fabric = ? AND pkey = ?
 `
 
-func (q *Queries) GetNetworkByPKey(ctx context.Context, pkey *fabric.PKey) (Network, error) {
-	row := q.db.QueryRowContext(ctx, getNetworkByPKey, pkey)
+type GetNetworkByPKeyParams struct {
+	Fabric string
+	Pkey   *fabric.PKey
+}
+
+func (q *Queries) GetNetworkByPKey(ctx context.Context, arg GetNetworkByPKeyParams) (Network, error) {
+	row := q.db.QueryRowContext(ctx, getNetworkByPKey, arg.Fabric, arg.Pkey)
 	var i Network
 	err := row.Scan(
 		&i.ID,
@@ -373,12 +414,13 @@ func (q *Queries) GetNetworkByPKey(ctx context.Context, pkey *fabric.PKey) (Netw
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Managed,
+		&i.Fabric,
 	)
 	return i, err
 }
 
 const getPort = `-- name: GetPort :one
-SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports WHERE id = ?
+SELECT id, network_id, guid, host, revision, created_at, updated_at, fabric FROM ports WHERE id = ?
 `
 
 func (q *Queries) GetPort(ctx context.Context, id string) (Port, error) {
@@ -392,19 +434,22 @@ func (q *Queries) GetPort(ctx context.Context, id string) (Port, error) {
 		&i.Revision,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Fabric,
 	)
 	return i, err
 }
 
 const getPortChangeRows = `-- name: GetPortChangeRows :many
 SELECT n.id, n.name, n.network_type, n.physical_network, n.pkey, n.managed, n.revision,
-       p.id AS port_id, p.network_id AS port_network_id, p.guid AS port_guid, p.host AS port_host
-FROM networks n LEFT JOIN ports p ON p.id = ? OR p.guid = ?
+       p.id AS port_id, p.network_id AS port_network_id, p.guid AS port_guid, p.host AS port_host,
+       n.fabric, p.fabric AS port_fabric
+FROM networks n LEFT JOIN ports p ON p.id = ? OR (p.fabric = ? AND p.guid = ?)
 WHERE n.id = ?
 `
 
 type GetPortChangeRowsParams struct {
 	PortID    string
+	Fabric    string
 	Guid      *fabric.GUID
 	NetworkID string
 }
@@ -421,6 +466,8 @@ type GetPortChangeRowsRow struct {
 	PortNetworkID   *string
 	PortGuid        *fabric.GUID
 	PortHost        *string
+	Fabric          string
+	PortFabric      *string
 }
 
 // The network of a port change, with the port recorded under this id and
@@ -428,7 +475,12 @@ type GetPortChangeRowsRow struct {
 // port columns are NULL): every row a port change reads, in one round trip,
 // while it holds the revision's row lock. No row: the network is not recorded.
 func (q *Queries) GetPortChangeRows(ctx context.Context, arg GetPortChangeRowsParams) ([]GetPortChangeRowsRow, error) {
-	rows, err := q.db.QueryContext(ctx, getPortChangeRows, arg.PortID, arg.Guid, arg.NetworkID)
+	rows, err := q.db.QueryContext(ctx, getPortChangeRows,
+		arg.PortID,
+		arg.Fabric,
+		arg.Guid,
+		arg.NetworkID,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -448,6 +500,8 @@ func (q *Queries) GetPortChangeRows(ctx context.Context, arg GetPortChangeRowsPa
 			&i.PortNetworkID,
 			&i.PortGuid,
 			&i.PortHost,
+			&i.Fabric,
+			&i.PortFabric,
 		); err != nil {
 			return nil, err
 		}
@@ -463,18 +517,19 @@ func (q *Queries) GetPortChangeRows(ctx context.Context, arg GetPortChangeRowsPa
 }
 
 const getPortsByIDOrGUID = `-- name: GetPortsByIDOrGUID :many
-SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports WHERE id = ? OR guid = ?
+SELECT id, network_id, guid, host, revision, created_at, updated_at, fabric FROM ports WHERE id = ? OR (fabric = ? AND guid = ?)
 `
 
 type GetPortsByIDOrGUIDParams struct {
-	ID   string
-	Guid *fabric.GUID
+	ID     string
+	Fabric string
+	Guid   *fabric.GUID
 }
 
 // The port with this id and the port holding this GUID (the same row, or
 // two): one round trip for both of a change's port reads.
 func (q *Queries) GetPortsByIDOrGUID(ctx context.Context, arg GetPortsByIDOrGUIDParams) ([]Port, error) {
-	rows, err := q.db.QueryContext(ctx, getPortsByIDOrGUID, arg.ID, arg.Guid)
+	rows, err := q.db.QueryContext(ctx, getPortsByIDOrGUID, arg.ID, arg.Fabric, arg.Guid)
 	if err != nil {
 		return nil, err
 	}
@@ -490,6 +545,7 @@ func (q *Queries) GetPortsByIDOrGUID(ctx context.Context, arg GetPortsByIDOrGUID
 			&i.Revision,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -516,16 +572,17 @@ func (q *Queries) HoldsLock(ctx context.Context, name string) (int64, error) {
 }
 
 const insertJob = `-- name: InsertJob :execresult
-INSERT INTO jobs (id, revision, object_type, object_id, network_id, operation, status,
+INSERT INTO jobs (id, fabric, revision, object_type, object_id, network_id, operation, status,
                   description, result, error, created_by, request, request_id, created_at, updated_at, started_at, finished_at)
 VALUES ((SELECT GREATEST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000) * 1000, COALESCE(MAX(id), 0) + 1) FROM jobs),
-        ?, ?, ?, ?,
+        ?, ?, ?, ?, ?,
         ?, ?, ?, ?, ?,
         ?, ?, ?, ?, ?,
         ?, ?)
 `
 
 type InsertJobParams struct {
+	Fabric      string
 	Revision    int64
 	ObjectType  string
 	ObjectID    string
@@ -561,6 +618,7 @@ type InsertJobParams struct {
 // Every other column is the job row's field of its name (driver.Job).
 func (q *Queries) InsertJob(ctx context.Context, arg InsertJobParams) (sql.Result, error) {
 	return q.db.ExecContext(ctx, insertJob,
+		arg.Fabric,
 		arg.Revision,
 		arg.ObjectType,
 		arg.ObjectID,
@@ -581,11 +639,11 @@ func (q *Queries) InsertJob(ctx context.Context, arg InsertJobParams) (sql.Resul
 }
 
 const lastApply = `-- name: LastApply :one
-SELECT id, revision, sha256, term, outcome, detail, started_at, finished_at FROM applies ORDER BY id DESC LIMIT 1
+SELECT id, revision, sha256, term, outcome, detail, started_at, finished_at, fabric FROM applies WHERE fabric = ? ORDER BY id DESC LIMIT 1
 `
 
-func (q *Queries) LastApply(ctx context.Context) (Apply, error) {
-	row := q.db.QueryRowContext(ctx, lastApply)
+func (q *Queries) LastApply(ctx context.Context, argFabric string) (Apply, error) {
+	row := q.db.QueryRowContext(ctx, lastApply, argFabric)
 	var i Apply
 	err := row.Scan(
 		&i.ID,
@@ -596,17 +654,18 @@ func (q *Queries) LastApply(ctx context.Context) (Apply, error) {
 		&i.Detail,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.Fabric,
 	)
 	return i, err
 }
 
 const listManagedNetworks = `-- name: ListManagedNetworks :many
-SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE managed ORDER BY id
+SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed, fabric FROM networks WHERE fabric = ? AND managed ORDER BY id
 `
 
 // The networks that have a partition: what the partitions file renders.
-func (q *Queries) ListManagedNetworks(ctx context.Context) ([]Network, error) {
-	rows, err := q.db.QueryContext(ctx, listManagedNetworks)
+func (q *Queries) ListManagedNetworks(ctx context.Context, argFabric string) ([]Network, error) {
+	rows, err := q.db.QueryContext(ctx, listManagedNetworks, argFabric)
 	if err != nil {
 		return nil, err
 	}
@@ -624,6 +683,7 @@ func (q *Queries) ListManagedNetworks(ctx context.Context) ([]Network, error) {
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.Managed,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -639,15 +699,20 @@ func (q *Queries) ListManagedNetworks(ctx context.Context) ([]Network, error) {
 }
 
 const listNetworksSince = `-- name: ListNetworksSince :many
-SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE revision >= ?
+SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed, fabric FROM networks WHERE fabric = ? AND revision >= ?
 `
+
+type ListNetworksSinceParams struct {
+	Fabric   string
+	Revision int64
+}
 
 // What the applier's incremental snapshot reads (store.SnapshotCache): the
 // rows a change wrote at or after a revision (every write of a network or a
 // port sets its revision to the change's), and the counts that show whether
 // rows were deleted since.
-func (q *Queries) ListNetworksSince(ctx context.Context, revision int64) ([]Network, error) {
-	rows, err := q.db.QueryContext(ctx, listNetworksSince, revision)
+func (q *Queries) ListNetworksSince(ctx context.Context, arg ListNetworksSinceParams) ([]Network, error) {
+	rows, err := q.db.QueryContext(ctx, listNetworksSince, arg.Fabric, arg.Revision)
 	if err != nil {
 		return nil, err
 	}
@@ -665,6 +730,7 @@ func (q *Queries) ListNetworksSince(ctx context.Context, revision int64) ([]Netw
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.Managed,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -680,11 +746,16 @@ func (q *Queries) ListNetworksSince(ctx context.Context, revision int64) ([]Netw
 }
 
 const listPortsOfNetwork = `-- name: ListPortsOfNetwork :many
-SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports WHERE network_id = ?
+SELECT id, network_id, guid, host, revision, created_at, updated_at, fabric FROM ports WHERE network_id = ? AND fabric = ?
 `
 
-func (q *Queries) ListPortsOfNetwork(ctx context.Context, networkID string) ([]Port, error) {
-	rows, err := q.db.QueryContext(ctx, listPortsOfNetwork, networkID)
+type ListPortsOfNetworkParams struct {
+	NetworkID string
+	Fabric    string
+}
+
+func (q *Queries) ListPortsOfNetwork(ctx context.Context, arg ListPortsOfNetworkParams) ([]Port, error) {
+	rows, err := q.db.QueryContext(ctx, listPortsOfNetwork, arg.NetworkID, arg.Fabric)
 	if err != nil {
 		return nil, err
 	}
@@ -700,6 +771,7 @@ func (q *Queries) ListPortsOfNetwork(ctx context.Context, networkID string) ([]P
 			&i.Revision,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -715,11 +787,16 @@ func (q *Queries) ListPortsOfNetwork(ctx context.Context, networkID string) ([]P
 }
 
 const listPortsSince = `-- name: ListPortsSince :many
-SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports WHERE revision >= ?
+SELECT id, network_id, guid, host, revision, created_at, updated_at, fabric FROM ports WHERE fabric = ? AND revision >= ?
 `
 
-func (q *Queries) ListPortsSince(ctx context.Context, revision int64) ([]Port, error) {
-	rows, err := q.db.QueryContext(ctx, listPortsSince, revision)
+type ListPortsSinceParams struct {
+	Fabric   string
+	Revision int64
+}
+
+func (q *Queries) ListPortsSince(ctx context.Context, arg ListPortsSinceParams) ([]Port, error) {
+	rows, err := q.db.QueryContext(ctx, listPortsSince, arg.Fabric, arg.Revision)
 	if err != nil {
 		return nil, err
 	}
@@ -735,6 +812,7 @@ func (q *Queries) ListPortsSince(ctx context.Context, revision int64) ([]Port, e
 			&i.Revision,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -751,13 +829,14 @@ func (q *Queries) ListPortsSince(ctx context.Context, revision int64) ([]Port, e
 
 const markJobsRunning = `-- name: MarkJobsRunning :execrows
 UPDATE jobs SET status = 'Running', started_at = ?, updated_at = ?
-WHERE status = 'Pending' AND revision <= ?
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?)
+WHERE jobs.fabric = ? AND status = 'Pending' AND revision <= ?
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ? AND leadership.term = ?)
 `
 
 type MarkJobsRunningParams struct {
 	StartedAt *time.Time
 	Now       time.Time
+	Fabric    string
 	Revision  int64
 	Term      int64
 }
@@ -766,7 +845,9 @@ func (q *Queries) MarkJobsRunning(ctx context.Context, arg MarkJobsRunningParams
 	result, err := q.db.ExecContext(ctx, markJobsRunning,
 		arg.StartedAt,
 		arg.Now,
+		arg.Fabric,
 		arg.Revision,
+		arg.Fabric,
 		arg.Term,
 	)
 	if err != nil {
@@ -776,25 +857,31 @@ func (q *Queries) MarkJobsRunning(ctx context.Context, arg MarkJobsRunningParams
 }
 
 const newTerm = `-- name: NewTerm :exec
-UPDATE leadership SET term = term + 1, holder = ?, heartbeat = ? WHERE id = 1
+UPDATE leadership SET term = term + 1, holder = ?, heartbeat = ? WHERE fabric = ?
 `
 
 type NewTermParams struct {
 	Holder    string
 	Heartbeat *time.Time
+	Fabric    string
 }
 
 func (q *Queries) NewTerm(ctx context.Context, arg NewTermParams) error {
-	_, err := q.db.ExecContext(ctx, newTerm, arg.Holder, arg.Heartbeat)
+	_, err := q.db.ExecContext(ctx, newTerm, arg.Holder, arg.Heartbeat, arg.Fabric)
 	return err
 }
 
 const openJobsWithGUIDs = `-- name: OpenJobsWithGUIDs :many
 SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid
 FROM jobs j LEFT JOIN ports p ON j.object_type = 'port' AND p.id = j.object_id
-WHERE j.status IN ('Pending', 'Running') AND j.revision <= ?
+WHERE j.fabric = ? AND j.status IN ('Pending', 'Running') AND j.revision <= ?
 ORDER BY j.id
 `
+
+type OpenJobsWithGUIDsParams struct {
+	Fabric   string
+	Revision int64
+}
 
 type OpenJobsWithGUIDsRow struct {
 	ID         int64
@@ -806,8 +893,8 @@ type OpenJobsWithGUIDsRow struct {
 
 // The open jobs up to a revision, with the GUID a port job's port holds now
 // (NULL for a network's job, or a port gone or without membership).
-func (q *Queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]OpenJobsWithGUIDsRow, error) {
-	rows, err := q.db.QueryContext(ctx, openJobsWithGUIDs, revision)
+func (q *Queries) OpenJobsWithGUIDs(ctx context.Context, arg OpenJobsWithGUIDsParams) ([]OpenJobsWithGUIDsRow, error) {
+	rows, err := q.db.QueryContext(ctx, openJobsWithGUIDs, arg.Fabric, arg.Revision)
 	if err != nil {
 		return nil, err
 	}
@@ -836,10 +923,10 @@ func (q *Queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]Open
 }
 
 const recordApply = `-- name: RecordApply :execrows
-INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finished_at)
+INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finished_at, fabric)
 SELECT ?, ?, ?, ?, ?,
-       ?, ?
-FROM leadership WHERE leadership.id = 1 AND leadership.term = ?
+       ?, ?, ?
+FROM leadership WHERE leadership.fabric = ? AND leadership.term = ?
 `
 
 type RecordApplyParams struct {
@@ -850,6 +937,7 @@ type RecordApplyParams struct {
 	Detail     string
 	StartedAt  time.Time
 	FinishedAt time.Time
+	Fabric     string
 }
 
 func (q *Queries) RecordApply(ctx context.Context, arg RecordApplyParams) (int64, error) {
@@ -861,6 +949,8 @@ func (q *Queries) RecordApply(ctx context.Context, arg RecordApplyParams) (int64
 		arg.Detail,
 		arg.StartedAt,
 		arg.FinishedAt,
+		arg.Fabric,
+		arg.Fabric,
 		arg.Term,
 	)
 	if err != nil {
@@ -881,26 +971,31 @@ func (q *Queries) ReleaseLock(ctx context.Context, name string) (int64, error) {
 }
 
 const revision = `-- name: Revision :one
-SELECT revision FROM state WHERE id = 1
+SELECT revision FROM state WHERE fabric = ?
 `
 
-func (q *Queries) Revision(ctx context.Context) (int64, error) {
-	row := q.db.QueryRowContext(ctx, revision)
+func (q *Queries) Revision(ctx context.Context, argFabric string) (int64, error) {
+	row := q.db.QueryRowContext(ctx, revision, argFabric)
 	var revision int64
 	err := row.Scan(&revision)
 	return revision, err
 }
 
 const setRevision = `-- name: SetRevision :exec
-UPDATE state SET revision = ? WHERE id = 1
+UPDATE state SET revision = ? WHERE fabric = ?
 `
+
+type SetRevisionParams struct {
+	Revision int64
+	Fabric   string
+}
 
 // A group of changes ends at the revision of its last change that touches a
 // partition (BumpRevision took the next one for its first): changes that
 // touch none, and refused ones, give theirs back, so that the applier has
 // nothing to sweep for.
-func (q *Queries) SetRevision(ctx context.Context, revision int64) error {
-	_, err := q.db.ExecContext(ctx, setRevision, revision)
+func (q *Queries) SetRevision(ctx context.Context, arg SetRevisionParams) error {
+	_, err := q.db.ExecContext(ctx, setRevision, arg.Revision, arg.Fabric)
 	return err
 }
 
@@ -919,12 +1014,12 @@ func (q *Queries) TryGetLock(ctx context.Context, name string) (int64, error) {
 }
 
 const upsertNetwork = `-- name: UpsertNetwork :exec
-INSERT INTO networks (id, name, network_type, physical_network, pkey, managed, revision, created_at, updated_at)
+INSERT INTO networks (id, name, network_type, physical_network, pkey, managed, revision, created_at, updated_at, fabric)
 VALUES (?, ?, ?, ?, ?,
-        ?,        ?, ?, ?)
+        ?,        ?, ?, ?, ?)
 ON DUPLICATE KEY UPDATE
     name = VALUES(name), network_type = VALUES(network_type),
-    physical_network = VALUES(physical_network), pkey = VALUES(pkey), managed = VALUES(managed),
+    physical_network = VALUES(physical_network), pkey = VALUES(pkey), managed = VALUES(managed), fabric = VALUES(fabric),
     revision = VALUES(revision), updated_at = VALUES(updated_at)
 `
 
@@ -937,6 +1032,7 @@ type UpsertNetworkParams struct {
 	Managed         bool
 	Revision        int64
 	Now             time.Time
+	Fabric          string
 }
 
 func (q *Queries) UpsertNetwork(ctx context.Context, arg UpsertNetworkParams) error {
@@ -950,16 +1046,17 @@ func (q *Queries) UpsertNetwork(ctx context.Context, arg UpsertNetworkParams) er
 		arg.Revision,
 		arg.Now,
 		arg.Now,
+		arg.Fabric,
 	)
 	return err
 }
 
 const upsertPort = `-- name: UpsertPort :exec
-INSERT INTO ports (id, network_id, guid, host, revision, created_at, updated_at)
+INSERT INTO ports (id, network_id, guid, host, revision, created_at, updated_at, fabric)
 VALUES (?, ?, ?, ?, ?,
-        ?, ?)
+        ?, ?, ?)
 ON DUPLICATE KEY UPDATE
-    network_id = VALUES(network_id), guid = VALUES(guid), host = VALUES(host),
+    network_id = VALUES(network_id), fabric = VALUES(fabric), guid = VALUES(guid), host = VALUES(host),
     revision = VALUES(revision), updated_at = VALUES(updated_at)
 `
 
@@ -970,6 +1067,7 @@ type UpsertPortParams struct {
 	Host      string
 	Revision  int64
 	Now       time.Time
+	Fabric    string
 }
 
 func (q *Queries) UpsertPort(ctx context.Context, arg UpsertPortParams) error {
@@ -981,6 +1079,7 @@ func (q *Queries) UpsertPort(ctx context.Context, arg UpsertPortParams) error {
 		arg.Revision,
 		arg.Now,
 		arg.Now,
+		arg.Fabric,
 	)
 	return err
 }

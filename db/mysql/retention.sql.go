@@ -12,13 +12,14 @@ import (
 
 const deleteAppliesBefore = `-- name: DeleteAppliesBefore :execrows
 DELETE FROM applies
-WHERE applies.id < ? AND applies.finished_at < ?
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?)
+WHERE applies.fabric = ? AND applies.id < ? AND applies.finished_at < ?
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ? AND leadership.term = ?)
 ORDER BY applies.id
 LIMIT ?
 `
 
 type DeleteAppliesBeforeParams struct {
+	Fabric   string
 	KeepFrom int64
 	Before   time.Time
 	Term     int64
@@ -27,8 +28,10 @@ type DeleteAppliesBeforeParams struct {
 
 func (q *Queries) DeleteAppliesBefore(ctx context.Context, arg DeleteAppliesBeforeParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, deleteAppliesBefore,
+		arg.Fabric,
 		arg.KeepFrom,
 		arg.Before,
+		arg.Fabric,
 		arg.Term,
 		arg.Limit,
 	)
@@ -41,13 +44,14 @@ func (q *Queries) DeleteAppliesBefore(ctx context.Context, arg DeleteAppliesBefo
 const deleteFinishedJobsBefore = `-- name: DeleteFinishedJobsBefore :execrows
 
 DELETE FROM jobs
-WHERE status IN ('Completed', 'Failed') AND finished_at < ?
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?)
+WHERE jobs.fabric = ? AND status IN ('Completed', 'Failed') AND finished_at < ?
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ? AND leadership.term = ?)
 ORDER BY id
 LIMIT ?
 `
 
 type DeleteFinishedJobsBeforeParams struct {
+	Fabric string
 	Before *time.Time
 	Term   int64
 	Limit  int32
@@ -58,7 +62,13 @@ type DeleteFinishedJobsBeforeParams struct {
 // holds locks for long. Open jobs (Pending, Running) are never deleted.
 // Fenced by the leadership term, like every write of the applier.
 func (q *Queries) DeleteFinishedJobsBefore(ctx context.Context, arg DeleteFinishedJobsBeforeParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, deleteFinishedJobsBefore, arg.Before, arg.Term, arg.Limit)
+	result, err := q.db.ExecContext(ctx, deleteFinishedJobsBefore,
+		arg.Fabric,
+		arg.Before,
+		arg.Fabric,
+		arg.Term,
+		arg.Limit,
+	)
 	if err != nil {
 		return 0, err
 	}
@@ -69,15 +79,19 @@ const firstApplyToKeep = `-- name: FirstApplyToKeep :one
 
 SELECT CAST(COALESCE(
     (SELECT max(a.id) FROM applies AS a
-     WHERE a.outcome = 'applied'
+     WHERE a.fabric = ? AND a.outcome = 'applied'
        AND a.finished_at <= COALESCE(
            (SELECT j.finished_at FROM jobs AS j
-            WHERE j.status = 'Completed' AND j.finished_at IS NOT NULL
+            WHERE j.fabric = ? AND j.status = 'Completed' AND j.finished_at IS NOT NULL
             ORDER BY j.finished_at LIMIT 1),
            a.finished_at)),
-    (SELECT max(b.id) FROM applies AS b),
+    (SELECT max(b.id) FROM applies AS b WHERE b.fabric = ?),
     0) AS SIGNED) AS id
 `
+
+type FirstApplyToKeepParams struct {
+	Fabric string
+}
 
 // Apply retention: the leader deletes the rows of applies older than [database]
 // job_retention, below the first row it must keep: the last applied row that
@@ -86,8 +100,8 @@ SELECT CAST(COALESCE(
 // applied). Every kept Completed job then keeps an applied row of its
 // revision or a later one that finished before it, and --status the newest
 // row. A bounded batch per statement, fenced by the term, as for jobs.
-func (q *Queries) FirstApplyToKeep(ctx context.Context) (int64, error) {
-	row := q.db.QueryRowContext(ctx, firstApplyToKeep)
+func (q *Queries) FirstApplyToKeep(ctx context.Context, arg FirstApplyToKeepParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, firstApplyToKeep, arg.Fabric, arg.Fabric, arg.Fabric)
 	var id int64
 	err := row.Scan(&id)
 	return id, err

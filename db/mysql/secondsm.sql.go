@@ -12,12 +12,17 @@ import (
 
 const deleteSecondSMs = `-- name: DeleteSecondSMs :execrows
 DELETE FROM second_subnet_managers
-WHERE EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?)
+WHERE second_subnet_managers.fabric = ? AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ? AND leadership.term = ?)
 `
 
+type DeleteSecondSMsParams struct {
+	Fabric string
+	Term   int64
+}
+
 // Fenced too: a deposed leader does not erase what the leader recorded.
-func (q *Queries) DeleteSecondSMs(ctx context.Context, term int64) (int64, error) {
-	result, err := q.db.ExecContext(ctx, deleteSecondSMs, term)
+func (q *Queries) DeleteSecondSMs(ctx context.Context, arg DeleteSecondSMsParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, deleteSecondSMs, arg.Fabric, arg.Fabric, arg.Term)
 	if err != nil {
 		return 0, err
 	}
@@ -26,9 +31,10 @@ func (q *Queries) DeleteSecondSMs(ctx context.Context, term int64) (int64, error
 
 const insertSecondSM = `-- name: InsertSecondSM :execrows
 
-INSERT INTO second_subnet_managers (port_guid, priority, state, own_state, term, seen_at)
-SELECT ?, ?, ?, ?, ?, ?
-FROM leadership WHERE leadership.id = 1 AND leadership.term = ?
+INSERT INTO second_subnet_managers (port_guid, priority, state, own_state, term, seen_at, fabric)
+SELECT ?, ?, ?, ?, ?, ?,
+    ?
+FROM leadership WHERE leadership.fabric = ? AND leadership.term = ?
 `
 
 type InsertSecondSMParams struct {
@@ -38,6 +44,7 @@ type InsertSecondSMParams struct {
 	OwnState string
 	Term     int64
 	Now      time.Time
+	Fabric   string
 }
 
 // A second subnet manager on the fabric: see migrations' 00012_second_sm.
@@ -50,6 +57,8 @@ func (q *Queries) InsertSecondSM(ctx context.Context, arg InsertSecondSMParams) 
 		arg.OwnState,
 		arg.Term,
 		arg.Now,
+		arg.Fabric,
+		arg.Fabric,
 		arg.Term,
 	)
 	if err != nil {
@@ -59,11 +68,11 @@ func (q *Queries) InsertSecondSM(ctx context.Context, arg InsertSecondSMParams) 
 }
 
 const secondSMs = `-- name: SecondSMs :many
-SELECT port_guid, priority, state, own_state, term, seen_at FROM second_subnet_managers ORDER BY port_guid
+SELECT port_guid, priority, state, own_state, term, seen_at, fabric FROM second_subnet_managers WHERE fabric = ? ORDER BY port_guid
 `
 
-func (q *Queries) SecondSMs(ctx context.Context) ([]SecondSubnetManager, error) {
-	rows, err := q.db.QueryContext(ctx, secondSMs)
+func (q *Queries) SecondSMs(ctx context.Context, fabric string) ([]SecondSubnetManager, error) {
+	rows, err := q.db.QueryContext(ctx, secondSMs, fabric)
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +87,7 @@ func (q *Queries) SecondSMs(ctx context.Context) ([]SecondSubnetManager, error) 
 			&i.OwnState,
 			&i.Term,
 			&i.SeenAt,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}

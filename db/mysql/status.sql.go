@@ -12,14 +12,15 @@ import (
 
 const describeOpenJobs = `-- name: DescribeOpenJobs :execrows
 UPDATE jobs SET description = CONCAT(SUBSTRING_INDEX(description, '\n', 1), '\n', ?), updated_at = ?
-WHERE status IN ('Pending', 'Running') AND revision <= ?
+WHERE jobs.fabric = ? AND status IN ('Pending', 'Running') AND revision <= ?
   AND description <> CONCAT(SUBSTRING_INDEX(description, '\n', 1), '\n', ?)
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?)
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ? AND leadership.term = ?)
 `
 
 type DescribeOpenJobsParams struct {
 	Reason   interface{}
 	Now      time.Time
+	Fabric   string
 	Revision int64
 	Term     int64
 }
@@ -30,8 +31,10 @@ func (q *Queries) DescribeOpenJobs(ctx context.Context, arg DescribeOpenJobsPara
 	result, err := q.db.ExecContext(ctx, describeOpenJobs,
 		arg.Reason,
 		arg.Now,
+		arg.Fabric,
 		arg.Revision,
 		arg.Reason,
+		arg.Fabric,
 		arg.Term,
 	)
 	if err != nil {
@@ -41,16 +44,17 @@ func (q *Queries) DescribeOpenJobs(ctx context.Context, arg DescribeOpenJobsPara
 }
 
 const heartbeat = `-- name: Heartbeat :execrows
-UPDATE leadership SET heartbeat = ? WHERE id = 1 AND term = ?
+UPDATE leadership SET heartbeat = ? WHERE fabric = ? AND term = ?
 `
 
 type HeartbeatParams struct {
-	Now  *time.Time
-	Term int64
+	Now    *time.Time
+	Fabric string
+	Term   int64
 }
 
 func (q *Queries) Heartbeat(ctx context.Context, arg HeartbeatParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, heartbeat, arg.Now, arg.Term)
+	result, err := q.db.ExecContext(ctx, heartbeat, arg.Now, arg.Fabric, arg.Term)
 	if err != nil {
 		return 0, err
 	}
@@ -58,7 +62,7 @@ func (q *Queries) Heartbeat(ctx context.Context, arg HeartbeatParams) (int64, er
 }
 
 const leadership = `-- name: Leadership :one
-SELECT term, holder, heartbeat FROM leadership WHERE id = 1
+SELECT term, holder, heartbeat FROM leadership WHERE fabric = ?
 `
 
 type LeadershipRow struct {
@@ -67,21 +71,26 @@ type LeadershipRow struct {
 	Heartbeat *time.Time
 }
 
-func (q *Queries) Leadership(ctx context.Context) (LeadershipRow, error) {
-	row := q.db.QueryRowContext(ctx, leadership)
+func (q *Queries) Leadership(ctx context.Context, fabric string) (LeadershipRow, error) {
+	row := q.db.QueryRowContext(ctx, leadership, fabric)
 	var i LeadershipRow
 	err := row.Scan(&i.Term, &i.Holder, &i.Heartbeat)
 	return i, err
 }
 
 const oldestOpenJob = `-- name: OldestOpenJob :one
-SELECT created_at FROM jobs WHERE status = ? ORDER BY revision, id LIMIT 1
+SELECT created_at FROM jobs WHERE jobs.fabric = ? AND status = ? ORDER BY revision, id LIMIT 1
 `
+
+type OldestOpenJobParams struct {
+	Fabric string
+	Status string
+}
 
 // The open job of a status with the lowest revision is the oldest: revisions
 // are taken in commit order. Served by jobs_status_revision.
-func (q *Queries) OldestOpenJob(ctx context.Context, status string) (time.Time, error) {
-	row := q.db.QueryRowContext(ctx, oldestOpenJob, status)
+func (q *Queries) OldestOpenJob(ctx context.Context, arg OldestOpenJobParams) (time.Time, error) {
+	row := q.db.QueryRowContext(ctx, oldestOpenJob, arg.Fabric, arg.Status)
 	var created_at time.Time
 	err := row.Scan(&created_at)
 	return created_at, err
@@ -89,14 +98,15 @@ func (q *Queries) OldestOpenJob(ctx context.Context, status string) (time.Time, 
 
 const setJobDescription = `-- name: SetJobDescription :execrows
 UPDATE jobs SET description = ?, updated_at = ?
-WHERE jobs.id = ? AND status IN ('Pending', 'Running')
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?)
+WHERE jobs.id = ? AND jobs.fabric = ? AND status IN ('Pending', 'Running')
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ? AND leadership.term = ?)
 `
 
 type SetJobDescriptionParams struct {
 	Description string
 	Now         time.Time
 	JobID       int64
+	Fabric      string
 	Term        int64
 }
 
@@ -107,6 +117,8 @@ func (q *Queries) SetJobDescription(ctx context.Context, arg SetJobDescriptionPa
 		arg.Description,
 		arg.Now,
 		arg.JobID,
+		arg.Fabric,
+		arg.Fabric,
 		arg.Term,
 	)
 	if err != nil {

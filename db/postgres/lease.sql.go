@@ -12,11 +12,11 @@ import (
 
 const liftFreeze = `-- name: LiftFreeze :execrows
 UPDATE leadership SET freeze_reason = '', suspect = '', unfreeze_requested = false
-WHERE id = 1 AND term = $1 AND freeze_reason <> '' AND unfreeze_requested
+WHERE fabric = $1 AND term = $2 AND freeze_reason <> '' AND unfreeze_requested
 `
 
-func (q *Queries) LiftFreeze(ctx context.Context, term int64) (int64, error) {
-	result, err := q.db.Exec(ctx, liftFreeze, term)
+func (q *Queries) LiftFreeze(ctx context.Context, fabric string, term int64) (int64, error) {
+	result, err := q.db.Exec(ctx, liftFreeze, fabric, term)
 	if err != nil {
 		return 0, err
 	}
@@ -26,7 +26,7 @@ func (q *Queries) LiftFreeze(ctx context.Context, term int64) (int64, error) {
 const readLease = `-- name: ReadLease :one
 SELECT term, holder, heartbeat, expires_at, now()::timestamptz AS db_now, previous_holder, previous_expired,
     suspect, freeze_reason, unfreeze_requested
-FROM leadership WHERE id = 1
+FROM leadership WHERE fabric = $1
 `
 
 type ReadLeaseRow struct {
@@ -42,8 +42,8 @@ type ReadLeaseRow struct {
 	UnfreezeRequested bool
 }
 
-func (q *Queries) ReadLease(ctx context.Context) (ReadLeaseRow, error) {
-	row := q.db.QueryRow(ctx, readLease)
+func (q *Queries) ReadLease(ctx context.Context, fabric string) (ReadLeaseRow, error) {
+	row := q.db.QueryRow(ctx, readLease, fabric)
 	var i ReadLeaseRow
 	err := row.Scan(
 		&i.Term,
@@ -61,11 +61,11 @@ func (q *Queries) ReadLease(ctx context.Context) (ReadLeaseRow, error) {
 }
 
 const releaseLease = `-- name: ReleaseLease :execrows
-UPDATE leadership SET expires_at = NULL WHERE id = 1 AND term = $1 AND expires_at IS NOT NULL
+UPDATE leadership SET expires_at = NULL WHERE fabric = $1 AND term = $2 AND expires_at IS NOT NULL
 `
 
-func (q *Queries) ReleaseLease(ctx context.Context, term int64) (int64, error) {
-	result, err := q.db.Exec(ctx, releaseLease, term)
+func (q *Queries) ReleaseLease(ctx context.Context, fabric string, term int64) (int64, error) {
+	result, err := q.db.Exec(ctx, releaseLease, fabric, term)
 	if err != nil {
 		return 0, err
 	}
@@ -74,12 +74,12 @@ func (q *Queries) ReleaseLease(ctx context.Context, term int64) (int64, error) {
 
 const renewLease = `-- name: RenewLease :execrows
 UPDATE leadership SET heartbeat = now(), expires_at = now() + make_interval(secs => $1::float8)
-WHERE id = 1 AND term = $2 AND expires_at IS NOT NULL AND expires_at >= now()
+WHERE fabric = $2 AND term = $3 AND expires_at IS NOT NULL AND expires_at >= now()
 `
 
 // RenewLease extends the lease of term while it has not expired.
-func (q *Queries) RenewLease(ctx context.Context, ttlSeconds float64, term int64) (int64, error) {
-	result, err := q.db.Exec(ctx, renewLease, ttlSeconds, term)
+func (q *Queries) RenewLease(ctx context.Context, ttlSeconds float64, fabric string, term int64) (int64, error) {
+	result, err := q.db.Exec(ctx, renewLease, ttlSeconds, fabric, term)
 	if err != nil {
 		return 0, err
 	}
@@ -87,12 +87,12 @@ func (q *Queries) RenewLease(ctx context.Context, ttlSeconds float64, term int64
 }
 
 const requestUnfreeze = `-- name: RequestUnfreeze :execrows
-UPDATE leadership SET unfreeze_requested = true WHERE id = 1 AND freeze_reason <> ''
+UPDATE leadership SET unfreeze_requested = true WHERE fabric = $1 AND freeze_reason <> ''
 `
 
 // An operator's --unfreeze: taken by the leader once its OpenSM is master.
-func (q *Queries) RequestUnfreeze(ctx context.Context) (int64, error) {
-	result, err := q.db.Exec(ctx, requestUnfreeze)
+func (q *Queries) RequestUnfreeze(ctx context.Context, fabric string) (int64, error) {
+	result, err := q.db.Exec(ctx, requestUnfreeze, fabric)
 	if err != nil {
 		return 0, err
 	}
@@ -100,11 +100,11 @@ func (q *Queries) RequestUnfreeze(ctx context.Context) (int64, error) {
 }
 
 const setFreeze = `-- name: SetFreeze :execrows
-UPDATE leadership SET freeze_reason = $1::text WHERE id = 1 AND term = $2
+UPDATE leadership SET freeze_reason = $1::text WHERE fabric = $2 AND term = $3
 `
 
-func (q *Queries) SetFreeze(ctx context.Context, reason string, term int64) (int64, error) {
-	result, err := q.db.Exec(ctx, setFreeze, reason, term)
+func (q *Queries) SetFreeze(ctx context.Context, reason string, fabric string, term int64) (int64, error) {
+	result, err := q.db.Exec(ctx, setFreeze, reason, fabric, term)
 	if err != nil {
 		return 0, err
 	}
@@ -120,7 +120,7 @@ UPDATE leadership SET term = GREATEST(term + 1, floor(extract(epoch FROM clock_t
     holder = $1, heartbeat = now(),
     expires_at = now() + make_interval(secs => $2::float8),
     freeze_reason = '', unfreeze_requested = false
-WHERE id = 1 AND (expires_at IS NULL OR expires_at < now())
+WHERE fabric = $3 AND (expires_at IS NULL OR expires_at < now())
 `
 
 // The HA lease on the leadership row ([ha] ha = true). Every time is the
@@ -132,8 +132,8 @@ WHERE id = 1 AND (expires_at IS NULL OR expires_at < now())
 // A term is never given twice, even after a restore from a backup (or a
 // failover to an asynchronous replica) put an older row back: it is the larger
 // of the next term and the database's clock in milliseconds, as job ids are.
-func (q *Queries) TakeLease(ctx context.Context, holder string, ttlSeconds float64) (int64, error) {
-	result, err := q.db.Exec(ctx, takeLease, holder, ttlSeconds)
+func (q *Queries) TakeLease(ctx context.Context, holder string, ttlSeconds float64, fabric string) (int64, error) {
+	result, err := q.db.Exec(ctx, takeLease, holder, ttlSeconds, fabric)
 	if err != nil {
 		return 0, err
 	}

@@ -25,14 +25,14 @@ func (q *Queries) AdvisoryUnlock(ctx context.Context, key int64) (bool, error) {
 
 const bumpRevision = `-- name: BumpRevision :one
 
-UPDATE state SET revision = revision + 1 WHERE id = 1 RETURNING revision
+UPDATE state SET revision = revision + 1 WHERE fabric = $1 RETURNING revision
 `
 
 // Queries that PostgreSQL and SQLite run alike (sqlc generates them into both
 // db/postgres and db/sqlite). A query whose SQL differs goes in each engine's
 // own folder instead, under the same name.
-func (q *Queries) BumpRevision(ctx context.Context) (int64, error) {
-	row := q.db.QueryRow(ctx, bumpRevision)
+func (q *Queries) BumpRevision(ctx context.Context, argFabric string) (int64, error) {
+	row := q.db.QueryRow(ctx, bumpRevision, argFabric)
 	var revision int64
 	err := row.Scan(&revision)
 	return revision, err
@@ -40,12 +40,17 @@ func (q *Queries) BumpRevision(ctx context.Context) (int64, error) {
 
 const clearGUIDsOfNetwork = `-- name: ClearGUIDsOfNetwork :execrows
 UPDATE ports SET guid = NULL, revision = $1, updated_at = $2
-WHERE network_id = $3 AND guid IS NOT NULL
+WHERE network_id = $3 AND fabric = $4 AND guid IS NOT NULL
 `
 
 // A network that loses its partition takes its ports' GUIDs out with it.
-func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, revision int64, now time.Time, networkID string) (int64, error) {
-	result, err := q.db.Exec(ctx, clearGUIDsOfNetwork, revision, now, networkID)
+func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, revision int64, now time.Time, networkID string, fabric string) (int64, error) {
+	result, err := q.db.Exec(ctx, clearGUIDsOfNetwork,
+		revision,
+		now,
+		networkID,
+		fabric,
+	)
 	if err != nil {
 		return 0, err
 	}
@@ -55,16 +60,17 @@ func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, revision int64, now t
 const completeJob = `-- name: CompleteJob :execrows
 UPDATE jobs SET status = 'Completed', error = '', description = split_part(description, E'\n', 1),
     finished_at = $1, updated_at = $1
-WHERE jobs.id = $2 AND status IN ('Pending', 'Running') AND revision <= $3
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = $4)
+WHERE jobs.id = $2 AND jobs.fabric = $3 AND status IN ('Pending', 'Running') AND revision <= $4
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = $3 AND leadership.term = $5)
 `
 
 // A job an apply's proof completes on its own, while others of its
 // revision still wait for theirs (internal/store/applier.go FinishApplyProven).
-func (q *Queries) CompleteJob(ctx context.Context, now *time.Time, jobID int64, revision int64, term int64) (int64, error) {
+func (q *Queries) CompleteJob(ctx context.Context, now *time.Time, jobID int64, fabric string, revision int64, term int64) (int64, error) {
 	result, err := q.db.Exec(ctx, completeJob,
 		now,
 		jobID,
+		fabric,
 		revision,
 		term,
 	)
@@ -78,14 +84,19 @@ const completeJobs = `-- name: CompleteJobs :execrows
 
 UPDATE jobs SET status = 'Completed', error = '', description = split_part(description, E'\n', 1),
     finished_at = $1, updated_at = $1
-WHERE status IN ('Pending', 'Running') AND revision <= $2
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = $3)
+WHERE jobs.fabric = $2 AND status IN ('Pending', 'Running') AND revision <= $3
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = $2 AND leadership.term = $4)
 `
 
 // PostgreSQL and SQLite share the queries in queries/shared; this folder holds
 // the ones whose SQL differs (string functions, locks).
-func (q *Queries) CompleteJobs(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error) {
-	result, err := q.db.Exec(ctx, completeJobs, now, revision, term)
+func (q *Queries) CompleteJobs(ctx context.Context, now *time.Time, fabric string, revision int64, term int64) (int64, error) {
+	result, err := q.db.Exec(ctx, completeJobs,
+		now,
+		fabric,
+		revision,
+		term,
+	)
 	if err != nil {
 		return 0, err
 	}
@@ -93,7 +104,7 @@ func (q *Queries) CompleteJobs(ctx context.Context, now *time.Time, revision int
 }
 
 const countJobsByStatus = `-- name: CountJobsByStatus :many
-SELECT status, count(*) AS n FROM jobs GROUP BY status ORDER BY status
+SELECT status, count(*) AS n FROM jobs WHERE fabric = $1 GROUP BY status ORDER BY status
 `
 
 type CountJobsByStatusRow struct {
@@ -101,8 +112,8 @@ type CountJobsByStatusRow struct {
 	N      int64
 }
 
-func (q *Queries) CountJobsByStatus(ctx context.Context) ([]CountJobsByStatusRow, error) {
-	rows, err := q.db.Query(ctx, countJobsByStatus)
+func (q *Queries) CountJobsByStatus(ctx context.Context, argFabric string) ([]CountJobsByStatusRow, error) {
+	rows, err := q.db.Query(ctx, countJobsByStatus, argFabric)
 	if err != nil {
 		return nil, err
 	}
@@ -122,18 +133,18 @@ func (q *Queries) CountJobsByStatus(ctx context.Context) ([]CountJobsByStatusRow
 }
 
 const countMembers = `-- name: CountMembers :one
-SELECT count(*) FROM ports WHERE guid IS NOT NULL
+SELECT count(*) FROM ports WHERE fabric = $1 AND guid IS NOT NULL
 `
 
-func (q *Queries) CountMembers(ctx context.Context) (int64, error) {
-	row := q.db.QueryRow(ctx, countMembers)
+func (q *Queries) CountMembers(ctx context.Context, argFabric string) (int64, error) {
+	row := q.db.QueryRow(ctx, countMembers, argFabric)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
 }
 
 const countMembersByNetwork = `-- name: CountMembersByNetwork :many
-SELECT network_id, count(*) AS n FROM ports WHERE guid IS NOT NULL GROUP BY network_id
+SELECT network_id, count(*) AS n FROM ports WHERE fabric = $1 AND guid IS NOT NULL GROUP BY network_id
 `
 
 type CountMembersByNetworkRow struct {
@@ -141,8 +152,8 @@ type CountMembersByNetworkRow struct {
 	N         int64
 }
 
-func (q *Queries) CountMembersByNetwork(ctx context.Context) ([]CountMembersByNetworkRow, error) {
-	rows, err := q.db.Query(ctx, countMembersByNetwork)
+func (q *Queries) CountMembersByNetwork(ctx context.Context, argFabric string) ([]CountMembersByNetworkRow, error) {
+	rows, err := q.db.Query(ctx, countMembersByNetwork, argFabric)
 	if err != nil {
 		return nil, err
 	}
@@ -162,22 +173,22 @@ func (q *Queries) CountMembersByNetwork(ctx context.Context) ([]CountMembersByNe
 }
 
 const countNetworks = `-- name: CountNetworks :one
-SELECT count(*) FROM networks
+SELECT count(*) FROM networks WHERE fabric = $1
 `
 
-func (q *Queries) CountNetworks(ctx context.Context) (int64, error) {
-	row := q.db.QueryRow(ctx, countNetworks)
+func (q *Queries) CountNetworks(ctx context.Context, argFabric string) (int64, error) {
+	row := q.db.QueryRow(ctx, countNetworks, argFabric)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
 }
 
 const deleteNetwork = `-- name: DeleteNetwork :execrows
-DELETE FROM networks WHERE id = $1
+DELETE FROM networks WHERE id = $1 AND fabric = $2
 `
 
-func (q *Queries) DeleteNetwork(ctx context.Context, id string) (int64, error) {
-	result, err := q.db.Exec(ctx, deleteNetwork, id)
+func (q *Queries) DeleteNetwork(ctx context.Context, iD string, fabric string) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteNetwork, iD, fabric)
 	if err != nil {
 		return 0, err
 	}
@@ -185,11 +196,11 @@ func (q *Queries) DeleteNetwork(ctx context.Context, id string) (int64, error) {
 }
 
 const deletePort = `-- name: DeletePort :execrows
-DELETE FROM ports WHERE id = $1
+DELETE FROM ports WHERE id = $1 AND fabric = $2
 `
 
-func (q *Queries) DeletePort(ctx context.Context, id string) (int64, error) {
-	result, err := q.db.Exec(ctx, deletePort, id)
+func (q *Queries) DeletePort(ctx context.Context, iD string, fabric string) (int64, error) {
+	result, err := q.db.Exec(ctx, deletePort, iD, fabric)
 	if err != nil {
 		return 0, err
 	}
@@ -197,11 +208,11 @@ func (q *Queries) DeletePort(ctx context.Context, id string) (int64, error) {
 }
 
 const deletePortsOfNetwork = `-- name: DeletePortsOfNetwork :execrows
-DELETE FROM ports WHERE network_id = $1
+DELETE FROM ports WHERE network_id = $1 AND fabric = $2
 `
 
-func (q *Queries) DeletePortsOfNetwork(ctx context.Context, networkID string) (int64, error) {
-	result, err := q.db.Exec(ctx, deletePortsOfNetwork, networkID)
+func (q *Queries) DeletePortsOfNetwork(ctx context.Context, networkID string, fabric string) (int64, error) {
+	result, err := q.db.Exec(ctx, deletePortsOfNetwork, networkID, fabric)
 	if err != nil {
 		return 0, err
 	}
@@ -211,15 +222,16 @@ func (q *Queries) DeletePortsOfNetwork(ctx context.Context, networkID string) (i
 const failJob = `-- name: FailJob :execrows
 UPDATE jobs SET status = 'Failed', error = $1, description = split_part(description, E'\n', 1),
     finished_at = $2, updated_at = $2
-WHERE jobs.id = $3 AND status IN ('Pending', 'Running')
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = $4)
+WHERE jobs.id = $3 AND jobs.fabric = $4 AND status IN ('Pending', 'Running')
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = $4 AND leadership.term = $5)
 `
 
-func (q *Queries) FailJob(ctx context.Context, error string, now *time.Time, jobID int64, term int64) (int64, error) {
+func (q *Queries) FailJob(ctx context.Context, error string, now *time.Time, jobID int64, fabric string, term int64) (int64, error) {
 	result, err := q.db.Exec(ctx, failJob,
 		error,
 		now,
 		jobID,
+		fabric,
 		term,
 	)
 	if err != nil {
@@ -231,14 +243,15 @@ func (q *Queries) FailJob(ctx context.Context, error string, now *time.Time, job
 const failJobs = `-- name: FailJobs :execrows
 UPDATE jobs SET status = 'Failed', error = $1, description = split_part(description, E'\n', 1),
     finished_at = $2, updated_at = $2
-WHERE status IN ('Pending', 'Running') AND revision <= $3
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = $4)
+WHERE jobs.fabric = $3 AND status IN ('Pending', 'Running') AND revision <= $4
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = $3 AND leadership.term = $5)
 `
 
-func (q *Queries) FailJobs(ctx context.Context, error string, now *time.Time, revision int64, term int64) (int64, error) {
+func (q *Queries) FailJobs(ctx context.Context, error string, now *time.Time, fabric string, revision int64, term int64) (int64, error) {
 	result, err := q.db.Exec(ctx, failJobs,
 		error,
 		now,
+		fabric,
 		revision,
 		term,
 	)
@@ -249,7 +262,7 @@ func (q *Queries) FailJobs(ctx context.Context, error string, now *time.Time, re
 }
 
 const getJob = `-- name: GetJob :one
-SELECT id, revision, object_type, object_id, network_id, operation, status, description, result, error, created_by, request, created_at, updated_at, started_at, finished_at, request_id FROM jobs WHERE id = $1
+SELECT id, revision, object_type, object_id, network_id, operation, status, description, result, error, created_by, request, created_at, updated_at, started_at, finished_at, request_id, fabric FROM jobs WHERE id = $1
 `
 
 func (q *Queries) GetJob(ctx context.Context, id int64) (Job, error) {
@@ -273,12 +286,13 @@ func (q *Queries) GetJob(ctx context.Context, id int64) (Job, error) {
 		&i.StartedAt,
 		&i.FinishedAt,
 		&i.RequestID,
+		&i.Fabric,
 	)
 	return i, err
 }
 
 const getNetwork = `-- name: GetNetwork :one
-SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE id = $1
+SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed, fabric FROM networks WHERE id = $1
 `
 
 func (q *Queries) GetNetwork(ctx context.Context, id string) (Network, error) {
@@ -294,16 +308,17 @@ func (q *Queries) GetNetwork(ctx context.Context, id string) (Network, error) {
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Managed,
+		&i.Fabric,
 	)
 	return i, err
 }
 
 const getNetworkByPKey = `-- name: GetNetworkByPKey :one
-SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE pkey = $1
+SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed, fabric FROM networks WHERE fabric = $1 AND pkey = $2
 `
 
-func (q *Queries) GetNetworkByPKey(ctx context.Context, pkey *fabric.PKey) (Network, error) {
-	row := q.db.QueryRow(ctx, getNetworkByPKey, pkey)
+func (q *Queries) GetNetworkByPKey(ctx context.Context, fabric string, pkey *fabric.PKey) (Network, error) {
+	row := q.db.QueryRow(ctx, getNetworkByPKey, fabric, pkey)
 	var i Network
 	err := row.Scan(
 		&i.ID,
@@ -315,12 +330,13 @@ func (q *Queries) GetNetworkByPKey(ctx context.Context, pkey *fabric.PKey) (Netw
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Managed,
+		&i.Fabric,
 	)
 	return i, err
 }
 
 const getPort = `-- name: GetPort :one
-SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports WHERE id = $1
+SELECT id, network_id, guid, host, revision, created_at, updated_at, fabric FROM ports WHERE id = $1
 `
 
 func (q *Queries) GetPort(ctx context.Context, id string) (Port, error) {
@@ -334,15 +350,17 @@ func (q *Queries) GetPort(ctx context.Context, id string) (Port, error) {
 		&i.Revision,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Fabric,
 	)
 	return i, err
 }
 
 const getPortChangeRows = `-- name: GetPortChangeRows :many
 SELECT n.id, n.name, n.network_type, n.physical_network, n.pkey, n.managed, n.revision,
-       p.id AS port_id, p.network_id AS port_network_id, p.guid AS port_guid, p.host AS port_host
-FROM networks n LEFT JOIN ports p ON p.id = $1 OR p.guid = $2
-WHERE n.id = $3
+       p.id AS port_id, p.network_id AS port_network_id, p.guid AS port_guid, p.host AS port_host,
+       n.fabric, p.fabric AS port_fabric
+FROM networks n LEFT JOIN ports p ON p.id = $1 OR (p.fabric = $2 AND p.guid = $3)
+WHERE n.id = $4
 `
 
 type GetPortChangeRowsRow struct {
@@ -357,14 +375,21 @@ type GetPortChangeRowsRow struct {
 	PortNetworkID   *string
 	PortGuid        *fabric.GUID
 	PortHost        *string
+	Fabric          string
+	PortFabric      *string
 }
 
 // The network of a port change, with the port recorded under this id and
 // the port holding this GUID (the same row, or two; neither: one row whose
 // port columns are NULL): every row a port change reads, in one round trip,
 // while it holds the revision's row lock. No row: the network is not recorded.
-func (q *Queries) GetPortChangeRows(ctx context.Context, portID string, guid *fabric.GUID, networkID string) ([]GetPortChangeRowsRow, error) {
-	rows, err := q.db.Query(ctx, getPortChangeRows, portID, guid, networkID)
+func (q *Queries) GetPortChangeRows(ctx context.Context, portID string, fabric string, guid *fabric.GUID, networkID string) ([]GetPortChangeRowsRow, error) {
+	rows, err := q.db.Query(ctx, getPortChangeRows,
+		portID,
+		fabric,
+		guid,
+		networkID,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -384,6 +409,8 @@ func (q *Queries) GetPortChangeRows(ctx context.Context, portID string, guid *fa
 			&i.PortNetworkID,
 			&i.PortGuid,
 			&i.PortHost,
+			&i.Fabric,
+			&i.PortFabric,
 		); err != nil {
 			return nil, err
 		}
@@ -396,13 +423,13 @@ func (q *Queries) GetPortChangeRows(ctx context.Context, portID string, guid *fa
 }
 
 const getPortsByIDOrGUID = `-- name: GetPortsByIDOrGUID :many
-SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports WHERE id = $1 OR guid = $2
+SELECT id, network_id, guid, host, revision, created_at, updated_at, fabric FROM ports WHERE id = $1 OR (fabric = $2 AND guid = $3)
 `
 
 // The port with this id and the port holding this GUID (the same row, or
 // two): one round trip for both of a change's port reads.
-func (q *Queries) GetPortsByIDOrGUID(ctx context.Context, iD string, guid *fabric.GUID) ([]Port, error) {
-	rows, err := q.db.Query(ctx, getPortsByIDOrGUID, iD, guid)
+func (q *Queries) GetPortsByIDOrGUID(ctx context.Context, iD string, fabric string, guid *fabric.GUID) ([]Port, error) {
+	rows, err := q.db.Query(ctx, getPortsByIDOrGUID, iD, fabric, guid)
 	if err != nil {
 		return nil, err
 	}
@@ -418,6 +445,7 @@ func (q *Queries) GetPortsByIDOrGUID(ctx context.Context, iD string, guid *fabri
 			&i.Revision,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -443,13 +471,13 @@ func (q *Queries) HoldsAdvisoryLock(ctx context.Context, key int64) (int64, erro
 }
 
 const insertJob = `-- name: InsertJob :one
-INSERT INTO jobs (id, revision, object_type, object_id, network_id, operation, status,
+INSERT INTO jobs (id, fabric, revision, object_type, object_id, network_id, operation, status,
                   description, result, error, created_by, request, request_id, created_at, updated_at, started_at, finished_at)
 VALUES ((SELECT GREATEST(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint * 1000, COALESCE(MAX(id), 0) + 1)
          FROM jobs),
-        $1, $2, $3, $4, $5, $6,
-        $7, $8, $9, $10, $11, $12, $13, $14,
-        $15, $16)
+        $1, $2, $3, $4, $5, $6, $7,
+        $8, $9, $10, $11, $12, $13, $14, $15,
+        $16, $17)
 RETURNING id
 `
 
@@ -464,8 +492,9 @@ RETURNING id
 // that row and the loser runs again). 1000 ids per millisecond before the
 // ids run ahead of the clock; below 2^53 (exact in JSON) until the year 2255.
 // Every other column is the job row's field of its name (driver.Job).
-func (q *Queries) InsertJob(ctx context.Context, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, error string, createdBy string, request string, requestID string, createdAt time.Time, updatedAt time.Time, startedAt *time.Time, finishedAt *time.Time) (int64, error) {
+func (q *Queries) InsertJob(ctx context.Context, fabric string, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, error string, createdBy string, request string, requestID string, createdAt time.Time, updatedAt time.Time, startedAt *time.Time, finishedAt *time.Time) (int64, error) {
 	row := q.db.QueryRow(ctx, insertJob,
+		fabric,
 		revision,
 		objectType,
 		objectID,
@@ -489,11 +518,11 @@ func (q *Queries) InsertJob(ctx context.Context, revision int64, objectType stri
 }
 
 const lastApply = `-- name: LastApply :one
-SELECT id, revision, sha256, term, outcome, detail, started_at, finished_at FROM applies ORDER BY id DESC LIMIT 1
+SELECT id, revision, sha256, term, outcome, detail, started_at, finished_at, fabric FROM applies WHERE fabric = $1 ORDER BY id DESC LIMIT 1
 `
 
-func (q *Queries) LastApply(ctx context.Context) (Apply, error) {
-	row := q.db.QueryRow(ctx, lastApply)
+func (q *Queries) LastApply(ctx context.Context, argFabric string) (Apply, error) {
+	row := q.db.QueryRow(ctx, lastApply, argFabric)
 	var i Apply
 	err := row.Scan(
 		&i.ID,
@@ -504,17 +533,18 @@ func (q *Queries) LastApply(ctx context.Context) (Apply, error) {
 		&i.Detail,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.Fabric,
 	)
 	return i, err
 }
 
 const listManagedNetworks = `-- name: ListManagedNetworks :many
-SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE managed ORDER BY id
+SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed, fabric FROM networks WHERE fabric = $1 AND managed ORDER BY id
 `
 
 // The networks that have a partition: what the partitions file renders.
-func (q *Queries) ListManagedNetworks(ctx context.Context) ([]Network, error) {
-	rows, err := q.db.Query(ctx, listManagedNetworks)
+func (q *Queries) ListManagedNetworks(ctx context.Context, argFabric string) ([]Network, error) {
+	rows, err := q.db.Query(ctx, listManagedNetworks, argFabric)
 	if err != nil {
 		return nil, err
 	}
@@ -532,6 +562,7 @@ func (q *Queries) ListManagedNetworks(ctx context.Context) ([]Network, error) {
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.Managed,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -544,15 +575,15 @@ func (q *Queries) ListManagedNetworks(ctx context.Context) ([]Network, error) {
 }
 
 const listNetworksSince = `-- name: ListNetworksSince :many
-SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE revision >= $1
+SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed, fabric FROM networks WHERE fabric = $1 AND revision >= $2
 `
 
 // What the applier's incremental snapshot reads (store.SnapshotCache): the
 // rows a change wrote at or after a revision (every write of a network or a
 // port sets its revision to the change's), and the counts that show whether
 // rows were deleted since.
-func (q *Queries) ListNetworksSince(ctx context.Context, revision int64) ([]Network, error) {
-	rows, err := q.db.Query(ctx, listNetworksSince, revision)
+func (q *Queries) ListNetworksSince(ctx context.Context, fabric string, revision int64) ([]Network, error) {
+	rows, err := q.db.Query(ctx, listNetworksSince, fabric, revision)
 	if err != nil {
 		return nil, err
 	}
@@ -570,6 +601,7 @@ func (q *Queries) ListNetworksSince(ctx context.Context, revision int64) ([]Netw
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.Managed,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -582,11 +614,11 @@ func (q *Queries) ListNetworksSince(ctx context.Context, revision int64) ([]Netw
 }
 
 const listPortsOfNetwork = `-- name: ListPortsOfNetwork :many
-SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports WHERE network_id = $1
+SELECT id, network_id, guid, host, revision, created_at, updated_at, fabric FROM ports WHERE network_id = $1 AND fabric = $2
 `
 
-func (q *Queries) ListPortsOfNetwork(ctx context.Context, networkID string) ([]Port, error) {
-	rows, err := q.db.Query(ctx, listPortsOfNetwork, networkID)
+func (q *Queries) ListPortsOfNetwork(ctx context.Context, networkID string, fabric string) ([]Port, error) {
+	rows, err := q.db.Query(ctx, listPortsOfNetwork, networkID, fabric)
 	if err != nil {
 		return nil, err
 	}
@@ -602,6 +634,7 @@ func (q *Queries) ListPortsOfNetwork(ctx context.Context, networkID string) ([]P
 			&i.Revision,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -614,11 +647,11 @@ func (q *Queries) ListPortsOfNetwork(ctx context.Context, networkID string) ([]P
 }
 
 const listPortsSince = `-- name: ListPortsSince :many
-SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports WHERE revision >= $1
+SELECT id, network_id, guid, host, revision, created_at, updated_at, fabric FROM ports WHERE fabric = $1 AND revision >= $2
 `
 
-func (q *Queries) ListPortsSince(ctx context.Context, revision int64) ([]Port, error) {
-	rows, err := q.db.Query(ctx, listPortsSince, revision)
+func (q *Queries) ListPortsSince(ctx context.Context, fabric string, revision int64) ([]Port, error) {
+	rows, err := q.db.Query(ctx, listPortsSince, fabric, revision)
 	if err != nil {
 		return nil, err
 	}
@@ -634,6 +667,7 @@ func (q *Queries) ListPortsSince(ctx context.Context, revision int64) ([]Port, e
 			&i.Revision,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -647,12 +681,17 @@ func (q *Queries) ListPortsSince(ctx context.Context, revision int64) ([]Port, e
 
 const markJobsRunning = `-- name: MarkJobsRunning :execrows
 UPDATE jobs SET status = 'Running', started_at = $1, updated_at = $1
-WHERE status = 'Pending' AND revision <= $2
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = $3)
+WHERE jobs.fabric = $2 AND status = 'Pending' AND revision <= $3
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = $2 AND leadership.term = $4)
 `
 
-func (q *Queries) MarkJobsRunning(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error) {
-	result, err := q.db.Exec(ctx, markJobsRunning, now, revision, term)
+func (q *Queries) MarkJobsRunning(ctx context.Context, now *time.Time, fabric string, revision int64, term int64) (int64, error) {
+	result, err := q.db.Exec(ctx, markJobsRunning,
+		now,
+		fabric,
+		revision,
+		term,
+	)
 	if err != nil {
 		return 0, err
 	}
@@ -660,11 +699,11 @@ func (q *Queries) MarkJobsRunning(ctx context.Context, now *time.Time, revision 
 }
 
 const newTerm = `-- name: NewTerm :one
-UPDATE leadership SET term = term + 1, holder = $1, heartbeat = $2 WHERE id = 1 RETURNING term
+UPDATE leadership SET term = term + 1, holder = $1, heartbeat = $2 WHERE fabric = $3 RETURNING term
 `
 
-func (q *Queries) NewTerm(ctx context.Context, holder string, now *time.Time) (int64, error) {
-	row := q.db.QueryRow(ctx, newTerm, holder, now)
+func (q *Queries) NewTerm(ctx context.Context, holder string, now *time.Time, fabric string) (int64, error) {
+	row := q.db.QueryRow(ctx, newTerm, holder, now, fabric)
 	var term int64
 	err := row.Scan(&term)
 	return term, err
@@ -673,7 +712,7 @@ func (q *Queries) NewTerm(ctx context.Context, holder string, now *time.Time) (i
 const openJobsWithGUIDs = `-- name: OpenJobsWithGUIDs :many
 SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid
 FROM jobs j LEFT JOIN ports p ON j.object_type = 'port' AND p.id = j.object_id
-WHERE j.status IN ('Pending', 'Running') AND j.revision <= $1
+WHERE j.fabric = $1 AND j.status IN ('Pending', 'Running') AND j.revision <= $2
 ORDER BY j.id
 `
 
@@ -687,8 +726,8 @@ type OpenJobsWithGUIDsRow struct {
 
 // The open jobs up to a revision, with the GUID a port job's port holds now
 // (NULL for a network's job, or a port gone or without membership).
-func (q *Queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]OpenJobsWithGUIDsRow, error) {
-	rows, err := q.db.Query(ctx, openJobsWithGUIDs, revision)
+func (q *Queries) OpenJobsWithGUIDs(ctx context.Context, fabric string, revision int64) ([]OpenJobsWithGUIDsRow, error) {
+	rows, err := q.db.Query(ctx, openJobsWithGUIDs, fabric, revision)
 	if err != nil {
 		return nil, err
 	}
@@ -714,12 +753,12 @@ func (q *Queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]Open
 }
 
 const recordApply = `-- name: RecordApply :execrows
-INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finished_at)
-SELECT $1, $2, $3, $4, $5, $6, $7
-FROM leadership WHERE leadership.id = 1 AND leadership.term = $3
+INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finished_at, fabric)
+SELECT $1, $2, $3, $4, $5, $6, $7, CAST($8 AS TEXT)
+FROM leadership WHERE leadership.fabric = CAST($8 AS TEXT) AND leadership.term = $3
 `
 
-func (q *Queries) RecordApply(ctx context.Context, revision int64, sha256 string, term int64, outcome string, detail string, startedAt time.Time, finishedAt time.Time) (int64, error) {
+func (q *Queries) RecordApply(ctx context.Context, revision int64, sha256 string, term int64, outcome string, detail string, startedAt time.Time, finishedAt time.Time, fabric string) (int64, error) {
 	result, err := q.db.Exec(ctx, recordApply,
 		revision,
 		sha256,
@@ -728,6 +767,7 @@ func (q *Queries) RecordApply(ctx context.Context, revision int64, sha256 string
 		detail,
 		startedAt,
 		finishedAt,
+		fabric,
 	)
 	if err != nil {
 		return 0, err
@@ -736,26 +776,26 @@ func (q *Queries) RecordApply(ctx context.Context, revision int64, sha256 string
 }
 
 const revision = `-- name: Revision :one
-SELECT revision FROM state WHERE id = 1
+SELECT revision FROM state WHERE fabric = $1
 `
 
-func (q *Queries) Revision(ctx context.Context) (int64, error) {
-	row := q.db.QueryRow(ctx, revision)
+func (q *Queries) Revision(ctx context.Context, argFabric string) (int64, error) {
+	row := q.db.QueryRow(ctx, revision, argFabric)
 	var revision int64
 	err := row.Scan(&revision)
 	return revision, err
 }
 
 const setRevision = `-- name: SetRevision :exec
-UPDATE state SET revision = $1 WHERE id = 1
+UPDATE state SET revision = $1 WHERE fabric = $2
 `
 
 // A group of changes ends at the revision of its last change that touches a
 // partition (BumpRevision took the next one for its first): changes that
 // touch none, and refused ones, give theirs back, so that the applier has
 // nothing to sweep for.
-func (q *Queries) SetRevision(ctx context.Context, revision int64) error {
-	_, err := q.db.Exec(ctx, setRevision, revision)
+func (q *Queries) SetRevision(ctx context.Context, revision int64, fabric string) error {
+	_, err := q.db.Exec(ctx, setRevision, revision, fabric)
 	return err
 }
 
@@ -771,15 +811,15 @@ func (q *Queries) TryAdvisoryLock(ctx context.Context, key int64) (bool, error) 
 }
 
 const upsertNetwork = `-- name: UpsertNetwork :exec
-INSERT INTO networks (id, name, network_type, physical_network, pkey, managed, revision, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
+INSERT INTO networks (id, name, network_type, physical_network, pkey, managed, revision, created_at, updated_at, fabric)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9)
 ON CONFLICT (id) DO UPDATE SET
     name = EXCLUDED.name, network_type = EXCLUDED.network_type,
-    physical_network = EXCLUDED.physical_network, pkey = EXCLUDED.pkey, managed = EXCLUDED.managed,
+    physical_network = EXCLUDED.physical_network, pkey = EXCLUDED.pkey, managed = EXCLUDED.managed, fabric = EXCLUDED.fabric,
     revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at
 `
 
-func (q *Queries) UpsertNetwork(ctx context.Context, iD string, name string, networkType string, physicalNetwork string, pkey *fabric.PKey, managed bool, revision int64, now time.Time) error {
+func (q *Queries) UpsertNetwork(ctx context.Context, iD string, name string, networkType string, physicalNetwork string, pkey *fabric.PKey, managed bool, revision int64, now time.Time, fabric string) error {
 	_, err := q.db.Exec(ctx, upsertNetwork,
 		iD,
 		name,
@@ -789,19 +829,20 @@ func (q *Queries) UpsertNetwork(ctx context.Context, iD string, name string, net
 		managed,
 		revision,
 		now,
+		fabric,
 	)
 	return err
 }
 
 const upsertPort = `-- name: UpsertPort :exec
-INSERT INTO ports (id, network_id, guid, host, revision, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $6)
+INSERT INTO ports (id, network_id, guid, host, revision, created_at, updated_at, fabric)
+VALUES ($1, $2, $3, $4, $5, $6, $6, $7)
 ON CONFLICT (id) DO UPDATE SET
-    network_id = EXCLUDED.network_id, guid = EXCLUDED.guid, host = EXCLUDED.host,
+    network_id = EXCLUDED.network_id, fabric = EXCLUDED.fabric, guid = EXCLUDED.guid, host = EXCLUDED.host,
     revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at
 `
 
-func (q *Queries) UpsertPort(ctx context.Context, iD string, networkID string, guid *fabric.GUID, host string, revision int64, now time.Time) error {
+func (q *Queries) UpsertPort(ctx context.Context, iD string, networkID string, guid *fabric.GUID, host string, revision int64, now time.Time, fabric string) error {
 	_, err := q.db.Exec(ctx, upsertPort,
 		iD,
 		networkID,
@@ -809,6 +850,7 @@ func (q *Queries) UpsertPort(ctx context.Context, iD string, networkID string, g
 		host,
 		revision,
 		now,
+		fabric,
 	)
 	return err
 }

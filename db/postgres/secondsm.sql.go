@@ -12,12 +12,12 @@ import (
 
 const deleteSecondSMs = `-- name: DeleteSecondSMs :execrows
 DELETE FROM second_subnet_managers
-WHERE EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = $1)
+WHERE second_subnet_managers.fabric = $1 AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = $1 AND leadership.term = $2)
 `
 
 // Fenced too: a deposed leader does not erase what the leader recorded.
-func (q *Queries) DeleteSecondSMs(ctx context.Context, term int64) (int64, error) {
-	result, err := q.db.Exec(ctx, deleteSecondSMs, term)
+func (q *Queries) DeleteSecondSMs(ctx context.Context, fabric string, term int64) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteSecondSMs, fabric, term)
 	if err != nil {
 		return 0, err
 	}
@@ -26,14 +26,14 @@ func (q *Queries) DeleteSecondSMs(ctx context.Context, term int64) (int64, error
 
 const insertSecondSM = `-- name: InsertSecondSM :execrows
 
-INSERT INTO second_subnet_managers (port_guid, priority, state, own_state, term, seen_at)
-SELECT $1, $2, $3, $4, $5, $6
-FROM leadership WHERE leadership.id = 1 AND leadership.term = $5
+INSERT INTO second_subnet_managers (port_guid, priority, state, own_state, term, seen_at, fabric)
+SELECT $1, $2, $3, $4, $5, $6, CAST($7 AS TEXT)
+FROM leadership WHERE leadership.fabric = CAST($7 AS TEXT) AND leadership.term = $5
 `
 
 // A second subnet manager on the fabric: see migrations' 00012_second_sm.
 // Fenced by the leadership term: a deposed leader records nothing.
-func (q *Queries) InsertSecondSM(ctx context.Context, portGuid string, priority int64, state string, ownState string, term int64, now time.Time) (int64, error) {
+func (q *Queries) InsertSecondSM(ctx context.Context, portGuid string, priority int64, state string, ownState string, term int64, now time.Time, fabric string) (int64, error) {
 	result, err := q.db.Exec(ctx, insertSecondSM,
 		portGuid,
 		priority,
@@ -41,6 +41,7 @@ func (q *Queries) InsertSecondSM(ctx context.Context, portGuid string, priority 
 		ownState,
 		term,
 		now,
+		fabric,
 	)
 	if err != nil {
 		return 0, err
@@ -49,11 +50,11 @@ func (q *Queries) InsertSecondSM(ctx context.Context, portGuid string, priority 
 }
 
 const secondSMs = `-- name: SecondSMs :many
-SELECT port_guid, priority, state, own_state, term, seen_at FROM second_subnet_managers ORDER BY port_guid
+SELECT port_guid, priority, state, own_state, term, seen_at, fabric FROM second_subnet_managers WHERE fabric = $1 ORDER BY port_guid
 `
 
-func (q *Queries) SecondSMs(ctx context.Context) ([]SecondSubnetManager, error) {
-	rows, err := q.db.Query(ctx, secondSMs)
+func (q *Queries) SecondSMs(ctx context.Context, fabric string) ([]SecondSubnetManager, error) {
+	rows, err := q.db.Query(ctx, secondSMs, fabric)
 	if err != nil {
 		return nil, err
 	}
@@ -68,6 +69,7 @@ func (q *Queries) SecondSMs(ctx context.Context) ([]SecondSubnetManager, error) 
 			&i.OwnState,
 			&i.Term,
 			&i.SeenAt,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}

@@ -13,19 +13,20 @@ import (
 const describeOpenJobs = `-- name: DescribeOpenJobs :execrows
 
 UPDATE jobs SET description = split_part(description, E'\n', 1) || E'\n' || $1::text, updated_at = $2
-WHERE status IN ('Pending', 'Running') AND revision <= $3
+WHERE jobs.fabric = $3 AND status IN ('Pending', 'Running') AND revision <= $4
   AND description <> split_part(description, E'\n', 1) || E'\n' || $1::text
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = $4)
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = $3 AND leadership.term = $5)
 `
 
 // PostgreSQL and SQLite share the queries in queries/shared; this folder holds
 // the ones whose SQL differs (string functions, locks).
 // The reason an open job waits is a second line of its description, after the
 // line that says what the job does; completing or failing the job drops it.
-func (q *Queries) DescribeOpenJobs(ctx context.Context, reason string, now time.Time, revision int64, term int64) (int64, error) {
+func (q *Queries) DescribeOpenJobs(ctx context.Context, reason string, now time.Time, fabric string, revision int64, term int64) (int64, error) {
 	result, err := q.db.Exec(ctx, describeOpenJobs,
 		reason,
 		now,
+		fabric,
 		revision,
 		term,
 	)
@@ -36,11 +37,11 @@ func (q *Queries) DescribeOpenJobs(ctx context.Context, reason string, now time.
 }
 
 const heartbeat = `-- name: Heartbeat :execrows
-UPDATE leadership SET heartbeat = $1 WHERE id = 1 AND term = $2
+UPDATE leadership SET heartbeat = $1 WHERE fabric = $2 AND term = $3
 `
 
-func (q *Queries) Heartbeat(ctx context.Context, now *time.Time, term int64) (int64, error) {
-	result, err := q.db.Exec(ctx, heartbeat, now, term)
+func (q *Queries) Heartbeat(ctx context.Context, now *time.Time, fabric string, term int64) (int64, error) {
+	result, err := q.db.Exec(ctx, heartbeat, now, fabric, term)
 	if err != nil {
 		return 0, err
 	}
@@ -48,7 +49,7 @@ func (q *Queries) Heartbeat(ctx context.Context, now *time.Time, term int64) (in
 }
 
 const leadership = `-- name: Leadership :one
-SELECT term, holder, heartbeat FROM leadership WHERE id = 1
+SELECT term, holder, heartbeat FROM leadership WHERE fabric = $1
 `
 
 type LeadershipRow struct {
@@ -57,21 +58,21 @@ type LeadershipRow struct {
 	Heartbeat *time.Time
 }
 
-func (q *Queries) Leadership(ctx context.Context) (LeadershipRow, error) {
-	row := q.db.QueryRow(ctx, leadership)
+func (q *Queries) Leadership(ctx context.Context, fabric string) (LeadershipRow, error) {
+	row := q.db.QueryRow(ctx, leadership, fabric)
 	var i LeadershipRow
 	err := row.Scan(&i.Term, &i.Holder, &i.Heartbeat)
 	return i, err
 }
 
 const oldestOpenJob = `-- name: OldestOpenJob :one
-SELECT created_at FROM jobs WHERE status = $1 ORDER BY revision, id LIMIT 1
+SELECT created_at FROM jobs WHERE fabric = $1 AND status = $2 ORDER BY revision, id LIMIT 1
 `
 
 // The open job of a status with the lowest revision is the oldest: revisions
 // are taken in commit order. Served by jobs_status_revision.
-func (q *Queries) OldestOpenJob(ctx context.Context, status string) (time.Time, error) {
-	row := q.db.QueryRow(ctx, oldestOpenJob, status)
+func (q *Queries) OldestOpenJob(ctx context.Context, fabric string, status string) (time.Time, error) {
+	row := q.db.QueryRow(ctx, oldestOpenJob, fabric, status)
 	var created_at time.Time
 	err := row.Scan(&created_at)
 	return created_at, err
@@ -79,17 +80,18 @@ func (q *Queries) OldestOpenJob(ctx context.Context, status string) (time.Time, 
 
 const setJobDescription = `-- name: SetJobDescription :execrows
 UPDATE jobs SET description = $1, updated_at = $2
-WHERE jobs.id = $3 AND status IN ('Pending', 'Running')
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = $4)
+WHERE jobs.id = $3 AND jobs.fabric = $4 AND status IN ('Pending', 'Running')
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = $4 AND leadership.term = $5)
 `
 
 // What a job does, said again with a note on how it was proven (the first
 // line, which completing the job keeps).
-func (q *Queries) SetJobDescription(ctx context.Context, description string, now time.Time, jobID int64, term int64) (int64, error) {
+func (q *Queries) SetJobDescription(ctx context.Context, description string, now time.Time, jobID int64, fabric string, term int64) (int64, error) {
 	result, err := q.db.Exec(ctx, setJobDescription,
 		description,
 		now,
 		jobID,
+		fabric,
 		term,
 	)
 	if err != nil {

@@ -13,11 +13,11 @@ import (
 )
 
 const deleteAdoptedPartition = `-- name: DeleteAdoptedPartition :execrows
-DELETE FROM adopted_partitions WHERE pkey = ?1
+DELETE FROM adopted_partitions WHERE fabric = ?1 AND pkey = ?2
 `
 
-func (q *Queries) DeleteAdoptedPartition(ctx context.Context, pkey fabric.PKey) (int64, error) {
-	result, err := q.exec(ctx, q.deleteAdoptedPartitionStmt, deleteAdoptedPartition, pkey)
+func (q *Queries) DeleteAdoptedPartition(ctx context.Context, fabric string, pkey fabric.PKey) (int64, error) {
+	result, err := q.exec(ctx, q.deleteAdoptedPartitionStmt, deleteAdoptedPartition, fabric, pkey)
 	if err != nil {
 		return 0, err
 	}
@@ -26,12 +26,12 @@ func (q *Queries) DeleteAdoptedPartition(ctx context.Context, pkey fabric.PKey) 
 
 const listAdoptedPartitions = `-- name: ListAdoptedPartitions :many
 
-SELECT pkey, name, statement, revision, created_at, updated_at FROM adopted_partitions ORDER BY pkey
+SELECT pkey, name, statement, revision, created_at, updated_at, fabric FROM adopted_partitions WHERE fabric = ?1 ORDER BY pkey
 `
 
 // The adopted partitions (--adopt-partitions): see migrations' 00010_adopted.
-func (q *Queries) ListAdoptedPartitions(ctx context.Context) ([]AdoptedPartition, error) {
-	rows, err := q.query(ctx, q.listAdoptedPartitionsStmt, listAdoptedPartitions)
+func (q *Queries) ListAdoptedPartitions(ctx context.Context, argFabric string) ([]AdoptedPartition, error) {
+	rows, err := q.query(ctx, q.listAdoptedPartitionsStmt, listAdoptedPartitions, argFabric)
 	if err != nil {
 		return nil, err
 	}
@@ -46,6 +46,7 @@ func (q *Queries) ListAdoptedPartitions(ctx context.Context) ([]AdoptedPartition
 			&i.Revision,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -61,20 +62,21 @@ func (q *Queries) ListAdoptedPartitions(ctx context.Context) ([]AdoptedPartition
 }
 
 const upsertAdoptedPartition = `-- name: UpsertAdoptedPartition :exec
-INSERT INTO adopted_partitions (pkey, name, statement, revision, created_at, updated_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?5)
-ON CONFLICT (pkey) DO UPDATE SET
+INSERT INTO adopted_partitions (pkey, name, statement, revision, created_at, updated_at, fabric)
+VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)
+ON CONFLICT (fabric, pkey) DO UPDATE SET
     name = EXCLUDED.name, statement = EXCLUDED.statement,
     revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at
 `
 
-func (q *Queries) UpsertAdoptedPartition(ctx context.Context, pkey fabric.PKey, name string, statement string, revision int64, now time.Time) error {
+func (q *Queries) UpsertAdoptedPartition(ctx context.Context, pkey fabric.PKey, name string, statement string, revision int64, now time.Time, fabric string) error {
 	_, err := q.exec(ctx, q.upsertAdoptedPartitionStmt, upsertAdoptedPartition,
 		pkey,
 		name,
 		statement,
 		revision,
 		now,
+		fabric,
 	)
 	return err
 }

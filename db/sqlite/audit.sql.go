@@ -11,7 +11,7 @@ import (
 )
 
 const lastAudit = `-- name: LastAudit :many
-SELECT term, revision, started_at, took_ms, findings, breaches, summary FROM last_audit
+SELECT term, revision, started_at, took_ms, findings, breaches, summary, fabric FROM last_audit WHERE fabric = ?1
 `
 
 type LastAuditRow struct {
@@ -22,10 +22,11 @@ type LastAuditRow struct {
 	Findings  int64
 	Breaches  int64
 	Summary   string
+	Fabric    string
 }
 
-func (q *Queries) LastAudit(ctx context.Context) ([]LastAuditRow, error) {
-	rows, err := q.query(ctx, q.lastAuditStmt, lastAudit)
+func (q *Queries) LastAudit(ctx context.Context, fabric string) ([]LastAuditRow, error) {
+	rows, err := q.query(ctx, q.lastAuditStmt, lastAudit, fabric)
 	if err != nil {
 		return nil, err
 	}
@@ -41,6 +42,7 @@ func (q *Queries) LastAudit(ctx context.Context) ([]LastAuditRow, error) {
 			&i.Findings,
 			&i.Breaches,
 			&i.Summary,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -56,17 +58,17 @@ func (q *Queries) LastAudit(ctx context.Context) ([]LastAuditRow, error) {
 }
 
 const upsertLastAudit = `-- name: UpsertLastAudit :execrows
-INSERT INTO last_audit (id, term, revision, started_at, took_ms, findings, breaches, summary)
-SELECT 1, ?1, ?2, ?3, ?4, ?5, ?6, ?7
-FROM leadership WHERE leadership.id = 1 AND leadership.term = ?1
-ON CONFLICT (id) DO UPDATE SET
+INSERT INTO last_audit (id, term, revision, started_at, took_ms, findings, breaches, summary, fabric)
+SELECT 1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, CAST(?8 AS TEXT)
+FROM leadership WHERE leadership.fabric = CAST(?8 AS TEXT) AND leadership.term = ?1
+ON CONFLICT (fabric) DO UPDATE SET
     term = EXCLUDED.term, revision = EXCLUDED.revision, started_at = EXCLUDED.started_at,
     took_ms = EXCLUDED.took_ms, findings = EXCLUDED.findings, breaches = EXCLUDED.breaches,
     summary = EXCLUDED.summary
 `
 
 // Fenced by the leadership term: a deposed leader's audit is not the last.
-func (q *Queries) UpsertLastAudit(ctx context.Context, term int64, revision int64, startedAt time.Time, tookMs int64, findings int64, breaches int64, summary string) (int64, error) {
+func (q *Queries) UpsertLastAudit(ctx context.Context, term int64, revision int64, startedAt time.Time, tookMs int64, findings int64, breaches int64, summary string, fabric string) (int64, error) {
 	result, err := q.exec(ctx, q.upsertLastAuditStmt, upsertLastAudit,
 		term,
 		revision,
@@ -75,6 +77,7 @@ func (q *Queries) UpsertLastAudit(ctx context.Context, term int64, revision int6
 		findings,
 		breaches,
 		summary,
+		fabric,
 	)
 	if err != nil {
 		return 0, err

@@ -141,6 +141,15 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.insertExpectedSwitchStmt, err = db.PrepareContext(ctx, insertExpectedSwitch); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertExpectedSwitch: %w", err)
 	}
+	if q.insertFabricKubernetesStateStmt, err = db.PrepareContext(ctx, insertFabricKubernetesState); err != nil {
+		return nil, fmt.Errorf("error preparing query InsertFabricKubernetesState: %w", err)
+	}
+	if q.insertFabricLeadershipStmt, err = db.PrepareContext(ctx, insertFabricLeadership); err != nil {
+		return nil, fmt.Errorf("error preparing query InsertFabricLeadership: %w", err)
+	}
+	if q.insertFabricStateStmt, err = db.PrepareContext(ctx, insertFabricState); err != nil {
+		return nil, fmt.Errorf("error preparing query InsertFabricState: %w", err)
+	}
 	if q.insertJobStmt, err = db.PrepareContext(ctx, insertJob); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertJob: %w", err)
 	}
@@ -449,6 +458,21 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing insertExpectedSwitchStmt: %w", cerr)
 		}
 	}
+	if q.insertFabricKubernetesStateStmt != nil {
+		if cerr := q.insertFabricKubernetesStateStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing insertFabricKubernetesStateStmt: %w", cerr)
+		}
+	}
+	if q.insertFabricLeadershipStmt != nil {
+		if cerr := q.insertFabricLeadershipStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing insertFabricLeadershipStmt: %w", cerr)
+		}
+	}
+	if q.insertFabricStateStmt != nil {
+		if cerr := q.insertFabricStateStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing insertFabricStateStmt: %w", cerr)
+		}
+	}
 	if q.insertJobStmt != nil {
 		if cerr := q.insertJobStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing insertJobStmt: %w", cerr)
@@ -707,6 +731,9 @@ type Queries struct {
 	getPortsByIDOrGUIDStmt            *sql.Stmt
 	heartbeatStmt                     *sql.Stmt
 	insertExpectedSwitchStmt          *sql.Stmt
+	insertFabricKubernetesStateStmt   *sql.Stmt
+	insertFabricLeadershipStmt        *sql.Stmt
+	insertFabricStateStmt             *sql.Stmt
 	insertJobStmt                     *sql.Stmt
 	insertSecondSMStmt                *sql.Stmt
 	insertSecretIfAbsentStmt          *sql.Stmt
@@ -788,6 +815,9 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		getPortsByIDOrGUIDStmt:            q.getPortsByIDOrGUIDStmt,
 		heartbeatStmt:                     q.heartbeatStmt,
 		insertExpectedSwitchStmt:          q.insertExpectedSwitchStmt,
+		insertFabricKubernetesStateStmt:   q.insertFabricKubernetesStateStmt,
+		insertFabricLeadershipStmt:        q.insertFabricLeadershipStmt,
+		insertFabricStateStmt:             q.insertFabricStateStmt,
 		insertJobStmt:                     q.insertJobStmt,
 		insertSecondSMStmt:                q.insertSecondSMStmt,
 		insertSecretIfAbsentStmt:          q.insertSecretIfAbsentStmt,

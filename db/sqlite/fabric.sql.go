@@ -13,11 +13,11 @@ import (
 )
 
 const clearEnforcementErrors = `-- name: ClearEnforcementErrors :execrows
-DELETE FROM enforcement_errors
+DELETE FROM enforcement_errors WHERE fabric = ?1
 `
 
-func (q *Queries) ClearEnforcementErrors(ctx context.Context) (int64, error) {
-	result, err := q.exec(ctx, q.clearEnforcementErrorsStmt, clearEnforcementErrors)
+func (q *Queries) ClearEnforcementErrors(ctx context.Context, argFabric string) (int64, error) {
+	result, err := q.exec(ctx, q.clearEnforcementErrorsStmt, clearEnforcementErrors, argFabric)
 	if err != nil {
 		return 0, err
 	}
@@ -25,20 +25,20 @@ func (q *Queries) ClearEnforcementErrors(ctx context.Context) (int64, error) {
 }
 
 const deleteExpectedSwitches = `-- name: DeleteExpectedSwitches :exec
-DELETE FROM expected_switches
+DELETE FROM expected_switches WHERE fabric = ?1
 `
 
-func (q *Queries) DeleteExpectedSwitches(ctx context.Context) error {
-	_, err := q.exec(ctx, q.deleteExpectedSwitchesStmt, deleteExpectedSwitches)
+func (q *Queries) DeleteExpectedSwitches(ctx context.Context, argFabric string) error {
+	_, err := q.exec(ctx, q.deleteExpectedSwitchesStmt, deleteExpectedSwitches, argFabric)
 	return err
 }
 
 const enforcementErrors = `-- name: EnforcementErrors :many
-SELECT switch_guid, port, line, first_seen, last_seen, occurrences FROM enforcement_errors ORDER BY switch_guid, port
+SELECT switch_guid, port, line, first_seen, last_seen, occurrences, fabric FROM enforcement_errors WHERE fabric = ?1 ORDER BY switch_guid, port
 `
 
-func (q *Queries) EnforcementErrors(ctx context.Context) ([]EnforcementError, error) {
-	rows, err := q.query(ctx, q.enforcementErrorsStmt, enforcementErrors)
+func (q *Queries) EnforcementErrors(ctx context.Context, argFabric string) ([]EnforcementError, error) {
+	rows, err := q.query(ctx, q.enforcementErrorsStmt, enforcementErrors, argFabric)
 	if err != nil {
 		return nil, err
 	}
@@ -53,6 +53,7 @@ func (q *Queries) EnforcementErrors(ctx context.Context) ([]EnforcementError, er
 			&i.FirstSeen,
 			&i.LastSeen,
 			&i.Occurrences,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -68,11 +69,11 @@ func (q *Queries) EnforcementErrors(ctx context.Context) ([]EnforcementError, er
 }
 
 const expectedSwitches = `-- name: ExpectedSwitches :many
-SELECT guid, description, confirmed_at FROM expected_switches ORDER BY guid
+SELECT guid, description, confirmed_at, fabric FROM expected_switches WHERE fabric = ?1 ORDER BY guid
 `
 
-func (q *Queries) ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error) {
-	rows, err := q.query(ctx, q.expectedSwitchesStmt, expectedSwitches)
+func (q *Queries) ExpectedSwitches(ctx context.Context, argFabric string) ([]ExpectedSwitch, error) {
+	rows, err := q.query(ctx, q.expectedSwitchesStmt, expectedSwitches, argFabric)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +81,12 @@ func (q *Queries) ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error
 	var items []ExpectedSwitch
 	for rows.Next() {
 		var i ExpectedSwitch
-		if err := rows.Scan(&i.Guid, &i.Description, &i.ConfirmedAt); err != nil {
+		if err := rows.Scan(
+			&i.Guid,
+			&i.Description,
+			&i.ConfirmedAt,
+			&i.Fabric,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -95,8 +101,8 @@ func (q *Queries) ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error
 }
 
 const gateSwitches = `-- name: GateSwitches :many
-SELECT guid, description, confirmed_at, (SELECT count(*) FROM enforcement_errors) AS enforcement_errors
-FROM expected_switches ORDER BY guid
+SELECT guid, description, confirmed_at, (SELECT count(*) FROM enforcement_errors e WHERE e.fabric = ?1) AS enforcement_errors
+FROM expected_switches WHERE fabric = ?1 ORDER BY guid
 `
 
 type GateSwitchesRow struct {
@@ -109,8 +115,8 @@ type GateSwitchesRow struct {
 // The gates' state in one read when no enforcement error is recorded (the
 // usual case): the confirmed switches, each with the count of the recorded
 // enforcement errors.
-func (q *Queries) GateSwitches(ctx context.Context) ([]GateSwitchesRow, error) {
-	rows, err := q.query(ctx, q.gateSwitchesStmt, gateSwitches)
+func (q *Queries) GateSwitches(ctx context.Context, argFabric string) ([]GateSwitchesRow, error) {
+	rows, err := q.query(ctx, q.gateSwitchesStmt, gateSwitches, argFabric)
 	if err != nil {
 		return nil, err
 	}
@@ -138,26 +144,67 @@ func (q *Queries) GateSwitches(ctx context.Context) ([]GateSwitchesRow, error) {
 }
 
 const insertExpectedSwitch = `-- name: InsertExpectedSwitch :exec
-INSERT INTO expected_switches (guid, description, confirmed_at) VALUES (?1, ?2, ?3)
+INSERT INTO expected_switches (guid, description, confirmed_at, fabric) VALUES (?1, ?2, ?3, ?4)
 `
 
-func (q *Queries) InsertExpectedSwitch(ctx context.Context, guid fabric.GUID, description string, now time.Time) error {
-	_, err := q.exec(ctx, q.insertExpectedSwitchStmt, insertExpectedSwitch, guid, description, now)
+func (q *Queries) InsertExpectedSwitch(ctx context.Context, guid fabric.GUID, description string, now time.Time, fabric string) error {
+	_, err := q.exec(ctx, q.insertExpectedSwitchStmt, insertExpectedSwitch,
+		guid,
+		description,
+		now,
+		fabric,
+	)
+	return err
+}
+
+const insertFabricKubernetesState = `-- name: InsertFabricKubernetesState :exec
+INSERT INTO kubernetes_state (id, changed_revision, applied_revision, fabric) VALUES (1, 0, 0, ?1)
+ON CONFLICT (fabric) DO NOTHING
+`
+
+func (q *Queries) InsertFabricKubernetesState(ctx context.Context, argFabric string) error {
+	_, err := q.exec(ctx, q.insertFabricKubernetesStateStmt, insertFabricKubernetesState, argFabric)
+	return err
+}
+
+const insertFabricLeadership = `-- name: InsertFabricLeadership :exec
+INSERT INTO leadership (id, term, holder, fabric) VALUES (1, 0, '', ?1) ON CONFLICT (fabric) DO NOTHING
+`
+
+func (q *Queries) InsertFabricLeadership(ctx context.Context, argFabric string) error {
+	_, err := q.exec(ctx, q.insertFabricLeadershipStmt, insertFabricLeadership, argFabric)
+	return err
+}
+
+const insertFabricState = `-- name: InsertFabricState :exec
+INSERT INTO state (id, revision, fabric) VALUES (1, 0, ?1) ON CONFLICT (fabric) DO NOTHING
+`
+
+// A fabric's own rows of the one-row-a-fabric tables (its revision, its
+// lease, its Kubernetes state), written once when a store first serves it;
+// the migration gave the default fabric the rows it had.
+func (q *Queries) InsertFabricState(ctx context.Context, argFabric string) error {
+	_, err := q.exec(ctx, q.insertFabricStateStmt, insertFabricState, argFabric)
 	return err
 }
 
 const insertSecretIfAbsent = `-- name: InsertSecretIfAbsent :exec
-INSERT INTO secrets (name, value, created_at) VALUES (?1, ?2, ?3)
-ON CONFLICT (name) DO NOTHING
+INSERT INTO secrets (name, value, created_at, fabric) VALUES (?1, ?2, ?3, ?4)
+ON CONFLICT (fabric, name) DO NOTHING
 `
 
-func (q *Queries) InsertSecretIfAbsent(ctx context.Context, name string, value string, now time.Time) error {
-	_, err := q.exec(ctx, q.insertSecretIfAbsentStmt, insertSecretIfAbsent, name, value, now)
+func (q *Queries) InsertSecretIfAbsent(ctx context.Context, name string, value string, now time.Time, fabric string) error {
+	_, err := q.exec(ctx, q.insertSecretIfAbsentStmt, insertSecretIfAbsent,
+		name,
+		value,
+		now,
+		fabric,
+	)
 	return err
 }
 
 const listSecrets = `-- name: ListSecrets :many
-SELECT name, value FROM secrets ORDER BY name
+SELECT name, value FROM secrets WHERE fabric = ?1 ORDER BY name
 `
 
 type ListSecretsRow struct {
@@ -165,8 +212,8 @@ type ListSecretsRow struct {
 	Value string
 }
 
-func (q *Queries) ListSecrets(ctx context.Context) ([]ListSecretsRow, error) {
-	rows, err := q.query(ctx, q.listSecretsStmt, listSecrets)
+func (q *Queries) ListSecrets(ctx context.Context, argFabric string) ([]ListSecretsRow, error) {
+	rows, err := q.query(ctx, q.listSecretsStmt, listSecrets, argFabric)
 	if err != nil {
 		return nil, err
 	}
@@ -189,31 +236,32 @@ func (q *Queries) ListSecrets(ctx context.Context) ([]ListSecretsRow, error) {
 }
 
 const updateSecret = `-- name: UpdateSecret :exec
-UPDATE secrets SET value = ?1 WHERE name = ?2
+UPDATE secrets SET value = ?1 WHERE fabric = ?2 AND name = ?3
 `
 
 // A rotation or an import that replaces a key: the row keeps its created_at.
-func (q *Queries) UpdateSecret(ctx context.Context, value string, name string) error {
-	_, err := q.exec(ctx, q.updateSecretStmt, updateSecret, value, name)
+func (q *Queries) UpdateSecret(ctx context.Context, value string, fabric string, name string) error {
+	_, err := q.exec(ctx, q.updateSecretStmt, updateSecret, value, fabric, name)
 	return err
 }
 
 const upsertEnforcementError = `-- name: UpsertEnforcementError :execrows
-INSERT INTO enforcement_errors (switch_guid, port, line, first_seen, last_seen, occurrences)
-SELECT ?1, ?2, ?3, ?4, ?4, 1
-FROM leadership WHERE leadership.id = 1 AND leadership.term = ?5
-ON CONFLICT (switch_guid, port) DO UPDATE SET
+INSERT INTO enforcement_errors (switch_guid, port, line, first_seen, last_seen, occurrences, fabric)
+SELECT ?1, ?2, ?3, ?4, ?4, 1, CAST(?5 AS TEXT)
+FROM leadership WHERE leadership.fabric = CAST(?5 AS TEXT) AND leadership.term = ?6
+ON CONFLICT (fabric, switch_guid, port) DO UPDATE SET
     line = EXCLUDED.line, last_seen = EXCLUDED.last_seen,
     occurrences = enforcement_errors.occurrences + 1
 `
 
 // Fenced by the leadership term: a deposed leader records nothing.
-func (q *Queries) UpsertEnforcementError(ctx context.Context, switchGuid string, port int64, line string, now time.Time, term int64) (int64, error) {
+func (q *Queries) UpsertEnforcementError(ctx context.Context, switchGuid string, port int64, line string, now time.Time, fabric string, term int64) (int64, error) {
 	result, err := q.exec(ctx, q.upsertEnforcementErrorStmt, upsertEnforcementError,
 		switchGuid,
 		port,
 		line,
 		now,
+		fabric,
 		term,
 	)
 	if err != nil {

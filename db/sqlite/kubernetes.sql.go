@@ -13,35 +13,35 @@ import (
 )
 
 const countKubernetesMembers = `-- name: CountKubernetesMembers :one
-SELECT count(*) FROM kubernetes_members
+SELECT count(*) FROM kubernetes_members WHERE fabric = ?1
 `
 
-func (q *Queries) CountKubernetesMembers(ctx context.Context) (int64, error) {
-	row := q.queryRow(ctx, q.countKubernetesMembersStmt, countKubernetesMembers)
+func (q *Queries) CountKubernetesMembers(ctx context.Context, argFabric string) (int64, error) {
+	row := q.queryRow(ctx, q.countKubernetesMembersStmt, countKubernetesMembers, argFabric)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
 }
 
 const countKubernetesMembersOfPKey = `-- name: CountKubernetesMembersOfPKey :one
-SELECT count(*) FROM kubernetes_members WHERE pkey = ?1
+SELECT count(*) FROM kubernetes_members WHERE fabric = ?1 AND pkey = ?2
 `
 
 // The members of one Kubernetes pkey, and of all: a change that would pass
 // [ufm_pkeys] max_members_per_pkey or max_members is refused.
-func (q *Queries) CountKubernetesMembersOfPKey(ctx context.Context, pkey fabric.PKey) (int64, error) {
-	row := q.queryRow(ctx, q.countKubernetesMembersOfPKeyStmt, countKubernetesMembersOfPKey, pkey)
+func (q *Queries) CountKubernetesMembersOfPKey(ctx context.Context, fabric string, pkey fabric.PKey) (int64, error) {
+	row := q.queryRow(ctx, q.countKubernetesMembersOfPKeyStmt, countKubernetesMembersOfPKey, fabric, pkey)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
 }
 
 const deleteKubernetesMember = `-- name: DeleteKubernetesMember :execrows
-DELETE FROM kubernetes_members WHERE pkey = ?1 AND guid = ?2
+DELETE FROM kubernetes_members WHERE fabric = ?1 AND pkey = ?2 AND guid = ?3
 `
 
-func (q *Queries) DeleteKubernetesMember(ctx context.Context, pkey fabric.PKey, guid fabric.GUID) (int64, error) {
-	result, err := q.exec(ctx, q.deleteKubernetesMemberStmt, deleteKubernetesMember, pkey, guid)
+func (q *Queries) DeleteKubernetesMember(ctx context.Context, fabric string, pkey fabric.PKey, guid fabric.GUID) (int64, error) {
+	result, err := q.exec(ctx, q.deleteKubernetesMemberStmt, deleteKubernetesMember, fabric, pkey, guid)
 	if err != nil {
 		return 0, err
 	}
@@ -49,11 +49,11 @@ func (q *Queries) DeleteKubernetesMember(ctx context.Context, pkey fabric.PKey, 
 }
 
 const deleteKubernetesMembersOfPKey = `-- name: DeleteKubernetesMembersOfPKey :execrows
-DELETE FROM kubernetes_members WHERE pkey = ?1
+DELETE FROM kubernetes_members WHERE fabric = ?1 AND pkey = ?2
 `
 
-func (q *Queries) DeleteKubernetesMembersOfPKey(ctx context.Context, pkey fabric.PKey) (int64, error) {
-	result, err := q.exec(ctx, q.deleteKubernetesMembersOfPKeyStmt, deleteKubernetesMembersOfPKey, pkey)
+func (q *Queries) DeleteKubernetesMembersOfPKey(ctx context.Context, fabric string, pkey fabric.PKey) (int64, error) {
+	result, err := q.exec(ctx, q.deleteKubernetesMembersOfPKeyStmt, deleteKubernetesMembersOfPKey, fabric, pkey)
 	if err != nil {
 		return 0, err
 	}
@@ -61,11 +61,11 @@ func (q *Queries) DeleteKubernetesMembersOfPKey(ctx context.Context, pkey fabric
 }
 
 const deleteKubernetesPKey = `-- name: DeleteKubernetesPKey :execrows
-DELETE FROM kubernetes_pkeys WHERE pkey = ?1
+DELETE FROM kubernetes_pkeys WHERE fabric = ?1 AND pkey = ?2
 `
 
-func (q *Queries) DeleteKubernetesPKey(ctx context.Context, pkey fabric.PKey) (int64, error) {
-	result, err := q.exec(ctx, q.deleteKubernetesPKeyStmt, deleteKubernetesPKey, pkey)
+func (q *Queries) DeleteKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey) (int64, error) {
+	result, err := q.exec(ctx, q.deleteKubernetesPKeyStmt, deleteKubernetesPKey, fabric, pkey)
 	if err != nil {
 		return 0, err
 	}
@@ -74,13 +74,13 @@ func (q *Queries) DeleteKubernetesPKey(ctx context.Context, pkey fabric.PKey) (i
 
 const getKubernetesPKey = `-- name: GetKubernetesPKey :one
 
-SELECT pkey, ip_over_ib, revision, created_at, updated_at FROM kubernetes_pkeys WHERE pkey = ?1
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric FROM kubernetes_pkeys WHERE fabric = ?1 AND pkey = ?2
 `
 
 // The Kubernetes partitions (ib-kubernetes, through the UFM pkeys API): see
 // migrations' 00006_kubernetes.
-func (q *Queries) GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (KubernetesPkey, error) {
-	row := q.queryRow(ctx, q.getKubernetesPKeyStmt, getKubernetesPKey, pkey)
+func (q *Queries) GetKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey) (KubernetesPkey, error) {
+	row := q.queryRow(ctx, q.getKubernetesPKeyStmt, getKubernetesPKey, fabric, pkey)
 	var i KubernetesPkey
 	err := row.Scan(
 		&i.Pkey,
@@ -88,16 +88,17 @@ func (q *Queries) GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (Kube
 		&i.Revision,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Fabric,
 	)
 	return i, err
 }
 
 const getPortByGUID = `-- name: GetPortByGUID :one
-SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports WHERE guid = ?1
+SELECT id, network_id, guid, host, revision, created_at, updated_at, fabric FROM ports WHERE fabric = ?1 AND guid = ?2
 `
 
-func (q *Queries) GetPortByGUID(ctx context.Context, guid *fabric.GUID) (Port, error) {
-	row := q.queryRow(ctx, q.getPortByGUIDStmt, getPortByGUID, guid)
+func (q *Queries) GetPortByGUID(ctx context.Context, fabric string, guid *fabric.GUID) (Port, error) {
+	row := q.queryRow(ctx, q.getPortByGUIDStmt, getPortByGUID, fabric, guid)
 	var i Port
 	err := row.Scan(
 		&i.ID,
@@ -107,19 +108,20 @@ func (q *Queries) GetPortByGUID(ctx context.Context, guid *fabric.GUID) (Port, e
 		&i.Revision,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Fabric,
 	)
 	return i, err
 }
 
 const kubernetesMembershipsOfGUID = `-- name: KubernetesMembershipsOfGUID :many
-SELECT pkey, guid, membership, index0, revision, created_at, updated_at FROM kubernetes_members WHERE guid = ?1 ORDER BY pkey
+SELECT pkey, guid, membership, index0, revision, created_at, updated_at, fabric FROM kubernetes_members WHERE fabric = ?1 AND guid = ?2 ORDER BY pkey
 `
 
 // Every Kubernetes pkey a GUID is in: the rules of a change read it (a GUID in
 // a Kubernetes pkey joins no Neutron network, has index 0 in one pkey at
 // most, and its switch port's table has room).
-func (q *Queries) KubernetesMembershipsOfGUID(ctx context.Context, guid fabric.GUID) ([]KubernetesMember, error) {
-	rows, err := q.query(ctx, q.kubernetesMembershipsOfGUIDStmt, kubernetesMembershipsOfGUID, guid)
+func (q *Queries) KubernetesMembershipsOfGUID(ctx context.Context, fabric string, guid fabric.GUID) ([]KubernetesMember, error) {
+	rows, err := q.query(ctx, q.kubernetesMembershipsOfGUIDStmt, kubernetesMembershipsOfGUID, fabric, guid)
 	if err != nil {
 		return nil, err
 	}
@@ -135,6 +137,7 @@ func (q *Queries) KubernetesMembershipsOfGUID(ctx context.Context, guid fabric.G
 			&i.Revision,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -150,7 +153,7 @@ func (q *Queries) KubernetesMembershipsOfGUID(ctx context.Context, guid fabric.G
 }
 
 const kubernetesState = `-- name: KubernetesState :one
-SELECT changed_revision, applied_revision, last_updated FROM kubernetes_state WHERE id = 1
+SELECT changed_revision, applied_revision, last_updated FROM kubernetes_state WHERE fabric = ?1
 `
 
 type KubernetesStateRow struct {
@@ -159,19 +162,19 @@ type KubernetesStateRow struct {
 	LastUpdated     *time.Time
 }
 
-func (q *Queries) KubernetesState(ctx context.Context) (KubernetesStateRow, error) {
-	row := q.queryRow(ctx, q.kubernetesStateStmt, kubernetesState)
+func (q *Queries) KubernetesState(ctx context.Context, argFabric string) (KubernetesStateRow, error) {
+	row := q.queryRow(ctx, q.kubernetesStateStmt, kubernetesState, argFabric)
 	var i KubernetesStateRow
 	err := row.Scan(&i.ChangedRevision, &i.AppliedRevision, &i.LastUpdated)
 	return i, err
 }
 
 const listKubernetesMembers = `-- name: ListKubernetesMembers :many
-SELECT pkey, guid, membership, index0, revision, created_at, updated_at FROM kubernetes_members ORDER BY pkey, guid
+SELECT pkey, guid, membership, index0, revision, created_at, updated_at, fabric FROM kubernetes_members WHERE fabric = ?1 ORDER BY pkey, guid
 `
 
-func (q *Queries) ListKubernetesMembers(ctx context.Context) ([]KubernetesMember, error) {
-	rows, err := q.query(ctx, q.listKubernetesMembersStmt, listKubernetesMembers)
+func (q *Queries) ListKubernetesMembers(ctx context.Context, argFabric string) ([]KubernetesMember, error) {
+	rows, err := q.query(ctx, q.listKubernetesMembersStmt, listKubernetesMembers, argFabric)
 	if err != nil {
 		return nil, err
 	}
@@ -187,6 +190,7 @@ func (q *Queries) ListKubernetesMembers(ctx context.Context) ([]KubernetesMember
 			&i.Revision,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -202,11 +206,11 @@ func (q *Queries) ListKubernetesMembers(ctx context.Context) ([]KubernetesMember
 }
 
 const listKubernetesMembersOfPKey = `-- name: ListKubernetesMembersOfPKey :many
-SELECT pkey, guid, membership, index0, revision, created_at, updated_at FROM kubernetes_members WHERE pkey = ?1 ORDER BY guid
+SELECT pkey, guid, membership, index0, revision, created_at, updated_at, fabric FROM kubernetes_members WHERE fabric = ?1 AND pkey = ?2 ORDER BY guid
 `
 
-func (q *Queries) ListKubernetesMembersOfPKey(ctx context.Context, pkey fabric.PKey) ([]KubernetesMember, error) {
-	rows, err := q.query(ctx, q.listKubernetesMembersOfPKeyStmt, listKubernetesMembersOfPKey, pkey)
+func (q *Queries) ListKubernetesMembersOfPKey(ctx context.Context, fabric string, pkey fabric.PKey) ([]KubernetesMember, error) {
+	rows, err := q.query(ctx, q.listKubernetesMembersOfPKeyStmt, listKubernetesMembersOfPKey, fabric, pkey)
 	if err != nil {
 		return nil, err
 	}
@@ -222,6 +226,7 @@ func (q *Queries) ListKubernetesMembersOfPKey(ctx context.Context, pkey fabric.P
 			&i.Revision,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -237,11 +242,11 @@ func (q *Queries) ListKubernetesMembersOfPKey(ctx context.Context, pkey fabric.P
 }
 
 const listKubernetesPKeys = `-- name: ListKubernetesPKeys :many
-SELECT pkey, ip_over_ib, revision, created_at, updated_at FROM kubernetes_pkeys ORDER BY pkey
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric FROM kubernetes_pkeys WHERE fabric = ?1 ORDER BY pkey
 `
 
-func (q *Queries) ListKubernetesPKeys(ctx context.Context) ([]KubernetesPkey, error) {
-	rows, err := q.query(ctx, q.listKubernetesPKeysStmt, listKubernetesPKeys)
+func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]KubernetesPkey, error) {
+	rows, err := q.query(ctx, q.listKubernetesPKeysStmt, listKubernetesPKeys, argFabric)
 	if err != nil {
 		return nil, err
 	}
@@ -255,6 +260,7 @@ func (q *Queries) ListKubernetesPKeys(ctx context.Context) ([]KubernetesPkey, er
 			&i.Revision,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -271,15 +277,20 @@ func (q *Queries) ListKubernetesPKeys(ctx context.Context) ([]KubernetesPkey, er
 
 const markKubernetesApplied = `-- name: MarkKubernetesApplied :execrows
 UPDATE kubernetes_state SET applied_revision = changed_revision, last_updated = ?1
-WHERE id = 1 AND changed_revision > applied_revision AND changed_revision <= ?2
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?3)
+WHERE kubernetes_state.fabric = ?2 AND changed_revision > applied_revision AND changed_revision <= ?3
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ?2 AND leadership.term = ?4)
 `
 
 // The apply of revision @revision is proven: if it carries the last Kubernetes
 // change not yet applied, last_updated moves. Fenced by the term, as
 // CompleteJobs is.
-func (q *Queries) MarkKubernetesApplied(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error) {
-	result, err := q.exec(ctx, q.markKubernetesAppliedStmt, markKubernetesApplied, now, revision, term)
+func (q *Queries) MarkKubernetesApplied(ctx context.Context, now *time.Time, fabric string, revision int64, term int64) (int64, error) {
+	result, err := q.exec(ctx, q.markKubernetesAppliedStmt, markKubernetesApplied,
+		now,
+		fabric,
+		revision,
+		term,
+	)
 	if err != nil {
 		return 0, err
 	}
@@ -287,25 +298,25 @@ func (q *Queries) MarkKubernetesApplied(ctx context.Context, now *time.Time, rev
 }
 
 const markKubernetesChanged = `-- name: MarkKubernetesChanged :exec
-UPDATE kubernetes_state SET changed_revision = ?1 WHERE id = 1
+UPDATE kubernetes_state SET changed_revision = ?1 WHERE fabric = ?2
 `
 
 // A Kubernetes change notes its revision, so that the apply that completes it
 // moves last_updated.
-func (q *Queries) MarkKubernetesChanged(ctx context.Context, revision int64) error {
-	_, err := q.exec(ctx, q.markKubernetesChangedStmt, markKubernetesChanged, revision)
+func (q *Queries) MarkKubernetesChanged(ctx context.Context, revision int64, fabric string) error {
+	_, err := q.exec(ctx, q.markKubernetesChangedStmt, markKubernetesChanged, revision, fabric)
 	return err
 }
 
 const upsertKubernetesMember = `-- name: UpsertKubernetesMember :exec
-INSERT INTO kubernetes_members (pkey, guid, membership, index0, revision, created_at, updated_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
-ON CONFLICT (pkey, guid) DO UPDATE SET
+INSERT INTO kubernetes_members (pkey, guid, membership, index0, revision, created_at, updated_at, fabric)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)
+ON CONFLICT (fabric, pkey, guid) DO UPDATE SET
     membership = EXCLUDED.membership, index0 = EXCLUDED.index0,
     revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at
 `
 
-func (q *Queries) UpsertKubernetesMember(ctx context.Context, pkey fabric.PKey, guid fabric.GUID, membership string, index0 bool, revision int64, now time.Time) error {
+func (q *Queries) UpsertKubernetesMember(ctx context.Context, pkey fabric.PKey, guid fabric.GUID, membership string, index0 bool, revision int64, now time.Time, fabric string) error {
 	_, err := q.exec(ctx, q.upsertKubernetesMemberStmt, upsertKubernetesMember,
 		pkey,
 		guid,
@@ -313,23 +324,25 @@ func (q *Queries) UpsertKubernetesMember(ctx context.Context, pkey fabric.PKey, 
 		index0,
 		revision,
 		now,
+		fabric,
 	)
 	return err
 }
 
 const upsertKubernetesPKey = `-- name: UpsertKubernetesPKey :exec
-INSERT INTO kubernetes_pkeys (pkey, ip_over_ib, revision, created_at, updated_at)
-VALUES (?1, ?2, ?3, ?4, ?4)
-ON CONFLICT (pkey) DO UPDATE SET
+INSERT INTO kubernetes_pkeys (pkey, ip_over_ib, revision, created_at, updated_at, fabric)
+VALUES (?1, ?2, ?3, ?4, ?4, ?5)
+ON CONFLICT (fabric, pkey) DO UPDATE SET
     ip_over_ib = EXCLUDED.ip_over_ib, revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at
 `
 
-func (q *Queries) UpsertKubernetesPKey(ctx context.Context, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time) error {
+func (q *Queries) UpsertKubernetesPKey(ctx context.Context, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time, fabric string) error {
 	_, err := q.exec(ctx, q.upsertKubernetesPKeyStmt, upsertKubernetesPKey,
 		pkey,
 		ipOverIb,
 		revision,
 		now,
+		fabric,
 	)
 	return err
 }

@@ -17,6 +17,7 @@ type AdoptedPartition struct {
 	Revision  int64
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	Fabric    string
 }
 
 type Apply struct {
@@ -28,6 +29,7 @@ type Apply struct {
 	Detail     string
 	StartedAt  time.Time
 	FinishedAt time.Time
+	Fabric     string
 }
 
 type EnforcementError struct {
@@ -37,12 +39,14 @@ type EnforcementError struct {
 	FirstSeen   time.Time
 	LastSeen    time.Time
 	Occurrences int64
+	Fabric      string
 }
 
 type ExpectedSwitch struct {
 	Guid        fabric.GUID
 	Description string
 	ConfirmedAt time.Time
+	Fabric      string
 }
 
 type Job struct {
@@ -63,6 +67,7 @@ type Job struct {
 	StartedAt   *time.Time
 	FinishedAt  *time.Time
 	RequestID   string
+	Fabric      string
 }
 
 type KubernetesMember struct {
@@ -73,6 +78,7 @@ type KubernetesMember struct {
 	Revision   int64
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
+	Fabric     string
 }
 
 type KubernetesPkey struct {
@@ -81,6 +87,7 @@ type KubernetesPkey struct {
 	Revision  int64
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	Fabric    string
 }
 
 type KubernetesState struct {
@@ -88,6 +95,7 @@ type KubernetesState struct {
 	ChangedRevision int64
 	AppliedRevision int64
 	LastUpdated     *time.Time
+	Fabric          string
 }
 
 type LastAudit struct {
@@ -99,6 +107,7 @@ type LastAudit struct {
 	Findings  int64
 	Breaches  int64
 	Summary   string
+	Fabric    string
 }
 
 type Leadership struct {
@@ -112,6 +121,7 @@ type Leadership struct {
 	Suspect           string
 	FreezeReason      string
 	UnfreezeRequested int64
+	Fabric            string
 }
 
 type Network struct {
@@ -124,6 +134,7 @@ type Network struct {
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 	Managed         bool
+	Fabric          string
 }
 
 type Port struct {
@@ -134,6 +145,7 @@ type Port struct {
 	Revision  int64
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	Fabric    string
 }
 
 type SecondSubnetManager struct {
@@ -143,15 +155,18 @@ type SecondSubnetManager struct {
 	OwnState string
 	Term     int64
 	SeenAt   time.Time
+	Fabric   string
 }
 
 type Secret struct {
 	Name      string
 	Value     string
 	CreatedAt time.Time
+	Fabric    string
 }
 
 type State struct {
 	ID       int64
 	Revision int64
+	Fabric   string
 }

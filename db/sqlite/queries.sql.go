@@ -14,14 +14,14 @@ import (
 
 const bumpRevision = `-- name: BumpRevision :one
 
-UPDATE state SET revision = revision + 1 WHERE id = 1 RETURNING revision
+UPDATE state SET revision = revision + 1 WHERE fabric = ?1 RETURNING revision
 `
 
 // Queries that PostgreSQL and SQLite run alike (sqlc generates them into both
 // db/postgres and db/sqlite). A query whose SQL differs goes in each engine's
 // own folder instead, under the same name.
-func (q *Queries) BumpRevision(ctx context.Context) (int64, error) {
-	row := q.queryRow(ctx, q.bumpRevisionStmt, bumpRevision)
+func (q *Queries) BumpRevision(ctx context.Context, argFabric string) (int64, error) {
+	row := q.queryRow(ctx, q.bumpRevisionStmt, bumpRevision, argFabric)
 	var revision int64
 	err := row.Scan(&revision)
 	return revision, err
@@ -29,12 +29,17 @@ func (q *Queries) BumpRevision(ctx context.Context) (int64, error) {
 
 const clearGUIDsOfNetwork = `-- name: ClearGUIDsOfNetwork :execrows
 UPDATE ports SET guid = NULL, revision = ?1, updated_at = ?2
-WHERE network_id = ?3 AND guid IS NOT NULL
+WHERE network_id = ?3 AND fabric = ?4 AND guid IS NOT NULL
 `
 
 // A network that loses its partition takes its ports' GUIDs out with it.
-func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, revision int64, now time.Time, networkID string) (int64, error) {
-	result, err := q.exec(ctx, q.clearGUIDsOfNetworkStmt, clearGUIDsOfNetwork, revision, now, networkID)
+func (q *Queries) ClearGUIDsOfNetwork(ctx context.Context, revision int64, now time.Time, networkID string, fabric string) (int64, error) {
+	result, err := q.exec(ctx, q.clearGUIDsOfNetworkStmt, clearGUIDsOfNetwork,
+		revision,
+		now,
+		networkID,
+		fabric,
+	)
 	if err != nil {
 		return 0, err
 	}
@@ -45,16 +50,17 @@ const completeJob = `-- name: CompleteJob :execrows
 UPDATE jobs SET status = 'Completed', error = '',
     description = CASE WHEN instr(description, char(10)) > 0 THEN substr(description, 1, instr(description, char(10)) - 1) ELSE description END,
     finished_at = ?1, updated_at = ?1
-WHERE jobs.id = ?2 AND status IN ('Pending', 'Running') AND revision <= ?3
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?4)
+WHERE jobs.id = ?2 AND jobs.fabric = ?3 AND status IN ('Pending', 'Running') AND revision <= ?4
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ?3 AND leadership.term = ?5)
 `
 
 // A job an apply's proof completes on its own, while others of its
 // revision still wait for theirs (internal/store/applier.go FinishApplyProven).
-func (q *Queries) CompleteJob(ctx context.Context, now *time.Time, jobID int64, revision int64, term int64) (int64, error) {
+func (q *Queries) CompleteJob(ctx context.Context, now *time.Time, jobID int64, fabric string, revision int64, term int64) (int64, error) {
 	result, err := q.exec(ctx, q.completeJobStmt, completeJob,
 		now,
 		jobID,
+		fabric,
 		revision,
 		term,
 	)
@@ -69,14 +75,19 @@ const completeJobs = `-- name: CompleteJobs :execrows
 UPDATE jobs SET status = 'Completed', error = '',
     description = CASE WHEN instr(description, char(10)) > 0 THEN substr(description, 1, instr(description, char(10)) - 1) ELSE description END,
     finished_at = ?1, updated_at = ?1
-WHERE status IN ('Pending', 'Running') AND revision <= ?2
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?3)
+WHERE jobs.fabric = ?2 AND status IN ('Pending', 'Running') AND revision <= ?3
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ?2 AND leadership.term = ?4)
 `
 
 // PostgreSQL and SQLite share the queries in queries/shared; this folder holds
 // the ones whose SQL differs (string functions, locks).
-func (q *Queries) CompleteJobs(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error) {
-	result, err := q.exec(ctx, q.completeJobsStmt, completeJobs, now, revision, term)
+func (q *Queries) CompleteJobs(ctx context.Context, now *time.Time, fabric string, revision int64, term int64) (int64, error) {
+	result, err := q.exec(ctx, q.completeJobsStmt, completeJobs,
+		now,
+		fabric,
+		revision,
+		term,
+	)
 	if err != nil {
 		return 0, err
 	}
@@ -84,7 +95,7 @@ func (q *Queries) CompleteJobs(ctx context.Context, now *time.Time, revision int
 }
 
 const countJobsByStatus = `-- name: CountJobsByStatus :many
-SELECT status, count(*) AS n FROM jobs GROUP BY status ORDER BY status
+SELECT status, count(*) AS n FROM jobs WHERE fabric = ?1 GROUP BY status ORDER BY status
 `
 
 type CountJobsByStatusRow struct {
@@ -92,8 +103,8 @@ type CountJobsByStatusRow struct {
 	N      int64
 }
 
-func (q *Queries) CountJobsByStatus(ctx context.Context) ([]CountJobsByStatusRow, error) {
-	rows, err := q.query(ctx, q.countJobsByStatusStmt, countJobsByStatus)
+func (q *Queries) CountJobsByStatus(ctx context.Context, argFabric string) ([]CountJobsByStatusRow, error) {
+	rows, err := q.query(ctx, q.countJobsByStatusStmt, countJobsByStatus, argFabric)
 	if err != nil {
 		return nil, err
 	}
@@ -116,18 +127,18 @@ func (q *Queries) CountJobsByStatus(ctx context.Context) ([]CountJobsByStatusRow
 }
 
 const countMembers = `-- name: CountMembers :one
-SELECT count(*) FROM ports WHERE guid IS NOT NULL
+SELECT count(*) FROM ports WHERE fabric = ?1 AND guid IS NOT NULL
 `
 
-func (q *Queries) CountMembers(ctx context.Context) (int64, error) {
-	row := q.queryRow(ctx, q.countMembersStmt, countMembers)
+func (q *Queries) CountMembers(ctx context.Context, argFabric string) (int64, error) {
+	row := q.queryRow(ctx, q.countMembersStmt, countMembers, argFabric)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
 }
 
 const countMembersByNetwork = `-- name: CountMembersByNetwork :many
-SELECT network_id, count(*) AS n FROM ports WHERE guid IS NOT NULL GROUP BY network_id
+SELECT network_id, count(*) AS n FROM ports WHERE fabric = ?1 AND guid IS NOT NULL GROUP BY network_id
 `
 
 type CountMembersByNetworkRow struct {
@@ -135,8 +146,8 @@ type CountMembersByNetworkRow struct {
 	N         int64
 }
 
-func (q *Queries) CountMembersByNetwork(ctx context.Context) ([]CountMembersByNetworkRow, error) {
-	rows, err := q.query(ctx, q.countMembersByNetworkStmt, countMembersByNetwork)
+func (q *Queries) CountMembersByNetwork(ctx context.Context, argFabric string) ([]CountMembersByNetworkRow, error) {
+	rows, err := q.query(ctx, q.countMembersByNetworkStmt, countMembersByNetwork, argFabric)
 	if err != nil {
 		return nil, err
 	}
@@ -159,22 +170,22 @@ func (q *Queries) CountMembersByNetwork(ctx context.Context) ([]CountMembersByNe
 }
 
 const countNetworks = `-- name: CountNetworks :one
-SELECT count(*) FROM networks
+SELECT count(*) FROM networks WHERE fabric = ?1
 `
 
-func (q *Queries) CountNetworks(ctx context.Context) (int64, error) {
-	row := q.queryRow(ctx, q.countNetworksStmt, countNetworks)
+func (q *Queries) CountNetworks(ctx context.Context, argFabric string) (int64, error) {
+	row := q.queryRow(ctx, q.countNetworksStmt, countNetworks, argFabric)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
 }
 
 const deleteNetwork = `-- name: DeleteNetwork :execrows
-DELETE FROM networks WHERE id = ?1
+DELETE FROM networks WHERE id = ?1 AND fabric = ?2
 `
 
-func (q *Queries) DeleteNetwork(ctx context.Context, id string) (int64, error) {
-	result, err := q.exec(ctx, q.deleteNetworkStmt, deleteNetwork, id)
+func (q *Queries) DeleteNetwork(ctx context.Context, iD string, fabric string) (int64, error) {
+	result, err := q.exec(ctx, q.deleteNetworkStmt, deleteNetwork, iD, fabric)
 	if err != nil {
 		return 0, err
 	}
@@ -182,11 +193,11 @@ func (q *Queries) DeleteNetwork(ctx context.Context, id string) (int64, error) {
 }
 
 const deletePort = `-- name: DeletePort :execrows
-DELETE FROM ports WHERE id = ?1
+DELETE FROM ports WHERE id = ?1 AND fabric = ?2
 `
 
-func (q *Queries) DeletePort(ctx context.Context, id string) (int64, error) {
-	result, err := q.exec(ctx, q.deletePortStmt, deletePort, id)
+func (q *Queries) DeletePort(ctx context.Context, iD string, fabric string) (int64, error) {
+	result, err := q.exec(ctx, q.deletePortStmt, deletePort, iD, fabric)
 	if err != nil {
 		return 0, err
 	}
@@ -194,11 +205,11 @@ func (q *Queries) DeletePort(ctx context.Context, id string) (int64, error) {
 }
 
 const deletePortsOfNetwork = `-- name: DeletePortsOfNetwork :execrows
-DELETE FROM ports WHERE network_id = ?1
+DELETE FROM ports WHERE network_id = ?1 AND fabric = ?2
 `
 
-func (q *Queries) DeletePortsOfNetwork(ctx context.Context, networkID string) (int64, error) {
-	result, err := q.exec(ctx, q.deletePortsOfNetworkStmt, deletePortsOfNetwork, networkID)
+func (q *Queries) DeletePortsOfNetwork(ctx context.Context, networkID string, fabric string) (int64, error) {
+	result, err := q.exec(ctx, q.deletePortsOfNetworkStmt, deletePortsOfNetwork, networkID, fabric)
 	if err != nil {
 		return 0, err
 	}
@@ -209,15 +220,16 @@ const failJob = `-- name: FailJob :execrows
 UPDATE jobs SET status = 'Failed', error = ?1,
     description = CASE WHEN instr(description, char(10)) > 0 THEN substr(description, 1, instr(description, char(10)) - 1) ELSE description END,
     finished_at = ?2, updated_at = ?2
-WHERE jobs.id = ?3 AND status IN ('Pending', 'Running')
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?4)
+WHERE jobs.id = ?3 AND jobs.fabric = ?4 AND status IN ('Pending', 'Running')
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ?4 AND leadership.term = ?5)
 `
 
-func (q *Queries) FailJob(ctx context.Context, error string, now *time.Time, jobID int64, term int64) (int64, error) {
+func (q *Queries) FailJob(ctx context.Context, error string, now *time.Time, jobID int64, fabric string, term int64) (int64, error) {
 	result, err := q.exec(ctx, q.failJobStmt, failJob,
 		error,
 		now,
 		jobID,
+		fabric,
 		term,
 	)
 	if err != nil {
@@ -230,14 +242,15 @@ const failJobs = `-- name: FailJobs :execrows
 UPDATE jobs SET status = 'Failed', error = ?1,
     description = CASE WHEN instr(description, char(10)) > 0 THEN substr(description, 1, instr(description, char(10)) - 1) ELSE description END,
     finished_at = ?2, updated_at = ?2
-WHERE status IN ('Pending', 'Running') AND revision <= ?3
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?4)
+WHERE jobs.fabric = ?3 AND status IN ('Pending', 'Running') AND revision <= ?4
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ?3 AND leadership.term = ?5)
 `
 
-func (q *Queries) FailJobs(ctx context.Context, error string, now *time.Time, revision int64, term int64) (int64, error) {
+func (q *Queries) FailJobs(ctx context.Context, error string, now *time.Time, fabric string, revision int64, term int64) (int64, error) {
 	result, err := q.exec(ctx, q.failJobsStmt, failJobs,
 		error,
 		now,
+		fabric,
 		revision,
 		term,
 	)
@@ -248,7 +261,7 @@ func (q *Queries) FailJobs(ctx context.Context, error string, now *time.Time, re
 }
 
 const getJob = `-- name: GetJob :one
-SELECT id, revision, object_type, object_id, network_id, operation, status, description, result, error, created_by, request, created_at, updated_at, started_at, finished_at, request_id FROM jobs WHERE id = ?1
+SELECT id, revision, object_type, object_id, network_id, operation, status, description, result, error, created_by, request, created_at, updated_at, started_at, finished_at, request_id, fabric FROM jobs WHERE id = ?1
 `
 
 func (q *Queries) GetJob(ctx context.Context, id int64) (Job, error) {
@@ -272,12 +285,13 @@ func (q *Queries) GetJob(ctx context.Context, id int64) (Job, error) {
 		&i.StartedAt,
 		&i.FinishedAt,
 		&i.RequestID,
+		&i.Fabric,
 	)
 	return i, err
 }
 
 const getNetwork = `-- name: GetNetwork :one
-SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE id = ?1
+SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed, fabric FROM networks WHERE id = ?1
 `
 
 func (q *Queries) GetNetwork(ctx context.Context, id string) (Network, error) {
@@ -293,16 +307,17 @@ func (q *Queries) GetNetwork(ctx context.Context, id string) (Network, error) {
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Managed,
+		&i.Fabric,
 	)
 	return i, err
 }
 
 const getNetworkByPKey = `-- name: GetNetworkByPKey :one
-SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE pkey = ?1
+SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed, fabric FROM networks WHERE fabric = ?1 AND pkey = ?2
 `
 
-func (q *Queries) GetNetworkByPKey(ctx context.Context, pkey *fabric.PKey) (Network, error) {
-	row := q.queryRow(ctx, q.getNetworkByPKeyStmt, getNetworkByPKey, pkey)
+func (q *Queries) GetNetworkByPKey(ctx context.Context, fabric string, pkey *fabric.PKey) (Network, error) {
+	row := q.queryRow(ctx, q.getNetworkByPKeyStmt, getNetworkByPKey, fabric, pkey)
 	var i Network
 	err := row.Scan(
 		&i.ID,
@@ -314,12 +329,13 @@ func (q *Queries) GetNetworkByPKey(ctx context.Context, pkey *fabric.PKey) (Netw
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Managed,
+		&i.Fabric,
 	)
 	return i, err
 }
 
 const getPort = `-- name: GetPort :one
-SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports WHERE id = ?1
+SELECT id, network_id, guid, host, revision, created_at, updated_at, fabric FROM ports WHERE id = ?1
 `
 
 func (q *Queries) GetPort(ctx context.Context, id string) (Port, error) {
@@ -333,15 +349,17 @@ func (q *Queries) GetPort(ctx context.Context, id string) (Port, error) {
 		&i.Revision,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Fabric,
 	)
 	return i, err
 }
 
 const getPortChangeRows = `-- name: GetPortChangeRows :many
 SELECT n.id, n.name, n.network_type, n.physical_network, n.pkey, n.managed, n.revision,
-       p.id AS port_id, p.network_id AS port_network_id, p.guid AS port_guid, p.host AS port_host
-FROM networks n LEFT JOIN ports p ON p.id = ?1 OR p.guid = ?2
-WHERE n.id = ?3
+       p.id AS port_id, p.network_id AS port_network_id, p.guid AS port_guid, p.host AS port_host,
+       n.fabric, p.fabric AS port_fabric
+FROM networks n LEFT JOIN ports p ON p.id = ?1 OR (p.fabric = ?2 AND p.guid = ?3)
+WHERE n.id = ?4
 `
 
 type GetPortChangeRowsRow struct {
@@ -356,14 +374,21 @@ type GetPortChangeRowsRow struct {
 	PortNetworkID   *string
 	PortGuid        *fabric.GUID
 	PortHost        *string
+	Fabric          string
+	PortFabric      *string
 }
 
 // The network of a port change, with the port recorded under this id and
 // the port holding this GUID (the same row, or two; neither: one row whose
 // port columns are NULL): every row a port change reads, in one round trip,
 // while it holds the revision's row lock. No row: the network is not recorded.
-func (q *Queries) GetPortChangeRows(ctx context.Context, portID string, guid *fabric.GUID, networkID string) ([]GetPortChangeRowsRow, error) {
-	rows, err := q.query(ctx, q.getPortChangeRowsStmt, getPortChangeRows, portID, guid, networkID)
+func (q *Queries) GetPortChangeRows(ctx context.Context, portID string, fabric string, guid *fabric.GUID, networkID string) ([]GetPortChangeRowsRow, error) {
+	rows, err := q.query(ctx, q.getPortChangeRowsStmt, getPortChangeRows,
+		portID,
+		fabric,
+		guid,
+		networkID,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -383,6 +408,8 @@ func (q *Queries) GetPortChangeRows(ctx context.Context, portID string, guid *fa
 			&i.PortNetworkID,
 			&i.PortGuid,
 			&i.PortHost,
+			&i.Fabric,
+			&i.PortFabric,
 		); err != nil {
 			return nil, err
 		}
@@ -398,13 +425,13 @@ func (q *Queries) GetPortChangeRows(ctx context.Context, portID string, guid *fa
 }
 
 const getPortsByIDOrGUID = `-- name: GetPortsByIDOrGUID :many
-SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports WHERE id = ?1 OR guid = ?2
+SELECT id, network_id, guid, host, revision, created_at, updated_at, fabric FROM ports WHERE id = ?1 OR (fabric = ?2 AND guid = ?3)
 `
 
 // The port with this id and the port holding this GUID (the same row, or
 // two): one round trip for both of a change's port reads.
-func (q *Queries) GetPortsByIDOrGUID(ctx context.Context, iD string, guid *fabric.GUID) ([]Port, error) {
-	rows, err := q.query(ctx, q.getPortsByIDOrGUIDStmt, getPortsByIDOrGUID, iD, guid)
+func (q *Queries) GetPortsByIDOrGUID(ctx context.Context, iD string, fabric string, guid *fabric.GUID) ([]Port, error) {
+	rows, err := q.query(ctx, q.getPortsByIDOrGUIDStmt, getPortsByIDOrGUID, iD, fabric, guid)
 	if err != nil {
 		return nil, err
 	}
@@ -420,6 +447,7 @@ func (q *Queries) GetPortsByIDOrGUID(ctx context.Context, iD string, guid *fabri
 			&i.Revision,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -435,13 +463,13 @@ func (q *Queries) GetPortsByIDOrGUID(ctx context.Context, iD string, guid *fabri
 }
 
 const insertJob = `-- name: InsertJob :one
-INSERT INTO jobs (id, revision, object_type, object_id, network_id, operation, status,
+INSERT INTO jobs (id, fabric, revision, object_type, object_id, network_id, operation, status,
                   description, result, error, created_by, request, request_id, created_at, updated_at, started_at, finished_at)
 VALUES ((SELECT max(CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) * 1000, COALESCE(MAX(id), 0) + 1)
          FROM jobs),
-        ?1, ?2, ?3, ?4, ?5, ?6,
-        ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,
-        ?15, ?16)
+        ?1, ?2, ?3, ?4, ?5, ?6, ?7,
+        ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,
+        ?16, ?17)
 RETURNING id
 `
 
@@ -457,8 +485,9 @@ RETURNING id
 // ids run ahead of the clock; below 2^53 (exact in JSON) until the year 2255.
 // julianday('now') is the time of the statement, to the millisecond.
 // Every other column is the job row's field of its name (driver.Job).
-func (q *Queries) InsertJob(ctx context.Context, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, error string, createdBy string, request string, requestID string, createdAt time.Time, updatedAt time.Time, startedAt *time.Time, finishedAt *time.Time) (int64, error) {
+func (q *Queries) InsertJob(ctx context.Context, fabric string, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, error string, createdBy string, request string, requestID string, createdAt time.Time, updatedAt time.Time, startedAt *time.Time, finishedAt *time.Time) (int64, error) {
 	row := q.queryRow(ctx, q.insertJobStmt, insertJob,
+		fabric,
 		revision,
 		objectType,
 		objectID,
@@ -482,11 +511,11 @@ func (q *Queries) InsertJob(ctx context.Context, revision int64, objectType stri
 }
 
 const lastApply = `-- name: LastApply :one
-SELECT id, revision, sha256, term, outcome, detail, started_at, finished_at FROM applies ORDER BY id DESC LIMIT 1
+SELECT id, revision, sha256, term, outcome, detail, started_at, finished_at, fabric FROM applies WHERE fabric = ?1 ORDER BY id DESC LIMIT 1
 `
 
-func (q *Queries) LastApply(ctx context.Context) (Apply, error) {
-	row := q.queryRow(ctx, q.lastApplyStmt, lastApply)
+func (q *Queries) LastApply(ctx context.Context, argFabric string) (Apply, error) {
+	row := q.queryRow(ctx, q.lastApplyStmt, lastApply, argFabric)
 	var i Apply
 	err := row.Scan(
 		&i.ID,
@@ -497,17 +526,18 @@ func (q *Queries) LastApply(ctx context.Context) (Apply, error) {
 		&i.Detail,
 		&i.StartedAt,
 		&i.FinishedAt,
+		&i.Fabric,
 	)
 	return i, err
 }
 
 const listManagedNetworks = `-- name: ListManagedNetworks :many
-SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE managed ORDER BY id
+SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed, fabric FROM networks WHERE fabric = ?1 AND managed ORDER BY id
 `
 
 // The networks that have a partition: what the partitions file renders.
-func (q *Queries) ListManagedNetworks(ctx context.Context) ([]Network, error) {
-	rows, err := q.query(ctx, q.listManagedNetworksStmt, listManagedNetworks)
+func (q *Queries) ListManagedNetworks(ctx context.Context, argFabric string) ([]Network, error) {
+	rows, err := q.query(ctx, q.listManagedNetworksStmt, listManagedNetworks, argFabric)
 	if err != nil {
 		return nil, err
 	}
@@ -525,6 +555,7 @@ func (q *Queries) ListManagedNetworks(ctx context.Context) ([]Network, error) {
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.Managed,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -540,15 +571,15 @@ func (q *Queries) ListManagedNetworks(ctx context.Context) ([]Network, error) {
 }
 
 const listNetworksSince = `-- name: ListNetworksSince :many
-SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed FROM networks WHERE revision >= ?1
+SELECT id, name, network_type, physical_network, pkey, revision, created_at, updated_at, managed, fabric FROM networks WHERE fabric = ?1 AND revision >= ?2
 `
 
 // What the applier's incremental snapshot reads (store.SnapshotCache): the
 // rows a change wrote at or after a revision (every write of a network or a
 // port sets its revision to the change's), and the counts that show whether
 // rows were deleted since.
-func (q *Queries) ListNetworksSince(ctx context.Context, revision int64) ([]Network, error) {
-	rows, err := q.query(ctx, q.listNetworksSinceStmt, listNetworksSince, revision)
+func (q *Queries) ListNetworksSince(ctx context.Context, fabric string, revision int64) ([]Network, error) {
+	rows, err := q.query(ctx, q.listNetworksSinceStmt, listNetworksSince, fabric, revision)
 	if err != nil {
 		return nil, err
 	}
@@ -566,6 +597,7 @@ func (q *Queries) ListNetworksSince(ctx context.Context, revision int64) ([]Netw
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.Managed,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -581,11 +613,11 @@ func (q *Queries) ListNetworksSince(ctx context.Context, revision int64) ([]Netw
 }
 
 const listPortsOfNetwork = `-- name: ListPortsOfNetwork :many
-SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports WHERE network_id = ?1
+SELECT id, network_id, guid, host, revision, created_at, updated_at, fabric FROM ports WHERE network_id = ?1 AND fabric = ?2
 `
 
-func (q *Queries) ListPortsOfNetwork(ctx context.Context, networkID string) ([]Port, error) {
-	rows, err := q.query(ctx, q.listPortsOfNetworkStmt, listPortsOfNetwork, networkID)
+func (q *Queries) ListPortsOfNetwork(ctx context.Context, networkID string, fabric string) ([]Port, error) {
+	rows, err := q.query(ctx, q.listPortsOfNetworkStmt, listPortsOfNetwork, networkID, fabric)
 	if err != nil {
 		return nil, err
 	}
@@ -601,6 +633,7 @@ func (q *Queries) ListPortsOfNetwork(ctx context.Context, networkID string) ([]P
 			&i.Revision,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -616,11 +649,11 @@ func (q *Queries) ListPortsOfNetwork(ctx context.Context, networkID string) ([]P
 }
 
 const listPortsSince = `-- name: ListPortsSince :many
-SELECT id, network_id, guid, host, revision, created_at, updated_at FROM ports WHERE revision >= ?1
+SELECT id, network_id, guid, host, revision, created_at, updated_at, fabric FROM ports WHERE fabric = ?1 AND revision >= ?2
 `
 
-func (q *Queries) ListPortsSince(ctx context.Context, revision int64) ([]Port, error) {
-	rows, err := q.query(ctx, q.listPortsSinceStmt, listPortsSince, revision)
+func (q *Queries) ListPortsSince(ctx context.Context, fabric string, revision int64) ([]Port, error) {
+	rows, err := q.query(ctx, q.listPortsSinceStmt, listPortsSince, fabric, revision)
 	if err != nil {
 		return nil, err
 	}
@@ -636,6 +669,7 @@ func (q *Queries) ListPortsSince(ctx context.Context, revision int64) ([]Port, e
 			&i.Revision,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Fabric,
 		); err != nil {
 			return nil, err
 		}
@@ -652,12 +686,17 @@ func (q *Queries) ListPortsSince(ctx context.Context, revision int64) ([]Port, e
 
 const markJobsRunning = `-- name: MarkJobsRunning :execrows
 UPDATE jobs SET status = 'Running', started_at = ?1, updated_at = ?1
-WHERE status = 'Pending' AND revision <= ?2
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?3)
+WHERE jobs.fabric = ?2 AND status = 'Pending' AND revision <= ?3
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ?2 AND leadership.term = ?4)
 `
 
-func (q *Queries) MarkJobsRunning(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error) {
-	result, err := q.exec(ctx, q.markJobsRunningStmt, markJobsRunning, now, revision, term)
+func (q *Queries) MarkJobsRunning(ctx context.Context, now *time.Time, fabric string, revision int64, term int64) (int64, error) {
+	result, err := q.exec(ctx, q.markJobsRunningStmt, markJobsRunning,
+		now,
+		fabric,
+		revision,
+		term,
+	)
 	if err != nil {
 		return 0, err
 	}
@@ -665,11 +704,11 @@ func (q *Queries) MarkJobsRunning(ctx context.Context, now *time.Time, revision 
 }
 
 const newTerm = `-- name: NewTerm :one
-UPDATE leadership SET term = term + 1, holder = ?1, heartbeat = ?2 WHERE id = 1 RETURNING term
+UPDATE leadership SET term = term + 1, holder = ?1, heartbeat = ?2 WHERE fabric = ?3 RETURNING term
 `
 
-func (q *Queries) NewTerm(ctx context.Context, holder string, now *time.Time) (int64, error) {
-	row := q.queryRow(ctx, q.newTermStmt, newTerm, holder, now)
+func (q *Queries) NewTerm(ctx context.Context, holder string, now *time.Time, fabric string) (int64, error) {
+	row := q.queryRow(ctx, q.newTermStmt, newTerm, holder, now, fabric)
 	var term int64
 	err := row.Scan(&term)
 	return term, err
@@ -678,7 +717,7 @@ func (q *Queries) NewTerm(ctx context.Context, holder string, now *time.Time) (i
 const openJobsWithGUIDs = `-- name: OpenJobsWithGUIDs :many
 SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid
 FROM jobs j LEFT JOIN ports p ON j.object_type = 'port' AND p.id = j.object_id
-WHERE j.status IN ('Pending', 'Running') AND j.revision <= ?1
+WHERE j.fabric = ?1 AND j.status IN ('Pending', 'Running') AND j.revision <= ?2
 ORDER BY j.id
 `
 
@@ -692,8 +731,8 @@ type OpenJobsWithGUIDsRow struct {
 
 // The open jobs up to a revision, with the GUID a port job's port holds now
 // (NULL for a network's job, or a port gone or without membership).
-func (q *Queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]OpenJobsWithGUIDsRow, error) {
-	rows, err := q.query(ctx, q.openJobsWithGUIDsStmt, openJobsWithGUIDs, revision)
+func (q *Queries) OpenJobsWithGUIDs(ctx context.Context, fabric string, revision int64) ([]OpenJobsWithGUIDsRow, error) {
+	rows, err := q.query(ctx, q.openJobsWithGUIDsStmt, openJobsWithGUIDs, fabric, revision)
 	if err != nil {
 		return nil, err
 	}
@@ -722,12 +761,12 @@ func (q *Queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]Open
 }
 
 const recordApply = `-- name: RecordApply :execrows
-INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finished_at)
-SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7
-FROM leadership WHERE leadership.id = 1 AND leadership.term = ?3
+INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finished_at, fabric)
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, CAST(?8 AS TEXT)
+FROM leadership WHERE leadership.fabric = CAST(?8 AS TEXT) AND leadership.term = ?3
 `
 
-func (q *Queries) RecordApply(ctx context.Context, revision int64, sha256 string, term int64, outcome string, detail string, startedAt time.Time, finishedAt time.Time) (int64, error) {
+func (q *Queries) RecordApply(ctx context.Context, revision int64, sha256 string, term int64, outcome string, detail string, startedAt time.Time, finishedAt time.Time, fabric string) (int64, error) {
 	result, err := q.exec(ctx, q.recordApplyStmt, recordApply,
 		revision,
 		sha256,
@@ -736,6 +775,7 @@ func (q *Queries) RecordApply(ctx context.Context, revision int64, sha256 string
 		detail,
 		startedAt,
 		finishedAt,
+		fabric,
 	)
 	if err != nil {
 		return 0, err
@@ -744,39 +784,39 @@ func (q *Queries) RecordApply(ctx context.Context, revision int64, sha256 string
 }
 
 const revision = `-- name: Revision :one
-SELECT revision FROM state WHERE id = 1
+SELECT revision FROM state WHERE fabric = ?1
 `
 
-func (q *Queries) Revision(ctx context.Context) (int64, error) {
-	row := q.queryRow(ctx, q.revisionStmt, revision)
+func (q *Queries) Revision(ctx context.Context, argFabric string) (int64, error) {
+	row := q.queryRow(ctx, q.revisionStmt, revision, argFabric)
 	var revision int64
 	err := row.Scan(&revision)
 	return revision, err
 }
 
 const setRevision = `-- name: SetRevision :exec
-UPDATE state SET revision = ?1 WHERE id = 1
+UPDATE state SET revision = ?1 WHERE fabric = ?2
 `
 
 // A group of changes ends at the revision of its last change that touches a
 // partition (BumpRevision took the next one for its first): changes that
 // touch none, and refused ones, give theirs back, so that the applier has
 // nothing to sweep for.
-func (q *Queries) SetRevision(ctx context.Context, revision int64) error {
-	_, err := q.exec(ctx, q.setRevisionStmt, setRevision, revision)
+func (q *Queries) SetRevision(ctx context.Context, revision int64, fabric string) error {
+	_, err := q.exec(ctx, q.setRevisionStmt, setRevision, revision, fabric)
 	return err
 }
 
 const upsertNetwork = `-- name: UpsertNetwork :exec
-INSERT INTO networks (id, name, network_type, physical_network, pkey, managed, revision, created_at, updated_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)
+INSERT INTO networks (id, name, network_type, physical_network, pkey, managed, revision, created_at, updated_at, fabric)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9)
 ON CONFLICT (id) DO UPDATE SET
     name = EXCLUDED.name, network_type = EXCLUDED.network_type,
-    physical_network = EXCLUDED.physical_network, pkey = EXCLUDED.pkey, managed = EXCLUDED.managed,
+    physical_network = EXCLUDED.physical_network, pkey = EXCLUDED.pkey, managed = EXCLUDED.managed, fabric = EXCLUDED.fabric,
     revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at
 `
 
-func (q *Queries) UpsertNetwork(ctx context.Context, iD string, name string, networkType string, physicalNetwork string, pkey *fabric.PKey, managed bool, revision int64, now time.Time) error {
+func (q *Queries) UpsertNetwork(ctx context.Context, iD string, name string, networkType string, physicalNetwork string, pkey *fabric.PKey, managed bool, revision int64, now time.Time, fabric string) error {
 	_, err := q.exec(ctx, q.upsertNetworkStmt, upsertNetwork,
 		iD,
 		name,
@@ -786,19 +826,20 @@ func (q *Queries) UpsertNetwork(ctx context.Context, iD string, name string, net
 		managed,
 		revision,
 		now,
+		fabric,
 	)
 	return err
 }
 
 const upsertPort = `-- name: UpsertPort :exec
-INSERT INTO ports (id, network_id, guid, host, revision, created_at, updated_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
+INSERT INTO ports (id, network_id, guid, host, revision, created_at, updated_at, fabric)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)
 ON CONFLICT (id) DO UPDATE SET
-    network_id = EXCLUDED.network_id, guid = EXCLUDED.guid, host = EXCLUDED.host,
+    network_id = EXCLUDED.network_id, fabric = EXCLUDED.fabric, guid = EXCLUDED.guid, host = EXCLUDED.host,
     revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at
 `
 
-func (q *Queries) UpsertPort(ctx context.Context, iD string, networkID string, guid *fabric.GUID, host string, revision int64, now time.Time) error {
+func (q *Queries) UpsertPort(ctx context.Context, iD string, networkID string, guid *fabric.GUID, host string, revision int64, now time.Time, fabric string) error {
 	_, err := q.exec(ctx, q.upsertPortStmt, upsertPort,
 		iD,
 		networkID,
@@ -806,6 +847,7 @@ func (q *Queries) UpsertPort(ctx context.Context, iD string, networkID string, g
 		host,
 		revision,
 		now,
+		fabric,
 	)
 	return err
 }

@@ -13,15 +13,16 @@ import (
 const deleteAppliesBefore = `-- name: DeleteAppliesBefore :execrows
 DELETE FROM applies WHERE id IN (
     SELECT old.id FROM applies AS old
-    WHERE old.id < ?1 AND old.finished_at < ?2
+    WHERE old.fabric = ?1 AND old.id < ?2 AND old.finished_at < ?3
     ORDER BY old.id
-    LIMIT CAST(?3 AS BIGINT)
+    LIMIT CAST(?4 AS BIGINT)
 )
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?4)
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ?1 AND leadership.term = ?5)
 `
 
-func (q *Queries) DeleteAppliesBefore(ctx context.Context, keepFrom int64, before time.Time, batch int64, term int64) (int64, error) {
+func (q *Queries) DeleteAppliesBefore(ctx context.Context, fabric string, keepFrom int64, before time.Time, batch int64, term int64) (int64, error) {
 	result, err := q.exec(ctx, q.deleteAppliesBeforeStmt, deleteAppliesBefore,
+		fabric,
 		keepFrom,
 		before,
 		batch,
@@ -37,19 +38,24 @@ const deleteFinishedJobsBefore = `-- name: DeleteFinishedJobsBefore :execrows
 
 DELETE FROM jobs WHERE id IN (
     SELECT old.id FROM jobs AS old
-    WHERE old.status IN ('Completed', 'Failed') AND old.finished_at < ?1
+    WHERE old.fabric = ?1 AND old.status IN ('Completed', 'Failed') AND old.finished_at < ?2
     ORDER BY old.id
-    LIMIT CAST(?2 AS BIGINT)
+    LIMIT CAST(?3 AS BIGINT)
 )
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = ?3)
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ?1 AND leadership.term = ?4)
 `
 
 // Job retention: the leader deletes finished jobs once they are older than
 // [database] job_retention, a bounded batch per statement so that no delete
 // holds locks (SQLite: the write lock) for long. Open jobs (Pending, Running) are never deleted.
 // Fenced by the leadership term, like every write of the applier.
-func (q *Queries) DeleteFinishedJobsBefore(ctx context.Context, before *time.Time, batch int64, term int64) (int64, error) {
-	result, err := q.exec(ctx, q.deleteFinishedJobsBeforeStmt, deleteFinishedJobsBefore, before, batch, term)
+func (q *Queries) DeleteFinishedJobsBefore(ctx context.Context, fabric string, before *time.Time, batch int64, term int64) (int64, error) {
+	result, err := q.exec(ctx, q.deleteFinishedJobsBeforeStmt, deleteFinishedJobsBefore,
+		fabric,
+		before,
+		batch,
+		term,
+	)
 	if err != nil {
 		return 0, err
 	}
@@ -60,13 +66,13 @@ const firstApplyToKeep = `-- name: FirstApplyToKeep :one
 
 SELECT CAST(COALESCE(
     (SELECT max(a.id) FROM applies AS a
-     WHERE a.outcome = 'applied'
+     WHERE a.fabric = ?1 AND a.outcome = 'applied'
        AND a.finished_at <= COALESCE(
            (SELECT j.finished_at FROM jobs AS j
-            WHERE j.status = 'Completed' AND j.finished_at IS NOT NULL
+            WHERE j.fabric = ?1 AND j.status = 'Completed' AND j.finished_at IS NOT NULL
             ORDER BY j.finished_at LIMIT 1),
            a.finished_at)),
-    (SELECT max(b.id) FROM applies AS b),
+    (SELECT max(b.id) FROM applies AS b WHERE b.fabric = ?1),
     0) AS BIGINT) AS id
 `
 
@@ -77,8 +83,8 @@ SELECT CAST(COALESCE(
 // applied). Every kept Completed job then keeps an applied row of its
 // revision or a later one that finished before it, and --status the newest
 // row. A bounded batch per statement, fenced by the term, as for jobs.
-func (q *Queries) FirstApplyToKeep(ctx context.Context) (int64, error) {
-	row := q.queryRow(ctx, q.firstApplyToKeepStmt, firstApplyToKeep)
+func (q *Queries) FirstApplyToKeep(ctx context.Context, fabric string) (int64, error) {
+	row := q.queryRow(ctx, q.firstApplyToKeepStmt, firstApplyToKeep, fabric)
 	var id int64
 	err := row.Scan(&id)
 	return id, err

@@ -83,7 +83,7 @@ func (s *Store) AdoptPartitions(ctx context.Context, a Adoption) (AdoptionOutcom
 	}
 	job, err := s.record(ctx, s.groups, "adopt partitions", fmt.Sprintf("(%d)", len(a.Partitions)), func(ctx context.Context, tx *changeTx) (Job, error) {
 		out.Changed, out.Notes = false, nil // a run again starts afresh
-		recorded, err := adoptedPartitions(ctx, tx.q)
+		recorded, err := adoptedPartitions(ctx, tx.fabric, tx.q)
 		if err != nil {
 			return Job{}, err
 		}
@@ -141,7 +141,7 @@ func (s *Store) adoptable(ctx context.Context, tx *changeTx, st partitions.State
 	kept := st
 	kept.Members = nil
 	for _, m := range st.Members {
-		holder, err := guidOwner(ctx, tx.q, m.GUID)
+		holder, err := guidOwner(ctx, tx.fabric, tx.q, m.GUID)
 		if err != nil {
 			return st, nil, err
 		}
@@ -165,7 +165,7 @@ func pkeyOwner(ctx context.Context, tx *changeTx, pkey, flatPKey fabric.PKey) (s
 	case !isNotFound(err):
 		return "", err
 	}
-	switch _, err := tx.q.GetKubernetesPKey(ctx, pkey); {
+	switch _, err := tx.q.GetKubernetesPKey(ctx, tx.fabric, pkey); {
 	case err == nil:
 		return "Kubernetes pkey " + pkey.String(), nil
 	case !driver.IsNoRows(err):
@@ -175,14 +175,14 @@ func pkeyOwner(ctx context.Context, tx *changeTx, pkey, flatPKey fabric.PKey) (s
 }
 
 // guidOwner names the port or Kubernetes pkey that holds guid, or "".
-func guidOwner(ctx context.Context, q driver.Queries, guid fabric.GUID) (string, error) {
-	switch p, err := q.GetPortByGUID(ctx, &guid); {
+func guidOwner(ctx context.Context, fab string, q driver.Queries, guid fabric.GUID) (string, error) {
+	switch p, err := q.GetPortByGUID(ctx, fab, &guid); {
 	case err == nil:
 		return fmt.Sprintf("port %s of network %s", p.ID, p.NetworkID), nil
 	case !driver.IsNoRows(err):
 		return "", err
 	}
-	ks, err := q.KubernetesMembershipsOfGUID(ctx, guid)
+	ks, err := q.KubernetesMembershipsOfGUID(ctx, fab, guid)
 	if err != nil || len(ks) == 0 {
 		return "", err
 	}
@@ -193,13 +193,13 @@ func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
 // upsertAdopted records st, at rev.
 func upsertAdopted(ctx context.Context, tx *changeTx, st partitions.Statement, rev int64) error {
-	return tx.q.UpsertAdoptedPartition(ctx, driver.UpsertAdoptedPartitionParams{PKey: st.PKey, Name: st.Name,
+	return tx.q.UpsertAdoptedPartition(ctx, driver.UpsertAdoptedPartitionParams{Fabric: tx.fabric, PKey: st.PKey, Name: st.Name,
 		Statement: st.Text(), Revision: rev, Now: tx.now})
 }
 
 // adoptedPartitions reads every adopted partition, by pkey.
-func adoptedPartitions(ctx context.Context, q driver.Queries) (map[fabric.PKey]AdoptedPartition, error) {
-	list, err := listAdopted(ctx, q)
+func adoptedPartitions(ctx context.Context, fab string, q driver.Queries) (map[fabric.PKey]AdoptedPartition, error) {
+	list, err := listAdopted(ctx, fab, q)
 	if err != nil {
 		return nil, err
 	}
@@ -211,8 +211,8 @@ func adoptedPartitions(ctx context.Context, q driver.Queries) (map[fabric.PKey]A
 }
 
 // listAdopted reads every adopted partition, in pkey order; nil when none.
-func listAdopted(ctx context.Context, q driver.Queries) ([]AdoptedPartition, error) {
-	rows, err := q.ListAdoptedPartitions(ctx)
+func listAdopted(ctx context.Context, fab string, q driver.Queries) ([]AdoptedPartition, error) {
+	rows, err := q.ListAdoptedPartitions(ctx, fab)
 	if err != nil || len(rows) == 0 {
 		return nil, err
 	}
@@ -229,7 +229,9 @@ func listAdopted(ctx context.Context, q driver.Queries) ([]AdoptedPartition, err
 
 // AdoptedPartitions lists the adopted partitions, in pkey order.
 func (s *Store) AdoptedPartitions(ctx context.Context) ([]AdoptedPartition, error) {
-	return readOnly(ctx, s, "adopted partitions", listAdopted)
+	return readOnly(ctx, s, "adopted partitions", func(ctx context.Context, q driver.Queries) ([]AdoptedPartition, error) {
+		return listAdopted(ctx, s.FabricName(), q)
+	})
 }
 
 // AdoptedRelease asks for the adopted members of one pkey to be released.
@@ -270,7 +272,7 @@ func (s *Store) ReleaseAdoptedMembers(ctx context.Context, r AdoptedRelease) (Ad
 	}
 	job, err := s.record(ctx, s.groups, "release adopted members of", r.PKey.String(), func(ctx context.Context, tx *changeTx) (Job, error) {
 		out = AdoptedReleaseOutcome{}
-		recorded, err := adoptedPartitions(ctx, tx.q)
+		recorded, err := adoptedPartitions(ctx, tx.fabric, tx.q)
 		if err != nil {
 			return Job{}, err
 		}
@@ -324,7 +326,7 @@ func writeAdopted(ctx context.Context, tx *changeTx, st partitions.Statement, ch
 	case !changed:
 		return nil
 	case len(st.Members) == 0:
-		_, err := tx.q.DeleteAdoptedPartition(ctx, st.PKey)
+		_, err := tx.q.DeleteAdoptedPartition(ctx, tx.fabric, st.PKey)
 		return err
 	}
 	return upsertAdopted(ctx, tx, st, rev)
@@ -334,7 +336,7 @@ func writeAdopted(ctx context.Context, tx *changeTx, st partitions.Statement, ch
 // that gives them an owner (a port, a Kubernetes pkey): the pkeys they are
 // released from, for the change's job.
 func releaseGUIDs(ctx context.Context, tx *changeTx, guids []fabric.GUID, rev int64) ([]fabric.PKey, error) {
-	list, err := listAdopted(ctx, tx.q)
+	list, err := listAdopted(ctx, tx.fabric, tx.q)
 	if err != nil || list == nil {
 		return nil, err
 	}
@@ -372,5 +374,5 @@ func releasedText(guids string, pkeys []fabric.PKey) string {
 // or leaves it: the next owner of the pkey, perhaps another tenant's network,
 // must not find them in its partition.
 func endAdoption(ctx context.Context, tx *changeTx, pkey fabric.PKey) (int64, error) {
-	return tx.q.DeleteAdoptedPartition(ctx, pkey)
+	return tx.q.DeleteAdoptedPartition(ctx, tx.fabric, pkey)
 }

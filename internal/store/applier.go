@@ -17,7 +17,7 @@ import (
 
 // Revision is the last committed revision.
 func (s *Store) Revision(ctx context.Context) (int64, error) {
-	return s.d.Queries(ctx).Revision(ctx)
+	return s.d.Queries(ctx).Revision(ctx, s.FabricName())
 }
 
 // Snapshot reads the recorded state at one revision, in one read-only
@@ -29,17 +29,17 @@ func (s *Store) Snapshot(ctx context.Context) (Snapshot, error) {
 	var snap Snapshot
 	err := s.d.InTx(ctx, driver.ReadOnly, func(q driver.Queries) error {
 		var err error
-		if snap.Revision, err = q.Revision(ctx); err != nil {
+		if snap.Revision, err = q.Revision(ctx, s.FabricName()); err != nil {
 			return err
 		}
-		nets, err := q.ListManagedNetworks(ctx)
+		nets, err := q.ListManagedNetworks(ctx, s.FabricName())
 		if err != nil {
 			return err
 		}
 		snap.Networks = driver.Convert(nets, network)
 		// Every port, for the port that holds each membership (the
 		// applier's attribution of pkey errors to removals needs it).
-		ports, err := q.ListPortsSince(ctx, 0)
+		ports, err := q.ListPortsSince(ctx, s.FabricName(), 0)
 		if err != nil {
 			return err
 		}
@@ -52,10 +52,10 @@ func (s *Store) Snapshot(ctx context.Context) (Snapshot, error) {
 				snap.Members = append(snap.Members, Member{NetworkID: p.NetworkID, GUID: *p.Guid, PortID: p.ID})
 			}
 		}
-		if snap.Kubernetes, err = kubernetesPKeys(ctx, q); err != nil {
+		if snap.Kubernetes, err = kubernetesPKeys(ctx, s.FabricName(), q); err != nil {
 			return err
 		}
-		snap.Adopted, err = listAdopted(ctx, q)
+		snap.Adopted, err = listAdopted(ctx, s.FabricName(), q)
 		return err
 	})
 	if err != nil {
@@ -76,12 +76,12 @@ func (s *Store) GetJob(ctx context.Context, id int64) (Job, error) {
 
 // GetPort returns port id as recorded; ErrNotFound when there is none.
 func (s *Store) GetPort(ctx context.Context, id string) (Port, error) {
-	return tx{s.d.Queries(ctx)}.GetPort(ctx, id)
+	return tx{s.d.Queries(ctx), s.FabricName()}.GetPort(ctx, id)
 }
 
 // CountJobsByStatus counts the recorded jobs of each status.
 func (s *Store) CountJobsByStatus(ctx context.Context) (map[string]int64, error) {
-	rows, err := s.d.Queries(ctx).CountJobsByStatus(ctx)
+	rows, err := s.d.Queries(ctx).CountJobsByStatus(ctx, s.FabricName())
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (s *Store) NewTerm(ctx context.Context, holder string) (int64, error) {
 	var term int64
 	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
 		var err error
-		term, err = q.NewTerm(ctx, holder, &now)
+		term, err = q.NewTerm(ctx, s.FabricName(), holder, &now)
 		return err
 	})
 	return term, err
@@ -110,7 +110,7 @@ func (s *Store) NewTerm(ctx context.Context, holder string) (int64, error) {
 // current; it returns how many changed.
 func (s *Store) MarkJobsRunning(ctx context.Context, term, revision int64) (int64, error) {
 	now := s.now()
-	return s.d.Queries(ctx).MarkJobsRunning(ctx, &now, revision, term)
+	return s.d.Queries(ctx).MarkJobsRunning(ctx, s.FabricName(), &now, revision, term)
 }
 
 // CompleteJobs completes the open jobs up to revision, if term is current,
@@ -121,10 +121,10 @@ func (s *Store) CompleteJobs(ctx context.Context, term, revision int64) (int64, 
 	var n int64
 	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
 		var err error
-		if n, err = q.CompleteJobs(ctx, &now, revision, term); err != nil {
+		if n, err = q.CompleteJobs(ctx, s.FabricName(), &now, revision, term); err != nil {
 			return err
 		}
-		_, err = q.MarkKubernetesApplied(ctx, &now, revision, term)
+		_, err = q.MarkKubernetesApplied(ctx, s.FabricName(), &now, revision, term)
 		return err
 	})
 	return n, err
@@ -163,11 +163,11 @@ type Finished struct {
 // compares the switches with is read before. A stale term changes nothing.
 func (s *Store) FinishApply(ctx context.Context, a Apply, open func(GateState) bool) (Finished, error) {
 	return s.finishApply(ctx, a, open, func(q driver.Queries, now *time.Time) (int64, error) {
-		n, err := q.CompleteJobs(ctx, now, a.Revision, a.Term)
+		n, err := q.CompleteJobs(ctx, s.FabricName(), now, a.Revision, a.Term)
 		if err != nil {
 			return 0, err
 		}
-		_, err = q.MarkKubernetesApplied(ctx, now, a.Revision, a.Term)
+		_, err = q.MarkKubernetesApplied(ctx, s.FabricName(), now, a.Revision, a.Term)
 		return n, err
 	})
 }
@@ -196,18 +196,18 @@ func (s *Store) FinishApplyProven(ctx context.Context, a Apply, p Proven, open f
 		var total int64
 		for _, id := range p.Jobs {
 			if note, ok := p.Notes[id]; ok {
-				if err := noteJob(ctx, q, *now, id, a.Term, note); err != nil {
+				if err := noteJob(ctx, s.FabricName(), q, *now, id, a.Term, note); err != nil {
 					return 0, err
 				}
 			}
-			n, err := q.CompleteJob(ctx, now, id, a.Revision, a.Term)
+			n, err := q.CompleteJob(ctx, s.FabricName(), now, id, a.Revision, a.Term)
 			if err != nil {
 				return 0, err
 			}
 			total += n
 		}
 		if p.Kubernetes {
-			if _, err := q.MarkKubernetesApplied(ctx, now, a.Revision, a.Term); err != nil {
+			if _, err := q.MarkKubernetesApplied(ctx, s.FabricName(), now, a.Revision, a.Term); err != nil {
 				return 0, err
 			}
 		}
@@ -217,13 +217,13 @@ func (s *Store) FinishApplyProven(ctx context.Context, a Apply, p Proven, open f
 
 // noteJob adds note to the first line of job id's description, if the job
 // is open and term current.
-func noteJob(ctx context.Context, q driver.Queries, now time.Time, id, term int64, note string) error {
+func noteJob(ctx context.Context, fab string, q driver.Queries, now time.Time, id, term int64, note string) error {
 	j, err := q.GetJob(ctx, id)
 	if err != nil {
 		return fmt.Errorf("read job %d: %w", id, err)
 	}
 	what, _, _ := strings.Cut(j.Description, "\n")
-	_, err = q.SetJobDescription(ctx, boundText(what+" ("+note+")", MaxJobText), now, id, term)
+	_, err = q.SetJobDescription(ctx, fab, boundText(what+" ("+note+")", MaxJobText), now, id, term)
 	return err
 }
 
@@ -239,6 +239,7 @@ func (s *Store) finishApply(ctx context.Context, a Apply, open func(GateState) b
 	var f Finished
 	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
 		f = Finished{}
+		a.Fabric = s.FabricName()
 		n, err := q.RecordApply(ctx, a)
 		if err != nil {
 			return fmt.Errorf("record apply: %w", err)
@@ -247,7 +248,7 @@ func (s *Store) finishApply(ctx context.Context, a Apply, open func(GateState) b
 			return nil // a newer term: the same fence stops the rest
 		}
 		f.Recorded = true
-		if f.Gates, err = gateState(ctx, q); err != nil {
+		if f.Gates, err = gateState(ctx, s.FabricName(), q); err != nil {
 			return err
 		}
 		if f.Open = open(f.Gates); !f.Open {
@@ -269,20 +270,20 @@ func (s *Store) finishApply(ctx context.Context, a Apply, open func(GateState) b
 // the whole of it.
 func (s *Store) FailJobs(ctx context.Context, term, revision int64, reason string) (int64, error) {
 	now := s.now()
-	return s.d.Queries(ctx).FailJobs(ctx, boundText(reason, MaxJobText), &now, revision, term)
+	return s.d.Queries(ctx).FailJobs(ctx, s.FabricName(), boundText(reason, MaxJobText), &now, revision, term)
 }
 
 // FailJob fails one open job, if term is still current; reason is cut as
 // FailJobs cuts it.
 func (s *Store) FailJob(ctx context.Context, term, id int64, reason string) (int64, error) {
 	now := s.now()
-	return s.d.Queries(ctx).FailJob(ctx, boundText(reason, MaxJobText), &now, id, term)
+	return s.d.Queries(ctx).FailJob(ctx, s.FabricName(), boundText(reason, MaxJobText), &now, id, term)
 }
 
 // OpenJobs lists the Pending and Running jobs up to revision, with the GUID
 // each port job's port holds now.
 func (s *Store) OpenJobs(ctx context.Context, revision int64) ([]OpenJob, error) {
-	rows, err := s.d.Queries(ctx).OpenJobsWithGUIDs(ctx, revision)
+	rows, err := s.d.Queries(ctx).OpenJobsWithGUIDs(ctx, s.FabricName(), revision)
 	if err != nil {
 		return nil, err
 	}
@@ -297,13 +298,14 @@ func (s *Store) OpenJobs(ctx context.Context, revision int64) ([]OpenJob, error)
 // current; false otherwise.
 func (s *Store) RecordApply(ctx context.Context, a Apply) (bool, error) {
 	a = boundApply(a)
+	a.Fabric = s.FabricName()
 	n, err := s.d.Queries(ctx).RecordApply(ctx, a)
 	return n == 1, err
 }
 
 // LastApply is the last apply recorded; ErrNotFound before the first.
 func (s *Store) LastApply(ctx context.Context) (Apply, error) {
-	a, err := s.d.Queries(ctx).LastApply(ctx)
+	a, err := s.d.Queries(ctx).LastApply(ctx, s.FabricName())
 	if err != nil {
 		return Apply{}, notFound(err)
 	}

@@ -36,7 +36,7 @@ func (s *Store) RecordAudit(ctx context.Context, a Audit) error {
 	if a.Findings < 0 || a.Breaches < 0 || a.Breaches > a.Findings {
 		return fmt.Errorf("record audit: %d breaches of %d findings", a.Breaches, a.Findings)
 	}
-	n, err := s.d.Queries(ctx).UpsertLastAudit(ctx, driver.LastAuditRow{Term: a.Term, Revision: a.Revision,
+	n, err := s.d.Queries(ctx).UpsertLastAudit(ctx, driver.LastAuditRow{Fabric: s.FabricName(), Term: a.Term, Revision: a.Revision,
 		StartedAt: a.StartedAt.UTC(), TookMs: a.Took.Milliseconds(), Findings: a.Findings, Breaches: a.Breaches,
 		Summary: string(a.Summary)})
 	switch {
@@ -50,7 +50,7 @@ func (s *Store) RecordAudit(ctx context.Context, a Audit) error {
 
 // LastAudit returns the last audit recorded; ok is false when none was.
 func (s *Store) LastAudit(ctx context.Context) (a Audit, ok bool, err error) {
-	rows, err := readRows(ctx, "last audit", s.d.Queries(ctx).LastAudit, func(r driver.LastAuditRow) Audit {
+	rows, err := readRows(ctx, "last audit", s.FabricName(), s.d.Queries(ctx).LastAudit, func(r driver.LastAuditRow) Audit {
 		return Audit{Term: r.Term, Revision: r.Revision, StartedAt: r.StartedAt.UTC(),
 			Took: time.Duration(r.TookMs) * time.Millisecond, Findings: r.Findings, Breaches: r.Breaches,
 			Summary: []byte(r.Summary)}

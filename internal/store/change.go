@@ -52,6 +52,7 @@ func (c *changeTx) job(ctx context.Context, j Job) (Job, error) {
 	if c.noOp {
 		j.Status, j.FinishedAt = StatusCompleted, &c.now
 	}
+	j.Fabric = c.fabric
 	id, err := c.q.InsertJob(ctx, j)
 	if err != nil {
 		return Job{}, err

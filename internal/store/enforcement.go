@@ -76,11 +76,11 @@ func (s *Store) ConfirmSwitches(ctx context.Context, switches []ExpectedSwitch) 
 	}
 	now := s.now()
 	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
-		if err := q.DeleteExpectedSwitches(ctx); err != nil {
+		if err := q.DeleteExpectedSwitches(ctx, s.FabricName()); err != nil {
 			return err
 		}
 		for _, sw := range switches {
-			if err := q.InsertExpectedSwitch(ctx, sw.GUID, sw.Description, now); err != nil {
+			if err := q.InsertExpectedSwitch(ctx, s.FabricName(), sw.GUID, sw.Description, now); err != nil {
 				return fmt.Errorf("switch %s: %w", sw.GUID, err)
 			}
 		}
@@ -94,7 +94,7 @@ func (s *Store) ConfirmSwitches(ctx context.Context, switches []ExpectedSwitch) 
 
 // ExpectedSwitches returns the confirmed switches, by GUID.
 func (s *Store) ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error) {
-	return readRows(ctx, "expected switches", s.d.Queries(ctx).ExpectedSwitches,
+	return readRows(ctx, "expected switches", s.FabricName(), s.d.Queries(ctx).ExpectedSwitches,
 		func(r driver.ExpectedSwitch) ExpectedSwitch {
 			return ExpectedSwitch{GUID: r.Guid, Description: r.Description, ConfirmedAt: r.ConfirmedAt.UTC()}
 		})
@@ -102,8 +102,8 @@ func (s *Store) ExpectedSwitches(ctx context.Context) ([]ExpectedSwitch, error) 
 
 // readRows reads rows with read and converts each with conv; what names the
 // rows in read's error.
-func readRows[R, T any](ctx context.Context, what string, read func(context.Context) ([]R, error), conv func(R) T) ([]T, error) {
-	rows, err := read(ctx)
+func readRows[R, T any](ctx context.Context, what, fab string, read func(context.Context, string) ([]R, error), conv func(R) T) ([]T, error) {
+	rows, err := read(ctx, fab)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
@@ -115,8 +115,8 @@ func readRows[R, T any](ctx context.Context, what string, read func(context.Cont
 // no enforcement error is recorded; the errors themselves are read only when
 // there are some, or when no switch is confirmed (the count then has no row
 // to come in).
-func gateState(ctx context.Context, q driver.Queries) (GateState, error) {
-	rows, err := q.GateSwitches(ctx)
+func gateState(ctx context.Context, fab string, q driver.Queries) (GateState, error) {
+	rows, err := q.GateSwitches(ctx, fab)
 	if err != nil {
 		return GateState{}, fmt.Errorf("expected switches: %w", err)
 	}
@@ -126,7 +126,7 @@ func gateState(ctx context.Context, q driver.Queries) (GateState, error) {
 	if len(rows) > 0 && rows[0].EnforcementErrors == 0 {
 		return st, nil
 	}
-	if st.Errors, err = enforcementErrors(ctx, q); err != nil {
+	if st.Errors, err = enforcementErrors(ctx, fab, q); err != nil {
 		return GateState{}, err
 	}
 	return st, nil
@@ -148,7 +148,7 @@ func (s *Store) RecordEnforcementErrors(ctx context.Context, term int64, seen []
 	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
 		for _, e := range seen {
 			line := boundText(e.Line, MaxEnforcementLine)
-			n, err := q.UpsertEnforcementError(ctx, driver.UpsertEnforcementErrorParams{SwitchGUID: e.Switch,
+			n, err := q.UpsertEnforcementError(ctx, driver.UpsertEnforcementErrorParams{Fabric: s.FabricName(), SwitchGUID: e.Switch,
 				Port: int64(e.Port), Line: line, Now: now, Term: term})
 			if err != nil {
 				return fmt.Errorf("switch port %s: %w", e.SwitchPort(), err)
@@ -192,11 +192,11 @@ func checkSighting(e EnforcementSighting) error {
 
 // EnforcementErrors returns the recorded enforcement errors, by switch and port.
 func (s *Store) EnforcementErrors(ctx context.Context) ([]EnforcementError, error) {
-	return enforcementErrors(ctx, s.d.Queries(ctx))
+	return enforcementErrors(ctx, s.FabricName(), s.d.Queries(ctx))
 }
 
-func enforcementErrors(ctx context.Context, q driver.Queries) ([]EnforcementError, error) {
-	return readRows(ctx, "enforcement errors", q.EnforcementErrors, func(r driver.EnforcementError) EnforcementError {
+func enforcementErrors(ctx context.Context, fab string, q driver.Queries) ([]EnforcementError, error) {
+	return readRows(ctx, "enforcement errors", fab, q.EnforcementErrors, func(r driver.EnforcementError) EnforcementError {
 		return EnforcementError{
 			EnforcementSighting: EnforcementSighting{Switch: r.SwitchGuid, Port: int(r.Port), Line: r.Line},
 			FirstSeen:           r.FirstSeen.UTC(), LastSeen: r.LastSeen.UTC(), Count: r.Occurrences}
@@ -206,7 +206,7 @@ func enforcementErrors(ctx context.Context, q driver.Queries) ([]EnforcementErro
 // ClearEnforcementErrors forgets every recorded enforcement error and says how
 // many there were.
 func (s *Store) ClearEnforcementErrors(ctx context.Context) (int64, error) {
-	n, err := s.d.Queries(ctx).ClearEnforcementErrors(ctx)
+	n, err := s.d.Queries(ctx).ClearEnforcementErrors(ctx, s.FabricName())
 	if err != nil {
 		return 0, fmt.Errorf("clear enforcement errors: %w", err)
 	}

@@ -1,6 +1,10 @@
 package store
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
@@ -8,7 +12,7 @@ import (
 
 // DefaultFabric is the default fabric's name ([opensm], [opensm_conf] and
 // [ufm_pkeys]): the fabric of every row an existing database holds.
-const DefaultFabric = "default"
+const DefaultFabric = driver.DefaultFabric
 
 // FabricRules is one fabric's name and the rules its requests are recorded by.
 // Rules.PhysicalNetworks are the physical networks the fabric serves.
@@ -71,4 +75,106 @@ func (s *Store) FabricNames() []string {
 		return []string{s.FabricName()}
 	}
 	return append([]string(nil), s.fabrics.order...)
+}
+
+// EnsureFabrics gives every fabric the store serves its own revision,
+// leadership and Kubernetes state rows, once: a fabric's first start writes
+// them (the migration gave the default fabric the rows it had), later ones
+// find them.
+func (s *Store) EnsureFabrics(ctx context.Context) error {
+	return s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
+		for _, name := range s.FabricNames() {
+			for _, insert := range []func(context.Context, string) error{
+				q.InsertFabricState, q.InsertFabricLeadership, q.InsertFabricKubernetesState,
+			} {
+				if err := insert(ctx, name); err != nil {
+					return fmt.Errorf("fabric %s: its state rows: %w", name, err)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// fabricOfPhysnet is the view that serves a network on physnet: the fabric
+// whose physical networks list it, else the default fabric (which records it
+// without a partition unless its rules take every physnet). s itself when it
+// serves one fabric.
+func (s *Store) fabricOfPhysnet(physnet string) *Store {
+	if s.fabrics == nil {
+		return s
+	}
+	s.fabrics.mu.Lock()
+	defer s.fabrics.mu.Unlock()
+	for _, name := range s.fabrics.order[1:] {
+		if slices.Contains(s.fabrics.views[name].rules.PhysicalNetworks, physnet) {
+			return s.fabrics.views[name]
+		}
+	}
+	return s.fabrics.views[s.fabrics.order[0]]
+}
+
+// view is the view of fabric name, or s when the store serves no such
+// fabric (a row of a fabric no longer configured is left to the caller's).
+func (s *Store) view(name string) *Store {
+	if v := s.Fabric(name); v != nil {
+		return v
+	}
+	return s
+}
+
+// errOtherFabric is a change that found its network or port on another
+// fabric than the one it was queued on (deleted and recreated on another
+// fabric meanwhile): it writes nothing, and runs again on the right one.
+var errOtherFabric = errors.New("the object is on another fabric than its change's")
+
+// maxReroutes bounds how often a change follows its object to another
+// fabric: each move is a Neutron delete and create between two reads.
+const maxReroutes = 3
+
+// routed runs change on the view of the fabric that where names for it,
+// again on the new one while the change finds its object moved.
+func (s *Store) routed(ctx context.Context, where func(context.Context) (*Store, error), change func(*Store) (Job, error)) (Job, error) {
+	for i := 0; ; i++ {
+		v, err := where(ctx)
+		if err != nil {
+			return Job{}, err
+		}
+		j, err := change(v)
+		if !errors.Is(err, errOtherFabric) || i == maxReroutes {
+			return j, err
+		}
+	}
+}
+
+// networkView is the view of the fabric network id is recorded on; s when it
+// is not recorded.
+func (s *Store) networkView(ctx context.Context, id string) (*Store, error) {
+	if s.fabrics == nil {
+		return s, nil
+	}
+	n, err := s.d.Queries(ctx).GetNetwork(ctx, id)
+	switch {
+	case driver.IsNoRows(err):
+		return s, nil
+	case err != nil:
+		return nil, fmt.Errorf("network %s: read its fabric: %w", id, err)
+	}
+	return s.view(n.Fabric), nil
+}
+
+// portView is the view of the fabric port id is recorded on; s when it is
+// not recorded.
+func (s *Store) portView(ctx context.Context, id string) (*Store, error) {
+	if s.fabrics == nil {
+		return s, nil
+	}
+	p, err := s.d.Queries(ctx).GetPort(ctx, id)
+	switch {
+	case driver.IsNoRows(err):
+		return s, nil
+	case err != nil:
+		return nil, fmt.Errorf("port %s: read its fabric: %w", id, err)
+	}
+	return s.view(p.Fabric), nil
 }

@@ -279,13 +279,13 @@ func (s *Store) commitOutcomes(ctx context.Context, group []*pendingChange) ([]e
 		// The UPDATE comes first: its row lock orders the writers of every
 		// process sharing the database (on MariaDB, InnoDB's read view is only
 		// taken at the first plain read, after the lock is ours).
-		next, err := q.BumpRevision(ctx)
+		next, err := q.BumpRevision(ctx, s.FabricName())
 		if err != nil {
 			return fmt.Errorf("bump revision: %w", err)
 		}
 		rev := next - 1 // the revision of the last change so far that touches a partition
 		for i, p := range group {
-			c := &changeTx{tx: tx{q}, later: tx{q.Later()}, rev: rev + 1, now: p.now()}
+			c := &changeTx{tx: tx{q, s.FabricName()}, later: tx{q.Later(), s.FabricName()}, rev: rev + 1, now: p.now()}
 			// What the change left held is sent before the next change
 			// starts: its error is this change's.
 			run := func() error {
@@ -323,7 +323,7 @@ func (s *Store) commitOutcomes(ctx context.Context, group []*pendingChange) ([]e
 		}
 		if rev != next {
 			// Held: it may go with the COMMIT.
-			if err := q.Later().SetRevision(ctx, rev); err != nil {
+			if err := q.Later().SetRevision(ctx, s.FabricName(), rev); err != nil {
 				return fmt.Errorf("set revision: %w", err)
 			}
 		}

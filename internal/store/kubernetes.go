@@ -140,7 +140,7 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 		if err := checkPKeyNotNeutron(ctx, tx, a.PKey); err != nil {
 			return Job{}, err
 		}
-		before, err := tx.q.GetKubernetesPKey(ctx, a.PKey)
+		before, err := tx.q.GetKubernetesPKey(ctx, s.FabricName(), a.PKey)
 		known := err == nil
 		if err != nil && !driver.IsNoRows(err) {
 			return Job{}, err
@@ -169,12 +169,12 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 		case known:
 			ipoib = before.IpOverIb
 		}
-		if err := tx.q.UpsertKubernetesPKey(ctx, a.PKey, ipoib, rev, tx.now); err != nil {
+		if err := tx.q.UpsertKubernetesPKey(ctx, s.FabricName(), a.PKey, ipoib, rev, tx.now); err != nil {
 			return Job{}, err
 		}
 		guids := make([]fabric.GUID, 0, len(a.Members))
 		for _, m := range a.Members {
-			if err := tx.q.UpsertKubernetesMember(ctx, driver.UpsertKubernetesMemberParams{PKey: a.PKey, GUID: m.GUID,
+			if err := tx.q.UpsertKubernetesMember(ctx, driver.UpsertKubernetesMemberParams{Fabric: tx.fabric, PKey: a.PKey, GUID: m.GUID,
 				Membership: string(m.Membership), Index0: m.Index0, Revision: rev, Now: tx.now}); err != nil {
 				return Job{}, err
 			}
@@ -239,7 +239,7 @@ func (s *Store) CreateKubernetesPKey(ctx context.Context, c KubernetesCreation) 
 		if err != nil {
 			return Job{}, err
 		}
-		if err := tx.q.UpsertKubernetesPKey(ctx, c.PKey, c.IPoIB, rev, tx.now); err != nil {
+		if err := tx.q.UpsertKubernetesPKey(ctx, s.FabricName(), c.PKey, c.IPoIB, rev, tx.now); err != nil {
 			return Job{}, err
 		}
 		return kubernetesChanged(ctx, tx, rev, c.PKey, Job{
@@ -255,7 +255,7 @@ func (s *Store) CreateKubernetesPKey(ctx context.Context, c KubernetesCreation) 
 // the Kubernetes partitions are marked changed (the applier rewrites them),
 // and j, the change's job, is about pkey.
 func kubernetesChanged(ctx context.Context, tx *changeTx, rev int64, pkey fabric.PKey, j Job) (Job, error) {
-	if err := tx.q.MarkKubernetesChanged(ctx, rev); err != nil {
+	if err := tx.q.MarkKubernetesChanged(ctx, tx.fabric, rev); err != nil {
 		return Job{}, err
 	}
 	j.ObjectType, j.ObjectID = ObjectPKey, pkey.String()
@@ -285,7 +285,7 @@ func (s *Store) checkKubernetesMembers(ctx context.Context, tx *changeTx, pkey f
 		return nil
 	}
 	if perPKey > 0 {
-		n, err := tx.q.CountKubernetesMembersOfPKey(ctx, pkey)
+		n, err := tx.q.CountKubernetesMembersOfPKey(ctx, s.FabricName(), pkey)
 		if err != nil {
 			return err
 		}
@@ -295,7 +295,7 @@ func (s *Store) checkKubernetesMembers(ctx context.Context, tx *changeTx, pkey f
 		}
 	}
 	if total > 0 {
-		n, err := tx.q.CountKubernetesMembers(ctx)
+		n, err := tx.q.CountKubernetesMembers(ctx, s.FabricName())
 		if err != nil {
 			return err
 		}
@@ -313,7 +313,7 @@ func (s *Store) checkKubernetesMembers(ctx context.Context, tx *changeTx, pkey f
 // it is a member of pkey already.
 func (s *Store) checkKubernetesMember(ctx context.Context, tx *changeTx, pkey fabric.PKey, m KubernetesMember, limit PortCheck) (member bool, err error) {
 	guid := m.GUID
-	p, err := tx.q.GetPortByGUID(ctx, &guid)
+	p, err := tx.q.GetPortByGUID(ctx, s.FabricName(), &guid)
 	switch {
 	case err == nil:
 		return false, rejectf("pkey %s: GUID %s is in the partition of OpenStack network %s (port %s); "+
@@ -321,7 +321,7 @@ func (s *Store) checkKubernetesMember(ctx context.Context, tx *changeTx, pkey fa
 	case !driver.IsNoRows(err):
 		return false, err
 	}
-	others, err := tx.q.KubernetesMembershipsOfGUID(ctx, guid)
+	others, err := tx.q.KubernetesMembershipsOfGUID(ctx, s.FabricName(), guid)
 	if err != nil {
 		return false, err
 	}
@@ -362,7 +362,7 @@ func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) 
 		}
 		var removed, absent []string
 		for _, g := range r.GUIDs {
-			n, err := tx.q.DeleteKubernetesMember(ctx, r.PKey, g)
+			n, err := tx.q.DeleteKubernetesMember(ctx, s.FabricName(), r.PKey, g)
 			if err != nil {
 				return Job{}, err
 			}
@@ -396,18 +396,18 @@ func (s *Store) DeleteKubernetesPKey(ctx context.Context, d KubernetesDeletion) 
 		return Job{}, err
 	}
 	return s.record(ctx, s.kubeGroups, "delete pkey", d.PKey.String(), func(ctx context.Context, tx *changeTx) (Job, error) {
-		if _, err := tx.q.GetKubernetesPKey(ctx, d.PKey); err != nil {
+		if _, err := tx.q.GetKubernetesPKey(ctx, s.FabricName(), d.PKey); err != nil {
 			return Job{}, notFound(err)
 		}
 		rev, err := tx.touches(ctx, true)
 		if err != nil {
 			return Job{}, err
 		}
-		n, err := tx.q.DeleteKubernetesMembersOfPKey(ctx, d.PKey)
+		n, err := tx.q.DeleteKubernetesMembersOfPKey(ctx, s.FabricName(), d.PKey)
 		if err != nil {
 			return Job{}, err
 		}
-		if _, err := tx.q.DeleteKubernetesPKey(ctx, d.PKey); err != nil {
+		if _, err := tx.q.DeleteKubernetesPKey(ctx, s.FabricName(), d.PKey); err != nil {
 			return Job{}, err
 		}
 		// Its adopted members leave with it (adopted.go).
@@ -426,15 +426,17 @@ func (s *Store) DeleteKubernetesPKey(ctx context.Context, d KubernetesDeletion) 
 // KubernetesPKeys lists every Kubernetes pkey with its members, in one
 // read-only transaction.
 func (s *Store) KubernetesPKeys(ctx context.Context) ([]KubernetesPKey, error) {
-	return readOnly(ctx, s, "list Kubernetes pkeys", kubernetesPKeys)
+	return readOnly(ctx, s, "list Kubernetes pkeys", func(ctx context.Context, q driver.Queries) ([]KubernetesPKey, error) {
+		return kubernetesPKeys(ctx, s.FabricName(), q)
+	})
 }
 
-func kubernetesPKeys(ctx context.Context, q driver.Queries) ([]KubernetesPKey, error) {
-	pkeys, err := q.ListKubernetesPKeys(ctx)
+func kubernetesPKeys(ctx context.Context, fab string, q driver.Queries) ([]KubernetesPKey, error) {
+	pkeys, err := q.ListKubernetesPKeys(ctx, fab)
 	if err != nil {
 		return nil, err
 	}
-	members, err := q.ListKubernetesMembers(ctx)
+	members, err := q.ListKubernetesMembers(ctx, fab)
 	if err != nil {
 		return nil, err
 	}
@@ -458,11 +460,11 @@ func kubernetesPKeys(ctx context.Context, q driver.Queries) ([]KubernetesPKey, e
 // ErrNotFound when it is not recorded.
 func (s *Store) GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (KubernetesPKey, error) {
 	return readOnly(ctx, s, "read pkey "+pkey.String(), func(ctx context.Context, q driver.Queries) (KubernetesPKey, error) {
-		p, err := q.GetKubernetesPKey(ctx, pkey)
+		p, err := q.GetKubernetesPKey(ctx, s.FabricName(), pkey)
 		if err != nil {
 			return KubernetesPKey{}, notFound(err)
 		}
-		members, err := q.ListKubernetesMembersOfPKey(ctx, pkey)
+		members, err := q.ListKubernetesMembersOfPKey(ctx, s.FabricName(), pkey)
 		if err != nil {
 			return KubernetesPKey{}, err
 		}
@@ -474,7 +476,7 @@ func (s *Store) GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (Kubern
 // KubernetesLastUpdated is when OpenSM was last seen applying a Kubernetes
 // change (UFM's last_updated); nil before the first.
 func (s *Store) KubernetesLastUpdated(ctx context.Context) (*time.Time, error) {
-	st, err := s.d.Queries(ctx).KubernetesState(ctx)
+	st, err := s.d.Queries(ctx).KubernetesState(ctx, s.FabricName())
 	if err != nil {
 		return nil, fmt.Errorf("read Kubernetes state: %w", err)
 	}

@@ -80,12 +80,15 @@ func (s *Store) Leases() (LeaseTables, error) {
 	if _, ok := s.d.Queries(context.Background()).(driver.LeaseQueries); !ok {
 		return nil, ErrNoLease
 	}
-	return leases{s.d}, nil
+	return leases{s.d, s.FabricName()}, nil
 }
 
 // leases is the HA lease over an engine's lease queries: every rule of it is
 // here, the engines only run the SQL.
-type leases struct{ d driver.Driver }
+type leases struct {
+	d      driver.Driver
+	fabric string // whose leadership row
+}
 
 func (l leases) queries(ctx context.Context) driver.LeaseQueries {
 	return l.d.Queries(ctx).(driver.LeaseQueries)
@@ -104,10 +107,10 @@ func (l leases) TakeLease(ctx context.Context, holder string, ttl time.Duration)
 	err := l.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
 		lq := q.(driver.LeaseQueries)
 		var err error
-		if taken, err = lq.TakeLease(ctx, holder, ttl); err != nil {
+		if taken, err = lq.TakeLease(ctx, l.fabric, holder, ttl); err != nil {
 			return fmt.Errorf("take lease: %w", err)
 		}
-		if row, err = lq.ReadLease(ctx); err != nil {
+		if row, err = lq.ReadLease(ctx, l.fabric); err != nil {
 			return fmt.Errorf("read lease: %w", err)
 		}
 		read = true
@@ -123,17 +126,17 @@ func (l leases) TakeLease(ctx context.Context, holder string, ttl time.Duration)
 }
 
 func (l leases) RenewLease(ctx context.Context, term int64, ttl time.Duration) (bool, error) {
-	n, err := l.queries(ctx).RenewLease(ctx, ttl, term)
+	n, err := l.queries(ctx).RenewLease(ctx, l.fabric, ttl, term)
 	return n == 1, err
 }
 
 func (l leases) ReleaseLease(ctx context.Context, term int64) (bool, error) {
-	n, err := l.queries(ctx).ReleaseLease(ctx, term)
+	n, err := l.queries(ctx).ReleaseLease(ctx, l.fabric, term)
 	return n == 1, err
 }
 
 func (l leases) ReadLease(ctx context.Context) (Lease, error) {
-	row, err := l.queries(ctx).ReadLease(ctx)
+	row, err := l.queries(ctx).ReadLease(ctx, l.fabric)
 	if err != nil {
 		return Lease{}, err
 	}
@@ -141,16 +144,16 @@ func (l leases) ReadLease(ctx context.Context) (Lease, error) {
 }
 
 func (l leases) SetFreeze(ctx context.Context, term int64, reason string) (bool, error) {
-	n, err := l.queries(ctx).SetFreeze(ctx, FreezeReason(reason), term)
+	n, err := l.queries(ctx).SetFreeze(ctx, l.fabric, FreezeReason(reason), term)
 	return n == 1, err
 }
 
 func (l leases) RequestUnfreeze(ctx context.Context) (int64, error) {
-	return l.queries(ctx).RequestUnfreeze(ctx)
+	return l.queries(ctx).RequestUnfreeze(ctx, l.fabric)
 }
 
 func (l leases) LiftFreeze(ctx context.Context, term int64) (bool, error) {
-	n, err := l.queries(ctx).LiftFreeze(ctx, term)
+	n, err := l.queries(ctx).LiftFreeze(ctx, l.fabric, term)
 	return n == 1, err
 }
 

@@ -31,6 +31,9 @@ type NetworkChange struct {
 // PUT may move a network to another VLAN ID (its members move with it), or
 // make it managed or not (its ports lose their GUIDs when it stops being).
 func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error) {
+	if v := s.fabricOfPhysnet(c.Network.PhysicalNetwork); v != s {
+		return v.RecordNetwork(ctx, c)
+	}
 	n, err := s.rules.network(c.Network)
 	if err != nil {
 		return Job{}, err
@@ -39,6 +42,9 @@ func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 		before, err := tx.GetNetwork(ctx, n.ID)
 		known := err == nil
 		if err != nil && !errors.Is(err, ErrNotFound) {
+			return Job{}, err
+		}
+		if err := s.checkSameFabric(ctx, tx, ObjectNetwork, n.ID, "physical network "+n.PhysicalNetwork); err != nil {
 			return Job{}, err
 		}
 		if err := s.checkPKeyFree(ctx, tx, n); err != nil {
@@ -92,7 +98,7 @@ func (s *Store) checkPKeyFree(ctx context.Context, tx *changeTx, n Network) erro
 	if s.rules.KubernetesRange.Empty() {
 		return nil
 	}
-	switch _, err := tx.q.GetKubernetesPKey(ctx, *n.PKey); {
+	switch _, err := tx.q.GetKubernetesPKey(ctx, tx.fabric, *n.PKey); {
 	case err == nil:
 		return rejectf("network %s: VLAN ID %d is the partition key %s of a Kubernetes partition",
 			n.ID, uint16(*n.PKey), *n.PKey)
@@ -122,10 +128,18 @@ type NetworkRemoval struct {
 
 // RemoveNetwork deletes a network, its partition and its ports.
 func (s *Store) RemoveNetwork(ctx context.Context, r NetworkRemoval) (Job, error) {
+	return s.routed(ctx, func(ctx context.Context) (*Store, error) { return s.networkView(ctx, r.NetworkID) },
+		func(v *Store) (Job, error) { return v.removeNetwork(ctx, r) })
+}
+
+func (s *Store) removeNetwork(ctx context.Context, r NetworkRemoval) (Job, error) {
 	networkID := r.NetworkID
 	return s.record(ctx, s.groups, "remove network", networkID, func(ctx context.Context, tx *changeTx) (Job, error) {
 		n, err := tx.GetNetwork(ctx, networkID)
 		if err != nil {
+			return Job{}, err
+		}
+		if err := s.onThisFabric(ctx, tx, ObjectNetwork, networkID); err != nil {
 			return Job{}, err
 		}
 		if _, err := tx.touches(ctx, n.Managed); err != nil {
@@ -184,6 +198,16 @@ type PortChange struct {
 // an unbound port's deletion sends nothing, so a GUID given now could never be
 // taken back. A port on a network that is not managed never holds a GUID.
 func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
+	return s.routed(ctx, func(ctx context.Context) (*Store, error) {
+		v, err := s.networkView(ctx, c.Port.NetworkID)
+		if v == s && err == nil && c.Network != nil {
+			v = s.fabricOfPhysnet(c.Network.PhysicalNetwork)
+		}
+		return v, err
+	}, func(v *Store) (Job, error) { return v.recordPortChange(ctx, c) })
+}
+
+func (s *Store) recordPortChange(ctx context.Context, c PortChange) (Job, error) {
 	var embedded *Network
 	if c.Network != nil {
 		n, err := s.rules.network(*c.Network)
@@ -278,14 +302,21 @@ func (s *Store) recordPort(ctx context.Context, tx *changeTx, c PortChange, embe
 // that is not known is refused.
 func (s *Store) readPortState(ctx context.Context, tx *changeTx, c PortChange, embedded *Network) (st portState, known bool, err error) {
 	p := c.Port
-	n, before, holder, err := tx.GetPortChange(ctx, p.NetworkID, p.ID, p.GUID)
+	n, before, holder, fabrics, err := tx.GetPortChange(ctx, p.NetworkID, p.ID, p.GUID)
 	switch {
+	case err == nil && fabrics[0] != tx.fabric:
+		return portState{}, false, errOtherFabric
+	case err == nil && before != nil && fabrics[1] != tx.fabric:
+		return portState{}, false, movedPort(p.ID, fabrics[1], p.NetworkID, tx.fabric)
 	case errors.Is(err, ErrNotFound) && embedded != nil:
 		if err := s.checkPKeyFree(ctx, tx, *embedded); err != nil {
 			return portState{}, false, err
 		}
 		// A network's first port: its ports are read on their own.
 		before, holder, err := portAndHolder(ctx, tx, p.ID, p.GUID)
+		if err == nil && before != nil {
+			err = s.checkSameFabric(ctx, tx, ObjectPort, p.ID, "network "+p.NetworkID)
+		}
 		return portState{n: *embedded, before: before, holder: holder, newNetwork: true}, err == nil, err
 	case errors.Is(err, ErrNotFound) && p.GUID == nil && c.ClientIDError == nil:
 		return portState{}, false, nil
@@ -372,7 +403,7 @@ func (s *Store) membership(ctx context.Context, tx *changeTx, p *Port, c PortCha
 	// refuses a configuration that left one behind), and a port pays no query
 	// for them; the partitions check still holds the file to the rule.
 	if !s.rules.KubernetesRange.Empty() {
-		if kube, err := tx.q.KubernetesMembershipsOfGUID(ctx, *p.GUID); err != nil {
+		if kube, err := tx.q.KubernetesMembershipsOfGUID(ctx, tx.fabric, *p.GUID); err != nil {
 			return "", err
 		} else if len(kube) > 0 {
 			return "", rejectf("port %s: GUID %s is a member of Kubernetes pkey %s; "+
@@ -434,9 +465,17 @@ type PortRemoval struct {
 // host the body names: the driver sends a port's requests in order, so a
 // re-add from a new host always follows its DELETE.
 func (s *Store) RemovePort(ctx context.Context, r PortRemoval) (Job, error) {
+	return s.routed(ctx, func(ctx context.Context) (*Store, error) { return s.portView(ctx, r.PortID) },
+		func(v *Store) (Job, error) { return v.removePort(ctx, r) })
+}
+
+func (s *Store) removePort(ctx context.Context, r PortRemoval) (Job, error) {
 	return s.record(ctx, s.groups, "remove port", r.PortID, func(ctx context.Context, tx *changeTx) (Job, error) {
 		p, err := tx.GetPort(ctx, r.PortID)
 		if err != nil {
+			return Job{}, err
+		}
+		if err := s.onThisFabric(ctx, tx, ObjectPort, r.PortID); err != nil {
 			return Job{}, err
 		}
 		if r.GUID != nil && p.GUID != nil && *r.GUID != *p.GUID {
@@ -483,4 +522,45 @@ func verb(op string) string {
 		return "Update port"
 	}
 	return op
+}
+
+// onThisFabric re-reads, in the change's transaction, the fabric of the
+// object its change was queued for: errOtherFabric when it is now on another
+// (deleted and recreated there since), so that nothing is written to the
+// wrong fabric and the change runs again on the right one.
+func (s *Store) onThisFabric(ctx context.Context, tx *changeTx, what, id string) error {
+	if s.fabrics == nil {
+		return nil // one fabric: nothing moves
+	}
+	fab, err := tx.fabricOf(ctx, what, id)
+	if err != nil {
+		return err
+	}
+	if fab != "" && fab != tx.fabric {
+		return errOtherFabric
+	}
+	return nil
+}
+
+// checkSameFabric refuses a network or port recorded on another fabric than
+// the change's: Neutron never moves one, and a move would take its partition
+// or membership from one subnet to another behind the other's back. to says
+// what put the change on its fabric.
+func (s *Store) checkSameFabric(ctx context.Context, tx *changeTx, what, id, to string) error {
+	if s.fabrics == nil {
+		return nil // one fabric: nothing moves
+	}
+	fab, err := tx.fabricOf(ctx, what, id)
+	if err != nil || fab == "" || fab == tx.fabric {
+		return err
+	}
+	return rejectf("%s %s is recorded on fabric %s, and %s is fabric %s's: a %s cannot move between fabrics; delete it and create it again",
+		what, id, fab, to, tx.fabric, what)
+}
+
+// movedPort refuses port id, recorded on fabric from, on a network of
+// fabric to.
+func movedPort(id, from, networkID, to string) error {
+	return rejectf("port %s is recorded on fabric %s, and network %s is fabric %s's: a port cannot move between fabrics; "+
+		"delete it and create it again", id, from, networkID, to)
 }

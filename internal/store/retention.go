@@ -52,7 +52,7 @@ func deleteInBatches(what string, before time.Time, batch func() (int64, error))
 // finished_at is before the time, oldest first, and says how many: one batch
 // of DeleteExpiredJobs. None once term is not the current leadership term.
 func (s *Store) DeleteFinishedJobsBefore(ctx context.Context, term int64, before time.Time, batch int) (int64, error) {
-	return s.d.Queries(ctx).DeleteFinishedJobsBefore(ctx, &before, int64(batch), term)
+	return s.d.Queries(ctx).DeleteFinishedJobsBefore(ctx, s.FabricName(), &before, int64(batch), term)
 }
 
 // DeleteExpiredApplies deletes, in batches, the rows of applies (one per
@@ -69,7 +69,7 @@ func (s *Store) DeleteExpiredApplies(ctx context.Context, term int64, retention 
 		return 0, fmt.Errorf("delete expired applies: retention %s is not positive", retention)
 	}
 	before := s.now().Add(-retention)
-	keepFrom, err := s.d.Queries(ctx).FirstApplyToKeep(ctx)
+	keepFrom, err := s.d.Queries(ctx).FirstApplyToKeep(ctx, s.FabricName())
 	if err != nil {
 		return 0, fmt.Errorf("delete expired applies: the first row to keep: %w", err)
 	}
@@ -83,5 +83,5 @@ func (s *Store) DeleteExpiredApplies(ctx context.Context, term int64, retention 
 // many: one batch of DeleteExpiredApplies. None once term is not the current
 // leadership term.
 func (s *Store) DeleteAppliesBefore(ctx context.Context, term, keepFrom int64, before time.Time, batch int) (int64, error) {
-	return s.d.Queries(ctx).DeleteAppliesBefore(ctx, keepFrom, before, int64(batch), term)
+	return s.d.Queries(ctx).DeleteAppliesBefore(ctx, s.FabricName(), keepFrom, before, int64(batch), term)
 }

@@ -11,7 +11,10 @@ import (
 // tx is the store's view of the queries of one transaction: the change path
 // speaks in Networks and Ports, the queries in rows. Each method is the query
 // of the same name.
-type tx struct{ q driver.Queries }
+type tx struct {
+	q      driver.Queries
+	fabric string // the fabric whose rows it reads and writes
+}
 
 func (t tx) GetNetwork(ctx context.Context, id string) (Network, error) {
 	n, err := t.q.GetNetwork(ctx, id)
@@ -19,19 +22,19 @@ func (t tx) GetNetwork(ctx context.Context, id string) (Network, error) {
 }
 
 func (t tx) GetNetworkByPKey(ctx context.Context, pkey fabric.PKey) (Network, error) {
-	n, err := t.q.GetNetworkByPKey(ctx, &pkey)
+	n, err := t.q.GetNetworkByPKey(ctx, t.fabric, &pkey)
 	return network(n), notFound(err)
 }
 
 func (t tx) UpsertNetwork(ctx context.Context, n Network, now time.Time) error {
 	// Type and PhysicalNetwork are checked (Rules.network): cleaned only.
-	return t.q.UpsertNetwork(ctx, driver.UpsertNetworkParams{ID: n.ID, Name: boundChars(n.Name, MaxName),
+	return t.q.UpsertNetwork(ctx, driver.UpsertNetworkParams{Fabric: t.fabric, ID: n.ID, Name: boundChars(n.Name, MaxName),
 		NetworkType: boundChars(n.Type, maxNetworkType), PhysicalNetwork: boundChars(n.PhysicalNetwork, maxPhysicalNetwork),
 		PKey: n.PKey, Managed: n.Managed, Revision: n.Revision, Now: now})
 }
 
 func (t tx) DeleteNetwork(ctx context.Context, id string) (int64, error) {
-	return t.q.DeleteNetwork(ctx, id)
+	return t.q.DeleteNetwork(ctx, t.fabric, id)
 }
 
 func (t tx) GetPort(ctx context.Context, id string) (Port, error) {
@@ -43,21 +46,25 @@ func (t tx) GetPort(ctx context.Context, id string) (Port, error) {
 // holding guid (nil guid: none), in no particular order: none, one (both or
 // either) or two ports.
 func (t tx) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]Port, error) {
-	rows, err := t.q.GetPortsByIDOrGUID(ctx, id, guid)
+	rows, err := t.q.GetPortsByIDOrGUID(ctx, t.fabric, id, guid)
 	return driver.Convert(rows, port), err
 }
 
 // GetPortChange reads, in one round trip, the network of a port change, the
 // port recorded as portID and the port holding guid (nil guid: none; each nil
 // when there is none): ErrNotFound when the network is not recorded.
-func (t tx) GetPortChange(ctx context.Context, networkID, portID string, guid *fabric.GUID) (n Network, before, holder *Port, err error) {
-	rows, err := t.q.GetPortChangeRows(ctx, portID, guid, networkID)
+//
+// fabrics are the network's fabric and the fabric of the port recorded as
+// portID ("" when there is none).
+func (t tx) GetPortChange(ctx context.Context, networkID, portID string, guid *fabric.GUID) (n Network, before, holder *Port, fabrics [2]string, err error) {
+	rows, err := t.q.GetPortChangeRows(ctx, t.fabric, portID, guid, networkID)
 	if err != nil {
-		return Network{}, nil, nil, err
+		return Network{}, nil, nil, fabrics, err
 	}
 	if len(rows) == 0 {
-		return Network{}, nil, nil, ErrNotFound
+		return Network{}, nil, nil, fabrics, ErrNotFound
 	}
+	fabrics[0] = rows[0].Fabric
 	r := rows[0]
 	n = Network{ID: r.ID, Name: r.Name, Type: r.NetworkType, PhysicalNetwork: r.PhysicalNetwork,
 		PKey: r.Pkey, Managed: r.Managed, Revision: r.Revision}
@@ -68,29 +75,53 @@ func (t tx) GetPortChange(ctx context.Context, networkID, portID string, guid *f
 		p := &Port{ID: *r.PortID, NetworkID: *r.PortNetworkID, GUID: r.PortGuid, Host: *r.PortHost}
 		if p.ID == portID {
 			before = p
+			if r.PortFabric != nil {
+				fabrics[1] = *r.PortFabric
+			}
 		}
 		if guid != nil && p.GUID != nil && *p.GUID == *guid {
 			holder = p
 		}
 	}
-	return n, before, holder, nil
+	return n, before, holder, fabrics, nil
+}
+
+// fabricOf is the fabric of network (or port) id as recorded, "" when it is not.
+func (t tx) fabricOf(ctx context.Context, what, id string) (string, error) {
+	var (
+		fab string
+		err error
+	)
+	if what == ObjectNetwork {
+		var n driver.Network
+		n, err = t.q.GetNetwork(ctx, id)
+		fab = n.Fabric
+	} else {
+		var p driver.Port
+		p, err = t.q.GetPort(ctx, id)
+		fab = p.Fabric
+	}
+	if driver.IsNoRows(err) {
+		return "", nil
+	}
+	return fab, err
 }
 
 func (t tx) UpsertPort(ctx context.Context, p Port, now time.Time) error {
-	return t.q.UpsertPort(ctx, driver.UpsertPortParams{ID: p.ID, NetworkID: p.NetworkID, GUID: p.GUID,
+	return t.q.UpsertPort(ctx, driver.UpsertPortParams{Fabric: t.fabric, ID: p.ID, NetworkID: p.NetworkID, GUID: p.GUID,
 		Host: boundChars(p.Host, MaxName), Revision: p.Revision, Now: now})
 }
 
 func (t tx) DeletePort(ctx context.Context, id string) (int64, error) {
-	return t.q.DeletePort(ctx, id)
+	return t.q.DeletePort(ctx, t.fabric, id)
 }
 
 func (t tx) DeletePortsOfNetwork(ctx context.Context, networkID string) (int64, error) {
-	return t.q.DeletePortsOfNetwork(ctx, networkID)
+	return t.q.DeletePortsOfNetwork(ctx, t.fabric, networkID)
 }
 
 func (t tx) ClearGUIDsOfNetwork(ctx context.Context, networkID string, revision int64, now time.Time) (int64, error) {
-	return t.q.ClearGUIDsOfNetwork(ctx, revision, now, networkID)
+	return t.q.ClearGUIDsOfNetwork(ctx, t.fabric, revision, now, networkID)
 }
 
 // notFound is ErrNotFound for a query that found no row.

@@ -44,10 +44,10 @@ func (s *Store) RecordSecondSM(ctx context.Context, term int64, sm SecondSM) err
 	}
 	now := s.now()
 	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
-		if _, err := q.DeleteSecondSMs(ctx, term); err != nil {
+		if _, err := q.DeleteSecondSMs(ctx, s.FabricName(), term); err != nil {
 			return err
 		}
-		n, err := q.InsertSecondSM(ctx, driver.InsertSecondSMParams{PortGUID: sm.PortGUID.String(),
+		n, err := q.InsertSecondSM(ctx, driver.InsertSecondSMParams{Fabric: s.FabricName(), PortGUID: sm.PortGUID.String(),
 			Priority: int64(sm.Priority), State: sm.State, OwnState: sm.OwnState, Term: term, Now: now})
 		if err != nil {
 			return err
@@ -67,7 +67,7 @@ func (s *Store) RecordSecondSM(ctx context.Context, term int64, sm SecondSM) err
 // OpenSM is master again, if term is still the current term, and says how
 // many it forgot (0 too when fenced).
 func (s *Store) ClearSecondSMs(ctx context.Context, term int64) (int64, error) {
-	n, err := s.d.Queries(ctx).DeleteSecondSMs(ctx, term)
+	n, err := s.d.Queries(ctx).DeleteSecondSMs(ctx, s.FabricName(), term)
 	if err != nil {
 		return 0, fmt.Errorf("clear second subnet managers: %w", err)
 	}
@@ -76,7 +76,7 @@ func (s *Store) ClearSecondSMs(ctx context.Context, term int64) (int64, error) {
 
 // SecondSMs returns the recorded second SMs (at most one), by port GUID.
 func (s *Store) SecondSMs(ctx context.Context) ([]SecondSM, error) {
-	rows, err := s.d.Queries(ctx).SecondSMs(ctx)
+	rows, err := s.d.Queries(ctx).SecondSMs(ctx, s.FabricName())
 	if err != nil {
 		return nil, fmt.Errorf("read second subnet managers: %w", err)
 	}

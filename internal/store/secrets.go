@@ -47,7 +47,7 @@ func (s *Store) GetOrCreateSecrets(ctx context.Context, generate func() (map[str
 // Secrets returns the recorded secrets, creating none: empty before the first
 // manager's start.
 func (s *Store) Secrets(ctx context.Context) (map[string]string, error) {
-	rows, err := s.d.Queries(ctx).ListSecrets(ctx)
+	rows, err := s.d.Queries(ctx).ListSecrets(ctx, s.FabricName())
 	if err != nil {
 		return nil, fmt.Errorf("secrets: %w", err)
 	}
@@ -110,11 +110,11 @@ func (s *Store) insertSecretsIfAbsent(ctx context.Context, secrets map[string]st
 	out := map[string]string{}
 	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
 		for _, name := range slices.Sorted(maps.Keys(secrets)) {
-			if err := q.InsertSecretIfAbsent(ctx, name, secrets[name], now); err != nil {
+			if err := q.InsertSecretIfAbsent(ctx, s.FabricName(), name, secrets[name], now); err != nil {
 				return fmt.Errorf("secret %s: %w", name, err)
 			}
 		}
-		rows, err := q.ListSecrets(ctx)
+		rows, err := q.ListSecrets(ctx, s.FabricName())
 		for _, r := range rows {
 			out[r.Name] = r.Value
 		}
@@ -155,11 +155,11 @@ func (s *Store) SetSecrets(ctx context.Context, values map[string]string, replac
 	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
 		names := slices.Sorted(maps.Keys(values))
 		for _, name := range names {
-			if err := q.InsertSecretIfAbsent(ctx, name, values[name], now); err != nil {
+			if err := q.InsertSecretIfAbsent(ctx, s.FabricName(), name, values[name], now); err != nil {
 				return fmt.Errorf("secret %s: %w", name, err)
 			}
 		}
-		rows, err := q.ListSecrets(ctx)
+		rows, err := q.ListSecrets(ctx, s.FabricName())
 		if err != nil {
 			return err
 		}
@@ -176,7 +176,7 @@ func (s *Store) SetSecrets(ctx context.Context, values map[string]string, replac
 			return fmt.Errorf("secrets %s: %w", strings.Join(differ, ", "), ErrSecretsDiffer)
 		}
 		for _, name := range differ {
-			if err := q.UpdateSecret(ctx, values[name], name); err != nil {
+			if err := q.UpdateSecret(ctx, s.FabricName(), values[name], name); err != nil {
 				return fmt.Errorf("secret %s: %w", name, err)
 			}
 			out[name] = values[name]

@@ -125,7 +125,7 @@ func (s *Store) readDelta(ctx context.Context, c *SnapshotCache) (snapshotDelta,
 	err := s.d.InTx(ctx, driver.ReadOnly, func(q driver.Queries) error {
 		d = snapshotDelta{reread: map[string][]driver.Port{}}
 		var err error
-		if d.revision, err = q.Revision(ctx); err != nil {
+		if d.revision, err = q.Revision(ctx, s.FabricName()); err != nil {
 			return err
 		}
 		// A database that went back (restored from a backup) is read whole.
@@ -134,47 +134,47 @@ func (s *Store) readDelta(ctx context.Context, c *SnapshotCache) (snapshotDelta,
 		if d.full {
 			since = 0
 		}
-		if d.networks, err = q.ListNetworksSince(ctx, since); err != nil {
+		if d.networks, err = q.ListNetworksSince(ctx, s.FabricName(), since); err != nil {
 			return err
 		}
 		d.allNetworks = d.full
 		if !d.full {
-			n, err := q.CountNetworks(ctx)
+			n, err := q.CountNetworks(ctx, s.FabricName())
 			if err != nil {
 				return err
 			}
 			if c.networksAfter(d.networks) != n {
 				// A network was deleted: the table of networks is small beside
 				// the ports'.
-				if d.networks, err = q.ListNetworksSince(ctx, 0); err != nil {
+				if d.networks, err = q.ListNetworksSince(ctx, s.FabricName(), 0); err != nil {
 					return err
 				}
 				d.allNetworks = true
 			}
 		}
-		if d.ports, err = q.ListPortsSince(ctx, since); err != nil {
+		if d.ports, err = q.ListPortsSince(ctx, s.FabricName(), since); err != nil {
 			return err
 		}
-		if d.memberRows, err = q.CountMembers(ctx); err != nil {
+		if d.memberRows, err = q.CountMembers(ctx, s.FabricName()); err != nil {
 			return err
 		}
 		if !d.full && c.membersAfter(d.ports) != d.memberRows {
 			// Ports were deleted: find the networks that lost some.
-			if err := c.findDeleted(ctx, q, &d); err != nil {
+			if err := c.findDeleted(ctx, s.FabricName(), q, &d); err != nil {
 				return err
 			}
 		}
-		if d.adopted, err = listAdopted(ctx, q); err != nil {
+		if d.adopted, err = listAdopted(ctx, s.FabricName(), q); err != nil {
 			return err
 		}
-		k, err := q.KubernetesState(ctx)
+		k, err := q.KubernetesState(ctx, s.FabricName())
 		if err != nil {
 			return err
 		}
 		d.k8sRev = k.ChangedRevision
 		if d.full || k.ChangedRevision != c.kubernetesRevision {
 			d.k8sRead = true
-			d.kubernetes, err = kubernetesPKeys(ctx, q)
+			d.kubernetes, err = kubernetesPKeys(ctx, s.FabricName(), q)
 			return err
 		}
 		return nil
@@ -211,8 +211,8 @@ func (c *SnapshotCache) membersAfter(rows []driver.Port) int64 {
 // findDeleted sets d.reread to the networks whose count of ports with a GUID,
 // with d.ports overlaid on c, is not the database's: those that lost ports
 // since c was read, each with its ports as they are now.
-func (c *SnapshotCache) findDeleted(ctx context.Context, q driver.Queries, d *snapshotDelta) error {
-	counts, err := q.CountMembersByNetwork(ctx)
+func (c *SnapshotCache) findDeleted(ctx context.Context, fabric string, q driver.Queries, d *snapshotDelta) error {
+	counts, err := q.CountMembersByNetwork(ctx, fabric)
 	if err != nil {
 		return err
 	}
@@ -241,7 +241,7 @@ func (c *SnapshotCache) findDeleted(ctx context.Context, q driver.Queries, d *sn
 		case db[id] == 0:
 			d.reread[id] = nil
 		default:
-			if d.reread[id], err = q.ListPortsOfNetwork(ctx, id); err != nil {
+			if d.reread[id], err = q.ListPortsOfNetwork(ctx, fabric, id); err != nil {
 				return err
 			}
 		}

@@ -37,7 +37,7 @@ func (s *Store) DescribeOpenJobs(ctx context.Context, term, revision int64, reas
 	}
 	// One line: the first line of a description is what the job does.
 	reason = oneLine(reason, maxDescription)
-	n, err := s.d.Queries(ctx).DescribeOpenJobs(ctx, reason, s.now(), revision, term)
+	n, err := s.d.Queries(ctx).DescribeOpenJobs(ctx, s.FabricName(), reason, s.now(), revision, term)
 	if err != nil {
 		return 0, fmt.Errorf("describe open jobs up to revision %d: %w", revision, err)
 	}
@@ -49,7 +49,7 @@ func (s *Store) DescribeOpenJobs(ctx context.Context, term, revision int64, reas
 // current one.
 func (s *Store) Heartbeat(ctx context.Context, term int64) error {
 	now := s.now()
-	n, err := s.d.Queries(ctx).Heartbeat(ctx, &now, term)
+	n, err := s.d.Queries(ctx).Heartbeat(ctx, s.FabricName(), &now, term)
 	if err != nil {
 		return fmt.Errorf("heartbeat of term %d: %w", term, err)
 	}
@@ -71,7 +71,7 @@ func (s *Store) Heartbeat(ctx context.Context, term int64) error {
 
 // Leadership returns who holds (or last held) the applier lock, and its term.
 func (s *Store) Leadership(ctx context.Context) (Leadership, error) {
-	row, err := s.d.Queries(ctx).Leadership(ctx)
+	row, err := s.d.Queries(ctx).Leadership(ctx, s.FabricName())
 	if err != nil {
 		return Leadership{}, fmt.Errorf("leadership: %w", err)
 	}
@@ -88,7 +88,7 @@ func (s *Store) Leadership(ctx context.Context) (Leadership, error) {
 func (s *Store) OldestOpenJobs(ctx context.Context) (map[string]time.Time, error) {
 	out := map[string]time.Time{}
 	for _, status := range []string{StatusPending, StatusRunning} {
-		t, err := s.d.Queries(ctx).OldestOpenJob(ctx, status)
+		t, err := s.d.Queries(ctx).OldestOpenJob(ctx, s.FabricName(), status)
 		switch {
 		case errors.Is(notFound(err), ErrNotFound):
 		case err != nil:

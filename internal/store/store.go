@@ -180,8 +180,9 @@ func (s *Store) Close() error { return s.d.Close() }
 // Migrate applies the engine's embedded migrations.
 func (s *Store) Migrate(ctx context.Context) error { return s.d.Migrate(ctx) }
 
-// TryLock takes the applier lock if it is free; nil Lock if another holds it.
-func (s *Store) TryLock(ctx context.Context) (Lock, error) { return s.d.TryLock(ctx) }
+// TryLock takes the fabric's applier lock if it is free; nil Lock if another
+// holds it.
+func (s *Store) TryLock(ctx context.Context) (Lock, error) { return s.d.TryLock(ctx, s.FabricName()) }
 
 // Wake returns a channel that receives after the revision may have changed.
 // It is only a hint: callers also poll.

@@ -19,6 +19,38 @@ import (
 // dsn, and migrates the schema first when migrate is true. The store records
 // by rules.
 func Open(ctx context.Context, engine, dsn string, migrate bool, rules store.Rules, log *slog.Logger) (*store.Store, error) {
+	e, err := openDriver(ctx, engine, dsn, migrate, log)
+	if err != nil {
+		return nil, err
+	}
+	return store.New(e, rules), nil
+}
+
+// OpenFabrics is Open for a store serving several fabrics, the default
+// first: it returns the default fabric's view (store.NewFabrics), each
+// fabric's state rows written (store.EnsureFabrics) unless the schema is
+// left as it is (migrate false: a read-only command, which then reads no
+// fabric that never ran).
+func OpenFabrics(ctx context.Context, engine, dsn string, migrate bool, fabrics []store.FabricRules, log *slog.Logger) (*store.Store, error) {
+	if len(fabrics) == 0 || fabrics[0].Name != store.DefaultFabric {
+		return nil, fmt.Errorf("the fabrics must start with the default fabric %q", store.DefaultFabric)
+	}
+	e, err := openDriver(ctx, engine, dsn, migrate, log)
+	if err != nil {
+		return nil, err
+	}
+	s := store.NewFabrics(e, fabrics)
+	if migrate {
+		if err := s.EnsureFabrics(ctx); err != nil {
+			e.Close()
+			return nil, fmt.Errorf("%s: %w", engine, err)
+		}
+	}
+	return s, nil
+}
+
+// openDriver connects to engine and migrates (or checks) its schema.
+func openDriver(ctx context.Context, engine, dsn string, migrate bool, log *slog.Logger) (driver.Driver, error) {
 	var (
 		e   driver.Driver
 		err error
@@ -45,7 +77,7 @@ func Open(ctx context.Context, engine, dsn string, migrate bool, rules store.Rul
 		e.Close()
 		return nil, fmt.Errorf("%s: %w", engine, err)
 	}
-	return store.New(e, rules), nil
+	return e, nil
 }
 
 // SchemaBehindError is a database whose schema lacks migrations this binary

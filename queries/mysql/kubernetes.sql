@@ -3,69 +3,69 @@
 -- in MariaDB's dialect.
 
 -- name: GetKubernetesPKey :one
-SELECT * FROM kubernetes_pkeys WHERE pkey = sqlc.arg(pkey);
+SELECT * FROM kubernetes_pkeys WHERE fabric = sqlc.arg(fabric) AND pkey = sqlc.arg(pkey);
 
 -- name: ListKubernetesPKeys :many
-SELECT * FROM kubernetes_pkeys ORDER BY pkey;
+SELECT * FROM kubernetes_pkeys WHERE fabric = sqlc.arg(fabric) ORDER BY pkey;
 
 -- name: ListKubernetesMembers :many
-SELECT * FROM kubernetes_members ORDER BY pkey, guid;
+SELECT * FROM kubernetes_members WHERE fabric = sqlc.arg(fabric) ORDER BY pkey, guid;
 
 -- name: ListKubernetesMembersOfPKey :many
-SELECT * FROM kubernetes_members WHERE pkey = sqlc.arg(pkey) ORDER BY guid;
+SELECT * FROM kubernetes_members WHERE fabric = sqlc.arg(fabric) AND pkey = sqlc.arg(pkey) ORDER BY guid;
 
 -- Every Kubernetes pkey a GUID is in: the rules of a change read it (a GUID in
 -- a Kubernetes pkey joins no Neutron network, has index 0 in one pkey at
 -- most, and its switch port's table has room).
 -- name: KubernetesMembershipsOfGUID :many
-SELECT * FROM kubernetes_members WHERE guid = sqlc.arg(guid) ORDER BY pkey;
+SELECT * FROM kubernetes_members WHERE fabric = sqlc.arg(fabric) AND guid = sqlc.arg(guid) ORDER BY pkey;
 
 -- The members of one Kubernetes pkey, and of all: a change that would pass
 -- [ufm_pkeys] max_members_per_pkey or max_members is refused.
 -- name: CountKubernetesMembersOfPKey :one
-SELECT count(*) FROM kubernetes_members WHERE pkey = sqlc.arg(pkey);
+SELECT count(*) FROM kubernetes_members WHERE fabric = sqlc.arg(fabric) AND pkey = sqlc.arg(pkey);
 
 -- name: CountKubernetesMembers :one
-SELECT count(*) FROM kubernetes_members;
+SELECT count(*) FROM kubernetes_members WHERE fabric = sqlc.arg(fabric);
 
 -- name: GetPortByGUID :one
-SELECT * FROM ports WHERE guid = sqlc.arg(guid);
+SELECT * FROM ports WHERE fabric = sqlc.arg(fabric) AND guid = sqlc.arg(guid);
 
 -- name: UpsertKubernetesPKey :exec
-INSERT INTO kubernetes_pkeys (pkey, ip_over_ib, revision, created_at, updated_at)
-VALUES (sqlc.arg(pkey), sqlc.arg(ip_over_ib), sqlc.arg(revision), sqlc.arg(now), sqlc.arg(now))
+INSERT INTO kubernetes_pkeys (pkey, ip_over_ib, revision, created_at, updated_at, fabric)
+VALUES (sqlc.arg(pkey), sqlc.arg(ip_over_ib), sqlc.arg(revision), sqlc.arg(now), sqlc.arg(now), sqlc.arg(fabric))
 ON DUPLICATE KEY UPDATE
     ip_over_ib = VALUES(ip_over_ib), revision = VALUES(revision), updated_at = VALUES(updated_at);
 
 -- name: UpsertKubernetesMember :exec
-INSERT INTO kubernetes_members (pkey, guid, membership, index0, revision, created_at, updated_at)
+INSERT INTO kubernetes_members (pkey, guid, membership, index0, revision, created_at, updated_at, fabric)
 VALUES (sqlc.arg(pkey), sqlc.arg(guid), sqlc.arg(membership), sqlc.arg(index0), sqlc.arg(revision),
-        sqlc.arg(now), sqlc.arg(now))
+        sqlc.arg(now), sqlc.arg(now), sqlc.arg(fabric))
 ON DUPLICATE KEY UPDATE
     membership = VALUES(membership), index0 = VALUES(index0),
     revision = VALUES(revision), updated_at = VALUES(updated_at);
 
 -- name: DeleteKubernetesMember :execrows
-DELETE FROM kubernetes_members WHERE pkey = sqlc.arg(pkey) AND guid = sqlc.arg(guid);
+DELETE FROM kubernetes_members WHERE fabric = sqlc.arg(fabric) AND pkey = sqlc.arg(pkey) AND guid = sqlc.arg(guid);
 
 -- name: DeleteKubernetesMembersOfPKey :execrows
-DELETE FROM kubernetes_members WHERE pkey = sqlc.arg(pkey);
+DELETE FROM kubernetes_members WHERE fabric = sqlc.arg(fabric) AND pkey = sqlc.arg(pkey);
 
 -- name: DeleteKubernetesPKey :execrows
-DELETE FROM kubernetes_pkeys WHERE pkey = sqlc.arg(pkey);
+DELETE FROM kubernetes_pkeys WHERE fabric = sqlc.arg(fabric) AND pkey = sqlc.arg(pkey);
 
 -- A Kubernetes change notes its revision, so that the apply that completes it
 -- moves last_updated.
 -- name: MarkKubernetesChanged :exec
-UPDATE kubernetes_state SET changed_revision = sqlc.arg(revision) WHERE id = 1;
+UPDATE kubernetes_state SET changed_revision = sqlc.arg(revision) WHERE fabric = sqlc.arg(fabric);
 
 -- The apply of revision revision is proven: if it carries the last Kubernetes
 -- change not yet applied, last_updated moves. Fenced by the term, as
 -- CompleteJobs is.
 -- name: MarkKubernetesApplied :execrows
 UPDATE kubernetes_state SET applied_revision = changed_revision, last_updated = sqlc.arg(now)
-WHERE id = 1 AND changed_revision > applied_revision AND changed_revision <= sqlc.arg(revision)
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term));
+WHERE kubernetes_state.fabric = sqlc.arg(fabric) AND changed_revision > applied_revision AND changed_revision <= sqlc.arg(revision)
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = sqlc.arg(fabric) AND leadership.term = sqlc.arg(term));
 
 -- name: KubernetesState :one
-SELECT changed_revision, applied_revision, last_updated FROM kubernetes_state WHERE id = 1;
+SELECT changed_revision, applied_revision, last_updated FROM kubernetes_state WHERE fabric = sqlc.arg(fabric);

@@ -17,28 +17,28 @@ UPDATE leadership SET term = GREATEST(term + 1, FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1
     holder = sqlc.arg(holder), heartbeat = NOW(6),
     expires_at = NOW(6) + INTERVAL CAST(sqlc.arg(ttl_micros) AS SIGNED) MICROSECOND,
     freeze_reason = '', unfreeze_requested = false
-WHERE id = 1 AND (expires_at IS NULL OR expires_at < NOW(6));
+WHERE fabric = sqlc.arg(fabric) AND (expires_at IS NULL OR expires_at < NOW(6));
 
 -- RenewLease extends the lease of term while it has not expired.
 -- name: RenewLease :execrows
 UPDATE leadership SET heartbeat = NOW(6), expires_at = NOW(6) + INTERVAL CAST(sqlc.arg(ttl_micros) AS SIGNED) MICROSECOND
-WHERE id = 1 AND term = sqlc.arg(term) AND expires_at IS NOT NULL AND expires_at >= NOW(6);
+WHERE fabric = sqlc.arg(fabric) AND term = sqlc.arg(term) AND expires_at IS NOT NULL AND expires_at >= NOW(6);
 
 -- name: ReleaseLease :execrows
-UPDATE leadership SET expires_at = NULL WHERE id = 1 AND term = sqlc.arg(term) AND expires_at IS NOT NULL;
+UPDATE leadership SET expires_at = NULL WHERE fabric = sqlc.arg(fabric) AND term = sqlc.arg(term) AND expires_at IS NOT NULL;
 
 -- name: ReadLease :one
 SELECT term, holder, heartbeat, expires_at, CAST(NOW(6) AS DATETIME(6)) AS db_now, previous_holder, previous_expired,
     suspect, freeze_reason, unfreeze_requested
-FROM leadership WHERE id = 1;
+FROM leadership WHERE fabric = sqlc.arg(fabric);
 
 -- name: SetFreeze :execrows
-UPDATE leadership SET freeze_reason = sqlc.arg(reason) WHERE id = 1 AND term = sqlc.arg(term);
+UPDATE leadership SET freeze_reason = sqlc.arg(reason) WHERE fabric = sqlc.arg(fabric) AND term = sqlc.arg(term);
 
 -- An operator's --unfreeze: taken by the leader once its OpenSM is master.
 -- name: RequestUnfreeze :execrows
-UPDATE leadership SET unfreeze_requested = true WHERE id = 1 AND freeze_reason <> '';
+UPDATE leadership SET unfreeze_requested = true WHERE fabric = sqlc.arg(fabric) AND freeze_reason <> '';
 
 -- name: LiftFreeze :execrows
 UPDATE leadership SET freeze_reason = '', suspect = '', unfreeze_requested = false
-WHERE id = 1 AND term = sqlc.arg(term) AND freeze_reason <> '' AND unfreeze_requested;
+WHERE fabric = sqlc.arg(fabric) AND term = sqlc.arg(term) AND freeze_reason <> '' AND unfreeze_requested;

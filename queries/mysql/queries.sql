@@ -4,39 +4,39 @@
 -- The new revision comes back as the statement's last insert id (MariaDB has no
 -- UPDATE ... RETURNING), sparing a SELECT while the row lock is held.
 -- name: BumpRevision :execresult
-UPDATE state SET revision = LAST_INSERT_ID(revision + 1) WHERE id = 1;
+UPDATE state SET revision = LAST_INSERT_ID(revision + 1) WHERE fabric = sqlc.arg(fabric);
 
 -- name: Revision :one
-SELECT revision FROM state WHERE id = 1;
+SELECT revision FROM state WHERE fabric = sqlc.arg(fabric);
 
 -- A group of changes ends at the revision of its last change that touches a
 -- partition (BumpRevision took the next one for its first): changes that
 -- touch none, and refused ones, give theirs back, so that the applier has
 -- nothing to sweep for.
 -- name: SetRevision :exec
-UPDATE state SET revision = sqlc.arg(revision) WHERE id = 1;
+UPDATE state SET revision = sqlc.arg(revision) WHERE fabric = sqlc.arg(fabric);
 
 -- name: GetNetwork :one
 SELECT * FROM networks WHERE id = sqlc.arg(id);
 
 -- name: UpsertNetwork :exec
-INSERT INTO networks (id, name, network_type, physical_network, pkey, managed, revision, created_at, updated_at)
+INSERT INTO networks (id, name, network_type, physical_network, pkey, managed, revision, created_at, updated_at, fabric)
 VALUES (sqlc.arg(id), sqlc.arg(name), sqlc.arg(network_type), sqlc.arg(physical_network), sqlc.arg(pkey),
-        sqlc.arg(managed),        sqlc.arg(revision), sqlc.arg(now), sqlc.arg(now))
+        sqlc.arg(managed),        sqlc.arg(revision), sqlc.arg(now), sqlc.arg(now), sqlc.arg(fabric))
 ON DUPLICATE KEY UPDATE
     name = VALUES(name), network_type = VALUES(network_type),
-    physical_network = VALUES(physical_network), pkey = VALUES(pkey), managed = VALUES(managed),
+    physical_network = VALUES(physical_network), pkey = VALUES(pkey), managed = VALUES(managed), fabric = VALUES(fabric),
     revision = VALUES(revision), updated_at = VALUES(updated_at);
 
 -- name: GetNetworkByPKey :one
-SELECT * FROM networks WHERE pkey = sqlc.arg(pkey);
+SELECT * FROM networks WHERE fabric = sqlc.arg(fabric) AND pkey = sqlc.arg(pkey);
 
 -- name: DeleteNetwork :execrows
-DELETE FROM networks WHERE id = sqlc.arg(id);
+DELETE FROM networks WHERE id = sqlc.arg(id) AND fabric = sqlc.arg(fabric);
 
 -- The networks that have a partition: what the partitions file renders.
 -- name: ListManagedNetworks :many
-SELECT * FROM networks WHERE managed ORDER BY id;
+SELECT * FROM networks WHERE fabric = sqlc.arg(fabric) AND managed ORDER BY id;
 
 -- name: GetPort :one
 SELECT * FROM ports WHERE id = sqlc.arg(id);
@@ -44,7 +44,7 @@ SELECT * FROM ports WHERE id = sqlc.arg(id);
 -- The port with this id and the port holding this GUID (the same row, or
 -- two): one round trip for both of a change's port reads.
 -- name: GetPortsByIDOrGUID :many
-SELECT * FROM ports WHERE id = sqlc.arg(id) OR guid = sqlc.arg(guid);
+SELECT * FROM ports WHERE id = sqlc.arg(id) OR (fabric = sqlc.arg(fabric) AND guid = sqlc.arg(guid));
 
 -- The network of a port change, with the port recorded under this id and
 -- the port holding this GUID (the same row, or two; neither: one row whose
@@ -52,50 +52,51 @@ SELECT * FROM ports WHERE id = sqlc.arg(id) OR guid = sqlc.arg(guid);
 -- while it holds the revision's row lock. No row: the network is not recorded.
 -- name: GetPortChangeRows :many
 SELECT n.id, n.name, n.network_type, n.physical_network, n.pkey, n.managed, n.revision,
-       p.id AS port_id, p.network_id AS port_network_id, p.guid AS port_guid, p.host AS port_host
-FROM networks n LEFT JOIN ports p ON p.id = sqlc.arg(port_id) OR p.guid = sqlc.arg(guid)
+       p.id AS port_id, p.network_id AS port_network_id, p.guid AS port_guid, p.host AS port_host,
+       n.fabric, p.fabric AS port_fabric
+FROM networks n LEFT JOIN ports p ON p.id = sqlc.arg(port_id) OR (p.fabric = sqlc.arg(fabric) AND p.guid = sqlc.arg(guid))
 WHERE n.id = sqlc.arg(network_id);
 
 -- name: UpsertPort :exec
-INSERT INTO ports (id, network_id, guid, host, revision, created_at, updated_at)
+INSERT INTO ports (id, network_id, guid, host, revision, created_at, updated_at, fabric)
 VALUES (sqlc.arg(id), sqlc.arg(network_id), sqlc.arg(guid), sqlc.arg(host), sqlc.arg(revision),
-        sqlc.arg(now), sqlc.arg(now))
+        sqlc.arg(now), sqlc.arg(now), sqlc.arg(fabric))
 ON DUPLICATE KEY UPDATE
-    network_id = VALUES(network_id), guid = VALUES(guid), host = VALUES(host),
+    network_id = VALUES(network_id), fabric = VALUES(fabric), guid = VALUES(guid), host = VALUES(host),
     revision = VALUES(revision), updated_at = VALUES(updated_at);
 
 -- name: DeletePort :execrows
-DELETE FROM ports WHERE id = sqlc.arg(id);
+DELETE FROM ports WHERE id = sqlc.arg(id) AND fabric = sqlc.arg(fabric);
 
 -- name: DeletePortsOfNetwork :execrows
-DELETE FROM ports WHERE network_id = sqlc.arg(network_id);
+DELETE FROM ports WHERE network_id = sqlc.arg(network_id) AND fabric = sqlc.arg(fabric);
 
 -- What the applier's incremental snapshot reads (store.SnapshotCache): the
 -- rows a change wrote at or after a revision (every write of a network or a
 -- port sets its revision to the change's), and the counts that show whether
 -- rows were deleted since.
 -- name: ListNetworksSince :many
-SELECT * FROM networks WHERE revision >= sqlc.arg(revision);
+SELECT * FROM networks WHERE fabric = sqlc.arg(fabric) AND revision >= sqlc.arg(revision);
 
 -- name: CountNetworks :one
-SELECT count(*) FROM networks;
+SELECT count(*) FROM networks WHERE fabric = sqlc.arg(fabric);
 
 -- name: ListPortsSince :many
-SELECT * FROM ports WHERE revision >= sqlc.arg(revision);
+SELECT * FROM ports WHERE fabric = sqlc.arg(fabric) AND revision >= sqlc.arg(revision);
 
 -- name: ListPortsOfNetwork :many
-SELECT * FROM ports WHERE network_id = sqlc.arg(network_id);
+SELECT * FROM ports WHERE network_id = sqlc.arg(network_id) AND fabric = sqlc.arg(fabric);
 
 -- name: CountMembers :one
-SELECT count(*) FROM ports WHERE guid IS NOT NULL;
+SELECT count(*) FROM ports WHERE fabric = sqlc.arg(fabric) AND guid IS NOT NULL;
 
 -- name: CountMembersByNetwork :many
-SELECT network_id, count(*) AS n FROM ports WHERE guid IS NOT NULL GROUP BY network_id;
+SELECT network_id, count(*) AS n FROM ports WHERE fabric = sqlc.arg(fabric) AND guid IS NOT NULL GROUP BY network_id;
 
 -- A network that loses its partition takes its ports' GUIDs out with it.
 -- name: ClearGUIDsOfNetwork :execrows
 UPDATE ports SET guid = NULL, revision = sqlc.arg(revision), updated_at = sqlc.arg(now)
-WHERE network_id = sqlc.arg(network_id) AND guid IS NOT NULL;
+WHERE network_id = sqlc.arg(network_id) AND fabric = sqlc.arg(fabric) AND guid IS NOT NULL;
 
 -- A job's id is the database's clock in milliseconds since 1970 times 1000,
 -- or the highest id recorded plus one if that is more: ids grow with time
@@ -113,10 +114,10 @@ WHERE network_id = sqlc.arg(network_id) AND guid IS NOT NULL;
 -- comes back as its last insert id.
 -- Every other column is the job row's field of its name (driver.Job).
 -- name: InsertJob :execresult
-INSERT INTO jobs (id, revision, object_type, object_id, network_id, operation, status,
+INSERT INTO jobs (id, fabric, revision, object_type, object_id, network_id, operation, status,
                   description, result, error, created_by, request, request_id, created_at, updated_at, started_at, finished_at)
 VALUES ((SELECT GREATEST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000) * 1000, COALESCE(MAX(id), 0) + 1) FROM jobs),
-        sqlc.arg(revision), sqlc.arg(object_type), sqlc.arg(object_id), sqlc.arg(network_id),
+        sqlc.arg(fabric), sqlc.arg(revision), sqlc.arg(object_type), sqlc.arg(object_id), sqlc.arg(network_id),
         sqlc.arg(operation), sqlc.arg(status), sqlc.arg(description), sqlc.arg(result), sqlc.arg(error),
         sqlc.arg(created_by), sqlc.arg(request), sqlc.arg(request_id), sqlc.arg(created_at), sqlc.arg(updated_at),
         sqlc.narg(started_at), sqlc.narg(finished_at));
@@ -126,46 +127,46 @@ SELECT * FROM jobs WHERE id = sqlc.arg(id);
 
 -- name: MarkJobsRunning :execrows
 UPDATE jobs SET status = 'Running', started_at = sqlc.arg(started_at), updated_at = sqlc.arg(now)
-WHERE status = 'Pending' AND revision <= sqlc.arg(revision)
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term));
+WHERE jobs.fabric = sqlc.arg(fabric) AND status = 'Pending' AND revision <= sqlc.arg(revision)
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = sqlc.arg(fabric) AND leadership.term = sqlc.arg(term));
 
 -- name: CompleteJobs :execrows
 UPDATE jobs SET status = 'Completed', error = '', description = SUBSTRING_INDEX(description, '\n', 1),
     finished_at = sqlc.arg(finished_at), updated_at = sqlc.arg(now)
-WHERE status IN ('Pending', 'Running') AND revision <= sqlc.arg(revision)
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term));
+WHERE jobs.fabric = sqlc.arg(fabric) AND status IN ('Pending', 'Running') AND revision <= sqlc.arg(revision)
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = sqlc.arg(fabric) AND leadership.term = sqlc.arg(term));
 
 -- A job an apply's proof completes on its own, while others of its
 -- revision still wait for theirs (internal/store/applier.go FinishApplyProven).
 -- name: CompleteJob :execrows
 UPDATE jobs SET status = 'Completed', error = '', description = SUBSTRING_INDEX(description, '\n', 1),
     finished_at = sqlc.arg(finished_at), updated_at = sqlc.arg(now)
-WHERE jobs.id = sqlc.arg(job_id) AND status IN ('Pending', 'Running') AND revision <= sqlc.arg(revision)
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term));
+WHERE jobs.id = sqlc.arg(job_id) AND jobs.fabric = sqlc.arg(fabric) AND status IN ('Pending', 'Running') AND revision <= sqlc.arg(revision)
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = sqlc.arg(fabric) AND leadership.term = sqlc.arg(term));
 
 -- name: FailJobs :execrows
 UPDATE jobs SET status = 'Failed', error = sqlc.arg(error), description = SUBSTRING_INDEX(description, '\n', 1),
     finished_at = sqlc.arg(finished_at), updated_at = sqlc.arg(now)
-WHERE status IN ('Pending', 'Running') AND revision <= sqlc.arg(revision)
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term));
+WHERE jobs.fabric = sqlc.arg(fabric) AND status IN ('Pending', 'Running') AND revision <= sqlc.arg(revision)
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = sqlc.arg(fabric) AND leadership.term = sqlc.arg(term));
 
 -- name: CountJobsByStatus :many
-SELECT status, count(*) AS n FROM jobs GROUP BY status ORDER BY status;
+SELECT status, count(*) AS n FROM jobs WHERE fabric = sqlc.arg(fabric) GROUP BY status ORDER BY status;
 
 -- name: RecordApply :execrows
-INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finished_at)
+INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finished_at, fabric)
 SELECT sqlc.arg(revision), sqlc.arg(sha256), sqlc.arg(term), sqlc.arg(outcome), sqlc.arg(detail),
-       sqlc.arg(started_at), sqlc.arg(finished_at)
-FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term);
+       sqlc.arg(started_at), sqlc.arg(finished_at), sqlc.arg(fabric)
+FROM leadership WHERE leadership.fabric = sqlc.arg(fabric) AND leadership.term = sqlc.arg(term);
 
 -- name: LastApply :one
-SELECT * FROM applies ORDER BY id DESC LIMIT 1;
+SELECT * FROM applies WHERE fabric = sqlc.arg(fabric) ORDER BY id DESC LIMIT 1;
 
 -- name: NewTerm :exec
-UPDATE leadership SET term = term + 1, holder = sqlc.arg(holder), heartbeat = sqlc.arg(heartbeat) WHERE id = 1;
+UPDATE leadership SET term = term + 1, holder = sqlc.arg(holder), heartbeat = sqlc.arg(heartbeat) WHERE fabric = sqlc.arg(fabric);
 
 -- name: GetLeadership :one
-SELECT * FROM leadership WHERE id = 1;
+SELECT * FROM leadership WHERE fabric = sqlc.arg(fabric);
 
 -- GET_LOCK and IS_USED_LOCK return NULL on error or when the lock is free: wrap
 -- them so the result scans into an integer.
@@ -187,11 +188,11 @@ SELECT CAST(COALESCE(@@wsrep_on, 0) AS SIGNED) AS wsrep_on;
 -- (NULL for a network's job, or a port gone or without membership).
 SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid
 FROM jobs j LEFT JOIN ports p ON j.object_type = 'port' AND p.id = j.object_id
-WHERE j.status IN ('Pending', 'Running') AND j.revision <= sqlc.arg(revision)
+WHERE j.fabric = sqlc.arg(fabric) AND j.status IN ('Pending', 'Running') AND j.revision <= sqlc.arg(revision)
 ORDER BY j.id;
 
 -- name: FailJob :execrows
 UPDATE jobs SET status = 'Failed', error = sqlc.arg(error), description = SUBSTRING_INDEX(description, '\n', 1),
     finished_at = sqlc.arg(finished_at), updated_at = sqlc.arg(now)
-WHERE jobs.id = sqlc.arg(job_id) AND status IN ('Pending', 'Running')
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term));
+WHERE jobs.id = sqlc.arg(job_id) AND jobs.fabric = sqlc.arg(fabric) AND status IN ('Pending', 'Running')
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = sqlc.arg(fabric) AND leadership.term = sqlc.arg(term));

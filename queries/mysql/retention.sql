@@ -5,8 +5,8 @@
 
 -- name: DeleteFinishedJobsBefore :execrows
 DELETE FROM jobs
-WHERE status IN ('Completed', 'Failed') AND finished_at < sqlc.arg(before)
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term))
+WHERE jobs.fabric = sqlc.arg(fabric) AND status IN ('Completed', 'Failed') AND finished_at < sqlc.arg(before)
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = sqlc.arg(fabric) AND leadership.term = sqlc.arg(term))
 ORDER BY id
 LIMIT ?;
 
@@ -21,18 +21,18 @@ LIMIT ?;
 -- name: FirstApplyToKeep :one
 SELECT CAST(COALESCE(
     (SELECT max(a.id) FROM applies AS a
-     WHERE a.outcome = 'applied'
+     WHERE a.fabric = sqlc.arg(fabric) AND a.outcome = 'applied'
        AND a.finished_at <= COALESCE(
            (SELECT j.finished_at FROM jobs AS j
-            WHERE j.status = 'Completed' AND j.finished_at IS NOT NULL
+            WHERE j.fabric = sqlc.arg(fabric) AND j.status = 'Completed' AND j.finished_at IS NOT NULL
             ORDER BY j.finished_at LIMIT 1),
            a.finished_at)),
-    (SELECT max(b.id) FROM applies AS b),
+    (SELECT max(b.id) FROM applies AS b WHERE b.fabric = sqlc.arg(fabric)),
     0) AS SIGNED) AS id;
 
 -- name: DeleteAppliesBefore :execrows
 DELETE FROM applies
-WHERE applies.id < sqlc.arg(keep_from) AND applies.finished_at < sqlc.arg(before)
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term))
+WHERE applies.fabric = sqlc.arg(fabric) AND applies.id < sqlc.arg(keep_from) AND applies.finished_at < sqlc.arg(before)
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = sqlc.arg(fabric) AND leadership.term = sqlc.arg(term))
 ORDER BY applies.id
 LIMIT ?;

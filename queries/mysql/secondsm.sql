@@ -2,14 +2,15 @@
 
 -- Fenced by the leadership term: a deposed leader records nothing.
 -- name: InsertSecondSM :execrows
-INSERT INTO second_subnet_managers (port_guid, priority, state, own_state, term, seen_at)
-SELECT sqlc.arg(port_guid), sqlc.arg(priority), sqlc.arg(state), sqlc.arg(own_state), sqlc.arg(term), sqlc.arg(now)
-FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term);
+INSERT INTO second_subnet_managers (port_guid, priority, state, own_state, term, seen_at, fabric)
+SELECT sqlc.arg(port_guid), sqlc.arg(priority), sqlc.arg(state), sqlc.arg(own_state), sqlc.arg(term), sqlc.arg(now),
+    sqlc.arg(fabric)
+FROM leadership WHERE leadership.fabric = sqlc.arg(fabric) AND leadership.term = sqlc.arg(term);
 
 -- Fenced too: a deposed leader does not erase what the leader recorded.
 -- name: DeleteSecondSMs :execrows
 DELETE FROM second_subnet_managers
-WHERE EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = sqlc.arg(term));
+WHERE second_subnet_managers.fabric = sqlc.arg(fabric) AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = sqlc.arg(fabric) AND leadership.term = sqlc.arg(term));
 
 -- name: SecondSMs :many
-SELECT * FROM second_subnet_managers ORDER BY port_guid;
+SELECT * FROM second_subnet_managers WHERE fabric = sqlc.arg(fabric) ORDER BY port_guid;

@@ -16,28 +16,28 @@ UPDATE leadership SET term = GREATEST(term + 1, floor(extract(epoch FROM clock_t
     holder = @holder, heartbeat = now(),
     expires_at = now() + make_interval(secs => @ttl_seconds::float8),
     freeze_reason = '', unfreeze_requested = false
-WHERE id = 1 AND (expires_at IS NULL OR expires_at < now());
+WHERE fabric = @fabric AND (expires_at IS NULL OR expires_at < now());
 
 -- RenewLease extends the lease of term while it has not expired.
 -- name: RenewLease :execrows
 UPDATE leadership SET heartbeat = now(), expires_at = now() + make_interval(secs => @ttl_seconds::float8)
-WHERE id = 1 AND term = @term AND expires_at IS NOT NULL AND expires_at >= now();
+WHERE fabric = @fabric AND term = @term AND expires_at IS NOT NULL AND expires_at >= now();
 
 -- name: ReleaseLease :execrows
-UPDATE leadership SET expires_at = NULL WHERE id = 1 AND term = @term AND expires_at IS NOT NULL;
+UPDATE leadership SET expires_at = NULL WHERE fabric = @fabric AND term = @term AND expires_at IS NOT NULL;
 
 -- name: ReadLease :one
 SELECT term, holder, heartbeat, expires_at, now()::timestamptz AS db_now, previous_holder, previous_expired,
     suspect, freeze_reason, unfreeze_requested
-FROM leadership WHERE id = 1;
+FROM leadership WHERE fabric = @fabric;
 
 -- name: SetFreeze :execrows
-UPDATE leadership SET freeze_reason = @reason::text WHERE id = 1 AND term = @term;
+UPDATE leadership SET freeze_reason = @reason::text WHERE fabric = @fabric AND term = @term;
 
 -- An operator's --unfreeze: taken by the leader once its OpenSM is master.
 -- name: RequestUnfreeze :execrows
-UPDATE leadership SET unfreeze_requested = true WHERE id = 1 AND freeze_reason <> '';
+UPDATE leadership SET unfreeze_requested = true WHERE fabric = @fabric AND freeze_reason <> '';
 
 -- name: LiftFreeze :execrows
 UPDATE leadership SET freeze_reason = '', suspect = '', unfreeze_requested = false
-WHERE id = 1 AND term = @term AND freeze_reason <> '' AND unfreeze_requested;
+WHERE fabric = @fabric AND term = @term AND freeze_reason <> '' AND unfreeze_requested;

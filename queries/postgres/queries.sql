@@ -4,27 +4,27 @@
 -- name: CompleteJobs :execrows
 UPDATE jobs SET status = 'Completed', error = '', description = split_part(description, E'\n', 1),
     finished_at = @now, updated_at = @now
-WHERE status IN ('Pending', 'Running') AND revision <= @revision
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
+WHERE jobs.fabric = @fabric AND status IN ('Pending', 'Running') AND revision <= @revision
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = @fabric AND leadership.term = @term);
 
 -- A job an apply's proof completes on its own, while others of its
 -- revision still wait for theirs (internal/store/applier.go FinishApplyProven).
 -- name: CompleteJob :execrows
 UPDATE jobs SET status = 'Completed', error = '', description = split_part(description, E'\n', 1),
     finished_at = @now, updated_at = @now
-WHERE jobs.id = @job_id AND status IN ('Pending', 'Running') AND revision <= @revision
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
+WHERE jobs.id = @job_id AND jobs.fabric = @fabric AND status IN ('Pending', 'Running') AND revision <= @revision
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = @fabric AND leadership.term = @term);
 
 -- name: FailJobs :execrows
 UPDATE jobs SET status = 'Failed', error = @error, description = split_part(description, E'\n', 1),
     finished_at = @now, updated_at = @now
-WHERE status IN ('Pending', 'Running') AND revision <= @revision
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
+WHERE jobs.fabric = @fabric AND status IN ('Pending', 'Running') AND revision <= @revision
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = @fabric AND leadership.term = @term);
 -- name: FailJob :execrows
 UPDATE jobs SET status = 'Failed', error = @error, description = split_part(description, E'\n', 1),
     finished_at = @now, updated_at = @now
-WHERE jobs.id = @job_id AND status IN ('Pending', 'Running')
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
+WHERE jobs.id = @job_id AND jobs.fabric = @fabric AND status IN ('Pending', 'Running')
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = @fabric AND leadership.term = @term);
 
 
 -- name: TryAdvisoryLock :one
@@ -50,11 +50,11 @@ WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted
 -- ids run ahead of the clock; below 2^53 (exact in JSON) until the year 2255.
 -- Every other column is the job row's field of its name (driver.Job).
 -- name: InsertJob :one
-INSERT INTO jobs (id, revision, object_type, object_id, network_id, operation, status,
+INSERT INTO jobs (id, fabric, revision, object_type, object_id, network_id, operation, status,
                   description, result, error, created_by, request, request_id, created_at, updated_at, started_at, finished_at)
 VALUES ((SELECT GREATEST(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint * 1000, COALESCE(MAX(id), 0) + 1)
          FROM jobs),
-        @revision, @object_type, @object_id, @network_id, @operation, @status,
+        @fabric, @revision, @object_type, @object_id, @network_id, @operation, @status,
         @description, @result, @error, @created_by, @request, @request_id, @created_at, @updated_at,
         sqlc.narg(started_at), sqlc.narg(finished_at))
 RETURNING id;

@@ -5,6 +5,6 @@
 -- line that says what the job does; completing or failing the job drops it.
 -- name: DescribeOpenJobs :execrows
 UPDATE jobs SET description = split_part(description, E'\n', 1) || E'\n' || @reason::text, updated_at = @now
-WHERE status IN ('Pending', 'Running') AND revision <= @revision
+WHERE jobs.fabric = @fabric AND status IN ('Pending', 'Running') AND revision <= @revision
   AND description <> split_part(description, E'\n', 1) || E'\n' || @reason::text
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = @fabric AND leadership.term = @term);

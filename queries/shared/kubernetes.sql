@@ -2,68 +2,68 @@
 -- migrations' 00006_kubernetes.
 
 -- name: GetKubernetesPKey :one
-SELECT * FROM kubernetes_pkeys WHERE pkey = @pkey;
+SELECT * FROM kubernetes_pkeys WHERE fabric = @fabric AND pkey = @pkey;
 
 -- name: ListKubernetesPKeys :many
-SELECT * FROM kubernetes_pkeys ORDER BY pkey;
+SELECT * FROM kubernetes_pkeys WHERE fabric = @fabric ORDER BY pkey;
 
 -- name: ListKubernetesMembers :many
-SELECT * FROM kubernetes_members ORDER BY pkey, guid;
+SELECT * FROM kubernetes_members WHERE fabric = @fabric ORDER BY pkey, guid;
 
 -- name: ListKubernetesMembersOfPKey :many
-SELECT * FROM kubernetes_members WHERE pkey = @pkey ORDER BY guid;
+SELECT * FROM kubernetes_members WHERE fabric = @fabric AND pkey = @pkey ORDER BY guid;
 
 -- Every Kubernetes pkey a GUID is in: the rules of a change read it (a GUID in
 -- a Kubernetes pkey joins no Neutron network, has index 0 in one pkey at
 -- most, and its switch port's table has room).
 -- name: KubernetesMembershipsOfGUID :many
-SELECT * FROM kubernetes_members WHERE guid = @guid ORDER BY pkey;
+SELECT * FROM kubernetes_members WHERE fabric = @fabric AND guid = @guid ORDER BY pkey;
 
 -- The members of one Kubernetes pkey, and of all: a change that would pass
 -- [ufm_pkeys] max_members_per_pkey or max_members is refused.
 -- name: CountKubernetesMembersOfPKey :one
-SELECT count(*) FROM kubernetes_members WHERE pkey = @pkey;
+SELECT count(*) FROM kubernetes_members WHERE fabric = @fabric AND pkey = @pkey;
 
 -- name: CountKubernetesMembers :one
-SELECT count(*) FROM kubernetes_members;
+SELECT count(*) FROM kubernetes_members WHERE fabric = @fabric;
 
 -- name: GetPortByGUID :one
-SELECT * FROM ports WHERE guid = @guid;
+SELECT * FROM ports WHERE fabric = @fabric AND guid = @guid;
 
 -- name: UpsertKubernetesPKey :exec
-INSERT INTO kubernetes_pkeys (pkey, ip_over_ib, revision, created_at, updated_at)
-VALUES (@pkey, @ip_over_ib, @revision, @now, @now)
-ON CONFLICT (pkey) DO UPDATE SET
+INSERT INTO kubernetes_pkeys (pkey, ip_over_ib, revision, created_at, updated_at, fabric)
+VALUES (@pkey, @ip_over_ib, @revision, @now, @now, @fabric)
+ON CONFLICT (fabric, pkey) DO UPDATE SET
     ip_over_ib = EXCLUDED.ip_over_ib, revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at;
 
 -- name: UpsertKubernetesMember :exec
-INSERT INTO kubernetes_members (pkey, guid, membership, index0, revision, created_at, updated_at)
-VALUES (@pkey, @guid, @membership, @index0, @revision, @now, @now)
-ON CONFLICT (pkey, guid) DO UPDATE SET
+INSERT INTO kubernetes_members (pkey, guid, membership, index0, revision, created_at, updated_at, fabric)
+VALUES (@pkey, @guid, @membership, @index0, @revision, @now, @now, @fabric)
+ON CONFLICT (fabric, pkey, guid) DO UPDATE SET
     membership = EXCLUDED.membership, index0 = EXCLUDED.index0,
     revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at;
 
 -- name: DeleteKubernetesMember :execrows
-DELETE FROM kubernetes_members WHERE pkey = @pkey AND guid = @guid;
+DELETE FROM kubernetes_members WHERE fabric = @fabric AND pkey = @pkey AND guid = @guid;
 
 -- name: DeleteKubernetesMembersOfPKey :execrows
-DELETE FROM kubernetes_members WHERE pkey = @pkey;
+DELETE FROM kubernetes_members WHERE fabric = @fabric AND pkey = @pkey;
 
 -- name: DeleteKubernetesPKey :execrows
-DELETE FROM kubernetes_pkeys WHERE pkey = @pkey;
+DELETE FROM kubernetes_pkeys WHERE fabric = @fabric AND pkey = @pkey;
 
 -- A Kubernetes change notes its revision, so that the apply that completes it
 -- moves last_updated.
 -- name: MarkKubernetesChanged :exec
-UPDATE kubernetes_state SET changed_revision = @revision WHERE id = 1;
+UPDATE kubernetes_state SET changed_revision = @revision WHERE fabric = @fabric;
 
 -- The apply of revision @revision is proven: if it carries the last Kubernetes
 -- change not yet applied, last_updated moves. Fenced by the term, as
 -- CompleteJobs is.
 -- name: MarkKubernetesApplied :execrows
 UPDATE kubernetes_state SET applied_revision = changed_revision, last_updated = @now
-WHERE id = 1 AND changed_revision > applied_revision AND changed_revision <= @revision
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
+WHERE kubernetes_state.fabric = @fabric AND changed_revision > applied_revision AND changed_revision <= @revision
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = @fabric AND leadership.term = @term);
 
 -- name: KubernetesState :one
-SELECT changed_revision, applied_revision, last_updated FROM kubernetes_state WHERE id = 1;
+SELECT changed_revision, applied_revision, last_updated FROM kubernetes_state WHERE fabric = @fabric;

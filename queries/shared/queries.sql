@@ -3,38 +3,38 @@
 -- own folder instead, under the same name.
 
 -- name: BumpRevision :one
-UPDATE state SET revision = revision + 1 WHERE id = 1 RETURNING revision;
+UPDATE state SET revision = revision + 1 WHERE fabric = @fabric RETURNING revision;
 
 -- name: Revision :one
-SELECT revision FROM state WHERE id = 1;
+SELECT revision FROM state WHERE fabric = @fabric;
 
 -- A group of changes ends at the revision of its last change that touches a
 -- partition (BumpRevision took the next one for its first): changes that
 -- touch none, and refused ones, give theirs back, so that the applier has
 -- nothing to sweep for.
 -- name: SetRevision :exec
-UPDATE state SET revision = @revision WHERE id = 1;
+UPDATE state SET revision = @revision WHERE fabric = @fabric;
 
 -- name: GetNetwork :one
 SELECT * FROM networks WHERE id = @id;
 
 -- name: UpsertNetwork :exec
-INSERT INTO networks (id, name, network_type, physical_network, pkey, managed, revision, created_at, updated_at)
-VALUES (@id, @name, @network_type, @physical_network, @pkey, @managed, @revision, @now, @now)
+INSERT INTO networks (id, name, network_type, physical_network, pkey, managed, revision, created_at, updated_at, fabric)
+VALUES (@id, @name, @network_type, @physical_network, @pkey, @managed, @revision, @now, @now, @fabric)
 ON CONFLICT (id) DO UPDATE SET
     name = EXCLUDED.name, network_type = EXCLUDED.network_type,
-    physical_network = EXCLUDED.physical_network, pkey = EXCLUDED.pkey, managed = EXCLUDED.managed,
+    physical_network = EXCLUDED.physical_network, pkey = EXCLUDED.pkey, managed = EXCLUDED.managed, fabric = EXCLUDED.fabric,
     revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at;
 
 -- name: GetNetworkByPKey :one
-SELECT * FROM networks WHERE pkey = @pkey;
+SELECT * FROM networks WHERE fabric = @fabric AND pkey = @pkey;
 
 -- name: DeleteNetwork :execrows
-DELETE FROM networks WHERE id = @id;
+DELETE FROM networks WHERE id = @id AND fabric = @fabric;
 
 -- The networks that have a partition: what the partitions file renders.
 -- name: ListManagedNetworks :many
-SELECT * FROM networks WHERE managed ORDER BY id;
+SELECT * FROM networks WHERE fabric = @fabric AND managed ORDER BY id;
 
 -- name: GetPort :one
 SELECT * FROM ports WHERE id = @id;
@@ -42,7 +42,7 @@ SELECT * FROM ports WHERE id = @id;
 -- The port with this id and the port holding this GUID (the same row, or
 -- two): one round trip for both of a change's port reads.
 -- name: GetPortsByIDOrGUID :many
-SELECT * FROM ports WHERE id = @id OR guid = @guid;
+SELECT * FROM ports WHERE id = @id OR (fabric = @fabric AND guid = @guid);
 
 -- The network of a port change, with the port recorded under this id and
 -- the port holding this GUID (the same row, or two; neither: one row whose
@@ -50,76 +50,77 @@ SELECT * FROM ports WHERE id = @id OR guid = @guid;
 -- while it holds the revision's row lock. No row: the network is not recorded.
 -- name: GetPortChangeRows :many
 SELECT n.id, n.name, n.network_type, n.physical_network, n.pkey, n.managed, n.revision,
-       p.id AS port_id, p.network_id AS port_network_id, p.guid AS port_guid, p.host AS port_host
-FROM networks n LEFT JOIN ports p ON p.id = @port_id OR p.guid = @guid
+       p.id AS port_id, p.network_id AS port_network_id, p.guid AS port_guid, p.host AS port_host,
+       n.fabric, p.fabric AS port_fabric
+FROM networks n LEFT JOIN ports p ON p.id = @port_id OR (p.fabric = @fabric AND p.guid = @guid)
 WHERE n.id = @network_id;
 
 -- name: UpsertPort :exec
-INSERT INTO ports (id, network_id, guid, host, revision, created_at, updated_at)
-VALUES (@id, @network_id, @guid, @host, @revision, @now, @now)
+INSERT INTO ports (id, network_id, guid, host, revision, created_at, updated_at, fabric)
+VALUES (@id, @network_id, @guid, @host, @revision, @now, @now, @fabric)
 ON CONFLICT (id) DO UPDATE SET
-    network_id = EXCLUDED.network_id, guid = EXCLUDED.guid, host = EXCLUDED.host,
+    network_id = EXCLUDED.network_id, fabric = EXCLUDED.fabric, guid = EXCLUDED.guid, host = EXCLUDED.host,
     revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at;
 
 -- name: DeletePort :execrows
-DELETE FROM ports WHERE id = @id;
+DELETE FROM ports WHERE id = @id AND fabric = @fabric;
 
 -- name: DeletePortsOfNetwork :execrows
-DELETE FROM ports WHERE network_id = @network_id;
+DELETE FROM ports WHERE network_id = @network_id AND fabric = @fabric;
 
 -- What the applier's incremental snapshot reads (store.SnapshotCache): the
 -- rows a change wrote at or after a revision (every write of a network or a
 -- port sets its revision to the change's), and the counts that show whether
 -- rows were deleted since.
 -- name: ListNetworksSince :many
-SELECT * FROM networks WHERE revision >= @revision;
+SELECT * FROM networks WHERE fabric = @fabric AND revision >= @revision;
 
 -- name: CountNetworks :one
-SELECT count(*) FROM networks;
+SELECT count(*) FROM networks WHERE fabric = @fabric;
 
 -- name: ListPortsSince :many
-SELECT * FROM ports WHERE revision >= @revision;
+SELECT * FROM ports WHERE fabric = @fabric AND revision >= @revision;
 
 -- name: ListPortsOfNetwork :many
-SELECT * FROM ports WHERE network_id = @network_id;
+SELECT * FROM ports WHERE network_id = @network_id AND fabric = @fabric;
 
 -- name: CountMembers :one
-SELECT count(*) FROM ports WHERE guid IS NOT NULL;
+SELECT count(*) FROM ports WHERE fabric = @fabric AND guid IS NOT NULL;
 
 -- name: CountMembersByNetwork :many
-SELECT network_id, count(*) AS n FROM ports WHERE guid IS NOT NULL GROUP BY network_id;
+SELECT network_id, count(*) AS n FROM ports WHERE fabric = @fabric AND guid IS NOT NULL GROUP BY network_id;
 
 -- A network that loses its partition takes its ports' GUIDs out with it.
 -- name: ClearGUIDsOfNetwork :execrows
 UPDATE ports SET guid = NULL, revision = @revision, updated_at = @now
-WHERE network_id = @network_id AND guid IS NOT NULL;
+WHERE network_id = @network_id AND fabric = @fabric AND guid IS NOT NULL;
 
 -- name: GetJob :one
 SELECT * FROM jobs WHERE id = @id;
 
 -- name: MarkJobsRunning :execrows
 UPDATE jobs SET status = 'Running', started_at = @now, updated_at = @now
-WHERE status = 'Pending' AND revision <= @revision
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
+WHERE jobs.fabric = @fabric AND status = 'Pending' AND revision <= @revision
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = @fabric AND leadership.term = @term);
 
 -- name: CountJobsByStatus :many
-SELECT status, count(*) AS n FROM jobs GROUP BY status ORDER BY status;
+SELECT status, count(*) AS n FROM jobs WHERE fabric = @fabric GROUP BY status ORDER BY status;
 
 -- name: RecordApply :execrows
-INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finished_at)
-SELECT @revision, @sha256, @term, @outcome, @detail, @started_at, @finished_at
-FROM leadership WHERE leadership.id = 1 AND leadership.term = @term;
+INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finished_at, fabric)
+SELECT @revision, @sha256, @term, @outcome, @detail, @started_at, @finished_at, CAST(@fabric AS TEXT)
+FROM leadership WHERE leadership.fabric = CAST(@fabric AS TEXT) AND leadership.term = @term;
 
 -- name: LastApply :one
-SELECT * FROM applies ORDER BY id DESC LIMIT 1;
+SELECT * FROM applies WHERE fabric = @fabric ORDER BY id DESC LIMIT 1;
 
 -- name: NewTerm :one
-UPDATE leadership SET term = term + 1, holder = @holder, heartbeat = @now WHERE id = 1 RETURNING term;
+UPDATE leadership SET term = term + 1, holder = @holder, heartbeat = @now WHERE fabric = @fabric RETURNING term;
 
 -- name: OpenJobsWithGUIDs :many
 -- The open jobs up to a revision, with the GUID a port job's port holds now
 -- (NULL for a network's job, or a port gone or without membership).
 SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid
 FROM jobs j LEFT JOIN ports p ON j.object_type = 'port' AND p.id = j.object_id
-WHERE j.status IN ('Pending', 'Running') AND j.revision <= @revision
+WHERE j.fabric = @fabric AND j.status IN ('Pending', 'Running') AND j.revision <= @revision
 ORDER BY j.id;

@@ -6,11 +6,11 @@
 -- name: DeleteFinishedJobsBefore :execrows
 DELETE FROM jobs WHERE id IN (
     SELECT old.id FROM jobs AS old
-    WHERE old.status IN ('Completed', 'Failed') AND old.finished_at < @before
+    WHERE old.fabric = @fabric AND old.status IN ('Completed', 'Failed') AND old.finished_at < @before
     ORDER BY old.id
     LIMIT CAST(@batch AS BIGINT)
 )
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = @fabric AND leadership.term = @term);
 
 -- Apply retention: the leader deletes the rows of applies older than [database]
 -- job_retention, below the first row it must keep: the last applied row that
@@ -23,20 +23,20 @@ DELETE FROM jobs WHERE id IN (
 -- name: FirstApplyToKeep :one
 SELECT CAST(COALESCE(
     (SELECT max(a.id) FROM applies AS a
-     WHERE a.outcome = 'applied'
+     WHERE a.fabric = @fabric AND a.outcome = 'applied'
        AND a.finished_at <= COALESCE(
            (SELECT j.finished_at FROM jobs AS j
-            WHERE j.status = 'Completed' AND j.finished_at IS NOT NULL
+            WHERE j.fabric = @fabric AND j.status = 'Completed' AND j.finished_at IS NOT NULL
             ORDER BY j.finished_at LIMIT 1),
            a.finished_at)),
-    (SELECT max(b.id) FROM applies AS b),
+    (SELECT max(b.id) FROM applies AS b WHERE b.fabric = @fabric),
     0) AS BIGINT) AS id;
 
 -- name: DeleteAppliesBefore :execrows
 DELETE FROM applies WHERE id IN (
     SELECT old.id FROM applies AS old
-    WHERE old.id < @keep_from AND old.finished_at < @before
+    WHERE old.fabric = @fabric AND old.id < @keep_from AND old.finished_at < @before
     ORDER BY old.id
     LIMIT CAST(@batch AS BIGINT)
 )
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = @fabric AND leadership.term = @term);

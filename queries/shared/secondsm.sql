@@ -2,14 +2,14 @@
 
 -- Fenced by the leadership term: a deposed leader records nothing.
 -- name: InsertSecondSM :execrows
-INSERT INTO second_subnet_managers (port_guid, priority, state, own_state, term, seen_at)
-SELECT @port_guid, @priority, @state, @own_state, @term, @now
-FROM leadership WHERE leadership.id = 1 AND leadership.term = @term;
+INSERT INTO second_subnet_managers (port_guid, priority, state, own_state, term, seen_at, fabric)
+SELECT @port_guid, @priority, @state, @own_state, @term, @now, CAST(@fabric AS TEXT)
+FROM leadership WHERE leadership.fabric = CAST(@fabric AS TEXT) AND leadership.term = @term;
 
 -- Fenced too: a deposed leader does not erase what the leader recorded.
 -- name: DeleteSecondSMs :execrows
 DELETE FROM second_subnet_managers
-WHERE EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
+WHERE second_subnet_managers.fabric = @fabric AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = @fabric AND leadership.term = @term);
 
 -- name: SecondSMs :many
-SELECT * FROM second_subnet_managers ORDER BY port_guid;
+SELECT * FROM second_subnet_managers WHERE fabric = @fabric ORDER BY port_guid;

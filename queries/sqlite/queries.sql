@@ -5,8 +5,8 @@
 UPDATE jobs SET status = 'Completed', error = '',
     description = CASE WHEN instr(description, char(10)) > 0 THEN substr(description, 1, instr(description, char(10)) - 1) ELSE description END,
     finished_at = @now, updated_at = @now
-WHERE status IN ('Pending', 'Running') AND revision <= @revision
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
+WHERE jobs.fabric = @fabric AND status IN ('Pending', 'Running') AND revision <= @revision
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = @fabric AND leadership.term = @term);
 
 -- A job an apply's proof completes on its own, while others of its
 -- revision still wait for theirs (internal/store/applier.go FinishApplyProven).
@@ -14,22 +14,22 @@ WHERE status IN ('Pending', 'Running') AND revision <= @revision
 UPDATE jobs SET status = 'Completed', error = '',
     description = CASE WHEN instr(description, char(10)) > 0 THEN substr(description, 1, instr(description, char(10)) - 1) ELSE description END,
     finished_at = @now, updated_at = @now
-WHERE jobs.id = @job_id AND status IN ('Pending', 'Running') AND revision <= @revision
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
+WHERE jobs.id = @job_id AND jobs.fabric = @fabric AND status IN ('Pending', 'Running') AND revision <= @revision
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = @fabric AND leadership.term = @term);
 
 -- name: FailJobs :execrows
 UPDATE jobs SET status = 'Failed', error = @error,
     description = CASE WHEN instr(description, char(10)) > 0 THEN substr(description, 1, instr(description, char(10)) - 1) ELSE description END,
     finished_at = @now, updated_at = @now
-WHERE status IN ('Pending', 'Running') AND revision <= @revision
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
+WHERE jobs.fabric = @fabric AND status IN ('Pending', 'Running') AND revision <= @revision
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = @fabric AND leadership.term = @term);
 
 -- name: FailJob :execrows
 UPDATE jobs SET status = 'Failed', error = @error,
     description = CASE WHEN instr(description, char(10)) > 0 THEN substr(description, 1, instr(description, char(10)) - 1) ELSE description END,
     finished_at = @now, updated_at = @now
-WHERE jobs.id = @job_id AND status IN ('Pending', 'Running')
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
+WHERE jobs.id = @job_id AND jobs.fabric = @fabric AND status IN ('Pending', 'Running')
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = @fabric AND leadership.term = @term);
 
 -- A job's id is the database's clock in milliseconds since 1970 times 1000,
 -- or the highest id recorded plus one if that is more: ids grow with time
@@ -44,11 +44,11 @@ WHERE jobs.id = @job_id AND status IN ('Pending', 'Running')
 -- julianday('now') is the time of the statement, to the millisecond.
 -- Every other column is the job row's field of its name (driver.Job).
 -- name: InsertJob :one
-INSERT INTO jobs (id, revision, object_type, object_id, network_id, operation, status,
+INSERT INTO jobs (id, fabric, revision, object_type, object_id, network_id, operation, status,
                   description, result, error, created_by, request, request_id, created_at, updated_at, started_at, finished_at)
 VALUES ((SELECT max(CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) * 1000, COALESCE(MAX(id), 0) + 1)
          FROM jobs),
-        @revision, @object_type, @object_id, @network_id, @operation, @status,
+        @fabric, @revision, @object_type, @object_id, @network_id, @operation, @status,
         @description, @result, @error, @created_by, @request, @request_id, @created_at, @updated_at,
         sqlc.narg(started_at), sqlc.narg(finished_at))
 RETURNING id;

@@ -5,6 +5,6 @@
 -- line that says what the job does; completing or failing the job drops it.
 -- name: DescribeOpenJobs :execrows
 UPDATE jobs SET description = CASE WHEN instr(description, char(10)) > 0 THEN substr(description, 1, instr(description, char(10)) - 1) ELSE description END || char(10) || CAST(@reason AS TEXT), updated_at = @now
-WHERE status IN ('Pending', 'Running') AND revision <= @revision
+WHERE jobs.fabric = @fabric AND status IN ('Pending', 'Running') AND revision <= @revision
   AND description <> CASE WHEN instr(description, char(10)) > 0 THEN substr(description, 1, instr(description, char(10)) - 1) ELSE description END || char(10) || CAST(@reason AS TEXT)
-  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.id = 1 AND leadership.term = @term);
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = @fabric AND leadership.term = @term);

@@ -128,8 +128,10 @@ type Driver interface {
 	// rolled back otherwise. After it commits, the engine wakes this
 	// process's waiters (Wake) if it has no notification of its own.
 	InChangeTx(ctx context.Context, fn func(tx ChangeTx) error) error
-	// TryLock takes the applier lock if it is free; nil Lock if another holds it.
-	TryLock(ctx context.Context) (Lock, error)
+	// TryLock takes fabric's applier lock if it is free; nil Lock if another
+	// holds it. Each fabric has its own; the default fabric's is the lock of
+	// a manager that knows no fabrics, so that the two exclude each other.
+	TryLock(ctx context.Context, fabric string) (Lock, error)
 	// Wake returns a channel that receives after the revision may have changed.
 	// It is only a hint: callers also poll.
 	Wake(ctx context.Context) <-chan struct{}
@@ -280,3 +282,7 @@ type HeldChangeTx struct {
 func (c HeldChangeTx) Later() Queries { return c.Deferred }
 
 func (c HeldChangeTx) Flush(ctx context.Context) error { return c.Pipeline.Flush(ctx) }
+
+// DefaultFabric is the default fabric's name: the fabric of every row a
+// database migrated from before fabrics holds (package store's DefaultFabric).
+const DefaultFabric = "default"

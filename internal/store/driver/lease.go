@@ -13,11 +13,11 @@ import (
 type LeaseQueries interface {
 	// TakeLease starts a new term for holder, valid for ttl, if the lease is
 	// free or expired; it returns the rows changed (1: taken).
-	TakeLease(ctx context.Context, holder string, ttl time.Duration) (int64, error)
-	RenewLease(ctx context.Context, ttl time.Duration, term int64) (int64, error)
-	ReleaseLease(ctx context.Context, term int64) (int64, error)
-	ReadLease(ctx context.Context) (ReadLeaseRow, error)
-	SetFreeze(ctx context.Context, reason string, term int64) (int64, error)
-	RequestUnfreeze(ctx context.Context) (int64, error)
-	LiftFreeze(ctx context.Context, term int64) (int64, error)
+	TakeLease(ctx context.Context, fabric string, holder string, ttl time.Duration) (int64, error)
+	RenewLease(ctx context.Context, fabric string, ttl time.Duration, term int64) (int64, error)
+	ReleaseLease(ctx context.Context, fabric string, term int64) (int64, error)
+	ReadLease(ctx context.Context, fabric string) (ReadLeaseRow, error)
+	SetFreeze(ctx context.Context, fabric string, reason string, term int64) (int64, error)
+	RequestUnfreeze(ctx context.Context, fabric string) (int64, error)
+	LiftFreeze(ctx context.Context, fabric string, term int64) (int64, error)
 }

@@ -21,6 +21,7 @@ type UpsertNetworkParams struct {
 	Managed         bool
 	Revision        int64
 	Now             time.Time
+	Fabric          string
 }
 
 // UpsertPortParams are UpsertPort's arguments: a port as it now is.
@@ -31,6 +32,7 @@ type UpsertPortParams struct {
 	Host      string
 	Revision  int64
 	Now       time.Time
+	Fabric    string
 }
 
 // RecordApplyParams are RecordApply's arguments: an apply, recorded if Term
@@ -43,6 +45,7 @@ type RecordApplyParams struct {
 	Detail     string
 	StartedAt  time.Time
 	FinishedAt time.Time
+	Fabric     string
 }
 
 // UpsertAdoptedPartitionParams are UpsertAdoptedPartition's arguments: an
@@ -53,6 +56,7 @@ type UpsertAdoptedPartitionParams struct {
 	Statement string
 	Revision  int64
 	Now       time.Time
+	Fabric    string
 }
 
 // UpsertKubernetesMemberParams are UpsertKubernetesMember's arguments: a
@@ -64,6 +68,7 @@ type UpsertKubernetesMemberParams struct {
 	Index0     bool
 	Revision   int64
 	Now        time.Time
+	Fabric     string
 }
 
 // UpsertEnforcementErrorParams are UpsertEnforcementError's arguments: an
@@ -74,6 +79,7 @@ type UpsertEnforcementErrorParams struct {
 	Line       string
 	Now        time.Time
 	Term       int64
+	Fabric     string
 }
 
 // InsertSecondSMParams are InsertSecondSM's arguments: a master subnet
@@ -86,4 +92,5 @@ type InsertSecondSMParams struct {
 	OwnState string
 	Term     int64
 	Now      time.Time
+	Fabric   string
 }

@@ -23,6 +23,7 @@ type Apply struct {
 	Detail     string
 	StartedAt  time.Time
 	FinishedAt time.Time
+	Fabric     string
 }
 
 // EnforcementError is one pkey enforcement error a switch port reported.
@@ -33,6 +34,7 @@ type EnforcementError struct {
 	FirstSeen   time.Time
 	LastSeen    time.Time
 	Occurrences int64
+	Fabric      string
 }
 
 // ExpectedSwitch is a switch confirmed to enforce pkeys.
@@ -40,6 +42,7 @@ type ExpectedSwitch struct {
 	Guid        fabric.GUID
 	Description string
 	ConfirmedAt time.Time
+	Fabric      string
 }
 
 // Job is one job, as the jobs table holds it.
@@ -63,6 +66,7 @@ type Job struct {
 	// RequestID is the ID of the API request that recorded the job (its
 	// X-Request-ID), the jobs table's request_id; last, as the column is.
 	RequestID string
+	Fabric    string
 }
 
 // AdoptedPartition is one partition of a running fabric that --adopt-partitions
@@ -74,6 +78,7 @@ type AdoptedPartition struct {
 	Revision  int64
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	Fabric    string
 }
 
 // KubernetesMember is one GUID's membership of a Kubernetes pkey.
@@ -85,6 +90,7 @@ type KubernetesMember struct {
 	Revision   int64
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
+	Fabric     string
 }
 
 // KubernetesPKey is one pkey of the Kubernetes API.
@@ -94,6 +100,7 @@ type KubernetesPKey struct {
 	Revision  int64
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	Fabric    string
 }
 
 // Network is one Neutron network.
@@ -107,6 +114,7 @@ type Network struct {
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 	Managed         bool
+	Fabric          string
 }
 
 // Port is one Neutron port.
@@ -118,6 +126,7 @@ type Port struct {
 	Revision  int64
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	Fabric    string
 }
 
 // CountJobsByStatusRow is CountJobsByStatus's row.
@@ -155,6 +164,8 @@ type GetPortChangeRowsRow struct {
 	PortNetworkID   *string
 	PortGuid        *fabric.GUID
 	PortHost        *string
+	Fabric          string
+	PortFabric      *string
 }
 
 // KubernetesStateRow is KubernetesState's row.
@@ -211,6 +222,7 @@ type LastAuditRow struct {
 	Findings  int64
 	Breaches  int64
 	Summary   string
+	Fabric    string
 }
 
 // SecondSubnetManager is a master subnet manager on the fabric that is not
@@ -222,4 +234,5 @@ type SecondSubnetManager struct {
 	OwnState string
 	Term     int64
 	SeenAt   time.Time
+	Fabric   string
 }

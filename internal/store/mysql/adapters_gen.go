@@ -15,44 +15,76 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
 
-func (q queries) BumpRevision(ctx context.Context) (int64, error) {
-	return driver.LastInsertID(q.Queries.BumpRevision(ctx))
+func (q queries) BumpRevision(ctx context.Context, fabric string) (int64, error) {
+	return driver.LastInsertID(q.Queries.BumpRevision(ctx, fabric))
 }
 
-func (q queries) ClearGUIDsOfNetwork(ctx context.Context, revision int64, now time.Time, networkID string) (int64, error) {
-	return q.Queries.ClearGUIDsOfNetwork(ctx, mysqldb.ClearGUIDsOfNetworkParams{Revision: revision, Now: now, NetworkID: networkID})
+func (q queries) ClearGUIDsOfNetwork(ctx context.Context, fabric string, revision int64, now time.Time, networkID string) (int64, error) {
+	return q.Queries.ClearGUIDsOfNetwork(ctx, mysqldb.ClearGUIDsOfNetworkParams{Revision: revision, Now: now, NetworkID: networkID, Fabric: fabric})
 }
 
-func (q queries) CountJobsByStatus(ctx context.Context) ([]driver.CountJobsByStatusRow, error) {
-	rs, err := q.Queries.CountJobsByStatus(ctx)
+func (q queries) CountJobsByStatus(ctx context.Context, fabric string) ([]driver.CountJobsByStatusRow, error) {
+	rs, err := q.Queries.CountJobsByStatus(ctx, fabric)
 	return driver.Convert(rs, func(r mysqldb.CountJobsByStatusRow) driver.CountJobsByStatusRow {
 		return driver.CountJobsByStatusRow(r)
 	}), err
 }
 
-func (q queries) DeleteKubernetesMember(ctx context.Context, pkey fabric.PKey, guid fabric.GUID) (int64, error) {
-	return q.Queries.DeleteKubernetesMember(ctx, mysqldb.DeleteKubernetesMemberParams{Pkey: pkey, Guid: guid})
+func (q queries) DeleteAdoptedPartition(ctx context.Context, fabric string, pkey fabric.PKey) (int64, error) {
+	return q.Queries.DeleteAdoptedPartition(ctx, mysqldb.DeleteAdoptedPartitionParams{Fabric: fabric, Pkey: pkey})
 }
 
-func (q queries) EnforcementErrors(ctx context.Context) ([]driver.EnforcementError, error) {
-	rs, err := q.Queries.EnforcementErrors(ctx)
+func (q queries) DeleteKubernetesMember(ctx context.Context, fabric string, pkey fabric.PKey, guid fabric.GUID) (int64, error) {
+	return q.Queries.DeleteKubernetesMember(ctx, mysqldb.DeleteKubernetesMemberParams{Fabric: fabric, Pkey: pkey, Guid: guid})
+}
+
+func (q queries) DeleteKubernetesMembersOfPKey(ctx context.Context, fabric string, pkey fabric.PKey) (int64, error) {
+	return q.Queries.DeleteKubernetesMembersOfPKey(ctx, mysqldb.DeleteKubernetesMembersOfPKeyParams{Fabric: fabric, Pkey: pkey})
+}
+
+func (q queries) DeleteKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey) (int64, error) {
+	return q.Queries.DeleteKubernetesPKey(ctx, mysqldb.DeleteKubernetesPKeyParams{Fabric: fabric, Pkey: pkey})
+}
+
+func (q queries) DeleteNetwork(ctx context.Context, fabric string, id string) (int64, error) {
+	return q.Queries.DeleteNetwork(ctx, mysqldb.DeleteNetworkParams{ID: id, Fabric: fabric})
+}
+
+func (q queries) DeletePort(ctx context.Context, fabric string, id string) (int64, error) {
+	return q.Queries.DeletePort(ctx, mysqldb.DeletePortParams{ID: id, Fabric: fabric})
+}
+
+func (q queries) DeletePortsOfNetwork(ctx context.Context, fabric string, networkID string) (int64, error) {
+	return q.Queries.DeletePortsOfNetwork(ctx, mysqldb.DeletePortsOfNetworkParams{NetworkID: networkID, Fabric: fabric})
+}
+
+func (q queries) DeleteSecondSMs(ctx context.Context, fabric string, term int64) (int64, error) {
+	return q.Queries.DeleteSecondSMs(ctx, mysqldb.DeleteSecondSMsParams{Fabric: fabric, Term: term})
+}
+
+func (q queries) EnforcementErrors(ctx context.Context, fabric string) ([]driver.EnforcementError, error) {
+	rs, err := q.Queries.EnforcementErrors(ctx, fabric)
 	return driver.Convert(rs, func(r mysqldb.EnforcementError) driver.EnforcementError { return driver.EnforcementError(r) }), err
 }
 
-func (q queries) ExpectedSwitches(ctx context.Context) ([]driver.ExpectedSwitch, error) {
-	rs, err := q.Queries.ExpectedSwitches(ctx)
+func (q queries) ExpectedSwitches(ctx context.Context, fabric string) ([]driver.ExpectedSwitch, error) {
+	rs, err := q.Queries.ExpectedSwitches(ctx, fabric)
 	return driver.Convert(rs, func(r mysqldb.ExpectedSwitch) driver.ExpectedSwitch { return driver.ExpectedSwitch(r) }), err
 }
 
-func (q queries) CountMembersByNetwork(ctx context.Context) ([]driver.CountMembersByNetworkRow, error) {
-	rs, err := q.Queries.CountMembersByNetwork(ctx)
+func (q queries) CountMembersByNetwork(ctx context.Context, fabric string) ([]driver.CountMembersByNetworkRow, error) {
+	rs, err := q.Queries.CountMembersByNetwork(ctx, fabric)
 	return driver.Convert(rs, func(r mysqldb.CountMembersByNetworkRow) driver.CountMembersByNetworkRow {
 		return driver.CountMembersByNetworkRow(r)
 	}), err
 }
 
-func (q queries) GateSwitches(ctx context.Context) ([]driver.GateSwitchesRow, error) {
-	rs, err := q.Queries.GateSwitches(ctx)
+func (q queries) FirstApplyToKeep(ctx context.Context, fabric string) (int64, error) {
+	return q.Queries.FirstApplyToKeep(ctx, mysqldb.FirstApplyToKeepParams{Fabric: fabric})
+}
+
+func (q queries) GateSwitches(ctx context.Context, fabric string) ([]driver.GateSwitchesRow, error) {
+	rs, err := q.Queries.GateSwitches(ctx, mysqldb.GateSwitchesParams{Fabric: fabric})
 	return driver.Convert(rs, func(r mysqldb.GateSwitchesRow) driver.GateSwitchesRow { return driver.GateSwitchesRow(r) }), err
 }
 
@@ -61,8 +93,8 @@ func (q queries) GetJob(ctx context.Context, id int64) (driver.Job, error) {
 	return driver.Job(r), err
 }
 
-func (q queries) GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (driver.KubernetesPKey, error) {
-	r, err := q.Queries.GetKubernetesPKey(ctx, pkey)
+func (q queries) GetKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey) (driver.KubernetesPKey, error) {
+	r, err := q.Queries.GetKubernetesPKey(ctx, mysqldb.GetKubernetesPKeyParams{Fabric: fabric, Pkey: pkey})
 	return driver.KubernetesPKey(r), err
 }
 
@@ -71,8 +103,8 @@ func (q queries) GetNetwork(ctx context.Context, id string) (driver.Network, err
 	return driver.Network(r), err
 }
 
-func (q queries) GetNetworkByPKey(ctx context.Context, pkey *fabric.PKey) (driver.Network, error) {
-	r, err := q.Queries.GetNetworkByPKey(ctx, pkey)
+func (q queries) GetNetworkByPKey(ctx context.Context, fabric string, pkey *fabric.PKey) (driver.Network, error) {
+	r, err := q.Queries.GetNetworkByPKey(ctx, mysqldb.GetNetworkByPKeyParams{Fabric: fabric, Pkey: pkey})
 	return driver.Network(r), err
 }
 
@@ -81,176 +113,200 @@ func (q queries) GetPort(ctx context.Context, id string) (driver.Port, error) {
 	return driver.Port(r), err
 }
 
-func (q queries) GetPortByGUID(ctx context.Context, guid *fabric.GUID) (driver.Port, error) {
-	r, err := q.Queries.GetPortByGUID(ctx, guid)
+func (q queries) GetPortByGUID(ctx context.Context, fabric string, guid *fabric.GUID) (driver.Port, error) {
+	r, err := q.Queries.GetPortByGUID(ctx, mysqldb.GetPortByGUIDParams{Fabric: fabric, Guid: guid})
 	return driver.Port(r), err
 }
 
-func (q queries) GetPortChangeRows(ctx context.Context, portID string, guid *fabric.GUID, networkID string) ([]driver.GetPortChangeRowsRow, error) {
-	rs, err := q.Queries.GetPortChangeRows(ctx, mysqldb.GetPortChangeRowsParams{PortID: portID, Guid: guid, NetworkID: networkID})
+func (q queries) GetPortChangeRows(ctx context.Context, fabric string, portID string, guid *fabric.GUID, networkID string) ([]driver.GetPortChangeRowsRow, error) {
+	rs, err := q.Queries.GetPortChangeRows(ctx, mysqldb.GetPortChangeRowsParams{PortID: portID, Fabric: fabric, Guid: guid, NetworkID: networkID})
 	return driver.Convert(rs, func(r mysqldb.GetPortChangeRowsRow) driver.GetPortChangeRowsRow {
 		return driver.GetPortChangeRowsRow(r)
 	}), err
 }
 
-func (q queries) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]driver.Port, error) {
-	rs, err := q.Queries.GetPortsByIDOrGUID(ctx, mysqldb.GetPortsByIDOrGUIDParams{ID: id, Guid: guid})
+func (q queries) GetPortsByIDOrGUID(ctx context.Context, fabric string, id string, guid *fabric.GUID) ([]driver.Port, error) {
+	rs, err := q.Queries.GetPortsByIDOrGUID(ctx, mysqldb.GetPortsByIDOrGUIDParams{ID: id, Fabric: fabric, Guid: guid})
 	return driver.Convert(rs, func(r mysqldb.Port) driver.Port { return driver.Port(r) }), err
 }
 
-func (q queries) Heartbeat(ctx context.Context, now *time.Time, term int64) (int64, error) {
-	return q.Queries.Heartbeat(ctx, mysqldb.HeartbeatParams{Now: now, Term: term})
+func (q queries) Heartbeat(ctx context.Context, fabric string, now *time.Time, term int64) (int64, error) {
+	return q.Queries.Heartbeat(ctx, mysqldb.HeartbeatParams{Now: now, Fabric: fabric, Term: term})
 }
 
-func (q queries) InsertExpectedSwitch(ctx context.Context, guid fabric.GUID, description string, now time.Time) error {
-	return q.Queries.InsertExpectedSwitch(ctx, mysqldb.InsertExpectedSwitchParams{Guid: guid, Description: description, Now: now})
+func (q queries) InsertExpectedSwitch(ctx context.Context, fabric string, guid fabric.GUID, description string, now time.Time) error {
+	return q.Queries.InsertExpectedSwitch(ctx, mysqldb.InsertExpectedSwitchParams{Guid: guid, Description: description, Now: now, Fabric: fabric})
 }
 
 func (q queries) InsertJob(ctx context.Context, j driver.Job) (int64, error) {
-	return driver.LastInsertID(q.Queries.InsertJob(ctx, mysqldb.InsertJobParams{Revision: j.Revision, ObjectType: j.ObjectType, ObjectID: j.ObjectID, NetworkID: j.NetworkID, Operation: j.Operation, Status: j.Status, Description: j.Description, Result: j.Result, Error: j.Error, CreatedBy: j.CreatedBy, Request: j.Request, RequestID: j.RequestID, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt}))
+	return driver.LastInsertID(q.Queries.InsertJob(ctx, mysqldb.InsertJobParams{Fabric: j.Fabric, Revision: j.Revision, ObjectType: j.ObjectType, ObjectID: j.ObjectID, NetworkID: j.NetworkID, Operation: j.Operation, Status: j.Status, Description: j.Description, Result: j.Result, Error: j.Error, CreatedBy: j.CreatedBy, Request: j.Request, RequestID: j.RequestID, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt}))
 }
 
 func (q queries) InsertSecondSM(ctx context.Context, arg driver.InsertSecondSMParams) (int64, error) {
-	return q.Queries.InsertSecondSM(ctx, mysqldb.InsertSecondSMParams{PortGuid: arg.PortGUID, Priority: arg.Priority, State: arg.State, OwnState: arg.OwnState, Term: arg.Term, Now: arg.Now})
+	return q.Queries.InsertSecondSM(ctx, mysqldb.InsertSecondSMParams{PortGuid: arg.PortGUID, Priority: arg.Priority, State: arg.State, OwnState: arg.OwnState, Term: arg.Term, Now: arg.Now, Fabric: arg.Fabric})
 }
 
-func (q queries) InsertSecretIfAbsent(ctx context.Context, name string, value string, now time.Time) error {
-	return q.Queries.InsertSecretIfAbsent(ctx, mysqldb.InsertSecretIfAbsentParams{Name: name, Value: value, Now: now})
+func (q queries) InsertSecretIfAbsent(ctx context.Context, fabric string, name string, value string, now time.Time) error {
+	return q.Queries.InsertSecretIfAbsent(ctx, mysqldb.InsertSecretIfAbsentParams{Name: name, Value: value, Now: now, Fabric: fabric})
 }
 
-func (q queries) KubernetesMembershipsOfGUID(ctx context.Context, guid fabric.GUID) ([]driver.KubernetesMember, error) {
-	rs, err := q.Queries.KubernetesMembershipsOfGUID(ctx, guid)
+func (q queries) KubernetesMembershipsOfGUID(ctx context.Context, fabric string, guid fabric.GUID) ([]driver.KubernetesMember, error) {
+	rs, err := q.Queries.KubernetesMembershipsOfGUID(ctx, mysqldb.KubernetesMembershipsOfGUIDParams{Fabric: fabric, Guid: guid})
 	return driver.Convert(rs, func(r mysqldb.KubernetesMember) driver.KubernetesMember { return driver.KubernetesMember(r) }), err
 }
 
-func (q queries) KubernetesState(ctx context.Context) (driver.KubernetesStateRow, error) {
-	r, err := q.Queries.KubernetesState(ctx)
+func (q queries) CountKubernetesMembersOfPKey(ctx context.Context, fabric string, pkey fabric.PKey) (int64, error) {
+	return q.Queries.CountKubernetesMembersOfPKey(ctx, mysqldb.CountKubernetesMembersOfPKeyParams{Fabric: fabric, Pkey: pkey})
+}
+
+func (q queries) KubernetesState(ctx context.Context, fabric string) (driver.KubernetesStateRow, error) {
+	r, err := q.Queries.KubernetesState(ctx, fabric)
 	return driver.KubernetesStateRow(r), err
 }
 
-func (q queries) LastApply(ctx context.Context) (driver.Apply, error) {
-	r, err := q.Queries.LastApply(ctx)
+func (q queries) LastApply(ctx context.Context, fabric string) (driver.Apply, error) {
+	r, err := q.Queries.LastApply(ctx, fabric)
 	return driver.Apply(r), err
 }
 
-func (q queries) LastAudit(ctx context.Context) ([]driver.LastAuditRow, error) {
-	rs, err := q.Queries.LastAudit(ctx)
+func (q queries) LastAudit(ctx context.Context, fabric string) ([]driver.LastAuditRow, error) {
+	rs, err := q.Queries.LastAudit(ctx, fabric)
 	return driver.Convert(rs, func(r mysqldb.LastAuditRow) driver.LastAuditRow { return driver.LastAuditRow(r) }), err
 }
 
-func (q queries) Leadership(ctx context.Context) (driver.LeadershipRow, error) {
-	r, err := q.Queries.Leadership(ctx)
+func (q queries) Leadership(ctx context.Context, fabric string) (driver.LeadershipRow, error) {
+	r, err := q.Queries.Leadership(ctx, fabric)
 	return driver.LeadershipRow(r), err
 }
 
-func (q queries) ListAdoptedPartitions(ctx context.Context) ([]driver.AdoptedPartition, error) {
-	rs, err := q.Queries.ListAdoptedPartitions(ctx)
+func (q queries) ListAdoptedPartitions(ctx context.Context, fabric string) ([]driver.AdoptedPartition, error) {
+	rs, err := q.Queries.ListAdoptedPartitions(ctx, fabric)
 	return driver.Convert(rs, func(r mysqldb.AdoptedPartition) driver.AdoptedPartition { return driver.AdoptedPartition(r) }), err
 }
 
-func (q queries) ListKubernetesMembers(ctx context.Context) ([]driver.KubernetesMember, error) {
-	rs, err := q.Queries.ListKubernetesMembers(ctx)
+func (q queries) ListKubernetesMembers(ctx context.Context, fabric string) ([]driver.KubernetesMember, error) {
+	rs, err := q.Queries.ListKubernetesMembers(ctx, fabric)
 	return driver.Convert(rs, func(r mysqldb.KubernetesMember) driver.KubernetesMember { return driver.KubernetesMember(r) }), err
 }
 
-func (q queries) ListKubernetesMembersOfPKey(ctx context.Context, pkey fabric.PKey) ([]driver.KubernetesMember, error) {
-	rs, err := q.Queries.ListKubernetesMembersOfPKey(ctx, pkey)
+func (q queries) ListKubernetesMembersOfPKey(ctx context.Context, fabric string, pkey fabric.PKey) ([]driver.KubernetesMember, error) {
+	rs, err := q.Queries.ListKubernetesMembersOfPKey(ctx, mysqldb.ListKubernetesMembersOfPKeyParams{Fabric: fabric, Pkey: pkey})
 	return driver.Convert(rs, func(r mysqldb.KubernetesMember) driver.KubernetesMember { return driver.KubernetesMember(r) }), err
 }
 
-func (q queries) ListKubernetesPKeys(ctx context.Context) ([]driver.KubernetesPKey, error) {
-	rs, err := q.Queries.ListKubernetesPKeys(ctx)
+func (q queries) ListKubernetesPKeys(ctx context.Context, fabric string) ([]driver.KubernetesPKey, error) {
+	rs, err := q.Queries.ListKubernetesPKeys(ctx, fabric)
 	return driver.Convert(rs, func(r mysqldb.KubernetesPkey) driver.KubernetesPKey { return driver.KubernetesPKey(r) }), err
 }
 
-func (q queries) ListManagedNetworks(ctx context.Context) ([]driver.Network, error) {
-	rs, err := q.Queries.ListManagedNetworks(ctx)
+func (q queries) ListManagedNetworks(ctx context.Context, fabric string) ([]driver.Network, error) {
+	rs, err := q.Queries.ListManagedNetworks(ctx, fabric)
 	return driver.Convert(rs, func(r mysqldb.Network) driver.Network { return driver.Network(r) }), err
 }
 
-func (q queries) ListNetworksSince(ctx context.Context, revision int64) ([]driver.Network, error) {
-	rs, err := q.Queries.ListNetworksSince(ctx, revision)
+func (q queries) ListNetworksSince(ctx context.Context, fabric string, revision int64) ([]driver.Network, error) {
+	rs, err := q.Queries.ListNetworksSince(ctx, mysqldb.ListNetworksSinceParams{Fabric: fabric, Revision: revision})
 	return driver.Convert(rs, func(r mysqldb.Network) driver.Network { return driver.Network(r) }), err
 }
 
-func (q queries) ListPortsOfNetwork(ctx context.Context, networkID string) ([]driver.Port, error) {
-	rs, err := q.Queries.ListPortsOfNetwork(ctx, networkID)
+func (q queries) ListPortsOfNetwork(ctx context.Context, fabric string, networkID string) ([]driver.Port, error) {
+	rs, err := q.Queries.ListPortsOfNetwork(ctx, mysqldb.ListPortsOfNetworkParams{NetworkID: networkID, Fabric: fabric})
 	return driver.Convert(rs, func(r mysqldb.Port) driver.Port { return driver.Port(r) }), err
 }
 
-func (q queries) ListPortsSince(ctx context.Context, revision int64) ([]driver.Port, error) {
-	rs, err := q.Queries.ListPortsSince(ctx, revision)
+func (q queries) ListPortsSince(ctx context.Context, fabric string, revision int64) ([]driver.Port, error) {
+	rs, err := q.Queries.ListPortsSince(ctx, mysqldb.ListPortsSinceParams{Fabric: fabric, Revision: revision})
 	return driver.Convert(rs, func(r mysqldb.Port) driver.Port { return driver.Port(r) }), err
 }
 
-func (q queries) ListSecrets(ctx context.Context) ([]driver.ListSecretsRow, error) {
-	rs, err := q.Queries.ListSecrets(ctx)
+func (q queries) ListSecrets(ctx context.Context, fabric string) ([]driver.ListSecretsRow, error) {
+	rs, err := q.Queries.ListSecrets(ctx, fabric)
 	return driver.Convert(rs, func(r mysqldb.ListSecretsRow) driver.ListSecretsRow { return driver.ListSecretsRow(r) }), err
 }
 
-func (q queries) MarkKubernetesApplied(ctx context.Context, now *time.Time, revision int64, term int64) (int64, error) {
-	return q.Queries.MarkKubernetesApplied(ctx, mysqldb.MarkKubernetesAppliedParams{Now: now, Revision: revision, Term: term})
+func (q queries) MarkKubernetesApplied(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) (int64, error) {
+	return q.Queries.MarkKubernetesApplied(ctx, mysqldb.MarkKubernetesAppliedParams{Now: now, Fabric: fabric, Revision: revision, Term: term})
 }
 
-func (q queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]driver.OpenJobsWithGUIDsRow, error) {
-	rs, err := q.Queries.OpenJobsWithGUIDs(ctx, revision)
+func (q queries) MarkKubernetesChanged(ctx context.Context, fabric string, revision int64) error {
+	return q.Queries.MarkKubernetesChanged(ctx, mysqldb.MarkKubernetesChangedParams{Revision: revision, Fabric: fabric})
+}
+
+func (q queries) OldestOpenJob(ctx context.Context, fabric string, status string) (time.Time, error) {
+	return q.Queries.OldestOpenJob(ctx, mysqldb.OldestOpenJobParams{Fabric: fabric, Status: status})
+}
+
+func (q queries) OpenJobsWithGUIDs(ctx context.Context, fabric string, revision int64) ([]driver.OpenJobsWithGUIDsRow, error) {
+	rs, err := q.Queries.OpenJobsWithGUIDs(ctx, mysqldb.OpenJobsWithGUIDsParams{Fabric: fabric, Revision: revision})
 	return driver.Convert(rs, func(r mysqldb.OpenJobsWithGUIDsRow) driver.OpenJobsWithGUIDsRow {
 		return driver.OpenJobsWithGUIDsRow(r)
 	}), err
 }
 
 func (q queries) RecordApply(ctx context.Context, arg driver.RecordApplyParams) (int64, error) {
-	return q.Queries.RecordApply(ctx, mysqldb.RecordApplyParams{Revision: arg.Revision, Sha256: arg.SHA256, Term: arg.Term, Outcome: arg.Outcome, Detail: arg.Detail, StartedAt: arg.StartedAt, FinishedAt: arg.FinishedAt})
+	return q.Queries.RecordApply(ctx, mysqldb.RecordApplyParams{Revision: arg.Revision, Sha256: arg.SHA256, Term: arg.Term, Outcome: arg.Outcome, Detail: arg.Detail, StartedAt: arg.StartedAt, FinishedAt: arg.FinishedAt, Fabric: arg.Fabric})
 }
 
-func (q queries) SetJobDescription(ctx context.Context, description string, now time.Time, jobID int64, term int64) (int64, error) {
-	return q.Queries.SetJobDescription(ctx, mysqldb.SetJobDescriptionParams{Description: description, Now: now, JobID: jobID, Term: term})
+func (q queries) SetJobDescription(ctx context.Context, fabric string, description string, now time.Time, jobID int64, term int64) (int64, error) {
+	return q.Queries.SetJobDescription(ctx, mysqldb.SetJobDescriptionParams{Description: description, Now: now, JobID: jobID, Fabric: fabric, Term: term})
 }
 
 func (q queries) UpsertAdoptedPartition(ctx context.Context, arg driver.UpsertAdoptedPartitionParams) error {
-	return q.Queries.UpsertAdoptedPartition(ctx, mysqldb.UpsertAdoptedPartitionParams{Pkey: arg.PKey, Name: arg.Name, Statement: arg.Statement, Revision: arg.Revision, Now: arg.Now})
+	return q.Queries.UpsertAdoptedPartition(ctx, mysqldb.UpsertAdoptedPartitionParams{Pkey: arg.PKey, Name: arg.Name, Statement: arg.Statement, Revision: arg.Revision, Now: arg.Now, Fabric: arg.Fabric})
 }
 
 func (q queries) UpsertKubernetesMember(ctx context.Context, arg driver.UpsertKubernetesMemberParams) error {
-	return q.Queries.UpsertKubernetesMember(ctx, mysqldb.UpsertKubernetesMemberParams{Pkey: arg.PKey, Guid: arg.GUID, Membership: arg.Membership, Index0: arg.Index0, Revision: arg.Revision, Now: arg.Now})
+	return q.Queries.UpsertKubernetesMember(ctx, mysqldb.UpsertKubernetesMemberParams{Pkey: arg.PKey, Guid: arg.GUID, Membership: arg.Membership, Index0: arg.Index0, Revision: arg.Revision, Now: arg.Now, Fabric: arg.Fabric})
 }
 
-func (q queries) UpsertKubernetesPKey(ctx context.Context, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time) error {
-	return q.Queries.UpsertKubernetesPKey(ctx, mysqldb.UpsertKubernetesPKeyParams{Pkey: pkey, IpOverIb: ipOverIb, Revision: revision, Now: now})
+func (q queries) UpsertKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time) error {
+	return q.Queries.UpsertKubernetesPKey(ctx, mysqldb.UpsertKubernetesPKeyParams{Pkey: pkey, IpOverIb: ipOverIb, Revision: revision, Now: now, Fabric: fabric})
 }
 
-func (q queries) SecondSMs(ctx context.Context) ([]driver.SecondSubnetManager, error) {
-	rs, err := q.Queries.SecondSMs(ctx)
+func (q queries) SecondSMs(ctx context.Context, fabric string) ([]driver.SecondSubnetManager, error) {
+	rs, err := q.Queries.SecondSMs(ctx, fabric)
 	return driver.Convert(rs, func(r mysqldb.SecondSubnetManager) driver.SecondSubnetManager { return driver.SecondSubnetManager(r) }), err
 }
 
-func (q queries) UpdateSecret(ctx context.Context, value string, name string) error {
-	return q.Queries.UpdateSecret(ctx, mysqldb.UpdateSecretParams{Value: value, Name: name})
+func (q queries) SetRevision(ctx context.Context, fabric string, revision int64) error {
+	return q.Queries.SetRevision(ctx, mysqldb.SetRevisionParams{Revision: revision, Fabric: fabric})
+}
+
+func (q queries) UpdateSecret(ctx context.Context, fabric string, value string, name string) error {
+	return q.Queries.UpdateSecret(ctx, mysqldb.UpdateSecretParams{Value: value, Fabric: fabric, Name: name})
 }
 
 func (q queries) UpsertEnforcementError(ctx context.Context, arg driver.UpsertEnforcementErrorParams) (int64, error) {
-	return q.Queries.UpsertEnforcementError(ctx, mysqldb.UpsertEnforcementErrorParams{SwitchGuid: arg.SwitchGUID, Port: arg.Port, Line: arg.Line, Now: arg.Now, Term: arg.Term})
+	return q.Queries.UpsertEnforcementError(ctx, mysqldb.UpsertEnforcementErrorParams{SwitchGuid: arg.SwitchGUID, Port: arg.Port, Line: arg.Line, Now: arg.Now, Fabric: arg.Fabric, Term: arg.Term})
 }
 
 func (q queries) UpsertLastAudit(ctx context.Context, a driver.LastAuditRow) (int64, error) {
-	return q.Queries.UpsertLastAudit(ctx, mysqldb.UpsertLastAuditParams{Term: a.Term, Revision: a.Revision, StartedAt: a.StartedAt, TookMs: a.TookMs, Findings: a.Findings, Breaches: a.Breaches, Summary: a.Summary})
+	return q.Queries.UpsertLastAudit(ctx, mysqldb.UpsertLastAuditParams{Term: a.Term, Revision: a.Revision, StartedAt: a.StartedAt, TookMs: a.TookMs, Findings: a.Findings, Breaches: a.Breaches, Summary: a.Summary, Fabric: a.Fabric})
 }
 
 func (q queries) UpsertNetwork(ctx context.Context, arg driver.UpsertNetworkParams) error {
-	return q.Queries.UpsertNetwork(ctx, mysqldb.UpsertNetworkParams{ID: arg.ID, Name: arg.Name, NetworkType: arg.NetworkType, PhysicalNetwork: arg.PhysicalNetwork, Pkey: arg.PKey, Managed: arg.Managed, Revision: arg.Revision, Now: arg.Now})
+	return q.Queries.UpsertNetwork(ctx, mysqldb.UpsertNetworkParams{ID: arg.ID, Name: arg.Name, NetworkType: arg.NetworkType, PhysicalNetwork: arg.PhysicalNetwork, Pkey: arg.PKey, Managed: arg.Managed, Revision: arg.Revision, Now: arg.Now, Fabric: arg.Fabric})
 }
 
 func (q queries) UpsertPort(ctx context.Context, arg driver.UpsertPortParams) error {
-	return q.Queries.UpsertPort(ctx, mysqldb.UpsertPortParams{ID: arg.ID, NetworkID: arg.NetworkID, Guid: arg.GUID, Host: arg.Host, Revision: arg.Revision, Now: arg.Now})
+	return q.Queries.UpsertPort(ctx, mysqldb.UpsertPortParams{ID: arg.ID, NetworkID: arg.NetworkID, Guid: arg.GUID, Host: arg.Host, Revision: arg.Revision, Now: arg.Now, Fabric: arg.Fabric})
 }
 
-func (q queries) ReadLease(ctx context.Context) (driver.ReadLeaseRow, error) {
-	r, err := q.Queries.ReadLease(ctx)
+func (q queries) ReleaseLease(ctx context.Context, fabric string, term int64) (int64, error) {
+	return q.Queries.ReleaseLease(ctx, mysqldb.ReleaseLeaseParams{Fabric: fabric, Term: term})
+}
+
+func (q queries) ReadLease(ctx context.Context, fabric string) (driver.ReadLeaseRow, error) {
+	r, err := q.Queries.ReadLease(ctx, fabric)
 	return driver.ReadLeaseRow(r), err
 }
 
-func (q queries) SetFreeze(ctx context.Context, reason string, term int64) (int64, error) {
-	return q.Queries.SetFreeze(ctx, mysqldb.SetFreezeParams{Reason: reason, Term: term})
+func (q queries) SetFreeze(ctx context.Context, fabric string, reason string, term int64) (int64, error) {
+	return q.Queries.SetFreeze(ctx, mysqldb.SetFreezeParams{Reason: reason, Fabric: fabric, Term: term})
+}
+
+func (q queries) LiftFreeze(ctx context.Context, fabric string, term int64) (int64, error) {
+	return q.Queries.LiftFreeze(ctx, mysqldb.LiftFreezeParams{Fabric: fabric, Term: term})
 }
 
 var _ driver.Queries = queries{}

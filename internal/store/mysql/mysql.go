@@ -49,7 +49,8 @@ type Engine struct {
 	db       *sql.DB
 	q        *mysqldb.Queries
 	log      *slog.Logger
-	lockName string // applierLock
+	lockName string // applierLock of dbName: the default fabric's
+	dbName   string
 	// pipelined: change transactions hold statements back (driver.HeldChangeTx).
 	pipelined bool
 
@@ -133,7 +134,7 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Engine, error) {
 			q = mysqldb.New(db)
 		}
 	}
-	return &Engine{db: db, q: q, log: log, lockName: applierLock(cfg.DBName), pipelined: pipelined}, nil
+	return &Engine{db: db, q: q, log: log, lockName: applierLock(cfg.DBName), dbName: cfg.DBName, pipelined: pipelined}, nil
 }
 
 // openPool opens the connection pool and checks that it connects.
@@ -357,8 +358,14 @@ func (p *pipeline) Flush(ctx context.Context) error {
 
 func (e *Engine) Queries(context.Context) driver.Queries { return queries{e.q} }
 
-// TryLock takes GET_LOCK on a connection reserved for as long as the lock is held.
-func (e *Engine) TryLock(ctx context.Context) (driver.Lock, error) {
+// TryLock takes fabric's GET_LOCK on a connection reserved for as long as
+// the lock is held: the default fabric's is the name a manager that knows no
+// fabrics takes; another fabric's adds "/<fabric>" to the database's name.
+func (e *Engine) TryLock(ctx context.Context, fabric string) (driver.Lock, error) {
+	lockName := e.lockName
+	if fabric != driver.DefaultFabric {
+		lockName = applierLock(e.dbName + "/" + fabric)
+	}
 	conn, err := e.db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("lock connection: %w", err)
@@ -369,7 +376,7 @@ func (e *Engine) TryLock(ctx context.Context) (driver.Lock, error) {
 		return nil, fmt.Errorf("%w: wsrep_on is set, and Galera does not replicate GET_LOCK; "+
 			"with [ha] ha = true the lease elects on Galera", driver.ErrLockNotClusterWide)
 	}
-	got, err := q.TryGetLock(ctx, e.lockName)
+	got, err := q.TryGetLock(ctx, lockName)
 	if err != nil || got != 1 {
 		conn.Close()
 		if err != nil {
@@ -377,7 +384,7 @@ func (e *Engine) TryLock(ctx context.Context) (driver.Lock, error) {
 		}
 		return nil, nil
 	}
-	l := &getLock{conn: conn, name: e.lockName}
+	l := &getLock{conn: conn, name: lockName}
 	// After a cut link the server would keep this session, and the lock, for
 	// as long as TCP takes to notice (hours): no manager could lead again.
 	// The holder checks the lock every second, so a session idle for
@@ -425,11 +432,11 @@ type queries struct{ *mysqldb.Queries }
 
 // NewTerm reads the term it started back in the same transaction (the store
 // runs it in one).
-func (q queries) NewTerm(ctx context.Context, holder string, now *time.Time) (int64, error) {
-	if err := q.Queries.NewTerm(ctx, mysqldb.NewTermParams{Holder: holder, Heartbeat: now}); err != nil {
+func (q queries) NewTerm(ctx context.Context, fabric, holder string, now *time.Time) (int64, error) {
+	if err := q.Queries.NewTerm(ctx, mysqldb.NewTermParams{Holder: holder, Heartbeat: now, Fabric: fabric}); err != nil {
 		return 0, err
 	}
-	l, err := q.GetLeadership(ctx)
+	l, err := q.GetLeadership(ctx, fabric)
 	return l.Term, err
 }
 
@@ -437,41 +444,41 @@ func (q queries) NewTerm(ctx context.Context, holder string, now *time.Time) (in
 // updated_at, which is not: MariaDB's SQL names the time twice, and sqlc makes
 // a field of each.
 
-func (q queries) CompleteJobs(ctx context.Context, now *time.Time, revision, term int64) (int64, error) {
-	return q.Queries.CompleteJobs(ctx, mysqldb.CompleteJobsParams{FinishedAt: now, Now: *now, Revision: revision, Term: term})
+func (q queries) CompleteJobs(ctx context.Context, fabric string, now *time.Time, revision, term int64) (int64, error) {
+	return q.Queries.CompleteJobs(ctx, mysqldb.CompleteJobsParams{FinishedAt: now, Now: *now, Fabric: fabric, Revision: revision, Term: term})
 }
 
-func (q queries) CompleteJob(ctx context.Context, now *time.Time, jobID, revision, term int64) (int64, error) {
-	return q.Queries.CompleteJob(ctx, mysqldb.CompleteJobParams{FinishedAt: now, Now: *now, JobID: jobID, Revision: revision, Term: term})
+func (q queries) CompleteJob(ctx context.Context, fabric string, now *time.Time, jobID, revision, term int64) (int64, error) {
+	return q.Queries.CompleteJob(ctx, mysqldb.CompleteJobParams{FinishedAt: now, Now: *now, Fabric: fabric, JobID: jobID, Revision: revision, Term: term})
 }
 
-func (q queries) FailJob(ctx context.Context, reason string, now *time.Time, jobID, term int64) (int64, error) {
-	return q.Queries.FailJob(ctx, mysqldb.FailJobParams{Error: reason, FinishedAt: now, Now: *now, JobID: jobID, Term: term})
+func (q queries) FailJob(ctx context.Context, fabric, reason string, now *time.Time, jobID, term int64) (int64, error) {
+	return q.Queries.FailJob(ctx, mysqldb.FailJobParams{Error: reason, FinishedAt: now, Now: *now, Fabric: fabric, JobID: jobID, Term: term})
 }
 
-func (q queries) FailJobs(ctx context.Context, reason string, now *time.Time, revision, term int64) (int64, error) {
-	return q.Queries.FailJobs(ctx, mysqldb.FailJobsParams{Error: reason, FinishedAt: now, Now: *now, Revision: revision, Term: term})
+func (q queries) FailJobs(ctx context.Context, fabric, reason string, now *time.Time, revision, term int64) (int64, error) {
+	return q.Queries.FailJobs(ctx, mysqldb.FailJobsParams{Error: reason, FinishedAt: now, Now: *now, Fabric: fabric, Revision: revision, Term: term})
 }
 
-func (q queries) MarkJobsRunning(ctx context.Context, now *time.Time, revision, term int64) (int64, error) {
-	return q.Queries.MarkJobsRunning(ctx, mysqldb.MarkJobsRunningParams{StartedAt: now, Now: *now, Revision: revision, Term: term})
+func (q queries) MarkJobsRunning(ctx context.Context, fabric string, now *time.Time, revision, term int64) (int64, error) {
+	return q.Queries.MarkJobsRunning(ctx, mysqldb.MarkJobsRunningParams{StartedAt: now, Now: *now, Fabric: fabric, Revision: revision, Term: term})
 }
 
 // DescribeOpenJobs: sqlc cannot type an argument of CONCAT and makes the
 // reason an interface{}.
-func (q queries) DescribeOpenJobs(ctx context.Context, reason string, now time.Time, revision, term int64) (int64, error) {
-	return q.Queries.DescribeOpenJobs(ctx, mysqldb.DescribeOpenJobsParams{Reason: reason, Now: now, Revision: revision, Term: term})
+func (q queries) DescribeOpenJobs(ctx context.Context, fabric, reason string, now time.Time, revision, term int64) (int64, error) {
+	return q.Queries.DescribeOpenJobs(ctx, mysqldb.DescribeOpenJobsParams{Reason: reason, Now: now, Fabric: fabric, Revision: revision, Term: term})
 }
 
 // DeleteAppliesBefore: sqlc types LIMIT's argument int32.
-func (q queries) DeleteAppliesBefore(ctx context.Context, keepFrom int64, before time.Time, batch int64, term int64) (int64, error) {
-	return q.Queries.DeleteAppliesBefore(ctx, mysqldb.DeleteAppliesBeforeParams{KeepFrom: keepFrom, Before: before,
+func (q queries) DeleteAppliesBefore(ctx context.Context, fabric string, keepFrom int64, before time.Time, batch int64, term int64) (int64, error) {
+	return q.Queries.DeleteAppliesBefore(ctx, mysqldb.DeleteAppliesBeforeParams{Fabric: fabric, KeepFrom: keepFrom, Before: before,
 		Limit: int32(batch), Term: term})
 }
 
 // DeleteFinishedJobsBefore: sqlc types LIMIT's argument int32.
-func (q queries) DeleteFinishedJobsBefore(ctx context.Context, before *time.Time, batch int64, term int64) (int64, error) {
-	return q.Queries.DeleteFinishedJobsBefore(ctx, mysqldb.DeleteFinishedJobsBeforeParams{Before: before, Limit: int32(batch), Term: term})
+func (q queries) DeleteFinishedJobsBefore(ctx context.Context, fabric string, before *time.Time, batch int64, term int64) (int64, error) {
+	return q.Queries.DeleteFinishedJobsBefore(ctx, mysqldb.DeleteFinishedJobsBeforeParams{Fabric: fabric, Before: before, Limit: int32(batch), Term: term})
 }
 
 var _ driver.Driver = (*Engine)(nil)

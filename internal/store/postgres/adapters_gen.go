@@ -8,36 +8,73 @@ package postgres
 
 import (
 	"context"
+	"time"
 
 	pgdb "github.com/alternative-fabric-manager/alternative-fabric-manager/db/postgres"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
 
-func (q queries) CountJobsByStatus(ctx context.Context) ([]driver.CountJobsByStatusRow, error) {
-	rs, err := q.Queries.CountJobsByStatus(ctx)
+func (q queries) ClearGUIDsOfNetwork(ctx context.Context, fabric string, revision int64, now time.Time, networkID string) (int64, error) {
+	return q.Queries.ClearGUIDsOfNetwork(ctx, revision, now, networkID, fabric)
+}
+
+func (q queries) CompleteJob(ctx context.Context, fabric string, now *time.Time, jobID int64, revision int64, term int64) (int64, error) {
+	return q.Queries.CompleteJob(ctx, now, jobID, fabric, revision, term)
+}
+
+func (q queries) CompleteJobs(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) (int64, error) {
+	return q.Queries.CompleteJobs(ctx, now, fabric, revision, term)
+}
+
+func (q queries) CountJobsByStatus(ctx context.Context, fabric string) ([]driver.CountJobsByStatusRow, error) {
+	rs, err := q.Queries.CountJobsByStatus(ctx, fabric)
 	return driver.Convert(rs, func(r pgdb.CountJobsByStatusRow) driver.CountJobsByStatusRow { return driver.CountJobsByStatusRow(r) }), err
 }
 
-func (q queries) EnforcementErrors(ctx context.Context) ([]driver.EnforcementError, error) {
-	rs, err := q.Queries.EnforcementErrors(ctx)
+func (q queries) DeleteNetwork(ctx context.Context, fabric string, id string) (int64, error) {
+	return q.Queries.DeleteNetwork(ctx, id, fabric)
+}
+
+func (q queries) DeletePort(ctx context.Context, fabric string, id string) (int64, error) {
+	return q.Queries.DeletePort(ctx, id, fabric)
+}
+
+func (q queries) DeletePortsOfNetwork(ctx context.Context, fabric string, networkID string) (int64, error) {
+	return q.Queries.DeletePortsOfNetwork(ctx, networkID, fabric)
+}
+
+func (q queries) DescribeOpenJobs(ctx context.Context, fabric string, reason string, now time.Time, revision int64, term int64) (int64, error) {
+	return q.Queries.DescribeOpenJobs(ctx, reason, now, fabric, revision, term)
+}
+
+func (q queries) EnforcementErrors(ctx context.Context, fabric string) ([]driver.EnforcementError, error) {
+	rs, err := q.Queries.EnforcementErrors(ctx, fabric)
 	return driver.Convert(rs, func(r pgdb.EnforcementError) driver.EnforcementError { return driver.EnforcementError(r) }), err
 }
 
-func (q queries) ExpectedSwitches(ctx context.Context) ([]driver.ExpectedSwitch, error) {
-	rs, err := q.Queries.ExpectedSwitches(ctx)
+func (q queries) ExpectedSwitches(ctx context.Context, fabric string) ([]driver.ExpectedSwitch, error) {
+	rs, err := q.Queries.ExpectedSwitches(ctx, fabric)
 	return driver.Convert(rs, func(r pgdb.ExpectedSwitch) driver.ExpectedSwitch { return driver.ExpectedSwitch(r) }), err
 }
 
-func (q queries) CountMembersByNetwork(ctx context.Context) ([]driver.CountMembersByNetworkRow, error) {
-	rs, err := q.Queries.CountMembersByNetwork(ctx)
+func (q queries) FailJob(ctx context.Context, fabric string, error string, now *time.Time, jobID int64, term int64) (int64, error) {
+	return q.Queries.FailJob(ctx, error, now, jobID, fabric, term)
+}
+
+func (q queries) FailJobs(ctx context.Context, fabric string, error string, now *time.Time, revision int64, term int64) (int64, error) {
+	return q.Queries.FailJobs(ctx, error, now, fabric, revision, term)
+}
+
+func (q queries) CountMembersByNetwork(ctx context.Context, fabric string) ([]driver.CountMembersByNetworkRow, error) {
+	rs, err := q.Queries.CountMembersByNetwork(ctx, fabric)
 	return driver.Convert(rs, func(r pgdb.CountMembersByNetworkRow) driver.CountMembersByNetworkRow {
 		return driver.CountMembersByNetworkRow(r)
 	}), err
 }
 
-func (q queries) GateSwitches(ctx context.Context) ([]driver.GateSwitchesRow, error) {
-	rs, err := q.Queries.GateSwitches(ctx)
+func (q queries) GateSwitches(ctx context.Context, fabric string) ([]driver.GateSwitchesRow, error) {
+	rs, err := q.Queries.GateSwitches(ctx, fabric)
 	return driver.Convert(rs, func(r pgdb.GateSwitchesRow) driver.GateSwitchesRow { return driver.GateSwitchesRow(r) }), err
 }
 
@@ -46,8 +83,8 @@ func (q queries) GetJob(ctx context.Context, id int64) (driver.Job, error) {
 	return driver.Job(r), err
 }
 
-func (q queries) GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (driver.KubernetesPKey, error) {
-	r, err := q.Queries.GetKubernetesPKey(ctx, pkey)
+func (q queries) GetKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey) (driver.KubernetesPKey, error) {
+	r, err := q.Queries.GetKubernetesPKey(ctx, fabric, pkey)
 	return driver.KubernetesPKey(r), err
 }
 
@@ -56,8 +93,8 @@ func (q queries) GetNetwork(ctx context.Context, id string) (driver.Network, err
 	return driver.Network(r), err
 }
 
-func (q queries) GetNetworkByPKey(ctx context.Context, pkey *fabric.PKey) (driver.Network, error) {
-	r, err := q.Queries.GetNetworkByPKey(ctx, pkey)
+func (q queries) GetNetworkByPKey(ctx context.Context, fabric string, pkey *fabric.PKey) (driver.Network, error) {
+	r, err := q.Queries.GetNetworkByPKey(ctx, fabric, pkey)
 	return driver.Network(r), err
 }
 
@@ -66,140 +103,188 @@ func (q queries) GetPort(ctx context.Context, id string) (driver.Port, error) {
 	return driver.Port(r), err
 }
 
-func (q queries) GetPortByGUID(ctx context.Context, guid *fabric.GUID) (driver.Port, error) {
-	r, err := q.Queries.GetPortByGUID(ctx, guid)
+func (q queries) GetPortByGUID(ctx context.Context, fabric string, guid *fabric.GUID) (driver.Port, error) {
+	r, err := q.Queries.GetPortByGUID(ctx, fabric, guid)
 	return driver.Port(r), err
 }
 
-func (q queries) GetPortChangeRows(ctx context.Context, portID string, guid *fabric.GUID, networkID string) ([]driver.GetPortChangeRowsRow, error) {
-	rs, err := q.Queries.GetPortChangeRows(ctx, portID, guid, networkID)
+func (q queries) GetPortChangeRows(ctx context.Context, fabric string, portID string, guid *fabric.GUID, networkID string) ([]driver.GetPortChangeRowsRow, error) {
+	rs, err := q.Queries.GetPortChangeRows(ctx, portID, fabric, guid, networkID)
 	return driver.Convert(rs, func(r pgdb.GetPortChangeRowsRow) driver.GetPortChangeRowsRow { return driver.GetPortChangeRowsRow(r) }), err
 }
 
-func (q queries) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID) ([]driver.Port, error) {
-	rs, err := q.Queries.GetPortsByIDOrGUID(ctx, id, guid)
+func (q queries) GetPortsByIDOrGUID(ctx context.Context, fabric string, id string, guid *fabric.GUID) ([]driver.Port, error) {
+	rs, err := q.Queries.GetPortsByIDOrGUID(ctx, id, fabric, guid)
 	return driver.Convert(rs, func(r pgdb.Port) driver.Port { return driver.Port(r) }), err
+}
+
+func (q queries) Heartbeat(ctx context.Context, fabric string, now *time.Time, term int64) (int64, error) {
+	return q.Queries.Heartbeat(ctx, now, fabric, term)
+}
+
+func (q queries) InsertExpectedSwitch(ctx context.Context, fabric string, guid fabric.GUID, description string, now time.Time) error {
+	return q.Queries.InsertExpectedSwitch(ctx, guid, description, now, fabric)
 }
 
 func (q queries) InsertJob(ctx context.Context, j driver.Job) (int64, error) {
-	return q.Queries.InsertJob(ctx, j.Revision, j.ObjectType, j.ObjectID, j.NetworkID, j.Operation, j.Status, j.Description, j.Result, j.Error, j.CreatedBy, j.Request, j.RequestID, j.CreatedAt, j.UpdatedAt, j.StartedAt, j.FinishedAt)
+	return q.Queries.InsertJob(ctx, j.Fabric, j.Revision, j.ObjectType, j.ObjectID, j.NetworkID, j.Operation, j.Status, j.Description, j.Result, j.Error, j.CreatedBy, j.Request, j.RequestID, j.CreatedAt, j.UpdatedAt, j.StartedAt, j.FinishedAt)
 }
 
 func (q queries) InsertSecondSM(ctx context.Context, arg driver.InsertSecondSMParams) (int64, error) {
-	return q.Queries.InsertSecondSM(ctx, arg.PortGUID, arg.Priority, arg.State, arg.OwnState, arg.Term, arg.Now)
+	return q.Queries.InsertSecondSM(ctx, arg.PortGUID, arg.Priority, arg.State, arg.OwnState, arg.Term, arg.Now, arg.Fabric)
 }
 
-func (q queries) KubernetesMembershipsOfGUID(ctx context.Context, guid fabric.GUID) ([]driver.KubernetesMember, error) {
-	rs, err := q.Queries.KubernetesMembershipsOfGUID(ctx, guid)
+func (q queries) InsertSecretIfAbsent(ctx context.Context, fabric string, name string, value string, now time.Time) error {
+	return q.Queries.InsertSecretIfAbsent(ctx, name, value, now, fabric)
+}
+
+func (q queries) KubernetesMembershipsOfGUID(ctx context.Context, fabric string, guid fabric.GUID) ([]driver.KubernetesMember, error) {
+	rs, err := q.Queries.KubernetesMembershipsOfGUID(ctx, fabric, guid)
 	return driver.Convert(rs, func(r pgdb.KubernetesMember) driver.KubernetesMember { return driver.KubernetesMember(r) }), err
 }
 
-func (q queries) KubernetesState(ctx context.Context) (driver.KubernetesStateRow, error) {
-	r, err := q.Queries.KubernetesState(ctx)
+func (q queries) KubernetesState(ctx context.Context, fabric string) (driver.KubernetesStateRow, error) {
+	r, err := q.Queries.KubernetesState(ctx, fabric)
 	return driver.KubernetesStateRow(r), err
 }
 
-func (q queries) LastApply(ctx context.Context) (driver.Apply, error) {
-	r, err := q.Queries.LastApply(ctx)
+func (q queries) LastApply(ctx context.Context, fabric string) (driver.Apply, error) {
+	r, err := q.Queries.LastApply(ctx, fabric)
 	return driver.Apply(r), err
 }
 
-func (q queries) LastAudit(ctx context.Context) ([]driver.LastAuditRow, error) {
-	rs, err := q.Queries.LastAudit(ctx)
+func (q queries) LastAudit(ctx context.Context, fabric string) ([]driver.LastAuditRow, error) {
+	rs, err := q.Queries.LastAudit(ctx, fabric)
 	return driver.Convert(rs, func(r pgdb.LastAuditRow) driver.LastAuditRow { return driver.LastAuditRow(r) }), err
 }
 
-func (q queries) Leadership(ctx context.Context) (driver.LeadershipRow, error) {
-	r, err := q.Queries.Leadership(ctx)
+func (q queries) Leadership(ctx context.Context, fabric string) (driver.LeadershipRow, error) {
+	r, err := q.Queries.Leadership(ctx, fabric)
 	return driver.LeadershipRow(r), err
 }
 
-func (q queries) ListAdoptedPartitions(ctx context.Context) ([]driver.AdoptedPartition, error) {
-	rs, err := q.Queries.ListAdoptedPartitions(ctx)
+func (q queries) ListAdoptedPartitions(ctx context.Context, fabric string) ([]driver.AdoptedPartition, error) {
+	rs, err := q.Queries.ListAdoptedPartitions(ctx, fabric)
 	return driver.Convert(rs, func(r pgdb.AdoptedPartition) driver.AdoptedPartition { return driver.AdoptedPartition(r) }), err
 }
 
-func (q queries) ListKubernetesMembers(ctx context.Context) ([]driver.KubernetesMember, error) {
-	rs, err := q.Queries.ListKubernetesMembers(ctx)
+func (q queries) ListKubernetesMembers(ctx context.Context, fabric string) ([]driver.KubernetesMember, error) {
+	rs, err := q.Queries.ListKubernetesMembers(ctx, fabric)
 	return driver.Convert(rs, func(r pgdb.KubernetesMember) driver.KubernetesMember { return driver.KubernetesMember(r) }), err
 }
 
-func (q queries) ListKubernetesMembersOfPKey(ctx context.Context, pkey fabric.PKey) ([]driver.KubernetesMember, error) {
-	rs, err := q.Queries.ListKubernetesMembersOfPKey(ctx, pkey)
+func (q queries) ListKubernetesMembersOfPKey(ctx context.Context, fabric string, pkey fabric.PKey) ([]driver.KubernetesMember, error) {
+	rs, err := q.Queries.ListKubernetesMembersOfPKey(ctx, fabric, pkey)
 	return driver.Convert(rs, func(r pgdb.KubernetesMember) driver.KubernetesMember { return driver.KubernetesMember(r) }), err
 }
 
-func (q queries) ListKubernetesPKeys(ctx context.Context) ([]driver.KubernetesPKey, error) {
-	rs, err := q.Queries.ListKubernetesPKeys(ctx)
+func (q queries) ListKubernetesPKeys(ctx context.Context, fabric string) ([]driver.KubernetesPKey, error) {
+	rs, err := q.Queries.ListKubernetesPKeys(ctx, fabric)
 	return driver.Convert(rs, func(r pgdb.KubernetesPkey) driver.KubernetesPKey { return driver.KubernetesPKey(r) }), err
 }
 
-func (q queries) ListManagedNetworks(ctx context.Context) ([]driver.Network, error) {
-	rs, err := q.Queries.ListManagedNetworks(ctx)
+func (q queries) ListManagedNetworks(ctx context.Context, fabric string) ([]driver.Network, error) {
+	rs, err := q.Queries.ListManagedNetworks(ctx, fabric)
 	return driver.Convert(rs, func(r pgdb.Network) driver.Network { return driver.Network(r) }), err
 }
 
-func (q queries) ListNetworksSince(ctx context.Context, revision int64) ([]driver.Network, error) {
-	rs, err := q.Queries.ListNetworksSince(ctx, revision)
+func (q queries) ListNetworksSince(ctx context.Context, fabric string, revision int64) ([]driver.Network, error) {
+	rs, err := q.Queries.ListNetworksSince(ctx, fabric, revision)
 	return driver.Convert(rs, func(r pgdb.Network) driver.Network { return driver.Network(r) }), err
 }
 
-func (q queries) ListPortsOfNetwork(ctx context.Context, networkID string) ([]driver.Port, error) {
-	rs, err := q.Queries.ListPortsOfNetwork(ctx, networkID)
+func (q queries) ListPortsOfNetwork(ctx context.Context, fabric string, networkID string) ([]driver.Port, error) {
+	rs, err := q.Queries.ListPortsOfNetwork(ctx, networkID, fabric)
 	return driver.Convert(rs, func(r pgdb.Port) driver.Port { return driver.Port(r) }), err
 }
 
-func (q queries) ListPortsSince(ctx context.Context, revision int64) ([]driver.Port, error) {
-	rs, err := q.Queries.ListPortsSince(ctx, revision)
+func (q queries) ListPortsSince(ctx context.Context, fabric string, revision int64) ([]driver.Port, error) {
+	rs, err := q.Queries.ListPortsSince(ctx, fabric, revision)
 	return driver.Convert(rs, func(r pgdb.Port) driver.Port { return driver.Port(r) }), err
 }
 
-func (q queries) ListSecrets(ctx context.Context) ([]driver.ListSecretsRow, error) {
-	rs, err := q.Queries.ListSecrets(ctx)
+func (q queries) ListSecrets(ctx context.Context, fabric string) ([]driver.ListSecretsRow, error) {
+	rs, err := q.Queries.ListSecrets(ctx, fabric)
 	return driver.Convert(rs, func(r pgdb.ListSecretsRow) driver.ListSecretsRow { return driver.ListSecretsRow(r) }), err
 }
 
-func (q queries) OpenJobsWithGUIDs(ctx context.Context, revision int64) ([]driver.OpenJobsWithGUIDsRow, error) {
-	rs, err := q.Queries.OpenJobsWithGUIDs(ctx, revision)
+func (q queries) MarkJobsRunning(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) (int64, error) {
+	return q.Queries.MarkJobsRunning(ctx, now, fabric, revision, term)
+}
+
+func (q queries) MarkKubernetesApplied(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) (int64, error) {
+	return q.Queries.MarkKubernetesApplied(ctx, now, fabric, revision, term)
+}
+
+func (q queries) MarkKubernetesChanged(ctx context.Context, fabric string, revision int64) error {
+	return q.Queries.MarkKubernetesChanged(ctx, revision, fabric)
+}
+
+func (q queries) NewTerm(ctx context.Context, fabric string, holder string, now *time.Time) (int64, error) {
+	return q.Queries.NewTerm(ctx, holder, now, fabric)
+}
+
+func (q queries) OpenJobsWithGUIDs(ctx context.Context, fabric string, revision int64) ([]driver.OpenJobsWithGUIDsRow, error) {
+	rs, err := q.Queries.OpenJobsWithGUIDs(ctx, fabric, revision)
 	return driver.Convert(rs, func(r pgdb.OpenJobsWithGUIDsRow) driver.OpenJobsWithGUIDsRow { return driver.OpenJobsWithGUIDsRow(r) }), err
 }
 
 func (q queries) RecordApply(ctx context.Context, arg driver.RecordApplyParams) (int64, error) {
-	return q.Queries.RecordApply(ctx, arg.Revision, arg.SHA256, arg.Term, arg.Outcome, arg.Detail, arg.StartedAt, arg.FinishedAt)
+	return q.Queries.RecordApply(ctx, arg.Revision, arg.SHA256, arg.Term, arg.Outcome, arg.Detail, arg.StartedAt, arg.FinishedAt, arg.Fabric)
+}
+
+func (q queries) SetJobDescription(ctx context.Context, fabric string, description string, now time.Time, jobID int64, term int64) (int64, error) {
+	return q.Queries.SetJobDescription(ctx, description, now, jobID, fabric, term)
 }
 
 func (q queries) UpsertAdoptedPartition(ctx context.Context, arg driver.UpsertAdoptedPartitionParams) error {
-	return q.Queries.UpsertAdoptedPartition(ctx, arg.PKey, arg.Name, arg.Statement, arg.Revision, arg.Now)
+	return q.Queries.UpsertAdoptedPartition(ctx, arg.PKey, arg.Name, arg.Statement, arg.Revision, arg.Now, arg.Fabric)
 }
 
 func (q queries) UpsertKubernetesMember(ctx context.Context, arg driver.UpsertKubernetesMemberParams) error {
-	return q.Queries.UpsertKubernetesMember(ctx, arg.PKey, arg.GUID, arg.Membership, arg.Index0, arg.Revision, arg.Now)
+	return q.Queries.UpsertKubernetesMember(ctx, arg.PKey, arg.GUID, arg.Membership, arg.Index0, arg.Revision, arg.Now, arg.Fabric)
 }
 
-func (q queries) SecondSMs(ctx context.Context) ([]driver.SecondSubnetManager, error) {
-	rs, err := q.Queries.SecondSMs(ctx)
+func (q queries) UpsertKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time) error {
+	return q.Queries.UpsertKubernetesPKey(ctx, pkey, ipOverIb, revision, now, fabric)
+}
+
+func (q queries) SecondSMs(ctx context.Context, fabric string) ([]driver.SecondSubnetManager, error) {
+	rs, err := q.Queries.SecondSMs(ctx, fabric)
 	return driver.Convert(rs, func(r pgdb.SecondSubnetManager) driver.SecondSubnetManager { return driver.SecondSubnetManager(r) }), err
 }
 
+func (q queries) SetRevision(ctx context.Context, fabric string, revision int64) error {
+	return q.Queries.SetRevision(ctx, revision, fabric)
+}
+
+func (q queries) UpdateSecret(ctx context.Context, fabric string, value string, name string) error {
+	return q.Queries.UpdateSecret(ctx, value, fabric, name)
+}
+
 func (q queries) UpsertEnforcementError(ctx context.Context, arg driver.UpsertEnforcementErrorParams) (int64, error) {
-	return q.Queries.UpsertEnforcementError(ctx, arg.SwitchGUID, arg.Port, arg.Line, arg.Now, arg.Term)
+	return q.Queries.UpsertEnforcementError(ctx, arg.SwitchGUID, arg.Port, arg.Line, arg.Now, arg.Fabric, arg.Term)
 }
 
 func (q queries) UpsertLastAudit(ctx context.Context, a driver.LastAuditRow) (int64, error) {
-	return q.Queries.UpsertLastAudit(ctx, a.Term, a.Revision, a.StartedAt, a.TookMs, a.Findings, a.Breaches, a.Summary)
+	return q.Queries.UpsertLastAudit(ctx, a.Term, a.Revision, a.StartedAt, a.TookMs, a.Findings, a.Breaches, a.Summary, a.Fabric)
 }
 
 func (q queries) UpsertNetwork(ctx context.Context, arg driver.UpsertNetworkParams) error {
-	return q.Queries.UpsertNetwork(ctx, arg.ID, arg.Name, arg.NetworkType, arg.PhysicalNetwork, arg.PKey, arg.Managed, arg.Revision, arg.Now)
+	return q.Queries.UpsertNetwork(ctx, arg.ID, arg.Name, arg.NetworkType, arg.PhysicalNetwork, arg.PKey, arg.Managed, arg.Revision, arg.Now, arg.Fabric)
 }
 
 func (q queries) UpsertPort(ctx context.Context, arg driver.UpsertPortParams) error {
-	return q.Queries.UpsertPort(ctx, arg.ID, arg.NetworkID, arg.GUID, arg.Host, arg.Revision, arg.Now)
+	return q.Queries.UpsertPort(ctx, arg.ID, arg.NetworkID, arg.GUID, arg.Host, arg.Revision, arg.Now, arg.Fabric)
 }
 
-func (q queries) ReadLease(ctx context.Context) (driver.ReadLeaseRow, error) {
-	r, err := q.Queries.ReadLease(ctx)
+func (q queries) ReadLease(ctx context.Context, fabric string) (driver.ReadLeaseRow, error) {
+	r, err := q.Queries.ReadLease(ctx, fabric)
 	return driver.ReadLeaseRow(r), err
+}
+
+func (q queries) SetFreeze(ctx context.Context, fabric string, reason string, term int64) (int64, error) {
+	return q.Queries.SetFreeze(ctx, reason, fabric, term)
 }
 
 var _ driver.Queries = queries{}

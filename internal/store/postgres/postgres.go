@@ -11,6 +11,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"time"
 
@@ -282,8 +283,21 @@ func (r errRow) Scan(...any) error { return r.err }
 
 func (e *Engine) Queries(context.Context) driver.Queries { return queries{e.q} }
 
-// TryLock takes the advisory lock on a new connection that lives as long as the lock.
-func (e *Engine) TryLock(ctx context.Context) (driver.Lock, error) {
+// fabricLockKey is fabric's advisory lock key: lockKey for the default
+// fabric (the key of a manager that knows no fabrics), a hash of the
+// fabric's name for another.
+func fabricLockKey(fabric string) int64 {
+	if fabric == driver.DefaultFabric {
+		return lockKey
+	}
+	h := fnv.New64a()
+	h.Write([]byte("afm_applier/" + fabric))
+	return int64(h.Sum64())
+}
+
+// TryLock takes fabric's advisory lock on a new connection that lives as long as the lock.
+func (e *Engine) TryLock(ctx context.Context, fabric string) (driver.Lock, error) {
+	key := fabricLockKey(fabric)
 	conn, err := pgx.Connect(ctx, e.dsn)
 	if err != nil {
 		return nil, fmt.Errorf("lock connection: %w", err)
@@ -296,7 +310,7 @@ func (e *Engine) TryLock(ctx context.Context) (driver.Lock, error) {
 		e.log.Warn("idle_session_timeout not set on the lock's session (PostgreSQL 14 or later has it): "+
 			"after a network cut the lock stays held until the server notices the dead connection", "error", err)
 	}
-	ok, err := pgdb.New(conn).TryAdvisoryLock(ctx, lockKey)
+	ok, err := pgdb.New(conn).TryAdvisoryLock(ctx, key)
 	if err != nil || !ok {
 		conn.Close(ctx)
 		if err != nil {
@@ -304,14 +318,17 @@ func (e *Engine) TryLock(ctx context.Context) (driver.Lock, error) {
 		}
 		return nil, nil
 	}
-	return &advisoryLock{conn: conn}, nil
+	return &advisoryLock{conn: conn, key: key}, nil
 }
 
-type advisoryLock struct{ conn *pgx.Conn }
+type advisoryLock struct {
+	conn *pgx.Conn
+	key  int64
+}
 
 // Check asks, on the lock's own session, whether that session still holds it.
 func (l *advisoryLock) Check(ctx context.Context) error {
-	return driver.StillHeld(pgdb.New(l.conn).HoldsAdvisoryLock(ctx, lockKey))
+	return driver.StillHeld(pgdb.New(l.conn).HoldsAdvisoryLock(ctx, l.key))
 }
 
 func (l *advisoryLock) Release(ctx context.Context) error {
@@ -319,7 +336,7 @@ func (l *advisoryLock) Release(ctx context.Context) error {
 	// its backend has exited, after Close returned, so a TryLock right after
 	// (the next term) could still find it held. Closing the session releases
 	// the lock whatever state it is in, if the unlock could not.
-	_, _ = pgdb.New(l.conn).AdvisoryUnlock(ctx, lockKey)
+	_, _ = pgdb.New(l.conn).AdvisoryUnlock(ctx, l.key)
 	return l.conn.Close(ctx)
 }
 

@@ -166,10 +166,15 @@ func (e *Engine) Queries(ctx context.Context) driver.Queries { return queries{e.
 // it has no lease (driver.LeaseQueries), one manager owns the database.
 type queries struct{ *sqlitedb.Queries }
 
-// TryLock takes an exclusive flock on "<database>.lock". The kernel drops it when
-// the process dies, so a crashed manager never leaves it behind.
-func (e *Engine) TryLock(ctx context.Context) (driver.Lock, error) {
-	f, err := os.OpenFile(e.path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+// TryLock takes an exclusive flock on "<database>.lock" (the default
+// fabric's) or "<database>.<fabric>.lock". The kernel drops it when the
+// process dies, so a crashed manager never leaves it behind.
+func (e *Engine) TryLock(ctx context.Context, fabric string) (driver.Lock, error) {
+	name := e.path + ".lock"
+	if fabric != driver.DefaultFabric {
+		name = e.path + "." + fabric + ".lock"
+	}
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("applier lock: %w", err)
 	}

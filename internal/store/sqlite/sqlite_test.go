@@ -26,26 +26,26 @@ func TestSnapshotTakesNoWriteLock(t *testing.T) {
 	var before, during, after int64
 	err = e.InTx(ctx, driver.ReadOnly, func(q driver.Queries) error {
 		var err error
-		if before, err = q.Revision(ctx); err != nil {
+		if before, err = q.Revision(ctx, "default"); err != nil {
 			return err
 		}
 		changed := make(chan error, 1)
 		go func() {
 			changed <- e.InChangeTx(ctx, func(q driver.ChangeTx) error {
-				_, err := q.BumpRevision(ctx)
+				_, err := q.BumpRevision(ctx, "default")
 				return err
 			})
 		}()
 		if err := <-changed; err != nil {
 			t.Errorf("a change while the snapshot is open: %v", err)
 		}
-		during, err = q.Revision(ctx)
+		during, err = q.Revision(ctx, "default")
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after, err = e.Queries(ctx).Revision(ctx); err != nil {
+	if after, err = e.Queries(ctx).Revision(ctx, "default"); err != nil {
 		t.Fatal(err)
 	}
 	if during != before || after != before+1 {

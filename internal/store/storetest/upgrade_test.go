@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"testing"
 	"time"
 
@@ -210,6 +211,49 @@ func TestAdoptedMigration(t *testing.T) {
 		})
 		if list, err := s.AdoptedPartitions(ctx); err != nil || len(list) != 0 {
 			t.Errorf("adopted partitions after 00010 up again = %v, %v", list, err)
+		}
+	})
+}
+
+// TestFabricsMigration: a database of schema version 12 with a network, a
+// port and their jobs upgrades to the fabric columns, every row the default
+// fabric's and read as before; 00013 goes down (the column gone, the rows
+// kept) and up again. Once another fabric has a row, 00013's down is refused
+// with a message saying why, and changes nothing.
+func TestFabricsMigration(t *testing.T) {
+	atVersion(t, 12, func(ctx context.Context, t *testing.T, d Database, db *sql.DB, p *goose.Provider) {
+		s := OpenDatabase(t, d) // migrates to the latest version
+		addNetwork(t, s, netA, 101)
+		j := mustPort(t, s, boundPort("p1", netA, guidA, "h1"))
+		var fabric string
+		if err := db.QueryRowContext(ctx, `SELECT fabric FROM ports`).Scan(&fabric); err != nil || fabric != store.DefaultFabric {
+			t.Errorf("the port's fabric = %q, %v; want %q", fabric, err, store.DefaultFabric)
+		}
+		downAndUp(ctx, t, p, 12, func() {
+			for _, table := range []string{"networks", "ports", "state", "leadership"} {
+				wantRows(ctx, t, db, table, 1)
+			}
+			wantRows(ctx, t, db, "jobs", 2)
+			if err := db.QueryRowContext(ctx, `SELECT fabric FROM jobs`).Scan(&fabric); err == nil {
+				t.Error("after 00013's down the jobs table still has fabric")
+			}
+		})
+		if got, err := s.GetJob(ctx, j.ID); err != nil || got.Fabric != store.DefaultFabric || got.ObjectID != "p1" {
+			t.Errorf("the port's job after 00013 up again = %+v, %v", got, err)
+		}
+		if m := snapshotOf(t, s, store.DefaultFabric).Members; len(m) != 1 || m[0].PortID != "p1" {
+			t.Errorf("members after 00013 up again = %+v, want p1", m)
+		}
+
+		two := OpenFabricsDatabase(t, d)
+		mustNetwork(t, two, storageNetwork(netB, 101))
+		_, err := p.DownTo(ctx, 12)
+		if err == nil || !strings.Contains(err.Error(), "00013 down refused") {
+			t.Fatalf("00013's down with a storage fabric's network = %v, want refused", err)
+		}
+		wantRows(ctx, t, db, "networks", 2)
+		if m := snapshotOf(t, two, storageFabric).Networks; len(m) != 1 {
+			t.Errorf("storage networks after the refused down = %+v, want one", m)
 		}
 	})
 }

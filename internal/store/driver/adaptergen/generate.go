@@ -571,10 +571,11 @@ func (g *generator) args(drv *pkg, drvFile *ast.File, want, have []param, genFil
 		return nil, false, fmt.Errorf("the generated method's parameters (%s) are neither the interface's (%s) nor one Params struct",
 			list(have), list(want))
 	}
+	in, moved := fabricInPlace(in, have)
 	args := make([]string, len(have))
 	for i, h := range have {
 		args[i] = in[i].expr
-		if !strings.EqualFold(in[i].name, h.name) {
+		if !sameName(in[i].name, h.name) {
 			return nil, false, fmt.Errorf("parameter %d is %s in the interface, %s in the generated method: a query's arguments "+
 				"are matched by name; name the interface's parameters as the query's, in its order", i+1, in[i].name, h.name)
 		}
@@ -582,7 +583,7 @@ func (g *generator) args(drv *pkg, drvFile *ast.File, want, have []param, genFil
 			return nil, false, err
 		}
 	}
-	return args, true, nil
+	return args, !moved, nil
 }
 
 // byName is, for each of the generated method's slots (its parameters, or
@@ -650,10 +651,41 @@ func (g *generator) paramsStruct(have []param) (*ast.StructType, string) {
 	return nil, ""
 }
 
+// fabricIn is the parameter every query of a fabric's rows takes first in
+// the interface, wherever its SQL names it.
+const fabricIn = "fabric"
+
+// fabricInPlace moves the interface's first parameter, when it is the
+// fabric, to where the generated method takes it; every other parameter
+// keeps its order (a swapped pair still fails). moved says it moved.
+func fabricInPlace(in []input, have []param) ([]input, bool) {
+	if len(in) == 0 || in[0].name != fabricIn {
+		return in, false
+	}
+	for i, h := range have {
+		if i > 0 && sameName(fabricIn, h.name) {
+			out := append(append(append([]input{}, in[1:i+1]...), in[0]), in[i+1:]...)
+			return out, true
+		}
+	}
+	return in, false
+}
+
+// sameName compares an input's name with a generated parameter's, without
+// case; sqlc names a parameter argX when X is an imported package's name
+// (fabric), which matches the input X.
+func sameName(input, generated string) bool {
+	if strings.EqualFold(input, generated) {
+		return true
+	}
+	rest, ok := strings.CutPrefix(generated, "arg")
+	return ok && strings.EqualFold(input, rest)
+}
+
 // named is the input named name, without case, or nil.
 func (g *generator) named(in []input, name string) *input {
 	for i := range in {
-		if strings.EqualFold(in[i].name, name) {
+		if sameName(in[i].name, name) {
 			return &in[i]
 		}
 	}

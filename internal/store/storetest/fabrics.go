@@ -1,0 +1,230 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
+)
+
+// Two fabrics on one database: the default one serves physnet ibnet, the
+// storage one physnet storage. Each case runs on a store of its own.
+var twoFabricTests = []storeTest{
+	{"SameVLANOnTwoFabrics", testSameVLANOnTwoFabrics},
+	{"SameGUIDOnTwoFabrics", testSameGUIDOnTwoFabrics},
+	{"OneGUIDTwiceOnOneFabricIsRejected", testGUIDTwiceOnOneFabric},
+	{"FabricsHaveTheirOwnRevisionAndLock", testFabricsIndependent},
+	{"PortCannotMoveBetweenFabrics", testPortMovesFabric},
+	{"NetworkOnNoFabric", testNetworkOnNoFabric},
+	{"NetworkRecreatedOnAnotherFabric", testNetworkRecreatedOnAnotherFabric},
+}
+
+const storageFabric = "storage"
+
+// OpenFabrics opens (and migrates) a new database of engine as a manager of
+// the default fabric (physnet ibnet) and the storage fabric (physnet storage).
+func OpenFabrics(t testing.TB, engine string) *store.Store {
+	t.Helper()
+	return OpenFabricsDatabase(t, NewDatabase(t, engine))
+}
+
+// OpenFabricsDatabase opens (and migrates) an existing test database as
+// OpenFabrics does.
+func OpenFabricsDatabase(t testing.TB, db Database) *store.Store {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := storeopen.OpenFabrics(ctx, db.Engine, db.DSN, true, []store.FabricRules{
+		{Name: store.DefaultFabric, Rules: store.Rules{PhysicalNetworks: []string{"ibnet"}}},
+		{Name: storageFabric, Rules: store.Rules{PhysicalNetworks: []string{storageFabric}}},
+	}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("open %s store of two fabrics: %v", db.Engine, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func storageNetwork(id string, vlan int64) store.NetworkSpec {
+	return store.NetworkSpec{ID: id, Name: "net " + id[:8], Type: "vlan", PhysicalNetwork: storageFabric, SegmentationID: &vlan}
+}
+
+// snapshotOf reads fabric's snapshot from scratch.
+func snapshotOf(t *testing.T, s *store.Store, fabric string) store.Snapshot {
+	t.Helper()
+	var c store.SnapshotCache
+	snap, err := s.Fabric(fabric).ReadSnapshot(t.Context(), &c)
+	if err != nil {
+		t.Fatalf("ReadSnapshot of fabric %s: %v", fabric, err)
+	}
+	return snap
+}
+
+// networksOf are the ids and pkeys of a snapshot's networks.
+func networksOf(snap store.Snapshot) map[string]string {
+	out := map[string]string{}
+	for _, n := range snap.Networks {
+		out[n.ID] = "flat"
+		if n.PKey != nil {
+			out[n.ID] = n.PKey.String()
+		}
+	}
+	return out
+}
+
+// testSameVLANOnTwoFabrics: VLAN 100 on each fabric's physnet is two
+// partitions, each in its own fabric's snapshot only, each at revision 1 of
+// its own fabric; either view records either network (routing by physnet).
+func testSameVLANOnTwoFabrics(t *testing.T, s *store.Store) {
+	addNetwork(t, s, netA, 100)
+	mustNetwork(t, s, storageNetwork(netC, 100)) // on the default view: routed
+	for fabric, want := range map[string]string{store.DefaultFabric: netA, storageFabric: netC} {
+		got := networksOf(snapshotOf(t, s, fabric))
+		if len(got) != 1 || got[want] != "0x0064" {
+			t.Errorf("fabric %s's networks = %v, want only %s with pkey 0x0064", fabric, got, want)
+		}
+		if rev, err := s.Fabric(fabric).Revision(t.Context()); err != nil || rev != 1 {
+			t.Errorf("fabric %s's revision = %d, %v; want 1", fabric, rev, err)
+		}
+	}
+	if _, err := recordNetwork(s.Fabric(storageFabric), t, vlanNetwork(netB, 100)); !isRejected(err) {
+		t.Errorf("a second VLAN 100 on the default fabric = %v, want rejected", err)
+	}
+}
+
+// testSameGUIDOnTwoFabrics: one GUID in a port on each fabric (simulated
+// hosts repeat GUIDs) is a member on each.
+func testSameGUIDOnTwoFabrics(t *testing.T, s *store.Store) {
+	addNetwork(t, s, netA, 100)
+	mustNetwork(t, s, storageNetwork(netC, 100))
+	mustPort(t, s, boundPort("p1", netA, guidA, "h1"))
+	mustPort(t, s, boundPort("p2", netC, guidA, "h2"))
+	for fabric, port := range map[string]string{store.DefaultFabric: "p1", storageFabric: "p2"} {
+		m := snapshotOf(t, s, fabric).Members
+		if len(m) != 1 || m[0].PortID != port || uint64(m[0].GUID) != guidA {
+			t.Errorf("fabric %s's members = %+v, want %s holding the GUID", fabric, m, port)
+		}
+	}
+}
+
+// testGUIDTwiceOnOneFabric: within a fabric a GUID is one port's.
+func testGUIDTwiceOnOneFabric(t *testing.T, s *store.Store) {
+	mustNetwork(t, s, storageNetwork(netC, 100))
+	mustNetwork(t, s, storageNetwork(netB, 101))
+	mustPort(t, s, boundPort("p1", netC, guidA, "h1"))
+	if _, err := s.RecordPort(t.Context(), boundPort("p2", netB, guidA, "h2")); !isRejected(err) {
+		t.Errorf("the storage fabric's GUID on a second port = %v, want rejected", err)
+	}
+}
+
+// testFabricsIndependent: a change on one fabric moves its revision only;
+// each fabric's applier lock, and HA lease, is its own.
+func testFabricsIndependent(t *testing.T, s *store.Store) {
+	ctx := t.Context()
+	addNetwork(t, s, netA, 100)
+	addNetwork(t, s, netB, 101)
+	storage := s.Fabric(storageFabric)
+	if rev, err := storage.Revision(ctx); err != nil || rev != 0 {
+		t.Errorf("storage revision after two default changes = %d, %v; want 0", rev, err)
+	}
+	l1, err := s.TryLock(ctx)
+	if err != nil || l1 == nil {
+		t.Fatalf("default TryLock = %v, %v", l1, err)
+	}
+	defer l1.Release(ctx)
+	l2, err := storage.TryLock(ctx)
+	if err != nil || l2 == nil {
+		t.Fatalf("storage TryLock while the default's is held = %v, %v; want it taken", l2, err)
+	}
+	defer l2.Release(ctx)
+	if l3, err := storage.TryLock(ctx); err != nil || l3 != nil {
+		t.Errorf("second storage TryLock = %v, %v; want nil, nil", l3, err)
+	}
+	if s.Name() == config.EngineSQLite {
+		return // no lease
+	}
+	for _, c := range []struct {
+		view   *store.Store
+		holder string
+	}{{s, "A"}, {storage, "B"}} {
+		l, err := c.view.Leases()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, won, err := l.TakeLease(ctx, c.holder, time.Minute); err != nil || !won || got.Holder != c.holder {
+			t.Errorf("fabric %s: TakeLease(%s) = %+v, %v, %v; want taken", c.view.FabricName(), c.holder, got, won, err)
+		}
+	}
+}
+
+// testPortMovesFabric: a port of one fabric sent on a network of the other
+// is refused, naming both fabrics, and stays where it was.
+func testPortMovesFabric(t *testing.T, s *store.Store) {
+	addNetwork(t, s, netA, 100)
+	mustNetwork(t, s, storageNetwork(netC, 200))
+	mustPort(t, s, boundPort("p1", netA, guidA, "h1"))
+	_, err := s.RecordPort(t.Context(), boundPort("p1", netC, guidB, "h1"))
+	if !isRejected(err) || !strings.Contains(err.Error(), store.DefaultFabric) || !strings.Contains(err.Error(), storageFabric) {
+		t.Fatalf("port moved to the storage fabric = %v, want rejected naming both fabrics", err)
+	}
+	if m := snapshotOf(t, s, store.DefaultFabric).Members; len(m) != 1 || m[0].PortID != "p1" {
+		t.Errorf("default members after the refusal = %+v, want p1", m)
+	}
+	if m := snapshotOf(t, s, storageFabric).Members; len(m) != 0 {
+		t.Errorf("storage members after the refusal = %+v, want none", m)
+	}
+}
+
+// testNetworkOnNoFabric: a network on a physnet no fabric serves is
+// recorded, without a partition, its job complete at once.
+func testNetworkOnNoFabric(t *testing.T, s *store.Store) {
+	j := mustNetwork(t, s.Fabric(storageFabric), netSpec(netA, "vlan", "elsewhere", vlanID(100)))
+	if j.Status != store.StatusCompleted {
+		t.Errorf("job of a network on no fabric = %s, want Completed", j.Status)
+	}
+	for _, fabric := range []string{store.DefaultFabric, storageFabric} {
+		if got := networksOf(snapshotOf(t, s, fabric)); len(got) != 0 {
+			t.Errorf("fabric %s's partitions = %v, want none", fabric, got)
+		}
+	}
+	if got, err := s.GetJob(t.Context(), j.ID); err != nil || got.ID != j.ID {
+		t.Errorf("GetJob = %+v, %v", got, err)
+	}
+}
+
+// testNetworkRecreatedOnAnotherFabric: a network deleted on one fabric and
+// created again (same id) on the other: its ports follow it, its removal is
+// the new fabric's, and the old fabric keeps nothing of it.
+func testNetworkRecreatedOnAnotherFabric(t *testing.T, s *store.Store) {
+	ctx := t.Context()
+	addNetwork(t, s, netA, 100)
+	if _, err := s.RemoveNetwork(ctx, store.NetworkRemoval{NetworkID: netA, CreatedBy: "test", Request: `{}`}); err != nil {
+		t.Fatal(err)
+	}
+	mustNetwork(t, s, storageNetwork(netA, 100))
+	mustPort(t, s, boundPort("p1", netA, guidA, "h1"))
+	if m := snapshotOf(t, s, storageFabric).Members; len(m) != 1 {
+		t.Errorf("storage members = %+v, want p1", m)
+	}
+	j, err := s.RemovePort(ctx, store.PortRemoval{PortID: "p1", CreatedBy: "test", Request: `{}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.GetJob(ctx, j.ID); err != nil || got.Fabric != storageFabric {
+		t.Errorf("the port removal's job = %+v, %v; want the storage fabric's", got, err)
+	}
+	if got := networksOf(snapshotOf(t, s, store.DefaultFabric)); len(got) != 0 {
+		t.Errorf("default networks = %v, want none", got)
+	}
+}
+
+func isRejected(err error) bool {
+	var r *store.RejectedError
+	return errors.As(err, &r)
+}
