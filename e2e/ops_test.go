@@ -60,6 +60,10 @@ func (m *manager) scrape(url, bearer string) map[string]*dto.MetricFamily {
 	return families
 }
 
+// onDefault is the label of the default fabric's series (every series a
+// fabric owns carries its fabric).
+const onDefault = "fabric=default"
+
 // sample is the value of name's series with exactly labels ("k=v" each); ok
 // is false when there is no such series. A histogram's value is its count.
 func sample(families map[string]*dto.MetricFamily, name string, labels ...string) (float64, bool) {
@@ -106,6 +110,7 @@ type readyReport struct {
 	Status  string
 	Role    string
 	Reasons []string
+	Fabrics map[string]string
 }
 
 // TestMetricsAfterApplies: a gate closed, then real applies on the simulated
@@ -124,8 +129,8 @@ func TestMetricsAfterApplies(t *testing.T) {
 	m.waitDescription(job, "No expected switches")
 	m.waitGateClosed(metricsURL, "no_expected_switches")
 	if f := m.scrape(metricsURL, metricsToken); func() bool {
-		age, ok := sample(f, "afm_job_oldest_age_seconds", "status=Pending")
-		run, _ := sample(f, "afm_job_oldest_age_seconds", "status=Running")
+		age, ok := sample(f, "afm_job_oldest_age_seconds", onDefault, "status=Pending")
+		run, _ := sample(f, "afm_job_oldest_age_seconds", onDefault, "status=Running")
 		return !ok || max(age, run) <= 0
 	}() {
 		t.Errorf("a job waits at a closed gate, but no open job has an age: %v", f["afm_job_oldest_age_seconds"])
@@ -140,7 +145,7 @@ func TestMetricsAfterApplies(t *testing.T) {
 	var f map[string]*dto.MetricFamily
 	waitFor(t, "the gates open in the metrics", func() bool {
 		f = m.scrape(metricsURL, metricsToken)
-		v, ok := sample(f, "afm_gates_closed")
+		v, ok := sample(f, "afm_gates_closed", onDefault)
 		return ok && v == 0
 	})
 	checkMetricsAfterApplies(t, f)
@@ -150,8 +155,9 @@ func TestMetricsAfterApplies(t *testing.T) {
 		}
 	}
 
-	if status, r := m.readyz(); status != http.StatusOK || r.Status != "ok" || r.Role != "leader" || len(r.Reasons) != 0 {
-		t.Errorf("/readyz = %d %+v; want 200, ok, leader, no reasons", status, r)
+	if status, r := m.readyz(); status != http.StatusOK || r.Status != "ok" || r.Role != "leader" || len(r.Reasons) != 0 ||
+		len(r.Fabrics) != 1 || r.Fabrics["default"] != "ready" {
+		t.Errorf("/readyz = %d %+v; want 200, ok, leader, no reasons, the default fabric ready", status, r)
 	}
 	// The request's ID is in its access-log line.
 	m.waitLog(`"msg":"http request"`, `"request_id":"req-e2e-0001"`, `"route":"Port"`, `"status":202`,
@@ -229,27 +235,27 @@ func checkMetricsAfterApplies(t *testing.T, f map[string]*dto.MetricFamily) {
 	}
 	atLeast := func(n float64) func(float64) bool { return func(v float64) bool { return v >= n } }
 	equal := func(n float64) func(float64) bool { return func(v float64) bool { return v == n } }
-	recorded, _ := sample(f, "afm_revision_recorded")
+	recorded, _ := sample(f, "afm_revision_recorded", onDefault)
 	for _, w := range []want{
-		{"afm_leader", nil, equal(1), "1"},
-		{"afm_ready", nil, equal(1), "1"},
-		{"afm_database_up", nil, equal(1), "1"},
-		{"afm_opensm_up", nil, equal(1), "1"},
-		{"afm_applies_total", []string{"outcome=applied"}, atLeast(2), ">= 2 (the network, the port)"},
-		{"afm_apply_duration_seconds", []string{"outcome=applied"}, atLeast(2), ">= 2 observations"},
-		{"afm_apply_phase_duration_seconds", []string{"phase=render"}, atLeast(2), ">= 2 observations"},
-		{"afm_apply_phase_duration_seconds", []string{"phase=write"}, atLeast(2), ">= 2 observations"},
-		{"afm_apply_phase_duration_seconds", []string{"phase=sweep"}, atLeast(2), ">= 2 observations"},
-		{"afm_apply_phase_duration_seconds", []string{"phase=complete"}, atLeast(2), ">= 2 observations"},
-		{"afm_jobs", []string{"status=Completed"}, equal(2), "2"},
-		{"afm_jobs", []string{"status=Pending"}, equal(0), "0"},
-		{"afm_job_oldest_age_seconds", []string{"status=Pending"}, equal(0), "0 (none waits)"},
-		{"afm_revision_applied", nil, equal(recorded), fmt.Sprintf("the recorded revision, %v", recorded)},
-		{"afm_revision_recorded", nil, atLeast(2), ">= 2"},
-		{"afm_last_apply_failed", nil, equal(0), "0"},
-		{"afm_leader_term", nil, atLeast(1), ">= 1"},
-		{"afm_enforcement_errors", nil, equal(0), "0"},
-		{"afm_opensm_restarts_total", nil, equal(0), "0"},
+		{"afm_leader", []string{onDefault}, equal(1), "1"},
+		{"afm_ready", []string{onDefault}, equal(1), "1"},
+		{"afm_database_up", []string{onDefault}, equal(1), "1"},
+		{"afm_opensm_up", []string{onDefault}, equal(1), "1"},
+		{"afm_applies_total", []string{onDefault, "outcome=applied"}, atLeast(2), ">= 2 (the network, the port)"},
+		{"afm_apply_duration_seconds", []string{onDefault, "outcome=applied"}, atLeast(2), ">= 2 observations"},
+		{"afm_apply_phase_duration_seconds", []string{onDefault, "phase=render"}, atLeast(2), ">= 2 observations"},
+		{"afm_apply_phase_duration_seconds", []string{onDefault, "phase=write"}, atLeast(2), ">= 2 observations"},
+		{"afm_apply_phase_duration_seconds", []string{onDefault, "phase=sweep"}, atLeast(2), ">= 2 observations"},
+		{"afm_apply_phase_duration_seconds", []string{onDefault, "phase=complete"}, atLeast(2), ">= 2 observations"},
+		{"afm_jobs", []string{onDefault, "status=Completed"}, equal(2), "2"},
+		{"afm_jobs", []string{onDefault, "status=Pending"}, equal(0), "0"},
+		{"afm_job_oldest_age_seconds", []string{onDefault, "status=Pending"}, equal(0), "0 (none waits)"},
+		{"afm_revision_applied", []string{onDefault}, equal(recorded), fmt.Sprintf("the recorded revision, %v", recorded)},
+		{"afm_revision_recorded", []string{onDefault}, atLeast(2), ">= 2"},
+		{"afm_last_apply_failed", []string{onDefault}, equal(0), "0"},
+		{"afm_leader_term", []string{onDefault}, atLeast(1), ">= 1"},
+		{"afm_enforcement_errors", []string{onDefault}, equal(0), "0"},
+		{"afm_opensm_restarts_total", []string{onDefault}, equal(0), "0"},
 		{"afm_http_requests_total", []string{"code=202", "method=POST", "route=Port"}, equal(1), "1"},
 		{"afm_http_requests_total", []string{"code=202", "method=POST", "route=Network"}, equal(1), "1"},
 		{"afm_http_requests_total", []string{"code=200", "method=GET", "route=app/jobs/:id"}, atLeast(2), ">= 2 polls"},
@@ -317,6 +323,9 @@ func TestReadyzFlipsWhenTheDatabaseStops(t *testing.T) {
 		status, r = m.readyz()
 		return status == http.StatusServiceUnavailable && r.Status == "fail" && containsPrefix(r.Reasons, "the database does not answer")
 	})
+	if !strings.HasPrefix(r.Fabrics["default"], "the database does not answer") {
+		t.Errorf("/readyz's fabrics while the database is down = %q, want the default fabric's reason", r.Fabrics)
+	}
 	resp, err := m.client.Get(m.url + "/healthz")
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Errorf("/healthz while the database is down: %v %v; want 200 (liveness)", resp.StatusCode, err)
@@ -325,13 +334,13 @@ func TestReadyzFlipsWhenTheDatabaseStops(t *testing.T) {
 		t.Errorf("--healthcheck with the database down: %v: %s; want a failure naming the database", err, out)
 	}
 	f := m.scrape(m.url+"/metrics", metricsToken)
-	if v, ok := sample(f, "afm_ready"); !ok || v != 0 {
+	if v, ok := sample(f, "afm_ready", onDefault); !ok || v != 0 {
 		t.Errorf("afm_ready = %v (present %v) while the database is down, want 0", v, ok)
 	}
-	if v, ok := sample(f, "afm_database_up"); !ok || v != 0 {
+	if v, ok := sample(f, "afm_database_up", onDefault); !ok || v != 0 {
 		t.Errorf("afm_database_up = %v (present %v) while the database is down, want 0", v, ok)
 	}
-	if _, ok := sample(f, "afm_jobs", "status=Completed"); ok {
+	if _, ok := sample(f, "afm_jobs", onDefault, "status=Completed"); ok {
 		t.Errorf("afm_jobs reported while the database is down")
 	}
 }

@@ -133,9 +133,7 @@ type fabricRun struct {
 	app             *applier.Applier
 	applierLoop     *health.Loop
 	leases          store.LeaseTables // with [ha] ha = true only
-	// metrics is the shared registry's, for the default fabric only: its
-	// series carry no fabric yet, so another fabric's would overwrite them.
-	metrics *metrics.Metrics
+	metrics *metrics.Fabric // the fabric's series in the shared registry
 }
 
 // wireFabric prepares p's OpenSM, applier and readers on its store view st,
@@ -169,12 +167,8 @@ func wireFabric(ctx context.Context, p fabricPlan, st *store.Store, m *metrics.M
 		loopName = "applier of fabric " + f.Name
 	}
 	fr.applierLoop = checker.Loop(loopName, 3*cfg.OpenSM.SweepTimeout+2*cfg.OpenSM.CheckInterval+time.Minute)
-	var observer applier.Observer = loopObserver{fr.applierLoop}
-	if f.Name == config.DefaultFabric {
-		fr.metrics = m
-		observer = applierObserver{m, fr.applierLoop}
-	}
-	fr.app = &applier.Applier{Store: st, SM: sm, Log: log, Observer: observer,
+	fr.metrics = m.Fabric(f.Name)
+	fr.app = &applier.Applier{Store: st, SM: sm, Log: log, Observer: applierObserver{fr.metrics, fr.applierLoop},
 		Cfg:      applierConfig(cfg, p, flavour, readback, auditConfig(ctx, cfg, st, sm, log)),
 		SecondSM: secondSMCheck(ctx, cfg, st, sm, log)}
 	if cfg.HA.HA {
@@ -210,14 +204,6 @@ func applierConfig(cfg *config.Config, p fabricPlan, flavour fabric.Flavour, rea
 	}
 }
 
-// loopObserver tells liveness of every turn of a fabric's applier whose
-// applies the metrics do not count (see fabricRun.metrics).
-type loopObserver struct{ loop *health.Loop }
-
-func (o loopObserver) ApplyFinished(string, time.Duration)            {}
-func (o loopObserver) Applied(int64, int64, map[string]time.Duration) {}
-func (o loopObserver) Alive()                                         { o.loop.Beat() }
-
 // elect campaigns for the fabric's lock (or lease) until ctx ends, applying
 // while elected. A term that fails (its OpenSM does not start, its database
 // reads fail) ends in the elector, which campaigns again: it never reaches
@@ -252,15 +238,11 @@ func (fr *fabricRun) leading(ctx context.Context, term int64, lead func(context.
 	if err := fr.writeOpenSMConf(ctx); err != nil {
 		return err
 	}
-	if fr.metrics != nil {
-		fr.metrics.Leading(term)
-	}
+	fr.metrics.Leading(term)
 	fr.applierLoop.Active(true)
 	defer func() {
 		fr.applierLoop.Active(false)
-		if fr.metrics != nil {
-			fr.metrics.Leading(0)
-		}
+		fr.metrics.Leading(0)
 	}()
 	return lead(ctx)
 }

@@ -354,19 +354,26 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*manager, 
 func (mgr *manager) wireHealth() *health.Checker {
 	mgr.metrics = metrics.New()
 	// The leader writes its heartbeat every elector CheckInterval.
-	return &health.Checker{DB: mgr.st, Self: mgr.metrics, HeartbeatTimeout: heartbeatTimeout}
+	return &health.Checker{DB: mgr.st, Self: mgr.metrics.Fabric(config.DefaultFabric), HeartbeatTimeout: heartbeatTimeout}
 }
 
-// registerState registers the collectors that read the recorded state, and
-// the OpenSM the health checks watch: the default fabric's, whose series
-// carry no fabric name.
+// registerState registers each fabric's collectors that read its recorded
+// state, and the OpenSM its health checks watch; each fabric's series carry
+// its name.
 func (mgr *manager) registerState(checker *health.Checker) {
-	cfg, st, m, sm := mgr.cfg, mgr.st, mgr.metrics, mgr.fabrics[0].sm
-	checker.SM = supervisorView{sm}
-	gates := applier.Gates{Store: st, SubnetDump: subnetDump(cfg), Dump: mgr.fabrics[0].app.Cfg.Dump}
-	m.Registry().MustRegister(&metrics.State{M: m, DB: st, Gates: gates, SM: supervisorView{sm},
-		Ready: func(ctx context.Context) bool { return checker.Ready(ctx).OK() }})
-	m.Registry().MustRegister(&metrics.SecondSM{M: m, DB: st})
+	m := mgr.metrics
+	for _, fr := range mgr.fabrics {
+		f, sm := m.Fabric(fr.name), supervisorView{fr.sm}
+		if fr.name == config.DefaultFabric {
+			checker.SM = sm
+		} else {
+			checker.Fabrics = append(checker.Fabrics, health.Fabric{Name: fr.name, DB: fr.st, Self: f, SM: sm})
+		}
+		gates := applier.Gates{Store: fr.st, SubnetDump: subnetDump(fr.cfg), Dump: fr.app.Cfg.Dump}
+		m.Registry().MustRegister(&metrics.State{Fabric: f, DB: fr.st, Gates: gates, SM: sm,
+			Ready: func(ctx context.Context) bool { return checker.FabricReady(ctx, f.Name()).OK() }})
+		m.Registry().MustRegister(&metrics.SecondSM{Fabric: f, DB: fr.st})
+	}
 }
 
 // wireAPI makes the API's server and the HTTP listeners, not yet listening.
@@ -456,7 +463,7 @@ func (mgr *manager) close() {
 // applierObserver tells the metrics of every apply, and liveness of every
 // turn of the applier's loop.
 type applierObserver struct {
-	*metrics.Metrics
+	*metrics.Fabric
 	loop *health.Loop
 }
 

@@ -11,6 +11,7 @@ package health
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,10 +50,16 @@ type LeaderLiveness interface {
 
 // Report is the JSON body of /healthz and /readyz.
 type Report struct {
-	Status  string   `json:"status"` // "ok" or "fail"
-	Role    string   `json:"role,omitempty"`
+	Status  string   `json:"status"`         // "ok" or "fail"
+	Role    string   `json:"role,omitempty"` // readiness: this process' role on the default fabric
 	Reasons []string `json:"reasons"`
+	// Fabrics is readiness' verdict on each fabric: "ready", or its reasons
+	// joined by "; ".
+	Fabrics map[string]string `json:"fabrics,omitempty"`
 }
+
+// ReadyVerdict is a ready fabric's verdict in Report.Fabrics.
+const ReadyVerdict = "ready"
 
 // OK says whether the report is a success.
 func (r Report) OK() bool { return r.Status == "ok" }
@@ -68,12 +75,23 @@ func report(role string, reasons []string) Report {
 	return r
 }
 
-// Checker answers both questions.
-type Checker struct {
-	DB     Database
-	Self   Self
+// Fabric is what one fabric's readiness reads.
+type Fabric struct {
+	Name   string
+	DB     Database // the fabric's store view
+	Self   Self     // the fabric's metrics handle
 	SM     Supervisor
 	Leader LeaderLiveness // nil: the heartbeat decides
+}
+
+// Checker answers both questions. DB, Self, SM and Leader are the default
+// fabric's; Fabrics are the further ones, set before the checker is used.
+type Checker struct {
+	DB      Database
+	Self    Self
+	SM      Supervisor
+	Leader  LeaderLiveness // nil: the heartbeat decides
+	Fabrics []Fabric
 	// HeartbeatTimeout is how old the leader's heartbeat may be before a
 	// follower deems it dead.
 	HeartbeatTimeout time.Duration
@@ -150,52 +168,123 @@ func (c *Checker) Live() Report {
 	return report("", reasons)
 }
 
-// Ready is readiness; see the package comment.
+// Ready is readiness of every fabric; see the package comment. The default
+// fabric's reasons are given as they are, another fabric's after its name.
 func (c *Checker) Ready(ctx context.Context) Report {
+	fabrics := c.fabrics()
+	verdicts := c.judge(ctx, fabrics)
+	each := map[string]string{}
+	var role string
+	var reasons []string
+	for i, f := range fabrics {
+		v := verdicts[i]
+		each[f.Name] = v.summary()
+		if f.Name == store.DefaultFabric {
+			role = v.role
+			reasons = append(reasons, v.reasons...)
+			continue
+		}
+		for _, why := range v.reasons {
+			reasons = append(reasons, "fabric "+f.Name+": "+why)
+		}
+	}
+	r := report(role, reasons)
+	r.Fabrics = each
+	return r
+}
+
+// FabricReady is the readiness of fabric name alone (its afm_ready).
+func (c *Checker) FabricReady(ctx context.Context, name string) Report {
+	for _, f := range c.fabrics() {
+		if f.Name == name {
+			v := c.judge(ctx, []Fabric{f})[0]
+			out := report(v.role, v.reasons)
+			out.Fabrics = map[string]string{name: v.summary()}
+			return out
+		}
+	}
+	return report("", []string{"no fabric named " + name})
+}
+
+// fabrics are the default fabric and the further ones, in that order.
+func (c *Checker) fabrics() []Fabric {
+	def := Fabric{Name: store.DefaultFabric, DB: c.DB, Self: c.Self, SM: c.SM, Leader: c.Leader}
+	return append([]Fabric{def}, c.Fabrics...)
+}
+
+// verdict is one fabric's readiness.
+type verdict struct {
+	role    string
+	reasons []string
+}
+
+func (v verdict) summary() string {
+	if len(v.reasons) == 0 {
+		return ReadyVerdict
+	}
+	return strings.Join(v.reasons, "; ")
+}
+
+// judge reads every fabric at once, within one timeout: a fabric whose
+// database reads hang does not make the others' answer late.
+func (c *Checker) judge(ctx context.Context, fabrics []Fabric) []verdict {
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = 3 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	verdicts := make([]verdict, len(fabrics))
+	var wg sync.WaitGroup
+	for i, f := range fabrics {
+		wg.Go(func() { verdicts[i] = c.fabricReady(ctx, f) })
+	}
+	wg.Wait()
+	return verdicts
+}
+
+// fabricReady is one fabric's readiness: its store view answers and, where
+// this process leads it, its OpenSM runs and its last apply did not fail;
+// where it follows, the fabric has a live leader.
+func (c *Checker) fabricReady(ctx context.Context, f Fabric) verdict {
 	var reasons []string
-	if _, err := c.DB.Revision(ctx); err != nil {
+	if _, err := f.DB.Revision(ctx); err != nil {
 		reasons = append(reasons, "the database does not answer: "+err.Error())
 	}
-	if c.Self.LeaderTerm() != 0 {
-		if !c.SM.Running() {
+	if f.Self.LeaderTerm() != 0 {
+		if !f.SM.Running() {
 			reasons = append(reasons, "OpenSM is not running")
 		}
-		if d, ok := c.SM.(SupervisorError); ok {
+		if d, ok := f.SM.(SupervisorError); ok {
 			if err := d.LastError(); err != nil {
 				reasons = append(reasons, "the OpenSM driver's last operation failed: "+err.Error())
 			}
 		}
-		if c.Self.LastApplyFailed() {
+		if f.Self.LastApplyFailed() {
 			reasons = append(reasons, "the last apply failed (see --status)")
 		}
-		return report("leader", reasons)
+		return verdict{"leader", reasons}
 	}
 	if len(reasons) > 0 {
-		return report("follower", reasons) // the leader cannot be read either
+		return verdict{"follower", reasons} // the leader cannot be read either
 	}
-	if c.Leader != nil {
-		live, why, err := c.Leader.LiveLeader(ctx)
+	if f.Leader != nil {
+		live, why, err := f.Leader.LiveLeader(ctx)
 		switch {
 		case err != nil:
 			reasons = append(reasons, "the leadership cannot be read: "+err.Error())
 		case !live:
 			reasons = append(reasons, "no live leader: "+why)
 		}
-		return report("follower", reasons)
+		return verdict{"follower", reasons}
 	}
-	l, err := c.DB.Leadership(ctx)
+	l, err := f.DB.Leadership(ctx)
 	if err != nil {
 		reasons = append(reasons, "the leadership cannot be read: "+err.Error())
 	} else if why := LeaderGone(l, time.Now(), c.HeartbeatTimeout); why != "" {
 		reasons = append(reasons, why)
 	}
-	return report("follower", reasons)
+	return verdict{"follower", reasons}
 }
 
 // LeaderGone says why the leadership row shows no live leader at now: none

@@ -3,6 +3,8 @@ package health
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +19,18 @@ type fakeDB struct {
 	l   store.Leadership
 }
 
-func (f fakeDB) Revision(context.Context) (int64, error) { return 1, f.err }
-func (f fakeDB) Leadership(context.Context) (store.Leadership, error) {
+// A read after the check's deadline fails, as a real database's does.
+func (f fakeDB) Revision(ctx context.Context) (int64, error) {
+	if ctx.Err() != nil {
+		return 0, ctx.Err()
+	}
+	return 1, f.err
+}
+
+func (f fakeDB) Leadership(ctx context.Context) (store.Leadership, error) {
+	if ctx.Err() != nil {
+		return store.Leadership{}, ctx.Err()
+	}
 	return f.l, f.err
 }
 
@@ -77,7 +89,65 @@ func TestReady(t *testing.T) {
 					t.Errorf("reason %d = %q, want it to start with %q", i, r.Reasons[i], w)
 				}
 			}
+			// The only fabric's verdict is the report's.
+			want := map[string]string{store.DefaultFabric: ReadyVerdict}
+			if !r.OK() {
+				want[store.DefaultFabric] = strings.Join(r.Reasons, "; ")
+			}
+			if !maps.Equal(r.Fabrics, want) {
+				t.Errorf("fabrics = %q, want %q", r.Fabrics, want)
+			}
 		})
+	}
+}
+
+// TestReadyOfTwoFabrics: /readyz is ready when every fabric is; a fabric that
+// is not names itself in the reasons and has its own verdict, the other's
+// stays "ready"; each fabric's own readiness (its afm_ready) is its alone.
+// This process leads the default fabric and follows the storage fabric.
+func TestReadyOfTwoFabrics(t *testing.T) {
+	live := store.Leadership{Term: 9, Holder: "b pid 2", Heartbeat: at(time.Second)}
+	dead := store.Leadership{Term: 9, Holder: "b pid 2", Heartbeat: at(time.Minute)}
+	for _, tt := range []struct {
+		name     string
+		def      sm
+		storage  store.Leadership
+		reasons  []string
+		fabrics  map[string]string
+		defReady bool
+	}{
+		{"both ready", sm{running: true}, live, nil,
+			map[string]string{"default": "ready", "storage": "ready"}, true},
+		{"storage without a live leader", sm{running: true}, dead,
+			[]string{"fabric storage: the leader of term 9 (b pid 2) last wrote its heartbeat 1m0s ago (more than 10s)"},
+			map[string]string{"default": "ready", "storage": "the leader of term 9 (b pid 2) last wrote its heartbeat 1m0s ago (more than 10s)"}, true},
+		{"default without OpenSM", sm{}, live, []string{"OpenSM is not running"},
+			map[string]string{"default": "OpenSM is not running", "storage": "ready"}, false},
+		{"neither", sm{}, dead, []string{"OpenSM is not running",
+			"fabric storage: the leader of term 9 (b pid 2) last wrote its heartbeat 1m0s ago (more than 10s)"},
+			map[string]string{"default": "OpenSM is not running", "storage": "the leader of term 9 (b pid 2) last wrote its heartbeat 1m0s ago (more than 10s)"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &Checker{DB: fakeDB{}, Self: self{term: 4}, SM: tt.def, HeartbeatTimeout: 10 * time.Second,
+				Fabrics: []Fabric{{Name: "storage", DB: fakeDB{l: tt.storage}, Self: self{}, SM: sm{}}}}
+			r := c.Ready(context.Background())
+			if r.OK() != (len(tt.reasons) == 0) || r.Role != "leader" || !slices.Equal(r.Reasons, tt.reasons) {
+				t.Errorf("Ready = %+v; want role leader and reasons %q", r, tt.reasons)
+			}
+			if !maps.Equal(r.Fabrics, tt.fabrics) {
+				t.Errorf("fabrics = %q, want %q", r.Fabrics, tt.fabrics)
+			}
+			if got := c.FabricReady(context.Background(), "default"); got.OK() != tt.defReady || got.Role != "leader" {
+				t.Errorf("FabricReady(default) = %+v, want ok %t as the leader", got, tt.defReady)
+			}
+			if got := c.FabricReady(context.Background(), "storage"); got.OK() != (tt.fabrics["storage"] == "ready") || got.Role != "follower" {
+				t.Errorf("FabricReady(storage) = %+v, want ok %t as a follower", got, tt.fabrics["storage"] == "ready")
+			}
+		})
+	}
+	c := &Checker{DB: fakeDB{}, Self: self{term: 4}, SM: sm{running: true}}
+	if r := c.FabricReady(context.Background(), "compute"); r.OK() || len(r.Reasons) != 1 || r.Reasons[0] != "no fabric named compute" {
+		t.Errorf("FabricReady of an unknown fabric = %+v, want a failure naming it", r)
 	}
 }
 
@@ -105,5 +175,32 @@ func TestLiveWedgedLoop(t *testing.T) {
 	l.Active(false)
 	if r := c.Live(); !r.OK() {
 		t.Fatalf("loop made inactive: %+v", r)
+	}
+}
+
+// hungDB answers nothing until the check's deadline, as a database whose
+// server stopped answering does.
+type hungDB struct{}
+
+func (hungDB) Revision(ctx context.Context) (int64, error) { <-ctx.Done(); return 0, ctx.Err() }
+func (hungDB) Leadership(ctx context.Context) (store.Leadership, error) {
+	<-ctx.Done()
+	return store.Leadership{}, ctx.Err()
+}
+
+// TestReadyFabricsReadAtOnce: a fabric whose reads hang until the check's
+// timeout fails alone; a fabric listed after it is still read within the
+// timeout and judged ready.
+func TestReadyFabricsReadAtOnce(t *testing.T) {
+	live := store.Leadership{Term: 2, Holder: "b pid 2", Heartbeat: at(time.Second)}
+	c := &Checker{DB: fakeDB{}, Self: self{term: 4}, SM: sm{running: true}, HeartbeatTimeout: 10 * time.Second,
+		Timeout: 200 * time.Millisecond, Fabrics: []Fabric{
+			{Name: "hung", DB: hungDB{}, Self: self{}, SM: sm{}},
+			{Name: "storage", DB: fakeDB{l: live}, Self: self{}, SM: sm{}},
+		}}
+	r := c.Ready(context.Background())
+	if r.OK() || r.Fabrics["default"] != ReadyVerdict || r.Fabrics["storage"] != ReadyVerdict ||
+		!strings.HasPrefix(r.Fabrics["hung"], "the database does not answer: context deadline exceeded") {
+		t.Errorf("Ready = %+v; want only the hung fabric failing, on its deadline", r)
 	}
 }

@@ -39,6 +39,10 @@ const (
 )
 
 // Metrics holds the manager's registry and the metrics its code updates.
+// Every series a fabric owns (its applies, leadership, state, audits, second
+// subnet manager) carries a fabric label and is updated through that fabric's
+// handle (Fabric); the HTTP and database error series are the process' and
+// carry none.
 type Metrics struct {
 	registry *prometheus.Registry
 
@@ -53,33 +57,32 @@ type Metrics struct {
 
 	audit *auditMetrics // audit.go
 
-	// What this process knows of itself, read at scrape time.
-	leaderTerm      atomic.Int64 // term this process leads; 0: it does not
-	appliedRevision atomic.Int64 // revision this process last saw OpenSM apply; -1: none
-	mu              sync.Mutex
-	lastApplyFailed bool
+	mu      sync.Mutex
+	fabrics map[string]*Fabric
 }
 
+// FabricLabel is the label naming the fabric a series belongs to.
+const FabricLabel = "fabric"
+
 // New makes the registry with the Go runtime's and the process' collectors and
-// the manager's own metrics.
+// the manager's own metrics; each fabric's handle is made by Fabric.
 func New() *Metrics {
-	m := &Metrics{registry: prometheus.NewRegistry()}
+	m := &Metrics{registry: prometheus.NewRegistry(), fabrics: map[string]*Fabric{}}
 	m.audit = newAuditMetrics(m.registry)
-	m.appliedRevision.Store(-1)
 	m.applies = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "applies_total",
 		Help: "Applies of the recorded state to OpenSM by outcome (applied, rejected, failed, timeout, check-failed, write-failed, pkey-errors, ...).",
-	}, []string{"outcome"})
+	}, []string{FabricLabel, "outcome"})
 	m.applyDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: Namespace, Name: "apply_duration_seconds",
 		Help:    "Time from the start of an apply to its outcome, by outcome.",
 		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120},
-	}, []string{"outcome"})
+	}, []string{FabricLabel, "outcome"})
 	m.applyPhase = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: Namespace, Name: "apply_phase_duration_seconds",
 		Help:    "Time each phase of a successful apply took: render (read and render the state), write (mark jobs, write the file, signal OpenSM), sweep (OpenSM's heavy sweep), complete (gates and job completion).",
 		Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60},
-	}, []string{"phase"})
+	}, []string{FabricLabel, "phase"})
 	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "http_requests_total",
 		Help: "HTTP requests served, by method, route and status code.",
@@ -98,10 +101,6 @@ func New() *Metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.applies, m.applyDuration, m.applyPhase,
 		m.httpRequests, m.httpDuration, m.dbErrors,
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: Namespace, Name: "leader",
-			Help: "1 while this process holds the applier lock (runs OpenSM and applies), else 0.",
-		}, func() float64 { return bool01(m.leaderTerm.Load() != 0) }),
 	)
 	return m
 }
@@ -115,44 +114,92 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
 
-// Leading records that this process leads term (0: it no longer leads).
-func (m *Metrics) Leading(term int64) {
-	m.leaderTerm.Store(term)
-	m.appliedRevision.Store(-1)
-	m.mu.Lock()
-	m.lastApplyFailed = false
-	m.mu.Unlock()
-	m.audit.leading(term) // audit.go
+// Fabric is one fabric's instruments: what its elector, its applier and its
+// audits tell, exported with fabric=NAME. It is the applier's Observer and
+// AuditObserver and health's Self for that fabric.
+type Fabric struct {
+	name string
+	m    *Metrics
+
+	applies       *prometheus.CounterVec // curried with the fabric
+	applyDuration prometheus.ObserverVec // curried with the fabric
+	applyPhase    prometheus.ObserverVec // curried with the fabric
+	audit         fabricAudit            // audit.go
+
+	// What this process knows of its own role on the fabric, read at scrape
+	// time.
+	leaderTerm      atomic.Int64 // term this process leads; 0: it does not
+	appliedRevision atomic.Int64 // revision this process last saw OpenSM apply; -1: none
+	mu              sync.Mutex
+	lastApplyFailed bool
 }
 
-// LeaderTerm is the term this process leads, 0 when it does not.
-func (m *Metrics) LeaderTerm() int64 { return m.leaderTerm.Load() }
+// Fabric is fabric name's handle, made at its first call and the same at
+// every later one: its afm_leader series exists from then on.
+func (m *Metrics) Fabric(name string) *Fabric {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if f, ok := m.fabrics[name]; ok {
+		return f
+	}
+	labels := prometheus.Labels{FabricLabel: name}
+	f := &Fabric{name: name, m: m,
+		applies:       m.applies.MustCurryWith(labels),
+		applyDuration: m.applyDuration.MustCurryWith(labels),
+		applyPhase:    m.applyPhase.MustCurryWith(labels),
+		audit:         m.audit.fabric(name),
+	}
+	f.appliedRevision.Store(-1)
+	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: Namespace, Name: "leader", ConstLabels: labels,
+		Help: "1 while this process holds the fabric's applier lock (runs its OpenSM and applies), else 0.",
+	}, func() float64 { return bool01(f.leaderTerm.Load() != 0) }))
+	m.fabrics[name] = f
+	return f
+}
+
+// Name is the fabric's name, its series' fabric label.
+func (f *Fabric) Name() string { return f.name }
+
+// Leading records that this process leads the fabric's term (0: it no longer
+// leads).
+func (f *Fabric) Leading(term int64) {
+	f.leaderTerm.Store(term)
+	f.appliedRevision.Store(-1)
+	f.mu.Lock()
+	f.lastApplyFailed = false
+	f.mu.Unlock()
+	f.audit.leading(term) // audit.go
+}
+
+// LeaderTerm is the term of the fabric this process leads, 0 when it does not.
+func (f *Fabric) LeaderTerm() int64 { return f.leaderTerm.Load() }
 
 // ApplyFinished counts an apply and its duration.
-func (m *Metrics) ApplyFinished(outcome string, took time.Duration) {
-	m.applies.WithLabelValues(outcome).Inc()
-	m.applyDuration.WithLabelValues(outcome).Observe(took.Seconds())
-	m.mu.Lock()
-	m.lastApplyFailed = outcome != "applied"
-	m.mu.Unlock()
+func (f *Fabric) ApplyFinished(outcome string, took time.Duration) {
+	f.applies.WithLabelValues(outcome).Inc()
+	f.applyDuration.WithLabelValues(outcome).Observe(took.Seconds())
+	f.mu.Lock()
+	f.lastApplyFailed = outcome != "applied"
+	f.mu.Unlock()
 }
 
 // Applied records a successful apply of revision and the time of each phase.
 // (The jobs it completed are not counted here: jobs held by a gate complete
 // later, when it opens; afm_jobs counts them by status.)
-func (m *Metrics) Applied(revision int64, _ int64, phases map[string]time.Duration) {
-	m.appliedRevision.Store(revision)
+func (f *Fabric) Applied(revision int64, _ int64, phases map[string]time.Duration) {
+	f.appliedRevision.Store(revision)
 	for phase, d := range phases {
-		m.applyPhase.WithLabelValues(phase).Observe(d.Seconds())
+		f.applyPhase.WithLabelValues(phase).Observe(d.Seconds())
 	}
 }
 
-// LastApplyFailed says whether this process' last apply had any outcome but
-// applied; false before its first apply.
-func (m *Metrics) LastApplyFailed() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.lastApplyFailed
+// LastApplyFailed says whether this process' last apply on the fabric had any
+// outcome but applied; false before its first apply.
+func (f *Fabric) LastApplyFailed() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lastApplyFailed
 }
 
 // DatabaseError counts a failed database operation.

@@ -16,6 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/audit"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
@@ -110,54 +111,62 @@ func value(s *dto.Metric) float64 {
 
 func TestStateOnTheLeader(t *testing.T) {
 	m := New()
+	f := m.Fabric(store.DefaultFabric)
 	db := &fakeDB{jobs: map[string]int64{store.StatusPending: 2, store.StatusCompleted: 5},
 		oldest: map[string]time.Time{store.StatusPending: time.Now().Add(-90 * time.Second)}}
-	m.Registry().MustRegister(&State{M: m, DB: db, SM: fakeSM{running: true},
+	m.Registry().MustRegister(&State{Fabric: f, DB: db, SM: fakeSM{running: true},
 		Gates: fakeGates{{Kind: applier.GateNoExpectedSwitches, Text: applier.NoExpectedSwitches},
 			{Kind: applier.GateSwitchMissing, Text: "expected switch 0x2 (S2) is missing from OpenSM's last sweep"},
 			{Kind: applier.GateFrozen, Text: "Frozen: check host-a pid 1"}},
 		Ready: func(context.Context) bool { return true }})
-	m.Leading(3)
-	m.ApplyFinished("applied", 2*time.Second)
-	m.Applied(6, 2, map[string]time.Duration{PhaseRender: time.Millisecond, PhaseSweep: time.Second})
+	f.Leading(3)
+	f.ApplyFinished("applied", 2*time.Second)
+	f.Applied(6, 2, map[string]time.Duration{PhaseRender: time.Millisecond, PhaseSweep: time.Second})
 	m.HTTPRequest("POST", "Port", 202, time.Millisecond)
 	m.HTTPRequest("BREW", "unmatched", 400, time.Millisecond)
 
 	got := gathered(t, m)
+	const def = "fabric=default"
 	want := map[string]map[string]float64{
-		"afm_leader":                             {"": 1},
-		"afm_ready":                              {"": 1},
-		"afm_database_up":                        {"": 1},
-		"afm_revision_recorded":                  {"": 7},
-		"afm_revision_applied":                   {"": 6},
-		"afm_last_apply_failed":                  {"": 0},
-		"afm_leader_term":                        {"": 3},
-		"afm_leader_heartbeat_timestamp_seconds": {"": 1700000000},
-		"afm_enforcement_errors":                 {"": 2},
-		"afm_gates_closed":                       {"": 3},
-		"afm_opensm_up":                          {"": 1},
-		"afm_opensm_restarts_total":              {"": 4},
-		"afm_jobs":                               {"status=Completed": 5, "status=Failed": 0, "status=Pending": 2, "status=Running": 0},
+		"afm_leader":                             {def: 1},
+		"afm_ready":                              {def: 1},
+		"afm_database_up":                        {def: 1},
+		"afm_revision_recorded":                  {def: 7},
+		"afm_revision_applied":                   {def: 6},
+		"afm_last_apply_failed":                  {def: 0},
+		"afm_leader_term":                        {def: 3},
+		"afm_leader_heartbeat_timestamp_seconds": {def: 1700000000},
+		"afm_enforcement_errors":                 {def: 2},
+		"afm_gates_closed":                       {def: 3},
+		"afm_opensm_up":                          {def: 1},
+		"afm_opensm_restarts_total":              {def: 4},
+		"afm_jobs": {def + ",status=Completed": 5, def + ",status=Failed": 0, def + ",status=Pending": 2,
+			def + ",status=Running": 0},
 		"afm_gate_closed": {
-			"gate=no_expected_switches,reason=" + applier.NoExpectedSwitches:                          1,
-			"gate=switch_missing,reason=expected switch 0x2 (S2) is missing from OpenSM's last sweep": 1,
-			"gate=frozen,reason=Frozen: check host-a pid 1":                                           1,
+			def + ",gate=no_expected_switches,reason=" + applier.NoExpectedSwitches:                          1,
+			def + ",gate=switch_missing,reason=expected switch 0x2 (S2) is missing from OpenSM's last sweep": 1,
+			def + ",gate=frozen,reason=Frozen: check host-a pid 1":                                           1,
 		},
-		"afm_applies_total":                {"outcome=applied": 1},
-		"afm_apply_phase_duration_seconds": {"phase=render": 1, "phase=sweep": 1},
-		"afm_http_requests_total":          {"code=202,method=POST,route=Port": 1, "code=400,method=other,route=unmatched": 1},
+		"afm_applies_total":                {def + ",outcome=applied": 1},
+		"afm_apply_duration_seconds":       {def + ",outcome=applied": 1},
+		"afm_apply_phase_duration_seconds": {def + ",phase=render": 1, def + ",phase=sweep": 1},
+		// The process' own series name no fabric.
+		"afm_http_requests_total": {"code=202,method=POST,route=Port": 1, "code=400,method=other,route=unmatched": 1},
 	}
 	for name, series := range want {
+		if len(got[name]) != len(series) {
+			t.Errorf("%s = %v, want exactly %v", name, got[name], series)
+		}
 		for labels, v := range series {
 			if g, ok := got[name][labels]; !ok || g != v {
 				t.Errorf("%s{%s} = %v (present %v), want %v; all: %v", name, labels, g, ok, v, got[name])
 			}
 		}
 	}
-	if age := got["afm_job_oldest_age_seconds"]["status=Pending"]; age < 89 || age > 120 {
+	if age := got["afm_job_oldest_age_seconds"][def+",status=Pending"]; age < 89 || age > 120 {
 		t.Errorf("oldest Pending job's age = %v s, want about 90", age)
 	}
-	if age, ok := got["afm_job_oldest_age_seconds"]["status=Running"]; !ok || age != 0 {
+	if age, ok := got["afm_job_oldest_age_seconds"][def+",status=Running"]; !ok || age != 0 {
 		t.Errorf("oldest Running job's age = %v (present %v), want 0 when none runs", age, ok)
 	}
 }
@@ -166,10 +175,10 @@ func TestStateOnTheLeader(t *testing.T) {
 // the error, and leaves the database's series out rather than reporting zeros.
 func TestStateDatabaseDown(t *testing.T) {
 	m := New()
-	m.Registry().MustRegister(&State{M: m, DB: &fakeDB{down: true}, SM: fakeSM{}})
+	m.Registry().MustRegister(&State{Fabric: m.Fabric(store.DefaultFabric), DB: &fakeDB{down: true}, SM: fakeSM{}})
 	got := gathered(t, m)
-	if got["afm_database_up"][""] != 0 {
-		t.Errorf("afm_database_up = %v, want 0", got["afm_database_up"])
+	if got["afm_database_up"]["fabric=default"] != 0 || len(got["afm_database_up"]) != 1 {
+		t.Errorf("afm_database_up = %v, want fabric=default at 0", got["afm_database_up"])
 	}
 	// The registry collects concurrently: a scrape's own failure shows in the
 	// next one.
@@ -182,39 +191,137 @@ func TestStateDatabaseDown(t *testing.T) {
 			t.Errorf("%s reported while the database is down (or on a follower): %v", name, got[name])
 		}
 	}
-	if got["afm_leader"][""] != 0 || got["afm_opensm_restarts_total"][""] != 4 {
+	if got["afm_leader"]["fabric=default"] != 0 || got["afm_opensm_restarts_total"]["fabric=default"] != 4 {
 		t.Errorf("afm_leader %v, afm_opensm_restarts_total %v: want 0 and 4", got["afm_leader"], got["afm_opensm_restarts_total"])
 	}
 }
 
+// TestFabricsAreSeparate: two fabrics' collectors and handles on one
+// registry export series of their own, each with its fabric: leading,
+// applying and auditing one fabric, or ending its term, leaves the other's
+// as they are.
+func TestFabricsAreSeparate(t *testing.T) {
+	m := New()
+	def, storage := m.Fabric(store.DefaultFabric), m.Fabric("storage")
+	if again := m.Fabric("storage"); again != storage {
+		t.Fatal("a second Fabric(storage) made another handle")
+	}
+	m.Registry().MustRegister(
+		&State{Fabric: def, DB: &fakeDB{jobs: map[string]int64{store.StatusPending: 1}}, SM: fakeSM{running: true},
+			Ready: func(context.Context) bool { return true }},
+		&State{Fabric: storage, DB: &fakeDB{down: true}, SM: fakeSM{},
+			Ready: func(context.Context) bool { return false }},
+		&SecondSM{Fabric: def, DB: fakeSecondSMs{}},
+		&SecondSM{Fabric: storage, DB: fakeSecondSMs{sms: []store.SecondSM{{PortGUID: 0x0002c90300a10001, Priority: 15, State: "MASTER"}}}},
+	)
+	def.Leading(3)
+	storage.Leading(5)
+	storage.ApplyFinished("failed", time.Second)
+	storage.AuditFinished(audit.Summary{Findings: []audit.Finding{{Kind: audit.ForeignPKey}}}, nil)
+	def.AuditFinished(audit.Summary{Findings: []audit.Finding{{Kind: audit.MissingPKey}}}, nil)
+
+	got := gathered(t, m)
+	for _, c := range []struct {
+		name, labels string
+		want         float64 // -1: absent
+	}{
+		{"afm_leader", "fabric=default", 1},
+		{"afm_leader", "fabric=storage", 1},
+		{"afm_ready", "fabric=default", 1},
+		{"afm_ready", "fabric=storage", 0},
+		{"afm_database_up", "fabric=default", 1},
+		{"afm_database_up", "fabric=storage", 0},
+		{"afm_jobs", "fabric=default,status=Pending", 1},
+		{"afm_jobs", "fabric=storage,status=Pending", -1},
+		{"afm_last_apply_failed", "fabric=default", 0},
+		{"afm_last_apply_failed", "fabric=storage", 1},
+		{"afm_applies_total", "fabric=storage,outcome=failed", 1},
+		{"afm_applies_total", "fabric=default,outcome=failed", -1},
+		{"afm_second_sm", "fabric=default,port_guid=,priority=,state=", 0},
+		{"afm_second_sm", "fabric=storage,port_guid=0x0002c90300a10001,priority=15,state=MASTER", 1},
+		{"afm_audit_breaches", "fabric=storage", 1},
+		{"afm_audit_breaches", "fabric=default", 0},
+		{"afm_audit_findings", "fabric=default,kind=missing_pkey", 1},
+	} {
+		v, ok := got[c.name][c.labels]
+		if c.want < 0 && ok || c.want >= 0 && (!ok || v != c.want) {
+			t.Errorf("%s{%s} = %v (present %t), want %v (-1: absent)", c.name, c.labels, v, ok, c.want)
+		}
+	}
+
+	// The storage fabric's term ends: its audit's gauges go, the default's stay.
+	storage.Leading(0)
+	got = gathered(t, m)
+	if got["afm_leader"]["fabric=storage"] != 0 || got["afm_leader"]["fabric=default"] != 1 {
+		t.Errorf("afm_leader after storage's term = %v, want storage 0 and default 1", got["afm_leader"])
+	}
+	if got["afm_audit_breaches"]["fabric=storage"] != 0 || got["afm_audit_findings"]["fabric=default,kind=missing_pkey"] != 1 {
+		t.Errorf("after storage's term: breaches %v, findings %v; want storage's forgotten, default's kept",
+			got["afm_audit_breaches"], got["afm_audit_findings"])
+	}
+	for labels := range got["afm_audit_findings"] {
+		if strings.HasPrefix(labels, "fabric=storage,") {
+			t.Errorf("afm_audit_findings{%s} outlived storage's term", labels)
+		}
+	}
+}
+
 // exported is every metric name the manager can export, with the series a
-// histogram adds.
+// histogram adds, each true when its series carry the fabric label.
 func exported(t *testing.T) map[string]bool {
 	m := New()
-	m.Registry().MustRegister(&State{M: m, DB: &fakeDB{}, SM: fakeSM{}})
+	f := m.Fabric(store.DefaultFabric)
+	m.Registry().MustRegister(&State{Fabric: f, DB: &fakeDB{}, SM: fakeSM{}}, &SecondSM{Fabric: f})
 	ch := make(chan *prometheus.Desc, 256)
 	go func() {
-		for _, c := range append([]prometheus.Collector{m.applies, m.applyDuration, m.applyPhase,
-			m.httpRequests, m.httpDuration, m.dbErrors, &State{}, &SecondSM{}}, m.audit.collectors()...) {
-			c.Describe(ch)
-		}
+		m.Registry().Describe(ch)
 		close(ch)
 	}()
 	fq := regexp.MustCompile(`fqName: "([a-z_]+)"`)
-	names := map[string]bool{"afm_leader": true}
+	labelled := regexp.MustCompile(`(constLabels|variableLabels): \{[^}]*\bfabric\b`)
+	names := map[string]bool{}
 	for d := range ch {
 		n := fq.FindStringSubmatch(d.String())[1]
-		names[n] = true
-		for _, s := range []string{"_bucket", "_sum", "_count"} {
-			names[n+s] = true
+		owned := labelled.MatchString(d.String())
+		for _, s := range []string{"", "_bucket", "_sum", "_count"} {
+			names[n+s] = owned
 		}
 	}
 	return names
 }
 
+// fabricFiltered checks that expr, a query of deploy's files, keeps the
+// fabrics apart wherever it reads a fabric-owned series: every aggregation
+// keeps the fabric label, and (selector, for the dashboard) every such series
+// is selected by the dashboard's fabric variable.
+func fabricFiltered(expr string, owned map[string]bool, selector string) []string {
+	var wrong []string
+	reads := false
+	for _, m := range regexp.MustCompile(`\b(afm_[a-z_]+)(\{[^}]*\})?`).FindAllStringSubmatch(expr, -1) {
+		if !owned[m[1]] {
+			continue
+		}
+		reads = true
+		if selector != "" && !strings.Contains(m[2], selector) {
+			wrong = append(wrong, m[1]+" is not selected by "+selector)
+		}
+	}
+	if !reads {
+		return wrong
+	}
+	for _, m := range regexp.MustCompile(`\b(sum|max|min|avg|count)\s*(by\s*\(([^)]*)\))?\s*\(`).FindAllStringSubmatch(expr, -1) {
+		if !slices.Contains(strings.Split(strings.ReplaceAll(m[3], " ", ""), ","), FabricLabel) {
+			wrong = append(wrong, strings.TrimSpace(m[0])+" merges the fabrics")
+		}
+	}
+	return wrong
+}
+
 // TestDeployFilesUseExportedMetrics keeps the alert rules and the Grafana
-// dashboard in step with the code: every afm_ metric they read exists, and the
-// dashboard is valid JSON with a query in each panel.
+// dashboard in step with the code: every afm_ metric they read exists, the
+// dashboard is valid JSON with a query in each panel, and both keep the
+// fabrics apart (the rules aggregate by fabric, the dashboard also selects by
+// its fabric variable).
 func TestDeployFilesUseExportedMetrics(t *testing.T) {
 	names := exported(t)
 	files := []string{filepath.Join("..", "..", "deploy", "prometheus", "afm-alerts.yml")}
@@ -234,16 +341,17 @@ func TestDeployFilesUseExportedMetrics(t *testing.T) {
 			t.Errorf("%s reads no afm_ metric", f)
 		}
 		for _, n := range seen {
-			if !names[n] {
+			if _, ok := names[n]; !ok {
 				t.Errorf("%s reads %s, which the manager does not export", f, n)
 			}
 		}
 	}
 	for _, f := range dashboards {
 		var d struct {
-			Title  string
-			UID    string
-			Panels []struct {
+			Title      string
+			UID        string
+			Templating struct{ List []struct{ Name string } }
+			Panels     []struct {
 				ID      int
 				Type    string
 				Title   string
@@ -269,6 +377,20 @@ func TestDeployFilesUseExportedMetrics(t *testing.T) {
 			if len(p.Targets) == 0 || p.Targets[0].Expr == "" {
 				t.Errorf("%s: panel %q has no query", f, p.Title)
 			}
+			for _, q := range p.Targets {
+				for _, why := range fabricFiltered(q.Expr, names, `fabric=~"$fabric"`) {
+					t.Errorf("%s: panel %q: %s: %s", f, p.Title, q.Expr, why)
+				}
+			}
+		}
+		if !slices.ContainsFunc(d.Templating.List, func(v struct{ Name string }) bool { return v.Name == FabricLabel }) {
+			t.Errorf("%s has no fabric variable", f)
+		}
+	}
+	rules, _ := os.ReadFile(files[0])
+	for _, m := range regexp.MustCompile(`(?m)^\s*expr:\s*(.+)$`).FindAllStringSubmatch(string(rules), -1) {
+		for _, why := range fabricFiltered(m[1], names, "") {
+			t.Errorf("%s: %s: %s", files[0], m[1], why)
 		}
 	}
 }

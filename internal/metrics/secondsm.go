@@ -21,34 +21,37 @@ type SecondSMs interface {
 // master subnet manager that is not its own OpenSM, labelled with that SM's
 // port GUID, priority and state (at most one series: the leader records one),
 // 0 with empty labels otherwise. Absent when the database cannot be read.
+// Each fabric registers its own, with its store view: the series carry the
+// fabric.
 type SecondSM struct {
-	M       *Metrics
+	Fabric  *Fabric // the fabric's handle (Metrics.Fabric)
 	DB      SecondSMs
 	Timeout time.Duration // 0: 5 s
 }
 
-var descSecondSM = gaugeDesc("second_sm",
+var specSecondSM = &gaugeSpec{"second_sm",
 	"1 while a master subnet manager that is not the leader's OpenSM is recorded (its port GUID, priority and state), else 0.",
-	"port_guid", "priority", "state")
+	[]string{"port_guid", "priority", "state"}}
 
 // Describe sends afm_second_sm's description.
-func (c *SecondSM) Describe(ch chan<- *prometheus.Desc) { ch <- descSecondSM }
+func (c *SecondSM) Describe(ch chan<- *prometheus.Desc) { ch <- specSecondSM.desc(c.Fabric.Name()) }
 
 // Collect reads the recorded second subnet manager.
 func (c *SecondSM) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := scrapeContext(c.Timeout)
 	defer cancel()
+	desc := specSecondSM.desc(c.Fabric.Name())
 	sms, err := c.DB.SecondSMs(ctx)
 	if err != nil {
-		c.M.DatabaseError("scrape_second_sm")
+		c.Fabric.m.DatabaseError("scrape_second_sm")
 		return
 	}
 	if len(sms) == 0 {
-		ch <- prometheus.MustNewConstMetric(descSecondSM, prometheus.GaugeValue, 0, "", "", "")
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, 0, "", "", "")
 		return
 	}
 	for _, sm := range sms {
-		ch <- prometheus.MustNewConstMetric(descSecondSM, prometheus.GaugeValue, 1,
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, 1,
 			sm.PortGUID.String(), strconv.Itoa(sm.Priority), sm.State)
 	}
 }

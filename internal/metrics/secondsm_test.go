@@ -27,14 +27,14 @@ func TestSecondSMMetric(t *testing.T) {
 		want     map[string]float64 // afm_second_sm's series; nil: absent
 		dbErrors float64
 	}{
-		{name: "none recorded", db: fakeSecondSMs{}, want: map[string]float64{"port_guid=,priority=,state=": 0}},
+		{name: "none recorded", db: fakeSecondSMs{}, want: map[string]float64{"fabric=default,port_guid=,priority=,state=": 0}},
 		{name: "one recorded", db: fakeSecondSMs{sms: []store.SecondSM{{PortGUID: 0x0002c90300a10001, Priority: 15, State: "MASTER"}}},
-			want: map[string]float64{"port_guid=0x0002c90300a10001,priority=15,state=MASTER": 1}},
+			want: map[string]float64{"fabric=default,port_guid=0x0002c90300a10001,priority=15,state=MASTER": 1}},
 		{name: "database down", db: fakeSecondSMs{down: true}, dbErrors: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := New()
-			m.Registry().MustRegister(&SecondSM{M: m, DB: tc.db})
+			m.Registry().MustRegister(&SecondSM{Fabric: m.Fabric(store.DefaultFabric), DB: tc.db})
 			got := gathered(t, m)
 			if len(got["afm_second_sm"]) != len(tc.want) {
 				t.Fatalf("afm_second_sm = %v, want %v", got["afm_second_sm"], tc.want)
