@@ -66,6 +66,7 @@ type Queries interface {
 	CountKubernetesMembers(ctx context.Context) (int64, error)
 	KubernetesState(ctx context.Context) (KubernetesStateRow, error)
 	LastApply(ctx context.Context) (Apply, error)
+	NewestJobID(ctx context.Context) (int64, error)
 	LastAudit(ctx context.Context) ([]LastAuditRow, error)
 	Leadership(ctx context.Context) (LeadershipRow, error)
 	ListAdoptedPartitions(ctx context.Context) ([]AdoptedPartition, error)
