@@ -13,25 +13,29 @@ import (
 // These cases restore the database under a reader that read after the
 // backup, then make new changes, then read again.
 
-// afterRestoreChanges says how many new changes follow the restore in each
+// AfterRestoreChanges says how many new changes follow the restore in each
 // case: two bring the revision back to the one read before the restore; a
 // third takes it past it.
-var afterRestoreChanges = map[string]int{"RevisionBackAtTheCachedOne": 2, "RevisionPastTheCachedOne": 3}
+var AfterRestoreChanges = map[string]int{"RevisionBackAtTheCachedOne": 2, "RevisionPastTheCachedOne": 3}
 
-// testSnapshotAfterRestore: a cache that read the state after the backup
+// Backup notes db's state now, and returns the restore to it: the suite's
+// TablesBackupPoint, or an engine's own tools (e2e).
+type Backup func(t testing.TB, db Database) (restore func())
+
+// SnapshotAfterRestore: a cache that read the state after the backup
 // reads the database's state after the restore and the changes that follow
 // it, whatever revision they bring the database to. Before the restore a
 // port moved to another network and a GUID joined a Kubernetes pkey; after
 // it, another port moves and another GUID joins at the same revisions, and
 // the database counts as many ports in each network as the cache holds.
-func testSnapshotAfterRestore(t *testing.T, db Database, s *store.Store, changes int) {
+func SnapshotAfterRestore(t *testing.T, db Database, s *store.Store, backup Backup, changes int) {
 	s = kubeStore(s)
 	ctx := t.Context()
 	mustNetwork(t, s, netSpec(netA, "vlan", "ibnet", vlanID(101)))
 	mustNetwork(t, s, netSpec(netB, "vlan", "ibnet", vlanID(102)))
 	mustPort(t, s, boundPort("p1", netA, 0x0002c90300002001, "h1"))
 	mustPort(t, s, boundPort("p2", netA, 0x0002c90300002002, "h2"))
-	restore := TablesBackupPoint(t, db)
+	restore := backup(t, db)
 	mustPort(t, s, boundPort("p1", netB, 0x0002c90300002001, "h1"))
 	mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1001, full(0x0002c90300004009))))
 	var cache store.SnapshotCache
@@ -73,12 +77,12 @@ func testSnapshotAfterRestore(t *testing.T, db Database, s *store.Store, changes
 	}
 }
 
-// testFinishApplyAfterRestore: an apply that read the state before the
+// FinishApplyAfterRestore: an apply that read the state before the
 // database was restored completes none of the jobs recorded after the
 // restore, though they carry the revision it read: its file holds the lost
 // changes, not theirs. The apply that reads the restored state completes
 // them.
-func testFinishApplyAfterRestore(t *testing.T, db Database, s *store.Store, changes int) {
+func FinishApplyAfterRestore(t *testing.T, db Database, s *store.Store, backup Backup, changes int) {
 	ctx := t.Context()
 	addNetwork(t, s, netA, 101)
 	addNetwork(t, s, netB, 102)
@@ -92,7 +96,7 @@ func testFinishApplyAfterRestore(t *testing.T, db Database, s *store.Store, chan
 	if _, err := s.FinishApply(ctx, appliedRow(term, revision(t, s), time.Now().UTC()), open); err != nil {
 		t.Fatal(err)
 	}
-	restore := TablesBackupPoint(t, db)
+	restore := backup(t, db)
 	mustPort(t, s, boundPort("p1", netB, 0x0002c90300002001, "h1"))
 	mustPort(t, s, boundPort("p2", netB, 0x0002c90300002002, "h2"))
 	read, err := s.ReadSnapshot(ctx, nil)

@@ -33,16 +33,16 @@ var databaseTests = []struct {
 	{"JobIDsNeverRepeatAfterARestore", testJobIDsAfterRestore, false},
 	{"JobIDsNeverBelowTheHighest", testJobIDsAboveTheHighest, false},
 	{"SnapshotAfterARestoreWithTheRevisionBack", func(t *testing.T, db Database, s *store.Store) {
-		testSnapshotAfterRestore(t, db, s, afterRestoreChanges["RevisionBackAtTheCachedOne"])
+		SnapshotAfterRestore(t, db, s, TablesBackupPoint, AfterRestoreChanges["RevisionBackAtTheCachedOne"])
 	}, false},
 	{"SnapshotAfterARestoreWithTheRevisionPast", func(t *testing.T, db Database, s *store.Store) {
-		testSnapshotAfterRestore(t, db, s, afterRestoreChanges["RevisionPastTheCachedOne"])
+		SnapshotAfterRestore(t, db, s, TablesBackupPoint, AfterRestoreChanges["RevisionPastTheCachedOne"])
 	}, false},
 	{"FinishApplyReadBeforeARestoreWithTheRevisionBack", func(t *testing.T, db Database, s *store.Store) {
-		testFinishApplyAfterRestore(t, db, s, afterRestoreChanges["RevisionBackAtTheCachedOne"])
+		FinishApplyAfterRestore(t, db, s, TablesBackupPoint, AfterRestoreChanges["RevisionBackAtTheCachedOne"])
 	}, false},
 	{"FinishApplyReadBeforeARestoreWithTheRevisionPast", func(t *testing.T, db Database, s *store.Store) {
-		testFinishApplyAfterRestore(t, db, s, afterRestoreChanges["RevisionPastTheCachedOne"])
+		FinishApplyAfterRestore(t, db, s, TablesBackupPoint, AfterRestoreChanges["RevisionPastTheCachedOne"])
 	}, false},
 	// SQLite has no session to end from outside.
 	{"GroupWhoseConnectionIsKilledAppliesNone", testGroupConnectionKilled, true},
