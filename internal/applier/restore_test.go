@@ -13,11 +13,13 @@ import (
 // change, and a new change takes the revision back to the applied one: the
 // revision alone says there is nothing to apply, but the new change's job
 // completes, by an apply of the restored state. The check interval is an
-// hour, so that no drift repair applies it instead.
+// hour, so that no drift repair applies it instead, and so is the poll: only
+// the changes' own wake-ups make the loop read the revision, never between
+// the restore (which wakes no one) and the new change.
 func TestLeadAppliesARestoredStateAtTheAppliedRevision(t *testing.T) {
 	db := storetest.NewDatabase(t, config.EngineSQLite)
 	r := newLeadRigOn(t, db)
-	r.app.Cfg.CheckInterval = time.Hour
+	r.app.Cfg.CheckInterval, r.app.Cfg.PollInterval = time.Hour, time.Hour
 	_, end := r.lead()
 	defer end()
 	r.wait(r.network(netA, 101), store.StatusCompleted)
