@@ -150,10 +150,10 @@ func secrets(t *testing.T, db storetest.Database) map[string]string {
 // the new jobs (store/history.go). The store compliance suite runs the same
 // cases with a restore of its own.
 func TestStateReadAfterAToolRestore(t *testing.T) {
-	toolBackup := func(t testing.TB, db storetest.Database) func() {
+	toolBackup := func(t *testing.T, db storetest.Database) func() {
 		dump := filepath.Join(t.TempDir(), "afm.backup")
-		runTool(t.(*testing.T), backupCommand(t.(*testing.T), db, dump))
-		return func() { runTool(t.(*testing.T), restoreCommand(t.(*testing.T), db, dump)) }
+		runTool(t, backupCommand(t, db, dump))
+		return func() { runTool(t, restoreCommand(t, db, dump)) }
 	}
 	for _, engine := range storetest.Engines {
 		for name, changes := range storetest.AfterRestoreChanges {

@@ -13,6 +13,9 @@ import (
 // These cases restore the database under a reader that read after the
 // backup, then make new changes, then read again.
 
+// tablesBackup is TablesBackupPoint as a Backup.
+func tablesBackup(t *testing.T, db Database) func() { return TablesBackupPoint(t, db) }
+
 // AfterRestoreChanges says how many new changes follow the restore in each
 // case: two bring the revision back to the one read before the restore; a
 // third takes it past it.
@@ -20,7 +23,7 @@ var AfterRestoreChanges = map[string]int{"RevisionBackAtTheCachedOne": 2, "Revis
 
 // Backup notes db's state now, and returns the restore to it: the suite's
 // TablesBackupPoint, or an engine's own tools (e2e).
-type Backup func(t testing.TB, db Database) (restore func())
+type Backup func(t *testing.T, db Database) (restore func())
 
 // SnapshotAfterRestore: a cache that read the state after the backup
 // reads the database's state after the restore and the changes that follow

@@ -33,16 +33,16 @@ var databaseTests = []struct {
 	{"JobIDsNeverRepeatAfterARestore", testJobIDsAfterRestore, false},
 	{"JobIDsNeverBelowTheHighest", testJobIDsAboveTheHighest, false},
 	{"SnapshotAfterARestoreWithTheRevisionBack", func(t *testing.T, db Database, s *store.Store) {
-		SnapshotAfterRestore(t, db, s, TablesBackupPoint, AfterRestoreChanges["RevisionBackAtTheCachedOne"])
+		SnapshotAfterRestore(t, db, s, tablesBackup, AfterRestoreChanges["RevisionBackAtTheCachedOne"])
 	}, false},
 	{"SnapshotAfterARestoreWithTheRevisionPast", func(t *testing.T, db Database, s *store.Store) {
-		SnapshotAfterRestore(t, db, s, TablesBackupPoint, AfterRestoreChanges["RevisionPastTheCachedOne"])
+		SnapshotAfterRestore(t, db, s, tablesBackup, AfterRestoreChanges["RevisionPastTheCachedOne"])
 	}, false},
 	{"FinishApplyReadBeforeARestoreWithTheRevisionBack", func(t *testing.T, db Database, s *store.Store) {
-		FinishApplyAfterRestore(t, db, s, TablesBackupPoint, AfterRestoreChanges["RevisionBackAtTheCachedOne"])
+		FinishApplyAfterRestore(t, db, s, tablesBackup, AfterRestoreChanges["RevisionBackAtTheCachedOne"])
 	}, false},
 	{"FinishApplyReadBeforeARestoreWithTheRevisionPast", func(t *testing.T, db Database, s *store.Store) {
-		FinishApplyAfterRestore(t, db, s, TablesBackupPoint, AfterRestoreChanges["RevisionPastTheCachedOne"])
+		FinishApplyAfterRestore(t, db, s, tablesBackup, AfterRestoreChanges["RevisionPastTheCachedOne"])
 	}, false},
 	// SQLite has no session to end from outside.
 	{"GroupWhoseConnectionIsKilledAppliesNone", testGroupConnectionKilled, true},
