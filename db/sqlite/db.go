@@ -213,6 +213,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.newTermStmt, err = db.PrepareContext(ctx, newTerm); err != nil {
 		return nil, fmt.Errorf("error preparing query NewTerm: %w", err)
 	}
+	if q.newestJobIDStmt, err = db.PrepareContext(ctx, newestJobID); err != nil {
+		return nil, fmt.Errorf("error preparing query NewestJobID: %w", err)
+	}
 	if q.oldestOpenJobStmt, err = db.PrepareContext(ctx, oldestOpenJob); err != nil {
 		return nil, fmt.Errorf("error preparing query OldestOpenJob: %w", err)
 	}
@@ -578,6 +581,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing newTermStmt: %w", cerr)
 		}
 	}
+	if q.newestJobIDStmt != nil {
+		if cerr := q.newestJobIDStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing newestJobIDStmt: %w", cerr)
+		}
+	}
 	if q.oldestOpenJobStmt != nil {
 		if cerr := q.oldestOpenJobStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing oldestOpenJobStmt: %w", cerr)
@@ -755,6 +763,7 @@ type Queries struct {
 	markKubernetesAppliedStmt         *sql.Stmt
 	markKubernetesChangedStmt         *sql.Stmt
 	newTermStmt                       *sql.Stmt
+	newestJobIDStmt                   *sql.Stmt
 	oldestOpenJobStmt                 *sql.Stmt
 	openJobsWithGUIDsStmt             *sql.Stmt
 	recordApplyStmt                   *sql.Stmt
@@ -839,6 +848,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		markKubernetesAppliedStmt:         q.markKubernetesAppliedStmt,
 		markKubernetesChangedStmt:         q.markKubernetesChangedStmt,
 		newTermStmt:                       q.newTermStmt,
+		newestJobIDStmt:                   q.newestJobIDStmt,
 		oldestOpenJobStmt:                 q.oldestOpenJobStmt,
 		openJobsWithGUIDsStmt:             q.openJobsWithGUIDsStmt,
 		recordApplyStmt:                   q.recordApplyStmt,

@@ -272,6 +272,9 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 		t.takeReapply()
 		a.observer().Alive()
 		rev, err := a.Store.Revision(ctx)
+		if err == nil && rev == t.applied {
+			t.checkRestored(ctx)
+		}
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -325,6 +328,28 @@ func (t *term) takeReapply() {
 	t.takeSecondSMGone()
 	if t.reapply {
 		t.applied, t.reapply, t.judged = -1, false, nil
+	}
+}
+
+// checkRestored makes the loop apply again when the database no longer holds
+// the state last applied: restored from a backup since, and new changes took
+// the revision back to the applied one (store/history.go), so that the
+// revision alone says nothing is to be done while the new changes' jobs wait.
+// The state applied is the last one rendered (an apply renders, then sets
+// applied).
+func (t *term) checkRestored(ctx context.Context) {
+	newest := t.rendered.NewestJob
+	if t.applied < 0 || newest <= 0 {
+		return
+	}
+	_, err := t.Store.GetJob(ctx, newest)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		t.Log.Warn("the database no longer holds the state last applied (restored from a backup?); applying it again",
+			"revision", t.applied, "newest_job", newest)
+		t.applied, t.judged = -1, nil
+	case err != nil:
+		t.Log.Error("read the newest job of the state last applied", "error", err)
 	}
 }
 
@@ -432,7 +457,7 @@ type applyRun struct {
 func (t *term) row(run *applyRun, outcome, detail string) store.Apply {
 	sum := sha256.Sum256(run.text)
 	return store.Apply{Revision: run.rev, SHA256: hex.EncodeToString(sum[:]), Term: t.id, Outcome: outcome,
-		Detail: detail, StartedAt: run.started, FinishedAt: time.Now().UTC()}
+		Detail: detail, StartedAt: run.started, FinishedAt: time.Now().UTC(), NewestJob: run.snap.NewestJob}
 }
 
 // record records an apply that completes no job, fenced by the term like

@@ -101,3 +101,7 @@ func (d deadlineStore) FailJob(ctx context.Context, term, id int64, reason strin
 func (d deadlineStore) OpenJobs(ctx context.Context, revision int64) ([]store.OpenJob, error) {
 	return within(ctx, d, func(ctx context.Context) ([]store.OpenJob, error) { return d.Store.OpenJobs(ctx, revision) })
 }
+
+func (d deadlineStore) GetJob(ctx context.Context, id int64) (store.Job, error) {
+	return within(ctx, d, func(ctx context.Context) (store.Job, error) { return d.Store.GetJob(ctx, id) })
+}

@@ -291,6 +291,13 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, p
 	case err != nil:
 		log.Error("record the apply and complete its jobs; nothing completed", "outcome", a.Outcome, "error", err)
 		return 0, false
+	case f.Restored:
+		// The file holds changes the restore took back, and new jobs may
+		// carry its revision: none completes, the restored state is applied.
+		log.Warn("apply not recorded: the database no longer holds the state applied (restored from a backup?); applying it again",
+			"newest_job", a.NewestJob)
+		t.applied, t.judged = -1, nil
+		return 0, false
 	case !f.Recorded:
 		log.Warn("apply not recorded: a newer term has started")
 		return 0, false

@@ -32,7 +32,12 @@ type leadRig struct {
 }
 
 func newLeadRig(t *testing.T) *leadRig {
-	st := storetest.Open(t, config.EngineSQLite).WithRules(store.Rules{PhysicalNetworks: []string{"ibnet"},
+	return newLeadRigOn(t, storetest.NewDatabase(t, config.EngineSQLite))
+}
+
+// newLeadRigOn is newLeadRig on a SQLite database of the caller's.
+func newLeadRigOn(t *testing.T, db storetest.Database) *leadRig {
+	st := storetest.OpenDatabase(t, db).WithRules(store.Rules{PhysicalNetworks: []string{"ibnet"},
 		FlatPKey: store.DefaultFlatPKey})
 	dir := t.TempDir()
 	dumpFile := copySubnetDump(t, dir)

@@ -32,6 +32,9 @@ func (s *Store) Snapshot(ctx context.Context) (Snapshot, error) {
 		if snap.Revision, err = q.Revision(ctx, s.FabricName()); err != nil {
 			return err
 		}
+		if snap.NewestJob, err = q.NewestJobID(ctx, s.FabricName()); err != nil {
+			return err
+		}
 		nets, err := q.ListManagedNetworks(ctx, s.FabricName())
 		if err != nil {
 			return err
@@ -149,6 +152,10 @@ type Finished struct {
 	// if it said true.
 	Open      bool
 	Completed int64 // jobs completed
+	// Restored: the database no longer holds the state applied (restored
+	// from a backup since it was read, history.go); nothing was recorded,
+	// and no job completed: the restored state is to be applied.
+	Restored bool
 }
 
 // FinishApply ends an apply that OpenSM applied cleanly, in one write
@@ -239,8 +246,22 @@ func (s *Store) finishApply(ctx context.Context, a Apply, open func(GateState) b
 	var f Finished
 	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
 		f = Finished{}
-		a.Fabric = s.FabricName()
-		n, err := q.RecordApply(ctx, a)
+		if a.NewestJob > 0 {
+			// Read first: on PostgreSQL this holds off a restore that
+			// empties the jobs table (TRUNCATE, pg_restore --clean) until
+			// this transaction ends, as MariaDB's metadata lock holds off
+			// a dump's DROP TABLE; SQLite's writer excludes any other. A
+			// restore that deletes rows one by one and commits between this
+			// read and the completion, a few milliseconds, is not seen.
+			same, err := sameHistory(ctx, q, a.NewestJob)
+			if err != nil {
+				return fmt.Errorf("read the newest job of the state applied: %w", err)
+			}
+			if f.Restored = !same; f.Restored {
+				return nil
+			}
+		}
+		n, err := q.RecordApply(ctx, a.row(s.FabricName()))
 		if err != nil {
 			return fmt.Errorf("record apply: %w", err)
 		}
@@ -298,8 +319,7 @@ func (s *Store) OpenJobs(ctx context.Context, revision int64) ([]OpenJob, error)
 // current; false otherwise.
 func (s *Store) RecordApply(ctx context.Context, a Apply) (bool, error) {
 	a = boundApply(a)
-	a.Fabric = s.FabricName()
-	n, err := s.d.Queries(ctx).RecordApply(ctx, a)
+	n, err := s.d.Queries(ctx).RecordApply(ctx, a.row(s.FabricName()))
 	return n == 1, err
 }
 

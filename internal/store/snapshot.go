@@ -27,7 +27,13 @@ import (
 //     and then the networks whose count differs are read again whole;
 //   - every Kubernetes change sets kubernetes_state.changed_revision to its
 //     own revision (it never gives it back): the Kubernetes partitions are
-//     read again, whole, only when it is after the cache's.
+//     read again, whole, only when it is after the cache's;
+//   - all of this holds only while the database's history still holds the
+//     state the cache read: a restore takes the revision back, and new
+//     changes take it past the cache's again, with rows the restore took
+//     back below it. The cache keeps the newest job it saw, which a restore
+//     cannot keep (history.go): a database that no longer holds it is read
+//     whole.
 //
 // A read that finds the cache inconsistent with the counts after all this
 // (which the rules above exclude) starts again with a full read, so the result
@@ -48,6 +54,9 @@ type SnapshotCache struct {
 	kubernetes         []KubernetesPKey
 	kubernetesRevision int64
 	last               SnapshotRead
+	// newestJob is the newest job when the cache read: the history the
+	// state it holds is of (history.go).
+	newestJob int64
 }
 
 // networkMembers are the ports of one network that hold a GUID.
@@ -80,6 +89,7 @@ func (c *SnapshotCache) Last() SnapshotRead { return c.last }
 type snapshotDelta struct {
 	full        bool // everything was read: the cache is replaced
 	revision    int64
+	newestJob   int64
 	networks    []driver.Network
 	allNetworks bool // networks is every network: replace, not overlay
 	ports       []driver.Port
@@ -128,8 +138,19 @@ func (s *Store) readDelta(ctx context.Context, c *SnapshotCache) (snapshotDelta,
 		if d.revision, err = q.Revision(ctx, s.FabricName()); err != nil {
 			return err
 		}
-		// A database that went back (restored from a backup) is read whole.
+		// A database that went back (restored from a backup) is read whole,
+		// whatever revision new changes brought it to since (history.go).
+		if d.newestJob, err = q.NewestJobID(ctx, s.FabricName()); err != nil {
+			return err
+		}
 		d.full = !c.valid || d.revision < c.revision
+		if !d.full {
+			same, err := sameHistory(ctx, q, c.newestJob)
+			if err != nil {
+				return err
+			}
+			d.full = !same
+		}
 		since := c.revision
 		if d.full {
 			since = 0
@@ -320,7 +341,7 @@ func (c *SnapshotCache) apply(d snapshotDelta) bool {
 		c.kubernetes = d.kubernetes
 	}
 	c.kubernetesRevision = d.k8sRev
-	c.revision, c.valid, c.last = d.revision, true, read
+	c.revision, c.newestJob, c.valid, c.last = d.revision, d.newestJob, true, read
 	return int64(len(c.ports)) == d.memberRows
 }
 
@@ -361,7 +382,7 @@ func (c *SnapshotCache) addPort(port, net string, guid fabric.GUID, touched map[
 // snapshot is the state c holds, as Snapshot returns it: fresh slices, which
 // the caller may keep.
 func (c *SnapshotCache) snapshot() Snapshot {
-	snap := Snapshot{Revision: c.revision, Networks: make([]Network, 0, len(c.managed)), Kubernetes: c.kubernetes}
+	snap := Snapshot{Revision: c.revision, NewestJob: c.newestJob, Networks: make([]Network, 0, len(c.managed)), Kubernetes: c.kubernetes}
 	n := 0
 	for _, id := range c.managed {
 		if m := c.members[id]; m != nil {

@@ -98,7 +98,26 @@ type OpenJob struct {
 
 // Apply is one attempt to bring OpenSM to a revision: what RecordApply's
 // query records, and LastApply reads.
-type Apply = driver.RecordApplyParams
+type Apply struct {
+	Revision   int64
+	SHA256     string
+	Term       int64
+	Outcome    string
+	Detail     string
+	StartedAt  time.Time
+	FinishedAt time.Time
+	// NewestJob is the applied snapshot's (Snapshot.NewestJob): FinishApply
+	// completes no job once the database no longer holds that state
+	// (history.go). 0 checks nothing (no snapshot, or one read before any
+	// job). Not recorded.
+	NewestJob int64
+}
+
+// row is what RecordApply's query records of a, an apply of fabric's.
+func (a Apply) row(fabric string) driver.RecordApplyParams {
+	return driver.RecordApplyParams{Fabric: fabric, Revision: a.Revision, SHA256: a.SHA256, Term: a.Term, Outcome: a.Outcome,
+		Detail: a.Detail, StartedAt: a.StartedAt, FinishedAt: a.FinishedAt}
+}
 
 // Member is one port's membership: its GUID in its network's partition.
 type Member struct {
@@ -119,6 +138,10 @@ type Snapshot struct {
 	Kubernetes []KubernetesPKey
 	// Adopted are the adopted partitions (adopted.go), in pkey order.
 	Adopted []AdoptedPartition
+	// NewestJob is the newest job's id when the state was read (0: none):
+	// what tells this state from another a restore gives the same revision
+	// (history.go). An apply of the snapshot passes it on (Apply.NewestJob).
+	NewestJob int64
 }
 
 // Lock is the applier lock, held on a connection of its own.

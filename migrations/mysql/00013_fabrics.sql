@@ -41,6 +41,8 @@ DROP INDEX IF EXISTS jobs_status_revision ON jobs;
 CREATE INDEX IF NOT EXISTS jobs_status_revision ON jobs (fabric, status, revision);
 DROP INDEX IF EXISTS jobs_status_finished_at ON jobs;
 CREATE INDEX IF NOT EXISTS jobs_status_finished_at ON jobs (fabric, status, finished_at);
+-- jobs_fabric_id: a fabric's newest job (NewestJobID), read at every snapshot.
+CREATE INDEX IF NOT EXISTS jobs_fabric_id ON jobs (fabric, id);
 
 ALTER TABLE applies ADD COLUMN IF NOT EXISTS fabric varchar(32) NOT NULL DEFAULT 'default';
 CREATE INDEX IF NOT EXISTS applies_fabric_id ON applies (fabric, id);
@@ -137,6 +139,7 @@ ALTER TABLE leadership DROP COLUMN IF EXISTS fabric;
 ALTER TABLE applies DROP INDEX IF EXISTS applies_fabric_id;
 ALTER TABLE applies DROP COLUMN IF EXISTS fabric;
 
+ALTER TABLE jobs DROP INDEX IF EXISTS jobs_fabric_id;
 ALTER TABLE jobs DROP INDEX IF EXISTS jobs_status_finished_at;
 ALTER TABLE jobs ADD INDEX IF NOT EXISTS jobs_status_finished_at (status, finished_at);
 ALTER TABLE jobs DROP INDEX IF EXISTS jobs_status_revision;

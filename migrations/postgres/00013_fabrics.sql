@@ -46,6 +46,8 @@ DROP INDEX jobs_status_revision;
 CREATE INDEX jobs_status_revision ON jobs (fabric, status, revision);
 DROP INDEX jobs_status_finished_at;
 CREATE INDEX jobs_status_finished_at ON jobs (fabric, status, finished_at);
+-- jobs_fabric_id: a fabric's newest job (NewestJobID), read at every snapshot.
+CREATE INDEX jobs_fabric_id ON jobs (fabric, id);
 
 ALTER TABLE applies ADD COLUMN fabric varchar(32) NOT NULL DEFAULT 'default';
 CREATE INDEX applies_fabric_id ON applies (fabric, id);
@@ -162,6 +164,7 @@ ALTER TABLE leadership DROP COLUMN fabric;
 DROP INDEX applies_fabric_id;
 ALTER TABLE applies DROP COLUMN fabric;
 
+DROP INDEX jobs_fabric_id;
 DROP INDEX jobs_status_finished_at;
 CREATE INDEX jobs_status_finished_at ON jobs (status, finished_at);
 DROP INDEX jobs_status_revision;

@@ -69,6 +69,7 @@ type Queries interface {
 	CountKubernetesMembers(ctx context.Context, fabric string) (int64, error)
 	KubernetesState(ctx context.Context, fabric string) (KubernetesStateRow, error)
 	LastApply(ctx context.Context, fabric string) (Apply, error)
+	NewestJobID(ctx context.Context, fabric string) (int64, error)
 	LastAudit(ctx context.Context, fabric string) ([]LastAuditRow, error)
 	Leadership(ctx context.Context, fabric string) (LeadershipRow, error)
 	ListAdoptedPartitions(ctx context.Context, fabric string) ([]AdoptedPartition, error)

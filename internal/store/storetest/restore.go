@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,6 +130,95 @@ func LeaseBackupPoint(t testing.TB, db Database) (restore func()) {
 		stmt := fmt.Sprintf("UPDATE leadership SET term = %d, holder = '%s', expires_at = %s WHERE id = 1", term, holder, value)
 		withSQL(t, db, func(ctx context.Context, conn *sql.DB) error {
 			_, err := conn.ExecContext(ctx, stmt)
+			return err
+		})
+	}
+}
+
+// restoredTables are the tables TablesBackupPoint copies: the recorded state
+// a snapshot reads, and the jobs, parents before the tables that reference
+// them.
+var restoredTables = []string{"state", "networks", "ports", "kubernetes_state", "kubernetes_pkeys",
+	"kubernetes_members", "jobs"}
+
+// TablesBackupPoint is BackupPoint for any change after the point: it copies
+// every row of the recorded state's tables and of the jobs, and its restore
+// puts them back whole (a row changed since goes back to what it was), as a
+// dump restored into the running server does, from a session of its own.
+func TablesBackupPoint(t testing.TB, db Database) (restore func()) {
+	t.Helper()
+	type table struct {
+		name string
+		cols []string
+		rows [][]any
+	}
+	var tables []table
+	var counter string
+	withSQL(t, db, func(ctx context.Context, conn *sql.DB) error {
+		for _, name := range restoredTables {
+			rows, err := conn.QueryContext(ctx, "SELECT * FROM "+name)
+			if err != nil {
+				return err
+			}
+			tb := table{name: name}
+			if tb.cols, err = rows.Columns(); err != nil {
+				rows.Close()
+				return err
+			}
+			for rows.Next() {
+				vals := make([]any, len(tb.cols))
+				ptrs := make([]any, len(vals))
+				for i := range vals {
+					ptrs[i] = &vals[i]
+				}
+				if err := rows.Scan(ptrs...); err != nil {
+					rows.Close()
+					return err
+				}
+				tb.rows = append(tb.rows, vals)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			tables = append(tables, tb)
+		}
+		var err error
+		counter, err = jobsCounter(ctx, db.Engine, conn)
+		return err
+	})
+	return func() {
+		t.Helper()
+		withSQL(t, db, func(ctx context.Context, conn *sql.DB) error {
+			tx, err := conn.BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback()
+			for i := len(tables) - 1; i >= 0; i-- { // children first
+				if _, err := tx.ExecContext(ctx, "DELETE FROM "+tables[i].name); err != nil {
+					return fmt.Errorf("empty %s: %w", tables[i].name, err)
+				}
+			}
+			for _, tb := range tables {
+				marks := make([]string, len(tb.cols))
+				for i := range marks {
+					marks[i] = "?"
+					if db.Engine == config.EnginePostgres {
+						marks[i] = fmt.Sprintf("$%d", i+1)
+					}
+				}
+				stmt := fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)", tb.name, strings.Join(tb.cols, ", "), strings.Join(marks, ", "))
+				for _, row := range tb.rows {
+					if _, err := tx.ExecContext(ctx, stmt, row...); err != nil {
+						return fmt.Errorf("restore %s: %w", tb.name, err)
+					}
+				}
+			}
+			if err := tx.Commit(); err != nil {
+				return err
+			}
+			_, err = conn.ExecContext(ctx, counter)
 			return err
 		})
 	}

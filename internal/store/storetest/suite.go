@@ -32,6 +32,18 @@ var databaseTests = []struct {
 	}, false},
 	{"JobIDsNeverRepeatAfterARestore", testJobIDsAfterRestore, false},
 	{"JobIDsNeverBelowTheHighest", testJobIDsAboveTheHighest, false},
+	{"SnapshotAfterARestoreWithTheRevisionBack", func(t *testing.T, db Database, s *store.Store) {
+		SnapshotAfterRestore(t, db, s, tablesBackup, AfterRestoreChanges["RevisionBackAtTheCachedOne"])
+	}, false},
+	{"SnapshotAfterARestoreWithTheRevisionPast", func(t *testing.T, db Database, s *store.Store) {
+		SnapshotAfterRestore(t, db, s, tablesBackup, AfterRestoreChanges["RevisionPastTheCachedOne"])
+	}, false},
+	{"FinishApplyReadBeforeARestoreWithTheRevisionBack", func(t *testing.T, db Database, s *store.Store) {
+		FinishApplyAfterRestore(t, db, s, tablesBackup, AfterRestoreChanges["RevisionBackAtTheCachedOne"])
+	}, false},
+	{"FinishApplyReadBeforeARestoreWithTheRevisionPast", func(t *testing.T, db Database, s *store.Store) {
+		FinishApplyAfterRestore(t, db, s, tablesBackup, AfterRestoreChanges["RevisionPastTheCachedOne"])
+	}, false},
 	// SQLite has no session to end from outside.
 	{"GroupWhoseConnectionIsKilledAppliesNone", testGroupConnectionKilled, true},
 	// SQLite's writer excludes every other while a group runs.
