@@ -607,7 +607,7 @@ type InsertJobParams struct {
 // an asynchronous replica promoted) gives none of the ids it gave out after
 // the backup again; a lost job stays unknown (404) instead of answering for
 // another change. The highest id plus one keeps ids unique whatever the
-// clock does. The change transaction holds the revision's row lock, so no
+// clock does. The change transaction holds job_ids' row lock (LockJobIDs), so no
 // other change inserts meanwhile (on Galera, two nodes' inserts conflict on
 // that row and the loser runs again; the id is the insert's, never the
 // AUTO_INCREMENT's, which Galera steps by the cluster's size). 1000 ids per
@@ -825,6 +825,17 @@ func (q *Queries) ListPortsSince(ctx context.Context, arg ListPortsSinceParams) 
 		return nil, err
 	}
 	return items, nil
+}
+
+const lockJobIDs = `-- name: LockJobIDs :exec
+UPDATE job_ids SET n = n + 1 WHERE id = 1
+`
+
+// Taken right before every InsertJob, in the change's transaction: the lock
+// that keeps two fabrics' changes from choosing one job id (job_ids).
+func (q *Queries) LockJobIDs(ctx context.Context) error {
+	_, err := q.db.ExecContext(ctx, lockJobIDs)
+	return err
 }
 
 const markJobsRunning = `-- name: MarkJobsRunning :execrows

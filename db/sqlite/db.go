@@ -201,6 +201,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.listSecretsStmt, err = db.PrepareContext(ctx, listSecrets); err != nil {
 		return nil, fmt.Errorf("error preparing query ListSecrets: %w", err)
 	}
+	if q.lockJobIDsStmt, err = db.PrepareContext(ctx, lockJobIDs); err != nil {
+		return nil, fmt.Errorf("error preparing query LockJobIDs: %w", err)
+	}
 	if q.markJobsRunningStmt, err = db.PrepareContext(ctx, markJobsRunning); err != nil {
 		return nil, fmt.Errorf("error preparing query MarkJobsRunning: %w", err)
 	}
@@ -561,6 +564,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing listSecretsStmt: %w", cerr)
 		}
 	}
+	if q.lockJobIDsStmt != nil {
+		if cerr := q.lockJobIDsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing lockJobIDsStmt: %w", cerr)
+		}
+	}
 	if q.markJobsRunningStmt != nil {
 		if cerr := q.markJobsRunningStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing markJobsRunningStmt: %w", cerr)
@@ -759,6 +767,7 @@ type Queries struct {
 	listPortsOfNetworkStmt            *sql.Stmt
 	listPortsSinceStmt                *sql.Stmt
 	listSecretsStmt                   *sql.Stmt
+	lockJobIDsStmt                    *sql.Stmt
 	markJobsRunningStmt               *sql.Stmt
 	markKubernetesAppliedStmt         *sql.Stmt
 	markKubernetesChangedStmt         *sql.Stmt
@@ -844,6 +853,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		listPortsOfNetworkStmt:            q.listPortsOfNetworkStmt,
 		listPortsSinceStmt:                q.listPortsSinceStmt,
 		listSecretsStmt:                   q.listSecretsStmt,
+		lockJobIDsStmt:                    q.lockJobIDsStmt,
 		markJobsRunningStmt:               q.markJobsRunningStmt,
 		markKubernetesAppliedStmt:         q.markKubernetesAppliedStmt,
 		markKubernetesChangedStmt:         q.markKubernetesChangedStmt,

@@ -70,6 +70,11 @@ type Job struct {
 	Fabric      string
 }
 
+type JobID struct {
+	ID int64
+	N  int64
+}
+
 type KubernetesMember struct {
 	Pkey       fabric.PKey
 	Guid       fabric.GUID

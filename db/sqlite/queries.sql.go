@@ -481,7 +481,7 @@ RETURNING id
 // an asynchronous replica promoted) gives none of the ids it gave out after
 // the backup again; a lost job stays unknown (404) instead of answering for
 // another change. The highest id plus one keeps ids unique whatever the
-// clock does. The change transaction holds the revision's row lock, so no
+// clock does. The change transaction holds job_ids' row lock (LockJobIDs), so no
 // other change inserts meanwhile (on Galera, two nodes' inserts conflict on
 // that row and the loser runs again). 1000 ids per millisecond before the
 // ids run ahead of the clock; below 2^53 (exact in JSON) until the year 2255.
@@ -684,6 +684,17 @@ func (q *Queries) ListPortsSince(ctx context.Context, fabric string, revision in
 		return nil, err
 	}
 	return items, nil
+}
+
+const lockJobIDs = `-- name: LockJobIDs :exec
+UPDATE job_ids SET n = n + 1 WHERE id = 1
+`
+
+// Taken right before every InsertJob, in the change's transaction: the lock
+// that keeps two fabrics' changes from choosing one job id (job_ids).
+func (q *Queries) LockJobIDs(ctx context.Context) error {
+	_, err := q.exec(ctx, q.lockJobIDsStmt, lockJobIDs)
+	return err
 }
 
 const markJobsRunning = `-- name: MarkJobsRunning :execrows

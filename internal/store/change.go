@@ -53,6 +53,11 @@ func (c *changeTx) job(ctx context.Context, j Job) (Job, error) {
 		j.Status, j.FinishedAt = StatusCompleted, &c.now
 	}
 	j.Fabric = c.fabric
+	// Job ids are given across fabrics, whose changes do not wait for each
+	// other's revision: the lock lasts from here to the commit.
+	if err := c.q.LockJobIDs(ctx); err != nil {
+		return Job{}, fmt.Errorf("lock the job ids: %w", err)
+	}
 	id, err := c.q.InsertJob(ctx, j)
 	if err != nil {
 		return Job{}, err

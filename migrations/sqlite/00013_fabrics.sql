@@ -237,7 +237,20 @@ CREATE UNIQUE INDEX kubernetes_members_legacy ON kubernetes_members (pkey, guid)
 CREATE UNIQUE INDEX adopted_partitions_legacy ON adopted_partitions (pkey);
 CREATE UNIQUE INDEX last_audit_legacy ON last_audit (id);
 
+-- Job ids are given across fabrics (networking-mlnx reads a job by its id
+-- alone), while each fabric's changes hold only their own revision's row
+-- lock: InsertJob's "highest id plus one" would give two fabrics' changes one
+-- id. Each change locks this one row right before it inserts its job
+-- (LockJobIDs), so jobs are inserted one at a time across fabrics, and only
+-- for the moment from a job's insert to its transaction's commit.
+CREATE TABLE job_ids (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    n  INTEGER NOT NULL
+);
+INSERT INTO job_ids (id, n) VALUES (1, 0);
+
 -- +goose Down
+DROP TABLE job_ids;
 -- Dropping the column would merge the fabrics' pkeys and GUIDs into one
 -- unique space: refused while any row is another fabric's (SQLite raises an
 -- error only from a trigger).

@@ -104,7 +104,7 @@ WHERE network_id = sqlc.arg(network_id) AND fabric = sqlc.arg(fabric) AND guid I
 -- an asynchronous replica promoted) gives none of the ids it gave out after
 -- the backup again; a lost job stays unknown (404) instead of answering for
 -- another change. The highest id plus one keeps ids unique whatever the
--- clock does. The change transaction holds the revision's row lock, so no
+-- clock does. The change transaction holds job_ids' row lock (LockJobIDs), so no
 -- other change inserts meanwhile (on Galera, two nodes' inserts conflict on
 -- that row and the loser runs again; the id is the insert's, never the
 -- AUTO_INCREMENT's, which Galera steps by the cluster's size). 1000 ids per
@@ -198,3 +198,8 @@ UPDATE jobs SET status = 'Failed', error = sqlc.arg(error), description = SUBSTR
     finished_at = sqlc.arg(finished_at), updated_at = sqlc.arg(now)
 WHERE jobs.id = sqlc.arg(job_id) AND status IN ('Pending', 'Running')
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = sqlc.arg(fabric) AND leadership.term = sqlc.arg(term));
+
+-- Taken right before every InsertJob, in the change's transaction: the lock
+-- that keeps two fabrics' changes from choosing one job id (job_ids).
+-- name: LockJobIDs :exec
+UPDATE job_ids SET n = n + 1 WHERE id = 1;

@@ -124,3 +124,8 @@ SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid
 FROM jobs j LEFT JOIN ports p ON j.object_type = 'port' AND p.id = j.object_id
 WHERE j.fabric = @fabric AND j.status IN ('Pending', 'Running') AND j.revision <= @revision
 ORDER BY j.id;
+
+-- Taken right before every InsertJob, in the change's transaction: the lock
+-- that keeps two fabrics' changes from choosing one job id (job_ids).
+-- name: LockJobIDs :exec
+UPDATE job_ids SET n = n + 1 WHERE id = 1;

@@ -39,7 +39,7 @@ WHERE jobs.id = @job_id AND status IN ('Pending', 'Running')
 -- an asynchronous replica promoted) gives none of the ids it gave out after
 -- the backup again; a lost job stays unknown (404) instead of answering for
 -- another change. The highest id plus one keeps ids unique whatever the
--- clock does. The change transaction holds the revision's row lock, so no
+-- clock does. The change transaction holds job_ids' row lock (LockJobIDs), so no
 -- other change inserts meanwhile (on Galera, two nodes' inserts conflict on
 -- that row and the loser runs again). 1000 ids per millisecond before the
 -- ids run ahead of the clock; below 2^53 (exact in JSON) until the year 2255.

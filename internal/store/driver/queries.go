@@ -62,6 +62,9 @@ type Queries interface {
 	InsertExpectedSwitch(ctx context.Context, fabric string, guid fabric.GUID, description string, now time.Time) error
 	// InsertJob inserts the job and returns the id it chose (j.ID is not read).
 	InsertJob(ctx context.Context, j Job) (int64, error)
+	// LockJobIDs locks job_ids' row until the transaction ends: taken right
+	// before InsertJob, so that two fabrics' changes never choose one id.
+	LockJobIDs(ctx context.Context) error
 	InsertSecondSM(ctx context.Context, arg InsertSecondSMParams) (int64, error)
 	InsertSecretIfAbsent(ctx context.Context, fabric string, name string, value string, now time.Time) error
 	KubernetesMembershipsOfGUID(ctx context.Context, fabric string, guid fabric.GUID) ([]KubernetesMember, error)

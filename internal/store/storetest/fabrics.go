@@ -3,8 +3,12 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +27,7 @@ var twoFabricTests = []storeTest{
 	{"PortCannotMoveBetweenFabrics", testPortMovesFabric},
 	{"NetworkOnNoFabric", testNetworkOnNoFabric},
 	{"NetworkRecreatedOnAnotherFabric", testNetworkRecreatedOnAnotherFabric},
+	{"ConcurrentChangesOnTwoFabrics", testConcurrentChangesOnTwoFabrics},
 	{"WakeAfterAChangeOfItsFabric", func(t *testing.T, s *store.Store) {
 		// The storage fabric's waiters wake after a storage change, recorded
 		// through the default view (routed by physnet).
@@ -244,4 +249,67 @@ func testNetworkRecreatedOnAnotherFabric(t *testing.T, s *store.Store) {
 func isRejected(err error) bool {
 	var r *store.RejectedError
 	return errors.As(err, &r)
+}
+
+// testConcurrentChangesOnTwoFabrics: changes sent at once on two fabrics,
+// which do not wait for each other's revision, all record, with ids of their
+// own: job ids are given across fabrics (networking-mlnx reads a job by its id
+// alone), and within a fabric in the order of its revisions.
+func testConcurrentChangesOnTwoFabrics(t *testing.T, s *store.Store) {
+	// Workers on each fabric send changes one after another, so that many
+	// groups of each fabric commit while the other's are open.
+	const workers, rounds, each = 4, 30, 4 * 30
+	type result struct {
+		fabric string
+		job    store.Job
+		err    error
+	}
+	results := make(chan result, 2*each)
+	var wg sync.WaitGroup
+	for w := range workers {
+		for f, physnet := range []string{"ibnet", storageFabric} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for r := range rounds {
+					i := w*rounds + r
+					vlan := int64(100 + i)
+					spec := store.NetworkSpec{ID: fmt.Sprintf("%08x-0000-4000-8000-00000000000%d", i, f),
+						Name: "concurrent", Type: "vlan", PhysicalNetwork: physnet, SegmentationID: &vlan}
+					j, err := recordNetwork(s, t, spec)
+					results <- result{physnet, j, err}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(results)
+	ids := map[int64]bool{}
+	byRevision := map[string]map[int64]int64{} // fabric's physnet: revision -> job id
+	for r := range results {
+		if r.err != nil {
+			t.Errorf("a change on %s: %v", r.fabric, r.err)
+			continue
+		}
+		if ids[r.job.ID] {
+			t.Errorf("job id %d given twice", r.job.ID)
+		}
+		ids[r.job.ID] = true
+		if byRevision[r.fabric] == nil {
+			byRevision[r.fabric] = map[int64]int64{}
+		}
+		byRevision[r.fabric][r.job.Revision] = r.job.ID
+	}
+	for fabric, jobs := range byRevision {
+		revs := slices.Sorted(maps.Keys(jobs))
+		if len(revs) != each {
+			t.Errorf("%s: %d revisions, want %d", fabric, len(revs), each)
+		}
+		for i := 1; i < len(revs); i++ {
+			if jobs[revs[i]] <= jobs[revs[i-1]] {
+				t.Errorf("%s: the job of revision %d has id %d, not above revision %d's %d",
+					fabric, revs[i], jobs[revs[i]], revs[i-1], jobs[revs[i-1]])
+			}
+		}
+	}
 }
