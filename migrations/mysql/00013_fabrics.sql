@@ -67,7 +67,9 @@ ALTER TABLE kubernetes_members DROP PRIMARY KEY, ADD PRIMARY KEY (fabric, pkey, 
 ALTER TABLE kubernetes_members ADD CONSTRAINT kubernetes_members_fabric_pkey_fk FOREIGN KEY (fabric, pkey)
     REFERENCES kubernetes_pkeys (fabric, pkey) ON DELETE CASCADE;
 DROP INDEX IF EXISTS kubernetes_members_guid ON kubernetes_members;
-CREATE INDEX IF NOT EXISTS kubernetes_members_guid ON kubernetes_members (fabric, guid);
+-- pkey last: the GUID's memberships in pkey order, without SQLite choosing the
+-- primary key's (fabric, pkey, guid) and scanning the fabric's every member.
+CREATE INDEX IF NOT EXISTS kubernetes_members_guid ON kubernetes_members (fabric, guid, pkey);
 
 ALTER TABLE kubernetes_state ADD COLUMN IF NOT EXISTS fabric varchar(32) NOT NULL DEFAULT 'default';
 ALTER TABLE kubernetes_state DROP PRIMARY KEY, ADD PRIMARY KEY (fabric);

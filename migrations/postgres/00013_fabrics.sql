@@ -72,7 +72,9 @@ ALTER TABLE kubernetes_members DROP CONSTRAINT kubernetes_members_pkey, ADD PRIM
 ALTER TABLE kubernetes_members ADD CONSTRAINT kubernetes_members_fabric_pkey_fkey FOREIGN KEY (fabric, pkey)
     REFERENCES kubernetes_pkeys (fabric, pkey) ON DELETE CASCADE;
 DROP INDEX kubernetes_members_guid;
-CREATE INDEX kubernetes_members_guid ON kubernetes_members (fabric, guid);
+-- pkey last: the GUID's memberships in pkey order, without SQLite choosing the
+-- primary key's (fabric, pkey, guid) and scanning the fabric's every member.
+CREATE INDEX kubernetes_members_guid ON kubernetes_members (fabric, guid, pkey);
 
 ALTER TABLE kubernetes_state ADD COLUMN fabric varchar(32) NOT NULL DEFAULT 'default';
 ALTER TABLE kubernetes_state DROP CONSTRAINT kubernetes_state_pkey, ADD PRIMARY KEY (fabric);

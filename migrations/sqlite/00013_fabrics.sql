@@ -164,7 +164,9 @@ DROP TABLE kubernetes_members;
 DROP TABLE kubernetes_pkeys;
 ALTER TABLE kubernetes_pkeys_new RENAME TO kubernetes_pkeys;
 ALTER TABLE kubernetes_members_new RENAME TO kubernetes_members;
-CREATE INDEX kubernetes_members_guid ON kubernetes_members (fabric, guid);
+-- pkey last: the GUID's memberships in pkey order, without SQLite choosing the
+-- primary key's (fabric, pkey, guid) and scanning the fabric's every member.
+CREATE INDEX kubernetes_members_guid ON kubernetes_members (fabric, guid, pkey);
 
 CREATE TABLE kubernetes_state_new (
     id               INTEGER  NOT NULL CHECK (id = 1),
