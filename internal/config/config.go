@@ -111,6 +111,11 @@ type UFMPKeys struct {
 	PreviousPasswords []string
 	// Prefix is the path prefix of its routes, UFM's /ufmRest.
 	Prefix string
+	// Listen, of a further fabric's [fabric:NAME:ufm_pkeys] only, serves its
+	// routes on a listener of their own (host:port) instead of [api] listen:
+	// ib-kubernetes always sends /ufmRest, which the default fabric's
+	// routes hold there. "" serves them on [api] listen under Prefix.
+	Listen string
 	// PKeyRange holds the only pkeys Kubernetes partitions may use, and no
 	// Neutron VLAN may; required when the API is served.
 	PKeyRange fabric.PKeyRange
@@ -385,7 +390,8 @@ func (c *Config) checkUFMPKeys(f Fabric) []error {
 		errs = append(errs, fmt.Errorf("%s max_guids_per_request %d, max_members_per_pkey %d and max_members %d: "+
 			"want each at most the next", sec, u.MaxGUIDsPerRequest, u.MaxMembersPerPKey, u.MaxMembers))
 	}
-	if prefixesOverlap(c.API.Prefix, u.Prefix) {
+	// On a listener of its own, the pkeys API shares no path with [api]'s.
+	if u.Listen == "" && prefixesOverlap(c.API.Prefix, u.Prefix) {
 		errs = append(errs, fmt.Errorf("%s prefix %s and [api] prefix %s overlap: give the pkeys API its own, such as /ufmRest",
 			sec, u.Prefix, c.API.Prefix))
 	}

@@ -157,6 +157,9 @@ func diffFabric(a, b Fabric) []string {
 	if !slices.Equal(a.PhysicalNetworks, b.PhysicalNetworks) {
 		out = append(out, a.Section()+" physical_networks")
 	}
+	if a.UFMPKeys.Listen != b.UFMPKeys.Listen {
+		out = append(out, a.UFMPKeysSection()+" listen") // a key of the fabric's section alone
+	}
 	for _, k := range keyGetters {
 		if reflect.DeepEqual(k.get(&ca), k.get(&cb)) {
 			continue

@@ -118,8 +118,11 @@ var fabricKeys = section{name: fabricSectionPrefix + "NAME", fields: append(slic
 	field{key: "physical_networks",
 		set: into(setFabricPhysicalNetworks, func(c *Config) *[]string { return &c.API.PhysicalNetworks })})}
 
-// fabricUFMPKeysKeys are the keys of [fabric:NAME:ufm_pkeys]: those of [ufm_pkeys].
-var fabricUFMPKeysKeys = sectionNamed("ufm_pkeys")
+// fabricUFMPKeysKeys are the keys of [fabric:NAME:ufm_pkeys]: those of
+// [ufm_pkeys], and listen (the default fabric's listener is [api] listen).
+var fabricUFMPKeysKeys = section{name: fabricSectionPrefix + "NAME:" + fabricUFMPKeys,
+	fields: append(slices.Clone(sectionNamed("ufm_pkeys").fields),
+		field{key: "listen", set: into(setListen, func(c *Config) *string { return &c.UFMPKeys.Listen })})}
 
 func sectionNamed(name string) section {
 	i := slices.IndexFunc(sections, func(s section) bool { return s.name == name })

@@ -73,6 +73,45 @@ func TestParseFabrics(t *testing.T) {
 	}
 }
 
+// TestParseFabricPKeysListen: a fabric's pkeys API on a listener of its own
+// keeps the prefix ib-kubernetes sends, /ufmRest, which the default fabric's
+// has too: the two share no listener, so they do not overlap.
+func TestParseFabricPKeysListen(t *testing.T) {
+	c := parseFile(t, filepath.Join("testdata", "fabrics", "valid", "pkeys-listen.conf"))
+	if len(c.Fabrics) != 1 {
+		t.Fatalf("fabrics %v, want storage", c.Fabrics)
+	}
+	u := c.Fabrics[0].UFMPKeys
+	if u.Listen != "0.0.0.0:8091" || u.Prefix != "/ufmRest" || c.UFMPKeys.Prefix != "/ufmRest" || c.UFMPKeys.Listen != "" {
+		t.Errorf("storage listen %q prefix %q, default prefix %q listen %q; want 0.0.0.0:8091, /ufmRest, /ufmRest, \"\"",
+			u.Listen, u.Prefix, c.UFMPKeys.Prefix, c.UFMPKeys.Listen)
+	}
+	if !strings.Contains(c.String(), `ufm_pkeys_listen="0.0.0.0:8091"`) {
+		t.Errorf("the printed configuration lacks the listener: %s", c)
+	}
+}
+
+// TestSameListener: two addresses bind one port when their ports match on
+// one host or on a host that is every address.
+func TestSameListener(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		want bool
+	}{
+		{"127.0.0.1:8091", "127.0.0.1:8091", true},
+		{"0.0.0.0:8091", "10.0.0.5:8091", true},
+		{":8091", "127.0.0.1:8091", true},
+		{"[::]:8091", "127.0.0.1:8091", true},
+		{"10.0.0.5:8091", "10.0.0.6:8091", false},
+		{"127.0.0.1:8091", "127.0.0.1:8092", false},
+		{"127.0.0.1:0", "127.0.0.1:0", false},
+	} {
+		if got := sameListener(tt.a, tt.b); got != tt.want {
+			t.Errorf("sameListener(%s, %s) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
 // TestSingleFabricFilesHaveOneFabric: a file without [fabric:NAME] sections
 // configures the default fabric alone, from its top-level settings.
 func TestSingleFabricFilesHaveOneFabric(t *testing.T) {
@@ -212,6 +251,9 @@ func TestDiffFabrics(t *testing.T) {
 			[]string{"[fabric:s] physical_networks"}},
 		{"an option", two, parse(strings.Replace(fabricBase, "a00002\n", "a00002\nsm_priority = 3\n", 1)),
 			[]string{"[fabric:s:opensm_conf] sm_priority"}},
+		{"a pkeys listener", parse(fabricBase + "[fabric:s:ufm_pkeys]\nusername = k\npassword = s3cret-one\npkey_range = 0x1000-0x1fff\n"),
+			parse(fabricBase + "[fabric:s:ufm_pkeys]\nusername = k\npassword = s3cret-one\npkey_range = 0x1000-0x1fff\nlisten = 127.0.0.1:8091\n"),
+			[]string{"[fabric:s:ufm_pkeys] listen"}},
 		{"a password", parse(fabricBase + "[fabric:s:ufm_pkeys]\nusername = k\npassword = s3cret-one\npkey_range = 0x1000-0x1fff\n"),
 			parse(fabricBase + "[fabric:s:ufm_pkeys]\nusername = k\npassword = s3cret-two\npkey_range = 0x1000-0x1fff\n"),
 			[]string{"[fabric:s:ufm_pkeys] password"}},

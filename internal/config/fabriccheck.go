@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +25,7 @@ func (c *Config) checkFabrics(file iniFile) []error {
 			"fabric's own physical networks there", place(file, all[0], "physical_networks"), all[1].physnetsKey()))
 	}
 	for i, a := range all {
+		errs = append(errs, c.listenConflicts(file, a)...)
 		if portGUID(a) == "" {
 			errs = append(errs, fmt.Errorf("%s names no port: with several fabrics each OpenSM must be given its HCA "+
 				"port (guid in %s, or -g in command), or it takes the first active one, which may be another fabric's",
@@ -68,20 +70,67 @@ func fabricPairConflicts(file iniFile, a, b Fabric) []error {
 	if inContainer(a) && inContainer(b) && a.OpenSM.Container == b.OpenSM.Container {
 		both("container", "Docker names one container by it")
 	}
-	if a.UFMPKeys.Enabled() && b.UFMPKeys.Enabled() && prefixesOverlap(a.UFMPKeys.Prefix, b.UFMPKeys.Prefix) {
+	if a.UFMPKeys.Listen != "" && sameListener(a.UFMPKeys.Listen, b.UFMPKeys.Listen) {
+		errs = append(errs, fmt.Errorf("%s and %s are the same address %s: each fabric's ib-kubernetes needs its own "+
+			"listener", placeIn(file, a.UFMPKeysSection(), "listen"), placeIn(file, b.UFMPKeysSection(), "listen"),
+			b.UFMPKeys.Listen))
+	}
+	// Two pkeys APIs share paths only when both are on [api] listen.
+	if a.UFMPKeys.Enabled() && b.UFMPKeys.Enabled() && a.UFMPKeys.Listen == "" && b.UFMPKeys.Listen == "" &&
+		prefixesOverlap(a.UFMPKeys.Prefix, b.UFMPKeys.Prefix) {
 		errs = append(errs, fmt.Errorf("%s prefix %s and %s prefix %s overlap: each fabric's ib-kubernetes needs "+
 			"its own URL", a.UFMPKeysSection(), a.UFMPKeys.Prefix, b.UFMPKeysSection(), b.UFMPKeys.Prefix))
 	}
 	return errs
 }
 
+// listenConflicts refuses fab's pkeys listener on an address one of [api]'s
+// listeners has: one of the two could not bind it.
+func (c *Config) listenConflicts(file iniFile, fab Fabric) []error {
+	addr := fab.UFMPKeys.Listen
+	if addr == "" {
+		return nil
+	}
+	var errs []error
+	for _, l := range []struct{ key, addr string }{
+		{"listen", c.API.Listen}, {"metrics_listen", c.API.MetricsListen}, {"debug_listen", c.API.DebugListen}} {
+		if l.addr != "" && sameListener(addr, l.addr) {
+			errs = append(errs, fmt.Errorf("%s and %s are the same address %s: give the fabric's pkeys API a "+
+				"port of its own", placeIn(file, fab.UFMPKeysSection(), "listen"), placeIn(file, "[api]", l.key), l.addr))
+		}
+	}
+	return errs
+}
+
+// sameListener says whether two host:port addresses would bind one port:
+// the same port on the same host, or on a host that is every address.
+func sameListener(a, b string) bool {
+	ha, pa, errA := net.SplitHostPort(a)
+	hb, pb, errB := net.SplitHostPort(b)
+	if errA != nil || errB != nil {
+		return a == b
+	}
+	if pa != pb || pa == "0" {
+		return false // port 0 picks a free port for each
+	}
+	everyAddr := func(h string) bool { return h == "" || net.ParseIP(h) != nil && net.ParseIP(h).IsUnspecified() }
+	return ha == hb || everyAddr(ha) || everyAddr(hb)
+}
+
 // place names key of fab's section (physical_networks of the default fabric
 // is [api]'s) with the line that sets it, or says that it is the default.
 func place(file iniFile, fab Fabric, key string) string {
-	section := strings.Trim(fab.Section(), "[]")
+	section := fab.Section()
 	if fab.Name == DefaultFabric && key == "physical_networks" {
-		section = "api"
+		section = "[api]"
 	}
+	return placeIn(file, section, key)
+}
+
+// placeIn names key of section ("[api]") with the line that sets it, or says
+// that it is the default.
+func placeIn(file iniFile, section, key string) string {
+	section = strings.Trim(section, "[]")
 	for _, s := range file.sections {
 		if s.name != section {
 			continue

@@ -155,6 +155,7 @@ func fabricAttrs(fabrics []Fabric) []slog.Attr {
 			slog.String("log_file", f.OpenSM.LogFile),
 			slog.String("ufm_pkeys_username", f.UFMPKeys.Username),
 			slog.String("ufm_pkeys_password", f.UFMPKeys.Password),
+			slog.String("ufm_pkeys_listen", f.UFMPKeys.Listen),
 			slog.Attr{Key: opensmConfSection, Value: slog.GroupValue(conf...)},
 		)
 	}
