@@ -470,7 +470,8 @@ type applierObserver struct {
 func (o applierObserver) Alive() { o.loop.Beat() }
 
 // listeners are the manager's HTTP servers: the API's (with /metrics unless
-// metrics_listen is set), the metrics' and pprof's. The API's and the
+// metrics_listen is set), the fabrics' own pkeys APIs', the metrics' and
+// pprof's. The API's and the
 // metrics' bound how long a client may take to send a request and keep an
 // idle connection open: a client that is slow on purpose holds no
 // connection for long.
@@ -491,6 +492,8 @@ func listeners(cfg *config.Config, apiServer *api.Server, metrics http.Handler, 
 		srv.TLSConfig = certs.Config()
 	}
 	servers := []*namedServer{{name: "API", key: "listen", addr: cfg.API.Listen, srv: srv, tls: certs != nil}}
+	servers = append(servers, pkeysListeners(cfg, apiServer,
+		func(h http.Handler) *http.Server { return bounded(h, writeTimeout) }, certs)...)
 	if cfg.API.MetricsListen != "" {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", apiServer.MetricsHandler(metrics))
@@ -508,16 +511,17 @@ func listeners(cfg *config.Config, apiServer *api.Server, metrics http.Handler, 
 
 // namedServer is one of the manager's HTTP listeners.
 type namedServer struct {
-	name, key, addr string
-	srv             *http.Server
-	tls             bool
-	ln              net.Listener
+	// section and key set addr: "[api]" when section is "".
+	name, section, key, addr string
+	srv                      *http.Server
+	tls                      bool
+	ln                       net.Listener
 }
 
 func (s *namedServer) listen() error {
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
-		return fmt.Errorf("[api] %s: %w", s.key, err)
+		return fmt.Errorf("%s %s: %w", cmp.Or(s.section, "[api]"), s.key, err)
 	}
 	if s.tls {
 		ln = tls.NewListener(ln, s.srv.TLSConfig)

@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/api"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tlsreload"
 )
 
 // pkeysAPIs are every fabric's pkeys API ([ufm_pkeys], [fabric:NAME:ufm_pkeys]),
@@ -14,12 +16,13 @@ import (
 // and limits are its fabric's; and the HTTP write timeout, at least
 // writeTimeout, that the slowest of their answers needs (a change is answered
 // once applied, up to its apply_timeout). A fabric whose credentials are not
-// set serves no route, but its prefix answers 404 saying so.
+// set serves no route, but its prefix answers 404 saying so. A fabric with
+// a listen address is served there alone (pkeysListeners).
 func pkeysAPIs(cfg *config.Config, st *store.Store, writeTimeout time.Duration) ([]api.PKeysOptions, time.Duration, error) {
 	var out []api.PKeysOptions
 	for _, f := range cfg.AllFabrics() {
 		u := f.UFMPKeys
-		o := api.PKeysOptions{Fabric: f.Name, Section: f.UFMPKeysSection(), Prefix: u.Prefix}
+		o := api.PKeysOptions{Fabric: f.Name, Section: f.UFMPKeysSection(), Prefix: u.Prefix, OwnListener: u.Listen != ""}
 		if u.Enabled() {
 			view := st.Fabric(f.Name)
 			if view == nil {
@@ -33,4 +36,24 @@ func pkeysAPIs(cfg *config.Config, st *store.Store, writeTimeout time.Duration) 
 		out = append(out, o)
 	}
 	return out, writeTimeout, nil
+}
+
+// pkeysListeners are the listeners of the fabrics whose pkeys API has one of
+// its own ([fabric:NAME:ufm_pkeys] listen): bounded as the API's, over its
+// TLS, with its request ids and access log (the API server's handler).
+func pkeysListeners(cfg *config.Config, apiServer *api.Server, bounded func(http.Handler) *http.Server,
+	certs *tlsreload.Reloader) []*namedServer {
+	var out []*namedServer
+	for _, f := range cfg.Fabrics {
+		if f.UFMPKeys.Listen == "" {
+			continue
+		}
+		srv := bounded(apiServer.PKeysHandler(f.Name))
+		if certs != nil {
+			srv.TLSConfig = certs.Config()
+		}
+		out = append(out, &namedServer{name: "pkeys API of fabric " + f.Name, section: f.UFMPKeysSection(),
+			key: "listen", addr: f.UFMPKeys.Listen, srv: srv, tls: certs != nil})
+	}
+	return out
 }

@@ -101,6 +101,9 @@ type Server struct {
 	store   Recorder
 	log     *slog.Logger
 	handler http.Handler
+	// own are the handlers of the fabrics' pkeys APIs on listeners of their
+	// own, by fabric name.
+	own map[string]http.Handler
 	// creds are what requests are checked against; SetCredentials swaps
 	// them.
 	creds atomic.Pointer[credentialHashes]
@@ -111,11 +114,7 @@ type Server struct {
 func New(opts Options, rec Recorder, log *slog.Logger) *Server {
 	s := &Server{opts: opts, store: rec, log: log}
 	s.SetCredentials(firstCredentials(opts))
-	r := httprouter.New()
-	// The driver's POSTs must never be redirected: a 301 turns them into GETs.
-	r.RedirectTrailingSlash = false
-	r.RedirectFixedPath = false
-	r.HandleOPTIONS = false
+	r := s.newRouter()
 	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		msg := fmt.Sprintf("no such resource: %s %s", req.Method, req.URL.Path)
 		if o, ok := pkeysPrefixOf(opts.PKeys, req.URL.Path); ok && !strings.HasPrefix(req.URL.Path, opts.Prefix+"/") {
@@ -131,25 +130,11 @@ func New(opts Options, rec Recorder, log *slog.Logger) *Server {
 		// misconfigured URL must not make every DELETE look successful.
 		writeError(w, http.StatusBadRequest, msg)
 	})
-	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s", req.Method, req.URL.Path))
-	})
-	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {
-		s.logger(req).Error("panic serving request", "method", req.Method, "path", req.URL.Path, "panic", fmt.Sprint(v))
-		writeError(w, http.StatusInternalServerError, "internal error")
-	}
 
 	// Routes are named for metrics without the configured prefix and domain,
 	// so that dashboards work whatever they are.
 	base := opts.Prefix + "/" + opts.Domain
-	handle := func(method, path, route string, h httprouter.Handle) {
-		r.Handle(method, path, func(w http.ResponseWriter, req *http.Request, ps httprouter.Params) {
-			if info := infoOf(req); info != nil {
-				info.route = route
-			}
-			h(w, req, ps)
-		})
-	}
+	handle := handleOn(r)
 	handle(http.MethodPost, base+"/Network", "Network", s.auth(recordHandler(decodeNetwork, s.recordNetwork, store.OpCreateNetwork)))
 	handle(http.MethodPut, base+"/Network/:id", "Network/:id", s.auth(recordHandler(decodeNetwork, s.recordNetwork, store.OpUpdateNetwork)))
 	handle(http.MethodDelete, base+"/Network/:id", "Network/:id", s.auth(s.deleteNetwork))
@@ -176,14 +161,77 @@ func New(opts Options, rec Recorder, log *slog.Logger) *Server {
 			metrics.ServeHTTP(w, r)
 		})
 	}
+	s.own = make(map[string]http.Handler)
 	for _, o := range opts.PKeys {
-		if o.Store != nil {
+		switch {
+		case o.OwnListener:
+			s.own[o.fabric()] = s.ownPKeysHandler(o)
+		case o.Store != nil:
 			newPKeysAPI(s, o).routes(handle)
 		}
 	}
-	s.handler = requestInfo(collapseSlashes(s.accessLog(r)))
+	s.handler = s.wrap(r)
 	return s
 }
+
+// newRouter is a router that answers as the API does: never a redirect (a
+// 301 turns the driver's POSTs into GETs), 405 and a panic in JSON.
+func (s *Server) newRouter() *httprouter.Router {
+	r := httprouter.New()
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandleOPTIONS = false
+	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s", req.Method, req.URL.Path))
+	})
+	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {
+		s.logger(req).Error("panic serving request", "method", req.Method, "path", req.URL.Path, "panic", fmt.Sprint(v))
+		writeError(w, http.StatusInternalServerError, "internal error")
+	}
+	return r
+}
+
+// handleOn registers a route on r, naming it route for the access log and
+// the metrics.
+func handleOn(r *httprouter.Router) func(method, path, route string, h httprouter.Handle) {
+	return func(method, path, route string, h httprouter.Handle) {
+		r.Handle(method, path, func(w http.ResponseWriter, req *http.Request, ps httprouter.Params) {
+			if info := infoOf(req); info != nil {
+				info.route = route
+			}
+			h(w, req, ps)
+		})
+	}
+}
+
+// wrap gives a router the request id, the slashes' collapse and the access
+// log every request of the manager's listeners has.
+func (s *Server) wrap(r *httprouter.Router) http.Handler {
+	return requestInfo(collapseSlashes(s.accessLog(r)))
+}
+
+// ownPKeysHandler serves one fabric's pkeys API alone, for its own
+// listener: its routes, and 404 on every other path, as UFM answers one
+// it does not have (ib-kubernetes reads it as absent). Nothing else of the
+// API is served there: networking-mlnx's token opens nothing on it.
+func (s *Server) ownPKeysHandler(o PKeysOptions) http.Handler {
+	r := s.newRouter()
+	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		msg := fmt.Sprintf("no such resource: %s %s", req.Method, req.URL.Path)
+		if o.Store == nil {
+			msg += fmt.Sprintf(" (the pkeys API is off: set %s username and password)", o.section())
+		}
+		writeError(w, http.StatusNotFound, msg)
+	})
+	if o.Store != nil {
+		newPKeysAPI(s, o).routes(handleOn(r))
+	}
+	return s.wrap(r)
+}
+
+// PKeysHandler is the handler of fabric's own pkeys listener (its
+// PKeysOptions' OwnListener), nil when it has none.
+func (s *Server) PKeysHandler(fabric string) http.Handler { return s.own[fabric] }
 
 // writeReport answers a health check: 200 when ok, else 503, with the
 // reasons either way.

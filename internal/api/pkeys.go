@@ -70,6 +70,11 @@ type PKeysOptions struct {
 	// change the database at once, a change's wait for its apply included;
 	// the next is answered 503 at once. 0: DefaultMaxConcurrentRequests.
 	MaxConcurrentRequests int
+	// OwnListener serves the routes on the fabric's own listener alone
+	// (Server.PKeysHandler), not beside the others: there its Prefix may be
+	// /ufmRest, the one prefix ib-kubernetes sends, which another fabric's
+	// routes may hold on the API's listener.
+	OwnListener bool
 }
 
 // fabric is the name the fabric's credentials are known by.
@@ -84,7 +89,7 @@ func (o PKeysOptions) section() string { return cmp.Or(o.Section, "[ufm_pkeys]")
 func pkeysPrefixOf(list []PKeysOptions, path string) (PKeysOptions, bool) {
 	var off *PKeysOptions
 	for i, o := range list {
-		if o.Prefix == "" || !strings.HasPrefix(path, o.Prefix+"/") {
+		if o.OwnListener || o.Prefix == "" || !strings.HasPrefix(path, o.Prefix+"/") {
 			continue
 		}
 		if o.Store != nil {
