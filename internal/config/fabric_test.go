@@ -372,7 +372,7 @@ func TestSampleFabricExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(c.Fabrics) != 1 || c.Fabrics[0].Name != "storage" || !c.Fabrics[0].UFMPKeys.Enabled() ||
-		len(c.Fabrics[0].OpenSMConf) != 2 {
-		t.Errorf("the example parses to %v", c.Fabrics)
+		len(c.Fabrics[0].OpenSMConf) != 2 || c.Fabrics[0].UFMPKeys.Listen == "" {
+		t.Errorf("the example parses to %v, want the storage fabric's pkeys API on its own listener", c.Fabrics)
 	}
 }
