@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/api"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tlsreload"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tlsreload/tlstest"
 )
 
 // listenConf is fabricsConf with the storage fabric's pkeys API on a
@@ -54,7 +57,7 @@ func TestFabricPKeysOnItsOwnListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	apiURL, storageURL := serveListeners(t, cfg)
+	apiURL, storageURL, _ := serveListeners(t, cfg, nil)
 	storage := client{"ib-kubernetes-storage", "s3cret-storage-password"}
 	compute := client{"ib-kubernetes", "s3cret-compute-password"}
 
@@ -101,9 +104,10 @@ func TestFabricPKeysOnItsOwnListener(t *testing.T) {
 }
 
 // serveListeners binds and serves the manager's listeners for cfg on a
-// store of its fabrics, as the manager does, until the test ends; it returns
-// the API's URL and the storage fabric's pkeys listener's.
-func serveListeners(t *testing.T, cfg *config.Config) (apiURL, storageURL string) {
+// store of its fabrics, as the manager does (over certs' TLS unless nil),
+// until the test ends; it returns the API's URL, the storage fabric's pkeys
+// listener's, and the API server.
+func serveListeners(t *testing.T, cfg *config.Config, certs *tlsreload.Reloader) (apiURL, storageURL string, srv *api.Server) {
 	t.Helper()
 	st := openFabricsStore(t, cfg)
 	pkeys, writeTimeout, err := pkeysAPIs(cfg, st, 30*time.Second)
@@ -111,8 +115,8 @@ func serveListeners(t *testing.T, cfg *config.Config) (apiURL, storageURL string
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	srv := api.New(api.Options{Prefix: cfg.API.Prefix, Domain: cfg.API.Domain, Token: cfg.API.Token, PKeys: pkeys}, st, log)
-	mgr := &manager{cfg: cfg, log: log, servers: listeners(cfg, srv, http.NotFoundHandler(), nil, writeTimeout, log)}
+	srv = api.New(api.Options{Prefix: cfg.API.Prefix, Domain: cfg.API.Domain, Token: cfg.API.Token, PKeys: pkeys}, st, log)
+	mgr := &manager{cfg: cfg, log: log, servers: listeners(cfg, srv, http.NotFoundHandler(), certs, writeTimeout, log)}
 	if err := mgr.listen(); err != nil {
 		t.Fatal(err)
 	}
@@ -122,18 +126,86 @@ func serveListeners(t *testing.T, cfg *config.Config) (apiURL, storageURL string
 			s.srv.Close()
 		}
 	})
+	scheme := "http://"
+	if certs != nil {
+		scheme = "https://"
+	}
 	for _, s := range mgr.servers {
 		switch s.name {
 		case "API":
-			apiURL = "http://" + s.ln.Addr().String()
+			apiURL = scheme + s.ln.Addr().String()
 		case "pkeys API of fabric storage":
-			storageURL = "http://" + s.ln.Addr().String()
+			storageURL = scheme + s.ln.Addr().String()
 		}
 	}
 	if apiURL == "" || storageURL == "" {
 		t.Fatalf("listeners %v: want the API's and the storage fabric's pkeys API's", mgr.servers)
 	}
-	return apiURL, storageURL
+	return apiURL, storageURL, srv
+}
+
+// TestFabricPKeysListenerIsTheAPIsTwin: the storage fabric's listener
+// serves [api]'s TLS certificate (plain HTTP is refused), echoes a client's
+// request id, and takes the credentials a SIGHUP applies at once (a changed
+// listen is named as needing a restart).
+func TestFabricPKeysListenerIsTheAPIsTwin(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t)
+	certFile, keyFile := filepath.Join(dir, "afm.crt"), filepath.Join(dir, "afm.key")
+	ca.WritePair(certFile, keyFile)
+	path := filepath.Join(dir, "afm.conf")
+	writeConfText(t, path, listenConf)
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certs, err := tlsreload.New(certFile, keyFile, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, storageURL, srv := serveListeners(t, cfg, certs)
+	web := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost"}}}
+	get := func(url, password string) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", url, nil)
+		req.SetBasicAuth("ib-kubernetes-storage", password)
+		req.Header.Set(api.RequestIDHeader, "req-from-ib-kubernetes-1")
+		resp, err := web.Do(req)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		return resp, err
+	}
+	resp, err := get(storageURL+"/ufmRest/app/ufm_version", "s3cret-storage-password")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("ufm_version over TLS trusting [api]'s CA: %v %v", resp, err)
+	}
+	if id := resp.Header.Get(api.RequestIDHeader); id != "req-from-ib-kubernetes-1" {
+		t.Errorf("request id answered %q, want the client's", id)
+	}
+	plain := strings.Replace(storageURL, "https://", "http://", 1) + "/ufmRest/app/ufm_version"
+	if resp, err := http.Get(plain); err == nil && resp.StatusCode == http.StatusOK {
+		t.Errorf("plain HTTP on the storage listener answered 200")
+	}
+
+	// SIGHUP with a new storage password: the old one is refused on the
+	// fabric's listener at once, the new one works, listen needs a restart.
+	next := strings.Replace(listenConf, "s3cret-storage-password", "s3cret-storage-password-2", 1)
+	writeConfText(t, path, strings.TrimSuffix(next, "listen = 127.0.0.1:0\n")+"listen = 127.0.0.1:18091\n")
+	var logged strings.Builder
+	newHangup(path, cfg, nil, srv, slog.New(slog.NewJSONHandler(&logged, nil))).reload()
+	if resp, err := get(storageURL+"/ufmRest/app/ufm_version", "s3cret-storage-password"); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the old storage password after SIGHUP: %v %v, want 401", resp, err)
+	}
+	if resp, err := get(storageURL+"/ufmRest/app/ufm_version", "s3cret-storage-password-2"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("the new storage password after SIGHUP: %v %v, want 200", resp, err)
+	}
+	for _, want := range []string{`"reloaded":["[fabric:storage:ufm_pkeys] password"]`,
+		`"changed_settings_needing_restart":["[fabric:storage:ufm_pkeys] listen"]`} {
+		if !strings.Contains(logged.String(), want) {
+			t.Errorf("the log lacks %s:\n%s", want, logged.String())
+		}
+	}
 }
 
 // client sends requests as ib-kubernetes does: Basic auth, JSON bodies.
