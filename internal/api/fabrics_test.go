@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -468,6 +469,64 @@ func TestFabricNeutronNetworksLandInTheirFabric(t *testing.T) {
 			if resp.StatusCode != http.StatusBadRequest {
 				t.Errorf("port moved to the storage fabric's network: %d %s, want 400", resp.StatusCode, body)
 			}
+		})
+	}
+}
+
+// TestFabricPKeysOwnListener: a fabric's pkeys API on a listener of its own
+// keeps ib-kubernetes' /ufmRest, which the default fabric's holds on the
+// API's handler: each handler serves its own fabric there, the own one
+// serves nothing else, logs its requests with the fabric, and says when its
+// API is off.
+func TestFabricPKeysOwnListener(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("off=%t", off), func(t *testing.T) {
+			f := newFabricsFixture(t, "sqlite", func(o *PKeysOptions) {
+				o.Prefix, o.OwnListener = "/ufmRest", true
+				if off {
+					o.Store = nil
+				}
+			})
+			if f.srvAPI.PKeysHandler(store.DefaultFabric) != nil {
+				t.Error("the default fabric has a handler of its own")
+			}
+			var logged bytes.Buffer
+			f.srvAPI.log = slog.New(slog.NewJSONHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			own := f.srvAPI.PKeysHandler(storageFabric)
+			if own == nil {
+				t.Fatal("no handler for the storage fabric's own listener")
+			}
+			serve := func(user, password, path string) (int, string) {
+				req := httptest.NewRequest("GET", path, nil)
+				req.SetBasicAuth(user, password)
+				rec := httptest.NewRecorder()
+				own.ServeHTTP(rec, req)
+				return rec.Code, rec.Body.String()
+			}
+			code, body := serve(ufmUser, storagePassword, "/ufmRest/app/ufm_version")
+			switch {
+			case off && (code != http.StatusNotFound || !strings.Contains(body, "the pkeys API is off: set "+storageSection)):
+				t.Errorf("the storage fabric's API off: %d %s, want 404 naming %s", code, body, storageSection)
+			case !off && code != http.StatusOK:
+				t.Errorf("ufm_version on the storage listener: %d %s", code, body)
+			}
+			if code, body := serve(ufmUser, ufmPassword, "/ufmRest/resources/pkeys"); code != map[bool]int{false: http.StatusUnauthorized, true: http.StatusNotFound}[off] {
+				t.Errorf("the default fabric's password on the storage listener: %d %s", code, body)
+			}
+			if code, _ := serve(ufmUser, storagePassword, "/ufmRestV3/cloudx/Network"); code != http.StatusNotFound {
+				t.Errorf("networking-mlnx's route on the storage listener: %d, want 404", code)
+			}
+			line := `"path":"/ufmRest/app/ufm_version","route":"ufm/app/ufm_version","status":200`
+			if off {
+				line = `"path":"/ufmRest/app/ufm_version","route":"unmatched","status":404`
+			}
+			if !strings.Contains(logged.String(), line) || !strings.Contains(logged.String(), `"request_id":`) ||
+				(!off && !strings.Contains(logged.String(), `"fabric":"storage"`)) {
+				t.Errorf("the access log lacks %s with its request id (and fabric):\n%s", line, logged.String())
+			}
+			// The API's handler: /ufmRest is the default fabric's alone.
+			f.compute.must("GET", "/ufmRest/app/ufm_version", "", http.StatusOK)
+			f.storageK8s.must("GET", "/ufmRest/app/ufm_version", "", http.StatusUnauthorized)
 		})
 	}
 }
