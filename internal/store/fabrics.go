@@ -32,9 +32,6 @@ type fabricSet struct {
 // NewFabrics wraps an engine's driver serving several fabrics, the default
 // fabric first; it returns the default fabric's view. Fabric(name) returns
 // another fabric's.
-//
-// TODO(fabrics, step 4): the stub gives each fabric a view of its own, but
-// the queries do not yet filter by fabric.
 func NewFabrics(d driver.Driver, fabrics []FabricRules) *Store {
 	set := &fabricSet{views: map[string]*Store{}}
 	for _, f := range fabrics {
@@ -146,6 +143,9 @@ func (s *Store) routed(ctx context.Context, where func(context.Context) (*Store,
 		v, err := where(ctx)
 		if err != nil {
 			return Job{}, err
+		}
+		if v.FabricName() == s.FabricName() {
+			v = s // the caller's own view, with its rules and clock (WithRules, WithClock)
 		}
 		j, err := change(v)
 		if !errors.Is(err, errOtherFabric) || i == maxReroutes {
