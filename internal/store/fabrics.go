@@ -36,7 +36,7 @@ func NewFabrics(d driver.Driver, fabrics []FabricRules) *Store {
 	set := &fabricSet{views: map[string]*Store{}}
 	for _, f := range fabrics {
 		v := New(d, f.Rules)
-		v.fabric, v.fabrics = f.Name, set
+		v.fabric, v.fabrics, v.rules.fabric = f.Name, set, f.Name
 		set.order = append(set.order, f.Name)
 		set.views[f.Name] = v
 	}

@@ -29,6 +29,7 @@ var twoFabricTests = []storeTest{
 	{"NetworkRecreatedOnAnotherFabric", testNetworkRecreatedOnAnotherFabric},
 	{"ConcurrentChangesOnTwoFabrics", testConcurrentChangesOnTwoFabrics},
 	{"RoutedChangeKeepsTheCallersClock", testRoutedChangeKeepsTheCallersClock},
+	{"RefusalsNameTheFabricsSection", testRefusalsNameTheFabricsSection},
 	{"WakeAfterAChangeOfItsFabric", func(t *testing.T, s *store.Store) {
 		// The storage fabric's waiters wake after a storage change, recorded
 		// through the default view (routed by physnet).
@@ -331,6 +332,22 @@ func testRoutedChangeKeepsTheCallersClock(t *testing.T, s *store.Store) {
 		}
 		if !j.CreatedAt.Equal(at) {
 			t.Errorf("fabric %s: the job was created at %v, want the caller's clock's %v", v.FabricName(), j.CreatedAt, at)
+		}
+	}
+}
+
+// testRefusalsNameTheFabricsSection: a refusal by a fabric's setting names the
+// section the operator sets it in: [opensm] for the default fabric,
+// [fabric:storage] for the storage fabric.
+func testRefusalsNameTheFabricsSection(t *testing.T, s *store.Store) {
+	flat := int64(store.DefaultFlatPKey)
+	for spec, want := range map[store.NetworkSpec]string{
+		{ID: netA, Name: "a", Type: "vlan", PhysicalNetwork: "ibnet", SegmentationID: &flat}:       "([opensm] flat_pkey)",
+		{ID: netC, Name: "c", Type: "vlan", PhysicalNetwork: storageFabric, SegmentationID: &flat}: "([fabric:storage] flat_pkey)",
+	} {
+		_, err := recordNetwork(s, t, spec)
+		if !isRejected(err) || !strings.Contains(err.Error(), want) {
+			t.Errorf("VLAN %d on %s: %v, want a refusal naming %s", flat, spec.PhysicalNetwork, err, want)
 		}
 	}
 }
