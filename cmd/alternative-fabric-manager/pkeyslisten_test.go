@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -233,4 +234,41 @@ func (c client) do(t *testing.T, method, url, body string) (int, string) {
 		t.Fatal(fmt.Errorf("%s %s: %w", method, url, err))
 	}
 	return resp.StatusCode, string(b)
+}
+
+// TestFabricPKeysListenTakenBindsNothing: a fabric's listen address that is
+// taken fails the start naming its section, and leaves no listener bound.
+func TestFabricPKeysListenTakenBindsNothing(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	path := filepath.Join(t.TempDir(), "afm.conf")
+	writeConfText(t, path, strings.TrimSuffix(listenConf, "listen = 127.0.0.1:0\n")+"listen = "+taken.Addr().String()+"\n")
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	st := openFabricsStore(t, cfg)
+	pkeys, writeTimeout, err := pkeysAPIs(cfg, st, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := api.New(api.Options{Prefix: cfg.API.Prefix, Domain: cfg.API.Domain, Token: cfg.API.Token, PKeys: pkeys}, st, log)
+	mgr := &manager{cfg: cfg, log: log, servers: listeners(cfg, srv, http.NotFoundHandler(), nil, writeTimeout, log)}
+	err = mgr.listen()
+	if err == nil || !strings.Contains(err.Error(), "[fabric:storage:ufm_pkeys] listen: ") {
+		t.Fatalf("listen with the storage fabric's address taken: %v, want an error naming its section", err)
+	}
+	for _, s := range mgr.servers {
+		if s.ln == nil {
+			continue
+		}
+		if c, err := net.Dial("tcp", s.ln.Addr().String()); err == nil {
+			c.Close()
+			t.Errorf("%s still accepts on %s after the failed start", s.name, s.ln.Addr())
+		}
+	}
 }
