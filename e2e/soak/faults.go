@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -91,6 +92,9 @@ func (r *run) deal() string {
 func (r *run) inject(ctx context.Context, kind string) (*fault, error) {
 	if (kind == faultKillOpenSM || kind == faultKillLeader) && r.leaked+1 >= maxLeaked {
 		kind = faultKillManager // which restarts the simulator
+		if r.peer != nil {
+			kind = faultStopOpenSM // kill-manager is not run on two fabrics (fabrics.go)
+		}
 	}
 	r.res.Faults++
 	r.res.ByFault[kind]++
@@ -105,7 +109,7 @@ func (r *run) inject(ctx context.Context, kind string) (*fault, error) {
 	case faultKillManager:
 		what, err = r.killManagers(ctx)
 	case faultStopOpenSM:
-		pid := leader.openSMPID()
+		pid := r.openSM(leader)
 		if pid == 0 {
 			what = "OpenSM not running: nothing stopped"
 			break
@@ -115,7 +119,7 @@ func (r *run) inject(ctx context.Context, kind string) (*fault, error) {
 		what = fmt.Sprintf("SIGSTOP to OpenSM (pid %d) for %s", pid, d)
 		f.done = later(d, func() error { syscall.Kill(pid, syscall.SIGCONT); return nil })
 	case faultKillOpenSM:
-		pid := leader.openSMPID()
+		pid := r.openSM(leader)
 		if pid == 0 {
 			what = "OpenSM not running: nothing killed"
 			break
@@ -133,7 +137,7 @@ func (r *run) inject(ctx context.Context, kind string) (*fault, error) {
 		what = fmt.Sprintf("%s server stopped for %s and started again", r.engine, d)
 		err = r.srv.restart(ctx, r.engine, d)
 	case faultKillLeader:
-		r.waitAttached(ctx, leader.openSMPID())
+		r.waitAttached(ctx, r.openSM(leader))
 		if err = leader.kill(); err != nil {
 			break
 		}
@@ -190,7 +194,7 @@ const maxAttach = 10 * time.Second
 // leader is the manager that runs OpenSM (the applier), or the first running one.
 func (r *run) leader() *manager {
 	for _, m := range r.managers {
-		if m.openSMPID() != 0 {
+		if r.openSM(m) != 0 {
 			return m
 		}
 	}
@@ -288,7 +292,7 @@ func (r *run) linkDown(ctx context.Context) (string, chan error, error) {
 // sometimes sends OpenSM a SIGHUP, so that the edit takes effect until the
 // manager repairs it.
 func (r *run) editPartitions(leader *manager) (string, error) {
-	path := leader.partitionsFile()
+	path := filepath.Join(r.smDir(leader), "partitions.conf")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("read partitions file: %w", err)
@@ -321,7 +325,7 @@ func (r *run) editPartitions(leader *manager) (string, error) {
 	for _, h := range r.hosts {
 		r.excluded[h] = "hand edit"
 	}
-	if pid := leader.openSMPID(); pid != 0 && r.rng.IntN(2) == 0 {
+	if pid := r.openSM(leader); pid != 0 && r.rng.IntN(2) == 0 {
 		syscall.Kill(pid, syscall.SIGHUP)
 		what += ", SIGHUP to OpenSM"
 	}
