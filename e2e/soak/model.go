@@ -39,6 +39,16 @@ func (m *Model) manages(n network) bool {
 	return (n.Type == typeVLAN || n.Type == typeFlat) && n.Physnet == m.physnet
 }
 
+// fabricOf names the fabric a physical network is routed to, by the model's
+// physnet: the model's own, or the default fabric's, which the manager also
+// records networks on no fabric on. On the default fabric all are one.
+func (m *Model) fabricOf(physnet string) string {
+	if physnet == m.physnet {
+		return m.physnet
+	}
+	return ourPhysnet
+}
+
 // pkey is the partition key of a managed network: its VLAN ID, or the flat one.
 func (n network) pkey() uint16 {
 	if n.Type == typeFlat {
@@ -105,6 +115,9 @@ func (e Expect) Apply() {
 
 // PutNetwork is POST or PUT of a network: both make it so.
 func (m *Model) PutNetwork(n network) Expect {
+	if before, known := m.networks[n.ID]; known && m.fabricOf(before.Physnet) != m.fabricOf(n.Physnet) {
+		return refuse("a network cannot move between fabrics")
+	}
 	if m.manages(n) && n.Type == typeVLAN {
 		switch {
 		case n.VLAN == nil:
@@ -163,6 +176,9 @@ func (m *Model) PutPort(r portRequest) Expect {
 			return accept(remember) // nothing to do: not recorded
 		}
 		return refuse("network unknown")
+	}
+	if o, recorded := m.ports[r.ID]; recorded && m.fabricOf(m.networks[o.Network].Physnet) != m.fabricOf(n.Physnet) {
+		return refuse("a port cannot move between fabrics")
 	}
 	p := port{ID: r.ID, Network: r.s.Network, Host: r.s.Host, GUID: r.s.GUID}
 	record := func() {
