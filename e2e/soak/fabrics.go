@@ -147,6 +147,7 @@ func (r *run) during(ctx context.Context, f *fault) error {
 		if err := r.waitJob(ctx, j); err != nil || r.stopped {
 			return err
 		}
+		r.underOther++
 	}
 	r.reportMasters()
 	return nil
@@ -159,10 +160,11 @@ func (r *run) endStorage(ctx context.Context) {
 	if p.res.Violations > 0 {
 		p.report(ctx)
 	}
-	fmt.Fprintf(r.o.Out, "  %s: %d operations, %d accepted, %d refused, %d not found, %d faults, %d checks, %d violations\n",
-		p.label(), p.res.Ops, p.res.Accepted, p.res.Refused, p.res.NotFound, p.res.Faults, p.res.Checks, p.res.Violations)
-	fmt.Fprintf(r.o.Out, "  %s: %d operations, %d accepted, %d refused, %d not found, %d faults, %d checks, %d violations\n",
-		r.label(), r.res.Ops, r.res.Accepted, r.res.Refused, r.res.NotFound, r.res.Faults, r.res.Checks, r.res.Violations)
+	for _, x := range []*run{r, p} {
+		fmt.Fprintf(r.o.Out, "  %s: %d operations, %d accepted, %d refused, %d not found, %d faults, %d checks, %d violations; "+
+			"%d jobs completed under a fault on the other fabric\n", x.label(), x.res.Ops, x.res.Accepted, x.res.Refused,
+			x.res.NotFound, x.res.Faults, x.res.Checks, x.res.Violations, x.underOther)
+	}
 	r.res.Ops += p.res.Ops
 	r.res.Faults += p.res.Faults
 	r.res.Checks += p.res.Checks

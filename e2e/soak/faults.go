@@ -160,7 +160,7 @@ func (r *run) inject(ctx context.Context, kind string) (*fault, error) {
 	}
 	r.logf("FAULT %d (%s): %s", r.res.Faults, kind, what)
 	if r.o.Verbose || r.res.Faults%10 == 1 {
-		fmt.Fprintf(r.o.Out, "  %s: fault %d: %s\n", r.engine, r.res.Faults, what)
+		fmt.Fprintf(r.o.Out, "  %s: fault %d: %s\n", r.label(), r.res.Faults, what)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("fault %s: %w", kind, err)

@@ -220,9 +220,12 @@ type run struct {
 	// peer is the other fabric's run, in a run on two fabrics (fabrics.go):
 	// it shares the managers, the database and the job ids, and has its own
 	// fabric, model, checks and faults. storage says which one this is.
-	peer       *run
-	storage    bool
-	lanes      *rand.Rand // which fabric a round goes to
+	peer    *run
+	storage bool
+	lanes   *rand.Rand // which fabric a round goes to
+	// underOther counts the jobs that completed while the other fabric
+	// had a fault.
+	underOther int
 	timing     string
 	failed     bool // the run could not go on: its directory is kept
 	stopped    bool // a violation the model cannot go on from
@@ -268,14 +271,14 @@ func runEngine(ctx context.Context, o Options, engine string, srv *servers) (Res
 		r.res.Ops += r.res.KubeOps
 		r.res.Checks += int(r.kube.checks.Load())
 	}
+	if r.peer != nil {
+		r.endStorage(ctx)
+	}
 	r.timing = fmt.Sprintf("%s in all: %s to set up, %s converging after faults, %s reading %d pkey tables",
 		time.Since(began).Round(100*time.Millisecond), setup.Round(100*time.Millisecond),
 		r.converging.Round(100*time.Millisecond), r.reading.Round(100*time.Millisecond), r.reads)
 	if r.res.Violations > 0 {
 		r.report(ctx)
-	}
-	if r.peer != nil {
-		r.endStorage(ctx)
 	}
 	r.failed = err != nil && !errors.Is(err, errStop)
 	r.teardown()
