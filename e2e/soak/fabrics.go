@@ -32,9 +32,30 @@ const (
 )
 
 // notOnTwoFabrics are the fault kinds a run on two fabrics leaves out: they
-// kill the manager (both fabrics' OpenSMs with it) or put the database back,
-// both fabrics' models at once, which the per-fabric runs do not model.
-var notOnTwoFabrics = []string{faultKillManager, faultKillLeader, faultRestoreDB, faultGaleraWriters}
+// need several managers or Galera, or put the database back, both fabrics'
+// models at once, which the per-fabric runs do not follow yet.
+var notOnTwoFabrics = []string{faultKillLeader, faultRestoreDB, faultGaleraWriters}
+
+// fabrics are the runs of every fabric: r alone, or the default's and the storage's.
+func (r *run) fabrics() []*run {
+	switch {
+	case r.peer == nil:
+		return []*run{r}
+	case r.storage:
+		return []*run{r.peer, r}
+	}
+	return []*run{r, r.peer}
+}
+
+// writeSMEnv writes the env file manager m's OpenSM of the run's fabric
+// attaches to the simulator f with.
+func (r *run) writeSMEnv(m *manager, f *fabricsim.Fabric) error {
+	if !r.storage {
+		return m.writeEnv(f)
+	}
+	_, err := m.storageConf(f)
+	return err
+}
 
 // label names the run in its lines: the engine, and on two fabrics the fabric.
 func (r *run) label() string {

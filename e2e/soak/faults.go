@@ -92,9 +92,6 @@ func (r *run) deal() string {
 func (r *run) inject(ctx context.Context, kind string) (*fault, error) {
 	if (kind == faultKillOpenSM || kind == faultKillLeader) && r.leaked+1 >= maxLeaked {
 		kind = faultKillManager // which restarts the simulator
-		if r.peer != nil {
-			kind = faultStopOpenSM // kill-manager is not run on two fabrics (fabrics.go)
-		}
 	}
 	r.res.Faults++
 	r.res.ByFault[kind]++
@@ -209,9 +206,11 @@ func (r *run) killManagers(ctx context.Context) (string, error) {
 	var killed []string
 	for _, m := range r.managers {
 		if m.running {
-			if pid := m.openSMPID(); pid != 0 {
-				r.waitAttached(ctx, pid)
-				r.leaked++
+			for _, x := range r.fabrics() {
+				if pid := x.openSM(m); pid != 0 {
+					x.waitAttached(ctx, pid)
+					x.leaked++
+				}
 			}
 			if err := m.kill(); err != nil {
 				return "", err
@@ -224,11 +223,17 @@ func (r *run) killManagers(ctx context.Context) (string, error) {
 		time.Sleep(d)
 		what += fmt.Sprintf(", down %s", d)
 	}
-	if r.leaked >= maxLeaked {
-		if err := r.restartFabric(ctx); err != nil {
-			return "", err
+	for _, x := range r.fabrics() {
+		if x.leaked >= maxLeaked {
+			if err := x.restartFabric(ctx); err != nil {
+				return "", err
+			}
+			sim := "simulator"
+			if x.peer != nil {
+				sim = x.label() + "'s simulator"
+			}
+			what += ", " + sim + " started again (empty pkey tables)"
 		}
-		what += ", simulator started again (empty pkey tables)"
 	}
 	for _, m := range r.managers {
 		if err := m.start(ctx, r.client); err != nil {
@@ -250,7 +255,7 @@ func (r *run) restartFabric(ctx context.Context) error {
 		return fmt.Errorf("start simulated fabric again: %w", err)
 	}
 	for _, m := range r.managers {
-		if err := m.writeEnv(f); err != nil {
+		if err := r.writeSMEnv(m, f); err != nil {
 			return err
 		}
 	}
