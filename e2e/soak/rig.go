@@ -55,16 +55,22 @@ func (m *manager) start(ctx context.Context, client *http.Client) error {
 	return nil
 }
 
-// kill sends SIGKILL and waits until the manager and its OpenSM are gone.
+// kill sends SIGKILL and waits until the manager and its OpenSMs (one a
+// fabric) are gone.
 func (m *manager) kill() error {
 	if !m.running {
 		return nil
 	}
-	sm := m.openSMPID()
+	sms := []int{m.openSMPID()}
+	if sm := m.openSMIn(m.storageDir()); sm != 0 && sm != sms[0] {
+		sms = append(sms, sm)
+	}
 	m.proc.Kill()
 	m.running = false
-	if sm != 0 && !waitGone(sm, 30*time.Second) {
-		return fmt.Errorf("OpenSM (pid %d) outlived its manager by 30 s", sm)
+	for _, sm := range sms {
+		if sm != 0 && !waitGone(sm, 30*time.Second) {
+			return fmt.Errorf("OpenSM (pid %d) outlived its manager by 30 s", sm)
+		}
 	}
 	return nil
 }
