@@ -334,7 +334,7 @@ func (r *run) logf(format string, args ...any) {
 	line := fmt.Sprintf(format, args...)
 	r.history = append(r.history, line)
 	if r.o.Verbose {
-		fmt.Fprintf(r.o.Out, "  %s: %s\n", r.engine, line)
+		fmt.Fprintf(r.o.Out, "  %s: %s\n", r.label(), line)
 	}
 }
 
