@@ -133,7 +133,7 @@ type fabricRun struct {
 	app             *applier.Applier
 	applierLoop     *health.Loop
 	leases          store.LeaseTables // with [ha] ha = true only
-	metrics *metrics.Fabric // the fabric's series in the shared registry
+	metrics         *metrics.Fabric   // the fabric's series in the shared registry
 }
 
 // wireFabric prepares p's OpenSM, applier and readers on its store view st,

@@ -32,14 +32,11 @@ type fabricSet struct {
 // NewFabrics wraps an engine's driver serving several fabrics, the default
 // fabric first; it returns the default fabric's view. Fabric(name) returns
 // another fabric's.
-//
-// TODO(fabrics, step 4): the stub gives each fabric a view of its own, but
-// the queries do not yet filter by fabric.
 func NewFabrics(d driver.Driver, fabrics []FabricRules) *Store {
 	set := &fabricSet{views: map[string]*Store{}}
 	for _, f := range fabrics {
 		v := New(d, f.Rules)
-		v.fabric, v.fabrics = f.Name, set
+		v.fabric, v.fabrics, v.rules.fabric = f.Name, set, f.Name
 		set.order = append(set.order, f.Name)
 		set.views[f.Name] = v
 	}
@@ -146,6 +143,9 @@ func (s *Store) routed(ctx context.Context, where func(context.Context) (*Store,
 		v, err := where(ctx)
 		if err != nil {
 			return Job{}, err
+		}
+		if v.FabricName() == s.FabricName() {
+			v = s // the caller's own view, with its rules and clock (WithRules, WithClock)
 		}
 		j, err := change(v)
 		if !errors.Is(err, errOtherFabric) || i == maxReroutes {

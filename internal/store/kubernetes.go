@@ -99,14 +99,14 @@ type KubernetesDeletion struct {
 func (r Rules) checkKubernetesPKey(pkey fabric.PKey) error {
 	switch {
 	case r.KubernetesRange.Empty():
-		return rejectf("pkey %s: no [ufm_pkeys] pkey_range is configured, so Kubernetes may use no pkey", pkey)
+		return rejectf("pkey %s: no %s pkey_range is configured, so Kubernetes may use no pkey", pkey, r.section("ufm_pkeys"))
 	case pkey == fabric.DefaultPKey:
 		return rejectf("pkey %s is the default partition's, which only the configuration writes", pkey)
 	case !r.KubernetesRange.Contains(pkey):
-		return rejectf("pkey %s is outside [ufm_pkeys] pkey_range %s, the only pkeys Kubernetes may use",
-			pkey, r.KubernetesRange)
+		return rejectf("pkey %s is outside %s pkey_range %s, the only pkeys Kubernetes may use",
+			pkey, r.section("ufm_pkeys"), r.KubernetesRange)
 	case pkey == r.flatPKey():
-		return rejectf("pkey %s is the flat networks' partition key ([opensm] flat_pkey)", pkey)
+		return rejectf("pkey %s is the flat networks' partition key (%s flat_pkey)", pkey, r.section("opensm"))
 	}
 	if r.StaticPKey != nil {
 		if name, static := r.StaticPKey(pkey); static {
@@ -290,8 +290,8 @@ func (s *Store) checkKubernetesMembers(ctx context.Context, tx *changeTx, pkey f
 			return err
 		}
 		if n+int64(added) > int64(perPKey) {
-			return rejectf("pkey %s has %d members; %d more would pass [ufm_pkeys] max_members_per_pkey %d",
-				pkey, n, added, perPKey)
+			return rejectf("pkey %s has %d members; %d more would pass %s max_members_per_pkey %d",
+				pkey, n, added, s.rules.section("ufm_pkeys"), perPKey)
 		}
 	}
 	if total > 0 {
@@ -301,7 +301,7 @@ func (s *Store) checkKubernetesMembers(ctx context.Context, tx *changeTx, pkey f
 		}
 		if n+int64(added) > int64(total) {
 			return rejectf("pkey %s: the Kubernetes pkeys have %d members in all; %d more would pass "+
-				"[ufm_pkeys] max_members %d", pkey, n, added, total)
+				"%s max_members %d", pkey, n, added, s.rules.section("ufm_pkeys"), total)
 		}
 	}
 	return nil

@@ -31,7 +31,7 @@ type NetworkChange struct {
 // PUT may move a network to another VLAN ID (its members move with it), or
 // make it managed or not (its ports lose their GUIDs when it stops being).
 func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error) {
-	if v := s.fabricOfPhysnet(c.Network.PhysicalNetwork); v != s {
+	if v := s.fabricOfPhysnet(c.Network.PhysicalNetwork); v.FabricName() != s.FabricName() {
 		return v.RecordNetwork(ctx, c)
 	}
 	n, err := s.rules.network(c.Network)

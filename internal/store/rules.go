@@ -42,6 +42,23 @@ type Rules struct {
 	// max_members_per_pkey and max_members: the most members of one
 	// Kubernetes pkey and of all of them. 0: no limit.
 	KubernetesMaxMembersPerPKey, KubernetesMaxMembers int
+
+	// fabric is the fabric whose rules these are (set by NewFabrics): the
+	// sections a refusal names are that fabric's.
+	fabric string
+}
+
+// section is the configuration section of the fabric's settings a refusal
+// names: "[opensm]" or "[ufm_pkeys]" for the default fabric, "[fabric:NAME]"
+// or "[fabric:NAME:ufm_pkeys]" for another.
+func (r Rules) section(name string) string {
+	if r.fabric == "" || r.fabric == DefaultFabric {
+		return "[" + name + "]"
+	}
+	if name == "opensm" {
+		return "[fabric:" + r.fabric + "]"
+	}
+	return "[fabric:" + r.fabric + ":" + name + "]"
 }
 
 // PortCheck says why host port guid may not become a member of partitions
@@ -133,8 +150,8 @@ func (r Rules) checkVLAN(id string, vlan int64) error {
 	}
 	pkey := fabric.PKey(vlan)
 	if pkey == r.flatPKey() {
-		return rejectf("network %s: VLAN ID %d is the flat networks' partition key %s ([opensm] flat_pkey)",
-			id, vlan, pkey)
+		return rejectf("network %s: VLAN ID %d is the flat networks' partition key %s (%s flat_pkey)",
+			id, vlan, pkey, r.section("opensm"))
 	}
 	if r.StaticPKey != nil {
 		if name, static := r.StaticPKey(pkey); static {
@@ -143,8 +160,8 @@ func (r Rules) checkVLAN(id string, vlan int64) error {
 		}
 	}
 	if r.KubernetesRange.Contains(pkey) {
-		return rejectf("network %s: VLAN ID %d (pkey %s) is in [ufm_pkeys] pkey_range %s, which only Kubernetes partitions may use",
-			id, vlan, pkey, r.KubernetesRange)
+		return rejectf("network %s: VLAN ID %d (pkey %s) is in %s pkey_range %s, which only Kubernetes partitions may use",
+			id, vlan, pkey, r.section("ufm_pkeys"), r.KubernetesRange)
 	}
 	return nil
 }

@@ -183,6 +183,7 @@ func New(d driver.Driver, rules Rules) *Store {
 func (s *Store) WithRules(rules Rules) *Store {
 	c := *s
 	c.rules = rules
+	c.rules.fabric = s.rules.fabric
 	return &c
 }
 

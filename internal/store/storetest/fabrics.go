@@ -28,6 +28,8 @@ var twoFabricTests = []storeTest{
 	{"NetworkOnNoFabric", testNetworkOnNoFabric},
 	{"NetworkRecreatedOnAnotherFabric", testNetworkRecreatedOnAnotherFabric},
 	{"ConcurrentChangesOnTwoFabrics", testConcurrentChangesOnTwoFabrics},
+	{"RoutedChangeKeepsTheCallersClock", testRoutedChangeKeepsTheCallersClock},
+	{"RefusalsNameTheFabricsSection", testRefusalsNameTheFabricsSection},
 	{"WakeAfterAChangeOfItsFabric", func(t *testing.T, s *store.Store) {
 		// The storage fabric's waiters wake after a storage change, recorded
 		// through the default view (routed by physnet).
@@ -310,6 +312,42 @@ func testConcurrentChangesOnTwoFabrics(t *testing.T, s *store.Store) {
 				t.Errorf("%s: the job of revision %d has id %d, not above revision %d's %d",
 					fabric, revs[i], jobs[revs[i]], revs[i-1], jobs[revs[i-1]])
 			}
+		}
+	}
+}
+
+// testRoutedChangeKeepsTheCallersClock: a change routed to the caller's own
+// fabric runs on the caller's view, with its clock (WithClock) and rules,
+// not on the fabric's configured view.
+func testRoutedChangeKeepsTheCallersClock(t *testing.T, s *store.Store) {
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, v := range []*store.Store{s, s.Fabric(storageFabric)} {
+		spec := vlanNetwork(netA, 100)
+		if v.FabricName() == storageFabric {
+			spec = storageNetwork(netC, 100)
+		}
+		j, err := recordNetwork(v.WithClock(func() time.Time { return at }), t, spec)
+		if err != nil {
+			t.Fatalf("fabric %s: %v", v.FabricName(), err)
+		}
+		if !j.CreatedAt.Equal(at) {
+			t.Errorf("fabric %s: the job was created at %v, want the caller's clock's %v", v.FabricName(), j.CreatedAt, at)
+		}
+	}
+}
+
+// testRefusalsNameTheFabricsSection: a refusal by a fabric's setting names the
+// section the operator sets it in: [opensm] for the default fabric,
+// [fabric:storage] for the storage fabric.
+func testRefusalsNameTheFabricsSection(t *testing.T, s *store.Store) {
+	flat := int64(store.DefaultFlatPKey)
+	for spec, want := range map[store.NetworkSpec]string{
+		{ID: netA, Name: "a", Type: "vlan", PhysicalNetwork: "ibnet", SegmentationID: &flat}:       "([opensm] flat_pkey)",
+		{ID: netC, Name: "c", Type: "vlan", PhysicalNetwork: storageFabric, SegmentationID: &flat}: "([fabric:storage] flat_pkey)",
+	} {
+		_, err := recordNetwork(s, t, spec)
+		if !isRejected(err) || !strings.Contains(err.Error(), want) {
+			t.Errorf("VLAN %d on %s: %v, want a refusal naming %s", flat, spec.PhysicalNetwork, err, want)
 		}
 	}
 }
