@@ -19,7 +19,8 @@
 #   8. a short soak (e2e/cmd/afm-soak, docs/soak.md): SOAK_OPS (default 40) random requests with faults
 #      per engine, checked against the model and the real pkey tables, with seed 1, then a random seed;
 #      each time also on PostgreSQL and MariaDB with three managers and the leader killed; then once
-#      on a Galera cluster with every fault of the database, the sweep, the pkey tables and the backups
+#      on a Galera cluster with every fault of the database, the sweep, the pkey tables and the backups;
+#      and once on SQLite with one manager on two simulated fabrics (--fabrics 2)
 #   9. a short fuzz smoke: each fuzz target the packages define, FUZZTIME (default 100000x) each
 #
 # Runs as root (the servers run as their own users; see scripts/test-env.sh).
@@ -130,6 +131,10 @@ done
 echo "soak: Galera, ${SOAK_GALERA_OPS:-24} operations, a fault in every round, a random seed"
 go run ./e2e/cmd/afm-soak --ops "${SOAK_GALERA_OPS:-24}" --seed random --engines galera --fault-rate 100 \
 	--faults db-latency,db-partition,galera-writers,slow-sweep,pkey-errors,restore-db
+# Two fabrics, one manager: each fabric's OpenSM faults on that fabric only, while the other's jobs
+# must complete; each fabric checked against its own model (docs/soak.md). About 30 s.
+echo "soak: two fabrics on SQLite, $SOAK_OPS operations, a random seed"
+go run ./e2e/cmd/afm-soak --ops "$SOAK_OPS" --seed random --engines sqlite --fabrics 2 --hosts 8 --fault-rate 60
 
 # `go test -list` prints a package's matching names, then "ok  <package> <time>"; pair them up
 # so that a new fuzz target is picked up without being named here.

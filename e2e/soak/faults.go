@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -105,7 +106,7 @@ func (r *run) inject(ctx context.Context, kind string) (*fault, error) {
 	case faultKillManager:
 		what, err = r.killManagers(ctx)
 	case faultStopOpenSM:
-		pid := leader.openSMPID()
+		pid := r.openSM(leader)
 		if pid == 0 {
 			what = "OpenSM not running: nothing stopped"
 			break
@@ -115,7 +116,7 @@ func (r *run) inject(ctx context.Context, kind string) (*fault, error) {
 		what = fmt.Sprintf("SIGSTOP to OpenSM (pid %d) for %s", pid, d)
 		f.done = later(d, func() error { syscall.Kill(pid, syscall.SIGCONT); return nil })
 	case faultKillOpenSM:
-		pid := leader.openSMPID()
+		pid := r.openSM(leader)
 		if pid == 0 {
 			what = "OpenSM not running: nothing killed"
 			break
@@ -133,7 +134,7 @@ func (r *run) inject(ctx context.Context, kind string) (*fault, error) {
 		what = fmt.Sprintf("%s server stopped for %s and started again", r.engine, d)
 		err = r.srv.restart(ctx, r.engine, d)
 	case faultKillLeader:
-		r.waitAttached(ctx, leader.openSMPID())
+		r.waitAttached(ctx, r.openSM(leader))
 		if err = leader.kill(); err != nil {
 			break
 		}
@@ -156,7 +157,7 @@ func (r *run) inject(ctx context.Context, kind string) (*fault, error) {
 	}
 	r.logf("FAULT %d (%s): %s", r.res.Faults, kind, what)
 	if r.o.Verbose || r.res.Faults%10 == 1 {
-		fmt.Fprintf(r.o.Out, "  %s: fault %d: %s\n", r.engine, r.res.Faults, what)
+		fmt.Fprintf(r.o.Out, "  %s: fault %d: %s\n", r.label(), r.res.Faults, what)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("fault %s: %w", kind, err)
@@ -190,7 +191,7 @@ const maxAttach = 10 * time.Second
 // leader is the manager that runs OpenSM (the applier), or the first running one.
 func (r *run) leader() *manager {
 	for _, m := range r.managers {
-		if m.openSMPID() != 0 {
+		if r.openSM(m) != 0 {
 			return m
 		}
 	}
@@ -205,9 +206,11 @@ func (r *run) killManagers(ctx context.Context) (string, error) {
 	var killed []string
 	for _, m := range r.managers {
 		if m.running {
-			if pid := m.openSMPID(); pid != 0 {
-				r.waitAttached(ctx, pid)
-				r.leaked++
+			for _, x := range r.fabrics() {
+				if pid := x.openSM(m); pid != 0 {
+					x.waitAttached(ctx, pid)
+					x.leaked++
+				}
 			}
 			if err := m.kill(); err != nil {
 				return "", err
@@ -220,11 +223,17 @@ func (r *run) killManagers(ctx context.Context) (string, error) {
 		time.Sleep(d)
 		what += fmt.Sprintf(", down %s", d)
 	}
-	if r.leaked >= maxLeaked {
-		if err := r.restartFabric(ctx); err != nil {
-			return "", err
+	for _, x := range r.fabrics() {
+		if x.leaked >= maxLeaked {
+			if err := x.restartFabric(ctx); err != nil {
+				return "", err
+			}
+			sim := "simulator"
+			if x.peer != nil {
+				sim = x.label() + "'s simulator"
+			}
+			what += ", " + sim + " started again (empty pkey tables)"
 		}
-		what += ", simulator started again (empty pkey tables)"
 	}
 	for _, m := range r.managers {
 		if err := m.start(ctx, r.client); err != nil {
@@ -246,7 +255,7 @@ func (r *run) restartFabric(ctx context.Context) error {
 		return fmt.Errorf("start simulated fabric again: %w", err)
 	}
 	for _, m := range r.managers {
-		if err := m.writeEnv(f); err != nil {
+		if err := r.writeSMEnv(m, f); err != nil {
 			return err
 		}
 	}
@@ -288,7 +297,7 @@ func (r *run) linkDown(ctx context.Context) (string, chan error, error) {
 // sometimes sends OpenSM a SIGHUP, so that the edit takes effect until the
 // manager repairs it.
 func (r *run) editPartitions(leader *manager) (string, error) {
-	path := leader.partitionsFile()
+	path := filepath.Join(r.smDir(leader), "partitions.conf")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("read partitions file: %w", err)
@@ -321,7 +330,7 @@ func (r *run) editPartitions(leader *manager) (string, error) {
 	for _, h := range r.hosts {
 		r.excluded[h] = "hand edit"
 	}
-	if pid := leader.openSMPID(); pid != 0 && r.rng.IntN(2) == 0 {
+	if pid := r.openSM(leader); pid != 0 && r.rng.IntN(2) == 0 {
 		syscall.Kill(pid, syscall.SIGHUP)
 		what += ", SIGHUP to OpenSM"
 	}

@@ -102,18 +102,18 @@ func (g *generator) randomNetwork(id string) (network, string) {
 	v := pick(g.rng, vlans)
 	switch w := g.rng.IntN(100); {
 	case w < 70:
-		return network{ID: id, Type: typeVLAN, Physnet: ourPhysnet, VLAN: &v}, "VLAN network"
+		return network{ID: id, Type: typeVLAN, Physnet: g.model.physnet, VLAN: &v}, "VLAN network"
 	case w < 80:
-		return network{ID: id, Type: typeFlat, Physnet: ourPhysnet}, "flat network"
+		return network{ID: id, Type: typeFlat, Physnet: g.model.physnet}, "flat network"
 	case w < 88:
 		return network{ID: id, Type: typeVLAN, Physnet: otherPhysnet, VLAN: &v}, "VLAN network on another physnet"
 	case w < 92:
 		return network{ID: id, Type: typeVXLAN, VLAN: &v}, "VXLAN network"
 	case w < 95:
-		return network{ID: id, Type: typeVLAN, Physnet: ourPhysnet}, "VLAN network without VLAN ID (refused)"
+		return network{ID: id, Type: typeVLAN, Physnet: g.model.physnet}, "VLAN network without VLAN ID (refused)"
 	default:
 		bad := pick(g.rng, []int64{0, 0x7ffe, 0x7fff, 4096 * 8, -1})
-		return network{ID: id, Type: typeVLAN, Physnet: ourPhysnet, VLAN: &bad}, fmt.Sprintf("VLAN network with VLAN ID %d (refused)", bad)
+		return network{ID: id, Type: typeVLAN, Physnet: g.model.physnet, VLAN: &bad}, fmt.Sprintf("VLAN network with VLAN ID %d (refused)", bad)
 	}
 }
 
@@ -153,7 +153,7 @@ func (g *generator) deleteNetwork() op {
 	n, ok := g.model.networks[id]
 	if !ok {
 		v := int64(101)
-		n = network{ID: id, Type: typeVLAN, Physnet: ourPhysnet, VLAN: &v}
+		n = network{ID: id, Type: typeVLAN, Physnet: g.model.physnet, VLAN: &v}
 	}
 	return op{Kind: "delete network", Method: "DELETE", Path: "/cloudx/Network/" + id, Body: networkBody(n),
 		expect: g.model.DeleteNetwork(id)}

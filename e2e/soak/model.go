@@ -32,10 +32,21 @@ type network struct {
 	VLAN              *int64
 }
 
-// managed says whether the network has a partition (the store's rule: a VLAN
-// or flat network on one of [api] physical_networks).
-func (n network) managed() bool {
-	return (n.Type == typeVLAN || n.Type == typeFlat) && n.Physnet == ourPhysnet
+// manages says whether the network has a partition on the model's fabric
+// (the store's rule: a VLAN or flat network on one of the fabric's
+// physical_networks).
+func (m *Model) manages(n network) bool {
+	return (n.Type == typeVLAN || n.Type == typeFlat) && n.Physnet == m.physnet
+}
+
+// fabricOf names the fabric a physical network is routed to, by the model's
+// physnet: the model's own, or the default fabric's, which the manager also
+// records networks on no fabric on. On the default fabric all are one.
+func (m *Model) fabricOf(physnet string) string {
+	if physnet == m.physnet {
+		return m.physnet
+	}
+	return ourPhysnet
 }
 
 // pkey is the partition key of a managed network: its VLAN ID, or the flat one.
@@ -67,15 +78,20 @@ type sent struct {
 // never reads the manager: each accepted request changes it as the store's
 // rules say the request changes the database.
 type Model struct {
+	physnet  string // the physical network of the model's fabric
 	networks map[string]network
 	ports    map[string]*port
 	// sent is the driver's memory of each port it sent, recorded or not.
 	sent map[string]sent
 }
 
-// NewModel returns the model of an empty database.
-func NewModel() *Model {
-	return &Model{networks: map[string]network{}, ports: map[string]*port{}, sent: map[string]sent{}}
+// NewModel returns the model of an empty database on the default fabric.
+func NewModel() *Model { return newModelOn(ourPhysnet) }
+
+// newModelOn is the model of one fabric, serving physnet: each fabric's
+// partitions are its own (the same VLAN ID and host GUID on two fabrics).
+func newModelOn(physnet string) *Model {
+	return &Model{physnet: physnet, networks: map[string]network{}, ports: map[string]*port{}, sent: map[string]sent{}}
 }
 
 // Expect is what the model says a request must be answered, and what it
@@ -99,7 +115,10 @@ func (e Expect) Apply() {
 
 // PutNetwork is POST or PUT of a network: both make it so.
 func (m *Model) PutNetwork(n network) Expect {
-	if n.managed() && n.Type == typeVLAN {
+	if before, known := m.networks[n.ID]; known && m.fabricOf(before.Physnet) != m.fabricOf(n.Physnet) {
+		return refuse("a network cannot move between fabrics")
+	}
+	if m.manages(n) && n.Type == typeVLAN {
 		switch {
 		case n.VLAN == nil:
 			return refuse("VLAN network without provider:segmentation_id")
@@ -109,7 +128,7 @@ func (m *Model) PutNetwork(n network) Expect {
 			return refuse("VLAN ID is the flat partition's key")
 		}
 		for _, o := range m.networks {
-			if o.ID != n.ID && o.managed() && o.pkey() == n.pkey() && o.Type == typeVLAN {
+			if o.ID != n.ID && m.manages(o) && o.pkey() == n.pkey() && o.Type == typeVLAN {
 				return refuse(fmt.Sprintf("VLAN ID %d is network %s's partition", *n.VLAN, o.ID))
 			}
 		}
@@ -117,7 +136,7 @@ func (m *Model) PutNetwork(n network) Expect {
 	return accept(func() {
 		before, known := m.networks[n.ID]
 		m.networks[n.ID] = n
-		if known && before.managed() && !n.managed() {
+		if known && m.manages(before) && !m.manages(n) {
 			for _, p := range m.ports {
 				if p.Network == n.ID {
 					p.GUID = nil
@@ -158,6 +177,9 @@ func (m *Model) PutPort(r portRequest) Expect {
 		}
 		return refuse("network unknown")
 	}
+	if o, recorded := m.ports[r.ID]; recorded && m.fabricOf(m.networks[o.Network].Physnet) != m.fabricOf(n.Physnet) {
+		return refuse("a port cannot move between fabrics")
+	}
 	p := port{ID: r.ID, Network: r.s.Network, Host: r.s.Host, GUID: r.s.GUID}
 	record := func() {
 		remember()
@@ -170,7 +192,7 @@ func (m *Model) PutPort(r portRequest) Expect {
 		}
 		m.ports[p.ID] = &p
 	}
-	if !n.managed() {
+	if !m.manages(n) {
 		p.GUID = nil
 		return accept(record)
 	}
@@ -220,7 +242,7 @@ func (m *Model) Tables(hosts []fabric.GUID) Tables {
 			continue
 		}
 		n := m.networks[p.Network]
-		if _, onFabric := t[*p.GUID]; onFabric && n.managed() {
+		if _, onFabric := t[*p.GUID]; onFabric && m.manages(n) {
 			t[*p.GUID] = append(t[*p.GUID], fullBit|n.pkey())
 		}
 	}
@@ -235,12 +257,12 @@ func (m *Model) Tables(hosts []fabric.GUID) Tables {
 func (m *Model) Partitions() string {
 	members := map[uint16][]string{flatPKey: nil}
 	for _, n := range m.networks {
-		if n.managed() {
+		if m.manages(n) {
 			members[n.pkey()] = members[n.pkey()]
 		}
 	}
 	for _, p := range m.ports {
-		if p.GUID != nil && m.networks[p.Network].managed() {
+		if p.GUID != nil && m.manages(m.networks[p.Network]) {
 			k := m.networks[p.Network].pkey()
 			members[k] = append(members[k], p.GUID.String())
 		}

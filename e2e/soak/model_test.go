@@ -193,3 +193,60 @@ func TestGeneratorLeavesPortsTheDriverForgot(t *testing.T) {
 		}
 	}
 }
+
+// TestStorageModel: the storage fabric's model keeps its own partitions, and
+// refuses what the manager refuses across fabrics: a network or a port that
+// would move between the storage fabric and the default one (which also
+// holds the networks on no fabric).
+func TestStorageModel(t *testing.T) {
+	h1 := fabricsim.HostGUID(1)
+	hosts := []fabric.GUID{h1}
+	m := newModelOn(storagePhysnet)
+	def := NewModel()
+	bound := func(id, network string) portRequest {
+		return portRequest{ID: id, s: sent{Network: network, Host: "compute-1", DeviceOwner: "compute:nova",
+			ClientID: "20:" + guidOctets(h1), GUID: &h1}}
+	}
+	for _, step := range []struct {
+		name   string
+		do     func() Expect
+		status int
+	}{
+		{"VLAN 101 on the default fabric", func() Expect {
+			return def.PutNetwork(network{ID: "d", Type: typeVLAN, Physnet: ourPhysnet, VLAN: vlan(101)})
+		}, 202},
+		{"VLAN 101 on storage too", func() Expect {
+			return m.PutNetwork(network{ID: "s", Type: typeVLAN, Physnet: storagePhysnet, VLAN: vlan(101)})
+		}, 202},
+		{"the default fabric's network, on ibnet in storage's model", func() Expect {
+			return m.PutNetwork(network{ID: "i", Type: typeVLAN, Physnet: ourPhysnet, VLAN: vlan(102)})
+		}, 202},
+		{"a network on no fabric", func() Expect {
+			return m.PutNetwork(network{ID: "e", Type: typeVLAN, Physnet: otherPhysnet, VLAN: vlan(101)})
+		}, 202},
+		{"the storage network moved to another physnet", func() Expect {
+			return m.PutNetwork(network{ID: "s", Type: typeVLAN, Physnet: otherPhysnet, VLAN: vlan(101)})
+		}, 400},
+		{"the network on no fabric moved to storage", func() Expect {
+			return m.PutNetwork(network{ID: "e", Type: typeVLAN, Physnet: storagePhysnet, VLAN: vlan(103)})
+		}, 400},
+		{"the network on no fabric moved to ibnet: the same fabric", func() Expect {
+			return m.PutNetwork(network{ID: "e", Type: typeVLAN, Physnet: ourPhysnet, VLAN: vlan(104)})
+		}, 202},
+		{"the same GUID on both fabrics", func() Expect { return def.PutPort(bound("p1", "d")) }, 202},
+		{"the same GUID on storage", func() Expect { return m.PutPort(bound("p2", "s")) }, 202},
+		{"a storage port moved to the default fabric's network", func() Expect { return m.PutPort(bound("p2", "e")) }, 400},
+	} {
+		e := step.do()
+		if e.Status != step.status {
+			t.Fatalf("%s: %d (%s), want %d", step.name, e.Status, e.Why, step.status)
+		}
+		e.Apply()
+	}
+	if got := m.Partitions(); got != "0x0065:"+h1.String()+";0x7ffe:;" {
+		t.Errorf("storage partitions %s", got)
+	}
+	if got := m.Tables(hosts)[h1]; !slices.Equal(got, []uint16{0x7fff, 0x8065}) {
+		t.Errorf("storage table of H1 %#x, want [0x7fff 0x8065]", got)
+	}
+}

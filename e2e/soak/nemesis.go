@@ -113,11 +113,11 @@ func (r *run) galeraWriters(ctx context.Context) (string, chan error, error) {
 // lose the jobs, and complete them once it ends.
 func (r *run) slowSweep(ctx context.Context) (string, chan error) {
 	leader := r.leader()
-	pid := leader.openSMPID()
+	pid := r.openSM(leader)
 	if pid == 0 {
 		return "OpenSM not running: nothing stopped", nil
 	}
-	logPath := filepath.Join(leader.configDir(), "opensm.log")
+	logPath := filepath.Join(r.smDir(leader), "opensm.log")
 	var from int64
 	if fi, err := os.Stat(logPath); err == nil {
 		from = fi.Size()
@@ -290,15 +290,21 @@ func (r *run) holdDatabase(on bool) {
 // masterWatch samples the engine's OpenSM processes: two running at once,
 // seen in three samples in a row, are two masters on one fabric.
 type masterWatch struct {
-	dir  string // an OpenSM of this engine's has its config under it
-	stop chan struct{}
-	done chan struct{}
-	mu   sync.Mutex
-	seen []string // what was seen, for the run to report as violations
+	dir string // an OpenSM of this engine's has its config under it
+	// split, storage: on two fabrics, only the storage fabric's OpenSMs
+	// (storage) or only the default fabric's are watched.
+	split, storage bool
+	stop           chan struct{}
+	done           chan struct{}
+	mu             sync.Mutex
+	seen           []string // what was seen, for the run to report as violations
 }
 
-func watchMasters(dir string) *masterWatch {
-	w := &masterWatch{dir: dir + "/", stop: make(chan struct{}), done: make(chan struct{})}
+// watchMasters watches the OpenSMs under dir; on two fabrics (split), only
+// the storage fabric's (storage) or only the default fabric's: one OpenSM
+// each is not two masters.
+func watchMasters(dir string, split, storage bool) *masterWatch {
+	w := &masterWatch{dir: dir + "/", split: split, storage: storage, stop: make(chan struct{}), done: make(chan struct{})}
 	go w.loop()
 	return w
 }
@@ -347,6 +353,9 @@ func (w *masterWatch) openSMs() []string {
 			continue
 		}
 		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if w.split && strings.Contains(string(cmdline), storageDirName) != w.storage {
+			continue
+		}
 		if strings.Contains(string(cmdline), w.dir) && processRuns(pid) {
 			out = append(out, e.Name())
 		}

@@ -35,9 +35,12 @@ type manager struct {
 	node    int    // the Galera node its proxy leads to
 }
 
-func (m *manager) configDir() string      { return filepath.Join(m.dir, "opensm") }
-func (m *manager) partitionsFile() string { return filepath.Join(m.configDir(), "partitions.conf") }
-func (m *manager) logPath() string        { return filepath.Join(m.dir, "manager.log") }
+func (m *manager) configDir() string { return filepath.Join(m.dir, "opensm") }
+func (m *manager) logPath() string   { return filepath.Join(m.dir, "manager.log") }
+
+// storageDir is the storage fabric's config_dir (two fabrics): its OpenSM
+// runs there, with its partitions file and log.
+func (m *manager) storageDir() string { return filepath.Join(m.dir, storageDirName) }
 
 // start runs the manager and waits until it serves /healthz.
 func (m *manager) start(ctx context.Context, client *http.Client) error {
@@ -52,16 +55,22 @@ func (m *manager) start(ctx context.Context, client *http.Client) error {
 	return nil
 }
 
-// kill sends SIGKILL and waits until the manager and its OpenSM are gone.
+// kill sends SIGKILL and waits until the manager and its OpenSMs (one a
+// fabric) are gone.
 func (m *manager) kill() error {
 	if !m.running {
 		return nil
 	}
-	sm := m.openSMPID()
+	sms := []int{m.openSMPID()}
+	if sm := m.openSMIn(m.storageDir()); sm != 0 && sm != sms[0] {
+		sms = append(sms, sm)
+	}
 	m.proc.Kill()
 	m.running = false
-	if sm != 0 && !waitGone(sm, 30*time.Second) {
-		return fmt.Errorf("OpenSM (pid %d) outlived its manager by 30 s", sm)
+	for _, sm := range sms {
+		if sm != 0 && !waitGone(sm, 30*time.Second) {
+			return fmt.Errorf("OpenSM (pid %d) outlived its manager by 30 s", sm)
+		}
 	}
 	return nil
 }
@@ -81,7 +90,11 @@ func (m *manager) stop() {
 }
 
 // openSMPID is the PID of the manager's OpenSM child, 0 when none runs.
-func (m *manager) openSMPID() int {
+func (m *manager) openSMPID() int { return m.openSMIn("") }
+
+// openSMIn is the PID of the manager's OpenSM child that runs in configDir
+// (each fabric's OpenSM runs in its config_dir; "": any), 0 when none runs.
+func (m *manager) openSMIn(configDir string) int {
 	if !m.running {
 		return 0
 	}
@@ -90,7 +103,8 @@ func (m *manager) openSMPID() int {
 		b, _ := os.ReadFile(f)
 		for _, c := range strings.Fields(string(b)) {
 			comm, _ := os.ReadFile(filepath.Join("/proc", c, "comm"))
-			if strings.TrimSpace(string(comm)) == "opensm" {
+			cwd, _ := os.Readlink(filepath.Join("/proc", c, "cwd"))
+			if strings.TrimSpace(string(comm)) == "opensm" && (configDir == "" || cwd == configDir) {
 				n, _ := strconv.Atoi(c)
 				if processRuns(n) {
 					return n
@@ -129,8 +143,9 @@ func waitGone(pid int, limit time.Duration) bool {
 const leaseTimeout = 3 * time.Second
 
 // writeConf writes the manager's afm.conf. With several managers (ha), each
-// runs its OpenSM on an SM HCA of its own (the k-th for manager k-1).
-func (m *manager) writeConf(dbURL string, f *fabricsim.Fabric, ha, kube bool) error {
+// runs its OpenSM on an SM HCA of its own (the k-th for manager k-1). With
+// a storage fabric, it is the manager's [fabric:storage] too.
+func (m *manager) writeConf(dbURL string, f, storage *fabricsim.Fabric, ha, kube bool) error {
 	addr, err := fabricsim.FreeAddr()
 	if err != nil {
 		return err
@@ -138,6 +153,12 @@ func (m *manager) writeConf(dbURL string, f *fabricsim.Fabric, ha, kube bool) er
 	m.url = "http://" + addr
 	if err := m.writeEnv(f); err != nil {
 		return err
+	}
+	storageSection := ""
+	if storage != nil {
+		if storageSection, err = m.storageConf(storage); err != nil {
+			return err
+		}
 	}
 	_, guid := f.SMEnv(m.index + 1)
 	haSection := ""
@@ -166,7 +187,7 @@ sweep_timeout = %g
 [opensm_conf]
 guid = %s
 %s`, addr, apiToken, ourPhysnet, dbURL, haSection, m.configDir(), m.envFile(), sweepTimeout.Seconds(), guid, kubeSection)
-	return os.WriteFile(m.conf, []byte(conf), 0o600)
+	return os.WriteFile(m.conf, []byte(conf+storageSection), 0o600)
 }
 
 func (m *manager) envFile() string { return filepath.Join(m.dir, "opensm.env") }

@@ -53,6 +53,9 @@ type Options struct {
 	// Kubernetes runs ib-kubernetes as a second client at once, through the
 	// pkeys API, on hosts of its own.
 	Kubernetes bool
+	// Fabrics is how many simulated fabrics one manager runs: 1, or 2 (the
+	// second its [fabric:storage], see fabrics.go).
+	Fabrics int
 }
 
 // flags are the afm-soak flags that draw the same requests and faults on engine.
@@ -64,6 +67,9 @@ func (o Options) flags(engine string) string {
 	f := fmt.Sprintf("--engines %s --seed %d --ops %d --faults %s --fault-rate %d --hosts %d --switches %d --managers %d",
 		engine, o.Seed, o.Ops, faults, o.FaultRate, o.Hosts, o.Switches, o.Managers)
 	f += fmt.Sprintf(" --colliding-ids=%v --kubernetes=%v", o.CollidingIDs, o.Kubernetes)
+	if o.Fabrics > 1 {
+		f += fmt.Sprintf(" --fabrics %d", o.Fabrics)
+	}
 	return f
 }
 
@@ -167,6 +173,9 @@ type job struct {
 	// underPKeyError: the request changed that host's table while OpenSM
 	// could not program it: its job must not complete until healed.
 	underPKeyError bool
+	// otherFault names the other fabric's fault this job was sent under (two
+	// fabrics): it must not keep the job from completing.
+	otherFault string
 }
 
 // run is one engine's soak.
@@ -199,15 +208,24 @@ type run struct {
 	deck      []string
 	// jobOrder are the job paths given out, in order; jobOwner says for
 	// which request each was: no id may answer for two changes.
-	jobOrder   []string
-	jobOwner   *jobOwners
-	backup     *savedBackup
-	lostJobs   map[string]bool // given out after the backup a restore put back: must answer 404
-	pkeyFault  *pkeyFault      // the round's host OpenSM cannot program, if any
-	masters    *masterWatch
-	kube       *kubeClient // nil without --kubernetes
-	kubeHosts  []fabric.GUID
-	epoch      atomic.Int64 // odd while a fault is in effect (see kubeClient)
+	jobOrder  []string
+	jobOwner  *jobOwners
+	backup    *savedBackup
+	lostJobs  map[string]bool // given out after the backup a restore put back: must answer 404
+	pkeyFault *pkeyFault      // the round's host OpenSM cannot program, if any
+	masters   *masterWatch
+	kube      *kubeClient // nil without --kubernetes
+	kubeHosts []fabric.GUID
+	epoch     *atomic.Int64 // odd while a fault is in effect (see kubeClient); one for both fabrics
+	// peer is the other fabric's run, in a run on two fabrics (fabrics.go):
+	// it shares the managers, the database and the job ids, and has its own
+	// fabric, model, checks and faults. storage says which one this is.
+	peer    *run
+	storage bool
+	lanes   *rand.Rand // which fabric a round goes to
+	// underOther counts the jobs that completed while the other fabric
+	// had a fault.
+	underOther int
 	timing     string
 	failed     bool // the run could not go on: its directory is kept
 	stopped    bool // a violation the model cannot go on from
@@ -221,7 +239,7 @@ func runEngine(ctx context.Context, o Options, engine string, srv *servers) (Res
 		model: NewModel(), srv: srv,
 		client: &http.Client{Timeout: 30 * time.Second}, excluded: map[fabric.GUID]string{},
 		res: Result{Engine: engine, Seed: o.Seed, ByFault: map[string]int{}}, dir: filepath.Join(o.WorkDir, engine),
-		jobOwner: &jobOwners{owner: map[string]string{}}, lostJobs: map[string]bool{}}
+		jobOwner: &jobOwners{owner: map[string]string{}}, lostJobs: map[string]bool{}, epoch: new(atomic.Int64)}
 	for _, f := range o.Faults {
 		if r.applies(f) {
 			r.faultKind = append(r.faultKind, f)
@@ -245,10 +263,16 @@ func runEngine(ctx context.Context, o Options, engine string, srv *servers) (Res
 	if err == nil && !r.stopped {
 		err = r.converge(ctx, "the end of the run")
 	}
+	if p := r.peer; err == nil && p != nil && !r.stopped && !p.stopped {
+		err = p.converge(ctx, "the end of the run")
+	}
 	if r.kube != nil {
 		r.res.KubeOps = int(r.kube.ops.Load())
 		r.res.Ops += r.res.KubeOps
 		r.res.Checks += int(r.kube.checks.Load())
+	}
+	if r.peer != nil {
+		r.endStorage(ctx)
 	}
 	r.timing = fmt.Sprintf("%s in all: %s to set up, %s converging after faults, %s reading %d pkey tables",
 		time.Since(began).Round(100*time.Millisecond), setup.Round(100*time.Millisecond),
@@ -277,6 +301,9 @@ func runEngine(ctx context.Context, o Options, engine string, srv *servers) (Res
 
 // applies says whether a fault kind can happen on the run's engine and managers.
 func (r *run) applies(f string) bool {
+	if r.o.Fabrics > 1 && !twoFabricFaults(f) {
+		return false
+	}
 	switch f {
 	case faultRestartDB:
 		// Galera's nodes are killed by galera-writers, one at a time.
@@ -307,7 +334,7 @@ func (r *run) logf(format string, args ...any) {
 	line := fmt.Sprintf(format, args...)
 	r.history = append(r.history, line)
 	if r.o.Verbose {
-		fmt.Fprintf(r.o.Out, "  %s: %s\n", r.engine, line)
+		fmt.Fprintf(r.o.Out, "  %s: %s\n", r.label(), line)
 	}
 }
 
@@ -326,7 +353,7 @@ func (r *run) finding(format string, args ...any) {
 	r.res.Violations++
 	line := "VIOLATION: " + fmt.Sprintf(format, args...)
 	r.history = append(r.history, line)
-	fmt.Fprintf(r.o.Out, "  %s: %s\n", r.engine, line)
+	fmt.Fprintf(r.o.Out, "  %s: %s\n", r.label(), line)
 }
 
 func (r *run) setup(ctx context.Context) error {
@@ -356,7 +383,14 @@ func (r *run) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.masters = watchMasters(r.dir)
+	r.masters = watchMasters(r.dir, r.o.Fabrics > 1, false)
+	var storage *fabricsim.Fabric
+	if r.o.Fabrics > 1 {
+		if err := r.startStorage(ctx); err != nil {
+			return err
+		}
+		storage = r.peer.fabric
+	}
 	for i := range r.managerCount() {
 		m := &manager{index: i, dir: filepath.Join(r.dir, fmt.Sprintf("manager%d", i)), binary: r.o.Binary}
 		m.conf = filepath.Join(m.dir, "afm.conf")
@@ -368,7 +402,7 @@ func (r *run) setup(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := m.writeConf(dbURL, r.fabric, r.managerCount() > 1, r.o.Kubernetes); err != nil {
+		if err := m.writeConf(dbURL, r.fabric, storage, r.managerCount() > 1, r.o.Kubernetes); err != nil {
 			return err
 		}
 		if err := m.start(ctx, r.client); err != nil {
@@ -378,14 +412,22 @@ func (r *run) setup(ctx context.Context) error {
 			if err := m.confirmSwitches(ctx); err != nil {
 				return err
 			}
+			if storage != nil {
+				if err := m.confirmStorageSwitches(ctx); err != nil {
+					return err
+				}
+			}
 		}
+	}
+	if r.peer != nil {
+		r.peer.managers = r.managers
 	}
 	if r.o.Kubernetes {
 		var urls []string
 		for _, m := range r.managers {
 			urls = append(urls, m.url)
 		}
-		r.kube = newKubeClient(r.o.Seed, urls, r.kubeHosts, r.fabric, &r.epoch, r.jobOwner)
+		r.kube = newKubeClient(r.o.Seed, urls, r.kubeHosts, r.fabric, r.epoch, r.jobOwner)
 	}
 	return nil
 }
@@ -444,6 +486,10 @@ func (r *run) teardown() {
 	if r.fabric != nil {
 		r.fabric.Stop()
 	}
+	if p := r.peer; p != nil {
+		p.masters.close()
+		p.fabric.Stop()
+	}
 	if r.res.Violations == 0 && !r.failed {
 		os.RemoveAll(r.dir)
 	}
@@ -456,7 +502,7 @@ func (r *run) report(ctx context.Context) {
 	path := filepath.Join(r.dir, "history.txt")
 	os.WriteFile(path, []byte(strings.Join(r.history, "\n")+"\n"), 0o644)
 	fmt.Fprintf(w, "soak %s: %d violation(s) with seed %d; the same requests and faults (their timing differs): %s\n",
-		r.engine, r.res.Violations, r.o.Seed, r.o.flags(r.engine))
+		r.label(), r.res.Violations, r.o.Seed, r.o.flags(r.engine))
 	h := r.history
 	if len(h) > 300 {
 		fmt.Fprintf(w, "  (the first %d history lines are in %s)\n", len(h)-300, path)
@@ -484,14 +530,14 @@ func (r *run) report(ctx context.Context) {
 func (r *run) loop(ctx context.Context) error {
 	start := time.Now()
 	nextProgress := 100
-	for r.res.Ops < r.o.Ops && (r.o.Duration == 0 || time.Since(start) < r.o.Duration) {
+	for r.opsLeft() > 0 && (r.o.Duration == 0 || time.Since(start) < r.o.Duration) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := r.round(ctx); err != nil {
+		if err := r.laneRound(ctx); err != nil {
 			return err
 		}
-		if r.stopped {
+		if r.stopped || (r.peer != nil && r.peer.stopped) {
 			return errStop
 		}
 		if r.res.Ops >= nextProgress {
@@ -508,7 +554,7 @@ func (r *run) loop(ctx context.Context) error {
 // their jobs, checks the fabric at each first Completed, and after a fault
 // waits for the fabric to converge on the model.
 func (r *run) round(ctx context.Context) error {
-	k := min(1+r.rng.IntN(4), r.o.Ops-r.res.Ops)
+	k := min(1+r.rng.IntN(4), r.opsLeft())
 	faultAt, kind := -1, ""
 	if len(r.faultKind) > 0 && r.rng.IntN(100) < r.o.FaultRate {
 		faultAt, kind = r.rng.IntN(k+1), r.deal()
@@ -536,7 +582,11 @@ func (r *run) round(ctx context.Context) error {
 			if f, err = r.inject(ctx, kind); err != nil {
 				return err
 			}
-
+			if r.peer != nil {
+				if err := r.peer.during(ctx, f); err != nil || r.peer.stopped {
+					return err
+				}
+			}
 		}
 		if i == k {
 			break
@@ -577,7 +627,10 @@ func (r *run) round(ctx context.Context) error {
 		if err := f.end(ctx); err != nil {
 			return fmt.Errorf("end of fault %s: %w", f.name, err)
 		}
-		return r.converge(ctx, "fault "+f.name)
+		if err := r.converge(ctx, "fault "+f.name); err != nil || r.peer == nil || r.stopped {
+			return err
+		}
+		return r.peer.converge(ctx, "fault "+f.name+" on the other fabric")
 	}
 	return nil
 }
@@ -743,7 +796,7 @@ func (r *run) waitJob(ctx context.Context, j job) error {
 			if !r.fabric.IbsimRunning() {
 				sim = "; the simulator is not running (see fabric/ibsim.log)"
 			}
-			r.violation("job %s of %s: not Completed after 120 s (last read: %s)%s", j.path, j.op, a, sim)
+			r.violation("job %s of %s: not Completed after 120 s (last read: %s)%s%s", j.path, j.op, a, sim, j.otherFault)
 			return nil
 		}
 		select {
@@ -1014,7 +1067,7 @@ func (r *run) checkFile(want string) error {
 	var m *manager
 	var running []string
 	for _, x := range r.managers {
-		if x.openSMPID() != 0 {
+		if r.openSM(x) != 0 {
 			m = x
 			running = append(running, fmt.Sprint(x.index))
 		}
@@ -1028,7 +1081,7 @@ func (r *run) checkFile(want string) error {
 	if len(running) > 1 {
 		return fmt.Errorf("managers %s each run OpenSM", strings.Join(running, ", "))
 	}
-	b, err := os.ReadFile(m.partitionsFile())
+	b, err := os.ReadFile(filepath.Join(r.smDir(m), "partitions.conf"))
 	if err != nil {
 		return err
 	}

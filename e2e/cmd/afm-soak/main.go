@@ -121,6 +121,7 @@ func parseFlags(args []string) (soak.Options, error) {
 	fs.BoolVar(&o.CollidingIDs, "colliding-ids", true, "draw two network IDs that share their first 27 characters (--colliding-ids=false: none)")
 	fs.BoolVar(&o.Kubernetes, "kubernetes", true, "run ib-kubernetes as a second client at once, through the pkeys API, on the last 2 hosts (--kubernetes=false: none)")
 	fs.BoolVar(&o.Parallel, "parallel", false, "run the engines at once (each on its own fabric, database server and managers), not one after the other")
+	fs.IntVar(&o.Fabrics, "fabrics", 1, "simulated fabrics one manager runs: 1, or 2 (the second its [fabric:storage], physnet storage; one manager, no galera)")
 	fs.BoolVar(&o.Verbose, "verbose", false, "print every operation, answer and check")
 	fs.StringVar(&o.WorkDir, "work-dir", "", "where the run's directory is made (default: "+shmDir+" when it is a writable directory, else /tmp); the database servers' users must reach it")
 	if err := fs.Parse(args); err != nil {
@@ -180,6 +181,10 @@ func parseFlags(args []string) (soak.Options, error) {
 		return o, fmt.Errorf("--fault-rate %d: want 0 to 100", o.FaultRate)
 	case o.Managers < 1 || o.Managers > 5:
 		return o, fmt.Errorf("--managers %d: want 1 to 5", o.Managers)
+	case o.Fabrics < 1 || o.Fabrics > 2:
+		return o, fmt.Errorf("--fabrics %d: want 1 or 2", o.Fabrics)
+	case o.Fabrics > 1 && (o.Managers > 1 || slices.Contains(o.Engines, "galera")):
+		return o, fmt.Errorf("--fabrics %d: runs one manager, on sqlite, postgres or mysql (not --managers %d, not galera)", o.Fabrics, o.Managers)
 	}
 	return o, nil
 }
