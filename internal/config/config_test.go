@@ -167,7 +167,15 @@ func TestWindowsLineEndings(t *testing.T) {
 // TestParseInvalidFiles reads each fixture's "# want:" lines: every one must be in
 // the error, and no secret may be.
 func TestParseInvalidFiles(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "invalid", "*.conf"))
+	checkInvalidFixtures(t, filepath.Join("testdata", "invalid"), false)
+}
+
+// checkInvalidFixtures parses each fixture of dir: it must fail with an error
+// that holds every one of the fixture's "# want: " lines and no secret (and,
+// with oneError, that reports one mistake alone).
+func checkInvalidFixtures(t *testing.T, dir string, oneError bool) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.conf"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no fixtures: %v", err)
 	}
@@ -186,10 +194,12 @@ func TestParseInvalidFiles(t *testing.T) {
 			if len(wants) == 0 {
 				t.Fatal("fixture has no \"# want: \" line")
 			}
-
 			cfg, err := Parse(strings.NewReader(string(text)), "afm.conf")
 			if err == nil {
 				t.Fatalf("no error; got %v", cfg)
+			}
+			if n := strings.Count(err.Error(), "afm.conf: "); oneError && n != 1 {
+				t.Errorf("%d errors, want the fixture's one:\n%v", n, err)
 			}
 			for _, want := range wants {
 				if !strings.Contains(err.Error(), want) {

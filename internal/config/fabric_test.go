@@ -132,42 +132,7 @@ func TestSingleFabricFilesHaveOneFabric(t *testing.T) {
 // TestFabricErrors: each fixture holds one mistake, reported as one error
 // that names both places it involves (its "# want: " lines), never a secret.
 func TestFabricErrors(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "fabrics", "invalid", "*.conf"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no fixtures: %v", err)
-	}
-	for _, path := range files {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			text, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var wants []string
-			for line := range strings.Lines(string(text)) {
-				if want, ok := strings.CutPrefix(strings.TrimSpace(line), "# want: "); ok {
-					wants = append(wants, want)
-				}
-			}
-			if len(wants) == 0 {
-				t.Fatal("fixture has no \"# want: \" line")
-			}
-			c, err := Parse(bytes.NewReader(text), "afm.conf")
-			if err == nil {
-				t.Fatalf("no error; got %v", c)
-			}
-			if n := strings.Count(err.Error(), "afm.conf: "); n != 1 {
-				t.Errorf("%d errors, want the fixture's one:\n%v", n, err)
-			}
-			for _, want := range wants {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error lacks %q:\n%v", want, err)
-				}
-			}
-			if strings.Contains(err.Error(), secretMarker) {
-				t.Errorf("error shows a secret:\n%v", err)
-			}
-		})
-	}
+	checkInvalidFixtures(t, filepath.Join("testdata", "fabrics", "invalid"), true)
 }
 
 // fabricBase is a valid two-fabric file whose [fabric:s] section ends it, so
