@@ -3,13 +3,10 @@ package store
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/sqlite"
 )
 
 // A change is queued on the fabric its object was on when it was read; if
@@ -22,14 +19,7 @@ import (
 func TestChangeOfAnObjectOnAnotherFabricWritesNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	e, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "afm.db"), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	if err := e.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e := migratedSQLite(ctx, t)
 	s := NewFabrics(e, []FabricRules{
 		{Name: DefaultFabric, Rules: Rules{PhysicalNetworks: []string{"ibnet"}}},
 		{Name: "storage", Rules: Rules{PhysicalNetworks: []string{"storage"}}},

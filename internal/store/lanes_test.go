@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/sqlite"
 )
 
@@ -19,14 +20,7 @@ import (
 func TestKubernetesChangesHaveTheirOwnLane(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	e, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "afm.db"), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.Close() })
-	if err := e.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e := migratedSQLite(ctx, t)
 	s := New(e, Rules{PhysicalNetworks: []string{"ibnet"}, KubernetesRange: fabric.PKeyRange{First: 0x1000, Last: 0x1fff}})
 
 	// A networking-mlnx group holds its lane's committer and the database.
@@ -84,4 +78,19 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// migratedSQLite is a new SQLite database in t's directory, migrated, closed
+// when t ends: for the tests that need the store's unexported parts.
+func migratedSQLite(ctx context.Context, t *testing.T) driver.Driver {
+	t.Helper()
+	e, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "afm.db"), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if err := e.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
