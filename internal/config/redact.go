@@ -88,10 +88,6 @@ func masked(secrets []string) []string {
 // file's sections, so that logging a Config can never leak a secret.
 func (c Config) LogValue() slog.Value {
 	r := c.Redacted()
-	conf := make([]slog.Attr, len(r.OpenSMConf))
-	for i, kv := range r.OpenSMConf {
-		conf[i] = slog.String(kv.Key, kv.Value)
-	}
 	return slog.GroupValue(
 		slog.Group("api",
 			slog.String("listen", r.API.Listen),
@@ -132,9 +128,19 @@ func (c Config) LogValue() slog.Value {
 			slog.String("smp_port", r.OpenSM.SMPPort),
 			slog.String("audit_interval", r.OpenSM.AuditInterval.String()),
 		),
-		slog.Attr{Key: opensmConfSection, Value: slog.GroupValue(conf...)},
+		optionsAttr(r.OpenSMConf),
 		slog.Attr{Key: "fabrics", Value: slog.GroupValue(fabricAttrs(r.Fabrics)...)},
 	)
+}
+
+// optionsAttr is a fabric's OpenSM options, already redacted, as the group
+// of their section.
+func optionsAttr(options []KeyValue) slog.Attr {
+	conf := make([]slog.Attr, len(options))
+	for i, kv := range options {
+		conf[i] = slog.String(kv.Key, kv.Value)
+	}
+	return slog.Attr{Key: opensmConfSection, Value: slog.GroupValue(conf...)}
 }
 
 // fabricAttrs are the further fabrics, already redacted, one group each,
@@ -142,10 +148,6 @@ func (c Config) LogValue() slog.Value {
 func fabricAttrs(fabrics []Fabric) []slog.Attr {
 	attrs := make([]slog.Attr, len(fabrics))
 	for i, f := range fabrics {
-		conf := make([]slog.Attr, len(f.OpenSMConf))
-		for j, kv := range f.OpenSMConf {
-			conf[j] = slog.String(kv.Key, kv.Value)
-		}
 		attrs[i] = slog.Group(f.Name,
 			slog.String("physical_networks", strings.Join(f.PhysicalNetworks, ",")),
 			slog.String("driver", f.OpenSM.Driver),
@@ -156,7 +158,7 @@ func fabricAttrs(fabrics []Fabric) []slog.Attr {
 			slog.String("ufm_pkeys_username", f.UFMPKeys.Username),
 			slog.String("ufm_pkeys_password", f.UFMPKeys.Password),
 			slog.String("ufm_pkeys_listen", f.UFMPKeys.Listen),
-			slog.Attr{Key: opensmConfSection, Value: slog.GroupValue(conf...)},
+			optionsAttr(f.OpenSMConf),
 		)
 	}
 	return attrs
