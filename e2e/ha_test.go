@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -109,9 +107,8 @@ func startHACluster(t *testing.T, dbs []storetest.Database) *haCluster {
 // launch starts manager k with its OpenSM on SM HCA k.
 func (c *haCluster) launch(k int, db storetest.Database) *manager {
 	t := c.t
-	dir := t.TempDir()
-	m := &manager{t: t, fabric: c.fabric, dir: dir, conf: filepath.Join(dir, "afm.conf"), binary: cmp.Or(c.binary, managerBinary),
-		url: "http://" + freeAddr(t), client: &http.Client{Timeout: 10 * time.Second}}
+	m := newManager(t, c.fabric, c.binary)
+	dir := m.dir
 	u := must(url.Parse(db.URL))
 	proxy := newCutProxy(t, u.Host)
 	c.proxies = append(c.proxies, proxy)
@@ -154,11 +151,8 @@ sminfo_polling_timeout = 500
 polling_retry_number = 2
 sm_priority = %d
 `, strings.TrimPrefix(m.url, "http://"), token, u.String(), haLeaseTimeout.Seconds(), filepath.Join(dir, "opensm"), envFile, guid, priority)
-	if err := os.WriteFile(m.conf, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	m.start()
-	t.Cleanup(m.stop)
+	m.writeConf(conf)
+	m.startUntilCleanup()
 	return m
 }
 

@@ -101,9 +101,8 @@ func launchManager(t *testing.T, db storetest.Database, o fabricsim.Options, ext
 	if f == nil {
 		f = fabricsim.StartT(t, o)
 	}
-	dir := t.TempDir()
-	m := &manager{t: t, fabric: f, dir: dir, conf: filepath.Join(dir, "afm.conf"), binary: cmp.Or(extra.Binary, managerBinary),
-		url: "http://" + freeAddr(t), client: &http.Client{Timeout: 10 * time.Second}}
+	m := newManager(t, f, extra.Binary)
+	dir := m.dir
 	if extra.CA != nil {
 		m.certFile, m.keyFile = filepath.Join(dir, "api-cert.pem"), filepath.Join(dir, "api-key.pem")
 		extra.CA.WritePair(m.certFile, m.keyFile)
@@ -140,15 +139,36 @@ guid = %s
 		strings.Join(extra.Database, "\n"),
 		filepath.Join(dir, "opensm"), f.EnvFile(), strings.Join(extra.OpenSM, "\n"), f.SMGUID,
 		strings.Join(extra.OpenSMConf, "\n"), strings.Join(extra.Log, "\n"), strings.Join(extra.UFMPKeys, "\n"))
-	if err := os.WriteFile(m.conf, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	m.writeConf(conf)
 	if extra.BeforeStart != nil {
 		extra.BeforeStart(m)
 	}
-	m.start()
-	t.Cleanup(m.stop)
+	m.startUntilCleanup()
 	return m
+}
+
+// newManager is the harness's manager of fabric f, in a directory of its own,
+// with its API on a free address: binary, or this tree's when "". Nothing is
+// written or started yet.
+func newManager(t *testing.T, f *fabricsim.Fabric, binary string) *manager {
+	dir := t.TempDir()
+	return &manager{t: t, fabric: f, dir: dir, conf: filepath.Join(dir, "afm.conf"), binary: cmp.Or(binary, managerBinary),
+		url: "http://" + freeAddr(t), client: &http.Client{Timeout: 10 * time.Second}}
+}
+
+// writeConf writes conf as the manager's afm.conf.
+func (m *manager) writeConf(conf string) {
+	m.t.Helper()
+	if err := os.WriteFile(m.conf, []byte(conf), 0o600); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+// startUntilCleanup starts the manager and stops it when the test ends.
+func (m *manager) startUntilCleanup() {
+	m.t.Helper()
+	m.start()
+	m.t.Cleanup(m.stop)
 }
 
 func (m *manager) start() {

@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
@@ -69,10 +67,8 @@ func (m *twoFabrics) storageDir() string { return filepath.Join(m.dir, "opensm-s
 // db and starts it; extra is appended (an [ha] section).
 func launchTwoFabrics(t *testing.T, db storetest.Database, def, storage fabricSide, extra ...string) *twoFabrics {
 	t.Helper()
-	dir := t.TempDir()
-	m := &twoFabrics{manager: &manager{t: t, fabric: def.fabric, dir: dir, conf: filepath.Join(dir, "afm.conf"),
-		binary: managerBinary, url: "http://" + freeAddr(t), client: &http.Client{Timeout: 10 * time.Second}},
-		storage: storage.fabric}
+	m := &twoFabrics{manager: newManager(t, def.fabric, ""), storage: storage.fabric}
+	dir := m.dir
 	conf := fmt.Sprintf(`[api]
 listen = %s
 token = %s
@@ -110,11 +106,8 @@ guid = %s
 		storageFabric, storagePhysnet, m.storageDir(), filepath.Join(dir, "opensm-storage.log"),
 		cmp.Or(storage.envFile, storage.fabric.EnvFile()),
 		storageFabric, storage.guid, strings.Join(storage.openSMConf, "\n"), strings.Join(extra, "\n"))
-	if err := os.WriteFile(m.conf, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	m.start()
-	t.Cleanup(m.stop)
+	m.writeConf(conf)
+	m.startUntilCleanup()
 	return m
 }
 
