@@ -54,8 +54,9 @@ func (c *changeTx) job(ctx context.Context, j Job) (Job, error) {
 	}
 	j.Fabric = c.fabric
 	// Job ids are given across fabrics, whose changes do not wait for each
-	// other's revision: the lock lasts from here to the commit.
-	if err := c.q.LockJobIDs(ctx); err != nil {
+	// other's revision: the lock lasts from here to the commit. It is held
+	// back (later) and sent with InsertJob, in one round trip, before it.
+	if err := c.later.q.LockJobIDs(ctx); err != nil {
 		return Job{}, fmt.Errorf("lock the job ids: %w", err)
 	}
 	id, err := c.q.InsertJob(ctx, j)
