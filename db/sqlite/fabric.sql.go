@@ -190,9 +190,13 @@ func (q *Queries) InsertFabricState(ctx context.Context, argFabric string) error
 
 const insertSecretIfAbsent = `-- name: InsertSecretIfAbsent :exec
 INSERT INTO secrets (name, value, created_at, fabric) VALUES (?1, ?2, ?3, ?4)
-ON CONFLICT (fabric, name) DO NOTHING
+ON CONFLICT DO NOTHING
 `
 
+// No conflict target: while one fabric is served, the previous release's key
+// (secrets_name_legacy, migration 00013) stands beside (fabric, name), and two
+// managers creating the keys at once conflict on whichever the other's insert
+// reaches first; a target would turn the one it does not name into an error.
 func (q *Queries) InsertSecretIfAbsent(ctx context.Context, name string, value string, now time.Time, fabric string) error {
 	_, err := q.exec(ctx, q.insertSecretIfAbsentStmt, insertSecretIfAbsent,
 		name,

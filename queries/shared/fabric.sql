@@ -1,6 +1,10 @@
+-- No conflict target: while one fabric is served, the previous release's key
+-- (secrets_name_legacy, migration 00013) stands beside (fabric, name), and two
+-- managers creating the keys at once conflict on whichever the other's insert
+-- reaches first; a target would turn the one it does not name into an error.
 -- name: InsertSecretIfAbsent :exec
 INSERT INTO secrets (name, value, created_at, fabric) VALUES (@name, @value, @now, @fabric)
-ON CONFLICT (fabric, name) DO NOTHING;
+ON CONFLICT DO NOTHING;
 
 -- name: UpdateSecret :exec
 -- A rotation or an import that replaces a key: the row keeps its created_at.
