@@ -87,13 +87,14 @@ type Job = driver.Job
 
 // OpenJob is a job not finished yet, with what an OpenSM error can name of its
 // change: the GUID its port holds now (nil for a network's job, or a port that
-// holds none).
+// holds none), and the places its change promised (places.go).
 type OpenJob struct {
 	ID         int64
 	ObjectType string
 	ObjectID   string
 	NetworkID  string
 	GUID       *fabric.GUID
+	Places     []Place
 }
 
 // Apply is one attempt to bring OpenSM to a revision: what RecordApply's
