@@ -236,6 +236,7 @@ var placesTests = []storeTest{
 	{"PlacesOfARefusedChangeAreNotWritten", testPlacesRefused},
 	{"PlacesOfAChangeThatTouchesNoPartition", testPlacesNoOp},
 	{"PlacesOfTwoChangesInOneGroup", testPlacesGrouped},
+	{"PlacesOfTenThousandGUIDs", testPlacesMany},
 }
 
 func init() {
@@ -349,6 +350,33 @@ func testPlacesGrouped(t *testing.T, s *store.Store) {
 		want := []store.Place{place(guidA+uint64(i), pkeyA, store.WantFull)}
 		if got, _ := jobPlaces(t, s, j.ID); !reflect.DeepEqual(got, want) {
 			t.Errorf("port g%d's job %d places = %v, want %v", i, j.ID, got, want)
+		}
+	}
+}
+
+// A request at the API's limit (10,000 GUIDs): its places are one statement
+// (a JSON array the server expands), and a deleted pkey lists every member.
+func testPlacesMany(t *testing.T, s *store.Store) {
+	s = kubeStore(s)
+	const n = 10000
+	members := make([]store.KubernetesMember, n)
+	for i := range members {
+		members[i] = limited(0x0200000000000001 + uint64(i))
+	}
+	add := mustKube(t)(s.AddKubernetesGUIDs(t.Context(), kubeAdd(kubePKey, members...)))
+	del := mustKube(t)(s.DeleteKubernetesPKey(t.Context(), store.KubernetesDeletion{PKey: kubePKey, CreatedBy: "ib-kubernetes"}))
+	for _, c := range []struct {
+		job  store.Job
+		want store.Want
+	}{{add, store.WantLimited}, {del, store.WantAbsent}} {
+		got, _ := jobPlaces(t, s, c.job.ID)
+		if len(got) != n {
+			t.Fatalf("job %d (%s): %d places, want %d", c.job.ID, c.job.Operation, len(got), n)
+		}
+		for i, p := range got {
+			if want := place(0x0200000000000001+uint64(i), kubePKey, c.want); p != want {
+				t.Fatalf("job %d (%s): place %d = %v, want %v", c.job.ID, c.job.Operation, i, p, want)
+			}
 		}
 	}
 }
