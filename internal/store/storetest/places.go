@@ -240,6 +240,7 @@ var placesTests = []storeTest{
 }
 
 func init() {
+	twoFabricTests = append(twoFabricTests, storeTest{"PlacesOfARoutedChange", testPlacesRouted})
 	for _, cases := range [][]placesCase{portPlacesCases, networkPlacesCases, kubernetesPlacesCases, adoptedPlacesCases} {
 		for _, c := range cases {
 			placesTests = append(placesTests, storeTest{"Places/" + c.name, func(t *testing.T, s *store.Store) { c.run(t, s) }})
@@ -378,5 +379,31 @@ func testPlacesMany(t *testing.T, s *store.Store) {
 				t.Fatalf("job %d (%s): place %d = %v, want %v", c.job.ID, c.job.Operation, i, p, want)
 			}
 		}
+	}
+}
+
+// A change routed to another fabric (a port of the storage fabric's network,
+// removed through the default fabric's store) records its places with its
+// job on that fabric: its OpenJobs lists them, the other fabric's does not.
+func testPlacesRouted(t *testing.T, s *store.Store) {
+	addNetwork(t, s, netA, 100)
+	mustNetwork(t, s, storageNetwork(netC, 100))
+	own := mustPort(t, s, boundPort("p1", netA, guidA, "h1"))
+	mustPort(t, s, boundPort("p2", netC, guidA, "h2"))
+	routed, err := removePort("p2")(t, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storage := s.Fabric(storageFabric)
+	want := []store.Place{place(guidA, 100, store.WantAbsent)}
+	if got, open := jobPlaces(t, storage, routed.ID); !open || !reflect.DeepEqual(got, want) {
+		t.Errorf("the storage fabric's job %d: places %v (open %t), want %v", routed.ID, got, open, want)
+	}
+	if _, open := jobPlaces(t, s, routed.ID); open {
+		t.Errorf("the storage fabric's job %d is listed on the default fabric", routed.ID)
+	}
+	want = []store.Place{place(guidA, 100, store.WantFull)}
+	if got, _ := jobPlaces(t, s, own.ID); !reflect.DeepEqual(got, want) {
+		t.Errorf("the default fabric's port job %d: places %v, want %v", own.ID, got, want)
 	}
 }
