@@ -521,6 +521,53 @@ func (q *Queries) InsertJob(ctx context.Context, fabric string, revision int64, 
 	return id, err
 }
 
+const insertJobWithPlaces = `-- name: InsertJobWithPlaces :one
+WITH j AS (
+    INSERT INTO jobs (id, fabric, revision, object_type, object_id, network_id, operation, status,
+                      description, result, error, created_by, request, request_id, created_at, updated_at, started_at, finished_at)
+    VALUES ((SELECT GREATEST(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint * 1000, COALESCE(MAX(id), 0) + 1)
+             FROM jobs),
+            $1, $2, $3, $4, $5, $6, $7,
+            $8, $9, $10, $11, $12, $13, $14, $15,
+            $16, $17)
+    RETURNING id
+), p AS (
+    INSERT INTO job_places (fabric, job_id, guid, pkey, want)
+    SELECT $1, j.id, e ->> 'guid', CAST(e ->> 'pkey' AS integer), e ->> 'want'
+    FROM j, jsonb_array_elements(CAST(CAST($18 AS text) AS jsonb)) AS e
+)
+SELECT id FROM j
+`
+
+// InsertJob and the job's places (InsertJobPlaces) in one statement: the
+// places go with the job's insert, in its round trip, whether the change
+// commits alone or in a group.
+func (q *Queries) InsertJobWithPlaces(ctx context.Context, fabric string, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, error string, createdBy string, request string, requestID string, createdAt time.Time, updatedAt time.Time, startedAt *time.Time, finishedAt *time.Time, places string) (int64, error) {
+	row := q.db.QueryRow(ctx, insertJobWithPlaces,
+		fabric,
+		revision,
+		objectType,
+		objectID,
+		networkID,
+		operation,
+		status,
+		description,
+		result,
+		error,
+		createdBy,
+		request,
+		requestID,
+		createdAt,
+		updatedAt,
+		startedAt,
+		finishedAt,
+		places,
+	)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
 const lastApply = `-- name: LastApply :one
 SELECT id, revision, sha256, term, outcome, detail, started_at, finished_at, fabric FROM applies WHERE fabric = $1 ORDER BY id DESC LIMIT 1
 `
@@ -722,6 +769,47 @@ func (q *Queries) NewTerm(ctx context.Context, holder string, now *time.Time, fa
 	var term int64
 	err := row.Scan(&term)
 	return term, err
+}
+
+const openJobPlaces = `-- name: OpenJobPlaces :many
+SELECT p.job_id, p.guid, p.pkey, p.want
+FROM jobs j JOIN job_places p ON p.job_id = j.id
+WHERE j.fabric = $1 AND j.status IN ('Pending', 'Running') AND j.revision <= $2
+ORDER BY p.job_id, p.guid, p.pkey
+`
+
+type OpenJobPlacesRow struct {
+	JobID int64
+	Guid  fabric.GUID
+	Pkey  fabric.PKey
+	Want  string
+}
+
+// The places of the open jobs up to a revision (OpenJobsWithGUIDs' jobs),
+// through jobs_status_revision and job_places' key.
+func (q *Queries) OpenJobPlaces(ctx context.Context, fabric string, revision int64) ([]OpenJobPlacesRow, error) {
+	rows, err := q.db.Query(ctx, openJobPlaces, fabric, revision)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OpenJobPlacesRow
+	for rows.Next() {
+		var i OpenJobPlacesRow
+		if err := rows.Scan(
+			&i.JobID,
+			&i.Guid,
+			&i.Pkey,
+			&i.Want,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const openJobsWithGUIDs = `-- name: OpenJobsWithGUIDs :many

@@ -24,6 +24,18 @@ type changeTx struct {
 	now     time.Time
 	noOp    bool
 	decided bool
+	// places is the change's proof obligation (places.go), written with
+	// its job.
+	places promised
+}
+
+// promise states places the change touches and what each must hold once
+// it is applied; the job's insert writes them (a change that touches no
+// partition records none).
+func (c *changeTx) promise(places ...Place) {
+	for _, p := range places {
+		c.places.add(p)
+	}
 }
 
 // touches decides, once, whether the change touches a partition, and returns
@@ -59,7 +71,14 @@ func (c *changeTx) job(ctx context.Context, j Job) (Job, error) {
 	if err := c.later.q.LockJobIDs(ctx); err != nil {
 		return Job{}, fmt.Errorf("lock the job ids: %w", err)
 	}
-	id, err := c.q.InsertJob(ctx, j)
+	var id int64
+	var err error
+	if c.noOp || len(c.places.places) == 0 {
+		id, err = c.q.InsertJob(ctx, j)
+	} else {
+		// With the job's insert, in its round trip on PostgreSQL.
+		id, err = c.q.InsertJobWithPlaces(ctx, j, placesJSON(c.places.places))
+	}
 	if err != nil {
 		return Job{}, err
 	}
