@@ -71,12 +71,13 @@ func heavySweep(middle string) string {
 }
 
 type applyRig struct {
-	t     testing.TB
-	st    *store.Store
-	sm    *scriptedOpenSM
-	term  *term
-	dump  string
-	netID string
+	t      testing.TB
+	st     *store.Store
+	places *recordedPlaces // the term's Store
+	sm     *scriptedOpenSM
+	term   *term
+	dump   string
+	netID  string
 }
 
 // newApplyRig is a term of an applier on a real SQLite store and a fake
@@ -106,6 +107,8 @@ func newApplyRigOn(t testing.TB, engine string, confirmed bool, sweep func() str
 		PollInterval:     time.Hour,
 		SubnetDump:       dump,
 	}}
+	r.places = &recordedPlaces{Store: st, places: map[int64][]store.Place{}}
+	a.Store = r.places
 	r.term = &term{Applier: a, id: 1, applied: -1}
 	if _, err := st.NewTerm(ctx, "test"); err != nil {
 		t.Fatal(err)
@@ -405,7 +408,8 @@ func TestPKeyErrorsFailOnlyTheJobsTheyName(t *testing.T) {
 		lines      []string
 		h1, h2, nw string // the jobs' statuses after the apply
 	}{
-		{"H1's table full", []string{h1Full, s1Port0}, store.StatusFailed, store.StatusCompleted, store.StatusFailed},
+		// The network, created before its ports joined, promised no place.
+		{"H1's table full", []string{h1Full, s1Port0}, store.StatusFailed, store.StatusCompleted, store.StatusCompleted},
 		{"unattributable", []string{h1Full, unplaced}, store.StatusFailed, store.StatusFailed, store.StatusFailed},
 	}
 	for _, tt := range tests {
@@ -461,6 +465,17 @@ func TestPKeyErrorsFailTheKubernetesJobsTheyName(t *testing.T) {
 // the partition's pkey, saying which port and pkey; a network none of whose
 // members a line names completes in the same sweep.
 func TestPKeyErrorsFailNetworkJobs(t *testing.T) {
+	// members promises the places of a change of the network of H1 and H2
+	// from pkey from (0: none left) to pkey to.
+	members := func(r *applyRig, j store.Job, from, to fabric.PKey) store.Job {
+		for _, h := range []int{1, 2} {
+			if from != 0 {
+				r.promise(j, placeAbsent(hostPort(h), from))
+			}
+			r.promise(j, store.Place{GUID: hostPort(h), PKey: to, Want: store.WantFull})
+		}
+		return j
+	}
 	full := func(pkey uint16) string { // H1's table full for pkey
 		return logLine(0x01, fmt.Sprintf("pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x%04x because Pkey table is full for node 0x0002c90300000100 port 1 (H1)", 0x8000|pkey))
 	}
@@ -482,15 +497,15 @@ func TestPKeyErrorsFailNetworkJobs(t *testing.T) {
 		sweep  string
 		pkey   string // the partition's pkey, which the reason names
 	}{
-		{"VLAN move", func(r *applyRig) store.Job { return vlan(r, r.netID, 102) }, full(0x0066), "0x0066"},
-		{"update", func(r *applyRig) store.Job { return vlan(r, r.netID, 101) }, full(0x0065), "0x0065"},
+		{"VLAN move", func(r *applyRig) store.Job { return members(r, vlan(r, r.netID, 102), 0x0065, 0x0066) }, full(0x0066), "0x0066"},
+		{"update", func(r *applyRig) store.Job { return members(r, vlan(r, r.netID, 101), 0, 0x0065) }, full(0x0065), "0x0065"},
 		{"moved to the flat partition", func(r *applyRig) store.Job {
 			j, err := r.st.RecordNetwork(t.Context(), store.NetworkChange{Operation: store.OpCreateNetwork,
 				Network: store.NetworkSpec{ID: r.netID, Name: "n", Type: store.TypeFlat, PhysicalNetwork: "ib"}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			return j
+			return members(r, j, 0x0065, store.DefaultFlatPKey)
 		}, full(uint16(store.DefaultFlatPKey)), store.DefaultFlatPKey.String()},
 	}
 	for _, tt := range tests {
@@ -551,7 +566,7 @@ func TestPKeyErrorsAttributedByPortAndPKey(t *testing.T) {
 		// H4 to 0x1008
 		h1To1006, h2To1005, h2To1007, h3Port, h4To1008 string
 	}{
-		{"H1 full for 0x1005", full(h1Node, 0x9005), C, F, C, C, C},
+		{"H1 full for 0x1005", full(h1Node, 0x9005), C, C, C, C, C}, // H2's change promised nothing of H1
 		{"H1 full for 0x1006", full(h1Node, 0x9006), F, C, C, C, C},
 		{"H1 full for the default partition", full(h1Node, 0xffff), C, C, C, C, C},
 		{"H3 full for the network's pkey", full(h3Node, 0x8065), C, C, C, F, C},
@@ -633,7 +648,7 @@ func TestPKeyErrorWindows(t *testing.T) {
 			t.Run(c.name, func(t *testing.T) {
 				var sweep func() string
 				r := setup(t, &sweep)
-				job := r.removePort("port-h1")
+				job := r.promise(r.removePort("port-h1"), placeAbsent(hostPort(1), 0x0065))
 				sweep = func() string { return heavySweep(c.line) }
 				r.applied("apply")
 				wantStatus(t, r, "the removal of H1's port", job, c.want)
@@ -645,7 +660,7 @@ func TestPKeyErrorWindows(t *testing.T) {
 		var sweep func() string
 		r := setup(t, &sweep)
 		opensmtest.AppendLog(t, r.sm.log, heavySweep(full(0x0066))) // before the position
-		job := r.vlan(r.netID, 102)
+		job := r.promise(r.vlan(r.netID, 102), placeAbsent(hostPort(1), 0x0065), placeFull(hostPort(1), 0x0066))
 		r.applied("apply")
 		wantStatus(t, r, "the VLAN move", job, store.StatusCompleted)
 	})
@@ -653,7 +668,8 @@ func TestPKeyErrorWindows(t *testing.T) {
 	t.Run("the state moves on during the sweep", func(t *testing.T) {
 		var sweep func() string
 		r := setup(t, &sweep)
-		move := r.vlan(r.netID, 102)
+		move := r.promise(r.vlan(r.netID, 102), placeAbsent(hostPort(1), 0x0065), placeFull(hostPort(1), 0x0066),
+			placeAbsent(hostPort(2), 0x0065), placeFull(hostPort(2), 0x0066))
 		var later []store.Job
 		sweep = func() string {
 			// Recorded after the apply read the state, before OpenSM's
@@ -674,18 +690,19 @@ func TestPKeyErrorWindows(t *testing.T) {
 // A database write that fails while the jobs an error names are failed one by
 // one completes nothing; the retry fails the rest, and completes the others.
 func TestPKeyErrorsFailJobRefused(t *testing.T) {
-	h1Full := logLine(0x01, "pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x8065 because Pkey table is full for node 0x0002c90300000100 port 1 (H1)")
-	r := newApplyRig(t, true, func() string { return heavySweep(h1Full) })
-	faulty := &faultyStore{Store: r.st, fails: map[string][]bool{"FailJob": {false, true}}}
+	r := newApplyRig(t, true, func() string { return heavySweep(blockNotSent(1)) })
+	faulty := &faultyStore{Store: r.places, fails: map[string][]bool{"FailJob": {false, true}}}
 	r.term.Store = faulty
 	nw := r.network(101)
 	h1 := r.port("port-h1", 0x0002c90300000101)
 	h2 := r.port("port-h2", 0x0002c90300000201)
+	// An update of the network, which promised its members' places.
+	k1 := r.promise(r.vlan(r.netID, 101), placeFull(hostPort(1), 0x0065), placeFull(hostPort(2), 0x0065))
 	if res := r.term.apply(t.Context()); res != applyRetry {
 		t.Fatalf("apply with a refused write: %v, want a retry", res)
 	}
 	failed := 0
-	for _, id := range []int64{nw.ID, h1.ID, h2.ID} {
+	for _, id := range []int64{nw.ID, h1.ID, h2.ID, k1.ID} {
 		switch j := r.job(id); j.Status {
 		case store.StatusCompleted:
 			t.Errorf("job %d completed in an apply that could not fail every job its errors name", id)
@@ -702,7 +719,7 @@ func TestPKeyErrorsFailJobRefused(t *testing.T) {
 	for _, c := range []struct {
 		job  store.Job
 		want string
-	}{{nw, store.StatusFailed}, {h1, store.StatusFailed}, {h2, store.StatusCompleted}} {
+	}{{nw, store.StatusCompleted}, {h1, store.StatusFailed}, {k1, store.StatusFailed}, {h2, store.StatusCompleted}} {
 		if j := r.job(c.job.ID); j.Status != c.want {
 			t.Errorf("job %d after the retry: %s (%s), want %s", c.job.ID, j.Status, j.Error, c.want)
 		}
