@@ -64,9 +64,6 @@ func blockNotSent(n int) string {
 	return logLine(0x01, fmt.Sprintf("pkey_mgr_update_pkey_entry: ERR 0506: pkey_mgr_update_pkey_entry() failed to update pkey table block 0 for node 0x%016x port 1 (H%d)", hostNode(n), n))
 }
 
-// otherNet is the other tenant's network, on VLAN 102.
-const otherNet = "6c1e2a4f-0b7d-4e9a-8f3c-2d5b7a9e1c04"
-
 func (r *applyRig) portIn(net, id string, g fabric.GUID) store.Job {
 	r.t.Helper()
 	j, err := r.st.RecordPort(r.t.Context(), store.PortChange{Operation: store.OpAddPort,
