@@ -73,7 +73,7 @@ func heavySweep(middle string) string {
 type applyRig struct {
 	t      testing.TB
 	st     *store.Store
-	places *recordedPlaces // the term's Store
+	places *previousRelease // the term's Store
 	sm     *scriptedOpenSM
 	term   *term
 	dump   string
@@ -107,7 +107,7 @@ func newApplyRigOn(t testing.TB, engine string, confirmed bool, sweep func() str
 		PollInterval:     time.Hour,
 		SubnetDump:       dump,
 	}}
-	r.places = &recordedPlaces{Store: st, places: map[int64][]store.Place{}}
+	r.places = &previousRelease{Store: st, jobs: map[int64]bool{}}
 	a.Store = r.places
 	r.term = &term{Applier: a, id: 1, applied: -1}
 	if _, err := st.NewTerm(ctx, "test"); err != nil {
@@ -460,22 +460,11 @@ func TestPKeyErrorsFailTheKubernetesJobsTheyName(t *testing.T) {
 }
 
 // A network-level change completes only once OpenSM programmed its partition
-// on every member: a VLAN move (the members' pkey changes), an update, a move
-// to the flat partition fail when a pkey error names one of their members for
+// on every member: a VLAN move (the members' pkey changes), a move to the
+// flat partition fail when a pkey error names one of their members for
 // the partition's pkey, saying which port and pkey; a network none of whose
 // members a line names completes in the same sweep.
 func TestPKeyErrorsFailNetworkJobs(t *testing.T) {
-	// members promises the places of a change of the network of H1 and H2
-	// from pkey from (0: none left) to pkey to.
-	members := func(r *applyRig, j store.Job, from, to fabric.PKey) store.Job {
-		for _, h := range []int{1, 2} {
-			if from != 0 {
-				r.promise(j, placeAbsent(hostPort(h), from))
-			}
-			r.promise(j, store.Place{GUID: hostPort(h), PKey: to, Want: store.WantFull})
-		}
-		return j
-	}
 	full := func(pkey uint16) string { // H1's table full for pkey
 		return logLine(0x01, fmt.Sprintf("pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x%04x because Pkey table is full for node 0x0002c90300000100 port 1 (H1)", 0x8000|pkey))
 	}
@@ -497,15 +486,14 @@ func TestPKeyErrorsFailNetworkJobs(t *testing.T) {
 		sweep  string
 		pkey   string // the partition's pkey, which the reason names
 	}{
-		{"VLAN move", func(r *applyRig) store.Job { return members(r, vlan(r, r.netID, 102), 0x0065, 0x0066) }, full(0x0066), "0x0066"},
-		{"update", func(r *applyRig) store.Job { return members(r, vlan(r, r.netID, 101), 0, 0x0065) }, full(0x0065), "0x0065"},
+		{"VLAN move", func(r *applyRig) store.Job { return vlan(r, r.netID, 102) }, full(0x0066), "0x0066"},
 		{"moved to the flat partition", func(r *applyRig) store.Job {
 			j, err := r.st.RecordNetwork(t.Context(), store.NetworkChange{Operation: store.OpCreateNetwork,
 				Network: store.NetworkSpec{ID: r.netID, Name: "n", Type: store.TypeFlat, PhysicalNetwork: "ib"}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			return members(r, j, 0x0065, store.DefaultFlatPKey)
+			return j
 		}, full(uint16(store.DefaultFlatPKey)), store.DefaultFlatPKey.String()},
 	}
 	for _, tt := range tests {
@@ -648,7 +636,7 @@ func TestPKeyErrorWindows(t *testing.T) {
 			t.Run(c.name, func(t *testing.T) {
 				var sweep func() string
 				r := setup(t, &sweep)
-				job := r.promise(r.removePort("port-h1"), placeAbsent(hostPort(1), 0x0065))
+				job := r.removePort("port-h1")
 				sweep = func() string { return heavySweep(c.line) }
 				r.applied("apply")
 				wantStatus(t, r, "the removal of H1's port", job, c.want)
@@ -660,7 +648,7 @@ func TestPKeyErrorWindows(t *testing.T) {
 		var sweep func() string
 		r := setup(t, &sweep)
 		opensmtest.AppendLog(t, r.sm.log, heavySweep(full(0x0066))) // before the position
-		job := r.promise(r.vlan(r.netID, 102), placeAbsent(hostPort(1), 0x0065), placeFull(hostPort(1), 0x0066))
+		job := r.vlan(r.netID, 102)
 		r.applied("apply")
 		wantStatus(t, r, "the VLAN move", job, store.StatusCompleted)
 	})
@@ -668,8 +656,7 @@ func TestPKeyErrorWindows(t *testing.T) {
 	t.Run("the state moves on during the sweep", func(t *testing.T) {
 		var sweep func() string
 		r := setup(t, &sweep)
-		move := r.promise(r.vlan(r.netID, 102), placeAbsent(hostPort(1), 0x0065), placeFull(hostPort(1), 0x0066),
-			placeAbsent(hostPort(2), 0x0065), placeFull(hostPort(2), 0x0066))
+		move := r.vlan(r.netID, 102)
 		var later []store.Job
 		sweep = func() string {
 			// Recorded after the apply read the state, before OpenSM's
@@ -696,8 +683,9 @@ func TestPKeyErrorsFailJobRefused(t *testing.T) {
 	nw := r.network(101)
 	h1 := r.port("port-h1", 0x0002c90300000101)
 	h2 := r.port("port-h2", 0x0002c90300000201)
-	// An update of the network, which promised its members' places.
-	k1 := r.promise(r.vlan(r.netID, 101), placeFull(hostPort(1), 0x0065), placeFull(hostPort(2), 0x0065))
+	// The network's VLAN move: H1's and H2's places, in the old pkey and
+	// the new.
+	k1 := r.vlan(r.netID, 102)
 	if res := r.term.apply(t.Context()); res != applyRetry {
 		t.Fatalf("apply with a refused write: %v, want a retry", res)
 	}

@@ -10,19 +10,16 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
-// recordedPlaces is a fake of the store's record of each job's places
-// (store.OpenJob.Places, filled by the change's own transaction): the real
-// store, whose OpenJobs gets, for a job it returns without places, the
-// places the test said the job's change recorded (promise). A job the test
-// said nothing of is left as the store returns it, as a job the previous
-// release wrote.
-type recordedPlaces struct {
+// previousRelease is the store with some jobs as the previous release wrote
+// them, recording no places (a rolling upgrade): a fake of rows no current
+// change can write, over the real store.
+type previousRelease struct {
 	Store
-	mu     sync.Mutex
-	places map[int64][]store.Place
+	mu   sync.Mutex
+	jobs map[int64]bool
 }
 
-func (s *recordedPlaces) OpenJobs(ctx context.Context, revision int64) ([]store.OpenJob, error) {
+func (s *previousRelease) OpenJobs(ctx context.Context, revision int64) ([]store.OpenJob, error) {
 	jobs, err := s.Store.OpenJobs(ctx, revision)
 	if err != nil {
 		return nil, err
@@ -30,28 +27,19 @@ func (s *recordedPlaces) OpenJobs(ctx context.Context, revision int64) ([]store.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, j := range jobs {
-		if len(j.Places) == 0 {
-			jobs[i].Places = s.places[j.ID]
+		if s.jobs[j.ID] {
+			jobs[i].Places = nil
 		}
 	}
 	return jobs, nil
 }
 
-// promise says what job's change recorded: its places, and what each must
-// hold.
-func (r *applyRig) promise(job store.Job, places ...store.Place) store.Job {
+// writtenBefore makes job one the previous release wrote.
+func (r *applyRig) writtenBefore(job store.Job) store.Job {
 	r.places.mu.Lock()
 	defer r.places.mu.Unlock()
-	r.places.places[job.ID] = append(r.places.places[job.ID], places...)
+	r.places.jobs[job.ID] = true
 	return job
-}
-
-func placeFull(g fabric.GUID, pkey fabric.PKey) store.Place {
-	return store.Place{GUID: g, PKey: pkey, Want: store.WantFull}
-}
-
-func placeAbsent(g fabric.GUID, pkey fabric.PKey) store.Place {
-	return store.Place{GUID: g, PKey: pkey, Want: store.WantAbsent}
 }
 
 // The hosts of the rig's subnet dump: H<n>'s node and its port 1's GUID.
@@ -105,7 +93,7 @@ func (r *applyRig) kubeAdd(pkey fabric.PKey, g fabric.GUID) store.Job {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	return r.promise(j, placeFull(g, pkey))
+	return j
 }
 
 func wantStatus(t *testing.T, r *applyRig, name string, job store.Job, want string) store.Job {
