@@ -521,17 +521,51 @@ func (q *Queries) InsertJob(ctx context.Context, fabric string, revision int64, 
 	return id, err
 }
 
-const insertJobPlaces = `-- name: InsertJobPlaces :exec
-INSERT INTO job_places (fabric, job_id, guid, pkey, want)
-SELECT $1, $2, e ->> 'guid', CAST(e ->> 'pkey' AS integer), e ->> 'want'
-FROM jsonb_array_elements(CAST(CAST($3 AS text) AS jsonb)) AS e
+const insertJobWithPlaces = `-- name: InsertJobWithPlaces :one
+WITH j AS (
+    INSERT INTO jobs (id, fabric, revision, object_type, object_id, network_id, operation, status,
+                      description, result, error, created_by, request, request_id, created_at, updated_at, started_at, finished_at)
+    VALUES ((SELECT GREATEST(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint * 1000, COALESCE(MAX(id), 0) + 1)
+             FROM jobs),
+            $1, $2, $3, $4, $5, $6, $7,
+            $8, $9, $10, $11, $12, $13, $14, $15,
+            $16, $17)
+    RETURNING id
+), p AS (
+    INSERT INTO job_places (fabric, job_id, guid, pkey, want)
+    SELECT $1, j.id, e ->> 'guid', CAST(e ->> 'pkey' AS integer), e ->> 'want'
+    FROM j, jsonb_array_elements(CAST(CAST($18 AS text) AS jsonb)) AS e
+)
+SELECT id FROM j
 `
 
-// A change's places (places.go), in one statement whatever their count: a
-// JSON array of {"guid", "pkey", "want"} expanded by the server.
-func (q *Queries) InsertJobPlaces(ctx context.Context, fabric string, jobID int64, places string) error {
-	_, err := q.db.Exec(ctx, insertJobPlaces, fabric, jobID, places)
-	return err
+// InsertJob and the job's places (InsertJobPlaces) in one statement: the
+// places go with the job's insert, in its round trip, whether the change
+// commits alone or in a group.
+func (q *Queries) InsertJobWithPlaces(ctx context.Context, fabric string, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, error string, createdBy string, request string, requestID string, createdAt time.Time, updatedAt time.Time, startedAt *time.Time, finishedAt *time.Time, places string) (int64, error) {
+	row := q.db.QueryRow(ctx, insertJobWithPlaces,
+		fabric,
+		revision,
+		objectType,
+		objectID,
+		networkID,
+		operation,
+		status,
+		description,
+		result,
+		error,
+		createdBy,
+		request,
+		requestID,
+		createdAt,
+		updatedAt,
+		startedAt,
+		finishedAt,
+		places,
+	)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
 }
 
 const lastApply = `-- name: LastApply :one

@@ -29,12 +29,13 @@ type tableRows struct {
 }
 
 // restoreOrder puts parents before the tables that reference them (ports
-// reference networks; Kubernetes members their pkeys) and SQLite's counters
+// reference networks; Kubernetes members their pkeys; job places their
+// jobs) and SQLite's counters
 // last (inserting rows with their ids moves them).
 func restoreOrder(names []string) []string {
 	rank := func(n string) int {
 		switch n {
-		case "networks", "kubernetes_pkeys":
+		case "networks", "kubernetes_pkeys", "jobs":
 			return 0
 		case "sqlite_sequence":
 			return 2

@@ -71,19 +71,18 @@ func (c *changeTx) job(ctx context.Context, j Job) (Job, error) {
 	if err := c.later.q.LockJobIDs(ctx); err != nil {
 		return Job{}, fmt.Errorf("lock the job ids: %w", err)
 	}
-	id, err := c.q.InsertJob(ctx, j)
+	var id int64
+	var err error
+	if c.noOp || len(c.places.places) == 0 {
+		id, err = c.q.InsertJob(ctx, j)
+	} else {
+		// With the job's insert, in its round trip on PostgreSQL.
+		id, err = c.q.InsertJobWithPlaces(ctx, j, placesJSON(c.places.places))
+	}
 	if err != nil {
 		return Job{}, err
 	}
 	j.ID = id
-	if c.noOp || len(c.places.places) == 0 {
-		return j, nil
-	}
-	// Held (later): it goes with the change's next statement, or with the
-	// group's COMMIT (group.go), in the same round trip.
-	if err := c.later.q.InsertJobPlaces(ctx, c.fabric, id, placesJSON(c.places.places)); err != nil {
-		return Job{}, fmt.Errorf("record the places of job %d: %w", id, err)
-	}
 	return j, nil
 }
 

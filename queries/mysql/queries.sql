@@ -212,6 +212,5 @@ FROM jobs j JOIN job_places p ON p.job_id = j.id
 WHERE j.fabric = sqlc.arg(fabric) AND j.status IN ('Pending', 'Running') AND j.revision <= sqlc.arg(revision)
 ORDER BY p.job_id, p.guid, p.pkey;
 
--- InsertJobPlaces, a change's places in one statement, is written in the
--- engine's package (internal/store/mysql): sqlc's MySQL parser reads no
--- JSON_TABLE.
+-- InsertJobWithPlaces, a job and its places, is written in the engine's
+-- package (internal/store/mysql): sqlc's MySQL parser reads no JSON_TABLE.

@@ -62,6 +62,12 @@ type Queries interface {
 	InsertExpectedSwitch(ctx context.Context, fabric string, guid fabric.GUID, description string, now time.Time) error
 	// InsertJob inserts the job and returns the id it chose (j.ID is not read).
 	InsertJob(ctx context.Context, j Job) (int64, error)
+	// InsertJobWithPlaces is InsertJob and the job's places (job_places),
+	// given as a JSON array of {"guid", "pkey", "want"} (store's
+	// placesJSON) that the server expands, whatever their count: one
+	// statement on PostgreSQL, two on SQLite and MariaDB (each engine's
+	// package writes it).
+	InsertJobWithPlaces(ctx context.Context, j Job, places string) (int64, error)
 	// LockJobIDs locks job_ids' row until the transaction ends: taken right
 	// before InsertJob, so that two fabrics' changes never choose one id.
 	LockJobIDs(ctx context.Context) error
@@ -91,9 +97,6 @@ type Queries interface {
 	NewTerm(ctx context.Context, fabric string, holder string, now *time.Time) (int64, error)
 	OpenJobsWithGUIDs(ctx context.Context, fabric string, revision int64) ([]OpenJobsWithGUIDsRow, error)
 	OpenJobPlaces(ctx context.Context, fabric string, revision int64) ([]OpenJobPlacesRow, error)
-	// InsertJobPlaces takes places as a JSON array of {"guid", "pkey", "want"}
-	// (store's placesJSON): one statement whatever their count.
-	InsertJobPlaces(ctx context.Context, fabric string, jobID int64, places string) error
 	RecordApply(ctx context.Context, arg RecordApplyParams) (int64, error)
 	Revision(ctx context.Context, fabric string) (int64, error)
 	SetJobDescription(ctx context.Context, fabric string, description string, now time.Time, jobID int64, term int64) (int64, error)

@@ -435,20 +435,22 @@ type queries struct {
 
 func newQueries(db mysqldb.DBTX) queries { return queries{mysqldb.New(db), db} }
 
-// insertJobPlaces is InsertJobPlaces (queries/mysql/queries.sql names it):
-// sqlc's MySQL parser reads no JSON_TABLE, so the SQL is here. The places
-// are a JSON array expanded by the server: one statement whatever their
-// count.
+// insertJobPlaces inserts a job's places, given as in InsertJobWithPlaces:
+// sqlc's MySQL parser reads no JSON_TABLE, so the SQL is here.
 const insertJobPlaces = `INSERT INTO job_places (fabric, job_id, guid, pkey, want)
 SELECT ?, ?, e.guid, e.pkey, e.want
 FROM JSON_TABLE(?, '$[*]' COLUMNS (
     guid varchar(18) PATH '$.guid', pkey integer PATH '$.pkey', want varchar(8) PATH '$.want')) AS e`
 
-// InsertJobPlaces: see insertJobPlaces. Through Later it is held like the
-// other writes (the pipeline's ExecContext).
-func (q queries) InsertJobPlaces(ctx context.Context, fabric string, jobID int64, places string) error {
-	_, err := q.db.ExecContext(ctx, insertJobPlaces, fabric, jobID, places)
-	return err
+// InsertJobWithPlaces is InsertJob, then the places with the id it chose
+// (MariaDB has no INSERT in a WITH): a round trip more than InsertJob's.
+func (q queries) InsertJobWithPlaces(ctx context.Context, j driver.Job, places string) (int64, error) {
+	id, err := q.InsertJob(ctx, j)
+	if err != nil {
+		return 0, err
+	}
+	_, err = q.db.ExecContext(ctx, insertJobPlaces, j.Fabric, id, places)
+	return id, err
 }
 
 // NewTerm reads the term it started back in the same transaction (the store

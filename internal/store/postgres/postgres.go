@@ -422,6 +422,13 @@ func signal(ch chan<- struct{}) {
 // lease.go holds what differs.
 type queries struct{ *pgdb.Queries }
 
+// InsertJobWithPlaces: one statement (queries/postgres), whose job row
+// adaptergen does not spread into its arguments beside the places.
+func (q queries) InsertJobWithPlaces(ctx context.Context, j driver.Job, places string) (int64, error) {
+	return q.Queries.InsertJobWithPlaces(ctx, j.Fabric, j.Revision, j.ObjectType, j.ObjectID, j.NetworkID, j.Operation, j.Status,
+		j.Description, j.Result, j.Error, j.CreatedBy, j.Request, j.RequestID, j.CreatedAt, j.UpdatedAt, j.StartedAt, j.FinishedAt, places)
+}
+
 var _ driver.Driver = (*Engine)(nil)
 
 // forFabric says whether a revision notification's payload concerns fabric

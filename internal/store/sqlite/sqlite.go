@@ -166,6 +166,17 @@ func (e *Engine) Queries(ctx context.Context) driver.Queries { return queries{e.
 // it has no lease (driver.LeaseQueries), one manager owns the database.
 type queries struct{ *sqlitedb.Queries }
 
+// InsertJobWithPlaces is InsertJob, then InsertJobPlaces with the id it
+// chose: SQLite has no INSERT in a WITH, and its statements cost no round
+// trip.
+func (q queries) InsertJobWithPlaces(ctx context.Context, j driver.Job, places string) (int64, error) {
+	id, err := q.InsertJob(ctx, j)
+	if err != nil {
+		return 0, err
+	}
+	return id, q.InsertJobPlaces(ctx, j.Fabric, id, places)
+}
+
 // TryLock takes an exclusive flock on "<database>.lock" (the default
 // fabric's) or "<database>.<fabric>.lock". The kernel drops it when the
 // process dies, so a crashed manager never leaves it behind.

@@ -139,7 +139,7 @@ func LeaseBackupPoint(t testing.TB, db Database) (restore func()) {
 // a snapshot reads, and the jobs, parents before the tables that reference
 // them.
 var restoredTables = []string{"state", "networks", "ports", "kubernetes_state", "kubernetes_pkeys",
-	"kubernetes_members", "jobs"}
+	"kubernetes_members", "jobs", "job_places"}
 
 // TablesBackupPoint is BackupPoint for any change after the point: it copies
 // every row of the recorded state's tables and of the jobs, and its restore
