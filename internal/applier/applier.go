@@ -754,6 +754,8 @@ func (t *term) settleDropped(ctx context.Context, run *applyRun, res opensm.Swee
 	before := t.applied
 	proven, ok := t.proveTables(ctx, run)
 	switch {
+	case ctx.Err() != nil:
+		return applyRetry // the term is over: it writes nothing more
 	case ok:
 		if t.complete(ctx, run, proven) != applyDone {
 			t.applied = before

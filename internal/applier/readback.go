@@ -283,7 +283,9 @@ func (t *term) readWants(ctx context.Context, byJob map[int64][]pkeyread.Want) m
 // unansweredBudget is the part of proofReadBound the ports whose last read
 // failed share: a port that does not answer costs the Reader's PortTimeout
 // a worker, and a few such ports read first would take the whole bound
-// from the ports after them at every poll.
+// from the ports after them at every poll. It holds one PortTimeout (2 s)
+// and an answer: a port that answers only to the M_Key before a rotation's
+// (tried second) is still read within it.
 const unansweredBudget = proofReadBound / 4
 
 // readOrder is the order the ports of the wants are read in, in two lanes:
