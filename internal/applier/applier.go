@@ -10,9 +10,11 @@
 //
 // Nothing of an apply survives the manager: a manager killed at any step leaves
 // jobs Pending or Running, never Completed, and the next term starts with a full
-// apply. A sweep that did not apply the file cleanly (errors during
-// initialization, the file rejected, pkey errors) fails the jobs it carried,
-// with OpenSM's lines as the reason, and the state is applied again.
+// apply. A sweep that rejected the file fails the jobs it carried, with
+// OpenSM's lines as the reason, and the state is applied again; pkey errors
+// fail the jobs of the ports they name (attribution.go), and with verify =
+// tables a sweep that ended with errors during initialization fails none:
+// every job is judged by its own ports' tables (readback.go).
 //
 // Every check interval the term also repairs drift: an OpenSM the supervisor had
 // to restart, and a partitions file that is not what this term wrote or not
