@@ -742,9 +742,9 @@ func (t *term) settlePKeyErrors(ctx context.Context, run *applyRun, pkeyErrors [
 // names the MAD, not the port. OpenSM programmed every port it reached, so
 // each job is judged by its own places' tables: the jobs whose ports read as
 // promised complete, the others wait, their description naming the port and
-// why, and fail after verify_timeout. While some wait the state is applied
-// again after the back-off, as after any failed sweep; no job fails for
-// another host's dropped Sets.
+// why, and fail after verify_timeout. The state is applied again after the
+// back-off, as after any failed sweep; no job fails for another host's
+// dropped Sets.
 func (t *term) settleDropped(ctx context.Context, run *applyRun, res opensm.SweepResult) applyResult {
 	reason := "OpenSM's sweep with this change failed: " + res.Detail
 	if len(res.PKeyErrors) > 0 {
@@ -766,10 +766,11 @@ func (t *term) settleDropped(ctx context.Context, run *applyRun, res opensm.Swee
 	default:
 		t.record(ctx, run, string(res.Outcome), reason)
 	}
-	if t.proof.run == nil {
-		return applyDone // every job proven: nothing is left to apply
-	}
-	t.applied = before // not swept cleanly: apply again after the back-off
+	// Not swept cleanly: the state is applied again after the back-off, as
+	// after any failed sweep, whether jobs wait or not (the failing host
+	// holds no job's place, or a place proven by its successor, and still
+	// lacks what the file gives it).
+	t.applied = before
 	return applyRetry
 }
 
