@@ -309,10 +309,10 @@ func (s *Store) OpenJobs(ctx context.Context, revision int64) ([]OpenJob, error)
 	if err != nil {
 		return nil, err
 	}
-	if len(rows) == 0 {
-		return nil, nil
-	}
 	out := make([]OpenJob, len(rows))
+	if len(rows) == 0 {
+		return out, nil // no job: no places to read
+	}
 	at := make(map[int64]int, len(rows))
 	for i, r := range rows {
 		out[i] = OpenJob{ID: r.ID, ObjectType: r.ObjectType, ObjectID: r.ObjectID, NetworkID: r.NetworkID, GUID: r.Guid}

@@ -236,9 +236,11 @@ var placesTests = []storeTest{
 	{"PlacesOfARefusedChangeAreNotWritten", testPlacesRefused},
 	{"PlacesOfAChangeThatTouchesNoPartition", testPlacesNoOp},
 	{"PlacesOfTwoChangesInOneGroup", testPlacesGrouped},
+	{"PlacesOfTenThousandGUIDs", testPlacesMany},
 }
 
 func init() {
+	twoFabricTests = append(twoFabricTests, storeTest{"PlacesOfARoutedChange", testPlacesRouted})
 	for _, cases := range [][]placesCase{portPlacesCases, networkPlacesCases, kubernetesPlacesCases, adoptedPlacesCases} {
 		for _, c := range cases {
 			placesTests = append(placesTests, storeTest{"Places/" + c.name, func(t *testing.T, s *store.Store) { c.run(t, s) }})
@@ -350,5 +352,58 @@ func testPlacesGrouped(t *testing.T, s *store.Store) {
 		if got, _ := jobPlaces(t, s, j.ID); !reflect.DeepEqual(got, want) {
 			t.Errorf("port g%d's job %d places = %v, want %v", i, j.ID, got, want)
 		}
+	}
+}
+
+// A request at the API's limit (10,000 GUIDs): its places are one statement
+// (a JSON array the server expands), and a deleted pkey lists every member.
+func testPlacesMany(t *testing.T, s *store.Store) {
+	s = kubeStore(s)
+	const n = 10000
+	members := make([]store.KubernetesMember, n)
+	for i := range members {
+		members[i] = limited(0x0200000000000001 + uint64(i))
+	}
+	add := mustKube(t)(s.AddKubernetesGUIDs(t.Context(), kubeAdd(kubePKey, members...)))
+	del := mustKube(t)(s.DeleteKubernetesPKey(t.Context(), store.KubernetesDeletion{PKey: kubePKey, CreatedBy: "ib-kubernetes"}))
+	for _, c := range []struct {
+		job  store.Job
+		want store.Want
+	}{{add, store.WantLimited}, {del, store.WantAbsent}} {
+		got, _ := jobPlaces(t, s, c.job.ID)
+		if len(got) != n {
+			t.Fatalf("job %d (%s): %d places, want %d", c.job.ID, c.job.Operation, len(got), n)
+		}
+		for i, p := range got {
+			if want := place(0x0200000000000001+uint64(i), kubePKey, c.want); p != want {
+				t.Fatalf("job %d (%s): place %d = %v, want %v", c.job.ID, c.job.Operation, i, p, want)
+			}
+		}
+	}
+}
+
+// A change routed to another fabric (a port of the storage fabric's network,
+// removed through the default fabric's store) records its places with its
+// job on that fabric: its OpenJobs lists them, the other fabric's does not.
+func testPlacesRouted(t *testing.T, s *store.Store) {
+	addNetwork(t, s, netA, 100)
+	mustNetwork(t, s, storageNetwork(netC, 100))
+	own := mustPort(t, s, boundPort("p1", netA, guidA, "h1"))
+	mustPort(t, s, boundPort("p2", netC, guidA, "h2"))
+	routed, err := removePort("p2")(t, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storage := s.Fabric(storageFabric)
+	want := []store.Place{place(guidA, 100, store.WantAbsent)}
+	if got, open := jobPlaces(t, storage, routed.ID); !open || !reflect.DeepEqual(got, want) {
+		t.Errorf("the storage fabric's job %d: places %v (open %t), want %v", routed.ID, got, open, want)
+	}
+	if _, open := jobPlaces(t, s, routed.ID); open {
+		t.Errorf("the storage fabric's job %d is listed on the default fabric", routed.ID)
+	}
+	want = []store.Place{place(guidA, 100, store.WantFull)}
+	if got, _ := jobPlaces(t, s, own.ID); !reflect.DeepEqual(got, want) {
+		t.Errorf("the default fabric's port job %d: places %v, want %v", own.ID, got, want)
 	}
 }
