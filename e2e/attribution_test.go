@@ -18,7 +18,8 @@ import (
 // partition's included) one entry free. Once Kubernetes pkey 0x1007 takes
 // H1's last entry, every sweep logs ERR 0512 for H1 and 0x1005, which does
 // not fit: the change to 0x1005 fails, and a later change to 0x1007, which H1
-// is in as well, completes in a sweep that logs H1's error again.
+// is in as well, completes in a sweep that logs H1's error again, once H3's
+// table, read back, shows it.
 func TestPKeyErrorFailsOnlyTheChangesOfItsPKey(t *testing.T) {
 	db := storetest.NewDatabase(t, config.EngineSQLite)
 	m := launchManager(t, db, fabricsim.Options{Hosts: 3}, settings{
@@ -63,6 +64,11 @@ func TestPKeyErrorFailsOnlyTheChangesOfItsPKey(t *testing.T) {
 	}
 	if log := m.log()[from:]; !strings.Contains(log, "ERR 0512") || !strings.Contains(log, h1Node) {
 		t.Errorf("the sweep that applied H3's change did not log H1's ERR 0512 (the test proves nothing):\n%s", log)
+	}
+	// H3's job, beside H1's error, was judged by its table's read, not
+	// completed on the log.
+	if log := m.log()[from:]; !strings.Contains(log, "the others proven as after a clean sweep") {
+		t.Errorf("the sweep with H1's error completed H3's job without the read-back proof:\n%s", log)
 	}
 }
 

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -94,4 +95,100 @@ func TestReadBackHoldsOnlyTheCutHost(t *testing.T) {
 	if j := m.job(cut); j.Status != "Running" {
 		t.Errorf("H2's job, its host still cut off: %+v; want Running", j)
 	}
+}
+
+// otherTenantNet is another tenant's network, on VLAN 102 (pkey 0x0066).
+const otherTenantNet = "6c1e2a4f-0b7d-4e9a-8f3c-2d5b7a9e1c04"
+
+// otherTenantNetwork is network_create_vlan.json as another tenant's network.
+func otherTenantNetwork(t *testing.T) string {
+	body := fixture(t, "network_create_vlan.json")
+	body = strings.Replace(body, `"id": "`+netID+`"`, `"id": "`+otherTenantNet+`"`, 1)
+	return strings.Replace(body, `"provider:segmentation_id": 101`, `"provider:segmentation_id": 102`, 1)
+}
+
+// TestReadBackDroppedSetsHoldOnlyTheirHost: the simulator drops every
+// P_KeyTable MAD to H2 (as a host whose own software took over its SMA), so
+// that every heavy sweep ends with "Errors during initialization". A port
+// for H2 and another tenant's port for H3 are sent: H3's job completes once
+// its table, read back, shows it; H2's waits, naming H2, never completed
+// while its table cannot be set; once the drops end, the state applied
+// again gives H2 the pkey and its job completes.
+func TestReadBackDroppedSetsHoldOnlyTheirHost(t *testing.T) {
+	m := launchManager(t, storetest.NewDatabase(t, config.EngineSQLite), fabricsim.Options{Hosts: 3},
+		settings{OpenSM: []string{"verify_timeout = 300"}})
+	m.confirmSwitches()
+	h2, h3 := m.fabric.Host("H2").PortGUID, m.fabric.Host("H3").PortGUID
+	m.waitCompleted(m.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json")), nil)
+	m.waitCompleted(m.accept("POST", "/cloudx/Network", otherTenantNetwork(t)), nil)
+	if _, err := m.fabric.Sim(t.Context(), `Error "H2"[1] 100 22`); err != nil {
+		t.Fatal(err)
+	}
+	dropped := m.accept("POST", "/cloudx/Port", portBody("port-h2", netID, vendorClientID(h2)))
+	other := m.accept("POST", "/cloudx/Port", portBody("port-h3", otherTenantNet, vendorClientID(h3)))
+	m.waitCompleted(other, func() {
+		if got := m.pkeys(h3); !slices.Contains(got, 0x8066) {
+			t.Fatalf("H3's job read Completed while H3's pkey table is %s, without 0x8066", hex(got))
+		}
+	})
+	if !strings.Contains(m.log(), "the sweep ended with errors; judging each job by its ports' P_Key tables") {
+		t.Errorf("H3's job completed, but no sweep ended with errors (the test proves nothing):\n%s", m.log())
+	}
+	j := m.waitDescription(dropped, "port "+h2.String())
+	if j.Status != "Running" {
+		t.Fatalf("H2's job while its Sets are dropped: %+v; want Running", j)
+	}
+	heal(t, m, "H2")
+	m.waitCompleted(dropped, func() {
+		if got := m.pkeys(h2); !slices.Contains(got, 0x8065) {
+			t.Fatalf("H2's job read Completed while H2's pkey table is %s, without 0x8065", hex(got))
+		}
+	})
+}
+
+// TestReadBackRemovalHeldAcrossARestart: H1's port is removed while the
+// simulator drops every P_KeyTable MAD to H1, so that OpenSM cannot take the
+// pkey out of H1's table and no read can show it gone. The removal waits,
+// naming H1; a restarted manager (a new term, nothing remembered) reads the
+// removal's recorded place again and keeps it waiting; once the drops end,
+// the state applied again takes the pkey out of H1's table, and the removal
+// completes then.
+func TestReadBackRemovalHeldAcrossARestart(t *testing.T) {
+	m := launchManager(t, storetest.NewDatabase(t, config.EngineSQLite), fabricsim.Options{Hosts: 2},
+		settings{OpenSM: []string{"verify_timeout = 300"}})
+	m.confirmSwitches()
+	h1 := m.fabric.Host("H1").PortGUID
+	m.waitCompleted(m.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json")), nil)
+	m.waitCompleted(m.accept("POST", "/cloudx/Port", portBody(readbackPort, netID, vendorClientID(h1))), nil)
+	if _, err := m.fabric.Sim(t.Context(), `Error "H1"[1] 100 22`); err != nil {
+		t.Fatal(err)
+	}
+	removal := m.accept("DELETE", "/cloudx/Port/"+readbackPort, portBody(readbackPort, netID, vendorClientID(h1)))
+	m.waitDescription(removal, "port "+h1.String())
+	m.stop()
+	from := len(m.log())
+	m.start()
+	waitFor(t, "the restarted manager's sweep to end with errors", func() bool {
+		return strings.Contains(m.log()[from:], "the sweep ended with errors; judging each job by its ports' P_Key tables")
+	})
+	if j := m.job(removal); j.Status != "Running" || !strings.Contains(j.Description, "port "+h1.String()) {
+		t.Fatalf("the removal after a restart, H1's table unreadable: %+v; want Running, naming H1", j)
+	}
+	heal(t, m, "H1")
+	m.waitCompleted(removal, func() {
+		if got := m.pkeys(h1); slices.Contains(got, 0x8065) || slices.Contains(got, 0x0065) {
+			t.Fatalf("the removal read Completed while H1's pkey table is %s, still with 0x0065", hex(got))
+		}
+	})
+}
+
+// heal ends ibsim's drops of host's MADs. ibsim logs each MAD it drops, and
+// a log that goes on after the console's prompt hides its answer: the
+// command is sent again until one is answered, once the drops have ended.
+func heal(t *testing.T, m *manager, host string) {
+	t.Helper()
+	waitFor(t, "ibsim to end the drops to "+host, func() bool {
+		_, err := m.fabric.Sim(t.Context(), fmt.Sprintf(`Error "%s"[1] 0`, host))
+		return err == nil
+	})
 }

@@ -10,9 +10,11 @@
 //
 // Nothing of an apply survives the manager: a manager killed at any step leaves
 // jobs Pending or Running, never Completed, and the next term starts with a full
-// apply. A sweep that did not apply the file cleanly (errors during
-// initialization, the file rejected, pkey errors) fails the jobs it carried,
-// with OpenSM's lines as the reason, and the state is applied again.
+// apply. A sweep that rejected the file fails the jobs it carried, with
+// OpenSM's lines as the reason, and the state is applied again; pkey errors
+// fail the jobs of the ports they name (attribution.go), and with verify =
+// tables a sweep that ended with errors during initialization fails none:
+// every job is judged by its own ports' tables (readback.go).
 //
 // Every check interval the term also repairs drift: an OpenSM the supervisor had
 // to restart, and a partitions file that is not what this term wrote or not
@@ -193,18 +195,15 @@ type term struct {
 	// snapshots is the state as last read: each read reads what changed.
 	snapshots store.SnapshotCache
 	// rendered is the recorded state the apply in progress rendered: the
-	// partitions a sweep's pkey errors are held against (attribution.go).
+	// state the last apply's file holds.
 	rendered store.Snapshot
-	// judged is the state of the last sweep that applied the file and judged
-	// every job up to its revision, while no other file can have been swept
-	// since: what the sweep's changes are measured from (changes.go). nil:
-	// none this term, or the file was written again, OpenSM restarted, the
-	// file drifted, a freeze was lifted, or jobs wait for the gates.
-	judged *store.Snapshot
 	// proof is the read-back proof's state: the jobs that wait for their
 	// ports' tables (readback.go).
 	proof proofState
-	audit auditState // audit.go
+	// readTables, when set, reads the tables in place of Cfg.Readback: a
+	// fake for the tests of fabrics larger than the simulator's.
+	readTables tableReader
+	audit      auditState // audit.go
 }
 
 // applyResult says what the loop does after an apply.
@@ -321,13 +320,12 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 	}
 }
 
-// takeReapply makes the loop apply everything again after a lifted freeze,
-// measured from no judged state: the other manager's OpenSM may have swept
-// another file meanwhile.
+// takeReapply makes the loop apply everything again after a lifted freeze:
+// the other manager's OpenSM may have swept another file meanwhile.
 func (t *term) takeReapply() {
 	t.takeSecondSMGone()
 	if t.reapply {
-		t.applied, t.reapply, t.judged = -1, false, nil
+		t.applied, t.reapply = -1, false
 	}
 }
 
@@ -347,7 +345,7 @@ func (t *term) checkRestored(ctx context.Context) {
 	case errors.Is(err, store.ErrNotFound):
 		t.Log.Warn("the database no longer holds the state last applied (restored from a backup?); applying it again",
 			"revision", t.applied, "newest_job", newest)
-		t.applied, t.judged = -1, nil
+		t.applied = -1
 	case err != nil:
 		t.Log.Error("read the newest job of the state last applied", "error", err)
 	}
@@ -441,13 +439,13 @@ type applyRun struct {
 	rendered  time.Time
 	signalled time.Time
 	swept     time.Time
-	// base is the judged state the file was written over: what the sweep's
-	// changes are measured from (changes.go).
-	base *store.Snapshot
 	// snap is the recorded state the file renders (withheld from): what the
 	// read-back proof finds each job's ports in.
 	snap     store.Snapshot
 	verified time.Time // when the ports' tables showed every change (readback.go)
+	// detail is the applied row's detail when its jobs complete: "SUBNET
+	// UP", or what else the sweep logged (pkey errors, dropped Sets).
+	detail string
 	// reported: the apply's figures are logged and observed, by its first
 	// completion; the jobs its proof held complete later, each alone.
 	reported bool
@@ -486,7 +484,7 @@ func (t *term) prepare(ctx context.Context) (run *applyRun, res applyResult, ok 
 		return nil, applyRetry, false
 	}
 	run = &applyRun{st: st, rev: st.Revision, text: text, started: started, rendered: time.Now(),
-		log: t.Log.With("revision", st.Revision, "term", t.id), snap: t.rendered}
+		log: t.Log.With("revision", st.Revision, "term", t.id), snap: t.rendered, detail: "SUBNET UP"}
 	t.proof.run = nil // this apply's proof replaces any earlier one's: its jobs are this one's too
 	if len(left) > 0 && !t.failWithheld(ctx, run.rev, left) {
 		return nil, applyRetry, false
@@ -535,10 +533,6 @@ func (t *term) publish(ctx context.Context, run *applyRun) (watch *opensm.SweepW
 		markFailed()
 		return nil, nil, false
 	}
-	// From the write on, OpenSM may sweep this file in any heavy sweep: only
-	// a judged sweep of it says again what the fabric holds.
-	run.base = t.judged
-	t.judged = nil
 	durable, err := opensm.ReplaceFile(t.Cfg.PartitionsFile, run.text, 0o644)
 	if err != nil {
 		markFailed()
@@ -622,6 +616,8 @@ func (t *term) settle(ctx context.Context, run *applyRun, res opensm.SweepResult
 		t.failJobs(ctx, run.rev, "OpenSM did not apply the partitions file with this change: "+res.Detail)
 		t.record(ctx, run, string(res.Outcome), res.Detail)
 		return applyRetryAtOnce
+	case res.Outcome == opensm.Failed && t.Cfg.Readback != nil:
+		return t.settleDropped(ctx, run, res)
 	case res.Outcome == opensm.Failed:
 		// OpenSM retried the sweep until the deadline without success: the
 		// change is not in the fabric. The driver re-sends failed jobs; the
@@ -682,13 +678,10 @@ func (t *term) complete(ctx context.Context, run *applyRun, proven *store.Proven
 	// revision or a later one, finished before it, wherever the manager is
 	// killed. Not recorded (the database is away, or a newer term began),
 	// nothing completes.
-	n, ok := t.finish(ctx, run.st, t.row(run, string(opensm.Applied), "SUBNET UP"), proven)
+	n, ok := t.finish(ctx, run.st, t.row(run, string(opensm.Applied), run.detail), proven)
 	if !ok {
 		return applyRetry
 	}
-	// Judged at the first completion: a job the proof still holds keeps the
-	// places it was found with, and the next sweep needs no more of it.
-	t.judge()
 	t.applied = run.rev
 	if run.reported {
 		run.log.Info("jobs whose ports showed their change later completed", "jobs_completed", n)
@@ -712,54 +705,73 @@ func (t *term) complete(ctx context.Context, run *applyRun, proven *store.Proven
 }
 
 // settlePKeyErrors settles a sweep that applied the file while some ports did
-// not get their pkeys (e.g. a full pkey table). The jobs of the changes the
-// errors name fail, saying which lines; the others complete (attribution.go).
-// Applying again would give the same result.
+// not get their pkeys (e.g. a full pkey table). The jobs whose places the
+// errors name fail, saying which lines (attribution.go); every other job is
+// judged as after a clean sweep: by its own places' tables with verify =
+// tables, by the log with verify = log. Applying again would give the same
+// result. Lines that cannot be placed on a port fail every job with verify =
+// log, which has nothing else to go by; with verify = tables each job's own
+// tables say whether OpenSM reached it.
 func (t *term) settlePKeyErrors(ctx context.Context, run *applyRun, pkeyErrors []string) applyResult {
 	log := run.log
-	failed, attributed, err := t.failLocally(ctx, run.base, t.rendered, pkeyErrors)
+	failed, attributed, err := t.failLocally(ctx, run, pkeyErrors)
 	if err != nil {
 		log.Error("fail the jobs the pkey errors name", "error", err)
 		return applyRetry
 	}
-	if attributed {
-		detail := "SUBNET UP, with pkey errors: " + strings.Join(pkeyErrors, "; ")
-		log.Error("partitions applied with pkey errors; failing the jobs they name", "errors", pkeyErrors,
-			"jobs_failed", failed)
-		n, ok := t.finish(ctx, run.st, t.row(run, string(opensm.Applied), detail), t.heldByProof(ctx, run))
-		if !ok {
-			return applyRetry
+	if !attributed && t.Cfg.Readback == nil {
+		// Errors that name no port: fail closed, every job of the sweep.
+		reason := "OpenSM applied the partitions file with errors: " + strings.Join(pkeyErrors, "; ")
+		log.Error("partitions applied with pkey errors", "errors", pkeyErrors)
+		if _, err := t.Store.FailJobs(ctx, t.id, run.rev, reason); err != nil {
+			log.Error("fail jobs", "error", err)
 		}
-		t.judge()
-		log.Info("partitions applied", "jobs_completed", n, "jobs_failed", failed, "took", time.Since(run.started))
+		t.record(ctx, run, outcomePKeyErrors, reason)
 		t.applied = run.rev
 		return applyDone
 	}
-	// Errors that name no port: fail closed, every job of the sweep.
-	reason := "OpenSM applied the partitions file with errors: " + strings.Join(pkeyErrors, "; ")
-	log.Error("partitions applied with pkey errors", "errors", pkeyErrors)
-	if _, err := t.Store.FailJobs(ctx, t.id, run.rev, reason); err != nil {
-		log.Error("fail jobs", "error", err)
-	} else {
-		// Judged too: else a host whose every sweep logs such a line would
-		// fail every job of every later sweep.
-		t.judge()
-	}
-	t.record(ctx, run, outcomePKeyErrors, reason)
-	t.applied = run.rev
-	return applyDone
+	log.Error("partitions applied with pkey errors; failing the jobs they name, the others proven as after a clean sweep",
+		"errors", pkeyErrors, "jobs_failed", failed, "attributed", attributed)
+	run.detail = "SUBNET UP, with pkey errors: " + strings.Join(pkeyErrors, "; ")
+	return t.settleApplied(ctx, run)
 }
 
-// judge keeps the state the sweep applied as the one the next sweep's
-// changes are measured from, once finish judged every job up to it: jobs
-// that wait for the gates, or for the apply after a lifted freeze, are
-// judged by a later sweep, which must see their changes too.
-func (t *term) judge() {
-	if t.gate.blocked != 0 || t.reapply {
-		return
+// settleDropped settles, with verify = tables, a sweep that ended with
+// "Errors during initialization" until the deadline: a Set to some port was
+// not answered (a host whose SMA drops OpenSM's MADs), and OpenSM's log
+// names the MAD, not the port. OpenSM programmed every port it reached, so
+// each job is judged by its own places' tables: the jobs whose ports read as
+// promised complete, the others wait, their description naming the port and
+// why, and fail after verify_timeout. The state is applied again after the
+// back-off, as after any failed sweep; no job fails for another host's
+// dropped Sets.
+func (t *term) settleDropped(ctx context.Context, run *applyRun, res opensm.SweepResult) applyResult {
+	reason := "OpenSM's sweep with this change failed: " + res.Detail
+	if len(res.PKeyErrors) > 0 {
+		reason += ": " + strings.Join(res.PKeyErrors, "; ")
 	}
-	snap := t.rendered
-	t.judged = &snap
+	run.log.Error("the sweep ended with errors; judging each job by its ports' P_Key tables", "detail", res.Detail,
+		"errors", res.PKeyErrors)
+	run.detail = reason + "; jobs completed as their ports' tables show them"
+	before := t.applied
+	proven, ok := t.proveTables(ctx, run)
+	switch {
+	case ctx.Err() != nil:
+		return applyRetry // the term is over: it writes nothing more
+	case ok:
+		if t.complete(ctx, run, proven) != applyDone {
+			t.applied = before
+			return applyRetry
+		}
+	default:
+		t.record(ctx, run, string(res.Outcome), reason)
+	}
+	// Not swept cleanly: the state is applied again after the back-off, as
+	// after any failed sweep, whether jobs wait or not (the failing host
+	// holds no job's place, or a place proven by its successor, and still
+	// lacks what the file gives it).
+	t.applied = before
+	return applyRetry
 }
 
 // maxSweepFollow bounds how long an apply follows one heavy sweep that is
@@ -831,7 +843,7 @@ func (t *term) render(ctx context.Context) (st partitions.State, text []byte, le
 		return st, nil, nil, nil, err
 	}
 	snap, left = withhold(snap, t.Cfg.PortLimit)
-	t.rendered = snap // what the file holds: the sweep's changes are judged on it
+	t.rendered = snap // what the file holds
 	st, text, checkErr, err = renderState(ctx, snap, t.Cfg)
 	return st, text, left, checkErr, err
 }
@@ -893,7 +905,7 @@ func (t *term) repairDrift(ctx context.Context) {
 		t.Log.Warn("OpenSM was restarted; applying the recorded state again",
 			"file", t.Cfg.PartitionsFile, "restarts", n-t.restarts)
 		t.restarts = n
-		t.applied, t.judged = -1, nil
+		t.applied = -1
 		return
 	}
 	if t.applied < 0 {
@@ -905,7 +917,7 @@ func (t *term) repairDrift(ctx context.Context) {
 	}
 	t.Log.Warn("partitions file drifted from the recorded state; writing it again and applying it",
 		"file", t.Cfg.PartitionsFile, "reason", reason)
-	t.applied, t.judged = -1, nil       // OpenSM may have swept the edited file
+	t.applied = -1                      // OpenSM may have swept the edited file
 	t.snapshots = store.SnapshotCache{} // the next apply reads everything
 }
 

@@ -71,12 +71,13 @@ func heavySweep(middle string) string {
 }
 
 type applyRig struct {
-	t     testing.TB
-	st    *store.Store
-	sm    *scriptedOpenSM
-	term  *term
-	dump  string
-	netID string
+	t      testing.TB
+	st     *store.Store
+	places *previousRelease // the term's Store
+	sm     *scriptedOpenSM
+	term   *term
+	dump   string
+	netID  string
 }
 
 // newApplyRig is a term of an applier on a real SQLite store and a fake
@@ -106,6 +107,8 @@ func newApplyRigOn(t testing.TB, engine string, confirmed bool, sweep func() str
 		PollInterval:     time.Hour,
 		SubnetDump:       dump,
 	}}
+	r.places = &previousRelease{Store: st, jobs: map[int64]bool{}}
+	a.Store = r.places
 	r.term = &term{Applier: a, id: 1, applied: -1}
 	if _, err := st.NewTerm(ctx, "test"); err != nil {
 		t.Fatal(err)
@@ -405,7 +408,8 @@ func TestPKeyErrorsFailOnlyTheJobsTheyName(t *testing.T) {
 		lines      []string
 		h1, h2, nw string // the jobs' statuses after the apply
 	}{
-		{"H1's table full", []string{h1Full, s1Port0}, store.StatusFailed, store.StatusCompleted, store.StatusFailed},
+		// The network, created before its ports joined, promised no place.
+		{"H1's table full", []string{h1Full, s1Port0}, store.StatusFailed, store.StatusCompleted, store.StatusCompleted},
 		{"unattributable", []string{h1Full, unplaced}, store.StatusFailed, store.StatusFailed, store.StatusFailed},
 	}
 	for _, tt := range tests {
@@ -456,8 +460,8 @@ func TestPKeyErrorsFailTheKubernetesJobsTheyName(t *testing.T) {
 }
 
 // A network-level change completes only once OpenSM programmed its partition
-// on every member: a VLAN move (the members' pkey changes), an update, a move
-// to the flat partition fail when a pkey error names one of their members for
+// on every member: a VLAN move (the members' pkey changes), a move to the
+// flat partition fail when a pkey error names one of their members for
 // the partition's pkey, saying which port and pkey; a network none of whose
 // members a line names completes in the same sweep.
 func TestPKeyErrorsFailNetworkJobs(t *testing.T) {
@@ -483,7 +487,6 @@ func TestPKeyErrorsFailNetworkJobs(t *testing.T) {
 		pkey   string // the partition's pkey, which the reason names
 	}{
 		{"VLAN move", func(r *applyRig) store.Job { return vlan(r, r.netID, 102) }, full(0x0066), "0x0066"},
-		{"update", func(r *applyRig) store.Job { return vlan(r, r.netID, 101) }, full(0x0065), "0x0065"},
 		{"moved to the flat partition", func(r *applyRig) store.Job {
 			j, err := r.st.RecordNetwork(t.Context(), store.NetworkChange{Operation: store.OpCreateNetwork,
 				Network: store.NetworkSpec{ID: r.netID, Name: "n", Type: store.TypeFlat, PhysicalNetwork: "ib"}})
@@ -551,7 +554,7 @@ func TestPKeyErrorsAttributedByPortAndPKey(t *testing.T) {
 		// H4 to 0x1008
 		h1To1006, h2To1005, h2To1007, h3Port, h4To1008 string
 	}{
-		{"H1 full for 0x1005", full(h1Node, 0x9005), C, F, C, C, C},
+		{"H1 full for 0x1005", full(h1Node, 0x9005), C, C, C, C, C}, // H2's change promised nothing of H1
 		{"H1 full for 0x1006", full(h1Node, 0x9006), F, C, C, C, C},
 		{"H1 full for the default partition", full(h1Node, 0xffff), C, C, C, C, C},
 		{"H3 full for the network's pkey", full(h3Node, 0x8065), C, C, C, F, C},
@@ -674,18 +677,20 @@ func TestPKeyErrorWindows(t *testing.T) {
 // A database write that fails while the jobs an error names are failed one by
 // one completes nothing; the retry fails the rest, and completes the others.
 func TestPKeyErrorsFailJobRefused(t *testing.T) {
-	h1Full := logLine(0x01, "pkey_mgr_update_port: ERR 0512: Failed to set PKey 0x8065 because Pkey table is full for node 0x0002c90300000100 port 1 (H1)")
-	r := newApplyRig(t, true, func() string { return heavySweep(h1Full) })
-	faulty := &faultyStore{Store: r.st, fails: map[string][]bool{"FailJob": {false, true}}}
+	r := newApplyRig(t, true, func() string { return heavySweep(blockNotSent(1)) })
+	faulty := &faultyStore{Store: r.places, fails: map[string][]bool{"FailJob": {false, true}}}
 	r.term.Store = faulty
 	nw := r.network(101)
 	h1 := r.port("port-h1", 0x0002c90300000101)
 	h2 := r.port("port-h2", 0x0002c90300000201)
+	// The network's VLAN move: H1's and H2's places, in the old pkey and
+	// the new.
+	k1 := r.vlan(r.netID, 102)
 	if res := r.term.apply(t.Context()); res != applyRetry {
 		t.Fatalf("apply with a refused write: %v, want a retry", res)
 	}
 	failed := 0
-	for _, id := range []int64{nw.ID, h1.ID, h2.ID} {
+	for _, id := range []int64{nw.ID, h1.ID, h2.ID, k1.ID} {
 		switch j := r.job(id); j.Status {
 		case store.StatusCompleted:
 			t.Errorf("job %d completed in an apply that could not fail every job its errors name", id)
@@ -702,7 +707,7 @@ func TestPKeyErrorsFailJobRefused(t *testing.T) {
 	for _, c := range []struct {
 		job  store.Job
 		want string
-	}{{nw, store.StatusFailed}, {h1, store.StatusFailed}, {h2, store.StatusCompleted}} {
+	}{{nw, store.StatusCompleted}, {h1, store.StatusFailed}, {k1, store.StatusFailed}, {h2, store.StatusCompleted}} {
 		if j := r.job(c.job.ID); j.Status != c.want {
 			t.Errorf("job %d after the retry: %s (%s), want %s", c.job.ID, j.Status, j.Error, c.want)
 		}

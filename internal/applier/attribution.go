@@ -7,43 +7,33 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
 // Failures stay local: a sweep that applied the file but logged pkey errors
-// naming host ports fails only the jobs of the changes those ports concern.
+// naming host ports fails only the jobs whose recorded places
+// (store.OpenJob.Places, readback.go) are on those ports.
 //
 // A line that names a host port and a pkey (ERR 0512, one host's table full,
 // and the other ERR 05xx of the pkey manager that say which pkey they could
-// not set) fails the jobs of the changes that put that port in that pkey's
-// partition, as the state the sweep applied records them: a port job whose
-// port holds the named port's GUID in a network on that pkey, a network's job
-// whose partition (its pkey now: after a VLAN move, the new one) has the port
-// as a member, and a Kubernetes pkey's job whose pkey has it; and the jobs
-// that took the port out of that pkey in this sweep (changes.go). A host
-// whose table is full for one pkey thus fails the changes to that pkey, again
-// at every sweep while it lasts, and not the changes to the other pkeys it
-// holds.
+// not set) fails the jobs with a place on that port in that pkey: a host
+// whose table is full for one pkey fails the changes to that pkey, again at
+// every sweep while it lasts, and not the changes to the other pkeys it
+// holds. A line that names a port but no pkey (ERR 0502, 0506, 0509, 0511: a
+// table block, the enforcement bits or an allocation failed) leaves the
+// port's whole table in doubt: it fails the jobs with a place on that port,
+// in any pkey. A line naming a switch port facing a host port is the host
+// port's.
 //
-// A line that names a port but no pkey (ERR 0502, 0506, 0509, 0511: a table
-// block, the enforcement bits or an allocation failed) leaves the port's
-// table in doubt: it may lack a pkey it gained in the sweep or still hold one
-// it lost. It fails the jobs whose change added, removed or altered a
-// membership of that port in this sweep, found by comparing the state the
-// term last applied with the state the sweep applied: a removed port, a
-// deleted network or Kubernetes pkey, a VLAN move are no longer in the
-// latter. The other jobs complete: a tenant that resets its own host's HCA
+// Every other job of the sweep is then judged as after a clean sweep
+// (settlePKeyErrors): by its own places' tables with verify = tables, so
+// that it is neither failed for another port's error nor completed unread;
+// by the log with verify = log. A tenant that resets its own host's HCA
 // fails its own changes, never another tenant's.
 //
-// Every job of the sweep fails, as it did before attribution existed, when a
-// line cannot be attributed that way:
-//   - it names no port, or a port the subnet dump does not know;
-//   - it names a port but no pkey, and the term has no applied state to
-//     compare with: its first apply (the file OpenSM had may be another
-//     term's, another manager's or a hand edit), or the first after an apply
-//     that wrote the file but whose jobs were not all judged (OpenSM may have
-//     swept any of those states), after OpenSM restarted, after the file
-//     drifted or a freeze was lifted.
+// A line that names no port, or a port the subnet dump does not know, says
+// nothing of which job it concerns: with verify = tables every job is judged
+// by its tables; with verify = log every job of the sweep fails, as it did
+// before attribution existed.
 
 // place is a host port and a pkey of its table.
 type place struct {
@@ -79,7 +69,7 @@ func (t *term) attribute(lines []string) (a attribution, ok bool) {
 	for _, l := range lines {
 		node, port, found := opensm.PKeyErrorPlace(l)
 		if !found {
-			t.Log.Warn("a pkey error names no port: failing every job of the sweep", "line", l)
+			t.Log.Warn("a pkey error names no port: it cannot be held against any one job", "line", l)
 			return nil, false
 		}
 		g, known := topo.PortGUID(fabric.GUID(node), port)
@@ -94,7 +84,7 @@ func (t *term) attribute(lines []string) (a attribution, ok bool) {
 			}
 		}
 		if !known {
-			t.Log.Warn("a pkey error names a port the subnet dump does not know: failing every job of the sweep",
+			t.Log.Warn("a pkey error names a port the subnet dump does not know: it cannot be held against any one job",
 				"line", l, "node", fabric.GUID(node), "port", port)
 			return nil, false
 		}
@@ -105,33 +95,23 @@ func (t *term) attribute(lines []string) (a attribution, ok bool) {
 	return a, true
 }
 
-// failLocally fails the open jobs up to the revision of snap, the recorded
-// state the sweep applied, that the pkey errors name, and returns how many.
-// base is the state the term applied before (nil: none to compare with).
-// ok is false when the errors cannot be attributed (the caller fails every
-// job); err is a database error (the caller retries: the jobs failed so far
-// stay failed, and none has completed).
-func (t *term) failLocally(ctx context.Context, base *store.Snapshot, snap store.Snapshot, lines []string) (failed int64, ok bool, err error) {
+// failLocally fails the open jobs up to run's revision whose places the
+// pkey errors name, and returns how many. ok is false when the errors cannot
+// be attributed (the caller decides: settlePKeyErrors); err is a database
+// error (the caller retries: the jobs failed so far stay failed, and none has
+// completed).
+func (t *term) failLocally(ctx context.Context, run *applyRun, lines []string) (failed int64, ok bool, err error) {
 	a, ok := t.attribute(lines)
 	if !ok {
 		return 0, false, nil
 	}
-	var changes sweepChanges
-	switch {
-	case base != nil:
-		changes = diffStates(*base, snap, t.Cfg.FlatPKey)
-	case a.namesNoPKey():
-		t.Log.Warn("a pkey error names a port but no pkey, and no state applied before in this term shows what the sweep changed on it: failing every job of the sweep",
-			"lines", lines)
-		return 0, false, nil
-	}
-	jobs, err := t.Store.OpenJobs(ctx, snap.Revision)
+	jobs, err := t.Store.OpenJobs(ctx, run.rev)
 	if err != nil {
 		return 0, true, fmt.Errorf("read open jobs: %w", err)
 	}
-	held := heldPlaces(snap, t.Cfg.FlatPKey)
+	places := jobPlaces(run.snap, t.Cfg.FlatPKey)
 	for _, j := range jobs {
-		named := a.named(held.of(j), changes[objectOf(j)])
+		named := a.named(places.of(j))
 		if len(named) == 0 {
 			continue
 		}
@@ -145,21 +125,10 @@ func (t *term) failLocally(ctx context.Context, base *store.Snapshot, snap store
 	return failed, true, nil
 }
 
-// namesNoPKey is true when a line names a port but no pkey.
-func (a attribution) namesNoPKey() bool {
-	for p := range a {
-		if p.pkey == anyPKey {
-			return true
-		}
-	}
-	return false
-}
-
-// named returns the lines, each after its place, that concern a job: those
-// naming a place its change holds in the applied state (held) and those
-// naming a place, or the whole table of a port, whose membership its change
-// added, removed or altered in the sweep (changed). Each line once.
-func (a attribution) named(held, changed []place) []string {
+// named returns the lines, each after its place, that concern a job with
+// the places given: those naming one of them, or the whole table of its
+// port. Each line once.
+func (a attribution) named(places []place) []string {
 	var out []string
 	seen := map[place]bool{}
 	say := func(p place) {
@@ -171,58 +140,9 @@ func (a attribution) named(held, changed []place) []string {
 			out = append(out, p.String()+": "+l)
 		}
 	}
-	for _, p := range held {
-		say(p)
-	}
-	for _, p := range changed {
+	for _, p := range places {
 		say(p)
 		say(place{port: p.port, pkey: anyPKey})
 	}
 	return out
-}
-
-// partitionPlaces are the places of the partitions of a recorded state, by
-// what a job names: a managed network's (its pkey, or the flat pkey, and its
-// ports), a Kubernetes pkey's (by pkey as its jobs name it, "0x1005").
-type partitionPlaces struct {
-	networkPKey map[string]fabric.PKey
-	network     map[string][]place
-	kubernetes  map[string][]place
-}
-
-// heldPlaces are the places the partitions of snap hold, by job.
-func heldPlaces(snap store.Snapshot, flatPKey fabric.PKey) partitionPlaces {
-	c := partitionPlaces{networkPKey: partitionPKeys(snap, flatPKey), network: map[string][]place{},
-		kubernetes: map[string][]place{}}
-	for _, m := range snap.Members {
-		if pkey, ok := c.networkPKey[m.NetworkID]; ok {
-			c.network[m.NetworkID] = append(c.network[m.NetworkID], place{port: m.GUID, pkey: pkey})
-		}
-	}
-	for _, k := range snap.Kubernetes {
-		for _, m := range k.Members {
-			c.kubernetes[k.PKey.String()] = append(c.kubernetes[k.PKey.String()], place{port: m.GUID, pkey: k.PKey})
-		}
-	}
-	return c
-}
-
-// of returns the places a job's object holds in the state: none for a
-// change that only took ports out (a removed port, a deleted network or
-// pkey), whose places only the comparison with the state applied before
-// finds (sweepChanges).
-func (c partitionPlaces) of(j store.OpenJob) []place {
-	switch j.ObjectType {
-	case store.ObjectPort:
-		pkey, managed := c.networkPKey[j.NetworkID]
-		if j.GUID == nil || !managed {
-			return nil
-		}
-		return []place{{port: *j.GUID, pkey: pkey}}
-	case store.ObjectNetwork:
-		return c.network[j.ObjectID]
-	case store.ObjectPKey:
-		return c.kubernetes[j.ObjectID]
-	}
-	return nil
 }

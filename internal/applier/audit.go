@@ -151,7 +151,7 @@ func (t *term) heal(ctx context.Context, s audit.Summary) {
 		t.audit.restarted = ""
 	case key != t.audit.healed:
 		t.Log.Warn("audit: ports are cut off from their partitions; applying the recorded state again", "ports", len(cut))
-		t.applied, t.judged = -1, nil
+		t.applied = -1
 	case key != t.audit.restarted && t.Cfg.Audit.RestartOpenSM != nil:
 		t.Log.Warn("audit: ports are still cut off from their partitions after the state was applied again; "+
 			"restarting OpenSM, which writes every port's table at its first sweep", "ports", len(cut), "first", cut[0])
@@ -173,7 +173,7 @@ func (t *term) restartOpenSM(ctx context.Context) {
 	if err := t.Cfg.Audit.RestartOpenSM(ctx); err != nil {
 		t.Log.Error("audit: restart OpenSM", "error", err)
 	}
-	t.applied, t.judged = -1, nil
+	t.applied = -1
 }
 
 // auditRestart bounds a restart: OpenSM's stop, the supervisor's back-off and

@@ -296,7 +296,7 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, p
 		// carry its revision: none completes, the restored state is applied.
 		log.Warn("apply not recorded: the database no longer holds the state applied (restored from a backup?); applying it again",
 			"newest_job", a.NewestJob)
-		t.applied, t.judged = -1, nil
+		t.applied = -1
 		return 0, false
 	case !f.Recorded:
 		log.Warn("apply not recorded: a newer term has started")

@@ -2,6 +2,7 @@ package applier
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -24,15 +25,19 @@ import (
 // membership the file gives it, a GUID removed no longer holds it (nor its
 // switch port).
 //
-// The ports a job's change touches are its places: for a port's job, its
-// GUID in its network's pkey as the state the sweep applied holds it; for
-// every job, the places the sweep added, removed or altered for it, by
-// comparing with the state the term applied before (sweepChanges: a removed
-// port's GUID, the members a network's VLAN move or a Kubernetes request
-// changed). On a term's first apply there is nothing to compare with, and
-// the removals and the networks' and pkeys' changes rest on the log alone. They are found once per job and kept while
-// it waits, so a later apply that carries the job reads the same ports. The
-// cost is one read per touched port, on the Reader's bounded workers.
+// The ports a job's change touches are its places, recorded with the job in
+// its change's transaction (store.OpenJob.Places): a port's GUID in its
+// network's pkey, a removed port's GUID in the pkey it left, every member of
+// a network whose VLAN moved in the old pkey and the new, the GUIDs a
+// Kubernetes request added, removed or altered, an adopted partition's
+// members. Each place is judged against what the applied partitions file
+// gives it (wantOf): the file renders every change up to the sweep's
+// revision, so that is the job's own promise, or, where a later change of
+// the same port and pkey promised otherwise, the later one: a superseded
+// place is proven by its successor. What is read depends on nothing the term
+// remembers: a new term, a restart, a gate that reopened, a held sweep, a
+// pkey error elsewhere in the sweep read exactly the same places. The cost is
+// one read per touched port, on the Reader's bounded workers.
 //
 // A job whose places are not all proven (a port down, not in OpenSM's last
 // sweep, re-LIDed since, or whose table lacks the change) stays Running, its
@@ -43,10 +48,9 @@ import (
 // failed read fails, saying why. The other jobs complete as soon as their
 // own ports show their change (finish: fenced, with the gates, with an
 // applied row; FinishApplyProven names them), so that one host down does not
-// hold every tenant's job of its sweep. A held job is held by every later
-// sweep too (each proves all open jobs, or, with pkey errors, leaves the
-// held ones out: heldByProof), until its own places are proven. The held
-// set lives in the term: a new term proves every open job again.
+// hold every tenant's job of its sweep: a tenant can hold only its own jobs.
+// Every later sweep proves all open jobs the same way, until each one's own
+// places are proven.
 
 // DefaultVerifyTimeout is Config.VerifyTimeout's default.
 const DefaultVerifyTimeout = 60 * time.Second
@@ -66,16 +70,18 @@ type proofState struct {
 	run      *applyRun // the sweep whose jobs wait for their ports' tables; nil: none
 	lastRead time.Time
 	said     string // the description last written into the waiting jobs
-	// places are each open job's places as first found, and since when it
-	// has been unproven: kept across applies while the job waits.
-	places map[int64][]place
-	since  map[int64]time.Time
+	// since is when each waiting job was first found unproven: its
+	// verify_timeout runs from there, across the term's applies.
+	since map[int64]time.Time
 	// file is fileOf's partitions file parsed: what each place must hold.
 	file   *partitions.File
 	fileOf *applyRun
 	// offFabric are the ports the last read found in no subnet dump
 	// (readWants): a Kubernetes GUID there rests on the log (notAPort).
 	offFabric map[fabric.GUID]bool
+	// unanswered are the ports whose last read failed, and when: they are
+	// read after the others, within a budget of their own (readOrder).
+	unanswered map[fabric.GUID]time.Time
 }
 
 // proveTables reads back the ports the open jobs up to run's revision touch
@@ -121,10 +127,10 @@ func (t *term) jobWants(run *applyRun, jobs []store.OpenJob) (map[int64][]pkeyre
 		}
 		t.proof.file, t.proof.fileOf = f, run
 	}
-	places := t.jobPlaces(run, jobs)
+	places := jobPlaces(run.snap, t.Cfg.FlatPKey)
 	byJob := make(map[int64][]pkeyread.Want, len(jobs))
 	for _, j := range jobs {
-		for _, p := range places[j.ID] {
+		for _, p := range places.of(j) {
 			if w, ok := wantOf(t.proof.file, p); ok {
 				byJob[j.ID] = append(byJob[j.ID], w)
 			}
@@ -133,51 +139,63 @@ func (t *term) jobWants(run *applyRun, jobs []store.OpenJob) (map[int64][]pkeyre
 	return byJob, nil
 }
 
-// jobPlaces returns the places of each open job, finding those of the jobs
-// not seen before (see the top of this file) and forgetting the jobs no
-// longer open.
-func (t *term) jobPlaces(run *applyRun, jobs []store.OpenJob) map[int64][]place {
-	old := t.proof.places
-	t.proof.places = make(map[int64][]place, len(jobs))
-	var held *partitionPlaces
-	var changes sweepChanges
-	for _, j := range jobs {
-		if p, ok := old[j.ID]; ok {
-			t.proof.places[j.ID] = p
-			continue
-		}
-		if held == nil {
-			h := heldPlaces(run.snap, t.Cfg.FlatPKey)
-			held = &h
-			if run.base != nil {
-				changes = diffStates(*run.base, run.snap, t.Cfg.FlatPKey)
-			}
-		}
-		var holds []place
-		if j.ObjectType == store.ObjectPort {
-			// A network's or a pkey's places in the state are all its
-			// members: one member off the fabric would hold every later
-			// change to it. Its changes are the sweep's comparison's.
-			holds = held.of(j)
-		}
-		t.proof.places[j.ID] = uniquePlaces(holds, changes[objectOf(j)])
-	}
-	return t.proof.places
+// placeFinder finds the places of open jobs (see the top of this file).
+type placeFinder struct {
+	snap     store.Snapshot
+	flatPKey fabric.PKey
+	pkeys    map[string]fabric.PKey // the managed networks' pkeys in snap; nil: not read yet
 }
 
-// uniquePlaces is the places of both lists, each once, in order.
-func uniquePlaces(lists ...[]place) []place {
-	seen := map[place]bool{}
-	var out []place
-	for _, l := range lists {
-		for _, p := range l {
-			if !seen[p] {
-				seen[p] = true
-				out = append(out, p)
+func jobPlaces(snap store.Snapshot, flatPKey fabric.PKey) *placeFinder {
+	return &placeFinder{snap: snap, flatPKey: flatPKey}
+}
+
+// of is job j's places, each once: those its change recorded. A job the
+// previous release wrote recorded none (a rolling upgrade): a port's job then
+// falls back to its GUID in its network's pkey as the applied state holds
+// it. That is the only fallback: what a removal, a network's VLAN move or
+// delete, or a Kubernetes or adoption change took out of a table is no
+// longer in any state to find it in, and what it put in cannot be told from
+// what other changes put there; those rest on OpenSM's log, as they did in
+// that release when no earlier state was at hand.
+func (f *placeFinder) of(j store.OpenJob) []place {
+	if len(j.Places) > 0 {
+		seen := make(map[place]bool, len(j.Places))
+		out := make([]place, 0, len(j.Places))
+		for _, p := range j.Places {
+			if pl := (place{port: p.GUID, pkey: p.PKey}); !seen[pl] {
+				seen[pl] = true
+				out = append(out, pl)
 			}
 		}
+		return out
 	}
-	return out
+	if j.ObjectType != store.ObjectPort || j.GUID == nil {
+		return nil
+	}
+	if f.pkeys == nil {
+		f.pkeys = partitionPKeys(f.snap, f.flatPKey)
+	}
+	if pkey, managed := f.pkeys[j.NetworkID]; managed {
+		return []place{{port: *j.GUID, pkey: pkey}}
+	}
+	return nil
+}
+
+// partitionPKeys are the pkeys of a state's managed networks (a flat one's
+// is flatPKey).
+func partitionPKeys(snap store.Snapshot, flatPKey fabric.PKey) map[string]fabric.PKey {
+	pkeys := make(map[string]fabric.PKey, len(snap.Networks))
+	for _, n := range snap.Networks {
+		switch {
+		case !n.Managed:
+		case n.PKey == nil:
+			pkeys[n.ID] = flatPKey
+		default:
+			pkeys[n.ID] = *n.PKey
+		}
+	}
+	return pkeys
 }
 
 // wantOf is what the file makes of place p: the membership of its GUID in
@@ -209,6 +227,9 @@ func wantOf(f *partitions.File, p place) (w pkeyread.Want, ok bool) {
 
 // readWants reads every port the wants name, once each, where OpenSM's last
 // subnet dump puts it, and judges each want: its reason, "" when proven.
+// The ports are read in readOrder's order, the ports whose last read failed
+// within a budget of their own: a fabric with ports that never answer still
+// reads every other port at every poll.
 func (t *term) readWants(ctx context.Context, byJob map[int64][]pkeyread.Want) map[pkeyread.Want]string {
 	wants := map[pkeyread.Want]bool{}
 	for _, ws := range byJob {
@@ -220,10 +241,6 @@ func (t *term) readWants(ctx context.Context, byJob map[int64][]pkeyread.Want) m
 	if len(wants) == 0 {
 		return verdicts
 	}
-	ports := map[fabric.GUID]bool{}
-	for w := range wants {
-		ports[w.Port] = true
-	}
 	dump := t.readDump()
 	if dump.err != nil {
 		for w := range wants {
@@ -231,18 +248,23 @@ func (t *term) readWants(ctx context.Context, byJob map[int64][]pkeyread.Want) m
 		}
 		return verdicts
 	}
-	sorted := slices.Sorted(maps.Keys(ports))
-	targets, missing := pkeyread.Targets(dump.topo, sorted)
-	rctx, cancel := context.WithTimeout(ctx, proofReadBound)
-	defer cancel()
-	results := t.Cfg.Readback.Read(rctx, targets)
+	answered, unanswered := t.readOrder(byJob)
+	t.proof.offFabric = map[fabric.GUID]bool{}
+	absent := map[fabric.GUID]error{}
+	var results []pkeyread.Result
+	for _, lane := range []struct {
+		ports []fabric.GUID
+		bound time.Duration
+	}{{answered, proofReadBound - unansweredBudget}, {unanswered, unansweredBudget}} {
+		targets, missing := pkeyread.Targets(dump.topo, lane.ports)
+		results = append(results, t.readLane(ctx, targets, lane.bound)...)
+		for p, err := range absentPorts(lane.ports, targets, missing) {
+			absent[p] = err
+			t.proof.offFabric[p] = true
+		}
+	}
 	for _, v := range pkeyread.Prove(results, slices.Collect(maps.Keys(wants))) {
 		verdicts[v.Want] = v.Reason
-	}
-	absent := absentPorts(sorted, targets, missing)
-	t.proof.offFabric = make(map[fabric.GUID]bool, len(absent))
-	for p := range absent {
-		t.proof.offFabric[p] = true
 	}
 	for w := range wants {
 		switch err, gone := absent[w.Port]; {
@@ -256,6 +278,84 @@ func (t *term) readWants(ctx context.Context, byJob map[int64][]pkeyread.Want) m
 		}
 	}
 	return verdicts
+}
+
+// unansweredBudget is the part of proofReadBound the ports whose last read
+// failed share: a port that does not answer costs the Reader's PortTimeout
+// a worker, and a few such ports read first would take the whole bound
+// from the ports after them at every poll. It holds one PortTimeout (2 s)
+// and an answer: a port that answers only to the M_Key before a rotation's
+// (tried second) is still read within it.
+const unansweredBudget = proofReadBound / 4
+
+// readOrder is the order the ports of the wants are read in, in two lanes:
+// first the ports whose last read did not fail, those of the oldest waiting
+// job (the lowest id) first, so that the jobs waiting longest are proven
+// first; then the ports whose last read failed, the one tried longest ago
+// first, so that each has its turn within their budget.
+func (t *term) readOrder(byJob map[int64][]pkeyread.Want) (answered, unanswered []fabric.GUID) {
+	seen := map[fabric.GUID]bool{}
+	for _, id := range slices.Sorted(maps.Keys(byJob)) {
+		for _, w := range byJob[id] {
+			if seen[w.Port] {
+				continue
+			}
+			seen[w.Port] = true
+			if _, failed := t.proof.unanswered[w.Port]; failed {
+				unanswered = append(unanswered, w.Port)
+			} else {
+				answered = append(answered, w.Port)
+			}
+		}
+	}
+	for p := range t.proof.unanswered {
+		if !seen[p] {
+			delete(t.proof.unanswered, p) // no longer waited for
+		}
+	}
+	slices.SortStableFunc(unanswered, func(a, b fabric.GUID) int {
+		return t.proof.unanswered[a].Compare(t.proof.unanswered[b])
+	})
+	return answered, unanswered
+}
+
+// readLane reads targets within bound, and notes which ports failed their
+// read (a port the bound left unread keeps its turn).
+func (t *term) readLane(ctx context.Context, targets []pkeyread.Target, bound time.Duration) []pkeyread.Result {
+	if len(targets) == 0 {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	results := t.tables().Read(rctx, targets)
+	if t.proof.unanswered == nil {
+		t.proof.unanswered = map[fabric.GUID]time.Time{}
+	}
+	now := time.Now()
+	for _, r := range results {
+		switch {
+		case r.Err == nil:
+			delete(t.proof.unanswered, r.Target.Port)
+		case errors.Is(r.Err, pkeyread.ErrNotRead):
+		default:
+			t.proof.unanswered[r.Target.Port] = now
+		}
+	}
+	return results
+}
+
+// tableReader reads ports' P_Key tables: Cfg.Readback.
+type tableReader interface {
+	Read(ctx context.Context, targets []pkeyread.Target) []pkeyread.Result
+}
+
+// tables is the term's tableReader: Cfg.Readback, unless a test put a fake
+// in readTables.
+func (t *term) tables() tableReader {
+	if t.readTables != nil {
+		return t.readTables
+	}
+	return t.Cfg.Readback
 }
 
 // absentPorts maps the ports Targets did not place to its error for each:
@@ -340,33 +440,6 @@ func (t *term) failUnproven(ctx context.Context, run *applyRun, id int64, reason
 		return false
 	}
 	return true
-}
-
-// heldByProof is what a sweep that completes its jobs without reading them
-// (OpenSM's pkey errors named some: attribution.go) may complete: nil when
-// no job waits for its ports' tables; else every open job up to run's
-// revision but those, which go on waiting, read again as run's by pollProof.
-// A later sweep never completes a job its proof still holds.
-func (t *term) heldByProof(ctx context.Context, run *applyRun) *store.Proven {
-	if len(t.proof.since) == 0 {
-		return nil
-	}
-	t.proof.run, t.proof.lastRead = run, time.Now()
-	proven := &store.Proven{Kubernetes: true}
-	jobs, err := t.Store.OpenJobs(ctx, run.rev)
-	if err != nil {
-		// None completes now: pollProof reads them all.
-		run.log.Error("read the open jobs the read-back proof holds; jobs wait", "error", err)
-		return &store.Proven{}
-	}
-	for _, j := range jobs {
-		if _, held := t.proof.since[j.ID]; !held {
-			proven.Jobs = append(proven.Jobs, j.ID)
-		} else if j.ObjectType == store.ObjectPKey {
-			proven.Kubernetes = false
-		}
-	}
-	return proven
 }
 
 // notAPort is the wants of job j that its ports' tables must prove: all of

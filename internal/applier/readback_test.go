@@ -194,9 +194,8 @@ func (r *readbackRig) newTerm() {
 }
 
 // TestReadBackHeldJobAcrossANewTerm: a job held for its port's table by one
-// term is not completed by the next term's first apply, which reads its port
-// again: the held set is the term's, and the new term proves every open
-// port job anew.
+// term is not completed by the next term's first apply, which reads its
+// recorded place again: nothing of what a job must show is the term's.
 func TestReadBackHeldJobAcrossANewTerm(t *testing.T) {
 	r := newReadbackRig(t, 3*time.Second)
 	r.network(101)

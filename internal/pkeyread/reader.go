@@ -150,7 +150,7 @@ func (w *worker) close() {
 func (w *worker) read(ctx context.Context, t Target) Result {
 	res := Result{Target: t}
 	if err := ctx.Err(); err != nil {
-		res.Err = fmt.Errorf("port %s not read: %w", t.Port, err)
+		res.Err = fmt.Errorf("port %s %w: %w", t.Port, ErrNotRead, err)
 		return res
 	}
 	if t.LID == 0 || (t.Switch.GUID != 0 && t.Switch.LID == 0) {
@@ -217,6 +217,10 @@ func (w *worker) hostTable(ctx context.Context, t Target) (Table, error) {
 	}
 	return keys, nil
 }
+
+// ErrNotRead is the error of a target that ctx ended before its turn: it
+// was not tried, and says nothing of the port.
+var ErrNotRead = errors.New("not read")
 
 // ErrNoLID is the error of a target whose port, or switch, has no LID.
 var ErrNoLID = errors.New("no LID assigned (not swept yet?)")
