@@ -59,6 +59,9 @@ const (
 	// host that does not enforce partitions (audit.go).
 	GateSwitchNotEnforcing GateKind = "switch_not_enforcing"
 	GateSecondSM           GateKind = "second_subnet_manager" // another SM is master (secondsm.go)
+	// GateDuplicateGUID: OpenSM found a GUID twice on the fabric, a host
+	// presenting another's (duplicates.go).
+	GateDuplicateGUID GateKind = "duplicate_guid"
 )
 
 // GateReason is one reason jobs do not complete now.
@@ -86,12 +89,14 @@ const SwitchesUnchecked = "the expected switches cannot be checked"
 type GateReader interface {
 	ExpectedSwitches(ctx context.Context) ([]store.ExpectedSwitch, error)
 	EnforcementErrors(ctx context.Context) ([]store.EnforcementError, error)
+	DuplicateGUIDs(ctx context.Context) ([]store.DuplicateGUID, error) // duplicates.go
 }
 
 // GateStore is what the applier's gates need of the database.
 type GateStore interface {
 	GateReader
 	RecordEnforcementErrors(ctx context.Context, term int64, seen []store.EnforcementSighting) error
+	DuplicateStore
 	DescribeOpenJobs(ctx context.Context, term, revision int64, description string) (int64, error)
 }
 
@@ -117,11 +122,15 @@ func (g Gates) Closed(ctx context.Context) ([]GateReason, error) {
 	if err != nil {
 		return nil, err
 	}
+	dups, err := g.Store.DuplicateGUIDs(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var dump dumpRead
 	if len(expected) > 0 && g.SubnetDump != "" {
 		dump = g.read()
 	}
-	return g.reasons(store.GateState{Expected: expected, Errors: errs}, dump), nil
+	return append(g.reasons(store.GateState{Expected: expected, Errors: errs}, dump), duplicateReasons(dups)...), nil
 }
 
 // read reads the subnet dump, through Dump when there is one.
@@ -210,8 +219,9 @@ func (t *term) readDump() dumpRead {
 // gatekeeper is a term's state of the gates.
 type gatekeeper struct {
 	enforcement enforcementLog
-	blocked     int64  // revision proven applied whose jobs wait for the gates; 0: none
-	said        string // the reasons last logged and written into the jobs
+	duplicates  duplicateLog // duplicates.go
+	blocked     int64        // revision proven applied whose jobs wait for the gates; 0: none
+	said        string       // the reasons last logged and written into the jobs
 	// reopened: the gates opened while jobs waited; the next apply's sweep
 	// completes them.
 	reopened bool
@@ -229,7 +239,7 @@ func (t *term) startLog(suspect string, dbTimeout time.Duration) error {
 		return fmt.Errorf("OpenSM log: %w", err)
 	}
 	t.gate = &gatekeeper{}
-	handlers := []func(opensm.Entry){t.gate.enforcement.observe}
+	handlers := []func(opensm.Entry){t.gate.enforcement.observe, t.gate.duplicates.observe}
 	if t.Lease != nil {
 		t.freeze = newFreezeWatch(t.Lease, suspect, dbTimeout)
 		handlers = append(handlers, t.freeze.observe)
@@ -273,6 +283,7 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, p
 	open := func(gs store.GateState) bool {
 		reasons = gates.reasons(gs, dump)
 		reasons = append(reasons, t.auditReasons()...) // audit.go
+		reasons = append(reasons, t.duplicateReason()...)
 		if frozen != "" && !reapply {
 			reasons = append(reasons, GateReason{GateFrozen, frozen})
 		}
@@ -396,6 +407,7 @@ func (t *term) scanEnforcement(ctx context.Context) {
 	if err := t.recordEnforcement(ctx); err != nil {
 		t.Log.Error("record cleared enforcement", "error", err)
 	}
+	t.recordDuplicates(ctx)
 }
 
 // EnforcementRecorder records what the log said.
