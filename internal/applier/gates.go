@@ -59,6 +59,11 @@ const (
 	// host that does not enforce partitions (audit.go).
 	GateSwitchNotEnforcing GateKind = "switch_not_enforcing"
 	GateSecondSM           GateKind = "second_subnet_manager" // another SM is master (secondsm.go)
+	// GateUnconfirmedSwitch: OpenSM's last sweep found a switch that was
+	// not confirmed: a host answering NodeInfo as a switch turns the switch
+	// port facing it into an inter-switch link, where no partition is
+	// enforced and nothing is audited.
+	GateUnconfirmedSwitch GateKind = "unconfirmed_switch"
 	// GateDuplicateGUID: OpenSM found a GUID twice on the fabric, a host
 	// presenting another's (duplicates.go).
 	GateDuplicateGUID GateKind = "duplicate_guid"
@@ -185,11 +190,30 @@ func (g Gates) missingSwitches(expected []store.ExpectedSwitch, dump dumpRead) [
 	for _, sw := range dump.topo.Switches() {
 		present[sw.GUID.String()] = true
 	}
+	confirmed := map[string]bool{}
 	var reasons []GateReason
 	for _, sw := range expected {
+		confirmed[sw.GUID.String()] = true
 		if !present[sw.GUID.String()] {
 			reasons = append(reasons, GateReason{GateSwitchMissing, fmt.Sprintf(
 				"expected switch %s (%s) is missing from OpenSM's last sweep", sw.GUID, sw.Description)})
+		}
+	}
+	return append(reasons, unconfirmedSwitches(dump.topo, confirmed)...)
+}
+
+// unconfirmedSwitches names the switches of the dump that were not
+// confirmed: a host that answers NodeInfo as a switch makes the switch port
+// facing it an inter-switch link, which enforces nothing and is not audited,
+// so its tenant could reach every partition. A switch really added closes the
+// gate too, until an operator confirms the new set (--confirm-switches).
+func unconfirmedSwitches(topo *topology.Topology, confirmed map[string]bool) []GateReason {
+	var reasons []GateReason
+	for _, sw := range topo.Switches() {
+		if !confirmed[sw.GUID.String()] {
+			reasons = append(reasons, GateReason{GateUnconfirmedSwitch, fmt.Sprintf(
+				"switch %s (%s) is in OpenSM's last sweep but was not confirmed: a host answering as a switch, "+
+					"or a switch added; check it, then --confirm-switches", sw.GUID, sw.Description)})
 		}
 	}
 	return reasons
