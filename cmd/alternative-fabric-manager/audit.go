@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -209,6 +211,9 @@ func readAuditStatus(ctx context.Context, cfg *config.Config, st *store.Store, s
 	if err := json.Unmarshal(last.Summary, &sum); err == nil {
 		a.Counts = sum.Counts()
 	}
+	if cfg.OpenSM.AuditInterval > 0 {
+		s.NotCompleting = append(s.NotCompleting, heldPortLines(sum)...)
+	}
 	if last.Breaches > 0 && cfg.OpenSM.AuditInterval > 0 {
 		s.NotCompleting = append(s.NotCompleting, fmt.Sprintf("the fabric audit of %s found %d isolation breaches "+
 			"(--audit names them); jobs complete once an audit finds the fabric clean",
@@ -229,4 +234,15 @@ func printAuditStatus(w io.Writer, a *AuditStatus) {
 		fmt.Fprintf(w, "last audit:\t%s, revision %d: %d findings (%s), %d breaches\n",
 			a.StartedAt.Format(time.RFC3339), a.Revision, a.Findings, kindCounts(a.Counts), a.Breaches)
 	}
+}
+
+// heldPortLines name the host ports the last audit holds (a host table that
+// lies while its switch port is right): their jobs wait, the fabric's do not.
+func heldPortLines(sum audit.Summary) []string {
+	held := sum.HeldPorts()
+	var lines []string
+	for _, port := range slices.Sorted(maps.Keys(held)) {
+		lines = append(lines, fmt.Sprintf("host port %s is held (its jobs only): %s", port, held[port]))
+	}
+	return lines
 }

@@ -63,7 +63,7 @@ func (f Finding) Heals() bool {
 	case MissingPKey:
 		return true
 	case WrongMembership:
-		return !f.Breach()
+		return f.Got != pkeyread.Full.String() // limited where full is recorded, a HostOnly full one aside
 	}
 	return false
 }
