@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/audit"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
@@ -41,5 +42,26 @@ func TestGateClosedNamesDuplicateGUID(t *testing.T) {
 	}
 	if len(kinds) != 1 {
 		t.Errorf("afm_gate_closed gate=duplicate_guid series: %q; want one", kinds)
+	}
+}
+
+// afm_audit_held_port names each host port the last audit holds alone (a
+// table that lies while its switch port is right), and forgets it once an
+// audit finds the port right; afm_audit_breaches does not count it.
+func TestAuditHeldPort(t *testing.T) {
+	m := New()
+	f := m.Fabric(store.DefaultFabric)
+	lie := audit.Finding{Kind: audit.ForeignPKey, Port: 0x0002c90300000201, PKey: 0x123, HostOnly: true, Text: "lies"}
+	f.AuditFinished(audit.Summary{Findings: []audit.Finding{lie}}, nil)
+	got := gathered(t, m)
+	if v := got["afm_audit_held_port"]["fabric=default,port=0x0002c90300000201"]; v != 1 {
+		t.Errorf("afm_audit_held_port = %v; want the port at 1", got["afm_audit_held_port"])
+	}
+	if v := got["afm_audit_breaches"]["fabric=default"]; v != 0 {
+		t.Errorf("afm_audit_breaches = %v; want 0", v)
+	}
+	f.AuditFinished(audit.Summary{}, nil)
+	if held := gathered(t, m)["afm_audit_held_port"]; len(held) != 0 {
+		t.Errorf("afm_audit_held_port after a clean audit = %v; want none", held)
 	}
 }
