@@ -22,9 +22,12 @@ import (
 //   - an operator has confirmed the fabric's switches (--confirm-switches),
 //   - every confirmed switch is in OpenSM's subnet dump (opensm-subnet.lst, which
 //     OpenSM rewrites at every SUBNET UP): a switch that dropped out of the
-//     fabric may come back without the pkeys of its ports, and
+//     fabric may come back without the pkeys of its ports,
+//   - every switch of that dump was confirmed: a host answering as a switch
+//     makes the switch port facing it an inter-switch link, unenforced,
 //   - no switch port is recorded as having had its enforcement cleared: the
-//     host behind it can reach every partition.
+//     host behind it can reach every partition, and
+//   - no GUID is recorded as found twice (duplicates.go).
 //
 // While a gate is closed the open jobs up to R say why in their description,
 // and the gates are evaluated again at every poll. Once they open, the state

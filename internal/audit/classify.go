@@ -22,8 +22,9 @@ type SwitchSide struct {
 	// finding is about it unless it differs).
 	Read bool
 	// Enforcing: its PortInfo says it enforces both ways, or the fabric
-	// does not report the bits (Input.CheckEnforcement false), where OpenSM's
-	// own part_enforce and the enforcement_cleared gate stand for them.
+	// does not report the bits (Input.CheckEnforcement false: the simulated
+	// fabric), where OpenSM's own part_enforce and the enforcement_cleared
+	// gate stand for them.
 	Enforcing bool
 }
 
