@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/audit"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
@@ -17,13 +16,20 @@ import (
 // TestHeldPortsRestoredByANewTerm: an audit that finds a host table lying
 // while its switch port is right holds that port only (no gate), names it
 // in the reason a place on it is unproven with, and its record gives a new
-// term the same hold; an audit that finds it right releases it.
+// term the same hold; an audit that finds it right releases it. On every
+// engine: the hold travels in last_audit's summary.
 func TestHeldPortsRestoredByANewTerm(t *testing.T) {
+	for _, engine := range storetest.Engines {
+		t.Run(engine, func(t *testing.T) { testHeldPortsRestored(t, engine) })
+	}
+}
+
+func testHeldPortsRestored(t *testing.T, engine string) {
 	const liar, honest fabric.GUID = 0x0002c90300000301, 0x0002c90300000101
 	lie := audit.Finding{Kind: audit.ForeignPKey, Port: liar, PKey: 0x64, HostOnly: true,
 		Text: "port 0x0002c90300000301 holds pkey 0x0064 (network blue) as a full member but is not recorded in it"}
 	s := audit.Summary{Started: time.Now(), Findings: []audit.Finding{lie}}
-	st := storetest.Open(t, config.EngineSQLite)
+	st := storetest.Open(t, engine)
 	id, err := st.NewTerm(t.Context(), "test")
 	if err != nil {
 		t.Fatal(err)
