@@ -26,13 +26,13 @@ import (
 // exitFailed (nothing was judged).
 const (
 	exitAuditBreach   = 6 // a port may reach a partition it must not
-	exitAuditFindings = 7 // ports cut off or unreachable, no breach
+	exitAuditFindings = 7 // ports cut off, unreachable or held alone (a host table that lies), no breach
 )
 
 // auditHelp is --audit's flag help.
 const auditHelp = "read every host port's P_Key table and the switch port facing it, compare them with the recorded state " +
 	"and print a table per partition (--json: as JSON), then exit (0: as recorded, 6: an isolation breach, " +
-	"7: ports cut off or unreachable; docs/isolation-proof.md)"
+	"7: ports cut off, unreachable or held alone; docs/isolation-proof.md)"
 
 // auditReader is the SMP reader of the audit. checkEnforcement is false on
 // the simulated fabric, which keeps no switch port's enforcement bits (they
@@ -162,8 +162,11 @@ func printAudit(w io.Writer, s audit.Summary) error {
 	fmt.Fprintf(w, "findings (%s):\n", kindCounts(s.Counts()))
 	for _, f := range s.Findings {
 		mark := " "
-		if f.Breach() {
+		switch {
+		case f.Breach():
 			mark = "!"
+		case f.HostOnly:
+			mark = "~" // the host's own table lies; its switch port is right: that port held alone
 		}
 		fmt.Fprintf(w, " %s %s: %s\n", mark, f.Kind, f.Text)
 	}
