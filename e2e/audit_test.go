@@ -89,15 +89,42 @@ func (m *manager) setPKeys(port fabric.GUID, keys []uint16) {
 	}
 }
 
-// TestAuditBreachHoldsJobs: an SMP Set that gives H2, which is in no
-// tenant's partition, the network's pkey is an isolation breach: the audit
-// finds it, a job sent meanwhile does not complete and says why, --status
-// says so and exits 3; once H2's table is as it was, an audit finds the
-// fabric clean and the job completes.
+// breachAt gives H2, which is in no tenant's partition, the network's pkey
+// on its own table and on the switch port facing it (SMP Sets, as a second
+// subnet manager would send), and returns what restores both.
+func (m *manager) breachAt(h2 fabric.GUID) (restore func()) {
+	m.t.Helper()
+	orig, origSwitch := m.pkeys(h2), m.switchPKeys(h2)
+	m.setPKeys(h2, append(slices.Clone(orig), 0x8065))
+	if _, err := m.fabric.SetSwitchPKeys(m.t.Context(), h2, append(slices.Clone(origSwitch), 0x8065)); err != nil {
+		m.t.Fatal(err)
+	}
+	return func() {
+		if _, err := m.fabric.SetSwitchPKeys(m.t.Context(), h2, origSwitch); err != nil {
+			m.t.Fatal(err)
+		}
+		m.setPKeys(h2, orig)
+	}
+}
+
+// switchPKeys reads the table of the switch port facing host.
+func (m *manager) switchPKeys(host fabric.GUID) []uint16 {
+	m.t.Helper()
+	keys, err := m.fabric.SwitchPKeys(m.t.Context(), host)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return keys
+}
+
+// TestAuditBreachHoldsJobs: SMP Sets that give H2, which is in no tenant's
+// partition, the network's pkey on its table and on its switch port are an
+// isolation breach: the audit finds it, a job sent meanwhile does not
+// complete and says why, --status says so and exits 3; once both tables are
+// as they were, an audit finds the fabric clean and the job completes.
 func TestAuditBreachHoldsJobs(t *testing.T) {
 	m, _, h2, h3 := auditedManager(t)
-	orig := m.pkeys(h2)
-	m.setPKeys(h2, append(slices.Clone(orig), 0x8065))
+	restore := m.breachAt(h2)
 	m.waitAuditLine("ERROR", "audit: port "+h2.String()+" holds pkey 0x0065", "isolation breach")
 
 	job := m.accept("POST", "/cloudx/Port", portBody("port-h3", auditNet, vendorClientID(h3)))
@@ -113,7 +140,7 @@ func TestAuditBreachHoldsJobs(t *testing.T) {
 	}
 
 	var fixed atomic.Bool
-	m.setPKeys(h2, orig)
+	restore()
 	fixed.Store(true)
 	m.waitCompleted(job, func() {
 		if !fixed.Load() {
@@ -248,8 +275,7 @@ func TestAuditAndDriftRepairAgree(t *testing.T) {
 // runs before its first audit, does not complete the job the breach holds.
 func TestAuditBreachSurvivesRestart(t *testing.T) {
 	m, _, h2, h3 := auditedManager(t)
-	orig := m.pkeys(h2)
-	m.setPKeys(h2, append(slices.Clone(orig), 0x8065))
+	restore := m.breachAt(h2)
 	m.waitAuditLine("ERROR", "audit: port "+h2.String()+" holds pkey 0x0065", "isolation breach")
 	job := m.accept("POST", "/cloudx/Port", portBody("port-h3", auditNet, vendorClientID(h3)))
 	m.waitDescription(job, "the fabric audit found")
@@ -269,11 +295,48 @@ func TestAuditBreachSurvivesRestart(t *testing.T) {
 	}
 	m.wantLogLine("the last fabric audit found breaches; jobs wait for an audit that finds none")
 	var fixed atomic.Bool
-	m.setPKeys(h2, orig)
+	restore()
 	fixed.Store(true)
 	m.waitCompleted(job, func() {
 		if !fixed.Load() {
 			t.Fatal("job completed while H2 held the network's pkey")
+		}
+	})
+}
+
+// TestLyingHostHoldsOnlyItsJobs: an SMP Set gives H2's own table a pkey no
+// partition has, in the block OpenSM does not write while H2 holds few
+// pkeys, while the switch port facing H2 keeps only H2's recorded pkeys: the
+// switch drops what H2's table claims, so no fabric gate closes. A job of H3
+// completes; a job of a port on H2 waits, naming H2's port as held, and
+// --status names it and exits non-zero; once H2's table is right again, an
+// audit releases the hold and H2's job completes.
+func TestLyingHostHoldsOnlyItsJobs(t *testing.T) {
+	m, _, h2, h3 := auditedManager(t)
+	if _, err := m.fabric.SetPKeyBlock(t.Context(), h2, 1, []uint16{0x8123}); err != nil {
+		t.Fatal(err)
+	}
+	m.waitAuditLine("ERROR", "a host's own P_Key table lies", h2.String())
+
+	m.waitCompleted(m.accept("POST", "/cloudx/Port", portBody("port-h3", auditNet, vendorClientID(h3))), nil)
+	job := m.accept("POST", "/cloudx/Port", portBody("port-h2", auditNet, vendorClientID(h2)))
+	m.waitDescription(job, "port "+h2.String()+" is held: ")
+	code, out := m.statusExit()
+	if code == 0 || !strings.Contains(out, "host port "+h2.String()+" is held (its jobs only)") {
+		t.Errorf("--status with H2's table lying: exit %d, want non-zero naming H2's port:\n%s", code, out)
+	}
+	if strings.Contains(out, "isolation breaches") {
+		t.Errorf("--status counts H2's own table as a fabric breach:\n%s", out)
+	}
+
+	var fixed atomic.Bool
+	if _, err := m.fabric.SetPKeyBlock(t.Context(), h2, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	fixed.Store(true)
+	m.waitCompleted(job, func() {
+		if !fixed.Load() {
+			t.Fatal("H2's job completed while its table held a pkey no partition has")
 		}
 	})
 }

@@ -177,3 +177,40 @@ func containsPrefix(list []string, prefix string) bool {
 	}
 	return false
 }
+
+// TestUnconfirmedSwitchBlocksCompletion: a switch in OpenSM's sweep that was
+// not confirmed (S2 unlinked while the switches were confirmed, then linked
+// again; a host answering NodeInfo as a switch looks the same) holds every
+// job, naming it, until an operator confirms the new set.
+func TestUnconfirmedSwitchBlocksCompletion(t *testing.T) {
+	m := launchManager(t, storetest.NewDatabase(t, config.EngineSQLite), fabricsim.Options{Hosts: 3, Switches: 2}, settings{})
+	s2 := fabricsim.SwitchGUID(2)
+	dump := filepath.Join(m.dir, "opensm", "opensm-subnet.lst")
+	if err := m.fabric.Unlink(t.Context(), "S2"); err != nil {
+		t.Fatal(err)
+	}
+	// The dump shows the fabric without S2 once OpenSM swept after the unlink.
+	waitFor(t, "OpenSM's dump without S2", func() bool {
+		data, err := os.ReadFile(dump)
+		return err == nil && strings.Contains(string(data), fabricsim.SwitchGUID(1).String()[2:]) &&
+			!strings.Contains(string(data), "{S2}")
+	})
+	m.confirmSwitches()
+	job := m.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json"))
+	m.waitCompleted(job, nil)
+
+	if err := m.fabric.Relink(t.Context(), "S2"); err != nil {
+		t.Fatal(err)
+	}
+	h1 := m.fabric.Host("H1")
+	job = m.accept("POST", "/cloudx/Port", portBody("8a4f2c6e-1d3b-4e5f-9a7c-6b2d0e1f3a94", netID, vendorClientID(h1.PortGUID)))
+	j := m.waitDescription(job, "switch "+s2.String()+" (S2) is in OpenSM's last sweep but was not confirmed")
+	if j.Status == "Completed" {
+		t.Fatalf("job completed with an unconfirmed switch: %+v", j)
+	}
+	if code, out := m.statusExit(); code == 0 || !strings.Contains(out, s2.String()) {
+		t.Errorf("--status with an unconfirmed switch: exit %d, want non-zero naming %s:\n%s", code, s2, out)
+	}
+	m.confirmSwitches()
+	m.waitCompleted(job, nil)
+}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -24,13 +26,13 @@ import (
 // exitFailed (nothing was judged).
 const (
 	exitAuditBreach   = 6 // a port may reach a partition it must not
-	exitAuditFindings = 7 // ports cut off or unreachable, no breach
+	exitAuditFindings = 7 // ports cut off, unreachable or held alone (a host table that lies), no breach
 )
 
 // auditHelp is --audit's flag help.
 const auditHelp = "read every host port's P_Key table and the switch port facing it, compare them with the recorded state " +
 	"and print a table per partition (--json: as JSON), then exit (0: as recorded, 6: an isolation breach, " +
-	"7: ports cut off or unreachable; docs/isolation-proof.md)"
+	"7: ports cut off, unreachable or held alone; docs/isolation-proof.md)"
 
 // auditReader is the SMP reader of the audit. checkEnforcement is false on
 // the simulated fabric, which keeps no switch port's enforcement bits (they
@@ -160,8 +162,11 @@ func printAudit(w io.Writer, s audit.Summary) error {
 	fmt.Fprintf(w, "findings (%s):\n", kindCounts(s.Counts()))
 	for _, f := range s.Findings {
 		mark := " "
-		if f.Breach() {
+		switch {
+		case f.Breach():
 			mark = "!"
+		case f.HostOnly:
+			mark = "~" // the host's own table lies; its switch port is right: that port held alone
 		}
 		fmt.Fprintf(w, " %s %s: %s\n", mark, f.Kind, f.Text)
 	}
@@ -209,6 +214,9 @@ func readAuditStatus(ctx context.Context, cfg *config.Config, st *store.Store, s
 	if err := json.Unmarshal(last.Summary, &sum); err == nil {
 		a.Counts = sum.Counts()
 	}
+	if cfg.OpenSM.AuditInterval > 0 {
+		s.NotCompleting = append(s.NotCompleting, heldPortLines(sum)...)
+	}
 	if last.Breaches > 0 && cfg.OpenSM.AuditInterval > 0 {
 		s.NotCompleting = append(s.NotCompleting, fmt.Sprintf("the fabric audit of %s found %d isolation breaches "+
 			"(--audit names them); jobs complete once an audit finds the fabric clean",
@@ -229,4 +237,15 @@ func printAuditStatus(w io.Writer, a *AuditStatus) {
 		fmt.Fprintf(w, "last audit:\t%s, revision %d: %d findings (%s), %d breaches\n",
 			a.StartedAt.Format(time.RFC3339), a.Revision, a.Findings, kindCounts(a.Counts), a.Breaches)
 	}
+}
+
+// heldPortLines name the host ports the last audit holds (a host table that
+// lies while its switch port is right): their jobs wait, the fabric's do not.
+func heldPortLines(sum audit.Summary) []string {
+	held := sum.HeldPorts()
+	var lines []string
+	for _, port := range slices.Sorted(maps.Keys(held)) {
+		lines = append(lines, fmt.Sprintf("host port %s is held (its jobs only): %s", port, held[port]))
+	}
+	return lines
 }

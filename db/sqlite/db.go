@@ -63,6 +63,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.deleteAppliesBeforeStmt, err = db.PrepareContext(ctx, deleteAppliesBefore); err != nil {
 		return nil, fmt.Errorf("error preparing query DeleteAppliesBefore: %w", err)
 	}
+	if q.deleteDuplicateGUIDsStmt, err = db.PrepareContext(ctx, deleteDuplicateGUIDs); err != nil {
+		return nil, fmt.Errorf("error preparing query DeleteDuplicateGUIDs: %w", err)
+	}
 	if q.deleteExpectedSwitchesStmt, err = db.PrepareContext(ctx, deleteExpectedSwitches); err != nil {
 		return nil, fmt.Errorf("error preparing query DeleteExpectedSwitches: %w", err)
 	}
@@ -92,6 +95,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.describeOpenJobsStmt, err = db.PrepareContext(ctx, describeOpenJobs); err != nil {
 		return nil, fmt.Errorf("error preparing query DescribeOpenJobs: %w", err)
+	}
+	if q.duplicateGUIDsStmt, err = db.PrepareContext(ctx, duplicateGUIDs); err != nil {
+		return nil, fmt.Errorf("error preparing query DuplicateGUIDs: %w", err)
 	}
 	if q.enforcementErrorsStmt, err = db.PrepareContext(ctx, enforcementErrors); err != nil {
 		return nil, fmt.Errorf("error preparing query EnforcementErrors: %w", err)
@@ -252,6 +258,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.upsertAdoptedPartitionStmt, err = db.PrepareContext(ctx, upsertAdoptedPartition); err != nil {
 		return nil, fmt.Errorf("error preparing query UpsertAdoptedPartition: %w", err)
 	}
+	if q.upsertDuplicateGUIDStmt, err = db.PrepareContext(ctx, upsertDuplicateGUID); err != nil {
+		return nil, fmt.Errorf("error preparing query UpsertDuplicateGUID: %w", err)
+	}
 	if q.upsertEnforcementErrorStmt, err = db.PrepareContext(ctx, upsertEnforcementError); err != nil {
 		return nil, fmt.Errorf("error preparing query UpsertEnforcementError: %w", err)
 	}
@@ -340,6 +349,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing deleteAppliesBeforeStmt: %w", cerr)
 		}
 	}
+	if q.deleteDuplicateGUIDsStmt != nil {
+		if cerr := q.deleteDuplicateGUIDsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing deleteDuplicateGUIDsStmt: %w", cerr)
+		}
+	}
 	if q.deleteExpectedSwitchesStmt != nil {
 		if cerr := q.deleteExpectedSwitchesStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing deleteExpectedSwitchesStmt: %w", cerr)
@@ -388,6 +402,11 @@ func (q *Queries) Close() error {
 	if q.describeOpenJobsStmt != nil {
 		if cerr := q.describeOpenJobsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing describeOpenJobsStmt: %w", cerr)
+		}
+	}
+	if q.duplicateGUIDsStmt != nil {
+		if cerr := q.duplicateGUIDsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing duplicateGUIDsStmt: %w", cerr)
 		}
 	}
 	if q.enforcementErrorsStmt != nil {
@@ -655,6 +674,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing upsertAdoptedPartitionStmt: %w", cerr)
 		}
 	}
+	if q.upsertDuplicateGUIDStmt != nil {
+		if cerr := q.upsertDuplicateGUIDStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing upsertDuplicateGUIDStmt: %w", cerr)
+		}
+	}
 	if q.upsertEnforcementErrorStmt != nil {
 		if cerr := q.upsertEnforcementErrorStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing upsertEnforcementErrorStmt: %w", cerr)
@@ -737,6 +761,7 @@ type Queries struct {
 	countNetworksStmt                 *sql.Stmt
 	deleteAdoptedPartitionStmt        *sql.Stmt
 	deleteAppliesBeforeStmt           *sql.Stmt
+	deleteDuplicateGUIDsStmt          *sql.Stmt
 	deleteExpectedSwitchesStmt        *sql.Stmt
 	deleteFinishedJobsBeforeStmt      *sql.Stmt
 	deleteKubernetesMemberStmt        *sql.Stmt
@@ -747,6 +772,7 @@ type Queries struct {
 	deletePortsOfNetworkStmt          *sql.Stmt
 	deleteSecondSMsStmt               *sql.Stmt
 	describeOpenJobsStmt              *sql.Stmt
+	duplicateGUIDsStmt                *sql.Stmt
 	enforcementErrorsStmt             *sql.Stmt
 	expectedSwitchesStmt              *sql.Stmt
 	failJobStmt                       *sql.Stmt
@@ -800,6 +826,7 @@ type Queries struct {
 	setRevisionStmt                   *sql.Stmt
 	updateSecretStmt                  *sql.Stmt
 	upsertAdoptedPartitionStmt        *sql.Stmt
+	upsertDuplicateGUIDStmt           *sql.Stmt
 	upsertEnforcementErrorStmt        *sql.Stmt
 	upsertKubernetesMemberStmt        *sql.Stmt
 	upsertKubernetesPKeyStmt          *sql.Stmt
@@ -825,6 +852,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		countNetworksStmt:                 q.countNetworksStmt,
 		deleteAdoptedPartitionStmt:        q.deleteAdoptedPartitionStmt,
 		deleteAppliesBeforeStmt:           q.deleteAppliesBeforeStmt,
+		deleteDuplicateGUIDsStmt:          q.deleteDuplicateGUIDsStmt,
 		deleteExpectedSwitchesStmt:        q.deleteExpectedSwitchesStmt,
 		deleteFinishedJobsBeforeStmt:      q.deleteFinishedJobsBeforeStmt,
 		deleteKubernetesMemberStmt:        q.deleteKubernetesMemberStmt,
@@ -835,6 +863,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		deletePortsOfNetworkStmt:          q.deletePortsOfNetworkStmt,
 		deleteSecondSMsStmt:               q.deleteSecondSMsStmt,
 		describeOpenJobsStmt:              q.describeOpenJobsStmt,
+		duplicateGUIDsStmt:                q.duplicateGUIDsStmt,
 		enforcementErrorsStmt:             q.enforcementErrorsStmt,
 		expectedSwitchesStmt:              q.expectedSwitchesStmt,
 		failJobStmt:                       q.failJobStmt,
@@ -888,6 +917,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		setRevisionStmt:                   q.setRevisionStmt,
 		updateSecretStmt:                  q.updateSecretStmt,
 		upsertAdoptedPartitionStmt:        q.upsertAdoptedPartitionStmt,
+		upsertDuplicateGUIDStmt:           q.upsertDuplicateGUIDStmt,
 		upsertEnforcementErrorStmt:        q.upsertEnforcementErrorStmt,
 		upsertKubernetesMemberStmt:        q.upsertKubernetesMemberStmt,
 		upsertKubernetesPKeyStmt:          q.upsertKubernetesPKeyStmt,

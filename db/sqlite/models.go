@@ -32,6 +32,17 @@ type Apply struct {
 	Fabric     string
 }
 
+type DuplicateGuid struct {
+	Fabric      string
+	Guid        string
+	Kind        string
+	Places      string
+	Line        string
+	FirstSeen   time.Time
+	LastSeen    time.Time
+	Occurrences int64
+}
+
 type EnforcementError struct {
 	SwitchGuid  string
 	Port        int64

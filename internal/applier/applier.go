@@ -264,6 +264,9 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 	defer check.Stop()
 	t.pruneJobs(ctx)
 	t.loadAudit(ctx) // audit.go
+	if err := t.gate.duplicates.load(ctx, t.Store); err != nil {
+		t.Log.Error("read the duplicated GUIDs recorded; the log's next entries record them again", "error", err)
+	}
 	retry := time.Duration(0)
 	retriedAtOnce := false
 	var lastStart time.Time // of the last apply
@@ -596,6 +599,9 @@ func (t *term) await(ctx context.Context, run *applyRun, watch *opensm.SweepWatc
 		log.Error("record cleared enforcement; jobs wait", "error", err)
 		return res, false
 	}
+	// And the duplicated GUIDs, or their clearing by a sweep that came up
+	// without one: finish's gate reads what was recorded.
+	t.recordDuplicates(ctx)
 	return res, true
 }
 
@@ -821,8 +827,14 @@ func (t *term) smRunning() bool {
 	return t.SM.WaitReady(now) == nil
 }
 
-// describeWaiting says in the open jobs up to rev why they still wait.
+// describeWaiting says in the open jobs up to rev why they still wait, and
+// names the duplicated GUIDs OpenSM found meanwhile: while one lasts its
+// sweeps never end (duplicates.go).
 func (t *term) describeWaiting(ctx context.Context, rev int64, said string) {
+	t.recordDuplicates(ctx)
+	if dup := t.duplicateReason(); len(dup) > 0 {
+		said += "; " + dup[0].Text
+	}
 	if _, err := t.Store.DescribeOpenJobs(ctx, t.id, rev, said); err != nil {
 		t.Log.Error("describe waiting jobs", "revision", rev, "error", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/audit"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
@@ -54,10 +55,11 @@ type AuditObserver interface {
 
 // auditState is a term's state of the audit.
 type auditState struct {
-	due       <-chan time.Time // the next audit; nil until the first wait
-	reasons   []GateReason     // the last audit's breaches, as gate reasons
-	healed    string           // the cut-off findings the state was last applied again for
-	restarted string           // the cut-off findings OpenSM was last restarted for
+	due       <-chan time.Time       // the next audit; nil until the first wait
+	reasons   []GateReason           // the last audit's breaches, as gate reasons
+	held      map[fabric.GUID]string // the last audit's per-port holds (holds.go)
+	healed    string                 // the cut-off findings the state was last applied again for
+	restarted string                 // the cut-off findings OpenSM was last restarted for
 }
 
 // auditDue fires when the next audit is due; never without an audit. The
@@ -129,6 +131,7 @@ func (t *term) actOnAudit(ctx context.Context, s audit.Summary) {
 	}
 	t.heal(ctx, s)
 	t.audit.reasons = breachReasons(s.Breaches())
+	t.setHeld(s)
 }
 
 // heal applies the state again for ports cut off from their partitions, once
@@ -230,11 +233,24 @@ func AuditRecord(term int64, s audit.Summary) store.Audit {
 	rec := store.Audit{Term: term, Revision: s.Revision, StartedAt: s.Started, Took: s.Took,
 		Findings: int64(len(s.Findings)), Breaches: int64(len(s.Breaches()))}
 	kept := s
-	// Breaches first, so the ones kept are the ones a gate names.
-	kept.Findings = append(s.Breaches(), nonBreaches(s.Findings)...)
+	// Breaches first, so the ones kept are the ones a gate names, then the
+	// per-port holds, which a new term restores too.
+	kept.Findings = append(s.Breaches(), hostOnly(s.Findings, true)...)
+	kept.Findings = append(kept.Findings, hostOnly(nonBreaches(s.Findings), false)...)
 	kept.Findings = kept.Findings[:min(len(kept.Findings), maxRecordedFindings)]
 	rec.Summary, _ = json.Marshal(kept) // of plain values: cannot fail
 	return rec
+}
+
+// hostOnly are the findings whose HostOnly is want.
+func hostOnly(findings []audit.Finding, want bool) []audit.Finding {
+	var out []audit.Finding
+	for _, f := range findings {
+		if f.HostOnly == want {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func nonBreaches(findings []audit.Finding) []audit.Finding {
@@ -264,12 +280,16 @@ func (t *term) loadAudit(ctx context.Context) {
 		t.Log.Error("read the last audit; its breaches are found again by this term's first audit", "error", err)
 		return
 	}
-	if !ok || last.Breaches == 0 {
+	if !ok {
 		return
 	}
 	var s audit.Summary
 	if err := json.Unmarshal(last.Summary, &s); err != nil {
 		t.Log.Error("read the last audit's summary", "error", err)
+	}
+	t.setHeld(s) // holds.go
+	if last.Breaches == 0 {
+		return
 	}
 	t.audit.reasons = breachReasons(s.Breaches())
 	if len(t.audit.reasons) == 0 { // a summary that lost its findings still closes the gate

@@ -84,6 +84,18 @@ func (d deadlineStore) EnforcementErrors(ctx context.Context) ([]store.Enforceme
 	return within(ctx, d, d.Store.EnforcementErrors)
 }
 
+func (d deadlineStore) DuplicateGUIDs(ctx context.Context) ([]store.DuplicateGUID, error) {
+	return within(ctx, d, d.Store.DuplicateGUIDs)
+}
+
+func (d deadlineStore) RecordDuplicateGUIDs(ctx context.Context, term int64, seen []store.DuplicateSighting) error {
+	return d.call(ctx, func(ctx context.Context) error { return d.Store.RecordDuplicateGUIDs(ctx, term, seen) })
+}
+
+func (d deadlineStore) ClearDuplicateGUIDs(ctx context.Context, term int64) (int64, error) {
+	return within(ctx, d, func(ctx context.Context) (int64, error) { return d.Store.ClearDuplicateGUIDs(ctx, term) })
+}
+
 func (d deadlineStore) RecordEnforcementErrors(ctx context.Context, term int64, seen []store.EnforcementSighting) error {
 	return d.call(ctx, func(ctx context.Context) error { return d.Store.RecordEnforcementErrors(ctx, term, seen) })
 }

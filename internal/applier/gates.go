@@ -22,9 +22,12 @@ import (
 //   - an operator has confirmed the fabric's switches (--confirm-switches),
 //   - every confirmed switch is in OpenSM's subnet dump (opensm-subnet.lst, which
 //     OpenSM rewrites at every SUBNET UP): a switch that dropped out of the
-//     fabric may come back without the pkeys of its ports, and
+//     fabric may come back without the pkeys of its ports,
+//   - every switch of that dump was confirmed: a host answering as a switch
+//     makes the switch port facing it an inter-switch link, unenforced,
 //   - no switch port is recorded as having had its enforcement cleared: the
-//     host behind it can reach every partition.
+//     host behind it can reach every partition, and
+//   - no GUID is recorded as found twice (duplicates.go).
 //
 // While a gate is closed the open jobs up to R say why in their description,
 // and the gates are evaluated again at every poll. Once they open, the state
@@ -59,6 +62,14 @@ const (
 	// host that does not enforce partitions (audit.go).
 	GateSwitchNotEnforcing GateKind = "switch_not_enforcing"
 	GateSecondSM           GateKind = "second_subnet_manager" // another SM is master (secondsm.go)
+	// GateUnconfirmedSwitch: OpenSM's last sweep found a switch that was
+	// not confirmed: a host answering NodeInfo as a switch turns the switch
+	// port facing it into an inter-switch link, where no partition is
+	// enforced and nothing is audited.
+	GateUnconfirmedSwitch GateKind = "unconfirmed_switch"
+	// GateDuplicateGUID: OpenSM found a GUID twice on the fabric, a host
+	// presenting another's (duplicates.go).
+	GateDuplicateGUID GateKind = "duplicate_guid"
 )
 
 // GateReason is one reason jobs do not complete now.
@@ -86,12 +97,14 @@ const SwitchesUnchecked = "the expected switches cannot be checked"
 type GateReader interface {
 	ExpectedSwitches(ctx context.Context) ([]store.ExpectedSwitch, error)
 	EnforcementErrors(ctx context.Context) ([]store.EnforcementError, error)
+	DuplicateGUIDs(ctx context.Context) ([]store.DuplicateGUID, error) // duplicates.go
 }
 
 // GateStore is what the applier's gates need of the database.
 type GateStore interface {
 	GateReader
 	RecordEnforcementErrors(ctx context.Context, term int64, seen []store.EnforcementSighting) error
+	DuplicateStore
 	DescribeOpenJobs(ctx context.Context, term, revision int64, description string) (int64, error)
 }
 
@@ -117,11 +130,15 @@ func (g Gates) Closed(ctx context.Context) ([]GateReason, error) {
 	if err != nil {
 		return nil, err
 	}
+	dups, err := g.Store.DuplicateGUIDs(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var dump dumpRead
 	if len(expected) > 0 && g.SubnetDump != "" {
 		dump = g.read()
 	}
-	return g.reasons(store.GateState{Expected: expected, Errors: errs}, dump), nil
+	return append(g.reasons(store.GateState{Expected: expected, Errors: errs}, dump), duplicateReasons(dups)...), nil
 }
 
 // read reads the subnet dump, through Dump when there is one.
@@ -176,11 +193,30 @@ func (g Gates) missingSwitches(expected []store.ExpectedSwitch, dump dumpRead) [
 	for _, sw := range dump.topo.Switches() {
 		present[sw.GUID.String()] = true
 	}
+	confirmed := map[string]bool{}
 	var reasons []GateReason
 	for _, sw := range expected {
+		confirmed[sw.GUID.String()] = true
 		if !present[sw.GUID.String()] {
 			reasons = append(reasons, GateReason{GateSwitchMissing, fmt.Sprintf(
 				"expected switch %s (%s) is missing from OpenSM's last sweep", sw.GUID, sw.Description)})
+		}
+	}
+	return append(reasons, unconfirmedSwitches(dump.topo, confirmed)...)
+}
+
+// unconfirmedSwitches names the switches of the dump that were not
+// confirmed: a host that answers NodeInfo as a switch makes the switch port
+// facing it an inter-switch link, which enforces nothing and is not audited,
+// so its tenant could reach every partition. A switch really added closes the
+// gate too, until an operator confirms the new set (--confirm-switches).
+func unconfirmedSwitches(topo *topology.Topology, confirmed map[string]bool) []GateReason {
+	var reasons []GateReason
+	for _, sw := range topo.Switches() {
+		if !confirmed[sw.GUID.String()] {
+			reasons = append(reasons, GateReason{GateUnconfirmedSwitch, fmt.Sprintf(
+				"switch %s (%s) is in OpenSM's last sweep but was not confirmed: a host answering as a switch, "+
+					"or a switch added; check it, then --confirm-switches", sw.GUID, sw.Description)})
 		}
 	}
 	return reasons
@@ -210,8 +246,9 @@ func (t *term) readDump() dumpRead {
 // gatekeeper is a term's state of the gates.
 type gatekeeper struct {
 	enforcement enforcementLog
-	blocked     int64  // revision proven applied whose jobs wait for the gates; 0: none
-	said        string // the reasons last logged and written into the jobs
+	duplicates  duplicateLog // duplicates.go
+	blocked     int64        // revision proven applied whose jobs wait for the gates; 0: none
+	said        string       // the reasons last logged and written into the jobs
 	// reopened: the gates opened while jobs waited; the next apply's sweep
 	// completes them.
 	reopened bool
@@ -229,7 +266,7 @@ func (t *term) startLog(suspect string, dbTimeout time.Duration) error {
 		return fmt.Errorf("OpenSM log: %w", err)
 	}
 	t.gate = &gatekeeper{}
-	handlers := []func(opensm.Entry){t.gate.enforcement.observe}
+	handlers := []func(opensm.Entry){t.gate.enforcement.observe, t.gate.duplicates.observe}
 	if t.Lease != nil {
 		t.freeze = newFreezeWatch(t.Lease, suspect, dbTimeout)
 		handlers = append(handlers, t.freeze.observe)
@@ -273,6 +310,7 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, p
 	open := func(gs store.GateState) bool {
 		reasons = gates.reasons(gs, dump)
 		reasons = append(reasons, t.auditReasons()...) // audit.go
+		reasons = append(reasons, t.duplicateReason()...)
 		if frozen != "" && !reapply {
 			reasons = append(reasons, GateReason{GateFrozen, frozen})
 		}
@@ -396,6 +434,7 @@ func (t *term) scanEnforcement(ctx context.Context) {
 	if err := t.recordEnforcement(ctx); err != nil {
 		t.Log.Error("record cleared enforcement", "error", err)
 	}
+	t.recordDuplicates(ctx)
 }
 
 // EnforcementRecorder records what the log said.

@@ -210,4 +210,17 @@ func TestGatesClosed(t *testing.T) {
 	if reasons, err = g.Closed(ctx); err != nil || !slices.Equal(reasons, []GateReason{want}) {
 		t.Errorf("S2 gone: %q, %v; want %q", reasons, err, want)
 	}
+	// Only S1 confirmed, and S2 in the sweep: a switch nobody confirmed (a
+	// host answering NodeInfo as one looks the same) closes its own gate.
+	if err := s.ConfirmSwitches(ctx, []store.ExpectedSwitch{{GUID: 0x0002c90300f00001, Description: "S1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dump, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reasons, err = g.Closed(ctx)
+	if err != nil || len(reasons) != 1 || reasons[0].Kind != GateUnconfirmedSwitch ||
+		!strings.HasPrefix(reasons[0].Text, "switch 0x0002c90300f00002 (S2) is in OpenSM's last sweep but was not confirmed") {
+		t.Errorf("S2 unconfirmed: %q, %v; want the gate unconfirmed_switch naming it", reasons, err)
+	}
 }

@@ -391,7 +391,7 @@ func (t *term) judgeProof(ctx context.Context, run *applyRun, jobs []store.OpenJ
 	var waiting []string // the reasons of the jobs that wait
 	for _, j := range jobs {
 		wants, note := t.notAPort(run, j, byJob[j.ID])
-		reasons := jobReasons(wants, verdicts)
+		reasons := append(jobReasons(wants, verdicts), t.heldReasons(wants)...) // holds.go
 		if len(reasons) == 0 {
 			proven.Jobs = append(proven.Jobs, j.ID)
 			if note != "" {

@@ -33,11 +33,19 @@ type Finding struct {
 	Want string `json:"want,omitempty"`
 	Got  string `json:"got,omitempty"`
 	Text string `json:"text"`
+	// HostOnly: a breach on the host port's own table while the switch port
+	// facing it is right and enforces (ClassifyHostOnly): it holds that
+	// port's jobs only, not the fabric's.
+	HostOnly bool `json:"host_only,omitempty"`
 }
 
 // Breach says whether the finding lets a port reach a partition it must not:
-// jobs do not complete while one stands.
+// no job of the fabric completes while one stands. A HostOnly finding is
+// none: the switch stops what the host's table claims.
 func (f Finding) Breach() bool {
+	if f.HostOnly {
+		return false
+	}
 	switch f.Kind {
 	case ForeignPKey, NotEnforcing:
 		return true
@@ -55,7 +63,7 @@ func (f Finding) Heals() bool {
 	case MissingPKey:
 		return true
 	case WrongMembership:
-		return !f.Breach()
+		return f.Got != pkeyread.Full.String() // limited where full is recorded, a HostOnly full one aside
 	}
 	return false
 }

@@ -21,10 +21,11 @@ type findingJSON struct {
 	Want       string `json:"want,omitempty"`
 	Got        string `json:"got,omitempty"`
 	Text       string `json:"text"`
+	HostOnly   bool   `json:"host_only,omitempty"`
 }
 
 func (f Finding) MarshalJSON() ([]byte, error) {
-	j := findingJSON{Kind: f.Kind, Owner: f.Owner, Want: f.Want, Got: f.Got, Text: f.Text}
+	j := findingJSON{Kind: f.Kind, Owner: f.Owner, Want: f.Want, Got: f.Got, Text: f.Text, HostOnly: f.HostOnly}
 	if f.Port != 0 {
 		j.Port = f.Port.String()
 	}
@@ -42,7 +43,7 @@ func (f *Finding) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &j); err != nil {
 		return err
 	}
-	*f = Finding{Kind: j.Kind, Owner: j.Owner, Want: j.Want, Got: j.Got, Text: j.Text}
+	*f = Finding{Kind: j.Kind, Owner: j.Owner, Want: j.Want, Got: j.Got, Text: j.Text, HostOnly: j.HostOnly}
 	var err error
 	if j.Port != "" {
 		if f.Port, err = fabric.ParseGUID(j.Port); err != nil {

@@ -55,6 +55,7 @@ func Run(ctx context.Context, in Input) (Summary, error) {
 	if in.CheckEnforcement {
 		s.Findings = append(s.Findings, enforcement(ctx, in.Reader, targets)...)
 	}
+	s.Findings = ClassifyHostOnly(s.Findings, switchSides(results))
 	s.Ports = len(ports)
 	for _, r := range results {
 		if r.Err == nil {
@@ -118,4 +119,19 @@ func enforcement(ctx context.Context, r *pkeyread.Reader, targets []pkeyread.Tar
 		}
 	}
 	return CompareEnforcement(facing, r.ReadPortInfo(ctx, ports))
+}
+
+// switchSides says which host ports had the switch port facing them read.
+// Its enforcement is known from the findings: with CheckEnforcement each such
+// switch port's PortInfo was read too, and one that does not enforce, or
+// could not be read, is a finding about that host port; without it the
+// fabric does not report the bits (see SwitchSide.Enforcing).
+func switchSides(results []pkeyread.Result) map[fabric.GUID]SwitchSide {
+	sides := map[fabric.GUID]SwitchSide{}
+	for _, r := range results {
+		if r.Err == nil && r.SwitchPKeys != nil {
+			sides[r.Target.Port] = SwitchSide{Read: true, Enforcing: true}
+		}
+	}
+	return sides
 }

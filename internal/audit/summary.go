@@ -49,6 +49,18 @@ func (s Summary) Breaches() []Finding {
 	return out
 }
 
+// HeldPorts are the host ports of the HostOnly findings, each with the
+// first such finding's text: their jobs are held, the fabric's are not.
+func (s Summary) HeldPorts() map[fabric.GUID]string {
+	held := map[fabric.GUID]string{}
+	for _, f := range s.Findings {
+		if _, seen := held[f.Port]; f.HostOnly && !seen {
+			held[f.Port] = f.Text
+		}
+	}
+	return held
+}
+
 // Heals says whether applying the state again would repair a finding.
 func (s Summary) Heals() bool {
 	for _, f := range s.Findings {

@@ -13,6 +13,7 @@ type auditMetrics struct {
 	duration    *prometheus.HistogramVec
 	findings    *prometheus.GaugeVec
 	breaches    *prometheus.GaugeVec
+	heldPorts   *prometheus.GaugeVec
 	lastSuccess *prometheus.GaugeVec
 }
 
@@ -42,6 +43,10 @@ func newAuditMetrics(reg *prometheus.Registry) *auditMetrics {
 			Namespace: Namespace, Name: "audit_breaches",
 			Help: "Findings of the last audit that let a port reach a partition it must not; while above 0 no job of the fabric completes.",
 		}, []string{FabricLabel}),
+		heldPorts: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: Namespace, Name: "audit_held_port",
+			Help: "1 for each host port whose own P_Key table the last audit found lying while the switch port facing it is right and enforces: that port's jobs are held, not the fabric's.",
+		}, []string{FabricLabel, "port"}),
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: Namespace, Name: "audit_last_success_timestamp_seconds",
 			Help: "When the last audit that judged the fabric finished, in seconds since the epoch (whatever it found).",
@@ -52,7 +57,7 @@ func newAuditMetrics(reg *prometheus.Registry) *auditMetrics {
 }
 
 func (a *auditMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{a.runs, a.duration, a.findings, a.breaches, a.lastSuccess}
+	return []prometheus.Collector{a.runs, a.duration, a.findings, a.breaches, a.heldPorts, a.lastSuccess}
 }
 
 // fabricAudit is one fabric's audit series.
@@ -60,6 +65,7 @@ type fabricAudit struct {
 	name        string
 	runs        *prometheus.CounterVec // curried with the fabric
 	findings    *prometheus.GaugeVec   // all fabrics': leading deletes only this one's
+	heldPorts   *prometheus.GaugeVec   // all fabrics', as findings
 	duration    prometheus.Observer
 	breaches    prometheus.Gauge
 	lastSuccess prometheus.Gauge
@@ -72,6 +78,7 @@ func (a *auditMetrics) fabric(name string) fabricAudit {
 		name:        name,
 		runs:        a.runs.MustCurryWith(prometheus.Labels{FabricLabel: name}),
 		findings:    a.findings,
+		heldPorts:   a.heldPorts,
 		duration:    a.duration.WithLabelValues(name),
 		breaches:    a.breaches.WithLabelValues(name),
 		lastSuccess: a.lastSuccess.WithLabelValues(name),
@@ -97,6 +104,10 @@ func (f *Fabric) AuditFinished(s audit.Summary, err error) {
 		a.findings.WithLabelValues(a.name, string(k)).Set(float64(counts[k]))
 	}
 	a.breaches.Set(float64(len(s.Breaches())))
+	a.heldPorts.DeletePartialMatch(prometheus.Labels{FabricLabel: a.name})
+	for port := range s.HeldPorts() {
+		a.heldPorts.WithLabelValues(a.name, port.String()).Set(1)
+	}
 	a.lastSuccess.Set(float64(s.Started.Add(s.Took).UnixNano()) / 1e9)
 }
 
@@ -107,6 +118,7 @@ func (f *Fabric) AuditFinished(s audit.Summary, err error) {
 func (a fabricAudit) leading(term int64) {
 	if term == 0 {
 		a.findings.DeletePartialMatch(prometheus.Labels{FabricLabel: a.name})
+		a.heldPorts.DeletePartialMatch(prometheus.Labels{FabricLabel: a.name})
 		a.breaches.Set(0)
 	}
 }

@@ -117,7 +117,7 @@ func TestStateOnTheLeader(t *testing.T) {
 	m.Registry().MustRegister(&State{Fabric: f, DB: db, SM: fakeSM{running: true},
 		Gates: fakeGates{{Kind: applier.GateNoExpectedSwitches, Text: applier.NoExpectedSwitches},
 			{Kind: applier.GateSwitchMissing, Text: "expected switch 0x2 (S2) is missing from OpenSM's last sweep"},
-			{Kind: applier.GateFrozen, Text: "Frozen: check host-a pid 1"}},
+			{Kind: applier.GateDuplicateGUID, Text: "OpenSM found a GUID twice: node GUID 0x0002c90300000100"}},
 		Ready: func(context.Context) bool { return true }})
 	f.Leading(3)
 	f.ApplyFinished("applied", 2*time.Second)
@@ -145,7 +145,7 @@ func TestStateOnTheLeader(t *testing.T) {
 		"afm_gate_closed": {
 			def + ",gate=no_expected_switches,reason=" + applier.NoExpectedSwitches:                          1,
 			def + ",gate=switch_missing,reason=expected switch 0x2 (S2) is missing from OpenSM's last sweep": 1,
-			def + ",gate=frozen,reason=Frozen: check host-a pid 1":                                           1,
+			def + ",gate=duplicate_guid,reason=OpenSM found a GUID twice: node GUID 0x0002c90300000100":      1,
 		},
 		"afm_applies_total":                {def + ",outcome=applied": 1},
 		"afm_apply_duration_seconds":       {def + ",outcome=applied": 1},

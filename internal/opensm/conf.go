@@ -46,6 +46,10 @@ type ConfOptions struct {
 // with no unauthenticated console (daemon, console). accum_log_file FALSE would
 // truncate the log at every start, under the follower's feet. dump_files_dir is
 // where the switches the gates compare with the confirmed ones are read.
+// exit_on_fatal FALSE keeps OpenSM master through the faults a host can
+// provoke (a duplicated GUID): exiting would leave the subnet without its SM
+// until the supervisor restarts it into the same fault, and the manager names
+// the fault in a gate instead (docs/opensm-hardening.md has the figures).
 var OwnedOptions = []string{
 	"partition_config_file",
 	"log_file",
@@ -55,6 +59,7 @@ var OwnedOptions = []string{
 	"console",
 	"accum_log_file",
 	"dump_files_dir",
+	"exit_on_fatal",
 }
 
 // unparsableOptions would change the log lines this package reads: log_prefix
@@ -114,6 +119,7 @@ func RenderConf(o ConfOptions) ([]byte, error) {
 		{"accum_log_file", "TRUE"},
 		{"daemon", "FALSE"},
 		{"console", "off"},
+		{"exit_on_fatal", "FALSE"},
 	}
 	for _, kv := range owned[:3] {
 		if kv.Value == "" {

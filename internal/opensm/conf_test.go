@@ -64,6 +64,8 @@ func TestRenderConfOwnedValues(t *testing.T) {
 		"console":                 "off",
 		"log_flags":               "0x03",
 		"dump_files_dir":          o.DumpFilesDir,
+		// A host presenting a duplicated GUID must not stop the SM.
+		"exit_on_fatal": "FALSE",
 	}
 	opts := options(t, got)
 	for key, value := range want {

@@ -71,6 +71,20 @@ type UpsertKubernetesMemberParams struct {
 	Fabric     string
 }
 
+// UpsertDuplicateGUIDParams are UpsertDuplicateGUID's arguments: a GUID
+// OpenSM found twice, Occurrences more times, recorded if Term is still the
+// current term.
+type UpsertDuplicateGUIDParams struct {
+	Fabric      string
+	GUID        string
+	Kind        string
+	Places      string
+	Line        string
+	Now         time.Time
+	Occurrences int64
+	Term        int64
+}
+
 // UpsertEnforcementErrorParams are UpsertEnforcementError's arguments: an
 // error a switch port reported, recorded if Term is still the current term.
 type UpsertEnforcementErrorParams struct {

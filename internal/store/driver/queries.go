@@ -36,8 +36,10 @@ type Queries interface {
 	DeleteNetwork(ctx context.Context, fabric string, id string) (int64, error)
 	DeletePort(ctx context.Context, fabric string, id string) (int64, error)
 	DeletePortsOfNetwork(ctx context.Context, fabric string, networkID string) (int64, error)
+	DeleteDuplicateGUIDs(ctx context.Context, fabric string, term int64) (int64, error)
 	DeleteSecondSMs(ctx context.Context, fabric string, term int64) (int64, error)
 	DescribeOpenJobs(ctx context.Context, fabric string, reason string, now time.Time, revision int64, term int64) (int64, error)
+	DuplicateGUIDs(ctx context.Context, fabric string) ([]DuplicateGUID, error)
 	EnforcementErrors(ctx context.Context, fabric string) ([]EnforcementError, error)
 	ExpectedSwitches(ctx context.Context, fabric string) ([]ExpectedSwitch, error)
 	FailJob(ctx context.Context, fabric string, error string, now *time.Time, jobID int64, term int64) (int64, error)
@@ -106,6 +108,7 @@ type Queries interface {
 	SecondSMs(ctx context.Context, fabric string) ([]SecondSubnetManager, error)
 	SetRevision(ctx context.Context, fabric string, revision int64) error
 	UpdateSecret(ctx context.Context, fabric string, value string, name string) error
+	UpsertDuplicateGUID(ctx context.Context, arg UpsertDuplicateGUIDParams) (int64, error)
 	UpsertEnforcementError(ctx context.Context, arg UpsertEnforcementErrorParams) (int64, error)
 	// UpsertLastAudit records a as the last audit if its Term is still the
 	// current term.

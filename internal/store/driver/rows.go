@@ -26,6 +26,18 @@ type Apply struct {
 	Fabric     string
 }
 
+// DuplicateGUID is a GUID OpenSM found twice on the fabric.
+type DuplicateGUID struct {
+	Fabric      string
+	Guid        string
+	Kind        string
+	Places      string
+	Line        string
+	FirstSeen   time.Time
+	LastSeen    time.Time
+	Occurrences int64
+}
+
 // EnforcementError is one pkey enforcement error a switch port reported.
 type EnforcementError struct {
 	SwitchGuid  string

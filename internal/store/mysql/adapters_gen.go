@@ -58,8 +58,17 @@ func (q queries) DeletePortsOfNetwork(ctx context.Context, fabric string, networ
 	return q.Queries.DeletePortsOfNetwork(ctx, mysqldb.DeletePortsOfNetworkParams{NetworkID: networkID, Fabric: fabric})
 }
 
+func (q queries) DeleteDuplicateGUIDs(ctx context.Context, fabric string, term int64) (int64, error) {
+	return q.Queries.DeleteDuplicateGUIDs(ctx, mysqldb.DeleteDuplicateGUIDsParams{Fabric: fabric, Term: term})
+}
+
 func (q queries) DeleteSecondSMs(ctx context.Context, fabric string, term int64) (int64, error) {
 	return q.Queries.DeleteSecondSMs(ctx, mysqldb.DeleteSecondSMsParams{Fabric: fabric, Term: term})
+}
+
+func (q queries) DuplicateGUIDs(ctx context.Context, fabric string) ([]driver.DuplicateGUID, error) {
+	rs, err := q.Queries.DuplicateGUIDs(ctx, fabric)
+	return driver.Convert(rs, func(r mysqldb.DuplicateGuid) driver.DuplicateGUID { return driver.DuplicateGUID(r) }), err
 }
 
 func (q queries) EnforcementErrors(ctx context.Context, fabric string) ([]driver.EnforcementError, error) {
@@ -279,6 +288,10 @@ func (q queries) SetRevision(ctx context.Context, fabric string, revision int64)
 
 func (q queries) UpdateSecret(ctx context.Context, fabric string, value string, name string) error {
 	return q.Queries.UpdateSecret(ctx, mysqldb.UpdateSecretParams{Value: value, Fabric: fabric, Name: name})
+}
+
+func (q queries) UpsertDuplicateGUID(ctx context.Context, arg driver.UpsertDuplicateGUIDParams) (int64, error) {
+	return q.Queries.UpsertDuplicateGUID(ctx, mysqldb.UpsertDuplicateGUIDParams{Fabric: arg.Fabric, Guid: arg.GUID, Kind: arg.Kind, Places: arg.Places, Line: arg.Line, Now: arg.Now, Occurrences: arg.Occurrences, Term: arg.Term})
 }
 
 func (q queries) UpsertEnforcementError(ctx context.Context, arg driver.UpsertEnforcementErrorParams) (int64, error) {

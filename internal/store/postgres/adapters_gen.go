@@ -48,6 +48,11 @@ func (q queries) DescribeOpenJobs(ctx context.Context, fabric string, reason str
 	return q.Queries.DescribeOpenJobs(ctx, reason, now, fabric, revision, term)
 }
 
+func (q queries) DuplicateGUIDs(ctx context.Context, fabric string) ([]driver.DuplicateGUID, error) {
+	rs, err := q.Queries.DuplicateGUIDs(ctx, fabric)
+	return driver.Convert(rs, func(r pgdb.DuplicateGuid) driver.DuplicateGUID { return driver.DuplicateGUID(r) }), err
+}
+
 func (q queries) EnforcementErrors(ctx context.Context, fabric string) ([]driver.EnforcementError, error) {
 	rs, err := q.Queries.EnforcementErrors(ctx, fabric)
 	return driver.Convert(rs, func(r pgdb.EnforcementError) driver.EnforcementError { return driver.EnforcementError(r) }), err
@@ -265,6 +270,10 @@ func (q queries) SetRevision(ctx context.Context, fabric string, revision int64)
 
 func (q queries) UpdateSecret(ctx context.Context, fabric string, value string, name string) error {
 	return q.Queries.UpdateSecret(ctx, value, fabric, name)
+}
+
+func (q queries) UpsertDuplicateGUID(ctx context.Context, arg driver.UpsertDuplicateGUIDParams) (int64, error) {
+	return q.Queries.UpsertDuplicateGUID(ctx, arg.Fabric, arg.GUID, arg.Kind, arg.Places, arg.Line, arg.Now, arg.Occurrences, arg.Term)
 }
 
 func (q queries) UpsertEnforcementError(ctx context.Context, arg driver.UpsertEnforcementErrorParams) (int64, error) {

@@ -87,6 +87,7 @@ func Run(t *testing.T, engine string) {
 	tests = append(tests, auditTests...)
 	tests = append(tests, secondSMTests...)
 	tests = append(tests, placesTests...)
+	tests = append(tests, duplicateTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -280,3 +280,30 @@ func TestFabricsMigration(t *testing.T) {
 		}
 	})
 }
+
+// TestDuplicateGUIDsMigration: a database of schema version 13 upgrades to
+// the duplicated GUIDs' table, which takes a record; 00015 goes down (the
+// table gone, the leadership kept) and up again, with nothing recorded.
+// (00014 is another change's; the down runs past it to 13.)
+func TestDuplicateGUIDsMigration(t *testing.T) {
+	atVersion(t, 13, func(ctx context.Context, t *testing.T, d Database, db *sql.DB, p *goose.Provider) {
+		s := OpenDatabase(t, d) // migrates to the latest version
+		term, err := s.NewTerm(ctx, "leader")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RecordDuplicateGUIDs(ctx, term, []store.DuplicateSighting{clonedH1}); err != nil {
+			t.Fatal(err)
+		}
+		downAndUp(ctx, t, p, 13, func() {
+			wantRows(ctx, t, db, "leadership", 1)
+			var n int
+			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM duplicate_guids`).Scan(&n); err == nil {
+				t.Error("after 00015's down duplicate_guids is still there")
+			}
+		})
+		if list, err := s.DuplicateGUIDs(ctx); err != nil || len(list) != 0 {
+			t.Errorf("duplicated GUIDs after 00015 up again = %v, %v", list, err)
+		}
+	})
+}

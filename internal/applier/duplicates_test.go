@@ -1,0 +1,99 @@
+package applier
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm/opensmtest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+)
+
+// The duplicate recorder, fed by a tail with pieces of a real log (a node
+// GUID cloned, testdata/duplicates: dup.log is one ERR 0D01 entry, start.log
+// a heavy sweep's start, up.log its SUBNET UP): it records a GUID once a
+// read, summed; clears it after a heavy sweep that came up without one; and
+// keeps it after a sweep that came up with one.
+func TestDuplicateRecorder(t *testing.T) {
+	piece := func(name string) string {
+		data, err := os.ReadFile(filepath.Join("testdata", "duplicates", name+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	s := storetest.Open(t, config.EngineSQLite)
+	log := slog.New(slog.DiscardHandler)
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	opensmtest.AppendLog(t, path, "")
+	term, err := s.NewTerm(t.Context(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found duplicateLog
+	tail, err := opensm.OpenTail(path, opensm.Position{}, found.observe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tail.Close()
+
+	const clone = "node GUID 0x0002c90300000100 behind switch ports 0x0002c90300f00001:2 and 0x0002c90300f00001:3"
+	steps := []struct {
+		name   string
+		pieces []string
+		count  int64 // of the GUID's row; 0: none
+	}{
+		{"nothing yet", nil, 0},
+		{"one entry", []string{"dup"}, 1},
+		{"the loop: a start and an entry, twice", []string{"start", "dup", "start", "dup"}, 3},
+		{"a sweep with the clone comes up anyway", []string{"start", "dup", "up"}, 4},
+		{"a sweep without it comes up", []string{"start", "up"}, 0},
+		{"seen again after", []string{"start", "dup"}, 1},
+		{"a SUBNET UP from before the sweep's start is no sweep without it", []string{"up"}, 1},
+	}
+	for _, st := range steps {
+		var add strings.Builder
+		for _, p := range st.pieces {
+			add.WriteString(piece(p))
+		}
+		// A neutral line ends the last entry, as OpenSM's next line would.
+		add.WriteString("Dec 06 04:00:11 000001 [ECA676C0] 0x02 -> osm_ucast_mgr_process: minhop tables configured on all switches\n")
+		opensmtest.AppendLog(t, path, add.String())
+		if err := tail.Pump(); err != nil {
+			t.Fatal(err)
+		}
+		if err := found.record(t.Context(), term, s, log); err != nil {
+			t.Fatalf("%s: record: %v", st.name, err)
+		}
+		got, err := s.DuplicateGUIDs(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		reasons := duplicateReasons(found.view())
+		switch {
+		case st.count == 0 && (len(got) != 0 || len(reasons) != 0):
+			t.Fatalf("%s: recorded %+v, reasons %v; want none", st.name, got, reasons)
+		case st.count == 0:
+		case len(got) != 1 || got[0].Count != st.count:
+			t.Fatalf("%s: recorded %+v; want the clone, %d entries", st.name, got, st.count)
+		case len(reasons) != 1 || reasons[0].Kind != GateDuplicateGUID || !strings.Contains(reasons[0].Text, clone):
+			t.Fatalf("%s: reasons %+v; want duplicate_guid naming %q", st.name, reasons, clone)
+		}
+	}
+	// Gates.Closed, which --status and the metrics evaluate, names it too.
+	reasons, err := Gates{Store: s}.Closed(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var named bool
+	for _, r := range reasons {
+		named = named || r.Kind == GateDuplicateGUID && strings.Contains(r.Text, clone)
+	}
+	if !named {
+		t.Errorf("Gates.Closed = %+v; want the duplicate named", reasons)
+	}
+}

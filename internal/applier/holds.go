@@ -1,0 +1,52 @@
+package applier
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/audit"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
+)
+
+// Per-port holds: a host port whose own P_Key table lies (another tenant's
+// pkey, a full membership where the state says limited) while the switch
+// port facing it holds only the host's recorded pkeys and enforces
+// (audit.ClassifyHostOnly). The switch stops whatever the host's table
+// claims, so the fabric-wide gate stays open; only the jobs with a place on
+// that port are held: the read-back proof (readback.go) finds such a place
+// unproven, with the audit's text as the reason, until an audit finds the
+// port's table right again. The holds are the last audit's, kept in its
+// record (last_audit), so a new term, or a new leader, restores them
+// (loadAudit); --status and afm_audit_held_port name the ports.
+
+// heldPorts are the host ports held now, each with the reason.
+func (t *term) heldPorts() map[fabric.GUID]string { return t.audit.held }
+
+// setHeld takes the holds of an audit's summary, and logs what changed.
+func (t *term) setHeld(s audit.Summary) {
+	held := s.HeldPorts()
+	for _, port := range slices.Sorted(maps.Keys(held)) {
+		if _, was := t.audit.held[port]; !was {
+			t.Log.Error("audit: a host's own P_Key table lies while its switch port is right; holding that port's jobs only",
+				"port", port, "finding", held[port])
+		}
+	}
+	for _, port := range slices.Sorted(maps.Keys(t.audit.held)) {
+		if _, still := held[port]; !still {
+			t.Log.Info("audit: the host port's table is right again; its jobs are no longer held", "port", port)
+		}
+	}
+	t.audit.held = held
+}
+
+// heldReasons are the reasons the wants on held ports are unproven.
+func (t *term) heldReasons(wants []pkeyread.Want) []string {
+	var reasons []string
+	for _, w := range wants {
+		if why, ok := t.heldPorts()[w.Port]; ok {
+			reasons = append(reasons, "port "+w.Port.String()+" is held: "+why)
+		}
+	}
+	return slices.Compact(reasons)
+}
