@@ -34,6 +34,7 @@ type fakeSMPPort struct {
 	masterLID uint16           // PortInfo.MasterSMLID
 	sm        *pkeyread.SMInfo // the SM behind the port; nil: none
 	answersAs fabric.GUID      // NodeInfo's port GUID when another port took the LID; 0: guid
+	protect   uint8            // PortInfo.M_KeyProtectBits: 2, the hardening's; 0, none (the simulator's)
 }
 
 // The ports of copySubnetDump's fabric, by LID: this manager's OpenSM's
@@ -46,13 +47,14 @@ const (
 )
 
 // newFakeSMPFabric is copySubnetDump's fabric with this manager's OpenSM
-// MASTER on its port and every port's MasterSMLID naming it.
+// MASTER on its port and every port's MasterSMLID naming it, every port
+// under M_Key protection (level 2, the hardening's).
 func newFakeSMPFabric() *fakeSMPFabric {
 	f := &fakeSMPFabric{ports: map[uint16]*fakeSMPPort{}}
-	f.ports[smpOwnLID] = &fakeSMPPort{guid: ownSMGUID, masterLID: smpOwnLID,
+	f.ports[smpOwnLID] = &fakeSMPPort{guid: ownSMGUID, masterLID: smpOwnLID, protect: 2,
 		sm: &pkeyread.SMInfo{GUID: ownSMGUID, Priority: 1, State: pkeyread.SMMaster}}
 	for i, g := range []fabric.GUID{0x0002c90300000101, 0x0002c90300000201, tenantGUID, 0x0002c90300000401, 0x0002c90300000501} {
-		f.ports[uint16(3+i)] = &fakeSMPPort{guid: g, masterLID: smpOwnLID}
+		f.ports[uint16(3+i)] = &fakeSMPPort{guid: g, masterLID: smpOwnLID, protect: 2}
 	}
 	return f
 }
@@ -131,6 +133,7 @@ func (f *fakeSMPFabric) Send(ctx context.Context, lid uint16, mad []byte) ([]byt
 			capabilities |= 1 << 1 // IsSM
 		}
 		binary.BigEndian.PutUint32(data[20:], capabilities)
+		data[34] = port.protect << 6
 	case 0x0020: // SMInfo
 		if port.sm == nil {
 			binary.BigEndian.PutUint16(answer[4:], 3<<2) // method and attribute not supported
@@ -142,4 +145,14 @@ func (f *fakeSMPFabric) Send(ctx context.Context, lid uint16, mad []byte) ([]byt
 		binary.BigEndian.PutUint16(answer[4:], 3<<2)
 	}
 	return answer, nil
+}
+
+// unprotect takes the M_Key protection off every port, as the simulator
+// reports it (it ignores M_Keys).
+func (f *fakeSMPFabric) unprotect() {
+	f.set(func(ports map[uint16]*fakeSMPPort) {
+		for _, p := range ports {
+			p.protect = 0
+		}
+	})
 }

@@ -115,6 +115,8 @@ type smLook struct {
 	sms     []pkeyread.SMInfo
 	// masterLIDs counts the host ports by the MasterSMLID each names.
 	masterLIDs map[uint16]int
+	// unprotected counts the host ports without M_Key protection.
+	unprotected int
 }
 
 // look reads the subnet managers once, on a connection of its own: the
@@ -164,7 +166,7 @@ func (w *secondSMWatch) lookAt(ctx context.Context, lid uint16, ports []pkeyread
 		return l, fmt.Errorf("the scan of the host ports' subnet managers ended after %d of %d ports: %w",
 			len(ports)-scan.Unread, len(ports), err)
 	}
-	l.sms, l.masterLIDs = scan.SMs, scan.MasterLIDs
+	l.sms, l.masterLIDs, l.unprotected = scan.SMs, scan.MasterLIDs, scan.Unprotected
 	return l, nil
 }
 
@@ -233,12 +235,15 @@ func judgeMasters(l smLook, own fabric.GUID) smVerdict {
 // mastersPorts says whether sm, MASTER behind a host port while the own port
 // names this OpenSM (or no master), is master over ports: the own port's
 // MasterSMLID names no SM of this manager's, this OpenSM is no longer
-// master, or a host port's MasterSMLID names sm.
+// master, a host port's MasterSMLID names sm, or a host port has no M_Key
+// protection: sm may program that one without ever rewriting its
+// MasterSMLID (OpenSM leaves a MasterSMLID it finds set; measured on the
+// simulated fabric, which ignores M_Keys and reports none).
 func mastersPorts(l smLook, sm pkeyread.SMInfo) bool {
 	m := l.masters
 	return m.MasterLID != 0 && m.MasterLID != m.OwnLID ||
 		m.Own.State == pkeyread.SMStandby || m.Own.State == pkeyread.SMNotActive ||
-		l.masterLIDs[sm.LID] > 0
+		l.masterLIDs[sm.LID] > 0 || l.unprotected > 0
 }
 
 func smRecord(sm, own pkeyread.SMInfo) store.SecondSM {

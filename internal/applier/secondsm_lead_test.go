@@ -197,6 +197,24 @@ func TestLeadTenantSMMasterOfNothingHoldsNothing(t *testing.T) {
 	}
 }
 
+// Without M_Key protection on the ports (the simulator reports none: it
+// ignores M_Keys), a tenant's SM can program them without rewriting their
+// MasterSMLID: it is a second SM, and the job waits.
+func TestLeadTenantSMOnUnprotectedPortsHoldsJobs(t *testing.T) {
+	r := newSecondSMRig(t)
+	r.smp.unprotect()
+	_, end := r.lead()
+	defer end()
+	r.wait(r.network(netA, 101), store.StatusCompleted)
+	master := pkeyread.SMMaster
+	r.smp.tenantSM(&master, false)
+	j := r.port("p1", netA, guidA)
+	r.waitDescribed(j, "Second subnet manager: port "+tenantGUID.String())
+	if foreign, err := r.st.ForeignSMs(t.Context()); err != nil || len(foreign) != 0 {
+		t.Errorf("foreign SMs %+v, %v; want none: it may program the ports", foreign, err)
+	}
+}
+
 // When the look before a sweep completes jobs (finish's detectNow) is the
 // one that sees the second SM gone, OpenSM is restarted and the loop must
 // apply again: the sweep finish is about to judge is from before the

@@ -25,6 +25,7 @@ func TestJudgeMasters(t *testing.T) {
 		sms  []pkeyread.SMInfo // behind the other ports
 		// masterLIDs counts the host ports by the master they name.
 		masterLIDs  map[uint16]int
+		unprotected int // host ports without M_Key protection
 		wantFound   *store.SecondSM
 		wantForeign []store.SecondSM // master of nothing: named, no gate
 		wantKnown   bool
@@ -60,6 +61,9 @@ func TestJudgeMasters(t *testing.T) {
 		{name: "a tenant's SM beside the own master, master of nothing", m: pkeyread.Masters{MasterLID: 1, OwnLID: 1, Master: sm(own, 1, pkeyread.SMMaster), Own: sm(own, 1, pkeyread.SMMaster)},
 			sms: []pkeyread.SMInfo{sm(0x0002c90300a20001, 0, pkeyread.SMStandby), sm(other, 3, pkeyread.SMMaster)}, masterLIDs: map[uint16]int{1: 4},
 			wantForeign: []store.SecondSM{{PortGUID: other, Priority: 3, State: "MASTER", OwnState: "MASTER"}}, wantKnown: true},
+		{name: "a tenant's SM beside the own master, ports without M_Key protection", m: pkeyread.Masters{MasterLID: 1, OwnLID: 1, Master: sm(own, 1, pkeyread.SMMaster), Own: sm(own, 1, pkeyread.SMMaster)},
+			sms: []pkeyread.SMInfo{sm(other, 3, pkeyread.SMMaster)}, masterLIDs: map[uint16]int{1: 4}, unprotected: 1,
+			wantFound: &store.SecondSM{PortGUID: other, Priority: 3, State: "MASTER", OwnState: "MASTER"}, wantKnown: true},
 		{name: "a tenant's SM while the own port names a silent master", m: pkeyread.Masters{MasterLID: 9, OwnLID: 1, Own: sm(own, 1, pkeyread.SMMaster)},
 			sms: []pkeyread.SMInfo{sm(other, 3, pkeyread.SMMaster)}, masterLIDs: map[uint16]int{1: 4},
 			wantFound: &store.SecondSM{PortGUID: other, Priority: 3, State: "MASTER", OwnState: "MASTER"}, wantKnown: true},
@@ -77,7 +81,7 @@ func TestJudgeMasters(t *testing.T) {
 			wantText: []string{"is NOTACTIVE"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := judgeMasters(smLook{masters: tc.m, sms: tc.sms, masterLIDs: tc.masterLIDs}, own)
+			v := judgeMasters(smLook{masters: tc.m, sms: tc.sms, masterLIDs: tc.masterLIDs, unprotected: tc.unprotected}, own)
 			found, known := v.found, v.known
 			if known != tc.wantKnown || (found == nil) != (tc.wantFound == nil) || (found != nil && *found != *tc.wantFound) {
 				t.Fatalf("judgeMasters = %+v, %v; want %+v, %v", found, known, tc.wantFound, tc.wantKnown)

@@ -176,6 +176,10 @@ type SMScan struct {
 	// names: the master that last swept (programmed) them. A master whose
 	// LID no port names has programmed none of them.
 	MasterLIDs map[uint16]int
+	// Unprotected counts the ports that answered without M_Key protection
+	// (M_KeyProtectBits 0): any SM may program them, whatever MasterSMLID
+	// says (OpenSM does not always rewrite it).
+	Unprotected int
 }
 
 // ScanSMs is ReadSMs, keeping what the PortInfo read says of each port's
@@ -198,6 +202,9 @@ func ScanSMs(ctx context.Context, conn Conn, mkey uint64, tid *atomic.Uint32, po
 		}
 		if pi.MasterSMLID != 0 {
 			s.MasterLIDs[pi.MasterSMLID]++
+		}
+		if pi.MKeyProtect == 0 {
+			s.Unprotected++
 		}
 	}
 	return s
