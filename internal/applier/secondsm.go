@@ -26,8 +26,8 @@ import (
 //
 // A foreign SM closes the gate GateSecondSM only when it is master over
 // ports: the own port's MasterSMLID names it (or names no SM of this
-// manager's), this OpenSM is STANDBY or NOTACTIVE, or a host port's
-// MasterSMLID names it. Then the leader logs it (the SM's port GUID, priority
+// manager's), this OpenSM is STANDBY or NOTACTIVE, a host port's
+// MasterSMLID names it, or a host port has no M_Key protection. Then the leader logs it (the SM's port GUID, priority
 // and state), records it for --status and the metrics, applies nothing (a
 // STANDBY OpenSM does not sweep), and every open job says why it waits. Once
 // this OpenSM is master again it is restarted (at most once every
