@@ -127,3 +127,50 @@ func TestSecondSubnetManagerHoldsJobs(t *testing.T) {
 		t.Errorf("--status still names the stopped SM %s:\n%s", foreign.guid, out)
 	}
 }
+
+// TestSecondSMVerdictSurvivesManagerRestart: the second SM's verdict lives in
+// the database. A manager restarted while a second OpenSM of a higher priority
+// is master starts from the recorded verdict (it says so, and a job posted
+// then waits naming the SM) rather than from nothing; once the SM is stopped,
+// the job completes only after the manager restarted its OpenSM, and the
+// record is cleared.
+func TestSecondSMVerdictSurvivesManagerRestart(t *testing.T) {
+	m := launchManager(t, storetest.NewDatabase(t, config.EngineSQLite), fabricsim.Options{Hosts: 2, SMs: 2}, settings{})
+	m.confirmSwitches()
+	h1 := m.fabric.Host("H1").PortGUID
+	m.waitCompleted(m.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json")), nil)
+
+	foreign := startForeignSM(t, m.fabric, 2, 15)
+	waitFor(t, "the second OpenSM to become master", foreign.says("Entering MASTER state"))
+	waitFor(t, "--status to name the second SM", func() bool {
+		out, _ := m.tryOperator("--status")
+		return strings.Contains(out, "Second subnet manager: port "+foreign.guid.String())
+	})
+
+	m.stop()
+	m.start()
+	waitFor(t, "the restarted manager to restore the recorded second SM", func() bool {
+		return strings.Contains(m.log(), "second subnet manager recorded by a previous term")
+	})
+	job := m.accept("POST", "/cloudx/Port", portBody("8a4f2c6e-1d3b-4e5f-9a7c-6b2d0e1f3a94", netID, vendorClientID(h1)))
+	m.waitDescription(job, "Second subnet manager: port "+foreign.guid.String())
+
+	foreign.stop()
+	var atCompletion string
+	m.waitCompleted(job, func() { atCompletion = m.log() })
+	restarted := strings.Index(atCompletion, "second subnet manager gone: this manager's OpenSM is master again; restarting it")
+	if restarted < 0 {
+		t.Fatalf("job completed before the manager restarted its OpenSM for the second SM gone")
+	}
+	if !slices.ContainsFunc(strings.Split(atCompletion[restarted:], "\n"), func(l string) bool {
+		return strings.Contains(l, `"partitions applied"`) && strings.Contains(l, `"jobs_completed":1`)
+	}) {
+		t.Errorf("no sweep after the restart completed the job")
+	}
+	if got := m.pkeys(h1); !slices.Contains(got, 0x8065) {
+		t.Errorf("port %s's table is %s after the job completed; want the tenant's pkey 0x8065", h1, hex(got))
+	}
+	if out, _ := m.tryOperator("--status"); strings.Contains(out, foreign.guid.String()) {
+		t.Errorf("--status still names the stopped SM %s:\n%s", foreign.guid, out)
+	}
+}

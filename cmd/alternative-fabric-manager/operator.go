@@ -230,6 +230,10 @@ type Status struct {
 	// OldestOpenJob is when the oldest Pending or Running job was
 	// created; nil when every job is done.
 	OldestOpenJob *time.Time `json:"oldest_open_job"`
+	// ForeignSMs are the subnet managers MASTER by their own SMInfo that
+	// master no port, as the leader last saw them (secondsm.go): they hold
+	// no job.
+	ForeignSMs []ForeignSMStatus `json:"foreign_sms"`
 }
 
 // LeaseStatus is the HA lease as --status shows it (docs/ha.md).
@@ -355,6 +359,7 @@ func readStatus(ctx context.Context, cfg *config.Config, st *store.Store) (Statu
 func neverStartedStatus(cfg *config.Config, s Status) (Status, error) {
 	s.Jobs = map[string]int64{store.StatusPending: 0, store.StatusRunning: 0, store.StatusCompleted: 0, store.StatusFailed: 0}
 	s.Adopted = []AdoptedStatus{}
+	s.ForeignSMs = []ForeignSMStatus{}
 	s.NotCompleting = append(s.NotCompleting, neverStarted)
 	switch d, err := opensm.ReadStatus(supervisorStatusFile(cfg)); {
 	case errors.Is(err, fs.ErrNotExist):
@@ -453,6 +458,7 @@ func printStatus(w io.Writer, s Status) error {
 	}
 	printAdopted(tw, s.Adopted)
 	printAuditStatus(tw, s.Audit)
+	printForeignSMs(tw, s.ForeignSMs) // secondsm.go
 	if d := s.Driver; d == nil {
 		fmt.Fprintln(tw, "OpenSM driver:\tno manager has run on this host")
 	} else {

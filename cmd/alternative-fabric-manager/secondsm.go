@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -75,9 +76,30 @@ func openSMGUID(cfg *config.Config) (fabric.GUID, error) {
 	return 0, nil
 }
 
+// ForeignSMStatus is a foreign subnet manager as --status --json shows it:
+// MASTER by its own SMInfo, master of no port.
+type ForeignSMStatus struct {
+	PortGUID string    `json:"port_guid"`
+	Priority int       `json:"priority"`
+	State    string    `json:"state"`
+	OwnState string    `json:"own_state"` // the leader's OpenSM's then
+	Term     int64     `json:"term"`      // the term that saw it
+	SeenAt   time.Time `json:"seen_at"`
+}
+
 // readSecondSMs adds the recorded second subnet manager to the status: it
-// holds every job (internal/applier's secondsm.go).
+// holds every job (internal/applier's secondsm.go); and the foreign ones,
+// which hold none.
 func readSecondSMs(ctx context.Context, st *store.Store, s *Status) error {
+	foreign, err := st.ForeignSMs(ctx)
+	if err != nil {
+		return err
+	}
+	s.ForeignSMs = make([]ForeignSMStatus, 0, len(foreign))
+	for _, sm := range foreign {
+		s.ForeignSMs = append(s.ForeignSMs, ForeignSMStatus{PortGUID: sm.PortGUID.String(), Priority: sm.Priority,
+			State: sm.State, OwnState: sm.OwnState, Term: sm.Term, SeenAt: sm.SeenAt})
+	}
 	sms, err := st.SecondSMs(ctx)
 	if err != nil {
 		return err
@@ -89,4 +111,18 @@ func readSecondSMs(ctx context.Context, st *store.Store, s *Status) error {
 			sm.SeenAt.Format(time.RFC3339)))
 	}
 	return nil
+}
+
+// printForeignSMs writes the foreign SMs' line of --status: none, or each
+// one, master of no port (no job waits for it), to be stopped all the same.
+func printForeignSMs(w io.Writer, sms []ForeignSMStatus) {
+	if len(sms) == 0 {
+		fmt.Fprintln(w, "foreign SMs:\tnone")
+		return
+	}
+	for _, sm := range sms {
+		fmt.Fprintf(w, "foreign SM:\tport %s (priority %d, %s), master of no port (this manager's OpenSM %s), "+
+			"seen by term %d at %s; no job waits for it; stop it (docs/runbooks.md)\n", sm.PortGUID, sm.Priority, sm.State,
+			sm.OwnState, sm.Term, sm.SeenAt.Format(time.RFC3339))
+	}
 }

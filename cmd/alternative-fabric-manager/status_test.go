@@ -22,6 +22,7 @@ type statusHost struct {
 	noDriver     bool // no manager ever ran on this host
 	noDump       bool // OpenSM's subnet dump is not on this host
 	ha           bool // [ha] ha = true, the lease held by another host
+	foreignSM    bool // the leader recorded a tenant's SM that masters no port
 }
 
 // setUp records a healthy fabric (switches confirmed and present, an applied
@@ -67,6 +68,12 @@ func (h statusHost) setUp(t *testing.T, engine string) string {
 		{GUID: 0x0002c90300f00002, Description: "S2"}}); err != nil {
 		t.Fatal(err)
 	}
+	if h.foreignSM {
+		if err := st.RecordForeignSMs(ctx, term.Term, []store.SecondSM{{PortGUID: 0x0002c90300000301, Priority: 0,
+			State: "MASTER", OwnState: "MASTER"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if !h.noDump {
 		copyFile(t, filepath.Join("testdata", "opensm-subnet.lst"), filepath.Join(dir, "opensm-subnet.lst"))
 	}
@@ -96,6 +103,9 @@ func TestStatusNeverSaysAllIsWellWhenItCannotKnow(t *testing.T) {
 		want    string
 	}{
 		{"all well", statusHost{driver: opensm.StateRunning}, storetest.Engines, exitJobsComplete, allWell},
+		// A tenant's SM that masters no port is named, and holds no job.
+		{"a foreign SM master of nothing", statusHost{driver: opensm.StateRunning, foreignSM: true}, storetest.Engines,
+			exitJobsComplete, "port 0x0002c90300000301 (priority 0, MASTER), master of no port"},
 		{"the manager is gone", statusHost{heartbeatAge: time.Hour, driver: opensm.StateRunning}, storetest.Engines,
 			exitJobsHeld, "no manager applies (is one running?): the leader of term"},
 		{"OpenSM stopped", statusHost{driver: opensm.StateStopped}, storetest.Engines,
@@ -174,5 +184,30 @@ func TestCommandsNameAMissingSchema(t *testing.T) {
 				t.Errorf("%s failed on a missing table instead of naming the missing schema: %s", command, errOut)
 			}
 		})
+	}
+}
+
+// --status --json lists the foreign SMs (an array, empty when none), with
+// what the leader saw of each.
+func TestStatusJSONForeignSMs(t *testing.T) {
+	for _, foreign := range []bool{false, true} {
+		conf := statusHost{driver: opensm.StateRunning, foreignSM: foreign}.setUp(t, config.EngineSQLite)
+		code, out, errOut := runCommand(t, "--config-file", conf, "--status", "--json")
+		var s struct {
+			ForeignSMs []map[string]any `json:"foreign_sms"`
+		}
+		if err := json.Unmarshal([]byte(out), &s); code != 0 || err != nil || s.ForeignSMs == nil {
+			t.Fatalf("--status --json: exit %d, %v, foreign_sms %v:\n%s%s", code, err, s.ForeignSMs, out, errOut)
+		}
+		if !foreign {
+			if len(s.ForeignSMs) != 0 {
+				t.Errorf("foreign_sms = %v; want []", s.ForeignSMs)
+			}
+			continue
+		}
+		if len(s.ForeignSMs) != 1 || s.ForeignSMs[0]["port_guid"] != "0x0002c90300000301" || s.ForeignSMs[0]["state"] != "MASTER" ||
+			s.ForeignSMs[0]["priority"] != float64(0) || s.ForeignSMs[0]["seen_at"] == nil {
+			t.Errorf("foreign_sms = %v; want the tenant's SM on port 0x0002c90300000301, MASTER, priority 0", s.ForeignSMs)
+		}
 	}
 }

@@ -10,6 +10,24 @@ import (
 	"time"
 )
 
+const deleteForeignSMs = `-- name: DeleteForeignSMs :execrows
+DELETE FROM foreign_subnet_managers
+WHERE foreign_subnet_managers.fabric = ? AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ? AND leadership.term = ?)
+`
+
+type DeleteForeignSMsParams struct {
+	Fabric string
+	Term   int64
+}
+
+func (q *Queries) DeleteForeignSMs(ctx context.Context, arg DeleteForeignSMsParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, deleteForeignSMs, arg.Fabric, arg.Fabric, arg.Term)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const deleteSecondSMs = `-- name: DeleteSecondSMs :execrows
 DELETE FROM second_subnet_managers
 WHERE second_subnet_managers.fabric = ? AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ? AND leadership.term = ?)
@@ -23,6 +41,79 @@ type DeleteSecondSMsParams struct {
 // Fenced too: a deposed leader does not erase what the leader recorded.
 func (q *Queries) DeleteSecondSMs(ctx context.Context, arg DeleteSecondSMsParams) (int64, error) {
 	result, err := q.db.ExecContext(ctx, deleteSecondSMs, arg.Fabric, arg.Fabric, arg.Term)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const foreignSMs = `-- name: ForeignSMs :many
+SELECT port_guid, priority, state, own_state, term, seen_at, fabric FROM foreign_subnet_managers WHERE fabric = ? ORDER BY port_guid
+`
+
+func (q *Queries) ForeignSMs(ctx context.Context, fabric string) ([]ForeignSubnetManager, error) {
+	rows, err := q.db.QueryContext(ctx, foreignSMs, fabric)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ForeignSubnetManager
+	for rows.Next() {
+		var i ForeignSubnetManager
+		if err := rows.Scan(
+			&i.PortGuid,
+			&i.Priority,
+			&i.State,
+			&i.OwnState,
+			&i.Term,
+			&i.SeenAt,
+			&i.Fabric,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const insertForeignSM = `-- name: InsertForeignSM :execrows
+
+INSERT INTO foreign_subnet_managers (port_guid, priority, state, own_state, term, seen_at, fabric)
+SELECT ?, ?, ?, ?, ?, ?,
+    ?
+FROM leadership WHERE leadership.fabric = ? AND leadership.term = ?
+`
+
+type InsertForeignSMParams struct {
+	PortGuid string
+	Priority int64
+	State    string
+	OwnState string
+	Term     int64
+	Now      time.Time
+	Fabric   string
+}
+
+// Foreign subnet managers, master of no port: see migrations' 00014_foreign_sm.
+// Fenced by the leadership term, as InsertSecondSM.
+func (q *Queries) InsertForeignSM(ctx context.Context, arg InsertForeignSMParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, insertForeignSM,
+		arg.PortGuid,
+		arg.Priority,
+		arg.State,
+		arg.OwnState,
+		arg.Term,
+		arg.Now,
+		arg.Fabric,
+		arg.Fabric,
+		arg.Term,
+	)
 	if err != nil {
 		return 0, err
 	}

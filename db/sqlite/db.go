@@ -72,6 +72,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.deleteFinishedJobsBeforeStmt, err = db.PrepareContext(ctx, deleteFinishedJobsBefore); err != nil {
 		return nil, fmt.Errorf("error preparing query DeleteFinishedJobsBefore: %w", err)
 	}
+	if q.deleteForeignSMsStmt, err = db.PrepareContext(ctx, deleteForeignSMs); err != nil {
+		return nil, fmt.Errorf("error preparing query DeleteForeignSMs: %w", err)
+	}
 	if q.deleteKubernetesMemberStmt, err = db.PrepareContext(ctx, deleteKubernetesMember); err != nil {
 		return nil, fmt.Errorf("error preparing query DeleteKubernetesMember: %w", err)
 	}
@@ -114,6 +117,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.firstApplyToKeepStmt, err = db.PrepareContext(ctx, firstApplyToKeep); err != nil {
 		return nil, fmt.Errorf("error preparing query FirstApplyToKeep: %w", err)
 	}
+	if q.foreignSMsStmt, err = db.PrepareContext(ctx, foreignSMs); err != nil {
+		return nil, fmt.Errorf("error preparing query ForeignSMs: %w", err)
+	}
 	if q.gateSwitchesStmt, err = db.PrepareContext(ctx, gateSwitches); err != nil {
 		return nil, fmt.Errorf("error preparing query GateSwitches: %w", err)
 	}
@@ -155,6 +161,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.insertFabricStateStmt, err = db.PrepareContext(ctx, insertFabricState); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertFabricState: %w", err)
+	}
+	if q.insertForeignSMStmt, err = db.PrepareContext(ctx, insertForeignSM); err != nil {
+		return nil, fmt.Errorf("error preparing query InsertForeignSM: %w", err)
 	}
 	if q.insertJobStmt, err = db.PrepareContext(ctx, insertJob); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertJob: %w", err)
@@ -364,6 +373,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing deleteFinishedJobsBeforeStmt: %w", cerr)
 		}
 	}
+	if q.deleteForeignSMsStmt != nil {
+		if cerr := q.deleteForeignSMsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing deleteForeignSMsStmt: %w", cerr)
+		}
+	}
 	if q.deleteKubernetesMemberStmt != nil {
 		if cerr := q.deleteKubernetesMemberStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing deleteKubernetesMemberStmt: %w", cerr)
@@ -434,6 +448,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing firstApplyToKeepStmt: %w", cerr)
 		}
 	}
+	if q.foreignSMsStmt != nil {
+		if cerr := q.foreignSMsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing foreignSMsStmt: %w", cerr)
+		}
+	}
 	if q.gateSwitchesStmt != nil {
 		if cerr := q.gateSwitchesStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing gateSwitchesStmt: %w", cerr)
@@ -502,6 +521,11 @@ func (q *Queries) Close() error {
 	if q.insertFabricStateStmt != nil {
 		if cerr := q.insertFabricStateStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing insertFabricStateStmt: %w", cerr)
+		}
+	}
+	if q.insertForeignSMStmt != nil {
+		if cerr := q.insertForeignSMStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing insertForeignSMStmt: %w", cerr)
 		}
 	}
 	if q.insertJobStmt != nil {
@@ -764,6 +788,7 @@ type Queries struct {
 	deleteDuplicateGUIDsStmt          *sql.Stmt
 	deleteExpectedSwitchesStmt        *sql.Stmt
 	deleteFinishedJobsBeforeStmt      *sql.Stmt
+	deleteForeignSMsStmt              *sql.Stmt
 	deleteKubernetesMemberStmt        *sql.Stmt
 	deleteKubernetesMembersOfPKeyStmt *sql.Stmt
 	deleteKubernetesPKeyStmt          *sql.Stmt
@@ -778,6 +803,7 @@ type Queries struct {
 	failJobStmt                       *sql.Stmt
 	failJobsStmt                      *sql.Stmt
 	firstApplyToKeepStmt              *sql.Stmt
+	foreignSMsStmt                    *sql.Stmt
 	gateSwitchesStmt                  *sql.Stmt
 	getJobStmt                        *sql.Stmt
 	getKubernetesPKeyStmt             *sql.Stmt
@@ -792,6 +818,7 @@ type Queries struct {
 	insertFabricKubernetesStateStmt   *sql.Stmt
 	insertFabricLeadershipStmt        *sql.Stmt
 	insertFabricStateStmt             *sql.Stmt
+	insertForeignSMStmt               *sql.Stmt
 	insertJobStmt                     *sql.Stmt
 	insertJobPlacesStmt               *sql.Stmt
 	insertSecondSMStmt                *sql.Stmt
@@ -855,6 +882,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		deleteDuplicateGUIDsStmt:          q.deleteDuplicateGUIDsStmt,
 		deleteExpectedSwitchesStmt:        q.deleteExpectedSwitchesStmt,
 		deleteFinishedJobsBeforeStmt:      q.deleteFinishedJobsBeforeStmt,
+		deleteForeignSMsStmt:              q.deleteForeignSMsStmt,
 		deleteKubernetesMemberStmt:        q.deleteKubernetesMemberStmt,
 		deleteKubernetesMembersOfPKeyStmt: q.deleteKubernetesMembersOfPKeyStmt,
 		deleteKubernetesPKeyStmt:          q.deleteKubernetesPKeyStmt,
@@ -869,6 +897,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		failJobStmt:                       q.failJobStmt,
 		failJobsStmt:                      q.failJobsStmt,
 		firstApplyToKeepStmt:              q.firstApplyToKeepStmt,
+		foreignSMsStmt:                    q.foreignSMsStmt,
 		gateSwitchesStmt:                  q.gateSwitchesStmt,
 		getJobStmt:                        q.getJobStmt,
 		getKubernetesPKeyStmt:             q.getKubernetesPKeyStmt,
@@ -883,6 +912,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		insertFabricKubernetesStateStmt:   q.insertFabricKubernetesStateStmt,
 		insertFabricLeadershipStmt:        q.insertFabricLeadershipStmt,
 		insertFabricStateStmt:             q.insertFabricStateStmt,
+		insertForeignSMStmt:               q.insertForeignSMStmt,
 		insertJobStmt:                     q.insertJobStmt,
 		insertJobPlacesStmt:               q.insertJobPlacesStmt,
 		insertSecondSMStmt:                q.insertSecondSMStmt,

@@ -60,6 +60,16 @@ type ExpectedSwitch struct {
 	Fabric      string
 }
 
+type ForeignSubnetManager struct {
+	PortGuid string
+	Priority int64
+	State    string
+	OwnState string
+	Term     int64
+	SeenAt   time.Time
+	Fabric   string
+}
+
 type Job struct {
 	ID          int64
 	Revision    int64

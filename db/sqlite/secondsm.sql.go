@@ -10,6 +10,19 @@ import (
 	"time"
 )
 
+const deleteForeignSMs = `-- name: DeleteForeignSMs :execrows
+DELETE FROM foreign_subnet_managers
+WHERE foreign_subnet_managers.fabric = ?1 AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ?1 AND leadership.term = ?2)
+`
+
+func (q *Queries) DeleteForeignSMs(ctx context.Context, fabric string, term int64) (int64, error) {
+	result, err := q.exec(ctx, q.deleteForeignSMsStmt, deleteForeignSMs, fabric, term)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const deleteSecondSMs = `-- name: DeleteSecondSMs :execrows
 DELETE FROM second_subnet_managers
 WHERE second_subnet_managers.fabric = ?1 AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ?1 AND leadership.term = ?2)
@@ -18,6 +31,66 @@ WHERE second_subnet_managers.fabric = ?1 AND EXISTS (SELECT 1 FROM leadership WH
 // Fenced too: a deposed leader does not erase what the leader recorded.
 func (q *Queries) DeleteSecondSMs(ctx context.Context, fabric string, term int64) (int64, error) {
 	result, err := q.exec(ctx, q.deleteSecondSMsStmt, deleteSecondSMs, fabric, term)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
+const foreignSMs = `-- name: ForeignSMs :many
+SELECT port_guid, priority, state, own_state, term, seen_at, fabric FROM foreign_subnet_managers WHERE fabric = ?1 ORDER BY port_guid
+`
+
+func (q *Queries) ForeignSMs(ctx context.Context, fabric string) ([]ForeignSubnetManager, error) {
+	rows, err := q.query(ctx, q.foreignSMsStmt, foreignSMs, fabric)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ForeignSubnetManager
+	for rows.Next() {
+		var i ForeignSubnetManager
+		if err := rows.Scan(
+			&i.PortGuid,
+			&i.Priority,
+			&i.State,
+			&i.OwnState,
+			&i.Term,
+			&i.SeenAt,
+			&i.Fabric,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const insertForeignSM = `-- name: InsertForeignSM :execrows
+
+INSERT INTO foreign_subnet_managers (port_guid, priority, state, own_state, term, seen_at, fabric)
+SELECT ?1, ?2, ?3, ?4, ?5, ?6, CAST(?7 AS TEXT)
+FROM leadership WHERE leadership.fabric = CAST(?7 AS TEXT) AND leadership.term = ?5
+`
+
+// Foreign subnet managers, master of no port: see migrations' 00014_foreign_sm.
+// Fenced by the leadership term, as InsertSecondSM.
+func (q *Queries) InsertForeignSM(ctx context.Context, portGuid string, priority int64, state string, ownState string, term int64, now time.Time, fabric string) (int64, error) {
+	result, err := q.exec(ctx, q.insertForeignSMStmt, insertForeignSM,
+		portGuid,
+		priority,
+		state,
+		ownState,
+		term,
+		now,
+		fabric,
+	)
 	if err != nil {
 		return 0, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,25 +16,38 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tick"
 )
 
-// A second subnet manager: any master SM on the fabric that is not this
-// manager's OpenSM programs every port's P_Key table with partitions of its
-// own, so nothing the manager applies proves anything while it is there. Every
-// check interval the leader reads from the fabric which SM is master, as its
-// OpenSM's port names it (pkeyread.ReadMasters: the port's MasterSMLID, the
-// SMInfo there): a handful of SMPs, whatever the fabric's size. A master that
-// is not this OpenSM, or this OpenSM STANDBY or NOTACTIVE, closes the gate
-// GateSecondSM: the leader logs it (the SM's port GUID, priority and state),
-// records it for --status and the metrics, applies nothing (a STANDBY OpenSM
-// does not sweep), and every open job says why it waits. Once this OpenSM is
-// master again the recorded state is applied again and the jobs complete on
-// that sweep: whatever the other SM programmed is overwritten, and proven so.
+// A second subnet manager: a master SM on the fabric that is not this
+// manager's OpenSM and masters the ports programs their P_Key tables with
+// partitions of its own, so nothing the manager applies proves anything while
+// it is there. Every check interval the leader reads from the fabric which SM
+// is master, as its OpenSM's port names it (pkeyread.ReadMasters: the port's
+// MasterSMLID, the SMInfo there), and which SMs run behind the host ports
+// (pkeyread.ScanSMs, whose PortInfo reads also give each port's MasterSMLID).
 //
-// A standby SM is not flagged: it programs nothing, and with HA the peers'
-// OpenSMs wait so. A foreign SM of a lower priority stays standby (OpenSM
-// hands the subnet over only to a higher priority): it is not flagged until it
-// becomes master, when this OpenSM is gone. A read that fails (the simulator
-// or the HCA busy, this OpenSM restarting) changes nothing: the last verdict
-// stands until a read says otherwise.
+// A foreign SM closes the gate GateSecondSM only when it is master over
+// ports: the own port's MasterSMLID names it (or names no SM of this
+// manager's), this OpenSM is STANDBY or NOTACTIVE, a host port's
+// MasterSMLID names it, or a host port has no M_Key protection. Then the leader logs it (the SM's port GUID, priority
+// and state), records it for --status and the metrics, applies nothing (a
+// STANDBY OpenSM does not sweep), and every open job says why it waits. Once
+// this OpenSM is master again it is restarted (at most once every
+// secondSMRestartEvery check intervals), the recorded state is applied again
+// and the jobs complete on a sweep after that: whatever the other SM
+// programmed is overwritten, and proven so.
+//
+// A foreign SM that is MASTER by its own SMInfo but masters none of that (a
+// tenant's stock OpenSM on its own host: our SM_Key and M_Keys keep it off
+// every port) programs nothing. It is named (recorded apart, for --status,
+// the metrics and an alert), and holds no job: a tenant turning its SM on and
+// off must neither stall the fabric's jobs nor restart the production OpenSM.
+//
+// The verdict lives in the database, as the audit's does: a term starts from
+// the second SM recorded by the one before (this manager before a restart,
+// or another leader), gate closed, and only a look that read the fabric and
+// saw this OpenSM master clears it, once the database has forgotten it. A
+// look that fails, or one the term's end cut short, changes nothing. A
+// standby SM is not flagged: it programs nothing, and with HA the peers'
+// OpenSMs wait so.
 
 // SecondSMCheck is how the leader reads which SM is master.
 type SecondSMCheck struct {
@@ -55,10 +69,15 @@ type SecondSMCheck struct {
 	Restart func(ctx context.Context) error
 }
 
-// SecondSMStore records the second SM for --status and the metrics.
+// SecondSMStore records the second SM, the verdict, for the next term,
+// --status and the metrics, and the foreign SMs that master nothing.
 type SecondSMStore interface {
 	RecordSecondSM(ctx context.Context, term int64, sm store.SecondSM) error
 	ClearSecondSMs(ctx context.Context, term int64) (int64, error)
+	// SecondSMs is the verdict a term starts from.
+	SecondSMs(ctx context.Context) ([]store.SecondSM, error)
+	// RecordForeignSMs replaces the SMs that master nothing.
+	RecordForeignSMs(ctx context.Context, term int64, sms []store.SecondSM) error
 }
 
 // secondSMRead bounds the read of the own port and its master: an SMP
@@ -71,25 +90,39 @@ type secondSMWatch struct {
 	check *SecondSMCheck
 	tid   atomic.Uint32
 	// detecting makes one detect at a time (the watch's, and finish's
-	// detectNow); it guards clean and err.
+	// detectNow); it guards the fields up to mu.
 	detecting sync.Mutex
-	clean     bool   // the database holds what found says
-	err       string // the last read's error, logged once
-	// mu guards found and gone, which the term's loop reads.
+	clean     bool             // the database holds what found says
+	err       string           // the last read's error, logged once
+	restarted bool             // OpenSM was restarted (or not, rate-limited) for found's going
+	lastStart time.Time        // of the last restart for a second SM gone; zero: none
+	foreign   []store.SecondSM // the foreign SMs the database holds
+	foreignOK bool             // foreign is what the database holds
+	// mu guards what the term's loop reads.
 	mu    sync.Mutex
-	found *store.SecondSM // the second SM seen last; nil: none
-	gone  bool            // found went away: the loop applies again (takeSecondSMGone)
+	found *store.SecondSM // the second SM seen last, or restored; nil: none
+	// unread: the verdict recorded by the term before could not be read;
+	// the gate stays closed until it is, or a look sees this OpenSM master.
+	unread bool
+	gone   bool // found went away: the loop applies again (takeSecondSMGone)
 }
 
 // smLook is one look at the subnet managers: the master the own port
-// names, and the SMs behind the fabric's host ports.
+// names, and the SMs behind the fabric's host ports and the masters those
+// ports name.
 type smLook struct {
 	masters pkeyread.Masters
 	sms     []pkeyread.SMInfo
+	// masterLIDs counts the host ports by the MasterSMLID each names.
+	masterLIDs map[uint16]int
+	// unprotected counts the host ports without M_Key protection.
+	unprotected int
 }
 
 // look reads the subnet managers once, on a connection of its own: the
-// simulator serves ten clients, so none is kept between checks.
+// simulator serves ten clients, so none is kept between checks. A look cut
+// short (the term's end, or past its bound) is an error: the ports it did
+// not read may be the ones a master programs.
 func (w *secondSMWatch) look(ctx context.Context, t *term) (smLook, error) {
 	topo, err := t.subnetDump().Load()
 	if err != nil {
@@ -103,6 +136,17 @@ func (w *secondSMWatch) look(ctx context.Context, t *term) (smLook, error) {
 	// check interval, so that a look never runs into the next.
 	ctx, cancel := context.WithTimeout(ctx, max(t.Cfg.CheckInterval, secondSMRead))
 	defer cancel()
+	ports := make([]pkeyread.PortLID, 0, len(topo.HostPorts()))
+	for _, p := range topo.HostPorts() {
+		if lid, _ := topo.LID(p); p != w.check.Own {
+			ports = append(ports, pkeyread.PortLID{Port: p, LID: lid})
+		}
+	}
+	return w.lookAt(ctx, lid, ports)
+}
+
+// lookAt is look's SMPs: the own port at lid, then the host ports.
+func (w *secondSMWatch) lookAt(ctx context.Context, lid uint16, ports []pkeyread.PortLID) (smLook, error) {
 	rctx, rcancel := context.WithTimeout(ctx, secondSMRead)
 	defer rcancel()
 	conn, err := w.check.Dialer.Dial(rctx)
@@ -115,15 +159,14 @@ func (w *secondSMWatch) look(ctx context.Context, t *term) (smLook, error) {
 	if err != nil {
 		return l, err
 	}
-	ports := make([]pkeyread.PortLID, 0, len(topo.HostPorts()))
-	for _, p := range topo.HostPorts() {
-		if lid, _ := topo.LID(p); p != w.check.Own {
-			ports = append(ports, pkeyread.PortLID{Port: p, LID: lid})
-		}
-	}
 	// A port that does not answer (down, gone) hides no master: a master
 	// sweeps through its own port, which answers.
-	l.sms, _ = pkeyread.ReadSMs(ctx, conn, mkey, &w.tid, ports, secondSMPort)
+	scan := pkeyread.ScanSMs(ctx, conn, mkey, &w.tid, ports, secondSMPort)
+	if err := ctx.Err(); err != nil {
+		return l, fmt.Errorf("the scan of the host ports' subnet managers ended after %d of %d ports: %w",
+			len(ports)-scan.Unread, len(ports), err)
+	}
+	l.sms, l.masterLIDs, l.unprotected = scan.SMs, scan.MasterLIDs, scan.Unprotected
 	return l, nil
 }
 
@@ -145,11 +188,19 @@ func (w *secondSMWatch) readMasters(ctx context.Context, conn pkeyread.Conn, lid
 // microseconds; a port down answers nothing and must not hold the rest.
 const secondSMPort = 250 * time.Millisecond
 
-// judgeMasters says what a look shows: a second SM (found), this OpenSM the
-// master (found nil), or nothing to go by (known false: no master has swept
-// the port yet, or this OpenSM is discovering, as after a restart). A master
-// the own port names comes first, then one found behind another port.
-func judgeMasters(l smLook, own fabric.GUID) (found *store.SecondSM, known bool) {
+// smVerdict is what a look shows.
+type smVerdict struct {
+	found   *store.SecondSM  // the master over ports, not this OpenSM; nil: this OpenSM
+	foreign []store.SecondSM // MASTER by their SMInfo, master of nothing
+	// known is false when the look gives nothing to go by: no master has
+	// swept the own port yet, or this OpenSM is discovering (a restart).
+	known bool
+}
+
+// judgeMasters says what a look shows. A master the own port names comes
+// first, then one found behind a host port that masters ports (mastersPorts);
+// the other masters behind host ports are foreign.
+func judgeMasters(l smLook, own fabric.GUID) smVerdict {
 	m := l.masters
 	named := m.Master
 	if named.GUID == 0 {
@@ -157,24 +208,47 @@ func judgeMasters(l smLook, own fabric.GUID) (found *store.SecondSM, known bool)
 		// MasterSMLID behind): what the own OpenSM says decides.
 		named = m.Own
 	}
-	if named.GUID == own || named.GUID == 0 {
-		for _, sm := range l.sms {
-			if sm.GUID != own && sm.State == pkeyread.SMMaster {
-				named = sm
-				break
-			}
+	var v smVerdict
+	for _, sm := range l.sms {
+		switch {
+		case sm.GUID == own || sm.GUID == named.GUID || sm.State != pkeyread.SMMaster:
+		case (named.GUID == own || named.GUID == 0) && mastersPorts(l, sm):
+			named = sm
+		default:
+			v.foreign = append(v.foreign, smRecord(sm, m.Own))
 		}
 	}
 	switch {
 	case named.GUID == 0 || m.MasterLID == 0 && named.GUID == own:
-		return nil, false
+		return smVerdict{}
 	case named.GUID == own && named.State == pkeyread.SMMaster:
-		return nil, true
+		v.known = true
+		return v
 	case named.GUID == own && named.State == pkeyread.SMDiscovering:
-		return nil, false
+		return smVerdict{}
 	}
-	return &store.SecondSM{PortGUID: named.GUID, Priority: int(named.Priority), State: named.State.String(),
-		OwnState: m.Own.State.String()}, true
+	found := smRecord(named, m.Own)
+	v.found, v.known = &found, true
+	return v
+}
+
+// mastersPorts says whether sm, MASTER behind a host port while the own port
+// names this OpenSM (or no master), is master over ports: the own port's
+// MasterSMLID names no SM of this manager's, this OpenSM is no longer
+// master, a host port's MasterSMLID names sm, or a host port has no M_Key
+// protection: sm may program that one without ever rewriting its
+// MasterSMLID (OpenSM leaves a MasterSMLID it finds set; measured on the
+// simulated fabric, which ignores M_Keys and reports none).
+func mastersPorts(l smLook, sm pkeyread.SMInfo) bool {
+	m := l.masters
+	return m.MasterLID != 0 && m.MasterLID != m.OwnLID ||
+		m.Own.State == pkeyread.SMStandby || m.Own.State == pkeyread.SMNotActive ||
+		l.masterLIDs[sm.LID] > 0 || l.unprotected > 0
+}
+
+func smRecord(sm, own pkeyread.SMInfo) store.SecondSM {
+	return store.SecondSM{PortGUID: sm.GUID, Priority: int(sm.Priority), State: sm.State.String(),
+		OwnState: own.State.String()}
 }
 
 // secondSMText is the gate's reason for sm, as the jobs, the log and --status
@@ -189,56 +263,92 @@ func secondSMText(sm store.SecondSM, own fabric.GUID) string {
 		sm.PortGUID, sm.Priority, sm.State, own, sm.OwnState)
 }
 
+// unreadText is the gate's reason while the recorded verdict is unread.
+const unreadText = "Second subnet manager: the one the previous term recorded could not be read from the database; " +
+	"jobs wait until it is, or a look sees this manager's OpenSM master"
+
 // detect reads the masters and updates the verdict, the record and the jobs.
 func (w *secondSMWatch) detect(ctx context.Context, t *term) {
 	w.detecting.Lock()
 	defer w.detecting.Unlock()
+	if w.isUnread() {
+		w.restore(ctx, t)
+	}
 	l, err := w.look(ctx, t)
+	if ctx.Err() != nil {
+		return // the term is over: nothing is recorded, nor cleared
+	}
 	if err != nil {
 		if err.Error() != w.err {
 			t.Log.Warn("which subnet manager is master could not be read; the last verdict stands", "error", err)
 		}
 		w.err = err.Error()
+		w.describeHeld(ctx, t)
 		return
 	}
 	w.err = ""
-	found, known := judgeMasters(l, w.check.Own)
-	if !known {
+	v := judgeMasters(l, w.check.Own)
+	if !v.known {
 		return
 	}
-	if found != nil {
-		w.hold(ctx, t, *found)
+	w.recordForeign(ctx, t, v.foreign)
+	if v.found != nil {
+		w.hold(ctx, t, *v.found)
+		return
+	}
+	w.release(ctx, t)
+}
+
+// release opens the gate once a look saw this OpenSM master: OpenSM is
+// restarted for a second SM gone, and the verdict is cleared from the
+// database before the gate opens, so that --status and the next term never
+// see a verdict the gate no longer holds. A clear that fails keeps the gate
+// closed; the next look tries again (without a second restart).
+func (w *secondSMWatch) release(ctx context.Context, t *term) {
+	w.mu.Lock()
+	was, unread := w.found, w.unread
+	w.mu.Unlock()
+	if was == nil && !unread && w.clean {
+		return
+	}
+	if was != nil && !w.restarted {
+		t.Log.Info("second subnet manager gone: this manager's OpenSM is master again; restarting it and applying the recorded state again",
+			"port_guid", was.PortGUID.String())
+		w.restarted = true
+		w.restart(ctx, t) // the jobs stay held meanwhile: found is still set
+	}
+	dbctx, cancel := context.WithTimeout(ctx, t.dbTimeout())
+	defer cancel()
+	if _, err := w.check.Store.ClearSecondSMs(dbctx, t.id); err != nil {
+		if ctx.Err() == nil {
+			t.Log.Error("clear the recorded second subnet manager; jobs wait until it is cleared", "error", err)
+		}
+		w.clean = false
 		return
 	}
 	w.mu.Lock()
-	was := w.found
+	w.found, w.unread, w.gone = nil, false, w.gone || was != nil
 	w.mu.Unlock()
-	if was != nil {
-		t.Log.Info("second subnet manager gone: this manager's OpenSM is master again; restarting it and applying the recorded state again",
-			"port_guid", was.PortGUID.String())
-		w.restart(ctx, t) // the jobs stay held meanwhile: found is still set
-		w.mu.Lock()
-		w.found, w.gone, w.clean = nil, true, false
-		w.mu.Unlock()
-	}
-	if !w.clean {
-		ctx, cancel := context.WithTimeout(ctx, t.dbTimeout())
-		defer cancel()
-		_, err := w.check.Store.ClearSecondSMs(ctx, t.id)
-		w.clean = err == nil
-		if err != nil {
-			t.Log.Error("clear the recorded second subnet manager", "error", err)
-		}
-	}
+	w.clean, w.restarted = true, false
 }
 
-// restart starts OpenSM again so that it writes every port's table. Jobs
-// stay held meanwhile (w.found is still set); a restart that fails leaves
-// the apply that follows to OpenSM as it is.
+// restart starts OpenSM again so that it writes every port's table, at most
+// once every secondSMRestartEvery check intervals: an SM that comes and goes
+// must not make the production OpenSM restart in a loop. Jobs stay held
+// meanwhile (w.found is still set); a restart that fails or is skipped
+// leaves the apply that follows to OpenSM as it is.
 func (w *secondSMWatch) restart(ctx context.Context, t *term) {
 	if w.check.Restart == nil {
 		return
 	}
+	every := secondSMRestartEvery * t.Cfg.CheckInterval
+	if since := time.Since(w.lastStart); !w.lastStart.IsZero() && since < every {
+		t.Log.Warn("second subnet manager gone: OpenSM not restarted, it was restarted for one shortly before "+
+			"(at most once every "+every.String()+"); the recorded state is applied again to it as it is",
+			"since", since.Round(time.Second).String())
+		return
+	}
+	w.lastStart = time.Now()
 	ctx, cancel := context.WithTimeout(ctx, secondSMRestart)
 	defer cancel()
 	if err := w.check.Restart(ctx); err != nil {
@@ -246,15 +356,20 @@ func (w *secondSMWatch) restart(ctx context.Context, t *term) {
 	}
 }
 
+// secondSMRestartEvery bounds the restarts for a second SM gone, in check
+// intervals.
+const secondSMRestartEvery = 10
+
 // secondSMRestart bounds a restart: OpenSM's stop, the supervisor's back-off
 // and the new OpenSM's start.
 const secondSMRestart = time.Minute
 
 // hold closes the gate for sm: logs and records it when new, and tells every
-// open job (those sent since too) why it waits.
+// open job (those sent since too) why it waits. A record that fails is
+// tried again at the next look; the gate is closed meanwhile.
 func (w *secondSMWatch) hold(ctx context.Context, t *term, sm store.SecondSM) {
 	text := secondSMText(sm, w.check.Own)
-	ctx, cancel := context.WithTimeout(ctx, t.dbTimeout())
+	dbctx, cancel := context.WithTimeout(ctx, t.dbTimeout())
 	defer cancel()
 	w.mu.Lock()
 	if w.found == nil || *w.found != sm {
@@ -262,16 +377,23 @@ func (w *secondSMWatch) hold(ctx context.Context, t *term, sm store.SecondSM) {
 			"priority", sm.Priority, "state", sm.State, "own_port_guid", w.check.Own.String(), "own_state", sm.OwnState)
 		w.found, w.clean = &sm, false
 	}
+	w.unread = false // this look's verdict replaces the unread one
 	w.mu.Unlock()
+	w.restarted = false
 	if !w.clean {
-		err := w.check.Store.RecordSecondSM(ctx, t.id, sm)
+		err := w.check.Store.RecordSecondSM(dbctx, t.id, sm)
 		w.clean = err == nil
-		if err != nil && !errors.Is(err, store.ErrFenced) {
-			t.Log.Error("record the second subnet manager", "error", err)
+		if err != nil && !errors.Is(err, store.ErrFenced) && ctx.Err() == nil {
+			t.Log.Error("record the second subnet manager; it is recorded again at the next look", "error", err)
 		}
 	}
 	// Applies wait (holds): the jobs sent meanwhile are marked Running by
 	// hand, so that they say, like the others, that the manager has them.
+	w.describe(dbctx, t, text)
+}
+
+// describe tells every open job that it waits for the second SM.
+func (w *secondSMWatch) describe(ctx context.Context, t *term, text string) {
 	if rev, err := t.Store.Revision(ctx); err == nil {
 		_, err = t.Store.MarkJobsRunning(ctx, t.id, rev)
 		if err != nil {
@@ -283,38 +405,114 @@ func (w *secondSMWatch) hold(ctx context.Context, t *term, sm store.SecondSM) {
 	}
 }
 
-// detectNow looks once more before a sweep completes jobs: a second SM that
-// took the subnet over since the last check (up to a check interval ago)
-// would otherwise see them completed on a sweep it is about to overwrite.
-func (w *secondSMWatch) detectNow(ctx context.Context, t *term) {
-	if w != nil {
-		w.detect(ctx, t)
+// describeHeld tells the open jobs why they wait while the gate stays
+// closed on a look that failed (a verdict restored, or unread): the jobs
+// sent since say it too.
+func (w *secondSMWatch) describeHeld(ctx context.Context, t *term) {
+	if rs := w.reason(); len(rs) > 0 {
+		dbctx, cancel := context.WithTimeout(ctx, t.dbTimeout())
+		defer cancel()
+		w.describe(dbctx, t, rs[0].Text)
 	}
 }
 
-// reason is the gate's reason while a second SM is seen; none otherwise.
+// recordForeign records the foreign SMs that master nothing when they
+// changed, logging each new one: no gate, no job held.
+func (w *secondSMWatch) recordForeign(ctx context.Context, t *term, sms []store.SecondSM) {
+	if w.foreignOK && slices.Equal(sms, w.foreign) {
+		return
+	}
+	for _, sm := range sms {
+		if !slices.ContainsFunc(w.foreign, func(o store.SecondSM) bool { return o.PortGUID == sm.PortGUID }) {
+			t.Log.Warn("foreign subnet manager: MASTER by its own SMInfo but master of no port (the SM_Key and the M_Keys "+
+				"keep it off them); no job waits for it; stop it (docs/runbooks.md)", "port_guid", sm.PortGUID.String(),
+				"priority", sm.Priority, "state", sm.State)
+		}
+	}
+	dbctx, cancel := context.WithTimeout(ctx, t.dbTimeout())
+	defer cancel()
+	err := w.check.Store.RecordForeignSMs(dbctx, t.id, sms)
+	w.foreign, w.foreignOK = sms, err == nil
+	if err != nil && !errors.Is(err, store.ErrFenced) && ctx.Err() == nil {
+		t.Log.Error("record the foreign subnet managers", "error", err)
+	}
+}
+
+// restore starts the term's verdict from the one recorded: a second SM the
+// previous term saw keeps the gate closed until a look sees this OpenSM
+// master. A database that cannot be read keeps it closed too (unread).
+func (w *secondSMWatch) restore(ctx context.Context, t *term) {
+	dbctx, cancel := context.WithTimeout(ctx, t.dbTimeout())
+	defer cancel()
+	sms, err := w.check.Store.SecondSMs(dbctx)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
+		if !w.unread && ctx.Err() == nil {
+			t.Log.Error("read the recorded second subnet manager; jobs wait until it is read, or a look sees this OpenSM master",
+				"error", err)
+		}
+		w.unread, w.clean = true, false
+		return
+	}
+	w.unread, w.clean = false, true
+	if len(sms) == 0 {
+		return
+	}
+	sm := store.SecondSM{PortGUID: sms[0].PortGUID, Priority: sms[0].Priority, State: sms[0].State, OwnState: sms[0].OwnState}
+	w.found = &sm
+	t.Log.Warn("second subnet manager recorded by a previous term: no job completes until a look sees this manager's OpenSM master",
+		"port_guid", sm.PortGUID.String(), "priority", sm.Priority, "state", sm.State, "term", sms[0].Term,
+		"seen_at", sms[0].SeenAt)
+}
+
+func (w *secondSMWatch) isUnread() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.unread
+}
+
+// detectNow looks once more before a sweep completes jobs: a second SM that
+// took the subnet over since the last check (up to a check interval ago)
+// would otherwise see them completed on a sweep it is about to overwrite.
+// One it sees gone makes the loop apply again (takeSecondSMGone) before
+// finish reads reapply: the jobs complete on a sweep of the OpenSM restarted
+// for it, not on the one from before.
+func (w *secondSMWatch) detectNow(ctx context.Context, t *term) {
+	if w != nil {
+		w.detect(ctx, t)
+		t.takeSecondSMGone()
+	}
+}
+
+// reason is the gate's reason while a second SM is seen (or the recorded
+// one unread); none otherwise.
 func (w *secondSMWatch) reason() []GateReason {
 	if w == nil {
 		return nil
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.found == nil {
-		return nil
+	switch {
+	case w.found != nil:
+		return []GateReason{{GateSecondSM, secondSMText(*w.found, w.check.Own)}}
+	case w.unread:
+		return []GateReason{{GateSecondSM, unreadText}}
 	}
-	return []GateReason{{GateSecondSM, secondSMText(*w.found, w.check.Own)}}
+	return nil
 }
 
 // holds says whether a second SM is seen: the term applies nothing then.
 func (w *secondSMWatch) holds() bool { return len(w.reason()) > 0 }
 
-// startSecondSMWatch starts detect every check interval, when the applier
-// has a check, and returns what stops it.
+// startSecondSMWatch restores the recorded verdict, then starts detect every
+// check interval, when the applier has a check, and returns what stops it.
 func (t *term) startSecondSMWatch(ctx context.Context) (stop func()) {
 	if t.SecondSM == nil || t.SecondSM.Dialer == nil || t.SecondSM.Own == 0 {
 		return func() {}
 	}
 	t.secondSM = &secondSMWatch{check: t.SecondSM}
+	t.secondSM.restore(ctx, t)
 	ctx, stop = context.WithCancel(ctx)
 	go tick.Every(ctx, t.Cfg.CheckInterval, func() bool {
 		t.secondSM.detect(ctx, t)

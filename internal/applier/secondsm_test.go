@@ -1,6 +1,7 @@
 package applier
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,15 +13,23 @@ import (
 func TestJudgeMasters(t *testing.T) {
 	const own, other fabric.GUID = 0x0002c90300a00001, 0x0002c90300a10001
 	sm := func(guid fabric.GUID, priority uint8, state pkeyread.SMState) pkeyread.SMInfo {
-		return pkeyread.SMInfo{GUID: guid, Priority: priority, State: state}
+		lid := uint16(1)
+		if guid != own {
+			lid = uint16(guid>>16) & 0xff // a LID of its own: 0xa1 for other
+		}
+		return pkeyread.SMInfo{GUID: guid, Priority: priority, State: state, LID: lid}
 	}
 	for _, tc := range []struct {
-		name      string
-		m         pkeyread.Masters
-		sms       []pkeyread.SMInfo // behind the other ports
-		wantFound *store.SecondSM
-		wantKnown bool
-		wantText  []string // in the gate's reason
+		name string
+		m    pkeyread.Masters
+		sms  []pkeyread.SMInfo // behind the other ports
+		// masterLIDs counts the host ports by the master they name.
+		masterLIDs  map[uint16]int
+		unprotected int // host ports without M_Key protection
+		wantFound   *store.SecondSM
+		wantForeign []store.SecondSM // master of nothing: named, no gate
+		wantKnown   bool
+		wantText    []string // in the gate's reason
 	}{
 		{name: "own master", m: pkeyread.Masters{MasterLID: 1, OwnLID: 1, Master: sm(own, 1, pkeyread.SMMaster), Own: sm(own, 1, pkeyread.SMMaster)},
 			wantKnown: true},
@@ -31,9 +40,11 @@ func TestJudgeMasters(t *testing.T) {
 			wantKnown: true},
 		{name: "the named master is gone, own still standby", m: pkeyread.Masters{MasterLID: 2, OwnLID: 1, Own: sm(own, 1, pkeyread.SMStandby)},
 			wantFound: &store.SecondSM{PortGUID: own, Priority: 1, State: "STANDBY", OwnState: "STANDBY"}, wantKnown: true},
-		{name: "a master behind another port before any swept the own port", m: pkeyread.Masters{OwnLID: 1, Own: sm(own, 1, pkeyread.SMDiscovering)},
-			sms:       []pkeyread.SMInfo{sm(other, 15, pkeyread.SMMaster)},
+		{name: "a master behind another port, master of the host ports, before any swept the own port", m: pkeyread.Masters{OwnLID: 1, Own: sm(own, 1, pkeyread.SMDiscovering)},
+			sms: []pkeyread.SMInfo{sm(other, 15, pkeyread.SMMaster)}, masterLIDs: map[uint16]int{0xa1: 4},
 			wantFound: &store.SecondSM{PortGUID: other, Priority: 15, State: "MASTER", OwnState: "DISCOVERING"}, wantKnown: true},
+		{name: "a master behind another port, master of nothing, before any swept the own port", m: pkeyread.Masters{OwnLID: 1, Own: sm(own, 1, pkeyread.SMDiscovering)},
+			sms: []pkeyread.SMInfo{sm(other, 15, pkeyread.SMMaster)}},
 		{name: "a higher priority took over", m: pkeyread.Masters{MasterLID: 2, OwnLID: 1, Master: sm(other, 15, pkeyread.SMMaster), Own: sm(own, 1, pkeyread.SMStandby)},
 			wantFound: &store.SecondSM{PortGUID: other, Priority: 15, State: "MASTER", OwnState: "STANDBY"}, wantKnown: true,
 			wantText: []string{"port 0x0002c90300a10001 (priority 15, MASTER)", "port 0x0002c90300a00001, STANDBY"}},
@@ -43,10 +54,23 @@ func TestJudgeMasters(t *testing.T) {
 		{name: "own standby, named master of itself", m: pkeyread.Masters{MasterLID: 1, OwnLID: 1, Master: sm(own, 1, pkeyread.SMStandby), Own: sm(own, 1, pkeyread.SMStandby)},
 			wantFound: &store.SecondSM{PortGUID: own, Priority: 1, State: "STANDBY", OwnState: "STANDBY"}, wantKnown: true,
 			wantText: []string{"this manager's OpenSM (port 0x0002c90300a00001) is STANDBY"}},
-		{name: "a master with another SM_Key beside the own one", m: pkeyread.Masters{MasterLID: 1, OwnLID: 1, Master: sm(own, 1, pkeyread.SMMaster), Own: sm(own, 1, pkeyread.SMMaster)},
-			sms:       []pkeyread.SMInfo{sm(0x0002c90300a20001, 0, pkeyread.SMStandby), sm(other, 3, pkeyread.SMMaster)},
+		{name: "a master with another SM_Key beside the own one, master of host ports", m: pkeyread.Masters{MasterLID: 1, OwnLID: 1, Master: sm(own, 1, pkeyread.SMMaster), Own: sm(own, 1, pkeyread.SMMaster)},
+			sms: []pkeyread.SMInfo{sm(0x0002c90300a20001, 0, pkeyread.SMStandby), sm(other, 3, pkeyread.SMMaster)}, masterLIDs: map[uint16]int{1: 3, 0xa1: 1},
 			wantFound: &store.SecondSM{PortGUID: other, Priority: 3, State: "MASTER", OwnState: "MASTER"}, wantKnown: true,
 			wantText: []string{"port 0x0002c90300a10001 (priority 3, MASTER)"}},
+		{name: "a tenant's SM beside the own master, master of nothing", m: pkeyread.Masters{MasterLID: 1, OwnLID: 1, Master: sm(own, 1, pkeyread.SMMaster), Own: sm(own, 1, pkeyread.SMMaster)},
+			sms: []pkeyread.SMInfo{sm(0x0002c90300a20001, 0, pkeyread.SMStandby), sm(other, 3, pkeyread.SMMaster)}, masterLIDs: map[uint16]int{1: 4},
+			wantForeign: []store.SecondSM{{PortGUID: other, Priority: 3, State: "MASTER", OwnState: "MASTER"}}, wantKnown: true},
+		{name: "a tenant's SM beside the own master, ports without M_Key protection", m: pkeyread.Masters{MasterLID: 1, OwnLID: 1, Master: sm(own, 1, pkeyread.SMMaster), Own: sm(own, 1, pkeyread.SMMaster)},
+			sms: []pkeyread.SMInfo{sm(other, 3, pkeyread.SMMaster)}, masterLIDs: map[uint16]int{1: 4}, unprotected: 1,
+			wantFound: &store.SecondSM{PortGUID: other, Priority: 3, State: "MASTER", OwnState: "MASTER"}, wantKnown: true},
+		{name: "a tenant's SM while the own port names a silent master", m: pkeyread.Masters{MasterLID: 9, OwnLID: 1, Own: sm(own, 1, pkeyread.SMMaster)},
+			sms: []pkeyread.SMInfo{sm(other, 3, pkeyread.SMMaster)}, masterLIDs: map[uint16]int{1: 4},
+			wantFound: &store.SecondSM{PortGUID: other, Priority: 3, State: "MASTER", OwnState: "MASTER"}, wantKnown: true},
+		{name: "two masters behind host ports: the one over ports gates, the other is named", m: pkeyread.Masters{MasterLID: 1, OwnLID: 1, Master: sm(own, 1, pkeyread.SMMaster), Own: sm(own, 1, pkeyread.SMMaster)},
+			sms: []pkeyread.SMInfo{sm(0x0002c90300a20001, 2, pkeyread.SMMaster), sm(other, 3, pkeyread.SMMaster)}, masterLIDs: map[uint16]int{0xa1: 1},
+			wantFound:   &store.SecondSM{PortGUID: other, Priority: 3, State: "MASTER", OwnState: "MASTER"},
+			wantForeign: []store.SecondSM{{PortGUID: 0x0002c90300a20001, Priority: 2, State: "MASTER", OwnState: "MASTER"}}, wantKnown: true},
 		{name: "own standby, the new master not yet named by the own port", m: pkeyread.Masters{MasterLID: 1, OwnLID: 1, Master: sm(own, 1, pkeyread.SMStandby), Own: sm(own, 1, pkeyread.SMStandby)},
 			sms:       []pkeyread.SMInfo{sm(other, 15, pkeyread.SMMaster)},
 			wantFound: &store.SecondSM{PortGUID: other, Priority: 15, State: "MASTER", OwnState: "STANDBY"}, wantKnown: true},
@@ -57,9 +81,13 @@ func TestJudgeMasters(t *testing.T) {
 			wantText: []string{"is NOTACTIVE"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			found, known := judgeMasters(smLook{masters: tc.m, sms: tc.sms}, own)
+			v := judgeMasters(smLook{masters: tc.m, sms: tc.sms, masterLIDs: tc.masterLIDs, unprotected: tc.unprotected}, own)
+			found, known := v.found, v.known
 			if known != tc.wantKnown || (found == nil) != (tc.wantFound == nil) || (found != nil && *found != *tc.wantFound) {
 				t.Fatalf("judgeMasters = %+v, %v; want %+v, %v", found, known, tc.wantFound, tc.wantKnown)
+			}
+			if known && !slices.Equal(v.foreign, tc.wantForeign) {
+				t.Fatalf("judgeMasters' foreign SMs = %+v; want %+v", v.foreign, tc.wantForeign)
 			}
 			if found == nil {
 				return

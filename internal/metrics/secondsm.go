@@ -15,12 +15,17 @@ import (
 // manager, leader or not, exports it.
 type SecondSMs interface {
 	SecondSMs(ctx context.Context) ([]store.SecondSM, error)
+	// ForeignSMs are the SMs, MASTER by their SMInfo, that master no port.
+	ForeignSMs(ctx context.Context) ([]store.SecondSM, error)
 }
 
 // SecondSM is a collector of afm_second_sm: 1 while the leader records a
 // master subnet manager that is not its own OpenSM, labelled with that SM's
 // port GUID, priority and state (at most one series: the leader records one),
 // 0 with empty labels otherwise. Absent when the database cannot be read.
+// And of afm_foreign_sm, likewise: 1 for each SM, MASTER by its own SMInfo,
+// that masters no port (a tenant's SM the keys keep off the ports), which
+// holds no job but is to be stopped.
 // Each fabric registers its own, with its store view: the series carry the
 // fabric.
 type SecondSM struct {
@@ -33,17 +38,31 @@ var specSecondSM = &gaugeSpec{"second_sm",
 	"1 while a master subnet manager that is not the leader's OpenSM is recorded (its port GUID, priority and state), else 0.",
 	[]string{"port_guid", "priority", "state"}}
 
-// Describe sends afm_second_sm's description.
-func (c *SecondSM) Describe(ch chan<- *prometheus.Desc) { ch <- specSecondSM.desc(c.Fabric.Name()) }
+var specForeignSM = &gaugeSpec{"foreign_sm",
+	"1 for each subnet manager MASTER by its own SMInfo that masters no port (no job waits for it), else 0.",
+	[]string{"port_guid", "priority", "state"}}
 
-// Collect reads the recorded second subnet manager.
+// Describe sends afm_second_sm's and afm_foreign_sm's descriptions.
+func (c *SecondSM) Describe(ch chan<- *prometheus.Desc) {
+	ch <- specSecondSM.desc(c.Fabric.Name())
+	ch <- specForeignSM.desc(c.Fabric.Name())
+}
+
+// Collect reads the recorded second and foreign subnet managers.
 func (c *SecondSM) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := scrapeContext(c.Timeout)
 	defer cancel()
-	desc := specSecondSM.desc(c.Fabric.Name())
 	sms, err := c.DB.SecondSMs(ctx)
+	c.collect(ch, specSecondSM, "scrape_second_sm", sms, err)
+	foreign, err := c.DB.ForeignSMs(ctx)
+	c.collect(ch, specForeignSM, "scrape_foreign_sm", foreign, err)
+}
+
+// collect sends spec's series for sms, read by operation.
+func (c *SecondSM) collect(ch chan<- prometheus.Metric, spec *gaugeSpec, operation string, sms []store.SecondSM, err error) {
+	desc := spec.desc(c.Fabric.Name())
 	if err != nil {
-		c.Fabric.m.DatabaseError("scrape_second_sm")
+		c.Fabric.m.DatabaseError(operation)
 		return
 	}
 	if len(sms) == 0 {

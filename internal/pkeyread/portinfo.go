@@ -20,6 +20,10 @@ type PortInfo struct {
 	MasterSMLID uint16
 	// IsSM: CapabilityMask's IsSM bit, a subnet manager runs behind the port.
 	IsSM bool
+	// MKeyProtect is M_KeyProtectBits (bits 272-273): 0, no M_Key protection,
+	// any SM may Set the port's attributes; 1 and up, a Set without the
+	// port's M_Key fails. A simulator that ignores M_Keys says 0.
+	MKeyProtect uint8
 	// The partition enforcement and raw-packet filter bits (IBA 14.2.5.6,
 	// bits 348-351): a switch port with PartitionEnforcementInbound off lets
 	// the host behind it send with any pkey.
@@ -39,6 +43,7 @@ func parsePortInfo(data []byte) PortInfo {
 		LID:               binary.BigEndian.Uint16(data[16:]),
 		MasterSMLID:       binary.BigEndian.Uint16(data[18:]),
 		IsSM:              binary.BigEndian.Uint32(data[20:])&capabilityIsSM != 0,
+		MKeyProtect:       data[34] >> 6,
 		EnforceInbound:    b&0x08 != 0,
 		EnforceOutbound:   b&0x04 != 0,
 		FilterRawInbound:  b&0x02 != 0,

@@ -164,34 +164,69 @@ type PortLID struct {
 // that did not answer.
 func ReadSMs(ctx context.Context, conn Conn, mkey uint64, tid *atomic.Uint32, ports []PortLID,
 	portTimeout time.Duration) (sms []SMInfo, unread int) {
-	for _, p := range ports {
+	s := ScanSMs(ctx, conn, mkey, tid, ports, portTimeout)
+	return s.SMs, s.Unread
+}
+
+// SMScan is what ScanSMs read of the ports.
+type SMScan struct {
+	SMs    []SMInfo // the SMs behind the ports
+	Unread int      // ports that did not answer
+	// MasterLIDs counts the ports that answered by the MasterSMLID each
+	// names: the master that last swept (programmed) them. A master whose
+	// LID no port names has programmed none of them.
+	MasterLIDs map[uint16]int
+	// Unprotected counts the ports that answered without M_Key protection
+	// (M_KeyProtectBits 0): any SM may program them, whatever MasterSMLID
+	// says (OpenSM does not always rewrite it).
+	Unprotected int
+}
+
+// ScanSMs is ReadSMs, keeping what the PortInfo read says of each port's
+// master as well (MasterSMLID), at no SMP more.
+func ScanSMs(ctx context.Context, conn Conn, mkey uint64, tid *atomic.Uint32, ports []PortLID,
+	portTimeout time.Duration) SMScan {
+	s := SMScan{MasterLIDs: map[uint16]int{}}
+	for i, p := range ports {
 		if ctx.Err() != nil {
-			return sms, unread + 1
+			s.Unread += len(ports) - i // never asked
+			return s
 		}
-		sm, isSM, err := readSM(ctx, conn, mkey, tid, p, portTimeout)
+		sm, pi, err := readSM(ctx, conn, mkey, tid, p, portTimeout)
 		switch {
 		case err != nil:
-			unread++
-		case isSM:
-			sms = append(sms, sm)
+			s.Unread++
+			continue
+		case pi.IsSM:
+			s.SMs = append(s.SMs, sm)
+		}
+		if pi.MasterSMLID != 0 {
+			s.MasterLIDs[pi.MasterSMLID]++
+		}
+		if pi.MKeyProtect == 0 {
+			s.Unprotected++
 		}
 	}
-	return sms, unread
+	return s
 }
 
 func readSM(ctx context.Context, conn Conn, mkey uint64, tid *atomic.Uint32, p PortLID,
-	timeout time.Duration) (SMInfo, bool, error) {
+	timeout time.Duration) (SMInfo, PortInfo, error) {
 	if p.LID == 0 {
-		return SMInfo{}, false, ErrNoLID
+		return SMInfo{}, PortInfo{}, ErrNoLID
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	data, err := smpGet(ctx, conn, mkey, tid, p.LID, attrPortInfo)
-	if err != nil || !parsePortInfo(data).IsSM {
-		return SMInfo{}, false, err
+	if err != nil {
+		return SMInfo{}, PortInfo{}, err
+	}
+	pi := parsePortInfo(data)
+	if !pi.IsSM {
+		return SMInfo{}, pi, nil
 	}
 	if data, err = smpGet(ctx, conn, mkey, tid, p.LID, attrSMInfo); err != nil {
-		return SMInfo{}, false, err
+		return SMInfo{}, pi, err
 	}
-	return parseSMInfo(data, p.LID), true, nil
+	return parseSMInfo(data, p.LID), pi, nil
 }

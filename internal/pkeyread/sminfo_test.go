@@ -53,3 +53,17 @@ func TestParsePortInfo(t *testing.T) {
 		})
 	}
 }
+
+// M_KeyProtectBits are PortInfo's bits 272-273, beside the LMC.
+func TestParsePortInfoMKeyProtect(t *testing.T) {
+	for _, tc := range []struct {
+		byte34 byte
+		want   uint8
+	}{{0x00, 0}, {0x43, 1}, {0x80, 2}, {0xc7, 3}} {
+		data := make([]byte, smpDataSize)
+		data[34] = tc.byte34
+		if got := parsePortInfo(data).MKeyProtect; got != tc.want {
+			t.Errorf("byte 34 = 0x%02x: MKeyProtect %d, want %d", tc.byte34, got, tc.want)
+		}
+	}
+}

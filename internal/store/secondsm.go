@@ -30,17 +30,25 @@ const (
 	maxSMState    = 16 // bytes, the columns' size
 )
 
+// checkSecondSM refuses what the columns cannot hold.
+func checkSecondSM(sm SecondSM) error {
+	switch {
+	case sm.PortGUID == 0:
+		return fmt.Errorf("want a non-zero port GUID")
+	case sm.Priority < 0 || sm.Priority > maxSMPriority:
+		return fmt.Errorf("%s: priority %d: want 0 to %d", sm.PortGUID, sm.Priority, maxSMPriority)
+	case sm.State == "" || len(sm.State) > maxSMState || len(sm.OwnState) > maxSMState:
+		return fmt.Errorf("%s: states %q and %q: want 1 to %d bytes (own: 0 to %d)",
+			sm.PortGUID, sm.State, sm.OwnState, maxSMState, maxSMState)
+	}
+	return nil
+}
+
 // RecordSecondSM records sm as the one second SM, replacing any recorded
 // before, if term is still the current term (ErrFenced otherwise).
 func (s *Store) RecordSecondSM(ctx context.Context, term int64, sm SecondSM) error {
-	switch {
-	case sm.PortGUID == 0:
-		return fmt.Errorf("record second subnet manager: want a non-zero port GUID")
-	case sm.Priority < 0 || sm.Priority > maxSMPriority:
-		return fmt.Errorf("record second subnet manager %s: priority %d: want 0 to %d", sm.PortGUID, sm.Priority, maxSMPriority)
-	case sm.State == "" || len(sm.State) > maxSMState || len(sm.OwnState) > maxSMState:
-		return fmt.Errorf("record second subnet manager %s: states %q and %q: want 1 to %d bytes (own: 0 to %d)",
-			sm.PortGUID, sm.State, sm.OwnState, maxSMState, maxSMState)
+	if err := checkSecondSM(sm); err != nil {
+		return fmt.Errorf("record second subnet manager: %w", err)
 	}
 	now := s.now()
 	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
@@ -80,11 +88,61 @@ func (s *Store) SecondSMs(ctx context.Context) ([]SecondSM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read second subnet managers: %w", err)
 	}
+	return secondSMRows(rows, "second subnet managers")
+}
+
+// A foreign subnet manager: MASTER by its own SMInfo but master of no port
+// the leader reads (a tenant's OpenSM on its own host, which the SM_Key and
+// the M_Keys keep off the ports). It holds no job; the leader records the
+// ones its last look saw for --status, the metrics and the alert.
+
+// RecordForeignSMs replaces the recorded foreign SMs with sms, if term is
+// still the current term (ErrFenced otherwise); none clears them.
+func (s *Store) RecordForeignSMs(ctx context.Context, term int64, sms []SecondSM) error {
+	for _, sm := range sms {
+		if err := checkSecondSM(sm); err != nil {
+			return fmt.Errorf("record foreign subnet managers: %w", err)
+		}
+	}
+	now := s.now()
+	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
+		// Fenced too: a deposed leader deletes nothing (0 rows either way).
+		if _, err := q.DeleteForeignSMs(ctx, s.FabricName(), term); err != nil {
+			return err
+		}
+		for _, sm := range sms {
+			n, err := q.InsertForeignSM(ctx, driver.InsertSecondSMParams{Fabric: s.FabricName(), PortGUID: sm.PortGUID.String(),
+				Priority: int64(sm.Priority), State: sm.State, OwnState: sm.OwnState, Term: term, Now: now})
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return ErrFenced
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record foreign subnet managers: %w", err)
+	}
+	return nil
+}
+
+// ForeignSMs returns the recorded foreign SMs, by port GUID.
+func (s *Store) ForeignSMs(ctx context.Context) ([]SecondSM, error) {
+	rows, err := s.d.Queries(ctx).ForeignSMs(ctx, s.FabricName())
+	if err != nil {
+		return nil, fmt.Errorf("read foreign subnet managers: %w", err)
+	}
+	return secondSMRows(rows, "foreign subnet managers")
+}
+
+func secondSMRows(rows []driver.SecondSubnetManager, what string) ([]SecondSM, error) {
 	sms := make([]SecondSM, 0, len(rows))
 	for _, r := range rows {
 		guid, err := fabric.ParseGUID(r.PortGuid)
 		if err != nil {
-			return nil, fmt.Errorf("read second subnet managers: port %q: %w", r.PortGuid, err)
+			return nil, fmt.Errorf("read %s: port %q: %w", what, r.PortGuid, err)
 		}
 		sms = append(sms, SecondSM{PortGUID: guid, Priority: int(r.Priority), State: r.State, OwnState: r.OwnState,
 			Term: r.Term, SeenAt: r.SeenAt.UTC()})

@@ -30,6 +30,7 @@ type Queries interface {
 	DeleteAdoptedPartition(ctx context.Context, fabric string, pkey fabric.PKey) (int64, error)
 	DeleteExpectedSwitches(ctx context.Context, fabric string) error
 	DeleteFinishedJobsBefore(ctx context.Context, fabric string, before *time.Time, batch int64, term int64) (int64, error)
+	DeleteForeignSMs(ctx context.Context, fabric string, term int64) (int64, error)
 	DeleteKubernetesMember(ctx context.Context, fabric string, pkey fabric.PKey, guid fabric.GUID) (int64, error)
 	DeleteKubernetesMembersOfPKey(ctx context.Context, fabric string, pkey fabric.PKey) (int64, error)
 	DeleteKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey) (int64, error)
@@ -48,6 +49,7 @@ type Queries interface {
 	CountMembersByNetwork(ctx context.Context, fabric string) ([]CountMembersByNetworkRow, error)
 	CountNetworks(ctx context.Context, fabric string) (int64, error)
 	FirstApplyToKeep(ctx context.Context, fabric string) (int64, error)
+	ForeignSMs(ctx context.Context, fabric string) ([]SecondSubnetManager, error)
 	GateSwitches(ctx context.Context, fabric string) ([]GateSwitchesRow, error)
 	GetJob(ctx context.Context, id int64) (Job, error)
 	GetKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey) (KubernetesPKey, error)
@@ -78,6 +80,7 @@ type Queries interface {
 	KubernetesMembershipsOfGUID(ctx context.Context, fabric string, guid fabric.GUID) ([]KubernetesMember, error)
 	CountKubernetesMembersOfPKey(ctx context.Context, fabric string, pkey fabric.PKey) (int64, error)
 	CountKubernetesMembers(ctx context.Context, fabric string) (int64, error)
+	InsertForeignSM(ctx context.Context, arg InsertSecondSMParams) (int64, error)
 	KubernetesState(ctx context.Context, fabric string) (KubernetesStateRow, error)
 	LastApply(ctx context.Context, fabric string) (Apply, error)
 	NewestJobID(ctx context.Context, fabric string) (int64, error)

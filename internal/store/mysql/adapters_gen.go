@@ -34,6 +34,10 @@ func (q queries) DeleteAdoptedPartition(ctx context.Context, fabric string, pkey
 	return q.Queries.DeleteAdoptedPartition(ctx, mysqldb.DeleteAdoptedPartitionParams{Fabric: fabric, Pkey: pkey})
 }
 
+func (q queries) DeleteForeignSMs(ctx context.Context, fabric string, term int64) (int64, error) {
+	return q.Queries.DeleteForeignSMs(ctx, mysqldb.DeleteForeignSMsParams{Fabric: fabric, Term: term})
+}
+
 func (q queries) DeleteKubernetesMember(ctx context.Context, fabric string, pkey fabric.PKey, guid fabric.GUID) (int64, error) {
 	return q.Queries.DeleteKubernetesMember(ctx, mysqldb.DeleteKubernetesMemberParams{Fabric: fabric, Pkey: pkey, Guid: guid})
 }
@@ -90,6 +94,11 @@ func (q queries) CountMembersByNetwork(ctx context.Context, fabric string) ([]dr
 
 func (q queries) FirstApplyToKeep(ctx context.Context, fabric string) (int64, error) {
 	return q.Queries.FirstApplyToKeep(ctx, mysqldb.FirstApplyToKeepParams{Fabric: fabric})
+}
+
+func (q queries) ForeignSMs(ctx context.Context, fabric string) ([]driver.SecondSubnetManager, error) {
+	rs, err := q.Queries.ForeignSMs(ctx, fabric)
+	return driver.Convert(rs, func(r mysqldb.ForeignSubnetManager) driver.SecondSubnetManager { return driver.SecondSubnetManager(r) }), err
 }
 
 func (q queries) GateSwitches(ctx context.Context, fabric string) ([]driver.GateSwitchesRow, error) {
@@ -166,6 +175,10 @@ func (q queries) KubernetesMembershipsOfGUID(ctx context.Context, fabric string,
 
 func (q queries) CountKubernetesMembersOfPKey(ctx context.Context, fabric string, pkey fabric.PKey) (int64, error) {
 	return q.Queries.CountKubernetesMembersOfPKey(ctx, mysqldb.CountKubernetesMembersOfPKeyParams{Fabric: fabric, Pkey: pkey})
+}
+
+func (q queries) InsertForeignSM(ctx context.Context, arg driver.InsertSecondSMParams) (int64, error) {
+	return q.Queries.InsertForeignSM(ctx, mysqldb.InsertForeignSMParams{PortGuid: arg.PortGUID, Priority: arg.Priority, State: arg.State, OwnState: arg.OwnState, Term: arg.Term, Now: arg.Now, Fabric: arg.Fabric})
 }
 
 func (q queries) KubernetesState(ctx context.Context, fabric string) (driver.KubernetesStateRow, error) {

@@ -78,6 +78,11 @@ func (q queries) CountMembersByNetwork(ctx context.Context, fabric string) ([]dr
 	}), err
 }
 
+func (q queries) ForeignSMs(ctx context.Context, fabric string) ([]driver.SecondSubnetManager, error) {
+	rs, err := q.Queries.ForeignSMs(ctx, fabric)
+	return driver.Convert(rs, func(r pgdb.ForeignSubnetManager) driver.SecondSubnetManager { return driver.SecondSubnetManager(r) }), err
+}
+
 func (q queries) GateSwitches(ctx context.Context, fabric string) ([]driver.GateSwitchesRow, error) {
 	rs, err := q.Queries.GateSwitches(ctx, fabric)
 	return driver.Convert(rs, func(r pgdb.GateSwitchesRow) driver.GateSwitchesRow { return driver.GateSwitchesRow(r) }), err
@@ -146,6 +151,10 @@ func (q queries) InsertSecretIfAbsent(ctx context.Context, fabric string, name s
 func (q queries) KubernetesMembershipsOfGUID(ctx context.Context, fabric string, guid fabric.GUID) ([]driver.KubernetesMember, error) {
 	rs, err := q.Queries.KubernetesMembershipsOfGUID(ctx, fabric, guid)
 	return driver.Convert(rs, func(r pgdb.KubernetesMember) driver.KubernetesMember { return driver.KubernetesMember(r) }), err
+}
+
+func (q queries) InsertForeignSM(ctx context.Context, arg driver.InsertSecondSMParams) (int64, error) {
+	return q.Queries.InsertForeignSM(ctx, arg.PortGUID, arg.Priority, arg.State, arg.OwnState, arg.Term, arg.Now, arg.Fabric)
 }
 
 func (q queries) KubernetesState(ctx context.Context, fabric string) (driver.KubernetesStateRow, error) {
