@@ -94,7 +94,8 @@ type secondSMWatch struct {
 	detecting sync.Mutex
 	clean     bool             // the database holds what found says
 	err       string           // the last read's error, logged once
-	restarted bool             // OpenSM was restarted (or not, rate-limited) for found's going
+	restarted bool             // OpenSM was restarted for found's going
+	deferred  bool             // the rate limit defers that restart (logged once)
 	lastStart time.Time        // of the last restart for a second SM gone; zero: none
 	foreign   []store.SecondSM // the foreign SMs the database holds
 	foreignOK bool             // foreign is what the database holds
@@ -105,6 +106,9 @@ type secondSMWatch struct {
 	// the gate stays closed until it is, or a look sees this OpenSM master.
 	unread bool
 	gone   bool // found went away: the loop applies again (takeSecondSMGone)
+	// restartAt: found is gone, and the rate limit defers the restart
+	// that must come before the gate opens until then; zero: none.
+	restartAt time.Time
 }
 
 // smLook is one look at the subnet managers: the master the own port
@@ -312,10 +316,14 @@ func (w *secondSMWatch) release(ctx context.Context, t *term) {
 		return
 	}
 	if was != nil && !w.restarted {
-		t.Log.Info("second subnet manager gone: this manager's OpenSM is master again; restarting it and applying the recorded state again",
-			"port_guid", was.PortGUID.String())
+		// The jobs stay held meanwhile: found is still set. A restart the
+		// rate limit defers keeps them held until it runs: the other SM
+		// programmed the ports, and only a new OpenSM writes every table.
+		if !w.restart(ctx, t, *was) {
+			w.describeHeld(ctx, t)
+			return
+		}
 		w.restarted = true
-		w.restart(ctx, t) // the jobs stay held meanwhile: found is still set
 	}
 	dbctx, cancel := context.WithTimeout(ctx, t.dbTimeout())
 	defer cancel()
@@ -334,26 +342,41 @@ func (w *secondSMWatch) release(ctx context.Context, t *term) {
 
 // restart starts OpenSM again so that it writes every port's table, at most
 // once every secondSMRestartEvery check intervals: an SM that comes and goes
-// must not make the production OpenSM restart in a loop. Jobs stay held
-// meanwhile (w.found is still set); a restart that fails or is skipped
-// leaves the apply that follows to OpenSM as it is.
-func (w *secondSMWatch) restart(ctx context.Context, t *term) {
+// must not make the production OpenSM restart in a loop. False when the limit
+// defers it: the caller keeps the gate closed (what the other SM wrote stays
+// until a new OpenSM writes every table) and asks again at the next look.
+// A restart that fails is logged, and the apply that follows goes to OpenSM
+// as it is.
+func (w *secondSMWatch) restart(ctx context.Context, t *term, was store.SecondSM) bool {
 	if w.check.Restart == nil {
-		return
+		return true
 	}
 	every := secondSMRestartEvery * t.Cfg.CheckInterval
 	if since := time.Since(w.lastStart); !w.lastStart.IsZero() && since < every {
-		t.Log.Warn("second subnet manager gone: OpenSM not restarted, it was restarted for one shortly before "+
-			"(at most once every "+every.String()+"); the recorded state is applied again to it as it is",
-			"since", since.Round(time.Second).String())
-		return
+		if !w.deferred {
+			t.Log.Warn("second subnet manager gone: OpenSM not restarted yet, it was restarted for one shortly before "+
+				"(at most once every "+every.String()+"); jobs wait for the restart",
+				"port_guid", was.PortGUID.String(), "since", since.Round(time.Second).String(),
+				"restart_in", (every - since).Round(time.Second).String())
+			w.deferred = true
+		}
+		w.mu.Lock()
+		w.restartAt = w.lastStart.Add(every)
+		w.mu.Unlock()
+		return false
 	}
-	w.lastStart = time.Now()
+	t.Log.Info("second subnet manager gone: this manager's OpenSM is master again; restarting it and applying the recorded state again",
+		"port_guid", was.PortGUID.String())
+	w.lastStart, w.deferred = time.Now(), false
+	w.mu.Lock()
+	w.restartAt = time.Time{}
+	w.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, secondSMRestart)
 	defer cancel()
 	if err := w.check.Restart(ctx); err != nil {
 		t.Log.Error("restart OpenSM after the second subnet manager", "error", err)
 	}
+	return true
 }
 
 // secondSMRestartEvery bounds the restarts for a second SM gone, in check
@@ -494,6 +517,10 @@ func (w *secondSMWatch) reason() []GateReason {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
+	case w.found != nil && !w.restartAt.IsZero():
+		return []GateReason{{GateSecondSM, fmt.Sprintf("Second subnet manager: port %s was master and is gone; "+
+			"this manager's OpenSM is restarted to write every port's table again at %s (at most one such restart "+
+			"every %d check intervals)", w.found.PortGUID, w.restartAt.UTC().Format(time.RFC3339), secondSMRestartEvery)}}
 	case w.found != nil:
 		return []GateReason{{GateSecondSM, secondSMText(*w.found, w.check.Own)}}
 	case w.unread:
