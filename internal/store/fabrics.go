@@ -214,3 +214,9 @@ func (s *Store) physnetMoved(n Network, fab string) error {
 	}
 	return &PhysnetMovedError{NetworkID: n.ID, Physnet: n.PhysicalNetwork, Recorded: fab, Configured: to}
 }
+
+// FabricOfPhysnet is the fabric a network on physnet is recorded on now:
+// the one whose physical networks list it, else the default fabric.
+func (s *Store) FabricOfPhysnet(physnet string) string {
+	return s.fabricOfPhysnet(physnet).FabricName()
+}
