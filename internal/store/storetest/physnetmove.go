@@ -250,6 +250,12 @@ func testMovePhysnetUnmanaged(t *testing.T, db Database) {
 	if p, err := s.Fabric(storageFabric).GetPort(t.Context(), "p1"); err != nil || p.GUID != nil {
 		t.Errorf("port p1 = %+v, %v; want it recorded without a GUID", p, err)
 	}
+	// Its port's next change completes with no partition still, and says
+	// why and what records it (it said "not in [api] physical_networks").
+	j := mustPort(t, s, boundPort("p1", netA, guidA, "h1"))
+	if want := `"extra" was not in [fabric:storage] physical_networks when the network was recorded (--import-neutron`; j.Fabric != storageFabric || !strings.Contains(j.Result, want) {
+		t.Errorf("port p1's job after the move = %+v, want the storage fabric's saying %q", j, want)
+	}
 }
 
 // testMovePhysnetPKeyTaken: the storage fabric already has VLAN 100: the
