@@ -3,8 +3,10 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +28,7 @@ var physnetMoveTests = []struct {
 	{"MovePhysnetMovesNetworksPortsAndMembers", testMovePhysnet},
 	{"MovePhysnetOfANetworkWithNoPartition", testMovePhysnetUnmanaged},
 	{"MovePhysnetRefusedOnAPKeyOfTheNewFabric", testMovePhysnetPKeyTaken},
+	{"MovePhysnetBesideAManagerOfTheOldConfiguration", testMovePhysnetConcurrent},
 }
 
 // openPhysnets opens db as a manager whose default fabric serves
@@ -273,5 +276,50 @@ func testMovePhysnetPKeyTaken(t *testing.T, db Database) {
 	}
 	if m := snapshotOf(t, s, store.DefaultFabric).Members; len(m) != 1 {
 		t.Errorf("default members after the refusal = %+v, want p1's", m)
+	}
+}
+
+// testMovePhysnetConcurrent: a manager still on the old configuration
+// (ibnet2 the default fabric's) records ports of netA while another moves
+// ibnet2: the move takes every fabric's revision before it reads, so each
+// port the old manager recorded is moved with it (none is left behind on
+// the default fabric), and a port the old manager sends after the move is
+// refused by it, not recorded on the default fabric.
+func testMovePhysnetConcurrent(t *testing.T, db Database) {
+	s := recordThenMove(t, db, "ibnet2", ibnet2OnDefault, ibnet2OnStorage)
+	old := openPhysnets(t, db, ibnet2OnDefault[0], ibnet2OnDefault[1])
+	const ports = 20
+	recorded := make([]bool, ports)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := range ports {
+			_, err := old.RecordPort(t.Context(), boundPort(fmt.Sprintf("c%02d", i), netA, 0x0002c90300000d00+uint64(i), "h"))
+			var moved *store.PhysnetMovedError
+			switch {
+			case err == nil:
+				recorded[i] = true
+			case !errors.As(err, &moved):
+				t.Errorf("port c%02d: %v, want recorded or a PhysnetMovedError", i, err)
+			}
+		}
+	}()
+	out, err := s.MovePhysnet(t.Context(), store.PhysnetMove{Physnet: "ibnet2", CreatedBy: "test"})
+	wg.Wait()
+	if err != nil || len(out.Networks) != 1 {
+		t.Fatalf("MovePhysnet = %+v, %v", out, err)
+	}
+	if m := snapshotOf(t, s, store.DefaultFabric).Members; len(m) != 0 {
+		t.Errorf("default members after the move = %+v, want none", m)
+	}
+	members := map[string]bool{}
+	for _, m := range snapshotOf(t, s, storageFabric).Members {
+		members[m.PortID] = true
+	}
+	for i, ok := range recorded {
+		if id := fmt.Sprintf("c%02d", i); ok && !members[id] {
+			t.Errorf("port %s, recorded by the old manager, is not a member on the storage fabric: %v", id, members)
+		}
 	}
 }
