@@ -75,6 +75,14 @@ type JobID struct {
 	N  int64
 }
 
+type JobPlace struct {
+	Fabric string
+	JobID  int64
+	Guid   fabric.GUID
+	Pkey   fabric.PKey
+	Want   string
+}
+
 type KubernetesMember struct {
 	Pkey       fabric.PKey
 	Guid       fabric.GUID

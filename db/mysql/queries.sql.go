@@ -882,6 +882,55 @@ func (q *Queries) NewTerm(ctx context.Context, arg NewTermParams) error {
 	return err
 }
 
+const openJobPlaces = `-- name: OpenJobPlaces :many
+SELECT p.job_id, p.guid, p.pkey, p.want
+FROM jobs j JOIN job_places p ON p.job_id = j.id
+WHERE j.fabric = ? AND j.status IN ('Pending', 'Running') AND j.revision <= ?
+ORDER BY p.job_id, p.guid, p.pkey
+`
+
+type OpenJobPlacesParams struct {
+	Fabric   string
+	Revision int64
+}
+
+type OpenJobPlacesRow struct {
+	JobID int64
+	Guid  fabric.GUID
+	Pkey  fabric.PKey
+	Want  string
+}
+
+// The places of the open jobs up to a revision (OpenJobsWithGUIDs' jobs),
+// through jobs_status_revision and job_places' key.
+func (q *Queries) OpenJobPlaces(ctx context.Context, arg OpenJobPlacesParams) ([]OpenJobPlacesRow, error) {
+	rows, err := q.db.QueryContext(ctx, openJobPlaces, arg.Fabric, arg.Revision)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OpenJobPlacesRow
+	for rows.Next() {
+		var i OpenJobPlacesRow
+		if err := rows.Scan(
+			&i.JobID,
+			&i.Guid,
+			&i.Pkey,
+			&i.Want,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const openJobsWithGUIDs = `-- name: OpenJobsWithGUIDs :many
 SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid
 FROM jobs j LEFT JOIN ports p ON j.object_type = 'port' AND p.id = j.object_id

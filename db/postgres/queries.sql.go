@@ -521,6 +521,19 @@ func (q *Queries) InsertJob(ctx context.Context, fabric string, revision int64, 
 	return id, err
 }
 
+const insertJobPlaces = `-- name: InsertJobPlaces :exec
+INSERT INTO job_places (fabric, job_id, guid, pkey, want)
+SELECT $1, $2, e ->> 'guid', CAST(e ->> 'pkey' AS integer), e ->> 'want'
+FROM jsonb_array_elements(CAST(CAST($3 AS text) AS jsonb)) AS e
+`
+
+// A change's places (places.go), in one statement whatever their count: a
+// JSON array of {"guid", "pkey", "want"} expanded by the server.
+func (q *Queries) InsertJobPlaces(ctx context.Context, fabric string, jobID int64, places string) error {
+	_, err := q.db.Exec(ctx, insertJobPlaces, fabric, jobID, places)
+	return err
+}
+
 const lastApply = `-- name: LastApply :one
 SELECT id, revision, sha256, term, outcome, detail, started_at, finished_at, fabric FROM applies WHERE fabric = $1 ORDER BY id DESC LIMIT 1
 `
@@ -722,6 +735,47 @@ func (q *Queries) NewTerm(ctx context.Context, holder string, now *time.Time, fa
 	var term int64
 	err := row.Scan(&term)
 	return term, err
+}
+
+const openJobPlaces = `-- name: OpenJobPlaces :many
+SELECT p.job_id, p.guid, p.pkey, p.want
+FROM jobs j JOIN job_places p ON p.job_id = j.id
+WHERE j.fabric = $1 AND j.status IN ('Pending', 'Running') AND j.revision <= $2
+ORDER BY p.job_id, p.guid, p.pkey
+`
+
+type OpenJobPlacesRow struct {
+	JobID int64
+	Guid  fabric.GUID
+	Pkey  fabric.PKey
+	Want  string
+}
+
+// The places of the open jobs up to a revision (OpenJobsWithGUIDs' jobs),
+// through jobs_status_revision and job_places' key.
+func (q *Queries) OpenJobPlaces(ctx context.Context, fabric string, revision int64) ([]OpenJobPlacesRow, error) {
+	rows, err := q.db.Query(ctx, openJobPlaces, fabric, revision)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OpenJobPlacesRow
+	for rows.Next() {
+		var i OpenJobPlacesRow
+		if err := rows.Scan(
+			&i.JobID,
+			&i.Guid,
+			&i.Pkey,
+			&i.Want,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const openJobsWithGUIDs = `-- name: OpenJobsWithGUIDs :many

@@ -153,6 +153,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.insertJobStmt, err = db.PrepareContext(ctx, insertJob); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertJob: %w", err)
 	}
+	if q.insertJobPlacesStmt, err = db.PrepareContext(ctx, insertJobPlaces); err != nil {
+		return nil, fmt.Errorf("error preparing query InsertJobPlaces: %w", err)
+	}
 	if q.insertSecondSMStmt, err = db.PrepareContext(ctx, insertSecondSM); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertSecondSM: %w", err)
 	}
@@ -221,6 +224,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.oldestOpenJobStmt, err = db.PrepareContext(ctx, oldestOpenJob); err != nil {
 		return nil, fmt.Errorf("error preparing query OldestOpenJob: %w", err)
+	}
+	if q.openJobPlacesStmt, err = db.PrepareContext(ctx, openJobPlaces); err != nil {
+		return nil, fmt.Errorf("error preparing query OpenJobPlaces: %w", err)
 	}
 	if q.openJobsWithGUIDsStmt, err = db.PrepareContext(ctx, openJobsWithGUIDs); err != nil {
 		return nil, fmt.Errorf("error preparing query OpenJobsWithGUIDs: %w", err)
@@ -484,6 +490,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing insertJobStmt: %w", cerr)
 		}
 	}
+	if q.insertJobPlacesStmt != nil {
+		if cerr := q.insertJobPlacesStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing insertJobPlacesStmt: %w", cerr)
+		}
+	}
 	if q.insertSecondSMStmt != nil {
 		if cerr := q.insertSecondSMStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing insertSecondSMStmt: %w", cerr)
@@ -597,6 +608,11 @@ func (q *Queries) Close() error {
 	if q.oldestOpenJobStmt != nil {
 		if cerr := q.oldestOpenJobStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing oldestOpenJobStmt: %w", cerr)
+		}
+	}
+	if q.openJobPlacesStmt != nil {
+		if cerr := q.openJobPlacesStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing openJobPlacesStmt: %w", cerr)
 		}
 	}
 	if q.openJobsWithGUIDsStmt != nil {
@@ -751,6 +767,7 @@ type Queries struct {
 	insertFabricLeadershipStmt        *sql.Stmt
 	insertFabricStateStmt             *sql.Stmt
 	insertJobStmt                     *sql.Stmt
+	insertJobPlacesStmt               *sql.Stmt
 	insertSecondSMStmt                *sql.Stmt
 	insertSecretIfAbsentStmt          *sql.Stmt
 	kubernetesMembershipsOfGUIDStmt   *sql.Stmt
@@ -774,6 +791,7 @@ type Queries struct {
 	newTermStmt                       *sql.Stmt
 	newestJobIDStmt                   *sql.Stmt
 	oldestOpenJobStmt                 *sql.Stmt
+	openJobPlacesStmt                 *sql.Stmt
 	openJobsWithGUIDsStmt             *sql.Stmt
 	recordApplyStmt                   *sql.Stmt
 	revisionStmt                      *sql.Stmt
@@ -837,6 +855,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		insertFabricLeadershipStmt:        q.insertFabricLeadershipStmt,
 		insertFabricStateStmt:             q.insertFabricStateStmt,
 		insertJobStmt:                     q.insertJobStmt,
+		insertJobPlacesStmt:               q.insertJobPlacesStmt,
 		insertSecondSMStmt:                q.insertSecondSMStmt,
 		insertSecretIfAbsentStmt:          q.insertSecretIfAbsentStmt,
 		kubernetesMembershipsOfGUIDStmt:   q.kubernetesMembershipsOfGUIDStmt,
@@ -860,6 +879,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		newTermStmt:                       q.newTermStmt,
 		newestJobIDStmt:                   q.newestJobIDStmt,
 		oldestOpenJobStmt:                 q.oldestOpenJobStmt,
+		openJobPlacesStmt:                 q.openJobPlacesStmt,
 		openJobsWithGUIDsStmt:             q.openJobsWithGUIDsStmt,
 		recordApplyStmt:                   q.recordApplyStmt,
 		revisionStmt:                      q.revisionStmt,

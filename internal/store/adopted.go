@@ -100,6 +100,7 @@ func (s *Store) AdoptPartitions(ctx context.Context, a Adoption) (AdoptionOutcom
 				continue
 			}
 			pkeys = append(pkeys, st.PKey.String())
+			promiseStatement(tx, kept, false)
 			if r, ok := recorded[st.PKey]; ok && r.Statement.Text() == kept.Text() {
 				continue
 			}
@@ -290,13 +291,18 @@ func (s *Store) ReleaseAdoptedMembers(ctx context.Context, r AdoptedRelease) (Ad
 		}
 		st := a.Statement
 		st.Members = nil
+		released := a.Statement
+		released.Members = nil
 		for _, m := range a.Statement.Members {
 			if keep[m.GUID] {
 				st.Members = append(st.Members, m)
 			} else {
 				out.Released = append(out.Released, m.GUID)
+				released.Members = append(released.Members, m)
 			}
 		}
+		// Absent: see endAdoption.
+		promiseStatement(tx, released, true)
 		out.Left = len(st.Members)
 		rev, err := tx.touches(ctx, len(out.Released) > 0)
 		if err != nil {
@@ -344,7 +350,13 @@ func releaseGUIDs(ctx context.Context, tx *changeTx, guids []fabric.GUID, rev in
 	for _, a := range list {
 		st := a.Statement
 		st.Members = slices.DeleteFunc(slices.Clone(st.Members), func(m partitions.Member) bool {
-			return m.Keyword == "" && slices.Contains(guids, m.GUID)
+			released := m.Keyword == "" && slices.Contains(guids, m.GUID)
+			if released {
+				// Absent, unless the change's owner keeps the GUID in the
+				// pkey: its own place, full or limited, wins (places.go).
+				tx.promise(Place{GUID: m.GUID, PKey: a.PKey, Want: WantAbsent})
+			}
+			return released
 		})
 		if len(st.Members) == len(a.Statement.Members) {
 			continue
@@ -372,7 +384,35 @@ func releasedText(guids string, pkeys []fabric.PKey) string {
 
 // endAdoption releases every adopted member of pkey, whose owner is deleted
 // or leaves it: the next owner of the pkey, perhaps another tenant's network,
-// must not find them in its partition.
+// must not find them in its partition. Each released GUID is absent from
+// the pkey: an adopted member's GUID has no owner (AdoptPartitions adopts
+// none an owner holds, and an owner that takes one releases it), so nothing
+// else keeps it there.
 func endAdoption(ctx context.Context, tx *changeTx, pkey fabric.PKey) (int64, error) {
+	recorded, err := adoptedPartitions(ctx, tx.fabric, tx.q)
+	if err != nil {
+		return 0, err
+	}
+	a, ok := recorded[pkey]
+	if !ok {
+		return 0, nil
+	}
+	promiseStatement(tx, a.Statement, true)
 	return tx.q.DeleteAdoptedPartition(ctx, tx.fabric, pkey)
+}
+
+// promiseStatement states the places of st's members that name a port GUID
+// (a keyword, ALL or SELF, names none): as the statement has them, or absent
+// when they leave it.
+func promiseStatement(tx *changeTx, st partitions.Statement, leave bool) {
+	for _, m := range st.Members {
+		if m.Keyword != "" {
+			continue
+		}
+		want := wantOf(fabric.Membership(m.Membership))
+		if leave {
+			want = WantAbsent
+		}
+		tx.promise(Place{GUID: m.GUID, PKey: st.PKey, Want: want})
+	}
 }

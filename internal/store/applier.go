@@ -302,15 +302,34 @@ func (s *Store) FailJob(ctx context.Context, term, id int64, reason string) (int
 }
 
 // OpenJobs lists the Pending and Running jobs up to revision, with the GUID
-// each port job's port holds now.
+// each port job's port holds now and the places each job's change promised,
+// in GUID and pkey order.
 func (s *Store) OpenJobs(ctx context.Context, revision int64) ([]OpenJob, error) {
 	rows, err := s.d.Queries(ctx).OpenJobsWithGUIDs(ctx, s.FabricName(), revision)
 	if err != nil {
 		return nil, err
 	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
 	out := make([]OpenJob, len(rows))
+	at := make(map[int64]int, len(rows))
 	for i, r := range rows {
 		out[i] = OpenJob{ID: r.ID, ObjectType: r.ObjectType, ObjectID: r.ObjectID, NetworkID: r.NetworkID, GUID: r.Guid}
+		at[r.ID] = i
+	}
+	// Read after the jobs, outside a transaction: a job inserted meanwhile
+	// has places but is not listed (skipped here, read at the next sweep);
+	// a listed job keeps its places, which go only with the job, and an
+	// open job is never deleted. A job of the previous release has none.
+	places, err := s.d.Queries(ctx).OpenJobPlaces(ctx, s.FabricName(), revision)
+	if err != nil {
+		return nil, fmt.Errorf("read the places of the open jobs: %w", err)
+	}
+	for _, p := range places {
+		if i, ok := at[p.JobID]; ok {
+			out[i].Places = append(out[i].Places, Place{GUID: p.Guid, PKey: p.Pkey, Want: Want(p.Want)})
+		}
 	}
 	return out, nil
 }

@@ -24,6 +24,18 @@ type changeTx struct {
 	now     time.Time
 	noOp    bool
 	decided bool
+	// places is the change's proof obligation (places.go), written with
+	// its job.
+	places promised
+}
+
+// promise states places the change touches and what each must hold once
+// it is applied; the job's insert writes them (a change that touches no
+// partition records none).
+func (c *changeTx) promise(places ...Place) {
+	for _, p := range places {
+		c.places.add(p)
+	}
 }
 
 // touches decides, once, whether the change touches a partition, and returns
@@ -64,6 +76,14 @@ func (c *changeTx) job(ctx context.Context, j Job) (Job, error) {
 		return Job{}, err
 	}
 	j.ID = id
+	if c.noOp || len(c.places.places) == 0 {
+		return j, nil
+	}
+	// Held (later): it goes with the change's next statement, or with the
+	// group's COMMIT (group.go), in the same round trip.
+	if err := c.later.q.InsertJobPlaces(ctx, c.fabric, id, placesJSON(c.places.places)); err != nil {
+		return Job{}, fmt.Errorf("record the places of job %d: %w", id, err)
+	}
 	return j, nil
 }
 

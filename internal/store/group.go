@@ -286,10 +286,12 @@ func (s *Store) commitOutcomes(ctx context.Context, group []*pendingChange) ([]e
 		rev := next - 1 // the revision of the last change so far that touches a partition
 		for i, p := range group {
 			c := &changeTx{tx: tx{q, s.FabricName()}, later: tx{q.Later(), s.FabricName()}, rev: rev + 1, now: p.now()}
-			// What the change left held is sent before the next change
-			// starts: its error is this change's.
+			// What the change left held (its job's places) is sent before
+			// the next change starts: its error is this change's. Alone, the
+			// change's error is the transaction's: what it left held goes
+			// with the COMMIT, in the same round trip.
 			run := func() error {
-				if err := p.fn(ctx, c); err != nil {
+				if err := p.fn(ctx, c); err != nil || len(group) == 1 {
 					return err
 				}
 				return q.Flush(ctx)

@@ -179,6 +179,7 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 				return Job{}, err
 			}
 			guids = append(guids, m.GUID)
+			tx.promise(Place{GUID: m.GUID, PKey: a.PKey, Want: wantOf(m.Membership)})
 		}
 		// The pkey decides the GUIDs' partitions from now on (adopted.go).
 		released, err := releaseGUIDs(ctx, tx, guids, rev)
@@ -242,6 +243,11 @@ func (s *Store) CreateKubernetesPKey(ctx context.Context, c KubernetesCreation) 
 		if err := tx.q.UpsertKubernetesPKey(ctx, s.FabricName(), c.PKey, c.IPoIB, rev, tx.now); err != nil {
 			return Job{}, err
 		}
+		// A pkey recorded already keeps its members, whose statement the
+		// change rewrites (its ip_over_ib): they stay as they are.
+		if err := promiseKubernetesMembers(ctx, tx, c.PKey, false); err != nil {
+			return Job{}, err
+		}
 		return kubernetesChanged(ctx, tx, rev, c.PKey, Job{
 			Operation:   OpCreateKubernetesPKey,
 			Description: fmt.Sprintf("Create Kubernetes pkey %s (ip_over_ib %t)", c.PKey, c.IPoIB),
@@ -260,6 +266,24 @@ func kubernetesChanged(ctx context.Context, tx *changeTx, rev int64, pkey fabric
 	}
 	j.ObjectType, j.ObjectID = ObjectPKey, pkey.String()
 	return j, nil
+}
+
+// promiseKubernetesMembers states the places of pkey's members as recorded
+// now: as they are, or absent when they leave it (read before they are
+// deleted; absent as in RemoveKubernetesGUIDs).
+func promiseKubernetesMembers(ctx context.Context, tx *changeTx, pkey fabric.PKey, leave bool) error {
+	members, err := tx.q.ListKubernetesMembersOfPKey(ctx, tx.fabric, pkey)
+	if err != nil {
+		return fmt.Errorf("the members of pkey %s: %w", pkey, err)
+	}
+	for _, m := range members {
+		want := wantOf(fabric.Membership(m.Membership))
+		if leave {
+			want = WantAbsent
+		}
+		tx.promise(Place{GUID: m.Guid, PKey: pkey, Want: want})
+	}
+	return nil
 }
 
 // checkPKeyNotNeutron refuses a Kubernetes pkey that a Neutron network
@@ -367,9 +391,15 @@ func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) 
 				return Job{}, err
 			}
 			if n == 0 {
+				// Not a member: the change promises nothing of it (an
+				// adopted member of the pkey, which ib-kubernetes never
+				// added, stays in it).
 				absent = append(absent, ufmGUID(g))
 			} else {
+				// A member's GUID is in no adopted partition (releaseGUIDs):
+				// it leaves the pkey.
 				removed = append(removed, ufmGUID(g))
+				tx.promise(Place{GUID: g, PKey: r.PKey, Want: WantAbsent})
 			}
 		}
 		result := fmt.Sprintf("GUIDs %s are no members of Kubernetes pkey %s", summarise(removed, len(removed)), r.PKey)
@@ -401,6 +431,9 @@ func (s *Store) DeleteKubernetesPKey(ctx context.Context, d KubernetesDeletion) 
 		}
 		rev, err := tx.touches(ctx, true)
 		if err != nil {
+			return Job{}, err
+		}
+		if err := promiseKubernetesMembers(ctx, tx, d.PKey, true); err != nil {
 			return Job{}, err
 		}
 		n, err := tx.q.DeleteKubernetesMembersOfPKey(ctx, s.FabricName(), d.PKey)

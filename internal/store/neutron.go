@@ -62,6 +62,11 @@ func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 			return Job{}, err
 		}
 		n.Revision = rev
+		if known {
+			if err := s.promiseNetworkMove(ctx, tx, before, n); err != nil {
+				return Job{}, err
+			}
+		}
 		if err := tx.UpsertNetwork(ctx, n, tx.now); err != nil {
 			return Job{}, err
 		}
@@ -83,6 +88,38 @@ func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 			CreatedBy:   c.CreatedBy, Request: c.Request, RequestID: c.RequestID,
 		}, nil
 	})
+}
+
+// promiseNetworkMove states the places of a network's update from before to
+// n: when the network leaves its partition (another VLAN ID, or no longer
+// managed), each member's GUID absent there, and full in the partition it
+// moves to, if any. A network that keeps its partition moves no member.
+// Absent means absent: see promisePort.
+func (s *Store) promiseNetworkMove(ctx context.Context, tx *changeTx, before, n Network) error {
+	if !before.Managed || (n.Managed && s.rules.partitionOf(n) == s.rules.partitionOf(before)) {
+		return nil
+	}
+	return s.promiseMembers(ctx, tx, before, n)
+}
+
+// promiseMembers states each member of network from (read now, before the
+// change writes) absent from its partition and, if to is managed, full in
+// to's.
+func (s *Store) promiseMembers(ctx context.Context, tx *changeTx, from, to Network) error {
+	ports, err := tx.q.ListPortsOfNetwork(ctx, tx.fabric, from.ID)
+	if err != nil {
+		return fmt.Errorf("the members of network %s: %w", from.ID, err)
+	}
+	for _, p := range ports {
+		if p.Guid == nil {
+			continue
+		}
+		tx.promise(Place{GUID: *p.Guid, PKey: s.rules.partitionOf(from), Want: WantAbsent})
+		if to.Managed {
+			tx.promise(Place{GUID: *p.Guid, PKey: s.rules.partitionOf(to), Want: WantFull})
+		}
+	}
+	return nil
 }
 
 // checkPKeyFree refuses a VLAN network whose pkey another network's partition
@@ -151,6 +188,11 @@ func (s *Store) removeNetwork(ctx context.Context, r NetworkRemoval) (Job, error
 		}
 		if _, err := tx.touches(ctx, n.Managed); err != nil {
 			return Job{}, err
+		}
+		if n.Managed {
+			if err := s.promiseMembers(ctx, tx, n, Network{}); err != nil {
+				return Job{}, err
+			}
 		}
 		if _, err := tx.DeletePortsOfNetwork(ctx, networkID); err != nil {
 			return Job{}, err
@@ -281,6 +323,9 @@ func (s *Store) recordPort(ctx context.Context, tx *changeTx, c PortChange, embe
 	if err := writePort(ctx, tx, p, st, rev); err != nil {
 		return Job{}, err
 	}
+	if err := s.promisePort(ctx, tx, p, st); err != nil {
+		return Job{}, err
+	}
 	guid, result := "no GUID", fmt.Sprintf("port %s holds no membership: %s", p.ID, reason)
 	if p.GUID != nil {
 		guid = "GUID " + p.GUID.String()
@@ -367,6 +412,52 @@ func writePort(ctx context.Context, tx *changeTx, p Port, st portState, rev int6
 	}
 	p.Revision = rev
 	return tx.later.UpsertPort(ctx, p, tx.now)
+}
+
+// promisePort states the places of port p's change: its GUID full in its
+// network's partition, always (even unchanged); the membership the port held
+// before, absent, when it differs (another GUID, another partition, or none);
+// and the membership of the port it took the GUID from, likewise.
+//
+// Absent means absent: a GUID is held by at most one port of a fabric (the
+// ports' unique (fabric, guid)), and while a port holds it it is in no
+// Kubernetes pkey and no partition of the template (membership), nor any
+// adopted partition (releaseGUIDs): the GUID a port lets go of, from the
+// flat pkey too, which flat networks share, stays in no other membership of
+// that pkey. A place both left and taken (a port moving between two flat
+// networks, or a GUID taken from another port of the network) is full.
+func (s *Store) promisePort(ctx context.Context, tx *changeTx, p Port, st portState) error {
+	if p.GUID != nil {
+		tx.promise(Place{GUID: *p.GUID, PKey: s.rules.partitionOf(st.n), Want: WantFull})
+	}
+	olds := []*Port{st.before}
+	if st.holder != nil && st.holder.ID != p.ID && p.GUID != nil { // the port takeGUID took it from
+		olds = append(olds, st.holder)
+	}
+	for _, old := range olds {
+		if old == nil || old.GUID == nil {
+			continue
+		}
+		pkey, err := s.pkeyOfPort(ctx, tx, *old, st.n)
+		if err != nil {
+			return err
+		}
+		tx.promise(Place{GUID: *old.GUID, PKey: pkey, Want: WantAbsent})
+	}
+	return nil
+}
+
+// pkeyOfPort is the pkey of port p's network, n or another (a port recorded
+// on another network, read then): a port that holds a GUID is on a managed
+// network.
+func (s *Store) pkeyOfPort(ctx context.Context, tx *changeTx, p Port, n Network) (fabric.PKey, error) {
+	if p.NetworkID != n.ID {
+		var err error
+		if n, _, err = tx.getNetwork(ctx, p.NetworkID); err != nil {
+			return 0, fmt.Errorf("the network %s of port %s: %w", p.NetworkID, p.ID, err)
+		}
+	}
+	return s.rules.partitionOf(n), nil
 }
 
 // portAndHolder reads the port recorded as id and the port holding guid (nil
@@ -512,6 +603,13 @@ func (s *Store) removePort(ctx context.Context, r PortRemoval) (Job, error) {
 		}
 		if _, err := tx.touches(ctx, p.GUID != nil); err != nil {
 			return Job{}, err
+		}
+		if p.GUID != nil {
+			pkey, err := s.pkeyOfPort(ctx, tx, p, Network{})
+			if err != nil {
+				return Job{}, err
+			}
+			tx.promise(Place{GUID: *p.GUID, PKey: pkey, Want: WantAbsent}) // see promisePort
 		}
 		if _, err := tx.DeletePort(ctx, r.PortID); err != nil {
 			return Job{}, err

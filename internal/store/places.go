@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
@@ -33,4 +34,69 @@ type Place struct {
 
 func (p Place) String() string {
 	return fmt.Sprintf("port %s, pkey %s: %s", p.GUID, p.PKey, p.Want)
+}
+
+// rank orders what a change may promise at one place: a place the change
+// both empties and fills (a port moving within the flat pkey, an adopted
+// member its new owner keeps in the pkey) holds what the owner gives it.
+func (w Want) rank() int {
+	switch w {
+	case WantFull:
+		return 2
+	case WantLimited:
+		return 1
+	}
+	return 0
+}
+
+// wantOf is what a membership promises.
+func wantOf(m fabric.Membership) Want {
+	if m == fabric.Limited {
+		return WantLimited
+	}
+	return WantFull
+}
+
+// placeKey is a place less what it promises: a job lists each once.
+type placeKey struct {
+	guid fabric.GUID
+	pkey fabric.PKey
+}
+
+// promised is a change's places as it states them, each (GUID, pkey) once.
+type promised struct {
+	at     map[placeKey]int
+	places []Place
+}
+
+// add states p; over a place already stated, the higher rank wins.
+func (ps *promised) add(p Place) {
+	k := placeKey{p.GUID, p.PKey}
+	if i, ok := ps.at[k]; ok {
+		if p.Want.rank() > ps.places[i].Want.rank() {
+			ps.places[i].Want = p.Want
+		}
+		return
+	}
+	if ps.at == nil {
+		ps.at = map[placeKey]int{}
+	}
+	ps.at[k] = len(ps.places)
+	ps.places = append(ps.places, p)
+}
+
+// placesJSON is places as InsertJobPlaces takes them: a JSON array of
+// {"guid", "pkey", "want"}, the GUID as its column holds it.
+func placesJSON(places []Place) string {
+	var b strings.Builder
+	b.Grow(len(places) * 56)
+	b.WriteByte('[')
+	for i, p := range places {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"guid":%q,"pkey":%d,"want":%q}`, p.GUID.String(), uint16(p.PKey), string(p.Want))
+	}
+	b.WriteByte(']')
+	return b.String()
 }

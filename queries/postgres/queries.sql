@@ -62,3 +62,10 @@ VALUES ((SELECT GREATEST(floor(extract(epoch FROM clock_timestamp()) * 1000)::bi
         @description, @result, @error, @created_by, @request, @request_id, @created_at, @updated_at,
         sqlc.narg(started_at), sqlc.narg(finished_at))
 RETURNING id;
+
+-- A change's places (places.go), in one statement whatever their count: a
+-- JSON array of {"guid", "pkey", "want"} expanded by the server.
+-- name: InsertJobPlaces :exec
+INSERT INTO job_places (fabric, job_id, guid, pkey, want)
+SELECT @fabric, @job_id, e ->> 'guid', CAST(e ->> 'pkey' AS integer), e ->> 'want'
+FROM jsonb_array_elements(CAST(CAST(@places AS text) AS jsonb)) AS e;

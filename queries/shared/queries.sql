@@ -129,3 +129,11 @@ ORDER BY j.id;
 -- that keeps two fabrics' changes from choosing one job id (job_ids).
 -- name: LockJobIDs :exec
 UPDATE job_ids SET n = n + 1 WHERE id = 1;
+
+-- The places of the open jobs up to a revision (OpenJobsWithGUIDs' jobs),
+-- through jobs_status_revision and job_places' key.
+-- name: OpenJobPlaces :many
+SELECT p.job_id, p.guid, p.pkey, p.want
+FROM jobs j JOIN job_places p ON p.job_id = j.id
+WHERE j.fabric = @fabric AND j.status IN ('Pending', 'Running') AND j.revision <= @revision
+ORDER BY p.job_id, p.guid, p.pkey;

@@ -54,3 +54,10 @@ VALUES ((SELECT max(CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) *
         @description, @result, @error, @created_by, @request, @request_id, @created_at, @updated_at,
         sqlc.narg(started_at), sqlc.narg(finished_at))
 RETURNING id;
+
+-- A change's places (places.go), in one statement whatever their count: a
+-- JSON array of {"guid", "pkey", "want"} expanded by the server.
+-- name: InsertJobPlaces :exec
+INSERT INTO job_places (fabric, job_id, guid, pkey, want)
+SELECT @fabric, @job_id, json_extract(e.value, '$.guid'), json_extract(e.value, '$.pkey'), json_extract(e.value, '$.want')
+FROM json_each(CAST(@places AS TEXT)) AS e;

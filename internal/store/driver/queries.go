@@ -90,6 +90,10 @@ type Queries interface {
 	OldestOpenJob(ctx context.Context, fabric string, status string) (time.Time, error)
 	NewTerm(ctx context.Context, fabric string, holder string, now *time.Time) (int64, error)
 	OpenJobsWithGUIDs(ctx context.Context, fabric string, revision int64) ([]OpenJobsWithGUIDsRow, error)
+	OpenJobPlaces(ctx context.Context, fabric string, revision int64) ([]OpenJobPlacesRow, error)
+	// InsertJobPlaces takes places as a JSON array of {"guid", "pkey", "want"}
+	// (store's placesJSON): one statement whatever their count.
+	InsertJobPlaces(ctx context.Context, fabric string, jobID int64, places string) error
 	RecordApply(ctx context.Context, arg RecordApplyParams) (int64, error)
 	Revision(ctx context.Context, fabric string) (int64, error)
 	SetJobDescription(ctx context.Context, fabric string, description string, now time.Time, jobID int64, term int64) (int64, error)

@@ -198,6 +198,15 @@ type OpenJobsWithGUIDsRow struct {
 	Guid       *fabric.GUID
 }
 
+// OpenJobPlacesRow is OpenJobPlaces' row: one place an open job's change
+// promised (job_places).
+type OpenJobPlacesRow struct {
+	JobID int64
+	Guid  fabric.GUID
+	Pkey  fabric.PKey
+	Want  string
+}
+
 // ReadLeaseRow is the leadership row as ReadLease reads it, with the
 // database's clock (DbNow).
 type ReadLeaseRow struct {

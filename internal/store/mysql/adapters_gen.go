@@ -243,6 +243,11 @@ func (q queries) OpenJobsWithGUIDs(ctx context.Context, fabric string, revision 
 	}), err
 }
 
+func (q queries) OpenJobPlaces(ctx context.Context, fabric string, revision int64) ([]driver.OpenJobPlacesRow, error) {
+	rs, err := q.Queries.OpenJobPlaces(ctx, mysqldb.OpenJobPlacesParams{Fabric: fabric, Revision: revision})
+	return driver.Convert(rs, func(r mysqldb.OpenJobPlacesRow) driver.OpenJobPlacesRow { return driver.OpenJobPlacesRow(r) }), err
+}
+
 func (q queries) RecordApply(ctx context.Context, arg driver.RecordApplyParams) (int64, error) {
 	return q.Queries.RecordApply(ctx, mysqldb.RecordApplyParams{Revision: arg.Revision, Sha256: arg.SHA256, Term: arg.Term, Outcome: arg.Outcome, Detail: arg.Detail, StartedAt: arg.StartedAt, FinishedAt: arg.FinishedAt, Fabric: arg.Fabric})
 }

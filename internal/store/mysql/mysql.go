@@ -240,7 +240,7 @@ func (e *Engine) InTx(ctx context.Context, mode driver.TxMode, fn func(q driver.
 	if mode == driver.ReadOnly {
 		opts = &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
 	}
-	return driver.InSQLTx(ctx, e.db, opts, func(tx *sql.Tx) error { return fn(queries{e.q.WithTx(tx)}) })
+	return driver.InSQLTx(ctx, e.db, opts, func(tx *sql.Tx) error { return fn(newQueries(tx)) })
 }
 
 // InChangeTx runs fn in one transaction, as a Write, and wakes this process's
@@ -250,12 +250,12 @@ func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) err
 		if !e.pipelined {
 			// The connection cannot send several statements in one query
 			// (see pipelined): each goes on its own.
-			return fn(driver.PlainChangeTx{Queries: queries{e.q.WithTx(tx)}, SQLSavepoints: driver.SQLSavepoints{Tx: tx}})
+			return fn(driver.PlainChangeTx{Queries: newQueries(tx), SQLSavepoints: driver.SQLSavepoints{Tx: tx}})
 		}
 		p := &pipeline{tx: tx}
 		// The savepoints, and the writes made through Later, are held back
 		// to go in one multi-statement query with the next statement.
-		c := driver.HeldChangeTx{Queries: queries{mysqldb.New(p)}, Deferred: queries{mysqldb.New(later{p})}, Pipeline: p,
+		c := driver.HeldChangeTx{Queries: newQueries(p), Deferred: newQueries(later{p}), Pipeline: p,
 			HeldSavepoints: driver.HeldSavepoints{Held: &p.held, Exec: func(ctx context.Context, sql string) error {
 				_, err := tx.ExecContext(ctx, sql)
 				return err
@@ -356,7 +356,7 @@ func (p *pipeline) Flush(ctx context.Context) error {
 	return err
 }
 
-func (e *Engine) Queries(context.Context) driver.Queries { return queries{e.q} }
+func (e *Engine) Queries(context.Context) driver.Queries { return queries{e.q, e.db} }
 
 // TryLock takes fabric's GET_LOCK on a connection reserved for as long as
 // the lock is held: the default fabric's is the name a manager that knows no
@@ -428,7 +428,28 @@ func (l *getLock) Release(ctx context.Context) error {
 // arguments otherwise, and the lease's ttl is in microseconds. (MariaDB has no
 // RETURNING: the new revision and a job's id come back as the last insert id,
 // which the generated adapters read, driver.LastInsertID.)
-type queries struct{ *mysqldb.Queries }
+type queries struct {
+	*mysqldb.Queries
+	db mysqldb.DBTX // what Queries runs on, for the SQL sqlc cannot parse
+}
+
+func newQueries(db mysqldb.DBTX) queries { return queries{mysqldb.New(db), db} }
+
+// insertJobPlaces is InsertJobPlaces (queries/mysql/queries.sql names it):
+// sqlc's MySQL parser reads no JSON_TABLE, so the SQL is here. The places
+// are a JSON array expanded by the server: one statement whatever their
+// count.
+const insertJobPlaces = `INSERT INTO job_places (fabric, job_id, guid, pkey, want)
+SELECT ?, ?, e.guid, e.pkey, e.want
+FROM JSON_TABLE(?, '$[*]' COLUMNS (
+    guid varchar(18) PATH '$.guid', pkey integer PATH '$.pkey', want varchar(8) PATH '$.want')) AS e`
+
+// InsertJobPlaces: see insertJobPlaces. Through Later it is held like the
+// other writes (the pipeline's ExecContext).
+func (q queries) InsertJobPlaces(ctx context.Context, fabric string, jobID int64, places string) error {
+	_, err := q.db.ExecContext(ctx, insertJobPlaces, fabric, jobID, places)
+	return err
+}
 
 // NewTerm reads the term it started back in the same transaction (the store
 // runs it in one).

@@ -235,6 +235,11 @@ func (q queries) OpenJobsWithGUIDs(ctx context.Context, fabric string, revision 
 	}), err
 }
 
+func (q queries) OpenJobPlaces(ctx context.Context, fabric string, revision int64) ([]driver.OpenJobPlacesRow, error) {
+	rs, err := q.Queries.OpenJobPlaces(ctx, fabric, revision)
+	return driver.Convert(rs, func(r sqlitedb.OpenJobPlacesRow) driver.OpenJobPlacesRow { return driver.OpenJobPlacesRow(r) }), err
+}
+
 func (q queries) RecordApply(ctx context.Context, arg driver.RecordApplyParams) (int64, error) {
 	return q.Queries.RecordApply(ctx, arg.Revision, arg.SHA256, arg.Term, arg.Outcome, arg.Detail, arg.StartedAt, arg.FinishedAt, arg.Fabric)
 }

@@ -86,6 +86,7 @@ func Run(t *testing.T, engine string) {
 	tests = append(tests, adoptedTests...)
 	tests = append(tests, auditTests...)
 	tests = append(tests, secondSMTests...)
+	tests = append(tests, placesTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,25 @@
+-- A job's proof obligation: for each port GUID its change touches, the pkey
+-- and what the port's table must hold once the change is applied (full,
+-- limited, or absent). The change writes them in its own transaction, with
+-- its job; the applier's read-back ([opensm] verify = tables) reads them for
+-- the open jobs, whatever it remembers of earlier sweeps.
+--
+-- Expand-only: the previous release writes jobs without places and never
+-- reads this table; a job of its making reads with none. The rows go with
+-- their job: the foreign key cascades every deletion of a job (retention,
+-- either release's), and the project opens SQLite with foreign_keys on.
+-- job_id leads the key: the places of the open jobs of a fabric up to a
+-- revision are read by joining jobs (jobs_status_revision) to this key.
+
+-- +goose Up
+CREATE TABLE job_places (
+    fabric TEXT    NOT NULL,
+    job_id INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+    guid   TEXT    NOT NULL,
+    pkey   INTEGER NOT NULL,
+    want   TEXT    NOT NULL CHECK (want IN ('full', 'limited', 'absent')),
+    PRIMARY KEY (job_id, guid, pkey)
+);
+
+-- +goose Down
+DROP TABLE job_places;
