@@ -54,9 +54,9 @@ type PhysnetMoveOutcome struct {
 	// Jobs are the move's jobs, one on each fabric it changed (the old ones
 	// in name order, then the new one); none with DryRun.
 	Jobs []Job
-	// Places are, by job id, the places each job's change touches: the
-	// members leaving the old fabric's partitions (WantAbsent) and joining
-	// the new one's (WantFull).
+	// Places are, by job id, the places each job promises (recorded with
+	// it, places.go): the members leaving the old fabric's partitions
+	// (WantAbsent) and joining the new one's (WantFull).
 	Places map[int64][]Place
 }
 
@@ -107,7 +107,8 @@ func (s *Store) MovePhysnet(ctx context.Context, m PhysnetMove) (PhysnetMoveOutc
 		if m.DryRun {
 			return errDryRun
 		}
-		return nil
+		// The last job's places are held back (changeTx.job): sent now.
+		return q.Flush(ctx)
 	})
 	switch {
 	case errors.Is(err, errDryRun), errors.Is(err, errNothingToMove):
@@ -391,15 +392,13 @@ func (mv *physnetMove) jobs(ctx context.Context, target *changeTx, moves []moved
 
 // job inserts one fabric's job of the move, with the places it promises.
 func (mv *physnetMove) job(ctx context.Context, c *changeTx, result string, places []Place) error {
+	c.promise(places...)
 	j, err := c.job(ctx, Job{ObjectType: ObjectPhysnet, ObjectID: mv.m.Physnet, Operation: OpMovePhysnet,
 		Description: fmt.Sprintf("Move physical network %s's networks to fabric %s", mv.m.Physnet, mv.to.FabricName()),
 		Result:      result, CreatedBy: mv.m.CreatedBy})
 	if err != nil {
 		return fmt.Errorf("fabric %s: %w", c.fabric, err)
 	}
-	// PROMISE: the job's places are to be recorded with it, as every
-	// change's, once a change can promise them (changeTx.promise); until
-	// then they are only returned to the caller.
 	mv.out.Jobs = append(mv.out.Jobs, j)
 	mv.out.Places[j.ID] = places
 	return nil

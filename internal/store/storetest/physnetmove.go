@@ -221,9 +221,23 @@ func wantMoveJobs(t *testing.T, s *store.Store, out store.PhysnetMoveOutcome, re
 			j.Operation != store.OpMovePhysnet || !strings.Contains(j.Result, netA) {
 			t.Errorf("job %d = %+v, %v; want fabric %s's, pending at revision %d", i, j, err, c.fabric, revs[i]+1)
 		}
-		want := []store.Place{{GUID: fabric.GUID(guidA), PKey: 0x64, Want: c.want}}
-		if got := out.Places[out.Jobs[i].ID]; len(got) != 1 || got[0] != want[0] {
+		want := store.Place{GUID: fabric.GUID(guidA), PKey: 0x64, Want: c.want}
+		if got := out.Places[out.Jobs[i].ID]; len(got) != 1 || got[0] != want {
 			t.Errorf("fabric %s's job's places = %v, want %v", c.fabric, got, want)
+		}
+		// Recorded with the job: what the fabric's read-back proves.
+		open, err := s.Fabric(c.fabric).OpenJobs(t.Context(), j.Revision)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var recorded []store.Place
+		for _, o := range open {
+			if o.ID == j.ID {
+				recorded = o.Places
+			}
+		}
+		if len(recorded) != 1 || recorded[0] != want {
+			t.Errorf("fabric %s's job's recorded places = %v, want %v", c.fabric, recorded, want)
 		}
 	}
 }
