@@ -20,26 +20,34 @@ import (
 // physnet moved ("ibnet2" from the default fabric to the storage one, or
 // "extra" from no fabric to the storage one).
 var physnetMoveTests = []struct {
-	name string
-	fn   func(t *testing.T, db Database)
+	name        string
+	fn          func(t *testing.T, db Database)
+	notOnSQLite bool // SQLite has no session to end from outside
 }{
-	{"ChangesOfANetworkWhosePhysnetMovedAreRefused", testPhysnetMovedRefused},
-	{"DeletesOfANetworkWhosePhysnetMovedAreAllowed", testPhysnetMovedDeletes},
-	{"MovePhysnetMovesNetworksPortsAndMembers", testMovePhysnet},
-	{"MovePhysnetOfANetworkWithNoPartition", testMovePhysnetUnmanaged},
-	{"MovePhysnetRefusedOnAPKeyOfTheNewFabric", testMovePhysnetPKeyTaken},
-	{"MovePhysnetBesideAManagerOfTheOldConfiguration", testMovePhysnetConcurrent},
+	{"ChangesOfANetworkWhosePhysnetMovedAreRefused", testPhysnetMovedRefused, false},
+	{"DeletesOfANetworkWhosePhysnetMovedAreAllowed", testPhysnetMovedDeletes, false},
+	{"MovePhysnetMovesNetworksPortsAndMembers", testMovePhysnet, false},
+	{"MovePhysnetOfANetworkWithNoPartition", testMovePhysnetUnmanaged, false},
+	{"MovePhysnetRefusedOnAPKeyOfTheNewFabric", testMovePhysnetPKeyTaken, false},
+	{"MovePhysnetBesideAManagerOfTheOldConfiguration", testMovePhysnetConcurrent, false},
+	{"MovePhysnetWhoseSessionIsEndedKeepsNothing", testMovePhysnetKilled, true},
 }
 
 // openPhysnets opens db as a manager whose default fabric serves
 // defaultNets and whose storage fabric serves storageNets.
 func openPhysnets(t *testing.T, db Database, defaultNets, storageNets []string) *store.Store {
 	t.Helper()
+	return openPhysnetRules(t, db, store.Rules{PhysicalNetworks: defaultNets}, store.Rules{PhysicalNetworks: storageNets})
+}
+
+// openPhysnetRules opens db as a manager whose default and storage fabrics
+// record by these rules.
+func openPhysnetRules(t *testing.T, db Database, def, storage store.Rules) *store.Store {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s, err := storeopen.OpenFabrics(ctx, db.Engine, db.DSN, true, []store.FabricRules{
-		{Name: store.DefaultFabric, Rules: store.Rules{PhysicalNetworks: defaultNets}},
-		{Name: storageFabric, Rules: store.Rules{PhysicalNetworks: storageNets}},
+		{Name: store.DefaultFabric, Rules: def}, {Name: storageFabric, Rules: storage},
 	}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("open %s store: %v", db.Engine, err)
@@ -335,5 +343,46 @@ func testMovePhysnetConcurrent(t *testing.T, db Database) {
 		if id := fmt.Sprintf("c%02d", i); ok && !members[id] {
 			t.Errorf("port %s, recorded by the old manager, is not a member on the storage fabric: %v", id, members)
 		}
+	}
+}
+
+// testMovePhysnetKilled: the move's session is ended by the server in the
+// middle of its transaction (a crash, a database restart), after it took
+// both fabrics' revisions and read what to move: nothing of it is kept,
+// neither fabric's revision nor any row, and running it again does the
+// whole move.
+func testMovePhysnetKilled(t *testing.T, db Database) {
+	s := recordThenMove(t, db, "ibnet2", ibnet2OnDefault, ibnet2OnStorage)
+	revs := revisions(t, s)
+	held := newGate(guidA) // the move checks GUID A against the storage fabric's template
+	storage := held.rules()
+	storage.PhysicalNetworks = ibnet2OnStorage[1]
+	gated := openPhysnetRules(t, db, store.Rules{PhysicalNetworks: ibnet2OnStorage[0]}, storage)
+	done := make(chan error, 1)
+	go func() {
+		_, err := gated.MovePhysnet(t.Context(), store.PhysnetMove{Physnet: "ibnet2", CreatedBy: "test"})
+		done <- err
+	}()
+	held.wait(t)
+	killTransaction(t, db)
+	close(held.open)
+	if err := <-done; err == nil {
+		t.Fatal("a move whose session was ended succeeded")
+	}
+	if got := revisions(t, s); got != revs {
+		t.Errorf("revisions after the failed move = %v, want %v", got, revs)
+	}
+	if m := snapshotOf(t, s, store.DefaultFabric).Members; len(m) != 1 {
+		t.Errorf("default members after the failed move = %+v, want p1's", m)
+	}
+	if n := snapshotOf(t, s, storageFabric).Networks; len(n) != 0 {
+		t.Errorf("storage networks after the failed move = %+v, want none", n)
+	}
+	out, err := s.MovePhysnet(t.Context(), store.PhysnetMove{Physnet: "ibnet2", CreatedBy: "test"})
+	if err != nil || len(out.Networks) != 1 || len(out.Jobs) != 2 {
+		t.Fatalf("the move run again = %+v, %v; want netA moved", out, err)
+	}
+	if m := snapshotOf(t, s, storageFabric).Members; len(m) != 1 || m[0].PortID != "p1" {
+		t.Errorf("storage members after the move run again = %+v, want p1's", m)
 	}
 }

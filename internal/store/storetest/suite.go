@@ -100,6 +100,9 @@ func Run(t *testing.T, engine string) {
 		})
 	}
 	for _, tc := range physnetMoveTests {
+		if tc.notOnSQLite && engine == config.EngineSQLite {
+			continue
+		}
 		t.Run("TwoFabrics/"+tc.name, func(t *testing.T) {
 			t.Parallel()
 			tc.fn(t, NewDatabase(t, engine))
