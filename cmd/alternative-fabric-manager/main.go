@@ -11,6 +11,7 @@
 //	alternative-fabric-manager --config-file ... --show-enforcement-errors | --clear-enforcement-errors
 //	alternative-fabric-manager --config-file ... --import-neutron [--dry-run] [--prune]  # docs/neutron-import.md
 //	alternative-fabric-manager --config-file ... --unfreeze   # HA: lift a freeze (docs/ha.md)
+//	alternative-fabric-manager --config-file ... --move-physnet PHYSNET [--dry-run]  # docs/multi-fabric.md
 //	alternative-fabric-manager --config-file ... --import-keys opensm.conf [--replace-keys] | --rotate-keys m_key,sm_key,sa_key
 //	alternative-fabric-manager --config-file ... --healthcheck  # exit 0 only if the running manager is ready
 //
@@ -70,12 +71,13 @@ func main() {
 	rotateKeys := flag.String("rotate-keys", "", "record new random keys for the listed keys (m_key,sm_key,sa_key; docs/key-rotation.md), then exit")
 	showVersion := flag.Bool("version", false, "print the version, the commit and the build date, then exit")
 	importNeutron := flag.Bool("import-neutron", false, "record what Neutron has on the InfiniBand physnets and list what it lacks (docs/neutron-import.md), then exit (0: they agree, 5: differences listed)")
-	dryRun := flag.Bool("dry-run", false, "with --import-neutron: print what would change, write nothing")
+	dryRun := flag.Bool("dry-run", false, "with --import-neutron or --move-physnet: print what would change, write nothing")
 	prune := flag.Bool("prune", false, "with --import-neutron: also remove what is recorded and Neutron deleted")
 	healthcheck := flag.Bool("healthcheck", false, "ask the running manager's /readyz, print its answer, exit 0 only if it is ready")
 	adoptFile := flag.String("adopt-partitions", "", "adopt the partitions of this running partitions file (docs/switch-over.md), then exit")
 	releasePKey := flag.String("release-adopted", "", "release the adopted members of this pkey, then exit")
 	auditFlag := flag.Bool("audit", false, auditHelp)
+	movePhysnet := flag.String("move-physnet", "", "move the networks recorded on this physical network, with their ports, to the fabric the configuration now gives it (docs/multi-fabric.md), then exit")
 	fab := fabricFlag(flag.CommandLine)
 	flag.Parse()
 	if *showVersion {
@@ -87,13 +89,14 @@ func main() {
 		os.Exit(2)
 	}
 	keysCmd := *importKeys != "" || *rotateKeys != ""
-	adopting, releasing := *adoptFile != "", *releasePKey != ""
+	adopting, releasing, moving := *adoptFile != "", *releasePKey != "", *movePhysnet != ""
 	// At most one command flag; with one, the manager runs it and exits.
 	commands := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *unfreezeFlag,
-		*healthcheck, *importKeys != "", *rotateKeys != "", adopting, releasing, *importNeutron, *auditFlag)
-	if commands > 1 || (*asJSON && !*status && !*auditFlag) || (*replaceKeys && *importKeys == "") || ((*dryRun || *prune) && !*importNeutron) {
+		*healthcheck, *importKeys != "", *rotateKeys != "", adopting, releasing, *importNeutron, *auditFlag, moving)
+	if commands > 1 || (*asJSON && !*status && !*auditFlag) || (*replaceKeys && *importKeys == "") ||
+		(*dryRun && !*importNeutron && !moving) || (*prune && !*importNeutron) {
 		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: give at most one command flag (--json goes with --status or --audit, "+
-			"--replace-keys with --import-keys, --dry-run and --prune with --import-neutron)")
+			"--replace-keys with --import-keys, --dry-run with --import-neutron or --move-physnet, --prune with --import-neutron)")
 		os.Exit(2)
 	}
 	checkFabricUse(fab, commands == 0 || *migrate || *healthcheck || *importNeutron)
@@ -129,6 +132,8 @@ func main() {
 		err = runReleaseAdopted(ctx, *configFile, fab.name, *releasePKey, log, os.Stdout)
 	case *auditFlag:
 		err = runAuditCommand(ctx, *configFile, fab.name, *asJSON, log, os.Stdout)
+	case moving:
+		err = runMovePhysnet(ctx, *configFile, fab, *movePhysnet, *dryRun, log, os.Stdout)
 	case *importNeutron:
 		err = runImportNeutron(ctx, *configFile, neutronimport.Options{DryRun: *dryRun, Prune: *prune}, log)
 	case *status || *confirm || *showErrs || *clearErrs || *showKeys || *unfreezeFlag:

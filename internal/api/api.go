@@ -295,11 +295,13 @@ func (s *Server) auth(h handlerFunc) httprouter.Handle {
 }
 
 // fail answers a request whose handler failed: with the status an httpError
-// carries, 400 for a refusal, 503 when the database is unreachable or kept
+// carries, 400 for a refusal, 409 for a change of a network whose physical
+// network is now configured for another fabric, 503 when the database is unreachable or kept
 // aborting the change for conflicts, 500 otherwise.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var he *httpError
 	var rej *store.RejectedError
+	var moved *store.PhysnetMovedError
 	switch {
 	case errors.As(err, &he):
 		if he.status == http.StatusServiceUnavailable {
@@ -308,6 +310,15 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, he.status, he.msg)
 	case errors.As(err, &rej):
 		writeError(w, http.StatusBadRequest, rej.Reason)
+	case errors.As(err, &moved):
+		// Not the request's fault: the configuration moved its physnet to
+		// another fabric after its network was recorded. Nothing is
+		// recorded; the same request succeeds once an operator has run
+		// --move-physnet.
+		s.logger(r).Warn("request refused: its physical network is configured for another fabric",
+			"method", r.Method, "path", r.URL.Path, "physical_network", moved.Physnet,
+			"recorded_fabric", moved.Recorded, "configured_fabric", moved.Configured)
+		writeError(w, http.StatusConflict, moved.Error())
 	case errors.As(err, new(*store.ConflictError)):
 		// The database aborted the change for conflicting with concurrent
 		// ones, each time the store ran it again: nothing is recorded, and

@@ -74,12 +74,17 @@ func newFabricsFixture(t *testing.T, engine string, tune func(o *PKeysOptions)) 
 // fabrics; it returns the first fabric's view.
 func openFabrics(t *testing.T, engine string, fabrics []store.FabricRules) *store.Store {
 	t.Helper()
-	db := storetest.NewDatabase(t, engine)
+	return openFabricsOn(t, storetest.NewDatabase(t, engine), fabrics)
+}
+
+// openFabricsOn is openFabrics on database db.
+func openFabricsOn(t *testing.T, db storetest.Database, fabrics []store.FabricRules) *store.Store {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	st, err := storeopen.OpenFabrics(ctx, db.Engine, db.DSN, true, fabrics, slog.New(slog.DiscardHandler))
 	if err != nil {
-		t.Fatalf("open %s: %v", engine, err)
+		t.Fatalf("open %s: %v", db.Engine, err)
 	}
 	t.Cleanup(func() { st.Close() })
 	return st

@@ -183,10 +183,10 @@ func (i *importer) freshNetwork(ctx context.Context, n Network) (Network, string
 // is f's and the import goes on (refused, if any, runs then); any other error
 // ends the import.
 func (i *importer) outcome(what string, done *[]Finding, f Finding, job store.Job, err error, refused func()) error {
-	var rej *store.RejectedError
+	reason, isRefusal := refusal(err)
 	switch {
-	case errors.As(err, &rej):
-		f.Reason = rej.Reason
+	case isRefusal:
+		f.Reason = reason
 		i.r.Refused = append(i.r.Refused, f)
 		if refused != nil {
 			refused()
@@ -225,4 +225,20 @@ func wantGUID(p store.Port) *fabric.GUID {
 		return nil
 	}
 	return p.GUID
+}
+
+// refusal is the reason the store refused a change, as networking-mlnx's
+// request would have been refused: a rule (400), or a network whose
+// physnet moved to another fabric (409, until --move-physnet); ok is false
+// for any other error.
+func refusal(err error) (reason string, ok bool) {
+	var rej *store.RejectedError
+	var moved *store.PhysnetMovedError
+	switch {
+	case errors.As(err, &rej):
+		return rej.Reason, true
+	case errors.As(err, &moved):
+		return moved.Error(), true
+	}
+	return "", false
 }

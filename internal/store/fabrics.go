@@ -185,3 +185,38 @@ func (s *Store) portView(ctx context.Context, id string) (*Store, error) {
 	}
 	return s.view(p.Fabric), nil
 }
+
+// PhysnetMovedError is a change of a network, or of one of its ports,
+// recorded on fabric Recorded while the configuration now gives its physical
+// network to fabric Configured: an operator moved the physnet to another
+// fabric after its networks were recorded. Recorded on the old fabric the
+// change would be applied to the wrong subnet, or to none; it is refused,
+// nothing is written, and it can be sent again once --move-physnet has
+// moved the networks (the API answers 409).
+type PhysnetMovedError struct {
+	NetworkID, Physnet, Recorded, Configured string
+}
+
+func (e *PhysnetMovedError) Error() string {
+	return fmt.Sprintf("network %s is recorded on fabric %s, but its physical network %q is now configured for fabric %s: "+
+		"its changes are refused until an operator moves the physical network's networks with "+
+		"`alternative-fabric-manager --move-physnet %s` (docs/multi-fabric.md)",
+		e.NetworkID, e.Recorded, e.Physnet, e.Configured, e.Physnet)
+}
+
+// physnetMoved refuses a change of network n, recorded on fabric fab, whose
+// physical network the configuration now gives another fabric. A network
+// of a fabric no longer configured is left to the routing (view).
+func (s *Store) physnetMoved(n Network, fab string) error {
+	to := s.fabricOfPhysnet(n.PhysicalNetwork).FabricName()
+	if fab == "" || fab == to || s.Fabric(fab) == nil {
+		return nil
+	}
+	return &PhysnetMovedError{NetworkID: n.ID, Physnet: n.PhysicalNetwork, Recorded: fab, Configured: to}
+}
+
+// FabricOfPhysnet is the fabric a network on physnet is recorded on now:
+// the one whose physical networks list it, else the default fabric.
+func (s *Store) FabricOfPhysnet(physnet string) string {
+	return s.fabricOfPhysnet(physnet).FabricName()
+}

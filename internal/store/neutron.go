@@ -44,6 +44,13 @@ func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return Job{}, err
 		}
+		if known {
+			// Its physical network given to another fabric since it was
+			// recorded: --move-physnet moves it (a 409, not a 400).
+			if err := s.physnetMoved(before, beforeFabric); err != nil {
+				return Job{}, err
+			}
+		}
 		if err := checkSameFabric(tx, ObjectNetwork, n.ID, beforeFabric, "physical network "+n.PhysicalNetwork); err != nil {
 			return Job{}, err
 		}
@@ -348,6 +355,14 @@ func (s *Store) recordPort(ctx context.Context, tx *changeTx, c PortChange, embe
 func (s *Store) readPortState(ctx context.Context, tx *changeTx, c PortChange, embedded *Network) (st portState, known bool, err error) {
 	p := c.Port
 	n, before, holder, fabrics, err := tx.GetPortChange(ctx, p.NetworkID, p.ID, p.GUID)
+	if err == nil {
+		// Its network's physical network given to another fabric since it
+		// was recorded: recorded here, the port would join a partition of
+		// the wrong subnet, or none.
+		if err := s.physnetMoved(n, fabrics[0]); err != nil {
+			return portState{}, false, err
+		}
+	}
 	switch {
 	case err == nil && fabrics[0] != tx.fabric:
 		return portState{}, false, errOtherFabric

@@ -187,18 +187,29 @@ func (r Rules) Conflicts(networks []Network) []string {
 func (r Rules) partitionText(n Network) string {
 	switch {
 	case !n.Managed:
-		return "no partition: " + unmanagedReason(n)
+		return "no partition: " + r.unmanagedReason(n)
 	case n.PKey == nil:
 		return fmt.Sprintf("flat partition, pkey %s", r.flatPKey())
 	}
 	return "pkey " + n.PKey.String()
 }
 
-func unmanagedReason(n Network) string {
+// unmanagedReason says why network n has no partition. A network recorded
+// before its physical network was given to the fabric keeps none: its VLAN ID
+// was never recorded, and only Neutron has it.
+func (r Rules) unmanagedReason(n Network) string {
 	if n.Type != TypeVLAN && n.Type != TypeFlat {
 		return fmt.Sprintf("network type %q is not vlan or flat", n.Type)
 	}
-	return fmt.Sprintf("physical network %q is not in [api] physical_networks", n.PhysicalNetwork)
+	section := "[api]"
+	if r.fabric != "" && r.fabric != DefaultFabric {
+		section = r.section("opensm")
+	}
+	if r.managesPhysnet(n.PhysicalNetwork) {
+		return fmt.Sprintf("physical network %q was not in %s physical_networks when the network was recorded "+
+			"(--import-neutron records its partition)", n.PhysicalNetwork, section)
+	}
+	return fmt.Sprintf("physical network %q is not in %s physical_networks", n.PhysicalNetwork, section)
 }
 
 // networkOwner says whether a port belongs to Neutron's own network services

@@ -100,6 +100,15 @@ func Run(t *testing.T, engine string) {
 			tc.fn(t, OpenFabrics(t, engine))
 		})
 	}
+	for _, tc := range physnetMoveTests {
+		if tc.notOnSQLite && engine == config.EngineSQLite {
+			continue
+		}
+		t.Run("TwoFabrics/"+tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, NewDatabase(t, engine))
+		})
+	}
 	for _, tc := range databaseTests {
 		if tc.notOnSQLite && engine == config.EngineSQLite {
 			continue
