@@ -82,6 +82,7 @@ type Result struct {
 	EditFailures                      int            // jobs failed by a hand edit during their sweep
 	PKeyFailures                      int            // jobs failed in a round whose host OpenSM could not program
 	TenantFailures                    int            // jobs failed that touched a hostile tenant's faulted hosts
+	Innocent, HeldTolerated           int            // innocent jobs completed under a tenant's fault; held, with a cause allowed
 	LostJobs                          int            // jobs lost to a restore that answered 404
 	KubeOps                           int            // of Ops, ib-kubernetes' changes
 	ByFault                           map[string]int // faults by kind
@@ -304,8 +305,10 @@ func runEngine(ctx context.Context, o Options, engine string, srv *servers) (Res
 		}
 	}
 	fmt.Fprintf(o.Out, "  %s: %d accepted, %d refused, %d not found, %d sent again, %d jobs failed by a hand edit during their sweep, "+
-		"%d by a host OpenSM could not program, %d lost to a restore answered 404, %d Kubernetes changes; faults: %s; %s\n",
-		engine, r.res.Accepted, r.res.Refused, r.res.NotFound, r.res.Lost, r.res.EditFailures, r.res.PKeyFailures, r.res.LostJobs, r.res.KubeOps,
+		"%d by a host OpenSM could not program, %d touching a hostile tenant's faulted hosts (%d innocent jobs completed under it, %d held as allowed), %d lost to a restore answered 404, "+
+		"%d Kubernetes changes; faults: %s; %s\n",
+		engine, r.res.Accepted, r.res.Refused, r.res.NotFound, r.res.Lost, r.res.EditFailures, r.res.PKeyFailures, r.res.TenantFailures,
+		r.res.Innocent, r.res.HeldTolerated, r.res.LostJobs, r.res.KubeOps,
 		strings.Join(byFault, ", "), r.timing)
 	fmt.Fprintln(o.Out, r.res)
 	return r.res, err
@@ -788,6 +791,9 @@ func (r *run) waitJob(ctx context.Context, j job) error {
 				}
 				if r.completedUnderTenantSM(j, s, open) {
 					return nil
+				}
+				if r.innocentUnder(j) != "" {
+					r.res.Innocent++
 				}
 				r.completed(ctx, j, s)
 				return nil

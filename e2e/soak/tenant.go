@@ -339,10 +339,12 @@ func (r *run) heldInnocent(j *job, s jobStatus) bool {
 	switch {
 	case tf.kind == faultTenantSM && tf.sm.mastered():
 		j.heldSeen = true
+		r.res.HeldTolerated++
 		r.logf("%s; tolerated: the tenant's OpenSM has been master", what)
 		return false
 	case tf.kind == faultCloneGUID && strings.TrimSpace(s.Description) != "":
 		j.heldSeen = true
+		r.res.HeldTolerated++
 		r.logf("%s; tolerated: a reason is named", what)
 		return false
 	}
