@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,5 +61,29 @@ func TestLogTime(t *testing.T) {
 	}
 	if !logTime("garbage").IsZero() {
 		t.Error("logTime of a line without a time is not zero")
+	}
+}
+
+func TestPortGUIDsChanged(t *testing.T) {
+	g1, g2 := fabric.GUID(0x0002c90300000101), fabric.GUID(0x0002c90300000201)
+	bound := port{ID: "p", Network: "n", Host: "h1", GUID: &g1}
+	for _, tc := range []struct {
+		name          string
+		before, after map[string]port
+		want          []fabric.GUID
+	}{
+		{"unchanged", map[string]port{"p": bound}, map[string]port{"p": bound}, nil},
+		{"created", map[string]port{}, map[string]port{"p": bound}, []fabric.GUID{g1}},
+		{"deleted", map[string]port{"p": bound}, map[string]port{}, []fabric.GUID{g1}},
+		{"moved to another network", map[string]port{"p": bound},
+			map[string]port{"p": {ID: "p", Network: "m", Host: "h1", GUID: &g1}}, []fabric.GUID{g1}},
+		{"rebound to another host", map[string]port{"p": bound},
+			map[string]port{"p": {ID: "p", Network: "n", Host: "h2", GUID: &g2}}, []fabric.GUID{g1, g2}},
+		{"unbound", map[string]port{"p": bound}, map[string]port{"p": {ID: "p", Network: "n"}}, []fabric.GUID{g1}},
+	} {
+		got := portGUIDsChanged(tc.before, tc.after)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -181,6 +181,10 @@ type job struct {
 	// tenantOwn: the request touched the hosts of the round's hostile
 	// tenant's fault: the job may wait, or fail with a reason.
 	tenantOwn bool
+	// named are the GUIDs of the ports the request changed (before and
+	// after), whether or not a table changed: a port bound to a host whose
+	// table already held its network's key is still that host's tenant's.
+	named []fabric.GUID
 	// sent, smLog, smLogAt: when the request went out under a tenant's fault,
 	// and where the leader's OpenSM log stood (heldInnocent); heldSeen: a
 	// wait past the bound was seen and tolerated.
@@ -703,6 +707,7 @@ func (r *run) request(ctx context.Context) (*job, error) {
 	r.res.Accepted++
 	before := r.tables[len(r.tables)-1]
 	beforeParts := r.parts[len(r.parts)-1]
+	beforePorts := r.model.snapshot().ports
 	want.Apply()
 	if err := r.model.check(); err != nil {
 		return nil, err
@@ -716,6 +721,7 @@ func (r *run) request(ctx context.Context) (*job, error) {
 			j.hosts = append(j.hosts, h)
 		}
 	}
+	j.named = portGUIDsChanged(beforePorts, r.model.snapshot().ports)
 	j.underPKeyError = r.needsErroredHost(j, after)
 	r.markSent(j, sent)
 	if a.Status == 404 { // the lost attempt's job is unknown

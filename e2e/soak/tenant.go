@@ -60,10 +60,37 @@ type tenantFault struct {
 	sm     *tenantSM     // tenant-sm's OpenSM
 }
 
-// touches says whether a job's request changed a table of the fault's hosts:
-// a job of the fault's own tenant.
+// touches says whether a job's request changed a table of the fault's hosts,
+// or a port on one of them: a job of the fault's own tenant.
 func (t *tenantFault) touches(j job) bool {
-	return slices.ContainsFunc(j.hosts, func(h fabric.GUID) bool { return slices.Contains(t.hosts, h) })
+	in := func(h fabric.GUID) bool { return slices.Contains(t.hosts, h) }
+	return slices.ContainsFunc(j.hosts, in) || slices.ContainsFunc(j.named, in)
+}
+
+// portGUIDsChanged are the GUIDs of the ports a request changed (recorded,
+// removed, moved, rebound), the old and the new.
+func portGUIDsChanged(before, after map[string]port) []fabric.GUID {
+	var out []fabric.GUID
+	add := func(p port) {
+		if p.GUID != nil && !slices.Contains(out, *p.GUID) {
+			out = append(out, *p.GUID)
+		}
+	}
+	same := func(a, b port) bool {
+		return a.Network == b.Network && a.Host == b.Host && (a.GUID == nil) == (b.GUID == nil) &&
+			(a.GUID == nil || *a.GUID == *b.GUID)
+	}
+	for id, p := range before {
+		if q, ok := after[id]; !ok || !same(p, q) {
+			add(p)
+		}
+	}
+	for id, q := range after {
+		if p, ok := before[id]; !ok || !same(p, q) {
+			add(q)
+		}
+	}
+	return out
 }
 
 // tenantHost draws the fault's host: mostly one whose table holds a
