@@ -647,6 +647,7 @@ func (r *run) round(ctx context.Context) error {
 		if err := f.end(ctx); err != nil {
 			return fmt.Errorf("end of fault %s: %w", f.name, err)
 		}
+		r.endTenant()
 		if err := r.converge(ctx, "fault "+f.name); err != nil || r.peer == nil || r.stopped {
 			return err
 		}

@@ -204,14 +204,24 @@ func (r *run) tenantSMFault(ctx context.Context) (string, chan error, error) {
 	return fmt.Sprintf("a tenant's OpenSM (priority 0, pid %d) on %s's port for %s", sm.cmd.Process.Pid, h.Name, d),
 		later(d, func() error {
 			tf.active.Store(false)
-			if !sm.stop() {
-				r.leaked++ // killed: its simulator slot stays taken
-			}
-			if sm.mastered() {
-				r.logf("the tenant's OpenSM on %s was master at times", h.Name)
-			}
+			sm.killed = !sm.stop()
 			return nil
 		}), nil
+}
+
+// endTenant notes, once the round's fault has ended, what the tenant's
+// OpenSM did; one that had to be killed left its simulator slot taken.
+func (r *run) endTenant() {
+	tf := r.tenant
+	if tf == nil || tf.sm == nil {
+		return
+	}
+	if tf.sm.killed {
+		r.leaked++
+	}
+	if tf.sm.mastered() {
+		r.logf("the tenant's OpenSM on %s was master at times", r.hostNames(tf.hosts))
+	}
 }
 
 // tenantSM is a stock OpenSM a tenant runs on its host's port.
@@ -219,6 +229,7 @@ type tenantSM struct {
 	log    string
 	cmd    *exec.Cmd
 	exited chan struct{}
+	killed bool // SIGTERM did not end it (written before the fault's end returns)
 }
 
 // startTenantSM starts OpenSM on host h's port, in dir: outside the engine's
