@@ -493,6 +493,11 @@ func (r *run) managerDB(m *manager) (string, error) {
 }
 
 func (r *run) teardown() {
+	// A run stopped at a violation leaves its round's fault as it was: a
+	// tenant's OpenSM would outlive the run.
+	if tf := r.tenant; tf != nil && tf.sm != nil {
+		tf.sm.stop()
+	}
 	for _, m := range r.managers {
 		m.stop()
 		if m.proxy != nil {
