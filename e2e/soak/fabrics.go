@@ -33,8 +33,10 @@ const (
 
 // notOnTwoFabrics are the fault kinds a run on two fabrics leaves out: they
 // need several managers or Galera, or put the database back, both fabrics'
-// models at once, which the per-fabric runs do not follow yet.
-var notOnTwoFabrics = []string{faultKillLeader, faultRestoreDB, faultGaleraWriters}
+// models at once, which the per-fabric runs do not follow yet; the hostile
+// tenant's are checked on one fabric (a tenant's OpenSM would be a second
+// OpenSM to the storage fabric's master watch).
+var notOnTwoFabrics = []string{faultKillLeader, faultRestoreDB, faultGaleraWriters, faultDropSets, faultCloneGUID, faultTenantSM}
 
 // fabrics are the runs of every fabric: r alone, or the default's and the storage's.
 func (r *run) fabrics() []*run {

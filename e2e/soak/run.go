@@ -81,6 +81,8 @@ type Result struct {
 	Accepted, Refused, NotFound, Lost int
 	EditFailures                      int            // jobs failed by a hand edit during their sweep
 	PKeyFailures                      int            // jobs failed in a round whose host OpenSM could not program
+	TenantFailures                    int            // jobs failed that touched a hostile tenant's faulted hosts
+	Innocent, HeldTolerated           int            // innocent jobs completed under a tenant's fault; held, with a cause allowed
 	LostJobs                          int            // jobs lost to a restore that answered 404
 	KubeOps                           int            // of Ops, ib-kubernetes' changes
 	ByFault                           map[string]int // faults by kind
@@ -176,6 +178,20 @@ type job struct {
 	// otherFault names the other fabric's fault this job was sent under (two
 	// fabrics): it must not keep the job from completing.
 	otherFault string
+	// tenantOwn: the request touched the hosts of the round's hostile
+	// tenant's fault: the job may wait, or fail with a reason.
+	tenantOwn bool
+	// named are the GUIDs of the ports the request changed (before and
+	// after), whether or not a table changed: a port bound to a host whose
+	// table already held its network's key is still that host's tenant's.
+	named []fabric.GUID
+	// sent, smLog, smLogAt: when the request went out under a tenant's fault,
+	// and where the leader's OpenSM log stood (heldInnocent); heldSeen: a
+	// wait past the bound was seen and tolerated.
+	sent     time.Time
+	smLog    string
+	smLogAt  int64
+	heldSeen bool
 }
 
 // run is one engine's soak.
@@ -213,6 +229,7 @@ type run struct {
 	backup    *savedBackup
 	lostJobs  map[string]bool // given out after the backup a restore put back: must answer 404
 	pkeyFault *pkeyFault      // the round's host OpenSM cannot program, if any
+	tenant    *tenantFault    // the round's hostile tenant's fault, if any
 	masters   *masterWatch
 	kube      *kubeClient // nil without --kubernetes
 	kubeHosts []fabric.GUID
@@ -292,8 +309,10 @@ func runEngine(ctx context.Context, o Options, engine string, srv *servers) (Res
 		}
 	}
 	fmt.Fprintf(o.Out, "  %s: %d accepted, %d refused, %d not found, %d sent again, %d jobs failed by a hand edit during their sweep, "+
-		"%d by a host OpenSM could not program, %d lost to a restore answered 404, %d Kubernetes changes; faults: %s; %s\n",
-		engine, r.res.Accepted, r.res.Refused, r.res.NotFound, r.res.Lost, r.res.EditFailures, r.res.PKeyFailures, r.res.LostJobs, r.res.KubeOps,
+		"%d by a host OpenSM could not program, %d touching a hostile tenant's faulted hosts (%d innocent jobs completed under it, %d held as allowed), %d lost to a restore answered 404, "+
+		"%d Kubernetes changes; faults: %s; %s\n",
+		engine, r.res.Accepted, r.res.Refused, r.res.NotFound, r.res.Lost, r.res.EditFailures, r.res.PKeyFailures, r.res.TenantFailures,
+		r.res.Innocent, r.res.HeldTolerated, r.res.LostJobs, r.res.KubeOps,
 		strings.Join(byFault, ", "), r.timing)
 	fmt.Fprintln(o.Out, r.res)
 	return r.res, err
@@ -474,6 +493,11 @@ func (r *run) managerDB(m *manager) (string, error) {
 }
 
 func (r *run) teardown() {
+	// A run stopped at a violation leaves its round's fault as it was: a
+	// tenant's OpenSM would outlive the run.
+	if tf := r.tenant; tf != nil && tf.sm != nil {
+		tf.sm.stop()
+	}
 	for _, m := range r.managers {
 		m.stop()
 		if m.proxy != nil {
@@ -559,8 +583,8 @@ func (r *run) round(ctx context.Context) error {
 	if len(r.faultKind) > 0 && r.rng.IntN(100) < r.o.FaultRate {
 		faultAt, kind = r.rng.IntN(k+1), r.deal()
 		switch kind {
-		case faultPKeyErrors:
-			faultAt = 0 // before the requests: their sweeps meet the host OpenSM cannot program
+		case faultPKeyErrors, faultDropSets, faultCloneGUID, faultTenantSM:
+			faultAt = 0 // before the requests: their sweeps meet the host OpenSM cannot program, or the tenant's fault
 		case faultRestoreDB:
 			faultAt = k // after the requests: their jobs, polled after it, are lost
 		}
@@ -573,7 +597,7 @@ func (r *run) round(ctx context.Context) error {
 	}
 	defer r.reportMasters()
 	defer r.drainKube()
-	r.pkeyFault = nil
+	r.pkeyFault, r.tenant = nil, nil
 	var f *fault
 	var jobs []job
 	for i := 0; i <= k; i++ {
@@ -608,6 +632,7 @@ func (r *run) round(ctx context.Context) error {
 		// job's apply noted.
 		jobs[i].edited = f != nil && f.name == faultEditPartition
 		jobs[i].pkeyRound = f != nil && f.name == faultPKeyErrors
+		jobs[i].tenantOwn = r.tenant != nil && r.tenant.touches(jobs[i])
 	}
 	for _, j := range jobs {
 		if err := r.waitJob(ctx, j); err != nil {
@@ -627,6 +652,7 @@ func (r *run) round(ctx context.Context) error {
 		if err := f.end(ctx); err != nil {
 			return fmt.Errorf("end of fault %s: %w", f.name, err)
 		}
+		r.endTenant()
 		if err := r.converge(ctx, "fault "+f.name); err != nil || r.peer == nil || r.stopped {
 			return err
 		}
@@ -643,6 +669,7 @@ func (r *run) request(ctx context.Context) (*job, error) {
 	want := o.expect
 	var a answer
 	lost := false
+	sent := time.Now()
 	for attempt := 0; ; attempt++ {
 		m := r.liveManager()
 		a = send(ctx, r.client, m.url, o.Method, o.Path, o.Body)
@@ -686,6 +713,7 @@ func (r *run) request(ctx context.Context) (*job, error) {
 	r.res.Accepted++
 	before := r.tables[len(r.tables)-1]
 	beforeParts := r.parts[len(r.parts)-1]
+	beforePorts := r.model.snapshot().ports
 	want.Apply()
 	if err := r.model.check(); err != nil {
 		return nil, err
@@ -699,7 +727,9 @@ func (r *run) request(ctx context.Context) (*job, error) {
 			j.hosts = append(j.hosts, h)
 		}
 	}
+	j.named = portGUIDsChanged(beforePorts, r.model.snapshot().ports)
 	j.underPKeyError = r.needsErroredHost(j, after)
+	r.markSent(j, sent)
 	if a.Status == 404 { // the lost attempt's job is unknown
 		return nil, nil
 	}
@@ -750,8 +780,10 @@ func (r *run) liveManager() *manager {
 func (r *run) waitJob(ctx context.Context, j job) error {
 	deadline := time.Now().Add(120 * time.Second)
 	wait := 5 * time.Millisecond
+	var open time.Time // the last poll that read the job not Completed
 	for {
 		m := r.liveManager()
+		polled := time.Now()
 		a := send(ctx, r.client, m.url, "GET", "/"+j.path, "")
 		if r.lostJobs[j.path] {
 			if done := r.lostJob(j, a); done {
@@ -769,9 +801,19 @@ func (r *run) waitJob(ctx context.Context, j job) error {
 						j.path, j.op, r.hostName(pf.host), s.Summary)
 					return nil
 				}
+				if r.completedUnderTenantSM(j, s, open) {
+					return nil
+				}
+				if r.innocentUnder(j) != "" {
+					r.res.Innocent++
+				}
 				r.completed(ctx, j, s)
 				return nil
 			case "Pending", "Running":
+				open = polled
+				if r.heldInnocent(&j, s) {
+					return nil
+				}
 			case "Failed":
 				if j.edited && strings.HasPrefix(s.Summary, "OpenSM did not apply the partitions file with this change") {
 					r.res.EditFailures++
@@ -784,10 +826,15 @@ func (r *run) waitJob(ctx context.Context, j job) error {
 						slices.Contains(j.hosts, r.pkeyFault.host), s.Summary)
 					return nil
 				}
+				if j.tenantOwn && strings.TrimSpace(s.Summary) != "" {
+					r.res.TenantFailures++
+					r.logf("job %s Failed, touching the hosts of the tenant's fault %s: %s", j.path, r.tenant.kind, s.Summary)
+					return nil
+				}
 				fallthrough
 			default:
-				r.violation("job %s of %s: %s: %s (%s); the model expects Completed", j.path, j.op, s.Status,
-					s.Summary, firstLine(s.Description))
+				r.violation("job %s of %s: %s: %s (%s); the model expects Completed%s", j.path, j.op, s.Status,
+					s.Summary, firstLine(s.Description), r.innocentUnder(j))
 				return nil
 			}
 		}
@@ -796,7 +843,8 @@ func (r *run) waitJob(ctx context.Context, j job) error {
 			if !r.fabric.IbsimRunning() {
 				sim = "; the simulator is not running (see fabric/ibsim.log)"
 			}
-			r.violation("job %s of %s: not Completed after 120 s (last read: %s)%s%s", j.path, j.op, a, sim, j.otherFault)
+			r.violation("job %s of %s: not Completed after 120 s (last read: %s)%s%s%s", j.path, j.op, a, sim, j.otherFault,
+				r.innocentUnder(j))
 			return nil
 		}
 		select {
@@ -875,13 +923,14 @@ func (r *run) completed(ctx context.Context, j job, s jobStatus) {
 		r.logf("job %s Completed: %s", j.path, s.Summary)
 		return
 	}
-	bad := r.checkHosts(ctx, hosts, r.floor, len(r.tables)-1, "job "+j.path+" of "+j.op.String()+" Completed")
+	bad := r.checkHosts(ctx, j, hosts, r.floor, len(r.tables)-1, "job "+j.path+" of "+j.op.String()+" Completed")
 	r.logf("job %s Completed (%s): %d hosts read, %d wrong", j.path, s.Summary, len(hosts), bad)
 }
 
 // checkHosts reads the hosts' tables and compares each with the model's at
-// history indexes lo..hi; it returns how many were wrong.
-func (r *run) checkHosts(ctx context.Context, hosts []fabric.GUID, lo, hi int, when string) int {
+// history indexes lo..hi, and the job's places with what its request made
+// of them (checkPlaces); it returns how many were wrong.
+func (r *run) checkHosts(ctx context.Context, j job, hosts []fabric.GUID, lo, hi int, when string) int {
 	bad := 0
 	var read []fabric.GUID
 	for _, h := range hosts {
@@ -900,6 +949,7 @@ func (r *run) checkHosts(ctx context.Context, hosts []fabric.GUID, lo, hi int, w
 			bad++
 			continue
 		}
+		bad += r.checkPlaces(j, h, tables[i], hi, when)
 		for _, side := range []struct {
 			name string
 			keys []uint16
