@@ -442,15 +442,48 @@ SELECT ?, ?, e.guid, e.pkey, e.want
 FROM JSON_TABLE(?, '$[*]' COLUMNS (
     guid varchar(18) PATH '$.guid', pkey integer PATH '$.pkey', want varchar(8) PATH '$.want')) AS e`
 
+// insertNewestJobPlaces is insertJobPlaces for the job the change has just
+// inserted, named as the newest job: the change holds job_ids' lock from
+// before its job's insert to its commit (LockJobIDs: no other job is
+// inserted meanwhile, on any fabric), and the insert chose an id above
+// every other (InsertJob).
+const insertNewestJobPlaces = `INSERT INTO job_places (fabric, job_id, guid, pkey, want)
+SELECT ?, (SELECT MAX(id) FROM jobs), e.guid, e.pkey, e.want
+FROM JSON_TABLE(?, '$[*]' COLUMNS (
+    guid varchar(18) PATH '$.guid', pkey integer PATH '$.pkey', want varchar(8) PATH '$.want')) AS e`
+
 // InsertJobWithPlaces is InsertJob, then the places with the id it chose
-// (MariaDB has no INSERT in a WITH): a round trip more than InsertJob's.
+// (MariaDB has no INSERT in a WITH). On a pipelined change transaction both
+// inserts are held and go with a read of the newest job's id, in the round
+// trip InsertJob alone would take; otherwise the places cost one more.
 func (q queries) InsertJobWithPlaces(ctx context.Context, j driver.Job, places string) (int64, error) {
-	id, err := q.InsertJob(ctx, j)
-	if err != nil {
+	p, pipelined := q.db.(*pipeline)
+	if !pipelined {
+		id, err := q.InsertJob(ctx, j)
+		if err != nil {
+			return 0, err
+		}
+		_, err = q.db.ExecContext(ctx, insertJobPlaces, j.Fabric, id, places)
+		return id, err
+	}
+	if _, err := mysqldb.New(later{p}).InsertJob(ctx, insertJobParams(j)); err != nil {
 		return 0, err
 	}
-	_, err = q.db.ExecContext(ctx, insertJobPlaces, j.Fabric, id, places)
-	return id, err
+	p.held.Hold(insertNewestJobPlaces, j.Fabric, places)
+	var id int64
+	if err := p.QueryRowContext(ctx, "SELECT MAX(id) FROM jobs").Scan(&id); err != nil {
+		return 0, err
+	}
+	return id, nil
+}
+
+// insertJobParams are InsertJob's arguments for j, as its adapter passes them.
+func insertJobParams(j driver.Job) mysqldb.InsertJobParams {
+	return mysqldb.InsertJobParams{Fabric: j.Fabric, Revision: j.Revision, ObjectType: j.ObjectType,
+		ObjectID: j.ObjectID, NetworkID: j.NetworkID, Operation: j.Operation, Status: j.Status,
+		Description: j.Description, Result: j.Result, Error: j.Error, CreatedBy: j.CreatedBy, Request: j.Request,
+		RequestID: j.RequestID, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt, StartedAt: j.StartedAt,
+		FinishedAt: j.FinishedAt}
 }
 
 // NewTerm reads the term it started back in the same transaction (the store
