@@ -218,8 +218,18 @@ func hasEither(keys []uint16, pkey uint16) bool {
 	return false
 }
 
-// sampler reads the tenants' pkey tables every 100 ms and keeps every sample
-// that lacks a tenant's pkey.
+// sampleEvery is how often the sampler reads the tenants' tables: a read is
+// a few SMPs in this process, and a manager on the simulated fabric applies a
+// change in about 10 ms, so a slower sampler sees a whole step in a handful of
+// reads.
+const sampleEvery = 20 * time.Millisecond
+
+// minSamples is how many tables the sampler must have read for a step to
+// count as watched.
+const minSamples = 20
+
+// sampler reads the tenants' pkey tables every sampleEvery and keeps every
+// sample that lacks a tenant's pkey.
 type sampler struct {
 	mu      sync.Mutex
 	tenants map[fabric.GUID]uint16
@@ -237,7 +247,7 @@ func sampleTenants(t *testing.T, f *fabricsim.Fabric, tenants map[fabric.GUID]ui
 	}
 	go func() {
 		defer close(s.stopped)
-		tick := time.NewTicker(100 * time.Millisecond)
+		tick := time.NewTicker(sampleEvery)
 		defer tick.Stop()
 		for {
 			select {
@@ -281,19 +291,32 @@ func (s *sampler) halt() {
 }
 
 // noLoss fails the test if a tenant lost its pkey in a sample so far, or
-// if too few samples were read to tell.
+// if too few samples were read to tell: it first lets the sampler read the
+// state the step left (a step may take less time than minSamples reads),
+// for at most a few seconds, so that only reads that fail make it too few.
 func (s *sampler) noLoss(when string) {
 	s.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.readSoFar() < minSamples && time.Now().Before(deadline) {
+		time.Sleep(sampleEvery)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.losses) > 0 {
 		s.t.Errorf("%s: %d samples of %d lack a tenant's pkey:\n%s", when, len(s.losses), s.reads, strings.Join(s.losses, "\n"))
 		s.losses = nil
 	}
-	if s.reads < 20 {
+	if s.reads < minSamples {
 		s.t.Errorf("%s: only %d table reads succeeded: the switch-over was not watched", when, s.reads)
 	}
-	s.t.Logf("%s: %d table reads, every 100 ms", when, s.reads)
+	s.t.Logf("%s: %d table reads, every %s", when, s.reads, sampleEvery)
+}
+
+// readSoFar is how many tables the sampler has read.
+func (s *sampler) readSoFar() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads
 }
 
 // watch starts (or changes) the watch of port's pkey.
