@@ -133,8 +133,12 @@ type previousRelease struct {
 	schema, newest int64 // the previous binary's newest migration, and this tree's
 }
 
-// buildPreviousRelease finds the commit that added this tree's newest
-// migration and builds the manager of its parent. Without the git history
+// buildPreviousRelease finds the commit of the main line (first parents)
+// that added this tree's newest migration and builds the manager of its
+// parent. A branch merged into the main line adds its migration with the
+// merge, whose first parent is the main line before it: the branch's own
+// commits are no release (they may hold another branch's migration number,
+// renumbered at the merge). Without the git history
 // (an exported tarball, a shallow clone) there is nothing to build: the test
 // skips, unless AFM_TEST_REQUIRE_ALL=1 (as in CI, a full clone), where it fails.
 func buildPreviousRelease(t *testing.T) previousRelease {
@@ -144,7 +148,8 @@ func buildPreviousRelease(t *testing.T) previousRelease {
 		t.Fatal(err)
 	}
 	newest, name := newestMigration(t, filepath.Join(root, "migrations", "sqlite"))
-	out, err := git(root, "log", "--diff-filter=A", "--format=%H", "--", "migrations/sqlite/"+name)
+	out, err := git(root, "log", "--first-parent", "-m", "--no-renames", "--diff-filter=A", "--format=%H", "--",
+		"migrations/sqlite/"+name)
 	added, _, _ := strings.Cut(out, "\n")
 	if err != nil || added == "" {
 		needHistory(t, "no commit in git history adds migrations/sqlite/%s (git log: %v)", name, err)
