@@ -10,6 +10,39 @@ import (
 	"time"
 )
 
+const describeJob = `-- name: DescribeJob :execrows
+UPDATE jobs SET description = CONCAT(SUBSTRING_INDEX(description, '\n', 1), '\n', ?), updated_at = ?
+WHERE jobs.id = ? AND jobs.fabric = ? AND status IN ('Pending', 'Running')
+  AND description <> CONCAT(SUBSTRING_INDEX(description, '\n', 1), '\n', ?)
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ? AND leadership.term = ?)
+`
+
+type DescribeJobParams struct {
+	Reason interface{}
+	Now    time.Time
+	JobID  int64
+	Fabric string
+	Term   int64
+}
+
+// DescribeOpenJobs for one job: why it, and no other, waits (the read-back
+// proof names each waiting job's own ports).
+func (q *Queries) DescribeJob(ctx context.Context, arg DescribeJobParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, describeJob,
+		arg.Reason,
+		arg.Now,
+		arg.JobID,
+		arg.Fabric,
+		arg.Reason,
+		arg.Fabric,
+		arg.Term,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const describeOpenJobs = `-- name: DescribeOpenJobs :execrows
 UPDATE jobs SET description = CONCAT(SUBSTRING_INDEX(description, '\n', 1), '\n', ?), updated_at = ?
 WHERE jobs.fabric = ? AND status IN ('Pending', 'Running') AND revision <= ?

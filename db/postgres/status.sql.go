@@ -10,6 +10,29 @@ import (
 	"time"
 )
 
+const describeJob = `-- name: DescribeJob :execrows
+UPDATE jobs SET description = split_part(description, E'\n', 1) || E'\n' || $1::text, updated_at = $2
+WHERE jobs.id = $3 AND jobs.fabric = $4 AND status IN ('Pending', 'Running')
+  AND description <> split_part(description, E'\n', 1) || E'\n' || $1::text
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = $4 AND leadership.term = $5)
+`
+
+// DescribeOpenJobs for one job: why it, and no other, waits (the read-back
+// proof names each waiting job's own ports).
+func (q *Queries) DescribeJob(ctx context.Context, reason string, now time.Time, jobID int64, fabric string, term int64) (int64, error) {
+	result, err := q.db.Exec(ctx, describeJob,
+		reason,
+		now,
+		jobID,
+		fabric,
+		term,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const describeOpenJobs = `-- name: DescribeOpenJobs :execrows
 
 UPDATE jobs SET description = split_part(description, E'\n', 1) || E'\n' || $1::text, updated_at = $2

@@ -96,6 +96,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.deleteSecondSMsStmt, err = db.PrepareContext(ctx, deleteSecondSMs); err != nil {
 		return nil, fmt.Errorf("error preparing query DeleteSecondSMs: %w", err)
 	}
+	if q.describeJobStmt, err = db.PrepareContext(ctx, describeJob); err != nil {
+		return nil, fmt.Errorf("error preparing query DescribeJob: %w", err)
+	}
 	if q.describeOpenJobsStmt, err = db.PrepareContext(ctx, describeOpenJobs); err != nil {
 		return nil, fmt.Errorf("error preparing query DescribeOpenJobs: %w", err)
 	}
@@ -411,6 +414,11 @@ func (q *Queries) Close() error {
 	if q.deleteSecondSMsStmt != nil {
 		if cerr := q.deleteSecondSMsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing deleteSecondSMsStmt: %w", cerr)
+		}
+	}
+	if q.describeJobStmt != nil {
+		if cerr := q.describeJobStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing describeJobStmt: %w", cerr)
 		}
 	}
 	if q.describeOpenJobsStmt != nil {
@@ -796,6 +804,7 @@ type Queries struct {
 	deletePortStmt                    *sql.Stmt
 	deletePortsOfNetworkStmt          *sql.Stmt
 	deleteSecondSMsStmt               *sql.Stmt
+	describeJobStmt                   *sql.Stmt
 	describeOpenJobsStmt              *sql.Stmt
 	duplicateGUIDsStmt                *sql.Stmt
 	enforcementErrorsStmt             *sql.Stmt
@@ -890,6 +899,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		deletePortStmt:                    q.deletePortStmt,
 		deletePortsOfNetworkStmt:          q.deletePortsOfNetworkStmt,
 		deleteSecondSMsStmt:               q.deleteSecondSMsStmt,
+		describeJobStmt:                   q.describeJobStmt,
 		describeOpenJobsStmt:              q.describeOpenJobsStmt,
 		duplicateGUIDsStmt:                q.duplicateGUIDsStmt,
 		enforcementErrorsStmt:             q.enforcementErrorsStmt,

@@ -100,6 +100,10 @@ func (d deadlineStore) RecordEnforcementErrors(ctx context.Context, term int64, 
 	return d.call(ctx, func(ctx context.Context) error { return d.Store.RecordEnforcementErrors(ctx, term, seen) })
 }
 
+func (d deadlineStore) DescribeJob(ctx context.Context, term, id int64, description string) (int64, error) {
+	return within(ctx, d, func(ctx context.Context) (int64, error) { return d.Store.DescribeJob(ctx, term, id, description) })
+}
+
 func (d deadlineStore) DescribeOpenJobs(ctx context.Context, term, revision int64, description string) (int64, error) {
 	return within(ctx, d, func(ctx context.Context) (int64, error) {
 		return d.Store.DescribeOpenJobs(ctx, term, revision, description)

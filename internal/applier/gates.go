@@ -106,6 +106,8 @@ type GateStore interface {
 	RecordEnforcementErrors(ctx context.Context, term int64, seen []store.EnforcementSighting) error
 	DuplicateStore
 	DescribeOpenJobs(ctx context.Context, term, revision int64, description string) (int64, error)
+	// DescribeJob is DescribeOpenJobs for one job (readback.go).
+	DescribeJob(ctx context.Context, term, id int64, description string) (int64, error)
 }
 
 // Gates evaluates the gates; --status uses it too, so that it reports what the

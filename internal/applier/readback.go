@@ -69,7 +69,7 @@ const proofReadBound = 10 * time.Second
 type proofState struct {
 	run      *applyRun // the sweep whose jobs wait for their ports' tables; nil: none
 	lastRead time.Time
-	said     string // the description last written into the waiting jobs
+	said     map[int64]string // the description last written into each waiting job
 	// since is when each waiting job was first found unproven: its
 	// verify_timeout runs from there, across the term's applies.
 	since map[int64]time.Time
@@ -388,7 +388,7 @@ func (t *term) judgeProof(ctx context.Context, run *applyRun, jobs []store.OpenJ
 	t.proof.since = map[int64]time.Time{}
 	now := time.Now()
 	proven := &store.Proven{Kubernetes: true}
-	var waiting []string // the reasons of the jobs that wait
+	waiting := map[int64][]string{} // the reasons of each job that waits
 	for _, j := range jobs {
 		wants, note := t.notAPort(run, j, byJob[j.ID])
 		reasons := append(jobReasons(wants, verdicts), t.heldReasons(wants)...) // holds.go
@@ -410,7 +410,7 @@ func (t *term) judgeProof(ctx context.Context, run *applyRun, jobs []store.OpenJ
 			continue
 		}
 		t.proof.since[j.ID] = first
-		waiting = append(waiting, reasons...)
+		waiting[j.ID] = reasons
 		if j.ObjectType == store.ObjectPKey {
 			proven.Kubernetes = false // last_updated waits for it
 		}
@@ -419,7 +419,7 @@ func (t *term) judgeProof(ctx context.Context, run *applyRun, jobs []store.OpenJ
 		run.verified = now
 	}
 	if len(waiting) == 0 {
-		t.proof.run, t.proof.said = nil, ""
+		t.proof.run, t.proof.said = nil, nil
 		if len(proven.Notes) > 0 {
 			return proven, true // every job, the notes with them
 		}
@@ -485,24 +485,45 @@ func jobReasons(wants []pkeyread.Want, verdicts map[pkeyread.Want]string) []stri
 // maxProofReasons bounds the reasons a waiting job's description lists.
 const maxProofReasons = 8
 
-// holdForTables says in the open jobs up to run's revision why they wait.
-func (t *term) holdForTables(ctx context.Context, run *applyRun, reasons []string, timeout time.Duration) {
-	slices.Sort(reasons)
-	reasons = slices.Compact(reasons)
-	if len(reasons) > maxProofReasons {
-		reasons = append(reasons[:maxProofReasons], fmt.Sprintf("and %d more", len(reasons)-maxProofReasons))
+// holdForTables says in each waiting job why it waits: its own ports, never
+// another job's (a tenant's job names no other tenant's hosts). A job is
+// written only when its text changed.
+func (t *term) holdForTables(ctx context.Context, run *applyRun, waiting map[int64][]string, timeout time.Duration) {
+	said := make(map[int64]string, len(waiting))
+	var all []string
+	for id, reasons := range waiting {
+		text := proofText(reasons, timeout)
+		said[id] = text
+		if text == t.proof.said[id] {
+			continue
+		}
+		all = append(all, reasons...)
+		if _, err := t.Store.DescribeJob(ctx, t.id, id, text); err != nil {
+			run.log.Error("describe a waiting job", "job", id, "error", err)
+			delete(said, id) // written again at the next read
+		}
 	}
-	said := fmt.Sprintf("Not completing until the ports' own P_Key tables show the change (read again every %s; "+
-		"a job whose ports do not fails after verify_timeout, %s): %s", proofRetry, timeout, strings.Join(reasons, "; "))
-	if said == t.proof.said {
-		return
-	}
-	run.log.Warn("jobs wait for their ports' P_Key tables", "reasons", reasons)
-	if _, err := t.Store.DescribeOpenJobs(ctx, t.id, run.rev, said); err != nil {
-		run.log.Error("describe waiting jobs", "error", err)
-		return
+	if len(all) > 0 {
+		run.log.Warn("jobs wait for their ports' P_Key tables", "jobs", len(waiting), "reasons", compactReasons(all))
 	}
 	t.proof.said = said
+}
+
+// proofText is a waiting job's second line of description.
+func proofText(reasons []string, timeout time.Duration) string {
+	return fmt.Sprintf("Not completing until the ports' own P_Key tables show the change (read again every %s; "+
+		"a job whose ports do not fails after verify_timeout, %s): %s", proofRetry, timeout,
+		strings.Join(compactReasons(reasons), "; "))
+}
+
+// compactReasons is reasons sorted, each once, at most maxProofReasons of
+// them and a count of the rest.
+func compactReasons(reasons []string) []string {
+	reasons = slices.Compact(slices.Sorted(slices.Values(reasons)))
+	if len(reasons) > maxProofReasons {
+		reasons = append(reasons[:maxProofReasons:maxProofReasons], fmt.Sprintf("and %d more", len(reasons)-maxProofReasons))
+	}
+	return reasons
 }
 
 // pollProof reads the ports of the jobs that wait for their tables again,

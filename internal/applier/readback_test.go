@@ -177,6 +177,31 @@ func TestReadBackHoldsOnlyTheUnprovenJob(t *testing.T) {
 	}
 }
 
+// TestReadBackNamesOnlyTheJobsOwnPorts: two tenants' jobs wait in one
+// sweep, H2's and H3's (neither table holds 0x0065): each job's description
+// names its own port and not the other's, so that a tenant reading its job
+// learns nothing of another tenant's hosts.
+func TestReadBackNamesOnlyTheJobsOwnPorts(t *testing.T) {
+	r := newReadbackRig(t, time.Minute)
+	r.network(101)
+	r.applied("network")
+	h2 := r.port("port-h2", uint64(fabricsim.HostGUID(2)))
+	h3 := r.port("port-h3", uint64(fabricsim.HostGUID(3)))
+	r.applied("H2's and H3's ports")
+	for _, c := range []struct {
+		id         int64
+		own, other fabric.GUID
+	}{{h2.ID, fabricsim.HostGUID(2), fabricsim.HostGUID(3)}, {h3.ID, fabricsim.HostGUID(3), fabricsim.HostGUID(2)}} {
+		j := r.job(c.id)
+		if j.Status != store.StatusRunning || !strings.Contains(j.Description, "port "+c.own.String()) {
+			t.Errorf("job %d: %s %q; want Running, naming port %s", c.id, j.Status, j.Description, c.own)
+		}
+		if strings.Contains(j.Description, c.other.String()) {
+			t.Errorf("job %d of port %s names the other tenant's port %s: %q", c.id, c.own, c.other, j.Description)
+		}
+	}
+}
+
 // newTerm ends the rig's term and starts the next, as a restarted manager
 // (or a new leader) does: what the old term kept in memory is gone.
 func (r *readbackRig) newTerm() {

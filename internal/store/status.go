@@ -44,6 +44,20 @@ func (s *Store) DescribeOpenJobs(ctx context.Context, term, revision int64, reas
 	return n, nil
 }
 
+// DescribeJob is DescribeOpenJobs for job id alone, if it is still open and
+// term still leads: a reason that names ports (the read-back proof's) is
+// said to the jobs whose ports they are, not to every open job.
+func (s *Store) DescribeJob(ctx context.Context, term, id int64, reason string) (int64, error) {
+	if strings.TrimSpace(reason) == "" {
+		return 0, errors.New("describe job: empty reason")
+	}
+	n, err := s.d.Queries(ctx).DescribeJob(ctx, oneLine(reason, maxDescription), s.now(), id, s.FabricName(), term)
+	if err != nil {
+		return 0, fmt.Errorf("describe job %d: %w", id, err)
+	}
+	return n, nil
+}
+
 // Heartbeat records that the holder of term still holds the applier lock, for
 // --status; it is ErrFenced once the database no longer records term as the
 // current one.

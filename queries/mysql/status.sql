@@ -6,6 +6,14 @@ WHERE jobs.fabric = sqlc.arg(fabric) AND status IN ('Pending', 'Running') AND re
   AND description <> CONCAT(SUBSTRING_INDEX(description, '\n', 1), '\n', sqlc.arg(reason))
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = sqlc.arg(fabric) AND leadership.term = sqlc.arg(term));
 
+-- DescribeOpenJobs for one job: why it, and no other, waits (the read-back
+-- proof names each waiting job's own ports).
+-- name: DescribeJob :execrows
+UPDATE jobs SET description = CONCAT(SUBSTRING_INDEX(description, '\n', 1), '\n', sqlc.arg(reason)), updated_at = sqlc.arg(now)
+WHERE jobs.id = sqlc.arg(job_id) AND jobs.fabric = sqlc.arg(fabric) AND status IN ('Pending', 'Running')
+  AND description <> CONCAT(SUBSTRING_INDEX(description, '\n', 1), '\n', sqlc.arg(reason))
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = sqlc.arg(fabric) AND leadership.term = sqlc.arg(term));
+
 -- name: Leadership :one
 SELECT term, holder, heartbeat FROM leadership WHERE fabric = sqlc.arg(fabric);
 

@@ -8,3 +8,11 @@ UPDATE jobs SET description = CASE WHEN instr(description, char(10)) > 0 THEN su
 WHERE jobs.fabric = @fabric AND status IN ('Pending', 'Running') AND revision <= @revision
   AND description <> CASE WHEN instr(description, char(10)) > 0 THEN substr(description, 1, instr(description, char(10)) - 1) ELSE description END || char(10) || CAST(@reason AS TEXT)
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = @fabric AND leadership.term = @term);
+
+-- DescribeOpenJobs for one job: why it, and no other, waits (the read-back
+-- proof names each waiting job's own ports).
+-- name: DescribeJob :execrows
+UPDATE jobs SET description = CASE WHEN instr(description, char(10)) > 0 THEN substr(description, 1, instr(description, char(10)) - 1) ELSE description END || char(10) || CAST(@reason AS TEXT), updated_at = @now
+WHERE jobs.id = @job_id AND jobs.fabric = @fabric AND status IN ('Pending', 'Running')
+  AND description <> CASE WHEN instr(description, char(10)) > 0 THEN substr(description, 1, instr(description, char(10)) - 1) ELSE description END || char(10) || CAST(@reason AS TEXT)
+  AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = @fabric AND leadership.term = @term);

@@ -40,6 +40,7 @@ type Queries interface {
 	DeleteDuplicateGUIDs(ctx context.Context, fabric string, term int64) (int64, error)
 	DeleteSecondSMs(ctx context.Context, fabric string, term int64) (int64, error)
 	DescribeOpenJobs(ctx context.Context, fabric string, reason string, now time.Time, revision int64, term int64) (int64, error)
+	DescribeJob(ctx context.Context, reason string, now time.Time, jobID int64, fabric string, term int64) (int64, error)
 	DuplicateGUIDs(ctx context.Context, fabric string) ([]DuplicateGUID, error)
 	EnforcementErrors(ctx context.Context, fabric string) ([]EnforcementError, error)
 	ExpectedSwitches(ctx context.Context, fabric string) ([]ExpectedSwitch, error)

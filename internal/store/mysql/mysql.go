@@ -526,6 +526,11 @@ func (q queries) DescribeOpenJobs(ctx context.Context, fabric, reason string, no
 	return q.Queries.DescribeOpenJobs(ctx, mysqldb.DescribeOpenJobsParams{Reason: reason, Now: now, Fabric: fabric, Revision: revision, Term: term})
 }
 
+// DescribeJob: as DescribeOpenJobs.
+func (q queries) DescribeJob(ctx context.Context, reason string, now time.Time, jobID int64, fabric string, term int64) (int64, error) {
+	return q.Queries.DescribeJob(ctx, mysqldb.DescribeJobParams{Reason: reason, Now: now, JobID: jobID, Fabric: fabric, Term: term})
+}
+
 // DeleteAppliesBefore: sqlc types LIMIT's argument int32.
 func (q queries) DeleteAppliesBefore(ctx context.Context, fabric string, keepFrom int64, before time.Time, batch int64, term int64) (int64, error) {
 	return q.Queries.DeleteAppliesBefore(ctx, mysqldb.DeleteAppliesBeforeParams{Fabric: fabric, KeepFrom: keepFrom, Before: before,

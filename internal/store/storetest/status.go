@@ -12,6 +12,7 @@ import (
 // statusTests cover what --status and the applier's gates read and write.
 var statusTests = []storeTest{
 	{"DescribeOpenJobsIsFencedAndSparesFinishedJobs", testDescribeOpenJobs},
+	{"DescribeJobSaysItToThatJobAlone", testDescribeJob},
 	{"LeadershipNamesTheLastWinner", testLeadership},
 	{"OldestOpenJobsByStatus", testOldestOpenJobs},
 }
@@ -54,6 +55,49 @@ func testOldestOpenJobs(t *testing.T, s *store.Store) {
 	}
 	if got, err = s.OldestOpenJobs(ctx); err != nil || len(got) != 0 {
 		t.Fatalf("OldestOpenJobs once every job completed = %v, %v; want none", got, err)
+	}
+}
+
+// testDescribeJob: a reason said to one open job reaches that job alone,
+// fenced by the term, once; a finished job keeps its description.
+func testDescribeJob(t *testing.T, s *store.Store) {
+	ctx := t.Context()
+	now := time.Now().UTC()
+	done := addNetwork(t, s, netA, 101)
+	mine := addNetwork(t, s, netB, 102)
+	other := addNetwork(t, s, "5e6f7a8b-2222-4c3d-9e8f-0a1b2c3d4e5f", 103)
+	old, err := clockAt(s, now).NewTerm(ctx, "manager-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, err := clockAt(s, now).NewTerm(ctx, "manager-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := clockAt(s, now).CompleteJobs(ctx, cur, done.Revision); err != nil || n != 1 {
+		t.Fatalf("CompleteJobs = %d, %v; want 1", n, err)
+	}
+	const why = "Not completing until the ports' own P_Key tables show the change: port 0x0002c90300000201: no answer"
+	if n, err := s.DescribeJob(ctx, old, mine.ID, why); err != nil || n != 0 {
+		t.Errorf("DescribeJob with an old term = %d, %v; want 0", n, err)
+	}
+	if n, err := s.DescribeJob(ctx, cur, mine.ID, why); err != nil || n != 1 {
+		t.Errorf("DescribeJob = %d, %v; want 1", n, err)
+	}
+	if got := job(t, s, mine.ID); got.Description != mine.Description+"\n"+why {
+		t.Errorf("the job described = %q; want %q, then %q", got.Description, mine.Description, why)
+	}
+	if got := job(t, s, other.ID); got.Description != other.Description {
+		t.Errorf("another open job got the description %q", got.Description)
+	}
+	if n, err := s.DescribeJob(ctx, cur, mine.ID, why); err != nil || n != 0 {
+		t.Errorf("DescribeJob again = %d, %v; want 0", n, err)
+	}
+	if n, err := s.DescribeJob(ctx, cur, done.ID, why); err != nil || n != 0 {
+		t.Errorf("DescribeJob of a completed job = %d, %v; want 0", n, err)
+	}
+	if _, err := s.DescribeJob(ctx, cur, mine.ID, " "); err == nil {
+		t.Error("an empty description was accepted")
 	}
 }
 
