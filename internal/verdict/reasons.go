@@ -127,7 +127,7 @@ func auditReasons(a Audit) []Reason {
 		if more := len(texts[k]) - len(shown); more > 0 {
 			text += fmt.Sprintf(" (and %d more; see --audit)", more)
 		}
-		reasons = append(reasons, Reason{k, text + " (" + found + "); jobs complete once an audit finds the fabric clean"})
+		reasons = append(reasons, Reason{k, text + "; " + found + "; jobs complete once an audit finds the fabric clean"})
 	}
 	if len(reasons) == 0 && a.Breaches > 0 {
 		reasons = []Reason{{IsolationBreach, fmt.Sprintf(
