@@ -114,11 +114,9 @@ func verdictSource(cfg *config.Config, st *store.Store, dump *topology.Dump) (ve
 	if cfg.OpenSM.AuditInterval > 0 {
 		src.Audits = st
 	}
-	own, err := openSMGUID(cfg)
-	if err != nil {
-		return src, err
-	}
-	src.Own = own
+	// A guid that does not parse leaves no look for a second SM on this
+	// manager (secondSMCheck warns); a recorded one is named all the same.
+	src.Own, _ = openSMGUID(cfg)
 	if cfg.HA.HA {
 		leases, err := st.Leases()
 		if err != nil {
