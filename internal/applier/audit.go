@@ -78,11 +78,6 @@ func (t *term) auditDue() <-chan time.Time {
 	return t.audit.due
 }
 
-// auditReasons are the gate reasons of the last audit's breaches.
-func (t *term) auditReasons() []GateReason {
-	return append(t.audit.judged.Of(GateIsolationBreach), t.audit.judged.Of(GateSwitchNotEnforcing)...)
-}
-
 // runAudit audits the fabric against the file OpenSM last applied, and acts
 // on what it finds. It runs from the loop's idle turn only, so no apply is
 // under way and the file is the one OpenSM swept.

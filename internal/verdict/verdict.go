@@ -10,18 +10,22 @@
 // the HA freeze. Source reads them (with the dump) for --status and the
 // metrics. The applier fills the same fields from its term: the switches and
 // enforcement errors as its completing transaction reads them, the rest as
-// its term last wrote or read them (a record that failed leaves the term's
-// view closed, never open). Three fields exist only in the applier term's
-// memory, and only it fills them; elsewhere they are zero, and --status and
-// the metrics then say the recorded verdict, of the same kind:
+// its term last wrote or read them. Where the term's record failed (the
+// database refused a write), the term judges what it saw and --status what
+// is recorded, until a later record succeeds (the next read of the log,
+// look for an SM or audit writes again).
+//
+// Two inputs exist only in the applier term's memory, and only it fills
+// them; elsewhere they are zero, and --status and the metrics say the
+// recorded second SM instead, of the same kind:
 //   - SecondSM.Unread: the second SM the previous term recorded could not be
 //     read from the database;
 //   - SecondSM.RestartAt (with RestartEvery): the second SM is gone and the
 //     rate limit defers the restart of OpenSM that must come before the gate
-//     opens;
-//   - a freeze just lifted: the applier leaves Freeze empty and holds the
-//     jobs for the full apply that follows, which is the applier's own
-//     transition, not a reason.
+//     opens.
+//
+// A freeze just lifted is no input: the applier leaves Freeze empty and
+// holds the jobs for the full apply that follows, a transition of its own.
 //
 // A new kind of evidence is one field of Evidence and one case of Judge
 // (and, if it is recorded, one read of Source).
