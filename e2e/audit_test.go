@@ -129,6 +129,7 @@ func TestAuditBreachHoldsJobs(t *testing.T) {
 
 	job := m.accept("POST", "/cloudx/Port", portBody("port-h3", auditNet, vendorClientID(h3)))
 	m.waitDescription(job, "the fabric audit found port "+h2.String()+" holds pkey 0x0065")
+	m.waitStatusAgrees(job)
 	out, err := m.tryOperator("--status")
 	if err == nil || !strings.Contains(out, "isolation breaches") {
 		t.Errorf("--status during the breach: %v\n%s\nwant exit status 3 naming the audit's breaches", err, out)

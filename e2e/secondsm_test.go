@@ -99,6 +99,7 @@ func TestSecondSubnetManagerHoldsJobs(t *testing.T) {
 	})
 	job := m.accept("POST", "/cloudx/Port", portBody("8a4f2c6e-1d3b-4e5f-9a7c-6b2d0e1f3a94", netID, vendorClientID(h1)))
 	j := m.waitDescription(job, "Second subnet manager: port "+foreign.guid.String()+" (priority 15, MASTER)")
+	m.waitStatusAgrees(job)
 	if j.Status != "Running" {
 		t.Errorf("job %s is %s while the second SM is master; want Running", job, j.Status)
 	}

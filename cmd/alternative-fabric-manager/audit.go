@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -197,8 +195,8 @@ type AuditStatus struct {
 	Counts    map[audit.Kind]int `json:"counts"`
 }
 
-// readAuditStatus reads the last audit into s, and says in NotCompleting
-// that its breaches hold jobs (as the leader's term does, audit.go).
+// readAuditStatus reads the last audit into s; its breaches and held ports
+// are the verdict's (readVerdict).
 func readAuditStatus(ctx context.Context, cfg *config.Config, st *store.Store, s *Status) error {
 	last, ok, err := st.LastAudit(ctx)
 	if err != nil {
@@ -213,14 +211,6 @@ func readAuditStatus(ctx context.Context, cfg *config.Config, st *store.Store, s
 	var sum audit.Summary
 	if err := json.Unmarshal(last.Summary, &sum); err == nil {
 		a.Counts = sum.Counts()
-	}
-	if cfg.OpenSM.AuditInterval > 0 {
-		s.NotCompleting = append(s.NotCompleting, heldPortLines(sum)...)
-	}
-	if last.Breaches > 0 && cfg.OpenSM.AuditInterval > 0 {
-		s.NotCompleting = append(s.NotCompleting, fmt.Sprintf("the fabric audit of %s found %d isolation breaches "+
-			"(--audit names them); jobs complete once an audit finds the fabric clean",
-			last.StartedAt.Format(time.RFC3339), last.Breaches))
 	}
 	return nil
 }
@@ -237,15 +227,4 @@ func printAuditStatus(w io.Writer, a *AuditStatus) {
 		fmt.Fprintf(w, "last audit:\t%s, revision %d: %d findings (%s), %d breaches\n",
 			a.StartedAt.Format(time.RFC3339), a.Revision, a.Findings, kindCounts(a.Counts), a.Breaches)
 	}
-}
-
-// heldPortLines name the host ports the last audit holds (a host table that
-// lies while its switch port is right): their jobs wait, the fabric's do not.
-func heldPortLines(sum audit.Summary) []string {
-	held := sum.HeldPorts()
-	var lines []string
-	for _, port := range slices.Sorted(maps.Keys(held)) {
-		lines = append(lines, fmt.Sprintf("host port %s is held (its jobs only): %s", port, held[port]))
-	}
-	return lines
 }

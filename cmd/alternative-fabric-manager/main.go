@@ -40,7 +40,6 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/api"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/health"
@@ -346,7 +345,9 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*manager, 
 		}
 		mgr.fabrics = append(mgr.fabrics, fr)
 	}
-	mgr.registerState(checker)
+	if err := mgr.registerState(checker); err != nil {
+		return nil, err
+	}
 	if err := mgr.wireAPI(checker); err != nil {
 		return nil, err
 	}
@@ -365,7 +366,7 @@ func (mgr *manager) wireHealth() *health.Checker {
 // registerState registers each fabric's collectors that read its recorded
 // state, and the OpenSM its health checks watch; each fabric's series carry
 // its name.
-func (mgr *manager) registerState(checker *health.Checker) {
+func (mgr *manager) registerState(checker *health.Checker) error {
 	m := mgr.metrics
 	for _, fr := range mgr.fabrics {
 		f, sm := m.Fabric(fr.name), supervisorView{fr.sm}
@@ -374,11 +375,15 @@ func (mgr *manager) registerState(checker *health.Checker) {
 		} else {
 			checker.Fabrics = append(checker.Fabrics, health.Fabric{Name: fr.name, DB: fr.st, Self: f, SM: sm})
 		}
-		gates := applier.Gates{Store: fr.st, SubnetDump: subnetDump(fr.cfg), Dump: fr.app.Cfg.Dump}
+		gates, err := verdictSource(fr.cfg, fr.st, fr.app.Cfg.Dump)
+		if err != nil {
+			return err
+		}
 		m.Registry().MustRegister(&metrics.State{Fabric: f, DB: fr.st, Gates: gates, SM: sm,
 			Ready: func(ctx context.Context) bool { return checker.FabricReady(ctx, f.Name()).OK() }})
 		m.Registry().MustRegister(&metrics.SecondSM{Fabric: f, DB: fr.st})
 	}
+	return nil
 }
 
 // wireAPI makes the API's server and the HTTP listeners, not yet listening.

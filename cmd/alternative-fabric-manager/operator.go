@@ -13,7 +13,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
@@ -331,13 +330,9 @@ func readStatus(ctx context.Context, cfg *config.Config, st *store.Store) (Statu
 		s.NotCompleting = append(s.NotCompleting, fmt.Sprintf("the last apply, of revision %d, ended %s: %s",
 			s.LastApply.Revision, s.LastApply.Outcome, s.LastApply.Detail))
 	}
-	gates, err := applier.Gates{Store: st, SubnetDump: subnetDump(cfg)}.Closed(ctx)
-	if err != nil {
-		return s, fmt.Errorf("gates: %w", err)
+	if err := readVerdict(ctx, cfg, st, nil, &s); err != nil {
+		return s, err
 	}
-	reasons, unchecked = dumpHere(gates, subnetDump(cfg))
-	s.NotCompleting = append(s.NotCompleting, reasons...)
-	s.Unchecked = append(s.Unchecked, unchecked...)
 	if s.Adopted, err = readAdopted(ctx, cfg, st); err != nil {
 		return s, err
 	}
@@ -420,10 +415,7 @@ func readLease(ctx context.Context, st *store.Store, s *Status) error {
 	if l.Term > 0 && !l.Held() {
 		s.NotCompleting = append(s.NotCompleting, "no manager holds the lease")
 	}
-	if l.Freeze != "" {
-		s.NotCompleting = append(s.NotCompleting, l.Freeze)
-	}
-	return nil
+	return nil // the freeze is the verdict's (readVerdict)
 }
 
 // printStatus writes the status for a person to read.

@@ -87,9 +87,9 @@ type ForeignSMStatus struct {
 	SeenAt   time.Time `json:"seen_at"`
 }
 
-// readSecondSMs adds the recorded second subnet manager to the status: it
-// holds every job (internal/applier's secondsm.go); and the foreign ones,
-// which hold none.
+// readSecondSMs adds the foreign subnet managers to the status, which hold
+// no job; the recorded second SM, which holds every one, is the verdict's
+// (readVerdict).
 func readSecondSMs(ctx context.Context, st *store.Store, s *Status) error {
 	foreign, err := st.ForeignSMs(ctx)
 	if err != nil {
@@ -99,16 +99,6 @@ func readSecondSMs(ctx context.Context, st *store.Store, s *Status) error {
 	for _, sm := range foreign {
 		s.ForeignSMs = append(s.ForeignSMs, ForeignSMStatus{PortGUID: sm.PortGUID.String(), Priority: sm.Priority,
 			State: sm.State, OwnState: sm.OwnState, Term: sm.Term, SeenAt: sm.SeenAt})
-	}
-	sms, err := st.SecondSMs(ctx)
-	if err != nil {
-		return err
-	}
-	for _, sm := range sms {
-		s.NotCompleting = append(s.NotCompleting, fmt.Sprintf(
-			"Second subnet manager: port %s (priority %d, %s), not this manager's OpenSM (which was %s), "+
-				"seen by term %d at %s; stop it (docs/runbooks.md)", sm.PortGUID, sm.Priority, sm.State, sm.OwnState, sm.Term,
-			sm.SeenAt.Format(time.RFC3339)))
 	}
 	return nil
 }

@@ -1,17 +1,19 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"time"
 
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/health"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/verdict"
 )
 
 // What --status concludes, and how it says so in its exit status. It says
@@ -103,22 +105,62 @@ func driverReasons(cfg *config.Config, d *opensm.Status, file string) (reasons, 
 	return nil, nil
 }
 
+// verdictSource is where the fabric's verdict is read from: the database
+// and OpenSM's subnet dump (through dump, when the manager has one), the
+// audit only when one is configured, the freeze only with HA. --status and
+// afm_gate_closed judge it as the applier judges what its term holds.
+func verdictSource(cfg *config.Config, st *store.Store, dump *topology.Dump) (verdict.Source, error) {
+	src := verdict.Source{Store: st, SubnetDump: subnetDump(cfg), Dump: dump, SecondSMs: st}
+	if cfg.OpenSM.AuditInterval > 0 {
+		src.Audits = st
+	}
+	// A guid that does not parse leaves no look for a second SM on this
+	// manager (secondSMCheck warns); a recorded one is named all the same.
+	src.Own, _ = openSMGUID(cfg)
+	if cfg.HA.HA {
+		leases, err := st.Leases()
+		if err != nil {
+			return src, fmt.Errorf("lease: %w", err)
+		}
+		src.Leases = leases
+	}
+	return src, nil
+}
+
+// readVerdict adds the verdict to s: the reasons every job waits (those
+// this host cannot check apart: dumpHere), then each held host port.
+func readVerdict(ctx context.Context, cfg *config.Config, st *store.Store, dump *topology.Dump, s *Status) error {
+	src, err := verdictSource(cfg, st, dump)
+	if err != nil {
+		return err
+	}
+	v, err := src.Judge(ctx)
+	if err != nil {
+		return fmt.Errorf("gates: %w", err)
+	}
+	reasons, unchecked := dumpHere(v.Reasons, subnetDump(cfg))
+	s.NotCompleting = append(s.NotCompleting, reasons...)
+	s.NotCompleting = append(s.NotCompleting, v.HeldLines()...)
+	s.Unchecked = append(s.Unchecked, unchecked...)
+	return nil
+}
+
 // dumpHere sorts the gates' reasons: a subnet dump this host cannot open (an
 // HA follower's, or a host without OpenSM) says nothing of the gate the
 // applier evaluates on its own host, so that reason goes to unchecked.
-func dumpHere(gates []applier.GateReason, dump string) (reasons, unchecked []string) {
+func dumpHere(gates []verdict.Reason, dump string) (reasons, unchecked []string) {
 	f, err := os.Open(dump)
 	if err == nil {
 		f.Close()
-		return applier.GateTexts(gates), nil
+		return verdict.Texts(gates), nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) {
-		return applier.GateTexts(gates), nil
+		return verdict.Texts(gates), nil
 	}
 	for _, r := range gates {
-		if r.Kind == applier.GateSwitchesUnchecked {
+		if r.Kind == verdict.SwitchesUnchecked {
 			unchecked = append(unchecked, fmt.Sprintf("%s from this host: %v; run --status on the host whose "+
-				"OpenSM sweeps (the applier's)", applier.SwitchesUnchecked, err))
+				"OpenSM sweeps (the applier's)", verdict.SwitchesUncheckedText, err))
 			continue
 		}
 		reasons = append(reasons, r.Text)

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/audit"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/verdict"
 )
 
 // The continuous audit: every AuditConfig.Interval, while no apply is under
@@ -55,11 +55,15 @@ type AuditObserver interface {
 
 // auditState is a term's state of the audit.
 type auditState struct {
-	due       <-chan time.Time       // the next audit; nil until the first wait
-	reasons   []GateReason           // the last audit's breaches, as gate reasons
-	held      map[fabric.GUID]string // the last audit's per-port holds (holds.go)
-	healed    string                 // the cut-off findings the state was last applied again for
-	restarted string                 // the cut-off findings OpenSM was last restarted for
+	due <-chan time.Time // the next audit; nil until the first wait
+	// last is the last audit as this term recorded or restored it, the
+	// gates' evidence; nil: none.
+	last *verdict.Audit
+	// judged is last's verdict alone: its breaches and its per-port holds
+	// (holds.go).
+	judged    verdict.Verdict
+	healed    string // the cut-off findings the state was last applied again for
+	restarted string // the cut-off findings OpenSM was last restarted for
 }
 
 // auditDue fires when the next audit is due; never without an audit. The
@@ -73,9 +77,6 @@ func (t *term) auditDue() <-chan time.Time {
 	}
 	return t.audit.due
 }
-
-// auditReasons are the gate reasons of the last audit's breaches.
-func (t *term) auditReasons() []GateReason { return t.audit.reasons }
 
 // runAudit audits the fabric against the file OpenSM last applied, and acts
 // on what it finds. It runs from the loop's idle turn only, so no apply is
@@ -122,16 +123,18 @@ func (t *term) actOnAudit(ctx context.Context, s audit.Summary) {
 	}
 	t.Log.Info("audit finished", "ports", s.Ports, "read", s.Read, "findings", len(s.Findings),
 		"breaches", len(s.Breaches()), "took", s.Took)
+	record := AuditRecord(t.id, s)
 	if rec := t.Cfg.Audit.Recorder; rec != nil {
 		dbctx, cancel := context.WithTimeout(ctx, t.dbTimeout())
 		defer cancel()
-		if err := rec.RecordAudit(dbctx, AuditRecord(t.id, s)); err != nil {
+		if err := rec.RecordAudit(dbctx, record); err != nil {
 			t.Log.Error("record the audit's summary", "error", err)
 		}
 	}
 	t.heal(ctx, s)
-	t.audit.reasons = breachReasons(s.Breaches())
-	t.setHeld(s)
+	// The gates judge the audit as recorded, as --status does: the same
+	// findings, whether or not the record could be written.
+	t.setAudit(verdict.AuditOf(record)) // holds.go
 }
 
 // heal applies the state again for ports cut off from their partitions, once
@@ -182,33 +185,6 @@ func (t *term) restartOpenSM(ctx context.Context) {
 // auditRestart bounds a restart: OpenSM's stop, the supervisor's back-off and
 // the new one's start.
 const auditRestart = time.Minute
-
-// breachReasons turns breaches into gate reasons, one per kind, naming the
-// first few ports.
-func breachReasons(breaches []audit.Finding) []GateReason {
-	texts := map[GateKind][]string{}
-	var kinds []GateKind
-	for _, f := range breaches {
-		kind := GateIsolationBreach
-		if f.Kind == audit.NotEnforcing {
-			kind = GateSwitchNotEnforcing
-		}
-		if texts[kind] == nil {
-			kinds = append(kinds, kind)
-		}
-		texts[kind] = append(texts[kind], f.Text)
-	}
-	var reasons []GateReason
-	for _, k := range kinds {
-		shown := texts[k][:min(3, len(texts[k]))]
-		text := "the fabric audit found " + strings.Join(shown, "; ")
-		if more := len(texts[k]) - len(shown); more > 0 {
-			text += fmt.Sprintf(" (and %d more; see --audit)", more)
-		}
-		reasons = append(reasons, GateReason{Kind: k, Text: text + "; jobs complete once an audit finds the fabric clean"})
-	}
-	return reasons
-}
 
 // owners names each network's partition by the network, for the findings:
 // the file names it by pkey and id only.
@@ -283,19 +259,12 @@ func (t *term) loadAudit(ctx context.Context) {
 	if !ok {
 		return
 	}
-	var s audit.Summary
-	if err := json.Unmarshal(last.Summary, &s); err != nil {
-		t.Log.Error("read the last audit's summary", "error", err)
+	if !json.Valid(last.Summary) {
+		t.Log.Error("read the last audit's summary: not JSON; its count of breaches stands")
 	}
-	t.setHeld(s) // holds.go
+	t.setAudit(verdict.AuditOf(last)) // holds.go
 	if last.Breaches == 0 {
 		return
-	}
-	t.audit.reasons = breachReasons(s.Breaches())
-	if len(t.audit.reasons) == 0 { // a summary that lost its findings still closes the gate
-		t.audit.reasons = []GateReason{{GateIsolationBreach, fmt.Sprintf(
-			"the last fabric audit (%s) found %d isolation breaches; jobs complete once an audit finds the fabric clean",
-			last.StartedAt.Format(time.RFC3339), last.Breaches)}}
 	}
 	t.Log.Warn("the last fabric audit found breaches; jobs wait for an audit that finds none",
 		"audited", last.StartedAt, "breaches", last.Breaches)

@@ -2,13 +2,12 @@ package applier
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/verdict"
 )
 
 // A cloned GUID: a tenant that rewrites its HCA's node GUID to another
@@ -192,30 +191,12 @@ func (l *duplicateLog) load(ctx context.Context, st DuplicateStore) error {
 }
 
 // DuplicateGUIDText starts the reason given while duplicated GUIDs are recorded.
-const DuplicateGUIDText = "OpenSM found a GUID twice on the fabric (a host presenting another's GUID)"
-
-// duplicateReasons is the gate's reason for what the database holds: one,
-// naming every GUID and where it was seen.
-func duplicateReasons(dups []store.DuplicateGUID) []GateReason {
-	if len(dups) == 0 {
-		return nil
-	}
-	named := make([]string, len(dups))
-	for i, d := range dups {
-		named[i] = fmt.Sprintf("%s GUID %s", d.Kind, d.GUID)
-		if len(d.Places) > 0 {
-			named[i] += " behind switch ports " + strings.Join(d.Places, " and ")
-		}
-		named[i] += fmt.Sprintf(" (%d times, last %s)", d.Count, d.LastSeen.Format("2006-01-02T15:04:05Z"))
-	}
-	return []GateReason{{GateDuplicateGUID, fmt.Sprintf(
-		"%s: %s; OpenSM cannot bring the subnet up while it lasts: find the host, restore its GUID or unplug it; "+
-			"the gate opens at the first heavy sweep that reaches SUBNET UP without it", DuplicateGUIDText,
-		strings.Join(named, "; "))}}
-}
+const DuplicateGUIDText = verdict.DuplicateGUIDText
 
 // duplicateReason is the term's gate reason, from what it last recorded.
-func (t *term) duplicateReason() []GateReason { return duplicateReasons(t.gate.duplicates.view()) }
+func (t *term) duplicateReason() []GateReason {
+	return verdict.Judge(verdict.Evidence{Duplicates: t.gate.duplicates.view()}).Of(GateDuplicateGUID)
+}
 
 // recordDuplicates records what the tail has handed out so far.
 func (t *term) recordDuplicates(ctx context.Context) {

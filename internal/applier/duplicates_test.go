@@ -11,6 +11,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm/opensmtest"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/verdict"
 )
 
 // The duplicate recorder, fed by a tail with pieces of a real log (a node
@@ -73,7 +74,7 @@ func TestDuplicateRecorder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		reasons := duplicateReasons(found.view())
+		reasons := verdict.Judge(verdict.Evidence{Duplicates: found.view()}).Of(GateDuplicateGUID)
 		switch {
 		case st.count == 0 && (len(got) != 0 || len(reasons) != 0):
 			t.Fatalf("%s: recorded %+v, reasons %v; want none", st.name, got, reasons)

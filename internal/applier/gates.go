@@ -2,7 +2,6 @@ package applier
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -14,10 +13,12 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/verdict"
 )
 
 // The gates fail closed: a sweep that proves revision R applied completes the
-// jobs up to R only when
+// jobs up to R only when internal/verdict's Judge finds no reason to hold
+// them. It judges
 //
 //   - an operator has confirmed the fabric's switches (--confirm-switches),
 //   - every confirmed switch is in OpenSM's subnet dump (opensm-subnet.lst, which
@@ -26,79 +27,50 @@ import (
 //   - every switch of that dump was confirmed: a host answering as a switch
 //     makes the switch port facing it an inter-switch link, unenforced,
 //   - no switch port is recorded as having had its enforcement cleared: the
-//     host behind it can reach every partition, and
-//   - no GUID is recorded as found twice (duplicates.go).
+//     host behind it can reach every partition,
+//   - the last audit found no breach (audit.go),
+//   - no GUID is recorded as found twice (duplicates.go),
+//   - no freeze (freeze.go), and
+//   - no second SM is master over ports (secondsm.go),
+//
+// from the switches and enforcement errors that the completing transaction
+// reads, and what the term holds of the rest (termEvidence).
 //
 // While a gate is closed the open jobs up to R say why in their description,
 // and the gates are evaluated again at every poll. Once they open, the state
 // is applied again, and the jobs complete after that new sweep passes the same
 // checks: the one that held them is older than whatever reopened the gates.
 
-// NoExpectedSwitches is the reason given while no switch has been confirmed.
-const NoExpectedSwitches = "No expected switches: once OpenSM has swept, record the fabric's switches with --confirm-switches"
-
-// EnforcementCleared starts the reason given while enforcement errors are recorded.
-const EnforcementCleared = "OpenSM cleared a switch port's enforcement"
-
-// GateKind is the kind of a reason jobs do not complete: a word for alerts and
-// dashboards to select on without matching the reason's text, which names
-// switches and ports.
-type GateKind string
-
-const (
-	GateNoExpectedSwitches GateKind = "no_expected_switches" // none confirmed yet (NoExpectedSwitches)
-	// GateSwitchMissing: a confirmed switch is missing from OpenSM's last
-	// sweep, or the subnet dump cannot prove it present.
-	GateSwitchMissing GateKind = "switch_missing"
-	// GateSwitchesUnchecked: the subnet dump cannot be read (SwitchesUnchecked).
-	GateSwitchesUnchecked  GateKind = "switches_unchecked"
-	GateEnforcementCleared GateKind = "enforcement_cleared" // enforcement errors are recorded (EnforcementCleared)
-	GateFrozen             GateKind = "frozen"              // the HA freeze (freeze.go)
-	// GateIsolationBreach: the last audit found a port holding a pkey it is
-	// not recorded in, or a full membership where the state says limited
-	// (audit.go).
-	GateIsolationBreach GateKind = "isolation_breach"
-	// GateSwitchNotEnforcing: the last audit found a switch port facing a
-	// host that does not enforce partitions (audit.go).
-	GateSwitchNotEnforcing GateKind = "switch_not_enforcing"
-	GateSecondSM           GateKind = "second_subnet_manager" // another SM is master (secondsm.go)
-	// GateUnconfirmedSwitch: OpenSM's last sweep found a switch that was
-	// not confirmed: a host answering NodeInfo as a switch turns the switch
-	// port facing it into an inter-switch link, where no partition is
-	// enforced and nothing is audited.
-	GateUnconfirmedSwitch GateKind = "unconfirmed_switch"
-	// GateDuplicateGUID: OpenSM found a GUID twice on the fabric, a host
-	// presenting another's (duplicates.go).
-	GateDuplicateGUID GateKind = "duplicate_guid"
+// The gates' kinds, reasons and texts are the verdict package's, the one
+// author of why jobs are held; the applier's callers name them so.
+type (
+	GateKind   = verdict.Kind
+	GateReason = verdict.Reason
+	// Gates reads the gates' evidence and judges it (verdict.Source).
+	Gates = verdict.Source
+	// GateReader is what evaluating the gates reads from the database.
+	GateReader = verdict.Reader
 )
 
-// GateReason is one reason jobs do not complete now.
-type GateReason struct {
-	Kind GateKind
-	Text string // for operators: what is wrong, and what to do
-}
+const (
+	GateNoExpectedSwitches = verdict.NoExpectedSwitches
+	GateSwitchMissing      = verdict.SwitchMissing
+	GateSwitchesUnchecked  = verdict.SwitchesUnchecked
+	GateEnforcementCleared = verdict.EnforcementCleared
+	GateFrozen             = verdict.Frozen
+	GateIsolationBreach    = verdict.IsolationBreach
+	GateSwitchNotEnforcing = verdict.SwitchNotEnforcing
+	GateSecondSM           = verdict.SecondSM
+	GateUnconfirmedSwitch  = verdict.UnconfirmedSwitch
+	GateDuplicateGUID      = verdict.DuplicateGUID
 
-func (r GateReason) String() string { return r.Text }
+	NoExpectedSwitches = verdict.NoExpectedSwitchesText
+	EnforcementCleared = verdict.EnforcementClearedText
+	SwitchesUnchecked  = verdict.SwitchesUncheckedText
+)
 
 // GateTexts are the reasons' texts, as the jobs, the log and --status say them.
-func GateTexts(reasons []GateReason) []string {
-	texts := make([]string, len(reasons))
-	for i, r := range reasons {
-		texts[i] = r.Text
-	}
-	return texts
-}
-
-// SwitchesUnchecked starts the reason given while the subnet dump cannot be
-// read: --status tells a dump this host cannot read from a closed gate.
-const SwitchesUnchecked = "the expected switches cannot be checked"
-
-// GateReader is what evaluating the gates reads from the database.
-type GateReader interface {
-	ExpectedSwitches(ctx context.Context) ([]store.ExpectedSwitch, error)
-	EnforcementErrors(ctx context.Context) ([]store.EnforcementError, error)
-	DuplicateGUIDs(ctx context.Context) ([]store.DuplicateGUID, error) // duplicates.go
-}
+func GateTexts(reasons []GateReason) []string { return verdict.Texts(reasons) }
 
 // GateStore is what the applier's gates need of the database.
 type GateStore interface {
@@ -108,120 +80,6 @@ type GateStore interface {
 	DescribeOpenJobs(ctx context.Context, term, revision int64, description string) (int64, error)
 	// DescribeJob is DescribeOpenJobs for one job (readback.go).
 	DescribeJob(ctx context.Context, term, id int64, description string) (int64, error)
-}
-
-// Gates evaluates the gates; --status uses it too, so that it reports what the
-// applier decides.
-type Gates struct {
-	Store      GateReader
-	SubnetDump string // <dump_files_dir>/opensm-subnet.lst
-	// Dump reads SubnetDump, parsing it only when its content changed (the
-	// applier evaluates the gates after every sweep); nil: read it whole at
-	// every evaluation.
-	Dump *topology.Dump
-}
-
-// Closed returns why jobs may not complete now; none when every gate is open.
-// An error (the database could not be read) means the gates are closed too.
-func (g Gates) Closed(ctx context.Context) ([]GateReason, error) {
-	expected, err := g.Store.ExpectedSwitches(ctx)
-	if err != nil {
-		return nil, err
-	}
-	errs, err := g.Store.EnforcementErrors(ctx)
-	if err != nil {
-		return nil, err
-	}
-	dups, err := g.Store.DuplicateGUIDs(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var dump dumpRead
-	if len(expected) > 0 && g.SubnetDump != "" {
-		dump = g.read()
-	}
-	return append(g.reasons(store.GateState{Expected: expected, Errors: errs}, dump), duplicateReasons(dups)...), nil
-}
-
-// read reads the subnet dump, through Dump when there is one.
-func (g Gates) read() dumpRead {
-	if g.Dump != nil {
-		topo, err := g.Dump.Load()
-		return dumpRead{topo: topo, err: err}
-	}
-	topo, err := topology.Load(g.SubnetDump)
-	return dumpRead{topo: topo, err: err}
-}
-
-// reasons says why the gates hold jobs, given what the database holds of
-// them and a read of the subnet dump (looked at only when switches are
-// confirmed); none when every gate is open. It does no I/O: the applier
-// evaluates it inside the transaction that completes the jobs.
-func (g Gates) reasons(st store.GateState, dump dumpRead) []GateReason {
-	var reasons []GateReason
-	if len(st.Expected) == 0 {
-		reasons = append(reasons, GateReason{GateNoExpectedSwitches, NoExpectedSwitches})
-	} else {
-		reasons = append(reasons, g.missingSwitches(st.Expected, dump)...)
-	}
-	if len(st.Errors) > 0 {
-		ports := make([]string, len(st.Errors))
-		for i, e := range st.Errors {
-			ports[i] = e.SwitchPort()
-		}
-		reasons = append(reasons, GateReason{GateEnforcementCleared, fmt.Sprintf(
-			"%s: %s (see --show-enforcement-errors; --clear-enforcement-errors once dealt with)",
-			EnforcementCleared, strings.Join(ports, ", "))})
-	}
-	return reasons
-}
-
-// missingSwitches compares the confirmed switches with OpenSM's last dump. A
-// dump that cannot be read proves nothing: that closes the gate as well (OpenSM
-// rewrites the file in place, so a read can catch it half written; the next
-// poll reads it again).
-func (g Gates) missingSwitches(expected []store.ExpectedSwitch, dump dumpRead) []GateReason {
-	if g.SubnetDump == "" {
-		return []GateReason{{GateSwitchMissing, "OpenSM's subnet dump is not configured: the expected switches cannot be checked"}}
-	}
-	if dump.err != nil || dump.topo == nil {
-		err := dump.err
-		if err == nil {
-			err = errors.New("not read")
-		}
-		return []GateReason{{GateSwitchesUnchecked, fmt.Sprintf("%s: %v", SwitchesUnchecked, err)}}
-	}
-	present := map[string]bool{}
-	for _, sw := range dump.topo.Switches() {
-		present[sw.GUID.String()] = true
-	}
-	confirmed := map[string]bool{}
-	var reasons []GateReason
-	for _, sw := range expected {
-		confirmed[sw.GUID.String()] = true
-		if !present[sw.GUID.String()] {
-			reasons = append(reasons, GateReason{GateSwitchMissing, fmt.Sprintf(
-				"expected switch %s (%s) is missing from OpenSM's last sweep", sw.GUID, sw.Description)})
-		}
-	}
-	return append(reasons, unconfirmedSwitches(dump.topo, confirmed)...)
-}
-
-// unconfirmedSwitches names the switches of the dump that were not
-// confirmed: a host that answers NodeInfo as a switch makes the switch port
-// facing it an inter-switch link, which enforces nothing and is not audited,
-// so its tenant could reach every partition. A switch really added closes the
-// gate too, until an operator confirms the new set (--confirm-switches).
-func unconfirmedSwitches(topo *topology.Topology, confirmed map[string]bool) []GateReason {
-	var reasons []GateReason
-	for _, sw := range topo.Switches() {
-		if !confirmed[sw.GUID.String()] {
-			reasons = append(reasons, GateReason{GateUnconfirmedSwitch, fmt.Sprintf(
-				"switch %s (%s) is in OpenSM's last sweep but was not confirmed: a host answering as a switch, "+
-					"or a switch added; check it, then --confirm-switches", sw.GUID, sw.Description)})
-		}
-	}
-	return reasons
 }
 
 // dumpRead is one read of OpenSM's subnet dump: what Load returned.
@@ -307,17 +165,14 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, p
 	t.secondSM.detectNow(ctx, t)
 	frozen := t.pollFreeze(ctx)
 	reapply := t.reapply // a lifted freeze: the full apply that follows completes them
-	gates := Gates{SubnetDump: t.Cfg.SubnetDump}
-	var reasons []GateReason
+	ev := verdict.Evidence{SubnetDump: t.Cfg.SubnetDump, Dump: verdict.Dump{Topo: dump.topo, Err: dump.err},
+		Duplicates: t.gate.duplicates.view()}
+	t.termEvidence(&ev, frozen, reapply)
+	var v verdict.Verdict
 	open := func(gs store.GateState) bool {
-		reasons = gates.reasons(gs, dump)
-		reasons = append(reasons, t.auditReasons()...) // audit.go
-		reasons = append(reasons, t.duplicateReason()...)
-		if frozen != "" && !reapply {
-			reasons = append(reasons, GateReason{GateFrozen, frozen})
-		}
-		reasons = append(reasons, t.secondSM.reason()...)
-		return !reapply && len(reasons) == 0
+		ev.Expected, ev.EnforcementErrors = gs.Expected, gs.Errors
+		v = verdict.Judge(ev)
+		return !reapply && v.Open()
 	}
 	var f store.Finished
 	var err error
@@ -352,32 +207,43 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, p
 		t.gate.blocked = 0
 		return 0, true
 	}
-	t.holdJobs(ctx, a.Revision, reasons)
+	t.holdJobs(ctx, a.Revision, v.Reasons)
 	return 0, true
 }
 
 // gatesOpen evaluates the gates for the jobs up to rev. While one is closed
 // the jobs say why, and rev is kept for pollGates.
 func (t *term) gatesOpen(ctx context.Context, rev int64) bool {
-	reasons, err := Gates{Store: t.Store, SubnetDump: t.Cfg.SubnetDump, Dump: t.subnetDump()}.Closed(ctx)
+	ev, err := Gates{Store: t.Store, SubnetDump: t.Cfg.SubnetDump, Dump: t.subnetDump()}.Evidence(ctx)
 	if err != nil {
 		t.Log.Error("evaluate the gates; jobs wait", "revision", rev, "error", err)
 		t.gate.blocked = rev
 		return false
 	}
-	reasons = append(reasons, t.auditReasons()...) // audit.go
-	if frozen := t.pollFreeze(ctx); t.reapply {
+	frozen := t.pollFreeze(ctx)
+	if t.reapply {
 		t.gate.blocked = 0 // the full apply that follows completes them
 		return false
-	} else if frozen != "" {
-		reasons = append(reasons, GateReason{GateFrozen, frozen})
 	}
-	reasons = append(reasons, t.secondSM.reason()...)
-	if len(reasons) == 0 {
+	t.termEvidence(&ev, frozen, false)
+	v := verdict.Judge(ev)
+	if v.Open() {
 		return true
 	}
-	t.holdJobs(ctx, rev, reasons)
+	t.holdJobs(ctx, rev, v.Reasons)
 	return false
+}
+
+// termEvidence adds to ev what the term holds of the evidence: the last
+// audit as it recorded or restored it, the second SM as its watch sees it,
+// and the freeze (frozen, pollFreeze's) unless it was just lifted: the
+// full apply that follows (reapply) completes the jobs then.
+func (t *term) termEvidence(ev *verdict.Evidence, frozen string, reapply bool) {
+	ev.Audit = t.audit.last
+	ev.SecondSM = t.secondSM.evidence()
+	if frozen != "" && !reapply {
+		ev.Freeze = frozen
+	}
 }
 
 // holdJobs keeps the jobs up to rev waiting for the gates, saying why, and

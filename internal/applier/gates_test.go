@@ -168,7 +168,7 @@ func TestGatesClosed(t *testing.T) {
 	dump := filepath.Join(t.TempDir(), "opensm-subnet.lst")
 	g := Gates{Store: s, SubnetDump: dump}
 	reasons, err := g.Closed(ctx)
-	if err != nil || !slices.Equal(reasons, []GateReason{{GateNoExpectedSwitches, NoExpectedSwitches}}) {
+	if err != nil || !slices.Equal(reasons, []GateReason{{Kind: GateNoExpectedSwitches, Text: NoExpectedSwitches}}) {
 		t.Fatalf("new database: %q, %v; want only %q", reasons, err, NoExpectedSwitches)
 	}
 	if err := s.ConfirmSwitches(ctx, []store.ExpectedSwitch{{GUID: 0x0002c90300f00001, Description: "S1"},
@@ -206,7 +206,7 @@ func TestGatesClosed(t *testing.T) {
 	if err := os.WriteFile(dump, []byte(strings.Join(kept, "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	want := GateReason{GateSwitchMissing, "expected switch 0x0002c90300f00002 (S2) is missing from OpenSM's last sweep"}
+	want := GateReason{Kind: GateSwitchMissing, Text: "expected switch 0x0002c90300f00002 (S2) is missing from OpenSM's last sweep"}
 	if reasons, err = g.Closed(ctx); err != nil || !slices.Equal(reasons, []GateReason{want}) {
 		t.Errorf("S2 gone: %q, %v; want %q", reasons, err, want)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tick"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/verdict"
 )
 
 // A second subnet manager: a master SM on the fabric that is not this
@@ -255,22 +256,6 @@ func smRecord(sm, own pkeyread.SMInfo) store.SecondSM {
 		OwnState: own.State.String()}
 }
 
-// secondSMText is the gate's reason for sm, as the jobs, the log and --status
-// say it.
-func secondSMText(sm store.SecondSM, own fabric.GUID) string {
-	if sm.PortGUID == own {
-		return fmt.Sprintf("Second subnet manager: this manager's OpenSM (port %s) is %s and no other SM is named master; "+
-			"find the SM that deposed it (docs/runbooks.md)", own, sm.State)
-	}
-	return fmt.Sprintf("Second subnet manager: port %s (priority %d, %s) is master on the fabric, not this manager's OpenSM "+
-		"(port %s, %s): it programs the ports with partitions of its own; stop it (docs/runbooks.md)",
-		sm.PortGUID, sm.Priority, sm.State, own, sm.OwnState)
-}
-
-// unreadText is the gate's reason while the recorded verdict is unread.
-const unreadText = "Second subnet manager: the one the previous term recorded could not be read from the database; " +
-	"jobs wait until it is, or a look sees this manager's OpenSM master"
-
 // detect reads the masters and updates the verdict, the record and the jobs.
 func (w *secondSMWatch) detect(ctx context.Context, t *term) {
 	w.detecting.Lock()
@@ -391,7 +376,7 @@ const secondSMRestart = time.Minute
 // open job (those sent since too) why it waits. A record that fails is
 // tried again at the next look; the gate is closed meanwhile.
 func (w *secondSMWatch) hold(ctx context.Context, t *term, sm store.SecondSM) {
-	text := secondSMText(sm, w.check.Own)
+	text := secondSMReason(verdict.SecondSMEvidence{Master: &sm, Own: w.check.Own})
 	dbctx, cancel := context.WithTimeout(ctx, t.dbTimeout())
 	defer cancel()
 	w.mu.Lock()
@@ -432,10 +417,10 @@ func (w *secondSMWatch) describe(ctx context.Context, t *term, text string) {
 // closed on a look that failed (a verdict restored, or unread): the jobs
 // sent since say it too.
 func (w *secondSMWatch) describeHeld(ctx context.Context, t *term) {
-	if rs := w.reason(); len(rs) > 0 {
+	if text := secondSMReason(w.evidence()); text != "" {
 		dbctx, cancel := context.WithTimeout(ctx, t.dbTimeout())
 		defer cancel()
-		w.describe(dbctx, t, rs[0].Text)
+		w.describe(dbctx, t, text)
 	}
 }
 
@@ -508,25 +493,33 @@ func (w *secondSMWatch) detectNow(ctx context.Context, t *term) {
 	}
 }
 
-// reason is the gate's reason while a second SM is seen (or the recorded
-// one unread); none otherwise.
-func (w *secondSMWatch) reason() []GateReason {
+// evidence is the watch's verdict, as the gates judge it: the second SM
+// seen last (or restored), the recorded one unread, the restart deferred.
+func (w *secondSMWatch) evidence() verdict.SecondSMEvidence {
 	if w == nil {
-		return nil
+		return verdict.SecondSMEvidence{}
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	switch {
-	case w.found != nil && !w.restartAt.IsZero():
-		return []GateReason{{GateSecondSM, fmt.Sprintf("Second subnet manager: port %s was master and is gone; "+
-			"this manager's OpenSM is restarted to write every port's table again at %s (at most one such restart "+
-			"every %d check intervals)", w.found.PortGUID, w.restartAt.UTC().Format(time.RFC3339), secondSMRestartEvery)}}
-	case w.found != nil:
-		return []GateReason{{GateSecondSM, secondSMText(*w.found, w.check.Own)}}
-	case w.unread:
-		return []GateReason{{GateSecondSM, unreadText}}
+	e := verdict.SecondSMEvidence{Master: w.found, Own: w.check.Own, Unread: w.unread, RestartAt: w.restartAt}
+	if !w.restartAt.IsZero() {
+		e.RestartEvery = secondSMRestartEvery
 	}
-	return nil
+	return e
+}
+
+// reason is the gate's reason while a second SM is seen (or the recorded
+// one unread); none otherwise.
+func (w *secondSMWatch) reason() []GateReason {
+	return verdict.Judge(verdict.Evidence{SecondSM: w.evidence()}).Of(GateSecondSM)
+}
+
+// secondSMReason is the text of e's reason; "" when it holds nothing.
+func secondSMReason(e verdict.SecondSMEvidence) string {
+	if rs := verdict.Judge(verdict.Evidence{SecondSM: e}).Of(GateSecondSM); len(rs) > 0 {
+		return rs[0].Text
+	}
+	return ""
 }
 
 // holds says whether a second SM is seen: the term applies nothing then.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/verdict"
 )
 
 // The second-SM verdict through a term: the lead rig's fake OpenSM and real
@@ -274,7 +275,7 @@ func TestSecondSMDatabaseAway(t *testing.T) {
 	r.recordOther(tenantRecorded)
 	r.db.failRead.Store(true)
 	tm := r.term()
-	if rs := tm.secondSM.reason(); len(rs) != 1 || rs[0].Text != unreadText {
+	if rs := tm.secondSM.reason(); len(rs) != 1 || rs[0].Text != verdict.SecondSMUnreadText {
 		t.Fatalf("gate with the verdict unread: %v; want closed as unread", rs)
 	}
 	// A failed look: still unread, still closed.

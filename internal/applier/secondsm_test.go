@@ -8,6 +8,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/verdict"
 )
 
 func TestJudgeMasters(t *testing.T) {
@@ -92,7 +93,7 @@ func TestJudgeMasters(t *testing.T) {
 			if found == nil {
 				return
 			}
-			text := secondSMText(*found, own)
+			text := secondSMReason(verdict.SecondSMEvidence{Master: found, Own: own})
 			for _, want := range tc.wantText {
 				if !strings.Contains(text, want) {
 					t.Errorf("reason %q does not say %q", text, want)

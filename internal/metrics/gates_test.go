@@ -10,6 +10,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/verdict"
 )
 
 // afm_gate_closed is evaluated by the gates the manager registers
@@ -63,5 +64,35 @@ func TestAuditHeldPort(t *testing.T) {
 	f.AuditFinished(audit.Summary{}, nil)
 	if held := gathered(t, m)["afm_audit_held_port"]; len(held) != 0 {
 		t.Errorf("afm_audit_held_port after a clean audit = %v; want none", held)
+	}
+}
+
+// afm_gate_closed says every kind the verdict judges, as --status does: a
+// second SM the leader recorded is a gate="second_subnet_manager" series
+// (the metrics used to evaluate only the switches, the enforcement errors
+// and the duplicated GUIDs).
+func TestGateClosedNamesSecondSM(t *testing.T) {
+	s := storetest.Open(t, config.EngineSQLite)
+	term, err := s.NewTerm(t.Context(), "leader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordSecondSM(t.Context(), term, store.SecondSM{PortGUID: 0x0002c90300000301, Priority: 15,
+		State: "MASTER", OwnState: "STANDBY"}); err != nil {
+		t.Fatal(err)
+	}
+	m := New()
+	f := m.Fabric(store.DefaultFabric)
+	m.Registry().MustRegister(&State{Fabric: f, DB: s, SM: fakeSM{running: true},
+		Gates: verdict.Source{Store: s, SecondSMs: s, Audits: s}, Ready: func(context.Context) bool { return true }})
+	f.Leading(term)
+	var named int
+	for labels := range gathered(t, m)["afm_gate_closed"] {
+		if strings.Contains(labels, "gate=second_subnet_manager,") && strings.Contains(labels, "port 0x0002c90300000301") {
+			named++
+		}
+	}
+	if named != 1 {
+		t.Errorf("afm_gate_closed: %d series of the second SM; want one", named)
 	}
 }

@@ -7,8 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/verdict"
 )
 
 // Database is what a scrape reads from the database.
@@ -26,9 +26,10 @@ type OldestOpenJobs interface {
 	OldestOpenJobs(ctx context.Context) (map[string]time.Time, error)
 }
 
-// Gates say why jobs may not complete now (applier.Gates).
+// Gates say why jobs may not complete now (verdict.Source: the verdict on
+// what the database records, as --status judges it).
 type Gates interface {
-	Closed(ctx context.Context) ([]applier.GateReason, error)
+	Closed(ctx context.Context) ([]verdict.Reason, error)
 }
 
 // Supervisor is what runs OpenSM as a scrape sees it (opensm.Supervisor).
