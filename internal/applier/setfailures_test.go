@@ -103,7 +103,9 @@ func testSetFailuresRecorded(t *testing.T, engine string) {
 // unread, it had no LID or another port answered at its LID, or it showed
 // every want.
 func TestUnsetPorts(t *testing.T) {
-	w := func(p fabric.GUID) pkeyread.Want { return pkeyread.Want{Port: p, PKey: 0x65, Membership: pkeyread.Full} }
+	w := func(p fabric.GUID) pkeyread.Want {
+		return pkeyread.Want{Port: p, PKey: 0x65, Membership: pkeyread.Full}
+	}
 	res := func(p fabric.GUID, err error) pkeyread.Result {
 		return pkeyread.Result{Target: pkeyread.Target{Port: p}, Err: err}
 	}
