@@ -1,6 +1,7 @@
 package applier
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"maps"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
@@ -95,6 +97,81 @@ func testSetFailuresRecorded(t *testing.T, engine string) {
 			}
 		}
 		before = now
+	}
+}
+
+// flakySetFailureStore answers the record of the ports with an error while
+// told to, as a database that went away: before writing (failRecord), or
+// after a commit whose answer was lost (lostAnswer).
+type flakySetFailureStore struct {
+	*store.Store
+	failRecord, lostAnswer bool
+}
+
+func (s *flakySetFailureStore) RecordSetFailures(ctx context.Context, term int64, ports []store.SetFailure) error {
+	if s.failRecord {
+		return errAway
+	}
+	if err := s.Store.RecordSetFailures(ctx, term, ports); err != nil || !s.lostAnswer {
+		return err
+	}
+	return errAway
+}
+
+// TestSetFailuresRecordedAfterTheDatabaseCameBack: a record that fails is
+// written again by the next sweep, whatever the term's copy holds: the
+// database may hold the old ports (the write failed) or the new ones (the
+// commit's answer was lost). A term that could not read the record at its
+// start writes at its first sweep, even one that names none.
+func TestSetFailuresRecordedAfterTheDatabaseCameBack(t *testing.T) {
+	const h3 fabric.GUID = 0x0002c90300000301
+	st := storetest.Open(t, config.EngineSQLite)
+	flaky := &flakySetFailureStore{Store: st}
+	id, err := st.NewTerm(t.Context(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := &term{id: id, Applier: &Applier{Store: flaky, Log: slog.New(slog.DiscardHandler),
+		Cfg: Config{SubnetDump: copySubnetDump(t, t.TempDir())}}}
+	tm.loadSetFailures(t.Context())
+	failed, clean := opensm.SweepResult{Outcome: opensm.Failed}, opensm.SweepResult{Outcome: opensm.Applied}
+	steps := []struct {
+		name                   string
+		failRecord, lostAnswer bool
+		sweep                  opensm.SweepResult
+		unset                  []fabric.GUID
+		want                   []fabric.GUID
+	}{
+		{"H3 unset, the database away", true, false, failed, []fabric.GUID{h3}, nil},
+		{"H3 unset again, the database back", false, false, failed, []fabric.GUID{h3}, []fabric.GUID{h3}},
+		{"a clean sweep, the commit's answer lost", false, true, clean, nil, nil},
+		{"H3 unset again: written, though the term's copy held it", false, false, failed, []fabric.GUID{h3}, []fabric.GUID{h3}},
+	}
+	for _, s := range steps {
+		flaky.failRecord, flaky.lostAnswer = s.failRecord, s.lostAnswer
+		unset := map[fabric.GUID]bool{}
+		for _, p := range s.unset {
+			unset[p] = true
+		}
+		tm.noteSweepSets(t.Context(), s.sweep, unset)
+		got, err := st.SetFailures(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ports []fabric.GUID
+		for _, f := range got {
+			ports = append(ports, f.Port)
+		}
+		if !slices.Equal(ports, s.want) {
+			t.Fatalf("%s: recorded %v, want %v", s.name, ports, s.want)
+		}
+	}
+	// A new term that read nothing at its start: its first sweep, clean,
+	// clears what the database holds.
+	next := &term{id: id, Applier: tm.Applier}
+	next.noteSweepSets(t.Context(), clean, nil)
+	if got, err := st.SetFailures(t.Context()); err != nil || len(got) != 0 {
+		t.Fatalf("recorded %v, %v after a clean sweep of a term that read nothing, want none", got, err)
 	}
 }
 
