@@ -111,7 +111,7 @@ func (m *manager) waitFinal(job string) jobStatus {
 // sweep: the template puts H1 in 70 static partitions, ibsim's tables hold
 // 64) fails no job of the changes that do not involve it. The network's job
 // and H2's port, applied by sweeps that log H1's errors, complete, and H2's
-// table holds the network's pkey.
+// table holds the network's pkey; afm_port_sets_failed names H1's port alone.
 func TestPKeyTableFullStaysLocal(t *testing.T) {
 	db := storetest.NewDatabase(t, config.EngineSQLite)
 	h1 := fabricsim.HostGUID(1)
@@ -122,7 +122,7 @@ func TestPKeyTableFullStaysLocal(t *testing.T) {
 	m := launchManager(t, db, fabricsim.Options{Hosts: 2}, settings{OpenSM: []string{
 		"switch_pkey_capacity = 1024", // the request-time limit is not what this tests
 		"partitions_template = " + staticTemplate(t, 0, statics...),
-	}})
+	}, API: []string{"metrics_token = " + metricsToken}})
 	m.confirmSwitches()
 	if got := m.fabric.Host("H1").PortGUID; got != h1 {
 		t.Fatalf("H1 is %s, not %s", got, h1)
@@ -140,6 +140,10 @@ func TestPKeyTableFullStaysLocal(t *testing.T) {
 	}
 	if log := m.log(); !strings.Contains(log, "ERR 0512") || !strings.Contains(log, "jobs_failed") {
 		t.Errorf("the manager did not log H1's ERR 0512 lines and the jobs they failed:\n%s", log)
+	}
+	// The sweep that completed H2's job named H1's port, and no other.
+	if got := m.setFailures(); !slices.Equal(got, []string{h1.String()}) {
+		t.Errorf("afm_port_sets_failed names %v; want H1's port %s alone", got, h1)
 	}
 }
 

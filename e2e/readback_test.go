@@ -112,11 +112,14 @@ func otherTenantNetwork(t *testing.T) string {
 // that every heavy sweep ends with "Errors during initialization". A port
 // for H2 and another tenant's port for H3 are sent: H3's job completes once
 // its table, read back, shows it; H2's waits, naming H2, never completed
-// while its table cannot be set; once the drops end, the state applied
-// again gives H2 the pkey and its job completes.
+// while its table cannot be set. H2's port, and no other, is named by
+// afm_port_sets_failed, recorded in the database: a restarted manager (a new
+// term) names it too. Once the drops end, the state applied again gives H2
+// the pkey, its job completes, and the sweep that came up clean clears the
+// metric.
 func TestReadBackDroppedSetsHoldOnlyTheirHost(t *testing.T) {
 	m := launchManager(t, storetest.NewDatabase(t, config.EngineSQLite), fabricsim.Options{Hosts: 3},
-		settings{OpenSM: []string{"verify_timeout = 300"}})
+		settings{OpenSM: []string{"verify_timeout = 300"}, API: []string{"metrics_token = " + metricsToken}})
 	m.confirmSwitches()
 	h2, h3 := m.fabric.Host("H2").PortGUID, m.fabric.Host("H3").PortGUID
 	m.waitCompleted(m.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json")), nil)
@@ -138,12 +141,35 @@ func TestReadBackDroppedSetsHoldOnlyTheirHost(t *testing.T) {
 	if j.Status != "Running" {
 		t.Fatalf("H2's job while its Sets are dropped: %+v; want Running", j)
 	}
+	waitFor(t, "afm_port_sets_failed to name H2's port", func() bool { return slices.Equal(m.setFailures(), []string{h2.String()}) })
+	m.stop()
+	m.start()
+	if got := m.setFailures(); !slices.Equal(got, []string{h2.String()}) {
+		t.Errorf("afm_port_sets_failed after a restart names %v; want H2's port %s alone", got, h2)
+	}
 	heal(t, m, "H2")
 	m.waitCompleted(dropped, func() {
 		if got := m.pkeys(h2); !slices.Contains(got, 0x8065) {
 			t.Fatalf("H2's job read Completed while H2's pkey table is %s, without 0x8065", hex(got))
 		}
 	})
+	waitFor(t, "afm_port_sets_failed to name no port once a sweep came up clean", func() bool { return len(m.setFailures()) == 0 })
+}
+
+// setFailures are the ports afm_port_sets_failed names on the default
+// fabric, sorted.
+func (m *manager) setFailures() []string {
+	m.t.Helper()
+	var ports []string
+	for _, s := range m.scrape(m.url+"/metrics", metricsToken)["afm_port_sets_failed"].GetMetric() {
+		for _, l := range s.GetLabel() {
+			if l.GetName() == "port" && s.GetGauge().GetValue() == 1 {
+				ports = append(ports, l.GetValue())
+			}
+		}
+	}
+	slices.Sort(ports)
+	return ports
 }
 
 // TestReadBackRemovalHeldAcrossARestart: H1's port is removed while the

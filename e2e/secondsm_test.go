@@ -57,6 +57,12 @@ func startForeignSM(t *testing.T, f *fabricsim.Fabric, k, priority int) *foreign
 		t.Fatal(err)
 	}
 	t.Cleanup(sm.stop)
+	t.Cleanup(func() {
+		if t.Failed() {
+			log, _ := os.ReadFile(sm.log)
+			t.Logf("the second OpenSM's log:\n%s", log)
+		}
+	})
 	return sm
 }
 
@@ -173,5 +179,84 @@ func TestSecondSMVerdictSurvivesManagerRestart(t *testing.T) {
 	}
 	if out, _ := m.tryOperator("--status"); strings.Contains(out, foreign.guid.String()) {
 		t.Errorf("--status still names the stopped SM %s:\n%s", foreign.guid, out)
+	}
+}
+
+// TestSecondSMGoneBeforeFinishCompletesAfterTheRestart opens the window
+// where the look before a sweep completes jobs (finish's) is the one that
+// sees a second SM gone: the manager restarts its OpenSM then, and the jobs
+// of that sweep must complete only on a sweep of the restarted OpenSM, not
+// on the one from before, which another SM's tables may have outlived.
+//
+// The apply must be under way while a second SM is master, and its sweep
+// end right after that SM goes: the loop applies nothing while a second SM
+// is known, and the simulated fabric stops for every SM while one of them is
+// stopped (SIGSTOP), so neither can be used. H1's P_KeyTable MADs are
+// dropped before its port is sent: the manager's OpenSM, master, sweeps
+// again and again with errors while the apply follows. A second OpenSM of a
+// higher priority takes the subnet over (the manager's goes STANDBY: the
+// apply signals it again and follows on, sweep_timeout 60 s), and the
+// manager's periodic look names it in the waiting job. Right after that look
+// H1 is healed and the second SM stopped: the manager's OpenSM takes the
+// subnet back within about 4 s (sminfo_polling_timeout 1 s, 2 retries) with
+// a heavy sweep that ends cleanly, and finish looks before the next periodic
+// look (check_interval 15 s). The job must complete after a SIGHUP sent
+// after the restart, on the restarted OpenSM's sweep.
+func TestSecondSMGoneBeforeFinishCompletesAfterTheRestart(t *testing.T) {
+	m := launchManager(t, storetest.NewDatabase(t, config.EngineSQLite), fabricsim.Options{Hosts: 2, SMs: 2},
+		settings{OpenSMConf: []string{"sminfo_polling_timeout = 1000", "polling_retry_number = 2"}})
+	m.confirmSwitches()
+	m.stop()
+	conf, err := os.ReadFile(m.conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(conf), "sweep_timeout = 20", "sweep_timeout = 60", 1)
+	text = strings.Replace(text, "check_interval = 2", "check_interval = 15", 1)
+	if err := os.WriteFile(m.conf, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m.debug = true // the manager logs each SIGHUP it sends and each sweep's end
+	m.start()
+	h1 := m.fabric.Host("H1").PortGUID
+	m.waitCompleted(m.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json")), nil)
+
+	if _, err := m.fabric.Sim(t.Context(), `Error "H1"[1] 100 22`); err != nil {
+		t.Fatal(err)
+	}
+	from := len(m.log())
+	job := m.accept("POST", "/cloudx/Port", portBody("8a4f2c6e-1d3b-4e5f-9a7c-6b2d0e1f3a94", netID, vendorClientID(h1)))
+	waitFor(t, "the manager to signal its OpenSM", func() bool {
+		return strings.Contains(m.log()[from:], "SIGHUP sent; waiting for the heavy sweep")
+	})
+	foreign := startForeignSM(t, m.fabric, 2, 15)
+	waitFor(t, "the second OpenSM to become master", foreign.says("Entering MASTER state"))
+	m.waitDescription(job, "Second subnet manager: port "+foreign.guid.String())
+	if j := m.job(job); j.Status != "Running" {
+		t.Fatalf("job while the second SM is master: %+v; want Running", j)
+	}
+	heal(t, m, "H1")
+	foreign.stop()
+
+	var atCompletion string
+	m.waitCompleted(job, func() { atCompletion = m.log()[from:] })
+	restarted := strings.Index(atCompletion, "second subnet manager gone: this manager's OpenSM is master again; restarting it")
+	if restarted < 0 {
+		t.Fatalf("job completed, and the manager never restarted its OpenSM for the second SM gone:\n%s", atCompletion)
+	}
+	// The window: a sweep of the job's apply ended cleanly, and finish
+	// looked, before the restart (not a periodic look first).
+	if !slices.ContainsFunc(strings.Split(atCompletion[:restarted], "\n"), func(l string) bool {
+		return strings.Contains(l, `"msg":"heavy sweep ended"`) && strings.Contains(l, `"outcome":"applied"`)
+	}) {
+		t.Fatalf("the restart came before the apply's sweep ended cleanly (a periodic look saw the SM gone first): "+
+			"the window is not opened:\n%s", atCompletion)
+	}
+	if !strings.Contains(atCompletion[restarted:], "SIGHUP sent; waiting for the heavy sweep") {
+		t.Errorf("the job completed on the sweep from before the restart: no SIGHUP to the restarted OpenSM "+
+			"before its completion:\n%s", atCompletion[restarted:])
+	}
+	if got := m.pkeys(h1); !slices.Contains(got, 0x8065) {
+		t.Errorf("port %s's table is %s after the job completed; want the tenant's pkey 0x8065", h1, hex(got))
 	}
 }

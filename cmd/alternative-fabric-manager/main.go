@@ -382,6 +382,7 @@ func (mgr *manager) registerState(checker *health.Checker) error {
 		m.Registry().MustRegister(&metrics.State{Fabric: f, DB: fr.st, Gates: gates, SM: sm,
 			Ready: func(ctx context.Context) bool { return checker.FabricReady(ctx, f.Name()).OK() }})
 		m.Registry().MustRegister(&metrics.SecondSM{Fabric: f, DB: fr.st})
+		m.Registry().MustRegister(&metrics.SetFailures{Fabric: f, DB: fr.st})
 	}
 	return nil
 }

@@ -199,6 +199,13 @@ type Secret struct {
 	Fabric    string
 }
 
+type SetFailure struct {
+	PortGuid string
+	Since    time.Time
+	Term     int64
+	Fabric   string
+}
+
 type State struct {
 	ID       int16
 	Revision int64

@@ -96,6 +96,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.deleteSecondSMsStmt, err = db.PrepareContext(ctx, deleteSecondSMs); err != nil {
 		return nil, fmt.Errorf("error preparing query DeleteSecondSMs: %w", err)
 	}
+	if q.deleteSetFailuresStmt, err = db.PrepareContext(ctx, deleteSetFailures); err != nil {
+		return nil, fmt.Errorf("error preparing query DeleteSetFailures: %w", err)
+	}
 	if q.describeJobStmt, err = db.PrepareContext(ctx, describeJob); err != nil {
 		return nil, fmt.Errorf("error preparing query DescribeJob: %w", err)
 	}
@@ -180,6 +183,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.insertSecretIfAbsentStmt, err = db.PrepareContext(ctx, insertSecretIfAbsent); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertSecretIfAbsent: %w", err)
 	}
+	if q.insertSetFailureStmt, err = db.PrepareContext(ctx, insertSetFailure); err != nil {
+		return nil, fmt.Errorf("error preparing query InsertSetFailure: %w", err)
+	}
 	if q.kubernetesMembershipsOfGUIDStmt, err = db.PrepareContext(ctx, kubernetesMembershipsOfGUID); err != nil {
 		return nil, fmt.Errorf("error preparing query KubernetesMembershipsOfGUID: %w", err)
 	}
@@ -257,6 +263,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.secondSMsStmt, err = db.PrepareContext(ctx, secondSMs); err != nil {
 		return nil, fmt.Errorf("error preparing query SecondSMs: %w", err)
+	}
+	if q.setFailuresStmt, err = db.PrepareContext(ctx, setFailures); err != nil {
+		return nil, fmt.Errorf("error preparing query SetFailures: %w", err)
 	}
 	if q.setJobDescriptionStmt, err = db.PrepareContext(ctx, setJobDescription); err != nil {
 		return nil, fmt.Errorf("error preparing query SetJobDescription: %w", err)
@@ -416,6 +425,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing deleteSecondSMsStmt: %w", cerr)
 		}
 	}
+	if q.deleteSetFailuresStmt != nil {
+		if cerr := q.deleteSetFailuresStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing deleteSetFailuresStmt: %w", cerr)
+		}
+	}
 	if q.describeJobStmt != nil {
 		if cerr := q.describeJobStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing describeJobStmt: %w", cerr)
@@ -556,6 +570,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing insertSecretIfAbsentStmt: %w", cerr)
 		}
 	}
+	if q.insertSetFailureStmt != nil {
+		if cerr := q.insertSetFailureStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing insertSetFailureStmt: %w", cerr)
+		}
+	}
 	if q.kubernetesMembershipsOfGUIDStmt != nil {
 		if cerr := q.kubernetesMembershipsOfGUIDStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing kubernetesMembershipsOfGUIDStmt: %w", cerr)
@@ -686,6 +705,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing secondSMsStmt: %w", cerr)
 		}
 	}
+	if q.setFailuresStmt != nil {
+		if cerr := q.setFailuresStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing setFailuresStmt: %w", cerr)
+		}
+	}
 	if q.setJobDescriptionStmt != nil {
 		if cerr := q.setJobDescriptionStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing setJobDescriptionStmt: %w", cerr)
@@ -804,6 +828,7 @@ type Queries struct {
 	deletePortStmt                    *sql.Stmt
 	deletePortsOfNetworkStmt          *sql.Stmt
 	deleteSecondSMsStmt               *sql.Stmt
+	deleteSetFailuresStmt             *sql.Stmt
 	describeJobStmt                   *sql.Stmt
 	describeOpenJobsStmt              *sql.Stmt
 	duplicateGUIDsStmt                *sql.Stmt
@@ -832,6 +857,7 @@ type Queries struct {
 	insertJobPlacesStmt               *sql.Stmt
 	insertSecondSMStmt                *sql.Stmt
 	insertSecretIfAbsentStmt          *sql.Stmt
+	insertSetFailureStmt              *sql.Stmt
 	kubernetesMembershipsOfGUIDStmt   *sql.Stmt
 	kubernetesStateStmt               *sql.Stmt
 	lastApplyStmt                     *sql.Stmt
@@ -858,6 +884,7 @@ type Queries struct {
 	recordApplyStmt                   *sql.Stmt
 	revisionStmt                      *sql.Stmt
 	secondSMsStmt                     *sql.Stmt
+	setFailuresStmt                   *sql.Stmt
 	setJobDescriptionStmt             *sql.Stmt
 	setRevisionStmt                   *sql.Stmt
 	updateSecretStmt                  *sql.Stmt
@@ -899,6 +926,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		deletePortStmt:                    q.deletePortStmt,
 		deletePortsOfNetworkStmt:          q.deletePortsOfNetworkStmt,
 		deleteSecondSMsStmt:               q.deleteSecondSMsStmt,
+		deleteSetFailuresStmt:             q.deleteSetFailuresStmt,
 		describeJobStmt:                   q.describeJobStmt,
 		describeOpenJobsStmt:              q.describeOpenJobsStmt,
 		duplicateGUIDsStmt:                q.duplicateGUIDsStmt,
@@ -927,6 +955,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		insertJobPlacesStmt:               q.insertJobPlacesStmt,
 		insertSecondSMStmt:                q.insertSecondSMStmt,
 		insertSecretIfAbsentStmt:          q.insertSecretIfAbsentStmt,
+		insertSetFailureStmt:              q.insertSetFailureStmt,
 		kubernetesMembershipsOfGUIDStmt:   q.kubernetesMembershipsOfGUIDStmt,
 		kubernetesStateStmt:               q.kubernetesStateStmt,
 		lastApplyStmt:                     q.lastApplyStmt,
@@ -953,6 +982,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		recordApplyStmt:                   q.recordApplyStmt,
 		revisionStmt:                      q.revisionStmt,
 		secondSMsStmt:                     q.secondSMsStmt,
+		setFailuresStmt:                   q.setFailuresStmt,
 		setJobDescriptionStmt:             q.setJobDescriptionStmt,
 		setRevisionStmt:                   q.setRevisionStmt,
 		updateSecretStmt:                  q.updateSecretStmt,

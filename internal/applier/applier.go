@@ -65,7 +65,8 @@ type Store interface {
 	Wake(ctx context.Context) <-chan struct{}
 	DeleteExpiredJobs(ctx context.Context, term int64, retention time.Duration) (int64, error)
 	DeleteExpiredApplies(ctx context.Context, term int64, retention time.Duration) (int64, error)
-	GateStore // gates.go
+	GateStore       // gates.go
+	SetFailureStore // setfailures.go
 }
 
 // Supervisor is what runs OpenSM, as the applier drives it
@@ -203,7 +204,8 @@ type term struct {
 	// readTables, when set, reads the tables in place of Cfg.Readback: a
 	// fake for the tests of fabrics larger than the simulator's.
 	readTables tableReader
-	audit      auditState // audit.go
+	audit      auditState  // audit.go
+	sets       setFailures // setfailures.go
 }
 
 // applyResult says what the loop does after an apply.
@@ -263,7 +265,8 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 	check := time.NewTicker(a.Cfg.CheckInterval)
 	defer check.Stop()
 	t.pruneJobs(ctx)
-	t.loadAudit(ctx) // audit.go
+	t.loadAudit(ctx)       // audit.go
+	t.loadSetFailures(ctx) // setfailures.go
 	if err := t.gate.duplicates.load(ctx, t.Store); err != nil {
 		t.Log.Error("read the duplicated GUIDs recorded; the log's next entries record them again", "error", err)
 	}
@@ -609,6 +612,9 @@ func (t *term) await(ctx context.Context, run *applyRun, watch *opensm.SweepWatc
 // and says what the loop does next.
 func (t *term) settle(ctx context.Context, run *applyRun, res opensm.SweepResult) applyResult {
 	log := run.log
+	if res.Outcome == opensm.Applied || (res.Outcome == opensm.Failed && t.Cfg.Readback == nil) {
+		t.noteSweepSets(ctx, res, nil) // setfailures.go; with verify = tables, settleDropped
+	}
 	switch {
 	case res.Outcome == opensm.Applied && len(res.PKeyErrors) == 0:
 		return t.settleApplied(ctx, run)
@@ -760,7 +766,12 @@ func (t *term) settleDropped(ctx context.Context, run *applyRun, res opensm.Swee
 		"errors", res.PKeyErrors)
 	run.detail = reason + "; jobs completed as their ports' tables show them"
 	before := t.applied
+	t.proof.unset = nil
 	proven, ok := t.proveTables(ctx, run)
+	if ctx.Err() == nil {
+		// The ports the read found not taking their Sets (setfailures.go).
+		t.noteSweepSets(ctx, res, t.proof.unset)
+	}
 	switch {
 	case ctx.Err() != nil:
 		return applyRetry // the term is over: it writes nothing more

@@ -7,6 +7,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
 
 // Failures stay local: a sweep that applied the file but logged pkey errors
@@ -67,32 +68,56 @@ func (t *term) attribute(lines []string) (a attribution, ok bool) {
 	}
 	a = attribution{}
 	for _, l := range lines {
-		node, port, found := opensm.PKeyErrorPlace(l)
-		if !found {
+		p, res := placeLine(topo, l)
+		switch res {
+		case lineNoPort:
 			t.Log.Warn("a pkey error names no port: it cannot be held against any one job", "line", l)
 			return nil, false
-		}
-		g, known := topo.PortGUID(fabric.GUID(node), port)
-		if !known && topo.IsSwitch(fabric.GUID(node)) {
-			// A switch port: the one facing a host port carries that port's
-			// pkeys; port 0, the switch itself, or a port to another switch,
-			// carries no change's.
-			if host, behind := topo.HostBehind(fabric.GUID(node), port); behind {
-				g, known = host, true
-			} else {
-				continue
-			}
-		}
-		if !known {
+		case lineUnknownPort:
+			node, port, _ := opensm.PKeyErrorPlace(l)
 			t.Log.Warn("a pkey error names a port the subnet dump does not know: it cannot be held against any one job",
 				"line", l, "node", fabric.GUID(node), "port", port)
 			return nil, false
+		case linePlaced:
+			a[p] = append(a[p], l)
 		}
-		pkey, _ := opensm.PKeyErrorPKey(l) // none: anyPKey
-		p := place{port: g, pkey: fabric.PKey(pkey)}
-		a[p] = append(a[p], l)
 	}
 	return a, true
+}
+
+// lineResult says what placeLine made of a pkey error line.
+type lineResult int
+
+const (
+	linePlaced      lineResult = iota // on a host port
+	lineNoChange                      // on a switch port that carries no change's pkeys
+	lineNoPort                        // the line names no port
+	lineUnknownPort                   // the line names a port the subnet dump does not know
+)
+
+// placeLine places pkey error line l on a host port and a pkey, as topo
+// says.
+func placeLine(topo *topology.Topology, l string) (place, lineResult) {
+	node, port, found := opensm.PKeyErrorPlace(l)
+	if !found {
+		return place{}, lineNoPort
+	}
+	g, known := topo.PortGUID(fabric.GUID(node), port)
+	if !known && topo.IsSwitch(fabric.GUID(node)) {
+		// A switch port: the one facing a host port carries that port's
+		// pkeys; port 0, the switch itself, or a port to another switch,
+		// carries no change's.
+		host, behind := topo.HostBehind(fabric.GUID(node), port)
+		if !behind {
+			return place{}, lineNoChange
+		}
+		g, known = host, true
+	}
+	if !known {
+		return place{}, lineUnknownPort
+	}
+	pkey, _ := opensm.PKeyErrorPKey(l) // none: anyPKey
+	return place{port: g, pkey: fabric.PKey(pkey)}, linePlaced
 }
 
 // failLocally fails the open jobs up to run's revision whose places the

@@ -121,3 +121,11 @@ func (d deadlineStore) OpenJobs(ctx context.Context, revision int64) ([]store.Op
 func (d deadlineStore) GetJob(ctx context.Context, id int64) (store.Job, error) {
 	return within(ctx, d, func(ctx context.Context) (store.Job, error) { return d.Store.GetJob(ctx, id) })
 }
+
+func (d deadlineStore) RecordSetFailures(ctx context.Context, term int64, ports []store.SetFailure) error {
+	return d.call(ctx, func(ctx context.Context) error { return d.Store.RecordSetFailures(ctx, term, ports) })
+}
+
+func (d deadlineStore) SetFailures(ctx context.Context) ([]store.SetFailure, error) {
+	return within(ctx, d, d.Store.SetFailures)
+}

@@ -82,6 +82,9 @@ type proofState struct {
 	// unanswered are the ports whose last read failed, and when: they are
 	// read after the others, within a budget of their own (readOrder).
 	unanswered map[fabric.GUID]time.Time
+	// unset are the ports the last read reached whose tables did not show
+	// a want or did not answer (setfailures.go's unsetPorts).
+	unset map[fabric.GUID]bool
 }
 
 // proveTables reads back the ports the open jobs up to run's revision touch
@@ -266,6 +269,7 @@ func (t *term) readWants(ctx context.Context, byJob map[int64][]pkeyread.Want) m
 	for _, v := range pkeyread.Prove(results, slices.Collect(maps.Keys(wants))) {
 		verdicts[v.Want] = v.Reason
 	}
+	t.proof.unset = unsetPorts(results, verdicts)
 	for w := range wants {
 		switch err, gone := absent[w.Port]; {
 		case gone && w.Membership == pkeyread.NotMember:

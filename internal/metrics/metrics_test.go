@@ -271,7 +271,7 @@ func TestFabricsAreSeparate(t *testing.T) {
 func exported(t *testing.T) map[string]bool {
 	m := New()
 	f := m.Fabric(store.DefaultFabric)
-	m.Registry().MustRegister(&State{Fabric: f, DB: &fakeDB{}, SM: fakeSM{}}, &SecondSM{Fabric: f})
+	m.Registry().MustRegister(&State{Fabric: f, DB: &fakeDB{}, SM: fakeSM{}}, &SecondSM{Fabric: f}, &SetFailures{Fabric: f})
 	ch := make(chan *prometheus.Desc, 256)
 	go func() {
 		m.Registry().Describe(ch)

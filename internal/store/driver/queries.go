@@ -39,6 +39,7 @@ type Queries interface {
 	DeletePortsOfNetwork(ctx context.Context, fabric string, networkID string) (int64, error)
 	DeleteDuplicateGUIDs(ctx context.Context, fabric string, term int64) (int64, error)
 	DeleteSecondSMs(ctx context.Context, fabric string, term int64) (int64, error)
+	DeleteSetFailures(ctx context.Context, fabric string, term int64) (int64, error)
 	DescribeOpenJobs(ctx context.Context, fabric string, reason string, now time.Time, revision int64, term int64) (int64, error)
 	DescribeJob(ctx context.Context, reason string, now time.Time, jobID int64, fabric string, term int64) (int64, error)
 	DuplicateGUIDs(ctx context.Context, fabric string) ([]DuplicateGUID, error)
@@ -73,6 +74,7 @@ type Queries interface {
 	// statement on PostgreSQL, two on SQLite and MariaDB (each engine's
 	// package writes it).
 	InsertJobWithPlaces(ctx context.Context, j Job, places string) (int64, error)
+	InsertSetFailure(ctx context.Context, portGuid string, since time.Time, term int64, fabric string) (int64, error)
 	// LockJobIDs locks job_ids' row until the transaction ends: taken right
 	// before InsertJob, so that two fabrics' changes never choose one id.
 	LockJobIDs(ctx context.Context) error
@@ -105,6 +107,7 @@ type Queries interface {
 	OpenJobPlaces(ctx context.Context, fabric string, revision int64) ([]OpenJobPlacesRow, error)
 	RecordApply(ctx context.Context, arg RecordApplyParams) (int64, error)
 	Revision(ctx context.Context, fabric string) (int64, error)
+	SetFailures(ctx context.Context, fabric string) ([]SetFailure, error)
 	SetJobDescription(ctx context.Context, fabric string, description string, now time.Time, jobID int64, term int64) (int64, error)
 	UpsertAdoptedPartition(ctx context.Context, arg UpsertAdoptedPartitionParams) error
 	UpsertKubernetesMember(ctx context.Context, arg UpsertKubernetesMemberParams) error

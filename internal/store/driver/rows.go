@@ -257,3 +257,12 @@ type SecondSubnetManager struct {
 	SeenAt   time.Time
 	Fabric   string
 }
+
+// SetFailure is a host port that did not take OpenSM's Sets, as the leader
+// recorded it.
+type SetFailure struct {
+	PortGuid string
+	Since    time.Time
+	Term     int64
+	Fabric   string
+}

@@ -70,6 +70,10 @@ func (q queries) DeleteSecondSMs(ctx context.Context, fabric string, term int64)
 	return q.Queries.DeleteSecondSMs(ctx, mysqldb.DeleteSecondSMsParams{Fabric: fabric, Term: term})
 }
 
+func (q queries) DeleteSetFailures(ctx context.Context, fabric string, term int64) (int64, error) {
+	return q.Queries.DeleteSetFailures(ctx, mysqldb.DeleteSetFailuresParams{Fabric: fabric, Term: term})
+}
+
 func (q queries) DuplicateGUIDs(ctx context.Context, fabric string) ([]driver.DuplicateGUID, error) {
 	rs, err := q.Queries.DuplicateGUIDs(ctx, fabric)
 	return driver.Convert(rs, func(r mysqldb.DuplicateGuid) driver.DuplicateGUID { return driver.DuplicateGUID(r) }), err
@@ -158,6 +162,10 @@ func (q queries) InsertExpectedSwitch(ctx context.Context, fabric string, guid f
 
 func (q queries) InsertJob(ctx context.Context, j driver.Job) (int64, error) {
 	return driver.LastInsertID(q.Queries.InsertJob(ctx, mysqldb.InsertJobParams{Fabric: j.Fabric, Revision: j.Revision, ObjectType: j.ObjectType, ObjectID: j.ObjectID, NetworkID: j.NetworkID, Operation: j.Operation, Status: j.Status, Description: j.Description, Result: j.Result, Error: j.Error, CreatedBy: j.CreatedBy, Request: j.Request, RequestID: j.RequestID, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt}))
+}
+
+func (q queries) InsertSetFailure(ctx context.Context, portGuid string, since time.Time, term int64, fabric string) (int64, error) {
+	return q.Queries.InsertSetFailure(ctx, mysqldb.InsertSetFailureParams{PortGuid: portGuid, Since: since, Term: term, Fabric: fabric})
 }
 
 func (q queries) InsertSecondSM(ctx context.Context, arg driver.InsertSecondSMParams) (int64, error) {
@@ -272,6 +280,11 @@ func (q queries) OpenJobPlaces(ctx context.Context, fabric string, revision int6
 
 func (q queries) RecordApply(ctx context.Context, arg driver.RecordApplyParams) (int64, error) {
 	return q.Queries.RecordApply(ctx, mysqldb.RecordApplyParams{Revision: arg.Revision, Sha256: arg.SHA256, Term: arg.Term, Outcome: arg.Outcome, Detail: arg.Detail, StartedAt: arg.StartedAt, FinishedAt: arg.FinishedAt, Fabric: arg.Fabric})
+}
+
+func (q queries) SetFailures(ctx context.Context, fabric string) ([]driver.SetFailure, error) {
+	rs, err := q.Queries.SetFailures(ctx, fabric)
+	return driver.Convert(rs, func(r mysqldb.SetFailure) driver.SetFailure { return driver.SetFailure(r) }), err
 }
 
 func (q queries) SetJobDescription(ctx context.Context, fabric string, description string, now time.Time, jobID int64, term int64) (int64, error) {

@@ -258,6 +258,11 @@ func (q queries) RecordApply(ctx context.Context, arg driver.RecordApplyParams) 
 	return q.Queries.RecordApply(ctx, arg.Revision, arg.SHA256, arg.Term, arg.Outcome, arg.Detail, arg.StartedAt, arg.FinishedAt, arg.Fabric)
 }
 
+func (q queries) SetFailures(ctx context.Context, fabric string) ([]driver.SetFailure, error) {
+	rs, err := q.Queries.SetFailures(ctx, fabric)
+	return driver.Convert(rs, func(r sqlitedb.SetFailure) driver.SetFailure { return driver.SetFailure(r) }), err
+}
+
 func (q queries) SetJobDescription(ctx context.Context, fabric string, description string, now time.Time, jobID int64, term int64) (int64, error) {
 	return q.Queries.SetJobDescription(ctx, description, now, jobID, fabric, term)
 }

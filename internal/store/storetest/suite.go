@@ -86,6 +86,7 @@ func Run(t *testing.T, engine string) {
 	tests = append(tests, adoptedTests...)
 	tests = append(tests, auditTests...)
 	tests = append(tests, secondSMTests...)
+	tests = append(tests, setFailureTests...)
 	tests = append(tests, placesTests...)
 	tests = append(tests, duplicateTests...)
 	for _, tc := range tests {

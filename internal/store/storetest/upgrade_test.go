@@ -307,3 +307,30 @@ func TestDuplicateGUIDsMigration(t *testing.T) {
 		}
 	})
 }
+
+// TestSetFailuresMigration: a database of schema version 16 upgrades to the
+// table of the ports that did not take OpenSM's Sets, which takes a record;
+// 00017 goes down (the table gone, the leadership kept) and up again, with
+// nothing recorded.
+func TestSetFailuresMigration(t *testing.T) {
+	atVersion(t, 16, func(ctx context.Context, t *testing.T, d Database, db *sql.DB, p *goose.Provider) {
+		s := OpenDatabase(t, d) // migrates to the latest version
+		term, err := s.NewTerm(ctx, "leader")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RecordSetFailures(ctx, term, []store.SetFailure{{Port: 0x0002c90300000201, Since: time.Now()}}); err != nil {
+			t.Fatal(err)
+		}
+		downAndUp(ctx, t, p, 16, func() {
+			wantRows(ctx, t, db, "leadership", 1)
+			var n int
+			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM set_failures`).Scan(&n); err == nil {
+				t.Error("after 00017's down set_failures is still there")
+			}
+		})
+		if list, err := s.SetFailures(ctx); err != nil || len(list) != 0 {
+			t.Errorf("set failures after 00017 up again = %v, %v", list, err)
+		}
+	})
+}
