@@ -16,6 +16,9 @@ import (
 type Target struct {
 	Port fabric.GUID
 	LID  uint16
+	// Path is the directed route OpenSM's subnet dump gives to the port:
+	// tried when the LID does not answer (none known: the LID alone).
+	Path DRPath
 	// Switch is the switch port facing Port, read too unless its GUID is 0.
 	Switch SwitchPort
 }
@@ -24,6 +27,7 @@ type Target struct {
 type SwitchPort struct {
 	GUID fabric.GUID // node GUID
 	LID  uint16      // the switch's (port 0's) LID
+	Path DRPath      // the directed route to the switch, as Target.Path
 	Port int
 }
 
@@ -202,16 +206,17 @@ func (w *worker) readWith(ctx context.Context, t Target) Result {
 // hostTable reads the table of the host port at t.LID, once it answered as
 // t.Port.
 func (w *worker) hostTable(ctx context.Context, t Target) (Table, error) {
-	data, err := w.get(ctx, t.LID, attrNodeInfo, 0)
+	at := &via{lid: t.LID, path: t.Path}
+	data, err := w.get(ctx, at, attrNodeInfo, 0)
 	if err != nil {
 		return nil, fmt.Errorf("port %s at LID %d: NodeInfo: %w", t.Port, t.LID, err)
 	}
 	ni := parseNodeInfo(data)
 	if fabric.GUID(ni.portGUID) != t.Port || ni.nodeType == nodeSwitch {
-		return nil, fmt.Errorf("port %s at LID %d: %w: the LID answers as port %s (node type %d)",
-			t.Port, t.LID, ErrMoved, fabric.GUID(ni.portGUID), ni.nodeType)
+		return nil, fmt.Errorf("port %s at LID %d: %w: the %s answers as port %s (node type %d)",
+			t.Port, t.LID, ErrMoved, at, fabric.GUID(ni.portGUID), ni.nodeType)
 	}
-	keys, err := w.table(ctx, t.LID, 0, ni.partitionCap)
+	keys, err := w.table(ctx, at, 0, ni.partitionCap)
 	if err != nil {
 		return nil, fmt.Errorf("port %s at LID %d: %w", t.Port, t.LID, err)
 	}
@@ -225,8 +230,8 @@ var ErrNotRead = errors.New("not read")
 // ErrNoLID is the error of a target whose port, or switch, has no LID.
 var ErrNoLID = errors.New("no LID assigned (not swept yet?)")
 
-// ErrMoved is the error of a LID that answers as another port than the one
-// OpenSM's last sweep put there.
+// ErrMoved is the error of a LID, or a directed route, that answers as
+// another port than the one OpenSM's last sweep put there.
 var ErrMoved = errors.New("not at its LID")
 
 // switchTable reads the table of switch port s, once the switch at s.LID
@@ -241,13 +246,15 @@ func (w *worker) switchTable(ctx context.Context, s SwitchPort) (Table, error) {
 	}
 	ni := sw.node
 	if fabric.GUID(ni.nodeGUID) != s.GUID || ni.nodeType != nodeSwitch {
-		return nil, fmt.Errorf("%s: %w: the LID answers as node %s (node type %d)",
-			where, ErrMoved, fabric.GUID(ni.nodeGUID), ni.nodeType)
+		return nil, fmt.Errorf("%s: %w: the %s answers as node %s (node type %d)",
+			where, ErrMoved, &via{lid: s.LID, path: s.Path, dr: sw.dr}, fabric.GUID(ni.nodeGUID), ni.nodeType)
 	}
 	if s.Port < 1 || s.Port > int(ni.ports) {
 		return nil, fmt.Errorf("%s: the switch has ports 1 to %d", where, ni.ports)
 	}
-	keys, err := w.table(ctx, s.LID, s.Port, sw.partitionCap)
+	// The route its NodeInfo answered by first: a switch beyond the LIDs'
+	// reach costs each of its ports no lost SMP.
+	keys, err := w.table(ctx, &via{lid: s.LID, path: s.Path, dr: sw.dr}, s.Port, sw.partitionCap)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
@@ -259,21 +266,23 @@ func (w *worker) switchTable(ctx context.Context, s SwitchPort) (Table, error) {
 type switchAnswer struct {
 	node         nodeInfo
 	partitionCap uint16 // from SwitchInfo; 0 when not read
+	dr           bool   // it answered by its directed route, not its LID
 }
 
 // readSwitch asks the node at s.LID who it is and, when it is s.GUID's
 // switch, its SwitchInfo. A node other than s.GUID's is an answer too (the
 // ports behind s judge it), not an error.
 func (w *worker) readSwitch(ctx context.Context, s SwitchPort) (switchAnswer, error) {
-	data, err := w.get(ctx, s.LID, attrNodeInfo, 0)
+	at := &via{lid: s.LID, path: s.Path}
+	data, err := w.get(ctx, at, attrNodeInfo, 0)
 	if err != nil {
 		return switchAnswer{}, fmt.Errorf("NodeInfo: %w", err)
 	}
-	a := switchAnswer{node: parseNodeInfo(data)}
+	a := switchAnswer{node: parseNodeInfo(data), dr: at.dr}
 	if fabric.GUID(a.node.nodeGUID) != s.GUID || a.node.nodeType != nodeSwitch {
 		return a, nil
 	}
-	data, err = w.get(ctx, s.LID, attrSwitchInfo, 0)
+	data, err = w.get(ctx, at, attrSwitchInfo, 0)
 	if err != nil {
 		return switchAnswer{}, fmt.Errorf("SwitchInfo: %w", err)
 	}
@@ -347,29 +356,19 @@ func (sr *switchReads) read(ctx context.Context, s SwitchPort,
 	}
 }
 
-// table reads the entries blocks of port's table at lid (port 0 for an
-// HCA's port).
-func (w *worker) table(ctx context.Context, lid uint16, port int, entries uint16) (Table, error) {
+// table reads the entries blocks of port's table at the node at (port 0
+// for an HCA's port).
+func (w *worker) table(ctx context.Context, at *via, port int, entries uint16) (Table, error) {
 	if entries == 0 {
 		return nil, errors.New("the port reports no P_Key table")
 	}
 	var keys Table
 	for block := range (int(entries) + pkeysPerBlock - 1) / pkeysPerBlock {
-		data, err := w.get(ctx, lid, attrPKeyTable, pkeyModifier(port, block))
+		data, err := w.get(ctx, at, attrPKeyTable, pkeyModifier(port, block))
 		if err != nil {
 			return nil, fmt.Errorf("P_KeyTable block %d: %w", block, err)
 		}
 		keys = appendPKeys(keys, data)
 	}
 	return keys, nil
-}
-
-// get sends one SubnGet and returns the answer's attribute data.
-func (w *worker) get(ctx context.Context, lid uint16, attr uint16, modifier uint32) ([]byte, error) {
-	req := getSMP(attr, modifier, w.mkey, w.r.tid.Add(1))
-	answer, err := w.conn.Send(ctx, lid, req)
-	if err != nil {
-		return nil, err
-	}
-	return answerData(req, answer)
 }
