@@ -206,7 +206,10 @@ func (w *worker) readWith(ctx context.Context, t Target) Result {
 // hostTable reads the table of the host port at t.LID, once it answered as
 // t.Port.
 func (w *worker) hostTable(ctx context.Context, t Target) (Table, error) {
-	at := &via{lid: t.LID, path: t.Path}
+	// A host behind a switch that answered only by its directed route is
+	// most likely beyond the LIDs' reach too: its route first, so that each
+	// host there costs no SMP lost by LID (on real hardware, a wait).
+	at := &via{lid: t.LID, path: t.Path, dr: t.Path.Known() && w.switches.byRoute(t.Switch)}
 	data, err := w.get(ctx, at, attrNodeInfo, 0)
 	if err != nil {
 		return nil, fmt.Errorf("port %s at LID %d: NodeInfo: %w", t.Port, t.LID, err)
@@ -314,6 +317,23 @@ type switchRead struct {
 	done   chan struct{}
 	answer switchAnswer
 	err    error
+}
+
+// byRoute says whether the switch s answered this Read by its directed
+// route, not its LID.
+func (sr *switchReads) byRoute(s SwitchPort) bool {
+	sr.mu.Lock()
+	r, ok := sr.reads[switchKey{s.GUID, s.LID}]
+	sr.mu.Unlock()
+	if !ok {
+		return false
+	}
+	select {
+	case <-r.done:
+		return r.err == nil && r.answer.dr
+	default:
+		return false // under way
+	}
 }
 
 // read returns what the switch s answered, reading it with readSwitch unless
