@@ -41,7 +41,8 @@ type Result struct {
 	Err error
 }
 
-// Defaults of a Reader's zero fields.
+// Defaults of a Reader's zero fields. Each worker has one SMP outstanding
+// at a time: DefaultWorkers is OpenSM's max_wire_smps default.
 const (
 	DefaultWorkers     = 4
 	DefaultPortTimeout = 2 * time.Second
