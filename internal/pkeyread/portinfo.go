@@ -86,6 +86,7 @@ func (w *worker) portInfo(ctx context.Context, p SwitchPort) (PortInfo, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, orDefault(w.r.PortTimeout, DefaultPortTimeout))
 	defer cancel()
+	defer w.endWindow()
 	info, err := w.portInfoAt(ctx, p)
 	if err != nil {
 		w.close() // a lost answer may leave a late one behind

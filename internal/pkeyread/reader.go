@@ -143,9 +143,15 @@ type worker struct {
 	conn     Conn
 	keys     []uint64 // the M_Keys to try (Reader.mkeys)
 	mkey     uint64   // the one being tried
+	// window is the attempts' window of the port being read (attemptCtx),
+	// derived from windowOf, the port's context.
+	window       context.Context
+	windowOf     context.Context
+	endWindowCtx context.CancelFunc
 }
 
 func (w *worker) close() {
+	w.endWindow()
 	if w.conn != nil {
 		w.conn.Close()
 		w.conn = nil
@@ -185,6 +191,7 @@ func (w *worker) readWith(ctx context.Context, t Target) Result {
 	res := Result{Target: t}
 	ctx, cancel := context.WithTimeout(ctx, orDefault(w.r.PortTimeout, DefaultPortTimeout))
 	defer cancel()
+	defer w.endWindow()
 	if w.conn == nil {
 		conn, err := w.r.Dialer.Dial(ctx)
 		if err != nil {

@@ -31,9 +31,10 @@ import (
 const (
 	retryFirst = time.Millisecond
 	retryMax   = 64 * time.Millisecond
-	// attemptShare: one attempt waits at most this share of the time left
-	// to its port, so that a lost SMP leaves time for the other route and
-	// for retries (the kernel's umad transport waits the whole time given).
+	// attemptShare: an attempt waits at most this share of the time left to
+	// its port, so that a lost SMP leaves time for the other route and for
+	// retries (the kernel's umad transport waits the whole time given). The
+	// share is a window the port's SMPs share while it lasts (attemptCtx).
 	attemptShare = 3
 )
 
@@ -69,10 +70,11 @@ func (w *worker) get(ctx context.Context, v *via, attr uint16, modifier uint32) 
 		if dr {
 			req, lid = getDRSMP(attr, modifier, w.mkey, tid, v.path), PermissiveLID
 		}
-		answer, err := w.attempt(ctx, lid, req)
+		answer, err := w.conn.Send(w.attemptCtx(ctx), lid, req)
 		if err == nil {
 			return answerData(req, answer)
 		}
+		w.endWindow() // the next attempt waits a window of its own
 		if dr {
 			drErr = err
 		} else {
@@ -94,14 +96,30 @@ func (w *worker) get(ctx context.Context, v *via, attr uint16, modifier uint32) 
 	}
 }
 
-// attempt sends req to lid once, waiting at most a share of ctx's time.
-func (w *worker) attempt(ctx context.Context, lid uint16, req []byte) ([]byte, error) {
-	if d, ok := ctx.Deadline(); ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, max(time.Until(d)/attemptShare, retryFirst))
-		defer cancel()
+// attemptCtx is what an attempt under ctx (a port's) waits within: a
+// window of attemptShare of ctx's time left, kept for the port's next SMPs
+// while it lasts (one timer a port, not one an SMP: most SMPs are answered
+// in microseconds) and opened anew after a lost one.
+func (w *worker) attemptCtx(ctx context.Context) context.Context {
+	if w.window != nil && w.windowOf == ctx && w.window.Err() == nil {
+		return w.window
 	}
-	return w.conn.Send(ctx, lid, req)
+	w.endWindow()
+	d, ok := ctx.Deadline()
+	if !ok {
+		return ctx
+	}
+	w.window, w.endWindowCtx = context.WithTimeout(ctx, max(time.Until(d)/attemptShare, retryFirst))
+	w.windowOf = ctx
+	return w.window
+}
+
+// endWindow ends the attempts' window, if any.
+func (w *worker) endWindow() {
+	if w.window != nil {
+		w.endWindowCtx()
+		w.window, w.windowOf, w.endWindowCtx = nil, nil, nil
+	}
 }
 
 // noAnswer is the error of an SMP that got none by ctx's end: each route's
