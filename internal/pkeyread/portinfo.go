@@ -103,16 +103,16 @@ func (w *worker) portInfoAt(ctx context.Context, p SwitchPort) (PortInfo, error)
 		}
 		w.conn = conn
 	}
-	at := &via{lid: p.LID, path: p.Path}
-	data, err := w.get(ctx, at, attrNodeInfo, 0)
+	at := via{lid: p.LID, path: p.Path}
+	data, err := w.get(ctx, &at, attrNodeInfo, 0)
 	if err != nil {
 		return PortInfo{}, fmt.Errorf("NodeInfo: %w", err)
 	}
 	ni := parseNodeInfo(data)
 	if got := answeringAs(ni, p.Port); got != p.GUID {
-		return PortInfo{}, fmt.Errorf("%w: the %s answers as %s", ErrMoved, at, got)
+		return PortInfo{}, fmt.Errorf("%w: the %s answers as %s", ErrMoved, at.String(), got)
 	}
-	data, err = w.get(ctx, at, attrPortInfo, uint32(p.Port))
+	data, err = w.get(ctx, &at, attrPortInfo, uint32(p.Port))
 	if err != nil {
 		return PortInfo{}, fmt.Errorf("PortInfo: %w", err)
 	}

@@ -217,17 +217,17 @@ func (w *worker) hostTable(ctx context.Context, t Target) (Table, error) {
 	// A host behind a switch that answered only by its directed route is
 	// most likely beyond the LIDs' reach too: its route first, so that each
 	// host there costs no SMP lost by LID (on real hardware, a wait).
-	at := &via{lid: t.LID, path: t.Path, dr: t.Path.Known() && w.switches.byRoute(t.Switch)}
-	data, err := w.get(ctx, at, attrNodeInfo, 0)
+	at := via{lid: t.LID, path: t.Path, dr: t.Path.Known() && w.switches.byRoute(t.Switch)}
+	data, err := w.get(ctx, &at, attrNodeInfo, 0)
 	if err != nil {
 		return nil, fmt.Errorf("port %s at LID %d: NodeInfo: %w", t.Port, t.LID, err)
 	}
 	ni := parseNodeInfo(data)
 	if fabric.GUID(ni.portGUID) != t.Port || ni.nodeType == nodeSwitch {
 		return nil, fmt.Errorf("port %s at LID %d: %w: the %s answers as port %s (node type %d)",
-			t.Port, t.LID, ErrMoved, at, fabric.GUID(ni.portGUID), ni.nodeType)
+			t.Port, t.LID, ErrMoved, at.String(), fabric.GUID(ni.portGUID), ni.nodeType)
 	}
-	keys, err := w.table(ctx, at, 0, ni.partitionCap)
+	keys, err := w.table(ctx, &at, 0, ni.partitionCap)
 	if err != nil {
 		return nil, fmt.Errorf("port %s at LID %d: %w", t.Port, t.LID, err)
 	}
@@ -256,16 +256,17 @@ func (w *worker) switchTable(ctx context.Context, s SwitchPort) (Table, error) {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	ni := sw.node
+	// The route its NodeInfo answered by first: a switch beyond the LIDs'
+	// reach costs each of its ports no lost SMP.
+	at := via{lid: s.LID, path: s.Path, dr: sw.dr}
 	if fabric.GUID(ni.nodeGUID) != s.GUID || ni.nodeType != nodeSwitch {
 		return nil, fmt.Errorf("%s: %w: the %s answers as node %s (node type %d)",
-			where, ErrMoved, &via{lid: s.LID, path: s.Path, dr: sw.dr}, fabric.GUID(ni.nodeGUID), ni.nodeType)
+			where, ErrMoved, at.String(), fabric.GUID(ni.nodeGUID), ni.nodeType)
 	}
 	if s.Port < 1 || s.Port > int(ni.ports) {
 		return nil, fmt.Errorf("%s: the switch has ports 1 to %d", where, ni.ports)
 	}
-	// The route its NodeInfo answered by first: a switch beyond the LIDs'
-	// reach costs each of its ports no lost SMP.
-	keys, err := w.table(ctx, &via{lid: s.LID, path: s.Path, dr: sw.dr}, s.Port, sw.partitionCap)
+	keys, err := w.table(ctx, &at, s.Port, sw.partitionCap)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
@@ -284,8 +285,8 @@ type switchAnswer struct {
 // switch, its SwitchInfo. A node other than s.GUID's is an answer too (the
 // ports behind s judge it), not an error.
 func (w *worker) readSwitch(ctx context.Context, s SwitchPort) (switchAnswer, error) {
-	at := &via{lid: s.LID, path: s.Path}
-	data, err := w.get(ctx, at, attrNodeInfo, 0)
+	at := via{lid: s.LID, path: s.Path}
+	data, err := w.get(ctx, &at, attrNodeInfo, 0)
 	if err != nil {
 		return switchAnswer{}, fmt.Errorf("NodeInfo: %w", err)
 	}
@@ -293,7 +294,7 @@ func (w *worker) readSwitch(ctx context.Context, s SwitchPort) (switchAnswer, er
 	if fabric.GUID(a.node.nodeGUID) != s.GUID || a.node.nodeType != nodeSwitch {
 		return a, nil
 	}
-	data, err = w.get(ctx, at, attrSwitchInfo, 0)
+	data, err = w.get(ctx, &at, attrSwitchInfo, 0)
 	if err != nil {
 		return switchAnswer{}, fmt.Errorf("SwitchInfo: %w", err)
 	}
