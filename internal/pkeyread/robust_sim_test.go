@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -230,4 +231,69 @@ func (c impostorConn) Send(ctx context.Context, lid uint16, mad []byte) ([]byte,
 	}
 	binary.BigEndian.PutUint64(answer[64+20:], uint64(c.d.as)) // NodeInfo's PortGUID
 	return answer, nil
+}
+
+// inFlightDialer counts the SMPs outstanding on its connections, in all and
+// to each LID, and keeps the most seen at once.
+type inFlightDialer struct {
+	pkeyread.Dialer
+	mu             sync.Mutex
+	now, most      int
+	byLID, mostLID map[uint16]int
+}
+
+func (d *inFlightDialer) Dial(ctx context.Context) (pkeyread.Conn, error) {
+	c, err := d.Dialer.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return inFlightConn{Conn: c, d: d}, nil
+}
+
+type inFlightConn struct {
+	pkeyread.Conn
+	d *inFlightDialer
+}
+
+func (c inFlightConn) Send(ctx context.Context, lid uint16, mad []byte) ([]byte, error) {
+	d := c.d
+	d.mu.Lock()
+	d.now++
+	d.byLID[lid]++
+	d.most, d.mostLID[lid] = max(d.most, d.now), max(d.mostLID[lid], d.byLID[lid])
+	d.mu.Unlock()
+	time.Sleep(time.Millisecond) // long enough for the others' sends to overlap
+	defer func() {
+		d.mu.Lock()
+		d.now--
+		d.byLID[lid]--
+		d.mu.Unlock()
+	}()
+	return c.Conn.Send(ctx, lid, mad)
+}
+
+// TestReadBoundsSMPsOutstanding: however many SMPs are lost and sent again,
+// a read keeps at most Workers SMPs outstanding in all (as OpenSM's
+// max_wire_smps) and one to each host port.
+func TestReadBoundsSMPsOutstanding(t *testing.T) {
+	f := sweptFabric(t, 8, 2)
+	r := simReader(t, f)
+	d := &inFlightDialer{Dialer: r.Dialer, byLID: map[uint16]int{}, mostLID: map[uint16]int{}}
+	r.Dialer = d
+	sim(t, f, `Error "H1"[1] 50`)
+	sim(t, f, `Error "H2"[1] 50`)
+	tg := dumpTargets(t, f)
+	for _, res := range r.Read(t.Context(), tg) {
+		if res.Err != nil {
+			t.Errorf("%s: %v", res.Target.Port, res.Err)
+		}
+	}
+	if d.most > r.Workers || d.most < 2 {
+		t.Errorf("%d SMPs outstanding at most, want 2 to %d (the workers)", d.most, r.Workers)
+	}
+	for _, x := range tg {
+		if n := d.mostLID[x.LID]; n != 1 {
+			t.Errorf("%s: %d SMPs outstanding to its LID at most, want 1", x.Port, n)
+		}
+	}
 }
