@@ -94,7 +94,7 @@ func placed(topo *topology.Topology, ports []fabric.GUID) (targets []pkeyread.Ta
 // when none can be read.
 func masterSMPort(ctx context.Context, r *pkeyread.Reader, topo *topology.Topology, targets []pkeyread.Target) fabric.GUID {
 	for _, t := range targets {
-		res := r.ReadPortInfo(ctx, []pkeyread.SwitchPort{{GUID: t.Port, LID: t.LID}})
+		res := r.ReadPortInfo(ctx, []pkeyread.SwitchPort{{GUID: t.Port, LID: t.LID, Path: t.Path}})
 		if res[0].Err != nil {
 			continue
 		}

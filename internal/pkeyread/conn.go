@@ -4,7 +4,8 @@ import "context"
 
 // Conn sends SMPs through one of the manager's HCA ports, one at a time.
 type Conn interface {
-	// Send sends the MAD (MADSize bytes) to the port at lid and returns the
+	// Send sends the MAD (MADSize bytes) to the port at lid (PermissiveLID
+	// for a directed-route SMP, which its path routes) and returns the
 	// answer carrying the same transaction id. No answer by ctx's deadline is
 	// an error; the Conn may then be unusable, and the caller closes it.
 	Send(ctx context.Context, lid uint16, mad []byte) ([]byte, error)

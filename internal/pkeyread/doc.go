@@ -3,7 +3,7 @@
 // a partition change reached a port (or left it), and the switch port facing a
 // host, where the switch enforces partitions.
 //
-// It speaks Subnet Management Packets (SMPs) itself, LID-routed Gets of three
+// It speaks Subnet Management Packets (SMPs) itself, Gets of three
 // attributes: NodeInfo (which port answers at a LID, and its table's size),
 // SwitchInfo (a switch port's table size) and P_KeyTable (32 entries a block).
 // Every Get carries the M_Key, which M_Key protection requires of a Get. A
@@ -11,6 +11,15 @@
 // the port at the LID for its GUID: a LID given to another port since (a host
 // replaced, a second subnet manager) fails the read instead of proving
 // something about the wrong port.
+//
+// Gets are LID-routed, and a Get the LID does not answer goes by the
+// directed route OpenSM's subnet dump gives (route.go), as OpenSM itself
+// reaches every port: no forwarding table is needed, so a read reaches a
+// port while its routes are wrong (after a reroute) or beyond the 16
+// switches the simulator forwards a LID-routed SMP across. The route's
+// answer is held to the same GUID check. A Get without answer is sent again
+// with backoff within the port's deadline; SMPs outstanding are bounded, one
+// a worker and one a port (as OpenSM's max_wire_smps).
 //
 // Why SMPs in Go: a table read this way is two to four datagrams, well under a
 // millisecond on the simulated fabric, where the infiniband-diags tools
@@ -24,8 +33,8 @@
 // UmadDialer is real hardware's (the kernel's user MAD device of a local HCA
 // port, in pure Go).
 //
-// Targets places host ports by OpenSM's subnet dump (their LIDs and the switch
-// ports facing them); Reader reads many ports at once, on a bounded number of
+// Targets places host ports by OpenSM's subnet dump (their LIDs, directed
+// routes and the switch ports facing them); Reader reads many ports at once, on a bounded number of
 // connections, each port under its own deadline, and returns one Result per
 // port; Prove judges the results against what a change wants (a membership,
 // or the pkey gone), on the host port and on the switch port facing it.

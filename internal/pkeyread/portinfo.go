@@ -86,6 +86,7 @@ func (w *worker) portInfo(ctx context.Context, p SwitchPort) (PortInfo, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, orDefault(w.r.PortTimeout, DefaultPortTimeout))
 	defer cancel()
+	defer w.endWindow()
 	info, err := w.portInfoAt(ctx, p)
 	if err != nil {
 		w.close() // a lost answer may leave a late one behind
@@ -102,15 +103,16 @@ func (w *worker) portInfoAt(ctx context.Context, p SwitchPort) (PortInfo, error)
 		}
 		w.conn = conn
 	}
-	data, err := w.get(ctx, p.LID, attrNodeInfo, 0)
+	at := via{lid: p.LID, path: p.Path}
+	data, err := w.get(ctx, &at, attrNodeInfo, 0)
 	if err != nil {
 		return PortInfo{}, fmt.Errorf("NodeInfo: %w", err)
 	}
 	ni := parseNodeInfo(data)
 	if got := answeringAs(ni, p.Port); got != p.GUID {
-		return PortInfo{}, fmt.Errorf("%w: the LID answers as %s", ErrMoved, got)
+		return PortInfo{}, fmt.Errorf("%w: the %s answers as %s", ErrMoved, at.String(), got)
 	}
-	data, err = w.get(ctx, p.LID, attrPortInfo, uint32(p.Port))
+	data, err = w.get(ctx, &at, attrPortInfo, uint32(p.Port))
 	if err != nil {
 		return PortInfo{}, fmt.Errorf("PortInfo: %w", err)
 	}

@@ -16,6 +16,9 @@ import (
 type Target struct {
 	Port fabric.GUID
 	LID  uint16
+	// Path is the directed route OpenSM's subnet dump gives to the port:
+	// tried when the LID does not answer (none known: the LID alone).
+	Path DRPath
 	// Switch is the switch port facing Port, read too unless its GUID is 0.
 	Switch SwitchPort
 }
@@ -24,6 +27,7 @@ type Target struct {
 type SwitchPort struct {
 	GUID fabric.GUID // node GUID
 	LID  uint16      // the switch's (port 0's) LID
+	Path DRPath      // the directed route to the switch, as Target.Path
 	Port int
 }
 
@@ -37,7 +41,8 @@ type Result struct {
 	Err error
 }
 
-// Defaults of a Reader's zero fields.
+// Defaults of a Reader's zero fields. Each worker has one SMP outstanding
+// at a time: DefaultWorkers is OpenSM's max_wire_smps default.
 const (
 	DefaultWorkers     = 4
 	DefaultPortTimeout = 2 * time.Second
@@ -138,9 +143,15 @@ type worker struct {
 	conn     Conn
 	keys     []uint64 // the M_Keys to try (Reader.mkeys)
 	mkey     uint64   // the one being tried
+	// window is the attempts' window of the port being read (attemptCtx),
+	// derived from windowOf, the port's context.
+	window       context.Context
+	windowOf     context.Context
+	endWindowCtx context.CancelFunc
 }
 
 func (w *worker) close() {
+	w.endWindow()
 	if w.conn != nil {
 		w.conn.Close()
 		w.conn = nil
@@ -180,6 +191,7 @@ func (w *worker) readWith(ctx context.Context, t Target) Result {
 	res := Result{Target: t}
 	ctx, cancel := context.WithTimeout(ctx, orDefault(w.r.PortTimeout, DefaultPortTimeout))
 	defer cancel()
+	defer w.endWindow()
 	if w.conn == nil {
 		conn, err := w.r.Dialer.Dial(ctx)
 		if err != nil {
@@ -202,16 +214,20 @@ func (w *worker) readWith(ctx context.Context, t Target) Result {
 // hostTable reads the table of the host port at t.LID, once it answered as
 // t.Port.
 func (w *worker) hostTable(ctx context.Context, t Target) (Table, error) {
-	data, err := w.get(ctx, t.LID, attrNodeInfo, 0)
+	// A host behind a switch that answered only by its directed route is
+	// most likely beyond the LIDs' reach too: its route first, so that each
+	// host there costs no SMP lost by LID (on real hardware, a wait).
+	at := via{lid: t.LID, path: t.Path, dr: t.Path.Known() && w.switches.byRoute(t.Switch)}
+	data, err := w.get(ctx, &at, attrNodeInfo, 0)
 	if err != nil {
 		return nil, fmt.Errorf("port %s at LID %d: NodeInfo: %w", t.Port, t.LID, err)
 	}
 	ni := parseNodeInfo(data)
 	if fabric.GUID(ni.portGUID) != t.Port || ni.nodeType == nodeSwitch {
-		return nil, fmt.Errorf("port %s at LID %d: %w: the LID answers as port %s (node type %d)",
-			t.Port, t.LID, ErrMoved, fabric.GUID(ni.portGUID), ni.nodeType)
+		return nil, fmt.Errorf("port %s at LID %d: %w: the %s answers as port %s (node type %d)",
+			t.Port, t.LID, ErrMoved, at.String(), fabric.GUID(ni.portGUID), ni.nodeType)
 	}
-	keys, err := w.table(ctx, t.LID, 0, ni.partitionCap)
+	keys, err := w.table(ctx, &at, 0, ni.partitionCap)
 	if err != nil {
 		return nil, fmt.Errorf("port %s at LID %d: %w", t.Port, t.LID, err)
 	}
@@ -225,8 +241,8 @@ var ErrNotRead = errors.New("not read")
 // ErrNoLID is the error of a target whose port, or switch, has no LID.
 var ErrNoLID = errors.New("no LID assigned (not swept yet?)")
 
-// ErrMoved is the error of a LID that answers as another port than the one
-// OpenSM's last sweep put there.
+// ErrMoved is the error of a LID, or a directed route, that answers as
+// another port than the one OpenSM's last sweep put there.
 var ErrMoved = errors.New("not at its LID")
 
 // switchTable reads the table of switch port s, once the switch at s.LID
@@ -240,14 +256,17 @@ func (w *worker) switchTable(ctx context.Context, s SwitchPort) (Table, error) {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	ni := sw.node
+	// The route its NodeInfo answered by first: a switch beyond the LIDs'
+	// reach costs each of its ports no lost SMP.
+	at := via{lid: s.LID, path: s.Path, dr: sw.dr}
 	if fabric.GUID(ni.nodeGUID) != s.GUID || ni.nodeType != nodeSwitch {
-		return nil, fmt.Errorf("%s: %w: the LID answers as node %s (node type %d)",
-			where, ErrMoved, fabric.GUID(ni.nodeGUID), ni.nodeType)
+		return nil, fmt.Errorf("%s: %w: the %s answers as node %s (node type %d)",
+			where, ErrMoved, at.String(), fabric.GUID(ni.nodeGUID), ni.nodeType)
 	}
 	if s.Port < 1 || s.Port > int(ni.ports) {
 		return nil, fmt.Errorf("%s: the switch has ports 1 to %d", where, ni.ports)
 	}
-	keys, err := w.table(ctx, s.LID, s.Port, sw.partitionCap)
+	keys, err := w.table(ctx, &at, s.Port, sw.partitionCap)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
@@ -259,21 +278,23 @@ func (w *worker) switchTable(ctx context.Context, s SwitchPort) (Table, error) {
 type switchAnswer struct {
 	node         nodeInfo
 	partitionCap uint16 // from SwitchInfo; 0 when not read
+	dr           bool   // it answered by its directed route, not its LID
 }
 
 // readSwitch asks the node at s.LID who it is and, when it is s.GUID's
 // switch, its SwitchInfo. A node other than s.GUID's is an answer too (the
 // ports behind s judge it), not an error.
 func (w *worker) readSwitch(ctx context.Context, s SwitchPort) (switchAnswer, error) {
-	data, err := w.get(ctx, s.LID, attrNodeInfo, 0)
+	at := via{lid: s.LID, path: s.Path}
+	data, err := w.get(ctx, &at, attrNodeInfo, 0)
 	if err != nil {
 		return switchAnswer{}, fmt.Errorf("NodeInfo: %w", err)
 	}
-	a := switchAnswer{node: parseNodeInfo(data)}
+	a := switchAnswer{node: parseNodeInfo(data), dr: at.dr}
 	if fabric.GUID(a.node.nodeGUID) != s.GUID || a.node.nodeType != nodeSwitch {
 		return a, nil
 	}
-	data, err = w.get(ctx, s.LID, attrSwitchInfo, 0)
+	data, err = w.get(ctx, &at, attrSwitchInfo, 0)
 	if err != nil {
 		return switchAnswer{}, fmt.Errorf("SwitchInfo: %w", err)
 	}
@@ -305,6 +326,23 @@ type switchRead struct {
 	done   chan struct{}
 	answer switchAnswer
 	err    error
+}
+
+// byRoute says whether the switch s answered this Read by its directed
+// route, not its LID.
+func (sr *switchReads) byRoute(s SwitchPort) bool {
+	sr.mu.Lock()
+	r, ok := sr.reads[switchKey{s.GUID, s.LID}]
+	sr.mu.Unlock()
+	if !ok {
+		return false
+	}
+	select {
+	case <-r.done:
+		return r.err == nil && r.answer.dr
+	default:
+		return false // under way
+	}
 }
 
 // read returns what the switch s answered, reading it with readSwitch unless
@@ -347,29 +385,19 @@ func (sr *switchReads) read(ctx context.Context, s SwitchPort,
 	}
 }
 
-// table reads the entries blocks of port's table at lid (port 0 for an
-// HCA's port).
-func (w *worker) table(ctx context.Context, lid uint16, port int, entries uint16) (Table, error) {
+// table reads the entries blocks of port's table at the node at (port 0
+// for an HCA's port).
+func (w *worker) table(ctx context.Context, at *via, port int, entries uint16) (Table, error) {
 	if entries == 0 {
 		return nil, errors.New("the port reports no P_Key table")
 	}
 	var keys Table
 	for block := range (int(entries) + pkeysPerBlock - 1) / pkeysPerBlock {
-		data, err := w.get(ctx, lid, attrPKeyTable, pkeyModifier(port, block))
+		data, err := w.get(ctx, at, attrPKeyTable, pkeyModifier(port, block))
 		if err != nil {
 			return nil, fmt.Errorf("P_KeyTable block %d: %w", block, err)
 		}
 		keys = appendPKeys(keys, data)
 	}
 	return keys, nil
-}
-
-// get sends one SubnGet and returns the answer's attribute data.
-func (w *worker) get(ctx context.Context, lid uint16, attr uint16, modifier uint32) ([]byte, error) {
-	req := getSMP(attr, modifier, w.mkey, w.r.tid.Add(1))
-	answer, err := w.conn.Send(ctx, lid, req)
-	if err != nil {
-		return nil, err
-	}
-	return answerData(req, answer)
 }

@@ -170,12 +170,12 @@ func TestReadSwitchMoved(t *testing.T) {
 	}
 }
 
-// TestReadSwitchReadFails: a switch read that fails (its SwitchInfo lost)
-// fails the port whose read it was, saying so, and is not taken for the
-// switch's answer: the other ports behind the switch read it again, each
-// within its own deadline, and each gets its own attempt's error when the
-// switch answers none. A port waiting for another port's read of its switch
-// fails at its own deadline.
+// TestReadSwitchReadFails: a lost SwitchInfo is asked again, within the
+// port's deadline, and no port fails for it. A switch that answers none
+// fails every port behind it at its own deadline, naming the switch port
+// (what the port's own attempt got: one that waited for another port's read
+// of the switch has little time left for its own), and is asked again, not
+// taken for the switch's answer.
 func TestReadSwitchReadFails(t *testing.T) {
 	f := sweptFabric(t, 4, 1)
 	r := simReader(t, f)
@@ -192,18 +192,10 @@ func TestReadSwitchReadFails(t *testing.T) {
 		return asked == 1
 	})
 	r.Dialer = loseFirst
-	failed := 0
 	for _, res := range r.Read(t.Context(), tg) {
-		if res.Err == nil {
-			continue
+		if res.Err != nil {
+			t.Errorf("%s, whose switch's SwitchInfo was lost once: %v", res.Target.Port, res.Err)
 		}
-		failed++
-		if !strings.Contains(res.Err.Error(), fmt.Sprintf("port %d at LID %d: SwitchInfo: no answer", res.Target.Switch.Port, switchInfo.lid)) {
-			t.Errorf("%s, whose switch's SwitchInfo was lost: %v", res.Target.Port, res.Err)
-		}
-	}
-	if failed != 1 {
-		t.Errorf("%d ports failed after one lost SwitchInfo, want only the one whose read it was", failed)
 	}
 	if n := loseFirst.counts()[switchInfo]; n != 2 {
 		t.Errorf("SwitchInfo asked %d times, want twice: the lost one and once again", n)
@@ -212,12 +204,13 @@ func TestReadSwitchReadFails(t *testing.T) {
 	loseAll := newRecordingDialer(simReader(t, f).Dialer, func(s sent) bool { return s == switchInfo })
 	r.Dialer = loseAll
 	for _, res := range r.Read(t.Context(), tg) {
-		if res.Err == nil || !strings.Contains(res.Err.Error(), fmt.Sprintf("port %d at LID %d: SwitchInfo: no answer", res.Target.Switch.Port, switchInfo.lid)) {
+		where := fmt.Sprintf("port %d at LID %d: ", res.Target.Switch.Port, switchInfo.lid)
+		if !errors.Is(res.Err, context.DeadlineExceeded) || !strings.Contains(res.Err.Error(), where) {
 			t.Errorf("%s, whose switch answers no SwitchInfo: %v", res.Target.Port, res.Err)
 		}
 	}
-	if n := loseAll.counts()[switchInfo]; n != len(tg) {
-		t.Errorf("a switch answering no SwitchInfo was asked %d times, want once a port (%d)", n, len(tg))
+	if n := loseAll.counts()[switchInfo]; n <= len(tg) {
+		t.Errorf("a switch answering no SwitchInfo was asked %d times, want again after a loss (more than %d)", n, len(tg))
 	}
 
 	loseAll.wait = true // now each SwitchInfo goes unanswered until its deadline

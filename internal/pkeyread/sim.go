@@ -139,12 +139,18 @@ type simConn struct {
 	client uint32        // the id ibsim gave this client
 }
 
-// Send sends mad to lid. The simulator drops the MADs its error injection
+// Send sends mad to lid (PermissiveLID: a directed-route SMP). The simulator drops the MADs its error injection
 // asks it to, and answers nothing for a LID no port has: both end at ctx's
 // deadline (at most a second: ibsim answers at once or never).
 func (c *simConn) Send(ctx context.Context, lid uint16, mad []byte) ([]byte, error) {
 	req := make([]byte, simReqHeader+MADSize)
 	binary.BigEndian.PutUint16(req[0:], lid) // dlid; slid 0: ibsim fills it
+	if lid == PermissiveLID {
+		// A directed-route SMP: ibsim routes it by its path, and its
+		// answer back by the slid, which must be permissive too (as
+		// libumad2sim sends it).
+		binary.BigEndian.PutUint16(req[4:], PermissiveLID)
+	}
 	binary.BigEndian.PutUint64(req[24:], MADSize)
 	copy(req[simReqHeader:], mad)
 	if err := c.data.SetDeadline(deadline(ctx, time.Second)); err != nil {

@@ -137,12 +137,49 @@ func TestTargets(t *testing.T) {
 	}
 	absent := fabricsim.HostGUID(7)
 	got, missing := pkeyread.Targets(topo, append(ports, absent))
+	routed := slices.Clone(got)
+	for i := range got { // the routes are checked against smpquery's below
+		got[i].Path, got[i].Switch.Path = pkeyread.DRPath{}, pkeyread.DRPath{}
+	}
 	if !slices.Equal(got, want) {
 		t.Errorf("Targets:\n%+v\nwant\n%+v", got, want)
+	}
+	for _, tg := range routed {
+		if guid := guidAt(t, f, tg.Path, "PortGuid"); guid != tg.Port {
+			t.Errorf("%s: smpquery -D nodeinfo %s answers as port %s", tg.Port, tg.Path, guid)
+		}
+		if guid := guidAt(t, f, tg.Switch.Path, "Guid"); guid != tg.Switch.GUID {
+			t.Errorf("switch %s: smpquery -D nodeinfo %s answers as node %s", tg.Switch.GUID, tg.Switch.Path, guid)
+		}
 	}
 	if len(missing) != 1 || !strings.Contains(missing[0].Error(), absent.String()+": not in OpenSM's subnet dump") {
 		t.Errorf("missing %v, want %s", missing, absent)
 	}
+}
+
+// guidAt is the GUID (field: PortGuid, or Guid, the node's) infiniband-diags'
+// smpquery reads at a directed route: the routes' own check, independent of
+// this package's SMPs.
+func guidAt(t testing.TB, f *fabricsim.Fabric, path pkeyread.DRPath, field string) fabric.GUID {
+	t.Helper()
+	if !path.Known() {
+		t.Fatal("no directed route")
+	}
+	out, err := f.Run(t.Context(), "smpquery", "-D", "nodeinfo", path.String())
+	if err != nil {
+		t.Fatalf("smpquery -D nodeinfo %s: %v", path, err)
+	}
+	for line := range strings.Lines(string(out)) {
+		if name, value, ok := strings.Cut(line, ":"); ok && name == field {
+			g, err := fabric.ParseGUID(strings.Trim(strings.TrimSpace(value), "."))
+			if err != nil {
+				t.Fatalf("smpquery -D nodeinfo %s: %s %q: %v", path, field, value, err)
+			}
+			return g
+		}
+	}
+	t.Fatalf("smpquery -D nodeinfo %s: no %s in %s", path, field, out)
+	return 0
 }
 
 // TestReadSimulatedFabric reads every host port and the switch port facing it

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // MADSize is the size of every management datagram, request and answer.
@@ -28,6 +29,66 @@ const (
 	attrPKeyTable  = 0x0016
 	pkeysPerBlock  = 32
 )
+
+// The fields of a directed-route SMP (IBA 14.2.2): the hop pointer and
+// count in the header's second word, the directed-route LIDs, and the path
+// out (InitialPath) after the attribute data. Both LIDs permissive: the
+// route is directed from the sender's port to the port it ends at.
+const (
+	classSubnDR    = 0x81 // subnet management, directed route
+	offHopPointer  = 6
+	offHopCount    = 7
+	offDrSLID      = 32
+	offDrDLID      = 34
+	offInitialPath = 128
+	maxDRHops      = 63 // InitialPath's 64 bytes; byte 0 is no hop
+	// PermissiveLID is the destination LID of a directed-route SMP: the
+	// transport sends it by its path, not by a LID.
+	PermissiveLID = 0xffff
+)
+
+// DRPath is a directed route from the manager's port (topology.Route): the
+// port each node on the way sends an SMP out of, one byte a hop. The zero
+// DRPath is none known.
+type DRPath struct {
+	hops  string
+	known bool
+}
+
+// NewDRPath is the directed route of hops (topology.Route's form); none
+// when it has more hops than an SMP's InitialPath holds (63).
+func NewDRPath(hops string) DRPath {
+	return DRPath{hops: hops, known: len(hops) <= maxDRHops}
+}
+
+// Known says whether p is a route (the empty route, the manager's own port,
+// is one).
+func (p DRPath) Known() bool { return p.known }
+
+// String is the route as infiniband-diags' tools take one (smpquery -D).
+func (p DRPath) String() string {
+	if !p.known {
+		return "none"
+	}
+	b := []byte{'0'}
+	for _, h := range []byte(p.hops) {
+		b = strconv.AppendUint(append(b, ','), uint64(h), 10)
+	}
+	return string(b)
+}
+
+// getDRSMP is getSMP sent by the directed route path: hop pointer 0, the
+// hop count, InitialPath[1..] the path (byte 0 is no hop), both
+// directed-route LIDs permissive.
+func getDRSMP(attr uint16, modifier uint32, mkey uint64, tid uint32, path DRPath) []byte {
+	mad := getSMP(attr, modifier, mkey, tid)
+	mad[1] = classSubnDR
+	mad[offHopPointer], mad[offHopCount] = 0, byte(len(path.hops))
+	binary.BigEndian.PutUint16(mad[offDrSLID:], PermissiveLID)
+	binary.BigEndian.PutUint16(mad[offDrDLID:], PermissiveLID)
+	copy(mad[offInitialPath+1:], path.hops)
+	return mad
+}
 
 // getSMP is a LID-routed SubnGet of attribute attr with modifier, carrying
 // the M_Key mkey (0 where none is set) and the transaction id tid.
@@ -58,14 +119,16 @@ func answerData(request, answer []byte) ([]byte, error) {
 		return nil, fmt.Errorf("answer of %d bytes, want %d", len(answer), MADSize)
 	}
 	switch {
-	case answer[1] != classSubnLID || answer[3] != methodGetResp:
-		return nil, fmt.Errorf("answer of class 0x%02x method 0x%02x, want a SubnGetResp", answer[1], answer[3])
+	case answer[1] != request[1] || answer[3] != methodGetResp:
+		return nil, fmt.Errorf("answer of class 0x%02x method 0x%02x, want a SubnGetResp of class 0x%02x",
+			answer[1], answer[3], request[1])
 	case !sameTID(request, answer):
 		return nil, errors.New("answer to another transaction")
 	case string(answer[offAttrID:offAttrID+2]) != string(request[offAttrID:offAttrID+2]) ||
 		string(answer[offModifier:offModifier+4]) != string(request[offModifier:offModifier+4]):
 		return nil, errors.New("answer for another attribute")
 	}
+	// The high bit is a directed-route answer's D (direction) bit.
 	if status := binary.BigEndian.Uint16(answer[offStatus:]); status&0x7fff != 0 {
 		return nil, fmt.Errorf("%w 0x%04x: %s", errMADStatus, status, statusText(status))
 	}

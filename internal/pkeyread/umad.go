@@ -58,8 +58,9 @@ const (
 )
 
 // umadHeader is the part of struct ib_user_mad_hdr this package sends and
-// reads; the rest (GRH, SL, path bits) stays zero: SMPs are LID-routed
-// within the subnet on the default SL.
+// reads; the rest (GRH, SL, path bits) stays zero: SMPs stay within the
+// subnet on the default SL. A directed-route SMP goes to PermissiveLID, as
+// libibumad sends one: the kernel's SMI routes it by its path.
 type umadHeader struct {
 	agent     uint32
 	status    uint32

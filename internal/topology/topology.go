@@ -65,6 +65,13 @@ type Topology struct {
 	// lids maps a CA port's GUID and a switch's node GUID to the LID OpenSM
 	// gave it: where SMPs reach it (package pkeyread).
 	lids map[fabric.GUID]uint16
+	// links maps each port of the dump to the port at the other end of its
+	// link (by node GUID and port number), and sm is the port OpenSM marks
+	// as the master SM's (-SM): together they give the directed routes
+	// (route.go).
+	links  map[nodePort]nodePort
+	sm     *nodePort
+	routes map[fabric.GUID]string
 }
 
 // LID returns the LID of a host port (by port GUID) or of a switch (by node
@@ -177,6 +184,7 @@ var (
 // end is one end of a link, as a line describes it.
 type end struct {
 	kind        string // SW, CA, Rt or **
+	sm          bool   // -SM: the port is the master SM's
 	ports       int
 	nodeGUID    fabric.GUID
 	portGUID    fabric.GUID
@@ -229,7 +237,7 @@ func (t *Topology) addLID(e end) error {
 // one description and number of ports, and a host port is behind one switch port.
 func Parse(r io.Reader) (*Topology, error) {
 	t := &Topology{switches: map[fabric.GUID]Switch{}, behind: map[fabric.GUID]SwitchPort{},
-		portOf: map[nodePort]fabric.GUID{}, lids: map[fabric.GUID]uint16{}}
+		portOf: map[nodePort]fabric.GUID{}, lids: map[fabric.GUID]uint16{}, links: map[nodePort]nodePort{}}
 	hostLine := map[fabric.GUID]int{} // the line that placed each host port
 	switchLine := map[fabric.GUID]int{}
 
@@ -261,11 +269,14 @@ func Parse(r io.Reader) (*Topology, error) {
 		}
 		var ends [2]end
 		for i, fields := range [][]string{m[1:9], m[9:17]} {
+			sm := fields[1] != ""
 			fields = append([]string{fields[0]}, fields[2:]...) // drop -SM
 			if ends[i], err = parseEnd(fields); err != nil {
 				return nil, fmt.Errorf("line %d: %w", n, err)
 			}
+			ends[i].sm = sm
 		}
+		t.addLink(ends)
 		for _, e := range ends {
 			if err := t.addLID(e); err != nil {
 				return nil, fmt.Errorf("line %d: %w", n, err)
@@ -301,5 +312,6 @@ func Parse(r io.Reader) (*Topology, error) {
 	if n == 0 {
 		return nil, errors.New("empty: no link (OpenSM may be rewriting the file, or has not swept a fabric yet)")
 	}
+	t.routes = t.directedRoutes()
 	return t, nil
 }
