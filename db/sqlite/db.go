@@ -24,6 +24,9 @@ func New(db DBTX) *Queries {
 func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	q := Queries{db: db}
 	var err error
+	if q.acceptGUIDPlaceStmt, err = db.PrepareContext(ctx, acceptGUIDPlace); err != nil {
+		return nil, fmt.Errorf("error preparing query AcceptGUIDPlace: %w", err)
+	}
 	if q.bumpRevisionStmt, err = db.PrepareContext(ctx, bumpRevision); err != nil {
 		return nil, fmt.Errorf("error preparing query BumpRevision: %w", err)
 	}
@@ -123,6 +126,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.foreignSMsStmt, err = db.PrepareContext(ctx, foreignSMs); err != nil {
 		return nil, fmt.Errorf("error preparing query ForeignSMs: %w", err)
 	}
+	if q.gUIDPlacesStmt, err = db.PrepareContext(ctx, gUIDPlaces); err != nil {
+		return nil, fmt.Errorf("error preparing query GUIDPlaces: %w", err)
+	}
 	if q.gateSwitchesStmt, err = db.PrepareContext(ctx, gateSwitches); err != nil {
 		return nil, fmt.Errorf("error preparing query GateSwitches: %w", err)
 	}
@@ -167,6 +173,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.insertForeignSMStmt, err = db.PrepareContext(ctx, insertForeignSM); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertForeignSM: %w", err)
+	}
+	if q.insertGUIDPlaceStmt, err = db.PrepareContext(ctx, insertGUIDPlace); err != nil {
+		return nil, fmt.Errorf("error preparing query InsertGUIDPlace: %w", err)
 	}
 	if q.insertJobStmt, err = db.PrepareContext(ctx, insertJob); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertJob: %w", err)
@@ -224,6 +233,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.lockJobIDsStmt, err = db.PrepareContext(ctx, lockJobIDs); err != nil {
 		return nil, fmt.Errorf("error preparing query LockJobIDs: %w", err)
+	}
+	if q.markGUIDMovedStmt, err = db.PrepareContext(ctx, markGUIDMoved); err != nil {
+		return nil, fmt.Errorf("error preparing query MarkGUIDMoved: %w", err)
 	}
 	if q.markJobsRunningStmt, err = db.PrepareContext(ctx, markJobsRunning); err != nil {
 		return nil, fmt.Errorf("error preparing query MarkJobsRunning: %w", err)
@@ -296,6 +308,11 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 
 func (q *Queries) Close() error {
 	var err error
+	if q.acceptGUIDPlaceStmt != nil {
+		if cerr := q.acceptGUIDPlaceStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing acceptGUIDPlaceStmt: %w", cerr)
+		}
+	}
 	if q.bumpRevisionStmt != nil {
 		if cerr := q.bumpRevisionStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing bumpRevisionStmt: %w", cerr)
@@ -461,6 +478,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing foreignSMsStmt: %w", cerr)
 		}
 	}
+	if q.gUIDPlacesStmt != nil {
+		if cerr := q.gUIDPlacesStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing gUIDPlacesStmt: %w", cerr)
+		}
+	}
 	if q.gateSwitchesStmt != nil {
 		if cerr := q.gateSwitchesStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing gateSwitchesStmt: %w", cerr)
@@ -534,6 +556,11 @@ func (q *Queries) Close() error {
 	if q.insertForeignSMStmt != nil {
 		if cerr := q.insertForeignSMStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing insertForeignSMStmt: %w", cerr)
+		}
+	}
+	if q.insertGUIDPlaceStmt != nil {
+		if cerr := q.insertGUIDPlaceStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing insertGUIDPlaceStmt: %w", cerr)
 		}
 	}
 	if q.insertJobStmt != nil {
@@ -629,6 +656,11 @@ func (q *Queries) Close() error {
 	if q.lockJobIDsStmt != nil {
 		if cerr := q.lockJobIDsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing lockJobIDsStmt: %w", cerr)
+		}
+	}
+	if q.markGUIDMovedStmt != nil {
+		if cerr := q.markGUIDMovedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing markGUIDMovedStmt: %w", cerr)
 		}
 	}
 	if q.markJobsRunningStmt != nil {
@@ -780,6 +812,7 @@ func (q *Queries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, ar
 type Queries struct {
 	db                                DBTX
 	tx                                *sql.Tx
+	acceptGUIDPlaceStmt               *sql.Stmt
 	bumpRevisionStmt                  *sql.Stmt
 	clearEnforcementErrorsStmt        *sql.Stmt
 	clearGUIDsOfNetworkStmt           *sql.Stmt
@@ -813,6 +846,7 @@ type Queries struct {
 	failJobsStmt                      *sql.Stmt
 	firstApplyToKeepStmt              *sql.Stmt
 	foreignSMsStmt                    *sql.Stmt
+	gUIDPlacesStmt                    *sql.Stmt
 	gateSwitchesStmt                  *sql.Stmt
 	getJobStmt                        *sql.Stmt
 	getKubernetesPKeyStmt             *sql.Stmt
@@ -828,6 +862,7 @@ type Queries struct {
 	insertFabricLeadershipStmt        *sql.Stmt
 	insertFabricStateStmt             *sql.Stmt
 	insertForeignSMStmt               *sql.Stmt
+	insertGUIDPlaceStmt               *sql.Stmt
 	insertJobStmt                     *sql.Stmt
 	insertJobPlacesStmt               *sql.Stmt
 	insertSecondSMStmt                *sql.Stmt
@@ -847,6 +882,7 @@ type Queries struct {
 	listPortsSinceStmt                *sql.Stmt
 	listSecretsStmt                   *sql.Stmt
 	lockJobIDsStmt                    *sql.Stmt
+	markGUIDMovedStmt                 *sql.Stmt
 	markJobsRunningStmt               *sql.Stmt
 	markKubernetesAppliedStmt         *sql.Stmt
 	markKubernetesChangedStmt         *sql.Stmt
@@ -875,6 +911,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 	return &Queries{
 		db:                                tx,
 		tx:                                tx,
+		acceptGUIDPlaceStmt:               q.acceptGUIDPlaceStmt,
 		bumpRevisionStmt:                  q.bumpRevisionStmt,
 		clearEnforcementErrorsStmt:        q.clearEnforcementErrorsStmt,
 		clearGUIDsOfNetworkStmt:           q.clearGUIDsOfNetworkStmt,
@@ -908,6 +945,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		failJobsStmt:                      q.failJobsStmt,
 		firstApplyToKeepStmt:              q.firstApplyToKeepStmt,
 		foreignSMsStmt:                    q.foreignSMsStmt,
+		gUIDPlacesStmt:                    q.gUIDPlacesStmt,
 		gateSwitchesStmt:                  q.gateSwitchesStmt,
 		getJobStmt:                        q.getJobStmt,
 		getKubernetesPKeyStmt:             q.getKubernetesPKeyStmt,
@@ -923,6 +961,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		insertFabricLeadershipStmt:        q.insertFabricLeadershipStmt,
 		insertFabricStateStmt:             q.insertFabricStateStmt,
 		insertForeignSMStmt:               q.insertForeignSMStmt,
+		insertGUIDPlaceStmt:               q.insertGUIDPlaceStmt,
 		insertJobStmt:                     q.insertJobStmt,
 		insertJobPlacesStmt:               q.insertJobPlacesStmt,
 		insertSecondSMStmt:                q.insertSecondSMStmt,
@@ -942,6 +981,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		listPortsSinceStmt:                q.listPortsSinceStmt,
 		listSecretsStmt:                   q.listSecretsStmt,
 		lockJobIDsStmt:                    q.lockJobIDsStmt,
+		markGUIDMovedStmt:                 q.markGUIDMovedStmt,
 		markJobsRunningStmt:               q.markJobsRunningStmt,
 		markKubernetesAppliedStmt:         q.markKubernetesAppliedStmt,
 		markKubernetesChangedStmt:         q.markKubernetesChangedStmt,

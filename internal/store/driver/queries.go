@@ -20,6 +20,7 @@ import (
 // more than four arguments, a params struct to params.go); run make generate
 // again. See docs/architecture.md.
 type Queries interface {
+	AcceptGUIDPlace(ctx context.Context, arg GUIDPlaceParams) error
 	BumpRevision(ctx context.Context, fabric string) (int64, error)
 	ClearEnforcementErrors(ctx context.Context, fabric string) (int64, error)
 	ClearGUIDsOfNetwork(ctx context.Context, fabric string, revision int64, now time.Time, networkID string) (int64, error)
@@ -51,6 +52,7 @@ type Queries interface {
 	CountNetworks(ctx context.Context, fabric string) (int64, error)
 	FirstApplyToKeep(ctx context.Context, fabric string) (int64, error)
 	ForeignSMs(ctx context.Context, fabric string) ([]SecondSubnetManager, error)
+	GUIDPlaces(ctx context.Context, fabric string) ([]GUIDPlace, error)
 	GateSwitches(ctx context.Context, fabric string) ([]GateSwitchesRow, error)
 	GetJob(ctx context.Context, id int64) (Job, error)
 	GetKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey) (KubernetesPKey, error)
@@ -65,6 +67,7 @@ type Queries interface {
 	InsertFabricLeadership(ctx context.Context, fabric string) error
 	InsertFabricKubernetesState(ctx context.Context, fabric string) error
 	InsertExpectedSwitch(ctx context.Context, fabric string, guid fabric.GUID, description string, now time.Time) error
+	InsertGUIDPlace(ctx context.Context, arg InsertGUIDPlaceParams) (int64, error)
 	// InsertJob inserts the job and returns the id it chose (j.ID is not read).
 	InsertJob(ctx context.Context, j Job) (int64, error)
 	// InsertJobWithPlaces is InsertJob and the job's places (job_places),
@@ -84,6 +87,7 @@ type Queries interface {
 	InsertForeignSM(ctx context.Context, arg InsertSecondSMParams) (int64, error)
 	KubernetesState(ctx context.Context, fabric string) (KubernetesStateRow, error)
 	LastApply(ctx context.Context, fabric string) (Apply, error)
+	MarkGUIDMoved(ctx context.Context, arg MarkGUIDMovedParams) (int64, error)
 	NewestJobID(ctx context.Context, fabric string) (int64, error)
 	LastAudit(ctx context.Context, fabric string) ([]LastAuditRow, error)
 	Leadership(ctx context.Context, fabric string) (LeadershipRow, error)

@@ -257,3 +257,14 @@ type SecondSubnetManager struct {
 	SeenAt   time.Time
 	Fabric   string
 }
+
+// GUIDPlace is the switch port a GUID of the partitions was recorded behind.
+type GUIDPlace struct {
+	Fabric     string
+	Guid       fabric.GUID
+	SwitchGuid fabric.GUID
+	SwitchPort int64
+	RecordedAt time.Time
+	MovedTo    string
+	MovedAt    time.Time
+}
