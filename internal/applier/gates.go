@@ -27,7 +27,9 @@ import (
 //     makes the switch port facing it an inter-switch link, unenforced,
 //   - no switch port is recorded as having had its enforcement cleared: the
 //     host behind it can reach every partition, and
-//   - no GUID is recorded as found twice (duplicates.go).
+//   - no GUID is recorded as found twice (duplicates.go), and none of the
+//     partitions is behind another switch port than its recorded one
+//     (moved.go).
 //
 // While a gate is closed the open jobs up to R say why in their description,
 // and the gates are evaluated again at every poll. Once they open, the state
@@ -68,7 +70,8 @@ const (
 	// enforced and nothing is audited.
 	GateUnconfirmedSwitch GateKind = "unconfirmed_switch"
 	// GateDuplicateGUID: OpenSM found a GUID twice on the fabric, a host
-	// presenting another's (duplicates.go).
+	// presenting another's (duplicates.go), or a GUID of the partitions is
+	// behind another switch port than its recorded one (moved.go).
 	GateDuplicateGUID GateKind = "duplicate_guid"
 )
 
@@ -98,6 +101,7 @@ type GateReader interface {
 	ExpectedSwitches(ctx context.Context) ([]store.ExpectedSwitch, error)
 	EnforcementErrors(ctx context.Context) ([]store.EnforcementError, error)
 	DuplicateGUIDs(ctx context.Context) ([]store.DuplicateGUID, error) // duplicates.go
+	GUIDPlaces(ctx context.Context) ([]store.GUIDPlace, error)         // moved.go
 }
 
 // GateStore is what the applier's gates need of the database.
@@ -105,6 +109,7 @@ type GateStore interface {
 	GateReader
 	RecordEnforcementErrors(ctx context.Context, term int64, seen []store.EnforcementSighting) error
 	DuplicateStore
+	PlaceStore // moved.go
 	DescribeOpenJobs(ctx context.Context, term, revision int64, description string) (int64, error)
 	// DescribeJob is DescribeOpenJobs for one job (readback.go).
 	DescribeJob(ctx context.Context, term, id int64, description string) (int64, error)
@@ -136,11 +141,16 @@ func (g Gates) Closed(ctx context.Context) ([]GateReason, error) {
 	if err != nil {
 		return nil, err
 	}
+	places, err := g.Store.GUIDPlaces(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var dump dumpRead
-	if len(expected) > 0 && g.SubnetDump != "" {
+	if (len(expected) > 0 || len(places) > 0) && g.SubnetDump != "" {
 		dump = g.read()
 	}
-	return append(g.reasons(store.GateState{Expected: expected, Errors: errs}, dump), duplicateReasons(dups)...), nil
+	reasons := append(g.reasons(store.GateState{Expected: expected, Errors: errs}, dump), duplicateReasons(dups)...)
+	return append(reasons, movedReasons(places, dump.topo)...), nil
 }
 
 // read reads the subnet dump, through Dump when there is one.
@@ -249,6 +259,7 @@ func (t *term) readDump() dumpRead {
 type gatekeeper struct {
 	enforcement enforcementLog
 	duplicates  duplicateLog // duplicates.go
+	places      placeWatch   // moved.go
 	blocked     int64        // revision proven applied whose jobs wait for the gates; 0: none
 	said        string       // the reasons last logged and written into the jobs
 	// reopened: the gates opened while jobs waited; the next apply's sweep
@@ -303,6 +314,14 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, p
 		t.observer().ApplyFinished(a.Outcome, time.Since(a.StartedAt))
 		return 0, false
 	}
+	places, err := t.recordPlaces(ctx, st, dump)
+	if err != nil {
+		// A GUID moved since the last record would go unjudged: nothing
+		// completes; the apply is retried.
+		log.Error("jobs wait: the GUIDs' switch ports could not be recorded", "error", err)
+		t.observer().ApplyFinished(a.Outcome, time.Since(a.StartedAt))
+		return 0, false
+	}
 	t.scanEnforcement(ctx)
 	t.secondSM.detectNow(ctx, t)
 	frozen := t.pollFreeze(ctx)
@@ -313,6 +332,7 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, p
 		reasons = gates.reasons(gs, dump)
 		reasons = append(reasons, t.auditReasons()...) // audit.go
 		reasons = append(reasons, t.duplicateReason()...)
+		reasons = append(reasons, movedReasons(places, dump.topo)...) // moved.go
 		if frozen != "" && !reapply {
 			reasons = append(reasons, GateReason{GateFrozen, frozen})
 		}
@@ -320,7 +340,6 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, p
 		return !reapply && len(reasons) == 0
 	}
 	var f store.Finished
-	var err error
 	if proven == nil {
 		f, err = t.Store.FinishApply(ctx, a, open)
 	} else {
