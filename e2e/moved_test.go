@@ -32,6 +32,13 @@ func TestMovedGUIDNamedUntilBack(t *testing.T) {
 	if err := m.fabric.Unlink(ctx, "H1"); err != nil {
 		t.Fatal(err)
 	}
+	// Once OpenSM swept without H1, ibsim's console is quiet again (the
+	// traps of the unlink are answered), and H1's GUID is off the fabric.
+	dump := filepath.Join(m.dir, "opensm", "opensm-subnet.lst")
+	waitFor(t, "OpenSM's dump without H1", func() bool {
+		data, err := os.ReadFile(dump)
+		return err == nil && strings.Contains(string(data), "{H3}") && !strings.Contains(string(data), "{H1}")
+	})
 	h1Node, h2Node := h1.PortGUID-1, h2.PortGUID-1 // the simulator's node GUIDs
 	if _, err := m.fabric.Sim(ctx, fmt.Sprintf(`Guid "H2" %s`, h1Node)); err != nil {
 		t.Fatal(err)
