@@ -134,13 +134,25 @@ func placedGUIDs(st partitions.State) []fabric.GUID {
 	return slices.Compact(guids)
 }
 
+// anyMarked says whether a place is marked moved: its mark is to be cleared
+// or kept, never skipped.
+func anyMarked(places []store.GUIDPlace) bool {
+	for _, p := range places {
+		if p.MovedTo != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // placeWatch is the term's view of the recorded places.
 type placeWatch struct {
 	places []store.GUIDPlace // as last recorded or read
 	read   bool              // places holds what the database held
 	// what the last record compared: while the dump's content, the state and
-	// the places are the same and no GUID is moved, there is nothing to
-	// write or read again (an operator's accept changes only a moved GUID).
+	// the places are the same and no GUID is moved or marked, there is
+	// nothing to write or read again (an operator's accept changes only a
+	// moved GUID).
 	topo     *topology.Topology
 	revision int64
 }
@@ -150,7 +162,7 @@ type placeWatch struct {
 // read) leaves the term's view as it was: the caller completes nothing.
 func (t *term) recordPlaces(ctx context.Context, st partitions.State, dump dumpRead) ([]store.GUIDPlace, error) {
 	w := &t.gate.places
-	if w.read && dump.topo != nil && dump.topo == w.topo && st.Revision == w.revision &&
+	if w.read && dump.topo != nil && dump.topo == w.topo && st.Revision == w.revision && !anyMarked(w.places) &&
 		len(movedReasons(w.places, dump.topo)) == 0 {
 		return w.places, nil
 	}

@@ -244,3 +244,48 @@ func TestMovedGUIDUnrecordedCompletesNothing(t *testing.T) {
 		t.Fatalf("the job after the next apply: %+v; want it held by the moved GUID", j)
 	}
 }
+
+// countingStore counts the calls for the GUIDs' places.
+type countingStore struct {
+	Store
+	calls int
+}
+
+func (s *countingStore) RecordGUIDPlaces(ctx context.Context, term int64, seen []store.GUIDPlaceUpdate) ([]store.GUIDPlace, error) {
+	s.calls++
+	return s.Store.RecordGUIDPlaces(ctx, term, seen)
+}
+
+func (s *countingStore) GUIDPlaces(ctx context.Context) ([]store.GUIDPlace, error) {
+	s.calls++
+	return s.Store.GUIDPlaces(ctx)
+}
+
+// TestRecordPlacesSkipsOnlyWhatIsSettled: a sweep with the same dump and
+// state as the last record, nothing moved or marked, costs no database
+// call; a mark is cleared even then, once its GUID is back.
+func TestRecordPlacesSkipsOnlyWhatIsSettled(t *testing.T) {
+	r := newApplyRig(t, true, func() string { return heavySweep("") })
+	ctx := t.Context()
+	counting := &countingStore{Store: r.term.Store}
+	r.term.Store = counting
+	st := partitions.State{Revision: 5, Networks: []partitions.Network{{PKey: 0x65, Members: []fabric.GUID{movedH1}}}}
+	all := dumpRead{topo: loadMovedDump(t, "all.lst")}
+	if _, err := r.term.recordPlaces(ctx, st, all); err != nil {
+		t.Fatal(err)
+	}
+	first := counting.calls
+	if places, err := r.term.recordPlaces(ctx, st, all); err != nil || counting.calls != first || len(places) != 1 {
+		t.Fatalf("the same sweep again: %+v, %v, %d calls after %d; want H1's place and no call", places, err, counting.calls, first)
+	}
+	clone := dumpRead{topo: loadMovedDump(t, "h3-clones-h1.lst")}
+	if places, err := r.term.recordPlaces(ctx, st, clone); err != nil || len(places) != 1 || places[0].MovedTo != s1Port3 {
+		t.Fatalf("the clone: %+v, %v; want H1 marked", places, err)
+	}
+	// The dump the last record compared, H1 back in it: the view is what
+	// the last record read (a term that compared this dump before the mark).
+	r.term.gate.places.topo = all.topo
+	if places, err := r.term.recordPlaces(ctx, st, all); err != nil || len(places) != 1 || places[0].MovedTo != "" {
+		t.Fatalf("H1 back, same dump and state as the view's: %+v, %v; want the mark cleared", places, err)
+	}
+}
