@@ -50,7 +50,7 @@ const MovedGUIDText = "a GUID of the partitions is behind another switch port th
 func movedReasons(places []store.GUIDPlace, topo *topology.Topology) []GateReason {
 	var named []string
 	for _, p := range places {
-		if at, ok := seenAt(topo, p.GUID); ok && at != p.SwitchPort() {
+		if at, ok := seenAt(topo, p.GUID); ok && at != placeOf(p) {
 			named = append(named, fmt.Sprintf("port GUID %s recorded behind switch port %s is behind %s",
 				p.GUID, p.SwitchPort(), at))
 		} else if !ok && p.MovedTo != "" {
@@ -67,16 +67,19 @@ func movedReasons(places []store.GUIDPlace, topo *topology.Topology) []GateReaso
 			"switch port again or the move is accepted", MovedGUIDText, strings.Join(named, "; "))}}
 }
 
-// seenAt is the switch port guid is behind in the dump, "<switch GUID>:<port>".
-func seenAt(topo *topology.Topology, guid fabric.GUID) (string, bool) {
+// seenAt is the switch port guid is behind in the dump. Compared, not
+// formatted: a sweep compares every recorded GUID.
+func seenAt(topo *topology.Topology, guid fabric.GUID) (topology.SwitchPort, bool) {
 	if topo == nil {
-		return "", false
+		return topology.SwitchPort{}, false
 	}
 	sw, port, ok := topo.HostPort(guid)
-	if !ok {
-		return "", false
-	}
-	return topology.SwitchPort{Switch: sw, Port: port}.String(), true
+	return topology.SwitchPort{Switch: sw, Port: port}, ok
+}
+
+// placeOf is p's recorded switch port.
+func placeOf(p store.GUIDPlace) topology.SwitchPort {
+	return topology.SwitchPort{Switch: p.Switch, Port: p.Port}
 }
 
 // placeUpdates is what to record of a dump: the first place of each GUID of
@@ -95,9 +98,9 @@ func placeUpdates(places []store.GUIDPlace, topo *topology.Topology, guids []fab
 		if !ok {
 			continue // off the fabric: a mark stays, none is made
 		}
-		movedTo := at
-		if at == p.SwitchPort() {
-			movedTo = ""
+		movedTo := ""
+		if at != placeOf(p) {
+			movedTo = at.String()
 		}
 		if movedTo != p.MovedTo {
 			out = append(out, store.GUIDPlaceUpdate{GUID: p.GUID, Switch: p.Switch, Port: p.Port, MovedTo: movedTo})

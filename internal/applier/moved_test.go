@@ -289,3 +289,30 @@ func TestRecordPlacesSkipsOnlyWhatIsSettled(t *testing.T) {
 		t.Fatalf("H1 back, same dump and state as the view's: %+v, %v; want the mark cleared", places, err)
 	}
 }
+
+// BenchmarkRecordPlacesLargeFabric is what a sweep pays for the GUIDs'
+// places on a fabric of 1,500 hosts, all recorded, none moved: the state's
+// revision is new at each apply, the dump the same (the common case).
+func BenchmarkRecordPlacesLargeFabric(b *testing.B) {
+	const hosts = 1500
+	r := newApplyRig(b, false, func() string { return heavySweep("") })
+	dump, _ := largeDump(hosts, 40)
+	topo, err := topology.Parse(strings.NewReader(dump))
+	if err != nil {
+		b.Fatal(err)
+	}
+	st := partitions.State{Networks: []partitions.Network{{PKey: 0x65}}}
+	for i := 1; i <= hosts; i++ {
+		st.Networks[0].Members = append(st.Networks[0].Members, fabric.GUID(0x0002c90300000001+uint64(i)*0x100))
+	}
+	ctx := b.Context()
+	if places, err := r.term.recordPlaces(ctx, st, dumpRead{topo: topo}); err != nil || len(places) != hosts {
+		b.Fatalf("first record: %d places, %v", len(places), err)
+	}
+	for b.Loop() {
+		st.Revision++
+		if _, err := r.term.recordPlaces(ctx, st, dumpRead{topo: topo}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
