@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,9 +17,10 @@ import (
 // TestMovedGUIDNamedUntilBack: H1's port is applied, which records the switch
 // port H1 is behind. H1 goes down and H2 takes H1's GUIDs (ibsim's Guid):
 // OpenSM finds no duplicate, brings the subnet up with H1's GUID behind H2's
-// switch port, and programs H1's partitions there. The victim's job (its
-// port's removal) and another tenant's (H3's port) are held, naming the GUID
-// and both switch ports; --status says so and exits non-zero. The clone's
+// switch port, and programs H1's partition there (read back from the switch).
+// Another tenant's job (H3's port) and the victim's (its port's removal) are
+// held, naming the GUID and both switch ports; --status says so and exits
+// non-zero. The clone's
 // link going down opens nothing; once H2 has its own GUID and H1 is back
 // behind its switch port, the jobs complete.
 func TestMovedGUIDNamedUntilBack(t *testing.T) {
@@ -43,13 +45,22 @@ func TestMovedGUIDNamedUntilBack(t *testing.T) {
 	if _, err := m.fabric.Sim(ctx, fmt.Sprintf(`Guid "H2" %s`, h1Node)); err != nil {
 		t.Fatal(err)
 	}
-	victim := m.accept("DELETE", "/cloudx/Port/"+victimPort, "")
+	// Another tenant's port: its apply's sweep finds H1's GUID behind H2's
+	// switch port.
 	other := m.accept("POST", "/cloudx/Port", portBody("5d2e8f1a-3c4b-4d6e-9f7a-1b2c3d4e5f60", netID, vendorClientID(h3.PortGUID)))
 	moved := fmt.Sprintf("port GUID %s recorded behind switch port %s:%d is behind %s:%d", h1.PortGUID,
 		h1.SwitchGUID, h1.SwitchPort, h2.SwitchGUID, h2.SwitchPort)
-	for _, job := range []string{victim, other} {
-		m.waitDescription(job, moved)
+	m.waitDescription(other, moved)
+	// What the gate is for: the switch port facing H2 enforces H1's
+	// partition (VLAN 101's pkey, full) for the clone.
+	keys, err := m.fabric.SwitchPKeys(ctx, h2.PortGUID)
+	if err != nil || !slices.Contains(keys, 0x8065) {
+		t.Errorf("the switch port facing H2: %s, %v; want H1's pkey 0x8065 there (OpenSM programs the moved GUID's partitions)",
+			hex(keys), err)
 	}
+	// The victim's own job, its port's removal: held, saying why.
+	victim := m.accept("DELETE", "/cloudx/Port/"+victimPort, "")
+	m.waitDescription(victim, moved)
 	code, out := m.statusExit()
 	if code == 0 || !strings.Contains(out, moved) {
 		t.Errorf("--status with H1's GUID behind H2's switch port: exit %d, want non-zero and %q:\n%s", code, moved, out)
