@@ -64,7 +64,7 @@ func main() {
 	asJSON := flag.Bool("json", false, "with --status: print it as JSON (fields in docs/status.md)")
 	confirm := flag.Bool("confirm-switches", false, "record the switches of OpenSM's last sweep as the fabric's expected switches, then exit")
 	showErrs := flag.Bool("show-enforcement-errors", false, "list the switch ports whose partition enforcement OpenSM cleared, then exit")
-	acceptMoved := flag.String("accept-moved-guid", "", "record the switch ports OpenSM's last sweep found these port GUIDs behind (comma separated) as theirs: a host recabled or its HCA moved (docs/runbooks.md), then exit")
+	acceptMoved := flag.String("accept-moved-guid", "", "record the switch ports OpenSM's last sweep found these port GUIDs behind (comma separated) as theirs: a host recabled or its HCA moved; forget those not in it (a host gone for good) (docs/runbooks.md), then exit")
 	clearErrs := flag.Bool("clear-enforcement-errors", false, "forget the recorded enforcement errors, so that jobs complete again, then exit")
 	unfreezeFlag := flag.Bool("unfreeze", false, "with [ha] ha = true: lift a freeze once you made sure the OpenSM --status names is stopped (docs/ha.md), then exit")
 	showKeys := flag.Bool("show-keys", false, "print OpenSM's M_Key, SM_Key and SA_Key (secrets), then exit")

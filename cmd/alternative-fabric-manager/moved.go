@@ -17,8 +17,9 @@ import (
 // acceptMovedGUIDs records, for each port GUID of list (comma separated),
 // the switch port OpenSM's last sweep found it behind as its place: a move
 // the operator checked (a host recabled, an HCA moved to another host), which
-// opens the gate duplicate_guid it held. A GUID not in the sweep is refused:
-// its place would be a guess.
+// opens the gate duplicate_guid it held. A recorded GUID not in the sweep is
+// forgotten (its host gone for good: it is recorded again where it next
+// appears); one neither recorded nor in the sweep is refused.
 func acceptMovedGUIDs(ctx context.Context, cfg *config.Config, st *store.Store, list string, w io.Writer) error {
 	guids, err := parseGUIDList(list)
 	if err != nil {
@@ -40,16 +41,24 @@ func acceptMovedGUIDs(ctx context.Context, cfg *config.Config, st *store.Store, 
 	for _, p := range before {
 		was[p.GUID] = p.SwitchPort()
 	}
-	places := make([]store.GUIDPlace, len(guids))
-	for i, g := range guids {
+	var places []store.GUIDPlace
+	var gone []fabric.GUID
+	for _, g := range guids {
 		sw, port, ok := topo.HostPort(g)
-		if !ok {
-			return fmt.Errorf("port GUID %s is not behind a switch port in OpenSM's last sweep: plug its host in, "+
-				"wait for the sweep, and try again", g)
+		switch {
+		case ok:
+			places = append(places, store.GUIDPlace{GUID: g, Switch: sw, Port: port})
+		case was[g] != "":
+			gone = append(gone, g)
+		default:
+			return fmt.Errorf("port GUID %s is neither recorded nor behind a switch port in OpenSM's last sweep: "+
+				"plug its host in, wait for the sweep, and try again", g)
 		}
-		places[i] = store.GUIDPlace{GUID: g, Switch: sw, Port: port}
 	}
 	if err := st.AcceptGUIDPlaces(ctx, places); err != nil {
+		return err
+	}
+	if _, err := st.ForgetGUIDPlaces(ctx, gone); err != nil {
 		return err
 	}
 	for _, p := range places {
@@ -58,6 +67,10 @@ func acceptMovedGUIDs(ctx context.Context, cfg *config.Config, st *store.Store, 
 			from = "none recorded"
 		}
 		fmt.Fprintf(w, "port GUID %s: its switch port is %s (was %s)\n", p.GUID, p.SwitchPort(), from)
+	}
+	for _, g := range gone {
+		fmt.Fprintf(w, "port GUID %s: not in OpenSM's last sweep; its switch port (%s) is forgotten, "+
+			"and recorded again where it next appears\n", g, was[g])
 	}
 	return nil
 }

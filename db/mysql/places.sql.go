@@ -41,6 +41,25 @@ func (q *Queries) AcceptGUIDPlace(ctx context.Context, arg AcceptGUIDPlaceParams
 	return err
 }
 
+const deleteGUIDPlace = `-- name: DeleteGUIDPlace :execrows
+DELETE FROM guid_places WHERE fabric = ? AND guid = ?
+`
+
+type DeleteGUIDPlaceParams struct {
+	Fabric string
+	Guid   fabric.GUID
+}
+
+// An operator's forget: a GUID gone from the fabric for good (its host
+// decommissioned); recorded again where it next appears.
+func (q *Queries) DeleteGUIDPlace(ctx context.Context, arg DeleteGUIDPlaceParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, deleteGUIDPlace, arg.Fabric, arg.Guid)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const gUIDPlaces = `-- name: GUIDPlaces :many
 SELECT fabric, guid, switch_guid, switch_port, recorded_at, moved_to, moved_at FROM guid_places WHERE fabric = ? ORDER BY guid
 `

@@ -78,6 +78,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.deleteForeignSMsStmt, err = db.PrepareContext(ctx, deleteForeignSMs); err != nil {
 		return nil, fmt.Errorf("error preparing query DeleteForeignSMs: %w", err)
 	}
+	if q.deleteGUIDPlaceStmt, err = db.PrepareContext(ctx, deleteGUIDPlace); err != nil {
+		return nil, fmt.Errorf("error preparing query DeleteGUIDPlace: %w", err)
+	}
 	if q.deleteKubernetesMemberStmt, err = db.PrepareContext(ctx, deleteKubernetesMember); err != nil {
 		return nil, fmt.Errorf("error preparing query DeleteKubernetesMember: %w", err)
 	}
@@ -396,6 +399,11 @@ func (q *Queries) Close() error {
 	if q.deleteForeignSMsStmt != nil {
 		if cerr := q.deleteForeignSMsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing deleteForeignSMsStmt: %w", cerr)
+		}
+	}
+	if q.deleteGUIDPlaceStmt != nil {
+		if cerr := q.deleteGUIDPlaceStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing deleteGUIDPlaceStmt: %w", cerr)
 		}
 	}
 	if q.deleteKubernetesMemberStmt != nil {
@@ -830,6 +838,7 @@ type Queries struct {
 	deleteExpectedSwitchesStmt        *sql.Stmt
 	deleteFinishedJobsBeforeStmt      *sql.Stmt
 	deleteForeignSMsStmt              *sql.Stmt
+	deleteGUIDPlaceStmt               *sql.Stmt
 	deleteKubernetesMemberStmt        *sql.Stmt
 	deleteKubernetesMembersOfPKeyStmt *sql.Stmt
 	deleteKubernetesPKeyStmt          *sql.Stmt
@@ -929,6 +938,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		deleteExpectedSwitchesStmt:        q.deleteExpectedSwitchesStmt,
 		deleteFinishedJobsBeforeStmt:      q.deleteFinishedJobsBeforeStmt,
 		deleteForeignSMsStmt:              q.deleteForeignSMsStmt,
+		deleteGUIDPlaceStmt:               q.deleteGUIDPlaceStmt,
 		deleteKubernetesMemberStmt:        q.deleteKubernetesMemberStmt,
 		deleteKubernetesMembersOfPKeyStmt: q.deleteKubernetesMembersOfPKeyStmt,
 		deleteKubernetesPKeyStmt:          q.deleteKubernetesPKeyStmt,

@@ -32,6 +32,20 @@ func (q *Queries) AcceptGUIDPlace(ctx context.Context, fabric string, guid fabri
 	return err
 }
 
+const deleteGUIDPlace = `-- name: DeleteGUIDPlace :execrows
+DELETE FROM guid_places WHERE fabric = ?1 AND guid = ?2
+`
+
+// An operator's forget: a GUID gone from the fabric for good (its host
+// decommissioned); recorded again where it next appears.
+func (q *Queries) DeleteGUIDPlace(ctx context.Context, fabric string, guid fabric.GUID) (int64, error) {
+	result, err := q.exec(ctx, q.deleteGUIDPlaceStmt, deleteGUIDPlace, fabric, guid)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const gUIDPlaces = `-- name: GUIDPlaces :many
 SELECT fabric, guid, switch_guid, switch_port, recorded_at, moved_to, moved_at FROM guid_places WHERE fabric = ?1 ORDER BY guid
 `

@@ -135,3 +135,25 @@ func (s *Store) AcceptGUIDPlaces(ctx context.Context, places []GUIDPlace) error 
 	}
 	return nil
 }
+
+// ForgetGUIDPlaces deletes the recorded places of guids, GUIDs an operator
+// knows gone from the fabric for good (a host decommissioned while its GUID
+// was marked moved): each is recorded again where it next appears. It says
+// how many were recorded. All or nothing.
+func (s *Store) ForgetGUIDPlaces(ctx context.Context, guids []fabric.GUID) (int64, error) {
+	var n int64
+	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
+		for _, g := range guids {
+			d, err := q.DeleteGUIDPlace(ctx, s.FabricName(), g)
+			if err != nil {
+				return fmt.Errorf("GUID %s: %w", g, err)
+			}
+			n += d
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("forget GUIDs' switch ports: %w", err)
+	}
+	return n, nil
+}

@@ -28,3 +28,8 @@ ON DUPLICATE KEY UPDATE
 
 -- name: GUIDPlaces :many
 SELECT * FROM guid_places WHERE fabric = sqlc.arg(fabric) ORDER BY guid;
+
+-- An operator's forget: a GUID gone from the fabric for good (its host
+-- decommissioned); recorded again where it next appears.
+-- name: DeleteGUIDPlace :execrows
+DELETE FROM guid_places WHERE fabric = sqlc.arg(fabric) AND guid = sqlc.arg(guid);

@@ -27,3 +27,8 @@ ON CONFLICT (fabric, guid) DO UPDATE SET
 
 -- name: GUIDPlaces :many
 SELECT * FROM guid_places WHERE fabric = @fabric ORDER BY guid;
+
+-- An operator's forget: a GUID gone from the fabric for good (its host
+-- decommissioned); recorded again where it next appears.
+-- name: DeleteGUIDPlace :execrows
+DELETE FROM guid_places WHERE fabric = @fabric AND guid = @guid;

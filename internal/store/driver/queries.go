@@ -29,6 +29,7 @@ type Queries interface {
 	CountJobsByStatus(ctx context.Context, fabric string) ([]CountJobsByStatusRow, error)
 	DeleteAppliesBefore(ctx context.Context, fabric string, keepFrom int64, before time.Time, batch int64, term int64) (int64, error)
 	DeleteAdoptedPartition(ctx context.Context, fabric string, pkey fabric.PKey) (int64, error)
+	DeleteGUIDPlace(ctx context.Context, fabric string, guid fabric.GUID) (int64, error)
 	DeleteExpectedSwitches(ctx context.Context, fabric string) error
 	DeleteFinishedJobsBefore(ctx context.Context, fabric string, before *time.Time, batch int64, term int64) (int64, error)
 	DeleteForeignSMs(ctx context.Context, fabric string, term int64) (int64, error)

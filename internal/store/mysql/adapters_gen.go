@@ -38,6 +38,10 @@ func (q queries) DeleteAdoptedPartition(ctx context.Context, fabric string, pkey
 	return q.Queries.DeleteAdoptedPartition(ctx, mysqldb.DeleteAdoptedPartitionParams{Fabric: fabric, Pkey: pkey})
 }
 
+func (q queries) DeleteGUIDPlace(ctx context.Context, fabric string, guid fabric.GUID) (int64, error) {
+	return q.Queries.DeleteGUIDPlace(ctx, mysqldb.DeleteGUIDPlaceParams{Fabric: fabric, Guid: guid})
+}
+
 func (q queries) DeleteForeignSMs(ctx context.Context, fabric string, term int64) (int64, error) {
 	return q.Queries.DeleteForeignSMs(ctx, mysqldb.DeleteForeignSMsParams{Fabric: fabric, Term: term})
 }

@@ -13,7 +13,7 @@ import (
 var guidPlaceTests = []storeTest{
 	{"GUIDPlacesFirstKeptMovesMarked", testGUIDPlacesRecord},
 	{"GUIDPlacesFencedAndChecked", testGUIDPlacesFenced},
-	{"GUIDPlacesAcceptWinsOverAStaleMark", testGUIDPlacesAccept},
+	{"GUIDPlacesAcceptWinsOverAStaleMarkAndForget", testGUIDPlacesAccept},
 }
 
 const (
@@ -138,4 +138,12 @@ func testGUIDPlacesAccept(t *testing.T, s *store.Store) {
 	if err := s.AcceptGUIDPlaces(ctx, []store.GUIDPlace{{GUID: placeH1, Switch: placeS1, Port: 0}}); err == nil {
 		t.Error("AcceptGUIDPlaces with port 0 = nil error, want refused")
 	}
+	// Forgotten: H2's row goes, H1's stays; a GUID not recorded counts none.
+	if n, err := s.ForgetGUIDPlaces(ctx, []fabric.GUID{placeH2, 0x0002c90300009901}); err != nil || n != 1 {
+		t.Fatalf("ForgetGUIDPlaces = %d, %v; want 1", n, err)
+	}
+	if got, err = s.GUIDPlaces(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantPlaces(t, got, store.GUIDPlace{GUID: placeH1, Switch: placeS1, Port: 3})
 }
