@@ -9,6 +9,7 @@
 //	alternative-fabric-manager --version
 //	alternative-fabric-manager --config-file ... --status [--json] | --confirm-switches | --show-keys
 //	alternative-fabric-manager --config-file ... --show-enforcement-errors | --clear-enforcement-errors
+//	alternative-fabric-manager --config-file ... --accept-moved-guid GUID[,GUID...]  # docs/runbooks.md
 //	alternative-fabric-manager --config-file ... --import-neutron [--dry-run] [--prune]  # docs/neutron-import.md
 //	alternative-fabric-manager --config-file ... --unfreeze   # HA: lift a freeze (docs/ha.md)
 //	alternative-fabric-manager --config-file ... --move-physnet PHYSNET [--dry-run]  # docs/multi-fabric.md
@@ -62,6 +63,7 @@ func main() {
 	asJSON := flag.Bool("json", false, "with --status: print it as JSON (fields in docs/status.md)")
 	confirm := flag.Bool("confirm-switches", false, "record the switches of OpenSM's last sweep as the fabric's expected switches, then exit")
 	showErrs := flag.Bool("show-enforcement-errors", false, "list the switch ports whose partition enforcement OpenSM cleared, then exit")
+	acceptMoved := flag.String("accept-moved-guid", "", "record the switch ports OpenSM's last sweep found these port GUIDs behind (comma separated) as theirs: a host recabled or its HCA moved; forget those not in it (a host gone for good) (docs/runbooks.md), then exit")
 	clearErrs := flag.Bool("clear-enforcement-errors", false, "forget the recorded enforcement errors, so that jobs complete again, then exit")
 	unfreezeFlag := flag.Bool("unfreeze", false, "with [ha] ha = true: lift a freeze once you made sure the OpenSM --status names is stopped (docs/ha.md), then exit")
 	showKeys := flag.Bool("show-keys", false, "print OpenSM's M_Key, SM_Key and SA_Key (secrets), then exit")
@@ -91,7 +93,7 @@ func main() {
 	adopting, releasing, moving := *adoptFile != "", *releasePKey != "", *movePhysnet != ""
 	// At most one command flag; with one, the manager runs it and exits.
 	commands := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *unfreezeFlag,
-		*healthcheck, *importKeys != "", *rotateKeys != "", adopting, releasing, *importNeutron, *auditFlag, moving)
+		*healthcheck, *importKeys != "", *rotateKeys != "", adopting, releasing, *importNeutron, *auditFlag, moving, *acceptMoved != "")
 	if commands > 1 || (*asJSON && !*status && !*auditFlag) || (*replaceKeys && *importKeys == "") ||
 		(*dryRun && !*importNeutron && !moving) || (*prune && !*importNeutron) {
 		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: give at most one command flag (--json goes with --status or --audit, "+
@@ -135,9 +137,9 @@ func main() {
 		err = runMovePhysnet(ctx, *configFile, fab, *movePhysnet, *dryRun, log, os.Stdout)
 	case *importNeutron:
 		err = runImportNeutron(ctx, *configFile, neutronimport.Options{DryRun: *dryRun, Prune: *prune}, log)
-	case *status || *confirm || *showErrs || *clearErrs || *showKeys || *unfreezeFlag:
+	case *status || *confirm || *showErrs || *clearErrs || *showKeys || *unfreezeFlag || *acceptMoved != "":
 		err = runOperator(ctx, *configFile, log, operatorCommand{status: *status, json: *asJSON,
-			confirm: *confirm, showErrors: *showErrs, clearErrors: *clearErrs, showKeys: *showKeys, unfreeze: *unfreezeFlag, fabric: fab.name, everyFabric: !fab.given})
+			confirm: *confirm, showErrors: *showErrs, clearErrors: *clearErrs, showKeys: *showKeys, unfreeze: *unfreezeFlag, acceptMoved: *acceptMoved, fabric: fab.name, everyFabric: !fab.given})
 	default:
 		err = run(ctx, *configFile, level, hup)
 	}

@@ -32,6 +32,7 @@ const operatorConnectTimeout = 10 * time.Second
 // it acts on.
 type operatorCommand struct {
 	status, json, confirm, showErrors, clearErrors, showKeys, unfreeze bool
+	acceptMoved                                                        string // --accept-moved-guid's GUIDs
 	// fabric is --fabric's name; everyFabric is --status without --fabric.
 	fabric      string
 	everyFabric bool
@@ -78,6 +79,8 @@ func runOperatorCommand(ctx context.Context, f operatorFabric, st *store.Store, 
 		return clearEnforcementErrors(ctx, st, w)
 	case c.unfreeze:
 		return unfreeze(ctx, cfg, st, w)
+	case c.acceptMoved != "":
+		return acceptMovedGUIDs(ctx, cfg, st, c.acceptMoved, w)
 	case c.showKeys:
 		k, err := recordedKeys(ctx, st)
 		if err != nil {

@@ -24,6 +24,9 @@ func New(db DBTX) *Queries {
 func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	q := Queries{db: db}
 	var err error
+	if q.acceptGUIDPlaceStmt, err = db.PrepareContext(ctx, acceptGUIDPlace); err != nil {
+		return nil, fmt.Errorf("error preparing query AcceptGUIDPlace: %w", err)
+	}
 	if q.bumpRevisionStmt, err = db.PrepareContext(ctx, bumpRevision); err != nil {
 		return nil, fmt.Errorf("error preparing query BumpRevision: %w", err)
 	}
@@ -74,6 +77,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.deleteForeignSMsStmt, err = db.PrepareContext(ctx, deleteForeignSMs); err != nil {
 		return nil, fmt.Errorf("error preparing query DeleteForeignSMs: %w", err)
+	}
+	if q.deleteGUIDPlaceStmt, err = db.PrepareContext(ctx, deleteGUIDPlace); err != nil {
+		return nil, fmt.Errorf("error preparing query DeleteGUIDPlace: %w", err)
 	}
 	if q.deleteKubernetesMemberStmt, err = db.PrepareContext(ctx, deleteKubernetesMember); err != nil {
 		return nil, fmt.Errorf("error preparing query DeleteKubernetesMember: %w", err)
@@ -126,6 +132,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.foreignSMsStmt, err = db.PrepareContext(ctx, foreignSMs); err != nil {
 		return nil, fmt.Errorf("error preparing query ForeignSMs: %w", err)
 	}
+	if q.gUIDPlacesStmt, err = db.PrepareContext(ctx, gUIDPlaces); err != nil {
+		return nil, fmt.Errorf("error preparing query GUIDPlaces: %w", err)
+	}
 	if q.gateSwitchesStmt, err = db.PrepareContext(ctx, gateSwitches); err != nil {
 		return nil, fmt.Errorf("error preparing query GateSwitches: %w", err)
 	}
@@ -170,6 +179,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.insertForeignSMStmt, err = db.PrepareContext(ctx, insertForeignSM); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertForeignSM: %w", err)
+	}
+	if q.insertGUIDPlaceStmt, err = db.PrepareContext(ctx, insertGUIDPlace); err != nil {
+		return nil, fmt.Errorf("error preparing query InsertGUIDPlace: %w", err)
 	}
 	if q.insertJobStmt, err = db.PrepareContext(ctx, insertJob); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertJob: %w", err)
@@ -230,6 +242,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.lockJobIDsStmt, err = db.PrepareContext(ctx, lockJobIDs); err != nil {
 		return nil, fmt.Errorf("error preparing query LockJobIDs: %w", err)
+	}
+	if q.markGUIDMovedStmt, err = db.PrepareContext(ctx, markGUIDMoved); err != nil {
+		return nil, fmt.Errorf("error preparing query MarkGUIDMoved: %w", err)
 	}
 	if q.markJobsRunningStmt, err = db.PrepareContext(ctx, markJobsRunning); err != nil {
 		return nil, fmt.Errorf("error preparing query MarkJobsRunning: %w", err)
@@ -305,6 +320,11 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 
 func (q *Queries) Close() error {
 	var err error
+	if q.acceptGUIDPlaceStmt != nil {
+		if cerr := q.acceptGUIDPlaceStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing acceptGUIDPlaceStmt: %w", cerr)
+		}
+	}
 	if q.bumpRevisionStmt != nil {
 		if cerr := q.bumpRevisionStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing bumpRevisionStmt: %w", cerr)
@@ -388,6 +408,11 @@ func (q *Queries) Close() error {
 	if q.deleteForeignSMsStmt != nil {
 		if cerr := q.deleteForeignSMsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing deleteForeignSMsStmt: %w", cerr)
+		}
+	}
+	if q.deleteGUIDPlaceStmt != nil {
+		if cerr := q.deleteGUIDPlaceStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing deleteGUIDPlaceStmt: %w", cerr)
 		}
 	}
 	if q.deleteKubernetesMemberStmt != nil {
@@ -475,6 +500,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing foreignSMsStmt: %w", cerr)
 		}
 	}
+	if q.gUIDPlacesStmt != nil {
+		if cerr := q.gUIDPlacesStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing gUIDPlacesStmt: %w", cerr)
+		}
+	}
 	if q.gateSwitchesStmt != nil {
 		if cerr := q.gateSwitchesStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing gateSwitchesStmt: %w", cerr)
@@ -548,6 +578,11 @@ func (q *Queries) Close() error {
 	if q.insertForeignSMStmt != nil {
 		if cerr := q.insertForeignSMStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing insertForeignSMStmt: %w", cerr)
+		}
+	}
+	if q.insertGUIDPlaceStmt != nil {
+		if cerr := q.insertGUIDPlaceStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing insertGUIDPlaceStmt: %w", cerr)
 		}
 	}
 	if q.insertJobStmt != nil {
@@ -648,6 +683,11 @@ func (q *Queries) Close() error {
 	if q.lockJobIDsStmt != nil {
 		if cerr := q.lockJobIDsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing lockJobIDsStmt: %w", cerr)
+		}
+	}
+	if q.markGUIDMovedStmt != nil {
+		if cerr := q.markGUIDMovedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing markGUIDMovedStmt: %w", cerr)
 		}
 	}
 	if q.markJobsRunningStmt != nil {
@@ -804,6 +844,7 @@ func (q *Queries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, ar
 type Queries struct {
 	db                                DBTX
 	tx                                *sql.Tx
+	acceptGUIDPlaceStmt               *sql.Stmt
 	bumpRevisionStmt                  *sql.Stmt
 	clearEnforcementErrorsStmt        *sql.Stmt
 	clearGUIDsOfNetworkStmt           *sql.Stmt
@@ -821,6 +862,7 @@ type Queries struct {
 	deleteExpectedSwitchesStmt        *sql.Stmt
 	deleteFinishedJobsBeforeStmt      *sql.Stmt
 	deleteForeignSMsStmt              *sql.Stmt
+	deleteGUIDPlaceStmt               *sql.Stmt
 	deleteKubernetesMemberStmt        *sql.Stmt
 	deleteKubernetesMembersOfPKeyStmt *sql.Stmt
 	deleteKubernetesPKeyStmt          *sql.Stmt
@@ -838,6 +880,7 @@ type Queries struct {
 	failJobsStmt                      *sql.Stmt
 	firstApplyToKeepStmt              *sql.Stmt
 	foreignSMsStmt                    *sql.Stmt
+	gUIDPlacesStmt                    *sql.Stmt
 	gateSwitchesStmt                  *sql.Stmt
 	getJobStmt                        *sql.Stmt
 	getKubernetesPKeyStmt             *sql.Stmt
@@ -853,6 +896,7 @@ type Queries struct {
 	insertFabricLeadershipStmt        *sql.Stmt
 	insertFabricStateStmt             *sql.Stmt
 	insertForeignSMStmt               *sql.Stmt
+	insertGUIDPlaceStmt               *sql.Stmt
 	insertJobStmt                     *sql.Stmt
 	insertJobPlacesStmt               *sql.Stmt
 	insertSecondSMStmt                *sql.Stmt
@@ -873,6 +917,7 @@ type Queries struct {
 	listPortsSinceStmt                *sql.Stmt
 	listSecretsStmt                   *sql.Stmt
 	lockJobIDsStmt                    *sql.Stmt
+	markGUIDMovedStmt                 *sql.Stmt
 	markJobsRunningStmt               *sql.Stmt
 	markKubernetesAppliedStmt         *sql.Stmt
 	markKubernetesChangedStmt         *sql.Stmt
@@ -902,6 +947,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 	return &Queries{
 		db:                                tx,
 		tx:                                tx,
+		acceptGUIDPlaceStmt:               q.acceptGUIDPlaceStmt,
 		bumpRevisionStmt:                  q.bumpRevisionStmt,
 		clearEnforcementErrorsStmt:        q.clearEnforcementErrorsStmt,
 		clearGUIDsOfNetworkStmt:           q.clearGUIDsOfNetworkStmt,
@@ -919,6 +965,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		deleteExpectedSwitchesStmt:        q.deleteExpectedSwitchesStmt,
 		deleteFinishedJobsBeforeStmt:      q.deleteFinishedJobsBeforeStmt,
 		deleteForeignSMsStmt:              q.deleteForeignSMsStmt,
+		deleteGUIDPlaceStmt:               q.deleteGUIDPlaceStmt,
 		deleteKubernetesMemberStmt:        q.deleteKubernetesMemberStmt,
 		deleteKubernetesMembersOfPKeyStmt: q.deleteKubernetesMembersOfPKeyStmt,
 		deleteKubernetesPKeyStmt:          q.deleteKubernetesPKeyStmt,
@@ -936,6 +983,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		failJobsStmt:                      q.failJobsStmt,
 		firstApplyToKeepStmt:              q.firstApplyToKeepStmt,
 		foreignSMsStmt:                    q.foreignSMsStmt,
+		gUIDPlacesStmt:                    q.gUIDPlacesStmt,
 		gateSwitchesStmt:                  q.gateSwitchesStmt,
 		getJobStmt:                        q.getJobStmt,
 		getKubernetesPKeyStmt:             q.getKubernetesPKeyStmt,
@@ -951,6 +999,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		insertFabricLeadershipStmt:        q.insertFabricLeadershipStmt,
 		insertFabricStateStmt:             q.insertFabricStateStmt,
 		insertForeignSMStmt:               q.insertForeignSMStmt,
+		insertGUIDPlaceStmt:               q.insertGUIDPlaceStmt,
 		insertJobStmt:                     q.insertJobStmt,
 		insertJobPlacesStmt:               q.insertJobPlacesStmt,
 		insertSecondSMStmt:                q.insertSecondSMStmt,
@@ -971,6 +1020,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		listPortsSinceStmt:                q.listPortsSinceStmt,
 		listSecretsStmt:                   q.listSecretsStmt,
 		lockJobIDsStmt:                    q.lockJobIDsStmt,
+		markGUIDMovedStmt:                 q.markGUIDMovedStmt,
 		markJobsRunningStmt:               q.markJobsRunningStmt,
 		markKubernetesAppliedStmt:         q.markKubernetesAppliedStmt,
 		markKubernetesChangedStmt:         q.markKubernetesChangedStmt,

@@ -70,6 +70,16 @@ type ForeignSubnetManager struct {
 	Fabric   string
 }
 
+type GuidPlace struct {
+	Fabric     string
+	Guid       fabric.GUID
+	SwitchGuid fabric.GUID
+	SwitchPort int64
+	RecordedAt time.Time
+	MovedTo    string
+	MovedAt    time.Time
+}
+
 type Job struct {
 	ID          int64
 	Revision    int64

@@ -22,14 +22,31 @@ func (f *Fabric) Relink(ctx context.Context, node string) error {
 	return f.linkCommand(ctx, "ReLink", node)
 }
 
-// linkCommand sends a link command to ibsim's console. Unlike Sim, it does not
-// wait for the console to fall silent: ibsim logs the traps it sends after
-// the prompt, so the command is done once a prompt follows it.
+// linkCommand sends a link command to ibsim's console (trapCommand).
 func (f *Fabric) linkCommand(ctx context.Context, verb, node string) error {
 	if node == "" || strings.ContainsAny(node, "\"\n\r[]") {
 		return fmt.Errorf("ibsim %s: node name %q: want a name such as \"S2\"", verb, node)
 	}
-	command := fmt.Sprintf("%s %q", verb, node)
+	return f.trapCommand(ctx, fmt.Sprintf("%s %q", verb, node))
+}
+
+// Link cables port fromPort of node from to port toPort of node to (both
+// ports free, say after Unlink): the switch sends trap 128 and OpenSM sweeps
+// by itself, finding whatever is at the other end.
+func (f *Fabric) Link(ctx context.Context, from string, fromPort int, to string, toPort int) error {
+	for _, node := range []string{from, to} {
+		if node == "" || strings.ContainsAny(node, "\"\n\r[]") {
+			return fmt.Errorf("ibsim Link: node name %q: want a name such as \"S2\"", node)
+		}
+	}
+	return f.trapCommand(ctx, fmt.Sprintf("Link %q[%d] %q[%d]", from, fromPort, to, toPort))
+}
+
+// trapCommand sends a command that makes ibsim send traps to its console.
+// Unlike Sim, it does not wait for the console to fall silent: ibsim logs the
+// traps it sends after the prompt, so the command is done once a prompt
+// follows it.
+func (f *Fabric) trapCommand(ctx context.Context, command string) error {
 	f.simMu.Lock()
 	defer f.simMu.Unlock()
 	if !f.IbsimRunning() {

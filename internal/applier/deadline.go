@@ -88,6 +88,14 @@ func (d deadlineStore) DuplicateGUIDs(ctx context.Context) ([]store.DuplicateGUI
 	return within(ctx, d, d.Store.DuplicateGUIDs)
 }
 
+func (d deadlineStore) GUIDPlaces(ctx context.Context) ([]store.GUIDPlace, error) {
+	return within(ctx, d, d.Store.GUIDPlaces)
+}
+
+func (d deadlineStore) RecordGUIDPlaces(ctx context.Context, term int64, seen []store.GUIDPlaceUpdate) ([]store.GUIDPlace, error) {
+	return within(ctx, d, func(ctx context.Context) ([]store.GUIDPlace, error) { return d.Store.RecordGUIDPlaces(ctx, term, seen) })
+}
+
 func (d deadlineStore) RecordDuplicateGUIDs(ctx context.Context, term int64, seen []store.DuplicateSighting) error {
 	return d.call(ctx, func(ctx context.Context) error { return d.Store.RecordDuplicateGUIDs(ctx, term, seen) })
 }

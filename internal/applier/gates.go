@@ -29,7 +29,9 @@ import (
 //   - no switch port is recorded as having had its enforcement cleared: the
 //     host behind it can reach every partition,
 //   - the last audit found no breach (audit.go),
-//   - no GUID is recorded as found twice (duplicates.go),
+//   - no GUID is recorded as found twice (duplicates.go), and none of the
+//     partitions is behind another switch port than its recorded one
+//     (moved.go),
 //   - no freeze (freeze.go), and
 //   - no second SM is master over ports (secondsm.go),
 //
@@ -77,6 +79,7 @@ type GateStore interface {
 	GateReader
 	RecordEnforcementErrors(ctx context.Context, term int64, seen []store.EnforcementSighting) error
 	DuplicateStore
+	PlaceStore // moved.go
 	DescribeOpenJobs(ctx context.Context, term, revision int64, description string) (int64, error)
 	// DescribeJob is DescribeOpenJobs for one job (readback.go).
 	DescribeJob(ctx context.Context, term, id int64, description string) (int64, error)
@@ -107,6 +110,7 @@ func (t *term) readDump() dumpRead {
 type gatekeeper struct {
 	enforcement enforcementLog
 	duplicates  duplicateLog // duplicates.go
+	places      placeWatch   // moved.go
 	blocked     int64        // revision proven applied whose jobs wait for the gates; 0: none
 	said        string       // the reasons last logged and written into the jobs
 	// reopened: the gates opened while jobs waited; the next apply's sweep
@@ -161,6 +165,14 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, p
 		t.observer().ApplyFinished(a.Outcome, time.Since(a.StartedAt))
 		return 0, false
 	}
+	places, err := t.recordPlaces(ctx, st, dump)
+	if err != nil {
+		// A GUID moved since the last record would go unjudged: nothing
+		// completes; the apply is retried.
+		log.Error("jobs wait: the GUIDs' switch ports could not be recorded", "error", err)
+		t.observer().ApplyFinished(a.Outcome, time.Since(a.StartedAt))
+		return 0, false
+	}
 	t.scanEnforcement(ctx)
 	t.secondSM.detectNow(ctx, t)
 	frozen := t.pollFreeze(ctx)
@@ -170,12 +182,11 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, p
 	t.termEvidence(&ev, frozen, reapply)
 	var v verdict.Verdict
 	open := func(gs store.GateState) bool {
-		ev.Expected, ev.EnforcementErrors = gs.Expected, gs.Errors
+		ev.Expected, ev.EnforcementErrors, ev.Places = gs.Expected, gs.Errors, places
 		v = verdict.Judge(ev)
 		return !reapply && v.Open()
 	}
 	var f store.Finished
-	var err error
 	if proven == nil {
 		f, err = t.Store.FinishApply(ctx, a, open)
 	} else {

@@ -96,3 +96,39 @@ func TestGateClosedNamesSecondSM(t *testing.T) {
 		t.Errorf("afm_gate_closed: %d series of the second SM; want one", named)
 	}
 }
+
+// A GUID the leader saw behind another switch port than its recorded one is
+// a gate="duplicate_guid" series too, naming both switch ports.
+func TestGateClosedNamesMovedGUID(t *testing.T) {
+	s := storetest.Open(t, config.EngineSQLite)
+	ctx := t.Context()
+	term, err := s.NewTerm(ctx, "leader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const h1, s1 = 0x0002c90300000101, 0x0002c90300f00001
+	if _, err := s.RecordGUIDPlaces(ctx, term, []store.GUIDPlaceUpdate{{GUID: h1, Switch: s1, Port: 2, New: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RecordGUIDPlaces(ctx, term, []store.GUIDPlaceUpdate{{GUID: h1, Switch: s1, Port: 2,
+		MovedTo: "0x0002c90300f00001:3"}}); err != nil {
+		t.Fatal(err)
+	}
+	m := New()
+	f := m.Fabric(store.DefaultFabric)
+	m.Registry().MustRegister(&State{Fabric: f, DB: s, SM: fakeSM{running: true}, Gates: verdict.Source{Store: s},
+		Ready: func(context.Context) bool { return true }})
+	f.Leading(term)
+	var moved []string
+	for labels := range gathered(t, m)["afm_gate_closed"] {
+		if strings.Contains(labels, "gate=duplicate_guid,") && strings.Contains(labels, verdict.MovedGUIDText) {
+			moved = append(moved, labels)
+			if !strings.Contains(labels, "port GUID 0x0002c90300000101 recorded behind switch port 0x0002c90300f00001:2 was behind 0x0002c90300f00001:3") {
+				t.Errorf("reason %q does not name the GUID and both switch ports", labels)
+			}
+		}
+	}
+	if len(moved) != 1 {
+		t.Errorf("afm_gate_closed gate=duplicate_guid series of the moved GUID: %q; want one", moved)
+	}
+}

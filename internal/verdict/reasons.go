@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/audit"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
@@ -156,6 +157,51 @@ func duplicateReasons(dups []store.DuplicateGUID) []Reason {
 		"%s: %s; OpenSM cannot bring the subnet up while it lasts: find the host, restore its GUID or unplug it; "+
 			"the gate opens at the first heavy sweep that reaches SUBNET UP without it", DuplicateGUIDText,
 		strings.Join(named, "; "))}}
+}
+
+// MovedGUIDText starts the reason given while a GUID is behind another switch
+// port than its recorded one.
+const MovedGUIDText = "a GUID of the partitions is behind another switch port than the one recorded (a host presenting the GUID of a host that is down, or a host recabled)"
+
+// MovedReasons: a tenant that takes the GUID of a host that is down makes no
+// duplicate OpenSM could see; the GUID appears behind another switch port,
+// and the partitions follow it there (the applier's moved.go records the
+// places). One reason, naming every GUID seen behind another switch port
+// than its recorded one now, or marked so and not seen back at its own since;
+// topo nil: the dump was not read, only the marks judge.
+func MovedReasons(places []store.GUIDPlace, topo *topology.Topology) []Reason {
+	var named []string
+	for _, p := range places {
+		if at, ok := SeenAt(topo, p.GUID); ok && at != PlaceOf(p) {
+			named = append(named, fmt.Sprintf("port GUID %s recorded behind switch port %s is behind %s",
+				p.GUID, p.SwitchPort(), at))
+		} else if !ok && p.MovedTo != "" {
+			named = append(named, fmt.Sprintf("port GUID %s recorded behind switch port %s was behind %s (%s), "+
+				"and has not been seen back since", p.GUID, p.SwitchPort(), p.MovedTo, p.MovedAt.Format("2006-01-02T15:04:05Z")))
+		}
+	}
+	if len(named) == 0 {
+		return nil
+	}
+	return []Reason{{DuplicateGUID, fmt.Sprintf(
+		"%s: %s; the switch port it is behind enforces its partitions there: take that host off, or, if the move "+
+			"is legitimate, --accept-moved-guid <GUID>; the gate opens once the GUID is behind its recorded "+
+			"switch port again or the move is accepted", MovedGUIDText, strings.Join(named, "; "))}}
+}
+
+// SeenAt is the switch port guid is behind in the dump. Compared, not
+// formatted: a sweep compares every recorded GUID.
+func SeenAt(topo *topology.Topology, guid fabric.GUID) (topology.SwitchPort, bool) {
+	if topo == nil {
+		return topology.SwitchPort{}, false
+	}
+	sw, port, ok := topo.HostPort(guid)
+	return topology.SwitchPort{Switch: sw, Port: port}, ok
+}
+
+// PlaceOf is p's recorded switch port.
+func PlaceOf(p store.GUIDPlace) topology.SwitchPort {
+	return topology.SwitchPort{Switch: p.Switch, Port: p.Port}
 }
 
 // secondSMReasons is the second SM's reason while one is master over ports

@@ -14,6 +14,7 @@ type Reader interface {
 	ExpectedSwitches(ctx context.Context) ([]store.ExpectedSwitch, error)
 	EnforcementErrors(ctx context.Context) ([]store.EnforcementError, error)
 	DuplicateGUIDs(ctx context.Context) ([]store.DuplicateGUID, error)
+	GUIDPlaces(ctx context.Context) ([]store.GUIDPlace, error)
 }
 
 // AuditReader reads the last recorded audit (store.Store).
@@ -64,8 +65,11 @@ func (s Source) Evidence(ctx context.Context) (Evidence, error) {
 	if ev.Duplicates, err = s.Store.DuplicateGUIDs(ctx); err != nil {
 		return Evidence{}, err
 	}
+	if ev.Places, err = s.Store.GUIDPlaces(ctx); err != nil {
+		return Evidence{}, err
+	}
 	ev.SubnetDump = s.SubnetDump
-	if len(ev.Expected) > 0 && s.SubnetDump != "" {
+	if (len(ev.Expected) > 0 || len(ev.Places) > 0) && s.SubnetDump != "" {
 		ev.Dump = s.readDump()
 	}
 	if err := s.readRecorded(ctx, &ev); err != nil {

@@ -97,6 +97,9 @@ type Evidence struct {
 	Expected          []store.ExpectedSwitch   // confirmed by an operator (--confirm-switches)
 	EnforcementErrors []store.EnforcementError // switch ports whose enforcement OpenSM cleared
 	Duplicates        []store.DuplicateGUID    // GUIDs OpenSM found twice
+	// Places are the switch ports the GUIDs of the partitions were
+	// recorded behind, with the moves marked (store.GUIDPlace).
+	Places []store.GUIDPlace
 	// SubnetDump is the dump's path; "": not configured.
 	SubnetDump string
 	// Dump is one read of it, looked at only when switches are confirmed.
@@ -191,6 +194,7 @@ func Judge(ev Evidence) Verdict {
 		v.Held = ev.Audit.Summary.HeldPorts()
 	}
 	v.Reasons = append(v.Reasons, duplicateReasons(ev.Duplicates)...)
+	v.Reasons = append(v.Reasons, MovedReasons(ev.Places, ev.Dump.Topo)...)
 	if ev.Freeze != "" {
 		v.Reasons = append(v.Reasons, Reason{Frozen, ev.Freeze})
 	}

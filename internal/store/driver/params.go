@@ -108,3 +108,37 @@ type InsertSecondSMParams struct {
 	Now      time.Time
 	Fabric   string
 }
+
+// GUIDPlaceParams are AcceptGUIDPlace's arguments: the switch port an
+// operator accepts as a GUID's place.
+type GUIDPlaceParams struct {
+	Fabric     string
+	GUID       fabric.GUID
+	SwitchGUID fabric.GUID
+	SwitchPort int64
+	Now        time.Time
+}
+
+// InsertGUIDPlaceParams are InsertGUIDPlace's arguments: a GUID's first
+// place, recorded if Term is still the current term.
+type InsertGUIDPlaceParams struct {
+	Fabric     string
+	GUID       fabric.GUID
+	SwitchGUID fabric.GUID
+	SwitchPort int64
+	Now        time.Time
+	Term       int64
+}
+
+// MarkGUIDMovedParams are MarkGUIDMoved's arguments: where a GUID recorded
+// behind SwitchGUID:SwitchPort was seen instead ("" when back there),
+// recorded if Term is still the current term.
+type MarkGUIDMovedParams struct {
+	MovedTo    string
+	Now        time.Time
+	Fabric     string
+	GUID       fabric.GUID
+	SwitchGUID fabric.GUID
+	SwitchPort int64
+	Term       int64
+}

@@ -20,6 +20,7 @@ import (
 // more than four arguments, a params struct to params.go); run make generate
 // again. See docs/architecture.md.
 type Queries interface {
+	AcceptGUIDPlace(ctx context.Context, arg GUIDPlaceParams) error
 	BumpRevision(ctx context.Context, fabric string) (int64, error)
 	ClearEnforcementErrors(ctx context.Context, fabric string) (int64, error)
 	ClearGUIDsOfNetwork(ctx context.Context, fabric string, revision int64, now time.Time, networkID string) (int64, error)
@@ -28,6 +29,7 @@ type Queries interface {
 	CountJobsByStatus(ctx context.Context, fabric string) ([]CountJobsByStatusRow, error)
 	DeleteAppliesBefore(ctx context.Context, fabric string, keepFrom int64, before time.Time, batch int64, term int64) (int64, error)
 	DeleteAdoptedPartition(ctx context.Context, fabric string, pkey fabric.PKey) (int64, error)
+	DeleteGUIDPlace(ctx context.Context, fabric string, guid fabric.GUID) (int64, error)
 	DeleteExpectedSwitches(ctx context.Context, fabric string) error
 	DeleteFinishedJobsBefore(ctx context.Context, fabric string, before *time.Time, batch int64, term int64) (int64, error)
 	DeleteForeignSMs(ctx context.Context, fabric string, term int64) (int64, error)
@@ -52,6 +54,7 @@ type Queries interface {
 	CountNetworks(ctx context.Context, fabric string) (int64, error)
 	FirstApplyToKeep(ctx context.Context, fabric string) (int64, error)
 	ForeignSMs(ctx context.Context, fabric string) ([]SecondSubnetManager, error)
+	GUIDPlaces(ctx context.Context, fabric string) ([]GUIDPlace, error)
 	GateSwitches(ctx context.Context, fabric string) ([]GateSwitchesRow, error)
 	GetJob(ctx context.Context, id int64) (Job, error)
 	GetKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey) (KubernetesPKey, error)
@@ -66,6 +69,7 @@ type Queries interface {
 	InsertFabricLeadership(ctx context.Context, fabric string) error
 	InsertFabricKubernetesState(ctx context.Context, fabric string) error
 	InsertExpectedSwitch(ctx context.Context, fabric string, guid fabric.GUID, description string, now time.Time) error
+	InsertGUIDPlace(ctx context.Context, arg InsertGUIDPlaceParams) (int64, error)
 	// InsertJob inserts the job and returns the id it chose (j.ID is not read).
 	InsertJob(ctx context.Context, j Job) (int64, error)
 	// InsertJobWithPlaces is InsertJob and the job's places (job_places),
@@ -86,6 +90,7 @@ type Queries interface {
 	InsertForeignSM(ctx context.Context, arg InsertSecondSMParams) (int64, error)
 	KubernetesState(ctx context.Context, fabric string) (KubernetesStateRow, error)
 	LastApply(ctx context.Context, fabric string) (Apply, error)
+	MarkGUIDMoved(ctx context.Context, arg MarkGUIDMovedParams) (int64, error)
 	NewestJobID(ctx context.Context, fabric string) (int64, error)
 	LastAudit(ctx context.Context, fabric string) ([]LastAuditRow, error)
 	Leadership(ctx context.Context, fabric string) (LeadershipRow, error)

@@ -266,3 +266,14 @@ type SetFailure struct {
 	Term     int64
 	Fabric   string
 }
+
+// GUIDPlace is the switch port a GUID of the partitions was recorded behind.
+type GUIDPlace struct {
+	Fabric     string
+	Guid       fabric.GUID
+	SwitchGuid fabric.GUID
+	SwitchPort int64
+	RecordedAt time.Time
+	MovedTo    string
+	MovedAt    time.Time
+}

@@ -15,6 +15,10 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
 
+func (q queries) AcceptGUIDPlace(ctx context.Context, arg driver.GUIDPlaceParams) error {
+	return q.Queries.AcceptGUIDPlace(ctx, mysqldb.AcceptGUIDPlaceParams{Fabric: arg.Fabric, Guid: arg.GUID, SwitchGuid: arg.SwitchGUID, SwitchPort: arg.SwitchPort, Now: arg.Now})
+}
+
 func (q queries) BumpRevision(ctx context.Context, fabric string) (int64, error) {
 	return driver.LastInsertID(q.Queries.BumpRevision(ctx, fabric))
 }
@@ -32,6 +36,10 @@ func (q queries) CountJobsByStatus(ctx context.Context, fabric string) ([]driver
 
 func (q queries) DeleteAdoptedPartition(ctx context.Context, fabric string, pkey fabric.PKey) (int64, error) {
 	return q.Queries.DeleteAdoptedPartition(ctx, mysqldb.DeleteAdoptedPartitionParams{Fabric: fabric, Pkey: pkey})
+}
+
+func (q queries) DeleteGUIDPlace(ctx context.Context, fabric string, guid fabric.GUID) (int64, error) {
+	return q.Queries.DeleteGUIDPlace(ctx, mysqldb.DeleteGUIDPlaceParams{Fabric: fabric, Guid: guid})
 }
 
 func (q queries) DeleteForeignSMs(ctx context.Context, fabric string, term int64) (int64, error) {
@@ -105,6 +113,11 @@ func (q queries) ForeignSMs(ctx context.Context, fabric string) ([]driver.Second
 	return driver.Convert(rs, func(r mysqldb.ForeignSubnetManager) driver.SecondSubnetManager { return driver.SecondSubnetManager(r) }), err
 }
 
+func (q queries) GUIDPlaces(ctx context.Context, fabric string) ([]driver.GUIDPlace, error) {
+	rs, err := q.Queries.GUIDPlaces(ctx, fabric)
+	return driver.Convert(rs, func(r mysqldb.GuidPlace) driver.GUIDPlace { return driver.GUIDPlace(r) }), err
+}
+
 func (q queries) GateSwitches(ctx context.Context, fabric string) ([]driver.GateSwitchesRow, error) {
 	rs, err := q.Queries.GateSwitches(ctx, mysqldb.GateSwitchesParams{Fabric: fabric})
 	return driver.Convert(rs, func(r mysqldb.GateSwitchesRow) driver.GateSwitchesRow { return driver.GateSwitchesRow(r) }), err
@@ -160,6 +173,10 @@ func (q queries) InsertExpectedSwitch(ctx context.Context, fabric string, guid f
 	return q.Queries.InsertExpectedSwitch(ctx, mysqldb.InsertExpectedSwitchParams{Guid: guid, Description: description, Now: now, Fabric: fabric})
 }
 
+func (q queries) InsertGUIDPlace(ctx context.Context, arg driver.InsertGUIDPlaceParams) (int64, error) {
+	return q.Queries.InsertGUIDPlace(ctx, mysqldb.InsertGUIDPlaceParams{Fabric: arg.Fabric, Guid: arg.GUID, SwitchGuid: arg.SwitchGUID, SwitchPort: arg.SwitchPort, Now: arg.Now, Term: arg.Term})
+}
+
 func (q queries) InsertJob(ctx context.Context, j driver.Job) (int64, error) {
 	return driver.LastInsertID(q.Queries.InsertJob(ctx, mysqldb.InsertJobParams{Fabric: j.Fabric, Revision: j.Revision, ObjectType: j.ObjectType, ObjectID: j.ObjectID, NetworkID: j.NetworkID, Operation: j.Operation, Status: j.Status, Description: j.Description, Result: j.Result, Error: j.Error, CreatedBy: j.CreatedBy, Request: j.Request, RequestID: j.RequestID, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt}))
 }
@@ -197,6 +214,10 @@ func (q queries) KubernetesState(ctx context.Context, fabric string) (driver.Kub
 func (q queries) LastApply(ctx context.Context, fabric string) (driver.Apply, error) {
 	r, err := q.Queries.LastApply(ctx, fabric)
 	return driver.Apply(r), err
+}
+
+func (q queries) MarkGUIDMoved(ctx context.Context, arg driver.MarkGUIDMovedParams) (int64, error) {
+	return q.Queries.MarkGUIDMoved(ctx, mysqldb.MarkGUIDMovedParams{MovedTo: arg.MovedTo, Now: arg.Now, Fabric: arg.Fabric, Guid: arg.GUID, SwitchGuid: arg.SwitchGUID, SwitchPort: arg.SwitchPort, Term: arg.Term})
 }
 
 func (q queries) LastAudit(ctx context.Context, fabric string) ([]driver.LastAuditRow, error) {

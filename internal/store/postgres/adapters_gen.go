@@ -15,6 +15,10 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
 
+func (q queries) AcceptGUIDPlace(ctx context.Context, arg driver.GUIDPlaceParams) error {
+	return q.Queries.AcceptGUIDPlace(ctx, arg.Fabric, arg.GUID, arg.SwitchGUID, arg.SwitchPort, arg.Now)
+}
+
 func (q queries) ClearGUIDsOfNetwork(ctx context.Context, fabric string, revision int64, now time.Time, networkID string) (int64, error) {
 	return q.Queries.ClearGUIDsOfNetwork(ctx, revision, now, networkID, fabric)
 }
@@ -83,6 +87,11 @@ func (q queries) ForeignSMs(ctx context.Context, fabric string) ([]driver.Second
 	return driver.Convert(rs, func(r pgdb.ForeignSubnetManager) driver.SecondSubnetManager { return driver.SecondSubnetManager(r) }), err
 }
 
+func (q queries) GUIDPlaces(ctx context.Context, fabric string) ([]driver.GUIDPlace, error) {
+	rs, err := q.Queries.GUIDPlaces(ctx, fabric)
+	return driver.Convert(rs, func(r pgdb.GuidPlace) driver.GUIDPlace { return driver.GUIDPlace(r) }), err
+}
+
 func (q queries) GateSwitches(ctx context.Context, fabric string) ([]driver.GateSwitchesRow, error) {
 	rs, err := q.Queries.GateSwitches(ctx, fabric)
 	return driver.Convert(rs, func(r pgdb.GateSwitchesRow) driver.GateSwitchesRow { return driver.GateSwitchesRow(r) }), err
@@ -136,6 +145,10 @@ func (q queries) InsertExpectedSwitch(ctx context.Context, fabric string, guid f
 	return q.Queries.InsertExpectedSwitch(ctx, guid, description, now, fabric)
 }
 
+func (q queries) InsertGUIDPlace(ctx context.Context, arg driver.InsertGUIDPlaceParams) (int64, error) {
+	return q.Queries.InsertGUIDPlace(ctx, arg.Fabric, arg.GUID, arg.SwitchGUID, arg.SwitchPort, arg.Now, arg.Term)
+}
+
 func (q queries) InsertJob(ctx context.Context, j driver.Job) (int64, error) {
 	return q.Queries.InsertJob(ctx, j.Fabric, j.Revision, j.ObjectType, j.ObjectID, j.NetworkID, j.Operation, j.Status, j.Description, j.Result, j.Error, j.CreatedBy, j.Request, j.RequestID, j.CreatedAt, j.UpdatedAt, j.StartedAt, j.FinishedAt)
 }
@@ -165,6 +178,10 @@ func (q queries) KubernetesState(ctx context.Context, fabric string) (driver.Kub
 func (q queries) LastApply(ctx context.Context, fabric string) (driver.Apply, error) {
 	r, err := q.Queries.LastApply(ctx, fabric)
 	return driver.Apply(r), err
+}
+
+func (q queries) MarkGUIDMoved(ctx context.Context, arg driver.MarkGUIDMovedParams) (int64, error) {
+	return q.Queries.MarkGUIDMoved(ctx, arg.MovedTo, arg.Now, arg.Fabric, arg.GUID, arg.SwitchGUID, arg.SwitchPort, arg.Term)
 }
 
 func (q queries) LastAudit(ctx context.Context, fabric string) ([]driver.LastAuditRow, error) {

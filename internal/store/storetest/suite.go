@@ -89,6 +89,7 @@ func Run(t *testing.T, engine string) {
 	tests = append(tests, setFailureTests...)
 	tests = append(tests, placesTests...)
 	tests = append(tests, duplicateTests...)
+	tests = append(tests, guidPlaceTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -334,3 +334,29 @@ func TestSetFailuresMigration(t *testing.T) {
 		}
 	})
 }
+
+// TestGUIDPlacesMigration: a database of schema version 17 upgrades to the
+// GUIDs' places, which take a record; 00018 goes down (the table gone, the
+// leadership kept) and up again, with nothing recorded.
+func TestGUIDPlacesMigration(t *testing.T) {
+	atVersion(t, 17, func(ctx context.Context, t *testing.T, d Database, db *sql.DB, p *goose.Provider) {
+		s := OpenDatabase(t, d) // migrates to the latest version
+		term, err := s.NewTerm(ctx, "leader")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.RecordGUIDPlaces(ctx, term, []store.GUIDPlaceUpdate{{GUID: placeH1, Switch: placeS1, Port: 2, New: true}}); err != nil {
+			t.Fatal(err)
+		}
+		downAndUp(ctx, t, p, 17, func() {
+			wantRows(ctx, t, db, "leadership", 1)
+			var n int
+			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM guid_places`).Scan(&n); err == nil {
+				t.Error("after 00018's down guid_places is still there")
+			}
+		})
+		if list, err := s.GUIDPlaces(ctx); err != nil || len(list) != 0 {
+			t.Errorf("GUIDs' places after 00018 up again = %v, %v", list, err)
+		}
+	})
+}
