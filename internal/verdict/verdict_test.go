@@ -94,6 +94,20 @@ func TestJudge(t *testing.T) {
 			ev.Duplicates = []store.DuplicateGUID{clone}
 			return ev
 		}},
+		{"moved_guid_seen", func(t *testing.T) Evidence {
+			ev := healthy(t, "two-switches.lst")
+			// H1 recorded behind S1 port 3; the dump has it behind S1 port 2.
+			ev.Places = []store.GUIDPlace{{GUID: 0x0002c90300000101, Switch: 0x0002c90300f00001, Port: 3},
+				{GUID: 0x0002c90300000201, Switch: 0x0002c90300f00002, Port: 1}}
+			return ev
+		}},
+		{"moved_guid_marked_off_fabric", func(t *testing.T) Evidence {
+			ev := healthy(t, "two-switches.lst")
+			// A GUID off the fabric keeps its mark: the clone's link is down.
+			ev.Places = []store.GUIDPlace{{GUID: 0x0002c90300000901, Switch: 0x0002c90300f00001, Port: 6,
+				MovedTo: "0x0002c90300f00002:5", MovedAt: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}}
+			return ev
+		}},
 		{"frozen", func(t *testing.T) Evidence {
 			ev := healthy(t, "two-switches.lst")
 			ev.Freeze = freeze
