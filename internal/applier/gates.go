@@ -268,7 +268,7 @@ func (t *term) startLog(suspect string, dbTimeout time.Duration) error {
 		return fmt.Errorf("OpenSM log: %w", err)
 	}
 	t.gate = &gatekeeper{}
-	handlers := []func(opensm.Entry){t.gate.enforcement.observe, t.gate.duplicates.observe}
+	handlers := []func(opensm.Entry){t.gate.enforcement.observe, t.gate.duplicates.observe, t.smEvents.observe}
 	if t.Lease != nil {
 		t.freeze = newFreezeWatch(t.Lease, suspect, dbTimeout)
 		handlers = append(handlers, t.freeze.observe)
@@ -304,7 +304,7 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, p
 		return 0, false
 	}
 	t.scanEnforcement(ctx)
-	t.secondSM.detectNow(ctx, t)
+	lookReasons := t.secondSM.confirm(ctx, t, dump.topo, t.proof.takeRead()) // secondsm.go
 	frozen := t.pollFreeze(ctx)
 	reapply := t.reapply // a lifted freeze: the full apply that follows completes them
 	gates := Gates{SubnetDump: t.Cfg.SubnetDump}
@@ -317,6 +317,9 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, p
 			reasons = append(reasons, GateReason{GateFrozen, frozen})
 		}
 		reasons = append(reasons, t.secondSM.reason()...)
+		if len(lookReasons) > 0 && len(t.secondSM.reason()) == 0 {
+			reasons = append(reasons, lookReasons...) // cut short by the term's end
+		}
 		return !reapply && len(reasons) == 0
 	}
 	var f store.Finished

@@ -82,6 +82,16 @@ type proofState struct {
 	// unanswered are the ports whose last read failed, and when: they are
 	// read after the others, within a budget of their own (readOrder).
 	unanswered map[fabric.GUID]time.Time
+	// read are the ports the last read-back read (the open jobs' places):
+	// finish's second-SM look reads their MasterSMLID (takeRead).
+	read []fabric.GUID
+}
+
+// takeRead returns the ports the last read-back read, once.
+func (p *proofState) takeRead() []fabric.GUID {
+	read := p.read
+	p.read = nil
+	return read
 }
 
 // proveTables reads back the ports the open jobs up to run's revision touch
@@ -249,6 +259,7 @@ func (t *term) readWants(ctx context.Context, byJob map[int64][]pkeyread.Want) m
 		return verdicts
 	}
 	answered, unanswered := t.readOrder(byJob)
+	t.proof.read = append(slices.Clone(answered), unanswered...)
 	t.proof.offFabric = map[fabric.GUID]bool{}
 	absent := map[fabric.GUID]error{}
 	var results []pkeyread.Result
