@@ -41,7 +41,7 @@ type fabricResult struct {
 // OpenSM's sweep (SIGHUP → SUBNET UP read), and completing (recording the
 // apply, the capacity check, the gates and the jobs' completion).
 type applySplit struct {
-	render, write, sweep, complete latencies
+	render, write, sweep, verify, complete latencies
 }
 
 // fabricNetworks is how many VLAN networks the large fabric's hosts are spread
@@ -58,7 +58,9 @@ func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switc
 	if samples >= hosts {
 		return res, fmt.Errorf("%d samples need more than %d hosts", samples, hosts)
 	}
-	r, err := startRig(ctx, engine, binary, dir, fabricsim.Options{Hosts: hosts, Switches: switches}, log)
+	// The manager as shipped: verify = tables, the audit and the second-SM
+	// look on; every port is a host's, so every change is read back.
+	r, err := startRigWith(ctx, engine, binary, dir, fabricsim.Options{Hosts: hosts, Switches: switches}, verifyTables, nil, log)
 	if err != nil {
 		return res, err
 	}
@@ -136,6 +138,31 @@ func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switc
 	return res, nil
 }
 
+// measureFabricsOf measures, with the manager's defaults, the small fabric
+// (a host for each sample and four more, on one switch: the 4-host
+// overhead's target, on ports real hosts carry) and the large fabric on each
+// count of switches of o.
+func measureFabricsOf(ctx context.Context, engine, binary, dir string, o options, log *slog.Logger) ([]fabricResult, error) {
+	sizes := [][2]int{{o.samples + 4, 1}}
+	for _, k := range o.fabricSwitches {
+		sizes = append(sizes, [2]int{o.fabricHosts, k})
+	}
+	var out []fabricResult
+	for _, size := range sizes {
+		log.Info("fabric with the defaults: overhead over OpenSM", "hosts", size[0], "switches", size[1], "samples", o.samples)
+		ldir := filepath.Join(dir, fmt.Sprintf("large-%d-%d", size[0], size[1])) // dir/fabric is the small rig's fabric
+		if err := os.MkdirAll(ldir, 0o755); err != nil {
+			return out, err
+		}
+		res, err := measureFabric(ctx, engine, binary, ldir, size[0], size[1], o.samples, o.clients, log)
+		if err != nil {
+			return out, fmt.Errorf("fabric of %d hosts on %d switches: %w", size[0], size[1], err)
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
 // postAll binds every host's port to one of nets, round-robin, from clients
 // concurrent clients.
 func postAll(ctx context.Context, r *rig, hosts []fabricsim.Host, nets []string, clients int) error {
@@ -189,8 +216,8 @@ func readApplySplit(path string, from int64) (applySplit, error) {
 	sc.Buffer(make([]byte, 64*1024), 4<<20)
 	for sc.Scan() {
 		var line struct {
-			Msg                            string `json:"msg"`
-			Render, Write, Sweep, Complete *int64
+			Msg                                    string `json:"msg"`
+			Render, Write, Sweep, Verify, Complete *int64
 		}
 		if json.Unmarshal(sc.Bytes(), &line) != nil || line.Msg != "partitions applied" || line.Complete == nil {
 			continue
@@ -201,6 +228,9 @@ func readApplySplit(path string, from int64) (applySplit, error) {
 		s.render = append(s.render, time.Duration(*line.Render))
 		s.write = append(s.write, time.Duration(*line.Write))
 		s.sweep = append(s.sweep, time.Duration(*line.Sweep))
+		if line.Verify != nil {
+			s.verify = append(s.verify, time.Duration(*line.Verify))
+		}
 		s.complete = append(s.complete, time.Duration(*line.Complete))
 	}
 	return s, sc.Err()
