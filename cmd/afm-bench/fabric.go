@@ -14,6 +14,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 )
 
 // fabricResult: a change's cost on a fabric of a real cloud's size, whose
@@ -31,6 +32,11 @@ type fabricResult struct {
 	// from one sweep to the next at this size. Empty when the applies cannot
 	// be paired with the changes (more applies than changes).
 	own latencies
+	// enroll is the enrollment's burst (the batching, on host ports with the
+	// defaults): the members' POSTs from the first sent to the last job
+	// read Completed, and the heavy sweeps OpenSM started meanwhile.
+	enroll       time.Duration
+	enrollSweeps int
 	// cpu is the manager process's CPU time (user + system) per change,
 	// bare sweeps included: what the manager costs, whatever the machine's load.
 	cpu time.Duration
@@ -82,11 +88,21 @@ func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switc
 	members := r.fabric.Hosts[samples:]
 	res.members = len(members)
 	log.Info("large fabric: putting host ports into partitions", "ports", len(members), "networks", fabricNetworks)
+	from, err := opensm.LogPosition(r.opensmLog)
+	if err != nil {
+		return res, err
+	}
+	start := time.Now()
 	if err := postAll(ctx, r, members, nets, clients); err != nil {
 		return res, err
 	}
-	if _, err := r.api.waitCompleted(ctx, jobPath(r.api.lastJob.Load()), 20*time.Millisecond); err != nil {
+	done, err := r.api.waitCompleted(ctx, jobPath(r.api.lastJob.Load()), pollEvery)
+	if err != nil {
 		return res, fmt.Errorf("enroll the hosts: %w", err)
+	}
+	res.enroll = done.Sub(start)
+	if res.enrollSweeps, _, err = countSweeps(r.opensmLog, from); err != nil {
+		return res, err
 	}
 	pid, err := r.opensmPID()
 	if err != nil {

@@ -239,6 +239,10 @@ func fabricConfRows(add row, f fabricResult, at func(engineResult) fabricResult,
 		func(r engineResult) string {
 			return ms(at(r).overhead.sweep.median()) + " / " + ms(at(r).overhead.sweep.quantile(0.95))
 		})
+	add(fmt.Sprintf("the enrollment's burst (batching on host ports): %d POSTs from %d clients → the last job Completed; "+
+		"OpenSM's heavy sweeps meanwhile", f.members, o.clients), "", func(r engineResult) string {
+		return fmt.Sprintf("%s; %d sweeps", ms(at(r).enroll), at(r).enrollSweeps)
+	})
 	add("POST Port → job Completed, median / p95", "", func(r engineResult) string {
 		return ms(at(r).overhead.change.median()) + " / " + ms(at(r).overhead.change.quantile(0.95))
 	})
