@@ -226,7 +226,20 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 		}
 		log.Info("table written", "file", o.out)
 	}
-	return nil
+	return unmeasured(results)
+}
+
+// unmeasured is the error of the fabrics that could not be measured.
+func unmeasured(results []engineResult) error {
+	var errs []error
+	for _, r := range results {
+		for _, f := range r.fabric {
+			if f.err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", r.engine, f.err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // measureEngine runs every per-engine measurement on one rig, in an order that

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -220,6 +221,15 @@ func fabricRows(add row, results []engineResult, o options) {
 			return fabricResult{}
 		}
 		fabricConfRows(add, f, at, o, i == 0)
+		if !slices.ContainsFunc(results, func(r engineResult) bool { return at(r).err != nil }) {
+			continue
+		}
+		add("not measured", "", func(r engineResult) string {
+			if err := at(r).err; err != nil {
+				return "✗ " + strings.ReplaceAll(err.Error(), "|", "/")
+			}
+			return "—"
+		})
 	}
 }
 
