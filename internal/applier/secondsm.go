@@ -581,12 +581,14 @@ func (w *secondSMWatch) confirm(ctx context.Context, t *term, topo *topology.Top
 	}
 	w.detecting.Lock()
 	var err error
-	if w.holds() || !w.scanned || t.smEvents.count() != w.covered {
+	full := w.holds() || !w.scanned || t.smEvents.count() != w.covered
+	if full {
 		err = w.detectLocked(ctx, t)
 	} else {
 		err = w.quick(ctx, t, topo, places)
 	}
 	w.detecting.Unlock()
+	t.Log.Debug("second-SM look before the jobs complete", "full", full, "ports", len(places), "error", err)
 	t.takeSecondSMGone()
 	if err == nil {
 		return nil
