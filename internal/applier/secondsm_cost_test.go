@@ -1,6 +1,7 @@
 package applier
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
@@ -161,5 +162,29 @@ func BenchmarkFinishLook(b *testing.B) {
 			}
 			b.ReportMetric(float64(r.smp.sent.Load())/float64(b.N), "SMPs/op")
 		})
+	}
+}
+
+// TestFinishLookCutShort: the term ends while the short look waits on the
+// changed port: the look records nothing and leaves no reason behind it (the
+// next term looks anew), but this finish completes nothing on it.
+func TestFinishLookCutShort(t *testing.T) {
+	r := newLookRig(t, 4)
+	r.smp.hang, r.smp.hung = map[uint16]bool{2 + 1: true}, make(chan struct{}, 1) // only this OpenSM's port answers
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		<-r.smp.hung // the look waits on H2's port
+		cancel()
+	}()
+	dump := r.term.readDump()
+	rs := r.term.secondSM.confirm(ctx, r.term, dump.topo, []fabric.GUID{hostPort(2)})
+	if len(rs) != 1 || rs[0].Kind != GateSecondSM {
+		t.Fatalf("confirm cut short = %v; want the sweep's jobs held", rs)
+	}
+	if got := r.term.secondSM.reason(); len(got) != 0 {
+		t.Fatalf("gate after a look cut short: %v; want nothing recorded", got)
+	}
+	if sms, err := r.st.SecondSMs(t.Context()); err != nil || len(sms) != 0 {
+		t.Fatalf("recorded second SMs %+v, %v; want none", sms, err)
 	}
 }
