@@ -260,3 +260,34 @@ func TestSecondSMGoneBeforeFinishCompletesAfterTheRestart(t *testing.T) {
 		t.Errorf("port %s's table is %s after the job completed; want the tenant's pkey 0x8065", h1, hex(got))
 	}
 }
+
+// TestSecondSMStartedSinceTheLastLook: a tenant's stock OpenSM (another
+// SM_Key, priority 0: this OpenSM stays master and sweeps beside it) starts
+// and programs its own partitions between two of the manager's full looks
+// (check_interval is ten minutes here: none runs during the test). The look
+// before the next change's job completes is the short one unless OpenSM's
+// sweep logged the other SM (it does, at every heavy sweep while that SM
+// runs); either way the job waits, naming the second SM. (With priority 15
+// this OpenSM may be made to stop sweeping, and nothing completes at all.)
+func TestSecondSMStartedSinceTheLastLook(t *testing.T) {
+	m := launchManager(t, storetest.NewDatabase(t, config.EngineSQLite), fabricsim.Options{Hosts: 2, SMs: 2}, settings{
+		BeforeStart: func(m *manager) {
+			conf, err := os.ReadFile(m.conf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.writeConf(strings.Replace(string(conf), "check_interval = 2\n", "check_interval = 600\n", 1))
+		}})
+	m.confirmSwitches()
+	h1, h2 := m.fabric.Host("H1").PortGUID, m.fabric.Host("H2").PortGUID
+	m.waitCompleted(m.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json")), nil)
+	m.waitCompleted(m.accept("POST", "/cloudx/Port", portBody("5d2e8f1a-3c4b-4a6d-8e9f-0a1b2c3d4e5f", netID, vendorClientID(h2))), nil)
+
+	foreign := startForeignSM(t, m.fabric, 2, 0)
+	waitFor(t, "the second OpenSM to become master", foreign.says("Entering MASTER state"))
+	waitFor(t, "the second OpenSM to take H2 out of the tenant's partition", func() bool {
+		return !slices.Contains(m.pkeys(h2), 0x8065)
+	})
+	job := m.accept("POST", "/cloudx/Port", portBody("8a4f2c6e-1d3b-4e5f-9a7c-6b2d0e1f3a94", netID, vendorClientID(h1)))
+	m.waitDescription(job, "Second subnet manager: port "+foreign.guid.String()+" (priority 0, MASTER)")
+}

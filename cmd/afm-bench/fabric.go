@@ -14,6 +14,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 )
 
 // fabricResult: a change's cost on a fabric of a real cloud's size, whose
@@ -31,6 +32,14 @@ type fabricResult struct {
 	// from one sweep to the next at this size. Empty when the applies cannot
 	// be paired with the changes (more applies than changes).
 	own latencies
+	// enroll is the enrollment's burst (the batching, on host ports with the
+	// defaults): the members' POSTs from the first sent to the last job
+	// read Completed, and the heavy sweeps OpenSM started meanwhile.
+	enroll       time.Duration
+	enrollSweeps int
+	// err is why the measurement could not be made; the table says so, and
+	// afm-bench fails once it is written.
+	err error
 	// cpu is the manager process's CPU time (user + system) per change,
 	// bare sweeps included: what the manager costs, whatever the machine's load.
 	cpu time.Duration
@@ -41,7 +50,7 @@ type fabricResult struct {
 // OpenSM's sweep (SIGHUP → SUBNET UP read), and completing (recording the
 // apply, the capacity check, the gates and the jobs' completion).
 type applySplit struct {
-	render, write, sweep, complete latencies
+	render, write, sweep, verify, complete latencies
 }
 
 // fabricNetworks is how many VLAN networks the large fabric's hosts are spread
@@ -58,7 +67,9 @@ func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switc
 	if samples >= hosts {
 		return res, fmt.Errorf("%d samples need more than %d hosts", samples, hosts)
 	}
-	r, err := startRig(ctx, engine, binary, dir, fabricsim.Options{Hosts: hosts, Switches: switches}, log)
+	// The manager as shipped: verify = tables, the audit and the second-SM
+	// look on; every port is a host's, so every change is read back.
+	r, err := startRigWith(ctx, engine, binary, dir, fabricsim.Options{Hosts: hosts, Switches: switches}, verifyTables, nil, log)
 	if err != nil {
 		return res, err
 	}
@@ -80,11 +91,21 @@ func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switc
 	members := r.fabric.Hosts[samples:]
 	res.members = len(members)
 	log.Info("large fabric: putting host ports into partitions", "ports", len(members), "networks", fabricNetworks)
+	from, err := opensm.LogPosition(r.opensmLog)
+	if err != nil {
+		return res, err
+	}
+	start := time.Now()
 	if err := postAll(ctx, r, members, nets, clients); err != nil {
 		return res, err
 	}
-	if _, err := r.api.waitCompleted(ctx, jobPath(r.api.lastJob.Load()), 20*time.Millisecond); err != nil {
+	done, err := r.api.waitCompleted(ctx, jobPath(r.api.lastJob.Load()), pollEvery)
+	if err != nil {
 		return res, fmt.Errorf("enroll the hosts: %w", err)
+	}
+	res.enroll = done.Sub(start)
+	if res.enrollSweeps, _, err = countSweeps(r.opensmLog, from); err != nil {
+		return res, err
 	}
 	pid, err := r.opensmPID()
 	if err != nil {
@@ -125,6 +146,12 @@ func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switc
 		return res, err
 	}
 	n := len(res.split.complete)
+	if n > samples {
+		// The enrollment's last apply logs its line once its jobs are
+		// committed: after the client read its last job Completed.
+		res.split = res.split.last(samples)
+		n = samples
+	}
 	if n < samples {
 		return res, fmt.Errorf("the manager logged %d \"partitions applied\" lines for %d changes (see %s)", n, samples, r.logPath)
 	}
@@ -134,6 +161,38 @@ func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switc
 		}
 	}
 	return res, nil
+}
+
+// measureFabricsOf measures, with the manager's defaults, the small fabric
+// (a host for each sample and four more, on one switch: the 4-host
+// overhead's target, on ports real hosts carry) and the large fabric on each
+// count of switches of o.
+func measureFabricsOf(ctx context.Context, engine, binary, dir string, o options, log *slog.Logger) ([]fabricResult, error) {
+	sizes := [][2]int{{o.samples + 4, 1}}
+	for _, k := range o.fabricSwitches {
+		sizes = append(sizes, [2]int{o.fabricHosts, k})
+	}
+	var out []fabricResult
+	for _, size := range sizes {
+		log.Info("fabric with the defaults: overhead over OpenSM", "hosts", size[0], "switches", size[1], "samples", o.samples)
+		ldir := filepath.Join(dir, fmt.Sprintf("large-%d-%d", size[0], size[1])) // dir/fabric is the small rig's fabric
+		if err := os.MkdirAll(ldir, 0o755); err != nil {
+			return out, err
+		}
+		// One fabric that cannot be measured (a read that fails on a long
+		// chain of switches) leaves the others' figures: it is reported in
+		// the table, and the run fails after it.
+		res, err := measureFabric(ctx, engine, binary, ldir, size[0], size[1], o.samples, o.clients, log)
+		if err != nil {
+			if ctx.Err() != nil {
+				return out, err
+			}
+			res.err = fmt.Errorf("fabric of %d hosts on %d switches: %w", size[0], size[1], err)
+			log.Error("fabric not measured", "error", res.err)
+		}
+		out = append(out, res)
+	}
+	return out, nil
 }
 
 // postAll binds every host's port to one of nets, round-robin, from clients
@@ -173,6 +232,13 @@ func fileSize(path string) (int64, error) {
 	return fi.Size(), nil
 }
 
+// last is the split of the last n applies.
+func (s applySplit) last(n int) applySplit {
+	tail := func(l latencies) latencies { return l[max(len(l)-n, 0):] }
+	return applySplit{render: tail(s.render), write: tail(s.write), sweep: tail(s.sweep), verify: tail(s.verify),
+		complete: tail(s.complete)}
+}
+
 // readApplySplit reads the split of every "partitions applied" line of the
 // manager's log (JSON lines, durations in nanoseconds) after offset from.
 func readApplySplit(path string, from int64) (applySplit, error) {
@@ -189,10 +255,14 @@ func readApplySplit(path string, from int64) (applySplit, error) {
 	sc.Buffer(make([]byte, 64*1024), 4<<20)
 	for sc.Scan() {
 		var line struct {
-			Msg                            string `json:"msg"`
-			Render, Write, Sweep, Complete *int64
+			Msg                                    string `json:"msg"`
+			Render, Write, Sweep, Verify, Complete *int64
+			Jobs                                   int64 `json:"jobs_completed"`
 		}
-		if json.Unmarshal(sc.Bytes(), &line) != nil || line.Msg != "partitions applied" || line.Complete == nil {
+		// An apply that completed no job (the audit's repair, a reapply
+		// after the gates reopened) is no change's.
+		if json.Unmarshal(sc.Bytes(), &line) != nil || line.Msg != "partitions applied" || line.Complete == nil ||
+			line.Jobs == 0 {
 			continue
 		}
 		if line.Render == nil || line.Write == nil || line.Sweep == nil {
@@ -201,6 +271,9 @@ func readApplySplit(path string, from int64) (applySplit, error) {
 		s.render = append(s.render, time.Duration(*line.Render))
 		s.write = append(s.write, time.Duration(*line.Write))
 		s.sweep = append(s.sweep, time.Duration(*line.Sweep))
+		if line.Verify != nil {
+			s.verify = append(s.verify, time.Duration(*line.Verify))
+		}
 		s.complete = append(s.complete, time.Duration(*line.Complete))
 	}
 	return s, sc.Err()

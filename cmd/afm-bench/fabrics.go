@@ -37,7 +37,7 @@ const fabricsSamples = 5
 // the second fabric's changes sent meanwhile.
 func measureFabrics(ctx context.Context, engine, binary, dir string, ports, clients int, log *slog.Logger) (fabricsResult, error) {
 	res := fabricsResult{ports: ports}
-	r, err := startRigWith(ctx, engine, binary, dir, fabricsim.Options{Hosts: 4}, secondFabric, log)
+	r, err := startRigWith(ctx, engine, binary, dir, fabricsim.Options{Hosts: 4}, verifyLog, secondFabric, log)
 	if err != nil {
 		return res, err
 	}

@@ -47,7 +47,9 @@ func measureFailover(ctx context.Context, engine, binary, dir string, leaseTimeo
 			}
 		}
 	}()
-	f, err := fabricsim.Start(ctx, filepath.Join(dir, "fabric"), fabricsim.Options{Hosts: 4, SMs: 3})
+	// A host for each round: each round's change binds a host's port, which
+	// the survivor reads back (verify = tables, the default).
+	f, err := fabricsim.Start(ctx, filepath.Join(dir, "fabric"), fabricsim.Options{Hosts: max(4, rounds), SMs: 3})
 	if err != nil {
 		return res, fmt.Errorf("start simulated fabric: %w", err)
 	}
@@ -76,7 +78,6 @@ func measureFailover(ctx context.Context, engine, binary, dir string, leaseTimeo
 		return res, err
 	}
 	network := "3b9d6a52-7c1e-4f0a-9e2d-00000000f001"
-	ports := newPortSource(network)
 	job, err := leader.api.postNetwork(ctx, network, 102)
 	if err != nil {
 		return res, err
@@ -96,7 +97,7 @@ func measureFailover(ctx context.Context, engine, binary, dir string, leaseTimeo
 				break
 			}
 		}
-		job, err := survivor.api.postPort(ctx, ports.port())
+		job, err := survivor.api.postPort(ctx, hostPort(f.Hosts[round].PortGUID, network, round))
 		if err != nil {
 			return res, err
 		}
@@ -132,9 +133,9 @@ func startHAManager(ctx context.Context, binary, dir, dbURL string, f *fabricsim
 	if err != nil {
 		return nil, err
 	}
-	// verify = log: the bench's ports carry GUIDs no simulated host has (rig.go).
+	// The defaults but for HA: verify = tables, the audit, the second-SM look.
 	conf := fmt.Sprintf("[api]\nlisten = %s\ntoken = %s\n\n[database]\nconnection = %s\n\n"+
-		"[ha]\nha = true\nlease_timeout = %g\n\n[opensm]\nconfig_dir = %s\nenv_file = %s\nverify = log\n\n[opensm_conf]\nguid = %s\n",
+		"[ha]\nha = true\nlease_timeout = %g\n\n[opensm]\nconfig_dir = %s\nenv_file = %s\n\n[opensm_conf]\nguid = %s\n",
 		addr, benchToken, dbURL, leaseTimeout.Seconds(), filepath.Join(mdir, "opensm"), envFile, guid)
 	m := &haManager{conf: filepath.Join(mdir, "afm.conf"), api: newAPIClient("http://" + addr),
 		logPath: filepath.Join(mdir, "manager.log")}

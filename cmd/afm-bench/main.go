@@ -27,6 +27,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -50,7 +51,8 @@ type options struct {
 	leaseTimeout   time.Duration
 	failoverRounds int
 	// The large fabric (fabric.go): hosts and switches.
-	fabricHosts, fabricSwitches int
+	fabricHosts    int
+	fabricSwitches []int // one large fabric a count, the same hosts
 	// pollRunning: how often the overhead's client polls a job that reads
 	// Running (pollEvery while Pending).
 	pollRunning time.Duration
@@ -82,7 +84,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.leaseTimeout, "lease-timeout", 10*time.Second, "[ha] lease_timeout of the failover's three managers")
 	fs.IntVar(&o.failoverRounds, "failover-rounds", 3, "kill -9 rounds of the failover (PostgreSQL and MariaDB)")
 	fs.IntVar(&o.fabricHosts, "fabric-hosts", 1500, "hosts of the large fabric (ibsim takes at most 2,048 nodes)")
-	fs.IntVar(&o.fabricSwitches, "fabric-switches", 40, "switches of the large fabric")
+	switches := fs.String("fabric-switches", "40,16", "switches of the large fabric, one measurement a count, comma-separated")
 	fs.DurationVar(&o.pollRunning, "poll-running", pollRunning,
 		"how often the overhead's client polls a job that reads Running (5ms: the instrument before 2026-12-01)")
 	only := fs.String("only", "", "run only these measurements, comma-separated: "+strings.Join(measurements, ", "))
@@ -102,7 +104,7 @@ func parseFlags(args []string) (options, error) {
 	if o.smoke {
 		o.samples, o.ports, o.apiDuration, o.idle = 2, 40, time.Second, 2*time.Second
 		o.stormJobs, o.syncTimeout, o.benchtime = 200, time.Second, "1x"
-		o.fabricHosts, o.fabricSwitches = 6, 2
+		o.fabricHosts, *switches = 6, "2"
 		// The failover's own flags, when given, are kept: its figure is the
 		// same at any size of the rest.
 		set := map[string]bool{}
@@ -113,6 +115,13 @@ func parseFlags(args []string) (options, error) {
 		if !set["failover-rounds"] {
 			o.failoverRounds = 1
 		}
+	}
+	for n := range strings.SplitSeq(*switches, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(n))
+		if err != nil || k < 1 {
+			return o, fmt.Errorf("--fabric-switches: %q is no count of switches", n)
+		}
+		o.fabricSwitches = append(o.fabricSwitches, k)
 	}
 	for m := range strings.SplitSeq(*only, ",") {
 		if m = strings.TrimSpace(m); m == "" {
@@ -135,8 +144,8 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("--api-duration, --idle, --sync-timeout and --poll-running must be positive")
 	case o.leaseTimeout < time.Second, o.failoverRounds < 1:
 		return o, errors.New("--lease-timeout must be at least 1s and --failover-rounds at least 1")
-	case o.fabricSwitches < 1, o.fabricHosts <= o.samples:
-		return o, errors.New("--fabric-switches must be at least 1 and --fabric-hosts more than --samples")
+	case o.fabricHosts <= o.samples:
+		return o, errors.New("--fabric-hosts must be more than --samples")
 	}
 	return o, nil
 }
@@ -217,7 +226,20 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 		}
 		log.Info("table written", "file", o.out)
 	}
-	return nil
+	return unmeasured(results)
+}
+
+// unmeasured is the error of the fabrics that could not be measured.
+func unmeasured(results []engineResult) error {
+	var errs []error
+	for _, r := range results {
+		for _, f := range r.fabric {
+			if f.err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", r.engine, f.err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // measureEngine runs every per-engine measurement on one rig, in an order that
@@ -233,14 +255,8 @@ func measureEngine(ctx context.Context, engine, binary, dir string, o options, l
 		}
 	}
 	if o.runs("fabric") {
-		log.Info("large fabric: overhead over OpenSM", "hosts", o.fabricHosts, "switches", o.fabricSwitches, "samples", o.samples)
-		ldir := filepath.Join(dir, "large") // dir/fabric is the small rig's fabric
-		if err := os.MkdirAll(ldir, 0o755); err != nil {
+		if res.fabric, err = measureFabricsOf(ctx, engine, binary, dir, o, log); err != nil {
 			return res, err
-		}
-		if res.fabric, err = measureFabric(ctx, engine, binary, ldir, o.fabricHosts, o.fabricSwitches, o.samples,
-			o.clients, log); err != nil {
-			return res, fmt.Errorf("large fabric: %w", err)
 		}
 	}
 	if o.runs("fabrics") {

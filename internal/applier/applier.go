@@ -192,6 +192,7 @@ type term struct {
 	dump     *topology.Dump // Cfg.Dump, or the term's own
 	freeze   *freezeWatch   // nil without HA
 	secondSM *secondSMWatch // nil without a SecondSM check
+	smEvents smEventLog     // OpenSM's entries naming another SM (secondsm.go)
 	reapply  bool           // a lifted freeze: apply everything again
 	// snapshots is the state as last read: each read reads what changed.
 	snapshots store.SnapshotCache

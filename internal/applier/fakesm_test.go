@@ -46,6 +46,9 @@ type fakeOpenSM struct {
 	stops      int
 	latch      opensm.TermLatch
 	changed    chan struct{}
+	// remoteSMs, when set, is what a heavy sweep logs of the other SMs it
+	// met (fakeSMPFabric.remoteSMLines).
+	remoteSMs func() string
 }
 
 func newFakeOpenSM(t *testing.T, dir string) *fakeOpenSM {
@@ -127,6 +130,9 @@ func (f *fakeOpenSM) Reload(ctx context.Context) error {
 	outcome := "applied"
 	if len(f.sweeps) > 0 {
 		outcome, f.sweeps = f.sweeps[0], f.sweeps[1:]
+	}
+	if f.remoteSMs != nil && outcome != "none" {
+		f.appendLog(f.remoteSMs())
 	}
 	switch outcome {
 	case "applied":

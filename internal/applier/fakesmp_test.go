@@ -3,7 +3,12 @@ package applier
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
@@ -26,6 +31,7 @@ type fakeSMPFabric struct {
 	hang map[uint16]bool
 	// hung, when set, is told of each SMP that hang keeps unanswered.
 	hung chan struct{}
+	sent atomic.Int64 // the SMPs sent
 }
 
 // fakeSMPPort is one port's management agent.
@@ -92,6 +98,7 @@ func (f *fakeSMPFabric) Close() error                                { return ni
 // Send answers mad as the port at lid would; a LID that nothing answers (no
 // port, or hang) times out with the context.
 func (f *fakeSMPFabric) Send(ctx context.Context, lid uint16, mad []byte) ([]byte, error) {
+	f.sent.Add(1)
 	f.mu.Lock()
 	p, ok := f.ports[lid]
 	hang := f.hang != nil && !f.hang[lid]
@@ -155,4 +162,38 @@ func (f *fakeSMPFabric) unprotect() {
 			p.protect = 0
 		}
 	})
+}
+
+// remoteSMLines is what this manager's OpenSM logs in a heavy sweep of the
+// fake's fabric: for each port behind which another SM runs (the fake's SMs
+// other than its own carry another SM_Key, as a tenant's stock OpenSM
+// does), the lines a real OpenSM logs when it asks that port's SMInfo
+// (measured on the simulated fabric: ERR 2F18, then the SYS line, at every
+// heavy sweep while that SM runs).
+func (f *fakeSMPFabric) remoteSMLines() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var b strings.Builder
+	for _, lid := range slices.Sorted(maps.Keys(f.ports)) {
+		if p := f.ports[lid]; lid != smpOwnLID && p.sm != nil {
+			path := fmt.Sprintf("0,1,%d", lid)
+			b.WriteString(logLine(0x01, fmt.Sprintf("smi_rcv_process_get_response: ERR 2F18: Got SM (%s) with sm_key "+
+				"0x0000000000000001 that doesn't match our local sm_key. Ignoring SMInfo", path)))
+			b.WriteString(logLine(0x80, fmt.Sprintf("Found remote SM (%s) with non-matching sm_key", path)))
+		}
+	}
+	return b.String()
+}
+
+// newWideFakeSMPFabric is the fake for largeDump(hosts, switches)'s fabric:
+// H1's port (own, at LID switches+1) runs this manager's OpenSM, MASTER;
+// every host port names it master and is under M_Key protection.
+func newWideFakeSMPFabric(hosts, switches int) *fakeSMPFabric {
+	f := &fakeSMPFabric{ports: map[uint16]*fakeSMPPort{}}
+	own := uint16(switches + 1)
+	for i := 1; i <= hosts; i++ {
+		f.ports[uint16(switches+i)] = &fakeSMPPort{guid: hostPort(i), masterLID: own, protect: 2}
+	}
+	f.ports[own].sm = &pkeyread.SMInfo{GUID: hostPort(1), Priority: 1, State: pkeyread.SMMaster}
+	return f
 }

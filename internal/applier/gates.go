@@ -130,7 +130,7 @@ func (t *term) startLog(suspect string, dbTimeout time.Duration) error {
 		return fmt.Errorf("OpenSM log: %w", err)
 	}
 	t.gate = &gatekeeper{}
-	handlers := []func(opensm.Entry){t.gate.enforcement.observe, t.gate.duplicates.observe}
+	handlers := []func(opensm.Entry){t.gate.enforcement.observe, t.gate.duplicates.observe, t.smEvents.observe}
 	if t.Lease != nil {
 		t.freeze = newFreezeWatch(t.Lease, suspect, dbTimeout)
 		handlers = append(handlers, t.freeze.observe)
@@ -174,12 +174,15 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, p
 		return 0, false
 	}
 	t.scanEnforcement(ctx)
-	t.secondSM.detectNow(ctx, t)
+	lookFailed := t.secondSM.confirm(ctx, t, dump.topo, t.proof.takeRead()) // secondsm.go
 	frozen := t.pollFreeze(ctx)
 	reapply := t.reapply // a lifted freeze: the full apply that follows completes them
 	ev := verdict.Evidence{SubnetDump: t.Cfg.SubnetDump, Dump: verdict.Dump{Topo: dump.topo, Err: dump.err},
 		Duplicates: t.gate.duplicates.view()}
 	t.termEvidence(&ev, frozen, reapply)
+	if ev.SecondSM.LookFailed == "" {
+		ev.SecondSM.LookFailed = lookFailed // a look the term's end cut short holds this sweep's jobs alone
+	}
 	var v verdict.Verdict
 	open := func(gs store.GateState) bool {
 		ev.Expected, ev.EnforcementErrors, ev.Places = gs.Expected, gs.Errors, places

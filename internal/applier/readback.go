@@ -85,6 +85,16 @@ type proofState struct {
 	// unset are the ports the last read reached whose tables did not show
 	// a want or did not answer (setfailures.go's unsetPorts).
 	unset map[fabric.GUID]bool
+	// read are the ports the last read-back read (the open jobs' places):
+	// finish's second-SM look reads their MasterSMLID (takeRead).
+	read []fabric.GUID
+}
+
+// takeRead returns the ports the last read-back read, once.
+func (p *proofState) takeRead() []fabric.GUID {
+	read := p.read
+	p.read = nil
+	return read
 }
 
 // proveTables reads back the ports the open jobs up to run's revision touch
@@ -252,6 +262,7 @@ func (t *term) readWants(ctx context.Context, byJob map[int64][]pkeyread.Want) m
 		return verdicts
 	}
 	answered, unanswered := t.readOrder(byJob)
+	t.proof.read = append(slices.Clone(answered), unanswered...)
 	t.proof.offFabric = map[fabric.GUID]bool{}
 	absent := map[fabric.GUID]error{}
 	var results []pkeyread.Result

@@ -6,14 +6,17 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tick"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/verdict"
 )
 
@@ -90,8 +93,8 @@ const secondSMRead = 5 * time.Second
 type secondSMWatch struct {
 	check *SecondSMCheck
 	tid   atomic.Uint32
-	// detecting makes one detect at a time (the watch's, and finish's
-	// detectNow); it guards the fields up to mu.
+	// detecting makes one look at a time (the watch's detect, and
+	// finish's confirm); it guards the fields up to mu.
 	detecting sync.Mutex
 	clean     bool             // the database holds what found says
 	err       string           // the last read's error, logged once
@@ -100,6 +103,13 @@ type secondSMWatch struct {
 	lastStart time.Time        // of the last restart for a second SM gone; zero: none
 	foreign   []store.SecondSM // the foreign SMs the database holds
 	foreignOK bool             // foreign is what the database holds
+	// scanned: a full look (every host port) saw the masters this term;
+	// covered is the count of OpenSM's SM entries (smEventLog) it covers,
+	// and smPorts the ports behind which it found an SM. finish's look is
+	// the short one (confirm) only while no entry came since.
+	scanned bool
+	covered uint64
+	smPorts []pkeyread.PortLID
 	// mu guards what the term's loop reads.
 	mu    sync.Mutex
 	found *store.SecondSM // the second SM seen last, or restored; nil: none
@@ -110,6 +120,9 @@ type secondSMWatch struct {
 	// restartAt: found is gone, and the rate limit defers the restart
 	// that must come before the gate opens until then; zero: none.
 	restartAt time.Time
+	// unreadLook: finish's look failed (confirm), its error; the gate
+	// stays closed until a look reads the fabric. "": none.
+	unreadLook string
 }
 
 // smLook is one look at the subnet managers: the master the own port
@@ -167,12 +180,29 @@ func (w *secondSMWatch) lookAt(ctx context.Context, lid uint16, ports []pkeyread
 	// A port that does not answer (down, gone) hides no master: a master
 	// sweeps through its own port, which answers.
 	scan := pkeyread.ScanSMs(ctx, conn, mkey, &w.tid, ports, secondSMPort)
+	// The masters the ports name that were not among them (none, when
+	// every host port was read): who they are decides whether they gate.
+	named := scan.MasterLIDs
+	scan.SMs = append(scan.SMs, pkeyread.ScanSMs(ctx, conn, mkey, &w.tid, unscanned(named, ports, lid), secondSMPort).SMs...)
 	if err := ctx.Err(); err != nil {
 		return l, fmt.Errorf("the scan of the host ports' subnet managers ended after %d of %d ports: %w",
 			len(ports)-scan.Unread, len(ports), err)
 	}
-	l.sms, l.masterLIDs, l.unprotected = scan.SMs, scan.MasterLIDs, scan.Unprotected
+	l.sms, l.masterLIDs, l.unprotected = scan.SMs, named, scan.Unprotected
 	return l, nil
+}
+
+// unscanned are the LIDs named in masterLIDs that are neither own nor one of
+// ports'.
+func unscanned(masterLIDs map[uint16]int, ports []pkeyread.PortLID, own uint16) []pkeyread.PortLID {
+	var out []pkeyread.PortLID
+	for lid := range masterLIDs {
+		if lid != own && !slices.ContainsFunc(ports, func(p pkeyread.PortLID) bool { return p.LID == lid }) {
+			out = append(out, pkeyread.PortLID{LID: lid})
+		}
+	}
+	slices.SortFunc(out, func(a, b pkeyread.PortLID) int { return int(a.LID) - int(b.LID) })
+	return out
 }
 
 // readMasters reads who is master from the own port at lid into l, with
@@ -256,36 +286,69 @@ func smRecord(sm, own pkeyread.SMInfo) store.SecondSM {
 		OwnState: own.State.String()}
 }
 
-// detect reads the masters and updates the verdict, the record and the jobs.
+// detect reads the masters with a full look (every host port) and updates
+// the verdict, the record and the jobs.
 func (w *secondSMWatch) detect(ctx context.Context, t *term) {
 	w.detecting.Lock()
 	defer w.detecting.Unlock()
+	_ = w.detectLocked(ctx, t)
+}
+
+// detectLocked is detect, w.detecting held; it returns why the look failed
+// (or was cut short), nil when it read the fabric.
+func (w *secondSMWatch) detectLocked(ctx context.Context, t *term) error {
 	if w.isUnread() {
 		w.restore(ctx, t)
 	}
+	seen := t.smEvents.count()
 	l, err := w.look(ctx, t)
 	if ctx.Err() != nil {
-		return // the term is over: nothing is recorded, nor cleared
+		return ctx.Err() // the term is over: nothing is recorded, nor cleared
 	}
 	if err != nil {
-		if err.Error() != w.err {
-			t.Log.Warn("which subnet manager is master could not be read; the last verdict stands", "error", err)
-		}
-		w.err = err.Error()
-		w.describeHeld(ctx, t)
-		return
+		w.lookFailed(ctx, t, err)
+		return err
 	}
-	w.err = ""
+	w.lookRead()
 	v := judgeMasters(l, w.check.Own)
 	if !v.known {
-		return
+		return nil
 	}
+	w.scanned, w.covered, w.smPorts = true, seen, smPortsOf(l.sms)
 	w.recordForeign(ctx, t, v.foreign)
 	if v.found != nil {
 		w.hold(ctx, t, *v.found)
-		return
+		return nil
 	}
 	w.release(ctx, t)
+	return nil
+}
+
+// lookFailed logs a look's error once and tells the held jobs why they
+// wait: the last verdict stands.
+func (w *secondSMWatch) lookFailed(ctx context.Context, t *term, err error) {
+	if err.Error() != w.err {
+		t.Log.Warn("which subnet manager is master could not be read; the last verdict stands", "error", err)
+	}
+	w.err = err.Error()
+	w.describeHeld(ctx, t)
+}
+
+// lookRead notes a look that read the fabric: finish's look no longer
+// holds jobs for one that failed.
+func (w *secondSMWatch) lookRead() {
+	w.err = ""
+	w.mu.Lock()
+	w.unreadLook = ""
+	w.mu.Unlock()
+}
+
+func smPortsOf(sms []pkeyread.SMInfo) []pkeyread.PortLID {
+	ports := make([]pkeyread.PortLID, len(sms))
+	for i, sm := range sms {
+		ports[i] = pkeyread.PortLID{Port: sm.GUID, LID: sm.LID}
+	}
+	return ports
 }
 
 // release opens the gate once a look saw this OpenSM master: OpenSM is
@@ -480,17 +543,104 @@ func (w *secondSMWatch) isUnread() bool {
 	return w.unread
 }
 
-// detectNow looks once more before a sweep completes jobs: a second SM that
+// confirm is finish's look before a sweep completes jobs: a second SM that
 // took the subnet over since the last check (up to a check interval ago)
 // would otherwise see them completed on a sweep it is about to overwrite.
-// One it sees gone makes the loop apply again (takeSecondSMGone) before
-// finish reads reapply: the jobs complete on a sweep of the OpenSM restarted
-// for it, not on the one from before.
-func (w *secondSMWatch) detectNow(ctx context.Context, t *term) {
-	if w != nil {
-		w.detect(ctx, t)
-		t.takeSecondSMGone()
+// It costs O(1) SMPs and those of the ports just read (places): the full
+// look runs on its own schedule (every check interval), and here only while
+// a second SM is held (its going is seen at once), before the term's first
+// full look, or when OpenSM's log named another SM since the last full look
+// (smEventLog). Otherwise the short look (quick) reads this OpenSM's port,
+// the ports of places, the SMs the last full look found and the masters
+// those ports name; why that is enough is said at quick.
+//
+// A look that fails holds the sweep's jobs (fail closed): the reason it
+// returns keeps them waiting, and the gate stays closed (reason) until a look
+// reads the fabric. One the term's end cuts short records nothing. One that
+// sees the second SM gone makes the loop apply again (takeSecondSMGone)
+// before finish reads reapply: the jobs complete on a sweep of the OpenSM
+// restarted for it, not on the one from before.
+func (w *secondSMWatch) confirm(ctx context.Context, t *term, topo *topology.Topology, places []fabric.GUID) (lookFailed string) {
+	if w == nil {
+		return ""
 	}
+	w.detecting.Lock()
+	var err error
+	full := w.holds() || !w.scanned || t.smEvents.count() != w.covered
+	if full {
+		err = w.detectLocked(ctx, t)
+	} else {
+		err = w.quick(ctx, t, topo, places)
+	}
+	w.detecting.Unlock()
+	t.Log.Debug("second-SM look before the jobs complete", "full", full, "ports", len(places), "error", err)
+	t.takeSecondSMGone()
+	if err == nil {
+		return ""
+	}
+	if ctx.Err() == nil {
+		w.mu.Lock()
+		w.unreadLook = err.Error()
+		w.mu.Unlock()
+	}
+	return err.Error()
+}
+
+// quick is confirm's short look, w.detecting held: this OpenSM's port (its
+// MasterSMLID, its SM's state, the master it names), the PortInfo of the
+// ports of places (each one's MasterSMLID, IsSM and M_Key protection), the
+// SMInfo of the SMs the last full look found behind ports, and that of each
+// master those ports name. It can only close the gate: it reads too little
+// to clear a verdict or name the foreign SMs (the full look does).
+//
+// Enough, because a master over ports shows in it. One that took the
+// subnet over (a higher priority, our SM_Key) made this OpenSM STANDBY and
+// rewrote MasterSMLID on every port it swept, this OpenSM's port and the
+// places among them. One with another SM_Key that programs ports rewrites
+// their MasterSMLID where it can, the places' too, and where it does not
+// (ports without M_Key protection) the places show that and an SM found
+// before is read again. One that started since the last full look was met by
+// this OpenSM's own heavy sweep, which asks every port with IsSM its SMInfo
+// and logs another SM_Key (smEventLog): the full look runs then. Past that,
+// the full look every check interval finds it, as before: no look closes the
+// window of an SM started after it.
+func (w *secondSMWatch) quick(ctx context.Context, t *term, topo *topology.Topology, places []fabric.GUID) error {
+	if topo == nil {
+		var err error
+		if topo, err = t.subnetDump().Load(); err != nil {
+			err = fmt.Errorf("OpenSM's subnet dump: %w", err)
+			w.lookFailed(ctx, t, err)
+			return err
+		}
+	}
+	lid, ok := topo.LID(w.check.Own)
+	if !ok || lid == 0 {
+		err := fmt.Errorf("port %s has no LID in OpenSM's subnet dump (not swept yet?)", w.check.Own)
+		w.lookFailed(ctx, t, err)
+		return err
+	}
+	ports := slices.Clone(w.smPorts)
+	for _, p := range places {
+		if plid, ok := topo.LID(p); ok && plid != 0 && p != w.check.Own &&
+			!slices.ContainsFunc(ports, func(q pkeyread.PortLID) bool { return q.LID == plid }) {
+			ports = append(ports, pkeyread.PortLID{Port: p, LID: plid})
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, secondSMRead)
+	defer cancel()
+	l, err := w.lookAt(ctx, lid, ports)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil {
+		w.lookFailed(ctx, t, err)
+		return err
+	}
+	w.lookRead()
+	if v := judgeMasters(l, w.check.Own); v.known && v.found != nil {
+		w.hold(ctx, t, *v.found)
+	}
+	return nil
 }
 
 // evidence is the watch's verdict, as the gates judge it: the second SM
@@ -501,7 +651,8 @@ func (w *secondSMWatch) evidence() verdict.SecondSMEvidence {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	e := verdict.SecondSMEvidence{Master: w.found, Own: w.check.Own, Unread: w.unread, RestartAt: w.restartAt}
+	e := verdict.SecondSMEvidence{Master: w.found, Own: w.check.Own, Unread: w.unread, RestartAt: w.restartAt,
+		LookFailed: w.unreadLook}
 	if !w.restartAt.IsZero() {
 		e.RestartEvery = secondSMRestartEvery
 	}
@@ -522,8 +673,17 @@ func secondSMReason(e verdict.SecondSMEvidence) string {
 	return ""
 }
 
-// holds says whether a second SM is seen: the term applies nothing then.
-func (w *secondSMWatch) holds() bool { return len(w.reason()) > 0 }
+// holds says whether a second SM is seen (or the recorded one unread): the
+// term applies nothing then. A look of finish's that failed holds jobs, not
+// applies.
+func (w *secondSMWatch) holds() bool {
+	if w == nil {
+		return false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.found != nil || w.unread
+}
 
 // startSecondSMWatch restores the recorded verdict, then starts detect every
 // check interval, when the applier has a check, and returns what stops it.
@@ -539,6 +699,33 @@ func (t *term) startSecondSMWatch(ctx context.Context) (stop func()) {
 		return true
 	})
 	return stop
+}
+
+// smEventLog counts the entries of OpenSM's log that say another SM is on
+// the fabric, as the term's tail hands them out: OpenSM's heavy sweep asks
+// every port whose IsSM is set its SMInfo, and logs an SM whose SM_Key is
+// not its own (which it ignores: both sweep as master), and a trap 144 (a
+// port's capabilities changed: an SM opened it). Such an entry since the
+// last full look makes finish's look a full one (confirm).
+type smEventLog struct{ n atomic.Uint64 }
+
+// observe is the tail's handler.
+func (l *smEventLog) observe(e opensm.Entry) {
+	if e.Level&(opensm.LevelError|opensm.LevelSys) != 0 && smEvent(e.Message) {
+		l.n.Add(1)
+	}
+}
+
+func (l *smEventLog) count() uint64 { return l.n.Load() }
+
+// smEvent says whether an ERROR or SYS entry's message names another SM.
+func smEvent(msg string) bool {
+	for _, s := range []string{"Found remote SM", "ERR 2F18:", "ERR 2F1A:", "ERR 2F1B:"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return strings.Contains(msg, "Generic Notice") && strings.Contains(msg, " num:144 ")
 }
 
 // takeSecondSMGone makes the loop apply the recorded state again once a

@@ -33,6 +33,7 @@ type secondSMRig struct {
 func newSecondSMRig(t *testing.T) *secondSMRig {
 	r := &secondSMRig{leadRig: newLeadRig(t), smp: newFakeSMPFabric()}
 	r.db = &flakySecondSMStore{Store: r.st}
+	r.sm.remoteSMs = r.smp.remoteSMLines
 	r.app.SecondSM = &SecondSMCheck{Dialer: r.smp, Own: ownSMGUID, Store: r.db, Restart: func(context.Context) error {
 		_, _, reloads := r.sm.state()
 		r.reloadsAtRestart.Store(int32(len(reloads)))
@@ -216,16 +217,18 @@ func TestLeadTenantSMOnUnprotectedPortsHoldsJobs(t *testing.T) {
 	}
 }
 
-// When the look before a sweep completes jobs (finish's detectNow) is the
+// When the look before a sweep completes jobs (finish's confirm) is the
 // one that sees the second SM gone, OpenSM is restarted and the loop must
 // apply again: the sweep finish is about to judge is from before the
 // restart, and its jobs complete on the restarted OpenSM's sweep.
-func TestDetectNowSecondSMGoneAppliesAgain(t *testing.T) {
+func TestConfirmSecondSMGoneAppliesAgain(t *testing.T) {
 	r := newSecondSMRig(t)
 	r.recordOther(tenantRecorded)
 	tm := r.term()
 	tm.applied, tm.gate.blocked = 3, 3 // a sweep of revision 3 about to be judged, its jobs held
-	tm.secondSM.detectNow(t.Context(), tm)
+	if rs := tm.secondSM.confirm(t.Context(), tm, nil, nil); len(rs) != 0 {
+		t.Fatalf("confirm = %v; want no reason (the look read the fabric)", rs)
+	}
 	if r.restarts.Load() != 1 {
 		t.Fatalf("OpenSM restarted %d times; want 1\nlog:\n%s", r.restarts.Load(), r.logs)
 	}

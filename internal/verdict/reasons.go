@@ -221,6 +221,9 @@ func secondSMReasons(e SecondSMEvidence) []Reason {
 			"(docs/runbooks.md)", sm.PortGUID, sm.Priority, sm.State, e.Own, sm.OwnState)}}
 	case e.Unread:
 		return []Reason{{SecondSM, SecondSMUnreadText}}
+	case e.LookFailed != "":
+		return []Reason{{SecondSM, fmt.Sprintf("Second subnet manager: which subnet manager is master could not be "+
+			"read before the jobs complete (%s); they wait for a look that reads it (every check interval)", e.LookFailed)}}
 	}
 	return nil
 }

@@ -138,6 +138,9 @@ type SecondSMEvidence struct {
 	// every RestartEvery check intervals; zero: none deferred.
 	RestartAt    time.Time
 	RestartEvery int
+	// LookFailed (applier only): why finish's look could not read which SM
+	// is master, until a look reads it; "": the last look read it.
+	LookFailed string
 }
 
 // Verdict is why jobs are held.
