@@ -446,16 +446,20 @@ FROM JSON_TABLE(?, '$[*]' COLUMNS (
 // inserted, named as the newest job: the change holds job_ids' lock from
 // before its job's insert to its commit (LockJobIDs: no other job is
 // inserted meanwhile, on any fabric), and the insert chose an id above
-// every other (InsertJob).
+// every other (InsertJob). LAST_INSERT_ID(id) makes the id the statement's
+// insert id, which the server's answer carries as an insert's own: the
+// job's id comes back with its places, with no query and no rows to read.
 const insertNewestJobPlaces = `INSERT INTO job_places (fabric, job_id, guid, pkey, want)
-SELECT ?, (SELECT MAX(id) FROM jobs), e.guid, e.pkey, e.want
+SELECT ?, LAST_INSERT_ID((SELECT MAX(id) FROM jobs)), e.guid, e.pkey, e.want
 FROM JSON_TABLE(?, '$[*]' COLUMNS (
     guid varchar(18) PATH '$.guid', pkey integer PATH '$.pkey', want varchar(8) PATH '$.want')) AS e`
 
 // InsertJobWithPlaces is InsertJob, then the places with the id it chose
-// (MariaDB has no INSERT in a WITH). On a pipelined change transaction both
-// inserts are held and go with a read of the newest job's id, in the round
-// trip InsertJob alone would take; otherwise the places cost one more.
+// (MariaDB has no INSERT in a WITH). On a pipelined change transaction the
+// job's insert is held and goes with its places' (insertNewestJobPlaces),
+// in the round trip InsertJob alone would take; otherwise the places cost
+// one more. places holds at least one place: an insert of none would give
+// no id.
 func (q queries) InsertJobWithPlaces(ctx context.Context, j driver.Job, places string) (int64, error) {
 	p, pipelined := q.db.(*pipeline)
 	if !pipelined {
@@ -469,12 +473,15 @@ func (q queries) InsertJobWithPlaces(ctx context.Context, j driver.Job, places s
 	if _, err := mysqldb.New(later{p}).InsertJob(ctx, insertJobParams(j)); err != nil {
 		return 0, err
 	}
-	p.held.Hold(insertNewestJobPlaces, j.Fabric, places)
-	var id int64
-	if err := p.QueryRowContext(ctx, "SELECT MAX(id) FROM jobs").Scan(&id); err != nil {
+	res, err := p.ExecContext(ctx, insertNewestJobPlaces, j.Fabric, places)
+	if err != nil {
 		return 0, err
 	}
-	return id, nil
+	id, err := res.LastInsertId()
+	if err == nil && id == 0 {
+		err = errors.New("the job's places were inserted without its id (no place given?)")
+	}
+	return id, err
 }
 
 // insertJobParams are InsertJob's arguments for j, as its adapter passes them.
