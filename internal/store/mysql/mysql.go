@@ -305,9 +305,21 @@ func (heldResult) RowsAffected() (int64, error) {
 // query and its arguments (placeholders are positional). A zero then adds
 // nothing.
 func joined(held []driver.HeldStatement, then driver.HeldStatement) (string, []any) {
+	// Sized at once, not grown by doubling (a copy at each), while the
+	// change holds its locks.
+	size, nargs := len(then.SQL), len(then.Args)
+	for _, s := range held {
+		size += len(s.SQL) + len(";\n")
+		nargs += len(s.Args)
+	}
 	var query strings.Builder
-	var args []any
-	for _, s := range append(held, then) {
+	query.Grow(size)
+	args := make([]any, 0, nargs)
+	for i := 0; i <= len(held); i++ {
+		s := then
+		if i < len(held) {
+			s = held[i]
+		}
 		if s.SQL == "" {
 			continue
 		}
