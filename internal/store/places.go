@@ -2,9 +2,9 @@ package store
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
 
 // A job's proof obligation: the places its change touches, recorded with the
@@ -109,18 +109,11 @@ func (ps *promised) find(k placeKey) (int, bool) {
 	return 0, false
 }
 
-// placesJSON is places as InsertJobPlaces takes them: a JSON array of
-// {"guid", "pkey", "want"}, the GUID as its column holds it.
-func placesJSON(places []Place) string {
-	var b strings.Builder
-	b.Grow(len(places) * 56)
-	b.WriteByte('[')
+// driverPlaces are places as the job's insert takes them.
+func driverPlaces(places []Place) []driver.Place {
+	out := make([]driver.Place, len(places))
 	for i, p := range places {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `{"guid":%q,"pkey":%d,"want":%q}`, p.GUID.String(), uint16(p.PKey), string(p.Want))
+		out[i] = driver.Place{GUID: p.GUID, PKey: p.PKey, Want: string(p.Want)}
 	}
-	b.WriteByte(']')
-	return b.String()
+	return out
 }

@@ -174,12 +174,12 @@ type queries struct{ *sqlitedb.Queries }
 // InsertJobWithPlaces is InsertJob, then InsertJobPlaces with the id it
 // chose: SQLite has no INSERT in a WITH, and its statements cost no round
 // trip.
-func (q queries) InsertJobWithPlaces(ctx context.Context, j driver.Job, places string) (int64, error) {
+func (q queries) InsertJobWithPlaces(ctx context.Context, j driver.Job, places []driver.Place) (int64, error) {
 	id, err := q.InsertJob(ctx, j)
 	if err != nil {
 		return 0, err
 	}
-	return id, q.InsertJobPlaces(ctx, j.Fabric, id, places)
+	return id, q.InsertJobPlaces(ctx, j.Fabric, id, driver.PlacesJSON(places))
 }
 
 // TryLock takes an exclusive flock on "<database>.lock" (the default
