@@ -77,7 +77,7 @@ func (c *changeTx) job(ctx context.Context, j Job) (Job, error) {
 		id, err = c.q.InsertJob(ctx, j)
 	} else {
 		// With the job's insert, in its round trip on PostgreSQL.
-		id, err = c.q.InsertJobWithPlaces(ctx, j, placesJSON(c.places.places))
+		id, err = c.q.InsertJobWithPlaces(ctx, j, driverPlaces(c.places.places))
 	}
 	if err != nil {
 		return Job{}, err

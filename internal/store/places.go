@@ -2,9 +2,9 @@ package store
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
 
 // A job's proof obligation: the places its change touches, recorded with the
@@ -65,38 +65,55 @@ type placeKey struct {
 
 // promised is a change's places as it states them, each (GUID, pkey) once.
 type promised struct {
-	at     map[placeKey]int
+	at     map[placeKey]int // from indexedPlaces places on; nil below
 	places []Place
 }
+
+// indexedPlaces is how many places a change states before add indexes
+// them: a port's change states one to three, which a scan finds sooner
+// than a map is made; a network's may state thousands.
+const indexedPlaces = 8
 
 // add states p; over a place already stated, the higher rank wins.
 func (ps *promised) add(p Place) {
 	k := placeKey{p.GUID, p.PKey}
-	if i, ok := ps.at[k]; ok {
+	if i, ok := ps.find(k); ok {
 		if p.Want.rank() > ps.places[i].Want.rank() {
 			ps.places[i].Want = p.Want
 		}
 		return
 	}
-	if ps.at == nil {
-		ps.at = map[placeKey]int{}
-	}
-	ps.at[k] = len(ps.places)
 	ps.places = append(ps.places, p)
+	switch {
+	case ps.at != nil:
+		ps.at[k] = len(ps.places) - 1
+	case len(ps.places) == indexedPlaces:
+		ps.at = make(map[placeKey]int, 2*indexedPlaces)
+		for i, q := range ps.places {
+			ps.at[placeKey{q.GUID, q.PKey}] = i
+		}
+	}
 }
 
-// placesJSON is places as InsertJobPlaces takes them: a JSON array of
-// {"guid", "pkey", "want"}, the GUID as its column holds it.
-func placesJSON(places []Place) string {
-	var b strings.Builder
-	b.Grow(len(places) * 56)
-	b.WriteByte('[')
-	for i, p := range places {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `{"guid":%q,"pkey":%d,"want":%q}`, p.GUID.String(), uint16(p.PKey), string(p.Want))
+// find is the index of the place stated at k.
+func (ps *promised) find(k placeKey) (int, bool) {
+	if ps.at != nil {
+		i, ok := ps.at[k]
+		return i, ok
 	}
-	b.WriteByte(']')
-	return b.String()
+	for i, q := range ps.places {
+		if q.GUID == k.guid && q.PKey == k.pkey {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// driverPlaces are places as the job's insert takes them.
+func driverPlaces(places []Place) []driver.Place {
+	out := make([]driver.Place, len(places))
+	for i, p := range places {
+		out[i] = driver.Place{GUID: p.GUID, PKey: p.PKey, Want: string(p.Want)}
+	}
+	return out
 }

@@ -73,11 +73,9 @@ type Queries interface {
 	// InsertJob inserts the job and returns the id it chose (j.ID is not read).
 	InsertJob(ctx context.Context, j Job) (int64, error)
 	// InsertJobWithPlaces is InsertJob and the job's places (job_places),
-	// given as a JSON array of {"guid", "pkey", "want"} (store's
-	// placesJSON) that the server expands, whatever their count: one
-	// statement on PostgreSQL, two on SQLite and MariaDB (each engine's
-	// package writes it).
-	InsertJobWithPlaces(ctx context.Context, j Job, places string) (int64, error)
+	// at least one: one statement on PostgreSQL, two on SQLite and MariaDB
+	// (each engine's package writes it), whatever their count.
+	InsertJobWithPlaces(ctx context.Context, j Job, places []Place) (int64, error)
 	InsertSetFailure(ctx context.Context, portGuid string, since time.Time, term int64, fabric string) (int64, error)
 	// LockJobIDs locks job_ids' row until the transaction ends: taken right
 	// before InsertJob, so that two fabrics' changes never choose one id.

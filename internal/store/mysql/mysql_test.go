@@ -1,10 +1,13 @@
 package mysql
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
 
 // dsnCase is a DSN and what a default decided from it should be.
@@ -76,5 +79,28 @@ func TestApplierLockName(t *testing.T) {
 	got := applierLock(long)
 	if len(got) != 64 || got == applierLock(long[:63]+"e") || !strings.HasPrefix(got, "afm-applier/") {
 		t.Errorf("applierLock of a 64-character name = %q (%d characters): want 64, distinct per database", got, len(got))
+	}
+}
+
+// A change's held statements go in one query, built while the change holds
+// its locks: the query and its arguments are allocated once each, not
+// grown statement by statement.
+func TestJoinedAllocatesOnce(t *testing.T) {
+	held := []driver.HeldStatement{
+		{SQL: driver.SavepointName},
+		{SQL: "UPDATE job_ids SET n = n + 1 WHERE id = 1"},
+		{SQL: strings.Repeat("INSERT INTO jobs VALUES (?) ", 20), Args: []any{1}},
+		{SQL: strings.Repeat("INSERT INTO job_places VALUES (?, ?) ", 10), Args: []any{"default", "[]"}},
+	}
+	then := driver.HeldStatement{SQL: "SELECT ?", Args: []any{2}}
+	allocs := testing.AllocsPerRun(100, func() {
+		query, args := joined(slices.Clone(held), then)
+		if len(args) != 4 || !strings.HasSuffix(query, ";\nSELECT ?") {
+			t.Fatalf("joined: %q %v", query, args)
+		}
+	})
+	// The clone of held (the test's), the query and the arguments.
+	if allocs > 3 {
+		t.Errorf("joining %d statements: %v allocations, want 3", len(held)+1, allocs)
 	}
 }

@@ -423,10 +423,12 @@ func signal(ch chan<- struct{}) {
 type queries struct{ *pgdb.Queries }
 
 // InsertJobWithPlaces: one statement (queries/postgres), whose job row
-// adaptergen does not spread into its arguments beside the places.
-func (q queries) InsertJobWithPlaces(ctx context.Context, j driver.Job, places string) (int64, error) {
+// adaptergen does not spread into its arguments beside the places, which
+// the server expands from JSON.
+func (q queries) InsertJobWithPlaces(ctx context.Context, j driver.Job, places []driver.Place) (int64, error) {
 	return q.Queries.InsertJobWithPlaces(ctx, j.Fabric, j.Revision, j.ObjectType, j.ObjectID, j.NetworkID, j.Operation, j.Status,
-		j.Description, j.Result, j.Error, j.CreatedBy, j.Request, j.RequestID, j.CreatedAt, j.UpdatedAt, j.StartedAt, j.FinishedAt, places)
+		j.Description, j.Result, j.Error, j.CreatedBy, j.Request, j.RequestID, j.CreatedAt, j.UpdatedAt, j.StartedAt, j.FinishedAt,
+		driver.PlacesJSON(places))
 }
 
 var _ driver.Driver = (*Engine)(nil)

@@ -54,8 +54,13 @@ func Open(ctx context.Context, path string, log *slog.Logger) (*Engine, error) {
 	}
 	// WAL lets job polls read while a change commits; BEGIN IMMEDIATE makes
 	// writers queue on busy_timeout instead of failing on a lock upgrade.
+	// temp_store = MEMORY keeps the sub-journal in memory: a group of changes
+	// nests a savepoint per change, and each page a change first writes is
+	// copied there, otherwise into a temporary file past 64 KiB (a write(2)
+	// a page, under the write lock). It only serves a rollback to a
+	// savepoint; a crash is recovered from the WAL.
 	q := url.Values{}
-	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(FULL)"} {
+	for _, p := range []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(FULL)", "temp_store(MEMORY)"} {
 		q.Add("_pragma", p)
 	}
 	q.Set("_txlock", "immediate")
@@ -169,12 +174,12 @@ type queries struct{ *sqlitedb.Queries }
 // InsertJobWithPlaces is InsertJob, then InsertJobPlaces with the id it
 // chose: SQLite has no INSERT in a WITH, and its statements cost no round
 // trip.
-func (q queries) InsertJobWithPlaces(ctx context.Context, j driver.Job, places string) (int64, error) {
+func (q queries) InsertJobWithPlaces(ctx context.Context, j driver.Job, places []driver.Place) (int64, error) {
 	id, err := q.InsertJob(ctx, j)
 	if err != nil {
 		return 0, err
 	}
-	return id, q.InsertJobPlaces(ctx, j.Fabric, id, places)
+	return id, q.InsertJobPlaces(ctx, j.Fabric, id, driver.PlacesJSON(places))
 }
 
 // TryLock takes an exclusive flock on "<database>.lock" (the default

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"log/slog"
 	"path/filepath"
 	"testing"
@@ -51,5 +52,39 @@ func TestSnapshotTakesNoWriteLock(t *testing.T) {
 	if during != before || after != before+1 {
 		t.Errorf("revision before %d, in the snapshot after the change %d, after it %d; want %d, %d, %d",
 			before, during, after, before, before, before+1)
+	}
+}
+
+// A group of changes nests a savepoint per change (driver.SQLSavepoints), and
+// SQLite copies every page a change first writes under a savepoint into the
+// sub-journal: past 64 KiB, a temporary file, one write(2) a page, all while
+// the group holds the write lock. The sub-journal only serves a rollback to a
+// savepoint (a crash is recovered from the WAL), so every connection of the
+// pool keeps it, and temporary tables, in memory (temp_store = MEMORY, 2).
+func TestTemporaryStoreInMemory(t *testing.T) {
+	ctx := context.Background()
+	e, err := Open(ctx, filepath.Join(t.TempDir(), "afm.db"), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	// Every connection the pool may open: each runs the DSN's pragmas.
+	conns := make([]*sql.Conn, 4)
+	for i := range conns {
+		c, err := e.db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns[i] = c
+	}
+	for i, c := range conns {
+		var store int
+		if err := c.QueryRowContext(ctx, "PRAGMA temp_store").Scan(&store); err != nil {
+			t.Fatal(err)
+		}
+		if store != 2 {
+			t.Errorf("connection %d: temp_store = %d, want 2 (MEMORY)", i, store)
+		}
 	}
 }
