@@ -96,6 +96,10 @@ func (d deadlineStore) RecordGUIDPlaces(ctx context.Context, term int64, seen []
 	return within(ctx, d, func(ctx context.Context) ([]store.GUIDPlace, error) { return d.Store.RecordGUIDPlaces(ctx, term, seen) })
 }
 
+func (d deadlineStore) AddGUIDPlaces(ctx context.Context, term int64, news []store.GUIDPlaceUpdate) (int64, error) {
+	return within(ctx, d, func(ctx context.Context) (int64, error) { return d.Store.AddGUIDPlaces(ctx, term, news) })
+}
+
 func (d deadlineStore) RecordDuplicateGUIDs(ctx context.Context, term int64, seen []store.DuplicateSighting) error {
 	return d.call(ctx, func(ctx context.Context) error { return d.Store.RecordDuplicateGUIDs(ctx, term, seen) })
 }

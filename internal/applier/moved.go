@@ -1,9 +1,11 @@
 package applier
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
@@ -37,6 +39,7 @@ import (
 // PlaceStore records the GUIDs' switch ports (store.Store).
 type PlaceStore interface {
 	RecordGUIDPlaces(ctx context.Context, term int64, seen []store.GUIDPlaceUpdate) ([]store.GUIDPlace, error)
+	AddGUIDPlaces(ctx context.Context, term int64, news []store.GUIDPlaceUpdate) (int64, error)
 	GUIDPlaces(ctx context.Context) ([]store.GUIDPlace, error)
 }
 
@@ -149,12 +152,16 @@ func (t *term) recordPlaces(ctx context.Context, st partitions.State, dump dumpR
 		}
 	}
 	updates := placeUpdates(places, dump.topo, placedGUIDs(st))
-	if len(updates) > 0 || len(movedReasons(places, dump.topo)) > 0 {
+	var err error
+	switch moved := len(movedReasons(places, dump.topo)) > 0; {
+	case !moved && len(updates) > 0 && allNew(updates):
+		places, err = t.addPlaces(ctx, places, updates)
+	case moved || len(updates) > 0:
 		// Written, or read again: a move an operator accepted is seen.
-		var err error
-		if places, err = t.Store.RecordGUIDPlaces(ctx, t.id, updates); err != nil {
-			return nil, err
-		}
+		places, err = t.Store.RecordGUIDPlaces(ctx, t.id, updates)
+	}
+	if err != nil {
+		return nil, err
 	}
 	for _, u := range updates {
 		if !u.New && u.MovedTo != "" {
@@ -164,4 +171,36 @@ func (t *term) recordPlaces(ctx context.Context, st partitions.State, dump dumpR
 	}
 	*w = placeWatch{places: places, read: true, topo: dump.topo, revision: st.Revision}
 	return places, nil
+}
+
+// allNew says whether every update is a first place.
+func allNew(updates []store.GUIDPlaceUpdate) bool {
+	for _, u := range updates {
+		if !u.New {
+			return false
+		}
+	}
+	return true
+}
+
+// addPlaces records first places (nothing moved, nothing marked) and returns
+// places with them, by GUID, without reading every place back: a change that
+// brings a host costs one small write. Should fewer be recorded than given
+// (a GUID an operator accepted meanwhile, or this term deposed), the places
+// are read back instead.
+func (t *term) addPlaces(ctx context.Context, places []store.GUIDPlace, news []store.GUIDPlaceUpdate) ([]store.GUIDPlace, error) {
+	n, err := t.Store.AddGUIDPlaces(ctx, t.id, news)
+	if err != nil {
+		return nil, err
+	}
+	if n != int64(len(news)) {
+		return t.Store.GUIDPlaces(ctx)
+	}
+	out := slices.Clone(places)
+	now := time.Now().UTC()
+	for _, u := range news {
+		out = append(out, store.GUIDPlace{GUID: u.GUID, Switch: u.Switch, Port: u.Port, RecordedAt: now})
+	}
+	slices.SortFunc(out, func(a, b store.GUIDPlace) int { return cmp.Compare(a.GUID, b.GUID) })
+	return out, nil
 }

@@ -291,28 +291,76 @@ func TestRecordPlacesSkipsOnlyWhatIsSettled(t *testing.T) {
 }
 
 // BenchmarkRecordPlacesLargeFabric is what a sweep pays for the GUIDs'
-// places on a fabric of 1,500 hosts, all recorded, none moved: the state's
-// revision is new at each apply, the dump the same (the common case).
+// places on a fabric of 1,500 hosts, none moved, on SQLite: settled, every
+// GUID recorded (the state's revision is new at each apply, the dump the
+// same); newhost, each apply brings one host's port that was not recorded
+// (an enrollment's change), so one place is written: the first 1,000
+// iterations (-benchtime 1000x at most; new/op says how many were).
 func BenchmarkRecordPlacesLargeFabric(b *testing.B) {
 	const hosts = 1500
-	r := newApplyRig(b, false, func() string { return heavySweep("") })
-	dump, _ := largeDump(hosts, 40)
-	topo, err := topology.Parse(strings.NewReader(dump))
-	if err != nil {
-		b.Fatal(err)
-	}
-	st := partitions.State{Networks: []partitions.Network{{PKey: 0x65}}}
-	for i := 1; i <= hosts; i++ {
-		st.Networks[0].Members = append(st.Networks[0].Members, fabric.GUID(0x0002c90300000001+uint64(i)*0x100))
-	}
-	ctx := b.Context()
-	if places, err := r.term.recordPlaces(ctx, st, dumpRead{topo: topo}); err != nil || len(places) != hosts {
-		b.Fatalf("first record: %d places, %v", len(places), err)
-	}
-	for b.Loop() {
-		st.Revision++
-		if _, err := r.term.recordPlaces(ctx, st, dumpRead{topo: topo}); err != nil {
-			b.Fatal(err)
+	for _, newHost := range []bool{false, true} {
+		name := "settled"
+		if newHost {
+			name = "newhost"
 		}
+		b.Run(name, func(b *testing.B) {
+			r := newApplyRig(b, false, func() string { return heavySweep("") })
+			dump, _ := largeDump(hosts, 40)
+			topo, err := topology.Parse(strings.NewReader(dump))
+			if err != nil {
+				b.Fatal(err)
+			}
+			guid := func(i int) fabric.GUID { return fabric.GUID(0x0002c90300000001 + uint64(i)*0x100) }
+			st := partitions.State{Networks: []partitions.Network{{PKey: 0x65}}}
+			first := hosts
+			if newHost {
+				first = hosts - 1000
+			}
+			for i := 1; i <= first; i++ {
+				st.Networks[0].Members = append(st.Networks[0].Members, guid(i))
+			}
+			ctx := b.Context()
+			if places, err := r.term.recordPlaces(ctx, st, dumpRead{topo: topo}); err != nil || len(places) != first {
+				b.Fatalf("first record: %d places, %v", len(places), err)
+			}
+			next := first + 1
+			for b.Loop() {
+				st.Revision++
+				if newHost && next <= hosts {
+					st.Networks[0].Members = append(st.Networks[0].Members, guid(next))
+					next++
+				}
+				if _, err := r.term.recordPlaces(ctx, st, dumpRead{topo: topo}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(next-first-1)/float64(b.N), "new/op")
+		})
+	}
+}
+
+// TestAddPlacesReadsBackWhatAnotherRecorded: the term's view lacks a place an
+// operator accepted meanwhile (behind S1's port 7); the sweep finds H1 behind
+// port 2 and adds it as a first place, which the database refuses (a first
+// place never overwrites one). The term reads the places back instead of
+// trusting its own, and so sees H1 moved from its accepted place.
+func TestAddPlacesReadsBackWhatAnotherRecorded(t *testing.T) {
+	r := newApplyRig(t, true, func() string { return heavySweep("") })
+	ctx := t.Context()
+	r.term.gate.places = placeWatch{read: true} // read before the accept: nothing recorded then
+	if err := r.st.AcceptGUIDPlaces(ctx, []store.GUIDPlace{{GUID: movedH1, Switch: movedS1, Port: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	st := partitions.State{Revision: 5, Networks: []partitions.Network{{PKey: 0x65, Members: []fabric.GUID{movedH1}}}}
+	all := dumpRead{topo: loadMovedDump(t, "all.lst")}
+	places, err := r.term.recordPlaces(ctx, st, all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(places) != 1 || places[0].Port != 7 {
+		t.Fatalf("places after the refused first place = %+v; want H1's accepted place, S1 port 7", places)
+	}
+	if reasons := movedReasons(places, all.topo); len(reasons) != 1 {
+		t.Fatalf("moved reasons = %v; want H1 behind port 2 named", reasons)
 	}
 }

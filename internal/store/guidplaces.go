@@ -91,6 +91,40 @@ func (s *Store) RecordGUIDPlaces(ctx context.Context, term int64, seen []GUIDPla
 	return places, nil
 }
 
+// AddGUIDPlaces records first places only (every update New), if term is
+// still the current term, and reads nothing back: the common sweep, where a
+// change brought a host port not yet recorded, costs one small write, not a
+// read of every recorded place. It returns how many were recorded: fewer than
+// given when a deposed leader wrote nothing, or a GUID already had a place
+// (an operator's accept made meanwhile), and the caller then reads them all.
+func (s *Store) AddGUIDPlaces(ctx context.Context, term int64, news []GUIDPlaceUpdate) (int64, error) {
+	for _, u := range news {
+		if !u.New {
+			return 0, fmt.Errorf("record GUIDs' first switch ports: GUID %s is not a first place", u.GUID)
+		}
+		if err := checkPlace(u.GUID, u.Switch, u.Port); err != nil {
+			return 0, fmt.Errorf("record GUIDs' first switch ports: %w", err)
+		}
+	}
+	now := s.now()
+	var added int64
+	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
+		for _, u := range news {
+			n, err := q.InsertGUIDPlace(ctx, driver.InsertGUIDPlaceParams{Fabric: s.FabricName(), GUID: u.GUID,
+				SwitchGUID: u.Switch, SwitchPort: int64(u.Port), Now: now, Term: term})
+			if err != nil {
+				return fmt.Errorf("GUID %s: %w", u.GUID, err)
+			}
+			added += n
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("record GUIDs' first switch ports: %w", err)
+	}
+	return added, nil
+}
+
 // GUIDPlaces returns the recorded places, by GUID.
 func (s *Store) GUIDPlaces(ctx context.Context) ([]GUIDPlace, error) {
 	places, err := guidPlaces(ctx, s.FabricName(), s.d.Queries(ctx))

@@ -14,6 +14,7 @@ var guidPlaceTests = []storeTest{
 	{"GUIDPlacesFirstKeptMovesMarked", testGUIDPlacesRecord},
 	{"GUIDPlacesFencedAndChecked", testGUIDPlacesFenced},
 	{"GUIDPlacesAcceptWinsOverAStaleMarkAndForget", testGUIDPlacesAccept},
+	{"GUIDPlacesAddedCountedAndFenced", testGUIDPlacesAdd},
 }
 
 const (
@@ -146,4 +147,34 @@ func testGUIDPlacesAccept(t *testing.T, s *store.Store) {
 		t.Fatal(err)
 	}
 	wantPlaces(t, got, store.GUIDPlace{GUID: placeH1, Switch: placeS1, Port: 3})
+}
+
+// AddGUIDPlaces records first places without reading back, and says how many
+// it recorded: none for a deposed leader, none for a GUID already placed
+// (its place kept), so that the applier knows to read the places back.
+func testGUIDPlacesAdd(t *testing.T, s *store.Store) {
+	ctx := t.Context()
+	old, term := deposedAndLeader(t, s)
+	h1 := store.GUIDPlaceUpdate{GUID: placeH1, Switch: placeS1, Port: 2, New: true}
+	if n, err := s.AddGUIDPlaces(ctx, term, []store.GUIDPlaceUpdate{h1}); err != nil || n != 1 {
+		t.Fatalf("AddGUIDPlaces(H1) = %d, %v; want 1 recorded", n, err)
+	}
+	moved := store.GUIDPlaceUpdate{GUID: placeH1, Switch: placeS1, Port: 5, New: true}
+	h2 := store.GUIDPlaceUpdate{GUID: placeH2, Switch: placeS1, Port: 3, New: true}
+	if n, err := s.AddGUIDPlaces(ctx, term, []store.GUIDPlaceUpdate{moved, h2}); err != nil || n != 1 {
+		t.Fatalf("AddGUIDPlaces(H1 elsewhere, H2) = %d, %v; want H2 alone recorded", n, err)
+	}
+	if n, err := s.AddGUIDPlaces(ctx, old, []store.GUIDPlaceUpdate{{GUID: 0x0002c90300000301, Switch: placeS1, Port: 4,
+		New: true}}); err != nil || n != 0 {
+		t.Fatalf("AddGUIDPlaces by a deposed leader = %d, %v; want none recorded", n, err)
+	}
+	if _, err := s.AddGUIDPlaces(ctx, term, []store.GUIDPlaceUpdate{{GUID: placeH2, Switch: placeS1, Port: 3,
+		MovedTo: "0x0002c90300f00001:4"}}); err == nil {
+		t.Error("AddGUIDPlaces of a move: nil error, want refused (moves are RecordGUIDPlaces')")
+	}
+	got, err := s.GUIDPlaces(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPlaces(t, got, store.GUIDPlace{GUID: placeH1, Switch: placeS1, Port: 2}, store.GUIDPlace{GUID: placeH2, Switch: placeS1, Port: 3})
 }
