@@ -253,6 +253,9 @@ func judgeMasters(l smLook, own fabric.GUID) smVerdict {
 			v.foreign = append(v.foreign, smRecord(sm, m.Own))
 		}
 	}
+	if sm, ok := mayMasterUnprotected(l, own); ok && (named.GUID == own || named.GUID == 0) {
+		named = sm
+	}
 	switch {
 	case named.GUID == 0 || m.MasterLID == 0 && named.GUID == own:
 		return smVerdict{}
@@ -279,6 +282,25 @@ func mastersPorts(l smLook, sm pkeyread.SMInfo) bool {
 	return m.MasterLID != 0 && m.MasterLID != m.OwnLID ||
 		m.Own.State == pkeyread.SMStandby || m.Own.State == pkeyread.SMNotActive ||
 		l.masterLIDs[sm.LID] > 0 || l.unprotected > 0
+}
+
+// mayMasterUnprotected is the first foreign SM behind a host port that is
+// not MASTER yet but may be at any moment (DISCOVERING, or STANDBY, which
+// takes over when it misses this OpenSM's answers) while a host port has no
+// M_Key protection: once master it programs that port without a look
+// between, the way a stock OpenSM a tenant just started does on the
+// simulated fabric within its first sweep. Under M_Key protection such an SM
+// can program nothing, as one MASTER of nothing: it is not flagged.
+func mayMasterUnprotected(l smLook, own fabric.GUID) (pkeyread.SMInfo, bool) {
+	if l.unprotected == 0 {
+		return pkeyread.SMInfo{}, false
+	}
+	for _, sm := range l.sms {
+		if sm.GUID != own && (sm.State == pkeyread.SMDiscovering || sm.State == pkeyread.SMStandby) {
+			return sm, true
+		}
+	}
+	return pkeyread.SMInfo{}, false
 }
 
 func smRecord(sm, own pkeyread.SMInfo) store.SecondSM {

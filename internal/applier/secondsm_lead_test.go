@@ -217,6 +217,33 @@ func TestLeadTenantSMOnUnprotectedPortsHoldsJobs(t *testing.T) {
 	}
 }
 
+// A tenant's stock OpenSM just started (DISCOVERING), or kept STANDBY, is
+// not master yet; without M_Key protection on the ports it programs them
+// the moment it is (the soak saw one rewrite a host's table right after a
+// job completed): it is a second SM, in either state, and the job waits.
+// Once it is gone the job completes, after the restart that rewrites every
+// table.
+func TestLeadTenantSMNotMasterYetOnUnprotectedPortsHoldsJobs(t *testing.T) {
+	for _, state := range []pkeyread.SMState{pkeyread.SMDiscovering, pkeyread.SMStandby} {
+		t.Run(state.String(), func(t *testing.T) {
+			r := newSecondSMRig(t)
+			r.smp.unprotect()
+			_, end := r.lead()
+			defer end()
+			r.wait(r.network(netA, 101), store.StatusCompleted)
+			r.smp.tenantSM(&state, false)
+			j := r.port("p1", netA, guidA)
+			r.waitDescribed(j, "Second subnet manager: port "+tenantGUID.String()+" (priority 0, "+state.String()+
+				") may become master")
+			r.smp.tenantSM(nil, false)
+			r.wait(j, store.StatusCompleted)
+			if n := r.restarts.Load(); n != 1 {
+				t.Errorf("OpenSM restarted %d times; want 1 (for the tenant's SM gone)", n)
+			}
+		})
+	}
+}
+
 // When the look before a sweep completes jobs (finish's confirm) is the
 // one that sees the second SM gone, OpenSM is restarted and the loop must
 // apply again: the sweep finish is about to judge is from before the
