@@ -50,8 +50,10 @@ import (
 // or another leader), gate closed, and only a look that read the fabric and
 // saw this OpenSM master clears it, once the database has forgotten it. A
 // look that fails, or one the term's end cut short, changes nothing. A
-// standby SM is not flagged: it programs nothing, and with HA the peers'
-// OpenSMs wait so.
+// standby or discovering SM is not flagged while every host port is under
+// M_Key protection: it programs nothing, and with HA the peers' OpenSMs wait
+// so. Beside a host port without it, it is a second SM (mayMasterUnprotected):
+// once master it may program that port before any look sees it master.
 
 // SecondSMCheck is how the leader reads which SM is master.
 type SecondSMCheck struct {
