@@ -468,7 +468,7 @@ func (w *secondSMWatch) hold(ctx context.Context, t *term, sm store.SecondSM) {
 	defer cancel()
 	w.mu.Lock()
 	if w.found == nil || *w.found != sm {
-		t.Log.Error("second subnet manager: no job completes while it is master", "port_guid", sm.PortGUID.String(),
+		t.Log.Error("second subnet manager: no job completes while it is master, or may be over ports without M_Key protection", "port_guid", sm.PortGUID.String(),
 			"priority", sm.Priority, "state", sm.State, "own_port_guid", w.check.Own.String(), "own_state", sm.OwnState)
 		w.found, w.clean = &sm, false
 	}
