@@ -50,8 +50,10 @@ import (
 // or another leader), gate closed, and only a look that read the fabric and
 // saw this OpenSM master clears it, once the database has forgotten it. A
 // look that fails, or one the term's end cut short, changes nothing. A
-// standby SM is not flagged: it programs nothing, and with HA the peers'
-// OpenSMs wait so.
+// standby or discovering SM is not flagged while every host port is under
+// M_Key protection: it programs nothing, and with HA the peers' OpenSMs wait
+// so. Beside a host port without it, it is a second SM (mayMasterUnprotected):
+// once master it may program that port before any look sees it master.
 
 // SecondSMCheck is how the leader reads which SM is master.
 type SecondSMCheck struct {
@@ -253,6 +255,9 @@ func judgeMasters(l smLook, own fabric.GUID) smVerdict {
 			v.foreign = append(v.foreign, smRecord(sm, m.Own))
 		}
 	}
+	if sm, ok := mayMasterUnprotected(l, own); ok && (named.GUID == own || named.GUID == 0) {
+		named = sm
+	}
 	switch {
 	case named.GUID == 0 || m.MasterLID == 0 && named.GUID == own:
 		return smVerdict{}
@@ -279,6 +284,25 @@ func mastersPorts(l smLook, sm pkeyread.SMInfo) bool {
 	return m.MasterLID != 0 && m.MasterLID != m.OwnLID ||
 		m.Own.State == pkeyread.SMStandby || m.Own.State == pkeyread.SMNotActive ||
 		l.masterLIDs[sm.LID] > 0 || l.unprotected > 0
+}
+
+// mayMasterUnprotected is the first foreign SM behind a host port that is
+// not MASTER yet but may be at any moment (DISCOVERING, or STANDBY, which
+// takes over when it misses this OpenSM's answers) while a host port has no
+// M_Key protection: once master it programs that port without a look
+// between, the way a stock OpenSM a tenant just started does on the
+// simulated fabric within its first sweep. Under M_Key protection such an SM
+// can program nothing, as one MASTER of nothing: it is not flagged.
+func mayMasterUnprotected(l smLook, own fabric.GUID) (pkeyread.SMInfo, bool) {
+	if l.unprotected == 0 {
+		return pkeyread.SMInfo{}, false
+	}
+	for _, sm := range l.sms {
+		if sm.GUID != own && (sm.State == pkeyread.SMDiscovering || sm.State == pkeyread.SMStandby) {
+			return sm, true
+		}
+	}
+	return pkeyread.SMInfo{}, false
 }
 
 func smRecord(sm, own pkeyread.SMInfo) store.SecondSM {
@@ -444,7 +468,7 @@ func (w *secondSMWatch) hold(ctx context.Context, t *term, sm store.SecondSM) {
 	defer cancel()
 	w.mu.Lock()
 	if w.found == nil || *w.found != sm {
-		t.Log.Error("second subnet manager: no job completes while it is master", "port_guid", sm.PortGUID.String(),
+		t.Log.Error("second subnet manager: no job completes while it is master, or may be over ports without M_Key protection", "port_guid", sm.PortGUID.String(),
 			"priority", sm.Priority, "state", sm.State, "own_port_guid", w.check.Own.String(), "own_state", sm.OwnState)
 		w.found, w.clean = &sm, false
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/verdict"
@@ -214,6 +215,64 @@ func TestLeadTenantSMOnUnprotectedPortsHoldsJobs(t *testing.T) {
 	r.waitDescribed(j, "Second subnet manager: port "+tenantGUID.String())
 	if foreign, err := r.st.ForeignSMs(t.Context()); err != nil || len(foreign) != 0 {
 		t.Errorf("foreign SMs %+v, %v; want none: it may program the ports", foreign, err)
+	}
+}
+
+// A tenant's stock OpenSM just started (DISCOVERING), or kept STANDBY, is
+// not master yet; without M_Key protection on the ports it programs them
+// the moment it is (the soak saw one rewrite a host's table right after a
+// job completed): it is a second SM, in either state, and the job waits.
+// Once it is gone the job completes, after the restart that rewrites every
+// table.
+func TestLeadTenantSMNotMasterYetOnUnprotectedPortsHoldsJobs(t *testing.T) {
+	for _, state := range []pkeyread.SMState{pkeyread.SMDiscovering, pkeyread.SMStandby} {
+		t.Run(state.String(), func(t *testing.T) {
+			r := newSecondSMRig(t)
+			r.smp.unprotect()
+			_, end := r.lead()
+			defer end()
+			r.wait(r.network(netA, 101), store.StatusCompleted)
+			r.smp.tenantSM(&state, false)
+			j := r.port("p1", netA, guidA)
+			r.waitDescribed(j, "Second subnet manager: port "+tenantGUID.String()+" (priority 0, "+state.String()+
+				") may become master")
+			r.smp.tenantSM(nil, false)
+			r.wait(j, store.StatusCompleted)
+			if n := r.restarts.Load(); n != 1 {
+				t.Errorf("OpenSM restarted %d times; want 1 (for the tenant's SM gone)", n)
+			}
+		})
+	}
+}
+
+// A tenant's OpenSM started since the last full look, still DISCOVERING
+// (its first sweep), behind the port of a place the sweep just changed:
+// finish's short look reads that port and holds the sweep's jobs, on ports
+// without M_Key protection, before the tenant's OpenSM becomes master and
+// rewrites the place.
+func TestConfirmSeesATenantSMDiscoveringAtAPlace(t *testing.T) {
+	r := newSecondSMRig(t)
+	r.smp.unprotect()
+	tm := r.term()
+	tm.secondSM.detect(t.Context(), tm)
+	if tm.secondSM.holds() {
+		t.Fatalf("gate closed before the tenant's SM started: %v", tm.secondSM.reason())
+	}
+	discovering := pkeyread.SMDiscovering
+	r.smp.tenantSM(&discovering, false)
+	sent := r.smp.sent.Load()
+	if rs := tm.secondSM.confirm(t.Context(), tm, nil, []fabric.GUID{tenantGUID}); rs != "" {
+		t.Fatalf("confirm = %q; want no failure (the look read the fabric)", rs)
+	}
+	if n := r.smp.sent.Load() - sent; n > 5 {
+		t.Errorf("finish's look sent %d SMPs; want the short look's 5 (the own port's 3, the place's PortInfo and SMInfo; a full look sends 9)", n)
+	}
+	if !tm.secondSM.holds() {
+		t.Fatalf("gate open after finish's look saw the tenant's SM DISCOVERING behind a place without M_Key protection"+
+			"\nlog:\n%s", r.logs)
+	}
+	if got := r.secondSMs(); len(got) != 1 || got[0].PortGUID != tenantGUID || got[0].State != "DISCOVERING" {
+		t.Errorf("recorded second SMs %+v; want the tenant's, DISCOVERING", got)
 	}
 }
 

@@ -215,6 +215,13 @@ func secondSMReasons(e SecondSMEvidence) []Reason {
 	case sm != nil && sm.PortGUID == e.Own:
 		return []Reason{{SecondSM, fmt.Sprintf("Second subnet manager: this manager's OpenSM (port %s) is %s and no "+
 			"other SM is named master; find the SM that deposed it (docs/runbooks.md)", e.Own, sm.State)}}
+	case sm != nil && sm.State != "MASTER":
+		// Not master yet, but present while a host port lacks M_Key
+		// protection: once master it programs that port without a look
+		// between (the applier's judgeMasters).
+		return []Reason{{SecondSM, fmt.Sprintf("Second subnet manager: port %s (priority %d, %s) may become master at "+
+			"any moment and program the host ports without M_Key protection, beside this manager's OpenSM (port %s, "+
+			"%s); stop it (docs/runbooks.md)", sm.PortGUID, sm.Priority, sm.State, e.Own, sm.OwnState)}}
 	case sm != nil:
 		return []Reason{{SecondSM, fmt.Sprintf("Second subnet manager: port %s (priority %d, %s) is master on the fabric, "+
 			"not this manager's OpenSM (port %s, %s): it programs the ports with partitions of its own; stop it "+

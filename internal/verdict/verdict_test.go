@@ -118,6 +118,11 @@ func TestJudge(t *testing.T) {
 			ev.SecondSM.Master = &tenant
 			return ev
 		}},
+		{"second_subnet_manager_not_master_yet", func(t *testing.T) Evidence {
+			ev := healthy(t, "two-switches.lst")
+			ev.SecondSM.Master = &store.SecondSM{PortGUID: 0x0002c90300000301, Priority: 0, State: "DISCOVERING", OwnState: "MASTER"}
+			return ev
+		}},
 		{"second_subnet_manager_own_deposed", func(t *testing.T) Evidence {
 			ev := healthy(t, "two-switches.lst")
 			ev.SecondSM.Master = &store.SecondSM{PortGUID: own, Priority: 1, State: "NOTACTIVE", OwnState: "NOTACTIVE"}
