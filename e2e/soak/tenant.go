@@ -182,7 +182,18 @@ func (r *run) cloneGUID(ctx context.Context) (string, chan error, error) {
 	d := tenantHold + r.duration(4000)
 	return fmt.Sprintf("%s takes %s's GUID %s for %s", cloner.Name, victim.Name, victim.PortGUID, d), later(d, func() error {
 		tf.active.Store(false)
-		return set(context.WithoutCancel(ctx), cloner.PortGUID)
+		if err := set(context.WithoutCancel(ctx), cloner.PortGUID); err != nil {
+			return err
+		}
+		// OpenSM sent the victim GUID's Sets to whichever of the two ports
+		// it took for it, and reads a port's table again only when it meets
+		// the port anew: the victim's own table may keep a pkey its removal
+		// took out, which OpenSM believes gone, while the switch port facing
+		// it (what enforces) is right. The manager does not rewrite a host's
+		// table (docs/isolation-proof.md, a lying host: its audit holds that
+		// port's jobs and names it); the victim's link bounces too, as its
+		// owner would once the clone is gone, so that OpenSM programs it.
+		return r.bounce(context.WithoutCancel(ctx), victim.Name)
 	}), nil
 }
 

@@ -300,3 +300,47 @@ func TestReadBackJobsOfThePreviousRelease(t *testing.T) {
 	r.wantWaiting("H2's port", h2, "holds pkey 0x0065 as not a member, want full")
 	wantStatus(t, r.applyRig, "H1's removal", removal, store.StatusCompleted)
 }
+
+// TestReadBackRemovalOffAStaleDump: OpenSM rewrites its subnet dump only at
+// SUBNET UP. H1's removal, applied while the dump is one written before its
+// sweep that lacks H1 (H1 bounced its link then, and every sweep since ended
+// with errors: H1 drops OpenSM's Sets), waits: H1 is on the fabric, its
+// table still holds 0x0065, and nothing was read. A dump written after the
+// sweep that still lacks H1 (a sweep came up without it) proves it.
+func TestReadBackRemovalOffAStaleDump(t *testing.T) {
+	r := newReadbackRig(t, time.Minute)
+	r.network(101)
+	h1 := fabricsim.HostGUID(1)
+	r.port("port-h1", uint64(h1))
+	r.applied("H1's port")
+	var without []string
+	for _, l := range strings.Split(string(r.realDump), "\n") {
+		if !strings.Contains(l, "{H1}") {
+			without = append(without, l)
+		}
+	}
+	noH1 := []byte(strings.Join(without, "\n"))
+	old := time.Now().Add(-time.Minute)
+	if err := os.WriteFile(r.dump, noH1, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(r.dump, old, old); err != nil {
+		t.Fatal(err)
+	}
+	rm := r.removePort("port-h1")
+	r.applied("H1's removal, the dump older than its sweep")
+	r.wantWaiting("H1's removal on a dump older than its sweep", rm,
+		fmt.Sprintf("port %s: not in OpenSM's subnet dump", h1))
+	r.term.proof.lastRead = time.Time{} // the next poll reads now
+	r.term.pollProof(t.Context())
+	r.wantWaiting("H1's removal polled again on the same dump", rm, "a dump older than the sweep of this change")
+	// A sweep that came up without H1, later than the signal by more than the
+	// kernel's tick, which file times are taken from.
+	time.Sleep(20 * time.Millisecond)
+	if err := os.WriteFile(r.dump, noH1, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if j := r.settle(rm.ID); j.Status != store.StatusCompleted {
+		t.Fatalf("H1's removal once a sweep came up without H1: %s %q %q", j.Status, j.Description, j.Error)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -122,7 +123,7 @@ func (t *term) proveTables(ctx context.Context, run *applyRun) (proven *store.Pr
 		run.log.Error("parse the applied partitions file for the read-back proof; jobs wait", "error", err)
 		return nil, false
 	}
-	verdicts := t.readWants(ctx, byJob)
+	verdicts := t.readWants(ctx, byJob, run.signalled)
 	if ctx.Err() != nil {
 		return nil, false // the term is over: its successor proves the jobs again
 	}
@@ -242,8 +243,9 @@ func wantOf(f *partitions.File, p place) (w pkeyread.Want, ok bool) {
 // subnet dump puts it, and judges each want: its reason, "" when proven.
 // The ports are read in readOrder's order, the ports whose last read failed
 // within a budget of their own: a fabric with ports that never answer still
-// reads every other port at every poll.
-func (t *term) readWants(ctx context.Context, byJob map[int64][]pkeyread.Want) map[pkeyread.Want]string {
+// reads every other port at every poll. signalled is when OpenSM was sent
+// the file the wants come from (dumpSwept).
+func (t *term) readWants(ctx context.Context, byJob map[int64][]pkeyread.Want, signalled time.Time) map[pkeyread.Want]string {
 	wants := map[pkeyread.Want]bool{}
 	for _, ws := range byJob {
 		for _, w := range ws {
@@ -281,18 +283,36 @@ func (t *term) readWants(ctx context.Context, byJob map[int64][]pkeyread.Want) m
 		verdicts[v.Want] = v.Reason
 	}
 	t.proof.unset = unsetPorts(results, verdicts)
+	swept := t.dumpSwept(signalled)
 	for w := range wants {
 		switch err, gone := absent[w.Port]; {
-		case gone && w.Membership == pkeyread.NotMember:
-			// Not on the fabric at OpenSM's last sweep: it holds nothing
-			// anyone can reach, and OpenSM programs it from the file that
-			// lacks the pkey when it comes back.
+		case gone && w.Membership == pkeyread.NotMember && swept:
+			// Not on the fabric at a sweep of the file that lacks the pkey:
+			// it holds nothing anyone can reach, and OpenSM programs it
+			// from that file (or a newer one) when it comes back.
 			verdicts[w] = ""
+		case gone && w.Membership == pkeyread.NotMember:
+			verdicts[w] = err.Error() + " (a dump older than the sweep of this change: OpenSM rewrites it only " +
+				"at a SUBNET UP, so the port may be on the fabric, its sweeps ending with errors)"
 		case gone:
 			verdicts[w] = err.Error()
 		}
 	}
 	return verdicts
+}
+
+// dumpSwept says whether OpenSM's subnet dump was written after signalled:
+// by a sweep that came up (OpenSM rewrites it only at SUBNET UP) with the
+// file sent then, or a newer one. An older dump lists the ports of an
+// earlier sweep: a host that bounced its link then and whose Sets fail
+// since (every sweep ending with errors, none rewriting the dump) is
+// missing from it while it is on the fabric, its table and its switch
+// port's unread. (A file's time is the kernel's coarse clock, a tick behind:
+// a dump written within a tick of the signal reads as older, and the jobs
+// wait for the next poll's, which a sweep's length makes impossible.)
+func (t *term) dumpSwept(signalled time.Time) bool {
+	fi, err := os.Stat(t.subnetDump().Path())
+	return err == nil && !fi.ModTime().Before(signalled)
 }
 
 // unansweredBudget is the part of proofReadBound the ports whose last read
