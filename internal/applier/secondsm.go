@@ -180,15 +180,25 @@ func (w *secondSMWatch) lookAt(ctx context.Context, lid uint16, ports []pkeyread
 		return l, err
 	}
 	// A port that does not answer (down, gone) hides no master: a master
-	// sweeps through its own port, which answers.
+	// sweeps through its own port, which answers. One that answers IsSM
+	// but not its SMInfo fails the look (below).
 	scan := pkeyread.ScanSMs(ctx, conn, mkey, &w.tid, ports, secondSMPort)
 	// The masters the ports name that were not among them (none, when
 	// every host port was read): who they are decides whether they gate.
 	named := scan.MasterLIDs
-	scan.SMs = append(scan.SMs, pkeyread.ScanSMs(ctx, conn, mkey, &w.tid, unscanned(named, ports, lid), secondSMPort).SMs...)
+	more := pkeyread.ScanSMs(ctx, conn, mkey, &w.tid, unscanned(named, ports, lid), secondSMPort)
+	scan.SMs, scan.SMUnread = append(scan.SMs, more.SMs...), append(scan.SMUnread, more.SMUnread...)
 	if err := ctx.Err(); err != nil {
 		return l, fmt.Errorf("the scan of the host ports' subnet managers ended after %d of %d ports: %w",
 			len(ports)-scan.Unread, len(ports), err)
+	}
+	// An SM whose port says it runs (IsSM) but whose SMInfo did not answer
+	// may be master, or about to be: the look fails closed (a tenant's
+	// OpenSM in its first sweep answers late, then programs the ports).
+	if len(scan.SMUnread) > 0 {
+		p := scan.SMUnread[0]
+		return l, fmt.Errorf("an SM runs behind port %s (LID %d: its PortInfo says IsSM) and its SMInfo did not answer "+
+			"within %s (%d such ports)", p.Port, p.LID, secondSMPort, len(scan.SMUnread))
 	}
 	l.sms, l.masterLIDs, l.unprotected = scan.SMs, named, scan.Unprotected
 	return l, nil
