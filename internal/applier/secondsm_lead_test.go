@@ -468,3 +468,21 @@ func TestConfirmFailsOnAnSMWhoseSMInfoDoesNotAnswer(t *testing.T) {
 		t.Errorf("recorded second SMs %+v; want the tenant's", got)
 	}
 }
+
+// The same silent SM behind a tenant's port, every host port under M_Key
+// protection and none naming it master: it programs nothing, whatever its
+// state, and the look reads the fabric (a tenant holding its SM device open
+// without answering must not hold every tenant's jobs).
+func TestConfirmSilentSMOnProtectedPortsHoldsNothing(t *testing.T) {
+	r := newSecondSMRig(t)
+	tm := r.term()
+	discovering := pkeyread.SMDiscovering
+	r.smp.tenantSM(&discovering, false)
+	r.smp.set(func(p map[uint16]*fakeSMPPort) { p[smpTenantLID].smSilent = true })
+	if rs := tm.secondSM.confirm(t.Context(), tm, nil, nil); rs != "" {
+		t.Fatalf("confirm = %q; want a look that read the fabric\nlog:\n%s", rs, r.logs)
+	}
+	if rs := tm.secondSM.reason(); len(rs) != 0 {
+		t.Fatalf("reason %v; want the gate open", rs)
+	}
+}
