@@ -161,11 +161,11 @@ type PortLID struct {
 // name: one that does not share the own SM's SM_Key ignores it and sweeps
 // the fabric as master beside it. One SMP a port and one an SM, each port
 // within portTimeout (a port down answers nothing); unread counts the ports
-// that did not answer.
+// that did not answer, or whose SM did not.
 func ReadSMs(ctx context.Context, conn Conn, mkey uint64, tid *atomic.Uint32, ports []PortLID,
 	portTimeout time.Duration) (sms []SMInfo, unread int) {
 	s := ScanSMs(ctx, conn, mkey, tid, ports, portTimeout)
-	return s.SMs, s.Unread
+	return s.SMs, s.Unread + len(s.SMUnread)
 }
 
 // SMScan is what ScanSMs read of the ports.
