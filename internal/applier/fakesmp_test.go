@@ -41,6 +41,10 @@ type fakeSMPPort struct {
 	sm        *pkeyread.SMInfo // the SM behind the port; nil: none
 	answersAs fabric.GUID      // NodeInfo's port GUID when another port took the LID; 0: guid
 	protect   uint8            // PortInfo.M_KeyProtectBits: 2, the hardening's; 0, none (the simulator's)
+	// smSilent: the SM behind the port answers no SMInfo until the
+	// sender's context ends, as a tenant's OpenSM busy in its first sweep
+	// on the simulated fabric (its PortInfo, the SMA's, still answers).
+	smSilent bool
 }
 
 // The ports of copySubnetDump's fabric, by LID: this manager's OpenSM's
@@ -114,7 +118,7 @@ func (f *fakeSMPFabric) Send(ctx context.Context, lid uint16, mad []byte) ([]byt
 		default:
 		}
 	}
-	if !ok || hang {
+	if !ok || hang || port.smSilent && port.sm != nil && binary.BigEndian.Uint16(mad[16:]) == 0x0020 {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}

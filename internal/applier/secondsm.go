@@ -180,18 +180,42 @@ func (w *secondSMWatch) lookAt(ctx context.Context, lid uint16, ports []pkeyread
 		return l, err
 	}
 	// A port that does not answer (down, gone) hides no master: a master
-	// sweeps through its own port, which answers.
+	// sweeps through its own port, which answers. One that answers IsSM
+	// but not its SMInfo may fail the look (unreadSMs).
 	scan := pkeyread.ScanSMs(ctx, conn, mkey, &w.tid, ports, secondSMPort)
 	// The masters the ports name that were not among them (none, when
 	// every host port was read): who they are decides whether they gate.
 	named := scan.MasterLIDs
-	scan.SMs = append(scan.SMs, pkeyread.ScanSMs(ctx, conn, mkey, &w.tid, unscanned(named, ports, lid), secondSMPort).SMs...)
+	more := pkeyread.ScanSMs(ctx, conn, mkey, &w.tid, unscanned(named, ports, lid), secondSMPort)
+	scan.SMs, scan.SMUnread = append(scan.SMs, more.SMs...), append(scan.SMUnread, more.SMUnread...)
 	if err := ctx.Err(); err != nil {
 		return l, fmt.Errorf("the scan of the host ports' subnet managers ended after %d of %d ports: %w",
 			len(ports)-scan.Unread, len(ports), err)
 	}
+	if err := unreadSMs(scan, l.masters); err != nil {
+		return l, err
+	}
 	l.sms, l.masterLIDs, l.unprotected = scan.SMs, named, scan.Unprotected
 	return l, nil
+}
+
+// unreadSMs fails a look in which an SM runs behind a port (its PortInfo
+// says IsSM) but did not answer its SMInfo, where that SM may program
+// ports: a host port lacks M_Key protection, or a port's MasterSMLID names
+// its LID. Its state is unknown, so it may be master or about to be: a stock
+// OpenSM drops every SMInfo Get until its first sweep has met its own port,
+// then becomes master at that sweep's end and programs the unprotected
+// ports. Where every host port is under M_Key protection and none names it,
+// it programs nothing, as a foreign SM master of nothing: a tenant that
+// opens its SM device and answers nothing must not hold every tenant's jobs.
+func unreadSMs(scan pkeyread.SMScan, m pkeyread.Masters) error {
+	for _, p := range scan.SMUnread {
+		if scan.Unprotected > 0 || scan.MasterLIDs[p.LID] > 0 || m.MasterLID == p.LID {
+			return fmt.Errorf("an SM runs behind port %s (LID %d: its PortInfo says IsSM) and its SMInfo did not "+
+				"answer within %s", p.Port, p.LID, secondSMPort)
+		}
+	}
+	return nil
 }
 
 // unscanned are the LIDs named in masterLIDs that are neither own nor one of

@@ -437,3 +437,52 @@ func TestSecondSMScanCutShortIsAnError(t *testing.T) {
 		t.Fatalf("lookAt cut short = %v; want an error (context canceled)", err)
 	}
 }
+
+// A tenant's OpenSM that just opened its port (IsSM set, trap 144) and is
+// busy in its first sweep answers no SMInfo: finish's look must not take
+// that port for one without an SM. On ports without M_Key protection it
+// becomes master within that sweep and programs them (the soak saw a job
+// complete 250 ms after the tenant's OpenSM was master, on a full look
+// whose SMInfo read of its port had timed out): the look fails, and the
+// sweep's jobs wait for a look that reads it.
+func TestConfirmFailsOnAnSMWhoseSMInfoDoesNotAnswer(t *testing.T) {
+	r := newSecondSMRig(t)
+	r.smp.unprotect()
+	tm := r.term()
+	discovering := pkeyread.SMDiscovering
+	r.smp.tenantSM(&discovering, false)
+	r.smp.set(func(p map[uint16]*fakeSMPPort) { p[smpTenantLID].smSilent = true })
+	rs := tm.secondSM.confirm(t.Context(), tm, nil, nil) // the term's first: a full look
+	if rs == "" || !strings.Contains(rs, tenantGUID.String()) {
+		t.Fatalf("confirm = %q; want the look failed on the tenant's port %s (IsSM, its SMInfo unanswered)\nlog:\n%s",
+			rs, tenantGUID, r.logs)
+	}
+	if !strings.Contains(strings.Join(GateTexts(tm.secondSM.reason()), ""), "could not be read") {
+		t.Fatalf("reason %v; want the jobs held until a look reads the fabric", tm.secondSM.reason())
+	}
+	r.smp.set(func(p map[uint16]*fakeSMPPort) { p[smpTenantLID].smSilent = false })
+	if rs := tm.secondSM.confirm(t.Context(), tm, nil, nil); rs != "" {
+		t.Fatalf("confirm once the tenant's SM answers = %q; want a look that read the fabric", rs)
+	}
+	if got := r.secondSMs(); len(got) != 1 || got[0].PortGUID != tenantGUID {
+		t.Errorf("recorded second SMs %+v; want the tenant's", got)
+	}
+}
+
+// The same silent SM behind a tenant's port, every host port under M_Key
+// protection and none naming it master: it programs nothing, whatever its
+// state, and the look reads the fabric (a tenant holding its SM device open
+// without answering must not hold every tenant's jobs).
+func TestConfirmSilentSMOnProtectedPortsHoldsNothing(t *testing.T) {
+	r := newSecondSMRig(t)
+	tm := r.term()
+	discovering := pkeyread.SMDiscovering
+	r.smp.tenantSM(&discovering, false)
+	r.smp.set(func(p map[uint16]*fakeSMPPort) { p[smpTenantLID].smSilent = true })
+	if rs := tm.secondSM.confirm(t.Context(), tm, nil, nil); rs != "" {
+		t.Fatalf("confirm = %q; want a look that read the fabric\nlog:\n%s", rs, r.logs)
+	}
+	if rs := tm.secondSM.reason(); len(rs) != 0 {
+		t.Fatalf("reason %v; want the gate open", rs)
+	}
+}

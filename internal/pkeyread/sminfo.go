@@ -161,17 +161,22 @@ type PortLID struct {
 // name: one that does not share the own SM's SM_Key ignores it and sweeps
 // the fabric as master beside it. One SMP a port and one an SM, each port
 // within portTimeout (a port down answers nothing); unread counts the ports
-// that did not answer.
+// that did not answer, or whose SM did not.
 func ReadSMs(ctx context.Context, conn Conn, mkey uint64, tid *atomic.Uint32, ports []PortLID,
 	portTimeout time.Duration) (sms []SMInfo, unread int) {
 	s := ScanSMs(ctx, conn, mkey, tid, ports, portTimeout)
-	return s.SMs, s.Unread
+	return s.SMs, s.Unread + len(s.SMUnread)
 }
 
 // SMScan is what ScanSMs read of the ports.
 type SMScan struct {
 	SMs    []SMInfo // the SMs behind the ports
 	Unread int      // ports that did not answer
+	// SMUnread are the ports whose PortInfo says an SM runs behind them
+	// (IsSM) but whose SMInfo did not answer: which SM, in which state, is
+	// unknown (an SM busy in its first sweep answers late), so no look
+	// may take the port for one without a master.
+	SMUnread []PortLID
 	// MasterLIDs counts the ports that answered by the MasterSMLID each
 	// names: the master that last swept (programmed) them. A master whose
 	// LID no port names has programmed none of them.
@@ -194,9 +199,11 @@ func ScanSMs(ctx context.Context, conn Conn, mkey uint64, tid *atomic.Uint32, po
 		}
 		sm, pi, err := readSM(ctx, conn, mkey, tid, p, portTimeout)
 		switch {
-		case err != nil:
+		case err != nil && !pi.IsSM:
 			s.Unread++
 			continue
+		case err != nil:
+			s.SMUnread = append(s.SMUnread, p)
 		case pi.IsSM:
 			s.SMs = append(s.SMs, sm)
 		}
