@@ -64,6 +64,30 @@ func TestLogTime(t *testing.T) {
 	}
 }
 
+// A PUT of a port already as it asks changes nothing, but its job's places
+// are the port's: the port's host's tenant's job (a host dropping Sets holds
+// it, as the manager promises).
+func TestRequestPortGUIDs(t *testing.T) {
+	g1, g2 := fabric.GUID(0x0002c90300000101), fabric.GUID(0x0002c90300000201)
+	bound := port{ID: "p", Network: "n", Host: "h1", GUID: &g1}
+	for _, tc := range []struct {
+		name          string
+		path          string
+		before, after map[string]port
+		want          []fabric.GUID
+	}{
+		{"put unchanged", "/ufmRestV3/cloudx/Port/p", map[string]port{"p": bound}, map[string]port{"p": bound}, []fabric.GUID{g1}},
+		{"put rebound", "/ufmRestV3/cloudx/Port/p", map[string]port{"p": bound},
+			map[string]port{"p": {ID: "p", Network: "n", Host: "h2", GUID: &g2}}, []fabric.GUID{g1, g2}},
+		{"delete unknown", "/ufmRestV3/cloudx/Port/q", map[string]port{"p": bound}, map[string]port{"p": bound}, nil},
+		{"a network", "/ufmRestV3/cloudx/Network/n", map[string]port{"p": bound}, map[string]port{"p": bound}, nil},
+	} {
+		if got := requestPortGUIDs(tc.path, tc.before, tc.after); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestPortGUIDsChanged(t *testing.T) {
 	g1, g2 := fabric.GUID(0x0002c90300000101), fabric.GUID(0x0002c90300000201)
 	bound := port{ID: "p", Network: "n", Host: "h1", GUID: &g1}

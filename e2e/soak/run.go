@@ -727,7 +727,13 @@ func (r *run) request(ctx context.Context) (*job, error) {
 			j.hosts = append(j.hosts, h)
 		}
 	}
-	j.named = portGUIDsChanged(beforePorts, r.model.snapshot().ports)
+	afterPorts := r.model.snapshot().ports
+	j.named = portGUIDsChanged(beforePorts, afterPorts)
+	for _, g := range requestPortGUIDs(o.Path, beforePorts, afterPorts) {
+		if !slices.Contains(j.named, g) {
+			j.named = append(j.named, g)
+		}
+	}
 	j.underPKeyError = r.needsErroredHost(j, after)
 	r.markSent(j, sent)
 	if a.Status == 404 { // the lost attempt's job is unknown

@@ -67,6 +67,26 @@ func (t *tenantFault) touches(j job) bool {
 	return slices.ContainsFunc(j.hosts, in) || slices.ContainsFunc(j.named, in)
 }
 
+// requestPortGUIDs are the GUIDs of the port a request names in its path
+// (PUT or DELETE /cloudx/Port/<id>), before and after it, changed or not: a
+// request sent again for a port already as it asks still makes a job whose
+// places are that port's (the manager proves it), so that job is the port's
+// host's tenant's.
+func requestPortGUIDs(path string, before, after map[string]port) []fabric.GUID {
+	i := strings.Index(path, "/Port/")
+	if i < 0 {
+		return nil
+	}
+	id := path[i+len("/Port/"):]
+	var out []fabric.GUID
+	for _, p := range []port{before[id], after[id]} {
+		if p.GUID != nil && !slices.Contains(out, *p.GUID) {
+			out = append(out, *p.GUID)
+		}
+	}
+	return out
+}
+
 // portGUIDsChanged are the GUIDs of the ports a request changed (recorded,
 // removed, moved, rebound), the old and the new.
 func portGUIDsChanged(before, after map[string]port) []fabric.GUID {
