@@ -79,15 +79,33 @@ func (r *run) duration(maxMS int) time.Duration {
 
 // deal is the next fault kind from a deck of every kind, shuffled with the
 // seed and dealt again when empty: every kind comes once in each
-// len(kinds) faults, so that even a short run meets each.
+// len(kinds) faults, so that even a short run meets each. The first deck
+// deals the run's first kinds (Options.FirstFaults) before the others.
 func (r *run) deal() string {
 	if len(r.deck) == 0 {
-		r.deck = slices.Clone(r.faultKind)
-		r.rng.Shuffle(len(r.deck), func(i, j int) { r.deck[i], r.deck[j] = r.deck[j], r.deck[i] })
+		r.deck = r.shuffled()
 	}
 	kind := r.deck[0]
 	r.deck = r.deck[1:]
 	return kind
+}
+
+// shuffled is a new deck: the first deck's first kinds at its front, each
+// part shuffled with the seed.
+func (r *run) shuffled() []string {
+	var first, rest []string
+	for _, k := range r.faultKind {
+		if !r.dealtOnce && slices.Contains(r.o.FirstFaults, k) {
+			first = append(first, k)
+		} else {
+			rest = append(rest, k)
+		}
+	}
+	r.dealtOnce = true
+	for _, part := range [][]string{first, rest} {
+		r.rng.Shuffle(len(part), func(i, j int) { part[i], part[j] = part[j], part[i] })
+	}
+	return append(first, rest...)
 }
 
 // inject starts a fault of the kind dealt.

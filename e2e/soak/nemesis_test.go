@@ -27,6 +27,29 @@ func TestDealEveryKind(t *testing.T) {
 	}
 }
 
+// TestDealFirstKindsFirst: the first deck deals the run's first kinds
+// before any other, whatever the seed; later decks deal every kind in turn.
+func TestDealFirstKindsFirst(t *testing.T) {
+	kinds := []string{faultKillManager, faultDBLatency, faultDropSets, faultSlowSweep, faultCloneGUID, faultTenantSM}
+	first := []string{faultDropSets, faultCloneGUID, faultTenantSM}
+	for seed := range uint64(20) {
+		r := &run{rng: rand.New(rand.NewPCG(seed, 2)), faultKind: kinds, o: Options{FirstFaults: first}}
+		var dealt []string
+		for range 2 * len(kinds) {
+			dealt = append(dealt, r.deal())
+		}
+		if got := slices.Sorted(slices.Values(dealt[:len(first)])); !slices.Equal(got, slices.Sorted(slices.Values(first))) {
+			t.Fatalf("seed %d: first deck began %v, want %v first", seed, dealt[:len(first)], first)
+		}
+		for deck := range 2 {
+			got := slices.Sorted(slices.Values(dealt[deck*len(kinds) : (deck+1)*len(kinds)]))
+			if !slices.Equal(got, slices.Sorted(slices.Values(kinds))) {
+				t.Fatalf("seed %d: deck %d dealt %v, want each of %v once", seed, deck, got, kinds)
+			}
+		}
+	}
+}
+
 // TestModelSnapshotRestore: a restore puts the recorded state back, and
 // later changes to the model do not reach the snapshot.
 func TestModelSnapshotRestore(t *testing.T) {

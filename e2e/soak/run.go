@@ -37,13 +37,17 @@ type Options struct {
 	// dealt from a shuffled deck, so that every kind comes once in each
 	// len(kinds) faults.
 	FaultRate int
-	Hosts     int
-	Switches  int
-	Managers  int // managers on one database (server engines; SQLite always runs one)
-	Binary    string
-	WorkDir   string
-	Out       io.Writer
-	Verbose   bool // print every operation
+	// FirstFaults are dealt before the others, in the seed's order, from
+	// the first deck: a run too short to go through a whole deck still
+	// meets each of them on every engine.
+	FirstFaults []string
+	Hosts       int
+	Switches    int
+	Managers    int // managers on one database (server engines; SQLite always runs one)
+	Binary      string
+	WorkDir     string
+	Out         io.Writer
+	Verbose     bool // print every operation
 	// Parallel runs the engines at once, each on its fabric, database and
 	// managers of its own, instead of one after the other.
 	Parallel bool
@@ -222,6 +226,7 @@ type run struct {
 	dir       string
 	dbURL     string // the database, directly (the managers reach it through their proxies)
 	deck      []string
+	dealtOnce bool // the first deck, with Options.FirstFaults at its front, was dealt
 	// jobOrder are the job paths given out, in order; jobOwner says for
 	// which request each was: no id may answer for two changes.
 	jobOrder  []string
