@@ -2,6 +2,7 @@ package applier
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,16 +39,21 @@ func TestSubnetDumpChosenOnceBesideTheLoop(t *testing.T) {
 	}
 }
 
-// hangingDialer is the SMP connection of a look that hangs until its
-// context ends (a port that never answers), then takes a while to return:
-// returned says whether it has.
+// hangingDialer is the SMP connection of the looks: once told to hang, a
+// look's dial hangs until its context ends (a port that never answers), then
+// takes a while to return; returned says whether it has.
 type hangingDialer struct {
+	pkeyread.Dialer
+	hang     atomic.Bool
 	entered  chan struct{}
 	once     sync.Once
 	returned atomic.Bool
 }
 
 func (d *hangingDialer) Dial(ctx context.Context) (pkeyread.Conn, error) {
+	if !d.hang.Load() {
+		return d.Dialer.Dial(ctx)
+	}
 	d.once.Do(func() { close(d.entered) })
 	<-ctx.Done()
 	time.Sleep(200 * time.Millisecond) // what unwinding a look costs; Stop waits for it however long
@@ -60,10 +66,14 @@ func (d *hangingDialer) Dial(ctx context.Context) (pkeyread.Conn, error) {
 // that nothing of the old term records a verdict or describes jobs beside
 // the next one. Before, the look's goroutine was cancelled and left running.
 func TestTermWaitsForItsServices(t *testing.T) {
-	r := newLeadRig(t)
-	dialer := &hangingDialer{entered: make(chan struct{})}
-	r.app.SecondSM = &SecondSMCheck{Dialer: dialer, Own: ownSMGUID, Store: r.st}
+	r := newSecondSMRig(t)
+	dialer := &hangingDialer{Dialer: r.smp, entered: make(chan struct{})}
+	r.app.SecondSM.Dialer = dialer
 	_, end := r.lead()
+	// The term's first apply, whose look before completing reads the
+	// fabric; then the loop is idle, and the service's next look hangs.
+	waitLog(t, r.logs, "partitions applied", `"revision":0,`)
+	dialer.hang.Store(true)
 	select {
 	case <-dialer.entered:
 	case <-time.After(10 * time.Second):
@@ -75,6 +85,23 @@ func TestTermWaitsForItsServices(t *testing.T) {
 	if !dialer.returned.Load() {
 		t.Errorf("Lead returned while its second-SM look was still running")
 	}
+}
+
+// Stop returns only once the service's goroutine has ended.
+func TestServiceStopWaits(t *testing.T) {
+	var ended atomic.Bool
+	s := every("test", slog.New(slog.DiscardHandler), time.Millisecond, func(ctx context.Context) {
+		<-ctx.Done()
+		time.Sleep(50 * time.Millisecond)
+		ended.Store(true)
+	})
+	s.Start(t.Context())
+	time.Sleep(20 * time.Millisecond) // f runs
+	s.Stop()
+	if !ended.Load() {
+		t.Errorf("Stop returned before the service's goroutine ended")
+	}
+	s.Stop() // a second Stop returns at once
 }
 
 // A background check that finds a reason to hold the jobs describes them
