@@ -2,6 +2,7 @@ package applier
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,8 +14,10 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/audit"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm/opensmtest"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
 
@@ -150,5 +153,36 @@ func TestBackgroundCheckDescribesTheWholeVerdict(t *testing.T) {
 	}
 	if !strings.Contains(said, "the fabric audit found "+breach.Text) {
 		t.Errorf("the job held by the freeze and the audit's breach says\n%q\nwant both reasons", said)
+	}
+}
+
+// The second-SM look, when a look fails beside the loop, describes the jobs
+// with the whole verdict too: the second SM a previous term recorded and the
+// last audit's breach.
+func TestSecondSMLookDescribesTheWholeVerdict(t *testing.T) {
+	const own fabric.GUID = 0x0002c90300a00001
+	r := newApplyRigOn(t, config.EngineSQLite, true, func() string { return heavySweep("") })
+	ctx := t.Context()
+	breach := audit.Finding{Kind: audit.ForeignPKey, Port: 0x0002c90300000201, PKey: 0x65,
+		Text: "port 0x0002c90300000201 holds pkey 0x0065 (network n) but is not recorded in it"}
+	s := audit.Summary{Started: time.Now().UTC().Truncate(time.Millisecond), Findings: []audit.Finding{breach}}
+	if err := r.st.RecordAudit(ctx, AuditRecord(r.term.id, s)); err != nil {
+		t.Fatal(err)
+	}
+	r.term.Cfg.Audit = AuditConfig{Interval: time.Hour, Reader: &pkeyread.Reader{}, Recorder: r.st}
+	r.term.loadAudit(ctx)
+	tenant := store.SecondSM{PortGUID: 0x0002c90300000301, Priority: 15, State: "MASTER", OwnState: "STANDBY"}
+	if err := r.st.RecordSecondSM(ctx, r.term.id, tenant); err != nil {
+		t.Fatal(err)
+	}
+	job := r.network(101)
+	r.term.secondSM = &secondSMWatch{check: &SecondSMCheck{Own: own, Store: r.st}}
+	r.term.secondSM.restore(ctx, r.term.watchEnv())
+	r.term.secondSM.lookFailed(ctx, r.term.watchEnv(), errors.New("no SMP connection"))
+	said := r.job(job.ID).Description
+	for _, want := range []string{"Second subnet manager: port " + tenant.PortGUID.String(), "the fabric audit found " + breach.Text} {
+		if !strings.Contains(said, want) {
+			t.Errorf("the job held by the second SM and the audit's breach says\n%q\nwant %q in it", said, want)
+		}
 	}
 }
