@@ -20,6 +20,38 @@
 // to restart, and a partitions file that is not what this term wrote or not
 // what the recorded state renders to, make it apply again; and it deletes
 // finished jobs older than the retention.
+//
+// # The term's state machine
+//
+// A term (one leadership term's loop, LeadTerm) is in one of these states,
+// kept in its core fields, which only the transitions of state.go write:
+//
+//   - due (applied < 0): nothing this term applied counts as proven; the
+//     loop's next turn applies the newest revision. A term starts due.
+//   - applied R (applied = R): OpenSM was seen applying R, or R can never be
+//     applied and its jobs failed; the loop applies again when the revision
+//     moves past R.
+//   - held R (gate.blocked = R): R's sweep was proven, and the verdict
+//     (internal/verdict's Judge) holds its jobs; every poll judges again.
+//   - forgotten (reapply): "apply everything again" was asked for while a
+//     sweep may be in flight: that sweep completes nothing, and the loop's
+//     next turn makes the term due.
+//
+// Beside them, the last audit's verdict (audit.judged) holds the jobs of
+// ports whose own tables lie.
+//
+// The transitions: forget(why) (any state to forgotten: OpenSM restarted,
+// the file drifted, the database restored, the gates reopened, the audit
+// found ports cut off, a completion failed, a freeze lifted, a second SM
+// gone), takeForgotten (forgotten to due, at the loop's turn and when an
+// apply starts: that apply is the one the forget asked for), markApplied
+// and keepApplied (the end of an apply), holdRevision and releaseHold (the
+// verdict on a proven sweep), gatesReopened (held to forgotten) and setAudit.
+// Only the loop's goroutine takes them. The background services (the freeze
+// watch, the second-SM look: services.go) run beside it, each with Start and
+// a Stop that waits for it; they never touch the term's fields, and report
+// through findings: a forget the loop takes at its next turn, and the jobs
+// described with the whole verdict's text.
 package applier
 
 import (
@@ -33,6 +65,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
@@ -207,6 +240,11 @@ type term struct {
 	readTables tableReader
 	audit      auditState  // audit.go
 	sets       setFailures // setfailures.go
+	// dumpOnce chooses dump, envOnce builds env (services.go): once, as
+	// the loop and the services ask for them concurrently.
+	dumpOnce, envOnce sync.Once
+	env               *watchEnv
+	inbox             inbox // what the services asked of the loop (services.go)
 }
 
 // applyResult says what the loop does after an apply.
@@ -253,12 +291,8 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 	if err := a.SM.Start(termID); err != nil {
 		return fmt.Errorf("start OpenSM: %w", err)
 	}
-	if t.freeze != nil {
-		fctx, stopWatch := context.WithCancel(ctx)
-		defer stopWatch()
-		go t.freeze.watchFreeze(fctx, t, a.Cfg.PollInterval)
-	}
-	defer t.startSecondSMWatch(ctx)()
+	t.newSecondSMWatch(ctx)      // secondsm.go
+	defer t.startServices(ctx)() // services.go: waited for when the term ends
 
 	wake := a.Store.Wake(ctx)
 	poll := time.NewTicker(a.Cfg.PollInterval)
@@ -275,12 +309,13 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 	retriedAtOnce := false
 	var lastStart time.Time // of the last apply
 	for {
-		t.takeReapply()
 		a.observer().Alive()
 		rev, err := a.Store.Revision(ctx)
 		if err == nil && rev == t.applied {
 			t.checkRestored(ctx)
 		}
+		t.takeReports()   // services.go
+		t.takeForgotten() // state.go
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -327,15 +362,6 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 	}
 }
 
-// takeReapply makes the loop apply everything again after a lifted freeze:
-// the other manager's OpenSM may have swept another file meanwhile.
-func (t *term) takeReapply() {
-	t.takeSecondSMGone()
-	if t.reapply {
-		t.applied, t.reapply = -1, false
-	}
-}
-
 // checkRestored makes the loop apply again when the database no longer holds
 // the state last applied: restored from a backup since, and new changes took
 // the revision back to the applied one (store/history.go), so that the
@@ -352,22 +378,10 @@ func (t *term) checkRestored(ctx context.Context) {
 	case errors.Is(err, store.ErrNotFound):
 		t.Log.Warn("the database no longer holds the state last applied (restored from a backup?); applying it again",
 			"revision", t.applied, "newest_job", newest)
-		t.applied = -1
+		t.forget("the database no longer holds the state last applied")
 	case err != nil:
 		t.Log.Error("read the newest job of the state last applied", "error", err)
 	}
-}
-
-// subnetDump is the reader of OpenSM's subnet dump: Cfg.Dump, or the term's
-// own.
-func (t *term) subnetDump() *topology.Dump {
-	if t.dump == nil {
-		t.dump = t.Cfg.Dump
-	}
-	if t.dump == nil {
-		t.dump = topology.NewDump(t.Cfg.SubnetDump)
-	}
-	return t.dump
 }
 
 // check is the work of every check interval.
@@ -419,6 +433,7 @@ const batchQuiet = 100 * time.Millisecond
 // OpenSM, await follows OpenSM's log to the end of the sweep, and settle
 // completes or fails the jobs as the sweep says.
 func (t *term) apply(ctx context.Context) applyResult {
+	t.takeForgotten() // this apply is the one a forget asked for (state.go)
 	run, res, ok := t.prepare(ctx)
 	if !ok {
 		return res
@@ -503,7 +518,7 @@ func (t *term) prepare(ctx context.Context) (run *applyRun, res applyResult, ok 
 		run.log.Error("rendered partitions file fails the check; not written", "error", checkErr)
 		t.failJobs(ctx, run.rev, "the partitions file for this change fails the check: "+checkErr.Error())
 		t.record(ctx, run, outcomeCheckFailed, checkErr.Error())
-		t.applied = run.rev
+		t.markApplied(run.rev)
 		return nil, applyDone, false
 	}
 	return run, 0, true
@@ -675,7 +690,7 @@ func (t *term) settleApplied(ctx context.Context, run *applyRun) applyResult {
 	proven, ok := t.proveTables(ctx, run)
 	if !ok {
 		// The jobs wait, saying why; pollProof reads their ports again.
-		t.applied = run.rev
+		t.markApplied(run.rev)
 		return applyDone
 	}
 	return t.complete(ctx, run, proven)
@@ -695,7 +710,7 @@ func (t *term) complete(ctx context.Context, run *applyRun, proven *store.Proven
 	if !ok {
 		return applyRetry
 	}
-	t.applied = run.rev
+	t.markApplied(run.rev)
 	if run.reported {
 		run.log.Info("jobs whose ports showed their change later completed", "jobs_completed", n)
 		return applyDone
@@ -740,7 +755,7 @@ func (t *term) settlePKeyErrors(ctx context.Context, run *applyRun, pkeyErrors [
 			log.Error("fail jobs", "error", err)
 		}
 		t.record(ctx, run, outcomePKeyErrors, reason)
-		t.applied = run.rev
+		t.markApplied(run.rev)
 		return applyDone
 	}
 	log.Error("partitions applied with pkey errors; failing the jobs they name, the others proven as after a clean sweep",
@@ -778,7 +793,7 @@ func (t *term) settleDropped(ctx context.Context, run *applyRun, res opensm.Swee
 		return applyRetry // the term is over: it writes nothing more
 	case ok:
 		if t.complete(ctx, run, proven) != applyDone {
-			t.applied = before
+			t.keepApplied(before)
 			return applyRetry
 		}
 	default:
@@ -788,7 +803,7 @@ func (t *term) settleDropped(ctx context.Context, run *applyRun, res opensm.Swee
 	// after any failed sweep, whether jobs wait or not (the failing host
 	// holds no job's place, or a place proven by its successor, and still
 	// lacks what the file gives it).
-	t.applied = before
+	t.keepApplied(before)
 	return applyRetry
 }
 
@@ -929,7 +944,7 @@ func (t *term) repairDrift(ctx context.Context) {
 		t.Log.Warn("OpenSM was restarted; applying the recorded state again",
 			"file", t.Cfg.PartitionsFile, "restarts", n-t.restarts)
 		t.restarts = n
-		t.applied = -1
+		t.forget("OpenSM was restarted")
 		return
 	}
 	if t.applied < 0 {
@@ -941,8 +956,8 @@ func (t *term) repairDrift(ctx context.Context) {
 	}
 	t.Log.Warn("partitions file drifted from the recorded state; writing it again and applying it",
 		"file", t.Cfg.PartitionsFile, "reason", reason)
-	t.applied = -1                      // OpenSM may have swept the edited file
-	t.snapshots = store.SnapshotCache{} // the next apply reads everything
+	t.forget("the partitions file drifted: " + reason) // OpenSM may have swept the edited file
+	t.snapshots = store.SnapshotCache{}                // the next apply reads everything
 }
 
 // fileDrift says what is wrong with the partitions file, "" when nothing.

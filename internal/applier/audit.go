@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/audit"
@@ -56,6 +57,9 @@ type AuditObserver interface {
 // auditState is a term's state of the audit.
 type auditState struct {
 	due <-chan time.Time // the next audit; nil until the first wait
+	// mu guards last for the background services' descriptions of the
+	// held jobs (auditEvidence); the loop alone writes it (setAudit).
+	mu sync.Mutex
 	// last is the last audit as this term recorded or restored it, the
 	// gates' evidence; nil: none.
 	last *verdict.Audit
@@ -157,7 +161,7 @@ func (t *term) heal(ctx context.Context, s audit.Summary) {
 		t.audit.restarted = ""
 	case key != t.audit.healed:
 		t.Log.Warn("audit: ports are cut off from their partitions; applying the recorded state again", "ports", len(cut))
-		t.applied = -1
+		t.forget("the audit found ports cut off from their partitions")
 	case key != t.audit.restarted && t.Cfg.Audit.RestartOpenSM != nil:
 		t.Log.Warn("audit: ports are still cut off from their partitions after the state was applied again; "+
 			"restarting OpenSM, which writes every port's table at its first sweep", "ports", len(cut), "first", cut[0])
@@ -179,7 +183,7 @@ func (t *term) restartOpenSM(ctx context.Context) {
 	if err := t.Cfg.Audit.RestartOpenSM(ctx); err != nil {
 		t.Log.Error("audit: restart OpenSM", "error", err)
 	}
-	t.applied = -1
+	t.forget("OpenSM was restarted for ports the audit found cut off")
 }
 
 // auditRestart bounds a restart: OpenSM's stop, the supervisor's back-off and

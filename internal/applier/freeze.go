@@ -3,7 +3,6 @@ package applier
 import (
 	"context"
 	"fmt"
-	"math"
 	"regexp"
 	"strings"
 	"sync"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tick"
 )
 
 // The freeze (HA only, docs/ha.md): a new leader starts its OpenSM once the
@@ -103,9 +101,19 @@ func (w *freezeWatch) isMaster() bool {
 }
 
 // detect records a freeze when OpenSM went STANDBY since the last look. It
-// runs beside the term's loop too (watchFreeze), since an apply can wait a
-// whole sweep timeout for a sweep a STANDBY OpenSM never makes.
-func (w *freezeWatch) detect(ctx context.Context, t *term) {
+// runs beside the term's loop too (the freeze watch service), since an apply
+// can wait a whole sweep timeout for a sweep a STANDBY OpenSM never makes.
+// While frozen, every open job (those sent since too) says why it waits, in
+// the words of the whole verdict.
+func (w *freezeWatch) detect(ctx context.Context, t *watchEnv) {
+	if w.detectLocked(ctx, t) {
+		t.report.describeHeld(ctx) // outside mu: the description reads the freeze's reason
+	}
+}
+
+// detectLocked is detect's look and record, under mu; frozen says whether
+// the term is frozen.
+func (w *freezeWatch) detectLocked(ctx context.Context, t *watchEnv) (frozen bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	standby, err := w.scanState()
@@ -113,10 +121,7 @@ func (w *freezeWatch) detect(ctx context.Context, t *term) {
 		t.Log.Error("read OpenSM's log for its SM state", "error", err)
 	}
 	if !standby {
-		if w.frozen != "" {
-			w.describe(ctx, t) // the jobs sent since
-		}
-		return
+		return w.frozen != "" // the jobs sent since are described
 	}
 	reason := fmt.Sprintf("%s: this manager's OpenSM went STANDBY instead of master, so another SM is master on the fabric; "+
 		"make sure the OpenSM of %s is stopped, then run --unfreeze (docs/ha.md)", Frozen, suspectName(w.suspect))
@@ -130,17 +135,17 @@ func (w *freezeWatch) detect(ctx context.Context, t *term) {
 	if _, err := w.leases.SetFreeze(ctx, t.id, reason); err != nil {
 		t.Log.Error("record the freeze", "error", err)
 	}
-	w.describe(ctx, t)
+	return true
 }
 
-// describe tells every open job why it waits (networking-mlnx and DBAs read
-// it there), fenced by the term.
-func (w *freezeWatch) describe(ctx context.Context, t *term) {
-	ctx, cancel := context.WithTimeout(ctx, w.timeout)
-	defer cancel()
-	if _, err := t.Store.DescribeOpenJobs(ctx, t.id, math.MaxInt64, "Not completing: "+w.frozen); err != nil {
-		t.Log.Error("describe the jobs waiting for the freeze", "error", err)
+// reason is the freeze's reason, the verdict's evidence; "" when not frozen.
+func (w *freezeWatch) reason() string {
+	if w == nil {
+		return ""
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.frozen
 }
 
 // isFrozen says whether the term is frozen: it applies nothing then, since
@@ -154,14 +159,6 @@ func (w *freezeWatch) isFrozen() bool {
 	return w.frozen != ""
 }
 
-// watchFreeze runs detect every interval until ctx ends.
-func (w *freezeWatch) watchFreeze(ctx context.Context, t *term, interval time.Duration) {
-	tick.Every(ctx, interval, func() bool {
-		w.detect(ctx, t)
-		return true
-	})
-}
-
 // pollFreeze updates the freeze: it freezes when OpenSM went STANDBY, and
 // lifts a freeze an operator asked to lift once OpenSM is master. It returns
 // the reason jobs may not complete now, "" when they may. The jobs of a term
@@ -171,7 +168,7 @@ func (t *term) pollFreeze(ctx context.Context) string {
 	if w == nil {
 		return ""
 	}
-	w.detect(ctx, t)
+	w.detect(ctx, t.watchEnv())
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.frozen == "" {
@@ -205,8 +202,7 @@ func (t *term) pollFreeze(ctx context.Context) string {
 	w.frozen, w.pending, w.suspect = "", false, ""
 	// Whatever the other SM left, this OpenSM now sweeps the recorded state,
 	// and the jobs wait for that sweep, not for one seen while frozen.
-	t.reapply = true
-	t.gate.blocked, t.gate.said = 0, ""
+	t.forget("the freeze was lifted")
 	return "the freeze was lifted: applying the recorded state again"
 }
 

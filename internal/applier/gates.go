@@ -174,7 +174,8 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, p
 		return 0, false
 	}
 	t.scanEnforcement(ctx)
-	lookFailed := t.secondSM.confirm(ctx, t, dump.topo, t.proof.takeRead()) // secondsm.go
+	lookFailed := t.secondSM.confirm(ctx, t.watchEnv(), dump.topo, t.proof.takeRead()) // secondsm.go
+	t.takeReports()                                                                    // a second SM gone: this sweep completes nothing (forget)
 	frozen := t.pollFreeze(ctx)
 	reapply := t.reapply // a lifted freeze: the full apply that follows completes them
 	ev := verdict.Evidence{SubnetDump: t.Cfg.SubnetDump, Dump: verdict.Dump{Topo: dump.topo, Err: dump.err},
@@ -205,7 +206,7 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, p
 		// carry its revision: none completes, the restored state is applied.
 		log.Warn("apply not recorded: the database no longer holds the state applied (restored from a backup?); applying it again",
 			"newest_job", a.NewestJob)
-		t.applied = -1
+		t.forget("the database no longer holds the state applied")
 		return 0, false
 	case !f.Recorded:
 		log.Warn("apply not recorded: a newer term has started")
@@ -215,11 +216,10 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, p
 			t.Log.Info("waiting jobs completed by a sweep after the gates opened", "revision", a.Revision,
 				"jobs_completed", f.Completed)
 		}
-		t.gate.blocked, t.gate.said, t.gate.reopened = 0, "", false
+		t.releaseHold()
 		return f.Completed, true
 	case reapply:
-		t.gate.blocked = 0
-		return 0, true
+		return 0, true // forget released the hold: the full apply that follows judges the jobs
 	}
 	t.holdJobs(ctx, a.Revision, v.Reasons)
 	return 0, true
@@ -231,13 +231,12 @@ func (t *term) gatesOpen(ctx context.Context, rev int64) bool {
 	ev, err := Gates{Store: t.Store, SubnetDump: t.Cfg.SubnetDump, Dump: t.subnetDump()}.Evidence(ctx)
 	if err != nil {
 		t.Log.Error("evaluate the gates; jobs wait", "revision", rev, "error", err)
-		t.gate.blocked = rev
+		t.holdRevision(rev)
 		return false
 	}
 	frozen := t.pollFreeze(ctx)
 	if t.reapply {
-		t.gate.blocked = 0 // the full apply that follows completes them
-		return false
+		return false // forget released the hold: the full apply that follows completes them
 	}
 	t.termEvidence(&ev, frozen, false)
 	v := verdict.Judge(ev)
@@ -263,7 +262,7 @@ func (t *term) termEvidence(ev *verdict.Evidence, frozen string, reapply bool) {
 // holdJobs keeps the jobs up to rev waiting for the gates, saying why, and
 // rev for pollGates.
 func (t *term) holdJobs(ctx context.Context, rev int64, reasons []GateReason) {
-	t.gate.blocked = rev
+	t.holdRevision(rev)
 	texts := GateTexts(reasons)
 	said := "Not completing: " + strings.Join(texts, "; ")
 	if said != t.gate.said {
@@ -297,8 +296,7 @@ func (t *term) pollGates(ctx context.Context) {
 	if _, err := t.Store.DescribeOpenJobs(ctx, t.id, rev, said); err != nil {
 		t.Log.Error("describe waiting jobs", "revision", rev, "error", err)
 	}
-	t.gate.blocked, t.gate.said, t.gate.reopened = 0, said, true
-	t.applied = -1 // the loop applies again
+	t.gatesReopened(rev, said) // the loop applies again
 }
 
 // recordEnforcement records the cleared enforcement the tail has handed out

@@ -1,12 +1,10 @@
 package applier
 
 import (
-	"maps"
 	"slices"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/verdict"
 )
 
 // Per-port holds: a host port whose own P_Key table lies (another tenant's
@@ -22,25 +20,6 @@ import (
 
 // heldPorts are the host ports held now, each with the reason.
 func (t *term) heldPorts() map[fabric.GUID]string { return t.audit.judged.Held }
-
-// setAudit takes the last audit as the gates' evidence, with its verdict
-// alone for the read-back's holds, and logs what changed of the holds.
-func (t *term) setAudit(a *verdict.Audit) {
-	judged := verdict.Judge(verdict.Evidence{Audit: a})
-	held, was := judged.Held, t.heldPorts()
-	for _, port := range slices.Sorted(maps.Keys(held)) {
-		if _, ok := was[port]; !ok {
-			t.Log.Error("audit: a host's own P_Key table lies while its switch port is right; holding that port's jobs only",
-				"port", port, "finding", held[port])
-		}
-	}
-	for _, port := range slices.Sorted(maps.Keys(was)) {
-		if _, still := held[port]; !still {
-			t.Log.Info("audit: the host port's table is right again; its jobs are no longer held", "port", port)
-		}
-	}
-	t.audit.last, t.audit.judged = a, judged
-}
 
 // heldReasons are the reasons the wants on held ports are unproven.
 func (t *term) heldReasons(wants []pkeyread.Want) []string {

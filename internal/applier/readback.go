@@ -575,6 +575,6 @@ func (t *term) pollProof(ctx context.Context) {
 		return
 	}
 	if t.complete(ctx, run, proven) != applyDone {
-		t.applied = -1
+		t.forget("the jobs whose ports showed their change could not be completed")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -15,7 +14,6 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tick"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/verdict"
 )
@@ -118,7 +116,6 @@ type secondSMWatch struct {
 	// unread: the verdict recorded by the term before could not be read;
 	// the gate stays closed until it is, or a look sees this OpenSM master.
 	unread bool
-	gone   bool // found went away: the loop applies again (takeSecondSMGone)
 	// restartAt: found is gone, and the rate limit defers the restart
 	// that must come before the gate opens until then; zero: none.
 	restartAt time.Time
@@ -143,7 +140,7 @@ type smLook struct {
 // simulator serves ten clients, so none is kept between checks. A look cut
 // short (the term's end, or past its bound) is an error: the ports it did
 // not read may be the ones a master programs.
-func (w *secondSMWatch) look(ctx context.Context, t *term) (smLook, error) {
+func (w *secondSMWatch) look(ctx context.Context, t *watchEnv) (smLook, error) {
 	topo, err := t.subnetDump().Load()
 	if err != nil {
 		return smLook{}, fmt.Errorf("OpenSM's subnet dump: %w", err)
@@ -336,7 +333,7 @@ func smRecord(sm, own pkeyread.SMInfo) store.SecondSM {
 
 // detect reads the masters with a full look (every host port) and updates
 // the verdict, the record and the jobs.
-func (w *secondSMWatch) detect(ctx context.Context, t *term) {
+func (w *secondSMWatch) detect(ctx context.Context, t *watchEnv) {
 	w.detecting.Lock()
 	defer w.detecting.Unlock()
 	_ = w.detectLocked(ctx, t)
@@ -344,7 +341,7 @@ func (w *secondSMWatch) detect(ctx context.Context, t *term) {
 
 // detectLocked is detect, w.detecting held; it returns why the look failed
 // (or was cut short), nil when it read the fabric.
-func (w *secondSMWatch) detectLocked(ctx context.Context, t *term) error {
+func (w *secondSMWatch) detectLocked(ctx context.Context, t *watchEnv) error {
 	if w.isUnread() {
 		w.restore(ctx, t)
 	}
@@ -374,7 +371,7 @@ func (w *secondSMWatch) detectLocked(ctx context.Context, t *term) error {
 
 // lookFailed logs a look's error once and tells the held jobs why they
 // wait: the last verdict stands.
-func (w *secondSMWatch) lookFailed(ctx context.Context, t *term, err error) {
+func (w *secondSMWatch) lookFailed(ctx context.Context, t *watchEnv, err error) {
 	if err.Error() != w.err {
 		t.Log.Warn("which subnet manager is master could not be read; the last verdict stands", "error", err)
 	}
@@ -404,7 +401,7 @@ func smPortsOf(sms []pkeyread.SMInfo) []pkeyread.PortLID {
 // database before the gate opens, so that --status and the next term never
 // see a verdict the gate no longer holds. A clear that fails keeps the gate
 // closed; the next look tries again (without a second restart).
-func (w *secondSMWatch) release(ctx context.Context, t *term) {
+func (w *secondSMWatch) release(ctx context.Context, t *watchEnv) {
 	w.mu.Lock()
 	was, unread := w.found, w.unread
 	w.mu.Unlock()
@@ -431,9 +428,14 @@ func (w *secondSMWatch) release(ctx context.Context, t *term) {
 		return
 	}
 	w.mu.Lock()
-	w.found, w.unread, w.gone = nil, false, w.gone || was != nil
+	w.found, w.unread = nil, false
 	w.mu.Unlock()
 	w.clean, w.restarted = true, false
+	if was != nil {
+		// As after a lifted freeze: the jobs complete on a sweep of the
+		// OpenSM restarted for it, not on one from before.
+		t.report.forgetLater("the second subnet manager is gone")
+	}
 }
 
 // restart starts OpenSM again so that it writes every port's table, at most
@@ -443,7 +445,7 @@ func (w *secondSMWatch) release(ctx context.Context, t *term) {
 // until a new OpenSM writes every table) and asks again at the next look.
 // A restart that fails is logged, and the apply that follows goes to OpenSM
 // as it is.
-func (w *secondSMWatch) restart(ctx context.Context, t *term, was store.SecondSM) bool {
+func (w *secondSMWatch) restart(ctx context.Context, t *watchEnv, was store.SecondSM) bool {
 	if w.check.Restart == nil {
 		return true
 	}
@@ -486,8 +488,7 @@ const secondSMRestart = time.Minute
 // hold closes the gate for sm: logs and records it when new, and tells every
 // open job (those sent since too) why it waits. A record that fails is
 // tried again at the next look; the gate is closed meanwhile.
-func (w *secondSMWatch) hold(ctx context.Context, t *term, sm store.SecondSM) {
-	text := secondSMReason(verdict.SecondSMEvidence{Master: &sm, Own: w.check.Own})
+func (w *secondSMWatch) hold(ctx context.Context, t *watchEnv, sm store.SecondSM) {
 	dbctx, cancel := context.WithTimeout(ctx, t.dbTimeout())
 	defer cancel()
 	w.mu.Lock()
@@ -508,36 +509,35 @@ func (w *secondSMWatch) hold(ctx context.Context, t *term, sm store.SecondSM) {
 	}
 	// Applies wait (holds): the jobs sent meanwhile are marked Running by
 	// hand, so that they say, like the others, that the manager has them.
-	w.describe(dbctx, t, text)
+	w.describe(dbctx, t)
 }
 
-// describe tells every open job that it waits for the second SM.
-func (w *secondSMWatch) describe(ctx context.Context, t *term, text string) {
+// describe tells every open job that it waits, the second SM among the
+// reasons: the term describes them with the whole verdict.
+func (w *secondSMWatch) describe(ctx context.Context, t *watchEnv) {
 	if rev, err := t.Store.Revision(ctx); err == nil {
 		_, err = t.Store.MarkJobsRunning(ctx, t.id, rev)
 		if err != nil {
 			t.Log.Error("mark the jobs waiting for the second subnet manager running", "error", err)
 		}
 	}
-	if _, err := t.Store.DescribeOpenJobs(ctx, t.id, math.MaxInt64, "Not completing: "+text); err != nil {
-		t.Log.Error("describe the jobs waiting for the second subnet manager", "error", err)
-	}
+	t.report.describeHeld(ctx)
 }
 
 // describeHeld tells the open jobs why they wait while the gate stays
 // closed on a look that failed (a verdict restored, or unread): the jobs
 // sent since say it too.
-func (w *secondSMWatch) describeHeld(ctx context.Context, t *term) {
+func (w *secondSMWatch) describeHeld(ctx context.Context, t *watchEnv) {
 	if text := secondSMReason(w.evidence()); text != "" {
 		dbctx, cancel := context.WithTimeout(ctx, t.dbTimeout())
 		defer cancel()
-		w.describe(dbctx, t, text)
+		w.describe(dbctx, t)
 	}
 }
 
 // recordForeign records the foreign SMs that master nothing when they
 // changed, logging each new one: no gate, no job held.
-func (w *secondSMWatch) recordForeign(ctx context.Context, t *term, sms []store.SecondSM) {
+func (w *secondSMWatch) recordForeign(ctx context.Context, t *watchEnv, sms []store.SecondSM) {
 	if w.foreignOK && slices.Equal(sms, w.foreign) {
 		return
 	}
@@ -560,7 +560,7 @@ func (w *secondSMWatch) recordForeign(ctx context.Context, t *term, sms []store.
 // restore starts the term's verdict from the one recorded: a second SM the
 // previous term saw keeps the gate closed until a look sees this OpenSM
 // master. A database that cannot be read keeps it closed too (unread).
-func (w *secondSMWatch) restore(ctx context.Context, t *term) {
+func (w *secondSMWatch) restore(ctx context.Context, t *watchEnv) {
 	dbctx, cancel := context.WithTimeout(ctx, t.dbTimeout())
 	defer cancel()
 	sms, err := w.check.Store.SecondSMs(dbctx)
@@ -608,7 +608,7 @@ func (w *secondSMWatch) isUnread() bool {
 // sees the second SM gone makes the loop apply again (takeSecondSMGone)
 // before finish reads reapply: the jobs complete on a sweep of the OpenSM
 // restarted for it, not on the one from before.
-func (w *secondSMWatch) confirm(ctx context.Context, t *term, topo *topology.Topology, places []fabric.GUID) (lookFailed string) {
+func (w *secondSMWatch) confirm(ctx context.Context, t *watchEnv, topo *topology.Topology, places []fabric.GUID) (lookFailed string) {
 	if w == nil {
 		return ""
 	}
@@ -622,7 +622,6 @@ func (w *secondSMWatch) confirm(ctx context.Context, t *term, topo *topology.Top
 	}
 	w.detecting.Unlock()
 	t.Log.Debug("second-SM look before the jobs complete", "full", full, "ports", len(places), "error", err)
-	t.takeSecondSMGone()
 	if err == nil {
 		return ""
 	}
@@ -652,7 +651,7 @@ func (w *secondSMWatch) confirm(ctx context.Context, t *term, topo *topology.Top
 // and logs another SM_Key (smEventLog): the full look runs then. Past that,
 // the full look every check interval finds it, as before: no look closes the
 // window of an SM started after it.
-func (w *secondSMWatch) quick(ctx context.Context, t *term, topo *topology.Topology, places []fabric.GUID) error {
+func (w *secondSMWatch) quick(ctx context.Context, t *watchEnv, topo *topology.Topology, places []fabric.GUID) error {
 	if topo == nil {
 		var err error
 		if topo, err = t.subnetDump().Load(); err != nil {
@@ -733,20 +732,14 @@ func (w *secondSMWatch) holds() bool {
 	return w.found != nil || w.unread
 }
 
-// startSecondSMWatch restores the recorded verdict, then starts detect every
-// check interval, when the applier has a check, and returns what stops it.
-func (t *term) startSecondSMWatch(ctx context.Context) (stop func()) {
+// newSecondSMWatch restores the recorded verdict into the term's watch, when
+// the applier has a check; startServices runs its look every check interval.
+func (t *term) newSecondSMWatch(ctx context.Context) {
 	if t.SecondSM == nil || t.SecondSM.Dialer == nil || t.SecondSM.Own == 0 {
-		return func() {}
+		return
 	}
 	t.secondSM = &secondSMWatch{check: t.SecondSM}
-	t.secondSM.restore(ctx, t)
-	ctx, stop = context.WithCancel(ctx)
-	go tick.Every(ctx, t.Cfg.CheckInterval, func() bool {
-		t.secondSM.detect(ctx, t)
-		return true
-	})
-	return stop
+	t.secondSM.restore(ctx, t.watchEnv())
 }
 
 // smEventLog counts the entries of OpenSM's log that say another SM is on
@@ -774,22 +767,4 @@ func smEvent(msg string) bool {
 		}
 	}
 	return strings.Contains(msg, "Generic Notice") && strings.Contains(msg, " num:144 ")
-}
-
-// takeSecondSMGone makes the loop apply the recorded state again once a
-// second SM is gone, as after a lifted freeze: the jobs complete on that
-// sweep, not on one from before.
-func (t *term) takeSecondSMGone() {
-	w := t.secondSM
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	gone := w.gone
-	w.gone = false
-	w.mu.Unlock()
-	if gone {
-		t.reapply = true
-		t.gate.blocked, t.gate.said = 0, ""
-	}
 }

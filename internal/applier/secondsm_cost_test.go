@@ -42,7 +42,7 @@ func newLookRig(t testing.TB, hosts int) *lookRig {
 	r.term.readTables = &silentPorts{}
 	r.term.SecondSM = &SecondSMCheck{Dialer: r.smp, Own: hostPort(1), Store: r.st}
 	r.term.secondSM = &secondSMWatch{check: r.term.SecondSM}
-	r.term.secondSM.restore(t.Context(), r.term)
+	r.term.secondSM.restore(t.Context(), r.term.watchEnv())
 	r.network(101)
 	r.applied("the network")
 	return r
@@ -135,7 +135,7 @@ func TestFinishLookFailsClosed(t *testing.T) {
 			r.term.secondSM.reason(), r.term.secondSM.holds())
 	}
 	r.smp.set(func(p map[uint16]*fakeSMPPort) { p[2+1].answersAs = 0 })
-	r.term.secondSM.detect(t.Context(), r.term)
+	r.term.secondSM.detect(t.Context(), r.term.watchEnv())
 	if rs := r.term.secondSM.reason(); len(rs) != 0 {
 		t.Fatalf("after a look that read the fabric: %v; want the gate open", rs)
 	}
@@ -156,8 +156,8 @@ func BenchmarkFinishLook(b *testing.B) {
 			r.smp.sent.Store(0)
 			for b.Loop() {
 				if full {
-					r.term.secondSM.detect(b.Context(), r.term)
-				} else if rs := r.term.secondSM.confirm(b.Context(), r.term, dump.topo, places); len(rs) != 0 {
+					r.term.secondSM.detect(b.Context(), r.term.watchEnv())
+				} else if rs := r.term.secondSM.confirm(b.Context(), r.term.watchEnv(), dump.topo, places); len(rs) != 0 {
 					b.Fatal(rs)
 				}
 			}
@@ -178,7 +178,7 @@ func TestFinishLookCutShort(t *testing.T) {
 		cancel()
 	}()
 	dump := r.term.readDump()
-	failed := r.term.secondSM.confirm(ctx, r.term, dump.topo, []fabric.GUID{hostPort(2)})
+	failed := r.term.secondSM.confirm(ctx, r.term.watchEnv(), dump.topo, []fabric.GUID{hostPort(2)})
 	if rs := verdict.Judge(verdict.Evidence{SecondSM: verdict.SecondSMEvidence{LookFailed: failed}}).Of(GateSecondSM); len(rs) != 1 {
 		t.Fatalf("confirm cut short = %q, judged %v; want the sweep's jobs held", failed, rs)
 	}

@@ -85,7 +85,7 @@ func (r *secondSMRig) term() *term {
 	}
 	t := &term{Applier: r.app, id: id, applied: -1, gate: &gatekeeper{}}
 	t.secondSM = &secondSMWatch{check: r.app.SecondSM}
-	t.secondSM.restore(r.t.Context(), t)
+	t.secondSM.restore(r.t.Context(), t.watchEnv())
 	return t
 }
 
@@ -254,14 +254,14 @@ func TestConfirmSeesATenantSMDiscoveringAtAPlace(t *testing.T) {
 	r := newSecondSMRig(t)
 	r.smp.unprotect()
 	tm := r.term()
-	tm.secondSM.detect(t.Context(), tm)
+	tm.secondSM.detect(t.Context(), tm.watchEnv())
 	if tm.secondSM.holds() {
 		t.Fatalf("gate closed before the tenant's SM started: %v", tm.secondSM.reason())
 	}
 	discovering := pkeyread.SMDiscovering
 	r.smp.tenantSM(&discovering, false)
 	sent := r.smp.sent.Load()
-	if rs := tm.secondSM.confirm(t.Context(), tm, nil, []fabric.GUID{tenantGUID}); rs != "" {
+	if rs := tm.secondSM.confirm(t.Context(), tm.watchEnv(), nil, []fabric.GUID{tenantGUID}); rs != "" {
 		t.Fatalf("confirm = %q; want no failure (the look read the fabric)", rs)
 	}
 	if n := r.smp.sent.Load() - sent; n > 5 {
@@ -285,12 +285,13 @@ func TestConfirmSecondSMGoneAppliesAgain(t *testing.T) {
 	r.recordOther(tenantRecorded)
 	tm := r.term()
 	tm.applied, tm.gate.blocked = 3, 3 // a sweep of revision 3 about to be judged, its jobs held
-	if rs := tm.secondSM.confirm(t.Context(), tm, nil, nil); len(rs) != 0 {
+	if rs := tm.secondSM.confirm(t.Context(), tm.watchEnv(), nil, nil); len(rs) != 0 {
 		t.Fatalf("confirm = %v; want no reason (the look read the fabric)", rs)
 	}
 	if r.restarts.Load() != 1 {
 		t.Fatalf("OpenSM restarted %d times; want 1\nlog:\n%s", r.restarts.Load(), r.logs)
 	}
+	tm.takeReports() // as finish does right after its look
 	if !tm.reapply || tm.gate.blocked != 0 {
 		t.Fatalf("after detectNow saw the second SM gone: reapply %v, blocked %d; want the state applied again "+
 			"(finish completes nothing on the sweep from before the restart)", tm.reapply, tm.gate.blocked)
@@ -312,7 +313,7 @@ func TestSecondSMLookCutShortKeepsTheVerdict(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tm.secondSM.detect(ctx, tm)
+		tm.secondSM.detect(ctx, tm.watchEnv())
 	}()
 	<-r.smp.hung // the scan waits on a host port
 	cancel()
@@ -342,25 +343,25 @@ func TestSecondSMDatabaseAway(t *testing.T) {
 	}
 	// A failed look: still unread, still closed.
 	r.smp.set(func(p map[uint16]*fakeSMPPort) { p[smpOwnLID].answersAs = 0x0002c90300000101 })
-	tm.secondSM.detect(t.Context(), tm)
+	tm.secondSM.detect(t.Context(), tm.watchEnv())
 	if !tm.secondSM.holds() {
 		t.Fatal("gate opened by a look that failed, the verdict unread")
 	}
 	// The database back, the look still failing: the recorded verdict holds.
 	r.db.failRead.Store(false)
-	tm.secondSM.detect(t.Context(), tm)
+	tm.secondSM.detect(t.Context(), tm.watchEnv())
 	if rs := tm.secondSM.reason(); len(rs) != 1 || !strings.Contains(rs[0].Text, tenantGUID.String()) {
 		t.Fatalf("gate after the verdict was read: %v; want the recorded second SM", rs)
 	}
 	// This OpenSM master, the clear failing: closed, restarted once.
 	r.smp.set(func(p map[uint16]*fakeSMPPort) { p[smpOwnLID].answersAs = 0 })
 	r.db.failClear.Store(true)
-	tm.secondSM.detect(t.Context(), tm)
+	tm.secondSM.detect(t.Context(), tm.watchEnv())
 	if !tm.secondSM.holds() || r.restarts.Load() != 1 {
 		t.Fatalf("clear failed: gate closed %v, %d restarts; want closed, 1", tm.secondSM.holds(), r.restarts.Load())
 	}
 	r.db.failClear.Store(false)
-	tm.secondSM.detect(t.Context(), tm)
+	tm.secondSM.detect(t.Context(), tm.watchEnv())
 	if tm.secondSM.holds() || r.restarts.Load() != 1 || len(r.secondSMs()) != 0 {
 		t.Fatalf("clear retried: gate closed %v, %d restarts, recorded %+v; want open, 1, none",
 			tm.secondSM.holds(), r.restarts.Load(), r.secondSMs())
@@ -369,12 +370,12 @@ func TestSecondSMDatabaseAway(t *testing.T) {
 	master := pkeyread.SMMaster
 	r.smp.tenantSM(&master, true)
 	r.db.failRecord.Store(true)
-	tm.secondSM.detect(t.Context(), tm)
+	tm.secondSM.detect(t.Context(), tm.watchEnv())
 	if !tm.secondSM.holds() || len(r.secondSMs()) != 0 {
 		t.Fatalf("record failed: gate closed %v, recorded %+v; want closed, none yet", tm.secondSM.holds(), r.secondSMs())
 	}
 	r.db.failRecord.Store(false)
-	tm.secondSM.detect(t.Context(), tm)
+	tm.secondSM.detect(t.Context(), tm.watchEnv())
 	if got := r.secondSMs(); len(got) != 1 || got[0].PortGUID != tenantGUID || got[0].Term != tm.id {
 		t.Fatalf("recorded %+v after the record was retried; want the tenant's SM by term %d", got, tm.id)
 	}
@@ -390,12 +391,12 @@ func TestSecondSMRestartsRateLimited(t *testing.T) {
 	master := pkeyread.SMMaster
 	for i := range 3 {
 		r.smp.tenantSM(&master, true)
-		tm.secondSM.detect(t.Context(), tm)
+		tm.secondSM.detect(t.Context(), tm.watchEnv())
 		if !tm.secondSM.holds() {
 			t.Fatalf("the tenant's SM over ports did not close the gate\nlog:\n%s", r.logs)
 		}
 		r.smp.tenantSM(nil, false)
-		tm.secondSM.detect(t.Context(), tm)
+		tm.secondSM.detect(t.Context(), tm.watchEnv())
 		// The first time OpenSM is restarted and the gate opens; within
 		// the window the restart waits, and the jobs with it: what the
 		// other SM wrote stays until a new OpenSM writes every table.
@@ -414,7 +415,7 @@ func TestSecondSMRestartsRateLimited(t *testing.T) {
 	}
 	// Once the window has passed, the next look restarts OpenSM and opens.
 	tm.secondSM.lastStart = tm.secondSM.lastStart.Add(-11 * time.Hour)
-	tm.secondSM.detect(t.Context(), tm)
+	tm.secondSM.detect(t.Context(), tm.watchEnv())
 	if tm.secondSM.holds() || r.restarts.Load() != 2 {
 		t.Errorf("after the window: gate closed %t, restarts %d; want open, 2\nlog:\n%s",
 			tm.secondSM.holds(), r.restarts.Load(), r.logs)
@@ -452,7 +453,7 @@ func TestConfirmFailsOnAnSMWhoseSMInfoDoesNotAnswer(t *testing.T) {
 	discovering := pkeyread.SMDiscovering
 	r.smp.tenantSM(&discovering, false)
 	r.smp.set(func(p map[uint16]*fakeSMPPort) { p[smpTenantLID].smSilent = true })
-	rs := tm.secondSM.confirm(t.Context(), tm, nil, nil) // the term's first: a full look
+	rs := tm.secondSM.confirm(t.Context(), tm.watchEnv(), nil, nil) // the term's first: a full look
 	if rs == "" || !strings.Contains(rs, tenantGUID.String()) {
 		t.Fatalf("confirm = %q; want the look failed on the tenant's port %s (IsSM, its SMInfo unanswered)\nlog:\n%s",
 			rs, tenantGUID, r.logs)
@@ -461,7 +462,7 @@ func TestConfirmFailsOnAnSMWhoseSMInfoDoesNotAnswer(t *testing.T) {
 		t.Fatalf("reason %v; want the jobs held until a look reads the fabric", tm.secondSM.reason())
 	}
 	r.smp.set(func(p map[uint16]*fakeSMPPort) { p[smpTenantLID].smSilent = false })
-	if rs := tm.secondSM.confirm(t.Context(), tm, nil, nil); rs != "" {
+	if rs := tm.secondSM.confirm(t.Context(), tm.watchEnv(), nil, nil); rs != "" {
 		t.Fatalf("confirm once the tenant's SM answers = %q; want a look that read the fabric", rs)
 	}
 	if got := r.secondSMs(); len(got) != 1 || got[0].PortGUID != tenantGUID {
@@ -479,7 +480,7 @@ func TestConfirmSilentSMOnProtectedPortsHoldsNothing(t *testing.T) {
 	discovering := pkeyread.SMDiscovering
 	r.smp.tenantSM(&discovering, false)
 	r.smp.set(func(p map[uint16]*fakeSMPPort) { p[smpTenantLID].smSilent = true })
-	if rs := tm.secondSM.confirm(t.Context(), tm, nil, nil); rs != "" {
+	if rs := tm.secondSM.confirm(t.Context(), tm.watchEnv(), nil, nil); rs != "" {
 		t.Fatalf("confirm = %q; want a look that read the fabric\nlog:\n%s", rs, r.logs)
 	}
 	if rs := tm.secondSM.reason(); len(rs) != 0 {

@@ -95,8 +95,8 @@ func TestSecondSMJobSaysWhatStatusSays(t *testing.T) {
 	}
 	job := r.network(101)
 	r.term.secondSM = &secondSMWatch{check: &SecondSMCheck{Own: own, Store: r.st}}
-	r.term.secondSM.restore(ctx, r.term)
-	r.term.secondSM.describeHeld(ctx, r.term)
+	r.term.secondSM.restore(ctx, r.term.watchEnv())
+	r.term.secondSM.describeHeld(ctx, r.term.watchEnv())
 	want := statusSays(t, r, own)
 	if got := r.job(job.ID); !strings.HasSuffix(got.Description, "\n"+want) {
 		t.Errorf("the held job says\n%q\n--status says\n%q", got.Description, want)
