@@ -70,9 +70,7 @@ func runStatus(ctx context.Context, fabrics []operatorFabric, views []*store.Sto
 		statuses[i] = FabricStatus{Name: f.name, Status: s}
 	}
 	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(StatusReport{Status: statuses[0].Status, Fabrics: statuses})
+		return writeStatusJSON(w, statuses)
 	}
 	// A configuration of the default fabric alone prints as it always did.
 	if len(fabrics) == 1 && fabrics[0].name == config.DefaultFabric && len(fabrics[0].cfg.Fabrics) == 0 {
@@ -82,6 +80,14 @@ func runStatus(ctx context.Context, fabrics []operatorFabric, views []*store.Sto
 		return statusVerdict(statuses[0].Status)
 	}
 	return printFabricStatuses(w, fabrics, statuses)
+}
+
+// writeStatusJSON writes --status --json's object: the first fabric's
+// status at the top level, every fabric's in fabrics.
+func writeStatusJSON(w io.Writer, statuses []FabricStatus) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(StatusReport{Status: statuses[0].Status, Fabrics: statuses})
 }
 
 // printFabricStatuses writes a block per fabric, then which fabrics hold
