@@ -57,7 +57,7 @@ func auditConfig(ctx context.Context, cfg *config.Config, st *store.Store, sm *o
 		return applier.AuditConfig{}
 	}
 	return applier.AuditConfig{Interval: cfg.OpenSM.AuditInterval, Reader: r, CheckEnforcement: enforcement, Recorder: st,
-		RestartOpenSM: func(ctx context.Context) error { return restartOpenSM(ctx, sm) }}
+		RestartOpenSM: sm.Restart}
 }
 
 // runAuditCommand runs one audit against the recorded state (not the file

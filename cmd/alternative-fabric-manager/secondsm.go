@@ -2,12 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"os"
-	"syscall"
-	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
@@ -31,30 +26,5 @@ func secondSMCheck(ctx context.Context, cfg *config.Config, st *store.Store, sm 
 		log.Warn("no second subnet manager is looked for: no SMP transport for this fabric", "error", err)
 		return nil
 	}
-	return &applier.SecondSMCheck{Dialer: r.Dialer, MKey: r.MKey, MKeys: r.MKeys, Own: own, Store: st, Restart: func(ctx context.Context) error {
-		return restartOpenSM(ctx, sm)
-	}}
-}
-
-// restartOpenSM ends the current OpenSM (SIGTERM) and waits until the
-// supervisor has started the next one and it may be signalled.
-func restartOpenSM(ctx context.Context, sm *opensm.Supervisor) error {
-	inst := sm.Current()
-	if inst == nil {
-		return errors.New("OpenSM is not running")
-	}
-	restarts := sm.Restarts()
-	if err := inst.Signal(ctx, syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("stop OpenSM: %w", err)
-	}
-	poll := time.NewTicker(50 * time.Millisecond)
-	defer poll.Stop()
-	for sm.Restarts() == restarts {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("OpenSM not started again: %w", ctx.Err())
-		case <-poll.C:
-		}
-	}
-	return sm.WaitReady(ctx)
+	return &applier.SecondSMCheck{Dialer: r.Dialer, MKey: r.MKey, MKeys: r.MKeys, Own: own, Store: st, Restart: sm.Restart}
 }
