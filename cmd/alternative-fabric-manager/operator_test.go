@@ -132,13 +132,13 @@ func TestShowKeysCreatesNoKeys(t *testing.T) {
 
 func TestBadKeysInTheDatabaseAreRefusedWithoutShowingThem(t *testing.T) {
 	st := storetest.Open(t, config.EngineSQLite)
-	bad := map[string]string{secretMKey: "0x0000000000000001", secretSMKey: "not-a-key-at-all", secretSAKey: "0x1234567890abcdef"}
+	bad := map[string]string{opensm.SecretMKey: "0x0000000000000001", opensm.SecretSMKey: "not-a-key-at-all", opensm.SecretSAKey: "0x1234567890abcdef"}
 	if _, err := st.GetOrCreateSecrets(t.Context(), func() (map[string]string, error) { return bad, nil }); err != nil {
 		t.Fatal(err)
 	}
 	_, err := databaseKeys{st}.Keys(t.Context())
-	if err == nil || !strings.Contains(err.Error(), secretSMKey) {
-		t.Fatalf("error = %v; want one naming %s", err, secretSMKey)
+	if err == nil || !strings.Contains(err.Error(), opensm.SecretSMKey) {
+		t.Fatalf("error = %v; want one naming %s", err, opensm.SecretSMKey)
 	}
 	if strings.Contains(err.Error(), "not-a-key-at-all") {
 		t.Errorf("the error shows the secret: %v", err)
