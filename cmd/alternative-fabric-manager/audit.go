@@ -113,19 +113,8 @@ func auditInput(ctx context.Context, cfg *config.Config, st *store.Store) (audit
 	if err != nil {
 		return audit.Input{}, err
 	}
-	return audit.Input{File: text, Revision: snap.Revision, Flavour: flavour, Owners: networkOwners(snap),
+	return audit.Input{File: text, Revision: snap.Revision, Flavour: flavour, Owners: applier.Owners(snap),
 		Topology: topo, Reader: r, CheckEnforcement: enforcement}, nil
-}
-
-// networkOwners names each network's partition as the applier's audit does.
-func networkOwners(snap store.Snapshot) map[uint16]string {
-	names := map[uint16]string{}
-	for _, n := range snap.Networks {
-		if n.Managed && n.PKey != nil {
-			names[uint16(*n.PKey)&0x7fff] = fmt.Sprintf("network %s (%s)", n.Name, n.ID)
-		}
-	}
-	return names
 }
 
 // auditVerdict is --audit's exit status for s.
