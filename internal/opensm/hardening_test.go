@@ -266,7 +266,7 @@ func TestHardenedOpenSMOnSimulatedFabric(t *testing.T) {
 	}
 	p := NewProcess(cfg)
 	startProcess(t, p)
-	res, err := WaitSweep(ctx, cfg.LogFile, Position{}, 60*time.Second)
+	res, err := waitSweep(ctx, cfg.LogFile, Position{}, 60*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
