@@ -62,7 +62,7 @@ func TestAdoptPartitions(t *testing.T) {
 	}
 	cfg := loadConfig(t, conf)
 	var file bytes.Buffer
-	if err := renderPartitions(ctx, cfg, &file, quietLog()); err != nil {
+	if err := renderFabric(ctx, cfg, config.DefaultFabric, &file, quietLog()); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -120,7 +120,7 @@ func TestAdoptRefusesAllOrNothing(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tt.want)
 			}
 			var file bytes.Buffer
-			if err := renderPartitions(ctx, loadConfig(t, conf), &file, quietLog()); err != nil {
+			if err := renderFabric(ctx, loadConfig(t, conf), config.DefaultFabric, &file, quietLog()); err != nil {
 				t.Fatal(err)
 			}
 			if strings.Contains(file.String(), "good=0x0040") {

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
 // KeyValue is one option of opensm.conf: OpenSM reads "key value" per line.
