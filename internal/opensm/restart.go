@@ -12,7 +12,8 @@ import (
 // has started the next one and it may be signalled. The audit's heal and the
 // second-SM look restart OpenSM through it: a fresh OpenSM sweeps the whole
 // subnet as it starts (a heavy sweep that SIGHUP does not always bring). It
-// fails when OpenSM is not running, and when ctx ends first.
+// fails when OpenSM is not running, when its supervision stops before it
+// starts again, and when ctx ends first.
 func (s *Supervisor) Restart(ctx context.Context) error {
 	s.mu.Lock()
 	inst, restarts := s.current, s.restarts
@@ -25,10 +26,15 @@ func (s *Supervisor) Restart(ctx context.Context) error {
 	}
 	for {
 		s.mu.Lock()
-		again, changed := s.restarts != restarts, s.changed
+		again, supervised, changed := s.restarts != restarts, s.cancel != nil, s.changed
 		s.mu.Unlock()
-		if again {
+		switch {
+		case again:
 			return s.WaitReady(ctx)
+		case !supervised:
+			// The term ended meanwhile (StopTerm, Stop): nothing starts
+			// OpenSM again, and waiting would only wait out ctx.
+			return errors.New("OpenSM was stopped before it started again")
 		}
 		select {
 		case <-ctx.Done():

@@ -51,3 +51,24 @@ func TestSupervisorRestartStopsWithItsContext(t *testing.T) {
 		t.Error("Restart with no OpenSM running succeeded; want an error")
 	}
 }
+
+// A Restart under way when the term stops (StopTerm: the lease lost, the
+// manager shutting down) returns then, with an error: nothing will start
+// OpenSM again, and the audit or second-SM look must not wait out its
+// context for it.
+func TestSupervisorRestartEndsWhenTheTermStops(t *testing.T) {
+	p, _, _ := startScriptedOpenSM(t, "trap '' TERM") // the restart's SIGTERM does nothing
+	restarted := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	go func() { restarted <- p.Restart(ctx) }()
+	stop, cancelStop := context.WithTimeout(t.Context(), stopTimeout/10)
+	defer cancelStop()
+	if err := p.StopTerm(stop, 1); err != nil {
+		t.Fatal(err)
+	}
+	err := <-restarted
+	if err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Restart across StopTerm = %v; want an error as the term stopped, not its context's end", err)
+	}
+}
