@@ -109,7 +109,7 @@ func auditInput(ctx context.Context, cfg *config.Config, st *store.Store) (audit
 	if err != nil {
 		return audit.Input{}, fmt.Errorf("read recorded state: %w", err)
 	}
-	topo, err := topology.Load(subnetDump(cfg))
+	topo, err := topology.Load(cfg.OpenSM.SubnetDump())
 	if err != nil {
 		return audit.Input{}, err
 	}

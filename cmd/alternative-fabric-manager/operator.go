@@ -87,11 +87,10 @@ func runOperatorCommand(ctx context.Context, f operatorFabric, st *store.Store, 
 	return errors.New("no operator command given")
 }
 
-// subnetDump is where OpenSM writes its subnet dump.
+// subnetDump and supervisorStatusFile are config's paths as the manager's
+// wiring (fabricrun.go, main.go) names them.
 func subnetDump(cfg *config.Config) string { return cfg.OpenSM.SubnetDump() }
 
-// supervisorStatusFile is where the manager's OpenSM supervisor reports its
-// state.
 func supervisorStatusFile(cfg *config.Config) string { return cfg.OpenSM.DriverStatusFile() }
 
 // withOperatorStore loads the configuration, picks the fabric named fabric
@@ -138,7 +137,7 @@ func withOperatorDatabase(ctx context.Context, cfg *config.Config, log *slog.Log
 // confirmSwitches records the switches of OpenSM's last sweep as the fabric's
 // expected switches, replacing the previous set.
 func confirmSwitches(ctx context.Context, cfg *config.Config, st *store.Store, w io.Writer) error {
-	dump := subnetDump(cfg)
+	dump := cfg.OpenSM.SubnetDump()
 	topo, err := topology.Load(dump)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("OpenSM has not swept yet: %s does not exist; start the manager and try again once OpenSM has brought the subnet up", dump)
