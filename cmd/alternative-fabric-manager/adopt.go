@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
@@ -156,65 +155,4 @@ func parsePKeyFlag(s string) (fabric.PKey, error) {
 		return 0, fmt.Errorf("%q is not a pkey: want 0x0001-%s (or a VLAN ID)", s, fabric.MaxNetworkPKey)
 	}
 	return fabric.PKey(v), nil
-}
-
-// AdoptedStatus is one adopted partition as --status shows it.
-type AdoptedStatus struct {
-	PKey string `json:"pkey"`
-	Name string `json:"name"`
-	// Owner is what has the pkey now: "network <id>", "Kubernetes pkey",
-	// "the flat partition"; "" while the adopted partition is written as it is.
-	Owner   string                `json:"owner"`
-	Members []AdoptedMemberStatus `json:"members"`
-	// Flags are the header's flags as the running file wrote them (ipoib,
-	// mtu=4...), written while no owner has the pkey.
-	Flags    []string `json:"flags"`
-	Revision int64    `json:"revision"`
-}
-
-// AdoptedMemberStatus is one adopted member.
-type AdoptedMemberStatus struct {
-	GUID       string `json:"guid"`
-	Membership string `json:"membership"`
-}
-
-// readAdopted reads the adopted partitions and who owns their pkeys.
-func readAdopted(ctx context.Context, cfg *config.Config, st *store.Store) ([]AdoptedStatus, error) {
-	snap, err := st.Snapshot(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("adopted partitions: %w", err)
-	}
-	owners := map[fabric.PKey]string{cfg.OpenSM.FlatPKey: "the flat partition"}
-	for _, n := range snap.Networks {
-		if n.PKey != nil {
-			owners[*n.PKey] = "network " + n.ID
-		}
-	}
-	for _, k := range snap.Kubernetes {
-		owners[k.PKey] = "Kubernetes pkey"
-	}
-	out := []AdoptedStatus{}
-	for _, a := range snap.Adopted {
-		s := AdoptedStatus{PKey: a.PKey.String(), Name: a.Statement.Name, Owner: owners[a.PKey],
-			Members: []AdoptedMemberStatus{}, Flags: []string{}, Revision: a.Revision}
-		for _, m := range a.Statement.Members {
-			s.Members = append(s.Members, AdoptedMemberStatus{GUID: m.GUID.String(), Membership: string(m.Membership)})
-		}
-		for _, f := range a.Statement.Flags {
-			s.Flags = append(s.Flags, strings.TrimSuffix(f.Name+"="+f.Value, "="))
-		}
-		out = append(out, s)
-	}
-	return out, nil
-}
-
-// printAdopted writes --status's line for each adopted partition.
-func printAdopted(w io.Writer, adopted []AdoptedStatus) {
-	for _, a := range adopted {
-		owner := "no owner yet: written as the running file had it"
-		if a.Owner != "" {
-			owner = "owned by " + a.Owner + ": its members beside the owner's until released"
-		}
-		fmt.Fprintf(w, "adopted:\tpkey %s (%s), %d members, %s\n", a.PKey, a.Name, len(a.Members), owner)
-	}
 }

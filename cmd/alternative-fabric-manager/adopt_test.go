@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/status"
 )
 
 // adoptConfig is fabricDatabase's configuration (network VLAN 101, pkey
@@ -61,7 +62,7 @@ func TestAdoptPartitions(t *testing.T) {
 	}
 	cfg := loadConfig(t, conf)
 	var file bytes.Buffer
-	if err := renderPartitions(ctx, cfg, &file, quietLog()); err != nil {
+	if err := renderFabric(ctx, cfg, config.DefaultFabric, &file, quietLog()); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -119,7 +120,7 @@ func TestAdoptRefusesAllOrNothing(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tt.want)
 			}
 			var file bytes.Buffer
-			if err := renderPartitions(ctx, loadConfig(t, conf), &file, quietLog()); err != nil {
+			if err := renderFabric(ctx, loadConfig(t, conf), config.DefaultFabric, &file, quietLog()); err != nil {
 				t.Fatal(err)
 			}
 			if strings.Contains(file.String(), "good=0x0040") {
@@ -147,21 +148,21 @@ func assertAdoptedStatus(t *testing.T, conf string) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	s, err := readStatus(context.Background(), cfg, st)
+	s, err := status.Read(context.Background(), cfg, st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []AdoptedStatus{
+	want := []status.Adopted{
 		{PKey: "0x0010", Name: "tenant_a", Owner: "", Flags: []string{"ipoib", "mtu=4"}, Revision: 3,
-			Members: []AdoptedMemberStatus{{"0x0002c90300000a01", "full"}, {"0x0002c90300000a02", "limited"}}},
+			Members: []status.AdoptedMember{{GUID: "0x0002c90300000a01", Membership: "full"}, {GUID: "0x0002c90300000a02", Membership: "limited"}}},
 		{PKey: "0x0065", Name: "tenant_net", Owner: "network " + networkID, Flags: []string{"ipoib"}, Revision: 3,
-			Members: []AdoptedMemberStatus{{"0x0002c90300000a03", "full"}}},
+			Members: []status.AdoptedMember{{GUID: "0x0002c90300000a03", Membership: "full"}}},
 	}
 	if !reflect.DeepEqual(s.Adopted, want) {
 		t.Errorf("--status adopted = %+v, want %+v", s.Adopted, want)
 	}
 	var text bytes.Buffer
-	if err := printStatus(&text, s); err != nil {
+	if err := status.Print(&text, s); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []string{"adopted:           pkey 0x0010 (tenant_a), 2 members, no owner yet",

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/status"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
@@ -57,7 +57,7 @@ func auditConfig(ctx context.Context, cfg *config.Config, st *store.Store, sm *o
 		return applier.AuditConfig{}
 	}
 	return applier.AuditConfig{Interval: cfg.OpenSM.AuditInterval, Reader: r, CheckEnforcement: enforcement, Recorder: st,
-		RestartOpenSM: func(ctx context.Context) error { return restartOpenSM(ctx, sm) }}
+		RestartOpenSM: sm.Restart}
 }
 
 // runAuditCommand runs one audit against the recorded state (not the file
@@ -109,32 +109,21 @@ func auditInput(ctx context.Context, cfg *config.Config, st *store.Store) (audit
 	if err != nil {
 		return audit.Input{}, fmt.Errorf("read recorded state: %w", err)
 	}
-	topo, err := topology.Load(subnetDump(cfg))
+	topo, err := topology.Load(cfg.OpenSM.SubnetDump())
 	if err != nil {
 		return audit.Input{}, err
 	}
-	return audit.Input{File: text, Revision: snap.Revision, Flavour: flavour, Owners: networkOwners(snap),
+	return audit.Input{File: text, Revision: snap.Revision, Flavour: flavour, Owners: applier.Owners(snap),
 		Topology: topo, Reader: r, CheckEnforcement: enforcement}, nil
-}
-
-// networkOwners names each network's partition as the applier's audit does.
-func networkOwners(snap store.Snapshot) map[uint16]string {
-	names := map[uint16]string{}
-	for _, n := range snap.Networks {
-		if n.Managed && n.PKey != nil {
-			names[uint16(*n.PKey)&0x7fff] = fmt.Sprintf("network %s (%s)", n.Name, n.ID)
-		}
-	}
-	return names
 }
 
 // auditVerdict is --audit's exit status for s.
 func auditVerdict(s audit.Summary) error {
 	switch {
 	case len(s.Breaches()) > 0:
-		return exitStatus{exitAuditBreach}
+		return status.ExitStatus{Code: exitAuditBreach}
 	case !s.Clean():
-		return exitStatus{exitAuditFindings}
+		return status.ExitStatus{Code: exitAuditFindings}
 	}
 	return nil
 }
@@ -148,7 +137,7 @@ func printAudit(w io.Writer, s audit.Summary) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PKEY\tPARTITION\tMEMBERS\tFINDINGS")
 	for _, p := range s.Partitions {
-		fmt.Fprintf(tw, "0x%04x\t%s\t%d\t%s\n", p.PKey, p.Owner, p.Members, kindCounts(p.Findings))
+		fmt.Fprintf(tw, "0x%04x\t%s\t%d\t%s\n", p.PKey, p.Owner, p.Members, audit.CountsText(p.Findings))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -157,7 +146,7 @@ func printAudit(w io.Writer, s audit.Summary) error {
 		_, err := fmt.Fprintln(w, "clean: every port holds what the recorded state says, and nothing else")
 		return err
 	}
-	fmt.Fprintf(w, "findings (%s):\n", kindCounts(s.Counts()))
+	fmt.Fprintf(w, "findings (%s):\n", audit.CountsText(s.Counts()))
 	for _, f := range s.Findings {
 		mark := " "
 		switch {
@@ -169,62 +158,4 @@ func printAudit(w io.Writer, s audit.Summary) error {
 		fmt.Fprintf(w, " %s %s: %s\n", mark, f.Kind, f.Text)
 	}
 	return nil
-}
-
-// kindCounts says counts by kind, in audit.Kinds' order; "none" when empty.
-func kindCounts(counts map[audit.Kind]int) string {
-	var parts []string
-	for _, k := range audit.Kinds {
-		if n := counts[k]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, k))
-		}
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ")
-}
-
-// AuditStatus is the last audit as --status shows it.
-type AuditStatus struct {
-	Interval  float64            `json:"interval_seconds"` // 0: off
-	StartedAt *time.Time         `json:"started_at"`       // nil: never ran
-	Revision  int64              `json:"revision"`
-	Findings  int64              `json:"findings"`
-	Breaches  int64              `json:"breaches"`
-	Counts    map[audit.Kind]int `json:"counts"`
-}
-
-// readAuditStatus reads the last audit into s; its breaches and held ports
-// are the verdict's (readVerdict).
-func readAuditStatus(ctx context.Context, cfg *config.Config, st *store.Store, s *Status) error {
-	last, ok, err := st.LastAudit(ctx)
-	if err != nil {
-		return err
-	}
-	a := &AuditStatus{Interval: cfg.OpenSM.AuditInterval.Seconds()}
-	s.Audit = a
-	if !ok {
-		return nil
-	}
-	a.StartedAt, a.Revision, a.Findings, a.Breaches = &last.StartedAt, last.Revision, last.Findings, last.Breaches
-	var sum audit.Summary
-	if err := json.Unmarshal(last.Summary, &sum); err == nil {
-		a.Counts = sum.Counts()
-	}
-	return nil
-}
-
-// printAuditStatus writes --status's audit line.
-func printAuditStatus(w io.Writer, a *AuditStatus) {
-	switch {
-	case a == nil:
-	case a.StartedAt == nil && a.Interval == 0:
-		fmt.Fprintln(w, "last audit:\tnone (audit_interval = 0)")
-	case a.StartedAt == nil:
-		fmt.Fprintln(w, "last audit:\tnone yet")
-	default:
-		fmt.Fprintf(w, "last audit:\t%s, revision %d: %d findings (%s), %d breaches\n",
-			a.StartedAt.Format(time.RFC3339), a.Revision, a.Findings, kindCounts(a.Counts), a.Breaches)
-	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/audit"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/status"
 )
 
 // --audit marks a lying host's own table (held alone) apart from a breach,
@@ -30,8 +31,8 @@ func TestAuditMarksHostOnly(t *testing.T) {
 			if !strings.Contains(out.String(), tc.mark+"\n") {
 				t.Errorf("--audit printed\n%s\nwant the line %q", out.String(), tc.mark)
 			}
-			var code exitStatus
-			if err := auditVerdict(s); !errors.As(err, &code) || code.code != tc.exit {
+			var code status.ExitStatus
+			if err := auditVerdict(s); !errors.As(err, &code) || code.Code != tc.exit {
 				t.Errorf("verdict %v, want exit %d", err, tc.exit)
 			}
 		})

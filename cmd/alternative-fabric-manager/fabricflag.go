@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/status"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
@@ -106,6 +107,11 @@ func allFabrics(cfg *config.Config) []operatorFabric {
 	return out
 }
 
+// status is the fabric as --status reads it.
+func (f operatorFabric) status() status.Fabric {
+	return status.Fabric{Name: f.name, Section: f.section, Config: f.cfg}
+}
+
 // view is the fabric's view of st: what it reads and changes is this
 // fabric's alone.
 func (f operatorFabric) view(st *store.Store) (*store.Store, error) {
@@ -127,14 +133,10 @@ func (f operatorFabric) wrap(err error) error {
 		return err
 	}
 	if driver.IsNoRows(err) {
-		err = fmt.Errorf("%w (%s)", err, neverStarted)
+		err = fmt.Errorf("%w (%s)", err, status.NeverStarted)
 	}
 	return fabricError{section: f.section, err: err}
 }
-
-// neverStarted explains a fabric without state rows.
-const neverStarted = "no manager has started this fabric yet: a manager writes its state when it first starts " +
-	"with this configuration"
 
 // fabricError is an error about one further fabric, named by its section.
 type fabricError struct {

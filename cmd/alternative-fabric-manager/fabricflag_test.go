@@ -178,10 +178,10 @@ func TestCommandsActOnTheNamedFabricOnly(t *testing.T) {
 		{"--show-keys", []string{"--show-keys", "--fabric", "storage"},
 			func(t *testing.T, f fabricsDB) { createKeys(t, f) },
 			func(t *testing.T, f fabricsDB, out string) {
-				if want := "m_key " + storageKeys[secretMKey] + "\nsm_key " + storageKeys[secretSMKey] + "\n"; !strings.HasPrefix(out, want) {
+				if want := "m_key " + storageKeys[opensm.SecretMKey] + "\nsm_key " + storageKeys[opensm.SecretSMKey] + "\n"; !strings.HasPrefix(out, want) {
 					t.Errorf("--show-keys --fabric storage printed\n%s\nwant it to start with storage's keys\n%s", out, want)
 				}
-				if strings.Contains(out, defaultKeys[secretMKey]) {
+				if strings.Contains(out, defaultKeys[opensm.SecretMKey]) {
 					t.Errorf("--show-keys --fabric storage shows the default fabric's M_Key:\n%s", out)
 				}
 			}, "", ""},
@@ -192,7 +192,7 @@ func TestCommandsActOnTheNamedFabricOnly(t *testing.T) {
 					t.Errorf("default's keys after --rotate-keys --fabric storage = %v; want them unchanged", got)
 				}
 				got := secretsOf(t, f.storage)
-				if got[secretMKey] == storageKeys[secretMKey] || got[secretSMKey] != storageKeys[secretSMKey] {
+				if got[opensm.SecretMKey] == storageKeys[opensm.SecretMKey] || got[opensm.SecretSMKey] != storageKeys[opensm.SecretSMKey] {
 					t.Errorf("storage's keys after --rotate-keys m_key = %v; want a new m_key only", got)
 				}
 			}, "", ""},
@@ -265,8 +265,8 @@ func TestCommandsActOnTheNamedFabricOnly(t *testing.T) {
 
 // Keys of each fabric, set up by createKeys.
 var (
-	defaultKeys = map[string]string{secretMKey: "0x00000000000d0001", secretSMKey: "0x00000000000d0002", secretSAKey: "0x00000000000d0003"}
-	storageKeys = map[string]string{secretMKey: "0x00000000005a0001", secretSMKey: "0x00000000005a0002", secretSAKey: "0x00000000005a0003"}
+	defaultKeys = map[string]string{opensm.SecretMKey: "0x00000000000d0001", opensm.SecretSMKey: "0x00000000000d0002", opensm.SecretSAKey: "0x00000000000d0003"}
+	storageKeys = map[string]string{opensm.SecretMKey: "0x00000000005a0001", opensm.SecretSMKey: "0x00000000005a0002", opensm.SecretSAKey: "0x00000000005a0003"}
 )
 
 // createKeys records defaultKeys and storageKeys as each fabric's.

@@ -16,6 +16,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/status"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
@@ -68,11 +69,11 @@ func TestStatusOfTwoFabrics(t *testing.T) {
 		wants  []string // in this order
 		absent []string
 	}{
-		{"every fabric", nil, exitJobsHeld, []string{defaultBlock, "host-a pid 42, term", allWell, storageBlock,
+		{"every fabric", nil, status.ExitJobsHeld, []string{defaultBlock, "host-a pid 42, term", allWell, storageBlock,
 			"never held", applier.NoExpectedSwitches, "fabrics whose jobs do not complete: storage\n"}, nil},
-		{"the default fabric", []string{"--fabric", "default"}, exitJobsComplete, []string{defaultBlock, allWell},
+		{"the default fabric", []string{"--fabric", "default"}, status.ExitJobsComplete, []string{defaultBlock, allWell},
 			[]string{"storage", applier.NoExpectedSwitches}},
-		{"the storage fabric", []string{"--fabric", "storage"}, exitJobsHeld, []string{storageBlock, applier.NoExpectedSwitches},
+		{"the storage fabric", []string{"--fabric", "storage"}, status.ExitJobsHeld, []string{storageBlock, applier.NoExpectedSwitches},
 			[]string{"fabric default", "host-a", allWell}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,8 +149,8 @@ func TestStatusOldestOpenJobPerFabric(t *testing.T) {
 		}
 	}
 	code, out, _ := runCommand(t, "--config-file", f.conf, "--status", "--fabric", "default")
-	if want := regexp.MustCompile(`\noldest open job: +none\n`); code != exitJobsHeld || !want.MatchString(out) {
-		t.Errorf("--status --fabric default: exit %d, want %d matching %s:\n%s", code, exitJobsHeld, want, out)
+	if want := regexp.MustCompile(`\noldest open job: +none\n`); code != status.ExitJobsHeld || !want.MatchString(out) {
+		t.Errorf("--status --fabric default: exit %d, want %d matching %s:\n%s", code, status.ExitJobsHeld, want, out)
 	}
 }
 
@@ -158,35 +159,12 @@ func TestStatusOldestOpenJobPerFabric(t *testing.T) {
 func TestStatusOfOneFabricHasNoFabricBlock(t *testing.T) {
 	conf := statusHost{driver: opensm.StateRunning}.setUp(t, config.EngineSQLite)
 	code, out, errOut := runCommand(t, "--config-file", conf, "--status")
-	if code != exitJobsComplete || !strings.HasPrefix(out, "applier lock:") || strings.Contains(out, "fabric") {
+	if code != status.ExitJobsComplete || !strings.HasPrefix(out, "applier lock:") || strings.Contains(out, "fabric") {
 		t.Errorf("--status of one fabric: exit %d, want 0 starting \"applier lock:\" without any fabric:\n%s%s", code, out, errOut)
 	}
 	if r := statusReport(t, conf); len(r.Fabrics) != 1 || r.Fabrics[0].Name != config.DefaultFabric ||
 		!reflect.DeepEqual(r.Status, r.Fabrics[0].Status) {
 		t.Errorf("--status --json of one fabric: fabrics = %+v; want the default fabric's, equal to the top level", r.Fabrics)
-	}
-}
-
-// The verdict of several fabrics is the worst of theirs.
-func TestWorseVerdict(t *testing.T) {
-	ok, held, unchecked := error(nil), exitStatus{exitJobsHeld}, exitStatus{exitCannotTell}
-	for _, tc := range []struct {
-		verdicts []error
-		want     int
-	}{
-		{[]error{ok, ok}, exitJobsComplete},
-		{[]error{ok, unchecked}, exitCannotTell},
-		{[]error{unchecked, ok}, exitCannotTell},
-		{[]error{held, unchecked}, exitJobsHeld},
-		{[]error{unchecked, held, ok}, exitJobsHeld},
-	} {
-		var worst error
-		for _, v := range tc.verdicts {
-			worst = worseVerdict(worst, v)
-		}
-		if got := exitCode(worst); got != tc.want {
-			t.Errorf("worst of %v = %d; want %d", tc.verdicts, got, tc.want)
-		}
 	}
 }
 
@@ -256,8 +234,8 @@ func TestStatusOfAFabricNeverStarted(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut := runCommand(t, "--config-file", path, "--status")
-	if want := "no manager has started this fabric yet"; code != exitJobsHeld || !strings.Contains(out, want) {
-		t.Errorf("--status: exit %d, want %d saying %q:\n%s%s", code, exitJobsHeld, want, out, errOut)
+	if want := "no manager has started this fabric yet"; code != status.ExitJobsHeld || !strings.Contains(out, want) {
+		t.Errorf("--status: exit %d, want %d saying %q:\n%s%s", code, status.ExitJobsHeld, want, out, errOut)
 	}
 	r := statusReport(t, path, "--fabric", "storage")
 	if len(r.NotCompleting) == 0 || r.Jobs[store.StatusPending] != 0 || r.Adopted == nil {

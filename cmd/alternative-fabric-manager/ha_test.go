@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/status"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
 
@@ -73,7 +74,7 @@ func TestStatusShowsTheLeaseAndUnfreeze(t *testing.T) {
 			code, out, errOut := runCommand(t, "--config-file", conf, "--status")
 			for _, want := range []string{"held by host-b pid 2, term", "host-a pid 1, expired instead of being released",
 				"FROZEN: check host-a pid 1", "unfreeze:", "not requested"} {
-				if code != exitJobsHeld || !strings.Contains(out, want) {
+				if code != status.ExitJobsHeld || !strings.Contains(out, want) {
 					t.Errorf("--status: exit %d, does not say %q:\n%s%s", code, want, out, errOut)
 				}
 			}

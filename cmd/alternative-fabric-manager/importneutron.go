@@ -15,6 +15,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/neutronimport"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/status"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
@@ -77,7 +78,7 @@ func runImportNeutron(ctx context.Context, path string, opts neutronimport.Optio
 
 // importFabric imports into one fabric's view st what Neutron has on the
 // fabric's physnets (rules), then ends the switch-over of its adopted
-// partitions, writing the report to w. It returns exitStatus{exitDiffers}
+// partitions, writing the report to w. It returns status.ExitStatus{Code: exitDiffers}
 // when the records and Neutron differ.
 func importFabric(ctx context.Context, st *store.Store, src neutronimport.Source, rules store.Rules,
 	opts neutronimport.Options, w io.Writer) (verdict, err error) {
@@ -93,7 +94,7 @@ func importFabric(ctx context.Context, st *store.Store, src neutronimport.Source
 	case err != nil:
 		return nil, fmt.Errorf("import from Neutron: release adopted members: %w", err)
 	case !report.Agrees() || pending > 0:
-		return exitStatus{exitDiffers}, nil
+		return status.ExitStatus{Code: exitDiffers}, nil
 	}
 	return nil, nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
@@ -25,7 +26,7 @@ sa_key 0x00DEADBEEF000003
 partition_config_file /opt/ufm/files/conf/opensm/partitions.conf
 `
 
-var ufmKeys = map[string]string{secretMKey: "0x00deadbeef000001", secretSMKey: "0x00deadbeef000002", secretSAKey: "0x00deadbeef000003"}
+var ufmKeys = map[string]string{opensm.SecretMKey: "0x00deadbeef000001", opensm.SecretSMKey: "0x00deadbeef000002", opensm.SecretSAKey: "0x00deadbeef000003"}
 
 // keysDB is a migrated database without keys, the afm.conf of a manager on
 // it and the store to read its secrets.
@@ -83,7 +84,7 @@ func TestImportKeysFromUFM(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("--import-keys: exit %d: %s%s", code, out, errOut)
 			}
-			for _, name := range []string{secretMKey, secretSMKey, secretSAKey} {
+			for _, name := range []string{opensm.SecretMKey, opensm.SecretSMKey, opensm.SecretSAKey} {
 				if !strings.Contains(out, name+": imported from ") {
 					t.Errorf("output does not say %s was imported:\n%s", name, out)
 				}
@@ -114,7 +115,7 @@ func TestImportKeysGeneratesTheUnused(t *testing.T) {
 		t.Fatalf("--import-keys: exit %d: %s%s", code, out, errOut)
 	}
 	got := secretsOf(t, st)
-	if got[secretSAKey] != ufmKeys[secretSAKey] || got[secretMKey] == "0x0000000000000000" || got[secretSMKey] == "" {
+	if got[opensm.SecretSAKey] != ufmKeys[opensm.SecretSAKey] || got[opensm.SecretMKey] == "0x0000000000000000" || got[opensm.SecretSMKey] == "" {
 		t.Errorf("recorded %v: want the SA_Key imported, a generated M_Key and SM_Key", got)
 	}
 	for _, want := range []string{"m_key: generated", "sm_key: generated", "sa_key: imported from " + file} {
@@ -184,7 +185,7 @@ func TestImportKeysReplacesOnlyWhenConfirmed(t *testing.T) {
 		t.Fatalf("--import-keys --replace-keys: exit %d: %s%s", code, out, errOut)
 	}
 	want := maps.Clone(created)
-	want[secretMKey] = ufmKeys[secretMKey]
+	want[opensm.SecretMKey] = ufmKeys[opensm.SecretMKey]
 	if got := secretsOf(t, st); !maps.Equal(got, want) {
 		t.Errorf("after the confirmed import: %v, want %v", got, want)
 	}
@@ -211,10 +212,10 @@ func TestRotateKeys(t *testing.T) {
 				t.Fatalf("--rotate-keys: exit %d: %s%s", code, out, errOut)
 			}
 			after := secretsOf(t, st)
-			if after[secretMKey] == before[secretMKey] || after[secretSAKey] == before[secretSAKey] || after[secretSMKey] != before[secretSMKey] {
+			if after[opensm.SecretMKey] == before[opensm.SecretMKey] || after[opensm.SecretSAKey] == before[opensm.SecretSAKey] || after[opensm.SecretSMKey] != before[opensm.SecretSMKey] {
 				t.Errorf("rotating m_key and sa_key: %v -> %v", before, after)
 			}
-			if _, err := parseKeys(after); err != nil {
+			if _, err := opensm.KeysOf(after); err != nil {
 				t.Errorf("rotated keys: %v", err)
 			}
 			if !strings.Contains(out, "m_key: rotated\nsa_key: rotated\n") || !strings.Contains(out, "docs/key-rotation.md") {

@@ -44,11 +44,13 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/health"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/leader"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/metrics"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/neutronimport"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/smcontainer"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/status"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tlsreload"
@@ -362,7 +364,7 @@ func wire(ctx context.Context, cfg *config.Config, log *slog.Logger) (*manager, 
 func (mgr *manager) wireHealth() *health.Checker {
 	mgr.metrics = metrics.New()
 	// The leader writes its heartbeat every elector CheckInterval.
-	return &health.Checker{DB: mgr.st, Self: mgr.metrics.Fabric(config.DefaultFabric), HeartbeatTimeout: heartbeatTimeout}
+	return &health.Checker{DB: mgr.st, Self: mgr.metrics.Fabric(config.DefaultFabric), HeartbeatTimeout: leader.HeartbeatTimeout}
 }
 
 // registerState registers each fabric's collectors that read its recorded
@@ -377,7 +379,7 @@ func (mgr *manager) registerState(checker *health.Checker) error {
 		} else {
 			checker.Fabrics = append(checker.Fabrics, health.Fabric{Name: fr.name, DB: fr.st, Self: f, SM: sm})
 		}
-		gates, err := verdictSource(fr.cfg, fr.st, fr.app.Cfg.Dump)
+		gates, err := status.VerdictSource(fr.cfg, fr.st, fr.app.Cfg.Dump)
 		if err != nil {
 			return err
 		}
@@ -443,7 +445,7 @@ func (mgr *manager) serve() <-chan error {
 
 // electorCheckInterval is how often the applier lock's holder checks it,
 // and writes its heartbeat.
-const electorCheckInterval = time.Second
+const electorCheckInterval = leader.ManagerCheckInterval
 
 // elect campaigns for every fabric until ctx ends, each applying while
 // elected; the channel is closed once every election has stopped.

@@ -25,7 +25,7 @@ func acceptMovedGUIDs(ctx context.Context, cfg *config.Config, st *store.Store, 
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	dump := subnetDump(cfg)
+	dump := cfg.OpenSM.SubnetDump()
 	topo, err := topology.Load(dump)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("OpenSM has not swept yet: %s does not exist", dump)

@@ -18,6 +18,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/status"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
@@ -131,13 +132,13 @@ func TestShowKeysCreatesNoKeys(t *testing.T) {
 
 func TestBadKeysInTheDatabaseAreRefusedWithoutShowingThem(t *testing.T) {
 	st := storetest.Open(t, config.EngineSQLite)
-	bad := map[string]string{secretMKey: "0x0000000000000001", secretSMKey: "not-a-key-at-all", secretSAKey: "0x1234567890abcdef"}
+	bad := map[string]string{opensm.SecretMKey: "0x0000000000000001", opensm.SecretSMKey: "not-a-key-at-all", opensm.SecretSAKey: "0x1234567890abcdef"}
 	if _, err := st.GetOrCreateSecrets(t.Context(), func() (map[string]string, error) { return bad, nil }); err != nil {
 		t.Fatal(err)
 	}
 	_, err := databaseKeys{st}.Keys(t.Context())
-	if err == nil || !strings.Contains(err.Error(), secretSMKey) {
-		t.Fatalf("error = %v; want one naming %s", err, secretSMKey)
+	if err == nil || !strings.Contains(err.Error(), opensm.SecretSMKey) {
+		t.Fatalf("error = %v; want one naming %s", err, opensm.SecretSMKey)
 	}
 	if strings.Contains(err.Error(), "not-a-key-at-all") {
 		t.Errorf("the error shows the secret: %v", err)
@@ -255,8 +256,8 @@ func TestStatusAndEnforcementErrors(t *testing.T) {
 	}
 
 	code, out, errOut := runCommand(t, "--config-file", conf, "--status")
-	if code != exitJobsHeld {
-		t.Fatalf("--status: exit %d, want %d: %s", code, exitJobsHeld, errOut)
+	if code != status.ExitJobsHeld {
+		t.Fatalf("--status: exit %d, want %d: %s", code, status.ExitJobsHeld, errOut)
 	}
 	for _, want := range append(wantReasons, "host-a pid 42, term", "Pending 1", "revision 1, applied") {
 		if !strings.Contains(out, want) {
@@ -338,19 +339,19 @@ func checkEnforcementErrorCommands(t *testing.T, st *store.Store, conf string, t
 }
 
 // statusJSON is --status --json's top-level status: the default fabric's.
-func statusJSON(t *testing.T, conf string) Status {
+func statusJSON(t *testing.T, conf string) status.Status {
 	t.Helper()
 	return statusReport(t, conf).Status
 }
 
 // statusReport is what --status --json and args print, every field known.
-func statusReport(t *testing.T, conf string, args ...string) StatusReport {
+func statusReport(t *testing.T, conf string, args ...string) status.Report {
 	t.Helper()
 	code, out, errOut := runCommand(t, append([]string{"--config-file", conf, "--status", "--json"}, args...)...)
 	if code != 0 {
 		t.Fatalf("--status --json %s: exit %d: %s", strings.Join(args, " "), code, errOut)
 	}
-	var s StatusReport
+	var s status.Report
 	dec := json.NewDecoder(strings.NewReader(out))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {

@@ -63,7 +63,7 @@ func pkeysWork(t *testing.T, url, prefix, user, password string) bool {
 	t.Helper()
 	req, _ := http.NewRequest("GET", url+prefix+"/app/ufm_version", nil)
 	req.SetBasicAuth(user, password)
-	return status(t, req) == http.StatusOK
+	return statusCode(t, req) == http.StatusOK
 }
 
 // TestPKeysAPIsOfEveryFabric: the manager wires each fabric's pkeys API under

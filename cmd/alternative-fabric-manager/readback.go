@@ -103,7 +103,7 @@ func smpPort(cfg *config.Config, opensmEnv []string) (string, error) {
 	if sim, _ := pkeyread.SimDialerFromEnv(opensmEnv); sim.Socket != "" {
 		return "", nil
 	}
-	guid, err := openSMGUID(cfg)
+	guid, err := cfg.OpenSMGUID()
 	if err != nil || guid == 0 {
 		return "", err // none: UmadDialer says to set smp_port
 	}

@@ -50,7 +50,7 @@ func hangupServer(t *testing.T, path string, cfg *config.Config) (*httptest.Serv
 func tokenWorks(t *testing.T, web *httptest.Server, token string) bool {
 	req, _ := http.NewRequest("GET", web.URL+"/ufmRestV3/app/jobs/none", nil)
 	req.Header.Set("Authorization", "Basic "+token)
-	return status(t, req) == http.StatusNotFound
+	return statusCode(t, req) == http.StatusNotFound
 }
 
 // TestSIGHUPAppliesCredentials: a SIGHUP after the token and the pkeys
@@ -81,7 +81,7 @@ func TestSIGHUPAppliesCredentials(t *testing.T) {
 	passwordWorks := func(password string) bool {
 		req, _ := http.NewRequest("GET", web.URL+"/ufmRest/app/ufm_version", nil)
 		req.SetBasicAuth("ib-kubernetes", password)
-		return status(t, req) == http.StatusOK
+		return statusCode(t, req) == http.StatusOK
 	}
 	if !tokenWorks(oldToken) || !passwordWorks(oldPassword) {
 		t.Fatal("the first credentials do not work")
@@ -295,7 +295,7 @@ type recordingSetter struct{ calls int }
 
 func (r *recordingSetter) SetCredentials(api.Credentials) { r.calls++ }
 
-func status(t *testing.T, req *http.Request) int {
+func statusCode(t *testing.T, req *http.Request) int {
 	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -23,11 +23,6 @@ func runRender(ctx context.Context, path, fabricName string, log *slog.Logger) e
 	return renderFabric(ctx, cfg, fabricName, os.Stdout, log)
 }
 
-// renderPartitions is renderFabric of the default fabric.
-func renderPartitions(ctx context.Context, cfg *config.Config, out io.Writer, log *slog.Logger) error {
-	return renderFabric(ctx, cfg, config.DefaultFabric, out, log)
-}
-
 // renderFabric writes to out the partitions file fabric name's recorded
 // state renders to with its template, once it passes the check; otherwise it
 // writes nothing and returns the template's error or every problem the check

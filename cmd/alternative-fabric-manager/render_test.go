@@ -98,7 +98,7 @@ func TestRenderPartitions(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := fabricDatabase(t, tt.opensm)
 			var out bytes.Buffer
-			if err := renderPartitions(context.Background(), cfg, &out, quietLog()); err != nil {
+			if err := renderFabric(context.Background(), cfg, config.DefaultFabric, &out, quietLog()); err != nil {
 				t.Fatal(err)
 			}
 			for _, want := range tt.wants {
@@ -150,7 +150,7 @@ func TestRenderPartitionsRefuses(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := fabricDatabase(t, tt.opensm)
 			var out bytes.Buffer
-			err := renderPartitions(context.Background(), cfg, &out, quietLog())
+			err := renderFabric(context.Background(), cfg, config.DefaultFabric, &out, quietLog())
 			if err == nil {
 				t.Fatalf("rendered:\n%s", out.String())
 			}
@@ -179,7 +179,7 @@ func TestRenderPartitionsDoesNotMigrate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := renderPartitions(context.Background(), cfg, io.Discard, quietLog()); err == nil {
+		if err := renderFabric(context.Background(), cfg, config.DefaultFabric, io.Discard, quietLog()); err == nil {
 			t.Errorf("auto_migrate = %s: rendered from a database without the schema", autoMigrate)
 		}
 	}
@@ -214,7 +214,7 @@ func TestRecordedStateConflictsWithConfiguration(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := fabricDatabase(t, tt.opensm)
 			var out bytes.Buffer
-			err := renderPartitions(context.Background(), cfg, &out, quietLog())
+			err := renderFabric(context.Background(), cfg, config.DefaultFabric, &out, quietLog())
 			for _, want := range tt.wants {
 				if err == nil || !strings.Contains(err.Error(), want) {
 					t.Errorf("--render: error %v does not say %q", err, want)
@@ -267,13 +267,13 @@ func TestRenderKubernetesPartitions(t *testing.T) {
 	}
 
 	var out bytes.Buffer
-	err = renderPartitions(ctx, cfg, &out, quietLog())
+	err = renderFabric(ctx, cfg, config.DefaultFabric, &out, quietLog())
 	if err == nil || !strings.Contains(err.Error(), "Kubernetes pkey 0x1005: no [ufm_pkeys] pkey_range is configured") {
 		t.Errorf("--render without a Kubernetes range: %v", err)
 	}
 	cfg.UFMPKeys = config.UFMPKeys{Username: "ib-kubernetes", Password: "render-test-password", PKeyRange: kube}
 	out.Reset()
-	if err := renderPartitions(ctx, cfg, &out, quietLog()); err != nil {
+	if err := renderFabric(ctx, cfg, config.DefaultFabric, &out, quietLog()); err != nil {
 		t.Fatal(err)
 	}
 	if want := "k8s-1005=0x1005, ipoib :\n    0x0002c90300000201=limited ;\n"; !strings.HasSuffix(out.String(), want) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/status"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
@@ -102,22 +103,22 @@ func TestStatusNeverSaysAllIsWellWhenItCannotKnow(t *testing.T) {
 		code    int
 		want    string
 	}{
-		{"all well", statusHost{driver: opensm.StateRunning}, storetest.Engines, exitJobsComplete, allWell},
+		{"all well", statusHost{driver: opensm.StateRunning}, storetest.Engines, status.ExitJobsComplete, allWell},
 		// A tenant's SM that masters no port is named, and holds no job.
 		{"a foreign SM master of nothing", statusHost{driver: opensm.StateRunning, foreignSM: true}, storetest.Engines,
-			exitJobsComplete, "port 0x0002c90300000301 (priority 0, MASTER), master of no port"},
+			status.ExitJobsComplete, "port 0x0002c90300000301 (priority 0, MASTER), master of no port"},
 		{"the manager is gone", statusHost{heartbeatAge: time.Hour, driver: opensm.StateRunning}, storetest.Engines,
-			exitJobsHeld, "no manager applies (is one running?): the leader of term"},
+			status.ExitJobsHeld, "no manager applies (is one running?): the leader of term"},
 		{"OpenSM stopped", statusHost{driver: opensm.StateStopped}, storetest.Engines,
-			exitJobsHeld, "OpenSM on this host is stopped since"},
+			status.ExitJobsHeld, "OpenSM on this host is stopped since"},
 		{"no subnet dump on this host", statusHost{driver: opensm.StateRunning, noDump: true}, storetest.Engines,
-			exitCannotTell, "cannot be checked from this host:\n  - the expected switches cannot be checked from this host"},
+			status.ExitCannotTell, "cannot be checked from this host:\n  - the expected switches cannot be checked from this host"},
 		{"no manager ran on this host", statusHost{noDriver: true}, storetest.Engines,
-			exitCannotTell, "this host's OpenSM: no manager has run on this host"},
+			status.ExitCannotTell, "this host's OpenSM: no manager has run on this host"},
 		// An HA follower: its OpenSM is stopped by design, its dump absent.
 		{"HA follower", statusHost{ha: true, driver: opensm.StateStopped, noDump: true},
 			[]string{config.EnginePostgres, config.EngineMySQL},
-			exitCannotTell, "the expected switches cannot be checked from this host"},
+			status.ExitCannotTell, "the expected switches cannot be checked from this host"},
 	} {
 		for _, engine := range tc.engines {
 			t.Run(tc.name+"/"+engine, func(t *testing.T) {
@@ -126,18 +127,18 @@ func TestStatusNeverSaysAllIsWellWhenItCannotKnow(t *testing.T) {
 				if code != tc.code || !strings.Contains(out, tc.want) {
 					t.Errorf("--status: exit %d, want %d saying %q:\n%s%s", code, tc.code, tc.want, out, errOut)
 				}
-				if tc.code != exitJobsComplete && strings.Contains(out, allWell) {
+				if tc.code != status.ExitJobsComplete && strings.Contains(out, allWell) {
 					t.Errorf("--status says %q though it exits %d:\n%s", allWell, code, out)
 				}
 				if errOut != "" {
 					t.Errorf("--status wrote to standard error: %s", errOut)
 				}
 				s := statusJSON(t, conf)
-				if held := len(s.NotCompleting) > 0; held != (tc.code == exitJobsHeld) {
-					t.Errorf("--status --json not_completing = %q; want some only for exit %d", s.NotCompleting, exitJobsHeld)
+				if held := len(s.NotCompleting) > 0; held != (tc.code == status.ExitJobsHeld) {
+					t.Errorf("--status --json not_completing = %q; want some only for exit %d", s.NotCompleting, status.ExitJobsHeld)
 				}
-				if unchecked := len(s.Unchecked) > 0; unchecked != (tc.code == exitCannotTell) {
-					t.Errorf("--status --json unchecked = %q; want some only for exit %d", s.Unchecked, exitCannotTell)
+				if unchecked := len(s.Unchecked) > 0; unchecked != (tc.code == status.ExitCannotTell) {
+					t.Errorf("--status --json unchecked = %q; want some only for exit %d", s.Unchecked, status.ExitCannotTell)
 				}
 			})
 		}

@@ -111,7 +111,7 @@ func (t *term) auditOnce(ctx context.Context) (audit.Summary, error) {
 		return audit.Summary{}, fmt.Errorf("OpenSM's subnet dump: %w", dump.err)
 	}
 	return audit.Run(ctx, audit.Input{File: t.written, Revision: t.applied, Flavour: t.Cfg.Rules.Flavour,
-		Owners: owners(t.rendered), Topology: dump.topo, Reader: t.Cfg.Audit.Reader,
+		Owners: Owners(t.rendered), Topology: dump.topo, Reader: t.Cfg.Audit.Reader,
 		CheckEnforcement: t.Cfg.Audit.CheckEnforcement})
 }
 
@@ -190,9 +190,10 @@ func (t *term) restartOpenSM(ctx context.Context) {
 // the new one's start.
 const auditRestart = time.Minute
 
-// owners names each network's partition by the network, for the findings:
-// the file names it by pkey and id only.
-func owners(snap store.Snapshot) map[uint16]string {
+// Owners names each network's partition by the network, for an audit's
+// findings (the leader's and --audit's): the file names it by pkey and id
+// only.
+func Owners(snap store.Snapshot) map[uint16]string {
 	names := map[uint16]string{}
 	for _, n := range snap.Networks {
 		if n.Managed && n.PKey != nil {

@@ -22,7 +22,8 @@ func verboseFiller(n int) string {
 	return strings.Repeat(line, n/len(line)+1)
 }
 
-// The term's tail reads each byte of the log once across applies and polls:
+// The term's tail reads each byte of the log once across applies and polls
+// (opensm's TestTailReadsEachByteOnce counts them, as a term uses its tail):
 // the sweeps' stretches, read while their ends were waited for, are not read
 // again between sweeps, and yet every enforcement line is recorded once,
 // whether it is in a sweep (before its start box, in it) or between sweeps.
@@ -65,15 +66,6 @@ func TestEnforcementScanReadsEachByteOnce(t *testing.T) {
 	r.term.pollGates(ctx)
 	if got := recorded(t, r.st); len(got) != 1 || got[0] != "0x0002c90300f00001:2 xI" {
 		t.Errorf("after the second sweep: %q, want S1 port 2 seen once (the line before its position)", got)
-	}
-	fi, err := os.Stat(r.sm.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Two sweeps of a megabyte each and the lines between them: every byte
-	// read once, up to the log's end.
-	if read := r.term.tail.BytesRead(); read != fi.Size() {
-		t.Errorf("the tail read %d bytes of a %d-byte log, want each byte once", read, fi.Size())
 	}
 }
 
@@ -140,12 +132,5 @@ func TestEnforcementScanNewTailReadsEverything(t *testing.T) {
 	}
 	if got := recorded(t, r.st); len(got) != 1 || got[0] != "0x0002c90300f00001:2 xI" {
 		t.Errorf("a fresh tail: %q, want the sweep's line recorded", got)
-	}
-	fi, err := os.Stat(r.sm.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if read := tail.BytesRead(); read != fi.Size() {
-		t.Errorf("a fresh tail read %d bytes of %d", read, fi.Size())
 	}
 }

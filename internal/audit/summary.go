@@ -1,6 +1,8 @@
 package audit
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
@@ -98,4 +100,19 @@ func summarize(e Expected, ports []fabric.GUID, findings []Finding) []PartitionS
 		lines[i].Findings[f.Kind]++
 	}
 	return lines
+}
+
+// CountsText says counts by kind, in Kinds' order ("2 foreign_pkey, 1
+// unreachable"); "none" when empty: --audit's and --status's wording.
+func CountsText(counts map[Kind]int) string {
+	var parts []string
+	for _, k := range Kinds {
+		if n := counts[k]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, k))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -92,23 +92,6 @@ func (c *Config) AllFabrics() []Fabric {
 	return append([]Fabric{def}, c.Fabrics...)
 }
 
-// FabricOf returns the fabric whose partitions a network of physnet belongs
-// to: the fabric that lists it, else the default fabric when [api]
-// physical_networks is *; false when none serves it (such a network is
-// accepted and left alone).
-func (c *Config) FabricOf(physnet string) (Fabric, bool) {
-	all := c.AllFabrics()
-	for _, f := range all {
-		if slices.Contains(f.PhysicalNetworks, physnet) {
-			return f, true
-		}
-	}
-	if slices.Equal(all[0].PhysicalNetworks, []string{"*"}) {
-		return all[0], true
-	}
-	return Fabric{}, false
-}
-
 // fabricKeys are the keys of [fabric:NAME]: the very fields of [opensm], so
 // that a key added there applies to every fabric, and physical_networks. The
 // fields store into a Config; a fabric's are read into a scratch Config whose

@@ -277,25 +277,28 @@ func TestFabricSecretsNeverPrinted(t *testing.T) {
 	}
 }
 
-// TestFabricOf: a physnet's networks belong to the fabric that lists it; the
-// default fabric takes the rest only when [api] physical_networks is *.
-func TestFabricOf(t *testing.T) {
+// TestFabricsPhysicalNetworks: each fabric serves the physnets its section
+// lists (the store routes a network by them: store's TestPhysnetRouting);
+// a file without [api] physical_networks gives the default fabric every one.
+func TestFabricsPhysicalNetworks(t *testing.T) {
 	two := parseFile(t, filepath.Join("testdata", "fabrics", "valid", "compute-storage.conf"))
 	one, err := Parse(strings.NewReader("[api]\ntoken = s3cret-token\n"), "afm.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
-		c       *Config
-		physnet string
-		want    string // "" for none
+		c    *Config
+		want map[string][]string
 	}{
-		{two, "ibnet-2", DefaultFabric}, {two, "storage", "storage"}, {two, "elsewhere", ""},
-		{one, "anything", DefaultFabric},
+		{two, map[string][]string{DefaultFabric: {"ibnet", "ibnet-2"}, "storage": {"storage"}}},
+		{one, map[string][]string{DefaultFabric: {"*"}}},
 	} {
-		f, ok := tt.c.FabricOf(tt.physnet)
-		if got := map[bool]string{true: f.Name}[ok]; got != tt.want {
-			t.Errorf("FabricOf(%q) = %q, want %q", tt.physnet, got, tt.want)
+		got := map[string][]string{}
+		for _, f := range tt.c.AllFabrics() {
+			got[f.Name] = f.PhysicalNetworks
+		}
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("physical networks of each fabric = %v, want %v", got, tt.want)
 		}
 	}
 }

@@ -43,6 +43,15 @@ type Elector struct {
 // DefaultTimeout is Elector.Timeout when it is not set.
 const DefaultTimeout = 5 * time.Second
 
+// ManagerCheckInterval is the manager's Elector.CheckInterval: how often the
+// lock's holder checks it, and writes its heartbeat.
+const ManagerCheckInterval = time.Second
+
+// HeartbeatTimeout is how old the manager's heartbeat may be before --status
+// says no manager applies, and a follower is not ready: ten of the elector's
+// checks, each of which writes the heartbeat.
+const HeartbeatTimeout = 10 * ManagerCheckInterval
+
 // bounded returns ctx with the deadline of one database call.
 func (e *Elector) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
 	t := e.Timeout

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
 // KeyValue is one option of opensm.conf: OpenSM reads "key value" per line.
@@ -17,7 +18,7 @@ type KeyValue struct{ Key, Value string }
 // ConfOptions is what RenderConf needs to write opensm.conf.
 type ConfOptions struct {
 	PartitionsFile       string // partition_config_file: the file the manager rewrites
-	LogFile              string // log_file: the file WaitSweep and the Supervisor read
+	LogFile              string // log_file: the file a Tail and the Supervisor read
 	PerModuleLoggingFile string // per_module_logging_file: see PerModuleLoggingConf
 	// DumpFilesDir is dump_files_dir, where OpenSM rewrites opensm-subnet.lst
 	// (read by package topology) at every SUBNET UP; OpenSM writes that file
@@ -250,7 +251,7 @@ func checkValue(kv KeyValue) error {
 	return nil
 }
 
-// loggedModules are the OpenSM source files whose VERBOSE lines WaitSweep needs:
+// loggedModules are the OpenSM source files whose VERBOSE lines a SweepWatch needs:
 // the sweep boxes (osm_state_mgr.c), state changes (osm_sm_state_mgr.c), the
 // "not accessible" and "Cannot open config file" lines of the partitions file
 // (osm_prtn.c, osm_prtn_config.c) and the pkey manager's decisions

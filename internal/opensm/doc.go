@@ -11,9 +11,9 @@
 //     start at any moment and would apply a half-written partitions file.
 //   - Reading OpenSM's log: ParseLog for whole files, FollowLog for a log that
 //     grows, Tail, the one reader of the log for a term that hands each entry
-//     to whoever needs it, and WaitSweep (or a Tail's WatchSweep), which proves
-//     from the log that a partitions file is in the ports' tables (the chain of
-//     lines is described on WaitSweep).
+//     to whoever needs it, and a Tail's WatchSweep, which proves from the log
+//     that a partitions file is in the ports' tables (the chain of lines is
+//     described on SweepWatch).
 //   - Keeping OpenSM running: a Supervisor supervises it from Start to Stop
 //     (across applier terms and database outages), restarts it when it exits,
 //     reports its state and last error (Status, and a status file for
@@ -27,9 +27,9 @@
 // How to apply a new partitions file, in this order:
 //
 //	WriteFileAtomic(partitionsFile, data, 0o644) // the new file is in place
-//	from, _ := LogPosition(logFile)             // any sweep logged after this reads it
+//	w, _, _ := tail.WatchSweep()                // any sweep logged after its position reads it
 //	p.Reload(ctx)                               // SIGHUP: OpenSM starts a heavy sweep
-//	res, _ := WaitSweep(ctx, logFile, from, timeout)
+//	res, _ := w.Wait(ctx, timeout)
 //
 // Taking the position after the rename (and before the signal) means that any
 // heavy sweep whose start appears after the position began after the rename, so it

@@ -1,7 +1,6 @@
 package opensm
 
 import (
-	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -143,29 +142,6 @@ func cutNumber(text string, base int) (rest string, ok bool) {
 // hasPrefixFold is strings.HasPrefix, ignoring ASCII case.
 func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
-}
-
-// MayHoldEnforcementErrors is a cheap test of a stretch of the log: false
-// when no entry in it can be one EnforcementErrors returns, so that a caller
-// reading the log between sweeps (tens of megabytes a day on a large fabric,
-// one VERBOSE line per port and sweep) need not parse it.
-func MayHoldEnforcementErrors(text []byte) bool {
-	lower := bytes.ToLower(text)
-	return bytes.Contains(lower, []byte("clearing enforcement bit")) ||
-		bytes.Contains(lower, []byte("err 0507")) || bytes.Contains(lower, []byte("err 0513"))
-}
-
-// EnforcementErrors returns the entries that say enforcement was cleared, in log
-// order, one per line: OpenSM repeats the line at every heavy sweep while the
-// condition lasts, and each repetition is returned.
-func EnforcementErrors(entries []Entry) []EnforcementError {
-	var out []EnforcementError
-	for _, e := range entries {
-		if ee, ok := ParseEnforcementError(e); ok {
-			out = append(out, ee)
-		}
-	}
-	return out
 }
 
 // rawLine rebuilds the entry as OpenSM wrote it, continuation lines joined by

@@ -1,7 +1,6 @@
 package opensm
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,7 +40,7 @@ func TestEnforcementErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := EnforcementErrors(entries)
+			got := enforcementErrors(entries)
 			var places []string
 			for _, e := range got {
 				places = append(places, e.String())
@@ -71,37 +70,6 @@ func TestEnforcementErrorKeepsTheWholeLine(t *testing.T) {
 	e, ok := ParseEnforcementError(entries[0])
 	if !ok || e.Line != line || e.Switch != "0x0002c90300f00001" || e.Port != 2 {
 		t.Errorf("ParseEnforcementError = %+v, %v; want the line kept whole, switch port 0x0002c90300f00001:2", e, ok)
-	}
-}
-
-// The cheap test never hides an enforcement error from EnforcementErrors, and
-// lets a log without any pass unparsed.
-func TestMayHoldEnforcementErrors(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("testdata", "*.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	more, _ := filepath.Glob(filepath.Join("testdata", "enforcement", "*.log"))
-	sawNone, sawSome := false, false
-	for _, path := range append(files, more...) {
-		text, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		entries, err := ParseLog(bytes.NewReader(text))
-		if err != nil {
-			t.Fatal(err)
-		}
-		found := len(EnforcementErrors(entries)) > 0
-		may := MayHoldEnforcementErrors(text)
-		if found && !may {
-			t.Errorf("%s: holds enforcement errors, but MayHoldEnforcementErrors says no", path)
-		}
-		sawSome = sawSome || found
-		sawNone = sawNone || !may
-	}
-	if !sawSome || !sawNone {
-		t.Errorf("the fixtures should include logs with and without enforcement errors (with: %v, without: %v)", sawSome, sawNone)
 	}
 }
 
@@ -141,4 +109,16 @@ func TestParseEnforcementErrorFormats(t *testing.T) {
 			t.Errorf("ParseEnforcementError(%q) = %q, want %q", tt.message, got, tt.want)
 		}
 	}
+}
+
+// enforcementErrors returns the entries that say enforcement was cleared, in
+// log order, as the term's tail hands them to ParseEnforcementError.
+func enforcementErrors(entries []Entry) []EnforcementError {
+	var out []EnforcementError
+	for _, e := range entries {
+		if ee, ok := ParseEnforcementError(e); ok {
+			out = append(out, ee)
+		}
+	}
+	return out
 }

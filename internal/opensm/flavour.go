@@ -5,12 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"log/slog"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
 // versionPattern matches the line "opensm --version" prints, and that OpenSM

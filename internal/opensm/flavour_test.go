@@ -2,12 +2,13 @@ package opensm
 
 import (
 	"bytes"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 )

@@ -3,10 +3,11 @@ package opensm
 import (
 	"errors"
 	"fmt"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
 
 // Group is a hardening group: a set of opensm.conf options (or, for
@@ -67,15 +68,6 @@ const (
 	// MaxMKeyLeasePeriod is the largest lease PortInfo can carry (16 bits).
 	MaxMKeyLeasePeriod = 65535
 )
-
-// FullHardening is the default: every group, with the default M_Key options.
-func FullHardening() Hardening {
-	return Hardening{
-		Groups:              slices.Clone(AllGroups),
-		MKeyProtectionLevel: DefaultMKeyProtectionLevel,
-		MKeyLeasePeriod:     DefaultMKeyLeasePeriod,
-	}
-}
 
 // Has says whether group g is on.
 func (h Hardening) Has(g Group) bool { return slices.Contains(h.Groups, g) }

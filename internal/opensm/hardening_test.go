@@ -21,7 +21,7 @@ var fixedKeys = Keys{MKey: 0x0123456789abcdef, SMKey: 0x1edcba9876543210, SAKey:
 
 func hardened(f fabric.Flavour) ConfOptions {
 	o := confPaths
-	o.Hardening = FullHardening()
+	o.Hardening = fullHardening()
 	o.Flavour = f
 	o.Keys = fixedKeys
 	o.Passthrough = []KeyValue{{"guid", "0x0002c90300a00001"}}
@@ -248,7 +248,7 @@ func TestHardenedOpenSMOnSimulatedFabric(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := (&GeneratedKeys{}).Keys(ctx)
+	keys, err := GenerateKeys()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +256,7 @@ func TestHardenedOpenSMOnSimulatedFabric(t *testing.T) {
 		PartitionsFile:       filepath.Join(fab.Dir, "partitions.conf"),
 		LogFile:              cfg.LogFile,
 		PerModuleLoggingFile: filepath.Join(fab.Dir, "per-module-logging.conf"),
-		Hardening:            FullHardening(),
+		Hardening:            fullHardening(),
 		Flavour:              flavour,
 		Keys:                 keys,
 		Passthrough:          []KeyValue{{"guid", fab.SMGUID.String()}},
@@ -266,7 +266,7 @@ func TestHardenedOpenSMOnSimulatedFabric(t *testing.T) {
 	}
 	p := NewProcess(cfg)
 	startProcess(t, p)
-	res, err := WaitSweep(ctx, cfg.LogFile, Position{}, 60*time.Second)
+	res, err := waitSweep(ctx, cfg.LogFile, Position{}, 60*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,4 +304,11 @@ func TestHardenedOpenSMOnSimulatedFabric(t *testing.T) {
 	if out, err := pktr(); err == nil || !errors.As(err, &exitErr) {
 		t.Errorf("saquery without a key: %v\n%s", err, out)
 	}
+}
+
+// fullHardening is [opensm] hardening's default: every group, with the
+// default M_Key options.
+func fullHardening() Hardening {
+	return Hardening{Groups: slices.Clone(AllGroups), MKeyProtectionLevel: DefaultMKeyProtectionLevel,
+		MKeyLeasePeriod: DefaultMKeyLeasePeriod}
 }

@@ -56,7 +56,7 @@ func describedLog(desc string) string {
 
 // logVerdict is what this package reads out of a log: the sweep's outcome,
 // the place each pkey error names, and the switch port of each enforcement
-// error, through the sweep's watch and through EnforcementErrors.
+// error, through the sweep's watch and through ParseEnforcementError.
 type logVerdict struct {
 	Outcome     Outcome
 	PKeyPlaces  []string
@@ -76,7 +76,7 @@ func readLog(t testing.TB, log string) logVerdict {
 			v.Titles = append(v.Titles, e.Title)
 		}
 	}
-	for _, e := range EnforcementErrors(entries) {
+	for _, e := range enforcementErrors(entries) {
 		v.Enforcement = append(v.Enforcement, e.String())
 	}
 	var w sweepWatch

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 )
 
 // Keys are the secrets OpenSM protects the fabric with (see docs/opensm-hardening.md):
@@ -109,20 +108,4 @@ func FormatKey(k uint64) string { return fmt.Sprintf("0x%016x", k) }
 // given until someone who knows it changes it.
 type KeySource interface {
 	Keys(ctx context.Context) (Keys, error)
-}
-
-// GeneratedKeys is a KeySource that generates the keys on its first call and
-// returns the same keys afterwards. They live only as long as the process, so
-// each start of the manager gives the fabric new keys; OpenSM then finds the
-// ports' previous M_Keys in its guid2mkey cache (m_key_lookup TRUE).
-type GeneratedKeys struct {
-	once sync.Once
-	keys Keys
-	err  error
-}
-
-// Keys returns the keys generated on the first call.
-func (g *GeneratedKeys) Keys(context.Context) (Keys, error) {
-	g.once.Do(func() { g.keys, g.err = GenerateKeys() })
-	return g.keys, g.err
 }

@@ -114,22 +114,3 @@ func TestFormatKey(t *testing.T) {
 		}
 	}
 }
-
-func TestGeneratedKeysKeepTheirKeys(t *testing.T) {
-	keys := func(src KeySource) Keys {
-		t.Helper()
-		k, err := src.Keys(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	src := &GeneratedKeys{}
-	first := keys(src)
-	if keys(src) != first {
-		t.Error("a second call gave other keys: OpenSM's keys would change under it")
-	}
-	if keys(&GeneratedKeys{}) == first {
-		t.Error("two sources gave the same keys: not random")
-	}
-}

@@ -162,7 +162,7 @@ func (s *processScenario) apply(t *testing.T, partitions string, timeout time.Du
 	if err := s.p.Reload(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	res, err := WaitSweep(t.Context(), s.cfg.LogFile, from, timeout)
+	res, err := waitSweep(t.Context(), s.cfg.LogFile, from, timeout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,7 +485,7 @@ func runManagerHelper() {
 	}
 	// Wait for the end of the first sweep: OpenSM is quiet then. (Killed while
 	// it writes to stdout, it would die of SIGPIPE, which proves nothing.)
-	res, err := WaitSweep(ctx, os.Getenv("OPENSM_TEST_LOG"), Position{}, 20*time.Second)
+	res, err := waitSweep(ctx, os.Getenv("OPENSM_TEST_LOG"), Position{}, 20*time.Second)
 	if err != nil || res.Outcome != Applied {
 		fmt.Fprintln(os.Stderr, "first sweep:", res, err)
 		os.Exit(4)

@@ -36,7 +36,7 @@ const (
 	Unknown Outcome = "unknown"
 )
 
-// SweepResult is what WaitSweep found in the log.
+// SweepResult is what a SweepWatch found in the log.
 type SweepResult struct {
 	Outcome Outcome
 	// PKeyErrors are the ERR 05xx lines of the pkey manager (but not its
@@ -58,7 +58,7 @@ type SweepResult struct {
 	InProgress bool
 }
 
-// Lines of the log that WaitSweep acts on. Each is matched where OpenSM's
+// Lines of the log that a SweepWatch acts on. Each is matched where OpenSM's
 // format puts it and nowhere else (see splitFunction): a box's title, a whole
 // message, or the start of the text after the function name or error code.
 const (
@@ -85,13 +85,13 @@ var (
 	notMaster = regexp.MustCompile(`^Entering (STANDBY|DISCOVERING|NOTACTIVE) state$`)
 )
 
-// WaitSweep follows the log from the position and reports the outcome of the
-// first heavy sweep that started after it. Take the position after the new
-// partitions file is in place and before sending SIGHUP: a sweep whose start is
-// logged after the position began after the rename, and every heavy sweep
-// parses the partitions file after its discovery, so it read the new file.
-// Sweeps that started earlier prove nothing and are ignored, including their
-// ends.
+// SweepWatch follows the log from its position and reports the outcome of
+// the first heavy sweep that started after it; a Tail's WatchSweep takes the
+// position and returns the watch. Take it after the new partitions file is
+// in place and before sending SIGHUP: a sweep whose start is logged after the
+// position began after the rename, and every heavy sweep parses the
+// partitions file after its discovery, so it read the new file. Sweeps that
+// started earlier prove nothing and are ignored, including their ends.
 //
 // The rules, in the order of the log:
 //   - the sweep counts from its "INITIATING HEAVY SWEEP" box; a newer one before
@@ -109,54 +109,31 @@ var (
 //
 // At the deadline without any of these the result is Unknown, as it is at once
 // when the log is truncated or replaced; it is InProgress when a heavy sweep
-// was still running then (see SweepResult.InProgress), and SweepWatch waits
-// on for it. The timeout bounds the wait; ctx cancels it, and then WaitSweep
-// returns ctx.Err(). Other errors are I/O errors reading the log.
+// was still running then (see SweepResult.InProgress). After a result that is
+// TimedOut and InProgress, Wait follows the same log from where it stopped,
+// with what it has seen so far, so that a sweep longer than one timeout is
+// proven without another SIGHUP.
 //
 // A restarted OpenSM needs no special case: its first sweep also starts after
-// the position, and reads the new file.
-func WaitSweep(ctx context.Context, logPath string, from Position, timeout time.Duration) (SweepResult, error) {
-	s := WatchSweep(logPath, from)
-	defer s.Close()
-	return s.Wait(ctx, timeout)
-}
-
-// SweepWatch is WaitSweep that can wait on: after a result that is TimedOut
-// and InProgress, Wait follows the same log from where it stopped, with what
-// it has seen so far, so that a sweep longer than one timeout is proven
-// without another SIGHUP. It reads the log through a Tail (Tail.WatchSweep),
-// or a tail of its own (WatchSweep). It is not safe for concurrent use.
+// the position, and reads the new file. A SweepWatch is not safe for
+// concurrent use.
 type SweepWatch struct {
-	tail    *Tail
-	ownTail bool // the tail is the watch's own: Close closes it
-	feed    *sweepFeed
-	w       sweepWatch
-	waited  time.Duration // the timeouts of the Waits so far
+	tail   *Tail
+	feed   *sweepFeed
+	w      sweepWatch
+	waited time.Duration // the timeouts of the Waits so far
 }
 
-// WatchSweep returns a SweepWatch of the log from the position, with a tail
-// of its own; Close it.
-func WatchSweep(logPath string, from Position) *SweepWatch {
-	t := newTail(logPath, from)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := t.watch(from)
-	s.ownTail = true
-	return s
-}
-
-// Close ends the watch, and releases the log if the tail is its own.
+// Close ends the watch.
 func (s *SweepWatch) Close() error {
 	s.tail.unwatch(s.feed)
-	if s.ownTail {
-		return s.tail.Close()
-	}
 	return nil
 }
 
-// Wait is WaitSweep's wait, for at most timeout more (see WaitSweep). Call it
-// again only after a result that is TimedOut and InProgress; any other
-// result is final.
+// Wait waits for the sweep, for at most timeout more (see SweepWatch). Call
+// it again only after a result that is TimedOut and InProgress; any other
+// result is final. ctx cancels it, and then Wait returns ctx.Err(); other
+// errors are I/O errors reading the log.
 func (s *SweepWatch) Wait(ctx context.Context, timeout time.Duration) (SweepResult, error) {
 	deadline := time.Now().Add(timeout)
 	s.waited += timeout
@@ -189,7 +166,7 @@ func (s *SweepWatch) Wait(ctx context.Context, timeout time.Duration) (SweepResu
 	}
 }
 
-// sweepWatch holds what WaitSweep knows about the sweep it counts.
+// sweepWatch holds what a SweepWatch knows about the sweep it counts.
 type sweepWatch struct {
 	started    bool     // the counted sweep's start box has been seen
 	rejected   []string // lines saying the partitions file was not used

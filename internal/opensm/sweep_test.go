@@ -61,7 +61,7 @@ func TestWaitSweepFixtures(t *testing.T) {
 		t.Run(tt.fixture, func(t *testing.T) {
 			t.Parallel()
 			path, from := writeFixture(t, tt.fixture)
-			got, err := WaitSweep(context.Background(), path, from, tt.timeout)
+			got, err := waitSweep(context.Background(), path, from, tt.timeout)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +112,7 @@ func TestWaitSweepLogReplacedSincePosition(t *testing.T) {
 				t.Fatal(err)
 			}
 			tt.adjust(&from, end.Offset)
-			got, err := WaitSweep(context.Background(), path, from, 10*time.Second)
+			got, err := waitSweep(context.Background(), path, from, 10*time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +126,7 @@ func TestWaitSweepCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := WaitSweep(ctx, path, from, time.Hour)
+		_, err := waitSweep(ctx, path, from, time.Hour)
 		done <- err
 	}()
 	cancel()
@@ -136,12 +136,12 @@ func TestWaitSweepCancelled(t *testing.T) {
 			t.Errorf("error %v, want context.Canceled", err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("WaitSweep did not return after cancellation")
+		t.Fatal("waitSweep did not return after cancellation")
 	}
 }
 
 // writeFixtureToPosition writes a fixture only up to its position and returns
-// the rest, for the test to write as OpenSM would while WaitSweep waits.
+// the rest, for the test to write as OpenSM would while waitSweep waits.
 func writeFixtureToPosition(t *testing.T, name string) (path string, from Position, rest string) {
 	t.Helper()
 	log, offset := loadFixture(t, name)
@@ -153,7 +153,7 @@ func writeFixtureToPosition(t *testing.T, name string) (path string, from Positi
 	return path, from, string(log[offset:])
 }
 
-// waitSweepApplied runs WaitSweep from from while write adds to the log, and
+// waitSweepApplied runs waitSweep from from while write adds to the log, and
 // checks that the sweep it proves applied.
 func waitSweepApplied(t *testing.T, path string, from Position, write func()) {
 	t.Helper()
@@ -163,7 +163,7 @@ func waitSweepApplied(t *testing.T, path string, from Position, write func()) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		res, err := WaitSweep(context.Background(), path, from, 10*time.Second)
+		res, err := waitSweep(context.Background(), path, from, 10*time.Second)
 		done <- result{res, err}
 	}()
 	write()
@@ -174,7 +174,7 @@ func waitSweepApplied(t *testing.T, path string, from Position, write func()) {
 	checkSweep(t, r.res, Applied, nil, nil)
 }
 
-// A sweep that fails and a retry that succeeds while WaitSweep is waiting: the
+// A sweep that fails and a retry that succeeds while waitSweep is waiting: the
 // log grows under the follower as OpenSM writes it.
 func TestWaitSweepFollowsGrowingLog(t *testing.T) {
 	path, from, rest := writeFixtureToPosition(t, "errors-then-success.log")
@@ -234,7 +234,7 @@ func watchStartedSweep(t *testing.T) (w *SweepWatch, path, rest string) {
 		t.Fatal(err)
 	}
 	opensmtest.AppendLog(t, path, head) // the sweep started
-	w = WatchSweep(path, from)
+	w = watchSweep(t, path, from)
 	t.Cleanup(func() { w.Close() })
 	return w, path, rest
 }
@@ -301,7 +301,7 @@ func TestSweepTimeoutInProgress(t *testing.T) {
 				t.Fatal(err)
 			}
 			opensmtest.AppendLog(t, path, tt.log)
-			res, err := WaitSweep(context.Background(), path, from, 200*time.Millisecond)
+			res, err := waitSweep(context.Background(), path, from, 200*time.Millisecond)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -335,7 +335,7 @@ func TestSweepWatchFollowsTheSweepQueuedBehindAnEarlierOne(t *testing.T) {
 	}
 	mid, end := cutAfterBox(t, afterStart, "HEAVY SWEEP COMPLETE")
 	opensmtest.AppendLog(t, path, mid)
-	w := WatchSweep(path, from)
+	w := watchSweep(t, path, from)
 	defer w.Close()
 	res, err := w.Wait(context.Background(), 200*time.Millisecond)
 	if err != nil || !res.InProgress {
@@ -353,7 +353,7 @@ func TestSweepWatchFollowsTheSweepQueuedBehindAnEarlierOne(t *testing.T) {
 // read, and proves the change, rather than the deadline's verdict.
 func TestSweepEndingAtTheDeadline(t *testing.T) {
 	path, from := writeFixture(t, "applied.log")
-	res, err := WaitSweep(context.Background(), path, from, time.Nanosecond)
+	res, err := waitSweep(context.Background(), path, from, time.Nanosecond)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,7 +124,7 @@ func runSyslogHelper() {
 	if err := p.WaitReady(ctx); err != nil {
 		fail("WaitReady", err)
 	}
-	if res, err := WaitSweep(ctx, cfg.LogFile, Position{}, 30*time.Second); err != nil || res.Outcome != Applied {
+	if res, err := waitSweep(ctx, cfg.LogFile, Position{}, 30*time.Second); err != nil || res.Outcome != Applied {
 		fail("first sweep", fmt.Errorf("%+v, %v", res, err))
 	}
 	from, err := LogPosition(cfg.LogFile)
@@ -134,7 +134,7 @@ func runSyslogHelper() {
 	if err := p.Reload(ctx); err != nil { // OpenSM reads opensm.conf again
 		fail("Reload", err)
 	}
-	if res, err := WaitSweep(ctx, cfg.LogFile, from, 30*time.Second); err != nil || res.Outcome != Applied {
+	if res, err := waitSweep(ctx, cfg.LogFile, from, 30*time.Second); err != nil || res.Outcome != Applied {
 		fail("sweep after SIGHUP", fmt.Errorf("%+v, %v", res, err))
 	}
 	if err := p.Stop(ctx); err != nil {

@@ -65,13 +65,6 @@ func (t *Tail) Pump() error {
 	return nil
 }
 
-// BytesRead is how many bytes of the log the tail has read, over all files.
-func (t *Tail) BytesRead() int64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.follower.read
-}
-
 // Close releases the open file. A reader still running when its term ends
 // (the freeze watch) may Pump after it: that reads nothing.
 func (t *Tail) Close() error {
@@ -82,7 +75,7 @@ func (t *Tail) Close() error {
 }
 
 // WatchSweep takes the log's position now (LogPosition) and returns a
-// SweepWatch of the entries after it (see WaitSweep); Close it. Take it after
+// SweepWatch of the entries after it (see SweepWatch); Close it. Take it after
 // the new partitions file is in place and before the SIGHUP. The position is
 // taken with the tail locked, so every entry handed out after it is offered
 // to the watch, which keeps those whose header line comes after the

@@ -53,7 +53,7 @@ func wantHandledOnce(t *testing.T, tail *Tail, handled *int, log string) {
 	}
 }
 
-// A term's tail proves each fixture's sweep as WaitSweep does, whether it had
+// A term's tail proves each fixture's sweep as waitSweep does, whether it had
 // read the log up to the position when the watch began (pumped) or reads it
 // only after (the lines before the position are then handed to the handlers,
 // not to the watch), and hands every entry to its handlers once.
@@ -204,11 +204,14 @@ func wantOutcome(t *testing.T, w *SweepWatch, timeout time.Duration, want Outcom
 	}
 }
 
-// A tail reads each byte once, however many watches and pumps share it.
+// A tail reads each byte once, however many watches and pumps share it, as
+// a term uses it: a watch per apply, waited for, and pumps between applies
+// (the gates' polls) reading the lines logged between sweeps; and a tail
+// opened later at the log's start reads it all once too.
 func TestTailReadsEachByteOnce(t *testing.T) {
 	_, sweep := sweepText(t, "applied.log")
 	path := filepath.Join(t.TempDir(), "opensm.log")
-	tail, _ := countingTail(t, path)
+	tail, handled := countingTail(t, path)
 	for range 3 {
 		w, _ := mustWatch(t, tail)
 		opensmtest.AppendLog(t, path, sweep)
@@ -217,13 +220,29 @@ func TestTailReadsEachByteOnce(t *testing.T) {
 		if err := tail.Pump(); err != nil {
 			t.Fatal(err)
 		}
+		opensmtest.AppendLog(t, path, startedLine) // a line between sweeps, read by the next poll
+		if err := tail.Pump(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fresh, again := countingTail(t, path)
+	if err := fresh.Pump(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tail.Pump(); err != nil {
+		t.Fatal(err)
+	}
+	if *handled != *again || *handled == 0 {
+		t.Errorf("the term's tail handed %d entries, a fresh tail of the same log %d; want each entry once", *handled, *again)
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := tail.BytesRead(); got != fi.Size() {
-		t.Errorf("read %d bytes of a %d-byte log", got, fi.Size())
+	for name, tl := range map[string]*Tail{"the term's tail": tail, "a fresh tail": fresh} {
+		if got := tl.follower.read; got != fi.Size() {
+			t.Errorf("%s read %d bytes of a %d-byte log, want each byte once", name, got, fi.Size())
+		}
 	}
 }
 

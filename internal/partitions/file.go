@@ -102,18 +102,6 @@ func (f *File) Statement(pkey fabric.PKey) *Statement {
 	return nil
 }
 
-// Format writes f in the layout Render uses: one statement after another, each
-// member and each mgid= item on a line of its own, and the terminating ";" on the
-// line of the last item. Parse reads the result back to the same statements (line
-// numbers aside); comments are not kept.
-func (f *File) Format() []byte {
-	var b []byte
-	for i := range f.Statements {
-		b = f.Statements[i].appendText(b)
-	}
-	return b
-}
-
 // appendText appends the statement and a newline. An empty statement stays on its
 // header's line. The ";" always shares a line with what precedes it: OpenSM's parser
 // misreads a line holding only ";".

@@ -17,8 +17,11 @@ type Static struct {
 	names      map[fabric.PKey]string
 }
 
-// Static renders the template without networks or flat members and keeps
-// what it writes besides them. See StaticPKeys.
+// Static renders the template for a fabric without networks or ports, and
+// keeps what it writes besides the networks' and the flat partition: the
+// static partitions, whose pkeys no network may take, named in its names. It
+// does not judge the file (Check does, at each apply), so it accepts ALL_VCAS
+// and a shared default partition.
 func (t *Template) Static(ctx context.Context, defaultPartition string, flatPKey fabric.PKey) (*Static, error) {
 	s := State{
 		DefaultPartition: defaultPartition,

@@ -435,16 +435,3 @@ func (f *memberFormatter) format(members []fabric.GUID) ([]string, string) {
 	f.offset += size
 	return guids, text
 }
-
-// StaticPKeys renders the template for a fabric without networks or ports, and
-// returns the pkeys the file defines besides the default partition's and the flat
-// one's, with their partitions' names: the static partitions, whose pkeys no
-// network may take. It does not judge the file (Check does, at each apply), so
-// it accepts ALL_VCAS and a shared default partition.
-func (t *Template) StaticPKeys(ctx context.Context, defaultPartition string, flatPKey fabric.PKey) (map[fabric.PKey]string, error) {
-	st, err := t.Static(ctx, defaultPartition, flatPKey)
-	if err != nil {
-		return nil, err
-	}
-	return st.names, nil
-}

@@ -293,35 +293,36 @@ func TestStaticPKeys(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := tt.template.StaticPKeys(context.Background(), defaultPartition, tt.flatPKey)
+			st, err := tt.template.Static(context.Background(), defaultPartition, tt.flatPKey)
 			if err != nil {
 				t.Fatal(err)
 			}
+			got := st.names
 			if len(got) != len(tt.want) {
-				t.Fatalf("StaticPKeys = %v, want %v", got, tt.want)
+				t.Fatalf("Static names = %v, want %v", got, tt.want)
 			}
 			for p, name := range tt.want {
 				if got[p] != name {
-					t.Fatalf("StaticPKeys = %v, want %v", got, tt.want)
+					t.Fatalf("Static names = %v, want %v", got, tt.want)
 				}
 			}
 		})
 	}
 }
 
-// StaticPKeys does not judge the default partition (Check does, with the configured
+// Static does not judge the default partition (Check does, with the configured
 // rules), but it refuses a template whose output OpenSM could not read.
 func TestStaticPKeysErrors(t *testing.T) {
 	shared := "Default=0x7fff : ALL=full ;"
-	got, err := mustParseTemplate(t, "{{ default_partition }}\nstorage=0x0200 : ALL_VCAS=limited ;\n").StaticPKeys(context.Background(), shared, 0x7ffe)
-	if err != nil || got[0x0200] != "storage" {
-		t.Fatalf("StaticPKeys = %v, %v", got, err)
+	got, err := mustParseTemplate(t, "{{ default_partition }}\nstorage=0x0200 : ALL_VCAS=limited ;\n").Static(context.Background(), shared, 0x7ffe)
+	if err != nil || got.names[0x0200] != "storage" {
+		t.Fatalf("Static = %v, %v", got, err)
 	}
-	_, err = mustParseTemplate(t, "{{ default_partition }}\nstorage=0x0200 : ALL=fulll ;\n").StaticPKeys(context.Background(), defaultPartition, 0x7ffe)
+	_, err = mustParseTemplate(t, "{{ default_partition }}\nstorage=0x0200 : ALL=fulll ;\n").Static(context.Background(), defaultPartition, 0x7ffe)
 	if err == nil || !strings.Contains(err.Error(), "does not parse") || !strings.Contains(err.Error(), "fulll") {
-		t.Fatalf("StaticPKeys error %v", err)
+		t.Fatalf("Static error %v", err)
 	}
-	_, err = BuiltinTemplate().StaticPKeys(context.Background(), defaultPartition, 0)
+	_, err = BuiltinTemplate().Static(context.Background(), defaultPartition, 0)
 	assertProblems(t, err, []string{"state: the flat partition has no pkey"})
 }
 

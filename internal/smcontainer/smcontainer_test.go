@@ -231,16 +231,23 @@ func (r *rig) applyH1(t *testing.T, sm *opensm.Supervisor) {
 	if err := opensm.WriteFileAtomic(filepath.Join(r.configDir, "partitions.conf"), []byte(partitions), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	from, err := opensm.LogPosition(r.logFile)
+	// Position, SIGHUP, wait: as the applier does, through a tail of the log.
+	tail, err := opensm.OpenTail(r.logFile, opensm.Position{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer tail.Close()
+	w, _, err := tail.WatchSweep()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
 	if err := sm.Reload(ctx); err != nil {
 		t.Fatalf("Reload: %v", err)
 	}
-	res, err := opensm.WaitSweep(ctx, r.logFile, from, time.Minute)
+	res, err := w.Wait(ctx, time.Minute)
 	if err != nil || res.Outcome != opensm.Applied {
-		t.Fatalf("WaitSweep after SIGHUP through the engine: %+v, %v", res, err)
+		t.Fatalf("the sweep after SIGHUP through the engine: %+v, %v", res, err)
 	}
 	pkeys, err := r.fab.PKeys(ctx, fabricsim.HostGUID(1))
 	if err != nil {

@@ -64,3 +64,35 @@ func TestChangeOfAnObjectOnAnotherFabricWritesNothing(t *testing.T) {
 		t.Errorf("storage snapshot = %+v, %v; want the network and its port, untouched", snap, err)
 	}
 }
+
+// A network goes to the fabric whose physical networks list its physnet,
+// else to the default fabric, which gives it a partition only when its
+// physical networks list it or are "*" (the default of [api]
+// physical_networks): one fabric's configuration serves every physnet.
+func TestPhysnetRouting(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	e := migratedSQLite(ctx, t)
+	two := NewFabrics(e, []FabricRules{
+		{Name: DefaultFabric, Rules: Rules{PhysicalNetworks: []string{"ibnet", "ibnet-2"}}},
+		{Name: "storage", Rules: Rules{PhysicalNetworks: []string{"storage"}}},
+	})
+	one := NewFabrics(e, []FabricRules{{Name: DefaultFabric, Rules: Rules{PhysicalNetworks: []string{"*"}}}})
+	for _, tc := range []struct {
+		s         *Store
+		physnet   string
+		fabric    string
+		partition bool
+	}{
+		{two, "ibnet-2", DefaultFabric, true}, {two, "storage", "storage", true}, {two, "elsewhere", DefaultFabric, false},
+		{two.Fabric("storage"), "ibnet", DefaultFabric, true}, {one, "anything", DefaultFabric, true},
+	} {
+		v := tc.s.fabricOfPhysnet(tc.physnet)
+		if got := tc.s.FabricOfPhysnet(tc.physnet); got != tc.fabric || v.FabricName() != tc.fabric {
+			t.Errorf("physnet %q routed to %q (view %q), want %q", tc.physnet, got, v.FabricName(), tc.fabric)
+		}
+		if got := v.rules.managesPhysnet(tc.physnet); got != tc.partition {
+			t.Errorf("physnet %q: a partition on fabric %s = %v, want %v", tc.physnet, tc.fabric, got, tc.partition)
+		}
+	}
+}

@@ -125,13 +125,6 @@ func (r *Reloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error
 	return r.cert, nil
 }
 
-// Certificate is the pair being served.
-func (r *Reloader) Certificate() *tls.Certificate {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.cert
-}
-
 // Config is the server's TLS configuration: TLS 1.2 or newer, the pair from
 // the files. Go's default cipher suites for 1.2 are the AEAD ones with forward
 // secrecy.

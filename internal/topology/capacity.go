@@ -23,7 +23,7 @@ type Reached struct {
 	PKeys  int         // the distinct pkeys it would carry, the default partition included
 }
 
-// CapacityReached returns the host ports whose pkeys would reach capacity, the
+// capacityReached returns the host ports whose pkeys would reach capacity, the
 // number of entries of a switch port's pkey table ([opensm] switch_pkey_capacity),
 // by host GUID.
 //
@@ -41,13 +41,10 @@ type Reached struct {
 // holds each of them below capacity on its own when it is sent (Check), and
 // the applier leaves out of the file what would not fit wherever it lands
 // (Excess), since OpenSM gives it its pkeys at the sweep that finds it.
-func (t *Topology) CapacityReached(pkeys map[fabric.GUID][]fabric.PKey, capacity int) []Reached {
-	return t.capacityReached(pkeys, nil, capacity)
-}
-
-// capacityReached is CapacityReached with the pkeys of extra (when not nil)
-// added to each port's: the applier checks every host port of a large fabric
-// after each sweep, and this spares it a copy of the map.
+//
+// The pkeys of extra (when not nil) are added to each port's: the applier
+// checks every host port of a large fabric after each sweep (PortLimit's
+// Reached, with its Static), and this spares it a copy of the map.
 func (t *Topology) capacityReached(pkeys map[fabric.GUID][]fabric.PKey, extra func(fabric.GUID) []fabric.PKey, capacity int) []Reached {
 	var out []Reached
 	var distinct []fabric.PKey   // reused from port to port

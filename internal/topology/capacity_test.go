@@ -16,6 +16,9 @@ func pkeysFrom(first fabric.PKey, n int) []fabric.PKey {
 	return out
 }
 
+// The host ports whose pkeys would reach their switch ports' capacity, as
+// the applier asks after each sweep (PortLimit.ReachedIn, without static
+// partitions: the default partition alone).
 func TestCapacityReached(t *testing.T) {
 	top := load(t, "good/ibsim-5-hosts-2-switches.lst")
 	const (
@@ -61,8 +64,9 @@ func TestCapacityReached(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := top.CapacityReached(tt.pkeys, tt.capacity); !slices.Equal(got, tt.want) {
-				t.Errorf("CapacityReached = %+v, want %+v", got, tt.want)
+			l := &PortLimit{Capacity: tt.capacity}
+			if got, err := l.ReachedIn(top, nil, tt.pkeys); err != nil || !slices.Equal(got, tt.want) {
+				t.Errorf("ReachedIn = %+v, %v; want %+v", got, err, tt.want)
 			}
 		})
 	}

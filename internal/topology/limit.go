@@ -12,7 +12,7 @@ import (
 
 // PortLimit keeps host ports below their switch ports' pkey table capacity when
 // a port is sent, so that OpenSM never silently stops enforcing partitions on a
-// switch port (see CapacityReached). The dump is re-read when it changes: OpenSM
+// switch port (see capacityReached). The dump is re-read when it changes: OpenSM
 // rewrites it at every SUBNET UP. It is safe for concurrent use.
 type PortLimit struct {
 	DumpFile string // OpenSM's opensm-subnet.lst, read through Dump when that is set

@@ -1,4 +1,4 @@
-package main
+package status
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/health"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/leader"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
@@ -25,52 +26,44 @@ import (
 // exits 0 whenever it printed the object: its not_completing and unchecked
 // say the same.
 const (
-	exitJobsComplete = 0 // every gate is open, and everything was checked
-	exitFailed       = 1 // the command failed: configuration, database
-	exitJobsHeld     = 3 // jobs do not complete: not_completing names why
-	exitCannotTell   = 4 // nothing found holding jobs, but some could not be checked from this host
+	ExitJobsComplete = 0 // every gate is open, and everything was checked
+	ExitFailed       = 1 // the command failed: configuration, database
+	ExitJobsHeld     = 3 // jobs do not complete: not_completing names why
+	ExitCannotTell   = 4 // nothing found holding jobs, but some could not be checked from this host
 )
 
-// exitStatus is a command's verdict that is not an error: what it printed
-// says why; main exits with code, printing nothing more.
-type exitStatus struct{ code int }
+// ExitStatus is a command's verdict that is not an error: what it printed
+// says why; main exits with Code, printing nothing more.
+type ExitStatus struct{ Code int }
 
-func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+func (e ExitStatus) Error() string { return fmt.Sprintf("exit status %d", e.Code) }
 
-// exitCode is the process' exit status for a command's error.
-func exitCode(err error) int {
-	var es exitStatus
-	var ue usageError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &es):
-		return es.code
-	case errors.As(err, &ue):
-		return exitUsage
-	}
-	return exitFailed
-}
-
-// statusVerdict is the exit status for s: nil when jobs complete.
-func statusVerdict(s Status) error {
+// Verdict is the exit status for s: nil when jobs complete.
+func Verdict(s Status) error {
 	switch {
 	case len(s.NotCompleting) > 0:
-		return exitStatus{exitJobsHeld}
+		return ExitStatus{ExitJobsHeld}
 	case len(s.Unchecked) > 0:
-		return exitStatus{exitCannotTell}
+		return ExitStatus{ExitCannotTell}
 	}
 	return nil
 }
 
-// heartbeatTimeout is how old the applier's heartbeat may be before --status
-// says no manager applies, and a follower is not ready: ten of the elector's
-// checks, each of which writes the heartbeat.
-const heartbeatTimeout = 10 * electorCheckInterval
+// verdictCode is the exit status a verdict, or a command's error, carries.
+func verdictCode(err error) int {
+	var es ExitStatus
+	switch {
+	case err == nil:
+		return ExitJobsComplete
+	case errors.As(err, &es):
+		return es.Code
+	}
+	return ExitFailed
+}
 
 // applierReason says why no manager applies, "" when one does. Without HA the
-// leadership row's heartbeat says it; with HA the lease does (leaseReasons),
-// and this only says that none ever took it.
+// leadership row's heartbeat says it; with HA the lease does (readLease), and
+// this only says that none ever took it.
 func applierReason(cfg *config.Config, l store.Leadership, now time.Time) string {
 	if cfg.HA.HA {
 		if l.Term == 0 {
@@ -78,7 +71,7 @@ func applierReason(cfg *config.Config, l store.Leadership, now time.Time) string
 		}
 		return ""
 	}
-	why := health.LeaderGone(l, now, heartbeatTimeout)
+	why := health.LeaderGone(l, now, leader.HeartbeatTimeout)
 	if why == "" || l.Term == 0 {
 		return why
 	}
@@ -105,18 +98,18 @@ func driverReasons(cfg *config.Config, d *opensm.Status, file string) (reasons, 
 	return nil, nil
 }
 
-// verdictSource is where the fabric's verdict is read from: the database
+// VerdictSource is where the fabric's verdict is read from: the database
 // and OpenSM's subnet dump (through dump, when the manager has one), the
 // audit only when one is configured, the freeze only with HA. --status and
 // afm_gate_closed judge it as the applier judges what its term holds.
-func verdictSource(cfg *config.Config, st *store.Store, dump *topology.Dump) (verdict.Source, error) {
-	src := verdict.Source{Store: st, SubnetDump: subnetDump(cfg), Dump: dump, SecondSMs: st}
+func VerdictSource(cfg *config.Config, st *store.Store, dump *topology.Dump) (verdict.Source, error) {
+	src := verdict.Source{Store: st, SubnetDump: cfg.OpenSM.SubnetDump(), Dump: dump, SecondSMs: st}
 	if cfg.OpenSM.AuditInterval > 0 {
 		src.Audits = st
 	}
 	// A guid that does not parse leaves no look for a second SM on this
-	// manager (secondSMCheck warns); a recorded one is named all the same.
-	src.Own, _ = openSMGUID(cfg)
+	// manager (the manager warns); a recorded one is named all the same.
+	src.Own, _ = cfg.OpenSMGUID()
 	if cfg.HA.HA {
 		leases, err := st.Leases()
 		if err != nil {
@@ -129,8 +122,8 @@ func verdictSource(cfg *config.Config, st *store.Store, dump *topology.Dump) (ve
 
 // readVerdict adds the verdict to s: the reasons every job waits (those
 // this host cannot check apart: dumpHere), then each held host port.
-func readVerdict(ctx context.Context, cfg *config.Config, st *store.Store, dump *topology.Dump, s *Status) error {
-	src, err := verdictSource(cfg, st, dump)
+func readVerdict(ctx context.Context, cfg *config.Config, st *store.Store, s *Status) error {
+	src, err := VerdictSource(cfg, st, nil)
 	if err != nil {
 		return err
 	}
@@ -138,7 +131,7 @@ func readVerdict(ctx context.Context, cfg *config.Config, st *store.Store, dump 
 	if err != nil {
 		return fmt.Errorf("gates: %w", err)
 	}
-	reasons, unchecked := dumpHere(v.Reasons, subnetDump(cfg))
+	reasons, unchecked := dumpHere(v.Reasons, cfg.OpenSM.SubnetDump())
 	s.NotCompleting = append(s.NotCompleting, reasons...)
 	s.NotCompleting = append(s.NotCompleting, v.HeldLines()...)
 	s.Unchecked = append(s.Unchecked, unchecked...)
