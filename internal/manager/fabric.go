@@ -47,9 +47,9 @@ func FabricRules(cfg *config.Config) []store.FabricRules {
 // FabricConfig is the configuration as a manager of fabric f alone would
 // read it: f's [opensm], [opensm_conf], [ufm_pkeys] and physical networks at
 // the top, no further fabric, the rest shared. The helpers that wire one
-// OpenSM (prepareOpenSM, fabricReader, auditConfig, secondSMCheck,
-// checkRecordedState) take it, so that one code path wires every fabric. The
-// default fabric's is cfg itself.
+// OpenSM (prepareOpenSM and the Parts: the read-back, the audit, the
+// second-SM look, the recorded state's check) take it, so that one code path
+// wires every fabric. The default fabric's is cfg itself.
 func FabricConfig(cfg *config.Config, f config.Fabric) *config.Config {
 	if f.Name == config.DefaultFabric {
 		return cfg

@@ -1,0 +1,206 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/health"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/leader"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/metrics"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+)
+
+// electedFabric is a fabric of the default configuration on st (no lease:
+// the applier lock elects) whose terms run the services of services. No
+// OpenSM runs: what is under test is the term's services, so opensm.conf
+// is not written.
+func electedFabric(st *store.Store, services func(term leader.Term) []Service) *Fabric {
+	cfg := config.Default()
+	m := metrics.New()
+	checker := &health.Checker{DB: st, Self: m.Fabric(config.DefaultFabric)}
+	return &Fabric{name: config.DefaultFabric, cfg: &cfg, log: slog.New(slog.DiscardHandler), st: st,
+		holder: "test pid 1", writeOpenSMConf: func(context.Context) error { return nil },
+		applierLoop: checker.Loop("applier", time.Hour), metrics: m.Fabric(config.DefaultFabric), services: services}
+}
+
+// recordingService records its life on events: its Start, its work
+// returning, its Stop called and returned. Its work, once cancelled,
+// returns only when release is closed: a service slow to stop.
+type recordingService struct {
+	name    string
+	events  chan<- string
+	release <-chan struct{}
+	work    *routine
+}
+
+func (s *recordingService) Start(ctx context.Context) error {
+	s.events <- "start " + s.name
+	s.work = newRoutine(s.name, func(ctx context.Context) error {
+		<-ctx.Done()
+		<-s.release
+		s.events <- "returned " + s.name
+		return nil
+	})
+	return s.work.Start(ctx)
+}
+
+func (s *recordingService) Stop() {
+	s.events <- "stop called " + s.name
+	if s.work != nil {
+		s.work.Stop()
+	}
+	s.events <- "stopped " + s.name
+}
+
+// next is the next event, or a failure after a minute.
+func next(t *testing.T, events <-chan string) string {
+	t.Helper()
+	select {
+	case e := <-events:
+		return e
+	case <-time.After(time.Minute):
+		t.Fatal("no event in a minute")
+		return ""
+	}
+}
+
+// A term that loses the applier lock (another manager started a newer term)
+// stops its services and waits for each before it ends: the next term, here
+// or elsewhere, begins only once the last one's work has returned.
+func TestFabricStopsAndWaitsForItsServicesWhenTheLockIsLost(t *testing.T) {
+	st := storetest.Open(t, config.EngineSQLite)
+	events := make(chan string, 64)
+	release := make(chan struct{})
+	f := electedFabric(st, func(term leader.Term) []Service {
+		return []Service{&recordingService{name: fmt.Sprint("term ", term.ID), events: events, release: release}}
+	})
+	if err := f.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer f.Stop()
+	first := next(t, events)
+	if _, err := st.NewTerm(t.Context(), "another manager pid 2"); err != nil {
+		t.Fatal(err)
+	}
+	if e := next(t, events); e != "stop called "+first[len("start "):] {
+		t.Fatalf("after %q and the lock lost: %q, want its Stop", first, e)
+	}
+	// Held past the elector's retry: a term that did not wait for its
+	// service would have let the next one begin by now.
+	select {
+	case e := <-events:
+		t.Fatalf("while the lost term's service is still stopping: %q", e)
+	case <-time.After(3 * time.Second):
+	}
+	close(release)
+	name := first[len("start "):]
+	var got []string
+	for len(got) < 3 {
+		got = append(got, next(t, events))
+	}
+	want := []string{"returned " + name, "stopped " + name}
+	if !slices.Equal(got[:2], want) || got[2] == "start "+name || !strings.HasPrefix(got[2], "start ") {
+		t.Errorf("after the release: %q, want %q and then the next term's start", got, want)
+	}
+}
+
+// blockingStart is a Service whose Start waits until its context ends:
+// the term's context cancelled while it starts.
+type blockingStart struct{ entered chan<- struct{} }
+
+func (b blockingStart) Start(ctx context.Context) error {
+	close(b.entered)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (blockingStart) Stop() {}
+
+// A Stop while a term is starting its services is safe: the services
+// started are stopped and waited for, those after the one starting are
+// never started, and Stop returns once all that is done.
+func TestFabricStopDuringStart(t *testing.T) {
+	st := storetest.Open(t, config.EngineSQLite)
+	events := make(chan string, 64)
+	release := make(chan struct{})
+	close(release)
+	entered := make(chan struct{})
+	f := electedFabric(st, func(term leader.Term) []Service {
+		return []Service{&recordingService{name: "first", events: events, release: release},
+			blockingStart{entered: entered},
+			&recordingService{name: "last", events: events, release: release}}
+	})
+	if err := f.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	f.Stop()
+	close(events)
+	var got []string
+	for e := range events {
+		got = append(got, e)
+	}
+	if want := []string{"start first", "stop called first", "returned first", "stopped first"}; !slices.Equal(got, want) {
+		t.Errorf("a Stop during the services' start: %q, want %q", got, want)
+	}
+	if err := f.Start(t.Context()); !errors.Is(err, errStopped) {
+		t.Errorf("Start after Stop = %v, want %v", err, errStopped)
+	}
+}
+
+// A service whose work ends by itself ends the term with its error, and the
+// term's other services are stopped and waited for.
+func TestAServiceThatEndsEndsTheTerm(t *testing.T) {
+	events := make(chan string, 64)
+	release := make(chan struct{})
+	close(release)
+	boom := errors.New("the database refuses the term's reads")
+	err := runServices(t.Context(), []Service{
+		&recordingService{name: "watcher", events: events, release: release},
+		newRoutine("applier term", func(context.Context) error { return boom }),
+	})
+	if !errors.Is(err, boom) {
+		t.Errorf("the term ended with %v, want %v", err, boom)
+	}
+	close(events)
+	var got []string
+	for e := range events {
+		got = append(got, e)
+	}
+	if want := []string{"start watcher", "stop called watcher", "returned watcher", "stopped watcher"}; !slices.Equal(got, want) {
+		t.Errorf("the other service: %q, want %q", got, want)
+	}
+}
+
+// A routine's Stop is safe before its Start, and twice; a Start after its
+// Stop starts nothing.
+func TestRoutineStopBeforeStartAndTwice(t *testing.T) {
+	ran := false
+	r := newRoutine("work", func(context.Context) error { ran = true; return nil })
+	r.Stop()
+	r.Stop()
+	if err := r.Start(t.Context()); !errors.Is(err, errStopped) {
+		t.Errorf("Start after Stop = %v, want %v", err, errStopped)
+	}
+	if ran {
+		t.Error("the work ran after Stop")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	r = newRoutine("work", func(context.Context) error { ran = true; return nil })
+	if err := r.Start(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Start with a cancelled context = %v, want %v", err, context.Canceled)
+	}
+	r.Stop()
+	if ran {
+		t.Error("the work ran with a cancelled context")
+	}
+}
