@@ -5,15 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/api"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/health"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/leader"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/metrics"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
@@ -202,5 +206,38 @@ func TestRoutineStopBeforeStartAndTwice(t *testing.T) {
 	r.Stop()
 	if ran {
 		t.Error("the work ran with a cancelled context")
+	}
+}
+
+// A manager asked to stop while it starts (its context cancelled once its
+// listeners are bound, before its fabrics campaign) stops as it would
+// later: nothing of it runs on, and it is no failure.
+func TestRunCancelledWhileStartingStops(t *testing.T) {
+	st := storetest.Open(t, config.EngineSQLite)
+	events := make(chan string, 64)
+	f := electedFabric(st, func(term leader.Term) []Service {
+		return []Service{&recordingService{name: "term", events: events, release: make(chan struct{})}}
+	})
+	// Never started: the test is about the manager's own start.
+	f.sm = opensm.NewProcess(opensm.ProcessConfig{Command: []string{"/bin/false"}, Dir: t.TempDir(), Logger: f.log})
+	cfg := config.Default()
+	cfg.API.Listen = "127.0.0.1:0"
+	log := slog.New(slog.DiscardHandler)
+	mgr := &Manager{cfg: &cfg, log: log, fabrics: []*Fabric{f},
+		servers: listeners(&cfg, api.New(api.Options{Token: "s3cret-token-0123456789"}, st, log), http.NotFoundHandler(), nil, time.Minute, log)}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := mgr.Run(ctx, "", nil); err != nil {
+		t.Errorf("Run cancelled while starting = %v, want nil", err)
+	}
+	addr := mgr.servers[0].ln.Addr().String()
+	if c, err := net.Dial("tcp", addr); err == nil {
+		c.Close()
+		t.Errorf("the API's listener %s still accepts after Run returned", addr)
+	}
+	select {
+	case e := <-events:
+		t.Errorf("a term ran: %q", e)
+	default:
 	}
 }

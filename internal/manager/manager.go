@@ -197,6 +197,9 @@ func (mgr *Manager) Fabrics() []*Fabric { return mgr.fabrics }
 func (mgr *Manager) Run(ctx context.Context, path string, hup <-chan os.Signal) error {
 	defer mgr.Close()
 	if err := mgr.Start(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // asked to stop while starting: a stop, not a failure
+		}
 		return err
 	}
 	reload := newHangup(path, mgr.cfg, mgr.certs, mgr.apiServer, mgr.log)
