@@ -143,7 +143,9 @@ type Fabric struct {
 	// services are what one term runs: termServices, unless a test sets
 	// its own.
 	services func(term leader.Term) []Service
-	// election campaigns for the fabric while it runs (Start to Stop).
+	// election campaigns for the fabric while it runs (Start to Stop);
+	// made at the first of them, under mu, so that the two may race.
+	mu       sync.Mutex
 	election *routine
 }
 
@@ -238,19 +240,24 @@ func (f *Fabric) ApplierConfig() applier.Config { return f.app.Cfg }
 // Start campaigns for the fabric's lock (or lease) until ctx ends or Stop,
 // running its services while elected.
 func (f *Fabric) Start(ctx context.Context) error {
-	if f.election == nil {
-		f.election = newRoutine("election of fabric "+f.name, f.elect)
-	}
-	return f.election.Start(ctx)
+	return f.campaign().Start(ctx)
 }
 
 // Stop ends the campaign and returns once it has ended: the term under way,
 // if any, ended and its services stopped. OpenSM is not stopped
 // (StopOpenSM): the manager stops every fabric's at once.
 func (f *Fabric) Stop() {
-	if f.election != nil {
-		f.election.Stop()
+	f.campaign().Stop()
+}
+
+// campaign is the routine of the fabric's election.
+func (f *Fabric) campaign() *routine {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.election == nil {
+		f.election = newRoutine("election of fabric "+f.name, f.elect)
 	}
+	return f.election
 }
 
 // ElectorCheckInterval is how often the applier lock's holder checks it,

@@ -64,6 +64,18 @@ func (s *recordingService) Stop() {
 	s.events <- "stopped " + s.name
 }
 
+// stoppedAndWaited says whether events are the life of one service name,
+// started, then stopped and waited for: its Stop returned after its work.
+// The work may return before Stop is called: the term's context, which it
+// ends with, is cancelled first.
+func stoppedAndWaited(events []string, name string) bool {
+	if len(events) != 4 || events[0] != "start "+name || events[3] != "stopped "+name {
+		return false
+	}
+	middle := slices.Sorted(slices.Values(events[1:3]))
+	return slices.Equal(middle, []string{"returned " + name, "stop called " + name})
+}
+
 // next is the next event, or a failure after a minute.
 func next(t *testing.T, events <-chan string) string {
 	t.Helper()
@@ -152,8 +164,9 @@ func TestFabricStopDuringStart(t *testing.T) {
 	for e := range events {
 		got = append(got, e)
 	}
-	if want := []string{"start first", "stop called first", "returned first", "stopped first"}; !slices.Equal(got, want) {
-		t.Errorf("a Stop during the services' start: %q, want %q", got, want)
+	if !stoppedAndWaited(got, "first") {
+		t.Errorf("a Stop during the services' start: %q, want the first service started, stopped and waited for, "+
+			"and no other", got)
 	}
 	if err := f.Start(t.Context()); !errors.Is(err, errStopped) {
 		t.Errorf("Start after Stop = %v, want %v", err, errStopped)
@@ -179,8 +192,8 @@ func TestAServiceThatEndsEndsTheTerm(t *testing.T) {
 	for e := range events {
 		got = append(got, e)
 	}
-	if want := []string{"start watcher", "stop called watcher", "returned watcher", "stopped watcher"}; !slices.Equal(got, want) {
-		t.Errorf("the other service: %q, want %q", got, want)
+	if !stoppedAndWaited(got, "watcher") {
+		t.Errorf("the other service: %q, want it started, stopped and waited for", got)
 	}
 }
 
@@ -239,5 +252,33 @@ func TestRunCancelledWhileStartingStops(t *testing.T) {
 	case e := <-events:
 		t.Errorf("a term ran: %q", e)
 	default:
+	}
+}
+
+// A Stop that races the fabric's Start (a manager stopped as it starts its
+// fabrics) leaves nothing running: whichever comes first, once both have
+// returned no term runs, nor will.
+func TestFabricStopRacingStart(t *testing.T) {
+	st := storetest.Open(t, config.EngineSQLite)
+	events := make(chan string, 64)
+	release := make(chan struct{})
+	close(release)
+	f := electedFabric(st, func(term leader.Term) []Service {
+		return []Service{&recordingService{name: "term", events: events, release: release}}
+	})
+	started := make(chan error, 1)
+	go func() { started <- f.Start(t.Context()) }()
+	f.Stop()
+	if err := <-started; err != nil && !errors.Is(err, errStopped) {
+		t.Fatalf("Start racing Stop = %v, want nil or %v", err, errStopped)
+	}
+	f.Stop() // waits for the campaign a Start after the first Stop could not begin
+	close(events)
+	var got []string
+	for e := range events {
+		got = append(got, e)
+	}
+	if len(got) > 0 && !stoppedAndWaited(got, "term") {
+		t.Errorf("a term of a fabric stopped as it started: %q, want none or one stopped and waited for", got)
 	}
 }
