@@ -245,6 +245,10 @@ func (mgr *Manager) Stop(ctx context.Context) {
 	defer cancel()
 	for _, s := range mgr.servers {
 		_ = s.srv.Shutdown(sctx)
+		// Shutdown closes only the listeners Serve has begun on: one whose
+		// goroutine has not run yet (a stop as the manager starts) would
+		// accept connections nobody answers.
+		s.close()
 	}
 	// A term that does not end within the bound does not keep OpenSM
 	// running past the manager's end.
