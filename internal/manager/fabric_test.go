@@ -88,26 +88,74 @@ func next(t *testing.T, events <-chan string) string {
 	}
 }
 
-// A term that loses the applier lock (another manager started a newer term)
-// stops its services and waits for each before it ends: the next term, here
-// or elsewhere, begins only once the last one's work has returned.
-func TestFabricStopsAndWaitsForItsServicesWhenTheLockIsLost(t *testing.T) {
-	st := storetest.Open(t, config.EngineSQLite)
-	events := make(chan string, 64)
-	release := make(chan struct{})
-	f := electedFabric(st, func(term leader.Term) []Service {
-		return []Service{&recordingService{name: fmt.Sprint("term ", term.ID), events: events, release: release}}
-	})
-	if err := f.Start(t.Context()); err != nil {
+// A term whose election is lost stops its services and waits for each
+// before it ends: the next term, here or on another manager, begins only
+// once the last one's work has returned. The applier lock is lost when
+// another manager starts a newer term; the HA lease when its row no longer
+// names this term (released under it), which the next renewal finds.
+func TestFabricStopsAndWaitsForItsServicesWhenItsTermIsLost(t *testing.T) {
+	for _, c := range []struct {
+		name, engine string
+		ha           bool
+		lose         func(ctx context.Context, st *store.Store, term int64) error
+	}{
+		{name: "lock", engine: config.EngineSQLite, lose: func(ctx context.Context, st *store.Store, _ int64) error {
+			_, err := st.NewTerm(ctx, "another manager pid 2")
+			return err
+		}},
+		{name: "lease", engine: config.EnginePostgres, ha: true, lose: func(ctx context.Context, st *store.Store, term int64) error {
+			leases, err := st.Leases()
+			if err == nil {
+				_, err = leases.ReleaseLease(ctx, term)
+			}
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := storetest.Open(t, c.engine)
+			events := make(chan string, 64)
+			terms := make(chan int64, 64)
+			release := make(chan struct{})
+			f := electedFabric(st, func(term leader.Term) []Service {
+				terms <- term.ID
+				return []Service{&recordingService{name: fmt.Sprint("term ", term.ID), events: events, release: release}}
+			})
+			if c.ha {
+				withLease(t, f)
+			}
+			if err := f.Start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			defer f.Stop()
+			first := next(t, events)
+			if err := c.lose(t.Context(), st, <-terms); err != nil {
+				t.Fatal(err)
+			}
+			waitedForStop(t, events, first[len("start "):], release)
+		})
+	}
+}
+
+// withLease makes f elect by the HA lease, with a lease short enough that
+// its loss is found within a second. Its OpenSM is never started: the
+// elector stops it at each term's end, which costs nothing then.
+func withLease(t *testing.T, f *Fabric) {
+	t.Helper()
+	f.cfg.HA.HA, f.cfg.HA.LeaseTimeout = true, 2*time.Second
+	var err error
+	if f.leases, err = f.st.Leases(); err != nil {
 		t.Fatal(err)
 	}
-	defer f.Stop()
-	first := next(t, events)
-	if _, err := st.NewTerm(t.Context(), "another manager pid 2"); err != nil {
-		t.Fatal(err)
-	}
-	if e := next(t, events); e != "stop called "+first[len("start "):] {
-		t.Fatalf("after %q and the lock lost: %q, want its Stop", first, e)
+	f.sm = opensm.NewProcess(opensm.ProcessConfig{Command: []string{"/bin/false"}, Dir: t.TempDir(), Logger: f.log})
+}
+
+// waitedForStop checks, once the term of the service name was lost, that
+// its Stop is called, that no term begins while its work has not returned
+// (held until release closes), and that the next term begins after it.
+func waitedForStop(t *testing.T, events <-chan string, name string, release chan struct{}) {
+	t.Helper()
+	if e := next(t, events); e != "stop called "+name {
+		t.Fatalf("after %q began and its election was lost: %q, want its Stop", name, e)
 	}
 	// Held past the elector's retry: a term that did not wait for its
 	// service would have let the next one begin by now.
@@ -117,7 +165,6 @@ func TestFabricStopsAndWaitsForItsServicesWhenTheLockIsLost(t *testing.T) {
 	case <-time.After(3 * time.Second):
 	}
 	close(release)
-	name := first[len("start "):]
 	var got []string
 	for len(got) < 3 {
 		got = append(got, next(t, events))
