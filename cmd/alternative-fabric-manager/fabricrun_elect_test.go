@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/manager"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
@@ -20,10 +21,10 @@ func TestEachFabricRunsItsOpenSM(t *testing.T) {
 	t.Setenv("OSM_CACHE_DIR", "")
 	os.Unsetenv("OSM_CACHE_DIR")
 	cfg, fabs := writeTwoFabrics(t)
-	mgr, stop := runFabrics(t, cfg)
+	fabrics, stop := runFabrics(t, cfg)
 	for i, f := range fabs {
-		testenv.WaitFor(t, "fabric "+mgr.fabrics[i].name+"'s OpenSM to run", time.Minute, func() bool {
-			return len(f.startLines(t)) > 0 && mgr.fabrics[i].sm.Status().State == opensm.StateRunning
+		testenv.WaitFor(t, "fabric "+fabrics[i].Name()+"'s OpenSM to run", time.Minute, func() bool {
+			return len(f.startLines(t)) > 0 && fabrics[i].Supervisor().Status().State == opensm.StateRunning
 		})
 	}
 	if got, want := fabs[0].startLines(t)[0], "OSM_CACHE_DIR=unset"; !strings.Contains(got, want) {
@@ -33,9 +34,9 @@ func TestEachFabricRunsItsOpenSM(t *testing.T) {
 		t.Errorf("the storage fabric's OpenSM started as %q, want %q", got, want)
 	}
 	stop()
-	for _, fr := range mgr.fabrics {
-		if s := fr.sm.Status().State; s != opensm.StateStopped {
-			t.Errorf("fabric %s's OpenSM is %s after the manager stopped, want stopped", fr.name, s)
+	for _, fr := range fabrics {
+		if s := fr.Supervisor().Status().State; s != opensm.StateStopped {
+			t.Errorf("fabric %s's OpenSM is %s after the manager stopped, want stopped", fr.Name(), s)
 		}
 	}
 }
@@ -44,13 +45,13 @@ func TestEachFabricRunsItsOpenSM(t *testing.T) {
 // runs on, and the manager keeps running.
 func TestOneFabricsFailingOpenSMDoesNotStopAnother(t *testing.T) {
 	cfg, fabs := writeTwoFabrics(t, "FAKE_OPENSM_FAIL=1")
-	mgr, _ := runFabrics(t, cfg)
-	def, storage := mgr.fabrics[0], mgr.fabrics[1]
+	fabrics, _ := runFabrics(t, cfg)
+	def, storage := fabrics[0].Supervisor(), fabrics[1].Supervisor()
 	testenv.WaitFor(t, "the storage fabric's OpenSM to fail twice", time.Minute, func() bool {
-		return storage.sm.Restarts() >= 2
+		return storage.Restarts() >= 2
 	})
 	testenv.WaitFor(t, "the default fabric's OpenSM to run", time.Minute, func() bool {
-		return def.sm.Status().State == opensm.StateRunning
+		return def.Status().State == opensm.StateRunning
 	})
 	if n := len(fabs[0].startLines(t)); n != 1 {
 		t.Errorf("the default fabric's OpenSM started %d times while the storage fabric's failed, want once", n)
@@ -60,29 +61,31 @@ func TestOneFabricsFailingOpenSMDoesNotStopAnother(t *testing.T) {
 	}
 }
 
-// runFabrics wires cfg and runs every fabric's election until stop (or the
-// test's end).
-func runFabrics(t *testing.T, cfg *config.Config) (mgr *manager, stop func()) {
+// runFabrics wires cfg and runs every fabric's election, without the
+// listeners, until stop (or the test's end), which stops the manager as
+// it stops: every fabric's term, then every OpenSM.
+func runFabrics(t *testing.T, cfg *config.Config) (fabrics []*manager.Fabric, stop func()) {
 	t.Helper()
-	mgr, err := wire(t.Context(), cfg, quietLog())
+	mgr, err := manager.New(t.Context(), cfg, quietLog(), serverParts())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := electAll(ctx, mgr.fabrics, cfg.HA)
+	for _, f := range mgr.Fabrics() {
+		if err := f.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	stopped := false
 	stop = func() {
 		if stopped {
 			return
 		}
 		stopped = true
-		cancel()
-		<-done
-		stopAll(context.Background(), mgr.fabrics)
-		mgr.close()
+		mgr.Stop(context.Background())
+		mgr.Close()
 	}
 	t.Cleanup(stop)
-	return mgr, stop
+	return mgr.Fabrics(), stop
 }
 
 // A fabric added to a database another start migrated ([database]
@@ -98,8 +101,8 @@ func TestAFabricAddedWithoutAutoMigrateLeads(t *testing.T) {
 	}
 	st.Close()
 	cfg.Database.AutoMigrate = false
-	mgr, _ := runFabrics(t, cfg)
+	fabrics, _ := runFabrics(t, cfg)
 	testenv.WaitFor(t, "the storage fabric's OpenSM to run", time.Minute, func() bool {
-		return len(fabs[1].startLines(t)) > 0 && mgr.fabrics[1].sm.Status().State == opensm.StateRunning
+		return len(fabs[1].startLines(t)) > 0 && fabrics[1].Supervisor().Status().State == opensm.StateRunning
 	})
 }

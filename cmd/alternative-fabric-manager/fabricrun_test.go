@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/manager"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
@@ -106,29 +107,30 @@ func TestWireGivesEachFabricItsOwnOpenSM(t *testing.T) {
 	os.Unsetenv("OSM_CACHE_DIR")
 	cfg, fabs := writeTwoFabrics(t)
 	var logged testenv.SyncBuffer
-	mgr, err := wire(t.Context(), cfg, slog.New(slog.NewJSONHandler(&logged, nil)))
+	mgr, err := manager.New(t.Context(), cfg, slog.New(slog.NewJSONHandler(&logged, nil)), serverParts())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer mgr.close()
+	defer mgr.Close()
+	fabrics := mgr.Fabrics()
 	// Each fabric's lines say which fabric they are about.
 	for _, name := range []string{"default", "storage"} {
 		if want := `"msg":"OpenSM hardening","fabric":"` + name + `"`; !strings.Contains(logged.String(), want) {
 			t.Errorf("the log lacks %s:\n%s", want, logged.String())
 		}
 	}
-	if len(mgr.fabrics) != 2 {
-		t.Fatalf("%d fabrics wired, want 2", len(mgr.fabrics))
+	if len(fabrics) != 2 {
+		t.Fatalf("%d fabrics wired, want 2", len(fabrics))
 	}
-	if mgr.fabrics[0].sm == mgr.fabrics[1].sm {
+	if fabrics[0].Supervisor() == fabrics[1].Supervisor() {
 		t.Error("the fabrics share one OpenSM supervisor")
 	}
 	for i, name := range []string{"default", "storage"} {
-		fr, f := mgr.fabrics[i], fabs[i]
-		if fr.name != name || fr.st.FabricName() != name {
-			t.Errorf("fabric %d is %q with the store view of %q, want %q", i, fr.name, fr.st.FabricName(), name)
+		fr, f := fabrics[i], fabs[i]
+		if fr.Name() != name || fr.Store().FabricName() != name {
+			t.Errorf("fabric %d is %q with the store view of %q, want %q", i, fr.Name(), fr.Store().FabricName(), name)
 		}
-		c := fr.app.Cfg
+		c := fr.ApplierConfig()
 		if c.PartitionsFile != filepath.Join(f.configDir, "partitions.conf") || c.LogFile != f.logFile ||
 			c.SubnetDump != filepath.Join(f.configDir, "opensm-subnet.lst") {
 			t.Errorf("fabric %s applies with partitions %s, log %s, dump %s; want its own in %s",

@@ -87,12 +87,6 @@ func runOperatorCommand(ctx context.Context, f operatorFabric, st *store.Store, 
 	return errors.New("no operator command given")
 }
 
-// subnetDump and supervisorStatusFile are config's paths as the manager's
-// wiring (fabricrun.go, main.go) names them.
-func subnetDump(cfg *config.Config) string { return cfg.OpenSM.SubnetDump() }
-
-func supervisorStatusFile(cfg *config.Config) string { return cfg.OpenSM.DriverStatusFile() }
-
 // withOperatorStore loads the configuration, picks the fabric named fabric
 // (a usageError when it has none such), opens the database without migrating
 // it, and runs fn with the fabric's view of the store.

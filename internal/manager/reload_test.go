@@ -1,4 +1,4 @@
-package main
+package manager
 
 import (
 	"bytes"
@@ -33,7 +33,7 @@ check_interval = %s
 func hangupServer(t *testing.T, path string, cfg *config.Config) (*httptest.Server, *hangup, *bytes.Buffer) {
 	t.Helper()
 	st := openFabricsStore(t, cfg)
-	pkeys, _, err := pkeysAPIs(cfg, st, 0)
+	pkeys, _, err := pkeysAPIs(cfg, st, 0, testVersion)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package manager
 
 import (
 	"fmt"
@@ -95,7 +95,7 @@ func TestPKeysAPIsOfEveryFabric(t *testing.T) {
 	// A store that serves only the default fabric: the storage fabric's API
 	// would record in no fabric of its own.
 	one := storeOfDefaultOnly(t)
-	if _, _, err := pkeysAPIs(cfg, one, 0); err == nil || !strings.Contains(err.Error(), "[fabric:storage:ufm_pkeys]") {
+	if _, _, err := pkeysAPIs(cfg, one, 0, testVersion); err == nil || !strings.Contains(err.Error(), "[fabric:storage:ufm_pkeys]") {
 		t.Errorf("pkeysAPIs on a store without the storage fabric: %v, want an error naming its section", err)
 	}
 }
@@ -112,3 +112,6 @@ func storeOfDefaultOnly(t *testing.T) *store.Store {
 	t.Helper()
 	return openFabricsStore(t, &config.Config{})
 }
+
+// testVersion is the version the tests' pkeys APIs report.
+const testVersion = "test"

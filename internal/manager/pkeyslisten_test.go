@@ -1,4 +1,4 @@
-package main
+package manager
 
 import (
 	"crypto/tls"
@@ -111,13 +111,13 @@ func TestFabricPKeysOnItsOwnListener(t *testing.T) {
 func serveListeners(t *testing.T, cfg *config.Config, certs *tlsreload.Reloader) (apiURL, storageURL string, srv *api.Server) {
 	t.Helper()
 	st := openFabricsStore(t, cfg)
-	pkeys, writeTimeout, err := pkeysAPIs(cfg, st, 30*time.Second)
+	pkeys, writeTimeout, err := pkeysAPIs(cfg, st, 30*time.Second, testVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
 	srv = api.New(api.Options{Prefix: cfg.API.Prefix, Domain: cfg.API.Domain, Token: cfg.API.Token, PKeys: pkeys}, st, log)
-	mgr := &manager{cfg: cfg, log: log, servers: listeners(cfg, srv, http.NotFoundHandler(), certs, writeTimeout, log)}
+	mgr := &Manager{cfg: cfg, log: log, servers: listeners(cfg, srv, http.NotFoundHandler(), certs, writeTimeout, log)}
 	if err := mgr.listen(); err != nil {
 		t.Fatal(err)
 	}
@@ -252,12 +252,12 @@ func TestFabricPKeysListenTakenBindsNothing(t *testing.T) {
 	}
 	log := slog.New(slog.DiscardHandler)
 	st := openFabricsStore(t, cfg)
-	pkeys, writeTimeout, err := pkeysAPIs(cfg, st, 30*time.Second)
+	pkeys, writeTimeout, err := pkeysAPIs(cfg, st, 30*time.Second, testVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := api.New(api.Options{Prefix: cfg.API.Prefix, Domain: cfg.API.Domain, Token: cfg.API.Token, PKeys: pkeys}, st, log)
-	mgr := &manager{cfg: cfg, log: log, servers: listeners(cfg, srv, http.NotFoundHandler(), nil, writeTimeout, log)}
+	mgr := &Manager{cfg: cfg, log: log, servers: listeners(cfg, srv, http.NotFoundHandler(), nil, writeTimeout, log)}
 	err = mgr.listen()
 	if err == nil || !strings.Contains(err.Error(), "[fabric:storage:ufm_pkeys] listen: ") {
 		t.Fatalf("listen with the storage fabric's address taken: %v, want an error naming its section", err)

@@ -1,4 +1,4 @@
-package main
+package manager
 
 import (
 	"fmt"
@@ -17,8 +17,9 @@ import (
 // writeTimeout, that the slowest of their answers needs (a change is answered
 // once applied, up to its apply_timeout). A fabric whose credentials are not
 // set serves no route, but its prefix answers 404 saying so. A fabric with
-// a listen address is served there alone (pkeysListeners).
-func pkeysAPIs(cfg *config.Config, st *store.Store, writeTimeout time.Duration) ([]api.PKeysOptions, time.Duration, error) {
+// a listen address is served there alone (pkeysListeners). Each reports
+// version, the binary's.
+func pkeysAPIs(cfg *config.Config, st *store.Store, writeTimeout time.Duration, version string) ([]api.PKeysOptions, time.Duration, error) {
 	var out []api.PKeysOptions
 	for _, f := range cfg.AllFabrics() {
 		u := f.UFMPKeys
@@ -29,7 +30,7 @@ func pkeysAPIs(cfg *config.Config, st *store.Store, writeTimeout time.Duration) 
 				return nil, 0, fmt.Errorf("%s: the store serves no fabric %q (it serves %v)", f.UFMPKeysSection(), f.Name, st.FabricNames())
 			}
 			o.Store, o.Username, o.Password = view, u.Username, u.Password
-			o.ApplyTimeout, o.Version = u.ApplyTimeout, versionString()
+			o.ApplyTimeout, o.Version = u.ApplyTimeout, version
 			o.MaxGUIDsPerRequest, o.MaxConcurrentRequests = u.MaxGUIDsPerRequest, u.MaxConcurrentRequests
 			writeTimeout = max(writeTimeout, u.ApplyTimeout+api.DefaultDBTimeout+5*time.Second)
 		}

@@ -1,0 +1,360 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/health"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/leader"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/metrics"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
+)
+
+// Each fabric the manager serves ([opensm] and every [fabric:NAME]) runs
+// apart: its own OpenSM and supervisor, applier, SMP readers, lock or lease
+// and store view, in a goroutine of its own. What they share is the process:
+// the database pool, the API and its listeners, the metrics registry and the
+// logger. A fabric whose OpenSM fails or whose gates close holds only its own
+// jobs; the manager stops only for what stops every fabric.
+
+// FabricRules are the rules each fabric's requests are recorded by, the
+// default fabric first, without the template's static partitions and without
+// a port limit: enough for the commands that record nothing. The manager's
+// start adds those (planFabric).
+func FabricRules(cfg *config.Config) []store.FabricRules {
+	all := cfg.AllFabrics()
+	out := make([]store.FabricRules, 0, len(all))
+	for _, f := range all {
+		out = append(out, store.FabricRules{Name: f.Name, Rules: store.Rules{PhysicalNetworks: f.PhysicalNetworks,
+			FlatPKey: f.OpenSM.FlatPKey, KubernetesRange: f.UFMPKeys.PKeyRange,
+			KubernetesMaxMembersPerPKey: f.UFMPKeys.MaxMembersPerPKey, KubernetesMaxMembers: f.UFMPKeys.MaxMembers}})
+	}
+	return out
+}
+
+// FabricConfig is the configuration as a manager of fabric f alone would
+// read it: f's [opensm], [opensm_conf], [ufm_pkeys] and physical networks at
+// the top, no further fabric, the rest shared. The helpers that wire one
+// OpenSM (prepareOpenSM and the Parts: the read-back, the audit, the
+// second-SM look, the recorded state's check) take it, so that one code path
+// wires every fabric. The default fabric's is cfg itself.
+func FabricConfig(cfg *config.Config, f config.Fabric) *config.Config {
+	if f.Name == config.DefaultFabric {
+		return cfg
+	}
+	c := *cfg
+	c.OpenSM, c.OpenSMConf, c.UFMPKeys, c.Fabrics = f.OpenSM, f.OpenSMConf, f.UFMPKeys, nil
+	c.API.PhysicalNetworks = f.PhysicalNetworks
+	return &c
+}
+
+// fabricErr names the fabric a wiring error is about. The helpers speak of
+// [opensm] (FabricConfig); for a further fabric the section is named first.
+func fabricErr(f config.Fabric, err error) error {
+	if err == nil || f.Name == config.DefaultFabric {
+		return err
+	}
+	return fmt.Errorf("%s: %w", f.Section(), err)
+}
+
+// CacheDirOf is the OSM_CACHE_DIR the supervisor gives f's OpenSM. The
+// default fabric keeps OpenSM's own (or its env_file's): an existing
+// fabric's OpenSM keeps the LIDs (guid2lid) and M_Keys (guid2mkey) it
+// cached, whether or not fabrics are added beside it. A further fabric's is
+// under its config_dir, so that no two share one (Parts.CheckSites refuses an
+// env_file that makes two equal).
+func CacheDirOf(f config.Fabric) string {
+	if f.Name == config.DefaultFabric {
+		return ""
+	}
+	return filepath.Join(f.OpenSM.ConfigDir, "cache")
+}
+
+// fabricPlan is what a fabric needs before the database is open: its
+// template, its static partitions and its subnet dump's readers, which its
+// store rules refuse requests by.
+type fabricPlan struct {
+	fab   config.Fabric
+	cfg   *config.Config // FabricConfig
+	tpl   *partitions.Template
+	dump  *topology.Dump
+	limit *topology.PortLimit
+	rules store.Rules
+}
+
+// planFabric loads f's template and builds its rules: its static
+// partitions, and the port limit of its own subnet dump.
+func planFabric(ctx context.Context, cfg *config.Config, f config.Fabric, rules store.Rules) (fabricPlan, error) {
+	p := fabricPlan{fab: f, cfg: FabricConfig(cfg, f), rules: rules}
+	var err error
+	if p.tpl, err = LoadTemplate(p.cfg); err != nil {
+		return p, fabricErr(f, err)
+	}
+	// Refused when sent: a network whose VLAN ID is a static partition's pkey,
+	// and a port whose host port would fill its switch port's pkey table.
+	o := p.cfg.OpenSM
+	static, err := p.tpl.Static(ctx, o.DefaultPartition, o.FlatPKey)
+	if err != nil {
+		return p, fabricErr(f, fmt.Errorf("[opensm] partitions_template: %w", err))
+	}
+	// One reader of the subnet dump for the API's capacity check, the gates
+	// and the metrics: it parses the file only when OpenSM wrote another
+	// content.
+	p.dump = topology.NewDump(p.cfg.OpenSM.SubnetDump())
+	p.limit = &topology.PortLimit{DumpFile: p.cfg.OpenSM.SubnetDump(), Dump: p.dump, Capacity: o.SwitchPKeyCapacity, Static: static.PKeysOf}
+	p.rules.StaticPKey = static.Name
+	p.rules.StaticMember = static.Listing
+	limit := p.limit
+	p.rules.PortLimit = func() (store.PortCheck, error) { return limit.Checker() }
+	return p, nil
+}
+
+// Fabric is one fabric's running parts: its configuration, its store view,
+// its OpenSM supervisor and its elector. While its manager is elected it
+// runs its services (termServices); when the term ends (the lock or the
+// lease may be lost, the manager stops) it stops them and waits for them
+// before the elector stops OpenSM or releases the lease.
+type Fabric struct {
+	name   string
+	cfg    *config.Config // FabricConfig
+	log    *slog.Logger   // with a "fabric" attribute when there are several
+	st     *store.Store   // the fabric's view
+	sm     *opensm.Supervisor
+	holder string // who this manager is, for operators: host and pid
+	// writeOpenSMConf writes opensm.conf with the keys the database holds.
+	writeOpenSMConf func(context.Context) error
+	app             *applier.Applier
+	applierLoop     *health.Loop
+	leases          store.LeaseTables // with [ha] ha = true only
+	metrics         *metrics.Fabric   // the fabric's series in the shared registry
+	// services are what one term runs: termServices, unless a test sets
+	// its own.
+	services func(term leader.Term) []Service
+	// election campaigns for the fabric while it runs (Start to Stop);
+	// made at the first of them, under mu, so that the two may race.
+	mu       sync.Mutex
+	election *routine
+}
+
+// wireFabric prepares p's OpenSM, applier and readers on its store view st,
+// refusing to start on a setting or a recorded state its configuration makes
+// wrong. closeSM releases its OpenSM driver (also on error, once set).
+func wireFabric(ctx context.Context, p fabricPlan, st *store.Store, m *metrics.Metrics, checker *health.Checker,
+	parts Parts, log *slog.Logger) (f *Fabric, closeSM func(), err error) {
+	fab, cfg := p.fab, p.cfg
+	f = &Fabric{name: fab.Name, cfg: cfg, log: log, st: st, holder: holder()}
+	f.services = f.termServices
+	closeSM = func() {}
+	keys := parts.Keys(st)
+	sm, flavour, closeDriver, writeConf, err := prepareOpenSM(ctx, cfg, log, keys, CacheDirOf(fab), cfg.OpenSM.DriverStatusFile())
+	if err != nil {
+		return nil, closeSM, fabricErr(fab, err)
+	}
+	f.sm, f.writeOpenSMConf, closeSM = sm, writeConf, closeDriver
+	// A configuration changed under the recorded networks (flat_pkey now a
+	// network's VLAN, a static partition on its pkey) would fail every later
+	// job: refuse to start, naming them, as for an unknown key.
+	if _, err := parts.CheckRecordedState(ctx, cfg, st, p.tpl, flavour); err != nil {
+		return nil, closeSM, fabricErr(fab, err)
+	}
+	readback, err := parts.Readback(ctx, cfg, keys)
+	if err != nil {
+		return nil, closeSM, fabricErr(fab, err)
+	}
+	// An apply waits for OpenSM's sweep (sweep_timeout) and, in a burst, for
+	// the batch; the loop turns at least every poll and check interval
+	// otherwise. Past three sweeps and two checks it is stuck.
+	loopName := "applier"
+	if fab.Name != config.DefaultFabric {
+		loopName = "applier of fabric " + fab.Name
+	}
+	f.applierLoop = checker.Loop(loopName, 3*cfg.OpenSM.SweepTimeout+2*cfg.OpenSM.CheckInterval+time.Minute)
+	f.metrics = m.Fabric(fab.Name)
+	f.app = &applier.Applier{Store: st, SM: sm, Log: log, Observer: applierObserver{f.metrics, f.applierLoop},
+		Cfg:      applierConfig(cfg, p, flavour, readback, parts.Audit(ctx, cfg, st, sm, log), cfg.OpenSM.SubnetDump()),
+		SecondSM: parts.SecondSM(ctx, cfg, st, sm, log)}
+	if cfg.HA.HA {
+		if f.leases, err = st.Leases(); err != nil {
+			return nil, closeSM, fabricErr(fab, err)
+		}
+		f.app.Lease = f.leases
+	}
+	return f, closeSM, nil
+}
+
+// holder is who this manager is, for operators (--status): host and pid.
+func holder() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s pid %d", host, os.Getpid())
+}
+
+// applierConfig is the applier's Config of the fabric cfg configures.
+func applierConfig(cfg *config.Config, p fabricPlan, flavour fabric.Flavour, readback *pkeyread.Reader,
+	audit applier.AuditConfig, subnetDump string) applier.Config {
+	return applier.Config{
+		PartitionsFile:   filepath.Join(cfg.OpenSM.ConfigDir, "partitions.conf"),
+		LogFile:          cfg.OpenSM.LogFile,
+		DefaultPartition: cfg.OpenSM.DefaultPartition,
+		FlatPKey:         cfg.OpenSM.FlatPKey,
+		Template:         p.tpl,
+		Rules:            CheckRules(cfg, flavour),
+		SweepTimeout:     cfg.OpenSM.SweepTimeout,
+		CheckInterval:    cfg.OpenSM.CheckInterval,
+		PollInterval:     cfg.Database.PollInterval,
+		BatchWindow:      time.Second,
+		JobRetention:     cfg.Database.JobRetention,
+		SubnetDump:       subnetDump,
+		Dump:             p.dump,
+		PortLimit:        p.limit,
+		Readback:         readback,
+		VerifyTimeout:    cfg.OpenSM.VerifyTimeout,
+		Audit:            audit,
+	}
+}
+
+// Name is the fabric's name ("default" for [opensm]).
+func (f *Fabric) Name() string { return f.name }
+
+// Store is the fabric's view of the database.
+func (f *Fabric) Store() *store.Store { return f.st }
+
+// Supervisor is the supervisor of the fabric's OpenSM.
+func (f *Fabric) Supervisor() *opensm.Supervisor { return f.sm }
+
+// ApplierConfig is what the fabric's applier applies with.
+func (f *Fabric) ApplierConfig() applier.Config { return f.app.Cfg }
+
+// Start campaigns for the fabric's lock (or lease) until ctx ends or Stop,
+// running its services while elected.
+func (f *Fabric) Start(ctx context.Context) error {
+	return f.campaign().Start(ctx)
+}
+
+// Stop ends the campaign and returns once it has ended: the term under way,
+// if any, ended and its services stopped. OpenSM is not stopped
+// (StopOpenSM): the manager stops every fabric's at once.
+func (f *Fabric) Stop() {
+	f.campaign().Stop()
+}
+
+// campaign is the routine of the fabric's election.
+func (f *Fabric) campaign() *routine {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.election == nil {
+		f.election = newRoutine("election of fabric "+f.name, f.elect)
+	}
+	return f.election
+}
+
+// elect campaigns for the fabric's lock (or lease) until ctx ends, running
+// a term while elected. A term that fails (its OpenSM does not start, its
+// database reads fail) ends in the elector, which campaigns again: it never
+// reaches another fabric.
+func (f *Fabric) elect(ctx context.Context) error {
+	if f.cfg.HA.HA {
+		// Several managers: the lease elects (docs/ha.md), and OpenSM runs
+		// only while this manager holds it.
+		e := &leader.LeaseElector{Leases: f.leases, TryLock: f.st.TryLock, Holder: f.holder, Log: f.log,
+			LeaseTimeout: f.cfg.HA.LeaseTimeout, Stop: f.sm.StopTerm}
+		return e.Run(ctx, f.runTerm)
+	}
+	e := &leader.Elector{Store: f.st, Holder: f.holder, Log: f.log,
+		RetryInterval: 2 * time.Second, CheckInterval: leader.ManagerCheckInterval}
+	return e.Run(ctx, func(ctx context.Context, term int64) error {
+		return f.runTerm(ctx, leader.Term{ID: term})
+	})
+}
+
+// runTerm runs the fabric's services for one term, telling the metrics and
+// liveness that this manager applies the fabric meanwhile; it returns once
+// the term ended and every service stopped.
+func (f *Fabric) runTerm(ctx context.Context, term leader.Term) error {
+	// The keys are the database's at every term, not at this process's
+	// start: a manager that started before a --rotate-keys and leads after
+	// it runs OpenSM with the rotated keys, not with the ones the ports no
+	// longer carry (docs/key-rotation.md).
+	if err := f.writeOpenSMConf(ctx); err != nil {
+		return err
+	}
+	f.metrics.Leading(term.ID)
+	f.applierLoop.Active(true)
+	defer func() {
+		f.applierLoop.Active(false)
+		f.metrics.Leading(0)
+	}()
+	return runServices(ctx, f.services(term))
+}
+
+// termServices are a term's services: the applier's term, which applies
+// the recorded state and runs the term's watchers (freeze, second SM,
+// audit, retention) inside it.
+func (f *Fabric) termServices(term leader.Term) []Service {
+	return []Service{newRoutine("applier term", func(ctx context.Context) error {
+		return f.app.LeadTerm(ctx, term.ID, term.Taken.Suspect)
+	})}
+}
+
+// StopOpenSM stops the fabric's OpenSM and waits for it, for a little
+// longer than its SIGKILL deadline.
+func (f *Fabric) StopOpenSM(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := f.sm.Stop(ctx); err != nil {
+		f.log.Error("stop OpenSM", "error", err)
+	}
+}
+
+// stopOpenSMs stops every fabric's OpenSM at once: one slow to stop does not
+// keep the others running.
+func stopOpenSMs(ctx context.Context, fabrics []*Fabric) {
+	var wg sync.WaitGroup
+	for _, f := range fabrics {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f.StopOpenSM(ctx)
+		}()
+	}
+	wg.Wait()
+}
+
+// stopFabrics stops every fabric's campaign at once; the channel is closed
+// once all have stopped.
+func stopFabrics(fabrics []*Fabric) <-chan struct{} {
+	var wg sync.WaitGroup
+	for _, f := range fabrics {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f.Stop()
+		}()
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	return done
+}
+
+// fabricLogger is log with the fabric's name when the manager serves
+// several; with one fabric its lines stay as they always were.
+func fabricLogger(log *slog.Logger, cfg *config.Config, name string) *slog.Logger {
+	if len(cfg.Fabrics) == 0 {
+		return log
+	}
+	return log.With("fabric", name)
+}

@@ -1,0 +1,57 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
+)
+
+// OpenStore opens the configured database, migrating it when asked to, with
+// a view per fabric (fabrics: each one's rules, the default first); it
+// returns the default fabric's view.
+func OpenStore(ctx context.Context, cfg *config.Config, migrate bool, fabrics []store.FabricRules, log *slog.Logger) (*store.Store, error) {
+	conn, err := config.ParseConnection(cfg.Database.Connection)
+	if err != nil {
+		return nil, err
+	}
+	if conn.Engine == config.EngineSQLite {
+		if err := privateSQLite(conn.DSN); err != nil {
+			return nil, fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
+		}
+	}
+	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	st, err := storeopen.OpenFabrics(octx, conn.Engine, conn.DSN, migrate, fabrics, log)
+	if err != nil {
+		return nil, fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
+	}
+	return st, nil
+}
+
+// LoadTemplate reads [opensm] partitions_template, once, or returns the built-in
+// template when it is not set.
+func LoadTemplate(cfg *config.Config) (*partitions.Template, error) {
+	path := cfg.OpenSM.PartitionsTemplate
+	if path == "" {
+		return partitions.BuiltinTemplate(), nil
+	}
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("[opensm] partitions_template: %w", err)
+	}
+	return partitions.ParseTemplate(path, text)
+}
+
+// CheckRules are the partitions check's configurable rules, for the OpenSM
+// that reads the file: only NVIDIA's knows ALL_VCAS.
+func CheckRules(cfg *config.Config, flavour fabric.Flavour) partitions.Rules {
+	return partitions.Rules{SharedDefaultPartition: cfg.OpenSM.SharedDefaultPartition, Flavour: flavour}
+}
