@@ -186,6 +186,9 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, p
 	var v verdict.Verdict
 	open := func(gs store.GateState) bool {
 		ev.Expected, ev.EnforcementErrors, ev.Places = gs.Expected, gs.Errors, places
+		// The last moment before the jobs complete: an SM OpenSM named
+		// since the look holds them (secondsm.go).
+		ev.SecondSM.Appeared = t.secondSM.appeared(t)
 		v = verdict.Judge(ev)
 		return !reapply && v.Open()
 	}

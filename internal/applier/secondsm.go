@@ -125,6 +125,12 @@ type secondSMWatch struct {
 	// unreadLook: finish's look failed (confirm), its error; the gate
 	// stays closed until a look reads the fabric. "": none.
 	unreadLook string
+	// settled is the count of OpenSM's entries naming another SM at which
+	// finish's last look settled (settle).
+	settled smEventMark
+	// exposed: the last full look (or a short one since) read a host port
+	// without M_Key protection, which an SM that appears may program.
+	exposed bool
 }
 
 // smLook is one look at the subnet managers: the master the own port
@@ -362,7 +368,7 @@ func (w *secondSMWatch) detectLocked(ctx context.Context, t *term) error {
 	if !v.known {
 		return nil
 	}
-	w.scanned, w.covered, w.smPorts = true, seen, smPortsOf(l.sms)
+	w.scanned, w.covered, w.smPorts, w.exposed = true, seen, smPortsOf(l.sms), l.unprotected > 0
 	w.recordForeign(ctx, t, v.foreign)
 	if v.found != nil {
 		w.hold(ctx, t, *v.found)
@@ -613,13 +619,7 @@ func (w *secondSMWatch) confirm(ctx context.Context, t *term, topo *topology.Top
 		return ""
 	}
 	w.detecting.Lock()
-	var err error
-	full := w.holds() || !w.scanned || t.smEvents.count() != w.covered
-	if full {
-		err = w.detectLocked(ctx, t)
-	} else {
-		err = w.quick(ctx, t, topo, places)
-	}
+	full, err := w.settle(ctx, t, topo, places)
 	w.detecting.Unlock()
 	t.Log.Debug("second-SM look before the jobs complete", "full", full, "ports", len(places), "error", err)
 	t.takeSecondSMGone()
@@ -632,6 +632,80 @@ func (w *secondSMWatch) confirm(ctx context.Context, t *term, topo *topology.Top
 		w.mu.Unlock()
 	}
 	return err.Error()
+}
+
+// settle is confirm's look, w.detecting held, repeated while an entry of
+// OpenSM's log naming another SM (smEventLog) came during it: such an entry
+// may name an SM behind a port the look had read already, or one the short
+// look does not read. The look after it is a full one, which reads every
+// host port after the entry. Entries that cannot matter (mayMatter) are
+// left to the next finish's look, a full one; past settleLooks, entries
+// that still come hold the sweep's jobs. The count it
+// settled on is kept (settled): an entry after it, before the jobs
+// complete, holds them too (appeared).
+func (w *secondSMWatch) settle(ctx context.Context, t *term, topo *topology.Topology, places []fabric.GUID) (full bool, err error) {
+	before := t.smEvents.pump(t)
+	full = w.holds() || !w.scanned || before.all != w.covered
+	for range settleLooks {
+		if full {
+			err = w.detectLocked(ctx, t)
+		} else {
+			err = w.quick(ctx, t, topo, places)
+		}
+		if err != nil {
+			return full, err
+		}
+		after := t.smEvents.pump(t)
+		if !w.mayMatter(before, after) {
+			w.setSettled(after)
+			return full, nil
+		}
+		before, full = after, true
+	}
+	return full, fmt.Errorf("OpenSM kept logging another subnet manager (%q) during %d looks in a row",
+		t.smEvents.lastEntry(), settleLooks)
+}
+
+func (w *secondSMWatch) setSettled(m smEventMark) {
+	w.mu.Lock()
+	w.settled = m
+	w.mu.Unlock()
+}
+
+// settleLooks bounds settle's looks: an SM that OpenSM names at every look
+// holds the jobs rather than the loop.
+const settleLooks = 3
+
+// mayMatter says whether OpenSM's entries between from and to may name an
+// SM that programs ports no look read after them: this OpenSM left MASTER,
+// or a host port lacks M_Key protection (exposed). Where every host port
+// is under M_Key protection an SM that appears programs none (one with
+// another SM_Key masters nothing, and only one with this OpenSM's SM_Key is
+// handed the subnet, which this OpenSM's STANDBY entry then says): a
+// tenant opening its SM device, or making its port send traps, must not
+// hold every tenant's jobs there.
+func (w *secondSMWatch) mayMatter(from, to smEventMark) bool {
+	return to.deposed != from.deposed || to.all != from.all && w.exposed
+}
+
+// appeared is the entry of OpenSM's log naming another SM that came since
+// confirm's look settled and may matter (mayMatter), read at the last
+// moment before the jobs complete (inside their transaction); "" when none
+// came, or there is no watch. Such an SM was behind a port no look read
+// after it: the jobs wait for the next finish, whose look is a full one
+// (the count moved past covered).
+func (w *secondSMWatch) appeared(t *term) string {
+	if w == nil {
+		return ""
+	}
+	now := t.smEvents.pump(t)
+	w.mu.Lock()
+	settled := w.settled
+	w.mu.Unlock()
+	if !w.mayMatter(settled, now) {
+		return ""
+	}
+	return t.smEvents.lastEntry()
 }
 
 // quick is confirm's short look, w.detecting held: this OpenSM's port (its
@@ -685,6 +759,7 @@ func (w *secondSMWatch) quick(ctx context.Context, t *term, topo *topology.Topol
 		return err
 	}
 	w.lookRead()
+	w.exposed = w.exposed || l.unprotected > 0
 	if v := judgeMasters(l, w.check.Own); v.known && v.found != nil {
 		w.hold(ctx, t, *v.found)
 	}
@@ -755,18 +830,58 @@ func (t *term) startSecondSMWatch(ctx context.Context) (stop func()) {
 // not its own (which it ignores: both sweep as master), and a trap 144 (a
 // port's capabilities changed: an SM opened it). Such an entry since the
 // last full look makes finish's look a full one (confirm).
-type smEventLog struct{ n atomic.Uint64 }
+type smEventLog struct {
+	n       atomic.Uint64 // every such entry
+	deposed atomic.Uint64 // of them, this OpenSM leaving MASTER
+	mu      sync.Mutex    // observe runs in whichever goroutine pumps the tail
+	last    string        // the last such entry's message, for the jobs' texts
+}
+
+// smEventMark is smEventLog's counts at a moment.
+type smEventMark struct{ all, deposed uint64 }
 
 // observe is the tail's handler.
 func (l *smEventLog) observe(e opensm.Entry) {
-	if e.Level&(opensm.LevelError|opensm.LevelSys) != 0 && smEvent(e.Message) {
-		l.n.Add(1)
+	if e.Level&(opensm.LevelError|opensm.LevelSys) == 0 {
+		return
 	}
+	deposed := smDeposed(e.Message)
+	if !deposed && !smEvent(e.Message) {
+		return
+	}
+	l.mu.Lock()
+	l.last = e.Message
+	l.mu.Unlock()
+	if deposed {
+		l.deposed.Add(1)
+	}
+	l.n.Add(1)
 }
 
 func (l *smEventLog) count() uint64 { return l.n.Load() }
 
-// smEvent says whether an ERROR or SYS entry's message names another SM.
+// pump reads what OpenSM logged since the tail's last read and returns the
+// counts then. A log that cannot be read is logged; the counts stay what
+// was read (the look's own reads still judge what it read).
+func (l *smEventLog) pump(t *term) smEventMark {
+	if t.tail != nil {
+		if err := t.tail.Pump(); err != nil {
+			t.Log.Warn("read OpenSM's log for entries naming another subnet manager", "error", err)
+		}
+	}
+	return smEventMark{deposed: l.deposed.Load(), all: l.n.Load()}
+}
+
+func (l *smEventLog) lastEntry() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.last
+}
+
+// smEvent says whether an ERROR or SYS entry's message names another SM:
+// one with another SM_Key met by a heavy sweep, one that failed the M_Key
+// check, or a port's capabilities changed (trap 144: an SM opened it, or
+// raised its priority).
 func smEvent(msg string) bool {
 	for _, s := range []string{"Found remote SM", "ERR 2F18:", "ERR 2F1A:", "ERR 2F1B:"} {
 		if strings.Contains(msg, s) {
@@ -774,6 +889,12 @@ func smEvent(msg string) bool {
 		}
 	}
 	return strings.Contains(msg, "Generic Notice") && strings.Contains(msg, " num:144 ")
+}
+
+// smDeposed says whether an entry says this OpenSM left MASTER: another SM
+// took the subnet over.
+func smDeposed(msg string) bool {
+	return strings.Contains(msg, "Entering STANDBY state") || strings.Contains(msg, "Entering NOTACTIVE state")
 }
 
 // takeSecondSMGone makes the loop apply the recorded state again once a
