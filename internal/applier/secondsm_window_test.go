@@ -54,15 +54,22 @@ func TestSMAppearingAfterTheLookHoldsTheJobs(t *testing.T) {
 		during    bool
 		protected bool // every host port under M_Key protection
 		deposed   bool // the SM takes the subnet over: this OpenSM goes STANDBY
-		state     pkeyread.SMState
-		want      string // the job's status after that sweep
-		says      string // in its text
+		// every: OpenSM logs a trap 144 during every look (a port whose
+		// capabilities keep changing), no SM staying.
+		every bool
+		state pkeyread.SMState
+		want  string // the job's status after that sweep
+		says  string // in its text
 		// after: the job's status once a full look and a sweep followed.
 		after, afterSays string
 	}{
 		{name: "DISCOVERING during the look, unprotected ports", during: true, state: discovering,
 			want: store.StatusRunning, says: "Second subnet manager: port " + hostPort(3).String() + " (priority 0, DISCOVERING) may become master"},
 		{name: "MASTER of nothing during the look", during: true, protected: true, state: master,
+			want: store.StatusCompleted},
+		{name: "traps during every look, unprotected ports", during: true, every: true,
+			want: store.StatusRunning, says: "OpenSM kept logging another subnet manager"},
+		{name: "traps during every look, protected ports", during: true, every: true, protected: true,
 			want: store.StatusCompleted},
 		{name: "DISCOVERING before the jobs complete, unprotected ports", state: discovering,
 			want: store.StatusRunning, says: "OpenSM logged another subnet manager after the look",
@@ -106,7 +113,13 @@ func TestSMAppearingAfterTheLookHoldsTheJobs(t *testing.T) {
 			}
 			if tc.during {
 				r.smp.answered = func(lid, attr uint16) {
-					if lid == 2+2 && attr == 0x0015 { // H2's PortInfo: the look has read it
+					switch {
+					case lid != 2+2 || attr != 0x0015: // H2's PortInfo: the look has read it
+					case tc.every:
+						if err := opensmtest.Append(r.sm.log, trap144("5")); err != nil {
+							t.Error(err)
+						}
+					default:
 						appear()
 					}
 				}
