@@ -130,7 +130,8 @@ type secondSMWatch struct {
 	settled smEventMark
 	// exposed: the last full look (or a short one since) read a host port
 	// without M_Key protection, which an SM that appears may program.
-	exposed bool
+	// Atomic: finish reads it (appeared) while the watch's look may run.
+	exposed atomic.Bool
 }
 
 // smLook is one look at the subnet managers: the master the own port
@@ -368,7 +369,8 @@ func (w *secondSMWatch) detectLocked(ctx context.Context, t *term) error {
 	if !v.known {
 		return nil
 	}
-	w.scanned, w.covered, w.smPorts, w.exposed = true, seen, smPortsOf(l.sms), l.unprotected > 0
+	w.scanned, w.covered, w.smPorts = true, seen, smPortsOf(l.sms)
+	w.exposed.Store(l.unprotected > 0)
 	w.recordForeign(ctx, t, v.foreign)
 	if v.found != nil {
 		w.hold(ctx, t, *v.found)
@@ -685,7 +687,7 @@ const settleLooks = 3
 // tenant opening its SM device, or making its port send traps, must not
 // hold every tenant's jobs there.
 func (w *secondSMWatch) mayMatter(from, to smEventMark) bool {
-	return to.deposed != from.deposed || to.all != from.all && w.exposed
+	return to.deposed != from.deposed || to.all != from.all && w.exposed.Load()
 }
 
 // appeared is the entry of OpenSM's log naming another SM that came since
@@ -759,7 +761,9 @@ func (w *secondSMWatch) quick(ctx context.Context, t *term, topo *topology.Topol
 		return err
 	}
 	w.lookRead()
-	w.exposed = w.exposed || l.unprotected > 0
+	if l.unprotected > 0 {
+		w.exposed.Store(true)
+	}
 	if v := judgeMasters(l, w.check.Own); v.known && v.found != nil {
 		w.hold(ctx, t, *v.found)
 	}
