@@ -621,9 +621,9 @@ func (w *secondSMWatch) confirm(ctx context.Context, t *term, topo *topology.Top
 		return ""
 	}
 	w.detecting.Lock()
-	full, err := w.settle(ctx, t, topo, places)
+	full, looks, err := w.settle(ctx, t, topo, places)
 	w.detecting.Unlock()
-	t.Log.Debug("second-SM look before the jobs complete", "full", full, "ports", len(places), "error", err)
+	t.Log.Debug("second-SM look before the jobs complete", "full", full, "looks", looks, "ports", len(places), "error", err)
 	t.takeSecondSMGone()
 	if err == nil {
 		return ""
@@ -645,26 +645,26 @@ func (w *secondSMWatch) confirm(ctx context.Context, t *term, topo *topology.Top
 // that still come hold the sweep's jobs. The count it
 // settled on is kept (settled): an entry after it, before the jobs
 // complete, holds them too (appeared).
-func (w *secondSMWatch) settle(ctx context.Context, t *term, topo *topology.Topology, places []fabric.GUID) (full bool, err error) {
+func (w *secondSMWatch) settle(ctx context.Context, t *term, topo *topology.Topology, places []fabric.GUID) (full bool, looks int, err error) {
 	before := t.smEvents.pump(t)
 	full = w.holds() || !w.scanned || before.all != w.covered
-	for range settleLooks {
+	for looks = 1; looks <= settleLooks; looks++ {
 		if full {
 			err = w.detectLocked(ctx, t)
 		} else {
 			err = w.quick(ctx, t, topo, places)
 		}
 		if err != nil {
-			return full, err
+			return full, looks, err
 		}
 		after := t.smEvents.pump(t)
 		if !w.mayMatter(before, after) {
 			w.setSettled(after)
-			return full, nil
+			return full, looks, nil
 		}
 		before, full = after, true
 	}
-	return full, fmt.Errorf("OpenSM kept logging another subnet manager (%q) during %d looks in a row",
+	return full, settleLooks, fmt.Errorf("OpenSM kept logging another subnet manager (%q) during %d looks in a row",
 		t.smEvents.lastEntry(), settleLooks)
 }
 
