@@ -608,7 +608,9 @@ func (w *secondSMWatch) isUnread() bool {
 // full look, or when OpenSM's log named another SM since the last full look
 // (smEventLog). Otherwise the short look (quick) reads this OpenSM's port,
 // the ports of places, the SMs the last full look found and the masters
-// those ports name; why that is enough is said at quick.
+// those ports name; why that is enough is said at quick. An SM OpenSM logs
+// while the look reads makes it look again (settle); one logged after it,
+// before the jobs complete, holds them (appeared, finish's).
 //
 // A look that fails holds the sweep's jobs (fail closed): the reason it
 // returns keeps them waiting, and the gate stays closed (reason) until a look
@@ -725,9 +727,11 @@ func (w *secondSMWatch) appeared(t *term) string {
 // (ports without M_Key protection) the places show that and an SM found
 // before is read again. One that started since the last full look was met by
 // this OpenSM's own heavy sweep, which asks every port with IsSM its SMInfo
-// and logs another SM_Key (smEventLog): the full look runs then. Past that,
-// the full look every check interval finds it, as before: no look closes the
-// window of an SM started after it.
+// and logs another SM_Key (smEventLog): the full look runs then. One that
+// opens its port while the look reads, or after it before the jobs
+// complete, sends a trap 144 that OpenSM logs: settle looks again, appeared
+// holds the jobs. Past that (an SM OpenSM has not logged by the jobs'
+// transaction), the full look every check interval finds it.
 func (w *secondSMWatch) quick(ctx context.Context, t *term, topo *topology.Topology, places []fabric.GUID) error {
 	if topo == nil {
 		var err error
@@ -833,7 +837,9 @@ func (t *term) startSecondSMWatch(ctx context.Context) (stop func()) {
 // every port whose IsSM is set its SMInfo, and logs an SM whose SM_Key is
 // not its own (which it ignores: both sweep as master), and a trap 144 (a
 // port's capabilities changed: an SM opened it). Such an entry since the
-// last full look makes finish's look a full one (confirm).
+// last full look makes finish's look a full one (confirm); one while that
+// look reads makes it look again (settle), and one after it, before the
+// jobs complete, holds them (appeared).
 type smEventLog struct {
 	n       atomic.Uint64 // every such entry
 	deposed atomic.Uint64 // of them, this OpenSM leaving MASTER
