@@ -32,6 +32,10 @@ type fakeSMPFabric struct {
 	// hung, when set, is told of each SMP that hang keeps unanswered.
 	hung chan struct{}
 	sent atomic.Int64 // the SMPs sent
+	// answered, when set, is told of each SMP answered (the LID, the
+	// attribute) after its answer is made: a change it makes comes after
+	// the look read that port.
+	answered func(lid, attr uint16)
 }
 
 // fakeSMPPort is one port's management agent.
@@ -106,7 +110,7 @@ func (f *fakeSMPFabric) Send(ctx context.Context, lid uint16, mad []byte) ([]byt
 	f.mu.Lock()
 	p, ok := f.ports[lid]
 	hang := f.hang != nil && !f.hang[lid]
-	hung := f.hung
+	hung, answered := f.hung, f.answered
 	var port fakeSMPPort
 	if ok {
 		port = *p
@@ -154,6 +158,9 @@ func (f *fakeSMPFabric) Send(ctx context.Context, lid uint16, mad []byte) ([]byt
 		data[20] = port.sm.Priority<<4 | byte(port.sm.State)
 	default:
 		binary.BigEndian.PutUint16(answer[4:], 3<<2)
+	}
+	if answered != nil {
+		answered(lid, binary.BigEndian.Uint16(mad[16:]))
 	}
 	return answer, nil
 }

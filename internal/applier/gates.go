@@ -138,6 +138,7 @@ func (t *term) startLog(suspect string, dbTimeout time.Duration) error {
 	if t.tail, err = opensm.OpenTail(t.Cfg.LogFile, pos, handlers...); err != nil {
 		t.Log.Error("read OpenSM's log", "error", err) // read at the next pump
 	}
+	t.smEvents.tail = t.tail
 	if t.freeze != nil {
 		t.freeze.tail = t.tail
 	}
@@ -187,6 +188,9 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, p
 	var v verdict.Verdict
 	open := func(gs store.GateState) bool {
 		ev.Expected, ev.EnforcementErrors, ev.Places = gs.Expected, gs.Errors, places
+		// The last moment before the jobs complete: an SM OpenSM named
+		// since the look holds them (secondsm.go).
+		ev.SecondSM.Appeared = t.secondSM.appeared(t.watchEnv())
 		v = verdict.Judge(ev)
 		return !reapply && v.Open()
 	}

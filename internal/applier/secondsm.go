@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -122,6 +123,13 @@ type secondSMWatch struct {
 	// unreadLook: finish's look failed (confirm), its error; the gate
 	// stays closed until a look reads the fabric. "": none.
 	unreadLook string
+	// settled is the count of OpenSM's entries naming another SM at which
+	// finish's last look settled (settle).
+	settled smEventMark
+	// exposed: the last full look (or a short one since) read a host port
+	// without M_Key protection, which an SM that appears may program.
+	// Atomic: finish reads it (appeared) while the watch's look may run.
+	exposed atomic.Bool
 }
 
 // smLook is one look at the subnet managers: the master the own port
@@ -360,6 +368,7 @@ func (w *secondSMWatch) detectLocked(ctx context.Context, t *watchEnv) error {
 		return nil
 	}
 	w.scanned, w.covered, w.smPorts = true, seen, smPortsOf(l.sms)
+	w.exposed.Store(l.unprotected > 0)
 	w.recordForeign(ctx, t, v.foreign)
 	if v.found != nil {
 		w.hold(ctx, t, *v.found)
@@ -600,7 +609,9 @@ func (w *secondSMWatch) isUnread() bool {
 // full look, or when OpenSM's log named another SM since the last full look
 // (smEventLog). Otherwise the short look (quick) reads this OpenSM's port,
 // the ports of places, the SMs the last full look found and the masters
-// those ports name; why that is enough is said at quick.
+// those ports name; why that is enough is said at quick. An SM OpenSM logs
+// while the look reads makes it look again (settle); one logged after it,
+// before the jobs complete, holds them (appeared, finish's).
 //
 // A look that fails holds the sweep's jobs (fail closed): the reason it
 // returns keeps them waiting, and the gate stays closed (reason) until a look
@@ -613,15 +624,9 @@ func (w *secondSMWatch) confirm(ctx context.Context, t *watchEnv, topo *topology
 		return ""
 	}
 	w.detecting.Lock()
-	var err error
-	full := w.holds() || !w.scanned || t.smEvents.count() != w.covered
-	if full {
-		err = w.detectLocked(ctx, t)
-	} else {
-		err = w.quick(ctx, t, topo, places)
-	}
+	full, looks, err := w.settle(ctx, t, topo, places)
 	w.detecting.Unlock()
-	t.Log.Debug("second-SM look before the jobs complete", "full", full, "ports", len(places), "error", err)
+	t.Log.Debug("second-SM look before the jobs complete", "full", full, "looks", looks, "ports", len(places), "error", err)
 	if err == nil {
 		return ""
 	}
@@ -631,6 +636,80 @@ func (w *secondSMWatch) confirm(ctx context.Context, t *watchEnv, topo *topology
 		w.mu.Unlock()
 	}
 	return err.Error()
+}
+
+// settle is confirm's look, w.detecting held, repeated while an entry of
+// OpenSM's log naming another SM (smEventLog) came during it: such an entry
+// may name an SM behind a port the look had read already, or one the short
+// look does not read. The look after it is a full one, which reads every
+// host port after the entry. Entries that cannot matter (mayMatter) are
+// left to the next finish's look, a full one; past settleLooks, entries
+// that still come hold the sweep's jobs. The count it
+// settled on is kept (settled): an entry after it, before the jobs
+// complete, holds them too (appeared).
+func (w *secondSMWatch) settle(ctx context.Context, t *watchEnv, topo *topology.Topology, places []fabric.GUID) (full bool, looks int, err error) {
+	before := t.smEvents.pump(t.Log)
+	full = w.holds() || !w.scanned || before.all != w.covered
+	for looks = 1; looks <= settleLooks; looks++ {
+		if full {
+			err = w.detectLocked(ctx, t)
+		} else {
+			err = w.quick(ctx, t, topo, places)
+		}
+		if err != nil {
+			return full, looks, err
+		}
+		after := t.smEvents.pump(t.Log)
+		if !w.mayMatter(before, after) {
+			w.setSettled(after)
+			return full, looks, nil
+		}
+		before, full = after, true
+	}
+	return full, settleLooks, fmt.Errorf("OpenSM kept logging another subnet manager (%q) during %d looks in a row",
+		t.smEvents.lastEntry(), settleLooks)
+}
+
+func (w *secondSMWatch) setSettled(m smEventMark) {
+	w.mu.Lock()
+	w.settled = m
+	w.mu.Unlock()
+}
+
+// settleLooks bounds settle's looks: an SM that OpenSM names at every look
+// holds the jobs rather than the loop.
+const settleLooks = 3
+
+// mayMatter says whether OpenSM's entries between from and to may name an
+// SM that programs ports no look read after them: this OpenSM left MASTER,
+// or a host port lacks M_Key protection (exposed). Where every host port
+// is under M_Key protection an SM that appears programs none (one with
+// another SM_Key masters nothing, and only one with this OpenSM's SM_Key is
+// handed the subnet, which this OpenSM's STANDBY entry then says): a
+// tenant opening its SM device, or making its port send traps, must not
+// hold every tenant's jobs there.
+func (w *secondSMWatch) mayMatter(from, to smEventMark) bool {
+	return to.deposed != from.deposed || to.all != from.all && w.exposed.Load()
+}
+
+// appeared is the entry of OpenSM's log naming another SM that came since
+// confirm's look settled and may matter (mayMatter), read at the last
+// moment before the jobs complete (inside their transaction); "" when none
+// came, or there is no watch. Such an SM was behind a port no look read
+// after it: the jobs wait for the next finish, whose look is a full one
+// (the count moved past covered).
+func (w *secondSMWatch) appeared(t *watchEnv) string {
+	if w == nil {
+		return ""
+	}
+	now := t.smEvents.pump(t.Log)
+	w.mu.Lock()
+	settled := w.settled
+	w.mu.Unlock()
+	if !w.mayMatter(settled, now) {
+		return ""
+	}
+	return t.smEvents.lastEntry()
 }
 
 // quick is confirm's short look, w.detecting held: this OpenSM's port (its
@@ -648,9 +727,11 @@ func (w *secondSMWatch) confirm(ctx context.Context, t *watchEnv, topo *topology
 // (ports without M_Key protection) the places show that and an SM found
 // before is read again. One that started since the last full look was met by
 // this OpenSM's own heavy sweep, which asks every port with IsSM its SMInfo
-// and logs another SM_Key (smEventLog): the full look runs then. Past that,
-// the full look every check interval finds it, as before: no look closes the
-// window of an SM started after it.
+// and logs another SM_Key (smEventLog): the full look runs then. One that
+// opens its port while the look reads, or after it before the jobs
+// complete, sends a trap 144 that OpenSM logs: settle looks again, appeared
+// holds the jobs. Past that (an SM OpenSM has not logged by the jobs'
+// transaction), the full look every check interval finds it.
 func (w *secondSMWatch) quick(ctx context.Context, t *watchEnv, topo *topology.Topology, places []fabric.GUID) error {
 	if topo == nil {
 		var err error
@@ -684,6 +765,9 @@ func (w *secondSMWatch) quick(ctx context.Context, t *watchEnv, topo *topology.T
 		return err
 	}
 	w.lookRead()
+	if l.unprotected > 0 {
+		w.exposed.Store(true)
+	}
 	if v := judgeMasters(l, w.check.Own); v.known && v.found != nil {
 		w.hold(ctx, t, *v.found)
 	}
@@ -747,19 +831,64 @@ func (t *term) newSecondSMWatch(ctx context.Context) {
 // every port whose IsSM is set its SMInfo, and logs an SM whose SM_Key is
 // not its own (which it ignores: both sweep as master), and a trap 144 (a
 // port's capabilities changed: an SM opened it). Such an entry since the
-// last full look makes finish's look a full one (confirm).
-type smEventLog struct{ n atomic.Uint64 }
+// last full look makes finish's look a full one (confirm); one while that
+// look reads makes it look again (settle), and one after it, before the
+// jobs complete, holds them (appeared).
+type smEventLog struct {
+	n       atomic.Uint64 // every such entry
+	deposed atomic.Uint64 // of them, this OpenSM leaving MASTER
+	mu      sync.Mutex    // observe runs in whichever goroutine pumps the tail
+	last    string        // the last such entry's message, for the jobs' texts
+	// tail is the term's reader of OpenSM's log (startLog sets it before
+	// any service starts); nil when the log could not be opened.
+	tail *opensm.Tail
+}
+
+// smEventMark is smEventLog's counts at a moment.
+type smEventMark struct{ all, deposed uint64 }
 
 // observe is the tail's handler.
 func (l *smEventLog) observe(e opensm.Entry) {
-	if e.Level&(opensm.LevelError|opensm.LevelSys) != 0 && smEvent(e.Message) {
-		l.n.Add(1)
+	if e.Level&(opensm.LevelError|opensm.LevelSys) == 0 {
+		return
 	}
+	deposed := smDeposed(e.Message)
+	if !deposed && !smEvent(e.Message) {
+		return
+	}
+	l.mu.Lock()
+	l.last = e.Message
+	l.mu.Unlock()
+	if deposed {
+		l.deposed.Add(1)
+	}
+	l.n.Add(1)
 }
 
 func (l *smEventLog) count() uint64 { return l.n.Load() }
 
-// smEvent says whether an ERROR or SYS entry's message names another SM.
+// pump reads what OpenSM logged since the tail's last read and returns the
+// counts then. A log that cannot be read is logged; the counts stay what
+// was read (the look's own reads still judge what it read).
+func (l *smEventLog) pump(log *slog.Logger) smEventMark {
+	if l.tail != nil {
+		if err := l.tail.Pump(); err != nil {
+			log.Warn("read OpenSM's log for entries naming another subnet manager", "error", err)
+		}
+	}
+	return smEventMark{deposed: l.deposed.Load(), all: l.n.Load()}
+}
+
+func (l *smEventLog) lastEntry() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.last
+}
+
+// smEvent says whether an ERROR or SYS entry's message names another SM:
+// one with another SM_Key met by a heavy sweep, one that failed the M_Key
+// check, or a port's capabilities changed (trap 144: an SM opened it, or
+// raised its priority).
 func smEvent(msg string) bool {
 	for _, s := range []string{"Found remote SM", "ERR 2F18:", "ERR 2F1A:", "ERR 2F1B:"} {
 		if strings.Contains(msg, s) {
@@ -767,4 +896,10 @@ func smEvent(msg string) bool {
 		}
 	}
 	return strings.Contains(msg, "Generic Notice") && strings.Contains(msg, " num:144 ")
+}
+
+// smDeposed says whether an entry says this OpenSM left MASTER: another SM
+// took the subnet over.
+func smDeposed(msg string) bool {
+	return strings.Contains(msg, "Entering STANDBY state") || strings.Contains(msg, "Entering NOTACTIVE state")
 }

@@ -231,6 +231,9 @@ func secondSMReasons(e SecondSMEvidence) []Reason {
 	case e.LookFailed != "":
 		return []Reason{{SecondSM, fmt.Sprintf("Second subnet manager: which subnet manager is master could not be "+
 			"read before the jobs complete (%s); they wait for a look that reads it (every check interval)", e.LookFailed)}}
+	case e.Appeared != "":
+		return []Reason{{SecondSM, fmt.Sprintf("Second subnet manager: OpenSM logged another subnet manager after the "+
+			"look before these jobs complete (%q); they wait for a look of every host port after it", e.Appeared)}}
 	}
 	return nil
 }

@@ -141,6 +141,10 @@ type SecondSMEvidence struct {
 	// LookFailed (applier only): why finish's look could not read which SM
 	// is master, until a look reads it; "": the last look read it.
 	LookFailed string
+	// Appeared (applier only): the entry of OpenSM's log naming another
+	// SM that came after finish's look had read the fabric, before its
+	// jobs completed: no look saw what it names. "": none.
+	Appeared string
 }
 
 // Verdict is why jobs are held.

@@ -133,6 +133,11 @@ func TestJudge(t *testing.T) {
 			ev.SecondSM.Unread = true
 			return ev
 		}},
+		{"second_subnet_manager_appeared_after_the_look", func(t *testing.T) Evidence {
+			ev := healthy(t, "two-switches.lst")
+			ev.SecondSM.Appeared = "Received Generic Notice type:4 num:144 (CapabilityMask) Producer:1 (Channel Adapter) from LID:5"
+			return ev
+		}},
 		{"second_subnet_manager_restart_deferred", func(t *testing.T) Evidence {
 			ev := healthy(t, "two-switches.lst")
 			ev.SecondSM.Master, ev.SecondSM.RestartAt, ev.SecondSM.RestartEvery = &tenant, at.Add(time.Minute), 10
