@@ -19,6 +19,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/managerproc"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tlsreload/tlstest"
 )
 
@@ -255,24 +256,22 @@ func (m *manager) job(job string) jobStatus {
 
 func (m *manager) waitCompleted(job string, atCompletion func()) jobStatus {
 	m.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		j := m.job(job)
+	var j jobStatus
+	testenv.Await(m.t, "job "+job+" Completed", 60*time.Second, 5*time.Millisecond, func() (bool, error) {
+		j = m.job(job)
 		switch j.Status {
 		case "Completed":
-			if atCompletion != nil {
-				atCompletion()
-			}
-			return j
+			return true, nil
 		case "Pending", "Running":
 		default:
 			m.t.Fatalf("job %s: status %q: %+v", job, j.Status, j)
 		}
-		if time.Now().After(deadline) {
-			m.t.Fatalf("job %s not Completed after 60 s: %+v", job, j)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return false, fmt.Errorf("%+v", j)
+	})
+	if atCompletion != nil {
+		atCompletion()
 	}
+	return j
 }
 
 func freeAddr(t *testing.T) string {

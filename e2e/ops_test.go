@@ -285,17 +285,19 @@ func fabricOptions(hosts int) fabricsim.Options { return fabricsim.Options{Hosts
 // waitLog waits for a manager log line, at any level, that holds every part.
 func (m *manager) waitLog(parts ...string) {
 	m.t.Helper()
-	waitFor(m.t, "log line "+strings.Join(parts, " ... "), func() bool {
+	waitUntil(m.t, "log line "+strings.Join(parts, " ... "), func() (bool, error) {
+		var last string
 		for line := range strings.Lines(m.log()) {
 			all := true
 			for _, p := range parts {
 				all = all && strings.Contains(line, p)
 			}
 			if all {
-				return true
+				return true, nil
 			}
+			last = line
 		}
-		return false
+		return false, fmt.Errorf("the log ends with %q", last)
 	})
 }
 
