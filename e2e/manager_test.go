@@ -111,36 +111,15 @@ func launchManager(t *testing.T, db storetest.Database, o fabricsim.Options, ext
 		m.url = "https://" + strings.TrimPrefix(m.url, "http://")
 		m.client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: extra.CA.Pool()}}
 	}
-	conf := fmt.Sprintf(`[api]
-listen = %s
-token = %s
-%s
-[database]
-connection = %s
-poll_interval = 0.2
-%s
-
-[opensm]
-config_dir = %s
-env_file = %s
-check_interval = 2
-sweep_timeout = 20
-%s
-
-[opensm_conf]
-guid = %s
-%s
-
-[log]
-%s
-
-[ufm_pkeys]
-%s
-`, strings.TrimPrefix(strings.TrimPrefix(m.url, "http://"), "https://"), token, strings.Join(extra.API, "\n"), db.URL,
-		strings.Join(extra.Database, "\n"),
-		filepath.Join(dir, "opensm"), f.EnvFile(), strings.Join(extra.OpenSM, "\n"), f.SMGUID,
-		strings.Join(extra.OpenSMConf, "\n"), strings.Join(extra.Log, "\n"), strings.Join(extra.UFMPKeys, "\n"))
-	m.writeConf(conf)
+	conf := testenv.AFMConf{
+		Listen: strings.TrimPrefix(strings.TrimPrefix(m.url, "http://"), "https://"), Token: token, API: extra.API,
+		Connection: db.URL, Database: append([]string{"poll_interval = 0.2"}, extra.Database...),
+		ConfigDir: filepath.Join(dir, "opensm"), EnvFile: f.EnvFile(),
+		OpenSM: append([]string{"check_interval = 2", "sweep_timeout = 20"}, extra.OpenSM...),
+		GUID:   f.SMGUID.String(), OpenSMConf: extra.OpenSMConf,
+		Sections: []testenv.Section{{Name: "log", Lines: extra.Log}, {Name: "ufm_pkeys", Lines: extra.UFMPKeys}},
+	}
+	m.writeConf(conf.String())
 	if extra.BeforeStart != nil {
 		extra.BeforeStart(m)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tlsreload/tlstest"
 )
 
@@ -499,9 +500,9 @@ func TestLeastPrivilege(t *testing.T) {
 	t.Run("ShortTokenRefused", func(t *testing.T) {
 		dir := t.TempDir()
 		conf := filepath.Join(dir, "afm.conf")
-		text := fmt.Sprintf("[api]\nlisten = %s\ntoken = short-token\n[database]\nconnection = sqlite:///%s\n[opensm]\nconfig_dir = %s\n",
-			freeAddr(t), filepath.Join(dir, "afm.db"), filepath.Join(dir, "opensm"))
-		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+		text := testenv.AFMConf{Listen: freeAddr(t), Token: "short-token",
+			Connection: "sqlite:///" + filepath.Join(dir, "afm.db"), ConfigDir: filepath.Join(dir, "opensm")}
+		if err := text.Write(conf); err != nil {
 			t.Fatal(err)
 		}
 		out, err := exec.Command(managerBinary, "--config-file", conf).CombinedOutput()
