@@ -14,9 +14,10 @@ import (
 )
 
 // A template is a database built once (migrated) and kept on the server for
-// every later run, so that a test copies it (CreateFrom) instead of running
-// every migration on a database of its own: the copy is a database of its own,
-// as isolated from every other test's as a freshly migrated one.
+// every later run, so that a test gets a copy of it (CreateFrom, or a reused
+// copy from the pool: Claim) instead of running every migration on a
+// database of its own: the copy is the test's alone, as isolated from every
+// other test's as a freshly migrated database.
 //
 // Its name carries key, a digest of what build makes (the migrations): a
 // changed migration names a new template and never serves a stale one. The
