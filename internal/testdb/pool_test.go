@@ -87,7 +87,7 @@ func TestPoolCopyIsTheTemplateAgain(t *testing.T) {
 				Drop(context.Background(), server, name)
 				Drop(context.Background(), server, template.Name())
 			})
-			step := func(what, statement, want string) {
+			step := func(what, statement, want string) Database {
 				t.Helper()
 				db, err := prepare(ctx, server, name, template)
 				if err != nil {
@@ -107,10 +107,14 @@ func TestPoolCopyIsTheTemplateAgain(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
+				return db
 			}
 			step("new copy", "INSERT INTO items (name) VALUES ('more')", "1 seed, 2 case")
 			step("reused copy", "ALTER TABLE items ADD COLUMN extra INT", "1 seed, 2 case")
-			step("copy whose schema was altered", "", "1 seed, 2 case")
+			db := step("copy whose schema was altered", "", "1 seed, 2 case")
+			if err := exec(ctx, db.URL, "SELECT extra FROM items"); err == nil {
+				t.Error("the column a test added is still there")
+			}
 		})
 	}
 }
