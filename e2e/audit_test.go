@@ -61,7 +61,10 @@ func (m *manager) cleanAudits() int {
 // waitCleanAudit waits for more than after audits to have found nothing.
 func (m *manager) waitCleanAudit(after int) {
 	m.t.Helper()
-	waitFor(m.t, "a clean audit", func() bool { return m.cleanAudits() > after })
+	waitUntil(m.t, "a clean audit", func() (bool, error) {
+		n := m.cleanAudits()
+		return n > after, fmt.Errorf("%d clean audits, %d before", n, after)
+	})
 }
 
 // waitAuditLine waits for an audit log line at level holding every part.

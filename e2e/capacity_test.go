@@ -100,9 +100,9 @@ func TestPKeyTableFullFailsJobs(t *testing.T) {
 func (m *manager) waitFinal(job string) jobStatus {
 	m.t.Helper()
 	var j jobStatus
-	waitFor(m.t, "job "+job+" to finish", func() bool {
+	waitUntil(m.t, "job "+job+" to finish", func() (bool, error) {
 		j = m.job(job)
-		return j.Status == "Completed" || j.Status == "Failed"
+		return j.Status == "Completed" || j.Status == "Failed", fmt.Errorf("%+v", j)
 	})
 	return j
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 
 	// The drivers register themselves as "pgx" and "sqlite".
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -165,15 +166,15 @@ func processRuns(pid int) bool {
 // within 20 s (the apply that carries the change may have been the one
 // before) is not waited for longer.
 func (m *manager) waitLogAfter(from int, marker string) bool {
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if l := m.log(); len(l) > from && strings.Contains(l[from:], marker) {
-			return true
-		}
-		time.Sleep(2 * time.Millisecond)
+	err := testenv.Poll(20*time.Second, 2*time.Millisecond, func() (bool, error) {
+		l := m.log()
+		return len(l) > from && strings.Contains(l[from:], marker), nil
+	})
+	if err != nil {
+		m.t.Logf("no %s in the log within 20 s; killing anyway", marker)
+		return false
 	}
-	m.t.Logf("no %s in the log within 20 s; killing anyway", marker)
-	return false
+	return true
 }
 
 func (m *manager) partitionsFile() []byte {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
 // TestDriftRepair: a partitions file edited by hand or deleted, and an OpenSM
@@ -145,14 +146,16 @@ func (m *manager) wantLogLine(parts ...string) {
 }
 
 // waitFor polls cond for up to a minute (the deadline only keeps a broken
-// manager from hanging the test).
+// manager from hanging the test): waitUntil for a condition with nothing to
+// show.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after a minute", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitUntil(t, what, func() (bool, error) { return cond(), nil })
+}
+
+// waitUntil polls check for up to a minute, and fails the test with what it
+// awaited and what check last saw (testenv.Await): the e2e tests' one wait.
+func waitUntil(t testing.TB, what string, check func() (bool, error)) {
+	t.Helper()
+	testenv.Await(t, what, time.Minute, 50*time.Millisecond, check)
 }

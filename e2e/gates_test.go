@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -159,12 +160,12 @@ func (m *manager) tryOperator(args ...string) (string, error) {
 func (m *manager) waitDescription(job, want string) jobStatus {
 	m.t.Helper()
 	var j jobStatus
-	waitFor(m.t, "job "+job+" to say "+want, func() bool {
+	waitUntil(m.t, "job "+job+" to say "+want, func() (bool, error) {
 		j = m.job(job)
 		if j.Status != "Pending" && j.Status != "Running" {
 			m.t.Fatalf("job %s is %s before the gate opened: %+v", job, j.Status, j)
 		}
-		return strings.Contains(j.Description, want)
+		return strings.Contains(j.Description, want), fmt.Errorf("%+v", j)
 	})
 	return j
 }

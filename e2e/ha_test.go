@@ -18,6 +18,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
 // Three managers with [ha] ha = true on one simulated fabric, each OpenSM on
@@ -127,31 +128,14 @@ func (c *haCluster) launch(k int, db storetest.Database) *manager {
 	if k == 1 {
 		priority = 10
 	}
-	conf := fmt.Sprintf(`[api]
-listen = %s
-token = %s
-
-[database]
-connection = %s
-poll_interval = 0.2
-
-[ha]
-ha = true
-lease_timeout = %g
-
-[opensm]
-config_dir = %s
-env_file = %s
-check_interval = 2
-sweep_timeout = 10
-
-[opensm_conf]
-guid = %s
-sminfo_polling_timeout = 500
-polling_retry_number = 2
-sm_priority = %d
-`, strings.TrimPrefix(m.url, "http://"), token, u.String(), haLeaseTimeout.Seconds(), filepath.Join(dir, "opensm"), envFile, guid, priority)
-	m.writeConf(conf)
+	conf := testenv.AFMConf{
+		Listen: strings.TrimPrefix(m.url, "http://"), Token: token,
+		Connection: u.String(), Database: []string{"poll_interval = 0.2"},
+		ConfigDir: filepath.Join(dir, "opensm"), EnvFile: envFile, OpenSM: []string{"check_interval = 2", "sweep_timeout = 10"},
+		GUID: guid.String(), OpenSMConf: []string{"sminfo_polling_timeout = 500", "polling_retry_number = 2", fmt.Sprintf("sm_priority = %d", priority)},
+		Sections: []testenv.Section{{Name: "ha", Lines: []string{"ha = true", fmt.Sprintf("lease_timeout = %g", haLeaseTimeout.Seconds())}}},
+	}
+	m.writeConf(conf.String())
 	m.startUntilCleanup()
 	return m
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
 // ufmOpenSMConf is the opensm.conf of the manager being replaced (UFM's
@@ -105,7 +106,7 @@ func importKeys(t *testing.T, db storetest.Database) {
 	t.Helper()
 	dir := t.TempDir()
 	file, conf := filepath.Join(dir, "ufm-opensm.conf"), filepath.Join(dir, "afm.conf")
-	afm := fmt.Sprintf("[api]\ntoken = %s\n[database]\nconnection = %s\n[opensm]\nconfig_dir = %s\n", token, db.URL, filepath.Join(dir, "opensm"))
+	afm := testenv.AFMConf{Token: token, Connection: db.URL, ConfigDir: filepath.Join(dir, "opensm")}.String()
 	for path, content := range map[string]string{file: ufmOpenSMConf, conf: afm} {
 		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 			t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/managerproc"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tlsreload/tlstest"
 )
 
@@ -110,36 +111,15 @@ func launchManager(t *testing.T, db storetest.Database, o fabricsim.Options, ext
 		m.url = "https://" + strings.TrimPrefix(m.url, "http://")
 		m.client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: extra.CA.Pool()}}
 	}
-	conf := fmt.Sprintf(`[api]
-listen = %s
-token = %s
-%s
-[database]
-connection = %s
-poll_interval = 0.2
-%s
-
-[opensm]
-config_dir = %s
-env_file = %s
-check_interval = 2
-sweep_timeout = 20
-%s
-
-[opensm_conf]
-guid = %s
-%s
-
-[log]
-%s
-
-[ufm_pkeys]
-%s
-`, strings.TrimPrefix(strings.TrimPrefix(m.url, "http://"), "https://"), token, strings.Join(extra.API, "\n"), db.URL,
-		strings.Join(extra.Database, "\n"),
-		filepath.Join(dir, "opensm"), f.EnvFile(), strings.Join(extra.OpenSM, "\n"), f.SMGUID,
-		strings.Join(extra.OpenSMConf, "\n"), strings.Join(extra.Log, "\n"), strings.Join(extra.UFMPKeys, "\n"))
-	m.writeConf(conf)
+	conf := testenv.AFMConf{
+		Listen: strings.TrimPrefix(strings.TrimPrefix(m.url, "http://"), "https://"), Token: token, API: extra.API,
+		Connection: db.URL, Database: append([]string{"poll_interval = 0.2"}, extra.Database...),
+		ConfigDir: filepath.Join(dir, "opensm"), EnvFile: f.EnvFile(),
+		OpenSM: append([]string{"check_interval = 2", "sweep_timeout = 20"}, extra.OpenSM...),
+		GUID:   f.SMGUID.String(), OpenSMConf: extra.OpenSMConf,
+		Sections: []testenv.Section{{Name: "log", Lines: extra.Log}, {Name: "ufm_pkeys", Lines: extra.UFMPKeys}},
+	}
+	m.writeConf(conf.String())
 	if extra.BeforeStart != nil {
 		extra.BeforeStart(m)
 	}
@@ -255,24 +235,22 @@ func (m *manager) job(job string) jobStatus {
 
 func (m *manager) waitCompleted(job string, atCompletion func()) jobStatus {
 	m.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		j := m.job(job)
+	var j jobStatus
+	testenv.Await(m.t, "job "+job+" Completed", 60*time.Second, 5*time.Millisecond, func() (bool, error) {
+		j = m.job(job)
 		switch j.Status {
 		case "Completed":
-			if atCompletion != nil {
-				atCompletion()
-			}
-			return j
+			return true, nil
 		case "Pending", "Running":
 		default:
 			m.t.Fatalf("job %s: status %q: %+v", job, j.Status, j)
 		}
-		if time.Now().After(deadline) {
-			m.t.Fatalf("job %s not Completed after 60 s: %+v", job, j)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return false, fmt.Errorf("%+v", j)
+	})
+	if atCompletion != nil {
+		atCompletion()
 	}
+	return j
 }
 
 func freeAddr(t *testing.T) string {

@@ -15,6 +15,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
 // One manager on two simulated fabrics: the default fabric serves the physnet
@@ -69,44 +70,24 @@ func launchTwoFabrics(t *testing.T, db storetest.Database, def, storage fabricSi
 	t.Helper()
 	m := &twoFabrics{manager: newManager(t, def.fabric, ""), storage: storage.fabric}
 	dir := m.dir
-	conf := fmt.Sprintf(`[api]
-listen = %s
-token = %s
-physical_networks = %s
-
-[database]
-connection = %s
-poll_interval = 0.2
-
-[opensm]
-config_dir = %s
-env_file = %s
-check_interval = 2
-sweep_timeout = 20
-
-[opensm_conf]
-guid = %s
-%s
-
-[fabric:%s]
-physical_networks = %s
-config_dir = %s
-log_file = %s
-env_file = %s
-check_interval = 2
-sweep_timeout = 20
-
-[fabric:%s:opensm_conf]
-guid = %s
-%s
-
-%s
-`, strings.TrimPrefix(m.url, "http://"), token, ibPhysnet, db.URL,
-		filepath.Join(dir, "opensm"), cmp.Or(def.envFile, def.fabric.EnvFile()), def.guid, strings.Join(def.openSMConf, "\n"),
-		storageFabric, storagePhysnet, m.storageDir(), filepath.Join(dir, "opensm-storage.log"),
-		cmp.Or(storage.envFile, storage.fabric.EnvFile()),
-		storageFabric, storage.guid, strings.Join(storage.openSMConf, "\n"), strings.Join(extra, "\n"))
-	m.writeConf(conf)
+	conf := testenv.AFMConf{
+		Listen: strings.TrimPrefix(m.url, "http://"), Token: token, API: []string{"physical_networks = " + ibPhysnet},
+		Connection: db.URL, Database: []string{"poll_interval = 0.2"},
+		ConfigDir: filepath.Join(dir, "opensm"), EnvFile: cmp.Or(def.envFile, def.fabric.EnvFile()),
+		OpenSM: []string{"check_interval = 2", "sweep_timeout = 20"},
+		GUID:   def.guid.String(), OpenSMConf: def.openSMConf,
+		Sections: []testenv.Section{
+			{Name: "fabric:" + storageFabric, Lines: []string{"physical_networks = " + storagePhysnet,
+				"config_dir = " + m.storageDir(), "log_file = " + filepath.Join(dir, "opensm-storage.log"),
+				"env_file = " + cmp.Or(storage.envFile, storage.fabric.EnvFile()), "check_interval = 2", "sweep_timeout = 20"}},
+			{Name: "fabric:" + storageFabric + ":opensm_conf", Lines: append([]string{"guid = " + storage.guid.String()}, storage.openSMConf...)},
+		},
+	}
+	text := conf.String()
+	if len(extra) > 0 {
+		text += "\n" + strings.Join(extra, "\n") + "\n"
+	}
+	m.writeConf(text)
 	m.startUntilCleanup()
 	return m
 }

@@ -358,9 +358,9 @@ func (p *haPair) leaseOf(fabricName string) leaseRow {
 func (p *haPair) waitHolder(fabricName string, m *twoFabrics) leaseRow {
 	p.t.Helper()
 	var r leaseRow
-	waitFor(p.t, m.holderName()+" holding the lease of fabric "+fabricName, func() bool {
+	waitUntil(p.t, m.holderName()+" holding the lease of fabric "+fabricName, func() (bool, error) {
 		r = p.leaseOf(fabricName)
-		return r.holder == m.holderName()
+		return r.holder == m.holderName(), fmt.Errorf("lease %+v", r)
 	})
 	return r
 }

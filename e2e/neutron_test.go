@@ -70,8 +70,9 @@ func wantLines(t *testing.T, what, out string, want ...string) {
 // whether it must hold it, or not).
 func (m *manager) waitPKey(g fabric.GUID, pkey uint16, member bool) {
 	m.t.Helper()
-	waitFor(m.t, fmt.Sprintf("%s with pkey 0x%04x: %v", g, pkey, member), func() bool {
-		return slices.Contains(m.pkeys(g), pkey) == member
+	waitUntil(m.t, fmt.Sprintf("%s with pkey 0x%04x: %v", g, pkey, member), func() (bool, error) {
+		got := m.pkeys(g)
+		return slices.Contains(got, pkey) == member, fmt.Errorf("pkey table %s", hex(got))
 	})
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tlsreload/tlstest"
 )
 
@@ -285,17 +286,19 @@ func fabricOptions(hosts int) fabricsim.Options { return fabricsim.Options{Hosts
 // waitLog waits for a manager log line, at any level, that holds every part.
 func (m *manager) waitLog(parts ...string) {
 	m.t.Helper()
-	waitFor(m.t, "log line "+strings.Join(parts, " ... "), func() bool {
+	waitUntil(m.t, "log line "+strings.Join(parts, " ... "), func() (bool, error) {
+		var last string
 		for line := range strings.Lines(m.log()) {
 			all := true
 			for _, p := range parts {
 				all = all && strings.Contains(line, p)
 			}
 			if all {
-				return true
+				return true, nil
 			}
+			last = line
 		}
-		return false
+		return false, fmt.Errorf("the log ends with %q", last)
 	})
 }
 
@@ -497,9 +500,9 @@ func TestLeastPrivilege(t *testing.T) {
 	t.Run("ShortTokenRefused", func(t *testing.T) {
 		dir := t.TempDir()
 		conf := filepath.Join(dir, "afm.conf")
-		text := fmt.Sprintf("[api]\nlisten = %s\ntoken = short-token\n[database]\nconnection = sqlite:///%s\n[opensm]\nconfig_dir = %s\n",
-			freeAddr(t), filepath.Join(dir, "afm.db"), filepath.Join(dir, "opensm"))
-		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+		text := testenv.AFMConf{Listen: freeAddr(t), Token: "short-token",
+			Connection: "sqlite:///" + filepath.Join(dir, "afm.db"), ConfigDir: filepath.Join(dir, "opensm")}
+		if err := text.Write(conf); err != nil {
 			t.Fatal(err)
 		}
 		out, err := exec.Command(managerBinary, "--config-file", conf).CombinedOutput()

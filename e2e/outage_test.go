@@ -19,6 +19,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testdb"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
 // cutDuration is how long the link to the database stays cut: longer than a
@@ -218,18 +219,17 @@ func (o *outageRun) port(host string) string {
 // acceptEventually sends a change until it is accepted, taking only 503s (the
 // manager reconnecting) meanwhile.
 func (o *outageRun) acceptEventually(name, body string) string {
-	deadline := time.Now().Add(time.Minute)
-	for {
+	var job string
+	testenv.Await(o.t, name+": the change accepted after the outage", time.Minute, 200*time.Millisecond, func() (bool, error) {
 		status, answer := o.m.send("POST", "/cloudx/Port", body)
 		if status == http.StatusAccepted {
-			return jobPath(o.t, answer)
+			job = jobPath(o.t, answer)
+			return true, nil
 		}
 		wantUnreachable(o.t, name, "POST after the outage", status, answer)
-		if time.Now().After(deadline) {
-			o.t.Fatalf("%s: change still refused a minute after the outage", name)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return false, fmt.Errorf("%d %s", status, answer)
+	})
+	return job
 }
 
 func jobPath(t *testing.T, body string) string {

@@ -12,6 +12,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
 // TestSweepLongerThanSweepTimeoutCompletesWithOneSignal: the real OpenSM is
@@ -48,13 +49,9 @@ func TestSweepLongerThanSweepTimeoutCompletesWithOneSignal(t *testing.T) {
 		job = m.accept("POST", "/cloudx/Port", portBody(fmt.Sprintf("8a4f2c6e-1d3b-4e5f-9a7c-6b2d0e1f3a%02d", attempt), netID,
 			vendorClientID(h.PortGUID)))
 		// Stopped as soon as the sweep's start is in the log.
-		deadline := time.Now().Add(time.Minute)
-		for !strings.Contains(readFrom(t, openSMLog, from), "INITIATING HEAVY SWEEP") {
-			if time.Now().After(deadline) {
-				t.Fatal("no heavy sweep after the change")
-			}
-			time.Sleep(200 * time.Microsecond)
-		}
+		testenv.Await(t, "a heavy sweep after the change", time.Minute, 200*time.Microsecond, func() (bool, error) {
+			return strings.Contains(readFrom(t, openSMLog, from), "INITIATING HEAVY SWEEP"), nil
+		})
 		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 			t.Fatal(err)
 		}

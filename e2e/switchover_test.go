@@ -14,6 +14,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
 // TestSwitchOver: a fabric that another manager ran (its OpenSM reading a
@@ -153,7 +154,7 @@ tenant_b=0x0020, ipoib : %s=full, %s=limited, %s=full ;
 // applied.
 func (m *manager) waitRecordedApplied() {
 	m.t.Helper()
-	waitFor(m.t, "the manager's first apply of the recorded revision", func() bool {
+	waitUntil(m.t, "the manager's first apply of the recorded revision", func() (bool, error) {
 		var st struct {
 			Revision  int64 `json:"revision"`
 			LastApply *struct {
@@ -161,8 +162,10 @@ func (m *manager) waitRecordedApplied() {
 				Outcome  string `json:"outcome"`
 			} `json:"last_apply"`
 		}
-		err := json.Unmarshal([]byte(m.operator("--status", "--json")), &st)
-		return err == nil && st.LastApply != nil && st.LastApply.Revision == st.Revision && st.LastApply.Outcome == "applied"
+		out := m.operator("--status", "--json")
+		err := json.Unmarshal([]byte(out), &st)
+		return err == nil && st.LastApply != nil && st.LastApply.Revision == st.Revision && st.LastApply.Outcome == "applied",
+			fmt.Errorf("--status --json: %s (%v)", out, err)
 	})
 
 }
@@ -296,10 +299,8 @@ func (s *sampler) halt() {
 // for at most a few seconds, so that only reads that fail make it too few.
 func (s *sampler) noLoss(when string) {
 	s.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for s.readSoFar() < minSamples && time.Now().Before(deadline) {
-		time.Sleep(sampleEvery)
-	}
+	// Too few reads after the wait are the failure below.
+	_ = testenv.Poll(5*time.Second, sampleEvery, func() (bool, error) { return s.readSoFar() >= minSamples, nil })
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.losses) > 0 {

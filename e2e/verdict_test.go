@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
 // waitStatusAgrees waits until the held job's reasons (its description's
@@ -27,11 +30,9 @@ func (m *manager) waitStatusAgrees(job string) {
 		listed = s.NotCompleting
 		return said != "" && isRunOf(said, listed)
 	}
-	for deadline := time.Now().Add(time.Minute); !agree(); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			m.t.Fatalf("after a minute job %s says %q; --status --json not_completing = %q", job, said, listed)
-		}
-	}
+	testenv.Await(m.t, "job "+job+" and --status to say one verdict", time.Minute, 100*time.Millisecond, func() (bool, error) {
+		return agree(), fmt.Errorf("job %s says %q; --status --json not_completing = %q", job, said, listed)
+	})
 }
 
 // isRunOf says whether said is some consecutive reasons of listed, joined as

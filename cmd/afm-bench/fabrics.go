@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
 // fabricsResult: (10) one manager, two fabrics. A change on the second
@@ -98,10 +99,12 @@ func secondFabric(ctx context.Context, r *rig) (moreConf, error) {
 	}
 	r.storage = f
 	return moreConf{
-		api: "physical_networks = ibnet\n",
-		sections: fmt.Sprintf("\n[fabric:%s]\nphysical_networks = %s\nconfig_dir = %s\nenv_file = %s\nverify = log\n\n"+
-			"[fabric:%s:opensm_conf]\nguid = %s\n", benchFabric2, benchPhysnet2, filepath.Join(r.dir, "opensm-storage"),
-			f.EnvFile(), benchFabric2, f.SMGUID),
+		api: []string{"physical_networks = ibnet"},
+		sections: []testenv.Section{
+			{Name: "fabric:" + benchFabric2, Lines: []string{"physical_networks = " + benchPhysnet2,
+				"config_dir = " + filepath.Join(r.dir, "opensm-storage"), "env_file = " + f.EnvFile(), "verify = log"}},
+			{Name: "fabric:" + benchFabric2 + ":opensm_conf", Lines: []string{"guid = " + f.SMGUID.String()}},
+		},
 	}, nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/managerproc"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
 // failoverResult is the HA failover: three managers with [ha] ha = true on one
@@ -134,12 +135,12 @@ func startHAManager(ctx context.Context, binary, dir, dbURL string, f *fabricsim
 		return nil, err
 	}
 	// The defaults but for HA: verify = tables, the audit, the second-SM look.
-	conf := fmt.Sprintf("[api]\nlisten = %s\ntoken = %s\n\n[database]\nconnection = %s\n\n"+
-		"[ha]\nha = true\nlease_timeout = %g\n\n[opensm]\nconfig_dir = %s\nenv_file = %s\n\n[opensm_conf]\nguid = %s\n",
-		addr, benchToken, dbURL, leaseTimeout.Seconds(), filepath.Join(mdir, "opensm"), envFile, guid)
+	conf := testenv.AFMConf{Listen: addr, Token: benchToken, Connection: dbURL,
+		ConfigDir: filepath.Join(mdir, "opensm"), EnvFile: envFile, GUID: guid.String(),
+		Sections: []testenv.Section{{Name: "ha", Lines: []string{"ha = true", fmt.Sprintf("lease_timeout = %g", leaseTimeout.Seconds())}}}}
 	m := &haManager{conf: filepath.Join(mdir, "afm.conf"), api: newAPIClient("http://" + addr),
 		logPath: filepath.Join(mdir, "manager.log")}
-	if err := os.WriteFile(m.conf, []byte(conf), 0o600); err != nil {
+	if err := conf.Write(m.conf); err != nil {
 		return nil, err
 	}
 	return m, m.start(ctx, binary)

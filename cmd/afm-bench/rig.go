@@ -14,6 +14,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/managerproc"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
 // benchToken is the [api] token of the managers the suite starts; they listen on
@@ -50,12 +51,15 @@ func startRig(ctx context.Context, engine, binary, dir string, fo fabricsim.Opti
 // fabric measurements (fabric.go) run on host ports with the default.
 const (
 	verifyTables = ""
-	verifyLog    = "verify = log\n"
+	verifyLog    = "verify = log"
 )
 
 // moreConf is configuration a rig adds to the one startRig writes: lines of
 // [api], and sections appended to the file.
-type moreConf struct{ api, sections string }
+type moreConf struct {
+	api      []string
+	sections []testenv.Section
+}
 
 // startRigWith is startRig with more configuration: extra, when set, starts
 // what it needs (once the first fabric runs) and returns what to add.
@@ -88,12 +92,12 @@ func startRigWith(ctx context.Context, engine, binary, dir string, fo fabricsim.
 			return nil, err
 		}
 	}
-	conf := fmt.Sprintf("[api]\nlisten = %s\ntoken = %s\n%s\n[database]\nconnection = %s\n\n"+
-		"[opensm]\nconfig_dir = %s\nenv_file = %s\n%s\n[opensm_conf]\nguid = %s\n%s",
-		addr, benchToken, more.api, r.db.url, configDir, r.fabric.EnvFile(), verify, r.fabric.SMGUID, more.sections)
+	conf := testenv.AFMConf{Listen: addr, Token: benchToken, API: more.api, Connection: r.db.url,
+		ConfigDir: configDir, EnvFile: r.fabric.EnvFile(), OpenSM: []string{verify}, GUID: r.fabric.SMGUID.String(),
+		Sections: more.sections}
 	confPath := filepath.Join(dir, "afm.conf")
-	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
-		return nil, fmt.Errorf("write afm.conf: %w", err)
+	if err := conf.Write(confPath); err != nil {
+		return nil, err
 	}
 	r.api = newAPIClient("http://" + addr)
 	if err := r.startManager(ctx, binary, confPath); err != nil {

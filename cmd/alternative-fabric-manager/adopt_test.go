@@ -13,6 +13,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/status"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
 // adoptConfig is fabricDatabase's configuration (network VLAN 101, pkey
@@ -22,8 +23,8 @@ func adoptConfig(t *testing.T) string {
 	t.Helper()
 	cfg := fabricDatabase(t, "")
 	path := filepath.Join(t.TempDir(), "afm.conf")
-	text := "[api]\ntoken = t\n[database]\nconnection = " + cfg.Database.Connection + "\nauto_migrate = false\n"
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+	conf := testenv.AFMConf{Token: "t", Connection: cfg.Database.Connection, Database: []string{"auto_migrate = false"}}
+	if err := conf.Write(path); err != nil {
 		t.Fatal(err)
 	}
 	return path

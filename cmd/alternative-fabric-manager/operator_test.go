@@ -21,6 +21,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/status"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
 // TestMain lets a test run the command itself: with AFM_TEST_RUN_MAIN=1 the
@@ -56,9 +57,8 @@ func runCommand(t *testing.T, args ...string) (int, string, string) {
 func writeConf(t *testing.T, connection, configDir string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "afm.conf")
-	conf := fmt.Sprintf("[api]\ntoken = test-token\n\n[database]\nconnection = %s\n\n[opensm]\nconfig_dir = %s\n",
-		connection, configDir)
-	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+	conf := testenv.AFMConf{Token: "test-token", Connection: connection, ConfigDir: configDir}
+	if err := conf.Write(path); err != nil {
 		t.Fatal(err)
 	}
 	return path

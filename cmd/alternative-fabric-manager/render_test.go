@@ -17,6 +17,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
 const (
@@ -50,7 +51,8 @@ func fabricDatabase(t *testing.T, opensm string) *config.Config {
 		Port: store.Port{ID: "port-1", NetworkID: networkID, GUID: &guid, Host: "h1"}}); err != nil {
 		t.Fatal(err)
 	}
-	text := "[api]\ntoken = t\n[database]\nconnection = " + connection + "\nauto_migrate = false\n[opensm]\n" + opensm
+	text := testenv.AFMConf{Token: "t", Connection: connection, Database: []string{"auto_migrate = false"},
+		OpenSM: []string{strings.TrimSuffix(opensm, "\n")}}.String()
 	cfg, err := config.Parse(strings.NewReader(text), "afm.conf")
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +176,7 @@ func TestRenderPartitionsDoesNotMigrate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, autoMigrate := range []string{"false", "true"} {
-		text := "[api]\ntoken = t\n[database]\nconnection = sqlite:///" + path + "\nauto_migrate = " + autoMigrate + "\n"
+		text := testenv.AFMConf{Token: "t", Connection: "sqlite:///" + path, Database: []string{"auto_migrate = " + autoMigrate}}.String()
 		cfg, err := config.Parse(strings.NewReader(text), "afm.conf")
 		if err != nil {
 			t.Fatal(err)
@@ -224,9 +226,9 @@ func TestRecordedStateConflictsWithConfiguration(t *testing.T) {
 			// The manager itself, with the same configuration.
 			dir := t.TempDir()
 			path := filepath.Join(dir, "afm.conf")
-			text := "[api]\ntoken = render-test-token-0123\nlisten = 127.0.0.1:0\n[database]\nconnection = " + cfg.Database.Connection +
-				"\n[opensm]\nconfig_dir = " + filepath.Join(dir, "opensm") + "\n" + tt.opensm
-			if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			conf := testenv.AFMConf{Listen: "127.0.0.1:0", Token: "render-test-token-0123", Connection: cfg.Database.Connection,
+				ConfigDir: filepath.Join(dir, "opensm"), OpenSM: []string{strings.TrimSuffix(tt.opensm, "\n")}}
+			if err := conf.Write(path); err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

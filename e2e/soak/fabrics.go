@@ -11,6 +11,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
 // A run on two fabrics (--fabrics 2): one manager runs the default fabric
@@ -206,27 +207,20 @@ func (r *run) endStorage(ctx context.Context) {
 	r.reads += p.reads
 }
 
-// storageConf is the manager's [fabric:storage] section: its own config_dir,
-// log, env file (the storage simulator's socket) and SM HCA.
-func (m *manager) storageConf(f *fabricsim.Fabric) (string, error) {
+// storageConf is the manager's [fabric:storage] sections: its own
+// config_dir, log, env file (the storage simulator's socket) and SM HCA.
+func (m *manager) storageConf(f *fabricsim.Fabric) ([]testenv.Section, error) {
 	env, guid := f.SMEnv(1)
 	envFile := filepath.Join(m.dir, storageDirName+".env")
 	if err := os.WriteFile(envFile, []byte(strings.Join(env, "\n")+"\n"), 0o644); err != nil {
-		return "", err
+		return nil, err
 	}
-	return fmt.Sprintf(`
-[fabric:%s]
-physical_networks = %s
-config_dir = %s
-log_file = %s
-env_file = %s
-check_interval = 1
-sweep_timeout = %g
-
-[fabric:%s:opensm_conf]
-guid = %s
-`, storageFabric, storagePhysnet, m.storageDir(), filepath.Join(m.storageDir(), "opensm.log"), envFile,
-		sweepTimeout.Seconds(), storageFabric, guid), nil
+	return []testenv.Section{
+		{Name: "fabric:" + storageFabric, Lines: []string{"physical_networks = " + storagePhysnet,
+			"config_dir = " + m.storageDir(), "log_file = " + filepath.Join(m.storageDir(), "opensm.log"),
+			"env_file = " + envFile, "check_interval = 1", fmt.Sprintf("sweep_timeout = %g", sweepTimeout.Seconds())}},
+		{Name: "fabric:" + storageFabric + ":opensm_conf", Lines: []string{"guid = " + guid.String()}},
+	}, nil
 }
 
 // confirmStorageSwitches records the storage fabric's switches as expected.

@@ -18,6 +18,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/managerproc"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testdb"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
 const apiToken = "soak-token-0123456789"
@@ -154,40 +155,30 @@ func (m *manager) writeConf(dbURL string, f, storage *fabricsim.Fabric, ha, kube
 	if err := m.writeEnv(f); err != nil {
 		return err
 	}
-	storageSection := ""
+	_, guid := f.SMEnv(m.index + 1)
+	conf := testenv.AFMConf{
+		Listen: addr, Token: apiToken, API: []string{"physical_networks = " + ourPhysnet},
+		Connection: dbURL, Database: []string{"poll_interval = 0.2"},
+		ConfigDir: m.configDir(), EnvFile: m.envFile(),
+		OpenSM: []string{"check_interval = 1", fmt.Sprintf("sweep_timeout = %g", sweepTimeout.Seconds())},
+		GUID:   guid.String(),
+	}
+	if ha {
+		conf.Sections = append(conf.Sections, testenv.Section{Name: "ha",
+			Lines: []string{"ha = true", fmt.Sprintf("lease_timeout = %g", leaseTimeout.Seconds())}})
+	}
+	if kube {
+		conf.Sections = append(conf.Sections, testenv.Section{Name: "ufm_pkeys",
+			Lines: []string{"username = " + kubeUser, "password = " + kubePassword, "pkey_range = " + kubePKeyRange}})
+	}
 	if storage != nil {
-		if storageSection, err = m.storageConf(storage); err != nil {
+		sections, err := m.storageConf(storage)
+		if err != nil {
 			return err
 		}
+		conf.Sections = append(conf.Sections, sections...)
 	}
-	_, guid := f.SMEnv(m.index + 1)
-	haSection := ""
-	if ha {
-		haSection = fmt.Sprintf("[ha]\nha = true\nlease_timeout = %g\n\n", leaseTimeout.Seconds())
-	}
-	kubeSection := ""
-	if kube {
-		kubeSection = fmt.Sprintf("\n[ufm_pkeys]\nusername = %s\npassword = %s\npkey_range = %s\n", kubeUser, kubePassword, kubePKeyRange)
-	}
-	conf := fmt.Sprintf(`[api]
-listen = %s
-token = %s
-physical_networks = %s
-
-[database]
-connection = %s
-poll_interval = 0.2
-
-%s[opensm]
-config_dir = %s
-env_file = %s
-check_interval = 1
-sweep_timeout = %g
-
-[opensm_conf]
-guid = %s
-%s`, addr, apiToken, ourPhysnet, dbURL, haSection, m.configDir(), m.envFile(), sweepTimeout.Seconds(), guid, kubeSection)
-	return os.WriteFile(m.conf, []byte(conf+storageSection), 0o600)
+	return conf.Write(m.conf)
 }
 
 func (m *manager) envFile() string { return filepath.Join(m.dir, "opensm.env") }

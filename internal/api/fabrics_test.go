@@ -74,7 +74,7 @@ func newFabricsFixture(t *testing.T, engine string, tune func(o *PKeysOptions)) 
 // fabrics; it returns the first fabric's view.
 func openFabrics(t *testing.T, engine string, fabrics []store.FabricRules) *store.Store {
 	t.Helper()
-	return openFabricsOn(t, storetest.NewDatabase(t, engine), fabrics)
+	return openFabricsOn(t, storetest.NewMigratedDatabase(t, engine), fabrics)
 }
 
 // openFabricsOn is openFabrics on database db.

@@ -16,7 +16,7 @@ import (
 func TestLostJobAfterARestoreIsNotFound(t *testing.T) {
 	for _, engine := range storetest.Engines {
 		t.Run(engine, func(t *testing.T) {
-			db := storetest.NewDatabase(t, engine)
+			db := storetest.NewMigratedDatabase(t, engine)
 			st := storetest.OpenDatabase(t, db)
 			opts := Options{Prefix: "/ufmRestV3", Domain: "cloudx", Token: token}
 			srv := httptest.NewServer(New(opts, st, slog.New(slog.DiscardHandler)))

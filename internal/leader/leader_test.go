@@ -18,7 +18,8 @@ import (
 func TestOneLeaderAtATimeAndTakeover(t *testing.T) {
 	for _, engine := range storetest.Engines {
 		t.Run(engine, func(t *testing.T) {
-			db := storetest.NewDatabase(t, engine)
+			t.Parallel() // each engine on a database of its own
+			db := storetest.NewMigratedDatabase(t, engine)
 			stA, stB := storetest.OpenDatabase(t, db), storetest.OpenDatabase(t, db)
 			var leading atomic.Int32
 			terms := make(chan int64, 4)

@@ -42,6 +42,7 @@ func newManager(t *testing.T, name string) *manager {
 func TestLeaseOneLeaderAndReleaseAfterStop(t *testing.T) {
 	for _, engine := range []string{config.EnginePostgres, config.EngineMySQL} {
 		t.Run(engine, func(t *testing.T) {
+			t.Parallel() // each engine on a database of its own
 			stores := storetest.OpenManagers(t, engine, 2)
 			managers := map[string]*manager{"A": newManager(t, "A"), "B": newManager(t, "B")}
 			var leading atomic.Int32
@@ -162,6 +163,7 @@ func (c *cutLeases) ReleaseLease(ctx context.Context, term int64) (bool, error) 
 func TestLeaseStopHoldsAgainstTheTermsLateStart(t *testing.T) {
 	for _, engine := range []string{config.EnginePostgres, config.EngineMySQL} {
 		t.Run(engine, func(t *testing.T) {
+			t.Parallel() // each engine on a database of its own
 			s := storetest.OpenManagers(t, engine, 1)[0]
 			leases, err := s.Leases()
 			if err != nil {
@@ -267,6 +269,7 @@ func TestLeaseTakenAfterExpiryLeadsOnlyOnceThePreviousLeaderGaveUp(t *testing.T)
 			expired bool
 		}{{"expired", true}, {"released", false}} {
 			t.Run(engine+"/"+tc.name, func(t *testing.T) {
+				t.Parallel() // each case on a database of its own
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
 				leases := leasesAfterPrevious(t, ctx, engine, tc.expired)
@@ -316,6 +319,7 @@ func TestLeaseTermEndedDuringTheWaitNeitherLeadsNorReleases(t *testing.T) {
 	const timeout = 4 * time.Second
 	for _, engine := range []string{config.EnginePostgres, config.EngineMySQL} {
 		t.Run(engine, func(t *testing.T) {
+			t.Parallel() // each engine on a database of its own
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			leases := leasesAfterPrevious(t, ctx, engine, true)

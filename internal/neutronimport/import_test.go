@@ -58,6 +58,7 @@ func guid(i int) fabric.GUID { return fabric.GUID(0x0002c90300000000 + uint64(i)
 // TestImportReadsEveryPage: with pages of 2, Neutron's 5 networks and 5
 // ports arrive in several pages each, and every one is recorded.
 func TestImportReadsEveryPage(t *testing.T) {
+	t.Parallel() // a neutron-server, a store and a directory of its own
 	n := neutrontest.Start(t, "ibnet")
 	st := newStore(t)
 	for i := 1; i <= 5; i++ {
@@ -102,6 +103,7 @@ func (d deletingSource) List(ctx context.Context) (Listing, error) {
 // deleted in Neutron between the listing and their record are skipped, not
 // recorded: a GUID given to a deleted port would stay in the partition.
 func TestImportDoesNotBringBackWhatNeutronDeletesMeanwhile(t *testing.T) {
+	t.Parallel() // a neutron-server, a store and a directory of its own
 	n := neutrontest.Start(t, "ibnet")
 	st := newStore(t)
 	kept := n.CreateNetwork(t, neutrontest.Network{Name: "kept", Type: "vlan", Physnet: "ibnet", VLAN: 150})
@@ -131,6 +133,7 @@ func TestImportDoesNotBringBackWhatNeutronDeletesMeanwhile(t *testing.T) {
 // the records): the import neither lists them as Neutron's lack nor, with
 // --prune, removes them.
 func TestImportRecordsWhileNetworkingMlnxSends(t *testing.T) {
+	t.Parallel() // a neutron-server, a store and a directory of its own
 	n := neutrontest.Start(t, "ibnet")
 	st := newStore(t)
 	n.CreateNetwork(t, neutrontest.Network{Name: "n", Type: "vlan", Physnet: "ibnet", VLAN: 150})
@@ -161,6 +164,7 @@ func TestImportRecordsWhileNetworkingMlnxSends(t *testing.T) {
 // while networks are recorded is more likely the wrong cloud or physnet
 // than a cloud whose every network was deleted: --prune removes nothing.
 func TestPruneRefusesAnEmptyNeutron(t *testing.T) {
+	t.Parallel() // a neutron-server, a store and a directory of its own
 	n := neutrontest.Start(t, "ibnet")
 	st := newStore(t)
 	vlan := int64(150)
@@ -181,6 +185,7 @@ func TestPruneRefusesAnEmptyNeutron(t *testing.T) {
 // fails (here, the endpoint is a Neutron, not a Keystone); the error names
 // the cloud and the file, never the secret.
 func TestConnectKeepsTheSecret(t *testing.T) {
+	t.Parallel() // a neutron-server, a store and a directory of its own
 	n := neutrontest.Start(t, "ibnet")
 	const secret = "app-cred-s3cret-never-shown"
 	path := filepath.Join(t.TempDir(), "clouds.yaml")

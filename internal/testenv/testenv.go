@@ -5,6 +5,8 @@
 package testenv
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -34,20 +36,46 @@ func Missing(t testing.TB, format string, args ...any) {
 }
 
 // WaitFor polls cond until it holds, and fails the test once within has
-// passed. It polls instead of sleeping a fixed time: the deadline only keeps
-// a broken test from hanging, so a slow machine makes a test slower, never
-// failing.
-// It asks about a thousand times within the deadline: a condition that is
-// costly to ask (a Docker API call) comes with a longer deadline, and is asked
-// less often.
+// passed: Await for a condition with nothing to show. It asks about a
+// thousand times within the deadline: a condition that is costly to ask (a
+// Docker API call) comes with a longer deadline, and is asked less often.
 func WaitFor(t testing.TB, what string, within time.Duration, cond func() bool) {
 	t.Helper()
+	Await(t, what, within, within/1000, func() (bool, error) { return cond(), nil })
+}
+
+// Await polls check every interval until it answers true, and fails the test
+// once within has passed, saying what it waited for and what check last
+// observed: the error check answers with false says what it saw instead (a
+// job's status, the line the log ends with) or why it could not look. It
+// polls instead of sleeping a fixed time: the deadline only keeps a broken
+// test from hanging, so a slow machine makes a test slower, never failing.
+// check may itself fail the test, on a state that can never become the one
+// awaited.
+func Await(t testing.TB, what string, within, interval time.Duration, check func() (bool, error)) {
+	t.Helper()
+	if err := Poll(within, interval, check); err != nil {
+		t.Fatalf("gave up after %s waiting for %s: %v", within, what, err)
+	}
+}
+
+// Poll is Await for a wait that may run out without failing the test: it
+// answers nil once check answers true, or, once within has passed, an error
+// holding check's last observation.
+func Poll(within, interval time.Duration, check func() (bool, error)) error {
 	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %s waiting for %s", within, what)
+	for {
+		done, seen := check()
+		if done {
+			return nil
 		}
-		time.Sleep(within / 1000)
+		if time.Now().After(deadline) {
+			if seen == nil {
+				return errors.New("not seen")
+			}
+			return fmt.Errorf("last seen: %w", seen)
+		}
+		time.Sleep(interval)
 	}
 }
 

@@ -96,3 +96,29 @@ func TestWaitForFailsAtTheDeadline(t *testing.T) {
 		t.Errorf("failure %q does not say what was awaited", r.fatal)
 	}
 }
+
+// Await's failure says what was awaited and what was last seen instead.
+func TestAwaitFailsWithTheLastObservation(t *testing.T) {
+	var asked atomic.Int32
+	r := &recorder{TB: t}
+	asTest(func() {
+		Await(r, "the job to complete", 50*time.Millisecond, time.Millisecond, func() (bool, error) {
+			return false, fmt.Errorf("status Running, ask %d", asked.Add(1))
+		})
+	})
+	last := fmt.Sprintf("status Running, ask %d", asked.Load())
+	if !strings.Contains(r.fatal, "the job to complete") || !strings.Contains(r.fatal, last) {
+		t.Errorf("failure %q does not say what was awaited and the last observation %q", r.fatal, last)
+	}
+}
+
+func TestPollAnswersOnceTheCheckHolds(t *testing.T) {
+	var asked atomic.Int32
+	err := Poll(30*time.Second, time.Millisecond, func() (bool, error) {
+		n := asked.Add(1)
+		return n == 3, fmt.Errorf("ask %d", n)
+	})
+	if err != nil || asked.Load() != 3 {
+		t.Errorf("Poll = %v after %d asks; want nil after 3", err, asked.Load())
+	}
+}

@@ -4,8 +4,10 @@
 // PostgreSQL and MariaDB come from AFM_TEST_POSTGRES_URL and AFM_TEST_MYSQL_URL
 // (URLs as [database] connection takes them, for a user allowed to create
 // databases; `make test` starts throwaway servers and sets both). Each test gets
-// a database of its own, dropped afterwards. Without a URL the engine's tests
-// skip, unless AFM_TEST_REQUIRE_ALL=1 (as in CI), where they fail.
+// a database of its own, dropped afterwards: an empty one (NewDatabase), or a
+// copy of the engine's migrated template (NewMigratedDatabase), which costs a
+// fraction of running every migration. Without a URL the engine's tests skip,
+// unless AFM_TEST_REQUIRE_ALL=1 (as in CI), where they fail.
 package storetest
 
 import (
@@ -70,16 +72,25 @@ func randomName(t testing.TB) string {
 // dropped when the test ends.
 func newServerDatabase(t testing.TB, admin, name string) Database {
 	t.Helper()
+	return serverDatabase(t, admin, func(ctx context.Context) (Database, error) {
+		return testdb.Create(ctx, admin, name)
+	})
+}
+
+// serverDatabase creates a database on the server at admin with create,
+// dropped when the test ends.
+func serverDatabase(t testing.TB, admin string, create func(context.Context) (Database, error)) Database {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	db, err := testdb.Create(ctx, admin, name)
+	db, err := create(ctx)
 	if err != nil {
 		t.Fatalf("create test database: %v", err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := testdb.Drop(ctx, admin, name); err != nil {
+		if err := testdb.Drop(ctx, admin, db.Name()); err != nil {
 			t.Logf("drop test database: %v", err)
 		}
 	})
@@ -89,7 +100,7 @@ func newServerDatabase(t testing.TB, admin, name string) Database {
 // Open returns a migrated store on a fresh database, closed when the test ends.
 func Open(t testing.TB, engine string) *store.Store {
 	t.Helper()
-	return OpenDatabase(t, NewDatabase(t, engine))
+	return OpenDatabase(t, NewMigratedDatabase(t, engine))
 }
 
 // OpenDatabase opens (and migrates) an existing test database.

@@ -55,7 +55,7 @@ const storageFabric = "storage"
 // the default fabric (physnet ibnet) and the storage fabric (physnet storage).
 func OpenFabrics(t testing.TB, engine string) *store.Store {
 	t.Helper()
-	return OpenFabricsDatabase(t, NewDatabase(t, engine))
+	return OpenFabricsDatabase(t, NewMigratedDatabase(t, engine))
 }
 
 // OpenFabricsDatabase opens (and migrates) an existing test database as

@@ -51,7 +51,7 @@ func OpenManagers(t *testing.T, engine string, n int) []*store.Store {
 
 // OpenManagersOf is OpenManagers, and returns the database too.
 func OpenManagersOf(t *testing.T, engine string, n int) ([]*store.Store, Database) {
-	db := NewDatabase(t, engine)
+	db := NewMigratedDatabase(t, engine)
 	stores := make([]*store.Store, n)
 	for i := range stores {
 		stores[i] = OpenDatabase(t, db)

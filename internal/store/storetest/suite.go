@@ -108,7 +108,7 @@ func Run(t *testing.T, engine string) {
 		}
 		t.Run("TwoFabrics/"+tc.name, func(t *testing.T) {
 			t.Parallel()
-			tc.fn(t, NewDatabase(t, engine))
+			tc.fn(t, NewMigratedDatabase(t, engine))
 		})
 	}
 	for _, tc := range databaseTests {
@@ -117,7 +117,7 @@ func Run(t *testing.T, engine string) {
 		}
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			db := NewDatabase(t, engine)
+			db := NewMigratedDatabase(t, engine)
 			tc.fn(t, db, OpenDatabase(t, db))
 		})
 	}
