@@ -127,12 +127,27 @@ func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) err
 		p.rollback(ctx)
 		return err
 	}
-	if _, err := p.Exec(ctx, "COMMIT"); err != nil {
+	// A caller that gave up before the COMMIT is sent records nothing. Once
+	// it is sent, its answer is awaited whatever becomes of ctx: cancelled
+	// mid-COMMIT, pgx stops reading while the server may have committed, and
+	// the caller would be told "not recorded" of a recorded change.
+	if err := ctx.Err(); err != nil {
+		p.rollback(ctx)
+		return err
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	if _, err := p.Exec(cctx, "COMMIT"); err != nil {
 		p.rollback(ctx)
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
 }
+
+// commitTimeout bounds the wait for a COMMIT's answer once it is sent. Past
+// it the outcome is unknown and the caller is told of an error: only a
+// database that stopped answering gets there.
+const commitTimeout = 10 * time.Second
 
 // rollback ends the transaction, if it has begun on the server, whatever
 // became of ctx.
