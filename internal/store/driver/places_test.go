@@ -1,0 +1,29 @@
+package driver
+
+import (
+	"slices"
+	"testing"
+)
+
+// A job's places read back from its row as PlacesJSON wrote them, in the
+// order stated; a row without places reads none, and a value that is not
+// what PlacesJSON writes is an error, never places made up.
+func TestPlacesJSONReadsBack(t *testing.T) {
+	for _, places := range [][]Place{
+		{{GUID: 0x0002c90300000001, PKey: 0x7fff, Want: "full"}},
+		{{GUID: 0xfa163e00005b7c1d, PKey: 0x10, Want: "absent"}, {GUID: 0x1, PKey: 0x1, Want: "limited"}},
+	} {
+		got, err := ParsePlacesJSON(PlacesJSON(places))
+		if err != nil || !slices.Equal(got, places) {
+			t.Errorf("ParsePlacesJSON(PlacesJSON(%v)) = %v, %v", places, got, err)
+		}
+	}
+	if got, err := ParsePlacesJSON(""); got != nil || err != nil {
+		t.Errorf(`ParsePlacesJSON("") = %v, %v; want none`, got, err)
+	}
+	for _, bad := range []string{"[", `[{"guid":"2c9","pkey":1,"want":"full"}]`, `[{"guid":"0x1","pkey":65536,"want":"full"}]`} {
+		if got, err := ParsePlacesJSON(bad); err == nil {
+			t.Errorf("ParsePlacesJSON(%s) = %v, want an error", bad, got)
+		}
+	}
+}
