@@ -50,10 +50,16 @@ type placeJSON struct {
 }
 
 // ParsePlacesJSON reads places as PlacesJSON wrote them; "" is none (a job
-// recorded with no places, or whose places are rows of job_places).
+// recorded with no places, or whose places are rows of job_places). The
+// applier reads every open job's at each sweep: the layout PlacesJSON
+// writes is read directly, for a tenth of what decoding JSON costs; any
+// other JSON of the same array (one a DBA wrote) is decoded.
 func ParsePlacesJSON(s string) ([]Place, error) {
 	if s == "" {
 		return nil, nil
+	}
+	if out, ok := parseWrittenPlaces(s); ok {
+		return out, nil
 	}
 	var in []placeJSON
 	if err := json.Unmarshal([]byte(s), &in); err != nil {
@@ -68,4 +74,43 @@ func ParsePlacesJSON(s string) ([]Place, error) {
 		out[i] = Place{GUID: guid, PKey: fabric.PKey(p.PKey), Want: p.Want}
 	}
 	return out, nil
+}
+
+// parseWrittenPlaces reads s if it is laid out exactly as PlacesJSON
+// writes it; false otherwise (then json decodes it, or says why not).
+func parseWrittenPlaces(s string) ([]Place, bool) {
+	body, ok := strings.CutPrefix(s, "[")
+	if body, ok = strings.CutSuffix(body, "]"); !ok {
+		return nil, false
+	}
+	out := make([]Place, 0, strings.Count(body, "{"))
+	for body != "" {
+		rest, ok := strings.CutPrefix(body, `{"guid":"`)
+		if !ok {
+			return nil, false
+		}
+		var guid, pkey, want string
+		if guid, rest, ok = strings.Cut(rest, `","pkey":`); !ok {
+			return nil, false
+		}
+		if pkey, rest, ok = strings.Cut(rest, `,"want":"`); !ok {
+			return nil, false
+		}
+		if want, rest, ok = strings.Cut(rest, `"}`); !ok || strings.ContainsAny(want, `\"`) {
+			return nil, false
+		}
+		g, err := fabric.ParseGUID(guid)
+		if err != nil {
+			return nil, false
+		}
+		k, err := strconv.ParseUint(pkey, 10, 16)
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, Place{GUID: g, PKey: fabric.PKey(k), Want: want})
+		if body, ok = strings.CutPrefix(rest, ","); !ok && rest != "" {
+			return nil, false
+		}
+	}
+	return out, true
 }
