@@ -79,10 +79,10 @@ func ParsePlacesJSON(s string) ([]Place, error) {
 // parseWrittenPlaces reads s if it is laid out exactly as PlacesJSON
 // writes it; false otherwise (then json decodes it, or says why not).
 func parseWrittenPlaces(s string) ([]Place, bool) {
-	body, ok := strings.CutPrefix(s, "[")
-	if body, ok = strings.CutSuffix(body, "]"); !ok {
+	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
 		return nil, false
 	}
+	body := s[1 : len(s)-1]
 	out := make([]Place, 0, strings.Count(body, "{"))
 	for body != "" {
 		rest, ok := strings.CutPrefix(body, `{"guid":"`)

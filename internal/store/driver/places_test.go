@@ -27,7 +27,7 @@ func TestPlacesJSONReadsBack(t *testing.T) {
 	if got, err := ParsePlacesJSON(""); got != nil || err != nil {
 		t.Errorf(`ParsePlacesJSON("") = %v, %v; want none`, got, err)
 	}
-	for _, bad := range []string{"[", "[]x", `[{"guid":"2c9","pkey":1,"want":"full"}]`,
+	for _, bad := range []string{"[", "[]x", `{"guid":"0x1","pkey":1,"want":"full"}]`, `[{"guid":"2c9","pkey":1,"want":"full"}]`,
 		`[{"guid":"0x1","pkey":65536,"want":"full"}]`, `[{"guid":"0x1","pkey":1,"want":"full"}x]`} {
 		if got, err := ParsePlacesJSON(bad); err == nil {
 			t.Errorf("ParsePlacesJSON(%s) = %v, want an error", bad, got)
