@@ -368,7 +368,7 @@ func (p *pipeline) Flush(ctx context.Context) error {
 	return err
 }
 
-func (e *Engine) Queries(context.Context) driver.Queries { return queries{e.q, e.db} }
+func (e *Engine) Queries(context.Context) driver.Queries { return queries{e.q} }
 
 // TryLock takes fabric's GET_LOCK on a connection reserved for as long as
 // the lock is held: the default fabric's is the name a manager that knows no
@@ -440,12 +440,9 @@ func (l *getLock) Release(ctx context.Context) error {
 // arguments otherwise, and the lease's ttl is in microseconds. (MariaDB has no
 // RETURNING: the new revision and a job's id come back as the last insert id,
 // which the generated adapters read, driver.LastInsertID.)
-type queries struct {
-	*mysqldb.Queries
-	db mysqldb.DBTX // what Queries runs on, for the SQL sqlc cannot parse
-}
+type queries struct{ *mysqldb.Queries }
 
-func newQueries(db mysqldb.DBTX) queries { return queries{mysqldb.New(db), db} }
+func newQueries(db mysqldb.DBTX) queries { return queries{mysqldb.New(db)} }
 
 // InsertJobWithPlaces is InsertJob with the places in its row: one
 // statement, whose insert id is the job's, as InsertJob's (on a pipelined
