@@ -318,12 +318,37 @@ func (q *Queries) FailJobs(ctx context.Context, arg FailJobsParams) (int64, erro
 }
 
 const getJob = `-- name: GetJob :one
-SELECT id, revision, object_type, object_id, network_id, operation, status, description, result, error, created_by, request, created_at, updated_at, started_at, finished_at, request_id, fabric FROM jobs WHERE id = ?
+SELECT id, revision, object_type, object_id, network_id, operation, status, description, result, error, created_by,
+       request, created_at, updated_at, started_at, finished_at, request_id, fabric
+FROM jobs WHERE id = ?
 `
 
-func (q *Queries) GetJob(ctx context.Context, id int64) (Job, error) {
+type GetJobRow struct {
+	ID          int64
+	Revision    int64
+	ObjectType  string
+	ObjectID    string
+	NetworkID   string
+	Operation   string
+	Status      string
+	Description string
+	Result      string
+	Error       string
+	CreatedBy   string
+	Request     string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	StartedAt   *time.Time
+	FinishedAt  *time.Time
+	RequestID   string
+	Fabric      string
+}
+
+// Every column but places, which only the applier reads (OpenJobsWithGUIDs):
+// a network's job may promise thousands.
+func (q *Queries) GetJob(ctx context.Context, id int64) (GetJobRow, error) {
 	row := q.db.QueryRowContext(ctx, getJob, id)
-	var i Job
+	var i GetJobRow
 	err := row.Scan(
 		&i.ID,
 		&i.Revision,
@@ -638,6 +663,63 @@ func (q *Queries) InsertJob(ctx context.Context, arg InsertJobParams) (sql.Resul
 	)
 }
 
+const insertJobWithPlaces = `-- name: InsertJobWithPlaces :execresult
+INSERT INTO jobs (id, fabric, revision, object_type, object_id, network_id, operation, status,
+                  description, result, error, created_by, request, request_id, created_at, updated_at, started_at, finished_at,
+                  places)
+VALUES ((SELECT GREATEST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000) * 1000, COALESCE(MAX(id), 0) + 1) FROM jobs),
+        ?, ?, ?, ?, ?,
+        ?, ?, ?, ?, ?,
+        ?, ?, ?, ?, ?,
+        ?, ?, ?)
+`
+
+type InsertJobWithPlacesParams struct {
+	Fabric      string
+	Revision    int64
+	ObjectType  string
+	ObjectID    string
+	NetworkID   string
+	Operation   string
+	Status      string
+	Description string
+	Result      string
+	Error       string
+	CreatedBy   string
+	Request     string
+	RequestID   string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	StartedAt   *time.Time
+	FinishedAt  *time.Time
+	Places      string
+}
+
+// InsertJob with the places the job's change promises (driver.PlacesJSON),
+// in its row: one statement, whose insert id is the job's.
+func (q *Queries) InsertJobWithPlaces(ctx context.Context, arg InsertJobWithPlacesParams) (sql.Result, error) {
+	return q.db.ExecContext(ctx, insertJobWithPlaces,
+		arg.Fabric,
+		arg.Revision,
+		arg.ObjectType,
+		arg.ObjectID,
+		arg.NetworkID,
+		arg.Operation,
+		arg.Status,
+		arg.Description,
+		arg.Result,
+		arg.Error,
+		arg.CreatedBy,
+		arg.Request,
+		arg.RequestID,
+		arg.CreatedAt,
+		arg.UpdatedAt,
+		arg.StartedAt,
+		arg.FinishedAt,
+		arg.Places,
+	)
+}
+
 const lastApply = `-- name: LastApply :one
 SELECT id, revision, sha256, term, outcome, detail, started_at, finished_at, fabric FROM applies WHERE fabric = ? ORDER BY id DESC LIMIT 1
 `
@@ -901,8 +983,10 @@ type OpenJobPlacesRow struct {
 	Want  string
 }
 
-// The places of the open jobs up to a revision (OpenJobsWithGUIDs' jobs),
-// through jobs_status_revision and job_places' key.
+// The places of the open jobs up to a revision (OpenJobsWithGUIDs' jobs)
+// recorded as rows: a job of the previous release's, or one recorded before
+// migration 00019 (since then a job's places go in its row), through
+// jobs_status_revision and job_places' key.
 func (q *Queries) OpenJobPlaces(ctx context.Context, arg OpenJobPlacesParams) ([]OpenJobPlacesRow, error) {
 	rows, err := q.db.QueryContext(ctx, openJobPlaces, arg.Fabric, arg.Revision)
 	if err != nil {
@@ -932,7 +1016,7 @@ func (q *Queries) OpenJobPlaces(ctx context.Context, arg OpenJobPlacesParams) ([
 }
 
 const openJobsWithGUIDs = `-- name: OpenJobsWithGUIDs :many
-SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid
+SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid, j.places
 FROM jobs j LEFT JOIN ports p ON j.object_type = 'port' AND p.id = j.object_id
 WHERE j.fabric = ? AND j.status IN ('Pending', 'Running') AND j.revision <= ?
 ORDER BY j.id
@@ -949,10 +1033,12 @@ type OpenJobsWithGUIDsRow struct {
 	ObjectID   string
 	NetworkID  string
 	Guid       *fabric.GUID
+	Places     string
 }
 
 // The open jobs up to a revision, with the GUID a port job's port holds now
-// (NULL for a network's job, or a port gone or without membership).
+// (NULL for a network's job, or a port gone or without membership), and the
+// places its change promised, as its insert wrote them.
 func (q *Queries) OpenJobsWithGUIDs(ctx context.Context, arg OpenJobsWithGUIDsParams) ([]OpenJobsWithGUIDsRow, error) {
 	rows, err := q.db.QueryContext(ctx, openJobsWithGUIDs, arg.Fabric, arg.Revision)
 	if err != nil {
@@ -968,6 +1054,7 @@ func (q *Queries) OpenJobsWithGUIDs(ctx context.Context, arg OpenJobsWithGUIDsPa
 			&i.ObjectID,
 			&i.NetworkID,
 			&i.Guid,
+			&i.Places,
 		); err != nil {
 			return nil, err
 		}

@@ -99,6 +99,7 @@ type Job struct {
 	FinishedAt  *time.Time
 	RequestID   string
 	Fabric      string
+	Places      string
 }
 
 type JobID struct {

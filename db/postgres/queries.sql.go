@@ -266,12 +266,37 @@ func (q *Queries) FailJobs(ctx context.Context, error string, now *time.Time, fa
 }
 
 const getJob = `-- name: GetJob :one
-SELECT id, revision, object_type, object_id, network_id, operation, status, description, result, error, created_by, request, created_at, updated_at, started_at, finished_at, request_id, fabric FROM jobs WHERE id = $1
+SELECT id, revision, object_type, object_id, network_id, operation, status, description, result, error, created_by,
+       request, created_at, updated_at, started_at, finished_at, request_id, fabric
+FROM jobs WHERE id = $1
 `
 
-func (q *Queries) GetJob(ctx context.Context, id int64) (Job, error) {
+type GetJobRow struct {
+	ID          int64
+	Revision    int64
+	ObjectType  string
+	ObjectID    string
+	NetworkID   string
+	Operation   string
+	Status      string
+	Description string
+	Result      string
+	Error       string
+	CreatedBy   string
+	Request     string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	StartedAt   *time.Time
+	FinishedAt  *time.Time
+	RequestID   string
+	Fabric      string
+}
+
+// Every column but places, which only the applier reads (OpenJobsWithGUIDs):
+// a network's job may promise thousands.
+func (q *Queries) GetJob(ctx context.Context, id int64) (GetJobRow, error) {
 	row := q.db.QueryRow(ctx, getJob, id)
-	var i Job
+	var i GetJobRow
 	err := row.Scan(
 		&i.ID,
 		&i.Revision,
@@ -522,26 +547,19 @@ func (q *Queries) InsertJob(ctx context.Context, fabric string, revision int64, 
 }
 
 const insertJobWithPlaces = `-- name: InsertJobWithPlaces :one
-WITH j AS (
-    INSERT INTO jobs (id, fabric, revision, object_type, object_id, network_id, operation, status,
-                      description, result, error, created_by, request, request_id, created_at, updated_at, started_at, finished_at)
-    VALUES ((SELECT GREATEST(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint * 1000, COALESCE(MAX(id), 0) + 1)
-             FROM jobs),
-            $1, $2, $3, $4, $5, $6, $7,
-            $8, $9, $10, $11, $12, $13, $14, $15,
-            $16, $17)
-    RETURNING id
-), p AS (
-    INSERT INTO job_places (fabric, job_id, guid, pkey, want)
-    SELECT $1, j.id, e ->> 'guid', CAST(e ->> 'pkey' AS integer), e ->> 'want'
-    FROM j, jsonb_array_elements(CAST(CAST($18 AS text) AS jsonb)) AS e
-)
-SELECT id FROM j
+INSERT INTO jobs (id, fabric, revision, object_type, object_id, network_id, operation, status,
+                  description, result, error, created_by, request, request_id, created_at, updated_at, started_at, finished_at,
+                  places)
+VALUES ((SELECT GREATEST(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint * 1000, COALESCE(MAX(id), 0) + 1)
+         FROM jobs),
+        $1, $2, $3, $4, $5, $6, $7,
+        $8, $9, $10, $11, $12, $13, $14, $15,
+        $16, $17, $18)
+RETURNING id
 `
 
-// InsertJob and the job's places (InsertJobPlaces) in one statement: the
-// places go with the job's insert, in its round trip, whether the change
-// commits alone or in a group.
+// InsertJob with the places the job's change promises (driver.PlacesJSON),
+// in its row: one statement, one row.
 func (q *Queries) InsertJobWithPlaces(ctx context.Context, fabric string, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, error string, createdBy string, request string, requestID string, createdAt time.Time, updatedAt time.Time, startedAt *time.Time, finishedAt *time.Time, places string) (int64, error) {
 	row := q.db.QueryRow(ctx, insertJobWithPlaces,
 		fabric,
@@ -785,8 +803,10 @@ type OpenJobPlacesRow struct {
 	Want  string
 }
 
-// The places of the open jobs up to a revision (OpenJobsWithGUIDs' jobs),
-// through jobs_status_revision and job_places' key.
+// The places of the open jobs up to a revision (OpenJobsWithGUIDs' jobs)
+// recorded as rows: a job of the previous release's, or one recorded before
+// migration 00019 (since then a job's places go in its row), through
+// jobs_status_revision and job_places' key.
 func (q *Queries) OpenJobPlaces(ctx context.Context, fabric string, revision int64) ([]OpenJobPlacesRow, error) {
 	rows, err := q.db.Query(ctx, openJobPlaces, fabric, revision)
 	if err != nil {
@@ -813,7 +833,7 @@ func (q *Queries) OpenJobPlaces(ctx context.Context, fabric string, revision int
 }
 
 const openJobsWithGUIDs = `-- name: OpenJobsWithGUIDs :many
-SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid
+SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid, j.places
 FROM jobs j LEFT JOIN ports p ON j.object_type = 'port' AND p.id = j.object_id
 WHERE j.fabric = $1 AND j.status IN ('Pending', 'Running') AND j.revision <= $2
 ORDER BY j.id
@@ -825,10 +845,12 @@ type OpenJobsWithGUIDsRow struct {
 	ObjectID   string
 	NetworkID  string
 	Guid       *fabric.GUID
+	Places     string
 }
 
 // The open jobs up to a revision, with the GUID a port job's port holds now
-// (NULL for a network's job, or a port gone or without membership).
+// (NULL for a network's job, or a port gone or without membership), and the
+// places its change promised, as its insert wrote them.
 func (q *Queries) OpenJobsWithGUIDs(ctx context.Context, fabric string, revision int64) ([]OpenJobsWithGUIDsRow, error) {
 	rows, err := q.db.Query(ctx, openJobsWithGUIDs, fabric, revision)
 	if err != nil {
@@ -844,6 +866,7 @@ func (q *Queries) OpenJobsWithGUIDs(ctx context.Context, fabric string, revision
 			&i.ObjectID,
 			&i.NetworkID,
 			&i.Guid,
+			&i.Places,
 		); err != nil {
 			return nil, err
 		}

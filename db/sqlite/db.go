@@ -186,8 +186,8 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.insertJobStmt, err = db.PrepareContext(ctx, insertJob); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertJob: %w", err)
 	}
-	if q.insertJobPlacesStmt, err = db.PrepareContext(ctx, insertJobPlaces); err != nil {
-		return nil, fmt.Errorf("error preparing query InsertJobPlaces: %w", err)
+	if q.insertJobWithPlacesStmt, err = db.PrepareContext(ctx, insertJobWithPlaces); err != nil {
+		return nil, fmt.Errorf("error preparing query InsertJobWithPlaces: %w", err)
 	}
 	if q.insertSecondSMStmt, err = db.PrepareContext(ctx, insertSecondSM); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertSecondSM: %w", err)
@@ -590,9 +590,9 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing insertJobStmt: %w", cerr)
 		}
 	}
-	if q.insertJobPlacesStmt != nil {
-		if cerr := q.insertJobPlacesStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing insertJobPlacesStmt: %w", cerr)
+	if q.insertJobWithPlacesStmt != nil {
+		if cerr := q.insertJobWithPlacesStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing insertJobWithPlacesStmt: %w", cerr)
 		}
 	}
 	if q.insertSecondSMStmt != nil {
@@ -898,7 +898,7 @@ type Queries struct {
 	insertForeignSMStmt               *sql.Stmt
 	insertGUIDPlaceStmt               *sql.Stmt
 	insertJobStmt                     *sql.Stmt
-	insertJobPlacesStmt               *sql.Stmt
+	insertJobWithPlacesStmt           *sql.Stmt
 	insertSecondSMStmt                *sql.Stmt
 	insertSecretIfAbsentStmt          *sql.Stmt
 	insertSetFailureStmt              *sql.Stmt
@@ -1001,7 +1001,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		insertForeignSMStmt:               q.insertForeignSMStmt,
 		insertGUIDPlaceStmt:               q.insertGUIDPlaceStmt,
 		insertJobStmt:                     q.insertJobStmt,
-		insertJobPlacesStmt:               q.insertJobPlacesStmt,
+		insertJobWithPlacesStmt:           q.insertJobWithPlacesStmt,
 		insertSecondSMStmt:                q.insertSecondSMStmt,
 		insertSecretIfAbsentStmt:          q.insertSecretIfAbsentStmt,
 		insertSetFailureStmt:              q.insertSetFailureStmt,

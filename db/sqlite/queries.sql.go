@@ -263,12 +263,37 @@ func (q *Queries) FailJobs(ctx context.Context, error string, now *time.Time, fa
 }
 
 const getJob = `-- name: GetJob :one
-SELECT id, revision, object_type, object_id, network_id, operation, status, description, result, error, created_by, request, created_at, updated_at, started_at, finished_at, request_id, fabric FROM jobs WHERE id = ?1
+SELECT id, revision, object_type, object_id, network_id, operation, status, description, result, error, created_by,
+       request, created_at, updated_at, started_at, finished_at, request_id, fabric
+FROM jobs WHERE id = ?1
 `
 
-func (q *Queries) GetJob(ctx context.Context, id int64) (Job, error) {
+type GetJobRow struct {
+	ID          int64
+	Revision    int64
+	ObjectType  string
+	ObjectID    string
+	NetworkID   string
+	Operation   string
+	Status      string
+	Description string
+	Result      string
+	Error       string
+	CreatedBy   string
+	Request     string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	StartedAt   *time.Time
+	FinishedAt  *time.Time
+	RequestID   string
+	Fabric      string
+}
+
+// Every column but places, which only the applier reads (OpenJobsWithGUIDs):
+// a network's job may promise thousands.
+func (q *Queries) GetJob(ctx context.Context, id int64) (GetJobRow, error) {
 	row := q.queryRow(ctx, q.getJobStmt, getJob, id)
-	var i Job
+	var i GetJobRow
 	err := row.Scan(
 		&i.ID,
 		&i.Revision,
@@ -512,17 +537,44 @@ func (q *Queries) InsertJob(ctx context.Context, fabric string, revision int64, 
 	return id, err
 }
 
-const insertJobPlaces = `-- name: InsertJobPlaces :exec
-INSERT INTO job_places (fabric, job_id, guid, pkey, want)
-SELECT ?1, ?2, json_extract(e.value, '$.guid'), json_extract(e.value, '$.pkey'), json_extract(e.value, '$.want')
-FROM json_each(CAST(?3 AS TEXT)) AS e
+const insertJobWithPlaces = `-- name: InsertJobWithPlaces :one
+INSERT INTO jobs (id, fabric, revision, object_type, object_id, network_id, operation, status,
+                  description, result, error, created_by, request, request_id, created_at, updated_at, started_at, finished_at,
+                  places)
+VALUES ((SELECT max(CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) * 1000, COALESCE(MAX(id), 0) + 1)
+         FROM jobs),
+        ?1, ?2, ?3, ?4, ?5, ?6, ?7,
+        ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,
+        ?16, ?17, ?18)
+RETURNING id
 `
 
-// A change's places (places.go), in one statement whatever their count: a
-// JSON array of {"guid", "pkey", "want"} expanded by the server.
-func (q *Queries) InsertJobPlaces(ctx context.Context, fabric string, jobID int64, places string) error {
-	_, err := q.exec(ctx, q.insertJobPlacesStmt, insertJobPlaces, fabric, jobID, places)
-	return err
+// InsertJob with the places the job's change promises (driver.PlacesJSON),
+// in its row.
+func (q *Queries) InsertJobWithPlaces(ctx context.Context, fabric string, revision int64, objectType string, objectID string, networkID string, operation string, status string, description string, result string, error string, createdBy string, request string, requestID string, createdAt time.Time, updatedAt time.Time, startedAt *time.Time, finishedAt *time.Time, places string) (int64, error) {
+	row := q.queryRow(ctx, q.insertJobWithPlacesStmt, insertJobWithPlaces,
+		fabric,
+		revision,
+		objectType,
+		objectID,
+		networkID,
+		operation,
+		status,
+		description,
+		result,
+		error,
+		createdBy,
+		request,
+		requestID,
+		createdAt,
+		updatedAt,
+		startedAt,
+		finishedAt,
+		places,
+	)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
 }
 
 const lastApply = `-- name: LastApply :one
@@ -754,8 +806,10 @@ type OpenJobPlacesRow struct {
 	Want  string
 }
 
-// The places of the open jobs up to a revision (OpenJobsWithGUIDs' jobs),
-// through jobs_status_revision and job_places' key.
+// The places of the open jobs up to a revision (OpenJobsWithGUIDs' jobs)
+// recorded as rows: a job of the previous release's, or one recorded before
+// migration 00019 (since then a job's places go in its row), through
+// jobs_status_revision and job_places' key.
 func (q *Queries) OpenJobPlaces(ctx context.Context, fabric string, revision int64) ([]OpenJobPlacesRow, error) {
 	rows, err := q.query(ctx, q.openJobPlacesStmt, openJobPlaces, fabric, revision)
 	if err != nil {
@@ -785,7 +839,7 @@ func (q *Queries) OpenJobPlaces(ctx context.Context, fabric string, revision int
 }
 
 const openJobsWithGUIDs = `-- name: OpenJobsWithGUIDs :many
-SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid
+SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid, j.places
 FROM jobs j LEFT JOIN ports p ON j.object_type = 'port' AND p.id = j.object_id
 WHERE j.fabric = ?1 AND j.status IN ('Pending', 'Running') AND j.revision <= ?2
 ORDER BY j.id
@@ -797,10 +851,12 @@ type OpenJobsWithGUIDsRow struct {
 	ObjectID   string
 	NetworkID  string
 	Guid       *fabric.GUID
+	Places     string
 }
 
 // The open jobs up to a revision, with the GUID a port job's port holds now
-// (NULL for a network's job, or a port gone or without membership).
+// (NULL for a network's job, or a port gone or without membership), and the
+// places its change promised, as its insert wrote them.
 func (q *Queries) OpenJobsWithGUIDs(ctx context.Context, fabric string, revision int64) ([]OpenJobsWithGUIDsRow, error) {
 	rows, err := q.query(ctx, q.openJobsWithGUIDsStmt, openJobsWithGUIDs, fabric, revision)
 	if err != nil {
@@ -816,6 +872,7 @@ func (q *Queries) OpenJobsWithGUIDs(ctx context.Context, fabric string, revision
 			&i.ObjectID,
 			&i.NetworkID,
 			&i.Guid,
+			&i.Places,
 		); err != nil {
 			return nil, err
 		}

@@ -317,11 +317,17 @@ func (s *Store) OpenJobs(ctx context.Context, revision int64) ([]OpenJob, error)
 	for i, r := range rows {
 		out[i] = OpenJob{ID: r.ID, ObjectType: r.ObjectType, ObjectID: r.ObjectID, NetworkID: r.NetworkID, GUID: r.Guid}
 		at[r.ID] = i
+		// Written with the job, in its row, since migration 00019.
+		if out[i].Places, err = storePlaces(r.Places); err != nil {
+			return nil, fmt.Errorf("job %d: %w", r.ID, err)
+		}
 	}
+	// The places written as rows of job_places: a job recorded before
+	// migration 00019, or by the previous release during a rolling upgrade.
 	// Read after the jobs, outside a transaction: a job inserted meanwhile
 	// has places but is not listed (skipped here, read at the next sweep);
 	// a listed job keeps its places, which go only with the job, and an
-	// open job is never deleted. A job of the previous release has none.
+	// open job is never deleted. A job of a release before 00014 has none.
 	places, err := s.d.Queries(ctx).OpenJobPlaces(ctx, s.FabricName(), revision)
 	if err != nil {
 		return nil, fmt.Errorf("read the places of the open jobs: %w", err)
@@ -330,6 +336,9 @@ func (s *Store) OpenJobs(ctx context.Context, revision int64) ([]OpenJob, error)
 		if i, ok := at[p.JobID]; ok {
 			out[i].Places = append(out[i].Places, Place{GUID: p.Guid, PKey: p.Pkey, Want: Want(p.Want)})
 		}
+	}
+	for i := range out {
+		sortPlaces(out[i].Places)
 	}
 	return out, nil
 }

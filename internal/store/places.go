@@ -1,7 +1,9 @@
 package store
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
@@ -116,4 +118,28 @@ func driverPlaces(places []Place) []driver.Place {
 		out[i] = driver.Place{GUID: p.GUID, PKey: p.PKey, Want: string(p.Want)}
 	}
 	return out
+}
+
+// storePlaces are the places a job's row holds (driver.PlacesJSON).
+func storePlaces(text string) ([]Place, error) {
+	ps, err := driver.ParsePlacesJSON(text)
+	if err != nil || len(ps) == 0 {
+		return nil, err
+	}
+	out := make([]Place, len(ps))
+	for i, p := range ps {
+		out[i] = Place{GUID: p.GUID, PKey: p.PKey, Want: Want(p.Want)}
+	}
+	return out, nil
+}
+
+// sortPlaces orders a job's places by GUID, then pkey, as job_places' key
+// (and OpenJobs) lists them, whatever order its change stated them in.
+func sortPlaces(places []Place) {
+	slices.SortFunc(places, func(a, b Place) int {
+		if c := cmp.Compare(a.GUID, b.GUID); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.PKey, b.PKey)
+	})
 }

@@ -123,7 +123,11 @@ VALUES ((SELECT GREATEST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000) * 1000, COALESCE(M
         sqlc.narg(started_at), sqlc.narg(finished_at));
 
 -- name: GetJob :one
-SELECT * FROM jobs WHERE id = sqlc.arg(id);
+-- Every column but places, which only the applier reads (OpenJobsWithGUIDs):
+-- a network's job may promise thousands.
+SELECT id, revision, object_type, object_id, network_id, operation, status, description, result, error, created_by,
+       request, created_at, updated_at, started_at, finished_at, request_id, fabric
+FROM jobs WHERE id = sqlc.arg(id);
 
 -- name: MarkJobsRunning :execrows
 UPDATE jobs SET status = 'Running', started_at = sqlc.arg(started_at), updated_at = sqlc.arg(now)
@@ -187,8 +191,9 @@ SELECT CAST(COALESCE(@@wsrep_on, 0) AS SIGNED) AS wsrep_on;
 
 -- name: OpenJobsWithGUIDs :many
 -- The open jobs up to a revision, with the GUID a port job's port holds now
--- (NULL for a network's job, or a port gone or without membership).
-SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid
+-- (NULL for a network's job, or a port gone or without membership), and the
+-- places its change promised, as its insert wrote them.
+SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid, j.places
 FROM jobs j LEFT JOIN ports p ON j.object_type = 'port' AND p.id = j.object_id
 WHERE j.fabric = sqlc.arg(fabric) AND j.status IN ('Pending', 'Running') AND j.revision <= sqlc.arg(revision)
 ORDER BY j.id;
@@ -204,13 +209,24 @@ WHERE jobs.id = sqlc.arg(job_id) AND status IN ('Pending', 'Running')
 -- name: LockJobIDs :exec
 UPDATE job_ids SET n = n + 1 WHERE id = 1;
 
--- The places of the open jobs up to a revision (OpenJobsWithGUIDs' jobs),
--- through jobs_status_revision and job_places' key.
+-- The places of the open jobs up to a revision (OpenJobsWithGUIDs' jobs)
+-- recorded as rows: a job of the previous release's, or one recorded before
+-- migration 00019 (since then a job's places go in its row), through
+-- jobs_status_revision and job_places' key.
 -- name: OpenJobPlaces :many
 SELECT p.job_id, p.guid, p.pkey, p.want
 FROM jobs j JOIN job_places p ON p.job_id = j.id
 WHERE j.fabric = sqlc.arg(fabric) AND j.status IN ('Pending', 'Running') AND j.revision <= sqlc.arg(revision)
 ORDER BY p.job_id, p.guid, p.pkey;
 
--- InsertJobWithPlaces, a job and its places, is written in the engine's
--- package (internal/store/mysql): sqlc's MySQL parser reads no JSON_TABLE.
+-- InsertJob with the places the job's change promises (driver.PlacesJSON),
+-- in its row: one statement, whose insert id is the job's.
+-- name: InsertJobWithPlaces :execresult
+INSERT INTO jobs (id, fabric, revision, object_type, object_id, network_id, operation, status,
+                  description, result, error, created_by, request, request_id, created_at, updated_at, started_at, finished_at,
+                  places)
+VALUES ((SELECT GREATEST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000) * 1000, COALESCE(MAX(id), 0) + 1) FROM jobs),
+        sqlc.arg(fabric), sqlc.arg(revision), sqlc.arg(object_type), sqlc.arg(object_id), sqlc.arg(network_id),
+        sqlc.arg(operation), sqlc.arg(status), sqlc.arg(description), sqlc.arg(result), sqlc.arg(error),
+        sqlc.arg(created_by), sqlc.arg(request), sqlc.arg(request_id), sqlc.arg(created_at), sqlc.arg(updated_at),
+        sqlc.narg(started_at), sqlc.narg(finished_at), sqlc.arg(places));

@@ -63,22 +63,15 @@ VALUES ((SELECT GREATEST(floor(extract(epoch FROM clock_timestamp()) * 1000)::bi
         sqlc.narg(started_at), sqlc.narg(finished_at))
 RETURNING id;
 
--- InsertJob and the job's places (InsertJobPlaces) in one statement: the
--- places go with the job's insert, in its round trip, whether the change
--- commits alone or in a group.
+-- InsertJob with the places the job's change promises (driver.PlacesJSON),
+-- in its row: one statement, one row.
 -- name: InsertJobWithPlaces :one
-WITH j AS (
-    INSERT INTO jobs (id, fabric, revision, object_type, object_id, network_id, operation, status,
-                      description, result, error, created_by, request, request_id, created_at, updated_at, started_at, finished_at)
-    VALUES ((SELECT GREATEST(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint * 1000, COALESCE(MAX(id), 0) + 1)
-             FROM jobs),
-            @fabric, @revision, @object_type, @object_id, @network_id, @operation, @status,
-            @description, @result, @error, @created_by, @request, @request_id, @created_at, @updated_at,
-            sqlc.narg(started_at), sqlc.narg(finished_at))
-    RETURNING id
-), p AS (
-    INSERT INTO job_places (fabric, job_id, guid, pkey, want)
-    SELECT @fabric, j.id, e ->> 'guid', CAST(e ->> 'pkey' AS integer), e ->> 'want'
-    FROM j, jsonb_array_elements(CAST(CAST(@places AS text) AS jsonb)) AS e
-)
-SELECT id FROM j;
+INSERT INTO jobs (id, fabric, revision, object_type, object_id, network_id, operation, status,
+                  description, result, error, created_by, request, request_id, created_at, updated_at, started_at, finished_at,
+                  places)
+VALUES ((SELECT GREATEST(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint * 1000, COALESCE(MAX(id), 0) + 1)
+         FROM jobs),
+        @fabric, @revision, @object_type, @object_id, @network_id, @operation, @status,
+        @description, @result, @error, @created_by, @request, @request_id, @created_at, @updated_at,
+        sqlc.narg(started_at), sqlc.narg(finished_at), @places)
+RETURNING id;

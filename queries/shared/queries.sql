@@ -96,7 +96,11 @@ UPDATE ports SET guid = NULL, revision = @revision, updated_at = @now
 WHERE network_id = @network_id AND fabric = @fabric AND guid IS NOT NULL;
 
 -- name: GetJob :one
-SELECT * FROM jobs WHERE id = @id;
+-- Every column but places, which only the applier reads (OpenJobsWithGUIDs):
+-- a network's job may promise thousands.
+SELECT id, revision, object_type, object_id, network_id, operation, status, description, result, error, created_by,
+       request, created_at, updated_at, started_at, finished_at, request_id, fabric
+FROM jobs WHERE id = @id;
 
 -- name: MarkJobsRunning :execrows
 UPDATE jobs SET status = 'Running', started_at = @now, updated_at = @now
@@ -119,8 +123,9 @@ UPDATE leadership SET term = term + 1, holder = @holder, heartbeat = @now WHERE 
 
 -- name: OpenJobsWithGUIDs :many
 -- The open jobs up to a revision, with the GUID a port job's port holds now
--- (NULL for a network's job, or a port gone or without membership).
-SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid
+-- (NULL for a network's job, or a port gone or without membership), and the
+-- places its change promised, as its insert wrote them.
+SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid, j.places
 FROM jobs j LEFT JOIN ports p ON j.object_type = 'port' AND p.id = j.object_id
 WHERE j.fabric = @fabric AND j.status IN ('Pending', 'Running') AND j.revision <= @revision
 ORDER BY j.id;
@@ -130,8 +135,10 @@ ORDER BY j.id;
 -- name: LockJobIDs :exec
 UPDATE job_ids SET n = n + 1 WHERE id = 1;
 
--- The places of the open jobs up to a revision (OpenJobsWithGUIDs' jobs),
--- through jobs_status_revision and job_places' key.
+-- The places of the open jobs up to a revision (OpenJobsWithGUIDs' jobs)
+-- recorded as rows: a job of the previous release's, or one recorded before
+-- migration 00019 (since then a job's places go in its row), through
+-- jobs_status_revision and job_places' key.
 -- name: OpenJobPlaces :many
 SELECT p.job_id, p.guid, p.pkey, p.want
 FROM jobs j JOIN job_places p ON p.job_id = j.id

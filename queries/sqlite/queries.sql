@@ -55,9 +55,15 @@ VALUES ((SELECT max(CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) *
         sqlc.narg(started_at), sqlc.narg(finished_at))
 RETURNING id;
 
--- A change's places (places.go), in one statement whatever their count: a
--- JSON array of {"guid", "pkey", "want"} expanded by the server.
--- name: InsertJobPlaces :exec
-INSERT INTO job_places (fabric, job_id, guid, pkey, want)
-SELECT @fabric, @job_id, json_extract(e.value, '$.guid'), json_extract(e.value, '$.pkey'), json_extract(e.value, '$.want')
-FROM json_each(CAST(@places AS TEXT)) AS e;
+-- InsertJob with the places the job's change promises (driver.PlacesJSON),
+-- in its row.
+-- name: InsertJobWithPlaces :one
+INSERT INTO jobs (id, fabric, revision, object_type, object_id, network_id, operation, status,
+                  description, result, error, created_by, request, request_id, created_at, updated_at, started_at, finished_at,
+                  places)
+VALUES ((SELECT max(CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER) * 1000, COALESCE(MAX(id), 0) + 1)
+         FROM jobs),
+        @fabric, @revision, @object_type, @object_id, @network_id, @operation, @status,
+        @description, @result, @error, @created_by, @request, @request_id, @created_at, @updated_at,
+        sqlc.narg(started_at), sqlc.narg(finished_at), @places)
+RETURNING id;

@@ -72,9 +72,9 @@ type Queries interface {
 	InsertGUIDPlace(ctx context.Context, arg InsertGUIDPlaceParams) (int64, error)
 	// InsertJob inserts the job and returns the id it chose (j.ID is not read).
 	InsertJob(ctx context.Context, j Job) (int64, error)
-	// InsertJobWithPlaces is InsertJob and the job's places (job_places),
-	// at least one: one statement on PostgreSQL, two on SQLite and MariaDB
-	// (each engine's package writes it), whatever their count.
+	// InsertJobWithPlaces is InsertJob with the job's places, at least
+	// one, in its row (PlacesJSON in the jobs' places column): one
+	// statement and one row, whatever their count.
 	InsertJobWithPlaces(ctx context.Context, j Job, places []Place) (int64, error)
 	InsertSetFailure(ctx context.Context, portGuid string, since time.Time, term int64, fabric string) (int64, error)
 	// LockJobIDs locks job_ids' row until the transaction ends: taken right

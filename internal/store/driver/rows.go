@@ -201,17 +201,21 @@ type ListSecretsRow struct {
 }
 
 // OpenJobsWithGUIDsRow is OpenJobsWithGUIDs' row: an open job, with the GUID
-// its port holds now (nil for a network's job).
+// its port holds now (nil for a network's job) and the places its insert
+// wrote in its row (PlacesJSON; "" for none, or for a job whose places are
+// rows of job_places).
 type OpenJobsWithGUIDsRow struct {
 	ID         int64
 	ObjectType string
 	ObjectID   string
 	NetworkID  string
 	Guid       *fabric.GUID
+	Places     string
 }
 
 // OpenJobPlacesRow is OpenJobPlaces' row: one place an open job's change
-// promised (job_places).
+// promised, as a row of job_places (a job recorded before migration 00019,
+// or by the previous release).
 type OpenJobPlacesRow struct {
 	JobID int64
 	Guid  fabric.GUID

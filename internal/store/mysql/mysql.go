@@ -368,7 +368,7 @@ func (p *pipeline) Flush(ctx context.Context) error {
 	return err
 }
 
-func (e *Engine) Queries(context.Context) driver.Queries { return queries{e.q, e.db} }
+func (e *Engine) Queries(context.Context) driver.Queries { return queries{e.q} }
 
 // TryLock takes fabric's GET_LOCK on a connection reserved for as long as
 // the lock is held: the default fabric's is the name a manager that knows no
@@ -440,115 +440,19 @@ func (l *getLock) Release(ctx context.Context) error {
 // arguments otherwise, and the lease's ttl is in microseconds. (MariaDB has no
 // RETURNING: the new revision and a job's id come back as the last insert id,
 // which the generated adapters read, driver.LastInsertID.)
-type queries struct {
-	*mysqldb.Queries
-	db mysqldb.DBTX // what Queries runs on, for the SQL sqlc cannot parse
-}
+type queries struct{ *mysqldb.Queries }
 
-func newQueries(db mysqldb.DBTX) queries { return queries{mysqldb.New(db), db} }
+func newQueries(db mysqldb.DBTX) queries { return queries{mysqldb.New(db)} }
 
-// insertJobPlaces inserts a job's places from a JSON array
-// (driver.PlacesJSON), for a job with more than valuesPlaces places: sqlc's
-// MySQL parser reads no JSON_TABLE, so the SQL is here.
-const insertJobPlaces = `INSERT INTO job_places (fabric, job_id, guid, pkey, want)
-SELECT ?, ?, e.guid, e.pkey, e.want
-FROM JSON_TABLE(?, '$[*]' COLUMNS (
-    guid varchar(18) PATH '$.guid', pkey integer PATH '$.pkey', want varchar(8) PATH '$.want')) AS e`
-
-// newestJobID is the id of the job the change has just inserted, named as
-// the newest job: the change holds job_ids' lock from before its job's
-// insert to its commit (LockJobIDs: no other job is inserted meanwhile, on
-// any fabric), and the insert chose an id above every other (InsertJob).
-// LAST_INSERT_ID(id) makes it the statement's insert id, which the
-// server's answer carries as an insert's own: the job's id comes back with
-// its places, with no query and no rows to read.
-const newestJobID = "LAST_INSERT_ID((SELECT MAX(id) FROM jobs))"
-
-// insertNewestJobPlaces is insertJobPlaces for the job the change has just
-// inserted (newestJobID).
-const insertNewestJobPlaces = `INSERT INTO job_places (fabric, job_id, guid, pkey, want)
-SELECT ?, ` + newestJobID + `, e.guid, e.pkey, e.want
-FROM JSON_TABLE(?, '$[*]' COLUMNS (
-    guid varchar(18) PATH '$.guid', pkey integer PATH '$.pkey', want varchar(8) PATH '$.want')) AS e`
-
-// valuesPlaces is the most places inserted as rows of VALUES: a port's
-// change has one to three, which the server inserts for about half the
-// work of expanding JSON (JSON_TABLE); a network's or a pkey's may have
-// thousands, each row five placeholders, and a prepared statement (a DSN
-// without interpolateParams) takes at most 65,535.
-const valuesPlaces = 16
-
-// placesValues is an INSERT of places as rows of VALUES, each naming its
-// job by id (a placeholder, or newestJobID), and its arguments.
-func placesValues(fabric string, id any, places []driver.Place) (string, []any) {
-	const prefix = "INSERT INTO job_places (fabric, job_id, guid, pkey, want) VALUES "
-	row := "(?, ?, ?, ?, ?)"
-	if id == nil {
-		row = "(?, " + newestJobID + ", ?, ?, ?)"
-	}
-	var query strings.Builder
-	query.Grow(len(prefix) + len(places)*(len(row)+2))
-	query.WriteString(prefix)
-	args := make([]any, 0, len(places)*5)
-	for i, p := range places {
-		if i > 0 {
-			query.WriteString(", ")
-		}
-		query.WriteString(row)
-		args = append(args, fabric)
-		if id != nil {
-			args = append(args, id)
-		}
-		args = append(args, p.GUID.String(), int64(p.PKey), p.Want)
-	}
-	return query.String(), args
-}
-
-// InsertJobWithPlaces is InsertJob, then the places with the id it chose
-// (MariaDB has no INSERT in a WITH). On a pipelined change transaction the
-// job's insert is held and goes with its places', in the round trip
-// InsertJob alone would take; otherwise the places cost one more. places
-// holds at least one place: an insert of none would give no id.
+// InsertJobWithPlaces is InsertJob with the places in its row: one
+// statement, whose insert id is the job's, as InsertJob's (on a pipelined
+// change transaction it goes with the job-id lock held back before it).
 func (q queries) InsertJobWithPlaces(ctx context.Context, j driver.Job, places []driver.Place) (int64, error) {
-	p, pipelined := q.db.(*pipeline)
-	if !pipelined {
-		id, err := q.InsertJob(ctx, j)
-		if err != nil {
-			return 0, err
-		}
-		if len(places) > valuesPlaces {
-			_, err = q.db.ExecContext(ctx, insertJobPlaces, j.Fabric, id, driver.PlacesJSON(places))
-			return id, err
-		}
-		query, args := placesValues(j.Fabric, id, places)
-		_, err = q.db.ExecContext(ctx, query, args...)
-		return id, err
-	}
-	if _, err := mysqldb.New(later{p}).InsertJob(ctx, insertJobParams(j)); err != nil {
-		return 0, err
-	}
-	query, args := insertNewestJobPlaces, []any{j.Fabric, driver.PlacesJSON(places)}
-	if len(places) <= valuesPlaces {
-		query, args = placesValues(j.Fabric, nil, places)
-	}
-	res, err := p.ExecContext(ctx, query, args...)
-	if err != nil {
-		return 0, err
-	}
-	id, err := res.LastInsertId()
-	if err == nil && id == 0 {
-		err = errors.New("the job's places were inserted without its id (no place given?)")
-	}
-	return id, err
-}
-
-// insertJobParams are InsertJob's arguments for j, as its adapter passes them.
-func insertJobParams(j driver.Job) mysqldb.InsertJobParams {
-	return mysqldb.InsertJobParams{Fabric: j.Fabric, Revision: j.Revision, ObjectType: j.ObjectType,
-		ObjectID: j.ObjectID, NetworkID: j.NetworkID, Operation: j.Operation, Status: j.Status,
-		Description: j.Description, Result: j.Result, Error: j.Error, CreatedBy: j.CreatedBy, Request: j.Request,
-		RequestID: j.RequestID, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt, StartedAt: j.StartedAt,
-		FinishedAt: j.FinishedAt}
+	return driver.LastInsertID(q.Queries.InsertJobWithPlaces(ctx, mysqldb.InsertJobWithPlacesParams{
+		Fabric: j.Fabric, Revision: j.Revision, ObjectType: j.ObjectType, ObjectID: j.ObjectID, NetworkID: j.NetworkID,
+		Operation: j.Operation, Status: j.Status, Description: j.Description, Result: j.Result, Error: j.Error,
+		CreatedBy: j.CreatedBy, Request: j.Request, RequestID: j.RequestID, CreatedAt: j.CreatedAt,
+		UpdatedAt: j.UpdatedAt, StartedAt: j.StartedAt, FinishedAt: j.FinishedAt, Places: driver.PlacesJSON(places)}))
 }
 
 // NewTerm reads the term it started back in the same transaction (the store

@@ -437,9 +437,9 @@ func signal(ch chan<- struct{}) {
 // lease.go holds what differs.
 type queries struct{ *pgdb.Queries }
 
-// InsertJobWithPlaces: one statement (queries/postgres), whose job row
-// adaptergen does not spread into its arguments beside the places, which
-// the server expands from JSON.
+// InsertJobWithPlaces is InsertJob with the places in its row
+// (queries/postgres), whose job adaptergen does not spread into its
+// arguments beside them.
 func (q queries) InsertJobWithPlaces(ctx context.Context, j driver.Job, places []driver.Place) (int64, error) {
 	return q.Queries.InsertJobWithPlaces(ctx, j.Fabric, j.Revision, j.ObjectType, j.ObjectID, j.NetworkID, j.Operation, j.Status,
 		j.Description, j.Result, j.Error, j.CreatedBy, j.Request, j.RequestID, j.CreatedAt, j.UpdatedAt, j.StartedAt, j.FinishedAt,

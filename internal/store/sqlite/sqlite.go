@@ -171,15 +171,13 @@ func (e *Engine) Queries(ctx context.Context) driver.Queries { return queries{e.
 // it has no lease (driver.LeaseQueries), one manager owns the database.
 type queries struct{ *sqlitedb.Queries }
 
-// InsertJobWithPlaces is InsertJob, then InsertJobPlaces with the id it
-// chose: SQLite has no INSERT in a WITH, and its statements cost no round
-// trip.
+// InsertJobWithPlaces is InsertJob with the places in its row
+// (queries/sqlite), whose job adaptergen does not spread into its
+// arguments beside them.
 func (q queries) InsertJobWithPlaces(ctx context.Context, j driver.Job, places []driver.Place) (int64, error) {
-	id, err := q.InsertJob(ctx, j)
-	if err != nil {
-		return 0, err
-	}
-	return id, q.InsertJobPlaces(ctx, j.Fabric, id, driver.PlacesJSON(places))
+	return q.Queries.InsertJobWithPlaces(ctx, j.Fabric, j.Revision, j.ObjectType, j.ObjectID, j.NetworkID, j.Operation, j.Status,
+		j.Description, j.Result, j.Error, j.CreatedBy, j.Request, j.RequestID, j.CreatedAt, j.UpdatedAt, j.StartedAt, j.FinishedAt,
+		driver.PlacesJSON(places))
 }
 
 // TryLock takes an exclusive flock on "<database>.lock" (the default
