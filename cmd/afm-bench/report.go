@@ -249,7 +249,12 @@ func fabricConfRows(add row, f fabricResult, at func(engineResult) fabricResult,
 		"OpenSM's heavy sweeps meanwhile", f.members, o.clients), "", func(r engineResult) string {
 		return fmt.Sprintf("%s; %d sweeps", ms(at(r).enroll), at(r).enrollSweeps)
 	})
-	add("POST Port → job Completed, median / p95", "", func(r engineResult) string {
+	running := pollEvery
+	if small {
+		running = o.pollRunning // measureFabricsOf
+	}
+	add(fmt.Sprintf("POST Port → job Completed, median / p95 (the job polled every %s while Pending, %s while Running)",
+		pollEvery, running), "", func(r engineResult) string {
 		return ms(at(r).overhead.change.median()) + " / " + ms(at(r).overhead.change.quantile(0.95))
 	})
 	add("the manager's own overhead: POST → Completed − its apply's sweep (SIGHUP → SUBNET UP read), median / p95", own,
