@@ -93,13 +93,15 @@ func (t *term) runAudit(ctx context.Context, wake <-chan struct{}) {
 		return // an apply is due: the tables are about to change
 	}
 	actx, yielded := t.yieldingAudit(ctx, wake)
+	started := time.Now()
 	s, err := t.auditOnce(actx)
 	if err != nil && yielded() && ctx.Err() == nil {
 		if t.audit.yieldedSince.IsZero() {
 			t.audit.yieldedSince = time.Now()
 		}
 		t.audit.due = time.After(auditYieldRetry)
-		t.Log.Info("audit gave way to a change; reading the fabric again after its apply", "retry_in", auditYieldRetry)
+		t.Log.Info("audit gave way to a change; reading the fabric again after its apply", "read_for", time.Since(started),
+			"retry_in", auditYieldRetry)
 		return
 	}
 	yielded()
