@@ -75,36 +75,8 @@ func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switc
 	}
 	defer r.stop(log)
 
-	nets := make([]string, fabricNetworks)
-	var last string
-	for i := range nets {
-		nets[i] = fmt.Sprintf("3b9d6a52-7c1e-4f0a-9e2d-0000000f%04d", i)
-		if last, err = r.api.postNetwork(ctx, nets[i], 201+i); err != nil {
-			return res, err
-		}
-	}
-	if _, err := r.api.waitCompleted(ctx, last, 20*time.Millisecond); err != nil {
-		return res, fmt.Errorf("create the networks: %w", err)
-	}
-	// The hosts after the samples' go in first, in a burst, as a cloud's
-	// nodes were enrolled.
-	members := r.fabric.Hosts[samples:]
-	res.members = len(members)
-	log.Info("large fabric: putting host ports into partitions", "ports", len(members), "networks", fabricNetworks)
-	from, err := opensm.LogPosition(r.opensmLog)
+	nets, err := enroll(ctx, r, samples, clients, &res, log)
 	if err != nil {
-		return res, err
-	}
-	start := time.Now()
-	if err := postAll(ctx, r, members, nets, clients); err != nil {
-		return res, err
-	}
-	done, err := r.api.waitCompleted(ctx, jobPath(r.api.lastJob.Load()), pollEvery)
-	if err != nil {
-		return res, fmt.Errorf("enroll the hosts: %w", err)
-	}
-	res.enroll = done.Sub(start)
-	if res.enrollSweeps, _, err = countSweeps(r.opensmLog, from); err != nil {
 		return res, err
 	}
 	pid, err := r.opensmPID()
@@ -161,6 +133,44 @@ func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switc
 		}
 	}
 	return res, nil
+}
+
+// enroll creates the fabric's networks and binds every host but the first
+// samples to them in a burst, as a cloud's nodes were enrolled; it notes the
+// burst in res and returns the networks.
+func enroll(ctx context.Context, r *rig, samples, clients int, res *fabricResult, log *slog.Logger) ([]string, error) {
+	nets := make([]string, fabricNetworks)
+	var last string
+	var err error
+	for i := range nets {
+		nets[i] = fmt.Sprintf("3b9d6a52-7c1e-4f0a-9e2d-0000000f%04d", i)
+		if last, err = r.api.postNetwork(ctx, nets[i], 201+i); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := r.api.waitCompleted(ctx, last, 20*time.Millisecond); err != nil {
+		return nil, fmt.Errorf("create the networks: %w", err)
+	}
+	members := r.fabric.Hosts[samples:]
+	res.members = len(members)
+	log.Info("large fabric: putting host ports into partitions", "ports", len(members), "networks", fabricNetworks)
+	from, err := opensm.LogPosition(r.opensmLog)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := postAll(ctx, r, members, nets, clients); err != nil {
+		return nil, err
+	}
+	done, err := r.api.waitCompleted(ctx, jobPath(r.api.lastJob.Load()), pollEvery)
+	if err != nil {
+		return nil, fmt.Errorf("enroll the hosts: %w", err)
+	}
+	res.enroll = done.Sub(start)
+	if res.enrollSweeps, _, err = countSweeps(r.opensmLog, from); err != nil {
+		return nil, err
+	}
+	return nets, nil
 }
 
 // measureFabricsOf measures, with the manager's defaults, the small fabric

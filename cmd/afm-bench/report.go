@@ -19,6 +19,7 @@ type engineResult struct {
 	storm    stormResult
 	failover failoverResult // zero on SQLite
 	fabric   []fabricResult // the small fabric, then the large one on each count of switches (--fabric-switches)
+	audit    auditDelayResult
 	fabrics  fabricsResult
 }
 
@@ -80,6 +81,7 @@ func table(results []engineResult, render renderResult, o options) string {
 		{"overhead", overheadRows}, {"batch", batchRows}, {"api", apiRows}, {"idle", idleRows},
 		{"storm", stormRows}, {"failover", failoverRows},
 		{"fabric", func(add row, o options) { fabricRows(add, results, o) }},
+		{"audit", auditRows},
 		{"fabrics", fabricsRows},
 	} {
 		if o.runs(m.name) {
