@@ -99,9 +99,10 @@ func (t *term) runAudit(ctx context.Context, wake <-chan struct{}) {
 		if t.audit.yieldedSince.IsZero() {
 			t.audit.yieldedSince = time.Now()
 		}
-		t.audit.due = time.After(auditYieldRetry)
+		retry := min(auditYieldRetry, t.Cfg.Audit.Interval)
+		t.audit.due = time.After(retry)
 		t.Log.Info("audit gave way to a change; reading the fabric again after its apply", "read_for", time.Since(started),
-			"retry_in", auditYieldRetry)
+			"retry_in", retry)
 		return
 	}
 	yielded()
@@ -119,8 +120,8 @@ func (t *term) runAudit(ctx context.Context, wake <-chan struct{}) {
 }
 
 // auditYieldRetry is how long after giving way to a change the audit reads
-// again: a burst's changes arrive milliseconds apart, and each would end a
-// read begun after the previous one's apply.
+// again (its interval, when shorter): a burst's changes arrive milliseconds
+// apart, and each would end a read begun after the previous one's apply.
 const auditYieldRetry = time.Second
 
 // yieldingAudit is the context of an audit's read: cancelled once a change

@@ -1,9 +1,13 @@
 package applier
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -71,10 +75,10 @@ func (f *silentFabric) cancelled() bool {
 
 // auditUntilDialed runs the term's audit in the background until its read
 // began; ended closes when runAudit returns.
-func auditUntilDialed(ctx context.Context, t *testing.T, r *applyRig, wake <-chan struct{}) (f *silentFabric, ended chan struct{}) {
+func auditUntilDialed(ctx context.Context, t *testing.T, r *applyRig, wake <-chan struct{}, interval time.Duration) (f *silentFabric, ended chan struct{}) {
 	t.Helper()
 	f = &silentFabric{dialing: make(chan struct{})}
-	r.term.Cfg.Audit = AuditConfig{Interval: time.Hour, Reader: &pkeyread.Reader{Dialer: f}}
+	r.term.Cfg.Audit = AuditConfig{Interval: interval, Reader: &pkeyread.Reader{Dialer: f}}
 	ended = make(chan struct{})
 	go func() {
 		defer close(ended)
@@ -98,7 +102,7 @@ func TestAuditGivesWayToAChange(t *testing.T) {
 	r.network(101)
 	r.applied("the network")
 	wake := make(chan struct{}, 1)
-	f, ended := auditUntilDialed(t.Context(), t, r, wake)
+	f, ended := auditUntilDialed(t.Context(), t, r, wake, time.Hour)
 	job := r.port("p1", 0x0002c90300000101)
 	wake <- struct{}{}
 	<-ended
@@ -118,7 +122,7 @@ func TestAuditGivesWayToAChange(t *testing.T) {
 
 	r.term.audit.yieldedSince = time.Now().Add(-2 * time.Hour)
 	ctx, cancel := context.WithCancel(t.Context())
-	_, ended = auditUntilDialed(ctx, t, r, wake)
+	_, ended = auditUntilDialed(ctx, t, r, wake, time.Hour)
 	r.port("p2", 0x0002c90300000201)
 	wake <- struct{}{}
 	select {
@@ -128,4 +132,27 @@ func TestAuditGivesWayToAChange(t *testing.T) {
 	}
 	cancel()
 	<-ended
+}
+
+// An audit that gave way reads again after auditYieldRetry, or after its
+// interval when that is shorter: it is never put off past its interval.
+func TestAuditGivesWayWithinItsInterval(t *testing.T) {
+	for _, interval := range []time.Duration{time.Hour, 200 * time.Millisecond} {
+		t.Run(interval.String(), func(t *testing.T) {
+			r := newApplyRig(t, true, func() string { return heavySweep("") })
+			var logged bytes.Buffer
+			r.term.Log = slog.New(slog.NewJSONHandler(&logged, nil))
+			r.network(101)
+			r.applied("the network")
+			wake := make(chan struct{}, 1)
+			_, ended := auditUntilDialed(t.Context(), t, r, wake, interval)
+			r.port("p1", 0x0002c90300000101)
+			wake <- struct{}{}
+			<-ended
+			want := fmt.Sprintf(`"retry_in":%d`, min(interval, auditYieldRetry))
+			if !strings.Contains(logged.String(), want) {
+				t.Errorf("the audit gave way saying %s; want %s", logged.String(), want)
+			}
+		})
+	}
 }
