@@ -26,9 +26,13 @@ type auditDelayResult struct {
 	// same less each one's apply's sweep phase (as (8)'s own overhead):
 	// empty when the applies cannot be paired with the changes.
 	quiet, during, quietOwn, duringOwn latencies
-	verify                             latencies // every change's own reads (the verify phase)
-	gaveWay                            int       // audits that gave way to a change
-	err                                error
+	// quietWait and duringWait are each change's POST sent → its apply's
+	// start: what the audit's read makes a change wait, whatever the sweep.
+	quietWait, duringWait latencies
+	sent                  []time.Time // of the changes, between and during in turn
+	verify                latencies   // every change's own reads (the verify phase)
+	gaveWay               int         // audits that gave way to a change
+	err                   error
 }
 
 // auditBenchInterval is the measurement's audit_interval: the default (300
@@ -62,6 +66,7 @@ func measureAuditDelay(ctx context.Context, engine, binary, dir string, hosts, s
 	at := logFrom
 	change := func(n int) (time.Duration, error) {
 		sent := time.Now()
+		res.sent = append(res.sent, sent)
 		job, err := r.api.postPort(ctx, hostPort(r.fabric.Hosts[n].PortGUID, nets[n%len(nets)], n))
 		if err != nil {
 			return 0, err
@@ -100,10 +105,12 @@ func (res *auditDelayResult) readLog(path string, from int64) error {
 		return err
 	}
 	res.verify = split.verify
-	if len(split.sweep) == len(res.quiet)+len(res.during) {
+	if len(split.sweep) == len(res.quiet)+len(res.during) && len(res.sent) == len(split.started) {
 		for i := range res.quiet {
 			res.quietOwn = append(res.quietOwn, res.quiet[i]-split.sweep[2*i])
 			res.duringOwn = append(res.duringOwn, res.during[i]-split.sweep[2*i+1])
+			res.quietWait = append(res.quietWait, split.started[2*i].Sub(res.sent[2*i]))
+			res.duringWait = append(res.duringWait, split.started[2*i+1].Sub(res.sent[2*i+1]))
 		}
 	}
 	res.gaveWay, err = countLogLines(path, from, "audit gave way to a change; reading the fabric again after its apply")
@@ -222,9 +229,13 @@ func auditRows(add row, o options) {
 			return fmt.Sprintf("%s / %s; %s", ms(r.audit.quietOwn.median()), ms(r.audit.duringOwn.median()),
 				ms(r.audit.verify.median()))
 		})
-	add("what the audit adds to a change: during − between, less the sweep, medians", "≤ the change's own reads",
-		func(r engineResult) string {
-			d := r.audit.duringOwn.median() - r.audit.quietOwn.median()
-			return fmt.Sprintf("%s %s", ms(d), mark(len(r.audit.duringOwn) > 0 && d <= r.audit.verify.median()))
+	add("POST → its apply's start, between / during, medians / p95", "", func(r engineResult) string {
+		return fmt.Sprintf("%s / %s; %s / %s", ms(r.audit.quietWait.median()), ms(r.audit.duringWait.median()),
+			ms(r.audit.quietWait.quantile(0.95)), ms(r.audit.duringWait.quantile(0.95)))
+	})
+	add("what the audit's read makes a change wait: POST → its apply's start, during − between, medians",
+		"≤ the change's own reads", func(r engineResult) string {
+			d := r.audit.duringWait.median() - r.audit.quietWait.median()
+			return fmt.Sprintf("%s %s", ms(d), mark(len(r.audit.duringWait) > 0 && d <= r.audit.verify.median()))
 		})
 }

@@ -51,6 +51,7 @@ type fabricResult struct {
 // apply, the capacity check, the gates and the jobs' completion).
 type applySplit struct {
 	render, write, sweep, verify, complete latencies
+	started                                []time.Time // when each apply began (its line's time less its took)
 }
 
 // fabricNetworks is how many VLAN networks the large fabric's hosts are spread
@@ -274,8 +275,10 @@ func readApplySplit(path string, from int64) (applySplit, error) {
 	sc.Buffer(make([]byte, 64*1024), 4<<20)
 	for sc.Scan() {
 		var line struct {
-			Msg                                    string `json:"msg"`
+			Time                                   time.Time `json:"time"`
+			Msg                                    string    `json:"msg"`
 			Render, Write, Sweep, Verify, Complete *int64
+			Took                                   int64 `json:"took"`
 			Jobs                                   int64 `json:"jobs_completed"`
 		}
 		// An apply that completed no job (the audit's repair, a reapply
@@ -294,6 +297,7 @@ func readApplySplit(path string, from int64) (applySplit, error) {
 			s.verify = append(s.verify, time.Duration(*line.Verify))
 		}
 		s.complete = append(s.complete, time.Duration(*line.Complete))
+		s.started = append(s.started, line.Time.Add(-time.Duration(line.Took)))
 	}
 	return s, sc.Err()
 }
