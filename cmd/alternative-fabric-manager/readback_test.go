@@ -12,6 +12,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
 
 // recordedMKey is a KeySource with a fixed M_Key.
@@ -182,5 +183,30 @@ func TestReadbackMKeysOnlyRead(t *testing.T) {
 	}
 	if src.n != 1 {
 		t.Errorf("the reads' M_Keys opened %d creating transactions, want none after the start's", src.n-1)
+	}
+}
+
+// BenchmarkReadbackMKeys is the M_Key read of one read-back or second-SM
+// look on each engine (each apply has two): recorded, as the reads take it
+// now, and created, the write transaction they opened before.
+func BenchmarkReadbackMKeys(b *testing.B) {
+	for _, engine := range []string{config.EngineSQLite, config.EnginePostgres, config.EngineMySQL} {
+		st := storetest.Open(b, engine)
+		keys := databaseKeys{st}
+		if _, err := keys.Keys(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+		for _, read := range []struct {
+			name string
+			keys func(context.Context) (opensm.Keys, error)
+		}{{"recorded", keys.RecordedKeys}, {"created", keys.Keys}} {
+			b.Run(engine+"/"+read.name, func(b *testing.B) {
+				for b.Loop() {
+					if _, err := read.keys(b.Context()); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
