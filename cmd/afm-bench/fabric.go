@@ -256,7 +256,7 @@ func fileSize(path string) (int64, error) {
 func (s applySplit) last(n int) applySplit {
 	tail := func(l latencies) latencies { return l[max(len(l)-n, 0):] }
 	return applySplit{render: tail(s.render), write: tail(s.write), sweep: tail(s.sweep), verify: tail(s.verify),
-		complete: tail(s.complete)}
+		complete: tail(s.complete), started: s.started[max(len(s.started)-n, 0):]}
 }
 
 // readApplySplit reads the split of every "partitions applied" line of the
