@@ -51,6 +51,7 @@ type fabricResult struct {
 // apply, the capacity check, the gates and the jobs' completion).
 type applySplit struct {
 	render, write, sweep, verify, complete latencies
+	started                                []time.Time // when each apply began (its line's time less its took)
 }
 
 // fabricNetworks is how many VLAN networks the large fabric's hosts are spread
@@ -62,7 +63,7 @@ const fabricNetworks = 10
 // networks, then alternates a bare sweep and a port change (one of the
 // remaining hosts) samples times, as measureOverhead does on the small fabric.
 func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switches, samples, clients int,
-	log *slog.Logger) (res fabricResult, err error) {
+	plan pollPlan, log *slog.Logger) (res fabricResult, err error) {
 	res = fabricResult{hosts: hosts, switches: switches, networks: fabricNetworks}
 	if samples >= hosts {
 		return res, fmt.Errorf("%d samples need more than %d hosts", samples, hosts)
@@ -75,36 +76,8 @@ func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switc
 	}
 	defer r.stop(log)
 
-	nets := make([]string, fabricNetworks)
-	var last string
-	for i := range nets {
-		nets[i] = fmt.Sprintf("3b9d6a52-7c1e-4f0a-9e2d-0000000f%04d", i)
-		if last, err = r.api.postNetwork(ctx, nets[i], 201+i); err != nil {
-			return res, err
-		}
-	}
-	if _, err := r.api.waitCompleted(ctx, last, 20*time.Millisecond); err != nil {
-		return res, fmt.Errorf("create the networks: %w", err)
-	}
-	// The hosts after the samples' go in first, in a burst, as a cloud's
-	// nodes were enrolled.
-	members := r.fabric.Hosts[samples:]
-	res.members = len(members)
-	log.Info("large fabric: putting host ports into partitions", "ports", len(members), "networks", fabricNetworks)
-	from, err := opensm.LogPosition(r.opensmLog)
+	nets, err := enroll(ctx, r, samples, clients, &res, log)
 	if err != nil {
-		return res, err
-	}
-	start := time.Now()
-	if err := postAll(ctx, r, members, nets, clients); err != nil {
-		return res, err
-	}
-	done, err := r.api.waitCompleted(ctx, jobPath(r.api.lastJob.Load()), pollEvery)
-	if err != nil {
-		return res, fmt.Errorf("enroll the hosts: %w", err)
-	}
-	res.enroll = done.Sub(start)
-	if res.enrollSweeps, _, err = countSweeps(r.opensmLog, from); err != nil {
 		return res, err
 	}
 	pid, err := r.opensmPID()
@@ -131,11 +104,11 @@ func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switc
 		if err != nil {
 			return res, err
 		}
-		done, err := r.api.waitCompleted(ctx, job, pollEvery)
+		w, err := r.api.waitPlanned(ctx, job, plan)
 		if err != nil {
 			return res, err
 		}
-		res.overhead.change = append(res.overhead.change, done.Sub(sent))
+		res.overhead.change = append(res.overhead.change, w.done.Sub(sent))
 	}
 	cpuAfter, err := readProcStat(r.managerPID())
 	if err != nil {
@@ -163,6 +136,44 @@ func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switc
 	return res, nil
 }
 
+// enroll creates the fabric's networks and binds every host but the first
+// samples to them in a burst, as a cloud's nodes were enrolled; it notes the
+// burst in res and returns the networks.
+func enroll(ctx context.Context, r *rig, samples, clients int, res *fabricResult, log *slog.Logger) ([]string, error) {
+	nets := make([]string, fabricNetworks)
+	var last string
+	var err error
+	for i := range nets {
+		nets[i] = fmt.Sprintf("3b9d6a52-7c1e-4f0a-9e2d-0000000f%04d", i)
+		if last, err = r.api.postNetwork(ctx, nets[i], 201+i); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := r.api.waitCompleted(ctx, last, 20*time.Millisecond); err != nil {
+		return nil, fmt.Errorf("create the networks: %w", err)
+	}
+	members := r.fabric.Hosts[samples:]
+	res.members = len(members)
+	log.Info("large fabric: putting host ports into partitions", "ports", len(members), "networks", fabricNetworks)
+	from, err := opensm.LogPosition(r.opensmLog)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := postAll(ctx, r, members, nets, clients); err != nil {
+		return nil, err
+	}
+	done, err := r.api.waitCompleted(ctx, jobPath(r.api.lastJob.Load()), pollEvery)
+	if err != nil {
+		return nil, fmt.Errorf("enroll the hosts: %w", err)
+	}
+	res.enroll = done.Sub(start)
+	if res.enrollSweeps, _, err = countSweeps(r.opensmLog, from); err != nil {
+		return nil, err
+	}
+	return nets, nil
+}
+
 // measureFabricsOf measures, with the manager's defaults, the small fabric
 // (a host for each sample and four more, on one switch: the 4-host
 // overhead's target, on ports real hosts carry) and the large fabric on each
@@ -173,7 +184,7 @@ func measureFabricsOf(ctx context.Context, engine, binary, dir string, o options
 		sizes = append(sizes, [2]int{o.fabricHosts, k})
 	}
 	var out []fabricResult
-	for _, size := range sizes {
+	for i, size := range sizes {
 		log.Info("fabric with the defaults: overhead over OpenSM", "hosts", size[0], "switches", size[1], "samples", o.samples)
 		ldir := filepath.Join(dir, fmt.Sprintf("large-%d-%d", size[0], size[1])) // dir/fabric is the small rig's fabric
 		if err := os.MkdirAll(ldir, 0o755); err != nil {
@@ -182,7 +193,16 @@ func measureFabricsOf(ctx context.Context, engine, binary, dir string, o options
 		// One fabric that cannot be measured (a read that fails on a long
 		// chain of switches) leaves the others' figures: it is reported in
 		// the table, and the run fails after it.
-		res, err := measureFabric(ctx, engine, binary, ldir, size[0], size[1], o.samples, o.clients, log)
+		// The small fabric's change is polled as (1)'s, every --poll-running
+		// while Running: its figure is a few milliseconds, and a 5 ms poll
+		// adds 2.5 on average. A large fabric's sweep takes hundreds of
+		// milliseconds, through which so fine a poll would load the
+		// manager whose CPU the table reports: it polls every pollEvery.
+		plan := pollPlan{pending: pollEvery, running: pollEvery}
+		if i == 0 {
+			plan.running = o.pollRunning
+		}
+		res, err := measureFabric(ctx, engine, binary, ldir, size[0], size[1], o.samples, o.clients, plan, log)
 		if err != nil {
 			if ctx.Err() != nil {
 				return out, err
@@ -236,7 +256,7 @@ func fileSize(path string) (int64, error) {
 func (s applySplit) last(n int) applySplit {
 	tail := func(l latencies) latencies { return l[max(len(l)-n, 0):] }
 	return applySplit{render: tail(s.render), write: tail(s.write), sweep: tail(s.sweep), verify: tail(s.verify),
-		complete: tail(s.complete)}
+		complete: tail(s.complete), started: s.started[max(len(s.started)-n, 0):]}
 }
 
 // readApplySplit reads the split of every "partitions applied" line of the
@@ -255,8 +275,10 @@ func readApplySplit(path string, from int64) (applySplit, error) {
 	sc.Buffer(make([]byte, 64*1024), 4<<20)
 	for sc.Scan() {
 		var line struct {
-			Msg                                    string `json:"msg"`
+			Time                                   time.Time `json:"time"`
+			Msg                                    string    `json:"msg"`
 			Render, Write, Sweep, Verify, Complete *int64
+			Took                                   int64 `json:"took"`
 			Jobs                                   int64 `json:"jobs_completed"`
 		}
 		// An apply that completed no job (the audit's repair, a reapply
@@ -275,6 +297,7 @@ func readApplySplit(path string, from int64) (applySplit, error) {
 			s.verify = append(s.verify, time.Duration(*line.Verify))
 		}
 		s.complete = append(s.complete, time.Duration(*line.Complete))
+		s.started = append(s.started, line.Time.Add(-time.Duration(line.Took)))
 	}
 	return s, sc.Err()
 }

@@ -63,7 +63,8 @@ type options struct {
 }
 
 // measurements are the names --only takes, in the order they run.
-var measurements = []string{"overhead", "idle", "batch", "api", "storm", "failover", "fabric", "fabrics", "render", "readback"}
+var measurements = []string{"overhead", "idle", "batch", "api", "storm", "failover", "fabric", "audit", "fabrics", "render",
+	"readback"}
 
 // runs says whether measurement name is to run.
 func (o options) runs(name string) bool { return len(o.only) == 0 || o.only[name] }
@@ -238,6 +239,9 @@ func unmeasured(results []engineResult) error {
 				errs = append(errs, fmt.Errorf("%s: %w", r.engine, f.err))
 			}
 		}
+		if r.audit.err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", r.engine, r.audit.err))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -258,6 +262,9 @@ func measureEngine(ctx context.Context, engine, binary, dir string, o options, l
 		if res.fabric, err = measureFabricsOf(ctx, engine, binary, dir, o, log); err != nil {
 			return res, err
 		}
+	}
+	if o.runs("audit") {
+		measureAuditOf(ctx, &res, binary, dir, o, log)
 	}
 	if o.runs("fabrics") {
 		log.Info("two fabrics: a change on fabric 2 during a burst on fabric 1", "ports", o.ports)
@@ -281,6 +288,23 @@ func measureEngine(ctx context.Context, engine, binary, dir string, o options, l
 		return res, fmt.Errorf("failover: %w", err)
 	}
 	return res, nil
+}
+
+// measureAuditOf measures what the audit costs a change (auditdelay.go) on
+// the large fabric's last count of switches. A measurement that cannot be
+// made is reported in the table, and the run fails after it.
+func measureAuditOf(ctx context.Context, res *engineResult, binary, dir string, o options, log *slog.Logger) {
+	switches := o.fabricSwitches[len(o.fabricSwitches)-1]
+	log.Info("the audit and a change", "hosts", o.fabricHosts, "switches", switches, "samples", o.samples)
+	adir := filepath.Join(dir, "audit")
+	err := os.MkdirAll(adir, 0o755)
+	if err == nil {
+		res.audit, err = measureAuditDelay(ctx, res.engine, binary, adir, o.fabricHosts, switches, o.samples, o.clients, log)
+	}
+	if err != nil {
+		res.audit.err = fmt.Errorf("the audit and a change, %d hosts on %d switches: %w", o.fabricHosts, switches, err)
+		log.Error("audit not measured", "error", res.audit.err)
+	}
 }
 
 // measureSmall runs the measurements on the 4-host fabric, on one rig.

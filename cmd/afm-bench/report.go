@@ -19,6 +19,7 @@ type engineResult struct {
 	storm    stormResult
 	failover failoverResult // zero on SQLite
 	fabric   []fabricResult // the small fabric, then the large one on each count of switches (--fabric-switches)
+	audit    auditDelayResult
 	fabrics  fabricsResult
 }
 
@@ -80,6 +81,7 @@ func table(results []engineResult, render renderResult, o options) string {
 		{"overhead", overheadRows}, {"batch", batchRows}, {"api", apiRows}, {"idle", idleRows},
 		{"storm", stormRows}, {"failover", failoverRows},
 		{"fabric", func(add row, o options) { fabricRows(add, results, o) }},
+		{"audit", auditRows},
 		{"fabrics", fabricsRows},
 	} {
 		if o.runs(m.name) {
@@ -249,7 +251,12 @@ func fabricConfRows(add row, f fabricResult, at func(engineResult) fabricResult,
 		"OpenSM's heavy sweeps meanwhile", f.members, o.clients), "", func(r engineResult) string {
 		return fmt.Sprintf("%s; %d sweeps", ms(at(r).enroll), at(r).enrollSweeps)
 	})
-	add("POST Port → job Completed, median / p95", "", func(r engineResult) string {
+	running := pollEvery
+	if small {
+		running = o.pollRunning // measureFabricsOf
+	}
+	add(fmt.Sprintf("POST Port → job Completed, median / p95 (the job polled every %s while Pending, %s while Running)",
+		pollEvery, running), "", func(r engineResult) string {
 		return ms(at(r).overhead.change.median()) + " / " + ms(at(r).overhead.change.quantile(0.95))
 	})
 	add("the manager's own overhead: POST → Completed − its apply's sweep (SIGHUP → SUBNET UP read), median / p95", own,

@@ -16,6 +16,12 @@ import (
 // SecretStore is where the keys are kept (store.Store).
 type SecretStore interface {
 	GetOrCreateSecrets(ctx context.Context, generate func() (map[string]string, error)) (map[string]string, error)
+	secretReader
+}
+
+// secretReader reads the recorded secrets, creating none (store.Store).
+type secretReader interface {
+	Secrets(ctx context.Context) (map[string]string, error)
 }
 
 // databaseKeys is the opensm.KeySource of a manager: the keys live in the
@@ -32,9 +38,17 @@ func (d databaseKeys) Keys(ctx context.Context) (opensm.Keys, error) {
 	return opensm.KeysOf(recorded)
 }
 
+// RecordedKeys is Keys creating none: one read of the secrets, where Keys
+// is a write transaction. The reads of the fabric ask for the M_Key at every
+// read-back and second-SM look, after the manager's start created the keys
+// (readbackMKeys).
+func (d databaseKeys) RecordedKeys(ctx context.Context) (opensm.Keys, error) {
+	return recordedKeys(ctx, d.store)
+}
+
 // recordedKeys returns the keys the database holds, creating none: a command
 // that only reads must not choose the fabric's keys before any manager ran.
-func recordedKeys(ctx context.Context, st *store.Store) (opensm.Keys, error) {
+func recordedKeys(ctx context.Context, st secretReader) (opensm.Keys, error) {
 	recorded, err := st.Secrets(ctx)
 	if err != nil {
 		return opensm.Keys{}, fmt.Errorf("OpenSM keys: %w", err)

@@ -77,10 +77,23 @@ type readbackMKeys struct {
 	current, previous uint64
 }
 
+// recordedKeySource is a KeySource that can read the keys without creating
+// them (databaseKeys): a read, where Keys may write.
+type recordedKeySource interface {
+	RecordedKeys(ctx context.Context) (opensm.Keys, error)
+}
+
 // MKeys is the Reader's MKeys. A database that cannot be read leaves the
-// keys last read: the reads go on with them.
+// keys last read: the reads go on with them. The keys are read, never
+// created: the manager's start created them before any read (fabricReader),
+// and a write transaction at every read-back and second-SM look cost a
+// change 2-5 ms on the server engines and took SQLite's one writer.
 func (k *readbackMKeys) MKeys(ctx context.Context) ([]uint64, error) {
-	recorded, err := k.keys.Keys(ctx)
+	read := k.keys.Keys
+	if r, ok := k.keys.(recordedKeySource); ok {
+		read = r.RecordedKeys
+	}
+	recorded, err := read(ctx)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if err == nil && recorded.MKey != k.current {

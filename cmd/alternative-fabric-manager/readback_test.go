@@ -12,6 +12,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
 
 // recordedMKey is a KeySource with a fixed M_Key.
@@ -143,6 +144,69 @@ func TestReadbackMKeysFollowRotation(t *testing.T) {
 		step.edit()
 		if got, err := k.MKeys(t.Context()); err != nil || !slices.Equal(got, step.want) {
 			t.Errorf("%s: M_Keys = %#x, %v; want %#x", step.name, got, err, step.want)
+		}
+	}
+}
+
+// creations counts the calls that may create secrets (a write transaction).
+type creations struct {
+	SecretStore
+	n int
+}
+
+func (c *creations) GetOrCreateSecrets(ctx context.Context, generate func() (map[string]string, error)) (map[string]string, error) {
+	c.n++
+	return c.SecretStore.GetOrCreateSecrets(ctx, generate)
+}
+
+// TestReadbackMKeysOnlyRead: once the manager's start created the keys,
+// the M_Key of every read-back and second-SM look is read, never created
+// (Keys is a write transaction, at every apply twice), and still follows a
+// rotation recorded meanwhile.
+func TestReadbackMKeysOnlyRead(t *testing.T) {
+	_, st := keysDB(t, config.EngineSQLite)
+	src := &creations{SecretStore: st}
+	created, err := databaseKeys{src}.Keys(t.Context()) // the manager's start
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &readbackMKeys{keys: databaseKeys{src}, current: created.MKey}
+	if got, err := k.MKeys(t.Context()); err != nil || !slices.Equal(got, []uint64{created.MKey}) {
+		t.Fatalf("MKeys = %x, %v; want the created key", got, err)
+	}
+	const rotated = 0x0123456789abcdef
+	if _, err := st.SetSecrets(t.Context(), map[string]string{secretMKey: opensm.FormatKey(rotated)}, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := k.MKeys(t.Context()); err != nil || !slices.Equal(got, []uint64{rotated, created.MKey}) {
+		t.Fatalf("MKeys after a rotation = %x, %v; want the new key, then the old one", got, err)
+	}
+	if src.n != 1 {
+		t.Errorf("the reads' M_Keys opened %d creating transactions, want none after the start's", src.n-1)
+	}
+}
+
+// BenchmarkReadbackMKeys is the M_Key read of one read-back or second-SM
+// look on each engine (each apply has two): recorded, as the reads take it
+// now, and created, the write transaction they opened before.
+func BenchmarkReadbackMKeys(b *testing.B) {
+	for _, engine := range []string{config.EngineSQLite, config.EnginePostgres, config.EngineMySQL} {
+		st := storetest.Open(b, engine)
+		keys := databaseKeys{st}
+		if _, err := keys.Keys(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+		for _, read := range []struct {
+			name string
+			keys func(context.Context) (opensm.Keys, error)
+		}{{"recorded", keys.RecordedKeys}, {"created", keys.Keys}} {
+			b.Run(engine+"/"+read.name, func(b *testing.B) {
+				for b.Loop() {
+					if _, err := read.keys(b.Context()); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
 	}
 }

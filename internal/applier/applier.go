@@ -357,7 +357,7 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 		case <-check.C:
 			t.check(ctx)
 		case <-t.auditDue():
-			t.runAudit(ctx)
+			t.runAudit(ctx, wake)
 		}
 	}
 }

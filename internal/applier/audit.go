@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/audit"
@@ -68,6 +69,9 @@ type auditState struct {
 	judged    verdict.Verdict
 	healed    string // the cut-off findings the state was last applied again for
 	restarted string // the cut-off findings OpenSM was last restarted for
+	// yieldedSince is when the audit first gave way to a change since it
+	// last read to the end (yieldingAudit); zero: it has not.
+	yieldedSince time.Time
 }
 
 // auditDue fires when the next audit is due; never without an audit. The
@@ -84,13 +88,29 @@ func (t *term) auditDue() <-chan time.Time {
 
 // runAudit audits the fabric against the file OpenSM last applied, and acts
 // on what it finds. It runs from the loop's idle turn only, so no apply is
-// under way and the file is the one OpenSM swept.
-func (t *term) runAudit(ctx context.Context) {
+// under way and the file is the one OpenSM swept. A change that arrives
+// meanwhile (wake is the loop's) ends the read (yieldingAudit): the change
+// is applied at once, and the audit reads again auditYieldRetry later.
+func (t *term) runAudit(ctx context.Context, wake <-chan struct{}) {
 	t.audit.due = time.After(t.Cfg.Audit.Interval)
 	if t.applied < 0 || t.written == nil {
 		return // an apply is due: the tables are about to change
 	}
-	s, err := t.auditOnce(ctx)
+	actx, yielded := t.yieldingAudit(ctx, wake)
+	started := time.Now()
+	s, err := t.auditOnce(actx)
+	if err != nil && yielded() && ctx.Err() == nil {
+		if t.audit.yieldedSince.IsZero() {
+			t.audit.yieldedSince = time.Now()
+		}
+		retry := min(auditYieldRetry, t.Cfg.Audit.Interval)
+		t.audit.due = time.After(retry)
+		t.Log.Info("audit gave way to a change; reading the fabric again after its apply", "read_for", time.Since(started),
+			"retry_in", retry)
+		return
+	}
+	yielded()
+	t.audit.yieldedSince = time.Time{}
 	if obs, ok := t.observer().(AuditObserver); ok {
 		obs.AuditFinished(s, err)
 	}
@@ -101,6 +121,54 @@ func (t *term) runAudit(ctx context.Context) {
 		return
 	}
 	t.actOnAudit(ctx, s)
+}
+
+// auditYieldRetry is how long after giving way to a change the audit reads
+// again (its interval, when shorter): a burst's changes arrive milliseconds
+// apart, and each would end a read begun after the previous one's apply.
+const auditYieldRetry = time.Second
+
+// yieldingAudit is the context of an audit's read: cancelled once a change
+// waits (the revision moved past the applied one, read at each wake-up of
+// the loop's and every poll interval, as the idle loop reads it), so that a
+// job never waits for the reads of every port of the fabric, only for its
+// own. An audit that has given way for an interval already reads to the
+// end: a fabric whose changes never stop is still audited at least every
+// two intervals. yielded stops the watch and says whether it cancelled the
+// read; call it once the read is over.
+func (t *term) yieldingAudit(ctx context.Context, wake <-chan struct{}) (_ context.Context, yielded func() bool) {
+	// Frozen, or held for a second SM, the loop applies no change: the
+	// audit reads to the end.
+	if t.notMaster() || !t.audit.yieldedSince.IsZero() && time.Since(t.audit.yieldedSince) >= t.Cfg.Audit.Interval {
+		return ctx, func() bool { return false }
+	}
+	actx, cancel := context.WithCancel(ctx)
+	applied := t.applied
+	var changed atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		poll := time.NewTicker(t.Cfg.PollInterval)
+		defer poll.Stop()
+		for {
+			select {
+			case <-actx.Done():
+				return
+			case <-wake:
+			case <-poll.C:
+			}
+			if rev, err := t.Store.Revision(actx); err == nil && rev != applied {
+				changed.Store(true)
+				cancel()
+				return
+			}
+		}
+	}()
+	return actx, func() bool {
+		cancel()
+		<-done
+		return changed.Load()
+	}
 }
 
 // auditOnce reads and compares; the file and the owners are what the last

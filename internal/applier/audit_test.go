@@ -1,11 +1,21 @@
 package applier
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/audit"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
 // TestAuditRecord: the record counts every finding but lists a bounded
@@ -29,5 +39,120 @@ func TestAuditRecord(t *testing.T) {
 	if len(back.Findings) != maxRecordedFindings || len(back.Breaches()) != 50 || back.Findings[0].Port != 1000 {
 		t.Errorf("recorded %d findings, %d breaches, first %v; want %d, 50, port 1000 first",
 			len(back.Findings), len(back.Breaches()), back.Findings[0], maxRecordedFindings)
+	}
+}
+
+// silentFabric is a fabric whose SMPs never answer: Dial waits for its
+// context to end, having said on dialing that a read began.
+type silentFabric struct {
+	dialing chan struct{}
+	once    sync.Once
+	mu      sync.Mutex
+	ends    []error // why each Dial ended
+}
+
+func (f *silentFabric) Dial(ctx context.Context) (pkeyread.Conn, error) {
+	f.once.Do(func() { close(f.dialing) })
+	<-ctx.Done()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ends = append(f.ends, ctx.Err())
+	return nil, ctx.Err()
+}
+
+// cancelled says whether every read ended cancelled, none at its own
+// timeout.
+func (f *silentFabric) cancelled() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, err := range f.ends {
+		if !errors.Is(err, context.Canceled) {
+			return false
+		}
+	}
+	return len(f.ends) > 0
+}
+
+// auditUntilDialed runs the term's audit in the background until its read
+// began; ended closes when runAudit returns.
+func auditUntilDialed(ctx context.Context, t *testing.T, r *applyRig, wake <-chan struct{}, interval time.Duration) (f *silentFabric, ended chan struct{}) {
+	t.Helper()
+	f = &silentFabric{dialing: make(chan struct{})}
+	r.term.Cfg.Audit = AuditConfig{Interval: interval, Reader: &pkeyread.Reader{Dialer: f}}
+	ended = make(chan struct{})
+	go func() {
+		defer close(ended)
+		r.term.runAudit(ctx, wake)
+	}()
+	select {
+	case <-f.dialing:
+	case <-ended:
+		t.Fatal("the audit read nothing")
+	}
+	return f, ended
+}
+
+// A change that arrives while the audit reads the whole fabric does not wait
+// for that read: the read ends, the change is applied and its job completes,
+// and the audit reads again a moment later. An audit that has given way for
+// an interval already reads to the end, changes or not: a fabric that never
+// stops changing is still audited.
+func TestAuditGivesWayToAChange(t *testing.T) {
+	r := newApplyRig(t, true, func() string { return heavySweep("") })
+	r.network(101)
+	r.applied("the network")
+	wake := make(chan struct{}, 1)
+	f, ended := auditUntilDialed(t.Context(), t, r, wake, time.Hour)
+	job := r.port("p1", 0x0002c90300000101)
+	wake <- struct{}{}
+	<-ended
+	if !f.cancelled() || r.term.audit.last != nil {
+		t.Fatalf("the audit's reads ended by %v, recording %+v; want every one cancelled by the change, nothing recorded",
+			f.ends, r.term.audit.last)
+	}
+	select {
+	case <-r.term.audit.due:
+	case <-time.After(time.Minute):
+		t.Fatalf("the audit that gave way is not due again within a minute (interval %s)", r.term.Cfg.Audit.Interval)
+	}
+	r.applied("the change")
+	if j := r.job(job.ID); j.Status != store.StatusCompleted {
+		t.Fatalf("the change's job after its apply: %+v, want Completed", j)
+	}
+
+	r.term.audit.yieldedSince = time.Now().Add(-2 * time.Hour)
+	ctx, cancel := context.WithCancel(t.Context())
+	_, ended = auditUntilDialed(ctx, t, r, wake, time.Hour)
+	r.port("p2", 0x0002c90300000201)
+	wake <- struct{}{}
+	select {
+	case <-ended:
+		t.Fatal("an audit that gave way for more than its interval gave way again")
+	case <-time.After(200 * time.Millisecond):
+	}
+	cancel()
+	<-ended
+}
+
+// An audit that gave way reads again after auditYieldRetry, or after its
+// interval when that is shorter: it is never put off past its interval.
+func TestAuditGivesWayWithinItsInterval(t *testing.T) {
+	for _, interval := range []time.Duration{time.Hour, 200 * time.Millisecond} {
+		t.Run(interval.String(), func(t *testing.T) {
+			r := newApplyRig(t, true, func() string { return heavySweep("") })
+			var logged bytes.Buffer
+			r.term.Log = slog.New(slog.NewJSONHandler(&logged, nil))
+			r.network(101)
+			r.applied("the network")
+			wake := make(chan struct{}, 1)
+			_, ended := auditUntilDialed(t.Context(), t, r, wake, interval)
+			r.port("p1", 0x0002c90300000101)
+			wake <- struct{}{}
+			<-ended
+			want := fmt.Sprintf(`"retry_in":%d`, min(interval, auditYieldRetry))
+			if !strings.Contains(logged.String(), want) {
+				t.Errorf("the audit gave way saying %s; want %s", logged.String(), want)
+			}
+		})
 	}
 }

@@ -47,6 +47,11 @@ type duplicateLog struct {
 	// recorded is what the database holds, as this term last wrote or read
 	// it: the gate's reason in finish, which must not read it again.
 	recorded []store.DuplicateGUID
+	// known: recorded is what the database holds, read by this term since
+	// its last write (only the term's leader writes it, fenced). A clean
+	// sweep then clears nothing when it holds none: the clear and the read
+	// back cost two round trips at every apply.
+	known bool
 }
 
 // observe is the tail's handler.
@@ -140,9 +145,12 @@ func (l *duplicateLog) addSighting(s store.DuplicateSighting) {
 // written is kept for the next call.
 func (l *duplicateLog) record(ctx context.Context, term int64, st DuplicateStore, log *slog.Logger) error {
 	clear, seen := l.take()
-	if !clear && len(seen) == 0 {
+	if !clear && len(seen) == 0 || len(seen) == 0 && l.holdsNone() {
 		return nil
 	}
+	l.mu.Lock()
+	l.known = false // until read back: a write may fail half-way
+	l.mu.Unlock()
 	if clear {
 		if _, err := st.ClearDuplicateGUIDs(ctx, term); err != nil {
 			l.put(clear, seen)
@@ -165,9 +173,25 @@ func (l *duplicateLog) record(ctx context.Context, term int64, st DuplicateStore
 			"guid", s.GUID, "kind", s.Kind, "places", s.Places, "entries", s.Count, "line", s.Line)
 	}
 	l.mu.Lock()
-	l.recorded = recorded
+	l.recorded, l.known = recorded, true
 	l.mu.Unlock()
 	return nil
+}
+
+// unknown forgets that recorded is what the database holds: the next clean
+// sweep clears the table and reads it back (after a restore, say, which may
+// have put a duplicate's rows back).
+func (l *duplicateLog) unknown() {
+	l.mu.Lock()
+	l.known = false
+	l.mu.Unlock()
+}
+
+// holdsNone says whether the database is known to hold no duplicate.
+func (l *duplicateLog) holdsNone() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.known && len(l.recorded) == 0
 }
 
 // view is what the database holds, as last written or read.
@@ -185,7 +209,7 @@ func (l *duplicateLog) load(ctx context.Context, st DuplicateStore) error {
 		return err
 	}
 	l.mu.Lock()
-	l.recorded = recorded
+	l.recorded, l.known = recorded, true
 	l.mu.Unlock()
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
@@ -159,14 +160,23 @@ func (t *term) startLog(suspect string, dbTimeout time.Duration) error {
 func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, proven *store.Proven) (completed int64, recorded bool) {
 	log := t.Log.With("revision", a.Revision, "term", t.id)
 	dump := t.readDump()
+	t.scanEnforcement(ctx) // before the look: the SM entries it reads decide how far the look reads
+	// The second-SM look reads the fabric while the capacity check and the
+	// GUIDs' places are written to the database: one after the other they
+	// cost a change both waits. It is waited for on every path.
+	looked, env := make(chan string, 1), t.watchEnv()
+	go func(read []fabric.GUID) { looked <- t.secondSM.confirm(ctx, env, dump.topo, read) }(t.proof.takeRead()) // secondsm.go
 	if err := t.recordOverCapacity(ctx, st, dump); err != nil {
 		// OpenSM says nothing of these ports: once the apply is recorded
 		// nothing else would. Nothing completes; the apply is retried.
+		<-looked
 		log.Error("jobs wait: the capacity check's findings could not be recorded", "error", err)
 		t.observer().ApplyFinished(a.Outcome, time.Since(a.StartedAt))
 		return 0, false
 	}
 	places, err := t.recordPlaces(ctx, st, dump)
+	lookFailed := <-looked
+	t.takeReports() // a second SM gone: this sweep completes nothing (forget)
 	if err != nil {
 		// A GUID moved since the last record would go unjudged: nothing
 		// completes; the apply is retried.
@@ -174,9 +184,6 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, p
 		t.observer().ApplyFinished(a.Outcome, time.Since(a.StartedAt))
 		return 0, false
 	}
-	t.scanEnforcement(ctx)
-	lookFailed := t.secondSM.confirm(ctx, t.watchEnv(), dump.topo, t.proof.takeRead()) // secondsm.go
-	t.takeReports()                                                                    // a second SM gone: this sweep completes nothing (forget)
 	frozen := t.pollFreeze(ctx)
 	reapply := t.reapply // a lifted freeze: the full apply that follows completes them
 	ev := verdict.Evidence{SubnetDump: t.Cfg.SubnetDump, Dump: verdict.Dump{Topo: dump.topo, Err: dump.err},

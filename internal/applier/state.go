@@ -26,6 +26,7 @@ func (t *term) forget(why string) {
 	t.Log.Info("applying the recorded state again", "why", why, "applied", t.applied, "term", t.id)
 	t.applied, t.reapply = -1, true
 	t.gate.blocked, t.gate.said = 0, ""
+	t.gate.duplicates.unknown() // a restore, or a write cut short, may have put rows back
 }
 
 // takeForgotten is the loop's turn, or an apply's start, after a forget:

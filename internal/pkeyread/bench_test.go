@@ -2,12 +2,14 @@ package pkeyread_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
 )
 
@@ -155,4 +157,24 @@ type countingConn struct {
 func (c countingConn) Send(ctx context.Context, lid uint16, mad []byte) ([]byte, error) {
 	c.mads.Add(1)
 	return c.Conn.Send(ctx, lid, mad)
+}
+
+// BenchmarkReadCancelled is a Read of 1,500 ports whose context has ended
+// (an audit that gives way to a change): what it costs before the caller
+// hears of it.
+func BenchmarkReadCancelled(b *testing.B) {
+	targets := make([]pkeyread.Target, 1500)
+	for i := range targets {
+		targets[i] = pkeyread.Target{Port: fabric.GUID(0x0002c90300000001 + uint64(i)*0x100), LID: uint16(i + 17)}
+	}
+	r := &pkeyread.Reader{Dialer: pkeyread.SimDialer{}, Workers: 4}
+	ctx, cancel := context.WithCancel(b.Context())
+	cancel()
+	for b.Loop() {
+		for _, res := range r.Read(ctx, targets) {
+			if !errors.Is(res.Err, pkeyread.ErrNotRead) {
+				b.Fatalf("a port of a cancelled read: %v", res.Err)
+			}
+		}
+	}
 }
