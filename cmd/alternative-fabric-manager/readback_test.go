@@ -175,7 +175,7 @@ func TestReadbackMKeysOnlyRead(t *testing.T) {
 		t.Fatalf("MKeys = %x, %v; want the created key", got, err)
 	}
 	const rotated = 0x0123456789abcdef
-	if _, err := st.SetSecrets(t.Context(), map[string]string{secretMKey: opensm.FormatKey(rotated)}, true); err != nil {
+	if _, err := st.SetSecrets(t.Context(), map[string]string{opensm.SecretMKey: opensm.FormatKey(rotated)}, true); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := k.MKeys(t.Context()); err != nil || !slices.Equal(got, []uint64{rotated, created.MKey}) {
