@@ -6,14 +6,14 @@
 help: ## list the targets
 	@awk -F ':.*## ' '/^[a-z][a-z-]*:.*## / { printf "  make %-9s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
-test: ## what CI runs: install and start the test servers, vet, gofmt, staticcheck, sqlc diff, every test suite, fuzz smoke
+test: ## what CI runs: install and start the test servers, vet, gofmt, staticcheck, function lengths, sqlc diff, every test suite, fuzz smoke
 	bash scripts/test.sh
 
 generate: ## regenerate db/ from queries/ and migrations/ (sqlc; installs it if needed), then the engines' query adapters
 	bash scripts/sqlc.sh generate
 	go generate ./internal/store/...
 
-verify: ## check that db/ and the query adapters match their sources (sqlc diff, adaptergen), then go vet, gofmt and staticcheck
+verify: ## check that db/ and the query adapters match their sources (sqlc diff, adaptergen), then go vet, gofmt, staticcheck and function lengths
 	bash scripts/sqlc.sh diff
 	go test -count=1 -run TestCommittedAdapters ./internal/store/driver/adaptergen
 	bash scripts/lint.sh

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# lint.sh: go vet, gofmt and staticcheck over the whole module. Fails listing the files gofmt would
-# change, or what staticcheck finds (staticcheck.conf files say which checks a directory leaves out, and why).
+# lint.sh: go vet, gofmt, staticcheck and the length of functions over the whole module. Fails listing the
+# files gofmt would change, what staticcheck finds (staticcheck.conf files say which checks a directory leaves
+# out, and why), or the hand-written non-test functions over 80 lines (scripts/longfuncs.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,3 +19,10 @@ if [[ -n $unformatted ]]; then
 fi
 
 go run "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION" ./...
+
+# A function over 80 lines reads as several steps without their names: split it into named ones.
+if ! long=$(bash scripts/longfuncs.sh); then
+	echo "lint: hand-written functions over 80 lines (split each into named steps):" >&2
+	echo "$long" >&2
+	exit 1
+fi

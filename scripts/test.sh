@@ -5,7 +5,7 @@
 #      promtool, systemd-analyze, docker.io, debootstrap and curl for the image, gcc for sqlc)
 #   2. start a throwaway PostgreSQL, MariaDB and three-node MariaDB Galera cluster, and a private dockerd
 #      (scripts/docker-env.sh), each stopped again however this script ends
-#   3. go vet, gofmt and staticcheck (scripts/lint.sh); db/ against its sources (sqlc diff, as
+#   3. go vet, gofmt, staticcheck and function lengths (scripts/lint.sh); db/ against its sources (sqlc diff, as
 #      make verify runs it); the deployment files (scripts/check-deploy.sh: promtool check and test
 #      rules, systemd-analyze verify and security)
 #   4. the release (scripts/release-test.sh build: make release VERSION=v0.0.0-ci, the base images

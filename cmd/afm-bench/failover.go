@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/managerproc"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
@@ -55,68 +56,104 @@ func measureFailover(ctx context.Context, engine, binary, dir string, leaseTimeo
 		return res, fmt.Errorf("start simulated fabric: %w", err)
 	}
 	defer f.Stop()
-	var managers []*haManager
+	managers, err := startHAManagers(ctx, binary, dir, db.url, f, leaseTimeout)
 	defer func() {
 		for _, m := range managers {
 			m.stop()
 		}
 	}()
-	for k := 1; k <= 3; k++ {
-		m, err := startHAManager(ctx, binary, dir, db.url, f, k, leaseTimeout)
-		if m != nil {
-			managers = append(managers, m)
-		}
-		if err != nil {
-			return res, err
-		}
+	if err != nil {
+		return res, err
 	}
 	leader, err := haLeader(ctx, binary, managers)
 	if err != nil {
 		return res, err
 	}
-	configDir := filepath.Join(filepath.Dir(leader.conf), "opensm")
-	if err := fabricsim.ConfirmSwitches(ctx, binary, leader.conf, configDir); err != nil {
-		return res, err
-	}
 	network := "3b9d6a52-7c1e-4f0a-9e2d-00000000f001"
-	job, err := leader.api.postNetwork(ctx, network, 102)
-	if err != nil {
+	if err := createFailoverNetwork(ctx, binary, leader, network); err != nil {
 		return res, err
-	}
-	if _, err := leader.api.waitCompleted(ctx, job, 20*time.Millisecond); err != nil {
-		return res, fmt.Errorf("network creation: %w", err)
 	}
 	for round := range rounds {
-		killed := time.Now()
-		if err := leader.proc.Kill(); err != nil {
-			return res, err
-		}
-		var survivor *haManager
-		for _, m := range managers {
-			if m != leader {
-				survivor = m
-				break
-			}
-		}
-		job, err := survivor.api.postPort(ctx, hostPort(f.Hosts[round].PortGUID, network, round))
+		took, err := failoverRound(ctx, managers, leader, f.Hosts[round].PortGUID, network, round)
 		if err != nil {
 			return res, err
 		}
-		done, err := survivor.api.waitCompleted(ctx, job, 10*time.Millisecond)
-		if err != nil {
-			return res, fmt.Errorf("round %d: the job after the kill: %w", round+1, err)
-		}
-		res.took = append(res.took, done.Sub(killed))
-		log.Info("failover", "round", round+1, "took", done.Sub(killed))
-		// The killed manager comes back as a follower for the next round.
-		if err := leader.start(ctx, binary); err != nil {
-			return res, err
-		}
-		if leader, err = haLeader(ctx, binary, managers); err != nil {
+		res.took = append(res.took, took)
+		log.Info("failover", "round", round+1, "took", took)
+		if leader, err = rejoin(ctx, binary, leader, managers); err != nil {
 			return res, err
 		}
 	}
 	return res, nil
+}
+
+// startHAManagers starts the rig's three managers. It returns those it
+// started even with an error, for the caller to stop.
+func startHAManagers(ctx context.Context, binary, dir, dbURL string, f *fabricsim.Fabric,
+	leaseTimeout time.Duration) ([]*haManager, error) {
+	var managers []*haManager
+	for k := 1; k <= 3; k++ {
+		m, err := startHAManager(ctx, binary, dir, dbURL, f, k, leaseTimeout)
+		if m != nil {
+			managers = append(managers, m)
+		}
+		if err != nil {
+			return managers, err
+		}
+	}
+	return managers, nil
+}
+
+// createFailoverNetwork confirms the fabric's switches and creates the
+// network the rounds' ports join, through the leader, waiting for its job.
+func createFailoverNetwork(ctx context.Context, binary string, leader *haManager, network string) error {
+	configDir := filepath.Join(filepath.Dir(leader.conf), "opensm")
+	if err := fabricsim.ConfirmSwitches(ctx, binary, leader.conf, configDir); err != nil {
+		return err
+	}
+	job, err := leader.api.postNetwork(ctx, network, 102)
+	if err != nil {
+		return err
+	}
+	if _, err := leader.api.waitCompleted(ctx, job, 20*time.Millisecond); err != nil {
+		return fmt.Errorf("network creation: %w", err)
+	}
+	return nil
+}
+
+// failoverRound kills the leader with -9, sends a survivor a change binding
+// the host port guid at once, and times the kill to that job's Completed.
+func failoverRound(ctx context.Context, managers []*haManager, leader *haManager, guid fabric.GUID, network string,
+	round int) (time.Duration, error) {
+	killed := time.Now()
+	if err := leader.proc.Kill(); err != nil {
+		return 0, err
+	}
+	var survivor *haManager
+	for _, m := range managers {
+		if m != leader {
+			survivor = m
+			break
+		}
+	}
+	job, err := survivor.api.postPort(ctx, hostPort(guid, network, round))
+	if err != nil {
+		return 0, err
+	}
+	done, err := survivor.api.waitCompleted(ctx, job, 10*time.Millisecond)
+	if err != nil {
+		return 0, fmt.Errorf("round %d: the job after the kill: %w", round+1, err)
+	}
+	return done.Sub(killed), nil
+}
+
+// rejoin starts the killed manager again, a follower for the next round, and
+// returns the leader elected meanwhile.
+func rejoin(ctx context.Context, binary string, killed *haManager, managers []*haManager) (*haManager, error) {
+	if err := killed.start(ctx, binary); err != nil {
+		return killed, err
+	}
+	return haLeader(ctx, binary, managers)
 }
 
 func startHAManager(ctx context.Context, binary, dir, dbURL string, f *fabricsim.Fabric, k int,

@@ -103,52 +103,83 @@ func parseFlags(args []string) (options, error) {
 		}
 	}
 	if o.smoke {
-		o.samples, o.ports, o.apiDuration, o.idle = 2, 40, time.Second, 2*time.Second
-		o.stormJobs, o.syncTimeout, o.benchtime = 200, time.Second, "1x"
-		o.fabricHosts, *switches = 6, "2"
-		// The failover's own flags, when given, are kept: its figure is the
-		// same at any size of the rest.
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		if !set["lease-timeout"] {
-			o.leaseTimeout = 2 * time.Second
-		}
-		if !set["failover-rounds"] {
-			o.failoverRounds = 1
-		}
+		o.shrink(fs)
+		*switches = "2"
 	}
-	for n := range strings.SplitSeq(*switches, ",") {
+	var err error
+	if o.fabricSwitches, err = parseSwitches(*switches); err != nil {
+		return o, err
+	}
+	if o.only, err = parseOnly(*only); err != nil {
+		return o, err
+	}
+	return o, o.check()
+}
+
+// shrink sets the sizes of --smoke (but --fabric-switches, the caller's).
+// The failover's own flags, when given on fs, are kept: its figure is the
+// same at any size of the rest.
+func (o *options) shrink(fs *flag.FlagSet) {
+	o.samples, o.ports, o.apiDuration, o.idle = 2, 40, time.Second, 2*time.Second
+	o.stormJobs, o.syncTimeout, o.benchtime = 200, time.Second, "1x"
+	o.fabricHosts = 6
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["lease-timeout"] {
+		o.leaseTimeout = 2 * time.Second
+	}
+	if !set["failover-rounds"] {
+		o.failoverRounds = 1
+	}
+}
+
+// parseSwitches reads --fabric-switches: counts of switches, comma-separated.
+func parseSwitches(s string) ([]int, error) {
+	var counts []int
+	for n := range strings.SplitSeq(s, ",") {
 		k, err := strconv.Atoi(strings.TrimSpace(n))
 		if err != nil || k < 1 {
-			return o, fmt.Errorf("--fabric-switches: %q is no count of switches", n)
+			return nil, fmt.Errorf("--fabric-switches: %q is no count of switches", n)
 		}
-		o.fabricSwitches = append(o.fabricSwitches, k)
+		counts = append(counts, k)
 	}
-	for m := range strings.SplitSeq(*only, ",") {
+	return counts, nil
+}
+
+// parseOnly reads --only: names of measurements, comma-separated; nil (all
+// of them) when it names none.
+func parseOnly(s string) (map[string]bool, error) {
+	var only map[string]bool
+	for m := range strings.SplitSeq(s, ",") {
 		if m = strings.TrimSpace(m); m == "" {
 			continue
 		}
 		if !slices.Contains(measurements, m) {
-			return o, fmt.Errorf("--only: %q is none of %s", m, strings.Join(measurements, ", "))
+			return nil, fmt.Errorf("--only: %q is none of %s", m, strings.Join(measurements, ", "))
 		}
-		if o.only == nil {
-			o.only = map[string]bool{}
+		if only == nil {
+			only = map[string]bool{}
 		}
-		o.only[m] = true
+		only[m] = true
 	}
+	return only, nil
+}
+
+// check refuses sizes no measurement can run with.
+func (o options) check() error {
 	switch {
 	case len(o.engines) == 0:
-		return o, errors.New("--engines: name at least one of sqlite, postgres, mysql")
+		return errors.New("--engines: name at least one of sqlite, postgres, mysql")
 	case o.samples < 1, o.ports < 1, o.clients < 1, o.stormJobs < 1:
-		return o, errors.New("--samples, --ports, --clients and --storm-jobs must be at least 1")
+		return errors.New("--samples, --ports, --clients and --storm-jobs must be at least 1")
 	case o.apiDuration <= 0, o.idle <= 0, o.syncTimeout <= 0, o.pollRunning <= 0:
-		return o, errors.New("--api-duration, --idle, --sync-timeout and --poll-running must be positive")
+		return errors.New("--api-duration, --idle, --sync-timeout and --poll-running must be positive")
 	case o.leaseTimeout < time.Second, o.failoverRounds < 1:
-		return o, errors.New("--lease-timeout must be at least 1s and --failover-rounds at least 1")
+		return errors.New("--lease-timeout must be at least 1s and --failover-rounds at least 1")
 	case o.fabricHosts <= o.samples:
-		return o, errors.New("--fabric-hosts must be more than --samples")
+		return errors.New("--fabric-hosts must be more than --samples")
 	}
-	return o, nil
+	return nil
 }
 
 func main() {

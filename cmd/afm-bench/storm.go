@@ -32,38 +32,46 @@ func measureStorm(ctx context.Context, r *rig, jobs, clients int, window time.Du
 	if _, err := r.api.waitCompleted(ctx, jobPath(r.api.lastJob.Load()), 20*time.Millisecond); err != nil {
 		return res, err
 	}
-	// With this many ports OpenSM's own sweep is longer too (it parses every
-	// member): the bare sweep at this size tells the two apart.
-	pid, err := r.opensmPID()
-	if err != nil {
+	if err := measureQuiet(ctx, r, quietSamples, &res); err != nil {
 		return res, err
 	}
-	for range quietSamples {
+	if err := runStorm(ctx, r, clients, &res); err != nil {
+		return res, fmt.Errorf("job-poll storm: %w", err)
+	}
+	return res, nil
+}
+
+// measureQuiet times samples bare sweeps and port changes before the storm.
+// With this many ports OpenSM's own sweep is longer too (it parses every
+// member): the bare sweep at this size tells the two apart.
+func measureQuiet(ctx context.Context, r *rig, samples int, res *stormResult) error {
+	pid, err := r.opensmPID()
+	if err != nil {
+		return err
+	}
+	for range samples {
 		d, err := bareSweep(ctx, r.opensmLog, pid)
 		if err != nil {
-			return res, err
+			return err
 		}
 		res.quietSweep = append(res.quietSweep, d)
 		if d, err = timeChange(ctx, r); err != nil {
-			return res, err
+			return err
 		}
 		res.quietChange = append(res.quietChange, d)
 	}
+	return nil
+}
 
-	order := rand.Perm(jobs)
+// runStorm is the storm itself: clients pollers GET res.jobs jobs in a
+// random order, paced evenly over res.window, while port changes are timed
+// one after another until the polls are over. It fills res.get,
+// res.stormChange and res.took, and returns the first error of either.
+func runStorm(ctx context.Context, r *rig, clients int, res *stormResult) error {
+	order := rand.Perm(res.jobs)
 	start := time.Now()
-	spacing := window / time.Duration(jobs)
-	next := make(chan int)
-	go func() {
-		defer close(next)
-		for i := range jobs {
-			select {
-			case next <- i:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	spacing := res.window / time.Duration(res.jobs)
+	next := countTo(ctx, res.jobs)
 	var (
 		mu   sync.Mutex
 		wg   sync.WaitGroup
@@ -71,18 +79,9 @@ func measureStorm(ctx context.Context, r *rig, jobs, clients int, window time.Du
 	)
 	for range clients {
 		wg.Go(func() {
-			var mine latencies
-			for i := range next {
-				if wait := time.Until(start.Add(time.Duration(i) * spacing)); wait > 0 {
-					time.Sleep(wait)
-				}
-				t := time.Now()
-				if _, err := r.api.jobStatus(ctx, jobPath(r.api.jobAt(order[i]))); err != nil {
-					errs <- err
-					break
-				}
-				mine = append(mine, time.Since(t))
-			}
+			mine := pollPaced(ctx, r, next, func(i int) (time.Time, int64) {
+				return start.Add(time.Duration(i) * spacing), r.api.jobAt(order[i])
+			}, errs)
 			mu.Lock()
 			res.get = append(res.get, mine...)
 			mu.Unlock()
@@ -92,29 +91,71 @@ func measureStorm(ctx context.Context, r *rig, jobs, clients int, window time.Du
 	changesDone := make(chan struct{})
 	go func() {
 		defer close(changesDone)
-		for {
-			d, err := timeChange(ctx, r)
-			if err != nil {
-				errs <- err
-				return
-			}
-			res.stormChange = append(res.stormChange, d)
-			select {
-			case <-stormOver:
-				return
-			default:
-			}
-		}
+		res.stormChange = timeChangesUntil(ctx, r, stormOver, errs)
 	}()
 	wg.Wait()
 	res.took = time.Since(start)
 	close(stormOver)
 	<-changesDone
 	close(errs)
-	if err := <-errs; err != nil {
-		return res, fmt.Errorf("job-poll storm: %w", err)
+	return <-errs
+}
+
+// countTo sends 0 to n-1, then closes the channel; or stops early when ctx
+// ends.
+func countTo(ctx context.Context, n int) <-chan int {
+	next := make(chan int)
+	go func() {
+		defer close(next)
+		for i := range n {
+			select {
+			case next <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return next
+}
+
+// pollPaced GETs, for each index next sends, the job slot names, not before
+// the time slot gives it, and returns how long each GET took. It stops at
+// the first error, which it sends on errs.
+func pollPaced(ctx context.Context, r *rig, next <-chan int, slot func(i int) (time.Time, int64), errs chan<- error) latencies {
+	var mine latencies
+	for i := range next {
+		at, job := slot(i)
+		if wait := time.Until(at); wait > 0 {
+			time.Sleep(wait)
+		}
+		t := time.Now()
+		if _, err := r.api.jobStatus(ctx, jobPath(job)); err != nil {
+			errs <- err
+			break
+		}
+		mine = append(mine, time.Since(t))
 	}
-	return res, nil
+	return mine
+}
+
+// timeChangesUntil times one port change after another, to Completed,
+// until over is closed (the change under way when it closes is timed to its
+// end) or a change fails, whose error goes to errs.
+func timeChangesUntil(ctx context.Context, r *rig, over <-chan struct{}, errs chan<- error) latencies {
+	var took latencies
+	for {
+		d, err := timeChange(ctx, r)
+		if err != nil {
+			errs <- err
+			return took
+		}
+		took = append(took, d)
+		select {
+		case <-over:
+			return took
+		default:
+		}
+	}
 }
 
 // fillJobs sends port POSTs until the manager has handed this client at least

@@ -36,55 +36,29 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/neutronimport"
 )
 
+// flags is the command line: the configuration, the command flag given (at
+// most one) and what goes with it.
+type flags struct {
+	configFile                                             string
+	migrate, render, debug, status, asJSON, confirm        bool
+	showErrs, clearErrs, unfreeze, showKeys, replaceKeys   bool
+	showVersion, importNeutron, dryRun, prune, healthcheck bool
+	audit                                                  bool
+	acceptMoved, importKeys, rotateKeys                    string
+	adoptFile, releasePKey, movePhysnet                    string
+	fab                                                    *fabricChoice
+	args                                                   []string // what follows the flags: none is expected
+}
+
 func main() {
-	configFile := flag.String("config-file", config.DefaultPath, "the manager's configuration (INI)")
-	migrate := flag.Bool("migrate", false, "apply the database migrations, then exit")
-	render := flag.Bool("render", false, "print the partitions file the recorded state renders to (checked), then exit")
-	debug := flag.Bool("debug", false, "log at debug level (every HTTP request, OpenSM's filtered output)")
-	status := flag.Bool("status", false, "print who applies, the last apply, jobs by status and why jobs do not complete, then exit (0: every gate is open, 3: jobs do not complete, 4: cannot tell from this host)")
-	asJSON := flag.Bool("json", false, "with --status: print it as JSON (fields in docs/status.md)")
-	confirm := flag.Bool("confirm-switches", false, "record the switches of OpenSM's last sweep as the fabric's expected switches, then exit")
-	showErrs := flag.Bool("show-enforcement-errors", false, "list the switch ports whose partition enforcement OpenSM cleared, then exit")
-	acceptMoved := flag.String("accept-moved-guid", "", "record the switch ports OpenSM's last sweep found these port GUIDs behind (comma separated) as theirs: a host recabled or its HCA moved; forget those not in it (a host gone for good) (docs/runbooks.md), then exit")
-	clearErrs := flag.Bool("clear-enforcement-errors", false, "forget the recorded enforcement errors, so that jobs complete again, then exit")
-	unfreezeFlag := flag.Bool("unfreeze", false, "with [ha] ha = true: lift a freeze once you made sure the OpenSM --status names is stopped (docs/ha.md), then exit")
-	showKeys := flag.Bool("show-keys", false, "print OpenSM's M_Key, SM_Key and SA_Key (secrets), then exit")
-	importKeys := flag.String("import-keys", "", "record the m_key, sm_key and sa_key of another manager's opensm.conf as OpenSM's keys (docs/key-rotation.md), then exit")
-	replaceKeys := flag.Bool("replace-keys", false, "with --import-keys: replace keys already recorded (a rotation)")
-	rotateKeys := flag.String("rotate-keys", "", "record new random keys for the listed keys (m_key,sm_key,sa_key; docs/key-rotation.md), then exit")
-	showVersion := flag.Bool("version", false, "print the version, the commit and the build date, then exit")
-	importNeutron := flag.Bool("import-neutron", false, "record what Neutron has on the InfiniBand physnets and list what it lacks (docs/neutron-import.md), then exit (0: they agree, 5: differences listed)")
-	dryRun := flag.Bool("dry-run", false, "with --import-neutron or --move-physnet: print what would change, write nothing")
-	prune := flag.Bool("prune", false, "with --import-neutron: also remove what is recorded and Neutron deleted")
-	healthcheck := flag.Bool("healthcheck", false, "ask the running manager's /readyz, print its answer, exit 0 only if it is ready")
-	adoptFile := flag.String("adopt-partitions", "", "adopt the partitions of this running partitions file (docs/switch-over.md), then exit")
-	releasePKey := flag.String("release-adopted", "", "release the adopted members of this pkey, then exit")
-	auditFlag := flag.Bool("audit", false, auditHelp)
-	movePhysnet := flag.String("move-physnet", "", "move the networks recorded on this physical network, with their ports, to the fabric the configuration now gives it (docs/multi-fabric.md), then exit")
-	fab := fabricFlag(flag.CommandLine)
-	flag.Parse()
-	if *showVersion {
+	f := parseFlags(flag.CommandLine, os.Args[1:])
+	if f.showVersion {
 		fmt.Println(versionString())
 		return
 	}
-	if flag.NArg() > 0 {
-		fmt.Fprintf(os.Stderr, "alternative-fabric-manager: unexpected argument %q\n", flag.Arg(0))
-		os.Exit(2)
-	}
-	keysCmd := *importKeys != "" || *rotateKeys != ""
-	adopting, releasing, moving := *adoptFile != "", *releasePKey != "", *movePhysnet != ""
-	// At most one command flag; with one, the manager runs it and exits.
-	commands := countTrue(*migrate, *render, *status, *confirm, *showErrs, *clearErrs, *showKeys, *unfreezeFlag,
-		*healthcheck, *importKeys != "", *rotateKeys != "", adopting, releasing, *importNeutron, *auditFlag, moving, *acceptMoved != "")
-	if commands > 1 || (*asJSON && !*status && !*auditFlag) || (*replaceKeys && *importKeys == "") ||
-		(*dryRun && !*importNeutron && !moving) || (*prune && !*importNeutron) {
-		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: give at most one command flag (--json goes with --status or --audit, "+
-			"--replace-keys with --import-keys, --dry-run with --import-neutron or --move-physnet, --prune with --import-neutron)")
-		os.Exit(2)
-	}
-	checkFabricUse(fab, commands == 0 || *migrate || *healthcheck || *importNeutron)
+	checkUsage(f)
 	level := slog.LevelInfo
-	if *debug {
+	if f.debug {
 		level = slog.LevelDebug
 	}
 	log := newLogger("json", level)
@@ -96,40 +70,134 @@ func main() {
 	// SIGHUP's default action is to end the process, and the manager must
 	// survive one (a closed terminal, systemctl reload, a log rotation).
 	hup := make(chan os.Signal, 1)
-	if commands == 0 {
+	if f.commands() == 0 {
 		signal.Notify(hup, syscall.SIGHUP)
 	}
-	var err error
-	switch {
-	case *migrate:
-		err = runMigrate(ctx, *configFile, log)
-	case *render:
-		err = runRender(ctx, *configFile, fab.name, log)
-	case *healthcheck:
-		err = runHealthcheck(ctx, *configFile)
-	case keysCmd:
-		err = runKeys(ctx, *configFile, log, keysCommand{importFile: *importKeys, replace: *replaceKeys, rotate: *rotateKeys, fabric: fab.name})
-	case adopting:
-		err = runAdopt(ctx, *configFile, fab.name, *adoptFile, log, os.Stdout)
-	case releasing:
-		err = runReleaseAdopted(ctx, *configFile, fab.name, *releasePKey, log, os.Stdout)
-	case *auditFlag:
-		err = runAuditCommand(ctx, *configFile, fab.name, *asJSON, log, os.Stdout)
-	case moving:
-		err = runMovePhysnet(ctx, *configFile, fab, *movePhysnet, *dryRun, log, os.Stdout)
-	case *importNeutron:
-		err = runImportNeutron(ctx, *configFile, neutronimport.Options{DryRun: *dryRun, Prune: *prune}, log)
-	case *status || *confirm || *showErrs || *clearErrs || *showKeys || *unfreezeFlag || *acceptMoved != "":
-		err = runOperator(ctx, *configFile, log, operatorCommand{status: *status, json: *asJSON,
-			confirm: *confirm, showErrors: *showErrs, clearErrors: *clearErrs, showKeys: *showKeys, unfreeze: *unfreezeFlag, acceptMoved: *acceptMoved, fabric: fab.name, everyFabric: !fab.given})
-	default:
-		err = run(ctx, *configFile, level, hup)
-	}
+	err := dispatch(ctx, f, log, level, hup)
 	if code := exitCode(err); code != exitFailed && code != exitUsage {
 		os.Exit(code) // a verdict (--status): printed already
 	}
 	fmt.Fprintf(os.Stderr, "alternative-fabric-manager: %v\n", err)
 	os.Exit(exitCode(err))
+}
+
+// parseFlags defines the manager's flags on fs and parses args with them
+// (fs exits on a wrong flag, as flag.CommandLine does).
+func parseFlags(fs *flag.FlagSet, args []string) *flags {
+	f := &flags{}
+	fs.StringVar(&f.configFile, "config-file", config.DefaultPath, "the manager's configuration (INI)")
+	fs.BoolVar(&f.migrate, "migrate", false, "apply the database migrations, then exit")
+	fs.BoolVar(&f.render, "render", false, "print the partitions file the recorded state renders to (checked), then exit")
+	fs.BoolVar(&f.debug, "debug", false, "log at debug level (every HTTP request, OpenSM's filtered output)")
+	fs.BoolVar(&f.status, "status", false, "print who applies, the last apply, jobs by status and why jobs do not complete, then exit (0: every gate is open, 3: jobs do not complete, 4: cannot tell from this host)")
+	fs.BoolVar(&f.asJSON, "json", false, "with --status: print it as JSON (fields in docs/status.md)")
+	fs.BoolVar(&f.confirm, "confirm-switches", false, "record the switches of OpenSM's last sweep as the fabric's expected switches, then exit")
+	fs.BoolVar(&f.showErrs, "show-enforcement-errors", false, "list the switch ports whose partition enforcement OpenSM cleared, then exit")
+	fs.StringVar(&f.acceptMoved, "accept-moved-guid", "", "record the switch ports OpenSM's last sweep found these port GUIDs behind (comma separated) as theirs: a host recabled or its HCA moved; forget those not in it (a host gone for good) (docs/runbooks.md), then exit")
+	fs.BoolVar(&f.clearErrs, "clear-enforcement-errors", false, "forget the recorded enforcement errors, so that jobs complete again, then exit")
+	fs.BoolVar(&f.unfreeze, "unfreeze", false, "with [ha] ha = true: lift a freeze once you made sure the OpenSM --status names is stopped (docs/ha.md), then exit")
+	fs.BoolVar(&f.showKeys, "show-keys", false, "print OpenSM's M_Key, SM_Key and SA_Key (secrets), then exit")
+	fs.StringVar(&f.importKeys, "import-keys", "", "record the m_key, sm_key and sa_key of another manager's opensm.conf as OpenSM's keys (docs/key-rotation.md), then exit")
+	fs.BoolVar(&f.replaceKeys, "replace-keys", false, "with --import-keys: replace keys already recorded (a rotation)")
+	fs.StringVar(&f.rotateKeys, "rotate-keys", "", "record new random keys for the listed keys (m_key,sm_key,sa_key; docs/key-rotation.md), then exit")
+	fs.BoolVar(&f.showVersion, "version", false, "print the version, the commit and the build date, then exit")
+	fs.BoolVar(&f.importNeutron, "import-neutron", false, "record what Neutron has on the InfiniBand physnets and list what it lacks (docs/neutron-import.md), then exit (0: they agree, 5: differences listed)")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "with --import-neutron or --move-physnet: print what would change, write nothing")
+	fs.BoolVar(&f.prune, "prune", false, "with --import-neutron: also remove what is recorded and Neutron deleted")
+	fs.BoolVar(&f.healthcheck, "healthcheck", false, "ask the running manager's /readyz, print its answer, exit 0 only if it is ready")
+	fs.StringVar(&f.adoptFile, "adopt-partitions", "", "adopt the partitions of this running partitions file (docs/switch-over.md), then exit")
+	fs.StringVar(&f.releasePKey, "release-adopted", "", "release the adopted members of this pkey, then exit")
+	fs.BoolVar(&f.audit, "audit", false, auditHelp)
+	fs.StringVar(&f.movePhysnet, "move-physnet", "", "move the networks recorded on this physical network, with their ports, to the fabric the configuration now gives it (docs/multi-fabric.md), then exit")
+	f.fab = fabricFlag(fs)
+	_ = fs.Parse(args) // fs's ErrorHandling decides: flag.CommandLine exits
+	f.args = fs.Args()
+	return f
+}
+
+// operator is whether one of the commands runOperator answers was given.
+func (f *flags) operator() bool {
+	return f.status || f.confirm || f.showErrs || f.clearErrs || f.showKeys || f.unfreeze || f.acceptMoved != ""
+}
+
+// commands counts the command flags given: with one, the manager runs it and
+// exits; with none, it runs as the manager.
+func (f *flags) commands() int {
+	return countTrue(f.migrate, f.render, f.status, f.confirm, f.showErrs, f.clearErrs, f.showKeys, f.unfreeze,
+		f.healthcheck, f.importKeys != "", f.rotateKeys != "", f.adoptFile != "", f.releasePKey != "",
+		f.importNeutron, f.audit, f.movePhysnet != "", f.acceptMoved != "")
+}
+
+// checkUsage exits with exitUsage on an argument, on more than one command flag, on a flag
+// given without the command it goes with, and on --fabric where no one
+// fabric is acted on.
+func checkUsage(f *flags) {
+	if len(f.args) > 0 {
+		fmt.Fprintf(os.Stderr, "alternative-fabric-manager: unexpected argument %q\n", f.args[0])
+		os.Exit(2)
+	}
+	moving := f.movePhysnet != ""
+	if f.commands() > 1 || (f.asJSON && !f.status && !f.audit) || (f.replaceKeys && f.importKeys == "") ||
+		(f.dryRun && !f.importNeutron && !moving) || (f.prune && !f.importNeutron) {
+		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: give at most one command flag (--json goes with --status or --audit, "+
+			"--replace-keys with --import-keys, --dry-run with --import-neutron or --move-physnet, --prune with --import-neutron)")
+		os.Exit(2)
+	}
+	checkFabricUse(f.fab, f.commands() == 0 || f.migrate || f.healthcheck || f.importNeutron)
+}
+
+// command is one row of the dispatch table: whether the command line asks
+// for it, and how it runs.
+type command struct {
+	given func(f *flags) bool
+	run   func(ctx context.Context, f *flags, log *slog.Logger) error
+}
+
+// commandTable lists the commands in the order they are tried; the manager
+// itself runs when none is given.
+var commandTable = []command{
+	{func(f *flags) bool { return f.migrate }, func(ctx context.Context, f *flags, log *slog.Logger) error {
+		return runMigrate(ctx, f.configFile, log)
+	}},
+	{func(f *flags) bool { return f.render }, func(ctx context.Context, f *flags, log *slog.Logger) error {
+		return runRender(ctx, f.configFile, f.fab.name, log)
+	}},
+	{func(f *flags) bool { return f.healthcheck }, func(ctx context.Context, f *flags, _ *slog.Logger) error {
+		return runHealthcheck(ctx, f.configFile)
+	}},
+	{func(f *flags) bool { return f.importKeys != "" || f.rotateKeys != "" }, func(ctx context.Context, f *flags, log *slog.Logger) error {
+		return runKeys(ctx, f.configFile, log, keysCommand{importFile: f.importKeys, replace: f.replaceKeys, rotate: f.rotateKeys, fabric: f.fab.name})
+	}},
+	{func(f *flags) bool { return f.adoptFile != "" }, func(ctx context.Context, f *flags, log *slog.Logger) error {
+		return runAdopt(ctx, f.configFile, f.fab.name, f.adoptFile, log, os.Stdout)
+	}},
+	{func(f *flags) bool { return f.releasePKey != "" }, func(ctx context.Context, f *flags, log *slog.Logger) error {
+		return runReleaseAdopted(ctx, f.configFile, f.fab.name, f.releasePKey, log, os.Stdout)
+	}},
+	{func(f *flags) bool { return f.audit }, func(ctx context.Context, f *flags, log *slog.Logger) error {
+		return runAuditCommand(ctx, f.configFile, f.fab.name, f.asJSON, log, os.Stdout)
+	}},
+	{func(f *flags) bool { return f.movePhysnet != "" }, func(ctx context.Context, f *flags, log *slog.Logger) error {
+		return runMovePhysnet(ctx, f.configFile, f.fab, f.movePhysnet, f.dryRun, log, os.Stdout)
+	}},
+	{func(f *flags) bool { return f.importNeutron }, func(ctx context.Context, f *flags, log *slog.Logger) error {
+		return runImportNeutron(ctx, f.configFile, neutronimport.Options{DryRun: f.dryRun, Prune: f.prune}, log)
+	}},
+	{(*flags).operator, func(ctx context.Context, f *flags, log *slog.Logger) error {
+		return runOperator(ctx, f.configFile, log, operatorCommand{status: f.status, json: f.asJSON,
+			confirm: f.confirm, showErrors: f.showErrs, clearErrors: f.clearErrs, showKeys: f.showKeys, unfreeze: f.unfreeze,
+			acceptMoved: f.acceptMoved, fabric: f.fab.name, everyFabric: !f.fab.given})
+	}},
+}
+
+// dispatch runs the command the command line gives, or the manager.
+func dispatch(ctx context.Context, f *flags, log *slog.Logger, level slog.Level, hup <-chan os.Signal) error {
+	for _, c := range commandTable {
+		if c.given(f) {
+			return c.run(ctx, f, log)
+		}
+	}
+	return run(ctx, f.configFile, level, hup)
 }
 
 // newLogger logs to standard error as [log] format says: JSON lines for

@@ -190,39 +190,54 @@ func (f *Fabric) startIbsim(ctx context.Context, ibsimPath, sock string, detach 
 	// do not reach it, and it can be stopped on its own.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 
+	if err := f.launchIbsim(cmd, detach); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(f.Dir, ibsimPIDFileName), []byte(strconv.Itoa(f.ibsimPID)+"\n"), 0o644); err != nil {
+		f.Stop()
+		return fmt.Errorf("write ibsim pid: %w", err)
+	}
+	return f.awaitIbsimSocket(ctx, sock)
+}
+
+// launchIbsim starts cmd, ibsim: detached, it outlives this process;
+// otherwise it is killed when this process ends, and f.exited is closed when
+// it exits.
+func (f *Fabric) launchIbsim(cmd *exec.Cmd, detach bool) error {
 	if detach {
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("start ibsim: %w", err)
 		}
 		f.ibsimPID = cmd.Process.Pid
 		cmd.Process.Release()
-	} else {
-		// Pdeathsig fires when the thread that forked ibsim exits: that thread
-		// stays locked to this goroutine, which waits for ibsim to end.
-		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-		started := make(chan error, 1)
-		f.exited = make(chan struct{})
-		go func() {
-			runtime.LockOSThread()
-			if err := cmd.Start(); err != nil {
-				started <- err
-				return
-			}
-			started <- nil
-			cmd.Wait()
-			close(f.exited)
-		}()
-		if err := <-started; err != nil {
-			return fmt.Errorf("start ibsim: %w", err)
+		return nil
+	}
+	// Pdeathsig fires when the thread that forked ibsim exits: that thread
+	// stays locked to this goroutine, which waits for ibsim to end.
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	started := make(chan error, 1)
+	f.exited = make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
 		}
-		f.ibsim = cmd.Process
-		f.ibsimPID = cmd.Process.Pid
+		started <- nil
+		cmd.Wait()
+		close(f.exited)
+	}()
+	if err := <-started; err != nil {
+		return fmt.Errorf("start ibsim: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(f.Dir, ibsimPIDFileName), []byte(strconv.Itoa(f.ibsimPID)+"\n"), 0o644); err != nil {
-		f.Stop()
-		return fmt.Errorf("write ibsim pid: %w", err)
-	}
+	f.ibsim = cmd.Process
+	f.ibsimPID = cmd.Process.Pid
+	return nil
+}
 
+// awaitIbsimSocket waits, up to 10 seconds, until ibsim listens on sock; it
+// stops the fabric when ibsim exits or the time is up.
+func (f *Fabric) awaitIbsimSocket(ctx context.Context, sock string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	for {

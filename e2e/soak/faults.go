@@ -121,32 +121,28 @@ func (r *run) inject(ctx context.Context, kind string) (*fault, error) {
 		r.epoch.Add(1) // until the fabric converged (see kubeClient)
 	}
 	f := &fault{name: kind}
+	what, err := r.startFault(ctx, f)
+	r.logf("FAULT %d (%s): %s", r.res.Faults, kind, what)
+	if r.o.Verbose || r.res.Faults%10 == 1 {
+		fmt.Fprintf(r.o.Out, "  %s: fault %d: %s\n", r.label(), r.res.Faults, what)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fault %s: %w", kind, err)
+	}
+	return f, nil
+}
+
+// startFault does what fault f's kind does to the rig, sets f.done when the
+// fault is undone later, and says what it did.
+func (r *run) startFault(ctx context.Context, f *fault) (what string, err error) {
 	leader := r.leader()
-	var what string
-	var err error
-	switch kind {
+	switch f.name {
 	case faultKillManager:
 		what, err = r.killManagers(ctx)
 	case faultStopOpenSM:
-		pid := r.openSM(leader)
-		if pid == 0 {
-			what = "OpenSM not running: nothing stopped"
-			break
-		}
-		d := r.duration(3000)
-		syscall.Kill(pid, syscall.SIGSTOP)
-		what = fmt.Sprintf("SIGSTOP to OpenSM (pid %d) for %s", pid, d)
-		f.done = later(d, func() error { syscall.Kill(pid, syscall.SIGCONT); return nil })
+		what, f.done = r.stopOpenSM(leader)
 	case faultKillOpenSM:
-		pid := r.openSM(leader)
-		if pid == 0 {
-			what = "OpenSM not running: nothing killed"
-			break
-		}
-		r.waitAttached(ctx, pid)
-		syscall.Kill(pid, syscall.SIGKILL)
-		r.leaked++
-		what = fmt.Sprintf("kill -9 of OpenSM (pid %d)", pid)
+		what = r.killOpenSM(ctx, leader)
 	case faultLink:
 		what, f.done, err = r.linkDown(ctx)
 	case faultEditPartition:
@@ -156,14 +152,7 @@ func (r *run) inject(ctx context.Context, kind string) (*fault, error) {
 		what = fmt.Sprintf("%s server stopped for %s and started again", r.engine, d)
 		err = r.srv.restart(ctx, r.engine, d)
 	case faultKillLeader:
-		r.waitAttached(ctx, r.openSM(leader))
-		if err = leader.kill(); err != nil {
-			break
-		}
-		r.leaked++
-		// Started again once the round's jobs are done: another manager must complete them.
-		what = fmt.Sprintf("kill -9 of the leader, manager %d; started again after the round's jobs", leader.index)
-		r.deferred = append(r.deferred, leader)
+		what, err = r.killLeader(ctx, leader)
 	case faultDBLatency:
 		what, f.done = r.dbLatency()
 	case faultDBPartition:
@@ -183,14 +172,45 @@ func (r *run) inject(ctx context.Context, kind string) (*fault, error) {
 	case faultTenantSM:
 		what, f.done, err = r.tenantSMFault(ctx)
 	}
-	r.logf("FAULT %d (%s): %s", r.res.Faults, kind, what)
-	if r.o.Verbose || r.res.Faults%10 == 1 {
-		fmt.Fprintf(r.o.Out, "  %s: fault %d: %s\n", r.label(), r.res.Faults, what)
+	return what, err
+}
+
+// stopOpenSM stops the leader's OpenSM with SIGSTOP for a while: done
+// continues it.
+func (r *run) stopOpenSM(leader *manager) (what string, done chan error) {
+	pid := r.openSM(leader)
+	if pid == 0 {
+		return "OpenSM not running: nothing stopped", nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("fault %s: %w", kind, err)
+	d := r.duration(3000)
+	syscall.Kill(pid, syscall.SIGSTOP)
+	return fmt.Sprintf("SIGSTOP to OpenSM (pid %d) for %s", pid, d),
+		later(d, func() error { syscall.Kill(pid, syscall.SIGCONT); return nil })
+}
+
+// killOpenSM kills the leader's OpenSM with -9, once it is attached to the
+// simulator; the supervisor starts another.
+func (r *run) killOpenSM(ctx context.Context, leader *manager) string {
+	pid := r.openSM(leader)
+	if pid == 0 {
+		return "OpenSM not running: nothing killed"
 	}
-	return f, nil
+	r.waitAttached(ctx, pid)
+	syscall.Kill(pid, syscall.SIGKILL)
+	r.leaked++
+	return fmt.Sprintf("kill -9 of OpenSM (pid %d)", pid)
+}
+
+// killLeader kills the leading manager with -9. It is started again once the
+// round's jobs are done: another manager must complete them.
+func (r *run) killLeader(ctx context.Context, leader *manager) (string, error) {
+	r.waitAttached(ctx, r.openSM(leader))
+	if err := leader.kill(); err != nil {
+		return "", err
+	}
+	r.leaked++
+	r.deferred = append(r.deferred, leader)
+	return fmt.Sprintf("kill -9 of the leader, manager %d; started again after the round's jobs", leader.index), nil
 }
 
 // waitAttached waits until the OpenSM with this pid is attached to the

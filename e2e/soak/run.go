@@ -584,16 +584,7 @@ func (r *run) loop(ctx context.Context) error {
 // waits for the fabric to converge on the model.
 func (r *run) round(ctx context.Context) error {
 	k := min(1+r.rng.IntN(4), r.opsLeft())
-	faultAt, kind := -1, ""
-	if len(r.faultKind) > 0 && r.rng.IntN(100) < r.o.FaultRate {
-		faultAt, kind = r.rng.IntN(k+1), r.deal()
-		switch kind {
-		case faultPKeyErrors, faultDropSets, faultCloneGUID, faultTenantSM:
-			faultAt = 0 // before the requests: their sweeps meet the host OpenSM cannot program, or the tenant's fault
-		case faultRestoreDB:
-			faultAt = k // after the requests: their jobs, polled after it, are lost
-		}
-	}
+	faultAt, kind := r.placeFault(k)
 	// A backup now and then, which a later restore-db puts back.
 	if slices.Contains(r.faultKind, faultRestoreDB) && (r.backup == nil || r.rng.IntN(4) == 0) {
 		if err := r.takeBackup(ctx); err != nil {
@@ -631,14 +622,7 @@ func (r *run) round(ctx context.Context) error {
 			jobs = append(jobs, *j)
 		}
 	}
-	for i := range jobs {
-		// A job sent after the edit can race it too: a SIGHUP'd sweep that
-		// reads the edited file may log its errors after the offset the
-		// job's apply noted.
-		jobs[i].edited = f != nil && f.name == faultEditPartition
-		jobs[i].pkeyRound = f != nil && f.name == faultPKeyErrors
-		jobs[i].tenantOwn = r.tenant != nil && r.tenant.touches(jobs[i])
-	}
+	r.markRaces(jobs, f)
 	for _, j := range jobs {
 		if err := r.waitJob(ctx, j); err != nil {
 			return err
@@ -647,23 +631,59 @@ func (r *run) round(ctx context.Context) error {
 			return nil
 		}
 	}
-	if f != nil {
-		for _, m := range r.deferred {
-			if err := m.start(ctx, r.client); err != nil {
-				return err
-			}
-		}
-		r.deferred = nil
-		if err := f.end(ctx); err != nil {
-			return fmt.Errorf("end of fault %s: %w", f.name, err)
-		}
-		r.endTenant()
-		if err := r.converge(ctx, "fault "+f.name); err != nil || r.peer == nil || r.stopped {
+	if f == nil {
+		return nil
+	}
+	return r.endFault(ctx, f)
+}
+
+// placeFault draws whether the round of k requests has a fault, and where:
+// the index of the request it comes before (k: after the last), or -1 for
+// none, and its kind.
+func (r *run) placeFault(k int) (at int, kind string) {
+	if len(r.faultKind) == 0 || r.rng.IntN(100) >= r.o.FaultRate {
+		return -1, ""
+	}
+	at, kind = r.rng.IntN(k+1), r.deal()
+	switch kind {
+	case faultPKeyErrors, faultDropSets, faultCloneGUID, faultTenantSM:
+		at = 0 // before the requests: their sweeps meet the host OpenSM cannot program, or the tenant's fault
+	case faultRestoreDB:
+		at = k // after the requests: their jobs, polled after it, are lost
+	}
+	return at, kind
+}
+
+// markRaces marks the round's jobs that may race fault f (nil: none) or the
+// hostile tenant: the checks at their Completed allow for it.
+func (r *run) markRaces(jobs []job, f *fault) {
+	for i := range jobs {
+		// A job sent after the edit can race it too: a SIGHUP'd sweep that
+		// reads the edited file may log its errors after the offset the
+		// job's apply noted.
+		jobs[i].edited = f != nil && f.name == faultEditPartition
+		jobs[i].pkeyRound = f != nil && f.name == faultPKeyErrors
+		jobs[i].tenantOwn = r.tenant != nil && r.tenant.touches(jobs[i])
+	}
+}
+
+// endFault starts the managers the fault left stopped, ends the fault and
+// waits for the fabric, and the other fabric if any, to converge on the model.
+func (r *run) endFault(ctx context.Context, f *fault) error {
+	for _, m := range r.deferred {
+		if err := m.start(ctx, r.client); err != nil {
 			return err
 		}
-		return r.peer.converge(ctx, "fault "+f.name+" on the other fabric")
 	}
-	return nil
+	r.deferred = nil
+	if err := f.end(ctx); err != nil {
+		return fmt.Errorf("end of fault %s: %w", f.name, err)
+	}
+	r.endTenant()
+	if err := r.converge(ctx, "fault "+f.name); err != nil || r.peer == nil || r.stopped {
+		return err
+	}
+	return r.peer.converge(ctx, "fault "+f.name+" on the other fabric")
 }
 
 // request sends the next request, with the driver's retries when no answer
@@ -672,30 +692,10 @@ func (r *run) request(ctx context.Context) (*job, error) {
 	o := r.gen.next()
 	r.res.Ops++
 	want := o.expect
-	var a answer
-	lost := false
 	sent := time.Now()
-	for attempt := 0; ; attempt++ {
-		m := r.liveManager()
-		a = send(ctx, r.client, m.url, o.Method, o.Path, o.Body)
-		if a.Err == nil && a.Status < 500 {
-			break
-		}
-		if a.Err == nil && a.Status == 500 {
-			r.finding("#%d %s: answered %s: networking-mlnx counts a 500 against its retry_count (an unreachable "+
-				"database answers 503; a conflict the database resolved is retried inside the manager)", r.res.Ops, o, a)
-		}
-		// No answer, or a server error: the driver sends the request again.
-		// The change may or may not have been recorded (all our requests are
-		// idempotent, but a repeated DELETE of a recorded object reads 404).
-		lost = true
-		r.res.Lost++
-		r.logf("#%d %s -> %s; sending again", r.res.Ops, o, a)
-		if attempt == 20 {
-			r.violation("#%d %s: no answer after 20 tries: %s", r.res.Ops, o, a)
-			return nil, nil
-		}
-		time.Sleep(500 * time.Millisecond)
+	a, lost, answered := r.sendRetrying(ctx, o)
+	if !answered {
+		return nil, nil
 	}
 	r.logf("#%d %s -> %s (model: %d %s)", r.res.Ops, o, a, want.Status, want.Why)
 	status := a.Status
@@ -716,6 +716,50 @@ func (r *run) request(ctx context.Context) (*job, error) {
 		return nil, nil
 	}
 	r.res.Accepted++
+	j, err := r.applyToModel(o, want)
+	if err != nil {
+		return nil, err
+	}
+	r.markSent(j, sent)
+	if a.Status == 404 { // the lost attempt's job is unknown
+		return nil, nil
+	}
+	return r.claimJob(o, a, j), nil
+}
+
+// sendRetrying sends o as networking-mlnx does: again, to a live manager,
+// while no answer or a server error comes. lost says an attempt went
+// unanswered; answered is false after 20 tries (a violation, recorded).
+func (r *run) sendRetrying(ctx context.Context, o op) (a answer, lost, answered bool) {
+	for attempt := 0; ; attempt++ {
+		m := r.liveManager()
+		a = send(ctx, r.client, m.url, o.Method, o.Path, o.Body)
+		if a.Err == nil && a.Status < 500 {
+			return a, lost, true
+		}
+		if a.Err == nil && a.Status == 500 {
+			r.finding("#%d %s: answered %s: networking-mlnx counts a 500 against its retry_count (an unreachable "+
+				"database answers 503; a conflict the database resolved is retried inside the manager)", r.res.Ops, o, a)
+		}
+		// No answer, or a server error: the driver sends the request again.
+		// The change may or may not have been recorded (all our requests are
+		// idempotent, but a repeated DELETE of a recorded object reads 404).
+		lost = true
+		r.res.Lost++
+		r.logf("#%d %s -> %s; sending again", r.res.Ops, o, a)
+		if attempt == 20 {
+			r.violation("#%d %s: no answer after 20 tries: %s", r.res.Ops, o, a)
+			return a, lost, false
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// applyToModel applies the accepted change to the model and returns its job
+// as the checks see it: the hosts whose tables it changed, the port GUIDs it
+// names, whether it changed the partitions and waits for a host OpenSM
+// cannot program now.
+func (r *run) applyToModel(o op, want Expect) (*job, error) {
 	before := r.tables[len(r.tables)-1]
 	beforeParts := r.parts[len(r.parts)-1]
 	beforePorts := r.model.snapshot().ports
@@ -740,24 +784,27 @@ func (r *run) request(ctx context.Context) (*job, error) {
 		}
 	}
 	j.underPKeyError = r.needsErroredHost(j, after)
-	r.markSent(j, sent)
-	if a.Status == 404 { // the lost attempt's job is unknown
-		return nil, nil
-	}
+	return j, nil
+}
+
+// claimJob gives j the job path of the 202 answer a, or returns nil (a
+// violation or a finding, recorded) when a names none or one already given
+// for another change.
+func (r *run) claimJob(o op, a answer, j *job) *job {
 	path, err := parseJobPath(a.Body)
 	if err != nil {
 		r.violation("#%d %s: 202 with %v", r.res.Ops, o, err)
-		return nil, nil
+		return nil
 	}
 	j.path = path
 	// No job id may answer for two changes: networking-mlnx would read
 	// another change's outcome as its own.
 	if owner, twice := r.jobOwner.claim(path, fmt.Sprintf("#%d %s", r.res.Ops, o)); twice {
 		r.finding("#%d %s: given job %s, which was already given to %s", r.res.Ops, o, path, owner)
-		return nil, nil
+		return nil
 	}
 	r.jobOrder = append(r.jobOrder, path)
-	return j, nil
+	return j
 }
 
 // needsErroredHost says whether OpenSM must program the host it cannot

@@ -294,20 +294,22 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 	t.newSecondSMWatch(ctx)      // secondsm.go
 	defer t.startServices(ctx)() // services.go: waited for when the term ends
 
+	return a.loop(ctx, t)
+}
+
+// loop is the term's loop, until ctx ends: apply each new revision (a burst
+// in one sweep, a failure with a back-off), and between them poll the gates
+// and the read-back proof, repair drift and run the audit when due. It reads
+// the revision and waits for changes on a.Store, the store without the
+// term's deadlines.
+func (a *Applier) loop(ctx context.Context, t *term) error {
 	wake := a.Store.Wake(ctx)
 	poll := time.NewTicker(a.Cfg.PollInterval)
 	defer poll.Stop()
 	check := time.NewTicker(a.Cfg.CheckInterval)
 	defer check.Stop()
-	t.pruneJobs(ctx)
-	t.loadAudit(ctx)       // audit.go
-	t.loadSetFailures(ctx) // setfailures.go
-	if err := t.gate.duplicates.load(ctx, t.Store); err != nil {
-		t.Log.Error("read the duplicated GUIDs recorded; the log's next entries record them again", "error", err)
-	}
-	retry := time.Duration(0)
-	retriedAtOnce := false
-	var lastStart time.Time // of the last apply
+	t.loadRecorded(ctx)
+	var st loopState
 	for {
 		a.observer().Alive()
 		rev, err := a.Store.Revision(ctx)
@@ -322,30 +324,12 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 		case err != nil:
 			a.Log.Error("read revision", "error", err)
 		case rev != t.applied && !t.freeze.isFrozen() && !t.secondSM.holds():
-			// Several changes waiting: a burst; one change is applied at once.
-			if rev-t.applied > 1 && !t.waitBatch(ctx, lastStart, rev) {
+			switch t.applyPending(ctx, rev, &st, check.C) {
+			case stepEnd:
 				return nil
-			}
-			lastStart = time.Now()
-			res := t.apply(ctx)
-			if res == applyRetryAtOnce && !retriedAtOnce {
-				retriedAtOnce = true
+			case stepAgain:
 				continue
 			}
-			if res == applyDone {
-				retry, retriedAtOnce = 0, false
-				break
-			}
-			// Back off so a fabric that keeps failing is not swept in a loop.
-			retry = min(max(2*retry, time.Second), 30*time.Second)
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-check.C:
-				t.check(ctx)
-			case <-time.After(retry):
-			}
-			continue
 		}
 		t.pollGates(ctx)
 		t.pollProof(ctx)
@@ -360,6 +344,63 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 			t.runAudit(ctx, wake)
 		}
 	}
+}
+
+// loadRecorded reads, once a term, what earlier terms recorded and the loop
+// keeps in memory: it prunes old jobs first.
+func (t *term) loadRecorded(ctx context.Context) {
+	t.pruneJobs(ctx)
+	t.loadAudit(ctx)       // audit.go
+	t.loadSetFailures(ctx) // setfailures.go
+	if err := t.gate.duplicates.load(ctx, t.Store); err != nil {
+		t.Log.Error("read the duplicated GUIDs recorded; the log's next entries record them again", "error", err)
+	}
+}
+
+// loopState is what the loop remembers from one apply to the next.
+type loopState struct {
+	retry         time.Duration // the back-off after the last failed apply
+	retriedAtOnce bool          // the last apply asked to be retried at once, and was
+	lastStart     time.Time     // of the last apply
+}
+
+// loopStep says what the loop does after applyPending.
+type loopStep int
+
+const (
+	stepSettled loopStep = iota // applied: poll the gates, then wait for the next change
+	stepAgain                   // read the revision again at once
+	stepEnd                     // the term's context ended
+)
+
+// applyPending applies revision rev, which OpenSM does not have yet: after a
+// wait that lets a burst share one sweep, and with a back-off (during which
+// check still ticks) after a failure, so that a fabric that keeps failing is
+// not swept in a loop.
+func (t *term) applyPending(ctx context.Context, rev int64, st *loopState, check <-chan time.Time) loopStep {
+	// Several changes waiting: a burst; one change is applied at once.
+	if rev-t.applied > 1 && !t.waitBatch(ctx, st.lastStart, rev) {
+		return stepEnd
+	}
+	st.lastStart = time.Now()
+	res := t.apply(ctx)
+	if res == applyRetryAtOnce && !st.retriedAtOnce {
+		st.retriedAtOnce = true
+		return stepAgain
+	}
+	if res == applyDone {
+		st.retry, st.retriedAtOnce = 0, false
+		return stepSettled
+	}
+	st.retry = min(max(2*st.retry, time.Second), 30*time.Second)
+	select {
+	case <-ctx.Done():
+		return stepEnd
+	case <-check:
+		t.check(ctx)
+	case <-time.After(st.retry):
+	}
+	return stepAgain
 }
 
 // checkRestored makes the loop apply again when the database no longer holds

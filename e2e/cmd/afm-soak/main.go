@@ -131,70 +131,100 @@ func parseFlags(args []string) (soak.Options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	for _, e := range strings.Split(*engines, ",") {
-		if e = strings.TrimSpace(e); e != "" {
-			if !slices.Contains([]string{"sqlite", "postgres", "mysql", "galera"}, e) {
-				return o, fmt.Errorf("--engines: unknown engine %q: want sqlite, postgres, mysql or galera", e)
-			}
-			o.Engines = append(o.Engines, e)
-		}
+	var err error
+	if o.Engines, err = parseEngines(*engines); err != nil {
+		return o, err
 	}
-	if len(o.Engines) == 0 {
-		return o, fmt.Errorf("--engines: none given")
+	if o.Seed, err = parseSeed(*seed); err != nil {
+		return o, err
 	}
-	if *seed == "random" {
-		var b [8]byte
-		rand.Read(b[:])
-		o.Seed = binary.LittleEndian.Uint64(b[:]) % 1_000_000_000
-	} else {
-		v, err := strconv.ParseUint(*seed, 10, 64)
-		if err != nil {
-			return o, fmt.Errorf("--seed %q: want a number or random", *seed)
-		}
-		o.Seed = v
-	}
-	switch *faults {
-	case "all":
-		o.Faults = soak.Faults
-	case "none", "":
-	default:
-		for _, f := range strings.Split(*faults, ",") {
-			f = strings.TrimSpace(f)
-			if !slices.Contains(soak.Faults, f) {
-				return o, fmt.Errorf("--faults: unknown fault %q: want some of %s", f, strings.Join(soak.Faults, ","))
-			}
-			o.Faults = append(o.Faults, f)
-		}
-	}
-	for _, f := range strings.Split(*first, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
-		if !slices.Contains(o.Faults, f) {
-			return o, fmt.Errorf("--faults-first: %q is not one of --faults (%s)", f, strings.Join(o.Faults, ","))
-		}
-		o.FirstFaults = append(o.FirstFaults, f)
+	if o.Faults, o.FirstFaults, err = parseFaults(*faults, *first); err != nil {
+		return o, err
 	}
 	managersSet := false
 	fs.Visit(func(f *flag.Flag) { managersSet = managersSet || f.Name == "managers" })
 	if slices.Contains(o.Faults, "kill-leader") && !managersSet {
 		o.Managers = 3
 	}
+	return o, checkSizes(o)
+}
+
+// parseEngines reads --engines: engine names, comma-separated, at least one.
+func parseEngines(s string) ([]string, error) {
+	var engines []string
+	for _, e := range strings.Split(s, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			if !slices.Contains([]string{"sqlite", "postgres", "mysql", "galera"}, e) {
+				return nil, fmt.Errorf("--engines: unknown engine %q: want sqlite, postgres, mysql or galera", e)
+			}
+			engines = append(engines, e)
+		}
+	}
+	if len(engines) == 0 {
+		return nil, fmt.Errorf("--engines: none given")
+	}
+	return engines, nil
+}
+
+// parseSeed reads --seed: a number, or random (one drawn here).
+func parseSeed(s string) (uint64, error) {
+	if s == "random" {
+		var b [8]byte
+		rand.Read(b[:])
+		return binary.LittleEndian.Uint64(b[:]) % 1_000_000_000, nil
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("--seed %q: want a number or random", s)
+	}
+	return v, nil
+}
+
+// parseFaults reads --faults (names, all or none) and --faults-first (names
+// out of --faults).
+func parseFaults(kinds, first string) (faults, firstFaults []string, err error) {
+	switch kinds {
+	case "all":
+		faults = soak.Faults
+	case "none", "":
+	default:
+		for _, f := range strings.Split(kinds, ",") {
+			f = strings.TrimSpace(f)
+			if !slices.Contains(soak.Faults, f) {
+				return nil, nil, fmt.Errorf("--faults: unknown fault %q: want some of %s", f, strings.Join(soak.Faults, ","))
+			}
+			faults = append(faults, f)
+		}
+	}
+	for _, f := range strings.Split(first, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		if !slices.Contains(faults, f) {
+			return nil, nil, fmt.Errorf("--faults-first: %q is not one of --faults (%s)", f, strings.Join(faults, ","))
+		}
+		firstFaults = append(firstFaults, f)
+	}
+	return faults, firstFaults, nil
+}
+
+// checkSizes refuses the sizes and the combinations a run cannot have.
+func checkSizes(o soak.Options) error {
 	switch {
 	case o.Ops < 1:
-		return o, fmt.Errorf("--ops %d: want at least 1", o.Ops)
+		return fmt.Errorf("--ops %d: want at least 1", o.Ops)
 	case o.Hosts < 2 || o.Hosts > 64:
-		return o, fmt.Errorf("--hosts %d: want 2 to 64", o.Hosts)
+		return fmt.Errorf("--hosts %d: want 2 to 64", o.Hosts)
 	case o.Switches < 1 || o.Switches > 8:
-		return o, fmt.Errorf("--switches %d: want 1 to 8", o.Switches)
+		return fmt.Errorf("--switches %d: want 1 to 8", o.Switches)
 	case o.FaultRate < 0 || o.FaultRate > 100:
-		return o, fmt.Errorf("--fault-rate %d: want 0 to 100", o.FaultRate)
+		return fmt.Errorf("--fault-rate %d: want 0 to 100", o.FaultRate)
 	case o.Managers < 1 || o.Managers > 5:
-		return o, fmt.Errorf("--managers %d: want 1 to 5", o.Managers)
+		return fmt.Errorf("--managers %d: want 1 to 5", o.Managers)
 	case o.Fabrics < 1 || o.Fabrics > 2:
-		return o, fmt.Errorf("--fabrics %d: want 1 or 2", o.Fabrics)
+		return fmt.Errorf("--fabrics %d: want 1 or 2", o.Fabrics)
 	case o.Fabrics > 1 && (o.Managers > 1 || slices.Contains(o.Engines, "galera")):
-		return o, fmt.Errorf("--fabrics %d: runs one manager, on sqlite, postgres or mysql (not --managers %d, not galera)", o.Fabrics, o.Managers)
+		return fmt.Errorf("--fabrics %d: runs one manager, on sqlite, postgres or mysql (not --managers %d, not galera)", o.Fabrics, o.Managers)
 	}
-	return o, nil
+	return nil
 }

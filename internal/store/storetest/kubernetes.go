@@ -72,8 +72,27 @@ func mustKube(t *testing.T) func(store.Job, error) store.Job {
 	}
 }
 
+// testKubernetesLifecycle takes a pkey of ib-kubernetes through its life:
+// added, asked for again, partly removed and deleted; then an empty pkey
+// created ahead of its members. Its GUID is free for a network afterwards.
 func testKubernetesLifecycle(t *testing.T, s *store.Store) {
 	s = kubeStore(s)
+	kubeFirstAdd(t, s)
+	kubeAddAgain(t, s)
+	kubeRemoveThenDelete(t, s)
+	kubeCreateEmpty(t, s)
+
+	// GUID A left 0x1005: it may now join a network's partition.
+	addNetwork(t, s, netA, 101)
+	if _, err := addPort(t, s, "port-a", netA, guidA); err != nil {
+		t.Fatalf("a GUID that left its Kubernetes pkey joins a network: %v", err)
+	}
+}
+
+// kubeFirstAdd adds GUIDs A (full) and B (limited) to pkey 0x1005, the
+// store's first change.
+func kubeFirstAdd(t *testing.T, s *store.Store) {
+	t.Helper()
 	ctx := t.Context()
 	j := mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidA), limited(guidB))))
 	if j.Revision != 1 || j.Status != store.StatusPending || j.ObjectType != store.ObjectPKey ||
@@ -90,13 +109,19 @@ func testKubernetesLifecycle(t *testing.T, s *store.Store) {
 	if err != nil || snap.Revision != 1 || !reflect.DeepEqual(snap.Kubernetes, []store.KubernetesPKey{want}) {
 		t.Fatalf("Snapshot = %+v, %v", snap, err)
 	}
+}
 
+// kubeAddAgain asks again for GUID A in 0x1005, limited and without IPoIB
+// (revision 2), and adds pkey 0x1006.
+func kubeAddAgain(t *testing.T, s *store.Store) {
+	t.Helper()
+	ctx := t.Context()
 	// Asking again for what is recorded is still a change: its answer waits
 	// for a sweep, and ib-kubernetes waits for last_updated to move.
 	noIPoIB := false
 	again := kubeAdd(0x1005, limited(guidA))
 	again.IPoIB = &noIPoIB
-	j = mustKube(t)(s.AddKubernetesGUIDs(ctx, again))
+	j := mustKube(t)(s.AddKubernetesGUIDs(ctx, again))
 	if j.Revision != 2 || j.Status != store.StatusPending {
 		t.Fatalf("second add: job = %+v", j)
 	}
@@ -107,8 +132,15 @@ func testKubernetesLifecycle(t *testing.T, s *store.Store) {
 		list[1].PKey != 0x1006 || !list[1].IPoIB || len(list[1].Members) != 1 {
 		t.Fatalf("KubernetesPKeys = %+v, %v", list, err)
 	}
+}
 
-	j = mustKube(t)(s.RemoveKubernetesGUIDs(ctx, store.KubernetesRemoval{PKey: 0x1005,
+// kubeRemoveThenDelete removes GUID A (and one never added) from 0x1005,
+// then deletes it, twice: the second delete finds nothing and changes
+// nothing.
+func kubeRemoveThenDelete(t *testing.T, s *store.Store) {
+	t.Helper()
+	ctx := t.Context()
+	j := mustKube(t)(s.RemoveKubernetesGUIDs(ctx, store.KubernetesRemoval{PKey: 0x1005,
 		GUIDs: []fabric.GUID{fabric.GUID(guidA), 0x0002c90300009999}, CreatedBy: "ib-kubernetes"}))
 	if j.Revision != 4 || !strings.Contains(j.Result, "nothing to remove for 0002c90300009999") {
 		t.Fatalf("remove: job = %+v", j)
@@ -135,9 +167,15 @@ func testKubernetesLifecycle(t *testing.T, s *store.Store) {
 	if revision(t, s) != before {
 		t.Errorf("a DELETE of an unknown pkey moved the revision")
 	}
-	// An empty pkey, created ahead of its members; created again, it keeps
-	// them and takes the IPoIB asked.
-	j = mustKube(t)(s.CreateKubernetesPKey(ctx, store.KubernetesCreation{PKey: 0x1fff, IPoIB: true}))
+}
+
+// kubeCreateEmpty creates an empty pkey ahead of its members; created again,
+// it keeps them and takes the IPoIB asked. A pkey out of the range is
+// refused.
+func kubeCreateEmpty(t *testing.T, s *store.Store) {
+	t.Helper()
+	ctx := t.Context()
+	j := mustKube(t)(s.CreateKubernetesPKey(ctx, store.KubernetesCreation{PKey: 0x1fff, IPoIB: true}))
 	if j.Operation != store.OpCreateKubernetesPKey || j.Status != store.StatusPending {
 		t.Fatalf("create: job = %+v", j)
 	}
@@ -150,12 +188,6 @@ func testKubernetesLifecycle(t *testing.T, s *store.Store) {
 		t.Error("created a pkey outside the range")
 	}
 	mustKube(t)(s.DeleteKubernetesPKey(ctx, store.KubernetesDeletion{PKey: 0x1fff}))
-
-	// GUID A left 0x1005: it may now join a network's partition.
-	addNetwork(t, s, netA, 101)
-	if _, err := addPort(t, s, "port-a", netA, guidA); err != nil {
-		t.Fatalf("a GUID that left its Kubernetes pkey joins a network: %v", err)
-	}
 }
 
 func testKubernetesRefusals(t *testing.T, s *store.Store) {
