@@ -1,12 +1,19 @@
 // Package applier brings OpenSM to the recorded state, and completes jobs only
-// once OpenSM has been seen applying it.
+// once the fabric has been seen holding it.
 //
-// One apply of revision R: snapshot the state at R, render the partitions file,
-// check it with the strict parser, write it atomically, note the log position,
-// SIGHUP, follow the log to the end of a heavy sweep that started after the
-// position, then complete every job with revision <= R in one write fenced by
-// the leadership term. Changes that arrive during a sweep ride the next one, so
-// a burst of requests costs a few sweeps, not one per request.
+// One apply of revision R (apply: prepare, publish, await, settle): snapshot
+// the state at R, render the partitions file and check it with the strict
+// parser (Render), write it atomically, note the log position, SIGHUP, follow
+// the log to the end of a heavy sweep that started after the position. Then,
+// with verify = tables, read back the P_Key tables of the places the open jobs
+// recorded with their changes, and of the switch ports facing them
+// (readback.go): a job whose places do not show its change waits, and fails
+// after the verify timeout. Last, finish: the second-SM look before the jobs
+// complete (secondsm.go), and one write fenced by the leadership term that
+// records the apply and, when internal/verdict's Judge finds no reason to hold
+// them (gates.go), completes the proven jobs with revision <= R. Changes that
+// arrive during a sweep ride the next one, so a burst of requests costs a few
+// sweeps, not one per request.
 //
 // Nothing of an apply survives the manager: a manager killed at any step leaves
 // jobs Pending or Running, never Completed, and the next term starts with a full
@@ -16,10 +23,11 @@
 // tables a sweep that ended with errors during initialization fails none:
 // every job is judged by its own ports' tables (readback.go).
 //
-// Every check interval the term also repairs drift: an OpenSM the supervisor had
-// to restart, and a partitions file that is not what this term wrote or not
-// what the recorded state renders to, make it apply again; and it deletes
-// finished jobs older than the retention.
+// In its idle turns the term also audits the fabric (audit.go), and every
+// check interval it repairs drift (an OpenSM the supervisor had to restart,
+// and a partitions file that is not what this term wrote or not what the
+// recorded state renders to, make it apply again) and deletes the finished
+// jobs older than the retention, and the applies no kept job needs.
 //
 // # The term's state machine
 //
