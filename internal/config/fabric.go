@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -90,6 +91,75 @@ func (c *Config) AllFabrics() []Fabric {
 	def := Fabric{Name: DefaultFabric, PhysicalNetworks: c.API.PhysicalNetworks, OpenSM: c.OpenSM,
 		OpenSMConf: c.OpenSMConf, UFMPKeys: c.UFMPKeys}
 	return append([]Fabric{def}, c.Fabrics...)
+}
+
+// The default fabric's settings are the top-level ones ([opensm],
+// [opensm_conf], [ufm_pkeys], [api] physical_networks), as the file format
+// has them; a further fabric's are its entry of Fabrics. This package is the
+// only one that knows: every other takes a fabric of AllFabrics and asks the
+// methods below, which answer for every fabric alike.
+
+// FabricConfig is the configuration as a manager of fabric f alone would
+// read it: f's [opensm], [opensm_conf], [ufm_pkeys] and physical networks at
+// the top, no further fabric, the rest shared. The helpers that wire or
+// inspect one OpenSM take it, so that one code path serves every fabric. The
+// default fabric's is c itself: the file as a manager of one fabric always
+// read it.
+func (c *Config) FabricConfig(f Fabric) *Config {
+	if f.Name == DefaultFabric {
+		return c
+	}
+	v := *c
+	v.OpenSM, v.OpenSMConf, v.UFMPKeys, v.Fabrics = f.OpenSM, f.OpenSMConf, f.UFMPKeys, nil
+	v.API.PhysicalNetworks = f.PhysicalNetworks
+	return &v
+}
+
+// UFMPKeysOf points at the pkeys API settings of the fabric named name in c,
+// so that a change through it is c's; nil when c has no such fabric.
+func (c *Config) UFMPKeysOf(name string) *UFMPKeys {
+	if name == DefaultFabric {
+		return &c.UFMPKeys
+	}
+	for i := range c.Fabrics {
+		if c.Fabrics[i].Name == name {
+			return &c.Fabrics[i].UFMPKeys
+		}
+	}
+	return nil
+}
+
+// Wrap names f's section in err, an error of a helper that read
+// FabricConfig(f) and so speaks of [opensm] for what is f's section. The
+// default fabric's section is [opensm]: its errors are left as they are.
+func (f Fabric) Wrap(err error) error {
+	if err == nil || f.Name == DefaultFabric {
+		return err
+	}
+	return fmt.Errorf("%s: %w", f.Section(), err)
+}
+
+// Label is what f's thing what is called in messages: what alone for the
+// default fabric, as before there were several, and "what of fabric NAME"
+// for a further one ("applier of fabric storage").
+func (f Fabric) Label(what string) string {
+	if f.Name == DefaultFabric {
+		return what
+	}
+	return what + " of fabric " + f.Name
+}
+
+// CacheDir is the OSM_CACHE_DIR the supervisor gives f's OpenSM; "" leaves
+// OpenSM's own (or its env_file's). The default fabric keeps OpenSM's own:
+// an existing fabric's OpenSM keeps the LIDs (guid2lid) and M_Keys
+// (guid2mkey) it cached, whether or not fabrics are added beside it. A
+// further fabric's is under its config_dir, so that no two share one (the
+// start refuses an env_file that makes two equal).
+func (f Fabric) CacheDir() string {
+	if f.Name == DefaultFabric {
+		return ""
+	}
+	return filepath.Join(f.OpenSM.ConfigDir, "cache")
 }
 
 // fabricKeys are the keys of [fabric:NAME]: the very fields of [opensm], so
