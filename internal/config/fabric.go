@@ -52,9 +52,17 @@ type Fabric struct {
 	UFMPKeys UFMPKeys
 }
 
+// topLevel says whether f's settings are the file's top-level ones
+// ([opensm], [opensm_conf], [ufm_pkeys], [api] physical_networks): the
+// default fabric's, where a file of one fabric has always kept them. It is
+// the one test of a fabric's name against the default's; every difference
+// of the default fabric's (its sections, its configuration, its cache
+// directory, its messages) follows from it.
+func (f Fabric) topLevel() bool { return f.Name == DefaultFabric }
+
 // Section is the section that configures f, as errors and logs name it.
 func (f Fabric) Section() string {
-	if f.Name == DefaultFabric {
+	if f.topLevel() {
 		return "[opensm]"
 	}
 	return "[" + fabricSectionPrefix + f.Name + "]"
@@ -62,7 +70,7 @@ func (f Fabric) Section() string {
 
 // OpenSMConfSection is the section of f's opensm.conf options.
 func (f Fabric) OpenSMConfSection() string {
-	if f.Name == DefaultFabric {
+	if f.topLevel() {
 		return "[" + opensmConfSection + "]"
 	}
 	return "[" + fabricSectionPrefix + f.Name + ":" + fabricOpenSMConf + "]"
@@ -70,7 +78,7 @@ func (f Fabric) OpenSMConfSection() string {
 
 // UFMPKeysSection is the section of f's pkeys API.
 func (f Fabric) UFMPKeysSection() string {
-	if f.Name == DefaultFabric {
+	if f.topLevel() {
 		return "[ufm_pkeys]"
 	}
 	return "[" + fabricSectionPrefix + f.Name + ":" + fabricUFMPKeys + "]"
@@ -78,7 +86,7 @@ func (f Fabric) UFMPKeysSection() string {
 
 // physnetsKey is the key that lists f's physical networks.
 func (f Fabric) physnetsKey() string {
-	if f.Name == DefaultFabric {
+	if f.topLevel() {
 		return "[api] physical_networks"
 	}
 	return f.Section() + " physical_networks"
@@ -106,7 +114,7 @@ func (c *Config) AllFabrics() []Fabric {
 // default fabric's is c itself: the file as a manager of one fabric always
 // read it.
 func (c *Config) FabricConfig(f Fabric) *Config {
-	if f.Name == DefaultFabric {
+	if f.topLevel() {
 		return c
 	}
 	v := *c
@@ -118,7 +126,7 @@ func (c *Config) FabricConfig(f Fabric) *Config {
 // UFMPKeysOf points at the pkeys API settings of the fabric named name in c,
 // so that a change through it is c's; nil when c has no such fabric.
 func (c *Config) UFMPKeysOf(name string) *UFMPKeys {
-	if name == DefaultFabric {
+	if (Fabric{Name: name}).topLevel() {
 		return &c.UFMPKeys
 	}
 	for i := range c.Fabrics {
@@ -133,7 +141,7 @@ func (c *Config) UFMPKeysOf(name string) *UFMPKeys {
 // FabricConfig(f) and so speaks of [opensm] for what is f's section. The
 // default fabric's section is [opensm]: its errors are left as they are.
 func (f Fabric) Wrap(err error) error {
-	if err == nil || f.Name == DefaultFabric {
+	if err == nil || f.topLevel() {
 		return err
 	}
 	return fmt.Errorf("%s: %w", f.Section(), err)
@@ -143,7 +151,7 @@ func (f Fabric) Wrap(err error) error {
 // default fabric, as before there were several, and "what of fabric NAME"
 // for a further one ("applier of fabric storage").
 func (f Fabric) Label(what string) string {
-	if f.Name == DefaultFabric {
+	if f.topLevel() {
 		return what
 	}
 	return what + " of fabric " + f.Name
@@ -156,7 +164,7 @@ func (f Fabric) Label(what string) string {
 // further fabric's is under its config_dir, so that no two share one (the
 // start refuses an env_file that makes two equal).
 func (f Fabric) CacheDir() string {
-	if f.Name == DefaultFabric {
+	if f.topLevel() {
 		return ""
 	}
 	return filepath.Join(f.OpenSM.ConfigDir, "cache")
