@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -175,6 +176,7 @@ func oneFabricsOpenSMDown(m *twoFabrics) {
 	}
 	var stPID int
 	waitFor(t, "the storage fabric's OpenSM running", func() bool { stPID = m.openSMIn(m.storageDir()); return stPID != 0 })
+	m.waitBothReady()
 	away := m.storage.EnvFile() + ".away"
 	if err := os.Rename(m.storage.EnvFile(), away); err != nil {
 		t.Fatal(err)
@@ -225,6 +227,7 @@ func oneFabricsOpenSMDown(m *twoFabrics) {
 	if code, out := m.statusExit(); code != 3 || !strings.Contains(out, storageFabric) {
 		t.Errorf("--status while the storage fabric's OpenSM is down: exit %d, want 3 naming %s:\n%s", code, storageFabric, out)
 	}
+	m.checkReadyWithoutStorage()
 
 	restore()
 	back := time.Now()
@@ -237,6 +240,46 @@ func oneFabricsOpenSMDown(m *twoFabrics) {
 	t.Logf("the storage fabric's changes completed %v after its env file was back", time.Since(back).Round(time.Millisecond))
 	if code, out := m.statusExit(); code != 0 {
 		t.Errorf("--status once both fabrics run: exit %d, want 0:\n%s", code, out)
+	}
+	m.waitBothReady()
+}
+
+// waitBothReady waits until /readyz answers 200: this manager leads both
+// fabrics, each judged ready, no reason given.
+func (m *twoFabrics) waitBothReady() {
+	m.t.Helper()
+	var r readyReport
+	waitFor(m.t, "/readyz ready on both fabrics", func() bool {
+		var code int
+		code, r = m.readyz()
+		return code == http.StatusOK
+	})
+	if r.Status != "ok" || r.Role != "leader" || len(r.Reasons) != 0 ||
+		!maps.Equal(r.Fabrics, map[string]string{"default": "ready", storageFabric: "ready"}) {
+		m.t.Errorf("/readyz = %+v; want ok, leader, no reasons, both fabrics ready", r)
+	}
+}
+
+// checkReadyWithoutStorage: while the storage fabric's OpenSM cannot run,
+// /readyz answers 503 on the storage fabric's reasons alone, each after its
+// name; the default fabric stays ready and its role is the report's.
+func (m *twoFabrics) checkReadyWithoutStorage() {
+	m.t.Helper()
+	const down = "fabric " + storageFabric + ": OpenSM is not running"
+	var r readyReport
+	waitFor(m.t, "/readyz naming the storage fabric's OpenSM", func() bool {
+		var code int
+		code, r = m.readyz()
+		return code == http.StatusServiceUnavailable && slices.Contains(r.Reasons, down)
+	})
+	if r.Status != "fail" || r.Role != "leader" || r.Fabrics["default"] != "ready" || len(r.Fabrics) != 2 ||
+		!strings.Contains(r.Fabrics[storageFabric], "OpenSM is not running") {
+		m.t.Errorf("/readyz = %+v; want fail, leader, the default fabric ready, the storage fabric's OpenSM named", r)
+	}
+	for _, why := range r.Reasons {
+		if !strings.HasPrefix(why, "fabric "+storageFabric+": ") {
+			m.t.Errorf("/readyz reason %q is not the storage fabric's", why)
+		}
 	}
 }
 

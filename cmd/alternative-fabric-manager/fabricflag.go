@@ -102,7 +102,7 @@ func selectFabric(cfg *config.Config, name string) (operatorFabric, error) {
 func allFabrics(cfg *config.Config) []operatorFabric {
 	var out []operatorFabric
 	for _, f := range cfg.AllFabrics() {
-		out = append(out, operatorFabric{name: f.Name, section: f.Section(), cfg: fabricConfig(cfg, f)})
+		out = append(out, operatorFabric{name: f.Name, section: f.Section(), cfg: cfg.FabricConfig(f)})
 	}
 	return out
 }

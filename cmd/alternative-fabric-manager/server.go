@@ -20,8 +20,6 @@ var (
 	loadTemplate = manager.LoadTemplate
 	checkRules   = manager.CheckRules
 	fabricRules  = manager.FabricRules
-	fabricConfig = manager.FabricConfig
-	cacheDirOf   = manager.CacheDirOf
 )
 
 // run is the manager: wired from its configuration, serving its HTTP

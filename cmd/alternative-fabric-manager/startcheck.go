@@ -47,7 +47,7 @@ func checkRecordedState(ctx context.Context, cfg *config.Config, st *store.Store
 	if serr != nil {
 		return nil, fmt.Errorf("[opensm] partitions_template: %w", serr)
 	}
-	rules := fabricRules(cfg)[0].Rules // cfg is one fabric's (fabricConfig)
+	rules := fabricRules(cfg)[0].Rules // cfg is one fabric's (config.Config.FabricConfig)
 	rules.StaticPKey = static.Name
 	conflicts := append(rules.Conflicts(snap.Networks), rules.KubernetesConflicts(snap.Kubernetes)...)
 	problems := conflicts
@@ -100,7 +100,7 @@ func readFabricSite(f config.Fabric) (fabricSite, error) {
 	if f.OpenSM.Driver == config.DriverProcess {
 		env = os.Environ()
 	}
-	if dir := cacheDirOf(f); dir != "" {
+	if dir := f.CacheDir(); dir != "" {
 		env = append(env, "OSM_CACHE_DIR="+dir)
 	}
 	if f.OpenSM.EnvFile != "" {

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -51,9 +52,17 @@ type Fabric struct {
 	UFMPKeys UFMPKeys
 }
 
+// topLevel says whether f's settings are the file's top-level ones
+// ([opensm], [opensm_conf], [ufm_pkeys], [api] physical_networks): the
+// default fabric's, where a file of one fabric has always kept them. It is
+// the one test of a fabric's name against the default's; every difference
+// of the default fabric's (its sections, its configuration, its cache
+// directory, its messages) follows from it.
+func (f Fabric) topLevel() bool { return f.Name == DefaultFabric }
+
 // Section is the section that configures f, as errors and logs name it.
 func (f Fabric) Section() string {
-	if f.Name == DefaultFabric {
+	if f.topLevel() {
 		return "[opensm]"
 	}
 	return "[" + fabricSectionPrefix + f.Name + "]"
@@ -61,7 +70,7 @@ func (f Fabric) Section() string {
 
 // OpenSMConfSection is the section of f's opensm.conf options.
 func (f Fabric) OpenSMConfSection() string {
-	if f.Name == DefaultFabric {
+	if f.topLevel() {
 		return "[" + opensmConfSection + "]"
 	}
 	return "[" + fabricSectionPrefix + f.Name + ":" + fabricOpenSMConf + "]"
@@ -69,7 +78,7 @@ func (f Fabric) OpenSMConfSection() string {
 
 // UFMPKeysSection is the section of f's pkeys API.
 func (f Fabric) UFMPKeysSection() string {
-	if f.Name == DefaultFabric {
+	if f.topLevel() {
 		return "[ufm_pkeys]"
 	}
 	return "[" + fabricSectionPrefix + f.Name + ":" + fabricUFMPKeys + "]"
@@ -77,7 +86,7 @@ func (f Fabric) UFMPKeysSection() string {
 
 // physnetsKey is the key that lists f's physical networks.
 func (f Fabric) physnetsKey() string {
-	if f.Name == DefaultFabric {
+	if f.topLevel() {
 		return "[api] physical_networks"
 	}
 	return f.Section() + " physical_networks"
@@ -90,6 +99,75 @@ func (c *Config) AllFabrics() []Fabric {
 	def := Fabric{Name: DefaultFabric, PhysicalNetworks: c.API.PhysicalNetworks, OpenSM: c.OpenSM,
 		OpenSMConf: c.OpenSMConf, UFMPKeys: c.UFMPKeys}
 	return append([]Fabric{def}, c.Fabrics...)
+}
+
+// The default fabric's settings are the top-level ones ([opensm],
+// [opensm_conf], [ufm_pkeys], [api] physical_networks), as the file format
+// has them; a further fabric's are its entry of Fabrics. This package is the
+// only one that knows: every other takes a fabric of AllFabrics and asks the
+// methods below, which answer for every fabric alike.
+
+// FabricConfig is the configuration as a manager of fabric f alone would
+// read it: f's [opensm], [opensm_conf], [ufm_pkeys] and physical networks at
+// the top, no further fabric, the rest shared. The helpers that wire or
+// inspect one OpenSM take it, so that one code path serves every fabric. The
+// default fabric's is c itself: the file as a manager of one fabric always
+// read it.
+func (c *Config) FabricConfig(f Fabric) *Config {
+	if f.topLevel() {
+		return c
+	}
+	v := *c
+	v.OpenSM, v.OpenSMConf, v.UFMPKeys, v.Fabrics = f.OpenSM, f.OpenSMConf, f.UFMPKeys, nil
+	v.API.PhysicalNetworks = f.PhysicalNetworks
+	return &v
+}
+
+// UFMPKeysOf points at the pkeys API settings of the fabric named name in c,
+// so that a change through it is c's; nil when c has no such fabric.
+func (c *Config) UFMPKeysOf(name string) *UFMPKeys {
+	if (Fabric{Name: name}).topLevel() {
+		return &c.UFMPKeys
+	}
+	for i := range c.Fabrics {
+		if c.Fabrics[i].Name == name {
+			return &c.Fabrics[i].UFMPKeys
+		}
+	}
+	return nil
+}
+
+// Wrap names f's section in err, an error of a helper that read
+// FabricConfig(f) and so speaks of [opensm] for what is f's section. The
+// default fabric's section is [opensm]: its errors are left as they are.
+func (f Fabric) Wrap(err error) error {
+	if err == nil || f.topLevel() {
+		return err
+	}
+	return fmt.Errorf("%s: %w", f.Section(), err)
+}
+
+// Label is what f's thing what is called in messages: what alone for the
+// default fabric, as before there were several, and "what of fabric NAME"
+// for a further one ("applier of fabric storage").
+func (f Fabric) Label(what string) string {
+	if f.topLevel() {
+		return what
+	}
+	return what + " of fabric " + f.Name
+}
+
+// CacheDir is the OSM_CACHE_DIR the supervisor gives f's OpenSM; "" leaves
+// OpenSM's own (or its env_file's). The default fabric keeps OpenSM's own:
+// an existing fabric's OpenSM keeps the LIDs (guid2lid) and M_Keys
+// (guid2mkey) it cached, whether or not fabrics are added beside it. A
+// further fabric's is under its config_dir, so that no two share one (the
+// start refuses an env_file that makes two equal).
+func (f Fabric) CacheDir() string {
+	if f.topLevel() {
+		return ""
+	}
+	return filepath.Join(f.OpenSM.ConfigDir, "cache")
 }
 
 // fabricKeys are the keys of [fabric:NAME]: the very fields of [opensm], so

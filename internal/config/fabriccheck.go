@@ -121,7 +121,7 @@ func sameListener(a, b string) bool {
 // is [api]'s) with the line that sets it, or says that it is the default.
 func place(file iniFile, fab Fabric, key string) string {
 	section := fab.Section()
-	if fab.Name == DefaultFabric && key == "physical_networks" {
+	if fab.topLevel() && key == "physical_networks" {
 		section = "[api]"
 	}
 	return placeIn(file, section, key)

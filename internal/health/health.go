@@ -84,13 +84,10 @@ type Fabric struct {
 	Leader LeaderLiveness // nil: the heartbeat decides
 }
 
-// Checker answers both questions. DB, Self, SM and Leader are the default
-// fabric's; Fabrics are the further ones, set before the checker is used.
+// Checker answers both questions.
 type Checker struct {
-	DB      Database
-	Self    Self
-	SM      Supervisor
-	Leader  LeaderLiveness // nil: the heartbeat decides
+	// Fabrics are every fabric readiness judges, the default first, set
+	// before the checker is used.
 	Fabrics []Fabric
 	// HeartbeatTimeout is how old the leader's heartbeat may be before a
 	// follower deems it dead.
@@ -168,18 +165,19 @@ func (c *Checker) Live() Report {
 	return report("", reasons)
 }
 
-// Ready is readiness of every fabric; see the package comment. The default
-// fabric's reasons are given as they are, another fabric's after its name.
+// Ready is readiness of every fabric; see the package comment. The first
+// fabric's (the default's) reasons and role are given as they are, another
+// fabric's reasons after its name: with one fabric the answer is what it
+// was before there were several.
 func (c *Checker) Ready(ctx context.Context) Report {
-	fabrics := c.fabrics()
-	verdicts := c.judge(ctx, fabrics)
+	verdicts := c.judge(ctx, c.Fabrics)
 	each := map[string]string{}
 	var role string
 	var reasons []string
-	for i, f := range fabrics {
+	for i, f := range c.Fabrics {
 		v := verdicts[i]
 		each[f.Name] = v.summary()
-		if f.Name == store.DefaultFabric {
+		if i == 0 {
 			role = v.role
 			reasons = append(reasons, v.reasons...)
 			continue
@@ -195,7 +193,7 @@ func (c *Checker) Ready(ctx context.Context) Report {
 
 // FabricReady is the readiness of fabric name alone (its afm_ready).
 func (c *Checker) FabricReady(ctx context.Context, name string) Report {
-	for _, f := range c.fabrics() {
+	for _, f := range c.Fabrics {
 		if f.Name == name {
 			v := c.judge(ctx, []Fabric{f})[0]
 			out := report(v.role, v.reasons)
@@ -204,12 +202,6 @@ func (c *Checker) FabricReady(ctx context.Context, name string) Report {
 		}
 	}
 	return report("", []string{"no fabric named " + name})
-}
-
-// fabrics are the default fabric and the further ones, in that order.
-func (c *Checker) fabrics() []Fabric {
-	def := Fabric{Name: store.DefaultFabric, DB: c.DB, Self: c.Self, SM: c.SM, Leader: c.Leader}
-	return append([]Fabric{def}, c.Fabrics...)
 }
 
 // verdict is one fabric's readiness.

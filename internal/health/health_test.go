@@ -50,6 +50,12 @@ type sm struct {
 func (s sm) Running() bool    { return s.running }
 func (s sm) LastError() error { return s.err }
 
+// defaultOnly is the fabrics of a manager that serves the default fabric
+// alone.
+func defaultOnly(db Database, s Self, o Supervisor) []Fabric {
+	return []Fabric{{Name: store.DefaultFabric, DB: db, Self: s, SM: o}}
+}
+
 func at(d time.Duration) *time.Time { t := time.Now().Add(-d); return &t }
 
 func TestReady(t *testing.T) {
@@ -61,22 +67,22 @@ func TestReady(t *testing.T) {
 		role  string
 		wants []string // reasons' prefixes; none: ready
 	}{
-		{"leader ready", &Checker{DB: fakeDB{}, Self: self{term: 4}, SM: sm{running: true}}, "leader", nil},
-		{"leader without OpenSM", &Checker{DB: fakeDB{}, Self: self{term: 4}, SM: sm{}}, "leader",
+		{"leader ready", &Checker{Fabrics: defaultOnly(fakeDB{}, self{term: 4}, sm{running: true})}, "leader", nil},
+		{"leader without OpenSM", &Checker{Fabrics: defaultOnly(fakeDB{}, self{term: 4}, sm{})}, "leader",
 			[]string{"OpenSM is not running"}},
-		{"leader whose driver failed and last apply failed", &Checker{DB: fakeDB{}, Self: self{term: 4, failed: true},
-			SM: sm{running: true, err: errors.New("SIGHUP: no such process")}}, "leader",
+		{"leader whose driver failed and last apply failed", &Checker{Fabrics: defaultOnly(fakeDB{}, self{term: 4, failed: true},
+			sm{running: true, err: errors.New("SIGHUP: no such process")})}, "leader",
 			[]string{"the OpenSM driver's last operation failed: SIGHUP", "the last apply failed"}},
-		{"leader without database", &Checker{DB: fakeDB{err: down}, Self: self{term: 4}, SM: sm{running: true}}, "leader",
+		{"leader without database", &Checker{Fabrics: defaultOnly(fakeDB{err: down}, self{term: 4}, sm{running: true})}, "leader",
 			[]string{"the database does not answer: dial tcp"}},
-		{"follower with a live leader", &Checker{DB: fakeDB{l: live}, Self: self{}, SM: sm{}, HeartbeatTimeout: 10 * time.Second},
+		{"follower with a live leader", &Checker{Fabrics: defaultOnly(fakeDB{l: live}, self{}, sm{}), HeartbeatTimeout: 10 * time.Second},
 			"follower", nil},
-		{"follower with a dead leader", &Checker{DB: fakeDB{l: store.Leadership{Term: 4, Holder: "a pid 1", Heartbeat: at(time.Minute)}},
-			Self: self{}, SM: sm{}, HeartbeatTimeout: 10 * time.Second}, "follower",
+		{"follower with a dead leader", &Checker{Fabrics: defaultOnly(fakeDB{l: store.Leadership{Term: 4, Holder: "a pid 1", Heartbeat: at(time.Minute)}},
+			self{}, sm{}), HeartbeatTimeout: 10 * time.Second}, "follower",
 			[]string{"the leader of term 4 (a pid 1) last wrote its heartbeat 1m0s ago"}},
-		{"follower before any leader", &Checker{DB: fakeDB{}, Self: self{}, SM: sm{}, HeartbeatTimeout: time.Second}, "follower",
+		{"follower before any leader", &Checker{Fabrics: defaultOnly(fakeDB{}, self{}, sm{}), HeartbeatTimeout: time.Second}, "follower",
 			[]string{"no manager has held the applier lock yet"}},
-		{"follower without database", &Checker{DB: fakeDB{err: down}, Self: self{}, SM: sm{}}, "follower",
+		{"follower without database", &Checker{Fabrics: defaultOnly(fakeDB{err: down}, self{}, sm{})}, "follower",
 			[]string{"the database does not answer"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,8 +134,9 @@ func TestReadyOfTwoFabrics(t *testing.T) {
 			map[string]string{"default": "OpenSM is not running", "storage": "the leader of term 9 (b pid 2) last wrote its heartbeat 1m0s ago (more than 10s)"}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c := &Checker{DB: fakeDB{}, Self: self{term: 4}, SM: tt.def, HeartbeatTimeout: 10 * time.Second,
-				Fabrics: []Fabric{{Name: "storage", DB: fakeDB{l: tt.storage}, Self: self{}, SM: sm{}}}}
+			c := &Checker{HeartbeatTimeout: 10 * time.Second, Fabrics: []Fabric{
+				{Name: "default", DB: fakeDB{}, Self: self{term: 4}, SM: tt.def},
+				{Name: "storage", DB: fakeDB{l: tt.storage}, Self: self{}, SM: sm{}}}}
 			r := c.Ready(context.Background())
 			if r.OK() != (len(tt.reasons) == 0) || r.Role != "leader" || !slices.Equal(r.Reasons, tt.reasons) {
 				t.Errorf("Ready = %+v; want role leader and reasons %q", r, tt.reasons)
@@ -145,7 +152,7 @@ func TestReadyOfTwoFabrics(t *testing.T) {
 			}
 		})
 	}
-	c := &Checker{DB: fakeDB{}, Self: self{term: 4}, SM: sm{running: true}}
+	c := &Checker{Fabrics: defaultOnly(fakeDB{}, self{term: 4}, sm{running: true})}
 	if r := c.FabricReady(context.Background(), "compute"); r.OK() || len(r.Reasons) != 1 || r.Reasons[0] != "no fabric named compute" {
 		t.Errorf("FabricReady of an unknown fabric = %+v, want a failure naming it", r)
 	}
@@ -193,11 +200,11 @@ func (hungDB) Leadership(ctx context.Context) (store.Leadership, error) {
 // timeout and judged ready.
 func TestReadyFabricsReadAtOnce(t *testing.T) {
 	live := store.Leadership{Term: 2, Holder: "b pid 2", Heartbeat: at(time.Second)}
-	c := &Checker{DB: fakeDB{}, Self: self{term: 4}, SM: sm{running: true}, HeartbeatTimeout: 10 * time.Second,
-		Timeout: 200 * time.Millisecond, Fabrics: []Fabric{
-			{Name: "hung", DB: hungDB{}, Self: self{}, SM: sm{}},
-			{Name: "storage", DB: fakeDB{l: live}, Self: self{}, SM: sm{}},
-		}}
+	c := &Checker{HeartbeatTimeout: 10 * time.Second, Timeout: 200 * time.Millisecond, Fabrics: []Fabric{
+		{Name: "default", DB: fakeDB{}, Self: self{term: 4}, SM: sm{running: true}},
+		{Name: "hung", DB: hungDB{}, Self: self{}, SM: sm{}},
+		{Name: "storage", DB: fakeDB{l: live}, Self: self{}, SM: sm{}},
+	}}
 	r := c.Ready(context.Background())
 	if r.OK() || r.Fabrics["default"] != ReadyVerdict || r.Fabrics["storage"] != ReadyVerdict ||
 		!strings.HasPrefix(r.Fabrics["hung"], "the database does not answer: context deadline exceeded") {

@@ -44,50 +44,12 @@ func FabricRules(cfg *config.Config) []store.FabricRules {
 	return out
 }
 
-// FabricConfig is the configuration as a manager of fabric f alone would
-// read it: f's [opensm], [opensm_conf], [ufm_pkeys] and physical networks at
-// the top, no further fabric, the rest shared. The helpers that wire one
-// OpenSM (prepareOpenSM and the Parts: the read-back, the audit, the
-// second-SM look, the recorded state's check) take it, so that one code path
-// wires every fabric. The default fabric's is cfg itself.
-func FabricConfig(cfg *config.Config, f config.Fabric) *config.Config {
-	if f.Name == config.DefaultFabric {
-		return cfg
-	}
-	c := *cfg
-	c.OpenSM, c.OpenSMConf, c.UFMPKeys, c.Fabrics = f.OpenSM, f.OpenSMConf, f.UFMPKeys, nil
-	c.API.PhysicalNetworks = f.PhysicalNetworks
-	return &c
-}
-
-// fabricErr names the fabric a wiring error is about. The helpers speak of
-// [opensm] (FabricConfig); for a further fabric the section is named first.
-func fabricErr(f config.Fabric, err error) error {
-	if err == nil || f.Name == config.DefaultFabric {
-		return err
-	}
-	return fmt.Errorf("%s: %w", f.Section(), err)
-}
-
-// CacheDirOf is the OSM_CACHE_DIR the supervisor gives f's OpenSM. The
-// default fabric keeps OpenSM's own (or its env_file's): an existing
-// fabric's OpenSM keeps the LIDs (guid2lid) and M_Keys (guid2mkey) it
-// cached, whether or not fabrics are added beside it. A further fabric's is
-// under its config_dir, so that no two share one (Parts.CheckSites refuses an
-// env_file that makes two equal).
-func CacheDirOf(f config.Fabric) string {
-	if f.Name == config.DefaultFabric {
-		return ""
-	}
-	return filepath.Join(f.OpenSM.ConfigDir, "cache")
-}
-
 // fabricPlan is what a fabric needs before the database is open: its
 // template, its static partitions and its subnet dump's readers, which its
 // store rules refuse requests by.
 type fabricPlan struct {
 	fab   config.Fabric
-	cfg   *config.Config // FabricConfig
+	cfg   *config.Config // config.Config.FabricConfig
 	tpl   *partitions.Template
 	dump  *topology.Dump
 	limit *topology.PortLimit
@@ -97,17 +59,17 @@ type fabricPlan struct {
 // planFabric loads f's template and builds its rules: its static
 // partitions, and the port limit of its own subnet dump.
 func planFabric(ctx context.Context, cfg *config.Config, f config.Fabric, rules store.Rules) (fabricPlan, error) {
-	p := fabricPlan{fab: f, cfg: FabricConfig(cfg, f), rules: rules}
+	p := fabricPlan{fab: f, cfg: cfg.FabricConfig(f), rules: rules}
 	var err error
 	if p.tpl, err = LoadTemplate(p.cfg); err != nil {
-		return p, fabricErr(f, err)
+		return p, f.Wrap(err)
 	}
 	// Refused when sent: a network whose VLAN ID is a static partition's pkey,
 	// and a port whose host port would fill its switch port's pkey table.
 	o := p.cfg.OpenSM
 	static, err := p.tpl.Static(ctx, o.DefaultPartition, o.FlatPKey)
 	if err != nil {
-		return p, fabricErr(f, fmt.Errorf("[opensm] partitions_template: %w", err))
+		return p, f.Wrap(fmt.Errorf("[opensm] partitions_template: %w", err))
 	}
 	// One reader of the subnet dump for the API's capacity check, the gates
 	// and the metrics: it parses the file only when OpenSM wrote another
@@ -128,7 +90,7 @@ func planFabric(ctx context.Context, cfg *config.Config, f config.Fabric, rules 
 // before the elector stops OpenSM or releases the lease.
 type Fabric struct {
 	name   string
-	cfg    *config.Config // FabricConfig
+	cfg    *config.Config // config.Config.FabricConfig
 	log    *slog.Logger   // with a "fabric" attribute when there are several
 	st     *store.Store   // the fabric's view
 	sm     *opensm.Supervisor
@@ -158,36 +120,32 @@ func wireFabric(ctx context.Context, p fabricPlan, st *store.Store, m *metrics.M
 	f.services = f.termServices
 	closeSM = func() {}
 	keys := parts.Keys(st)
-	sm, flavour, closeDriver, writeConf, err := prepareOpenSM(ctx, cfg, log, keys, CacheDirOf(fab), cfg.OpenSM.DriverStatusFile())
+	sm, flavour, closeDriver, writeConf, err := prepareOpenSM(ctx, cfg, log, keys, fab.CacheDir(), cfg.OpenSM.DriverStatusFile())
 	if err != nil {
-		return nil, closeSM, fabricErr(fab, err)
+		return nil, closeSM, fab.Wrap(err)
 	}
 	f.sm, f.writeOpenSMConf, closeSM = sm, writeConf, closeDriver
 	// A configuration changed under the recorded networks (flat_pkey now a
 	// network's VLAN, a static partition on its pkey) would fail every later
 	// job: refuse to start, naming them, as for an unknown key.
 	if _, err := parts.CheckRecordedState(ctx, cfg, st, p.tpl, flavour); err != nil {
-		return nil, closeSM, fabricErr(fab, err)
+		return nil, closeSM, fab.Wrap(err)
 	}
 	readback, err := parts.Readback(ctx, cfg, keys)
 	if err != nil {
-		return nil, closeSM, fabricErr(fab, err)
+		return nil, closeSM, fab.Wrap(err)
 	}
 	// An apply waits for OpenSM's sweep (sweep_timeout) and, in a burst, for
 	// the batch; the loop turns at least every poll and check interval
 	// otherwise. Past three sweeps and two checks it is stuck.
-	loopName := "applier"
-	if fab.Name != config.DefaultFabric {
-		loopName = "applier of fabric " + fab.Name
-	}
-	f.applierLoop = checker.Loop(loopName, 3*cfg.OpenSM.SweepTimeout+2*cfg.OpenSM.CheckInterval+time.Minute)
+	f.applierLoop = checker.Loop(fab.Label("applier"), 3*cfg.OpenSM.SweepTimeout+2*cfg.OpenSM.CheckInterval+time.Minute)
 	f.metrics = m.Fabric(fab.Name)
 	f.app = &applier.Applier{Store: st, SM: sm, Log: log, Observer: applierObserver{f.metrics, f.applierLoop},
 		Cfg:      applierConfig(cfg, p, flavour, readback, parts.Audit(ctx, cfg, st, sm, log), cfg.OpenSM.SubnetDump()),
 		SecondSM: parts.SecondSM(ctx, cfg, st, sm, log)}
 	if cfg.HA.HA {
 		if f.leases, err = st.Leases(); err != nil {
-			return nil, closeSM, fabricErr(fab, err)
+			return nil, closeSM, fab.Wrap(err)
 		}
 		f.app.Lease = f.leases
 	}

@@ -138,21 +138,18 @@ func (mgr *Manager) wireFabrics(ctx context.Context, plans []fabricPlan, checker
 func (mgr *Manager) wireHealth() *health.Checker {
 	mgr.metrics = metrics.New()
 	// The leader writes its heartbeat every elector CheckInterval.
-	return &health.Checker{DB: mgr.st, Self: mgr.metrics.Fabric(config.DefaultFabric), HeartbeatTimeout: leader.HeartbeatTimeout}
+	return &health.Checker{HeartbeatTimeout: leader.HeartbeatTimeout}
 }
 
 // registerState registers each fabric's collectors that read its recorded
-// state, and the OpenSM its health checks watch; each fabric's series carry
-// its name.
+// state, and each fabric's readiness (its store view, its metrics, its
+// OpenSM), in the manager's order: the default first. Each fabric's series
+// carry its name.
 func (mgr *Manager) registerState(checker *health.Checker) error {
 	m := mgr.metrics
 	for _, fr := range mgr.fabrics {
 		f, sm := m.Fabric(fr.name), supervisorView{fr.sm}
-		if fr.name == config.DefaultFabric {
-			checker.SM = sm
-		} else {
-			checker.Fabrics = append(checker.Fabrics, health.Fabric{Name: fr.name, DB: fr.st, Self: f, SM: sm})
-		}
+		checker.Fabrics = append(checker.Fabrics, health.Fabric{Name: fr.name, DB: fr.st, Self: f, SM: sm})
 		gates, err := status.VerdictSource(fr.cfg, fr.st, fr.app.Cfg.Dump)
 		if err != nil {
 			return err

@@ -34,7 +34,7 @@ func (d supervisorView) LastError() error {
 // returns the supervisor of what runs or signals OpenSM ([opensm] driver),
 // started by the first term, and what writes opensm.conf again with the keys
 // as they are then. The OpenSMs it starts get cacheDir as OSM_CACHE_DIR
-// ("": OpenSM's own; CacheDirOf) and report their state in statusFile.
+// ("": OpenSM's own; config.Fabric.CacheDir) and report their state in statusFile.
 // Whatever it needs is checked here, before anything starts: a bad setting
 // is a start-up error.
 func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource, cacheDir, statusFile string) (

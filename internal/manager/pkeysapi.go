@@ -40,12 +40,13 @@ func pkeysAPIs(cfg *config.Config, st *store.Store, writeTimeout time.Duration, 
 }
 
 // pkeysListeners are the listeners of the fabrics whose pkeys API has one of
-// its own ([fabric:NAME:ufm_pkeys] listen): bounded as the API's, over its
+// its own ([fabric:NAME:ufm_pkeys] listen; the default fabric's [ufm_pkeys]
+// has none, it is served on [api] listen): bounded as the API's, over its
 // TLS, with its request ids and access log (the API server's handler).
 func pkeysListeners(cfg *config.Config, apiServer *api.Server, bounded func(http.Handler) *http.Server,
 	certs *tlsreload.Reloader) []*namedServer {
 	var out []*namedServer
-	for _, f := range cfg.Fabrics {
+	for _, f := range cfg.AllFabrics() {
 		if f.UFMPKeys.Listen == "" {
 			continue
 		}

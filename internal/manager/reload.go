@@ -63,20 +63,6 @@ func pkeysCredentialOf(cfg *config.Config, key string) (string, bool) {
 	return "", false
 }
 
-// ufmPKeysOf points at fabric's pkeys API settings in cfg; nil when cfg has
-// no such fabric.
-func ufmPKeysOf(cfg *config.Config, fabric string) *config.UFMPKeys {
-	if fabric == config.DefaultFabric {
-		return &cfg.UFMPKeys
-	}
-	for i := range cfg.Fabrics {
-		if cfg.Fabrics[i].Name == fabric {
-			return &cfg.Fabrics[i].UFMPKeys
-		}
-	}
-	return nil
-}
-
 // apiCredentials are the API's credentials as cfg sets them. /metrics needs
 // no token only on loopback (config.API.MetricsOpen).
 func apiCredentials(cfg *config.Config) api.Credentials {
@@ -133,7 +119,7 @@ func (h *hangup) applyCredentials(next *config.Config) (applied, needRestart []s
 		case key == "[api] metrics_token":
 			now.API.MetricsToken = next.API.MetricsToken
 			applied = append(applied, key)
-		case !isPKeys || ufmPKeysOf(next, fabric) == nil:
+		case !isPKeys || next.UFMPKeysOf(fabric) == nil:
 			needRestart = append(needRestart, key)
 		case !h.pkeysServed[fabric]:
 			// Its routes are set up at start only.
@@ -141,7 +127,7 @@ func (h *hangup) applyCredentials(next *config.Config) (applied, needRestart []s
 		default:
 			// All at once: without them every request of the fabric's pkeys
 			// API is refused.
-			to, from := ufmPKeysOf(&now, fabric), ufmPKeysOf(next, fabric)
+			to, from := now.UFMPKeysOf(fabric), next.UFMPKeysOf(fabric)
 			to.Username, to.Password, to.PreviousPasswords = from.Username, from.Password, from.PreviousPasswords
 			applied = append(applied, key)
 		}
