@@ -1009,6 +1009,13 @@ func (t *term) repairDrift(ctx context.Context) {
 	t.snapshots = store.SnapshotCache{}                // the next apply reads everything
 }
 
+// fileEdited says whether the partitions file is not, byte for byte, the one
+// the term last wrote (fileDrift's first, cheap, look).
+func (t *term) fileEdited() bool {
+	got, err := os.ReadFile(t.Cfg.PartitionsFile)
+	return err != nil || !bytes.Equal(got, t.written)
+}
+
 // fileDrift says what is wrong with the partitions file, "" when nothing.
 func (t *term) fileDrift(ctx context.Context) string {
 	got, err := os.ReadFile(t.Cfg.PartitionsFile)

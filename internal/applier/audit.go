@@ -96,6 +96,14 @@ func (t *term) runAudit(ctx context.Context, wake <-chan struct{}) {
 	if t.applied < 0 || t.written == nil {
 		return // an apply is due: the tables are about to change
 	}
+	if t.fileEdited() {
+		// OpenSM may have swept a hand-edited file: what the tables show is
+		// drift, which an apply repairs, not a breach to hold jobs for. The
+		// audit reads once that apply is done.
+		t.repairDrift(ctx)
+		t.audit.due = time.After(min(auditYieldRetry, t.Cfg.Audit.Interval))
+		return
+	}
 	actx, yielded := t.yieldingAudit(ctx, wake)
 	started := time.Now()
 	s, err := t.auditOnce(actx)

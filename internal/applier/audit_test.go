@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -154,5 +155,38 @@ func TestAuditGivesWayWithinItsInterval(t *testing.T) {
 				t.Errorf("the audit gave way saying %s; want %s", logged.String(), want)
 			}
 		})
+	}
+}
+
+// A partitions file edited by hand since the term wrote it is drift: the
+// audit does not read the tables OpenSM swept from it (they would hold every
+// job as breaches), the term applies the recorded state again, and the audit
+// reads soon after that apply.
+func TestAuditLeavesAnEditedFileToTheDriftRepair(t *testing.T) {
+	r := newApplyRig(t, true, func() string { return heavySweep("") })
+	var logged bytes.Buffer
+	r.term.Log = slog.New(slog.NewJSONHandler(&logged, nil))
+	r.network(101)
+	r.applied("the network")
+	if err := os.WriteFile(r.term.Cfg.PartitionsFile, []byte("Default=0x7fff, ipoib : ALL=full ;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := &silentFabric{dialing: make(chan struct{})}
+	r.term.Cfg.Audit = AuditConfig{Interval: time.Hour, Reader: &pkeyread.Reader{Dialer: f}}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	r.term.runAudit(ctx, make(chan struct{}))
+	select {
+	case <-f.dialing:
+		t.Fatal("the audit read the tables OpenSM swept from a hand-edited file")
+	default:
+	}
+	if r.term.applied != -1 || !strings.Contains(logged.String(), "partitions file drifted") {
+		t.Fatalf("after the audit met an edited file: applied %d, log %s; want the drift repaired (applied -1)", r.term.applied, logged.String())
+	}
+	select {
+	case <-r.term.audit.due:
+	case <-time.After(time.Minute):
+		t.Fatal("the audit is not due again within a minute of the drift's repair (interval 1h)")
 	}
 }
