@@ -267,13 +267,7 @@ func (a *Applier) Lead(ctx context.Context, termID int64) error {
 // LeadTerm is Lead for a term of the HA lease: suspect is the manager whose
 // OpenSM may still be master (store.Lease.Suspect), named by a freeze.
 func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) error {
-	bounded := *a
-	timeout := a.Cfg.DBTimeout
-	if timeout <= 0 {
-		timeout = DefaultDBTimeout
-	}
-	bounded.Store = deadlineStore{Store: a.Store, timeout: timeout}
-	t := &term{Applier: &bounded, id: termID, applied: -1, restarts: a.SM.Restarts()}
+	t := &term{Applier: a.withDeadlines(), id: termID, applied: -1, restarts: a.SM.Restarts()}
 	// OpenSM must never start with a file that is not the recorded state: its
 	// first sweep reads it. An OpenSM that runs already keeps what it has
 	// until the full apply below.
@@ -281,7 +275,7 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 		return err
 	}
 	// From before OpenSM starts: its first lines are this term's.
-	if err := t.startLog(suspect, timeout); err != nil {
+	if err := t.startLog(suspect); err != nil {
 		return err
 	}
 	defer t.tail.Close()
