@@ -2,12 +2,16 @@ package applier
 
 import (
 	"context"
+	"log/slog"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm/opensmtest"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
@@ -232,5 +236,45 @@ func TestWithDeadlinesWrapsEveryStore(t *testing.T) {
 	}
 	if d := b.Store.(deadlineStore); d.timeout != time.Second {
 		t.Errorf("timeout %v, want Config.DBTimeout's 1s", d.timeout)
+	}
+}
+
+// blackHoledLeases is a fake of the lease's store on a connection that
+// answers nothing (a cut link, a frozen server): each call returns only when
+// its context ends.
+type blackHoledLeases struct{}
+
+func (blackHoledLeases) ReadLease(ctx context.Context) (store.Lease, error) {
+	<-ctx.Done()
+	return store.Lease{}, ctx.Err()
+}
+func (blackHoledLeases) SetFreeze(ctx context.Context, _ int64, _ string) (bool, error) {
+	<-ctx.Done()
+	return false, ctx.Err()
+}
+func (blackHoledLeases) LiftFreeze(ctx context.Context, _ int64) (bool, error) {
+	<-ctx.Done()
+	return false, ctx.Err()
+}
+
+// The freeze watch records a freeze through the term's view: on a
+// black-holed database the record fails at the term's deadline, and the
+// watch's look ends with the term frozen, instead of holding the watch (and
+// the term's loop, which takes its lock) until the term ends.
+func TestFreezeWatchOnBlackHoledDatabase(t *testing.T) {
+	a := (&Applier{Lease: blackHoledLeases{}, Cfg: Config{DBTimeout: 50 * time.Millisecond}}).withDeadlines()
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	w := tailedFreezeWatch(t, path, opensm.Position{})
+	w.leases = a.Lease
+	opensmtest.AppendLog(t, path, "Nov 29 19:24:38 895800 [F5B2C6C0] 0x80 -> Entering STANDBY state\n")
+	done := make(chan bool, 1)
+	go func() { done <- w.detectLocked(t.Context(), &watchEnv{Log: slog.New(slog.DiscardHandler), id: 1}) }()
+	select {
+	case frozen := <-done:
+		if !frozen {
+			t.Errorf("the watch saw STANDBY but is not frozen")
+		}
+	case <-time.After(time.Minute): // a guard against a hang, far beyond the 50 ms deadline
+		t.Fatal("the freeze's record on a black-holed database did not end")
 	}
 }
