@@ -35,11 +35,12 @@ func checkRecordedState(ctx context.Context, cfg *config.Config, st *store.Store
 	if serr == nil {
 		limit = &topology.PortLimit{Capacity: cfg.OpenSM.SwitchPKeyCapacity, Static: static.PKeysOf}
 	}
-	_, text, err, rerr := applier.Render(ctx, snap, applier.Config{DefaultPartition: cfg.OpenSM.DefaultPartition,
+	r, err := applier.Render(ctx, snap, applier.RenderInput{DefaultPartition: cfg.OpenSM.DefaultPartition,
 		FlatPKey: cfg.OpenSM.FlatPKey, Template: tpl, Rules: checkRules(cfg, flavour), PortLimit: limit})
-	if rerr != nil {
-		return nil, fmt.Errorf("revision %d: %w", snap.Revision, rerr)
+	if err != nil {
+		return nil, fmt.Errorf("revision %d: %w", snap.Revision, err)
 	}
+	text, err := r.Text, r.Problems
 	perr := (*partitions.Error)(nil)
 	if err != nil && !errors.As(err, &perr) {
 		return nil, fmt.Errorf("revision %d: %w", snap.Revision, err)

@@ -275,13 +275,7 @@ func (a *Applier) Lead(ctx context.Context, termID int64) error {
 // LeadTerm is Lead for a term of the HA lease: suspect is the manager whose
 // OpenSM may still be master (store.Lease.Suspect), named by a freeze.
 func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) error {
-	bounded := *a
-	timeout := a.Cfg.DBTimeout
-	if timeout <= 0 {
-		timeout = DefaultDBTimeout
-	}
-	bounded.Store = deadlineStore{Store: a.Store, timeout: timeout}
-	t := &term{Applier: &bounded, id: termID, applied: -1, restarts: a.SM.Restarts()}
+	t := &term{Applier: a.withDeadlines(), id: termID, applied: -1, restarts: a.SM.Restarts()}
 	// OpenSM must never start with a file that is not the recorded state: its
 	// first sweep reads it. An OpenSM that runs already keeps what it has
 	// until the full apply below.
@@ -289,7 +283,7 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 		return err
 	}
 	// From before OpenSM starts: its first lines are this term's.
-	if err := t.startLog(suspect, timeout); err != nil {
+	if err := t.startLog(suspect); err != nil {
 		return err
 	}
 	defer t.tail.Close()
@@ -549,24 +543,24 @@ func (t *term) record(ctx context.Context, run *applyRun, outcome, detail string
 // could not be failed, or the file fails the check.
 func (t *term) prepare(ctx context.Context) (run *applyRun, res applyResult, ok bool) {
 	started := time.Now().UTC()
-	st, text, left, checkErr, err := t.render(ctx)
+	r, left, err := t.render(ctx)
 	if err != nil {
 		t.Log.Error("read recorded state", "error", err)
 		return nil, applyRetry, false
 	}
-	run = &applyRun{st: st, rev: st.Revision, text: text, started: started, rendered: time.Now(),
-		log: t.Log.With("revision", st.Revision, "term", t.id), snap: t.rendered, detail: "SUBNET UP"}
+	run = &applyRun{st: r.State, rev: r.State.Revision, text: r.Text, started: started, rendered: time.Now(),
+		log: t.Log.With("revision", r.State.Revision, "term", t.id), snap: t.rendered, detail: "SUBNET UP"}
 	t.proof.run = nil // this apply's proof replaces any earlier one's: its jobs are this one's too
 	if len(left) > 0 && !t.failWithheld(ctx, run.rev, left) {
 		return nil, applyRetry, false
 	}
-	if checkErr != nil {
+	if r.Problems != nil {
 		// Never written: OpenSM would make every port a full member of the
 		// default partition. The change stays recorded; a later apply that
 		// passes the check applies it.
-		run.log.Error("rendered partitions file fails the check; not written", "error", checkErr)
-		t.failJobs(ctx, run.rev, "the partitions file for this change fails the check: "+checkErr.Error())
-		t.record(ctx, run, outcomeCheckFailed, checkErr.Error())
+		run.log.Error("rendered partitions file fails the check; not written", "error", r.Problems)
+		t.failJobs(ctx, run.rev, "the partitions file for this change fails the check: "+r.Problems.Error())
+		t.record(ctx, run, outcomeCheckFailed, r.Problems.Error())
 		t.markApplied(run.rev)
 		return nil, applyDone, false
 	}
@@ -925,63 +919,33 @@ func (t *term) failJobs(ctx context.Context, rev int64, reason string) {
 
 // render reads the state and renders the file (Render); left is what the
 // file leaves out (withhold).
-func (t *term) render(ctx context.Context) (st partitions.State, text []byte, left []withheld, checkErr, err error) {
+func (t *term) render(ctx context.Context) (r Rendered, left []withheld, err error) {
 	snap, err := t.Store.ReadSnapshot(ctx, &t.snapshots)
 	if err != nil {
-		return st, nil, nil, nil, err
+		return r, nil, err
 	}
-	snap, left = withhold(snap, t.Cfg.PortLimit)
+	in := t.Cfg.RenderInput()
+	snap, left = withhold(snap, in.PortLimit)
 	t.rendered = snap // what the file holds
-	st, text, checkErr, err = renderState(ctx, snap, t.Cfg)
-	return st, text, left, checkErr, err
-}
-
-// Render renders the partitions file of the recorded state snap as cfg says
-// (its template, default partition, flat pkey and check rules) and checks it:
-// the one pipeline that the applier writes from and --render prints. checkErr
-// is the verdict of the template and of the check: a file that fails either is
-// never written. err is ctx's when it ended first: then there is no verdict.
-//
-// The Kubernetes memberships a GUID cannot carry wherever it is linked are
-// left out (withhold).
-func Render(ctx context.Context, snap store.Snapshot, cfg Config) (st partitions.State, text []byte, checkErr, err error) {
-	snap, _ = withhold(snap, cfg.PortLimit)
-	return renderState(ctx, snap, cfg)
-}
-
-// renderState is Render of a snapshot already withheld from.
-func renderState(ctx context.Context, snap store.Snapshot, cfg Config) (st partitions.State, text []byte, checkErr, err error) {
-	st = State(snap, cfg.DefaultPartition, cfg.FlatPKey)
-	st.Rules = cfg.Rules
-	tpl := cfg.Template
-	if tpl == nil {
-		tpl = partitions.BuiltinTemplate()
-	}
-	text, checkErr = tpl.Render(ctx, st)
-	if checkErr != nil && ctx.Err() != nil {
-		return st, nil, nil, ctx.Err() // no verdict on the file
-	}
-	if checkErr == nil {
-		checkErr = partitions.Check(text, st)
-	}
-	return st, text, checkErr, nil
+	r, err = renderWithheld(ctx, snap, in)
+	return r, left, err
 }
 
 // writeCurrent writes the file for the current state without signalling anyone,
 // for an OpenSM about to start. A state that fails the check leaves the file
 // as it is; the first apply reports it.
 func (t *term) writeCurrent(ctx context.Context) error {
-	_, text, _, checkErr, err := t.render(ctx)
+	r, _, err := t.render(ctx)
 	if err != nil {
 		return fmt.Errorf("read recorded state: %w", err)
 	}
-	if checkErr != nil {
+	if r.Problems != nil {
 		return nil
 	}
-	if err := opensm.WriteFileAtomic(t.Cfg.PartitionsFile, text, 0o644); err != nil {
+	if err := opensm.WriteFileAtomic(t.Cfg.PartitionsFile, r.Text, 0o644); err != nil {
 		return fmt.Errorf("write partitions file: %w", err)
 	}
-	t.written = text
+	t.written = r.Text
 	return nil
 }
 
@@ -1034,14 +998,14 @@ func (t *term) fileDrift(ctx context.Context) string {
 		t.Log.Error("read recorded state", "error", err)
 		return ""
 	}
-	_, text, checkErr, err := Render(ctx, snap, t.Cfg)
+	r, err := Render(ctx, snap, t.Cfg.RenderInput())
 	switch {
 	case err != nil:
 		t.Log.Error("render recorded state", "error", err)
 		return ""
-	case checkErr != nil:
+	case r.Problems != nil:
 		return "" // the state cannot be written; its apply has said so
-	case !bytes.Equal(got, text):
+	case !bytes.Equal(got, r.Text):
 		return "the file is not what the recorded state renders to"
 	}
 	return ""

@@ -113,7 +113,7 @@ func newApplyRigOn(t testing.TB, engine string, confirmed bool, sweep func() str
 	if _, err := st.NewTerm(ctx, "test"); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.term.startLog("", time.Minute); err != nil {
+	if err := r.term.startLog(""); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.term.tail.Close() })
@@ -319,7 +319,7 @@ func TestSweepThatNeverEndsIsGivenUp(t *testing.T) {
 func TestSweepNotFollowedWhileFrozen(t *testing.T) {
 	r := newApplyRig(t, true, func() string { return logBox("state_mgr_sweep_hop_0", "INITIATING HEAVY SWEEP") })
 	r.term.Cfg.SweepTimeout = 20 * time.Millisecond
-	r.term.freeze = newFreezeWatch(nil, "the previous leader", time.Second)
+	r.term.freeze = newFreezeWatch(nil, "the previous leader")
 	r.term.freeze.frozen = "another SM is master"
 	job := r.network(101)
 	if res := r.term.apply(t.Context()); res != applyRetry {

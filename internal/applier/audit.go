@@ -205,9 +205,7 @@ func (t *term) actOnAudit(ctx context.Context, s audit.Summary) {
 		"breaches", len(s.Breaches()), "took", s.Took)
 	record := AuditRecord(t.id, s)
 	if rec := t.Cfg.Audit.Recorder; rec != nil {
-		dbctx, cancel := context.WithTimeout(ctx, t.dbTimeout())
-		defer cancel()
-		if err := rec.RecordAudit(dbctx, record); err != nil {
+		if err := rec.RecordAudit(ctx, record); err != nil { // the term's: with its deadline (deadlineStore)
 			t.Log.Error("record the audit's summary", "error", err)
 		}
 	}
@@ -330,9 +328,7 @@ func (t *term) loadAudit(ctx context.Context) {
 	if rec == nil || t.auditDue() == nil {
 		return
 	}
-	dbctx, cancel := context.WithTimeout(ctx, t.dbTimeout())
-	defer cancel()
-	last, ok, err := rec.LastAudit(dbctx)
+	last, ok, err := rec.LastAudit(ctx)
 	if err != nil {
 		t.Log.Error("read the last audit; its breaches are found again by this term's first audit", "error", err)
 		return
@@ -349,13 +345,4 @@ func (t *term) loadAudit(ctx context.Context) {
 	}
 	t.Log.Warn("the last fabric audit found breaches; jobs wait for an audit that finds none",
 		"audited", last.StartedAt, "breaches", last.Breaches)
-}
-
-// dbTimeout bounds the audit's database calls as the term's others are
-// (deadlineStore).
-func (t *term) dbTimeout() time.Duration {
-	if t.Cfg.DBTimeout > 0 {
-		return t.Cfg.DBTimeout
-	}
-	return DefaultDBTimeout
 }

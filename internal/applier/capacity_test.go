@@ -212,8 +212,8 @@ func TestOverCapacityMembershipsAreWithheld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, text, checkErr, err := Render(t.Context(), snap, r.term.Cfg); err != nil || checkErr != nil || string(text) != string(file) {
-		t.Errorf("Render: %v, %v; want the file written", err, checkErr)
+	if got, err := Render(t.Context(), snap, r.term.Cfg.RenderInput()); err != nil || got.Problems != nil || string(got.Text) != string(file) {
+		t.Errorf("Render: %v, %v; want the file written", err, got.Problems)
 	}
 }
 

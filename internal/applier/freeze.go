@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
@@ -44,13 +43,12 @@ var (
 // freezeWatch follows this term's OpenSM's state in its log, as the term's
 // tail hands out its entries (observe).
 type freezeWatch struct {
-	leases  LeaseStore
-	suspect string        // the manager to check, from the take
-	timeout time.Duration // of each database call
-	tail    *opensm.Tail  // the term's: scanState pumps it
-	mu      sync.Mutex    // detect runs beside the term's loop
-	frozen  string        // the freeze's reason; "" when none
-	pending bool          // an --unfreeze waits for this OpenSM to be master
+	leases  LeaseStore   // the term's, each call with its deadline (deadlineStore)
+	suspect string       // the manager to check, from the take
+	tail    *opensm.Tail // the term's: scanState pumps it
+	mu      sync.Mutex   // detect runs beside the term's loop
+	frozen  string       // the freeze's reason; "" when none
+	pending bool         // an --unfreeze waits for this OpenSM to be master
 	// seen is what the state lines said, kept by observe, which runs in
 	// whichever goroutine pumps the tail: apart from mu, which is held
 	// across database calls.
@@ -63,8 +61,8 @@ type freezeWatch struct {
 
 // newFreezeWatch returns a watch; the term's tail is set once opened with
 // its observe.
-func newFreezeWatch(leases LeaseStore, suspect string, timeout time.Duration) *freezeWatch {
-	return &freezeWatch{leases: leases, suspect: suspect, timeout: timeout}
+func newFreezeWatch(leases LeaseStore, suspect string) *freezeWatch {
+	return &freezeWatch{leases: leases, suspect: suspect}
 }
 
 // observe is the tail's handler: it keeps what a state line says.
@@ -130,8 +128,6 @@ func (w *freezeWatch) detectLocked(ctx context.Context, t *watchEnv) (frozen boo
 			"suspect", w.suspect)
 	}
 	w.frozen = reason
-	ctx, cancel := context.WithTimeout(ctx, w.timeout)
-	defer cancel()
 	if _, err := w.leases.SetFreeze(ctx, t.id, reason); err != nil {
 		t.Log.Error("record the freeze", "error", err)
 	}
@@ -174,8 +170,6 @@ func (t *term) pollFreeze(ctx context.Context) string {
 	if w.frozen == "" {
 		return ""
 	}
-	ctx, cancel := context.WithTimeout(ctx, w.timeout)
-	defer cancel()
 	lease, err := w.leases.ReadLease(ctx)
 	if err != nil {
 		t.Log.Error("read the lease for an unfreeze", "error", err)

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm/opensmtest"
@@ -15,7 +14,7 @@ import (
 // pos, as a term's is.
 func tailedFreezeWatch(t *testing.T, path string, pos opensm.Position) *freezeWatch {
 	t.Helper()
-	w := newFreezeWatch(nil, "", time.Second)
+	w := newFreezeWatch(nil, "")
 	tail, err := opensm.OpenTail(path, pos, w.observe)
 	if err != nil {
 		t.Fatal(err)

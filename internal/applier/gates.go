@@ -125,7 +125,7 @@ type gatekeeper struct {
 // the manager it names). OpenSM starts after this; it repeats a cleared
 // enforcement at every heavy sweep while the condition lasts, and its first
 // state line is this term's.
-func (t *term) startLog(suspect string, dbTimeout time.Duration) error {
+func (t *term) startLog(suspect string) error {
 	pos, err := opensm.LogPosition(t.Cfg.LogFile)
 	if err != nil {
 		return fmt.Errorf("OpenSM log: %w", err)
@@ -133,7 +133,7 @@ func (t *term) startLog(suspect string, dbTimeout time.Duration) error {
 	t.gate = &gatekeeper{}
 	handlers := []func(opensm.Entry){t.gate.enforcement.observe, t.gate.duplicates.observe, t.smEvents.observe}
 	if t.Lease != nil {
-		t.freeze = newFreezeWatch(t.Lease, suspect, dbTimeout)
+		t.freeze = newFreezeWatch(t.Lease, suspect)
 		handlers = append(handlers, t.freeze.observe)
 	}
 	if t.tail, err = opensm.OpenTail(t.Cfg.LogFile, pos, handlers...); err != nil {

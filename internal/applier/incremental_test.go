@@ -68,10 +68,11 @@ func TestIncrementalApplyIsTheFullRender(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				_, want, checkErr, err := Render(ctx, snap, r.term.Cfg)
-				if err != nil || checkErr != nil {
-					t.Fatalf("step %d: full render: %v, %v", step, err, checkErr)
+				full, err := Render(ctx, snap, r.term.Cfg.RenderInput())
+				if err != nil || full.Problems != nil {
+					t.Fatalf("step %d: full render: %v, %v", step, err, full.Problems)
 				}
+				want := full.Text
 				got, err := os.ReadFile(r.term.Cfg.PartitionsFile)
 				if err != nil {
 					t.Fatal(err)

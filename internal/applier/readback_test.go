@@ -212,7 +212,7 @@ func (r *readbackRig) newTerm() {
 		r.t.Fatal(err)
 	}
 	r.term = &term{Applier: r.term.Applier, id: id, applied: -1}
-	if err := r.term.startLog("", time.Minute); err != nil {
+	if err := r.term.startLog(""); err != nil {
 		r.t.Fatal(err)
 	}
 	r.t.Cleanup(func() { r.term.tail.Close() })

@@ -427,9 +427,7 @@ func (w *secondSMWatch) release(ctx context.Context, t *watchEnv) {
 		}
 		w.restarted = true
 	}
-	dbctx, cancel := context.WithTimeout(ctx, t.dbTimeout())
-	defer cancel()
-	if _, err := w.check.Store.ClearSecondSMs(dbctx, t.id); err != nil {
+	if _, err := w.check.Store.ClearSecondSMs(ctx, t.id); err != nil {
 		if ctx.Err() == nil {
 			t.Log.Error("clear the recorded second subnet manager; jobs wait until it is cleared", "error", err)
 		}
@@ -498,8 +496,6 @@ const secondSMRestart = time.Minute
 // open job (those sent since too) why it waits. A record that fails is
 // tried again at the next look; the gate is closed meanwhile.
 func (w *secondSMWatch) hold(ctx context.Context, t *watchEnv, sm store.SecondSM) {
-	dbctx, cancel := context.WithTimeout(ctx, t.dbTimeout())
-	defer cancel()
 	w.mu.Lock()
 	if w.found == nil || *w.found != sm {
 		t.Log.Error("second subnet manager: no job completes while it is master, or may be over ports without M_Key protection", "port_guid", sm.PortGUID.String(),
@@ -510,7 +506,7 @@ func (w *secondSMWatch) hold(ctx context.Context, t *watchEnv, sm store.SecondSM
 	w.mu.Unlock()
 	w.restarted = false
 	if !w.clean {
-		err := w.check.Store.RecordSecondSM(dbctx, t.id, sm)
+		err := w.check.Store.RecordSecondSM(ctx, t.id, sm)
 		w.clean = err == nil
 		if err != nil && !errors.Is(err, store.ErrFenced) && ctx.Err() == nil {
 			t.Log.Error("record the second subnet manager; it is recorded again at the next look", "error", err)
@@ -518,7 +514,7 @@ func (w *secondSMWatch) hold(ctx context.Context, t *watchEnv, sm store.SecondSM
 	}
 	// Applies wait (holds): the jobs sent meanwhile are marked Running by
 	// hand, so that they say, like the others, that the manager has them.
-	w.describe(dbctx, t)
+	w.describe(ctx, t)
 }
 
 // describe tells every open job that it waits, the second SM among the
@@ -538,9 +534,7 @@ func (w *secondSMWatch) describe(ctx context.Context, t *watchEnv) {
 // sent since say it too.
 func (w *secondSMWatch) describeHeld(ctx context.Context, t *watchEnv) {
 	if text := secondSMReason(w.evidence()); text != "" {
-		dbctx, cancel := context.WithTimeout(ctx, t.dbTimeout())
-		defer cancel()
-		w.describe(dbctx, t)
+		w.describe(ctx, t)
 	}
 }
 
@@ -557,9 +551,7 @@ func (w *secondSMWatch) recordForeign(ctx context.Context, t *watchEnv, sms []st
 				"priority", sm.Priority, "state", sm.State)
 		}
 	}
-	dbctx, cancel := context.WithTimeout(ctx, t.dbTimeout())
-	defer cancel()
-	err := w.check.Store.RecordForeignSMs(dbctx, t.id, sms)
+	err := w.check.Store.RecordForeignSMs(ctx, t.id, sms)
 	w.foreign, w.foreignOK = sms, err == nil
 	if err != nil && !errors.Is(err, store.ErrFenced) && ctx.Err() == nil {
 		t.Log.Error("record the foreign subnet managers", "error", err)
@@ -570,9 +562,7 @@ func (w *secondSMWatch) recordForeign(ctx context.Context, t *watchEnv, sms []st
 // previous term saw keeps the gate closed until a look sees this OpenSM
 // master. A database that cannot be read keeps it closed too (unread).
 func (w *secondSMWatch) restore(ctx context.Context, t *watchEnv) {
-	dbctx, cancel := context.WithTimeout(ctx, t.dbTimeout())
-	defer cancel()
-	sms, err := w.check.Store.SecondSMs(dbctx)
+	sms, err := w.check.Store.SecondSMs(ctx)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err != nil {

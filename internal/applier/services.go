@@ -58,14 +58,6 @@ type watchEnv struct {
 // subnetDump is the term's reader of OpenSM's subnet dump.
 func (e *watchEnv) subnetDump() *topology.Dump { return e.dump }
 
-// dbTimeout bounds a service's database calls as the term's are.
-func (e *watchEnv) dbTimeout() time.Duration {
-	if e.Cfg.DBTimeout > 0 {
-		return e.Cfg.DBTimeout
-	}
-	return DefaultDBTimeout
-}
-
 // watchEnv is the term's view for its services, built once: the services'
 // goroutines and the loop ask for it concurrently.
 func (t *term) watchEnv() *watchEnv {

@@ -132,7 +132,7 @@ func TestBackgroundCheckDescribesTheWholeVerdict(t *testing.T) {
 	}
 	r.term.tail.Close()
 	r.term.Lease = leases
-	if err := r.term.startLog("the previous leader", time.Second); err != nil {
+	if err := r.term.startLog("the previous leader"); err != nil {
 		t.Fatal(err)
 	}
 	r.term.Cfg.PollInterval = 10 * time.Millisecond
