@@ -94,15 +94,18 @@ func (t *term) auditDue() <-chan time.Time {
 func (t *term) runAudit(ctx context.Context, wake <-chan struct{}) {
 	t.audit.due = time.After(t.Cfg.Audit.Interval)
 	if t.applied < 0 || t.written == nil {
-		return // an apply is due: the tables are about to change
-	}
-	if t.fileEdited() {
-		// OpenSM may have swept a hand-edited file: what the tables show is
-		// drift, which an apply repairs, not a breach to hold jobs for. The
-		// audit reads once that apply is done.
-		t.repairDrift(ctx)
+		// An apply is due (the tables are about to change): read soon after.
 		t.audit.due = time.After(min(auditYieldRetry, t.Cfg.Audit.Interval))
 		return
+	}
+	if t.fileEdited() {
+		// OpenSM may have swept a hand-edited file. The drift repair names it
+		// and writes the recorded state again; the audit still reads what
+		// OpenSM swept (a breach it made is real while it lasts), and reads
+		// again soon after the repair, so that the breach holds jobs only
+		// until then.
+		t.repairDrift(ctx)
+		defer func() { t.audit.due = time.After(min(auditYieldRetry, t.Cfg.Audit.Interval)) }()
 	}
 	actx, yielded := t.yieldingAudit(ctx, wake)
 	started := time.Now()
