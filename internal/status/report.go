@@ -48,7 +48,7 @@ func Run(ctx context.Context, fabrics []Fabric, views []*store.Store, w io.Write
 		return WriteJSON(w, statuses)
 	}
 	// A configuration of the default fabric alone prints as it always did.
-	if len(fabrics) == 1 && fabrics[0].Name == config.DefaultFabric && len(fabrics[0].Config.Fabrics) == 0 {
+	if len(fabrics) == 1 && fabrics[0].Name == config.DefaultFabric && len(fabrics[0].Config.Fabrics) == 1 {
 		if err := Print(w, statuses[0].Status); err != nil {
 			return err
 		}
