@@ -43,12 +43,17 @@ const fabricNameRule = "letters, digits, '-' and '_', 1 to 32 of them"
 type Fabric struct {
 	Name string
 	// PhysicalNetworks are the physnets whose networks have their partition
-	// on this fabric; ["*"] (the default fabric only) is every physnet.
+	// on this fabric; ["*"] (the default fabric only, [api]
+	// physical_networks) is every physnet. Networks of no fabric's physnets
+	// are accepted and left alone.
 	PhysicalNetworks []string
-	OpenSM           OpenSM
-	// OpenSMConf is its opensm.conf options, in file order.
+	// OpenSM is how its OpenSM runs: [opensm], or [fabric:NAME].
+	OpenSM OpenSM
+	// OpenSMConf is its opensm.conf options, in file order: [opensm_conf],
+	// or [fabric:NAME:opensm_conf].
 	OpenSMConf []KeyValue
-	// UFMPKeys is its own pkeys API for its own ib-kubernetes.
+	// UFMPKeys is its own pkeys API for its own ib-kubernetes: [ufm_pkeys],
+	// or [fabric:NAME:ufm_pkeys].
 	UFMPKeys UFMPKeys
 }
 
