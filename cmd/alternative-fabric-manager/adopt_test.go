@@ -149,7 +149,7 @@ func assertAdoptedStatus(t *testing.T, conf string) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	s, err := status.Read(context.Background(), cfg, st)
+	s, err := status.Read(context.Background(), cfg.FabricConfig(cfg.Fabrics[0]), st)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ const auditHelp = "read every host port's P_Key table and the switch port facing
 // read 0 whatever OpenSM set): judging them there would close the gate for
 // good. Two connections: the simulator serves ten clients at once, OpenSM and
 // the read-back proof included, and leaves room for an --audit beside it.
-func auditReader(ctx context.Context, cfg *config.Config, st *store.Store) (r *pkeyread.Reader, checkEnforcement bool, err error) {
+func auditReader(ctx context.Context, cfg config.FabricConfig, st *store.Store) (r *pkeyread.Reader, checkEnforcement bool, err error) {
 	r, simulated, err := fabricReader(ctx, cfg, databaseKeys{st}, 2)
 	if err != nil {
 		return nil, false, fmt.Errorf("no SMP transport to audit the fabric: %w", err)
@@ -47,7 +47,7 @@ func auditReader(ctx context.Context, cfg *config.Config, st *store.Store) (r *p
 
 // auditConfig is the applier's audit: [opensm] audit_interval, with the
 // reader this host has; none (and a warning) without one.
-func auditConfig(ctx context.Context, cfg *config.Config, st *store.Store, sm *opensm.Supervisor, log *slog.Logger) applier.AuditConfig {
+func auditConfig(ctx context.Context, cfg config.FabricConfig, st *store.Store, sm *opensm.Supervisor, log *slog.Logger) applier.AuditConfig {
 	if cfg.OpenSM.AuditInterval <= 0 {
 		return applier.AuditConfig{}
 	}
@@ -88,7 +88,7 @@ func runAuditCommand(ctx context.Context, path, fabricName string, asJSON bool, 
 
 // auditInput reads what an audit compares: the recorded state, rendered as
 // the applier renders it, and OpenSM's subnet dump.
-func auditInput(ctx context.Context, cfg *config.Config, st *store.Store) (audit.Input, error) {
+func auditInput(ctx context.Context, cfg config.FabricConfig, st *store.Store) (audit.Input, error) {
 	r, enforcement, err := auditReader(ctx, cfg, st)
 	if err != nil {
 		return audit.Input{}, err

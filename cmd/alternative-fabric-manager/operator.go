@@ -130,7 +130,7 @@ func withOperatorDatabase(ctx context.Context, cfg *config.Config, log *slog.Log
 
 // confirmSwitches records the switches of OpenSM's last sweep as the fabric's
 // expected switches, replacing the previous set.
-func confirmSwitches(ctx context.Context, cfg *config.Config, st *store.Store, w io.Writer) error {
+func confirmSwitches(ctx context.Context, cfg config.FabricConfig, st *store.Store, w io.Writer) error {
 	dump := cfg.OpenSM.SubnetDump()
 	topo, err := topology.Load(dump)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -186,7 +186,7 @@ func clearEnforcementErrors(ctx context.Context, st *store.Store, w io.Writer) e
 }
 
 // unfreeze records an operator's --unfreeze.
-func unfreeze(ctx context.Context, cfg *config.Config, st *store.Store, w io.Writer) error {
+func unfreeze(ctx context.Context, cfg config.FabricConfig, st *store.Store, w io.Writer) error {
 	if !cfg.HA.HA {
 		return errors.New("--unfreeze is for [ha] ha = true: without HA there is no freeze")
 	}

@@ -20,7 +20,7 @@ const readbackWorkers = 4
 // jobs with ([opensm] verify = tables); nil for verify = log. A manager that
 // cannot read the fabric refuses to start rather than complete jobs on a
 // proof it was told not to trust alone.
-func newReadback(ctx context.Context, cfg *config.Config, keys opensm.KeySource) (*pkeyread.Reader, error) {
+func newReadback(ctx context.Context, cfg config.FabricConfig, keys opensm.KeySource) (*pkeyread.Reader, error) {
 	if cfg.OpenSM.Verify == config.VerifyLog {
 		return nil, nil
 	}
@@ -35,7 +35,7 @@ func newReadback(ctx context.Context, cfg *config.Config, keys opensm.KeySource)
 // the simulator OpenSM's environment attaches it to (simulated), else the
 // HCA port smp_port names. It carries the M_Key where the m_key hardening
 // group sets one.
-func fabricReader(ctx context.Context, cfg *config.Config, keys opensm.KeySource, workers int) (r *pkeyread.Reader, simulated bool, err error) {
+func fabricReader(ctx context.Context, cfg config.FabricConfig, keys opensm.KeySource, workers int) (r *pkeyread.Reader, simulated bool, err error) {
 	env, err := opensmEnvironment(cfg.OpenSM)
 	if err != nil {
 		return nil, false, err
@@ -109,7 +109,7 @@ func (k *readbackMKeys) MKeys(ctx context.Context) ([]uint64, error) {
 // smp_port, else the local port whose GUID is the one OpenSM runs on
 // ([opensm_conf] guid), so that reads leave from OpenSM's own port. On the
 // simulated fabric it is not needed ("").
-func smpPort(cfg *config.Config, opensmEnv []string) (string, error) {
+func smpPort(cfg config.FabricConfig, opensmEnv []string) (string, error) {
 	if cfg.OpenSM.SMPPort != "" {
 		return cfg.OpenSM.SMPPort, nil
 	}

@@ -47,8 +47,8 @@ func TestNewReadback(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := config.Default()
-			tc.edit(&cfg.OpenSM)
-			r, err := newReadback(t.Context(), &cfg, recordedMKey(0x1234))
+			tc.edit(&cfg.Fabrics[0].OpenSM)
+			r, err := newReadback(t.Context(), cfg.FabricConfig(cfg.Fabrics[0]), recordedMKey(0x1234))
 			switch {
 			case tc.wantErr != "":
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "verify = log") {
@@ -95,11 +95,11 @@ func TestSMPPort(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := config.Default()
-			cfg.OpenSM.SMPPort = tc.smpPort
+			cfg.Fabrics[0].OpenSM.SMPPort = tc.smpPort
 			if tc.guid != "" {
-				cfg.OpenSMConf = []config.KeyValue{{Key: "guid", Value: tc.guid}}
+				cfg.Fabrics[0].OpenSMConf = []config.KeyValue{{Key: "guid", Value: tc.guid}}
 			}
-			got, err := smpPort(&cfg, tc.env)
+			got, err := smpPort(cfg.FabricConfig(cfg.Fabrics[0]), tc.env)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("smpPort = %q, %v; want an error saying %q", got, err, tc.wantErr)

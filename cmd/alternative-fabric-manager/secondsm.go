@@ -14,7 +14,7 @@ import (
 // from OpenSM's port ([opensm_conf] guid) on the fabric OpenSM's environment
 // names. nil, with a warning, where it cannot run: no guid (OpenSM picks a
 // port the manager does not know) or no SMP transport.
-func secondSMCheck(ctx context.Context, cfg *config.Config, st *store.Store, sm *opensm.Supervisor, log *slog.Logger) *applier.SecondSMCheck {
+func secondSMCheck(ctx context.Context, cfg config.FabricConfig, st *store.Store, sm *opensm.Supervisor, log *slog.Logger) *applier.SecondSMCheck {
 	own, err := cfg.OpenSMGUID()
 	if err != nil || own == 0 {
 		log.Warn("no second subnet manager is looked for: [opensm_conf] guid names no port", "error", err)

@@ -34,14 +34,18 @@ import (
 // a port limit: enough for the commands that record nothing. The manager's
 // start adds those (planFabric).
 func FabricRules(cfg *config.Config) []store.FabricRules {
-	all := cfg.AllFabrics()
-	out := make([]store.FabricRules, 0, len(all))
-	for _, f := range all {
-		out = append(out, store.FabricRules{Name: f.Name, Rules: store.Rules{PhysicalNetworks: f.PhysicalNetworks,
-			FlatPKey: f.OpenSM.FlatPKey, KubernetesRange: f.UFMPKeys.PKeyRange,
-			KubernetesMaxMembersPerPKey: f.UFMPKeys.MaxMembersPerPKey, KubernetesMaxMembers: f.UFMPKeys.MaxMembers}})
+	out := make([]store.FabricRules, 0, len(cfg.Fabrics))
+	for _, f := range cfg.Fabrics {
+		out = append(out, store.FabricRules{Name: f.Name, Rules: RulesOf(f)})
 	}
 	return out
+}
+
+// RulesOf are the rules f's requests are recorded by, as FabricRules has them.
+func RulesOf(f config.Fabric) store.Rules {
+	return store.Rules{PhysicalNetworks: f.PhysicalNetworks, FlatPKey: f.OpenSM.FlatPKey,
+		KubernetesRange: f.UFMPKeys.PKeyRange, KubernetesMaxMembersPerPKey: f.UFMPKeys.MaxMembersPerPKey,
+		KubernetesMaxMembers: f.UFMPKeys.MaxMembers}
 }
 
 // fabricPlan is what a fabric needs before the database is open: its
@@ -49,7 +53,7 @@ func FabricRules(cfg *config.Config) []store.FabricRules {
 // store rules refuse requests by.
 type fabricPlan struct {
 	fab   config.Fabric
-	cfg   *config.Config // config.Config.FabricConfig
+	cfg   config.FabricConfig
 	tpl   *partitions.Template
 	dump  *topology.Dump
 	limit *topology.PortLimit
@@ -90,9 +94,9 @@ func planFabric(ctx context.Context, cfg *config.Config, f config.Fabric, rules 
 // before the elector stops OpenSM or releases the lease.
 type Fabric struct {
 	name   string
-	cfg    *config.Config // config.Config.FabricConfig
-	log    *slog.Logger   // with a "fabric" attribute when there are several
-	st     *store.Store   // the fabric's view
+	cfg    config.FabricConfig
+	log    *slog.Logger // with a "fabric" attribute when there are several
+	st     *store.Store // the fabric's view
 	sm     *opensm.Supervisor
 	holder string // who this manager is, for operators: host and pid
 	// writeOpenSMConf writes opensm.conf with the keys the database holds.
@@ -159,7 +163,7 @@ func holder() string {
 }
 
 // applierConfig is the applier's Config of the fabric cfg configures.
-func applierConfig(cfg *config.Config, p fabricPlan, flavour fabric.Flavour, readback *pkeyread.Reader,
+func applierConfig(cfg config.FabricConfig, p fabricPlan, flavour fabric.Flavour, readback *pkeyread.Reader,
 	audit applier.AuditConfig, subnetDump string) applier.Config {
 	return applier.Config{
 		PartitionsFile:   filepath.Join(cfg.OpenSM.ConfigDir, "partitions.conf"),
@@ -311,7 +315,7 @@ func stopFabrics(fabrics []*Fabric) <-chan struct{} {
 // fabricLogger is log with the fabric's name when the manager serves
 // several; with one fabric its lines stay as they always were.
 func fabricLogger(log *slog.Logger, cfg *config.Config, name string) *slog.Logger {
-	if len(cfg.Fabrics) == 0 {
+	if len(cfg.Fabrics) == 1 {
 		return log
 	}
 	return log.With("fabric", name)

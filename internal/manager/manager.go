@@ -94,7 +94,7 @@ func (mgr *Manager) openStore(ctx context.Context) ([]fabricPlan, error) {
 	rules := FabricRules(cfg)
 	plans := make([]fabricPlan, len(rules))
 	var err error
-	for i, f := range cfg.AllFabrics() {
+	for i, f := range cfg.Fabrics {
 		if plans[i], err = planFabric(ctx, cfg, f, rules[i].Rules); err != nil {
 			return nil, err
 		}
@@ -107,7 +107,7 @@ func (mgr *Manager) openStore(ctx context.Context) ([]fabricPlan, error) {
 	// A fabric's first start writes its state rows, whether or not this
 	// start migrates (auto_migrate = false: --migrate did): they are rows,
 	// not schema.
-	if !cfg.Database.AutoMigrate && len(cfg.Fabrics) > 0 {
+	if !cfg.Database.AutoMigrate && len(cfg.Fabrics) > 1 {
 		if err := mgr.st.EnsureFabrics(ctx); err != nil {
 			return nil, fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
 		}

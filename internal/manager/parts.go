@@ -25,15 +25,15 @@ type Parts struct {
 	CheckSites func(cfg *config.Config) error
 	// CheckRecordedState refuses a start whose configuration the recorded
 	// state fails (what --render prints).
-	CheckRecordedState func(ctx context.Context, cfg *config.Config, st *store.Store, tpl *partitions.Template,
+	CheckRecordedState func(ctx context.Context, cfg config.FabricConfig, st *store.Store, tpl *partitions.Template,
 		flavour fabric.Flavour) ([]byte, error)
 	// Keys are OpenSM's keys, as the fabric's database keeps them.
 	Keys func(st *store.Store) opensm.KeySource
 	// Readback is the reader of the ports' P_Key tables the applier proves
 	// jobs with; nil for [opensm] verify = log.
-	Readback func(ctx context.Context, cfg *config.Config, keys opensm.KeySource) (*pkeyread.Reader, error)
+	Readback func(ctx context.Context, cfg config.FabricConfig, keys opensm.KeySource) (*pkeyread.Reader, error)
 	// Audit is the applier's audit of the fabric; SecondSM its look for a
 	// second subnet manager (nil: none).
-	Audit    func(ctx context.Context, cfg *config.Config, st *store.Store, sm *opensm.Supervisor, log *slog.Logger) applier.AuditConfig
-	SecondSM func(ctx context.Context, cfg *config.Config, st *store.Store, sm *opensm.Supervisor, log *slog.Logger) *applier.SecondSMCheck
+	Audit    func(ctx context.Context, cfg config.FabricConfig, st *store.Store, sm *opensm.Supervisor, log *slog.Logger) applier.AuditConfig
+	SecondSM func(ctx context.Context, cfg config.FabricConfig, st *store.Store, sm *opensm.Supervisor, log *slog.Logger) *applier.SecondSMCheck
 }

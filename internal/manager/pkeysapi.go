@@ -21,7 +21,7 @@ import (
 // version, the binary's.
 func pkeysAPIs(cfg *config.Config, st *store.Store, writeTimeout time.Duration, version string) ([]api.PKeysOptions, time.Duration, error) {
 	var out []api.PKeysOptions
-	for _, f := range cfg.AllFabrics() {
+	for _, f := range cfg.Fabrics {
 		u := f.UFMPKeys
 		o := api.PKeysOptions{Fabric: f.Name, Section: f.UFMPKeysSection(), Prefix: u.Prefix, OwnListener: u.Listen != ""}
 		if u.Enabled() {
@@ -46,7 +46,7 @@ func pkeysAPIs(cfg *config.Config, st *store.Store, writeTimeout time.Duration, 
 func pkeysListeners(cfg *config.Config, apiServer *api.Server, bounded func(http.Handler) *http.Server,
 	certs *tlsreload.Reloader) []*namedServer {
 	var out []*namedServer
-	for _, f := range cfg.AllFabrics() {
+	for _, f := range cfg.Fabrics {
 		if f.UFMPKeys.Listen == "" {
 			continue
 		}

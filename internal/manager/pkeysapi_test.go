@@ -19,7 +19,7 @@ import (
 func openFabricsStore(t *testing.T, cfg *config.Config) *store.Store {
 	t.Helper()
 	var fabrics []store.FabricRules
-	for _, f := range cfg.AllFabrics() {
+	for _, f := range cfg.Fabrics {
 		fabrics = append(fabrics, store.FabricRules{Name: f.Name, Rules: store.Rules{PhysicalNetworks: f.PhysicalNetworks,
 			KubernetesRange: f.UFMPKeys.PKeyRange}})
 	}
@@ -110,7 +110,8 @@ func writeConfText(t *testing.T, path, text string) {
 // storeOfDefaultOnly is a store that serves the default fabric alone.
 func storeOfDefaultOnly(t *testing.T) *store.Store {
 	t.Helper()
-	return openFabricsStore(t, &config.Config{})
+	cfg := config.Default()
+	return openFabricsStore(t, &cfg)
 }
 
 // testVersion is the version the tests' pkeys APIs report.

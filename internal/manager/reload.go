@@ -40,7 +40,7 @@ type hangup struct {
 
 func newHangup(path string, cfg *config.Config, certs *tlsreload.Reloader, api credentialSetter, log *slog.Logger) *hangup {
 	served := map[string]bool{}
-	for _, f := range cfg.AllFabrics() {
+	for _, f := range cfg.Fabrics {
 		served[f.Name] = f.UFMPKeys.Enabled()
 	}
 	return &hangup{path: path, running: cfg, pkeysServed: served, certs: certs, api: api, log: log}
@@ -53,7 +53,7 @@ var pkeysCredentialKeys = []string{"username", "password", "previous_passwords"}
 // pkeysCredentialOf returns the fabric of cfg whose pkeys API's credential
 // key is, as config.Diff names it ("[fabric:storage:ufm_pkeys] password").
 func pkeysCredentialOf(cfg *config.Config, key string) (string, bool) {
-	for _, f := range cfg.AllFabrics() {
+	for _, f := range cfg.Fabrics {
 		for _, k := range pkeysCredentialKeys {
 			if key == f.UFMPKeysSection()+" "+k {
 				return f.Name, true
@@ -69,7 +69,7 @@ func apiCredentials(cfg *config.Config) api.Credentials {
 	c := api.Credentials{Token: cfg.API.Token, PreviousTokens: cfg.API.PreviousTokens,
 		PKeys:        map[string]api.PKeysCredentials{},
 		MetricsToken: cfg.API.MetricsToken, MetricsOpen: cfg.API.MetricsOpen()}
-	for _, f := range cfg.AllFabrics() {
+	for _, f := range cfg.Fabrics {
 		u := f.UFMPKeys
 		c.PKeys[f.Name] = api.PKeysCredentials{Username: u.Username, Password: u.Password, PreviousPasswords: u.PreviousPasswords}
 	}
