@@ -17,7 +17,8 @@ func Diff(a, b *Config) []string {
 		}
 	}
 	out = append(out, diffOpenSMConf("["+opensmConfSection+"]", a.OpenSMConf, b.OpenSMConf)...)
-	return append(out, diffFabrics(a.Fabrics, b.Fabrics)...)
+	out = append(out, diffFabrics(a.Fabrics, b.Fabrics)...)
+	return append(out, diffPKeysClients(a.PKeysClients, b.PKeysClients)...)
 }
 
 // diffOpenSMConf names the [opensm_conf] options added, removed or changed,
