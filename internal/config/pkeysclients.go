@@ -341,7 +341,6 @@ func (c *Config) fabricNames() []string {
 	return out
 }
 
-
 // diffPKeysClients names the [ufm_pkeys:NAME] sections added or removed, and
 // the keys changed in a client in both ("[ufm_pkeys:nico] token").
 func diffPKeysClients(a, b []PKeysClient) []string {
