@@ -120,6 +120,7 @@ func (c *Config) FabricConfig(f Fabric) *Config {
 	v := *c
 	v.OpenSM, v.OpenSMConf, v.UFMPKeys, v.Fabrics = f.OpenSM, f.OpenSMConf, f.UFMPKeys, nil
 	v.API.PhysicalNetworks = f.PhysicalNetworks
+	v.PKeysClients = c.pkeysClientsAsDefault(f.Name)
 	return &v
 }
 

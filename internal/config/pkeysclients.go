@@ -381,3 +381,13 @@ func diffPKeysClients(a, b []PKeysClient) []string {
 	}
 	return out
 }
+
+// pkeysClientsAsDefault are fabric's clients as FabricConfig's view of it
+// has them: on its default fabric, the only one the view has.
+func (c *Config) pkeysClientsAsDefault(fabric string) []PKeysClient {
+	out := c.PKeysClientsOf(fabric)
+	for i := range out {
+		out[i].Fabric = DefaultFabric
+	}
+	return out
+}

@@ -39,7 +39,8 @@ func FabricRules(cfg *config.Config) []store.FabricRules {
 	for _, f := range all {
 		out = append(out, store.FabricRules{Name: f.Name, Rules: store.Rules{PhysicalNetworks: f.PhysicalNetworks,
 			FlatPKey: f.OpenSM.FlatPKey, KubernetesRange: f.UFMPKeys.PKeyRange,
-			KubernetesMaxMembersPerPKey: f.UFMPKeys.MaxMembersPerPKey, KubernetesMaxMembers: f.UFMPKeys.MaxMembers}})
+			KubernetesMaxMembersPerPKey: f.UFMPKeys.MaxMembersPerPKey, KubernetesMaxMembers: f.UFMPKeys.MaxMembers,
+			PKeysClients: pkeysClientRules(cfg, f.Name)}})
 	}
 	return out
 }
