@@ -17,8 +17,8 @@ type credentialSetter interface {
 // hangup is what SIGHUP does. The TLS certificate is read again, and so is
 // the configuration file: its credentials ([api] token, previous_tokens and
 // metrics_token, and each fabric's pkeys API's username, password and
-// previous_passwords: [ufm_pkeys], [fabric:NAME:ufm_pkeys]) take effect at
-// once, so that a revoked secret stops working when the signal has been
+// previous_passwords: [ufm_pkeys], [fabric:NAME:ufm_pkeys]; and each
+// [ufm_pkeys:NAME] client's, its tokens too) take effect at once, so that a revoked secret stops working when the signal has been
 // handled; every other changed key is named as needing a restart (the
 // manager's other settings are fixed for its life, so that a half-edited file
 // can never take effect). A file that does not load, or whose new token or
