@@ -152,4 +152,3 @@ func TestPKeysClientsApart(t *testing.T) {
 		t.Errorf("H2 lost slurm's pkey: %s", hex(got))
 	}
 }
-
