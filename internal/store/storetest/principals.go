@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -15,6 +16,7 @@ import (
 var principalTests = []storeTest{
 	{"PKeysClientsSeeAndChangeOnlyTheirOwn", testPrincipalsApart},
 	{"PKeysClientDeleteEmpty", testPrincipalDeleteEmpty},
+	{"ConcurrentClaimsOfOneGUIDByTwoClients", testPrincipalsConcurrentClaims},
 }
 
 // principalRules are kubeStore's rules with two further clients: nico
@@ -136,5 +138,50 @@ func testPrincipalDeleteEmpty(t *testing.T, s *store.Store) {
 	mustKube(t)(kube.RemoveKubernetesGUIDs(ctx, store.KubernetesRemoval{PKey: 0x1001, GUIDs: []fabric.GUID{0x1111}}))
 	if p, err := kube.GetKubernetesPKey(ctx, 0x1001); err != nil || len(p.Members) != 0 {
 		t.Errorf("ib-kubernetes' emptied pkey: %+v, %v; want it kept, empty", p, err)
+	}
+}
+
+// testPrincipalsConcurrentClaims: nico and slurm add one GUID to their own
+// pkeys at the same moment; each change judges the GUID's other pkeys under
+// the revision's lock, so exactly one is accepted and the other forbidden,
+// and the GUID is one client's.
+func testPrincipalsConcurrentClaims(t *testing.T, s *store.Store) {
+	ctx := t.Context()
+	kube := s.WithRules(principalRules(false))
+	nico, slurm := kube.PKeysClient("nico"), kube.PKeysClient("slurm")
+	for i := range 8 {
+		g := uint64(0x0002c90300020000) + uint64(i)
+		other := make(chan error, 1)
+		go func() {
+			_, err := slurm.AddKubernetesGUIDs(ctx, kubeAdd(fabric.PKey(0x3100+i), limited(g)))
+			other <- err
+		}()
+		_, nerr := nico.AddKubernetesGUIDs(ctx, kubeAdd(fabric.PKey(0x2100+i), limited(g)))
+		serr := <-other
+		var forbidden *store.ForbiddenError
+		for _, err := range []error{nerr, serr} {
+			if err != nil && !errors.As(err, &forbidden) {
+				t.Fatalf("GUID %x: %v", g, err)
+			}
+		}
+		if (nerr == nil) == (serr == nil) {
+			t.Fatalf("GUID %x: nico %v, slurm %v; want exactly one accepted", g, nerr, serr)
+		}
+	}
+	snap, err := kube.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owners := map[fabric.GUID]string{}
+	for _, p := range snap.Kubernetes {
+		for _, m := range p.Members {
+			if o, seen := owners[m.GUID]; seen && o != p.Owner {
+				t.Errorf("GUID %x is in pkeys of %q and %q", uint64(m.GUID), o, p.Owner)
+			}
+			owners[m.GUID] = p.Owner
+		}
+	}
+	if len(owners) != 8 {
+		t.Errorf("%d GUIDs recorded, want 8: %s", len(owners), fmt.Sprint(owners))
 	}
 }
