@@ -80,13 +80,19 @@ func (c *principalClient) mustApply(method, path, body string) {
 	}
 }
 
-// TestPKeysClientsApart: the two clients bind their hosts on a real OpenSM,
+// TestPKeysClientsApart, on every engine: the two clients bind their hosts on a real OpenSM,
 // each to its own pkey, with the real pkey tables read back; neither sees
 // nor changes the other's, networking-mlnx's token opens no pkeys route, only
 // nico reads the keys, and nico's pkey, once its last GUID leaves, is gone
 // from the tables and reads {}.
 func TestPKeysClientsApart(t *testing.T) {
-	m := launchManager(t, storetest.NewDatabase(t, storetest.Engines[0]), fabricsim.Options{Hosts: 4}, settings{
+	for _, engine := range storetest.Engines {
+		t.Run(engine, func(t *testing.T) { testPKeysClientsApart(t, engine) })
+	}
+}
+
+func testPKeysClientsApart(t *testing.T, engine string) {
+	m := launchManager(t, storetest.NewDatabase(t, engine), fabricsim.Options{Hosts: 4}, settings{
 		BeforeStart: func(m *manager) {
 			f, err := os.OpenFile(m.conf, os.O_APPEND|os.O_WRONLY, 0)
 			if err == nil {
