@@ -58,11 +58,13 @@ type Options struct {
 	MetricsOpen  bool
 	// Observer counts every request; nil: nobody does.
 	Observer Observer
-	// PKeys are UFM's pkeys APIs for ib-kubernetes, one per fabric: the
-	// default fabric's ([ufm_pkeys]) and each further fabric's
-	// ([fabric:NAME:ufm_pkeys]), each under its own prefix, with its own
-	// credentials and store view. A fabric's routes are served only with its
-	// Store; the configuration refuses overlapping prefixes.
+	// PKeys are UFM's pkeys APIs: ib-kubernetes' of each fabric (the
+	// default fabric's [ufm_pkeys], each further fabric's
+	// [fabric:NAME:ufm_pkeys]) and each [ufm_pkeys:NAME] client's, each with
+	// its own credentials and store view. A client's routes are served only
+	// with its Store; clients sharing a prefix are told apart by their
+	// credentials (principals.go), and the configuration refuses prefixes
+	// that overlap without being equal.
 	PKeys []PKeysOptions
 }
 

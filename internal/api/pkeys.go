@@ -39,8 +39,9 @@ type PKeyStore interface {
 	GetJob(ctx context.Context, id int64) (store.Job, error)
 }
 
-// PKeysOptions are one fabric's pkeys API: [ufm_pkeys] for the default
-// fabric, [fabric:NAME:ufm_pkeys] for a further one.
+// PKeysOptions are one pkeys client's API: [ufm_pkeys] for the default
+// fabric's ib-kubernetes, [fabric:NAME:ufm_pkeys] for a further fabric's,
+// [ufm_pkeys:NAME] for a further client (Client).
 type PKeysOptions struct {
 	// Fabric is the fabric whose pkeys these are, as Credentials.PKeys and
 	// the log name it; "": the default fabric.
