@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/base64"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
@@ -390,4 +391,43 @@ func (c *Config) pkeysClientsAsDefault(fabric string) []PKeysClient {
 		out[i].Fabric = DefaultFabric
 	}
 	return out
+}
+
+// redactedClients are clients with their secrets masked, as Redacted masks
+// [ufm_pkeys]'s.
+func redactedClients(clients []PKeysClient) []PKeysClient {
+	if clients == nil {
+		return nil
+	}
+	out := make([]PKeysClient, len(clients))
+	for i, p := range clients {
+		r := p
+		if r.Password != "" {
+			r.Password = redactedMask
+		}
+		if r.Token != "" {
+			r.Token = redactedMask
+		}
+		r.PreviousPasswords, r.PreviousTokens = masked(p.PreviousPasswords), masked(p.PreviousTokens)
+		out[i] = r
+	}
+	return out
+}
+
+// clientAttrs are the clients, already redacted, one group each.
+func clientAttrs(clients []PKeysClient) []slog.Attr {
+	attrs := make([]slog.Attr, len(clients))
+	for i, p := range clients {
+		attrs[i] = slog.Group(p.Name,
+			slog.String("fabric", p.Fabric),
+			slog.String("prefix", p.Prefix),
+			slog.String("pkey_range", p.PKeyRange.String()),
+			slog.String("username", p.Username),
+			slog.String("password", p.Password),
+			slog.String("token", p.Token),
+			slog.Bool("delete_empty", p.DeleteEmpty),
+			slog.Bool("smconf", p.SMConf),
+		)
+	}
+	return attrs
 }

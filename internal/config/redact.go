@@ -37,6 +37,7 @@ func (c Config) Redacted() Config {
 	if c.Fabrics == nil {
 		r.Fabrics = nil
 	}
+	r.PKeysClients = redactedClients(c.PKeysClients)
 	return r
 }
 
@@ -130,6 +131,7 @@ func (c Config) LogValue() slog.Value {
 		),
 		optionsAttr(r.OpenSMConf),
 		slog.Attr{Key: "fabrics", Value: slog.GroupValue(fabricAttrs(r.Fabrics)...)},
+		slog.Attr{Key: "ufm_pkeys_clients", Value: slog.GroupValue(clientAttrs(r.PKeysClients)...)},
 	)
 }
 
