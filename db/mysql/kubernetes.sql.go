@@ -13,11 +13,18 @@ import (
 )
 
 const countKubernetesMembers = `-- name: CountKubernetesMembers :one
-SELECT count(*) FROM kubernetes_members WHERE fabric = ?
+SELECT count(*) FROM kubernetes_members m
+JOIN kubernetes_pkeys p ON p.fabric = m.fabric AND p.pkey = m.pkey
+WHERE m.fabric = ? AND p.owner = ?
 `
 
-func (q *Queries) CountKubernetesMembers(ctx context.Context, argFabric string) (int64, error) {
-	row := q.db.QueryRowContext(ctx, countKubernetesMembers, argFabric)
+type CountKubernetesMembersParams struct {
+	Fabric string
+	Owner  string
+}
+
+func (q *Queries) CountKubernetesMembers(ctx context.Context, arg CountKubernetesMembersParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, countKubernetesMembers, arg.Fabric, arg.Owner)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
@@ -32,8 +39,8 @@ type CountKubernetesMembersOfPKeyParams struct {
 	Pkey   fabric.PKey
 }
 
-// The members of one Kubernetes pkey, and of all: a change that would pass
-// [ufm_pkeys] max_members_per_pkey or max_members is refused.
+// The members of one Kubernetes pkey, and of all of one client's pkeys: a
+// change that would pass its max_members_per_pkey or max_members is refused.
 func (q *Queries) CountKubernetesMembersOfPKey(ctx context.Context, arg CountKubernetesMembersOfPKeyParams) (int64, error) {
 	row := q.db.QueryRowContext(ctx, countKubernetesMembersOfPKey, arg.Fabric, arg.Pkey)
 	var count int64
@@ -95,7 +102,7 @@ func (q *Queries) DeleteKubernetesPKey(ctx context.Context, arg DeleteKubernetes
 
 const getKubernetesPKey = `-- name: GetKubernetesPKey :one
 
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric FROM kubernetes_pkeys WHERE fabric = ? AND pkey = ?
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner FROM kubernetes_pkeys WHERE fabric = ? AND pkey = ?
 `
 
 type GetKubernetesPKeyParams struct {
@@ -116,6 +123,7 @@ func (q *Queries) GetKubernetesPKey(ctx context.Context, arg GetKubernetesPKeyPa
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Fabric,
+		&i.Owner,
 	)
 	return i, err
 }
@@ -284,7 +292,7 @@ func (q *Queries) ListKubernetesMembersOfPKey(ctx context.Context, arg ListKuber
 }
 
 const listKubernetesPKeys = `-- name: ListKubernetesPKeys :many
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric FROM kubernetes_pkeys WHERE fabric = ? ORDER BY pkey
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner FROM kubernetes_pkeys WHERE fabric = ? ORDER BY pkey
 `
 
 func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]KubernetesPkey, error) {
@@ -303,6 +311,7 @@ func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.Fabric,
+			&i.Owner,
 		); err != nil {
 			return nil, err
 		}
@@ -397,8 +406,8 @@ func (q *Queries) UpsertKubernetesMember(ctx context.Context, arg UpsertKubernet
 }
 
 const upsertKubernetesPKey = `-- name: UpsertKubernetesPKey :exec
-INSERT INTO kubernetes_pkeys (pkey, ip_over_ib, revision, created_at, updated_at, fabric)
-VALUES (?, ?, ?, ?, ?, ?)
+INSERT INTO kubernetes_pkeys (pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner)
+VALUES (?, ?, ?, ?, ?, ?, ?)
 ON DUPLICATE KEY UPDATE
     ip_over_ib = VALUES(ip_over_ib), revision = VALUES(revision), updated_at = VALUES(updated_at)
 `
@@ -409,8 +418,11 @@ type UpsertKubernetesPKeyParams struct {
 	Revision int64
 	Now      time.Time
 	Fabric   string
+	Owner    string
 }
 
+// A pkey keeps the owner that created it (the store refuses another's change
+// before it gets here).
 func (q *Queries) UpsertKubernetesPKey(ctx context.Context, arg UpsertKubernetesPKeyParams) error {
 	_, err := q.db.ExecContext(ctx, upsertKubernetesPKey,
 		arg.Pkey,
@@ -419,6 +431,7 @@ func (q *Queries) UpsertKubernetesPKey(ctx context.Context, arg UpsertKubernetes
 		arg.Now,
 		arg.Now,
 		arg.Fabric,
+		arg.Owner,
 	)
 	return err
 }

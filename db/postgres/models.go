@@ -133,6 +133,7 @@ type KubernetesPkey struct {
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	Fabric    string
+	Owner     string
 }
 
 type KubernetesState struct {

@@ -13,11 +13,13 @@ import (
 )
 
 const countKubernetesMembers = `-- name: CountKubernetesMembers :one
-SELECT count(*) FROM kubernetes_members WHERE fabric = ?1
+SELECT count(*) FROM kubernetes_members m
+JOIN kubernetes_pkeys p ON p.fabric = m.fabric AND p.pkey = m.pkey
+WHERE m.fabric = ?1 AND p.owner = ?2
 `
 
-func (q *Queries) CountKubernetesMembers(ctx context.Context, argFabric string) (int64, error) {
-	row := q.queryRow(ctx, q.countKubernetesMembersStmt, countKubernetesMembers, argFabric)
+func (q *Queries) CountKubernetesMembers(ctx context.Context, fabric string, owner string) (int64, error) {
+	row := q.queryRow(ctx, q.countKubernetesMembersStmt, countKubernetesMembers, fabric, owner)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
@@ -27,8 +29,8 @@ const countKubernetesMembersOfPKey = `-- name: CountKubernetesMembersOfPKey :one
 SELECT count(*) FROM kubernetes_members WHERE fabric = ?1 AND pkey = ?2
 `
 
-// The members of one Kubernetes pkey, and of all: a change that would pass
-// [ufm_pkeys] max_members_per_pkey or max_members is refused.
+// The members of one Kubernetes pkey, and of all of one client's pkeys: a
+// change that would pass its max_members_per_pkey or max_members is refused.
 func (q *Queries) CountKubernetesMembersOfPKey(ctx context.Context, fabric string, pkey fabric.PKey) (int64, error) {
 	row := q.queryRow(ctx, q.countKubernetesMembersOfPKeyStmt, countKubernetesMembersOfPKey, fabric, pkey)
 	var count int64
@@ -74,7 +76,7 @@ func (q *Queries) DeleteKubernetesPKey(ctx context.Context, fabric string, pkey 
 
 const getKubernetesPKey = `-- name: GetKubernetesPKey :one
 
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric FROM kubernetes_pkeys WHERE fabric = ?1 AND pkey = ?2
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner FROM kubernetes_pkeys WHERE fabric = ?1 AND pkey = ?2
 `
 
 // The Kubernetes partitions (ib-kubernetes, through the UFM pkeys API): see
@@ -89,6 +91,7 @@ func (q *Queries) GetKubernetesPKey(ctx context.Context, fabric string, pkey fab
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Fabric,
+		&i.Owner,
 	)
 	return i, err
 }
@@ -242,7 +245,7 @@ func (q *Queries) ListKubernetesMembersOfPKey(ctx context.Context, fabric string
 }
 
 const listKubernetesPKeys = `-- name: ListKubernetesPKeys :many
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric FROM kubernetes_pkeys WHERE fabric = ?1 ORDER BY pkey
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner FROM kubernetes_pkeys WHERE fabric = ?1 ORDER BY pkey
 `
 
 func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]KubernetesPkey, error) {
@@ -261,6 +264,7 @@ func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.Fabric,
+			&i.Owner,
 		); err != nil {
 			return nil, err
 		}
@@ -330,19 +334,22 @@ func (q *Queries) UpsertKubernetesMember(ctx context.Context, pkey fabric.PKey, 
 }
 
 const upsertKubernetesPKey = `-- name: UpsertKubernetesPKey :exec
-INSERT INTO kubernetes_pkeys (pkey, ip_over_ib, revision, created_at, updated_at, fabric)
-VALUES (?1, ?2, ?3, ?4, ?4, ?5)
+INSERT INTO kubernetes_pkeys (pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner)
+VALUES (?1, ?2, ?3, ?4, ?4, ?5, ?6)
 ON CONFLICT (fabric, pkey) DO UPDATE SET
     ip_over_ib = EXCLUDED.ip_over_ib, revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at
 `
 
-func (q *Queries) UpsertKubernetesPKey(ctx context.Context, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time, fabric string) error {
+// A pkey keeps the owner that created it (the store refuses another's change
+// before it gets here).
+func (q *Queries) UpsertKubernetesPKey(ctx context.Context, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time, fabric string, owner string) error {
 	_, err := q.exec(ctx, q.upsertKubernetesPKeyStmt, upsertKubernetesPKey,
 		pkey,
 		ipOverIb,
 		revision,
 		now,
 		fabric,
+		owner,
 	)
 	return err
 }

@@ -39,8 +39,9 @@ type PKeyStore interface {
 	GetJob(ctx context.Context, id int64) (store.Job, error)
 }
 
-// PKeysOptions are one fabric's pkeys API: [ufm_pkeys] for the default
-// fabric, [fabric:NAME:ufm_pkeys] for a further one.
+// PKeysOptions are one pkeys client's API: [ufm_pkeys] for the default
+// fabric's ib-kubernetes, [fabric:NAME:ufm_pkeys] for a further fabric's,
+// [ufm_pkeys:NAME] for a further client (Client).
 type PKeysOptions struct {
 	// Fabric is the fabric whose pkeys these are, as Credentials.PKeys and
 	// the log name it; "": the default fabric.
@@ -70,6 +71,17 @@ type PKeysOptions struct {
 	// change the database at once, a change's wait for its apply included;
 	// the next is answered 503 at once. 0: DefaultMaxConcurrentRequests.
 	MaxConcurrentRequests int
+	// Client is the [ufm_pkeys:NAME] client's NAME these settings are; "":
+	// the fabric's [ufm_pkeys] (ib-kubernetes). Clients are told apart by
+	// their credentials: several may share a prefix (principals.go).
+	Client string
+	// Token is what a [ufm_pkeys:NAME] client sends as "Authorization: Basic
+	// <token>" (UFM's token auth), beside or instead of Username and
+	// Password.
+	Token string
+	// SMConf answers /app/smconf: OpenSM's keys, for a client whose section
+	// allows it (smconf = true); nil answers 403.
+	SMConf func(ctx context.Context) (SMConf, error)
 	// OwnListener serves the routes on the fabric's own listener alone
 	// (Server.PKeysHandler), not beside the others: there its Prefix may be
 	// /ufmRest, the one prefix ib-kubernetes sends, which another fabric's
@@ -82,6 +94,26 @@ func (o PKeysOptions) fabric() string { return cmp.Or(o.Fabric, store.DefaultFab
 
 // section is the configuration section refusals name.
 func (o PKeysOptions) section() string { return cmp.Or(o.Section, "[ufm_pkeys]") }
+
+// Principal is who o's credentials are of (Credentials.PKeys' key): the
+// fabric's name for its [ufm_pkeys], "ufm_pkeys:NAME" for a [ufm_pkeys:NAME]
+// client, which no fabric's name can be.
+func (o PKeysOptions) Principal() string {
+	if o.Client == "" {
+		return o.fabric()
+	}
+	return "ufm_pkeys:" + o.Client
+}
+
+// creator is who o's jobs are created by: ib-kubernetes for [ufm_pkeys],
+// "ufm_pkeys:NAME" for a client, which networking-mlnx's and ib-kubernetes'
+// names cannot be, so that no client reads another's jobs.
+func (o PKeysOptions) creator() string {
+	if o.Client == "" {
+		return kubernetesPrincipal
+	}
+	return o.Principal()
+}
 
 // pkeysPrefixOf returns the pkeys API whose prefix path is under: a served
 // one rather than one that is off (whose prefix may be a default that
@@ -155,6 +187,7 @@ func (pk *pkeysAPI) routes(handle func(method, path, route string, h httprouter.
 	p := pk.o.Prefix
 	handle(http.MethodGet, p+"/app/ufm_version", "ufm/app/ufm_version", pk.basicAuth(pk.ufmVersion))
 	handle(http.MethodHead, p+"/app/ufm_version", "ufm/app/ufm_version", pk.basicAuth(pk.ufmVersion))
+	handle(http.MethodGet, p+"/app/smconf", "ufm/app/smconf", pk.basicAuth(pk.slot(pk.smconf)))
 	handle(http.MethodGet, p+"/resources/pkeys", "ufm/resources/pkeys", pk.basicAuth(pk.slot(pk.listPKeys)))
 	handle(http.MethodGet, p+"/resources/pkeys/", "ufm/resources/pkeys", pk.basicAuth(pk.slot(pk.listPKeys)))
 	handle(http.MethodPost, p+"/resources/pkeys", "ufm/resources/pkeys", pk.basicAuth(pk.slot(pk.addGUIDs)))
@@ -227,10 +260,9 @@ func (pk *pkeysAPI) basicAuth(h handlerFunc) httprouter.Handle {
 		if info := infoOf(r); info != nil {
 			info.fabric = pk.o.fabric()
 		}
-		if !pk.srv.creds.Load().pkeysOK(r, pk.o.fabric()) {
+		if !pk.srv.creds.Load().pkeysOK(r, pk.o.Principal()) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="ufm pkeys"`)
-			writeError(w, http.StatusUnauthorized, fmt.Sprintf("missing or wrong user name or password (HTTP Basic auth: %s username and password)",
-				pk.o.section()))
+			writeError(w, http.StatusUnauthorized, pk.o.unauthorized())
 			return
 		}
 		status, body, err := h(r, ps)
@@ -288,7 +320,7 @@ func (pk *pkeysAPI) addGUIDs(r *http.Request, _ httprouter.Params) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
-	a.CreatedBy, a.Request, a.RequestID = kubernetesPrincipal, raw, RequestID(r.Context())
+	a.CreatedBy, a.Request, a.RequestID = pk.o.creator(), raw, RequestID(r.Context())
 	return pk.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
 		return pk.o.Store.AddKubernetesGUIDs(ctx, a)
 	})
@@ -344,7 +376,7 @@ func (pk *pkeysAPI) createPKey(r *http.Request, _ httprouter.Params) (int, any, 
 	}
 	return pk.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
 		return pk.o.Store.CreateKubernetesPKey(ctx, store.KubernetesCreation{PKey: pkey,
-			IPoIB: body.IPoIB == nil || *body.IPoIB, CreatedBy: kubernetesPrincipal, Request: raw, RequestID: RequestID(r.Context())})
+			IPoIB: body.IPoIB == nil || *body.IPoIB, CreatedBy: pk.o.creator(), Request: raw, RequestID: RequestID(r.Context())})
 	})
 }
 
@@ -359,7 +391,7 @@ func (pk *pkeysAPI) removeGUIDs(r *http.Request, _ httprouter.Params) (int, any,
 	}
 	return pk.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
 		return pk.o.Store.RemoveKubernetesGUIDs(ctx, store.KubernetesRemoval{PKey: pkey, GUIDs: guids,
-			CreatedBy: kubernetesPrincipal, Request: raw, RequestID: RequestID(r.Context())})
+			CreatedBy: pk.o.creator(), Request: raw, RequestID: RequestID(r.Context())})
 	})
 }
 
@@ -370,7 +402,7 @@ func (pk *pkeysAPI) deletePKey(r *http.Request, ps httprouter.Params) (int, any,
 	}
 	return pk.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
 		job, err := pk.o.Store.DeleteKubernetesPKey(ctx, store.KubernetesDeletion{PKey: pkey,
-			CreatedBy: kubernetesPrincipal, Request: r.Method + " " + r.URL.Path, RequestID: RequestID(r.Context())})
+			CreatedBy: pk.o.creator(), Request: r.Method + " " + r.URL.Path, RequestID: RequestID(r.Context())})
 		if isNotFound(err) {
 			return job, notFound("pkey %s is not a Kubernetes partition", pkey)
 		}

@@ -39,6 +39,9 @@ type Config struct {
 	// [ufm_pkeys] and [api] physical_networks), then the [fabric:NAME]
 	// sections in file order. Parse and Default always give the default one.
 	Fabrics []Fabric
+	// PKeysClients are the [ufm_pkeys:NAME] sections, in file order: pkeys
+	// clients beside ib-kubernetes, each its own principal (pkeysclients.go).
+	PKeysClients []PKeysClient
 }
 
 // Neutron is [neutron]: the cloud of a clouds.yaml whose Neutron
@@ -257,7 +260,7 @@ func Parse(r io.Reader, name string) (*Config, error) {
 	def := &c.Fabrics[0]
 	def.OpenSM.LogFile = "" // derived from config_dir below, unless the file sets it
 	for _, section := range file.sections {
-		if _, _, ok := fabricSectionName(section.name); !ok {
+		if _, _, ok := fabricSectionName(section.name); !ok && !isPKeysClientSection(section.name) {
 			errs = append(errs, c.apply(section)...)
 		}
 	}
@@ -267,6 +270,9 @@ func Parse(r io.Reader, name string) (*Config, error) {
 	fabrics, fabricErrs := parseFabrics(file)
 	c.Fabrics = append(c.Fabrics, fabrics...)
 	errs = append(errs, fabricErrs...)
+	clients, clientErrs := parsePKeysClients(file)
+	c.PKeysClients = clients
+	errs = append(errs, clientErrs...)
 	for _, f := range c.Fabrics {
 		errs = append(errs, checkHardening(f, file)...)
 	}
@@ -297,6 +303,9 @@ func Parse(r io.Reader, name string) (*Config, error) {
 	errs = append(errs, c.checkAPI()...)
 	for _, f := range c.Fabrics {
 		errs = append(errs, c.checkUFMPKeys(f)...)
+	}
+	if len(fabricErrs) == 0 && len(clientErrs) == 0 {
+		errs = append(errs, c.checkPKeysClients()...)
 	}
 
 	if len(errs) > 0 {
@@ -343,7 +352,7 @@ func (c *Config) CheckToken() error {
 			}
 		}
 	}
-	return nil
+	return c.checkPKeysClientSecrets()
 }
 
 // checkUFMPKeys checks the [ufm_pkeys] keys that go together, and the range

@@ -18,7 +18,8 @@ func Diff(a, b *Config) []string {
 	}
 	// The getters read the default fabric's keys, the file's top-level ones.
 	out = append(out, diffOpenSMConf("["+opensmConfSection+"]", a.Fabrics[0].OpenSMConf, b.Fabrics[0].OpenSMConf)...)
-	return append(out, diffFabrics(a.Fabrics[1:], b.Fabrics[1:])...)
+	out = append(out, diffFabrics(a.Fabrics[1:], b.Fabrics[1:])...)
+	return append(out, diffPKeysClients(a.PKeysClients, b.PKeysClients)...)
 }
 
 // diffOpenSMConf names the [opensm_conf] options added, removed or changed,

@@ -241,7 +241,8 @@ func sectionNames() string {
 	for _, s := range sections {
 		names = append(names, "["+s.name+"]")
 	}
-	names = append(names, "["+opensmConfSection+"]", "[fabric:NAME]", "[fabric:NAME:opensm_conf]", "[fabric:NAME:ufm_pkeys]")
+	names = append(names, "["+opensmConfSection+"]", "[fabric:NAME]", "[fabric:NAME:opensm_conf]", "[fabric:NAME:ufm_pkeys]",
+		"["+pkeysClientPrefix+"NAME]")
 	return strings.Join(names, ", ")
 }
 

@@ -30,6 +30,7 @@ func (c Config) Redacted() Config {
 	if c.Fabrics == nil {
 		r.Fabrics = nil
 	}
+	r.PKeysClients = redactedClients(c.PKeysClients)
 	return r
 }
 
@@ -124,6 +125,7 @@ func (c Config) LogValue() slog.Value {
 		),
 		optionsAttr(def.OpenSMConf),
 		slog.Attr{Key: "fabrics", Value: slog.GroupValue(fabricAttrs(r.Fabrics[1:])...)},
+		slog.Attr{Key: "ufm_pkeys_clients", Value: slog.GroupValue(clientAttrs(r.PKeysClients)...)},
 	)
 }
 

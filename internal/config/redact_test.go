@@ -21,6 +21,13 @@ username = ib-kubernetes
 password = s3cret-pkeys-password
 previous_passwords = s3cret-old-pkeys-password
 pkey_range = 0x1000-0x1fff
+[ufm_pkeys:nico]
+token = s3cret-nico-token
+previous_tokens = s3cret-nico-old-token
+username = nico
+password = s3cret-nico-password
+previous_passwords = s3cret-nico-old-password
+pkey_range = 0x2000-0x2fff
 [database]
 connection = postgresql://afm:s3cret-pw@db/afm?password=s3cret-pw2
 [opensm]
@@ -89,7 +96,7 @@ func TestPrintingNeverShowsSecrets(t *testing.T) {
 		if strings.Contains(out, "s3cret") {
 			t.Errorf("%s shows a secret: %s", how, out)
 		}
-		if !strings.Contains(out, "127.0.0.1:8090") || !strings.Contains(out, "m_key_lookup") {
+		if !strings.Contains(out, "127.0.0.1:8090") || !strings.Contains(out, "m_key_lookup") || !strings.Contains(out, "nico") {
 			t.Errorf("%s lacks the non-secret values: %s", how, out)
 		}
 	}

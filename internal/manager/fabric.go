@@ -36,7 +36,9 @@ import (
 func FabricRules(cfg *config.Config) []store.FabricRules {
 	out := make([]store.FabricRules, 0, len(cfg.Fabrics))
 	for _, f := range cfg.Fabrics {
-		out = append(out, store.FabricRules{Name: f.Name, Rules: RulesOf(f)})
+		rules := RulesOf(f)
+		rules.PKeysClients = pkeysClientRules(cfg, f.Name)
+		out = append(out, store.FabricRules{Name: f.Name, Rules: rules})
 	}
 	return out
 }

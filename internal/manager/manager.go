@@ -180,7 +180,12 @@ func (mgr *Manager) wireAPI(checker *health.Checker) error {
 	if err != nil {
 		return err
 	}
-	opts.PKeys = pkeys
+	// And every [ufm_pkeys:NAME] client's, through its own view.
+	clients, writeTimeout, err := pkeysClientAPIs(cfg, mgr.st, writeTimeout, mgr.parts.Version, mgr.parts.Keys)
+	if err != nil {
+		return err
+	}
+	opts.PKeys = append(pkeys, clients...)
 	mgr.apiServer = api.New(opts, mgr.st, log)
 	mgr.servers = listeners(cfg, mgr.apiServer, m.Handler(), mgr.certs, writeTimeout, log)
 	return nil

@@ -21,7 +21,7 @@ func openFabricsStore(t *testing.T, cfg *config.Config) *store.Store {
 	var fabrics []store.FabricRules
 	for _, f := range cfg.Fabrics {
 		fabrics = append(fabrics, store.FabricRules{Name: f.Name, Rules: store.Rules{PhysicalNetworks: f.PhysicalNetworks,
-			KubernetesRange: f.UFMPKeys.PKeyRange}})
+			KubernetesRange: f.UFMPKeys.PKeyRange, PKeysClients: pkeysClientRules(cfg, f.Name)}})
 	}
 	st, err := storeopen.OpenFabrics(t.Context(), config.EngineSQLite, filepath.Join(t.TempDir(), "afm.db"), true, fabrics,
 		slog.New(slog.DiscardHandler))

@@ -48,6 +48,9 @@ type KubernetesPKey struct {
 	IPoIB    bool
 	Members  []KubernetesMember
 	Revision int64
+	// Owner is the pkeys client that created it: its [ufm_pkeys:NAME] NAME,
+	// "" for [ufm_pkeys] (principals.go).
+	Owner string
 }
 
 // KubernetesAddition is a POST of UFM's /resources/pkeys: GUIDs join the
@@ -140,10 +143,12 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 		if err := checkPKeyNotNeutron(ctx, tx, a.PKey); err != nil {
 			return Job{}, err
 		}
-		before, err := tx.q.GetKubernetesPKey(ctx, s.FabricName(), a.PKey)
-		known := err == nil
-		if err != nil && !driver.IsNoRows(err) {
+		before, known, mine, err := s.ownPKey(ctx, tx.q, a.PKey)
+		if err != nil {
 			return Job{}, err
+		}
+		if known && !mine {
+			return Job{}, forbiddenf("pkey %s is another pkeys client's: a client changes only the pkeys it created", a.PKey)
 		}
 		added := 0 // GUIDs not yet members
 		for _, m := range a.Members {
@@ -169,7 +174,7 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 		case known:
 			ipoib = before.IpOverIb
 		}
-		if err := tx.q.UpsertKubernetesPKey(ctx, s.FabricName(), a.PKey, ipoib, rev, tx.now); err != nil {
+		if err := tx.q.UpsertKubernetesPKey(ctx, s.FabricName(), a.PKey, ipoib, rev, tx.now, s.owner()); err != nil {
 			return Job{}, err
 		}
 		guids := make([]fabric.GUID, 0, len(a.Members))
@@ -236,11 +241,16 @@ func (s *Store) CreateKubernetesPKey(ctx context.Context, c KubernetesCreation) 
 		if err := checkPKeyNotNeutron(ctx, tx, c.PKey); err != nil {
 			return Job{}, err
 		}
+		if _, known, mine, err := s.ownPKey(ctx, tx.q, c.PKey); err != nil {
+			return Job{}, err
+		} else if known && !mine {
+			return Job{}, forbiddenf("pkey %s is another pkeys client's: a client changes only the pkeys it created", c.PKey)
+		}
 		rev, err := tx.touches(ctx, true)
 		if err != nil {
 			return Job{}, err
 		}
-		if err := tx.q.UpsertKubernetesPKey(ctx, s.FabricName(), c.PKey, c.IPoIB, rev, tx.now); err != nil {
+		if err := tx.q.UpsertKubernetesPKey(ctx, s.FabricName(), c.PKey, c.IPoIB, rev, tx.now, s.owner()); err != nil {
 			return Job{}, err
 		}
 		// A pkey recorded already keeps its members, whose statement the
@@ -319,7 +329,7 @@ func (s *Store) checkKubernetesMembers(ctx context.Context, tx *changeTx, pkey f
 		}
 	}
 	if total > 0 {
-		n, err := tx.q.CountKubernetesMembers(ctx, s.FabricName())
+		n, err := tx.q.CountKubernetesMembers(ctx, s.FabricName(), s.owner())
 		if err != nil {
 			return err
 		}
@@ -347,6 +357,9 @@ func (s *Store) checkKubernetesMember(ctx context.Context, tx *changeTx, pkey fa
 	}
 	others, err := tx.q.KubernetesMembershipsOfGUID(ctx, s.FabricName(), guid)
 	if err != nil {
+		return false, err
+	}
+	if err := s.checkGUIDOwners(ctx, tx, pkey, guid, others); err != nil {
 		return false, err
 	}
 	pkeys := []fabric.PKey{pkey}
@@ -384,11 +397,19 @@ func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) 
 		if err != nil {
 			return Job{}, err
 		}
+		// Another's pkey is no pkey of this client's: nothing to remove, as
+		// from an unknown one.
+		_, _, mine, err := s.ownPKey(ctx, tx.q, r.PKey)
+		if err != nil {
+			return Job{}, err
+		}
 		var removed, absent []string
 		for _, g := range r.GUIDs {
-			n, err := tx.q.DeleteKubernetesMember(ctx, s.FabricName(), r.PKey, g)
-			if err != nil {
-				return Job{}, err
+			var n int64
+			if mine {
+				if n, err = tx.q.DeleteKubernetesMember(ctx, s.FabricName(), r.PKey, g); err != nil {
+					return Job{}, err
+				}
 			}
 			if n == 0 {
 				// Not a member: the change promises nothing of it (an
@@ -410,6 +431,14 @@ func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) 
 			result = fmt.Sprintf("nothing to remove: %s are no members of Kubernetes pkey %s",
 				summarise(absent, len(absent)), r.PKey)
 		}
+		if mine {
+			if gone, err := s.deleteIfEmpty(ctx, tx, r.PKey); err != nil {
+				return Job{}, err
+			} else if gone {
+				result += fmt.Sprintf("; pkey %s had no member left and is removed (%s delete_empty)",
+					r.PKey, s.rules.section("ufm_pkeys"))
+			}
+		}
 		return kubernetesChanged(ctx, tx, rev, r.PKey, Job{
 			Operation:   OpRemoveKubernetesGUIDs,
 			Description: fmt.Sprintf("Remove GUIDs %s from Kubernetes pkey %s", guidList(r.GUIDs), r.PKey),
@@ -426,8 +455,10 @@ func (s *Store) DeleteKubernetesPKey(ctx context.Context, d KubernetesDeletion) 
 		return Job{}, err
 	}
 	return s.record(ctx, s.kubeGroups, "delete pkey", d.PKey.String(), func(ctx context.Context, tx *changeTx) (Job, error) {
-		if _, err := tx.q.GetKubernetesPKey(ctx, s.FabricName(), d.PKey); err != nil {
-			return Job{}, notFound(err)
+		// Another's pkey is not found, as an unknown one: a DELETE tells
+		// nothing of the pkeys of other clients.
+		if _, _, mine, err := s.ownPKey(ctx, tx.q, d.PKey); err != nil || !mine {
+			return Job{}, cmpOr(err, ErrNotFound)
 		}
 		rev, err := tx.touches(ctx, true)
 		if err != nil {
@@ -460,7 +491,17 @@ func (s *Store) DeleteKubernetesPKey(ctx context.Context, d KubernetesDeletion) 
 // read-only transaction.
 func (s *Store) KubernetesPKeys(ctx context.Context) ([]KubernetesPKey, error) {
 	return readOnly(ctx, s, "list Kubernetes pkeys", func(ctx context.Context, q driver.Queries) ([]KubernetesPKey, error) {
-		return kubernetesPKeys(ctx, s.FabricName(), q)
+		all, err := kubernetesPKeys(ctx, s.FabricName(), q)
+		if err != nil {
+			return nil, err
+		}
+		own := all[:0]
+		for _, p := range all {
+			if p.Owner == s.owner() {
+				own = append(own, p)
+			}
+		}
+		return own, nil
 	})
 }
 
@@ -476,7 +517,7 @@ func kubernetesPKeys(ctx context.Context, fab string, q driver.Queries) ([]Kuber
 	out := make([]KubernetesPKey, len(pkeys))
 	at := make(map[fabric.PKey]int, len(pkeys))
 	for i, p := range pkeys {
-		out[i] = KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision, Members: []KubernetesMember{}}
+		out[i] = KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision, Members: []KubernetesMember{}, Owner: p.Owner}
 		at[p.Pkey] = i
 	}
 	for _, m := range members {
@@ -493,15 +534,16 @@ func kubernetesPKeys(ctx context.Context, fab string, q driver.Queries) ([]Kuber
 // ErrNotFound when it is not recorded.
 func (s *Store) GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (KubernetesPKey, error) {
 	return readOnly(ctx, s, "read pkey "+pkey.String(), func(ctx context.Context, q driver.Queries) (KubernetesPKey, error) {
-		p, err := q.GetKubernetesPKey(ctx, s.FabricName(), pkey)
-		if err != nil {
-			return KubernetesPKey{}, notFound(err)
+		p, _, mine, err := s.ownPKey(ctx, q, pkey)
+		if err != nil || !mine {
+			// Another's reads as an unknown one.
+			return KubernetesPKey{}, cmpOr(err, ErrNotFound)
 		}
 		members, err := q.ListKubernetesMembersOfPKey(ctx, s.FabricName(), pkey)
 		if err != nil {
 			return KubernetesPKey{}, err
 		}
-		return KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision,
+		return KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision, Owner: p.Owner,
 			Members: driver.Convert(members, kubernetesMember)}, nil
 	})
 }
@@ -569,7 +611,12 @@ func summarise(listed []string, total int) string {
 func (r Rules) KubernetesConflicts(pkeys []KubernetesPKey) []string {
 	var out []string
 	for _, p := range pkeys {
-		if err := r.checkKubernetesPKey(p.PKey); err != nil {
+		cr, why, ok := r.clientOf(p)
+		if !ok {
+			out = append(out, why)
+			continue
+		}
+		if err := cr.checkKubernetesPKey(p.PKey); err != nil {
 			out = append(out, "Kubernetes "+err.Error())
 		}
 	}

@@ -294,7 +294,7 @@ func (mv *physnetMove) checkMember(ctx context.Context, target *changeTx, p Port
 		return err
 	}
 	rules := mv.to.rules
-	if !rules.KubernetesRange.Empty() {
+	if rules.anyKubernetesRange() {
 		kube, err := target.q.KubernetesMembershipsOfGUID(ctx, target.fabric, *p.GUID)
 		if err != nil {
 			return err

@@ -20,20 +20,24 @@ SELECT * FROM kubernetes_members WHERE fabric = sqlc.arg(fabric) AND pkey = sqlc
 -- name: KubernetesMembershipsOfGUID :many
 SELECT * FROM kubernetes_members WHERE fabric = sqlc.arg(fabric) AND guid = sqlc.arg(guid) ORDER BY pkey;
 
--- The members of one Kubernetes pkey, and of all: a change that would pass
--- [ufm_pkeys] max_members_per_pkey or max_members is refused.
+-- The members of one Kubernetes pkey, and of all of one client's pkeys: a
+-- change that would pass its max_members_per_pkey or max_members is refused.
 -- name: CountKubernetesMembersOfPKey :one
 SELECT count(*) FROM kubernetes_members WHERE fabric = sqlc.arg(fabric) AND pkey = sqlc.arg(pkey);
 
 -- name: CountKubernetesMembers :one
-SELECT count(*) FROM kubernetes_members WHERE fabric = sqlc.arg(fabric);
+SELECT count(*) FROM kubernetes_members m
+JOIN kubernetes_pkeys p ON p.fabric = m.fabric AND p.pkey = m.pkey
+WHERE m.fabric = sqlc.arg(fabric) AND p.owner = sqlc.arg(owner);
 
 -- name: GetPortByGUID :one
 SELECT * FROM ports WHERE fabric = sqlc.arg(fabric) AND guid = sqlc.arg(guid);
 
+-- A pkey keeps the owner that created it (the store refuses another's change
+-- before it gets here).
 -- name: UpsertKubernetesPKey :exec
-INSERT INTO kubernetes_pkeys (pkey, ip_over_ib, revision, created_at, updated_at, fabric)
-VALUES (sqlc.arg(pkey), sqlc.arg(ip_over_ib), sqlc.arg(revision), sqlc.arg(now), sqlc.arg(now), sqlc.arg(fabric))
+INSERT INTO kubernetes_pkeys (pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner)
+VALUES (sqlc.arg(pkey), sqlc.arg(ip_over_ib), sqlc.arg(revision), sqlc.arg(now), sqlc.arg(now), sqlc.arg(fabric), sqlc.arg(owner))
 ON DUPLICATE KEY UPDATE
     ip_over_ib = VALUES(ip_over_ib), revision = VALUES(revision), updated_at = VALUES(updated_at);
 

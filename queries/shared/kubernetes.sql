@@ -19,20 +19,24 @@ SELECT * FROM kubernetes_members WHERE fabric = @fabric AND pkey = @pkey ORDER B
 -- name: KubernetesMembershipsOfGUID :many
 SELECT * FROM kubernetes_members WHERE fabric = @fabric AND guid = @guid ORDER BY pkey;
 
--- The members of one Kubernetes pkey, and of all: a change that would pass
--- [ufm_pkeys] max_members_per_pkey or max_members is refused.
+-- The members of one Kubernetes pkey, and of all of one client's pkeys: a
+-- change that would pass its max_members_per_pkey or max_members is refused.
 -- name: CountKubernetesMembersOfPKey :one
 SELECT count(*) FROM kubernetes_members WHERE fabric = @fabric AND pkey = @pkey;
 
 -- name: CountKubernetesMembers :one
-SELECT count(*) FROM kubernetes_members WHERE fabric = @fabric;
+SELECT count(*) FROM kubernetes_members m
+JOIN kubernetes_pkeys p ON p.fabric = m.fabric AND p.pkey = m.pkey
+WHERE m.fabric = @fabric AND p.owner = @owner;
 
 -- name: GetPortByGUID :one
 SELECT * FROM ports WHERE fabric = @fabric AND guid = @guid;
 
+-- A pkey keeps the owner that created it (the store refuses another's change
+-- before it gets here).
 -- name: UpsertKubernetesPKey :exec
-INSERT INTO kubernetes_pkeys (pkey, ip_over_ib, revision, created_at, updated_at, fabric)
-VALUES (@pkey, @ip_over_ib, @revision, @now, @now, @fabric)
+INSERT INTO kubernetes_pkeys (pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner)
+VALUES (@pkey, @ip_over_ib, @revision, @now, @now, @fabric, @owner)
 ON CONFLICT (fabric, pkey) DO UPDATE SET
     ip_over_ib = EXCLUDED.ip_over_ib, revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at;
 

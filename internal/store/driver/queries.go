@@ -84,7 +84,7 @@ type Queries interface {
 	InsertSecretIfAbsent(ctx context.Context, fabric string, name string, value string, now time.Time) error
 	KubernetesMembershipsOfGUID(ctx context.Context, fabric string, guid fabric.GUID) ([]KubernetesMember, error)
 	CountKubernetesMembersOfPKey(ctx context.Context, fabric string, pkey fabric.PKey) (int64, error)
-	CountKubernetesMembers(ctx context.Context, fabric string) (int64, error)
+	CountKubernetesMembers(ctx context.Context, fabric string, owner string) (int64, error)
 	InsertForeignSM(ctx context.Context, arg InsertSecondSMParams) (int64, error)
 	KubernetesState(ctx context.Context, fabric string) (KubernetesStateRow, error)
 	LastApply(ctx context.Context, fabric string) (Apply, error)
@@ -114,7 +114,7 @@ type Queries interface {
 	SetJobDescription(ctx context.Context, fabric string, description string, now time.Time, jobID int64, term int64) (int64, error)
 	UpsertAdoptedPartition(ctx context.Context, arg UpsertAdoptedPartitionParams) error
 	UpsertKubernetesMember(ctx context.Context, arg UpsertKubernetesMemberParams) error
-	UpsertKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time) error
+	UpsertKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time, owner string) error
 	SecondSMs(ctx context.Context, fabric string) ([]SecondSubnetManager, error)
 	SetRevision(ctx context.Context, fabric string, revision int64) error
 	UpdateSecret(ctx context.Context, fabric string, value string, name string) error

@@ -113,6 +113,9 @@ type KubernetesPKey struct {
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	Fabric    string
+	// Owner is the pkeys client that created it: its [ufm_pkeys:NAME] NAME,
+	// "" for [ufm_pkeys] (migration 00020).
+	Owner string
 }
 
 // Network is one Neutron network.

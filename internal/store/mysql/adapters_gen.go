@@ -202,6 +202,10 @@ func (q queries) CountKubernetesMembersOfPKey(ctx context.Context, fabric string
 	return q.Queries.CountKubernetesMembersOfPKey(ctx, mysqldb.CountKubernetesMembersOfPKeyParams{Fabric: fabric, Pkey: pkey})
 }
 
+func (q queries) CountKubernetesMembers(ctx context.Context, fabric string, owner string) (int64, error) {
+	return q.Queries.CountKubernetesMembers(ctx, mysqldb.CountKubernetesMembersParams{Fabric: fabric, Owner: owner})
+}
+
 func (q queries) InsertForeignSM(ctx context.Context, arg driver.InsertSecondSMParams) (int64, error) {
 	return q.Queries.InsertForeignSM(ctx, mysqldb.InsertForeignSMParams{PortGuid: arg.PortGUID, Priority: arg.Priority, State: arg.State, OwnState: arg.OwnState, Term: arg.Term, Now: arg.Now, Fabric: arg.Fabric})
 }
@@ -320,8 +324,8 @@ func (q queries) UpsertKubernetesMember(ctx context.Context, arg driver.UpsertKu
 	return q.Queries.UpsertKubernetesMember(ctx, mysqldb.UpsertKubernetesMemberParams{Pkey: arg.PKey, Guid: arg.GUID, Membership: arg.Membership, Index0: arg.Index0, Revision: arg.Revision, Now: arg.Now, Fabric: arg.Fabric})
 }
 
-func (q queries) UpsertKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time) error {
-	return q.Queries.UpsertKubernetesPKey(ctx, mysqldb.UpsertKubernetesPKeyParams{Pkey: pkey, IpOverIb: ipOverIb, Revision: revision, Now: now, Fabric: fabric})
+func (q queries) UpsertKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time, owner string) error {
+	return q.Queries.UpsertKubernetesPKey(ctx, mysqldb.UpsertKubernetesPKeyParams{Pkey: pkey, IpOverIb: ipOverIb, Revision: revision, Now: now, Fabric: fabric, Owner: owner})
 }
 
 func (q queries) SecondSMs(ctx context.Context, fabric string) ([]driver.SecondSubnetManager, error) {

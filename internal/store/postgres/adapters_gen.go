@@ -286,8 +286,8 @@ func (q queries) UpsertKubernetesMember(ctx context.Context, arg driver.UpsertKu
 	return q.Queries.UpsertKubernetesMember(ctx, arg.PKey, arg.GUID, arg.Membership, arg.Index0, arg.Revision, arg.Now, arg.Fabric)
 }
 
-func (q queries) UpsertKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time) error {
-	return q.Queries.UpsertKubernetesPKey(ctx, pkey, ipOverIb, revision, now, fabric)
+func (q queries) UpsertKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time, owner string) error {
+	return q.Queries.UpsertKubernetesPKey(ctx, pkey, ipOverIb, revision, now, fabric, owner)
 }
 
 func (q queries) SecondSMs(ctx context.Context, fabric string) ([]driver.SecondSubnetManager, error) {
