@@ -287,12 +287,14 @@ func borrowTurn(ctx context.Context, desk chan<- turnRequest) (tv *idleTurn, giv
 	case <-ctx.Done():
 		return nil, nil, false
 	}
-	select {
-	case tv = <-req.lent:
-	case <-ctx.Done():
+	// The loop sends the turn as soon as it took the request.
+	tv = <-req.lent
+	giveBack = func() { req.back <- tv }
+	if ctx.Err() != nil {
+		giveBack() // the service is stopping: nothing asked
 		return nil, nil, false
 	}
-	return tv, func() { req.back <- tv }, true
+	return tv, giveBack, true
 }
 
 // lendTurn lends the loop's idle turn to the service that asked (req), and
