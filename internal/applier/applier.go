@@ -23,11 +23,13 @@
 // tables a sweep that ended with errors during initialization fails none:
 // every job is judged by its own ports' tables (readback.go).
 //
-// In its idle turns the term also audits the fabric (audit.go), and every
-// check interval it repairs drift (an OpenSM the supervisor had to restart,
-// and a partitions file that is not what this term wrote or not what the
-// recorded state renders to, make it apply again) and deletes the finished
-// jobs older than the retention, and the applies no kept job needs.
+// Beside the loop, the term's services (services.go) audit the fabric
+// (audit.go) and every check interval repair drift (drift.go: an OpenSM the
+// supervisor had to restart, and a partitions file that is not what this
+// term wrote or not what the recorded state renders to, make it apply again),
+// each in the loop's idle turn, which the loop lends them; and the retention
+// (retention.go) deletes the finished jobs older than the retention, and the
+// applies no kept job needs.
 //
 // # The term's state machine
 //
@@ -56,10 +58,13 @@
 // and keepApplied (the end of an apply), holdRevision and releaseHold (the
 // verdict on a proven sweep), gatesReopened (held to forgotten) and setAudit.
 // Only the loop's goroutine takes them. The background services (the freeze
-// watch, the second-SM look: services.go) run beside it, each with Start and
-// a Stop that waits for it; they never touch the term's fields, and report
-// through findings: a forget the loop takes at its next turn, and the jobs
-// described with the whole verdict's text.
+// watch, the second-SM look, the drift repair, the audit, the retention:
+// services.go) run beside it, each with Start and a Stop that waits for it;
+// they never touch the term's fields, and report through findings (a forget
+// the loop takes at its next turn, and the jobs described with the whole
+// verdict's text) or, the drift repair and the audit, through the idle turn
+// they borrowed: the loop takes their forgets and the audit's verdict when
+// they give it back (takeTurn).
 package applier
 
 import (
