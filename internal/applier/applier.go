@@ -279,6 +279,7 @@ func (a *Applier) Lead(ctx context.Context, termID int64) error {
 // OpenSM may still be master (store.Lease.Suspect), named by a freeze.
 func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) error {
 	t := &term{Applier: a.withDeadlines(), id: termID, applied: -1}
+	drift := t.newDriftRepair() // OpenSM's restarts count from the term's start
 	// OpenSM must never start with a file that is not the recorded state: its
 	// first sweep reads it. An OpenSM that runs already keeps what it has
 	// until the full apply below.
@@ -296,8 +297,8 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 	if err := a.SM.Start(termID); err != nil {
 		return fmt.Errorf("start OpenSM: %w", err)
 	}
-	t.newSecondSMWatch(ctx)      // secondsm.go
-	defer t.startServices(ctx)() // services.go: waited for when the term ends
+	t.newSecondSMWatch(ctx)             // secondsm.go
+	defer t.startServices(ctx, drift)() // services.go: waited for when the term ends
 
 	return a.loop(ctx, t)
 }

@@ -133,9 +133,10 @@ func (s *service) Stop() {
 	s.log.Debug("service stopped", "service", s.name)
 }
 
-// startServices starts the term's background services and returns what
-// stops them all, each waited for, in the reverse order of their start.
-func (t *term) startServices(ctx context.Context) (stop func()) {
+// startServices starts the term's background services, d the term's drift
+// repair, and returns what stops them all, each waited for, in the reverse
+// order of their start.
+func (t *term) startServices(ctx context.Context, d *driftRepair) (stop func()) {
 	var started []*service
 	if t.freeze != nil {
 		w, env := t.freeze, t.watchEnv()
@@ -151,7 +152,6 @@ func (t *term) startServices(ctx context.Context) (stop func()) {
 	}
 	// The drift repair, the audit (which runs the drift repair on a
 	// hand-edited file: they share it, each in its turn) and the retention.
-	d := t.newDriftRepair()
 	started = append(started, t.driftService(d))
 	for _, s := range []*service{t.auditService(d), t.retentionService()} {
 		if s != nil {

@@ -136,7 +136,7 @@ func TestBackgroundCheckDescribesTheWholeVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.term.Cfg.PollInterval = 10 * time.Millisecond
-	stop := r.term.startServices(ctx)
+	stop := r.term.startServices(ctx, r.term.newDriftRepair())
 	defer stop()
 	standby, err := os.ReadFile(filepath.Join("..", "opensm", "testdata", "standby.log"))
 	if err != nil {
