@@ -112,7 +112,7 @@ func TestFabricFlagIsAConfiguredFabric(t *testing.T) {
 func TestFabricFlagDefault(t *testing.T) {
 	db := storetest.NewDatabase(t, config.EngineSQLite)
 	st := storetest.OpenDatabase(t, db)
-	k, err := databaseKeys{st}.Keys(t.Context())
+	k, err := opensm.DatabaseKeys{Store: st}.Keys(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func TestOneFabricsFailingOpenSMDoesNotStopAnother(t *testing.T) {
 // it stops: every fabric's term, then every OpenSM.
 func runFabrics(t *testing.T, cfg *config.Config) (fabrics []*manager.Fabric, stop func()) {
 	t.Helper()
-	mgr, err := manager.New(t.Context(), cfg, quietLog(), serverParts())
+	mgr, err := manager.New(t.Context(), cfg, quietLog(), versionString())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/status"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
@@ -78,7 +79,7 @@ func runOperatorCommand(ctx context.Context, f operatorFabric, st *store.Store, 
 	case c.acceptMoved != "":
 		return acceptMovedGUIDs(ctx, cfg, st, c.acceptMoved, w)
 	case c.showKeys:
-		k, err := recordedKeys(ctx, st)
+		k, err := opensm.RecordedKeys(ctx, st)
 		if err != nil {
 			return err
 		}

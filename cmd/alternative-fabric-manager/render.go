@@ -11,6 +11,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/manager"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 )
 
@@ -56,7 +57,7 @@ func renderFabric(ctx context.Context, cfg *config.Config, name string, out io.W
 	if err != nil {
 		flavour = fabric.Upstream
 	}
-	text, err := checkRecordedState(ctx, f.cfg, view, tpl, flavour)
+	text, err := manager.CheckRecordedState(ctx, f.cfg, view, tpl, flavour)
 	if err != nil {
 		return f.wrap(err)
 	}

@@ -120,12 +120,12 @@ type Fabric struct {
 // refusing to start on a setting or a recorded state its configuration makes
 // wrong. closeSM releases its OpenSM driver (also on error, once set).
 func wireFabric(ctx context.Context, p fabricPlan, st *store.Store, m *metrics.Metrics, checker *health.Checker,
-	parts Parts, log *slog.Logger) (f *Fabric, closeSM func(), err error) {
+	log *slog.Logger) (f *Fabric, closeSM func(), err error) {
 	fab, cfg := p.fab, p.cfg
 	f = &Fabric{name: fab.Name, cfg: cfg, log: log, st: st, holder: holder()}
 	f.services = f.termServices
 	closeSM = func() {}
-	keys := parts.Keys(st)
+	keys := opensm.DatabaseKeys{Store: st}
 	sm, flavour, closeDriver, writeConf, err := prepareOpenSM(ctx, cfg, log, keys, fab.CacheDir(), cfg.OpenSM.DriverStatusFile())
 	if err != nil {
 		return nil, closeSM, fab.Wrap(err)
@@ -134,10 +134,10 @@ func wireFabric(ctx context.Context, p fabricPlan, st *store.Store, m *metrics.M
 	// A configuration changed under the recorded networks (flat_pkey now a
 	// network's VLAN, a static partition on its pkey) would fail every later
 	// job: refuse to start, naming them, as for an unknown key.
-	if _, err := parts.CheckRecordedState(ctx, cfg, st, p.tpl, flavour); err != nil {
+	if _, err := CheckRecordedState(ctx, cfg, st, p.tpl, flavour); err != nil {
 		return nil, closeSM, fab.Wrap(err)
 	}
-	readback, err := parts.Readback(ctx, cfg, keys)
+	readback, err := newReadback(ctx, cfg, keys)
 	if err != nil {
 		return nil, closeSM, fab.Wrap(err)
 	}
@@ -147,8 +147,8 @@ func wireFabric(ctx context.Context, p fabricPlan, st *store.Store, m *metrics.M
 	f.applierLoop = checker.Loop(fab.Label("applier"), 3*cfg.OpenSM.SweepTimeout+2*cfg.OpenSM.CheckInterval+time.Minute)
 	f.metrics = m.Fabric(fab.Name)
 	f.app = &applier.Applier{Store: st, SM: sm, Log: log, Observer: applierObserver{f.metrics, f.applierLoop},
-		Cfg:      applierConfig(cfg, p, flavour, readback, parts.Audit(ctx, cfg, st, sm, log), cfg.OpenSM.SubnetDump()),
-		SecondSM: parts.SecondSM(ctx, cfg, st, sm, log)}
+		Cfg:      applierConfig(cfg, p, flavour, readback, auditConfig(ctx, cfg, st, sm, log), cfg.OpenSM.SubnetDump()),
+		SecondSM: secondSMCheck(ctx, cfg, st, sm, log)}
 	if cfg.HA.HA {
 		if f.leases, err = st.Leases(); err != nil {
 			return nil, closeSM, fab.Wrap(err)

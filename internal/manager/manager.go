@@ -23,6 +23,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/health"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/leader"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/metrics"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/status"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tlsreload"
@@ -30,11 +31,12 @@ import (
 
 // Manager is the running manager's parts, wired from its configuration.
 type Manager struct {
-	cfg   *config.Config
-	log   *slog.Logger
-	parts Parts
-	certs *tlsreload.Reloader // nil: the API is served without TLS
-	st    *store.Store        // the default fabric's view
+	cfg *config.Config
+	log *slog.Logger
+	// version is the binary's version, which the pkeys API reports.
+	version string
+	certs   *tlsreload.Reloader // nil: the API is served without TLS
+	st      *store.Store        // the default fabric's view
 	// fabrics are every fabric's OpenSM, applier and election, the default
 	// first.
 	fabrics   []*Fabric
@@ -51,8 +53,8 @@ type Manager struct {
 // refusing to start on a certificate, a template or a recorded state the
 // configuration makes wrong. Nothing is served yet, nothing runs: Run (or
 // Close, to release what New opened).
-func New(ctx context.Context, cfg *config.Config, log *slog.Logger, parts Parts) (*Manager, error) {
-	mgr := &Manager{cfg: cfg, log: log, parts: parts}
+func New(ctx context.Context, cfg *config.Config, log *slog.Logger, version string) (*Manager, error) {
+	mgr := &Manager{cfg: cfg, log: log, version: version}
 	wired := false
 	defer func() {
 		if !wired {
@@ -67,7 +69,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, parts Parts)
 			return nil, fmt.Errorf("[api] tls_cert_file, tls_key_file: %w", err)
 		}
 	}
-	if err := parts.CheckSites(cfg); err != nil {
+	if err := checkFabricSites(cfg); err != nil {
 		return nil, err
 	}
 	plans, err := mgr.openStore(ctx)
@@ -122,7 +124,7 @@ func (mgr *Manager) wireFabrics(ctx context.Context, plans []fabricPlan, checker
 		if view == nil {
 			return fmt.Errorf("%s: the database serves no fabric %q", p.fab.Section(), p.fab.Name)
 		}
-		f, closeSM, err := wireFabric(ctx, p, view, mgr.metrics, checker, mgr.parts,
+		f, closeSM, err := wireFabric(ctx, p, view, mgr.metrics, checker,
 			fabricLogger(mgr.log, mgr.cfg, p.fab.Name))
 		mgr.closers = append(mgr.closers, closeSM)
 		if err != nil {
@@ -176,12 +178,13 @@ func (mgr *Manager) wireAPI(checker *health.Checker) error {
 			"is not set (docs/operations.md)", "listen", cmp.Or(cfg.API.MetricsListen, cfg.API.Listen))
 	}
 	// Every fabric's pkeys API, through its store view.
-	pkeys, writeTimeout, err := pkeysAPIs(cfg, mgr.st, 30*time.Second, mgr.parts.Version)
+	pkeys, writeTimeout, err := pkeysAPIs(cfg, mgr.st, 30*time.Second, mgr.version)
 	if err != nil {
 		return err
 	}
 	// And every [ufm_pkeys:NAME] client's, through its own view.
-	clients, writeTimeout, err := pkeysClientAPIs(cfg, mgr.st, writeTimeout, mgr.parts.Version, mgr.parts.Keys)
+	clients, writeTimeout, err := pkeysClientAPIs(cfg, mgr.st, writeTimeout, mgr.version,
+		func(st *store.Store) opensm.KeySource { return opensm.DatabaseKeys{Store: st} })
 	if err != nil {
 		return err
 	}

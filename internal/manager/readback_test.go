@@ -1,4 +1,4 @@
-package main
+package manager
 
 import (
 	"context"
@@ -150,7 +150,7 @@ func TestReadbackMKeysFollowRotation(t *testing.T) {
 
 // creations counts the calls that may create secrets (a write transaction).
 type creations struct {
-	SecretStore
+	opensm.SecretStore
 	n int
 }
 
@@ -164,13 +164,13 @@ func (c *creations) GetOrCreateSecrets(ctx context.Context, generate func() (map
 // (Keys is a write transaction, at every apply twice), and still follows a
 // rotation recorded meanwhile.
 func TestReadbackMKeysOnlyRead(t *testing.T) {
-	_, st := keysDB(t, config.EngineSQLite)
+	st := storetest.Open(t, config.EngineSQLite)
 	src := &creations{SecretStore: st}
-	created, err := databaseKeys{src}.Keys(t.Context()) // the manager's start
+	created, err := opensm.DatabaseKeys{Store: src}.Keys(t.Context()) // the manager's start
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := &readbackMKeys{keys: databaseKeys{src}, current: created.MKey}
+	k := &readbackMKeys{keys: opensm.DatabaseKeys{Store: src}, current: created.MKey}
 	if got, err := k.MKeys(t.Context()); err != nil || !slices.Equal(got, []uint64{created.MKey}) {
 		t.Fatalf("MKeys = %x, %v; want the created key", got, err)
 	}
@@ -192,7 +192,7 @@ func TestReadbackMKeysOnlyRead(t *testing.T) {
 func BenchmarkReadbackMKeys(b *testing.B) {
 	for _, engine := range []string{config.EngineSQLite, config.EnginePostgres, config.EngineMySQL} {
 		st := storetest.Open(b, engine)
-		keys := databaseKeys{st}
+		keys := opensm.DatabaseKeys{Store: st}
 		if _, err := keys.Keys(b.Context()); err != nil {
 			b.Fatal(err)
 		}

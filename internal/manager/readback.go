@@ -1,4 +1,4 @@
-package main
+package manager
 
 import (
 	"context"
@@ -78,7 +78,7 @@ type readbackMKeys struct {
 }
 
 // recordedKeySource is a KeySource that can read the keys without creating
-// them (databaseKeys): a read, where Keys may write.
+// them (DatabaseKeys): a read, where Keys may write.
 type recordedKeySource interface {
 	RecordedKeys(ctx context.Context) (opensm.Keys, error)
 }

@@ -1,4 +1,4 @@
-package main
+package manager
 
 import (
 	"context"
@@ -21,7 +21,7 @@ func secondSMCheck(ctx context.Context, cfg config.FabricConfig, st *store.Store
 		return nil
 	}
 	// One connection at each look, closed after it.
-	r, _, err := fabricReader(ctx, cfg, databaseKeys{st}, 1)
+	r, _, err := fabricReader(ctx, cfg, opensm.DatabaseKeys{Store: st}, 1)
 	if err != nil {
 		log.Warn("no second subnet manager is looked for: no SMP transport for this fabric", "error", err)
 		return nil
