@@ -18,7 +18,6 @@ var (
 	loadTemplate = manager.LoadTemplate
 	checkRules   = manager.CheckRules
 	fabricRules  = manager.FabricRules
-	rulesOf      = manager.RulesOf
 )
 
 // run is the manager: wired from its configuration, serving its HTTP
