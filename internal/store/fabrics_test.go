@@ -20,13 +20,14 @@ func TestChangeOfAnObjectOnAnotherFabricWritesNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	e := migratedSQLite(ctx, t)
-	s := NewFabrics(e, []FabricRules{
+	db := NewDB(e, []FabricRules{
 		{Name: DefaultFabric, Rules: Rules{PhysicalNetworks: []string{"ibnet"}}},
 		{Name: "storage", Rules: Rules{PhysicalNetworks: []string{"storage"}}},
 	})
-	if err := s.EnsureFabrics(ctx); err != nil {
+	if err := db.EnsureFabrics(ctx); err != nil {
 		t.Fatal(err)
 	}
+	s := db.Fabric(DefaultFabric)
 	vlan, g := int64(100), fabric.GUID(0x248a070300b1c2d4)
 	const net = "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73"
 	if _, err := s.RecordNetwork(ctx, NetworkChange{Network: NetworkSpec{ID: net, Name: "n", Type: "vlan",
@@ -59,7 +60,7 @@ func TestChangeOfAnObjectOnAnotherFabricWritesNothing(t *testing.T) {
 		t.Errorf("default revision = %d, %v; want 0: nothing written there", rev, err)
 	}
 	var c SnapshotCache
-	snap, err := s.Fabric("storage").ReadSnapshot(ctx, &c)
+	snap, err := db.Fabric("storage").ReadSnapshot(ctx, &c)
 	if err != nil || len(snap.Networks) != 1 || len(snap.Members) != 1 {
 		t.Errorf("storage snapshot = %+v, %v; want the network and its port, untouched", snap, err)
 	}
@@ -73,22 +74,23 @@ func TestPhysnetRouting(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	e := migratedSQLite(ctx, t)
-	two := NewFabrics(e, []FabricRules{
+	two := NewDB(e, []FabricRules{
 		{Name: DefaultFabric, Rules: Rules{PhysicalNetworks: []string{"ibnet", "ibnet-2"}}},
 		{Name: "storage", Rules: Rules{PhysicalNetworks: []string{"storage"}}},
 	})
-	one := NewFabrics(e, []FabricRules{{Name: DefaultFabric, Rules: Rules{PhysicalNetworks: []string{"*"}}}})
+	one := NewDB(e, []FabricRules{{Name: DefaultFabric, Rules: Rules{PhysicalNetworks: []string{"*"}}}})
 	for _, tc := range []struct {
 		s         *Store
 		physnet   string
 		fabric    string
 		partition bool
 	}{
-		{two, "ibnet-2", DefaultFabric, true}, {two, "storage", "storage", true}, {two, "elsewhere", DefaultFabric, false},
-		{two.Fabric("storage"), "ibnet", DefaultFabric, true}, {one, "anything", DefaultFabric, true},
+		{two.Fabric(DefaultFabric), "ibnet-2", DefaultFabric, true}, {two.Fabric(DefaultFabric), "storage", "storage", true},
+		{two.Fabric(DefaultFabric), "elsewhere", DefaultFabric, false},
+		{two.Fabric("storage"), "ibnet", DefaultFabric, true}, {one.Fabric(DefaultFabric), "anything", DefaultFabric, true},
 	} {
 		v := tc.s.fabricOfPhysnet(tc.physnet)
-		if got := tc.s.FabricOfPhysnet(tc.physnet); got != tc.fabric || v.FabricName() != tc.fabric {
+		if got := tc.s.db.FabricOfPhysnet(tc.physnet); got != tc.fabric || v.FabricName() != tc.fabric {
 			t.Errorf("physnet %q routed to %q (view %q), want %q", tc.physnet, got, v.FabricName(), tc.fabric)
 		}
 		if got := v.rules.managesPhysnet(tc.physnet); got != tc.partition {
