@@ -51,11 +51,6 @@ func NewDB(d driver.Driver, fabrics []FabricRules) *DB {
 	return db
 }
 
-// NewFabrics is NewDB's default fabric's view.
-func NewFabrics(d driver.Driver, fabrics []FabricRules) *Store {
-	return NewDB(d, fabrics).Fabric(fabrics[0].Name)
-}
-
 // Name is the engine's name: "postgres", "mysql" or "sqlite".
 func (db *DB) Name() string { return db.d.Name() }
 
@@ -77,9 +72,6 @@ func (db *DB) FabricNames() []string { return append([]string(nil), db.order...)
 // before it is routed to its fabric.
 func (db *DB) defaultView() *Store { return db.views[db.order[0]] }
 
-// Fabric is the view of fabric name of the database s is a view of (DB.Fabric).
-func (s *Store) Fabric(name string) *Store { return s.fabricView(name) }
-
 // fabricView is the view of fabric name; nil when the database serves no
 // such fabric. A store of one fabric is its own view (WithRules, WithClock).
 func (s *Store) fabricView(name string) *Store {
@@ -99,13 +91,6 @@ func (s *Store) FabricName() string {
 	}
 	return s.fabric
 }
-
-// FabricNames are the fabrics the database of s serves (DB.FabricNames).
-func (s *Store) FabricNames() []string { return s.db.FabricNames() }
-
-// EnsureFabrics writes the state rows of every fabric the database of s
-// serves (DB.EnsureFabrics).
-func (s *Store) EnsureFabrics(ctx context.Context) error { return s.db.EnsureFabrics(ctx) }
 
 // EnsureFabrics gives every fabric the database serves its own revision,
 // leadership and Kubernetes state rows, once: a fabric's first start writes
@@ -252,16 +237,10 @@ func (s *Store) physnetMoved(n Network, fab string) error {
 	return &PhysnetMovedError{NetworkID: n.ID, Physnet: n.PhysicalNetwork, Recorded: fab, Configured: to}
 }
 
-// FabricOfPhysnet is the fabric a network on physnet is recorded on now
-// (DB.FabricOfPhysnet).
-func (s *Store) FabricOfPhysnet(physnet string) string {
-	return s.fabricOfPhysnet(physnet).FabricName()
-}
-
 // FabricOfPhysnet is the fabric a network on physnet is recorded on now:
 // the one whose physical networks list it, else the default fabric.
 func (db *DB) FabricOfPhysnet(physnet string) string {
-	return db.defaultView().FabricOfPhysnet(physnet)
+	return db.defaultView().fabricOfPhysnet(physnet).FabricName()
 }
 
 // RecordNetwork records a Neutron network change on the fabric of its

@@ -206,15 +206,6 @@ func (s *Store) WithClock(now func() time.Time) *Store {
 	return &c
 }
 
-// Name is the engine's name: "postgres", "mysql" or "sqlite".
-func (s *Store) Name() string { return s.d.Name() }
-
-// Close closes the engine's connections.
-func (s *Store) Close() error { return s.d.Close() }
-
-// Migrate applies the engine's embedded migrations.
-func (s *Store) Migrate(ctx context.Context) error { return s.d.Migrate(ctx) }
-
 // TryLock takes the fabric's applier lock if it is free; nil Lock if another
 // holds it.
 func (s *Store) TryLock(ctx context.Context) (Lock, error) { return s.d.TryLock(ctx, s.FabricName()) }
