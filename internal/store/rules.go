@@ -43,7 +43,7 @@ type Rules struct {
 	// Kubernetes pkey and of all of them. 0: no limit.
 	KubernetesMaxMembersPerPKey, KubernetesMaxMembers int
 
-	// fabric is the fabric whose rules these are (set by NewFabrics): the
+	// fabric is the fabric whose rules these are (set by NewDB): the
 	// sections a refusal names are that fabric's.
 	fabric string
 }
