@@ -110,10 +110,10 @@ func (f operatorFabric) status() status.Fabric {
 	return status.Fabric{Name: f.name, Section: f.section, Config: f.cfg}
 }
 
-// view is the fabric's view of st: what it reads and changes is this
+// view is the fabric's view of db: what it reads and changes is this
 // fabric's alone.
-func (f operatorFabric) view(st *store.Store) (*store.Store, error) {
-	v := st.Fabric(f.name)
+func (f operatorFabric) view(db *store.DB) (*store.Store, error) {
+	v := db.Fabric(f.name)
 	if v == nil {
 		// The store is opened with every configured fabric: not reached
 		// unless the configuration and the store disagree.

@@ -101,8 +101,8 @@ func withOperatorStore(ctx context.Context, path, fabric string, log *slog.Logge
 	if err != nil {
 		return err
 	}
-	return withOperatorDatabase(ctx, cfg, log, func(ctx context.Context, st *store.Store) error {
-		v, err := f.view(st)
+	return withOperatorDatabase(ctx, cfg, log, func(ctx context.Context, db *store.DB) error {
+		v, err := f.view(db)
 		if err != nil {
 			return err
 		}
@@ -111,10 +111,10 @@ func withOperatorStore(ctx context.Context, path, fabric string, log *slog.Logge
 }
 
 // withOperatorDatabase opens the database of cfg without migrating it, and
-// runs fn with the store (every fabric's; the default fabric's view).
+// runs fn with the database (every fabric's view).
 func withOperatorDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger,
-	fn func(ctx context.Context, st *store.Store) error) error {
-	st, err := openExisting(ctx, cfg, fabricRules(cfg), operatorConnectTimeout, log)
+	fn func(ctx context.Context, db *store.DB) error) error {
+	db, err := openExisting(ctx, cfg, fabricRules(cfg), operatorConnectTimeout, log)
 	if nc := (notReadyError{}); errors.As(err, &nc) {
 		return nc
 	}
@@ -122,8 +122,8 @@ func withOperatorDatabase(ctx context.Context, cfg *config.Config, log *slog.Log
 		return &unreachableError{cfg: cfg,
 			err: fmt.Errorf("database %s is unreachable: %w", config.RedactURL(cfg.Database.Connection), err)}
 	}
-	defer st.Close()
-	if err := fn(ctx, st); err != nil {
+	defer db.Close()
+	if err := fn(ctx, db); err != nil {
 		return fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
 	}
 	return nil

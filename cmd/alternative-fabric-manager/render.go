@@ -39,15 +39,15 @@ func renderFabric(ctx context.Context, cfg *config.Config, name string, out io.W
 	if err != nil {
 		return f.wrap(err)
 	}
-	st, err := openExisting(ctx, cfg, fabricRules(cfg), 30*time.Second, log)
+	db, err := openExisting(ctx, cfg, fabricRules(cfg), 30*time.Second, log)
 	if nc := (notReadyError{}); errors.As(err, &nc) {
 		return nc
 	}
 	if err != nil {
 		return fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
 	}
-	defer st.Close()
-	view, err := f.view(st)
+	defer db.Close()
+	view, err := f.view(db)
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func fabricDatabase(t *testing.T, opensm string) *config.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer st.DB().Close()
 	vlan, guid := int64(101), portGUID
 	if _, err := st.RecordNetwork(ctx, store.NetworkChange{Operation: store.OpCreateNetwork,
 		Network: store.NetworkSpec{ID: networkID, Name: "tenant-a", Type: store.TypeVLAN, PhysicalNetwork: "ib", SegmentationID: &vlan}}); err != nil {
@@ -187,7 +187,7 @@ func TestRenderPartitionsDoesNotMigrate(t *testing.T) {
 	}
 	st, err := storeopen.Open(context.Background(), config.EngineSQLite, path, false, store.Rules{}, quietLog())
 	if err == nil {
-		st.Close()
+		st.DB().Close()
 	}
 	if behind := (*storeopen.SchemaBehindError)(nil); !errors.As(err, &behind) || behind.Current != 0 {
 		t.Errorf("--render created the schema: opening the database again gave %v", err)
@@ -263,7 +263,7 @@ func TestRenderKubernetesPartitions(t *testing.T) {
 	}
 	_, err = st.AddKubernetesGUIDs(ctx, store.KubernetesAddition{PKey: 0x1005, Members: []store.KubernetesMember{
 		{GUID: 0x0002c90300000201, Membership: fabric.Limited}}})
-	st.Close()
+	st.DB().Close()
 	if err != nil {
 		t.Fatal(err)
 	}

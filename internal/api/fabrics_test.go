@@ -52,7 +52,7 @@ func newFabricsFixture(t *testing.T, engine string, tune func(o *PKeysOptions)) 
 		{Name: store.DefaultFabric, Rules: store.Rules{PhysicalNetworks: []string{"ibnet"}, KubernetesRange: kubeRange}},
 		{Name: storageFabric, Rules: store.Rules{PhysicalNetworks: []string{"storage"}, KubernetesRange: storageRange}},
 	})
-	storage := st.Fabric(storageFabric)
+	storage := st.DB().Fabric(storageFabric)
 	compute := PKeysOptions{Store: st, Prefix: "/ufmRest", Username: ufmUser, Password: ufmPassword,
 		ApplyTimeout: 10 * time.Millisecond, PollInterval: 5 * time.Millisecond, Version: "test 1.0"}
 	other := compute
@@ -87,7 +87,7 @@ func openFabricsOn(t *testing.T, db storetest.Database, fabrics []store.FabricRu
 		t.Fatalf("open %s: %v", db.Engine, err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return st
+	return st.Fabric(fabrics[0].Name)
 }
 
 // kubernetesPKeys lists the Kubernetes pkeys a fabric's view holds.

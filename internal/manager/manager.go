@@ -36,7 +36,7 @@ type Manager struct {
 	// version is the binary's version, which the pkeys API reports.
 	version string
 	certs   *tlsreload.Reloader // nil: the API is served without TLS
-	st      *store.Store        // the default fabric's view
+	db      *store.DB           // the database, every fabric's view
 	// fabrics are every fabric's OpenSM, applier and election, the default
 	// first.
 	fabrics   []*Fabric
@@ -102,15 +102,15 @@ func (mgr *Manager) openStore(ctx context.Context) ([]fabricPlan, error) {
 		}
 		rules[i].Rules = plans[i].rules
 	}
-	if mgr.st, err = OpenStore(ctx, cfg, cfg.Database.AutoMigrate, rules, mgr.log); err != nil {
+	if mgr.db, err = OpenStore(ctx, cfg, cfg.Database.AutoMigrate, rules, mgr.log); err != nil {
 		return nil, err
 	}
-	mgr.closers = append(mgr.closers, func() { mgr.st.Close() })
+	mgr.closers = append(mgr.closers, func() { mgr.db.Close() })
 	// A fabric's first start writes its state rows, whether or not this
 	// start migrates (auto_migrate = false: --migrate did): they are rows,
 	// not schema.
 	if !cfg.Database.AutoMigrate && len(cfg.Fabrics) > 1 {
-		if err := mgr.st.EnsureFabrics(ctx); err != nil {
+		if err := mgr.db.EnsureFabrics(ctx); err != nil {
 			return nil, fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
 		}
 	}
@@ -120,7 +120,7 @@ func (mgr *Manager) openStore(ctx context.Context) ([]fabricPlan, error) {
 // wireFabrics wires each planned fabric on its store view.
 func (mgr *Manager) wireFabrics(ctx context.Context, plans []fabricPlan, checker *health.Checker) error {
 	for _, p := range plans {
-		view := mgr.st.Fabric(p.fab.Name)
+		view := mgr.db.Fabric(p.fab.Name)
 		if view == nil {
 			return fmt.Errorf("%s: the database serves no fabric %q", p.fab.Section(), p.fab.Name)
 		}
@@ -178,18 +178,18 @@ func (mgr *Manager) wireAPI(checker *health.Checker) error {
 			"is not set (docs/operations.md)", "listen", cmp.Or(cfg.API.MetricsListen, cfg.API.Listen))
 	}
 	// Every fabric's pkeys API, through its store view.
-	pkeys, writeTimeout, err := pkeysAPIs(cfg, mgr.st, 30*time.Second, mgr.version)
+	pkeys, writeTimeout, err := pkeysAPIs(cfg, mgr.db, 30*time.Second, mgr.version)
 	if err != nil {
 		return err
 	}
 	// And every [ufm_pkeys:NAME] client's, through its own view.
-	clients, writeTimeout, err := pkeysClientAPIs(cfg, mgr.st, writeTimeout, mgr.version,
+	clients, writeTimeout, err := pkeysClientAPIs(cfg, mgr.db, writeTimeout, mgr.version,
 		func(st *store.Store) opensm.KeySource { return opensm.DatabaseKeys{Store: st} })
 	if err != nil {
 		return err
 	}
 	opts.PKeys = append(pkeys, clients...)
-	mgr.apiServer = api.New(opts, mgr.st, log)
+	mgr.apiServer = api.New(opts, mgr.db, log)
 	mgr.servers = listeners(cfg, mgr.apiServer, m.Handler(), mgr.certs, writeTimeout, log)
 	return nil
 }

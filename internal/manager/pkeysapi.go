@@ -19,15 +19,15 @@ import (
 // set serves no route, but its prefix answers 404 saying so. A fabric with
 // a listen address is served there alone (pkeysListeners). Each reports
 // version, the binary's.
-func pkeysAPIs(cfg *config.Config, st *store.Store, writeTimeout time.Duration, version string) ([]api.PKeysOptions, time.Duration, error) {
+func pkeysAPIs(cfg *config.Config, db *store.DB, writeTimeout time.Duration, version string) ([]api.PKeysOptions, time.Duration, error) {
 	var out []api.PKeysOptions
 	for _, f := range cfg.Fabrics {
 		u := f.UFMPKeys
 		o := api.PKeysOptions{Fabric: f.Name, Section: f.UFMPKeysSection(), Prefix: u.Prefix, OwnListener: u.Listen != ""}
 		if u.Enabled() {
-			view := st.Fabric(f.Name)
+			view := db.Fabric(f.Name)
 			if view == nil {
-				return nil, 0, fmt.Errorf("%s: the store serves no fabric %q (it serves %v)", f.UFMPKeysSection(), f.Name, st.FabricNames())
+				return nil, 0, fmt.Errorf("%s: the store serves no fabric %q (it serves %v)", f.UFMPKeysSection(), f.Name, db.FabricNames())
 			}
 			o.Store, o.Username, o.Password = view, u.Username, u.Password
 			o.ApplyTimeout, o.Version = u.ApplyTimeout, version

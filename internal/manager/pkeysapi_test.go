@@ -14,9 +14,9 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
 )
 
-// openFabricsStore is a migrated SQLite store serving cfg's fabrics, each by
-// its physical networks and pkey_range; closed when the test ends.
-func openFabricsStore(t *testing.T, cfg *config.Config) *store.Store {
+// openFabricsStore is a migrated SQLite database serving cfg's fabrics, each
+// by its physical networks and pkey_range; closed when the test ends.
+func openFabricsStore(t *testing.T, cfg *config.Config) *store.DB {
 	t.Helper()
 	var fabrics []store.FabricRules
 	for _, f := range cfg.Fabrics {
@@ -107,8 +107,8 @@ func writeConfText(t *testing.T, path, text string) {
 	}
 }
 
-// storeOfDefaultOnly is a store that serves the default fabric alone.
-func storeOfDefaultOnly(t *testing.T) *store.Store {
+// storeOfDefaultOnly is a database that serves the default fabric alone.
+func storeOfDefaultOnly(t *testing.T) *store.DB {
 	t.Helper()
 	cfg := config.Default()
 	return openFabricsStore(t, &cfg)

@@ -32,18 +32,18 @@ func pkeysClientRules(cfg *config.Config, fabric string) map[string]store.PKeysC
 // its own view of its fabric's store (store.Store.PKeysClient), and the
 // write timeout the slowest answer needs. keys gives a fabric's OpenSM keys,
 // for the clients allowed /app/smconf.
-func pkeysClientAPIs(cfg *config.Config, st *store.Store, writeTimeout time.Duration, version string,
+func pkeysClientAPIs(cfg *config.Config, db *store.DB, writeTimeout time.Duration, version string,
 	keys func(*store.Store) opensm.KeySource) ([]api.PKeysOptions, time.Duration, error) {
 	var out []api.PKeysOptions
 	for _, p := range cfg.PKeysClients {
-		fab := st.Fabric(p.Fabric)
+		fab := db.Fabric(p.Fabric)
 		var view *store.Store
 		if fab != nil {
 			view = fab.PKeysClient(p.Name)
 		}
 		if view == nil {
 			return nil, 0, fmt.Errorf("%s: the store serves no such client on fabric %q (it serves %v)",
-				p.Section(), p.Fabric, st.FabricNames())
+				p.Section(), p.Fabric, db.FabricNames())
 		}
 		o := api.PKeysOptions{Fabric: p.Fabric, Client: p.Name, Section: p.Section(), Prefix: p.Prefix, Store: view,
 			Username: p.Username, Password: p.Password, Token: p.Token, ApplyTimeout: p.ApplyTimeout, Version: version,

@@ -15,9 +15,8 @@ import (
 )
 
 // OpenStore opens the configured database, migrating it when asked to, with
-// a view per fabric (fabrics: each one's rules, the default first); it
-// returns the default fabric's view.
-func OpenStore(ctx context.Context, cfg *config.Config, migrate bool, fabrics []store.FabricRules, log *slog.Logger) (*store.Store, error) {
+// a view per fabric (fabrics: each one's rules, the default first).
+func OpenStore(ctx context.Context, cfg *config.Config, migrate bool, fabrics []store.FabricRules, log *slog.Logger) (*store.DB, error) {
 	conn, err := config.ParseConnection(cfg.Database.Connection)
 	if err != nil {
 		return nil, err

@@ -76,7 +76,7 @@ var errDryRun = errors.New("dry run: nothing is written")
 // template lists). An outcome without networks: nothing to move.
 func (s *Store) MovePhysnet(ctx context.Context, m PhysnetMove) (PhysnetMoveOutcome, error) {
 	to := s.fabricOfPhysnet(m.Physnet)
-	fabrics := s.FabricNames()
+	fabrics := s.db.FabricNames()
 	slices.Sort(fabrics)
 	var out PhysnetMoveOutcome
 	err := s.d.InChangeTx(ctx, func(q driver.ChangeTx) error {

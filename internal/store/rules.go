@@ -52,7 +52,7 @@ type Rules struct {
 	client      string
 	deleteEmpty bool
 
-	// fabric is the fabric whose rules these are (set by NewFabrics): the
+	// fabric is the fabric whose rules these are (set by NewDB): the
 	// sections a refusal names are that fabric's.
 	fabric string
 }

@@ -261,10 +261,10 @@ func TestFabricsMigration(t *testing.T) {
 			}
 		}
 
-		two := OpenFabricsDatabase(t, d)
+		two := OpenFabricsDatabase(t, d).Fabric(store.DefaultFabric)
 		mustNetwork(t, two, storageNetwork(netB, 101))
 		// Serving two fabrics, the storage fabric has its own m_key.
-		secrets, err := two.Fabric(storageFabric).GetOrCreateSecrets(ctx, func() (map[string]string, error) {
+		secrets, err := two.DB().Fabric(storageFabric).GetOrCreateSecrets(ctx, func() (map[string]string, error) {
 			return map[string]string{"m_key": "b"}, nil
 		})
 		if err != nil || secrets["m_key"] != "b" {
