@@ -58,7 +58,10 @@ type KubernetesAddition struct {
 	Members []KubernetesMember
 	// IPoIB is ip_over_ib; nil keeps a recorded pkey's and gives a new one
 	// IPoIB, as UFM does.
-	IPoIB     *bool
+	IPoIB *bool
+	// Replace makes Members the pkey's only members (UFM's PUT of
+	// /resources/pkeys): a member not listed leaves it, in the same change.
+	Replace   bool
 	CreatedBy string
 	Request   string
 	RequestID string
@@ -145,6 +148,14 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 		if err != nil && !driver.IsNoRows(err) {
 			return Job{}, err
 		}
+		// A replaced member leaves before the limits are checked: they
+		// count the members the pkey keeps.
+		var dropped []fabric.GUID
+		if a.Replace && known {
+			if dropped, err = dropUnlistedMembers(ctx, tx, a); err != nil {
+				return Job{}, err
+			}
+		}
 		added := 0 // GUIDs not yet members
 		for _, m := range a.Members {
 			member, err := s.checkKubernetesMember(ctx, tx, a.PKey, m, limit)
@@ -186,13 +197,53 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 		if err != nil {
 			return Job{}, err
 		}
-		return kubernetesChanged(ctx, tx, rev, a.PKey, Job{
-			Operation:   OpAddKubernetesGUIDs,
-			Description: fmt.Sprintf("Add %s to Kubernetes pkey %s", memberList(a.Members), a.PKey),
-			Result:      fmt.Sprintf("%s in Kubernetes pkey %s", memberList(a.Members), a.PKey) + releasedText("they", released),
-			CreatedBy:   a.CreatedBy, Request: a.Request, RequestID: a.RequestID,
-		})
+		return kubernetesChanged(ctx, tx, rev, a.PKey, a.job(releasedText("they", released), dropped))
 	})
+}
+
+// job is an addition's job: released is what it says of the GUIDs' adopted
+// partitions, dropped the members a replacement took out.
+func (a KubernetesAddition) job(released string, dropped []fabric.GUID) Job {
+	j := Job{
+		Operation:   OpAddKubernetesGUIDs,
+		Description: fmt.Sprintf("Add %s to Kubernetes pkey %s", memberList(a.Members), a.PKey),
+		Result:      fmt.Sprintf("%s in Kubernetes pkey %s", memberList(a.Members), a.PKey) + released,
+		CreatedBy:   a.CreatedBy, Request: a.Request, RequestID: a.RequestID,
+	}
+	if a.Replace {
+		// The operation stays an addition's: the capacity check fails a job
+		// that adds GUIDs their switch ports cannot hold.
+		j.Description = fmt.Sprintf("Set the members of Kubernetes pkey %s to %s", a.PKey, memberList(a.Members))
+		if len(dropped) > 0 {
+			j.Result += fmt.Sprintf("; %s are no members any more", guidList(dropped))
+		}
+	}
+	return j
+}
+
+// dropUnlistedMembers takes out of a.PKey the members a (a replacement) does
+// not list, and promises them absent; it returns them.
+func dropUnlistedMembers(ctx context.Context, tx *changeTx, a KubernetesAddition) ([]fabric.GUID, error) {
+	members, err := tx.q.ListKubernetesMembersOfPKey(ctx, tx.fabric, a.PKey)
+	if err != nil {
+		return nil, fmt.Errorf("the members of pkey %s: %w", a.PKey, err)
+	}
+	listed := make(map[fabric.GUID]bool, len(a.Members))
+	for _, m := range a.Members {
+		listed[m.GUID] = true
+	}
+	var dropped []fabric.GUID
+	for _, m := range members {
+		if listed[m.Guid] {
+			continue
+		}
+		if _, err := tx.q.DeleteKubernetesMember(ctx, tx.fabric, a.PKey, m.Guid); err != nil {
+			return nil, err
+		}
+		dropped = append(dropped, m.Guid)
+		tx.promise(Place{GUID: m.Guid, PKey: a.PKey, Want: WantAbsent})
+	}
+	return dropped, nil
 }
 
 // checkKubernetesAddition refuses an addition the rules refuse on its own,

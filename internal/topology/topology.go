@@ -284,24 +284,8 @@ func Parse(r io.Reader) (*Topology, error) {
 		}
 		t.addLink(ends)
 		t.addPorts(ends, m[19])
-		for _, e := range ends {
-			if err := t.addLID(e); err != nil {
-				return nil, fmt.Errorf("line %d: %w", n, err)
-			}
-			if e.kind == "CA" {
-				t.portOf[nodePort{e.nodeGUID, e.port}] = e.portGUID
-			}
-			if e.kind != "SW" {
-				continue
-			}
-			sw := Switch{GUID: e.nodeGUID, Description: e.description, Ports: e.ports}
-			if prev, seen := t.switches[sw.GUID]; seen && prev != sw {
-				return nil, fmt.Errorf("line %d: switch %s is %q with %d ports, but line %d says %q with %d ports",
-					n, sw.GUID, sw.Description, sw.Ports, switchLine[sw.GUID], prev.Description, prev.Ports)
-			}
-			if _, seen := t.switches[sw.GUID]; !seen {
-				t.switches[sw.GUID], switchLine[sw.GUID] = sw, n
-			}
+		if err := t.addEnds(n, ends, switchLine); err != nil {
+			return nil, err
 		}
 		for i, host := range ends {
 			sw := ends[1-i]
@@ -321,4 +305,29 @@ func Parse(r io.Reader) (*Topology, error) {
 	}
 	t.routes = t.directedRoutes()
 	return t, nil
+}
+
+// addEnds records the LIDs, CA ports and switches of line n's two ends:
+// switchLine is the line that first described each switch.
+func (t *Topology) addEnds(n int, ends [2]end, switchLine map[fabric.GUID]int) error {
+	for _, e := range ends {
+		if err := t.addLID(e); err != nil {
+			return fmt.Errorf("line %d: %w", n, err)
+		}
+		if e.kind == "CA" {
+			t.portOf[nodePort{e.nodeGUID, e.port}] = e.portGUID
+		}
+		if e.kind != "SW" {
+			continue
+		}
+		sw := Switch{GUID: e.nodeGUID, Description: e.description, Ports: e.ports}
+		if prev, seen := t.switches[sw.GUID]; seen && prev != sw {
+			return fmt.Errorf("line %d: switch %s is %q with %d ports, but line %d says %q with %d ports",
+				n, sw.GUID, sw.Description, sw.Ports, switchLine[sw.GUID], prev.Description, prev.Ports)
+		}
+		if _, seen := t.switches[sw.GUID]; !seen {
+			t.switches[sw.GUID], switchLine[sw.GUID] = sw, n
+		}
+	}
+	return nil
 }

@@ -26,6 +26,7 @@ var kubernetesTests = []storeTest{
 	{"GUIDsNotOnTheFabricCountAgainstTheirSwitchPort", testPortLimitOffFabric},
 	{"ConcurrentAdditionsOfOneGUIDStayUnderThePortLimit", testPortLimitConcurrent},
 	{"ConcurrentNeutronAndKubernetesClaimsOfOneGUID", testConcurrentNeutronKubernetesClaims},
+	{"KubernetesReplaceSetsTheMembers", testKubernetesReplace},
 }
 
 var kubeRange = fabric.PKeyRange{First: 0x1000, Last: 0x1fff}
@@ -482,5 +483,37 @@ func testConcurrentNeutronKubernetesClaims(t *testing.T, s *store.Store) {
 		if (perr == nil) == (kerr == nil) {
 			t.Fatalf("GUID %x: port %v, Kubernetes %v; want exactly one accepted", g, perr, kerr)
 		}
+	}
+}
+
+// testKubernetesReplace replaces a pkey's members (UFM's PUT): a member not
+// listed leaves in the same change, a listed one takes the membership asked,
+// and max_members_per_pkey counts the members the pkey keeps, not those it
+// had.
+func testKubernetesReplace(t *testing.T, s *store.Store) {
+	s = s.WithRules(store.Rules{
+		PhysicalNetworks: []string{"ibnet"}, FlatPKey: store.DefaultFlatPKey,
+		KubernetesRange: kubeRange, KubernetesMaxMembersPerPKey: 2,
+	})
+	ctx := t.Context()
+	const guidD uint64 = 0x0002c9030000d00d
+	mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidA), limited(guidB))))
+	put := kubeAdd(0x1005, full(guidB), limited(guidD))
+	put.Replace = true
+	j := mustKube(t)(s.AddKubernetesGUIDs(ctx, put))
+	if j.Operation != store.OpAddKubernetesGUIDs || !strings.Contains(j.Description, "Set the members of Kubernetes pkey 0x1005") ||
+		!strings.Contains(j.Result, fmt.Sprintf("%016x are no members any more", guidA)) {
+		t.Fatalf("replace: job = %+v", j)
+	}
+	want := []store.KubernetesMember{since(limited(guidD), 2), since(full(guidB), 2)}
+	if got, err := s.GetKubernetesPKey(ctx, 0x1005); err != nil || !reflect.DeepEqual(got.Members, want) {
+		t.Fatalf("after replace: %+v, %v; want members %+v", got, err, want)
+	}
+	// A replacement of a pkey not recorded creates it, as an addition does.
+	put = kubeAdd(0x1006, full(guidA))
+	put.Replace = true
+	mustKube(t)(s.AddKubernetesGUIDs(ctx, put))
+	if got, err := s.GetKubernetesPKey(ctx, 0x1006); err != nil || len(got.Members) != 1 || !got.IPoIB {
+		t.Fatalf("replace of a new pkey: %+v, %v", got, err)
 	}
 }
