@@ -95,7 +95,7 @@ func (q *Queries) DeleteKubernetesPKey(ctx context.Context, arg DeleteKubernetes
 
 const getKubernetesPKey = `-- name: GetKubernetesPKey :one
 
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric FROM kubernetes_pkeys WHERE fabric = ? AND pkey = ?
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, partition_name FROM kubernetes_pkeys WHERE fabric = ? AND pkey = ?
 `
 
 type GetKubernetesPKeyParams struct {
@@ -116,6 +116,7 @@ func (q *Queries) GetKubernetesPKey(ctx context.Context, arg GetKubernetesPKeyPa
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Fabric,
+		&i.PartitionName,
 	)
 	return i, err
 }
@@ -284,7 +285,7 @@ func (q *Queries) ListKubernetesMembersOfPKey(ctx context.Context, arg ListKuber
 }
 
 const listKubernetesPKeys = `-- name: ListKubernetesPKeys :many
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric FROM kubernetes_pkeys WHERE fabric = ? ORDER BY pkey
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, partition_name FROM kubernetes_pkeys WHERE fabric = ? ORDER BY pkey
 `
 
 func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]KubernetesPkey, error) {
@@ -303,6 +304,7 @@ func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.Fabric,
+			&i.PartitionName,
 		); err != nil {
 			return nil, err
 		}
@@ -360,6 +362,22 @@ type MarkKubernetesChangedParams struct {
 // moves last_updated.
 func (q *Queries) MarkKubernetesChanged(ctx context.Context, arg MarkKubernetesChangedParams) error {
 	_, err := q.db.ExecContext(ctx, markKubernetesChanged, arg.Revision, arg.Fabric)
+	return err
+}
+
+const setKubernetesPartitionName = `-- name: SetKubernetesPartitionName :exec
+UPDATE kubernetes_pkeys SET partition_name = ? WHERE fabric = ? AND pkey = ?
+`
+
+type SetKubernetesPartitionNameParams struct {
+	PartitionName *string
+	Fabric        string
+	Pkey          fabric.PKey
+}
+
+// The name a client gave the pkey (partition_name), which its reads return.
+func (q *Queries) SetKubernetesPartitionName(ctx context.Context, arg SetKubernetesPartitionNameParams) error {
+	_, err := q.db.ExecContext(ctx, setKubernetesPartitionName, arg.PartitionName, arg.Fabric, arg.Pkey)
 	return err
 }
 

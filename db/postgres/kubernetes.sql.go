@@ -74,7 +74,7 @@ func (q *Queries) DeleteKubernetesPKey(ctx context.Context, fabric string, pkey 
 
 const getKubernetesPKey = `-- name: GetKubernetesPKey :one
 
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric FROM kubernetes_pkeys WHERE fabric = $1 AND pkey = $2
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, partition_name FROM kubernetes_pkeys WHERE fabric = $1 AND pkey = $2
 `
 
 // The Kubernetes partitions (ib-kubernetes, through the UFM pkeys API): see
@@ -89,6 +89,7 @@ func (q *Queries) GetKubernetesPKey(ctx context.Context, fabric string, pkey fab
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Fabric,
+		&i.PartitionName,
 	)
 	return i, err
 }
@@ -233,7 +234,7 @@ func (q *Queries) ListKubernetesMembersOfPKey(ctx context.Context, fabric string
 }
 
 const listKubernetesPKeys = `-- name: ListKubernetesPKeys :many
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric FROM kubernetes_pkeys WHERE fabric = $1 ORDER BY pkey
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, partition_name FROM kubernetes_pkeys WHERE fabric = $1 ORDER BY pkey
 `
 
 func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]KubernetesPkey, error) {
@@ -252,6 +253,7 @@ func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.Fabric,
+			&i.PartitionName,
 		); err != nil {
 			return nil, err
 		}
@@ -293,6 +295,16 @@ UPDATE kubernetes_state SET changed_revision = $1 WHERE fabric = $2
 // moves last_updated.
 func (q *Queries) MarkKubernetesChanged(ctx context.Context, revision int64, fabric string) error {
 	_, err := q.db.Exec(ctx, markKubernetesChanged, revision, fabric)
+	return err
+}
+
+const setKubernetesPartitionName = `-- name: SetKubernetesPartitionName :exec
+UPDATE kubernetes_pkeys SET partition_name = $1 WHERE fabric = $2 AND pkey = $3
+`
+
+// The name a client gave the pkey (partition_name), which its reads return.
+func (q *Queries) SetKubernetesPartitionName(ctx context.Context, partitionName *string, fabric string, pkey fabric.PKey) error {
+	_, err := q.db.Exec(ctx, setKubernetesPartitionName, partitionName, fabric, pkey)
 	return err
 }
 

@@ -127,12 +127,13 @@ type KubernetesMember struct {
 }
 
 type KubernetesPkey struct {
-	Pkey      fabric.PKey
-	IpOverIb  bool
-	Revision  int64
-	CreatedAt time.Time
-	UpdatedAt time.Time
-	Fabric    string
+	Pkey          fabric.PKey
+	IpOverIb      bool
+	Revision      int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	Fabric        string
+	PartitionName *string
 }
 
 type KubernetesState struct {

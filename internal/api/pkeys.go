@@ -267,6 +267,9 @@ type addBody struct {
 	Memberships []string `json:"memberships"`
 	Index0      *bool    `json:"index0"`
 	IPoIB       *bool    `json:"ip_over_ib"`
+	// PartitionName is the name the client gives the pkey, which reads
+	// return as its partition (partitionName).
+	PartitionName *string `json:"partition_name"`
 }
 
 // createBody is a POST of /resources/pkeys/add. UFM's other fields
@@ -327,6 +330,11 @@ func (b addBody) addition() (store.KubernetesAddition, error) {
 		memberships[i] = m
 	}
 	a := store.KubernetesAddition{PKey: pkey, IPoIB: b.IPoIB}
+	if b.PartitionName != nil {
+		if a.PartitionName, err = partitionName(*b.PartitionName); err != nil {
+			return store.KubernetesAddition{}, err
+		}
+	}
 	for i, g := range guids {
 		a.Members = append(a.Members, store.KubernetesMember{GUID: g, Membership: memberships[i],
 			Index0: b.Index0 != nil && *b.Index0})
@@ -466,7 +474,8 @@ type guidEntry struct {
 }
 
 func viewPKey(p store.KubernetesPKey, withGUIDs, withQoS bool) pkeyView {
-	v := pkeyView{PKey: p.PKey.String(), Partition: partitions.KubernetesPartitionName(p.PKey), IPoIB: p.IPoIB}
+	v := pkeyView{PKey: p.PKey.String(), Partition: cmp.Or(p.PartitionName, partitions.KubernetesPartitionName(p.PKey)),
+		IPoIB: p.IPoIB}
 	if withQoS {
 		v.QoSConf = qosConfView(p)
 	}

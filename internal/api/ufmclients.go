@@ -180,6 +180,23 @@ func (pk *pkeysAPI) deleteGUIDs(r *http.Request, ps httprouter.Params) (int, any
 
 func ptr[T any](v T) *T { return &v }
 
+// maxPartitionName is the longest partition_name recorded: OpenSM's
+// partition names are as short.
+const maxPartitionName = 64
+
+// partitionName checks a partition_name: 1 to 64 letters, digits, '_', '-'
+// or '.', so that it reads back as it was given, in any client's log. It is
+// what the pkey's reads return; the partitions file names the partition by
+// its pkey (k8s-<pkey>) whatever it is.
+func partitionName(name string) (string, error) {
+	if name == "" || len(name) > maxPartitionName || strings.Trim(name, partitionNameChars) != "" {
+		return "", badRequest("partition_name %q: want 1 to %d letters, digits, '_', '-' or '.'", name, maxPartitionName)
+	}
+	return name, nil
+}
+
+const partitionNameChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-."
+
 // The default partition, 0x7fff, is the configuration's (the partitions
 // template writes it): every pkeys read lists it, as UFM does, and NICo reads
 // it to learn that hosts are its limited members; no change through the API

@@ -136,6 +136,7 @@ const (
 func TestUFMClientSequences(t *testing.T) {
 	dump := filepath.Join("testdata", "ufm", "opensm-subnet.lst")
 	def := `"0x7fff":{"pkey":"0x7fff","partition":"management","ip_over_ib":true,"membership":"limited","index0":false,"guids":[]}`
+	defBare := `"0x7fff":{"pkey":"0x7fff","partition":"management","ip_over_ib":true,"membership":"limited"}`
 	sequences := []struct {
 		name  string
 		steps []step
@@ -171,6 +172,20 @@ func TestUFMClientSequences(t *testing.T) {
 				answer: `{"pkey":"0x7fff","partition":"management","ip_over_ib":true,"membership":"limited","index0":false,"guids":[]}`},
 			{method: "GET", path: "/ufmRest/resources/pkeys/0x1abc?guids_data=true&qos_conf=true", status: 200, answer: `{}`},
 			{method: "GET", path: "/ufmRest/resources/pkeys?qos_conf=maybe", status: 400, says: `qos_conf="maybe"`},
+		}},
+		{"partition_name", []step{
+			{method: "POST", path: "/ufmRest/resources/pkeys", status: 200, says: `"applied":true`,
+				body: `{"pkey":"0x1007","partition_name":"tenant_a","guids":["` + sdkGUID1 + `"]}`},
+			{method: "POST", path: "/ufmRest/resources/pkeys", status: 200, says: `"applied":true`,
+				body: `{"pkey":"0x1007","guids":["` + sdkGUID2 + `"],"membership":"limited"}`},
+			{method: "GET", path: "/ufmRest/resources/pkeys/0x1007", status: 200,
+				answer: `{"pkey":"0x1007","partition":"tenant_a","ip_over_ib":true}`},
+			{method: "POST", path: "/ufmRest/resources/pkeys", status: 400, says: `partition_name "tenant a"`,
+				body: `{"pkey":"0x1007","partition_name":"tenant a","guids":["` + sdkGUID1 + `"]}`},
+			{method: "POST", path: "/ufmRest/resources/pkeys", status: 400, says: `partition_name ""`,
+				body: `{"pkey":"0x1007","partition_name":"","guids":["` + sdkGUID1 + `"]}`},
+			{method: "GET", path: "/ufmRest/resources/pkeys", status: 200,
+				answer: `{"0x1007":{"pkey":"0x1007","partition":"tenant_a","ip_over_ib":true},` + defBare + `}`},
 		}},
 	}
 	for _, seq := range sequences {

@@ -48,6 +48,9 @@ type KubernetesPKey struct {
 	IPoIB    bool
 	Members  []KubernetesMember
 	Revision int64
+	// PartitionName is the name its client gave it (UFM's partition_name);
+	// "": none.
+	PartitionName string
 }
 
 // KubernetesAddition is a POST of UFM's /resources/pkeys: GUIDs join the
@@ -59,6 +62,9 @@ type KubernetesAddition struct {
 	// IPoIB is ip_over_ib; nil keeps a recorded pkey's and gives a new one
 	// IPoIB, as UFM does.
 	IPoIB *bool
+	// PartitionName, when set, is recorded as the pkey's name (UFM's
+	// partition_name); "" keeps a recorded one.
+	PartitionName string
 	// Replace makes Members the pkey's only members (UFM's PUT of
 	// /resources/pkeys): a member not listed leaves it, in the same change.
 	Replace   bool
@@ -182,6 +188,11 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 		}
 		if err := tx.q.UpsertKubernetesPKey(ctx, s.FabricName(), a.PKey, ipoib, rev, tx.now); err != nil {
 			return Job{}, err
+		}
+		if a.PartitionName != "" {
+			if err := tx.q.SetKubernetesPartitionName(ctx, &a.PartitionName, tx.fabric, a.PKey); err != nil {
+				return Job{}, err
+			}
 		}
 		guids := make([]fabric.GUID, 0, len(a.Members))
 		for _, m := range a.Members {
@@ -527,7 +538,7 @@ func kubernetesPKeys(ctx context.Context, fab string, q driver.Queries) ([]Kuber
 	out := make([]KubernetesPKey, len(pkeys))
 	at := make(map[fabric.PKey]int, len(pkeys))
 	for i, p := range pkeys {
-		out[i] = KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision, Members: []KubernetesMember{}}
+		out[i] = kubernetesPKey(p, []KubernetesMember{})
 		at[p.Pkey] = i
 	}
 	for _, m := range members {
@@ -552,9 +563,17 @@ func (s *Store) GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (Kubern
 		if err != nil {
 			return KubernetesPKey{}, err
 		}
-		return KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision,
-			Members: driver.Convert(members, kubernetesMember)}, nil
+		return kubernetesPKey(p, driver.Convert(members, kubernetesMember)), nil
 	})
+}
+
+// kubernetesPKey is a recorded pkey with its members.
+func kubernetesPKey(p driver.KubernetesPKey, members []KubernetesMember) KubernetesPKey {
+	k := KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision, Members: members}
+	if p.PartitionName != nil {
+		k.PartitionName = *p.PartitionName
+	}
+	return k
 }
 
 // KubernetesLastUpdated is when OpenSM was last seen applying a Kubernetes

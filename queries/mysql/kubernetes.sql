@@ -69,3 +69,7 @@ WHERE kubernetes_state.fabric = sqlc.arg(fabric) AND changed_revision > applied_
 
 -- name: KubernetesState :one
 SELECT changed_revision, applied_revision, last_updated FROM kubernetes_state WHERE fabric = sqlc.arg(fabric);
+
+-- The name a client gave the pkey (partition_name), which its reads return.
+-- name: SetKubernetesPartitionName :exec
+UPDATE kubernetes_pkeys SET partition_name = sqlc.arg(partition_name) WHERE fabric = sqlc.arg(fabric) AND pkey = sqlc.arg(pkey);

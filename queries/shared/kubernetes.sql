@@ -67,3 +67,7 @@ WHERE kubernetes_state.fabric = @fabric AND changed_revision > applied_revision 
 
 -- name: KubernetesState :one
 SELECT changed_revision, applied_revision, last_updated FROM kubernetes_state WHERE fabric = @fabric;
+
+-- The name a client gave the pkey (partition_name), which its reads return.
+-- name: SetKubernetesPartitionName :exec
+UPDATE kubernetes_pkeys SET partition_name = @partition_name WHERE fabric = @fabric AND pkey = @pkey;

@@ -105,14 +105,16 @@ type KubernetesMember struct {
 	Fabric     string
 }
 
-// KubernetesPKey is one pkey of the Kubernetes API.
+// KubernetesPKey is one pkey of the Kubernetes API. PartitionName is the
+// name its client gave it; nil: none.
 type KubernetesPKey struct {
-	Pkey      fabric.PKey
-	IpOverIb  bool
-	Revision  int64
-	CreatedAt time.Time
-	UpdatedAt time.Time
-	Fabric    string
+	Pkey          fabric.PKey
+	IpOverIb      bool
+	Revision      int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	Fabric        string
+	PartitionName *string
 }
 
 // Network is one Neutron network.

@@ -324,6 +324,10 @@ func (q queries) UpsertKubernetesPKey(ctx context.Context, fabric string, pkey f
 	return q.Queries.UpsertKubernetesPKey(ctx, mysqldb.UpsertKubernetesPKeyParams{Pkey: pkey, IpOverIb: ipOverIb, Revision: revision, Now: now, Fabric: fabric})
 }
 
+func (q queries) SetKubernetesPartitionName(ctx context.Context, partitionName *string, fabric string, pkey fabric.PKey) error {
+	return q.Queries.SetKubernetesPartitionName(ctx, mysqldb.SetKubernetesPartitionNameParams{PartitionName: partitionName, Fabric: fabric, Pkey: pkey})
+}
+
 func (q queries) SecondSMs(ctx context.Context, fabric string) ([]driver.SecondSubnetManager, error) {
 	rs, err := q.Queries.SecondSMs(ctx, fabric)
 	return driver.Convert(rs, func(r mysqldb.SecondSubnetManager) driver.SecondSubnetManager { return driver.SecondSubnetManager(r) }), err

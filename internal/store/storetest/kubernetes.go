@@ -27,6 +27,7 @@ var kubernetesTests = []storeTest{
 	{"ConcurrentAdditionsOfOneGUIDStayUnderThePortLimit", testPortLimitConcurrent},
 	{"ConcurrentNeutronAndKubernetesClaimsOfOneGUID", testConcurrentNeutronKubernetesClaims},
 	{"KubernetesReplaceSetsTheMembers", testKubernetesReplace},
+	{"KubernetesPartitionNameIsKept", testKubernetesPartitionName},
 }
 
 var kubeRange = fabric.PKeyRange{First: 0x1000, Last: 0x1fff}
@@ -515,5 +516,32 @@ func testKubernetesReplace(t *testing.T, s *store.Store) {
 	mustKube(t)(s.AddKubernetesGUIDs(ctx, put))
 	if got, err := s.GetKubernetesPKey(ctx, 0x1006); err != nil || len(got.Members) != 1 || !got.IPoIB {
 		t.Fatalf("replace of a new pkey: %+v, %v", got, err)
+	}
+}
+
+// testKubernetesPartitionName records the name a client gives a pkey: read
+// back by one pkey and by the list, kept by a later change that gives none,
+// replaced by one that gives another, gone with the pkey.
+func testKubernetesPartitionName(t *testing.T, s *store.Store) {
+	s = kubeStore(s)
+	ctx := t.Context()
+	named := kubeAdd(0x1005, full(guidA))
+	named.PartitionName = "tenant_a"
+	mustKube(t)(s.AddKubernetesGUIDs(ctx, named))
+	mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, limited(guidB))))
+	mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006, limited(guidB))))
+	list, err := s.KubernetesPKeys(ctx)
+	if err != nil || len(list) != 2 || list[0].PartitionName != "tenant_a" || list[1].PartitionName != "" {
+		t.Fatalf("KubernetesPKeys = %+v, %v; want 0x1005 named tenant_a, 0x1006 unnamed", list, err)
+	}
+	named.PartitionName = "tenant_b"
+	mustKube(t)(s.AddKubernetesGUIDs(ctx, named))
+	if got, err := s.GetKubernetesPKey(ctx, 0x1005); err != nil || got.PartitionName != "tenant_b" {
+		t.Fatalf("renamed: %+v, %v", got, err)
+	}
+	mustKube(t)(s.DeleteKubernetesPKey(ctx, store.KubernetesDeletion{PKey: 0x1005}))
+	mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidA))))
+	if got, err := s.GetKubernetesPKey(ctx, 0x1005); err != nil || got.PartitionName != "" {
+		t.Fatalf("created again after its deletion: %+v, %v; want no name", got, err)
 	}
 }
