@@ -66,6 +66,9 @@ type PKeysOptions struct {
 	// Ports are the fabric's ports the ports resource lists: OpenSM's
 	// subnet dump; nil: the resource answers 503.
 	Ports PortSource
+	// DefaultPartition is the fabric's [opensm] default_partition, what the
+	// reads say of the default partition 0x7fff; "": the shipped one.
+	DefaultPartition string
 	// MaxGUIDsPerRequest bounds the GUIDs of one request (413 beyond it); 0:
 	// DefaultMaxGUIDsPerRequest.
 	MaxGUIDsPerRequest int
@@ -525,7 +528,7 @@ func (pk *pkeysAPI) listPKeys(r *http.Request, _ httprouter.Params) (int, any, e
 		return 0, nil, err
 	}
 	out := make(map[string]pkeyView, len(list)+1)
-	out[fmt.Sprintf("0x%x", uint16(fabric.DefaultPKey))] = defaultPKeyView(params.guids, params.qos)
+	out[fmt.Sprintf("0x%x", uint16(fabric.DefaultPKey))] = pk.defaultPKeyView(params.guids, params.qos)
 	for _, p := range list {
 		out[fmt.Sprintf("0x%x", uint16(p.PKey))] = viewPKey(p, params.guids, params.qos)
 	}
@@ -547,7 +550,7 @@ func (pk *pkeysAPI) getPKey(r *http.Request, ps httprouter.Params) (int, any, er
 		return 0, nil, err
 	}
 	if pkey == fabric.DefaultPKey {
-		return http.StatusOK, defaultPKeyView(params.guids, params.qos), nil
+		return http.StatusOK, pk.defaultPKeyView(params.guids, params.qos), nil
 	}
 	ctx, cancel := pk.srv.dbCtx(r.Context())
 	defer cancel()

@@ -5,11 +5,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
@@ -205,10 +207,40 @@ const partitionNameChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ
 // defaultPartitionName is the default partition's name in UFM's reads.
 const defaultPartitionName = "management"
 
+// defaultPartition is what the reads say of the default partition: whether
+// it carries IPoIB, and the membership every port has in it.
+type defaultPartition struct {
+	ipoib      bool
+	membership fabric.Membership
+}
+
+// defaultPartitionOf reads the default partition's statement as configured
+// ([opensm] default_partition, which the partitions file holds as is): its
+// ipoib flag, and the membership its last ALL or ALL_CAS member gives every
+// host port (a later member wins in OpenSM). A line that does not parse (the
+// configuration refuses it) or gives hosts no membership reads as the
+// shipped one's: IPoIB, limited.
+func defaultPartitionOf(line string) defaultPartition {
+	d := defaultPartition{ipoib: true, membership: fabric.Limited}
+	f, err := partitions.Parse([]byte(line))
+	if err != nil || len(f.Statements) != 1 || f.Statements[0].PKey != fabric.DefaultPKey {
+		return d
+	}
+	st := f.Statements[0]
+	d.ipoib = slices.ContainsFunc(st.Flags, func(f partitions.Flag) bool { return f.Name == "ipoib" })
+	for _, m := range st.Members {
+		if m.Keyword == partitions.All || m.Keyword == partitions.AllCAs {
+			d.membership = fabric.Membership(m.Membership)
+		}
+	}
+	return d
+}
+
 // defaultPKeyView is the default partition as a pkeys read answers it.
-func defaultPKeyView(withGUIDs, withQoS bool) pkeyView {
-	v := pkeyView{PKey: fabric.DefaultPKey.String(), Partition: defaultPartitionName, IPoIB: true,
-		Membership: string(fabric.Limited)}
+func (pk *pkeysAPI) defaultPKeyView(withGUIDs, withQoS bool) pkeyView {
+	d := defaultPartitionOf(pk.o.DefaultPartition)
+	v := pkeyView{PKey: fabric.DefaultPKey.String(), Partition: defaultPartitionName, IPoIB: d.ipoib,
+		Membership: string(d.membership)}
 	if withGUIDs {
 		v.GUIDs, v.Index0 = &[]guidEntry{}, ptr(false)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/golden"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
@@ -234,4 +235,37 @@ func TestUFMRefusals(t *testing.T) {
 		{method: "GET", path: "/ufmRest/resources/pkeys", status: 200,
 			answer: `{"0x7fff":{"pkey":"0x7fff","partition":"management","ip_over_ib":true,"membership":"limited"}}`},
 	})
+}
+
+// TestDefaultPartitionReads: what the reads say of 0x7fff follows [opensm]
+// default_partition: its ipoib flag and the membership its last ALL or
+// ALL_CAS member gives the hosts.
+func TestDefaultPartitionReads(t *testing.T) {
+	tests := []struct {
+		line string
+		want defaultPartition
+	}{
+		{"", defaultPartition{true, fabric.Limited}},
+		{"Default=0x7fff, ipoib : ALL=limited, SELF=full ;", defaultPartition{true, fabric.Limited}},
+		{"Default=0x7fff : ALL=full ;", defaultPartition{false, fabric.Full}},
+		{"Default=0x7fff, ipoib : ALL=limited, ALL_CAS=full ;", defaultPartition{true, fabric.Full}},
+		{"Default=0x7fff, ipoib : ALL_CAS=full, ALL=limited ;", defaultPartition{true, fabric.Limited}},
+		{"Default=0x7fff, ipoib, mtu=5 : SELF=full ;", defaultPartition{true, fabric.Limited}},
+		{"not a partition", defaultPartition{true, fabric.Limited}},
+	}
+	for _, tc := range tests {
+		if got := defaultPartitionOf(tc.line); got != tc.want {
+			t.Errorf("defaultPartitionOf(%q) = %+v, want %+v", tc.line, got, tc.want)
+		}
+	}
+	st := storetest.Open(t, "sqlite").WithRules(store.Rules{KubernetesRange: kubeRange})
+	opts := Options{Prefix: "/ufmRestV3", Domain: "cloudx", Token: token, PKeys: []PKeysOptions{{
+		Store: st, Prefix: "/ufmRest", Username: ufmUser, Password: ufmPassword,
+		DefaultPartition: "Default=0x7fff : ALL=full ;",
+	}}}
+	srv := httptest.NewServer(New(opts, st, slog.New(slog.DiscardHandler)))
+	t.Cleanup(srv.Close)
+	f := &pkeysFixture{fixture: &fixture{t: t, srv: srv, st: st, opts: opts}, user: ufmUser, password: ufmPassword}
+	f.run(t, []step{{method: "GET", path: "/ufmRest/resources/pkeys/0x7fff", status: 200,
+		answer: `{"pkey":"0x7fff","partition":"management","ip_over_ib":false,"membership":"full"}`}})
 }

@@ -34,6 +34,7 @@ func pkeysAPIs(cfg *config.Config, st *store.Store, writeTimeout time.Duration, 
 			o.ApplyTimeout, o.Version = u.ApplyTimeout, version
 			// The ports resource reads the fabric's OpenSM's subnet dump.
 			o.Ports = topology.NewDump(f.OpenSM.SubnetDump())
+			o.DefaultPartition = f.OpenSM.DefaultPartition
 			o.MaxGUIDsPerRequest, o.MaxConcurrentRequests = u.MaxGUIDsPerRequest, u.MaxConcurrentRequests
 			writeTimeout = max(writeTimeout, u.ApplyTimeout+api.DefaultDBTimeout+5*time.Second)
 		}
