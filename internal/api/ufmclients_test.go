@@ -53,6 +53,8 @@ func indented(t *testing.T, body string) []byte {
 func TestUFMPorts(t *testing.T) {
 	f := newUFMClientsFixture(t, filepath.Join("testdata", "ufm", "opensm-subnet.lst"))
 	none := newUFMClientsFixture(t, filepath.Join(t.TempDir(), topology.FileName))
+	// H1's node description mimics H2's port in JSON: it stays H1's text.
+	hostile := newUFMClientsFixture(t, filepath.Join("testdata", "ufm", "hostile-subnet.lst"))
 	tests := []struct {
 		name   string
 		f      *pkeysFixture
@@ -69,6 +71,8 @@ func TestUFMPorts(t *testing.T) {
 		{"unknown GUID", f, "/ufmRest/resources/ports/0002c90300009999", 404, `no port "0002c90300009999"`},
 		{"a switch's GUID", f, "/ufmRest/resources/ports/0002c90300f00001", 400, "name one as <guid>_<port number>"},
 		{"unknown sys_type", f, "/ufmRest/resources/ports?sys_type=Mainframe", 400, "want Computer, Switch or Router"},
+		{"a hostile description", hostile, "/ufmRest/resources/ports/0002c90300000101", 200, "port_h1_hostile.json"},
+		{"the host it mimics", hostile, "/ufmRest/resources/ports/0002c90300000201", 200, "port_h2.json"},
 		{"no dump yet", none, "/ufmRest/resources/ports?sys_type=Computer", 503, "the fabric's ports are not known yet"},
 	}
 	for _, tc := range tests {

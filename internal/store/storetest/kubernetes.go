@@ -28,6 +28,7 @@ var kubernetesTests = []storeTest{
 	{"ConcurrentNeutronAndKubernetesClaimsOfOneGUID", testConcurrentNeutronKubernetesClaims},
 	{"KubernetesReplaceSetsTheMembers", testKubernetesReplace},
 	{"KubernetesPartitionNameIsKept", testKubernetesPartitionName},
+	{"ConcurrentReplaceAndAdditionOfOnePKey", testConcurrentReplaceAndAddition},
 }
 
 var kubeRange = fabric.PKeyRange{First: 0x1000, Last: 0x1fff}
@@ -543,5 +544,41 @@ func testKubernetesPartitionName(t *testing.T, s *store.Store) {
 	mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidA))))
 	if got, err := s.GetKubernetesPKey(ctx, 0x1005); err != nil || got.PartitionName != "" {
 		t.Fatalf("created again after its deletion: %+v, %v; want no name", got, err)
+	}
+}
+
+// A replacement (UFM's PUT) and an addition (a POST) of one pkey sent at
+// once, again and again: each reads the members under the revision's lock,
+// so the pkey ends as one after the other, {A} or {A, B}; never B alone,
+// which a replacement that read the members before the addition committed
+// and deleted after would leave.
+func testConcurrentReplaceAndAddition(t *testing.T, s *store.Store) {
+	s = kubeStore(s)
+	ctx := t.Context()
+	for i := range 6 {
+		pkey := fabric.PKey(0x1100 + i)
+		mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(pkey, limited(guidC+1))))
+		put := kubeAdd(pkey, store.KubernetesMember{GUID: fabric.GUID(guidA), Membership: fabric.Full})
+		put.Replace = true
+		errs := make(chan error, 2)
+		go func() { _, err := s.AddKubernetesGUIDs(ctx, put); errs <- err }()
+		go func() { _, err := s.AddKubernetesGUIDs(ctx, kubeAdd(pkey, limited(guidB))); errs <- err }()
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatalf("concurrent change of pkey %s: %v", pkey, err)
+			}
+		}
+		got, err := s.GetKubernetesPKey(ctx, pkey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var guids []fabric.GUID
+		for _, m := range got.Members {
+			guids = append(guids, m.GUID)
+		}
+		one, both := []fabric.GUID{fabric.GUID(guidA)}, []fabric.GUID{fabric.GUID(guidA), fabric.GUID(guidB)}
+		if !reflect.DeepEqual(guids, one) && !reflect.DeepEqual(guids, both) {
+			t.Errorf("pkey %s after a concurrent replacement and addition holds %v; want %v or %v", pkey, guids, one, both)
+		}
 	}
 }
