@@ -95,7 +95,7 @@ func (q *Queries) DeleteKubernetesPKey(ctx context.Context, arg DeleteKubernetes
 
 const getKubernetesPKey = `-- name: GetKubernetesPKey :one
 
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, partition_name FROM kubernetes_pkeys WHERE fabric = ? AND pkey = ?
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric FROM kubernetes_pkeys WHERE fabric = ? AND pkey = ?
 `
 
 type GetKubernetesPKeyParams struct {
@@ -103,12 +103,24 @@ type GetKubernetesPKeyParams struct {
 	Pkey   fabric.PKey
 }
 
+type GetKubernetesPKeyRow struct {
+	Pkey      fabric.PKey
+	IpOverIb  bool
+	Revision  int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	Fabric    string
+}
+
 // The Kubernetes partitions (ib-kubernetes, through the UFM pkeys API): see
 // migrations' 00006_kubernetes. The same queries as queries/shared/kubernetes.sql
 // in MariaDB's dialect.
-func (q *Queries) GetKubernetesPKey(ctx context.Context, arg GetKubernetesPKeyParams) (KubernetesPkey, error) {
+// A pkey without its partition_name, which only the pkeys API's reads return
+// (ListKubernetesPartitionNames): the partitions file never names it, and a
+// snapshot reads a database migrated down below 00021 too.
+func (q *Queries) GetKubernetesPKey(ctx context.Context, arg GetKubernetesPKeyParams) (GetKubernetesPKeyRow, error) {
 	row := q.db.QueryRowContext(ctx, getKubernetesPKey, arg.Fabric, arg.Pkey)
-	var i KubernetesPkey
+	var i GetKubernetesPKeyRow
 	err := row.Scan(
 		&i.Pkey,
 		&i.IpOverIb,
@@ -116,7 +128,6 @@ func (q *Queries) GetKubernetesPKey(ctx context.Context, arg GetKubernetesPKeyPa
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Fabric,
-		&i.PartitionName,
 	)
 	return i, err
 }
@@ -285,18 +296,27 @@ func (q *Queries) ListKubernetesMembersOfPKey(ctx context.Context, arg ListKuber
 }
 
 const listKubernetesPKeys = `-- name: ListKubernetesPKeys :many
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, partition_name FROM kubernetes_pkeys WHERE fabric = ? ORDER BY pkey
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric FROM kubernetes_pkeys WHERE fabric = ? ORDER BY pkey
 `
 
-func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]KubernetesPkey, error) {
+type ListKubernetesPKeysRow struct {
+	Pkey      fabric.PKey
+	IpOverIb  bool
+	Revision  int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	Fabric    string
+}
+
+func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]ListKubernetesPKeysRow, error) {
 	rows, err := q.db.QueryContext(ctx, listKubernetesPKeys, argFabric)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []KubernetesPkey
+	var items []ListKubernetesPKeysRow
 	for rows.Next() {
-		var i KubernetesPkey
+		var i ListKubernetesPKeysRow
 		if err := rows.Scan(
 			&i.Pkey,
 			&i.IpOverIb,
@@ -304,8 +324,39 @@ func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.Fabric,
-			&i.PartitionName,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listKubernetesPartitionNames = `-- name: ListKubernetesPartitionNames :many
+SELECT pkey, partition_name FROM kubernetes_pkeys WHERE fabric = ? AND partition_name IS NOT NULL ORDER BY pkey
+`
+
+type ListKubernetesPartitionNamesRow struct {
+	Pkey          fabric.PKey
+	PartitionName *string
+}
+
+func (q *Queries) ListKubernetesPartitionNames(ctx context.Context, argFabric string) ([]ListKubernetesPartitionNamesRow, error) {
+	rows, err := q.db.QueryContext(ctx, listKubernetesPartitionNames, argFabric)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListKubernetesPartitionNamesRow
+	for rows.Next() {
+		var i ListKubernetesPartitionNamesRow
+		if err := rows.Scan(&i.Pkey, &i.PartitionName); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

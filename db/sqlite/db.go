@@ -225,6 +225,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.listKubernetesPKeysStmt, err = db.PrepareContext(ctx, listKubernetesPKeys); err != nil {
 		return nil, fmt.Errorf("error preparing query ListKubernetesPKeys: %w", err)
 	}
+	if q.listKubernetesPartitionNamesStmt, err = db.PrepareContext(ctx, listKubernetesPartitionNames); err != nil {
+		return nil, fmt.Errorf("error preparing query ListKubernetesPartitionNames: %w", err)
+	}
 	if q.listManagedNetworksStmt, err = db.PrepareContext(ctx, listManagedNetworks); err != nil {
 		return nil, fmt.Errorf("error preparing query ListManagedNetworks: %w", err)
 	}
@@ -658,6 +661,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing listKubernetesPKeysStmt: %w", cerr)
 		}
 	}
+	if q.listKubernetesPartitionNamesStmt != nil {
+		if cerr := q.listKubernetesPartitionNamesStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listKubernetesPartitionNamesStmt: %w", cerr)
+		}
+	}
 	if q.listManagedNetworksStmt != nil {
 		if cerr := q.listManagedNetworksStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing listManagedNetworksStmt: %w", cerr)
@@ -919,6 +927,7 @@ type Queries struct {
 	listKubernetesMembersStmt         *sql.Stmt
 	listKubernetesMembersOfPKeyStmt   *sql.Stmt
 	listKubernetesPKeysStmt           *sql.Stmt
+	listKubernetesPartitionNamesStmt  *sql.Stmt
 	listManagedNetworksStmt           *sql.Stmt
 	listNetworksSinceStmt             *sql.Stmt
 	listPortsOfNetworkStmt            *sql.Stmt
@@ -1023,6 +1032,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		listKubernetesMembersStmt:         q.listKubernetesMembersStmt,
 		listKubernetesMembersOfPKeyStmt:   q.listKubernetesMembersOfPKeyStmt,
 		listKubernetesPKeysStmt:           q.listKubernetesPKeysStmt,
+		listKubernetesPartitionNamesStmt:  q.listKubernetesPartitionNamesStmt,
 		listManagedNetworksStmt:           q.listManagedNetworksStmt,
 		listNetworksSinceStmt:             q.listNetworksSinceStmt,
 		listPortsOfNetworkStmt:            q.listPortsOfNetworkStmt,

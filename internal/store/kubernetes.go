@@ -49,7 +49,8 @@ type KubernetesPKey struct {
 	Members  []KubernetesMember
 	Revision int64
 	// PartitionName is the name its client gave it (UFM's partition_name);
-	// "": none.
+	// "": none. Only the pkeys API's reads (KubernetesPKeys,
+	// GetKubernetesPKey) read it; a snapshot leaves it "".
 	PartitionName string
 }
 
@@ -518,11 +519,15 @@ func (s *Store) DeleteKubernetesPKey(ctx context.Context, d KubernetesDeletion) 
 	})
 }
 
-// KubernetesPKeys lists every Kubernetes pkey with its members, in one
-// read-only transaction.
+// KubernetesPKeys lists every Kubernetes pkey with its members and its
+// partition name, in one read-only transaction.
 func (s *Store) KubernetesPKeys(ctx context.Context) ([]KubernetesPKey, error) {
 	return readOnly(ctx, s, "list Kubernetes pkeys", func(ctx context.Context, q driver.Queries) ([]KubernetesPKey, error) {
-		return kubernetesPKeys(ctx, s.FabricName(), q)
+		list, err := kubernetesPKeys(ctx, s.FabricName(), q)
+		if err != nil {
+			return nil, err
+		}
+		return list, namePKeys(ctx, s.FabricName(), q, list)
 	})
 }
 
@@ -563,17 +568,34 @@ func (s *Store) GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (Kubern
 		if err != nil {
 			return KubernetesPKey{}, err
 		}
-		return kubernetesPKey(p, driver.Convert(members, kubernetesMember)), nil
+		one := []KubernetesPKey{kubernetesPKey(p, driver.Convert(members, kubernetesMember))}
+		return one[0], namePKeys(ctx, s.FabricName(), q, one)
 	})
 }
 
 // kubernetesPKey is a recorded pkey with its members.
 func kubernetesPKey(p driver.KubernetesPKey, members []KubernetesMember) KubernetesPKey {
-	k := KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision, Members: members}
-	if p.PartitionName != nil {
-		k.PartitionName = *p.PartitionName
+	return KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision, Members: members}
+}
+
+// namePKeys sets the partition names their clients gave pkeys. Only the
+// pkeys API's reads take them: a snapshot (the partitions file) never names a
+// partition so.
+func namePKeys(ctx context.Context, fab string, q driver.Queries, pkeys []KubernetesPKey) error {
+	names, err := q.ListKubernetesPartitionNames(ctx, fab)
+	if err != nil {
+		return fmt.Errorf("the pkeys' partition names: %w", err)
 	}
-	return k
+	byPKey := make(map[fabric.PKey]string, len(names))
+	for _, n := range names {
+		if n.PartitionName != nil {
+			byPKey[n.Pkey] = *n.PartitionName
+		}
+	}
+	for i := range pkeys {
+		pkeys[i].PartitionName = byPKey[pkeys[i].PKey]
+	}
+	return nil
 }
 
 // KubernetesLastUpdated is when OpenSM was last seen applying a Kubernetes

@@ -105,15 +105,19 @@ type KubernetesMember struct {
 	Fabric     string
 }
 
-// KubernetesPKey is one pkey of the Kubernetes API. PartitionName is the
-// name its client gave it; nil: none.
+// KubernetesPKey is one pkey of the Kubernetes API.
 type KubernetesPKey struct {
+	Pkey      fabric.PKey
+	IpOverIb  bool
+	Revision  int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	Fabric    string
+}
+
+// KubernetesPartitionName is the name a client gave a Kubernetes pkey.
+type KubernetesPartitionName struct {
 	Pkey          fabric.PKey
-	IpOverIb      bool
-	Revision      int64
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
-	Fabric        string
 	PartitionName *string
 }
 
