@@ -110,12 +110,25 @@ type GetKubernetesPKeyParams struct {
 	Pkey   fabric.PKey
 }
 
+type GetKubernetesPKeyRow struct {
+	Pkey      fabric.PKey
+	IpOverIb  bool
+	Revision  int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	Fabric    string
+	Owner     string
+}
+
 // The Kubernetes partitions (ib-kubernetes, through the UFM pkeys API): see
 // migrations' 00006_kubernetes. The same queries as queries/shared/kubernetes.sql
 // in MariaDB's dialect.
-func (q *Queries) GetKubernetesPKey(ctx context.Context, arg GetKubernetesPKeyParams) (KubernetesPkey, error) {
+// A pkey without its partition_name, which only the pkeys API's reads return
+// (ListKubernetesPartitionNames): the partitions file never names it, and a
+// snapshot reads a database migrated down below 00021 too.
+func (q *Queries) GetKubernetesPKey(ctx context.Context, arg GetKubernetesPKeyParams) (GetKubernetesPKeyRow, error) {
 	row := q.db.QueryRowContext(ctx, getKubernetesPKey, arg.Fabric, arg.Pkey)
-	var i KubernetesPkey
+	var i GetKubernetesPKeyRow
 	err := row.Scan(
 		&i.Pkey,
 		&i.IpOverIb,
@@ -295,15 +308,25 @@ const listKubernetesPKeys = `-- name: ListKubernetesPKeys :many
 SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner FROM kubernetes_pkeys WHERE fabric = ? ORDER BY pkey
 `
 
-func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]KubernetesPkey, error) {
+type ListKubernetesPKeysRow struct {
+	Pkey      fabric.PKey
+	IpOverIb  bool
+	Revision  int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	Fabric    string
+	Owner     string
+}
+
+func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]ListKubernetesPKeysRow, error) {
 	rows, err := q.db.QueryContext(ctx, listKubernetesPKeys, argFabric)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []KubernetesPkey
+	var items []ListKubernetesPKeysRow
 	for rows.Next() {
-		var i KubernetesPkey
+		var i ListKubernetesPKeysRow
 		if err := rows.Scan(
 			&i.Pkey,
 			&i.IpOverIb,
@@ -313,6 +336,38 @@ func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]
 			&i.Fabric,
 			&i.Owner,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listKubernetesPartitionNames = `-- name: ListKubernetesPartitionNames :many
+SELECT pkey, partition_name FROM kubernetes_pkeys WHERE fabric = ? AND partition_name IS NOT NULL ORDER BY pkey
+`
+
+type ListKubernetesPartitionNamesRow struct {
+	Pkey          fabric.PKey
+	PartitionName *string
+}
+
+func (q *Queries) ListKubernetesPartitionNames(ctx context.Context, argFabric string) ([]ListKubernetesPartitionNamesRow, error) {
+	rows, err := q.db.QueryContext(ctx, listKubernetesPartitionNames, argFabric)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListKubernetesPartitionNamesRow
+	for rows.Next() {
+		var i ListKubernetesPartitionNamesRow
+		if err := rows.Scan(&i.Pkey, &i.PartitionName); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -369,6 +424,22 @@ type MarkKubernetesChangedParams struct {
 // moves last_updated.
 func (q *Queries) MarkKubernetesChanged(ctx context.Context, arg MarkKubernetesChangedParams) error {
 	_, err := q.db.ExecContext(ctx, markKubernetesChanged, arg.Revision, arg.Fabric)
+	return err
+}
+
+const setKubernetesPartitionName = `-- name: SetKubernetesPartitionName :exec
+UPDATE kubernetes_pkeys SET partition_name = ? WHERE fabric = ? AND pkey = ?
+`
+
+type SetKubernetesPartitionNameParams struct {
+	PartitionName *string
+	Fabric        string
+	Pkey          fabric.PKey
+}
+
+// The name a client gave the pkey (partition_name), which its reads return.
+func (q *Queries) SetKubernetesPartitionName(ctx context.Context, arg SetKubernetesPartitionNameParams) error {
+	_, err := q.db.ExecContext(ctx, setKubernetesPartitionName, arg.PartitionName, arg.Fabric, arg.Pkey)
 	return err
 }
 

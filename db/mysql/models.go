@@ -127,13 +127,14 @@ type KubernetesMember struct {
 }
 
 type KubernetesPkey struct {
-	Pkey      fabric.PKey
-	IpOverIb  bool
-	Revision  int64
-	CreatedAt time.Time
-	UpdatedAt time.Time
-	Fabric    string
-	Owner     string
+	Pkey          fabric.PKey
+	IpOverIb      bool
+	Revision      int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	Fabric        string
+	Owner         string
+	PartitionName *string
 }
 
 type KubernetesState struct {

@@ -225,6 +225,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.listKubernetesPKeysStmt, err = db.PrepareContext(ctx, listKubernetesPKeys); err != nil {
 		return nil, fmt.Errorf("error preparing query ListKubernetesPKeys: %w", err)
 	}
+	if q.listKubernetesPartitionNamesStmt, err = db.PrepareContext(ctx, listKubernetesPartitionNames); err != nil {
+		return nil, fmt.Errorf("error preparing query ListKubernetesPartitionNames: %w", err)
+	}
 	if q.listManagedNetworksStmt, err = db.PrepareContext(ctx, listManagedNetworks); err != nil {
 		return nil, fmt.Errorf("error preparing query ListManagedNetworks: %w", err)
 	}
@@ -284,6 +287,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.setJobDescriptionStmt, err = db.PrepareContext(ctx, setJobDescription); err != nil {
 		return nil, fmt.Errorf("error preparing query SetJobDescription: %w", err)
+	}
+	if q.setKubernetesPartitionNameStmt, err = db.PrepareContext(ctx, setKubernetesPartitionName); err != nil {
+		return nil, fmt.Errorf("error preparing query SetKubernetesPartitionName: %w", err)
 	}
 	if q.setRevisionStmt, err = db.PrepareContext(ctx, setRevision); err != nil {
 		return nil, fmt.Errorf("error preparing query SetRevision: %w", err)
@@ -655,6 +661,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing listKubernetesPKeysStmt: %w", cerr)
 		}
 	}
+	if q.listKubernetesPartitionNamesStmt != nil {
+		if cerr := q.listKubernetesPartitionNamesStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listKubernetesPartitionNamesStmt: %w", cerr)
+		}
+	}
 	if q.listManagedNetworksStmt != nil {
 		if cerr := q.listManagedNetworksStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing listManagedNetworksStmt: %w", cerr)
@@ -753,6 +764,11 @@ func (q *Queries) Close() error {
 	if q.setJobDescriptionStmt != nil {
 		if cerr := q.setJobDescriptionStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing setJobDescriptionStmt: %w", cerr)
+		}
+	}
+	if q.setKubernetesPartitionNameStmt != nil {
+		if cerr := q.setKubernetesPartitionNameStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing setKubernetesPartitionNameStmt: %w", cerr)
 		}
 	}
 	if q.setRevisionStmt != nil {
@@ -911,6 +927,7 @@ type Queries struct {
 	listKubernetesMembersStmt         *sql.Stmt
 	listKubernetesMembersOfPKeyStmt   *sql.Stmt
 	listKubernetesPKeysStmt           *sql.Stmt
+	listKubernetesPartitionNamesStmt  *sql.Stmt
 	listManagedNetworksStmt           *sql.Stmt
 	listNetworksSinceStmt             *sql.Stmt
 	listPortsOfNetworkStmt            *sql.Stmt
@@ -931,6 +948,7 @@ type Queries struct {
 	secondSMsStmt                     *sql.Stmt
 	setFailuresStmt                   *sql.Stmt
 	setJobDescriptionStmt             *sql.Stmt
+	setKubernetesPartitionNameStmt    *sql.Stmt
 	setRevisionStmt                   *sql.Stmt
 	updateSecretStmt                  *sql.Stmt
 	upsertAdoptedPartitionStmt        *sql.Stmt
@@ -1014,6 +1032,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		listKubernetesMembersStmt:         q.listKubernetesMembersStmt,
 		listKubernetesMembersOfPKeyStmt:   q.listKubernetesMembersOfPKeyStmt,
 		listKubernetesPKeysStmt:           q.listKubernetesPKeysStmt,
+		listKubernetesPartitionNamesStmt:  q.listKubernetesPartitionNamesStmt,
 		listManagedNetworksStmt:           q.listManagedNetworksStmt,
 		listNetworksSinceStmt:             q.listNetworksSinceStmt,
 		listPortsOfNetworkStmt:            q.listPortsOfNetworkStmt,
@@ -1034,6 +1053,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		secondSMsStmt:                     q.secondSMsStmt,
 		setFailuresStmt:                   q.setFailuresStmt,
 		setJobDescriptionStmt:             q.setJobDescriptionStmt,
+		setKubernetesPartitionNameStmt:    q.setKubernetesPartitionNameStmt,
 		setRevisionStmt:                   q.setRevisionStmt,
 		updateSecretStmt:                  q.updateSecretStmt,
 		upsertAdoptedPartitionStmt:        q.upsertAdoptedPartitionStmt,

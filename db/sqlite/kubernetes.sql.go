@@ -79,11 +79,24 @@ const getKubernetesPKey = `-- name: GetKubernetesPKey :one
 SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner FROM kubernetes_pkeys WHERE fabric = ?1 AND pkey = ?2
 `
 
+type GetKubernetesPKeyRow struct {
+	Pkey      fabric.PKey
+	IpOverIb  bool
+	Revision  int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	Fabric    string
+	Owner     string
+}
+
 // The Kubernetes partitions (ib-kubernetes, through the UFM pkeys API): see
 // migrations' 00006_kubernetes.
-func (q *Queries) GetKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey) (KubernetesPkey, error) {
+// A pkey without its partition_name, which only the pkeys API's reads return
+// (ListKubernetesPartitionNames): the partitions file never names it, and a
+// snapshot reads a database migrated down below 00021 too.
+func (q *Queries) GetKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey) (GetKubernetesPKeyRow, error) {
 	row := q.queryRow(ctx, q.getKubernetesPKeyStmt, getKubernetesPKey, fabric, pkey)
-	var i KubernetesPkey
+	var i GetKubernetesPKeyRow
 	err := row.Scan(
 		&i.Pkey,
 		&i.IpOverIb,
@@ -248,15 +261,25 @@ const listKubernetesPKeys = `-- name: ListKubernetesPKeys :many
 SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner FROM kubernetes_pkeys WHERE fabric = ?1 ORDER BY pkey
 `
 
-func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]KubernetesPkey, error) {
+type ListKubernetesPKeysRow struct {
+	Pkey      fabric.PKey
+	IpOverIb  bool
+	Revision  int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	Fabric    string
+	Owner     string
+}
+
+func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]ListKubernetesPKeysRow, error) {
 	rows, err := q.query(ctx, q.listKubernetesPKeysStmt, listKubernetesPKeys, argFabric)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []KubernetesPkey
+	var items []ListKubernetesPKeysRow
 	for rows.Next() {
-		var i KubernetesPkey
+		var i ListKubernetesPKeysRow
 		if err := rows.Scan(
 			&i.Pkey,
 			&i.IpOverIb,
@@ -266,6 +289,38 @@ func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]
 			&i.Fabric,
 			&i.Owner,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listKubernetesPartitionNames = `-- name: ListKubernetesPartitionNames :many
+SELECT pkey, partition_name FROM kubernetes_pkeys WHERE fabric = ?1 AND partition_name IS NOT NULL ORDER BY pkey
+`
+
+type ListKubernetesPartitionNamesRow struct {
+	Pkey          fabric.PKey
+	PartitionName *string
+}
+
+func (q *Queries) ListKubernetesPartitionNames(ctx context.Context, argFabric string) ([]ListKubernetesPartitionNamesRow, error) {
+	rows, err := q.query(ctx, q.listKubernetesPartitionNamesStmt, listKubernetesPartitionNames, argFabric)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListKubernetesPartitionNamesRow
+	for rows.Next() {
+		var i ListKubernetesPartitionNamesRow
+		if err := rows.Scan(&i.Pkey, &i.PartitionName); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -309,6 +364,16 @@ UPDATE kubernetes_state SET changed_revision = ?1 WHERE fabric = ?2
 // moves last_updated.
 func (q *Queries) MarkKubernetesChanged(ctx context.Context, revision int64, fabric string) error {
 	_, err := q.exec(ctx, q.markKubernetesChangedStmt, markKubernetesChanged, revision, fabric)
+	return err
+}
+
+const setKubernetesPartitionName = `-- name: SetKubernetesPartitionName :exec
+UPDATE kubernetes_pkeys SET partition_name = ?1 WHERE fabric = ?2 AND pkey = ?3
+`
+
+// The name a client gave the pkey (partition_name), which its reads return.
+func (q *Queries) SetKubernetesPartitionName(ctx context.Context, partitionName *string, fabric string, pkey fabric.PKey) error {
+	_, err := q.exec(ctx, q.setKubernetesPartitionNameStmt, setKubernetesPartitionName, partitionName, fabric, pkey)
 	return err
 }
 

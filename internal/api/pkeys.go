@@ -64,6 +64,12 @@ type PKeysOptions struct {
 	PollInterval time.Duration
 	// Version is ufm_version's ufm_release_version.
 	Version string
+	// Ports are the fabric's ports the ports resource lists: OpenSM's
+	// subnet dump; nil: the resource answers 503.
+	Ports PortSource
+	// DefaultPartition is the fabric's [opensm] default_partition, what the
+	// reads say of the default partition 0x7fff; "": the shipped one.
+	DefaultPartition string
 	// MaxGUIDsPerRequest bounds the GUIDs of one request (413 beyond it); 0:
 	// DefaultMaxGUIDsPerRequest.
 	MaxGUIDsPerRequest int
@@ -197,6 +203,7 @@ func (pk *pkeysAPI) routes(handle func(method, path, route string, h httprouter.
 	handle(http.MethodPost, p+"/actions/remove_guids_from_pkey", "ufm/actions/remove_guids_from_pkey", pk.basicAuth(pk.slot(pk.removeGUIDs)))
 	// UFM's job path: a change answered before it was applied names its job.
 	handle(http.MethodGet, p+"/jobs/:id", "ufm/jobs/:id", pk.basicAuth(pk.getKubernetesJob))
+	pk.clientRoutes(handle)
 }
 
 // slot runs h if a slot is free (see Starvation), and answers 503 with
@@ -295,6 +302,9 @@ type addBody struct {
 	Memberships []string `json:"memberships"`
 	Index0      *bool    `json:"index0"`
 	IPoIB       *bool    `json:"ip_over_ib"`
+	// PartitionName is the name the client gives the pkey, which reads
+	// return as its partition (partitionName).
+	PartitionName *string `json:"partition_name"`
 }
 
 // createBody is a POST of /resources/pkeys/add. UFM's other fields
@@ -355,6 +365,11 @@ func (b addBody) addition() (store.KubernetesAddition, error) {
 		memberships[i] = m
 	}
 	a := store.KubernetesAddition{PKey: pkey, IPoIB: b.IPoIB}
+	if b.PartitionName != nil {
+		if a.PartitionName, err = partitionName(*b.PartitionName); err != nil {
+			return store.KubernetesAddition{}, err
+		}
+	}
 	for i, g := range guids {
 		a.Members = append(a.Members, store.KubernetesMember{GUID: g, Membership: memberships[i],
 			Index0: b.Index0 != nil && *b.Index0})
@@ -475,12 +490,16 @@ func (pk *pkeysAPI) awaitApply(r *http.Request, job store.Job) (int, any, error)
 	return http.StatusOK, appliedView{Applied: true, Message: job.Result, Job: viewJob(job)}, nil
 }
 
-// pkeyView is one pkey as UFM lists it.
+// pkeyView is one pkey as UFM lists it. Membership and Index0 are the
+// default partition's: every port's membership and index0 in it.
 type pkeyView struct {
-	PKey      string       `json:"pkey"`
-	Partition string       `json:"partition"`
-	IPoIB     bool         `json:"ip_over_ib"`
-	GUIDs     *[]guidEntry `json:"guids,omitempty"`
+	PKey       string       `json:"pkey"`
+	Partition  string       `json:"partition"`
+	IPoIB      bool         `json:"ip_over_ib"`
+	Membership string       `json:"membership,omitempty"`
+	Index0     *bool        `json:"index0,omitempty"`
+	GUIDs      *[]guidEntry `json:"guids,omitempty"`
+	QoSConf    any          `json:"qos_conf,omitempty"`
 }
 
 type guidEntry struct {
@@ -489,8 +508,12 @@ type guidEntry struct {
 	Index0     bool   `json:"index0"`
 }
 
-func viewPKey(p store.KubernetesPKey, withGUIDs bool) pkeyView {
-	v := pkeyView{PKey: p.PKey.String(), Partition: partitions.KubernetesPartitionName(p.PKey), IPoIB: p.IPoIB}
+func viewPKey(p store.KubernetesPKey, withGUIDs, withQoS bool) pkeyView {
+	v := pkeyView{PKey: p.PKey.String(), Partition: cmp.Or(p.PartitionName, partitions.KubernetesPartitionName(p.PKey)),
+		IPoIB: p.IPoIB}
+	if withQoS {
+		v.QoSConf = qosConfView(p)
+	}
 	if withGUIDs {
 		guids := make([]guidEntry, len(p.Members))
 		for i, m := range p.Members {
@@ -501,24 +524,32 @@ func viewPKey(p store.KubernetesPKey, withGUIDs bool) pkeyView {
 	return v
 }
 
-// guidsData reads ?guids_data=true.
-func guidsData(r *http.Request) (bool, error) {
-	v := r.URL.Query().Get("guids_data")
-	if v == "" {
-		return false, nil
+// readParams are what a pkeys read may ask: ?guids_data=true, the members;
+// ?qos_conf=true, the QoS values.
+type readParams struct{ guids, qos bool }
+
+// readParamsOf reads a pkeys read's parameters.
+func readParamsOf(r *http.Request) (readParams, error) {
+	var p readParams
+	for name, to := range map[string]*bool{"guids_data": &p.guids, "qos_conf": &p.qos} {
+		v := r.URL.Query().Get(name)
+		if v == "" {
+			continue
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return p, badRequest("%s=%q: want true or false", name, v)
+		}
+		*to = b
 	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, badRequest("guids_data=%q: want true or false", v)
-	}
-	return b, nil
+	return p, nil
 }
 
 // listPKeys answers every Kubernetes pkey, keyed by its pkey ("0x1005"), with
-// its members when guids_data=true: ib-kubernetes rebuilds its GUID pool
-// from it when it starts.
+// its members when guids_data=true (ib-kubernetes rebuilds its GUID pool
+// from it when it starts), and the default partition.
 func (pk *pkeysAPI) listPKeys(r *http.Request, _ httprouter.Params) (int, any, error) {
-	withGUIDs, err := guidsData(r)
+	params, err := readParamsOf(r)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -528,9 +559,10 @@ func (pk *pkeysAPI) listPKeys(r *http.Request, _ httprouter.Params) (int, any, e
 	if err != nil {
 		return 0, nil, err
 	}
-	out := make(map[string]pkeyView, len(list))
+	out := make(map[string]pkeyView, len(list)+1)
+	out[fmt.Sprintf("0x%x", uint16(fabric.DefaultPKey))] = pk.defaultPKeyView(params.guids, params.qos)
 	for _, p := range list {
-		out[fmt.Sprintf("0x%x", uint16(p.PKey))] = viewPKey(p, withGUIDs)
+		out[fmt.Sprintf("0x%x", uint16(p.PKey))] = viewPKey(p, params.guids, params.qos)
 	}
 	return http.StatusOK, out, nil
 }
@@ -545,9 +577,12 @@ func (pk *pkeysAPI) getPKey(r *http.Request, ps httprouter.Params) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
-	withGUIDs, err := guidsData(r)
+	params, err := readParamsOf(r)
 	if err != nil {
 		return 0, nil, err
+	}
+	if pkey == fabric.DefaultPKey {
+		return http.StatusOK, pk.defaultPKeyView(params.guids, params.qos), nil
 	}
 	ctx, cancel := pk.srv.dbCtx(r.Context())
 	defer cancel()
@@ -558,7 +593,7 @@ func (pk *pkeysAPI) getPKey(r *http.Request, ps httprouter.Params) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, viewPKey(p, withGUIDs), nil
+	return http.StatusOK, viewPKey(p, params.guids, params.qos), nil
 }
 
 // lastUpdated answers when OpenSM was last seen applying a Kubernetes change;

@@ -9,6 +9,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tlsreload"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
 
 // pkeysAPIs are every fabric's pkeys API ([ufm_pkeys], [fabric:NAME:ufm_pkeys]),
@@ -31,6 +32,9 @@ func pkeysAPIs(cfg *config.Config, db *store.DB, writeTimeout time.Duration, ver
 			}
 			o.Store, o.Username, o.Password = view, u.Username, u.Password
 			o.ApplyTimeout, o.Version = u.ApplyTimeout, version
+			// The ports resource reads the fabric's OpenSM's subnet dump.
+			o.Ports = topology.NewDump(f.OpenSM.SubnetDump())
+			o.DefaultPartition = f.OpenSM.DefaultPartition
 			o.MaxGUIDsPerRequest, o.MaxConcurrentRequests = u.MaxGUIDsPerRequest, u.MaxConcurrentRequests
 			writeTimeout = max(writeTimeout, u.ApplyTimeout+api.DefaultDBTimeout+5*time.Second)
 		}

@@ -51,6 +51,10 @@ type KubernetesPKey struct {
 	// Owner is the pkeys client that created it: its [ufm_pkeys:NAME] NAME,
 	// "" for [ufm_pkeys] (principals.go).
 	Owner string
+	// PartitionName is the name its client gave it (UFM's partition_name);
+	// "": none. Only the pkeys API's reads (KubernetesPKeys,
+	// GetKubernetesPKey) read it; a snapshot leaves it "".
+	PartitionName string
 }
 
 // KubernetesAddition is a POST of UFM's /resources/pkeys: GUIDs join the
@@ -61,7 +65,13 @@ type KubernetesAddition struct {
 	Members []KubernetesMember
 	// IPoIB is ip_over_ib; nil keeps a recorded pkey's and gives a new one
 	// IPoIB, as UFM does.
-	IPoIB     *bool
+	IPoIB *bool
+	// PartitionName, when set, is recorded as the pkey's name (UFM's
+	// partition_name); "" keeps a recorded one.
+	PartitionName string
+	// Replace makes Members the pkey's only members (UFM's PUT of
+	// /resources/pkeys): a member not listed leaves it, in the same change.
+	Replace   bool
 	CreatedBy string
 	Request   string
 	RequestID string
@@ -150,6 +160,14 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 		if known && !mine {
 			return Job{}, forbiddenf("pkey %s is another pkeys client's: a client changes only the pkeys it created", a.PKey)
 		}
+		// A replaced member leaves before the limits are checked: they
+		// count the members the pkey keeps.
+		var dropped []fabric.GUID
+		if a.Replace && known {
+			if dropped, err = dropUnlistedMembers(ctx, tx, a); err != nil {
+				return Job{}, err
+			}
+		}
 		added := 0 // GUIDs not yet members
 		for _, m := range a.Members {
 			member, err := s.checkKubernetesMember(ctx, tx, a.PKey, m, limit)
@@ -177,6 +195,11 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 		if err := tx.q.UpsertKubernetesPKey(ctx, s.FabricName(), a.PKey, ipoib, rev, tx.now, s.owner()); err != nil {
 			return Job{}, err
 		}
+		if a.PartitionName != "" {
+			if err := tx.q.SetKubernetesPartitionName(ctx, &a.PartitionName, tx.fabric, a.PKey); err != nil {
+				return Job{}, err
+			}
+		}
 		guids := make([]fabric.GUID, 0, len(a.Members))
 		for _, m := range a.Members {
 			if err := tx.q.UpsertKubernetesMember(ctx, driver.UpsertKubernetesMemberParams{Fabric: tx.fabric, PKey: a.PKey, GUID: m.GUID,
@@ -191,13 +214,53 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 		if err != nil {
 			return Job{}, err
 		}
-		return kubernetesChanged(ctx, tx, rev, a.PKey, Job{
-			Operation:   OpAddKubernetesGUIDs,
-			Description: fmt.Sprintf("Add %s to Kubernetes pkey %s", memberList(a.Members), a.PKey),
-			Result:      fmt.Sprintf("%s in Kubernetes pkey %s", memberList(a.Members), a.PKey) + releasedText("they", released),
-			CreatedBy:   a.CreatedBy, Request: a.Request, RequestID: a.RequestID,
-		})
+		return kubernetesChanged(ctx, tx, rev, a.PKey, a.job(releasedText("they", released), dropped))
 	})
+}
+
+// job is an addition's job: released is what it says of the GUIDs' adopted
+// partitions, dropped the members a replacement took out.
+func (a KubernetesAddition) job(released string, dropped []fabric.GUID) Job {
+	j := Job{
+		Operation:   OpAddKubernetesGUIDs,
+		Description: fmt.Sprintf("Add %s to Kubernetes pkey %s", memberList(a.Members), a.PKey),
+		Result:      fmt.Sprintf("%s in Kubernetes pkey %s", memberList(a.Members), a.PKey) + released,
+		CreatedBy:   a.CreatedBy, Request: a.Request, RequestID: a.RequestID,
+	}
+	if a.Replace {
+		// The operation stays an addition's: the capacity check fails a job
+		// that adds GUIDs their switch ports cannot hold.
+		j.Description = fmt.Sprintf("Set the members of Kubernetes pkey %s to %s", a.PKey, memberList(a.Members))
+		if len(dropped) > 0 {
+			j.Result += fmt.Sprintf("; %s are no members any more", guidList(dropped))
+		}
+	}
+	return j
+}
+
+// dropUnlistedMembers takes out of a.PKey the members a (a replacement) does
+// not list, and promises them absent; it returns them.
+func dropUnlistedMembers(ctx context.Context, tx *changeTx, a KubernetesAddition) ([]fabric.GUID, error) {
+	members, err := tx.q.ListKubernetesMembersOfPKey(ctx, tx.fabric, a.PKey)
+	if err != nil {
+		return nil, fmt.Errorf("the members of pkey %s: %w", a.PKey, err)
+	}
+	listed := make(map[fabric.GUID]bool, len(a.Members))
+	for _, m := range a.Members {
+		listed[m.GUID] = true
+	}
+	var dropped []fabric.GUID
+	for _, m := range members {
+		if listed[m.Guid] {
+			continue
+		}
+		if _, err := tx.q.DeleteKubernetesMember(ctx, tx.fabric, a.PKey, m.Guid); err != nil {
+			return nil, err
+		}
+		dropped = append(dropped, m.Guid)
+		tx.promise(Place{GUID: m.Guid, PKey: a.PKey, Want: WantAbsent})
+	}
+	return dropped, nil
 }
 
 // checkKubernetesAddition refuses an addition the rules refuse on its own,
@@ -487,8 +550,8 @@ func (s *Store) DeleteKubernetesPKey(ctx context.Context, d KubernetesDeletion) 
 	})
 }
 
-// KubernetesPKeys lists every Kubernetes pkey with its members, in one
-// read-only transaction.
+// KubernetesPKeys lists every Kubernetes pkey with its members and its
+// partition name, in one read-only transaction.
 func (s *Store) KubernetesPKeys(ctx context.Context) ([]KubernetesPKey, error) {
 	return readOnly(ctx, s, "list Kubernetes pkeys", func(ctx context.Context, q driver.Queries) ([]KubernetesPKey, error) {
 		all, err := kubernetesPKeys(ctx, s.FabricName(), q)
@@ -501,7 +564,7 @@ func (s *Store) KubernetesPKeys(ctx context.Context) ([]KubernetesPKey, error) {
 				own = append(own, p)
 			}
 		}
-		return own, nil
+		return own, namePKeys(ctx, s.FabricName(), q, own)
 	})
 }
 
@@ -517,7 +580,7 @@ func kubernetesPKeys(ctx context.Context, fab string, q driver.Queries) ([]Kuber
 	out := make([]KubernetesPKey, len(pkeys))
 	at := make(map[fabric.PKey]int, len(pkeys))
 	for i, p := range pkeys {
-		out[i] = KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision, Members: []KubernetesMember{}, Owner: p.Owner}
+		out[i] = kubernetesPKey(p, []KubernetesMember{})
 		at[p.Pkey] = i
 	}
 	for _, m := range members {
@@ -543,9 +606,34 @@ func (s *Store) GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (Kubern
 		if err != nil {
 			return KubernetesPKey{}, err
 		}
-		return KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision, Owner: p.Owner,
-			Members: driver.Convert(members, kubernetesMember)}, nil
+		one := []KubernetesPKey{kubernetesPKey(p, driver.Convert(members, kubernetesMember))}
+		return one[0], namePKeys(ctx, s.FabricName(), q, one)
 	})
+}
+
+// kubernetesPKey is a recorded pkey with its members.
+func kubernetesPKey(p driver.KubernetesPKey, members []KubernetesMember) KubernetesPKey {
+	return KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision, Members: members, Owner: p.Owner}
+}
+
+// namePKeys sets the partition names their clients gave pkeys. Only the
+// pkeys API's reads take them: a snapshot (the partitions file) never names a
+// partition so.
+func namePKeys(ctx context.Context, fab string, q driver.Queries, pkeys []KubernetesPKey) error {
+	names, err := q.ListKubernetesPartitionNames(ctx, fab)
+	if err != nil {
+		return fmt.Errorf("the pkeys' partition names: %w", err)
+	}
+	byPKey := make(map[fabric.PKey]string, len(names))
+	for _, n := range names {
+		if n.PartitionName != nil {
+			byPKey[n.Pkey] = *n.PartitionName
+		}
+	}
+	for i := range pkeys {
+		pkeys[i].PartitionName = byPKey[pkeys[i].PKey]
+	}
+	return nil
 }
 
 // KubernetesLastUpdated is when OpenSM was last seen applying a Kubernetes

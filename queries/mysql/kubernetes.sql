@@ -2,11 +2,14 @@
 -- migrations' 00006_kubernetes. The same queries as queries/shared/kubernetes.sql
 -- in MariaDB's dialect.
 
+-- A pkey without its partition_name, which only the pkeys API's reads return
+-- (ListKubernetesPartitionNames): the partitions file never names it, and a
+-- snapshot reads a database migrated down below 00021 too.
 -- name: GetKubernetesPKey :one
-SELECT * FROM kubernetes_pkeys WHERE fabric = sqlc.arg(fabric) AND pkey = sqlc.arg(pkey);
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner FROM kubernetes_pkeys WHERE fabric = sqlc.arg(fabric) AND pkey = sqlc.arg(pkey);
 
 -- name: ListKubernetesPKeys :many
-SELECT * FROM kubernetes_pkeys WHERE fabric = sqlc.arg(fabric) ORDER BY pkey;
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner FROM kubernetes_pkeys WHERE fabric = sqlc.arg(fabric) ORDER BY pkey;
 
 -- name: ListKubernetesMembers :many
 SELECT * FROM kubernetes_members WHERE fabric = sqlc.arg(fabric) ORDER BY pkey, guid;
@@ -73,3 +76,10 @@ WHERE kubernetes_state.fabric = sqlc.arg(fabric) AND changed_revision > applied_
 
 -- name: KubernetesState :one
 SELECT changed_revision, applied_revision, last_updated FROM kubernetes_state WHERE fabric = sqlc.arg(fabric);
+
+-- The name a client gave the pkey (partition_name), which its reads return.
+-- name: SetKubernetesPartitionName :exec
+UPDATE kubernetes_pkeys SET partition_name = sqlc.arg(partition_name) WHERE fabric = sqlc.arg(fabric) AND pkey = sqlc.arg(pkey);
+
+-- name: ListKubernetesPartitionNames :many
+SELECT pkey, partition_name FROM kubernetes_pkeys WHERE fabric = sqlc.arg(fabric) AND partition_name IS NOT NULL ORDER BY pkey;

@@ -1,11 +1,14 @@
 -- The Kubernetes partitions (ib-kubernetes, through the UFM pkeys API): see
 -- migrations' 00006_kubernetes.
 
+-- A pkey without its partition_name, which only the pkeys API's reads return
+-- (ListKubernetesPartitionNames): the partitions file never names it, and a
+-- snapshot reads a database migrated down below 00021 too.
 -- name: GetKubernetesPKey :one
-SELECT * FROM kubernetes_pkeys WHERE fabric = @fabric AND pkey = @pkey;
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner FROM kubernetes_pkeys WHERE fabric = @fabric AND pkey = @pkey;
 
 -- name: ListKubernetesPKeys :many
-SELECT * FROM kubernetes_pkeys WHERE fabric = @fabric ORDER BY pkey;
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner FROM kubernetes_pkeys WHERE fabric = @fabric ORDER BY pkey;
 
 -- name: ListKubernetesMembers :many
 SELECT * FROM kubernetes_members WHERE fabric = @fabric ORDER BY pkey, guid;
@@ -71,3 +74,10 @@ WHERE kubernetes_state.fabric = @fabric AND changed_revision > applied_revision 
 
 -- name: KubernetesState :one
 SELECT changed_revision, applied_revision, last_updated FROM kubernetes_state WHERE fabric = @fabric;
+
+-- The name a client gave the pkey (partition_name), which its reads return.
+-- name: SetKubernetesPartitionName :exec
+UPDATE kubernetes_pkeys SET partition_name = @partition_name WHERE fabric = @fabric AND pkey = @pkey;
+
+-- name: ListKubernetesPartitionNames :many
+SELECT pkey, partition_name FROM kubernetes_pkeys WHERE fabric = @fabric AND partition_name IS NOT NULL ORDER BY pkey;

@@ -115,6 +115,8 @@ type Queries interface {
 	UpsertAdoptedPartition(ctx context.Context, arg UpsertAdoptedPartitionParams) error
 	UpsertKubernetesMember(ctx context.Context, arg UpsertKubernetesMemberParams) error
 	UpsertKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time, owner string) error
+	SetKubernetesPartitionName(ctx context.Context, partitionName *string, fabric string, pkey fabric.PKey) error
+	ListKubernetesPartitionNames(ctx context.Context, fabric string) ([]KubernetesPartitionName, error)
 	SecondSMs(ctx context.Context, fabric string) ([]SecondSubnetManager, error)
 	SetRevision(ctx context.Context, fabric string, revision int64) error
 	UpdateSecret(ctx context.Context, fabric string, value string, name string) error

@@ -118,6 +118,12 @@ type KubernetesPKey struct {
 	Owner string
 }
 
+// KubernetesPartitionName is the name a client gave a Kubernetes pkey.
+type KubernetesPartitionName struct {
+	Pkey          fabric.PKey
+	PartitionName *string
+}
+
 // Network is one Neutron network.
 type Network struct {
 	ID              string

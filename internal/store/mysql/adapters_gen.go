@@ -251,7 +251,7 @@ func (q queries) ListKubernetesMembersOfPKey(ctx context.Context, fabric string,
 
 func (q queries) ListKubernetesPKeys(ctx context.Context, fabric string) ([]driver.KubernetesPKey, error) {
 	rs, err := q.Queries.ListKubernetesPKeys(ctx, fabric)
-	return driver.Convert(rs, func(r mysqldb.KubernetesPkey) driver.KubernetesPKey { return driver.KubernetesPKey(r) }), err
+	return driver.Convert(rs, func(r mysqldb.ListKubernetesPKeysRow) driver.KubernetesPKey { return driver.KubernetesPKey(r) }), err
 }
 
 func (q queries) ListManagedNetworks(ctx context.Context, fabric string) ([]driver.Network, error) {
@@ -326,6 +326,17 @@ func (q queries) UpsertKubernetesMember(ctx context.Context, arg driver.UpsertKu
 
 func (q queries) UpsertKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time, owner string) error {
 	return q.Queries.UpsertKubernetesPKey(ctx, mysqldb.UpsertKubernetesPKeyParams{Pkey: pkey, IpOverIb: ipOverIb, Revision: revision, Now: now, Fabric: fabric, Owner: owner})
+}
+
+func (q queries) SetKubernetesPartitionName(ctx context.Context, partitionName *string, fabric string, pkey fabric.PKey) error {
+	return q.Queries.SetKubernetesPartitionName(ctx, mysqldb.SetKubernetesPartitionNameParams{PartitionName: partitionName, Fabric: fabric, Pkey: pkey})
+}
+
+func (q queries) ListKubernetesPartitionNames(ctx context.Context, fabric string) ([]driver.KubernetesPartitionName, error) {
+	rs, err := q.Queries.ListKubernetesPartitionNames(ctx, fabric)
+	return driver.Convert(rs, func(r mysqldb.ListKubernetesPartitionNamesRow) driver.KubernetesPartitionName {
+		return driver.KubernetesPartitionName(r)
+	}), err
 }
 
 func (q queries) SecondSMs(ctx context.Context, fabric string) ([]driver.SecondSubnetManager, error) {

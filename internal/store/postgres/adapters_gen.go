@@ -211,7 +211,7 @@ func (q queries) ListKubernetesMembersOfPKey(ctx context.Context, fabric string,
 
 func (q queries) ListKubernetesPKeys(ctx context.Context, fabric string) ([]driver.KubernetesPKey, error) {
 	rs, err := q.Queries.ListKubernetesPKeys(ctx, fabric)
-	return driver.Convert(rs, func(r pgdb.KubernetesPkey) driver.KubernetesPKey { return driver.KubernetesPKey(r) }), err
+	return driver.Convert(rs, func(r pgdb.ListKubernetesPKeysRow) driver.KubernetesPKey { return driver.KubernetesPKey(r) }), err
 }
 
 func (q queries) ListManagedNetworks(ctx context.Context, fabric string) ([]driver.Network, error) {
@@ -288,6 +288,13 @@ func (q queries) UpsertKubernetesMember(ctx context.Context, arg driver.UpsertKu
 
 func (q queries) UpsertKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time, owner string) error {
 	return q.Queries.UpsertKubernetesPKey(ctx, pkey, ipOverIb, revision, now, fabric, owner)
+}
+
+func (q queries) ListKubernetesPartitionNames(ctx context.Context, fabric string) ([]driver.KubernetesPartitionName, error) {
+	rs, err := q.Queries.ListKubernetesPartitionNames(ctx, fabric)
+	return driver.Convert(rs, func(r pgdb.ListKubernetesPartitionNamesRow) driver.KubernetesPartitionName {
+		return driver.KubernetesPartitionName(r)
+	}), err
 }
 
 func (q queries) SecondSMs(ctx context.Context, fabric string) ([]driver.SecondSubnetManager, error) {

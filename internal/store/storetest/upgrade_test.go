@@ -365,3 +365,28 @@ func TestGUIDPlacesMigration(t *testing.T) {
 		}
 	})
 }
+
+// TestPartitionNamesMigration: a database of schema version 20 upgrades to
+// the pkeys' partition names; 00021 goes down (the name gone, the pkey and
+// its member kept) and up again, the pkey then without a name.
+func TestPartitionNamesMigration(t *testing.T) {
+	atVersion(t, 20, func(ctx context.Context, t *testing.T, d Database, db *sql.DB, p *goose.Provider) {
+		s := kubeStore(OpenDatabase(t, d)) // migrates to the latest version
+		named := kubeAdd(0x1005, full(guidA))
+		named.PartitionName = "tenant_a"
+		if _, err := s.AddKubernetesGUIDs(ctx, named); err != nil {
+			t.Fatal(err)
+		}
+		downAndUp(ctx, t, p, 20, func() {
+			wantRows(ctx, t, db, "kubernetes_pkeys", 1)
+			wantRows(ctx, t, db, "kubernetes_members", 1)
+			var name *string
+			if err := db.QueryRowContext(ctx, `SELECT partition_name FROM kubernetes_pkeys`).Scan(&name); err == nil {
+				t.Error("after 00021's down kubernetes_pkeys.partition_name is still there")
+			}
+		})
+		if got, err := s.GetKubernetesPKey(ctx, 0x1005); err != nil || got.PartitionName != "" || len(got.Members) != 1 {
+			t.Errorf("pkey after 00021 up again = %+v, %v; want it, unnamed, with its member", got, err)
+		}
+	})
+}
