@@ -102,7 +102,7 @@ type Queries interface {
 	ListPortsSince(ctx context.Context, fabric string, revision int64) ([]Port, error)
 	ListSecrets(ctx context.Context, fabric string) ([]ListSecretsRow, error)
 	MarkJobsRunning(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) (int64, error)
-	MarkKubernetesApplied(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) (int64, error)
+	MarkKubernetesApplied(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) error
 	MarkKubernetesChanged(ctx context.Context, fabric string, revision int64) error
 	OldestOpenJob(ctx context.Context, fabric string, status string) (time.Time, error)
 	NewTerm(ctx context.Context, fabric string, holder string, now *time.Time) (int64, error)

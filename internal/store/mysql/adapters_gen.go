@@ -275,7 +275,7 @@ func (q queries) ListSecrets(ctx context.Context, fabric string) ([]driver.ListS
 	return driver.Convert(rs, func(r mysqldb.ListSecretsRow) driver.ListSecretsRow { return driver.ListSecretsRow(r) }), err
 }
 
-func (q queries) MarkKubernetesApplied(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) (int64, error) {
+func (q queries) MarkKubernetesApplied(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) error {
 	return q.Queries.MarkKubernetesApplied(ctx, mysqldb.MarkKubernetesAppliedParams{Now: now, Fabric: fabric, Revision: revision, Term: term})
 }
 

@@ -243,7 +243,7 @@ func (q queries) MarkJobsRunning(ctx context.Context, fabric string, now *time.T
 	return q.Queries.MarkJobsRunning(ctx, now, fabric, revision, term)
 }
 
-func (q queries) MarkKubernetesApplied(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) (int64, error) {
+func (q queries) MarkKubernetesApplied(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) error {
 	return q.Queries.MarkKubernetesApplied(ctx, now, fabric, revision, term)
 }
 
