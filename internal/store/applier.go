@@ -249,27 +249,29 @@ func (s *Store) finishApply(ctx context.Context, a Apply, open func(GateState) b
 	var f Finished
 	err := s.d.InChangeTx(ctx, func(q driver.ChangeTx) error {
 		f = Finished{}
-		if a.NewestJob > 0 {
-			// Read first: on PostgreSQL this holds off a restore that
-			// empties the jobs table (TRUNCATE, pg_restore --clean) until
-			// this transaction ends, as MariaDB's metadata lock holds off
-			// a dump's DROP TABLE; SQLite's writer excludes any other. A
-			// restore that deletes rows one by one and commits between this
-			// read and the completion, a few milliseconds, is not seen.
-			same, err := sameHistory(ctx, q, a.NewestJob)
-			if err != nil {
-				return fmt.Errorf("read the newest job of the state applied: %w", err)
-			}
-			if f.Restored = !same; f.Restored {
-				return nil
-			}
-		}
-		n, err := q.RecordApply(ctx, a.row(s.FabricName()))
+		// The apply's row goes in only while the database holds the
+		// state applied (its newest job), read by the same statement: on
+		// PostgreSQL this holds off a restore that empties the jobs table
+		// (TRUNCATE, pg_restore --clean) until this transaction ends, as
+		// MariaDB's metadata lock holds off a dump's DROP TABLE; SQLite's
+		// writer excludes any other. A restore that deletes rows one by one
+		// and commits between this statement and the completion, a few
+		// milliseconds, is not seen.
+		n, err := q.RecordApplyOfHistory(ctx, ofHistory(a.row(s.FabricName()), a.NewestJob))
 		if err != nil {
 			return fmt.Errorf("record apply: %w", err)
 		}
 		if n != 1 {
-			return nil // a newer term: the same fence stops the rest
+			// A newer term (the same fence stops the rest), or a restore:
+			// which one, the job says.
+			if a.NewestJob > 0 {
+				same, err := sameHistory(ctx, q, a.NewestJob)
+				if err != nil {
+					return fmt.Errorf("read the newest job of the state applied: %w", err)
+				}
+				f.Restored = !same
+			}
+			return nil
 		}
 		f.Recorded = true
 		if f.Gates, err = gateState(ctx, s.FabricName(), q); err != nil {
@@ -287,6 +289,13 @@ func (s *Store) finishApply(ctx context.Context, a Apply, open func(GateState) b
 		return Finished{}, fmt.Errorf("finish the apply of revision %d: %w", a.Revision, err)
 	}
 	return f, nil
+}
+
+// ofHistory is an apply's row recorded only while the job newest is (0: no
+// job to check).
+func ofHistory(r driver.RecordApplyParams, newest int64) driver.RecordApplyOfHistoryParams {
+	return driver.RecordApplyOfHistoryParams{Revision: r.Revision, SHA256: r.SHA256, Term: r.Term, Outcome: r.Outcome,
+		Detail: r.Detail, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Fabric: r.Fabric, NewestJob: max(newest, 0)}
 }
 
 // FailJobs fails the open jobs up to revision with reason, if term is current.

@@ -109,6 +109,7 @@ type Queries interface {
 	OpenJobsWithGUIDs(ctx context.Context, fabric string, revision int64) ([]OpenJobsWithGUIDsRow, error)
 	OpenJobPlaces(ctx context.Context, fabric string, revision int64) ([]OpenJobPlacesRow, error)
 	RecordApply(ctx context.Context, arg RecordApplyParams) (int64, error)
+	RecordApplyOfHistory(ctx context.Context, arg RecordApplyOfHistoryParams) (int64, error)
 	Revision(ctx context.Context, fabric string) (int64, error)
 	SetFailures(ctx context.Context, fabric string) ([]SetFailure, error)
 	SetJobDescription(ctx context.Context, fabric string, description string, now time.Time, jobID int64, term int64) (int64, error)

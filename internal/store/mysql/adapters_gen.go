@@ -303,6 +303,10 @@ func (q queries) RecordApply(ctx context.Context, arg driver.RecordApplyParams) 
 	return q.Queries.RecordApply(ctx, mysqldb.RecordApplyParams{Revision: arg.Revision, Sha256: arg.SHA256, Term: arg.Term, Outcome: arg.Outcome, Detail: arg.Detail, StartedAt: arg.StartedAt, FinishedAt: arg.FinishedAt, Fabric: arg.Fabric})
 }
 
+func (q queries) RecordApplyOfHistory(ctx context.Context, arg driver.RecordApplyOfHistoryParams) (int64, error) {
+	return q.Queries.RecordApplyOfHistory(ctx, mysqldb.RecordApplyOfHistoryParams{Revision: arg.Revision, Sha256: arg.SHA256, Term: arg.Term, Outcome: arg.Outcome, Detail: arg.Detail, StartedAt: arg.StartedAt, FinishedAt: arg.FinishedAt, Fabric: arg.Fabric, NewestJob: arg.NewestJob})
+}
+
 func (q queries) SetFailures(ctx context.Context, fabric string) ([]driver.SetFailure, error) {
 	rs, err := q.Queries.SetFailures(ctx, fabric)
 	return driver.Convert(rs, func(r mysqldb.SetFailure) driver.SetFailure { return driver.SetFailure(r) }), err

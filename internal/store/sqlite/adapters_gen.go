@@ -275,6 +275,10 @@ func (q queries) RecordApply(ctx context.Context, arg driver.RecordApplyParams) 
 	return q.Queries.RecordApply(ctx, arg.Revision, arg.SHA256, arg.Term, arg.Outcome, arg.Detail, arg.StartedAt, arg.FinishedAt, arg.Fabric)
 }
 
+func (q queries) RecordApplyOfHistory(ctx context.Context, arg driver.RecordApplyOfHistoryParams) (int64, error) {
+	return q.Queries.RecordApplyOfHistory(ctx, arg.Revision, arg.SHA256, arg.Term, arg.Outcome, arg.Detail, arg.StartedAt, arg.FinishedAt, arg.Fabric, arg.NewestJob)
+}
+
 func (q queries) SetFailures(ctx context.Context, fabric string) ([]driver.SetFailure, error) {
 	rs, err := q.Queries.SetFailures(ctx, fabric)
 	return driver.Convert(rs, func(r sqlitedb.SetFailure) driver.SetFailure { return driver.SetFailure(r) }), err
