@@ -10,16 +10,15 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
 )
 
-// poolCountingDialer counts the Conns it opened and closed, and makes the Sends
-// of the open ones fail while stale is set (a simulator restarted under
+// poolCountingDialer counts the Conns it opened and closed, and makes the
+// Sends of those opened before a restart fail (a simulator restarted under
 // them: every Conn opened before it is dead).
 type poolCountingDialer struct {
 	pkeyread.Dialer
 
 	mu             sync.Mutex
 	opened, closed int
-	stale          bool // the Conns opened so far fail every Send
-	epoch          int  // bumped by restart: Conns of an earlier epoch are dead
+	epoch          int // bumped by restart: Conns of an earlier epoch are dead
 }
 
 func (d *poolCountingDialer) Dial(ctx context.Context) (pkeyread.Conn, error) {
