@@ -69,6 +69,15 @@ func fabricReader(ctx context.Context, cfg *config.Config, keys opensm.KeySource
 	return r, sim.Socket != "", nil
 }
 
+// closeIdle closes the connection r's Pool kept, where a process is done
+// reading: the simulator frees a client's place only when the client
+// detaches, not when its process exits.
+func closeIdle(r *pkeyread.Reader) {
+	if p, ok := r.Dialer.(*pkeyread.Pool); ok {
+		_ = p.CloseIdle()
+	}
+}
+
 // readbackMKeys gives the read-back proof its M_Keys at each read, from the
 // recorded keys: --rotate-keys records a new M_Key while the manager runs,
 // and the OpenSM that a restart or a new leader starts with it moves the
