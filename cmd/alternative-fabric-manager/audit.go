@@ -42,6 +42,7 @@ func runAuditCommand(ctx context.Context, path, fabricName string, asJSON bool, 
 			return err
 		}
 		s, err := audit.Run(ctx, in)
+		manager.CloseIdle(in.Reader) // detached now: the simulator knows no client's exit
 		if err != nil {
 			return err
 		}

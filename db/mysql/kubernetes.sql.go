@@ -381,7 +381,7 @@ func (q *Queries) ListKubernetesPartitionNames(ctx context.Context, argFabric st
 	return items, nil
 }
 
-const markKubernetesApplied = `-- name: MarkKubernetesApplied :execrows
+const markKubernetesApplied = `-- name: MarkKubernetesApplied :exec
 UPDATE kubernetes_state SET applied_revision = changed_revision, last_updated = ?
 WHERE kubernetes_state.fabric = ? AND changed_revision > applied_revision AND changed_revision <= ?
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ? AND leadership.term = ?)
@@ -397,18 +397,15 @@ type MarkKubernetesAppliedParams struct {
 // The apply of revision revision is proven: if it carries the last Kubernetes
 // change not yet applied, last_updated moves. Fenced by the term, as
 // CompleteJobs is.
-func (q *Queries) MarkKubernetesApplied(ctx context.Context, arg MarkKubernetesAppliedParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, markKubernetesApplied,
+func (q *Queries) MarkKubernetesApplied(ctx context.Context, arg MarkKubernetesAppliedParams) error {
+	_, err := q.db.ExecContext(ctx, markKubernetesApplied,
 		arg.Now,
 		arg.Fabric,
 		arg.Revision,
 		arg.Fabric,
 		arg.Term,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected()
+	return err
 }
 
 const markKubernetesChanged = `-- name: MarkKubernetesChanged :exec

@@ -276,6 +276,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.recordApplyStmt, err = db.PrepareContext(ctx, recordApply); err != nil {
 		return nil, fmt.Errorf("error preparing query RecordApply: %w", err)
 	}
+	if q.recordApplyOfHistoryStmt, err = db.PrepareContext(ctx, recordApplyOfHistory); err != nil {
+		return nil, fmt.Errorf("error preparing query RecordApplyOfHistory: %w", err)
+	}
 	if q.revisionStmt, err = db.PrepareContext(ctx, revision); err != nil {
 		return nil, fmt.Errorf("error preparing query Revision: %w", err)
 	}
@@ -746,6 +749,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing recordApplyStmt: %w", cerr)
 		}
 	}
+	if q.recordApplyOfHistoryStmt != nil {
+		if cerr := q.recordApplyOfHistoryStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing recordApplyOfHistoryStmt: %w", cerr)
+		}
+	}
 	if q.revisionStmt != nil {
 		if cerr := q.revisionStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing revisionStmt: %w", cerr)
@@ -944,6 +952,7 @@ type Queries struct {
 	openJobPlacesStmt                 *sql.Stmt
 	openJobsWithGUIDsStmt             *sql.Stmt
 	recordApplyStmt                   *sql.Stmt
+	recordApplyOfHistoryStmt          *sql.Stmt
 	revisionStmt                      *sql.Stmt
 	secondSMsStmt                     *sql.Stmt
 	setFailuresStmt                   *sql.Stmt
@@ -1049,6 +1058,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		openJobPlacesStmt:                 q.openJobPlacesStmt,
 		openJobsWithGUIDsStmt:             q.openJobsWithGUIDsStmt,
 		recordApplyStmt:                   q.recordApplyStmt,
+		recordApplyOfHistoryStmt:          q.recordApplyOfHistoryStmt,
 		revisionStmt:                      q.revisionStmt,
 		secondSMsStmt:                     q.secondSMsStmt,
 		setFailuresStmt:                   q.setFailuresStmt,

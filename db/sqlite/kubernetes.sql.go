@@ -334,7 +334,7 @@ func (q *Queries) ListKubernetesPartitionNames(ctx context.Context, argFabric st
 	return items, nil
 }
 
-const markKubernetesApplied = `-- name: MarkKubernetesApplied :execrows
+const markKubernetesApplied = `-- name: MarkKubernetesApplied :exec
 UPDATE kubernetes_state SET applied_revision = changed_revision, last_updated = ?1
 WHERE kubernetes_state.fabric = ?2 AND changed_revision > applied_revision AND changed_revision <= ?3
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ?2 AND leadership.term = ?4)
@@ -343,17 +343,14 @@ WHERE kubernetes_state.fabric = ?2 AND changed_revision > applied_revision AND c
 // The apply of revision @revision is proven: if it carries the last Kubernetes
 // change not yet applied, last_updated moves. Fenced by the term, as
 // CompleteJobs is.
-func (q *Queries) MarkKubernetesApplied(ctx context.Context, now *time.Time, fabric string, revision int64, term int64) (int64, error) {
-	result, err := q.exec(ctx, q.markKubernetesAppliedStmt, markKubernetesApplied,
+func (q *Queries) MarkKubernetesApplied(ctx context.Context, now *time.Time, fabric string, revision int64, term int64) error {
+	_, err := q.exec(ctx, q.markKubernetesAppliedStmt, markKubernetesApplied,
 		now,
 		fabric,
 		revision,
 		term,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected()
+	return err
 }
 
 const markKubernetesChanged = `-- name: MarkKubernetesChanged :exec

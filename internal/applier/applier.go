@@ -291,6 +291,7 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 		return err
 	}
 	defer t.tail.Close()
+	defer t.closeConns() // readback.go: after the services ended (deferred below)
 	// The term may be over already (its context cancelled, its OpenSM
 	// stopped by the lease): the supervisor then refuses, whatever this term did
 	// not notice.

@@ -31,7 +31,8 @@ func newReadback(ctx context.Context, cfg config.FabricConfig, keys opensm.KeySo
 	return r, nil
 }
 
-// fabricReader reads the fabric OpenSM programs, on workers connections:
+// fabricReader reads the fabric OpenSM programs, on workers connections, one
+// of them kept open between reads (pkeyread.Pool):
 // the simulator OpenSM's environment attaches it to (simulated), else the
 // HCA port smp_port names. It carries the M_Key where the m_key hardening
 // group sets one.
@@ -48,7 +49,11 @@ func fabricReader(ctx context.Context, cfg config.FabricConfig, keys opensm.KeyS
 	if err != nil {
 		return nil, false, err
 	}
-	r = &pkeyread.Reader{Dialer: d, Workers: workers}
+	// One connection kept open between reads (closed at each leadership
+	// term's end, reopened after an error): a change's read-back and the
+	// second-SM look each attached to the simulator, or opened the HCA's
+	// user MAD device, anew.
+	r = &pkeyread.Reader{Dialer: &pkeyread.Pool{Dialer: d, MaxIdle: 1}, Workers: workers}
 	if cfg.OpenSM.Hardening.Has(opensm.GroupMKey) {
 		// M_Key protection level 2 and 3 refuse a Get without the M_Key.
 		k, err := keys.Keys(ctx)
@@ -62,6 +67,15 @@ func fabricReader(ctx context.Context, cfg config.FabricConfig, keys opensm.KeyS
 	}
 	sim, _ := pkeyread.SimDialerFromEnv(env)
 	return r, sim.Socket != "", nil
+}
+
+// CloseIdle closes the connection r's Pool kept, where a process is done
+// reading: the simulator frees a client's place only when the client
+// detaches, not when its process exits.
+func CloseIdle(r *pkeyread.Reader) {
+	if p, ok := r.Dialer.(*pkeyread.Pool); ok {
+		_ = p.CloseIdle()
+	}
 }
 
 // readbackMKeys gives the read-back proof its M_Keys at each read, from the

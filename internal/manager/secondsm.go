@@ -20,7 +20,7 @@ func secondSMCheck(ctx context.Context, cfg config.FabricConfig, st *store.Store
 		log.Warn("no second subnet manager is looked for: [opensm_conf] guid names no port", "error", err)
 		return nil
 	}
-	// One connection at each look, closed after it.
+	// One connection, kept from look to look within a term (fabricReader).
 	r, _, err := fabricReader(ctx, cfg, opensm.DatabaseKeys{Store: st}, 1)
 	if err != nil {
 		log.Warn("no second subnet manager is looked for: no SMP transport for this fabric", "error", err)

@@ -69,7 +69,7 @@ UPDATE kubernetes_state SET changed_revision = sqlc.arg(revision) WHERE fabric =
 -- The apply of revision revision is proven: if it carries the last Kubernetes
 -- change not yet applied, last_updated moves. Fenced by the term, as
 -- CompleteJobs is.
--- name: MarkKubernetesApplied :execrows
+-- name: MarkKubernetesApplied :exec
 UPDATE kubernetes_state SET applied_revision = changed_revision, last_updated = sqlc.arg(now)
 WHERE kubernetes_state.fabric = sqlc.arg(fabric) AND changed_revision > applied_revision AND changed_revision <= sqlc.arg(revision)
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = sqlc.arg(fabric) AND leadership.term = sqlc.arg(term));

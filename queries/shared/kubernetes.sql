@@ -67,7 +67,7 @@ UPDATE kubernetes_state SET changed_revision = @revision WHERE fabric = @fabric;
 -- The apply of revision @revision is proven: if it carries the last Kubernetes
 -- change not yet applied, last_updated moves. Fenced by the term, as
 -- CompleteJobs is.
--- name: MarkKubernetesApplied :execrows
+-- name: MarkKubernetesApplied :exec
 UPDATE kubernetes_state SET applied_revision = changed_revision, last_updated = @now
 WHERE kubernetes_state.fabric = @fabric AND changed_revision > applied_revision AND changed_revision <= @revision
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = @fabric AND leadership.term = @term);

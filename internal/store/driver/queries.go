@@ -102,13 +102,14 @@ type Queries interface {
 	ListPortsSince(ctx context.Context, fabric string, revision int64) ([]Port, error)
 	ListSecrets(ctx context.Context, fabric string) ([]ListSecretsRow, error)
 	MarkJobsRunning(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) (int64, error)
-	MarkKubernetesApplied(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) (int64, error)
+	MarkKubernetesApplied(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) error
 	MarkKubernetesChanged(ctx context.Context, fabric string, revision int64) error
 	OldestOpenJob(ctx context.Context, fabric string, status string) (time.Time, error)
 	NewTerm(ctx context.Context, fabric string, holder string, now *time.Time) (int64, error)
 	OpenJobsWithGUIDs(ctx context.Context, fabric string, revision int64) ([]OpenJobsWithGUIDsRow, error)
 	OpenJobPlaces(ctx context.Context, fabric string, revision int64) ([]OpenJobPlacesRow, error)
 	RecordApply(ctx context.Context, arg RecordApplyParams) (int64, error)
+	RecordApplyOfHistory(ctx context.Context, arg RecordApplyOfHistoryParams) (int64, error)
 	Revision(ctx context.Context, fabric string) (int64, error)
 	SetFailures(ctx context.Context, fabric string) ([]SetFailure, error)
 	SetJobDescription(ctx context.Context, fabric string, description string, now time.Time, jobID int64, term int64) (int64, error)

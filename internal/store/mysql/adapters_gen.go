@@ -279,7 +279,7 @@ func (q queries) ListSecrets(ctx context.Context, fabric string) ([]driver.ListS
 	return driver.Convert(rs, func(r mysqldb.ListSecretsRow) driver.ListSecretsRow { return driver.ListSecretsRow(r) }), err
 }
 
-func (q queries) MarkKubernetesApplied(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) (int64, error) {
+func (q queries) MarkKubernetesApplied(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) error {
 	return q.Queries.MarkKubernetesApplied(ctx, mysqldb.MarkKubernetesAppliedParams{Now: now, Fabric: fabric, Revision: revision, Term: term})
 }
 
@@ -305,6 +305,10 @@ func (q queries) OpenJobPlaces(ctx context.Context, fabric string, revision int6
 
 func (q queries) RecordApply(ctx context.Context, arg driver.RecordApplyParams) (int64, error) {
 	return q.Queries.RecordApply(ctx, mysqldb.RecordApplyParams{Revision: arg.Revision, Sha256: arg.SHA256, Term: arg.Term, Outcome: arg.Outcome, Detail: arg.Detail, StartedAt: arg.StartedAt, FinishedAt: arg.FinishedAt, Fabric: arg.Fabric})
+}
+
+func (q queries) RecordApplyOfHistory(ctx context.Context, arg driver.RecordApplyOfHistoryParams) (int64, error) {
+	return q.Queries.RecordApplyOfHistory(ctx, mysqldb.RecordApplyOfHistoryParams{Revision: arg.Revision, Sha256: arg.SHA256, Term: arg.Term, Outcome: arg.Outcome, Detail: arg.Detail, StartedAt: arg.StartedAt, FinishedAt: arg.FinishedAt, Fabric: arg.Fabric, NewestJob: arg.NewestJob})
 }
 
 func (q queries) SetFailures(ctx context.Context, fabric string) ([]driver.SetFailure, error) {

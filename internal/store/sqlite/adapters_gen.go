@@ -247,7 +247,7 @@ func (q queries) MarkJobsRunning(ctx context.Context, fabric string, now *time.T
 	return q.Queries.MarkJobsRunning(ctx, now, fabric, revision, term)
 }
 
-func (q queries) MarkKubernetesApplied(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) (int64, error) {
+func (q queries) MarkKubernetesApplied(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) error {
 	return q.Queries.MarkKubernetesApplied(ctx, now, fabric, revision, term)
 }
 
@@ -273,6 +273,10 @@ func (q queries) OpenJobPlaces(ctx context.Context, fabric string, revision int6
 
 func (q queries) RecordApply(ctx context.Context, arg driver.RecordApplyParams) (int64, error) {
 	return q.Queries.RecordApply(ctx, arg.Revision, arg.SHA256, arg.Term, arg.Outcome, arg.Detail, arg.StartedAt, arg.FinishedAt, arg.Fabric)
+}
+
+func (q queries) RecordApplyOfHistory(ctx context.Context, arg driver.RecordApplyOfHistoryParams) (int64, error) {
+	return q.Queries.RecordApplyOfHistory(ctx, arg.Revision, arg.SHA256, arg.Term, arg.Outcome, arg.Detail, arg.StartedAt, arg.FinishedAt, arg.Fabric, arg.NewestJob)
 }
 
 func (q queries) SetFailures(ctx context.Context, fabric string) ([]driver.SetFailure, error) {
