@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -196,6 +197,31 @@ func TestPrincipalsRotation(t *testing.T) {
 		{caller{"nico", "Basic s3cret-nico-token-older"}, 401}, {asSlurm, 401}} {
 		if status, body := send(t, srv, c.as, "GET", "/ufmRestV3/resources/pkeys", ""); status != c.want {
 			t.Errorf("%s: %d %s, want %d", c.as.auth[:12], status, body, c.want)
+		}
+	}
+}
+
+// TestPrincipalsOwnTheirUFMChanges: the changes of UFM's PUT of
+// /resources/pkeys and of the DELETE of a pkey's GUIDs are the client's
+// jobs, as its POSTs are, not ib-kubernetes'.
+func TestPrincipalsOwnTheirUFMChanges(t *testing.T) {
+	srv, st := principalsServer(t, true)
+	for _, r := range []struct{ method, path, body string }{
+		{"PUT", "/ufmRest/resources/pkeys", `{"pkey":"0x3001","guids":["0200000000000040"],"membership":"full"}`},
+		{"DELETE", "/ufmRest/resources/pkeys/0x3001/guids/0200000000000040", ""},
+	} {
+		status, body := send(t, srv, asSlurm, r.method, r.path, r.body)
+		m := firstJob.FindStringSubmatch(body)
+		if status != 200 || m == nil {
+			t.Fatalf("%s %s: %d %s; want 200 naming its job", r.method, r.path, status, body)
+		}
+		id, err := strconv.ParseInt(m[1], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := st.GetJob(t.Context(), id)
+		if err != nil || j.CreatedBy != "ufm_pkeys:slurm" {
+			t.Errorf("%s %s: job %d created by %q (%v); want ufm_pkeys:slurm", r.method, r.path, id, j.CreatedBy, err)
 		}
 	}
 }

@@ -157,7 +157,7 @@ func (pk *pkeysAPI) setGUIDs(r *http.Request, _ httprouter.Params) (int, any, er
 		return 0, nil, err
 	}
 	a.Replace = true
-	a.CreatedBy, a.Request, a.RequestID = kubernetesPrincipal, raw, RequestID(r.Context())
+	a.CreatedBy, a.Request, a.RequestID = pk.o.creator(), raw, RequestID(r.Context())
 	return pk.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
 		return pk.o.Store.AddKubernetesGUIDs(ctx, a)
 	})
@@ -176,7 +176,7 @@ func (pk *pkeysAPI) deleteGUIDs(r *http.Request, ps httprouter.Params) (int, any
 	}
 	return pk.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
 		return pk.o.Store.RemoveKubernetesGUIDs(ctx, store.KubernetesRemoval{PKey: pkey, GUIDs: guids,
-			CreatedBy: kubernetesPrincipal, Request: r.Method + " " + r.URL.Path, RequestID: RequestID(r.Context())})
+			CreatedBy: pk.o.creator(), Request: r.Method + " " + r.URL.Path, RequestID: RequestID(r.Context())})
 	})
 }
 
