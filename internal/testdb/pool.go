@@ -24,6 +24,9 @@ import (
 const (
 	poolPrefix = "afm_pool_"
 	poolSize   = 64 // copies per template: more than tests run at once
+	// maxUnprepared is how many copies a claim passes over that it could
+	// not make as the template is, before it fails.
+	maxUnprepared = 3
 )
 
 // errStale is a pool copy whose schema differs from its template's.
@@ -36,6 +39,7 @@ func Claim(ctx context.Context, serverURL, key string, template Database) (db Da
 	if err != nil {
 		return Database{}, nil, err
 	}
+	var unprepared []error
 	for n := 0; n < poolSize; n++ {
 		name := fmt.Sprintf("%s%s_%d", poolPrefix, key, n)
 		release, err := tryLock(ctx, c, name)
@@ -47,8 +51,15 @@ func Claim(ctx context.Context, serverURL, key string, template Database) (db Da
 		}
 		db, err := prepare(ctx, serverURL, name, template)
 		if err != nil {
+			// A copy another process still has a session on, as another
+			// role, cannot be dropped by this one (PostgreSQL refuses to
+			// end a session of a role the caller is not a member of): the
+			// next copy serves, and a few such copies in a row are an error.
 			release()
-			return Database{}, nil, fmt.Errorf("claim %s: %w", name, err)
+			if unprepared = append(unprepared, fmt.Errorf("claim %s: %w", name, err)); len(unprepared) == maxUnprepared {
+				return Database{}, nil, errors.Join(unprepared...)
+			}
+			continue
 		}
 		return db, release, nil
 	}
