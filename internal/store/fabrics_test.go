@@ -14,7 +14,7 @@ import (
 // the object is on another fabric by the time the change runs (its network
 // deleted and created again there in between), the change writes nothing on
 // the fabric it was queued on and says so (errOtherFabric), so that the
-// routing runs it again on the right one. Each case calls the default
+// database's routing runs it again on the right one. Each case calls the default
 // fabric's change directly for an object of the storage fabric: the window
 // between the routing's read and the change, held open.
 func TestChangeOfAnObjectOnAnotherFabricWritesNothing(t *testing.T) {
@@ -31,12 +31,12 @@ func TestChangeOfAnObjectOnAnotherFabricWritesNothing(t *testing.T) {
 	s := db.Fabric(DefaultFabric)
 	vlan, g := int64(100), fabric.GUID(0x248a070300b1c2d4)
 	const net = "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73"
-	if _, err := s.RecordNetwork(ctx, NetworkChange{Network: NetworkSpec{ID: net, Name: "n", Type: "vlan",
+	if _, err := db.RecordNetwork(ctx, NetworkChange{Network: NetworkSpec{ID: net, Name: "n", Type: "vlan",
 		PhysicalNetwork: "storage", SegmentationID: &vlan}, Operation: OpCreateNetwork, CreatedBy: "test", Request: "{}"}); err != nil {
 		t.Fatal(err)
 	}
 	port := Port{ID: "p1", NetworkID: net, GUID: &g, Host: "h1"}
-	if _, err := s.RecordPort(ctx, PortChange{Port: port, DeviceOwner: "compute:nova", Operation: OpAddPort,
+	if _, err := db.RecordPort(ctx, PortChange{Port: port, DeviceOwner: "compute:nova", Operation: OpAddPort,
 		CreatedBy: "test", Request: "{}"}); err != nil {
 		t.Fatal(err)
 	}
