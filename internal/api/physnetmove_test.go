@@ -22,7 +22,8 @@ func serveFabrics(t *testing.T, db storetest.Database, defaultNets, storageNets 
 		{Name: storageFabric, Rules: store.Rules{PhysicalNetworks: storageNets}},
 	})
 	opts := Options{Prefix: "/ufmRestV3", Domain: "cloudx", Token: token}
-	srv := httptest.NewServer(New(opts, st, slog.New(slog.DiscardHandler)))
+	// As the manager serves it: the database routes each change to its fabric.
+	srv := httptest.NewServer(New(opts, st.DB(), slog.New(slog.DiscardHandler)))
 	t.Cleanup(srv.Close)
 	return &fixture{t: t, srv: srv, st: st, opts: opts}
 }
