@@ -310,11 +310,11 @@ func wantSwitches(t *testing.T, st *store.Store, want ...fabric.GUID) {
 	}
 }
 
-// recordNetwork records network id, a VLAN on physnet, through st (which
-// routes it to physnet's fabric).
+// recordNetwork records network id, a VLAN on physnet, through st's
+// database, which routes it to physnet's fabric, as the API does.
 func recordNetwork(t *testing.T, st *store.Store, id, physnet string, vlan int64) {
 	t.Helper()
-	if _, err := st.RecordNetwork(t.Context(), store.NetworkChange{Network: store.NetworkSpec{ID: id, Name: id,
+	if _, err := st.DB().RecordNetwork(t.Context(), store.NetworkChange{Network: store.NetworkSpec{ID: id, Name: id,
 		Type: store.TypeVLAN, PhysicalNetwork: physnet, SegmentationID: &vlan}, Operation: store.OpCreateNetwork,
 		CreatedBy: "test", Request: "{}"}); err != nil {
 		t.Fatal(err)

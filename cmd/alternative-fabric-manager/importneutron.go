@@ -82,7 +82,7 @@ func runImportNeutron(ctx context.Context, path string, opts neutronimport.Optio
 // when the records and Neutron differ.
 func importFabric(ctx context.Context, st *store.Store, src neutronimport.Source, rules store.Rules,
 	opts neutronimport.Options, w io.Writer) (verdict, err error) {
-	report, err := neutronimport.Import(ctx, st, src, rules, opts)
+	report, err := neutronimport.Import(ctx, importRecorder{view: st, db: st.DB()}, src, rules, opts)
 	if werr := report.Write(w); werr != nil && err == nil {
 		err = werr
 	}
@@ -189,4 +189,37 @@ func importRules(ctx context.Context, cfg *config.Config, fabrics []operatorFabr
 		rules[i].Rules.StaticMember = static.Listing
 	}
 	return rules, nil
+}
+
+// importRecorder is what an import of one fabric reads and writes: it reads
+// the fabric's view, and records through the database, which routes each
+// Neutron change to its fabric as it routes the API's (a view records only
+// its own fabric's).
+type importRecorder struct {
+	view *store.Store
+	db   *store.DB
+}
+
+func (r importRecorder) Snapshot(ctx context.Context) (store.Snapshot, error) {
+	return r.view.Snapshot(ctx)
+}
+
+func (r importRecorder) GetPort(ctx context.Context, id string) (store.Port, error) {
+	return r.view.GetPort(ctx, id)
+}
+
+func (r importRecorder) RecordNetwork(ctx context.Context, c store.NetworkChange) (store.Job, error) {
+	return r.db.RecordNetwork(ctx, c)
+}
+
+func (r importRecorder) RecordPort(ctx context.Context, c store.PortChange) (store.Job, error) {
+	return r.db.RecordPort(ctx, c)
+}
+
+func (r importRecorder) RemoveNetwork(ctx context.Context, rm store.NetworkRemoval) (store.Job, error) {
+	return r.db.RemoveNetwork(ctx, rm)
+}
+
+func (r importRecorder) RemovePort(ctx context.Context, rm store.PortRemoval) (store.Job, error) {
+	return r.db.RemovePort(ctx, rm)
 }

@@ -92,7 +92,7 @@ func TestMovePhysnetCommand(t *testing.T) {
 func TestMovePhysnetCommandRefusals(t *testing.T) {
 	conf, st := physnetMoved(t, config.EngineSQLite)
 	vlan := int64(300)
-	if _, err := st.RecordNetwork(t.Context(), store.NetworkChange{Operation: store.OpCreateNetwork, CreatedBy: "test",
+	if _, err := st.DB().RecordNetwork(t.Context(), store.NetworkChange{Operation: store.OpCreateNetwork, CreatedBy: "test",
 		Network: store.NetworkSpec{ID: "storage-net", Name: "s", Type: "vlan", PhysicalNetwork: "storage", SegmentationID: &vlan}}); err != nil {
 		t.Fatal(err)
 	}

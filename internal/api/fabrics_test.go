@@ -61,7 +61,7 @@ func newFabricsFixture(t *testing.T, engine string, tune func(o *PKeysOptions)) 
 		tune(&other)
 	}
 	opts := Options{Prefix: "/ufmRestV3", Domain: "cloudx", Token: token, PKeys: []PKeysOptions{compute, other}}
-	s := New(opts, st, slog.New(slog.DiscardHandler))
+	s := New(opts, st.DB(), slog.New(slog.DiscardHandler)) // as the manager serves it: the database routes each change
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	base := &fixture{t: t, srv: srv, st: st, opts: opts}

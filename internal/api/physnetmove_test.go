@@ -22,7 +22,8 @@ func serveFabrics(t *testing.T, db storetest.Database, defaultNets, storageNets 
 		{Name: storageFabric, Rules: store.Rules{PhysicalNetworks: storageNets}},
 	})
 	opts := Options{Prefix: "/ufmRestV3", Domain: "cloudx", Token: token}
-	srv := httptest.NewServer(New(opts, st, slog.New(slog.DiscardHandler)))
+	// As the manager serves it: the database routes each change to its fabric.
+	srv := httptest.NewServer(New(opts, st.DB(), slog.New(slog.DiscardHandler)))
 	t.Cleanup(srv.Close)
 	return &fixture{t: t, srv: srv, st: st, opts: opts}
 }
@@ -66,7 +67,7 @@ func TestPhysnetMovedIsAConflict(t *testing.T) {
 	if after := [2]int64{f.revision(), revisionOf(t, f.st.DB().Fabric(storageFabric))}; after != before {
 		t.Errorf("revisions after the refusals = %v, want %v", after, before)
 	}
-	if _, err := f.st.MovePhysnet(t.Context(), store.PhysnetMove{Physnet: "ibnet", CreatedBy: "test"}); err != nil {
+	if _, err := f.st.DB().MovePhysnet(t.Context(), store.PhysnetMove{Physnet: "ibnet", CreatedBy: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	resp, body := f.do("PUT", "/ufmRestV3/cloudx/Port/51c3e8f2-9a7d-4b6e-8c1f-2d4a6b8e0c13", testdata(t, "port_update_host_change.json"))

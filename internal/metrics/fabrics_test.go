@@ -11,8 +11,8 @@ import (
 // TestStateOfTwoFabrics: each fabric's State, built with its own view of one
 // database, exports that fabric's jobs and revision only, labelled with its
 // name. The default fabric (physnet ibnet) records one network, the storage
-// fabric (physnet storage) two, both sent to the default view as the API
-// sends them.
+// fabric (physnet storage) two, all sent to the database as the API sends
+// them.
 func TestStateOfTwoFabrics(t *testing.T) {
 	for _, engine := range storetest.Engines {
 		t.Run(engine, func(t *testing.T) {
@@ -20,7 +20,7 @@ func TestStateOfTwoFabrics(t *testing.T) {
 			def := db.Fabric(store.DefaultFabric)
 			for i, physnet := range []string{"ibnet", "storage", "storage"} {
 				vlan := int64(100 + i)
-				if _, err := def.RecordNetwork(t.Context(), store.NetworkChange{Operation: store.OpCreateNetwork,
+				if _, err := db.RecordNetwork(t.Context(), store.NetworkChange{Operation: store.OpCreateNetwork,
 					Network: store.NetworkSpec{ID: fmt.Sprintf("3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e7%d", i), Name: "n",
 						Type: store.TypeVLAN, PhysicalNetwork: physnet, SegmentationID: &vlan}}); err != nil {
 					t.Fatalf("network on %s: %v", physnet, err)

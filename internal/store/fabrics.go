@@ -149,10 +149,41 @@ func (s *Store) view(name string) *Store {
 	return s
 }
 
+// OtherFabricError is a Neutron change given to the view of fabric View
+// whose network or port is fabric Fabric's: a view records on its own
+// fabric only, and writes nothing of it. The DB's methods route each
+// change to its fabric; one whose object moved to another fabric between
+// the routing and its transaction (deleted and created again there) runs
+// again on that fabric.
+type OtherFabricError struct {
+	Object, ID   string // ObjectNetwork or ObjectPort, and its id
+	Fabric, View string
+}
+
+func (e *OtherFabricError) Error() string {
+	return fmt.Sprintf("%s %s is fabric %s's, not fabric %s's: the view of fabric %s records only its own fabric's changes "+
+		"(the database's methods route a change to its fabric)", e.Object, e.ID, e.Fabric, e.View, e.View)
+}
+
+// Is makes every OtherFabricError errOtherFabric, the one the routing follows.
+func (e *OtherFabricError) Is(target error) bool { return target == errOtherFabric }
+
 // errOtherFabric is a change that found its network or port on another
-// fabric than the one it was queued on (deleted and recreated on another
-// fabric meanwhile): it writes nothing, and runs again on the right one.
+// fabric than the view's it was given to (OtherFabricError).
 var errOtherFabric = errors.New("the object is on another fabric than its change's")
+
+// otherFabric refuses, in tx, a change of object id recorded on fabric fab.
+func otherFabric(tx *changeTx, object, id, fab string) error {
+	return &OtherFabricError{Object: object, ID: id, Fabric: fab, View: tx.fabric}
+}
+
+// ownFabric refuses a change given to s whose object is served by v.
+func (s *Store) ownFabric(v *Store, object, id string) error {
+	if v.FabricName() == s.FabricName() {
+		return nil
+	}
+	return &OtherFabricError{Object: object, ID: id, Fabric: v.FabricName(), View: s.FabricName()}
+}
 
 // maxReroutes bounds how often a change follows its object to another
 // fabric: each move is a Neutron delete and create between two reads.
@@ -160,14 +191,11 @@ const maxReroutes = 3
 
 // routed runs change on the view of the fabric that where names for it,
 // again on the new one while the change finds its object moved.
-func (s *Store) routed(ctx context.Context, where func(context.Context) (*Store, error), change func(*Store) (Job, error)) (Job, error) {
+func (db *DB) routed(ctx context.Context, where func(context.Context) (*Store, error), change func(*Store) (Job, error)) (Job, error) {
 	for i := 0; ; i++ {
 		v, err := where(ctx)
 		if err != nil {
 			return Job{}, err
-		}
-		if v.FabricName() == s.FabricName() {
-			v = s // the caller's own view, with its rules and clock (WithRules, WithClock)
 		}
 		j, err := change(v)
 		if !errors.Is(err, errOtherFabric) || i == maxReroutes {
@@ -176,36 +204,32 @@ func (s *Store) routed(ctx context.Context, where func(context.Context) (*Store,
 	}
 }
 
-// networkView is the view of the fabric network id is recorded on; s when it
-// is not recorded.
-func (s *Store) networkView(ctx context.Context, id string) (*Store, error) {
-	if !s.db.routes {
-		return s, nil
+// recordedView is the view of the fabric a network (object ObjectNetwork)
+// or port id is recorded on: the default view when it is not recorded, or
+// recorded on a fabric no longer configured, and the only view of a
+// database of one fabric, which reads nothing. recorded says it was found.
+func (db *DB) recordedView(ctx context.Context, object, id string) (v *Store, recorded bool, err error) {
+	if !db.routes {
+		return db.defaultView(), false, nil
 	}
-	n, err := s.d.Queries(ctx).GetNetwork(ctx, id)
+	var fab string
+	q := db.d.Queries(ctx)
+	if object == ObjectNetwork {
+		var n driver.Network
+		n, err = q.GetNetwork(ctx, id)
+		fab = n.Fabric
+	} else {
+		var p driver.Port
+		p, err = q.GetPort(ctx, id)
+		fab = p.Fabric
+	}
 	switch {
 	case driver.IsNoRows(err):
-		return s, nil
+		return db.defaultView(), false, nil
 	case err != nil:
-		return nil, fmt.Errorf("network %s: read its fabric: %w", id, err)
+		return nil, false, fmt.Errorf("%s %s: read its fabric: %w", object, id, err)
 	}
-	return s.view(n.Fabric), nil
-}
-
-// portView is the view of the fabric port id is recorded on; s when it is
-// not recorded.
-func (s *Store) portView(ctx context.Context, id string) (*Store, error) {
-	if !s.db.routes {
-		return s, nil
-	}
-	p, err := s.d.Queries(ctx).GetPort(ctx, id)
-	switch {
-	case driver.IsNoRows(err):
-		return s, nil
-	case err != nil:
-		return nil, fmt.Errorf("port %s: read its fabric: %w", id, err)
-	}
-	return s.view(p.Fabric), nil
+	return db.defaultView().view(fab), true, nil
 }
 
 // PhysnetMovedError is a change of a network, or of one of its ports,
@@ -244,27 +268,39 @@ func (db *DB) FabricOfPhysnet(physnet string) string {
 }
 
 // RecordNetwork records a Neutron network change on the fabric of its
-// physical network (Store.RecordNetwork, routed from the default fabric).
+// physical network.
 func (db *DB) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error) {
-	return db.defaultView().RecordNetwork(ctx, c)
+	return db.fabricOfPhysnet(c.Network.PhysicalNetwork).recordNetwork(ctx, c)
 }
 
-// RemoveNetwork records a network's deletion on the fabric it is recorded on
-// (Store.RemoveNetwork).
+// RemoveNetwork records a network's deletion on the fabric it is recorded on,
+// following it to the fabric it was created again on meanwhile.
 func (db *DB) RemoveNetwork(ctx context.Context, r NetworkRemoval) (Job, error) {
-	return db.defaultView().RemoveNetwork(ctx, r)
+	return db.routed(ctx, func(ctx context.Context) (*Store, error) {
+		v, _, err := db.recordedView(ctx, ObjectNetwork, r.NetworkID)
+		return v, err
+	}, func(v *Store) (Job, error) { return v.removeNetwork(ctx, r) })
 }
 
-// RecordPort records a Neutron port change on the fabric of its network
-// (Store.RecordPort).
+// RecordPort records a Neutron port change on the fabric of its network: the
+// one it is recorded on, else the one of the physical network of the network
+// the port embeds.
 func (db *DB) RecordPort(ctx context.Context, c PortChange) (Job, error) {
-	return db.defaultView().RecordPort(ctx, c)
+	return db.routed(ctx, func(ctx context.Context) (*Store, error) {
+		v, recorded, err := db.recordedView(ctx, ObjectNetwork, c.Port.NetworkID)
+		if !recorded && err == nil && c.Network != nil {
+			v = db.fabricOfPhysnet(c.Network.PhysicalNetwork)
+		}
+		return v, err
+	}, func(v *Store) (Job, error) { return v.recordPortChange(ctx, c) })
 }
 
-// RemovePort records a port's deletion on the fabric it is recorded on
-// (Store.RemovePort).
+// RemovePort records a port's deletion on the fabric it is recorded on.
 func (db *DB) RemovePort(ctx context.Context, r PortRemoval) (Job, error) {
-	return db.defaultView().RemovePort(ctx, r)
+	return db.routed(ctx, func(ctx context.Context) (*Store, error) {
+		v, _, err := db.recordedView(ctx, ObjectPort, r.PortID)
+		return v, err
+	}, func(v *Store) (Job, error) { return v.removePort(ctx, r) })
 }
 
 // GetJob returns job id, of whichever fabric (Store.GetJob).
@@ -273,7 +309,7 @@ func (db *DB) GetJob(ctx context.Context, id int64) (Job, error) {
 }
 
 // MovePhysnet moves the networks of a physical network to the fabric the
-// configuration now gives it (Store.MovePhysnet).
+// configuration now gives it (physnetmove.go).
 func (db *DB) MovePhysnet(ctx context.Context, m PhysnetMove) (PhysnetMoveOutcome, error) {
-	return db.defaultView().MovePhysnet(ctx, m)
+	return db.fabricOfPhysnet(m.Physnet).movePhysnet(ctx, m)
 }

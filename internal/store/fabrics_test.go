@@ -14,7 +14,7 @@ import (
 // the object is on another fabric by the time the change runs (its network
 // deleted and created again there in between), the change writes nothing on
 // the fabric it was queued on and says so (errOtherFabric), so that the
-// routing runs it again on the right one. Each case calls the default
+// database's routing runs it again on the right one. Each case calls the default
 // fabric's change directly for an object of the storage fabric: the window
 // between the routing's read and the change, held open.
 func TestChangeOfAnObjectOnAnotherFabricWritesNothing(t *testing.T) {
@@ -31,12 +31,12 @@ func TestChangeOfAnObjectOnAnotherFabricWritesNothing(t *testing.T) {
 	s := db.Fabric(DefaultFabric)
 	vlan, g := int64(100), fabric.GUID(0x248a070300b1c2d4)
 	const net = "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73"
-	if _, err := s.RecordNetwork(ctx, NetworkChange{Network: NetworkSpec{ID: net, Name: "n", Type: "vlan",
+	if _, err := db.RecordNetwork(ctx, NetworkChange{Network: NetworkSpec{ID: net, Name: "n", Type: "vlan",
 		PhysicalNetwork: "storage", SegmentationID: &vlan}, Operation: OpCreateNetwork, CreatedBy: "test", Request: "{}"}); err != nil {
 		t.Fatal(err)
 	}
 	port := Port{ID: "p1", NetworkID: net, GUID: &g, Host: "h1"}
-	if _, err := s.RecordPort(ctx, PortChange{Port: port, DeviceOwner: "compute:nova", Operation: OpAddPort,
+	if _, err := db.RecordPort(ctx, PortChange{Port: port, DeviceOwner: "compute:nova", Operation: OpAddPort,
 		CreatedBy: "test", Request: "{}"}); err != nil {
 		t.Fatal(err)
 	}
@@ -149,5 +149,70 @@ func TestDBAndItsViews(t *testing.T) {
 		if rev, err := two.Fabric(name).Revision(ctx); err != nil || rev != want {
 			t.Errorf("fabric %s: revision %d, %v; want %d", name, rev, err, want)
 		}
+	}
+}
+
+// The database's routing follows a change whose object moved to another
+// fabric between the routing's read and the change (errOtherFabric), at most
+// maxReroutes times, and gives up at once on any other error: a cancelled
+// context is not followed, and writes nothing.
+func TestDBRoutingFollowsAMovedObject(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	db := NewDB(migratedSQLite(ctx, t), []FabricRules{
+		{Name: DefaultFabric, Rules: Rules{PhysicalNetworks: []string{"ibnet"}}},
+		{Name: "storage", Rules: Rules{PhysicalNetworks: []string{"storage"}}},
+	})
+	if err := db.EnsureFabrics(ctx); err != nil {
+		t.Fatal(err)
+	}
+	vlan, g := int64(100), fabric.GUID(0x248a070300b1c2d4)
+	const net = "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73"
+	if _, err := db.RecordNetwork(ctx, NetworkChange{Network: NetworkSpec{ID: net, Name: "n", Type: "vlan",
+		PhysicalNetwork: "storage", SegmentationID: &vlan}, Operation: OpCreateNetwork, CreatedBy: "test", Request: "{}"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.RecordPort(ctx, PortChange{Port: Port{ID: "p1", NetworkID: net, GUID: &g, Host: "h1"},
+		DeviceOwner: "compute:nova", Operation: OpAddPort, CreatedBy: "test", Request: "{}"}); err != nil {
+		t.Fatal(err)
+	}
+	removal := PortRemoval{PortID: "p1", CreatedBy: "test", Request: "{}"}
+
+	// Always the stale fabric: tried maxReroutes+1 times, then refused.
+	var tries int
+	_, err := db.routed(ctx, func(context.Context) (*Store, error) { tries++; return db.defaultView(), nil },
+		func(v *Store) (Job, error) { return v.removePort(ctx, removal) })
+	if !errors.Is(err, errOtherFabric) || tries != maxReroutes+1 {
+		t.Errorf("a change always sent to the stale fabric = %v after %d tries, want errOtherFabric after %d",
+			err, tries, maxReroutes+1)
+	}
+
+	// A cancelled context: one try, its error, nothing written.
+	cancelled, stop := context.WithCancel(ctx)
+	stop()
+	tries = 0
+	_, err = db.routed(cancelled, func(context.Context) (*Store, error) { tries++; return db.Fabric("storage"), nil },
+		func(v *Store) (Job, error) { return v.removePort(cancelled, removal) })
+	if !errors.Is(err, context.Canceled) || tries != 1 {
+		t.Errorf("a change with a cancelled context = %v after %d tries, want context.Canceled after 1", err, tries)
+	}
+	for name, want := range map[string]int64{DefaultFabric: 0, "storage": 2} {
+		if rev, err := db.Fabric(name).Revision(ctx); err != nil || rev != want {
+			t.Errorf("fabric %s: revision %d, %v; want %d: nothing written by the refused changes", name, rev, err, want)
+		}
+	}
+
+	// Stale once, then its fabric: the change runs again there.
+	tries = 0
+	j, err := db.routed(ctx, func(ctx context.Context) (*Store, error) {
+		tries++
+		if tries == 1 {
+			return db.defaultView(), nil
+		}
+		v, _, err := db.recordedView(ctx, ObjectPort, removal.PortID)
+		return v, err
+	}, func(v *Store) (Job, error) { return v.removePort(ctx, removal) })
+	if err != nil || j.Fabric != "storage" || tries != 2 {
+		t.Errorf("a change sent once to the stale fabric = %+v, %v after %d tries; want the storage fabric's job after 2", j, err, tries)
 	}
 }

@@ -30,10 +30,19 @@ type NetworkChange struct {
 // RecordNetwork records a network (create or update alike: both make it so). A
 // PUT may move a network to another VLAN ID (its members move with it), or
 // make it managed or not (its ports lose their GUIDs when it stops being).
+//
+// The network's physical network must be the view's fabric's
+// (OtherFabricError otherwise): DB.RecordNetwork routes it there.
 func (s *Store) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error) {
-	if v := s.fabricOfPhysnet(c.Network.PhysicalNetwork); v.FabricName() != s.FabricName() {
-		return v.RecordNetwork(ctx, c)
+	if err := s.ownFabric(s.fabricOfPhysnet(c.Network.PhysicalNetwork), ObjectNetwork, c.Network.ID); err != nil {
+		return Job{}, err
 	}
+	return s.recordNetwork(ctx, c)
+}
+
+// recordNetwork is RecordNetwork on s's fabric, which serves the network's
+// physical network.
+func (s *Store) recordNetwork(ctx context.Context, c NetworkChange) (Job, error) {
 	n, err := s.rules.network(c.Network)
 	if err != nil {
 		return Job{}, err
@@ -170,12 +179,16 @@ type NetworkRemoval struct {
 	RequestID string // as in NetworkChange
 }
 
-// RemoveNetwork deletes a network, its partition and its ports.
+// RemoveNetwork deletes a network, its partition and its ports. The network
+// must be recorded on the view's fabric (OtherFabricError otherwise, nothing
+// written): DB.RemoveNetwork routes the removal there.
 func (s *Store) RemoveNetwork(ctx context.Context, r NetworkRemoval) (Job, error) {
-	return s.routed(ctx, func(ctx context.Context) (*Store, error) { return s.networkView(ctx, r.NetworkID) },
-		func(v *Store) (Job, error) { return v.removeNetwork(ctx, r) })
+	return s.removeNetwork(ctx, r)
 }
 
+// removeNetwork is RemoveNetwork on s's fabric; it refuses, writing nothing,
+// a network recorded on another (OtherFabricError, which DB.RemoveNetwork
+// follows).
 func (s *Store) removeNetwork(ctx context.Context, r NetworkRemoval) (Job, error) {
 	networkID := r.NetworkID
 	return s.record(ctx, s.groups, "remove network", networkID, func(ctx context.Context, tx *changeTx) (Job, error) {
@@ -184,7 +197,7 @@ func (s *Store) removeNetwork(ctx context.Context, r NetworkRemoval) (Job, error
 			return Job{}, err
 		}
 		if fab != tx.fabric {
-			return Job{}, errOtherFabric
+			return Job{}, otherFabric(tx, ObjectNetwork, networkID, fab)
 		}
 		if _, err := tx.touches(ctx, n.Managed); err != nil {
 			return Job{}, err
@@ -246,16 +259,18 @@ type PortChange struct {
 // Neutron's own network ports (DHCP, routers). Unbound, it holds no membership:
 // an unbound port's deletion sends nothing, so a GUID given now could never be
 // taken back. A port on a network that is not managed never holds a GUID.
+//
+// The port's network must be the view's fabric's: recorded there or, not
+// recorded, the network the port embeds on its physical network
+// (OtherFabricError otherwise, nothing written). DB.RecordPort routes the
+// change there.
 func (s *Store) RecordPort(ctx context.Context, c PortChange) (Job, error) {
-	return s.routed(ctx, func(ctx context.Context) (*Store, error) {
-		v, err := s.networkView(ctx, c.Port.NetworkID)
-		if v == s && err == nil && c.Network != nil {
-			v = s.fabricOfPhysnet(c.Network.PhysicalNetwork)
-		}
-		return v, err
-	}, func(v *Store) (Job, error) { return v.recordPortChange(ctx, c) })
+	return s.recordPortChange(ctx, c)
 }
 
+// recordPortChange is RecordPort on s's fabric; it refuses, writing
+// nothing, a port whose network is another fabric's (OtherFabricError,
+// which DB.RecordPort follows).
 func (s *Store) recordPortChange(ctx context.Context, c PortChange) (Job, error) {
 	var embedded *Network
 	if c.Network != nil {
@@ -365,10 +380,13 @@ func (s *Store) readPortState(ctx context.Context, tx *changeTx, c PortChange, e
 	}
 	switch {
 	case err == nil && fabrics[0] != tx.fabric:
-		return portState{}, false, errOtherFabric
+		return portState{}, false, otherFabric(tx, ObjectNetwork, p.NetworkID, fabrics[0])
 	case err == nil && before != nil && fabrics[1] != tx.fabric:
 		return portState{}, false, movedPort(p.ID, fabrics[1], p.NetworkID, tx.fabric)
 	case errors.Is(err, ErrNotFound) && embedded != nil:
+		if err := s.ownFabric(s.fabricOfPhysnet(embedded.PhysicalNetwork), ObjectNetwork, embedded.ID); err != nil {
+			return portState{}, false, err
+		}
 		if err := s.checkPKeyFree(ctx, tx, *embedded); err != nil {
 			return portState{}, false, err
 		}
@@ -573,11 +591,15 @@ type PortRemoval struct {
 // stay, and the job completes at once. Otherwise the port is deleted, whatever
 // host the body names: the driver sends a port's requests in order, so a
 // re-add from a new host always follows its DELETE.
+//
+// The port must be recorded on the view's fabric (OtherFabricError
+// otherwise, nothing written): DB.RemovePort routes the removal there.
 func (s *Store) RemovePort(ctx context.Context, r PortRemoval) (Job, error) {
-	return s.routed(ctx, func(ctx context.Context) (*Store, error) { return s.portView(ctx, r.PortID) },
-		func(v *Store) (Job, error) { return v.removePort(ctx, r) })
+	return s.removePort(ctx, r)
 }
 
+// removePort is RemovePort on s's fabric; it refuses, writing nothing, a
+// port recorded on another (OtherFabricError, which DB.RemovePort follows).
 func (s *Store) removePort(ctx context.Context, r PortRemoval) (Job, error) {
 	return s.record(ctx, s.groups, "remove port", r.PortID, func(ctx context.Context, tx *changeTx) (Job, error) {
 		p, fab, err := tx.getPort(ctx, r.PortID)
@@ -585,9 +607,9 @@ func (s *Store) removePort(ctx context.Context, r PortRemoval) (Job, error) {
 			return Job{}, err
 		}
 		if fab != tx.fabric {
-			// Moved since its change was queued (see routed): nothing is
-			// written here, and the change runs again on its fabric.
-			return Job{}, errOtherFabric
+			// Another fabric's, or moved there since its change was routed
+			// (DB.routed): nothing is written here.
+			return Job{}, otherFabric(tx, ObjectPort, r.PortID, fab)
 		}
 		if r.GUID != nil && p.GUID != nil && *r.GUID != *p.GUID {
 			if _, err := tx.touches(ctx, false); err != nil {

@@ -63,7 +63,7 @@ type PhysnetMoveOutcome struct {
 // errDryRun ends a dry run's transaction: nothing it wrote is kept.
 var errDryRun = errors.New("dry run: nothing is written")
 
-// MovePhysnet moves every network recorded on m.Physnet on another fabric to
+// movePhysnet moves every network recorded on m.Physnet on another fabric to
 // the fabric the configuration gives m.Physnet, with its ports and their
 // memberships, in one transaction: all of it or nothing, so that a move cut
 // short is finished by running it again. The transaction takes every
@@ -74,8 +74,10 @@ var errDryRun = errors.New("dry run: nothing is written")
 // Kubernetes pkey, flat_pkey or a static partition uses there) or a member (a
 // GUID another port or a Kubernetes pkey holds there, or the partitions
 // template lists). An outcome without networks: nothing to move.
-func (s *Store) MovePhysnet(ctx context.Context, m PhysnetMove) (PhysnetMoveOutcome, error) {
-	to := s.fabricOfPhysnet(m.Physnet)
+//
+// s is the view of the fabric the configuration gives m.Physnet (DB.MovePhysnet).
+func (s *Store) movePhysnet(ctx context.Context, m PhysnetMove) (PhysnetMoveOutcome, error) {
+	to := s
 	fabrics := s.db.FabricNames()
 	slices.Sort(fabrics)
 	var out PhysnetMoveOutcome

@@ -30,9 +30,10 @@ var twoFabricTests = []storeTest{
 	{"ConcurrentChangesOnTwoFabrics", testConcurrentChangesOnTwoFabrics},
 	{"RoutedChangeKeepsTheCallersClock", testRoutedChangeKeepsTheCallersClock},
 	{"RefusalsNameTheFabricsSection", testRefusalsNameTheFabricsSection},
+	{"AViewRefusesAnotherFabricsChange", testViewRefusesOtherFabric},
 	{"WakeAfterAChangeOfItsFabric", func(t *testing.T, s *store.Store) {
 		// The storage fabric's waiters wake after a storage change, recorded
-		// through the default view (routed by physnet).
+		// through the database (routed by physnet).
 		wake := s.DB().Fabric(storageFabric).Wake(t.Context())
 		// Drain the wake-up a listener gives when it (re)connects.
 		time.Sleep(200 * time.Millisecond)
@@ -40,7 +41,7 @@ var twoFabricTests = []storeTest{
 		case <-wake:
 		default:
 		}
-		mustNetwork(t, s, storageNetwork(netC, 100))
+		mustNetwork(t, s.DB(), storageNetwork(netC, 100))
 		select {
 		case <-wake:
 		case <-time.After(20 * time.Second):
@@ -106,8 +107,8 @@ func networksOf(snap store.Snapshot) map[string]string {
 // partitions, each in its own fabric's snapshot only, each at revision 1 of
 // its own fabric; either view records either network (routing by physnet).
 func testSameVLANOnTwoFabrics(t *testing.T, s *store.Store) {
-	addNetwork(t, s, netA, 100)
-	mustNetwork(t, s, storageNetwork(netC, 100)) // on the default view: routed
+	addNetwork(t, s.DB(), netA, 100)
+	mustNetwork(t, s.DB(), storageNetwork(netC, 100)) // on the default view: routed
 	for fabric, want := range map[string]string{store.DefaultFabric: netA, storageFabric: netC} {
 		got := networksOf(snapshotOf(t, s, fabric))
 		if len(got) != 1 || got[want] != "0x0064" {
@@ -117,7 +118,7 @@ func testSameVLANOnTwoFabrics(t *testing.T, s *store.Store) {
 			t.Errorf("fabric %s's revision = %d, %v; want 1", fabric, rev, err)
 		}
 	}
-	if _, err := recordNetwork(s.DB().Fabric(storageFabric), t, vlanNetwork(netB, 100)); !isRejected(err) {
+	if _, err := recordNetwork(s.DB(), t, vlanNetwork(netB, 100)); !isRejected(err) {
 		t.Errorf("a second VLAN 100 on the default fabric = %v, want rejected", err)
 	}
 }
@@ -125,10 +126,10 @@ func testSameVLANOnTwoFabrics(t *testing.T, s *store.Store) {
 // testSameGUIDOnTwoFabrics: one GUID in a port on each fabric (simulated
 // hosts repeat GUIDs) is a member on each.
 func testSameGUIDOnTwoFabrics(t *testing.T, s *store.Store) {
-	addNetwork(t, s, netA, 100)
-	mustNetwork(t, s, storageNetwork(netC, 100))
-	mustPort(t, s, boundPort("p1", netA, guidA, "h1"))
-	mustPort(t, s, boundPort("p2", netC, guidA, "h2"))
+	addNetwork(t, s.DB(), netA, 100)
+	mustNetwork(t, s.DB(), storageNetwork(netC, 100))
+	mustPort(t, s.DB(), boundPort("p1", netA, guidA, "h1"))
+	mustPort(t, s.DB(), boundPort("p2", netC, guidA, "h2"))
 	for fabric, port := range map[string]string{store.DefaultFabric: "p1", storageFabric: "p2"} {
 		m := snapshotOf(t, s, fabric).Members
 		if len(m) != 1 || m[0].PortID != port || uint64(m[0].GUID) != guidA {
@@ -139,10 +140,10 @@ func testSameGUIDOnTwoFabrics(t *testing.T, s *store.Store) {
 
 // testGUIDTwiceOnOneFabric: within a fabric a GUID is one port's.
 func testGUIDTwiceOnOneFabric(t *testing.T, s *store.Store) {
-	mustNetwork(t, s, storageNetwork(netC, 100))
-	mustNetwork(t, s, storageNetwork(netB, 101))
-	mustPort(t, s, boundPort("p1", netC, guidA, "h1"))
-	if _, err := s.RecordPort(t.Context(), boundPort("p2", netB, guidA, "h2")); !isRejected(err) {
+	mustNetwork(t, s.DB(), storageNetwork(netC, 100))
+	mustNetwork(t, s.DB(), storageNetwork(netB, 101))
+	mustPort(t, s.DB(), boundPort("p1", netC, guidA, "h1"))
+	if _, err := s.DB().RecordPort(t.Context(), boundPort("p2", netB, guidA, "h2")); !isRejected(err) {
 		t.Errorf("the storage fabric's GUID on a second port = %v, want rejected", err)
 	}
 }
@@ -190,10 +191,10 @@ func testFabricsIndependent(t *testing.T, s *store.Store) {
 // testPortMovesFabric: a port of one fabric sent on a network of the other
 // is refused, naming both fabrics, and stays where it was.
 func testPortMovesFabric(t *testing.T, s *store.Store) {
-	addNetwork(t, s, netA, 100)
-	mustNetwork(t, s, storageNetwork(netC, 200))
-	mustPort(t, s, boundPort("p1", netA, guidA, "h1"))
-	_, err := s.RecordPort(t.Context(), boundPort("p1", netC, guidB, "h1"))
+	addNetwork(t, s.DB(), netA, 100)
+	mustNetwork(t, s.DB(), storageNetwork(netC, 200))
+	mustPort(t, s.DB(), boundPort("p1", netA, guidA, "h1"))
+	_, err := s.DB().RecordPort(t.Context(), boundPort("p1", netC, guidB, "h1"))
 	if !isRejected(err) || !strings.Contains(err.Error(), store.DefaultFabric) || !strings.Contains(err.Error(), storageFabric) {
 		t.Fatalf("port moved to the storage fabric = %v, want rejected naming both fabrics", err)
 	}
@@ -208,7 +209,7 @@ func testPortMovesFabric(t *testing.T, s *store.Store) {
 // testNetworkOnNoFabric: a network on a physnet no fabric serves is
 // recorded, without a partition, its job complete at once.
 func testNetworkOnNoFabric(t *testing.T, s *store.Store) {
-	j := mustNetwork(t, s.DB().Fabric(storageFabric), netSpec(netA, "vlan", "elsewhere", vlanID(100)))
+	j := mustNetwork(t, s.DB(), netSpec(netA, "vlan", "elsewhere", vlanID(100)))
 	if j.Status != store.StatusCompleted {
 		t.Errorf("job of a network on no fabric = %s, want Completed", j.Status)
 	}
@@ -227,16 +228,16 @@ func testNetworkOnNoFabric(t *testing.T, s *store.Store) {
 // the new fabric's, and the old fabric keeps nothing of it.
 func testNetworkRecreatedOnAnotherFabric(t *testing.T, s *store.Store) {
 	ctx := t.Context()
-	addNetwork(t, s, netA, 100)
-	if _, err := s.RemoveNetwork(ctx, store.NetworkRemoval{NetworkID: netA, CreatedBy: "test", Request: `{}`}); err != nil {
+	addNetwork(t, s.DB(), netA, 100)
+	if _, err := s.DB().RemoveNetwork(ctx, store.NetworkRemoval{NetworkID: netA, CreatedBy: "test", Request: `{}`}); err != nil {
 		t.Fatal(err)
 	}
-	mustNetwork(t, s, storageNetwork(netA, 100))
-	mustPort(t, s, boundPort("p1", netA, guidA, "h1"))
+	mustNetwork(t, s.DB(), storageNetwork(netA, 100))
+	mustPort(t, s.DB(), boundPort("p1", netA, guidA, "h1"))
 	if m := snapshotOf(t, s, storageFabric).Members; len(m) != 1 {
 		t.Errorf("storage members = %+v, want p1", m)
 	}
-	j, err := s.RemovePort(ctx, store.PortRemoval{PortID: "p1", CreatedBy: "test", Request: `{}`})
+	j, err := s.DB().RemovePort(ctx, store.PortRemoval{PortID: "p1", CreatedBy: "test", Request: `{}`})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +279,7 @@ func testConcurrentChangesOnTwoFabrics(t *testing.T, s *store.Store) {
 					vlan := int64(100 + i)
 					spec := store.NetworkSpec{ID: fmt.Sprintf("%08x-0000-4000-8000-00000000000%d", i, f),
 						Name: "concurrent", Type: "vlan", PhysicalNetwork: physnet, SegmentationID: &vlan}
-					j, err := recordNetwork(s, t, spec)
+					j, err := recordNetwork(s.DB(), t, spec)
 					results <- result{physnet, j, err}
 				}
 			}()
@@ -345,9 +346,52 @@ func testRefusalsNameTheFabricsSection(t *testing.T, s *store.Store) {
 		{ID: netA, Name: "a", Type: "vlan", PhysicalNetwork: "ibnet", SegmentationID: &flat}:       "([opensm] flat_pkey)",
 		{ID: netC, Name: "c", Type: "vlan", PhysicalNetwork: storageFabric, SegmentationID: &flat}: "([fabric:storage] flat_pkey)",
 	} {
-		_, err := recordNetwork(s, t, spec)
+		_, err := recordNetwork(s.DB(), t, spec)
 		if !isRejected(err) || !strings.Contains(err.Error(), want) {
 			t.Errorf("VLAN %d on %s: %v, want a refusal naming %s", flat, spec.PhysicalNetwork, err, want)
+		}
+	}
+}
+
+// testViewRefusesOtherFabric: a fabric's view records its own fabric's
+// Neutron changes only: given a change whose network or port is the other
+// fabric's (recorded there, or embedded on its physnet), it refuses it,
+// naming both fabrics, and neither fabric's revision or rows change. The
+// database routes the same changes (the cases above).
+func testViewRefusesOtherFabric(t *testing.T, s *store.Store) {
+	ctx := t.Context()
+	mustNetwork(t, s.DB(), storageNetwork(netC, 100))
+	mustPort(t, s.DB(), boundPort("p1", netC, guidA, "h1"))
+	revs := revisions(t, s)
+	before := [2]store.Snapshot{snapshotOf(t, s, store.DefaultFabric), snapshotOf(t, s, storageFabric)}
+	embedded := boundPort("p2", netB, guidB, "h2")
+	spec := storageNetwork(netB, 101)
+	embedded.Network = &spec
+	for what, change := range map[string]func() (store.Job, error){
+		"a network of its physnet":     func() (store.Job, error) { return recordNetwork(s, t, storageNetwork(netB, 101)) },
+		"a port of its network":        func() (store.Job, error) { return s.RecordPort(ctx, boundPort("p1", netC, guidB, "h1")) },
+		"a port embedding its network": func() (store.Job, error) { return s.RecordPort(ctx, embedded) },
+		"the removal of its port": func() (store.Job, error) {
+			return s.RemovePort(ctx, store.PortRemoval{PortID: "p1", CreatedBy: "test", Request: `{}`})
+		},
+		"the removal of its network": func() (store.Job, error) {
+			return s.RemoveNetwork(ctx, store.NetworkRemoval{NetworkID: netC, CreatedBy: "test", Request: `{}`})
+		},
+	} {
+		_, err := change()
+		var other *store.OtherFabricError
+		if !errors.As(err, &other) || other.Fabric != storageFabric || other.View != store.DefaultFabric ||
+			!strings.Contains(err.Error(), "fabric "+storageFabric) || !strings.Contains(err.Error(), "fabric "+store.DefaultFabric) {
+			t.Errorf("%s of the storage fabric through the default view = %v, want refused naming both fabrics", what, err)
+		}
+	}
+	if got := revisions(t, s); got != revs {
+		t.Errorf("revisions after the refusals = %v, want %v", got, revs)
+	}
+	after := [2]store.Snapshot{snapshotOf(t, s, store.DefaultFabric), snapshotOf(t, s, storageFabric)}
+	for i := range after {
+		if len(after[i].Networks) != len(before[i].Networks) || !slices.Equal(after[i].Members, before[i].Members) {
+			t.Errorf("fabric %d's rows after the refusals = %+v, want %+v", i, after[i], before[i])
 		}
 	}
 }

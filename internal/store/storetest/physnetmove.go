@@ -121,7 +121,7 @@ func testPhysnetMovedRefused(t *testing.T, db Database) {
 			wantPhysnetMoved(t, "a new port", err, c.physnet)
 			_, err = s.DB().Fabric(storageFabric).RecordPort(t.Context(), boundPort("p1", netA, guidA, "h2"))
 			wantPhysnetMoved(t, "a port update through the storage fabric's view", err, c.physnet)
-			_, err = recordNetwork(s, t, netSpec(netA, "vlan", c.physnet, vlanID(100)))
+			_, err = recordNetwork(s.DB(), t, netSpec(netA, "vlan", c.physnet, vlanID(100)))
 			wantPhysnetMoved(t, "a network update", err, c.physnet)
 			if got := revisions(t, s); got != revs {
 				t.Errorf("revisions after the refusals = %v, want %v", got, revs)
@@ -141,18 +141,18 @@ func testPhysnetMovedRefused(t *testing.T, db Database) {
 // Neutron cannot delete a network whose ports it cannot delete.
 func testPhysnetMovedDeletes(t *testing.T, db Database) {
 	s := recordThenMove(t, db, "ibnet2", ibnet2OnDefault, ibnet2OnStorage)
-	j, err := s.DB().Fabric(storageFabric).RemovePort(t.Context(), store.PortRemoval{PortID: "p1", CreatedBy: "test", Request: `{}`})
+	j, err := s.DB().RemovePort(t.Context(), store.PortRemoval{PortID: "p1", CreatedBy: "test", Request: `{}`})
 	if err != nil || j.Fabric != store.DefaultFabric {
 		t.Fatalf("RemovePort = %+v, %v; want the default fabric's job", j, err)
 	}
 	if m := snapshotOf(t, s, store.DefaultFabric).Members; len(m) != 0 {
 		t.Errorf("default members after the port's removal = %+v, want none", m)
 	}
-	if _, err := s.RemoveNetwork(t.Context(), store.NetworkRemoval{NetworkID: netA, CreatedBy: "test", Request: `{}`}); err != nil {
+	if _, err := s.DB().RemoveNetwork(t.Context(), store.NetworkRemoval{NetworkID: netA, CreatedBy: "test", Request: `{}`}); err != nil {
 		t.Fatalf("RemoveNetwork: %v", err)
 	}
 	// Deleted, the network is created again on the storage fabric.
-	if j := mustNetwork(t, s, netSpec(netA, "vlan", "ibnet2", vlanID(100))); j.Fabric != storageFabric {
+	if j := mustNetwork(t, s.DB(), netSpec(netA, "vlan", "ibnet2", vlanID(100))); j.Fabric != storageFabric {
 		t.Errorf("the network created again is fabric %s's, want %s", j.Fabric, storageFabric)
 	}
 }
@@ -171,11 +171,11 @@ func testMovePhysnet(t *testing.T, db Database) {
 		}
 	}
 	revs := revisions(t, s)
-	dry, err := s.MovePhysnet(ctx, store.PhysnetMove{Physnet: "ibnet2", DryRun: true, CreatedBy: "test"})
+	dry, err := s.DB().MovePhysnet(ctx, store.PhysnetMove{Physnet: "ibnet2", DryRun: true, CreatedBy: "test"})
 	if err != nil || len(dry.Networks) != 1 || len(dry.Jobs) != 0 || revisions(t, s) != revs {
 		t.Fatalf("dry run = %+v, %v; revisions %v, want netA listed and nothing written (%v)", dry, err, revisions(t, s), revs)
 	}
-	out, err := s.MovePhysnet(ctx, store.PhysnetMove{Physnet: "ibnet2", CreatedBy: "test"})
+	out, err := s.DB().MovePhysnet(ctx, store.PhysnetMove{Physnet: "ibnet2", CreatedBy: "test"})
 	if err != nil {
 		t.Fatalf("MovePhysnet: %v", err)
 	}
@@ -203,11 +203,11 @@ func testMovePhysnet(t *testing.T, db Database) {
 			t.Errorf("fabric %s after the move (incremental read): networks %+v, members %+v", f, snap.Networks, snap.Members)
 		}
 	}
-	again, err := s.MovePhysnet(ctx, store.PhysnetMove{Physnet: "ibnet2", CreatedBy: "test"})
+	again, err := s.DB().MovePhysnet(ctx, store.PhysnetMove{Physnet: "ibnet2", CreatedBy: "test"})
 	if err != nil || len(again.Networks) != 0 || len(again.Jobs) != 0 {
 		t.Errorf("second move = %+v, %v; want nothing to move", again, err)
 	}
-	if j := mustPort(t, s, boundPort("p3", netA, 0x0002c90300000c03, "h3")); j.Fabric != storageFabric {
+	if j := mustPort(t, s.DB(), boundPort("p3", netA, 0x0002c90300000c03, "h3")); j.Fabric != storageFabric {
 		t.Errorf("port p3's job is fabric %s's, want %s", j.Fabric, storageFabric)
 	}
 }
@@ -257,7 +257,7 @@ func wantMoveJobs(t *testing.T, s *store.Store, out store.PhysnetMoveOutcome, re
 func testMovePhysnetUnmanaged(t *testing.T, db Database) {
 	s := recordThenMove(t, db, "extra", ibnet2OnDefault, extraOnStorage)
 	revs := revisions(t, s)
-	out, err := s.MovePhysnet(t.Context(), store.PhysnetMove{Physnet: "extra", CreatedBy: "test"})
+	out, err := s.DB().MovePhysnet(t.Context(), store.PhysnetMove{Physnet: "extra", CreatedBy: "test"})
 	if err != nil || len(out.Networks) != 1 || len(out.Jobs) != 2 {
 		t.Fatalf("MovePhysnet = %+v, %v; want netA moved, with two jobs", out, err)
 	}
@@ -277,7 +277,7 @@ func testMovePhysnetUnmanaged(t *testing.T, db Database) {
 	}
 	// Its port's next change completes with no partition still, and says
 	// why and what records it (it said "not in [api] physical_networks").
-	j := mustPort(t, s, boundPort("p1", netA, guidA, "h1"))
+	j := mustPort(t, s.DB(), boundPort("p1", netA, guidA, "h1"))
 	if want := `"extra" was not in [fabric:storage] physical_networks when the network was recorded (--import-neutron`; j.Fabric != storageFabric || !strings.Contains(j.Result, want) {
 		t.Errorf("port p1's job after the move = %+v, want the storage fabric's saying %q", j, want)
 	}
@@ -287,9 +287,9 @@ func testMovePhysnetUnmanaged(t *testing.T, db Database) {
 // move is refused, naming the network there, and writes nothing.
 func testMovePhysnetPKeyTaken(t *testing.T, db Database) {
 	s := recordThenMove(t, db, "ibnet2", ibnet2OnDefault, ibnet2OnStorage)
-	mustNetwork(t, s, storageNetwork(netB, 100))
+	mustNetwork(t, s.DB(), storageNetwork(netB, 100))
 	revs := revisions(t, s)
-	_, err := s.MovePhysnet(t.Context(), store.PhysnetMove{Physnet: "ibnet2", CreatedBy: "test"})
+	_, err := s.DB().MovePhysnet(t.Context(), store.PhysnetMove{Physnet: "ibnet2", CreatedBy: "test"})
 	if !isRejected(err) || !strings.Contains(err.Error(), netB) || !strings.Contains(err.Error(), "fabric storage") {
 		t.Fatalf("MovePhysnet = %v, want refused naming network %s on fabric storage", err, netB)
 	}
@@ -327,7 +327,7 @@ func testMovePhysnetConcurrent(t *testing.T, db Database) {
 			}
 		}
 	}()
-	out, err := s.MovePhysnet(t.Context(), store.PhysnetMove{Physnet: "ibnet2", CreatedBy: "test"})
+	out, err := s.DB().MovePhysnet(t.Context(), store.PhysnetMove{Physnet: "ibnet2", CreatedBy: "test"})
 	wg.Wait()
 	if err != nil || len(out.Networks) != 1 {
 		t.Fatalf("MovePhysnet = %+v, %v", out, err)
@@ -360,7 +360,7 @@ func testMovePhysnetKilled(t *testing.T, db Database) {
 	gated := openPhysnetRules(t, db, store.Rules{PhysicalNetworks: ibnet2OnStorage[0]}, storage)
 	done := make(chan error, 1)
 	go func() {
-		_, err := gated.MovePhysnet(t.Context(), store.PhysnetMove{Physnet: "ibnet2", CreatedBy: "test"})
+		_, err := gated.DB().MovePhysnet(t.Context(), store.PhysnetMove{Physnet: "ibnet2", CreatedBy: "test"})
 		done <- err
 	}()
 	held.wait(t)
@@ -378,7 +378,7 @@ func testMovePhysnetKilled(t *testing.T, db Database) {
 	if n := snapshotOf(t, s, storageFabric).Networks; len(n) != 0 {
 		t.Errorf("storage networks after the failed move = %+v, want none", n)
 	}
-	out, err := s.MovePhysnet(t.Context(), store.PhysnetMove{Physnet: "ibnet2", CreatedBy: "test"})
+	out, err := s.DB().MovePhysnet(t.Context(), store.PhysnetMove{Physnet: "ibnet2", CreatedBy: "test"})
 	if err != nil || len(out.Networks) != 1 || len(out.Jobs) != 2 {
 		t.Fatalf("the move run again = %+v, %v; want netA moved", out, err)
 	}

@@ -383,14 +383,14 @@ func testPlacesMany(t *testing.T, s *store.Store) {
 }
 
 // A change routed to another fabric (a port of the storage fabric's network,
-// removed through the default fabric's store) records its places with its
+// removed through the database) records its places with its
 // job on that fabric: its OpenJobs lists them, the other fabric's does not.
 func testPlacesRouted(t *testing.T, s *store.Store) {
-	addNetwork(t, s, netA, 100)
-	mustNetwork(t, s, storageNetwork(netC, 100))
-	own := mustPort(t, s, boundPort("p1", netA, guidA, "h1"))
-	mustPort(t, s, boundPort("p2", netC, guidA, "h2"))
-	routed, err := removePort("p2")(t, s)
+	addNetwork(t, s.DB(), netA, 100)
+	mustNetwork(t, s.DB(), storageNetwork(netC, 100))
+	own := mustPort(t, s.DB(), boundPort("p1", netA, guidA, "h1"))
+	mustPort(t, s.DB(), boundPort("p2", netC, guidA, "h2"))
+	routed, err := s.DB().RemovePort(t.Context(), store.PortRemoval{PortID: "p2", CreatedBy: "test", Request: `{}`})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -43,13 +44,23 @@ func netSpec(id, typ, physnet string, vlan *int64) store.NetworkSpec {
 
 func vlanID(v int64) *int64 { return &v }
 
-func recordNetwork(s *store.Store, t *testing.T, spec store.NetworkSpec) (store.Job, error) {
+// neutron records Neutron's changes: the database (store.DB), which routes
+// each to the fabric of its network, or one fabric's view, which records its
+// own fabric's only.
+type neutron interface {
+	RecordNetwork(ctx context.Context, c store.NetworkChange) (store.Job, error)
+	RemoveNetwork(ctx context.Context, r store.NetworkRemoval) (store.Job, error)
+	RecordPort(ctx context.Context, c store.PortChange) (store.Job, error)
+	RemovePort(ctx context.Context, r store.PortRemoval) (store.Job, error)
+}
+
+func recordNetwork(s neutron, t *testing.T, spec store.NetworkSpec) (store.Job, error) {
 	t.Helper()
 	return s.RecordNetwork(t.Context(), store.NetworkChange{Network: spec, Operation: store.OpUpdateNetwork,
 		CreatedBy: "test", Request: `{}`})
 }
 
-func mustNetwork(t *testing.T, s *store.Store, spec store.NetworkSpec) store.Job {
+func mustNetwork(t *testing.T, s neutron, spec store.NetworkSpec) store.Job {
 	t.Helper()
 	j, err := recordNetwork(s, t, spec)
 	if err != nil {
@@ -63,7 +74,7 @@ func boundPort(id, network string, g uint64, host string) store.PortChange {
 		DeviceOwner: "compute:nova", Operation: store.OpUpdatePort, CreatedBy: "test", Request: `{}`}
 }
 
-func mustPort(t *testing.T, s *store.Store, c store.PortChange) store.Job {
+func mustPort(t *testing.T, s neutron, c store.PortChange) store.Job {
 	t.Helper()
 	j, err := s.RecordPort(t.Context(), c)
 	if err != nil {

@@ -134,7 +134,7 @@ func vlanNetwork(id string, vlan int64) store.NetworkSpec {
 	return store.NetworkSpec{ID: id, Name: "net " + id[:8], Type: "vlan", PhysicalNetwork: "ibnet", SegmentationID: &vlan}
 }
 
-func addNetwork(t *testing.T, s *store.Store, id string, vlan int64) store.Job {
+func addNetwork(t *testing.T, s neutron, id string, vlan int64) store.Job {
 	t.Helper()
 	j, err := s.RecordNetwork(t.Context(), store.NetworkChange{Network: vlanNetwork(id, vlan),
 		Operation: store.OpCreateNetwork, CreatedBy: "test", Request: `{}`})

@@ -262,7 +262,7 @@ func TestFabricsMigration(t *testing.T) {
 		}
 
 		two := OpenFabricsDatabase(t, d).Fabric(store.DefaultFabric)
-		mustNetwork(t, two, storageNetwork(netB, 101))
+		mustNetwork(t, two.DB(), storageNetwork(netB, 101))
 		// Serving two fabrics, the storage fabric has its own m_key.
 		secrets, err := two.DB().Fabric(storageFabric).GetOrCreateSecrets(ctx, func() (map[string]string, error) {
 			return map[string]string{"m_key": "b"}, nil
