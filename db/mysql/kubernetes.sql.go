@@ -95,7 +95,7 @@ func (q *Queries) DeleteKubernetesPKey(ctx context.Context, arg DeleteKubernetes
 
 const getKubernetesPKey = `-- name: GetKubernetesPKey :one
 
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric FROM kubernetes_pkeys WHERE fabric = ? AND pkey = ?
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, mtu_limit, service_level, rate_limit_mbps FROM kubernetes_pkeys WHERE fabric = ? AND pkey = ?
 `
 
 type GetKubernetesPKeyParams struct {
@@ -116,6 +116,9 @@ func (q *Queries) GetKubernetesPKey(ctx context.Context, arg GetKubernetesPKeyPa
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Fabric,
+		&i.MtuLimit,
+		&i.ServiceLevel,
+		&i.RateLimitMbps,
 	)
 	return i, err
 }
@@ -284,7 +287,7 @@ func (q *Queries) ListKubernetesMembersOfPKey(ctx context.Context, arg ListKuber
 }
 
 const listKubernetesPKeys = `-- name: ListKubernetesPKeys :many
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric FROM kubernetes_pkeys WHERE fabric = ? ORDER BY pkey
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, mtu_limit, service_level, rate_limit_mbps FROM kubernetes_pkeys WHERE fabric = ? ORDER BY pkey
 `
 
 func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]KubernetesPkey, error) {
@@ -303,6 +306,9 @@ func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.Fabric,
+			&i.MtuLimit,
+			&i.ServiceLevel,
+			&i.RateLimitMbps,
 		); err != nil {
 			return nil, err
 		}
@@ -361,6 +367,40 @@ type MarkKubernetesChangedParams struct {
 func (q *Queries) MarkKubernetesChanged(ctx context.Context, arg MarkKubernetesChangedParams) error {
 	_, err := q.db.ExecContext(ctx, markKubernetesChanged, arg.Revision, arg.Fabric)
 	return err
+}
+
+const setKubernetesPKeyQoS = `-- name: SetKubernetesPKeyQoS :execrows
+UPDATE kubernetes_pkeys SET mtu_limit = ?, service_level = ?,
+    rate_limit_mbps = ?, revision = ?, updated_at = ?
+WHERE fabric = ? AND pkey = ?
+`
+
+type SetKubernetesPKeyQoSParams struct {
+	MtuLimit      int64
+	ServiceLevel  int64
+	RateLimitMbps int64
+	Revision      int64
+	Now           time.Time
+	Fabric        string
+	Pkey          fabric.PKey
+}
+
+// A pkey's QoS (migrations' 00022): PUT qos_conf, or a POST that names it.
+// The change's revision is the pkey's: its statement is rewritten.
+func (q *Queries) SetKubernetesPKeyQoS(ctx context.Context, arg SetKubernetesPKeyQoSParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, setKubernetesPKeyQoS,
+		arg.MtuLimit,
+		arg.ServiceLevel,
+		arg.RateLimitMbps,
+		arg.Revision,
+		arg.Now,
+		arg.Fabric,
+		arg.Pkey,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const upsertKubernetesMember = `-- name: UpsertKubernetesMember :exec

@@ -74,7 +74,7 @@ func (q *Queries) DeleteKubernetesPKey(ctx context.Context, fabric string, pkey 
 
 const getKubernetesPKey = `-- name: GetKubernetesPKey :one
 
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric FROM kubernetes_pkeys WHERE fabric = $1 AND pkey = $2
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, mtu_limit, service_level, rate_limit_mbps FROM kubernetes_pkeys WHERE fabric = $1 AND pkey = $2
 `
 
 // The Kubernetes partitions (ib-kubernetes, through the UFM pkeys API): see
@@ -89,6 +89,9 @@ func (q *Queries) GetKubernetesPKey(ctx context.Context, fabric string, pkey fab
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Fabric,
+		&i.MtuLimit,
+		&i.ServiceLevel,
+		&i.RateLimitMbps,
 	)
 	return i, err
 }
@@ -233,7 +236,7 @@ func (q *Queries) ListKubernetesMembersOfPKey(ctx context.Context, fabric string
 }
 
 const listKubernetesPKeys = `-- name: ListKubernetesPKeys :many
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric FROM kubernetes_pkeys WHERE fabric = $1 ORDER BY pkey
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, mtu_limit, service_level, rate_limit_mbps FROM kubernetes_pkeys WHERE fabric = $1 ORDER BY pkey
 `
 
 func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]KubernetesPkey, error) {
@@ -252,6 +255,9 @@ func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.Fabric,
+			&i.MtuLimit,
+			&i.ServiceLevel,
+			&i.RateLimitMbps,
 		); err != nil {
 			return nil, err
 		}
@@ -294,6 +300,30 @@ UPDATE kubernetes_state SET changed_revision = $1 WHERE fabric = $2
 func (q *Queries) MarkKubernetesChanged(ctx context.Context, revision int64, fabric string) error {
 	_, err := q.db.Exec(ctx, markKubernetesChanged, revision, fabric)
 	return err
+}
+
+const setKubernetesPKeyQoS = `-- name: SetKubernetesPKeyQoS :execrows
+UPDATE kubernetes_pkeys SET mtu_limit = $1, service_level = $2,
+    rate_limit_mbps = $3, revision = $4, updated_at = $5
+WHERE fabric = $6 AND pkey = $7
+`
+
+// A pkey's QoS (migrations' 00022): PUT qos_conf, or a POST that names it.
+// The change's revision is the pkey's: its statement is rewritten.
+func (q *Queries) SetKubernetesPKeyQoS(ctx context.Context, mtuLimit int64, serviceLevel int64, rateLimitMbps int64, revision int64, now time.Time, fabric string, pkey fabric.PKey) (int64, error) {
+	result, err := q.db.Exec(ctx, setKubernetesPKeyQoS,
+		mtuLimit,
+		serviceLevel,
+		rateLimitMbps,
+		revision,
+		now,
+		fabric,
+		pkey,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const upsertKubernetesMember = `-- name: UpsertKubernetesMember :exec

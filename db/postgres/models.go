@@ -127,12 +127,15 @@ type KubernetesMember struct {
 }
 
 type KubernetesPkey struct {
-	Pkey      fabric.PKey
-	IpOverIb  bool
-	Revision  int64
-	CreatedAt time.Time
-	UpdatedAt time.Time
-	Fabric    string
+	Pkey          fabric.PKey
+	IpOverIb      bool
+	Revision      int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	Fabric        string
+	MtuLimit      int64
+	ServiceLevel  int64
+	RateLimitMbps int64
 }
 
 type KubernetesState struct {

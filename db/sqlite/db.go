@@ -285,6 +285,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.setJobDescriptionStmt, err = db.PrepareContext(ctx, setJobDescription); err != nil {
 		return nil, fmt.Errorf("error preparing query SetJobDescription: %w", err)
 	}
+	if q.setKubernetesPKeyQoSStmt, err = db.PrepareContext(ctx, setKubernetesPKeyQoS); err != nil {
+		return nil, fmt.Errorf("error preparing query SetKubernetesPKeyQoS: %w", err)
+	}
 	if q.setRevisionStmt, err = db.PrepareContext(ctx, setRevision); err != nil {
 		return nil, fmt.Errorf("error preparing query SetRevision: %w", err)
 	}
@@ -755,6 +758,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing setJobDescriptionStmt: %w", cerr)
 		}
 	}
+	if q.setKubernetesPKeyQoSStmt != nil {
+		if cerr := q.setKubernetesPKeyQoSStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing setKubernetesPKeyQoSStmt: %w", cerr)
+		}
+	}
 	if q.setRevisionStmt != nil {
 		if cerr := q.setRevisionStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing setRevisionStmt: %w", cerr)
@@ -931,6 +939,7 @@ type Queries struct {
 	secondSMsStmt                     *sql.Stmt
 	setFailuresStmt                   *sql.Stmt
 	setJobDescriptionStmt             *sql.Stmt
+	setKubernetesPKeyQoSStmt          *sql.Stmt
 	setRevisionStmt                   *sql.Stmt
 	updateSecretStmt                  *sql.Stmt
 	upsertAdoptedPartitionStmt        *sql.Stmt
@@ -1034,6 +1043,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		secondSMsStmt:                     q.secondSMsStmt,
 		setFailuresStmt:                   q.setFailuresStmt,
 		setJobDescriptionStmt:             q.setJobDescriptionStmt,
+		setKubernetesPKeyQoSStmt:          q.setKubernetesPKeyQoSStmt,
 		setRevisionStmt:                   q.setRevisionStmt,
 		updateSecretStmt:                  q.updateSecretStmt,
 		upsertAdoptedPartitionStmt:        q.upsertAdoptedPartitionStmt,

@@ -26,6 +26,7 @@ const (
 	OpAddKubernetesGUIDs    = "Add GUIDs to pkey"
 	OpRemoveKubernetesGUIDs = "Remove GUIDs from pkey"
 	OpDeleteKubernetesPKey  = "Delete pkey"
+	OpSetKubernetesQoS      = "Set QoS of pkey"
 	ObjectPKey              = "pkey"
 )
 
@@ -48,6 +49,8 @@ type KubernetesPKey struct {
 	IPoIB    bool
 	Members  []KubernetesMember
 	Revision int64
+	// QoS is the partition's, as UFM's API set it (qos.go).
+	QoS fabric.QoS
 }
 
 // KubernetesAddition is a POST of UFM's /resources/pkeys: GUIDs join the
@@ -58,7 +61,10 @@ type KubernetesAddition struct {
 	Members []KubernetesMember
 	// IPoIB is ip_over_ib; nil keeps a recorded pkey's and gives a new one
 	// IPoIB, as UFM does.
-	IPoIB     *bool
+	IPoIB *bool
+	// QoS is what the request sets of the pkey's QoS: the rest stays as
+	// recorded, or at UFM's defaults for a new pkey.
+	QoS       QoSChange
 	CreatedBy string
 	Request   string
 	RequestID string
@@ -79,8 +85,10 @@ type KubernetesRemoval struct {
 // (such as the limited partition ib-kubernetes adds every pod to, which it
 // expects to exist), or a recorded one's IPoIB changed.
 type KubernetesCreation struct {
-	PKey      fabric.PKey
-	IPoIB     bool
+	PKey  fabric.PKey
+	IPoIB bool
+	// QoS is what the request sets of the pkey's QoS, as an addition's.
+	QoS       QoSChange
 	CreatedBy string
 	Request   string
 	RequestID string
@@ -172,6 +180,9 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 		if err := tx.q.UpsertKubernetesPKey(ctx, s.FabricName(), a.PKey, ipoib, rev, tx.now); err != nil {
 			return Job{}, err
 		}
+		if err := setQoS(ctx, tx, a.PKey, a.QoS, rev); err != nil {
+			return Job{}, err
+		}
 		guids := make([]fabric.GUID, 0, len(a.Members))
 		for _, m := range a.Members {
 			if err := tx.q.UpsertKubernetesMember(ctx, driver.UpsertKubernetesMemberParams{Fabric: tx.fabric, PKey: a.PKey, GUID: m.GUID,
@@ -200,6 +211,9 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 // listed twice, an unknown membership, or a GUID of the partitions template.
 func (s *Store) checkKubernetesAddition(a KubernetesAddition) error {
 	if err := s.rules.checkKubernetesPKey(a.PKey); err != nil {
+		return err
+	}
+	if err := a.QoS.check(a.PKey); err != nil {
 		return err
 	}
 	if len(a.Members) == 0 {
@@ -232,6 +246,9 @@ func (s *Store) CreateKubernetesPKey(ctx context.Context, c KubernetesCreation) 
 	if err := s.rules.checkKubernetesPKey(c.PKey); err != nil {
 		return Job{}, err
 	}
+	if err := c.QoS.check(c.PKey); err != nil {
+		return Job{}, err
+	}
 	return s.record(ctx, s.kubeGroups, "create pkey", c.PKey.String(), func(ctx context.Context, tx *changeTx) (Job, error) {
 		if err := checkPKeyNotNeutron(ctx, tx, c.PKey); err != nil {
 			return Job{}, err
@@ -241,6 +258,9 @@ func (s *Store) CreateKubernetesPKey(ctx context.Context, c KubernetesCreation) 
 			return Job{}, err
 		}
 		if err := tx.q.UpsertKubernetesPKey(ctx, s.FabricName(), c.PKey, c.IPoIB, rev, tx.now); err != nil {
+			return Job{}, err
+		}
+		if err := setQoS(ctx, tx, c.PKey, c.QoS, rev); err != nil {
 			return Job{}, err
 		}
 		// A pkey recorded already keeps its members, whose statement the
@@ -476,7 +496,8 @@ func kubernetesPKeys(ctx context.Context, fab string, q driver.Queries) ([]Kuber
 	out := make([]KubernetesPKey, len(pkeys))
 	at := make(map[fabric.PKey]int, len(pkeys))
 	for i, p := range pkeys {
-		out[i] = KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision, Members: []KubernetesMember{}}
+		out[i] = KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision, QoS: qosOf(p),
+			Members: []KubernetesMember{}}
 		at[p.Pkey] = i
 	}
 	for _, m := range members {
@@ -501,7 +522,7 @@ func (s *Store) GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (Kubern
 		if err != nil {
 			return KubernetesPKey{}, err
 		}
-		return KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision,
+		return KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision, QoS: qosOf(p),
 			Members: driver.Convert(members, kubernetesMember)}, nil
 	})
 }

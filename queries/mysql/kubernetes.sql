@@ -37,6 +37,13 @@ VALUES (sqlc.arg(pkey), sqlc.arg(ip_over_ib), sqlc.arg(revision), sqlc.arg(now),
 ON DUPLICATE KEY UPDATE
     ip_over_ib = VALUES(ip_over_ib), revision = VALUES(revision), updated_at = VALUES(updated_at);
 
+-- A pkey's QoS (migrations' 00022): PUT qos_conf, or a POST that names it.
+-- The change's revision is the pkey's: its statement is rewritten.
+-- name: SetKubernetesPKeyQoS :execrows
+UPDATE kubernetes_pkeys SET mtu_limit = sqlc.arg(mtu_limit), service_level = sqlc.arg(service_level),
+    rate_limit_mbps = sqlc.arg(rate_limit_mbps), revision = sqlc.arg(revision), updated_at = sqlc.arg(now)
+WHERE fabric = sqlc.arg(fabric) AND pkey = sqlc.arg(pkey);
+
 -- name: UpsertKubernetesMember :exec
 INSERT INTO kubernetes_members (pkey, guid, membership, index0, revision, created_at, updated_at, fabric)
 VALUES (sqlc.arg(pkey), sqlc.arg(guid), sqlc.arg(membership), sqlc.arg(index0), sqlc.arg(revision),

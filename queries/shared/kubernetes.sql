@@ -36,6 +36,13 @@ VALUES (@pkey, @ip_over_ib, @revision, @now, @now, @fabric)
 ON CONFLICT (fabric, pkey) DO UPDATE SET
     ip_over_ib = EXCLUDED.ip_over_ib, revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at;
 
+-- A pkey's QoS (migrations' 00022): PUT qos_conf, or a POST that names it.
+-- The change's revision is the pkey's: its statement is rewritten.
+-- name: SetKubernetesPKeyQoS :execrows
+UPDATE kubernetes_pkeys SET mtu_limit = @mtu_limit, service_level = @service_level,
+    rate_limit_mbps = @rate_limit_mbps, revision = @revision, updated_at = @now
+WHERE fabric = @fabric AND pkey = @pkey;
+
 -- name: UpsertKubernetesMember :exec
 INSERT INTO kubernetes_members (pkey, guid, membership, index0, revision, created_at, updated_at, fabric)
 VALUES (@pkey, @guid, @membership, @index0, @revision, @now, @now, @fabric)

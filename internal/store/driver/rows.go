@@ -113,6 +113,11 @@ type KubernetesPKey struct {
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	Fabric    string
+	// MtuLimit, ServiceLevel and RateLimitMbps are its QoS: UFM's mtu_limit
+	// (KB), service_level and rate_limit in Mb/s.
+	MtuLimit      int64
+	ServiceLevel  int64
+	RateLimitMbps int64
 }
 
 // Network is one Neutron network.
