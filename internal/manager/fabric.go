@@ -163,6 +163,7 @@ func applierConfig(cfg *config.Config, p fabricPlan, flavour fabric.Flavour, rea
 	audit applier.AuditConfig, subnetDump string) applier.Config {
 	return applier.Config{
 		PartitionsFile:   filepath.Join(cfg.OpenSM.ConfigDir, "partitions.conf"),
+		QoSPolicyFile:    filepath.Join(cfg.OpenSM.ConfigDir, opensm.QoSPolicyFileName),
 		LogFile:          cfg.OpenSM.LogFile,
 		DefaultPartition: cfg.OpenSM.DefaultPartition,
 		FlatPKey:         cfg.OpenSM.FlatPKey,

@@ -68,6 +68,7 @@ func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, ke
 		}
 		return opensm.WriteConf(confFile, opensm.ConfOptions{
 			PartitionsFile:       filepath.Join(dir, "partitions.conf"),
+			QoSPolicyFile:        filepath.Join(dir, opensm.QoSPolicyFileName),
 			LogFile:              cfg.OpenSM.LogFile,
 			PerModuleLoggingFile: perModule,
 			DumpFilesDir:         dir,

@@ -15,11 +15,19 @@ import (
 // KeyValue is one option of opensm.conf: OpenSM reads "key value" per line.
 type KeyValue struct{ Key, Value string }
 
+// QoSPolicyFileName is the QoS policy file's name in the manager's OpenSM
+// directory, beside partitions.conf.
+const QoSPolicyFileName = "qos-policy.conf"
+
 // ConfOptions is what RenderConf needs to write opensm.conf.
 type ConfOptions struct {
 	PartitionsFile       string // partition_config_file: the file the manager rewrites
 	LogFile              string // log_file: the file a Tail and the Supervisor read
 	PerModuleLoggingFile string // per_module_logging_file: see PerModuleLoggingConf
+	// QoSPolicyFile is qos_policy_file, the QoS policy the manager rewrites
+	// beside the partitions file (the Kubernetes pkeys' SL, MTU and rate
+	// limits); with it, qos TRUE. Empty writes neither.
+	QoSPolicyFile string
 	// DumpFilesDir is dump_files_dir, where OpenSM rewrites opensm-subnet.lst
 	// (read by package topology) at every SUBNET UP; OpenSM writes that file
 	// whatever its log level. Empty leaves OpenSM's default ($OSM_TMP_DIR, or
@@ -51,6 +59,8 @@ type ConfOptions struct {
 // provoke (a duplicated GUID): exiting would leave the subnet without its SM
 // until the supervisor restarts it into the same fault, and the manager names
 // the fault in a gate instead (docs/opensm-hardening.md has the figures).
+// qos and qos_policy_file carry the Kubernetes pkeys' QoS: another policy
+// would limit their paths otherwise, and qos FALSE would drop their SLs.
 var OwnedOptions = []string{
 	"partition_config_file",
 	"log_file",
@@ -61,6 +71,8 @@ var OwnedOptions = []string{
 	"accum_log_file",
 	"dump_files_dir",
 	"exit_on_fatal",
+	"qos",
+	"qos_policy_file",
 }
 
 // unparsableOptions would change the log lines this package reads: log_prefix
@@ -156,6 +168,9 @@ func RenderConf(o ConfOptions) ([]byte, error) {
 	}
 	if o.DumpFilesDir != "" {
 		owned = append(owned, KeyValue{"dump_files_dir", o.DumpFilesDir})
+	}
+	if o.QoSPolicyFile != "" {
+		owned = append(owned, KeyValue{"qos", "TRUE"}, KeyValue{"qos_policy_file", o.QoSPolicyFile})
 	}
 	if !operatorSetsLogFlags {
 		owned = append(owned, KeyValue{"log_flags", defaultLogFlags})

@@ -13,6 +13,7 @@ var confPaths = ConfOptions{
 	PartitionsFile:       "/var/lib/alternative-fabric-manager/partitions.conf",
 	LogFile:              "/var/log/alternative-fabric-manager/opensm.log",
 	PerModuleLoggingFile: "/var/lib/alternative-fabric-manager/per-module-logging.conf",
+	QoSPolicyFile:        "/var/lib/alternative-fabric-manager/qos-policy.conf",
 }
 
 func TestRenderConfGolden(t *testing.T) {
@@ -66,6 +67,9 @@ func TestRenderConfOwnedValues(t *testing.T) {
 		"dump_files_dir":          o.DumpFilesDir,
 		// A host presenting a duplicated GUID must not stop the SM.
 		"exit_on_fatal": "FALSE",
+		// The Kubernetes pkeys' QoS (their SLs, the limits of their paths).
+		"qos":             "TRUE",
+		"qos_policy_file": confPaths.QoSPolicyFile,
 	}
 	opts := options(t, got)
 	for key, value := range want {
