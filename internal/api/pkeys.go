@@ -33,6 +33,7 @@ type PKeyStore interface {
 	RemoveKubernetesGUIDs(ctx context.Context, r store.KubernetesRemoval) (store.Job, error)
 	DeleteKubernetesPKey(ctx context.Context, d store.KubernetesDeletion) (store.Job, error)
 	CreateKubernetesPKey(ctx context.Context, c store.KubernetesCreation) (store.Job, error)
+	SetKubernetesQoS(ctx context.Context, q store.KubernetesQoS) (store.Job, error)
 	KubernetesPKeys(ctx context.Context) ([]store.KubernetesPKey, error)
 	GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (store.KubernetesPKey, error)
 	KubernetesLastUpdated(ctx context.Context) (*time.Time, error)
@@ -159,6 +160,7 @@ func (pk *pkeysAPI) routes(handle func(method, path, route string, h httprouter.
 	handle(http.MethodGet, p+"/resources/pkeys/", "ufm/resources/pkeys", pk.basicAuth(pk.slot(pk.listPKeys)))
 	handle(http.MethodPost, p+"/resources/pkeys", "ufm/resources/pkeys", pk.basicAuth(pk.slot(pk.addGUIDs)))
 	handle(http.MethodPost, p+"/resources/pkeys/add", "ufm/resources/pkeys/add", pk.basicAuth(pk.slot(pk.createPKey)))
+	handle(http.MethodPut, p+"/resources/pkeys/qos_conf", "ufm/resources/pkeys/qos_conf", pk.basicAuth(pk.slot(pk.setQoS)))
 	handle(http.MethodGet, p+"/resources/pkeys/:pkey", "ufm/resources/pkeys/:pkey", pk.basicAuth(pk.slot(pk.getPKey)))
 	handle(http.MethodDelete, p+"/resources/pkeys/:pkey", "ufm/resources/pkeys/:pkey", pk.basicAuth(pk.slot(pk.deletePKey)))
 	handle(http.MethodPost, p+"/actions/remove_guids_from_pkey", "ufm/actions/remove_guids_from_pkey", pk.basicAuth(pk.slot(pk.removeGUIDs)))
@@ -263,14 +265,15 @@ type addBody struct {
 	Memberships []string `json:"memberships"`
 	Index0      *bool    `json:"index0"`
 	IPoIB       *bool    `json:"ip_over_ib"`
+	qosFields
 }
 
-// createBody is a POST of /resources/pkeys/add. UFM's other fields
-// (mtu_limit, service_level, rate_limit) are refused as unknown: a
-// partition's MTU, rate and SL are the template's.
+// createBody is a POST of /resources/pkeys/add, with UFM's QoS fields
+// (qos.go).
 type createBody struct {
 	PKey  *string `json:"pkey"`
 	IPoIB *bool   `json:"ip_over_ib"`
+	qosFields
 }
 
 // removeBody is a POST of /actions/remove_guids_from_pkey.
@@ -322,7 +325,11 @@ func (b addBody) addition() (store.KubernetesAddition, error) {
 		}
 		memberships[i] = m
 	}
-	a := store.KubernetesAddition{PKey: pkey, IPoIB: b.IPoIB}
+	qos, err := b.change()
+	if err != nil {
+		return store.KubernetesAddition{}, err
+	}
+	a := store.KubernetesAddition{PKey: pkey, IPoIB: b.IPoIB, QoS: qos}
 	for i, g := range guids {
 		a.Members = append(a.Members, store.KubernetesMember{GUID: g, Membership: memberships[i],
 			Index0: b.Index0 != nil && *b.Index0})
@@ -342,9 +349,13 @@ func (pk *pkeysAPI) createPKey(r *http.Request, _ httprouter.Params) (int, any, 
 	if err != nil {
 		return 0, nil, err
 	}
+	qos, err := body.change()
+	if err != nil {
+		return 0, nil, err
+	}
 	return pk.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
 		return pk.o.Store.CreateKubernetesPKey(ctx, store.KubernetesCreation{PKey: pkey,
-			IPoIB: body.IPoIB == nil || *body.IPoIB, CreatedBy: kubernetesPrincipal, Request: raw, RequestID: RequestID(r.Context())})
+			IPoIB: body.IPoIB == nil || *body.IPoIB, QoS: qos, CreatedBy: kubernetesPrincipal, Request: raw, RequestID: RequestID(r.Context())})
 	})
 }
 
@@ -449,6 +460,7 @@ type pkeyView struct {
 	Partition string       `json:"partition"`
 	IPoIB     bool         `json:"ip_over_ib"`
 	GUIDs     *[]guidEntry `json:"guids,omitempty"`
+	QoS       *qosView     `json:"qos_conf,omitempty"`
 }
 
 type guidEntry struct {
@@ -490,6 +502,10 @@ func (pk *pkeysAPI) listPKeys(r *http.Request, _ httprouter.Params) (int, any, e
 	if err != nil {
 		return 0, nil, err
 	}
+	withQoS, err := qosConf(r)
+	if err != nil {
+		return 0, nil, err
+	}
 	ctx, cancel := pk.srv.dbCtx(r.Context())
 	defer cancel()
 	list, err := pk.o.Store.KubernetesPKeys(ctx)
@@ -498,7 +514,11 @@ func (pk *pkeysAPI) listPKeys(r *http.Request, _ httprouter.Params) (int, any, e
 	}
 	out := make(map[string]pkeyView, len(list))
 	for _, p := range list {
-		out[fmt.Sprintf("0x%x", uint16(p.PKey))] = viewPKey(p, withGUIDs)
+		v := viewPKey(p, withGUIDs)
+		if withQoS {
+			v.QoS = viewQoS(p.QoS)
+		}
+		out[fmt.Sprintf("0x%x", uint16(p.PKey))] = v
 	}
 	return http.StatusOK, out, nil
 }
@@ -517,6 +537,10 @@ func (pk *pkeysAPI) getPKey(r *http.Request, ps httprouter.Params) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
+	withQoS, err := qosConf(r)
+	if err != nil {
+		return 0, nil, err
+	}
 	ctx, cancel := pk.srv.dbCtx(r.Context())
 	defer cancel()
 	p, err := pk.o.Store.GetKubernetesPKey(ctx, pkey)
@@ -526,7 +550,11 @@ func (pk *pkeysAPI) getPKey(r *http.Request, ps httprouter.Params) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, viewPKey(p, withGUIDs), nil
+	v := viewPKey(p, withGUIDs)
+	if withQoS {
+		v.QoS = viewQoS(p.QoS)
+	}
+	return http.StatusOK, v, nil
 }
 
 // lastUpdated answers when OpenSM was last seen applying a Kubernetes change;
