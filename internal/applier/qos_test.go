@@ -1,0 +1,71 @@
+package applier
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// A Kubernetes pkey's QoS reaches OpenSM in both files, in place before the
+// SIGHUP: the partition's mtu=, rate= and sl=, and its qos-level in the QoS
+// policy. A sweep that drops the policy fails the change's job (the paths
+// are not limited as recorded), and the next change is applied and proven.
+func TestLeadQoSPolicy(t *testing.T) {
+	r := newLeadRig(t)
+	r.st = r.st.WithRules(store.Rules{PhysicalNetworks: []string{"ibnet"}, FlatPKey: store.DefaultFlatPKey,
+		KubernetesRange: fabric.PKeyRange{First: 0x1000, Last: 0x1fff}})
+	r.app.Store = r.st
+	r.sm.qosFile = filepath.Join(filepath.Dir(r.sm.pFile), "qos-policy.conf")
+	r.app.Cfg.QoSPolicyFile = r.sm.qosFile
+	r.sm.sweeps = []string{"applied", "qos-rejected"} // the term's first apply, then the change's
+	_, end := r.lead()
+	waitLog(t, r.logs, "partitions applied", `"revision":0,`)
+	mtu, sl, rate := 4, 3, 200000
+	j, err := r.st.AddKubernetesGUIDs(t.Context(), store.KubernetesAddition{PKey: 0x1005, CreatedBy: "nico", Request: "{}",
+		Members: []store.KubernetesMember{{GUID: guidA, Membership: fabric.Full}},
+		QoS:     store.QoSChange{MTULimit: &mtu, ServiceLevel: &sl, RateMbps: &rate}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := r.wait(j, store.StatusFailed)
+	if !strings.Contains(failed.Error, "OpenSM did not apply the QoS policy with this change") ||
+		!strings.Contains(failed.Error, "ERR AC03") {
+		t.Errorf("the job of a sweep that dropped the policy failed with %q", failed.Error)
+	}
+	_, _, reloads := r.sm.state()
+	r.sm.mu.Lock()
+	policies := append([]string{}, r.sm.policies...)
+	r.sm.mu.Unlock()
+	if len(reloads) < 2 || len(policies) != len(reloads) {
+		t.Fatalf("%d SIGHUPs, %d QoS policies read with them", len(reloads), len(policies))
+	}
+	if !strings.Contains(reloads[1], "k8s-1005=0x1005, ipoib, mtu=5, rate=17, sl=3 :") {
+		t.Errorf("the change's partitions file:\n%s", reloads[1])
+	}
+	level := "        name: k8s-1005\n        use: Kubernetes pkey 0x1005\n        sl: 3\n        mtu-limit: 5\n        rate-limit: 17\n"
+	if !strings.Contains(policies[1], level) || !strings.Contains(policies[1], "        pkey: 0x1005\n") {
+		t.Errorf("the change's QoS policy:\n%s", policies[1])
+	}
+	if strings.Contains(policies[0], "k8s-1005") {
+		t.Errorf("the first apply's QoS policy names a pkey recorded after it:\n%s", policies[0])
+	}
+
+	sl = 1
+	j, err = r.st.SetKubernetesQoS(t.Context(), store.KubernetesQoS{PKey: 0x1005, QoS: store.QoSChange{ServiceLevel: &sl}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.wait(j, store.StatusCompleted)
+	r.sm.mu.Lock()
+	last := r.sm.policies[len(r.sm.policies)-1]
+	r.sm.mu.Unlock()
+	if !strings.Contains(last, "        sl: 1\n        mtu-limit: 5\n        rate-limit: 17\n") {
+		t.Errorf("the QoS policy of the completed change:\n%s", last)
+	}
+	if err := end(); err != nil {
+		t.Fatal(err)
+	}
+}
