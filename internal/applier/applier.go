@@ -256,6 +256,9 @@ type term struct {
 	dumpOnce, envOnce sync.Once
 	env               *watchEnv
 	inbox             inbox // what the services asked of the loop (services.go)
+
+	// writtenQoS is what this term last wrote to the QoS policy file.
+	writtenQoS []byte
 }
 
 // applyResult says what the loop does after an apply.
@@ -984,7 +987,28 @@ func (t *term) writeQoSPolicy(policy []byte) error {
 	if _, err := opensm.ReplaceFile(t.Cfg.QoSPolicyFile, policy, 0o644); err != nil {
 		return fmt.Errorf("write QoS policy file: %w", err)
 	}
+	t.writtenQoS = policy
 	return nil
+}
+
+// qosPolicyDrift says what is wrong with the QoS policy file, "" when it is
+// what this term last wrote (or none is written): OpenSM reads it at every
+// heavy sweep, so an edited or removed file would change or drop the
+// pkeys' limits without a change.
+func (t *term) qosPolicyDrift() string {
+	if t.Cfg.QoSPolicyFile == "" || t.writtenQoS == nil {
+		return ""
+	}
+	got, err := os.ReadFile(t.Cfg.QoSPolicyFile)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "the QoS policy file is missing"
+	case err != nil:
+		return "the QoS policy file cannot be read: " + err.Error()
+	case !bytes.Equal(got, t.writtenQoS):
+		return "the QoS policy file is not what was last applied (edited by hand?)"
+	}
+	return ""
 }
 
 // repairDrift makes the next loop apply the recorded state again when OpenSM
@@ -1028,6 +1052,9 @@ func (t *term) fileDrift(ctx context.Context) string {
 		return "the file cannot be read: " + err.Error()
 	case !bytes.Equal(got, t.written):
 		return "the file is not what was last applied (edited by hand?)"
+	}
+	if reason := t.qosPolicyDrift(); reason != "" {
+		return reason
 	}
 	// A full read, not the term's incremental one: once a check interval
 	// the file is held against every row of the database.

@@ -1,9 +1,11 @@
 package applier
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
@@ -64,6 +66,41 @@ func TestLeadQoSPolicy(t *testing.T) {
 	r.sm.mu.Unlock()
 	if !strings.Contains(last, "        sl: 1\n        mtu-limit: 5\n        rate-limit: 17\n") {
 		t.Errorf("the QoS policy of the completed change:\n%s", last)
+	}
+	if err := end(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A QoS policy file edited by hand is drift: OpenSM would read it at its next
+// heavy sweep. The check interval's drift repair writes it again and applies.
+func TestLeadRepairsAnEditedQoSPolicy(t *testing.T) {
+	r := newLeadRig(t)
+	r.sm.qosFile = filepath.Join(filepath.Dir(r.sm.pFile), "qos-policy.conf")
+	r.app.Cfg.QoSPolicyFile = r.sm.qosFile
+	_, end := r.lead()
+	waitLog(t, r.logs, "partitions applied", `"revision":0,`)
+	written, err := os.ReadFile(r.sm.qosFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, before := r.sm.state()
+	if err := os.WriteFile(r.sm.qosFile, []byte("qos-levels\nend-qos-levels\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, r.logs, "partitions file drifted", "the QoS policy file is not what was last applied")
+	deadline := time.Now().Add(10 * time.Second)
+	for _, _, reloads := r.sm.state(); len(reloads) <= len(before); _, _, reloads = r.sm.state() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the edited QoS policy was not applied again\nlog:\n%s", r.logs)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.sm.mu.Lock()
+	last := r.sm.policies[len(r.sm.policies)-1]
+	r.sm.mu.Unlock()
+	if last != string(written) {
+		t.Errorf("the SIGHUP after the repair found the QoS policy\n%s\nwant\n%s", last, written)
 	}
 	if err := end(); err != nil {
 		t.Fatal(err)
