@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
@@ -15,6 +16,7 @@ import (
 var qosTests = []storeTest{
 	{"KubernetesQoSStartsAtUFMsDefaultsAndChangesWhatIsNamed", testKubernetesQoS},
 	{"KubernetesQoSRefusalsChangeNothing", testKubernetesQoSRefusals},
+	{"ConcurrentQoSChangesOfOnePKeyKeepEach", testKubernetesQoSConcurrent},
 }
 
 func ints(v int) *int { return &v }
@@ -120,5 +122,33 @@ func testKubernetesQoSRefusals(t *testing.T, s *store.Store) {
 	}
 	if r := revision(t, s); r != before {
 		t.Errorf("QoS of an unrecorded pkey moved the revision from %d to %d", before, r)
+	}
+}
+
+// Changes of different fields of one pkey's QoS, sent at once, keep each
+// other's: each reads the recorded QoS under the revision's lock, after the
+// one before it committed.
+func testKubernetesQoSConcurrent(t *testing.T, s *store.Store) {
+	s = kubeStore(s)
+	ctx := t.Context()
+	mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidB))))
+	changes := []store.QoSChange{{MTULimit: ints(4)}, {ServiceLevel: ints(9)}, {RateMbps: ints(56000)}}
+	var wg sync.WaitGroup
+	errs := make([]error, len(changes))
+	for i, c := range changes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = s.SetKubernetesQoS(ctx, store.KubernetesQoS{PKey: 0x1005, QoS: c})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("change %d: %v", i, err)
+		}
+	}
+	if got, want := qosOf(t, s, 0x1005), (fabric.QoS{MTULimit: 4, ServiceLevel: 9, RateMbps: 56000}); got != want {
+		t.Errorf("QoS after three concurrent changes = %+v, want %+v", got, want)
 	}
 }
