@@ -275,6 +275,11 @@ func TestFabricsMigration(t *testing.T) {
 			t.Fatalf("00013's down with a storage fabric's network = %v, want refused", err)
 		}
 		wantRows(ctx, t, db, "networks", 2)
+		// The downs above 00013 ran before its refusal: this release reads
+		// its own schema, so the rows are read once it is back.
+		if _, err := p.Up(ctx); err != nil {
+			t.Fatalf("migrate up again after the refused down: %v", err)
+		}
 		if m := snapshotOf(t, two, storageFabric).Networks; len(m) != 1 {
 			t.Errorf("storage networks after the refused down = %+v, want one", m)
 		}
