@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -38,6 +39,11 @@ func backupAndRestore(t *testing.T, db storetest.Database) {
 
 	dump := filepath.Join(t.TempDir(), "afm.backup")
 	runTool(t, backupCommand(t, db, dump))
+	// The backup holds the secrets table: under the umask docs/backup.md
+	// gives, no one but its owner reads it.
+	if info, err := os.Stat(dump); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("the backup file: %v, %v; want mode 0600, as secret as the database", info.Mode(), err)
+	}
 	after := m.accept("POST", "/cloudx/Port", portBody("port-h2", net, vendorClientID(h2)))
 	m.waitCompleted(after, nil)
 
@@ -59,17 +65,19 @@ func backupAndRestore(t *testing.T, db storetest.Database) {
 	}
 }
 
-// backupCommand is the online backup docs/backup.md gives for the engine.
+// backupCommand is the online backup docs/backup.md gives for the engine,
+// run under umask 077 as it says.
 func backupCommand(t *testing.T, db storetest.Database, file string) *exec.Cmd {
+	var args []string
 	switch db.Engine {
 	case config.EngineSQLite:
-		return exec.Command("sqlite3", db.DSN, ".backup '"+file+"'")
+		args = []string{"sqlite3", db.DSN, ".backup '" + file + "'"}
 	case config.EnginePostgres:
-		return exec.Command("pg_dump", "--format=custom", "--file="+file, db.URL)
+		args = []string{"pg_dump", "--format=custom", "--file=" + file, db.URL}
 	default:
-		args := append(mariadbArgs(t, db, "mariadb-dump"), "--single-transaction", "--result-file="+file, databaseName(t, db))
-		return exec.Command(args[0], args[1:]...)
+		args = append(mariadbArgs(t, db, "mariadb-dump"), "--single-transaction", "--result-file="+file, databaseName(t, db))
 	}
+	return exec.Command("sh", append([]string{"-c", `umask 077 && exec "$@"`, "sh"}, args...)...)
 }
 
 // restoreCommand is the restore docs/backup.md gives for the engine.

@@ -120,7 +120,8 @@ func (m *twoFabrics) reconfigure(old, new string) {
 	m.start()
 }
 
-// openStoreOf opens db, without migrating it, as the store of both fabrics.
+// openStoreOf opens db, without migrating it, as the store of both fabrics;
+// it returns the default fabric's view.
 func openStoreOf(t *testing.T, db storetest.Database) *store.Store {
 	t.Helper()
 	st, err := storeopen.OpenFabrics(t.Context(), db.Engine, db.DSN, false, []store.FabricRules{
@@ -131,5 +132,5 @@ func openStoreOf(t *testing.T, db storetest.Database) *store.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return st
+	return st.Fabric(store.DefaultFabric)
 }

@@ -277,7 +277,7 @@ func dbCounts(t *testing.T, db storetest.Database) (revision, jobs int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer st.DB().Close()
 	if revision, err = st.Revision(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -238,7 +238,7 @@ func migrate(t *testing.T, db storetest.Database) {
 	if err != nil {
 		t.Fatalf("migrate %s: %v", db.Engine, err)
 	}
-	s.Close()
+	s.DB().Close()
 }
 
 // previousServes runs the previous release on db and has it apply a network

@@ -53,6 +53,13 @@ IFS=: read -r _ _ uid _ _ home shell < <(getent passwd $NAME) || die "no system 
 say "$binary: $($binary --version)"
 say "$config $(mode "$config"), $ro $(mode "$ro"), $state $(mode "$state"), user $NAME uid $uid"
 
+# An upgrade (here the same package again: postinst sees the version configured before) keeps the
+# modes the operator chose for the file that holds the secrets.
+chmod 0600 "$config"
+dpkg -i "$DEB" >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; die "dpkg -i over the installed package failed"; }
+[[ $(mode "$config") == "600 root:$NAME" ]] || die "an upgrade made $config $(mode "$config"), the operator's 600 lost"
+say "upgrade: $config kept the operator's $(mode "$config")"
+
 dpkg -r $NAME >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; die "dpkg -r failed"; }
 [[ ! -e $binary && ! -e $UNIT ]] || die "dpkg -r left the binary or the unit"
 [[ -f $config && -f $logrotate ]] || die "dpkg -r removed a conffile"

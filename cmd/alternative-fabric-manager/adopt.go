@@ -96,7 +96,7 @@ func adoptInto(ctx context.Context, all *config.Config, fab operatorFabric, file
 // would refuse with what is recorded now (a name used twice, ALL=full, a
 // port of a network listed...): the applier would then apply nothing at
 // all. It renders with the configured template, as the applier will.
-func checkAdoption(ctx context.Context, cfg *config.Config, st *store.Store, tpl *partitions.Template, adopt []partitions.Statement) error {
+func checkAdoption(ctx context.Context, cfg config.FabricConfig, st *store.Store, tpl *partitions.Template, adopt []partitions.Statement) error {
 	snap, err := st.Snapshot(ctx)
 	if err != nil {
 		return fmt.Errorf("read recorded state: %w", err)

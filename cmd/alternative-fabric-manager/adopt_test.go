@@ -13,6 +13,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/status"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
 )
 
@@ -149,7 +150,7 @@ func assertAdoptedStatus(t *testing.T, conf string) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	s, err := status.Read(context.Background(), cfg, st)
+	s, err := status.Read(context.Background(), cfg.FabricConfig(cfg.Fabrics[0]), st.Fabric(store.DefaultFabric))
 	if err != nil {
 		t.Fatal(err)
 	}

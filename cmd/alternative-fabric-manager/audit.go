@@ -13,8 +13,8 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/audit"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/manager"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/status"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
@@ -32,34 +32,6 @@ const auditHelp = "read every host port's P_Key table and the switch port facing
 	"and print a table per partition (--json: as JSON), then exit (0: as recorded, 6: an isolation breach, " +
 	"7: ports cut off, unreachable or held alone; docs/isolation-proof.md)"
 
-// auditReader is the SMP reader of the audit. checkEnforcement is false on
-// the simulated fabric, which keeps no switch port's enforcement bits (they
-// read 0 whatever OpenSM set): judging them there would close the gate for
-// good. Two connections: the simulator serves ten clients at once, OpenSM and
-// the read-back proof included, and leaves room for an --audit beside it.
-func auditReader(ctx context.Context, cfg *config.Config, st *store.Store) (r *pkeyread.Reader, checkEnforcement bool, err error) {
-	r, simulated, err := fabricReader(ctx, cfg, databaseKeys{st}, 2)
-	if err != nil {
-		return nil, false, fmt.Errorf("no SMP transport to audit the fabric: %w", err)
-	}
-	return r, !simulated, nil
-}
-
-// auditConfig is the applier's audit: [opensm] audit_interval, with the
-// reader this host has; none (and a warning) without one.
-func auditConfig(ctx context.Context, cfg *config.Config, st *store.Store, sm *opensm.Supervisor, log *slog.Logger) applier.AuditConfig {
-	if cfg.OpenSM.AuditInterval <= 0 {
-		return applier.AuditConfig{}
-	}
-	r, enforcement, err := auditReader(ctx, cfg, st)
-	if err != nil {
-		log.Warn("the fabric audit is off", "reason", err.Error())
-		return applier.AuditConfig{}
-	}
-	return applier.AuditConfig{Interval: cfg.OpenSM.AuditInterval, Reader: r, CheckEnforcement: enforcement, Recorder: st,
-		RestartOpenSM: sm.Restart}
-}
-
 // runAuditCommand runs one audit against the recorded state (not the file
 // OpenSM last swept: a change under way shows as findings until it is
 // applied). Nothing is recorded: the leader's audits are what the gates use.
@@ -70,6 +42,7 @@ func runAuditCommand(ctx context.Context, path, fabricName string, asJSON bool, 
 			return err
 		}
 		s, err := audit.Run(ctx, in)
+		manager.CloseIdle(in.Reader) // detached now: the simulator knows no client's exit
 		if err != nil {
 			return err
 		}
@@ -88,8 +61,8 @@ func runAuditCommand(ctx context.Context, path, fabricName string, asJSON bool, 
 
 // auditInput reads what an audit compares: the recorded state, rendered as
 // the applier renders it, and OpenSM's subnet dump.
-func auditInput(ctx context.Context, cfg *config.Config, st *store.Store) (audit.Input, error) {
-	r, enforcement, err := auditReader(ctx, cfg, st)
+func auditInput(ctx context.Context, cfg config.FabricConfig, st *store.Store) (audit.Input, error) {
+	r, enforcement, err := manager.AuditReader(ctx, cfg, st)
 	if err != nil {
 		return audit.Input{}, err
 	}
@@ -101,7 +74,7 @@ func auditInput(ctx context.Context, cfg *config.Config, st *store.Store) (audit
 	if err != nil {
 		flavour = fabric.Upstream
 	}
-	text, err := checkRecordedState(ctx, cfg, st, tpl, flavour)
+	text, err := manager.CheckRecordedState(ctx, cfg, st, tpl, flavour)
 	if err != nil {
 		return audit.Input{}, err
 	}

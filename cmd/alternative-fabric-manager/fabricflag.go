@@ -73,15 +73,13 @@ type usageError struct{ msg string }
 func (e usageError) Error() string { return e.msg }
 
 // operatorFabric is one fabric as an operator's command sees it: its name,
-// and the configuration as a manager of that fabric alone reads it.
+// and its configuration.
 type operatorFabric struct {
 	name string
 	// section is the section that configures it, for messages.
 	section string
-	// cfg is the configuration with the fabric's [opensm], [opensm_conf],
-	// [ufm_pkeys] and physical networks at the top, where the helpers that
-	// take a *config.Config read them; the rest is shared by every fabric.
-	cfg *config.Config
+	// cfg is the fabric's settings beside the file's process-wide ones.
+	cfg config.FabricConfig
 }
 
 // selectFabric returns the fabric named name, or a usageError naming the
@@ -101,7 +99,7 @@ func selectFabric(cfg *config.Config, name string) (operatorFabric, error) {
 // allFabrics returns every configured fabric, the default first.
 func allFabrics(cfg *config.Config) []operatorFabric {
 	var out []operatorFabric
-	for _, f := range cfg.AllFabrics() {
+	for _, f := range cfg.Fabrics {
 		out = append(out, operatorFabric{name: f.Name, section: f.Section(), cfg: cfg.FabricConfig(f)})
 	}
 	return out
@@ -112,10 +110,10 @@ func (f operatorFabric) status() status.Fabric {
 	return status.Fabric{Name: f.name, Section: f.section, Config: f.cfg}
 }
 
-// view is the fabric's view of st: what it reads and changes is this
+// view is the fabric's view of db: what it reads and changes is this
 // fabric's alone.
-func (f operatorFabric) view(st *store.Store) (*store.Store, error) {
-	v := st.Fabric(f.name)
+func (f operatorFabric) view(db *store.DB) (*store.Store, error) {
+	v := db.Fabric(f.name)
 	if v == nil {
 		// The store is opened with every configured fabric: not reached
 		// unless the configuration and the store disagree.

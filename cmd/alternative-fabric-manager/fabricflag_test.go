@@ -48,7 +48,7 @@ func newTwoFabrics(t *testing.T, engine string) fabricsDB {
 		{Name: config.DefaultFabric, Rules: store.Rules{PhysicalNetworks: []string{"ib"}}},
 		{Name: "storage", Rules: store.Rules{PhysicalNetworks: []string{"storage"}}},
 	})
-	f.storage = f.def.Fabric("storage")
+	f.storage = f.def.DB().Fabric("storage")
 	return f
 }
 
@@ -64,7 +64,7 @@ func openFabrics(t *testing.T, db storetest.Database, fabrics []store.FabricRule
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return st
+	return st.Fabric(fabrics[0].Name)
 }
 
 // --fabric takes the name of a configured fabric, and goes only with the
@@ -112,7 +112,7 @@ func TestFabricFlagIsAConfiguredFabric(t *testing.T) {
 func TestFabricFlagDefault(t *testing.T) {
 	db := storetest.NewDatabase(t, config.EngineSQLite)
 	st := storetest.OpenDatabase(t, db)
-	k, err := databaseKeys{st}.Keys(t.Context())
+	k, err := opensm.DatabaseKeys{Store: st}.Keys(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func TestOneFabricsFailingOpenSMDoesNotStopAnother(t *testing.T) {
 // it stops: every fabric's term, then every OpenSM.
 func runFabrics(t *testing.T, cfg *config.Config) (fabrics []*manager.Fabric, stop func()) {
 	t.Helper()
-	mgr, err := manager.New(t.Context(), cfg, quietLog(), serverParts())
+	mgr, err := manager.New(t.Context(), cfg, quietLog(), versionString())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func runFabrics(t *testing.T, cfg *config.Config) (fabrics []*manager.Fabric, st
 func TestAFabricAddedWithoutAutoMigrateLeads(t *testing.T) {
 	cfg, fabs := writeTwoFabrics(t)
 	one := *cfg
-	one.Fabrics = nil
+	one.Fabrics = cfg.Fabrics[:1]
 	st, err := openStore(t.Context(), &one, true, fabricRules(&one), quietLog())
 	if err != nil {
 		t.Fatal(err)

@@ -107,7 +107,7 @@ func TestWireGivesEachFabricItsOwnOpenSM(t *testing.T) {
 	os.Unsetenv("OSM_CACHE_DIR")
 	cfg, fabs := writeTwoFabrics(t)
 	var logged testenv.SyncBuffer
-	mgr, err := manager.New(t.Context(), cfg, slog.New(slog.NewJSONHandler(&logged, nil)), serverParts())
+	mgr, err := manager.New(t.Context(), cfg, slog.New(slog.NewJSONHandler(&logged, nil)), versionString())
 	if err != nil {
 		t.Fatal(err)
 	}

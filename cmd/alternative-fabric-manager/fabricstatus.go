@@ -27,10 +27,10 @@ func runStatusOfEveryFabric(ctx context.Context, path string, log *slog.Logger, 
 	for i, f := range fabrics {
 		shown[i] = f.status()
 	}
-	err = withOperatorDatabase(ctx, cfg, log, func(ctx context.Context, st *store.Store) error {
+	err = withOperatorDatabase(ctx, cfg, log, func(ctx context.Context, db *store.DB) error {
 		views := make([]*store.Store, len(fabrics))
 		for i, f := range fabrics {
-			if views[i], err = f.view(st); err != nil {
+			if views[i], err = f.view(db); err != nil {
 				return err
 			}
 		}

@@ -202,6 +202,8 @@ func TestStatusOfTwoFabricsWithoutTheDatabase(t *testing.T) {
 	}{
 		{nil, []string{"fabric default: OpenSM driver: running", "fabric storage: OpenSM driver: failed"}, nil},
 		{[]string{"--fabric", "storage"}, []string{"fabric storage: OpenSM driver: failed"}, []string{"running"}},
+		// Named as --status names it with the database up: the file has another.
+		{[]string{"--fabric", "default"}, []string{"fabric default: OpenSM driver: running"}, []string{"failed"}},
 	} {
 		code, out, errOut := runCommand(t, append([]string{"--config-file", conf, "--status"}, tc.args...)...)
 		if code != exitFailed || !strings.Contains(errOut, "is unreachable") {

@@ -49,11 +49,11 @@ func runImportNeutron(ctx context.Context, path string, opts neutronimport.Optio
 		return err
 	}
 	client.HTTPClient.Timeout = neutronTimeout
-	st, err := openExisting(ctx, cfg, rules, operatorConnectTimeout, log)
+	db, err := openExisting(ctx, cfg, rules, operatorConnectTimeout, log)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer db.Close()
 	src := &listedOnce{Source: neutronimport.API{Client: client}}
 	var verdict error
 	for i, f := range fabrics {
@@ -63,7 +63,7 @@ func runImportNeutron(ctx context.Context, path string, opts neutronimport.Optio
 			}
 			fmt.Fprintf(os.Stdout, "fabric %s (%s):\n", f.name, f.section)
 		}
-		view, err := f.view(st)
+		view, err := f.view(db)
 		if err != nil {
 			return err
 		}

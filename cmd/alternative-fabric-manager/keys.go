@@ -13,52 +13,6 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
-// SecretStore is where the keys are kept (store.Store).
-type SecretStore interface {
-	GetOrCreateSecrets(ctx context.Context, generate func() (map[string]string, error)) (map[string]string, error)
-	secretReader
-}
-
-// secretReader reads the recorded secrets, creating none (store.Store).
-type secretReader interface {
-	Secrets(ctx context.Context) (map[string]string, error)
-}
-
-// databaseKeys is the opensm.KeySource of a manager: the keys live in the
-// database, created by whichever manager starts first, so every start and
-// every replica writes the same keys into opensm.conf.
-type databaseKeys struct{ store SecretStore }
-
-// Keys returns the recorded keys, creating them on a new database.
-func (d databaseKeys) Keys(ctx context.Context) (opensm.Keys, error) {
-	recorded, err := d.store.GetOrCreateSecrets(ctx, opensm.NewSecrets)
-	if err != nil {
-		return opensm.Keys{}, fmt.Errorf("OpenSM keys: %w", err)
-	}
-	return opensm.KeysOf(recorded)
-}
-
-// RecordedKeys is Keys creating none: one read of the secrets, where Keys
-// is a write transaction. The reads of the fabric ask for the M_Key at every
-// read-back and second-SM look, after the manager's start created the keys
-// (readbackMKeys).
-func (d databaseKeys) RecordedKeys(ctx context.Context) (opensm.Keys, error) {
-	return recordedKeys(ctx, d.store)
-}
-
-// recordedKeys returns the keys the database holds, creating none: a command
-// that only reads must not choose the fabric's keys before any manager ran.
-func recordedKeys(ctx context.Context, st secretReader) (opensm.Keys, error) {
-	recorded, err := st.Secrets(ctx)
-	if err != nil {
-		return opensm.Keys{}, fmt.Errorf("OpenSM keys: %w", err)
-	}
-	if len(recorded) == 0 {
-		return opensm.Keys{}, errors.New("no OpenSM keys recorded yet: the manager creates them when it first starts")
-	}
-	return opensm.KeysOf(recorded)
-}
-
 // printKeys writes the keys, one "name value" line each, then how the
 // diagnostic tools take them.
 func printKeys(w io.Writer, k opensm.Keys) error {
@@ -76,7 +30,7 @@ func printKeys(w io.Writer, k opensm.Keys) error {
 	return err
 }
 
-var _ SecretStore = (*store.Store)(nil)
+var _ opensm.SecretStore = (*store.Store)(nil)
 
 // keysCommand is --import-keys FILE [--replace-keys], or --rotate-keys NAMES.
 type keysCommand struct {

@@ -165,7 +165,7 @@ func TestImportKeysRefusesBadInput(t *testing.T) {
 // confirmed, and then every key the file sets replaces the recorded one.
 func TestImportKeysReplacesOnlyWhenConfirmed(t *testing.T) {
 	conf, st := keysDB(t, config.EngineSQLite)
-	if _, err := (databaseKeys{st}).Keys(t.Context()); err != nil {
+	if _, err := (opensm.DatabaseKeys{Store: st}).Keys(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	created := secretsOf(t, st)
@@ -203,7 +203,7 @@ func TestRotateKeys(t *testing.T) {
 				!strings.Contains(errOut, "no OpenSM keys recorded yet") {
 				t.Errorf("rotation before any key: exit %d: %s", code, errOut)
 			}
-			if _, err := (databaseKeys{st}).Keys(t.Context()); err != nil {
+			if _, err := (opensm.DatabaseKeys{Store: st}).Keys(t.Context()); err != nil {
 				t.Fatal(err)
 			}
 			before := secretsOf(t, st)

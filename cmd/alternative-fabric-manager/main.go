@@ -226,11 +226,11 @@ func runMigrate(ctx context.Context, path string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, cfg, true, fabricRules(cfg), log)
+	db, err := openStore(ctx, cfg, true, fabricRules(cfg), log)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer db.Close()
 	fmt.Println("database is at the newest schema version")
 	return nil
 }

@@ -20,7 +20,7 @@ import (
 // opens the gate duplicate_guid it held. A recorded GUID not in the sweep is
 // forgotten (its host gone for good: it is recorded again where it next
 // appears); one neither recorded nor in the sweep is refused.
-func acceptMovedGUIDs(ctx context.Context, cfg *config.Config, st *store.Store, list string, w io.Writer) error {
+func acceptMovedGUIDs(ctx context.Context, cfg config.FabricConfig, st *store.Store, list string, w io.Writer) error {
 	guids, err := parseGUIDList(list)
 	if err != nil {
 		return usageError{err.Error()}

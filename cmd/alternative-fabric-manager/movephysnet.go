@@ -33,15 +33,15 @@ func runMovePhysnet(ctx context.Context, path string, fab *fabricChoice, physnet
 	if err != nil {
 		return err
 	}
-	st, err := openExisting(ctx, cfg, rules, operatorConnectTimeout, log)
+	db, err := openExisting(ctx, cfg, rules, operatorConnectTimeout, log)
 	if nc := (notReadyError{}); errors.As(err, &nc) {
 		return nc
 	}
 	if err != nil {
 		return fmt.Errorf("database %s is unreachable: %w", config.RedactURL(cfg.Database.Connection), err)
 	}
-	defer st.Close()
-	to := st.FabricOfPhysnet(physnet)
+	defer db.Close()
+	to := db.FabricOfPhysnet(physnet)
 	if fab.given && fab.name != to {
 		if _, err := selectFabric(cfg, fab.name); err != nil {
 			return err
@@ -49,7 +49,7 @@ func runMovePhysnet(ctx context.Context, path string, fab *fabricChoice, physnet
 		return usageError{fmt.Sprintf("--move-physnet %s --fabric %s: the configuration gives physical network %q to fabric %s; "+
 			"nothing moved", physnet, fab.name, physnet, to)}
 	}
-	out, err := st.MovePhysnet(ctx, store.PhysnetMove{Physnet: physnet, DryRun: dryRun, CreatedBy: "--move-physnet"})
+	out, err := db.MovePhysnet(ctx, store.PhysnetMove{Physnet: physnet, DryRun: dryRun, CreatedBy: "--move-physnet"})
 	if rej := (*store.RejectedError)(nil); errors.As(err, &rej) {
 		return fmt.Errorf("--move-physnet %s: nothing moved: %s", physnet, rej.Reason)
 	}

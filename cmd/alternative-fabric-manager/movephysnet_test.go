@@ -39,7 +39,7 @@ func physnetMoved(t *testing.T, engine string) (string, *store.Store) {
 		Port: store.Port{ID: "port-moved", NetworkID: movedNetwork, GUID: &g, Host: "h1"}}); err != nil {
 		t.Fatal(err)
 	}
-	old.Close()
+	old.DB().Close()
 	text, err := os.ReadFile(filepath.Join("testdata", "fabrics", "two-fabrics.conf"))
 	if err != nil {
 		t.Fatal(err)
@@ -59,7 +59,7 @@ func physnetMoved(t *testing.T, engine string) (string, *store.Store) {
 // and exits 0.
 func TestMovePhysnetCommand(t *testing.T) {
 	conf, st := physnetMoved(t, config.EngineSQLite)
-	storage := st.Fabric("storage")
+	storage := st.DB().Fabric("storage")
 	line := "network " + movedNetwork + " (pkey 0x012c, 1 ports, 1 members) from fabric default to fabric storage"
 	code, out, errOut := runCommand(t, "--config-file", conf, "--move-physnet", "ib2", "--dry-run")
 	if code != 0 || !strings.Contains(out, "would move: "+line) || !strings.Contains(out, "nothing was written") {

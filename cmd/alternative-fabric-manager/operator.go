@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/status"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
@@ -78,7 +79,7 @@ func runOperatorCommand(ctx context.Context, f operatorFabric, st *store.Store, 
 	case c.acceptMoved != "":
 		return acceptMovedGUIDs(ctx, cfg, st, c.acceptMoved, w)
 	case c.showKeys:
-		k, err := recordedKeys(ctx, st)
+		k, err := opensm.RecordedKeys(ctx, st)
 		if err != nil {
 			return err
 		}
@@ -100,8 +101,8 @@ func withOperatorStore(ctx context.Context, path, fabric string, log *slog.Logge
 	if err != nil {
 		return err
 	}
-	return withOperatorDatabase(ctx, cfg, log, func(ctx context.Context, st *store.Store) error {
-		v, err := f.view(st)
+	return withOperatorDatabase(ctx, cfg, log, func(ctx context.Context, db *store.DB) error {
+		v, err := f.view(db)
 		if err != nil {
 			return err
 		}
@@ -110,10 +111,10 @@ func withOperatorStore(ctx context.Context, path, fabric string, log *slog.Logge
 }
 
 // withOperatorDatabase opens the database of cfg without migrating it, and
-// runs fn with the store (every fabric's; the default fabric's view).
+// runs fn with the database (every fabric's view).
 func withOperatorDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger,
-	fn func(ctx context.Context, st *store.Store) error) error {
-	st, err := openExisting(ctx, cfg, fabricRules(cfg), operatorConnectTimeout, log)
+	fn func(ctx context.Context, db *store.DB) error) error {
+	db, err := openExisting(ctx, cfg, fabricRules(cfg), operatorConnectTimeout, log)
 	if nc := (notReadyError{}); errors.As(err, &nc) {
 		return nc
 	}
@@ -121,8 +122,8 @@ func withOperatorDatabase(ctx context.Context, cfg *config.Config, log *slog.Log
 		return &unreachableError{cfg: cfg,
 			err: fmt.Errorf("database %s is unreachable: %w", config.RedactURL(cfg.Database.Connection), err)}
 	}
-	defer st.Close()
-	if err := fn(ctx, st); err != nil {
+	defer db.Close()
+	if err := fn(ctx, db); err != nil {
 		return fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
 	}
 	return nil
@@ -130,7 +131,7 @@ func withOperatorDatabase(ctx context.Context, cfg *config.Config, log *slog.Log
 
 // confirmSwitches records the switches of OpenSM's last sweep as the fabric's
 // expected switches, replacing the previous set.
-func confirmSwitches(ctx context.Context, cfg *config.Config, st *store.Store, w io.Writer) error {
+func confirmSwitches(ctx context.Context, cfg config.FabricConfig, st *store.Store, w io.Writer) error {
 	dump := cfg.OpenSM.SubnetDump()
 	topo, err := topology.Load(dump)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -186,7 +187,7 @@ func clearEnforcementErrors(ctx context.Context, st *store.Store, w io.Writer) e
 }
 
 // unfreeze records an operator's --unfreeze.
-func unfreeze(ctx context.Context, cfg *config.Config, st *store.Store, w io.Writer) error {
+func unfreeze(ctx context.Context, cfg config.FabricConfig, st *store.Store, w io.Writer) error {
 	if !cfg.HA.HA {
 		return errors.New("--unfreeze is for [ha] ha = true: without HA there is no freeze")
 	}

@@ -70,14 +70,14 @@ func TestKeysAreTheSameAtEveryStart(t *testing.T) {
 	for _, engine := range storetest.Engines {
 		t.Run(engine, func(t *testing.T) {
 			db := storetest.NewDatabase(t, engine)
-			first, err := databaseKeys{storetest.OpenDatabase(t, db)}.Keys(t.Context())
+			first, err := opensm.DatabaseKeys{Store: storetest.OpenDatabase(t, db)}.Keys(t.Context())
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := first.Check(); err != nil {
 				t.Errorf("created keys fail the check: %v", err)
 			}
-			again, err := databaseKeys{storetest.OpenDatabase(t, db)}.Keys(t.Context())
+			again, err := opensm.DatabaseKeys{Store: storetest.OpenDatabase(t, db)}.Keys(t.Context())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +91,7 @@ func TestKeysAreTheSameAtEveryStart(t *testing.T) {
 func TestShowKeys(t *testing.T) {
 	db := storetest.NewDatabase(t, config.EngineSQLite)
 	st := storetest.OpenDatabase(t, db)
-	k, err := databaseKeys{st}.Keys(t.Context())
+	k, err := opensm.DatabaseKeys{Store: st}.Keys(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestBadKeysInTheDatabaseAreRefusedWithoutShowingThem(t *testing.T) {
 	if _, err := st.GetOrCreateSecrets(t.Context(), func() (map[string]string, error) { return bad, nil }); err != nil {
 		t.Fatal(err)
 	}
-	_, err := databaseKeys{st}.Keys(t.Context())
+	_, err := opensm.DatabaseKeys{Store: st}.Keys(t.Context())
 	if err == nil || !strings.Contains(err.Error(), opensm.SecretSMKey) {
 		t.Fatalf("error = %v; want one naming %s", err, opensm.SecretSMKey)
 	}

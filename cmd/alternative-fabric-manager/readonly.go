@@ -29,7 +29,7 @@ func errNotCreated(cfg *config.Config, err error) error {
 // waiting at most timeout for it. An error from the engine is returned as it
 // is, for the caller to say how the database was unreachable.
 func openExisting(ctx context.Context, cfg *config.Config, fabrics []store.FabricRules, timeout time.Duration,
-	log *slog.Logger) (*store.Store, error) {
+	log *slog.Logger) (*store.DB, error) {
 	conn, err := config.ParseConnection(cfg.Database.Connection)
 	if err != nil {
 		return nil, err

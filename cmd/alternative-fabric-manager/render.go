@@ -11,6 +11,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/manager"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 )
 
@@ -38,15 +39,15 @@ func renderFabric(ctx context.Context, cfg *config.Config, name string, out io.W
 	if err != nil {
 		return f.wrap(err)
 	}
-	st, err := openExisting(ctx, cfg, fabricRules(cfg), 30*time.Second, log)
+	db, err := openExisting(ctx, cfg, fabricRules(cfg), 30*time.Second, log)
 	if nc := (notReadyError{}); errors.As(err, &nc) {
 		return nc
 	}
 	if err != nil {
 		return fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
 	}
-	defer st.Close()
-	view, err := f.view(st)
+	defer db.Close()
+	view, err := f.view(db)
 	if err != nil {
 		return err
 	}
@@ -56,7 +57,7 @@ func renderFabric(ctx context.Context, cfg *config.Config, name string, out io.W
 	if err != nil {
 		flavour = fabric.Upstream
 	}
-	text, err := checkRecordedState(ctx, f.cfg, view, tpl, flavour)
+	text, err := manager.CheckRecordedState(ctx, f.cfg, view, tpl, flavour)
 	if err != nil {
 		return f.wrap(err)
 	}

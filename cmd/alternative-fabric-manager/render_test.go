@@ -41,7 +41,7 @@ func fabricDatabase(t *testing.T, opensm string) *config.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	defer st.DB().Close()
 	vlan, guid := int64(101), portGUID
 	if _, err := st.RecordNetwork(ctx, store.NetworkChange{Operation: store.OpCreateNetwork,
 		Network: store.NetworkSpec{ID: networkID, Name: "tenant-a", Type: store.TypeVLAN, PhysicalNetwork: "ib", SegmentationID: &vlan}}); err != nil {
@@ -108,10 +108,10 @@ func TestRenderPartitions(t *testing.T) {
 					t.Errorf("output does not contain %q:\n%s", want, out.String())
 				}
 			}
-			state := partitions.State{DefaultPartition: cfg.OpenSM.DefaultPartition,
+			state := partitions.State{DefaultPartition: cfg.Fabrics[0].OpenSM.DefaultPartition,
 				Networks: []partitions.Network{{ID: networkID, PKey: 101, Members: []fabric.GUID{portGUID}}},
-				Flat:     partitions.FlatPartition{PKey: cfg.OpenSM.FlatPKey},
-				Rules:    partitions.Rules{SharedDefaultPartition: cfg.OpenSM.SharedDefaultPartition}}
+				Flat:     partitions.FlatPartition{PKey: cfg.Fabrics[0].OpenSM.FlatPKey},
+				Rules:    partitions.Rules{SharedDefaultPartition: cfg.Fabrics[0].OpenSM.SharedDefaultPartition}}
 			if err := partitions.Check(out.Bytes(), state); err != nil {
 				t.Fatalf("output fails the check: %v", err)
 			}
@@ -187,7 +187,7 @@ func TestRenderPartitionsDoesNotMigrate(t *testing.T) {
 	}
 	st, err := storeopen.Open(context.Background(), config.EngineSQLite, path, false, store.Rules{}, quietLog())
 	if err == nil {
-		st.Close()
+		st.DB().Close()
 	}
 	if behind := (*storeopen.SchemaBehindError)(nil); !errors.As(err, &behind) || behind.Current != 0 {
 		t.Errorf("--render created the schema: opening the database again gave %v", err)
@@ -263,7 +263,7 @@ func TestRenderKubernetesPartitions(t *testing.T) {
 	}
 	_, err = st.AddKubernetesGUIDs(ctx, store.KubernetesAddition{PKey: 0x1005, Members: []store.KubernetesMember{
 		{GUID: 0x0002c90300000201, Membership: fabric.Limited}}})
-	st.Close()
+	st.DB().Close()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestRenderKubernetesPartitions(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Kubernetes pkey 0x1005: no [ufm_pkeys] pkey_range is configured") {
 		t.Errorf("--render without a Kubernetes range: %v", err)
 	}
-	cfg.UFMPKeys = config.UFMPKeys{Username: "ib-kubernetes", Password: "render-test-password", PKeyRange: kube}
+	cfg.Fabrics[0].UFMPKeys = config.UFMPKeys{Username: "ib-kubernetes", Password: "render-test-password", PKeyRange: kube}
 	out.Reset()
 	if err := renderFabric(ctx, cfg, config.DefaultFabric, &out, quietLog()); err != nil {
 		t.Fatal(err)

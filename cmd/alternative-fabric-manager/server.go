@@ -8,8 +8,6 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/manager"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
 // The commands read the configuration and the database as the manager's
@@ -29,24 +27,11 @@ func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signa
 	if err != nil {
 		return err
 	}
-	mgr, err := manager.New(ctx, cfg, log, serverParts())
+	mgr, err := manager.New(ctx, cfg, log, versionString())
 	if err != nil {
 		return err
 	}
 	return mgr.Run(ctx, path, hup)
-}
-
-// serverParts are the commands' pieces the manager's wiring calls.
-func serverParts() manager.Parts {
-	return manager.Parts{
-		Version:            versionString(),
-		CheckSites:         checkFabricSites,
-		CheckRecordedState: checkRecordedState,
-		Keys:               func(st *store.Store) opensm.KeySource { return databaseKeys{st} },
-		Readback:           newReadback,
-		Audit:              auditConfig,
-		SecondSM:           secondSMCheck,
-	}
 }
 
 // loadRunConfig reads the configuration and logs as it says, from now on.

@@ -13,11 +13,18 @@ import (
 )
 
 const countKubernetesMembers = `-- name: CountKubernetesMembers :one
-SELECT count(*) FROM kubernetes_members WHERE fabric = ?
+SELECT count(*) FROM kubernetes_members m
+JOIN kubernetes_pkeys p ON p.fabric = m.fabric AND p.pkey = m.pkey
+WHERE m.fabric = ? AND p.owner = ?
 `
 
-func (q *Queries) CountKubernetesMembers(ctx context.Context, argFabric string) (int64, error) {
-	row := q.db.QueryRowContext(ctx, countKubernetesMembers, argFabric)
+type CountKubernetesMembersParams struct {
+	Fabric string
+	Owner  string
+}
+
+func (q *Queries) CountKubernetesMembers(ctx context.Context, arg CountKubernetesMembersParams) (int64, error) {
+	row := q.db.QueryRowContext(ctx, countKubernetesMembers, arg.Fabric, arg.Owner)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
@@ -32,8 +39,8 @@ type CountKubernetesMembersOfPKeyParams struct {
 	Pkey   fabric.PKey
 }
 
-// The members of one Kubernetes pkey, and of all: a change that would pass
-// [ufm_pkeys] max_members_per_pkey or max_members is refused.
+// The members of one Kubernetes pkey, and of all of one client's pkeys: a
+// change that would pass its max_members_per_pkey or max_members is refused.
 func (q *Queries) CountKubernetesMembersOfPKey(ctx context.Context, arg CountKubernetesMembersOfPKeyParams) (int64, error) {
 	row := q.db.QueryRowContext(ctx, countKubernetesMembersOfPKey, arg.Fabric, arg.Pkey)
 	var count int64
@@ -95,7 +102,7 @@ func (q *Queries) DeleteKubernetesPKey(ctx context.Context, arg DeleteKubernetes
 
 const getKubernetesPKey = `-- name: GetKubernetesPKey :one
 
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, mtu_limit, service_level, rate_limit_mbps FROM kubernetes_pkeys WHERE fabric = ? AND pkey = ?
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps FROM kubernetes_pkeys WHERE fabric = ? AND pkey = ?
 `
 
 type GetKubernetesPKeyParams struct {
@@ -103,12 +110,28 @@ type GetKubernetesPKeyParams struct {
 	Pkey   fabric.PKey
 }
 
+type GetKubernetesPKeyRow struct {
+	Pkey          fabric.PKey
+	IpOverIb      bool
+	Revision      int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	Fabric        string
+	Owner         string
+	MtuLimit      int64
+	ServiceLevel  int64
+	RateLimitMbps int64
+}
+
 // The Kubernetes partitions (ib-kubernetes, through the UFM pkeys API): see
 // migrations' 00006_kubernetes. The same queries as queries/shared/kubernetes.sql
 // in MariaDB's dialect.
-func (q *Queries) GetKubernetesPKey(ctx context.Context, arg GetKubernetesPKeyParams) (KubernetesPkey, error) {
+// A pkey without its partition_name, which only the pkeys API's reads return
+// (ListKubernetesPartitionNames): the partitions file never names it, and a
+// snapshot reads a database migrated down below 00021 too.
+func (q *Queries) GetKubernetesPKey(ctx context.Context, arg GetKubernetesPKeyParams) (GetKubernetesPKeyRow, error) {
 	row := q.db.QueryRowContext(ctx, getKubernetesPKey, arg.Fabric, arg.Pkey)
-	var i KubernetesPkey
+	var i GetKubernetesPKeyRow
 	err := row.Scan(
 		&i.Pkey,
 		&i.IpOverIb,
@@ -116,6 +139,7 @@ func (q *Queries) GetKubernetesPKey(ctx context.Context, arg GetKubernetesPKeyPa
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Fabric,
+		&i.Owner,
 		&i.MtuLimit,
 		&i.ServiceLevel,
 		&i.RateLimitMbps,
@@ -287,18 +311,31 @@ func (q *Queries) ListKubernetesMembersOfPKey(ctx context.Context, arg ListKuber
 }
 
 const listKubernetesPKeys = `-- name: ListKubernetesPKeys :many
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, mtu_limit, service_level, rate_limit_mbps FROM kubernetes_pkeys WHERE fabric = ? ORDER BY pkey
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps FROM kubernetes_pkeys WHERE fabric = ? ORDER BY pkey
 `
 
-func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]KubernetesPkey, error) {
+type ListKubernetesPKeysRow struct {
+	Pkey          fabric.PKey
+	IpOverIb      bool
+	Revision      int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	Fabric        string
+	Owner         string
+	MtuLimit      int64
+	ServiceLevel  int64
+	RateLimitMbps int64
+}
+
+func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]ListKubernetesPKeysRow, error) {
 	rows, err := q.db.QueryContext(ctx, listKubernetesPKeys, argFabric)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []KubernetesPkey
+	var items []ListKubernetesPKeysRow
 	for rows.Next() {
-		var i KubernetesPkey
+		var i ListKubernetesPKeysRow
 		if err := rows.Scan(
 			&i.Pkey,
 			&i.IpOverIb,
@@ -306,6 +343,7 @@ func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.Fabric,
+			&i.Owner,
 			&i.MtuLimit,
 			&i.ServiceLevel,
 			&i.RateLimitMbps,
@@ -323,7 +361,39 @@ func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]
 	return items, nil
 }
 
-const markKubernetesApplied = `-- name: MarkKubernetesApplied :execrows
+const listKubernetesPartitionNames = `-- name: ListKubernetesPartitionNames :many
+SELECT pkey, partition_name FROM kubernetes_pkeys WHERE fabric = ? AND partition_name IS NOT NULL ORDER BY pkey
+`
+
+type ListKubernetesPartitionNamesRow struct {
+	Pkey          fabric.PKey
+	PartitionName *string
+}
+
+func (q *Queries) ListKubernetesPartitionNames(ctx context.Context, argFabric string) ([]ListKubernetesPartitionNamesRow, error) {
+	rows, err := q.db.QueryContext(ctx, listKubernetesPartitionNames, argFabric)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListKubernetesPartitionNamesRow
+	for rows.Next() {
+		var i ListKubernetesPartitionNamesRow
+		if err := rows.Scan(&i.Pkey, &i.PartitionName); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const markKubernetesApplied = `-- name: MarkKubernetesApplied :exec
 UPDATE kubernetes_state SET applied_revision = changed_revision, last_updated = ?
 WHERE kubernetes_state.fabric = ? AND changed_revision > applied_revision AND changed_revision <= ?
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = ? AND leadership.term = ?)
@@ -339,18 +409,15 @@ type MarkKubernetesAppliedParams struct {
 // The apply of revision revision is proven: if it carries the last Kubernetes
 // change not yet applied, last_updated moves. Fenced by the term, as
 // CompleteJobs is.
-func (q *Queries) MarkKubernetesApplied(ctx context.Context, arg MarkKubernetesAppliedParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, markKubernetesApplied,
+func (q *Queries) MarkKubernetesApplied(ctx context.Context, arg MarkKubernetesAppliedParams) error {
+	_, err := q.db.ExecContext(ctx, markKubernetesApplied,
 		arg.Now,
 		arg.Fabric,
 		arg.Revision,
 		arg.Fabric,
 		arg.Term,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected()
+	return err
 }
 
 const markKubernetesChanged = `-- name: MarkKubernetesChanged :exec
@@ -403,6 +470,22 @@ func (q *Queries) SetKubernetesPKeyQoS(ctx context.Context, arg SetKubernetesPKe
 	return result.RowsAffected()
 }
 
+const setKubernetesPartitionName = `-- name: SetKubernetesPartitionName :exec
+UPDATE kubernetes_pkeys SET partition_name = ? WHERE fabric = ? AND pkey = ?
+`
+
+type SetKubernetesPartitionNameParams struct {
+	PartitionName *string
+	Fabric        string
+	Pkey          fabric.PKey
+}
+
+// The name a client gave the pkey (partition_name), which its reads return.
+func (q *Queries) SetKubernetesPartitionName(ctx context.Context, arg SetKubernetesPartitionNameParams) error {
+	_, err := q.db.ExecContext(ctx, setKubernetesPartitionName, arg.PartitionName, arg.Fabric, arg.Pkey)
+	return err
+}
+
 const upsertKubernetesMember = `-- name: UpsertKubernetesMember :exec
 INSERT INTO kubernetes_members (pkey, guid, membership, index0, revision, created_at, updated_at, fabric)
 VALUES (?, ?, ?, ?, ?,
@@ -437,8 +520,8 @@ func (q *Queries) UpsertKubernetesMember(ctx context.Context, arg UpsertKubernet
 }
 
 const upsertKubernetesPKey = `-- name: UpsertKubernetesPKey :exec
-INSERT INTO kubernetes_pkeys (pkey, ip_over_ib, revision, created_at, updated_at, fabric)
-VALUES (?, ?, ?, ?, ?, ?)
+INSERT INTO kubernetes_pkeys (pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner)
+VALUES (?, ?, ?, ?, ?, ?, ?)
 ON DUPLICATE KEY UPDATE
     ip_over_ib = VALUES(ip_over_ib), revision = VALUES(revision), updated_at = VALUES(updated_at)
 `
@@ -449,8 +532,11 @@ type UpsertKubernetesPKeyParams struct {
 	Revision int64
 	Now      time.Time
 	Fabric   string
+	Owner    string
 }
 
+// A pkey keeps the owner that created it (the store refuses another's change
+// before it gets here).
 func (q *Queries) UpsertKubernetesPKey(ctx context.Context, arg UpsertKubernetesPKeyParams) error {
 	_, err := q.db.ExecContext(ctx, upsertKubernetesPKey,
 		arg.Pkey,
@@ -459,6 +545,7 @@ func (q *Queries) UpsertKubernetesPKey(ctx context.Context, arg UpsertKubernetes
 		arg.Now,
 		arg.Now,
 		arg.Fabric,
+		arg.Owner,
 	)
 	return err
 }

@@ -1106,6 +1106,52 @@ func (q *Queries) RecordApply(ctx context.Context, arg RecordApplyParams) (int64
 	return result.RowsAffected()
 }
 
+const recordApplyOfHistory = `-- name: RecordApplyOfHistory :execrows
+INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finished_at, fabric)
+SELECT ?, ?, ?, ?, ?,
+       ?, ?, ?
+FROM leadership WHERE leadership.fabric = ? AND leadership.term = ?
+  AND (? = 0 OR EXISTS (SELECT 1 FROM jobs WHERE jobs.id = ?))
+`
+
+type RecordApplyOfHistoryParams struct {
+	Revision   int64
+	Sha256     string
+	Term       int64
+	Outcome    string
+	Detail     string
+	StartedAt  time.Time
+	FinishedAt time.Time
+	Fabric     string
+	NewestJob  int64
+}
+
+// RecordApply for an apply that completes jobs (internal/store/applier.go
+// finishApply), recorded only if the database still holds its newest job
+// too (0: none to check): one round trip where the job's read and the
+// insert took two. Reading jobs holds off a dump's DROP TABLE, as the read
+// did (history.go).
+func (q *Queries) RecordApplyOfHistory(ctx context.Context, arg RecordApplyOfHistoryParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, recordApplyOfHistory,
+		arg.Revision,
+		arg.Sha256,
+		arg.Term,
+		arg.Outcome,
+		arg.Detail,
+		arg.StartedAt,
+		arg.FinishedAt,
+		arg.Fabric,
+		arg.Fabric,
+		arg.Term,
+		arg.NewestJob,
+		arg.NewestJob,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
+}
+
 const releaseLock = `-- name: ReleaseLock :one
 SELECT CAST(COALESCE(RELEASE_LOCK(?), 0) AS SIGNED) AS released
 `

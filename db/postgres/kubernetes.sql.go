@@ -13,11 +13,13 @@ import (
 )
 
 const countKubernetesMembers = `-- name: CountKubernetesMembers :one
-SELECT count(*) FROM kubernetes_members WHERE fabric = $1
+SELECT count(*) FROM kubernetes_members m
+JOIN kubernetes_pkeys p ON p.fabric = m.fabric AND p.pkey = m.pkey
+WHERE m.fabric = $1 AND p.owner = $2
 `
 
-func (q *Queries) CountKubernetesMembers(ctx context.Context, argFabric string) (int64, error) {
-	row := q.db.QueryRow(ctx, countKubernetesMembers, argFabric)
+func (q *Queries) CountKubernetesMembers(ctx context.Context, fabric string, owner string) (int64, error) {
+	row := q.db.QueryRow(ctx, countKubernetesMembers, fabric, owner)
 	var count int64
 	err := row.Scan(&count)
 	return count, err
@@ -27,8 +29,8 @@ const countKubernetesMembersOfPKey = `-- name: CountKubernetesMembersOfPKey :one
 SELECT count(*) FROM kubernetes_members WHERE fabric = $1 AND pkey = $2
 `
 
-// The members of one Kubernetes pkey, and of all: a change that would pass
-// [ufm_pkeys] max_members_per_pkey or max_members is refused.
+// The members of one Kubernetes pkey, and of all of one client's pkeys: a
+// change that would pass its max_members_per_pkey or max_members is refused.
 func (q *Queries) CountKubernetesMembersOfPKey(ctx context.Context, fabric string, pkey fabric.PKey) (int64, error) {
 	row := q.db.QueryRow(ctx, countKubernetesMembersOfPKey, fabric, pkey)
 	var count int64
@@ -74,14 +76,30 @@ func (q *Queries) DeleteKubernetesPKey(ctx context.Context, fabric string, pkey 
 
 const getKubernetesPKey = `-- name: GetKubernetesPKey :one
 
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, mtu_limit, service_level, rate_limit_mbps FROM kubernetes_pkeys WHERE fabric = $1 AND pkey = $2
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps FROM kubernetes_pkeys WHERE fabric = $1 AND pkey = $2
 `
+
+type GetKubernetesPKeyRow struct {
+	Pkey          fabric.PKey
+	IpOverIb      bool
+	Revision      int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	Fabric        string
+	Owner         string
+	MtuLimit      int64
+	ServiceLevel  int64
+	RateLimitMbps int64
+}
 
 // The Kubernetes partitions (ib-kubernetes, through the UFM pkeys API): see
 // migrations' 00006_kubernetes.
-func (q *Queries) GetKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey) (KubernetesPkey, error) {
+// A pkey without its partition_name, which only the pkeys API's reads return
+// (ListKubernetesPartitionNames): the partitions file never names it, and a
+// snapshot reads a database migrated down below 00021 too.
+func (q *Queries) GetKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey) (GetKubernetesPKeyRow, error) {
 	row := q.db.QueryRow(ctx, getKubernetesPKey, fabric, pkey)
-	var i KubernetesPkey
+	var i GetKubernetesPKeyRow
 	err := row.Scan(
 		&i.Pkey,
 		&i.IpOverIb,
@@ -89,6 +107,7 @@ func (q *Queries) GetKubernetesPKey(ctx context.Context, fabric string, pkey fab
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Fabric,
+		&i.Owner,
 		&i.MtuLimit,
 		&i.ServiceLevel,
 		&i.RateLimitMbps,
@@ -236,18 +255,31 @@ func (q *Queries) ListKubernetesMembersOfPKey(ctx context.Context, fabric string
 }
 
 const listKubernetesPKeys = `-- name: ListKubernetesPKeys :many
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, mtu_limit, service_level, rate_limit_mbps FROM kubernetes_pkeys WHERE fabric = $1 ORDER BY pkey
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps FROM kubernetes_pkeys WHERE fabric = $1 ORDER BY pkey
 `
 
-func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]KubernetesPkey, error) {
+type ListKubernetesPKeysRow struct {
+	Pkey          fabric.PKey
+	IpOverIb      bool
+	Revision      int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	Fabric        string
+	Owner         string
+	MtuLimit      int64
+	ServiceLevel  int64
+	RateLimitMbps int64
+}
+
+func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]ListKubernetesPKeysRow, error) {
 	rows, err := q.db.Query(ctx, listKubernetesPKeys, argFabric)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []KubernetesPkey
+	var items []ListKubernetesPKeysRow
 	for rows.Next() {
-		var i KubernetesPkey
+		var i ListKubernetesPKeysRow
 		if err := rows.Scan(
 			&i.Pkey,
 			&i.IpOverIb,
@@ -255,6 +287,7 @@ func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.Fabric,
+			&i.Owner,
 			&i.MtuLimit,
 			&i.ServiceLevel,
 			&i.RateLimitMbps,
@@ -269,7 +302,36 @@ func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]
 	return items, nil
 }
 
-const markKubernetesApplied = `-- name: MarkKubernetesApplied :execrows
+const listKubernetesPartitionNames = `-- name: ListKubernetesPartitionNames :many
+SELECT pkey, partition_name FROM kubernetes_pkeys WHERE fabric = $1 AND partition_name IS NOT NULL ORDER BY pkey
+`
+
+type ListKubernetesPartitionNamesRow struct {
+	Pkey          fabric.PKey
+	PartitionName *string
+}
+
+func (q *Queries) ListKubernetesPartitionNames(ctx context.Context, argFabric string) ([]ListKubernetesPartitionNamesRow, error) {
+	rows, err := q.db.Query(ctx, listKubernetesPartitionNames, argFabric)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListKubernetesPartitionNamesRow
+	for rows.Next() {
+		var i ListKubernetesPartitionNamesRow
+		if err := rows.Scan(&i.Pkey, &i.PartitionName); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const markKubernetesApplied = `-- name: MarkKubernetesApplied :exec
 UPDATE kubernetes_state SET applied_revision = changed_revision, last_updated = $1
 WHERE kubernetes_state.fabric = $2 AND changed_revision > applied_revision AND changed_revision <= $3
   AND EXISTS (SELECT 1 FROM leadership WHERE leadership.fabric = $2 AND leadership.term = $4)
@@ -278,17 +340,14 @@ WHERE kubernetes_state.fabric = $2 AND changed_revision > applied_revision AND c
 // The apply of revision @revision is proven: if it carries the last Kubernetes
 // change not yet applied, last_updated moves. Fenced by the term, as
 // CompleteJobs is.
-func (q *Queries) MarkKubernetesApplied(ctx context.Context, now *time.Time, fabric string, revision int64, term int64) (int64, error) {
-	result, err := q.db.Exec(ctx, markKubernetesApplied,
+func (q *Queries) MarkKubernetesApplied(ctx context.Context, now *time.Time, fabric string, revision int64, term int64) error {
+	_, err := q.db.Exec(ctx, markKubernetesApplied,
 		now,
 		fabric,
 		revision,
 		term,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	return err
 }
 
 const markKubernetesChanged = `-- name: MarkKubernetesChanged :exec
@@ -326,6 +385,16 @@ func (q *Queries) SetKubernetesPKeyQoS(ctx context.Context, mtuLimit int64, serv
 	return result.RowsAffected(), nil
 }
 
+const setKubernetesPartitionName = `-- name: SetKubernetesPartitionName :exec
+UPDATE kubernetes_pkeys SET partition_name = $1 WHERE fabric = $2 AND pkey = $3
+`
+
+// The name a client gave the pkey (partition_name), which its reads return.
+func (q *Queries) SetKubernetesPartitionName(ctx context.Context, partitionName *string, fabric string, pkey fabric.PKey) error {
+	_, err := q.db.Exec(ctx, setKubernetesPartitionName, partitionName, fabric, pkey)
+	return err
+}
+
 const upsertKubernetesMember = `-- name: UpsertKubernetesMember :exec
 INSERT INTO kubernetes_members (pkey, guid, membership, index0, revision, created_at, updated_at, fabric)
 VALUES ($1, $2, $3, $4, $5, $6, $6, $7)
@@ -348,19 +417,22 @@ func (q *Queries) UpsertKubernetesMember(ctx context.Context, pkey fabric.PKey, 
 }
 
 const upsertKubernetesPKey = `-- name: UpsertKubernetesPKey :exec
-INSERT INTO kubernetes_pkeys (pkey, ip_over_ib, revision, created_at, updated_at, fabric)
-VALUES ($1, $2, $3, $4, $4, $5)
+INSERT INTO kubernetes_pkeys (pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner)
+VALUES ($1, $2, $3, $4, $4, $5, $6)
 ON CONFLICT (fabric, pkey) DO UPDATE SET
     ip_over_ib = EXCLUDED.ip_over_ib, revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at
 `
 
-func (q *Queries) UpsertKubernetesPKey(ctx context.Context, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time, fabric string) error {
+// A pkey keeps the owner that created it (the store refuses another's change
+// before it gets here).
+func (q *Queries) UpsertKubernetesPKey(ctx context.Context, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time, fabric string, owner string) error {
 	_, err := q.db.Exec(ctx, upsertKubernetesPKey,
 		pkey,
 		ipOverIb,
 		revision,
 		now,
 		fabric,
+		owner,
 	)
 	return err
 }

@@ -133,6 +133,8 @@ type KubernetesPkey struct {
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
 	Fabric        string
+	Owner         string
+	PartitionName *string
 	MtuLimit      int64
 	ServiceLevel  int64
 	RateLimitMbps int64

@@ -901,6 +901,36 @@ func (q *Queries) RecordApply(ctx context.Context, revision int64, sha256 string
 	return result.RowsAffected(), nil
 }
 
+const recordApplyOfHistory = `-- name: RecordApplyOfHistory :execrows
+INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finished_at, fabric)
+SELECT $1, $2, $3, $4, $5, $6, $7, CAST($8 AS TEXT)
+FROM leadership WHERE leadership.fabric = CAST($8 AS TEXT) AND leadership.term = $3
+  AND (CAST($9 AS BIGINT) = 0 OR EXISTS (SELECT 1 FROM jobs WHERE jobs.id = $9))
+`
+
+// RecordApply for an apply that completes jobs (internal/store/applier.go
+// finishApply), recorded only if the database still holds its newest job
+// too (0: none to check): one round trip where the job's read and the
+// insert took two. Reading jobs holds off a restore that empties it, as the
+// read did (history.go).
+func (q *Queries) RecordApplyOfHistory(ctx context.Context, revision int64, sha256 string, term int64, outcome string, detail string, startedAt time.Time, finishedAt time.Time, fabric string, newestJob int64) (int64, error) {
+	result, err := q.db.Exec(ctx, recordApplyOfHistory,
+		revision,
+		sha256,
+		term,
+		outcome,
+		detail,
+		startedAt,
+		finishedAt,
+		fabric,
+		newestJob,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const revision = `-- name: Revision :one
 SELECT revision FROM state WHERE fabric = $1
 `

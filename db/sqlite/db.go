@@ -225,6 +225,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.listKubernetesPKeysStmt, err = db.PrepareContext(ctx, listKubernetesPKeys); err != nil {
 		return nil, fmt.Errorf("error preparing query ListKubernetesPKeys: %w", err)
 	}
+	if q.listKubernetesPartitionNamesStmt, err = db.PrepareContext(ctx, listKubernetesPartitionNames); err != nil {
+		return nil, fmt.Errorf("error preparing query ListKubernetesPartitionNames: %w", err)
+	}
 	if q.listManagedNetworksStmt, err = db.PrepareContext(ctx, listManagedNetworks); err != nil {
 		return nil, fmt.Errorf("error preparing query ListManagedNetworks: %w", err)
 	}
@@ -273,6 +276,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.recordApplyStmt, err = db.PrepareContext(ctx, recordApply); err != nil {
 		return nil, fmt.Errorf("error preparing query RecordApply: %w", err)
 	}
+	if q.recordApplyOfHistoryStmt, err = db.PrepareContext(ctx, recordApplyOfHistory); err != nil {
+		return nil, fmt.Errorf("error preparing query RecordApplyOfHistory: %w", err)
+	}
 	if q.revisionStmt, err = db.PrepareContext(ctx, revision); err != nil {
 		return nil, fmt.Errorf("error preparing query Revision: %w", err)
 	}
@@ -287,6 +293,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.setKubernetesPKeyQoSStmt, err = db.PrepareContext(ctx, setKubernetesPKeyQoS); err != nil {
 		return nil, fmt.Errorf("error preparing query SetKubernetesPKeyQoS: %w", err)
+	}
+	if q.setKubernetesPartitionNameStmt, err = db.PrepareContext(ctx, setKubernetesPartitionName); err != nil {
+		return nil, fmt.Errorf("error preparing query SetKubernetesPartitionName: %w", err)
 	}
 	if q.setRevisionStmt, err = db.PrepareContext(ctx, setRevision); err != nil {
 		return nil, fmt.Errorf("error preparing query SetRevision: %w", err)
@@ -658,6 +667,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing listKubernetesPKeysStmt: %w", cerr)
 		}
 	}
+	if q.listKubernetesPartitionNamesStmt != nil {
+		if cerr := q.listKubernetesPartitionNamesStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing listKubernetesPartitionNamesStmt: %w", cerr)
+		}
+	}
 	if q.listManagedNetworksStmt != nil {
 		if cerr := q.listManagedNetworksStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing listManagedNetworksStmt: %w", cerr)
@@ -738,6 +752,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing recordApplyStmt: %w", cerr)
 		}
 	}
+	if q.recordApplyOfHistoryStmt != nil {
+		if cerr := q.recordApplyOfHistoryStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing recordApplyOfHistoryStmt: %w", cerr)
+		}
+	}
 	if q.revisionStmt != nil {
 		if cerr := q.revisionStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing revisionStmt: %w", cerr)
@@ -761,6 +780,11 @@ func (q *Queries) Close() error {
 	if q.setKubernetesPKeyQoSStmt != nil {
 		if cerr := q.setKubernetesPKeyQoSStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing setKubernetesPKeyQoSStmt: %w", cerr)
+		}
+	}
+	if q.setKubernetesPartitionNameStmt != nil {
+		if cerr := q.setKubernetesPartitionNameStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing setKubernetesPartitionNameStmt: %w", cerr)
 		}
 	}
 	if q.setRevisionStmt != nil {
@@ -919,6 +943,7 @@ type Queries struct {
 	listKubernetesMembersStmt         *sql.Stmt
 	listKubernetesMembersOfPKeyStmt   *sql.Stmt
 	listKubernetesPKeysStmt           *sql.Stmt
+	listKubernetesPartitionNamesStmt  *sql.Stmt
 	listManagedNetworksStmt           *sql.Stmt
 	listNetworksSinceStmt             *sql.Stmt
 	listPortsOfNetworkStmt            *sql.Stmt
@@ -935,11 +960,13 @@ type Queries struct {
 	openJobPlacesStmt                 *sql.Stmt
 	openJobsWithGUIDsStmt             *sql.Stmt
 	recordApplyStmt                   *sql.Stmt
+	recordApplyOfHistoryStmt          *sql.Stmt
 	revisionStmt                      *sql.Stmt
 	secondSMsStmt                     *sql.Stmt
 	setFailuresStmt                   *sql.Stmt
 	setJobDescriptionStmt             *sql.Stmt
 	setKubernetesPKeyQoSStmt          *sql.Stmt
+	setKubernetesPartitionNameStmt    *sql.Stmt
 	setRevisionStmt                   *sql.Stmt
 	updateSecretStmt                  *sql.Stmt
 	upsertAdoptedPartitionStmt        *sql.Stmt
@@ -1023,6 +1050,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		listKubernetesMembersStmt:         q.listKubernetesMembersStmt,
 		listKubernetesMembersOfPKeyStmt:   q.listKubernetesMembersOfPKeyStmt,
 		listKubernetesPKeysStmt:           q.listKubernetesPKeysStmt,
+		listKubernetesPartitionNamesStmt:  q.listKubernetesPartitionNamesStmt,
 		listManagedNetworksStmt:           q.listManagedNetworksStmt,
 		listNetworksSinceStmt:             q.listNetworksSinceStmt,
 		listPortsOfNetworkStmt:            q.listPortsOfNetworkStmt,
@@ -1039,11 +1067,13 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		openJobPlacesStmt:                 q.openJobPlacesStmt,
 		openJobsWithGUIDsStmt:             q.openJobsWithGUIDsStmt,
 		recordApplyStmt:                   q.recordApplyStmt,
+		recordApplyOfHistoryStmt:          q.recordApplyOfHistoryStmt,
 		revisionStmt:                      q.revisionStmt,
 		secondSMsStmt:                     q.secondSMsStmt,
 		setFailuresStmt:                   q.setFailuresStmt,
 		setJobDescriptionStmt:             q.setJobDescriptionStmt,
 		setKubernetesPKeyQoSStmt:          q.setKubernetesPKeyQoSStmt,
+		setKubernetesPartitionNameStmt:    q.setKubernetesPartitionNameStmt,
 		setRevisionStmt:                   q.setRevisionStmt,
 		updateSecretStmt:                  q.updateSecretStmt,
 		upsertAdoptedPartitionStmt:        q.upsertAdoptedPartitionStmt,

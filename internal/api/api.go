@@ -58,11 +58,13 @@ type Options struct {
 	MetricsOpen  bool
 	// Observer counts every request; nil: nobody does.
 	Observer Observer
-	// PKeys are UFM's pkeys APIs for ib-kubernetes, one per fabric: the
-	// default fabric's ([ufm_pkeys]) and each further fabric's
-	// ([fabric:NAME:ufm_pkeys]), each under its own prefix, with its own
-	// credentials and store view. A fabric's routes are served only with its
-	// Store; the configuration refuses overlapping prefixes.
+	// PKeys are UFM's pkeys APIs: ib-kubernetes' of each fabric (the
+	// default fabric's [ufm_pkeys], each further fabric's
+	// [fabric:NAME:ufm_pkeys]) and each [ufm_pkeys:NAME] client's, each with
+	// its own credentials and store view. A client's routes are served only
+	// with its Store; clients sharing a prefix are told apart by their
+	// credentials (principals.go), and the configuration refuses prefixes
+	// that overlap without being equal.
 	PKeys []PKeysOptions
 }
 
@@ -134,7 +136,11 @@ func New(opts Options, rec Recorder, log *slog.Logger) *Server {
 	// Routes are named for metrics without the configured prefix and domain,
 	// so that dashboards work whatever they are.
 	base := opts.Prefix + "/" + opts.Domain
-	handle := handleOn(r)
+	taken := map[string]bool{} // method and path of each route so far
+	handle := func(method, path, route string, h httprouter.Handle) {
+		taken[method+" "+path] = true
+		handleOn(r)(method, path, route, h)
+	}
 	handle(http.MethodPost, base+"/Network", "Network", s.auth(recordHandler(decodeNetwork, s.recordNetwork, store.OpCreateNetwork)))
 	handle(http.MethodPut, base+"/Network/:id", "Network/:id", s.auth(recordHandler(decodeNetwork, s.recordNetwork, store.OpUpdateNetwork)))
 	handle(http.MethodDelete, base+"/Network/:id", "Network/:id", s.auth(s.deleteNetwork))
@@ -163,13 +169,11 @@ func New(opts Options, rec Recorder, log *slog.Logger) *Server {
 	}
 	s.own = make(map[string]http.Handler)
 	for _, o := range opts.PKeys {
-		switch {
-		case o.OwnListener:
+		if o.OwnListener {
 			s.own[o.fabric()] = s.ownPKeysHandler(o)
-		case o.Store != nil:
-			newPKeysAPI(s, o).routes(handle)
 		}
 	}
+	s.servePKeys(opts.PKeys, handle, func(method, path string) bool { return taken[method+" "+path] })
 	s.handler = s.wrap(r)
 	return s
 }
@@ -310,6 +314,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, he.status, he.msg)
 	case errors.As(err, &rej):
 		writeError(w, http.StatusBadRequest, rej.Reason)
+	case errors.As(err, new(*store.ForbiddenError)):
+		// Another principal's: nothing is recorded.
+		writeError(w, http.StatusForbidden, err.Error())
 	case errors.As(err, &moved):
 		// Not the request's fault: the configuration moved its physnet to
 		// another fabric after its network was recorded. Nothing is

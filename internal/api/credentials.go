@@ -16,9 +16,10 @@ type Credentials struct {
 	Token string
 	// PreviousTokens are accepted as Token is, during a rotation.
 	PreviousTokens []string
-	// PKeys are each fabric's pkeys API credentials, by fabric name
-	// (PKeysOptions.Fabric): a fabric's credentials open its routes only. A fabric
-	// without them refuses every request of its pkeys API.
+	// PKeys are each pkeys client's credentials, by its principal
+	// (PKeysOptions.Principal: the fabric's name for its [ufm_pkeys],
+	// "ufm_pkeys:NAME" for a [ufm_pkeys:NAME] client): a client's credentials
+	// open its routes only. A client without them refuses every request.
 	PKeys map[string]PKeysCredentials
 	// MetricsToken is what a scraper sends as "Authorization: Bearer
 	// <token>". Without one, /metrics is open when MetricsOpen says so (it
@@ -27,13 +28,18 @@ type Credentials struct {
 	MetricsOpen  bool
 }
 
-// PKeysCredentials are what one fabric's ib-kubernetes sends as HTTP Basic
-// auth; both empty refuses every request of that fabric's pkeys API.
+// PKeysCredentials are what one pkeys client sends: HTTP Basic auth, or
+// UFM's token auth ("Authorization: Basic <token>"); all empty refuses every
+// request of that client.
 type PKeysCredentials struct {
 	Username, Password string
 	// PreviousPasswords are accepted as Password is (with Username), during a
 	// rotation.
 	PreviousPasswords []string
+	// Token and PreviousTokens are UFM's token auth's, of a [ufm_pkeys:NAME]
+	// client.
+	Token          string
+	PreviousTokens []string
 }
 
 // credentialHashes are Credentials as requests are checked against them:
@@ -51,10 +57,12 @@ type credentialHashes struct {
 	metricsOpen bool
 }
 
-// credentials are the pkeys API's user name and the passwords it may come with.
+// credentials are a pkeys client's user name and the passwords it may come
+// with, and its tokens' Authorization headers.
 type credentials struct {
 	user      [sha256.Size]byte
 	passwords [][sha256.Size]byte
+	tokens    [][sha256.Size]byte
 }
 
 func hashCredentials(c Credentials) *credentialHashes {
@@ -62,15 +70,22 @@ func hashCredentials(c Credentials) *credentialHashes {
 	for _, t := range append([]string{c.Token}, c.PreviousTokens...) {
 		h.tokens = append(h.tokens, sha256.Sum256([]byte("Basic "+t)))
 	}
-	for fabric, p := range c.PKeys {
-		if p.Username == "" && p.Password == "" {
+	for principal, p := range c.PKeys {
+		if p.Username == "" && p.Password == "" && p.Token == "" {
 			continue
 		}
 		want := &credentials{user: sha256.Sum256([]byte(p.Username))}
-		for _, pw := range append([]string{p.Password}, p.PreviousPasswords...) {
-			want.passwords = append(want.passwords, sha256.Sum256([]byte(pw)))
+		if p.Username != "" || p.Password != "" {
+			for _, pw := range append([]string{p.Password}, p.PreviousPasswords...) {
+				want.passwords = append(want.passwords, sha256.Sum256([]byte(pw)))
+			}
 		}
-		h.pkeys[fabric] = want
+		if p.Token != "" {
+			for _, t := range append([]string{p.Token}, p.PreviousTokens...) {
+				want.tokens = append(want.tokens, sha256.Sum256([]byte("Basic "+t)))
+			}
+		}
+		h.pkeys[principal] = want
 	}
 	if c.MetricsToken != "" {
 		m := sha256.Sum256([]byte("Bearer " + c.MetricsToken))
@@ -85,7 +100,7 @@ func firstCredentials(opts Options) Credentials {
 	c := Credentials{Token: opts.Token, MetricsToken: opts.MetricsToken, MetricsOpen: opts.MetricsOpen,
 		PKeys: make(map[string]PKeysCredentials, len(opts.PKeys))}
 	for _, o := range opts.PKeys {
-		c.PKeys[o.fabric()] = PKeysCredentials{Username: o.Username, Password: o.Password}
+		c.PKeys[o.Principal()] = PKeysCredentials{Username: o.Username, Password: o.Password, Token: o.Token}
 	}
 	return c
 }
@@ -113,21 +128,24 @@ func anyEqual(got [sha256.Size]byte, want [][sha256.Size]byte) int {
 	return ok
 }
 
-// pkeysOK says, in constant time, whether r carries the user name and
-// password of fabric's pkeys API: both are compared whatever the first gives.
-// Only fabric's are compared: another fabric's credentials never open its
-// routes, and which fabric a route is of is no secret.
-func (h *credentialHashes) pkeysOK(r *http.Request, fabric string) bool {
+// pkeysOK says, in constant time, whether r carries a credential of pkeys
+// client principal: its user name and password (both compared whatever the
+// first gives), or its token (compared whatever the Basic auth gives). Only
+// principal's are compared: another client's credentials never open its
+// routes.
+func (h *credentialHashes) pkeysOK(r *http.Request, principal string) bool {
 	user, password, _ := r.BasicAuth()
 	u, p := sha256.Sum256([]byte(user)), sha256.Sum256([]byte(password))
-	want, ok := h.pkeys[fabric]
+	header := sha256.Sum256([]byte(r.Header.Get("Authorization")))
+	want, ok := h.pkeys[principal]
 	if !ok {
 		// Hashed all the same: the answer takes as long either way.
 		want = &credentials{passwords: make([][sha256.Size]byte, 1)}
 	}
 	okUser := subtle.ConstantTimeCompare(u[:], want.user[:])
 	okPassword := anyEqual(p, want.passwords)
-	return ok && okUser&okPassword == 1
+	okToken := anyEqual(header, want.tokens)
+	return ok && (okUser&okPassword)|okToken == 1
 }
 
 // metricsAuth serves metrics to a scraper that sends the metrics token, or

@@ -52,7 +52,7 @@ func newFabricsFixture(t *testing.T, engine string, tune func(o *PKeysOptions)) 
 		{Name: store.DefaultFabric, Rules: store.Rules{PhysicalNetworks: []string{"ibnet"}, KubernetesRange: kubeRange}},
 		{Name: storageFabric, Rules: store.Rules{PhysicalNetworks: []string{"storage"}, KubernetesRange: storageRange}},
 	})
-	storage := st.Fabric(storageFabric)
+	storage := st.DB().Fabric(storageFabric)
 	compute := PKeysOptions{Store: st, Prefix: "/ufmRest", Username: ufmUser, Password: ufmPassword,
 		ApplyTimeout: 10 * time.Millisecond, PollInterval: 5 * time.Millisecond, Version: "test 1.0"}
 	other := compute
@@ -87,7 +87,7 @@ func openFabricsOn(t *testing.T, db storetest.Database, fabrics []store.FabricRu
 		t.Fatalf("open %s: %v", db.Engine, err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return st
+	return st.Fabric(fabrics[0].Name)
 }
 
 // kubernetesPKeys lists the Kubernetes pkeys a fabric's view holds.
@@ -331,7 +331,9 @@ func TestFabricPKeysSamePKeyIsTwoPartitions(t *testing.T) {
 					t.Errorf("%s: the storage fabric lists %v, want %v", when, got, storage)
 				}
 			}
-			wantLists("after both additions", map[string][]string{"0x1005": {podGUID1}}, map[string][]string{"0x1005": {podGUID2}})
+			// Each fabric lists the default partition too, without members.
+			wantLists("after both additions", map[string][]string{"0x1005": {podGUID1}, "0x7fff": {}},
+				map[string][]string{"0x1005": {podGUID2}, "0x7fff": {}})
 			if got, want := kubernetesPKeys(t, f.storage), []fabric.PKey{0x1005}; !slices.Equal(got, want) {
 				t.Errorf("the storage fabric's view holds %v, want %v", got, want)
 			}
@@ -356,7 +358,8 @@ func TestFabricPKeysSamePKeyIsTwoPartitions(t *testing.T) {
 			}
 
 			f.storageK8s.must("DELETE", storagePrefix+"/resources/pkeys/0x1005", "", http.StatusOK)
-			wantLists("after the storage fabric's deletion", map[string][]string{"0x1005": {podGUID1}}, map[string][]string{})
+			wantLists("after the storage fabric's deletion", map[string][]string{"0x1005": {podGUID1}, "0x7fff": {}},
+				map[string][]string{"0x7fff": {}})
 			if body := f.storageK8s.must("GET", storagePrefix+"/resources/pkeys/0x1005", "", http.StatusOK); strings.TrimSpace(body) != "{}" {
 				t.Errorf("the storage fabric's deleted 0x1005: %s, want {}", body)
 			}

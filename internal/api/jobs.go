@@ -74,7 +74,7 @@ func (s *Server) getJob(r *http.Request, ps httprouter.Params) (int, any, error)
 func (pk *pkeysAPI) getKubernetesJob(r *http.Request, ps httprouter.Params) (int, any, error) {
 	ctx, cancel := pk.srv.dbCtx(r.Context())
 	defer cancel()
-	return pk.srv.jobOf(r.WithContext(ctx), ps.ByName("id"), kubernetesPrincipal, pk.fabricJob)
+	return pk.srv.jobOf(r.WithContext(ctx), ps.ByName("id"), pk.o.creator(), pk.fabricJob)
 }
 
 // fabricJob reads job id when it is this fabric's, and is ErrNotFound for

@@ -46,7 +46,7 @@ func TestPhysnetMovedIsAConflict(t *testing.T) {
 		}
 	}
 	f := serveFabrics(t, db, []string{"other"}, []string{"storage", "ibnet"})
-	before := [2]int64{f.revision(), revisionOf(t, f.st.Fabric(storageFabric))}
+	before := [2]int64{f.revision(), revisionOf(t, f.st.DB().Fabric(storageFabric))}
 	for _, r := range []struct{ method, path, file string }{
 		{"PUT", "/ufmRestV3/cloudx/Port/51c3e8f2-9a7d-4b6e-8c1f-2d4a6b8e0c13", "port_update_host_change.json"},
 		{"POST", "/ufmRestV3/cloudx/Port", "port_create_baremetal.json"},
@@ -63,7 +63,7 @@ func TestPhysnetMovedIsAConflict(t *testing.T) {
 			}
 		}
 	}
-	if after := [2]int64{f.revision(), revisionOf(t, f.st.Fabric(storageFabric))}; after != before {
+	if after := [2]int64{f.revision(), revisionOf(t, f.st.DB().Fabric(storageFabric))}; after != before {
 		t.Errorf("revisions after the refusals = %v, want %v", after, before)
 	}
 	if _, err := f.st.MovePhysnet(t.Context(), store.PhysnetMove{Physnet: "ibnet", CreatedBy: "test"}); err != nil {

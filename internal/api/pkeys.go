@@ -40,8 +40,9 @@ type PKeyStore interface {
 	GetJob(ctx context.Context, id int64) (store.Job, error)
 }
 
-// PKeysOptions are one fabric's pkeys API: [ufm_pkeys] for the default
-// fabric, [fabric:NAME:ufm_pkeys] for a further one.
+// PKeysOptions are one pkeys client's API: [ufm_pkeys] for the default
+// fabric's ib-kubernetes, [fabric:NAME:ufm_pkeys] for a further fabric's,
+// [ufm_pkeys:NAME] for a further client (Client).
 type PKeysOptions struct {
 	// Fabric is the fabric whose pkeys these are, as Credentials.PKeys and
 	// the log name it; "": the default fabric.
@@ -64,6 +65,12 @@ type PKeysOptions struct {
 	PollInterval time.Duration
 	// Version is ufm_version's ufm_release_version.
 	Version string
+	// Ports are the fabric's ports the ports resource lists: OpenSM's
+	// subnet dump; nil: the resource answers 503.
+	Ports PortSource
+	// DefaultPartition is the fabric's [opensm] default_partition, what the
+	// reads say of the default partition 0x7fff; "": the shipped one.
+	DefaultPartition string
 	// MaxGUIDsPerRequest bounds the GUIDs of one request (413 beyond it); 0:
 	// DefaultMaxGUIDsPerRequest.
 	MaxGUIDsPerRequest int
@@ -71,6 +78,17 @@ type PKeysOptions struct {
 	// change the database at once, a change's wait for its apply included;
 	// the next is answered 503 at once. 0: DefaultMaxConcurrentRequests.
 	MaxConcurrentRequests int
+	// Client is the [ufm_pkeys:NAME] client's NAME these settings are; "":
+	// the fabric's [ufm_pkeys] (ib-kubernetes). Clients are told apart by
+	// their credentials: several may share a prefix (principals.go).
+	Client string
+	// Token is what a [ufm_pkeys:NAME] client sends as "Authorization: Basic
+	// <token>" (UFM's token auth), beside or instead of Username and
+	// Password.
+	Token string
+	// SMConf answers /app/smconf: OpenSM's keys, for a client whose section
+	// allows it (smconf = true); nil answers 403.
+	SMConf func(ctx context.Context) (SMConf, error)
 	// OwnListener serves the routes on the fabric's own listener alone
 	// (Server.PKeysHandler), not beside the others: there its Prefix may be
 	// /ufmRest, the one prefix ib-kubernetes sends, which another fabric's
@@ -83,6 +101,26 @@ func (o PKeysOptions) fabric() string { return cmp.Or(o.Fabric, store.DefaultFab
 
 // section is the configuration section refusals name.
 func (o PKeysOptions) section() string { return cmp.Or(o.Section, "[ufm_pkeys]") }
+
+// Principal is who o's credentials are of (Credentials.PKeys' key): the
+// fabric's name for its [ufm_pkeys], "ufm_pkeys:NAME" for a [ufm_pkeys:NAME]
+// client, which no fabric's name can be.
+func (o PKeysOptions) Principal() string {
+	if o.Client == "" {
+		return o.fabric()
+	}
+	return "ufm_pkeys:" + o.Client
+}
+
+// creator is who o's jobs are created by: ib-kubernetes for [ufm_pkeys],
+// "ufm_pkeys:NAME" for a client, which networking-mlnx's and ib-kubernetes'
+// names cannot be, so that no client reads another's jobs.
+func (o PKeysOptions) creator() string {
+	if o.Client == "" {
+		return kubernetesPrincipal
+	}
+	return o.Principal()
+}
 
 // pkeysPrefixOf returns the pkeys API whose prefix path is under: a served
 // one rather than one that is off (whose prefix may be a default that
@@ -156,6 +194,7 @@ func (pk *pkeysAPI) routes(handle func(method, path, route string, h httprouter.
 	p := pk.o.Prefix
 	handle(http.MethodGet, p+"/app/ufm_version", "ufm/app/ufm_version", pk.basicAuth(pk.ufmVersion))
 	handle(http.MethodHead, p+"/app/ufm_version", "ufm/app/ufm_version", pk.basicAuth(pk.ufmVersion))
+	handle(http.MethodGet, p+"/app/smconf", "ufm/app/smconf", pk.basicAuth(pk.slot(pk.smconf)))
 	handle(http.MethodGet, p+"/resources/pkeys", "ufm/resources/pkeys", pk.basicAuth(pk.slot(pk.listPKeys)))
 	handle(http.MethodGet, p+"/resources/pkeys/", "ufm/resources/pkeys", pk.basicAuth(pk.slot(pk.listPKeys)))
 	handle(http.MethodPost, p+"/resources/pkeys", "ufm/resources/pkeys", pk.basicAuth(pk.slot(pk.addGUIDs)))
@@ -166,6 +205,7 @@ func (pk *pkeysAPI) routes(handle func(method, path, route string, h httprouter.
 	handle(http.MethodPost, p+"/actions/remove_guids_from_pkey", "ufm/actions/remove_guids_from_pkey", pk.basicAuth(pk.slot(pk.removeGUIDs)))
 	// UFM's job path: a change answered before it was applied names its job.
 	handle(http.MethodGet, p+"/jobs/:id", "ufm/jobs/:id", pk.basicAuth(pk.getKubernetesJob))
+	pk.clientRoutes(handle)
 }
 
 // slot runs h if a slot is free (see Starvation), and answers 503 with
@@ -229,10 +269,9 @@ func (pk *pkeysAPI) basicAuth(h handlerFunc) httprouter.Handle {
 		if info := infoOf(r); info != nil {
 			info.fabric = pk.o.fabric()
 		}
-		if !pk.srv.creds.Load().pkeysOK(r, pk.o.fabric()) {
+		if !pk.srv.creds.Load().pkeysOK(r, pk.o.Principal()) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="ufm pkeys"`)
-			writeError(w, http.StatusUnauthorized, fmt.Sprintf("missing or wrong user name or password (HTTP Basic auth: %s username and password)",
-				pk.o.section()))
+			writeError(w, http.StatusUnauthorized, pk.o.unauthorized())
 			return
 		}
 		status, body, err := h(r, ps)
@@ -265,6 +304,9 @@ type addBody struct {
 	Memberships []string `json:"memberships"`
 	Index0      *bool    `json:"index0"`
 	IPoIB       *bool    `json:"ip_over_ib"`
+	// PartitionName is the name the client gives the pkey, which reads
+	// return as its partition (partitionName).
+	PartitionName *string `json:"partition_name"`
 	qosFields
 }
 
@@ -291,7 +333,7 @@ func (pk *pkeysAPI) addGUIDs(r *http.Request, _ httprouter.Params) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
-	a.CreatedBy, a.Request, a.RequestID = kubernetesPrincipal, raw, RequestID(r.Context())
+	a.CreatedBy, a.Request, a.RequestID = pk.o.creator(), raw, RequestID(r.Context())
 	return pk.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
 		return pk.o.Store.AddKubernetesGUIDs(ctx, a)
 	})
@@ -330,6 +372,11 @@ func (b addBody) addition() (store.KubernetesAddition, error) {
 		return store.KubernetesAddition{}, err
 	}
 	a := store.KubernetesAddition{PKey: pkey, IPoIB: b.IPoIB, QoS: qos}
+	if b.PartitionName != nil {
+		if a.PartitionName, err = partitionName(*b.PartitionName); err != nil {
+			return store.KubernetesAddition{}, err
+		}
+	}
 	for i, g := range guids {
 		a.Members = append(a.Members, store.KubernetesMember{GUID: g, Membership: memberships[i],
 			Index0: b.Index0 != nil && *b.Index0})
@@ -355,7 +402,7 @@ func (pk *pkeysAPI) createPKey(r *http.Request, _ httprouter.Params) (int, any, 
 	}
 	return pk.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
 		return pk.o.Store.CreateKubernetesPKey(ctx, store.KubernetesCreation{PKey: pkey,
-			IPoIB: body.IPoIB == nil || *body.IPoIB, QoS: qos, CreatedBy: kubernetesPrincipal, Request: raw, RequestID: RequestID(r.Context())})
+			IPoIB: body.IPoIB == nil || *body.IPoIB, QoS: qos, CreatedBy: pk.o.creator(), Request: raw, RequestID: RequestID(r.Context())})
 	})
 }
 
@@ -370,7 +417,7 @@ func (pk *pkeysAPI) removeGUIDs(r *http.Request, _ httprouter.Params) (int, any,
 	}
 	return pk.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
 		return pk.o.Store.RemoveKubernetesGUIDs(ctx, store.KubernetesRemoval{PKey: pkey, GUIDs: guids,
-			CreatedBy: kubernetesPrincipal, Request: raw, RequestID: RequestID(r.Context())})
+			CreatedBy: pk.o.creator(), Request: raw, RequestID: RequestID(r.Context())})
 	})
 }
 
@@ -381,7 +428,7 @@ func (pk *pkeysAPI) deletePKey(r *http.Request, ps httprouter.Params) (int, any,
 	}
 	return pk.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
 		job, err := pk.o.Store.DeleteKubernetesPKey(ctx, store.KubernetesDeletion{PKey: pkey,
-			CreatedBy: kubernetesPrincipal, Request: r.Method + " " + r.URL.Path, RequestID: RequestID(r.Context())})
+			CreatedBy: pk.o.creator(), Request: r.Method + " " + r.URL.Path, RequestID: RequestID(r.Context())})
 		if isNotFound(err) {
 			return job, notFound("pkey %s is not a Kubernetes partition", pkey)
 		}
@@ -454,13 +501,16 @@ func (pk *pkeysAPI) awaitApply(r *http.Request, job store.Job) (int, any, error)
 	return http.StatusOK, appliedView{Applied: true, Message: job.Result, Job: viewJob(job)}, nil
 }
 
-// pkeyView is one pkey as UFM lists it.
+// pkeyView is one pkey as UFM lists it. Membership and Index0 are the
+// default partition's: every port's membership and index0 in it.
 type pkeyView struct {
-	PKey      string       `json:"pkey"`
-	Partition string       `json:"partition"`
-	IPoIB     bool         `json:"ip_over_ib"`
-	GUIDs     *[]guidEntry `json:"guids,omitempty"`
-	QoS       *qosView     `json:"qos_conf,omitempty"`
+	PKey       string       `json:"pkey"`
+	Partition  string       `json:"partition"`
+	IPoIB      bool         `json:"ip_over_ib"`
+	Membership string       `json:"membership,omitempty"`
+	Index0     *bool        `json:"index0,omitempty"`
+	GUIDs      *[]guidEntry `json:"guids,omitempty"`
+	QoSConf    any          `json:"qos_conf,omitempty"`
 }
 
 type guidEntry struct {
@@ -469,8 +519,12 @@ type guidEntry struct {
 	Index0     bool   `json:"index0"`
 }
 
-func viewPKey(p store.KubernetesPKey, withGUIDs bool) pkeyView {
-	v := pkeyView{PKey: p.PKey.String(), Partition: partitions.KubernetesPartitionName(p.PKey), IPoIB: p.IPoIB}
+func viewPKey(p store.KubernetesPKey, withGUIDs, withQoS bool) pkeyView {
+	v := pkeyView{PKey: p.PKey.String(), Partition: cmp.Or(p.PartitionName, partitions.KubernetesPartitionName(p.PKey)),
+		IPoIB: p.IPoIB}
+	if withQoS {
+		v.QoSConf = qosConfView(p)
+	}
 	if withGUIDs {
 		guids := make([]guidEntry, len(p.Members))
 		for i, m := range p.Members {
@@ -481,28 +535,32 @@ func viewPKey(p store.KubernetesPKey, withGUIDs bool) pkeyView {
 	return v
 }
 
-// guidsData reads ?guids_data=true.
-func guidsData(r *http.Request) (bool, error) {
-	v := r.URL.Query().Get("guids_data")
-	if v == "" {
-		return false, nil
+// readParams are what a pkeys read may ask: ?guids_data=true, the members;
+// ?qos_conf=true, the QoS values.
+type readParams struct{ guids, qos bool }
+
+// readParamsOf reads a pkeys read's parameters.
+func readParamsOf(r *http.Request) (readParams, error) {
+	var p readParams
+	for name, to := range map[string]*bool{"guids_data": &p.guids, "qos_conf": &p.qos} {
+		v := r.URL.Query().Get(name)
+		if v == "" {
+			continue
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return p, badRequest("%s=%q: want true or false", name, v)
+		}
+		*to = b
 	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, badRequest("guids_data=%q: want true or false", v)
-	}
-	return b, nil
+	return p, nil
 }
 
 // listPKeys answers every Kubernetes pkey, keyed by its pkey ("0x1005"), with
-// its members when guids_data=true: ib-kubernetes rebuilds its GUID pool
-// from it when it starts.
+// its members when guids_data=true (ib-kubernetes rebuilds its GUID pool
+// from it when it starts), and the default partition.
 func (pk *pkeysAPI) listPKeys(r *http.Request, _ httprouter.Params) (int, any, error) {
-	withGUIDs, err := guidsData(r)
-	if err != nil {
-		return 0, nil, err
-	}
-	withQoS, err := qosConf(r)
+	params, err := readParamsOf(r)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -512,13 +570,10 @@ func (pk *pkeysAPI) listPKeys(r *http.Request, _ httprouter.Params) (int, any, e
 	if err != nil {
 		return 0, nil, err
 	}
-	out := make(map[string]pkeyView, len(list))
+	out := make(map[string]pkeyView, len(list)+1)
+	out[fmt.Sprintf("0x%x", uint16(fabric.DefaultPKey))] = pk.defaultPKeyView(params.guids, params.qos)
 	for _, p := range list {
-		v := viewPKey(p, withGUIDs)
-		if withQoS {
-			v.QoS = viewQoS(p.QoS)
-		}
-		out[fmt.Sprintf("0x%x", uint16(p.PKey))] = v
+		out[fmt.Sprintf("0x%x", uint16(p.PKey))] = viewPKey(p, params.guids, params.qos)
 	}
 	return http.StatusOK, out, nil
 }
@@ -533,13 +588,12 @@ func (pk *pkeysAPI) getPKey(r *http.Request, ps httprouter.Params) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
-	withGUIDs, err := guidsData(r)
+	params, err := readParamsOf(r)
 	if err != nil {
 		return 0, nil, err
 	}
-	withQoS, err := qosConf(r)
-	if err != nil {
-		return 0, nil, err
+	if pkey == fabric.DefaultPKey {
+		return http.StatusOK, pk.defaultPKeyView(params.guids, params.qos), nil
 	}
 	ctx, cancel := pk.srv.dbCtx(r.Context())
 	defer cancel()
@@ -550,11 +604,7 @@ func (pk *pkeysAPI) getPKey(r *http.Request, ps httprouter.Params) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
-	v := viewPKey(p, withGUIDs)
-	if withQoS {
-		v.QoS = viewQoS(p.QoS)
-	}
-	return http.StatusOK, v, nil
+	return http.StatusOK, viewPKey(p, params.guids, params.qos), nil
 }
 
 // lastUpdated answers when OpenSM was last seen applying a Kubernetes change;

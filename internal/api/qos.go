@@ -82,7 +82,7 @@ func (pk *pkeysAPI) setQoS(r *http.Request, _ httprouter.Params) (int, any, erro
 	}
 	return pk.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
 		job, err := pk.o.Store.SetKubernetesQoS(ctx, store.KubernetesQoS{PKey: pkey, QoS: c,
-			CreatedBy: kubernetesPrincipal, Request: raw, RequestID: RequestID(r.Context())})
+			CreatedBy: pk.o.creator(), Request: raw, RequestID: RequestID(r.Context())})
 		if isNotFound(err) {
 			return job, notFound("pkey %s is not a Kubernetes partition: add GUIDs to it first", pkey)
 		}
@@ -98,19 +98,13 @@ type qosView struct {
 	ServiceLevel int     `json:"service_level"`
 }
 
+// qosConfView is a recorded pkey's qos_conf, as a read with qos_conf=true
+// answers it.
+func qosConfView(p store.KubernetesPKey) any { return viewQoS(p.QoS) }
+
+// defaultQoSConfView is the default partition's qos_conf.
+func defaultQoSConfView() any { return viewQoS(fabric.DefaultQoS) }
+
 func viewQoS(q fabric.QoS) *qosView {
 	return &qosView{MTULimit: q.MTULimit, RateLimit: q.RateGbps(), ServiceLevel: q.ServiceLevel}
-}
-
-// qosConf reads ?qos_conf=true.
-func qosConf(r *http.Request) (bool, error) {
-	v := r.URL.Query().Get("qos_conf")
-	if v == "" {
-		return false, nil
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return false, badRequest("qos_conf=%q: want true or false", v)
-	}
-	return b, nil
 }

@@ -23,11 +23,13 @@
 // tables a sweep that ended with errors during initialization fails none:
 // every job is judged by its own ports' tables (readback.go).
 //
-// In its idle turns the term also audits the fabric (audit.go), and every
-// check interval it repairs drift (an OpenSM the supervisor had to restart,
-// and a partitions file that is not what this term wrote or not what the
-// recorded state renders to, make it apply again) and deletes the finished
-// jobs older than the retention, and the applies no kept job needs.
+// Beside the loop, the term's services (services.go) audit the fabric
+// (audit.go) and every check interval repair drift (drift.go: an OpenSM the
+// supervisor had to restart, and a partitions file that is not what this
+// term wrote or not what the recorded state renders to, make it apply again),
+// each in the loop's idle turn, which the loop lends them; and the retention
+// (retention.go) deletes the finished jobs older than the retention, and the
+// applies no kept job needs.
 //
 // # The term's state machine
 //
@@ -56,21 +58,22 @@
 // and keepApplied (the end of an apply), holdRevision and releaseHold (the
 // verdict on a proven sweep), gatesReopened (held to forgotten) and setAudit.
 // Only the loop's goroutine takes them. The background services (the freeze
-// watch, the second-SM look: services.go) run beside it, each with Start and
-// a Stop that waits for it; they never touch the term's fields, and report
-// through findings: a forget the loop takes at its next turn, and the jobs
-// described with the whole verdict's text.
+// watch, the second-SM look, the drift repair, the audit, the retention:
+// services.go) run beside it, each with Start and a Stop that waits for it;
+// they never touch the term's fields, and report through findings (a forget
+// the loop takes at its next turn, and the jobs described with the whole
+// verdict's text) or, the drift repair and the audit, through the idle turn
+// they borrowed: the loop takes their forgets and the audit's verdict when
+// they give it back (takeTurn).
 package applier
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -230,7 +233,6 @@ type term struct {
 	id       int64
 	applied  int64  // revision OpenSM was last seen applying; -1: none yet this term
 	written  []byte // what this term last wrote to the partitions file
-	restarts int    // OpenSM restarts seen so far
 	gate     *gatekeeper
 	tail     *opensm.Tail   // the one reader of OpenSM's log (startLog)
 	dump     *topology.Dump // Cfg.Dump, or the term's own
@@ -255,7 +257,8 @@ type term struct {
 	// the loop and the services ask for them concurrently.
 	dumpOnce, envOnce sync.Once
 	env               *watchEnv
-	inbox             inbox // what the services asked of the loop (services.go)
+	inbox             inbox    // what the services asked of the loop (services.go)
+	turns             turnDesk // where the drift repair and the audit ask for the loop's idle turn
 
 	// writtenQoS is what this term last wrote to the QoS policy file.
 	writtenQoS []byte
@@ -281,7 +284,8 @@ func (a *Applier) Lead(ctx context.Context, termID int64) error {
 // LeadTerm is Lead for a term of the HA lease: suspect is the manager whose
 // OpenSM may still be master (store.Lease.Suspect), named by a freeze.
 func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) error {
-	t := &term{Applier: a.withDeadlines(), id: termID, applied: -1, restarts: a.SM.Restarts()}
+	t := &term{Applier: a.withDeadlines(), id: termID, applied: -1}
+	drift := t.newDriftRepair() // OpenSM's restarts count from the term's start
 	// OpenSM must never start with a file that is not the recorded state: its
 	// first sweep reads it. An OpenSM that runs already keeps what it has
 	// until the full apply below.
@@ -293,14 +297,15 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 		return err
 	}
 	defer t.tail.Close()
+	defer t.closeConns() // readback.go: after the services ended (deferred below)
 	// The term may be over already (its context cancelled, its OpenSM
 	// stopped by the lease): the supervisor then refuses, whatever this term did
 	// not notice.
 	if err := a.SM.Start(termID); err != nil {
 		return fmt.Errorf("start OpenSM: %w", err)
 	}
-	t.newSecondSMWatch(ctx)      // secondsm.go
-	defer t.startServices(ctx)() // services.go: waited for when the term ends
+	t.newSecondSMWatch(ctx)             // secondsm.go
+	defer t.startServices(ctx, drift)() // services.go: waited for when the term ends
 
 	return a.loop(ctx, t)
 }
@@ -314,8 +319,7 @@ func (a *Applier) loop(ctx context.Context, t *term) error {
 	wake := a.Store.Wake(ctx)
 	poll := time.NewTicker(a.Cfg.PollInterval)
 	defer poll.Stop()
-	check := time.NewTicker(a.Cfg.CheckInterval)
-	defer check.Stop()
+	auditTurns, driftTurns := t.turns.desks()
 	t.loadRecorded(ctx)
 	var st loopState
 	for {
@@ -332,7 +336,7 @@ func (a *Applier) loop(ctx context.Context, t *term) error {
 		case err != nil:
 			a.Log.Error("read revision", "error", err)
 		case rev != t.applied && !t.freeze.isFrozen() && !t.secondSM.holds():
-			switch t.applyPending(ctx, rev, &st, check.C) {
+			switch t.applyPending(ctx, rev, &st, driftTurns) {
 			case stepEnd:
 				return nil
 			case stepAgain:
@@ -346,18 +350,17 @@ func (a *Applier) loop(ctx context.Context, t *term) error {
 			return nil
 		case <-wake:
 		case <-poll.C:
-		case <-check.C:
-			t.check(ctx)
-		case <-t.auditDue():
-			t.runAudit(ctx, wake)
+		case req := <-driftTurns:
+			t.lendTurn(ctx, req, wake)
+		case req := <-auditTurns:
+			t.lendTurn(ctx, req, wake)
 		}
 	}
 }
 
 // loadRecorded reads, once a term, what earlier terms recorded and the loop
-// keeps in memory: it prunes old jobs first.
+// keeps in memory (the retention service prunes old jobs meanwhile).
 func (t *term) loadRecorded(ctx context.Context) {
-	t.pruneJobs(ctx)
 	t.loadAudit(ctx)       // audit.go
 	t.loadSetFailures(ctx) // setfailures.go
 	if err := t.gate.duplicates.load(ctx, t.Store); err != nil {
@@ -383,9 +386,9 @@ const (
 
 // applyPending applies revision rev, which OpenSM does not have yet: after a
 // wait that lets a burst share one sweep, and with a back-off (during which
-// check still ticks) after a failure, so that a fabric that keeps failing is
-// not swept in a loop.
-func (t *term) applyPending(ctx context.Context, rev int64, st *loopState, check <-chan time.Time) loopStep {
+// the drift repair still gets its turn, driftTurns) after a failure, so that
+// a fabric that keeps failing is not swept in a loop.
+func (t *term) applyPending(ctx context.Context, rev int64, st *loopState, driftTurns <-chan turnRequest) loopStep {
 	// Several changes waiting: a burst; one change is applied at once.
 	if rev-t.applied > 1 && !t.waitBatch(ctx, st.lastStart, rev) {
 		return stepEnd
@@ -404,8 +407,8 @@ func (t *term) applyPending(ctx context.Context, rev int64, st *loopState, check
 	select {
 	case <-ctx.Done():
 		return stepEnd
-	case <-check:
-		t.check(ctx)
+	case req := <-driftTurns:
+		t.lendTurn(ctx, req, nil)
 	case <-time.After(st.retry):
 	}
 	return stepAgain
@@ -431,12 +434,6 @@ func (t *term) checkRestored(ctx context.Context) {
 	case err != nil:
 		t.Log.Error("read the newest job of the state last applied", "error", err)
 	}
-}
-
-// check is the work of every check interval.
-func (t *term) check(ctx context.Context) {
-	t.repairDrift(ctx)
-	t.pruneJobs(ctx)
 }
 
 // waitBatch waits, during a burst of changes, so that the changes arriving
@@ -989,118 +986,6 @@ func (t *term) writeQoSPolicy(policy []byte) error {
 	}
 	t.writtenQoS = policy
 	return nil
-}
-
-// qosPolicyDrift says what is wrong with the QoS policy file, "" when it is
-// what this term last wrote (or none is written): OpenSM reads it at every
-// heavy sweep, so an edited or removed file would change or drop the
-// pkeys' limits without a change.
-func (t *term) qosPolicyDrift() string {
-	if t.Cfg.QoSPolicyFile == "" || t.writtenQoS == nil {
-		return ""
-	}
-	got, err := os.ReadFile(t.Cfg.QoSPolicyFile)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return "the QoS policy file is missing"
-	case err != nil:
-		return "the QoS policy file cannot be read: " + err.Error()
-	case !bytes.Equal(got, t.writtenQoS):
-		return "the QoS policy file is not what was last applied (edited by hand?)"
-	}
-	return ""
-}
-
-// repairDrift makes the next loop apply the recorded state again when OpenSM
-// was restarted, or when the file on disk is not what this term last wrote or
-// not what the recorded state renders to (someone edited or removed it).
-func (t *term) repairDrift(ctx context.Context) {
-	if n := t.SM.Restarts(); n != t.restarts {
-		t.Log.Warn("OpenSM was restarted; applying the recorded state again",
-			"file", t.Cfg.PartitionsFile, "restarts", n-t.restarts)
-		t.restarts = n
-		t.forget("OpenSM was restarted")
-		return
-	}
-	if t.applied < 0 {
-		return // an apply is due anyway
-	}
-	reason := t.fileDrift(ctx)
-	if reason == "" {
-		return
-	}
-	t.Log.Warn("partitions file drifted from the recorded state; writing it again and applying it",
-		"file", t.Cfg.PartitionsFile, "reason", reason)
-	t.forget("the partitions file drifted: " + reason) // OpenSM may have swept the edited file
-	t.snapshots = store.SnapshotCache{}                // the next apply reads everything
-}
-
-// fileEdited says whether the partitions file is not, byte for byte, the one
-// the term last wrote (fileDrift's first, cheap, look).
-func (t *term) fileEdited() bool {
-	got, err := os.ReadFile(t.Cfg.PartitionsFile)
-	return err != nil || !bytes.Equal(got, t.written)
-}
-
-// fileDrift says what is wrong with the partitions file, "" when nothing.
-func (t *term) fileDrift(ctx context.Context) string {
-	got, err := os.ReadFile(t.Cfg.PartitionsFile)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return "the file is missing"
-	case err != nil:
-		return "the file cannot be read: " + err.Error()
-	case !bytes.Equal(got, t.written):
-		return "the file is not what was last applied (edited by hand?)"
-	}
-	if reason := t.qosPolicyDrift(); reason != "" {
-		return reason
-	}
-	// A full read, not the term's incremental one: once a check interval
-	// the file is held against every row of the database.
-	snap, err := t.Store.Snapshot(ctx)
-	if err != nil {
-		t.Log.Error("read recorded state", "error", err)
-		return ""
-	}
-	r, err := Render(ctx, snap, t.Cfg.RenderInput())
-	switch {
-	case err != nil:
-		t.Log.Error("render recorded state", "error", err)
-		return ""
-	case r.Problems != nil:
-		return "" // the state cannot be written; its apply has said so
-	case !bytes.Equal(got, r.Text):
-		return "the file is not what the recorded state renders to"
-	}
-	return ""
-}
-
-// pruneJobs deletes the finished jobs older than the retention, then the
-// applies older than it that no kept job or --status reads (after the jobs:
-// the applies that proved the jobs just deleted can go too).
-func (t *term) pruneJobs(ctx context.Context) {
-	if t.Cfg.JobRetention <= 0 {
-		return
-	}
-	for _, p := range []struct {
-		what   string // "jobs", "applies"
-		delete func(ctx context.Context, term int64, retention time.Duration) (int64, error)
-	}{
-		{"jobs", t.Store.DeleteExpiredJobs},
-		{"applies", t.Store.DeleteExpiredApplies},
-	} {
-		n, err := p.delete(ctx, t.id, t.Cfg.JobRetention)
-		if err != nil {
-			if ctx.Err() == nil {
-				t.Log.Error("delete expired "+p.what, "error", err)
-			}
-			return
-		}
-		if n > 0 {
-			t.Log.Info("deleted expired "+p.what, p.what, n, "retention", t.Cfg.JobRetention)
-		}
-	}
 }
 
 // State turns a snapshot into what the partitions file renders from: each VLAN

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,7 +17,7 @@ import (
 )
 
 // The continuous audit: every AuditConfig.Interval, while no apply is under
-// way, the term reads every host port's P_Key table and the switch port facing
+// way (in the loop's idle turn, lent to the audit's service), the term reads every host port's P_Key table and the switch port facing
 // each, and compares them with the file OpenSM last applied (internal/audit).
 // Only the leader's term audits: only it knows which file OpenSM swept.
 //
@@ -55,9 +56,8 @@ type AuditObserver interface {
 	AuditFinished(s audit.Summary, err error)
 }
 
-// auditState is a term's state of the audit.
+// auditState is a term's state of the audit: the verdict of the last one.
 type auditState struct {
-	due <-chan time.Time // the next audit; nil until the first wait
 	// mu guards last for the background services' descriptions of the
 	// held jobs (auditEvidence); the loop alone writes it (setAudit).
 	mu sync.Mutex
@@ -66,7 +66,26 @@ type auditState struct {
 	last *verdict.Audit
 	// judged is last's verdict alone: its breaches and its per-port holds
 	// (holds.go).
-	judged    verdict.Verdict
+	judged verdict.Verdict
+}
+
+// auditOn says whether the term audits the fabric.
+func (c *AuditConfig) auditOn() bool { return c.Interval > 0 && c.Reader != nil }
+
+// auditor is the continuous audit, a service of the term (services.go): it
+// reads in the loop's idle turn, so that no apply is under way and the file
+// is the one OpenSM swept, and reports the verdict and the forgets it asks
+// for when it gives the turn back.
+type auditor struct {
+	log      *slog.Logger
+	cfg      *Config
+	id       int64
+	store    Store
+	readDump func() dumpRead
+	observer Observer
+	drift    *driftRepair // run first on a hand-edited file
+	desk     chan<- turnRequest
+
 	healed    string // the cut-off findings the state was last applied again for
 	restarted string // the cut-off findings OpenSM was last restarted for
 	// yieldedSince is when the audit first gave way to a change since it
@@ -74,64 +93,91 @@ type auditState struct {
 	yieldedSince time.Time
 }
 
-// auditDue fires when the next audit is due; never without an audit. The
-// first is due at once: the term's first idle turn, after its full apply.
-func (t *term) auditDue() <-chan time.Time {
-	if t.Cfg.Audit.Interval <= 0 || t.Cfg.Audit.Reader == nil {
-		return nil
-	}
-	if t.audit.due == nil {
-		t.audit.due = time.After(0)
-	}
-	return t.audit.due
+// newAuditor is the term's audit; d is the term's drift repair.
+func (t *term) newAuditor(d *driftRepair) *auditor {
+	desk, _ := t.turns.desks()
+	return &auditor{log: t.Log, cfg: &t.Cfg, id: t.id, store: t.Store, readDump: t.readDump, observer: t.observer(),
+		drift: d, desk: desk}
 }
 
-// runAudit audits the fabric against the file OpenSM last applied, and acts
-// on what it finds. It runs from the loop's idle turn only, so no apply is
-// under way and the file is the one OpenSM swept. A change that arrives
-// meanwhile (wake is the loop's) ends the read (yieldingAudit): the change
-// is applied at once, and the audit reads again auditYieldRetry later.
-func (t *term) runAudit(ctx context.Context, wake <-chan struct{}) {
-	t.audit.due = time.After(t.Cfg.Audit.Interval)
-	if t.applied < 0 || t.written == nil {
-		// An apply is due (the tables are about to change): read soon after.
-		t.audit.due = time.After(min(auditYieldRetry, t.Cfg.Audit.Interval))
-		return
+// auditService is the audit as the term's service; nil without an audit.
+// The first audit is due at once: the loop lends its idle turn after the
+// term's full apply.
+func (t *term) auditService(d *driftRepair) *service {
+	if !t.Cfg.Audit.auditOn() {
+		return nil
 	}
-	if t.fileEdited() {
+	a := t.newAuditor(d)
+	return &service{name: "audit", log: t.Log, run: a.run}
+}
+
+// run audits, each time in the loop's idle turn, until ctx ends; the next
+// audit is due its interval after the start of the last (sooner after one
+// that gave way, or met a hand-edited file).
+func (a *auditor) run(ctx context.Context) {
+	due := time.NewTimer(0)
+	defer due.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-due.C:
+		}
+		tv, giveBack, ok := borrowTurn(ctx, a.desk)
+		if !ok {
+			return
+		}
+		started := time.Now()
+		next := a.runAudit(ctx, tv)
+		giveBack()
+		due.Reset(max(0, next-time.Since(started)))
+	}
+}
+
+// runAudit audits the fabric against the file OpenSM last applied (tv), and
+// acts on what it finds; it returns when the next audit is due, from this
+// one's start. A change that arrives meanwhile (tv.wake) ends the read
+// (yieldingAudit): the change is applied at once, and the audit reads again
+// auditYieldRetry later.
+func (a *auditor) runAudit(ctx context.Context, tv *idleTurn) (next time.Duration) {
+	soon := min(auditYieldRetry, a.cfg.Audit.Interval)
+	if tv.applied < 0 || tv.written == nil {
+		return soon // an apply is due (the tables are about to change): read soon after
+	}
+	next = a.cfg.Audit.Interval
+	if a.drift.fileEdited(tv.written) {
 		// OpenSM may have swept a hand-edited file. The drift repair names it
 		// and writes the recorded state again; the audit still reads what
 		// OpenSM swept (a breach it made is real while it lasts), and reads
 		// again soon after the repair, so that the breach holds jobs only
 		// until then.
-		t.repairDrift(ctx)
-		defer func() { t.audit.due = time.After(min(auditYieldRetry, t.Cfg.Audit.Interval)) }()
+		a.drift.repair(ctx, tv)
+		next = soon
 	}
-	actx, yielded := t.yieldingAudit(ctx, wake)
+	actx, yielded := a.yieldingAudit(ctx, tv)
 	started := time.Now()
-	s, err := t.auditOnce(actx)
+	s, err := a.auditOnce(actx, tv)
 	if err != nil && yielded() && ctx.Err() == nil {
-		if t.audit.yieldedSince.IsZero() {
-			t.audit.yieldedSince = time.Now()
+		if a.yieldedSince.IsZero() {
+			a.yieldedSince = time.Now()
 		}
-		retry := min(auditYieldRetry, t.Cfg.Audit.Interval)
-		t.audit.due = time.After(retry)
-		t.Log.Info("audit gave way to a change; reading the fabric again after its apply", "read_for", time.Since(started),
-			"retry_in", retry)
-		return
+		a.log.Info("audit gave way to a change; reading the fabric again after its apply", "read_for", time.Since(started),
+			"retry_in", soon)
+		return soon
 	}
 	yielded()
-	t.audit.yieldedSince = time.Time{}
-	if obs, ok := t.observer().(AuditObserver); ok {
+	a.yieldedSince = time.Time{}
+	if obs, ok := a.observer.(AuditObserver); ok {
 		obs.AuditFinished(s, err)
 	}
 	if err != nil {
 		if ctx.Err() == nil {
-			t.Log.Error("audit the fabric's P_Key tables", "error", err)
+			a.log.Error("audit the fabric's P_Key tables", "error", err)
 		}
-		return
+		return next
 	}
-	t.actOnAudit(ctx, s)
+	a.actOnAudit(ctx, tv, s)
+	return next
 }
 
 // auditYieldRetry is how long after giving way to a change the audit reads
@@ -147,28 +193,28 @@ const auditYieldRetry = time.Second
 // end: a fabric whose changes never stop is still audited at least every
 // two intervals. yielded stops the watch and says whether it cancelled the
 // read; call it once the read is over.
-func (t *term) yieldingAudit(ctx context.Context, wake <-chan struct{}) (_ context.Context, yielded func() bool) {
+func (a *auditor) yieldingAudit(ctx context.Context, tv *idleTurn) (_ context.Context, yielded func() bool) {
 	// Frozen, or held for a second SM, the loop applies no change: the
 	// audit reads to the end.
-	if t.notMaster() || !t.audit.yieldedSince.IsZero() && time.Since(t.audit.yieldedSince) >= t.Cfg.Audit.Interval {
+	if tv.notMaster || !a.yieldedSince.IsZero() && time.Since(a.yieldedSince) >= a.cfg.Audit.Interval {
 		return ctx, func() bool { return false }
 	}
 	actx, cancel := context.WithCancel(ctx)
-	applied := t.applied
+	applied := tv.applied
 	var changed atomic.Bool
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		poll := time.NewTicker(t.Cfg.PollInterval)
+		poll := time.NewTicker(a.cfg.PollInterval)
 		defer poll.Stop()
 		for {
 			select {
 			case <-actx.Done():
 				return
-			case <-wake:
+			case <-tv.wake:
 			case <-poll.C:
 			}
-			if rev, err := t.Store.Revision(actx); err == nil && rev != applied {
+			if rev, err := a.store.Revision(actx); err == nil && rev != applied {
 				changed.Store(true)
 				cancel()
 				return
@@ -184,38 +230,38 @@ func (t *term) yieldingAudit(ctx context.Context, wake <-chan struct{}) (_ conte
 
 // auditOnce reads and compares; the file and the owners are what the last
 // apply wrote.
-func (t *term) auditOnce(ctx context.Context) (audit.Summary, error) {
-	dump := t.readDump()
+func (a *auditor) auditOnce(ctx context.Context, tv *idleTurn) (audit.Summary, error) {
+	dump := a.readDump()
 	if dump.err != nil {
 		return audit.Summary{}, fmt.Errorf("OpenSM's subnet dump: %w", dump.err)
 	}
-	return audit.Run(ctx, audit.Input{File: t.written, Revision: t.applied, Flavour: t.Cfg.Rules.Flavour,
-		Owners: Owners(t.rendered), Topology: dump.topo, Reader: t.Cfg.Audit.Reader,
-		CheckEnforcement: t.Cfg.Audit.CheckEnforcement})
+	return audit.Run(ctx, audit.Input{File: tv.written, Revision: tv.applied, Flavour: a.cfg.Rules.Flavour,
+		Owners: tv.owners, Topology: dump.topo, Reader: a.cfg.Audit.Reader,
+		CheckEnforcement: a.cfg.Audit.CheckEnforcement})
 }
 
 // actOnAudit logs and records the findings, heals what applying again heals
-// and sets the gate from the breaches.
-func (t *term) actOnAudit(ctx context.Context, s audit.Summary) {
+// and gives the term the breaches as its evidence (tv).
+func (a *auditor) actOnAudit(ctx context.Context, tv *idleTurn, s audit.Summary) {
 	for _, f := range s.Findings {
-		level := t.Log.Warn
+		level := a.log.Warn
 		if f.Breach() {
-			level = t.Log.Error
+			level = a.log.Error
 		}
 		level("audit: "+f.Text, "kind", f.Kind, "revision", s.Revision)
 	}
-	t.Log.Info("audit finished", "ports", s.Ports, "read", s.Read, "findings", len(s.Findings),
+	a.log.Info("audit finished", "ports", s.Ports, "read", s.Read, "findings", len(s.Findings),
 		"breaches", len(s.Breaches()), "took", s.Took)
-	record := AuditRecord(t.id, s)
-	if rec := t.Cfg.Audit.Recorder; rec != nil {
+	record := AuditRecord(a.id, s)
+	if rec := a.cfg.Audit.Recorder; rec != nil {
 		if err := rec.RecordAudit(ctx, record); err != nil { // the term's: with its deadline (deadlineStore)
-			t.Log.Error("record the audit's summary", "error", err)
+			a.log.Error("record the audit's summary", "error", err)
 		}
 	}
-	t.heal(ctx, s)
+	a.heal(ctx, tv, s)
 	// The gates judge the audit as recorded, as --status does: the same
 	// findings, whether or not the record could be written.
-	t.setAudit(verdict.AuditOf(record)) // holds.go
+	tv.audit = verdict.AuditOf(record) // the term's setAudit (holds.go)
 }
 
 // heal applies the state again for ports cut off from their partitions, once
@@ -225,7 +271,7 @@ func (t *term) actOnAudit(ctx context.Context, s audit.Summary) {
 // (measured on the simulated fabric), so ports still cut off after that make
 // it start again, once for a given set: a new OpenSM writes every table.
 // Applying again at every audit would only sweep.
-func (t *term) heal(ctx context.Context, s audit.Summary) {
+func (a *auditor) heal(ctx context.Context, tv *idleTurn, s audit.Summary) {
 	var cut []string
 	for _, f := range s.Findings {
 		if f.Heals() {
@@ -235,32 +281,32 @@ func (t *term) heal(ctx context.Context, s audit.Summary) {
 	key := strings.Join(cut, "\n")
 	switch {
 	case len(cut) == 0:
-		t.audit.restarted = ""
-	case key != t.audit.healed:
-		t.Log.Warn("audit: ports are cut off from their partitions; applying the recorded state again", "ports", len(cut))
-		t.forget("the audit found ports cut off from their partitions")
-	case key != t.audit.restarted && t.Cfg.Audit.RestartOpenSM != nil:
-		t.Log.Warn("audit: ports are still cut off from their partitions after the state was applied again; "+
+		a.restarted = ""
+	case key != a.healed:
+		a.log.Warn("audit: ports are cut off from their partitions; applying the recorded state again", "ports", len(cut))
+		tv.forget("the audit found ports cut off from their partitions")
+	case key != a.restarted && a.cfg.Audit.RestartOpenSM != nil:
+		a.log.Warn("audit: ports are still cut off from their partitions after the state was applied again; "+
 			"restarting OpenSM, which writes every port's table at its first sweep", "ports", len(cut), "first", cut[0])
-		t.audit.restarted = key
-		t.restartOpenSM(ctx)
+		a.restarted = key
+		a.restartOpenSM(ctx, tv)
 	default:
-		t.Log.Error("audit: ports are still cut off from their partitions after the state was applied again: "+
+		a.log.Error("audit: ports are still cut off from their partitions after the state was applied again: "+
 			"OpenSM does not rewrite a table it believes right; bounce the port's link or restart OpenSM "+
 			"so that it programs the port again", "ports", len(cut), "first", cut[0])
 	}
-	t.audit.healed = key
+	a.healed = key
 }
 
-// restartOpenSM restarts OpenSM for heal, within auditRestart, and applies
-// the state again to the new one.
-func (t *term) restartOpenSM(ctx context.Context) {
+// restartOpenSM restarts OpenSM for heal, within auditRestart, and asks the
+// term to apply the state again to the new one.
+func (a *auditor) restartOpenSM(ctx context.Context, tv *idleTurn) {
 	ctx, cancel := context.WithTimeout(ctx, auditRestart)
 	defer cancel()
-	if err := t.Cfg.Audit.RestartOpenSM(ctx); err != nil {
-		t.Log.Error("audit: restart OpenSM", "error", err)
+	if err := a.cfg.Audit.RestartOpenSM(ctx); err != nil {
+		a.log.Error("audit: restart OpenSM", "error", err)
 	}
-	t.forget("OpenSM was restarted for ports the audit found cut off")
+	tv.forget("OpenSM was restarted for ports the audit found cut off")
 }
 
 // auditRestart bounds a restart: OpenSM's stop, the supervisor's back-off and
@@ -328,7 +374,7 @@ func nonBreaches(findings []audit.Finding) []audit.Finding {
 // loaded.
 func (t *term) loadAudit(ctx context.Context) {
 	rec := t.Cfg.Audit.Recorder
-	if rec == nil || t.auditDue() == nil {
+	if rec == nil || !t.Cfg.Audit.auditOn() {
 		return
 	}
 	last, ok, err := rec.LastAudit(ctx)

@@ -74,16 +74,25 @@ func (f *silentFabric) cancelled() bool {
 	return len(f.ends) > 0
 }
 
-// auditUntilDialed runs the term's audit in the background until its read
-// began; ended closes when runAudit returns.
-func auditUntilDialed(ctx context.Context, t *testing.T, r *applyRig, wake <-chan struct{}, interval time.Duration) (f *silentFabric, ended chan struct{}) {
+// auditTurn runs one audit of a's in the term's idle turn, as the audit
+// service does, and gives the term what it asked; it returns when the next
+// audit is due.
+func auditTurn(ctx context.Context, r *applyRig, a *auditor, wake <-chan struct{}) (next time.Duration) {
+	tv := r.term.turnView(wake)
+	next = a.runAudit(ctx, tv)
+	r.term.takeTurn(tv)
+	return next
+}
+
+// auditUntilDialed runs an audit of a's in the background until its read
+// began; ended receives when the next audit is due once the audit returns.
+func auditUntilDialed(ctx context.Context, t *testing.T, r *applyRig, a *auditor, wake <-chan struct{}, interval time.Duration) (f *silentFabric, ended chan time.Duration) {
 	t.Helper()
 	f = &silentFabric{dialing: make(chan struct{})}
 	r.term.Cfg.Audit = AuditConfig{Interval: interval, Reader: &pkeyread.Reader{Dialer: f}}
-	ended = make(chan struct{})
+	ended = make(chan time.Duration, 1)
 	go func() {
-		defer close(ended)
-		r.term.runAudit(ctx, wake)
+		ended <- auditTurn(ctx, r, a, wake)
 	}()
 	select {
 	case <-f.dialing:
@@ -103,27 +112,26 @@ func TestAuditGivesWayToAChange(t *testing.T) {
 	r.network(101)
 	r.applied("the network")
 	wake := make(chan struct{}, 1)
-	f, ended := auditUntilDialed(t.Context(), t, r, wake, time.Hour)
+	a := r.term.newAuditor(r.term.newDriftRepair())
+	f, ended := auditUntilDialed(t.Context(), t, r, a, wake, time.Hour)
 	job := r.port("p1", 0x0002c90300000101)
 	wake <- struct{}{}
-	<-ended
+	next := <-ended
 	if !f.cancelled() || r.term.audit.last != nil {
 		t.Fatalf("the audit's reads ended by %v, recording %+v; want every one cancelled by the change, nothing recorded",
 			f.ends, r.term.audit.last)
 	}
-	select {
-	case <-r.term.audit.due:
-	case <-time.After(time.Minute):
-		t.Fatalf("the audit that gave way is not due again within a minute (interval %s)", r.term.Cfg.Audit.Interval)
+	if next > time.Minute {
+		t.Fatalf("the audit that gave way is due again in %s, not within a minute (interval %s)", next, r.term.Cfg.Audit.Interval)
 	}
 	r.applied("the change")
 	if j := r.job(job.ID); j.Status != store.StatusCompleted {
 		t.Fatalf("the change's job after its apply: %+v, want Completed", j)
 	}
 
-	r.term.audit.yieldedSince = time.Now().Add(-2 * time.Hour)
+	a.yieldedSince = time.Now().Add(-2 * time.Hour)
 	ctx, cancel := context.WithCancel(t.Context())
-	_, ended = auditUntilDialed(ctx, t, r, wake, time.Hour)
+	_, ended = auditUntilDialed(ctx, t, r, a, wake, time.Hour)
 	r.port("p2", 0x0002c90300000201)
 	wake <- struct{}{}
 	select {
@@ -146,7 +154,8 @@ func TestAuditGivesWayWithinItsInterval(t *testing.T) {
 			r.network(101)
 			r.applied("the network")
 			wake := make(chan struct{}, 1)
-			_, ended := auditUntilDialed(t.Context(), t, r, wake, interval)
+			a := r.term.newAuditor(r.term.newDriftRepair())
+			_, ended := auditUntilDialed(t.Context(), t, r, a, wake, interval)
 			r.port("p1", 0x0002c90300000101)
 			wake <- struct{}{}
 			<-ended
@@ -176,14 +185,12 @@ func TestAuditNamesAnEditedFileAsDrift(t *testing.T) {
 	r.term.Cfg.Audit = AuditConfig{Interval: time.Hour, Reader: &pkeyread.Reader{Dialer: f}}
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
-	r.term.runAudit(ctx, make(chan struct{}))
+	next := auditTurn(ctx, r, r.term.newAuditor(r.term.newDriftRepair()), make(chan struct{}))
 	if r.term.applied != -1 || !strings.Contains(logged.String(), "partitions file drifted") {
 		t.Fatalf("after the audit met an edited file: applied %d, log %s; want the drift named and repaired (applied -1)",
 			r.term.applied, logged.String())
 	}
-	select {
-	case <-r.term.audit.due:
-	case <-time.After(time.Minute):
-		t.Fatal("the audit is not due again within a minute of the drift's repair (interval 1h)")
+	if next > time.Minute {
+		t.Fatalf("the audit is due again %s after the drift's repair, not within a minute (interval 1h)", next)
 	}
 }

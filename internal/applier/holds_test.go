@@ -1,6 +1,7 @@
 package applier
 
 import (
+	"context"
 	"log/slog"
 	"slices"
 	"strings"
@@ -39,7 +40,7 @@ func testHeldPortsRestored(t *testing.T, engine string) {
 			Audit: AuditConfig{Interval: time.Hour, Reader: &pkeyread.Reader{}, Recorder: st}}}}
 	}
 	first := newTerm()
-	first.actOnAudit(t.Context(), s)
+	auditActs(t.Context(), first, s)
 	if breaches := append(first.audit.judged.Of(GateIsolationBreach), first.audit.judged.Of(GateSwitchNotEnforcing)...); len(breaches) != 0 {
 		t.Errorf("a host-only finding closed a gate: %+v", breaches)
 	}
@@ -54,8 +55,16 @@ func testHeldPortsRestored(t *testing.T, engine string) {
 	if ports := second.heldPorts(); len(ports) != 1 || ports[liar] != lie.Text {
 		t.Errorf("a new term's holds: %v; want the liar's", ports)
 	}
-	second.actOnAudit(t.Context(), audit.Summary{Started: time.Now()})
+	auditActs(t.Context(), second, audit.Summary{Started: time.Now()})
 	if ports := second.heldPorts(); len(ports) != 0 || !slices.Equal(second.heldReasons(wants), nil) {
 		t.Errorf("holds after a clean audit: %v", ports)
 	}
+}
+
+// auditActs acts on s as the term's audit service does, in the term's idle
+// turn, and gives the term what it asked.
+func auditActs(ctx context.Context, t *term, s audit.Summary) {
+	tv := t.turnView(nil)
+	t.newAuditor(nil).actOnAudit(ctx, tv, s)
+	t.takeTurn(tv)
 }

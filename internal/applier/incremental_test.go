@@ -81,7 +81,7 @@ func TestIncrementalApplyIsTheFullRender(t *testing.T) {
 					t.Fatalf("step %d (seed %d): the file written\n%s\nis not the full render\n%s", step, seed, got, want)
 				}
 				if step%10 == 9 {
-					if reason := r.term.fileDrift(ctx); reason != "" {
+					if reason := r.term.newDriftRepair().fileDrift(ctx, r.term.written); reason != "" {
 						t.Fatalf("step %d: the drift check finds %q", step, reason)
 					}
 				}

@@ -578,3 +578,26 @@ func (t *term) pollProof(ctx context.Context) {
 		t.forget("the jobs whose ports showed their change could not be completed")
 	}
 }
+
+// closeConns closes the SMP connections the term's reads kept open between
+// them (pkeyread.Pool: the read-back's, the audit's, the second-SM look's):
+// a term holds them, the next opens its own.
+func (t *term) closeConns() {
+	var dialers []pkeyread.Dialer
+	if t.Cfg.Readback != nil {
+		dialers = append(dialers, t.Cfg.Readback.Dialer)
+	}
+	if t.Cfg.Audit.Reader != nil {
+		dialers = append(dialers, t.Cfg.Audit.Reader.Dialer)
+	}
+	if t.SecondSM != nil {
+		dialers = append(dialers, t.SecondSM.Dialer)
+	}
+	for _, d := range dialers {
+		if p, ok := d.(interface{ CloseIdle() error }); ok {
+			if err := p.CloseIdle(); err != nil {
+				t.Log.Debug("close the term's SMP connections", "error", err)
+			}
+		}
+	}
+}

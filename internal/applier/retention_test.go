@@ -22,7 +22,7 @@ func TestPruneDeletesExpiredApplies(t *testing.T) {
 			t.Fatalf("RecordApply: %t, %v", ok, err)
 		}
 	}
-	r.term.pruneJobs(ctx)
+	r.term.retention().prune(ctx)
 	if a, err := r.st.LastApply(ctx); err != nil || a.FinishedAt.Sub(now.Add(-10*24*time.Hour)).Abs() > time.Millisecond {
 		t.Fatalf("LastApply after the pruning = %+v, %v; want the newest row, of 10 days", a, err)
 	}

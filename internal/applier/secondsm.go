@@ -56,7 +56,8 @@ import (
 
 // SecondSMCheck is how the leader reads which SM is master.
 type SecondSMCheck struct {
-	// Dialer opens the SMP connection of each check (one, closed after).
+	// Dialer opens the SMP connection of each check (one, closed after;
+	// a pkeyread.Pool keeps it for the next, until the term's end).
 	Dialer pkeyread.Dialer
 	MKey   uint64 // sent in every SMP; 0 where none is set
 	// MKeys, when set, gives the M_Keys to try in place of MKey, the
@@ -144,8 +145,9 @@ type smLook struct {
 	unprotected int
 }
 
-// look reads the subnet managers once, on a connection of its own: the
-// simulator serves ten clients, so none is kept between checks. A look cut
+// look reads the subnet managers once, on a connection of its own (which a
+// pkeyread.Pool may keep for the next look, closing it at the term's end:
+// the simulator serves ten clients). A look cut
 // short (the term's end, or past its bound) is an error: the ports it did
 // not read may be the ones a master programs.
 func (w *secondSMWatch) look(ctx context.Context, t *watchEnv) (smLook, error) {

@@ -136,7 +136,7 @@ func TestBackgroundCheckDescribesTheWholeVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.term.Cfg.PollInterval = 10 * time.Millisecond
-	stop := r.term.startServices(ctx)
+	stop := r.term.startServices(ctx, r.term.newDriftRepair())
 	defer stop()
 	standby, err := os.ReadFile(filepath.Join("..", "opensm", "testdata", "standby.log"))
 	if err != nil {
@@ -184,5 +184,53 @@ func TestSecondSMLookDescribesTheWholeVerdict(t *testing.T) {
 		if !strings.Contains(said, want) {
 			t.Errorf("the job held by the second SM and the audit's breach says\n%q\nwant %q in it", said, want)
 		}
+	}
+}
+
+// The audit is a service of the term: an audit reading the fabric when the
+// term ends (its lease lost, its context cancelled) has ended when Lead
+// returns, and its service says it stopped, so that no audit of the old term
+// records a verdict or restarts OpenSM beside the next term. The audit used
+// to run in the loop; as a service it must be waited for like the others.
+func TestAuditServiceStopsWithTheTerm(t *testing.T) {
+	r := newLeadRig(t)
+	dialer := &hangingDialer{entered: make(chan struct{})}
+	dialer.hang.Store(true) // every read of the audit's hangs until its context ends
+	r.app.Cfg.Audit = AuditConfig{Interval: time.Hour, Reader: &pkeyread.Reader{Dialer: dialer}}
+	_, end := r.lead()
+	select {
+	case <-dialer.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no audit read the fabric within 10 s of the term's start\nlog:\n%s", r.logs)
+	}
+	if err := end(); err != nil {
+		t.Fatal(err)
+	}
+	if !dialer.returned.Load() {
+		t.Errorf("Lead returned while its audit was still reading the fabric")
+	}
+	if !strings.Contains(r.logs.String(), `"msg":"service stopped","service":"audit"`) {
+		t.Errorf("the audit service did not say it stopped\nlog:\n%s", r.logs)
+	}
+}
+
+// A service whose first run is at its Start (the retention) is stopped like
+// any other: Stop returns once its goroutine ended, even while that first
+// run is under way.
+func TestServiceStopWaitsForItsFirstRun(t *testing.T) {
+	var ended atomic.Bool
+	started := make(chan struct{})
+	s := every("test", slog.New(slog.DiscardHandler), time.Hour, func(ctx context.Context) {
+		close(started)
+		<-ctx.Done()
+		time.Sleep(50 * time.Millisecond)
+		ended.Store(true)
+	})
+	s.first = true
+	s.Start(t.Context())
+	<-started // runs at Start, not an hour later
+	s.Stop()
+	if !ended.Load() {
+		t.Errorf("Stop returned before the service's first run ended")
 	}
 }

@@ -32,18 +32,16 @@ type Config struct {
 	Log      Log
 	Database Database
 	HA       HA
-	OpenSM   OpenSM
-	// UFMPKeys is [ufm_pkeys]: UFM's pkeys API, for ib-kubernetes.
-	UFMPKeys UFMPKeys
 	// Neutron is [neutron]: where --import-neutron reads Neutron's API.
 	Neutron Neutron
-	// OpenSMConf is [opensm_conf] in file order: options passed through to
-	// opensm.conf as they are written.
-	OpenSMConf []KeyValue
-	// Fabrics are the further fabrics, the [fabric:NAME] sections, in file
-	// order; nil for a file of the default fabric alone. AllFabrics adds the
-	// default one.
+	// Fabrics are every fabric, each with all of its settings: the default
+	// fabric first (named DefaultFabric; the file's [opensm], [opensm_conf],
+	// [ufm_pkeys] and [api] physical_networks), then the [fabric:NAME]
+	// sections in file order. Parse and Default always give the default one.
 	Fabrics []Fabric
+	// PKeysClients are the [ufm_pkeys:NAME] sections, in file order: pkeys
+	// clients beside ib-kubernetes, each its own principal (pkeysclients.go).
+	PKeysClients []PKeysClient
 }
 
 // Neutron is [neutron]: the cloud of a clouds.yaml whose Neutron
@@ -77,10 +75,6 @@ type API struct {
 	// PreviousTokens are accepted beside Token while a new token reaches
 	// every neutron-server: a rotation without a refused request.
 	PreviousTokens []string
-	// PhysicalNetworks are the physnets whose networks have partitions; the
-	// single entry "*" means every physnet. Networks elsewhere are accepted and
-	// left alone.
-	PhysicalNetworks []string
 	// TLSCertFile and TLSKeyFile, both or neither: the API is served over
 	// HTTPS (TLS 1.2 or newer), the files read again when they change.
 	TLSCertFile, TLSKeyFile string
@@ -263,19 +257,23 @@ func Parse(r io.Reader, name string) (*Config, error) {
 	file, errs := parseINI(string(text))
 
 	c := Default()
-	c.OpenSM.LogFile = "" // derived from config_dir below, unless the file sets it
+	def := &c.Fabrics[0]
+	def.OpenSM.LogFile = "" // derived from config_dir below, unless the file sets it
 	for _, section := range file.sections {
-		if _, _, ok := fabricSectionName(section.name); !ok {
+		if _, _, ok := fabricSectionName(section.name); !ok && !isPKeysClientSection(section.name) {
 			errs = append(errs, c.apply(section)...)
 		}
 	}
-	if c.OpenSM.LogFile == "" {
-		c.OpenSM.LogFile = defaultLogFile(c.OpenSM.ConfigDir)
+	if def.OpenSM.LogFile == "" {
+		def.OpenSM.LogFile = defaultLogFile(def.OpenSM.ConfigDir)
 	}
 	fabrics, fabricErrs := parseFabrics(file)
-	c.Fabrics = fabrics
+	c.Fabrics = append(c.Fabrics, fabrics...)
 	errs = append(errs, fabricErrs...)
-	for _, f := range c.AllFabrics() {
+	clients, clientErrs := parsePKeysClients(file)
+	c.PKeysClients = clients
+	errs = append(errs, clientErrs...)
+	for _, f := range c.Fabrics {
 		errs = append(errs, checkHardening(f, file)...)
 	}
 	if len(fabricErrs) == 0 {
@@ -288,7 +286,7 @@ func Parse(r io.Reader, name string) (*Config, error) {
 			errs = append(errs, errors.New("[ha] ha = true needs a PostgreSQL or MariaDB [database] connection: "+
 				"SQLite is one manager's file"))
 		}
-		for _, f := range c.AllFabrics() {
+		for _, f := range c.Fabrics {
 			if f.OpenSM.Driver != DriverDocker {
 				continue
 			}
@@ -303,8 +301,11 @@ func Parse(r io.Reader, name string) (*Config, error) {
 		errs = append(errs, errors.New("[api] token is required: the manager refuses to start without one"))
 	}
 	errs = append(errs, c.checkAPI()...)
-	for _, f := range c.AllFabrics() {
+	for _, f := range c.Fabrics {
 		errs = append(errs, c.checkUFMPKeys(f)...)
+	}
+	if len(fabricErrs) == 0 && len(clientErrs) == 0 {
+		errs = append(errs, c.checkPKeysClients()...)
 	}
 
 	if len(errs) > 0 {
@@ -329,19 +330,15 @@ func (c *Config) CheckToken() error {
 			"\"openssl rand -hex 32\" (or \"head -c 32 /dev/urandom | base64\"), set it as [api] token here and "+
 			"as [sdn] token in networking-mlnx's ml2_conf.ini", n, MinTokenLength)
 	}
-	if n := len(c.UFMPKeys.Password); c.UFMPKeys.Enabled() && n < MinPasswordLength {
-		return fmt.Errorf("[ufm_pkeys] password is %d characters long; it must have at least %d. Make one with "+
-			"\"openssl rand -hex 32\", set it here and as UFM_PASSWORD in ib-kubernetes' secret", n, MinPasswordLength)
-	}
 	lists := []struct {
 		key    string
 		values []string
-	}{{"[api] previous_tokens", c.API.PreviousTokens}, {"[ufm_pkeys] previous_passwords", c.UFMPKeys.PreviousPasswords}}
+	}{{"[api] previous_tokens", c.API.PreviousTokens}}
 	for _, f := range c.Fabrics {
 		if n := len(f.UFMPKeys.Password); f.UFMPKeys.Enabled() && n < MinPasswordLength {
 			return fmt.Errorf("%s password is %d characters long; it must have at least %d. Make one with "+
-				"\"openssl rand -hex 32\", set it here and as UFM_PASSWORD in that fabric's ib-kubernetes' secret",
-				f.UFMPKeysSection(), n, MinPasswordLength)
+				"\"openssl rand -hex 32\", set it here and as UFM_PASSWORD in %s",
+				f.UFMPKeysSection(), n, MinPasswordLength, f.kubernetesSecret())
 		}
 		lists = append(lists, struct {
 			key    string
@@ -355,7 +352,7 @@ func (c *Config) CheckToken() error {
 			}
 		}
 	}
-	return nil
+	return c.checkPKeysClientSecrets()
 }
 
 // checkUFMPKeys checks the [ufm_pkeys] keys that go together, and the range
@@ -454,7 +451,7 @@ func (a API) MetricsOpen() bool {
 // Default returns the configuration a file that sets nothing would give. It has no
 // token, which has no default, so Parse would refuse it.
 func Default() Config {
-	var c Config
+	c := Config{Fabrics: []Fabric{{Name: DefaultFabric}}}
 	for _, s := range sections {
 		for _, f := range s.fields {
 			if f.def == "" {
@@ -465,7 +462,7 @@ func Default() Config {
 			}
 		}
 	}
-	c.OpenSM.LogFile = defaultLogFile(c.OpenSM.ConfigDir)
+	c.Fabrics[0].OpenSM.LogFile = defaultLogFile(c.Fabrics[0].OpenSM.ConfigDir)
 	return c
 }
 

@@ -37,10 +37,9 @@ func TestParseValidFiles(t *testing.T) {
 		{"comments.conf", defaultsWith(func(c *Config) { c.API.Token = "s3cret-token # not a comment: part of the token" })},
 		{"every-key.conf", &Config{
 			API: API{Listen: "0.0.0.0:9090", Prefix: "/api/ufmRestV3", Domain: "fabric-1", Token: "s3cret-token",
-				PhysicalNetworks: []string{"ibnet", "ibnet-2"},
-				TLSCertFile:      "/etc/alternative-fabric-manager/tls/cert.pem",
-				TLSKeyFile:       "/etc/alternative-fabric-manager/tls/key.pem",
-				AccessLog:        true, MetricsListen: "127.0.0.1:9464", MetricsToken: "s3cret-metrics-token",
+				TLSCertFile: "/etc/alternative-fabric-manager/tls/cert.pem",
+				TLSKeyFile:  "/etc/alternative-fabric-manager/tls/key.pem",
+				AccessLog:   true, MetricsListen: "127.0.0.1:9464", MetricsToken: "s3cret-metrics-token",
 				DebugListen: "127.0.0.1:6060"},
 			Log: Log{Format: "text"},
 			Database: Database{
@@ -49,7 +48,8 @@ func TestParseValidFiles(t *testing.T) {
 				PollInterval: 250 * time.Millisecond,
 				JobRetention: 36 * time.Hour,
 			},
-			OpenSM: OpenSM{
+			HA: HA{HA: true, LeaseTimeout: 12500 * time.Millisecond},
+			Fabrics: []Fabric{{Name: DefaultFabric, PhysicalNetworks: []string{"ibnet", "ibnet-2"}, OpenSM: OpenSM{
 				Driver:           "managed",
 				Container:        "fabric-opensm",
 				ManagerContainer: "afm-controller1",
@@ -77,11 +77,11 @@ func TestParseValidFiles(t *testing.T) {
 
 				AuditInterval: 90 * time.Second,
 			},
-			HA: HA{HA: true, LeaseTimeout: 12500 * time.Millisecond},
-			UFMPKeys: UFMPKeys{Username: "ib-kubernetes", Password: "s3cret-ufm-password", Prefix: "/api/ufmRest",
-				PKeyRange: fabric.PKeyRange{First: 0x1000, Last: 0x1fff}, ApplyTimeout: 12500 * time.Millisecond,
-				MaxGUIDsPerRequest: 2000, MaxMembersPerPKey: 20000, MaxMembers: 40000, MaxConcurrentRequests: 2},
-			OpenSMConf: []KeyValue{{"sm_priority", "15"}, {"sweep_interval", "10"}, {"sm_key", "0x0123456789abcdef"}},
+				UFMPKeys: UFMPKeys{Username: "ib-kubernetes", Password: "s3cret-ufm-password", Prefix: "/api/ufmRest",
+					PKeyRange: fabric.PKeyRange{First: 0x1000, Last: 0x1fff}, ApplyTimeout: 12500 * time.Millisecond,
+					MaxGUIDsPerRequest: 2000, MaxMembersPerPKey: 20000, MaxMembers: 40000, MaxConcurrentRequests: 2},
+				OpenSMConf: []KeyValue{{"sm_priority", "15"}, {"sweep_interval", "10"}, {"sm_key", "0x0123456789abcdef"}},
+			}},
 		}},
 	}
 	for _, tt := range tests {
@@ -104,8 +104,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &Config{
-		API: API{Listen: "127.0.0.1:8090", Prefix: "/ufmRestV3", Domain: "cloudx", Token: "t",
-			PhysicalNetworks: []string{"*"}},
+		API: API{Listen: "127.0.0.1:8090", Prefix: "/ufmRestV3", Domain: "cloudx", Token: "t"},
 		Log: Log{Format: "json"},
 		Database: Database{
 			Connection:   "sqlite:////var/lib/alternative-fabric-manager/afm.db",
@@ -113,7 +112,8 @@ func TestDefaults(t *testing.T) {
 			PollInterval: time.Second,
 			JobRetention: 7 * 24 * time.Hour,
 		},
-		OpenSM: OpenSM{
+		HA: HA{LeaseTimeout: 30 * time.Second},
+		Fabrics: []Fabric{{Name: DefaultFabric, PhysicalNetworks: []string{"*"}, OpenSM: OpenSM{
 			Driver:           "process",
 			Container:        "opensm",
 			ManagerContainer: "alternative-fabric-manager",
@@ -135,9 +135,9 @@ func TestDefaults(t *testing.T) {
 
 			AuditInterval: 300 * time.Second,
 		},
-		HA: HA{LeaseTimeout: 30 * time.Second},
-		UFMPKeys: UFMPKeys{Prefix: "/ufmRest", ApplyTimeout: 30 * time.Second, MaxGUIDsPerRequest: 10000,
-			MaxMembersPerPKey: 50000, MaxMembers: 100000, MaxConcurrentRequests: 4},
+			UFMPKeys: UFMPKeys{Prefix: "/ufmRest", ApplyTimeout: 30 * time.Second, MaxGUIDsPerRequest: 10000,
+				MaxMembersPerPKey: 50000, MaxMembers: 100000, MaxConcurrentRequests: 4},
+		}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %#v\nwant %#v", *got, *want)
@@ -149,8 +149,8 @@ func TestLogFileFollowsConfigDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.OpenSM.LogFile != "/srv/opensm/opensm.log" {
-		t.Errorf("LogFile = %q, want /srv/opensm/opensm.log", got.OpenSM.LogFile)
+	if got.Fabrics[0].OpenSM.LogFile != "/srv/opensm/opensm.log" {
+		t.Errorf("LogFile = %q, want /srv/opensm/opensm.log", got.Fabrics[0].OpenSM.LogFile)
 	}
 }
 
@@ -159,8 +159,8 @@ func TestWindowsLineEndings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.API.Token != "t" || !reflect.DeepEqual(got.OpenSMConf, []KeyValue{{"sm_priority", "15"}}) {
-		t.Errorf("token %q, opensm_conf %v: carriage returns or the byte order mark were kept", got.API.Token, got.OpenSMConf)
+	if got.API.Token != "t" || !reflect.DeepEqual(got.Fabrics[0].OpenSMConf, []KeyValue{{"sm_priority", "15"}}) {
+		t.Errorf("token %q, opensm_conf %v: carriage returns or the byte order mark were kept", got.API.Token, got.Fabrics[0].OpenSMConf)
 	}
 }
 
@@ -344,35 +344,35 @@ func TestGoodValues(t *testing.T) {
 		{"database", "connection", "postgresql://afm@db/afm", func(c *Config) bool {
 			return c.Database.Connection == "postgresql://afm@db/afm"
 		}},
-		{"api", "physical_networks", " * ", func(c *Config) bool { return reflect.DeepEqual(c.API.PhysicalNetworks, []string{"*"}) }},
-		{"api", "physical_networks", "ibnet", func(c *Config) bool { return reflect.DeepEqual(c.API.PhysicalNetworks, []string{"ibnet"}) }},
-		{"opensm", "flat_pkey", "0x1", func(c *Config) bool { return c.OpenSM.FlatPKey == 1 }},
-		{"opensm", "flat_pkey", "0x7FFE", func(c *Config) bool { return c.OpenSM.FlatPKey == 0x7ffe }},
-		{"opensm", "switch_pkey_capacity", "2", func(c *Config) bool { return c.OpenSM.SwitchPKeyCapacity == 2 }},
-		{"opensm", "switch_pkey_capacity", "65535", func(c *Config) bool { return c.OpenSM.SwitchPKeyCapacity == 65535 }},
-		{"opensm", "shared_default_partition", "true", func(c *Config) bool { return c.OpenSM.SharedDefaultPartition }},
-		{"opensm", "partitions_template", "/etc/afm//p.j2", func(c *Config) bool { return c.OpenSM.PartitionsTemplate == "/etc/afm/p.j2" }},
-		{"opensm", "check_interval", "0.001", func(c *Config) bool { return c.OpenSM.CheckInterval == time.Millisecond }},
-		{"opensm", "verify", "log", func(c *Config) bool { return c.OpenSM.Verify == VerifyLog }},
-		{"opensm", "verify_timeout", "2.5", func(c *Config) bool { return c.OpenSM.VerifyTimeout == 2500*time.Millisecond }},
-		{"opensm", "smp_port", "mlx5_0:1", func(c *Config) bool { return c.OpenSM.SMPPort == "mlx5_0:1" }},
-		{"opensm", "sweep_timeout", "86400", func(c *Config) bool { return c.OpenSM.SweepTimeout == 24*time.Hour }},
-		{"opensm", "audit_interval", "0", func(c *Config) bool { return c.OpenSM.AuditInterval == 0 }},
-		{"opensm", "audit_interval", "0.5", func(c *Config) bool { return c.OpenSM.AuditInterval == 500*time.Millisecond }},
+		{"api", "physical_networks", " * ", func(c *Config) bool { return reflect.DeepEqual(c.Fabrics[0].PhysicalNetworks, []string{"*"}) }},
+		{"api", "physical_networks", "ibnet", func(c *Config) bool { return reflect.DeepEqual(c.Fabrics[0].PhysicalNetworks, []string{"ibnet"}) }},
+		{"opensm", "flat_pkey", "0x1", func(c *Config) bool { return c.Fabrics[0].OpenSM.FlatPKey == 1 }},
+		{"opensm", "flat_pkey", "0x7FFE", func(c *Config) bool { return c.Fabrics[0].OpenSM.FlatPKey == 0x7ffe }},
+		{"opensm", "switch_pkey_capacity", "2", func(c *Config) bool { return c.Fabrics[0].OpenSM.SwitchPKeyCapacity == 2 }},
+		{"opensm", "switch_pkey_capacity", "65535", func(c *Config) bool { return c.Fabrics[0].OpenSM.SwitchPKeyCapacity == 65535 }},
+		{"opensm", "shared_default_partition", "true", func(c *Config) bool { return c.Fabrics[0].OpenSM.SharedDefaultPartition }},
+		{"opensm", "partitions_template", "/etc/afm//p.j2", func(c *Config) bool { return c.Fabrics[0].OpenSM.PartitionsTemplate == "/etc/afm/p.j2" }},
+		{"opensm", "check_interval", "0.001", func(c *Config) bool { return c.Fabrics[0].OpenSM.CheckInterval == time.Millisecond }},
+		{"opensm", "verify", "log", func(c *Config) bool { return c.Fabrics[0].OpenSM.Verify == VerifyLog }},
+		{"opensm", "verify_timeout", "2.5", func(c *Config) bool { return c.Fabrics[0].OpenSM.VerifyTimeout == 2500*time.Millisecond }},
+		{"opensm", "smp_port", "mlx5_0:1", func(c *Config) bool { return c.Fabrics[0].OpenSM.SMPPort == "mlx5_0:1" }},
+		{"opensm", "sweep_timeout", "86400", func(c *Config) bool { return c.Fabrics[0].OpenSM.SweepTimeout == 24*time.Hour }},
+		{"opensm", "audit_interval", "0", func(c *Config) bool { return c.Fabrics[0].OpenSM.AuditInterval == 0 }},
+		{"opensm", "audit_interval", "0.5", func(c *Config) bool { return c.Fabrics[0].OpenSM.AuditInterval == 500*time.Millisecond }},
 		{"opensm", "hardening", "none", func(c *Config) bool {
-			return c.OpenSM.Hardening.Groups != nil && len(c.OpenSM.Hardening.Groups) == 0
+			return c.Fabrics[0].OpenSM.Hardening.Groups != nil && len(c.Fabrics[0].OpenSM.Hardening.Groups) == 0
 		}},
 		{"opensm", "hardening", "all", func(c *Config) bool {
-			return reflect.DeepEqual(c.OpenSM.Hardening.Groups, opensm.AllGroups)
+			return reflect.DeepEqual(c.Fabrics[0].OpenSM.Hardening.Groups, opensm.AllGroups)
 		}},
 		// Spaces and any order; groups come back in their documented order.
 		{"opensm", "hardening", " enforcement ,m_key ", func(c *Config) bool {
-			return reflect.DeepEqual(c.OpenSM.Hardening.Groups, []opensm.Group{opensm.GroupMKey, opensm.GroupEnforcement})
+			return reflect.DeepEqual(c.Fabrics[0].OpenSM.Hardening.Groups, []opensm.Group{opensm.GroupMKey, opensm.GroupEnforcement})
 		}},
-		{"opensm", "m_key_lease_period", "0", func(c *Config) bool { return c.OpenSM.Hardening.MKeyLeasePeriod == 0 }},
-		{"opensm", "m_key_protection_level", "1", func(c *Config) bool { return c.OpenSM.Hardening.MKeyProtectionLevel == 1 }},
+		{"opensm", "m_key_lease_period", "0", func(c *Config) bool { return c.Fabrics[0].OpenSM.Hardening.MKeyLeasePeriod == 0 }},
+		{"opensm", "m_key_protection_level", "1", func(c *Config) bool { return c.Fabrics[0].OpenSM.Hardening.MKeyProtectionLevel == 1 }},
 		{"opensm", "command", `opensm -d0 ""`, func(c *Config) bool {
-			return reflect.DeepEqual(c.OpenSM.Command, []string{"opensm", "-d0", ""})
+			return reflect.DeepEqual(c.Fabrics[0].OpenSM.Command, []string{"opensm", "-d0", ""})
 		}},
 	}
 	for _, tt := range tests {
@@ -449,8 +449,8 @@ func TestHardeningOwnsItsOptions(t *testing.T) {
 			t.Errorf("%s with %s off: %v", key, group, err)
 			continue
 		}
-		if !reflect.DeepEqual(c.OpenSMConf, []KeyValue{{key, "0x7"}}) {
-			t.Errorf("%s with %s off: [opensm_conf] = %v", key, group, c.OpenSMConf)
+		if !reflect.DeepEqual(c.Fabrics[0].OpenSMConf, []KeyValue{{key, "0x7"}}) {
+			t.Errorf("%s with %s off: [opensm_conf] = %v", key, group, c.Fabrics[0].OpenSMConf)
 		}
 	}
 }
@@ -524,7 +524,7 @@ func TestCheckUFMPassword(t *testing.T) {
 	} {
 		c := defaultsWith(func(c *Config) {
 			c.API.Token = "s3cret-token-long-enough"
-			c.UFMPKeys = UFMPKeys{Username: "ib-kubernetes", Password: tt.password, Prefix: "/ufmRest"}
+			c.Fabrics[0].UFMPKeys = UFMPKeys{Username: "ib-kubernetes", Password: tt.password, Prefix: "/ufmRest"}
 		})
 		err := c.CheckToken()
 		if (err == nil) != tt.ok {
@@ -651,7 +651,7 @@ func TestPreviousSecrets(t *testing.T) {
 	if want := []string{"s3cret-old-token-1", "s3cret-old-token-2"}; !slices.Equal(c.API.PreviousTokens, want) {
 		t.Errorf("previous_tokens read as %q, want %q", c.API.PreviousTokens, want)
 	}
-	if want := []string{"s3cret-old-pkeys-pw"}; !slices.Equal(c.UFMPKeys.PreviousPasswords, want) {
-		t.Errorf("previous_passwords read as %q, want %q", c.UFMPKeys.PreviousPasswords, want)
+	if want := []string{"s3cret-old-pkeys-pw"}; !slices.Equal(c.Fabrics[0].UFMPKeys.PreviousPasswords, want) {
+		t.Errorf("previous_passwords read as %q, want %q", c.Fabrics[0].UFMPKeys.PreviousPasswords, want)
 	}
 }

@@ -16,8 +16,10 @@ func Diff(a, b *Config) []string {
 			out = append(out, k.name())
 		}
 	}
-	out = append(out, diffOpenSMConf("["+opensmConfSection+"]", a.OpenSMConf, b.OpenSMConf)...)
-	return append(out, diffFabrics(a.Fabrics, b.Fabrics)...)
+	// The getters read the default fabric's keys, the file's top-level ones.
+	out = append(out, diffOpenSMConf("["+opensmConfSection+"]", a.Fabrics[0].OpenSMConf, b.Fabrics[0].OpenSMConf)...)
+	out = append(out, diffFabrics(a.Fabrics[1:], b.Fabrics[1:])...)
+	return append(out, diffPKeysClients(a.PKeysClients, b.PKeysClients)...)
 }
 
 // diffOpenSMConf names the [opensm_conf] options added, removed or changed,
@@ -67,23 +69,23 @@ var keyGetters = []keyGetter{
 	{"api", "domain", func(c *Config) any { return c.API.Domain }},
 	{"api", "token", func(c *Config) any { return c.API.Token }},
 	{"api", "previous_tokens", func(c *Config) any { return c.API.PreviousTokens }},
-	{"api", "physical_networks", func(c *Config) any { return c.API.PhysicalNetworks }},
+	{"api", "physical_networks", func(c *Config) any { return c.Fabrics[0].PhysicalNetworks }},
 	{"api", "tls_cert_file", func(c *Config) any { return c.API.TLSCertFile }},
 	{"api", "tls_key_file", func(c *Config) any { return c.API.TLSKeyFile }},
 	{"api", "access_log", func(c *Config) any { return c.API.AccessLog }},
 	{"api", "metrics_listen", func(c *Config) any { return c.API.MetricsListen }},
 	{"api", "metrics_token", func(c *Config) any { return c.API.MetricsToken }},
 	{"api", "debug_listen", func(c *Config) any { return c.API.DebugListen }},
-	{"ufm_pkeys", "username", func(c *Config) any { return c.UFMPKeys.Username }},
-	{"ufm_pkeys", "password", func(c *Config) any { return c.UFMPKeys.Password }},
-	{"ufm_pkeys", "previous_passwords", func(c *Config) any { return c.UFMPKeys.PreviousPasswords }},
-	{"ufm_pkeys", "prefix", func(c *Config) any { return c.UFMPKeys.Prefix }},
-	{"ufm_pkeys", "pkey_range", func(c *Config) any { return c.UFMPKeys.PKeyRange }},
-	{"ufm_pkeys", "apply_timeout", func(c *Config) any { return c.UFMPKeys.ApplyTimeout }},
-	{"ufm_pkeys", "max_guids_per_request", func(c *Config) any { return c.UFMPKeys.MaxGUIDsPerRequest }},
-	{"ufm_pkeys", "max_members_per_pkey", func(c *Config) any { return c.UFMPKeys.MaxMembersPerPKey }},
-	{"ufm_pkeys", "max_members", func(c *Config) any { return c.UFMPKeys.MaxMembers }},
-	{"ufm_pkeys", "max_concurrent_requests", func(c *Config) any { return c.UFMPKeys.MaxConcurrentRequests }},
+	{"ufm_pkeys", "username", func(c *Config) any { return c.Fabrics[0].UFMPKeys.Username }},
+	{"ufm_pkeys", "password", func(c *Config) any { return c.Fabrics[0].UFMPKeys.Password }},
+	{"ufm_pkeys", "previous_passwords", func(c *Config) any { return c.Fabrics[0].UFMPKeys.PreviousPasswords }},
+	{"ufm_pkeys", "prefix", func(c *Config) any { return c.Fabrics[0].UFMPKeys.Prefix }},
+	{"ufm_pkeys", "pkey_range", func(c *Config) any { return c.Fabrics[0].UFMPKeys.PKeyRange }},
+	{"ufm_pkeys", "apply_timeout", func(c *Config) any { return c.Fabrics[0].UFMPKeys.ApplyTimeout }},
+	{"ufm_pkeys", "max_guids_per_request", func(c *Config) any { return c.Fabrics[0].UFMPKeys.MaxGUIDsPerRequest }},
+	{"ufm_pkeys", "max_members_per_pkey", func(c *Config) any { return c.Fabrics[0].UFMPKeys.MaxMembersPerPKey }},
+	{"ufm_pkeys", "max_members", func(c *Config) any { return c.Fabrics[0].UFMPKeys.MaxMembers }},
+	{"ufm_pkeys", "max_concurrent_requests", func(c *Config) any { return c.Fabrics[0].UFMPKeys.MaxConcurrentRequests }},
 	{"neutron", "clouds_file", func(c *Config) any { return c.Neutron.CloudsFile }},
 	{"neutron", "cloud", func(c *Config) any { return c.Neutron.Cloud }},
 	{"log", "format", func(c *Config) any { return c.Log.Format }},
@@ -93,29 +95,29 @@ var keyGetters = []keyGetter{
 	{"database", "job_retention", func(c *Config) any { return c.Database.JobRetention }},
 	{"ha", "ha", func(c *Config) any { return c.HA.HA }},
 	{"ha", "lease_timeout", func(c *Config) any { return c.HA.LeaseTimeout }},
-	{"opensm", "driver", func(c *Config) any { return c.OpenSM.Driver }},
-	{"opensm", "container", func(c *Config) any { return c.OpenSM.Container }},
-	{"opensm", "manager_container", func(c *Config) any { return c.OpenSM.ManagerContainer }},
-	{"opensm", "image", func(c *Config) any { return c.OpenSM.Image }},
-	{"opensm", "command", func(c *Config) any { return c.OpenSM.Command }},
-	{"opensm", "env_file", func(c *Config) any { return c.OpenSM.EnvFile }},
-	{"opensm", "config_dir", func(c *Config) any { return c.OpenSM.ConfigDir }},
-	{"opensm", "log_file", func(c *Config) any { return c.OpenSM.LogFile }},
-	{"opensm", "check_interval", func(c *Config) any { return c.OpenSM.CheckInterval }},
-	{"opensm", "sweep_timeout", func(c *Config) any { return c.OpenSM.SweepTimeout }},
-	{"opensm", "flat_pkey", func(c *Config) any { return c.OpenSM.FlatPKey }},
-	{"opensm", "default_partition", func(c *Config) any { return c.OpenSM.DefaultPartition }},
-	{"opensm", "hardening", func(c *Config) any { return c.OpenSM.Hardening.Groups }},
-	{"opensm", "m_key_protection_level", func(c *Config) any { return c.OpenSM.Hardening.MKeyProtectionLevel }},
-	{"opensm", "m_key_lease_period", func(c *Config) any { return c.OpenSM.Hardening.MKeyLeasePeriod }},
-	{"opensm", "switch_pkey_capacity", func(c *Config) any { return c.OpenSM.SwitchPKeyCapacity }},
-	{"opensm", "shared_default_partition", func(c *Config) any { return c.OpenSM.SharedDefaultPartition }},
-	{"opensm", "partitions_template", func(c *Config) any { return c.OpenSM.PartitionsTemplate }},
+	{"opensm", "driver", func(c *Config) any { return c.Fabrics[0].OpenSM.Driver }},
+	{"opensm", "container", func(c *Config) any { return c.Fabrics[0].OpenSM.Container }},
+	{"opensm", "manager_container", func(c *Config) any { return c.Fabrics[0].OpenSM.ManagerContainer }},
+	{"opensm", "image", func(c *Config) any { return c.Fabrics[0].OpenSM.Image }},
+	{"opensm", "command", func(c *Config) any { return c.Fabrics[0].OpenSM.Command }},
+	{"opensm", "env_file", func(c *Config) any { return c.Fabrics[0].OpenSM.EnvFile }},
+	{"opensm", "config_dir", func(c *Config) any { return c.Fabrics[0].OpenSM.ConfigDir }},
+	{"opensm", "log_file", func(c *Config) any { return c.Fabrics[0].OpenSM.LogFile }},
+	{"opensm", "check_interval", func(c *Config) any { return c.Fabrics[0].OpenSM.CheckInterval }},
+	{"opensm", "sweep_timeout", func(c *Config) any { return c.Fabrics[0].OpenSM.SweepTimeout }},
+	{"opensm", "flat_pkey", func(c *Config) any { return c.Fabrics[0].OpenSM.FlatPKey }},
+	{"opensm", "default_partition", func(c *Config) any { return c.Fabrics[0].OpenSM.DefaultPartition }},
+	{"opensm", "hardening", func(c *Config) any { return c.Fabrics[0].OpenSM.Hardening.Groups }},
+	{"opensm", "m_key_protection_level", func(c *Config) any { return c.Fabrics[0].OpenSM.Hardening.MKeyProtectionLevel }},
+	{"opensm", "m_key_lease_period", func(c *Config) any { return c.Fabrics[0].OpenSM.Hardening.MKeyLeasePeriod }},
+	{"opensm", "switch_pkey_capacity", func(c *Config) any { return c.Fabrics[0].OpenSM.SwitchPKeyCapacity }},
+	{"opensm", "shared_default_partition", func(c *Config) any { return c.Fabrics[0].OpenSM.SharedDefaultPartition }},
+	{"opensm", "partitions_template", func(c *Config) any { return c.Fabrics[0].OpenSM.PartitionsTemplate }},
 
-	{"opensm", "verify", func(c *Config) any { return c.OpenSM.Verify }},
-	{"opensm", "verify_timeout", func(c *Config) any { return c.OpenSM.VerifyTimeout }},
-	{"opensm", "smp_port", func(c *Config) any { return c.OpenSM.SMPPort }},
-	{"opensm", "audit_interval", func(c *Config) any { return c.OpenSM.AuditInterval }},
+	{"opensm", "verify", func(c *Config) any { return c.Fabrics[0].OpenSM.Verify }},
+	{"opensm", "verify_timeout", func(c *Config) any { return c.Fabrics[0].OpenSM.VerifyTimeout }},
+	{"opensm", "smp_port", func(c *Config) any { return c.Fabrics[0].OpenSM.SMPPort }},
+	{"opensm", "audit_interval", func(c *Config) any { return c.Fabrics[0].OpenSM.AuditInterval }},
 }
 
 // diffFabrics names, for the further fabrics, a fabric added or removed by
@@ -150,10 +152,10 @@ func diffFabrics(a, b []Fabric) []string {
 
 // diffFabric names the keys of one fabric that differ between a and b, with
 // the getters of [opensm] and [ufm_pkeys] applied to a scratch Config holding
-// the fabric's settings, as the fabric's fields were read.
+// the fabric alone, as the fabric's fields were read.
 func diffFabric(a, b Fabric) []string {
 	var out []string
-	ca, cb := Config{OpenSM: a.OpenSM, UFMPKeys: a.UFMPKeys}, Config{OpenSM: b.OpenSM, UFMPKeys: b.UFMPKeys}
+	ca, cb := Config{Fabrics: []Fabric{a}}, Config{Fabrics: []Fabric{b}}
 	if !slices.Equal(a.PhysicalNetworks, b.PhysicalNetworks) {
 		out = append(out, a.Section()+" physical_networks")
 	}

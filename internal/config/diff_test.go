@@ -140,7 +140,7 @@ func TestDiffOpenSMConf(t *testing.T) {
 		{kv("a", "1", "b", "2"), kv("b", "2", "a", "1"), []string{"[opensm_conf]"}},
 	} {
 		a, b := Default(), Default()
-		a.OpenSMConf, b.OpenSMConf = c.a, c.b
+		a.Fabrics[0].OpenSMConf, b.Fabrics[0].OpenSMConf = c.a, c.b
 		if got := Diff(&a, &b); !slices.Equal(got, c.want) {
 			t.Errorf("%v -> %v: Diff says %v, want %v", c.a, c.b, got, c.want)
 		}

@@ -43,12 +43,17 @@ const fabricNameRule = "letters, digits, '-' and '_', 1 to 32 of them"
 type Fabric struct {
 	Name string
 	// PhysicalNetworks are the physnets whose networks have their partition
-	// on this fabric; ["*"] (the default fabric only) is every physnet.
+	// on this fabric; ["*"] (the default fabric only, [api]
+	// physical_networks) is every physnet. Networks of no fabric's physnets
+	// are accepted and left alone.
 	PhysicalNetworks []string
-	OpenSM           OpenSM
-	// OpenSMConf is its opensm.conf options, in file order.
+	// OpenSM is how its OpenSM runs: [opensm], or [fabric:NAME].
+	OpenSM OpenSM
+	// OpenSMConf is its opensm.conf options, in file order: [opensm_conf],
+	// or [fabric:NAME:opensm_conf].
 	OpenSMConf []KeyValue
-	// UFMPKeys is its own pkeys API for its own ib-kubernetes.
+	// UFMPKeys is its own pkeys API for its own ib-kubernetes: [ufm_pkeys],
+	// or [fabric:NAME:ufm_pkeys].
 	UFMPKeys UFMPKeys
 }
 
@@ -92,43 +97,28 @@ func (f Fabric) physnetsKey() string {
 	return f.Section() + " physical_networks"
 }
 
-// AllFabrics returns every fabric, the default one first (built from the
-// top-level settings, which stay its only copy), then the [fabric:NAME]
-// sections in file order.
-func (c *Config) AllFabrics() []Fabric {
-	def := Fabric{Name: DefaultFabric, PhysicalNetworks: c.API.PhysicalNetworks, OpenSM: c.OpenSM,
-		OpenSMConf: c.OpenSMConf, UFMPKeys: c.UFMPKeys}
-	return append([]Fabric{def}, c.Fabrics...)
+// The default fabric's settings are, in the file, the top-level ones
+// ([opensm], [opensm_conf], [ufm_pkeys], [api] physical_networks); parsed,
+// they are the first entry of Config.Fabrics, as every further fabric's are
+// its entry. This package is the only one that knows: every other takes a
+// fabric of Config.Fabrics and asks the methods below, which answer for
+// every fabric alike.
+
+// FabricConfig is one fabric of a configuration file: the fabric's own
+// settings (Fabric) beside the process-wide ones of its file (Config). The
+// helpers that wire or inspect one OpenSM take it, so that one code path
+// serves every fabric.
+type FabricConfig struct {
+	*Config
+	Fabric
 }
 
-// The default fabric's settings are the top-level ones ([opensm],
-// [opensm_conf], [ufm_pkeys], [api] physical_networks), as the file format
-// has them; a further fabric's are its entry of Fabrics. This package is the
-// only one that knows: every other takes a fabric of AllFabrics and asks the
-// methods below, which answer for every fabric alike.
-
-// FabricConfig is the configuration as a manager of fabric f alone would
-// read it: f's [opensm], [opensm_conf], [ufm_pkeys] and physical networks at
-// the top, no further fabric, the rest shared. The helpers that wire or
-// inspect one OpenSM take it, so that one code path serves every fabric. The
-// default fabric's is c itself: the file as a manager of one fabric always
-// read it.
-func (c *Config) FabricConfig(f Fabric) *Config {
-	if f.topLevel() {
-		return c
-	}
-	v := *c
-	v.OpenSM, v.OpenSMConf, v.UFMPKeys, v.Fabrics = f.OpenSM, f.OpenSMConf, f.UFMPKeys, nil
-	v.API.PhysicalNetworks = f.PhysicalNetworks
-	return &v
-}
+// FabricConfig is fabric f of c.
+func (c *Config) FabricConfig(f Fabric) FabricConfig { return FabricConfig{Config: c, Fabric: f} }
 
 // UFMPKeysOf points at the pkeys API settings of the fabric named name in c,
 // so that a change through it is c's; nil when c has no such fabric.
 func (c *Config) UFMPKeysOf(name string) *UFMPKeys {
-	if (Fabric{Name: name}).topLevel() {
-		return &c.UFMPKeys
-	}
 	for i := range c.Fabrics {
 		if c.Fabrics[i].Name == name {
 			return &c.Fabrics[i].UFMPKeys
@@ -137,8 +127,8 @@ func (c *Config) UFMPKeysOf(name string) *UFMPKeys {
 	return nil
 }
 
-// Wrap names f's section in err, an error of a helper that read
-// FabricConfig(f) and so speaks of [opensm] for what is f's section. The
+// Wrap names f's section in err, an error of a helper that read f's
+// FabricConfig and so speaks of [opensm] for what is f's section. The
 // default fabric's section is [opensm]: its errors are left as they are.
 func (f Fabric) Wrap(err error) error {
 	if err == nil || f.topLevel() {
@@ -157,6 +147,14 @@ func (f Fabric) Label(what string) string {
 	return what + " of fabric " + f.Name
 }
 
+// kubernetesSecret is where f's ib-kubernetes keeps its pkeys API password.
+func (f Fabric) kubernetesSecret() string {
+	if f.topLevel() {
+		return "ib-kubernetes' secret"
+	}
+	return "that fabric's ib-kubernetes' secret"
+}
+
 // CacheDir is the OSM_CACHE_DIR the supervisor gives f's OpenSM; "" leaves
 // OpenSM's own (or its env_file's). The default fabric keeps OpenSM's own:
 // an existing fabric's OpenSM keeps the LIDs (guid2lid) and M_Keys
@@ -172,18 +170,19 @@ func (f Fabric) CacheDir() string {
 
 // fabricKeys are the keys of [fabric:NAME]: the very fields of [opensm], so
 // that a key added there applies to every fabric, and physical_networks. The
-// fields store into a Config; a fabric's are read into a scratch Config whose
-// OpenSM is the fabric's (see applyToFabric), and its physical_networks into
-// that scratch Config's [api] physical_networks.
+// fields store into the first fabric of a Config; a fabric's are read into a
+// scratch Config whose one fabric is it (see applyToFabric), and
+// physical_networks into
+// that fabric's PhysicalNetworks.
 var fabricKeys = section{name: fabricSectionPrefix + "NAME", fields: append(slices.Clone(sectionNamed("opensm").fields),
 	field{key: "physical_networks",
-		set: into(setFabricPhysicalNetworks, func(c *Config) *[]string { return &c.API.PhysicalNetworks })})}
+		set: into(setFabricPhysicalNetworks, func(c *Config) *[]string { return &c.Fabrics[0].PhysicalNetworks })})}
 
 // fabricUFMPKeysKeys are the keys of [fabric:NAME:ufm_pkeys]: those of
 // [ufm_pkeys], and listen (the default fabric's listener is [api] listen).
 var fabricUFMPKeysKeys = section{name: fabricSectionPrefix + "NAME:" + fabricUFMPKeys,
 	fields: append(slices.Clone(sectionNamed("ufm_pkeys").fields),
-		field{key: "listen", set: into(setListen, func(c *Config) *string { return &c.UFMPKeys.Listen })})}
+		field{key: "listen", set: into(setListen, func(c *Config) *string { return &c.Fabrics[0].UFMPKeys.Listen })})}
 
 func sectionNamed(name string) section {
 	i := slices.IndexFunc(sections, func(s section) bool { return s.name == name })
@@ -203,7 +202,7 @@ func setFabricPhysicalNetworks(dst *[]string, v string) error {
 // newFabric is a fabric named name with every key at its default, as a
 // [fabric:NAME] section that sets nothing would give.
 func newFabric(name string) Fabric {
-	var scratch Config
+	scratch := Config{Fabrics: []Fabric{{Name: name}}}
 	for _, s := range []section{fabricKeys, fabricUFMPKeysKeys} {
 		for _, f := range s.fields {
 			if f.def != "" {
@@ -213,15 +212,15 @@ func newFabric(name string) Fabric {
 			}
 		}
 	}
-	return Fabric{Name: name, OpenSM: scratch.OpenSM, UFMPKeys: scratch.UFMPKeys}
+	return scratch.Fabrics[0]
 }
 
 // applyToFabric reads the entries of one of fab's sections with the fields of
 // known into fab.
 func applyToFabric(fab *Fabric, s iniSection, known section) []error {
-	scratch := Config{OpenSM: fab.OpenSM, UFMPKeys: fab.UFMPKeys, API: API{PhysicalNetworks: fab.PhysicalNetworks}}
+	scratch := Config{Fabrics: []Fabric{*fab}}
 	errs := scratch.applyFields(s, known)
-	fab.OpenSM, fab.UFMPKeys, fab.PhysicalNetworks = scratch.OpenSM, scratch.UFMPKeys, scratch.API.PhysicalNetworks
+	*fab = scratch.Fabrics[0]
 	return errs
 }
 

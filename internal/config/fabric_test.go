@@ -59,14 +59,8 @@ func TestParseFabrics(t *testing.T) {
 			ApplyTimeout: 30 * time.Second, MaxGUIDsPerRequest: 10000, MaxMembersPerPKey: 50000,
 			MaxMembers: 100000, MaxConcurrentRequests: 4},
 	}
-	if !reflect.DeepEqual(c.Fabrics, []Fabric{storage}) {
-		t.Errorf("fabrics\n%#v\nwant\n%#v", c.Fabrics, []Fabric{storage})
-	}
-	all := c.AllFabrics()
-	def := Fabric{Name: DefaultFabric, PhysicalNetworks: c.API.PhysicalNetworks, OpenSM: c.OpenSM,
-		OpenSMConf: c.OpenSMConf, UFMPKeys: c.UFMPKeys}
-	if !reflect.DeepEqual(all, []Fabric{def, storage}) {
-		t.Errorf("AllFabrics is %v, want the default fabric then storage", all)
+	if len(c.Fabrics) != 2 || c.Fabrics[0].Name != DefaultFabric || !reflect.DeepEqual(c.Fabrics[1:], []Fabric{storage}) {
+		t.Errorf("fabrics\n%#v\nwant the default fabric then\n%#v", c.Fabrics, []Fabric{storage})
 	}
 	if err := c.CheckToken(); err != nil {
 		t.Errorf("CheckToken: %v", err)
@@ -78,13 +72,13 @@ func TestParseFabrics(t *testing.T) {
 // has too: the two share no listener, so they do not overlap.
 func TestParseFabricPKeysListen(t *testing.T) {
 	c := parseFile(t, filepath.Join("testdata", "fabrics", "valid", "pkeys-listen.conf"))
-	if len(c.Fabrics) != 1 {
-		t.Fatalf("fabrics %v, want storage", c.Fabrics)
+	if len(c.Fabrics) != 2 {
+		t.Fatalf("fabrics %v, want the default fabric and storage", c.Fabrics)
 	}
-	u := c.Fabrics[0].UFMPKeys
-	if u.Listen != "0.0.0.0:8091" || u.Prefix != "/ufmRest" || c.UFMPKeys.Prefix != "/ufmRest" || c.UFMPKeys.Listen != "" {
+	u, def := c.Fabrics[1].UFMPKeys, c.Fabrics[0].UFMPKeys
+	if u.Listen != "0.0.0.0:8091" || u.Prefix != "/ufmRest" || def.Prefix != "/ufmRest" || def.Listen != "" {
 		t.Errorf("storage listen %q prefix %q, default prefix %q listen %q; want 0.0.0.0:8091, /ufmRest, /ufmRest, \"\"",
-			u.Listen, u.Prefix, c.UFMPKeys.Prefix, c.UFMPKeys.Listen)
+			u.Listen, u.Prefix, def.Prefix, def.Listen)
 	}
 	if !strings.Contains(c.String(), `ufm_pkeys_listen="0.0.0.0:8091"`) {
 		t.Errorf("the printed configuration lacks the listener: %s", c)
@@ -120,10 +114,7 @@ func TestSingleFabricFilesHaveOneFabric(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		all := c.AllFabrics()
-		if c.Fabrics != nil || len(all) != 1 || all[0].Name != DefaultFabric ||
-			!reflect.DeepEqual(all[0].OpenSM, c.OpenSM) || !reflect.DeepEqual(all[0].UFMPKeys, c.UFMPKeys) ||
-			!slices.Equal(all[0].OpenSMConf, c.OpenSMConf) || !slices.Equal(all[0].PhysicalNetworks, c.API.PhysicalNetworks) {
+		if all := c.Fabrics; len(all) != 1 || all[0].Name != DefaultFabric {
 			t.Errorf("%s: fabrics %v, want the default one alone", name, all)
 		}
 	}
@@ -176,15 +167,15 @@ func TestFabricKeysAreOpenSMKeys(t *testing.T) {
 			continue
 		}
 		top := withKey(t, g.name(), value)
-		fab := Config{OpenSM: c.Fabrics[0].OpenSM, UFMPKeys: c.Fabrics[0].UFMPKeys}
+		fab := Config{Fabrics: c.Fabrics[1:]}
 		if !reflect.DeepEqual(g.get(&fab), g.get(top)) {
 			t.Errorf("%s = %s: the fabric holds %v, [%s] would hold %v", g.key, value, g.get(&fab), g.section, g.get(top))
 		}
-		if reflect.DeepEqual(g.get(&fab), g.get(&Config{OpenSM: base.Fabrics[0].OpenSM, UFMPKeys: base.Fabrics[0].UFMPKeys})) &&
+		if reflect.DeepEqual(g.get(&fab), g.get(&Config{Fabrics: base.Fabrics[1:]})) &&
 			g.section == "opensm" {
 			t.Errorf("%s = %s did not change the fabric", g.key, value)
 		}
-		if !reflect.DeepEqual(c.OpenSM, base.OpenSM) || !reflect.DeepEqual(c.API, base.API) {
+		if !reflect.DeepEqual(c.Fabrics[0], base.Fabrics[0]) || !reflect.DeepEqual(c.API, base.API) {
 			t.Errorf("%s in [fabric:s] changed the default fabric", g.key)
 		}
 	}
@@ -253,7 +244,7 @@ func setLine(text, key, value string) string {
 // default fabric's are.
 func TestFabricSecretsNeverPrinted(t *testing.T) {
 	c := parseFile(t, filepath.Join("testdata", "fabrics", "valid", "compute-storage.conf"))
-	c.Fabrics[0].UFMPKeys.PreviousPasswords = []string{"s3cret-previous-storage-password"}
+	c.Fabrics[1].UFMPKeys.PreviousPasswords = []string{"s3cret-previous-storage-password"}
 	var logged bytes.Buffer
 	slog.New(slog.NewJSONHandler(&logged, nil)).Info("starting", "config", c)
 	outputs := map[string]string{
@@ -272,7 +263,7 @@ func TestFabricSecretsNeverPrinted(t *testing.T) {
 			t.Errorf("%s lacks the storage fabric's settings: %s", how, out)
 		}
 	}
-	if c.Fabrics[0].UFMPKeys.Password != "s3cret-storage-password" || c.Fabrics[0].OpenSMConf[2].Value != "0x0123456789abcdef" {
+	if c.Fabrics[1].UFMPKeys.Password != "s3cret-storage-password" || c.Fabrics[1].OpenSMConf[2].Value != "0x0123456789abcdef" {
 		t.Error("Redacted changed the configuration it copied")
 	}
 }
@@ -294,7 +285,7 @@ func TestFabricsPhysicalNetworks(t *testing.T) {
 		{one, map[string][]string{DefaultFabric: {"*"}}},
 	} {
 		got := map[string][]string{}
-		for _, f := range tt.c.AllFabrics() {
+		for _, f := range tt.c.Fabrics {
 			got[f.Name] = f.PhysicalNetworks
 		}
 		if !reflect.DeepEqual(got, tt.want) {
@@ -339,8 +330,8 @@ func TestSampleFabricExample(t *testing.T) {
 	if err := c.CheckToken(); err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Fabrics) != 1 || c.Fabrics[0].Name != "storage" || !c.Fabrics[0].UFMPKeys.Enabled() ||
-		len(c.Fabrics[0].OpenSMConf) != 2 || c.Fabrics[0].UFMPKeys.Listen == "" {
+	if len(c.Fabrics) != 2 || c.Fabrics[1].Name != "storage" || !c.Fabrics[1].UFMPKeys.Enabled() ||
+		len(c.Fabrics[1].OpenSMConf) != 2 || c.Fabrics[1].UFMPKeys.Listen == "" {
 		t.Errorf("the example parses to %v, want the storage fabric's pkeys API on its own listener", c.Fabrics)
 	}
 }

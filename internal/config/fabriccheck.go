@@ -15,7 +15,7 @@ import (
 // checkFabrics applies the rules between fabrics, once every section is read.
 // A configuration of the default fabric alone passes them all.
 func (c *Config) checkFabrics(file iniFile) []error {
-	all := c.AllFabrics()
+	all := c.Fabrics
 	if len(all) == 1 {
 		return nil
 	}

@@ -68,7 +68,11 @@ func intWithin(check func(int) error) func(dst *int, v string) error {
 const opensmConfSection = "opensm_conf"
 
 // sections lists every section and key the parser knows, with their defaults. The
-// sample file documents each of them; a test checks that it does.
+// sample file documents each of them; a test checks that it does. The keys of
+// a fabric ([opensm], [ufm_pkeys], [api] physical_networks) store into the
+// first fabric of the Config they are applied to: the default fabric of the
+// file, or the one fabric a further fabric's section is read into
+// (applyToFabric).
 var sections = []section{
 	{name: "api", fields: []field{
 		{key: "listen", def: "127.0.0.1:8090", set: into(setListen, func(c *Config) *string { return &c.API.Listen })},
@@ -78,7 +82,7 @@ var sections = []section{
 		{key: "previous_tokens", secret: true,
 			set: into(setSecretList, func(c *Config) *[]string { return &c.API.PreviousTokens })},
 		{key: "physical_networks", def: "*",
-			set: into(setPhysicalNetworks, func(c *Config) *[]string { return &c.API.PhysicalNetworks })},
+			set: into(setPhysicalNetworks, func(c *Config) *[]string { return &c.Fabrics[0].PhysicalNetworks })},
 		{key: "tls_cert_file", set: into(setAbsPath, func(c *Config) *string { return &c.API.TLSCertFile })},
 		{key: "tls_key_file", set: into(setAbsPath, func(c *Config) *string { return &c.API.TLSKeyFile })},
 		{key: "access_log", def: "false", set: into(setBool, func(c *Config) *bool { return &c.API.AccessLog })},
@@ -91,24 +95,24 @@ var sections = []section{
 			if strings.ContainsAny(v, ":") {
 				return errors.New("a Basic auth user name cannot hold ':'")
 			}
-			c.UFMPKeys.Username = v
+			c.Fabrics[0].UFMPKeys.Username = v
 			return nil
 		}},
-		{key: "password", secret: true, set: into(setString, func(c *Config) *string { return &c.UFMPKeys.Password })},
+		{key: "password", secret: true, set: into(setString, func(c *Config) *string { return &c.Fabrics[0].UFMPKeys.Password })},
 		{key: "previous_passwords", secret: true,
-			set: into(setSecretList, func(c *Config) *[]string { return &c.UFMPKeys.PreviousPasswords })},
-		{key: "prefix", def: "/ufmRest", set: into(setPrefix, func(c *Config) *string { return &c.UFMPKeys.Prefix })},
-		{key: "pkey_range", set: into(setPKeyRange, func(c *Config) *fabric.PKeyRange { return &c.UFMPKeys.PKeyRange })},
+			set: into(setSecretList, func(c *Config) *[]string { return &c.Fabrics[0].UFMPKeys.PreviousPasswords })},
+		{key: "prefix", def: "/ufmRest", set: into(setPrefix, func(c *Config) *string { return &c.Fabrics[0].UFMPKeys.Prefix })},
+		{key: "pkey_range", set: into(setPKeyRange, func(c *Config) *fabric.PKeyRange { return &c.Fabrics[0].UFMPKeys.PKeyRange })},
 		{key: "apply_timeout", def: "30",
-			set: into(setSeconds, func(c *Config) *time.Duration { return &c.UFMPKeys.ApplyTimeout })},
+			set: into(setSeconds, func(c *Config) *time.Duration { return &c.Fabrics[0].UFMPKeys.ApplyTimeout })},
 		{key: "max_guids_per_request", def: strconv.Itoa(DefaultMaxGUIDsPerRequest),
-			set: into(intWithin(kubernetesLimit), func(c *Config) *int { return &c.UFMPKeys.MaxGUIDsPerRequest })},
+			set: into(intWithin(kubernetesLimit), func(c *Config) *int { return &c.Fabrics[0].UFMPKeys.MaxGUIDsPerRequest })},
 		{key: "max_members_per_pkey", def: strconv.Itoa(DefaultMaxMembersPerPKey),
-			set: into(intWithin(kubernetesLimit), func(c *Config) *int { return &c.UFMPKeys.MaxMembersPerPKey })},
+			set: into(intWithin(kubernetesLimit), func(c *Config) *int { return &c.Fabrics[0].UFMPKeys.MaxMembersPerPKey })},
 		{key: "max_members", def: strconv.Itoa(DefaultMaxMembers),
-			set: into(intWithin(kubernetesLimit), func(c *Config) *int { return &c.UFMPKeys.MaxMembers })},
+			set: into(intWithin(kubernetesLimit), func(c *Config) *int { return &c.Fabrics[0].UFMPKeys.MaxMembers })},
 		{key: "max_concurrent_requests", def: strconv.Itoa(DefaultMaxConcurrentRequests),
-			set: into(intWithin(concurrencyLimit), func(c *Config) *int { return &c.UFMPKeys.MaxConcurrentRequests })},
+			set: into(intWithin(concurrencyLimit), func(c *Config) *int { return &c.Fabrics[0].UFMPKeys.MaxConcurrentRequests })},
 	}},
 	{name: "neutron", fields: []field{
 		{key: "clouds_file", set: into(setString, func(c *Config) *string { return &c.Neutron.CloudsFile })},
@@ -155,60 +159,60 @@ var sections = []section{
 			if !slices.Contains(Drivers, v) {
 				return fmt.Errorf("want one of %s", strings.Join(Drivers, ", "))
 			}
-			c.OpenSM.Driver = v
+			c.Fabrics[0].OpenSM.Driver = v
 			return nil
 		}},
 		// The managed and docker drivers' containers; see etc/afm.conf.sample.
 		{key: "container", def: "opensm",
-			set: into(setContainerName, func(c *Config) *string { return &c.OpenSM.Container })},
+			set: into(setContainerName, func(c *Config) *string { return &c.Fabrics[0].OpenSM.Container })},
 		{key: "manager_container", def: "alternative-fabric-manager",
-			set: into(setContainerName, func(c *Config) *string { return &c.OpenSM.ManagerContainer })},
-		{key: "image", set: into(setString, func(c *Config) *string { return &c.OpenSM.Image })},
+			set: into(setContainerName, func(c *Config) *string { return &c.Fabrics[0].OpenSM.ManagerContainer })},
+		{key: "image", set: into(setString, func(c *Config) *string { return &c.Fabrics[0].OpenSM.Image })},
 		{key: "command", def: "opensm", set: func(c *Config, v string) error {
 			words, err := splitCommand(v)
 			if err != nil {
 				return fmt.Errorf("want the executable and its arguments, quoted as in a shell: %w", err)
 			}
-			c.OpenSM.Command = words
+			c.Fabrics[0].OpenSM.Command = words
 			return nil
 		}},
-		{key: "env_file", set: into(setAbsPath, func(c *Config) *string { return &c.OpenSM.EnvFile })},
+		{key: "env_file", set: into(setAbsPath, func(c *Config) *string { return &c.Fabrics[0].OpenSM.EnvFile })},
 		{key: "config_dir", def: "/var/lib/alternative-fabric-manager/opensm",
-			set: into(setAbsPath, func(c *Config) *string { return &c.OpenSM.ConfigDir })},
+			set: into(setAbsPath, func(c *Config) *string { return &c.Fabrics[0].OpenSM.ConfigDir })},
 		// The default, <config_dir>/opensm.log, depends on config_dir: Parse sets it.
-		{key: "log_file", set: into(setAbsPath, func(c *Config) *string { return &c.OpenSM.LogFile })},
+		{key: "log_file", set: into(setAbsPath, func(c *Config) *string { return &c.Fabrics[0].OpenSM.LogFile })},
 		{key: "check_interval", def: "60",
-			set: into(setSeconds, func(c *Config) *time.Duration { return &c.OpenSM.CheckInterval })},
+			set: into(setSeconds, func(c *Config) *time.Duration { return &c.Fabrics[0].OpenSM.CheckInterval })},
 		{key: "sweep_timeout", def: "60",
-			set: into(setSeconds, func(c *Config) *time.Duration { return &c.OpenSM.SweepTimeout })},
+			set: into(setSeconds, func(c *Config) *time.Duration { return &c.Fabrics[0].OpenSM.SweepTimeout })},
 		{key: "flat_pkey", def: "0x7ffe",
-			set: into(setFlatPKey, func(c *Config) *fabric.PKey { return &c.OpenSM.FlatPKey })},
+			set: into(setFlatPKey, func(c *Config) *fabric.PKey { return &c.Fabrics[0].OpenSM.FlatPKey })},
 		// The file format already keeps values to one line.
 		{key: "default_partition", def: "Default=0x7fff, ipoib : ALL=limited, SELF=full ;",
-			set: into(setString, func(c *Config) *string { return &c.OpenSM.DefaultPartition })},
+			set: into(setString, func(c *Config) *string { return &c.Fabrics[0].OpenSM.DefaultPartition })},
 		{key: "hardening", def: opensm.HardeningAll, set: func(c *Config, v string) error {
 			groups, err := opensm.ParseGroups(v)
 			if err != nil {
 				return err
 			}
-			c.OpenSM.Hardening.Groups = groups
+			c.Fabrics[0].OpenSM.Hardening.Groups = groups
 			return nil
 		}},
 		{key: "m_key_protection_level", def: strconv.Itoa(opensm.DefaultMKeyProtectionLevel),
-			set: into(intWithin(opensm.CheckMKeyProtectionLevel), func(c *Config) *int { return &c.OpenSM.Hardening.MKeyProtectionLevel })},
+			set: into(intWithin(opensm.CheckMKeyProtectionLevel), func(c *Config) *int { return &c.Fabrics[0].OpenSM.Hardening.MKeyProtectionLevel })},
 		{key: "m_key_lease_period", def: strconv.Itoa(opensm.DefaultMKeyLeasePeriod),
-			set: into(intWithin(opensm.CheckMKeyLeasePeriod), func(c *Config) *int { return &c.OpenSM.Hardening.MKeyLeasePeriod })},
+			set: into(intWithin(opensm.CheckMKeyLeasePeriod), func(c *Config) *int { return &c.Fabrics[0].OpenSM.Hardening.MKeyLeasePeriod })},
 		// 32 entries is one block of the table, the least a switch port that
 		// enforces can have in whole blocks: OpenSM clears enforcement silently
 		// once a host port's pkeys fill the port's blocks (opensm-reference
 		// §3.3), so the smallest table is the safe guess. Fabrics with larger
 		// tables (PartEnforceCap in smpquery switchinfo; ibsim has 64) raise it.
 		{key: "switch_pkey_capacity", def: "32",
-			set: into(setSwitchPKeyCapacity, func(c *Config) *int { return &c.OpenSM.SwitchPKeyCapacity })},
+			set: into(setSwitchPKeyCapacity, func(c *Config) *int { return &c.Fabrics[0].OpenSM.SwitchPKeyCapacity })},
 		{key: "shared_default_partition", def: "false",
-			set: into(setBool, func(c *Config) *bool { return &c.OpenSM.SharedDefaultPartition })},
+			set: into(setBool, func(c *Config) *bool { return &c.Fabrics[0].OpenSM.SharedDefaultPartition })},
 		// No default: the built-in template. The file is read at start-up.
-		{key: "partitions_template", set: into(setAbsPath, func(c *Config) *string { return &c.OpenSM.PartitionsTemplate })},
+		{key: "partitions_template", set: into(setAbsPath, func(c *Config) *string { return &c.Fabrics[0].OpenSM.PartitionsTemplate })},
 
 		// The read-back proof of jobs (docs/isolation-proof.md).
 		{key: "verify", def: VerifyTables, set: func(c *Config, v string) error {
@@ -216,15 +220,15 @@ var sections = []section{
 				return fmt.Errorf("want %s (the ports' P_Key tables are read back before a job completes) or %s (OpenSM's log alone)",
 					VerifyTables, VerifyLog)
 			}
-			c.OpenSM.Verify = v
+			c.Fabrics[0].OpenSM.Verify = v
 			return nil
 		}},
 		{key: "verify_timeout", def: "60",
-			set: into(setSeconds, func(c *Config) *time.Duration { return &c.OpenSM.VerifyTimeout })},
-		{key: "smp_port", set: into(setSMPPort, func(c *Config) *string { return &c.OpenSM.SMPPort })},
+			set: into(setSeconds, func(c *Config) *time.Duration { return &c.Fabrics[0].OpenSM.VerifyTimeout })},
+		{key: "smp_port", set: into(setSMPPort, func(c *Config) *string { return &c.Fabrics[0].OpenSM.SMPPort })},
 		// The continuous audit (internal/audit). 0 turns it off.
 		{key: "audit_interval", def: "300",
-			set: into(setSecondsOrOff, func(c *Config) *time.Duration { return &c.OpenSM.AuditInterval })},
+			set: into(setSecondsOrOff, func(c *Config) *time.Duration { return &c.Fabrics[0].OpenSM.AuditInterval })},
 	}},
 }
 
@@ -237,7 +241,8 @@ func sectionNames() string {
 	for _, s := range sections {
 		names = append(names, "["+s.name+"]")
 	}
-	names = append(names, "["+opensmConfSection+"]", "[fabric:NAME]", "[fabric:NAME:opensm_conf]", "[fabric:NAME:ufm_pkeys]")
+	names = append(names, "["+opensmConfSection+"]", "[fabric:NAME]", "[fabric:NAME:opensm_conf]", "[fabric:NAME:ufm_pkeys]",
+		"["+pkeysClientPrefix+"NAME]")
 	return strings.Join(names, ", ")
 }
 
@@ -527,7 +532,7 @@ var opensmOptionPattern = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
 // manager owns.
 func (c *Config) applyOpenSMConf(s iniSection) []error {
 	var errs []error
-	c.OpenSMConf, errs = readOpenSMConf(s, c.OpenSMConf, errs)
+	c.Fabrics[0].OpenSMConf, errs = readOpenSMConf(s, c.Fabrics[0].OpenSMConf, errs)
 	return errs
 }
 

@@ -24,9 +24,10 @@ func (o OpenSM) DriverStatusFile() string {
 	return filepath.Join(o.ConfigDir, "driver-status.json")
 }
 
-// OpenSMGUID is [opensm_conf] guid: the port OpenSM runs on; 0 when not set.
-func (c *Config) OpenSMGUID() (fabric.GUID, error) {
-	for _, kv := range c.OpenSMConf {
+// OpenSMGUID is f's opensm.conf guid ([opensm_conf] guid for the default
+// fabric): the port its OpenSM runs on; 0 when not set.
+func (f Fabric) OpenSMGUID() (fabric.GUID, error) {
+	for _, kv := range f.OpenSMConf {
 		if strings.EqualFold(kv.Key, "guid") {
 			g, err := fabric.ParseGUID(kv.Value)
 			if err != nil {

@@ -21,15 +21,8 @@ func (c Config) Redacted() Config {
 	if r.API.MetricsToken != "" {
 		r.API.MetricsToken = redactedMask
 	}
-	if r.UFMPKeys.Password != "" {
-		r.UFMPKeys.Password = redactedMask
-	}
 	r.API.PreviousTokens = masked(c.API.PreviousTokens)
-	r.UFMPKeys.PreviousPasswords = masked(c.UFMPKeys.PreviousPasswords)
 	r.Database.Connection = RedactURL(c.Database.Connection)
-	r.OpenSM.Command = slices.Clone(c.OpenSM.Command)
-	r.OpenSM.Hardening.Groups = slices.Clone(c.OpenSM.Hardening.Groups)
-	r.OpenSMConf = maskedOptions(c.OpenSMConf)
 	r.Fabrics = make([]Fabric, len(c.Fabrics))
 	for i, f := range c.Fabrics {
 		r.Fabrics[i] = f.redacted()
@@ -37,10 +30,11 @@ func (c Config) Redacted() Config {
 	if c.Fabrics == nil {
 		r.Fabrics = nil
 	}
+	r.PKeysClients = redactedClients(c.PKeysClients)
 	return r
 }
 
-// redacted is f with its secrets masked, as Redacted masks the default fabric's.
+// redacted is f with its secrets masked.
 func (f Fabric) redacted() Fabric {
 	r := f
 	if r.UFMPKeys.Password != "" {
@@ -88,6 +82,7 @@ func masked(secrets []string) []string {
 // file's sections, so that logging a Config can never leak a secret.
 func (c Config) LogValue() slog.Value {
 	r := c.Redacted()
+	def := r.Fabrics[0] // the top-level sections of the file
 	return slog.GroupValue(
 		slog.Group("api",
 			slog.String("listen", r.API.Listen),
@@ -95,7 +90,7 @@ func (c Config) LogValue() slog.Value {
 			slog.String("domain", r.API.Domain),
 			slog.String("token", r.API.Token),
 			slog.String("previous_tokens", strings.Join(r.API.PreviousTokens, ",")),
-			slog.String("physical_networks", strings.Join(r.API.PhysicalNetworks, ",")),
+			slog.String("physical_networks", strings.Join(def.PhysicalNetworks, ",")),
 			slog.String("tls_cert_file", r.API.TLSCertFile),
 			slog.String("tls_key_file", r.API.TLSKeyFile),
 			slog.Bool("access_log", r.API.AccessLog),
@@ -111,25 +106,26 @@ func (c Config) LogValue() slog.Value {
 		),
 		slog.Group("ha", slog.Bool("ha", r.HA.HA), slog.String("lease_timeout", r.HA.LeaseTimeout.String())),
 		slog.Group("opensm",
-			slog.String("driver", r.OpenSM.Driver),
-			slog.Any("command", r.OpenSM.Command),
-			slog.String("env_file", r.OpenSM.EnvFile),
-			slog.String("config_dir", r.OpenSM.ConfigDir),
-			slog.String("log_file", r.OpenSM.LogFile),
-			slog.String("check_interval", r.OpenSM.CheckInterval.String()),
-			slog.String("sweep_timeout", r.OpenSM.SweepTimeout.String()),
-			slog.String("flat_pkey", r.OpenSM.FlatPKey.String()),
-			slog.String("default_partition", r.OpenSM.DefaultPartition),
-			slog.Any("hardening", r.OpenSM.Hardening.Groups),
-			slog.Int("m_key_protection_level", r.OpenSM.Hardening.MKeyProtectionLevel),
-			slog.Int("m_key_lease_period", r.OpenSM.Hardening.MKeyLeasePeriod),
-			slog.String("verify", r.OpenSM.Verify),
-			slog.String("verify_timeout", r.OpenSM.VerifyTimeout.String()),
-			slog.String("smp_port", r.OpenSM.SMPPort),
-			slog.String("audit_interval", r.OpenSM.AuditInterval.String()),
+			slog.String("driver", def.OpenSM.Driver),
+			slog.Any("command", def.OpenSM.Command),
+			slog.String("env_file", def.OpenSM.EnvFile),
+			slog.String("config_dir", def.OpenSM.ConfigDir),
+			slog.String("log_file", def.OpenSM.LogFile),
+			slog.String("check_interval", def.OpenSM.CheckInterval.String()),
+			slog.String("sweep_timeout", def.OpenSM.SweepTimeout.String()),
+			slog.String("flat_pkey", def.OpenSM.FlatPKey.String()),
+			slog.String("default_partition", def.OpenSM.DefaultPartition),
+			slog.Any("hardening", def.OpenSM.Hardening.Groups),
+			slog.Int("m_key_protection_level", def.OpenSM.Hardening.MKeyProtectionLevel),
+			slog.Int("m_key_lease_period", def.OpenSM.Hardening.MKeyLeasePeriod),
+			slog.String("verify", def.OpenSM.Verify),
+			slog.String("verify_timeout", def.OpenSM.VerifyTimeout.String()),
+			slog.String("smp_port", def.OpenSM.SMPPort),
+			slog.String("audit_interval", def.OpenSM.AuditInterval.String()),
 		),
-		optionsAttr(r.OpenSMConf),
-		slog.Attr{Key: "fabrics", Value: slog.GroupValue(fabricAttrs(r.Fabrics)...)},
+		optionsAttr(def.OpenSMConf),
+		slog.Attr{Key: "fabrics", Value: slog.GroupValue(fabricAttrs(r.Fabrics[1:])...)},
+		slog.Attr{Key: "ufm_pkeys_clients", Value: slog.GroupValue(clientAttrs(r.PKeysClients)...)},
 	)
 }
 

@@ -34,14 +34,20 @@ import (
 // a port limit: enough for the commands that record nothing. The manager's
 // start adds those (planFabric).
 func FabricRules(cfg *config.Config) []store.FabricRules {
-	all := cfg.AllFabrics()
-	out := make([]store.FabricRules, 0, len(all))
-	for _, f := range all {
-		out = append(out, store.FabricRules{Name: f.Name, Rules: store.Rules{PhysicalNetworks: f.PhysicalNetworks,
-			FlatPKey: f.OpenSM.FlatPKey, KubernetesRange: f.UFMPKeys.PKeyRange,
-			KubernetesMaxMembersPerPKey: f.UFMPKeys.MaxMembersPerPKey, KubernetesMaxMembers: f.UFMPKeys.MaxMembers}})
+	out := make([]store.FabricRules, 0, len(cfg.Fabrics))
+	for _, f := range cfg.Fabrics {
+		rules := RulesOf(f)
+		rules.PKeysClients = pkeysClientRules(cfg, f.Name)
+		out = append(out, store.FabricRules{Name: f.Name, Rules: rules})
 	}
 	return out
+}
+
+// RulesOf are the rules f's requests are recorded by, as FabricRules has them.
+func RulesOf(f config.Fabric) store.Rules {
+	return store.Rules{PhysicalNetworks: f.PhysicalNetworks, FlatPKey: f.OpenSM.FlatPKey,
+		KubernetesRange: f.UFMPKeys.PKeyRange, KubernetesMaxMembersPerPKey: f.UFMPKeys.MaxMembersPerPKey,
+		KubernetesMaxMembers: f.UFMPKeys.MaxMembers}
 }
 
 // fabricPlan is what a fabric needs before the database is open: its
@@ -49,7 +55,7 @@ func FabricRules(cfg *config.Config) []store.FabricRules {
 // store rules refuse requests by.
 type fabricPlan struct {
 	fab   config.Fabric
-	cfg   *config.Config // config.Config.FabricConfig
+	cfg   config.FabricConfig
 	tpl   *partitions.Template
 	dump  *topology.Dump
 	limit *topology.PortLimit
@@ -90,9 +96,9 @@ func planFabric(ctx context.Context, cfg *config.Config, f config.Fabric, rules 
 // before the elector stops OpenSM or releases the lease.
 type Fabric struct {
 	name   string
-	cfg    *config.Config // config.Config.FabricConfig
-	log    *slog.Logger   // with a "fabric" attribute when there are several
-	st     *store.Store   // the fabric's view
+	cfg    config.FabricConfig
+	log    *slog.Logger // with a "fabric" attribute when there are several
+	st     *store.Store // the fabric's view
 	sm     *opensm.Supervisor
 	holder string // who this manager is, for operators: host and pid
 	// writeOpenSMConf writes opensm.conf with the keys the database holds.
@@ -114,12 +120,12 @@ type Fabric struct {
 // refusing to start on a setting or a recorded state its configuration makes
 // wrong. closeSM releases its OpenSM driver (also on error, once set).
 func wireFabric(ctx context.Context, p fabricPlan, st *store.Store, m *metrics.Metrics, checker *health.Checker,
-	parts Parts, log *slog.Logger) (f *Fabric, closeSM func(), err error) {
+	log *slog.Logger) (f *Fabric, closeSM func(), err error) {
 	fab, cfg := p.fab, p.cfg
 	f = &Fabric{name: fab.Name, cfg: cfg, log: log, st: st, holder: holder()}
 	f.services = f.termServices
 	closeSM = func() {}
-	keys := parts.Keys(st)
+	keys := opensm.DatabaseKeys{Store: st}
 	sm, flavour, closeDriver, writeConf, err := prepareOpenSM(ctx, cfg, log, keys, fab.CacheDir(), cfg.OpenSM.DriverStatusFile())
 	if err != nil {
 		return nil, closeSM, fab.Wrap(err)
@@ -128,10 +134,10 @@ func wireFabric(ctx context.Context, p fabricPlan, st *store.Store, m *metrics.M
 	// A configuration changed under the recorded networks (flat_pkey now a
 	// network's VLAN, a static partition on its pkey) would fail every later
 	// job: refuse to start, naming them, as for an unknown key.
-	if _, err := parts.CheckRecordedState(ctx, cfg, st, p.tpl, flavour); err != nil {
+	if _, err := CheckRecordedState(ctx, cfg, st, p.tpl, flavour); err != nil {
 		return nil, closeSM, fab.Wrap(err)
 	}
-	readback, err := parts.Readback(ctx, cfg, keys)
+	readback, err := newReadback(ctx, cfg, keys)
 	if err != nil {
 		return nil, closeSM, fab.Wrap(err)
 	}
@@ -141,8 +147,8 @@ func wireFabric(ctx context.Context, p fabricPlan, st *store.Store, m *metrics.M
 	f.applierLoop = checker.Loop(fab.Label("applier"), 3*cfg.OpenSM.SweepTimeout+2*cfg.OpenSM.CheckInterval+time.Minute)
 	f.metrics = m.Fabric(fab.Name)
 	f.app = &applier.Applier{Store: st, SM: sm, Log: log, Observer: applierObserver{f.metrics, f.applierLoop},
-		Cfg:      applierConfig(cfg, p, flavour, readback, parts.Audit(ctx, cfg, st, sm, log), cfg.OpenSM.SubnetDump()),
-		SecondSM: parts.SecondSM(ctx, cfg, st, sm, log)}
+		Cfg:      applierConfig(cfg, p, flavour, readback, auditConfig(ctx, cfg, st, sm, log), cfg.OpenSM.SubnetDump()),
+		SecondSM: secondSMCheck(ctx, cfg, st, sm, log)}
 	if cfg.HA.HA {
 		if f.leases, err = st.Leases(); err != nil {
 			return nil, closeSM, fab.Wrap(err)
@@ -159,7 +165,7 @@ func holder() string {
 }
 
 // applierConfig is the applier's Config of the fabric cfg configures.
-func applierConfig(cfg *config.Config, p fabricPlan, flavour fabric.Flavour, readback *pkeyread.Reader,
+func applierConfig(cfg config.FabricConfig, p fabricPlan, flavour fabric.Flavour, readback *pkeyread.Reader,
 	audit applier.AuditConfig, subnetDump string) applier.Config {
 	return applier.Config{
 		PartitionsFile:   filepath.Join(cfg.OpenSM.ConfigDir, "partitions.conf"),
@@ -312,7 +318,7 @@ func stopFabrics(fabrics []*Fabric) <-chan struct{} {
 // fabricLogger is log with the fabric's name when the manager serves
 // several; with one fabric its lines stay as they always were.
 func fabricLogger(log *slog.Logger, cfg *config.Config, name string) *slog.Logger {
-	if len(cfg.Fabrics) == 0 {
+	if len(cfg.Fabrics) == 1 {
 		return log
 	}
 	return log.With("fabric", name)

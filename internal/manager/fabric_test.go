@@ -30,7 +30,7 @@ func electedFabric(st *store.Store, services func(term leader.Term) []Service) *
 	cfg := config.Default()
 	m := metrics.New()
 	checker := &health.Checker{Fabrics: []health.Fabric{{Name: config.DefaultFabric, DB: st, Self: m.Fabric(config.DefaultFabric)}}}
-	return &Fabric{name: config.DefaultFabric, cfg: &cfg, log: slog.New(slog.DiscardHandler), st: st,
+	return &Fabric{name: config.DefaultFabric, cfg: cfg.FabricConfig(cfg.Fabrics[0]), log: slog.New(slog.DiscardHandler), st: st,
 		holder: "test pid 1", writeOpenSMConf: func(context.Context) error { return nil },
 		applierLoop: checker.Loop("applier", time.Hour), metrics: m.Fabric(config.DefaultFabric), services: services}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/health"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/leader"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/metrics"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/status"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tlsreload"
@@ -30,11 +31,12 @@ import (
 
 // Manager is the running manager's parts, wired from its configuration.
 type Manager struct {
-	cfg   *config.Config
-	log   *slog.Logger
-	parts Parts
-	certs *tlsreload.Reloader // nil: the API is served without TLS
-	st    *store.Store        // the default fabric's view
+	cfg *config.Config
+	log *slog.Logger
+	// version is the binary's version, which the pkeys API reports.
+	version string
+	certs   *tlsreload.Reloader // nil: the API is served without TLS
+	db      *store.DB           // the database, every fabric's view
 	// fabrics are every fabric's OpenSM, applier and election, the default
 	// first.
 	fabrics   []*Fabric
@@ -51,8 +53,8 @@ type Manager struct {
 // refusing to start on a certificate, a template or a recorded state the
 // configuration makes wrong. Nothing is served yet, nothing runs: Run (or
 // Close, to release what New opened).
-func New(ctx context.Context, cfg *config.Config, log *slog.Logger, parts Parts) (*Manager, error) {
-	mgr := &Manager{cfg: cfg, log: log, parts: parts}
+func New(ctx context.Context, cfg *config.Config, log *slog.Logger, version string) (*Manager, error) {
+	mgr := &Manager{cfg: cfg, log: log, version: version}
 	wired := false
 	defer func() {
 		if !wired {
@@ -67,7 +69,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, parts Parts)
 			return nil, fmt.Errorf("[api] tls_cert_file, tls_key_file: %w", err)
 		}
 	}
-	if err := parts.CheckSites(cfg); err != nil {
+	if err := checkFabricSites(cfg); err != nil {
 		return nil, err
 	}
 	plans, err := mgr.openStore(ctx)
@@ -94,21 +96,21 @@ func (mgr *Manager) openStore(ctx context.Context) ([]fabricPlan, error) {
 	rules := FabricRules(cfg)
 	plans := make([]fabricPlan, len(rules))
 	var err error
-	for i, f := range cfg.AllFabrics() {
+	for i, f := range cfg.Fabrics {
 		if plans[i], err = planFabric(ctx, cfg, f, rules[i].Rules); err != nil {
 			return nil, err
 		}
 		rules[i].Rules = plans[i].rules
 	}
-	if mgr.st, err = OpenStore(ctx, cfg, cfg.Database.AutoMigrate, rules, mgr.log); err != nil {
+	if mgr.db, err = OpenStore(ctx, cfg, cfg.Database.AutoMigrate, rules, mgr.log); err != nil {
 		return nil, err
 	}
-	mgr.closers = append(mgr.closers, func() { mgr.st.Close() })
+	mgr.closers = append(mgr.closers, func() { mgr.db.Close() })
 	// A fabric's first start writes its state rows, whether or not this
 	// start migrates (auto_migrate = false: --migrate did): they are rows,
 	// not schema.
-	if !cfg.Database.AutoMigrate && len(cfg.Fabrics) > 0 {
-		if err := mgr.st.EnsureFabrics(ctx); err != nil {
+	if !cfg.Database.AutoMigrate && len(cfg.Fabrics) > 1 {
+		if err := mgr.db.EnsureFabrics(ctx); err != nil {
 			return nil, fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
 		}
 	}
@@ -118,11 +120,11 @@ func (mgr *Manager) openStore(ctx context.Context) ([]fabricPlan, error) {
 // wireFabrics wires each planned fabric on its store view.
 func (mgr *Manager) wireFabrics(ctx context.Context, plans []fabricPlan, checker *health.Checker) error {
 	for _, p := range plans {
-		view := mgr.st.Fabric(p.fab.Name)
+		view := mgr.db.Fabric(p.fab.Name)
 		if view == nil {
 			return fmt.Errorf("%s: the database serves no fabric %q", p.fab.Section(), p.fab.Name)
 		}
-		f, closeSM, err := wireFabric(ctx, p, view, mgr.metrics, checker, mgr.parts,
+		f, closeSM, err := wireFabric(ctx, p, view, mgr.metrics, checker,
 			fabricLogger(mgr.log, mgr.cfg, p.fab.Name))
 		mgr.closers = append(mgr.closers, closeSM)
 		if err != nil {
@@ -176,12 +178,18 @@ func (mgr *Manager) wireAPI(checker *health.Checker) error {
 			"is not set (docs/operations.md)", "listen", cmp.Or(cfg.API.MetricsListen, cfg.API.Listen))
 	}
 	// Every fabric's pkeys API, through its store view.
-	pkeys, writeTimeout, err := pkeysAPIs(cfg, mgr.st, 30*time.Second, mgr.parts.Version)
+	pkeys, writeTimeout, err := pkeysAPIs(cfg, mgr.db, 30*time.Second, mgr.version)
 	if err != nil {
 		return err
 	}
-	opts.PKeys = pkeys
-	mgr.apiServer = api.New(opts, mgr.st, log)
+	// And every [ufm_pkeys:NAME] client's, through its own view.
+	clients, writeTimeout, err := pkeysClientAPIs(cfg, mgr.db, writeTimeout, mgr.version,
+		func(st *store.Store) opensm.KeySource { return opensm.DatabaseKeys{Store: st} })
+	if err != nil {
+		return err
+	}
+	opts.PKeys = append(pkeys, clients...)
+	mgr.apiServer = api.New(opts, mgr.db, log)
 	mgr.servers = listeners(cfg, mgr.apiServer, m.Handler(), mgr.certs, writeTimeout, log)
 	return nil
 }

@@ -37,7 +37,7 @@ func (d supervisorView) LastError() error {
 // ("": OpenSM's own; config.Fabric.CacheDir) and report their state in statusFile.
 // Whatever it needs is checked here, before anything starts: a bad setting
 // is a start-up error.
-func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, keys opensm.KeySource, cacheDir, statusFile string) (
+func prepareOpenSM(ctx context.Context, cfg config.FabricConfig, log *slog.Logger, keys opensm.KeySource, cacheDir, statusFile string) (
 	sm *opensm.Supervisor, flavour fabric.Flavour, closeSM func(), writeConf func(context.Context) error, err error) {
 	dir := cfg.OpenSM.ConfigDir
 	if err := privateDir(dir, log); err != nil {
@@ -89,7 +89,7 @@ func prepareOpenSM(ctx context.Context, cfg *config.Config, log *slog.Logger, ke
 // [opensm] driver says (a child process, a container of its own, or someone
 // else's container), the flavour of that OpenSM, and what releases the
 // supervisor's resources.
-func newSupervisor(ctx context.Context, cfg *config.Config, confFile, cacheDir, statusFile string, log *slog.Logger) (*opensm.Supervisor, fabric.Flavour, func(), error) {
+func newSupervisor(ctx context.Context, cfg config.FabricConfig, confFile, cacheDir, statusFile string, log *slog.Logger) (*opensm.Supervisor, fabric.Flavour, func(), error) {
 	o := cfg.OpenSM
 	if o.Driver == config.DriverProcess {
 		flavour, err := opensm.DetectFlavour(ctx, o.Command)

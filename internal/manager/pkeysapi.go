@@ -9,6 +9,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/tlsreload"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
 
 // pkeysAPIs are every fabric's pkeys API ([ufm_pkeys], [fabric:NAME:ufm_pkeys]),
@@ -19,18 +20,21 @@ import (
 // set serves no route, but its prefix answers 404 saying so. A fabric with
 // a listen address is served there alone (pkeysListeners). Each reports
 // version, the binary's.
-func pkeysAPIs(cfg *config.Config, st *store.Store, writeTimeout time.Duration, version string) ([]api.PKeysOptions, time.Duration, error) {
+func pkeysAPIs(cfg *config.Config, db *store.DB, writeTimeout time.Duration, version string) ([]api.PKeysOptions, time.Duration, error) {
 	var out []api.PKeysOptions
-	for _, f := range cfg.AllFabrics() {
+	for _, f := range cfg.Fabrics {
 		u := f.UFMPKeys
 		o := api.PKeysOptions{Fabric: f.Name, Section: f.UFMPKeysSection(), Prefix: u.Prefix, OwnListener: u.Listen != ""}
 		if u.Enabled() {
-			view := st.Fabric(f.Name)
+			view := db.Fabric(f.Name)
 			if view == nil {
-				return nil, 0, fmt.Errorf("%s: the store serves no fabric %q (it serves %v)", f.UFMPKeysSection(), f.Name, st.FabricNames())
+				return nil, 0, fmt.Errorf("%s: the store serves no fabric %q (it serves %v)", f.UFMPKeysSection(), f.Name, db.FabricNames())
 			}
 			o.Store, o.Username, o.Password = view, u.Username, u.Password
 			o.ApplyTimeout, o.Version = u.ApplyTimeout, version
+			// The ports resource reads the fabric's OpenSM's subnet dump.
+			o.Ports = topology.NewDump(f.OpenSM.SubnetDump())
+			o.DefaultPartition = f.OpenSM.DefaultPartition
 			o.MaxGUIDsPerRequest, o.MaxConcurrentRequests = u.MaxGUIDsPerRequest, u.MaxConcurrentRequests
 			writeTimeout = max(writeTimeout, u.ApplyTimeout+api.DefaultDBTimeout+5*time.Second)
 		}
@@ -46,7 +50,7 @@ func pkeysAPIs(cfg *config.Config, st *store.Store, writeTimeout time.Duration, 
 func pkeysListeners(cfg *config.Config, apiServer *api.Server, bounded func(http.Handler) *http.Server,
 	certs *tlsreload.Reloader) []*namedServer {
 	var out []*namedServer
-	for _, f := range cfg.AllFabrics() {
+	for _, f := range cfg.Fabrics {
 		if f.UFMPKeys.Listen == "" {
 			continue
 		}

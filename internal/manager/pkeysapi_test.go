@@ -14,14 +14,14 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/storeopen"
 )
 
-// openFabricsStore is a migrated SQLite store serving cfg's fabrics, each by
-// its physical networks and pkey_range; closed when the test ends.
-func openFabricsStore(t *testing.T, cfg *config.Config) *store.Store {
+// openFabricsStore is a migrated SQLite database serving cfg's fabrics, each
+// by its physical networks and pkey_range; closed when the test ends.
+func openFabricsStore(t *testing.T, cfg *config.Config) *store.DB {
 	t.Helper()
 	var fabrics []store.FabricRules
-	for _, f := range cfg.AllFabrics() {
+	for _, f := range cfg.Fabrics {
 		fabrics = append(fabrics, store.FabricRules{Name: f.Name, Rules: store.Rules{PhysicalNetworks: f.PhysicalNetworks,
-			KubernetesRange: f.UFMPKeys.PKeyRange}})
+			KubernetesRange: f.UFMPKeys.PKeyRange, PKeysClients: pkeysClientRules(cfg, f.Name)}})
 	}
 	st, err := storeopen.OpenFabrics(t.Context(), config.EngineSQLite, filepath.Join(t.TempDir(), "afm.db"), true, fabrics,
 		slog.New(slog.DiscardHandler))
@@ -107,10 +107,11 @@ func writeConfText(t *testing.T, path, text string) {
 	}
 }
 
-// storeOfDefaultOnly is a store that serves the default fabric alone.
-func storeOfDefaultOnly(t *testing.T) *store.Store {
+// storeOfDefaultOnly is a database that serves the default fabric alone.
+func storeOfDefaultOnly(t *testing.T) *store.DB {
 	t.Helper()
-	return openFabricsStore(t, &config.Config{})
+	cfg := config.Default()
+	return openFabricsStore(t, &cfg)
 }
 
 // testVersion is the version the tests' pkeys APIs report.

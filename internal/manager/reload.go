@@ -17,8 +17,8 @@ type credentialSetter interface {
 // hangup is what SIGHUP does. The TLS certificate is read again, and so is
 // the configuration file: its credentials ([api] token, previous_tokens and
 // metrics_token, and each fabric's pkeys API's username, password and
-// previous_passwords: [ufm_pkeys], [fabric:NAME:ufm_pkeys]) take effect at
-// once, so that a revoked secret stops working when the signal has been
+// previous_passwords: [ufm_pkeys], [fabric:NAME:ufm_pkeys]; and each
+// [ufm_pkeys:NAME] client's, its tokens too) take effect at once, so that a revoked secret stops working when the signal has been
 // handled; every other changed key is named as needing a restart (the
 // manager's other settings are fixed for its life, so that a half-edited file
 // can never take effect). A file that does not load, or whose new token or
@@ -40,7 +40,7 @@ type hangup struct {
 
 func newHangup(path string, cfg *config.Config, certs *tlsreload.Reloader, api credentialSetter, log *slog.Logger) *hangup {
 	served := map[string]bool{}
-	for _, f := range cfg.AllFabrics() {
+	for _, f := range cfg.Fabrics {
 		served[f.Name] = f.UFMPKeys.Enabled()
 	}
 	return &hangup{path: path, running: cfg, pkeysServed: served, certs: certs, api: api, log: log}
@@ -53,7 +53,7 @@ var pkeysCredentialKeys = []string{"username", "password", "previous_passwords"}
 // pkeysCredentialOf returns the fabric of cfg whose pkeys API's credential
 // key is, as config.Diff names it ("[fabric:storage:ufm_pkeys] password").
 func pkeysCredentialOf(cfg *config.Config, key string) (string, bool) {
-	for _, f := range cfg.AllFabrics() {
+	for _, f := range cfg.Fabrics {
 		for _, k := range pkeysCredentialKeys {
 			if key == f.UFMPKeysSection()+" "+k {
 				return f.Name, true
@@ -69,9 +69,13 @@ func apiCredentials(cfg *config.Config) api.Credentials {
 	c := api.Credentials{Token: cfg.API.Token, PreviousTokens: cfg.API.PreviousTokens,
 		PKeys:        map[string]api.PKeysCredentials{},
 		MetricsToken: cfg.API.MetricsToken, MetricsOpen: cfg.API.MetricsOpen()}
-	for _, f := range cfg.AllFabrics() {
+	for _, f := range cfg.Fabrics {
 		u := f.UFMPKeys
 		c.PKeys[f.Name] = api.PKeysCredentials{Username: u.Username, Password: u.Password, PreviousPasswords: u.PreviousPasswords}
+	}
+	for _, p := range cfg.PKeysClients {
+		c.PKeys[api.PKeysOptions{Client: p.Name}.Principal()] = api.PKeysCredentials{Username: p.Username,
+			Password: p.Password, PreviousPasswords: p.PreviousPasswords, Token: p.Token, PreviousTokens: p.PreviousTokens}
 	}
 	return c
 }
@@ -110,8 +114,13 @@ func (h *hangup) applyCredentials(next *config.Config) (applied, needRestart []s
 	now := *h.running
 	// now's fabrics are changed below: not the running configuration's.
 	now.Fabrics = slices.Clone(h.running.Fabrics)
+	now.PKeysClients = slices.Clone(h.running.PKeysClients)
 	for _, key := range config.Diff(h.running, next) {
 		fabric, isPKeys := pkeysCredentialOf(h.running, key)
+		if applyClientCredential(&now, next, key) {
+			applied = append(applied, key)
+			continue
+		}
 		switch {
 		case key == "[api] token" || key == "[api] previous_tokens":
 			now.API.Token, now.API.PreviousTokens = next.API.Token, next.API.PreviousTokens
@@ -137,4 +146,30 @@ func (h *hangup) applyCredentials(next *config.Config) (applied, needRestart []s
 		h.running = &now
 	}
 	return applied, needRestart
+}
+
+// clientCredentialKeys are the keys of a [ufm_pkeys:NAME] section a SIGHUP
+// applies.
+var clientCredentialKeys = []string{"username", "password", "previous_passwords", "token", "previous_tokens"}
+
+// applyClientCredential gives now the credentials of the [ufm_pkeys:NAME]
+// client whose credential key is, when that client is served (it is in now,
+// set up at start) and still in next; false leaves key to need a restart.
+// All of the client's credentials at once, as for [ufm_pkeys].
+func applyClientCredential(now, next *config.Config, key string) bool {
+	for i, p := range now.PKeysClients {
+		if !slices.ContainsFunc(clientCredentialKeys, func(k string) bool { return key == p.Section()+" "+k }) {
+			continue
+		}
+		j := slices.IndexFunc(next.PKeysClients, func(q config.PKeysClient) bool { return q.Name == p.Name })
+		if j < 0 {
+			return false
+		}
+		from := next.PKeysClients[j]
+		to := &now.PKeysClients[i]
+		to.Username, to.Password, to.PreviousPasswords = from.Username, from.Password, from.PreviousPasswords
+		to.Token, to.PreviousTokens = from.Token, from.PreviousTokens
+		return true
+	}
+	return false
 }

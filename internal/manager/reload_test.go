@@ -37,6 +37,11 @@ func hangupServer(t *testing.T, path string, cfg *config.Config) (*httptest.Serv
 	if err != nil {
 		t.Fatal(err)
 	}
+	clients, _, err := pkeysClientAPIs(cfg, st, 0, testVersion, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkeys = append(pkeys, clients...)
 	srv := api.New(api.Options{Prefix: cfg.API.Prefix, Domain: cfg.API.Domain, Token: cfg.API.Token, PKeys: pkeys},
 		st, slog.New(slog.DiscardHandler))
 	web := httptest.NewServer(srv)

@@ -15,9 +15,8 @@ import (
 )
 
 // OpenStore opens the configured database, migrating it when asked to, with
-// a view per fabric (fabrics: each one's rules, the default first); it
-// returns the default fabric's view.
-func OpenStore(ctx context.Context, cfg *config.Config, migrate bool, fabrics []store.FabricRules, log *slog.Logger) (*store.Store, error) {
+// a view per fabric (fabrics: each one's rules, the default first).
+func OpenStore(ctx context.Context, cfg *config.Config, migrate bool, fabrics []store.FabricRules, log *slog.Logger) (*store.DB, error) {
 	conn, err := config.ParseConnection(cfg.Database.Connection)
 	if err != nil {
 		return nil, err
@@ -38,7 +37,7 @@ func OpenStore(ctx context.Context, cfg *config.Config, migrate bool, fabrics []
 
 // LoadTemplate reads [opensm] partitions_template, once, or returns the built-in
 // template when it is not set.
-func LoadTemplate(cfg *config.Config) (*partitions.Template, error) {
+func LoadTemplate(cfg config.FabricConfig) (*partitions.Template, error) {
 	path := cfg.OpenSM.PartitionsTemplate
 	if path == "" {
 		return partitions.BuiltinTemplate(), nil
@@ -52,6 +51,6 @@ func LoadTemplate(cfg *config.Config) (*partitions.Template, error) {
 
 // CheckRules are the partitions check's configurable rules, for the OpenSM
 // that reads the file: only NVIDIA's knows ALL_VCAS.
-func CheckRules(cfg *config.Config, flavour fabric.Flavour) partitions.Rules {
+func CheckRules(cfg config.FabricConfig, flavour fabric.Flavour) partitions.Rules {
 	return partitions.Rules{SharedDefaultPartition: cfg.OpenSM.SharedDefaultPartition, Flavour: flavour}
 }

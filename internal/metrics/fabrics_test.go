@@ -16,7 +16,8 @@ import (
 func TestStateOfTwoFabrics(t *testing.T) {
 	for _, engine := range storetest.Engines {
 		t.Run(engine, func(t *testing.T) {
-			def := storetest.OpenFabrics(t, engine)
+			db := storetest.OpenFabrics(t, engine)
+			def := db.Fabric(store.DefaultFabric)
 			for i, physnet := range []string{"ibnet", "storage", "storage"} {
 				vlan := int64(100 + i)
 				if _, err := def.RecordNetwork(t.Context(), store.NetworkChange{Operation: store.OpCreateNetwork,
@@ -28,7 +29,7 @@ func TestStateOfTwoFabrics(t *testing.T) {
 
 			m := New()
 			m.Registry().MustRegister(&State{Fabric: m.Fabric(store.DefaultFabric), DB: def},
-				&State{Fabric: m.Fabric("storage"), DB: def.Fabric("storage")})
+				&State{Fabric: m.Fabric("storage"), DB: db.Fabric("storage")})
 			got := gathered(t, m)
 			for _, c := range []struct {
 				name, labels string

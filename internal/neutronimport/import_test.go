@@ -28,7 +28,7 @@ func newStore(t *testing.T) *store.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() { st.DB().Close() })
 	return st
 }
 

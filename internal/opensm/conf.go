@@ -84,13 +84,15 @@ var unparsableOptions = []string{"log_prefix"}
 // from the per-module logging file whatever it is.
 const defaultLogFlags = "0x03"
 
-// checkLogFlags refuses a log_flags with DEBUG (0x08): at that level OpenSM
-// logs, unfiltered, strings that hosts send it (the names of the service
-// records they register through the SA, the node descriptions in their
-// queries), where a newline starts a line of the host's making in the log:
-// a forged "SUBNET UP" would complete jobs before anything is applied. The
-// value is read as OpenSM reads it (strtoul, base 0); one it would not read
-// as a number is refused too.
+// checkLogFlags refuses a log_flags with DEBUG (0x08) or FRAMES (0x20). At
+// DEBUG OpenSM logs, unfiltered, strings that hosts send it (the names of the
+// service records they register through the SA, the node descriptions in
+// their queries), where a newline starts a line of the host's making in the
+// log: a forged "SUBNET UP" would complete jobs before anything is applied.
+// At FRAMES it dumps every MAD it sends and receives, the M_Key of each
+// PortInfo included: the key that protects every port would sit in a log
+// that log readers and forwarders see. The value is read as OpenSM reads it
+// (strtoul, base 0); one it would not read as a number is refused too.
 func checkLogFlags(value string) error {
 	v := strings.TrimSpace(value)
 	base := 10
@@ -106,6 +108,9 @@ func checkLogFlags(value string) error {
 	}
 	if flags&uint64(LevelDebug) != 0 {
 		return errors.New("DEBUG (0x08) logs strings the fabric's hosts send unfiltered, which could forge the lines the manager reads; leave it out")
+	}
+	if flags&uint64(LevelFrames) != 0 {
+		return errors.New("FRAMES (0x20) dumps every MAD into the log, the M_Key of every port included; leave it out")
 	}
 	return nil
 }

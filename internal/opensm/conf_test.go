@@ -85,7 +85,7 @@ func TestRenderConfOwnedValues(t *testing.T) {
 }
 
 func TestRenderConfOperatorLogFlags(t *testing.T) {
-	for _, v := range []string{"0x83", "0x07", "0xF7", "7", "0"} {
+	for _, v := range []string{"0x83", "0x07", "0xD7", "7", "0"} {
 		o := confPaths
 		o.Passthrough = []KeyValue{{"log_flags", v}}
 		got, err := RenderConf(o)
@@ -128,6 +128,8 @@ func TestRenderConfRejects(t *testing.T) {
 		{"log_flags with DEBUG", withPassthrough(KeyValue{"log_flags", "0x0f"}), "DEBUG"},
 		{"log_flags with DEBUG, in decimal", withPassthrough(KeyValue{"log_flags", "255"}), "DEBUG"},
 		{"log_flags with DEBUG, in octal", withPassthrough(KeyValue{"log_flags", "010"}), "DEBUG"},
+		{"log_flags with FRAMES", withPassthrough(KeyValue{"log_flags", "0x23"}), "FRAMES"},
+		{"log_flags with FRAMES, in decimal", withPassthrough(KeyValue{"log_flags", "39"}), "M_Key"},
 		{"log_flags not a number", withPassthrough(KeyValue{"log_flags", "verbose"}), "number"},
 		{"duplicate key", withPassthrough(KeyValue{"sm_priority", "1"}, KeyValue{"sm_priority", "2"}), "twice"},
 		{"no partitions file", ConfOptions{LogFile: "/l", PerModuleLoggingFile: "/p"}, "partition_config_file"},

@@ -58,7 +58,9 @@ type SweepResult struct {
 	// so it reads the new file) or one that started before the position and
 	// has logged its progress since, but not its end (the SIGHUP then waits
 	// in OpenSM for it to end). Signalling again proves nothing sooner: a
-	// SweepWatch's Wait follows on from where it stopped.
+	// SweepWatch's Wait follows on from where it stopped. Only an Unknown
+	// result is in progress: a sweep that ended with errors is judged at the
+	// deadline whatever retry of it runs.
 	InProgress bool
 }
 
@@ -161,8 +163,14 @@ func (s *SweepWatch) Wait(ctx context.Context, timeout time.Duration) (SweepResu
 		case !time.Now().Before(deadline):
 			res := s.w.atDeadline(s.waited)
 			res.TimedOut = true
-			// A rejected file is acted on at once, whatever still runs.
-			res.InProgress = (s.w.started || s.w.earlier) && res.Outcome != Rejected
+			// Only a sweep not yet judged is followed: a rejected file is
+			// acted on at once, and so is a sweep that ended with errors,
+			// whatever retry of it runs now. OpenSM retries a failed sweep
+			// at its next tick, so one nearly always runs at the deadline;
+			// following it would put off judging the jobs by their ports'
+			// tables by several timeouts, and the next retry fails as the
+			// last did while a host drops OpenSM's Sets.
+			res.InProgress = (s.w.started || s.w.earlier) && res.Outcome == Unknown
 			return res, nil
 		}
 		// ctx's end is seen at the next turn.

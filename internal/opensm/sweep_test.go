@@ -316,6 +316,30 @@ func TestSweepTimeoutInProgress(t *testing.T) {
 	}
 }
 
+// A sweep that ended with errors, then OpenSM's retry of it, still running
+// at the deadline (a host drops OpenSM's Sets: every retry fails the same):
+// the wait ends Failed and not in progress, so that the jobs are judged by
+// their ports' tables at this deadline, not after the retries are followed.
+func TestSweepTimeoutAfterAFailedSweep(t *testing.T) {
+	_, failed := sweepText(t, "dropped-mads.log")
+	_, applied := sweepText(t, "applied.log")
+	retryRunning, _ := cutAfterBox(t, applied, titleHeavySweepStart)
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	opensmtest.AppendLog(t, path, "Nov 29 19:22:50 000001 [8507C6C0] 0x03 -> OpenSM 3.3.23\n")
+	from, err := LogPosition(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opensmtest.AppendLog(t, path, failed+retryRunning)
+	res, err := waitSweep(context.Background(), path, from, 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome != Failed || !res.TimedOut || res.InProgress {
+		t.Errorf("%+v: want timed out, Failed, not in progress", res)
+	}
+}
+
 // beforeSubnetUp is text up to its SUBNET UP header line.
 func beforeSubnetUp(t *testing.T, text string) string {
 	t.Helper()

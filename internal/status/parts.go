@@ -39,7 +39,7 @@ type AdoptedMember struct {
 }
 
 // readAdopted reads the adopted partitions and who owns their pkeys.
-func readAdopted(ctx context.Context, cfg *config.Config, st *store.Store) ([]Adopted, error) {
+func readAdopted(ctx context.Context, cfg config.FabricConfig, st *store.Store) ([]Adopted, error) {
 	snap, err := st.Snapshot(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("adopted partitions: %w", err)
@@ -91,7 +91,7 @@ type Audit struct {
 
 // readAudit reads the last audit into s; its breaches and held ports are
 // the verdict's (readVerdict).
-func readAudit(ctx context.Context, cfg *config.Config, st *store.Store, s *Status) error {
+func readAudit(ctx context.Context, cfg config.FabricConfig, st *store.Store, s *Status) error {
 	last, ok, err := st.LastAudit(ctx)
 	if err != nil {
 		return err

@@ -7,7 +7,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
@@ -125,7 +124,7 @@ func PrintDrivers(w io.Writer, fabrics []Fabric) {
 		d, err := opensm.ReadStatus(f.Config.OpenSM.DriverStatusFile())
 		switch {
 		case err != nil:
-		case len(fabrics) == 1 && f.Name == config.DefaultFabric:
+		case len(fabrics) == 1 && len(f.Config.Fabrics) == 1: // as Run prints a file of one fabric
 			fmt.Fprintf(w, "OpenSM driver: %s\n", DriverLine(d))
 		default:
 			fmt.Fprintf(w, "fabric %s: OpenSM driver: %s\n", f.Name, DriverLine(d))

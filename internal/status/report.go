@@ -7,7 +7,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
@@ -47,8 +46,9 @@ func Run(ctx context.Context, fabrics []Fabric, views []*store.Store, w io.Write
 	if asJSON {
 		return WriteJSON(w, statuses)
 	}
-	// A configuration of the default fabric alone prints as it always did.
-	if len(fabrics) == 1 && fabrics[0].Name == config.DefaultFabric && len(fabrics[0].Config.Fabrics) == 0 {
+	// A configuration of the default fabric alone (its file has no other)
+	// prints as it always did.
+	if len(fabrics) == 1 && len(fabrics[0].Config.Fabrics) == 1 {
 		if err := Print(w, statuses[0].Status); err != nil {
 			return err
 		}

@@ -18,11 +18,11 @@ import (
 )
 
 // Fabric is one fabric as --status reads it: its name, the section that
-// configures it (for messages), and the configuration as a manager of that
-// fabric alone reads it.
+// configures it (for messages), and its configuration: its own settings
+// beside the file's process-wide ones.
 type Fabric struct {
 	Name, Section string
-	Config        *config.Config
+	Config        config.FabricConfig
 }
 
 // Status is what --status --json prints; docs/status.md documents each field.
@@ -95,7 +95,7 @@ const NeverStarted = "no manager has started this fabric yet: a manager writes i
 
 // Read gathers the status of the fabric cfg configures from its view of the
 // store st, this host's OpenSM driver and OpenSM's subnet dump.
-func Read(ctx context.Context, cfg *config.Config, st *store.Store) (Status, error) {
+func Read(ctx context.Context, cfg config.FabricConfig, st *store.Store) (Status, error) {
 	s := Status{NotCompleting: []string{}, Unchecked: []string{}}
 	l, err := st.Leadership(ctx)
 	if driver.IsNoRows(err) && st.FabricName() != store.DefaultFabric {
@@ -129,7 +129,7 @@ func Read(ctx context.Context, cfg *config.Config, st *store.Store) (Status, err
 
 // readDriver reads this host's OpenSM driver into s, with the reasons it
 // gives or what it leaves unchecked.
-func readDriver(cfg *config.Config, s *Status) error {
+func readDriver(cfg config.FabricConfig, s *Status) error {
 	file := cfg.OpenSM.DriverStatusFile()
 	switch d, err := opensm.ReadStatus(file); {
 	case errors.Is(err, fs.ErrNotExist):
@@ -146,7 +146,7 @@ func readDriver(cfg *config.Config, s *Status) error {
 
 // readRecorded adds what the database records beside the progress: the
 // verdict, the adopted partitions, the last audit and the foreign SMs.
-func readRecorded(ctx context.Context, cfg *config.Config, st *store.Store, s *Status) error {
+func readRecorded(ctx context.Context, cfg config.FabricConfig, st *store.Store, s *Status) error {
 	if err := readVerdict(ctx, cfg, st, s); err != nil {
 		return err
 	}
@@ -163,7 +163,7 @@ func readRecorded(ctx context.Context, cfg *config.Config, st *store.Store, s *S
 // neverStartedStatus is the status of a fabric no manager has started: no
 // state in the database, which is what holds its jobs; this host's OpenSM
 // driver as its file says.
-func neverStartedStatus(cfg *config.Config, s Status) (Status, error) {
+func neverStartedStatus(cfg config.FabricConfig, s Status) (Status, error) {
 	s.Jobs = map[string]int64{store.StatusPending: 0, store.StatusRunning: 0, store.StatusCompleted: 0, store.StatusFailed: 0}
 	s.Adopted = []Adopted{}
 	s.ForeignSMs = []ForeignSM{}

@@ -64,7 +64,7 @@ func verdictCode(err error) int {
 // applierReason says why no manager applies, "" when one does. Without HA the
 // leadership row's heartbeat says it; with HA the lease does (readLease), and
 // this only says that none ever took it.
-func applierReason(cfg *config.Config, l store.Leadership, now time.Time) string {
+func applierReason(cfg config.FabricConfig, l store.Leadership, now time.Time) string {
 	if cfg.HA.HA {
 		if l.Term == 0 {
 			return "no manager has held the applier lock yet"
@@ -82,7 +82,7 @@ func applierReason(cfg *config.Config, l store.Leadership, now time.Time) string
 // it: why it holds jobs, or why it cannot be judged from here. Without HA the
 // manager's OpenSM must run for anything to apply; with HA a follower's is
 // stopped by design, so only a failing one is a reason.
-func driverReasons(cfg *config.Config, d *opensm.Status, file string) (reasons, unchecked []string) {
+func driverReasons(cfg config.FabricConfig, d *opensm.Status, file string) (reasons, unchecked []string) {
 	if d == nil {
 		return nil, []string{fmt.Sprintf("this host's OpenSM: no manager has run on this host (%s does not exist); "+
 			"run --status where the manager runs", file)}
@@ -102,7 +102,7 @@ func driverReasons(cfg *config.Config, d *opensm.Status, file string) (reasons, 
 // and OpenSM's subnet dump (through dump, when the manager has one), the
 // audit only when one is configured, the freeze only with HA. --status and
 // afm_gate_closed judge it as the applier judges what its term holds.
-func VerdictSource(cfg *config.Config, st *store.Store, dump *topology.Dump) (verdict.Source, error) {
+func VerdictSource(cfg config.FabricConfig, st *store.Store, dump *topology.Dump) (verdict.Source, error) {
 	src := verdict.Source{Store: st, SubnetDump: cfg.OpenSM.SubnetDump(), Dump: dump, SecondSMs: st}
 	if cfg.OpenSM.AuditInterval > 0 {
 		src.Audits = st
@@ -122,7 +122,7 @@ func VerdictSource(cfg *config.Config, st *store.Store, dump *topology.Dump) (ve
 
 // readVerdict adds the verdict to s: the reasons every job waits (those
 // this host cannot check apart: dumpHere), then each held host port.
-func readVerdict(ctx context.Context, cfg *config.Config, st *store.Store, s *Status) error {
+func readVerdict(ctx context.Context, cfg config.FabricConfig, st *store.Store, s *Status) error {
 	src, err := VerdictSource(cfg, st, nil)
 	if err != nil {
 		return err

@@ -127,8 +127,7 @@ func (s *Store) CompleteJobs(ctx context.Context, term, revision int64) (int64, 
 		if n, err = q.CompleteJobs(ctx, s.FabricName(), &now, revision, term); err != nil {
 			return err
 		}
-		_, err = q.MarkKubernetesApplied(ctx, s.FabricName(), &now, revision, term)
-		return err
+		return q.MarkKubernetesApplied(ctx, s.FabricName(), &now, revision, term)
 	})
 	return n, err
 }
@@ -169,13 +168,13 @@ type Finished struct {
 // transaction, perhaps more than once, and must do no I/O: the dump it
 // compares the switches with is read before. A stale term changes nothing.
 func (s *Store) FinishApply(ctx context.Context, a Apply, open func(GateState) bool) (Finished, error) {
-	return s.finishApply(ctx, a, open, func(q driver.Queries, now *time.Time) (int64, error) {
-		n, err := q.CompleteJobs(ctx, s.FabricName(), now, a.Revision, a.Term)
-		if err != nil {
+	return s.finishApply(ctx, a, open, func(q driver.ChangeTx, now *time.Time) (int64, error) {
+		// Held, to go with the completion in one round trip: its count is
+		// not read, and its error is the completion's.
+		if err := q.Later().MarkKubernetesApplied(ctx, s.FabricName(), now, a.Revision, a.Term); err != nil {
 			return 0, err
 		}
-		_, err = q.MarkKubernetesApplied(ctx, s.FabricName(), now, a.Revision, a.Term)
-		return n, err
+		return q.CompleteJobs(ctx, s.FabricName(), now, a.Revision, a.Term)
 	})
 }
 
@@ -199,7 +198,13 @@ type Proven struct {
 // that one port off the fabric does not hold every other job of its sweep,
 // and a job p leaves out stays open whatever revision a is.
 func (s *Store) FinishApplyProven(ctx context.Context, a Apply, p Proven, open func(GateState) bool) (Finished, error) {
-	return s.finishApply(ctx, a, open, func(q driver.Queries, now *time.Time) (int64, error) {
+	return s.finishApply(ctx, a, open, func(q driver.ChangeTx, now *time.Time) (int64, error) {
+		if p.Kubernetes {
+			// Held, to go with the first completion (as FinishApply's).
+			if err := q.Later().MarkKubernetesApplied(ctx, s.FabricName(), now, a.Revision, a.Term); err != nil {
+				return 0, err
+			}
+		}
 		var total int64
 		for _, id := range p.Jobs {
 			if note, ok := p.Notes[id]; ok {
@@ -213,12 +218,7 @@ func (s *Store) FinishApplyProven(ctx context.Context, a Apply, p Proven, open f
 			}
 			total += n
 		}
-		if p.Kubernetes {
-			if _, err := q.MarkKubernetesApplied(ctx, s.FabricName(), now, a.Revision, a.Term); err != nil {
-				return 0, err
-			}
-		}
-		return total, nil
+		return total, nil // what is held goes at the latest with the COMMIT
 	})
 }
 
@@ -235,38 +235,43 @@ func noteJob(ctx context.Context, fab string, q driver.Queries, now time.Time, i
 }
 
 // finishApply records a, reads the gates, and runs complete if open says so,
-// all in one write transaction fenced by a.Term.
+// all in one write transaction fenced by a.Term. It is a change transaction
+// for its round trips (driver.ChangeTx): on PostgreSQL its BEGIN goes with
+// the first read and what complete holds with the COMMIT or the next
+// statement, two round trips fewer on the path of every job's completion.
 func (s *Store) finishApply(ctx context.Context, a Apply, open func(GateState) bool,
-	complete func(q driver.Queries, now *time.Time) (int64, error)) (Finished, error) {
+	complete func(q driver.ChangeTx, now *time.Time) (int64, error)) (Finished, error) {
 	a = boundApply(a)
 	now := s.now()
 	if a.FinishedAt.After(now) {
 		now = a.FinishedAt
 	}
 	var f Finished
-	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
+	err := s.d.InChangeTx(ctx, func(q driver.ChangeTx) error {
 		f = Finished{}
-		if a.NewestJob > 0 {
-			// Read first: on PostgreSQL this holds off a restore that
-			// empties the jobs table (TRUNCATE, pg_restore --clean) until
-			// this transaction ends, as MariaDB's metadata lock holds off
-			// a dump's DROP TABLE; SQLite's writer excludes any other. A
-			// restore that deletes rows one by one and commits between this
-			// read and the completion, a few milliseconds, is not seen.
-			same, err := sameHistory(ctx, q, a.NewestJob)
-			if err != nil {
-				return fmt.Errorf("read the newest job of the state applied: %w", err)
-			}
-			if f.Restored = !same; f.Restored {
-				return nil
-			}
-		}
-		n, err := q.RecordApply(ctx, a.row(s.FabricName()))
+		// The apply's row goes in only while the database holds the
+		// state applied (its newest job), read by the same statement: on
+		// PostgreSQL this holds off a restore that empties the jobs table
+		// (TRUNCATE, pg_restore --clean) until this transaction ends, as
+		// MariaDB's metadata lock holds off a dump's DROP TABLE; SQLite's
+		// writer excludes any other. A restore that deletes rows one by one
+		// and commits between this statement and the completion, a few
+		// milliseconds, is not seen.
+		n, err := q.RecordApplyOfHistory(ctx, ofHistory(a.row(s.FabricName()), a.NewestJob))
 		if err != nil {
 			return fmt.Errorf("record apply: %w", err)
 		}
 		if n != 1 {
-			return nil // a newer term: the same fence stops the rest
+			// A newer term (the same fence stops the rest), or a restore:
+			// which one, the job says.
+			if a.NewestJob > 0 {
+				same, err := sameHistory(ctx, q, a.NewestJob)
+				if err != nil {
+					return fmt.Errorf("read the newest job of the state applied: %w", err)
+				}
+				f.Restored = !same
+			}
+			return nil
 		}
 		f.Recorded = true
 		if f.Gates, err = gateState(ctx, s.FabricName(), q); err != nil {
@@ -284,6 +289,13 @@ func (s *Store) finishApply(ctx context.Context, a Apply, open func(GateState) b
 		return Finished{}, fmt.Errorf("finish the apply of revision %d: %w", a.Revision, err)
 	}
 	return f, nil
+}
+
+// ofHistory is an apply's row recorded only while the job newest is (0: no
+// job to check).
+func ofHistory(r driver.RecordApplyParams, newest int64) driver.RecordApplyOfHistoryParams {
+	return driver.RecordApplyOfHistoryParams{Revision: r.Revision, SHA256: r.SHA256, Term: r.Term, Outcome: r.Outcome,
+		Detail: r.Detail, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Fabric: r.Fabric, NewestJob: max(newest, 0)}
 }
 
 // FailJobs fails the open jobs up to revision with reason, if term is current.

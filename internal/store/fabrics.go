@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
@@ -21,41 +20,68 @@ type FabricRules struct {
 	Rules Rules
 }
 
-// fabricSet is what every view of one database shares: each fabric's view,
-// in the configured order (the default fabric first).
-type fabricSet struct {
-	mu    sync.Mutex
+// DB is the shared database: its connections and schema, and the fabrics
+// it serves, each through a view of its own (Store) that acts on that
+// fabric's rows only. What reaches every fabric goes through the DB: a
+// fabric's view by name, each fabric's state rows, the routing of a Neutron
+// change to the fabric of its physical network.
+type DB struct {
+	d driver.Driver
+	// order are the fabrics' names, the default first, and views each one's
+	// view: both set once, by NewDB or New, and only read after.
 	order []string
 	views map[string]*Store
+	// routes is set when the database serves its fabrics by name (NewDB): a
+	// change is routed to the fabric of its object, and a view waits for
+	// its own fabric's wake-ups. A store of one fabric (New) routes
+	// nothing: its view acts on every change it is given.
+	routes bool
 }
 
-// NewFabrics wraps an engine's driver serving several fabrics, the default
-// fabric first; it returns the default fabric's view. Fabric(name) returns
-// another fabric's.
-func NewFabrics(d driver.Driver, fabrics []FabricRules) *Store {
-	set := &fabricSet{views: map[string]*Store{}}
+// NewDB wraps an engine's driver serving several fabrics, the default fabric
+// first: Fabric(name) is each one's view.
+func NewDB(d driver.Driver, fabrics []FabricRules) *DB {
+	db := &DB{d: d, views: map[string]*Store{}, routes: true}
 	for _, f := range fabrics {
-		v := New(d, f.Rules)
-		v.fabric, v.fabrics, v.rules.fabric = f.Name, set, f.Name
-		set.order = append(set.order, f.Name)
-		set.views[f.Name] = v
+		v := newView(d, f.Rules)
+		v.fabric, v.db, v.rules.fabric = f.Name, db, f.Name
+		db.order = append(db.order, f.Name)
+		db.views[f.Name] = v
 	}
-	return set.views[fabrics[0].Name]
+	return db
 }
+
+// Name is the engine's name: "postgres", "mysql" or "sqlite".
+func (db *DB) Name() string { return db.d.Name() }
+
+// Close closes the engine's connections.
+func (db *DB) Close() error { return db.d.Close() }
+
+// Migrate applies the engine's embedded migrations.
+func (db *DB) Migrate(ctx context.Context) error { return db.d.Migrate(ctx) }
 
 // Fabric is the view of fabric name: its revision, snapshot, lock, lease,
 // gates, keys, enforcement errors, Kubernetes pkeys and status. nil when the
-// store serves no such fabric.
-func (s *Store) Fabric(name string) *Store {
-	if s.fabrics == nil {
+// database serves no such fabric.
+func (db *DB) Fabric(name string) *Store { return db.views[name] }
+
+// FabricNames are the fabrics the database serves, the default first.
+func (db *DB) FabricNames() []string { return append([]string(nil), db.order...) }
+
+// defaultView is the default fabric's view: where a Neutron change starts
+// before it is routed to its fabric.
+func (db *DB) defaultView() *Store { return db.views[db.order[0]] }
+
+// fabricView is the view of fabric name; nil when the database serves no
+// such fabric. A store of one fabric is its own view (WithRules, WithClock).
+func (s *Store) fabricView(name string) *Store {
+	if !s.db.routes {
 		if name == s.FabricName() {
 			return s
 		}
 		return nil
 	}
-	s.fabrics.mu.Lock()
-	defer s.fabrics.mu.Unlock()
-	return s.fabrics.views[name]
+	return s.db.Fabric(name)
 }
 
 // FabricName is the fabric this view acts on.
@@ -66,28 +92,20 @@ func (s *Store) FabricName() string {
 	return s.fabric
 }
 
-// FabricNames are the fabrics the store serves, the default first.
-func (s *Store) FabricNames() []string {
-	if s.fabrics == nil {
-		return []string{s.FabricName()}
-	}
-	return append([]string(nil), s.fabrics.order...)
-}
-
-// EnsureFabrics gives every fabric the store serves its own revision,
+// EnsureFabrics gives every fabric the database serves its own revision,
 // leadership and Kubernetes state rows, once: a fabric's first start writes
 // them (the migration gave the default fabric the rows it had), later ones
 // find them. Serving several fabrics, it first drops the unique indexes that
 // kept the previous release's upserts working (driver.LegacyKeyIndexes): from
 // then on, that release must not run on the database.
-func (s *Store) EnsureFabrics(ctx context.Context) error {
-	if d, ok := s.d.(driver.LegacyKeysDropper); ok && len(s.FabricNames()) > 1 {
+func (db *DB) EnsureFabrics(ctx context.Context) error {
+	if d, ok := db.d.(driver.LegacyKeysDropper); ok && len(db.order) > 1 {
 		if err := d.DropLegacyKeys(ctx); err != nil {
 			return fmt.Errorf("the keys of one fabric: %w", err)
 		}
 	}
-	return s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
-		for _, name := range s.FabricNames() {
+	return db.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
+		for _, name := range db.order {
 			for _, insert := range []func(context.Context, string) error{
 				q.InsertFabricState, q.InsertFabricLeadership, q.InsertFabricKubernetesState,
 			} {
@@ -105,23 +123,27 @@ func (s *Store) EnsureFabrics(ctx context.Context) error {
 // without a partition unless its rules take every physnet). s itself when it
 // serves one fabric.
 func (s *Store) fabricOfPhysnet(physnet string) *Store {
-	if s.fabrics == nil {
+	if !s.db.routes {
 		return s
 	}
-	s.fabrics.mu.Lock()
-	defer s.fabrics.mu.Unlock()
-	for _, name := range s.fabrics.order[1:] {
-		if slices.Contains(s.fabrics.views[name].rules.PhysicalNetworks, physnet) {
-			return s.fabrics.views[name]
+	return s.db.fabricOfPhysnet(physnet)
+}
+
+// fabricOfPhysnet is the view of the fabric whose physical networks list
+// physnet, else the default fabric's.
+func (db *DB) fabricOfPhysnet(physnet string) *Store {
+	for _, name := range db.order[1:] {
+		if slices.Contains(db.views[name].rules.PhysicalNetworks, physnet) {
+			return db.views[name]
 		}
 	}
-	return s.fabrics.views[s.fabrics.order[0]]
+	return db.defaultView()
 }
 
 // view is the view of fabric name, or s when the store serves no such
 // fabric (a row of a fabric no longer configured is left to the caller's).
 func (s *Store) view(name string) *Store {
-	if v := s.Fabric(name); v != nil {
+	if v := s.fabricView(name); v != nil {
 		return v
 	}
 	return s
@@ -157,7 +179,7 @@ func (s *Store) routed(ctx context.Context, where func(context.Context) (*Store,
 // networkView is the view of the fabric network id is recorded on; s when it
 // is not recorded.
 func (s *Store) networkView(ctx context.Context, id string) (*Store, error) {
-	if s.fabrics == nil {
+	if !s.db.routes {
 		return s, nil
 	}
 	n, err := s.d.Queries(ctx).GetNetwork(ctx, id)
@@ -173,7 +195,7 @@ func (s *Store) networkView(ctx context.Context, id string) (*Store, error) {
 // portView is the view of the fabric port id is recorded on; s when it is
 // not recorded.
 func (s *Store) portView(ctx context.Context, id string) (*Store, error) {
-	if s.fabrics == nil {
+	if !s.db.routes {
 		return s, nil
 	}
 	p, err := s.d.Queries(ctx).GetPort(ctx, id)
@@ -209,7 +231,7 @@ func (e *PhysnetMovedError) Error() string {
 // of a fabric no longer configured is left to the routing (view).
 func (s *Store) physnetMoved(n Network, fab string) error {
 	to := s.fabricOfPhysnet(n.PhysicalNetwork).FabricName()
-	if fab == "" || fab == to || s.Fabric(fab) == nil {
+	if fab == "" || fab == to || s.fabricView(fab) == nil {
 		return nil
 	}
 	return &PhysnetMovedError{NetworkID: n.ID, Physnet: n.PhysicalNetwork, Recorded: fab, Configured: to}
@@ -217,6 +239,41 @@ func (s *Store) physnetMoved(n Network, fab string) error {
 
 // FabricOfPhysnet is the fabric a network on physnet is recorded on now:
 // the one whose physical networks list it, else the default fabric.
-func (s *Store) FabricOfPhysnet(physnet string) string {
-	return s.fabricOfPhysnet(physnet).FabricName()
+func (db *DB) FabricOfPhysnet(physnet string) string {
+	return db.defaultView().fabricOfPhysnet(physnet).FabricName()
+}
+
+// RecordNetwork records a Neutron network change on the fabric of its
+// physical network (Store.RecordNetwork, routed from the default fabric).
+func (db *DB) RecordNetwork(ctx context.Context, c NetworkChange) (Job, error) {
+	return db.defaultView().RecordNetwork(ctx, c)
+}
+
+// RemoveNetwork records a network's deletion on the fabric it is recorded on
+// (Store.RemoveNetwork).
+func (db *DB) RemoveNetwork(ctx context.Context, r NetworkRemoval) (Job, error) {
+	return db.defaultView().RemoveNetwork(ctx, r)
+}
+
+// RecordPort records a Neutron port change on the fabric of its network
+// (Store.RecordPort).
+func (db *DB) RecordPort(ctx context.Context, c PortChange) (Job, error) {
+	return db.defaultView().RecordPort(ctx, c)
+}
+
+// RemovePort records a port's deletion on the fabric it is recorded on
+// (Store.RemovePort).
+func (db *DB) RemovePort(ctx context.Context, r PortRemoval) (Job, error) {
+	return db.defaultView().RemovePort(ctx, r)
+}
+
+// GetJob returns job id, of whichever fabric (Store.GetJob).
+func (db *DB) GetJob(ctx context.Context, id int64) (Job, error) {
+	return db.defaultView().GetJob(ctx, id)
+}
+
+// MovePhysnet moves the networks of a physical network to the fabric the
+// configuration now gives it (Store.MovePhysnet).
+func (db *DB) MovePhysnet(ctx context.Context, m PhysnetMove) (PhysnetMoveOutcome, error) {
+	return db.defaultView().MovePhysnet(ctx, m)
 }

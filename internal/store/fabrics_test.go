@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,13 +21,14 @@ func TestChangeOfAnObjectOnAnotherFabricWritesNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	e := migratedSQLite(ctx, t)
-	s := NewFabrics(e, []FabricRules{
+	db := NewDB(e, []FabricRules{
 		{Name: DefaultFabric, Rules: Rules{PhysicalNetworks: []string{"ibnet"}}},
 		{Name: "storage", Rules: Rules{PhysicalNetworks: []string{"storage"}}},
 	})
-	if err := s.EnsureFabrics(ctx); err != nil {
+	if err := db.EnsureFabrics(ctx); err != nil {
 		t.Fatal(err)
 	}
+	s := db.Fabric(DefaultFabric)
 	vlan, g := int64(100), fabric.GUID(0x248a070300b1c2d4)
 	const net = "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73"
 	if _, err := s.RecordNetwork(ctx, NetworkChange{Network: NetworkSpec{ID: net, Name: "n", Type: "vlan",
@@ -59,7 +61,7 @@ func TestChangeOfAnObjectOnAnotherFabricWritesNothing(t *testing.T) {
 		t.Errorf("default revision = %d, %v; want 0: nothing written there", rev, err)
 	}
 	var c SnapshotCache
-	snap, err := s.Fabric("storage").ReadSnapshot(ctx, &c)
+	snap, err := db.Fabric("storage").ReadSnapshot(ctx, &c)
 	if err != nil || len(snap.Networks) != 1 || len(snap.Members) != 1 {
 		t.Errorf("storage snapshot = %+v, %v; want the network and its port, untouched", snap, err)
 	}
@@ -73,26 +75,79 @@ func TestPhysnetRouting(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	e := migratedSQLite(ctx, t)
-	two := NewFabrics(e, []FabricRules{
+	two := NewDB(e, []FabricRules{
 		{Name: DefaultFabric, Rules: Rules{PhysicalNetworks: []string{"ibnet", "ibnet-2"}}},
 		{Name: "storage", Rules: Rules{PhysicalNetworks: []string{"storage"}}},
 	})
-	one := NewFabrics(e, []FabricRules{{Name: DefaultFabric, Rules: Rules{PhysicalNetworks: []string{"*"}}}})
+	one := NewDB(e, []FabricRules{{Name: DefaultFabric, Rules: Rules{PhysicalNetworks: []string{"*"}}}})
 	for _, tc := range []struct {
 		s         *Store
 		physnet   string
 		fabric    string
 		partition bool
 	}{
-		{two, "ibnet-2", DefaultFabric, true}, {two, "storage", "storage", true}, {two, "elsewhere", DefaultFabric, false},
-		{two.Fabric("storage"), "ibnet", DefaultFabric, true}, {one, "anything", DefaultFabric, true},
+		{two.Fabric(DefaultFabric), "ibnet-2", DefaultFabric, true}, {two.Fabric(DefaultFabric), "storage", "storage", true},
+		{two.Fabric(DefaultFabric), "elsewhere", DefaultFabric, false},
+		{two.Fabric("storage"), "ibnet", DefaultFabric, true}, {one.Fabric(DefaultFabric), "anything", DefaultFabric, true},
 	} {
 		v := tc.s.fabricOfPhysnet(tc.physnet)
-		if got := tc.s.FabricOfPhysnet(tc.physnet); got != tc.fabric || v.FabricName() != tc.fabric {
+		if got := tc.s.db.FabricOfPhysnet(tc.physnet); got != tc.fabric || v.FabricName() != tc.fabric {
 			t.Errorf("physnet %q routed to %q (view %q), want %q", tc.physnet, got, v.FabricName(), tc.fabric)
 		}
 		if got := v.rules.managesPhysnet(tc.physnet); got != tc.partition {
 			t.Errorf("physnet %q: a partition on fabric %s = %v, want %v", tc.physnet, tc.fabric, got, tc.partition)
+		}
+	}
+}
+
+// A database serves its fabrics by name, the default first, each through a
+// view that knows its database; a store of one fabric (New) is the default
+// fabric's view of a database of its own. A Neutron change given to the
+// database, as the API gives it, is recorded on the fabric of its physnet.
+func TestDBAndItsViews(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	e := migratedSQLite(ctx, t)
+	two := NewDB(e, []FabricRules{
+		{Name: DefaultFabric, Rules: Rules{PhysicalNetworks: []string{"ibnet"}}},
+		{Name: "storage", Rules: Rules{PhysicalNetworks: []string{"storage"}}},
+	})
+	if err := two.EnsureFabrics(ctx); err != nil {
+		t.Fatal(err)
+	}
+	one := New(e, Rules{})
+	for _, tc := range []struct {
+		name  string
+		db    *DB
+		names []string
+	}{
+		{"two fabrics", two, []string{DefaultFabric, "storage"}},
+		{"one fabric", one.DB(), []string{DefaultFabric}},
+	} {
+		if got := tc.db.FabricNames(); !slices.Equal(got, tc.names) {
+			t.Errorf("%s: FabricNames = %v, want %v", tc.name, got, tc.names)
+		}
+		for _, name := range tc.names {
+			if v := tc.db.Fabric(name); v == nil || v.FabricName() != name || v.DB() != tc.db {
+				t.Errorf("%s: Fabric(%q) = %v, want its view of the database", tc.name, name, v)
+			}
+		}
+		if v := tc.db.Fabric("elsewhere"); v != nil {
+			t.Errorf("%s: Fabric(elsewhere) = %v, want nil", tc.name, v)
+		}
+	}
+	if one.DB().Fabric(DefaultFabric) != one {
+		t.Error("a store of one fabric is not its database's view")
+	}
+	vlan := int64(100)
+	if _, err := two.RecordNetwork(ctx, NetworkChange{Network: NetworkSpec{ID: "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73",
+		Name: "n", Type: "vlan", PhysicalNetwork: "storage", SegmentationID: &vlan}, Operation: OpCreateNetwork,
+		CreatedBy: "test", Request: "{}"}); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int64{DefaultFabric: 0, "storage": 1} {
+		if rev, err := two.Fabric(name).Revision(ctx); err != nil || rev != want {
+			t.Errorf("fabric %s: revision %d, %v; want %d", name, rev, err, want)
 		}
 	}
 }

@@ -51,6 +51,13 @@ type KubernetesPKey struct {
 	Revision int64
 	// QoS is the partition's, as UFM's API set it (qos.go).
 	QoS fabric.QoS
+	// Owner is the pkeys client that created it: its [ufm_pkeys:NAME] NAME,
+	// "" for [ufm_pkeys] (principals.go).
+	Owner string
+	// PartitionName is the name its client gave it (UFM's partition_name);
+	// "": none. Only the pkeys API's reads (KubernetesPKeys,
+	// GetKubernetesPKey) read it; a snapshot leaves it "".
+	PartitionName string
 }
 
 // KubernetesAddition is a POST of UFM's /resources/pkeys: GUIDs join the
@@ -64,7 +71,13 @@ type KubernetesAddition struct {
 	IPoIB *bool
 	// QoS is what the request sets of the pkey's QoS: the rest stays as
 	// recorded, or at UFM's defaults for a new pkey.
-	QoS       QoSChange
+	QoS QoSChange
+	// PartitionName, when set, is recorded as the pkey's name (UFM's
+	// partition_name); "" keeps a recorded one.
+	PartitionName string
+	// Replace makes Members the pkey's only members (UFM's PUT of
+	// /resources/pkeys): a member not listed leaves it, in the same change.
+	Replace   bool
 	CreatedBy string
 	Request   string
 	RequestID string
@@ -148,10 +161,20 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 		if err := checkPKeyNotNeutron(ctx, tx, a.PKey); err != nil {
 			return Job{}, err
 		}
-		before, err := tx.q.GetKubernetesPKey(ctx, s.FabricName(), a.PKey)
-		known := err == nil
-		if err != nil && !driver.IsNoRows(err) {
+		before, known, mine, err := s.ownPKey(ctx, tx.q, a.PKey)
+		if err != nil {
 			return Job{}, err
+		}
+		if known && !mine {
+			return Job{}, forbiddenf("pkey %s is another pkeys client's: a client changes only the pkeys it created", a.PKey)
+		}
+		// A replaced member leaves before the limits are checked: they
+		// count the members the pkey keeps.
+		var dropped []fabric.GUID
+		if a.Replace && known {
+			if dropped, err = dropUnlistedMembers(ctx, tx, a); err != nil {
+				return Job{}, err
+			}
 		}
 		added := 0 // GUIDs not yet members
 		for _, m := range a.Members {
@@ -177,11 +200,16 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 		case known:
 			ipoib = before.IpOverIb
 		}
-		if err := tx.q.UpsertKubernetesPKey(ctx, s.FabricName(), a.PKey, ipoib, rev, tx.now); err != nil {
+		if err := tx.q.UpsertKubernetesPKey(ctx, s.FabricName(), a.PKey, ipoib, rev, tx.now, s.owner()); err != nil {
 			return Job{}, err
 		}
 		if err := setQoS(ctx, tx, a.PKey, a.QoS, rev); err != nil {
 			return Job{}, err
+		}
+		if a.PartitionName != "" {
+			if err := tx.q.SetKubernetesPartitionName(ctx, &a.PartitionName, tx.fabric, a.PKey); err != nil {
+				return Job{}, err
+			}
 		}
 		guids := make([]fabric.GUID, 0, len(a.Members))
 		for _, m := range a.Members {
@@ -197,13 +225,53 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 		if err != nil {
 			return Job{}, err
 		}
-		return kubernetesChanged(ctx, tx, rev, a.PKey, Job{
-			Operation:   OpAddKubernetesGUIDs,
-			Description: fmt.Sprintf("Add %s to Kubernetes pkey %s", memberList(a.Members), a.PKey),
-			Result:      fmt.Sprintf("%s in Kubernetes pkey %s", memberList(a.Members), a.PKey) + releasedText("they", released),
-			CreatedBy:   a.CreatedBy, Request: a.Request, RequestID: a.RequestID,
-		})
+		return kubernetesChanged(ctx, tx, rev, a.PKey, a.job(releasedText("they", released), dropped))
 	})
+}
+
+// job is an addition's job: released is what it says of the GUIDs' adopted
+// partitions, dropped the members a replacement took out.
+func (a KubernetesAddition) job(released string, dropped []fabric.GUID) Job {
+	j := Job{
+		Operation:   OpAddKubernetesGUIDs,
+		Description: fmt.Sprintf("Add %s to Kubernetes pkey %s", memberList(a.Members), a.PKey),
+		Result:      fmt.Sprintf("%s in Kubernetes pkey %s", memberList(a.Members), a.PKey) + released,
+		CreatedBy:   a.CreatedBy, Request: a.Request, RequestID: a.RequestID,
+	}
+	if a.Replace {
+		// The operation stays an addition's: the capacity check fails a job
+		// that adds GUIDs their switch ports cannot hold.
+		j.Description = fmt.Sprintf("Set the members of Kubernetes pkey %s to %s", a.PKey, memberList(a.Members))
+		if len(dropped) > 0 {
+			j.Result += fmt.Sprintf("; %s are no members any more", guidList(dropped))
+		}
+	}
+	return j
+}
+
+// dropUnlistedMembers takes out of a.PKey the members a (a replacement) does
+// not list, and promises them absent; it returns them.
+func dropUnlistedMembers(ctx context.Context, tx *changeTx, a KubernetesAddition) ([]fabric.GUID, error) {
+	members, err := tx.q.ListKubernetesMembersOfPKey(ctx, tx.fabric, a.PKey)
+	if err != nil {
+		return nil, fmt.Errorf("the members of pkey %s: %w", a.PKey, err)
+	}
+	listed := make(map[fabric.GUID]bool, len(a.Members))
+	for _, m := range a.Members {
+		listed[m.GUID] = true
+	}
+	var dropped []fabric.GUID
+	for _, m := range members {
+		if listed[m.Guid] {
+			continue
+		}
+		if _, err := tx.q.DeleteKubernetesMember(ctx, tx.fabric, a.PKey, m.Guid); err != nil {
+			return nil, err
+		}
+		dropped = append(dropped, m.Guid)
+		tx.promise(Place{GUID: m.Guid, PKey: a.PKey, Want: WantAbsent})
+	}
+	return dropped, nil
 }
 
 // checkKubernetesAddition refuses an addition the rules refuse on its own,
@@ -253,11 +321,16 @@ func (s *Store) CreateKubernetesPKey(ctx context.Context, c KubernetesCreation) 
 		if err := checkPKeyNotNeutron(ctx, tx, c.PKey); err != nil {
 			return Job{}, err
 		}
+		if _, known, mine, err := s.ownPKey(ctx, tx.q, c.PKey); err != nil {
+			return Job{}, err
+		} else if known && !mine {
+			return Job{}, forbiddenf("pkey %s is another pkeys client's: a client changes only the pkeys it created", c.PKey)
+		}
 		rev, err := tx.touches(ctx, true)
 		if err != nil {
 			return Job{}, err
 		}
-		if err := tx.q.UpsertKubernetesPKey(ctx, s.FabricName(), c.PKey, c.IPoIB, rev, tx.now); err != nil {
+		if err := tx.q.UpsertKubernetesPKey(ctx, s.FabricName(), c.PKey, c.IPoIB, rev, tx.now, s.owner()); err != nil {
 			return Job{}, err
 		}
 		if err := setQoS(ctx, tx, c.PKey, c.QoS, rev); err != nil {
@@ -339,7 +412,7 @@ func (s *Store) checkKubernetesMembers(ctx context.Context, tx *changeTx, pkey f
 		}
 	}
 	if total > 0 {
-		n, err := tx.q.CountKubernetesMembers(ctx, s.FabricName())
+		n, err := tx.q.CountKubernetesMembers(ctx, s.FabricName(), s.owner())
 		if err != nil {
 			return err
 		}
@@ -367,6 +440,9 @@ func (s *Store) checkKubernetesMember(ctx context.Context, tx *changeTx, pkey fa
 	}
 	others, err := tx.q.KubernetesMembershipsOfGUID(ctx, s.FabricName(), guid)
 	if err != nil {
+		return false, err
+	}
+	if err := s.checkGUIDOwners(ctx, tx, pkey, guid, others); err != nil {
 		return false, err
 	}
 	pkeys := []fabric.PKey{pkey}
@@ -404,11 +480,19 @@ func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) 
 		if err != nil {
 			return Job{}, err
 		}
+		// Another's pkey is no pkey of this client's: nothing to remove, as
+		// from an unknown one.
+		_, _, mine, err := s.ownPKey(ctx, tx.q, r.PKey)
+		if err != nil {
+			return Job{}, err
+		}
 		var removed, absent []string
 		for _, g := range r.GUIDs {
-			n, err := tx.q.DeleteKubernetesMember(ctx, s.FabricName(), r.PKey, g)
-			if err != nil {
-				return Job{}, err
+			var n int64
+			if mine {
+				if n, err = tx.q.DeleteKubernetesMember(ctx, s.FabricName(), r.PKey, g); err != nil {
+					return Job{}, err
+				}
 			}
 			if n == 0 {
 				// Not a member: the change promises nothing of it (an
@@ -430,6 +514,14 @@ func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) 
 			result = fmt.Sprintf("nothing to remove: %s are no members of Kubernetes pkey %s",
 				summarise(absent, len(absent)), r.PKey)
 		}
+		if mine {
+			if gone, err := s.deleteIfEmpty(ctx, tx, r.PKey); err != nil {
+				return Job{}, err
+			} else if gone {
+				result += fmt.Sprintf("; pkey %s had no member left and is removed (%s delete_empty)",
+					r.PKey, s.rules.section("ufm_pkeys"))
+			}
+		}
 		return kubernetesChanged(ctx, tx, rev, r.PKey, Job{
 			Operation:   OpRemoveKubernetesGUIDs,
 			Description: fmt.Sprintf("Remove GUIDs %s from Kubernetes pkey %s", guidList(r.GUIDs), r.PKey),
@@ -446,8 +538,10 @@ func (s *Store) DeleteKubernetesPKey(ctx context.Context, d KubernetesDeletion) 
 		return Job{}, err
 	}
 	return s.record(ctx, s.kubeGroups, "delete pkey", d.PKey.String(), func(ctx context.Context, tx *changeTx) (Job, error) {
-		if _, err := tx.q.GetKubernetesPKey(ctx, s.FabricName(), d.PKey); err != nil {
-			return Job{}, notFound(err)
+		// Another's pkey is not found, as an unknown one: a DELETE tells
+		// nothing of the pkeys of other clients.
+		if _, _, mine, err := s.ownPKey(ctx, tx.q, d.PKey); err != nil || !mine {
+			return Job{}, cmpOr(err, ErrNotFound)
 		}
 		rev, err := tx.touches(ctx, true)
 		if err != nil {
@@ -476,11 +570,21 @@ func (s *Store) DeleteKubernetesPKey(ctx context.Context, d KubernetesDeletion) 
 	})
 }
 
-// KubernetesPKeys lists every Kubernetes pkey with its members, in one
-// read-only transaction.
+// KubernetesPKeys lists every Kubernetes pkey with its members and its
+// partition name, in one read-only transaction.
 func (s *Store) KubernetesPKeys(ctx context.Context) ([]KubernetesPKey, error) {
 	return readOnly(ctx, s, "list Kubernetes pkeys", func(ctx context.Context, q driver.Queries) ([]KubernetesPKey, error) {
-		return kubernetesPKeys(ctx, s.FabricName(), q)
+		all, err := kubernetesPKeys(ctx, s.FabricName(), q)
+		if err != nil {
+			return nil, err
+		}
+		own := all[:0]
+		for _, p := range all {
+			if p.Owner == s.owner() {
+				own = append(own, p)
+			}
+		}
+		return own, namePKeys(ctx, s.FabricName(), q, own)
 	})
 }
 
@@ -496,8 +600,7 @@ func kubernetesPKeys(ctx context.Context, fab string, q driver.Queries) ([]Kuber
 	out := make([]KubernetesPKey, len(pkeys))
 	at := make(map[fabric.PKey]int, len(pkeys))
 	for i, p := range pkeys {
-		out[i] = KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision, QoS: qosOf(p),
-			Members: []KubernetesMember{}}
+		out[i] = kubernetesPKey(p, []KubernetesMember{})
 		at[p.Pkey] = i
 	}
 	for _, m := range members {
@@ -514,17 +617,44 @@ func kubernetesPKeys(ctx context.Context, fab string, q driver.Queries) ([]Kuber
 // ErrNotFound when it is not recorded.
 func (s *Store) GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (KubernetesPKey, error) {
 	return readOnly(ctx, s, "read pkey "+pkey.String(), func(ctx context.Context, q driver.Queries) (KubernetesPKey, error) {
-		p, err := q.GetKubernetesPKey(ctx, s.FabricName(), pkey)
-		if err != nil {
-			return KubernetesPKey{}, notFound(err)
+		p, _, mine, err := s.ownPKey(ctx, q, pkey)
+		if err != nil || !mine {
+			// Another's reads as an unknown one.
+			return KubernetesPKey{}, cmpOr(err, ErrNotFound)
 		}
 		members, err := q.ListKubernetesMembersOfPKey(ctx, s.FabricName(), pkey)
 		if err != nil {
 			return KubernetesPKey{}, err
 		}
-		return KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision, QoS: qosOf(p),
-			Members: driver.Convert(members, kubernetesMember)}, nil
+		one := []KubernetesPKey{kubernetesPKey(p, driver.Convert(members, kubernetesMember))}
+		return one[0], namePKeys(ctx, s.FabricName(), q, one)
 	})
+}
+
+// kubernetesPKey is a recorded pkey with its members.
+func kubernetesPKey(p driver.KubernetesPKey, members []KubernetesMember) KubernetesPKey {
+	return KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision, Members: members, Owner: p.Owner,
+		QoS: qosOf(p)}
+}
+
+// namePKeys sets the partition names their clients gave pkeys. Only the
+// pkeys API's reads take them: a snapshot (the partitions file) never names a
+// partition so.
+func namePKeys(ctx context.Context, fab string, q driver.Queries, pkeys []KubernetesPKey) error {
+	names, err := q.ListKubernetesPartitionNames(ctx, fab)
+	if err != nil {
+		return fmt.Errorf("the pkeys' partition names: %w", err)
+	}
+	byPKey := make(map[fabric.PKey]string, len(names))
+	for _, n := range names {
+		if n.PartitionName != nil {
+			byPKey[n.Pkey] = *n.PartitionName
+		}
+	}
+	for i := range pkeys {
+		pkeys[i].PartitionName = byPKey[pkeys[i].PKey]
+	}
+	return nil
 }
 
 // KubernetesLastUpdated is when OpenSM was last seen applying a Kubernetes
@@ -590,7 +720,12 @@ func summarise(listed []string, total int) string {
 func (r Rules) KubernetesConflicts(pkeys []KubernetesPKey) []string {
 	var out []string
 	for _, p := range pkeys {
-		if err := r.checkKubernetesPKey(p.PKey); err != nil {
+		cr, why, ok := r.clientOf(p)
+		if !ok {
+			out = append(out, why)
+			continue
+		}
+		if err := cr.checkKubernetesPKey(p.PKey); err != nil {
 			out = append(out, "Kubernetes "+err.Error())
 		}
 	}

@@ -139,7 +139,7 @@ func (s *Store) checkPKeyFree(ctx context.Context, tx *changeTx, n Network) erro
 	}
 	// A Kubernetes pkey recorded before [ufm_pkeys] pkey_range moved (with no
 	// range, none is recorded: see membership).
-	if s.rules.KubernetesRange.Empty() {
+	if !s.rules.anyKubernetesRange() {
 		return nil
 	}
 	switch _, err := tx.q.GetKubernetesPKey(ctx, tx.fabric, *n.PKey); {
@@ -511,7 +511,7 @@ func (s *Store) membership(ctx context.Context, tx *changeTx, p *Port, c PortCha
 	// Without a Kubernetes range no Kubernetes pkey is recorded (the start
 	// refuses a configuration that left one behind), and a port pays no query
 	// for them; the partitions check still holds the file to the rule.
-	if !s.rules.KubernetesRange.Empty() {
+	if s.rules.anyKubernetesRange() {
 		if kube, err := tx.q.KubernetesMembershipsOfGUID(ctx, tx.fabric, *p.GUID); err != nil {
 			return "", err
 		} else if len(kube) > 0 {

@@ -76,7 +76,7 @@ var errDryRun = errors.New("dry run: nothing is written")
 // template lists). An outcome without networks: nothing to move.
 func (s *Store) MovePhysnet(ctx context.Context, m PhysnetMove) (PhysnetMoveOutcome, error) {
 	to := s.fabricOfPhysnet(m.Physnet)
-	fabrics := s.FabricNames()
+	fabrics := s.db.FabricNames()
 	slices.Sort(fabrics)
 	var out PhysnetMoveOutcome
 	err := s.d.InChangeTx(ctx, func(q driver.ChangeTx) error {
@@ -294,7 +294,7 @@ func (mv *physnetMove) checkMember(ctx context.Context, target *changeTx, p Port
 		return err
 	}
 	rules := mv.to.rules
-	if !rules.KubernetesRange.Empty() {
+	if rules.anyKubernetesRange() {
 		kube, err := target.q.KubernetesMembershipsOfGUID(ctx, target.fabric, *p.GUID)
 		if err != nil {
 			return err

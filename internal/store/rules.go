@@ -42,8 +42,17 @@ type Rules struct {
 	// max_members_per_pkey and max_members: the most members of one
 	// Kubernetes pkey and of all of them. 0: no limit.
 	KubernetesMaxMembersPerPKey, KubernetesMaxMembers int
+	// PKeysClients are the fabric's further pkeys clients ([ufm_pkeys:NAME])
+	// by NAME (principals.go): no Neutron VLAN may use their ranges, and each
+	// one's view (Store.PKeysClient) records by its own.
+	PKeysClients map[string]PKeysClientRules
 
-	// fabric is the fabric whose rules these are (set by NewFabrics): the
+	// client is the pkeys client whose view these rules are ("": the
+	// [ufm_pkeys] client), and deleteEmpty its delete_empty.
+	client      string
+	deleteEmpty bool
+
+	// fabric is the fabric whose rules these are (set by NewDB): the
 	// sections a refusal names are that fabric's.
 	fabric string
 }
@@ -52,6 +61,9 @@ type Rules struct {
 // names: "[opensm]" or "[ufm_pkeys]" for the default fabric, "[fabric:NAME]"
 // or "[fabric:NAME:ufm_pkeys]" for another.
 func (r Rules) section(name string) string {
+	if name == "ufm_pkeys" && r.client != "" {
+		return "[ufm_pkeys:" + r.client + "]"
+	}
 	if r.fabric == "" || r.fabric == DefaultFabric {
 		return "[" + name + "]"
 	}
@@ -159,9 +171,9 @@ func (r Rules) checkVLAN(id string, vlan int64) error {
 				id, vlan, pkey, name)
 		}
 	}
-	if r.KubernetesRange.Contains(pkey) {
+	if section, rng, ok := r.kubernetesRangeOf(pkey); ok {
 		return rejectf("network %s: VLAN ID %d (pkey %s) is in %s pkey_range %s, which only Kubernetes partitions may use",
-			id, vlan, pkey, r.section("ufm_pkeys"), r.KubernetesRange)
+			id, vlan, pkey, section, rng)
 	}
 	return nil
 }

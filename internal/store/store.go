@@ -164,19 +164,29 @@ type Store struct {
 	// groups queue this process's changes for group commit (group.go);
 	// kubeGroups Kubernetes' (its lane: one change a group).
 	groups, kubeGroups *changeGroups
-	// fabric is the fabric this view acts on ("": DefaultFabric); fabrics,
-	// shared by every view of the database, nil when it serves one fabric
-	// (fabrics.go).
-	fabric  string
-	fabrics *fabricSet
+	// fabric is the fabric this view acts on ("": DefaultFabric); db the
+	// database it is a view of (fabrics.go).
+	fabric string
+	db     *DB
 }
 
-// New wraps an engine's driver, with the rules that decide what a request
-// records.
+// New wraps an engine's driver serving one fabric, the default, with the
+// rules that decide what a request records; it returns that fabric's view.
 func New(d driver.Driver, rules Rules) *Store {
+	s := newView(d, rules)
+	s.db = &DB{d: d, order: []string{DefaultFabric}, views: map[string]*Store{DefaultFabric: s}}
+	return s
+}
+
+// newView is a fabric's view on d, with its own change groups, not yet
+// given its database.
+func newView(d driver.Driver, rules Rules) *Store {
 	return &Store{d: d, rules: rules, now: func() time.Time { return time.Now().UTC() }, groups: &changeGroups{},
 		kubeGroups: &changeGroups{max: 1}}
 }
+
+// DB is the database s is a view of.
+func (s *Store) DB() *DB { return s.db }
 
 // WithRules is a store on the same connections (and change groups) with other
 // rules: for tests and tools that look at one database through several rule
@@ -196,15 +206,6 @@ func (s *Store) WithClock(now func() time.Time) *Store {
 	return &c
 }
 
-// Name is the engine's name: "postgres", "mysql" or "sqlite".
-func (s *Store) Name() string { return s.d.Name() }
-
-// Close closes the engine's connections.
-func (s *Store) Close() error { return s.d.Close() }
-
-// Migrate applies the engine's embedded migrations.
-func (s *Store) Migrate(ctx context.Context) error { return s.d.Migrate(ctx) }
-
 // TryLock takes the fabric's applier lock if it is free; nil Lock if another
 // holds it.
 func (s *Store) TryLock(ctx context.Context) (Lock, error) { return s.d.TryLock(ctx, s.FabricName()) }
@@ -212,7 +213,7 @@ func (s *Store) TryLock(ctx context.Context) (Lock, error) { return s.d.TryLock(
 // Wake returns a channel that receives after the revision may have changed.
 // It is only a hint: callers also poll.
 func (s *Store) Wake(ctx context.Context) <-chan struct{} {
-	if w, ok := s.d.(fabricWaker); ok && s.fabrics != nil {
+	if w, ok := s.d.(fabricWaker); ok && s.db.routes {
 		return w.WakeFabric(ctx, s.FabricName())
 	}
 	return s.d.Wake(ctx)

@@ -26,12 +26,11 @@ func Open(ctx context.Context, engine, dsn string, migrate bool, rules store.Rul
 	return store.New(e, rules), nil
 }
 
-// OpenFabrics is Open for a store serving several fabrics, the default
-// first: it returns the default fabric's view (store.NewFabrics), each
-// fabric's state rows written (store.EnsureFabrics) unless the schema is
-// left as it is (migrate false: a read-only command, which then reads no
-// fabric that never ran).
-func OpenFabrics(ctx context.Context, engine, dsn string, migrate bool, fabrics []store.FabricRules, log *slog.Logger) (*store.Store, error) {
+// OpenFabrics is Open for a database serving several fabrics, the default
+// first (store.NewDB), each fabric's state rows written
+// (store.DB.EnsureFabrics) unless the schema is left as it is (migrate
+// false: a read-only command, which then reads no fabric that never ran).
+func OpenFabrics(ctx context.Context, engine, dsn string, migrate bool, fabrics []store.FabricRules, log *slog.Logger) (*store.DB, error) {
 	if len(fabrics) == 0 || fabrics[0].Name != store.DefaultFabric {
 		return nil, fmt.Errorf("the fabrics must start with the default fabric %q", store.DefaultFabric)
 	}
@@ -39,7 +38,7 @@ func OpenFabrics(ctx context.Context, engine, dsn string, migrate bool, fabrics 
 	if err != nil {
 		return nil, err
 	}
-	s := store.NewFabrics(e, fabrics)
+	s := store.NewDB(e, fabrics)
 	if migrate {
 		if err := s.EnsureFabrics(ctx); err != nil {
 			e.Close()

@@ -72,6 +72,9 @@ type Topology struct {
 	links  map[nodePort]nodePort
 	sm     *nodePort
 	routes map[fabric.GUID]string
+	// ports are the dump's ports of hosts and switches, by node GUID and
+	// port number: what UFM's ports resource lists.
+	ports map[nodePort]Port
 }
 
 // LID returns the LID of a host port (by port GUID) or of a switch (by node
@@ -151,7 +154,7 @@ func Load(path string) (*Topology, error) {
 // PortGUID:%016llx VenID:%06X DevID:%04X Rev:%08X {%s} LID:%04X PN:%02X }" (VenID
 // has 8 digits for the remote end), desc the pattern of the description.
 func nodePattern(desc string) string {
-	return `\{ (SW|CA|Rt|\*\*)(-SM)? Ports:([0-9A-F]{2}) SystemGUID:[0-9a-f]{16} NodeGUID:([0-9a-f]{16}) ` +
+	return `\{ (SW|CA|Rt|\*\*)(-SM)? Ports:([0-9A-F]{2}) SystemGUID:([0-9a-f]{16}) NodeGUID:([0-9a-f]{16}) ` +
 		`PortGUID:([0-9a-f]{16}) VenID:[0-9A-F]{6,8} DevID:[0-9A-F]{4,8} Rev:[0-9A-F]{8} \{(` + desc + `)\} ` +
 		`LID:([0-9A-F]{4}) PN:([0-9A-F]{2}) \}`
 }
@@ -168,7 +171,7 @@ func nodePattern(desc string) string {
 // in two places is refused rather than read the way that puts another
 // switch's fields into it.
 const (
-	linkTail = ` PHY=\S+ LOG=\S+ SPD=\S+$`
+	linkTail = ` PHY=\S+ LOG=(\S+) SPD=\S+$`
 	// maxNodeDescription is the longest description OpenSM writes of a node's
 	// own NodeDescription.
 	maxNodeDescription = 63
@@ -186,6 +189,7 @@ type end struct {
 	kind        string // SW, CA, Rt or **
 	sm          bool   // -SM: the port is the master SM's
 	ports       int
+	systemGUID  fabric.GUID
 	nodeGUID    fabric.GUID
 	portGUID    fabric.GUID
 	description string
@@ -193,17 +197,18 @@ type end struct {
 	port        int
 }
 
-// parseEnd reads the submatches of one end: type, ports, node GUID, port GUID,
-// description, LID, port number.
+// parseEnd reads the submatches of one end: type, ports, system GUID, node
+// GUID, port GUID, description, LID, port number.
 func parseEnd(m []string) (end, error) {
 	// The pattern admits only as many hex digits as the types hold.
 	ports, _ := strconv.ParseUint(m[1], 16, 8)
-	nodeGUID, _ := strconv.ParseUint(m[2], 16, 64)
-	portGUID, _ := strconv.ParseUint(m[3], 16, 64)
-	lid, _ := strconv.ParseUint(m[5], 16, 16)
-	pn, _ := strconv.ParseUint(m[6], 16, 8)
-	e := end{kind: m[0], ports: int(ports), nodeGUID: fabric.GUID(nodeGUID), portGUID: fabric.GUID(portGUID),
-		description: m[4], lid: uint16(lid), port: int(pn)}
+	systemGUID, _ := strconv.ParseUint(m[2], 16, 64)
+	nodeGUID, _ := strconv.ParseUint(m[3], 16, 64)
+	portGUID, _ := strconv.ParseUint(m[4], 16, 64)
+	lid, _ := strconv.ParseUint(m[6], 16, 16)
+	pn, _ := strconv.ParseUint(m[7], 16, 8)
+	e := end{kind: m[0], ports: int(ports), systemGUID: fabric.GUID(systemGUID), nodeGUID: fabric.GUID(nodeGUID),
+		portGUID: fabric.GUID(portGUID), description: m[5], lid: uint16(lid), port: int(pn)}
 	switch {
 	case e.nodeGUID == 0 || e.portGUID == 0:
 		return e, fmt.Errorf("%s %q: zero GUID", e.kind, e.description)
@@ -237,7 +242,8 @@ func (t *Topology) addLID(e end) error {
 // one description and number of ports, and a host port is behind one switch port.
 func Parse(r io.Reader) (*Topology, error) {
 	t := &Topology{switches: map[fabric.GUID]Switch{}, behind: map[fabric.GUID]SwitchPort{},
-		portOf: map[nodePort]fabric.GUID{}, lids: map[fabric.GUID]uint16{}, links: map[nodePort]nodePort{}}
+		portOf: map[nodePort]fabric.GUID{}, lids: map[fabric.GUID]uint16{}, links: map[nodePort]nodePort{},
+		ports: map[nodePort]Port{}}
 	hostLine := map[fabric.GUID]int{} // the line that placed each host port
 	switchLine := map[fabric.GUID]int{}
 
@@ -263,12 +269,12 @@ func Parse(r io.Reader) (*Topology, error) {
 		// A second end's description holds the middle of the line when the
 		// first could end later: only one longer than a node can set needs
 		// the second reading.
-		if len(m[14]) > maxNodeDescription && !slices.Equal(m, linkLineLast.FindStringSubmatch(raw[:len(raw)-1])) {
+		if len(m[16]) > maxNodeDescription && !slices.Equal(m, linkLineLast.FindStringSubmatch(raw[:len(raw)-1])) {
 			return nil, fmt.Errorf("line %d: reads two ways: a node's description of more than %d bytes "+
 				"(from OpenSM's node_name_map) holds the fields of a link's end: %.120q", n, maxNodeDescription, raw)
 		}
 		var ends [2]end
-		for i, fields := range [][]string{m[1:9], m[9:17]} {
+		for i, fields := range [][]string{m[1:10], m[10:19]} {
 			sm := fields[1] != ""
 			fields = append([]string{fields[0]}, fields[2:]...) // drop -SM
 			if ends[i], err = parseEnd(fields); err != nil {
@@ -277,24 +283,9 @@ func Parse(r io.Reader) (*Topology, error) {
 			ends[i].sm = sm
 		}
 		t.addLink(ends)
-		for _, e := range ends {
-			if err := t.addLID(e); err != nil {
-				return nil, fmt.Errorf("line %d: %w", n, err)
-			}
-			if e.kind == "CA" {
-				t.portOf[nodePort{e.nodeGUID, e.port}] = e.portGUID
-			}
-			if e.kind != "SW" {
-				continue
-			}
-			sw := Switch{GUID: e.nodeGUID, Description: e.description, Ports: e.ports}
-			if prev, seen := t.switches[sw.GUID]; seen && prev != sw {
-				return nil, fmt.Errorf("line %d: switch %s is %q with %d ports, but line %d says %q with %d ports",
-					n, sw.GUID, sw.Description, sw.Ports, switchLine[sw.GUID], prev.Description, prev.Ports)
-			}
-			if _, seen := t.switches[sw.GUID]; !seen {
-				t.switches[sw.GUID], switchLine[sw.GUID] = sw, n
-			}
+		t.addPorts(ends, m[19])
+		if err := t.addEnds(n, ends, switchLine); err != nil {
+			return nil, err
 		}
 		for i, host := range ends {
 			sw := ends[1-i]
@@ -314,4 +305,29 @@ func Parse(r io.Reader) (*Topology, error) {
 	}
 	t.routes = t.directedRoutes()
 	return t, nil
+}
+
+// addEnds records the LIDs, CA ports and switches of line n's two ends:
+// switchLine is the line that first described each switch.
+func (t *Topology) addEnds(n int, ends [2]end, switchLine map[fabric.GUID]int) error {
+	for _, e := range ends {
+		if err := t.addLID(e); err != nil {
+			return fmt.Errorf("line %d: %w", n, err)
+		}
+		if e.kind == "CA" {
+			t.portOf[nodePort{e.nodeGUID, e.port}] = e.portGUID
+		}
+		if e.kind != "SW" {
+			continue
+		}
+		sw := Switch{GUID: e.nodeGUID, Description: e.description, Ports: e.ports}
+		if prev, seen := t.switches[sw.GUID]; seen && prev != sw {
+			return fmt.Errorf("line %d: switch %s is %q with %d ports, but line %d says %q with %d ports",
+				n, sw.GUID, sw.Description, sw.Ports, switchLine[sw.GUID], prev.Description, prev.Ports)
+		}
+		if _, seen := t.switches[sw.GUID]; !seen {
+			t.switches[sw.GUID], switchLine[sw.GUID] = sw, n
+		}
+	}
+	return nil
 }

@@ -165,6 +165,18 @@ SELECT sqlc.arg(revision), sqlc.arg(sha256), sqlc.arg(term), sqlc.arg(outcome), 
        sqlc.arg(started_at), sqlc.arg(finished_at), sqlc.arg(fabric)
 FROM leadership WHERE leadership.fabric = sqlc.arg(fabric) AND leadership.term = sqlc.arg(term);
 
+-- RecordApply for an apply that completes jobs (internal/store/applier.go
+-- finishApply), recorded only if the database still holds its newest job
+-- too (0: none to check): one round trip where the job's read and the
+-- insert took two. Reading jobs holds off a dump's DROP TABLE, as the read
+-- did (history.go).
+-- name: RecordApplyOfHistory :execrows
+INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finished_at, fabric)
+SELECT sqlc.arg(revision), sqlc.arg(sha256), sqlc.arg(term), sqlc.arg(outcome), sqlc.arg(detail),
+       sqlc.arg(started_at), sqlc.arg(finished_at), sqlc.arg(fabric)
+FROM leadership WHERE leadership.fabric = sqlc.arg(fabric) AND leadership.term = sqlc.arg(term)
+  AND (sqlc.arg(newest_job) = 0 OR EXISTS (SELECT 1 FROM jobs WHERE jobs.id = sqlc.arg(newest_job)));
+
 -- name: LastApply :one
 SELECT * FROM applies WHERE fabric = sqlc.arg(fabric) ORDER BY id DESC LIMIT 1;
 

@@ -115,6 +115,17 @@ INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finish
 SELECT @revision, @sha256, @term, @outcome, @detail, @started_at, @finished_at, CAST(@fabric AS TEXT)
 FROM leadership WHERE leadership.fabric = CAST(@fabric AS TEXT) AND leadership.term = @term;
 
+-- RecordApply for an apply that completes jobs (internal/store/applier.go
+-- finishApply), recorded only if the database still holds its newest job
+-- too (0: none to check): one round trip where the job's read and the
+-- insert took two. Reading jobs holds off a restore that empties it, as the
+-- read did (history.go).
+-- name: RecordApplyOfHistory :execrows
+INSERT INTO applies (revision, sha256, term, outcome, detail, started_at, finished_at, fabric)
+SELECT @revision, @sha256, @term, @outcome, @detail, @started_at, @finished_at, CAST(@fabric AS TEXT)
+FROM leadership WHERE leadership.fabric = CAST(@fabric AS TEXT) AND leadership.term = @term
+  AND (CAST(@newest_job AS BIGINT) = 0 OR EXISTS (SELECT 1 FROM jobs WHERE jobs.id = @newest_job));
+
 -- name: LastApply :one
 SELECT * FROM applies WHERE fabric = @fabric ORDER BY id DESC LIMIT 1;
 

@@ -48,6 +48,21 @@ type RecordApplyParams struct {
 	Fabric     string
 }
 
+// RecordApplyOfHistoryParams are RecordApplyOfHistory's arguments: an
+// apply, recorded if Term is still the current term and the job NewestJob
+// is still recorded (0: no job to check).
+type RecordApplyOfHistoryParams struct {
+	Revision   int64
+	SHA256     string
+	Term       int64
+	Outcome    string
+	Detail     string
+	StartedAt  time.Time
+	FinishedAt time.Time
+	Fabric     string
+	NewestJob  int64
+}
+
 // UpsertAdoptedPartitionParams are UpsertAdoptedPartition's arguments: an
 // adopted partition's statement at the revision that recorded it.
 type UpsertAdoptedPartitionParams struct {

@@ -84,7 +84,7 @@ type Queries interface {
 	InsertSecretIfAbsent(ctx context.Context, fabric string, name string, value string, now time.Time) error
 	KubernetesMembershipsOfGUID(ctx context.Context, fabric string, guid fabric.GUID) ([]KubernetesMember, error)
 	CountKubernetesMembersOfPKey(ctx context.Context, fabric string, pkey fabric.PKey) (int64, error)
-	CountKubernetesMembers(ctx context.Context, fabric string) (int64, error)
+	CountKubernetesMembers(ctx context.Context, fabric string, owner string) (int64, error)
 	InsertForeignSM(ctx context.Context, arg InsertSecondSMParams) (int64, error)
 	KubernetesState(ctx context.Context, fabric string) (KubernetesStateRow, error)
 	LastApply(ctx context.Context, fabric string) (Apply, error)
@@ -102,19 +102,22 @@ type Queries interface {
 	ListPortsSince(ctx context.Context, fabric string, revision int64) ([]Port, error)
 	ListSecrets(ctx context.Context, fabric string) ([]ListSecretsRow, error)
 	MarkJobsRunning(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) (int64, error)
-	MarkKubernetesApplied(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) (int64, error)
+	MarkKubernetesApplied(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) error
 	MarkKubernetesChanged(ctx context.Context, fabric string, revision int64) error
 	OldestOpenJob(ctx context.Context, fabric string, status string) (time.Time, error)
 	NewTerm(ctx context.Context, fabric string, holder string, now *time.Time) (int64, error)
 	OpenJobsWithGUIDs(ctx context.Context, fabric string, revision int64) ([]OpenJobsWithGUIDsRow, error)
 	OpenJobPlaces(ctx context.Context, fabric string, revision int64) ([]OpenJobPlacesRow, error)
 	RecordApply(ctx context.Context, arg RecordApplyParams) (int64, error)
+	RecordApplyOfHistory(ctx context.Context, arg RecordApplyOfHistoryParams) (int64, error)
 	Revision(ctx context.Context, fabric string) (int64, error)
 	SetFailures(ctx context.Context, fabric string) ([]SetFailure, error)
 	SetJobDescription(ctx context.Context, fabric string, description string, now time.Time, jobID int64, term int64) (int64, error)
 	UpsertAdoptedPartition(ctx context.Context, arg UpsertAdoptedPartitionParams) error
 	UpsertKubernetesMember(ctx context.Context, arg UpsertKubernetesMemberParams) error
-	UpsertKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time) error
+	UpsertKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time, owner string) error
+	SetKubernetesPartitionName(ctx context.Context, partitionName *string, fabric string, pkey fabric.PKey) error
+	ListKubernetesPartitionNames(ctx context.Context, fabric string) ([]KubernetesPartitionName, error)
 	SetKubernetesPKeyQoS(ctx context.Context, fabric string, mtuLimit int64, serviceLevel int64, rateLimitMbps int64, revision int64, now time.Time, pkey fabric.PKey) (int64, error)
 	SecondSMs(ctx context.Context, fabric string) ([]SecondSubnetManager, error)
 	SetRevision(ctx context.Context, fabric string, revision int64) error

@@ -113,11 +113,20 @@ type KubernetesPKey struct {
 	CreatedAt time.Time
 	UpdatedAt time.Time
 	Fabric    string
+	// Owner is the pkeys client that created it: its [ufm_pkeys:NAME] NAME,
+	// "" for [ufm_pkeys] (migration 00020).
+	Owner string
 	// MtuLimit, ServiceLevel and RateLimitMbps are its QoS: UFM's mtu_limit
 	// (KB), service_level and rate_limit in Mb/s.
 	MtuLimit      int64
 	ServiceLevel  int64
 	RateLimitMbps int64
+}
+
+// KubernetesPartitionName is the name a client gave a Kubernetes pkey.
+type KubernetesPartitionName struct {
+	Pkey          fabric.PKey
+	PartitionName *string
 }
 
 // Network is one Neutron network.

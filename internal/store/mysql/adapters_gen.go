@@ -202,6 +202,10 @@ func (q queries) CountKubernetesMembersOfPKey(ctx context.Context, fabric string
 	return q.Queries.CountKubernetesMembersOfPKey(ctx, mysqldb.CountKubernetesMembersOfPKeyParams{Fabric: fabric, Pkey: pkey})
 }
 
+func (q queries) CountKubernetesMembers(ctx context.Context, fabric string, owner string) (int64, error) {
+	return q.Queries.CountKubernetesMembers(ctx, mysqldb.CountKubernetesMembersParams{Fabric: fabric, Owner: owner})
+}
+
 func (q queries) InsertForeignSM(ctx context.Context, arg driver.InsertSecondSMParams) (int64, error) {
 	return q.Queries.InsertForeignSM(ctx, mysqldb.InsertForeignSMParams{PortGuid: arg.PortGUID, Priority: arg.Priority, State: arg.State, OwnState: arg.OwnState, Term: arg.Term, Now: arg.Now, Fabric: arg.Fabric})
 }
@@ -247,7 +251,7 @@ func (q queries) ListKubernetesMembersOfPKey(ctx context.Context, fabric string,
 
 func (q queries) ListKubernetesPKeys(ctx context.Context, fabric string) ([]driver.KubernetesPKey, error) {
 	rs, err := q.Queries.ListKubernetesPKeys(ctx, fabric)
-	return driver.Convert(rs, func(r mysqldb.KubernetesPkey) driver.KubernetesPKey { return driver.KubernetesPKey(r) }), err
+	return driver.Convert(rs, func(r mysqldb.ListKubernetesPKeysRow) driver.KubernetesPKey { return driver.KubernetesPKey(r) }), err
 }
 
 func (q queries) ListManagedNetworks(ctx context.Context, fabric string) ([]driver.Network, error) {
@@ -275,7 +279,7 @@ func (q queries) ListSecrets(ctx context.Context, fabric string) ([]driver.ListS
 	return driver.Convert(rs, func(r mysqldb.ListSecretsRow) driver.ListSecretsRow { return driver.ListSecretsRow(r) }), err
 }
 
-func (q queries) MarkKubernetesApplied(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) (int64, error) {
+func (q queries) MarkKubernetesApplied(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) error {
 	return q.Queries.MarkKubernetesApplied(ctx, mysqldb.MarkKubernetesAppliedParams{Now: now, Fabric: fabric, Revision: revision, Term: term})
 }
 
@@ -303,6 +307,10 @@ func (q queries) RecordApply(ctx context.Context, arg driver.RecordApplyParams) 
 	return q.Queries.RecordApply(ctx, mysqldb.RecordApplyParams{Revision: arg.Revision, Sha256: arg.SHA256, Term: arg.Term, Outcome: arg.Outcome, Detail: arg.Detail, StartedAt: arg.StartedAt, FinishedAt: arg.FinishedAt, Fabric: arg.Fabric})
 }
 
+func (q queries) RecordApplyOfHistory(ctx context.Context, arg driver.RecordApplyOfHistoryParams) (int64, error) {
+	return q.Queries.RecordApplyOfHistory(ctx, mysqldb.RecordApplyOfHistoryParams{Revision: arg.Revision, Sha256: arg.SHA256, Term: arg.Term, Outcome: arg.Outcome, Detail: arg.Detail, StartedAt: arg.StartedAt, FinishedAt: arg.FinishedAt, Fabric: arg.Fabric, NewestJob: arg.NewestJob})
+}
+
 func (q queries) SetFailures(ctx context.Context, fabric string) ([]driver.SetFailure, error) {
 	rs, err := q.Queries.SetFailures(ctx, fabric)
 	return driver.Convert(rs, func(r mysqldb.SetFailure) driver.SetFailure { return driver.SetFailure(r) }), err
@@ -320,8 +328,19 @@ func (q queries) UpsertKubernetesMember(ctx context.Context, arg driver.UpsertKu
 	return q.Queries.UpsertKubernetesMember(ctx, mysqldb.UpsertKubernetesMemberParams{Pkey: arg.PKey, Guid: arg.GUID, Membership: arg.Membership, Index0: arg.Index0, Revision: arg.Revision, Now: arg.Now, Fabric: arg.Fabric})
 }
 
-func (q queries) UpsertKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time) error {
-	return q.Queries.UpsertKubernetesPKey(ctx, mysqldb.UpsertKubernetesPKeyParams{Pkey: pkey, IpOverIb: ipOverIb, Revision: revision, Now: now, Fabric: fabric})
+func (q queries) UpsertKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time, owner string) error {
+	return q.Queries.UpsertKubernetesPKey(ctx, mysqldb.UpsertKubernetesPKeyParams{Pkey: pkey, IpOverIb: ipOverIb, Revision: revision, Now: now, Fabric: fabric, Owner: owner})
+}
+
+func (q queries) SetKubernetesPartitionName(ctx context.Context, partitionName *string, fabric string, pkey fabric.PKey) error {
+	return q.Queries.SetKubernetesPartitionName(ctx, mysqldb.SetKubernetesPartitionNameParams{PartitionName: partitionName, Fabric: fabric, Pkey: pkey})
+}
+
+func (q queries) ListKubernetesPartitionNames(ctx context.Context, fabric string) ([]driver.KubernetesPartitionName, error) {
+	rs, err := q.Queries.ListKubernetesPartitionNames(ctx, fabric)
+	return driver.Convert(rs, func(r mysqldb.ListKubernetesPartitionNamesRow) driver.KubernetesPartitionName {
+		return driver.KubernetesPartitionName(r)
+	}), err
 }
 
 func (q queries) SetKubernetesPKeyQoS(ctx context.Context, fabric string, mtuLimit int64, serviceLevel int64, rateLimitMbps int64, revision int64, now time.Time, pkey fabric.PKey) (int64, error) {

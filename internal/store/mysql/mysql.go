@@ -246,30 +246,86 @@ func (e *Engine) InTx(ctx context.Context, mode driver.TxMode, fn func(q driver.
 // InChangeTx runs fn in one transaction, as a Write, and wakes this process's
 // waiters after it commits.
 func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) error) error {
-	err := driver.InSQLTx(ctx, e.db, nil, func(tx *sql.Tx) error {
-		if !e.pipelined {
-			// The connection cannot send several statements in one query
-			// (see pipelined): each goes on its own.
+	var err error
+	if e.pipelined {
+		err = e.inHeldTx(ctx, fn)
+	} else {
+		// The connection cannot send several statements in one query
+		// (see pipelined): each goes on its own.
+		err = driver.InSQLTx(ctx, e.db, nil, func(tx *sql.Tx) error {
 			return fn(driver.PlainChangeTx{Queries: newQueries(tx), SQLSavepoints: driver.SQLSavepoints{Tx: tx}})
-		}
-		p := &pipeline{tx: tx}
-		// The savepoints, and the writes made through Later, are held back
-		// to go in one multi-statement query with the next statement.
-		c := driver.HeldChangeTx{Queries: newQueries(p), Deferred: newQueries(later{p}), Pipeline: p,
-			HeldSavepoints: driver.HeldSavepoints{Held: &p.held, Exec: func(ctx context.Context, sql string) error {
-				_, err := tx.ExecContext(ctx, sql)
-				return err
-			}}}
-		if err := fn(c); err != nil {
-			return err
-		}
-		// What fn left held goes before the COMMIT (database/sql's own).
-		return c.Flush(ctx)
-	})
+		})
+	}
 	if err == nil {
 		e.Notify()
 	}
 	return err
+}
+
+// inHeldTx is InChangeTx on a pipelined connection. The transaction is begun
+// and committed with plain statements, held like the others: START
+// TRANSACTION goes with the first statement (a change's revision UPDATE,
+// which still takes the row lock before any read view), and COMMIT with
+// whatever fn left held, so that neither costs a round trip of its own (the
+// savepoints, and the writes made through Later, go with the next statement
+// as before).
+func (e *Engine) inHeldTx(ctx context.Context, fn func(tx driver.ChangeTx) error) error {
+	conn, err := e.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	p := &pipeline{tx: conn}
+	p.held.Hold("START TRANSACTION")
+	c := driver.HeldChangeTx{Queries: newQueries(p), Deferred: newQueries(later{p}), Pipeline: p,
+		HeldSavepoints: driver.HeldSavepoints{Held: &p.held, Exec: func(ctx context.Context, sql string) error {
+			_, err := conn.ExecContext(ctx, sql)
+			return err
+		}}}
+	if err := fn(c); err != nil {
+		p.rollback(ctx, conn)
+		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+			// The driver ends a statement that ctx cut short by closing its
+			// connection ("bad connection"): the cause is the caller's, as
+			// a database/sql transaction says.
+			return fmt.Errorf("%w: %w", cerr, err)
+		}
+		return err
+	}
+	// A caller that gave up before the COMMIT is sent records nothing; once
+	// it is sent, its answer is awaited whatever becomes of ctx (as
+	// database/sql's Commit does), within commitTimeout.
+	if err := ctx.Err(); err != nil {
+		p.rollback(ctx, conn)
+		return err
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	query, args := joined(p.held.Take(), driver.HeldStatement{SQL: "COMMIT"})
+	if _, err := conn.ExecContext(cctx, query, args...); err != nil {
+		p.rollback(ctx, conn)
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// commitTimeout bounds the wait for a COMMIT's answer once it is sent. Past
+// it the outcome is unknown and the caller is told of an error: only a
+// database that stopped answering gets there.
+const commitTimeout = 10 * time.Second
+
+// rollback ends the transaction, if it has begun on the server, whatever
+// became of ctx; a connection whose ROLLBACK could not be sent is discarded,
+// never handed out again inside a transaction.
+func (p *pipeline) rollback(ctx context.Context, conn *sql.Conn) {
+	if held := p.held.Take(); len(held) > 0 && held[0].SQL == "START TRANSACTION" {
+		return // nothing reached the server
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := conn.ExecContext(rctx, "ROLLBACK"); err != nil {
+		_ = conn.Raw(func(any) error { return sqldriver.ErrBadConn })
+	}
 }
 
 // pipeline is a mysqldb.DBTX on a change transaction that sends what is held
@@ -278,7 +334,7 @@ func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) err
 // are its last statement's (the driver skips the results that have none),
 // and an insert's id is its last statement's.
 type pipeline struct {
-	tx   *sql.Tx
+	tx   *sql.Conn // inside the transaction it began (inHeldTx)
 	held driver.Held
 }
 

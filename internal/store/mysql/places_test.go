@@ -116,8 +116,15 @@ func openMigrated(t *testing.T, dsnParams string) *Engine {
 	return e
 }
 
+// inTx reads inside a transaction: a database/sql one, or the connection a
+// pipelined change transaction began its own on.
+type inTx interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
 // changeSQLTx is the transaction under a change transaction of this engine.
-func changeSQLTx(c driver.ChangeTx) *sql.Tx {
+func changeSQLTx(c driver.ChangeTx) inTx {
 	if h, ok := c.(driver.HeldChangeTx); ok {
 		return h.Pipeline.(*pipeline).tx
 	}
@@ -125,7 +132,7 @@ func changeSQLTx(c driver.ChangeTx) *sql.Tx {
 }
 
 // placesOfJob are job id's places, as its row holds them.
-func placesOfJob(ctx context.Context, tx *sql.Tx, id int64) ([]driver.Place, error) {
+func placesOfJob(ctx context.Context, tx inTx, id int64) ([]driver.Place, error) {
 	var places string
 	if err := tx.QueryRowContext(ctx, "SELECT places FROM jobs WHERE id = ?", id).Scan(&places); err != nil {
 		return nil, err
@@ -135,7 +142,7 @@ func placesOfJob(ctx context.Context, tx *sql.Tx, id int64) ([]driver.Place, err
 
 // sessionStatus is the session's count of SELECT and INSERT statements so
 // far.
-func sessionStatus(ctx context.Context, tx *sql.Tx) (map[string]int64, error) {
+func sessionStatus(ctx context.Context, tx inTx) (map[string]int64, error) {
 	rows, err := tx.QueryContext(ctx, "SHOW SESSION STATUS WHERE Variable_name IN ('Com_select', 'Com_insert')")
 	if err != nil {
 		return nil, err

@@ -215,7 +215,7 @@ func (q queries) ListKubernetesMembersOfPKey(ctx context.Context, fabric string,
 
 func (q queries) ListKubernetesPKeys(ctx context.Context, fabric string) ([]driver.KubernetesPKey, error) {
 	rs, err := q.Queries.ListKubernetesPKeys(ctx, fabric)
-	return driver.Convert(rs, func(r sqlitedb.KubernetesPkey) driver.KubernetesPKey { return driver.KubernetesPKey(r) }), err
+	return driver.Convert(rs, func(r sqlitedb.ListKubernetesPKeysRow) driver.KubernetesPKey { return driver.KubernetesPKey(r) }), err
 }
 
 func (q queries) ListManagedNetworks(ctx context.Context, fabric string) ([]driver.Network, error) {
@@ -247,7 +247,7 @@ func (q queries) MarkJobsRunning(ctx context.Context, fabric string, now *time.T
 	return q.Queries.MarkJobsRunning(ctx, now, fabric, revision, term)
 }
 
-func (q queries) MarkKubernetesApplied(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) (int64, error) {
+func (q queries) MarkKubernetesApplied(ctx context.Context, fabric string, now *time.Time, revision int64, term int64) error {
 	return q.Queries.MarkKubernetesApplied(ctx, now, fabric, revision, term)
 }
 
@@ -275,6 +275,10 @@ func (q queries) RecordApply(ctx context.Context, arg driver.RecordApplyParams) 
 	return q.Queries.RecordApply(ctx, arg.Revision, arg.SHA256, arg.Term, arg.Outcome, arg.Detail, arg.StartedAt, arg.FinishedAt, arg.Fabric)
 }
 
+func (q queries) RecordApplyOfHistory(ctx context.Context, arg driver.RecordApplyOfHistoryParams) (int64, error) {
+	return q.Queries.RecordApplyOfHistory(ctx, arg.Revision, arg.SHA256, arg.Term, arg.Outcome, arg.Detail, arg.StartedAt, arg.FinishedAt, arg.Fabric, arg.NewestJob)
+}
+
 func (q queries) SetFailures(ctx context.Context, fabric string) ([]driver.SetFailure, error) {
 	rs, err := q.Queries.SetFailures(ctx, fabric)
 	return driver.Convert(rs, func(r sqlitedb.SetFailure) driver.SetFailure { return driver.SetFailure(r) }), err
@@ -292,8 +296,15 @@ func (q queries) UpsertKubernetesMember(ctx context.Context, arg driver.UpsertKu
 	return q.Queries.UpsertKubernetesMember(ctx, arg.PKey, arg.GUID, arg.Membership, arg.Index0, arg.Revision, arg.Now, arg.Fabric)
 }
 
-func (q queries) UpsertKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time) error {
-	return q.Queries.UpsertKubernetesPKey(ctx, pkey, ipOverIb, revision, now, fabric)
+func (q queries) UpsertKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time, owner string) error {
+	return q.Queries.UpsertKubernetesPKey(ctx, pkey, ipOverIb, revision, now, fabric, owner)
+}
+
+func (q queries) ListKubernetesPartitionNames(ctx context.Context, fabric string) ([]driver.KubernetesPartitionName, error) {
+	rs, err := q.Queries.ListKubernetesPartitionNames(ctx, fabric)
+	return driver.Convert(rs, func(r sqlitedb.ListKubernetesPartitionNamesRow) driver.KubernetesPartitionName {
+		return driver.KubernetesPartitionName(r)
+	}), err
 }
 
 func (q queries) SetKubernetesPKeyQoS(ctx context.Context, fabric string, mtuLimit int64, serviceLevel int64, rateLimitMbps int64, revision int64, now time.Time, pkey fabric.PKey) (int64, error) {

@@ -112,6 +112,6 @@ func OpenDatabase(t testing.TB, db Database) *store.Store {
 	if err != nil {
 		t.Fatalf("open %s store: %v", db.Engine, err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { s.DB().Close() })
 	return s
 }

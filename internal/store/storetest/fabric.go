@@ -48,7 +48,7 @@ func testSecretsCreatedOnce(t *testing.T, s *store.Store) {
 // Managers starting together on one database each generate their own keys;
 // all of them must end up with the same ones.
 func testSecretsReplicas(t *testing.T, s *store.Store) {
-	db := NewDatabase(t, s.Name())
+	db := NewDatabase(t, s.DB().Name())
 	replicas := []*store.Store{OpenDatabase(t, db), OpenDatabase(t, db), OpenDatabase(t, db)}
 	results := make([]map[string]string, len(replicas)*2)
 	errs := make([]error, len(results))
@@ -162,7 +162,7 @@ func testSetSecrets(t *testing.T, s *store.Store) {
 // database: either the import wins and every manager uses its keys, or a
 // manager's keys win and the import is refused; never a mix.
 func testSetSecretsRace(t *testing.T, s *store.Store) {
-	db := NewDatabase(t, s.Name())
+	db := NewDatabase(t, s.DB().Name())
 	replicas := []*store.Store{OpenDatabase(t, db), OpenDatabase(t, db), OpenDatabase(t, db)}
 	imported := map[string]string{"m_key": "0x1111111111111111", "sm_key": "0x2222222222222222", "sa_key": "0x3333333333333333"}
 	importer := OpenDatabase(t, db)

@@ -33,7 +33,7 @@ var twoFabricTests = []storeTest{
 	{"WakeAfterAChangeOfItsFabric", func(t *testing.T, s *store.Store) {
 		// The storage fabric's waiters wake after a storage change, recorded
 		// through the default view (routed by physnet).
-		wake := s.Fabric(storageFabric).Wake(t.Context())
+		wake := s.DB().Fabric(storageFabric).Wake(t.Context())
 		// Drain the wake-up a listener gives when it (re)connects.
 		time.Sleep(200 * time.Millisecond)
 		select {
@@ -53,14 +53,14 @@ const storageFabric = "storage"
 
 // OpenFabrics opens (and migrates) a new database of engine as a manager of
 // the default fabric (physnet ibnet) and the storage fabric (physnet storage).
-func OpenFabrics(t testing.TB, engine string) *store.Store {
+func OpenFabrics(t testing.TB, engine string) *store.DB {
 	t.Helper()
 	return OpenFabricsDatabase(t, NewMigratedDatabase(t, engine))
 }
 
 // OpenFabricsDatabase opens (and migrates) an existing test database as
 // OpenFabrics does.
-func OpenFabricsDatabase(t testing.TB, db Database) *store.Store {
+func OpenFabricsDatabase(t testing.TB, db Database) *store.DB {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -83,7 +83,7 @@ func storageNetwork(id string, vlan int64) store.NetworkSpec {
 func snapshotOf(t *testing.T, s *store.Store, fabric string) store.Snapshot {
 	t.Helper()
 	var c store.SnapshotCache
-	snap, err := s.Fabric(fabric).ReadSnapshot(t.Context(), &c)
+	snap, err := s.DB().Fabric(fabric).ReadSnapshot(t.Context(), &c)
 	if err != nil {
 		t.Fatalf("ReadSnapshot of fabric %s: %v", fabric, err)
 	}
@@ -113,11 +113,11 @@ func testSameVLANOnTwoFabrics(t *testing.T, s *store.Store) {
 		if len(got) != 1 || got[want] != "0x0064" {
 			t.Errorf("fabric %s's networks = %v, want only %s with pkey 0x0064", fabric, got, want)
 		}
-		if rev, err := s.Fabric(fabric).Revision(t.Context()); err != nil || rev != 1 {
+		if rev, err := s.DB().Fabric(fabric).Revision(t.Context()); err != nil || rev != 1 {
 			t.Errorf("fabric %s's revision = %d, %v; want 1", fabric, rev, err)
 		}
 	}
-	if _, err := recordNetwork(s.Fabric(storageFabric), t, vlanNetwork(netB, 100)); !isRejected(err) {
+	if _, err := recordNetwork(s.DB().Fabric(storageFabric), t, vlanNetwork(netB, 100)); !isRejected(err) {
 		t.Errorf("a second VLAN 100 on the default fabric = %v, want rejected", err)
 	}
 }
@@ -153,7 +153,7 @@ func testFabricsIndependent(t *testing.T, s *store.Store) {
 	ctx := t.Context()
 	addNetwork(t, s, netA, 100)
 	addNetwork(t, s, netB, 101)
-	storage := s.Fabric(storageFabric)
+	storage := s.DB().Fabric(storageFabric)
 	if rev, err := storage.Revision(ctx); err != nil || rev != 0 {
 		t.Errorf("storage revision after two default changes = %d, %v; want 0", rev, err)
 	}
@@ -170,7 +170,7 @@ func testFabricsIndependent(t *testing.T, s *store.Store) {
 	if l3, err := storage.TryLock(ctx); err != nil || l3 != nil {
 		t.Errorf("second storage TryLock = %v, %v; want nil, nil", l3, err)
 	}
-	if s.Name() == config.EngineSQLite {
+	if s.DB().Name() == config.EngineSQLite {
 		return // no lease
 	}
 	for _, c := range []struct {
@@ -208,7 +208,7 @@ func testPortMovesFabric(t *testing.T, s *store.Store) {
 // testNetworkOnNoFabric: a network on a physnet no fabric serves is
 // recorded, without a partition, its job complete at once.
 func testNetworkOnNoFabric(t *testing.T, s *store.Store) {
-	j := mustNetwork(t, s.Fabric(storageFabric), netSpec(netA, "vlan", "elsewhere", vlanID(100)))
+	j := mustNetwork(t, s.DB().Fabric(storageFabric), netSpec(netA, "vlan", "elsewhere", vlanID(100)))
 	if j.Status != store.StatusCompleted {
 		t.Errorf("job of a network on no fabric = %s, want Completed", j.Status)
 	}
@@ -321,7 +321,7 @@ func testConcurrentChangesOnTwoFabrics(t *testing.T, s *store.Store) {
 // not on the fabric's configured view.
 func testRoutedChangeKeepsTheCallersClock(t *testing.T, s *store.Store) {
 	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	for _, v := range []*store.Store{s, s.Fabric(storageFabric)} {
+	for _, v := range []*store.Store{s, s.DB().Fabric(storageFabric)} {
 		spec := vlanNetwork(netA, 100)
 		if v.FabricName() == storageFabric {
 			spec = storageNetwork(netC, 100)

@@ -94,3 +94,47 @@ func recordPorts(ctx context.Context, b *testing.B, s *store.Store, round, n int
 	}
 	return ids
 }
+
+// BenchmarkFinishApplyOne is the completion of a one-port change on each
+// engine, the step on the path of every job's completion: by FinishApply
+// (verify = log) and by FinishApplyProven (verify = tables, the default).
+// Each iteration records the job anew, outside the timer.
+func BenchmarkFinishApplyOne(b *testing.B) {
+	for _, engine := range Engines {
+		for _, proven := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/proven=%t", engine, proven), func(b *testing.B) {
+				s := Open(b, engine)
+				ctx := context.Background()
+				if _, err := s.RecordNetwork(ctx, store.NetworkChange{Network: vlanNetwork(netA, 101),
+					Operation: store.OpCreateNetwork, CreatedBy: "bench", Request: `{}`}); err != nil {
+					b.Fatal(err)
+				}
+				term, err := s.NewTerm(ctx, "bench")
+				if err != nil {
+					b.Fatal(err)
+				}
+				open := func(store.GateState) bool { return true }
+				for i := 0; b.Loop(); i++ {
+					b.StopTimer()
+					ids := recordPorts(ctx, b, s, i, 1)
+					rev, err := s.Revision(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					a := store.Apply{Revision: rev, SHA256: "ab", Term: term, Outcome: "applied", Detail: "SUBNET UP",
+						StartedAt: time.Now().UTC(), FinishedAt: time.Now().UTC(), NewestJob: ids[0]}
+					b.StartTimer()
+					var f store.Finished
+					if proven {
+						f, err = s.FinishApplyProven(ctx, a, store.Proven{Jobs: ids, Kubernetes: true}, open)
+					} else {
+						f, err = s.FinishApply(ctx, a, open)
+					}
+					if err != nil || f.Completed < 1 {
+						b.Fatalf("finish: %+v, %v", f, err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -165,7 +165,7 @@ func testGroupWithRefusals(t *testing.T, s *store.Store) {
 		{port(boundPort("g7", netA, 0x0002c90300000a17, "h7")), 7, store.StatusPending, nil},
 	}
 	seed(s)
-	alone := Open(t, s.Name()) // the refusals, as a change alone is answered them
+	alone := Open(t, s.DB().Name()) // the refusals, as a change alone is answered them
 	seed(alone)
 	aloneErrs := make([]string, len(group))
 	changes := make([]func() (store.Job, error), len(group))

@@ -26,6 +26,9 @@ var kubernetesTests = []storeTest{
 	{"GUIDsNotOnTheFabricCountAgainstTheirSwitchPort", testPortLimitOffFabric},
 	{"ConcurrentAdditionsOfOneGUIDStayUnderThePortLimit", testPortLimitConcurrent},
 	{"ConcurrentNeutronAndKubernetesClaimsOfOneGUID", testConcurrentNeutronKubernetesClaims},
+	{"KubernetesReplaceSetsTheMembers", testKubernetesReplace},
+	{"KubernetesPartitionNameIsKept", testKubernetesPartitionName},
+	{"ConcurrentReplaceAndAdditionOfOnePKey", testConcurrentReplaceAndAddition},
 }
 
 var kubeRange = fabric.PKeyRange{First: 0x1000, Last: 0x1fff}
@@ -481,6 +484,101 @@ func testConcurrentNeutronKubernetesClaims(t *testing.T, s *store.Store) {
 		}
 		if (perr == nil) == (kerr == nil) {
 			t.Fatalf("GUID %x: port %v, Kubernetes %v; want exactly one accepted", g, perr, kerr)
+		}
+	}
+}
+
+// testKubernetesReplace replaces a pkey's members (UFM's PUT): a member not
+// listed leaves in the same change, a listed one takes the membership asked,
+// and max_members_per_pkey counts the members the pkey keeps, not those it
+// had.
+func testKubernetesReplace(t *testing.T, s *store.Store) {
+	s = s.WithRules(store.Rules{
+		PhysicalNetworks: []string{"ibnet"}, FlatPKey: store.DefaultFlatPKey,
+		KubernetesRange: kubeRange, KubernetesMaxMembersPerPKey: 2,
+	})
+	ctx := t.Context()
+	const guidD uint64 = 0x0002c9030000d00d
+	mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidA), limited(guidB))))
+	put := kubeAdd(0x1005, full(guidB), limited(guidD))
+	put.Replace = true
+	j := mustKube(t)(s.AddKubernetesGUIDs(ctx, put))
+	if j.Operation != store.OpAddKubernetesGUIDs || !strings.Contains(j.Description, "Set the members of Kubernetes pkey 0x1005") ||
+		!strings.Contains(j.Result, fmt.Sprintf("%016x are no members any more", guidA)) {
+		t.Fatalf("replace: job = %+v", j)
+	}
+	want := []store.KubernetesMember{since(limited(guidD), 2), since(full(guidB), 2)}
+	if got, err := s.GetKubernetesPKey(ctx, 0x1005); err != nil || !reflect.DeepEqual(got.Members, want) {
+		t.Fatalf("after replace: %+v, %v; want members %+v", got, err, want)
+	}
+	// A replacement of a pkey not recorded creates it, as an addition does.
+	put = kubeAdd(0x1006, full(guidA))
+	put.Replace = true
+	mustKube(t)(s.AddKubernetesGUIDs(ctx, put))
+	if got, err := s.GetKubernetesPKey(ctx, 0x1006); err != nil || len(got.Members) != 1 || !got.IPoIB {
+		t.Fatalf("replace of a new pkey: %+v, %v", got, err)
+	}
+}
+
+// testKubernetesPartitionName records the name a client gives a pkey: read
+// back by one pkey and by the list, kept by a later change that gives none,
+// replaced by one that gives another, gone with the pkey.
+func testKubernetesPartitionName(t *testing.T, s *store.Store) {
+	s = kubeStore(s)
+	ctx := t.Context()
+	named := kubeAdd(0x1005, full(guidA))
+	named.PartitionName = "tenant_a"
+	mustKube(t)(s.AddKubernetesGUIDs(ctx, named))
+	mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, limited(guidB))))
+	mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006, limited(guidB))))
+	list, err := s.KubernetesPKeys(ctx)
+	if err != nil || len(list) != 2 || list[0].PartitionName != "tenant_a" || list[1].PartitionName != "" {
+		t.Fatalf("KubernetesPKeys = %+v, %v; want 0x1005 named tenant_a, 0x1006 unnamed", list, err)
+	}
+	named.PartitionName = "tenant_b"
+	mustKube(t)(s.AddKubernetesGUIDs(ctx, named))
+	if got, err := s.GetKubernetesPKey(ctx, 0x1005); err != nil || got.PartitionName != "tenant_b" {
+		t.Fatalf("renamed: %+v, %v", got, err)
+	}
+	mustKube(t)(s.DeleteKubernetesPKey(ctx, store.KubernetesDeletion{PKey: 0x1005}))
+	mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidA))))
+	if got, err := s.GetKubernetesPKey(ctx, 0x1005); err != nil || got.PartitionName != "" {
+		t.Fatalf("created again after its deletion: %+v, %v; want no name", got, err)
+	}
+}
+
+// A replacement (UFM's PUT) and an addition (a POST) of one pkey sent at
+// once, again and again: each reads the members under the revision's lock,
+// so the pkey ends as one after the other, {A} or {A, B}; never B alone,
+// which a replacement that read the members before the addition committed
+// and deleted after would leave.
+func testConcurrentReplaceAndAddition(t *testing.T, s *store.Store) {
+	s = kubeStore(s)
+	ctx := t.Context()
+	for i := range 6 {
+		pkey := fabric.PKey(0x1100 + i)
+		mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(pkey, limited(guidC+1))))
+		put := kubeAdd(pkey, store.KubernetesMember{GUID: fabric.GUID(guidA), Membership: fabric.Full})
+		put.Replace = true
+		errs := make(chan error, 2)
+		go func() { _, err := s.AddKubernetesGUIDs(ctx, put); errs <- err }()
+		go func() { _, err := s.AddKubernetesGUIDs(ctx, kubeAdd(pkey, limited(guidB))); errs <- err }()
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatalf("concurrent change of pkey %s: %v", pkey, err)
+			}
+		}
+		got, err := s.GetKubernetesPKey(ctx, pkey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var guids []fabric.GUID
+		for _, m := range got.Members {
+			guids = append(guids, m.GUID)
+		}
+		one, both := []fabric.GUID{fabric.GUID(guidA)}, []fabric.GUID{fabric.GUID(guidA), fabric.GUID(guidB)}
+		if !reflect.DeepEqual(guids, one) && !reflect.DeepEqual(guids, both) {
+			t.Errorf("pkey %s after a concurrent replacement and addition holds %v; want %v or %v", pkey, guids, one, both)
 		}
 	}
 }

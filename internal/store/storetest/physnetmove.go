@@ -46,14 +46,14 @@ func openPhysnetRules(t *testing.T, db Database, def, storage store.Rules) *stor
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := storeopen.OpenFabrics(ctx, db.Engine, db.DSN, true, []store.FabricRules{
+	opened, err := storeopen.OpenFabrics(ctx, db.Engine, db.DSN, true, []store.FabricRules{
 		{Name: store.DefaultFabric, Rules: def}, {Name: storageFabric, Rules: storage},
 	}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("open %s store: %v", db.Engine, err)
 	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	t.Cleanup(func() { opened.Close() })
+	return opened.Fabric(store.DefaultFabric)
 }
 
 // Before and after the move of ibnet2 from the default fabric to storage.
@@ -72,14 +72,14 @@ func recordThenMove(t *testing.T, db Database, physnet string, before, after [2]
 	mustNetwork(t, old, netSpec(netA, "vlan", physnet, vlanID(100)))
 	mustPort(t, old, boundPort("p1", netA, guidA, "h1"))
 	mustPort(t, old, boundPort("p2", netA, guidB, ""))
-	old.Close()
+	old.DB().Close()
 	return openPhysnets(t, db, after[0], after[1])
 }
 
 // revisions are both fabrics' revisions.
 func revisions(t *testing.T, s *store.Store) [2]int64 {
 	t.Helper()
-	return [2]int64{revision(t, s), revision(t, s.Fabric(storageFabric))}
+	return [2]int64{revision(t, s), revision(t, s.DB().Fabric(storageFabric))}
 }
 
 // wantPhysnetMoved fails unless err is the refusal of netA's change,
@@ -119,7 +119,7 @@ func testPhysnetMovedRefused(t *testing.T, db Database) {
 			before := snapshotOf(t, s, store.DefaultFabric)
 			_, err := s.RecordPort(t.Context(), boundPort("p3", netA, 0x0002c90300000c03, "h3"))
 			wantPhysnetMoved(t, "a new port", err, c.physnet)
-			_, err = s.Fabric(storageFabric).RecordPort(t.Context(), boundPort("p1", netA, guidA, "h2"))
+			_, err = s.DB().Fabric(storageFabric).RecordPort(t.Context(), boundPort("p1", netA, guidA, "h2"))
 			wantPhysnetMoved(t, "a port update through the storage fabric's view", err, c.physnet)
 			_, err = recordNetwork(s, t, netSpec(netA, "vlan", c.physnet, vlanID(100)))
 			wantPhysnetMoved(t, "a network update", err, c.physnet)
@@ -141,7 +141,7 @@ func testPhysnetMovedRefused(t *testing.T, db Database) {
 // Neutron cannot delete a network whose ports it cannot delete.
 func testPhysnetMovedDeletes(t *testing.T, db Database) {
 	s := recordThenMove(t, db, "ibnet2", ibnet2OnDefault, ibnet2OnStorage)
-	j, err := s.Fabric(storageFabric).RemovePort(t.Context(), store.PortRemoval{PortID: "p1", CreatedBy: "test", Request: `{}`})
+	j, err := s.DB().Fabric(storageFabric).RemovePort(t.Context(), store.PortRemoval{PortID: "p1", CreatedBy: "test", Request: `{}`})
 	if err != nil || j.Fabric != store.DefaultFabric {
 		t.Fatalf("RemovePort = %+v, %v; want the default fabric's job", j, err)
 	}
@@ -166,7 +166,7 @@ func testMovePhysnet(t *testing.T, db Database) {
 	s := recordThenMove(t, db, "ibnet2", ibnet2OnDefault, ibnet2OnStorage)
 	var caches [2]store.SnapshotCache // the appliers' incremental reads
 	for i, f := range []string{store.DefaultFabric, storageFabric} {
-		if _, err := s.Fabric(f).ReadSnapshot(ctx, &caches[i]); err != nil {
+		if _, err := s.DB().Fabric(f).ReadSnapshot(ctx, &caches[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -190,7 +190,7 @@ func testMovePhysnet(t *testing.T, db Database) {
 	}
 	wantMoveJobs(t, s, out, revs)
 	for i, f := range []string{store.DefaultFabric, storageFabric} {
-		snap, err := s.Fabric(f).ReadSnapshot(ctx, &caches[i])
+		snap, err := s.DB().Fabric(f).ReadSnapshot(ctx, &caches[i])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +234,7 @@ func wantMoveJobs(t *testing.T, s *store.Store, out store.PhysnetMoveOutcome, re
 			t.Errorf("fabric %s's job's places = %v, want %v", c.fabric, got, want)
 		}
 		// Recorded with the job: what the fabric's read-back proves.
-		open, err := s.Fabric(c.fabric).OpenJobs(t.Context(), j.Revision)
+		open, err := s.DB().Fabric(c.fabric).OpenJobs(t.Context(), j.Revision)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -272,7 +272,7 @@ func testMovePhysnetUnmanaged(t *testing.T, db Database) {
 	if got := revisions(t, s); got != revs {
 		t.Errorf("revisions = %v, want %v: no partition changed", got, revs)
 	}
-	if p, err := s.Fabric(storageFabric).GetPort(t.Context(), "p1"); err != nil || p.GUID != nil {
+	if p, err := s.DB().Fabric(storageFabric).GetPort(t.Context(), "p1"); err != nil || p.GUID != nil {
 		t.Errorf("port p1 = %+v, %v; want it recorded without a GUID", p, err)
 	}
 	// Its port's next change completes with no partition still, and says

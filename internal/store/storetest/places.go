@@ -394,7 +394,7 @@ func testPlacesRouted(t *testing.T, s *store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	storage := s.Fabric(storageFabric)
+	storage := s.DB().Fabric(storageFabric)
 	want := []store.Place{place(guidA, 100, store.WantAbsent)}
 	if got, open := jobPlaces(t, storage, routed.ID); !open || !reflect.DeepEqual(got, want) {
 		t.Errorf("the storage fabric's job %d: places %v (open %t), want %v", routed.ID, got, open, want)

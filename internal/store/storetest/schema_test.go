@@ -43,7 +43,7 @@ func TestOpenWithoutMigrating(t *testing.T) {
 			if err != nil {
 				t.Fatalf("open a migrated database without migrating: %v", err)
 			}
-			s.Close()
+			s.DB().Close()
 		})
 	}
 }
@@ -52,7 +52,7 @@ func wantBehind(ctx context.Context, t *testing.T, d Database, current, latest i
 	t.Helper()
 	s, err := storeopen.Open(ctx, d.Engine, d.DSN, false, store.Rules{}, slog.New(slog.DiscardHandler))
 	if err == nil {
-		s.Close()
+		s.DB().Close()
 		t.Fatalf("schema version %d opened without migrating; want it refused", current)
 	}
 	var behind *storeopen.SchemaBehindError

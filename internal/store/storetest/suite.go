@@ -79,6 +79,7 @@ func Run(t *testing.T, engine string) {
 	tests = append(tests, statusTests...)
 	tests = append(tests, kubernetesTests...)
 	tests = append(tests, qosTests...)
+	tests = append(tests, principalTests...)
 	tests = append(tests, groupTests...)
 	tests = append(tests, finishTests...)
 	tests = append(tests, snapshotTests...)
@@ -100,7 +101,7 @@ func Run(t *testing.T, engine string) {
 	for _, tc := range twoFabricTests {
 		t.Run("TwoFabrics/"+tc.name, func(t *testing.T) {
 			t.Parallel()
-			tc.fn(t, OpenFabrics(t, engine))
+			tc.fn(t, OpenFabrics(t, engine).Fabric(store.DefaultFabric))
 		})
 	}
 	for _, tc := range physnetMoveTests {
@@ -510,7 +511,7 @@ func claimGUID(t *testing.T, managers []*store.Store, g uint64, prefix string) {
 
 func testMigrateTwice(t *testing.T, s *store.Store) {
 	addNetwork(t, s, netA, 101)
-	if err := s.Migrate(t.Context()); err != nil {
+	if err := s.DB().Migrate(t.Context()); err != nil {
 		t.Fatalf("second Migrate: %v", err)
 	}
 	if r := revision(t, s); r != 1 {

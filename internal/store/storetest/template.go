@@ -128,7 +128,7 @@ func migrate(ctx context.Context, db Database) error {
 	if err != nil {
 		return err
 	}
-	return s.Close()
+	return s.DB().Close()
 }
 
 // templateKey is a digest of engine's migrations: a changed or added

@@ -261,10 +261,10 @@ func TestFabricsMigration(t *testing.T) {
 			}
 		}
 
-		two := OpenFabricsDatabase(t, d)
+		two := OpenFabricsDatabase(t, d).Fabric(store.DefaultFabric)
 		mustNetwork(t, two, storageNetwork(netB, 101))
 		// Serving two fabrics, the storage fabric has its own m_key.
-		secrets, err := two.Fabric(storageFabric).GetOrCreateSecrets(ctx, func() (map[string]string, error) {
+		secrets, err := two.DB().Fabric(storageFabric).GetOrCreateSecrets(ctx, func() (map[string]string, error) {
 			return map[string]string{"m_key": "b"}, nil
 		})
 		if err != nil || secrets["m_key"] != "b" {
@@ -275,10 +275,10 @@ func TestFabricsMigration(t *testing.T) {
 			t.Fatalf("00013's down with a storage fabric's network = %v, want refused", err)
 		}
 		wantRows(ctx, t, db, "networks", 2)
-		// The downs above 00013 ran before its refusal: this release reads
-		// its own schema, so the rows are read once it is back.
+		// The downs before 00013's ran (00020's took kubernetes_pkeys.owner,
+		// which this release's snapshot reads): up again, then read.
 		if _, err := p.Up(ctx); err != nil {
-			t.Fatalf("migrate up again after the refused down: %v", err)
+			t.Fatalf("up again after the refused down: %v", err)
 		}
 		if m := snapshotOf(t, two, storageFabric).Networks; len(m) != 1 {
 			t.Errorf("storage networks after the refused down = %+v, want one", m)
@@ -362,6 +362,31 @@ func TestGUIDPlacesMigration(t *testing.T) {
 		})
 		if list, err := s.GUIDPlaces(ctx); err != nil || len(list) != 0 {
 			t.Errorf("GUIDs' places after 00018 up again = %v, %v", list, err)
+		}
+	})
+}
+
+// TestPartitionNamesMigration: a database of schema version 20 upgrades to
+// the pkeys' partition names; 00021 goes down (the name gone, the pkey and
+// its member kept) and up again, the pkey then without a name.
+func TestPartitionNamesMigration(t *testing.T) {
+	atVersion(t, 20, func(ctx context.Context, t *testing.T, d Database, db *sql.DB, p *goose.Provider) {
+		s := kubeStore(OpenDatabase(t, d)) // migrates to the latest version
+		named := kubeAdd(0x1005, full(guidA))
+		named.PartitionName = "tenant_a"
+		if _, err := s.AddKubernetesGUIDs(ctx, named); err != nil {
+			t.Fatal(err)
+		}
+		downAndUp(ctx, t, p, 20, func() {
+			wantRows(ctx, t, db, "kubernetes_pkeys", 1)
+			wantRows(ctx, t, db, "kubernetes_members", 1)
+			var name *string
+			if err := db.QueryRowContext(ctx, `SELECT partition_name FROM kubernetes_pkeys`).Scan(&name); err == nil {
+				t.Error("after 00021's down kubernetes_pkeys.partition_name is still there")
+			}
+		})
+		if got, err := s.GetKubernetesPKey(ctx, 0x1005); err != nil || got.PartitionName != "" || len(got.Members) != 1 {
+			t.Errorf("pkey after 00021 up again = %+v, %v; want it, unnamed, with its member", got, err)
 		}
 	})
 }

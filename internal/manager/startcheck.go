@@ -1,4 +1,4 @@
-package main
+package manager
 
 import (
 	"context"
@@ -17,12 +17,12 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
 
-// checkRecordedState renders the recorded state with the configuration and
+// CheckRecordedState renders the recorded state with the configuration and
 // checks it, as the applier will. It returns the file, or an error that lists
 // every recorded network and Kubernetes pkey the configuration would now
 // refuse (which one, its pkey and the rule) and every problem of the check, one per line: what
 // --render prints and what refuses the manager's start.
-func checkRecordedState(ctx context.Context, cfg *config.Config, st *store.Store, tpl *partitions.Template,
+func CheckRecordedState(ctx context.Context, cfg config.FabricConfig, st *store.Store, tpl *partitions.Template,
 	flavour fabric.Flavour) ([]byte, error) {
 	snap, err := st.Snapshot(ctx)
 	if err != nil {
@@ -36,7 +36,7 @@ func checkRecordedState(ctx context.Context, cfg *config.Config, st *store.Store
 		limit = &topology.PortLimit{Capacity: cfg.OpenSM.SwitchPKeyCapacity, Static: static.PKeysOf}
 	}
 	r, err := applier.Render(ctx, snap, applier.RenderInput{DefaultPartition: cfg.OpenSM.DefaultPartition,
-		FlatPKey: cfg.OpenSM.FlatPKey, Template: tpl, Rules: checkRules(cfg, flavour), PortLimit: limit})
+		FlatPKey: cfg.OpenSM.FlatPKey, Template: tpl, Rules: CheckRules(cfg, flavour), PortLimit: limit})
 	if err != nil {
 		return nil, fmt.Errorf("revision %d: %w", snap.Revision, err)
 	}
@@ -48,7 +48,7 @@ func checkRecordedState(ctx context.Context, cfg *config.Config, st *store.Store
 	if serr != nil {
 		return nil, fmt.Errorf("[opensm] partitions_template: %w", serr)
 	}
-	rules := fabricRules(cfg)[0].Rules // cfg is one fabric's (config.Config.FabricConfig)
+	rules := RulesOf(cfg.Fabric)
 	rules.StaticPKey = static.Name
 	conflicts := append(rules.Conflicts(snap.Networks), rules.KubernetesConflicts(snap.Kubernetes)...)
 	problems := conflicts
@@ -126,7 +126,7 @@ func readFabricSite(f config.Fabric) (fabricSite, error) {
 // directory. A configuration of one fabric reads nothing here: its env file
 // is read when OpenSM starts, as it always was.
 func checkFabricSites(cfg *config.Config) error {
-	all := cfg.AllFabrics()
+	all := cfg.Fabrics
 	if len(all) == 1 {
 		return nil
 	}

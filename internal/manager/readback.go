@@ -1,4 +1,4 @@
-package main
+package manager
 
 import (
 	"context"
@@ -20,7 +20,7 @@ const readbackWorkers = 4
 // jobs with ([opensm] verify = tables); nil for verify = log. A manager that
 // cannot read the fabric refuses to start rather than complete jobs on a
 // proof it was told not to trust alone.
-func newReadback(ctx context.Context, cfg *config.Config, keys opensm.KeySource) (*pkeyread.Reader, error) {
+func newReadback(ctx context.Context, cfg config.FabricConfig, keys opensm.KeySource) (*pkeyread.Reader, error) {
 	if cfg.OpenSM.Verify == config.VerifyLog {
 		return nil, nil
 	}
@@ -31,11 +31,12 @@ func newReadback(ctx context.Context, cfg *config.Config, keys opensm.KeySource)
 	return r, nil
 }
 
-// fabricReader reads the fabric OpenSM programs, on workers connections:
+// fabricReader reads the fabric OpenSM programs, on workers connections, one
+// of them kept open between reads (pkeyread.Pool):
 // the simulator OpenSM's environment attaches it to (simulated), else the
 // HCA port smp_port names. It carries the M_Key where the m_key hardening
 // group sets one.
-func fabricReader(ctx context.Context, cfg *config.Config, keys opensm.KeySource, workers int) (r *pkeyread.Reader, simulated bool, err error) {
+func fabricReader(ctx context.Context, cfg config.FabricConfig, keys opensm.KeySource, workers int) (r *pkeyread.Reader, simulated bool, err error) {
 	env, err := opensmEnvironment(cfg.OpenSM)
 	if err != nil {
 		return nil, false, err
@@ -48,7 +49,11 @@ func fabricReader(ctx context.Context, cfg *config.Config, keys opensm.KeySource
 	if err != nil {
 		return nil, false, err
 	}
-	r = &pkeyread.Reader{Dialer: d, Workers: workers}
+	// One connection kept open between reads (closed at each leadership
+	// term's end, reopened after an error): a change's read-back and the
+	// second-SM look each attached to the simulator, or opened the HCA's
+	// user MAD device, anew.
+	r = &pkeyread.Reader{Dialer: &pkeyread.Pool{Dialer: d, MaxIdle: 1}, Workers: workers}
 	if cfg.OpenSM.Hardening.Has(opensm.GroupMKey) {
 		// M_Key protection level 2 and 3 refuse a Get without the M_Key.
 		k, err := keys.Keys(ctx)
@@ -62,6 +67,15 @@ func fabricReader(ctx context.Context, cfg *config.Config, keys opensm.KeySource
 	}
 	sim, _ := pkeyread.SimDialerFromEnv(env)
 	return r, sim.Socket != "", nil
+}
+
+// CloseIdle closes the connection r's Pool kept, where a process is done
+// reading: the simulator frees a client's place only when the client
+// detaches, not when its process exits.
+func CloseIdle(r *pkeyread.Reader) {
+	if p, ok := r.Dialer.(*pkeyread.Pool); ok {
+		_ = p.CloseIdle()
+	}
 }
 
 // readbackMKeys gives the read-back proof its M_Keys at each read, from the
@@ -78,7 +92,7 @@ type readbackMKeys struct {
 }
 
 // recordedKeySource is a KeySource that can read the keys without creating
-// them (databaseKeys): a read, where Keys may write.
+// them (DatabaseKeys): a read, where Keys may write.
 type recordedKeySource interface {
 	RecordedKeys(ctx context.Context) (opensm.Keys, error)
 }
@@ -109,7 +123,7 @@ func (k *readbackMKeys) MKeys(ctx context.Context) ([]uint64, error) {
 // smp_port, else the local port whose GUID is the one OpenSM runs on
 // ([opensm_conf] guid), so that reads leave from OpenSM's own port. On the
 // simulated fabric it is not needed ("").
-func smpPort(cfg *config.Config, opensmEnv []string) (string, error) {
+func smpPort(cfg config.FabricConfig, opensmEnv []string) (string, error) {
 	if cfg.OpenSM.SMPPort != "" {
 		return cfg.OpenSM.SMPPort, nil
 	}

@@ -1,4 +1,4 @@
-package main
+package manager
 
 import (
 	"context"
@@ -20,6 +20,15 @@ type recordedMKey uint64
 
 func (k recordedMKey) Keys(context.Context) (opensm.Keys, error) {
 	return opensm.Keys{MKey: uint64(k)}, nil
+}
+
+// pooled is the dialer under r's Pool, which keeps one connection between
+// reads; nil when r dials through none.
+func pooled(r *pkeyread.Reader) pkeyread.Dialer {
+	if p, ok := r.Dialer.(*pkeyread.Pool); ok {
+		return p.Dialer
+	}
+	return nil
 }
 
 // TestNewReadback: verify = log reads nothing; verify = tables reads the
@@ -47,8 +56,8 @@ func TestNewReadback(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := config.Default()
-			tc.edit(&cfg.OpenSM)
-			r, err := newReadback(t.Context(), &cfg, recordedMKey(0x1234))
+			tc.edit(&cfg.Fabrics[0].OpenSM)
+			r, err := newReadback(t.Context(), cfg.FabricConfig(cfg.Fabrics[0]), recordedMKey(0x1234))
 			switch {
 			case tc.wantErr != "":
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "verify = log") {
@@ -58,7 +67,7 @@ func TestNewReadback(t *testing.T) {
 				t.Fatal(err)
 			case tc.want == nil && r != nil:
 				t.Fatalf("verify = log: a reader %+v", r)
-			case tc.want != nil && (r == nil || r.Dialer != tc.want.Dialer || r.Workers != tc.want.Workers):
+			case tc.want != nil && (r == nil || pooled(r) != tc.want.Dialer || r.Workers != tc.want.Workers):
 				t.Fatalf("newReadback = %+v, want %+v", r, tc.want)
 			case tc.want != nil && tc.want.MKey == 0 && r.MKeys != nil:
 				t.Fatal("a reader with M_Keys without the m_key group")
@@ -95,11 +104,11 @@ func TestSMPPort(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := config.Default()
-			cfg.OpenSM.SMPPort = tc.smpPort
+			cfg.Fabrics[0].OpenSM.SMPPort = tc.smpPort
 			if tc.guid != "" {
-				cfg.OpenSMConf = []config.KeyValue{{Key: "guid", Value: tc.guid}}
+				cfg.Fabrics[0].OpenSMConf = []config.KeyValue{{Key: "guid", Value: tc.guid}}
 			}
-			got, err := smpPort(&cfg, tc.env)
+			got, err := smpPort(cfg.FabricConfig(cfg.Fabrics[0]), tc.env)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("smpPort = %q, %v; want an error saying %q", got, err, tc.wantErr)
@@ -150,7 +159,7 @@ func TestReadbackMKeysFollowRotation(t *testing.T) {
 
 // creations counts the calls that may create secrets (a write transaction).
 type creations struct {
-	SecretStore
+	opensm.SecretStore
 	n int
 }
 
@@ -164,13 +173,13 @@ func (c *creations) GetOrCreateSecrets(ctx context.Context, generate func() (map
 // (Keys is a write transaction, at every apply twice), and still follows a
 // rotation recorded meanwhile.
 func TestReadbackMKeysOnlyRead(t *testing.T) {
-	_, st := keysDB(t, config.EngineSQLite)
+	st := storetest.Open(t, config.EngineSQLite)
 	src := &creations{SecretStore: st}
-	created, err := databaseKeys{src}.Keys(t.Context()) // the manager's start
+	created, err := opensm.DatabaseKeys{Store: src}.Keys(t.Context()) // the manager's start
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := &readbackMKeys{keys: databaseKeys{src}, current: created.MKey}
+	k := &readbackMKeys{keys: opensm.DatabaseKeys{Store: src}, current: created.MKey}
 	if got, err := k.MKeys(t.Context()); err != nil || !slices.Equal(got, []uint64{created.MKey}) {
 		t.Fatalf("MKeys = %x, %v; want the created key", got, err)
 	}
@@ -192,7 +201,7 @@ func TestReadbackMKeysOnlyRead(t *testing.T) {
 func BenchmarkReadbackMKeys(b *testing.B) {
 	for _, engine := range []string{config.EngineSQLite, config.EnginePostgres, config.EngineMySQL} {
 		st := storetest.Open(b, engine)
-		keys := databaseKeys{st}
+		keys := opensm.DatabaseKeys{Store: st}
 		if _, err := keys.Keys(b.Context()); err != nil {
 			b.Fatal(err)
 		}
