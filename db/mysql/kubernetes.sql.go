@@ -102,7 +102,7 @@ func (q *Queries) DeleteKubernetesPKey(ctx context.Context, arg DeleteKubernetes
 
 const getKubernetesPKey = `-- name: GetKubernetesPKey :one
 
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps FROM kubernetes_pkeys WHERE fabric = ? AND pkey = ?
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps, qos_set FROM kubernetes_pkeys WHERE fabric = ? AND pkey = ?
 `
 
 type GetKubernetesPKeyParams struct {
@@ -121,6 +121,7 @@ type GetKubernetesPKeyRow struct {
 	MtuLimit      int64
 	ServiceLevel  int64
 	RateLimitMbps int64
+	QosSet        bool
 }
 
 // The Kubernetes partitions (ib-kubernetes, through the UFM pkeys API): see
@@ -143,6 +144,7 @@ func (q *Queries) GetKubernetesPKey(ctx context.Context, arg GetKubernetesPKeyPa
 		&i.MtuLimit,
 		&i.ServiceLevel,
 		&i.RateLimitMbps,
+		&i.QosSet,
 	)
 	return i, err
 }
@@ -311,7 +313,7 @@ func (q *Queries) ListKubernetesMembersOfPKey(ctx context.Context, arg ListKuber
 }
 
 const listKubernetesPKeys = `-- name: ListKubernetesPKeys :many
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps FROM kubernetes_pkeys WHERE fabric = ? ORDER BY pkey
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps, qos_set FROM kubernetes_pkeys WHERE fabric = ? ORDER BY pkey
 `
 
 type ListKubernetesPKeysRow struct {
@@ -325,6 +327,7 @@ type ListKubernetesPKeysRow struct {
 	MtuLimit      int64
 	ServiceLevel  int64
 	RateLimitMbps int64
+	QosSet        bool
 }
 
 func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]ListKubernetesPKeysRow, error) {
@@ -347,6 +350,7 @@ func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]
 			&i.MtuLimit,
 			&i.ServiceLevel,
 			&i.RateLimitMbps,
+			&i.QosSet,
 		); err != nil {
 			return nil, err
 		}
@@ -438,7 +442,7 @@ func (q *Queries) MarkKubernetesChanged(ctx context.Context, arg MarkKubernetesC
 
 const setKubernetesPKeyQoS = `-- name: SetKubernetesPKeyQoS :execrows
 UPDATE kubernetes_pkeys SET mtu_limit = ?, service_level = ?,
-    rate_limit_mbps = ?, revision = ?, updated_at = ?
+    rate_limit_mbps = ?, qos_set = TRUE, revision = ?, updated_at = ?
 WHERE fabric = ? AND pkey = ?
 `
 

@@ -138,6 +138,7 @@ type KubernetesPkey struct {
 	MtuLimit      int64
 	ServiceLevel  int64
 	RateLimitMbps int64
+	QosSet        bool
 }
 
 type KubernetesState struct {

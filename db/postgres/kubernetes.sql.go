@@ -76,7 +76,7 @@ func (q *Queries) DeleteKubernetesPKey(ctx context.Context, fabric string, pkey 
 
 const getKubernetesPKey = `-- name: GetKubernetesPKey :one
 
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps FROM kubernetes_pkeys WHERE fabric = $1 AND pkey = $2
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps, qos_set FROM kubernetes_pkeys WHERE fabric = $1 AND pkey = $2
 `
 
 type GetKubernetesPKeyRow struct {
@@ -90,6 +90,7 @@ type GetKubernetesPKeyRow struct {
 	MtuLimit      int64
 	ServiceLevel  int64
 	RateLimitMbps int64
+	QosSet        bool
 }
 
 // The Kubernetes partitions (ib-kubernetes, through the UFM pkeys API): see
@@ -111,6 +112,7 @@ func (q *Queries) GetKubernetesPKey(ctx context.Context, fabric string, pkey fab
 		&i.MtuLimit,
 		&i.ServiceLevel,
 		&i.RateLimitMbps,
+		&i.QosSet,
 	)
 	return i, err
 }
@@ -255,7 +257,7 @@ func (q *Queries) ListKubernetesMembersOfPKey(ctx context.Context, fabric string
 }
 
 const listKubernetesPKeys = `-- name: ListKubernetesPKeys :many
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps FROM kubernetes_pkeys WHERE fabric = $1 ORDER BY pkey
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps, qos_set FROM kubernetes_pkeys WHERE fabric = $1 ORDER BY pkey
 `
 
 type ListKubernetesPKeysRow struct {
@@ -269,6 +271,7 @@ type ListKubernetesPKeysRow struct {
 	MtuLimit      int64
 	ServiceLevel  int64
 	RateLimitMbps int64
+	QosSet        bool
 }
 
 func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]ListKubernetesPKeysRow, error) {
@@ -291,6 +294,7 @@ func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]
 			&i.MtuLimit,
 			&i.ServiceLevel,
 			&i.RateLimitMbps,
+			&i.QosSet,
 		); err != nil {
 			return nil, err
 		}
@@ -363,7 +367,7 @@ func (q *Queries) MarkKubernetesChanged(ctx context.Context, revision int64, fab
 
 const setKubernetesPKeyQoS = `-- name: SetKubernetesPKeyQoS :execrows
 UPDATE kubernetes_pkeys SET mtu_limit = $1, service_level = $2,
-    rate_limit_mbps = $3, revision = $4, updated_at = $5
+    rate_limit_mbps = $3, qos_set = TRUE, revision = $4, updated_at = $5
 WHERE fabric = $6 AND pkey = $7
 `
 

@@ -99,11 +99,16 @@ type qosView struct {
 }
 
 // qosConfView is a recorded pkey's qos_conf, as a read with qos_conf=true
-// answers it.
-func qosConfView(p store.KubernetesPKey) any { return viewQoS(p.QoS) }
-
-// defaultQoSConfView is the default partition's qos_conf.
-func defaultQoSConfView() any { return viewQoS(fabric.DefaultQoS) }
+// answers it: the QoS a client set, or, for a pkey whose QoS no client set
+// (ib-kubernetes never does), what OpenSM applies to its partition's line
+// without mtu=, rate= and sl=: not UFM's defaults, whose 2.5 Gb/s is not the
+// 10 Gb/s of its IPoIB group, and no limit on its paths.
+func qosConfView(p store.KubernetesPKey) any {
+	if p.QoS == (fabric.QoS{}) {
+		return viewQoS(fabric.OpenSMGroupQoS)
+	}
+	return viewQoS(p.QoS)
+}
 
 func viewQoS(q fabric.QoS) *qosView {
 	return &qosView{MTULimit: q.MTULimit, RateLimit: q.RateGbps(), ServiceLevel: q.ServiceLevel}

@@ -54,21 +54,24 @@ func TestPKeysQoSRefuseOddInput(t *testing.T) {
 	}
 }
 
-// A new pkey reads at UFM's defaults; PUT qos_conf changes what it names and
+// A pkey whose QoS no client set reads what OpenSM applies to it (its IPoIB
+// group's 2048 bytes and 10 Gb/s, SL 0), not UFM's defaults, whose 2.5 Gb/s
+// is not applied; PUT qos_conf changes what it names (the rest from UFM's
+// defaults) and
 // is answered once applied; every read with qos_conf=true shows the QoS, as
 // UFM writes it (rate 2.5 as 2.5), and none without.
 func TestPKeysQoSCycle(t *testing.T) {
 	f := newAppliedPKeysFixture(t)
 	f.must("POST", "/ufmRest/resources/pkeys", `{"pkey":"0x1005","ip_over_ib":true,"membership":"full","guids":["`+podGUID1+`"]}`, 200)
-	const defaults = `"qos_conf":{"mtu_limit":2,"rate_limit":2.5,"service_level":0}`
-	if got := f.must("GET", "/ufmRest/resources/pkeys?qos_conf=true", "", 200); !strings.Contains(got, `"0x1005":{"pkey":"0x1005","partition":"k8s-1005","ip_over_ib":true,`+defaults+`}`) {
+	const applied = `"qos_conf":{"mtu_limit":2,"rate_limit":10,"service_level":0}`
+	if got := f.must("GET", "/ufmRest/resources/pkeys?qos_conf=true", "", 200); !strings.Contains(got, `"0x1005":{"pkey":"0x1005","partition":"k8s-1005","ip_over_ib":true,`+applied+`}`) {
 		t.Errorf("list with qos_conf of a new pkey = %s", got)
 	}
 
 	answer := f.must("PUT", qosPath, `{"pkey":"0x1005","mtu_limit":4,"service_level":0,"rate_limit":200}`, 200)
-	var applied appliedView
-	if err := json.Unmarshal([]byte(answer), &applied); err != nil || !applied.Applied || applied.Job.Status != "Completed" ||
-		applied.Message != "Kubernetes pkey 0x1005 has QoS mtu_limit 4, service_level 0, rate_limit 200" {
+	var done appliedView
+	if err := json.Unmarshal([]byte(answer), &done); err != nil || !done.Applied || done.Job.Status != "Completed" ||
+		done.Message != "Kubernetes pkey 0x1005 has QoS mtu_limit 4, service_level 0, rate_limit 200" {
 		t.Fatalf("PUT qos_conf answered %s", answer)
 	}
 	want := `{"pkey":"0x1005","partition":"k8s-1005","ip_over_ib":true,"guids":[{"guid":"` + podGUID1 +

@@ -97,3 +97,32 @@ func RateLimitList() string {
 	}
 	return s
 }
+
+// OpenSMGroupQoS is what OpenSM applies to a partition whose line has no
+// mtu=, rate= or sl= (3.3's defaults, read back from the SA): its IPoIB
+// group at 2048 bytes (mtu_limit 2) and 10 Gb/s, SL 0, and no limit of the
+// partition's on its unicast paths. UFM's defaults for a new pkey
+// (DefaultQoS) differ in the rate: 2.5 Gb/s.
+var OpenSMGroupQoS = QoS{MTULimit: 2, ServiceLevel: 0, RateMbps: 10000}
+
+// rateCodesBeyond are the IBTA rate codes past UFM's list, in Mb/s.
+var rateCodesBeyond = map[int]int{19: 28000, 20: 50000, 21: 400000, 22: 600000, 23: 800000, 24: 1200000}
+
+// QoSOfCodes is the QoS of a partition line's mtu=, rate= and sl= (IBTA
+// codes; 0: the flag is absent), OpenSM's defaults standing in for an absent
+// flag. An MTU below 1024 bytes reads as mtu_limit 0; a rate code OpenSM
+// does not know keeps its default.
+func QoSOfCodes(mtu, rate, sl int) QoS {
+	q := OpenSMGroupQoS
+	if mtu > 0 && mtu < 8 {
+		q.MTULimit = (128 << mtu) / 1024
+	}
+	switch {
+	case rate >= firstRateCode && rate < firstRateCode+len(RateLimits):
+		q.RateMbps = RateLimits[rate-firstRateCode]
+	case rateCodesBeyond[rate] != 0:
+		q.RateMbps = rateCodesBeyond[rate]
+	}
+	q.ServiceLevel = sl
+	return q
+}

@@ -49,7 +49,8 @@ type KubernetesPKey struct {
 	IPoIB    bool
 	Members  []KubernetesMember
 	Revision int64
-	// QoS is the partition's, as UFM's API set it (qos.go).
+	// QoS is the partition's, as UFM's API set it (qos.go); the zero QoS
+	// when no client set it.
 	QoS fabric.QoS
 	// Owner is the pkeys client that created it: its [ufm_pkeys:NAME] NAME,
 	// "" for [ufm_pkeys] (principals.go).
@@ -70,7 +71,8 @@ type KubernetesAddition struct {
 	// IPoIB, as UFM does.
 	IPoIB *bool
 	// QoS is what the request sets of the pkey's QoS: the rest stays as
-	// recorded, or at UFM's defaults for a new pkey.
+	// recorded, or at UFM's defaults for a pkey whose QoS was never set.
+	// Empty: the pkey's QoS stays as it is, unset for a new pkey.
 	QoS QoSChange
 	// PartitionName, when set, is recorded as the pkey's name (UFM's
 	// partition_name); "" keeps a recorded one.

@@ -9,13 +9,14 @@ import (
 )
 
 // A Kubernetes pkey's QoS is UFM's mtu_limit, service_level and rate_limit.
-// A new pkey takes UFM's defaults (fabric.DefaultQoS); POST /resources/pkeys
-// and PUT /resources/pkeys/qos_conf change what they name. A QoS change is a
+// A pkey has none until a client sets it (ib-kubernetes never does): POST
+// /resources/pkeys with a QoS field and PUT /resources/pkeys/qos_conf set
+// what they name, the rest starting from UFM's defaults (fabric.DefaultQoS). A QoS change is a
 // change like any other: a revision, a job, the same sweep and read-back
 // proof; the partitions file and the QoS policy file carry it to OpenSM.
 
 // QoSChange is what a request sets of a pkey's QoS; nil keeps the recorded
-// value (UFM's default for a new pkey).
+// value (UFM's default for a pkey whose QoS was never set).
 type QoSChange struct {
 	MTULimit     *int
 	ServiceLevel *int
@@ -112,7 +113,7 @@ func setQoS(ctx context.Context, tx *changeTx, pkey fabric.PKey, c QoSChange, re
 	if err != nil {
 		return fmt.Errorf("read the QoS of pkey %s: %w", pkey, err)
 	}
-	q := c.on(qosOf(row))
+	q := c.on(recordedQoS(row))
 	n, err := tx.q.SetKubernetesPKeyQoS(ctx, tx.fabric, int64(q.MTULimit), int64(q.ServiceLevel), int64(q.RateMbps),
 		rev, tx.now, pkey)
 	switch {
@@ -124,8 +125,18 @@ func setQoS(ctx context.Context, tx *changeTx, pkey fabric.PKey, c QoSChange, re
 	return nil
 }
 
-// qosOf is a pkey row's QoS.
+// qosOf is a pkey row's QoS: none (the zero QoS) until a client set it, so
+// that its partition keeps the line it had without one.
 func qosOf(p driver.KubernetesPKey) fabric.QoS {
+	if !p.QosSet {
+		return fabric.QoS{}
+	}
+	return recordedQoS(p)
+}
+
+// recordedQoS is a pkey row's QoS columns, set or not: an unset pkey's are
+// UFM's defaults, what a first change of one field starts from.
+func recordedQoS(p driver.KubernetesPKey) fabric.QoS {
 	return fabric.QoS{MTULimit: int(p.MtuLimit), ServiceLevel: int(p.ServiceLevel), RateMbps: int(p.RateLimitMbps)}
 }
 

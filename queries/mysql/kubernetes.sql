@@ -6,10 +6,10 @@
 -- (ListKubernetesPartitionNames): the partitions file never names it, and a
 -- snapshot reads a database migrated down below 00021 too.
 -- name: GetKubernetesPKey :one
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps FROM kubernetes_pkeys WHERE fabric = sqlc.arg(fabric) AND pkey = sqlc.arg(pkey);
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps, qos_set FROM kubernetes_pkeys WHERE fabric = sqlc.arg(fabric) AND pkey = sqlc.arg(pkey);
 
 -- name: ListKubernetesPKeys :many
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps FROM kubernetes_pkeys WHERE fabric = sqlc.arg(fabric) ORDER BY pkey;
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps, qos_set FROM kubernetes_pkeys WHERE fabric = sqlc.arg(fabric) ORDER BY pkey;
 
 -- name: ListKubernetesMembers :many
 SELECT * FROM kubernetes_members WHERE fabric = sqlc.arg(fabric) ORDER BY pkey, guid;
@@ -48,7 +48,7 @@ ON DUPLICATE KEY UPDATE
 -- The change's revision is the pkey's: its statement is rewritten.
 -- name: SetKubernetesPKeyQoS :execrows
 UPDATE kubernetes_pkeys SET mtu_limit = sqlc.arg(mtu_limit), service_level = sqlc.arg(service_level),
-    rate_limit_mbps = sqlc.arg(rate_limit_mbps), revision = sqlc.arg(revision), updated_at = sqlc.arg(now)
+    rate_limit_mbps = sqlc.arg(rate_limit_mbps), qos_set = TRUE, revision = sqlc.arg(revision), updated_at = sqlc.arg(now)
 WHERE fabric = sqlc.arg(fabric) AND pkey = sqlc.arg(pkey);
 
 -- name: UpsertKubernetesMember :exec

@@ -5,10 +5,10 @@
 -- (ListKubernetesPartitionNames): the partitions file never names it, and a
 -- snapshot reads a database migrated down below 00021 too.
 -- name: GetKubernetesPKey :one
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps FROM kubernetes_pkeys WHERE fabric = @fabric AND pkey = @pkey;
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps, qos_set FROM kubernetes_pkeys WHERE fabric = @fabric AND pkey = @pkey;
 
 -- name: ListKubernetesPKeys :many
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps FROM kubernetes_pkeys WHERE fabric = @fabric ORDER BY pkey;
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps, qos_set FROM kubernetes_pkeys WHERE fabric = @fabric ORDER BY pkey;
 
 -- name: ListKubernetesMembers :many
 SELECT * FROM kubernetes_members WHERE fabric = @fabric ORDER BY pkey, guid;
@@ -47,7 +47,7 @@ ON CONFLICT (fabric, pkey) DO UPDATE SET
 -- The change's revision is the pkey's: its statement is rewritten.
 -- name: SetKubernetesPKeyQoS :execrows
 UPDATE kubernetes_pkeys SET mtu_limit = @mtu_limit, service_level = @service_level,
-    rate_limit_mbps = @rate_limit_mbps, revision = @revision, updated_at = @now
+    rate_limit_mbps = @rate_limit_mbps, qos_set = TRUE, revision = @revision, updated_at = @now
 WHERE fabric = @fabric AND pkey = @pkey;
 
 -- name: UpsertKubernetesMember :exec

@@ -121,6 +121,9 @@ type KubernetesPKey struct {
 	MtuLimit      int64
 	ServiceLevel  int64
 	RateLimitMbps int64
+	// QosSet says a client set the QoS; the values of an unset pkey are
+	// only what a first change of one field starts from.
+	QosSet bool
 }
 
 // KubernetesPartitionName is the name a client gave a Kubernetes pkey.

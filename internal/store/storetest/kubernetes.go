@@ -102,7 +102,7 @@ func kubeFirstAdd(t *testing.T, s *store.Store) {
 		j.ObjectID != "0x1005" || j.Operation != store.OpAddKubernetesGUIDs || j.CreatedBy != "ib-kubernetes" {
 		t.Fatalf("job = %+v", j)
 	}
-	want := store.KubernetesPKey{PKey: 0x1005, IPoIB: true, Revision: 1, QoS: fabric.DefaultQoS, Members: []store.KubernetesMember{
+	want := store.KubernetesPKey{PKey: 0x1005, IPoIB: true, Revision: 1, Members: []store.KubernetesMember{
 		since(full(guidA), 1), since(limited(guidB), 1)}}
 	got, err := s.GetKubernetesPKey(ctx, 0x1005)
 	if err != nil || !reflect.DeepEqual(got, want) {

@@ -14,7 +14,7 @@ import (
 // every engine.
 
 var qosTests = []storeTest{
-	{"KubernetesQoSStartsAtUFMsDefaultsAndChangesWhatIsNamed", testKubernetesQoS},
+	{"KubernetesQoSUnsetUntilAClientSetsItThenChangesWhatIsNamed", testKubernetesQoS},
 	{"KubernetesQoSRefusalsChangeNothing", testKubernetesQoSRefusals},
 	{"ConcurrentQoSChangesOfOnePKeyKeepEach", testKubernetesQoSConcurrent},
 }
@@ -35,8 +35,10 @@ func testKubernetesQoS(t *testing.T, s *store.Store) {
 	s = kubeStore(s)
 	ctx := t.Context()
 	mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidB), limited(guidA))))
-	if got := qosOf(t, s, 0x1005); got != fabric.DefaultQoS {
-		t.Errorf("a new pkey's QoS = %+v, want UFM's defaults %+v", got, fabric.DefaultQoS)
+	// ib-kubernetes never sends a QoS: its pkeys have none, so that their
+	// partitions carry no limit.
+	if got := qosOf(t, s, 0x1005); got != (fabric.QoS{}) {
+		t.Errorf("a new pkey's QoS = %+v, want none set", got)
 	}
 	before := revision(t, s)
 	job := mustKube(t)(s.SetKubernetesQoS(ctx, store.KubernetesQoS{PKey: 0x1005, CreatedBy: "nico", Request: "{}",

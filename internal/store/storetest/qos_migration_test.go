@@ -13,7 +13,8 @@ import (
 
 // TestKubernetesQoSMigration: 00022 adds the Kubernetes pkeys' QoS; it goes
 // down (the columns gone, the pkey kept) and up again, and a pkey recorded
-// without a QoS reads UFM's defaults, as one of the previous release does.
+// before reads as unset (no QoS: its partition keeps the line it had), as
+// one of the previous release does at the upgrade.
 func TestKubernetesQoSMigration(t *testing.T) {
 	atVersion(t, 21, func(ctx context.Context, t *testing.T, d Database, db *sql.DB, p *goose.Provider) {
 		s := kubeStore(OpenDatabase(t, d)) // migrates to the latest version
@@ -27,8 +28,14 @@ func TestKubernetesQoSMigration(t *testing.T) {
 				t.Error("after 00022's down kubernetes_pkeys still has mtu_limit")
 			}
 		})
-		if got := qosOf(t, s, 0x1005); got != fabric.DefaultQoS {
-			t.Errorf("QoS after 00022 up again = %+v, want UFM's defaults %+v", got, fabric.DefaultQoS)
+		if got := qosOf(t, s, 0x1005); got != (fabric.QoS{}) {
+			t.Errorf("QoS after 00022 up again = %+v, want none set", got)
+		}
+		// A first change of one field starts from UFM's defaults.
+		mustKube(t)(s.SetKubernetesQoS(ctx, store.KubernetesQoS{PKey: 0x1005,
+			QoS: store.QoSChange{ServiceLevel: ints(3)}}))
+		if got, want := qosOf(t, s, 0x1005), (fabric.QoS{MTULimit: 2, ServiceLevel: 3, RateMbps: 2500}); got != want {
+			t.Errorf("QoS after setting service_level 3 = %+v, want %+v", got, want)
 		}
 	})
 }
