@@ -74,6 +74,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -139,8 +140,12 @@ type Supervisor interface {
 type Config struct {
 	PartitionsFile string
 	// QoSPolicyFile is OpenSM's qos_policy_file, written beside the
-	// partitions file before each SIGHUP; "": none is written.
-	QoSPolicyFile    string
+	// partitions file before each SIGHUP while some pkey's QoS is set; "":
+	// the manager does not own qos (no pkeys client), none is written.
+	QoSPolicyFile string
+	// SetQoS turns OpenSM's qos on or off in opensm.conf, which OpenSM reads
+	// again at the heavy sweep a SIGHUP starts; nil: nothing to turn.
+	SetQoS           func(ctx context.Context, on bool) error
 	LogFile          string // OpenSM's log, where the sweep's end is read
 	DefaultPartition string
 	FlatPKey         fabric.PKey          // [opensm] flat_pkey, the flat networks' partition
@@ -260,8 +265,11 @@ type term struct {
 	inbox             inbox    // what the services asked of the loop (services.go)
 	turns             turnDesk // where the drift repair and the audit ask for the loop's idle turn
 
-	// writtenQoS is what this term last wrote to the QoS policy file.
+	// writtenQoS is what this term last wrote to the QoS policy file (nil:
+	// none, qos off); qosSet says whether opensm.conf's qos was written
+	// this term.
 	writtenQoS []byte
+	qosSet     bool
 }
 
 // applyResult says what the loop does after an apply.
@@ -604,7 +612,7 @@ func (t *term) publish(ctx context.Context, run *applyRun) (watch *opensm.SweepW
 	}
 	// The QoS policy goes first: the sweep SIGHUP starts reads both, and
 	// the partitions file's directory sync below makes both renames durable.
-	if err := t.writeQoSPolicy(run.qosPolicy); err != nil {
+	if err := t.writeQoSPolicy(ctx, run.qosPolicy); err != nil {
 		markFailed()
 		log.Error("write QoS policy file", "error", err)
 		t.record(ctx, run, outcomeWriteFailed, err.Error())
@@ -964,7 +972,7 @@ func (t *term) writeCurrent(ctx context.Context) error {
 	if r.Problems != nil {
 		return nil
 	}
-	if err := t.writeQoSPolicy(r.QoSPolicy); err != nil {
+	if err := t.writeQoSPolicy(ctx, r.QoSPolicy); err != nil {
 		return err
 	}
 	if err := opensm.WriteFileAtomic(t.Cfg.PartitionsFile, r.Text, 0o644); err != nil {
@@ -975,14 +983,31 @@ func (t *term) writeCurrent(ctx context.Context) error {
 }
 
 // writeQoSPolicy puts the QoS policy file in place, whole (a temporary file,
-// its fsync, the rename): OpenSM reads it at the heavy sweep that reads the
-// partitions file. Nothing is written without a QoSPolicyFile.
-func (t *term) writeQoSPolicy(policy []byte) error {
+// its fsync, the rename), and turns OpenSM's qos on; a nil policy (no
+// pkey's QoS set) turns qos off and removes the file, so that the other
+// partitions' paths are as without the manager's QoS. OpenSM reads both at
+// the heavy sweep that reads the partitions file. Nothing is written
+// without a QoSPolicyFile.
+func (t *term) writeQoSPolicy(ctx context.Context, policy []byte) error {
 	if t.Cfg.QoSPolicyFile == "" {
 		return nil
 	}
-	if _, err := opensm.ReplaceFile(t.Cfg.QoSPolicyFile, policy, 0o644); err != nil {
-		return fmt.Errorf("write QoS policy file: %w", err)
+	on := policy != nil
+	if on {
+		if _, err := opensm.ReplaceFile(t.Cfg.QoSPolicyFile, policy, 0o644); err != nil {
+			return fmt.Errorf("write QoS policy file: %w", err)
+		}
+	}
+	if t.Cfg.SetQoS != nil && (!t.qosSet || (t.writtenQoS != nil) != on) {
+		if err := t.Cfg.SetQoS(ctx, on); err != nil {
+			return fmt.Errorf("turn OpenSM's qos %s: %w", map[bool]string{true: "on", false: "off"}[on], err)
+		}
+		t.qosSet = true
+	}
+	if !on {
+		if err := os.Remove(t.Cfg.QoSPolicyFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove QoS policy file: %w", err)
+		}
 	}
 	t.writtenQoS = policy
 	return nil

@@ -41,9 +41,12 @@ type fakeOpenSM struct {
 	startErr error    // the start fails with it (WaitReady reports it)
 	reloads  []string // the partitions file as each accepted SIGHUP found it
 	// qosFile is the QoS policy file; policies is what each accepted SIGHUP
-	// found there (when qosFile is set).
+	// found there ("" when there is none), and qosOn whether opensm.conf's
+	// qos was on (setQoS), when qosFile is set.
 	qosFile    string
 	policies   []string
+	qos        bool
+	qosOn      []bool
 	reloadErrs []error  // the next Reloads fail with these, one each
 	sweeps     []string // the outcomes of the next sweeps: "applied" (the default), "rejected", "qos-rejected", "none"
 	restarts   int
@@ -112,6 +115,15 @@ func (f *fakeOpenSM) WaitReady(ctx context.Context) error {
 	})
 }
 
+// setQoS is the manager's Config.SetQoS: opensm.conf's qos, which the next
+// SIGHUP's sweep reads.
+func (f *fakeOpenSM) setQoS(_ context.Context, on bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.qos = on
+	return nil
+}
+
 func (f *fakeOpenSM) Reload(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -133,10 +145,11 @@ func (f *fakeOpenSM) Reload(ctx context.Context) error {
 	f.reloads = append(f.reloads, string(text))
 	if f.qosFile != "" {
 		policy, err := os.ReadFile(f.qosFile)
-		if err != nil {
-			f.t.Errorf("SIGHUP with no QoS policy file: %v", err)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			f.t.Errorf("SIGHUP with an unreadable QoS policy file: %v", err)
 		}
 		f.policies = append(f.policies, string(policy))
+		f.qosOn = append(f.qosOn, f.qos)
 	}
 	outcome := "applied"
 	if len(f.sweeps) > 0 {

@@ -11,17 +11,82 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
-// A Kubernetes pkey's QoS reaches OpenSM in both files, in place before the
-// SIGHUP: the partition's mtu=, rate= and sl=, and its qos-level in the QoS
-// policy. A sweep that drops the policy fails the change's job (the paths
-// are not limited as recorded), and the next change is applied and proven.
-func TestLeadQoSPolicy(t *testing.T) {
+// qosRig is a lead rig whose manager owns qos: a QoS policy file and
+// opensm.conf's qos turned by the fake OpenSM.
+func qosRig(t *testing.T) *leadRig {
 	r := newLeadRig(t)
 	r.st = r.st.WithRules(store.Rules{PhysicalNetworks: []string{"ibnet"}, FlatPKey: store.DefaultFlatPKey,
 		KubernetesRange: fabric.PKeyRange{First: 0x1000, Last: 0x1fff}})
 	r.app.Store = r.st
 	r.sm.qosFile = filepath.Join(filepath.Dir(r.sm.pFile), "qos-policy.conf")
 	r.app.Cfg.QoSPolicyFile = r.sm.qosFile
+	r.app.Cfg.SetQoS = r.sm.setQoS
+	return r
+}
+
+// sighups are the partitions files, QoS policies and qos of the SIGHUPs so
+// far.
+func (r *leadRig) sighups() (files, policies []string, qos []bool) {
+	_, _, files = r.sm.state()
+	r.sm.mu.Lock()
+	defer r.sm.mu.Unlock()
+	return files, append([]string{}, r.sm.policies...), append([]bool{}, r.sm.qosOn...)
+}
+
+// A pkey whose QoS no client set (ib-kubernetes sends none) reaches OpenSM
+// as before QoS existed: its line without mtu=, rate= and sl=, no QoS
+// policy, qos off, so that nothing else on the fabric changes. The first
+// pkey whose QoS is set turns qos on with its policy; the last one removed
+// turns it off again and removes the policy.
+func TestLeadQoSOnlyWhileSet(t *testing.T) {
+	r := qosRig(t)
+	_, end := r.lead()
+	waitLog(t, r.logs, "partitions applied", `"revision":0,`)
+	j, err := r.st.AddKubernetesGUIDs(t.Context(), store.KubernetesAddition{PKey: 0x1004, CreatedBy: "ib-kubernetes",
+		Request: "{}", Members: []store.KubernetesMember{{GUID: guidA, Membership: fabric.Full}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.wait(j, store.StatusCompleted)
+	files, policies, qos := r.sighups()
+	n := len(files) - 1
+	if !strings.Contains(files[n], "k8s-1004=0x1004, ipoib :\n") || policies[n] != "" || qos[n] {
+		t.Fatalf("an unset pkey's SIGHUP: qos %v, policy %q, file:\n%s", qos[n], policies[n], files[n])
+	}
+	mtu := 4
+	j, err = r.st.AddKubernetesGUIDs(t.Context(), store.KubernetesAddition{PKey: 0x1005, CreatedBy: "nico", Request: "{}",
+		Members: []store.KubernetesMember{{GUID: guidA, Membership: fabric.Full}}, QoS: store.QoSChange{MTULimit: &mtu}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.wait(j, store.StatusCompleted)
+	files, policies, qos = r.sighups()
+	n = len(files) - 1
+	if !qos[n] || !strings.Contains(policies[n], "name: k8s-1005") || strings.Contains(policies[n], "k8s-1004") ||
+		!strings.Contains(files[n], "k8s-1004=0x1004, ipoib :\n") {
+		t.Fatalf("a set pkey's SIGHUP: qos %v, policy:\n%s\nfile:\n%s", qos[n], policies[n], files[n])
+	}
+	j, err = r.st.DeleteKubernetesPKey(t.Context(), store.KubernetesDeletion{PKey: 0x1005, CreatedBy: "nico", Request: "{}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.wait(j, store.StatusCompleted)
+	files, policies, qos = r.sighups()
+	n = len(files) - 1
+	if qos[n] || policies[n] != "" {
+		t.Errorf("the SIGHUP after the last set pkey's removal: qos %v, policy %q", qos[n], policies[n])
+	}
+	if err := end(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A Kubernetes pkey's QoS reaches OpenSM in both files, in place before the
+// SIGHUP: the partition's mtu=, rate= and sl=, and its qos-level in the QoS
+// policy. A sweep that drops the policy fails the change's job (the paths
+// are not limited as recorded), and the next change is applied and proven.
+func TestLeadQoSPolicy(t *testing.T) {
+	r := qosRig(t)
 	r.sm.sweeps = []string{"applied", "qos-rejected"} // the term's first apply, then the change's
 	_, end := r.lead()
 	waitLog(t, r.logs, "partitions applied", `"revision":0,`)
@@ -51,8 +116,8 @@ func TestLeadQoSPolicy(t *testing.T) {
 	if !strings.Contains(policies[1], level) || !strings.Contains(policies[1], "        pkey: 0x1005\n") {
 		t.Errorf("the change's QoS policy:\n%s", policies[1])
 	}
-	if strings.Contains(policies[0], "k8s-1005") {
-		t.Errorf("the first apply's QoS policy names a pkey recorded after it:\n%s", policies[0])
+	if policies[0] != "" {
+		t.Errorf("the first apply, with no pkey's QoS set, has a QoS policy:\n%s", policies[0])
 	}
 
 	sl = 1
@@ -75,11 +140,16 @@ func TestLeadQoSPolicy(t *testing.T) {
 // A QoS policy file edited by hand is drift: OpenSM would read it at its next
 // heavy sweep. The check interval's drift repair writes it again and applies.
 func TestLeadRepairsAnEditedQoSPolicy(t *testing.T) {
-	r := newLeadRig(t)
-	r.sm.qosFile = filepath.Join(filepath.Dir(r.sm.pFile), "qos-policy.conf")
-	r.app.Cfg.QoSPolicyFile = r.sm.qosFile
+	r := qosRig(t)
 	_, end := r.lead()
 	waitLog(t, r.logs, "partitions applied", `"revision":0,`)
+	sl := 2
+	j, err := r.st.AddKubernetesGUIDs(t.Context(), store.KubernetesAddition{PKey: 0x1005, CreatedBy: "nico", Request: "{}",
+		Members: []store.KubernetesMember{{GUID: guidA, Membership: fabric.Full}}, QoS: store.QoSChange{ServiceLevel: &sl}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.wait(j, store.StatusCompleted)
 	written, err := os.ReadFile(r.sm.qosFile)
 	if err != nil {
 		t.Fatal(err)

@@ -202,16 +202,8 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 		case known:
 			ipoib = before.IpOverIb
 		}
-		if err := tx.q.UpsertKubernetesPKey(ctx, s.FabricName(), a.PKey, ipoib, rev, tx.now, s.owner()); err != nil {
+		if err := s.upsertAddedPKey(ctx, tx, a, ipoib, rev); err != nil {
 			return Job{}, err
-		}
-		if err := setQoS(ctx, tx, a.PKey, a.QoS, rev); err != nil {
-			return Job{}, err
-		}
-		if a.PartitionName != "" {
-			if err := tx.q.SetKubernetesPartitionName(ctx, &a.PartitionName, tx.fabric, a.PKey); err != nil {
-				return Job{}, err
-			}
 		}
 		guids := make([]fabric.GUID, 0, len(a.Members))
 		for _, m := range a.Members {
@@ -229,6 +221,23 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 		}
 		return kubernetesChanged(ctx, tx, rev, a.PKey, a.job(releasedText("they", released), dropped))
 	})
+}
+
+// upsertAddedPKey records the pkey of addition a at revision rev: created
+// or updated with ipoib, then its QoS and its name when a sets them.
+func (s *Store) upsertAddedPKey(ctx context.Context, tx *changeTx, a KubernetesAddition, ipoib bool, rev int64) error {
+	if err := tx.q.UpsertKubernetesPKey(ctx, s.FabricName(), a.PKey, ipoib, rev, tx.now, s.owner()); err != nil {
+		return err
+	}
+	if err := setQoS(ctx, tx, a.PKey, a.QoS, rev); err != nil {
+		return err
+	}
+	if a.PartitionName != "" {
+		if err := tx.q.SetKubernetesPartitionName(ctx, &a.PartitionName, tx.fabric, a.PKey); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // job is an addition's job: released is what it says of the GUIDs' adopted
