@@ -18,11 +18,13 @@ import (
 //
 // qos TRUE is on only while some pkey's QoS is set (RenderQoSPolicy returns
 // nil otherwise): it changes more than those pkeys. Without it OpenSM forces
-// every partition's sl= to 0; with it a policy's DEFAULT qos-level (SL 0,
-// for the paths no rule matches) would override the partition's sl=. So
-// every other partition whose line has sl= (the template's, an adopted
-// one's) gets a qos-level of its own with that SL, and its paths keep the SL
-// its line gives them.
+// every partition's sl= to 0 (the SA answers SL 0 for an adopted partition
+// written with sl=3); with it, a partition's sl= would be applied, unless a
+// qos-level overrides it. So every other partition whose line has sl= (the
+// template's, an adopted one's) gets a qos-level of its own with SL 0, the
+// SL its paths had without qos, and a pkey's QoS changes no other
+// partition's paths. The DEFAULT level (SL 0) is the paths' no rule matches,
+// at the SL they had too.
 
 // QoSLevelName is the name of a Kubernetes pkey's qos-level: its partition's.
 func QoSLevelName(k KubernetesPartition) string { return KubernetesPartitionName(k.PKey) }
@@ -36,7 +38,7 @@ type slPartition struct {
 
 // RenderQoSPolicy writes the QoS policy file of s, whose partitions file is
 // text: a qos-level and a match rule for each Kubernetes partition with a
-// QoS, then for each other partition of text with sl=, in pkey order; nil
+// QoS, then for each other partition of text with sl= (SL 0), in pkey order; nil
 // when no Kubernetes partition has a QoS (then OpenSM runs without qos).
 // Its values are the IBTA codes the partitions file gives the same
 // partition.
@@ -60,8 +62,8 @@ func RenderQoSPolicy(s State, text []byte) []byte {
 			q.ServiceLevel, q.MTUCode(), q.RateCode())
 	}
 	for _, o := range others {
-		fmt.Fprintf(&b, "    qos-level\n        name: sl-%s\n        use: partition %s keeps its SL\n        sl: %s\n    end-qos-level\n",
-			o.pkey, o.pkey, o.sl)
+		fmt.Fprintf(&b, "    qos-level\n        name: sl-%s\n        use: partition %s keeps SL 0 as without qos and not its sl %s\n"+
+			"        sl: 0\n    end-qos-level\n", o.pkey, o.pkey, o.sl)
 	}
 	b.WriteString("end-qos-levels\n")
 	b.WriteString("\nqos-match-rules\n")
