@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -23,9 +24,11 @@ import (
 // /resources/pkeys/qos_conf), reaches a real OpenSM: the SA's path record
 // between two hosts of the pkey carries its SL and is limited to its rate
 // and MTU (the QoS policy file), and the pkey's IPoIB broadcast group has its
-// MTU, rate and SL (the partition's flags). A new pkey is at UFM's defaults
-// (2 KB, SL 0, 2.5 Gb/s) on the fabric as in the API's reads. The store's
-// engines are the store suite's; this runs on SQLite.
+// MTU, rate and SL (the partition's flags). A pkey whose QoS no client set
+// (ib-kubernetes sends none) is not limited: its paths run at the links'
+// rate, its group at OpenSM's defaults (2048 bytes, 10 Gb/s, SL 0), as the
+// API's reads say. The store's engines are the store suite's; this runs on
+// SQLite.
 func TestKubernetesQoS(t *testing.T) {
 	m := launchManager(t, storetest.NewDatabase(t, config.EngineSQLite), fabricsim.Options{Hosts: 4}, settings{UFMPKeys: []string{
 		"username = " + ufmUser, "password = " + ufmPassword, "pkey_range = 0x1000-0x1fff", "apply_timeout = 60",
@@ -36,22 +39,23 @@ func TestKubernetesQoS(t *testing.T) {
 	k.applied(k.must("POST", "/ufmRest/resources/pkeys", fmt.Sprintf(
 		`{"pkey":"0x1005","ip_over_ib":true,"membership":"full","index0":true,"guids":[%q,%q]}`, ufm(h1), ufm(h2)), http.StatusOK))
 	if got := k.must("GET", "/ufmRest/resources/pkeys/0x1005?qos_conf=true", "", http.StatusOK); !strings.Contains(got,
-		`"qos_conf":{"mtu_limit":2,"rate_limit":2.5,"service_level":0}`) {
-		t.Errorf("a new pkey reads %s, want UFM's defaults", got)
+		`"qos_conf":{"mtu_limit":2,"rate_limit":10,"service_level":0}`) {
+		t.Errorf("a pkey without a QoS reads %s, want what OpenSM applies to it", got)
 	}
 	// The simulated links run at 4X QDR (40 Gb/s, rate code 7) with a
-	// 2048-byte MTU (code 4): 2.5 Gb/s is code 2.
-	m.wantQoS(h1, h2, 0x1005, saQoS{sl: 0, mtu: 4, rate: 2})
+	// 2048-byte MTU (code 4): the path is the links'; the group is at
+	// OpenSM's 10 Gb/s (code 3).
+	m.wantQoS(h1, h2, 0x1005, saQoS{sl: 0, mtu: 4, rate: 7, group: &saGroup{mtu: 4, rate: 3, sl: 0}})
 
 	// A PUT limits the pkey's paths at once (the QoS policy). OpenSM sets an
 	// IPoIB group's MTU, rate and SL when it creates the group and keeps them
 	// while the partition exists: the broadcast group keeps the ones it was
 	// created with.
 	k.applied(k.must("PUT", "/ufmRest/resources/pkeys/qos_conf",
-		`{"pkey":"0x1005","mtu_limit":2,"service_level":5,"rate_limit":10}`, http.StatusOK))
-	m.wantQoS(h1, h2, 0x1005, saQoS{sl: 5, mtu: 4, rate: 3, group: &saGroup{mtu: 4, rate: 2, sl: 0}})
+		`{"pkey":"0x1005","mtu_limit":2,"service_level":5,"rate_limit":2.5}`, http.StatusOK))
+	m.wantQoS(h1, h2, 0x1005, saQoS{sl: 5, mtu: 4, rate: 2, group: &saGroup{mtu: 4, rate: 3, sl: 0}})
 	if got := k.must("GET", "/ufmRest/resources/pkeys?qos_conf=true&guids_data=true", "", http.StatusOK); !strings.Contains(got,
-		`"qos_conf":{"mtu_limit":2,"rate_limit":10,"service_level":5}`) {
+		`"qos_conf":{"mtu_limit":2,"rate_limit":2.5,"service_level":5}`) {
 		t.Errorf("the list reads %s after the PUT", got)
 	}
 	// A pkey created with its QoS: its group has it. Above the links' rate
@@ -60,6 +64,80 @@ func TestKubernetesQoS(t *testing.T) {
 		`{"pkey":"0x1006","membership":"full","guids":[%q,%q],"mtu_limit":4,"service_level":2,"rate_limit":200}`,
 		ufm(h1), ufm(h2)), http.StatusOK))
 	m.wantQoS(h1, h2, 0x1006, saQoS{sl: 2, mtu: 4, rate: 7, group: &saGroup{mtu: 5, rate: 17, sl: 2}})
+}
+
+// TestKubernetesQoSKeepsOtherPartitionsSL: a partition adopted with sl=3
+// (or the template's with one) keeps the SL of its paths when a Kubernetes
+// pkey's QoS turns OpenSM's qos on, and a pkey without a QoS changes
+// nothing: the SA's path records before and after are the same. Without qos
+// OpenSM forces its sl= to 0, so its IPoIB group, created before, is at SL
+// 0 too (a manager that ran qos TRUE from its start created it at SL 3).
+func TestKubernetesQoSKeepsOtherPartitionsSL(t *testing.T) {
+	m := launchManager(t, storetest.NewDatabase(t, config.EngineSQLite), fabricsim.Options{Hosts: 4}, settings{UFMPKeys: []string{
+		"username = " + ufmUser, "password = " + ufmPassword, "pkey_range = 0x1000-0x1fff", "apply_timeout = 60",
+	}})
+	m.confirmSwitches()
+	h := hostGUIDs(m, 4)
+	running := filepath.Join(t.TempDir(), "running-partitions.conf")
+	if err := os.WriteFile(running, []byte(fmt.Sprintf("storage=0x0abc, ipoib, sl=3 : %s=full, %s=full ;\n", h[0], h[1])),
+		0o644); err != nil {
+		t.Fatal(err)
+	}
+	m.operator("--adopt-partitions", running)
+	m.waitPKey(h[1], 0x8abc, true)
+	before := m.pathQoS("H1", h[0], h[1], 0x0abc)
+	if before.sl != 0 {
+		t.Errorf("adopted sl=3 partition's path without qos: %+v, want SL 0 (OpenSM forces sl= to 0)", before)
+	}
+	if g := m.groupQoS("H1", 0x0abc); g != (saGroup{mtu: 4, rate: 3, sl: 0}) {
+		t.Errorf("adopted sl=3 partition's IPoIB group: %+v, want OpenSM's 2048 bytes, 10 Gb/s, SL 0", g)
+	}
+
+	k := &ufmClient{m: m, user: ufmUser, password: ufmPassword}
+	k.applied(k.must("POST", "/ufmRest/resources/pkeys", fmt.Sprintf(
+		`{"pkey":"0x1005","membership":"full","guids":[%q,%q]}`, ufm(h[2]), ufm(h[3])), http.StatusOK))
+	if got := m.pathQoS("H1", h[0], h[1], 0x0abc); got != before {
+		t.Errorf("adopted sl=3 partition's path after a pkey without a QoS: %+v, want %+v as before", got, before)
+	}
+	k.applied(k.must("PUT", "/ufmRest/resources/pkeys/qos_conf", `{"pkey":"0x1005","service_level":5}`, http.StatusOK))
+	if got := m.pathQoS("H3", h[2], h[3], 0x1005); got.sl != 5 {
+		t.Fatalf("the pkey's path after its QoS was set: %+v, want SL 5 (qos on)", got)
+	}
+	if got := m.pathQoS("H1", h[0], h[1], 0x0abc); got != before {
+		t.Errorf("adopted sl=3 partition's path after a pkey's QoS turned qos on: %+v, want %+v as before", got, before)
+	}
+}
+
+// groupQoS is the MTU, rate and SL codes of pkey's IPoIB broadcast group,
+// as host reads them from the SA.
+func (m *manager) groupQoS(host string, pkey fabric.PKey) saGroup {
+	t := m.t
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mgid := fmt.Sprintf("ff12:401b:%x::ffff:ffff", uint16(pkey)|0x8000)
+	for _, g := range m.saQuery(ctx, host, "-g") {
+		if g["mgid"] == mgid {
+			return saGroup{mtu: code(t, g["mtu"]), rate: code(t, g["rate"]), sl: code(t, g["sl"])}
+		}
+	}
+	t.Fatalf("no IPoIB group %s in the SA's multicast records", mgid)
+	return saGroup{}
+}
+
+// pathQoS is the SL, MTU and rate codes of the SA's path record from a to b
+// in pkey, as host reads it (the SA answers a member of the pkey).
+func (m *manager) pathQoS(host string, a, b fabric.GUID, pkey fabric.PKey) saQoS {
+	t := m.t
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	paths := m.saQuery(ctx, host, "PR", "--sgid", gid(a), "--dgid", gid(b), "--pkey", pkey.String())
+	if len(paths) != 1 {
+		t.Fatalf("path records %s-%s in pkey %s: %v", a, b, pkey, paths)
+	}
+	p := paths[0]
+	return saQoS{sl: code(t, p["sl"]), mtu: code(t, p["mtu"]), rate: code(t, p["rate"])}
 }
 
 // saQoS is what the SA answers for a pkey: its path's SL, MTU and rate codes
