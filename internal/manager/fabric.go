@@ -131,6 +131,15 @@ func wireFabric(ctx context.Context, p fabricPlan, st *store.Store, m *metrics.M
 	f.services = f.termServices
 	closeSM = func() {}
 	keys := opensm.DatabaseKeys{Store: st}
+	// OpenSM starts with qos as the recorded pkeys want it, not off until
+	// the first apply: a pkey's QoS would go unlimited for its first sweeps.
+	if cfg.OwnsQoS() {
+		on, err := anyQoSSet(ctx, st)
+		if err != nil {
+			return nil, closeSM, fab.Wrap(err)
+		}
+		f.qos.Store(on)
+	}
 	sm, flavour, closeDriver, writeConf, err := prepareOpenSM(ctx, cfg, log, keys, &f.qos, fab.CacheDir(),
 		cfg.OpenSM.DriverStatusFile())
 	if err != nil {
@@ -196,6 +205,21 @@ func applierConfig(cfg config.FabricConfig, p fabricPlan, flavour fabric.Flavour
 		VerifyTimeout:    cfg.OpenSM.VerifyTimeout,
 		Audit:            audit,
 	}
+}
+
+// anyQoSSet says whether a client set the QoS of some Kubernetes pkey of
+// st's fabric: then OpenSM runs with qos on (partitions.RenderQoSPolicy).
+func anyQoSSet(ctx context.Context, st *store.Store) (bool, error) {
+	pkeys, err := st.KubernetesPKeys(ctx)
+	if err != nil {
+		return false, fmt.Errorf("read the Kubernetes pkeys' QoS: %w", err)
+	}
+	for _, p := range pkeys {
+		if p.QoS != (fabric.QoS{}) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // setQoS turns OpenSM's qos on or off: opensm.conf written again, which
