@@ -278,6 +278,7 @@ func TestRenderKubernetesPartitions(t *testing.T) {
 	if err := renderFabric(ctx, cfg, config.DefaultFabric, &out, quietLog()); err != nil {
 		t.Fatal(err)
 	}
+	// ib-kubernetes sent no QoS: the line is as before QoS existed.
 	if want := "k8s-1005=0x1005, ipoib :\n    0x0002c90300000201=limited ;\n"; !strings.HasSuffix(out.String(), want) {
 		t.Errorf("rendered:\n%s\nwant it to end with\n%s", out.String(), want)
 	}

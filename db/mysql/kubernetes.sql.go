@@ -102,7 +102,7 @@ func (q *Queries) DeleteKubernetesPKey(ctx context.Context, arg DeleteKubernetes
 
 const getKubernetesPKey = `-- name: GetKubernetesPKey :one
 
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner FROM kubernetes_pkeys WHERE fabric = ? AND pkey = ?
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps, qos_set FROM kubernetes_pkeys WHERE fabric = ? AND pkey = ?
 `
 
 type GetKubernetesPKeyParams struct {
@@ -111,13 +111,17 @@ type GetKubernetesPKeyParams struct {
 }
 
 type GetKubernetesPKeyRow struct {
-	Pkey      fabric.PKey
-	IpOverIb  bool
-	Revision  int64
-	CreatedAt time.Time
-	UpdatedAt time.Time
-	Fabric    string
-	Owner     string
+	Pkey          fabric.PKey
+	IpOverIb      bool
+	Revision      int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	Fabric        string
+	Owner         string
+	MtuLimit      int64
+	ServiceLevel  int64
+	RateLimitMbps int64
+	QosSet        bool
 }
 
 // The Kubernetes partitions (ib-kubernetes, through the UFM pkeys API): see
@@ -137,6 +141,10 @@ func (q *Queries) GetKubernetesPKey(ctx context.Context, arg GetKubernetesPKeyPa
 		&i.UpdatedAt,
 		&i.Fabric,
 		&i.Owner,
+		&i.MtuLimit,
+		&i.ServiceLevel,
+		&i.RateLimitMbps,
+		&i.QosSet,
 	)
 	return i, err
 }
@@ -305,17 +313,21 @@ func (q *Queries) ListKubernetesMembersOfPKey(ctx context.Context, arg ListKuber
 }
 
 const listKubernetesPKeys = `-- name: ListKubernetesPKeys :many
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner FROM kubernetes_pkeys WHERE fabric = ? ORDER BY pkey
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps, qos_set FROM kubernetes_pkeys WHERE fabric = ? ORDER BY pkey
 `
 
 type ListKubernetesPKeysRow struct {
-	Pkey      fabric.PKey
-	IpOverIb  bool
-	Revision  int64
-	CreatedAt time.Time
-	UpdatedAt time.Time
-	Fabric    string
-	Owner     string
+	Pkey          fabric.PKey
+	IpOverIb      bool
+	Revision      int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	Fabric        string
+	Owner         string
+	MtuLimit      int64
+	ServiceLevel  int64
+	RateLimitMbps int64
+	QosSet        bool
 }
 
 func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]ListKubernetesPKeysRow, error) {
@@ -335,6 +347,10 @@ func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]
 			&i.UpdatedAt,
 			&i.Fabric,
 			&i.Owner,
+			&i.MtuLimit,
+			&i.ServiceLevel,
+			&i.RateLimitMbps,
+			&i.QosSet,
 		); err != nil {
 			return nil, err
 		}
@@ -422,6 +438,40 @@ type MarkKubernetesChangedParams struct {
 func (q *Queries) MarkKubernetesChanged(ctx context.Context, arg MarkKubernetesChangedParams) error {
 	_, err := q.db.ExecContext(ctx, markKubernetesChanged, arg.Revision, arg.Fabric)
 	return err
+}
+
+const setKubernetesPKeyQoS = `-- name: SetKubernetesPKeyQoS :execrows
+UPDATE kubernetes_pkeys SET mtu_limit = ?, service_level = ?,
+    rate_limit_mbps = ?, qos_set = TRUE, revision = ?, updated_at = ?
+WHERE fabric = ? AND pkey = ?
+`
+
+type SetKubernetesPKeyQoSParams struct {
+	MtuLimit      int64
+	ServiceLevel  int64
+	RateLimitMbps int64
+	Revision      int64
+	Now           time.Time
+	Fabric        string
+	Pkey          fabric.PKey
+}
+
+// A pkey's QoS (migrations' 00022): PUT qos_conf, or a POST that names it.
+// The change's revision is the pkey's: its statement is rewritten.
+func (q *Queries) SetKubernetesPKeyQoS(ctx context.Context, arg SetKubernetesPKeyQoSParams) (int64, error) {
+	result, err := q.db.ExecContext(ctx, setKubernetesPKeyQoS,
+		arg.MtuLimit,
+		arg.ServiceLevel,
+		arg.RateLimitMbps,
+		arg.Revision,
+		arg.Now,
+		arg.Fabric,
+		arg.Pkey,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected()
 }
 
 const setKubernetesPartitionName = `-- name: SetKubernetesPartitionName :exec

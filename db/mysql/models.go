@@ -135,6 +135,10 @@ type KubernetesPkey struct {
 	Fabric        string
 	Owner         string
 	PartitionName *string
+	MtuLimit      int64
+	ServiceLevel  int64
+	RateLimitMbps int64
+	QosSet        bool
 }
 
 type KubernetesState struct {

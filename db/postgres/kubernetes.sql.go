@@ -76,17 +76,21 @@ func (q *Queries) DeleteKubernetesPKey(ctx context.Context, fabric string, pkey 
 
 const getKubernetesPKey = `-- name: GetKubernetesPKey :one
 
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner FROM kubernetes_pkeys WHERE fabric = $1 AND pkey = $2
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps, qos_set FROM kubernetes_pkeys WHERE fabric = $1 AND pkey = $2
 `
 
 type GetKubernetesPKeyRow struct {
-	Pkey      fabric.PKey
-	IpOverIb  bool
-	Revision  int64
-	CreatedAt time.Time
-	UpdatedAt time.Time
-	Fabric    string
-	Owner     string
+	Pkey          fabric.PKey
+	IpOverIb      bool
+	Revision      int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	Fabric        string
+	Owner         string
+	MtuLimit      int64
+	ServiceLevel  int64
+	RateLimitMbps int64
+	QosSet        bool
 }
 
 // The Kubernetes partitions (ib-kubernetes, through the UFM pkeys API): see
@@ -105,6 +109,10 @@ func (q *Queries) GetKubernetesPKey(ctx context.Context, fabric string, pkey fab
 		&i.UpdatedAt,
 		&i.Fabric,
 		&i.Owner,
+		&i.MtuLimit,
+		&i.ServiceLevel,
+		&i.RateLimitMbps,
+		&i.QosSet,
 	)
 	return i, err
 }
@@ -249,17 +257,21 @@ func (q *Queries) ListKubernetesMembersOfPKey(ctx context.Context, fabric string
 }
 
 const listKubernetesPKeys = `-- name: ListKubernetesPKeys :many
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner FROM kubernetes_pkeys WHERE fabric = $1 ORDER BY pkey
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps, qos_set FROM kubernetes_pkeys WHERE fabric = $1 ORDER BY pkey
 `
 
 type ListKubernetesPKeysRow struct {
-	Pkey      fabric.PKey
-	IpOverIb  bool
-	Revision  int64
-	CreatedAt time.Time
-	UpdatedAt time.Time
-	Fabric    string
-	Owner     string
+	Pkey          fabric.PKey
+	IpOverIb      bool
+	Revision      int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	Fabric        string
+	Owner         string
+	MtuLimit      int64
+	ServiceLevel  int64
+	RateLimitMbps int64
+	QosSet        bool
 }
 
 func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]ListKubernetesPKeysRow, error) {
@@ -279,6 +291,10 @@ func (q *Queries) ListKubernetesPKeys(ctx context.Context, argFabric string) ([]
 			&i.UpdatedAt,
 			&i.Fabric,
 			&i.Owner,
+			&i.MtuLimit,
+			&i.ServiceLevel,
+			&i.RateLimitMbps,
+			&i.QosSet,
 		); err != nil {
 			return nil, err
 		}
@@ -347,6 +363,30 @@ UPDATE kubernetes_state SET changed_revision = $1 WHERE fabric = $2
 func (q *Queries) MarkKubernetesChanged(ctx context.Context, revision int64, fabric string) error {
 	_, err := q.db.Exec(ctx, markKubernetesChanged, revision, fabric)
 	return err
+}
+
+const setKubernetesPKeyQoS = `-- name: SetKubernetesPKeyQoS :execrows
+UPDATE kubernetes_pkeys SET mtu_limit = $1, service_level = $2,
+    rate_limit_mbps = $3, qos_set = TRUE, revision = $4, updated_at = $5
+WHERE fabric = $6 AND pkey = $7
+`
+
+// A pkey's QoS (migrations' 00022): PUT qos_conf, or a POST that names it.
+// The change's revision is the pkey's: its statement is rewritten.
+func (q *Queries) SetKubernetesPKeyQoS(ctx context.Context, mtuLimit int64, serviceLevel int64, rateLimitMbps int64, revision int64, now time.Time, fabric string, pkey fabric.PKey) (int64, error) {
+	result, err := q.db.Exec(ctx, setKubernetesPKeyQoS,
+		mtuLimit,
+		serviceLevel,
+		rateLimitMbps,
+		revision,
+		now,
+		fabric,
+		pkey,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const setKubernetesPartitionName = `-- name: SetKubernetesPartitionName :exec

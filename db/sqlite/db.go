@@ -291,6 +291,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.setJobDescriptionStmt, err = db.PrepareContext(ctx, setJobDescription); err != nil {
 		return nil, fmt.Errorf("error preparing query SetJobDescription: %w", err)
 	}
+	if q.setKubernetesPKeyQoSStmt, err = db.PrepareContext(ctx, setKubernetesPKeyQoS); err != nil {
+		return nil, fmt.Errorf("error preparing query SetKubernetesPKeyQoS: %w", err)
+	}
 	if q.setKubernetesPartitionNameStmt, err = db.PrepareContext(ctx, setKubernetesPartitionName); err != nil {
 		return nil, fmt.Errorf("error preparing query SetKubernetesPartitionName: %w", err)
 	}
@@ -774,6 +777,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing setJobDescriptionStmt: %w", cerr)
 		}
 	}
+	if q.setKubernetesPKeyQoSStmt != nil {
+		if cerr := q.setKubernetesPKeyQoSStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing setKubernetesPKeyQoSStmt: %w", cerr)
+		}
+	}
 	if q.setKubernetesPartitionNameStmt != nil {
 		if cerr := q.setKubernetesPartitionNameStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing setKubernetesPartitionNameStmt: %w", cerr)
@@ -957,6 +965,7 @@ type Queries struct {
 	secondSMsStmt                     *sql.Stmt
 	setFailuresStmt                   *sql.Stmt
 	setJobDescriptionStmt             *sql.Stmt
+	setKubernetesPKeyQoSStmt          *sql.Stmt
 	setKubernetesPartitionNameStmt    *sql.Stmt
 	setRevisionStmt                   *sql.Stmt
 	updateSecretStmt                  *sql.Stmt
@@ -1063,6 +1072,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		secondSMsStmt:                     q.secondSMsStmt,
 		setFailuresStmt:                   q.setFailuresStmt,
 		setJobDescriptionStmt:             q.setJobDescriptionStmt,
+		setKubernetesPKeyQoSStmt:          q.setKubernetesPKeyQoSStmt,
 		setKubernetesPartitionNameStmt:    q.setKubernetesPartitionNameStmt,
 		setRevisionStmt:                   q.setRevisionStmt,
 		updateSecretStmt:                  q.updateSecretStmt,

@@ -50,6 +50,9 @@ func (f failingRecorder) DeleteKubernetesPKey(ctx context.Context, d store.Kuber
 func (f failingRecorder) CreateKubernetesPKey(ctx context.Context, c store.KubernetesCreation) (store.Job, error) {
 	return store.Job{}, f.fail(ctx)
 }
+func (f failingRecorder) SetKubernetesQoS(ctx context.Context, q store.KubernetesQoS) (store.Job, error) {
+	return store.Job{}, f.fail(ctx)
+}
 func (f failingRecorder) KubernetesPKeys(ctx context.Context) ([]store.KubernetesPKey, error) {
 	return nil, f.fail(ctx)
 }

@@ -33,6 +33,7 @@ type PKeyStore interface {
 	RemoveKubernetesGUIDs(ctx context.Context, r store.KubernetesRemoval) (store.Job, error)
 	DeleteKubernetesPKey(ctx context.Context, d store.KubernetesDeletion) (store.Job, error)
 	CreateKubernetesPKey(ctx context.Context, c store.KubernetesCreation) (store.Job, error)
+	SetKubernetesQoS(ctx context.Context, q store.KubernetesQoS) (store.Job, error)
 	KubernetesPKeys(ctx context.Context) ([]store.KubernetesPKey, error)
 	GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (store.KubernetesPKey, error)
 	KubernetesLastUpdated(ctx context.Context) (*time.Time, error)
@@ -198,6 +199,7 @@ func (pk *pkeysAPI) routes(handle func(method, path, route string, h httprouter.
 	handle(http.MethodGet, p+"/resources/pkeys/", "ufm/resources/pkeys", pk.basicAuth(pk.slot(pk.listPKeys)))
 	handle(http.MethodPost, p+"/resources/pkeys", "ufm/resources/pkeys", pk.basicAuth(pk.slot(pk.addGUIDs)))
 	handle(http.MethodPost, p+"/resources/pkeys/add", "ufm/resources/pkeys/add", pk.basicAuth(pk.slot(pk.createPKey)))
+	handle(http.MethodPut, p+"/resources/pkeys/qos_conf", "ufm/resources/pkeys/qos_conf", pk.basicAuth(pk.slot(pk.setQoS)))
 	handle(http.MethodGet, p+"/resources/pkeys/:pkey", "ufm/resources/pkeys/:pkey", pk.basicAuth(pk.slot(pk.getPKey)))
 	handle(http.MethodDelete, p+"/resources/pkeys/:pkey", "ufm/resources/pkeys/:pkey", pk.basicAuth(pk.slot(pk.deletePKey)))
 	handle(http.MethodPost, p+"/actions/remove_guids_from_pkey", "ufm/actions/remove_guids_from_pkey", pk.basicAuth(pk.slot(pk.removeGUIDs)))
@@ -305,14 +307,15 @@ type addBody struct {
 	// PartitionName is the name the client gives the pkey, which reads
 	// return as its partition (partitionName).
 	PartitionName *string `json:"partition_name"`
+	qosFields
 }
 
-// createBody is a POST of /resources/pkeys/add. UFM's other fields
-// (mtu_limit, service_level, rate_limit) are refused as unknown: a
-// partition's MTU, rate and SL are the template's.
+// createBody is a POST of /resources/pkeys/add, with UFM's QoS fields
+// (qos.go).
 type createBody struct {
 	PKey  *string `json:"pkey"`
 	IPoIB *bool   `json:"ip_over_ib"`
+	qosFields
 }
 
 // removeBody is a POST of /actions/remove_guids_from_pkey.
@@ -364,7 +367,11 @@ func (b addBody) addition() (store.KubernetesAddition, error) {
 		}
 		memberships[i] = m
 	}
-	a := store.KubernetesAddition{PKey: pkey, IPoIB: b.IPoIB}
+	qos, err := b.change()
+	if err != nil {
+		return store.KubernetesAddition{}, err
+	}
+	a := store.KubernetesAddition{PKey: pkey, IPoIB: b.IPoIB, QoS: qos}
 	if b.PartitionName != nil {
 		if a.PartitionName, err = partitionName(*b.PartitionName); err != nil {
 			return store.KubernetesAddition{}, err
@@ -389,9 +396,13 @@ func (pk *pkeysAPI) createPKey(r *http.Request, _ httprouter.Params) (int, any, 
 	if err != nil {
 		return 0, nil, err
 	}
+	qos, err := body.change()
+	if err != nil {
+		return 0, nil, err
+	}
 	return pk.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
 		return pk.o.Store.CreateKubernetesPKey(ctx, store.KubernetesCreation{PKey: pkey,
-			IPoIB: body.IPoIB == nil || *body.IPoIB, CreatedBy: pk.o.creator(), Request: raw, RequestID: RequestID(r.Context())})
+			IPoIB: body.IPoIB == nil || *body.IPoIB, QoS: qos, CreatedBy: pk.o.creator(), Request: raw, RequestID: RequestID(r.Context())})
 	})
 }
 

@@ -142,7 +142,7 @@ func TestPKeysRefuseOddInput(t *testing.T) {
 		{"membership and memberships", add, `{"pkey":"0x1005","guids":["` + podGUID1 + `"],"membership":"full","memberships":["full"]}`, "not both"},
 		{"membership both", add, `{"pkey":"0x1005","guids":["` + podGUID1 + `"],"membership":"both"}`, `membership "both": want full or limited`},
 		{"membership in capitals", add, `{"pkey":"0x1005","guids":["` + podGUID1 + `"],"memberships":["FULL"]}`, `membership "FULL"`},
-		{"unknown field", add, `{"pkey":"0x1005","guids":["` + podGUID1 + `"],"mtu_limit":4}`, `unknown field "mtu_limit"`},
+		{"unknown field", add, `{"pkey":"0x1005","guids":["` + podGUID1 + `"],"mtu":4}`, `unknown field "mtu"`},
 		{"misspelt field", add, `{"pkey":"0x1005","guid":["` + podGUID1 + `"]}`, `unknown field "guid"`},
 		{"not an object", add, `["0x1005"]`, "must be a JSON object"},
 		{"two objects", add, `{"pkey":"0x1005","guids":["` + podGUID1 + `"]} {}`, "more than one JSON value"},
@@ -240,7 +240,7 @@ func TestPKeysCycle(t *testing.T) {
 		`{"pkey":"0x1fff","partition":"k8s-1fff","ip_over_ib":false,"guids":[]}` {
 		t.Errorf("GET of the created pkey = %s", got)
 	}
-	f.must("POST", "/ufmRest/resources/pkeys/add", `{"pkey": "0x1fff", "mtu_limit": 4}`, http.StatusBadRequest)
+	f.must("POST", "/ufmRest/resources/pkeys/add", `{"pkey": "0x1fff", "mtu_limit": 3}`, http.StatusBadRequest)
 	f.must("POST", "/ufmRest/resources/pkeys/add", `{"pkey": "0x7fff"}`, http.StatusBadRequest)
 	f.must("DELETE", "/ufmRest/resources/pkeys/0x100a", "", 200)
 	f.must("DELETE", "/ufmRest/resources/pkeys/0x100a", "", http.StatusNotFound)

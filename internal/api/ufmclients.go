@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/julienschmidt/httprouter"
@@ -212,6 +213,7 @@ const defaultPartitionName = "management"
 type defaultPartition struct {
 	ipoib      bool
 	membership fabric.Membership
+	qos        fabric.QoS // what OpenSM applies to its IPoIB group (its flags, or OpenSM's defaults)
 }
 
 // defaultPartitionOf reads the default partition's statement as configured
@@ -221,13 +223,14 @@ type defaultPartition struct {
 // configuration refuses it) or gives hosts no membership reads as the
 // shipped one's: IPoIB, limited.
 func defaultPartitionOf(line string) defaultPartition {
-	d := defaultPartition{ipoib: true, membership: fabric.Limited}
+	d := defaultPartition{ipoib: true, membership: fabric.Limited, qos: fabric.OpenSMGroupQoS}
 	f, err := partitions.Parse([]byte(line))
 	if err != nil || len(f.Statements) != 1 || f.Statements[0].PKey != fabric.DefaultPKey {
 		return d
 	}
 	st := f.Statements[0]
 	d.ipoib = slices.ContainsFunc(st.Flags, func(f partitions.Flag) bool { return f.Name == "ipoib" })
+	d.qos = qosOfFlags(st.Flags)
 	for _, m := range st.Members {
 		if m.Keyword == partitions.All || m.Keyword == partitions.AllCAs {
 			d.membership = fabric.Membership(m.Membership)
@@ -245,16 +248,20 @@ func (pk *pkeysAPI) defaultPKeyView(withGUIDs, withQoS bool) pkeyView {
 		v.GUIDs, v.Index0 = &[]guidEntry{}, ptr(false)
 	}
 	if withQoS {
-		v.QoSConf = defaultQoSConfView()
+		v.QoSConf = viewQoS(d.qos)
 	}
 	return v
 }
 
-// qosConfView is a recorded pkey's qos_conf, as a read with qos_conf=true
-// answers it: the hook that recorded QoS values fill. Until a pkey records
-// them it has none to show, and the read leaves qos_conf out.
-func qosConfView(store.KubernetesPKey) any { return nil }
-
-// defaultQoSConfView is the default partition's qos_conf, the hook's
-// counterpart for 0x7fff.
-func defaultQoSConfView() any { return nil }
+// qosOfFlags is what OpenSM applies to a partition with these flags: their
+// mtu=, rate= and sl=, OpenSM's defaults for those absent (without qos TRUE
+// OpenSM forces sl= to 0, which the default partition's line seldom has).
+func qosOfFlags(flags []partitions.Flag) fabric.QoS {
+	code := map[string]int{}
+	for _, f := range flags {
+		if v, err := strconv.Atoi(f.Value); err == nil && (f.Name == "mtu" || f.Name == "rate" || f.Name == "sl") {
+			code[f.Name] = v
+		}
+	}
+	return fabric.QoSOfCodes(code["mtu"], code["rate"], code["sl"])
+}

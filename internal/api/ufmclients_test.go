@@ -141,6 +141,10 @@ const (
 func TestUFMClientSequences(t *testing.T) {
 	dump := filepath.Join("testdata", "ufm", "opensm-subnet.lst")
 	def := `"0x7fff":{"pkey":"0x7fff","partition":"management","ip_over_ib":true,"membership":"limited","index0":false,"guids":[]}`
+	// ib-kubernetes and NICo's POST send no QoS: qos_conf reads what OpenSM
+	// applies to a partition without mtu=, rate= and sl=, not UFM's 2.5.
+	qos := `{"mtu_limit":2,"rate_limit":10,"service_level":0}`
+	defQoS := strings.TrimSuffix(def, "}") + `,"qos_conf":` + qos + `}`
 	defBare := `"0x7fff":{"pkey":"0x7fff","partition":"management","ip_over_ib":true,"membership":"limited"}`
 	sequences := []struct {
 		name  string
@@ -172,9 +176,9 @@ func TestUFMClientSequences(t *testing.T) {
 				body: `{"pkey":"0x12fb","ip_over_ib":true,"membership":"full","index0":true,"guids":["` + sdkGUID1 + `"]}`},
 			{method: "GET", path: "/ufmRest/resources/pkeys?guids_data=true&qos_conf=true", status: 200,
 				answer: `{"0x12fb":{"pkey":"0x12fb","partition":"k8s-12fb","ip_over_ib":true,"guids":[{"guid":"` + sdkGUID1 +
-					`","membership":"full","index0":true}]},` + def + `}`},
+					`","membership":"full","index0":true}],"qos_conf":` + qos + `},` + defQoS + `}`},
 			{method: "GET", path: "/ufmRest/resources/pkeys/0x7fff?guids_data=true&qos_conf=true", status: 200,
-				answer: `{"pkey":"0x7fff","partition":"management","ip_over_ib":true,"membership":"limited","index0":false,"guids":[]}`},
+				answer: `{"pkey":"0x7fff","partition":"management","ip_over_ib":true,"membership":"limited","index0":false,"guids":[],"qos_conf":` + qos + `}`},
 			{method: "GET", path: "/ufmRest/resources/pkeys/0x1abc?guids_data=true&qos_conf=true", status: 200, answer: `{}`},
 			{method: "GET", path: "/ufmRest/resources/pkeys?qos_conf=maybe", status: 400, says: `qos_conf="maybe"`},
 		}},
@@ -243,19 +247,25 @@ func TestUFMRefusals(t *testing.T) {
 
 // TestDefaultPartitionReads: what the reads say of 0x7fff follows [opensm]
 // default_partition: its ipoib flag and the membership its last ALL or
-// ALL_CAS member gives the hosts.
+// ALL_CAS member gives the hosts, and its qos_conf what OpenSM applies to
+// its IPoIB group (OpenSM's 2048 bytes, 10 Gb/s, SL 0 unless its flags say).
 func TestDefaultPartitionReads(t *testing.T) {
+	osm := fabric.QoS{MTULimit: 2, ServiceLevel: 0, RateMbps: 10000}
 	tests := []struct {
 		line string
 		want defaultPartition
 	}{
-		{"", defaultPartition{true, fabric.Limited}},
-		{"Default=0x7fff, ipoib : ALL=limited, SELF=full ;", defaultPartition{true, fabric.Limited}},
-		{"Default=0x7fff : ALL=full ;", defaultPartition{false, fabric.Full}},
-		{"Default=0x7fff, ipoib : ALL=limited, ALL_CAS=full ;", defaultPartition{true, fabric.Full}},
-		{"Default=0x7fff, ipoib : ALL_CAS=full, ALL=limited ;", defaultPartition{true, fabric.Limited}},
-		{"Default=0x7fff, ipoib, mtu=5 : SELF=full ;", defaultPartition{true, fabric.Limited}},
-		{"not a partition", defaultPartition{true, fabric.Limited}},
+		{"", defaultPartition{true, fabric.Limited, osm}},
+		{"Default=0x7fff, ipoib : ALL=limited, SELF=full ;", defaultPartition{true, fabric.Limited, osm}},
+		{"Default=0x7fff : ALL=full ;", defaultPartition{false, fabric.Full, osm}},
+		{"Default=0x7fff, ipoib : ALL=limited, ALL_CAS=full ;", defaultPartition{true, fabric.Full, osm}},
+		{"Default=0x7fff, ipoib : ALL_CAS=full, ALL=limited ;", defaultPartition{true, fabric.Limited, osm}},
+		// Its qos_conf is what OpenSM applies: the line's mtu= and rate=.
+		{"Default=0x7fff, ipoib, mtu=5 : SELF=full ;", defaultPartition{true, fabric.Limited,
+			fabric.QoS{MTULimit: 4, ServiceLevel: 0, RateMbps: 10000}}},
+		{"Default=0x7fff, ipoib, rate=7, mtu=4 : SELF=full ;", defaultPartition{true, fabric.Limited,
+			fabric.QoS{MTULimit: 2, ServiceLevel: 0, RateMbps: 40000}}},
+		{"not a partition", defaultPartition{true, fabric.Limited, osm}},
 	}
 	for _, tc := range tests {
 		if got := defaultPartitionOf(tc.line); got != tc.want {

@@ -74,6 +74,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -137,7 +138,14 @@ type Supervisor interface {
 
 // Config is what the applier is told by [opensm] and [database].
 type Config struct {
-	PartitionsFile   string
+	PartitionsFile string
+	// QoSPolicyFile is OpenSM's qos_policy_file, written beside the
+	// partitions file before each SIGHUP while some pkey's QoS is set; "":
+	// the manager does not own qos (no pkeys client), none is written.
+	QoSPolicyFile string
+	// SetQoS turns OpenSM's qos on or off in opensm.conf, which OpenSM reads
+	// again at the heavy sweep a SIGHUP starts; nil: nothing to turn.
+	SetQoS           func(ctx context.Context, on bool) error
 	LogFile          string // OpenSM's log, where the sweep's end is read
 	DefaultPartition string
 	FlatPKey         fabric.PKey          // [opensm] flat_pkey, the flat networks' partition
@@ -256,6 +264,12 @@ type term struct {
 	env               *watchEnv
 	inbox             inbox    // what the services asked of the loop (services.go)
 	turns             turnDesk // where the drift repair and the audit ask for the loop's idle turn
+
+	// writtenQoS is what this term last wrote to the QoS policy file (nil:
+	// none, qos off); qosSet says whether opensm.conf's qos was written
+	// this term.
+	writtenQoS []byte
+	qosSet     bool
 }
 
 // applyResult says what the loop does after an apply.
@@ -496,6 +510,7 @@ type applyRun struct {
 	st        partitions.State
 	rev       int64
 	text      []byte
+	qosPolicy []byte // the QoS policy file written with text
 	log       *slog.Logger
 	started   time.Time // UTC, as recorded
 	rendered  time.Time
@@ -545,7 +560,7 @@ func (t *term) prepare(ctx context.Context) (run *applyRun, res applyResult, ok 
 		t.Log.Error("read recorded state", "error", err)
 		return nil, applyRetry, false
 	}
-	run = &applyRun{st: r.State, rev: r.State.Revision, text: r.Text, started: started, rendered: time.Now(),
+	run = &applyRun{st: r.State, rev: r.State.Revision, text: r.Text, qosPolicy: r.QoSPolicy, started: started, rendered: time.Now(),
 		log: t.Log.With("revision", r.State.Revision, "term", t.id), snap: t.rendered, detail: "SUBNET UP"}
 	t.proof.run = nil // this apply's proof replaces any earlier one's: its jobs are this one's too
 	if len(left) > 0 && !t.failWithheld(ctx, run.rev, left) {
@@ -593,6 +608,14 @@ func (t *term) publish(ctx context.Context, run *applyRun) (watch *opensm.SweepW
 			log.Error("OpenSM is not ready; will retry", "error", err)
 		}
 		markFailed()
+		return nil, nil, false
+	}
+	// The QoS policy goes first: the sweep SIGHUP starts reads both, and
+	// the partitions file's directory sync below makes both renames durable.
+	if err := t.writeQoSPolicy(ctx, run.qosPolicy); err != nil {
+		markFailed()
+		log.Error("write QoS policy file", "error", err)
+		t.record(ctx, run, outcomeWriteFailed, err.Error())
 		return nil, nil, false
 	}
 	durable, err := opensm.ReplaceFile(t.Cfg.PartitionsFile, run.text, 0o644)
@@ -684,6 +707,16 @@ func (t *term) settle(ctx context.Context, run *applyRun, res opensm.SweepResult
 		t.failJobs(ctx, run.rev, "OpenSM did not apply the partitions file with this change: "+res.Detail)
 		t.record(ctx, run, string(res.Outcome), res.Detail)
 		return applyRetryAtOnce
+	case res.Outcome == opensm.QoSRejected:
+		// The partitions are in place, but OpenSM dropped the QoS policy:
+		// the Kubernetes pkeys' paths are not limited as recorded. Fail
+		// closed: no job of this sweep completes; apply again after a
+		// back-off (the policy comes from checked values, so a rejection
+		// is OpenSM's or the file's, not the request's).
+		log.Error("OpenSM rejected the QoS policy file; will retry", "file", t.Cfg.QoSPolicyFile, "detail", res.Detail)
+		t.failJobs(ctx, run.rev, "OpenSM did not apply the QoS policy with this change: "+res.Detail)
+		t.record(ctx, run, string(res.Outcome), res.Detail)
+		return applyRetry
 	case res.Outcome == opensm.Failed && t.Cfg.Readback != nil:
 		return t.settleDropped(ctx, run, res)
 	case res.Outcome == opensm.Failed:
@@ -939,10 +972,44 @@ func (t *term) writeCurrent(ctx context.Context) error {
 	if r.Problems != nil {
 		return nil
 	}
+	if err := t.writeQoSPolicy(ctx, r.QoSPolicy); err != nil {
+		return err
+	}
 	if err := opensm.WriteFileAtomic(t.Cfg.PartitionsFile, r.Text, 0o644); err != nil {
 		return fmt.Errorf("write partitions file: %w", err)
 	}
 	t.written = r.Text
+	return nil
+}
+
+// writeQoSPolicy puts the QoS policy file in place, whole (a temporary file,
+// its fsync, the rename), and turns OpenSM's qos on; a nil policy (no
+// pkey's QoS set) turns qos off and removes the file, so that the other
+// partitions' paths are as without the manager's QoS. OpenSM reads both at
+// the heavy sweep that reads the partitions file. Nothing is written
+// without a QoSPolicyFile.
+func (t *term) writeQoSPolicy(ctx context.Context, policy []byte) error {
+	if t.Cfg.QoSPolicyFile == "" {
+		return nil
+	}
+	on := policy != nil
+	if on {
+		if _, err := opensm.ReplaceFile(t.Cfg.QoSPolicyFile, policy, 0o644); err != nil {
+			return fmt.Errorf("write QoS policy file: %w", err)
+		}
+	}
+	if t.Cfg.SetQoS != nil && (!t.qosSet || (t.writtenQoS != nil) != on) {
+		if err := t.Cfg.SetQoS(ctx, on); err != nil {
+			return fmt.Errorf("turn OpenSM's qos %s: %w", map[bool]string{true: "on", false: "off"}[on], err)
+		}
+		t.qosSet = true
+	}
+	if !on {
+		if err := os.Remove(t.Cfg.QoSPolicyFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove QoS policy file: %w", err)
+		}
+	}
+	t.writtenQoS = policy
 	return nil
 }
 
@@ -968,7 +1035,7 @@ func State(snap store.Snapshot, defaultPartition string, flatPKey fabric.PKey) p
 	}
 	slices.Sort(st.Flat.Members)
 	for _, k := range snap.Kubernetes {
-		part := partitions.KubernetesPartition{PKey: k.PKey, IPoIB: k.IPoIB}
+		part := partitions.KubernetesPartition{PKey: k.PKey, IPoIB: k.IPoIB, QoS: k.QoS}
 		for _, m := range k.Members {
 			part.Members = append(part.Members, partitions.KubernetesMember{GUID: m.GUID,
 				Membership: partitions.Membership(m.Membership), Index0: m.Index0})

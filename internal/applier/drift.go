@@ -47,6 +47,9 @@ func (d *driftRepair) repair(ctx context.Context, tv *idleTurn) {
 	}
 	reason := d.fileDrift(ctx, tv.written)
 	if reason == "" {
+		reason = d.qosPolicyDrift(tv.qos)
+	}
+	if reason == "" {
 		return
 	}
 	d.log.Warn("partitions file drifted from the recorded state; writing it again and applying it",
@@ -90,6 +93,26 @@ func (d *driftRepair) fileDrift(ctx context.Context, written []byte) string {
 		return "" // the state cannot be written; its apply has said so
 	case !bytes.Equal(got, r.Text):
 		return "the file is not what the recorded state renders to"
+	}
+	return ""
+}
+
+// qosPolicyDrift says what is wrong with the QoS policy file, "" when it is
+// written, what the term last wrote (or none is written): OpenSM reads it at
+// every heavy sweep, so an edited or removed file would change or drop the
+// pkeys' limits without a change.
+func (d *driftRepair) qosPolicyDrift(written []byte) string {
+	if d.cfg.QoSPolicyFile == "" || written == nil {
+		return ""
+	}
+	got, err := os.ReadFile(d.cfg.QoSPolicyFile)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "the QoS policy file is missing"
+	case err != nil:
+		return "the QoS policy file cannot be read: " + err.Error()
+	case !bytes.Equal(got, written):
+		return "the QoS policy file is not what was last applied (edited by hand?)"
 	}
 	return ""
 }

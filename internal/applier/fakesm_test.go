@@ -34,14 +34,21 @@ type fakeOpenSM struct {
 	t              *testing.T
 	logFile, pFile string
 
-	mu         sync.Mutex
-	started    bool // Start was called and Stop was not
-	ready      bool
-	launches   int      // OpenSMs started: 1 for a manager's life unless it crashed or was stopped
-	startErr   error    // the start fails with it (WaitReady reports it)
-	reloads    []string // the partitions file as each accepted SIGHUP found it
+	mu       sync.Mutex
+	started  bool // Start was called and Stop was not
+	ready    bool
+	launches int      // OpenSMs started: 1 for a manager's life unless it crashed or was stopped
+	startErr error    // the start fails with it (WaitReady reports it)
+	reloads  []string // the partitions file as each accepted SIGHUP found it
+	// qosFile is the QoS policy file; policies is what each accepted SIGHUP
+	// found there ("" when there is none), and qosOn whether opensm.conf's
+	// qos was on (setQoS), when qosFile is set.
+	qosFile    string
+	policies   []string
+	qos        bool
+	qosOn      []bool
 	reloadErrs []error  // the next Reloads fail with these, one each
-	sweeps     []string // the outcomes of the next sweeps: "applied" (the default), "rejected", "none"
+	sweeps     []string // the outcomes of the next sweeps: "applied" (the default), "rejected", "qos-rejected", "none"
 	restarts   int
 	stops      int
 	latch      opensm.TermLatch
@@ -108,6 +115,15 @@ func (f *fakeOpenSM) WaitReady(ctx context.Context) error {
 	})
 }
 
+// setQoS is the manager's Config.SetQoS: opensm.conf's qos, which the next
+// SIGHUP's sweep reads.
+func (f *fakeOpenSM) setQoS(_ context.Context, on bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.qos = on
+	return nil
+}
+
 func (f *fakeOpenSM) Reload(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -127,6 +143,14 @@ func (f *fakeOpenSM) Reload(ctx context.Context) error {
 		f.t.Errorf("SIGHUP with no partitions file: %v", err)
 	}
 	f.reloads = append(f.reloads, string(text))
+	if f.qosFile != "" {
+		policy, err := os.ReadFile(f.qosFile)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			f.t.Errorf("SIGHUP with an unreadable QoS policy file: %v", err)
+		}
+		f.policies = append(f.policies, string(policy))
+		f.qosOn = append(f.qosOn, f.qos)
+	}
 	outcome := "applied"
 	if len(f.sweeps) > 0 {
 		outcome, f.sweeps = f.sweeps[0], f.sweeps[1:]
@@ -139,6 +163,8 @@ func (f *fakeOpenSM) Reload(ctx context.Context) error {
 		f.appendLog(sweepLines(f.t, "applied.log"))
 	case "rejected":
 		f.appendLog(sweepLines(f.t, "rejected.log"))
+	case "qos-rejected": // the partitions applied, the QoS policy dropped
+		f.appendLog(sweepLines(f.t, "qos-rejected.log"))
 	case "none": // a sweep that never ends within the test
 	default:
 		f.t.Fatalf("unknown sweep outcome %q", outcome)

@@ -39,6 +39,10 @@ type Rendered struct {
 	// Text is the file; nil when the template failed (then Problems says
 	// why).
 	Text []byte
+	// QoSPolicy is the QoS policy file of State (partitions.RenderQoSPolicy):
+	// the Kubernetes pkeys' SL, MTU and rate limits of their paths; nil when
+	// no pkey's QoS is set (OpenSM then runs without qos).
+	QoSPolicy []byte
 	// Problems is the verdict of the template and of the check
 	// (*partitions.Error lists the check's): a file with problems is never
 	// written. nil: the file may be written.
@@ -69,6 +73,7 @@ func renderWithheld(ctx context.Context, snap store.Snapshot, in RenderInput) (R
 		tpl = partitions.BuiltinTemplate()
 	}
 	r.Text, r.Problems = tpl.Render(ctx, r.State)
+	r.QoSPolicy = partitions.RenderQoSPolicy(r.State, r.Text)
 	if r.Problems != nil && ctx.Err() != nil {
 		return Rendered{}, ctx.Err() // no verdict on the file
 	}

@@ -242,6 +242,7 @@ func (t *term) auditEvidence() *verdict.Audit {
 // reads of the term, fixed while the loop waits, and what it asks of it.
 type idleTurn struct {
 	written   []byte            // what the term last wrote to the partitions file
+	qos       []byte            // what the term last wrote to the QoS policy file; nil: none
 	applied   int64             // the revision OpenSM was last seen applying; -1: none
 	owners    map[uint16]string // the networks of the last apply's file (Owners)
 	notMaster bool              // frozen, or held for a second SM: no change is applied
@@ -312,7 +313,7 @@ func (t *term) lendTurn(ctx context.Context, req turnRequest, wake <-chan struct
 
 // turnView is the term as a service reads it in the loop's idle turn.
 func (t *term) turnView(wake <-chan struct{}) *idleTurn {
-	return &idleTurn{written: t.written, applied: t.applied, owners: Owners(t.rendered), notMaster: t.notMaster(),
+	return &idleTurn{written: t.written, qos: t.writtenQoS, applied: t.applied, owners: Owners(t.rendered), notMaster: t.notMaster(),
 		wake: wake}
 }
 

@@ -236,6 +236,11 @@ type KeyValue struct{ Key, Value string }
 // [opensm_conf] cannot set them. It is the list opensm.conf rendering enforces.
 var OwnedOpenSMOptions = opensm.OwnedOptions
 
+// OwnedQoSOptions are the opensm.conf options the manager owns besides on a
+// fabric whose pkeys clients may set a pkey's QoS (FabricConfig.OwnsQoS);
+// elsewhere [opensm_conf] may set them.
+var OwnedQoSOptions = opensm.QoSOptions
+
 // Load reads the file at path; see Parse.
 func Load(path string) (*Config, error) {
 	f, err := os.Open(path)
@@ -306,6 +311,9 @@ func Parse(r io.Reader, name string) (*Config, error) {
 	}
 	if len(fabricErrs) == 0 && len(clientErrs) == 0 {
 		errs = append(errs, c.checkPKeysClients()...)
+		for _, f := range c.Fabrics {
+			errs = append(errs, c.checkQoSOptions(f)...)
+		}
 	}
 
 	if len(errs) > 0 {

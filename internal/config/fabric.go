@@ -323,3 +323,44 @@ func requireFabricKeys(fab *Fabric, s iniSection) []error {
 	}
 	return errs
 }
+
+// pkeysSections are the sections of the pkeys clients that may change f's
+// pkeys: its [ufm_pkeys] when served, and every [ufm_pkeys:NAME] of f.
+func (c *Config) pkeysSections(f Fabric) []string {
+	var out []string
+	if f.UFMPKeys.Enabled() {
+		out = append(out, f.UFMPKeysSection())
+	}
+	for _, p := range c.PKeysClientsOf(f.Name) {
+		if p.Enabled() {
+			out = append(out, p.Section())
+		}
+	}
+	return out
+}
+
+// OwnsQoS says whether the manager owns OpenSM's qos and qos_policy_file on
+// this fabric: when a pkeys client may set a pkey's QoS (UFM's mtu_limit,
+// service_level, rate_limit). Otherwise they are [opensm_conf]'s.
+func (fc FabricConfig) OwnsQoS() bool { return len(fc.pkeysSections(fc.Fabric)) > 0 }
+
+// checkQoSOptions refuses [opensm_conf]'s qos and qos_policy_file on a
+// fabric whose pkeys clients may set a QoS, naming the option and the
+// clients: the manager turns qos on only while some pkey's QoS is set and
+// writes its own policy, which the operator's would replace.
+func (c *Config) checkQoSOptions(f Fabric) []error {
+	clients := c.pkeysSections(f)
+	if len(clients) == 0 {
+		return nil
+	}
+	var errs []error
+	for _, kv := range f.OpenSMConf {
+		if slices.ContainsFunc(OwnedQoSOptions, func(o string) bool { return strings.EqualFold(o, kv.Key) }) {
+			errs = append(errs, fmt.Errorf("%s %s: the manager sets this option itself on this fabric, because its "+
+				"pkeys client %s may set a pkey's QoS (qos is turned on only while some pkey's QoS is set, with the "+
+				"manager's own QoS policy file); remove the line, or serve no pkeys client on this fabric",
+				f.OpenSMConfSection(), kv.Key, strings.Join(clients, ", ")))
+		}
+	}
+	return errs
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
@@ -101,12 +102,16 @@ type Fabric struct {
 	st     *store.Store // the fabric's view
 	sm     *opensm.Supervisor
 	holder string // who this manager is, for operators: host and pid
-	// writeOpenSMConf writes opensm.conf with the keys the database holds.
+	// writeOpenSMConf writes opensm.conf with the keys the database holds
+	// and qos.
 	writeOpenSMConf func(context.Context) error
-	app             *applier.Applier
-	applierLoop     *health.Loop
-	leases          store.LeaseTables // with [ha] ha = true only
-	metrics         *metrics.Fabric   // the fabric's series in the shared registry
+	// qos is opensm.conf's qos when the manager owns it: on while some
+	// pkey's QoS is set (the applier's SetQoS).
+	qos         atomic.Bool
+	app         *applier.Applier
+	applierLoop *health.Loop
+	leases      store.LeaseTables // with [ha] ha = true only
+	metrics     *metrics.Fabric   // the fabric's series in the shared registry
 	// services are what one term runs: termServices, unless a test sets
 	// its own.
 	services func(term leader.Term) []Service
@@ -126,7 +131,17 @@ func wireFabric(ctx context.Context, p fabricPlan, st *store.Store, m *metrics.M
 	f.services = f.termServices
 	closeSM = func() {}
 	keys := opensm.DatabaseKeys{Store: st}
-	sm, flavour, closeDriver, writeConf, err := prepareOpenSM(ctx, cfg, log, keys, fab.CacheDir(), cfg.OpenSM.DriverStatusFile())
+	// OpenSM starts with qos as the recorded pkeys want it, not off until
+	// the first apply: a pkey's QoS would go unlimited for its first sweeps.
+	if cfg.OwnsQoS() {
+		on, err := anyQoSSet(ctx, st)
+		if err != nil {
+			return nil, closeSM, fab.Wrap(err)
+		}
+		f.qos.Store(on)
+	}
+	sm, flavour, closeDriver, writeConf, err := prepareOpenSM(ctx, cfg, log, keys, &f.qos, fab.CacheDir(),
+		cfg.OpenSM.DriverStatusFile())
 	if err != nil {
 		return nil, closeSM, fab.Wrap(err)
 	}
@@ -149,6 +164,9 @@ func wireFabric(ctx context.Context, p fabricPlan, st *store.Store, m *metrics.M
 	f.app = &applier.Applier{Store: st, SM: sm, Log: log, Observer: applierObserver{f.metrics, f.applierLoop},
 		Cfg:      applierConfig(cfg, p, flavour, readback, auditConfig(ctx, cfg, st, sm, log), cfg.OpenSM.SubnetDump()),
 		SecondSM: secondSMCheck(ctx, cfg, st, sm, log)}
+	if f.app.Cfg.QoSPolicyFile != "" {
+		f.app.Cfg.SetQoS = f.setQoS
+	}
 	if cfg.HA.HA {
 		if f.leases, err = st.Leases(); err != nil {
 			return nil, closeSM, fab.Wrap(err)
@@ -169,6 +187,7 @@ func applierConfig(cfg config.FabricConfig, p fabricPlan, flavour fabric.Flavour
 	audit applier.AuditConfig, subnetDump string) applier.Config {
 	return applier.Config{
 		PartitionsFile:   filepath.Join(cfg.OpenSM.ConfigDir, "partitions.conf"),
+		QoSPolicyFile:    qosPolicyFile(cfg),
 		LogFile:          cfg.OpenSM.LogFile,
 		DefaultPartition: cfg.OpenSM.DefaultPartition,
 		FlatPKey:         cfg.OpenSM.FlatPKey,
@@ -186,6 +205,28 @@ func applierConfig(cfg config.FabricConfig, p fabricPlan, flavour fabric.Flavour
 		VerifyTimeout:    cfg.OpenSM.VerifyTimeout,
 		Audit:            audit,
 	}
+}
+
+// anyQoSSet says whether a client set the QoS of some Kubernetes pkey of
+// st's fabric: then OpenSM runs with qos on (partitions.RenderQoSPolicy).
+func anyQoSSet(ctx context.Context, st *store.Store) (bool, error) {
+	pkeys, err := st.KubernetesPKeys(ctx)
+	if err != nil {
+		return false, fmt.Errorf("read the Kubernetes pkeys' QoS: %w", err)
+	}
+	for _, p := range pkeys {
+		if p.QoS != (fabric.QoS{}) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// setQoS turns OpenSM's qos on or off: opensm.conf written again, which
+// OpenSM reads at the heavy sweep the applier's SIGHUP starts.
+func (f *Fabric) setQoS(ctx context.Context, on bool) error {
+	f.qos.Store(on)
+	return f.writeOpenSMConf(ctx)
 }
 
 // Name is the fabric's name ("default" for [opensm]).

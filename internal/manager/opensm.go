@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sync/atomic"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
@@ -37,7 +38,8 @@ func (d supervisorView) LastError() error {
 // ("": OpenSM's own; config.Fabric.CacheDir) and report their state in statusFile.
 // Whatever it needs is checked here, before anything starts: a bad setting
 // is a start-up error.
-func prepareOpenSM(ctx context.Context, cfg config.FabricConfig, log *slog.Logger, keys opensm.KeySource, cacheDir, statusFile string) (
+func prepareOpenSM(ctx context.Context, cfg config.FabricConfig, log *slog.Logger, keys opensm.KeySource, qos *atomic.Bool,
+	cacheDir, statusFile string) (
 	sm *opensm.Supervisor, flavour fabric.Flavour, closeSM func(), writeConf func(context.Context) error, err error) {
 	dir := cfg.OpenSM.ConfigDir
 	if err := privateDir(dir, log); err != nil {
@@ -68,6 +70,8 @@ func prepareOpenSM(ctx context.Context, cfg config.FabricConfig, log *slog.Logge
 		}
 		return opensm.WriteConf(confFile, opensm.ConfOptions{
 			PartitionsFile:       filepath.Join(dir, "partitions.conf"),
+			QoSPolicyFile:        qosPolicyFile(cfg),
+			QoS:                  qos.Load(),
 			LogFile:              cfg.OpenSM.LogFile,
 			PerModuleLoggingFile: perModule,
 			DumpFilesDir:         dir,
@@ -82,6 +86,16 @@ func prepareOpenSM(ctx context.Context, cfg config.FabricConfig, log *slog.Logge
 		return nil, 0, nil, nil, err
 	}
 	return sm, flavour, closeSM, writeConf, nil
+}
+
+// qosPolicyFile is the fabric's QoS policy file, beside its partitions
+// file, when the manager owns qos there (a pkeys client may set a QoS); ""
+// leaves qos and qos_policy_file to [opensm_conf].
+func qosPolicyFile(cfg config.FabricConfig) string {
+	if !cfg.OwnsQoS() {
+		return ""
+	}
+	return filepath.Join(cfg.OpenSM.ConfigDir, opensm.QoSPolicyFileName)
 }
 
 // newSupervisor returns the supervisor of OpenSM run or watched the way

@@ -15,11 +15,23 @@ import (
 // KeyValue is one option of opensm.conf: OpenSM reads "key value" per line.
 type KeyValue struct{ Key, Value string }
 
+// QoSPolicyFileName is the QoS policy file's name in the manager's OpenSM
+// directory, beside partitions.conf.
+const QoSPolicyFileName = "qos-policy.conf"
+
 // ConfOptions is what RenderConf needs to write opensm.conf.
 type ConfOptions struct {
 	PartitionsFile       string // partition_config_file: the file the manager rewrites
 	LogFile              string // log_file: the file a Tail and the Supervisor read
 	PerModuleLoggingFile string // per_module_logging_file: see PerModuleLoggingConf
+	// QoSPolicyFile is qos_policy_file, the QoS policy the manager rewrites
+	// beside the partitions file (the Kubernetes pkeys' SL, MTU and rate
+	// limits) when a pkeys client may set a QoS: then the manager owns qos
+	// and qos_policy_file (QoSOptions), and qos is QoS. Empty writes
+	// neither, and leaves them to Passthrough.
+	QoSPolicyFile string
+	// QoS is qos TRUE (some pkey's QoS is set) or FALSE, with QoSPolicyFile.
+	QoS bool
 	// DumpFilesDir is dump_files_dir, where OpenSM rewrites opensm-subnet.lst
 	// (read by package topology) at every SUBNET UP; OpenSM writes that file
 	// whatever its log level. Empty leaves OpenSM's default ($OSM_TMP_DIR, or
@@ -62,6 +74,13 @@ var OwnedOptions = []string{
 	"dump_files_dir",
 	"exit_on_fatal",
 }
+
+// QoSOptions are the options the manager owns besides OwnedOptions when a
+// pkeys client may set a pkey's QoS (ConfOptions.QoSPolicyFile): they carry
+// the pkeys' QoS, which another policy would change, and qos is turned on
+// only while some pkey's QoS is set. Without a pkeys client they are the
+// operator's.
+var QoSOptions = []string{"qos", "qos_policy_file"}
 
 // unparsableOptions would change the log lines this package reads: log_prefix
 // puts a prefix before every message, so "SUBNET UP" would never be seen.
@@ -132,35 +151,19 @@ func RenderConf(o ConfOptions) ([]byte, error) {
 			return nil, fmt.Errorf("opensm.conf: %s: no path given", kv.Key)
 		}
 	}
-	operatorSetsLogFlags := false
-	seen := map[string]bool{}
-	for _, kv := range o.Passthrough {
-		if !optionKey.MatchString(kv.Key) {
-			return nil, fmt.Errorf("opensm.conf: option name %q: want letters, digits and underscores", kv.Key)
-		}
-		if slices.Contains(OwnedOptions, kv.Key) {
-			return nil, fmt.Errorf("opensm.conf: option %s is set by the manager and cannot be overridden", kv.Key)
-		}
-		if slices.Contains(unparsableOptions, kv.Key) {
-			return nil, fmt.Errorf("opensm.conf: option %s is not supported: it changes the log lines the manager reads", kv.Key)
-		}
-		if g := OptionGroup(kv.Key); g != "" && o.Hardening.Has(g) {
-			return nil, fmt.Errorf("opensm.conf: option %s is set by the hardening group %s; remove it, or take %s out of [opensm] hardening",
-				kv.Key, g, g)
-		}
-		if seen[kv.Key] {
-			return nil, fmt.Errorf("opensm.conf: option %s given twice", kv.Key)
-		}
-		seen[kv.Key] = true
-		if kv.Key == "log_flags" {
-			if err := checkLogFlags(kv.Value); err != nil {
-				return nil, fmt.Errorf("opensm.conf: log_flags %q: %w", kv.Value, err)
-			}
-			operatorSetsLogFlags = true
-		}
+	operatorSetsLogFlags, err := checkPassthrough(o)
+	if err != nil {
+		return nil, err
 	}
 	if o.DumpFilesDir != "" {
 		owned = append(owned, KeyValue{"dump_files_dir", o.DumpFilesDir})
+	}
+	if o.QoSPolicyFile != "" {
+		qos := "FALSE"
+		if o.QoS {
+			qos = "TRUE"
+		}
+		owned = append(owned, KeyValue{"qos", qos}, KeyValue{"qos_policy_file", o.QoSPolicyFile})
 	}
 	if !operatorSetsLogFlags {
 		owned = append(owned, KeyValue{"log_flags", defaultLogFlags})
@@ -189,6 +192,43 @@ func RenderConf(o ConfOptions) ([]byte, error) {
 		}
 	}
 	return b.Bytes(), nil
+}
+
+// checkPassthrough refuses an [opensm_conf] option of o the manager sets or
+// cannot read the log of; operatorSetsLogFlags says whether log_flags is
+// among them.
+func checkPassthrough(o ConfOptions) (operatorSetsLogFlags bool, err error) {
+	seen := map[string]bool{}
+	for _, kv := range o.Passthrough {
+		if !optionKey.MatchString(kv.Key) {
+			return false, fmt.Errorf("opensm.conf: option name %q: want letters, digits and underscores", kv.Key)
+		}
+		if slices.Contains(OwnedOptions, kv.Key) {
+			return false, fmt.Errorf("opensm.conf: option %s is set by the manager and cannot be overridden", kv.Key)
+		}
+		if o.QoSPolicyFile != "" && slices.Contains(QoSOptions, kv.Key) {
+			return false, fmt.Errorf("opensm.conf: option %s is set by the manager while a pkeys client may set a pkey's QoS, "+
+				"and cannot be overridden", kv.Key)
+		}
+		if slices.Contains(unparsableOptions, kv.Key) {
+			return false, fmt.Errorf("opensm.conf: option %s is not supported: it changes the log lines the manager reads", kv.Key)
+		}
+		if g := OptionGroup(kv.Key); g != "" && o.Hardening.Has(g) {
+			return false, fmt.Errorf("opensm.conf: option %s is set by the hardening group %s; remove it, or take %s out of [opensm] hardening",
+				kv.Key, g, g)
+		}
+		if seen[kv.Key] {
+			return false, fmt.Errorf("opensm.conf: option %s given twice", kv.Key)
+		}
+		seen[kv.Key] = true
+		if kv.Key == "log_flags" {
+			if err := checkLogFlags(kv.Value); err != nil {
+				return false, fmt.Errorf("opensm.conf: log_flags %q: %w", kv.Value, err)
+			}
+			operatorSetsLogFlags = true
+		}
+	}
+	return operatorSetsLogFlags, nil
 }
 
 func joinGroups(groups []Group) string {

@@ -13,6 +13,7 @@ var confPaths = ConfOptions{
 	PartitionsFile:       "/var/lib/alternative-fabric-manager/partitions.conf",
 	LogFile:              "/var/log/alternative-fabric-manager/opensm.log",
 	PerModuleLoggingFile: "/var/lib/alternative-fabric-manager/per-module-logging.conf",
+	QoSPolicyFile:        "/var/lib/alternative-fabric-manager/qos-policy.conf",
 }
 
 func TestRenderConfGolden(t *testing.T) {
@@ -77,6 +78,56 @@ func TestRenderConfOwnedValues(t *testing.T) {
 		if _, ok := want[key]; !ok {
 			t.Errorf("owned option %s has no expected value in this test", key)
 		}
+	}
+}
+
+// TestRenderConfQoS: qos and qos_policy_file are the manager's only with a
+// QoS policy file (a pkeys client may set a pkey's QoS), and qos is TRUE only
+// while some pkey's QoS is set; without one they are the operator's.
+func TestRenderConfQoS(t *testing.T) {
+	operator := []KeyValue{{"qos", "TRUE"}, {"qos_policy_file", "/etc/opensm/qos-policy.conf"}}
+	tests := []struct {
+		name    string
+		policy  string
+		qos     bool
+		pass    []KeyValue
+		want    map[string][]string
+		wantErr string
+	}{
+		{"no pkeys client: the operator's", "", false, operator,
+			map[string][]string{"qos": {"TRUE"}, "qos_policy_file": {"/etc/opensm/qos-policy.conf"}}, ""},
+		{"no pkeys client, no operator: none", "", false, nil,
+			map[string][]string{"qos": nil, "qos_policy_file": nil}, ""},
+		{"no pkey's QoS set: off", confPaths.QoSPolicyFile, false, nil,
+			map[string][]string{"qos": {"FALSE"}, "qos_policy_file": {confPaths.QoSPolicyFile}}, ""},
+		{"a pkey's QoS set: on", confPaths.QoSPolicyFile, true, nil,
+			map[string][]string{"qos": {"TRUE"}, "qos_policy_file": {confPaths.QoSPolicyFile}}, ""},
+		{"a pkeys client and the operator's qos", confPaths.QoSPolicyFile, false, operator[:1], nil,
+			"option qos is set by the manager while a pkeys client may set a pkey's QoS"},
+		{"a pkeys client and the operator's policy", confPaths.QoSPolicyFile, false, operator[1:], nil,
+			"option qos_policy_file is set by the manager while a pkeys client may set a pkey's QoS"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := confPaths
+			o.QoSPolicyFile, o.QoS, o.Passthrough = tt.policy, tt.qos, tt.pass
+			got, err := RenderConf(o)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("RenderConf = %v, want an error saying %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := options(t, got)
+			for key, want := range tt.want {
+				if !slices.Equal(opts[key], want) {
+					t.Errorf("%s = %q, want %q", key, opts[key], want)
+				}
+			}
+		})
 	}
 }
 

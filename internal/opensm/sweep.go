@@ -23,6 +23,10 @@ const (
 	// port is a full member of the default partition and no other partition
 	// exists. The fabric runs that now.
 	Rejected Outcome = "rejected"
+	// QoSRejected: the sweep came up, but OpenSM could not use the QoS policy
+	// file (qos_policy_file) and dropped the policy: the Kubernetes pkeys'
+	// paths have no SL, MTU or rate limit of theirs.
+	QoSRejected Outcome = "qos-rejected"
 	// Failed: the sweep ended with "Errors during initialization" (a Set timed
 	// out) and no later sweep succeeded before the deadline.
 	Failed Outcome = "failed"
@@ -178,6 +182,7 @@ func (s *SweepWatch) Wait(ctx context.Context, timeout time.Duration) (SweepResu
 type sweepWatch struct {
 	started    bool     // the counted sweep's start box has been seen
 	rejected   []string // lines saying the partitions file was not used
+	qosErrs    []string // lines saying the QoS policy file was not used
 	parseErrs  []string
 	pkeyErrs   []string
 	failures   int      // sweeps that ended with errors
@@ -224,6 +229,8 @@ func (w *sweepWatch) observe(e Entry) (SweepResult, bool) {
 		w.rejected = append(w.rejected, m)
 	case hasFunction && strings.HasPrefix(rest, "PARSE ERROR"):
 		w.parseErrs = append(w.parseErrs, m)
+	case hasFunction && isQoSPolicyRejected(m, code):
+		w.qosErrs = append(w.qosErrs, m)
 	case isError && isPKeyError(e, code):
 		w.pkeyErrs = append(w.pkeyErrs, e.Text())
 	case strings.HasPrefix(m, "Entering ") && notMaster.MatchString(m):
@@ -235,6 +242,10 @@ func (w *sweepWatch) observe(e Entry) (SweepResult, bool) {
 	case e.Message == msgSubnetUp:
 		if len(w.rejected) > 0 {
 			return w.rejectedResult(), true
+		}
+		if len(w.qosErrs) > 0 {
+			return SweepResult{Outcome: QoSRejected, PKeyErrors: w.pkeyErrs,
+				Detail: "OpenSM did not use the QoS policy file: " + strings.Join(w.qosErrs, "; ")}, true
 		}
 		return SweepResult{Outcome: Applied, PKeyErrors: w.pkeyErrs}, true
 	case e.Message == msgInitErrors:
@@ -305,6 +316,24 @@ func isPartitionsRejected(rest string) bool {
 		return strings.Contains(rest, " is not accessible (")
 	}
 	return false
+}
+
+// qosPolicyRejections are the codes with which OpenSM's
+// osm_qos_parse_policy_file says it dropped the QoS policy: the file could
+// not be opened (AC01), parsed (AC03, after a syntax error's AC05) or held
+// up (AC04, after a check's AC10-AC13), or no file is named (AC06). Other
+// AC errors (a match rule's pkey with no partition, AC14) leave the policy
+// in force.
+var qosPolicyRejections = []string{"AC01", "AC03", "AC04", "AC06"}
+
+// isQoSPolicyRejected says whether message m, of error code code (if any),
+// says the QoS policy file was not used: a rejection above, or no file.
+func isQoSPolicyRejected(m, code string) bool {
+	fn, rest, _ := splitFunction(m)
+	if fn != "osm_qos_parse_policy_file" {
+		return false
+	}
+	return slices.Contains(qosPolicyRejections, code) || strings.HasPrefix(rest, "QoS policy file not found")
 }
 
 // isPKeyError says whether an error entry of the given code is one that

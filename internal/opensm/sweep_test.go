@@ -31,6 +31,10 @@ func TestWaitSweepFixtures(t *testing.T) {
 			wantDetail: []string{"PARSE ERROR: line 2: bad PortGUID", "Partition configuration in error"}},
 		{fixture: "not-accessible.log", timeout: long, want: Rejected,
 			wantDetail: []string{"partitions.conf is not accessible (No such file or directory)"}},
+		// The sweep came up, but OpenSM dropped the QoS policy (a syntax
+		// error): the pkeys' paths lost their limits.
+		{fixture: "qos-rejected.log", timeout: long, want: QoSRejected,
+			wantDetail: []string{"ERR AC03: Failed parsing QoS policy file (/var/lib/alternative-fabric-manager/qos-policy.conf)"}},
 		{fixture: "dropped-mads.log", timeout: short, want: Failed,
 			wantPKeyErrors: []string{"ERR 3113: MAD completed in error (IB_TIMEOUT): SubnSet(P_KeyTable)", "ERR 3119: Set method failed for attribute 0x16 (P_KeyTable)"},
 			wantDetail:     []string{"1 heavy sweep(s) ended with \"Errors during initialization\""}},

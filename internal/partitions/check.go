@@ -3,6 +3,7 @@ package partitions
 import (
 	"maps"
 	"slices"
+	"strconv"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
@@ -79,6 +80,7 @@ type kubeOwned struct {
 	desc    string // "Kubernetes pkey <pkey>"
 	ipoib   bool
 	index0  bool
+	qos     KubernetesPartition // its QoS, whose flags the statement carries (HasQoS)
 	members map[fabric.GUID]Membership
 	valid   bool
 }
@@ -148,7 +150,8 @@ func (c *checker) indexKubernetes(s State) {
 	c.kubeStatement = make(map[fabric.PKey]struct{}, len(s.Kubernetes))
 	for _, k := range s.Kubernetes {
 		o := kubeOwned{pkey: k.PKey, desc: "Kubernetes pkey " + k.PKey.String(), ipoib: k.IPoIB,
-			index0: k.Index0(c.rules.Flavour), members: make(map[fabric.GUID]Membership, len(k.Members))}
+			index0: k.Index0(c.rules.Flavour), qos: KubernetesPartition{QoS: k.QoS},
+			members: make(map[fabric.GUID]Membership, len(k.Members))}
 		_, network := c.ownedByPKey[k.PKey]
 		_, dup := c.kubeByPKey[k.PKey]
 		switch {
@@ -232,6 +235,7 @@ func (c *checker) checkKubernetesStatement(st *Statement, k *kubeOwned) {
 	case !k.index0 && index0:
 		c.problem(st.Line, "partition %s of %s has indx0, which not every member asked for (or this OpenSM does not take)", st.Name, k.desc)
 	}
+	c.checkKubernetesQoS(st, k)
 	listed := 0
 	for _, m := range st.Members {
 		want, member := k.members[m.GUID]
@@ -259,6 +263,31 @@ func (c *checker) checkKubernetesStatement(st *Statement, k *kubeOwned) {
 			if _, ok := inFile[g]; !ok {
 				c.problem(st.Line, "port %s of %s is missing from partition %s", g, k.desc, st.Name)
 			}
+		}
+	}
+}
+
+// checkKubernetesQoS checks that the statement of Kubernetes partition k
+// carries its QoS as mtu=, rate= and sl= (IBTA codes), and none when it has
+// none: a template that drops them would leave the IPoIB group and the
+// partition's SL at OpenSM's defaults while the API reads the QoS asked for.
+func (c *checker) checkKubernetesQoS(st *Statement, k *kubeOwned) {
+	want := map[string]string{"mtu": "", "rate": "", "sl": ""}
+	if k.qos.HasQoS() {
+		q := k.qos.QoS
+		want = map[string]string{"mtu": strconv.Itoa(q.MTUCode()), "rate": strconv.Itoa(q.RateCode()),
+			"sl": strconv.Itoa(q.ServiceLevel)}
+	}
+	for _, name := range []string{"mtu", "rate", "sl"} {
+		got, has := flagValue(st.Flags, name, ""), hasFlag(st.Flags, name)
+		switch {
+		case want[name] == "" && has:
+			c.problem(st.Line, "partition %s of %s has %s=%s, which its pkey was not given", st.Name, k.desc, name, got)
+		case want[name] != "" && !has:
+			c.problem(st.Line, "partition %s of %s lacks %s=%s, its pkey's QoS", st.Name, k.desc, name, want[name])
+		case want[name] != "" && mustNumber(got) != mustNumber(want[name]):
+			c.problem(st.Line, "partition %s of %s has %s=%s, not %s=%s, its pkey's QoS", st.Name, k.desc, name, got,
+				name, want[name])
 		}
 	}
 }

@@ -87,7 +87,14 @@ type KubernetesPartition struct {
 	PKey    fabric.PKey
 	IPoIB   bool // the ipoib flag: the partition carries an IPoIB broadcast group
 	Members []KubernetesMember
+	// QoS is the partition's QoS as UFM's API set it: its statement carries
+	// mtu=, rate= and sl= (IBTA codes), and the QoS policy file a qos-level
+	// for the pkey (qospolicy.go). The zero value gives neither.
+	QoS fabric.QoS
 }
+
+// HasQoS says whether the partition has a QoS to write.
+func (k KubernetesPartition) HasQoS() bool { return k.QoS.MTUCode() != 0 }
 
 // KubernetesMember is one GUID of a Kubernetes partition.
 type KubernetesMember struct {

@@ -330,8 +330,9 @@ func templateVariables(s State) map[string]any {
 
 // kubernetesVariables are the Kubernetes partitions as a template sees them,
 // in pkey order, members in GUID order: name, pkey, ipoib and index0 (booleans),
-// flags (the header's flags as the built-in template writes them after the
-// pkey: "", ", ipoib", ", indx0, ipoib"...), members (each a guid and a
+// mtu, rate and sl (the IBTA codes of its QoS; 0 when it has none), flags (the
+// header's flags as the built-in template writes them after the pkey: "",
+// ", ipoib", ", indx0, ipoib, mtu=4, rate=2, sl=0"...), members (each a guid and a
 // membership) and members_text (as a network's, with each member's
 // membership).
 func kubernetesVariables(s State) []any {
@@ -370,11 +371,19 @@ func kubernetesVariables(s State) []any {
 		if k.IPoIB {
 			flags += ", ipoib"
 		}
+		mtu, rate, sl := 0, 0, 0
+		if k.HasQoS() {
+			mtu, rate, sl = k.QoS.MTUCode(), k.QoS.RateCode(), k.QoS.ServiceLevel
+			flags += fmt.Sprintf(", mtu=%d, rate=%d, sl=%d", mtu, rate, sl)
+		}
 		out[i] = map[string]any{
 			"name":         KubernetesPartitionName(k.PKey),
 			"pkey":         k.PKey.String(),
 			"ipoib":        k.IPoIB,
 			"index0":       index0,
+			"mtu":          mtu,
+			"rate":         rate,
+			"sl":           sl,
 			"flags":        flags,
 			"members":      members,
 			"members_text": string(text),

@@ -26,6 +26,7 @@ const (
 	OpAddKubernetesGUIDs    = "Add GUIDs to pkey"
 	OpRemoveKubernetesGUIDs = "Remove GUIDs from pkey"
 	OpDeleteKubernetesPKey  = "Delete pkey"
+	OpSetKubernetesQoS      = "Set QoS of pkey"
 	ObjectPKey              = "pkey"
 )
 
@@ -48,6 +49,9 @@ type KubernetesPKey struct {
 	IPoIB    bool
 	Members  []KubernetesMember
 	Revision int64
+	// QoS is the partition's, as UFM's API set it (qos.go); the zero QoS
+	// when no client set it.
+	QoS fabric.QoS
 	// Owner is the pkeys client that created it: its [ufm_pkeys:NAME] NAME,
 	// "" for [ufm_pkeys] (principals.go).
 	Owner string
@@ -66,6 +70,10 @@ type KubernetesAddition struct {
 	// IPoIB is ip_over_ib; nil keeps a recorded pkey's and gives a new one
 	// IPoIB, as UFM does.
 	IPoIB *bool
+	// QoS is what the request sets of the pkey's QoS: the rest stays as
+	// recorded, or at UFM's defaults for a pkey whose QoS was never set.
+	// Empty: the pkey's QoS stays as it is, unset for a new pkey.
+	QoS QoSChange
 	// PartitionName, when set, is recorded as the pkey's name (UFM's
 	// partition_name); "" keeps a recorded one.
 	PartitionName string
@@ -92,8 +100,10 @@ type KubernetesRemoval struct {
 // (such as the limited partition ib-kubernetes adds every pod to, which it
 // expects to exist), or a recorded one's IPoIB changed.
 type KubernetesCreation struct {
-	PKey      fabric.PKey
-	IPoIB     bool
+	PKey  fabric.PKey
+	IPoIB bool
+	// QoS is what the request sets of the pkey's QoS, as an addition's.
+	QoS       QoSChange
 	CreatedBy string
 	Request   string
 	RequestID string
@@ -192,13 +202,8 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 		case known:
 			ipoib = before.IpOverIb
 		}
-		if err := tx.q.UpsertKubernetesPKey(ctx, s.FabricName(), a.PKey, ipoib, rev, tx.now, s.owner()); err != nil {
+		if err := s.upsertAddedPKey(ctx, tx, a, ipoib, rev); err != nil {
 			return Job{}, err
-		}
-		if a.PartitionName != "" {
-			if err := tx.q.SetKubernetesPartitionName(ctx, &a.PartitionName, tx.fabric, a.PKey); err != nil {
-				return Job{}, err
-			}
 		}
 		guids := make([]fabric.GUID, 0, len(a.Members))
 		for _, m := range a.Members {
@@ -216,6 +221,23 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 		}
 		return kubernetesChanged(ctx, tx, rev, a.PKey, a.job(releasedText("they", released), dropped))
 	})
+}
+
+// upsertAddedPKey records the pkey of addition a at revision rev: created
+// or updated with ipoib, then its QoS and its name when a sets them.
+func (s *Store) upsertAddedPKey(ctx context.Context, tx *changeTx, a KubernetesAddition, ipoib bool, rev int64) error {
+	if err := tx.q.UpsertKubernetesPKey(ctx, s.FabricName(), a.PKey, ipoib, rev, tx.now, s.owner()); err != nil {
+		return err
+	}
+	if err := setQoS(ctx, tx, a.PKey, a.QoS, rev); err != nil {
+		return err
+	}
+	if a.PartitionName != "" {
+		if err := tx.q.SetKubernetesPartitionName(ctx, &a.PartitionName, tx.fabric, a.PKey); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // job is an addition's job: released is what it says of the GUIDs' adopted
@@ -270,6 +292,9 @@ func (s *Store) checkKubernetesAddition(a KubernetesAddition) error {
 	if err := s.rules.checkKubernetesPKey(a.PKey); err != nil {
 		return err
 	}
+	if err := a.QoS.check(a.PKey); err != nil {
+		return err
+	}
 	if len(a.Members) == 0 {
 		return rejectf("pkey %s: no GUIDs to add", a.PKey)
 	}
@@ -300,6 +325,9 @@ func (s *Store) CreateKubernetesPKey(ctx context.Context, c KubernetesCreation) 
 	if err := s.rules.checkKubernetesPKey(c.PKey); err != nil {
 		return Job{}, err
 	}
+	if err := c.QoS.check(c.PKey); err != nil {
+		return Job{}, err
+	}
 	return s.record(ctx, s.kubeGroups, "create pkey", c.PKey.String(), func(ctx context.Context, tx *changeTx) (Job, error) {
 		if err := checkPKeyNotNeutron(ctx, tx, c.PKey); err != nil {
 			return Job{}, err
@@ -314,6 +342,9 @@ func (s *Store) CreateKubernetesPKey(ctx context.Context, c KubernetesCreation) 
 			return Job{}, err
 		}
 		if err := tx.q.UpsertKubernetesPKey(ctx, s.FabricName(), c.PKey, c.IPoIB, rev, tx.now, s.owner()); err != nil {
+			return Job{}, err
+		}
+		if err := setQoS(ctx, tx, c.PKey, c.QoS, rev); err != nil {
 			return Job{}, err
 		}
 		// A pkey recorded already keeps its members, whose statement the
@@ -613,7 +644,8 @@ func (s *Store) GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (Kubern
 
 // kubernetesPKey is a recorded pkey with its members.
 func kubernetesPKey(p driver.KubernetesPKey, members []KubernetesMember) KubernetesPKey {
-	return KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision, Members: members, Owner: p.Owner}
+	return KubernetesPKey{PKey: p.Pkey, IPoIB: p.IpOverIb, Revision: p.Revision, Members: members, Owner: p.Owner,
+		QoS: qosOf(p)}
 }
 
 // namePKeys sets the partition names their clients gave pkeys. Only the

@@ -6,10 +6,10 @@
 -- (ListKubernetesPartitionNames): the partitions file never names it, and a
 -- snapshot reads a database migrated down below 00021 too.
 -- name: GetKubernetesPKey :one
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner FROM kubernetes_pkeys WHERE fabric = sqlc.arg(fabric) AND pkey = sqlc.arg(pkey);
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps, qos_set FROM kubernetes_pkeys WHERE fabric = sqlc.arg(fabric) AND pkey = sqlc.arg(pkey);
 
 -- name: ListKubernetesPKeys :many
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner FROM kubernetes_pkeys WHERE fabric = sqlc.arg(fabric) ORDER BY pkey;
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps, qos_set FROM kubernetes_pkeys WHERE fabric = sqlc.arg(fabric) ORDER BY pkey;
 
 -- name: ListKubernetesMembers :many
 SELECT * FROM kubernetes_members WHERE fabric = sqlc.arg(fabric) ORDER BY pkey, guid;
@@ -43,6 +43,13 @@ INSERT INTO kubernetes_pkeys (pkey, ip_over_ib, revision, created_at, updated_at
 VALUES (sqlc.arg(pkey), sqlc.arg(ip_over_ib), sqlc.arg(revision), sqlc.arg(now), sqlc.arg(now), sqlc.arg(fabric), sqlc.arg(owner))
 ON DUPLICATE KEY UPDATE
     ip_over_ib = VALUES(ip_over_ib), revision = VALUES(revision), updated_at = VALUES(updated_at);
+
+-- A pkey's QoS (migrations' 00022): PUT qos_conf, or a POST that names it.
+-- The change's revision is the pkey's: its statement is rewritten.
+-- name: SetKubernetesPKeyQoS :execrows
+UPDATE kubernetes_pkeys SET mtu_limit = sqlc.arg(mtu_limit), service_level = sqlc.arg(service_level),
+    rate_limit_mbps = sqlc.arg(rate_limit_mbps), qos_set = TRUE, revision = sqlc.arg(revision), updated_at = sqlc.arg(now)
+WHERE fabric = sqlc.arg(fabric) AND pkey = sqlc.arg(pkey);
 
 -- name: UpsertKubernetesMember :exec
 INSERT INTO kubernetes_members (pkey, guid, membership, index0, revision, created_at, updated_at, fabric)

@@ -5,10 +5,10 @@
 -- (ListKubernetesPartitionNames): the partitions file never names it, and a
 -- snapshot reads a database migrated down below 00021 too.
 -- name: GetKubernetesPKey :one
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner FROM kubernetes_pkeys WHERE fabric = @fabric AND pkey = @pkey;
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps, qos_set FROM kubernetes_pkeys WHERE fabric = @fabric AND pkey = @pkey;
 
 -- name: ListKubernetesPKeys :many
-SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner FROM kubernetes_pkeys WHERE fabric = @fabric ORDER BY pkey;
+SELECT pkey, ip_over_ib, revision, created_at, updated_at, fabric, owner, mtu_limit, service_level, rate_limit_mbps, qos_set FROM kubernetes_pkeys WHERE fabric = @fabric ORDER BY pkey;
 
 -- name: ListKubernetesMembers :many
 SELECT * FROM kubernetes_members WHERE fabric = @fabric ORDER BY pkey, guid;
@@ -42,6 +42,13 @@ INSERT INTO kubernetes_pkeys (pkey, ip_over_ib, revision, created_at, updated_at
 VALUES (@pkey, @ip_over_ib, @revision, @now, @now, @fabric, @owner)
 ON CONFLICT (fabric, pkey) DO UPDATE SET
     ip_over_ib = EXCLUDED.ip_over_ib, revision = EXCLUDED.revision, updated_at = EXCLUDED.updated_at;
+
+-- A pkey's QoS (migrations' 00022): PUT qos_conf, or a POST that names it.
+-- The change's revision is the pkey's: its statement is rewritten.
+-- name: SetKubernetesPKeyQoS :execrows
+UPDATE kubernetes_pkeys SET mtu_limit = @mtu_limit, service_level = @service_level,
+    rate_limit_mbps = @rate_limit_mbps, qos_set = TRUE, revision = @revision, updated_at = @now
+WHERE fabric = @fabric AND pkey = @pkey;
 
 -- name: UpsertKubernetesMember :exec
 INSERT INTO kubernetes_members (pkey, guid, membership, index0, revision, created_at, updated_at, fabric)

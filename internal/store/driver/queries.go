@@ -118,6 +118,7 @@ type Queries interface {
 	UpsertKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time, owner string) error
 	SetKubernetesPartitionName(ctx context.Context, partitionName *string, fabric string, pkey fabric.PKey) error
 	ListKubernetesPartitionNames(ctx context.Context, fabric string) ([]KubernetesPartitionName, error)
+	SetKubernetesPKeyQoS(ctx context.Context, fabric string, mtuLimit int64, serviceLevel int64, rateLimitMbps int64, revision int64, now time.Time, pkey fabric.PKey) (int64, error)
 	SecondSMs(ctx context.Context, fabric string) ([]SecondSubnetManager, error)
 	SetRevision(ctx context.Context, fabric string, revision int64) error
 	UpdateSecret(ctx context.Context, fabric string, value string, name string) error

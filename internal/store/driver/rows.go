@@ -116,6 +116,14 @@ type KubernetesPKey struct {
 	// Owner is the pkeys client that created it: its [ufm_pkeys:NAME] NAME,
 	// "" for [ufm_pkeys] (migration 00020).
 	Owner string
+	// MtuLimit, ServiceLevel and RateLimitMbps are its QoS: UFM's mtu_limit
+	// (KB), service_level and rate_limit in Mb/s.
+	MtuLimit      int64
+	ServiceLevel  int64
+	RateLimitMbps int64
+	// QosSet says a client set the QoS; the values of an unset pkey are
+	// only what a first change of one field starts from.
+	QosSet bool
 }
 
 // KubernetesPartitionName is the name a client gave a Kubernetes pkey.

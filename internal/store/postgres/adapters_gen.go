@@ -301,6 +301,10 @@ func (q queries) ListKubernetesPartitionNames(ctx context.Context, fabric string
 	}), err
 }
 
+func (q queries) SetKubernetesPKeyQoS(ctx context.Context, fabric string, mtuLimit int64, serviceLevel int64, rateLimitMbps int64, revision int64, now time.Time, pkey fabric.PKey) (int64, error) {
+	return q.Queries.SetKubernetesPKeyQoS(ctx, mtuLimit, serviceLevel, rateLimitMbps, revision, now, fabric, pkey)
+}
+
 func (q queries) SecondSMs(ctx context.Context, fabric string) ([]driver.SecondSubnetManager, error) {
 	rs, err := q.Queries.SecondSMs(ctx, fabric)
 	return driver.Convert(rs, func(r pgdb.SecondSubnetManager) driver.SecondSubnetManager { return driver.SecondSubnetManager(r) }), err

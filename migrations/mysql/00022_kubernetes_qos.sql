@@ -1,0 +1,28 @@
+-- A Kubernetes pkey's QoS, as UFM's pkeys API sets it (POST
+-- /resources/pkeys, PUT /resources/pkeys/qos_conf): mtu_limit in KB (2 or 4),
+-- service_level (0 to 15) and rate_limit_mbps, UFM's rate_limit in Mb/s
+-- (2500 for its 2.5 Gb/s: integers compare exactly on every engine). The
+-- partitions file writes them as the partition's mtu=, rate= and sl=, and
+-- the QoS policy file as the pkey's qos-level.
+--
+-- qos_set: a client set the pkey's QoS (a POST that names a QoS field, or a
+-- PUT of qos_conf). Only such a pkey's partition carries mtu=, rate= and sl=
+-- and has a qos-level: ib-kubernetes never sends a QoS, and UFM's default
+-- rate_limit of 2.5 Gb/s on its paths would throttle RDMA. The columns'
+-- defaults are what a first change of one field starts from (UFM's: 2, 0,
+-- 2.5).
+--
+-- Expand-only: a pkey recorded before, or by a manager of the previous
+-- release, is unset, and its partition's line stays as that release wrote it.
+
+-- +goose Up
+ALTER TABLE kubernetes_pkeys ADD COLUMN IF NOT EXISTS mtu_limit int NOT NULL DEFAULT 2;
+ALTER TABLE kubernetes_pkeys ADD COLUMN IF NOT EXISTS service_level int NOT NULL DEFAULT 0;
+ALTER TABLE kubernetes_pkeys ADD COLUMN IF NOT EXISTS rate_limit_mbps int NOT NULL DEFAULT 2500;
+ALTER TABLE kubernetes_pkeys ADD COLUMN IF NOT EXISTS qos_set boolean NOT NULL DEFAULT FALSE;
+
+-- +goose Down
+ALTER TABLE kubernetes_pkeys DROP COLUMN IF EXISTS qos_set;
+ALTER TABLE kubernetes_pkeys DROP COLUMN IF EXISTS rate_limit_mbps;
+ALTER TABLE kubernetes_pkeys DROP COLUMN IF EXISTS service_level;
+ALTER TABLE kubernetes_pkeys DROP COLUMN IF EXISTS mtu_limit;
