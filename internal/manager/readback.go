@@ -32,7 +32,7 @@ func newReadback(ctx context.Context, cfg config.FabricConfig, keys opensm.KeySo
 }
 
 // fabricReader reads the fabric OpenSM programs, on workers connections, one
-// of them kept open between reads (pkeyread.Pool):
+// of them kept open between reads on an HCA (pkeyread.Pool):
 // the simulator OpenSM's environment attaches it to (simulated), else the
 // HCA port smp_port names. It carries the M_Key where the m_key hardening
 // group sets one.
@@ -49,11 +49,18 @@ func fabricReader(ctx context.Context, cfg config.FabricConfig, keys opensm.KeyS
 	if err != nil {
 		return nil, false, err
 	}
-	// One connection kept open between reads (closed at each leadership
-	// term's end, reopened after an error): a change's read-back and the
-	// second-SM look each attached to the simulator, or opened the HCA's
-	// user MAD device, anew.
-	r = &pkeyread.Reader{Dialer: &pkeyread.Pool{Dialer: d, MaxIdle: 1}, Workers: workers}
+	// On an HCA, one connection kept open between reads (closed at each
+	// leadership term's end, reopened after an error): a change's read-back
+	// and the second-SM look each opened the user MAD device anew. Not on the
+	// simulator: it frees a client's place only when the client detaches,
+	// never when its process dies, so a manager killed with kept connections
+	// held places until the simulator refused every reader (CI's soak of
+	// three managers with kill -9 saw it); the kernel closes a killed
+	// process's device files.
+	r = &pkeyread.Reader{Dialer: d, Workers: workers}
+	if sim, _ := pkeyread.SimDialerFromEnv(env); sim.Socket == "" {
+		r.Dialer = &pkeyread.Pool{Dialer: d, MaxIdle: 1}
+	}
 	if cfg.OpenSM.Hardening.Has(opensm.GroupMKey) {
 		// M_Key protection level 2 and 3 refuse a Get without the M_Key.
 		k, err := keys.Keys(ctx)
