@@ -325,6 +325,13 @@ type removeBody struct {
 }
 
 func (pk *pkeysAPI) addGUIDs(r *http.Request, _ httprouter.Params) (int, any, error) {
+	return pk.recordAddition(r, false)
+}
+
+// recordAddition records the addition r's body asks for, as the calling
+// client's change, and answers after its apply. With replace, the GUIDs
+// listed become the pkey's only members (UFM's PUT).
+func (pk *pkeysAPI) recordAddition(r *http.Request, replace bool) (int, any, error) {
 	body, raw, err := readGUIDsBody[addBody](pk, r)
 	if err != nil {
 		return 0, nil, err
@@ -333,6 +340,7 @@ func (pk *pkeysAPI) addGUIDs(r *http.Request, _ httprouter.Params) (int, any, er
 	if err != nil {
 		return 0, nil, err
 	}
+	a.Replace = replace
 	a.CreatedBy, a.Request, a.RequestID = pk.o.creator(), raw, RequestID(r.Context())
 	return pk.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
 		return pk.o.Store.AddKubernetesGUIDs(ctx, a)

@@ -149,19 +149,7 @@ func (pk *pkeysAPI) getPort(r *http.Request, ps httprouter.Params) (int, any, er
 // pkey's only members, with membership (one for all) or memberships (one per
 // GUID); the pkey is created if needed.
 func (pk *pkeysAPI) setGUIDs(r *http.Request, _ httprouter.Params) (int, any, error) {
-	body, raw, err := readGUIDsBody[addBody](pk, r)
-	if err != nil {
-		return 0, nil, err
-	}
-	a, err := body.addition()
-	if err != nil {
-		return 0, nil, err
-	}
-	a.Replace = true
-	a.CreatedBy, a.Request, a.RequestID = pk.o.creator(), raw, RequestID(r.Context())
-	return pk.recordAndAwait(r, func(ctx context.Context) (store.Job, error) {
-		return pk.o.Store.AddKubernetesGUIDs(ctx, a)
-	})
+	return pk.recordAddition(r, true)
 }
 
 // deleteGUIDs is UFM's DELETE of /resources/pkeys/<pkey>/guids/<guid,...>:
