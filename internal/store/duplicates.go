@@ -76,19 +76,15 @@ func (s *Store) RecordDuplicateGUIDs(ctx context.Context, term int64, seen []Dup
 		return nil
 	}
 	now := s.now()
-	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
-		for _, d := range seen {
-			n, err := q.UpsertDuplicateGUID(ctx, driver.UpsertDuplicateGUIDParams{Fabric: s.FabricName(), GUID: d.GUID,
-				Kind: d.Kind, Places: strings.Join(d.Places, " "), Line: boundText(d.Line, MaxEnforcementLine),
-				Now: now, Occurrences: d.Count, Term: term})
-			if err != nil {
-				return fmt.Errorf("GUID %s: %w", d.GUID, err)
-			}
-			if n == 0 {
-				return ErrFenced
-			}
+	err := s.writeFenced(ctx, nil, len(seen), func(q driver.Queries, i int) (int64, error) {
+		d := seen[i]
+		n, err := q.UpsertDuplicateGUID(ctx, driver.UpsertDuplicateGUIDParams{Fabric: s.FabricName(), GUID: d.GUID,
+			Kind: d.Kind, Places: strings.Join(d.Places, " "), Line: boundText(d.Line, MaxEnforcementLine),
+			Now: now, Occurrences: d.Count, Term: term})
+		if err != nil {
+			return 0, fmt.Errorf("GUID %s: %w", d.GUID, err)
 		}
-		return nil
+		return n, nil
 	})
 	if err != nil {
 		return fmt.Errorf("record duplicated GUIDs: %w", err)

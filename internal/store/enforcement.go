@@ -145,19 +145,14 @@ func (s *Store) RecordEnforcementErrors(ctx context.Context, term int64, seen []
 		return nil
 	}
 	now := s.now()
-	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
-		for _, e := range seen {
-			line := boundText(e.Line, MaxEnforcementLine)
-			n, err := q.UpsertEnforcementError(ctx, driver.UpsertEnforcementErrorParams{Fabric: s.FabricName(), SwitchGUID: e.Switch,
-				Port: int64(e.Port), Line: line, Now: now, Term: term})
-			if err != nil {
-				return fmt.Errorf("switch port %s: %w", e.SwitchPort(), err)
-			}
-			if n == 0 {
-				return ErrFenced
-			}
+	err := s.writeFenced(ctx, nil, len(seen), func(q driver.Queries, i int) (int64, error) {
+		e := seen[i]
+		n, err := q.UpsertEnforcementError(ctx, driver.UpsertEnforcementErrorParams{Fabric: s.FabricName(), SwitchGUID: e.Switch,
+			Port: int64(e.Port), Line: boundText(e.Line, MaxEnforcementLine), Now: now, Term: term})
+		if err != nil {
+			return 0, fmt.Errorf("switch port %s: %w", e.SwitchPort(), err)
 		}
-		return nil
+		return n, nil
 	})
 	if err != nil {
 		return fmt.Errorf("record enforcement errors: %w", err)

@@ -44,6 +44,12 @@ func checkSecondSM(sm SecondSM) error {
 	return nil
 }
 
+// row is sm as the recorded second or foreign SM of fabric, seen by term.
+func (sm SecondSM) row(fabric string, term int64, now time.Time) driver.InsertSecondSMParams {
+	return driver.InsertSecondSMParams{Fabric: fabric, PortGUID: sm.PortGUID.String(),
+		Priority: int64(sm.Priority), State: sm.State, OwnState: sm.OwnState, Term: term, Now: now}
+}
+
 // RecordSecondSM records sm as the one second SM, replacing any recorded
 // before, if term is still the current term (ErrFenced otherwise).
 func (s *Store) RecordSecondSM(ctx context.Context, term int64, sm SecondSM) error {
@@ -51,19 +57,12 @@ func (s *Store) RecordSecondSM(ctx context.Context, term int64, sm SecondSM) err
 		return fmt.Errorf("record second subnet manager: %w", err)
 	}
 	now := s.now()
-	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
-		if _, err := q.DeleteSecondSMs(ctx, s.FabricName(), term); err != nil {
-			return err
-		}
-		n, err := q.InsertSecondSM(ctx, driver.InsertSecondSMParams{Fabric: s.FabricName(), PortGUID: sm.PortGUID.String(),
-			Priority: int64(sm.Priority), State: sm.State, OwnState: sm.OwnState, Term: term, Now: now})
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return ErrFenced
-		}
-		return nil
+	clear := func(q driver.Queries) error {
+		_, err := q.DeleteSecondSMs(ctx, s.FabricName(), term)
+		return err
+	}
+	err := s.writeFenced(ctx, clear, 1, func(q driver.Queries, _ int) (int64, error) {
+		return q.InsertSecondSM(ctx, sm.row(s.FabricName(), term, now))
 	})
 	if err != nil {
 		return fmt.Errorf("record second subnet manager %s: %w", sm.PortGUID, err)
@@ -105,22 +104,12 @@ func (s *Store) RecordForeignSMs(ctx context.Context, term int64, sms []SecondSM
 		}
 	}
 	now := s.now()
-	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
-		// Fenced too: a deposed leader deletes nothing (0 rows either way).
-		if _, err := q.DeleteForeignSMs(ctx, s.FabricName(), term); err != nil {
-			return err
-		}
-		for _, sm := range sms {
-			n, err := q.InsertForeignSM(ctx, driver.InsertSecondSMParams{Fabric: s.FabricName(), PortGUID: sm.PortGUID.String(),
-				Priority: int64(sm.Priority), State: sm.State, OwnState: sm.OwnState, Term: term, Now: now})
-			if err != nil {
-				return err
-			}
-			if n == 0 {
-				return ErrFenced
-			}
-		}
-		return nil
+	clear := func(q driver.Queries) error {
+		_, err := q.DeleteForeignSMs(ctx, s.FabricName(), term)
+		return err
+	}
+	err := s.writeFenced(ctx, clear, len(sms), func(q driver.Queries, i int) (int64, error) {
+		return q.InsertForeignSM(ctx, sms[i].row(s.FabricName(), term, now))
 	})
 	if err != nil {
 		return fmt.Errorf("record foreign subnet managers: %w", err)

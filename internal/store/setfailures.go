@@ -30,21 +30,12 @@ func (s *Store) RecordSetFailures(ctx context.Context, term int64, ports []SetFa
 			return fmt.Errorf("record the ports that did not take OpenSM's Sets: port %s since %s: want both", p.Port, p.Since)
 		}
 	}
-	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
-		// Fenced too: a deposed leader deletes nothing (0 rows either way).
-		if _, err := q.DeleteSetFailures(ctx, s.FabricName(), term); err != nil {
-			return err
-		}
-		for _, p := range ports {
-			n, err := q.InsertSetFailure(ctx, p.Port.String(), p.Since.UTC(), term, s.FabricName())
-			if err != nil {
-				return err
-			}
-			if n == 0 {
-				return ErrFenced
-			}
-		}
-		return nil
+	clear := func(q driver.Queries) error {
+		_, err := q.DeleteSetFailures(ctx, s.FabricName(), term)
+		return err
+	}
+	err := s.writeFenced(ctx, clear, len(ports), func(q driver.Queries, i int) (int64, error) {
+		return q.InsertSetFailure(ctx, ports[i].Port.String(), ports[i].Since.UTC(), term, s.FabricName())
 	})
 	if err != nil {
 		return fmt.Errorf("record the ports that did not take OpenSM's Sets: %w", err)
