@@ -644,7 +644,10 @@ func (r *run) round(ctx context.Context) error {
 // none, and its kind. While the first kinds are being dealt (firstPending)
 // every round has one.
 func (r *run) placeFault(k int) (at int, kind string) {
-	if len(r.faultKind) == 0 || r.o.FaultRate == 0 || r.rng.IntN(100) >= r.o.FaultRate && !r.firstPending() {
+	if len(r.faultKind) == 0 {
+		return -1, ""
+	}
+	if drawn := r.rng.IntN(100) < r.o.FaultRate; !drawn && (r.o.FaultRate == 0 || !r.firstPending()) {
 		return -1, ""
 	}
 	at, kind = r.rng.IntN(k+1), r.deal()

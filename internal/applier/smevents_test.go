@@ -11,8 +11,10 @@ import (
 )
 
 // The log watch that decides whether an SM came after finish's look
-// (smEventLog), fed by a tail with pieces of OpenSM's log (testdata/smevents,
-// lines as OpenSM wrote them on the simulated fabric): each entry naming
+// (smEventLog), fed by a tail with pieces of OpenSM's log (testdata/smevents:
+// lines as OpenSM wrote them on the simulated fabric, the other SM's key
+// replaced; the M_Key failures in OpenSM's format, which the simulated
+// fabric never logs, ignoring M_Keys): each entry naming
 // another SM counts once, this OpenSM's STANDBY entry counts as deposed too,
 // and what names no other SM (a link's trap 128, this OpenSM's MASTER entry,
 // the boxes at VERBOSE) counts nothing. The counts only grow: settle and
