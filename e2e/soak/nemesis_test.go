@@ -55,7 +55,7 @@ func TestDealFirstKindsFirst(t *testing.T) {
 // rate draws (one seed in ten had fewer than three faults in a run of 40
 // operations at 30 %, and seed 1 dealt none of them to PostgreSQL and
 // MariaDB); with FirstFaults unset too, and only those listed. The rounds
-// after them keep the rate.
+// after them pay the forced faults back: a run keeps the rate's count.
 func TestScheduleDealsEveryHostileKindFirst(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -71,6 +71,7 @@ func TestScheduleDealsEveryHostileKindFirst(t *testing.T) {
 		{name: "no hostile kind", kinds: CIFaults},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			total := 0
 			for seed := range uint64(200) {
 				r := &run{rng: rand.New(rand.NewPCG(seed, 0x50a4)), faultKind: tc.kinds,
 					o: Options{FaultRate: DefaultFaultRate, FirstFaults: tc.first}}
@@ -89,6 +90,12 @@ func TestScheduleDealsEveryHostileKindFirst(t *testing.T) {
 				if len(tc.want) == 0 && faults == 16 {
 					t.Fatalf("seed %d: a fault in every round without a first kind; want the rate's", seed)
 				}
+				total += faults
+			}
+			// The forced faults are paid back: a run has about the rate's
+			// count of them (30 % of 16 rounds), not three more.
+			if mean, want := float64(total)/200, 0.3*16; mean < want-0.5 || mean > want+0.5 {
+				t.Errorf("%.2f faults a run of 16 rounds on average; want the rate's %.1f", mean, want)
 			}
 		})
 	}
