@@ -291,3 +291,74 @@ func TestSecondSMStartedSinceTheLastLook(t *testing.T) {
 	job := m.accept("POST", "/cloudx/Port", portBody("8a4f2c6e-1d3b-4e5f-9a7c-6b2d0e1f3a94", netID, vendorClientID(h1)))
 	m.waitDescription(job, "Second subnet manager: port "+foreign.guid.String()+" (priority 0, MASTER)")
 }
+
+// TestSMAppearingAfterTheLookHoldsTheJob: a tenant's stock OpenSM starts
+// after finish's second-SM look read the ports and before the sweep's jobs
+// complete. That window is a few milliseconds wide; the manager's test hook
+// (AFM_TEST_HOOK_PAUSE_AFTER_SM_LOOK) holds finish in it while the tenant's
+// OpenSM starts and the manager's OpenSM logs it (the trap 144 of its port,
+// or the other SM_Key its heavy sweep met). No look of that finish saw the
+// SM; the entry, read inside the jobs' transaction, holds the job. The
+// periodic look is ten minutes away: none runs during the test.
+func TestSMAppearingAfterTheLookHoldsTheJob(t *testing.T) {
+	hook := t.TempDir()
+	t.Setenv("AFM_TEST_HOOK_PAUSE_AFTER_SM_LOOK", hook) // the manager inherits the environment
+	m := launchManager(t, storetest.NewDatabase(t, config.EngineSQLite), fabricsim.Options{Hosts: 2, SMs: 2}, settings{
+		BeforeStart: func(m *manager) {
+			conf, err := os.ReadFile(m.conf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.writeConf(strings.Replace(string(conf), "check_interval = 2\n", "check_interval = 600\n", 1))
+		}})
+	m.confirmSwitches()
+	h1 := m.fabric.Host("H1").PortGUID
+	m.waitCompleted(m.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json")), nil)
+
+	pause, paused := filepath.Join(hook, "pause"), filepath.Join(hook, "paused")
+	if err := os.WriteFile(pause, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(pause)
+	job := m.accept("POST", "/cloudx/Port", portBody("8a4f2c6e-1d3b-4e5f-9a7c-6b2d0e1f3a94", netID, vendorClientID(h1)))
+	var revision string
+	waitFor(t, "finish to pause after its look", func() bool {
+		b, err := os.ReadFile(paused)
+		revision = string(b)
+		return err == nil && revision != ""
+	})
+	openSMLog := filepath.Join(m.dir, "opensm", "opensm.log")
+	before, err := os.ReadFile(openSMLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := startForeignSM(t, m.fabric, 2, 0)
+	waitFor(t, "the manager's OpenSM to log the tenant's SM", func() bool {
+		log, _ := os.ReadFile(openSMLog)
+		since := string(log[min(len(before), len(log)):])
+		return strings.Contains(since, " num:144 ") || strings.Contains(since, "Found remote SM")
+	})
+	if j := m.job(job); j.Status == "Completed" {
+		t.Fatalf("job completed while finish was paused: %+v", j)
+	}
+	from := len(m.log())
+	if err := os.Remove(pause); err != nil {
+		t.Fatal(err)
+	}
+	held := func(l string) bool {
+		return strings.Contains(l, `"msg":"jobs wait for the gates"`) && strings.Contains(l, `"revision":`+revision+`,`) &&
+			strings.Contains(l, "OpenSM logged another subnet manager after the look")
+	}
+	waitFor(t, "the paused sweep's jobs held for the SM logged after the look", func() bool {
+		if j := m.job(job); j.Status == "Completed" {
+			t.Fatalf("job completed on the sweep whose look came before the tenant's SM: %+v\n%s", j, m.log()[from:])
+		}
+		return slices.ContainsFunc(strings.Split(m.log()[from:], "\n"), held)
+	})
+	// What holds it next is the next finish's (the other SM rewrote H1's
+	// table: the read-back waits for it); it is not completed.
+	if j := m.job(job); j.Status != "Running" {
+		t.Fatalf("job after the sweep held for the SM logged after the look: %+v; want Running", j)
+	}
+	foreign.stop()
+}

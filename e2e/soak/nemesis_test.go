@@ -50,6 +50,57 @@ func TestDealFirstKindsFirst(t *testing.T) {
 	}
 }
 
+// TestScheduleDealsEveryHostileKindFirst: on any seed, each hostile
+// tenant's kind an engine lists comes in its first rounds, whatever the
+// rate draws (one seed in ten had fewer than three faults in a run of 40
+// operations at 30 %, and seed 1 dealt none of them to PostgreSQL and
+// MariaDB); with FirstFaults unset too, and only those listed. The rounds
+// after them pay the forced faults back: a run keeps the rate's count.
+func TestScheduleDealsEveryHostileKindFirst(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		kinds []string
+		first []string // FirstFaults
+		want  []string // dealt in the first rounds
+	}{
+		{name: "CI's kinds and the hostile ones", kinds: append(slices.Clone(CIFaults), TenantFaults...), want: TenantFaults},
+		{name: "two hostile kinds", kinds: []string{faultKillManager, faultDropSets, faultLink, faultTenantSM},
+			want: []string{faultDropSets, faultTenantSM}},
+		{name: "a first kind beside them", kinds: []string{faultKillManager, faultCloneGUID, faultLink, faultSlowSweep},
+			first: []string{faultSlowSweep}, want: []string{faultCloneGUID, faultSlowSweep}},
+		{name: "no hostile kind", kinds: CIFaults},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			total := 0
+			for seed := range uint64(200) {
+				r := &run{rng: rand.New(rand.NewPCG(seed, 0x50a4)), faultKind: tc.kinds,
+					o: Options{FaultRate: DefaultFaultRate, FirstFaults: tc.first}}
+				var dealt []string
+				faults := 0
+				for range 16 { // a run of 40 operations
+					if at, kind := r.placeFault(1 + r.rng.IntN(4)); at >= 0 {
+						dealt, faults = append(dealt, kind), faults+1
+					} else if len(dealt) < len(tc.want) {
+						t.Fatalf("seed %d: a round without a fault after %v, before each of %v", seed, dealt, tc.want)
+					}
+				}
+				if got := slices.Sorted(slices.Values(dealt[:len(tc.want)])); !slices.Equal(got, slices.Sorted(slices.Values(tc.want))) {
+					t.Fatalf("seed %d: the first faults were %v; want each of %v first", seed, dealt, tc.want)
+				}
+				if len(tc.want) == 0 && faults == 16 {
+					t.Fatalf("seed %d: a fault in every round without a first kind; want the rate's", seed)
+				}
+				total += faults
+			}
+			// The forced faults are paid back: a run has about the rate's
+			// count of them (30 % of 16 rounds), not three more.
+			if mean, want := float64(total)/200, 0.3*16; mean < want-0.5 || mean > want+0.5 {
+				t.Errorf("%.2f faults a run of 16 rounds on average; want the rate's %.1f", mean, want)
+			}
+		})
+	}
+}
+
 // TestModelSnapshotRestore: a restore puts the recorded state back, and
 // later changes to the model do not reach the snapshot.
 func TestModelSnapshotRestore(t *testing.T) {

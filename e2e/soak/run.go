@@ -38,8 +38,9 @@ type Options struct {
 	// len(kinds) faults.
 	FaultRate int
 	// FirstFaults are dealt before the others, in the seed's order, from
-	// the first deck: a run too short to go through a whole deck still
-	// meets each of them on every engine.
+	// the first deck, beside the hostile tenant's kinds, which always are
+	// (isFirst): a run too short to go through a whole deck still meets
+	// each of them on every engine.
 	FirstFaults []string
 	Hosts       int
 	Switches    int
@@ -226,7 +227,9 @@ type run struct {
 	dir       string
 	dbURL     string // the database, directly (the managers reach it through their proxies)
 	deck      []string
-	dealtOnce bool // the first deck, with Options.FirstFaults at its front, was dealt
+	dealtOnce bool // the first deck, with the first kinds at its front (isFirst), was dealt
+	firstLeft int  // the first kinds the first deck has still to deal
+	owed      int  // faults forced while the first kinds were dealt, not yet paid back (placeFault)
 	// jobOrder are the job paths given out, in order; jobOwner says for
 	// which request each was: no id may answer for two changes.
 	jobOrder  []string
@@ -639,9 +642,25 @@ func (r *run) round(ctx context.Context) error {
 
 // placeFault draws whether the round of k requests has a fault, and where:
 // the index of the request it comes before (k: after the last), or -1 for
-// none, and its kind.
+// none, and its kind. While the first kinds are being dealt (firstPending)
+// every round has one; each of those the rate did not draw is paid back by
+// the next round it draws, so that a run has the rate's count of faults
+// (each hostile fault holds for about 16 s: CI's soak time stays about
+// what it was).
 func (r *run) placeFault(k int) (at int, kind string) {
-	if len(r.faultKind) == 0 || r.rng.IntN(100) >= r.o.FaultRate {
+	if len(r.faultKind) == 0 {
+		return -1, ""
+	}
+	drawn := r.rng.IntN(100) < r.o.FaultRate
+	switch {
+	case r.o.FaultRate > 0 && r.firstPending():
+		if !drawn {
+			r.owed++ // forced: a later round the rate draws goes without
+		}
+	case !drawn:
+		return -1, ""
+	case r.owed > 0:
+		r.owed-- // an earlier forced fault took this one's place
 		return -1, ""
 	}
 	at, kind = r.rng.IntN(k+1), r.deal()

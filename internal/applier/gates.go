@@ -176,6 +176,8 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, p
 	}
 	places, err := t.recordPlaces(ctx, st, dump)
 	lookFailed := <-looked
+	// A test hook (none in production) may pause here, in the window.
+	t.secondSM.afterLook(ctx, a.Revision)
 	t.takeReports() // a second SM gone: this sweep completes nothing (forget)
 	if err != nil {
 		// A GUID moved since the last record would go unjudged: nothing

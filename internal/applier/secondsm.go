@@ -73,6 +73,11 @@ type SecondSMCheck struct {
 	// table at its first sweep. nil: none (the recorded state is applied
 	// again all the same).
 	Restart func(ctx context.Context) error
+	// AfterLook is a test hook, nil in production: finish calls it with
+	// the sweep's revision once its look before the jobs complete has
+	// returned, before their transaction, so that an end-to-end test can
+	// start an SM in that window on a real OpenSM.
+	AfterLook func(ctx context.Context, revision int64)
 }
 
 // SecondSMStore records the second SM, the verdict, for the next term,
@@ -628,6 +633,13 @@ func (w *secondSMWatch) confirm(ctx context.Context, t *watchEnv, topo *topology
 		w.mu.Unlock()
 	}
 	return err.Error()
+}
+
+// afterLook runs the check's test hook (AfterLook), if any.
+func (w *secondSMWatch) afterLook(ctx context.Context, revision int64) {
+	if w != nil && w.check.AfterLook != nil {
+		w.check.AfterLook(ctx, revision)
+	}
 }
 
 // settle is confirm's look, w.detecting held, repeated while an entry of

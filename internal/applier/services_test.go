@@ -187,6 +187,61 @@ func TestSecondSMLookDescribesTheWholeVerdict(t *testing.T) {
 	}
 }
 
+// Two background checks hold the jobs at once, the freeze and the second
+// SM: whichever finds its reason last describes the jobs with both, since
+// each describes them with the whole verdict (each used to write its own
+// reason alone, hiding the other's until the next apply).
+func TestFreezeAndSecondSMDescribeBoth(t *testing.T) {
+	const own fabric.GUID = 0x0002c90300a00001
+	tenant := store.SecondSM{PortGUID: 0x0002c90300000301, Priority: 15, State: "MASTER", OwnState: "STANDBY"}
+	standby, err := os.ReadFile(filepath.Join("..", "opensm", "testdata", "standby.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, last := range []string{"freeze watch", "second-SM look"} {
+		t.Run(last+" last", func(t *testing.T) {
+			r := newApplyRigOn(t, config.EnginePostgres, true, func() string { return heavySweep("") })
+			ctx := t.Context()
+			job := r.network(101)
+			leases, err := r.st.Leases()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.term.tail.Close()
+			r.term.Lease = leases
+			if err := r.term.startLog("the previous leader"); err != nil {
+				t.Fatal(err)
+			}
+			env := r.term.watchEnv()
+			freeze := func() {
+				opensmtest.AppendLog(t, r.sm.log, strings.ReplaceAll(string(standby), "<<<position>>>\n", ""))
+				r.term.freeze.detect(ctx, env)
+			}
+			secondSM := func() {
+				if err := r.st.RecordSecondSM(ctx, r.term.id, tenant); err != nil {
+					t.Fatal(err)
+				}
+				r.term.secondSM = &secondSMWatch{check: &SecondSMCheck{Own: own, Store: r.st}}
+				r.term.secondSM.restore(ctx, env)
+				r.term.secondSM.lookFailed(ctx, env, errors.New("no SMP connection"))
+			}
+			if last == "freeze watch" {
+				secondSM()
+				freeze()
+			} else {
+				freeze()
+				secondSM()
+			}
+			said := r.job(job.ID).Description
+			for _, want := range []string{Frozen + ": ", "Second subnet manager: port " + tenant.PortGUID.String()} {
+				if !strings.Contains(said, want) {
+					t.Errorf("the job held by the freeze and the second SM says\n%q\nwant %q in it", said, want)
+				}
+			}
+		})
+	}
+}
+
 // The audit is a service of the term: an audit reading the fabric when the
 // term ends (its lease lost, its context cancelled) has ended when Lead
 // returns, and its service says it stopped, so that no audit of the old term

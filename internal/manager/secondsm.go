@@ -26,5 +26,6 @@ func secondSMCheck(ctx context.Context, cfg config.FabricConfig, st *store.Store
 		log.Warn("no second subnet manager is looked for: no SMP transport for this fabric", "error", err)
 		return nil
 	}
-	return &applier.SecondSMCheck{Dialer: r.Dialer, MKey: r.MKey, MKeys: r.MKeys, Own: own, Store: st, Restart: sm.Restart}
+	return &applier.SecondSMCheck{Dialer: r.Dialer, MKey: r.MKey, MKeys: r.MKeys, Own: own, Store: st, Restart: sm.Restart,
+		AfterLook: pauseAfterSMLook(log)}
 }

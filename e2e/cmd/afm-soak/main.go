@@ -114,7 +114,7 @@ func parseFlags(args []string) (soak.Options, error) {
 	seed := fs.String("seed", "random", "the seed of the operations and faults (a number, or random: drawn and printed)")
 	faults := fs.String("faults", strings.Join(soak.CIFaults, ","),
 		"fault kinds, comma-separated; all: "+strings.Join(soak.Faults, ",")+"; none: no faults")
-	first := fs.String("faults-first", "", "fault kinds, comma-separated, out of --faults, dealt before the others on every engine (so that a short run meets each)")
+	first := fs.String("faults-first", "", "fault kinds, comma-separated, out of --faults, dealt before the others on every engine (so that a short run meets each), beside the hostile tenant's, which always are")
 	fs.IntVar(&o.FaultRate, "fault-rate", soak.DefaultFaultRate, "percentage of rounds with a fault (the kinds are dealt in turn, each once per deck)")
 	fs.IntVar(&o.Hosts, "hosts", 16, "hosts of the simulated fabric")
 	fs.IntVar(&o.Switches, "switches", 2, "switches of the simulated fabric")
