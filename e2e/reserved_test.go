@@ -1,0 +1,58 @@
+package e2e
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
+)
+
+// TestReservedGUIDsRefused: a tenant that names the subnet manager's own port
+// GUID (its client-id through networking-mlnx, or a pod's GUID through the
+// pkeys API) or a GUID of [api] reserved_guids is refused with 400 saying
+// why, on a real OpenSM: the SM's port in a tenant's partition would put the
+// tenant in the partition of the port that programs every other. Nothing is
+// recorded, and a host's own GUID is still taken.
+func TestReservedGUIDsRefused(t *testing.T) {
+	db := storetest.NewDatabase(t, config.EngineSQLite)
+	reserved := fabric.GUID(0x0002c903000fff01)
+	m := launchManager(t, db, fabricOptions(1), settings{
+		API: []string{"reserved_guids = " + reserved.String()},
+		UFMPKeys: []string{"username = " + ufmUser, "password = " + ufmPassword, "pkey_range = 0x1000-0x1fff",
+			"apply_timeout = 60"},
+	})
+	m.confirmSwitches()
+	const net = "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73"
+	m.waitCompleted(m.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json")), nil)
+	revision, jobs := dbCounts(t, db)
+
+	k := &ufmClient{m: m, user: ufmUser, password: ufmPassword}
+	for _, c := range []struct {
+		name string
+		guid fabric.GUID
+		why  string
+	}{
+		{"the subnet manager's port", m.fabric.SMGUID, "is the port of a subnet manager"},
+		{"a GUID of [api] reserved_guids", reserved, "[api] reserved_guids"},
+	} {
+		status, body := m.send("POST", "/cloudx/Port", portBody("port-squat", net, vendorClientID(c.guid)))
+		if status != http.StatusBadRequest || !strings.Contains(body, c.why) {
+			t.Errorf("networking-mlnx, %s: %d %s, want 400 saying %q", c.name, status, body, c.why)
+		}
+		resp, answer := k.do("POST", "/ufmRest/resources/pkeys", `{"pkey": "0x1005", "guids": ["`+ufm(c.guid)+`"]}`)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(answer, c.why) {
+			t.Errorf("ib-kubernetes, %s: %d %s, want 400 saying %q", c.name, resp.StatusCode, answer, c.why)
+		}
+		resp, answer = k.do("PUT", "/ufmRest/resources/pkeys", `{"pkey": "0x1006", "guids": ["`+ufm(c.guid)+`"], "index0": false, "ip_over_ib": true}`)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(answer, c.why) {
+			t.Errorf("UFM's PUT, %s: %d %s, want 400 saying %q", c.name, resp.StatusCode, answer, c.why)
+		}
+	}
+	if r, j := dbCounts(t, db); r != revision || j != jobs {
+		t.Errorf("the refused changes left revision %d and %d jobs, want %d and %d", r, j, revision, jobs)
+	}
+	m.waitCompleted(m.accept("POST", "/cloudx/Port", portBody("port-h1", net, vendorClientID(m.fabric.Host("H1").PortGUID))), nil)
+}
