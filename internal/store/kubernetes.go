@@ -405,7 +405,7 @@ func checkPKeyNotNeutron(ctx context.Context, tx *changeTx, pkey fabric.PKey) er
 	case err != nil:
 		return err
 	}
-	return rejectf("pkey %s is the partition of OpenStack network %s", pkey, n.ID)
+	return heldByAnother("OpenStack network "+n.ID, "pkey %s is held by another owner", pkey)
 }
 
 // checkKubernetesMembers refuses added new members of pkey when they would
@@ -454,8 +454,8 @@ func (s *Store) checkKubernetesMember(ctx context.Context, tx *changeTx, pkey fa
 	p, err := tx.q.GetPortByGUID(ctx, s.FabricName(), &guid)
 	switch {
 	case err == nil:
-		return false, rejectf("pkey %s: GUID %s is in the partition of OpenStack network %s (port %s); "+
-			"a GUID in an OpenStack network's partition may be in no Kubernetes pkey", pkey, ufmGUID(guid), p.NetworkID, p.ID)
+		return false, heldByAnother(fmt.Sprintf("OpenStack network %s (port %s)", p.NetworkID, p.ID),
+			"pkey %s: GUID %s is held by another owner; a GUID is in one owner's partitions at a time", pkey, ufmGUID(guid))
 	case !driver.IsNoRows(err):
 		return false, err
 	}

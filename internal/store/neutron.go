@@ -556,8 +556,8 @@ func (s *Store) membership(ctx context.Context, tx *changeTx, p *Port, c PortCha
 		if kube, err := tx.q.KubernetesMembershipsOfGUID(ctx, tx.fabric, *p.GUID); err != nil {
 			return "", err
 		} else if len(kube) > 0 {
-			return "", rejectf("port %s: GUID %s is a member of Kubernetes pkey %s; "+
-				"a GUID in a Kubernetes pkey may be in no OpenStack network's partition", p.ID, *p.GUID, kube[0].Pkey)
+			return "", heldByAnother("Kubernetes pkey "+kube[0].Pkey.String(), "port %s: GUID %s is held by another owner; "+
+				"a GUID is in one owner's partitions at a time", p.ID, *p.GUID)
 		}
 	}
 	if s.rules.StaticMember != nil {

@@ -95,3 +95,35 @@ func (r Rules) reserved(sms []SMPort) ReservedCheck {
 		return ""
 	}
 }
+
+// ReservedHeld names each membership of s's fabric whose GUID is reserved
+// now but was recorded before it was: a port or a Kubernetes member whose
+// GUID became a manager's subnet manager port, or was added to [api]
+// reserved_guids, afterwards. Such a membership stays (taking it away would
+// cut a tenant's running port without a request of its owner); --status
+// names it for the operator, and a change that names the GUID again is
+// refused, so its owner's next update of it fails until the operator acts.
+func (s *Store) ReservedHeld(ctx context.Context) ([]string, error) {
+	check, err := s.reservedCheck(ctx)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := s.Snapshot(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the recorded memberships: %w", err)
+	}
+	var out []string
+	for _, m := range snap.Members {
+		if why := check(m.GUID); why != "" {
+			out = append(out, fmt.Sprintf("port %s of network %s holds it: %s", m.PortID, m.NetworkID, why))
+		}
+	}
+	for _, k := range snap.Kubernetes {
+		for _, m := range k.Members {
+			if why := check(m.GUID); why != "" {
+				out = append(out, fmt.Sprintf("Kubernetes pkey %s holds it: %s", k.PKey, why))
+			}
+		}
+	}
+	return out, nil
+}
