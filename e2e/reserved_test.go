@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
@@ -55,4 +56,30 @@ func TestReservedGUIDsRefused(t *testing.T) {
 		t.Errorf("the refused changes left revision %d and %d jobs, want %d and %d", r, j, revision, jobs)
 	}
 	m.waitCompleted(m.accept("POST", "/cloudx/Port", portBody("port-h1", net, vendorClientID(m.fabric.Host("H1").PortGUID))), nil)
+}
+
+// TestStandbySMPortRefused: with two HA managers on PostgreSQL, each with its
+// OpenSM on its own SM HCA, the leader's API refuses a port naming either
+// manager's SM port, the standby's too: its OpenSM is stopped, but its port
+// is the master's as soon as that manager leads.
+func TestStandbySMPortRefused(t *testing.T) {
+	db := storetest.NewDatabase(t, config.EnginePostgres)
+	c := &haCluster{t: t, fabric: fabricsim.StartT(t, fabricsim.Options{Hosts: 2, SMs: 2}), dbs: []storetest.Database{db, db}}
+	for k := 1; k <= 2; k++ {
+		c.managers = append(c.managers, c.launch(k, db))
+	}
+	leader := c.leader()
+	leader.confirmSwitches()
+	const net = "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73"
+	leader.waitCompleted(leader.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json")), nil)
+	for k := 1; k <= 2; k++ {
+		_, guid := c.fabric.SMEnv(k)
+		for _, m := range c.managers {
+			status, body := m.send("POST", "/cloudx/Port", portBody("port-squat", net, vendorClientID(guid)))
+			if status != http.StatusBadRequest || !strings.Contains(body, "GUID "+guid.String()+" is the port of a subnet manager") {
+				t.Errorf("manager %s's API, SM %d's port %s: %d %s, want 400", m.holderName(), k, guid, status, body)
+			}
+		}
+	}
+	leader.waitCompleted(leader.accept("POST", "/cloudx/Port", portBody("port-h1", net, vendorClientID(c.fabric.Host("H1").PortGUID))), nil)
 }
