@@ -22,7 +22,7 @@ func Print(w io.Writer, s Status) error {
 	printAudit(tw, s.Audit)
 	printForeignSMs(tw, s.ForeignSMs)
 	for _, h := range s.ReservedHeld {
-		fmt.Fprintf(tw, "reserved GUID held:\t%s\n", h)
+		fmt.Fprintf(tw, "reserved GUID:\t%s\n", h)
 	}
 	if d := s.Driver; d == nil {
 		fmt.Fprintln(tw, "OpenSM driver:\tno manager has run on this host")
