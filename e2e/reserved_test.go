@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -82,4 +83,42 @@ func TestStandbySMPortRefused(t *testing.T) {
 		}
 	}
 	leader.waitCompleted(leader.accept("POST", "/cloudx/Port", portBody("port-h1", net, vendorClientID(c.fabric.Host("H1").PortGUID))), nil)
+}
+
+// TestReservedAfterRecordedNamedByStatus: a port recorded before its GUID
+// was listed in [api] reserved_guids keeps its membership on the fabric
+// after a restart that lists it; --status names it, its update is refused,
+// its removal is not.
+func TestReservedAfterRecordedNamedByStatus(t *testing.T) {
+	m := startManager(t, storetest.NewDatabase(t, config.EngineSQLite), 2)
+	const net, port = "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73", "port-h2"
+	h2 := m.fabric.Host("H2").PortGUID
+	m.waitCompleted(m.accept("POST", "/cloudx/Network", fixture(t, "network_create_vlan.json")), nil)
+	m.waitCompleted(m.accept("POST", "/cloudx/Port", portBody(port, net, vendorClientID(h2))), nil)
+
+	m.stop()
+	conf, err := os.ReadFile(m.conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(conf), "[api]\n", "[api]\nreserved_guids = "+h2.String()+"\n", 1)
+	if err := os.WriteFile(m.conf, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m.start()
+
+	held := "port " + port + " of network " + net + " holds it: GUID " + h2.String() + " is in [api] reserved_guids"
+	if out := m.operator("--status"); !strings.Contains(out, "reserved GUID:") || !strings.Contains(out, held) {
+		t.Errorf("--status does not name the held GUID %q:\n%s", held, out)
+	}
+	m.holds("H2", h2, 0x65, "full")
+	status, body := m.send("PUT", "/cloudx/Port/"+port, portBody(port, net, vendorClientID(h2)))
+	if status != http.StatusBadRequest || !strings.Contains(body, "is in [api] reserved_guids") {
+		t.Errorf("the port's update: %d %s, want 400", status, body)
+	}
+	m.waitCompleted(m.accept("DELETE", "/cloudx/Port/"+port, portBody(port, net, vendorClientID(h2))), nil)
+	m.holds("H2", h2, 0x65, "")
+	if out := m.operator("--status"); strings.Contains(out, "reserved GUID:") {
+		t.Errorf("--status still names a held GUID after the port's removal:\n%s", out)
+	}
 }
