@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -17,7 +18,8 @@ func init() {
 	kubernetesTests = append(kubernetesTests,
 		storeTest{"ReservedGUIDsAreRefusedOnBothAPIs", testReservedGUIDsRefused},
 		storeTest{"AGUIDReservedAfterItWasRecordedStaysAndIsNamed", testReservedAfterRecorded},
-		storeTest{"RefusalsNameNoOtherOwnersObjects", testRefusalsNameNoOtherOwner})
+		storeTest{"RefusalsNameNoOtherOwnersObjects", testRefusalsNameNoOtherOwner},
+		storeTest{"ACancelledChangeReadsNoReservedGUIDAndWritesNothing", testReservedCancelled})
 	databaseTests = append(databaseTests, struct {
 		name        string
 		fn          func(t *testing.T, db Database, s *store.Store)
@@ -216,4 +218,25 @@ func asRejected(t *testing.T, err error) *store.RejectedError {
 		t.Errorf("error = %v, want a RejectedError", err)
 	}
 	return rej
+}
+
+// testReservedCancelled: a change whose context is cancelled fails at the
+// read of the reserved GUIDs, before its transaction: it is neither accepted
+// unchecked nor recorded.
+func testReservedCancelled(t *testing.T, s *store.Store) {
+	s = reservedStore(s)
+	addNetwork(t, s, netA, 101)
+	before := fmt.Sprintf("%s\nrevision %d", readKube(t, s), revision(t, s))
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := s.RecordPort(ctx, store.PortChange{Port: store.Port{ID: "port-a", NetworkID: netA, GUID: guid(guidA), Host: "h1"},
+		Operation: store.OpAddPort, CreatedBy: "test", Request: "{}"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("a port on a cancelled context: %v, want context.Canceled", err)
+	}
+	if _, err := s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidB))); !errors.Is(err, context.Canceled) {
+		t.Errorf("a pod on a cancelled context: %v, want context.Canceled", err)
+	}
+	if after := fmt.Sprintf("%s\nrevision %d", readKube(t, s), revision(t, s)); after != before {
+		t.Errorf("the cancelled changes wrote:\nbefore %s\nafter  %s", before, after)
+	}
 }
