@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
@@ -19,7 +21,8 @@ func init() {
 		storeTest{"ReservedGUIDsAreRefusedOnBothAPIs", testReservedGUIDsRefused},
 		storeTest{"AGUIDReservedAfterItWasRecordedStaysAndIsNamed", testReservedAfterRecorded},
 		storeTest{"RefusalsNameNoOtherOwnersObjects", testRefusalsNameNoOtherOwner},
-		storeTest{"ACancelledChangeReadsNoReservedGUIDAndWritesNothing", testReservedCancelled})
+		storeTest{"ACancelledChangeReadsNoReservedGUIDAndWritesNothing", testReservedCancelled},
+		storeTest{"ASMPortRecordedWhileAPortNamesIt", testSMPortRecordedConcurrently})
 	databaseTests = append(databaseTests, struct {
 		name        string
 		fn          func(t *testing.T, db Database, s *store.Store)
@@ -238,5 +241,44 @@ func testReservedCancelled(t *testing.T, s *store.Store) {
 	}
 	if after := fmt.Sprintf("%s\nrevision %d", readKube(t, s), revision(t, s)); after != before {
 		t.Errorf("the cancelled changes wrote:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// testSMPortRecordedConcurrently: a manager records its SM port while a
+// tenant's port naming it is sent, a few rounds on GUIDs of their own. The
+// reserved GUIDs are read before the change's transaction, so the port may
+// win; either it is refused, saying why, or it is recorded and ReservedHeld
+// names it; its next update is refused either way.
+func testSMPortRecordedConcurrently(t *testing.T, s *store.Store) {
+	ctx := t.Context()
+	s = kubeStore(s)
+	addNetwork(t, s, netA, 101)
+	for round := range uint64(4) {
+		g := uint64(0x0002c90300b00001) + round
+		id := fmt.Sprintf("port-%d", round)
+		var wg sync.WaitGroup
+		var recordErr, portErr error
+		wg.Go(func() { recordErr = s.RecordSMPort(ctx, fabric.GUID(g), "manager-2 pid 2") })
+		wg.Go(func() { _, portErr = addPort(t, s, id, netA, g) })
+		wg.Wait()
+		if recordErr != nil {
+			t.Fatal(recordErr)
+		}
+		held, err := s.ReservedHeld(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		named := slices.ContainsFunc(held, func(h string) bool { return strings.HasPrefix(h, "port "+id+" ") })
+		switch rej := (*store.RejectedError)(nil); {
+		case portErr == nil && !named:
+			t.Errorf("round %d: the port was recorded and ReservedHeld %q does not name it", round, held)
+		case portErr != nil && (!errors.As(portErr, &rej) || !strings.Contains(rej.Reason, "is the port of a subnet manager")):
+			t.Errorf("round %d: the port: %v, want refused as a subnet manager's port", round, portErr)
+		case portErr != nil && named:
+			t.Errorf("round %d: the port was refused and ReservedHeld %q names it", round, held)
+		}
+		if _, err := addPort(t, s, id, netA, g); err == nil || !strings.Contains(err.Error(), "is the port of a subnet manager") {
+			t.Errorf("round %d: the port sent again: %v, want refused", round, err)
+		}
 	}
 }
