@@ -5,7 +5,7 @@
 -- client may name one of these GUIDs, on any fabric: a subnet manager's port
 -- in a tenant's partition puts the tenant beside the port that programs every
 -- other. A row stays when its manager stops or is taken away (an HCA that
--- was a subnet manager's stays refused; --forget-sm-port is not built):
+-- was a subnet manager's stays refused; no command forgets it yet):
 -- holder and seen_at say which manager recorded it last, and when.
 
 -- +goose Up
