@@ -228,3 +228,10 @@ type State struct {
 	Revision int64
 	Fabric   string
 }
+
+type SubnetManagerPort struct {
+	Fabric   string
+	PortGuid string
+	Holder   string
+	SeenAt   time.Time
+}

@@ -282,6 +282,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.revisionStmt, err = db.PrepareContext(ctx, revision); err != nil {
 		return nil, fmt.Errorf("error preparing query Revision: %w", err)
 	}
+	if q.sMPortsStmt, err = db.PrepareContext(ctx, sMPorts); err != nil {
+		return nil, fmt.Errorf("error preparing query SMPorts: %w", err)
+	}
 	if q.secondSMsStmt, err = db.PrepareContext(ctx, secondSMs); err != nil {
 		return nil, fmt.Errorf("error preparing query SecondSMs: %w", err)
 	}
@@ -326,6 +329,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.upsertPortStmt, err = db.PrepareContext(ctx, upsertPort); err != nil {
 		return nil, fmt.Errorf("error preparing query UpsertPort: %w", err)
+	}
+	if q.upsertSMPortStmt, err = db.PrepareContext(ctx, upsertSMPort); err != nil {
+		return nil, fmt.Errorf("error preparing query UpsertSMPort: %w", err)
 	}
 	return &q, nil
 }
@@ -762,6 +768,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing revisionStmt: %w", cerr)
 		}
 	}
+	if q.sMPortsStmt != nil {
+		if cerr := q.sMPortsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing sMPortsStmt: %w", cerr)
+		}
+	}
 	if q.secondSMsStmt != nil {
 		if cerr := q.secondSMsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing secondSMsStmt: %w", cerr)
@@ -835,6 +846,11 @@ func (q *Queries) Close() error {
 	if q.upsertPortStmt != nil {
 		if cerr := q.upsertPortStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing upsertPortStmt: %w", cerr)
+		}
+	}
+	if q.upsertSMPortStmt != nil {
+		if cerr := q.upsertSMPortStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing upsertSMPortStmt: %w", cerr)
 		}
 	}
 	return err
@@ -962,6 +978,7 @@ type Queries struct {
 	recordApplyStmt                   *sql.Stmt
 	recordApplyOfHistoryStmt          *sql.Stmt
 	revisionStmt                      *sql.Stmt
+	sMPortsStmt                       *sql.Stmt
 	secondSMsStmt                     *sql.Stmt
 	setFailuresStmt                   *sql.Stmt
 	setJobDescriptionStmt             *sql.Stmt
@@ -977,6 +994,7 @@ type Queries struct {
 	upsertLastAuditStmt               *sql.Stmt
 	upsertNetworkStmt                 *sql.Stmt
 	upsertPortStmt                    *sql.Stmt
+	upsertSMPortStmt                  *sql.Stmt
 }
 
 func (q *Queries) WithTx(tx *sql.Tx) *Queries {
@@ -1069,6 +1087,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		recordApplyStmt:                   q.recordApplyStmt,
 		recordApplyOfHistoryStmt:          q.recordApplyOfHistoryStmt,
 		revisionStmt:                      q.revisionStmt,
+		sMPortsStmt:                       q.sMPortsStmt,
 		secondSMsStmt:                     q.secondSMsStmt,
 		setFailuresStmt:                   q.setFailuresStmt,
 		setJobDescriptionStmt:             q.setJobDescriptionStmt,
@@ -1084,5 +1103,6 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		upsertLastAuditStmt:               q.upsertLastAuditStmt,
 		upsertNetworkStmt:                 q.upsertNetworkStmt,
 		upsertPortStmt:                    q.upsertPortStmt,
+		upsertSMPortStmt:                  q.upsertSMPortStmt,
 	}
 }

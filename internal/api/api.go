@@ -313,6 +313,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		writeError(w, he.status, he.msg)
 	case errors.As(err, &rej):
+		if rej.Held != "" {
+			// The answer names no other owner's object; the operator's log does.
+			s.logger(r).Debug("request refused: held by another owner", "method", r.Method, "path", r.URL.Path,
+				"held_by", rej.Held)
+		}
 		writeError(w, http.StatusBadRequest, rej.Reason)
 	case errors.As(err, new(*store.ForbiddenError)):
 		// Another principal's: nothing is recorded.

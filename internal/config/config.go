@@ -91,6 +91,11 @@ type API struct {
 	// AccessLog logs every request at info level; otherwise only refusals and
 	// errors are, and the rest at debug level.
 	AccessLog bool
+	// ReservedGUIDs are GUIDs no client may name, on either API, on any
+	// fabric: the operator's own ports (a management HCA, a storage
+	// server's) besides the subnet managers' ports and the switches, which
+	// the manager refuses by itself.
+	ReservedGUIDs []fabric.GUID
 }
 
 // UFMPKeys is [ufm_pkeys]: UFM's pkeys REST API as Kubernetes' ib-kubernetes

@@ -70,6 +70,7 @@ var keyGetters = []keyGetter{
 	{"api", "token", func(c *Config) any { return c.API.Token }},
 	{"api", "previous_tokens", func(c *Config) any { return c.API.PreviousTokens }},
 	{"api", "physical_networks", func(c *Config) any { return c.Fabrics[0].PhysicalNetworks }},
+	{"api", "reserved_guids", func(c *Config) any { return c.API.ReservedGUIDs }},
 	{"api", "tls_cert_file", func(c *Config) any { return c.API.TLSCertFile }},
 	{"api", "tls_key_file", func(c *Config) any { return c.API.TLSKeyFile }},
 	{"api", "access_log", func(c *Config) any { return c.API.AccessLog }},

@@ -83,6 +83,7 @@ var sections = []section{
 			set: into(setSecretList, func(c *Config) *[]string { return &c.API.PreviousTokens })},
 		{key: "physical_networks", def: "*",
 			set: into(setPhysicalNetworks, func(c *Config) *[]string { return &c.Fabrics[0].PhysicalNetworks })},
+		{key: "reserved_guids", set: into(setReservedGUIDs, func(c *Config) *[]fabric.GUID { return &c.API.ReservedGUIDs })},
 		{key: "tls_cert_file", set: into(setAbsPath, func(c *Config) *string { return &c.API.TLSCertFile })},
 		{key: "tls_key_file", set: into(setAbsPath, func(c *Config) *string { return &c.API.TLSKeyFile })},
 		{key: "access_log", def: "false", set: into(setBool, func(c *Config) *bool { return &c.API.AccessLog })},
@@ -314,6 +315,39 @@ func setSecretList(dst *[]string, v string) error {
 	*dst = values
 	return nil
 }
+
+// setReservedGUIDs reads [api] reserved_guids strictly: each GUID written
+// whole, 0x and 16 hex digits, none zero, none twice. A GUID written short
+// (a digit dropped) would reserve another port than the one meant, and leave
+// that one to the tenants.
+func setReservedGUIDs(dst *[]fabric.GUID, v string) error {
+	var guids []fabric.GUID
+	if strings.TrimSpace(v) == "" {
+		*dst = nil
+		return nil
+	}
+	for i, s := range strings.Split(v, ",") {
+		s = strings.TrimSpace(s)
+		if !fullGUIDPattern.MatchString(s) {
+			return fmt.Errorf("entry %d, %q: want a comma-separated list of GUIDs, each 0x and 16 hex digits", i+1, s)
+		}
+		g, err := fabric.ParseGUID(strings.ToLower(s))
+		switch {
+		case err != nil:
+			return fmt.Errorf("entry %d: %w", i+1, err)
+		case g == 0:
+			return fmt.Errorf("entry %d is the zero GUID, which no port has", i+1)
+		case slices.Contains(guids, g):
+			return fmt.Errorf("entry %d, GUID %s, is listed twice", i+1, g)
+		}
+		guids = append(guids, g)
+	}
+	*dst = guids
+	return nil
+}
+
+// fullGUIDPattern is a GUID written whole.
+var fullGUIDPattern = regexp.MustCompile(`^0[xX][0-9a-fA-F]{16}$`)
 
 func setPhysicalNetworks(dst *[]string, v string) error {
 	if strings.TrimSpace(v) == "*" {

@@ -39,6 +39,7 @@ func FabricRules(cfg *config.Config) []store.FabricRules {
 	for _, f := range cfg.Fabrics {
 		rules := RulesOf(f)
 		rules.PKeysClients = pkeysClientRules(cfg, f.Name)
+		rules.ReservedGUIDs = cfg.API.ReservedGUIDs
 		out = append(out, store.FabricRules{Name: f.Name, Rules: rules})
 	}
 	return out
@@ -150,6 +151,9 @@ func wireFabric(ctx context.Context, p fabricPlan, st *store.Store, m *metrics.M
 	// network's VLAN, a static partition on its pkey) would fail every later
 	// job: refuse to start, naming them, as for an unknown key.
 	if _, err := CheckRecordedState(ctx, cfg, st, p.tpl, flavour); err != nil {
+		return nil, closeSM, fab.Wrap(err)
+	}
+	if err := recordSMPort(ctx, cfg, st, f.holder, log); err != nil {
 		return nil, closeSM, fab.Wrap(err)
 	}
 	readback, err := newReadback(ctx, cfg, keys)

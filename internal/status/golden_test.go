@@ -44,6 +44,8 @@ func TestStatusGolden(t *testing.T) {
 		OldestOpenJob: ptr(at("2026-01-02T02:59:00Z")),
 		ForeignSMs: []ForeignSM{{PortGUID: "0x0002c90300000009", Priority: 15, State: "MASTER",
 			OwnState: "STANDBY", Term: 7, SeenAt: at("2026-01-02T02:45:00Z")}},
+		ReservedHeld: []string{"port p1 of network n1 holds it: GUID 0x0002c90300a00001 is the port of a subnet manager " +
+			"(fabric default's OpenSM): no client may name a subnet manager's port"},
 	}
 	empty := Status{Jobs: map[string]int64{"Pending": 0, "Running": 0, "Completed": 0, "Failed": 0},
 		NotCompleting: []string{}, Unchecked: []string{}, Adopted: []Adopted{}, ForeignSMs: []ForeignSM{}}

@@ -21,6 +21,9 @@ func Print(w io.Writer, s Status) error {
 	printAdopted(tw, s.Adopted)
 	printAudit(tw, s.Audit)
 	printForeignSMs(tw, s.ForeignSMs)
+	for _, h := range s.ReservedHeld {
+		fmt.Fprintf(tw, "reserved GUID:\t%s\n", h)
+	}
 	if d := s.Driver; d == nil {
 		fmt.Fprintln(tw, "OpenSM driver:\tno manager has run on this host")
 	} else {

@@ -50,6 +50,10 @@ type Status struct {
 	// ForeignSMs are the subnet managers MASTER by their own SMInfo that
 	// master no port, as the leader last saw them: they hold no job.
 	ForeignSMs []ForeignSM `json:"foreign_sms"`
+	// ReservedHeld are the memberships recorded before their GUID was
+	// reserved (a subnet manager's port, [api] reserved_guids): kept, and
+	// named here (store.ReservedHeld).
+	ReservedHeld []string `json:"reserved_held,omitempty"`
 }
 
 // Lease is the HA lease as --status shows it (docs/ha.md).
@@ -157,7 +161,11 @@ func readRecorded(ctx context.Context, cfg config.FabricConfig, st *store.Store,
 	if err := readAudit(ctx, cfg, st, s); err != nil {
 		return err
 	}
-	return readForeignSMs(ctx, st, s)
+	if err := readForeignSMs(ctx, st, s); err != nil {
+		return err
+	}
+	s.ReservedHeld, err = st.ReservedHeld(ctx)
+	return err
 }
 
 // neverStartedStatus is the status of a fabric no manager has started: no

@@ -151,7 +151,12 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 	if err := s.checkKubernetesAddition(a); err != nil {
 		return Job{}, err
 	}
-	// The fabric is read now, not while the change holds the revision's lock.
+	// The fabric and the reserved GUIDs are read now, not while the change
+	// holds the revision's lock.
+	reserved, err := s.reservedCheck(ctx)
+	if err != nil {
+		return Job{}, fmt.Errorf("add GUIDs to pkey %s: check they are no reserved ones: %w", a.PKey, err)
+	}
 	var limit PortCheck
 	if s.rules.PortLimit != nil {
 		var err error
@@ -180,7 +185,7 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 		}
 		added := 0 // GUIDs not yet members
 		for _, m := range a.Members {
-			member, err := s.checkKubernetesMember(ctx, tx, a.PKey, m, limit)
+			member, err := s.checkKubernetesMember(ctx, tx, a.PKey, m, portChecks{limit: limit, reserved: reserved})
 			if err != nil {
 				return Job{}, err
 			}
@@ -400,7 +405,7 @@ func checkPKeyNotNeutron(ctx context.Context, tx *changeTx, pkey fabric.PKey) er
 	case err != nil:
 		return err
 	}
-	return rejectf("pkey %s is the partition of OpenStack network %s", pkey, n.ID)
+	return heldByAnother("OpenStack network "+n.ID, "pkey %s is held by another owner", pkey)
 }
 
 // checkKubernetesMembers refuses added new members of pkey when they would
@@ -436,16 +441,21 @@ func (s *Store) checkKubernetesMembers(ctx context.Context, tx *changeTx, pkey f
 }
 
 // checkKubernetesMember refuses a GUID that cannot join Kubernetes pkey pkey:
-// it is in a Neutron network's partition, it would have index 0 in two
-// pkeys, or its switch port's pkey table would be full. member says whether
-// it is a member of pkey already.
-func (s *Store) checkKubernetesMember(ctx context.Context, tx *changeTx, pkey fabric.PKey, m KubernetesMember, limit PortCheck) (member bool, err error) {
+// it is reserved, it is in a Neutron network's partition, it would have index
+// 0 in two pkeys, or its switch port's pkey table would be full. member says
+// whether it is a member of pkey already.
+func (s *Store) checkKubernetesMember(ctx context.Context, tx *changeTx, pkey fabric.PKey, m KubernetesMember, checks portChecks) (member bool, err error) {
 	guid := m.GUID
+	// Refused even as a member already: a GUID reserved after it joined
+	// stays, but no change names it again.
+	if refusal := checks.reserved(guid); refusal != "" {
+		return false, rejectf("pkey %s: %s", pkey, refusal)
+	}
 	p, err := tx.q.GetPortByGUID(ctx, s.FabricName(), &guid)
 	switch {
 	case err == nil:
-		return false, rejectf("pkey %s: GUID %s is in the partition of OpenStack network %s (port %s); "+
-			"a GUID in an OpenStack network's partition may be in no Kubernetes pkey", pkey, ufmGUID(guid), p.NetworkID, p.ID)
+		return false, heldByAnother(fmt.Sprintf("OpenStack network %s (port %s)", p.NetworkID, p.ID),
+			"pkey %s: GUID %s is held by another owner; a GUID is in one owner's partitions at a time", pkey, ufmGUID(guid))
 	case !driver.IsNoRows(err):
 		return false, err
 	}
@@ -468,8 +478,8 @@ func (s *Store) checkKubernetesMember(ctx context.Context, tx *changeTx, pkey fa
 				pkey, ufmGUID(guid), o.Pkey)
 		}
 	}
-	if limit != nil {
-		if refusal := limit(guid, pkeys...); refusal != "" {
+	if checks.limit != nil {
+		if refusal := checks.limit(guid, pkeys...); refusal != "" {
 			return false, rejectf("pkey %s: GUID %s: %s", pkey, ufmGUID(guid), refusal)
 		}
 	}

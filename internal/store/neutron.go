@@ -280,8 +280,16 @@ func (s *Store) recordPortChange(ctx context.Context, c PortChange) (Job, error)
 		}
 		embedded = &n
 	}
-	// The fabric is read now, not while the change holds the revision's lock.
+	// The fabric and the reserved GUIDs are read now, not while the change
+	// holds the revision's lock.
 	var limit PortCheck
+	var reserved ReservedCheck
+	if c.Port.GUID != nil {
+		var err error
+		if reserved, err = s.reservedCheck(ctx); err != nil {
+			return Job{}, fmt.Errorf("record port %s: check its GUID is no reserved one: %w", c.Port.ID, err)
+		}
+	}
 	if c.Port.GUID != nil && s.rules.PortLimit != nil {
 		var err error
 		if limit, err = s.rules.PortLimit(); err != nil {
@@ -289,7 +297,7 @@ func (s *Store) recordPortChange(ctx context.Context, c PortChange) (Job, error)
 		}
 	}
 	return s.record(ctx, s.groups, "record port", c.Port.ID, func(ctx context.Context, tx *changeTx) (Job, error) {
-		return s.recordPort(ctx, tx, c, embedded, limit)
+		return s.recordPort(ctx, tx, c, embedded, portChecks{limit: limit, reserved: reserved})
 	})
 }
 
@@ -303,7 +311,7 @@ type portState struct {
 
 // recordPort is RecordPort's change in tx: it reads the port's network and
 // the ports it may displace, applies the rules, writes, and says the job.
-func (s *Store) recordPort(ctx context.Context, tx *changeTx, c PortChange, embedded *Network, limit PortCheck) (Job, error) {
+func (s *Store) recordPort(ctx context.Context, tx *changeTx, c PortChange, embedded *Network, checks portChecks) (Job, error) {
 	// The rules below change p (a GUID the port may not hold): each run
 	// of the change (a transaction the database aborted runs again)
 	// starts from the port as requested.
@@ -326,7 +334,7 @@ func (s *Store) recordPort(ctx context.Context, tx *changeTx, c PortChange, embe
 			CreatedBy: c.CreatedBy, Request: c.Request, RequestID: c.RequestID,
 		}, nil
 	}
-	reason, err := s.membership(ctx, tx, &p, c, st.n, st.holder, limit)
+	reason, err := s.membership(ctx, tx, &p, c, st.n, st.holder, checks)
 	if err != nil {
 		return Job{}, err
 	}
@@ -496,11 +504,19 @@ func portAndHolder(ctx context.Context, tx *changeTx, id string, guid *fabric.GU
 	return port, holder, nil
 }
 
+// portChecks are what a port's change checks its GUID against, read before
+// its transaction: the fabric's port limit (nil: none) and the GUIDs no
+// client may name (nil when the port names no GUID).
+type portChecks struct {
+	limit    PortCheck
+	reserved ReservedCheck
+}
+
 // membership decides whether port p, on network n, holds its GUID: it clears
 // p.GUID when it does not and says why, or refuses the port. holder is the
-// port recorded with p's GUID, if any; limit, if not nil, the fabric's port
-// limit. It reads, in tx, whether a Kubernetes pkey holds the GUID.
-func (s *Store) membership(ctx context.Context, tx *changeTx, p *Port, c PortChange, n Network, holder *Port, limit PortCheck) (string, error) {
+// port recorded with p's GUID, if any. It reads, in tx, whether a Kubernetes
+// pkey holds the GUID.
+func (s *Store) membership(ctx context.Context, tx *changeTx, p *Port, c PortChange, n Network, holder *Port, checks portChecks) (string, error) {
 	if !n.Managed {
 		p.GUID = nil
 		return fmt.Sprintf("network %s has %s", n.ID, s.rules.partitionText(n)), nil
@@ -521,6 +537,13 @@ func (s *Store) membership(ctx context.Context, tx *changeTx, p *Port, c PortCha
 		p.GUID = nil
 		return "it is not bound to a host", nil
 	}
+	// Refused whoever holds it: a port recorded with it before it was
+	// reserved keeps it, but no change names it again.
+	if checks.reserved != nil {
+		if refusal := checks.reserved(*p.GUID); refusal != "" {
+			return "", rejectf("port %s: %s", p.ID, refusal)
+		}
+	}
 	// A GUID can be in only one network's partition.
 	if holder != nil && holder.ID != p.ID && holder.NetworkID != p.NetworkID {
 		return "", rejectf("port %s: GUID %s is already in the partition of network %s (port %s); "+
@@ -533,8 +556,8 @@ func (s *Store) membership(ctx context.Context, tx *changeTx, p *Port, c PortCha
 		if kube, err := tx.q.KubernetesMembershipsOfGUID(ctx, tx.fabric, *p.GUID); err != nil {
 			return "", err
 		} else if len(kube) > 0 {
-			return "", rejectf("port %s: GUID %s is a member of Kubernetes pkey %s; "+
-				"a GUID in a Kubernetes pkey may be in no OpenStack network's partition", p.ID, *p.GUID, kube[0].Pkey)
+			return "", heldByAnother("Kubernetes pkey "+kube[0].Pkey.String(), "port %s: GUID %s is held by another owner; "+
+				"a GUID is in one owner's partitions at a time", p.ID, *p.GUID)
 		}
 	}
 	if s.rules.StaticMember != nil {
@@ -543,8 +566,8 @@ func (s *Store) membership(ctx context.Context, tx *changeTx, p *Port, c PortCha
 				"a port in a network's partition may be in no other partition", p.ID, *p.GUID, name)
 		}
 	}
-	if limit != nil {
-		if refusal := limit(*p.GUID, s.rules.partitionOf(n)); refusal != "" {
+	if checks.limit != nil {
+		if refusal := checks.limit(*p.GUID, s.rules.partitionOf(n)); refusal != "" {
 			return "", rejectf("port %s on network %s: %s", p.ID, n.ID, refusal)
 		}
 	}

@@ -34,6 +34,9 @@ type Rules struct {
 	// whose callback does no I/O of its own (topology.PortLimit.Checker).
 	// nil: no limit.
 	PortLimit func() (PortCheck, error)
+	// ReservedGUIDs is [api] reserved_guids: GUIDs no client may name, on
+	// either API (smports.go adds every manager's subnet manager port).
+	ReservedGUIDs []fabric.GUID
 	// KubernetesRange is [ufm_pkeys] pkey_range: the pkeys Kubernetes
 	// partitions may use, and no Neutron VLAN may. Empty: Kubernetes may use
 	// none.

@@ -48,12 +48,26 @@ var ErrNotFound = errors.New("not found")
 
 // RejectedError is a request that can never be applied: it is answered 400 and
 // nothing is recorded.
-type RejectedError struct{ Reason string }
+type RejectedError struct {
+	Reason string
+	// Held names, for the manager's log only, the other owner's object that
+	// holds what the request named (an OpenStack network and port, a
+	// Kubernetes pkey); Reason says only "held by another owner", so that a
+	// refusal tells no client what another one holds.
+	Held string
+}
 
 func (e *RejectedError) Error() string { return e.Reason }
 
 func rejectf(format string, args ...any) error {
 	return &RejectedError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// heldByAnother refuses a request naming what another owner holds: the
+// answer says so, and held, which names that owner's object, goes to the
+// log alone.
+func heldByAnother(held, format string, args ...any) error {
+	return &RejectedError{Reason: fmt.Sprintf(format, args...), Held: held}
 }
 
 // Network is a recorded Neutron network. Managed networks have a partition:

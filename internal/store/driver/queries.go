@@ -120,6 +120,8 @@ type Queries interface {
 	ListKubernetesPartitionNames(ctx context.Context, fabric string) ([]KubernetesPartitionName, error)
 	SetKubernetesPKeyQoS(ctx context.Context, fabric string, mtuLimit int64, serviceLevel int64, rateLimitMbps int64, revision int64, now time.Time, pkey fabric.PKey) (int64, error)
 	SecondSMs(ctx context.Context, fabric string) ([]SecondSubnetManager, error)
+	SMPorts(ctx context.Context) ([]SubnetManagerPort, error)
+	UpsertSMPort(ctx context.Context, fabric string, portGuid string, holder string, now time.Time) error
 	SetRevision(ctx context.Context, fabric string, revision int64) error
 	UpdateSecret(ctx context.Context, fabric string, value string, name string) error
 	UpsertDuplicateGUID(ctx context.Context, arg UpsertDuplicateGUIDParams) (int64, error)

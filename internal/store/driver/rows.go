@@ -279,6 +279,15 @@ type SecondSubnetManager struct {
 	Fabric   string
 }
 
+// SubnetManagerPort is the port a manager's OpenSM runs on, as that manager
+// recorded it for one of its fabrics.
+type SubnetManagerPort struct {
+	Fabric   string
+	PortGuid string
+	Holder   string
+	SeenAt   time.Time
+}
+
 // SetFailure is a host port that did not take OpenSM's Sets, as the leader
 // recorded it.
 type SetFailure struct {

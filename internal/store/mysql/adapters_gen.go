@@ -352,6 +352,15 @@ func (q queries) SecondSMs(ctx context.Context, fabric string) ([]driver.SecondS
 	return driver.Convert(rs, func(r mysqldb.SecondSubnetManager) driver.SecondSubnetManager { return driver.SecondSubnetManager(r) }), err
 }
 
+func (q queries) SMPorts(ctx context.Context) ([]driver.SubnetManagerPort, error) {
+	rs, err := q.Queries.SMPorts(ctx)
+	return driver.Convert(rs, func(r mysqldb.SubnetManagerPort) driver.SubnetManagerPort { return driver.SubnetManagerPort(r) }), err
+}
+
+func (q queries) UpsertSMPort(ctx context.Context, fabric string, portGuid string, holder string, now time.Time) error {
+	return q.Queries.UpsertSMPort(ctx, mysqldb.UpsertSMPortParams{Fabric: fabric, PortGuid: portGuid, Holder: holder, Now: now})
+}
+
 func (q queries) SetRevision(ctx context.Context, fabric string, revision int64) error {
 	return q.Queries.SetRevision(ctx, mysqldb.SetRevisionParams{Revision: revision, Fabric: fabric})
 }

@@ -310,6 +310,11 @@ func (q queries) SecondSMs(ctx context.Context, fabric string) ([]driver.SecondS
 	return driver.Convert(rs, func(r pgdb.SecondSubnetManager) driver.SecondSubnetManager { return driver.SecondSubnetManager(r) }), err
 }
 
+func (q queries) SMPorts(ctx context.Context) ([]driver.SubnetManagerPort, error) {
+	rs, err := q.Queries.SMPorts(ctx)
+	return driver.Convert(rs, func(r pgdb.SubnetManagerPort) driver.SubnetManagerPort { return driver.SubnetManagerPort(r) }), err
+}
+
 func (q queries) SetRevision(ctx context.Context, fabric string, revision int64) error {
 	return q.Queries.SetRevision(ctx, revision, fabric)
 }

@@ -213,7 +213,7 @@ func testKubernetesRefusals(t *testing.T, s *store.Store) {
 		{"the default partition", add(0x7fff, full(0x1111)), []string{"default partition"}},
 		{"a static partition's pkey", add(0x1010, full(0x1111)), []string{`static partition "storage"`}},
 		{"a GUID of an OpenStack network", add(0x1006, full(0x1111), full(guidA)),
-			[]string{"GUID 248a070300b1c2d4 is in the partition of OpenStack network " + netA + " (port port-a)"}},
+			[]string{"GUID 248a070300b1c2d4 is held by another owner"}},
 		{"a GUID the template lists", add(0x1006, full(guidC)), []string{`partition "storage" of the partitions template`}},
 		{"index 0 in two pkeys", add(0x1006, full(guidB)), []string{"already has index 0 in Kubernetes pkey 0x1005"}},
 		{"a GUID twice", add(0x1006, limited(0x1111), full(0x1111)), []string{"listed twice"}},
@@ -231,7 +231,7 @@ func testKubernetesRefusals(t *testing.T, s *store.Store) {
 		{"a Neutron port on a Kubernetes GUID", func() error {
 			_, err := addPort(t, s, "port-b", netA, guidB)
 			return err
-		}, []string{"GUID 0xfa163e00005b7c1d is a member of Kubernetes pkey 0x1005"}},
+		}, []string{"GUID 0xfa163e00005b7c1d is held by another owner"}},
 		{"a VLAN in the Kubernetes range", func() error {
 			_, err := s.RecordNetwork(ctx, store.NetworkChange{Network: vlanNetwork(netB, 0x1001), Operation: store.OpCreateNetwork})
 			return err
@@ -247,7 +247,7 @@ func testKubernetesRefusals(t *testing.T, s *store.Store) {
 	// A network recorded on a pkey before the range took it keeps it from Kubernetes.
 	wide := s.WithRules(store.Rules{KubernetesRange: fabric.PKeyRange{First: 0x0001, Last: 0x0fff}})
 	if _, err := wide.AddKubernetesGUIDs(ctx, kubeAdd(101, full(0x1111))); err == nil ||
-		!strings.Contains(err.Error(), "pkey 0x0065 is the partition of OpenStack network "+netA) {
+		!strings.Contains(err.Error(), "pkey 0x0065 is held by another owner") {
 		t.Errorf("add on a network's pkey: err = %v", err)
 	}
 	// And the reverse: a Kubernetes pkey left outside a moved range keeps its VLAN from Neutron.

@@ -390,3 +390,27 @@ func TestPartitionNamesMigration(t *testing.T) {
 		}
 	})
 }
+
+// TestSMPortsMigration: 00024 adds subnet_manager_ports, which its down drops
+// with its rows, and its up again gives back empty; the managers record
+// their ports again at their next start.
+func TestSMPortsMigration(t *testing.T) {
+	atVersion(t, 22, func(ctx context.Context, t *testing.T, d Database, db *sql.DB, p *goose.Provider) {
+		s := OpenDatabase(t, d) // migrates to the latest version
+		if err := s.RecordSMPort(ctx, 0x0002c90300a00001, "manager-1 pid 1"); err != nil {
+			t.Fatal(err)
+		}
+		wantRows(ctx, t, db, "subnet_manager_ports", 1)
+		// 23, not 22: the down takes 00024 alone, whatever 00023 is.
+		downAndUp(ctx, t, p, 23, func() {
+			var n int
+			if err := db.QueryRowContext(ctx, `SELECT count(*) FROM subnet_manager_ports`).Scan(&n); err == nil {
+				t.Error("after 00024's down subnet_manager_ports is still there")
+			}
+		})
+		wantRows(ctx, t, db, "subnet_manager_ports", 0)
+		if err := s.RecordSMPort(ctx, 0x0002c90300a00001, "manager-1 pid 1"); err != nil {
+			t.Errorf("record after 00024 up again: %v", err)
+		}
+	})
+}
