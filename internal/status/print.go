@@ -21,6 +21,7 @@ func Print(w io.Writer, s Status) error {
 	printAdopted(tw, s.Adopted)
 	printAudit(tw, s.Audit)
 	printForeignSMs(tw, s.ForeignSMs)
+	printHosts(tw, s.Hosts)
 	if d := s.Driver; d == nil {
 		fmt.Fprintln(tw, "OpenSM driver:\tno manager has run on this host")
 	} else {

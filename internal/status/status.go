@@ -50,6 +50,9 @@ type Status struct {
 	// ForeignSMs are the subnet managers MASTER by their own SMInfo that
 	// master no port, as the leader last saw them: they hold no job.
 	ForeignSMs []ForeignSM `json:"foreign_sms"`
+	// Hosts are the confirmed hosts (--confirm-hosts) and where OpenSM's
+	// last sweep disagrees with them; absent while none is confirmed.
+	Hosts *Hosts `json:"hosts,omitempty"`
 }
 
 // Lease is the HA lease as --status shows it (docs/ha.md).
@@ -145,7 +148,8 @@ func readDriver(cfg config.FabricConfig, s *Status) error {
 }
 
 // readRecorded adds what the database records beside the progress: the
-// verdict, the adopted partitions, the last audit and the foreign SMs.
+// verdict, the adopted partitions, the last audit, the confirmed hosts and
+// the foreign SMs.
 func readRecorded(ctx context.Context, cfg config.FabricConfig, st *store.Store, s *Status) error {
 	if err := readVerdict(ctx, cfg, st, s); err != nil {
 		return err
@@ -155,6 +159,9 @@ func readRecorded(ctx context.Context, cfg config.FabricConfig, st *store.Store,
 		return err
 	}
 	if err := readAudit(ctx, cfg, st, s); err != nil {
+		return err
+	}
+	if err := readHosts(ctx, cfg, st, s); err != nil {
 		return err
 	}
 	return readForeignSMs(ctx, st, s)
