@@ -42,8 +42,8 @@ var slurmHosts = map[string]string{"H1": "node01 mlx5_0", "H2": "node02 mlx5_0",
 // launchSlurmManager is a manager of four hosts described by descs, serving
 // HTTPS with a [ufm_pkeys:slurm] client, its switches confirmed, and the
 // client as Slurm's integration sends its requests.
-func launchSlurmManager(t *testing.T, descs map[string]string) (*manager, *principalClient) {
-	m := launchManager(t, storetest.NewDatabase(t, config.EngineSQLite), fabricsim.Options{Hosts: 4, Descriptions: descs},
+func launchSlurmManager(t *testing.T, engine string, descs map[string]string) (*manager, *principalClient) {
+	m := launchManager(t, storetest.NewDatabase(t, engine), fabricsim.Options{Hosts: 4, Descriptions: descs},
 		settings{CA: tlstest.NewCA(t), BeforeStart: func(m *manager) {
 			f, err := os.OpenFile(m.conf, os.O_APPEND|os.O_WRONLY, 0)
 			if err == nil {
@@ -86,9 +86,16 @@ func (m *manager) tryOperatorWith(conf string, args ...string) (string, error) {
 // TestSlurmPrologAndEpilog: the prolog of a job on node[01-02] of four hosts
 // (pkey_allocation_mode=dynamic: job 12345 is pkey 0x3039) puts H1 and H2,
 // and only them, in the pkey, as their real tables show; the pkey reads them
-// back; the epilog takes them out. H3's table is never touched.
+// back; the epilog takes them out. H3's table is never touched. On every
+// engine.
 func TestSlurmPrologAndEpilog(t *testing.T) {
-	m, slurm := launchSlurmManager(t, slurmHosts)
+	for _, engine := range storetest.Engines {
+		t.Run(engine, func(t *testing.T) { testSlurmPrologAndEpilog(t, engine) })
+	}
+}
+
+func testSlurmPrologAndEpilog(t *testing.T, engine string) {
+	m, slurm := launchSlurmManager(t, engine, slurmHosts)
 	if out := m.confirmHosts(""); !strings.Contains(out, "confirmed 5 ports of 5 hosts") ||
 		!strings.Contains(out, `node03  0x0002c90300000301  "node03 mlx5_0"`) {
 		t.Fatalf("--confirm-hosts printed %q", out)
@@ -134,7 +141,7 @@ func TestSlurmPrologAndEpilog(t *testing.T) {
 // neither is served.
 func TestSlurmHostileRename(t *testing.T) {
 	hostile := map[string]string{"H1": "node01 mlx5_0", "H2": "node02 mlx5_0", "H3": "node03 mlx5_0", "H4": "node02 mlx5_0"}
-	m, slurm := launchSlurmManager(t, hostile)
+	m, slurm := launchSlurmManager(t, config.EngineSQLite, hostile)
 	m.confirmHostsBefore("node02 mlx5_0", "node04 mlx5_0", m.fabric.Host("H4").PortGUID)
 	h := [4]fabric.GUID{}
 	for i := range h {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,7 +13,8 @@ import (
 func init() {
 	fabricTests = append(fabricTests,
 		storeTest{"ConfirmHostsReplacesTheSet", testConfirmHosts},
-		storeTest{"ConfirmHostsRefusals", testConfirmHostsRefusals})
+		storeTest{"ConfirmHostsRefusals", testConfirmHostsRefusals},
+		storeTest{"ConcurrentConfirmHostsLeaveOneSet", testConcurrentConfirmHosts})
 	twoFabricTests = append(twoFabricTests, storeTest{"ConfirmedHostsOfEachFabric", testConfirmedHostsOfEachFabric})
 }
 
@@ -119,5 +121,32 @@ func testConfirmedHostsOfEachFabric(t *testing.T, s *store.Store) {
 	}
 	if got, want := confirmedHosts(t, storage), []store.ConfirmedHost{hostC}; !sameHosts(got, want) {
 		t.Errorf("storage fabric's hosts: %+v, want %+v", got, want)
+	}
+}
+
+// testConcurrentConfirmHosts: two operators confirming at once leave one of
+// their sets whole, never a mix; one may fail (and can run again).
+func testConcurrentConfirmHosts(t *testing.T, s *store.Store) {
+	sets := [2][]store.ConfirmedHost{{hostA1, hostA2, hostB}, {hostC, hostB}}
+	for round := range 5 {
+		var wg sync.WaitGroup
+		var errs [2]error
+		for i := range sets {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = s.ConfirmHosts(t.Context(), sets[i])
+			}()
+		}
+		wg.Wait()
+		if errs[0] != nil && errs[1] != nil {
+			t.Fatalf("round %d: both confirmations failed: %v; %v", round, errs[0], errs[1])
+		}
+		got := confirmedHosts(t, s)
+		want0 := []store.ConfirmedHost{hostA1, hostA2, hostB}
+		want1 := []store.ConfirmedHost{hostC, hostB}
+		if !sameHosts(got, want0) && !sameHosts(got, want1) {
+			t.Fatalf("round %d: confirmed hosts %+v are neither set (errors %v, %v)", round, got, errs[0], errs[1])
+		}
 	}
 }
