@@ -8,6 +8,7 @@
 //	alternative-fabric-manager --config-file ... --healthcheck  # exit 0 if the running manager answers /healthz
 //	alternative-fabric-manager --version
 //	alternative-fabric-manager --config-file ... --status [--json] | --confirm-switches | --show-keys
+//	alternative-fabric-manager --config-file ... --confirm-hosts   # the host names UFM's hosts API resolves (docs/ufm-clients.md)
 //	alternative-fabric-manager --config-file ... --show-enforcement-errors | --clear-enforcement-errors
 //	alternative-fabric-manager --config-file ... --accept-moved-guid GUID[,GUID...]  # docs/runbooks.md
 //	alternative-fabric-manager --config-file ... --import-neutron [--dry-run] [--prune]  # docs/neutron-import.md
@@ -44,6 +45,7 @@ type flags struct {
 	showErrs, clearErrs, unfreeze, showKeys, replaceKeys   bool
 	showVersion, importNeutron, dryRun, prune, healthcheck bool
 	audit                                                  bool
+	confirmHosts                                           bool
 	acceptMoved, importKeys, rotateKeys                    string
 	adoptFile, releasePKey, movePhysnet                    string
 	fab                                                    *fabricChoice
@@ -92,6 +94,7 @@ func parseFlags(fs *flag.FlagSet, args []string) *flags {
 	fs.BoolVar(&f.status, "status", false, "print who applies, the last apply, jobs by status and why jobs do not complete, then exit (0: every gate is open, 3: jobs do not complete, 4: cannot tell from this host)")
 	fs.BoolVar(&f.asJSON, "json", false, "with --status: print it as JSON (fields in docs/status.md)")
 	fs.BoolVar(&f.confirm, "confirm-switches", false, "record the switches of OpenSM's last sweep as the fabric's expected switches, then exit")
+	fs.BoolVar(&f.confirmHosts, "confirm-hosts", false, "record the hosts of OpenSM's last sweep (host name and port GUIDs, from each node description) as the fabric's confirmed hosts, the only names UFM's hosts API resolves, then exit")
 	fs.BoolVar(&f.showErrs, "show-enforcement-errors", false, "list the switch ports whose partition enforcement OpenSM cleared, then exit")
 	fs.StringVar(&f.acceptMoved, "accept-moved-guid", "", "record the switch ports OpenSM's last sweep found these port GUIDs behind (comma separated) as theirs: a host recabled or its HCA moved; forget those not in it (a host gone for good) (docs/runbooks.md), then exit")
 	fs.BoolVar(&f.clearErrs, "clear-enforcement-errors", false, "forget the recorded enforcement errors, so that jobs complete again, then exit")
@@ -117,7 +120,7 @@ func parseFlags(fs *flag.FlagSet, args []string) *flags {
 
 // operator is whether one of the commands runOperator answers was given.
 func (f *flags) operator() bool {
-	return f.status || f.confirm || f.showErrs || f.clearErrs || f.showKeys || f.unfreeze || f.acceptMoved != ""
+	return f.status || f.confirm || f.confirmHosts || f.showErrs || f.clearErrs || f.showKeys || f.unfreeze || f.acceptMoved != ""
 }
 
 // commands counts the command flags given: with one, the manager runs it and
@@ -125,7 +128,7 @@ func (f *flags) operator() bool {
 func (f *flags) commands() int {
 	return countTrue(f.migrate, f.render, f.status, f.confirm, f.showErrs, f.clearErrs, f.showKeys, f.unfreeze,
 		f.healthcheck, f.importKeys != "", f.rotateKeys != "", f.adoptFile != "", f.releasePKey != "",
-		f.importNeutron, f.audit, f.movePhysnet != "", f.acceptMoved != "")
+		f.importNeutron, f.audit, f.movePhysnet != "", f.acceptMoved != "", f.confirmHosts)
 }
 
 // checkUsage exits with exitUsage on an argument, on more than one command flag, on a flag
@@ -185,7 +188,7 @@ var commandTable = []command{
 	}},
 	{(*flags).operator, func(ctx context.Context, f *flags, log *slog.Logger) error {
 		return runOperator(ctx, f.configFile, log, operatorCommand{status: f.status, json: f.asJSON,
-			confirm: f.confirm, showErrors: f.showErrs, clearErrors: f.clearErrs, showKeys: f.showKeys, unfreeze: f.unfreeze,
+			confirm: f.confirm, confirmHosts: f.confirmHosts, showErrors: f.showErrs, clearErrors: f.clearErrs, showKeys: f.showKeys, unfreeze: f.unfreeze,
 			acceptMoved: f.acceptMoved, fabric: f.fab.name, everyFabric: !f.fab.given})
 	}},
 }

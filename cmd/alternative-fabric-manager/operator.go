@@ -30,6 +30,7 @@ const operatorConnectTimeout = 10 * time.Second
 type operatorCommand struct {
 	status, json, confirm, showErrors, clearErrors, showKeys, unfreeze bool
 	acceptMoved                                                        string // --accept-moved-guid's GUIDs
+	confirmHosts                                                       bool
 	// fabric is --fabric's name; everyFabric is --status without --fabric.
 	fabric      string
 	everyFabric bool
@@ -70,6 +71,8 @@ func runOperatorCommand(ctx context.Context, f operatorFabric, st *store.Store, 
 		return status.Run(ctx, []status.Fabric{f.status()}, []*store.Store{st}, w, c.json, wrapStatus)
 	case c.confirm:
 		return confirmSwitches(ctx, cfg, st, w)
+	case c.confirmHosts:
+		return confirmHosts(ctx, cfg, st, w)
 	case c.showErrors:
 		return showEnforcementErrors(ctx, st, w)
 	case c.clearErrors:

@@ -32,6 +32,14 @@ type Apply struct {
 	Fabric     string
 }
 
+type ConfirmedHost struct {
+	Fabric      string
+	Guid        fabric.GUID
+	Name        string
+	Description string
+	ConfirmedAt time.Time
+}
+
 type DuplicateGuid struct {
 	Fabric      string
 	Guid        string

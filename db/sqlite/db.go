@@ -42,6 +42,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.completeJobsStmt, err = db.PrepareContext(ctx, completeJobs); err != nil {
 		return nil, fmt.Errorf("error preparing query CompleteJobs: %w", err)
 	}
+	if q.confirmedHostsStmt, err = db.PrepareContext(ctx, confirmedHosts); err != nil {
+		return nil, fmt.Errorf("error preparing query ConfirmedHosts: %w", err)
+	}
 	if q.countJobsByStatusStmt, err = db.PrepareContext(ctx, countJobsByStatus); err != nil {
 		return nil, fmt.Errorf("error preparing query CountJobsByStatus: %w", err)
 	}
@@ -65,6 +68,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.deleteAppliesBeforeStmt, err = db.PrepareContext(ctx, deleteAppliesBefore); err != nil {
 		return nil, fmt.Errorf("error preparing query DeleteAppliesBefore: %w", err)
+	}
+	if q.deleteConfirmedHostsStmt, err = db.PrepareContext(ctx, deleteConfirmedHosts); err != nil {
+		return nil, fmt.Errorf("error preparing query DeleteConfirmedHosts: %w", err)
 	}
 	if q.deleteDuplicateGUIDsStmt, err = db.PrepareContext(ctx, deleteDuplicateGUIDs); err != nil {
 		return nil, fmt.Errorf("error preparing query DeleteDuplicateGUIDs: %w", err)
@@ -164,6 +170,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.heartbeatStmt, err = db.PrepareContext(ctx, heartbeat); err != nil {
 		return nil, fmt.Errorf("error preparing query Heartbeat: %w", err)
+	}
+	if q.insertConfirmedHostStmt, err = db.PrepareContext(ctx, insertConfirmedHost); err != nil {
+		return nil, fmt.Errorf("error preparing query InsertConfirmedHost: %w", err)
 	}
 	if q.insertExpectedSwitchStmt, err = db.PrepareContext(ctx, insertExpectedSwitch); err != nil {
 		return nil, fmt.Errorf("error preparing query InsertExpectedSwitch: %w", err)
@@ -368,6 +377,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing completeJobsStmt: %w", cerr)
 		}
 	}
+	if q.confirmedHostsStmt != nil {
+		if cerr := q.confirmedHostsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing confirmedHostsStmt: %w", cerr)
+		}
+	}
 	if q.countJobsByStatusStmt != nil {
 		if cerr := q.countJobsByStatusStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing countJobsByStatusStmt: %w", cerr)
@@ -406,6 +420,11 @@ func (q *Queries) Close() error {
 	if q.deleteAppliesBeforeStmt != nil {
 		if cerr := q.deleteAppliesBeforeStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing deleteAppliesBeforeStmt: %w", cerr)
+		}
+	}
+	if q.deleteConfirmedHostsStmt != nil {
+		if cerr := q.deleteConfirmedHostsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing deleteConfirmedHostsStmt: %w", cerr)
 		}
 	}
 	if q.deleteDuplicateGUIDsStmt != nil {
@@ -571,6 +590,11 @@ func (q *Queries) Close() error {
 	if q.heartbeatStmt != nil {
 		if cerr := q.heartbeatStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing heartbeatStmt: %w", cerr)
+		}
+	}
+	if q.insertConfirmedHostStmt != nil {
+		if cerr := q.insertConfirmedHostStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing insertConfirmedHostStmt: %w", cerr)
 		}
 	}
 	if q.insertExpectedSwitchStmt != nil {
@@ -898,6 +922,7 @@ type Queries struct {
 	clearGUIDsOfNetworkStmt           *sql.Stmt
 	completeJobStmt                   *sql.Stmt
 	completeJobsStmt                  *sql.Stmt
+	confirmedHostsStmt                *sql.Stmt
 	countJobsByStatusStmt             *sql.Stmt
 	countKubernetesMembersStmt        *sql.Stmt
 	countKubernetesMembersOfPKeyStmt  *sql.Stmt
@@ -906,6 +931,7 @@ type Queries struct {
 	countNetworksStmt                 *sql.Stmt
 	deleteAdoptedPartitionStmt        *sql.Stmt
 	deleteAppliesBeforeStmt           *sql.Stmt
+	deleteConfirmedHostsStmt          *sql.Stmt
 	deleteDuplicateGUIDsStmt          *sql.Stmt
 	deleteExpectedSwitchesStmt        *sql.Stmt
 	deleteFinishedJobsBeforeStmt      *sql.Stmt
@@ -939,6 +965,7 @@ type Queries struct {
 	getPortChangeRowsStmt             *sql.Stmt
 	getPortsByIDOrGUIDStmt            *sql.Stmt
 	heartbeatStmt                     *sql.Stmt
+	insertConfirmedHostStmt           *sql.Stmt
 	insertExpectedSwitchStmt          *sql.Stmt
 	insertFabricKubernetesStateStmt   *sql.Stmt
 	insertFabricLeadershipStmt        *sql.Stmt
@@ -1007,6 +1034,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		clearGUIDsOfNetworkStmt:           q.clearGUIDsOfNetworkStmt,
 		completeJobStmt:                   q.completeJobStmt,
 		completeJobsStmt:                  q.completeJobsStmt,
+		confirmedHostsStmt:                q.confirmedHostsStmt,
 		countJobsByStatusStmt:             q.countJobsByStatusStmt,
 		countKubernetesMembersStmt:        q.countKubernetesMembersStmt,
 		countKubernetesMembersOfPKeyStmt:  q.countKubernetesMembersOfPKeyStmt,
@@ -1015,6 +1043,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		countNetworksStmt:                 q.countNetworksStmt,
 		deleteAdoptedPartitionStmt:        q.deleteAdoptedPartitionStmt,
 		deleteAppliesBeforeStmt:           q.deleteAppliesBeforeStmt,
+		deleteConfirmedHostsStmt:          q.deleteConfirmedHostsStmt,
 		deleteDuplicateGUIDsStmt:          q.deleteDuplicateGUIDsStmt,
 		deleteExpectedSwitchesStmt:        q.deleteExpectedSwitchesStmt,
 		deleteFinishedJobsBeforeStmt:      q.deleteFinishedJobsBeforeStmt,
@@ -1048,6 +1077,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		getPortChangeRowsStmt:             q.getPortChangeRowsStmt,
 		getPortsByIDOrGUIDStmt:            q.getPortsByIDOrGUIDStmt,
 		heartbeatStmt:                     q.heartbeatStmt,
+		insertConfirmedHostStmt:           q.insertConfirmedHostStmt,
 		insertExpectedSwitchStmt:          q.insertExpectedSwitchStmt,
 		insertFabricKubernetesStateStmt:   q.insertFabricKubernetesStateStmt,
 		insertFabricLeadershipStmt:        q.insertFabricLeadershipStmt,

@@ -62,3 +62,6 @@ func (f failingRecorder) GetKubernetesPKey(ctx context.Context, p fabric.PKey) (
 func (f failingRecorder) KubernetesLastUpdated(ctx context.Context) (*time.Time, error) {
 	return nil, f.fail(ctx)
 }
+func (f failingRecorder) ConfirmedHosts(ctx context.Context) ([]store.ConfirmedHost, error) {
+	return nil, f.fail(ctx)
+}

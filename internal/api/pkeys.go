@@ -38,6 +38,9 @@ type PKeyStore interface {
 	GetKubernetesPKey(ctx context.Context, pkey fabric.PKey) (store.KubernetesPKey, error)
 	KubernetesLastUpdated(ctx context.Context) (*time.Time, error)
 	GetJob(ctx context.Context, id int64) (store.Job, error)
+	// ConfirmedHosts are the hosts the hosts API resolves names through
+	// (hosts.go).
+	ConfirmedHosts(ctx context.Context) ([]store.ConfirmedHost, error)
 }
 
 // PKeysOptions are one pkeys client's API: [ufm_pkeys] for the default

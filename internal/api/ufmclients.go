@@ -38,6 +38,7 @@ func (pk *pkeysAPI) clientRoutes(handle func(method, path, route string, h httpr
 	handle(http.MethodPut, p+"/resources/pkeys", "ufm/resources/pkeys", pk.basicAuth(pk.slot(pk.setGUIDs)))
 	handle(http.MethodDelete, p+"/resources/pkeys/:pkey/guids/:guids", "ufm/resources/pkeys/:pkey/guids/:guids",
 		pk.basicAuth(pk.slot(pk.deleteGUIDs)))
+	pk.hostsRoutes(handle)
 }
 
 // portView is one port as UFM's ports resource lists it.

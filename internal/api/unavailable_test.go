@@ -49,6 +49,8 @@ func TestUnreachableDatabaseIs503(t *testing.T) {
 				{true, "GET", "/ufmRest/resources/pkeys/?guids_data=true", ""},
 				{true, "GET", "/ufmRest/resources/pkeys/0x1005", ""},
 				{true, "GET", "/ufmRest/resources/pkeys/last_updated", ""},
+				{true, "POST", "/ufmRest/resources/pkeys/hosts", `{"pkey":"0x1005","hosts_names":"node[01-02]"}`},
+				{true, "DELETE", "/ufmRest/resources/pkeys/0x1005/hosts/node[01-02]", ""},
 			} {
 				send := f.ufm
 				if !req.ufm {

@@ -11,6 +11,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
 )
 
 // pkeysClientRules are the rules of fabric's [ufm_pkeys:NAME] clients, by
@@ -48,11 +49,16 @@ func pkeysClientAPIs(cfg *config.Config, db *store.DB, writeTimeout time.Duratio
 		o := api.PKeysOptions{Fabric: p.Fabric, Client: p.Name, Section: p.Section(), Prefix: p.Prefix, Store: view,
 			Username: p.Username, Password: p.Password, Token: p.Token, ApplyTimeout: p.ApplyTimeout, Version: version,
 			MaxGUIDsPerRequest: p.MaxGUIDsPerRequest, MaxConcurrentRequests: p.MaxConcurrentRequests}
-		if p.SMConf && keys != nil {
-			for _, f := range cfg.Fabrics {
-				if f.Name == p.Fabric {
-					o.SMConf = smconfOf(f, keys(fab))
-				}
+		for _, f := range cfg.Fabrics {
+			if f.Name != p.Fabric {
+				continue
+			}
+			// The ports resource and the hosts API read the fabric's
+			// OpenSM's subnet dump, as [ufm_pkeys]'s do (without it
+			// they answer 503).
+			o.Ports = topology.NewDump(f.OpenSM.SubnetDump())
+			if p.SMConf && keys != nil {
+				o.SMConf = smconfOf(f, keys(fab))
 			}
 		}
 		writeTimeout = max(writeTimeout, p.ApplyTimeout+api.DefaultDBTimeout+5*time.Second)

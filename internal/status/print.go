@@ -24,6 +24,7 @@ func Print(w io.Writer, s Status) error {
 	for _, h := range s.ReservedHeld {
 		fmt.Fprintf(tw, "reserved GUID:\t%s\n", h)
 	}
+	printHosts(tw, s.Hosts)
 	if d := s.Driver; d == nil {
 		fmt.Fprintln(tw, "OpenSM driver:\tno manager has run on this host")
 	} else {

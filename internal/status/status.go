@@ -54,6 +54,10 @@ type Status struct {
 	// reserved (a subnet manager's port, [api] reserved_guids): kept, and
 	// named here (store.ReservedHeld).
 	ReservedHeld []string `json:"reserved_held,omitempty"`
+
+	// Hosts are the confirmed hosts (--confirm-hosts) and where OpenSM's
+	// last sweep disagrees with them; absent while none is confirmed.
+	Hosts *Hosts `json:"hosts,omitempty"`
 }
 
 // Lease is the HA lease as --status shows it (docs/ha.md).
@@ -149,7 +153,8 @@ func readDriver(cfg config.FabricConfig, s *Status) error {
 }
 
 // readRecorded adds what the database records beside the progress: the
-// verdict, the adopted partitions, the last audit and the foreign SMs.
+// verdict, the adopted partitions, the last audit, the confirmed hosts and
+// the foreign SMs.
 func readRecorded(ctx context.Context, cfg config.FabricConfig, st *store.Store, s *Status) error {
 	if err := readVerdict(ctx, cfg, st, s); err != nil {
 		return err
@@ -159,6 +164,9 @@ func readRecorded(ctx context.Context, cfg config.FabricConfig, st *store.Store,
 		return err
 	}
 	if err := readAudit(ctx, cfg, st, s); err != nil {
+		return err
+	}
+	if err := readHosts(ctx, cfg, st, s); err != nil {
 		return err
 	}
 	if err := readForeignSMs(ctx, st, s); err != nil {

@@ -145,6 +145,16 @@ type InsertGUIDPlaceParams struct {
 	Term       int64
 }
 
+// InsertConfirmedHostParams are InsertConfirmedHost's arguments: one port
+// of a host an operator confirmed (--confirm-hosts).
+type InsertConfirmedHostParams struct {
+	Fabric      string
+	GUID        fabric.GUID
+	Name        string
+	Description string
+	Now         time.Time
+}
+
 // MarkGUIDMovedParams are MarkGUIDMoved's arguments: where a GUID recorded
 // behind SwitchGUID:SwitchPort was seen instead ("" when back there),
 // recorded if Term is still the current term.

@@ -31,6 +31,8 @@ type Queries interface {
 	DeleteAdoptedPartition(ctx context.Context, fabric string, pkey fabric.PKey) (int64, error)
 	DeleteGUIDPlace(ctx context.Context, fabric string, guid fabric.GUID) (int64, error)
 	DeleteExpectedSwitches(ctx context.Context, fabric string) error
+	DeleteConfirmedHosts(ctx context.Context, fabric string) error
+	ConfirmedHosts(ctx context.Context, fabric string) ([]ConfirmedHostsRow, error)
 	DeleteFinishedJobsBefore(ctx context.Context, fabric string, before *time.Time, batch int64, term int64) (int64, error)
 	DeleteForeignSMs(ctx context.Context, fabric string, term int64) (int64, error)
 	DeleteKubernetesMember(ctx context.Context, fabric string, pkey fabric.PKey, guid fabric.GUID) (int64, error)
@@ -69,6 +71,7 @@ type Queries interface {
 	InsertFabricLeadership(ctx context.Context, fabric string) error
 	InsertFabricKubernetesState(ctx context.Context, fabric string) error
 	InsertExpectedSwitch(ctx context.Context, fabric string, guid fabric.GUID, description string, now time.Time) error
+	InsertConfirmedHost(ctx context.Context, arg InsertConfirmedHostParams) error
 	InsertGUIDPlace(ctx context.Context, arg InsertGUIDPlaceParams) (int64, error)
 	// InsertJob inserts the job and returns the id it chose (j.ID is not read).
 	InsertJob(ctx context.Context, j Job) (int64, error)

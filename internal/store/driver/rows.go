@@ -57,6 +57,15 @@ type ExpectedSwitch struct {
 	Fabric      string
 }
 
+// ConfirmedHostsRow is one port of a host an operator confirmed: the host's
+// name and its node description when it was confirmed.
+type ConfirmedHostsRow struct {
+	Guid        fabric.GUID
+	Name        string
+	Description string
+	ConfirmedAt time.Time
+}
+
 // Job is one job, as the jobs table holds it.
 type Job struct {
 	ID          int64

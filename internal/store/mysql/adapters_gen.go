@@ -42,6 +42,11 @@ func (q queries) DeleteGUIDPlace(ctx context.Context, fabric string, guid fabric
 	return q.Queries.DeleteGUIDPlace(ctx, mysqldb.DeleteGUIDPlaceParams{Fabric: fabric, Guid: guid})
 }
 
+func (q queries) ConfirmedHosts(ctx context.Context, fabric string) ([]driver.ConfirmedHostsRow, error) {
+	rs, err := q.Queries.ConfirmedHosts(ctx, fabric)
+	return driver.Convert(rs, func(r mysqldb.ConfirmedHostsRow) driver.ConfirmedHostsRow { return driver.ConfirmedHostsRow(r) }), err
+}
+
 func (q queries) DeleteForeignSMs(ctx context.Context, fabric string, term int64) (int64, error) {
 	return q.Queries.DeleteForeignSMs(ctx, mysqldb.DeleteForeignSMsParams{Fabric: fabric, Term: term})
 }
@@ -171,6 +176,10 @@ func (q queries) Heartbeat(ctx context.Context, fabric string, now *time.Time, t
 
 func (q queries) InsertExpectedSwitch(ctx context.Context, fabric string, guid fabric.GUID, description string, now time.Time) error {
 	return q.Queries.InsertExpectedSwitch(ctx, mysqldb.InsertExpectedSwitchParams{Guid: guid, Description: description, Now: now, Fabric: fabric})
+}
+
+func (q queries) InsertConfirmedHost(ctx context.Context, arg driver.InsertConfirmedHostParams) error {
+	return q.Queries.InsertConfirmedHost(ctx, mysqldb.InsertConfirmedHostParams{Guid: arg.GUID, Name: arg.Name, Description: arg.Description, Now: arg.Now, Fabric: arg.Fabric})
 }
 
 func (q queries) InsertGUIDPlace(ctx context.Context, arg driver.InsertGUIDPlaceParams) (int64, error) {

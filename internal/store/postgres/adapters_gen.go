@@ -36,6 +36,11 @@ func (q queries) CountJobsByStatus(ctx context.Context, fabric string) ([]driver
 	return driver.Convert(rs, func(r pgdb.CountJobsByStatusRow) driver.CountJobsByStatusRow { return driver.CountJobsByStatusRow(r) }), err
 }
 
+func (q queries) ConfirmedHosts(ctx context.Context, fabric string) ([]driver.ConfirmedHostsRow, error) {
+	rs, err := q.Queries.ConfirmedHosts(ctx, fabric)
+	return driver.Convert(rs, func(r pgdb.ConfirmedHostsRow) driver.ConfirmedHostsRow { return driver.ConfirmedHostsRow(r) }), err
+}
+
 func (q queries) DeleteNetwork(ctx context.Context, fabric string, id string) (int64, error) {
 	return q.Queries.DeleteNetwork(ctx, id, fabric)
 }
@@ -143,6 +148,10 @@ func (q queries) Heartbeat(ctx context.Context, fabric string, now *time.Time, t
 
 func (q queries) InsertExpectedSwitch(ctx context.Context, fabric string, guid fabric.GUID, description string, now time.Time) error {
 	return q.Queries.InsertExpectedSwitch(ctx, guid, description, now, fabric)
+}
+
+func (q queries) InsertConfirmedHost(ctx context.Context, arg driver.InsertConfirmedHostParams) error {
+	return q.Queries.InsertConfirmedHost(ctx, arg.GUID, arg.Name, arg.Description, arg.Now, arg.Fabric)
 }
 
 func (q queries) InsertGUIDPlace(ctx context.Context, arg driver.InsertGUIDPlaceParams) (int64, error) {
