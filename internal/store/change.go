@@ -27,6 +27,9 @@ type changeTx struct {
 	// places is the change's proof obligation (places.go), written with
 	// its job.
 	places promised
+	// reuse is the job a change that changes nothing is answered with
+	// (unchanged.go): record inserts none.
+	reuse *Job
 }
 
 // promise states places the change touches and what each must hold once
@@ -97,6 +100,10 @@ func (s *Store) record(ctx context.Context, g *changeGroups, what, id string, fn
 		j, err := fn(ctx, tx)
 		if err != nil {
 			return err
+		}
+		if tx.reuse != nil {
+			job = *tx.reuse
+			return nil
 		}
 		job, err = tx.job(ctx, j)
 		return err
