@@ -24,7 +24,7 @@ func TestPKeysClientsParse(t *testing.T) {
 			ApplyTimeout: 30 * time.Second, MaxGUIDsPerRequest: DefaultMaxGUIDsPerRequest,
 			MaxMembersPerPKey: DefaultMaxMembersPerPKey, MaxMembers: DefaultMaxMembers,
 			MaxConcurrentRequests: DefaultMaxConcurrentRequests,
-			Quota: Quota{MaxStoredRequestBytes: DefaultPKeysMaxStoredRequestBytes, MaxJobsPerMinute: DefaultPKeysMaxJobsPerMinute}}}
+			Quota:                 Quota{MaxStoredRequestBytes: DefaultPKeysMaxStoredRequestBytes, MaxJobsPerMinute: DefaultPKeysMaxJobsPerMinute}}}
 	if !reflect.DeepEqual(nico, want) {
 		t.Errorf("nico:\n got %+v\nwant %+v", nico, want)
 	}
