@@ -112,6 +112,8 @@ type Server struct {
 	// creds are what requests are checked against; SetCredentials swaps
 	// them.
 	creds atomic.Pointer[credentialHashes]
+	// usage is the principals' quota usage as last read (quota.go).
+	usage usageCache
 }
 
 // New builds the API's handler. Options' Token, MetricsToken, MetricsOpen

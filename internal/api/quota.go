@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -31,6 +32,11 @@ import (
 // The usage is read from the database (store.PrincipalUsage), so every
 // manager sharing it counts the same jobs, before the change is recorded:
 // changes in flight at once may pass a bound by their number, never more.
+// Its sum over a week of jobs is no cost for every change's hot path, so a
+// principal's usage read is kept for usageTTL (usageCache), the changes
+// this process lets through meanwhile added to it (each as one job of its
+// body's length, at most store.MaxRequest): another manager's changes of the
+// last usageTTL are the most a principal may pass a bound by.
 
 // Quota is one principal's bounds; a zero field bounds nothing.
 type Quota struct {
@@ -97,10 +103,7 @@ func (s *Server) checkQuota(r *http.Request, q quotaCheck) error {
 	if q.quota.Usage == nil || (q.quota.MaxStoredBytes <= 0 && q.quota.MaxJobsPerMinute <= 0) {
 		return nil
 	}
-	ctx, cancel := s.dbCtx(r.Context())
-	defer cancel()
-	now := time.Now()
-	u, err := q.quota.Usage.PrincipalUsage(ctx, q.createdBy, now.Add(-q.quota.Window), now.Add(-time.Minute))
+	u, err := s.usage.read(r.Context(), s, q)
 	if err != nil {
 		return fmt.Errorf("read the quota of %s: %w", q.principal, err)
 	}
@@ -117,6 +120,7 @@ func (s *Server) checkQuota(r *http.Request, q quotaCheck) error {
 			"(%s max_stored_request_bytes); they free as jobs pass [database] job_retention; "+
 			"nothing was recorded: send it again later", q.quota.Window, u.RequestBytes, q.quota.MaxStoredBytes, q.section)
 	default:
+		s.usage.admit(q, min(max(r.ContentLength, 0), store.MaxRequest))
 		return nil
 	}
 	s.logger(r).Warn("change refused: over its principal's quota", "principal", q.principal, "reason", reason,
@@ -135,3 +139,60 @@ type quotaError struct {
 
 // retryAfter is Retry-After's value for d: whole seconds.
 func retryAfter(d time.Duration) string { return strconv.Itoa(int(d / time.Second)) }
+
+// usageTTL is how long a principal's usage read is used before it is read
+// again.
+const usageTTL = time.Second
+
+// usageCache is each principal's usage as last read, and when, by the
+// principal's createdBy and section (a fabric's ib-kubernetes and
+// another's share a createdBy). The zero value is ready to use.
+type usageCache struct {
+	mu      sync.Mutex
+	entries map[string]*usageEntry
+}
+
+type usageEntry struct {
+	read time.Time
+	u    store.Usage
+}
+
+func (q quotaCheck) key() string { return q.createdBy + "\x00" + q.section }
+
+// read returns q's principal's usage: as read less than usageTTL ago, or
+// read now from the database within the request's deadline.
+func (c *usageCache) read(ctx context.Context, s *Server, q quotaCheck) (store.Usage, error) {
+	now := time.Now()
+	c.mu.Lock()
+	e, ok := c.entries[q.key()]
+	if ok && now.Sub(e.read) < usageTTL {
+		u := e.u
+		c.mu.Unlock()
+		return u, nil
+	}
+	c.mu.Unlock()
+	ctx, cancel := s.dbCtx(ctx)
+	defer cancel()
+	u, err := q.quota.Usage.PrincipalUsage(ctx, q.createdBy, now.Add(-q.quota.Window), now.Add(-time.Minute))
+	if err != nil {
+		return store.Usage{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[string]*usageEntry{}
+	}
+	c.entries[q.key()] = &usageEntry{read: now, u: u}
+	return u, nil
+}
+
+// admit adds a change let through, of about bytes, to q's principal's
+// usage until it is read again.
+func (c *usageCache) admit(q quotaCheck, bytes int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.entries[q.key()]; ok {
+		e.u.RecentJobs++
+		e.u.RequestBytes += bytes
+	}
+}

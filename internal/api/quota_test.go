@@ -191,8 +191,10 @@ func TestQuotaOfStoredBytes(t *testing.T) {
 	for _, engine := range storetest.Engines {
 		t.Run(engine, func(t *testing.T) {
 			m := metrics.New()
-			body := testdata(t, "network_create_vlan.json")
-			f := newQuotaFixture(t, engine, Quota{MaxStoredBytes: int64(len(storedRequest([]byte(body))) + 1)}, m)
+			// Compact: the bytes this process counts of a change let through
+			// until it reads the database again are the body's as sent.
+			body := string(storedRequest([]byte(testdata(t, "network_create_vlan.json"))))
+			f := newQuotaFixture(t, engine, Quota{MaxStoredBytes: int64(len(body) + 1)}, m)
 			for i, want := range []int{http.StatusAccepted, http.StatusAccepted, http.StatusTooManyRequests} {
 				resp, answer := f.do("POST", "/ufmRestV3/cloudx/Network", body)
 				if resp.StatusCode != want {
@@ -218,5 +220,35 @@ func checkMetric(t *testing.T, m *metrics.Metrics, line string) {
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	if !bytes.Contains(rec.Body.Bytes(), []byte(line)) {
 		t.Errorf("metrics lack %s", line)
+	}
+}
+
+// TestQuotaSharedByManagersOnOneDatabase: two managers' APIs on one
+// database count a principal's jobs alike: the changes let through by one
+// count against the other, which reads them from the database.
+func TestQuotaSharedByManagersOnOneDatabase(t *testing.T) {
+	for _, engine := range storetest.Engines {
+		t.Run(engine, func(t *testing.T) {
+			db := storetest.NewDatabase(t, engine)
+			var peers [2]*fixture
+			for i := range peers {
+				st := storetest.OpenDatabase(t, db)
+				opts := Options{Prefix: "/ufmRestV3", Domain: "cloudx", Token: token,
+					Quota: Quota{MaxJobsPerMinute: 2, Window: time.Hour, Usage: st}}
+				srv := httptest.NewServer(New(opts, st, slog.New(slog.DiscardHandler)))
+				t.Cleanup(srv.Close)
+				peers[i] = &fixture{t: t, srv: srv, st: st, opts: opts}
+			}
+			for i, want := range []int{http.StatusAccepted, http.StatusAccepted} {
+				if resp, answer := peers[0].do("POST", "/ufmRestV3/cloudx/Network", neutronNetwork(fmt.Sprintf(
+					"3b9d6a52-7c1e-4f0a-9e2d-%012x", i), "ibnet", 101+i)); resp.StatusCode != want {
+					t.Fatalf("change %d through the first manager: %d %s", i, resp.StatusCode, answer)
+				}
+			}
+			resp, answer := peers[1].do("POST", "/ufmRestV3/cloudx/Network", neutronNetwork("3b9d6a52-7c1e-4f0a-9e2d-00000000000f", "ibnet", 110))
+			if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(answer, "2 in the last minute, at most 2 ([api] max_jobs_per_minute)") {
+				t.Errorf("third change, through the second manager: %d %s, want 429", resp.StatusCode, answer)
+			}
+		})
 	}
 }
