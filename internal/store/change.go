@@ -10,7 +10,8 @@ import (
 // a port that holds no membership before and after) is recorded at the current
 // revision with its job already Completed: there is nothing for OpenSM to do.
 // Every other change takes a new revision and its job completes once OpenSM has
-// applied that revision (or a later one).
+// applied that revision (or a later one), but one that changes nothing of what
+// is recorded, which is answered with its object's newest job (unchanged.go).
 
 // changeTx is one change, in its group's transaction, and what it has
 // decided so far.
