@@ -481,7 +481,7 @@ type appliedView struct {
 // is recorded either way.
 func (pk *pkeysAPI) awaitApply(r *http.Request, job store.Job) (int, any, error) {
 	if info := infoOf(r); info != nil {
-		info.job = job.ID
+		info.job, info.jobCreated = job.ID, job.CreatedAt
 	}
 	o := pk.o
 	timeout, poll := o.ApplyTimeout, o.PollInterval

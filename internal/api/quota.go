@@ -35,8 +35,9 @@ import (
 // Its sum over a week of jobs is no cost for every change's hot path, so a
 // principal's usage read is kept for usageTTL (usageCache), the changes
 // this process lets through meanwhile added to it (each as one job of its
-// body's length, at most store.MaxRequest): another manager's changes of the
-// last usageTTL are the most a principal may pass a bound by.
+// body's length, at most store.MaxRequest; a change answered with an earlier
+// job adds nothing): another manager's changes of the last usageTTL are the
+// most a principal may pass a bound by.
 
 // Quota is one principal's bounds; a zero field bounds nothing.
 type Quota struct {
@@ -86,14 +87,34 @@ type quotaCheck struct {
 	section   string
 }
 
-// limited runs h, a change, unless its principal is over its quota.
+// limited runs h, a change, unless its principal is over its quota; a job
+// the change created is added to the usage read (usageCache).
 func (s *Server) limited(q quotaCheck, h handlerFunc) handlerFunc {
 	return func(r *http.Request, ps httprouter.Params) (int, any, error) {
 		if err := s.checkQuota(r, q); err != nil {
 			return 0, nil, err
 		}
-		return h(r, ps)
+		started := time.Now()
+		status, body, err := h(r, ps)
+		if err == nil && createdSince(r, body, started) {
+			s.usage.admit(q, min(max(r.ContentLength, 0), store.MaxRequest))
+		}
+		return status, body, err
 	}
+}
+
+// createdSince says whether the change answered body created its job at
+// started or after: a change that changed nothing is answered with an
+// earlier one, and stores nothing. The store's clock and this one are the
+// process'.
+func createdSince(r *http.Request, body any, started time.Time) bool {
+	if j, ok := body.(acceptedJob); ok {
+		return !j.CreatedAt.Before(started)
+	}
+	if info := infoOf(r); info != nil && info.job != 0 {
+		return !info.jobCreated.Before(started)
+	}
+	return false
 }
 
 // checkQuota refuses a change whose principal is over a bound of q, with
@@ -120,7 +141,6 @@ func (s *Server) checkQuota(r *http.Request, q quotaCheck) error {
 			"(%s max_stored_request_bytes); they free as jobs pass [database] job_retention; "+
 			"nothing was recorded: send it again later", q.quota.Window, u.RequestBytes, q.quota.MaxStoredBytes, q.section)
 	default:
-		s.usage.admit(q, min(max(r.ContentLength, 0), store.MaxRequest))
 		return nil
 	}
 	s.logger(r).Warn("change refused: over its principal's quota", "principal", q.principal, "reason", reason,
