@@ -62,3 +62,7 @@ func (f failingRecorder) GetKubernetesPKey(ctx context.Context, p fabric.PKey) (
 func (f failingRecorder) KubernetesLastUpdated(ctx context.Context) (*time.Time, error) {
 	return nil, f.fail(ctx)
 }
+
+func (f failingRecorder) PrincipalUsage(ctx context.Context, _ string, _, _ time.Time) (store.Usage, error) {
+	return store.Usage{}, f.fail(ctx)
+}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -257,5 +258,25 @@ func TestQuotaSharedByManagersOnOneDatabase(t *testing.T) {
 				t.Errorf("third change, through the second manager: %d %s, want 429", resp.StatusCode, answer)
 			}
 		})
+	}
+}
+
+// TestQuotaOfAnUnreachableDatabaseIs503: when the principal's usage cannot be
+// read (the database restarting), a change is answered 503 with
+// Retry-After, as when it cannot be recorded, and nothing is recorded.
+func TestQuotaOfAnUnreachableDatabaseIs503(t *testing.T) {
+	st := storetest.Open(t, "sqlite")
+	opts := Options{Prefix: "/ufmRestV3", Domain: "cloudx", Token: token,
+		Quota: Quota{MaxJobsPerMinute: 100, Window: time.Hour, Usage: failingRecorder{syscall.ECONNREFUSED}}}
+	srv := httptest.NewServer(New(opts, st, slog.New(slog.DiscardHandler)))
+	t.Cleanup(srv.Close)
+	f := &fixture{t: t, srv: srv, st: st, opts: opts}
+	resp, answer := f.do("POST", "/ufmRestV3/cloudx/Network", testdata(t, "network_create_vlan.json"))
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" ||
+		!strings.Contains(answer, "database unreachable") {
+		t.Errorf("a change whose quota cannot be read: %d, Retry-After %q: %s", resp.StatusCode, resp.Header.Get("Retry-After"), answer)
+	}
+	if rev := f.revision(); rev != 0 {
+		t.Errorf("revision %d after a change refused for its quota's read", rev)
 	}
 }
