@@ -267,11 +267,17 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.markKubernetesChangedStmt, err = db.PrepareContext(ctx, markKubernetesChanged); err != nil {
 		return nil, fmt.Errorf("error preparing query MarkKubernetesChanged: %w", err)
 	}
+	if q.markKubernetesUnchangedStmt, err = db.PrepareContext(ctx, markKubernetesUnchanged); err != nil {
+		return nil, fmt.Errorf("error preparing query MarkKubernetesUnchanged: %w", err)
+	}
 	if q.newTermStmt, err = db.PrepareContext(ctx, newTerm); err != nil {
 		return nil, fmt.Errorf("error preparing query NewTerm: %w", err)
 	}
 	if q.newestJobIDStmt, err = db.PrepareContext(ctx, newestJobID); err != nil {
 		return nil, fmt.Errorf("error preparing query NewestJobID: %w", err)
+	}
+	if q.newestJobOfStmt, err = db.PrepareContext(ctx, newestJobOf); err != nil {
+		return nil, fmt.Errorf("error preparing query NewestJobOf: %w", err)
 	}
 	if q.oldestOpenJobStmt, err = db.PrepareContext(ctx, oldestOpenJob); err != nil {
 		return nil, fmt.Errorf("error preparing query OldestOpenJob: %w", err)
@@ -281,6 +287,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.openJobsWithGUIDsStmt, err = db.PrepareContext(ctx, openJobsWithGUIDs); err != nil {
 		return nil, fmt.Errorf("error preparing query OpenJobsWithGUIDs: %w", err)
+	}
+	if q.principalUsageStmt, err = db.PrepareContext(ctx, principalUsage); err != nil {
+		return nil, fmt.Errorf("error preparing query PrincipalUsage: %w", err)
 	}
 	if q.recordApplyStmt, err = db.PrepareContext(ctx, recordApply); err != nil {
 		return nil, fmt.Errorf("error preparing query RecordApply: %w", err)
@@ -752,6 +761,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing markKubernetesChangedStmt: %w", cerr)
 		}
 	}
+	if q.markKubernetesUnchangedStmt != nil {
+		if cerr := q.markKubernetesUnchangedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing markKubernetesUnchangedStmt: %w", cerr)
+		}
+	}
 	if q.newTermStmt != nil {
 		if cerr := q.newTermStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing newTermStmt: %w", cerr)
@@ -760,6 +774,11 @@ func (q *Queries) Close() error {
 	if q.newestJobIDStmt != nil {
 		if cerr := q.newestJobIDStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing newestJobIDStmt: %w", cerr)
+		}
+	}
+	if q.newestJobOfStmt != nil {
+		if cerr := q.newestJobOfStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing newestJobOfStmt: %w", cerr)
 		}
 	}
 	if q.oldestOpenJobStmt != nil {
@@ -775,6 +794,11 @@ func (q *Queries) Close() error {
 	if q.openJobsWithGUIDsStmt != nil {
 		if cerr := q.openJobsWithGUIDsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing openJobsWithGUIDsStmt: %w", cerr)
+		}
+	}
+	if q.principalUsageStmt != nil {
+		if cerr := q.principalUsageStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing principalUsageStmt: %w", cerr)
 		}
 	}
 	if q.recordApplyStmt != nil {
@@ -997,11 +1021,14 @@ type Queries struct {
 	markJobsRunningStmt               *sql.Stmt
 	markKubernetesAppliedStmt         *sql.Stmt
 	markKubernetesChangedStmt         *sql.Stmt
+	markKubernetesUnchangedStmt       *sql.Stmt
 	newTermStmt                       *sql.Stmt
 	newestJobIDStmt                   *sql.Stmt
+	newestJobOfStmt                   *sql.Stmt
 	oldestOpenJobStmt                 *sql.Stmt
 	openJobPlacesStmt                 *sql.Stmt
 	openJobsWithGUIDsStmt             *sql.Stmt
+	principalUsageStmt                *sql.Stmt
 	recordApplyStmt                   *sql.Stmt
 	recordApplyOfHistoryStmt          *sql.Stmt
 	revisionStmt                      *sql.Stmt
@@ -1109,11 +1136,14 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		markJobsRunningStmt:               q.markJobsRunningStmt,
 		markKubernetesAppliedStmt:         q.markKubernetesAppliedStmt,
 		markKubernetesChangedStmt:         q.markKubernetesChangedStmt,
+		markKubernetesUnchangedStmt:       q.markKubernetesUnchangedStmt,
 		newTermStmt:                       q.newTermStmt,
 		newestJobIDStmt:                   q.newestJobIDStmt,
+		newestJobOfStmt:                   q.newestJobOfStmt,
 		oldestOpenJobStmt:                 q.oldestOpenJobStmt,
 		openJobPlacesStmt:                 q.openJobPlacesStmt,
 		openJobsWithGUIDsStmt:             q.openJobsWithGUIDsStmt,
+		principalUsageStmt:                q.principalUsageStmt,
 		recordApplyStmt:                   q.recordApplyStmt,
 		recordApplyOfHistoryStmt:          q.recordApplyOfHistoryStmt,
 		revisionStmt:                      q.revisionStmt,

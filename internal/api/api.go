@@ -58,6 +58,9 @@ type Options struct {
 	MetricsOpen  bool
 	// Observer counts every request; nil: nobody does.
 	Observer Observer
+	// Quota bounds what networking-mlnx may store (quota.go); the zero
+	// Quota bounds nothing.
+	Quota Quota
 	// PKeys are UFM's pkeys APIs: ib-kubernetes' of each fabric (the
 	// default fabric's [ufm_pkeys], each further fabric's
 	// [fabric:NAME:ufm_pkeys]) and each [ufm_pkeys:NAME] client's, each with
@@ -109,6 +112,8 @@ type Server struct {
 	// creds are what requests are checked against; SetCredentials swaps
 	// them.
 	creds atomic.Pointer[credentialHashes]
+	// usage is the principals' quota usage as last read (quota.go).
+	usage usageCache
 }
 
 // New builds the API's handler. Options' Token, MetricsToken, MetricsOpen
@@ -141,12 +146,16 @@ func New(opts Options, rec Recorder, log *slog.Logger) *Server {
 		taken[method+" "+path] = true
 		handleOn(r)(method, path, route, h)
 	}
-	handle(http.MethodPost, base+"/Network", "Network", s.auth(recordHandler(decodeNetwork, s.recordNetwork, store.OpCreateNetwork)))
-	handle(http.MethodPut, base+"/Network/:id", "Network/:id", s.auth(recordHandler(decodeNetwork, s.recordNetwork, store.OpUpdateNetwork)))
-	handle(http.MethodDelete, base+"/Network/:id", "Network/:id", s.auth(s.deleteNetwork))
-	handle(http.MethodPost, base+"/Port", "Port", s.auth(recordHandler(decodePort, s.recordPort, store.OpAddPort)))
-	handle(http.MethodPut, base+"/Port/:id", "Port/:id", s.auth(recordHandler(decodePort, s.recordPort, store.OpUpdatePort)))
-	handle(http.MethodDelete, base+"/Port/:id", "Port/:id", s.auth(s.deletePort))
+	// A change is checked against networking-mlnx's quota; a job poll is not.
+	change := func(h handlerFunc) httprouter.Handle {
+		return s.auth(s.limited(quotaCheck{quota: opts.Quota, createdBy: principal, principal: principal, section: "[api]"}, h))
+	}
+	handle(http.MethodPost, base+"/Network", "Network", change(recordHandler(decodeNetwork, s.recordNetwork, store.OpCreateNetwork)))
+	handle(http.MethodPut, base+"/Network/:id", "Network/:id", change(recordHandler(decodeNetwork, s.recordNetwork, store.OpUpdateNetwork)))
+	handle(http.MethodDelete, base+"/Network/:id", "Network/:id", change(s.deleteNetwork))
+	handle(http.MethodPost, base+"/Port", "Port", change(recordHandler(decodePort, s.recordPort, store.OpAddPort)))
+	handle(http.MethodPut, base+"/Port/:id", "Port/:id", change(recordHandler(decodePort, s.recordPort, store.OpUpdatePort)))
+	handle(http.MethodDelete, base+"/Port/:id", "Port/:id", change(s.deletePort))
 	handle(http.MethodGet, opts.Prefix+"/app/jobs/:id", "app/jobs/:id", s.auth(s.getJob))
 	handle(http.MethodGet, opts.Prefix+"/jobs/:id", "jobs/:id", s.auth(s.getJob)) // UFM's native job path
 	handle(http.MethodGet, "/healthz", "/healthz", func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
@@ -304,9 +313,13 @@ func (s *Server) auth(h handlerFunc) httprouter.Handle {
 // aborting the change for conflicts, 500 otherwise.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var he *httpError
+	var qe *quotaError
 	var rej *store.RejectedError
 	var moved *store.PhysnetMovedError
 	switch {
+	case errors.As(err, &qe):
+		w.Header().Set("Retry-After", retryAfter(qe.retry))
+		writeError(w, qe.status, qe.msg)
 	case errors.As(err, &he):
 		if he.status == http.StatusServiceUnavailable {
 			w.Header().Set("Retry-After", "1") // a slot frees when a request ends

@@ -23,11 +23,14 @@ import (
 //
 // cmd/afm-bench measures the same over HTTP against a running manager.
 
-// benchServer is an API on a fresh database with one VLAN network.
+// benchServer is an API on a fresh database with one VLAN network. Its
+// changes are checked against networking-mlnx's quota, read from the
+// database as the manager wires it, with bounds no benchmark reaches.
 func benchServer(b *testing.B, engine string) http.Handler {
 	b.Helper()
 	st := storetest.Open(b, engine)
-	h := New(Options{Prefix: "/ufmRestV3", Domain: "cloudx", Token: token}, st, slog.New(slog.DiscardHandler))
+	quota := Quota{MaxStoredBytes: 1 << 40, MaxJobsPerMinute: 1 << 30, Window: 7 * 24 * time.Hour, Usage: st}
+	h := New(Options{Prefix: "/ufmRestV3", Domain: "cloudx", Token: token, Quota: quota}, st, slog.New(slog.DiscardHandler))
 	body := `{"id": "` + networkID + `", "provider:network_type": "vlan", "provider:physical_network": "ibnet", ` +
 		`"provider:segmentation_id": 101}`
 	if rec := serveBench(h, http.MethodPost, "/ufmRestV3/cloudx/Network", body); rec.Code != http.StatusAccepted {

@@ -65,3 +65,7 @@ func (f failingRecorder) KubernetesLastUpdated(ctx context.Context) (*time.Time,
 func (f failingRecorder) ConfirmedHosts(ctx context.Context) ([]store.ConfirmedHost, error) {
 	return nil, f.fail(ctx)
 }
+
+func (f failingRecorder) PrincipalUsage(ctx context.Context, _ string, _, _ time.Time) (store.Usage, error) {
+	return store.Usage{}, f.fail(ctx)
+}

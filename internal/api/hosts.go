@@ -26,9 +26,9 @@ import (
 // hostsRoutes serves the hosts API under the pkeys API's prefix.
 func (pk *pkeysAPI) hostsRoutes(handle func(method, path, route string, h httprouter.Handle)) {
 	p := pk.o.Prefix
-	handle(http.MethodPost, p+"/resources/pkeys/hosts", "ufm/resources/pkeys/hosts", pk.basicAuth(pk.slot(pk.addHosts)))
+	handle(http.MethodPost, p+"/resources/pkeys/hosts", "ufm/resources/pkeys/hosts", pk.basicAuth(pk.slot(pk.change(pk.addHosts))))
 	handle(http.MethodDelete, p+"/resources/pkeys/:pkey/hosts/:hosts", "ufm/resources/pkeys/:pkey/hosts/:hosts",
-		pk.basicAuth(pk.slot(pk.removeHosts)))
+		pk.basicAuth(pk.slot(pk.change(pk.removeHosts))))
 }
 
 // hostsBody is a POST of /resources/pkeys/hosts. Slurm's integration sends

@@ -92,6 +92,9 @@ type PKeysOptions struct {
 	// SMConf answers /app/smconf: OpenSM's keys, for a client whose section
 	// allows it (smconf = true); nil answers 403.
 	SMConf func(ctx context.Context) (SMConf, error)
+	// Quota bounds what this client may store (quota.go); the zero Quota
+	// bounds nothing.
+	Quota Quota
 	// OwnListener serves the routes on the fabric's own listener alone
 	// (Server.PKeysHandler), not beside the others: there its Prefix may be
 	// /ufmRest, the one prefix ib-kubernetes sends, which another fabric's
@@ -200,15 +203,23 @@ func (pk *pkeysAPI) routes(handle func(method, path, route string, h httprouter.
 	handle(http.MethodGet, p+"/app/smconf", "ufm/app/smconf", pk.basicAuth(pk.slot(pk.smconf)))
 	handle(http.MethodGet, p+"/resources/pkeys", "ufm/resources/pkeys", pk.basicAuth(pk.slot(pk.listPKeys)))
 	handle(http.MethodGet, p+"/resources/pkeys/", "ufm/resources/pkeys", pk.basicAuth(pk.slot(pk.listPKeys)))
-	handle(http.MethodPost, p+"/resources/pkeys", "ufm/resources/pkeys", pk.basicAuth(pk.slot(pk.addGUIDs)))
-	handle(http.MethodPost, p+"/resources/pkeys/add", "ufm/resources/pkeys/add", pk.basicAuth(pk.slot(pk.createPKey)))
-	handle(http.MethodPut, p+"/resources/pkeys/qos_conf", "ufm/resources/pkeys/qos_conf", pk.basicAuth(pk.slot(pk.setQoS)))
+	handle(http.MethodPost, p+"/resources/pkeys", "ufm/resources/pkeys", pk.basicAuth(pk.slot(pk.change(pk.addGUIDs))))
+	handle(http.MethodPost, p+"/resources/pkeys/add", "ufm/resources/pkeys/add", pk.basicAuth(pk.slot(pk.change(pk.createPKey))))
+	handle(http.MethodPut, p+"/resources/pkeys/qos_conf", "ufm/resources/pkeys/qos_conf", pk.basicAuth(pk.slot(pk.change(pk.setQoS))))
 	handle(http.MethodGet, p+"/resources/pkeys/:pkey", "ufm/resources/pkeys/:pkey", pk.basicAuth(pk.slot(pk.getPKey)))
-	handle(http.MethodDelete, p+"/resources/pkeys/:pkey", "ufm/resources/pkeys/:pkey", pk.basicAuth(pk.slot(pk.deletePKey)))
-	handle(http.MethodPost, p+"/actions/remove_guids_from_pkey", "ufm/actions/remove_guids_from_pkey", pk.basicAuth(pk.slot(pk.removeGUIDs)))
+	handle(http.MethodDelete, p+"/resources/pkeys/:pkey", "ufm/resources/pkeys/:pkey", pk.basicAuth(pk.slot(pk.change(pk.deletePKey))))
+	handle(http.MethodPost, p+"/actions/remove_guids_from_pkey", "ufm/actions/remove_guids_from_pkey",
+		pk.basicAuth(pk.slot(pk.change(pk.removeGUIDs))))
 	// UFM's job path: a change answered before it was applied names its job.
 	handle(http.MethodGet, p+"/jobs/:id", "ufm/jobs/:id", pk.basicAuth(pk.getKubernetesJob))
 	pk.clientRoutes(handle)
+}
+
+// change runs h, a change, unless this client is over its quota
+// (quota.go). Its principal, as the metric names it, is its section.
+func (pk *pkeysAPI) change(h handlerFunc) handlerFunc {
+	return pk.srv.limited(quotaCheck{quota: pk.o.Quota, createdBy: pk.o.creator(),
+		principal: strings.Trim(pk.o.section(), "[]"), section: pk.o.section()}, h)
 }
 
 // slot runs h if a slot is free (see Starvation), and answers 503 with
@@ -473,7 +484,7 @@ type appliedView struct {
 // is recorded either way.
 func (pk *pkeysAPI) awaitApply(r *http.Request, job store.Job) (int, any, error) {
 	if info := infoOf(r); info != nil {
-		info.job = job.ID
+		info.job, info.jobCreated = job.ID, job.CreatedAt
 	}
 	o := pk.o
 	timeout, poll := o.ApplyTimeout, o.PollInterval
@@ -643,7 +654,10 @@ func readStrict(r *http.Request, v any) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return string(raw), decodeStrict(raw, v)
+	if err := decodeStrict(raw, v); err != nil {
+		return "", err
+	}
+	return string(storedRequest(raw)), nil
 }
 
 // decodeStrict decodes one JSON object whose every field v knows, and

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"time"
 )
 
 // RequestIDHeader carries a request's ID: a client's (HAProxy's unique-id, a
@@ -25,6 +26,10 @@ type reqInfo struct {
 	route  string
 	fabric string
 	job    int64
+	// jobCreated is when the job was created: before the request, for a
+	// change that changed nothing and was answered with an earlier job
+	// (quota.go counts only the jobs a change creates).
+	jobCreated time.Time
 }
 
 type infoKey struct{}

@@ -127,7 +127,8 @@ func decodePort(raw []byte, pathID string) (store.PortChange, error) {
 
 // recordHandler answers a POST or PUT (op) of a network or port: decode
 // reads its body (decodeNetwork, decodePort) with the id in the path, if
-// any; record records the change, with the raw body to store with the job.
+// any; record records the change, with the body to store with the job
+// (storedRequest).
 func recordHandler[T any](decode func(raw []byte, pathID string) (T, error),
 	record func(ctx context.Context, change T, op string, raw []byte) (store.Job, error), op string) handlerFunc {
 	return func(r *http.Request, ps httprouter.Params) (int, any, error) {
@@ -139,7 +140,7 @@ func recordHandler[T any](decode func(raw []byte, pathID string) (T, error),
 		if err != nil {
 			return 0, nil, err
 		}
-		return answerRecorded(record(r.Context(), change, op, raw))
+		return answerRecorded(record(r.Context(), change, op, storedRequest(raw)))
 	}
 }
 
@@ -178,14 +179,32 @@ func deleteObject[B identified](r *http.Request, ps httprouter.Params, kind stri
 
 // readOptionalBody reads at most MaxBodyBytes and decodes the JSON object into
 // v, for DELETEs, whose body may be empty: the driver sends the object, UFM's
-// own clients may send only {"id": ...} or nothing. It returns the raw body,
-// stored with the job for DBAs and diagnosis.
+// own clients may send only {"id": ...} or nothing. It returns the body to
+// store with the job for DBAs and diagnosis (storedRequest).
 func readOptionalBody(r *http.Request, v any) (string, error) {
 	raw, err := readAll(r)
 	if err != nil || len(bytes.TrimSpace(raw)) == 0 {
 		return "", err
 	}
-	return string(raw), decodeObject(raw, v)
+	if err := decodeObject(raw, v); err != nil {
+		return "", err
+	}
+	return string(storedRequest(raw)), nil
+}
+
+// storedRequest is what a job keeps of a request body that decoded as one
+// JSON value: the value without the white space between its tokens
+// (json.Compact), so that a body padded with blanks costs the database no
+// more than the same body without them. What the client meant stays: the
+// strings and numbers are kept as sent.
+func storedRequest(raw []byte) []byte {
+	trimmed := bytes.TrimSpace(raw)
+	var b bytes.Buffer
+	b.Grow(len(trimmed))
+	if err := json.Compact(&b, trimmed); err != nil {
+		return trimmed // not JSON: the callers store only bodies that decoded
+	}
+	return b.Bytes()
 }
 
 func readAll(r *http.Request) ([]byte, error) {

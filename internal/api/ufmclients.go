@@ -35,9 +35,9 @@ func (pk *pkeysAPI) clientRoutes(handle func(method, path, route string, h httpr
 	p := pk.o.Prefix
 	handle(http.MethodGet, p+"/resources/ports", "ufm/resources/ports", pk.basicAuth(pk.listPorts))
 	handle(http.MethodGet, p+"/resources/ports/:port", "ufm/resources/ports/:port", pk.basicAuth(pk.getPort))
-	handle(http.MethodPut, p+"/resources/pkeys", "ufm/resources/pkeys", pk.basicAuth(pk.slot(pk.setGUIDs)))
+	handle(http.MethodPut, p+"/resources/pkeys", "ufm/resources/pkeys", pk.basicAuth(pk.slot(pk.change(pk.setGUIDs))))
 	handle(http.MethodDelete, p+"/resources/pkeys/:pkey/guids/:guids", "ufm/resources/pkeys/:pkey/guids/:guids",
-		pk.basicAuth(pk.slot(pk.deleteGUIDs)))
+		pk.basicAuth(pk.slot(pk.change(pk.deleteGUIDs))))
 	pk.hostsRoutes(handle)
 }
 

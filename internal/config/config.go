@@ -96,7 +96,32 @@ type API struct {
 	// server's) besides the subnet managers' ports and the switches, which
 	// the manager refuses by itself.
 	ReservedGUIDs []fabric.GUID
+
+	// Quota bounds what networking-mlnx's changes store.
+	Quota Quota
 }
+
+// Quota is a principal's bounds on what its changes store (max_stored_request_bytes,
+// max_jobs_per_minute): a change over either is answered 429 with
+// Retry-After; 0 bounds nothing.
+type Quota struct {
+	// MaxStoredRequestBytes bounds the bytes of the requests its jobs keep,
+	// of the jobs created over [database] job_retention.
+	MaxStoredRequestBytes int
+	// MaxJobsPerMinute bounds the jobs it creates in a minute.
+	MaxJobsPerMinute int
+}
+
+// Defaults of the quotas. networking-mlnx's bodies are a few KiB: a GiB is
+// some 300,000 jobs, a week of a busy cloud's ports many times over; a
+// burst of instances makes a change or two per port. ib-kubernetes sends one
+// change at a time and waits for its apply.
+const (
+	DefaultAPIMaxStoredRequestBytes   = 1 << 30
+	DefaultAPIMaxJobsPerMinute        = 1200
+	DefaultPKeysMaxStoredRequestBytes = 256 << 20
+	DefaultPKeysMaxJobsPerMinute      = 600
+)
 
 // UFMPKeys is [ufm_pkeys]: UFM's pkeys REST API as Kubernetes' ib-kubernetes
 // uses it, served on the API's listener when a user name and password are set
@@ -133,6 +158,8 @@ type UFMPKeys struct {
 	// change's wait for its apply included; the next is answered 503 with
 	// Retry-After at once. networking-mlnx's requests are not counted.
 	MaxConcurrentRequests int
+	// Quota bounds what this client's changes store.
+	Quota Quota
 }
 
 // Defaults and bounds of the [ufm_pkeys] limits. ib-kubernetes sends one

@@ -40,7 +40,7 @@ func TestParseValidFiles(t *testing.T) {
 				TLSCertFile: "/etc/alternative-fabric-manager/tls/cert.pem",
 				TLSKeyFile:  "/etc/alternative-fabric-manager/tls/key.pem",
 				AccessLog:   true, MetricsListen: "127.0.0.1:9464", MetricsToken: "s3cret-metrics-token",
-				DebugListen: "127.0.0.1:6060"},
+				DebugListen: "127.0.0.1:6060", Quota: Quota{MaxStoredRequestBytes: 512 << 20, MaxJobsPerMinute: 300}},
 			Log: Log{Format: "text"},
 			Database: Database{
 				Connection:   "mysql+pymysql://afm:s3cret%40pw@db.example.com:3307/afm?charset=utf8mb4",
@@ -79,7 +79,8 @@ func TestParseValidFiles(t *testing.T) {
 			},
 				UFMPKeys: UFMPKeys{Username: "ib-kubernetes", Password: "s3cret-ufm-password", Prefix: "/api/ufmRest",
 					PKeyRange: fabric.PKeyRange{First: 0x1000, Last: 0x1fff}, ApplyTimeout: 12500 * time.Millisecond,
-					MaxGUIDsPerRequest: 2000, MaxMembersPerPKey: 20000, MaxMembers: 40000, MaxConcurrentRequests: 2},
+					MaxGUIDsPerRequest: 2000, MaxMembersPerPKey: 20000, MaxMembers: 40000, MaxConcurrentRequests: 2,
+					Quota: Quota{MaxJobsPerMinute: 60}},
 				OpenSMConf: []KeyValue{{"sm_priority", "15"}, {"sweep_interval", "10"}, {"sm_key", "0x0123456789abcdef"}},
 			}},
 		}},
@@ -104,7 +105,8 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &Config{
-		API: API{Listen: "127.0.0.1:8090", Prefix: "/ufmRestV3", Domain: "cloudx", Token: "t"},
+		API: API{Listen: "127.0.0.1:8090", Prefix: "/ufmRestV3", Domain: "cloudx", Token: "t",
+			Quota: Quota{MaxStoredRequestBytes: 1 << 30, MaxJobsPerMinute: 1200}},
 		Log: Log{Format: "json"},
 		Database: Database{
 			Connection:   "sqlite:////var/lib/alternative-fabric-manager/afm.db",
@@ -136,7 +138,8 @@ func TestDefaults(t *testing.T) {
 			AuditInterval: 300 * time.Second,
 		},
 			UFMPKeys: UFMPKeys{Prefix: "/ufmRest", ApplyTimeout: 30 * time.Second, MaxGUIDsPerRequest: 10000,
-				MaxMembersPerPKey: 50000, MaxMembers: 100000, MaxConcurrentRequests: 4},
+				MaxMembersPerPKey: 50000, MaxMembers: 100000, MaxConcurrentRequests: 4,
+				Quota: Quota{MaxStoredRequestBytes: 256 << 20, MaxJobsPerMinute: 600}},
 		}},
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -34,6 +34,8 @@ var diffChanges = map[string]string{
 	"[ufm_pkeys] pkey_range": "0x1000-0x10ff", "[ufm_pkeys] apply_timeout": "5",
 	"[ufm_pkeys] max_guids_per_request": "5000", "[ufm_pkeys] max_members_per_pkey": "40000",
 	"[ufm_pkeys] max_members": "90000", "[ufm_pkeys] max_concurrent_requests": "2",
+	"[ufm_pkeys] max_stored_request_bytes": "1000", "[ufm_pkeys] max_jobs_per_minute": "0",
+	"[api] max_stored_request_bytes": "0", "[api] max_jobs_per_minute": "10",
 	"[neutron] clouds_file": "/etc/afm/clouds.yaml", "[neutron] cloud": "ib-cloud",
 	"[log] format":          "text",
 	"[database] connection": "postgresql://afm@db2/afm", "[database] auto_migrate": "false",

@@ -57,7 +57,8 @@ func TestParseFabrics(t *testing.T) {
 		UFMPKeys: UFMPKeys{Username: "ib-kubernetes-storage", Password: "s3cret-storage-password",
 			Prefix: "/storage/ufmRest", PKeyRange: fabric.PKeyRange{First: 0x2000, Last: 0x2fff},
 			ApplyTimeout: 30 * time.Second, MaxGUIDsPerRequest: 10000, MaxMembersPerPKey: 50000,
-			MaxMembers: 100000, MaxConcurrentRequests: 4},
+			MaxMembers: 100000, MaxConcurrentRequests: 4,
+			Quota: Quota{MaxStoredRequestBytes: DefaultPKeysMaxStoredRequestBytes, MaxJobsPerMinute: DefaultPKeysMaxJobsPerMinute}},
 	}
 	if len(c.Fabrics) != 2 || c.Fabrics[0].Name != DefaultFabric || !reflect.DeepEqual(c.Fabrics[1:], []Fabric{storage}) {
 		t.Errorf("fabrics\n%#v\nwant the default fabric then\n%#v", c.Fabrics, []Fabric{storage})

@@ -90,6 +90,10 @@ var sections = []section{
 		{key: "metrics_listen", set: into(setListen, func(c *Config) *string { return &c.API.MetricsListen })},
 		{key: "metrics_token", secret: true, set: into(setString, func(c *Config) *string { return &c.API.MetricsToken })},
 		{key: "debug_listen", set: into(setListen, func(c *Config) *string { return &c.API.DebugListen })},
+		{key: "max_stored_request_bytes", def: strconv.Itoa(DefaultAPIMaxStoredRequestBytes),
+			set: into(intWithin(quotaBound), func(c *Config) *int { return &c.API.Quota.MaxStoredRequestBytes })},
+		{key: "max_jobs_per_minute", def: strconv.Itoa(DefaultAPIMaxJobsPerMinute),
+			set: into(intWithin(quotaBound), func(c *Config) *int { return &c.API.Quota.MaxJobsPerMinute })},
 	}},
 	{name: "ufm_pkeys", fields: []field{
 		{key: "username", set: func(c *Config, v string) error {
@@ -114,6 +118,10 @@ var sections = []section{
 			set: into(intWithin(kubernetesLimit), func(c *Config) *int { return &c.Fabrics[0].UFMPKeys.MaxMembers })},
 		{key: "max_concurrent_requests", def: strconv.Itoa(DefaultMaxConcurrentRequests),
 			set: into(intWithin(concurrencyLimit), func(c *Config) *int { return &c.Fabrics[0].UFMPKeys.MaxConcurrentRequests })},
+		{key: "max_stored_request_bytes", def: strconv.Itoa(DefaultPKeysMaxStoredRequestBytes),
+			set: into(intWithin(quotaBound), func(c *Config) *int { return &c.Fabrics[0].UFMPKeys.Quota.MaxStoredRequestBytes })},
+		{key: "max_jobs_per_minute", def: strconv.Itoa(DefaultPKeysMaxJobsPerMinute),
+			set: into(intWithin(quotaBound), func(c *Config) *int { return &c.Fabrics[0].UFMPKeys.Quota.MaxJobsPerMinute })},
 	}},
 	{name: "neutron", fields: []field{
 		{key: "clouds_file", set: into(setString, func(c *Config) *string { return &c.Neutron.CloudsFile })},
@@ -448,6 +456,14 @@ func kubernetesLimit(n int) error {
 func concurrencyLimit(n int) error {
 	if n < 1 || n > 1000 {
 		return errors.New("want a number of requests from 1 to 1000")
+	}
+	return nil
+}
+
+// quotaBound checks a quota's bound: 0 (none) or more.
+func quotaBound(n int) error {
+	if n < 0 {
+		return errors.New("want 0 (no bound) or a positive decimal integer")
 	}
 	return nil
 }

@@ -23,7 +23,8 @@ func TestPKeysClientsParse(t *testing.T) {
 		UFMPKeys: UFMPKeys{Prefix: "/ufmRestV3", PKeyRange: fabric.PKeyRange{First: 0x2000, Last: 0x2fff},
 			ApplyTimeout: 30 * time.Second, MaxGUIDsPerRequest: DefaultMaxGUIDsPerRequest,
 			MaxMembersPerPKey: DefaultMaxMembersPerPKey, MaxMembers: DefaultMaxMembers,
-			MaxConcurrentRequests: DefaultMaxConcurrentRequests}}
+			MaxConcurrentRequests: DefaultMaxConcurrentRequests,
+			Quota:                 Quota{MaxStoredRequestBytes: DefaultPKeysMaxStoredRequestBytes, MaxJobsPerMinute: DefaultPKeysMaxJobsPerMinute}}}
 	if !reflect.DeepEqual(nico, want) {
 		t.Errorf("nico:\n got %+v\nwant %+v", nico, want)
 	}

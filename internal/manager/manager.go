@@ -168,7 +168,8 @@ func (mgr *Manager) registerState(checker *health.Checker) error {
 func (mgr *Manager) wireAPI(checker *health.Checker) error {
 	cfg, log, m := mgr.cfg, mgr.log, mgr.metrics
 	opts := api.Options{Prefix: cfg.API.Prefix, Domain: cfg.API.Domain, Token: cfg.API.Token,
-		AccessLog: cfg.API.AccessLog, Health: checker, Observer: m}
+		AccessLog: cfg.API.AccessLog, Health: checker, Observer: m,
+		Quota: quotaOf(cfg.API.Quota, cfg.Database.JobRetention, mgr.db)}
 	if cfg.API.MetricsListen == "" {
 		opts.Metrics = m.Handler()
 	}

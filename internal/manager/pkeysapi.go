@@ -36,11 +36,20 @@ func pkeysAPIs(cfg *config.Config, db *store.DB, writeTimeout time.Duration, ver
 			o.Ports = topology.NewDump(f.OpenSM.SubnetDump())
 			o.DefaultPartition = f.OpenSM.DefaultPartition
 			o.MaxGUIDsPerRequest, o.MaxConcurrentRequests = u.MaxGUIDsPerRequest, u.MaxConcurrentRequests
+			o.Quota = quotaOf(u.Quota, cfg.Database.JobRetention, view)
 			writeTimeout = max(writeTimeout, u.ApplyTimeout+api.DefaultDBTimeout+5*time.Second)
 		}
 		out = append(out, o)
 	}
 	return out, writeTimeout, nil
+}
+
+// quotaOf is a principal's quota as configured, its stored bytes counted
+// over the jobs' retention, its usage read through usage: the database its
+// jobs are in.
+func quotaOf(q config.Quota, retention time.Duration, usage api.UsageReader) api.Quota {
+	return api.Quota{MaxStoredBytes: int64(q.MaxStoredRequestBytes), MaxJobsPerMinute: q.MaxJobsPerMinute,
+		Window: retention, Usage: usage}
 }
 
 // pkeysListeners are the listeners of the fabrics whose pkeys API has one of

@@ -48,7 +48,8 @@ func pkeysClientAPIs(cfg *config.Config, db *store.DB, writeTimeout time.Duratio
 		}
 		o := api.PKeysOptions{Fabric: p.Fabric, Client: p.Name, Section: p.Section(), Prefix: p.Prefix, Store: view,
 			Username: p.Username, Password: p.Password, Token: p.Token, ApplyTimeout: p.ApplyTimeout, Version: version,
-			MaxGUIDsPerRequest: p.MaxGUIDsPerRequest, MaxConcurrentRequests: p.MaxConcurrentRequests}
+			MaxGUIDsPerRequest: p.MaxGUIDsPerRequest, MaxConcurrentRequests: p.MaxConcurrentRequests,
+			Quota: quotaOf(p.Quota, cfg.Database.JobRetention, view)}
 		for _, f := range cfg.Fabrics {
 			if f.Name != p.Fabric {
 				continue

@@ -55,6 +55,9 @@ type Metrics struct {
 
 	dbErrors *prometheus.CounterVec
 
+	// refused counts the requests a principal's quota refused.
+	refused *prometheus.CounterVec
+
 	audit *auditMetrics // audit.go
 
 	mu      sync.Mutex
@@ -96,11 +99,15 @@ func New() *Metrics {
 		Namespace: Namespace, Name: "database_errors_total",
 		Help: "Database operations that failed, by operation.",
 	}, []string{"operation"})
+	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: Namespace, Name: "requests_refused_total",
+		Help: "Changes refused 429 by their principal's quota, by principal (networking-mlnx, a fabric's ib-kubernetes, ufm_pkeys:NAME) and reason (stored_bytes, jobs_per_minute).",
+	}, []string{"principal", "reason"})
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.applies, m.applyDuration, m.applyPhase,
-		m.httpRequests, m.httpDuration, m.dbErrors,
+		m.httpRequests, m.httpDuration, m.dbErrors, m.refused,
 	)
 	return m
 }
@@ -205,6 +212,12 @@ func (f *Fabric) LastApplyFailed() bool {
 // DatabaseError counts a failed database operation.
 func (m *Metrics) DatabaseError(operation string) {
 	m.dbErrors.WithLabelValues(operation).Inc()
+}
+
+// RequestRefused counts a change its principal's quota refused: principal
+// and reason take the few values the API's configuration gives them.
+func (m *Metrics) RequestRefused(principal, reason string) {
+	m.refused.WithLabelValues(principal, reason).Inc()
 }
 
 // HTTPRequest counts a request answered.

@@ -10,7 +10,8 @@ import (
 // a port that holds no membership before and after) is recorded at the current
 // revision with its job already Completed: there is nothing for OpenSM to do.
 // Every other change takes a new revision and its job completes once OpenSM has
-// applied that revision (or a later one).
+// applied that revision (or a later one), but one that changes nothing of what
+// is recorded, which is answered with its object's newest job (unchanged.go).
 
 // changeTx is one change, in its group's transaction, and what it has
 // decided so far.
@@ -27,6 +28,9 @@ type changeTx struct {
 	// places is the change's proof obligation (places.go), written with
 	// its job.
 	places promised
+	// reuse is the job a change that changes nothing is answered with
+	// (unchanged.go): record inserts none.
+	reuse *Job
 }
 
 // promise states places the change touches and what each must hold once
@@ -97,6 +101,10 @@ func (s *Store) record(ctx context.Context, g *changeGroups, what, id string, fn
 		j, err := fn(ctx, tx)
 		if err != nil {
 			return err
+		}
+		if tx.reuse != nil {
+			job = *tx.reuse
+			return nil
 		}
 		job, err = tx.job(ctx, j)
 		return err

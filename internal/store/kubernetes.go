@@ -487,8 +487,10 @@ func (s *Store) checkKubernetesMember(ctx context.Context, tx *changeTx, pkey fa
 }
 
 // RemoveKubernetesGUIDs takes GUIDs out of a Kubernetes pkey. GUIDs that are
-// not members, or a pkey that is not recorded, are nothing to remove: the
-// change is still recorded and proven, for last_updated's sake.
+// not members, or a pkey that is not recorded, are nothing to remove: such a
+// change is answered with the newest job of the pkey that its client
+// created (unchanged.go), and recorded and proven like any other only when
+// there is none or it failed (for last_updated's sake).
 func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) (Job, error) {
 	if err := s.rules.checkKubernetesPKey(r.PKey); err != nil {
 		return Job{}, err
@@ -497,35 +499,30 @@ func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) 
 		return Job{}, rejectf("pkey %s: no GUIDs to remove", r.PKey)
 	}
 	return s.record(ctx, s.kubeGroups, "remove GUIDs from pkey", r.PKey.String(), func(ctx context.Context, tx *changeTx) (Job, error) {
-		rev, err := tx.touches(ctx, true)
-		if err != nil {
-			return Job{}, err
-		}
 		// Another's pkey is no pkey of this client's: nothing to remove, as
 		// from an unknown one.
 		_, _, mine, err := s.ownPKey(ctx, tx.q, r.PKey)
 		if err != nil {
 			return Job{}, err
 		}
-		var removed, absent []string
-		for _, g := range r.GUIDs {
-			var n int64
-			if mine {
-				if n, err = tx.q.DeleteKubernetesMember(ctx, s.FabricName(), r.PKey, g); err != nil {
-					return Job{}, err
-				}
+		removed, absent, err := s.removeMembers(ctx, tx, r, mine)
+		if err != nil {
+			return Job{}, err
+		}
+		gone := false
+		if mine {
+			if gone, err = s.deleteIfEmpty(ctx, tx, r.PKey); err != nil {
+				return Job{}, err
 			}
-			if n == 0 {
-				// Not a member: the change promises nothing of it (an
-				// adopted member of the pkey, which ib-kubernetes never
-				// added, stays in it).
-				absent = append(absent, ufmGUID(g))
-			} else {
-				// A member's GUID is in no adopted partition (releaseGUIDs):
-				// it leaves the pkey.
-				removed = append(removed, ufmGUID(g))
-				tx.promise(Place{GUID: g, PKey: r.PKey, Want: WantAbsent})
+		}
+		if len(removed) == 0 && !gone {
+			if same, err := tx.unchangedKubernetes(ctx, r.PKey.String(), r.CreatedBy); err != nil || same {
+				return Job{}, err
 			}
+		}
+		rev, err := tx.touches(ctx, true)
+		if err != nil {
+			return Job{}, err
 		}
 		result := fmt.Sprintf("GUIDs %s are no members of Kubernetes pkey %s", summarise(removed, len(removed)), r.PKey)
 		if len(absent) > 0 {
@@ -535,13 +532,9 @@ func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) 
 			result = fmt.Sprintf("nothing to remove: %s are no members of Kubernetes pkey %s",
 				summarise(absent, len(absent)), r.PKey)
 		}
-		if mine {
-			if gone, err := s.deleteIfEmpty(ctx, tx, r.PKey); err != nil {
-				return Job{}, err
-			} else if gone {
-				result += fmt.Sprintf("; pkey %s had no member left and is removed (%s delete_empty)",
-					r.PKey, s.rules.section("ufm_pkeys"))
-			}
+		if gone {
+			result += fmt.Sprintf("; pkey %s had no member left and is removed (%s delete_empty)",
+				r.PKey, s.rules.section("ufm_pkeys"))
 		}
 		return kubernetesChanged(ctx, tx, rev, r.PKey, Job{
 			Operation:   OpRemoveKubernetesGUIDs,
@@ -550,6 +543,32 @@ func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) 
 			CreatedBy:   r.CreatedBy, Request: r.Request, RequestID: r.RequestID,
 		})
 	})
+}
+
+// removeMembers deletes the GUIDs of r that are members of its pkey (none
+// when the pkey is not the client's: mine) and promises them absent; it
+// returns those removed and those that were no members, as UFM writes them.
+func (s *Store) removeMembers(ctx context.Context, tx *changeTx, r KubernetesRemoval, mine bool) (removed, absent []string, err error) {
+	for _, g := range r.GUIDs {
+		var n int64
+		if mine {
+			if n, err = tx.q.DeleteKubernetesMember(ctx, s.FabricName(), r.PKey, g); err != nil {
+				return nil, nil, err
+			}
+		}
+		if n == 0 {
+			// Not a member: the change promises nothing of it (an adopted
+			// member of the pkey, which ib-kubernetes never added, stays in
+			// it).
+			absent = append(absent, ufmGUID(g))
+		} else {
+			// A member's GUID is in no adopted partition (releaseGUIDs): it
+			// leaves the pkey.
+			removed = append(removed, ufmGUID(g))
+			tx.promise(Place{GUID: g, PKey: r.PKey, Want: WantAbsent})
+		}
+	}
+	return removed, absent, nil
 }
 
 // DeleteKubernetesPKey deletes a Kubernetes pkey and its members;

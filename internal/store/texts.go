@@ -31,9 +31,13 @@ const (
 	// the job does; DescribeOpenJobs adds a second of at most maxDescription.
 	// Both fit MariaDB's text with room to spare.
 	MaxDescriptionLine = 8 << 10
-	// MaxRequest bounds the request a job keeps, the body as its client sent
-	// it (the API reads at most 1 MiB of it): MariaDB's mediumtext holds 16 MiB.
-	MaxRequest = 1 << 20
+	// MaxRequest bounds the request a job keeps, the body its client sent
+	// without the white space between its JSON tokens (the API reads at most
+	// 1 MiB of it). ib-kubernetes' largest change, 10,000 GUIDs with a
+	// membership each, is under 300 KiB so; a longer body is cut, saying so,
+	// and counts against its principal's quota as stored (internal/api's
+	// quota.go). MariaDB's mediumtext holds 16 MiB.
+	MaxRequest = 512 << 10
 	// MaxEnforcementLine bounds the OpenSM log line an enforcement error
 	// keeps.
 	MaxEnforcementLine = 4 << 10

@@ -90,9 +90,15 @@ type Queries interface {
 	CountKubernetesMembers(ctx context.Context, fabric string, owner string) (int64, error)
 	InsertForeignSM(ctx context.Context, arg InsertSecondSMParams) (int64, error)
 	KubernetesState(ctx context.Context, fabric string) (KubernetesStateRow, error)
+	// MarkKubernetesUnchanged moves last_updated to at, never back, while every
+	// Kubernetes change is applied: a change that changes nothing.
+	MarkKubernetesUnchanged(ctx context.Context, at *time.Time, fabric string) (int64, error)
 	LastApply(ctx context.Context, fabric string) (Apply, error)
 	MarkGUIDMoved(ctx context.Context, arg MarkGUIDMovedParams) (int64, error)
 	NewestJobID(ctx context.Context, fabric string) (int64, error)
+	// NewestJobOf is the newest job of an object that createdBy created on
+	// the fabric.
+	NewestJobOf(ctx context.Context, objectID string, objectType string, fabric string, createdBy string) (Job, error)
 	LastAudit(ctx context.Context, fabric string) ([]LastAuditRow, error)
 	Leadership(ctx context.Context, fabric string) (LeadershipRow, error)
 	ListAdoptedPartitions(ctx context.Context, fabric string) ([]AdoptedPartition, error)
@@ -111,6 +117,10 @@ type Queries interface {
 	NewTerm(ctx context.Context, fabric string, holder string, now *time.Time) (int64, error)
 	OpenJobsWithGUIDs(ctx context.Context, fabric string, revision int64) ([]OpenJobsWithGUIDsRow, error)
 	OpenJobPlaces(ctx context.Context, fabric string, revision int64) ([]OpenJobPlacesRow, error)
+	// PrincipalUsage counts createdBy's jobs of the fabric ("": of every
+	// fabric) created since recent, and the bytes of the requests of those
+	// created since since.
+	PrincipalUsage(ctx context.Context, recent time.Time, createdBy string, since time.Time, fabric string) (PrincipalUsageRow, error)
 	RecordApply(ctx context.Context, arg RecordApplyParams) (int64, error)
 	RecordApplyOfHistory(ctx context.Context, arg RecordApplyOfHistoryParams) (int64, error)
 	Revision(ctx context.Context, fabric string) (int64, error)

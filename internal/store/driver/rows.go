@@ -213,6 +213,12 @@ type KubernetesStateRow struct {
 	LastUpdated     *time.Time
 }
 
+// PrincipalUsageRow is PrincipalUsage's row.
+type PrincipalUsageRow struct {
+	RecentJobs   int64
+	RequestBytes int64
+}
+
 // LeadershipRow is Leadership's row.
 type LeadershipRow struct {
 	Term      int64

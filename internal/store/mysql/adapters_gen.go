@@ -224,6 +224,10 @@ func (q queries) KubernetesState(ctx context.Context, fabric string) (driver.Kub
 	return driver.KubernetesStateRow(r), err
 }
 
+func (q queries) MarkKubernetesUnchanged(ctx context.Context, at *time.Time, fabric string) (int64, error) {
+	return q.Queries.MarkKubernetesUnchanged(ctx, mysqldb.MarkKubernetesUnchangedParams{At: at, Fabric: fabric})
+}
+
 func (q queries) LastApply(ctx context.Context, fabric string) (driver.Apply, error) {
 	r, err := q.Queries.LastApply(ctx, fabric)
 	return driver.Apply(r), err
@@ -231,6 +235,11 @@ func (q queries) LastApply(ctx context.Context, fabric string) (driver.Apply, er
 
 func (q queries) MarkGUIDMoved(ctx context.Context, arg driver.MarkGUIDMovedParams) (int64, error) {
 	return q.Queries.MarkGUIDMoved(ctx, mysqldb.MarkGUIDMovedParams{MovedTo: arg.MovedTo, Now: arg.Now, Fabric: arg.Fabric, Guid: arg.GUID, SwitchGuid: arg.SwitchGUID, SwitchPort: arg.SwitchPort, Term: arg.Term})
+}
+
+func (q queries) NewestJobOf(ctx context.Context, objectID string, objectType string, fabric string, createdBy string) (driver.Job, error) {
+	r, err := q.Queries.NewestJobOf(ctx, mysqldb.NewestJobOfParams{ObjectID: objectID, ObjectType: objectType, Fabric: fabric, CreatedBy: createdBy})
+	return driver.Job(r), err
 }
 
 func (q queries) LastAudit(ctx context.Context, fabric string) ([]driver.LastAuditRow, error) {
@@ -310,6 +319,11 @@ func (q queries) OpenJobsWithGUIDs(ctx context.Context, fabric string, revision 
 func (q queries) OpenJobPlaces(ctx context.Context, fabric string, revision int64) ([]driver.OpenJobPlacesRow, error) {
 	rs, err := q.Queries.OpenJobPlaces(ctx, mysqldb.OpenJobPlacesParams{Fabric: fabric, Revision: revision})
 	return driver.Convert(rs, func(r mysqldb.OpenJobPlacesRow) driver.OpenJobPlacesRow { return driver.OpenJobPlacesRow(r) }), err
+}
+
+func (q queries) PrincipalUsage(ctx context.Context, recent time.Time, createdBy string, since time.Time, fabric string) (driver.PrincipalUsageRow, error) {
+	r, err := q.Queries.PrincipalUsage(ctx, mysqldb.PrincipalUsageParams{Recent: recent, CreatedBy: createdBy, Since: since, Fabric: fabric})
+	return driver.PrincipalUsageRow(r), err
 }
 
 func (q queries) RecordApply(ctx context.Context, arg driver.RecordApplyParams) (int64, error) {

@@ -197,6 +197,11 @@ func (q queries) MarkGUIDMoved(ctx context.Context, arg driver.MarkGUIDMovedPara
 	return q.Queries.MarkGUIDMoved(ctx, arg.MovedTo, arg.Now, arg.Fabric, arg.GUID, arg.SwitchGUID, arg.SwitchPort, arg.Term)
 }
 
+func (q queries) NewestJobOf(ctx context.Context, objectID string, objectType string, fabric string, createdBy string) (driver.Job, error) {
+	r, err := q.Queries.NewestJobOf(ctx, objectID, objectType, fabric, createdBy)
+	return driver.Job(r), err
+}
+
 func (q queries) LastAudit(ctx context.Context, fabric string) ([]driver.LastAuditRow, error) {
 	rs, err := q.Queries.LastAudit(ctx, fabric)
 	return driver.Convert(rs, func(r sqlitedb.LastAuditRow) driver.LastAuditRow { return driver.LastAuditRow(r) }), err
@@ -278,6 +283,11 @@ func (q queries) OpenJobsWithGUIDs(ctx context.Context, fabric string, revision 
 func (q queries) OpenJobPlaces(ctx context.Context, fabric string, revision int64) ([]driver.OpenJobPlacesRow, error) {
 	rs, err := q.Queries.OpenJobPlaces(ctx, fabric, revision)
 	return driver.Convert(rs, func(r sqlitedb.OpenJobPlacesRow) driver.OpenJobPlacesRow { return driver.OpenJobPlacesRow(r) }), err
+}
+
+func (q queries) PrincipalUsage(ctx context.Context, recent time.Time, createdBy string, since time.Time, fabric string) (driver.PrincipalUsageRow, error) {
+	r, err := q.Queries.PrincipalUsage(ctx, recent, createdBy, since, fabric)
+	return driver.PrincipalUsageRow(r), err
 }
 
 func (q queries) RecordApply(ctx context.Context, arg driver.RecordApplyParams) (int64, error) {

@@ -78,6 +78,7 @@ func Run(t *testing.T, engine string) {
 	tests = append(tests, fabricTests...)
 	tests = append(tests, statusTests...)
 	tests = append(tests, kubernetesTests...)
+	tests = append(tests, unchangedTests...)
 	tests = append(tests, qosTests...)
 	tests = append(tests, principalTests...)
 	tests = append(tests, groupTests...)

@@ -1,0 +1,160 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// unchangedTests: a change that changes nothing takes no revision and no
+// job row of its own, and a principal's usage is read from the jobs.
+var unchangedTests = []storeTest{
+	{"RemovalThatRemovesNothingTakesNoRevision", testUnchangedRemoval},
+	{"RemovalThatRemovesNothingAfterAFailureIsRecorded", testUnchangedAfterFailure},
+	{"UnchangedRemovalMovesLastUpdatedOnlyWhenAllIsApplied", testUnchangedLastUpdated},
+	{"PrincipalUsageCountsTheJobsOfItsCreator", testPrincipalUsage},
+}
+
+// removeNothing removes from pkey a GUID that is no member of it, as client.
+func removeNothing(t *testing.T, s *store.Store, pkey fabric.PKey, client string) store.Job {
+	t.Helper()
+	return mustKube(t)(s.RemoveKubernetesGUIDs(t.Context(), store.KubernetesRemoval{PKey: pkey,
+		GUIDs: []fabric.GUID{0x0002c90300009999}, CreatedBy: client, Request: "{}"}))
+}
+
+// jobCount is how many jobs the database holds, of every status.
+func jobCount(t *testing.T, s *store.Store) int64 {
+	t.Helper()
+	counts, err := s.CountJobsByStatus(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, c := range counts {
+		n += c
+	}
+	return n
+}
+
+// testUnchangedRemoval: removals that remove nothing are answered with the
+// pkey's newest job of their client, open or completed, and take neither a
+// revision nor a job row; the first removal from a pkey without any job of
+// its client is recorded, once.
+func testUnchangedRemoval(t *testing.T, s *store.Store) {
+	s = kubeStore(s)
+	ctx := t.Context()
+	added := mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidB))))
+	rev, jobs := revision(t, s), jobCount(t, s)
+	for i := range 20 {
+		if j := removeNothing(t, s, 0x1005, "ib-kubernetes"); j.ID != added.ID || j.Status != store.StatusPending {
+			t.Fatalf("removal %d answered job %d (%s), want the pending addition's %d", i, j.ID, j.Status, added.ID)
+		}
+	}
+	if got := revision(t, s); got != rev {
+		t.Errorf("20 removals of nothing took the revision from %d to %d", rev, got)
+	}
+	if got := jobCount(t, s); got != jobs {
+		t.Errorf("20 removals of nothing took the jobs from %d to %d", jobs, got)
+	}
+	// Another client's removal is not answered with this client's job.
+	other := removeNothing(t, s, 0x1005, "ufm_pkeys:nico")
+	if other.ID == added.ID || other.Revision != rev+1 {
+		t.Errorf("another client's removal = job %d at revision %d, want a job of its own at %d", other.ID, other.Revision, rev+1)
+	}
+	// A pkey never recorded: the first removal is recorded, the next not.
+	first := removeNothing(t, s, 0x1abc, "ib-kubernetes")
+	if again := removeNothing(t, s, 0x1abc, "ib-kubernetes"); again.ID != first.ID {
+		t.Errorf("the second removal from an unknown pkey = job %d, want the first's %d", again.ID, first.ID)
+	}
+	// A removal that removes a member is a change.
+	removed := mustKube(t)(s.RemoveKubernetesGUIDs(ctx, store.KubernetesRemoval{PKey: 0x1005,
+		GUIDs: []fabric.GUID{fabric.GUID(guidB)}, CreatedBy: "ib-kubernetes"}))
+	if removed.ID == added.ID || removed.Revision != revision(t, s) {
+		t.Errorf("a removal of a member = job %d at revision %d (now %d): want a new job and revision",
+			removed.ID, removed.Revision, revision(t, s))
+	}
+}
+
+// testUnchangedAfterFailure: when the pkey's newest job failed, a removal
+// that removes nothing is recorded and applied again.
+func testUnchangedAfterFailure(t *testing.T, s *store.Store) {
+	s = kubeStore(s)
+	ctx := t.Context()
+	added := mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidB))))
+	term, err := s.NewTerm(ctx, "manager-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.FailJob(ctx, term, added.ID, "the sweep failed"); err != nil || n != 1 {
+		t.Fatalf("FailJob = %d, %v", n, err)
+	}
+	rev := revision(t, s)
+	if j := removeNothing(t, s, 0x1005, "ib-kubernetes"); j.ID == added.ID || j.Revision != rev+1 || j.Status != store.StatusPending {
+		t.Errorf("removal after a failure = job %d at revision %d (%s), want a new pending job at %d", j.ID, j.Revision, j.Status, rev+1)
+	}
+}
+
+// testUnchangedLastUpdated: a removal answered with a completed job moves
+// last_updated past its time while nothing Kubernetes waits, never back; and
+// not while a Kubernetes change waits (its apply moves it).
+func testUnchangedLastUpdated(t *testing.T, s *store.Store) {
+	s = kubeStore(s)
+	ctx := t.Context()
+	at := time.Date(2026, 3, 4, 5, 6, 7, 250e6, time.UTC)
+	added := mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidB))))
+	term, err := s.NewTerm(ctx, "manager-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clockAt(s, at).CompleteJobs(ctx, term, added.Revision); err != nil {
+		t.Fatal(err)
+	}
+	later := at.Add(3 * time.Second)
+	if j := removeNothing(t, clockAt(s, later), 0x1005, "ib-kubernetes"); j.ID != added.ID || j.Status != store.StatusCompleted {
+		t.Fatalf("removal = job %d (%s), want the completed %d", j.ID, j.Status, added.ID)
+	}
+	want := time.Date(2026, 3, 4, 5, 6, 11, 0, time.UTC) // the whole second after later
+	if got, err := s.KubernetesLastUpdated(ctx); err != nil || got == nil || !got.Equal(want) {
+		t.Fatalf("last_updated = %v, %v after a removal at %v; want %v", got, err, later, want)
+	}
+	removeNothing(t, clockAt(s, at), 0x1005, "ib-kubernetes") // an earlier clock: never back
+	if got, _ := s.KubernetesLastUpdated(ctx); got == nil || !got.Equal(want) {
+		t.Errorf("last_updated = %v after a removal with an earlier clock; want %v", got, want)
+	}
+	// Another pkey's change waits: last_updated stays until it is applied.
+	mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1006, full(0x1111))))
+	removeNothing(t, clockAt(s, later.Add(time.Hour)), 0x1005, "ib-kubernetes")
+	if got, _ := s.KubernetesLastUpdated(ctx); got == nil || !got.Equal(want) {
+		t.Errorf("last_updated = %v while a Kubernetes change waits; want %v", got, want)
+	}
+}
+
+// testPrincipalUsage: a principal's jobs are counted by their creator, on
+// the view's fabric, since the times asked, with their requests' bytes.
+func testPrincipalUsage(t *testing.T, s *store.Store) {
+	s = kubeStore(s)
+	ctx := t.Context()
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	body := `{"pkey":"0x1005","guids":["é"]}` // bytes, not characters
+	add := func(now time.Time, pkey fabric.PKey, client string) {
+		a := kubeAdd(pkey, full(uint64(pkey)))
+		a.CreatedBy, a.Request = client, body
+		mustKube(t)(clockAt(s, now).AddKubernetesGUIDs(ctx, a))
+	}
+	add(at.Add(-2*time.Hour), 0x1001, "ib-kubernetes")
+	add(at.Add(-30*time.Minute), 0x1002, "ib-kubernetes")
+	add(at.Add(-10*time.Second), 0x1003, "ib-kubernetes")
+	add(at.Add(-5*time.Second), 0x1004, "ufm_pkeys:nico")
+	u, err := s.PrincipalUsage(ctx, "ib-kubernetes", at.Add(-time.Hour), at.Add(-time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (store.Usage{RecentJobs: 1, RequestBytes: 2 * int64(len(body))}); u != want {
+		t.Errorf("usage = %+v, want %+v (the request is %d bytes)", u, want, len(body))
+	}
+	if u, err := s.PrincipalUsage(ctx, "networking-mlnx", at.Add(-time.Hour), at.Add(-time.Minute)); err != nil || u != (store.Usage{}) {
+		t.Errorf("usage of a principal without jobs = %+v, %v", u, err)
+	}
+}

@@ -1,0 +1,59 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
+)
+
+// Changes that change nothing. A client that sends again what is recorded
+// (a retry, or a hostile client padding requests to fill the disk) gets no
+// revision and no job row of its own: it is answered with the newest job of
+// the same object that it created, which it may poll (networking-mlnx) or
+// whose outcome it is answered with (the pkeys API): Pending or Running
+// until the change that recorded what it asks for is applied, then
+// Completed. A change whose object has no such job, or whose newest job
+// failed, is recorded as any other, so that what failed is applied and
+// proven again.
+
+// unchanged answers the change with the newest job of object (objectType,
+// objectID) that createdBy created on the fabric, if there is one and it did
+// not fail: the change then takes no revision and inserts no job (record
+// returns that one). It says whether it did.
+func (c *changeTx) unchanged(ctx context.Context, objectType, objectID, createdBy string) (bool, error) {
+	j, err := c.q.NewestJobOf(ctx, objectID, objectType, c.fabric, createdBy)
+	if driver.IsNoRows(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("the newest job of %s %s: %w", objectType, objectID, err)
+	}
+	if j.Status == StatusFailed {
+		return false, nil
+	}
+	if _, err := c.touches(ctx, false); err != nil {
+		return false, err
+	}
+	c.reuse = &j
+	return true, nil
+}
+
+// unchangedKubernetes is unchanged for a Kubernetes change of pkey object.
+// Answered with a Completed job while every Kubernetes change is applied, it
+// moves last_updated to the next whole second: ib-kubernetes reads it in
+// whole seconds and holds its next change until it is after the server's
+// time of its last call, which this change's answer follows. An open job
+// moves it when it is applied.
+func (c *changeTx) unchangedKubernetes(ctx context.Context, objectID, createdBy string) (bool, error) {
+	ok, err := c.unchanged(ctx, ObjectPKey, objectID, createdBy)
+	if err != nil || !ok || c.reuse.Status != StatusCompleted {
+		return ok, err
+	}
+	at := c.now.UTC().Truncate(time.Second).Add(time.Second)
+	if _, err := c.q.MarkKubernetesUnchanged(ctx, &at, c.fabric); err != nil {
+		return false, fmt.Errorf("move last_updated: %w", err)
+	}
+	return true, nil
+}
