@@ -95,8 +95,13 @@ func runProbe() {
 	r.OpenSMConf = errText(err)
 	b, _ := json.Marshal(r)
 	report := fmt.Sprintf("probe-%d.json", r.PID)
-	if err := os.WriteFile(report+".tmp", b, 0o600); err == nil {
-		err = os.Rename(report+".tmp", report)
+	if err := os.WriteFile(report+".tmp", b, 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "probe: write the report:", err)
+		os.Exit(1)
+	}
+	if err := os.Rename(report+".tmp", report); err != nil {
+		fmt.Fprintln(os.Stderr, "probe: write the report:", err)
+		os.Exit(1)
 	}
 	logf, err := os.OpenFile(os.Getenv("PROBE_LOG"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
