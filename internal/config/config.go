@@ -170,11 +170,14 @@ type OpenSM struct {
 	ManagerContainer string
 	// Image is the image OpenSM's container runs (driver managed); "" for the
 	// image of the manager's container.
-	Image            string
-	Command          []string // the executable and its leading arguments
-	EnvFile          string   // KEY=VALUE lines added to OpenSM's environment; "" for none
-	ConfigDir        string   // where opensm.conf and partitions.conf are written
-	LogFile          string   // OpenSM's log, which the manager follows
+	Image   string
+	Command []string // the executable and its leading arguments
+	EnvFile string   // KEY=VALUE lines added to OpenSM's environment; "" for none
+	// User is whom the process driver runs OpenSM as ([opensm] user); "" for
+	// the manager's own user, which the manager warns of when it is root.
+	User             string
+	ConfigDir        string // where opensm.conf and partitions.conf are written
+	LogFile          string // OpenSM's log, which the manager follows
 	CheckInterval    time.Duration
 	SweepTimeout     time.Duration
 	FlatPKey         fabric.PKey
