@@ -42,6 +42,9 @@ type Config struct {
 	// PKeysClients are the [ufm_pkeys:NAME] sections, in file order: pkeys
 	// clients beside ib-kubernetes, each its own principal (pkeysclients.go).
 	PKeysClients []PKeysClient
+	// File is the file Load read ("" from Parse): the process driver hides
+	// its directory from OpenSM run as its own user.
+	File string
 }
 
 // Neutron is [neutron]: the cloud of a clouds.yaml whose Neutron
@@ -251,7 +254,14 @@ func Load(path string) (*Config, error) {
 		return nil, fmt.Errorf("reading configuration: %w", err)
 	}
 	defer f.Close()
-	return Parse(f, path)
+	c, err := Parse(f, path)
+	if err != nil {
+		return nil, err
+	}
+	if c.File, err = filepath.Abs(path); err != nil {
+		return nil, fmt.Errorf("reading configuration: %w", err)
+	}
+	return c, nil
 }
 
 // Parse reads a configuration file, applies the defaults and checks every value.
