@@ -105,7 +105,7 @@ func qosPolicyFile(cfg config.FabricConfig) string {
 func openSMUser(name string, log *slog.Logger) (*opensm.RunAs, error) {
 	if name == "" {
 		if os.Geteuid() == 0 {
-			log.Warn("OpenSM runs as root, the manager's user: it could read the manager's configuration (tokens, "+
+			log.Warn("OpenSM runs as root, the manager's user: it could read the manager's configuration (tokens, " +
 				"passwords) and write its database. Set [opensm] user = afm-opensm (docs/security.md)")
 		}
 		return nil, nil
