@@ -42,8 +42,9 @@ type Config struct {
 	// PKeysClients are the [ufm_pkeys:NAME] sections, in file order: pkeys
 	// clients beside ib-kubernetes, each its own principal (pkeysclients.go).
 	PKeysClients []PKeysClient
-	// File is the file Load read ("" from Parse): the process driver hides
-	// its directory from OpenSM run as its own user.
+	// File is the file the server read its configuration from (set by the
+	// server, "" elsewhere): the process driver hides its directory from
+	// OpenSM run as its own user.
 	File string
 }
 
@@ -254,14 +255,7 @@ func Load(path string) (*Config, error) {
 		return nil, fmt.Errorf("reading configuration: %w", err)
 	}
 	defer f.Close()
-	c, err := Parse(f, path)
-	if err != nil {
-		return nil, err
-	}
-	if c.File, err = filepath.Abs(path); err != nil {
-		return nil, fmt.Errorf("reading configuration: %w", err)
-	}
-	return c, nil
+	return Parse(f, path)
 }
 
 // Parse reads a configuration file, applies the defaults and checks every value.

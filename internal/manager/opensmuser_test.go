@@ -31,7 +31,7 @@ func TestOpenSMUser(t *testing.T) {
 	}
 }
 
-// TestHiddenFromOpenSM: the configuration file Load read and a SQLite
+// TestHiddenFromOpenSM: the server's configuration file and a SQLite
 // database are hidden from OpenSM; a server database has no file to hide.
 func TestHiddenFromOpenSM(t *testing.T) {
 	dir := t.TempDir()
@@ -51,6 +51,7 @@ func TestHiddenFromOpenSM(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		cfg.File = path // as the server sets it
 		if got := hiddenFromOpenSM(cfg); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: hidden %q, want %q", tc.connection, got, tc.want)
 		}
