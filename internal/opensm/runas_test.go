@@ -391,3 +391,52 @@ func TestConfigDirMayNotHoldTheManagersFiles(t *testing.T) {
 		t.Errorf("hiddenDirs: %v, %v, want /a/b and /x", dirs, err)
 	}
 }
+
+// TestHandOverNeverFollowsALink: OpenSM's user owns config_dir and may put
+// links there, as a file or as its cache directory, to what the manager's
+// root must never give it; handOver changes the links' targets never, and
+// the entries of config_dir and of its real subdirectories always.
+func TestHandOverNeverFollowsALink(t *testing.T) {
+	u := requireSMUser(t)
+	base := t.TempDir()
+	dir, outside := filepath.Join(base, "opensm"), filepath.Join(base, "outside")
+	for _, d := range []string{filepath.Join(dir, "cache"), filepath.Join(outside, "sub")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{filepath.Join(dir, "opensm.conf"), filepath.Join(dir, "cache", "guid2mkey"),
+		filepath.Join(outside, "afm.conf"), filepath.Join(outside, "sub", "afm.db")} {
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{"conf-link": filepath.Join(outside, "afm.conf"),
+		"dir-link": filepath.Join(outside, "sub"), "opensm.log": filepath.Join(outside, "afm.conf")} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := handOver(u, []string{dir}, []string{filepath.Join(dir, "opensm.log")}); err != nil {
+		t.Fatal(err)
+	}
+	owner := func(p string) uint32 {
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Uid
+	}
+	for _, p := range []string{dir, filepath.Join(dir, "opensm.conf"), filepath.Join(dir, "cache"),
+		filepath.Join(dir, "cache", "guid2mkey")} {
+		if got := owner(p); got != u.UID {
+			t.Errorf("%s: owner uid %d, want %s's %d", p, got, u.Name, u.UID)
+		}
+	}
+	for _, p := range []string{outside, filepath.Join(outside, "afm.conf"), filepath.Join(outside, "sub"),
+		filepath.Join(outside, "sub", "afm.db")} {
+		if got := owner(p); got != 0 {
+			t.Errorf("%s, a link's target: owner uid %d, want root's", p, got)
+		}
+	}
+}
