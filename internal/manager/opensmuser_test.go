@@ -17,17 +17,22 @@ import (
 func TestOpenSMUser(t *testing.T) {
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	if _, err := openSMUser("afm-no-such-user", log); err == nil ||
+	if _, err := openSMUser("afm-no-such-user", config.DriverProcess, log); err == nil ||
 		!strings.Contains(err.Error(), `[opensm] user: opensm: user "afm-no-such-user"`) {
 		t.Errorf("unknown user: %v, want an error naming [opensm] user and the user", err)
 	}
-	u, err := openSMUser("", log)
+	u, err := openSMUser("", config.DriverProcess, log)
 	if u != nil || err != nil {
 		t.Errorf("unset: %v, %v, want the manager's own user", u, err)
 	}
 	warned := strings.Contains(logs.String(), "level=WARN") && strings.Contains(logs.String(), "[opensm] user = afm-opensm")
 	if warned != (os.Geteuid() == 0) {
 		t.Errorf("root %v, warned %v: %s", os.Geteuid() == 0, warned, logs.String())
+	}
+	// OpenSM's container does not run as the manager: no warning.
+	logs.Reset()
+	if _, err := openSMUser("", config.DriverManaged, log); err != nil || logs.Len() > 0 {
+		t.Errorf("managed, unset: %v, logged %q; want nothing", err, logs.String())
 	}
 }
 

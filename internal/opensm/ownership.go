@@ -11,14 +11,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// handOver gives OpenSM's user its directories (config_dir, its cache) and
-// its log, at every start: an older manager left them root's, and files the
+// HandOver gives OpenSM's user its directories (config_dir, its cache) and
+// its log, at every start (the process driver's and the managed one's): an older manager left them root's, and files the
 // manager wrote since are given at their writing (WriteFileAtomic). Only
 // what is not the user's already is changed. Entries are reached through
 // descriptors opened without following symbolic links, one level down in
 // each directory and two in config_dir (its cache), so that a link OpenSM
 // planted in its own directory never has the manager chown anything else.
-func handOver(u *RunAs, dirs []string, files []string) error {
+func HandOver(u *RunAs, dirs []string, files []string) error {
 	for _, d := range dirs {
 		if d == "" {
 			continue

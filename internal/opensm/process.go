@@ -109,7 +109,7 @@ func (r *processRunner) Start(context.Context) (Instance, error) {
 		return nil, err
 	}
 	if u := r.cfg.User; u.switches() {
-		if err := handOver(u, r.ownDirs(env), []string{r.cfg.LogFile}); err != nil {
+		if err := HandOver(u, r.ownDirs(env), []string{r.cfg.LogFile}); err != nil {
 			return nil, err
 		}
 	}

@@ -93,6 +93,21 @@ var effectiveCaps = func() (uint64, error) {
 	return uint64(data[0].Effective) | uint64(data[1].Effective)<<32, nil
 }
 
+// CheckHandOver says why the manager could not hand OpenSM's files to u
+// (the managed driver, whose engine switches the user): it needs CAP_CHOWN,
+// and CAP_DAC_OVERRIDE to write into them once they are u's.
+func CheckHandOver(u *RunAs) error {
+	caps, err := effectiveCaps()
+	if err != nil {
+		return fmt.Errorf("opensm: user %s: read the manager's capabilities: %w", u.Name, err)
+	}
+	if caps&(1<<unix.CAP_CHOWN) == 0 || caps&(1<<unix.CAP_DAC_OVERRIDE) == 0 {
+		return fmt.Errorf("opensm: [opensm] user = %s, but the manager cannot hand config_dir to it: it lacks "+
+			"CAP_CHOWN or CAP_DAC_OVERRIDE (add them to its container), or leave [opensm] user unset", u.Name)
+	}
+	return nil
+}
+
 // checkSwitch says why the manager could not start OpenSM as u, so that a
 // manager that cannot fails at its start, not at OpenSM's first restart.
 func checkSwitch(u *RunAs) error {

@@ -417,7 +417,7 @@ func TestHandOverNeverFollowsALink(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := handOver(u, []string{dir}, []string{filepath.Join(dir, "opensm.log")}); err != nil {
+	if err := HandOver(u, []string{dir}, []string{filepath.Join(dir, "opensm.log")}); err != nil {
 		t.Fatal(err)
 	}
 	owner := func(p string) uint32 {
