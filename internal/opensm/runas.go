@@ -180,7 +180,7 @@ func hideDirs(dirs, keep []string) error {
 	for _, d := range dirs {
 		var under []string
 		for _, k := range keep {
-			if within(k, d) {
+			if within(k, d) && !slices.Contains(under, k) {
 				under = append(under, k)
 			}
 		}
