@@ -76,11 +76,13 @@ func LookupUser(name string) (*RunAs, error) {
 func (u *RunAs) switches() bool { return u != nil && int(u.UID) != os.Geteuid() }
 
 // capsToSwitch are what starting OpenSM as another user takes: the change of
-// uid and groups, and handing config_dir to it.
+// uid and groups, signals to another user's process (SIGHUP applies a
+// change), and handing config_dir to it.
 var capsToSwitch = []struct {
 	bit  int
 	name string
-}{{unix.CAP_SETUID, "CAP_SETUID"}, {unix.CAP_SETGID, "CAP_SETGID"}, {unix.CAP_CHOWN, "CAP_CHOWN"}}
+}{{unix.CAP_SETUID, "CAP_SETUID"}, {unix.CAP_SETGID, "CAP_SETGID"}, {unix.CAP_KILL, "CAP_KILL"},
+	{unix.CAP_CHOWN, "CAP_CHOWN"}}
 
 // effectiveCaps reads the calling thread's effective capabilities; a seam
 // for the test of a manager that lacks them.

@@ -354,7 +354,7 @@ func TestOpenSMUserNeedsCapabilities(t *testing.T) {
 	u := &RunAs{Name: smUser, UID: uint32(os.Geteuid()) + 4242, GID: 4242}
 	cfg := ProcessConfig{Command: []string{"opensm"}, Dir: t.TempDir(), LogFile: "/nonexistent/opensm.log", User: u}
 	err := cfg.Check()
-	for _, want := range []string{"[opensm] user = afm-opensm", "CAP_SETUID", "CAP_SETGID", "CAP_CHOWN"} {
+	for _, want := range []string{"[opensm] user = afm-opensm", "CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Check: %v, want it to say %q", err, want)
 		}
