@@ -50,6 +50,13 @@ for f in "$config" "$logrotate"; do
 done
 IFS=: read -r _ _ uid _ _ home shell < <(getent passwd $NAME) || die "no system user $NAME"
 ((uid < 1000)) && [[ $shell == /usr/sbin/nologin ]] || die "user $NAME is uid $uid with shell $shell, want a system user"
+IFS=: read -r _ _ smuid _ _ _ smshell < <(getent passwd afm-opensm) || die "no system user afm-opensm"
+((smuid < 1000)) && [[ $smshell == /usr/sbin/nologin && $(id -Gn afm-opensm) == afm-opensm ]] ||
+	die "user afm-opensm is uid $smuid in groups $(id -Gn afm-opensm), want a system user in its own group only"
+grep -qx 'user = afm-opensm' "$config" || die "$config does not run OpenSM as afm-opensm on a first install"
+rules=/lib/udev/rules.d/91-$NAME.rules
+grep -q 'KERNEL=="umad\*".*GROUP="afm-opensm"' "$rules" && grep -q 'KERNEL=="issm\*".*GROUP="afm-opensm"' "$rules" ||
+	die "$rules does not give the umad and issm devices to afm-opensm"
 say "$binary: $($binary --version)"
 say "$config $(mode "$config"), $ro $(mode "$ro"), $state $(mode "$state"), user $NAME uid $uid"
 
@@ -68,7 +75,9 @@ say "dpkg -r: binary and unit gone, conffiles kept"
 
 dpkg --purge $NAME >/tmp/dpkg.log 2>&1 || { cat /tmp/dpkg.log; die "dpkg --purge failed"; }
 ! dpkg-query -W $NAME >/dev/null 2>&1 || die "dpkg still knows $NAME after --purge"
-! getent passwd $NAME >/dev/null && ! getent group $NAME >/dev/null || die "dpkg --purge left the user or group $NAME"
+for u in $NAME afm-opensm; do
+	! getent passwd $u >/dev/null && ! getent group $u >/dev/null || die "dpkg --purge left the user or group $u"
+done
 snapshot >/tmp/after
 diff /tmp/before /tmp/after || die "the file system after dpkg --purge differs from before dpkg -i (above)"
 say "dpkg --purge: no file, user or group of the package left"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/manager"
@@ -39,6 +40,9 @@ func loadRunConfig(path string, level slog.Level) (*config.Config, *slog.Logger,
 	cfg, err := config.Load(path)
 	if err != nil {
 		return nil, nil, err
+	}
+	if cfg.File, err = filepath.Abs(path); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	log := newLogger(cfg.Log.Format, level)
 	slog.SetDefault(log)

@@ -42,6 +42,10 @@ type Config struct {
 	// PKeysClients are the [ufm_pkeys:NAME] sections, in file order: pkeys
 	// clients beside ib-kubernetes, each its own principal (pkeysclients.go).
 	PKeysClients []PKeysClient
+	// File is the file the server read its configuration from (set by the
+	// server, "" elsewhere): the process driver hides its directory from
+	// OpenSM run as its own user.
+	File string
 }
 
 // Neutron is [neutron]: the cloud of a clouds.yaml whose Neutron
@@ -202,11 +206,14 @@ type OpenSM struct {
 	ManagerContainer string
 	// Image is the image OpenSM's container runs (driver managed); "" for the
 	// image of the manager's container.
-	Image            string
-	Command          []string // the executable and its leading arguments
-	EnvFile          string   // KEY=VALUE lines added to OpenSM's environment; "" for none
-	ConfigDir        string   // where opensm.conf and partitions.conf are written
-	LogFile          string   // OpenSM's log, which the manager follows
+	Image   string
+	Command []string // the executable and its leading arguments
+	EnvFile string   // KEY=VALUE lines added to OpenSM's environment; "" for none
+	// User is whom the process driver runs OpenSM as ([opensm] user); "" for
+	// the manager's own user, which the manager warns of when it is root.
+	User             string
+	ConfigDir        string // where opensm.conf and partitions.conf are written
+	LogFile          string // OpenSM's log, which the manager follows
 	CheckInterval    time.Duration
 	SweepTimeout     time.Duration
 	FlatPKey         fabric.PKey

@@ -275,6 +275,7 @@ var badValues = []struct {
 	{"opensm", "command", `opensm \`, "backslash that escapes nothing"},
 	{"opensm", "command", `"" -d0`, "no executable"},
 	{"opensm", "env_file", "opensm.env", "want an absolute path"},
+	{"opensm", "user", "afm opensm", "want a user name"},
 	{"opensm", "partitions_template", "partitions.conf.j2", "want an absolute path"},
 	{"opensm", "shared_default_partition", "TRUE!", "want true or false"},
 	{"opensm", "config_dir", "opensm", "want an absolute path"},

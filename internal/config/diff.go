@@ -105,6 +105,7 @@ var keyGetters = []keyGetter{
 	{"opensm", "manager_container", func(c *Config) any { return c.Fabrics[0].OpenSM.ManagerContainer }},
 	{"opensm", "image", func(c *Config) any { return c.Fabrics[0].OpenSM.Image }},
 	{"opensm", "command", func(c *Config) any { return c.Fabrics[0].OpenSM.Command }},
+	{"opensm", "user", func(c *Config) any { return c.Fabrics[0].OpenSM.User }},
 	{"opensm", "env_file", func(c *Config) any { return c.Fabrics[0].OpenSM.EnvFile }},
 	{"opensm", "config_dir", func(c *Config) any { return c.Fabrics[0].OpenSM.ConfigDir }},
 	{"opensm", "log_file", func(c *Config) any { return c.Fabrics[0].OpenSM.LogFile }},

@@ -43,7 +43,7 @@ var diffChanges = map[string]string{
 	"[ha] ha": "true", "[ha] lease_timeout": "40",
 	"[opensm] driver": "docker", "[opensm] container": "sm2", "[opensm] manager_container": "afm2",
 	"[opensm] image": "opensm:2", "[opensm] command": "opensm -v", "[opensm] env_file": "/etc/afm/opensm.env",
-	"[opensm] config_dir": "/var/lib/afm2", "[opensm] log_file": "/var/log/opensm2.log",
+	"[opensm] config_dir": "/var/lib/afm2", "[opensm] user": "afm-opensm2", "[opensm] log_file": "/var/log/opensm2.log",
 	"[opensm] check_interval": "5", "[opensm] sweep_timeout": "5", "[opensm] flat_pkey": "0x7ffd",
 	"[opensm] default_partition": "Default=0x7fff : ALL=limited, SELF=full ;", "[opensm] hardening": "keys",
 	"[opensm] m_key_protection_level": "1", "[opensm] m_key_lease_period": "30",

@@ -185,6 +185,7 @@ var sections = []section{
 			c.Fabrics[0].OpenSM.Command = words
 			return nil
 		}},
+		{key: "user", set: into(setUserName, func(c *Config) *string { return &c.Fabrics[0].OpenSM.User })},
 		{key: "env_file", set: into(setAbsPath, func(c *Config) *string { return &c.Fabrics[0].OpenSM.EnvFile })},
 		{key: "config_dir", def: "/var/lib/alternative-fabric-manager/opensm",
 			set: into(setAbsPath, func(c *Config) *string { return &c.Fabrics[0].OpenSM.ConfigDir })},
@@ -663,6 +664,18 @@ func checkLimitedDefaultPartition(section, line string) []error {
 
 // containerName is what Docker accepts as a container's name.
 var containerName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
+
+// userName is what useradd accepts (its default NAME_REGEX, with upper case
+// and dots), so that a typo such as a blank is refused at load.
+var userName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*[$]?$`)
+
+func setUserName(dst *string, v string) error {
+	if v != "" && !userName.MatchString(v) {
+		return errors.New("want a user name (such as afm-opensm), or nothing for the manager's own user")
+	}
+	*dst = v
+	return nil
+}
 
 func setContainerName(dst *string, v string) error {
 	if !containerName.MatchString(v) {

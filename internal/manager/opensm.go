@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 
@@ -98,6 +99,39 @@ func qosPolicyFile(cfg config.FabricConfig) string {
 	return filepath.Join(cfg.OpenSM.ConfigDir, opensm.QoSPolicyFileName)
 }
 
+// openSMUser resolves [opensm] user: nil runs OpenSM as the manager's own
+// user (driver process) or the image's (managed), which a root manager of
+// the process driver warns of, since OpenSM then holds every right the
+// manager has. A user that does not exist stops the start.
+func openSMUser(name, driver string, log *slog.Logger) (*opensm.RunAs, error) {
+	if name == "" {
+		if os.Geteuid() == 0 && driver == config.DriverProcess {
+			log.Warn("OpenSM runs as root, the manager's user: it could read the manager's configuration (tokens, " +
+				"passwords) and write its database. Set [opensm] user = afm-opensm (docs/security.md)")
+		}
+		return nil, nil
+	}
+	u, err := opensm.LookupUser(name)
+	if err != nil {
+		return nil, fmt.Errorf("[opensm] user: %w", err)
+	}
+	return u, nil
+}
+
+// hiddenFromOpenSM are the manager's files OpenSM run as its own user must
+// not reach: the configuration file and the SQLite database (a server
+// database's password is in the configuration).
+func hiddenFromOpenSM(c *config.Config) []string {
+	var hide []string
+	if c.File != "" {
+		hide = append(hide, c.File)
+	}
+	if conn, err := config.ParseConnection(c.Database.Connection); err == nil && conn.Engine == config.EngineSQLite {
+		hide = append(hide, conn.DSN)
+	}
+	return hide
+}
+
 // newSupervisor returns the supervisor of OpenSM run or watched the way
 // [opensm] driver says (a child process, a container of its own, or someone
 // else's container), the flavour of that OpenSM, and what releases the
@@ -109,9 +143,23 @@ func newSupervisor(ctx context.Context, cfg config.FabricConfig, confFile, cache
 		if err != nil {
 			return nil, 0, nil, fmt.Errorf("[opensm] command: %w", err)
 		}
-		return opensm.NewProcess(opensm.ProcessConfig{Command: o.Command, ConfFile: confFile,
+		pc := opensm.ProcessConfig{Command: o.Command, ConfFile: confFile,
 			EnvFile: o.EnvFile, Dir: o.ConfigDir, CacheDir: cacheDir, LogFile: o.LogFile,
-			StatusFile: statusFile, Logger: log}), flavour, func() {}, nil
+			StatusFile: statusFile, Hide: hiddenFromOpenSM(cfg.Config), Logger: log}
+		if pc.User, err = openSMUser(o.User, o.Driver, log); err != nil {
+			return nil, 0, nil, err
+		}
+		if err := pc.Check(); err != nil {
+			return nil, 0, nil, fmt.Errorf("[opensm] user: %w", err)
+		}
+		return opensm.NewProcess(pc), flavour, func() {}, nil
+	}
+	user, err := openSMUser(o.User, o.Driver, log)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if user != nil && o.Driver == config.DriverDocker {
+		log.Warn("[opensm] user does nothing with driver = docker: the container's own user runs OpenSM", "user", o.User)
 	}
 	cli, err := smcontainer.Connect(ctx)
 	if err != nil {
@@ -124,7 +172,8 @@ func newSupervisor(ctx context.Context, cfg config.FabricConfig, confFile, cache
 	case config.DriverManaged:
 		sm, flavour, err = smcontainer.PrepareManaged(ctx, smcontainer.ManagedConfig{Client: cli, Name: o.Container,
 			Manager: o.ManagerContainer, Image: o.Image, Command: o.Command, ConfFile: confFile, EnvFile: o.EnvFile,
-			ConfigDir: o.ConfigDir, CacheDir: cacheDir, LogFile: o.LogFile, StatusFile: statusFile, Logger: log})
+			ConfigDir: o.ConfigDir, CacheDir: cacheDir, LogFile: o.LogFile, StatusFile: statusFile, User: user,
+			Logger: log})
 	case config.DriverDocker:
 		sm, flavour, err = smcontainer.PrepareExternal(ctx, smcontainer.ExternalConfig{Client: cli, Name: o.Container,
 			ConfigDir: o.ConfigDir, LogFile: o.LogFile, StatusFile: statusFile, Logger: log}, o.Command)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
 )
 
 // WriteFileAtomic replaces path with data so that a reader sees either the old
@@ -47,6 +49,9 @@ func ReplaceFile(path string, data []byte, mode os.FileMode) (durable func() err
 			os.Remove(tmp.Name())
 		}
 	}()
+	if err = giveToDirOwner(tmp, dir); err != nil {
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
 	if _, err = tmp.Write(data); err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
@@ -68,6 +73,28 @@ func ReplaceFile(path string, data []byte, mode os.FileMode) (durable func() err
 		}
 		return nil
 	}, nil
+}
+
+// giveToDirOwner gives a file a root manager writes into a directory of
+// another user to that user: config_dir is OpenSM's user's when [opensm]
+// user is set (runas.go), and OpenSM reads opensm.conf (0600) and the
+// partitions file there at every start and SIGHUP. Elsewhere, and from a
+// manager that is not root, the file stays the writer's.
+func giveToDirOwner(f *os.File, dir string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return fmt.Errorf("stat the directory: %w", err)
+	}
+	if st.Uid == 0 {
+		return nil
+	}
+	if err := f.Chown(int(st.Uid), int(st.Gid)); err != nil {
+		return fmt.Errorf("give it to the directory's owner (uid %d): %w", st.Uid, err)
+	}
+	return nil
 }
 
 func syncDir(dir string) error {

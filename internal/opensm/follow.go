@@ -221,8 +221,12 @@ func (l *LogFollower) poll() (progressed bool, err error) {
 }
 
 // open opens the file at path, if it exists, and places the read offset.
+//
+// Never through a symbolic link: OpenSM's user owns the log's directory
+// (runas.go) and could put one there to a file only the manager may read,
+// whose lines would then reach the manager's log and the jobs' texts.
 func (l *LogFollower) open() error {
-	f, err := os.Open(l.path)
+	f, err := os.OpenFile(l.path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil // not there yet (or rotated away and not yet re-created)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -194,5 +195,25 @@ func TestFollowerHandsOutAnAbandonedBox(t *testing.T) {
 	l.patience = 10 * time.Millisecond
 	if e := mustNext(t, l, "state_mgr_sweep_hop_0:"); e.Title != "" {
 		t.Errorf("box title %q, want none yet", e.Title)
+	}
+}
+
+// TestFollowerNeverReadsThroughALink: OpenSM's user owns the log's directory
+// and could put a link there to a file only the manager may read; its lines
+// are never handed out as OpenSM's.
+func TestFollowerNeverReadsThroughALink(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "afm.conf")
+	opensmtest.AppendLog(t, secret, subnetUpLine)
+	path := filepath.Join(dir, "opensm.log")
+	if err := os.Symlink(secret, path); err != nil {
+		t.Fatal(err)
+	}
+	l := FollowLog(path, Position{})
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if e, err := l.Next(ctx); err == nil || !errors.Is(err, syscall.ELOOP) {
+		t.Fatalf("Next = %+v, %v; want ELOOP, nothing of the linked file", e, err)
 	}
 }

@@ -7,10 +7,13 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // ProcessConfig says how to run OpenSM as the manager's child.
@@ -30,7 +33,28 @@ type ProcessConfig struct {
 	// StatusFile, if set, receives the supervisor's Status as JSON at every
 	// change, for --status, which runs in another process.
 	StatusFile string
-	Logger     *slog.Logger // nil: slog.Default()
+	// User, if set and not the manager's own, is whom OpenSM runs as, in a
+	// namespace where Hide's files are out of its reach (runas.go).
+	User *RunAs
+	// Hide are the files OpenSM's user must not read: the manager's
+	// configuration file and its SQLite database.
+	Hide   []string
+	Logger *slog.Logger // nil: slog.Default()
+}
+
+// Check says why OpenSM could never be started as c says, so that the
+// manager refuses to start rather than fail at OpenSM's first (re)start.
+func (c ProcessConfig) Check() error {
+	if len(c.Command) == 0 {
+		return errors.New("opensm: no command configured")
+	}
+	if !c.User.switches() {
+		return nil
+	}
+	if err := checkSwitch(c.User); err != nil {
+		return err
+	}
+	return checkHidden(c.Dir, c.Hide)
 }
 
 // NewProcess returns a Supervisor of OpenSM run as the manager's child
@@ -48,8 +72,8 @@ func NewProcess(c ProcessConfig) *Supervisor {
 	}
 	s := NewSupervisor(&processRunner{cfg: c}, SupervisorConfig{LogFile: c.LogFile, StatusFile: c.StatusFile,
 		Logger: c.Logger})
-	if len(c.Command) == 0 {
-		s.invalid = errors.New("opensm: no command configured")
+	if err := c.Check(); err != nil {
+		s.invalid = err
 	}
 	return s
 }
@@ -77,14 +101,34 @@ func (p *process) String() string        { return fmt.Sprintf("pid %d", p.proc.P
 func (p *process) Signal(_ context.Context, sig syscall.Signal) error { return p.proc.Signal(sig) }
 func (p *process) Kill(context.Context) error                         { return p.proc.Kill() }
 
-// Start starts one OpenSM with the environment file's variables.
+// Start starts one OpenSM with the environment file's variables, as its
+// user when one is set, in its directories handed to that user.
 func (r *processRunner) Start(context.Context) (Instance, error) {
 	env, err := r.environment()
 	if err != nil {
 		return nil, err
 	}
+	if u := r.cfg.User; u.switches() {
+		if err := HandOver(u, r.ownDirs(env), []string{r.cfg.LogFile}); err != nil {
+			return nil, err
+		}
+	}
 	return r.start(env)
 }
+
+// ownDirs are OpenSM's own directories: config_dir and its cache.
+func (r *processRunner) ownDirs(env []string) []string {
+	dirs := []string{r.cfg.Dir}
+	if c := CacheDirOf(env); !within(c, r.cfg.Dir) {
+		dirs = append(dirs, c)
+	}
+	return dirs
+}
+
+// keptEnv are the manager's variables OpenSM gets: where to find programs,
+// and the locale. Nothing else of the manager's environment, which may hold
+// whatever its service manager or container was given, reaches OpenSM.
+var keptEnv = []string{"PATH", "TZ", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES"}
 
 func (r *processRunner) environment() ([]string, error) {
 	var extra []string
@@ -98,7 +142,13 @@ func (r *processRunner) environment() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(os.Environ(), extra...), nil // later entries win
+	var env []string
+	for _, k := range keptEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return append(env, extra...), nil // later entries win
 }
 
 // start starts one OpenSM.
@@ -122,7 +172,7 @@ func (r *processRunner) start(env []string) (*process, error) {
 	go func() {
 		runtime.LockOSThread()
 		// In this thread only, which is never unlocked: see syslog.go.
-		if err := isolateFromSyslog(); err != nil {
+		if err := r.confine(env); err != nil {
 			started <- err
 			return
 		}
@@ -134,6 +184,9 @@ func (r *processRunner) start(env []string) (*process, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{
 			Setpgid:   true,
 			Pdeathsig: syscall.SIGKILL,
+		}
+		if u := r.cfg.User; u.switches() {
+			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: u.Groups}
 		}
 		if err := cmd.Start(); err != nil {
 			started <- err
@@ -153,6 +206,39 @@ func (r *processRunner) start(env []string) (*process, error) {
 		return nil, fmt.Errorf("opensm: start %s: %w", r.cfg.Command[0], err)
 	}
 	return inst, nil
+}
+
+// confine makes the calling thread, locked and never returned to the
+// runtime's pool, a place to start OpenSM from: one where it cannot reach
+// syslog (syslog.go) and, with a user of its own, cannot reach the
+// manager's files (runas.go), and where it inherits none of the manager's
+// ambient capabilities (the systemd unit gives the manager some, per thread).
+func (r *processRunner) confine(env []string) error {
+	nsErr, err := isolateFromSyslog()
+	if err != nil {
+		return err
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("opensm: drop the ambient capabilities OpenSM would inherit: %w", err)
+	}
+	u := r.cfg.User
+	if !u.switches() {
+		return nil
+	}
+	if nsErr != nil {
+		if err := checkUnreadable(u, r.cfg.Hide, nsErr); err != nil {
+			return err
+		}
+		return checkSearchable(u, r.cfg.Dir)
+	}
+	dirs, err := hiddenDirs(r.cfg.Hide)
+	if err != nil {
+		return err
+	}
+	if err := hideDirs(dirs, append(r.ownDirs(env), filepath.Dir(r.cfg.LogFile))); err != nil {
+		return err
+	}
+	return checkSearchable(u, r.cfg.Dir)
 }
 
 func exitStatus(state *os.ProcessState, waitErr error) string {

@@ -28,7 +28,8 @@ import (
 const helperEnv = "OPENSM_TEST_HELPER"
 
 func TestMain(m *testing.M) {
-	testenv.Main(m, helperEnv, map[string]func(){"manager": runManagerHelper, "syslog": runSyslogHelper})
+	testenv.Main(m, helperEnv, map[string]func(){"manager": runManagerHelper, "syslog": runSyslogHelper,
+		"probe": runProbe})
 }
 
 const (

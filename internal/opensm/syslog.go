@@ -44,21 +44,23 @@ var errSyslogReachable = errors.New("OpenSM would reach syslog")
 // returned to the runtime's pool, a place from which OpenSM started by it
 // cannot reach syslog: a mount namespace with a private /dev, or, when none
 // can be made, the manager's own view if /dev/log is unreachable from it.
-func isolateFromSyslog() error {
-	nsErr := newMountNamespace()
+// nsErr says why no namespace was made (nil: the thread has one of its own,
+// where runas.go hides the manager's files too).
+func isolateFromSyslog() (nsErr, err error) {
+	nsErr = newMountNamespace()
 	if nsErr == nil {
 		if err := privateDev(); err != nil {
-			return fmt.Errorf("opensm: give OpenSM a /dev without log: %w", err)
+			return nil, fmt.Errorf("opensm: give OpenSM a /dev without log: %w", err)
 		}
-		return nil
+		return nil, nil
 	}
 	if syslogReachable(syslogPath) {
-		return fmt.Errorf("%w at %s, where it logs its options with their keys, and the manager cannot give it a "+
+		return nsErr, fmt.Errorf("%w at %s, where it logs its options with their keys, and the manager cannot give it a "+
 			"/dev of its own (a mount namespace: %v); OpenSM is not started. Hide %s from the manager: the "+
 			"systemd unit's InaccessiblePaths=%s, or no %s mounted into its container; or let it make a mount "+
 			"namespace (CAP_SYS_ADMIN)", errSyslogReachable, syslogPath, nsErr, syslogPath, syslogPath, syslogPath)
 	}
-	return nil
+	return nsErr, nil
 }
 
 // syslogReachable says whether a syslog client could send to path: a

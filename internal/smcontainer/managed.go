@@ -40,6 +40,10 @@ type ManagedConfig struct {
 	// CacheDir is OpenSM's cache directory, as opensm.ProcessConfig's; it
 	// must be on a mount of the manager (config_dir is).
 	CacheDir string
+	// User, if set, is whom OpenSM's container runs as (its numeric ids, as
+	// the manager's container resolves them): config_dir, the cache and the
+	// log are handed to it at every start, as by the process driver.
+	User *opensm.RunAs
 	// StatusFile, if set, receives the supervisor's status (opensm.Status as
 	// JSON) at every change, for --status.
 	StatusFile string
@@ -93,6 +97,11 @@ func PrepareManaged(ctx context.Context, c ManagedConfig) (*opensm.Supervisor, f
 		}
 	}
 	// The mount is the one this manager writes to: it runs in that container.
+	if c.User != nil {
+		if err := opensm.CheckHandOver(c.User); err != nil {
+			return nil, 0, err
+		}
+	}
 	if err := checkSharedDir(ctx, c.Client, c.Manager, c.ConfigDir, "config_dir"); err != nil {
 		return nil, 0, fmt.Errorf("%w (is this manager running in container %s?)", err, c.Manager)
 	}
@@ -166,6 +175,11 @@ func (m *Managed) launch(ctx context.Context) (*openSMContainer, error) {
 	if err != nil {
 		return nil, err
 	}
+	if u := m.cfg.User; u != nil {
+		if err := opensm.HandOver(u, []string{m.cfg.ConfigDir, opensm.CacheDirOf(env)}, []string{m.cfg.LogFile}); err != nil {
+			return nil, err
+		}
+	}
 	cctx, cancel := context.WithTimeout(ctx, engineTimeout)
 	defer cancel()
 	created, err := m.cfg.Client.ContainerCreate(cctx, client.ContainerCreateOptions{
@@ -176,6 +190,7 @@ func (m *Managed) launch(ctx context.Context) (*openSMContainer, error) {
 			Cmd:        args,
 			Env:        env,
 			WorkingDir: m.cfg.ConfigDir,
+			User:       m.containerUser(),
 			Labels:     map[string]string{roleLabel: roleOpenSM, managerLabel: m.manager.ID},
 		},
 		HostConfig: m.hostConfig(mounts),
@@ -214,6 +229,27 @@ func (m *Managed) launch(ctx context.Context) (*openSMContainer, error) {
 	return inst, nil
 }
 
+// groupAdd are the supplementary groups of OpenSM's user, such as the one
+// its devices are given to.
+func (m *Managed) groupAdd() []string {
+	var groups []string
+	if u := m.cfg.User; u != nil {
+		for _, g := range u.Groups {
+			groups = append(groups, fmt.Sprint(g))
+		}
+	}
+	return groups
+}
+
+// containerUser is OpenSM's container's user ("uid:gid"), "" for the
+// image's.
+func (m *Managed) containerUser() string {
+	if u := m.cfg.User; u != nil {
+		return fmt.Sprintf("%d:%d", u.UID, u.GID)
+	}
+	return ""
+}
+
 // hostConfig is OpenSM's container's: in the manager's PID namespace, on the
 // host network, with mounts, and with no privilege.
 func (m *Managed) hostConfig(mounts []mount.Mount) *container.HostConfig {
@@ -233,6 +269,7 @@ func (m *Managed) hostConfig(mounts []mount.Mount) *container.HostConfig {
 		// InfiniBand devices alone (see devices).
 		CapDrop:     []string{"ALL"},
 		SecurityOpt: []string{"no-new-privileges"},
+		GroupAdd:    m.groupAdd(),
 		Resources: container.Resources{
 			Devices:           m.devices(),
 			DeviceCgroupRules: hc.DeviceCgroupRules,

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/moby/moby/api/types/container"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 )
 
 // A privileged manager's container (every device and capability of the host)
@@ -34,5 +36,19 @@ func TestManagedNeverCopiesThePrivilege(t *testing.T) {
 	}
 	if hc.PidMode != "container:f00d" || hc.LogConfig.Type != "none" || !hc.AutoRemove {
 		t.Errorf("pid mode %q, log %q, auto-remove %v", hc.PidMode, hc.LogConfig.Type, hc.AutoRemove)
+	}
+}
+
+// With [opensm] user, OpenSM's container runs as the user's ids, with its
+// supplementary groups (the devices' group); without it, as the image says.
+func TestManagedRunsAsOpenSMUser(t *testing.T) {
+	mgr := &container.InspectResponse{ID: "f00d", HostConfig: &container.HostConfig{}}
+	m := &Managed{manager: mgr, log: slog.New(slog.DiscardHandler)}
+	if u, g := m.containerUser(), m.hostConfig(nil).GroupAdd; u != "" || len(g) > 0 {
+		t.Errorf("no user: container user %q, groups %v; want the image's", u, g)
+	}
+	m.cfg.User = &opensm.RunAs{Name: "afm-opensm", UID: 998, GID: 997, Groups: []uint32{996}}
+	if u, g := m.containerUser(), m.hostConfig(nil).GroupAdd; u != "998:997" || !slices.Equal(g, []string{"996"}) {
+		t.Errorf("afm-opensm: container user %q, groups %v; want 998:997 and 996", u, g)
 	}
 }

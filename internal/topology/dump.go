@@ -118,7 +118,7 @@ func (d *Dump) Parses() int {
 // meanwhile must be read again before its identity says anything). The
 // content is read into buf when it has room.
 func readStable(path string, buf []byte) ([]byte, fileID, error) {
-	f, err := os.Open(path)
+	f, err := openNoFollow(path)
 	if err != nil {
 		return nil, fileID{}, err
 	}

@@ -30,6 +30,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"syscall"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 )
@@ -136,9 +137,21 @@ func (t *Topology) HostPorts() []fabric.GUID {
 	return slices.Sorted(maps.Keys(t.behind))
 }
 
+// openNoFollow opens the dump, never through a symbolic link: OpenSM's
+// user owns dump_files_dir (config_dir) and could put one there to a file
+// only the manager may read, whose lines a parse error would quote.
+func openNoFollow(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+}
+
 // Load reads the dump at path, for instance <dump_files_dir>/opensm-subnet.lst.
 func Load(path string) (*Topology, error) {
-	data, err := os.ReadFile(path)
+	f, err := openNoFollow(path)
+	if err != nil {
+		return nil, fmt.Errorf("read OpenSM's subnet dump: %w", err)
+	}
+	data, err := io.ReadAll(f)
+	f.Close()
 	if err != nil {
 		return nil, fmt.Errorf("read OpenSM's subnet dump: %w", err)
 	}

@@ -3,9 +3,11 @@ package topology
 import (
 	"errors"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
@@ -128,5 +130,28 @@ func TestBadDumps(t *testing.T) {
 func TestLoadMissingFile(t *testing.T) {
 	if _, err := Load(filepath.Join(t.TempDir(), FileName)); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("error %v, want a not-exist error", err)
+	}
+}
+
+// TestDumpNeverReadThroughALink: OpenSM's user owns dump_files_dir and could
+// put there, as the dump, a link to a file only the manager may read; neither
+// Load nor a Dump reads it, and the error quotes none of it.
+func TestDumpNeverReadThroughALink(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "afm.conf")
+	if err := os.WriteFile(secret, []byte("token = s3cret-token-never-quoted\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, FileName)
+	if err := os.Symlink(secret, path); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if err == nil || strings.Contains(err.Error(), "s3cret") || !errors.Is(err, syscall.ELOOP) {
+		t.Errorf("Load through a link: %v, want ELOOP without the file's text", err)
+	}
+	_, err = NewDump(path).Load()
+	if err == nil || strings.Contains(err.Error(), "s3cret") || !errors.Is(err, syscall.ELOOP) {
+		t.Errorf("Dump.Load through a link: %v, want ELOOP without the file's text", err)
 	}
 }
