@@ -79,7 +79,7 @@ func (s *Store) RecordDuplicateGUIDs(ctx context.Context, term int64, seen []Dup
 	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
 		for _, d := range seen {
 			n, err := q.UpsertDuplicateGUID(ctx, driver.UpsertDuplicateGUIDParams{Fabric: s.FabricName(), GUID: d.GUID,
-				Kind: d.Kind, Places: strings.Join(d.Places, " "), Line: boundText(d.Line, MaxEnforcementLine),
+				Kind: d.Kind, Places: strings.Join(d.Places, " "), Line: logLine(d.Line),
 				Now: now, Occurrences: d.Count, Term: term})
 			if err != nil {
 				return fmt.Errorf("GUID %s: %w", d.GUID, err)

@@ -147,7 +147,7 @@ func (s *Store) RecordEnforcementErrors(ctx context.Context, term int64, seen []
 	now := s.now()
 	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
 		for _, e := range seen {
-			line := boundText(e.Line, MaxEnforcementLine)
+			line := logLine(e.Line)
 			n, err := q.UpsertEnforcementError(ctx, driver.UpsertEnforcementErrorParams{Fabric: s.FabricName(), SwitchGUID: e.Switch,
 				Port: int64(e.Port), Line: line, Now: now, Term: term})
 			if err != nil {
