@@ -140,7 +140,7 @@ func (mgr *Manager) wireFabrics(ctx context.Context, plans []fabricPlan, checker
 func (mgr *Manager) wireHealth() *health.Checker {
 	mgr.metrics = metrics.New()
 	// The leader writes its heartbeat every elector CheckInterval.
-	return &health.Checker{HeartbeatTimeout: leader.HeartbeatTimeout}
+	return &health.Checker{HeartbeatTimeout: leader.HeartbeatTimeout, Log: mgr.log}
 }
 
 // registerState registers each fabric's collectors that read its recorded
