@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -46,5 +47,15 @@ func TestJobTextsServedEscaped(t *testing.T) {
 		if v.Description != want || v.Summary != want {
 			t.Errorf("%s job served as %q, %q; want %q", j.Status, v.Description, v.Summary, want)
 		}
+	}
+}
+
+// Every answer writes DEL, the C1 controls and U+202E of a text it quotes
+// (a node's description, a name in a refusal) as JSON escapes.
+func TestAnswersEscapeTerminalControls(t *testing.T) {
+	rec := httptest.NewRecorder()
+	writeJSON(rec, http.StatusOK, map[string]string{"description": "h1\u202e\u009b2J\x7f\x1b"})
+	if got, want := rec.Body.String(), `{"description":"h1\u202e\u009b2J\u007f\u001b"}`+"\n"; got != want {
+		t.Errorf("answer %q, want %q", got, want)
 	}
 }
