@@ -246,6 +246,8 @@ func (c *Checker) fabricReady(ctx context.Context, f Fabric) verdict {
 	var reasons []string
 	if _, err := f.DB.Revision(ctx); err != nil {
 		reasons = append(reasons, c.withheld(f.Name, "the database does not answer", err))
+	} else {
+		c.forget(f.Name, "the database does not answer")
 	}
 	if f.Self.LeaderTerm() != 0 {
 		if !f.SM.Running() {
@@ -254,6 +256,8 @@ func (c *Checker) fabricReady(ctx context.Context, f Fabric) verdict {
 		if d, ok := f.SM.(SupervisorError); ok {
 			if err := d.LastError(); err != nil {
 				reasons = append(reasons, c.withheld(f.Name, "the OpenSM driver's last operation failed", err))
+			} else {
+				c.forget(f.Name, "the OpenSM driver's last operation failed")
 			}
 		}
 		if f.Self.LastApplyFailed() {
@@ -281,6 +285,14 @@ func (c *Checker) fabricReady(ctx context.Context, f Fabric) verdict {
 		reasons = append(reasons, why)
 	}
 	return verdict{"follower", reasons}
+}
+
+// forget makes the next error of what be logged, whatever it is: what
+// ended (a database restarted), and its next error is news.
+func (c *Checker) forget(fabric, what string) {
+	c.mu.Lock()
+	delete(c.logged, fabric+"\x00"+what)
+	c.mu.Unlock()
 }
 
 // withheld is the reason what, for /readyz, which answers anyone: a driver's

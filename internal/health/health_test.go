@@ -246,6 +246,35 @@ func TestReadyWithholdsErrors(t *testing.T) {
 	}
 }
 
+// TestReadyLogsTheErrorAgainAfterARecovery: a database that comes back and
+// fails again alike (a restart, then another outage) is logged again: the
+// second outage is news, though its error reads the same.
+func TestReadyLogsTheErrorAgainAfterARecovery(t *testing.T) {
+	down := errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+	db := &flakyDB{err: down}
+	var log strings.Builder
+	c := &Checker{Fabrics: []Fabric{{Name: "default", DB: db, Self: self{term: 4}, SM: sm{running: true}}},
+		Log: slog.New(slog.NewTextHandler(&log, nil))}
+	for _, err := range []error{down, down, nil, down} {
+		db.err = err
+		if r := c.Ready(context.Background()); r.OK() != (err == nil) {
+			t.Fatalf("Ready = %+v with the database's error %v", r, err)
+		}
+	}
+	if n := strings.Count(log.String(), "connection refused"); n != 2 {
+		t.Errorf("the log has the error %d times, want twice (each outage once):\n%s", n, log.String())
+	}
+}
+
+// flakyDB answers with err, which a test changes between checks.
+type flakyDB struct{ err error }
+
+func (f *flakyDB) Revision(context.Context) (int64, error) { return 1, f.err }
+
+func (f *flakyDB) Leadership(context.Context) (store.Leadership, error) {
+	return store.Leadership{}, f.err
+}
+
 // leaseErr is a lease that cannot be read.
 type leaseErr struct{ err error }
 
