@@ -129,11 +129,12 @@ func boundChars(s string, n int) string {
 
 // boundJob bounds the texts of a job about to be inserted.
 // A request is kept as JSON with the characters a terminal acts on
-// escaped as JSON escapes them (escape.JSON): the same document to a reader.
+// escaped as JSON escapes them (escape.JSON): the same document to a reader;
+// cleaned first, so that a byte no engine stores reads as U+FFFD, as before.
 func boundJob(j Job) Job {
 	j.Description = jobText(j.Description, MaxDescriptionLine)
 	j.Result = jobText(j.Result, MaxJobText)
-	j.Request = boundText(string(escape.JSON([]byte(j.Request))), MaxRequest)
+	j.Request = boundText(string(escape.JSON([]byte(cleanText(j.Request)))), MaxRequest)
 	return j
 }
 
