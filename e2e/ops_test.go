@@ -329,6 +329,12 @@ func TestReadyzFlipsWhenTheDatabaseStops(t *testing.T) {
 	if !strings.HasPrefix(r.Fabrics["default"], "the database does not answer") {
 		t.Errorf("/readyz's fabrics while the database is down = %q, want the default fabric's reason", r.Fabrics)
 	}
+	// /readyz answers anyone: the driver's error, which names the server's
+	// address and the user, is in the log alone.
+	if body, _ := json.Marshal(r); strings.Contains(string(body), "127.0.0.1") || strings.Contains(string(body), "user=") {
+		t.Errorf("/readyz while the database is down carries the driver's error: %s", body)
+	}
+	m.waitLog(`"msg":"readiness: the database does not answer"`, `"error":`)
 	resp, err := m.client.Get(m.url + "/healthz")
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Errorf("/healthz while the database is down: %v %v; want 200 (liveness)", resp.StatusCode, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/applier"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/audit"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/escape"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/manager"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
@@ -47,7 +48,7 @@ func runAuditCommand(ctx context.Context, path, fabricName string, asJSON bool, 
 			return err
 		}
 		if asJSON {
-			enc := json.NewEncoder(w)
+			enc := json.NewEncoder(escape.JSONWriter(w))
 			enc.SetIndent("", "  ")
 			if err := enc.Encode(s); err != nil {
 				return err
@@ -102,15 +103,16 @@ func auditVerdict(s audit.Summary) error {
 }
 
 // printAudit writes an audit as a table, a line per partition, then every
-// finding.
+// finding, each value escaped: an owner is named by its network's name,
+// which a tenant chose.
 func printAudit(w io.Writer, s audit.Summary) error {
-	fmt.Fprintf(w, "audit of revision %d: %d host ports, %d read, in %s; switch enforcement %s\n",
+	escape.Fprintf(w, "audit of revision %d: %d host ports, %d read, in %s; switch enforcement %s\n",
 		s.Revision, s.Ports, s.Read, s.Took.Round(time.Millisecond), map[bool]string{true: "checked",
 			false: "not checked (the fabric does not report it)"}[s.EnforcementChecked])
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PKEY\tPARTITION\tMEMBERS\tFINDINGS")
 	for _, p := range s.Partitions {
-		fmt.Fprintf(tw, "0x%04x\t%s\t%d\t%s\n", p.PKey, p.Owner, p.Members, audit.CountsText(p.Findings))
+		escape.Fprintf(tw, "0x%04x\t%s\t%d\t%s\n", p.PKey, p.Owner, p.Members, audit.CountsText(p.Findings))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -119,7 +121,7 @@ func printAudit(w io.Writer, s audit.Summary) error {
 		_, err := fmt.Fprintln(w, "clean: every port holds what the recorded state says, and nothing else")
 		return err
 	}
-	fmt.Fprintf(w, "findings (%s):\n", audit.CountsText(s.Counts()))
+	escape.Fprintf(w, "findings (%s):\n", audit.CountsText(s.Counts()))
 	for _, f := range s.Findings {
 		mark := " "
 		switch {
@@ -128,7 +130,7 @@ func printAudit(w io.Writer, s audit.Summary) error {
 		case f.HostOnly:
 			mark = "~" // the host's own table lies; its switch port is right: that port held alone
 		}
-		fmt.Fprintf(w, " %s %s: %s\n", mark, f.Kind, f.Text)
+		escape.Fprintf(w, " %s %s: %s\n", mark, f.Kind, f.Text)
 	}
 	return nil
 }

@@ -28,12 +28,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/escape"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/neutronimport"
 )
 
@@ -79,7 +81,8 @@ func main() {
 	if code := exitCode(err); code != exitFailed && code != exitUsage {
 		os.Exit(code) // a verdict (--status): printed already
 	}
-	fmt.Fprintf(os.Stderr, "alternative-fabric-manager: %v\n", err)
+	// An error's lines are the program's; what it quotes may be a tenant's.
+	fmt.Fprintf(os.Stderr, "alternative-fabric-manager: %s\n", escape.Lines(err.Error()))
 	os.Exit(exitCode(err))
 }
 
@@ -207,11 +210,20 @@ func dispatch(ctx context.Context, f *flags, log *slog.Logger, level slog.Level,
 // machines, or key=value text for people (slog's text handler writes
 // durations as 1.5s, not in nanoseconds).
 func newLogger(format string, level slog.Level) *slog.Logger {
+	return newLoggerTo(os.Stderr, format, level)
+}
+
+// newLoggerTo is newLogger's logger, writing to w. A logged text may quote a
+// tenant's (a network's name in an audit's finding): the text handler
+// quotes every value and message with a control or format character as Go
+// does (\x1b, \u202e); the JSON handler escapes the C0 controls only, and the
+// rest (DEL, C1, U+202E) is escaped on its way out (escape.JSONWriter).
+func newLoggerTo(w io.Writer, format string, level slog.Level) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
 	if format == "text" {
-		return slog.New(slog.NewTextHandler(os.Stderr, opts))
+		return slog.New(slog.NewTextHandler(w, opts))
 	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	return slog.New(slog.NewJSONHandler(escape.JSONWriter(w), opts))
 }
 
 func countTrue(flags ...bool) int {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/escape"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/status"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
@@ -152,7 +153,7 @@ func confirmSwitches(ctx context.Context, cfg config.FabricConfig, st *store.Sto
 	}
 	fmt.Fprintf(w, "confirmed %d switches as the fabric's expected switches:\n", len(switches))
 	for _, sw := range topo.Switches() {
-		fmt.Fprintf(w, "  %s  %s  (%d ports)\n", sw.GUID, sw.Description, sw.Ports)
+		escape.Fprintf(w, "  %s  %s  (%d ports)\n", sw.GUID, sw.Description, sw.Ports)
 	}
 	return nil
 }
@@ -169,7 +170,7 @@ func showEnforcementErrors(ctx context.Context, st *store.Store, w io.Writer) er
 	}
 	unattributed := false
 	for _, e := range errs {
-		fmt.Fprintf(w, "%s  first seen %s  last seen %s  %d times\n    %s\n", e.SwitchPort(),
+		escape.Fprintf(w, "%s  first seen %s  last seen %s  %d times\n    %s\n", e.SwitchPort(),
 			e.FirstSeen.Format(time.RFC3339), e.LastSeen.Format(time.RFC3339), e.Count, e.Line)
 		unattributed = unattributed || e.Switch == store.Unattributed
 	}

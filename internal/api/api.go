@@ -21,6 +21,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/escape"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/health"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
@@ -380,6 +381,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
 	}
+	// An answer quotes tenants' texts (node descriptions, names in a
+	// refusal) that clients log and people curl: DEL, the C1 controls and
+	// U+202E go as JSON escapes, which encoding/json leaves raw.
+	b = escape.JSON(b)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/escape"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
@@ -31,9 +32,11 @@ type jobView struct {
 // ufmTime is UFM's timestamp form: UTC, no zone.
 const ufmTime = "2006-01-02 15:04:05"
 
+// viewJob is job j as its client reads it, its texts escaped as the store
+// writes them (escape.Lines): a row written before did not escape them.
 func viewJob(j store.Job) jobView {
 	v := jobView{
-		ID: strconv.FormatInt(j.ID, 10), Status: j.Status, Description: j.Description,
+		ID: strconv.FormatInt(j.ID, 10), Status: j.Status, Description: escape.Lines(j.Description),
 		RelatedObjects: []string{j.NetworkID}, Created: j.CreatedAt.UTC().Format(ufmTime),
 		LastUpdated: j.UpdatedAt.UTC().Format(ufmTime), CreatedBy: j.CreatedBy, Operation: j.Operation,
 	}
@@ -45,9 +48,9 @@ func viewJob(j store.Job) jobView {
 	}
 	switch j.Status {
 	case store.StatusCompleted:
-		v.Progress, v.Summary = 100, j.Result
+		v.Progress, v.Summary = 100, escape.Lines(j.Result)
 	case store.StatusFailed:
-		v.Progress, v.Summary = 100, j.Error
+		v.Progress, v.Summary = 100, escape.Lines(j.Error)
 	}
 	return v
 }

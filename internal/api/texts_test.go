@@ -2,9 +2,11 @@ package api
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
 
@@ -30,5 +32,30 @@ func TestBodyOfInvalidUTF8IsRecorded(t *testing.T) {
 				t.Fatalf("GET job: %d %s", resp.StatusCode, answer)
 			}
 		})
+	}
+}
+
+// A job's texts are served with the characters a terminal acts on escaped,
+// as the store now writes them, from a row written before it did too: a
+// client's log or an operator's curl prints them.
+func TestJobTextsServedEscaped(t *testing.T) {
+	const raw = "Not completing: network net\x1b[8m\u202e\r\nclean"
+	const want = `Not completing: network net\x1b[8m\u202e\r` + "\n" + "clean"
+	for _, j := range []store.Job{{Status: store.StatusCompleted, Description: raw, Result: raw},
+		{Status: store.StatusFailed, Description: raw, Error: raw}} {
+		v := viewJob(j)
+		if v.Description != want || v.Summary != want {
+			t.Errorf("%s job served as %q, %q; want %q", j.Status, v.Description, v.Summary, want)
+		}
+	}
+}
+
+// Every answer writes DEL, the C1 controls and U+202E of a text it quotes
+// (a node's description, a name in a refusal) as JSON escapes.
+func TestAnswersEscapeTerminalControls(t *testing.T) {
+	rec := httptest.NewRecorder()
+	writeJSON(rec, http.StatusOK, map[string]string{"description": "h1\u202e\u009b2J\x7f\x1b"})
+	if got, want := rec.Body.String(), `{"description":"h1\u202e\u009b2J\u007f\u001b"}`+"\n"; got != want {
+		t.Errorf("answer %q, want %q", got, want)
 	}
 }

@@ -27,7 +27,8 @@ func (l leaseSays) LiveLeader(context.Context) (bool, string, error) { return l.
 // fabric's readiness, in every case below, are byte for byte those of
 // testdata/answers/, which the checker wrote before its fabrics became
 // one list (the default first): the list changes how the checker is built,
-// not what it answers.
+// not what it answers. Since then, only an error's text left them: /readyz
+// withholds it (TestReadyWithholdsErrors).
 func TestAnswersUnchanged(t *testing.T) {
 	down := errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
 	live := store.Leadership{Term: 9, Holder: "b pid 2", Heartbeat: at(time.Second)}

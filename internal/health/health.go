@@ -11,6 +11,7 @@ package health
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -94,10 +95,13 @@ type Checker struct {
 	HeartbeatTimeout time.Duration
 	// Timeout bounds the database reads of one check; 0: 3 s.
 	Timeout time.Duration
+	// Log is where a reason's error goes (withheld); nil: nowhere.
+	Log *slog.Logger
 
-	mu    sync.Mutex
-	loops []*Loop
-	now   func() time.Time // the clock; nil: time.Now (tests set it)
+	mu     sync.Mutex
+	loops  []*Loop
+	now    func() time.Time  // the clock; nil: time.Now (tests set it)
+	logged map[string]string // the error last logged for each fabric's reason
 }
 
 func (c *Checker) clock() func() time.Time {
@@ -241,7 +245,9 @@ func (c *Checker) judge(ctx context.Context, fabrics []Fabric) []verdict {
 func (c *Checker) fabricReady(ctx context.Context, f Fabric) verdict {
 	var reasons []string
 	if _, err := f.DB.Revision(ctx); err != nil {
-		reasons = append(reasons, "the database does not answer: "+err.Error())
+		reasons = append(reasons, c.withheld(f.Name, "the database does not answer", err))
+	} else {
+		c.forget(f.Name, "the database does not answer")
 	}
 	if f.Self.LeaderTerm() != 0 {
 		if !f.SM.Running() {
@@ -249,7 +255,9 @@ func (c *Checker) fabricReady(ctx context.Context, f Fabric) verdict {
 		}
 		if d, ok := f.SM.(SupervisorError); ok {
 			if err := d.LastError(); err != nil {
-				reasons = append(reasons, "the OpenSM driver's last operation failed: "+err.Error())
+				reasons = append(reasons, c.withheld(f.Name, "the OpenSM driver's last operation failed", err))
+			} else {
+				c.forget(f.Name, "the OpenSM driver's last operation failed")
 			}
 		}
 		if f.Self.LastApplyFailed() {
@@ -264,7 +272,7 @@ func (c *Checker) fabricReady(ctx context.Context, f Fabric) verdict {
 		live, why, err := f.Leader.LiveLeader(ctx)
 		switch {
 		case err != nil:
-			reasons = append(reasons, "the leadership cannot be read: "+err.Error())
+			reasons = append(reasons, c.withheld(f.Name, "the leadership cannot be read", err))
 		case !live:
 			reasons = append(reasons, "no live leader: "+why)
 		}
@@ -272,11 +280,40 @@ func (c *Checker) fabricReady(ctx context.Context, f Fabric) verdict {
 	}
 	l, err := f.DB.Leadership(ctx)
 	if err != nil {
-		reasons = append(reasons, "the leadership cannot be read: "+err.Error())
+		reasons = append(reasons, c.withheld(f.Name, "the leadership cannot be read", err))
 	} else if why := LeaderGone(l, time.Now(), c.HeartbeatTimeout); why != "" {
 		reasons = append(reasons, why)
 	}
 	return verdict{"follower", reasons}
+}
+
+// forget makes the next error of what be logged, whatever it is: what
+// ended (a database restarted), and its next error is news.
+func (c *Checker) forget(fabric, what string) {
+	c.mu.Lock()
+	delete(c.logged, fabric+"\x00"+what)
+	c.mu.Unlock()
+}
+
+// withheld is the reason what, for /readyz, which answers anyone: a driver's
+// error names the database's host, port and user, a Docker engine's its
+// socket. The error goes to the log when it differs from the last one
+// logged for the reason (a probe asks every few seconds).
+func (c *Checker) withheld(fabric, what string, err error) string {
+	key, text := fabric+"\x00"+what, err.Error()
+	c.mu.Lock()
+	fresh := c.logged[key] != text
+	if fresh {
+		if c.logged == nil {
+			c.logged = map[string]string{}
+		}
+		c.logged[key] = text
+	}
+	c.mu.Unlock()
+	if fresh && c.Log != nil {
+		c.Log.Warn("readiness: "+what, "fabric", fabric, "error", err)
+	}
+	return what + " (the manager's log has the error)"
 }
 
 // LeaderGone says why the leadership row shows no live leader at now: none

@@ -2,7 +2,9 @@ package health
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -72,9 +74,9 @@ func TestReady(t *testing.T) {
 			[]string{"OpenSM is not running"}},
 		{"leader whose driver failed and last apply failed", &Checker{Fabrics: defaultOnly(fakeDB{}, self{term: 4, failed: true},
 			sm{running: true, err: errors.New("SIGHUP: no such process")})}, "leader",
-			[]string{"the OpenSM driver's last operation failed: SIGHUP", "the last apply failed"}},
+			[]string{"the OpenSM driver's last operation failed (the manager's log has the error)", "the last apply failed"}},
 		{"leader without database", &Checker{Fabrics: defaultOnly(fakeDB{err: down}, self{term: 4}, sm{running: true})}, "leader",
-			[]string{"the database does not answer: dial tcp"}},
+			[]string{"the database does not answer (the manager's log has the error)"}},
 		{"follower with a live leader", &Checker{Fabrics: defaultOnly(fakeDB{l: live}, self{}, sm{}), HeartbeatTimeout: 10 * time.Second},
 			"follower", nil},
 		{"follower with a dead leader", &Checker{Fabrics: defaultOnly(fakeDB{l: store.Leadership{Term: 4, Holder: "a pid 1", Heartbeat: at(time.Minute)}},
@@ -205,9 +207,75 @@ func TestReadyFabricsReadAtOnce(t *testing.T) {
 		{Name: "hung", DB: hungDB{}, Self: self{}, SM: sm{}},
 		{Name: "storage", DB: fakeDB{l: live}, Self: self{}, SM: sm{}},
 	}}
+	var log strings.Builder
+	c.Log = slog.New(slog.NewTextHandler(&log, nil))
 	r := c.Ready(context.Background())
 	if r.OK() || r.Fabrics["default"] != ReadyVerdict || r.Fabrics["storage"] != ReadyVerdict ||
-		!strings.HasPrefix(r.Fabrics["hung"], "the database does not answer: context deadline exceeded") {
-		t.Errorf("Ready = %+v; want only the hung fabric failing, on its deadline", r)
+		!strings.HasPrefix(r.Fabrics["hung"], "the database does not answer") ||
+		!strings.Contains(log.String(), `fabric=hung error="context deadline exceeded"`) {
+		t.Errorf("Ready = %+v, logged %q; want only the hung fabric failing, on its deadline", r, log.String())
 	}
 }
+
+// TestReadyWithholdsErrors: /readyz answers anyone, so its reasons carry no
+// database driver's, lease's or OpenSM driver's error text (a host, a port, a
+// user); the manager's log has each, once while it stays the same.
+func TestReadyWithholdsErrors(t *testing.T) {
+	secret := errors.New(`failed to connect to host=db7.internal user=afm database=afm: password authentication failed`)
+	for _, tt := range []struct {
+		name string
+		fab  Fabric
+	}{
+		{"the database", Fabric{Name: "default", DB: fakeDB{err: secret}, Self: self{term: 4}, SM: sm{running: true}}},
+		{"the OpenSM driver", Fabric{Name: "default", DB: fakeDB{}, Self: self{term: 4}, SM: sm{running: true, err: secret}}},
+		{"the leadership", Fabric{Name: "default", DB: fakeDB{}, Self: self{}, SM: sm{}, Leader: leaseErr{secret}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var log strings.Builder
+			c := &Checker{Fabrics: []Fabric{tt.fab}, Log: slog.New(slog.NewTextHandler(&log, nil))}
+			for range 3 {
+				r := c.Ready(context.Background())
+				if body, _ := json.Marshal(r); r.OK() || strings.Contains(string(body), "db7") {
+					t.Fatalf("/readyz answers %s", body)
+				}
+			}
+			if n := strings.Count(log.String(), "db7.internal"); n != 1 {
+				t.Errorf("the log has the error %d times, want once:\n%s", n, log.String())
+			}
+		})
+	}
+}
+
+// TestReadyLogsTheErrorAgainAfterARecovery: a database that comes back and
+// fails again alike (a restart, then another outage) is logged again: the
+// second outage is news, though its error reads the same.
+func TestReadyLogsTheErrorAgainAfterARecovery(t *testing.T) {
+	down := errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+	db := &flakyDB{err: down}
+	var log strings.Builder
+	c := &Checker{Fabrics: []Fabric{{Name: "default", DB: db, Self: self{term: 4}, SM: sm{running: true}}},
+		Log: slog.New(slog.NewTextHandler(&log, nil))}
+	for _, err := range []error{down, down, nil, down} {
+		db.err = err
+		if r := c.Ready(context.Background()); r.OK() != (err == nil) {
+			t.Fatalf("Ready = %+v with the database's error %v", r, err)
+		}
+	}
+	if n := strings.Count(log.String(), "connection refused"); n != 2 {
+		t.Errorf("the log has the error %d times, want twice (each outage once):\n%s", n, log.String())
+	}
+}
+
+// flakyDB answers with err, which a test changes between checks.
+type flakyDB struct{ err error }
+
+func (f *flakyDB) Revision(context.Context) (int64, error) { return 1, f.err }
+
+func (f *flakyDB) Leadership(context.Context) (store.Leadership, error) {
+	return store.Leadership{}, f.err
+}
+
+// leaseErr is a lease that cannot be read.
+type leaseErr struct{ err error }
+
+func (l leaseErr) LiveLeader(context.Context) (bool, string, error) { return false, "", l.err }

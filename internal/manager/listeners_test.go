@@ -1,8 +1,10 @@
 package manager
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,5 +40,40 @@ func TestListenersBoundClients(t *testing.T) {
 	if m.ReadHeaderTimeout != a.ReadHeaderTimeout || m.ReadTimeout != a.ReadTimeout || m.IdleTimeout != a.IdleTimeout {
 		t.Errorf("metrics: read header %s, read %s, idle %s; the API's: %s, %s, %s", m.ReadHeaderTimeout,
 			m.ReadTimeout, m.IdleTimeout, a.ReadHeaderTimeout, a.ReadTimeout, a.IdleTimeout)
+	}
+}
+
+// TestClearTextOffLoopbackWarns: a listener off loopback without TLS is
+// warned of at the start, naming its key: the token crosses the network in
+// clear. On loopback, or with TLS, nothing is said.
+func TestClearTextOffLoopbackWarns(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		tls  bool
+		warn bool
+	}{
+		{"127.0.0.1:0", false, false},
+		{"localhost:0", false, false},
+		{"[::1]:0", false, false},
+		{":0", false, true},
+		{"0.0.0.0:0", false, true},
+		{"0.0.0.0:0", true, false},
+	} {
+		var log strings.Builder
+		cfg := config.Default()
+		mgr := &Manager{cfg: &cfg, log: slog.New(slog.NewTextHandler(&log, nil)),
+			servers: []*namedServer{{name: "API", key: "listen", addr: tc.addr, srv: &http.Server{}, tls: tc.tls}}}
+		if tc.tls {
+			mgr.servers[0].srv.TLSConfig = &tls.Config{}
+		}
+		if err := mgr.listen(); err != nil {
+			t.Fatalf("%s: %v", tc.addr, err)
+		}
+		mgr.servers[0].close()
+		warned := strings.Contains(log.String(), "level=WARN msg=\"serving off loopback without TLS") &&
+			strings.Contains(log.String(), `key="[api] listen"`)
+		if warned != tc.warn {
+			t.Errorf("listen = %s, tls %t: warned %t, want %t:\n%s", tc.addr, tc.tls, warned, tc.warn, log.String())
+		}
 	}
 }

@@ -140,7 +140,7 @@ func (mgr *Manager) wireFabrics(ctx context.Context, plans []fabricPlan, checker
 func (mgr *Manager) wireHealth() *health.Checker {
 	mgr.metrics = metrics.New()
 	// The leader writes its heartbeat every elector CheckInterval.
-	return &health.Checker{HeartbeatTimeout: leader.HeartbeatTimeout}
+	return &health.Checker{HeartbeatTimeout: leader.HeartbeatTimeout, Log: mgr.log}
 }
 
 // registerState registers each fabric's collectors that read its recorded
@@ -276,6 +276,12 @@ func (mgr *Manager) Close() {
 	mgr.closers = nil
 }
 
+// clearTextWarning is logged at the start for each listener off loopback
+// without TLS: the API token, the pkeys passwords and the metrics token
+// cross the network in clear, for anyone on its path to read and replay.
+const clearTextWarning = "serving off loopback without TLS: credentials cross the network in clear; " +
+	"set [api] tls_cert_file and tls_key_file, or listen on loopback behind a TLS proxy (docs/operations.md)"
+
 // listen binds every listener, or none.
 func (mgr *Manager) listen() error {
 	for _, s := range mgr.servers {
@@ -286,6 +292,9 @@ func (mgr *Manager) listen() error {
 			return err
 		}
 		mgr.log.Info("serving "+s.name, "listen", s.ln.Addr().String(), "tls", s.tls)
+		if !s.tls && !config.Loopback(s.addr) {
+			mgr.log.Warn(clearTextWarning, "server", s.name, "key", cmp.Or(s.section, "[api]")+" "+s.key, "listen", s.addr)
+		}
 	}
 	mgr.log.Info("API routes", "prefix", mgr.cfg.API.Prefix, "domain", mgr.cfg.API.Domain)
 	return nil

@@ -51,6 +51,18 @@ func TestStatusGolden(t *testing.T) {
 		NotCompleting: []string{}, Unchecked: []string{}, Adopted: []Adopted{}, ForeignSMs: []ForeignSM{}}
 	held := full
 	held.Lease = &Lease{Holder: "host-a", LastHolder: "host-a", Term: 9}
+	// A tenant's network named to hide the lines after it (ESC[8m), forge
+	// the verdict's line (CR, LF) and turn text around (U+202E), quoted by an
+	// audit's finding, an adopted partition's name and OpenSM's error: each
+	// printed on its one line, escaped, in the text; escaped in the JSON too.
+	const name = "net\x1b[8m\u202e\u009b\x7f\r\njobs complete: every gate is open\n"
+	hostile := full
+	hostile.NotCompleting = []string{"the fabric audit found port 0x0002c90300000201 holds pkey 0x0065 (network " + name +
+		" (n1)) as a full member but is not recorded in it: isolation breach"}
+	hostile.Adopted = []Adopted{{PKey: "0x0010", Name: name, Owner: "network " + name, Members: []AdoptedMember{},
+		Flags: []string{}, Revision: 40}}
+	hostile.LastApply = &Apply{Revision: 41, Term: 7, Outcome: "failed", Detail: "OpenSM refused " + name,
+		StartedAt: at("2026-01-02T03:00:00Z"), FinishedAt: at("2026-01-02T03:00:02Z")}
 	for _, tc := range []struct {
 		name     string
 		fabrics  []Fabric
@@ -58,6 +70,7 @@ func TestStatusGolden(t *testing.T) {
 	}{
 		{"full", []Fabric{{Name: "default", Section: "[opensm]"}}, []Status{full}},
 		{"empty", []Fabric{{Name: "default", Section: "[opensm]"}}, []Status{empty}},
+		{"hostile", []Fabric{{Name: "default", Section: "[opensm]"}}, []Status{hostile}},
 		{"two-fabrics", []Fabric{{Name: "default", Section: "[opensm]"}, {Name: "b", Section: "[fabric:b]"}},
 			[]Status{held, empty}},
 	} {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/audit"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/escape"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
@@ -75,7 +76,7 @@ func printAdopted(w io.Writer, adopted []Adopted) {
 		if a.Owner != "" {
 			owner = "owned by " + a.Owner + ": its members beside the owner's until released"
 		}
-		fmt.Fprintf(w, "adopted:\tpkey %s (%s), %d members, %s\n", a.PKey, a.Name, len(a.Members), owner)
+		escape.Fprintf(w, "adopted:\tpkey %s (%s), %d members, %s\n", a.PKey, a.Name, len(a.Members), owner)
 	}
 }
 
@@ -118,7 +119,7 @@ func printAudit(w io.Writer, a *Audit) {
 	case a.StartedAt == nil:
 		fmt.Fprintln(w, "last audit:\tnone yet")
 	default:
-		fmt.Fprintf(w, "last audit:\t%s, revision %d: %d findings (%s), %d breaches\n",
+		escape.Fprintf(w, "last audit:\t%s, revision %d: %d findings (%s), %d breaches\n",
 			a.StartedAt.Format(time.RFC3339), a.Revision, a.Findings, audit.CountsText(a.Counts), a.Breaches)
 	}
 }
@@ -158,7 +159,7 @@ func printForeignSMs(w io.Writer, sms []ForeignSM) {
 		return
 	}
 	for _, sm := range sms {
-		fmt.Fprintf(w, "foreign SM:\tport %s (priority %d, %s), master of no port (this manager's OpenSM %s), "+
+		escape.Fprintf(w, "foreign SM:\tport %s (priority %d, %s), master of no port (this manager's OpenSM %s), "+
 			"seen by term %d at %s; no job waits for it; stop it (docs/runbooks.md)\n", sm.PortGUID, sm.Priority, sm.State,
 			sm.OwnState, sm.Term, sm.SeenAt.Format(time.RFC3339))
 	}

@@ -3,10 +3,10 @@ package status
 import (
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/escape"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
@@ -28,21 +28,30 @@ func Print(w io.Writer, s Status) error {
 	if d := s.Driver; d == nil {
 		fmt.Fprintln(tw, "OpenSM driver:\tno manager has run on this host")
 	} else {
-		fmt.Fprintf(tw, "OpenSM driver:\t%s\n", DriverLine(*d))
+		escape.Fprintf(tw, "OpenSM driver:\t%s\n", DriverLine(*d))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if len(s.NotCompleting) > 0 {
-		fmt.Fprintf(w, "jobs do not complete:\n  - %s\n", strings.Join(s.NotCompleting, "\n  - "))
-	}
-	if len(s.Unchecked) > 0 {
-		fmt.Fprintf(w, "cannot be checked from this host:\n  - %s\n", strings.Join(s.Unchecked, "\n  - "))
-	}
+	printList(w, "jobs do not complete:", s.NotCompleting)
+	printList(w, "cannot be checked from this host:", s.Unchecked)
 	if len(s.NotCompleting) == 0 && len(s.Unchecked) == 0 {
 		fmt.Fprintln(w, "jobs complete: every gate is open")
 	}
 	return nil
+}
+
+// printList writes a heading and each item on its own line, escaped: an
+// item may quote a tenant's names (an audit's finding), and must not start a
+// line of its own.
+func printList(w io.Writer, heading string, items []string) {
+	if len(items) == 0 {
+		return
+	}
+	fmt.Fprintln(w, heading)
+	for _, item := range items {
+		escape.Fprintf(w, "  - %s\n", item)
+	}
 }
 
 // printProgress writes the applier lock's, the revision's, the last
@@ -55,22 +64,22 @@ func printProgress(w io.Writer, s Status) {
 		if s.Applier.Heartbeat != nil {
 			heartbeat = s.Applier.Heartbeat.Format(time.RFC3339)
 		}
-		fmt.Fprintf(w, "applier lock:\t%s, term %d, heartbeat %s\n", s.Applier.Holder, s.Applier.Term, heartbeat)
+		escape.Fprintf(w, "applier lock:\t%s, term %d, heartbeat %s\n", s.Applier.Holder, s.Applier.Term, heartbeat)
 	}
-	fmt.Fprintf(w, "current revision:\t%d\n", s.Revision)
+	escape.Fprintf(w, "current revision:\t%d\n", s.Revision)
 	if s.LastApply == nil {
 		fmt.Fprintln(w, "last apply:\tnone")
 	} else {
 		a := s.LastApply
-		fmt.Fprintf(w, "last apply:\trevision %d, %s (%s), finished %s, term %d\n",
+		escape.Fprintf(w, "last apply:\trevision %d, %s (%s), finished %s, term %d\n",
 			a.Revision, a.Outcome, a.Detail, a.FinishedAt.Format(time.RFC3339), a.Term)
 	}
-	fmt.Fprintf(w, "jobs:\tPending %d, Running %d, Completed %d, Failed %d\n", s.Jobs[store.StatusPending],
+	escape.Fprintf(w, "jobs:\tPending %d, Running %d, Completed %d, Failed %d\n", s.Jobs[store.StatusPending],
 		s.Jobs[store.StatusRunning], s.Jobs[store.StatusCompleted], s.Jobs[store.StatusFailed])
 	if s.OldestOpenJob == nil {
 		fmt.Fprintln(w, "oldest open job:\tnone")
 	} else {
-		fmt.Fprintf(w, "oldest open job:\tcreated %s\n", s.OldestOpenJob.Format(time.RFC3339))
+		escape.Fprintf(w, "oldest open job:\tcreated %s\n", s.OldestOpenJob.Format(time.RFC3339))
 	}
 }
 
@@ -84,24 +93,24 @@ func printLease(w io.Writer, l *Lease) {
 	case l.Term == 0:
 		fmt.Fprintln(w, "lease:\tnever taken")
 	case l.Holder != "":
-		fmt.Fprintf(w, "lease:\theld by %s, term %d%s\n", l.Holder, l.Term, expiry)
+		escape.Fprintf(w, "lease:\theld by %s, term %d%s\n", l.Holder, l.Term, expiry)
 	case l.ExpiresAt == nil:
-		fmt.Fprintf(w, "lease:\tfree (released by %s, term %d)\n", l.LastHolder, l.Term)
+		escape.Fprintf(w, "lease:\tfree (released by %s, term %d)\n", l.LastHolder, l.Term)
 	default:
-		fmt.Fprintf(w, "lease:\tfree: expired, not released, by %s, term %d%s\n", l.LastHolder, l.Term, expiry)
+		escape.Fprintf(w, "lease:\tfree: expired, not released, by %s, term %d%s\n", l.LastHolder, l.Term, expiry)
 	}
 	if l.PreviousHolder != "" {
 		how := "released"
 		if l.PreviousExpired {
 			how = "expired instead of being released"
 		}
-		fmt.Fprintf(w, "previous lease:\t%s, %s\n", l.PreviousHolder, how)
+		escape.Fprintf(w, "previous lease:\t%s, %s\n", l.PreviousHolder, how)
 	}
 	if l.Freeze == "" {
 		fmt.Fprintln(w, "freeze:\tnone")
 		return
 	}
-	fmt.Fprintf(w, "freeze:\tFROZEN: check %s\n", l.Check)
+	escape.Fprintf(w, "freeze:\tFROZEN: check %s\n", l.Check)
 	if l.UnfreezePending {
 		fmt.Fprintln(w, "unfreeze:\tpending: requested, not yet taken by the leader (its OpenSM is not master yet)")
 	} else {
@@ -129,9 +138,9 @@ func PrintDrivers(w io.Writer, fabrics []Fabric) {
 		switch {
 		case err != nil:
 		case len(fabrics) == 1 && len(f.Config.Fabrics) == 1: // as Run prints a file of one fabric
-			fmt.Fprintf(w, "OpenSM driver: %s\n", DriverLine(d))
+			escape.Fprintf(w, "OpenSM driver: %s\n", DriverLine(d))
 		default:
-			fmt.Fprintf(w, "fabric %s: OpenSM driver: %s\n", f.Name, DriverLine(d))
+			escape.Fprintf(w, "fabric %s: OpenSM driver: %s\n", f.Name, DriverLine(d))
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/escape"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
@@ -58,9 +59,10 @@ func Run(ctx context.Context, fabrics []Fabric, views []*store.Store, w io.Write
 }
 
 // WriteJSON writes --status --json's object: the first fabric's status at
-// the top level, every fabric's in fabrics.
+// the top level, every fabric's in fabrics; a tenant's names in it with the
+// characters a terminal acts on escaped (escape.JSON).
 func WriteJSON(w io.Writer, statuses []FabricStatus) error {
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(escape.JSONWriter(w))
 	enc.SetIndent("", "  ")
 	return enc.Encode(Report{Status: statuses[0].Status, Fabrics: statuses})
 }
@@ -74,7 +76,7 @@ func PrintFabrics(w io.Writer, fabrics []Fabric, statuses []FabricStatus) error 
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "fabric %s (%s):\n", s.Name, fabrics[i].Section)
+		escape.Fprintf(w, "fabric %s (%s):\n", s.Name, fabrics[i].Section)
 		if err := Print(w, s.Status); err != nil {
 			return err
 		}
@@ -91,9 +93,9 @@ func PrintFabrics(w io.Writer, fabrics []Fabric, statuses []FabricStatus) error 
 		fmt.Fprintln(w)
 		switch {
 		case len(held) > 0:
-			fmt.Fprintf(w, "fabrics whose jobs do not complete: %s\n", strings.Join(held, ", "))
+			escape.Fprintf(w, "fabrics whose jobs do not complete: %s\n", strings.Join(held, ", "))
 		case len(unchecked) > 0:
-			fmt.Fprintf(w, "fabrics with something not checked from this host: %s\n", strings.Join(unchecked, ", "))
+			escape.Fprintf(w, "fabrics with something not checked from this host: %s\n", strings.Join(unchecked, ", "))
 		default:
 			fmt.Fprintln(w, "every fabric's jobs complete")
 		}

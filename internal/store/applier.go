@@ -230,7 +230,7 @@ func noteJob(ctx context.Context, fab string, q driver.Queries, now time.Time, i
 		return fmt.Errorf("read job %d: %w", id, err)
 	}
 	what, _, _ := strings.Cut(j.Description, "\n")
-	_, err = q.SetJobDescription(ctx, fab, boundText(what+" ("+note+")", MaxJobText), now, id, term)
+	_, err = q.SetJobDescription(ctx, fab, jobText(what+" ("+note+")", MaxJobText), now, id, term)
 	return err
 }
 
@@ -303,14 +303,14 @@ func ofHistory(r driver.RecordApplyParams, newest int64) driver.RecordApplyOfHis
 // the whole of it.
 func (s *Store) FailJobs(ctx context.Context, term, revision int64, reason string) (int64, error) {
 	now := s.now()
-	return s.d.Queries(ctx).FailJobs(ctx, s.FabricName(), boundText(reason, MaxJobText), &now, revision, term)
+	return s.d.Queries(ctx).FailJobs(ctx, s.FabricName(), jobText(reason, MaxJobText), &now, revision, term)
 }
 
 // FailJob fails one open job, if term is still current; reason is cut as
 // FailJobs cuts it.
 func (s *Store) FailJob(ctx context.Context, term, id int64, reason string) (int64, error) {
 	now := s.now()
-	return s.d.Queries(ctx).FailJob(ctx, s.FabricName(), boundText(reason, MaxJobText), &now, id, term)
+	return s.d.Queries(ctx).FailJob(ctx, s.FabricName(), jobText(reason, MaxJobText), &now, id, term)
 }
 
 // OpenJobs lists the Pending and Running jobs up to revision, with the GUID

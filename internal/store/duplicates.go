@@ -79,7 +79,7 @@ func (s *Store) RecordDuplicateGUIDs(ctx context.Context, term int64, seen []Dup
 	err := s.writeFenced(ctx, nil, len(seen), func(q driver.Queries, i int) (int64, error) {
 		d := seen[i]
 		n, err := q.UpsertDuplicateGUID(ctx, driver.UpsertDuplicateGUIDParams{Fabric: s.FabricName(), GUID: d.GUID,
-			Kind: d.Kind, Places: strings.Join(d.Places, " "), Line: boundText(d.Line, MaxEnforcementLine),
+			Kind: d.Kind, Places: strings.Join(d.Places, " "), Line: logLine(d.Line),
 			Now: now, Occurrences: d.Count, Term: term})
 		if err != nil {
 			return 0, fmt.Errorf("GUID %s: %w", d.GUID, err)

@@ -148,7 +148,7 @@ func (s *Store) RecordEnforcementErrors(ctx context.Context, term int64, seen []
 	err := s.writeFenced(ctx, nil, len(seen), func(q driver.Queries, i int) (int64, error) {
 		e := seen[i]
 		n, err := q.UpsertEnforcementError(ctx, driver.UpsertEnforcementErrorParams{Fabric: s.FabricName(), SwitchGUID: e.Switch,
-			Port: int64(e.Port), Line: boundText(e.Line, MaxEnforcementLine), Now: now, Term: term})
+			Port: int64(e.Port), Line: logLine(e.Line), Now: now, Term: term})
 		if err != nil {
 			return 0, fmt.Errorf("switch port %s: %w", e.SwitchPort(), err)
 		}

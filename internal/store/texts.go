@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/escape"
 )
 
 // Every text the store writes goes through boundText on its way to its
@@ -97,9 +99,19 @@ func cleanText(s string) string {
 }
 
 // oneLine is s on one line, with its runs of white space (newlines
-// included) as one blank, bounded to limit bytes as boundText bounds it.
+// included) as one blank and every other character a terminal acts on
+// escaped (escape.Text: it may quote a tenant's name), bounded to limit
+// bytes as boundText bounds it.
 func oneLine(s string, limit int) string {
-	return boundText(strings.Join(strings.Fields(cleanText(s)), " "), limit)
+	return boundText(escape.Text(strings.Join(strings.Fields(cleanText(s)), " ")), limit)
+}
+
+// jobText is a job's or an apply's text as stored: its lines kept, every
+// other character a terminal acts on escaped (escape.Lines), bounded to
+// limit bytes. Jobs are read by clients and by operators, and their texts
+// quote tenants' names and OpenSM's log.
+func jobText(s string, limit int) string {
+	return boundText(escape.Lines(cleanText(s)), limit)
 }
 
 // boundChars is s, cleaned as boundText cleans it, cut to at most n
@@ -120,15 +132,24 @@ func boundChars(s string, n int) string {
 }
 
 // boundJob bounds the texts of a job about to be inserted.
+// A request is kept as JSON with the characters a terminal acts on
+// escaped as JSON escapes them (escape.JSON): the same document to a reader;
+// cleaned first, so that a byte no engine stores reads as U+FFFD, as before.
 func boundJob(j Job) Job {
-	j.Description = boundText(j.Description, MaxDescriptionLine)
-	j.Result = boundText(j.Result, MaxJobText)
-	j.Request = boundText(j.Request, MaxRequest)
+	j.Description = jobText(j.Description, MaxDescriptionLine)
+	j.Result = jobText(j.Result, MaxJobText)
+	j.Request = boundText(string(escape.JSON([]byte(cleanText(j.Request)))), MaxRequest)
 	return j
 }
 
 // boundApply bounds the texts of an apply about to be recorded.
 func boundApply(a Apply) Apply {
-	a.Detail = boundText(a.Detail, MaxJobText)
+	a.Detail = jobText(a.Detail, MaxJobText)
 	return a
+}
+
+// logLine is a line of OpenSM's log as stored (an enforcement error's, a
+// duplicated GUID's): it quotes nodes' descriptions, which the nodes set.
+func logLine(s string) string {
+	return boundText(escape.Text(cleanText(s)), MaxEnforcementLine)
 }

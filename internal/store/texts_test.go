@@ -95,3 +95,26 @@ func TestOneLineReasons(t *testing.T) {
 		}
 	}
 }
+
+// A job's texts, an apply's detail, a waiting job's reason and a line of
+// OpenSM's log are stored with the characters a terminal acts on escaped:
+// they quote a tenant's network name (an audit's finding) or a node's
+// description. A job's lines are kept; a reason and a log line are one line.
+func TestJobTextsEscaped(t *testing.T) {
+	const name = "net\x1b[8m\u202e\r\nclean"
+	j := boundJob(Job{Description: "Add port p1 to network " + name, Result: "done\n" + name,
+		Request: `{"network":{"name":"` + "a\u202e\x7f" + `"}}`})
+	a := boundApply(Apply{Detail: "OpenSM refused " + name})
+	for _, tc := range []struct{ what, got, want string }{
+		{"description", j.Description, `Add port p1 to network net\x1b[8m\u202e\r` + "\n" + "clean"},
+		{"result", j.Result, "done\n" + `net\x1b[8m\u202e\r` + "\n" + "clean"},
+		{"request", j.Request, `{"network":{"name":"a\u202e\u007f"}}`},
+		{"apply's detail", a.Detail, `OpenSM refused net\x1b[8m\u202e\r` + "\n" + "clean"},
+		{"waiting reason", oneLine("held by "+name, maxDescription), `held by net\x1b[8m\u202e clean`},
+		{"enforcement line", logLine("of node: " + name), `of node: net\x1b[8m\u202e\r\nclean`},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s stored as %q, want %q", tc.what, tc.got, tc.want)
+		}
+	}
+}
