@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/escape"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/hostmap"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/topology"
@@ -71,15 +72,15 @@ func printHosts(w io.Writer, h *Hosts) {
 	case h == nil:
 		return
 	case h.Unchecked != "":
-		fmt.Fprintf(w, "confirmed hosts:\t%d hosts, %d ports; not checked: %s\n", h.Names, h.Ports, h.Unchecked)
+		escape.Fprintf(w, "confirmed hosts:\t%d hosts, %d ports; not checked: %s\n", h.Names, h.Ports, h.Unchecked)
 	case len(h.Mismatches) == 0:
-		fmt.Fprintf(w, "confirmed hosts:\t%d hosts, %d ports; OpenSM's last sweep agrees\n", h.Names, h.Ports)
+		escape.Fprintf(w, "confirmed hosts:\t%d hosts, %d ports; OpenSM's last sweep agrees\n", h.Names, h.Ports)
 	default:
-		fmt.Fprintf(w, "confirmed hosts:\t%d hosts, %d ports; OpenSM's last sweep disagrees on %d ports\n",
+		escape.Fprintf(w, "confirmed hosts:\t%d hosts, %d ports; OpenSM's last sweep disagrees on %d ports\n",
 			h.Names, h.Ports, len(h.Mismatches))
 	}
 	for _, mm := range h.Mismatches {
-		fmt.Fprintf(w, "host mismatch:\t%s; the hosts API refuses %s until it is checked and --confirm-hosts run again\n",
+		escape.Fprintf(w, "host mismatch:\t%s; the hosts API refuses %s until it is checked and --confirm-hosts run again\n",
 			mm.Text, mm.Host)
 	}
 }

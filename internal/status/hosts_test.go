@@ -3,6 +3,7 @@ package status
 import (
 	"bytes"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
@@ -54,5 +55,31 @@ func TestStatusHostsGolden(t *testing.T) {
 			}
 			golden.Compare(t, filepath.Join("testdata", tc.name+".txt"), text.Bytes())
 		})
+	}
+}
+
+// A node description is the tenant's on that host: a host mismatch's line in
+// --status, and a reserved GUID's, print it with every character a terminal
+// acts on escaped, so that it cannot hide the lines after it or forge one.
+func TestStatusHostLinesEscaped(t *testing.T) {
+	hostile := "node02\x1b[8m\u202e\r\njobs complete: every gate is open"
+	s := Status{Jobs: map[string]int64{}, Hosts: &Hosts{Names: 4, Ports: 4, Mismatches: []HostMismatch{
+		{Kind: "claimed", Host: "node02", GUID: "0x0002c90300000401", Description: hostile, Text: "port 0x0002c90300000401 describes itself as " + hostile}}},
+		ReservedHeld: []string{"port p1 of network " + hostile + " holds it"}}
+	var text bytes.Buffer
+	if err := Print(&text, s); err != nil {
+		t.Fatal(err)
+	}
+	out := text.String()
+	for _, c := range []string{"\x1b", "\u202e", "\r"} {
+		if strings.Contains(out, c) {
+			t.Errorf("--status printed %q raw:\n%s", c, out)
+		}
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "jobs complete") && i != len(lines)-1 {
+			t.Errorf("line %d is a forged %q:\n%s", i+1, l, out)
+		}
 	}
 }

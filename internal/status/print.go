@@ -22,7 +22,7 @@ func Print(w io.Writer, s Status) error {
 	printAudit(tw, s.Audit)
 	printForeignSMs(tw, s.ForeignSMs)
 	for _, h := range s.ReservedHeld {
-		fmt.Fprintf(tw, "reserved GUID:\t%s\n", h)
+		escape.Fprintf(tw, "reserved GUID:\t%s\n", h)
 	}
 	printHosts(tw, s.Hosts)
 	if d := s.Driver; d == nil {
