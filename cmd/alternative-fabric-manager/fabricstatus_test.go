@@ -255,6 +255,51 @@ func TestStatusOfAFabricNeverStarted(t *testing.T) {
 	}
 }
 
+// Every command that changes a fabric refuses one no manager has started,
+// saying so as --status does, naming the fabric, and records nothing there:
+// its state rows stay unwritten (--status still says it never started) and
+// it has no keys.
+func TestChangesRefuseAFabricNeverStarted(t *testing.T) {
+	f := healthyAndHeld(t, config.EngineSQLite)
+	db := storetest.NewDatabase(t, config.EngineSQLite)
+	storetest.OpenDatabase(t, db) // the default fabric's rows only, as before the storage fabric was added
+	conf := strings.Replace(readFile(t, f.conf), "connection = "+connectionOf(t, f.conf), "connection = "+db.URL, 1)
+	path := filepath.Join(t.TempDir(), "afm.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	running := writeRunning(t, runningPartitions)
+	for _, args := range [][]string{
+		{"--import-keys", writeFile(t, ufmConf)},
+		{"--rotate-keys", "m_key"},
+		{"--adopt-partitions", running},
+		{"--release-adopted", "0x10"},
+		{"--confirm-switches"},
+		{"--clear-enforcement-errors"},
+		{"--accept-moved-guid", "0x0002c90300000a01"},
+		{"--unfreeze"},
+	} {
+		code, out, errOut := runCommand(t, append([]string{"--config-file", path, "--fabric", "storage"}, args...)...)
+		if code != exitFailed || !strings.Contains(errOut, "[fabric:storage]: "+status.NeverStarted) {
+			t.Errorf("%s --fabric storage: exit %d, want %d saying %q:\n%s%s", args[0], code, exitFailed,
+				"[fabric:storage]: "+status.NeverStarted, out, errOut)
+		}
+	}
+	r := statusReport(t, path, "--fabric", "storage")
+	if !slices.Contains(r.NotCompleting, status.NeverStarted) || len(r.Adopted) != 0 {
+		t.Errorf("--status --json --fabric storage after the refused commands = %+v; want it never started, nothing adopted", r.Status)
+	}
+	cfg := loadConfig(t, path)
+	st, err := openExisting(t.Context(), cfg, fabricRules(cfg), time.Minute, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if keys, err := st.Fabric("storage").Secrets(t.Context()); err != nil || len(keys) != 0 {
+		t.Errorf("the storage fabric's keys after the refused commands: %d, %v; want none", len(keys), err)
+	}
+}
+
 func readFile(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)

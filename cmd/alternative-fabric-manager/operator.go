@@ -76,9 +76,13 @@ func runOperator(ctx context.Context, path string, log *slog.Logger, c operatorC
 	if c.status && c.everyFabric {
 		return runStatusOfEveryFabric(ctx, path, log, c.json)
 	}
-	err := withOperatorStore(ctx, path, c.fabric, log, func(ctx context.Context, f operatorFabric, st *store.Store) error {
+	run := func(ctx context.Context, f operatorFabric, st *store.Store) error {
 		return runOperatorCommand(ctx, f, st, c)
-	})
+	}
+	if c.confirm || c.clearErrors || c.unfreeze || c.acceptMoved != "" {
+		run = changing(run)
+	}
+	err := withOperatorStore(ctx, path, c.fabric, log, run)
 	if ue := (*unreachableError)(nil); c.status && !c.json && errors.As(err, &ue) {
 		if f, ferr := selectFabric(ue.cfg, c.fabric); ferr == nil {
 			addDrivers(err, []status.Fabric{f.status()})
@@ -133,6 +137,18 @@ func withOperatorStore(ctx context.Context, path, fabric string, log *slog.Logge
 		}
 		return f.wrap(fn(ctx, f, v))
 	})
+}
+
+// changing is fn behind the check every command that changes a fabric runs
+// first: a fabric no manager has started is refused, as --status says of it
+// (status.CheckStarted), before anything is read or recorded.
+func changing(fn func(ctx context.Context, f operatorFabric, st *store.Store) error) func(ctx context.Context, f operatorFabric, st *store.Store) error {
+	return func(ctx context.Context, f operatorFabric, st *store.Store) error {
+		if err := status.CheckStarted(ctx, st); err != nil {
+			return err
+		}
+		return fn(ctx, f, st)
+	}
 }
 
 // withOperatorDatabase opens the database of cfg without migrating it, and
