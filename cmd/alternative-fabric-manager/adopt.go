@@ -96,7 +96,7 @@ func recordAdoption(ctx context.Context, cfg config.FabricConfig, st *store.Stor
 		fmt.Fprintln(w, n)
 	}
 	if !out.Changed {
-		fmt.Fprintf(w, "%d partitions adopted already: nothing changed (job %d)\n", len(plan.Adopt), out.Job.ID)
+		fmt.Fprintf(w, "%d partitions adopted already: nothing changed, nothing recorded\n", len(plan.Adopt))
 		return nil
 	}
 	fmt.Fprintf(w, "adopted at revision %d (job %d): %s\n", out.Job.Revision, out.Job.ID, out.Job.Result)

@@ -71,10 +71,7 @@ func PlanAdoption(f *File, flatPKey fabric.PKey, static *Static) (AdoptionPlan, 
 			continue
 		}
 		st = Adoptable(st)
-		plan.Adopt = append(plan.Adopt, st)
-		if st.PKey == flatPKey {
-			plan.Notes = append(plan.Notes, what+": adopted, its members kept in the flat partition ([opensm] flat_pkey)")
-		}
+		plan.Adopt = append(plan.Adopt, st) // its line is the store's, which knows what is recorded
 	}
 	if err := found.err(); err != nil {
 		return AdoptionPlan{}, err
@@ -268,4 +265,29 @@ func (c *checker) isAdoptedMember(pkey fabric.PKey, g fabric.GUID) bool {
 		return false
 	}
 	return slices.ContainsFunc(a.Members, func(m Member) bool { return m.Keyword == "" && m.GUID == g })
+}
+
+// FlagsChange says how the header flags after differ from before, as
+// "mtu=4 dropped, sl=3 added" (a flag whose value changes is one dropped
+// and one added), or "" when after has the same flags: what an operator
+// reads when an adoption or an owner's take-over changes a partition.
+func FlagsChange(before, after []Flag) string {
+	text := func(f Flag) string {
+		if f.Value == "" {
+			return f.Name
+		}
+		return f.Name + "=" + f.Value
+	}
+	var parts []string
+	for _, f := range before {
+		if !slices.Contains(after, f) {
+			parts = append(parts, text(f)+" dropped")
+		}
+	}
+	for _, f := range after {
+		if !slices.Contains(before, f) {
+			parts = append(parts, text(f)+" added")
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -97,14 +97,41 @@ func testAdoptIdempotent(t *testing.T, s *store.Store) {
 	if err != nil || len(list) != 2 || list[0].Statement.Text() != statement(t, tenant16).Text() {
 		t.Fatalf("AdoptedPartitions = %+v, %v", list, err)
 	}
+	jobs := jobCount(t, s)
 	again := adopt(t, s, tenant16, tenant32)
-	if again.Changed || again.Job.Status != store.StatusCompleted || revision(t, s) != 1 {
-		t.Errorf("the same file again: %+v, revision %d: want no change", again, revision(t, s))
+	if again.Changed || again.Job.ID != 0 || revision(t, s) != 1 || jobCount(t, s) != jobs {
+		t.Errorf("the same file again: %+v, revision %d, %d jobs (%d before): want nothing recorded", again, revision(t, s), jobCount(t, s), jobs)
+	}
+	for _, want := range []string{"partition tenant_a (0x0010): left alone: adopted already as the file has it",
+		"partition tenant_b (0x0020): left alone: adopted already as the file has it"} {
+		if !slices.Contains(again.Notes, want) {
+			t.Errorf("the same file again: notes %q lack %q", again.Notes, want)
+		}
+	}
+	// One partition changed: it alone is written, its line says what changed.
+	changed := adopt(t, s, strings.Replace(tenant16, ", mtu=5", "", 1), tenant32)
+	if !changed.Changed || changed.Job.ID == 0 || revision(t, s) != 2 || jobCount(t, s) != jobs+1 ||
+		!slices.Contains(changed.Notes, "partition tenant_a (0x0010): changed: adopted again as the file has it, 2 members (2 recorded), flags: mtu=5 dropped") {
+		t.Errorf("one partition changed: %+v, revision %d: want it written and its line to say mtu=5 dropped", changed, revision(t, s))
 	}
 	// A refused adoption records nothing.
 	_, err = s.AdoptPartitions(t.Context(), store.Adoption{Partitions: []partitions.Statement{
 		statement(t, tenant16), statement(t, strings.Replace(tenant32, "0x0020", "0x0010", 1))}})
-	wantRefused(t, s, err, 1)
+	wantRefused(t, s, err, 2)
+}
+
+// jobCount is how many jobs s's fabric has, whatever their status.
+func jobCount(t *testing.T, s *store.Store) int64 {
+	t.Helper()
+	counts, err := s.CountJobsByStatus(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, c := range counts {
+		n += c
+	}
+	return n
 }
 
 func testAdoptedTakeOver(t *testing.T, s *store.Store) {
