@@ -26,7 +26,7 @@ import (
 
 // runAdopt adopts the partitions of the running partitions file at file.
 func runAdopt(ctx context.Context, path, fabricName, file string, log *slog.Logger, w io.Writer) error {
-	all, err := config.Load(path)
+	all, err := loadCommandConfig(path)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/status"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
@@ -18,7 +17,7 @@ import (
 // fabric's status. With the database unreachable its error still says, after
 // the database's, this host's OpenSM driver of each.
 func runStatusOfEveryFabric(ctx context.Context, path string, log *slog.Logger, asJSON bool) error {
-	cfg, err := config.Load(path)
+	cfg, err := loadCommandConfig(path)
 	if err != nil {
 		return err
 	}

@@ -318,3 +318,43 @@ func connectionOf(t *testing.T, path string) string {
 	}
 	return cfg.Database.Connection
 }
+
+// Two fabrics naming one HCA port, each with an env file as the sample's
+// example has it (OSM_CACHE_DIR only: no simulated fabric), pass the
+// configuration's own checks, which cannot read the files; every command
+// refuses them as the manager's start does, naming both sections and the
+// port, before it reads or writes the database.
+func TestCommandsRefuseOneHCAPortBehindEnvFiles(t *testing.T) {
+	for _, v := range []string{"IBSIM_SOCKNAME", "OSM_CACHE_DIR"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v) // the manager's own environment names neither
+	}
+	db := storetest.NewDatabase(t, config.EngineSQLite)
+	storetest.OpenDatabase(t, db)
+	dir := t.TempDir()
+	text := readFile(t, filepath.Join("testdata", "fabrics", "two-fabrics.conf"))
+	text = strings.NewReplacer("CONNECTION", db.URL, "DEFAULT_DIR", filepath.Join(dir, "opensm"),
+		"STORAGE_DIR", filepath.Join(dir, "opensm-storage"), "0x0002c90300b00001", "0x0002c90300a00001").Replace(text)
+	for section, cache := range map[string]string{"[opensm]": "/var/cache/opensm", "[fabric:storage]": "/var/cache/opensm-storage"} {
+		env := filepath.Join(dir, strings.Trim(section, "[]")+".env")
+		if err := os.WriteFile(env, []byte("OSM_CACHE_DIR="+cache+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		text = strings.Replace(text, section+"\n", section+"\nenv_file = "+env+"\n", 1)
+	}
+	path := filepath.Join(dir, "afm.conf")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := config.Load(path); err != nil {
+		t.Fatalf("the configuration's own checks refuse it: %v", err)
+	}
+	const want = "[opensm_conf] and [fabric:storage:opensm_conf] name the same HCA port 0x0002c90300a00001"
+	for _, args := range [][]string{{"--render"}, {"--status"}, {"--migrate"}, {"--confirm-switches"},
+		{"--adopt-partitions", writeRunning(t, runningPartitions)}, {"--import-keys", writeFile(t, ufmConf)}} {
+		code, out, errOut := runCommand(t, append([]string{"--config-file", path}, args...)...)
+		if code != exitFailed || !strings.Contains(errOut, want) {
+			t.Errorf("%s: exit %d, want %d saying %q:\n%s%s", args[0], code, exitFailed, want, out, errOut)
+		}
+	}
+}

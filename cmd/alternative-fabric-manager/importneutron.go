@@ -35,7 +35,7 @@ const neutronTimeout = 60 * time.Second
 // exitFailed: nothing could be compared, or the import stopped (what it did
 // so far is listed).
 func runImportNeutron(ctx context.Context, path string, opts neutronimport.Options, log *slog.Logger) error {
-	cfg, err := config.Load(path)
+	cfg, err := loadCommandConfig(path)
 	if err != nil {
 		return err
 	}

@@ -122,7 +122,7 @@ func runOperatorCommand(ctx context.Context, f operatorFabric, st *store.Store, 
 // it, and runs fn with the fabric's view of the store.
 func withOperatorStore(ctx context.Context, path, fabric string, log *slog.Logger,
 	fn func(ctx context.Context, f operatorFabric, st *store.Store) error) error {
-	cfg, err := config.Load(path)
+	cfg, err := loadCommandConfig(path)
 	if err != nil {
 		return err
 	}

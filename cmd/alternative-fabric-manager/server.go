@@ -20,6 +20,23 @@ var (
 	fabricRules  = manager.FabricRules
 )
 
+// loadCommandConfig reads the configuration for a command and refuses what
+// the manager's start would refuse between fabrics once their env files are
+// read (manager.CheckFabricSites): two OpenSMs on one HCA port, one
+// simulated fabric or cache directory. The configuration's own checks cannot
+// open the env files; without this a command would act on a configuration
+// the manager refuses to start with.
+func loadCommandConfig(path string) (*config.Config, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := manager.CheckFabricSites(cfg); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
 // run is the manager: wired from its configuration, serving its HTTP
 // listeners, and applying while elected, until ctx ends or a server fails.
 func run(ctx context.Context, path string, level slog.Level, hup <-chan os.Signal) error {

@@ -119,13 +119,15 @@ func readFabricSite(f config.Fabric) (fabricSite, error) {
 	return site, nil
 }
 
-// checkFabricSites refuses fabrics whose OpenSMs would meet: one simulated
+// CheckFabricSites refuses fabrics whose OpenSMs would meet: one simulated
 // fabric (IBSIM_SOCKNAME), one HCA port (equal port GUIDs are one port
 // unless each OpenSM is on a simulated fabric of its own, where every SM
 // port has the same GUID), one smp_port for the readers, one cache
 // directory. A configuration of one fabric reads nothing here: its env file
-// is read when OpenSM starts, as it always was.
-func checkFabricSites(cfg *config.Config) error {
+// is read when OpenSM starts, as it always was. The manager's start and every
+// operator's command run it after loading the configuration, so that no
+// command acts on a configuration the manager would refuse.
+func CheckFabricSites(cfg *config.Config) error {
 	all := cfg.Fabrics
 	if len(all) == 1 {
 		return nil

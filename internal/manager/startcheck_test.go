@@ -78,7 +78,7 @@ func TestCheckFabricSites(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the configuration is refused before the files are read: %v", err)
 			}
-			err = checkFabricSites(cfg)
+			err = CheckFabricSites(cfg)
 			if len(tt.want) == 0 {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -104,7 +104,7 @@ func TestCheckFabricSitesOfOneFabric(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := checkFabricSites(cfg); err != nil {
+	if err := CheckFabricSites(cfg); err != nil {
 		t.Errorf("one fabric: %v", err)
 	}
 }
