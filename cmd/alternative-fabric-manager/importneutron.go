@@ -187,6 +187,7 @@ func importRules(ctx context.Context, cfg *config.Config, fabrics []operatorFabr
 		}
 		rules[i].Rules.StaticPKey = static.Name
 		rules[i].Rules.StaticMember = static.Listing
+		rules[i].Rules.PartitionFlags = partitionFlags(f.cfg, tpl)
 	}
 	return rules, nil
 }

@@ -18,6 +18,9 @@ var (
 	loadTemplate = manager.LoadTemplate
 	checkRules   = manager.CheckRules
 	fabricRules  = manager.FabricRules
+	// partitionFlags is the template's flags of an owner's partition
+	// (store.Rules.PartitionFlags).
+	partitionFlags = manager.PartitionFlags
 )
 
 // loadCommandConfig reads the configuration for a command and refuses what

@@ -408,6 +408,36 @@ func releasedText(guids string, pkeys []fabric.PKey) string {
 	return fmt.Sprintf("; %s left the adopted partitions %s", guids, strings.Join(names, ", "))
 }
 
+// takeOverText is what the job of an owner arriving on pkey says of the
+// adopted partition it takes over: nothing when none is adopted there; else
+// its name and how its flags change, the owner's partition (owner, as the
+// template writes it) replacing them.
+func (s *Store) takeOverText(ctx context.Context, tx *changeTx, owner partitions.State, pkey fabric.PKey) (string, error) {
+	recorded, err := adoptedPartitions(ctx, tx.fabric, tx.q)
+	if err != nil {
+		return "", err
+	}
+	a, ok := recorded[pkey]
+	if !ok {
+		return "", nil
+	}
+	text := fmt.Sprintf("; it takes over the adopted partition %s (%s)", a.Statement.Name, pkey)
+	if s.rules.PartitionFlags == nil {
+		return text + ", written with its owner's flags from now on", nil
+	}
+	flags, found, err := s.rules.PartitionFlags(ctx, owner, pkey)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("the flags of partition %s: %w", pkey, err)
+	case !found:
+		return text, nil
+	}
+	if c := partitions.FlagsChange(a.Statement.Flags, flags); c != "" {
+		return text + ", whose flags change: " + c, nil
+	}
+	return text + ", whose flags stay as adopted", nil
+}
+
 // endAdoption releases every adopted member of pkey, whose owner is deleted
 // or leaves it: the next owner of the pkey, perhaps another tenant's network,
 // must not find them in its partition. Each released GUID is absent from

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -134,9 +135,20 @@ func jobCount(t *testing.T, s *store.Store) int64 {
 	return n
 }
 
+// builtinFlags is store.Rules.PartitionFlags of the built-in template.
+func builtinFlags(ctx context.Context, st partitions.State, pkey fabric.PKey) ([]partitions.Flag, bool, error) {
+	st.DefaultPartition, st.Flat.PKey = "Default=0x7fff, ipoib : ALL=limited, SELF=full ;", store.DefaultFlatPKey
+	return partitions.BuiltinTemplate().HeaderFlags(ctx, st, pkey)
+}
+
 func testAdoptedTakeOver(t *testing.T, s *store.Store) {
 	adopt(t, s, tenant16)
-	addNetwork(t, s, netA, 16)
+	// The network's partition is written as the template writes a
+	// network's (ipoib): its job says the adopted mtu=5 is gone.
+	j := addNetwork(t, s.WithRules(store.Rules{PartitionFlags: builtinFlags}), netA, 16)
+	if want := "; it takes over the adopted partition tenant_a (0x0010), whose flags change: mtu=5 dropped"; !strings.HasSuffix(j.Result, want) {
+		t.Errorf("the network's job result %q does not end %q", j.Result, want)
+	}
 	wantAdopted(t, s, "0x0010:0x0002c90300000a01=full", "0x0010:0x0002c90300000a02=limited")
 	// networking-mlnx sends the ports one at a time: each takes its GUID over.
 	j, err := addPort(t, s, "port-a", netA, adoptedA)
