@@ -25,16 +25,17 @@ var (
 
 // loadCommandConfig reads the configuration for a command and refuses what
 // the manager's start would refuse between fabrics once their env files are
-// read (manager.CheckFabricSites): two OpenSMs on one HCA port, one
+// read (manager.FabricSiteConflicts): two OpenSMs on one HCA port, one
 // simulated fabric or cache directory. The configuration's own checks cannot
 // open the env files; without this a command would act on a configuration
-// the manager refuses to start with.
+// the manager refuses to start with. An env file that cannot be read is not
+// the command's error: --status is how an operator sees the OpenSM it stops.
 func loadCommandConfig(path string) (*config.Config, error) {
 	cfg, err := config.Load(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := manager.CheckFabricSites(cfg); err != nil {
+	if err := manager.FabricSiteConflicts(cfg); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return cfg, nil
