@@ -26,7 +26,7 @@ import (
 
 // runAdopt adopts the partitions of the running partitions file at file.
 func runAdopt(ctx context.Context, path, fabricName, file string, log *slog.Logger, w io.Writer) error {
-	all, err := config.Load(path)
+	all, err := loadCommandConfig(path)
 	if err != nil {
 		return err
 	}
@@ -34,46 +34,57 @@ func runAdopt(ctx context.Context, path, fabricName, file string, log *slog.Logg
 	if err != nil {
 		return err
 	}
-	if err := adoptInto(ctx, all, fab, file, log, w); err != nil {
+	plan, tpl, err := planAdoption(ctx, fab.cfg, file)
+	if err != nil {
 		return fab.wrap(err)
 	}
-	return nil
+	// Without migrating, as every operator's command: a migration would
+	// also write a fabric's state rows, and so hide a fabric no manager
+	// has started (changing refuses one).
+	return withOperatorDatabase(ctx, all, log, func(ctx context.Context, db *store.DB) error {
+		st, err := fab.view(db)
+		if err != nil {
+			return err
+		}
+		return fab.wrap(changing(func(ctx context.Context, fab operatorFabric, st *store.Store) error {
+			return recordAdoption(ctx, fab.cfg, st, tpl, plan, file, w)
+		})(ctx, fab, st))
+	})
 }
 
-// adoptInto adopts the partitions of file into fabric fab of configuration all.
-func adoptInto(ctx context.Context, all *config.Config, fab operatorFabric, file string, log *slog.Logger, w io.Writer) error {
-	cfg := fab.cfg
+// planAdoption reads the running file and sorts out what the configuration
+// cfg owns: what is left to adopt, and the template to check it with.
+func planAdoption(ctx context.Context, cfg config.FabricConfig, file string) (partitions.AdoptionPlan, *partitions.Template, error) {
+	var none partitions.AdoptionPlan
 	text, err := os.ReadFile(file)
 	if err != nil {
-		return fmt.Errorf("--adopt-partitions: %w", err)
+		return none, nil, fmt.Errorf("--adopt-partitions: %w", err)
 	}
 	// NVIDIA's grammar is the wider: UFM's files may use ALL_VCAS. What the
 	// configured OpenSM cannot read, the check below refuses.
 	f, err := partitions.ParseFor(text, fabric.NVIDIA)
 	if err != nil {
-		return fmt.Errorf("--adopt-partitions %s: nothing adopted: %w", file, err)
+		return none, nil, fmt.Errorf("--adopt-partitions %s: nothing adopted: %w", file, err)
 	}
 	tpl, err := loadTemplate(cfg)
 	if err != nil {
-		return err
+		return none, nil, err
 	}
 	static, err := tpl.Static(ctx, cfg.OpenSM.DefaultPartition, cfg.OpenSM.FlatPKey)
 	if err != nil {
-		return fmt.Errorf("[opensm] partitions_template: %w", err)
+		return none, nil, fmt.Errorf("[opensm] partitions_template: %w", err)
 	}
 	plan, err := partitions.PlanAdoption(f, cfg.OpenSM.FlatPKey, static)
 	if err != nil {
-		return fmt.Errorf("--adopt-partitions %s: nothing adopted: %w", file, err)
+		return none, nil, fmt.Errorf("--adopt-partitions %s: nothing adopted: %w", file, err)
 	}
-	db, err := openStore(ctx, all, all.Database.AutoMigrate, fabricRules(all), log)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	st, err := fab.view(db)
-	if err != nil {
-		return err
-	}
+	return plan, tpl, nil
+}
+
+// recordAdoption checks plan against what st records, records it and
+// prints one line for each partition of the file.
+func recordAdoption(ctx context.Context, cfg config.FabricConfig, st *store.Store, tpl *partitions.Template,
+	plan partitions.AdoptionPlan, file string, w io.Writer) error {
 	if err := checkAdoption(ctx, cfg, st, tpl, plan.Adopt); err != nil {
 		return fmt.Errorf("--adopt-partitions %s: nothing adopted: %w", file, err)
 	}
@@ -85,7 +96,7 @@ func adoptInto(ctx context.Context, all *config.Config, fab operatorFabric, file
 		fmt.Fprintln(w, n)
 	}
 	if !out.Changed {
-		fmt.Fprintf(w, "%d partitions adopted already: nothing changed (job %d)\n", len(plan.Adopt), out.Job.ID)
+		fmt.Fprintf(w, "%d partitions adopted already: nothing changed, nothing recorded\n", len(plan.Adopt))
 		return nil
 	}
 	fmt.Fprintf(w, "adopted at revision %d (job %d): %s\n", out.Job.Revision, out.Job.ID, out.Job.Result)
@@ -134,7 +145,7 @@ func runReleaseAdopted(ctx context.Context, path, fabricName, pkey string, log *
 	if err != nil {
 		return fmt.Errorf("--release-adopted: %w", err)
 	}
-	return withOperatorStore(ctx, path, fabricName, log, func(ctx context.Context, _ operatorFabric, st *store.Store) error {
+	return withOperatorStore(ctx, path, fabricName, log, changing(func(ctx context.Context, _ operatorFabric, st *store.Store) error {
 		out, err := st.ReleaseAdoptedMembers(ctx, store.AdoptedRelease{PKey: p, CreatedBy: "--release-adopted"})
 		if errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("pkey %s has no adopted members", p)
@@ -144,7 +155,7 @@ func runReleaseAdopted(ctx context.Context, path, fabricName, pkey string, log *
 		}
 		fmt.Fprintf(w, "released from pkey %s at revision %d (job %d): %s\n", p, out.Job.Revision, out.Job.ID, guidList(out.Released))
 		return nil
-	})
+	}))
 }
 
 // parsePKeyFlag reads a pkey written 0x and hex digits, or in decimal (a

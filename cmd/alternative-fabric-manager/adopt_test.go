@@ -53,8 +53,9 @@ func TestAdoptPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"partition Default (0x7fff): not adopted, the manager writes [opensm] default_partition instead",
-		"partition tenant_net (0x0065): network " + networkID + " has the pkey",
+		"partition Default (0x7fff): not adopted, the manager writes [opensm] default_partition instead\n",
+		"partition tenant_a (0x0010): adopted, 2 members\n",
+		"partition tenant_net (0x0065): adopted, 1 members; network " + networkID + " has the pkey",
 		"member 0x0002c90300000101 not adopted: port port-1",
 		"adopted at revision 3",
 	} {
@@ -78,10 +79,24 @@ func TestAdoptPartitions(t *testing.T) {
 
 	assertAdoptedStatus(t, conf)
 
+	// The same file again: a line for each partition, and nothing recorded.
 	out.Reset()
-	if err := runAdopt(ctx, conf, config.DefaultFabric, writeRunning(t, runningPartitions), quietLog(), &out); err != nil ||
-		!strings.Contains(out.String(), "2 partitions adopted already: nothing changed") {
-		t.Errorf("the same file again: %v\n%s", err, out.String())
+	jobs := adoptJobs(t, conf)
+	if err := runAdopt(ctx, conf, config.DefaultFabric, writeRunning(t, runningPartitions), quietLog(), &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"partition Default (0x7fff): not adopted",
+		"partition tenant_a (0x0010): left alone: adopted already as the file has it\n",
+		"partition tenant_net (0x0065): left alone: adopted already as the file has it; network " + networkID + " has the pkey",
+		"2 partitions adopted already: nothing changed, nothing recorded\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the same file again: output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if again := adoptJobs(t, conf); again != jobs {
+		t.Errorf("the same file again: revision and jobs %v, want %v as before: nothing recorded", again, jobs)
 	}
 
 	out.Reset()
@@ -130,6 +145,32 @@ func TestAdoptRefusesAllOrNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// adoptJobs is the default fabric's revision and job count, as the
+// configuration at conf's database has them.
+func adoptJobs(t *testing.T, conf string) [2]int64 {
+	t.Helper()
+	cfg := loadConfig(t, conf)
+	db, err := openExisting(t.Context(), cfg, fabricRules(cfg), time.Minute, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st := db.Fabric(store.DefaultFabric)
+	rev, err := st.Revision(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts, err := st.CountJobsByStatus(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, c := range counts {
+		n += c
+	}
+	return [2]int64{rev, n}
 }
 
 func loadConfig(t *testing.T, path string) *config.Config {

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/status"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
@@ -15,10 +14,10 @@ import (
 // this opens what it reads.
 
 // runStatusOfEveryFabric is --status without --fabric: every configured
-// fabric's status. With the database unreachable it still shows this host's
-// OpenSM driver of each.
+// fabric's status. With the database unreachable its error still says, after
+// the database's, this host's OpenSM driver of each.
 func runStatusOfEveryFabric(ctx context.Context, path string, log *slog.Logger, asJSON bool) error {
-	cfg, err := config.Load(path)
+	cfg, err := loadCommandConfig(path)
 	if err != nil {
 		return err
 	}
@@ -36,8 +35,8 @@ func runStatusOfEveryFabric(ctx context.Context, path string, log *slog.Logger, 
 		}
 		return status.Run(ctx, shown, views, os.Stdout, asJSON, wrapStatus)
 	})
-	if ue := (*unreachableError)(nil); !asJSON && errors.As(err, &ue) {
-		status.PrintDrivers(os.Stdout, shown)
+	if !asJSON {
+		addDrivers(err, shown)
 	}
 	return err
 }

@@ -168,8 +168,9 @@ func TestStatusOfOneFabricHasNoFabricBlock(t *testing.T) {
 	}
 }
 
-// With the database down, --status still shows each fabric's OpenSM driver
-// on this host, named by its fabric, and exits 1.
+// With the database down, --status exits 1 and its error, after naming the
+// database, still says each fabric's OpenSM driver on this host, named by
+// its fabric; nothing about OpenSM comes before the database's error.
 func TestStatusOfTwoFabricsWithoutTheDatabase(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -209,14 +210,19 @@ func TestStatusOfTwoFabricsWithoutTheDatabase(t *testing.T) {
 		if code != exitFailed || !strings.Contains(errOut, "is unreachable") {
 			t.Errorf("--status %v without the database: exit %d, want %d saying it is unreachable: %s", tc.args, code, exitFailed, errOut)
 		}
+		if out != "" {
+			t.Errorf("--status %v without the database printed before its error:\n%s", tc.args, out)
+		}
+		dbErr := strings.Index(errOut, "is unreachable")
 		for _, want := range tc.wants {
-			if !strings.Contains(out, want) {
-				t.Errorf("--status %v without the database does not say %q:\n%s", tc.args, want, out)
+			if i := strings.Index(errOut, want); i < dbErr {
+				t.Errorf("--status %v without the database does not say %q after the database's error:\n%s", tc.args, want, errOut)
 			}
 		}
+		_, drivers, _ := strings.Cut(errOut, "could not be read):") // the database's own error may say "failed"
 		for _, not := range tc.nots {
-			if strings.Contains(out, not) {
-				t.Errorf("--status %v without the database says %q:\n%s", tc.args, not, out)
+			if strings.Contains(drivers, not) {
+				t.Errorf("--status %v without the database says %q:\n%s", tc.args, not, errOut)
 			}
 		}
 	}
@@ -249,6 +255,51 @@ func TestStatusOfAFabricNeverStarted(t *testing.T) {
 	}
 }
 
+// Every command that changes a fabric refuses one no manager has started,
+// saying so as --status does, naming the fabric, and records nothing there:
+// its state rows stay unwritten (--status still says it never started) and
+// it has no keys.
+func TestChangesRefuseAFabricNeverStarted(t *testing.T) {
+	f := healthyAndHeld(t, config.EngineSQLite)
+	db := storetest.NewDatabase(t, config.EngineSQLite)
+	storetest.OpenDatabase(t, db) // the default fabric's rows only, as before the storage fabric was added
+	conf := strings.Replace(readFile(t, f.conf), "connection = "+connectionOf(t, f.conf), "connection = "+db.URL, 1)
+	path := filepath.Join(t.TempDir(), "afm.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	running := writeRunning(t, runningPartitions)
+	for _, args := range [][]string{
+		{"--import-keys", writeFile(t, ufmConf)},
+		{"--rotate-keys", "m_key"},
+		{"--adopt-partitions", running},
+		{"--release-adopted", "0x10"},
+		{"--confirm-switches"},
+		{"--clear-enforcement-errors"},
+		{"--accept-moved-guid", "0x0002c90300000a01"},
+		{"--unfreeze"},
+	} {
+		code, out, errOut := runCommand(t, append([]string{"--config-file", path, "--fabric", "storage"}, args...)...)
+		if code != exitFailed || !strings.Contains(errOut, "[fabric:storage]: "+status.NeverStarted) {
+			t.Errorf("%s --fabric storage: exit %d, want %d saying %q:\n%s%s", args[0], code, exitFailed,
+				"[fabric:storage]: "+status.NeverStarted, out, errOut)
+		}
+	}
+	r := statusReport(t, path, "--fabric", "storage")
+	if !slices.Contains(r.NotCompleting, status.NeverStarted) || len(r.Adopted) != 0 {
+		t.Errorf("--status --json --fabric storage after the refused commands = %+v; want it never started, nothing adopted", r.Status)
+	}
+	cfg := loadConfig(t, path)
+	st, err := openExisting(t.Context(), cfg, fabricRules(cfg), time.Minute, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if keys, err := st.Fabric("storage").Secrets(t.Context()); err != nil || len(keys) != 0 {
+		t.Errorf("the storage fabric's keys after the refused commands: %d, %v; want none", len(keys), err)
+	}
+}
+
 func readFile(t *testing.T, path string) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -266,4 +317,44 @@ func connectionOf(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return cfg.Database.Connection
+}
+
+// Two fabrics naming one HCA port, each with an env file as the sample's
+// example has it (OSM_CACHE_DIR only: no simulated fabric), pass the
+// configuration's own checks, which cannot read the files; every command
+// refuses them as the manager's start does, naming both sections and the
+// port, before it reads or writes the database.
+func TestCommandsRefuseOneHCAPortBehindEnvFiles(t *testing.T) {
+	for _, v := range []string{"IBSIM_SOCKNAME", "OSM_CACHE_DIR"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v) // the manager's own environment names neither
+	}
+	db := storetest.NewDatabase(t, config.EngineSQLite)
+	storetest.OpenDatabase(t, db)
+	dir := t.TempDir()
+	text := readFile(t, filepath.Join("testdata", "fabrics", "two-fabrics.conf"))
+	text = strings.NewReplacer("CONNECTION", db.URL, "DEFAULT_DIR", filepath.Join(dir, "opensm"),
+		"STORAGE_DIR", filepath.Join(dir, "opensm-storage"), "0x0002c90300b00001", "0x0002c90300a00001").Replace(text)
+	for section, cache := range map[string]string{"[opensm]": "/var/cache/opensm", "[fabric:storage]": "/var/cache/opensm-storage"} {
+		env := filepath.Join(dir, strings.Trim(section, "[]")+".env")
+		if err := os.WriteFile(env, []byte("OSM_CACHE_DIR="+cache+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		text = strings.Replace(text, section+"\n", section+"\nenv_file = "+env+"\n", 1)
+	}
+	path := filepath.Join(dir, "afm.conf")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := config.Load(path); err != nil {
+		t.Fatalf("the configuration's own checks refuse it: %v", err)
+	}
+	const want = "[opensm_conf] and [fabric:storage:opensm_conf] name the same HCA port 0x0002c90300a00001"
+	for _, args := range [][]string{{"--render"}, {"--status"}, {"--migrate"}, {"--confirm-switches"},
+		{"--adopt-partitions", writeRunning(t, runningPartitions)}, {"--import-keys", writeFile(t, ufmConf)}} {
+		code, out, errOut := runCommand(t, append([]string{"--config-file", path}, args...)...)
+		if code != exitFailed || !strings.Contains(errOut, want) {
+			t.Errorf("%s: exit %d, want %d saying %q:\n%s%s", args[0], code, exitFailed, want, out, errOut)
+		}
+	}
 }

@@ -35,7 +35,7 @@ const neutronTimeout = 60 * time.Second
 // exitFailed: nothing could be compared, or the import stopped (what it did
 // so far is listed).
 func runImportNeutron(ctx context.Context, path string, opts neutronimport.Options, log *slog.Logger) error {
-	cfg, err := config.Load(path)
+	cfg, err := loadCommandConfig(path)
 	if err != nil {
 		return err
 	}
@@ -187,6 +187,7 @@ func importRules(ctx context.Context, cfg *config.Config, fabrics []operatorFabr
 		}
 		rules[i].Rules.StaticPKey = static.Name
 		rules[i].Rules.StaticMember = static.Listing
+		rules[i].Rules.PartitionFlags = partitionFlags(f.cfg, tpl)
 	}
 	return rules, nil
 }

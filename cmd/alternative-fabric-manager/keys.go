@@ -57,7 +57,7 @@ func runKeys(ctx context.Context, path string, log *slog.Logger, c keysCommand) 
 	} else if rotate, err = opensm.ParseKeyRotation(c.rotate); err != nil {
 		return fmt.Errorf("--rotate-keys: %w", err)
 	}
-	return withOperatorStore(ctx, path, c.fabric, log, func(ctx context.Context, f operatorFabric, st *store.Store) error {
+	return withOperatorStore(ctx, path, c.fabric, log, changing(func(ctx context.Context, f operatorFabric, st *store.Store) error {
 		recorded, err := st.Secrets(ctx)
 		if err != nil {
 			return err
@@ -80,7 +80,7 @@ func runKeys(ctx context.Context, path string, log *slog.Logger, c keysCommand) 
 		fmt.Fprintf(os.Stdout, "%s\n# The leading manager keeps its keys until it restarts; a follower takes these when it next leads: docs/key-rotation.md.\n",
 			strings.Join(done, "\n"))
 		return nil
-	})
+	}))
 }
 
 // readConfKeys reads the keys an opensm.conf sets.

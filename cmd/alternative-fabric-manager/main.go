@@ -237,7 +237,7 @@ func countTrue(flags ...bool) int {
 }
 
 func runMigrate(ctx context.Context, path string, log *slog.Logger) error {
-	cfg, err := config.Load(path)
+	cfg, err := loadCommandConfig(path)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ import (
 // what would move. fab, if given, must be the fabric the configuration
 // gives physnet: the operator's word of where it goes.
 func runMovePhysnet(ctx context.Context, path string, fab *fabricChoice, physnet string, dryRun bool, log *slog.Logger, w io.Writer) error {
-	cfg, err := config.Load(path)
+	cfg, err := loadCommandConfig(path)
 	if err != nil {
 		return err
 	}

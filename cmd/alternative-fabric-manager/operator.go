@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
@@ -41,24 +42,52 @@ type operatorCommand struct {
 type unreachableError struct {
 	cfg *config.Config
 	err error
+	// drivers is what --status read of this host's OpenSM drivers: said
+	// after the database's error, never before it (a "running" line first
+	// would read as a status the database did not give).
+	drivers string
 }
 
-func (e *unreachableError) Error() string { return e.err.Error() }
+func (e *unreachableError) Error() string {
+	if e.drivers == "" {
+		return e.err.Error()
+	}
+	return e.err.Error() + "\nthis host's OpenSM, as its driver last wrote it (the database, which says whether jobs " +
+		"complete, could not be read):\n" + strings.TrimSuffix(e.drivers, "\n")
+}
+
+// addDrivers adds to err, when it is an unreachable database, the state of
+// this host's OpenSM driver of each of fabrics: OpenSM keeps running
+// through the outage.
+func addDrivers(err error, fabrics []status.Fabric) {
+	ue := (*unreachableError)(nil)
+	if !errors.As(err, &ue) {
+		return
+	}
+	var b strings.Builder
+	status.PrintDrivers(&b, fabrics)
+	ue.drivers = b.String()
+}
 func (e *unreachableError) Unwrap() error { return e.err }
 
 // runOperator runs one operator command, printing to standard output. With the
-// database unreachable, --status still shows this host's OpenSM driver of each
-// fabric it covers: OpenSM keeps running through the outage.
+// database unreachable, --status's error still says, after the database's,
+// this host's OpenSM driver of each fabric it covers: OpenSM keeps running
+// through the outage.
 func runOperator(ctx context.Context, path string, log *slog.Logger, c operatorCommand) error {
 	if c.status && c.everyFabric {
 		return runStatusOfEveryFabric(ctx, path, log, c.json)
 	}
-	err := withOperatorStore(ctx, path, c.fabric, log, func(ctx context.Context, f operatorFabric, st *store.Store) error {
+	run := func(ctx context.Context, f operatorFabric, st *store.Store) error {
 		return runOperatorCommand(ctx, f, st, c)
-	})
+	}
+	if c.confirm || c.clearErrors || c.unfreeze || c.acceptMoved != "" {
+		run = changing(run)
+	}
+	err := withOperatorStore(ctx, path, c.fabric, log, run)
 	if ue := (*unreachableError)(nil); c.status && !c.json && errors.As(err, &ue) {
 		if f, ferr := selectFabric(ue.cfg, c.fabric); ferr == nil {
-			status.PrintDrivers(os.Stdout, []status.Fabric{f.status()})
+			addDrivers(err, []status.Fabric{f.status()})
 		}
 	}
 	return err
@@ -97,7 +126,7 @@ func runOperatorCommand(ctx context.Context, f operatorFabric, st *store.Store, 
 // it, and runs fn with the fabric's view of the store.
 func withOperatorStore(ctx context.Context, path, fabric string, log *slog.Logger,
 	fn func(ctx context.Context, f operatorFabric, st *store.Store) error) error {
-	cfg, err := config.Load(path)
+	cfg, err := loadCommandConfig(path)
 	if err != nil {
 		return err
 	}
@@ -112,6 +141,18 @@ func withOperatorStore(ctx context.Context, path, fabric string, log *slog.Logge
 		}
 		return f.wrap(fn(ctx, f, v))
 	})
+}
+
+// changing is fn behind the check every command that changes a fabric runs
+// first: a fabric no manager has started is refused, as --status says of it
+// (status.CheckStarted), before anything is read or recorded.
+func changing(fn func(ctx context.Context, f operatorFabric, st *store.Store) error) func(ctx context.Context, f operatorFabric, st *store.Store) error {
+	return func(ctx context.Context, f operatorFabric, st *store.Store) error {
+		if err := status.CheckStarted(ctx, st); err != nil {
+			return err
+		}
+		return fn(ctx, f, st)
+	}
 }
 
 // withOperatorDatabase opens the database of cfg without migrating it, and

@@ -161,7 +161,9 @@ func TestUnreachableDatabase(t *testing.T) {
 	} {
 		for _, command := range []string{"--status", "--confirm-switches", "--show-enforcement-errors",
 			"--clear-enforcement-errors", "--show-keys"} {
-			code, out, errOut := runCommand(t, "--config-file", writeConf(t, url, t.TempDir()), command)
+			dir := t.TempDir()
+			writeDriverStatus(t, dir, opensm.StateRunning)
+			code, out, errOut := runCommand(t, "--config-file", writeConf(t, url, dir), command)
 			if code != 1 {
 				t.Errorf("%s on %s: exit %d, want 1", command, url, code)
 			}
@@ -172,7 +174,32 @@ func TestUnreachableDatabase(t *testing.T) {
 			if strings.Contains(out+errOut, password) {
 				t.Errorf("%s: the output shows the password: %s%s", command, out, errOut)
 			}
+			// Nothing about OpenSM before the database's error: --status
+			// says this host's driver after it, the other commands not at all.
+			if out != "" {
+				t.Errorf("%s printed before its error: %q", command, out)
+			}
+			driver := strings.Index(errOut, "OpenSM driver: running")
+			if command == "--status" && driver < strings.Index(errOut, want) {
+				t.Errorf("%s: stderr %q does not say this host's OpenSM driver after the database's error", command, errOut)
+			}
+			if command != "--status" && driver >= 0 {
+				t.Errorf("%s: stderr %q speaks of OpenSM's driver", command, errOut)
+			}
 		}
+	}
+}
+
+// writeDriverStatus writes a driver status file in config_dir dir, as a
+// manager's OpenSM driver does.
+func writeDriverStatus(t *testing.T, dir string, state opensm.State) {
+	t.Helper()
+	b, err := json.Marshal(opensm.Status{State: state, PID: 4242, Since: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "driver-status.json"), b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

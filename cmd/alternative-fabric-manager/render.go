@@ -17,7 +17,7 @@ import (
 
 // runRender is --render [--fabric NAME]: the partitions file of one fabric.
 func runRender(ctx context.Context, path, fabricName string, log *slog.Logger) error {
-	cfg, err := config.Load(path)
+	cfg, err := loadCommandConfig(path)
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,28 @@ var (
 	loadTemplate = manager.LoadTemplate
 	checkRules   = manager.CheckRules
 	fabricRules  = manager.FabricRules
+	// partitionFlags is the template's flags of an owner's partition
+	// (store.Rules.PartitionFlags).
+	partitionFlags = manager.PartitionFlags
 )
+
+// loadCommandConfig reads the configuration for a command and refuses what
+// the manager's start would refuse between fabrics once their env files are
+// read (manager.FabricSiteConflicts): two OpenSMs on one HCA port, one
+// simulated fabric or cache directory. The configuration's own checks cannot
+// open the env files; without this a command would act on a configuration
+// the manager refuses to start with. An env file that cannot be read is not
+// the command's error: --status is how an operator sees the OpenSM it stops.
+func loadCommandConfig(path string) (*config.Config, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := manager.FabricSiteConflicts(cfg); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
 
 // run is the manager: wired from its configuration, serving its HTTP
 // listeners, and applying while elected, until ctx ends or a server fails.

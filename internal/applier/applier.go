@@ -262,8 +262,11 @@ type term struct {
 	// the loop and the services ask for them concurrently.
 	dumpOnce, envOnce sync.Once
 	env               *watchEnv
-	inbox             inbox    // what the services asked of the loop (services.go)
-	turns             turnDesk // where the drift repair and the audit ask for the loop's idle turn
+	inbox             inbox // what the services asked of the loop (services.go)
+	// replaced are the adopted partitions' flag changes this term logged
+	// (logReplacedFlags): each is said once, when it first shows.
+	replaced map[partitions.FlagsReplaced]bool
+	turns    turnDesk // where the drift repair and the audit ask for the loop's idle turn
 
 	// writtenQoS is what this term last wrote to the QoS policy file (nil:
 	// none, qos off); qosSet says whether opensm.conf's qos was written
@@ -958,7 +961,33 @@ func (t *term) render(ctx context.Context) (r Rendered, left []withheld, err err
 	snap, left = withhold(snap, in.PortLimit)
 	t.rendered = snap // what the file holds
 	r, err = renderWithheld(ctx, snap, in)
+	if err == nil && r.Problems == nil {
+		t.logReplacedFlags(r)
+	}
 	return r, left, err
+}
+
+// logReplacedFlags warns, once a term, of each adopted partition whose
+// owner's partition the file writes with other flags: the tenant's
+// partition changes (an adopted mtu=4 dropped, say) when its owner arrives,
+// and the operator must hear of it then, not find it later.
+func (t *term) logReplacedFlags(r Rendered) {
+	changes, err := partitions.OwnedFlagChanges(r.Text, r.State)
+	if err != nil {
+		t.Log.Error("compare the adopted partitions' flags with the file's", "revision", r.State.Revision, "error", err)
+		return
+	}
+	for _, c := range changes {
+		if t.replaced[c] {
+			continue
+		}
+		if t.replaced == nil {
+			t.replaced = map[partitions.FlagsReplaced]bool{}
+		}
+		t.replaced[c] = true
+		t.Log.Warn("an owner's flags replace an adopted partition's", "pkey", c.PKey.String(), "adopted", c.Adopted,
+			"partition", c.Owner, "flags", c.Change, "revision", r.State.Revision)
+	}
 }
 
 // writeCurrent writes the file for the current state without signalling anyone,

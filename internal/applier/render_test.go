@@ -3,11 +3,15 @@ package applier
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
 
 // TestRenderResult holds Render to its contract: the file's problems are the
@@ -55,5 +59,46 @@ func TestRenderResult(t *testing.T) {
 				t.Errorf("file\n%s\nwithout %q", r.Text, tc.text)
 			}
 		})
+	}
+}
+
+// When a network takes an adopted partition over, the file writes the
+// network's flags; the applier's render warns once a term, naming the pkey,
+// the adopted partition and which flags changed (the adopted mtu=4
+// dropped), and says nothing of an adopted partition no owner has.
+func TestLogReplacedFlags(t *testing.T) {
+	ctx := t.Context()
+	s := storetest.Open(t, config.EngineSQLite)
+	var adopt store.Adoption
+	for _, text := range []string{"tenant_a=0x0010, ipoib, mtu=4 : 0x0002c90300000a01=full ;",
+		"tenant_b=0x0020, mtu=4 : 0x0002c90300000a02=full ;"} {
+		st, err := partitions.ParseStatement(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		adopt.Partitions = append(adopt.Partitions, st)
+	}
+	if _, err := s.AdoptPartitions(ctx, adopt); err != nil {
+		t.Fatal(err)
+	}
+	vlan := int64(0x10)
+	if _, err := s.RecordNetwork(ctx, store.NetworkChange{Operation: store.OpCreateNetwork, Network: store.NetworkSpec{
+		ID: "net-a", Type: store.TypeVLAN, PhysicalNetwork: "ibnet", SegmentationID: &vlan}}); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	tm := &term{Applier: &Applier{Store: s, Log: slog.New(slog.NewTextHandler(&log, nil)), Cfg: Config{
+		DefaultPartition: "Default=0x7fff, ipoib : ALL=limited, SELF=full ;", FlatPKey: store.DefaultFlatPKey}}}
+	for range 2 { // the second apply's render: said already
+		if r, _, err := tm.render(ctx); err != nil || r.Problems != nil {
+			t.Fatalf("render: %v, %v", err, r.Problems)
+		}
+	}
+	want := `level=WARN msg="an owner's flags replace an adopted partition's" pkey=0x0010 adopted=tenant_a partition=net-0010-net-a flags="mtu=4 dropped"`
+	if got := strings.Count(log.String(), "level=WARN"); got != 1 || !strings.Contains(log.String(), want) {
+		t.Errorf("log:\n%s\nwant one warning: %s", log.String(), want)
+	}
+	if strings.Contains(log.String(), "tenant_b") {
+		t.Errorf("log names the adopted partition no owner has:\n%s", log.String())
 	}
 }

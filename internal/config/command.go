@@ -54,6 +54,10 @@ func splitCommand(s string) ([]string, error) {
 				word.Reset()
 				inWord = false
 			}
+		case r == '#' && !inWord:
+			// A shell reads the rest as a comment; here it would be
+			// arguments to OpenSM. Quoted ('#') it is a word.
+			return nil, errors.New("a word starts with an unquoted '#', which a shell reads as a comment: comments go on lines of their own")
 		default:
 			word.WriteRune(r)
 			inWord = true

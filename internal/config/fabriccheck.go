@@ -61,8 +61,11 @@ func fabricPairConflicts(file iniFile, a, b Fabric) []error {
 		both("env_file", "both OpenSMs would reach the same simulated fabric (IBSIM_SOCKNAME) and share whatever "+
 			"else it sets; give each fabric its own")
 	}
-	// GUIDs are unique on real hardware, where the OpenSMs have no env_file;
-	// simulated fabrics (each its own env_file) repeat their SM port's GUID.
+	// Without env files both OpenSMs run in one environment, so one GUID is
+	// one port. With an env file only its contents tell a simulated fabric
+	// of its own (whose SM port repeats every simulator's GUID) from an HCA:
+	// the manager's CheckFabricSites reads them and decides, at the start and
+	// before every command, so that the rule holds whatever keys are set.
 	if g := portGUID(a); g != "" && g == portGUID(b) && a.OpenSM.EnvFile == "" && b.OpenSM.EnvFile == "" {
 		errs = append(errs, fmt.Errorf("%s and %s name the same HCA port %s: two OpenSMs cannot run on one port",
 			a.OpenSMConfSection(), b.OpenSMConfSection(), g))

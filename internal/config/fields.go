@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
@@ -521,6 +522,11 @@ func setAbsPath(dst *string, v string) error {
 	// happens to be started from.
 	if !filepath.IsAbs(v) {
 		return errors.New("want an absolute path")
+	}
+	// A path may hold '#', but after a blank it is a comment that was
+	// meant to end the value: comments go on lines of their own.
+	if i := strings.IndexFunc(v, unicode.IsSpace); i >= 0 && strings.Contains(v[i:], "#") {
+		return errors.New("want an absolute path, without a trailing comment: comments go on lines of their own")
 	}
 	*dst = filepath.Clean(v)
 	return nil

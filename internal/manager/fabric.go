@@ -86,6 +86,7 @@ func planFabric(ctx context.Context, cfg *config.Config, f config.Fabric, rules 
 	p.limit = &topology.PortLimit{DumpFile: p.cfg.OpenSM.SubnetDump(), Dump: p.dump, Capacity: o.SwitchPKeyCapacity, Static: static.PKeysOf}
 	p.rules.StaticPKey = static.Name
 	p.rules.StaticMember = static.Listing
+	p.rules.PartitionFlags = PartitionFlags(p.cfg, p.tpl)
 	limit := p.limit
 	p.rules.PortLimit = func() (store.PortCheck, error) { return limit.Checker() }
 	return p, nil

@@ -69,7 +69,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, version stri
 			return nil, fmt.Errorf("[api] tls_cert_file, tls_key_file: %w", err)
 		}
 	}
-	if err := checkFabricSites(cfg); err != nil {
+	if err := CheckFabricSites(cfg); err != nil {
 		return nil, err
 	}
 	plans, err := mgr.openStore(ctx)

@@ -119,13 +119,30 @@ func readFabricSite(f config.Fabric) (fabricSite, error) {
 	return site, nil
 }
 
-// checkFabricSites refuses fabrics whose OpenSMs would meet: one simulated
+// CheckFabricSites refuses fabrics whose OpenSMs would meet: one simulated
 // fabric (IBSIM_SOCKNAME), one HCA port (equal port GUIDs are one port
 // unless each OpenSM is on a simulated fabric of its own, where every SM
 // port has the same GUID), one smp_port for the readers, one cache
-// directory. A configuration of one fabric reads nothing here: its env file
-// is read when OpenSM starts, as it always was.
-func checkFabricSites(cfg *config.Config) error {
+// directory; and an env file that cannot be read. A configuration of one
+// fabric reads nothing here: its env file is read when OpenSM starts, as it
+// always was. The manager's start runs it.
+func CheckFabricSites(cfg *config.Config) error {
+	return checkFabricSites(cfg, true)
+}
+
+// FabricSiteConflicts is CheckFabricSites for the operator's commands,
+// which every command runs after loading the configuration, so that none
+// acts on one the manager would refuse to start with: the conflicts between
+// the fabrics whose env files it can read. A missing env file is left to
+// the start and to OpenSM's driver, whose state --status shows: it is what
+// an operator runs --status for.
+func FabricSiteConflicts(cfg *config.Config) error {
+	return checkFabricSites(cfg, false)
+}
+
+// checkFabricSites is CheckFabricSites; unreadable says whether an env file
+// that cannot be read is an error.
+func checkFabricSites(cfg *config.Config, unreadable bool) error {
 	all := cfg.Fabrics
 	if len(all) == 1 {
 		return nil
@@ -135,7 +152,9 @@ func checkFabricSites(cfg *config.Config) error {
 	for _, f := range all {
 		s, err := readFabricSite(f)
 		if err != nil {
-			errs = append(errs, err)
+			if unreadable {
+				errs = append(errs, err)
+			}
 			continue
 		}
 		sites = append(sites, s)

@@ -78,7 +78,7 @@ func TestCheckFabricSites(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the configuration is refused before the files are read: %v", err)
 			}
-			err = checkFabricSites(cfg)
+			err = CheckFabricSites(cfg)
 			if len(tt.want) == 0 {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -104,7 +104,39 @@ func TestCheckFabricSitesOfOneFabric(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := checkFabricSites(cfg); err != nil {
+	if err := CheckFabricSites(cfg); err != nil {
 		t.Errorf("one fabric: %v", err)
+	}
+}
+
+// The commands' check refuses the same conflicts as the start, but leaves a
+// missing env file to the start and to OpenSM's driver: --status must still
+// run while a fabric's OpenSM cannot start for want of it.
+func TestFabricSiteConflictsOfTheCommands(t *testing.T) {
+	for _, v := range []string{"IBSIM_SOCKNAME", "OSM_CACHE_DIR"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	dir, err := filepath.Abs("testdata/fabricsites")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const guidA, guidB = "0x0002c90300a00001", "0x0002c90300b00001"
+	parse := func(stoEnv, stoGUID string) *config.Config {
+		cfg, err := config.Parse(strings.NewReader(fmt.Sprintf(sitesConf, dir, "hca.env", guidA, "", stoEnv, stoGUID, "")), "afm.conf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	if err := FabricSiteConflicts(parse("none.env", guidB)); err != nil {
+		t.Errorf("a missing env file: %v; want it left to the start", err)
+	}
+	if err := CheckFabricSites(parse("none.env", guidB)); err == nil || !strings.Contains(err.Error(), "none.env") {
+		t.Errorf("the start with a missing env file: %v; want it named", err)
+	}
+	const want = "[opensm_conf] and [fabric:storage:opensm_conf] name the same HCA port 0x0002c90300a00001"
+	if err := FabricSiteConflicts(parse("hca-again.env", guidA)); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("one GUID on hardware: %v; want %q", err, want)
 	}
 }

@@ -35,6 +35,16 @@ func OpenStore(ctx context.Context, cfg *config.Config, migrate bool, fabrics []
 	return st, nil
 }
 
+// PartitionFlags is store.Rules.PartitionFlags for fabric cfg's template:
+// s, one owner's partition, rendered beside the configured default and flat
+// partitions.
+func PartitionFlags(cfg config.FabricConfig, tpl *partitions.Template) func(context.Context, partitions.State, fabric.PKey) ([]partitions.Flag, bool, error) {
+	return func(ctx context.Context, s partitions.State, pkey fabric.PKey) ([]partitions.Flag, bool, error) {
+		s.DefaultPartition, s.Flat.PKey = cfg.OpenSM.DefaultPartition, cfg.OpenSM.FlatPKey
+		return tpl.HeaderFlags(ctx, s, pkey)
+	}
+}
+
 // LoadTemplate reads [opensm] partitions_template, once, or returns the built-in
 // template when it is not set.
 func LoadTemplate(cfg config.FabricConfig) (*partitions.Template, error) {

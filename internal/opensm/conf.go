@@ -267,10 +267,16 @@ func writeOptions(b *bytes.Buffer, kvs []KeyValue) error {
 const MaxOptionLine = 1022
 
 // CheckOption refuses an option line OpenSM would not read as the one option
-// it is: a line break or another control character in the value, or a line
-// longer than MaxOptionLine. The error names the option, never the value
-// (it may be a key).
+// it is: a line break or another control character in the value, a '#'
+// (OpenSM reads the rest of the line as a comment: "guid 0x... # a port"
+// would be read as the GUID alone while the manager, and the operator,
+// take the whole value), or a line longer than MaxOptionLine. The error
+// names the option, never the value (it may be a key).
 func CheckOption(key, value string) error {
+	if i := strings.IndexByte(value, '#'); i >= 0 {
+		return fmt.Errorf("option %s: the value holds '#' at offset %d, where OpenSM's comment starts: afm.conf takes "+
+			"comments only on lines of their own, so move it to one", key, i)
+	}
 	if i := strings.IndexFunc(value, func(r rune) bool { return r < ' ' || r == 0x7f }); i >= 0 {
 		what := "a control character"
 		if value[i] == '\n' || value[i] == '\r' {

@@ -2,6 +2,7 @@ package partitions
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -71,10 +72,7 @@ func PlanAdoption(f *File, flatPKey fabric.PKey, static *Static) (AdoptionPlan, 
 			continue
 		}
 		st = Adoptable(st)
-		plan.Adopt = append(plan.Adopt, st)
-		if st.PKey == flatPKey {
-			plan.Notes = append(plan.Notes, what+": adopted, its members kept in the flat partition ([opensm] flat_pkey)")
-		}
+		plan.Adopt = append(plan.Adopt, st) // its line is the store's, which knows what is recorded
 	}
 	if err := found.err(); err != nil {
 		return AdoptionPlan{}, err
@@ -268,4 +266,98 @@ func (c *checker) isAdoptedMember(pkey fabric.PKey, g fabric.GUID) bool {
 		return false
 	}
 	return slices.ContainsFunc(a.Members, func(m Member) bool { return m.Keyword == "" && m.GUID == g })
+}
+
+// FlagsChange says how the header flags after differ from before, as
+// "mtu=4 dropped, sl=3 added" (a flag whose value changes is one dropped
+// and one added), or "" when after has the same flags: what an operator
+// reads when an adoption or an owner's take-over changes a partition.
+func FlagsChange(before, after []Flag) string {
+	text := func(f Flag) string {
+		if f.Value == "" {
+			return f.Name
+		}
+		return f.Name + "=" + f.Value
+	}
+	var parts []string
+	for _, f := range before {
+		if !slices.Contains(after, f) {
+			parts = append(parts, text(f)+" dropped")
+		}
+	}
+	for _, f := range after {
+		if !slices.Contains(before, f) {
+			parts = append(parts, text(f)+" added")
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// FlagsReplaced is an adopted partition whose owner's partition, as the
+// file writes it, has other header flags: the tenant's partition now has
+// the owner's (an adopted mtu=4 dropped, say).
+type FlagsReplaced struct {
+	PKey    fabric.PKey
+	Adopted string // the adopted partition's name
+	Owner   string // the name the file writes the partition under
+	Change  string // FlagsChange of the adopted flags to the file's
+}
+
+// OwnedFlagChanges lists, for each adopted partition of s whose pkey an
+// owner has (a network, a Kubernetes pkey or the flat partition), how the
+// flags text, the file rendered from s, writes for the pkey differ from the
+// adopted statement's; none when they are the same.
+func OwnedFlagChanges(text []byte, s State) ([]FlagsReplaced, error) {
+	owned := map[fabric.PKey]bool{s.Flat.PKey: true}
+	for _, n := range s.Networks {
+		owned[n.PKey] = true
+	}
+	for _, k := range s.Kubernetes {
+		owned[k.PKey] = true
+	}
+	var adopted []Statement
+	for _, a := range s.Adopted {
+		if owned[a.PKey] {
+			adopted = append(adopted, a)
+		}
+	}
+	if len(adopted) == 0 {
+		return nil, nil
+	}
+	f, err := ParseFor(text, fabric.NVIDIA)
+	if err != nil {
+		return nil, err
+	}
+	var out []FlagsReplaced
+	for _, a := range adopted {
+		for _, st := range f.Statements {
+			if st.PKey != a.PKey {
+				continue
+			}
+			if c := FlagsChange(a.Flags, st.Flags); c != "" {
+				out = append(out, FlagsReplaced{PKey: a.PKey, Adopted: a.Name, Owner: st.Name, Change: c})
+			}
+		}
+	}
+	return out, nil
+}
+
+// HeaderFlags renders s with t and returns the header flags of pkey's
+// statement in the file: what an owner's partition is written with, which
+// the template decides. ok is false when the file has no such statement.
+func (t *Template) HeaderFlags(ctx context.Context, s State, pkey fabric.PKey) (flags []Flag, ok bool, err error) {
+	text, err := t.Render(ctx, s)
+	if err != nil {
+		return nil, false, err
+	}
+	f, err := ParseFor(text, fabric.NVIDIA)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, st := range f.Statements {
+		if st.PKey == pkey {
+			return st.Flags, true, nil
+		}
+	}
+	return nil, false, nil
 }

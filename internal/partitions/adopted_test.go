@@ -197,3 +197,22 @@ func TestCheckKeepsAdoptedMembers(t *testing.T) {
 		})
 	}
 }
+
+// FlagsChange names each flag dropped and added, a changed value as both.
+func TestFlagsChange(t *testing.T) {
+	ipoib, mtu4, mtu5, sl3 := Flag{Name: "ipoib"}, Flag{Name: "mtu", Value: "4"}, Flag{Name: "mtu", Value: "5"}, Flag{Name: "sl", Value: "3"}
+	for _, tt := range []struct {
+		before, after []Flag
+		want          string
+	}{
+		{[]Flag{ipoib, mtu4}, []Flag{ipoib, mtu4}, ""},
+		{[]Flag{ipoib, mtu4}, []Flag{mtu4, ipoib}, ""},
+		{[]Flag{ipoib, mtu4}, []Flag{ipoib}, "mtu=4 dropped"},
+		{[]Flag{mtu4}, []Flag{ipoib, mtu5}, "mtu=4 dropped, ipoib added, mtu=5 added"},
+		{nil, []Flag{sl3}, "sl=3 added"},
+	} {
+		if got := FlagsChange(tt.before, tt.after); got != tt.want {
+			t.Errorf("FlagsChange(%v, %v) = %q, want %q", tt.before, tt.after, got, tt.want)
+		}
+	}
+}

@@ -101,6 +101,24 @@ type Apply struct {
 const NeverStarted = "no manager has started this fabric yet: a manager writes its state when it first starts " +
 	"with this configuration"
 
+// ErrNeverStarted refuses a change to a fabric without state rows: what it
+// would record has no revision to take, no lease nor keys beside it.
+var ErrNeverStarted = errors.New(NeverStarted)
+
+// CheckStarted returns ErrNeverStarted when no manager has started st's
+// fabric (it has no state rows), as --status tells it; the one check every
+// command that changes a fabric runs before it reads or writes anything.
+func CheckStarted(ctx context.Context, st *store.Store) error {
+	_, err := st.Leadership(ctx)
+	switch {
+	case driver.IsNoRows(err):
+		return ErrNeverStarted
+	case err != nil:
+		return fmt.Errorf("the fabric's state: %w", err)
+	}
+	return nil
+}
+
 // Read gathers the status of the fabric cfg configures from its view of the
 // store st, this host's OpenSM driver and OpenSM's subnet dump.
 func Read(ctx context.Context, cfg config.FabricConfig, st *store.Store) (Status, error) {

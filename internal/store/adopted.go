@@ -56,19 +56,21 @@ type Adoption struct {
 
 // AdoptionOutcome is what an adoption recorded.
 type AdoptionOutcome struct {
-	Job     Job
-	Changed bool     // false when everything was recorded already (a re-run)
-	Notes   []string // what was not adopted as the file has it, and why
+	Job     Job      // none (ID 0) when nothing changed
+	Changed bool     // false when everything was recorded already (a re-run): then nothing is recorded
+	Notes   []string // a line for each partition (adopted, changed, left alone, not adopted, and why), and each member not adopted
 }
+
+// errAdoptedAlready ends the transaction of an adoption that changes
+// nothing: it records nothing, neither a revision nor a job.
+var errAdoptedAlready = errors.New("every partition is adopted already as given")
 
 // AdoptPartitions records the partitions of a, in one change: all or
 // nothing. A partition already adopted takes the statement given (the
 // members released since come back: adopting is the operator's word); one
 // not named stays as it is. A member whose GUID a port or a Kubernetes pkey
-// holds is not adopted (its owner decides, see above), nor a partition left
-// without members. A pkey a network, a Kubernetes pkey or the flat partition
-// has is adopted and taken over at once: a network recorded between the
-// file's reading and this change keeps the file's members too.
+// holds is left out, with a note. An adoption that would change nothing
+// records nothing.
 func (s *Store) AdoptPartitions(ctx context.Context, a Adoption) (AdoptionOutcome, error) {
 	var out AdoptionOutcome
 	seen := map[fabric.PKey]bool{}
@@ -90,24 +92,24 @@ func (s *Store) AdoptPartitions(ctx context.Context, a Adoption) (AdoptionOutcom
 		var writes []partitions.Statement
 		var pkeys []string
 		for _, st := range a.Partitions {
-			kept, notes, err := s.adoptable(ctx, tx, st)
+			kept, notes, err := s.adoptable(ctx, tx, st, recorded)
 			if err != nil {
 				return Job{}, err
 			}
 			out.Notes = append(out.Notes, notes...)
 			if len(kept.Members) == 0 {
-				out.Notes = append(out.Notes, fmt.Sprintf("partition %s (%s): not adopted, no member is left to adopt", st.Name, st.PKey))
 				continue
 			}
 			pkeys = append(pkeys, st.PKey.String())
 			promiseStatement(tx, kept, false)
-			if r, ok := recorded[st.PKey]; ok && r.Statement.Text() == kept.Text() {
-				continue
+			if r, ok := recorded[st.PKey]; !ok || r.Statement.Text() != kept.Text() {
+				writes = append(writes, kept)
 			}
-			writes = append(writes, kept)
 		}
-		out.Changed = len(writes) > 0
-		rev, err := tx.touches(ctx, out.Changed)
+		if out.Changed = len(writes) > 0; !out.Changed {
+			return Job{}, errAdoptedAlready
+		}
+		rev, err := tx.touches(ctx, true)
 		if err != nil {
 			return Job{}, err
 		}
@@ -123,21 +125,23 @@ func (s *Store) AdoptPartitions(ctx context.Context, a Adoption) (AdoptionOutcom
 			CreatedBy:   a.CreatedBy,
 		}, nil
 	})
+	if errors.Is(err, errAdoptedAlready) {
+		return out, nil
+	}
 	out.Job = job
 	return out, err
 }
 
-// adoptable is st less the members an owner holds, with a note for each, and
-// a note when an owner has the pkey.
-func (s *Store) adoptable(ctx context.Context, tx *changeTx, st partitions.Statement) (partitions.Statement, []string, error) {
+// adoptable is st less the members an owner holds, with a note for each
+// member left out, then the partition's line: adopted, changed from what
+// recorded has, left alone, or not adopted, and why; and who owns the pkey.
+func (s *Store) adoptable(ctx context.Context, tx *changeTx, st partitions.Statement,
+	recorded map[fabric.PKey]AdoptedPartition) (partitions.Statement, []string, error) {
 	var notes []string
 	what := fmt.Sprintf("partition %s (%s)", st.Name, st.PKey)
 	owner, err := pkeyOwner(ctx, tx, st.PKey, s.rules.flatPKey())
 	if err != nil {
 		return st, nil, err
-	}
-	if owner != "" {
-		notes = append(notes, fmt.Sprintf("%s: %s has the pkey: the adopted members stay beside its own until released", what, owner))
 	}
 	kept := st
 	kept.Members = nil
@@ -152,7 +156,29 @@ func (s *Store) adoptable(ctx context.Context, tx *changeTx, st partitions.State
 		}
 		kept.Members = append(kept.Members, m)
 	}
-	return kept, notes, nil
+	line := what + ": " + adoptionLine(kept, recorded)
+	if owner != "" && len(kept.Members) > 0 {
+		line += fmt.Sprintf("; %s has the pkey: the adopted members stay beside its own until released", owner)
+	}
+	return kept, append(notes, line), nil
+}
+
+// adoptionLine says what adopting kept does beside what recorded has.
+func adoptionLine(kept partitions.Statement, recorded map[fabric.PKey]AdoptedPartition) string {
+	r, ok := recorded[kept.PKey]
+	switch {
+	case len(kept.Members) == 0:
+		return "not adopted, no member is left to adopt"
+	case !ok:
+		return fmt.Sprintf("adopted, %d members", len(kept.Members))
+	case r.Statement.Text() == kept.Text():
+		return "left alone: adopted already as the file has it"
+	}
+	line := fmt.Sprintf("changed: adopted again as the file has it, %d members (%d recorded)", len(kept.Members), len(r.Statement.Members))
+	if fc := partitions.FlagsChange(r.Statement.Flags, kept.Flags); fc != "" {
+		line += ", flags: " + fc
+	}
+	return line
 }
 
 // pkeyOwner names what owns pkey besides an adoption, or "".
@@ -380,6 +406,36 @@ func releasedText(guids string, pkeys []fabric.PKey) string {
 		names[i] = p.String()
 	}
 	return fmt.Sprintf("; %s left the adopted partitions %s", guids, strings.Join(names, ", "))
+}
+
+// takeOverText is what the job of an owner arriving on pkey says of the
+// adopted partition it takes over: nothing when none is adopted there; else
+// its name and how its flags change, the owner's partition (owner, as the
+// template writes it) replacing them.
+func (s *Store) takeOverText(ctx context.Context, tx *changeTx, owner partitions.State, pkey fabric.PKey) (string, error) {
+	recorded, err := adoptedPartitions(ctx, tx.fabric, tx.q)
+	if err != nil {
+		return "", err
+	}
+	a, ok := recorded[pkey]
+	if !ok {
+		return "", nil
+	}
+	text := fmt.Sprintf("; it takes over the adopted partition %s (%s)", a.Statement.Name, pkey)
+	if s.rules.PartitionFlags == nil {
+		return text + ", written with its owner's flags from now on", nil
+	}
+	flags, found, err := s.rules.PartitionFlags(ctx, owner, pkey)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("the flags of partition %s: %w", pkey, err)
+	case !found:
+		return text, nil
+	}
+	if c := partitions.FlagsChange(a.Statement.Flags, flags); c != "" {
+		return text + ", whose flags change: " + c, nil
+	}
+	return text + ", whose flags stay as adopted", nil
 }
 
 // endAdoption releases every adopted member of pkey, whose owner is deleted

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
 
@@ -90,10 +91,19 @@ func (s *Store) recordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 				return Job{}, err
 			}
 		}
+		takeOver := ""
+		if n.Managed && n.PKey != nil && !(known && before.Managed && before.PKey != nil && *before.PKey == *n.PKey) {
+			// The network arrives on its pkey: an adopted partition there
+			// becomes its own, with its flags.
+			owner := partitions.State{Networks: []partitions.Network{{ID: n.ID, PKey: *n.PKey}}}
+			if takeOver, err = s.takeOverText(ctx, tx, owner, *n.PKey); err != nil {
+				return Job{}, err
+			}
+		}
 		return Job{
 			ObjectType: ObjectNetwork, ObjectID: n.ID, NetworkID: n.ID, Operation: c.Operation,
 			Description: fmt.Sprintf("%s %s (%s)", verb(c.Operation), n.ID, s.rules.partitionText(n)),
-			Result:      s.networkResult(n),
+			Result:      s.networkResult(n) + takeOver,
 			CreatedBy:   c.CreatedBy, Request: c.Request, RequestID: c.RequestID,
 		}, nil
 	})

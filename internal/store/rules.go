@@ -1,12 +1,14 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
 )
 
 // DefaultFlatPKey is [opensm] flat_pkey's default: the partition every flat
@@ -49,6 +51,13 @@ type Rules struct {
 	// by NAME (principals.go): no Neutron VLAN may use their ranges, and each
 	// one's view (Store.PKeysClient) records by its own.
 	PKeysClients map[string]PKeysClientRules
+
+	// PartitionFlags renders s, one owner's partition alone, with the
+	// partitions template and returns the header flags the file writes pkey's
+	// statement with (partitions.Template.HeaderFlags; ok false: none): a
+	// network taking an adopted partition over says in its job how the
+	// partition's flags change. nil: the job names the adopted partition only.
+	PartitionFlags func(ctx context.Context, s partitions.State, pkey fabric.PKey) (flags []partitions.Flag, ok bool, err error)
 
 	// client is the pkeys client whose view these rules are ("": the
 	// [ufm_pkeys] client), and deleteEmpty its delete_empty.

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -97,19 +98,57 @@ func testAdoptIdempotent(t *testing.T, s *store.Store) {
 	if err != nil || len(list) != 2 || list[0].Statement.Text() != statement(t, tenant16).Text() {
 		t.Fatalf("AdoptedPartitions = %+v, %v", list, err)
 	}
+	jobs := jobCount(t, s)
 	again := adopt(t, s, tenant16, tenant32)
-	if again.Changed || again.Job.Status != store.StatusCompleted || revision(t, s) != 1 {
-		t.Errorf("the same file again: %+v, revision %d: want no change", again, revision(t, s))
+	if again.Changed || again.Job.ID != 0 || revision(t, s) != 1 || jobCount(t, s) != jobs {
+		t.Errorf("the same file again: %+v, revision %d, %d jobs (%d before): want nothing recorded", again, revision(t, s), jobCount(t, s), jobs)
+	}
+	for _, want := range []string{"partition tenant_a (0x0010): left alone: adopted already as the file has it",
+		"partition tenant_b (0x0020): left alone: adopted already as the file has it"} {
+		if !slices.Contains(again.Notes, want) {
+			t.Errorf("the same file again: notes %q lack %q", again.Notes, want)
+		}
+	}
+	// One partition changed: it alone is written, its line says what changed.
+	changed := adopt(t, s, strings.Replace(tenant16, ", mtu=5", "", 1), tenant32)
+	if !changed.Changed || changed.Job.ID == 0 || revision(t, s) != 2 || jobCount(t, s) != jobs+1 ||
+		!slices.Contains(changed.Notes, "partition tenant_a (0x0010): changed: adopted again as the file has it, 2 members (2 recorded), flags: mtu=5 dropped") {
+		t.Errorf("one partition changed: %+v, revision %d: want it written and its line to say mtu=5 dropped", changed, revision(t, s))
 	}
 	// A refused adoption records nothing.
 	_, err = s.AdoptPartitions(t.Context(), store.Adoption{Partitions: []partitions.Statement{
 		statement(t, tenant16), statement(t, strings.Replace(tenant32, "0x0020", "0x0010", 1))}})
-	wantRefused(t, s, err, 1)
+	wantRefused(t, s, err, 2)
+}
+
+// jobCount is how many jobs s's fabric has, whatever their status.
+func jobCount(t *testing.T, s *store.Store) int64 {
+	t.Helper()
+	counts, err := s.CountJobsByStatus(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, c := range counts {
+		n += c
+	}
+	return n
+}
+
+// builtinFlags is store.Rules.PartitionFlags of the built-in template.
+func builtinFlags(ctx context.Context, st partitions.State, pkey fabric.PKey) ([]partitions.Flag, bool, error) {
+	st.DefaultPartition, st.Flat.PKey = "Default=0x7fff, ipoib : ALL=limited, SELF=full ;", store.DefaultFlatPKey
+	return partitions.BuiltinTemplate().HeaderFlags(ctx, st, pkey)
 }
 
 func testAdoptedTakeOver(t *testing.T, s *store.Store) {
 	adopt(t, s, tenant16)
-	addNetwork(t, s, netA, 16)
+	// The network's partition is written as the template writes a
+	// network's (ipoib): its job says the adopted mtu=5 is gone.
+	j := addNetwork(t, s.WithRules(store.Rules{PartitionFlags: builtinFlags}), netA, 16)
+	if want := "; it takes over the adopted partition tenant_a (0x0010), whose flags change: mtu=5 dropped"; !strings.HasSuffix(j.Result, want) {
+		t.Errorf("the network's job result %q does not end %q", j.Result, want)
+	}
 	wantAdopted(t, s, "0x0010:0x0002c90300000a01=full", "0x0010:0x0002c90300000a02=limited")
 	// networking-mlnx sends the ports one at a time: each takes its GUID over.
 	j, err := addPort(t, s, "port-a", netA, adoptedA)
