@@ -275,6 +275,7 @@ func TestChangesRefuseAFabricNeverStarted(t *testing.T) {
 		{"--adopt-partitions", running},
 		{"--release-adopted", "0x10"},
 		{"--confirm-switches"},
+		{"--confirm-hosts"},
 		{"--clear-enforcement-errors"},
 		{"--accept-moved-guid", "0x0002c90300000a01"},
 		{"--unfreeze"},

@@ -81,7 +81,7 @@ func runOperator(ctx context.Context, path string, log *slog.Logger, c operatorC
 	run := func(ctx context.Context, f operatorFabric, st *store.Store) error {
 		return runOperatorCommand(ctx, f, st, c)
 	}
-	if c.confirm || c.clearErrors || c.unfreeze || c.acceptMoved != "" {
+	if c.confirm || c.confirmHosts || c.clearErrors || c.unfreeze || c.acceptMoved != "" {
 		run = changing(run)
 	}
 	err := withOperatorStore(ctx, path, c.fabric, log, run)

@@ -121,20 +121,6 @@ func testAdoptIdempotent(t *testing.T, s *store.Store) {
 	wantRefused(t, s, err, 2)
 }
 
-// jobCount is how many jobs s's fabric has, whatever their status.
-func jobCount(t *testing.T, s *store.Store) int64 {
-	t.Helper()
-	counts, err := s.CountJobsByStatus(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n int64
-	for _, c := range counts {
-		n += c
-	}
-	return n
-}
-
 // builtinFlags is store.Rules.PartitionFlags of the built-in template.
 func builtinFlags(ctx context.Context, st partitions.State, pkey fabric.PKey) ([]partitions.Flag, bool, error) {
 	st.DefaultPartition, st.Flat.PKey = "Default=0x7fff, ipoib : ALL=limited, SELF=full ;", store.DefaultFlatPKey
