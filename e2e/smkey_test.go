@@ -79,7 +79,12 @@ func TestTenantSMWithTheDisclosedSMKey(t *testing.T) {
 	}
 
 	job := m.accept("POST", "/cloudx/Port", portBody("8a4f2c6e-1d3b-4e5f-9a7c-6b2d0e1f3a94", netID, vendorClientID(h1)))
+	// The job names the tenant's SM and this OpenSM deposed, whether the
+	// tenant's SM is MASTER or, by timing, STANDBY too.
 	j := m.waitDescription(job, foreign.guid.String())
+	if deposed := fmt.Sprintf("this manager's OpenSM (port %s, STANDBY)", m.fabric.SMGUID); !strings.Contains(j.Description, deposed) {
+		t.Errorf("the held job says %q; want it to say %q", j.Description, deposed)
+	}
 	m.waitStatusAgrees(job)
 	if j.Status != "Running" {
 		t.Errorf("job %s is %s while the tenant's SM is master; want Running", job, j.Status)
