@@ -70,10 +70,7 @@ func TestTenantSMWithTheDisclosedSMKey(t *testing.T) {
 	m.wantOpenSMConfKeys(map[string]string{"sm_key": fmt.Sprintf("0x%016x", key)})
 	ownLog := filepath.Join(m.dir, "opensm", "opensm.log")
 	from := fileSize(t, ownLog)
-	foreign := startForeignSM(t, m.fabric, 2, 15, fmt.Sprintf("sm_key 0x%016x", key))
-	waitFor(t, "the manager's OpenSM to leave MASTER", func() bool {
-		return strings.Contains(fileFrom(t, ownLog, from), "Entering STANDBY state")
-	})
+	foreign := deposeWithKey(t, m.fabric, ownLog, from, key)
 	if strings.Contains(fileFrom(t, ownLog, from), "ERR 2F18") {
 		t.Error("the manager's OpenSM took the tenant's SM for one of another SM_Key")
 	}
@@ -109,6 +106,27 @@ func TestTenantSMWithTheDisclosedSMKey(t *testing.T) {
 	if out, _ := m.tryOperator("--status"); strings.Contains(out, foreign.guid.String()) {
 		t.Errorf("--status still names the stopped SM %s:\n%s", foreign.guid, out)
 	}
+}
+
+// deposeWithKey starts the tenant's OpenSM with key and priority 15 until
+// the manager's OpenSM, at ownLog from offset from on, leaves MASTER, as a
+// tenant would: OpenSM 3.3 on the simulated fabric now and then leaves a
+// newcomer of a higher priority STANDBY instead of handing it the subnet,
+// and a tenant then restarts its SM.
+func deposeWithKey(t *testing.T, f *fabricsim.Fabric, ownLog string, from int64, key uint64) *foreignSM {
+	t.Helper()
+	for range 5 {
+		sm := startForeignSM(t, f, 2, 15, fmt.Sprintf("sm_key 0x%016x", key))
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if strings.Contains(fileFrom(t, ownLog, from), "Entering STANDBY state") {
+				return sm
+			}
+		}
+		sm.stop()
+		t.Log("the manager's OpenSM kept MASTER: the tenant restarts its SM")
+	}
+	t.Fatal("the manager's OpenSM never handed the subnet over to the tenant's SM of its SM_Key")
+	return nil
 }
 
 // fileFrom is the file at path from offset from on; all of it if it was
