@@ -28,8 +28,8 @@ type foreignSM struct {
 
 // startForeignSM starts a real OpenSM on the k-th SM HCA of f with priority
 // and a partitions file of its own (only the default partition), in a
-// directory of its own.
-func startForeignSM(t *testing.T, f *fabricsim.Fabric, k, priority int) *foreignSM {
+// directory of its own; conf are more lines of its opensm.conf.
+func startForeignSM(t *testing.T, f *fabricsim.Fabric, k, priority int, conf ...string) *foreignSM {
 	t.Helper()
 	opensm := fabricsim.RequireProgram(t, "opensm", "opensm")
 	env, guid := f.SMEnv(k)
@@ -39,17 +39,18 @@ func startForeignSM(t *testing.T, f *fabricsim.Fabric, k, priority int) *foreign
 			env[i] = name + "=" + dir
 		}
 	}
-	partitions, conf := filepath.Join(dir, "partitions.conf"), filepath.Join(dir, "opensm.conf")
+	partitions, confFile := filepath.Join(dir, "partitions.conf"), filepath.Join(dir, "opensm.conf")
 	for path, text := range map[string]string{
 		partitions: "Default=0x7fff,ipoib : ALL=limited, SELF=full ;\n",
-		conf:       fmt.Sprintf("log_flags 0x03\nforce_log_flush TRUE\nsweep_interval 1\nsm_priority %d\n", priority),
+		confFile: fmt.Sprintf("log_flags 0x03\nforce_log_flush TRUE\nsweep_interval 1\nsm_priority %d\n", priority) +
+			strings.Join(append(conf, ""), "\n"),
 	} {
 		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	sm := &foreignSM{guid: guid, log: filepath.Join(dir, "opensm.log")}
-	sm.cmd = exec.Command(opensm, "-F", conf, "-g", guid.String(), "-P", partitions, "-f", sm.log, "-d", "2",
+	sm.cmd = exec.Command(opensm, "-F", confFile, "-g", guid.String(), "-P", partitions, "-f", sm.log, "-d", "2",
 		"--dump_files_dir", dir)
 	sm.cmd.Dir = dir
 	sm.cmd.Env = append(os.Environ(), env...)

@@ -26,6 +26,12 @@ var testTID atomic.Uint32
 // function that stops it, and its log.
 func startSM(t *testing.T, f *fabricsim.Fabric, k, priority int, smKey uint64) (fabric.GUID, func(), string) {
 	t.Helper()
+	return startSMWith(t, f, k, priority, smKey, "")
+}
+
+// startSMWith is startSM with more lines of opensm.conf (conf).
+func startSMWith(t *testing.T, f *fabricsim.Fabric, k, priority int, smKey uint64, conf string) (fabric.GUID, func(), string) {
+	t.Helper()
 	opensm := fabricsim.RequireProgram(t, "opensm", "opensm")
 	env, guid := f.SMEnv(k)
 	dir := t.TempDir()
@@ -36,11 +42,11 @@ func startSM(t *testing.T, f *fabricsim.Fabric, k, priority int, smKey uint64) (
 	}
 	partitions := filepath.Join(dir, "partitions.conf")
 	write(t, partitions, "Default=0x7fff,ipoib : ALL=limited, SELF=full ;\n")
-	conf := filepath.Join(dir, "opensm.conf")
-	write(t, conf, fmt.Sprintf("log_flags 0x03\nforce_log_flush TRUE\nsweep_interval 1\nsm_priority %d\nsm_key 0x%016x\n",
-		priority, smKey))
+	confFile := filepath.Join(dir, "opensm.conf")
+	write(t, confFile, fmt.Sprintf("log_flags 0x03\nforce_log_flush TRUE\nsweep_interval 1\nsm_priority %d\nsm_key 0x%016x\n",
+		priority, smKey)+conf)
 	logFile := filepath.Join(dir, "opensm.log")
-	cmd := exec.Command(opensm, "-F", conf, "-g", guid.String(), "-P", partitions, "-f", logFile,
+	cmd := exec.Command(opensm, "-F", confFile, "-g", guid.String(), "-P", partitions, "-f", logFile,
 		"-d", "2", "--dump_files_dir", dir)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)

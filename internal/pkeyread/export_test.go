@@ -1,0 +1,4 @@
+package pkeyread
+
+// ErrMADStatus is errMADStatus for the package's external tests.
+var ErrMADStatus = errMADStatus
