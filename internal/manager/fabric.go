@@ -40,6 +40,7 @@ func FabricRules(cfg *config.Config) []store.FabricRules {
 		rules := RulesOf(f)
 		rules.PKeysClients = pkeysClientRules(cfg, f.Name)
 		rules.ReservedGUIDs = cfg.API.ReservedGUIDs
+		rules.CheckHost = cfg.API.CheckHost
 		out = append(out, store.FabricRules{Name: f.Name, Rules: rules})
 	}
 	return out
