@@ -1,10 +1,14 @@
 package storetest
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
@@ -14,7 +18,9 @@ func init() {
 	fabricTests = append(fabricTests,
 		storeTest{"CheckHostRefusesAnotherConfirmedHostsGUID", testCheckHostRefused},
 		storeTest{"CheckHostAcceptsThePortsOwnHost", testCheckHostAccepted},
-		storeTest{"CheckHostOffAcceptsTheSquat", testCheckHostOff})
+		storeTest{"CheckHostOffAcceptsTheSquat", testCheckHostOff},
+		storeTest{"CheckHostCancelledChangeWritesNothing", testCheckHostCancelled},
+		storeTest{"CheckHostWhileTheHostsAreConfirmed", testCheckHostConfirmedConcurrently})
 }
 
 // checkHostStore is s with [api] check_host on, hostA1, hostA2 (node01),
@@ -103,5 +109,52 @@ func testCheckHostOff(t *testing.T, s *store.Store) {
 	s = checkHostStore(t, s, false)
 	if _, err := s.RecordPort(t.Context(), boundPort("port-squat", netA, uint64(hostC.GUID), "node01")); err != nil {
 		t.Errorf("check_host off: %v", err)
+	}
+}
+
+// testCheckHostCancelled: a squat whose context is cancelled fails before
+// its transaction, at the reads of its checks: it is neither accepted
+// unchecked nor recorded.
+func testCheckHostCancelled(t *testing.T, s *store.Store) {
+	s = checkHostStore(t, s, true)
+	before := fmt.Sprintf("%q revision %d", readPorts(t, s, "port-squat"), revision(t, s))
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := s.RecordPort(ctx, boundPort("port-squat", netA, uint64(hostC.GUID), "node01")); !errors.Is(err, context.Canceled) {
+		t.Errorf("a squat on a cancelled context: %v, want context.Canceled", err)
+	}
+	if after := fmt.Sprintf("%q revision %d", readPorts(t, s, "port-squat"), revision(t, s)); after != before {
+		t.Errorf("the cancelled change wrote: before %s, after %s", before, after)
+	}
+}
+
+// testCheckHostConfirmedConcurrently: --confirm-hosts adds a host while a
+// port bound to another host names its GUID, a few rounds on GUIDs of their
+// own. The confirmed hosts are read before the change's transaction, so the
+// port may be judged by the previous set and recorded; either it is refused,
+// saying why, or recorded; its next update is refused either way.
+func testCheckHostConfirmedConcurrently(t *testing.T, s *store.Store) {
+	s = checkHostStore(t, s, true)
+	for round := range uint64(4) {
+		added := store.ConfirmedHost{GUID: 0x0002c90300000d01 + fabric.GUID(round), Name: fmt.Sprintf("node%02d", 10+round)}
+		added.Description = added.Name + " mlx5_0"
+		change := boundPort(fmt.Sprintf("port-%d", round), netA, uint64(added.GUID), "node01")
+		var wg sync.WaitGroup
+		var confirmErr, portErr error
+		wg.Go(func() {
+			confirmErr = s.ConfirmHosts(t.Context(), []store.ConfirmedHost{hostA1, hostA2, hostB, hostC, added})
+		})
+		wg.Go(func() { _, portErr = s.RecordPort(t.Context(), change) })
+		wg.Wait()
+		if confirmErr != nil {
+			t.Fatal(confirmErr)
+		}
+		const why = "is the port of a confirmed host other than the port's binding:host_id"
+		if rej := (*store.RejectedError)(nil); portErr != nil && (!errors.As(portErr, &rej) || !strings.Contains(rej.Reason, why)) {
+			t.Errorf("round %d: the port: %v, want accepted or refused saying it %s", round, portErr, why)
+		}
+		if _, err := s.RecordPort(t.Context(), change); err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("round %d: the port sent again: %v, want refused", round, err)
+		}
 	}
 }
