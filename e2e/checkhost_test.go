@@ -11,8 +11,9 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/storetest"
 )
 
-// TestCheckHostRefusesASquat: with [api] check_host and the hosts
-// confirmed, tenant A's port bound to its own host (node01, as Nova names
+// TestCheckHostRefusesASquat: a manager started with [api] check_host
+// before any host is confirmed warns that it refuses nothing yet. With the
+// hosts confirmed, tenant A's port bound to its own host (node01, as Nova names
 // it: an FQDN) but naming idle host node03's GUID is refused with 400 naming
 // the GUID and A's host only, and nothing is recorded nor programmed; tenant
 // B's port on node03, bound to node03, is then accepted and node03's real
@@ -23,6 +24,9 @@ func TestCheckHostRefusesASquat(t *testing.T) {
 		"H1": "node01 mlx5_0", "H2": "node02 mlx5_0", "H3": "node03 mlx5_0"}},
 		settings{API: []string{"check_host = true"}})
 	m.confirmSwitches()
+	if warning := "[api] check_host is on but no host of this fabric is confirmed"; !strings.Contains(m.log(), warning) {
+		t.Errorf("the start does not warn %q before --confirm-hosts", warning)
+	}
 	if out := m.confirmHosts(""); !strings.Contains(out, "confirmed 4 ports of 4 hosts") {
 		t.Fatalf("--confirm-hosts printed %q", out)
 	}

@@ -158,6 +158,9 @@ func wireFabric(ctx context.Context, p fabricPlan, st *store.Store, m *metrics.M
 	if err := recordSMPort(ctx, cfg, st, f.holder, log); err != nil {
 		return nil, closeSM, fab.Wrap(err)
 	}
+	if err := warnCheckHostUnconfirmed(ctx, cfg, st, log); err != nil {
+		return nil, closeSM, fab.Wrap(err)
+	}
 	readback, err := newReadback(ctx, cfg, keys)
 	if err != nil {
 		return nil, closeSM, fab.Wrap(err)
