@@ -100,6 +100,10 @@ type API struct {
 	// server's) besides the subnet managers' ports and the switches, which
 	// the manager refuses by itself.
 	ReservedGUIDs []fabric.GUID
+	// CheckHost refuses a networking-mlnx port whose GUID is a confirmed
+	// host's port (--confirm-hosts) while its binding:host_id names
+	// another host (docs/security.md, "Ports tied to their hosts").
+	CheckHost bool
 
 	// Quota bounds what networking-mlnx's changes store.
 	Quota Quota

@@ -39,7 +39,7 @@ func TestParseValidFiles(t *testing.T) {
 			API: API{Listen: "0.0.0.0:9090", Prefix: "/api/ufmRestV3", Domain: "fabric-1", Token: "s3cret-token",
 				TLSCertFile: "/etc/alternative-fabric-manager/tls/cert.pem",
 				TLSKeyFile:  "/etc/alternative-fabric-manager/tls/key.pem",
-				AccessLog:   true, MetricsListen: "127.0.0.1:9464", MetricsToken: "s3cret-metrics-token",
+				CheckHost:   true, AccessLog: true, MetricsListen: "127.0.0.1:9464", MetricsToken: "s3cret-metrics-token",
 				DebugListen: "127.0.0.1:6060", Quota: Quota{MaxStoredRequestBytes: 512 << 20, MaxJobsPerMinute: 300}},
 			Log: Log{Format: "text"},
 			Database: Database{
@@ -292,6 +292,8 @@ var badValues = []struct {
 	{"api", "physical_networks", "ibnet,,ibnet2", `physical network ""`},
 	{"api", "physical_networks", "ib net", `physical network "ib net"`},
 	{"api", "physical_networks", "ibnet,ibnet", "listed twice"},
+	{"api", "check_host", "yes please", "want true or false"},
+	{"api", "check_host", "true # refuse a squat", "want true or false"},
 	{"api", "reserved_guids", "0x2c903000fff01", "entry 1, \"0x2c903000fff01\": want a comma-separated list of GUIDs, each 0x and 16 hex digits"},
 	{"api", "reserved_guids", "0002c903000fff01", "each 0x and 16 hex digits"},
 	{"api", "reserved_guids", "0x0002c903000fff01,", "entry 2, \"\""},

@@ -73,6 +73,7 @@ var keyGetters = []keyGetter{
 	{"api", "reserved_guids", func(c *Config) any { return c.API.ReservedGUIDs }},
 	{"api", "tls_cert_file", func(c *Config) any { return c.API.TLSCertFile }},
 	{"api", "tls_key_file", func(c *Config) any { return c.API.TLSKeyFile }},
+	{"api", "check_host", func(c *Config) any { return c.API.CheckHost }},
 	{"api", "access_log", func(c *Config) any { return c.API.AccessLog }},
 	{"api", "metrics_listen", func(c *Config) any { return c.API.MetricsListen }},
 	{"api", "metrics_token", func(c *Config) any { return c.API.MetricsToken }},

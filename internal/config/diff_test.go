@@ -27,7 +27,7 @@ log_file = /var/log/opensm.log
 // default) that the file accepts.
 var diffChanges = map[string]string{
 	"[api] listen": "127.0.0.1:9999", "[api] prefix": "/other", "[api] domain": "cloudy",
-	"[api] token": "another-s3cret-token-0123", "[api] previous_tokens": "old-s3cret-token-0123456", "[api] physical_networks": "ibnet", "[api] reserved_guids": "0x0002c903000fff01",
+	"[api] token": "another-s3cret-token-0123", "[api] previous_tokens": "old-s3cret-token-0123456", "[api] physical_networks": "ibnet", "[api] reserved_guids": "0x0002c903000fff01", "[api] check_host": "true",
 	"[api] tls_cert_file": "/etc/afm/cert2.pem", "[api] tls_key_file": "/etc/afm/key2.pem", "[api] access_log": "true",
 	"[api] metrics_listen": "127.0.0.1:9464", "[api] metrics_token": "s3cret-metrics", "[api] debug_listen": "127.0.0.1:6060",
 	"[ufm_pkeys] username": "k8s", "[ufm_pkeys] password": "another-s3cret-password", "[ufm_pkeys] previous_passwords": "old-s3cret-password-0123", "[ufm_pkeys] prefix": "/ufm2",

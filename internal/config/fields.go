@@ -87,6 +87,7 @@ var sections = []section{
 		{key: "reserved_guids", set: into(setReservedGUIDs, func(c *Config) *[]fabric.GUID { return &c.API.ReservedGUIDs })},
 		{key: "tls_cert_file", set: into(setAbsPath, func(c *Config) *string { return &c.API.TLSCertFile })},
 		{key: "tls_key_file", set: into(setAbsPath, func(c *Config) *string { return &c.API.TLSKeyFile })},
+		{key: "check_host", def: "false", set: into(setBool, func(c *Config) *bool { return &c.API.CheckHost })},
 		{key: "access_log", def: "false", set: into(setBool, func(c *Config) *bool { return &c.API.AccessLog })},
 		{key: "metrics_listen", set: into(setListen, func(c *Config) *string { return &c.API.MetricsListen })},
 		{key: "metrics_token", secret: true, set: into(setString, func(c *Config) *string { return &c.API.MetricsToken })},

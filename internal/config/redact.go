@@ -93,6 +93,7 @@ func (c Config) LogValue() slog.Value {
 			slog.String("physical_networks", strings.Join(def.PhysicalNetworks, ",")),
 			slog.String("tls_cert_file", r.API.TLSCertFile),
 			slog.String("tls_key_file", r.API.TLSKeyFile),
+			slog.Bool("check_host", r.API.CheckHost),
 			slog.Bool("access_log", r.API.AccessLog),
 			slog.String("metrics_listen", r.API.MetricsListen),
 			slog.String("metrics_token", r.API.MetricsToken),

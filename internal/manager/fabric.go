@@ -40,6 +40,7 @@ func FabricRules(cfg *config.Config) []store.FabricRules {
 		rules := RulesOf(f)
 		rules.PKeysClients = pkeysClientRules(cfg, f.Name)
 		rules.ReservedGUIDs = cfg.API.ReservedGUIDs
+		rules.CheckHost = cfg.API.CheckHost
 		out = append(out, store.FabricRules{Name: f.Name, Rules: rules})
 	}
 	return out
@@ -155,6 +156,9 @@ func wireFabric(ctx context.Context, p fabricPlan, st *store.Store, m *metrics.M
 		return nil, closeSM, fab.Wrap(err)
 	}
 	if err := recordSMPort(ctx, cfg, st, f.holder, log); err != nil {
+		return nil, closeSM, fab.Wrap(err)
+	}
+	if err := warnCheckHostUnconfirmed(ctx, cfg, st, log); err != nil {
 		return nil, closeSM, fab.Wrap(err)
 	}
 	readback, err := newReadback(ctx, cfg, keys)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -91,4 +92,59 @@ func (s *Store) ConfirmedHosts(ctx context.Context) ([]ConfirmedHost, error) {
 		func(r driver.ConfirmedHostsRow) ConfirmedHost {
 			return ConfirmedHost{GUID: r.Guid, Name: r.Name, Description: r.Description, ConfirmedAt: r.ConfirmedAt.UTC()}
 		})
+}
+
+// HostCheck says why a port bound to host may not name guid ("" when it may).
+type HostCheck func(host string, guid fabric.GUID) (refusal string)
+
+// hostCheck reads the confirmed hosts once for a change and returns the
+// check of Rules.CheckHost ([api] check_host): a GUID that is a confirmed
+// host's port is named only by a port bound to that host. nil when the
+// check is off.
+//
+// A GUID no confirmed host has is not refused: a VM's port names a virtual
+// GUID that no sweep lists as a host's, and a host added since the last
+// --confirm-hosts would fail to boot until an operator confirmed it. The
+// check protects the confirmed hosts' own ports (an idle host's, a bare-metal
+// tenant's); docs/security.md says to confirm hosts as they are added.
+func (s *Store) hostCheck(ctx context.Context) (HostCheck, error) {
+	if !s.rules.CheckHost {
+		return nil, nil
+	}
+	hosts, err := s.ConfirmedHosts(ctx)
+	if err != nil {
+		if cerr := gaveUp(ctx); cerr != nil {
+			return nil, fmt.Errorf("%w (%v)", cerr, err)
+		}
+		return nil, err
+	}
+	owner := make(map[fabric.GUID]string, len(hosts))
+	for _, h := range hosts {
+		owner[h.GUID] = h.Name
+	}
+	return func(host string, guid fabric.GUID) string {
+		name, confirmed := owner[guid]
+		if !confirmed || SameHost(name, host) {
+			return ""
+		}
+		// The confirmed host's name is not given: it may be another
+		// tenant's bare-metal host.
+		return fmt.Sprintf("GUID %s is the port of a confirmed host other than the port's binding:host_id %q: "+
+			"with [api] check_host a port names only a GUID of the host it is bound to "+
+			"(the hosts --confirm-hosts recorded)", guid, host)
+	}, nil
+}
+
+// SameHost says whether a confirmed host's name and a port's binding:host_id
+// name the same host: Nova binds a port to the compute host's name, an FQDN
+// or a short name, while a node description usually starts with the short
+// host name, so both compare up to their first dot, without case.
+func SameHost(confirmed, bound string) bool {
+	short := func(s string) string {
+		if i := strings.IndexByte(s, '.'); i >= 0 {
+			return s[:i]
+		}
+		return s
+	}
+	return strings.EqualFold(short(confirmed), short(bound))
 }

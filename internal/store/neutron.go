@@ -290,14 +290,18 @@ func (s *Store) recordPortChange(ctx context.Context, c PortChange) (Job, error)
 		}
 		embedded = &n
 	}
-	// The fabric and the reserved GUIDs are read now, not while the change
-	// holds the revision's lock.
+	// The fabric, the reserved GUIDs and the confirmed hosts are read now,
+	// not while the change holds the revision's lock.
 	var limit PortCheck
 	var reserved ReservedCheck
+	var host HostCheck
 	if c.Port.GUID != nil {
 		var err error
 		if reserved, err = s.reservedCheck(ctx); err != nil {
 			return Job{}, fmt.Errorf("record port %s: check its GUID is no reserved one: %w", c.Port.ID, err)
+		}
+		if host, err = s.hostCheck(ctx); err != nil {
+			return Job{}, fmt.Errorf("record port %s: check its GUID against the confirmed hosts: %w", c.Port.ID, err)
 		}
 	}
 	if c.Port.GUID != nil && s.rules.PortLimit != nil {
@@ -307,7 +311,7 @@ func (s *Store) recordPortChange(ctx context.Context, c PortChange) (Job, error)
 		}
 	}
 	return s.record(ctx, s.groups, "record port", c.Port.ID, func(ctx context.Context, tx *changeTx) (Job, error) {
-		return s.recordPort(ctx, tx, c, embedded, portChecks{limit: limit, reserved: reserved})
+		return s.recordPort(ctx, tx, c, embedded, portChecks{limit: limit, reserved: reserved, host: host})
 	})
 }
 
@@ -515,11 +519,13 @@ func portAndHolder(ctx context.Context, tx *changeTx, id string, guid *fabric.GU
 }
 
 // portChecks are what a port's change checks its GUID against, read before
-// its transaction: the fabric's port limit (nil: none) and the GUIDs no
-// client may name (nil when the port names no GUID).
+// its transaction: the fabric's port limit (nil: none), the GUIDs no
+// client may name (nil when the port names no GUID) and the confirmed hosts'
+// ports (nil: [api] check_host is off, or the port names no GUID).
 type portChecks struct {
 	limit    PortCheck
 	reserved ReservedCheck
+	host     HostCheck
 }
 
 // membership decides whether port p, on network n, holds its GUID: it clears
@@ -551,6 +557,13 @@ func (s *Store) membership(ctx context.Context, tx *changeTx, p *Port, c PortCha
 	// reserved keeps it, but no change names it again.
 	if checks.reserved != nil {
 		if refusal := checks.reserved(*p.GUID); refusal != "" {
+			return "", rejectf("port %s: %s", p.ID, refusal)
+		}
+	}
+	// Checked before the GUID's holder, whose refusal would name another
+	// network: a port bound to the wrong host learns nothing of who holds it.
+	if checks.host != nil {
+		if refusal := checks.host(p.Host, *p.GUID); refusal != "" {
 			return "", rejectf("port %s: %s", p.ID, refusal)
 		}
 	}

@@ -39,6 +39,10 @@ type Rules struct {
 	// ReservedGUIDs is [api] reserved_guids: GUIDs no client may name, on
 	// either API (smports.go adds every manager's subnet manager port).
 	ReservedGUIDs []fabric.GUID
+	// CheckHost is [api] check_host: a networking-mlnx port whose GUID is a
+	// confirmed host's port is refused unless it is bound to that host
+	// (hosts.go, hostCheck).
+	CheckHost bool
 	// KubernetesRange is [ufm_pkeys] pkey_range: the pkeys Kubernetes
 	// partitions may use, and no Neutron VLAN may. Empty: Kubernetes may use
 	// none.
