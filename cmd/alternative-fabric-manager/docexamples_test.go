@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ type docCommand struct {
 
 // docCommands returns the manager's command lines in the ```sh and untagged
 // blocks of README.md and docs/*.md (the untagged ones hold commands too,
-// and their output, which never starts with the binary's name).
+// and their output), and in their text's code spans.
 func docCommands(t *testing.T) []docCommand {
 	t.Helper()
 	docs, err := filepath.Glob(filepath.Join("..", "..", "docs", "*.md"))
@@ -39,6 +40,7 @@ func docCommands(t *testing.T) []docCommand {
 		}
 		name, _ := filepath.Rel(filepath.Join("..", ".."), path)
 		out = append(out, commandsOf(filepath.ToSlash(name), string(text))...)
+		out = append(out, spanCommands(filepath.ToSlash(name), string(text))...)
 	}
 	return out
 }
@@ -64,6 +66,27 @@ func commandsOf(name, doc string) []docCommand {
 				out = append(out, docCommand{where: fmt.Sprintf("%s:%d", name, start), args: args})
 			}
 			line = ""
+		}
+	}
+	return out
+}
+
+// codeSpan is a `code span` of a line.
+var codeSpan = regexp.MustCompile("`([^`]+)`")
+
+// spanCommands returns the manager's command lines that doc gives in its
+// text's code spans ("run `alternative-fabric-manager --config-file ...
+// --render`"), an operator's to copy as much as a block's.
+func spanCommands(name, doc string) []docCommand {
+	var out []docCommand
+	for i, line := range strings.Split(doc, "\n") {
+		for _, m := range codeSpan.FindAllStringSubmatch(line, -1) {
+			args, ok := managerArgs(m[1])
+			// The name alone is the container's or the command's name; "..."
+			// alone, the arguments left out.
+			if ok && len(args) > 0 && !slices.Equal(args, []string{"..."}) {
+				out = append(out, docCommand{where: fmt.Sprintf("%s:%d", name, i+1), args: args})
+			}
 		}
 	}
 	return out
