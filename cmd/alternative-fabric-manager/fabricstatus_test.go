@@ -272,6 +272,7 @@ func TestChangesRefuseAFabricNeverStarted(t *testing.T) {
 	for _, args := range [][]string{
 		{"--move-physnet", "storage"},
 		{"--move-physnet", "storage", "--dry-run"},
+		{"--move-physnet", "ib"}, // the default fabric's: the move's one transaction spans every fabric
 		{"--import-neutron"}, // every fabric: --fabric is refused with it
 		{"--import-neutron", "--dry-run"},
 		{"--import-keys", writeFile(t, ufmConf)},
@@ -285,7 +286,7 @@ func TestChangesRefuseAFabricNeverStarted(t *testing.T) {
 		{"--unfreeze"},
 	} {
 		fabric := []string{"--fabric", "storage"}
-		if args[0] == "--import-neutron" {
+		if args[0] == "--import-neutron" || slices.Equal(args, []string{"--move-physnet", "ib"}) {
 			fabric = nil
 		}
 		code, out, errOut := runCommand(t, slices.Concat([]string{"--config-file", path}, fabric, args)...)
