@@ -273,7 +273,7 @@ func TestChangesRefuseAFabricNeverStarted(t *testing.T) {
 		{"--move-physnet", "storage"},
 		{"--move-physnet", "storage", "--dry-run"},
 		{"--move-physnet", "ib"}, // the default fabric's: the move's one transaction spans every fabric
-		{"--import-neutron"}, // every fabric: --fabric is refused with it
+		{"--import-neutron"},     // every fabric: --fabric is refused with it
 		{"--import-neutron", "--dry-run"},
 		{"--import-keys", writeFile(t, ufmConf)},
 		{"--rotate-keys", "m_key"},
