@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
@@ -54,16 +53,16 @@ func (c *fabricChoice) Set(s string) error {
 	return nil
 }
 
-// checkFabricUse exits with exitUsage when --fabric was given to what acts
-// on no one fabric: the manager itself and --migrate (every fabric),
-// --healthcheck (the process' /readyz, which reports every fabric) and
-// --import-neutron (which routes each network by its physnet).
-func checkFabricUse(c *fabricChoice, fabricless bool) {
+// fabricUse refuses --fabric given to what acts on no one fabric: the
+// manager itself and --migrate (every fabric), --healthcheck (the process'
+// /readyz, which reports every fabric) and --import-neutron (which routes
+// each network by its physnet).
+func fabricUse(c *fabricChoice, fabricless bool) error {
 	if c.given && fabricless {
-		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: --fabric goes with the operator's commands (--status, "+
-			"--confirm-switches, --show-keys, ...); the manager, --migrate, --healthcheck and --import-neutron act on every fabric")
-		os.Exit(exitUsage)
+		return usageError{"--fabric goes with the operator's commands (--status, " +
+			"--confirm-switches, --show-keys, ...); the manager, --migrate, --healthcheck and --import-neutron act on every fabric"}
 	}
+	return nil
 }
 
 // usageError is a command line the configuration refuses, such as a --fabric

@@ -270,6 +270,11 @@ func TestChangesRefuseAFabricNeverStarted(t *testing.T) {
 	}
 	running := writeRunning(t, runningPartitions)
 	for _, args := range [][]string{
+		{"--move-physnet", "storage"},
+		{"--move-physnet", "storage", "--dry-run"},
+		{"--move-physnet", "ib"}, // the default fabric's: the move's one transaction spans every fabric
+		{"--import-neutron"},     // every fabric: --fabric is refused with it
+		{"--import-neutron", "--dry-run"},
 		{"--import-keys", writeFile(t, ufmConf)},
 		{"--rotate-keys", "m_key"},
 		{"--adopt-partitions", running},
@@ -280,9 +285,13 @@ func TestChangesRefuseAFabricNeverStarted(t *testing.T) {
 		{"--accept-moved-guid", "0x0002c90300000a01"},
 		{"--unfreeze"},
 	} {
-		code, out, errOut := runCommand(t, append([]string{"--config-file", path, "--fabric", "storage"}, args...)...)
+		fabric := []string{"--fabric", "storage"}
+		if args[0] == "--import-neutron" || slices.Equal(args, []string{"--move-physnet", "ib"}) {
+			fabric = nil
+		}
+		code, out, errOut := runCommand(t, slices.Concat([]string{"--config-file", path}, fabric, args)...)
 		if code != exitFailed || !strings.Contains(errOut, "[fabric:storage]: "+status.NeverStarted) {
-			t.Errorf("%s --fabric storage: exit %d, want %d saying %q:\n%s%s", args[0], code, exitFailed,
+			t.Errorf("%s %s: exit %d, want %d saying %q:\n%s%s", strings.Join(args, " "), strings.Join(fabric, " "), code, exitFailed,
 				"[fabric:storage]: "+status.NeverStarted, out, errOut)
 		}
 	}

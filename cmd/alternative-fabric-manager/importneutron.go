@@ -44,16 +44,19 @@ func runImportNeutron(ctx context.Context, path string, opts neutronimport.Optio
 	if err != nil {
 		return err
 	}
-	client, err := neutronimport.Connect(ctx, cfg.Neutron.CloudsFile, cfg.Neutron.Cloud)
-	if err != nil {
-		return err
-	}
-	client.HTTPClient.Timeout = neutronTimeout
 	db, err := openExisting(ctx, cfg, rules, operatorConnectTimeout, log)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
+	if err := checkEveryStarted(ctx, db, fabrics); err != nil {
+		return err
+	}
+	client, err := neutronimport.Connect(ctx, cfg.Neutron.CloudsFile, cfg.Neutron.Cloud)
+	if err != nil {
+		return err
+	}
+	client.HTTPClient.Timeout = neutronTimeout
 	src := &listedOnce{Source: neutronimport.API{Client: client}}
 	var verdict error
 	for i, f := range fabrics {

@@ -55,7 +55,7 @@ type flags struct {
 }
 
 func main() {
-	f := parseFlags(flag.CommandLine, os.Args[1:])
+	f, _ := parseFlags(flag.CommandLine, os.Args[1:]) // flag.CommandLine exits on a wrong flag
 	if f.showVersion {
 		fmt.Println(versionString())
 		return
@@ -86,9 +86,10 @@ func main() {
 	os.Exit(exitCode(err))
 }
 
-// parseFlags defines the manager's flags on fs and parses args with them
-// (fs exits on a wrong flag, as flag.CommandLine does).
-func parseFlags(fs *flag.FlagSet, args []string) *flags {
+// parseFlags defines the manager's flags on fs and parses args with them;
+// fs's ErrorHandling decides what a wrong flag does (flag.CommandLine
+// exits; the docs' test continues, and reads the error).
+func parseFlags(fs *flag.FlagSet, args []string) (*flags, error) {
 	f := &flags{}
 	fs.StringVar(&f.configFile, "config-file", config.DefaultPath, "the manager's configuration (INI)")
 	fs.BoolVar(&f.migrate, "migrate", false, "apply the database migrations, then exit")
@@ -116,9 +117,9 @@ func parseFlags(fs *flag.FlagSet, args []string) *flags {
 	fs.BoolVar(&f.audit, "audit", false, auditHelp)
 	fs.StringVar(&f.movePhysnet, "move-physnet", "", "move the networks recorded on this physical network, with their ports, to the fabric the configuration now gives it (docs/multi-fabric.md), then exit")
 	f.fab = fabricFlag(fs)
-	_ = fs.Parse(args) // fs's ErrorHandling decides: flag.CommandLine exits
+	err := fs.Parse(args)
 	f.args = fs.Args()
-	return f
+	return f, err
 }
 
 // operator is whether one of the commands runOperator answers was given.
@@ -134,22 +135,28 @@ func (f *flags) commands() int {
 		f.importNeutron, f.audit, f.movePhysnet != "", f.acceptMoved != "", f.confirmHosts)
 }
 
-// checkUsage exits with exitUsage on an argument, on more than one command flag, on a flag
-// given without the command it goes with, and on --fabric where no one
-// fabric is acted on.
+// checkUsage exits with exitUsage on a command line usage refuses.
 func checkUsage(f *flags) {
+	if err := usage(f); err != nil {
+		fmt.Fprintf(os.Stderr, "alternative-fabric-manager: %s\n", err)
+		os.Exit(exitUsage)
+	}
+}
+
+// usage refuses an argument, more than one command flag, a flag given
+// without the command it goes with, and --fabric where no one fabric is
+// acted on.
+func usage(f *flags) error {
 	if len(f.args) > 0 {
-		fmt.Fprintf(os.Stderr, "alternative-fabric-manager: unexpected argument %q\n", f.args[0])
-		os.Exit(2)
+		return usageError{fmt.Sprintf("unexpected argument %q", f.args[0])}
 	}
 	moving := f.movePhysnet != ""
 	if f.commands() > 1 || (f.asJSON && !f.status && !f.audit) || (f.replaceKeys && f.importKeys == "") ||
 		(f.dryRun && !f.importNeutron && !moving) || (f.prune && !f.importNeutron) {
-		fmt.Fprintln(os.Stderr, "alternative-fabric-manager: give at most one command flag (--json goes with --status or --audit, "+
-			"--replace-keys with --import-keys, --dry-run with --import-neutron or --move-physnet, --prune with --import-neutron)")
-		os.Exit(2)
+		return usageError{"give at most one command flag (--json goes with --status or --audit, " +
+			"--replace-keys with --import-keys, --dry-run with --import-neutron or --move-physnet, --prune with --import-neutron)"}
 	}
-	checkFabricUse(f.fab, f.commands() == 0 || f.migrate || f.healthcheck || f.importNeutron)
+	return fabricUse(f.fab, f.commands() == 0 || f.migrate || f.healthcheck || f.importNeutron)
 }
 
 // command is one row of the dispatch table: whether the command line asks

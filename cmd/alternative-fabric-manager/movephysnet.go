@@ -41,6 +41,9 @@ func runMovePhysnet(ctx context.Context, path string, fab *fabricChoice, physnet
 		return fmt.Errorf("database %s is unreachable: %w", config.RedactURL(cfg.Database.Connection), err)
 	}
 	defer db.Close()
+	if err := checkEveryStarted(ctx, db, fabrics); err != nil {
+		return err
+	}
 	to := db.FabricOfPhysnet(physnet)
 	if fab.given && fab.name != to {
 		if _, err := selectFabric(cfg, fab.name); err != nil {

@@ -155,6 +155,24 @@ func changing(fn func(ctx context.Context, f operatorFabric, st *store.Store) er
 	}
 }
 
+// checkEveryStarted is changing's check for the commands whose one
+// transaction spans every fabric (--move-physnet bumps each fabric's
+// revision, --import-neutron imports into each): one fabric no manager has
+// started refuses the command, naming its section, before anything is read
+// from Neutron or recorded.
+func checkEveryStarted(ctx context.Context, db *store.DB, fabrics []operatorFabric) error {
+	for _, f := range fabrics {
+		v, err := f.view(db)
+		if err != nil {
+			return err
+		}
+		if err := status.CheckStarted(ctx, v); err != nil {
+			return f.wrap(err)
+		}
+	}
+	return nil
+}
+
 // withOperatorDatabase opens the database of cfg without migrating it, and
 // runs fn with the database (every fabric's view).
 func withOperatorDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger,

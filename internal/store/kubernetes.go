@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
 
@@ -224,7 +225,7 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 		if err != nil {
 			return Job{}, err
 		}
-		return kubernetesChanged(ctx, tx, rev, a.PKey, a.job(releasedText("they", released), dropped))
+		return s.kubernetesArrived(ctx, tx, rev, !known, a.PKey, a.job(releasedText("they", released), dropped))
 	})
 }
 
@@ -337,7 +338,8 @@ func (s *Store) CreateKubernetesPKey(ctx context.Context, c KubernetesCreation) 
 		if err := checkPKeyNotNeutron(ctx, tx, c.PKey); err != nil {
 			return Job{}, err
 		}
-		if _, known, mine, err := s.ownPKey(ctx, tx.q, c.PKey); err != nil {
+		_, known, mine, err := s.ownPKey(ctx, tx.q, c.PKey)
+		if err != nil {
 			return Job{}, err
 		} else if known && !mine {
 			return Job{}, forbiddenf("pkey %s is another pkeys client's: a client changes only the pkeys it created", c.PKey)
@@ -357,7 +359,7 @@ func (s *Store) CreateKubernetesPKey(ctx context.Context, c KubernetesCreation) 
 		if err := promiseKubernetesMembers(ctx, tx, c.PKey, false); err != nil {
 			return Job{}, err
 		}
-		return kubernetesChanged(ctx, tx, rev, c.PKey, Job{
+		return s.kubernetesArrived(ctx, tx, rev, !known, c.PKey, Job{
 			Operation:   OpCreateKubernetesPKey,
 			Description: fmt.Sprintf("Create Kubernetes pkey %s (ip_over_ib %t)", c.PKey, c.IPoIB),
 			Result:      fmt.Sprintf("Kubernetes pkey %s is in place (ip_over_ib %t)", c.PKey, c.IPoIB),
@@ -375,6 +377,34 @@ func kubernetesChanged(ctx context.Context, tx *changeTx, rev int64, pkey fabric
 	}
 	j.ObjectType, j.ObjectID = ObjectPKey, pkey.String()
 	return j, nil
+}
+
+// kubernetesArrived is kubernetesChanged for a change that may create
+// pkey (created: it was not recorded before): a pkey created where an
+// adopted partition is takes that partition over, and its job says so and
+// how the partition's flags change, as a network's does (takeOverText).
+func (s *Store) kubernetesArrived(ctx context.Context, tx *changeTx, rev int64, created bool, pkey fabric.PKey, j Job) (Job, error) {
+	if created {
+		row, err := tx.q.GetKubernetesPKey(ctx, tx.fabric, pkey)
+		if err != nil {
+			return Job{}, fmt.Errorf("read pkey %s: %w", pkey, err)
+		}
+		members, err := tx.q.ListKubernetesMembersOfPKey(ctx, tx.fabric, pkey)
+		if err != nil {
+			return Job{}, fmt.Errorf("the members of pkey %s: %w", pkey, err)
+		}
+		owner := partitions.KubernetesPartition{PKey: pkey, IPoIB: row.IpOverIb, QoS: qosOf(row)}
+		for _, m := range members {
+			owner.Members = append(owner.Members, partitions.KubernetesMember{GUID: m.Guid,
+				Membership: partitions.Membership(m.Membership), Index0: m.Index0})
+		}
+		takeOver, err := s.takeOverText(ctx, tx, partitions.State{Kubernetes: []partitions.KubernetesPartition{owner}}, pkey)
+		if err != nil {
+			return Job{}, err
+		}
+		j.Result += takeOver
+	}
+	return kubernetesChanged(ctx, tx, rev, pkey, j)
 }
 
 // promiseKubernetesMembers states the places of pkey's members as recorded

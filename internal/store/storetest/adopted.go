@@ -25,6 +25,7 @@ var adoptedTests = []storeTest{
 	{"ReleaseOfOwnedOnlyLeavesAnUnownedPKey", testReleaseOwnedOnly},
 	{"DeletingTheOwnerReleasesTheAdoptedMembers", testOwnerDeletion},
 	{"KubernetesTakeOverAndDeletion", testAdoptedKubernetes},
+	{"KubernetesTakeOverSaysHowTheFlagsChange", testAdoptedKubernetesFlags},
 	{"ReleaseRacingAPortOfTheSameGUID", testReleaseRacesPort},
 	{"TwoAdoptionsAtOnce", testTwoAdoptions},
 }
@@ -228,6 +229,35 @@ func testAdoptedKubernetes(t *testing.T, s *store.Store) {
 		t.Fatal(err)
 	}
 	wantAdopted(t, s)
+}
+
+// A Kubernetes pkey created where an adopted partition is (by an addition
+// or a creation) takes it over: its job names the partition and how its
+// flags change, the owner's replacing the adopted mtu=4, as a network's
+// does; a later change of the pkey says nothing of it.
+func testAdoptedKubernetesFlags(t *testing.T, s *store.Store) {
+	rules := kubeRules()
+	rules.PartitionFlags = builtinFlags
+	s = s.WithRules(rules)
+	adopt(t, s, fmt.Sprintf("pods=0x1005, ipoib, mtu=4 : 0x%016x=full ;", adoptedA),
+		fmt.Sprintf("files=0x1006, ipoib, mtu=4 : 0x%016x=full ;", adoptedB))
+	added := mustKube(t)(s.AddKubernetesGUIDs(t.Context(), kubeAdd(0x1005, limited(adoptedC))))
+	created := mustKube(t)(s.CreateKubernetesPKey(t.Context(), store.KubernetesCreation{PKey: 0x1006, IPoIB: true,
+		CreatedBy: "ib-kubernetes", Request: "{}"}))
+	again := mustKube(t)(s.AddKubernetesGUIDs(t.Context(), kubeAdd(0x1005, full(guidA))))
+	for _, c := range []struct {
+		what, result, want string
+	}{
+		{"the addition that creates pkey 0x1005", added.Result, "; it takes over the adopted partition pods (0x1005), whose flags change: mtu=4 dropped"},
+		{"the creation of pkey 0x1006", created.Result, "; it takes over the adopted partition files (0x1006), whose flags change: mtu=4 dropped"},
+	} {
+		if !strings.HasSuffix(c.result, c.want) {
+			t.Errorf("%s: job result %q does not end %q", c.what, c.result, c.want)
+		}
+	}
+	if strings.Contains(again.Result, "takes over") {
+		t.Errorf("a later addition to pkey 0x1005: job result %q speaks of a take-over again", again.Result)
+	}
 }
 
 // An operator's release and networking-mlnx's port for the same GUID, at
