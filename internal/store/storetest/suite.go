@@ -79,6 +79,7 @@ func Run(t *testing.T, engine string) {
 	tests = append(tests, statusTests...)
 	tests = append(tests, kubernetesTests...)
 	tests = append(tests, unchangedTests...)
+	tests = append(tests, neutronUnchangedTests...)
 	tests = append(tests, qosTests...)
 	tests = append(tests, principalTests...)
 	tests = append(tests, groupTests...)
