@@ -56,8 +56,8 @@ func (c *changeTx) unchanged(ctx context.Context, objectType, objectID, createdB
 // whole seconds and holds its next change until it is after the server's
 // time of its last call, which this change's answer follows. An open job
 // moves it when it is applied.
-func (c *changeTx) unchangedKubernetes(ctx context.Context, objectID, createdBy string) (bool, error) {
-	ok, err := c.unchanged(ctx, ObjectPKey, objectID, createdBy, 0)
+func (c *changeTx) unchangedKubernetes(ctx context.Context, objectID, createdBy string, state int64) (bool, error) {
+	ok, err := c.unchanged(ctx, ObjectPKey, objectID, createdBy, state)
 	if err != nil || !ok || c.reuse.Status != StatusCompleted {
 		return ok, err
 	}

@@ -17,6 +17,8 @@ var unchangedTests = []storeTest{
 	{"RemovalThatRemovesNothingAfterAFailureIsRecorded", testUnchangedAfterFailure},
 	{"UnchangedRemovalMovesLastUpdatedOnlyWhenAllIsApplied", testUnchangedLastUpdated},
 	{"PrincipalUsageCountsTheJobsOfItsCreator", testPrincipalUsage},
+	{"AdditionOfMembersAsRecordedTakesNoRevision", testUnchangedAddition},
+	{"CreationOfAPKeyAsRecordedTakesNoRevision", testUnchangedCreation},
 }
 
 // removeNothing removes from pkey a GUID that is no member of it, as client.
@@ -358,4 +360,73 @@ func testUnchangedPortConcurrent(t *testing.T, s *store.Store) {
 		})
 	}
 	wg.Wait()
+}
+
+// testUnchangedAddition: additions of GUIDs that are members already, with
+// the membership, index0, IPoIB and QoS they ask, are answered with the
+// pkey's newest job of their client and take neither a revision nor a job
+// row; one that asks another membership, or IPoIB, or QoS, is recorded, and
+// so is one after a failure.
+func testUnchangedAddition(t *testing.T, s *store.Store) {
+	s = kubeStore(s)
+	ctx := t.Context()
+	added := mustKube(t)(s.AddKubernetesGUIDs(ctx, kubeAdd(0x1005, full(guidA), limited(guidB))))
+	rev, jobs := revision(t, s), jobCount(t, s)
+	yes, mtu := true, 4
+	same := []store.KubernetesAddition{kubeAdd(0x1005, full(guidA)), kubeAdd(0x1005, limited(guidB), full(guidA))}
+	withIPoIB := kubeAdd(0x1005, full(guidA))
+	withIPoIB.IPoIB = &yes
+	same = append(same, withIPoIB)
+	for i, a := range same {
+		if j := mustKube(t)(s.AddKubernetesGUIDs(ctx, a)); j.ID != added.ID || j.Status != store.StatusPending {
+			t.Fatalf("addition %d as recorded answered job %d (%s), want the pending %d", i, j.ID, j.Status, added.ID)
+		}
+	}
+	wantSame(t, s, "additions as recorded", rev, jobs)
+	withQoS := kubeAdd(0x1005, full(guidA))
+	withQoS.QoS = store.QoSChange{MTULimit: &mtu}
+	for i, a := range []store.KubernetesAddition{kubeAdd(0x1005, limited(guidA)), withQoS,
+		kubeAdd(0x1005, store.KubernetesMember{GUID: fabric.GUID(guidB), Membership: fabric.Limited, Index0: true})} {
+		rev := revision(t, s)
+		if j := mustKube(t)(s.AddKubernetesGUIDs(ctx, a)); j.Revision != rev+1 {
+			t.Errorf("change %d = job %d at revision %d, want a new one at %d", i, j.ID, j.Revision, rev+1)
+		}
+	}
+	// The QoS now set, asking it again is no change.
+	rev, jobs = revision(t, s), jobCount(t, s)
+	mustKube(t)(s.AddKubernetesGUIDs(ctx, withQoS))
+	wantSame(t, s, "an addition with the QoS recorded", rev, jobs)
+	// After a failure, recorded again.
+	last := mustKube(t)(s.AddKubernetesGUIDs(ctx, withQoS))
+	term, err := s.NewTerm(ctx, "manager-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.FailJob(ctx, term, last.ID, "the sweep failed"); err != nil || n != 1 {
+		t.Fatalf("FailJob(%d) = %d, %v", last.ID, n, err)
+	}
+	if j := mustKube(t)(s.AddKubernetesGUIDs(ctx, withQoS)); j.ID == last.ID || j.Revision != rev+1 {
+		t.Errorf("addition after a failure = job %d at revision %d, want a new one at %d", j.ID, j.Revision, rev+1)
+	}
+}
+
+// testUnchangedCreation: creating a pkey recorded with the IPoIB asked is
+// answered with its newest job of its client; with another IPoIB it is a
+// change.
+func testUnchangedCreation(t *testing.T, s *store.Store) {
+	s = kubeStore(s)
+	ctx := t.Context()
+	create := store.KubernetesCreation{PKey: 0x1007, IPoIB: true, CreatedBy: "ib-kubernetes", Request: "{}"}
+	created := mustKube(t)(s.CreateKubernetesPKey(ctx, create))
+	rev, jobs := revision(t, s), jobCount(t, s)
+	for i := range 10 {
+		if j := mustKube(t)(s.CreateKubernetesPKey(ctx, create)); j.ID != created.ID {
+			t.Fatalf("creation %d as recorded answered job %d, want %d", i, j.ID, created.ID)
+		}
+	}
+	wantSame(t, s, "10 creations as recorded", rev, jobs)
+	create.IPoIB = false
+	if j := mustKube(t)(s.CreateKubernetesPKey(ctx, create)); j.ID == created.ID || j.Revision != rev+1 {
+		t.Errorf("creation with another ip_over_ib = job %d at revision %d, want a new one at %d", j.ID, j.Revision, rev+1)
+	}
 }
