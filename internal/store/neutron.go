@@ -653,7 +653,9 @@ type PortRemoval struct {
 // The driver's DELETE carries the port as it was: a DELETE that names a GUID
 // the port no longer holds (a later change already moved the port to another
 // GUID) speaks of a membership that is gone: the port and its current GUID
-// stay, and the job completes at once. Otherwise the port is deleted, whatever
+// stay, and it is answered with the port's newest job of its client, the one
+// that moved it (unchanged.go), or, without one, with a job that completes
+// at once. Otherwise the port is deleted, whatever
 // host the body names: the driver sends a port's requests in order, so a
 // re-add from a new host always follows its DELETE.
 //
@@ -677,6 +679,11 @@ func (s *Store) removePort(ctx context.Context, r PortRemoval) (Job, error) {
 			return Job{}, otherFabric(tx, ObjectPort, r.PortID, fab)
 		}
 		if r.GUID != nil && p.GUID != nil && *r.GUID != *p.GUID {
+			// The port's newest job of the client, the one that moved it
+			// off that GUID, answers it (unchanged.go).
+			if same, err := tx.unchanged(ctx, ObjectPort, r.PortID, r.CreatedBy, p.Revision); err != nil || same {
+				return Job{}, err
+			}
 			if _, err := tx.touches(ctx, false); err != nil {
 				return Job{}, err
 			}

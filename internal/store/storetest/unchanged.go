@@ -171,6 +171,7 @@ var neutronUnchangedTests = []storeTest{
 	{"PortThatChangesNothingAfterAFailureIsRecorded", testUnchangedPortAfterFailure},
 	{"PortThatChangesNothingAfterALaterChangeIsRecorded", testUnchangedPortAfterLaterChange},
 	{"ConcurrentPortsThatChangeNothingTakeOneJob", testUnchangedPortConcurrent},
+	{"StaleDeleteOfAPortIsAnsweredWithTheMove", testUnchangedStaleDelete},
 }
 
 // samePort is port p1 on netA with guid g, bound to h1, as client.
@@ -428,5 +429,27 @@ func testUnchangedCreation(t *testing.T, s *store.Store) {
 	create.IPoIB = false
 	if j := mustKube(t)(s.CreateKubernetesPKey(ctx, create)); j.ID == created.ID || j.Revision != rev+1 {
 		t.Errorf("creation with another ip_over_ib = job %d at revision %d, want a new one at %d", j.ID, j.Revision, rev+1)
+	}
+}
+
+// testUnchangedStaleDelete: a DELETE naming a GUID the port no longer holds
+// is answered with the port's newest job of its client, the move off that
+// GUID, and takes neither a revision nor a job row; without a job of its
+// client it is recorded, Completed at once.
+func testUnchangedStaleDelete(t *testing.T, s *store.Store) {
+	addNetwork(t, s, netA, 101)
+	samePort(t, s, 0x0002c9030000a001, "test")
+	moved := samePort(t, s, 0x0002c9030000a002, "test")
+	rev, jobs := revision(t, s), jobCount(t, s)
+	stale := store.PortRemoval{PortID: "p1", GUID: guid(0x0002c9030000a001), CreatedBy: "test", Request: "{}"}
+	for i := range 5 {
+		if j, err := s.RemovePort(t.Context(), stale); err != nil || j.ID != moved.ID {
+			t.Fatalf("stale DELETE %d = job %d, %v; want the move's %d", i, j.ID, err, moved.ID)
+		}
+	}
+	wantSame(t, s, "5 stale DELETEs", rev, jobs)
+	stale.CreatedBy = "other"
+	if j, err := s.RemovePort(t.Context(), stale); err != nil || j.ID == moved.ID || j.Status != store.StatusCompleted {
+		t.Errorf("another client's stale DELETE = job %d (%s), %v; want a completed job of its own", j.ID, j.Status, err)
 	}
 }
