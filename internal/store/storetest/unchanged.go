@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -172,6 +174,17 @@ var neutronUnchangedTests = []storeTest{
 	{"PortThatChangesNothingAfterALaterChangeIsRecorded", testUnchangedPortAfterLaterChange},
 	{"ConcurrentPortsThatChangeNothingTakeOneJob", testUnchangedPortConcurrent},
 	{"StaleDeleteOfAPortIsAnsweredWithTheMove", testUnchangedStaleDelete},
+	{"CancelledPortThatChangesNothingWritesNothing", testUnchangedCancelled},
+}
+
+func init() {
+	databaseTests = append(databaseTests, struct {
+		name        string
+		fn          func(t *testing.T, db Database, s *store.Store)
+		notOnSQLite bool
+	}{"PortsThatChangeNothingOnTwoManagersTakeOneJob", func(t *testing.T, db Database, s *store.Store) {
+		testUnchangedTwoManagers(t, s, OpenDatabase(t, db))
+	}, false})
 }
 
 // samePort is port p1 on netA with guid g, bound to h1, as client.
@@ -451,5 +464,59 @@ func testUnchangedStaleDelete(t *testing.T, s *store.Store) {
 	stale.CreatedBy = "other"
 	if j, err := s.RemovePort(t.Context(), stale); err != nil || j.ID == moved.ID || j.Status != store.StatusCompleted {
 		t.Errorf("another client's stale DELETE = job %d (%s), %v; want a completed job of its own", j.ID, j.Status, err)
+	}
+}
+
+// testUnchangedCancelled: a change as recorded whose caller gave up is
+// answered with its error and writes nothing; sent again, it is answered
+// with the port's job.
+func testUnchangedCancelled(t *testing.T, s *store.Store) {
+	addNetwork(t, s, netA, 101)
+	added := samePort(t, s, 0x0002c9030000a001, "test")
+	rev, jobs := revision(t, s), jobCount(t, s)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if j, err := s.RecordPort(ctx, boundPort("p1", netA, 0x0002c9030000a001, "h1")); !errors.Is(err, context.Canceled) {
+		t.Errorf("a cancelled PUT as recorded = job %d, %v; want context.Canceled", j.ID, err)
+	}
+	wantSame(t, s, "a cancelled PUT", rev, jobs)
+	if j := samePort(t, s, 0x0002c9030000a001, "test"); j.ID != added.ID {
+		t.Errorf("the PUT sent again = job %d, want %d", j.ID, added.ID)
+	}
+}
+
+// testUnchangedTwoManagers: the same new port POSTed 8 times on each of two
+// managers on one database at once takes one revision and one job: the
+// revision's lock orders their changes, the first records, the others find
+// its job.
+func testUnchangedTwoManagers(t *testing.T, a, b *store.Store) {
+	addNetwork(t, a, netA, 101)
+	rev, jobs := revision(t, a), jobCount(t, a)
+	answers := make([]store.Job, 16)
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Go(func() {
+			s := a
+			if i%2 == 1 {
+				s = b
+			}
+			j, err := s.RecordPort(t.Context(), boundPort("p1", netA, 0x0002c9030000a001, "h1"))
+			if err != nil {
+				t.Errorf("RecordPort on manager %d: %v", i%2, err)
+			}
+			answers[i] = j
+		})
+	}
+	wg.Wait()
+	for i, j := range answers {
+		if j.ID != answers[0].ID {
+			t.Errorf("caller %d answered job %d, caller 0 job %d: want one job", i, j.ID, answers[0].ID)
+		}
+	}
+	if got := revision(t, a); got != rev+1 {
+		t.Errorf("16 identical POSTs on two managers took the revision from %d to %d, want %d", rev, got, rev+1)
+	}
+	if got := jobCount(t, a); got != jobs+1 {
+		t.Errorf("16 identical POSTs on two managers took the jobs from %d to %d, want %d", jobs, got, jobs+1)
 	}
 }
