@@ -204,7 +204,10 @@ func TestQuotaOfStoredBytes(t *testing.T) {
 			body := string(storedRequest([]byte(testdata(t, "network_create_vlan.json"))))
 			f := newQuotaFixture(t, engine, Quota{MaxStoredBytes: int64(len(body) + 1)}, m)
 			for i, want := range []int{http.StatusAccepted, http.StatusAccepted, http.StatusTooManyRequests} {
-				resp, answer := f.do("POST", "/ufmRestV3/cloudx/Network", body)
+				// Each a change (another VLAN ID, the same length): one as
+				// recorded would store nothing.
+				change := strings.Replace(body, `"provider:segmentation_id":101`, fmt.Sprintf(`"provider:segmentation_id":%d`, 101+i), 1)
+				resp, answer := f.do("POST", "/ufmRestV3/cloudx/Network", change)
 				if resp.StatusCode != want {
 					t.Fatalf("change %d: %d %s, want %d", i, resp.StatusCode, answer, want)
 				}
