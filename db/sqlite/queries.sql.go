@@ -384,7 +384,7 @@ func (q *Queries) GetPort(ctx context.Context, id string) (Port, error) {
 const getPortChangeRows = `-- name: GetPortChangeRows :many
 SELECT n.id, n.name, n.network_type, n.physical_network, n.pkey, n.managed, n.revision,
        p.id AS port_id, p.network_id AS port_network_id, p.guid AS port_guid, p.host AS port_host,
-       n.fabric, p.fabric AS port_fabric
+       n.fabric, p.fabric AS port_fabric, p.revision AS port_revision
 FROM networks n LEFT JOIN ports p ON p.id = ?1 OR (p.fabric = ?2 AND p.guid = ?3)
 WHERE n.id = ?4
 `
@@ -403,6 +403,7 @@ type GetPortChangeRowsRow struct {
 	PortHost        *string
 	Fabric          string
 	PortFabric      *string
+	PortRevision    *int64
 }
 
 // The network of a port change, with the port recorded under this id and
@@ -437,6 +438,7 @@ func (q *Queries) GetPortChangeRows(ctx context.Context, portID string, fabric s
 			&i.PortHost,
 			&i.Fabric,
 			&i.PortFabric,
+			&i.PortRevision,
 		); err != nil {
 			return nil, err
 		}

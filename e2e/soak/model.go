@@ -314,6 +314,19 @@ func (m *Model) snapshot() modelState {
 	return s
 }
 
+// recorded is s as the manager records it: a network without a VLAN
+// partition (not the fabric's, or flat) keeps no VLAN ID.
+func (m *Model) recorded(s modelState) modelState {
+	networks := maps.Clone(s.networks)
+	for id, n := range networks {
+		if !m.manages(n) || n.Type == typeFlat {
+			n.VLAN = nil
+			networks[id] = n
+		}
+	}
+	return modelState{networks: networks, ports: s.ports}
+}
+
 // restore puts a snapshot's recorded state back, as restoring the backup
 // does to the database; the driver's memory stays.
 func (m *Model) restore(s modelState) {

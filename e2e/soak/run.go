@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -167,7 +168,11 @@ type job struct {
 	op      op
 	index   int  // the model's history index after the request
 	changed bool // the request changed the partitions the model renders
-	hosts   []fabric.GUID
+	// same: the request left the model's networks and ports as they were.
+	// The manager may answer it with its object's earlier job (a change that
+	// changes nothing takes no job of its own), already given out.
+	same  bool
+	hosts []fabric.GUID
 	// edited: a hand edit of the partitions file came in the job's round.
 	// If OpenSM read the edited file in the job's sweep, the manager fails
 	// the job (the driver sends it again) and applies once more: a failure
@@ -781,7 +786,8 @@ func (r *run) sendRetrying(ctx context.Context, o op) (a answer, lost, answered 
 func (r *run) applyToModel(o op, want Expect) (*job, error) {
 	before := r.tables[len(r.tables)-1]
 	beforeParts := r.parts[len(r.parts)-1]
-	beforePorts := r.model.snapshot().ports
+	beforeState := r.model.snapshot()
+	beforePorts := beforeState.ports
 	want.Apply()
 	if err := r.model.check(); err != nil {
 		return nil, err
@@ -795,7 +801,9 @@ func (r *run) applyToModel(o op, want Expect) (*job, error) {
 			j.hosts = append(j.hosts, h)
 		}
 	}
-	afterPorts := r.model.snapshot().ports
+	afterState := r.model.snapshot()
+	j.same = reflect.DeepEqual(r.model.recorded(beforeState), r.model.recorded(afterState))
+	afterPorts := afterState.ports
 	j.named = portGUIDsChanged(beforePorts, afterPorts)
 	for _, g := range requestPortGUIDs(o.Path, beforePorts, afterPorts) {
 		if !slices.Contains(j.named, g) {
@@ -817,8 +825,14 @@ func (r *run) claimJob(o op, a answer, j *job) *job {
 	}
 	j.path = path
 	// No job id may answer for two changes: networking-mlnx would read
-	// another change's outcome as its own.
+	// another change's outcome as its own. A request that changed nothing
+	// may be answered with the job that made it so: it keeps its place in
+	// jobOrder, where it was first given out.
 	if owner, twice := r.jobOwner.claim(path, fmt.Sprintf("#%d %s", r.res.Ops, o)); twice {
+		if j.same {
+			r.logf("#%d %s changed nothing: answered with job %s of %s", r.res.Ops, o, path, owner)
+			return j
+		}
 		r.finding("#%d %s: given job %s, which was already given to %s", r.res.Ops, o, path, owner)
 		return nil
 	}

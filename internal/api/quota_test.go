@@ -204,7 +204,10 @@ func TestQuotaOfStoredBytes(t *testing.T) {
 			body := string(storedRequest([]byte(testdata(t, "network_create_vlan.json"))))
 			f := newQuotaFixture(t, engine, Quota{MaxStoredBytes: int64(len(body) + 1)}, m)
 			for i, want := range []int{http.StatusAccepted, http.StatusAccepted, http.StatusTooManyRequests} {
-				resp, answer := f.do("POST", "/ufmRestV3/cloudx/Network", body)
+				// Each a change (another VLAN ID, the same length): one as
+				// recorded would store nothing.
+				change := strings.Replace(body, `"provider:segmentation_id":101`, fmt.Sprintf(`"provider:segmentation_id":%d`, 101+i), 1)
+				resp, answer := f.do("POST", "/ufmRestV3/cloudx/Network", change)
 				if resp.StatusCode != want {
 					t.Fatalf("change %d: %d %s, want %d", i, resp.StatusCode, answer, want)
 				}
@@ -278,5 +281,69 @@ func TestQuotaOfAnUnreachableDatabaseIs503(t *testing.T) {
 	}
 	if rev := f.revision(); rev != 0 {
 		t.Errorf("revision %d after a change refused for its quota's read", rev)
+	}
+}
+
+// TestPaddedNoOpNeutronPutsStoreNothing is the disk-filling attack through
+// networking-mlnx's API: 20 PUTs of a network and 20 of a port, as
+// recorded, padded with blanks to just under the 1 MiB a body may have. Each
+// is answered, as networking-mlnx expects, with a job it can poll to
+// Completed: the object's newest job, which its change recorded. They take
+// no revision and no job row of their own.
+func TestPaddedNoOpNeutronPutsStoreNothing(t *testing.T) {
+	for _, engine := range storetest.Engines {
+		t.Run(engine, func(t *testing.T) {
+			f := newQuotaFixture(t, engine, Quota{}, nil)
+			network := testdata(t, "network_update.json")
+			port := testdata(t, "port_update_host_change.json")
+			const networkPath, portPath = "/ufmRestV3/cloudx/Network/" + networkID, "/ufmRestV3/cloudx/Port/51c3e8f2-9a7d-4b6e-8c1f-2d4a6b8e0c13"
+			changes := []struct{ path, body string }{{networkPath, network}, {portPath, port}}
+			for _, c := range changes {
+				first := f.accepted("PUT", c.path, c.body)
+				rev, before := f.revision(), f.usage("networking-mlnx")
+				for i := range 20 {
+					if again := f.accepted("PUT", c.path, padded(c.body, MaxBodyBytes-16)); again != first {
+						t.Fatalf("PUT %d of %s as recorded answered %s, want %s", i, c.path, again, first)
+					}
+				}
+				if got := f.revision(); got != rev {
+					t.Errorf("20 PUTs of %s as recorded took the revision from %d to %d", c.path, rev, got)
+				}
+				if after := f.usage("networking-mlnx"); after != before {
+					t.Errorf("20 PUTs of %s as recorded: jobs and stored bytes %+v, were %+v", c.path, after, before)
+				}
+				f.waitCompleted(first)
+			}
+		})
+	}
+}
+
+// accepted sends a Neutron change, wants 202, and returns its job's path.
+func (f *pkeysFixture) accepted(method, path, body string) string {
+	f.t.Helper()
+	resp, answer := f.do(method, path, body)
+	if resp.StatusCode != http.StatusAccepted {
+		f.t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, answer)
+	}
+	p, _ := jobPath(f.t, answer)
+	return p
+}
+
+// waitCompleted polls job path, as networking-mlnx does, until Completed.
+func (f *pkeysFixture) waitCompleted(path string) {
+	f.t.Helper()
+	for {
+		resp, answer := f.do("GET", "/ufmRestV3/"+path, "")
+		if resp.StatusCode != http.StatusOK {
+			f.t.Fatalf("GET %s: %d %s", path, resp.StatusCode, answer)
+		}
+		switch status := jsonOf[struct{ Status string }](f.t, answer).Status; status {
+		case "Completed":
+			return
+		case "Pending", "Running":
+			time.Sleep(5 * time.Millisecond)
+		default:
+			f.t.Fatalf("GET %s: %s", path, answer)
+		}
 	}
 }

@@ -145,9 +145,11 @@ func (r Rules) checkKubernetesPKey(pkey fabric.PKey) error {
 // the rules refuse records nothing.
 //
 // Unlike a Neutron change that touches no partition, a Kubernetes change
-// always takes a new revision, even when it asks for what is already
-// recorded: its answer, and last_updated, wait for the sweep that proves it,
-// and ib-kubernetes holds its next change back until last_updated moves.
+// takes a new revision: its answer, and last_updated, wait for the sweep
+// that proves it, and ib-kubernetes holds its next change back until
+// last_updated moves. One that asks for what is recorded (sameAddition) is
+// answered with the pkey's newest job of its client, as a removal of
+// nothing is (unchanged.go), which moves last_updated for it.
 func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (Job, error) {
 	if err := s.checkKubernetesAddition(a); err != nil {
 		return Job{}, err
@@ -184,14 +186,13 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 				return Job{}, err
 			}
 		}
-		added := 0 // GUIDs not yet members
-		for _, m := range a.Members {
-			member, err := s.checkKubernetesMember(ctx, tx, a.PKey, m, portChecks{limit: limit, reserved: reserved})
-			if err != nil {
+		added, state, same, err := s.checkAddedMembers(ctx, tx, a, portChecks{limit: limit, reserved: reserved})
+		if err != nil {
+			return Job{}, err
+		}
+		if same && known && len(dropped) == 0 && sameAddition(a, before) {
+			if same, err := tx.unchangedKubernetes(ctx, a.PKey.String(), a.CreatedBy, max(state, before.Revision)); err != nil || same {
 				return Job{}, err
-			}
-			if !member {
-				added++
 			}
 		}
 		if err := s.checkKubernetesMembers(ctx, tx, a.PKey, added); err != nil {
@@ -227,6 +228,41 @@ func (s *Store) AddKubernetesGUIDs(ctx context.Context, a KubernetesAddition) (J
 		}
 		return s.kubernetesArrived(ctx, tx, rev, !known, a.PKey, a.job(releasedText("they", released), dropped))
 	})
+}
+
+// checkAddedMembers checks each member of addition a (checkKubernetesMember)
+// and counts those not yet members (added). same says whether every one is
+// a member already with the membership and index0 a asks, and state is the
+// newest revision of those members' rows.
+func (s *Store) checkAddedMembers(ctx context.Context, tx *changeTx, a KubernetesAddition, checks portChecks) (added int, state int64, same bool, err error) {
+	same = true
+	for _, m := range a.Members {
+		recorded, err := s.checkKubernetesMember(ctx, tx, a.PKey, m, checks)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if recorded == nil {
+			added++
+			same = false
+			continue
+		}
+		same = same && fabric.Membership(recorded.Membership) == m.Membership && recorded.Index0 == m.Index0
+		state = max(state, recorded.Revision)
+	}
+	return added, state, same, nil
+}
+
+// sameAddition says whether addition a asks nothing of its pkey (as
+// recorded: before) beyond its members: the same IPoIB, if any, and QoS,
+// if any, and no name (which would need a read to compare).
+func sameAddition(a KubernetesAddition, before driver.KubernetesPKey) bool {
+	return (a.IPoIB == nil || *a.IPoIB == before.IpOverIb) && sameQoS(a.QoS, before) && a.PartitionName == ""
+}
+
+// sameQoS says whether QoS change c leaves pkey row p's QoS as it is: it
+// sets nothing, or what a client set already.
+func sameQoS(c QoSChange, p driver.KubernetesPKey) bool {
+	return c.Empty() || (p.QosSet && c.on(recordedQoS(p)) == recordedQoS(p))
 }
 
 // upsertAddedPKey records the pkey of addition a at revision rev: created
@@ -338,11 +374,17 @@ func (s *Store) CreateKubernetesPKey(ctx context.Context, c KubernetesCreation) 
 		if err := checkPKeyNotNeutron(ctx, tx, c.PKey); err != nil {
 			return Job{}, err
 		}
-		_, known, mine, err := s.ownPKey(ctx, tx.q, c.PKey)
+		before, known, mine, err := s.ownPKey(ctx, tx.q, c.PKey)
 		if err != nil {
 			return Job{}, err
 		} else if known && !mine {
 			return Job{}, forbiddenf("pkey %s is another pkeys client's: a client changes only the pkeys it created", c.PKey)
+		}
+		if known && before.IpOverIb == c.IPoIB && sameQoS(c.QoS, before) {
+			// Asks for what is recorded (unchanged.go).
+			if same, err := tx.unchangedKubernetes(ctx, c.PKey.String(), c.CreatedBy, before.Revision); err != nil || same {
+				return Job{}, err
+			}
 		}
 		rev, err := tx.touches(ctx, true)
 		if err != nil {
@@ -473,44 +515,44 @@ func (s *Store) checkKubernetesMembers(ctx context.Context, tx *changeTx, pkey f
 // checkKubernetesMember refuses a GUID that cannot join Kubernetes pkey pkey:
 // it is reserved, it is in a Neutron network's partition, it would have index
 // 0 in two pkeys, or its switch port's pkey table would be full. member says
-// whether it is a member of pkey already.
-func (s *Store) checkKubernetesMember(ctx context.Context, tx *changeTx, pkey fabric.PKey, m KubernetesMember, checks portChecks) (member bool, err error) {
+// its row in pkey, nil when it is no member yet.
+func (s *Store) checkKubernetesMember(ctx context.Context, tx *changeTx, pkey fabric.PKey, m KubernetesMember, checks portChecks) (member *driver.KubernetesMember, err error) {
 	guid := m.GUID
 	// Refused even as a member already: a GUID reserved after it joined
 	// stays, but no change names it again.
 	if refusal := checks.reserved(guid); refusal != "" {
-		return false, rejectf("pkey %s: %s", pkey, refusal)
+		return nil, rejectf("pkey %s: %s", pkey, refusal)
 	}
 	p, err := tx.q.GetPortByGUID(ctx, s.FabricName(), &guid)
 	switch {
 	case err == nil:
-		return false, heldByAnother(fmt.Sprintf("OpenStack network %s (port %s)", p.NetworkID, p.ID),
+		return nil, heldByAnother(fmt.Sprintf("OpenStack network %s (port %s)", p.NetworkID, p.ID),
 			"pkey %s: GUID %s is held by another owner; a GUID is in one owner's partitions at a time", pkey, ufmGUID(guid))
 	case !driver.IsNoRows(err):
-		return false, err
+		return nil, err
 	}
 	others, err := tx.q.KubernetesMembershipsOfGUID(ctx, s.FabricName(), guid)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	if err := s.checkGUIDOwners(ctx, tx, pkey, guid, others); err != nil {
-		return false, err
+		return nil, err
 	}
 	pkeys := []fabric.PKey{pkey}
 	for _, o := range others {
 		if o.Pkey == pkey {
-			member = true
+			member = &o
 			continue
 		}
 		pkeys = append(pkeys, o.Pkey)
 		if m.Index0 && o.Index0 {
-			return false, rejectf("pkey %s: GUID %s already has index 0 in Kubernetes pkey %s; a port has one index 0",
+			return nil, rejectf("pkey %s: GUID %s already has index 0 in Kubernetes pkey %s; a port has one index 0",
 				pkey, ufmGUID(guid), o.Pkey)
 		}
 	}
 	if checks.limit != nil {
 		if refusal := checks.limit(guid, pkeys...); refusal != "" {
-			return false, rejectf("pkey %s: GUID %s: %s", pkey, ufmGUID(guid), refusal)
+			return nil, rejectf("pkey %s: GUID %s: %s", pkey, ufmGUID(guid), refusal)
 		}
 	}
 	return member, nil
@@ -546,7 +588,7 @@ func (s *Store) RemoveKubernetesGUIDs(ctx context.Context, r KubernetesRemoval) 
 			}
 		}
 		if len(removed) == 0 && !gone {
-			if same, err := tx.unchangedKubernetes(ctx, r.PKey.String(), r.CreatedBy); err != nil || same {
+			if same, err := tx.unchangedKubernetes(ctx, r.PKey.String(), r.CreatedBy, 0); err != nil || same {
 				return Job{}, err
 			}
 		}

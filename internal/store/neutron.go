@@ -67,6 +67,11 @@ func (s *Store) recordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 		if err := s.checkPKeyFree(ctx, tx, n); err != nil {
 			return Job{}, err
 		}
+		if known && sameNetwork(before, n) {
+			if same, err := tx.unchanged(ctx, ObjectNetwork, n.ID, c.CreatedBy, before.Revision); err != nil || same {
+				return Job{}, err
+			}
+		}
 		rev, err := tx.touches(ctx, n.Managed || (known && before.Managed))
 		if err != nil {
 			return Job{}, err
@@ -107,6 +112,14 @@ func (s *Store) recordNetwork(ctx context.Context, c NetworkChange) (Job, error)
 			CreatedBy:   c.CreatedBy, Request: c.Request, RequestID: c.RequestID,
 		}, nil
 	})
+}
+
+// sameNetwork says whether network n is the network as recorded (before),
+// its revision aside: a change that changes nothing (unchanged.go).
+func sameNetwork(before, n Network) bool {
+	samePKey := (before.PKey == nil && n.PKey == nil) || (before.PKey != nil && n.PKey != nil && *before.PKey == *n.PKey)
+	return samePKey && before.ID == n.ID && before.Name == n.Name && before.Type == n.Type &&
+		before.PhysicalNetwork == n.PhysicalNetwork && before.Managed == n.Managed
 }
 
 // promiseNetworkMove states the places of a network's update from before to
@@ -352,6 +365,11 @@ func (s *Store) recordPort(ctx context.Context, tx *changeTx, c PortChange, embe
 	if err != nil {
 		return Job{}, err
 	}
+	if samePort(p, st) {
+		if same, err := tx.unchanged(ctx, ObjectPort, p.ID, c.CreatedBy, max(st.before.Revision, st.n.Revision)); err != nil || same {
+			return Job{}, err
+		}
+	}
 	heldGUID := st.before != nil && st.before.GUID != nil
 	rev, err := tx.touches(ctx, p.GUID != nil || heldGUID || (st.newNetwork && st.n.Managed))
 	if err != nil {
@@ -381,6 +399,20 @@ func (s *Store) recordPort(ctx context.Context, tx *changeTx, c PortChange, embe
 		Result:    result,
 		CreatedBy: c.CreatedBy, Request: c.Request, RequestID: c.RequestID,
 	}, nil
+}
+
+// samePort says whether port p, as the rules leave it, is the port as
+// recorded (st.before), on its recorded network, holding what it held: a
+// change that changes nothing (unchanged.go). Its GUID is then held by no
+// adopted partition (an owned GUID is adopted by none, and its port's
+// change released it), so nothing is left to release.
+func samePort(p Port, st portState) bool {
+	b := st.before
+	if b == nil || st.newNetwork || (st.holder != nil && st.holder.ID != p.ID) {
+		return false
+	}
+	sameGUID := (p.GUID == nil && b.GUID == nil) || (p.GUID != nil && b.GUID != nil && *p.GUID == *b.GUID)
+	return sameGUID && p.NetworkID == b.NetworkID && p.Host == b.Host
 }
 
 // readPortState reads what RecordPort's change decides on: every row, in one
@@ -634,7 +666,9 @@ type PortRemoval struct {
 // The driver's DELETE carries the port as it was: a DELETE that names a GUID
 // the port no longer holds (a later change already moved the port to another
 // GUID) speaks of a membership that is gone: the port and its current GUID
-// stay, and the job completes at once. Otherwise the port is deleted, whatever
+// stay, and it is answered with the port's newest job of its client, the one
+// that moved it (unchanged.go), or, without one, with a job that completes
+// at once. Otherwise the port is deleted, whatever
 // host the body names: the driver sends a port's requests in order, so a
 // re-add from a new host always follows its DELETE.
 //
@@ -658,6 +692,11 @@ func (s *Store) removePort(ctx context.Context, r PortRemoval) (Job, error) {
 			return Job{}, otherFabric(tx, ObjectPort, r.PortID, fab)
 		}
 		if r.GUID != nil && p.GUID != nil && *r.GUID != *p.GUID {
+			// The port's newest job of the client, the one that moved it
+			// off that GUID, answers it (unchanged.go).
+			if same, err := tx.unchanged(ctx, ObjectPort, r.PortID, r.CreatedBy, p.Revision); err != nil || same {
+				return Job{}, err
+			}
 			if _, err := tx.touches(ctx, false); err != nil {
 				return Job{}, err
 			}

@@ -104,7 +104,8 @@ func (s *Store) SetKubernetesQoS(ctx context.Context, q KubernetesQoS) (Job, err
 }
 
 // setQoS writes a change of pkey's QoS over what is recorded, at revision
-// rev; an empty change writes nothing. The pkey's row exists.
+// rev; an empty change, or one that sets what is recorded, writes nothing.
+// The pkey's row exists.
 func setQoS(ctx context.Context, tx *changeTx, pkey fabric.PKey, c QoSChange, rev int64) error {
 	if c.Empty() {
 		return nil
@@ -112,6 +113,11 @@ func setQoS(ctx context.Context, tx *changeTx, pkey fabric.PKey, c QoSChange, re
 	row, err := tx.q.GetKubernetesPKey(ctx, tx.fabric, pkey)
 	if err != nil {
 		return fmt.Errorf("read the QoS of pkey %s: %w", pkey, err)
+	}
+	if sameQoS(c, row) {
+		// Nothing to write; and MySQL counts no row changed when an
+		// addition's upsert of the pkey already wrote its revision.
+		return nil
 	}
 	q := c.on(recordedQoS(row))
 	n, err := tx.q.SetKubernetesPKeyQoS(ctx, tx.fabric, int64(q.MTULimit), int64(q.ServiceLevel), int64(q.RateMbps),

@@ -84,7 +84,7 @@ func (t tx) GetPortChange(ctx context.Context, networkID, portID string, guid *f
 		if r.PortID == nil {
 			continue // the network has neither port: its one row
 		}
-		p := &Port{ID: *r.PortID, NetworkID: *r.PortNetworkID, GUID: r.PortGuid, Host: *r.PortHost}
+		p := &Port{ID: *r.PortID, NetworkID: *r.PortNetworkID, GUID: r.PortGuid, Host: *r.PortHost, Revision: *r.PortRevision}
 		if p.ID == portID {
 			before = p
 			if r.PortFabric != nil {

@@ -19,10 +19,20 @@ import (
 // proven again.
 
 // unchanged answers the change with the newest job of object (objectType,
-// objectID) that createdBy created on the fabric, if there is one and it did
-// not fail: the change then takes no revision and inserts no job (record
+// objectID) that createdBy created on the fabric, if there is one, it did
+// not fail and it is at or after revision state, the revision of the rows
+// the change finds as it asks them (0: the object's rows are its client's
+// alone): the change then takes no revision and inserts no job (record
 // returns that one). It says whether it did.
-func (c *changeTx) unchanged(ctx context.Context, objectType, objectID, createdBy string) (bool, error) {
+//
+// A row written after the job (another client's change of the object, a
+// port losing its GUID to another, its network moving to another pkey) is
+// a change the job does not cover: answered with it, the client would be
+// told Completed of what is maybe not applied yet, so such a change is
+// recorded. It runs in the change's transaction, under the revision's lock
+// (change.go): no change of the object comes between its reads and its
+// answer, on this manager or another.
+func (c *changeTx) unchanged(ctx context.Context, objectType, objectID, createdBy string, state int64) (bool, error) {
 	j, err := c.q.NewestJobOf(ctx, objectID, objectType, c.fabric, createdBy)
 	if driver.IsNoRows(err) {
 		return false, nil
@@ -30,7 +40,7 @@ func (c *changeTx) unchanged(ctx context.Context, objectType, objectID, createdB
 	if err != nil {
 		return false, fmt.Errorf("the newest job of %s %s: %w", objectType, objectID, err)
 	}
-	if j.Status == StatusFailed {
+	if j.Status == StatusFailed || j.Revision < state {
 		return false, nil
 	}
 	if _, err := c.touches(ctx, false); err != nil {
@@ -46,8 +56,8 @@ func (c *changeTx) unchanged(ctx context.Context, objectType, objectID, createdB
 // whole seconds and holds its next change until it is after the server's
 // time of its last call, which this change's answer follows. An open job
 // moves it when it is applied.
-func (c *changeTx) unchangedKubernetes(ctx context.Context, objectID, createdBy string) (bool, error) {
-	ok, err := c.unchanged(ctx, ObjectPKey, objectID, createdBy)
+func (c *changeTx) unchangedKubernetes(ctx context.Context, objectID, createdBy string, state int64) (bool, error) {
+	ok, err := c.unchanged(ctx, ObjectPKey, objectID, createdBy, state)
 	if err != nil || !ok || c.reuse.Status != StatusCompleted {
 		return ok, err
 	}

@@ -53,7 +53,7 @@ SELECT * FROM ports WHERE id = sqlc.arg(id) OR (fabric = sqlc.arg(fabric) AND gu
 -- name: GetPortChangeRows :many
 SELECT n.id, n.name, n.network_type, n.physical_network, n.pkey, n.managed, n.revision,
        p.id AS port_id, p.network_id AS port_network_id, p.guid AS port_guid, p.host AS port_host,
-       n.fabric, p.fabric AS port_fabric
+       n.fabric, p.fabric AS port_fabric, p.revision AS port_revision
 FROM networks n LEFT JOIN ports p ON p.id = sqlc.arg(port_id) OR (p.fabric = sqlc.arg(fabric) AND p.guid = sqlc.arg(guid))
 WHERE n.id = sqlc.arg(network_id);
 

@@ -204,6 +204,7 @@ type GetPortChangeRowsRow struct {
 	PortHost        *string
 	Fabric          string
 	PortFabric      *string
+	PortRevision    *int64
 }
 
 // KubernetesStateRow is KubernetesState's row.

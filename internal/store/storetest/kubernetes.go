@@ -119,8 +119,9 @@ func kubeFirstAdd(t *testing.T, s *store.Store) {
 func kubeAddAgain(t *testing.T, s *store.Store) {
 	t.Helper()
 	ctx := t.Context()
-	// Asking again for what is recorded is still a change: its answer waits
-	// for a sweep, and ib-kubernetes waits for last_updated to move.
+	// Asking again for a member, with another membership and without
+	// IPoIB, is a change: its answer waits for a sweep, and ib-kubernetes
+	// waits for last_updated to move.
 	noIPoIB := false
 	again := kubeAdd(0x1005, limited(guidA))
 	again.IPoIB = &noIPoIB

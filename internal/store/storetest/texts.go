@@ -208,6 +208,7 @@ func testKubernetesJobOfManyGUIDs(t *testing.T, s *store.Store) {
 	// client's invalid UTF-8 (encoding/json decodes it without a word) and
 	// NUL.
 	c.Request = "{\"name\":\"caf\xe9 \x00\"}"
+	c.Network.Name = "renamed" // a change, which keeps its request: one as recorded keeps none
 	if j, err = s.RecordNetwork(ctx, c); err != nil {
 		t.Fatalf("RecordNetwork with a request of invalid UTF-8: %v", err)
 	}
