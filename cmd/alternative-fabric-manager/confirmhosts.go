@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
 	"slices"
 	"strconv"
@@ -22,13 +20,9 @@ import (
 // check that no host already claims another's name, and the ports it left
 // out: a description whose first word no hostlist can name.
 func confirmHosts(ctx context.Context, cfg config.FabricConfig, st *store.Store, w io.Writer) error {
-	dump := cfg.OpenSM.SubnetDump()
-	topo, err := topology.Load(dump)
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("OpenSM has not swept yet: %s does not exist; start the manager and try again once OpenSM has brought the subnet up", dump)
-	}
+	topo, err := lastSweep(cfg)
 	if err != nil {
-		return fmt.Errorf("OpenSM's subnet dump: %w (if OpenSM was sweeping, try again)", err)
+		return err
 	}
 	var hosts []store.ConfirmedHost
 	var left []topology.NamedPort

@@ -192,16 +192,26 @@ func withOperatorDatabase(ctx context.Context, cfg *config.Config, log *slog.Log
 	return nil
 }
 
-// confirmSwitches records the switches of OpenSM's last sweep as the fabric's
-// expected switches, replacing the previous set.
-func confirmSwitches(ctx context.Context, cfg config.FabricConfig, st *store.Store, w io.Writer) error {
+// lastSweep reads OpenSM's subnet dump, its last sweep's view of the fabric,
+// for a command that confirms what it found.
+func lastSweep(cfg config.FabricConfig) (*topology.Topology, error) {
 	dump := cfg.OpenSM.SubnetDump()
 	topo, err := topology.Load(dump)
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("OpenSM has not swept yet: %s does not exist; start the manager and try again once OpenSM has brought the subnet up", dump)
+		return nil, fmt.Errorf("OpenSM has not swept yet: %s does not exist; start the manager and try again once OpenSM has brought the subnet up", dump)
 	}
 	if err != nil {
-		return fmt.Errorf("OpenSM's subnet dump: %w (if OpenSM was sweeping, try again)", err)
+		return nil, fmt.Errorf("OpenSM's subnet dump: %w (if OpenSM was sweeping, try again)", err)
+	}
+	return topo, nil
+}
+
+// confirmSwitches records the switches of OpenSM's last sweep as the fabric's
+// expected switches, replacing the previous set.
+func confirmSwitches(ctx context.Context, cfg config.FabricConfig, st *store.Store, w io.Writer) error {
+	topo, err := lastSweep(cfg)
+	if err != nil {
+		return err
 	}
 	var switches []store.ExpectedSwitch
 	for _, sw := range topo.Switches() {

@@ -65,11 +65,7 @@ func (b *looseBool) UnmarshalJSON(raw []byte) error {
 // pkey, as a POST of their GUIDs would.
 func (pk *pkeysAPI) addHosts(r *http.Request, _ httprouter.Params) (int, any, error) {
 	var body hostsBody
-	raw, err := readStrict(r, &body)
-	if err != nil {
-		return 0, nil, err
-	}
-	pkey, err := requiredPKey(body.PKey)
+	raw, pkey, err := readPKeyRequest(r, &body)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -410,11 +410,7 @@ func (b addBody) addition() (store.KubernetesAddition, error) {
 // limited partition ib-kubernetes adds pods to must exist before it does.
 func (pk *pkeysAPI) createPKey(r *http.Request, _ httprouter.Params) (int, any, error) {
 	var body createBody
-	raw, err := readStrict(r, &body)
-	if err != nil {
-		return 0, nil, err
-	}
-	pkey, err := requiredPKey(body.PKey)
+	raw, pkey, err := readPKeyRequest(r, &body)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -658,6 +654,23 @@ func readStrict(r *http.Request, v any) (string, error) {
 		return "", err
 	}
 	return string(storedRequest(raw)), nil
+}
+
+// pkeyBody is a request body that names one pkey.
+type pkeyBody interface{ pkeyField() *string }
+
+func (b *createBody) pkeyField() *string  { return b.PKey }
+func (b *qosConfBody) pkeyField() *string { return b.PKey }
+func (b *hostsBody) pkeyField() *string   { return b.PKey }
+
+// readPKeyRequest reads the body strictly into body (readStrict), then the
+// pkey it must name (requiredPKey).
+func readPKeyRequest(r *http.Request, body pkeyBody) (raw string, pkey fabric.PKey, err error) {
+	if raw, err = readStrict(r, body); err != nil {
+		return "", 0, err
+	}
+	pkey, err = requiredPKey(body.pkeyField())
+	return raw, pkey, err
 }
 
 // decodeStrict decodes one JSON object whose every field v knows, and

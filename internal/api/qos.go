@@ -65,11 +65,7 @@ type qosConfBody struct {
 // when a value is not UFM's or none is given.
 func (pk *pkeysAPI) setQoS(r *http.Request, _ httprouter.Params) (int, any, error) {
 	var body qosConfBody
-	raw, err := readStrict(r, &body)
-	if err != nil {
-		return 0, nil, err
-	}
-	pkey, err := requiredPKey(body.PKey)
+	raw, pkey, err := readPKeyRequest(r, &body)
 	if err != nil {
 		return 0, nil, err
 	}
