@@ -150,13 +150,15 @@ var docPlaceholder = regexp.MustCompile(`(?m)^([^#;\[][^=]*=\s*)<[^>]*>\s*$`)
 func TestDocINIExamples(t *testing.T) {
 	used := make([]bool, len(docINIExcluded))
 	for _, b := range docINIBlocks(t) {
+		// An excluded block is not the manager's configuration: it gets no
+		// subtest (CI runs nothing skipped), and its exclusion must still
+		// match a block (below).
+		if i := excludedBlock(b); i >= 0 {
+			used[i] = true
+			t.Logf("%s: not the manager's configuration: %s", b.where, docINIExcluded[i].why)
+			continue
+		}
 		t.Run(b.where, func(t *testing.T) {
-			for i, ex := range docINIExcluded {
-				if strings.HasPrefix(b.where, ex.doc+":") && slices.Contains(strings.Split(b.text, "\n"), ex.line) {
-					used[i] = true
-					t.Skipf("not the manager's configuration: %s", ex.why)
-				}
-			}
 			text := docPlaceholder.ReplaceAllString(b.text, "${1}0123456789abcdef0123456789abcdef")
 			file, errs := parseINI(text)
 			if len(errs) > 0 {
@@ -175,6 +177,16 @@ func TestDocINIExamples(t *testing.T) {
 			t.Errorf("the exclusion of %s's block with %q matches no block: remove it", ex.doc, ex.line)
 		}
 	}
+}
+
+// excludedBlock is the index of the exclusion b matches, -1 for none.
+func excludedBlock(b docINIBlock) int {
+	for i, ex := range docINIExcluded {
+		if strings.HasPrefix(b.where, ex.doc+":") && slices.Contains(strings.Split(b.text, "\n"), ex.line) {
+			return i
+		}
+	}
+	return -1
 }
 
 // hasToken is whether file sets [api] token: a whole configuration.
