@@ -121,12 +121,15 @@ type Quota struct {
 }
 
 // Defaults of the quotas. networking-mlnx's bodies are a few KiB: a GiB is
-// some 300,000 jobs, a week of a busy cloud's ports many times over; a
-// burst of instances makes a change or two per port. ib-kubernetes sends one
-// change at a time and waits for its apply.
+// some 300,000 jobs, a week of a busy cloud's ports many times over. Its
+// changes a minute are not bounded by default: they are neutron-server's,
+// whose own quotas bound its tenants, and a boot storm is thousands of port
+// changes in a minute that a bound would answer 429, keeping ports DOWN (the
+// bytes bound the disk all the same). ib-kubernetes sends one change at a
+// time and waits for its apply.
 const (
 	DefaultAPIMaxStoredRequestBytes   = 1 << 30
-	DefaultAPIMaxJobsPerMinute        = 1200
+	DefaultAPIMaxJobsPerMinute        = 0
 	DefaultPKeysMaxStoredRequestBytes = 256 << 20
 	DefaultPKeysMaxJobsPerMinute      = 600
 )

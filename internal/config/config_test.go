@@ -106,7 +106,7 @@ func TestDefaults(t *testing.T) {
 	}
 	want := &Config{
 		API: API{Listen: "127.0.0.1:8090", Prefix: "/ufmRestV3", Domain: "cloudx", Token: "t",
-			Quota: Quota{MaxStoredRequestBytes: 1 << 30, MaxJobsPerMinute: 1200}},
+			Quota: Quota{MaxStoredRequestBytes: 1 << 30}},
 		Log: Log{Format: "json"},
 		Database: Database{
 			Connection:   "sqlite:////var/lib/alternative-fabric-manager/afm.db",
