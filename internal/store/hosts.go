@@ -113,10 +113,7 @@ func (s *Store) hostCheck(ctx context.Context) (HostCheck, error) {
 	}
 	hosts, err := s.ConfirmedHosts(ctx)
 	if err != nil {
-		if cerr := gaveUp(ctx); cerr != nil {
-			return nil, fmt.Errorf("%w (%v)", cerr, err)
-		}
-		return nil, err
+		return nil, orGaveUp(ctx, err)
 	}
 	owner := make(map[fabric.GUID]string, len(hosts))
 	for _, h := range hosts {

@@ -74,10 +74,7 @@ type ReservedCheck func(guid fabric.GUID) (refusal string)
 func (s *Store) reservedCheck(ctx context.Context) (ReservedCheck, error) {
 	sms, err := s.SMPorts(ctx)
 	if err != nil {
-		if cerr := gaveUp(ctx); cerr != nil {
-			return nil, fmt.Errorf("%w (%v)", cerr, err)
-		}
-		return nil, err
+		return nil, orGaveUp(ctx, err)
 	}
 	return s.rules.reserved(sms), nil
 }
@@ -131,17 +128,18 @@ func (s *Store) ReservedHeld(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// gaveUp is the error of a caller's context that ended, or is past its
-// deadline: a read that failed then failed because the caller gave up, and
-// says so with the context's error, not the driver's. A dial cut by the
-// deadline is a net error ("i/o timeout"), returned at the deadline's
-// instant, before the context's own timer may have marked it done.
-func gaveUp(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
+// orGaveUp is err, a read's failure, or, when the caller's context ended or
+// is past its deadline, the context's error with err's text: the read failed
+// because the caller gave up, and says so. A dial cut by the deadline is a
+// net error ("i/o timeout"), returned at the deadline's instant, before the
+// context's own timer may have marked it done.
+func orGaveUp(ctx context.Context, err error) error {
+	cerr := ctx.Err()
+	if d, ok := ctx.Deadline(); cerr == nil && ok && !time.Now().Before(d) {
+		cerr = context.DeadlineExceeded
+	}
+	if cerr == nil {
 		return err
 	}
-	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-		return context.DeadlineExceeded
-	}
-	return nil
+	return fmt.Errorf("%w (%v)", cerr, err)
 }
