@@ -281,9 +281,15 @@ func fabricConfRows(add row, f fabricResult, at func(engineResult) fabricResult,
 
 // pathRows split a fabric's changes along their path, in its order.
 func pathRows(add row, at func(engineResult) fabricResult) {
+	n := 0
 	step := func(name string, l func(p changePath) latencies, target string, ok func(time.Duration) bool) {
-		add("the change's path (each change's steps sum to its latency; their medians need not sum to its median), "+
-			"median / p95: "+name, target, func(r engineResult) string {
+		n++
+		label := fmt.Sprintf("path %d. %s", n, name)
+		if n == 1 {
+			label = "the change's path, step by step, median / p95 (each change's steps sum to its latency; the steps' " +
+				"medians need not sum to its median): " + label
+		}
+		add(label, target, func(r engineResult) string {
 			d := l(at(r).path)
 			cell := ms(d.median()) + " / " + ms(d.quantile(0.95))
 			if ok != nil {
@@ -300,7 +306,8 @@ func pathRows(add row, at func(engineResult) fabricResult) {
 	step("verify (read the changed ports' tables back)", func(p changePath) latencies { return p.verify }, "", nil)
 	step("complete (record, capacity, gates, second-SM look, complete)", func(p changePath) latencies { return p.complete },
 		"≤ 5 ms median", func(d time.Duration) bool { return d <= targetComplete })
-	step("the client's read (the apply's line logged → the client read Completed: its poll)",
+	step("the client's read (the apply's line logged → the client read Completed: its poll; below 0 when it read the "+
+		"committed job before the line was logged)",
 		func(p changePath) latencies { return p.client }, "", nil)
 }
 
