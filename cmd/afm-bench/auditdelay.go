@@ -100,7 +100,7 @@ func measureAuditDelay(ctx context.Context, engine, binary, dir string, hosts, s
 		}
 		res.during = append(res.during, d)
 	}
-	if err = res.readLog(r.logPath, logFrom); err == nil {
+	if err = res.readLog(ctx, r.logPath, logFrom); err == nil {
 		err = res.pairSweeps(r.opensmLog, osmFrom)
 	}
 	return res, err
@@ -108,8 +108,8 @@ func measureAuditDelay(ctx context.Context, engine, binary, dir string, hosts, s
 
 // readLog reads the applies' split and the audits that gave way from the
 // manager's log after offset from.
-func (res *auditDelayResult) readLog(path string, from int64) error {
-	split, err := readApplySplit(path, from)
+func (res *auditDelayResult) readLog(ctx context.Context, path string, from int64) error {
+	split, err := awaitApplySplit(ctx, path, from, len(res.sent))
 	if err != nil {
 		return err
 	}

@@ -134,19 +134,19 @@ func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switc
 		return res, err
 	}
 	res.cpu = ticks(cpuAfter.utime+cpuAfter.stime-cpuBefore.utime-cpuBefore.stime) / time.Duration(samples)
-	err = res.readPath(r, logFrom, osmFrom, changes)
+	err = res.readPath(ctx, r, logFrom, osmFrom, changes)
 	return res, err
 }
 
 // readPath reads the split of the changes' applies from the manager's log
 // after offset logFrom, pairs them with OpenSM's sweeps in its log after
 // osmFrom and splits each change along its path.
-func (res *fabricResult) readPath(r *rig, logFrom int64, osmFrom opensm.Position, changes []change) error {
+func (res *fabricResult) readPath(ctx context.Context, r *rig, logFrom int64, osmFrom opensm.Position, changes []change) error {
+	samples := len(changes)
 	var err error
-	if res.split, err = readApplySplit(r.logPath, logFrom); err != nil {
+	if res.split, err = awaitApplySplit(ctx, r.logPath, logFrom, samples); err != nil {
 		return err
 	}
-	samples := len(changes)
 	if n := len(res.split.complete); n > samples {
 		// The enrollment's last apply logs its line once its jobs are
 		// committed: after the client read its last job Completed.
@@ -287,6 +287,23 @@ func (s applySplit) last(n int) applySplit {
 	tail := func(l latencies) latencies { return l[max(len(l)-n, 0):] }
 	return applySplit{render: tail(s.render), write: tail(s.write), sweep: tail(s.sweep), verify: tail(s.verify),
 		complete: tail(s.complete), at: s.at[max(len(s.at)-n, 0):]}
+}
+
+// awaitApplySplit reads the split of the "partitions applied" lines after
+// offset from once there are n of them, or what there is after 5 s: a job
+// is committed before its apply's line is logged, so that the client may
+// read the last change Completed before its line is written.
+func awaitApplySplit(ctx context.Context, path string, from int64, n int) (applySplit, error) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s, err := readApplySplit(path, from)
+		if err != nil || len(s.complete) >= n || time.Now().After(deadline) {
+			return s, err
+		}
+		if err := sleep(ctx, 10*time.Millisecond); err != nil {
+			return s, err
+		}
+	}
 }
 
 // readApplySplit reads the split of every "partitions applied" line of the
