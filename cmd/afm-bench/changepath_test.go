@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -129,5 +130,57 @@ func TestPathOf(t *testing.T) {
 	}
 	if _, err := pathOf([]change{c, c}, split, sweeps); err == nil {
 		t.Error("two changes paired with one apply")
+	}
+}
+
+// TestAwaitApplySplit waits for the last change's line: the client may read
+// its job Completed, committed, before the manager logs the apply's line.
+func TestAwaitApplySplit(t *testing.T) {
+	lines, err := os.ReadFile("testdata/changepath/manager.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := strings.Index(string(lines), `"revision":20`)
+	cut := strings.LastIndex(string(lines[:last]), "\n") + 1 // the second apply's line starts here
+	path := t.TempDir() + "/manager.log"
+	if err := os.WriteFile(path, lines[:cut], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+		if err == nil {
+			f.Write(lines[cut:])
+			f.Close()
+		}
+	}()
+	split, err := awaitApplySplit(t.Context(), path, 0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(split.at) != 2 {
+		t.Errorf("%d applies read, want 2: the second's line was written after the read began", len(split.at))
+	}
+}
+
+// TestFabricRowsNotMeasured: an engine whose fabric could not be measured
+// shows no figure and no ✓ beside one that was.
+func TestFabricRowsNotMeasured(t *testing.T) {
+	ok := fabricResult{hosts: 6, switches: 1, path: changePath{own: latencies{3e6}, complete: latencies{1e6}}}
+	failed := fabricResult{hosts: 6, switches: 1, err: errors.New("the manager logged 1 line for 2 changes")}
+	results := []engineResult{{engine: "sqlite", fabric: []fabricResult{ok}}, {engine: "postgres", fabric: []fabricResult{failed}}}
+	o := options{samples: 2, only: map[string]bool{"fabric": true}}
+	text := table(results, renderResult{}, o)
+	for line := range strings.SplitSeq(text, "\n") {
+		if !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "| measure") {
+			continue
+		}
+		cells := strings.Split(line, " | ")
+		if pg := cells[len(cells)-1]; pg != "✗ not measured |" {
+			t.Errorf("postgres's cell %q, want ✗ not measured, in %s", pg, line)
+		}
+	}
+	if !strings.Contains(text, "3.00 ms / 3.00 ms ✓ | ✗ not measured |") {
+		t.Errorf("the own overhead's row lacks the measured engine's figure:\n%s", text)
 	}
 }

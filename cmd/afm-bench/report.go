@@ -227,7 +227,17 @@ func fabricRows(add row, results []engineResult, o options) {
 				func(r engineResult) string { return "✗ " + strings.ReplaceAll(at(r).err.Error(), "|", "/") })
 			continue
 		}
-		fabricConfRows(add, f, at, o, i == 0)
+		// An engine whose fabric could not be measured has no figure,
+		// and no ✓: afm-bench fails after the table, saying why.
+		measured := func(measure, target string, cell func(r engineResult) string) {
+			add(measure, target, func(r engineResult) string {
+				if at(r).err != nil {
+					return "✗ not measured"
+				}
+				return cell(r)
+			})
+		}
+		fabricConfRows(measured, f, at, o, i == 0)
 	}
 }
 
