@@ -109,14 +109,12 @@ func measureAuditDelay(ctx context.Context, engine, binary, dir string, hosts, s
 // readLog reads the applies' split and the audits that gave way from the
 // manager's log after offset from.
 func (res *auditDelayResult) readLog(ctx context.Context, path string, from int64) error {
-	split, err := awaitApplySplit(ctx, path, from, len(res.sent))
+	if len(res.sent) == 0 {
+		return nil
+	}
+	split, err := awaitApplySplit(ctx, path, from, res.sent[0], len(res.sent))
 	if err != nil {
 		return err
-	}
-	if n := len(res.sent); len(split.sweep) > n {
-		// The enrollment's last apply logs its line once its jobs are
-		// committed: after the client read its last job Completed.
-		split = split.last(n)
 	}
 	res.verify = split.verify
 	if len(split.sweep) == len(res.quiet)+len(res.during) && len(res.sent) == len(split.at) {

@@ -154,12 +154,21 @@ func TestAwaitApplySplit(t *testing.T) {
 			f.Close()
 		}
 	}()
-	split, err := awaitApplySplit(t.Context(), path, 0, 2)
+	split, err := awaitApplySplit(t.Context(), path, 0, time.Time{}, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(split.at) != 2 {
 		t.Errorf("%d applies read, want 2: the second's line was written after the read began", len(split.at))
+	}
+	// An apply logged before the first change was sent (the enrollment's
+	// last) is none of the changes': only the second is awaited and read.
+	split, err = awaitApplySplit(t.Context(), path, 0, at(450000000), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(split.at) != 1 || !split.at[0].logged.Equal(at(477747959)) || len(split.render) != 1 || len(split.verify) != 1 {
+		t.Errorf("the applies logged since the first change: %+v, want revision 20's alone", split)
 	}
 }
 

@@ -144,14 +144,10 @@ func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switc
 func (res *fabricResult) readPath(ctx context.Context, r *rig, logFrom int64, osmFrom opensm.Position, changes []change) error {
 	samples := len(changes)
 	var err error
-	if res.split, err = awaitApplySplit(ctx, r.logPath, logFrom, samples); err != nil {
+	if res.split, err = awaitApplySplit(ctx, r.logPath, logFrom, changes[0].sent, samples); err != nil {
 		return err
 	}
-	if n := len(res.split.complete); n > samples {
-		// The enrollment's last apply logs its line once its jobs are
-		// committed: after the client read its last job Completed.
-		res.split = res.split.last(samples)
-	} else if n < samples {
+	if n := len(res.split.at); n != samples {
 		return fmt.Errorf("the manager logged %d \"partitions applied\" lines for %d changes (see %s)", n, samples, r.logPath)
 	}
 	entries, err := readEntries(r.opensmLog, osmFrom)
@@ -282,6 +278,16 @@ func fileSize(path string) (int64, error) {
 	return fi.Size(), nil
 }
 
+// loggedSince is the split of the applies whose lines were logged at t or
+// later (the lines are in the order of their times).
+func (s applySplit) loggedSince(t time.Time) applySplit {
+	k := 0
+	for k < len(s.at) && s.at[k].logged.Before(t) {
+		k++
+	}
+	return s.last(len(s.at) - k)
+}
+
 // last is the split of the last n applies.
 func (s applySplit) last(n int) applySplit {
 	tail := func(l latencies) latencies { return l[max(len(l)-n, 0):] }
@@ -290,14 +296,18 @@ func (s applySplit) last(n int) applySplit {
 }
 
 // awaitApplySplit reads the split of the "partitions applied" lines after
-// offset from once there are n of them, or what there is after 5 s: a job
-// is committed before its apply's line is logged, so that the client may
-// read the last change Completed before its line is written.
-func awaitApplySplit(ctx context.Context, path string, from int64, n int) (applySplit, error) {
+// offset from logged since since (when the first change was sent: the
+// enrollment's last apply logs its line once its jobs are committed, after
+// the client read its last job Completed) once there are n of them, or what
+// there is after 5 s: a job is committed before its apply's line is logged,
+// so that the client may read the last change Completed before its line is
+// written.
+func awaitApplySplit(ctx context.Context, path string, from int64, since time.Time, n int) (applySplit, error) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		s, err := readApplySplit(path, from)
-		if err != nil || len(s.complete) >= n || time.Now().After(deadline) {
+		s = s.loggedSince(since)
+		if err != nil || len(s.at) >= n || time.Now().After(deadline) {
 			return s, err
 		}
 		if err := sleep(ctx, 10*time.Millisecond); err != nil {
