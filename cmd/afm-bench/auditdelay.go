@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 )
 
 // auditDelayResult: what the continuous audit's full read costs a change
@@ -23,14 +24,15 @@ type auditDelayResult struct {
 	read            latencies // the audits' full reads that ran to the end ("audit finished" took)
 	// quiet and during are POST → Completed of the changes sent between
 	// audits and a tenth into an audit's read; quietOwn and duringOwn the
-	// same less each one's apply's sweep phase (as (8)'s own overhead):
-	// empty when the applies cannot be paired with the changes.
+	// same less OpenSM's own sweep of each one's apply (as (8)'s own
+	// overhead): empty when the applies cannot be paired with the changes.
 	quiet, during, quietOwn, duringOwn latencies
 	// quietWait and duringWait are each change's POST sent → its apply's
 	// start: what the audit's read makes a change wait, whatever the sweep.
 	quietWait, duringWait latencies
 	sent                  []time.Time // of the changes, between and during in turn
 	verify                latencies   // every change's own reads (the verify phase)
+	split                 applySplit  // the changes' applies, when they pair with the changes
 	gaveWay               int         // audits that gave way to a change
 	err                   error
 }
@@ -60,6 +62,10 @@ func measureAuditDelay(ctx context.Context, engine, binary, dir string, hosts, s
 		return res, err
 	}
 	logFrom, err := fileSize(r.logPath)
+	if err != nil {
+		return res, err
+	}
+	osmFrom, err := opensm.LogPosition(r.opensmLog)
 	if err != nil {
 		return res, err
 	}
@@ -94,32 +100,53 @@ func measureAuditDelay(ctx context.Context, engine, binary, dir string, hosts, s
 		}
 		res.during = append(res.during, d)
 	}
-	return res, res.readLog(r.logPath, logFrom)
+	if err = res.readLog(ctx, r.logPath, logFrom); err == nil {
+		err = res.pairSweeps(r.opensmLog, osmFrom)
+	}
+	return res, err
 }
 
 // readLog reads the applies' split and the audits that gave way from the
 // manager's log after offset from.
-func (res *auditDelayResult) readLog(path string, from int64) error {
-	split, err := readApplySplit(path, from)
+func (res *auditDelayResult) readLog(ctx context.Context, path string, from int64) error {
+	if len(res.sent) == 0 {
+		return nil
+	}
+	split, err := awaitApplySplit(ctx, path, from, res.sent[0], len(res.sent))
 	if err != nil {
 		return err
 	}
-	if n := len(res.sent); len(split.sweep) > n {
-		// The enrollment's last apply logs its line once its jobs are
-		// committed: after the client read its last job Completed.
-		split = split.last(n)
-	}
 	res.verify = split.verify
-	if len(split.sweep) == len(res.quiet)+len(res.during) && len(res.sent) == len(split.started) {
+	if len(split.sweep) == len(res.quiet)+len(res.during) && len(res.sent) == len(split.at) {
+		res.split = split
 		for i := range res.quiet {
-			res.quietOwn = append(res.quietOwn, res.quiet[i]-split.sweep[2*i])
-			res.duringOwn = append(res.duringOwn, res.during[i]-split.sweep[2*i+1])
-			res.quietWait = append(res.quietWait, split.started[2*i].Sub(res.sent[2*i]))
-			res.duringWait = append(res.duringWait, split.started[2*i+1].Sub(res.sent[2*i+1]))
+			res.quietWait = append(res.quietWait, split.at[2*i].started.Sub(res.sent[2*i]))
+			res.duringWait = append(res.duringWait, split.at[2*i+1].started.Sub(res.sent[2*i+1]))
 		}
 	}
 	res.gaveWay, err = countLogLines(path, from, "audit gave way to a change; reading the fabric again after its apply")
 	return err
+}
+
+// pairSweeps pairs the changes' applies (readLog) with OpenSM's own sweeps
+// in its log after from, for the changes less OpenSM's sweep.
+func (res *auditDelayResult) pairSweeps(opensmLog string, from opensm.Position) error {
+	if len(res.split.at) == 0 {
+		return nil
+	}
+	entries, err := readEntries(opensmLog, from)
+	if err != nil {
+		return err
+	}
+	sweeps, err := sweepsOf(entries, res.split.at, time.Local)
+	if err != nil {
+		return fmt.Errorf("pair the applies with OpenSM's sweeps (see %s): %w", opensmLog, err)
+	}
+	for i := range res.quiet {
+		res.quietOwn = append(res.quietOwn, res.quiet[i]-sweeps[2*i].up.Sub(sweeps[2*i].hup))
+		res.duringOwn = append(res.duringOwn, res.during[i]-sweeps[2*i+1].up.Sub(sweeps[2*i+1].hup))
+	}
+	return nil
 }
 
 // auditRun is an audit that read to the end, as the manager logged it.
@@ -229,7 +256,8 @@ func auditRows(add row, o options) {
 		func(r engineResult) string {
 			return fmt.Sprintf("%s / %s; %d", ms(r.audit.quiet.median()), ms(r.audit.during.median()), r.audit.gaveWay)
 		})
-	add("the same less each apply's sweep, between / during, medians; the change's own reads (`verify`), median", "",
+	add("the same less OpenSM's own sweep of each one's apply (SIGHUP → SUBNET UP by OpenSM's time stamp), between / during, "+
+		"medians; the change's own reads (`verify`), median", "",
 		func(r engineResult) string {
 			return fmt.Sprintf("%s / %s; %s", ms(r.audit.quietOwn.median()), ms(r.audit.duringOwn.median()),
 				ms(r.audit.verify.median()))

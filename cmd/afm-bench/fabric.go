@@ -26,12 +26,11 @@ type fabricResult struct {
 	members         int // host ports in a partition before the samples
 	overhead        overheadResult
 	split           applySplit // the manager's own split of the samples' applies
-	// own: each change's POST → Completed less its apply's sweep phase as the
-	// manager logged it (SIGHUP → SUBNET UP read): the manager's overhead
-	// without OpenSM's sweep, whose time varies by hundreds of milliseconds
-	// from one sweep to the next at this size. Empty when the applies cannot
-	// be paired with the changes (more applies than changes).
-	own latencies
+	// path: each change's latency split along its path, its apply's sweep
+	// by OpenSM's own time stamps (changepath.go); its own is the change less
+	// that sweep, whose time varies by hundreds of milliseconds from one
+	// sweep to the next at this size.
+	path changePath
 	// enroll is the enrollment's burst (the batching, on host ports with the
 	// defaults): the members' POSTs from the first sent to the last job
 	// read Completed, and the heavy sweeps OpenSM started meanwhile.
@@ -51,7 +50,21 @@ type fabricResult struct {
 // apply, the capacity check, the gates and the jobs' completion).
 type applySplit struct {
 	render, write, sweep, verify, complete latencies
-	started                                []time.Time // when each apply began (its line's time less its took)
+	at                                     []applyTimes // when each apply's steps began
+}
+
+// applyTimes is when an apply's steps began, on the manager's clock, as its
+// "partitions applied" line gives them: the line's time (RFC 3339 with
+// nanoseconds) less its took is the start, and each phase after it the next
+// step's. The manager measures each phase from its own clock readings, so
+// these are exact to the microsecond or so between its took's reading and
+// the line's (more only if it lost its core just then).
+type applyTimes struct {
+	started   time.Time // the apply began (prepare: the snapshot's read)
+	rendered  time.Time // the file rendered: marking the jobs and writing the file began
+	signalled time.Time // SIGHUP sent: read once the kill returned
+	swept     time.Time // the manager read the sweep's end (and the file's sync was done)
+	logged    time.Time // the line's own time: every job it completed was committed before
 }
 
 // fabricNetworks is how many VLAN networks the large fabric's hosts are spread
@@ -88,7 +101,12 @@ func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switc
 	if err != nil {
 		return res, err
 	}
+	osmFrom, err := opensm.LogPosition(r.opensmLog)
+	if err != nil {
+		return res, err
+	}
 	res.overhead.samples = samples
+	changes := make([]change, 0, samples)
 	cpuBefore, err := readProcStat(r.managerPID())
 	if err != nil {
 		return res, err
@@ -109,31 +127,39 @@ func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switc
 			return res, err
 		}
 		res.overhead.change = append(res.overhead.change, w.done.Sub(sent))
+		changes = append(changes, change{sent: sent, done: w.done})
 	}
 	cpuAfter, err := readProcStat(r.managerPID())
 	if err != nil {
 		return res, err
 	}
 	res.cpu = ticks(cpuAfter.utime+cpuAfter.stime-cpuBefore.utime-cpuBefore.stime) / time.Duration(samples)
-	if res.split, err = readApplySplit(r.logPath, logFrom); err != nil {
-		return res, err
+	err = res.readPath(ctx, r, logFrom, osmFrom, changes)
+	return res, err
+}
+
+// readPath reads the split of the changes' applies from the manager's log
+// after offset logFrom, pairs them with OpenSM's sweeps in its log after
+// osmFrom and splits each change along its path.
+func (res *fabricResult) readPath(ctx context.Context, r *rig, logFrom int64, osmFrom opensm.Position, changes []change) error {
+	samples := len(changes)
+	var err error
+	if res.split, err = awaitApplySplit(ctx, r.logPath, logFrom, changes[0].sent, samples); err != nil {
+		return err
 	}
-	n := len(res.split.complete)
-	if n > samples {
-		// The enrollment's last apply logs its line once its jobs are
-		// committed: after the client read its last job Completed.
-		res.split = res.split.last(samples)
-		n = samples
+	if n := len(res.split.at); n != samples {
+		return fmt.Errorf("the manager logged %d \"partitions applied\" lines for %d changes (see %s)", n, samples, r.logPath)
 	}
-	if n < samples {
-		return res, fmt.Errorf("the manager logged %d \"partitions applied\" lines for %d changes (see %s)", n, samples, r.logPath)
+	entries, err := readEntries(r.opensmLog, osmFrom)
+	if err != nil {
+		return err
 	}
-	if n == samples {
-		for i, c := range res.overhead.change {
-			res.own = append(res.own, c-res.split.sweep[i])
-		}
+	sweeps, err := sweepsOf(entries, res.split.at, time.Local)
+	if err != nil {
+		return fmt.Errorf("pair the applies with OpenSM's sweeps (see %s and %s): %w", r.logPath, r.opensmLog, err)
 	}
-	return res, nil
+	res.path, err = pathOf(changes, res.split, sweeps)
+	return err
 }
 
 // enroll creates the fabric's networks and binds every host but the first
@@ -252,11 +278,42 @@ func fileSize(path string) (int64, error) {
 	return fi.Size(), nil
 }
 
+// loggedSince is the split of the applies whose lines were logged at t or
+// later (the lines are in the order of their times).
+func (s applySplit) loggedSince(t time.Time) applySplit {
+	k := 0
+	for k < len(s.at) && s.at[k].logged.Before(t) {
+		k++
+	}
+	return s.last(len(s.at) - k)
+}
+
 // last is the split of the last n applies.
 func (s applySplit) last(n int) applySplit {
 	tail := func(l latencies) latencies { return l[max(len(l)-n, 0):] }
 	return applySplit{render: tail(s.render), write: tail(s.write), sweep: tail(s.sweep), verify: tail(s.verify),
-		complete: tail(s.complete), started: s.started[max(len(s.started)-n, 0):]}
+		complete: tail(s.complete), at: s.at[max(len(s.at)-n, 0):]}
+}
+
+// awaitApplySplit reads the split of the "partitions applied" lines after
+// offset from logged since since (when the first change was sent: the
+// enrollment's last apply logs its line once its jobs are committed, after
+// the client read its last job Completed) once there are n of them, or what
+// there is after 5 s: a job is committed before its apply's line is logged,
+// so that the client may read the last change Completed before its line is
+// written.
+func awaitApplySplit(ctx context.Context, path string, from int64, since time.Time, n int) (applySplit, error) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s, err := readApplySplit(path, from)
+		s = s.loggedSince(since)
+		if err != nil || len(s.at) >= n || time.Now().After(deadline) {
+			return s, err
+		}
+		if err := sleep(ctx, 10*time.Millisecond); err != nil {
+			return s, err
+		}
+	}
 }
 
 // readApplySplit reads the split of every "partitions applied" line of the
@@ -297,7 +354,11 @@ func readApplySplit(path string, from int64) (applySplit, error) {
 			s.verify = append(s.verify, time.Duration(*line.Verify))
 		}
 		s.complete = append(s.complete, time.Duration(*line.Complete))
-		s.started = append(s.started, line.Time.Add(-time.Duration(line.Took)))
+		a := applyTimes{started: line.Time.Add(-time.Duration(line.Took)), logged: line.Time}
+		a.rendered = a.started.Add(time.Duration(*line.Render))
+		a.signalled = a.rendered.Add(time.Duration(*line.Write))
+		a.swept = a.signalled.Add(time.Duration(*line.Sweep))
+		s.at = append(s.at, a)
 	}
 	return s, sc.Err()
 }

@@ -246,7 +246,12 @@ func run(ctx context.Context, o options, log *slog.Logger) error {
 		if err != nil {
 			return err
 		}
-		readBack = readBackTable(rows, o.benchtime)
+		log.Info("bare sweeps of the read's fabrics", "sweeps", readBackSweeps)
+		sweeps, err := readCostSweeps(ctx, work, rows, readBackSweeps)
+		if err != nil {
+			return err
+		}
+		readBack = readBackTable(rows, sweeps, o.benchtime)
 	}
 	m.loadEnd, m.took = loadAverage(), time.Since(m.started)
 

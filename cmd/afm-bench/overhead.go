@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"syscall"
 	"time"
@@ -119,10 +118,15 @@ func bareSweep(ctx context.Context, logPath string, pid int) (time.Duration, err
 // logTime reads OpenSM's time stamp ("Nov 29 18:16:33 486627": local time, no
 // year) as the instant nearest to near.
 func logTime(stamp string, near time.Time) (time.Time, error) {
+	return logTimeIn(stamp, near, time.Local)
+}
+
+// logTimeIn is logTime for an OpenSM whose local time is loc's.
+func logTimeIn(stamp string, near time.Time, loc *time.Location) (time.Time, error) {
 	if len(stamp) != len("Jan 02 15:04:05 000000") {
 		return time.Time{}, fmt.Errorf("OpenSM time stamp %q: unexpected form", stamp)
 	}
-	t, err := time.ParseInLocation("Jan 02 15:04:05", stamp[:15], time.Local)
+	t, err := time.ParseInLocation("Jan 02 15:04:05", stamp[:15], loc)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("OpenSM time stamp %q: %w", stamp, err)
 	}
@@ -130,7 +134,7 @@ func logTime(stamp string, near time.Time) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, fmt.Errorf("OpenSM time stamp %q: %w", stamp, err)
 	}
-	t = time.Date(near.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), micros*1000, time.Local)
+	t = time.Date(near.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), micros*1000, loc)
 	// Across New Year the stamp belongs to the neighbouring year.
 	if t.Sub(near) > 180*24*time.Hour {
 		t = t.AddDate(-1, 0, 0)
@@ -143,17 +147,9 @@ func logTime(stamp string, near time.Time) (time.Time, error) {
 // countSweeps counts the heavy sweeps OpenSM started and the "SUBNET UP" lines
 // it logged in its log since from.
 func countSweeps(logPath string, from opensm.Position) (started, up int, err error) {
-	f, err := os.Open(logPath)
+	entries, err := readEntries(logPath, from)
 	if err != nil {
 		return 0, 0, err
-	}
-	defer f.Close()
-	if _, err := f.Seek(from.Offset, 0); err != nil {
-		return 0, 0, err
-	}
-	entries, err := opensm.ParseLog(f)
-	if err != nil {
-		return 0, 0, fmt.Errorf("read OpenSM's log: %w", err)
 	}
 	for _, e := range entries {
 		switch {
