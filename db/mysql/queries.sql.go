@@ -1194,6 +1194,55 @@ func (q *Queries) SetRevision(ctx context.Context, arg SetRevisionParams) error 
 	return err
 }
 
+const snapshotHead = `-- name: SnapshotHead :one
+SELECT state.revision,
+       CAST((SELECT COALESCE(max(jobs.id), 0) FROM jobs WHERE jobs.fabric = ?) AS SIGNED) AS newest_job,
+       CAST((SELECT count(*) FROM jobs WHERE jobs.id = ?) AS SIGNED) AS kept_jobs,
+       CAST((SELECT count(*) FROM networks WHERE networks.fabric = ?) AS SIGNED) AS networks,
+       CAST((SELECT count(*) FROM ports WHERE ports.fabric = ? AND ports.guid IS NOT NULL) AS SIGNED) AS members,
+       kubernetes_state.changed_revision AS kubernetes_revision
+FROM state JOIN kubernetes_state ON kubernetes_state.fabric = state.fabric
+WHERE state.fabric = ?
+`
+
+type SnapshotHeadParams struct {
+	Fabric string
+	Kept   int64
+}
+
+type SnapshotHeadRow struct {
+	Revision           int64
+	NewestJob          int64
+	KeptJobs           int64
+	Networks           int64
+	Members            int64
+	KubernetesRevision int64
+}
+
+// What a snapshot read needs before it reads any row, in one round trip
+// (store/snapshot.go): the revision, the newest job and whether job kept
+// is still there (store/history.go), the counts that show deletions, and
+// the Kubernetes partitions' revision.
+func (q *Queries) SnapshotHead(ctx context.Context, arg SnapshotHeadParams) (SnapshotHeadRow, error) {
+	row := q.db.QueryRowContext(ctx, snapshotHead,
+		arg.Fabric,
+		arg.Kept,
+		arg.Fabric,
+		arg.Fabric,
+		arg.Fabric,
+	)
+	var i SnapshotHeadRow
+	err := row.Scan(
+		&i.Revision,
+		&i.NewestJob,
+		&i.KeptJobs,
+		&i.Networks,
+		&i.Members,
+		&i.KubernetesRevision,
+	)
+	return i, err
+}
+
 const tryGetLock = `-- name: TryGetLock :one
 
 SELECT CAST(COALESCE(GET_LOCK(?, 0), 0) AS SIGNED) AS locked

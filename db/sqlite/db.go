@@ -321,6 +321,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.setRevisionStmt, err = db.PrepareContext(ctx, setRevision); err != nil {
 		return nil, fmt.Errorf("error preparing query SetRevision: %w", err)
 	}
+	if q.snapshotHeadStmt, err = db.PrepareContext(ctx, snapshotHead); err != nil {
+		return nil, fmt.Errorf("error preparing query SnapshotHead: %w", err)
+	}
 	if q.updateSecretStmt, err = db.PrepareContext(ctx, updateSecret); err != nil {
 		return nil, fmt.Errorf("error preparing query UpdateSecret: %w", err)
 	}
@@ -851,6 +854,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing setRevisionStmt: %w", cerr)
 		}
 	}
+	if q.snapshotHeadStmt != nil {
+		if cerr := q.snapshotHeadStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing snapshotHeadStmt: %w", cerr)
+		}
+	}
 	if q.updateSecretStmt != nil {
 		if cerr := q.updateSecretStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing updateSecretStmt: %w", cerr)
@@ -1039,6 +1047,7 @@ type Queries struct {
 	setKubernetesPKeyQoSStmt          *sql.Stmt
 	setKubernetesPartitionNameStmt    *sql.Stmt
 	setRevisionStmt                   *sql.Stmt
+	snapshotHeadStmt                  *sql.Stmt
 	updateSecretStmt                  *sql.Stmt
 	upsertAdoptedPartitionStmt        *sql.Stmt
 	upsertDuplicateGUIDStmt           *sql.Stmt
@@ -1154,6 +1163,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		setKubernetesPKeyQoSStmt:          q.setKubernetesPKeyQoSStmt,
 		setKubernetesPartitionNameStmt:    q.setKubernetesPartitionNameStmt,
 		setRevisionStmt:                   q.setRevisionStmt,
+		snapshotHeadStmt:                  q.snapshotHeadStmt,
 		updateSecretStmt:                  q.updateSecretStmt,
 		upsertAdoptedPartitionStmt:        q.upsertAdoptedPartitionStmt,
 		upsertDuplicateGUIDStmt:           q.upsertDuplicateGUIDStmt,

@@ -966,6 +966,44 @@ func (q *Queries) SetRevision(ctx context.Context, revision int64, fabric string
 	return err
 }
 
+const snapshotHead = `-- name: SnapshotHead :one
+SELECT state.revision,
+       CAST((SELECT COALESCE(max(jobs.id), 0) FROM jobs WHERE jobs.fabric = ?1) AS BIGINT) AS newest_job,
+       CAST((SELECT count(*) FROM jobs WHERE jobs.id = ?2) AS BIGINT) AS kept_jobs,
+       CAST((SELECT count(*) FROM networks WHERE networks.fabric = ?1) AS BIGINT) AS networks,
+       CAST((SELECT count(*) FROM ports WHERE ports.fabric = ?1 AND ports.guid IS NOT NULL) AS BIGINT) AS members,
+       kubernetes_state.changed_revision AS kubernetes_revision
+FROM state JOIN kubernetes_state ON kubernetes_state.fabric = state.fabric
+WHERE state.fabric = ?1
+`
+
+type SnapshotHeadRow struct {
+	Revision           int64
+	NewestJob          int64
+	KeptJobs           int64
+	Networks           int64
+	Members            int64
+	KubernetesRevision int64
+}
+
+// What a snapshot read needs before it reads any row, in one round trip
+// (store/snapshot.go): the revision, the newest job and whether job @kept
+// is still there (store/history.go), the counts that show deletions, and
+// the Kubernetes partitions' revision.
+func (q *Queries) SnapshotHead(ctx context.Context, fabric string, kept int64) (SnapshotHeadRow, error) {
+	row := q.queryRow(ctx, q.snapshotHeadStmt, snapshotHead, fabric, kept)
+	var i SnapshotHeadRow
+	err := row.Scan(
+		&i.Revision,
+		&i.NewestJob,
+		&i.KeptJobs,
+		&i.Networks,
+		&i.Members,
+		&i.KubernetesRevision,
+	)
+	return i, err
+}
+
 const upsertNetwork = `-- name: UpsertNetwork :exec
 INSERT INTO networks (id, name, network_type, physical_network, pkey, managed, revision, created_at, updated_at, fabric)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8, ?9)

@@ -529,6 +529,10 @@ type applyRun struct {
 	// reported: the apply's figures are logged and observed, by its first
 	// completion; the jobs its proof held complete later, each alone.
 	reported bool
+	// marked delivers the result of marking the jobs Running, which runs
+	// beside the file's write and OpenSM's sweep (publish); await waits for
+	// it before any job can complete.
+	marked <-chan error
 }
 
 // row is the apply's row in the applies table, finished now.
@@ -584,27 +588,29 @@ func (t *term) prepare(ctx context.Context) (run *applyRun, res applyResult, ok 
 
 // publish marks the jobs Running, puts the file in place, takes the log's
 // position and signals OpenSM. synced delivers the result of the sync that
-// makes the file's rename durable, which runs during the sweep. ok is false
-// when the apply is to be retried.
+// makes the file's rename durable, which runs during the sweep, and
+// run.marked the marking's, which runs beside the write and the sweep. ok is
+// false when the apply is to be retried.
 func (t *term) publish(ctx context.Context, run *applyRun) (watch *opensm.SweepWatch, synced <-chan error, ok bool) {
 	log := run.log
-	// Marking the jobs Running and writing the file each wait for an fsync
-	// (the transaction's, the file's): they run side by side, and OpenSM is
-	// signalled once both are done, as when they ran one after the other.
-	// The file may then be in place for a revision whose jobs could not be
-	// marked; the retry writes it again, and only an apply's proof completes
-	// a job.
+	// Marking the jobs Running waits for the database's commit (an fsync),
+	// and OpenSM needs nothing of it: it runs beside the file's write and the
+	// sweep, and await waits for it before any job can complete. Running
+	// says no more than Pending to anyone (every reader of the open jobs
+	// takes both), and a mark that fails makes the apply retried, its jobs
+	// still open, as a sweep that failed would: OpenSM may then have swept
+	// the revision once more than needed. A deposed term's mark changes
+	// nothing and is no error, before the SIGHUP or after it.
 	marked := make(chan error, 1)
+	run.marked = marked
 	go func() {
 		_, err := t.Store.MarkJobsRunning(ctx, t.id, run.rev)
 		marked <- err
 	}()
-	markFailed := func() bool {
+	markFailed := func() {
 		if err := <-marked; err != nil {
 			log.Error("mark jobs running", "error", err)
-			return true
 		}
-		return false
 	}
 	if err := t.SM.WaitReady(ctx); err != nil {
 		if ctx.Err() == nil {
@@ -630,19 +636,18 @@ func (t *term) publish(ctx context.Context, run *applyRun) (watch *opensm.SweepW
 	}
 	t.written = run.text
 	log.Debug("partitions file in place", "file", t.Cfg.PartitionsFile)
-	if markFailed() {
-		return nil, nil, false
-	}
 	// The position is taken after the rename: a heavy sweep whose start is
 	// logged after it began after the rename, so it parses the new file.
 	watch, pos, err := t.tail.WatchSweep()
 	if err != nil {
 		log.Error("OpenSM log position", "error", err)
+		markFailed()
 		return nil, nil, false
 	}
 	if err := t.SM.Reload(ctx); err != nil {
 		log.Warn("signal OpenSM", "error", err)
 		watch.Close()
+		markFailed()
 		return nil, nil, false
 	}
 	run.signalled = time.Now()
@@ -660,10 +665,18 @@ func (t *term) publish(ctx context.Context, run *applyRun) (watch *opensm.SweepW
 // await follows OpenSM's log to the end of the sweep (waitSweep), then
 // records the cleared enforcement the log showed up to there. ok is false
 // when the apply is to be retried: the log could not be followed, the file's
-// sync failed, or the enforcement could not be recorded.
+// sync or the jobs' marking failed, or the enforcement could not be
+// recorded.
 func (t *term) await(ctx context.Context, run *applyRun, watch *opensm.SweepWatch, synced <-chan error) (opensm.SweepResult, bool) {
 	log := run.log
 	res, err := t.waitSweep(ctx, watch, run.rev, log)
+	if markErr := <-run.marked; markErr != nil {
+		if ctx.Err() == nil {
+			log.Error("mark jobs running; the revision is applied again", "error", markErr)
+		}
+		<-synced
+		return res, false
+	}
 	if syncErr := <-synced; syncErr != nil && err == nil {
 		log.Error("sync the partitions file's directory", "error", syncErr)
 		t.record(ctx, run, outcomeWriteFailed, syncErr.Error())

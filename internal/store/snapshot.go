@@ -129,28 +129,23 @@ func (s *Store) ReadSnapshot(ctx context.Context, c *SnapshotCache) (Snapshot, e
 	return Snapshot{}, fmt.Errorf("snapshot: a full read disagrees with the database's counts")
 }
 
-// readDelta reads, in one read-only transaction, what changed since c.
+// readDelta reads, in one read-only transaction, what changed since c: one
+// query for the revision, the history and the counts (SnapshotHead), then
+// the rows written since, so that a read costs a few round trips whatever
+// the number of tables.
 func (s *Store) readDelta(ctx context.Context, c *SnapshotCache) (snapshotDelta, error) {
 	var d snapshotDelta
 	err := s.d.InTx(ctx, driver.ReadOnly, func(q driver.Queries) error {
 		d = snapshotDelta{reread: map[string][]driver.Port{}}
-		var err error
-		if d.revision, err = q.Revision(ctx, s.FabricName()); err != nil {
+		h, err := q.SnapshotHead(ctx, s.FabricName(), c.newestJob)
+		if err != nil {
 			return err
 		}
+		d.revision, d.newestJob, d.memberRows, d.k8sRev = h.Revision, h.NewestJob, h.Members, h.KubernetesRevision
 		// A database that went back (restored from a backup) is read whole,
-		// whatever revision new changes brought it to since (history.go).
-		if d.newestJob, err = q.NewestJobID(ctx, s.FabricName()); err != nil {
-			return err
-		}
-		d.full = !c.valid || d.revision < c.revision
-		if !d.full {
-			same, err := sameHistory(ctx, q, c.newestJob)
-			if err != nil {
-				return err
-			}
-			d.full = !same
-		}
+		// whatever revision new changes brought it to since (history.go:
+		// the history is the same while the newest job c read is kept).
+		d.full = !c.valid || d.revision < c.revision || c.newestJob <= 0 || h.KeptJobs == 0
 		since := c.revision
 		if d.full {
 			since = 0
@@ -159,24 +154,15 @@ func (s *Store) readDelta(ctx context.Context, c *SnapshotCache) (snapshotDelta,
 			return err
 		}
 		d.allNetworks = d.full
-		if !d.full {
-			n, err := q.CountNetworks(ctx, s.FabricName())
-			if err != nil {
+		if !d.full && c.networksAfter(d.networks) != h.Networks {
+			// A network was deleted: the table of networks is small beside
+			// the ports'.
+			if d.networks, err = q.ListNetworksSince(ctx, s.FabricName(), 0); err != nil {
 				return err
 			}
-			if c.networksAfter(d.networks) != n {
-				// A network was deleted: the table of networks is small beside
-				// the ports'.
-				if d.networks, err = q.ListNetworksSince(ctx, s.FabricName(), 0); err != nil {
-					return err
-				}
-				d.allNetworks = true
-			}
+			d.allNetworks = true
 		}
 		if d.ports, err = q.ListPortsSince(ctx, s.FabricName(), since); err != nil {
-			return err
-		}
-		if d.memberRows, err = q.CountMembers(ctx, s.FabricName()); err != nil {
 			return err
 		}
 		if !d.full && c.membersAfter(d.ports) != d.memberRows {
@@ -188,12 +174,7 @@ func (s *Store) readDelta(ctx context.Context, c *SnapshotCache) (snapshotDelta,
 		if d.adopted, err = listAdopted(ctx, s.FabricName(), q); err != nil {
 			return err
 		}
-		k, err := q.KubernetesState(ctx, s.FabricName())
-		if err != nil {
-			return err
-		}
-		d.k8sRev = k.ChangedRevision
-		if d.full || k.ChangedRevision != c.kubernetesRevision {
+		if d.full || d.k8sRev != c.kubernetesRevision {
 			d.k8sRead = true
 			d.kubernetes, err = kubernetesPKeys(ctx, s.FabricName(), q)
 			return err

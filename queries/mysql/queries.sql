@@ -242,3 +242,17 @@ VALUES ((SELECT GREATEST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000) * 1000, COALESCE(M
         sqlc.arg(operation), sqlc.arg(status), sqlc.arg(description), sqlc.arg(result), sqlc.arg(error),
         sqlc.arg(created_by), sqlc.arg(request), sqlc.arg(request_id), sqlc.arg(created_at), sqlc.arg(updated_at),
         sqlc.narg(started_at), sqlc.narg(finished_at), sqlc.arg(places));
+
+-- What a snapshot read needs before it reads any row, in one round trip
+-- (store/snapshot.go): the revision, the newest job and whether job kept
+-- is still there (store/history.go), the counts that show deletions, and
+-- the Kubernetes partitions' revision.
+-- name: SnapshotHead :one
+SELECT state.revision,
+       CAST((SELECT COALESCE(max(jobs.id), 0) FROM jobs WHERE jobs.fabric = sqlc.arg(fabric)) AS SIGNED) AS newest_job,
+       CAST((SELECT count(*) FROM jobs WHERE jobs.id = sqlc.arg(kept)) AS SIGNED) AS kept_jobs,
+       CAST((SELECT count(*) FROM networks WHERE networks.fabric = sqlc.arg(fabric)) AS SIGNED) AS networks,
+       CAST((SELECT count(*) FROM ports WHERE ports.fabric = sqlc.arg(fabric) AND ports.guid IS NOT NULL) AS SIGNED) AS members,
+       kubernetes_state.changed_revision AS kubernetes_revision
+FROM state JOIN kubernetes_state ON kubernetes_state.fabric = state.fabric
+WHERE state.fabric = sqlc.arg(fabric);

@@ -155,3 +155,17 @@ SELECT p.job_id, p.guid, p.pkey, p.want
 FROM jobs j JOIN job_places p ON p.job_id = j.id
 WHERE j.fabric = @fabric AND j.status IN ('Pending', 'Running') AND j.revision <= @revision
 ORDER BY p.job_id, p.guid, p.pkey;
+
+-- What a snapshot read needs before it reads any row, in one round trip
+-- (store/snapshot.go): the revision, the newest job and whether job @kept
+-- is still there (store/history.go), the counts that show deletions, and
+-- the Kubernetes partitions' revision.
+-- name: SnapshotHead :one
+SELECT state.revision,
+       CAST((SELECT COALESCE(max(jobs.id), 0) FROM jobs WHERE jobs.fabric = @fabric) AS BIGINT) AS newest_job,
+       CAST((SELECT count(*) FROM jobs WHERE jobs.id = @kept) AS BIGINT) AS kept_jobs,
+       CAST((SELECT count(*) FROM networks WHERE networks.fabric = @fabric) AS BIGINT) AS networks,
+       CAST((SELECT count(*) FROM ports WHERE ports.fabric = @fabric AND ports.guid IS NOT NULL) AS BIGINT) AS members,
+       kubernetes_state.changed_revision AS kubernetes_revision
+FROM state JOIN kubernetes_state ON kubernetes_state.fabric = state.fabric
+WHERE state.fabric = @fabric;

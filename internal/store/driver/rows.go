@@ -207,6 +207,16 @@ type GetPortChangeRowsRow struct {
 	PortRevision    *int64
 }
 
+// SnapshotHeadRow is SnapshotHead's row.
+type SnapshotHeadRow struct {
+	Revision           int64
+	NewestJob          int64
+	KeptJobs           int64
+	Networks           int64
+	Members            int64
+	KubernetesRevision int64
+}
+
 // KubernetesStateRow is KubernetesState's row.
 type KubernetesStateRow struct {
 	ChangedRevision int64

@@ -343,6 +343,11 @@ func (q queries) SetJobDescription(ctx context.Context, fabric string, descripti
 	return q.Queries.SetJobDescription(ctx, mysqldb.SetJobDescriptionParams{Description: description, Now: now, JobID: jobID, Fabric: fabric, Term: term})
 }
 
+func (q queries) SnapshotHead(ctx context.Context, fabric string, kept int64) (driver.SnapshotHeadRow, error) {
+	r, err := q.Queries.SnapshotHead(ctx, mysqldb.SnapshotHeadParams{Fabric: fabric, Kept: kept})
+	return driver.SnapshotHeadRow(r), err
+}
+
 func (q queries) UpsertAdoptedPartition(ctx context.Context, arg driver.UpsertAdoptedPartitionParams) error {
 	return q.Queries.UpsertAdoptedPartition(ctx, mysqldb.UpsertAdoptedPartitionParams{Pkey: arg.PKey, Name: arg.Name, Statement: arg.Statement, Revision: arg.Revision, Now: arg.Now, Fabric: arg.Fabric})
 }

@@ -301,6 +301,11 @@ func (q queries) SetJobDescription(ctx context.Context, fabric string, descripti
 	return q.Queries.SetJobDescription(ctx, description, now, jobID, fabric, term)
 }
 
+func (q queries) SnapshotHead(ctx context.Context, fabric string, kept int64) (driver.SnapshotHeadRow, error) {
+	r, err := q.Queries.SnapshotHead(ctx, fabric, kept)
+	return driver.SnapshotHeadRow(r), err
+}
+
 func (q queries) UpsertAdoptedPartition(ctx context.Context, arg driver.UpsertAdoptedPartitionParams) error {
 	return q.Queries.UpsertAdoptedPartition(ctx, arg.PKey, arg.Name, arg.Statement, arg.Revision, arg.Now, arg.Fabric)
 }

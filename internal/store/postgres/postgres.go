@@ -89,11 +89,41 @@ func (e *Engine) migrations(db *sql.DB, locker goose.ProviderOption) driver.Migr
 // transaction's row of the same name sees the winner's value), REPEATABLE
 // READ READ ONLY for the snapshot (one consistent state, no lock).
 func (e *Engine) InTx(ctx context.Context, mode driver.TxMode, fn func(q driver.Queries) error) error {
-	opts := pgx.TxOptions{}
 	if mode == driver.ReadOnly {
-		opts = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+		return e.inReadTx(ctx, fn)
 	}
-	return pgx.BeginTxFunc(ctx, e.pool, opts, func(tx pgx.Tx) error { return fn(queries{e.q.WithTx(tx)}) })
+	return pgx.BeginTxFunc(ctx, e.pool, pgx.TxOptions{}, func(tx pgx.Tx) error { return fn(queries{e.q.WithTx(tx)}) })
+}
+
+// readBegin begins a read-only transaction (InTx).
+const readBegin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+
+// inReadTx is InTx's read-only transaction, whose BEGIN is held to go with
+// its first query, in one round trip (as InChangeTx's): every read of the
+// API and of the applier's snapshot is one round trip shorter. A
+// transaction that ran no query never began.
+func (e *Engine) inReadTx(ctx context.Context, fn func(q driver.Queries) error) error {
+	conn, err := e.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// A connection still inside a transaction (its ROLLBACK could not be
+	// sent) is closed by Release, never handed out again.
+	defer conn.Release()
+	p := &pipeline{tx: conn}
+	p.held.Hold(readBegin)
+	if err := fn(queries{pgdb.New(p)}); err != nil {
+		p.rollback(ctx)
+		return err
+	}
+	if len(p.held.Take()) > 0 {
+		return nil
+	}
+	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+		p.rollback(ctx)
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
 }
 
 // InChangeTx runs fn in one READ COMMITTED transaction, as a Write. The
@@ -152,7 +182,7 @@ const commitTimeout = 10 * time.Second
 // rollback ends the transaction, if it has begun on the server, whatever
 // became of ctx.
 func (p *pipeline) rollback(ctx context.Context) {
-	if held := p.held.Take(); len(held) > 0 && held[0].SQL == "BEGIN" {
+	if held := p.held.Take(); len(held) > 0 && (held[0].SQL == "BEGIN" || held[0].SQL == readBegin) {
 		return // nothing reached the server
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
