@@ -16,7 +16,7 @@ import (
 type changePath struct {
 	wait     latencies // POST sent → its apply's start (the commit, the wake-up, a running apply)
 	render   latencies // the manager's render: snapshot, render, check
-	write    latencies // marking the jobs Running, writing the file, SIGHUP sent (osmSweep's hup)
+	write    latencies // writing the file and its fsync, SIGHUP sent (osmSweep's hup); the jobs' marking runs beside it and the sweep
 	sweep    latencies // OpenSM's own sweep: SIGHUP sent → SUBNET UP by OpenSM's time stamp
 	endRead  latencies // SUBNET UP logged → read by the manager (its log tail, the file's sync)
 	verify   latencies // the changed ports' tables read back

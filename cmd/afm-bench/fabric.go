@@ -45,7 +45,7 @@ type fabricResult struct {
 }
 
 // applySplit is what the manager's "partitions applied" log lines say of the
-// applies they report: reading and rendering the state, marking and writing,
+// applies they report: reading and rendering the state, writing the file,
 // OpenSM's sweep (SIGHUP → SUBNET UP read), and completing (recording the
 // apply, the capacity check, the gates and the jobs' completion).
 type applySplit struct {
@@ -61,7 +61,7 @@ type applySplit struct {
 // the line's (more only if it lost its core just then).
 type applyTimes struct {
 	started   time.Time // the apply began (prepare: the snapshot's read)
-	rendered  time.Time // the file rendered: marking the jobs and writing the file began
+	rendered  time.Time // the file rendered: writing it (and marking the jobs, beside it) began
 	signalled time.Time // SIGHUP sent: read once the kill returned
 	swept     time.Time // the manager read the sweep's end (and the file's sync was done)
 	logged    time.Time // the line's own time: every job it completed was committed before

@@ -310,7 +310,7 @@ func pathRows(add row, at func(engineResult) fabricResult) {
 	}
 	step("wait (POST sent → its apply's start)", func(p changePath) latencies { return p.wait }, "", nil)
 	step("render (snapshot, render, check)", func(p changePath) latencies { return p.render }, "", nil)
-	step("write (mark Running, write, SIGHUP)", func(p changePath) latencies { return p.write }, "", nil)
+	step("write (the file and its fsync, SIGHUP)", func(p changePath) latencies { return p.write }, "", nil)
 	step("OpenSM's sweep (SIGHUP → SUBNET UP by OpenSM's time stamp)", func(p changePath) latencies { return p.sweep }, "", nil)
 	step("the end's read (SUBNET UP logged → read by the manager)", func(p changePath) latencies { return p.endRead }, "", nil)
 	step("verify (read the changed ports' tables back)", func(p changePath) latencies { return p.verify }, "", nil)
