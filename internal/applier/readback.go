@@ -108,26 +108,56 @@ func (t *term) proveTables(ctx context.Context, run *applyRun) (proven *store.Pr
 	if t.Cfg.Readback == nil {
 		return nil, true
 	}
+	jobs, byJob, ok := t.proofWants(ctx, run)
+	if !ok {
+		return nil, false
+	}
+	return t.proveWants(ctx, run, jobs, byJob, t.readDump())
+}
+
+// proofWants reads the open jobs up to run's revision and what each of
+// their places must show (jobWants); ok false when they cannot be read.
+func (t *term) proofWants(ctx context.Context, run *applyRun) ([]store.OpenJob, map[int64][]pkeyread.Want, bool) {
 	t.proof.run, t.proof.lastRead = run, time.Now()
 	jobs, err := t.Store.OpenJobs(ctx, run.rev)
 	if err != nil {
 		if ctx.Err() == nil {
 			run.log.Error("read the open jobs for the read-back proof; jobs wait", "error", err)
 		}
-		return nil, false
+		return nil, nil, false
 	}
 	byJob, err := t.jobWants(run, jobs)
 	if err != nil {
 		// The file was checked before it was written: this is a bug, and no
 		// table can be judged against a file that does not parse.
 		run.log.Error("parse the applied partitions file for the read-back proof; jobs wait", "error", err)
-		return nil, false
+		return nil, nil, false
 	}
-	verdicts := t.readWants(ctx, byJob, run.signalled)
+	return jobs, byJob, true
+}
+
+// proveWants is proveTables once the wants are known: it reads their ports
+// where dump, the apply's read of the subnet dump, puts them, and judges.
+func (t *term) proveWants(ctx context.Context, run *applyRun, jobs []store.OpenJob, byJob map[int64][]pkeyread.Want,
+	dump dumpRead) (*store.Proven, bool) {
+	verdicts := t.readWants(ctx, byJob, run.signalled, dump)
 	if ctx.Err() != nil {
 		return nil, false // the term is over: its successor proves the jobs again
 	}
 	return t.judgeProof(ctx, run, jobs, byJob, verdicts)
+}
+
+// wantPorts are the ports the wants name, each once: the ones readWants
+// reads.
+func wantPorts(byJob map[int64][]pkeyread.Want) []fabric.GUID {
+	var ports []fabric.GUID
+	for _, ws := range byJob {
+		for _, w := range ws {
+			ports = append(ports, w.Port)
+		}
+	}
+	slices.Sort(ports)
+	return slices.Compact(ports)
 }
 
 // jobWants are the wants of each open job: what OpenSM's file makes of each
@@ -240,12 +270,13 @@ func wantOf(f *partitions.File, p place) (w pkeyread.Want, ok bool) {
 }
 
 // readWants reads every port the wants name, once each, where OpenSM's last
-// subnet dump puts it, and judges each want: its reason, "" when proven.
+// subnet dump (dump, the apply's read of it) puts it, and judges each want: its reason, "" when proven.
 // The ports are read in readOrder's order, the ports whose last read failed
 // within a budget of their own: a fabric with ports that never answer still
 // reads every other port at every poll. signalled is when OpenSM was sent
 // the file the wants come from (dumpSwept).
-func (t *term) readWants(ctx context.Context, byJob map[int64][]pkeyread.Want, signalled time.Time) map[pkeyread.Want]string {
+func (t *term) readWants(ctx context.Context, byJob map[int64][]pkeyread.Want, signalled time.Time,
+	dump dumpRead) map[pkeyread.Want]string {
 	wants := map[pkeyread.Want]bool{}
 	for _, ws := range byJob {
 		for _, w := range ws {
@@ -256,7 +287,6 @@ func (t *term) readWants(ctx context.Context, byJob map[int64][]pkeyread.Want, s
 	if len(wants) == 0 {
 		return verdicts
 	}
-	dump := t.readDump()
 	if dump.err != nil {
 		for w := range wants {
 			verdicts[w] = fmt.Sprintf("port %s: OpenSM's subnet dump cannot be read: %v", w.Port, dump.err)
@@ -574,7 +604,7 @@ func (t *term) pollProof(ctx context.Context) {
 	if !ok {
 		return
 	}
-	if t.complete(ctx, run, proven) != applyDone {
+	if t.complete(ctx, run, proven, nil) != applyDone {
 		t.forget("the jobs whose ports showed their change could not be completed")
 	}
 }
