@@ -500,7 +500,9 @@ func (t *term) apply(ctx context.Context) applyResult {
 		return applyRetry
 	}
 	defer watch.Close()
+	t.readWantsDuringSweep(ctx, run) // readback.go
 	sweep, ok := t.await(ctx, run, watch, synced)
+	run.waitWants()
 	if !ok {
 		return applyRetry
 	}
@@ -529,6 +531,24 @@ type applyRun struct {
 	// reported: the apply's figures are logged and observed, by its first
 	// completion; the jobs its proof held complete later, each alone.
 	reported bool
+	// wantsRead delivers the open jobs and their wants read during the
+	// sweep (readWantsDuringSweep), wants once it did; nil: none.
+	wantsRead chan openWants
+	wants     openWants
+}
+
+// waitWants waits for the read of the wants during the sweep, if any.
+func (run *applyRun) waitWants() {
+	if run.wantsRead != nil {
+		run.wants, run.wantsRead = <-run.wantsRead, nil
+	}
+}
+
+// takeWants is the read of the wants during the sweep, once.
+func (run *applyRun) takeWants() openWants {
+	w := run.wants
+	run.wants = openWants{}
+	return w
 }
 
 // row is the apply's row in the applies table, finished now.
@@ -855,6 +875,7 @@ func (t *term) complete(ctx context.Context, run *applyRun, proven *store.Proven
 func (t *term) settlePKeyErrors(ctx context.Context, run *applyRun, pkeyErrors []string) applyResult {
 	log := run.log
 	failed, attributed, err := t.failLocally(ctx, run, pkeyErrors)
+	run.takeWants() // read before these jobs failed: the proof reads the open jobs again
 	if err != nil {
 		log.Error("fail the jobs the pkey errors name", "error", err)
 		return applyRetry

@@ -117,23 +117,63 @@ func (t *term) proveTables(ctx context.Context, run *applyRun) (proven *store.Pr
 
 // proofWants reads the open jobs up to run's revision and what each of
 // their places must show (jobWants); ok false when they cannot be read.
+// The read made during the sweep (run.wants) stands for it when it
+// succeeded.
 func (t *term) proofWants(ctx context.Context, run *applyRun) ([]store.OpenJob, map[int64][]pkeyread.Want, bool) {
 	t.proof.run, t.proof.lastRead = run, time.Now()
-	jobs, err := t.Store.OpenJobs(ctx, run.rev)
-	if err != nil {
-		if ctx.Err() == nil {
-			run.log.Error("read the open jobs for the read-back proof; jobs wait", "error", err)
-		}
-		return nil, nil, false
+	if w := run.takeWants(); w.err == nil && w.read {
+		return w.jobs, w.byJob, true
 	}
-	byJob, err := t.jobWants(run, jobs)
-	if err != nil {
+	w := t.openWants(ctx, run)
+	switch {
+	case w.err == nil:
+		return w.jobs, w.byJob, true
+	case w.jobs == nil && ctx.Err() == nil:
+		run.log.Error("read the open jobs for the read-back proof; jobs wait", "error", w.err)
+	case w.jobs != nil:
 		// The file was checked before it was written: this is a bug, and no
 		// table can be judged against a file that does not parse.
-		run.log.Error("parse the applied partitions file for the read-back proof; jobs wait", "error", err)
-		return nil, nil, false
+		run.log.Error("parse the applied partitions file for the read-back proof; jobs wait", "error", w.err)
 	}
-	return jobs, byJob, true
+	return nil, nil, false
+}
+
+// openWants is the open jobs up to run's revision and their wants; err
+// when the jobs (jobs nil) or the file (jobs read) could not be read.
+type openWants struct {
+	read  bool
+	jobs  []store.OpenJob
+	byJob map[int64][]pkeyread.Want
+	err   error
+}
+
+// openWants reads the open jobs up to run's revision and their wants.
+func (t *term) openWants(ctx context.Context, run *applyRun) openWants {
+	jobs, err := t.Store.OpenJobs(ctx, run.rev)
+	if err != nil {
+		return openWants{read: true, err: err}
+	}
+	byJob, err := t.jobWants(run, jobs)
+	return openWants{read: true, jobs: jobs, byJob: byJob, err: err}
+}
+
+// readWantsDuringSweep starts, with verify = tables, the read of the open
+// jobs up to run's revision and of their wants while OpenSM sweeps:
+// proofWants takes it after the sweep (takeWants), which it would otherwise
+// wait for. The same jobs are read as after the sweep: every job up to the
+// revision was committed before the state was read (a later change takes a
+// later revision), a job's places are written with it, and only this loop,
+// waiting for the sweep meanwhile, completes or fails jobs (a newer term's
+// writes fence this term's completion, whatever it read). What the read
+// touches of the term (the parsed file of jobWants) nothing else touches
+// until apply has waited for it (takeWants), on every path.
+func (t *term) readWantsDuringSweep(ctx context.Context, run *applyRun) {
+	if t.Cfg.Readback == nil {
+		return
+	}
+	done := make(chan openWants, 1)
+	go func() { done <- t.openWants(ctx, run) }()
+	run.wantsRead = done
 }
 
 // proveWants is proveTables once the wants are known: it reads their ports
