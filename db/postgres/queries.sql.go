@@ -838,7 +838,7 @@ const openJobsWithGUIDs = `-- name: OpenJobsWithGUIDs :many
 SELECT j.id, j.object_type, j.object_id, j.network_id, p.guid, j.places
 FROM jobs j LEFT JOIN ports p ON j.object_type = 'port' AND p.id = j.object_id
 WHERE j.fabric = $1 AND j.status IN ('Pending', 'Running') AND j.revision <= $2
-ORDER BY j.id
+ORDER BY j.id + 0
 `
 
 type OpenJobsWithGUIDsRow struct {
@@ -852,7 +852,11 @@ type OpenJobsWithGUIDsRow struct {
 
 // The open jobs up to a revision, with the GUID a port job's port holds now
 // (NULL for a network's job, or a port gone or without membership), and the
-// places its change promised, as its insert wrote them.
+// places its change promised, as its insert wrote them. Read after every
+// sweep: through jobs_status_revision, the few open jobs. Ordered by an
+// expression of the id, so that SQLite does not walk jobs_fabric_id, every
+// job the retention keeps, for the order (a temporary sort of the open jobs
+// costs nothing).
 func (q *Queries) OpenJobsWithGUIDs(ctx context.Context, fabric string, revision int64) ([]OpenJobsWithGUIDsRow, error) {
 	rows, err := q.db.Query(ctx, openJobsWithGUIDs, fabric, revision)
 	if err != nil {

@@ -500,7 +500,9 @@ func (t *term) apply(ctx context.Context) applyResult {
 		return applyRetry
 	}
 	defer watch.Close()
+	t.readWantsDuringSweep(ctx, run) // readback.go
 	sweep, ok := t.await(ctx, run, watch, synced)
+	run.waitWants()
 	if !ok {
 		return applyRetry
 	}
@@ -533,6 +535,24 @@ type applyRun struct {
 	// beside the file's write and OpenSM's sweep (publish); await waits for
 	// it before any job can complete.
 	marked <-chan error
+	// wantsRead delivers the open jobs and their wants read during the
+	// sweep (readWantsDuringSweep), wants once it did; nil: none.
+	wantsRead chan openWants
+	wants     openWants
+}
+
+// waitWants waits for the read of the wants during the sweep, if any.
+func (run *applyRun) waitWants() {
+	if run.wantsRead != nil {
+		run.wants, run.wantsRead = <-run.wantsRead, nil
+	}
+}
+
+// takeWants is the read of the wants during the sweep, once.
+func (run *applyRun) takeWants() openWants {
+	w := run.wants
+	run.wants = openWants{}
+	return w
 }
 
 // row is the apply's row in the applies table, finished now.
@@ -775,27 +795,63 @@ func (t *term) settle(ctx context.Context, run *applyRun, res opensm.SweepResult
 
 // settleApplied completes the jobs of a sweep that applied the file cleanly,
 // each once its ports' own tables show its change (readback.go).
+//
+// With verify = tables, finish's work before its transaction
+// (prepareFinish: the second-SM look of the ports read, the capacity check's
+// and the places' records) runs beside the read-back's reads, which it
+// would otherwise follow: each waits for the fabric or the database, and
+// neither reads what the other writes. The look is still taken after the
+// sweep's end and before the jobs' transaction, of the same ports (the
+// wants' ports are known before they are read), and a look that fails still
+// holds them; an SM OpenSM logs after the look, during the reads, holds them
+// at the transaction (appeared), as one logged after it always did. Should
+// the reads prove no job, the prepared records are kept (they record the
+// fabric as the sweep left it) and the look's verdict stands; the jobs wait
+// for pollProof, whose finish looks again.
 func (t *term) settleApplied(ctx context.Context, run *applyRun) applyResult {
-	proven, ok := t.proveTables(ctx, run)
+	if t.Cfg.Readback == nil {
+		return t.complete(ctx, run, nil, nil)
+	}
+	jobs, byJob, ok := t.proofWants(ctx, run)
 	if !ok {
 		// The jobs wait, saying why; pollProof reads their ports again.
 		t.markApplied(run.rev)
 		return applyDone
 	}
-	return t.complete(ctx, run, proven)
+	dump := t.readDump() // one read for the proof, the records and the gates
+	prepared := make(chan finishPrep, 1)
+	go func() { prepared <- t.prepareFinish(ctx, run.st, dump, wantPorts(byJob)) }()
+	proven, ok := t.proveWants(ctx, run, jobs, byJob, dump)
+	p := <-prepared // waited for on every path: nothing of the apply outlives it
+	t.proof.takeRead()
+	if !ok {
+		t.markApplied(run.rev)
+		return applyDone
+	}
+	return t.complete(ctx, run, proven, &p)
 }
 
 // complete completes the jobs of a sweep that applied the file cleanly
 // whose changes the ports' tables show (or verify = log): every open job up
 // to its revision when proven is nil, else only the ones it names, the
-// others waiting for their proof (pollProof).
-func (t *term) complete(ctx context.Context, run *applyRun, proven *store.Proven) applyResult {
+// others waiting for their proof (pollProof). p, when given, is finish's
+// work before its transaction, done already (settleApplied).
+func (t *term) complete(ctx context.Context, run *applyRun, proven *store.Proven, p *finishPrep) applyResult {
 	// The apply is recorded in the transaction that completes the jobs (if
 	// the gates are open): every Completed job has an applied row of its
 	// revision or a later one, finished before it, wherever the manager is
 	// killed. Not recorded (the database is away, or a newer term began),
 	// nothing completes.
-	n, ok := t.finish(ctx, run.st, t.row(run, string(opensm.Applied), run.detail), proven)
+	var n int64
+	var ok bool
+	if p == nil {
+		n, ok = t.finish(ctx, run.st, t.row(run, string(opensm.Applied), run.detail), proven)
+	} else {
+		// What OpenSM logged during the reads is recorded before the
+		// transaction reads the gates, as finish's own scan would have.
+		t.scanEnforcement(ctx)
+		n, ok = t.finishPrepared(ctx, t.row(run, string(opensm.Applied), run.detail), proven, *p)
+	}
 	if !ok {
 		return applyRetry
 	}
@@ -832,6 +888,7 @@ func (t *term) complete(ctx context.Context, run *applyRun, proven *store.Proven
 func (t *term) settlePKeyErrors(ctx context.Context, run *applyRun, pkeyErrors []string) applyResult {
 	log := run.log
 	failed, attributed, err := t.failLocally(ctx, run, pkeyErrors)
+	run.takeWants() // read before these jobs failed: the proof reads the open jobs again
 	if err != nil {
 		log.Error("fail the jobs the pkey errors name", "error", err)
 		return applyRetry
@@ -881,7 +938,7 @@ func (t *term) settleDropped(ctx context.Context, run *applyRun, res opensm.Swee
 	case ctx.Err() != nil:
 		return applyRetry // the term is over: it writes nothing more
 	case ok:
-		if t.complete(ctx, run, proven) != applyDone {
+		if t.complete(ctx, run, proven, nil) != applyDone {
 			t.keepApplied(before)
 			return applyRetry
 		}

@@ -158,45 +158,71 @@ func (t *term) startLog(suspect string) error {
 // began): then nothing completed either. A non-nil proven completes only the
 // jobs it names (readback.go): the others wait for their ports' tables.
 func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, proven *store.Proven) (completed int64, recorded bool) {
-	log := t.Log.With("revision", a.Revision, "term", t.id)
-	dump := t.readDump()
+	return t.finishPrepared(ctx, a, proven, t.prepareFinish(ctx, st, t.readDump(), t.proof.takeRead()))
+}
+
+// finishPrep is what finish reads and records before its transaction: the
+// dump, the capacity check's and the GUIDs' places' records, and the
+// second-SM look of the ports read (read), which reads the fabric while the
+// records are written: one after the other they cost a change both waits.
+type finishPrep struct {
+	dump       dumpRead
+	capErr     error             // the capacity check's findings not recorded
+	places     []store.GUIDPlace // the places the gate judges
+	placesErr  error             // the places not recorded
+	lookFailed string            // the look's error (confirm); "": it read the fabric
+}
+
+// prepareFinish is finish's work before its transaction, for the apply of
+// st. It may run beside the read-back's reads (settleApplied): it writes
+// only what it owns (the enforcement and duplicate logs, the capacity
+// findings, the places and the look's verdict, each fenced by the term),
+// and reads nothing of the proof's.
+func (t *term) prepareFinish(ctx context.Context, st partitions.State, dump dumpRead, read []fabric.GUID) finishPrep {
+	p := finishPrep{dump: dump}
 	t.scanEnforcement(ctx) // before the look: the SM entries it reads decide how far the look reads
-	// The second-SM look reads the fabric while the capacity check and the
-	// GUIDs' places are written to the database: one after the other they
-	// cost a change both waits. It is waited for on every path.
 	looked, env := make(chan string, 1), t.watchEnv()
-	go func(read []fabric.GUID) { looked <- t.secondSM.confirm(ctx, env, dump.topo, read) }(t.proof.takeRead()) // secondsm.go
-	if err := t.recordOverCapacity(ctx, st, dump); err != nil {
+	go func() { looked <- t.secondSM.confirm(ctx, env, dump.topo, read) }() // secondsm.go
+	// It is waited for on every path.
+	if p.capErr = t.recordOverCapacity(ctx, st, dump); p.capErr == nil {
+		p.places, p.placesErr = t.recordPlaces(ctx, st, dump)
+	}
+	p.lookFailed = <-looked
+	// A test hook (none in production) may pause here, in the window
+	// between the look and the jobs' transaction.
+	t.secondSM.afterLook(ctx, st.Revision)
+	return p
+}
+
+// finishPrepared is finish's transaction, after prepareFinish (p).
+func (t *term) finishPrepared(ctx context.Context, a store.Apply, proven *store.Proven, p finishPrep) (completed int64, recorded bool) {
+	log := t.Log.With("revision", a.Revision, "term", t.id)
+	if p.capErr != nil {
 		// OpenSM says nothing of these ports: once the apply is recorded
 		// nothing else would. Nothing completes; the apply is retried.
-		<-looked
-		log.Error("jobs wait: the capacity check's findings could not be recorded", "error", err)
+		log.Error("jobs wait: the capacity check's findings could not be recorded", "error", p.capErr)
 		t.observer().ApplyFinished(a.Outcome, time.Since(a.StartedAt))
 		return 0, false
 	}
-	places, err := t.recordPlaces(ctx, st, dump)
-	lookFailed := <-looked
-	// A test hook (none in production) may pause here, in the window.
-	t.secondSM.afterLook(ctx, a.Revision)
 	t.takeReports() // a second SM gone: this sweep completes nothing (forget)
-	if err != nil {
+	if p.placesErr != nil {
 		// A GUID moved since the last record would go unjudged: nothing
 		// completes; the apply is retried.
-		log.Error("jobs wait: the GUIDs' switch ports could not be recorded", "error", err)
+		log.Error("jobs wait: the GUIDs' switch ports could not be recorded", "error", p.placesErr)
 		t.observer().ApplyFinished(a.Outcome, time.Since(a.StartedAt))
 		return 0, false
 	}
 	frozen := t.pollFreeze(ctx)
 	reapply := t.reapply // a lifted freeze: the full apply that follows completes them
-	ev := verdict.Evidence{SubnetDump: t.Cfg.SubnetDump, Dump: verdict.Dump{Topo: dump.topo, Err: dump.err},
+	ev := verdict.Evidence{SubnetDump: t.Cfg.SubnetDump, Dump: verdict.Dump{Topo: p.dump.topo, Err: p.dump.err},
 		Duplicates: t.gate.duplicates.view()}
 	t.termEvidence(&ev, frozen, reapply)
 	if ev.SecondSM.LookFailed == "" {
-		ev.SecondSM.LookFailed = lookFailed // a look the term's end cut short holds this sweep's jobs alone
+		ev.SecondSM.LookFailed = p.lookFailed // a look the term's end cut short holds this sweep's jobs alone
 	}
 	var v verdict.Verdict
 	open := func(gs store.GateState) bool {
-		ev.Expected, ev.EnforcementErrors, ev.Places = gs.Expected, gs.Errors, places
+		ev.Expected, ev.EnforcementErrors, ev.Places = gs.Expected, gs.Errors, p.places
 		// The last moment before the jobs complete: an SM OpenSM named
 		// since the look holds them (secondsm.go).
 		ev.SecondSM.Appeared = t.secondSM.appeared(t.watchEnv())
@@ -204,6 +230,7 @@ func (t *term) finish(ctx context.Context, st partitions.State, a store.Apply, p
 		return !reapply && v.Open()
 	}
 	var f store.Finished
+	var err error
 	if proven == nil {
 		f, err = t.Store.FinishApply(ctx, a, open)
 	} else {

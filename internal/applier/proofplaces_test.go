@@ -344,3 +344,28 @@ func TestReadBackRemovalOffAStaleDump(t *testing.T) {
 		t.Fatalf("H1's removal once a sweep came up without H1: %s %q %q", j.Status, j.Description, j.Error)
 	}
 }
+
+// TestReadBackChangeDuringTheSweep: the open jobs are read while OpenSM
+// sweeps (readWantsDuringSweep). A change recorded during the sweep has a
+// later revision than the file OpenSM sweeps with: its job is neither judged
+// nor described by this sweep, and stays Pending; the next apply judges it
+// (H2's table lacks 0x0065: it waits). The sweep's own job completes.
+func TestReadBackChangeDuringTheSweep(t *testing.T) {
+	r := newReadbackRig(t, time.Minute)
+	r.network(101)
+	r.applied("the network")
+	var during store.Job
+	r.sm.sweep = func() string {
+		during = r.port("port-h2", uint64(fabricsim.HostGUID(2)))
+		return heavySweep("")
+	}
+	own := r.port("port-h1", uint64(fabricsim.HostGUID(1)))
+	r.applied("H1's port, with H2's recorded during its sweep")
+	wantStatus(t, r.applyRig, "the sweep's own job", own, store.StatusCompleted)
+	if j := r.job(during.ID); j.Status != store.StatusPending || strings.Contains(j.Description, "P_Key tables") {
+		t.Fatalf("the change recorded during the sweep: %s %q; want Pending, not judged", j.Status, j.Description)
+	}
+	r.sm.sweep = func() string { return heavySweep("") }
+	r.applied("the next apply")
+	r.wantWaiting("the change recorded during the previous sweep", during, "holds pkey 0x0065 as not a member, want full")
+}

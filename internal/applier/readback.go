@@ -108,26 +108,96 @@ func (t *term) proveTables(ctx context.Context, run *applyRun) (proven *store.Pr
 	if t.Cfg.Readback == nil {
 		return nil, true
 	}
-	t.proof.run, t.proof.lastRead = run, time.Now()
-	jobs, err := t.Store.OpenJobs(ctx, run.rev)
-	if err != nil {
-		if ctx.Err() == nil {
-			run.log.Error("read the open jobs for the read-back proof; jobs wait", "error", err)
-		}
+	jobs, byJob, ok := t.proofWants(ctx, run)
+	if !ok {
 		return nil, false
 	}
-	byJob, err := t.jobWants(run, jobs)
-	if err != nil {
+	return t.proveWants(ctx, run, jobs, byJob, t.readDump())
+}
+
+// proofWants reads the open jobs up to run's revision and what each of
+// their places must show (jobWants); ok false when they cannot be read.
+// The read made during the sweep (run.wants) stands for it when it
+// succeeded.
+func (t *term) proofWants(ctx context.Context, run *applyRun) ([]store.OpenJob, map[int64][]pkeyread.Want, bool) {
+	t.proof.run, t.proof.lastRead = run, time.Now()
+	if w := run.takeWants(); w.err == nil && w.read {
+		return w.jobs, w.byJob, true
+	}
+	w := t.openWants(ctx, run)
+	switch {
+	case w.err == nil:
+		return w.jobs, w.byJob, true
+	case w.jobs == nil && ctx.Err() == nil:
+		run.log.Error("read the open jobs for the read-back proof; jobs wait", "error", w.err)
+	case w.jobs != nil:
 		// The file was checked before it was written: this is a bug, and no
 		// table can be judged against a file that does not parse.
-		run.log.Error("parse the applied partitions file for the read-back proof; jobs wait", "error", err)
-		return nil, false
+		run.log.Error("parse the applied partitions file for the read-back proof; jobs wait", "error", w.err)
 	}
-	verdicts := t.readWants(ctx, byJob, run.signalled)
+	return nil, nil, false
+}
+
+// openWants is the open jobs up to run's revision and their wants; err
+// when the jobs (jobs nil) or the file (jobs read) could not be read.
+type openWants struct {
+	read  bool
+	jobs  []store.OpenJob
+	byJob map[int64][]pkeyread.Want
+	err   error
+}
+
+// openWants reads the open jobs up to run's revision and their wants.
+func (t *term) openWants(ctx context.Context, run *applyRun) openWants {
+	jobs, err := t.Store.OpenJobs(ctx, run.rev)
+	if err != nil {
+		return openWants{read: true, err: err}
+	}
+	byJob, err := t.jobWants(run, jobs)
+	return openWants{read: true, jobs: jobs, byJob: byJob, err: err}
+}
+
+// readWantsDuringSweep starts, with verify = tables, the read of the open
+// jobs up to run's revision and of their wants while OpenSM sweeps:
+// proofWants takes it after the sweep (takeWants), which it would otherwise
+// wait for. The same jobs are read as after the sweep: every job up to the
+// revision was committed before the state was read (a later change takes a
+// later revision), a job's places are written with it, and only this loop,
+// waiting for the sweep meanwhile, completes or fails jobs (a newer term's
+// writes fence this term's completion, whatever it read). What the read
+// touches of the term (the parsed file of jobWants) nothing else touches
+// until apply has waited for it (takeWants), on every path.
+func (t *term) readWantsDuringSweep(ctx context.Context, run *applyRun) {
+	if t.Cfg.Readback == nil {
+		return
+	}
+	done := make(chan openWants, 1)
+	go func() { done <- t.openWants(ctx, run) }()
+	run.wantsRead = done
+}
+
+// proveWants is proveTables once the wants are known: it reads their ports
+// where dump, the apply's read of the subnet dump, puts them, and judges.
+func (t *term) proveWants(ctx context.Context, run *applyRun, jobs []store.OpenJob, byJob map[int64][]pkeyread.Want,
+	dump dumpRead) (*store.Proven, bool) {
+	verdicts := t.readWants(ctx, byJob, run.signalled, dump)
 	if ctx.Err() != nil {
 		return nil, false // the term is over: its successor proves the jobs again
 	}
 	return t.judgeProof(ctx, run, jobs, byJob, verdicts)
+}
+
+// wantPorts are the ports the wants name, each once: the ones readWants
+// reads.
+func wantPorts(byJob map[int64][]pkeyread.Want) []fabric.GUID {
+	var ports []fabric.GUID
+	for _, ws := range byJob {
+		for _, w := range ws {
+			ports = append(ports, w.Port)
+		}
+	}
+	slices.Sort(ports)
+	return slices.Compact(ports)
 }
 
 // jobWants are the wants of each open job: what OpenSM's file makes of each
@@ -240,12 +310,13 @@ func wantOf(f *partitions.File, p place) (w pkeyread.Want, ok bool) {
 }
 
 // readWants reads every port the wants name, once each, where OpenSM's last
-// subnet dump puts it, and judges each want: its reason, "" when proven.
+// subnet dump (dump, the apply's read of it) puts it, and judges each want: its reason, "" when proven.
 // The ports are read in readOrder's order, the ports whose last read failed
 // within a budget of their own: a fabric with ports that never answer still
 // reads every other port at every poll. signalled is when OpenSM was sent
 // the file the wants come from (dumpSwept).
-func (t *term) readWants(ctx context.Context, byJob map[int64][]pkeyread.Want, signalled time.Time) map[pkeyread.Want]string {
+func (t *term) readWants(ctx context.Context, byJob map[int64][]pkeyread.Want, signalled time.Time,
+	dump dumpRead) map[pkeyread.Want]string {
 	wants := map[pkeyread.Want]bool{}
 	for _, ws := range byJob {
 		for _, w := range ws {
@@ -256,7 +327,6 @@ func (t *term) readWants(ctx context.Context, byJob map[int64][]pkeyread.Want, s
 	if len(wants) == 0 {
 		return verdicts
 	}
-	dump := t.readDump()
 	if dump.err != nil {
 		for w := range wants {
 			verdicts[w] = fmt.Sprintf("port %s: OpenSM's subnet dump cannot be read: %v", w.Port, dump.err)
@@ -574,7 +644,7 @@ func (t *term) pollProof(ctx context.Context) {
 	if !ok {
 		return
 	}
-	if t.complete(ctx, run, proven) != applyDone {
+	if t.complete(ctx, run, proven, nil) != applyDone {
 		t.forget("the jobs whose ports showed their change could not be completed")
 	}
 }

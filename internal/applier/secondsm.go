@@ -75,8 +75,9 @@ type SecondSMCheck struct {
 	Restart func(ctx context.Context) error
 	// AfterLook is a test hook, nil in production: finish calls it with
 	// the sweep's revision once its look before the jobs complete has
-	// returned, before their transaction, so that an end-to-end test can
-	// start an SM in that window on a real OpenSM.
+	// returned, before their transaction (with verify = tables, while the
+	// read-back's reads may still run: settleApplied), so that an
+	// end-to-end test can start an SM in that window on a real OpenSM.
 	AfterLook func(ctx context.Context, revision int64)
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -340,6 +341,15 @@ func (s *Store) OpenJobs(ctx context.Context, revision int64) ([]OpenJob, error)
 	// has places but is not listed (skipped here, read at the next sweep);
 	// a listed job keeps its places, which go only with the job, and an
 	// open job is never deleted. A job of a release before 00014 has none.
+	// A job with places in its row has none there (this release writes no
+	// rows of job_places): when every listed job has, they are not read,
+	// a round trip fewer on the path of every change's completion.
+	if !slices.ContainsFunc(out, func(j OpenJob) bool { return len(j.Places) == 0 }) {
+		for i := range out {
+			sortPlaces(out[i].Places)
+		}
+		return out, nil
+	}
 	places, err := s.d.Queries(ctx).OpenJobPlaces(ctx, s.FabricName(), revision)
 	if err != nil {
 		return nil, fmt.Errorf("read the places of the open jobs: %w", err)

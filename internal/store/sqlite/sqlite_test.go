@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
@@ -86,5 +88,50 @@ func TestTemporaryStoreInMemory(t *testing.T) {
 		if store != 2 {
 			t.Errorf("connection %d: temp_store = %d, want 2 (MEMORY)", i, store)
 		}
+	}
+}
+
+// The applier reads the open jobs after every sweep (OpenJobsWithGUIDs). It
+// must find them through jobs_status_revision, not walk jobs_fabric_id for
+// its order: that walks every job the retention keeps, a cost growing with
+// the jobs table on the path of every change's completion.
+func TestOpenJobsReadThroughStatusIndex(t *testing.T) {
+	ctx := context.Background()
+	e, err := Open(ctx, filepath.Join(t.TempDir(), "afm.db"), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if err := e.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join("..", "..", "..", "queries", "shared", "queries.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, query, ok := strings.Cut(string(src), "-- name: OpenJobsWithGUIDs :many\n")
+	if query, _, _ = strings.Cut(query, ";"); !ok {
+		t.Fatal("no OpenJobsWithGUIDs in queries/shared/queries.sql")
+	}
+	query = strings.NewReplacer("@fabric", "'default'", "@revision", "1000").Replace(query)
+	rows, err := e.db.QueryContext(ctx, "EXPLAIN QUERY PLAN "+query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plan[0], "jobs_status_revision") {
+		t.Errorf("the open jobs' read: plan %q; want jobs read through jobs_status_revision", plan)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
@@ -188,4 +190,39 @@ func placeholders(d Database, query string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// TestJobPlacesRowsOnlyForJobsWithout: OpenJobs reads the rows of
+// job_places only while an open job has no places in its row (one of the
+// previous release's): this release writes none, so a job with places in its
+// row has none there, and reading them cost every change's completion a
+// round trip. A row a DBA put there beside a job's own places is not read.
+func TestJobPlacesRowsOnlyForJobsWithout(t *testing.T) {
+	atVersion(t, 19, func(ctx context.Context, t *testing.T, d Database, db *sql.DB, _ *goose.Provider) {
+		s := OpenDatabase(t, d)
+		addNetwork(t, s, netA, 101)
+		// The network's job, without places, is done: only jobs with
+		// places in their rows are open.
+		term, err := s.NewTerm(ctx, "manager-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CompleteJobs(ctx, term, math.MaxInt64); err != nil {
+			t.Fatal(err)
+		}
+		j := mustPort(t, s, boundPort("p1", netA, guidA, "h1"))
+		execSQL(ctx, t, d, db, `INSERT INTO job_places (fabric, job_id, guid, pkey, want) VALUES ('default', ?, ?, ?, ?)`,
+			j.ID, fabric.GUID(guidB).String(), int64(pkeyA), string(store.WantFull))
+		want := []store.Place{place(guidA, pkeyA, store.WantFull)}
+		if places, _ := jobPlaces(t, s, j.ID); !reflect.DeepEqual(places, want) {
+			t.Errorf("a job with places in its row: places %v, want %v (its row's alone)", places, want)
+		}
+		// A job of the previous release open beside it: its rows are read.
+		const previous = 1000
+		old := []store.Place{place(guidB, pkeyA, store.WantAbsent)}
+		insertPreviousJob(ctx, t, d, db, j.ID+previous, "Pending", time.Now().UTC(), old...)
+		if places, open := jobPlaces(t, s, j.ID+previous); !open || !reflect.DeepEqual(places, old) {
+			t.Errorf("the previous release's job beside it: places %v (open %t), want %v", places, open, old)
+		}
+	})
 }
