@@ -313,8 +313,8 @@ func pathRows(add row, at func(engineResult) fabricResult) {
 	step("write (the file and its fsync, SIGHUP)", func(p changePath) latencies { return p.write }, "", nil)
 	step("OpenSM's sweep (SIGHUP → SUBNET UP by OpenSM's time stamp)", func(p changePath) latencies { return p.sweep }, "", nil)
 	step("the end's read (SUBNET UP logged → read by the manager)", func(p changePath) latencies { return p.endRead }, "", nil)
-	step("verify (read the changed ports' tables back)", func(p changePath) latencies { return p.verify }, "", nil)
-	step("complete (record, capacity, gates, second-SM look, complete)", func(p changePath) latencies { return p.complete },
+	step("verify (read the changed ports' tables back; the second-SM look, places and capacity run beside)", func(p changePath) latencies { return p.verify }, "", nil)
+	step("complete (what of the look and records outlasts the reads, gates, FinishApply)", func(p changePath) latencies { return p.complete },
 		"≤ 5 ms median", func(d time.Duration) bool { return d <= targetComplete })
 	step("the client's read (the apply's line logged → the client read Completed: its poll; below 0 when it read the "+
 		"committed job before the line was logged)",
