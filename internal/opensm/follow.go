@@ -51,13 +51,23 @@ func inodeOf(fi fs.FileInfo) uint64 {
 var ErrLogReset = errors.New("log truncated or replaced")
 
 // How often a follower looks at the file when it has read everything: a stat
-// and a read. OpenSM logs a sweep's lines within milliseconds, and the end of
-// the sweep is on the path of every job's completion: at 5 ms it adds 2.5 ms
-// on average (20 ms added 10, measured in docs/performance.md). Waking on
-// inotify of the log's directory instead was measured and dropped: it read
-// the end of a sweep sooner, but OpenSM's own sweep took longer beside it, and
-// a change was faster with it in only half of the interleaved pairs.
+// and a read. Next waits this long between looks; so does a Tail's reader
+// that is not waiting for a sweep's end (the freeze watch, the gates).
 const pollInterval = 5 * time.Millisecond
+
+// How often a SweepWatch looks at the log while it waits for a sweep's end.
+// That end is on the path of every job's completion, and OpenSM logs it after
+// a quiet stretch (its Sets answered), which no poll that only speeds up when
+// data came would catch: read every 5 ms it was read 2.9 ms after OpenSM
+// logged it (median, 4 hosts), every 1 ms 0.6 ms, measured in
+// docs/performance.md. A look at a log with nothing new costs about 4 µs
+// besides the timer, so a 1,500-host sweep of 350 ms costs a few ms of CPU,
+// and only while a watch waits: an idle manager does not poll at this rate.
+// Waking on inotify of the log's directory instead was measured and dropped:
+// it read the end of a sweep sooner, but OpenSM's own sweep took longer beside
+// it (a wake-up for each of OpenSM's writes), and a change was faster with it
+// in only half of the interleaved pairs.
+const watchPollInterval = time.Millisecond
 
 // A message box's header line ("do_sweep:") without its title is waited for
 // this long after the last data before it is handed out anyway.
@@ -96,6 +106,7 @@ type LogFollower struct {
 	partialAt  int64 // offset of the line being assembled in partial
 	buf        []byte
 	read       int64 // bytes read, over all files
+	looks      int   // polls: looks at the file for new data
 }
 
 // queued is an entry read, with where its header line is: the position in
@@ -197,6 +208,7 @@ func (l *LogFollower) take() (q queued, reset error, ok bool, err error) {
 
 // poll reads what is available. progressed says that new data was read.
 func (l *LogFollower) poll() (progressed bool, err error) {
+	l.looks++
 	if l.f == nil {
 		if err := l.open(); err != nil || l.f == nil || l.reset != nil {
 			return false, err

@@ -128,6 +128,9 @@ type SweepWatch struct {
 	feed   *sweepFeed
 	w      sweepWatch
 	waited time.Duration // the timeouts of the Waits so far
+	// nap waits between two looks at the log (sleep; a test's may append to
+	// the log, or count).
+	nap func(ctx context.Context, d time.Duration) error
 }
 
 // Close ends the watch.
@@ -174,7 +177,7 @@ func (s *SweepWatch) Wait(ctx context.Context, timeout time.Duration) (SweepResu
 			return res, nil
 		}
 		// ctx's end is seen at the next turn.
-		_ = sleep(ctx, min(s.tail.pollInterval(), time.Until(deadline)))
+		_ = s.nap(ctx, min(watchPollInterval, time.Until(deadline)))
 	}
 }
 

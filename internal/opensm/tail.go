@@ -3,7 +3,6 @@ package opensm
 import (
 	"fmt"
 	"sync"
-	"time"
 )
 
 // Tail is the one reader of OpenSM's log for whoever needs what it says: it
@@ -97,7 +96,7 @@ func (t *Tail) watch(from Position) *SweepWatch {
 		f.state = feedIn
 	}
 	t.feeds[f] = struct{}{}
-	return &SweepWatch{tail: t, feed: f}
+	return &SweepWatch{tail: t, feed: f, nap: sleep}
 }
 
 // unwatch ends a sweep watch.
@@ -171,11 +170,4 @@ func (f *sweepFeed) offer(q queued, reset error) {
 		return // its header line was logged before the position
 	}
 	f.entries = append(f.entries, q.e)
-}
-
-// pollInterval is how often a sweep watch pumps the tail while it waits.
-func (t *Tail) pollInterval() time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.follower.fastPoll
 }
