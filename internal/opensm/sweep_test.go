@@ -402,3 +402,37 @@ func TestSweepWatchFollowsASweepAcrossRotationBetweenWaits(t *testing.T) {
 	opensmtest.AppendLog(t, path, tail)
 	waitApplied(t, w)
 }
+
+// While a watch waits for the end of a sweep (on the path of every job's
+// completion), it looks at the log every millisecond: the end, logged at
+// some moment, is read within a millisecond of it. Time here is the watch's
+// naps added up, not the clock's: the test times nothing.
+func TestSweepWatchReadsTheEndWithinAMillisecond(t *testing.T) {
+	for _, endAt := range []time.Duration{0, 300 * time.Microsecond, 7300 * time.Microsecond, 41 * time.Millisecond} {
+		t.Run(endAt.String(), func(t *testing.T) {
+			w, path, rest := watchStartedSweep(t)
+			var slept time.Duration
+			logged := false
+			w.nap = func(ctx context.Context, d time.Duration) error {
+				slept += d
+				if !logged && slept >= endAt {
+					opensmtest.AppendLog(t, path, rest) // OpenSM logs the rest of its sweep
+					logged = true
+				}
+				return ctx.Err()
+			}
+			looksBefore := w.tail.follower.looks
+			waitApplied(t, w)
+			if !logged {
+				t.Fatal("the watch ended before the sweep")
+			}
+			if late := slept - endAt; late > time.Millisecond {
+				t.Errorf("the sweep's end was read %s after it was logged, want within 1ms", late)
+			}
+			// A look a millisecond waited, and the first before any nap.
+			if looks, want := w.tail.follower.looks-looksBefore, 1+int(slept/time.Millisecond); looks < want {
+				t.Errorf("%d looks at the log in %s of waiting, want at least %d", looks, slept, want)
+			}
+		})
+	}
+}
