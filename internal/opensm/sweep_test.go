@@ -403,35 +403,73 @@ func TestSweepWatchFollowsASweepAcrossRotationBetweenWaits(t *testing.T) {
 	waitApplied(t, w)
 }
 
-// While a watch waits for the end of a sweep (on the path of every job's
-// completion), it looks at the log every millisecond: the end, logged at
-// some moment, is read within a millisecond of it. Time here is the watch's
-// naps added up, not the clock's: the test times nothing.
-func TestSweepWatchReadsTheEndWithinAMillisecond(t *testing.T) {
-	for _, endAt := range []time.Duration{0, 300 * time.Microsecond, 7300 * time.Microsecond, 41 * time.Millisecond} {
-		t.Run(endAt.String(), func(t *testing.T) {
+// stepsLogged are the parts of applied.log's heavy sweep that a watch has
+// seen when its wait begins, for the cases of TestSweepWatchPolling.
+var stepsLogged = map[string]string{
+	"started":    titleHeavySweepStart,
+	"last steps": "LINKS PORTS CONFIGURED - SET LINKS TO ARMED STATE",
+}
+
+// While a watch waits for the end of a sweep, which is on the path of every
+// job's completion, it looks at the log every millisecond when the end may
+// be near: in the first 30 ms after it was taken (a small fabric's whole
+// sweep) and once the sweep is in its last steps; every 5 ms otherwise (a
+// large fabric's sweep waiting on its MADs). The looks are counted through
+// the follower, and time is the watch's own: its naps added up, not the
+// clock's, so the test times nothing.
+func TestSweepWatchPolling(t *testing.T) {
+	tests := []struct {
+		name   string
+		logged string        // what the sweep logged before the wait
+		age    time.Duration // how long ago the watch was taken when it begins to wait
+		endAt  time.Duration // when, in the wait, OpenSM logs the sweep's end
+		every  time.Duration // how often the watch looks at the log meanwhile
+	}{
+		{"at once", "started", 0, 0, time.Millisecond},
+		{"small fabric", "started", 0, 300 * time.Microsecond, time.Millisecond},
+		{"small fabric's sweep", "started", 0, 7300 * time.Microsecond, time.Millisecond},
+		{"end of the fast window", "started", 0, 29 * time.Millisecond, time.Millisecond},
+		{"long sweep, its MADs", "started", 40 * time.Millisecond, 41 * time.Millisecond, 5 * time.Millisecond},
+		{"long sweep, its last steps", "last steps", 300 * time.Millisecond, 6700 * time.Microsecond, time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
 			w, path, rest := watchStartedSweep(t)
+			if tt.logged != "started" {
+				var steps string
+				steps, rest = cutAfterBox(t, rest, stepsLogged[tt.logged])
+				opensmtest.AppendLog(t, path, steps)
+			}
 			var slept time.Duration
+			var naps, firstNapLooks, quietLooks int
 			logged := false
+			w.now = func() time.Time { return w.taken.Add(tt.age + slept) }
 			w.nap = func(ctx context.Context, d time.Duration) error {
+				naps++
+				if naps == 1 {
+					firstNapLooks = w.tail.follower.looks
+				}
 				slept += d
-				if !logged && slept >= endAt {
+				if !logged && slept >= tt.endAt {
+					quietLooks = w.tail.follower.looks - firstNapLooks
 					opensmtest.AppendLog(t, path, rest) // OpenSM logs the rest of its sweep
 					logged = true
 				}
 				return ctx.Err()
 			}
-			looksBefore := w.tail.follower.looks
 			waitApplied(t, w)
 			if !logged {
 				t.Fatal("the watch ended before the sweep")
 			}
-			if late := slept - endAt; late > time.Millisecond {
-				t.Errorf("the sweep's end was read %s after it was logged, want within 1ms", late)
+			if late := slept - tt.endAt; late > tt.every {
+				t.Errorf("the sweep's end was read %s after it was logged, want at most %s", late, tt.every)
 			}
-			// A look a millisecond waited, and the first before any nap.
-			if looks, want := w.tail.follower.looks-looksBefore, 1+int(slept/time.Millisecond); looks < want {
-				t.Errorf("%d looks at the log in %s of waiting, want at least %d", looks, slept, want)
+			// While the log had nothing new, one look after each nap: as
+			// many as the naps of every tt.every until the end was logged.
+			wantNaps := max(1, int((tt.endAt+tt.every-1)/tt.every))
+			if quietLooks != wantNaps-1 {
+				t.Errorf("%d looks at the quiet log before its end at %s, want %d (one every %s)",
+					quietLooks, tt.endAt, wantNaps-1, tt.every)
 			}
 		})
 	}

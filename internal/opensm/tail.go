@@ -3,6 +3,7 @@ package opensm
 import (
 	"fmt"
 	"sync"
+	"time"
 )
 
 // Tail is the one reader of OpenSM's log for whoever needs what it says: it
@@ -96,7 +97,7 @@ func (t *Tail) watch(from Position) *SweepWatch {
 		f.state = feedIn
 	}
 	t.feeds[f] = struct{}{}
-	return &SweepWatch{tail: t, feed: f, nap: sleep}
+	return &SweepWatch{tail: t, feed: f, taken: time.Now(), now: time.Now, nap: sleep}
 }
 
 // unwatch ends a sweep watch.
