@@ -207,14 +207,14 @@ func TestWaitSweepAcrossRotation(t *testing.T) {
 }
 
 // sweepText splits a fixture at its position.
-func sweepText(t *testing.T, fixture string) (before, after string) {
+func sweepText(t testing.TB, fixture string) (before, after string) {
 	t.Helper()
 	log, offset := loadFixture(t, fixture)
 	return string(log[:offset]), string(log[offset:])
 }
 
 // cutAfterBox splits text after the box titled title.
-func cutAfterBox(t *testing.T, text, title string) (string, string) {
+func cutAfterBox(t testing.TB, text, title string) (string, string) {
 	t.Helper()
 	i := strings.Index(text, "* "+title+" *")
 	if i < 0 {
