@@ -51,22 +51,21 @@ func inodeOf(fi fs.FileInfo) uint64 {
 var ErrLogReset = errors.New("log truncated or replaced")
 
 // How often a follower looks at the file when it has read everything: a stat
-// and a read. Next waits this long between looks; so does a Tail's reader
-// that is not waiting for a sweep's end (the freeze watch, the gates).
+// and a read. Next waits this long between looks, and so does a SweepWatch
+// while the end of its sweep is not near.
 const pollInterval = 5 * time.Millisecond
 
-// How often a SweepWatch looks at the log while it waits for a sweep's end.
-// That end is on the path of every job's completion, and OpenSM logs it after
-// a quiet stretch (its Sets answered), which no poll that only speeds up when
-// data came would catch: read every 5 ms it was read 2.9 ms after OpenSM
-// logged it (median, 4 hosts), every 1 ms 0.6 ms, measured in
-// docs/performance.md. A look at a log with nothing new costs about 4 µs
-// besides the timer, so a 1,500-host sweep of 350 ms costs a few ms of CPU,
-// and only while a watch waits: an idle manager does not poll at this rate.
-// Waking on inotify of the log's directory instead was measured and dropped:
-// it read the end of a sweep sooner, but OpenSM's own sweep took longer beside
-// it (a wake-up for each of OpenSM's writes), and a change was faster with it
-// in only half of the interleaved pairs.
+// How often a SweepWatch looks at the log while the end of the sweep it waits
+// for may be near (SweepWatch.pollEvery says when). That end is on the path
+// of every job's completion, and OpenSM logs it after a quiet stretch (its
+// Sets answered), which a poll that sped up only while data came would not
+// catch: looked for every 5 ms, it was read 2.6-3.6 ms after OpenSM logged
+// it (median of an apply, 4 and 1,500 hosts), every 1 ms 0.5-0.9 ms
+// (docs/performance.md). Waking on inotify of the log's directory instead was
+// measured and dropped: it read the end of a sweep sooner, but OpenSM's own
+// sweep took longer beside it, and a change was faster with it in only half
+// of the interleaved pairs. A look is a read and two stats; an idle manager
+// makes none at this rate.
 const watchPollInterval = time.Millisecond
 
 // A message box's header line ("do_sweep:") without its title is waited for

@@ -129,7 +129,8 @@ type SweepWatch struct {
 	w      sweepWatch
 	waited time.Duration // the timeouts of the Waits so far
 	taken  time.Time     // when the watch was taken: just before the SIGHUP
-	// now and nap are time.Now and sleep; a test's follow time of its own.
+	// now and nap are time.Now and sleep, which a test replaces to keep
+	// time of its own.
 	now func() time.Time
 	nap func(ctx context.Context, d time.Duration) error
 }
@@ -140,8 +141,8 @@ type SweepWatch struct {
 // once the sweep is in its last steps (the links armed and made active, then
 // SUBNET UP: 0.3 ms on 4 hosts, 7 ms on 1,500). A large fabric's sweep waits
 // hundreds of milliseconds on its MADs before those steps, logging little:
-// looked at every millisecond throughout, it cost the manager 10 ms more CPU
-// a change on 1,500 hosts (measured in docs/performance.md).
+// looked at every millisecond throughout, it cost the manager 7-11 ms more
+// CPU a change on 1,500 hosts, 1-2 ms this way (docs/performance.md).
 const watchFastFor = 30 * time.Millisecond
 
 // pollEvery is how long the watch waits before it looks at the log again.
@@ -250,13 +251,13 @@ func (w *sweepWatch) observe(e Entry) (SweepResult, bool) {
 		w.noteEarlier(e)
 		return SweepResult{}, false
 	}
-	// A large fabric's sweep logs a VERBOSE line per port: each is split at
-	// its function name once, and compared by prefix, so that those lines
-	// cost no regular expression and no joined text.
 	if e.Title != "" && slices.Contains(lastSweepSteps, e.Title) {
 		w.ending = true
 		return SweepResult{}, false
 	}
+	// A large fabric's sweep logs a VERBOSE line per port: each is split at
+	// its function name once, and compared by prefix, so that those lines
+	// cost no regular expression and no joined text.
 	m := e.Message
 	_, rest, hasFunction := splitFunction(m)
 	code, _, isError := errorCode(rest)

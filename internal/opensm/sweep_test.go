@@ -474,3 +474,54 @@ func TestSweepWatchPolling(t *testing.T) {
 		})
 	}
 }
+
+// A sweep is in its last steps (the watch looks more often) from its links'
+// boxes to its end; a sweep that ended with errors is not, and neither is the
+// retry that replaces it until it reaches those steps in turn.
+func TestSweepWatchLastSteps(t *testing.T) {
+	_, sweep := sweepText(t, "errors-then-success.log")
+	tests := []struct {
+		name   string
+		upTo   func(t *testing.T) string // the log after the position so far
+		ending bool
+	}{
+		{"the sweep started", func(t *testing.T) string {
+			head, _ := cutAfterBox(t, sweep, titleHeavySweepStart)
+			return head
+		}, false},
+		{"its links armed", func(t *testing.T) string {
+			head, _ := cutAfterBox(t, sweep, "LINKS PORTS CONFIGURED - SET LINKS TO ARMED STATE")
+			return head
+		}, true},
+		{"its links made active", func(t *testing.T) string {
+			head, _ := cutAfterBox(t, sweep, "LINKS ARMED - SET LINKS TO ACTIVE STATE")
+			return head
+		}, true},
+		{"errors during initialization", func(t *testing.T) string { // the retry at the next tick
+			failed, _ := cutAfterBox(t, sweep, "ERRORS DURING INITIALIZATION")
+			return failed
+		}, false},
+		{"errors during initialization, the retry started", func(t *testing.T) string {
+			failed, retry := cutAfterBox(t, sweep, "ERRORS DURING INITIALIZATION")
+			head, _ := cutAfterBox(t, retry, titleHeavySweepStart)
+			return failed + head
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			entries, err := ParseLog(strings.NewReader(tt.upTo(t)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var w sweepWatch
+			for _, e := range entries {
+				if res, done := w.observe(e); done {
+					t.Fatalf("the sweep ended: %+v", res)
+				}
+			}
+			if w.ending != tt.ending {
+				t.Errorf("in its last steps: %v, want %v", w.ending, tt.ending)
+			}
+		})
+	}
+}
