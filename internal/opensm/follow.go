@@ -59,13 +59,14 @@ const pollInterval = 5 * time.Millisecond
 // for may be near (SweepWatch.pollEvery says when). That end is on the path
 // of every job's completion, and OpenSM logs it after a quiet stretch (its
 // Sets answered), which a poll that sped up only while data came would not
-// catch: looked for every 5 ms, it was read 2.6-3.6 ms after OpenSM logged
-// it (median of an apply, 4 and 1,500 hosts), every 1 ms 0.5-0.9 ms
-// (docs/performance.md). Waking on inotify of the log's directory instead was
-// measured and dropped: it read the end of a sweep sooner, but OpenSM's own
-// sweep took longer beside it, and a change was faster with it in only half
-// of the interleaved pairs. A look is a read and two stats; an idle manager
-// makes none at this rate.
+// catch: looked for every 5 ms, it was read 3.0 ms after OpenSM logged it
+// (median, 24 and 1,500 hosts), every 1 ms 0.8 ms. OpenSM's own sweep took
+// 0.7 ms longer beside a 1 ms poll, so that the end came 1.4 ms sooner in all
+// (docs/performance.md, (8)). Waking on inotify of the log's directory
+// instead was measured and dropped: it read the end of a sweep sooner, but
+// OpenSM's own sweep took longer beside it, and a change was faster with it
+// in only half of the interleaved pairs. A look is a read and two stats; an
+// idle manager makes none at this rate.
 const watchPollInterval = time.Millisecond
 
 // A message box's header line ("do_sweep:") without its title is waited for

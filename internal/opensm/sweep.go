@@ -142,7 +142,7 @@ type SweepWatch struct {
 // SUBNET UP: 0.3 ms on 4 hosts, 7 ms on 1,500). A large fabric's sweep waits
 // hundreds of milliseconds on its MADs before those steps, logging little:
 // looked at every millisecond throughout, it cost the manager 7-11 ms more
-// CPU a change on 1,500 hosts, 1-2 ms this way (docs/performance.md).
+// CPU a change on 1,500 hosts, about 1 ms this way (docs/performance.md).
 const watchFastFor = 30 * time.Millisecond
 
 // pollEvery is how long the watch waits before it looks at the log again.
