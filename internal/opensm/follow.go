@@ -62,8 +62,8 @@ const pollInterval = 5 * time.Millisecond
 // catch: looked for every 5 ms, it was read 2.9-3.3 ms after OpenSM logged
 // it (median, 24 and 1,500 hosts), every 1 ms 0.7-0.8 ms. OpenSM's own sweep
 // took 0.8 ms longer beside a 1 ms poll, so that the end came 1.4 ms sooner
-// in all, on a machine with spare cores; at a load of 5-13 on 2 cores no
-// change was faster (docs/performance.md, (8)). Waking on inotify of the log's directory
+// in all (load 3.6-5.7 on 2 cores); the changes, timed at load 4.5-13, were
+// not faster (docs/performance.md, (8)). Waking on inotify of the log's directory
 // instead was measured and dropped: it read the end of a sweep sooner, but
 // OpenSM's own sweep took longer beside it, and a change was faster with it
 // in only half of the interleaved pairs. A look is a read and two stats; an
