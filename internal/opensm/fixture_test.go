@@ -12,7 +12,7 @@ const positionToken = "<<<position>>>"
 
 // loadFixture returns a testdata log without its position token, and the
 // token's offset. A token alone on its line goes with its newline.
-func loadFixture(t *testing.T, name string) (log []byte, offset int64) {
+func loadFixture(t testing.TB, name string) (log []byte, offset int64) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {

@@ -207,14 +207,14 @@ func TestWaitSweepAcrossRotation(t *testing.T) {
 }
 
 // sweepText splits a fixture at its position.
-func sweepText(t *testing.T, fixture string) (before, after string) {
+func sweepText(t testing.TB, fixture string) (before, after string) {
 	t.Helper()
 	log, offset := loadFixture(t, fixture)
 	return string(log[:offset]), string(log[offset:])
 }
 
 // cutAfterBox splits text after the box titled title.
-func cutAfterBox(t *testing.T, text, title string) (string, string) {
+func cutAfterBox(t testing.TB, text, title string) (string, string) {
 	t.Helper()
 	i := strings.Index(text, "* "+title+" *")
 	if i < 0 {
@@ -401,4 +401,127 @@ func TestSweepWatchFollowsASweepAcrossRotationBetweenWaits(t *testing.T) {
 	}
 	opensmtest.AppendLog(t, path, tail)
 	waitApplied(t, w)
+}
+
+// stepsLogged are the parts of applied.log's heavy sweep that a watch has
+// seen when its wait begins, for the cases of TestSweepWatchPolling.
+var stepsLogged = map[string]string{
+	"started":    titleHeavySweepStart,
+	"last steps": "LINKS PORTS CONFIGURED - SET LINKS TO ARMED STATE",
+}
+
+// While a watch waits for the end of a sweep, which is on the path of every
+// job's completion, it looks at the log every millisecond when the end may
+// be near: in the first 30 ms after it was taken (a small fabric's whole
+// sweep) and once the sweep is in its last steps; every 5 ms otherwise (a
+// large fabric's sweep waiting on its MADs). The looks are counted through
+// the follower, and time is the watch's own: its naps added up, not the
+// clock's, so the test times nothing.
+func TestSweepWatchPolling(t *testing.T) {
+	tests := []struct {
+		name   string
+		logged string        // what the sweep logged before the wait
+		age    time.Duration // how long ago the watch was taken when it begins to wait
+		endAt  time.Duration // when, in the wait, OpenSM logs the sweep's end
+		every  time.Duration // how often the watch looks at the log meanwhile
+	}{
+		{"at once", "started", 0, 0, time.Millisecond},
+		{"small fabric", "started", 0, 300 * time.Microsecond, time.Millisecond},
+		{"small fabric's sweep", "started", 0, 7300 * time.Microsecond, time.Millisecond},
+		{"end of the fast window", "started", 0, 29 * time.Millisecond, time.Millisecond},
+		{"long sweep, its MADs", "started", 40 * time.Millisecond, 41 * time.Millisecond, 5 * time.Millisecond},
+		{"long sweep, its last steps", "last steps", 300 * time.Millisecond, 6700 * time.Microsecond, time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, path, rest := watchStartedSweep(t)
+			if tt.logged != "started" {
+				var steps string
+				steps, rest = cutAfterBox(t, rest, stepsLogged[tt.logged])
+				opensmtest.AppendLog(t, path, steps)
+			}
+			var slept time.Duration
+			var naps, firstNapLooks, quietLooks int
+			logged := false
+			w.now = func() time.Time { return w.taken.Add(tt.age + slept) }
+			w.nap = func(ctx context.Context, d time.Duration) error {
+				naps++
+				if naps == 1 {
+					firstNapLooks = w.tail.follower.looks
+				}
+				slept += d
+				if !logged && slept >= tt.endAt {
+					quietLooks = w.tail.follower.looks - firstNapLooks
+					opensmtest.AppendLog(t, path, rest) // OpenSM logs the rest of its sweep
+					logged = true
+				}
+				return ctx.Err()
+			}
+			waitApplied(t, w)
+			if !logged {
+				t.Fatal("the watch ended before the sweep")
+			}
+			if late := slept - tt.endAt; late > tt.every {
+				t.Errorf("the sweep's end was read %s after it was logged, want at most %s", late, tt.every)
+			}
+			// While the log had nothing new, one look after each nap: as
+			// many as the naps of every tt.every until the end was logged.
+			wantNaps := max(1, int((tt.endAt+tt.every-1)/tt.every))
+			if quietLooks != wantNaps-1 {
+				t.Errorf("%d looks at the quiet log before its end at %s, want %d (one every %s)",
+					quietLooks, tt.endAt, wantNaps-1, tt.every)
+			}
+		})
+	}
+}
+
+// A sweep is in its last steps (the watch looks more often) from its links'
+// boxes to its end; a sweep that ended with errors is not, and neither is the
+// retry that replaces it until it reaches those steps in turn.
+func TestSweepWatchLastSteps(t *testing.T) {
+	_, sweep := sweepText(t, "errors-then-success.log")
+	tests := []struct {
+		name   string
+		upTo   func(t *testing.T) string // the log after the position so far
+		ending bool
+	}{
+		{"the sweep started", func(t *testing.T) string {
+			head, _ := cutAfterBox(t, sweep, titleHeavySweepStart)
+			return head
+		}, false},
+		{"its links armed", func(t *testing.T) string {
+			head, _ := cutAfterBox(t, sweep, "LINKS PORTS CONFIGURED - SET LINKS TO ARMED STATE")
+			return head
+		}, true},
+		{"its links made active", func(t *testing.T) string {
+			head, _ := cutAfterBox(t, sweep, "LINKS ARMED - SET LINKS TO ACTIVE STATE")
+			return head
+		}, true},
+		{"errors during initialization", func(t *testing.T) string { // the retry at the next tick
+			failed, _ := cutAfterBox(t, sweep, "ERRORS DURING INITIALIZATION")
+			return failed
+		}, false},
+		{"errors during initialization, the retry started", func(t *testing.T) string {
+			failed, retry := cutAfterBox(t, sweep, "ERRORS DURING INITIALIZATION")
+			head, _ := cutAfterBox(t, retry, titleHeavySweepStart)
+			return failed + head
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			entries, err := ParseLog(strings.NewReader(tt.upTo(t)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var w sweepWatch
+			for _, e := range entries {
+				if res, done := w.observe(e); done {
+					t.Fatalf("the sweep ended: %+v", res)
+				}
+			}
+			if w.ending != tt.ending {
+				t.Errorf("in its last steps: %v, want %v", w.ending, tt.ending)
+			}
+		})
+	}
 }

@@ -97,7 +97,7 @@ func (t *Tail) watch(from Position) *SweepWatch {
 		f.state = feedIn
 	}
 	t.feeds[f] = struct{}{}
-	return &SweepWatch{tail: t, feed: f}
+	return &SweepWatch{tail: t, feed: f, taken: time.Now(), now: time.Now, nap: sleep}
 }
 
 // unwatch ends a sweep watch.
@@ -171,11 +171,4 @@ func (f *sweepFeed) offer(q queued, reset error) {
 		return // its header line was logged before the position
 	}
 	f.entries = append(f.entries, q.e)
-}
-
-// pollInterval is how often a sweep watch pumps the tail while it waits.
-func (t *Tail) pollInterval() time.Duration {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.follower.fastPoll
 }
