@@ -18,16 +18,9 @@ import (
 // lock, and the change would fail with SQLITE_BUSY after busy_timeout.
 func TestSnapshotTakesNoWriteLock(t *testing.T) {
 	ctx := context.Background()
-	e, err := Open(ctx, filepath.Join(t.TempDir(), "afm.db"), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if err := e.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e := openMigrated(ctx, t)
 	var before, during, after int64
-	err = e.InTx(ctx, driver.ReadOnly, func(q driver.Queries) error {
+	err := e.InTx(ctx, driver.ReadOnly, func(q driver.Queries) error {
 		var err error
 		if before, err = q.Revision(ctx, "default"); err != nil {
 			return err
@@ -97,14 +90,7 @@ func TestTemporaryStoreInMemory(t *testing.T) {
 // the jobs table on the path of every change's completion.
 func TestOpenJobsReadThroughStatusIndex(t *testing.T) {
 	ctx := context.Background()
-	e, err := Open(ctx, filepath.Join(t.TempDir(), "afm.db"), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if err := e.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e := openMigrated(ctx, t)
 	src, err := os.ReadFile(filepath.Join("..", "..", "..", "queries", "shared", "queries.sql"))
 	if err != nil {
 		t.Fatal(err)
@@ -134,4 +120,19 @@ func TestOpenJobsReadThroughStatusIndex(t *testing.T) {
 	if !strings.Contains(plan[0], "jobs_status_revision") {
 		t.Errorf("the open jobs' read: plan %q; want jobs read through jobs_status_revision", plan)
 	}
+}
+
+// openMigrated opens a new database in t's temporary directory, migrated;
+// it is closed when t ends.
+func openMigrated(ctx context.Context, t *testing.T) *Engine {
+	t.Helper()
+	e, err := Open(ctx, filepath.Join(t.TempDir(), "afm.db"), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if err := e.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return e
 }
