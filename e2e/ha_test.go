@@ -108,12 +108,15 @@ func startHACluster(t *testing.T, dbs []storetest.Database) *haCluster {
 // launch starts manager k with its OpenSM on SM HCA k.
 func (c *haCluster) launch(k int, db storetest.Database) *manager {
 	t := c.t
-	m := newManager(t, c.fabric, c.binary)
-	dir := m.dir
+	// The proxy listens before the manager's API address is picked: picked
+	// first (and released until the manager binds it), the port could be
+	// handed to the proxy, and the manager would fail to start.
 	u := must(url.Parse(db.URL))
 	proxy := newCutProxy(t, u.Host)
 	c.proxies = append(c.proxies, proxy)
 	u.Host = proxy.addr()
+	m := newManager(t, c.fabric, c.binary)
+	dir := m.dir
 	env, guid := c.fabric.SMEnv(k)
 	envFile := filepath.Join(dir, "opensm.env")
 	if err := os.WriteFile(envFile, []byte(strings.Join(env, "\n")+"\n"), 0o600); err != nil {
