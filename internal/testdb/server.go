@@ -1,6 +1,7 @@
 package testdb
 
 import (
+	"context"
 	"testing"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testenv"
@@ -12,4 +13,21 @@ import (
 func ServerURL(t testing.TB, env string) string {
 	t.Helper()
 	return testenv.Require(t, env, "starts a throwaway server")
+}
+
+// Fresh is a new, empty database on the server a test finds in env (see
+// ServerURL), named prefix and random digits; it is dropped when t ends.
+func Fresh(t testing.TB, env, prefix string) Database {
+	t.Helper()
+	server := ServerURL(t, env)
+	name, err := RandomName(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := Create(t.Context(), server, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = Drop(context.Background(), server, name) })
+	return db
 }

@@ -87,16 +87,7 @@ func checkJobWithPlaces(t *testing.T, e *Engine, n int) {
 func openMigrated(t *testing.T, dsnParams string) *Engine {
 	t.Helper()
 	ctx := t.Context()
-	server := testdb.ServerURL(t, "AFM_TEST_MYSQL_URL")
-	name, err := testdb.RandomName("afm_places_")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := testdb.Create(ctx, server, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = testdb.Drop(context.Background(), server, name) })
+	db := testdb.Fresh(t, "AFM_TEST_MYSQL_URL", "afm_places_")
 	dsn := db.DSN
 	if dsnParams != "" {
 		sep := "?"

@@ -41,16 +41,7 @@ func init() {
 // the COMMIT), not five. A transaction that ran no query sends nothing.
 func TestReadTxBeginsWithItsFirstQuery(t *testing.T) {
 	ctx := t.Context()
-	server := testdb.ServerURL(t, "AFM_TEST_MYSQL_URL")
-	name, err := testdb.RandomName("afm_readtx_")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := testdb.Create(ctx, server, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = testdb.Drop(context.Background(), server, name) })
+	db := testdb.Fresh(t, "AFM_TEST_MYSQL_URL", "afm_readtx_")
 	e, err := Open(ctx, strings.Replace(db.DSN, "@tcp(", "@afm-counted(", 1), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

@@ -31,16 +31,7 @@ func (c countingConn) Write(b []byte) (int, error) {
 // not four. A transaction that ran no query sends nothing.
 func TestReadTxBeginsWithItsFirstQuery(t *testing.T) {
 	ctx := t.Context()
-	server := testdb.ServerURL(t, "AFM_TEST_POSTGRES_URL")
-	name, err := testdb.RandomName("afm_readtx_")
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := testdb.Create(ctx, server, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = testdb.Drop(context.Background(), server, name) })
+	db := testdb.Fresh(t, "AFM_TEST_POSTGRES_URL", "afm_readtx_")
 	e := countingEngine(t, db.DSN)
 	if err := e.Migrate(ctx); err != nil {
 		t.Fatal(err)
