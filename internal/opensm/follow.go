@@ -59,11 +59,10 @@ const pollInterval = 5 * time.Millisecond
 // for may be near (SweepWatch.pollEvery says when). That end is on the path
 // of every job's completion, and OpenSM logs it after a quiet stretch (its
 // Sets answered), which a poll that sped up only while data came would not
-// catch: looked for every 5 ms, it was read 2.9-3.3 ms after OpenSM logged
-// it (median, 24 and 1,500 hosts), every 1 ms 0.7-0.8 ms. OpenSM's own sweep
-// took 0.8 ms longer beside a 1 ms poll, so that the end came 1.4 ms sooner
-// in all (load 3.6-5.7 on 2 cores); the changes, timed at load 4.5-13, were
-// not faster (docs/performance.md, (8)). Waking on inotify of the log's directory
+// catch: looked for every 5 ms, it was read about 3 ms after OpenSM logged it
+// (median), every 1 ms under 1 ms. OpenSM's own sweep takes 0.4-0.8 ms longer
+// beside the faster poll on 2 cores; a change still completes sooner
+// (docs/performance.md, (8)). Waking on inotify of the log's directory
 // instead was measured and dropped: it read the end of a sweep sooner, but
 // OpenSM's own sweep took longer beside it, and a change was faster with it
 // in only half of the interleaved pairs. A look is a read and two stats; an
