@@ -149,17 +149,6 @@ func (q *Queries) CountJobsByStatus(ctx context.Context, argFabric string) ([]Co
 	return items, nil
 }
 
-const countMembers = `-- name: CountMembers :one
-SELECT count(*) FROM ports WHERE fabric = ? AND guid IS NOT NULL
-`
-
-func (q *Queries) CountMembers(ctx context.Context, argFabric string) (int64, error) {
-	row := q.db.QueryRowContext(ctx, countMembers, argFabric)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
 const countMembersByNetwork = `-- name: CountMembersByNetwork :many
 SELECT network_id, count(*) AS n FROM ports WHERE fabric = ? AND guid IS NOT NULL GROUP BY network_id
 `
@@ -190,17 +179,6 @@ func (q *Queries) CountMembersByNetwork(ctx context.Context, argFabric string) (
 		return nil, err
 	}
 	return items, nil
-}
-
-const countNetworks = `-- name: CountNetworks :one
-SELECT count(*) FROM networks WHERE fabric = ?
-`
-
-func (q *Queries) CountNetworks(ctx context.Context, argFabric string) (int64, error) {
-	row := q.db.QueryRowContext(ctx, countNetworks, argFabric)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
 }
 
 const deleteNetwork = `-- name: DeleteNetwork :execrows

@@ -54,14 +54,8 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.countKubernetesMembersOfPKeyStmt, err = db.PrepareContext(ctx, countKubernetesMembersOfPKey); err != nil {
 		return nil, fmt.Errorf("error preparing query CountKubernetesMembersOfPKey: %w", err)
 	}
-	if q.countMembersStmt, err = db.PrepareContext(ctx, countMembers); err != nil {
-		return nil, fmt.Errorf("error preparing query CountMembers: %w", err)
-	}
 	if q.countMembersByNetworkStmt, err = db.PrepareContext(ctx, countMembersByNetwork); err != nil {
 		return nil, fmt.Errorf("error preparing query CountMembersByNetwork: %w", err)
-	}
-	if q.countNetworksStmt, err = db.PrepareContext(ctx, countNetworks); err != nil {
-		return nil, fmt.Errorf("error preparing query CountNetworks: %w", err)
 	}
 	if q.deleteAdoptedPartitionStmt, err = db.PrepareContext(ctx, deleteAdoptedPartition); err != nil {
 		return nil, fmt.Errorf("error preparing query DeleteAdoptedPartition: %w", err)
@@ -409,19 +403,9 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing countKubernetesMembersOfPKeyStmt: %w", cerr)
 		}
 	}
-	if q.countMembersStmt != nil {
-		if cerr := q.countMembersStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing countMembersStmt: %w", cerr)
-		}
-	}
 	if q.countMembersByNetworkStmt != nil {
 		if cerr := q.countMembersByNetworkStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing countMembersByNetworkStmt: %w", cerr)
-		}
-	}
-	if q.countNetworksStmt != nil {
-		if cerr := q.countNetworksStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing countNetworksStmt: %w", cerr)
 		}
 	}
 	if q.deleteAdoptedPartitionStmt != nil {
@@ -958,9 +942,7 @@ type Queries struct {
 	countJobsByStatusStmt             *sql.Stmt
 	countKubernetesMembersStmt        *sql.Stmt
 	countKubernetesMembersOfPKeyStmt  *sql.Stmt
-	countMembersStmt                  *sql.Stmt
 	countMembersByNetworkStmt         *sql.Stmt
-	countNetworksStmt                 *sql.Stmt
 	deleteAdoptedPartitionStmt        *sql.Stmt
 	deleteAppliesBeforeStmt           *sql.Stmt
 	deleteConfirmedHostsStmt          *sql.Stmt
@@ -1074,9 +1056,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		countJobsByStatusStmt:             q.countJobsByStatusStmt,
 		countKubernetesMembersStmt:        q.countKubernetesMembersStmt,
 		countKubernetesMembersOfPKeyStmt:  q.countKubernetesMembersOfPKeyStmt,
-		countMembersStmt:                  q.countMembersStmt,
 		countMembersByNetworkStmt:         q.countMembersByNetworkStmt,
-		countNetworksStmt:                 q.countNetworksStmt,
 		deleteAdoptedPartitionStmt:        q.deleteAdoptedPartitionStmt,
 		deleteAppliesBeforeStmt:           q.deleteAppliesBeforeStmt,
 		deleteConfirmedHostsStmt:          q.deleteConfirmedHostsStmt,

@@ -128,17 +128,6 @@ func (q *Queries) CountJobsByStatus(ctx context.Context, argFabric string) ([]Co
 	return items, nil
 }
 
-const countMembers = `-- name: CountMembers :one
-SELECT count(*) FROM ports WHERE fabric = ?1 AND guid IS NOT NULL
-`
-
-func (q *Queries) CountMembers(ctx context.Context, argFabric string) (int64, error) {
-	row := q.queryRow(ctx, q.countMembersStmt, countMembers, argFabric)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
 const countMembersByNetwork = `-- name: CountMembersByNetwork :many
 SELECT network_id, count(*) AS n FROM ports WHERE fabric = ?1 AND guid IS NOT NULL GROUP BY network_id
 `
@@ -169,17 +158,6 @@ func (q *Queries) CountMembersByNetwork(ctx context.Context, argFabric string) (
 		return nil, err
 	}
 	return items, nil
-}
-
-const countNetworks = `-- name: CountNetworks :one
-SELECT count(*) FROM networks WHERE fabric = ?1
-`
-
-func (q *Queries) CountNetworks(ctx context.Context, argFabric string) (int64, error) {
-	row := q.queryRow(ctx, q.countNetworksStmt, countNetworks, argFabric)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
 }
 
 const deleteNetwork = `-- name: DeleteNetwork :execrows

@@ -51,17 +51,9 @@ func (q countingQueries) ListNetworksSince(ctx context.Context, f string, rev in
 	q.saw("ListNetworksSince")
 	return q.Queries.ListNetworksSince(ctx, f, rev)
 }
-func (q countingQueries) CountNetworks(ctx context.Context, f string) (int64, error) {
-	q.saw("CountNetworks")
-	return q.Queries.CountNetworks(ctx, f)
-}
 func (q countingQueries) ListPortsSince(ctx context.Context, f string, rev int64) ([]driver.Port, error) {
 	q.saw("ListPortsSince")
 	return q.Queries.ListPortsSince(ctx, f, rev)
-}
-func (q countingQueries) CountMembers(ctx context.Context, f string) (int64, error) {
-	q.saw("CountMembers")
-	return q.Queries.CountMembers(ctx, f)
 }
 func (q countingQueries) CountMembersByNetwork(ctx context.Context, f string) ([]driver.CountMembersByNetworkRow, error) {
 	q.saw("CountMembersByNetwork")

@@ -78,17 +78,11 @@ DELETE FROM ports WHERE network_id = sqlc.arg(network_id) AND fabric = sqlc.arg(
 -- name: ListNetworksSince :many
 SELECT * FROM networks WHERE fabric = sqlc.arg(fabric) AND revision >= sqlc.arg(revision);
 
--- name: CountNetworks :one
-SELECT count(*) FROM networks WHERE fabric = sqlc.arg(fabric);
-
 -- name: ListPortsSince :many
 SELECT * FROM ports WHERE fabric = sqlc.arg(fabric) AND revision >= sqlc.arg(revision);
 
 -- name: ListPortsOfNetwork :many
 SELECT * FROM ports WHERE network_id = sqlc.arg(network_id) AND fabric = sqlc.arg(fabric);
-
--- name: CountMembers :one
-SELECT count(*) FROM ports WHERE fabric = sqlc.arg(fabric) AND guid IS NOT NULL;
 
 -- name: CountMembersByNetwork :many
 SELECT network_id, count(*) AS n FROM ports WHERE fabric = sqlc.arg(fabric) AND guid IS NOT NULL GROUP BY network_id;

@@ -75,17 +75,11 @@ DELETE FROM ports WHERE network_id = @network_id AND fabric = @fabric;
 -- name: ListNetworksSince :many
 SELECT * FROM networks WHERE fabric = @fabric AND revision >= @revision;
 
--- name: CountNetworks :one
-SELECT count(*) FROM networks WHERE fabric = @fabric;
-
 -- name: ListPortsSince :many
 SELECT * FROM ports WHERE fabric = @fabric AND revision >= @revision;
 
 -- name: ListPortsOfNetwork :many
 SELECT * FROM ports WHERE network_id = @network_id AND fabric = @fabric;
-
--- name: CountMembers :one
-SELECT count(*) FROM ports WHERE fabric = @fabric AND guid IS NOT NULL;
 
 -- name: CountMembersByNetwork :many
 SELECT network_id, count(*) AS n FROM ports WHERE fabric = @fabric AND guid IS NOT NULL GROUP BY network_id;

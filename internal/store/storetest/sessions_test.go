@@ -40,7 +40,7 @@ func TestSessionsTheServerEndedCostNoRequest(t *testing.T) {
 				errs <- e.InTx(ctx, driver.ReadOnly, func(q driver.Queries) error {
 					inside.Done()
 					inside.Wait()
-					_, err := q.CountNetworks(ctx, "default")
+					_, err := q.Revision(ctx, "default")
 					return err
 				})
 			}()
@@ -57,7 +57,7 @@ func TestSessionsTheServerEndedCostNoRequest(t *testing.T) {
 			t.Fatalf("the server ended %d sessions, want at least the %d used at once", n, sessions)
 		}
 		for i := range sessions + 1 {
-			if _, err := e.Queries(ctx).CountNetworks(ctx, "default"); err != nil {
+			if _, err := e.Queries(ctx).Revision(ctx, "default"); err != nil {
 				t.Errorf("request %d after the server ended the pool's sessions: %v", i+1, err)
 			}
 		}
