@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
@@ -131,8 +132,9 @@ type resultSet struct {
 // answers is a database/sql database whose connections answer a query with
 // the result set its context carries (answerKey), or with its error: what
 // lets sqlc's code, which reads *sql.Rows and *sql.Row, read a result set of
-// a batch as it reads a query's own. It never connects anywhere.
-var answers = sql.OpenDB(answerConnector{})
+// a batch as it reads a query's own. It never connects anywhere, and is
+// opened at its first use.
+var answers = sync.OnceValue(func() *sql.DB { return sql.OpenDB(answerConnector{}) })
 
 type answerKey struct{}
 
@@ -216,7 +218,7 @@ func (r *recorder) QueryContext(_ context.Context, query string, args ...any) (*
 
 func (r *recorder) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	r.take(query, args)
-	return answers.QueryRowContext(context.WithValue(ctx, answerKey{}, answer{err: driver.ErrBatchQueried}), query)
+	return answers().QueryRowContext(context.WithValue(ctx, answerKey{}, answer{err: driver.ErrBatchQueried}), query)
 }
 
 // replay is a mysqldb.DBTX that answers one read's one query with its result
@@ -248,11 +250,11 @@ func (r *replay) PrepareContext(context.Context, string) (*sql.Stmt, error) {
 }
 
 func (r *replay) QueryContext(ctx context.Context, query string, _ ...any) (*sql.Rows, error) {
-	return answers.QueryContext(r.answer(ctx, query), query)
+	return answers().QueryContext(r.answer(ctx, query), query)
 }
 
 func (r *replay) QueryRowContext(ctx context.Context, query string, _ ...any) *sql.Row {
-	return answers.QueryRowContext(r.answer(ctx, query), query)
+	return answers().QueryRowContext(r.answer(ctx, query), query)
 }
 
 var _ driver.BatchReader = (*Engine)(nil)
