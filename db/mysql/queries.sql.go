@@ -445,7 +445,8 @@ func (q *Queries) GetPort(ctx context.Context, id string) (Port, error) {
 const getPortChangeRows = `-- name: GetPortChangeRows :many
 SELECT n.id, n.name, n.network_type, n.physical_network, n.pkey, n.managed, n.revision,
        p.id AS port_id, p.network_id AS port_network_id, p.guid AS port_guid, p.host AS port_host,
-       n.fabric, p.fabric AS port_fabric, p.revision AS port_revision
+       n.fabric, p.fabric AS port_fabric, p.revision AS port_revision,
+       CAST((SELECT count(*) FROM adopted_partitions a WHERE a.fabric = n.fabric) AS SIGNED) AS adopted
 FROM networks n LEFT JOIN ports p ON p.id = ? OR (p.fabric = ? AND p.guid = ?)
 WHERE n.id = ?
 `
@@ -472,12 +473,15 @@ type GetPortChangeRowsRow struct {
 	Fabric          string
 	PortFabric      *string
 	PortRevision    *int64
+	Adopted         int64
 }
 
 // The network of a port change, with the port recorded under this id and
 // the port holding this GUID (the same row, or two; neither: one row whose
 // port columns are NULL): every row a port change reads, in one round trip,
 // while it holds the revision's row lock. No row: the network is not recorded.
+// adopted counts the fabric's adopted partitions, which the change reads only
+// when there are some (store.releaseGUIDs).
 func (q *Queries) GetPortChangeRows(ctx context.Context, arg GetPortChangeRowsParams) ([]GetPortChangeRowsRow, error) {
 	rows, err := q.db.QueryContext(ctx, getPortChangeRows,
 		arg.PortID,
@@ -507,6 +511,7 @@ func (q *Queries) GetPortChangeRows(ctx context.Context, arg GetPortChangeRowsPa
 			&i.Fabric,
 			&i.PortFabric,
 			&i.PortRevision,
+			&i.Adopted,
 		); err != nil {
 			return nil, err
 		}

@@ -368,6 +368,9 @@ func writeAdopted(ctx context.Context, tx *changeTx, st partitions.Statement, ch
 // that gives them an owner (a port, a Kubernetes pkey): the pkeys they are
 // released from, for the change's job.
 func releaseGUIDs(ctx context.Context, tx *changeTx, guids []fabric.GUID, rev int64) ([]fabric.PKey, error) {
+	if tx.noAdopted {
+		return nil, nil // a round trip less for a port change where nothing is adopted
+	}
 	list, err := listAdopted(ctx, tx.fabric, tx.q)
 	if err != nil || list == nil {
 		return nil, err

@@ -31,6 +31,10 @@ type changeTx struct {
 	// reuse is the job a change that changes nothing is answered with
 	// (unchanged.go): record inserts none.
 	reuse *Job
+	// noAdopted: the change found the fabric without adopted partitions
+	// under the revision's lock (GetPortChange), so releaseGUIDs has none
+	// to read (adopted.go).
+	noAdopted bool
 }
 
 // promise states places the change touches and what each must hold once

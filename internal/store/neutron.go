@@ -423,8 +423,12 @@ func samePort(p Port, st portState) bool {
 // that is not known is refused.
 func (s *Store) readPortState(ctx context.Context, tx *changeTx, c PortChange, embedded *Network) (st portState, known bool, err error) {
 	p := c.Port
-	n, before, holder, fabrics, err := tx.GetPortChange(ctx, p.NetworkID, p.ID, p.GUID)
+	n, before, holder, fabrics, adopted, err := tx.GetPortChange(ctx, p.NetworkID, p.ID, p.GUID)
 	if err == nil {
+		// Read under the revision's lock, which every change of the
+		// adopted partitions takes too: none can appear before this
+		// change's releaseGUIDs, which then need not read them.
+		tx.noAdopted = adopted == 0
 		// Its network's physical network given to another fabric since it
 		// was recorded: recorded here, the port would join a partition of
 		// the wrong subnet, or none.

@@ -67,16 +67,17 @@ func (t tx) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID
 // when there is none): ErrNotFound when the network is not recorded.
 //
 // fabrics are the network's fabric and the fabric of the port recorded as
-// portID ("" when there is none).
-func (t tx) GetPortChange(ctx context.Context, networkID, portID string, guid *fabric.GUID) (n Network, before, holder *Port, fabrics [2]string, err error) {
+// portID ("" when there is none); adopted counts the fabric's adopted
+// partitions.
+func (t tx) GetPortChange(ctx context.Context, networkID, portID string, guid *fabric.GUID) (n Network, before, holder *Port, fabrics [2]string, adopted int64, err error) {
 	rows, err := t.q.GetPortChangeRows(ctx, t.fabric, portID, guid, networkID)
 	if err != nil {
-		return Network{}, nil, nil, fabrics, err
+		return Network{}, nil, nil, fabrics, 0, err
 	}
 	if len(rows) == 0 {
-		return Network{}, nil, nil, fabrics, ErrNotFound
+		return Network{}, nil, nil, fabrics, 0, ErrNotFound
 	}
-	fabrics[0] = rows[0].Fabric
+	fabrics[0], adopted = rows[0].Fabric, rows[0].Adopted
 	r := rows[0]
 	n = Network{ID: r.ID, Name: r.Name, Type: r.NetworkType, PhysicalNetwork: r.PhysicalNetwork,
 		PKey: r.Pkey, Managed: r.Managed, Revision: r.Revision}
@@ -95,7 +96,7 @@ func (t tx) GetPortChange(ctx context.Context, networkID, portID string, guid *f
 			holder = p
 		}
 	}
-	return n, before, holder, fabrics, nil
+	return n, before, holder, fabrics, adopted, nil
 }
 
 func (t tx) UpsertPort(ctx context.Context, p Port, now time.Time) error {

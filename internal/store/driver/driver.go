@@ -142,6 +142,23 @@ type Driver interface {
 	Close() error
 }
 
+// BatchReader is an engine that sends a read-only transaction's independent
+// queries together: its beginning, the queries and its end in one round
+// trip (PostgreSQL's pipeline), where InTx sends each query when the one
+// before has answered.
+type BatchReader interface {
+	// ReadBatch runs reads in one read-only transaction, isolated as InTx's
+	// ReadOnly. Each read makes exactly one query, whose statement and
+	// arguments depend on nothing another read returns: ReadBatch calls each
+	// read once to learn its query (its queries answer ErrBatchQueried), then
+	// again, in order, with the query's answer.
+	ReadBatch(ctx context.Context, reads ...func(q Queries) error) error
+}
+
+// ErrBatchQueried is what a query answers while ReadBatch learns a read's
+// query: the read returns it, as it would any error of its query.
+var ErrBatchQueried = errors.New("query taken into a batch, not yet sent")
+
 // Lock is the applier lock, held on a connection of its own.
 //
 // The lock's session ends on the server once idle for LockSessionIdle: its

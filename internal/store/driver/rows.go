@@ -205,6 +205,8 @@ type GetPortChangeRowsRow struct {
 	Fabric          string
 	PortFabric      *string
 	PortRevision    *int64
+	// Adopted counts the fabric's adopted partitions.
+	Adopted int64
 }
 
 // SnapshotHeadRow is SnapshotHead's row.

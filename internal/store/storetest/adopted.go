@@ -27,6 +27,7 @@ var adoptedTests = []storeTest{
 	{"KubernetesTakeOverAndDeletion", testAdoptedKubernetes},
 	{"KubernetesTakeOverSaysHowTheFlagsChange", testAdoptedKubernetesFlags},
 	{"ReleaseRacingAPortOfTheSameGUID", testReleaseRacesPort},
+	{"AdoptionRacingAPortOfTheSameGUID", testAdoptionRacesPort},
 	{"TwoAdoptionsAtOnce", testTwoAdoptions},
 }
 
@@ -297,6 +298,51 @@ func testReleaseRacesPort(t *testing.T, s *store.Store) {
 		}
 		if !held {
 			t.Errorf("round %d: the port does not hold GUID %x", round, g)
+		}
+	}
+}
+
+// A port change reads the adopted partitions only when its rows count some
+// (store.releaseGUIDs): an adoption of its GUID committed at the same moment,
+// on a fabric that adopts nothing else, is either seen and released by the
+// port's change, or finds the GUID owned and skips it. Never both the port
+// and the adopted partition hold it.
+func testAdoptionRacesPort(t *testing.T, s *store.Store) {
+	for round := range 6 {
+		pkey := fabric.PKey(0x30 + round)
+		net := fmt.Sprintf("%08d-0000-4000-8000-00000000ad00", round)
+		g := uint64(adoptedA + 0x10*round)
+		addNetwork(t, s, net, int64(0x40+round))
+		var wg sync.WaitGroup
+		var portErr, adoptErr error
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, portErr = addPort(t, s, "port-"+net, net, g)
+		}()
+		go func() {
+			defer wg.Done()
+			st, err := partitions.ParseStatement(fmt.Sprintf("r%d=%s : 0x%016x=full, 0x%016x=full ;", round, pkey, g, g+1))
+			if err == nil {
+				_, err = s.AdoptPartitions(t.Context(), store.Adoption{CreatedBy: "operator", Partitions: []partitions.Statement{st}})
+			}
+			adoptErr = err
+		}()
+		wg.Wait()
+		if portErr != nil || adoptErr != nil {
+			t.Fatalf("round %d: port %v, adoption %v", round, portErr, adoptErr)
+		}
+		for _, m := range adoptedMembers(t, s) {
+			if strings.Contains(m, fabric.GUID(g).String()) {
+				t.Errorf("round %d: GUID %x adopted (%s) beside its port", round, g, m)
+			}
+		}
+		// The next round starts on a fabric that adopts nothing again.
+		if _, err := s.ReleaseAdoptedMembers(t.Context(), store.AdoptedRelease{PKey: pkey}); err != nil {
+			t.Fatal(err)
+		}
+		if left := adoptedMembers(t, s); len(left) != 0 {
+			t.Fatalf("round %d: adopted after the release: %v", round, left)
 		}
 	}
 }

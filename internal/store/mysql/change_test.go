@@ -1,0 +1,36 @@
+package mysql
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// A port POST where nothing is adopted costs five commands on a pipelined
+// connection: the subnet managers' ports (read before the change), START
+// TRANSACTION with the revision's UPDATE, the change's rows (with the count
+// of adopted partitions, so that none are read), the job's insert with the
+// port's write, the COMMIT. Six before the count came with the rows.
+func TestPortChangeRoundTrips(t *testing.T) {
+	ctx := t.Context()
+	e := countedEngine(t, "afm_change_")
+	s := store.New(e, store.Rules{PhysicalNetworks: []string{"ib"}})
+	net, vlan := "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73", int64(101)
+	if _, err := s.RecordNetwork(ctx, store.NetworkChange{Network: store.NetworkSpec{ID: net, Name: "n", Type: "vlan",
+		PhysicalNetwork: "ib", SegmentationID: &vlan}, Operation: store.OpCreateNetwork, CreatedBy: "test", Request: "{}"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		g := fabric.GUID(0x0002c90300000001 + uint64(i))
+		counted.Store(0)
+		if _, err := s.RecordPort(ctx, store.PortChange{Port: store.Port{ID: fmt.Sprintf("p%d", i), NetworkID: net, GUID: &g, Host: "h1"},
+			DeviceOwner: "compute:nova", Operation: store.OpAddPort, CreatedBy: "test", Request: "{}"}); err != nil {
+			t.Fatal(err)
+		}
+		if n := counted.Load(); n != 5 {
+			t.Errorf("a port POST sent %d commands, want 5", n)
+		}
+	}
+}

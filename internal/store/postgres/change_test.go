@@ -1,0 +1,41 @@
+package postgres
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testdb"
+)
+
+// A port POST where nothing is adopted costs five round trips: the
+// subnet managers' ports (read before the change), the BEGIN with the
+// revision's UPDATE, the change's rows (with the count of adopted
+// partitions, so that none are read), the job's insert with the port's
+// write, the COMMIT. Six before the count came with the rows.
+func TestPortChangeRoundTrips(t *testing.T) {
+	ctx := t.Context()
+	db := testdb.Fresh(t, "AFM_TEST_POSTGRES_URL", "afm_change_")
+	e := countingEngine(t, db.DSN)
+	if err := e.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := store.New(e.Engine, store.Rules{PhysicalNetworks: []string{"ib"}})
+	net, vlan := "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73", int64(101)
+	if _, err := s.RecordNetwork(ctx, store.NetworkChange{Network: store.NetworkSpec{ID: net, Name: "n", Type: "vlan",
+		PhysicalNetwork: "ib", SegmentationID: &vlan}, Operation: store.OpCreateNetwork, CreatedBy: "test", Request: "{}"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 { // the first ones prepare the statements
+		g := fabric.GUID(0x0002c90300000001 + uint64(i))
+		e.writes.Store(0)
+		if _, err := s.RecordPort(ctx, store.PortChange{Port: store.Port{ID: fmt.Sprintf("p%d", i), NetworkID: net, GUID: &g, Host: "h1"},
+			DeviceOwner: "compute:nova", Operation: store.OpAddPort, CreatedBy: "test", Request: "{}"}); err != nil {
+			t.Fatal(err)
+		}
+		if n := e.writes.Load(); i == 2 && n != 5 {
+			t.Errorf("a port POST sent %d times, want 5", n)
+		}
+	}
+}
