@@ -41,12 +41,13 @@ type Engine struct {
 }
 
 // Open connects to the database at dsn (a postgres:// URL).
-func Open(ctx context.Context, dsn string, log *slog.Logger) (*Engine, error) {
+func Open(ctx context.Context, dsn string, log *slog.Logger, opts ...driver.Option) (*Engine, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	cfg.PrepareConn = dropClosedIdle
+	idleTransaction(cfg.ConnConfig.RuntimeParams, driver.OptionsOf(opts...).IdleTransaction)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -56,6 +57,24 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Engine, error) {
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
 	return &Engine{dsn: dsn, pool: pool, q: pgdb.New(pool), log: log}, nil
+}
+
+// idleTransactionParam is the setting that has the server end a session
+// idle inside a transaction (PostgreSQL 9.6 and later).
+const idleTransactionParam = "idle_in_transaction_session_timeout"
+
+// idleTransaction sets, among a connection's startup parameters (params),
+// the server's bound on a session idle inside a transaction to idle
+// (driver.Options.IdleTransaction), unless the DSN sets it, as a parameter of
+// its own or in options. The fence takes no lock here, but a session cut off
+// inside a change keeps its rows' locks (a job's, the revision's) until the
+// server's TCP keepalive notices (2 hours by default): the next leader's
+// completion of those jobs, and every change, would wait as long.
+func idleTransaction(params map[string]string, idle time.Duration) {
+	if _, set := params[idleTransactionParam]; set || idle <= 0 || strings.Contains(params["options"], idleTransactionParam) {
+		return
+	}
+	params[idleTransactionParam] = fmt.Sprint(idle.Milliseconds())
 }
 
 func (e *Engine) Name() string { return "postgres" }
