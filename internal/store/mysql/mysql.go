@@ -53,6 +53,8 @@ type Engine struct {
 	dbName   string
 	// pipelined: change transactions hold statements back (driver.HeldChangeTx).
 	pipelined bool
+	// pause is a test hook's (driver.PauseAfterCompletion); nil in production.
+	pause func(ctx context.Context)
 
 	// MariaDB has no LISTEN: Wake fires after the changes this process
 	// commits; other replicas' changes are found by polling.
@@ -118,7 +120,8 @@ func Open(ctx context.Context, dsn string, log *slog.Logger, opts ...driver.Opti
 		pipelined = false
 	}
 	q := mysqldb.New(db)
-	return &Engine{db: db, q: q, log: log, lockName: applierLock(cfg.DBName), dbName: cfg.DBName, pipelined: pipelined}, nil
+	return &Engine{db: db, q: q, log: log, lockName: applierLock(cfg.DBName), dbName: cfg.DBName, pipelined: pipelined,
+		pause: driver.PauseAfterCompletion(log)}, nil
 }
 
 // openForServer opens the pool with the session variables the server calls
@@ -338,7 +341,7 @@ func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) err
 		// The connection cannot send several statements in one query
 		// (see pipelined): each goes on its own.
 		err = driver.InSQLTx(ctx, e.db, nil, func(tx *sql.Tx) error {
-			return fn(driver.PlainChangeTx{Queries: newQueries(tx), SQLSavepoints: driver.SQLSavepoints{Tx: tx}})
+			return fn(driver.PlainChangeTx{Queries: driver.Paused(newQueries(tx), e.pause), SQLSavepoints: driver.SQLSavepoints{Tx: tx}})
 		})
 	}
 	if err == nil {
@@ -362,7 +365,7 @@ func (e *Engine) inHeldTx(ctx context.Context, fn func(tx driver.ChangeTx) error
 	defer conn.Close()
 	p := &pipeline{tx: conn}
 	p.held.Hold("START TRANSACTION")
-	c := driver.HeldChangeTx{Queries: newQueries(p), Deferred: newQueries(later{p}), Pipeline: p,
+	c := driver.HeldChangeTx{Queries: driver.Paused(newQueries(p), e.pause), Deferred: newQueries(later{p}), Pipeline: p,
 		HeldSavepoints: driver.HeldSavepoints{Held: &p.held, Exec: func(ctx context.Context, sql string) error {
 			_, err := conn.ExecContext(ctx, sql)
 			return err

@@ -38,6 +38,8 @@ type Engine struct {
 	pool *pgxpool.Pool
 	q    *pgdb.Queries
 	log  *slog.Logger
+	// pause is a test hook's (driver.PauseAfterCompletion); nil in production.
+	pause func(ctx context.Context)
 }
 
 // Open connects to the database at dsn (a postgres:// URL).
@@ -56,7 +58,7 @@ func Open(ctx context.Context, dsn string, log *slog.Logger, opts ...driver.Opti
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
-	return &Engine{dsn: dsn, pool: pool, q: pgdb.New(pool), log: log}, nil
+	return &Engine{dsn: dsn, pool: pool, q: pgdb.New(pool), log: log, pause: driver.PauseAfterCompletion(log)}, nil
 }
 
 // idleTransactionParam is the setting that has the server end a session
@@ -167,7 +169,7 @@ func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) err
 	// transactions, which release each savepoint in a round trip of its own,
 	// held back, with the writes made through Later, to go in one batch with
 	// the next statement.
-	c := driver.HeldChangeTx{Queries: queries{pgdb.New(p)}, Deferred: queries{pgdb.New(later{p})}, Pipeline: p,
+	c := driver.HeldChangeTx{Queries: driver.Paused(queries{pgdb.New(p)}, e.pause), Deferred: queries{pgdb.New(later{p})}, Pipeline: p,
 		HeldSavepoints: driver.HeldSavepoints{Held: &p.held, Exec: func(ctx context.Context, sql string) error {
 			_, err := conn.Exec(ctx, sql)
 			return err
