@@ -28,7 +28,10 @@ func OpenStore(ctx context.Context, cfg *config.Config, migrate bool, fabrics []
 	}
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	st, err := storeopen.OpenFabrics(octx, conn.Engine, conn.DSN, migrate, fabrics, log)
+	// A session cut off inside a transaction ends well before a lease can
+	// expire (driver.IdleTransactionFor), with or without [ha].
+	st, err := storeopen.OpenFabrics(octx, conn.Engine, conn.DSN, migrate, fabrics, log,
+		store.IdleTransactionFor(cfg.HA.LeaseTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %w", config.RedactURL(cfg.Database.Connection), err)
 	}

@@ -169,6 +169,12 @@ type Lock = driver.Lock
 // LockSessionIdle is how long the server keeps an idle lock session.
 const LockSessionIdle = driver.LockSessionIdle
 
+// IdleTransactionFor is how long the server keeps a session idle inside a
+// transaction, for a lease of leaseTimeout (driver.IdleTransactionFor).
+func IdleTransactionFor(leaseTimeout time.Duration) driver.Option {
+	return driver.WithIdleTransaction(driver.IdleTransactionFor(leaseTimeout))
+}
+
 // Store is the manager's view of the database: its methods are the only way
 // in, each checks its input, and every time it records is the store's clock.
 type Store struct {

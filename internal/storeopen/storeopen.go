@@ -17,9 +17,9 @@ import (
 
 // Open connects to engine ("postgres", "mysql", "sqlite") with the driver-level
 // dsn, and migrates the schema first when migrate is true. The store records
-// by rules.
-func Open(ctx context.Context, engine, dsn string, migrate bool, rules store.Rules, log *slog.Logger) (*store.Store, error) {
-	e, err := openDriver(ctx, engine, dsn, migrate, log)
+// by rules. opts set the server engines' sessions (driver.Options).
+func Open(ctx context.Context, engine, dsn string, migrate bool, rules store.Rules, log *slog.Logger, opts ...driver.Option) (*store.Store, error) {
+	e, err := openDriver(ctx, engine, dsn, migrate, log, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -30,11 +30,12 @@ func Open(ctx context.Context, engine, dsn string, migrate bool, rules store.Rul
 // first (store.NewDB), each fabric's state rows written
 // (store.DB.EnsureFabrics) unless the schema is left as it is (migrate
 // false: a read-only command, which then reads no fabric that never ran).
-func OpenFabrics(ctx context.Context, engine, dsn string, migrate bool, fabrics []store.FabricRules, log *slog.Logger) (*store.DB, error) {
+func OpenFabrics(ctx context.Context, engine, dsn string, migrate bool, fabrics []store.FabricRules, log *slog.Logger,
+	opts ...driver.Option) (*store.DB, error) {
 	if len(fabrics) == 0 || fabrics[0].Name != store.DefaultFabric {
 		return nil, fmt.Errorf("the fabrics must start with the default fabric %q", store.DefaultFabric)
 	}
-	e, err := openDriver(ctx, engine, dsn, migrate, log)
+	e, err := openDriver(ctx, engine, dsn, migrate, log, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -49,16 +50,16 @@ func OpenFabrics(ctx context.Context, engine, dsn string, migrate bool, fabrics 
 }
 
 // openDriver connects to engine and migrates (or checks) its schema.
-func openDriver(ctx context.Context, engine, dsn string, migrate bool, log *slog.Logger) (driver.Driver, error) {
+func openDriver(ctx context.Context, engine, dsn string, migrate bool, log *slog.Logger, opts []driver.Option) (driver.Driver, error) {
 	var (
 		e   driver.Driver
 		err error
 	)
 	switch engine {
 	case "postgres":
-		e, err = postgres.Open(ctx, dsn, log)
+		e, err = postgres.Open(ctx, dsn, log, opts...)
 	case "mysql":
-		e, err = mysql.Open(ctx, dsn, log)
+		e, err = mysql.Open(ctx, dsn, log, opts...)
 	case "sqlite":
 		e, err = sqlite.Open(ctx, dsn, log)
 	default:

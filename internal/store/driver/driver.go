@@ -186,6 +186,55 @@ func StillHeld(held int64, err error) error {
 // LockSessionIdle is how long the server keeps an idle lock session.
 const LockSessionIdle = 30 * time.Second
 
+// A session left idle inside a transaction has lost its client: no
+// transaction of the manager waits between its statements on anything but
+// the manager's own work (an open callback does no I/O; a sweep, a read of
+// the fabric or a request's body is waited for outside any transaction).
+// The server keeps such a session, and every lock its transaction took, until
+// TCP notices the dead link (PostgreSQL: the keepalive, 2 hours by default;
+// MariaDB: wait_timeout, 8 hours): a leader cut off in the middle of a fenced
+// write would keep the lease's row, or the jobs' rows, from every other
+// manager as long. The engines have the server end it after IdleTransaction.
+
+// Options are the engines' settings that the manager's configuration decides.
+type Options struct {
+	// IdleTransaction is how long the server keeps a session idle inside
+	// a transaction (IdleTransactionFor), unless the DSN sets it.
+	IdleTransaction time.Duration
+}
+
+// Option sets one of Options.
+type Option func(*Options)
+
+// WithIdleTransaction sets Options.IdleTransaction.
+func WithIdleTransaction(d time.Duration) Option {
+	return func(o *Options) { o.IdleTransaction = d }
+}
+
+// OptionsOf are the default Options with opts applied.
+func OptionsOf(opts ...Option) Options {
+	o := Options{IdleTransaction: IdleTransactionFor(DefaultLeaseTimeout)}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// DefaultLeaseTimeout is [ha] lease_timeout's default, from which an engine
+// opened without options derives its bounds.
+const DefaultLeaseTimeout = 30 * time.Second
+
+// IdleTransactionFor is the idle-transaction bound for a lease of
+// leaseTimeout: a fifth of it, in whole seconds (MariaDB counts in seconds),
+// at least one. A deposed leader sends its last statement at most half a lease
+// after its last renewal began (it gives up then); its session then ends by
+// 0.7 of a lease, before the lease can expire, so no take waits for it
+// (with a lease under 5 s, the one-second floor ends it by T / 2 + 1 s). A
+// second is far above the gap between two statements of a live transaction.
+func IdleTransactionFor(leaseTimeout time.Duration) time.Duration {
+	return max(time.Second, (leaseTimeout/5+time.Second-1)/time.Second*time.Second)
+}
+
 // ErrNoRows is what every engine's queries return when a :one query finds no
 // row (pgx's ErrNoRows is this error too).
 var ErrNoRows = sql.ErrNoRows

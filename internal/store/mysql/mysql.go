@@ -53,6 +53,8 @@ type Engine struct {
 	dbName   string
 	// pipelined: change transactions hold statements back (driver.HeldChangeTx).
 	pipelined bool
+	// pause is a test hook's (driver.PauseAfterCompletion); nil in production.
+	pause func(ctx context.Context)
 
 	// MariaDB has no LISTEN: Wake fires after the changes this process
 	// commits; other replicas' changes are found by polling.
@@ -60,7 +62,7 @@ type Engine struct {
 }
 
 // Open connects with a go-sql-driver DSN (user:pass@tcp(host:port)/db?...).
-func Open(ctx context.Context, dsn string, log *slog.Logger) (*Engine, error) {
+func Open(ctx context.Context, dsn string, log *slog.Logger, opts ...driver.Option) (*Engine, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("mysql: %w", err)
@@ -101,12 +103,11 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Engine, error) {
 	// cut short) go through the manager's log, in its format, rather than
 	// as bare lines on stderr.
 	cfg.Logger = driverLog{log}
-	db, err := openPool(ctx, cfg)
+	db, isGalera, err := openForServer(ctx, cfg, driver.OptionsOf(opts...), log)
 	if err != nil {
 		return nil, err
 	}
-	q := mysqldb.New(db)
-	if galera(ctx, q) {
+	if isGalera {
 		// Galera aborts a local transaction that conflicts with a write
 		// replicated from another node (a brute-force abort) at any moment.
 		// One that lands between two statements of a multi-statement query
@@ -117,24 +118,43 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Engine, error) {
 		// abort is refused with the deadlock error, and the store runs the
 		// change again.
 		pipelined = false
-		// A node applies the other nodes' commits a moment after they are
-		// certified: without causal reads a change through this node right
-		// after one through another would be judged by the state before it
-		// (a port just recorded elsewhere "not found" by its DELETE, which
-		// networking-mlnx takes for removed), and a job just recorded
-		// elsewhere would answer 404. wsrep_sync_wait = 3 makes every read,
-		// UPDATE and DELETE wait until the node has applied what the cluster
-		// committed before it. A DSN that sets it is obeyed.
-		if _, set := cfg.Params["wsrep_sync_wait"]; !set {
-			db.Close()
-			cfg.Params["wsrep_sync_wait"] = "3"
-			if db, err = openPool(ctx, cfg); err != nil {
-				return nil, err
-			}
-			q = mysqldb.New(db)
-		}
 	}
-	return &Engine{db: db, q: q, log: log, lockName: applierLock(cfg.DBName), dbName: cfg.DBName, pipelined: pipelined}, nil
+	q := mysqldb.New(db)
+	return &Engine{db: db, q: q, log: log, lockName: applierLock(cfg.DBName), dbName: cfg.DBName, pipelined: pipelined,
+		pause: driver.PauseAfterCompletion(log)}, nil
+}
+
+// openForServer opens the pool with the session variables the server calls
+// for, beyond the DSN's: they depend on the server, so it is opened, asked,
+// and opened again with them (once: a manager opens its store at start-up).
+// It says whether the server is a Galera node.
+func openForServer(ctx context.Context, cfg *mysql.Config, opts driver.Options, log *slog.Logger) (*sql.DB, bool, error) {
+	db, err := openPool(ctx, cfg)
+	if err != nil {
+		return nil, false, err
+	}
+	added := idleTransaction(ctx, db, cfg, opts.IdleTransaction, log)
+	isGalera := galera(ctx, mysqldb.New(db))
+	// A Galera node applies the other nodes' commits a moment after they
+	// are certified: without causal reads a change through this node right
+	// after one through another would be judged by the state before it (a
+	// port just recorded elsewhere "not found" by its DELETE, which
+	// networking-mlnx takes for removed), and a job just recorded elsewhere
+	// would answer 404. wsrep_sync_wait = 3 makes every read, UPDATE and
+	// DELETE wait until the node has applied what the cluster committed
+	// before it. A DSN that sets it is obeyed.
+	if _, set := cfg.Params["wsrep_sync_wait"]; isGalera && !set {
+		added["wsrep_sync_wait"] = "3"
+	}
+	if len(added) == 0 {
+		return db, isGalera, nil
+	}
+	db.Close()
+	for name, value := range added {
+		cfg.Params[name] = value
+	}
+	db, err = openPool(ctx, cfg)
+	return db, isGalera, err
 }
 
 // openPool opens the connection pool and checks that it connects.
@@ -152,6 +172,34 @@ func openPool(ctx context.Context, cfg *mysql.Config) (*sql.DB, error) {
 		return nil, fmt.Errorf("mysql: connect: %w", err)
 	}
 	return db, nil
+}
+
+// idleTransaction returns the session variable that has the server end a
+// session idle inside a transaction for longer than idle
+// (driver.Options.IdleTransaction, in whole seconds), unless the DSN (cfg)
+// sets it: a session whose client was cut off in the middle of a fenced
+// write keeps a shared lock on the lease's row, and every other manager's
+// take of the lease waits on it until wait_timeout (8 hours by default).
+// On Galera, a take through another node aborts that transaction when it
+// replicates, but one through the same node waits like any other. MariaDB
+// (10.3 and later) has idle_transaction_timeout; MySQL has no such variable,
+// and is left as it is, with a warning.
+func idleTransaction(ctx context.Context, db *sql.DB, cfg *mysql.Config, idle time.Duration, log *slog.Logger) map[string]string {
+	const name = "idle_transaction_timeout"
+	if _, set := cfg.Params[name]; set || idle <= 0 {
+		return map[string]string{}
+	}
+	var current int64
+	if err := db.QueryRowContext(ctx, "SELECT @@SESSION."+name).Scan(&current); err != nil {
+		log.Warn("the server has no "+name+" (MariaDB 10.3 or later has it): a session cut off inside a transaction "+
+			"keeps its locks, the lease's row among them, until the server's wait_timeout", "error", err)
+		return map[string]string{}
+	}
+	seconds := int64((idle + time.Second - 1) / time.Second)
+	if current > 0 && current <= seconds {
+		return map[string]string{} // the server's own is as short
+	}
+	return map[string]string{name: fmt.Sprint(seconds)}
 }
 
 // galera says whether the server is a Galera node (wsrep_on; servers without
@@ -293,7 +341,7 @@ func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) err
 		// The connection cannot send several statements in one query
 		// (see pipelined): each goes on its own.
 		err = driver.InSQLTx(ctx, e.db, nil, func(tx *sql.Tx) error {
-			return fn(driver.PlainChangeTx{Queries: newQueries(tx), SQLSavepoints: driver.SQLSavepoints{Tx: tx}})
+			return fn(driver.PlainChangeTx{Queries: driver.Paused(newQueries(tx), e.pause), SQLSavepoints: driver.SQLSavepoints{Tx: tx}})
 		})
 	}
 	if err == nil {
@@ -317,7 +365,7 @@ func (e *Engine) inHeldTx(ctx context.Context, fn func(tx driver.ChangeTx) error
 	defer conn.Close()
 	p := &pipeline{tx: conn}
 	p.held.Hold("START TRANSACTION")
-	c := driver.HeldChangeTx{Queries: newQueries(p), Deferred: newQueries(later{p}), Pipeline: p,
+	c := driver.HeldChangeTx{Queries: driver.Paused(newQueries(p), e.pause), Deferred: newQueries(later{p}), Pipeline: p,
 		HeldSavepoints: driver.HeldSavepoints{Held: &p.held, Exec: func(ctx context.Context, sql string) error {
 			_, err := conn.ExecContext(ctx, sql)
 			return err

@@ -38,15 +38,18 @@ type Engine struct {
 	pool *pgxpool.Pool
 	q    *pgdb.Queries
 	log  *slog.Logger
+	// pause is a test hook's (driver.PauseAfterCompletion); nil in production.
+	pause func(ctx context.Context)
 }
 
 // Open connects to the database at dsn (a postgres:// URL).
-func Open(ctx context.Context, dsn string, log *slog.Logger) (*Engine, error) {
+func Open(ctx context.Context, dsn string, log *slog.Logger, opts ...driver.Option) (*Engine, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	cfg.PrepareConn = dropClosedIdle
+	idleTransaction(cfg.ConnConfig.RuntimeParams, driver.OptionsOf(opts...).IdleTransaction)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -55,7 +58,25 @@ func Open(ctx context.Context, dsn string, log *slog.Logger) (*Engine, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
-	return &Engine{dsn: dsn, pool: pool, q: pgdb.New(pool), log: log}, nil
+	return &Engine{dsn: dsn, pool: pool, q: pgdb.New(pool), log: log, pause: driver.PauseAfterCompletion(log)}, nil
+}
+
+// idleTransactionParam is the setting that has the server end a session
+// idle inside a transaction (PostgreSQL 9.6 and later).
+const idleTransactionParam = "idle_in_transaction_session_timeout"
+
+// idleTransaction sets, among a connection's startup parameters (params),
+// the server's bound on a session idle inside a transaction to idle
+// (driver.Options.IdleTransaction), unless the DSN sets it, as a parameter of
+// its own or in options. The fence takes no lock here, but a session cut off
+// inside a change keeps its rows' locks (a job's, the revision's) until the
+// server's TCP keepalive notices (2 hours by default): the next leader's
+// completion of those jobs, and every change, would wait as long.
+func idleTransaction(params map[string]string, idle time.Duration) {
+	if _, set := params[idleTransactionParam]; set || idle <= 0 || strings.Contains(params["options"], idleTransactionParam) {
+		return
+	}
+	params[idleTransactionParam] = fmt.Sprint(idle.Milliseconds())
 }
 
 func (e *Engine) Name() string { return "postgres" }
@@ -148,7 +169,7 @@ func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) err
 	// transactions, which release each savepoint in a round trip of its own,
 	// held back, with the writes made through Later, to go in one batch with
 	// the next statement.
-	c := driver.HeldChangeTx{Queries: queries{pgdb.New(p)}, Deferred: queries{pgdb.New(later{p})}, Pipeline: p,
+	c := driver.HeldChangeTx{Queries: driver.Paused(queries{pgdb.New(p)}, e.pause), Deferred: queries{pgdb.New(later{p})}, Pipeline: p,
 		HeldSavepoints: driver.HeldSavepoints{Held: &p.held, Exec: func(ctx context.Context, sql string) error {
 			_, err := conn.Exec(ctx, sql)
 			return err
