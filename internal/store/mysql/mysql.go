@@ -381,7 +381,13 @@ type pipeline struct {
 // later is the pipeline's view for ChangeTx.Later: an exec is held.
 type later struct{ *pipeline }
 
-func (l later) ExecContext(_ context.Context, query string, args ...any) (sql.Result, error) {
+func (l later) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if driver.CountTo(ctx) != nil {
+		// A count is wanted (driver.CountInto): a multi-statement query
+		// gives its last statement's alone, so this one is sent now, with
+		// what is held, and returns its own.
+		return l.pipeline.ExecContext(ctx, query, args...)
+	}
 	l.held.Hold(query, args...)
 	return heldResult{}, nil
 }
