@@ -200,9 +200,9 @@ type Proven struct {
 // that one port off the fabric does not hold every other job of its sweep,
 // and a job p leaves out stays open whatever revision a is.
 func (s *Store) FinishApplyProven(ctx context.Context, a Apply, p Proven, open func(GateState) bool) (Finished, error) {
-	return s.finishApply(ctx, a, open, func(_ context.Context, q driver.ChangeTx, now *time.Time) (int64, error) {
+	return s.finishApply(ctx, a, open, func(counted context.Context, q driver.ChangeTx, now *time.Time) (int64, error) {
 		if p.Kubernetes {
-			// Held, to go with the first completion.
+			// Held, as the completions (FinishApply's).
 			if err := q.Later().MarkKubernetesApplied(ctx, s.FabricName(), now, a.Revision, a.Term); err != nil {
 				return 0, err
 			}
@@ -210,11 +210,12 @@ func (s *Store) FinishApplyProven(ctx context.Context, a Apply, p Proven, open f
 		var total int64
 		for _, id := range p.Jobs {
 			if note, ok := p.Notes[id]; ok {
+				// Its read sends what is held so far.
 				if err := noteJob(ctx, s.FabricName(), q, *now, id, a.Term, note); err != nil {
 					return 0, err
 				}
 			}
-			n, err := q.CompleteJob(ctx, s.FabricName(), now, id, a.Revision, a.Term)
+			n, err := q.Later().CompleteJob(counted, s.FabricName(), now, id, a.Revision, a.Term)
 			if err != nil {
 				return 0, err
 			}

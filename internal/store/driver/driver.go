@@ -79,7 +79,7 @@ type Held struct {
 type HeldStatement struct {
 	SQL  string
 	Args []any
-	// Rows, when set, is given the statement's count of rows when it is
+	// Rows, when set, has the statement's count of rows added when it is
 	// sent (CountInto).
 	Rows *int64
 }
@@ -89,11 +89,12 @@ type countKey struct{}
 
 // CountInto is ctx for a write made through ChangeTx.Later whose count of
 // rows is wanted without a round trip of its own (a fenced write's: 0 says
-// the term was stale): an engine that holds the write sets *n when it sends
-// it, with the next statement or the COMMIT, and the call returns 0; one
-// that sends it at once returns its count and leaves *n as it was. Either
-// way the count is the call's plus *n once the write was sent; a caller
-// that needs it before then must not hold the write.
+// the term was stale): an engine that holds the write adds its count to *n
+// when it sends it, with the next statement or the COMMIT, and the call
+// returns 0; one that sends it at once returns its count and leaves *n as
+// it was. Either way the count is the call's plus what it added to *n once
+// the write was sent (several writes may add to one n); a caller that needs
+// it before then must not hold the write.
 func CountInto(ctx context.Context, n *int64) context.Context {
 	return context.WithValue(ctx, countKey{}, n)
 }
@@ -112,8 +113,8 @@ func (h *Held) Hold(sql string, args ...any) {
 	h.stmts = append(h.stmts, HeldStatement{SQL: sql, Args: args})
 }
 
-// HoldCounted adds a statement to those held, whose count of rows goes to
-// rows when it is sent (nil: nowhere).
+// HoldCounted adds a statement to those held, whose count of rows is added
+// to rows when it is sent (nil: nowhere).
 func (h *Held) HoldCounted(rows *int64, sql string, args ...any) {
 	h.stmts = append(h.stmts, HeldStatement{SQL: sql, Args: args, Rows: rows})
 }

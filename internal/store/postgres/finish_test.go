@@ -11,8 +11,8 @@ import (
 // FinishApply, on every job's path to Completed, sends its transaction in
 // two round trips, four before: the BEGIN and the apply's row with the
 // gates' read (its usual one query: a confirmed switch, no enforcement
-// error), the completion with the COMMIT. A stale term's records nothing,
-// in as many.
+// error), the completion with the COMMIT; FinishApplyProven's completions
+// of the jobs it names too. A stale term's records nothing, in as many.
 func TestFinishApplyRoundTrips(t *testing.T) {
 	ctx := t.Context()
 	db := testdb.Fresh(t, "AFM_TEST_POSTGRES_URL", "afm_finish_")
@@ -33,17 +33,21 @@ func TestFinishApplyRoundTrips(t *testing.T) {
 	for i, tc := range []struct {
 		name      string
 		term      int64
+		proven    bool  // FinishApplyProven, naming the job
 		want      int64 // round trips
 		completed int64
 	}{
-		{"first (prepares its statements)", term, -1, 1},
-		{"a job", term, 2, 1},
-		{"a stale term's", term - 1, 2, 0},
+		{"first (prepares its statements)", term, false, -1, 1},
+		{"a job", term, false, 2, 1},
+		{"a stale term's", term - 1, false, 2, 0},
+		{"first proven (prepares its statements)", term, true, -1, 1},
+		{"a job proven by its tables", term, true, 2, 1},
 	} {
 		vlan := int64(101 + i)
-		if _, err := s.RecordNetwork(ctx, store.NetworkChange{Network: store.NetworkSpec{ID: "net-" + tc.name,
+		j, err := s.RecordNetwork(ctx, store.NetworkChange{Network: store.NetworkSpec{ID: "net-" + tc.name,
 			Name: "net", Type: "vlan", PhysicalNetwork: "ibnet", SegmentationID: &vlan},
-			Operation: store.OpCreateNetwork, CreatedBy: "test", Request: `{}`}); err != nil {
+			Operation: store.OpCreateNetwork, CreatedBy: "test", Request: `{}`})
+		if err != nil {
 			t.Fatal(err)
 		}
 		rev, err := s.Revision(ctx)
@@ -52,8 +56,14 @@ func TestFinishApplyRoundTrips(t *testing.T) {
 		}
 		now := time.Now().UTC()
 		e.writes.Store(0)
-		f, err := s.FinishApply(ctx, store.Apply{Revision: rev, SHA256: "ab", Term: tc.term, Outcome: "applied",
-			Detail: "SUBNET UP", StartedAt: now.Add(-time.Second), FinishedAt: now}, open)
+		a := store.Apply{Revision: rev, SHA256: "ab", Term: tc.term, Outcome: "applied", Detail: "SUBNET UP",
+			StartedAt: now.Add(-time.Second), FinishedAt: now}
+		var f store.Finished
+		if tc.proven {
+			f, err = s.FinishApplyProven(ctx, a, store.Proven{Jobs: []int64{j.ID}, Kubernetes: true}, open)
+		} else {
+			f, err = s.FinishApply(ctx, a, open)
+		}
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}

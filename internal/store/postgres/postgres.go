@@ -242,7 +242,7 @@ func (p *pipeline) send(ctx context.Context, held []driver.HeldStatement, then .
 			return nil, err
 		}
 		if s.Rows != nil {
-			*s.Rows = tag.RowsAffected()
+			*s.Rows += tag.RowsAffected()
 		}
 	}
 	return br, nil
