@@ -122,6 +122,9 @@ func (h *Held) HoldCounted(rows *int64, sql string, args ...any) {
 // HoldSavepoint holds the savepoint.
 func (h *Held) HoldSavepoint() { h.Hold(savepointSQL) }
 
+// Peek returns the statements held, which stay held.
+func (h *Held) Peek() []HeldStatement { return h.stmts }
+
 // Take returns the statements held, which are no longer held: the caller
 // sends them now, whatever becomes of them.
 func (h *Held) Take() []HeldStatement {

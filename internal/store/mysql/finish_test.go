@@ -1,0 +1,86 @@
+package mysql
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testdb"
+)
+
+// FinishApply, on every job's path to Completed, sends its transaction in
+// three commands on a pipelined connection, four before: the beginning and
+// the apply's row (its count read from the driver's), the gates' read, the
+// completion with the COMMIT (the counts of its statements read from the
+// driver's); FinishApplyProven's completions of the jobs it names too. A
+// stale term's records nothing, in as many.
+func TestFinishApplyRoundTrips(t *testing.T) {
+	ctx := t.Context()
+	db := testdb.Fresh(t, "AFM_TEST_MYSQL_URL", "afm_finish_")
+	e, err := Open(ctx, strings.Replace(db.DSN, "@tcp(", "@afm-counted(", 1), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if err := e.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !e.pipelined {
+		t.Fatal("the engine is not pipelined on the test server")
+	}
+	e.db.SetMaxOpenConns(1)
+	s := store.New(e, store.Rules{})
+	term, err := s.NewTerm(ctx, "manager-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A confirmed switch and no enforcement error: the gates in one read.
+	if err := s.ConfirmSwitches(ctx, []store.ExpectedSwitch{{GUID: 0x0002c90300f00001, Description: "S1"}}); err != nil {
+		t.Fatal(err)
+	}
+	open := func(store.GateState) bool { return true }
+	for i, tc := range []struct {
+		name      string
+		term      int64
+		proven    bool  // FinishApplyProven, naming the job
+		want      int64 // commands
+		completed int64
+	}{
+		{"a job", term, false, 3, 1},
+		{"a stale term's", term - 1, false, 3, 0},
+		{"a job proven by its tables", term, true, 3, 1},
+	} {
+		vlan := int64(101 + i)
+		j, err := s.RecordNetwork(ctx, store.NetworkChange{Network: store.NetworkSpec{ID: "net-" + tc.name,
+			Name: "net", Type: "vlan", PhysicalNetwork: "ibnet", SegmentationID: &vlan},
+			Operation: store.OpCreateNetwork, CreatedBy: "test", Request: `{}`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev, err := s.Revision(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UTC()
+		a := store.Apply{Revision: rev, SHA256: "ab", Term: tc.term, Outcome: "applied", Detail: "SUBNET UP",
+			StartedAt: now.Add(-time.Second), FinishedAt: now}
+		counted.Store(0)
+		var f store.Finished
+		if tc.proven {
+			f, err = s.FinishApplyProven(ctx, a, store.Proven{Jobs: []int64{j.ID}, Kubernetes: true}, open)
+		} else {
+			f, err = s.FinishApply(ctx, a, open)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if f.Completed != tc.completed || f.Recorded != (tc.completed > 0) {
+			t.Errorf("%s: %+v, want %d completed", tc.name, f, tc.completed)
+		}
+		if n := counted.Load(); n != tc.want {
+			t.Errorf("%s: FinishApply sent %d commands, want %d", tc.name, n, tc.want)
+		}
+	}
+}
