@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testdb"
 )
 
@@ -82,5 +83,46 @@ func TestFinishApplyRoundTrips(t *testing.T) {
 		if n := counted.Load(); n != tc.want {
 			t.Errorf("%s: FinishApply sent %d commands, want %d", tc.name, n, tc.want)
 		}
+	}
+}
+
+// A held write whose count is wanted and that fails is the error of the
+// transaction, whichever statement sent it: a query of one row (whose Row
+// cannot carry another's error) runs no more, and the error names the write.
+func TestCountedWriteFailsBeforeAQueryRow(t *testing.T) {
+	ctx := t.Context()
+	db := testdb.Fresh(t, "AFM_TEST_MYSQL_URL", "afm_counted_")
+	e, err := Open(ctx, db.DSN, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if err := e.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !e.pipelined {
+		t.Fatal("the engine is not pipelined on the test server")
+	}
+	term, err := store.New(e, store.Rules{}).NewTerm(ctx, "manager-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	var n int64
+	err = e.InChangeTx(ctx, func(q driver.ChangeTx) error {
+		// sha256 is a varchar(64): a longer one is refused (strict mode).
+		if _, err := q.Later().RecordApplyOfHistory(driver.CountInto(ctx, &n), driver.RecordApplyOfHistoryParams{
+			Revision: 1, SHA256: strings.Repeat("ab", 100), Term: term, Outcome: "applied", Detail: "SUBNET UP",
+			StartedAt: now, FinishedAt: now, Fabric: driver.DefaultFabric}); err != nil {
+			return err
+		}
+		_, err := q.GetJob(ctx, 1)
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "Data too long") {
+		t.Fatalf("the transaction: %v; want the held write's error (Data too long)", err)
+	}
+	if n != 0 {
+		t.Errorf("the failed write counted %d rows", n)
 	}
 }
