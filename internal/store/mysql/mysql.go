@@ -343,6 +343,12 @@ func (e *Engine) inHeldTx(ctx context.Context, fn func(tx driver.ChangeTx) error
 		p.rollback(ctx, conn)
 		return err
 	}
+	if p.failed != nil {
+		// A held write failed (MariaDB undid that statement alone): even a
+		// caller that went on never commits the others.
+		p.rollback(ctx, conn)
+		return p.failed
+	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
 	if _, err := p.exec(cctx, p.held.Take(), driver.HeldStatement{SQL: "COMMIT"}); err != nil {
@@ -471,7 +477,11 @@ func (p *pipeline) exec(ctx context.Context, held []driver.HeldStatement, then d
 	if err != nil {
 		return nil, err
 	}
-	counts := res.(mysql.Result).AllRowsAffected()
+	all, ok := res.(mysql.Result)
+	if !ok {
+		return nil, fmt.Errorf("the driver's result %T gives no count of each statement", res)
+	}
+	counts := all.AllRowsAffected()
 	if len(counts) < len(held) {
 		return nil, fmt.Errorf("%d statements sent, %d counts of rows", len(held), len(counts))
 	}
