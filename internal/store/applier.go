@@ -169,13 +169,14 @@ type Finished struct {
 // transaction, perhaps more than once, and must do no I/O: the dump it
 // compares the switches with is read before. A stale term changes nothing.
 func (s *Store) FinishApply(ctx context.Context, a Apply, open func(GateState) bool) (Finished, error) {
-	return s.finishApply(ctx, a, open, func(q driver.ChangeTx, now *time.Time) (int64, error) {
-		// Held, to go with the completion in one round trip: its count is
-		// not read, and its error is the completion's.
+	return s.finishApply(ctx, a, open, func(counted context.Context, q driver.ChangeTx, now *time.Time) (int64, error) {
+		// Both held, to go with the COMMIT in one round trip: nothing is
+		// decided on the completion's count (it is reported), and an error
+		// of either stops the statements after it, the COMMIT among them.
 		if err := q.Later().MarkKubernetesApplied(ctx, s.FabricName(), now, a.Revision, a.Term); err != nil {
 			return 0, err
 		}
-		return q.CompleteJobs(ctx, s.FabricName(), now, a.Revision, a.Term)
+		return q.Later().CompleteJobs(counted, s.FabricName(), now, a.Revision, a.Term)
 	})
 }
 
@@ -199,9 +200,9 @@ type Proven struct {
 // that one port off the fabric does not hold every other job of its sweep,
 // and a job p leaves out stays open whatever revision a is.
 func (s *Store) FinishApplyProven(ctx context.Context, a Apply, p Proven, open func(GateState) bool) (Finished, error) {
-	return s.finishApply(ctx, a, open, func(q driver.ChangeTx, now *time.Time) (int64, error) {
+	return s.finishApply(ctx, a, open, func(counted context.Context, q driver.ChangeTx, now *time.Time) (int64, error) {
 		if p.Kubernetes {
-			// Held, to go with the first completion (as FinishApply's).
+			// Held, as the completions (FinishApply's).
 			if err := q.Later().MarkKubernetesApplied(ctx, s.FabricName(), now, a.Revision, a.Term); err != nil {
 				return 0, err
 			}
@@ -209,11 +210,12 @@ func (s *Store) FinishApplyProven(ctx context.Context, a Apply, p Proven, open f
 		var total int64
 		for _, id := range p.Jobs {
 			if note, ok := p.Notes[id]; ok {
+				// Its read sends what is held so far.
 				if err := noteJob(ctx, s.FabricName(), q, *now, id, a.Term, note); err != nil {
 					return 0, err
 				}
 			}
-			n, err := q.CompleteJob(ctx, s.FabricName(), now, id, a.Revision, a.Term)
+			n, err := q.Later().CompleteJob(counted, s.FabricName(), now, id, a.Revision, a.Term)
 			if err != nil {
 				return 0, err
 			}
@@ -237,51 +239,30 @@ func noteJob(ctx context.Context, fab string, q driver.Queries, now time.Time, i
 
 // finishApply records a, reads the gates, and runs complete if open says so,
 // all in one write transaction fenced by a.Term. It is a change transaction
-// for its round trips (driver.ChangeTx): on PostgreSQL its BEGIN goes with
-// the first read and what complete holds with the COMMIT or the next
-// statement, two round trips fewer on the path of every job's completion.
+// for its round trips (driver.ChangeTx): on PostgreSQL the BEGIN and the
+// apply's row go with the gates' read, and what complete holds with the
+// COMMIT: two round trips where there were four, on the path of every
+// job's completion. complete's writes made under counted give their counts
+// once sent (driver.CountInto): Completed adds them after the COMMIT.
 func (s *Store) finishApply(ctx context.Context, a Apply, open func(GateState) bool,
-	complete func(q driver.ChangeTx, now *time.Time) (int64, error)) (Finished, error) {
+	complete func(counted context.Context, q driver.ChangeTx, now *time.Time) (int64, error)) (Finished, error) {
 	a = boundApply(a)
 	now := s.now()
 	if a.FinishedAt.After(now) {
 		now = a.FinishedAt
 	}
 	var f Finished
+	var completedLater int64 // complete's held counts
 	err := s.d.InChangeTx(ctx, func(q driver.ChangeTx) error {
-		f = Finished{}
-		// The apply's row goes in only while the database holds the
-		// state applied (its newest job), read by the same statement: on
-		// PostgreSQL this holds off a restore that empties the jobs table
-		// (TRUNCATE, pg_restore --clean) until this transaction ends, as
-		// MariaDB's metadata lock holds off a dump's DROP TABLE; SQLite's
-		// writer excludes any other. A restore that deletes rows one by one
-		// and commits between this statement and the completion, a few
-		// milliseconds, is not seen.
-		n, err := q.RecordApplyOfHistory(ctx, ofHistory(a.row(s.FabricName()), a.NewestJob))
-		if err != nil {
-			return fmt.Errorf("record apply: %w", err)
-		}
-		if n != 1 {
-			// A newer term (the same fence stops the rest), or a restore:
-			// which one, the job says.
-			if a.NewestJob > 0 {
-				same, err := sameHistory(ctx, q, a.NewestJob)
-				if err != nil {
-					return fmt.Errorf("read the newest job of the state applied: %w", err)
-				}
-				f.Restored = !same
-			}
-			return nil
-		}
-		f.Recorded = true
-		if f.Gates, err = gateState(ctx, s.FabricName(), q); err != nil {
+		f, completedLater = Finished{}, 0
+		recorded, err := s.recordFinished(ctx, q, a, &f)
+		if err != nil || !recorded {
 			return err
 		}
 		if f.Open = open(f.Gates); !f.Open {
 			return nil
 		}
-		if f.Completed, err = complete(q, &now); err != nil {
+		if f.Completed, err = complete(driver.CountInto(ctx, &completedLater), q, &now); err != nil {
 			return fmt.Errorf("complete jobs: %w", err)
 		}
 		return nil
@@ -289,7 +270,48 @@ func (s *Store) finishApply(ctx context.Context, a Apply, open func(GateState) b
 	if err != nil {
 		return Finished{}, fmt.Errorf("finish the apply of revision %d: %w", a.Revision, err)
 	}
+	f.Completed += completedLater
 	return f, nil
+}
+
+// recordFinished writes a's row and reads the gates' state into f, in q:
+// recorded is false when the row did not go in (a newer term, or a restore:
+// f.Restored says which). The row's insert is held (its count given when
+// sent, driver.CountInto) to go with the gates' read in one round trip: the
+// server runs them in this order as before, the read after the insert, and
+// the count decides before anything else is written; a failed insert stops
+// the read and is its error.
+func (s *Store) recordFinished(ctx context.Context, q driver.ChangeTx, a Apply, f *Finished) (recorded bool, err error) {
+	// The apply's row goes in only while the database holds the state
+	// applied (its newest job), read by the same statement: on PostgreSQL
+	// this holds off a restore that empties the jobs table (TRUNCATE,
+	// pg_restore --clean) until this transaction ends, as MariaDB's
+	// metadata lock holds off a dump's DROP TABLE; SQLite's writer excludes
+	// any other. A restore that deletes rows one by one and commits between
+	// this statement and the completion, a few milliseconds, is not seen.
+	var held int64
+	n, err := q.Later().RecordApplyOfHistory(driver.CountInto(ctx, &held), ofHistory(a.row(s.FabricName()), a.NewestJob))
+	if err != nil {
+		return false, fmt.Errorf("record apply: %w", err)
+	}
+	gates, err := gateState(ctx, s.FabricName(), q)
+	if err != nil {
+		return false, fmt.Errorf("record apply, read the gates: %w", err)
+	}
+	if n += held; n != 1 {
+		// A newer term (the same fence stops the rest), or a restore:
+		// which one, the job says.
+		if a.NewestJob > 0 {
+			same, err := sameHistory(ctx, q, a.NewestJob)
+			if err != nil {
+				return false, fmt.Errorf("read the newest job of the state applied: %w", err)
+			}
+			f.Restored = !same
+		}
+		return false, nil
+	}
+	f.Recorded, f.Gates = true, gates
+	return true, nil
 }
 
 // ofHistory is an apply's row recorded only while the job newest is (0: no

@@ -62,7 +62,8 @@ type ChangeTx interface {
 	// Later is the transaction's queries, but those that return nothing but
 	// an error (UpsertPort, UpsertNetwork: sqlc's :exec) are held, and
 	// return nil: their error comes with the next statement sent, or Flush.
-	// Only such queries may be called through it.
+	// Only such queries may be called through it, and those that return a
+	// count of rows (sqlc's :execrows) under a ctx of CountInto.
 	Later() Queries
 	// Flush sends what is held, and returns the first error of it.
 	Flush(ctx context.Context) error
@@ -78,6 +79,31 @@ type Held struct {
 type HeldStatement struct {
 	SQL  string
 	Args []any
+	// Rows, when set, has the statement's count of rows added when it is
+	// sent (CountInto).
+	Rows *int64
+}
+
+// countKey is the context key of CountInto.
+type countKey struct{}
+
+// CountInto is ctx for a write made through ChangeTx.Later whose count of
+// rows is wanted without a round trip of its own (a fenced write's: 0 says
+// the term was stale): an engine that holds the write adds its count to *n
+// when it sends it, with the next statement or the COMMIT, and the call
+// returns 0; one that sends it at once returns its count and leaves *n as
+// it was. Either way the count is the call's plus what it added to *n once
+// the write was sent (several writes may add to one n); a caller that needs
+// it before then must not hold the write.
+func CountInto(ctx context.Context, n *int64) context.Context {
+	return context.WithValue(ctx, countKey{}, n)
+}
+
+// CountTo is where a held write made under ctx gives its count (CountInto);
+// nil when no count is wanted.
+func CountTo(ctx context.Context) *int64 {
+	n, _ := ctx.Value(countKey{}).(*int64)
+	return n
 }
 
 const savepointSQL = "SAVEPOINT " + SavepointName
@@ -87,8 +113,17 @@ func (h *Held) Hold(sql string, args ...any) {
 	h.stmts = append(h.stmts, HeldStatement{SQL: sql, Args: args})
 }
 
+// HoldCounted adds a statement to those held, whose count of rows is added
+// to rows when it is sent (nil: nowhere).
+func (h *Held) HoldCounted(rows *int64, sql string, args ...any) {
+	h.stmts = append(h.stmts, HeldStatement{SQL: sql, Args: args, Rows: rows})
+}
+
 // HoldSavepoint holds the savepoint.
 func (h *Held) HoldSavepoint() { h.Hold(savepointSQL) }
+
+// Peek returns the statements held, which stay held.
+func (h *Held) Peek() []HeldStatement { return h.stmts }
 
 // Take returns the statements held, which are no longer held: the caller
 // sends them now, whatever becomes of them.

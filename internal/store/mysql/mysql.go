@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -372,6 +373,9 @@ func (e *Engine) inHeldTx(ctx context.Context, fn func(tx driver.ChangeTx) error
 		}}}
 	if err := fn(c); err != nil {
 		p.rollback(ctx, conn)
+		if p.failed != nil {
+			err = fmt.Errorf("%w (%w)", p.failed, err)
+		}
 		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 			// The driver ends a statement that ctx cut short by closing its
 			// connection ("bad connection"): the cause is the caller's, as
@@ -387,10 +391,15 @@ func (e *Engine) inHeldTx(ctx context.Context, fn func(tx driver.ChangeTx) error
 		p.rollback(ctx, conn)
 		return err
 	}
+	if p.failed != nil {
+		// A held write failed (MariaDB undid that statement alone): even a
+		// caller that went on never commits the others.
+		p.rollback(ctx, conn)
+		return p.failed
+	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
-	query, args := joined(p.held.Take(), driver.HeldStatement{SQL: "COMMIT"})
-	if _, err := conn.ExecContext(cctx, query, args...); err != nil {
+	if _, err := p.exec(cctx, p.held.Take(), driver.HeldStatement{SQL: "COMMIT"}); err != nil {
 		p.rollback(ctx, conn)
 		return fmt.Errorf("commit: %w", err)
 	}
@@ -424,15 +433,33 @@ func (p *pipeline) rollback(ctx context.Context, conn *sql.Conn) {
 type pipeline struct {
 	tx   *sql.Conn // inside the transaction it began (inHeldTx)
 	held driver.Held
+	// failed is the error of held statements sent before a QueryRowContext,
+	// whose Row cannot carry it.
+	failed error
 }
 
 // later is the pipeline's view for ChangeTx.Later: an exec is held.
 type later struct{ *pipeline }
 
-func (l later) ExecContext(_ context.Context, query string, args ...any) (sql.Result, error) {
+func (l later) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if rows := driver.CountTo(ctx); rows != nil {
+		// Its count is added to rows when it is sent (driver.CountInto).
+		l.held.HoldCounted(rows, query, args...)
+		return countedResult{}, nil
+	}
 	l.held.Hold(query, args...)
 	return heldResult{}, nil
 }
+
+// countedResult is what a held exec whose count is wanted returns: no rows
+// yet, the count to come (driver.CountInto).
+type countedResult struct{}
+
+func (countedResult) LastInsertId() (int64, error) {
+	return 0, errors.New("a held statement has no insert id")
+}
+
+func (countedResult) RowsAffected() (int64, error) { return 0, nil }
 
 // heldResult is what a held exec returns: nothing yet.
 type heldResult struct{}
@@ -477,16 +504,90 @@ func joined(held []driver.HeldStatement, then driver.HeldStatement) (string, []a
 }
 
 func (p *pipeline) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	query, args = joined(p.held.Take(), driver.HeldStatement{SQL: query, Args: args})
-	return p.tx.ExecContext(ctx, query, args...)
+	return p.exec(ctx, p.held.Take(), driver.HeldStatement{SQL: query, Args: args})
+}
+
+// exec sends held, then then, in one multi-statement exec. The count of
+// each held statement that wants it (driver.CountInto) is added to it: the
+// driver gives every statement's count (mysql.Result) to an exec on the
+// driver's connection, where database/sql's Result has the last alone.
+func (p *pipeline) exec(ctx context.Context, held []driver.HeldStatement, then driver.HeldStatement) (sql.Result, error) {
+	query, args := joined(held, then)
+	if !slices.ContainsFunc(held, func(s driver.HeldStatement) bool { return s.Rows != nil }) {
+		return p.tx.ExecContext(ctx, query, args...)
+	}
+	var res sqldriver.Result
+	err := p.tx.Raw(func(dc any) error {
+		var err error
+		res, err = rawExec(ctx, dc, query, args)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	all, ok := res.(mysql.Result)
+	if !ok {
+		return nil, fmt.Errorf("the driver's result %T gives no count of each statement", res)
+	}
+	counts := all.AllRowsAffected()
+	if len(counts) < len(held) {
+		return nil, fmt.Errorf("%d statements sent, %d counts of rows", len(held), len(counts))
+	}
+	for i, s := range held {
+		if s.Rows != nil {
+			*s.Rows += counts[i]
+		}
+	}
+	return res, nil
+}
+
+// rawExec is ExecContext on the driver's connection dc, its arguments
+// converted as database/sql converts them (the driver's CheckNamedValue).
+func rawExec(ctx context.Context, dc any, query string, args []any) (sqldriver.Result, error) {
+	ex, ok := dc.(sqldriver.ExecerContext)
+	if !ok {
+		return nil, fmt.Errorf("the driver's connection %T cannot exec", dc)
+	}
+	values := make([]sqldriver.NamedValue, len(args))
+	for i, a := range args {
+		values[i] = sqldriver.NamedValue{Ordinal: i + 1, Value: a}
+		if c, ok := dc.(sqldriver.NamedValueChecker); ok {
+			if err := c.CheckNamedValue(&values[i]); err != nil {
+				return nil, fmt.Errorf("argument %d: %w", i+1, err)
+			}
+		}
+	}
+	return ex.ExecContext(ctx, query, values)
+}
+
+// sendCounted sends, alone, what is held when a held statement wants its
+// count: a query's rows are its last statement's, and the counts of the
+// statements before it are not given.
+func (p *pipeline) sendCounted(ctx context.Context) error {
+	if !slices.ContainsFunc(p.held.Peek(), func(s driver.HeldStatement) bool { return s.Rows != nil }) {
+		return nil
+	}
+	_, err := p.exec(ctx, p.held.Take(), driver.HeldStatement{})
+	return err
 }
 
 func (p *pipeline) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if err := p.sendCounted(ctx); err != nil {
+		return nil, err
+	}
 	query, args = joined(p.held.Take(), driver.HeldStatement{SQL: query, Args: args})
 	return p.tx.QueryContext(ctx, query, args...)
 }
 
 func (p *pipeline) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if err := p.sendCounted(ctx); err != nil {
+		// A Row carries no error of its maker's: the query is not run (its
+		// context is over), and the transaction's end says why (failed).
+		p.failed = err
+		done, cancel := context.WithCancel(ctx)
+		cancel()
+		return p.tx.QueryRowContext(done, query, args...)
+	}
 	query, args = joined(p.held.Take(), driver.HeldStatement{SQL: query, Args: args})
 	return p.tx.QueryRowContext(ctx, query, args...)
 }
@@ -507,8 +608,7 @@ func (p *pipeline) Flush(ctx context.Context) error {
 	if len(held) == 0 {
 		return nil
 	}
-	query, args := joined(held, driver.HeldStatement{})
-	_, err := p.tx.ExecContext(ctx, query, args...)
+	_, err := p.exec(ctx, held, driver.HeldStatement{})
 	return err
 }
 

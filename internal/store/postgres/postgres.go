@@ -240,25 +240,30 @@ type conn interface {
 // later is the pipeline's view for ChangeTx.Later: an Exec is held.
 type later struct{ *pipeline }
 
-func (l later) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	l.held.Hold(sql, args...)
+func (l later) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	l.held.HoldCounted(driver.CountTo(ctx), sql, args...)
 	return pgconn.CommandTag{}, nil
 }
 
 // send sends the statements held, then the ones given, in one batch, and
-// reads the held ones' results: the first error is theirs (the batch is then
-// closed, and its later statements did not run); otherwise the batch is left
-// at the first statement given, for the caller to read and close.
+// reads the held ones' results (their counts to those that want them,
+// driver.CountInto): the first error is theirs (the batch is then closed,
+// and its later statements did not run); otherwise the batch is left at the
+// first statement given, for the caller to read and close.
 func (p *pipeline) send(ctx context.Context, held []driver.HeldStatement, then ...driver.HeldStatement) (pgx.BatchResults, error) {
 	b := &pgx.Batch{}
 	for _, s := range append(held, then...) {
 		b.Queue(s.SQL, s.Args...)
 	}
 	br := p.tx.SendBatch(ctx, b)
-	for range held {
-		if _, err := br.Exec(); err != nil {
+	for _, s := range held {
+		tag, err := br.Exec()
+		if err != nil {
 			_ = br.Close()
 			return nil, err
+		}
+		if s.Rows != nil {
+			*s.Rows += tag.RowsAffected()
 		}
 	}
 	return br, nil

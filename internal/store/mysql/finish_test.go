@@ -1,0 +1,142 @@
+package mysql
+
+import (
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testdb"
+)
+
+// FinishApply, on every job's path to Completed, sends its transaction in
+// three commands on a pipelined connection, four before: the beginning and
+// the apply's row (its count read from the driver's), the gates' read, the
+// completion with the COMMIT (the counts of its statements read from the
+// driver's); FinishApplyProven's completions of the jobs it names too. A
+// stale term's records nothing, in as many.
+func TestFinishApplyRoundTrips(t *testing.T) {
+	ctx := t.Context()
+	db := testdb.Fresh(t, "AFM_TEST_MYSQL_URL", "afm_finish_")
+	e, err := Open(ctx, strings.Replace(db.DSN, "@tcp(", "@afm-counted(", 1), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if err := e.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !e.pipelined {
+		t.Fatal("the engine is not pipelined on the test server")
+	}
+	e.db.SetMaxOpenConns(1)
+	s := store.New(e, store.Rules{})
+	term, err := s.NewTerm(ctx, "manager-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A confirmed switch and no enforcement error: the gates in one read.
+	if err := s.ConfirmSwitches(ctx, []store.ExpectedSwitch{{GUID: 0x0002c90300f00001, Description: "S1"}}); err != nil {
+		t.Fatal(err)
+	}
+	open := func(store.GateState) bool { return true }
+	for i, tc := range []struct {
+		name      string
+		term      int64
+		proven    bool  // FinishApplyProven, naming the job
+		want      int64 // commands
+		completed int64
+	}{
+		{"a job", term, false, 3, 1},
+		{"a stale term's", term - 1, false, 3, 0},
+		{"a job proven by its tables", term, true, 3, 1},
+	} {
+		vlan := int64(101 + i)
+		j, err := s.RecordNetwork(ctx, store.NetworkChange{Network: store.NetworkSpec{ID: "net-" + tc.name,
+			Name: "net", Type: "vlan", PhysicalNetwork: "ibnet", SegmentationID: &vlan},
+			Operation: store.OpCreateNetwork, CreatedBy: "test", Request: `{}`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rev, err := s.Revision(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UTC()
+		a := store.Apply{Revision: rev, SHA256: "ab", Term: tc.term, Outcome: "applied", Detail: "SUBNET UP",
+			StartedAt: now.Add(-time.Second), FinishedAt: now}
+		counted.Store(0)
+		var f store.Finished
+		if tc.proven {
+			f, err = s.FinishApplyProven(ctx, a, store.Proven{Jobs: []int64{j.ID}, Kubernetes: true}, open)
+		} else {
+			f, err = s.FinishApply(ctx, a, open)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if f.Completed != tc.completed || f.Recorded != (tc.completed > 0) {
+			t.Errorf("%s: %+v, want %d completed", tc.name, f, tc.completed)
+		}
+		if n := counted.Load(); n != tc.want {
+			t.Errorf("%s: FinishApply sent %d commands, want %d", tc.name, n, tc.want)
+		}
+	}
+}
+
+// A held write whose count is wanted and that fails is the error of the
+// transaction, whichever statement sent it: a query of one row (whose Row
+// cannot carry another's error) runs no more, the error names the write,
+// and nothing commits, even when the caller went on past the query's error
+// (MariaDB undoes the failed statement alone).
+func TestCountedWriteFailsBeforeAQueryRow(t *testing.T) {
+	ctx := t.Context()
+	db := testdb.Fresh(t, "AFM_TEST_MYSQL_URL", "afm_counted_")
+	e, err := Open(ctx, db.DSN, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if err := e.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !e.pipelined {
+		t.Fatal("the engine is not pipelined on the test server")
+	}
+	term, err := store.New(e, store.Rules{}).NewTerm(ctx, "manager-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	row := func(sha string) driver.RecordApplyOfHistoryParams {
+		return driver.RecordApplyOfHistoryParams{Revision: 1, SHA256: sha, Term: term, Outcome: "applied",
+			Detail: "SUBNET UP", StartedAt: now, FinishedAt: now, Fabric: driver.DefaultFabric}
+	}
+	for _, ignore := range []bool{false, true} {
+		var n int64
+		err = e.InChangeTx(ctx, func(q driver.ChangeTx) error {
+			// A row that goes in, then one refused: sha256 is a
+			// varchar(64), and strict mode refuses a longer one.
+			for _, sha := range []string{"ab", strings.Repeat("ab", 100)} {
+				if _, err := q.Later().RecordApplyOfHistory(driver.CountInto(ctx, &n), row(sha)); err != nil {
+					return err
+				}
+			}
+			if _, err := q.GetJob(ctx, 1); err != nil && !ignore {
+				return err
+			}
+			return nil // ignore: a caller that goes on
+		})
+		if err == nil || !strings.Contains(err.Error(), "Data too long") {
+			t.Fatalf("the transaction (the query's error ignored: %t): %v; want the held write's error (Data too long)",
+				ignore, err)
+		}
+		if a, err := store.New(e, store.Rules{}).LastApply(ctx); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("after the failed transaction (the query's error ignored: %t) LastApply = %+v, %v; want none",
+				ignore, a, err)
+		}
+	}
+}
