@@ -15,19 +15,22 @@ import (
 )
 
 // Three managers with [ha] ha = true; the leader's link to the database is
-// cut while it is inside FinishApply's transaction, its completion of a job
-// run on the server and not committed (a test hook holds it there:
-// driver.TestHookPauseAfterCompletion). The server keeps the session inside
-// its transaction: on MariaDB (and through the same Galera node) the fence's
-// shared lock on the lease's row holds every other manager's take, on
-// PostgreSQL the job's row lock holds its completion by the next leader,
-// until the server ends the session. Another manager must take the lease and
-// complete the job, with its pkey in the real table: the server ends a
-// session idle inside a transaction after a fifth of the lease (a second
-// here), where without it the sessions stay for hours.
+// cut while it is inside FinishApply's transaction, its fenced write of the
+// apply's row run on the server, the jobs' completion and the COMMIT not
+// sent (a test hook holds it there: driver.TestHookPauseInsideFinish). The
+// server keeps the session inside its transaction: on MariaDB (and through
+// the same Galera node) the fence's shared lock on the lease's row holds
+// every other manager's take until the server ends the session. Another
+// manager must take the lease and complete the job, with its pkey in the
+// real table: the server ends a session idle inside a transaction after a
+// fifth of the lease (a second here), where without it the sessions stay for
+// hours. On PostgreSQL, whose fence takes no lock, the session holds nothing
+// the next leader needs at this point (the completion goes with the COMMIT);
+// storetest's TestSessionCutInsideAFencedWriteEnds shows the job rows a cut
+// session would hold there.
 func TestHALeaderCutInsideCompletion(t *testing.T) {
 	hook := t.TempDir()
-	t.Setenv(driver.TestHookPauseAfterCompletion, hook) // the managers inherit the environment
+	t.Setenv(driver.TestHookPauseInsideFinish, hook) // the managers inherit the environment
 	setups := []struct {
 		name string
 		dbs  func(t *testing.T) []storetest.Database

@@ -54,7 +54,7 @@ type Engine struct {
 	dbName   string
 	// pipelined: change transactions hold statements back (driver.HeldChangeTx).
 	pipelined bool
-	// pause is a test hook's (driver.PauseAfterCompletion); nil in production.
+	// pause is a test hook's (driver.PauseInsideFinish); nil in production.
 	pause func(ctx context.Context)
 
 	// MariaDB has no LISTEN: Wake fires after the changes this process
@@ -122,7 +122,7 @@ func Open(ctx context.Context, dsn string, log *slog.Logger, opts ...driver.Opti
 	}
 	q := mysqldb.New(db)
 	return &Engine{db: db, q: q, log: log, lockName: applierLock(cfg.DBName), dbName: cfg.DBName, pipelined: pipelined,
-		pause: driver.PauseAfterCompletion(log)}, nil
+		pause: driver.PauseInsideFinish(log)}, nil
 }
 
 // openForServer opens the pool with the session variables the server calls

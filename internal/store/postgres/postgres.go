@@ -38,7 +38,7 @@ type Engine struct {
 	pool *pgxpool.Pool
 	q    *pgdb.Queries
 	log  *slog.Logger
-	// pause is a test hook's (driver.PauseAfterCompletion); nil in production.
+	// pause is a test hook's (driver.PauseInsideFinish); nil in production.
 	pause func(ctx context.Context)
 }
 
@@ -58,7 +58,7 @@ func Open(ctx context.Context, dsn string, log *slog.Logger, opts ...driver.Opti
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
-	return &Engine{dsn: dsn, pool: pool, q: pgdb.New(pool), log: log, pause: driver.PauseAfterCompletion(log)}, nil
+	return &Engine{dsn: dsn, pool: pool, q: pgdb.New(pool), log: log, pause: driver.PauseInsideFinish(log)}, nil
 }
 
 // idleTransactionParam is the setting that has the server end a session
