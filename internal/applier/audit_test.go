@@ -79,7 +79,7 @@ func (f *silentFabric) cancelled() bool {
 // audit is due.
 func auditTurn(ctx context.Context, r *applyRig, a *auditor, wake <-chan struct{}) (next time.Duration) {
 	tv := r.term.turnView(wake)
-	next = a.runAudit(ctx, tv)
+	next = a.runAudit(ctx, tv, func() {})
 	r.term.takeTurn(tv)
 	return next
 }
@@ -192,5 +192,65 @@ func TestAuditNamesAnEditedFileAsDrift(t *testing.T) {
 	}
 	if next > time.Minute {
 		t.Fatalf("the audit is due again %s after the drift's repair, not within a minute (interval 1h)", next)
+	}
+}
+
+// A change that arrives while the audit reads does not wait for that read
+// to drain: the turn goes back to the loop as the read is cut short, and
+// the change is applied while the audit's SMP under way (one the fake
+// holds, as the simulator answers a cancelled read's SMPs in its own time)
+// has not returned; the read that gave way records nothing once it has.
+func TestAuditGivesTheTurnBackBeforeItsReadDrains(t *testing.T) {
+	r := newApplyRig(t, true, func() string { return heavySweep("") })
+	r.network(101)
+	r.applied("the network")
+	f := newFakeSMPFabric()
+	f.held, f.holding = make(chan struct{}), make(chan struct{}, 1)
+	released := sync.OnceFunc(func() { close(f.held) })
+	r.term.Cfg.Audit = AuditConfig{Interval: time.Hour, Reader: &pkeyread.Reader{Dialer: f}, Recorder: r.st}
+	a := r.term.newAuditor(r.term.newDriftRepair())
+	ctx, cancel := context.WithCancel(t.Context())
+	audited := make(chan struct{})
+	go func() {
+		defer close(audited)
+		a.run(ctx)
+	}()
+	defer func() {
+		released()
+		cancel()
+		<-audited
+	}()
+	desk, _ := r.term.turns.desks()
+	wake := make(chan struct{}, 1)
+	back := make(chan struct{})
+	req := <-desk
+	go func() {
+		defer close(back)
+		r.term.lendTurn(ctx, req, wake)
+	}()
+	<-f.holding // the audit's read has an SMP under way
+	job := r.port("p1", 0x0002c90300000101)
+	wake <- struct{}{}
+	select {
+	case <-back:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the loop's turn did not come back while the audit's read drained")
+	}
+	r.applied("the change")
+	if n := f.heldOver.Load(); n != 0 {
+		t.Fatalf("%d of the audit's SMPs returned before the change's apply ended; want it applied while they drain", n)
+	}
+	if j := r.job(job.ID); j.Status != store.StatusCompleted {
+		t.Fatalf("the change's job: %+v, want Completed", j)
+	}
+	released()
+	cancel()
+	<-audited
+	if f.heldOver.Load() == 0 {
+		t.Fatal("the audit's read returned without its SMP")
+	}
+	if _, ok, err := r.st.LastAudit(t.Context()); err != nil || ok || r.term.audit.last != nil {
+		t.Fatalf("a read that gave way recorded an audit (%v, %v) or gave the term one (%+v); want none",
+			ok, err, r.term.audit.last)
 	}
 }
