@@ -364,8 +364,9 @@ func (w *secondSMWatch) detect(ctx context.Context, t *watchEnv) {
 
 // detectLocked is detect, w.detecting held; it returns why the look failed
 // (or was cut short), nil when it read the fabric. A baseline's look
-// (besideSweep) that read a host port no master has swept yet judges
-// nothing but a second SM: it may only close the gate (see besideSweep).
+// (besideSweep) that failed changes nothing, and one read before this
+// OpenSM was master over every host port it read judges nothing but a
+// second SM: it may only close the gate (see besideSweep).
 func (w *secondSMWatch) detectLocked(ctx context.Context, t *watchEnv, baseline bool) error {
 	if w.isUnread() {
 		w.restore(ctx, t)
@@ -375,21 +376,24 @@ func (w *secondSMWatch) detectLocked(ctx context.Context, t *watchEnv, baseline 
 	if ctx.Err() != nil {
 		return ctx.Err() // the term is over: nothing is recorded, nor cleared
 	}
+	if err != nil && baseline {
+		return err // changes nothing: finish's look is the full one, which says why it failed
+	}
 	if err != nil {
 		w.lookFailed(ctx, t, err)
 		return err
 	}
-	w.lookRead()
 	v := judgeMasters(l, w.check.Own)
-	if !v.known {
-		return nil
-	}
-	if baseline && l.unswept > 0 {
-		t.Log.Debug("second-SM baseline read host ports no master has swept yet; finish looks at every port",
-			"unswept", l.unswept)
+	if baseline && (!v.known || l.unswept > 0) {
+		t.Log.Debug("second-SM baseline read before this OpenSM was master over every host port; finish looks at every port",
+			"known", v.known, "unswept", l.unswept)
 		if v.found != nil {
 			w.hold(ctx, t, *v.found)
 		}
+		return nil
+	}
+	w.lookRead()
+	if !v.known {
 		return nil
 	}
 	w.scanned, w.covered, w.smPorts = true, seen, smPortsOf(l.sms)
