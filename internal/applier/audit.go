@@ -192,10 +192,10 @@ func (a *auditor) runAudit(ctx context.Context, tv *idleTurn, giveBack func()) (
 const auditYieldRetry = time.Second
 
 // yieldingAudit is the context of an audit's read: cancelled once a change
-// waits (the revision moved past the applied one, read at each wake-up of
-// the loop's and every poll interval, as the idle loop reads it), so that a
-// job never waits for the reads of every port of the fabric, only for its
-// own. The watch gives the turn back (giveBack) as it cancels: the change's
+// waits (a wake-up of the loop's during the read, or the revision moved
+// past the applied one, read every poll interval, as the idle loop reads
+// it), so that a job never waits for the reads of every port of the
+// fabric, only for its own. The watch gives the turn back (giveBack) as it cancels: the change's
 // apply starts while the read drains (the SMPs under way answered, their
 // connections closed), which it needs nothing of: the audit reads on
 // connections of its own, sends no SMP once cancelled, and writes nothing
@@ -217,23 +217,46 @@ func (a *auditor) yieldingAudit(ctx context.Context, tv *idleTurn, giveBack func
 	const reading, gaveWay, readToEnd = 0, 1, 2
 	var turn atomic.Int32
 	done := make(chan struct{})
+	giveWay := func() {
+		if turn.CompareAndSwap(reading, gaveWay) {
+			cancel()
+			giveBack()
+		}
+	}
 	go func() {
 		defer close(done)
 		poll := time.NewTicker(a.cfg.PollInterval)
 		defer poll.Stop()
+		// A wake-up from before the read may be the term's own commit (a
+		// job completed): the revision says whether a change waits.
+		var check bool
+		select {
+		case <-tv.wake:
+			check = true
+		default:
+		}
 		for {
+			if check {
+				if rev, err := a.store.Revision(actx); err == nil && rev != applied {
+					giveWay()
+					return
+				}
+			}
 			select {
 			case <-actx.Done():
 				return
 			case <-tv.wake:
-			case <-poll.C:
-			}
-			if rev, err := a.store.Revision(actx); err == nil && rev != applied {
-				if turn.CompareAndSwap(reading, gaveWay) {
-					cancel()
-					giveBack()
-				}
+				// During the read a wake-up is a change committed (the
+				// loop, lent out, commits nothing; one follows a change
+				// transaction, or PostgreSQL's notice of a revision):
+				// the loop reads the revision itself, so the watch does
+				// not read it on the change's path. A request that
+				// changed nothing costs this read, read again
+				// auditYieldRetry later as after any change.
+				giveWay()
 				return
+			case <-poll.C:
+				check = true // another process's change wakes nobody here
 			}
 		}
 	}()

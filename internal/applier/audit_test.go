@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -252,5 +253,73 @@ func TestAuditGivesTheTurnBackBeforeItsReadDrains(t *testing.T) {
 	if _, ok, err := r.st.LastAudit(t.Context()); err != nil || ok || r.term.audit.last != nil {
 		t.Fatalf("a read that gave way recorded an audit (%v, %v) or gave the term one (%+v); want none",
 			ok, err, r.term.audit.last)
+	}
+}
+
+// revisionReads counts the reads of the revision.
+type revisionReads struct {
+	Store
+	n atomic.Int64
+}
+
+func (s *revisionReads) Revision(ctx context.Context) (int64, error) {
+	s.n.Add(1)
+	return s.Store.Revision(ctx)
+}
+
+// The audit gives way on a wake-up that comes during its read without
+// reading the revision (a round trip on the change's path: the loop reads
+// it once it has its turn back), and reads to the end past a wake-up from
+// before its read, after reading that the revision did not move: the
+// term's own commit (a job completed) wakes the loop too.
+func TestAuditWakeUps(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		before  bool // the wake-up is pending when the read begins, no change made
+		yielded bool
+	}{
+		{name: "a change during the read", yielded: true},
+		{name: "a wake-up from before the read", before: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newApplyRig(t, true, func() string { return heavySweep("") })
+			r.network(101)
+			r.applied("the network")
+			f := newFakeSMPFabric()
+			f.held, f.holding = make(chan struct{}), make(chan struct{}, 1)
+			r.term.Cfg.Audit = AuditConfig{Interval: time.Hour, Reader: &pkeyread.Reader{Dialer: f}, Recorder: r.st}
+			a := r.term.newAuditor(r.term.newDriftRepair())
+			reads := &revisionReads{Store: a.store}
+			a.store = reads
+			wake := make(chan struct{}, 1)
+			if tc.before {
+				wake <- struct{}{}
+			}
+			tv := r.term.turnView(wake)
+			gaveBack := make(chan struct{})
+			ended := make(chan struct{})
+			go func() {
+				defer close(ended)
+				a.runAudit(t.Context(), tv, sync.OnceFunc(func() { close(gaveBack) }))
+			}()
+			<-f.holding
+			if !tc.before {
+				r.port("p1", 0x0002c90300000101)
+				wake <- struct{}{}
+				<-gaveBack
+				if n := reads.n.Load(); n != 0 {
+					t.Errorf("the audit read the revision %d times before giving way; want none", n)
+				}
+			}
+			close(f.held)
+			<-ended
+			r.term.takeTurn(tv)
+			if yielded := r.term.audit.last == nil; yielded != tc.yielded {
+				t.Fatalf("the audit gave way: %v (recorded %+v); want %v", yielded, r.term.audit.last, tc.yielded)
+			}
+			if tc.before && reads.n.Load() == 0 {
+				t.Error("the audit read past a wake-up from before its read without reading the revision")
+			}
+		})
 	}
 }
