@@ -160,15 +160,16 @@ func (a *auditor) runAudit(ctx context.Context, tv *idleTurn, giveBack func()) (
 	actx, yielded := a.yieldingAudit(ctx, tv, giveBack)
 	started := time.Now()
 	s, err := a.auditOnce(actx, tv)
-	if yielded() {
+	if gaveWay := yielded(); !gaveWay.IsZero() {
 		// The turn is the loop's again (tv is no longer the audit's): this
-		// read, cut short or not, judges and records nothing.
+		// read, cut short or not, judges and records nothing. drained is
+		// how long the read took to end after that, beside the change.
 		if ctx.Err() == nil {
 			if a.yieldedSince.IsZero() {
 				a.yieldedSince = time.Now()
 			}
 			a.log.Info("audit gave way to a change; reading the fabric again after its apply",
-				"read_for", time.Since(started), "retry_in", soon)
+				"read_for", gaveWay.Sub(started), "drained", time.Since(gaveWay), "retry_in", soon)
 		}
 		return soon
 	}
@@ -202,24 +203,26 @@ const auditYieldRetry = time.Second
 // of a read that gave way. An audit that has given way for an interval
 // already reads to the end: a fabric whose changes never stop is still
 // audited at least every two intervals. yielded stops the watch and says
-// whether it gave the turn back, in which case the audit must not touch the
-// turn (tv) again; call it once the read is over. A read that ended just as
+// when it gave the turn back (zero: it did not), after which the audit must
+// not touch the turn (tv) again; call it once the read is over. A read that ended just as
 // a change came is the watch's or the audit's, never both: whichever
 // claims it first (turn).
-func (a *auditor) yieldingAudit(ctx context.Context, tv *idleTurn, giveBack func()) (_ context.Context, yielded func() bool) {
+func (a *auditor) yieldingAudit(ctx context.Context, tv *idleTurn, giveBack func()) (_ context.Context, yielded func() time.Time) {
 	// Frozen, or held for a second SM, the loop applies no change: the
 	// audit reads to the end.
 	if tv.notMaster || !a.yieldedSince.IsZero() && time.Since(a.yieldedSince) >= a.cfg.Audit.Interval {
-		return ctx, func() bool { return false }
+		return ctx, func() time.Time { return time.Time{} }
 	}
 	actx, cancel := context.WithCancel(ctx)
 	applied := tv.applied
 	const reading, gaveWay, readToEnd = 0, 1, 2
 	var turn atomic.Int32
+	var gaveWayAt time.Time // written before done closes
 	done := make(chan struct{})
 	giveWay := func() {
 		if turn.CompareAndSwap(reading, gaveWay) {
 			cancel()
+			gaveWayAt = time.Now()
 			giveBack()
 		}
 	}
@@ -260,11 +263,11 @@ func (a *auditor) yieldingAudit(ctx context.Context, tv *idleTurn, giveBack func
 			}
 		}
 	}()
-	return actx, func() bool {
-		over := turn.CompareAndSwap(reading, readToEnd)
+	return actx, func() time.Time {
+		turn.CompareAndSwap(reading, readToEnd)
 		cancel()
 		<-done
-		return !over
+		return gaveWayAt
 	}
 }
 
