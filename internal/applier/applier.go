@@ -500,6 +500,8 @@ func (t *term) apply(ctx context.Context) applyResult {
 		return applyRetry
 	}
 	defer watch.Close()
+	// The term's first full second-SM look, beside the sweep (secondsm.go).
+	defer t.secondSM.besideSweep(ctx, t.watchEnv())()
 	t.readWantsDuringSweep(ctx, run) // readback.go
 	sweep, ok := t.await(ctx, run, watch, synced)
 	run.waitWants()

@@ -128,8 +128,9 @@ func (a *auditor) run(ctx context.Context) {
 			return
 		}
 		started := time.Now()
-		next := a.runAudit(ctx, tv)
-		giveBack()
+		back := sync.OnceFunc(giveBack) // the audit may give it back when a change comes
+		next := a.runAudit(ctx, tv, back)
+		back()
 		due.Reset(max(0, next-time.Since(started)))
 	}
 }
@@ -137,9 +138,11 @@ func (a *auditor) run(ctx context.Context) {
 // runAudit audits the fabric against the file OpenSM last applied (tv), and
 // acts on what it finds; it returns when the next audit is due, from this
 // one's start. A change that arrives meanwhile (tv.wake) ends the read
-// (yieldingAudit): the change is applied at once, and the audit reads again
+// (yieldingAudit), and the turn goes back to the loop then (giveBack, which
+// the caller may call again: once is what counts), before the read has
+// drained: the change is applied at once, and the audit reads again
 // auditYieldRetry later.
-func (a *auditor) runAudit(ctx context.Context, tv *idleTurn) (next time.Duration) {
+func (a *auditor) runAudit(ctx context.Context, tv *idleTurn, giveBack func()) (next time.Duration) {
 	soon := min(auditYieldRetry, a.cfg.Audit.Interval)
 	if tv.applied < 0 || tv.written == nil {
 		return soon // an apply is due (the tables are about to change): read soon after
@@ -154,18 +157,22 @@ func (a *auditor) runAudit(ctx context.Context, tv *idleTurn) (next time.Duratio
 		a.drift.repair(ctx, tv)
 		next = soon
 	}
-	actx, yielded := a.yieldingAudit(ctx, tv)
+	actx, yielded := a.yieldingAudit(ctx, tv, giveBack)
 	started := time.Now()
 	s, err := a.auditOnce(actx, tv)
-	if err != nil && yielded() && ctx.Err() == nil {
-		if a.yieldedSince.IsZero() {
-			a.yieldedSince = time.Now()
+	if gaveWay := yielded(); !gaveWay.IsZero() {
+		// The turn is the loop's again (tv is no longer the audit's): this
+		// read, cut short or not, judges and records nothing. drained is
+		// how long the read took to end after that, beside the change.
+		if ctx.Err() == nil {
+			if a.yieldedSince.IsZero() {
+				a.yieldedSince = time.Now()
+			}
+			a.log.Info("audit gave way to a change; reading the fabric again after its apply",
+				"read_for", gaveWay.Sub(started), "drained", time.Since(gaveWay), "retry_in", soon)
 		}
-		a.log.Info("audit gave way to a change; reading the fabric again after its apply", "read_for", time.Since(started),
-			"retry_in", soon)
 		return soon
 	}
-	yielded()
 	a.yieldedSince = time.Time{}
 	if obs, ok := a.observer.(AuditObserver); ok {
 		obs.AuditFinished(s, err)
@@ -186,45 +193,81 @@ func (a *auditor) runAudit(ctx context.Context, tv *idleTurn) (next time.Duratio
 const auditYieldRetry = time.Second
 
 // yieldingAudit is the context of an audit's read: cancelled once a change
-// waits (the revision moved past the applied one, read at each wake-up of
-// the loop's and every poll interval, as the idle loop reads it), so that a
-// job never waits for the reads of every port of the fabric, only for its
-// own. An audit that has given way for an interval already reads to the
-// end: a fabric whose changes never stop is still audited at least every
-// two intervals. yielded stops the watch and says whether it cancelled the
-// read; call it once the read is over.
-func (a *auditor) yieldingAudit(ctx context.Context, tv *idleTurn) (_ context.Context, yielded func() bool) {
+// waits (a wake-up of the loop's during the read, or the revision moved
+// past the applied one, read every poll interval, as the idle loop reads
+// it), so that a job never waits for the reads of every port of the
+// fabric, only for its own. The watch gives the turn back (giveBack) as it cancels: the change's
+// apply starts while the read drains (the SMPs under way answered, their
+// connections closed), which it needs nothing of: the audit reads on
+// connections of its own, sends no SMP once cancelled, and writes nothing
+// of a read that gave way. An audit that has given way for an interval
+// already reads to the end: a fabric whose changes never stop is still
+// audited at least every two intervals. yielded stops the watch and says
+// when it gave the turn back (zero: it did not), after which the audit must
+// not touch the turn (tv) again; call it once the read is over. A read that ended just as
+// a change came is the watch's or the audit's, never both: whichever
+// claims it first (turn).
+func (a *auditor) yieldingAudit(ctx context.Context, tv *idleTurn, giveBack func()) (_ context.Context, yielded func() time.Time) {
 	// Frozen, or held for a second SM, the loop applies no change: the
 	// audit reads to the end.
 	if tv.notMaster || !a.yieldedSince.IsZero() && time.Since(a.yieldedSince) >= a.cfg.Audit.Interval {
-		return ctx, func() bool { return false }
+		return ctx, func() time.Time { return time.Time{} }
 	}
 	actx, cancel := context.WithCancel(ctx)
 	applied := tv.applied
-	var changed atomic.Bool
+	const reading, gaveWay, readToEnd = 0, 1, 2
+	var turn atomic.Int32
+	var gaveWayAt time.Time // written before done closes
 	done := make(chan struct{})
+	giveWay := func() {
+		if turn.CompareAndSwap(reading, gaveWay) {
+			cancel()
+			gaveWayAt = time.Now()
+			giveBack()
+		}
+	}
 	go func() {
 		defer close(done)
 		poll := time.NewTicker(a.cfg.PollInterval)
 		defer poll.Stop()
+		// A wake-up from before the read may be the term's own commit (a
+		// job completed): the revision says whether a change waits.
+		var check bool
+		select {
+		case <-tv.wake:
+			check = true
+		default:
+		}
 		for {
+			if check {
+				if rev, err := a.store.Revision(actx); err == nil && rev != applied {
+					giveWay()
+					return
+				}
+			}
 			select {
 			case <-actx.Done():
 				return
 			case <-tv.wake:
-			case <-poll.C:
-			}
-			if rev, err := a.store.Revision(actx); err == nil && rev != applied {
-				changed.Store(true)
-				cancel()
+				// During the read a wake-up is a change committed (the
+				// loop, lent out, commits nothing; one follows a change
+				// transaction, or PostgreSQL's notice of a revision):
+				// the loop reads the revision itself, so the watch does
+				// not read it on the change's path. A request that
+				// changed nothing costs this read, read again
+				// auditYieldRetry later as after any change.
+				giveWay()
 				return
+			case <-poll.C:
+				check = true // another process's change wakes nobody here
 			}
 		}
 	}()
-	return actx, func() bool {
+	return actx, func() time.Time {
+		turn.CompareAndSwap(reading, readToEnd)
 		cancel()
 		<-done
-		return changed.Load()
+		return gaveWayAt
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,7 +80,7 @@ func (f *silentFabric) cancelled() bool {
 // audit is due.
 func auditTurn(ctx context.Context, r *applyRig, a *auditor, wake <-chan struct{}) (next time.Duration) {
 	tv := r.term.turnView(wake)
-	next = a.runAudit(ctx, tv)
+	next = a.runAudit(ctx, tv, func() {})
 	r.term.takeTurn(tv)
 	return next
 }
@@ -192,5 +193,133 @@ func TestAuditNamesAnEditedFileAsDrift(t *testing.T) {
 	}
 	if next > time.Minute {
 		t.Fatalf("the audit is due again %s after the drift's repair, not within a minute (interval 1h)", next)
+	}
+}
+
+// A change that arrives while the audit reads does not wait for that read
+// to drain: the turn goes back to the loop as the read is cut short, and
+// the change is applied while the audit's SMP under way (one the fake
+// holds, as the simulator answers a cancelled read's SMPs in its own time)
+// has not returned; the read that gave way records nothing once it has.
+func TestAuditGivesTheTurnBackBeforeItsReadDrains(t *testing.T) {
+	r := newApplyRig(t, true, func() string { return heavySweep("") })
+	r.network(101)
+	r.applied("the network")
+	f := newFakeSMPFabric()
+	f.held, f.holding = make(chan struct{}), make(chan struct{}, 1)
+	released := sync.OnceFunc(func() { close(f.held) })
+	r.term.Cfg.Audit = AuditConfig{Interval: time.Hour, Reader: &pkeyread.Reader{Dialer: f}, Recorder: r.st}
+	a := r.term.newAuditor(r.term.newDriftRepair())
+	ctx, cancel := context.WithCancel(t.Context())
+	audited := make(chan struct{})
+	go func() {
+		defer close(audited)
+		a.run(ctx)
+	}()
+	defer func() {
+		released()
+		cancel()
+		<-audited
+	}()
+	desk, _ := r.term.turns.desks()
+	wake := make(chan struct{}, 1)
+	back := make(chan struct{})
+	req := <-desk
+	go func() {
+		defer close(back)
+		r.term.lendTurn(ctx, req, wake)
+	}()
+	<-f.holding // the audit's read has an SMP under way
+	job := r.port("p1", 0x0002c90300000101)
+	wake <- struct{}{}
+	select {
+	case <-back:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the loop's turn did not come back while the audit's read drained")
+	}
+	r.applied("the change")
+	if n := f.heldOver.Load(); n != 0 {
+		t.Fatalf("%d of the audit's SMPs returned before the change's apply ended; want it applied while they drain", n)
+	}
+	if j := r.job(job.ID); j.Status != store.StatusCompleted {
+		t.Fatalf("the change's job: %+v, want Completed", j)
+	}
+	released()
+	cancel()
+	<-audited
+	if f.heldOver.Load() == 0 {
+		t.Fatal("the audit's read returned without its SMP")
+	}
+	if _, ok, err := r.st.LastAudit(t.Context()); err != nil || ok || r.term.audit.last != nil {
+		t.Fatalf("a read that gave way recorded an audit (%v, %v) or gave the term one (%+v); want none",
+			ok, err, r.term.audit.last)
+	}
+}
+
+// revisionReads counts the reads of the revision.
+type revisionReads struct {
+	Store
+	n atomic.Int64
+}
+
+func (s *revisionReads) Revision(ctx context.Context) (int64, error) {
+	s.n.Add(1)
+	return s.Store.Revision(ctx)
+}
+
+// The audit gives way on a wake-up that comes during its read without
+// reading the revision (a round trip on the change's path: the loop reads
+// it once it has its turn back), and reads to the end past a wake-up from
+// before its read, after reading that the revision did not move: the
+// term's own commit (a job completed) wakes the loop too.
+func TestAuditWakeUps(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		before  bool // the wake-up is pending when the read begins, no change made
+		yielded bool
+	}{
+		{name: "a change during the read", yielded: true},
+		{name: "a wake-up from before the read", before: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newApplyRig(t, true, func() string { return heavySweep("") })
+			r.network(101)
+			r.applied("the network")
+			f := newFakeSMPFabric()
+			f.held, f.holding = make(chan struct{}), make(chan struct{}, 1)
+			r.term.Cfg.Audit = AuditConfig{Interval: time.Hour, Reader: &pkeyread.Reader{Dialer: f}, Recorder: r.st}
+			a := r.term.newAuditor(r.term.newDriftRepair())
+			reads := &revisionReads{Store: a.store}
+			a.store = reads
+			wake := make(chan struct{}, 1)
+			if tc.before {
+				wake <- struct{}{}
+			}
+			tv := r.term.turnView(wake)
+			gaveBack := make(chan struct{})
+			ended := make(chan struct{})
+			go func() {
+				defer close(ended)
+				a.runAudit(t.Context(), tv, sync.OnceFunc(func() { close(gaveBack) }))
+			}()
+			<-f.holding
+			if !tc.before {
+				r.port("p1", 0x0002c90300000101)
+				wake <- struct{}{}
+				<-gaveBack
+				if n := reads.n.Load(); n != 0 {
+					t.Errorf("the audit read the revision %d times before giving way; want none", n)
+				}
+			}
+			close(f.held)
+			<-ended
+			r.term.takeTurn(tv)
+			if yielded := r.term.audit.last == nil; yielded != tc.yielded {
+				t.Fatalf("the audit gave way: %v (recorded %+v); want %v", yielded, r.term.audit.last, tc.yielded)
+			}
+			if tc.before && reads.n.Load() == 0 {
+				t.Error("the audit read past a wake-up from before its read without reading the revision")
+			}
+		})
 	}
 }

@@ -36,6 +36,14 @@ type fakeSMPFabric struct {
 	// attribute) after its answer is made: a change it makes comes after
 	// the look read that port.
 	answered func(lid, attr uint16)
+	// held, when set, holds every answer until it is closed, whatever the
+	// sender's context: the simulator's answers, which a cancelled read
+	// still waits for (its Send ends at the context's deadline, not at its
+	// cancellation), slowed down. holding is told of each SMP held, and
+	// heldOver counts those that returned.
+	held     chan struct{}
+	holding  chan struct{}
+	heldOver atomic.Int64
 }
 
 // fakeSMPPort is one port's management agent.
@@ -110,12 +118,20 @@ func (f *fakeSMPFabric) Send(ctx context.Context, lid uint16, mad []byte) ([]byt
 	f.mu.Lock()
 	p, ok := f.ports[lid]
 	hang := f.hang != nil && !f.hang[lid]
-	hung, answered := f.hung, f.answered
+	hung, answered, held, holding := f.hung, f.answered, f.held, f.holding
 	var port fakeSMPPort
 	if ok {
 		port = *p
 	}
 	f.mu.Unlock()
+	if held != nil {
+		select {
+		case holding <- struct{}{}:
+		default:
+		}
+		<-held
+		defer f.heldOver.Add(1)
+	}
 	if hang && hung != nil {
 		select {
 		case hung <- struct{}{}:

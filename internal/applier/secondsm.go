@@ -149,6 +149,9 @@ type smLook struct {
 	masterLIDs map[uint16]int
 	// unprotected counts the host ports without M_Key protection.
 	unprotected int
+	// unswept counts the host ports that answered with no MasterSMLID: no
+	// master has swept them yet (a cold start, a port just up).
+	unswept int
 }
 
 // look reads the subnet managers once, on a connection of its own (which a
@@ -199,6 +202,10 @@ func (w *secondSMWatch) lookAt(ctx context.Context, lid uint16, ports []pkeyread
 	// The masters the ports name that were not among them (none, when
 	// every host port was read): who they are decides whether they gate.
 	named := scan.MasterLIDs
+	l.unswept = len(ports) - scan.Unread
+	for _, n := range named {
+		l.unswept -= n
+	}
 	more := pkeyread.ScanSMs(ctx, conn, mkey, &w.tid, unscanned(named, ports, lid), secondSMPort)
 	scan.SMs, scan.SMUnread = append(scan.SMs, more.SMs...), append(scan.SMUnread, more.SMUnread...)
 	if err := ctx.Err(); err != nil {
@@ -352,12 +359,15 @@ func smRecord(sm, own pkeyread.SMInfo) store.SecondSM {
 func (w *secondSMWatch) detect(ctx context.Context, t *watchEnv) {
 	w.detecting.Lock()
 	defer w.detecting.Unlock()
-	_ = w.detectLocked(ctx, t)
+	_ = w.detectLocked(ctx, t, false)
 }
 
 // detectLocked is detect, w.detecting held; it returns why the look failed
-// (or was cut short), nil when it read the fabric.
-func (w *secondSMWatch) detectLocked(ctx context.Context, t *watchEnv) error {
+// (or was cut short), nil when it read the fabric. A baseline's look
+// (besideSweep) that failed changes nothing, and one read before this
+// OpenSM was master over every host port it read judges nothing but a
+// second SM: it may only close the gate (see besideSweep).
+func (w *secondSMWatch) detectLocked(ctx context.Context, t *watchEnv, baseline bool) error {
 	if w.isUnread() {
 		w.restore(ctx, t)
 	}
@@ -366,12 +376,23 @@ func (w *secondSMWatch) detectLocked(ctx context.Context, t *watchEnv) error {
 	if ctx.Err() != nil {
 		return ctx.Err() // the term is over: nothing is recorded, nor cleared
 	}
+	if err != nil && baseline {
+		return err // changes nothing: finish's look is the full one, which says why it failed
+	}
 	if err != nil {
 		w.lookFailed(ctx, t, err)
 		return err
 	}
-	w.lookRead()
 	v := judgeMasters(l, w.check.Own)
+	if baseline && (!v.known || l.unswept > 0) {
+		t.Log.Debug("second-SM baseline read before this OpenSM was master over every host port; finish looks at every port",
+			"known", v.known, "unswept", l.unswept)
+		if v.found != nil {
+			w.hold(ctx, t, *v.found)
+		}
+		return nil
+	}
+	w.lookRead()
 	if !v.known {
 		return nil
 	}
@@ -636,6 +657,48 @@ func (w *secondSMWatch) confirm(ctx context.Context, t *watchEnv, topo *topology
 	return err.Error()
 }
 
+// besideSweep starts the term's first full look (the baseline) when an
+// apply's sweep starts, so that finish's look after that sweep is the short
+// one: at 1,500 hosts a full look costs tens of milliseconds, which would
+// otherwise sit between the sweep's end and the jobs' completion. wait
+// returns once the look has ended (the apply waits for it on every path:
+// nothing of the apply outlives it); finish's confirm waits for it anyway,
+// on w.detecting, so a baseline slower than the sweep still runs beside
+// it, begun at its start, and finish looks after it.
+//
+// The baseline is a full look like the scheduled one and gives finish's
+// look what one of those gives any later apply. What it reads comes before
+// the sweep's end, as a scheduled look's did: an SM OpenSM logs from the
+// look's start on moves the count past covered and finish's look is a full
+// one; one that opens a port after the look read it is caught by finish's
+// short look (its places' MasterSMLID, this OpenSM's state), the trap 144
+// OpenSM logs (settle, appeared) or the next full look. A baseline that
+// fails, or that the term's end cuts short, records nothing and leaves the
+// term unscanned: finish's look is then the full one after the sweep, as
+// before. One read before this OpenSM is master (a cold start: its port
+// names no master, or host ports name none yet: unswept) clears nothing
+// and leaves the term unscanned too: it may only hold (detectLocked).
+// Nothing starts once the term has scanned, while a second SM is held
+// (finish then looks at every port after the sweep: the SM's going must be
+// seen after it) or while a scheduled look runs (a full look itself).
+func (w *secondSMWatch) besideSweep(ctx context.Context, t *watchEnv) (wait func()) {
+	if w == nil || w.holds() || !w.detecting.TryLock() {
+		return func() {}
+	}
+	if w.scanned {
+		w.detecting.Unlock()
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer w.detecting.Unlock()
+		err := w.detectLocked(ctx, t, true)
+		t.Log.Debug("second-SM baseline beside the sweep", "scanned", w.scanned, "error", err)
+	}()
+	return func() { <-done }
+}
+
 // afterLook runs the check's test hook (AfterLook), if any.
 func (w *secondSMWatch) afterLook(ctx context.Context, revision int64) {
 	if w != nil && w.check.AfterLook != nil {
@@ -657,7 +720,7 @@ func (w *secondSMWatch) settle(ctx context.Context, t *watchEnv, topo *topology.
 	full = w.holds() || !w.scanned || before.all != w.covered
 	for looks = 1; looks <= settleLooks; looks++ {
 		if full {
-			err = w.detectLocked(ctx, t)
+			err = w.detectLocked(ctx, t, false)
 		} else {
 			err = w.quick(ctx, t, topo, places)
 		}
