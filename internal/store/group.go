@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -337,8 +338,28 @@ func (s *Store) commitOutcomes(ctx context.Context, group []*pendingChange) ([]e
 				outcomes[i] = err
 			}
 		}
+		answerGivenUp(ctx, outcomes)
 	}
 	return outcomes, err
+}
+
+// answerGivenUp gives the group's deadline as the cause of every outcome of a
+// transaction that failed once it had passed. The group's deadline is its
+// last caller's (groupContext): every caller has given up. A driver ends a
+// statement the deadline cut short by closing its connection, and the
+// change under way then fails as "bad connection", or a change after it as
+// refused: the cause is the callers' deadline, which they are answered with,
+// as a change still queued is.
+func answerGivenUp(ctx context.Context, outcomes []error) {
+	cerr := ctx.Err()
+	if cerr == nil {
+		return
+	}
+	for i, o := range outcomes {
+		if !errors.Is(o, cerr) {
+			outcomes[i] = fmt.Errorf("%w: %w", cerr, o)
+		}
+	}
 }
 
 // groupContext is the context a group's statements run with: its first
