@@ -204,8 +204,10 @@ func TestHAFollowerLeadsWithRotatedKeys(t *testing.T) {
 
 	leader.stop() // a failover to a manager started before the rotation
 	next := c.leader()
-	next.wantOpenSMConfKeys(rotated)
+	// The lease is taken before the new term writes OpenSM's configuration
+	// and starts it: the file is read once its OpenSM answers.
 	waitFor(t, "the next leader's SA to answer the new SA_Key", func() bool { return next.trustedSAQuery(rotated["sa_key"]) })
+	next.wantOpenSMConfKeys(rotated)
 	if next.trustedSAQuery(old["sa_key"]) {
 		t.Error("after the failover, a trusted SA query with the old SA_Key was answered")
 	}
