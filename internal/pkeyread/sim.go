@@ -95,7 +95,7 @@ func (d SimDialer) Dial(ctx context.Context) (Conn, error) {
 	}
 	client := binary.NativeEndian.Uint32(reply[0:4])
 	out := simSocket(d.Socket + ":out" + strconv.FormatUint(uint64(client), 10))
-	return &simConn{ctl: ctl, data: data, out: out, client: client}, nil
+	return newSimConn(ctl, data, out, client), nil
 }
 
 // simControl sends one control message and returns the answer's data.
@@ -131,12 +131,43 @@ func deadline(ctx context.Context, limit time.Duration) time.Time {
 	return d
 }
 
-// simConn is one client attached to the simulator.
+// simConn is one client attached to the simulator. Its Sends may overlap:
+// a reader goroutine (mux) hands each answer to the Send of its transaction
+// id.
 type simConn struct {
 	ctl    *net.UnixConn
 	data   *net.UnixConn // bound to ":in<id>", where ibsim sends the answers
 	out    *net.UnixAddr // ibsim's socket for this client, ":out<client>"
 	client uint32        // the id ibsim gave this client
+	mux    *mux
+}
+
+func newSimConn(ctl, data *net.UnixConn, out *net.UnixAddr, client uint32) *simConn {
+	c := &simConn{ctl: ctl, data: data, out: out, client: client, mux: newMux()}
+	go c.mux.run(c.next)
+	return c
+}
+
+// Concurrent says that Sends may overlap on the connection.
+func (c *simConn) Concurrent() bool { return true }
+
+// next reads the next datagram ibsim sends this client.
+func (c *simConn) next() (muxAnswer, bool, error) {
+	resp := make([]byte, simReqHeader+MADSize)
+	n, err := c.data.Read(resp)
+	if err != nil {
+		return muxAnswer{}, false, err
+	}
+	if n != simReqHeader+MADSize {
+		return muxAnswer{}, false, nil
+	}
+	// A MAD ibsim could not deliver (no port at the LID, a link down,
+	// a drop by error injection) comes back as it was sent, with the
+	// errno a umad send would end with in the header (ETIMEDOUT).
+	if status := binary.BigEndian.Uint32(resp[16:]); status != 0 {
+		return muxAnswer{mad: resp[simReqHeader:], err: fmt.Errorf("no answer: %w", syscall.Errno(status))}, true, nil
+	}
+	return muxAnswer{mad: resp[simReqHeader:]}, true, nil
 }
 
 // Send sends mad to lid (PermissiveLID: a directed-route SMP). The simulator drops the MADs its error injection
@@ -153,34 +184,19 @@ func (c *simConn) Send(ctx context.Context, lid uint16, mad []byte) ([]byte, err
 	}
 	binary.BigEndian.PutUint64(req[24:], MADSize)
 	copy(req[simReqHeader:], mad)
-	if err := c.data.SetDeadline(deadline(ctx, time.Second)); err != nil {
+	answer, err := c.mux.expect(mad)
+	if err != nil {
+		return nil, fmt.Errorf("send to the simulator: %w", err)
+	}
+	if err := c.data.SetWriteDeadline(deadline(ctx, time.Second)); err != nil {
+		c.mux.forget(mad)
 		return nil, err
 	}
 	if _, err := c.data.WriteToUnix(req, c.out); err != nil {
+		c.mux.forget(mad)
 		return nil, fmt.Errorf("send to the simulator: %w", err)
 	}
-	resp := make([]byte, simReqHeader+MADSize)
-	for {
-		n, err := c.data.Read(resp)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("no answer: %w", ctx.Err())
-			}
-			return nil, fmt.Errorf("no answer: %w", err)
-		}
-		answer := resp[simReqHeader:n]
-		// An answer to an earlier request that timed out is skipped.
-		if len(answer) != MADSize || !sameTID(mad, answer) {
-			continue
-		}
-		// A MAD ibsim could not deliver (no port at the LID, a link down,
-		// a drop by error injection) comes back as it was sent, with the
-		// errno a umad send would end with in the header (ETIMEDOUT).
-		if status := binary.BigEndian.Uint32(resp[16:]); status != 0 {
-			return nil, fmt.Errorf("no answer: %w", syscall.Errno(status))
-		}
-		return append([]byte(nil), answer...), nil
-	}
+	return c.mux.wait(ctx, mad, answer, time.Second)
 }
 
 // Close detaches the client.
