@@ -219,3 +219,73 @@ func wantNodeInfo(request, answer []byte, guid fabric.GUID, node bool) error {
 	}
 	return nil
 }
+
+// firstSendDialer says on sent when one of its connections sends an SMP
+// (arm: anew).
+type firstSendDialer struct {
+	Dialer
+	mu   sync.Mutex
+	sent chan struct{}
+	once *sync.Once
+}
+
+func (d *firstSendDialer) arm() chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.sent, d.once = make(chan struct{}), &sync.Once{}
+	return d.sent
+}
+
+func (d *firstSendDialer) Dial(ctx context.Context) (Conn, error) {
+	c, err := d.Dialer.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return firstSendConn{Conn: c, d: d}, nil
+}
+
+type firstSendConn struct {
+	Conn
+	d *firstSendDialer
+}
+
+func (c firstSendConn) Send(ctx context.Context, lid uint16, mad []byte) ([]byte, error) {
+	c.d.mu.Lock()
+	sent, once := c.d.sent, c.d.once
+	c.d.mu.Unlock()
+	once.Do(func() { close(sent) })
+	return c.Conn.Send(ctx, lid, mad)
+}
+
+func (c firstSendConn) Concurrent() bool { return true }
+
+// TestReadKeysOverlapReads: with MKeys (a database read on a change's
+// path), a Read after the first sends its SMPs while the keys are asked for,
+// with the keys the last Read was given, and returns what they read when
+// the keys are the same.
+func TestReadKeysOverlapReads(t *testing.T) {
+	g := &gateFabric{answers: fakeFabric(t), phases: slices.Concat(fakeH1Phases, fakeH1Phases)}
+	d := &firstSendDialer{Dialer: g}
+	var waiting chan struct{}
+	r := &Reader{Dialer: d, Workers: 1, PortTimeout: 500 * time.Millisecond}
+	r.MKeys = func(ctx context.Context) ([]uint64, error) {
+		if waiting == nil {
+			return []uint64{7}, nil
+		}
+		select {
+		case <-waiting:
+			return []uint64{7}, nil
+		case <-time.After(5 * time.Second):
+			return nil, errors.New("no SMP was sent while the keys were asked for")
+		}
+	}
+	d.arm()
+	if res := r.Read(t.Context(), []Target{fakeH1})[0]; res.Err != nil {
+		t.Fatalf("the first Read: %v", res.Err)
+	}
+	waiting = d.arm()
+	res := r.Read(t.Context(), []Target{fakeH1})[0]
+	if res.Err != nil || res.PKeys.Membership(0x64) != Full || res.SwitchPKeys.Membership(0x64) != Full {
+		t.Errorf("the second Read: %#04x, switch %#04x, %v", res.PKeys, res.SwitchPKeys, res.Err)
+	}
+}

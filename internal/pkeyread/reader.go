@@ -83,39 +83,91 @@ type Reader struct {
 
 	tid      atomic.Uint32
 	answered atomic.Uint64 // the M_Key that last answered, with MKeys
+
+	mu       sync.Mutex
+	lastKeys []uint64 // what MKeys last gave
 }
 
-// mkeys are the M_Keys a Read tries, the one that last answered first.
-func (r *Reader) mkeys(ctx context.Context) ([]uint64, error) {
-	if r.MKeys == nil {
-		return []uint64{r.MKey}, nil
-	}
+// fetchKeys are the M_Keys MKeys gives now (none: 0), kept for the next Read.
+func (r *Reader) fetchKeys(ctx context.Context) ([]uint64, error) {
 	keys, err := r.MKeys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("the M_Key: %w", err)
 	}
 	if len(keys) == 0 {
-		return []uint64{0}, nil
+		keys = []uint64{0}
 	}
+	keys = slices.Clone(keys)
+	r.mu.Lock()
+	r.lastKeys = keys
+	r.mu.Unlock()
+	return keys, nil
+}
+
+// ordered is keys with the one that last answered first.
+func (r *Reader) ordered(keys []uint64) []uint64 {
 	keys = slices.Clone(keys)
 	if i := slices.Index(keys, r.answered.Load()); i > 0 {
 		keys[0], keys[i] = keys[i], keys[0]
 	}
-	return keys, nil
+	return keys
 }
 
 // Read reads every target and returns their results in targets' order. It
 // returns when all are read, failed, or ctx is done (the ports not read by
 // then fail with ctx's error).
+//
+// With MKeys, the keys are asked for at every Read, and that ask (a
+// database read, on a change's path) overlaps the reads: they start with
+// the keys the last Read was given, and what they found is returned only
+// if MKeys gives the same keys now. Otherwise (a rotation) they are cut
+// short and the targets read again with the new keys; an MKeys that fails
+// fails every port, as if nothing had been read. Which key a port answered
+// to proves nothing about its table (an M_Key only opens the port to Gets):
+// a key the last Read was given was one the manager held then, and is
+// tried during a rotation anyway.
 func (r *Reader) Read(ctx context.Context, targets []Target) []Result {
-	results := make([]Result, len(targets))
-	keys, err := r.mkeys(ctx)
-	if err != nil {
-		for i, t := range targets {
-			results[i] = Result{Target: t, Err: fmt.Errorf("port %s not read: %w", t.Port, err)}
-		}
-		return results
+	if r.MKeys == nil {
+		return r.read(ctx, targets, []uint64{r.MKey})
 	}
+	r.mu.Lock()
+	last := r.lastKeys
+	r.mu.Unlock()
+	if last == nil { // the first Read: nothing to start with
+		keys, err := r.fetchKeys(ctx)
+		if err != nil {
+			return keyless(targets, err)
+		}
+		return r.read(ctx, targets, r.ordered(keys))
+	}
+	early, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan []Result, 1)
+	go func() { done <- r.read(early, targets, r.ordered(last)) }()
+	keys, err := r.fetchKeys(ctx)
+	if err == nil && slices.Equal(keys, last) {
+		return <-done
+	}
+	cancel()
+	<-done
+	if err != nil {
+		return keyless(targets, err)
+	}
+	return r.read(ctx, targets, r.ordered(keys))
+}
+
+// keyless are the results of targets not read for want of their M_Keys.
+func keyless(targets []Target, err error) []Result {
+	results := make([]Result, len(targets))
+	for i, t := range targets {
+		results[i] = Result{Target: t, Err: fmt.Errorf("port %s not read: %w", t.Port, err)}
+	}
+	return results
+}
+
+// read reads every target with keys (Read).
+func (r *Reader) read(ctx context.Context, targets []Target, keys []uint64) []Result {
+	results := make([]Result, len(targets))
 	next := make(chan int)
 	workers := min(orDefault(r.Workers, DefaultWorkers), len(targets))
 	// Many host ports sit behind one switch: its NodeInfo and SwitchInfo are
