@@ -41,3 +41,26 @@ func TestSimConnOverlap(t *testing.T) {
 		wg.Wait()
 	}
 }
+
+// TestSimCloseFreesPlace: a closed client's place is free for the next
+// attach at once, though Close does not wait for the simulator's answer to
+// the detach: three times the simulator's ten places attached and closed
+// one after another, each answering.
+func TestSimCloseFreesPlace(t *testing.T) {
+	f := sweptFabric(t, 2, 1)
+	tg := targets(t, f)
+	d := simReader(t, f).Dialer
+	for i := range 30 {
+		conn, err := d.Dial(t.Context())
+		if err != nil {
+			t.Fatalf("attach %d: %v", i, err)
+		}
+		req := pkeyread.NodeInfoSMP(uint32(i + 1))
+		if _, err := conn.Send(t.Context(), tg[0].LID, req); err != nil {
+			t.Fatalf("attach %d: %v", i, err)
+		}
+		if err := conn.Close(); err != nil {
+			t.Fatalf("detach %d: %v", i, err)
+		}
+	}
+}

@@ -142,18 +142,27 @@ func (r *Reader) Read(ctx context.Context, targets []Target) []Result {
 	}
 	early, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan []Result, 1)
-	go func() { done <- r.read(early, targets, r.ordered(last)) }()
-	keys, err := r.fetchKeys(ctx)
-	if err == nil && slices.Equal(keys, last) {
-		return <-done
+	type fetched struct {
+		keys []uint64
+		err  error
 	}
-	cancel()
-	<-done
-	if err != nil {
-		return keyless(targets, err)
+	now := make(chan fetched, 1)
+	go func() {
+		keys, err := r.fetchKeys(ctx)
+		if err != nil || !slices.Equal(keys, last) {
+			cancel() // what the reads find is not to be used
+		}
+		now <- fetched{keys, err}
+	}()
+	results := r.read(early, targets, r.ordered(last))
+	f := <-now
+	if f.err != nil {
+		return keyless(targets, f.err)
 	}
-	return r.read(ctx, targets, r.ordered(keys))
+	if slices.Equal(f.keys, last) {
+		return results
+	}
+	return r.read(ctx, targets, r.ordered(f.keys))
 }
 
 // keyless are the results of targets not read for want of their M_Keys.

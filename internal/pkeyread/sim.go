@@ -100,12 +100,7 @@ func (d SimDialer) Dial(ctx context.Context) (Conn, error) {
 
 // simControl sends one control message and returns the answer's data.
 func simControl(ctx context.Context, ctl *net.UnixConn, client, kind uint32, payload []byte) ([]byte, error) {
-	msg := make([]byte, simCtlSize)
-	binary.NativeEndian.PutUint32(msg[0:], simMagic)
-	binary.NativeEndian.PutUint32(msg[4:], client)
-	binary.NativeEndian.PutUint32(msg[8:], kind)
-	binary.NativeEndian.PutUint32(msg[12:], uint32(len(payload)))
-	copy(msg[16:], payload)
+	msg := simControlMessage(client, kind, payload)
 	if err := ctl.SetDeadline(deadline(ctx, 5*time.Second)); err != nil {
 		return nil, err
 	}
@@ -120,6 +115,17 @@ func simControl(ctx context.Context, ctl *net.UnixConn, client, kind uint32, pay
 		return nil, errors.New("the simulator refused the control message")
 	}
 	return msg[16:], nil
+}
+
+// simControlMessage is a sim_ctl: magic, client id, type, length, data.
+func simControlMessage(client, kind uint32, payload []byte) []byte {
+	msg := make([]byte, simCtlSize)
+	binary.NativeEndian.PutUint32(msg[0:], simMagic)
+	binary.NativeEndian.PutUint32(msg[4:], client)
+	binary.NativeEndian.PutUint32(msg[8:], kind)
+	binary.NativeEndian.PutUint32(msg[12:], uint32(len(payload)))
+	copy(msg[16:], payload)
+	return msg
 }
 
 // deadline is ctx's deadline, or at most limit from now.
@@ -199,8 +205,26 @@ func (c *simConn) Send(ctx context.Context, lid uint16, mad []byte) ([]byte, err
 	return c.mux.wait(ctx, mad, answer, time.Second)
 }
 
-// Close detaches the client.
+// Close detaches the client: the detach is sent before Close returns, and
+// its answer is waited for off the caller's path, by a goroutine that then
+// closes the sockets (a change's read-back waited one more round trip
+// through the simulator for it). The simulator has the detach in its queue
+// before Close returns, so it frees the client's place even if this
+// process dies at once, and handles it before any later attach of this
+// process (it reads its control socket's datagrams in order). An answer
+// sent to a socket closed meanwhile costs the simulator a warning only.
 func (c *simConn) Close() error {
-	simControl(context.Background(), c.ctl, c.client, simCtlDiscon, nil) //nolint:errcheck // ibsim may be gone
-	return errors.Join(c.ctl.Close(), c.data.Close())
+	msg := simControlMessage(c.client, simCtlDiscon, nil)
+	if err := c.ctl.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		return errors.Join(err, c.ctl.Close(), c.data.Close())
+	}
+	if _, err := c.ctl.Write(msg); err != nil {
+		return errors.Join(fmt.Errorf("detach from the simulator: %w", err), c.ctl.Close(), c.data.Close())
+	}
+	go func() {
+		c.ctl.Read(msg) //nolint:errcheck // the answer says nothing more: the detach is sent
+		c.ctl.Close()
+		c.data.Close()
+	}()
+	return nil
 }
