@@ -181,6 +181,7 @@ type pending struct {
 	data     []byte
 	err      error
 	dr       bool
+	later    bool // not sent: the port's SMPs do not overlap
 }
 
 // ahead sends a Get to at's node on a goroutine of the port's read, ended
@@ -188,6 +189,10 @@ type pending struct {
 // another's, sent before that one's answer.
 func (w *worker) ahead(ctx context.Context, at via, attr uint16, modifier uint32) *pending {
 	p := &pending{done: make(chan struct{}), attr: attr, modifier: modifier}
+	if !w.overlap {
+		p.later = true // sent when used, as if not sent ahead
+		return p
+	}
 	w.smps.Go(func() {
 		defer close(p.done)
 		p.data, p.err = w.get(ctx, &at, attr, modifier)
@@ -200,6 +205,9 @@ func (w *worker) ahead(ctx context.Context, at via, attr uint16, modifier uint32
 // came by at's route (or p found no answer by ctx's end), else asked again
 // by at's route, as if it had not been sent ahead.
 func (p *pending) use(ctx context.Context, w *worker, at *via) ([]byte, error) {
+	if p.later {
+		return w.get(ctx, at, p.attr, p.modifier)
+	}
 	select {
 	case <-p.done:
 	case <-ctx.Done():
