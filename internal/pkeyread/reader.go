@@ -253,7 +253,7 @@ type worker struct {
 	r        *Reader
 	switches *switchReads // shared by the Read's workers
 	conn     Conn
-	keys     []uint64      // the M_Keys to try (Reader.mkeys)
+	keys     []uint64      // the M_Keys to try, the one that last answered first
 	mkey     uint64        // the one being tried
 	wire     chan struct{} // the Read's SMPs outstanding (WireSMPs)
 	slots    chan struct{} // the port's SMPs outstanding on conn (portSMPs, or 1)
