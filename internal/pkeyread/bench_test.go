@@ -159,6 +159,12 @@ func (c countingConn) Send(ctx context.Context, lid uint16, mad []byte) ([]byte,
 	return c.Conn.Send(ctx, lid, mad)
 }
 
+// Concurrent is the counted Conn's: counting does not serialize its Sends.
+func (c countingConn) Concurrent() bool {
+	cc, ok := c.Conn.(interface{ Concurrent() bool })
+	return ok && cc.Concurrent()
+}
+
 // BenchmarkReadCancelled is a Read of 1,500 ports whose context has ended
 // (an audit that gives way to a change): what it costs before the caller
 // hears of it.

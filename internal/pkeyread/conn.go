@@ -2,7 +2,11 @@ package pkeyread
 
 import "context"
 
-// Conn sends SMPs through one of the manager's HCA ports, one at a time.
+// Conn sends SMPs through one of the manager's HCA ports, one at a time,
+// unless it has a Concurrent method that says true (the simulator's and the
+// umad transport's do): then Sends may overlap, each answered by its own
+// MAD's transaction id, so that a port's SMPs that wait for no other answer
+// go out together on the one connection a read holds.
 type Conn interface {
 	// Send sends the MAD (MADSize bytes) to the port at lid (PermissiveLID
 	// for a directed-route SMP, which its path routes) and returns the

@@ -18,8 +18,11 @@
 // port while its routes are wrong (after a reroute) or beyond the 16
 // switches the simulator forwards a LID-routed SMP across. The route's
 // answer is held to the same GUID check. A Get without answer is sent again
-// with backoff within the port's deadline; SMPs outstanding are bounded, one
-// a worker and one a port (as OpenSM's max_wire_smps).
+// with backoff within the port's deadline; SMPs outstanding are bounded (as
+// OpenSM's max_wire_smps): a port's read sends together the SMPs that wait
+// for no other answer (a table's block with the NodeInfo that proves the
+// node), a few a port and a few more in all, and uses an answer only once
+// its node proved to be the one read.
 //
 // Why SMPs in Go: a table read this way is two to four datagrams, well under a
 // millisecond on the simulated fabric, where the infiniband-diags tools

@@ -34,7 +34,9 @@ func (p *Pool) Dial(ctx context.Context) (Conn, error) {
 		c := p.idle[n-1]
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
+		c.mu.Lock()
 		c.reused, c.failed = true, false
+		c.mu.Unlock()
 		return c, nil
 	}
 	gen := p.gen
@@ -64,8 +66,11 @@ func (p *Pool) CloseIdle() error {
 // put keeps c, or closes it: after an error, past MaxIdle, or from before
 // the last CloseIdle.
 func (p *Pool) put(c *pooledConn) error {
+	c.mu.Lock()
+	failed := c.failed
+	c.mu.Unlock()
 	p.mu.Lock()
-	if !c.failed && c.gen == p.gen && len(p.idle) < orDefault(p.MaxIdle, 1) {
+	if !failed && c.gen == p.gen && len(p.idle) < orDefault(p.MaxIdle, 1) {
 		p.idle = append(p.idle, c)
 		p.mu.Unlock()
 		return nil
@@ -74,41 +79,82 @@ func (p *Pool) put(c *pooledConn) error {
 	return c.Conn.Close()
 }
 
-// pooledConn is a Conn of a Pool, used by one caller at a time.
+// pooledConn is a Conn of a Pool, used by one caller at a time, whose
+// Sends may overlap when its Conn's may (Concurrent).
 type pooledConn struct {
-	Conn
-	pool   *Pool
-	gen    uint64
+	Conn // replaced under mu only
+	pool *Pool
+	gen  uint64
+
+	mu     sync.Mutex
 	failed bool // a Send failed since the last Dial
-	// reused: handed out again by Dial, not yet sent on since. A kept Conn
+	// reused: handed out again by Dial, not yet answered since. A kept Conn
 	// may have gone stale meanwhile (the simulator restarted, the HCA's
-	// device reset): its first Send that fails is tried once more on a new
-	// one, so that it costs the read no port.
+	// device reset): a Send that fails on it is tried once more on a new
+	// one, so that it costs the read no port. The Sends that overlapped on
+	// the stale one each try once more on the same new one.
 	reused bool
+}
+
+// Concurrent says whether Sends may overlap: when they may on the Conn.
+func (c *pooledConn) Concurrent() bool {
+	c.mu.Lock()
+	conn := c.Conn
+	c.mu.Unlock()
+	cc, ok := conn.(interface{ Concurrent() bool })
+	return ok && cc.Concurrent()
 }
 
 // Send sends on the Conn; see pooledConn.reused for a kept Conn's first.
 func (c *pooledConn) Send(ctx context.Context, lid uint16, mad []byte) ([]byte, error) {
-	reused := c.reused
-	c.reused = false
-	resp, err := c.Conn.Send(ctx, lid, mad)
+	c.mu.Lock()
+	conn, reused := c.Conn, c.reused
+	c.mu.Unlock()
+	resp, err := conn.Send(ctx, lid, mad)
 	if err == nil {
+		c.mu.Lock()
+		if c.Conn == conn {
+			c.reused = false // it answers: not stale
+		}
+		c.mu.Unlock()
 		return resp, nil
 	}
 	if !reused || ctx.Err() != nil {
-		c.failed = true
+		c.fail()
 		return nil, err
 	}
-	fresh, derr := c.pool.Dialer.Dial(ctx)
+	fresh, derr := c.replace(ctx, conn)
 	if derr != nil {
-		c.failed = true
+		c.fail()
 		return nil, errors.Join(err, derr)
 	}
-	c.Conn.Close() //nolint:errcheck // stale: replaced
-	c.Conn = fresh
-	resp, err = c.Conn.Send(ctx, lid, mad)
-	c.failed = err != nil
+	resp, err = fresh.Send(ctx, lid, mad)
+	if err != nil {
+		c.fail()
+	}
 	return resp, err
+}
+
+func (c *pooledConn) fail() {
+	c.mu.Lock()
+	c.failed = true
+	c.mu.Unlock()
+}
+
+// replace puts a new Conn in stale's place, unless another Send did.
+func (c *pooledConn) replace(ctx context.Context, stale Conn) (Conn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.Conn != stale {
+		return c.Conn, nil
+	}
+	fresh, err := c.pool.Dialer.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	stale.Close() //nolint:errcheck // stale: replaced
+	c.Conn, c.reused = fresh, false
+	return fresh, nil
 }
 
 // Close gives the Conn back to its pool, which keeps or closes it.

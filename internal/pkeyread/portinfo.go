@@ -66,7 +66,7 @@ type PortInfoResult struct {
 // the GUID given, as for a table read.
 func (r *Reader) ReadPortInfo(ctx context.Context, ports []SwitchPort) []PortInfoResult {
 	results := make([]PortInfoResult, len(ports))
-	w := worker{r: r}
+	w := worker{r: r, wire: make(chan struct{}, 1)} // one port, one SMP at a time
 	defer w.close()
 	for i, p := range ports {
 		results[i] = PortInfoResult{Port: p}
@@ -96,12 +96,8 @@ func (w *worker) portInfo(ctx context.Context, p SwitchPort) (PortInfo, error) {
 }
 
 func (w *worker) portInfoAt(ctx context.Context, p SwitchPort) (PortInfo, error) {
-	if w.conn == nil {
-		conn, err := w.r.Dialer.Dial(ctx)
-		if err != nil {
-			return PortInfo{}, err
-		}
-		w.conn = conn
+	if err := w.open(ctx); err != nil {
+		return PortInfo{}, err
 	}
 	at := via{lid: p.LID, path: p.Path}
 	data, err := w.get(ctx, &at, attrNodeInfo, 0)

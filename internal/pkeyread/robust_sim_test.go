@@ -272,9 +272,18 @@ func (c inFlightConn) Send(ctx context.Context, lid uint16, mad []byte) ([]byte,
 	return c.Conn.Send(ctx, lid, mad)
 }
 
+// Concurrent is the counted Conn's: counting does not serialize its Sends.
+func (c inFlightConn) Concurrent() bool {
+	cc, ok := c.Conn.(interface{ Concurrent() bool })
+	return ok && cc.Concurrent()
+}
+
 // TestReadBoundsSMPsOutstanding: however many SMPs are lost and sent again,
-// a read keeps at most Workers SMPs outstanding in all (as OpenSM's
-// max_wire_smps) and one to each host port.
+// a read of more ports than workers keeps at most Workers SMPs outstanding
+// in all (as OpenSM's max_wire_smps) and one to each host port; a read of a
+// port a worker (a change's read-back), whose SMPs overlap, at most
+// WireSMPs in all and two to each host port (its NodeInfo and a block of
+// its table, sent ahead of the NodeInfo's answer).
 func TestReadBoundsSMPsOutstanding(t *testing.T) {
 	f := sweptFabric(t, 8, 2)
 	r := simReader(t, f)
@@ -283,17 +292,31 @@ func TestReadBoundsSMPsOutstanding(t *testing.T) {
 	sim(t, f, `Error "H1"[1] 50`)
 	sim(t, f, `Error "H2"[1] 50`)
 	tg := dumpTargets(t, f)
-	for _, res := range r.Read(t.Context(), tg) {
-		if res.Err != nil {
-			t.Errorf("%s: %v", res.Target.Port, res.Err)
+	for _, c := range []struct {
+		name          string
+		targets       []pkeyread.Target
+		least, most   int
+		mostToAHostAt int
+	}{
+		{"every port", tg, 2, r.Workers, 1},
+		{"a port a worker", tg[:r.Workers], r.Workers + 1, pkeyread.DefaultWireSMPs, 2},
+	} {
+		d.mu.Lock()
+		d.most = 0
+		clear(d.mostLID)
+		d.mu.Unlock()
+		for _, res := range r.Read(t.Context(), c.targets) {
+			if res.Err != nil {
+				t.Errorf("%s: %s: %v", c.name, res.Target.Port, res.Err)
+			}
 		}
-	}
-	if d.most > r.Workers || d.most < 2 {
-		t.Errorf("%d SMPs outstanding at most, want 2 to %d (the workers)", d.most, r.Workers)
-	}
-	for _, x := range tg {
-		if n := d.mostLID[x.LID]; n != 1 {
-			t.Errorf("%s: %d SMPs outstanding to its LID at most, want 1", x.Port, n)
+		if d.most < c.least || d.most > c.most {
+			t.Errorf("%s: %d SMPs outstanding at most, want %d to %d", c.name, d.most, c.least, c.most)
+		}
+		for _, x := range c.targets {
+			if n := d.mostLID[x.LID]; n < 1 || n > c.mostToAHostAt {
+				t.Errorf("%s: %s: %d SMPs outstanding to its LID at most, want 1 to %d", c.name, x.Port, n, c.mostToAHostAt)
+			}
 		}
 	}
 }

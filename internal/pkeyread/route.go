@@ -25,9 +25,15 @@ import (
 // answered.
 //
 // SMPs outstanding stay bounded as OpenSM's max_wire_smps bounds its own:
-// each worker has one connection and one SMP on it at a time, so at most
-// Workers in all (DefaultWorkers is max_wire_smps' default, 4) and one per
-// port; a retry waits for the previous SMP's end.
+// each worker has one connection and reads one port at a time, with at
+// most portSMPs outstanding for it (one when the connection does not take
+// overlapping Sends), and at most WireSMPs in all the Read's workers; a
+// retry waits for the previous attempt's end. An SMP that does not wait
+// for another's answer is sent ahead of the wait (ahead): a table's blocks
+// with the NodeInfo that proves the node, the SwitchInfo with the switch's
+// NodeInfo. Its answer is used only once the node proved to be the one
+// read, and only when it came by the route that proved it; otherwise it is
+// dropped (a read that fails ends it) or asked again by that route.
 const (
 	retryFirst = time.Millisecond
 	retryMax   = 64 * time.Millisecond
@@ -70,11 +76,10 @@ func (w *worker) get(ctx context.Context, v *via, attr uint16, modifier uint32) 
 		if dr {
 			req, lid = getDRSMP(attr, modifier, w.mkey, tid, v.path), PermissiveLID
 		}
-		answer, err := w.conn.Send(w.attemptCtx(ctx), lid, req)
+		answer, err := w.send(ctx, lid, req)
 		if err == nil {
 			return answerData(req, answer)
 		}
-		w.endWindow() // the next attempt waits a window of its own
 		if dr {
 			drErr = err
 		} else {
@@ -96,15 +101,40 @@ func (w *worker) get(ctx context.Context, v *via, attr uint16, modifier uint32) 
 	}
 }
 
+// send sends one attempt once the port and the Read have room for it
+// (portSMPs, WireSMPs), within its attempts' window.
+func (w *worker) send(ctx context.Context, lid uint16, req []byte) ([]byte, error) {
+	select {
+	case w.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("not sent: %w", ctx.Err())
+	}
+	defer func() { <-w.slots }()
+	select {
+	case w.wire <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("not sent: %w", ctx.Err())
+	}
+	defer func() { <-w.wire }()
+	window := w.attemptCtx(ctx)
+	answer, err := w.conn.Send(window, lid, req)
+	if err != nil {
+		w.loseWindow(window) // the next attempt waits a window of its own
+	}
+	return answer, err
+}
+
 // attemptCtx is what an attempt under ctx (a port's) waits within: a
 // window of attemptShare of ctx's time left, kept for the port's next SMPs
 // while it lasts (one timer a port, not one an SMP: most SMPs are answered
 // in microseconds) and opened anew after a lost one.
 func (w *worker) attemptCtx(ctx context.Context) context.Context {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.window != nil && w.windowOf == ctx && w.window.Err() == nil {
 		return w.window
 	}
-	w.endWindow()
+	w.loseWindowLocked()
 	d, ok := ctx.Deadline()
 	if !ok {
 		return ctx
@@ -114,12 +144,79 @@ func (w *worker) attemptCtx(ctx context.Context) context.Context {
 	return w.window
 }
 
-// endWindow ends the attempts' window, if any.
-func (w *worker) endWindow() {
+// loseWindow stops handing out window, an attempt lost in it. The port's
+// other SMPs outstanding in it keep it until the port's end (endWindow).
+func (w *worker) loseWindow(window context.Context) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.window == window {
+		w.loseWindowLocked()
+	}
+}
+
+func (w *worker) loseWindowLocked() {
 	if w.window != nil {
-		w.endWindowCtx()
+		w.spent = append(w.spent, w.endWindowCtx)
 		w.window, w.windowOf, w.endWindowCtx = nil, nil, nil
 	}
+}
+
+// endWindow ends the attempts' windows, at the port's end.
+func (w *worker) endWindow() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.loseWindowLocked()
+	for _, end := range w.spent {
+		end()
+	}
+	w.spent = nil
+}
+
+// pending is an SMP sent ahead (worker.ahead): its attribute data, or why
+// none, and the route its last attempt went by.
+type pending struct {
+	done     chan struct{}
+	attr     uint16
+	modifier uint32
+	data     []byte
+	err      error
+	dr       bool
+	later    bool // not sent: the port's SMPs do not overlap
+}
+
+// ahead sends a Get to at's node on a goroutine of the port's read, ended
+// before the port's (worker.tables): an SMP whose answer is wanted after
+// another's, sent before that one's answer.
+func (w *worker) ahead(ctx context.Context, at via, attr uint16, modifier uint32) *pending {
+	p := &pending{done: make(chan struct{}), attr: attr, modifier: modifier}
+	if !w.overlap {
+		p.later = true // sent when used, as if not sent ahead
+		return p
+	}
+	w.smps.Go(func() {
+		defer close(p.done)
+		p.data, p.err = w.get(ctx, &at, attr, modifier)
+		p.dr = at.dr
+	})
+	return p
+}
+
+// use is p's answer once at's node proved to be the one read: p's when it
+// came by at's route (or p found no answer by ctx's end), else asked again
+// by at's route, as if it had not been sent ahead.
+func (p *pending) use(ctx context.Context, w *worker, at *via) ([]byte, error) {
+	if p.later {
+		return w.get(ctx, at, p.attr, p.modifier)
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return nil, noAnswer(at, nil, nil, ctx.Err())
+	}
+	if p.dr == at.dr || (p.err != nil && ctx.Err() != nil) {
+		return p.data, p.err
+	}
+	return w.get(ctx, at, p.attr, p.modifier)
 }
 
 // noAnswer is the error of an SMP that got none by ctx's end: each route's

@@ -95,17 +95,12 @@ func (d SimDialer) Dial(ctx context.Context) (Conn, error) {
 	}
 	client := binary.NativeEndian.Uint32(reply[0:4])
 	out := simSocket(d.Socket + ":out" + strconv.FormatUint(uint64(client), 10))
-	return &simConn{ctl: ctl, data: data, out: out, client: client}, nil
+	return newSimConn(ctl, data, out, client), nil
 }
 
 // simControl sends one control message and returns the answer's data.
 func simControl(ctx context.Context, ctl *net.UnixConn, client, kind uint32, payload []byte) ([]byte, error) {
-	msg := make([]byte, simCtlSize)
-	binary.NativeEndian.PutUint32(msg[0:], simMagic)
-	binary.NativeEndian.PutUint32(msg[4:], client)
-	binary.NativeEndian.PutUint32(msg[8:], kind)
-	binary.NativeEndian.PutUint32(msg[12:], uint32(len(payload)))
-	copy(msg[16:], payload)
+	msg := simControlMessage(client, kind, payload)
 	if err := ctl.SetDeadline(deadline(ctx, 5*time.Second)); err != nil {
 		return nil, err
 	}
@@ -122,6 +117,17 @@ func simControl(ctx context.Context, ctl *net.UnixConn, client, kind uint32, pay
 	return msg[16:], nil
 }
 
+// simControlMessage is a sim_ctl: magic, client id, type, length, data.
+func simControlMessage(client, kind uint32, payload []byte) []byte {
+	msg := make([]byte, simCtlSize)
+	binary.NativeEndian.PutUint32(msg[0:], simMagic)
+	binary.NativeEndian.PutUint32(msg[4:], client)
+	binary.NativeEndian.PutUint32(msg[8:], kind)
+	binary.NativeEndian.PutUint32(msg[12:], uint32(len(payload)))
+	copy(msg[16:], payload)
+	return msg
+}
+
 // deadline is ctx's deadline, or at most limit from now.
 func deadline(ctx context.Context, limit time.Duration) time.Time {
 	d := time.Now().Add(limit)
@@ -131,12 +137,43 @@ func deadline(ctx context.Context, limit time.Duration) time.Time {
 	return d
 }
 
-// simConn is one client attached to the simulator.
+// simConn is one client attached to the simulator. Its Sends may overlap:
+// a reader goroutine (mux) hands each answer to the Send of its transaction
+// id.
 type simConn struct {
 	ctl    *net.UnixConn
 	data   *net.UnixConn // bound to ":in<id>", where ibsim sends the answers
 	out    *net.UnixAddr // ibsim's socket for this client, ":out<client>"
 	client uint32        // the id ibsim gave this client
+	mux    *mux
+}
+
+func newSimConn(ctl, data *net.UnixConn, out *net.UnixAddr, client uint32) *simConn {
+	c := &simConn{ctl: ctl, data: data, out: out, client: client, mux: newMux()}
+	go c.mux.run(c.next)
+	return c
+}
+
+// Concurrent says that Sends may overlap on the connection.
+func (c *simConn) Concurrent() bool { return true }
+
+// next reads the next datagram ibsim sends this client.
+func (c *simConn) next() (muxAnswer, bool, error) {
+	resp := make([]byte, simReqHeader+MADSize)
+	n, err := c.data.Read(resp)
+	if err != nil {
+		return muxAnswer{}, false, err
+	}
+	if n != simReqHeader+MADSize {
+		return muxAnswer{}, false, nil
+	}
+	// A MAD ibsim could not deliver (no port at the LID, a link down,
+	// a drop by error injection) comes back as it was sent, with the
+	// errno a umad send would end with in the header (ETIMEDOUT).
+	if status := binary.BigEndian.Uint32(resp[16:]); status != 0 {
+		return muxAnswer{mad: resp[simReqHeader:], err: fmt.Errorf("no answer: %w", syscall.Errno(status))}, true, nil
+	}
+	return muxAnswer{mad: resp[simReqHeader:]}, true, nil
 }
 
 // Send sends mad to lid (PermissiveLID: a directed-route SMP). The simulator drops the MADs its error injection
@@ -153,38 +190,41 @@ func (c *simConn) Send(ctx context.Context, lid uint16, mad []byte) ([]byte, err
 	}
 	binary.BigEndian.PutUint64(req[24:], MADSize)
 	copy(req[simReqHeader:], mad)
-	if err := c.data.SetDeadline(deadline(ctx, time.Second)); err != nil {
+	answer, err := c.mux.expect(mad)
+	if err != nil {
+		return nil, fmt.Errorf("send to the simulator: %w", err)
+	}
+	if err := c.data.SetWriteDeadline(deadline(ctx, time.Second)); err != nil {
+		c.mux.forget(mad)
 		return nil, err
 	}
 	if _, err := c.data.WriteToUnix(req, c.out); err != nil {
+		c.mux.forget(mad)
 		return nil, fmt.Errorf("send to the simulator: %w", err)
 	}
-	resp := make([]byte, simReqHeader+MADSize)
-	for {
-		n, err := c.data.Read(resp)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("no answer: %w", ctx.Err())
-			}
-			return nil, fmt.Errorf("no answer: %w", err)
-		}
-		answer := resp[simReqHeader:n]
-		// An answer to an earlier request that timed out is skipped.
-		if len(answer) != MADSize || !sameTID(mad, answer) {
-			continue
-		}
-		// A MAD ibsim could not deliver (no port at the LID, a link down,
-		// a drop by error injection) comes back as it was sent, with the
-		// errno a umad send would end with in the header (ETIMEDOUT).
-		if status := binary.BigEndian.Uint32(resp[16:]); status != 0 {
-			return nil, fmt.Errorf("no answer: %w", syscall.Errno(status))
-		}
-		return append([]byte(nil), answer...), nil
-	}
+	return c.mux.wait(ctx, mad, answer, time.Second)
 }
 
-// Close detaches the client.
+// Close detaches the client: the detach is sent before Close returns, and
+// its answer is waited for off the caller's path, by a goroutine that then
+// closes the sockets (a change's read-back waited one more round trip
+// through the simulator for it). The simulator has the detach in its queue
+// before Close returns, so it frees the client's place even if this
+// process dies at once, and handles it before any later attach of this
+// process (it reads its control socket's datagrams in order). An answer
+// sent to a socket closed meanwhile costs the simulator a warning only.
 func (c *simConn) Close() error {
-	simControl(context.Background(), c.ctl, c.client, simCtlDiscon, nil) //nolint:errcheck // ibsim may be gone
-	return errors.Join(c.ctl.Close(), c.data.Close())
+	msg := simControlMessage(c.client, simCtlDiscon, nil)
+	if err := c.ctl.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		return errors.Join(err, c.ctl.Close(), c.data.Close())
+	}
+	if _, err := c.ctl.Write(msg); err != nil {
+		return errors.Join(fmt.Errorf("detach from the simulator: %w", err), c.ctl.Close(), c.data.Close())
+	}
+	go func() {
+		c.ctl.Read(msg) //nolint:errcheck // the answer says nothing more: the detach is sent
+		c.ctl.Close()
+		c.data.Close()
+	}()
+	return nil
 }

@@ -178,16 +178,24 @@ func (d umadDialer) Dial(ctx context.Context) (Conn, error) {
 		f.Close()
 		return nil, fmt.Errorf("HCA port %s: %s: register an SMP agent: %w", d.port, d.path, err)
 	}
-	return &umadConn{file: f, ops: d.ops, agent: binary.NativeEndian.Uint32(req), port: d.port}, nil
+	c := &umadConn{file: f, ops: d.ops, agent: binary.NativeEndian.Uint32(req), port: d.port, mux: newMux()}
+	go c.mux.run(c.next)
+	return c, nil
 }
 
-// umadConn is one open umad file with one SMP agent.
+// umadConn is one open umad file with one SMP agent. Its Sends may
+// overlap: a reader goroutine (mux) hands each answer to the Send of its
+// transaction id.
 type umadConn struct {
 	file  umadFile
 	ops   umadOps
 	agent uint32 // the kernel's id; 0 is a valid one
 	port  string
+	mux   *mux
 }
+
+// Concurrent says that Sends may overlap on the connection.
+func (c *umadConn) Concurrent() bool { return true }
 
 // Retries and the bounds of one attempt's wait that Send asks of the kernel.
 // The kernel resends a request that was not answered in time itself (with
@@ -211,9 +219,10 @@ func umadWait(ctx context.Context) time.Duration {
 	return max(wait, umadMinTimeout)
 }
 
-// Send writes mad to lid and reads until the answer with its transaction id
-// comes back. Anything else read (an answer or a timeout of an earlier
-// request that the caller gave up on) is skipped. The kernel's own timeout
+// Send writes mad to lid and waits for the answer with its transaction id
+// (the reader hands it over). Anything else read (an answer or a timeout of
+// an earlier request that the caller gave up on) is dropped. A cancelled ctx
+// ends the wait at once, not at its deadline. The kernel's own timeout
 // ends as "no answer" with ETIMEDOUT, as on the simulated fabric.
 func (c *umadConn) Send(ctx context.Context, lid uint16, mad []byte) ([]byte, error) {
 	if err := ctx.Err(); err != nil { // no request the caller will not wait for
@@ -223,39 +232,39 @@ func (c *umadConn) Send(ctx context.Context, lid uint16, mad []byte) ([]byte, er
 	msg := make([]byte, umadHeaderSize+MADSize)
 	umadHeader{agent: c.agent, timeoutMS: uint32(wait / time.Millisecond), retries: umadRetries, lid: lid}.put(msg)
 	copy(msg[umadHeaderSize:], mad)
-	if _, err := c.file.Write(msg); err != nil {
+	answer, err := c.mux.expect(mad)
+	if err != nil {
 		return nil, fmt.Errorf("send through HCA port %s: %w", c.port, err)
 	}
-	// The kernel answers by (retries+1) × wait at the latest; the deadline
+	if _, err := c.file.Write(msg); err != nil {
+		c.mux.forget(mad)
+		return nil, fmt.Errorf("send through HCA port %s: %w", c.port, err)
+	}
+	// The kernel answers by (retries+1) × wait at the latest; the limit
 	// past that is only against a kernel that never does.
-	limit := (umadRetries+1)*wait + time.Second
-	if err := c.file.SetReadDeadline(deadline(ctx, limit)); err != nil {
-		return nil, fmt.Errorf("HCA port %s: %w", c.port, err)
-	}
-	// A cancelled ctx ends the wait at once, not at its deadline.
-	stop := context.AfterFunc(ctx, func() { c.file.SetReadDeadline(time.Now()) }) //nolint:errcheck // set above
-	defer stop()
+	return c.mux.wait(ctx, mad, answer, (umadRetries+1)*wait+time.Second)
+}
+
+// next reads the next MAD the kernel hands this file: an answer to one of
+// its agent's requests, or a request the kernel gave up on (its status
+// ETIMEDOUT, its MAD header enough to match it).
+func (c *umadConn) next() (muxAnswer, bool, error) {
 	buf := make([]byte, umadHeaderSize+MADSize)
-	for {
-		n, err := c.file.Read(buf)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("no answer: %w", ctx.Err())
-			}
-			return nil, fmt.Errorf("no answer: %w", err)
-		}
-		if n < umadHeaderSize+umadTimeoutHeader {
-			return nil, fmt.Errorf("HCA port %s: read %d bytes, less than a header and a MAD header", c.port, n)
-		}
-		h, answer := parseUmadHeader(buf), buf[umadHeaderSize:n]
-		if h.agent != c.agent || !sameTID(mad, answer) {
-			continue
-		}
-		if h.status != 0 {
-			return nil, fmt.Errorf("no answer: %w", syscall.Errno(h.status))
-		}
-		return append([]byte(nil), answer...), nil
+	n, err := c.file.Read(buf)
+	if err != nil {
+		return muxAnswer{}, false, err
 	}
+	if n < umadHeaderSize+umadTimeoutHeader {
+		return muxAnswer{}, false, fmt.Errorf("HCA port %s: read %d bytes, less than a header and a MAD header", c.port, n)
+	}
+	h, answer := parseUmadHeader(buf), buf[umadHeaderSize:n]
+	if h.agent != c.agent {
+		return muxAnswer{}, false, nil
+	}
+	if h.status != 0 {
+		return muxAnswer{mad: answer, err: fmt.Errorf("no answer: %w", syscall.Errno(h.status))}, true, nil
+	}
+	return muxAnswer{mad: answer}, true, nil
 }
 
 // Close unregisters the agent and closes the file (which would unregister
