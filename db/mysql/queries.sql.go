@@ -446,8 +446,10 @@ const getPortChangeRows = `-- name: GetPortChangeRows :many
 SELECT n.id, n.name, n.network_type, n.physical_network, n.pkey, n.managed, n.revision,
        p.id AS port_id, p.network_id AS port_network_id, p.guid AS port_guid, p.host AS port_host,
        n.fabric, p.fabric AS port_fabric, p.revision AS port_revision,
-       CAST((SELECT count(*) FROM adopted_partitions a WHERE a.fabric = n.fabric) AS SIGNED) AS adopted
+       CAST((SELECT count(*) FROM adopted_partitions a WHERE a.fabric = n.fabric) AS SIGNED) AS adopted,
+       s.fabric AS sm_fabric
 FROM networks n LEFT JOIN ports p ON p.id = ? OR (p.fabric = ? AND p.guid = ?)
+LEFT JOIN subnet_manager_ports s ON s.port_guid = CAST(? AS CHAR)
 WHERE n.id = ?
 `
 
@@ -474,6 +476,7 @@ type GetPortChangeRowsRow struct {
 	PortFabric      *string
 	PortRevision    *int64
 	Adopted         int64
+	SmFabric        *string
 }
 
 // The network of a port change, with the port recorded under this id and
@@ -481,11 +484,14 @@ type GetPortChangeRowsRow struct {
 // port columns are NULL): every row a port change reads, in one round trip,
 // while it holds the revision's row lock. No row: the network is not recorded.
 // adopted counts the fabric's adopted partitions, which the change reads only
-// when there are some (store.releaseGUIDs).
+// when there are some (store.releaseGUIDs); sm_fabric, on rows of their own
+// for each, names a fabric whose subnet manager's port the GUID is (NULL:
+// none), read under the same lock (store.reservedIn).
 func (q *Queries) GetPortChangeRows(ctx context.Context, arg GetPortChangeRowsParams) ([]GetPortChangeRowsRow, error) {
 	rows, err := q.db.QueryContext(ctx, getPortChangeRows,
 		arg.PortID,
 		arg.Fabric,
+		arg.Guid,
 		arg.Guid,
 		arg.NetworkID,
 	)
@@ -512,6 +518,7 @@ func (q *Queries) GetPortChangeRows(ctx context.Context, arg GetPortChangeRowsPa
 			&i.PortFabric,
 			&i.PortRevision,
 			&i.Adopted,
+			&i.SmFabric,
 		); err != nil {
 			return nil, err
 		}

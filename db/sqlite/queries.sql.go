@@ -363,8 +363,10 @@ const getPortChangeRows = `-- name: GetPortChangeRows :many
 SELECT n.id, n.name, n.network_type, n.physical_network, n.pkey, n.managed, n.revision,
        p.id AS port_id, p.network_id AS port_network_id, p.guid AS port_guid, p.host AS port_host,
        n.fabric, p.fabric AS port_fabric, p.revision AS port_revision,
-       CAST((SELECT count(*) FROM adopted_partitions a WHERE a.fabric = n.fabric) AS BIGINT) AS adopted
+       CAST((SELECT count(*) FROM adopted_partitions a WHERE a.fabric = n.fabric) AS BIGINT) AS adopted,
+       s.fabric AS sm_fabric
 FROM networks n LEFT JOIN ports p ON p.id = ?1 OR (p.fabric = ?2 AND p.guid = ?3)
+LEFT JOIN subnet_manager_ports s ON s.port_guid = ?3
 WHERE n.id = ?4
 `
 
@@ -384,6 +386,7 @@ type GetPortChangeRowsRow struct {
 	PortFabric      *string
 	PortRevision    *int64
 	Adopted         int64
+	SmFabric        *string
 }
 
 // The network of a port change, with the port recorded under this id and
@@ -391,7 +394,9 @@ type GetPortChangeRowsRow struct {
 // port columns are NULL): every row a port change reads, in one round trip,
 // while it holds the revision's row lock. No row: the network is not recorded.
 // adopted counts the fabric's adopted partitions, which the change reads only
-// when there are some (store.releaseGUIDs).
+// when there are some (store.releaseGUIDs); sm_fabric, on rows of their own
+// for each, names a fabric whose subnet manager's port the GUID is (NULL:
+// none), read under the same lock (store.reservedIn).
 func (q *Queries) GetPortChangeRows(ctx context.Context, portID string, fabric string, guid *fabric.GUID, networkID string) ([]GetPortChangeRowsRow, error) {
 	rows, err := q.query(ctx, q.getPortChangeRowsStmt, getPortChangeRows,
 		portID,
@@ -422,6 +427,7 @@ func (q *Queries) GetPortChangeRows(ctx context.Context, portID string, fabric s
 			&i.PortFabric,
 			&i.PortRevision,
 			&i.Adopted,
+			&i.SmFabric,
 		); err != nil {
 			return nil, err
 		}

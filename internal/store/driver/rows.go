@@ -207,6 +207,9 @@ type GetPortChangeRowsRow struct {
 	PortRevision    *int64
 	// Adopted counts the fabric's adopted partitions.
 	Adopted int64
+	// SmFabric names a fabric whose subnet manager's port the change's GUID
+	// is (nil: none), each such fabric on rows of its own.
+	SmFabric *string
 }
 
 // SnapshotHeadRow is SnapshotHead's row.
