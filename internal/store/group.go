@@ -276,7 +276,10 @@ func stillWaiting(group []*pendingChange) []*pendingChange {
 // each change's outcome and the transaction's error.
 func (s *Store) commitOutcomes(ctx context.Context, group []*pendingChange) ([]error, error) {
 	outcomes := make([]error, len(group))
-	err := s.d.InChangeTx(ctx, func(q driver.ChangeTx) error {
+	// The revision the group leaves, given to this process's applier with
+	// its wake-up once the COMMIT has answered (driver.LocalWake).
+	var committed driver.Committed
+	err := s.d.InChangeTx(driver.WithCommitted(ctx, &committed), func(q driver.ChangeTx) error {
 		// The UPDATE comes first: its row lock orders the writers of every
 		// process sharing the database (on MariaDB, InnoDB's read view is only
 		// taken at the first plain read, after the lock is ours).
@@ -328,6 +331,7 @@ func (s *Store) commitOutcomes(ctx context.Context, group []*pendingChange) ([]e
 				return fmt.Errorf("set revision: %w", err)
 			}
 		}
+		committed.Set(s.FabricName(), rev)
 		return nil
 	})
 	if err != nil {
