@@ -35,3 +35,26 @@ func TestPortChangeRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// GET job, which networking-mlnx's client polls while its change is applied,
+// is one command: a single statement, outside any transaction, its
+// arguments interpolated (no prepare).
+func TestGetJobRoundTrips(t *testing.T) {
+	ctx := t.Context()
+	e := countedEngine(t, "afm_getjob_")
+	s := store.New(e, store.Rules{PhysicalNetworks: []string{"ib"}})
+	vlan := int64(101)
+	job, err := s.RecordNetwork(ctx, store.NetworkChange{Network: store.NetworkSpec{ID: "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73",
+		Name: "n", Type: "vlan", PhysicalNetwork: "ib", SegmentationID: &vlan}, Operation: store.OpCreateNetwork,
+		CreatedBy: "test", Request: "{}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted.Store(0)
+	if _, err := s.GetJob(ctx, job.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := counted.Load(); n != 1 {
+		t.Errorf("GET job sent %d commands, want 1", n)
+	}
+}

@@ -40,3 +40,32 @@ func TestPortChangeRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// GET job, which networking-mlnx's client polls while its change is applied,
+// is one round trip: a single statement, outside any transaction (a read-only
+// transaction would add its COMMIT's).
+func TestGetJobRoundTrips(t *testing.T) {
+	ctx := t.Context()
+	db := testdb.Fresh(t, "AFM_TEST_POSTGRES_URL", "afm_getjob_")
+	e := countingEngine(t, db.DSN)
+	if err := e.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := store.New(e.Engine, store.Rules{PhysicalNetworks: []string{"ib"}})
+	vlan := int64(101)
+	job, err := s.RecordNetwork(ctx, store.NetworkChange{Network: store.NetworkSpec{ID: "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73",
+		Name: "n", Type: "vlan", PhysicalNetwork: "ib", SegmentationID: &vlan}, Operation: store.OpCreateNetwork,
+		CreatedBy: "test", Request: "{}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 { // the first ones prepare the statement
+		e.writes.Store(0)
+		if _, err := s.GetJob(ctx, job.ID); err != nil {
+			t.Fatal(err)
+		}
+		if n := e.writes.Load(); i == 2 && n != 1 {
+			t.Errorf("GET job sent %d times, want 1", n)
+		}
+	}
+}
