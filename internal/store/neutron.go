@@ -428,6 +428,7 @@ func (s *Store) readPortState(ctx context.Context, tx *changeTx, c PortChange, e
 	p := c.Port
 	r, err := tx.GetPortChange(ctx, p.NetworkID, p.ID, p.GUID)
 	if err == nil {
+		tx.learnRevision(r.stateRevision)
 		// Read under the revision's lock, which every change of the
 		// adopted partitions takes too: none can appear before this
 		// change's releaseGUIDs, which then need not read them.

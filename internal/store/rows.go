@@ -71,6 +71,8 @@ type portChangeRows struct {
 	// as the change's port ("" when there is none).
 	fabrics [2]string
 	adopted int64 // the fabric's adopted partitions
+	// stateRevision is the fabric's revision as the transaction left it.
+	stateRevision int64
 	// sms are the subnet manager ports recorded with the change's GUID:
 	// one for each fabric whose OpenSM runs on it (none, nearly always).
 	sms []SMPort
@@ -91,7 +93,7 @@ func (t tx) GetPortChange(ctx context.Context, networkID, portID string, guid *f
 		return out, ErrNotFound
 	}
 	r := rows[0]
-	out.fabrics[0], out.adopted = r.Fabric, r.Adopted
+	out.fabrics[0], out.adopted, out.stateRevision = r.Fabric, r.Adopted, r.StateRevision
 	out.n = Network{ID: r.ID, Name: r.Name, Type: r.NetworkType, PhysicalNetwork: r.PhysicalNetwork,
 		PKey: r.Pkey, Managed: r.Managed, Revision: r.Revision}
 	for _, r := range rows {
