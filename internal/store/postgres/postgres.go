@@ -153,14 +153,26 @@ func (e *Engine) inReadTx(ctx context.Context, fn func(q driver.Queries) error) 
 // InChangeTx runs fn in one READ COMMITTED transaction, as a Write. The
 // state table's trigger notifies the listeners of every manager at commit;
 // this process's waiters are woken as soon as the COMMIT has answered, with
-// the revision fn set, if any (driver.WithCommitted).
-//
-// The transaction is begun and committed with plain statements, held like
-// the others (driver.ChangeTx): BEGIN goes with the first statement (the
-// revision's UPDATE) and COMMIT with whatever fn left held (the revision's
-// final value, sent by the pipeline's Exec), so that neither costs a round
-// trip of its own.
+// the revision fn set, if any (driver.WithCommitted), once the transaction's
+// connection is back in the pool: the applier woken reads the snapshot on
+// it, where a connection idle for long would cost a ping first.
 func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) error) error {
+	if err := e.inChangeTx(ctx, fn); err != nil {
+		return err
+	}
+	if c := driver.CommittedOf(ctx); c != nil {
+		e.local.NotifyCommitted(c)
+	}
+	return nil
+}
+
+// inChangeTx is InChangeTx but the wake-up. The transaction is begun and
+// committed with plain statements, held like the others (driver.ChangeTx):
+// BEGIN goes with the first statement (the revision's UPDATE, itself held
+// to go with the first read) and COMMIT with whatever fn left held (the
+// revision's final value, sent by the pipeline's Exec), so that neither
+// costs a round trip of its own.
+func (e *Engine) inChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) error) error {
 	conn, err := e.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -196,9 +208,6 @@ func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) err
 	if _, err := p.Exec(cctx, "COMMIT"); err != nil {
 		p.rollback(ctx)
 		return fmt.Errorf("commit: %w", err)
-	}
-	if c := driver.CommittedOf(ctx); c != nil {
-		e.local.NotifyCommitted(c)
 	}
 	return nil
 }
