@@ -26,6 +26,18 @@ func (q *Queries) BumpRevision(ctx context.Context, argFabric string) (sql.Resul
 	return q.db.ExecContext(ctx, bumpRevision, argFabric)
 }
 
+const bumpRevisionLater = `-- name: BumpRevisionLater :exec
+UPDATE state SET revision = revision + 1 WHERE fabric = ?
+`
+
+// BumpRevision without its answer: a change group's first statement, held to
+// go with the group's first read, which learns the revision it took (the
+// state_revision of GetPortChangeRows, or Revision).
+func (q *Queries) BumpRevisionLater(ctx context.Context, argFabric string) error {
+	_, err := q.db.ExecContext(ctx, bumpRevisionLater, argFabric)
+	return err
+}
+
 const clearGUIDsOfNetwork = `-- name: ClearGUIDsOfNetwork :execrows
 UPDATE ports SET guid = NULL, revision = ?, updated_at = ?
 WHERE network_id = ? AND fabric = ? AND guid IS NOT NULL
@@ -446,14 +458,17 @@ const getPortChangeRows = `-- name: GetPortChangeRows :many
 SELECT n.id, n.name, n.network_type, n.physical_network, n.pkey, n.managed, n.revision,
        p.id AS port_id, p.network_id AS port_network_id, p.guid AS port_guid, p.host AS port_host,
        n.fabric, p.fabric AS port_fabric, p.revision AS port_revision,
-       CAST((SELECT count(*) FROM adopted_partitions a WHERE a.fabric = n.fabric) AS SIGNED) AS adopted
+       CAST((SELECT count(*) FROM adopted_partitions a WHERE a.fabric = n.fabric) AS SIGNED) AS adopted,
+       s.fabric AS sm_fabric,
+       CAST((SELECT st.revision FROM state st WHERE st.fabric = ?) AS SIGNED) AS state_revision
 FROM networks n LEFT JOIN ports p ON p.id = ? OR (p.fabric = ? AND p.guid = ?)
+LEFT JOIN subnet_manager_ports s ON s.port_guid = CAST(? AS CHAR)
 WHERE n.id = ?
 `
 
 type GetPortChangeRowsParams struct {
-	PortID    string
 	Fabric    string
+	PortID    string
 	Guid      *fabric.GUID
 	NetworkID string
 }
@@ -474,6 +489,8 @@ type GetPortChangeRowsRow struct {
 	PortFabric      *string
 	PortRevision    *int64
 	Adopted         int64
+	SmFabric        *string
+	StateRevision   int64
 }
 
 // The network of a port change, with the port recorded under this id and
@@ -481,11 +498,16 @@ type GetPortChangeRowsRow struct {
 // port columns are NULL): every row a port change reads, in one round trip,
 // while it holds the revision's row lock. No row: the network is not recorded.
 // adopted counts the fabric's adopted partitions, which the change reads only
-// when there are some (store.releaseGUIDs).
+// when there are some (store.releaseGUIDs); sm_fabric, on rows of their own
+// for each, names a fabric whose subnet manager's port the GUID is (NULL:
+// none), read under the same lock; state_revision is the fabric's revision as
+// the change's transaction left it (the group's held BumpRevisionLater).
 func (q *Queries) GetPortChangeRows(ctx context.Context, arg GetPortChangeRowsParams) ([]GetPortChangeRowsRow, error) {
 	rows, err := q.db.QueryContext(ctx, getPortChangeRows,
+		arg.Fabric,
 		arg.PortID,
 		arg.Fabric,
+		arg.Guid,
 		arg.Guid,
 		arg.NetworkID,
 	)
@@ -512,6 +534,8 @@ func (q *Queries) GetPortChangeRows(ctx context.Context, arg GetPortChangeRowsPa
 			&i.PortFabric,
 			&i.PortRevision,
 			&i.Adopted,
+			&i.SmFabric,
+			&i.StateRevision,
 		); err != nil {
 			return nil, err
 		}

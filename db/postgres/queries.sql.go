@@ -38,6 +38,18 @@ func (q *Queries) BumpRevision(ctx context.Context, argFabric string) (int64, er
 	return revision, err
 }
 
+const bumpRevisionLater = `-- name: BumpRevisionLater :exec
+UPDATE state SET revision = revision + 1 WHERE fabric = $1
+`
+
+// BumpRevision without its answer: a change group's first statement, held to
+// go with the group's first read, which learns the revision it took (the
+// state_revision of GetPortChangeRows, or Revision).
+func (q *Queries) BumpRevisionLater(ctx context.Context, argFabric string) error {
+	_, err := q.db.Exec(ctx, bumpRevisionLater, argFabric)
+	return err
+}
+
 const clearGUIDsOfNetwork = `-- name: ClearGUIDsOfNetwork :execrows
 UPDATE ports SET guid = NULL, revision = $1, updated_at = $2
 WHERE network_id = $3 AND fabric = $4 AND guid IS NOT NULL
@@ -366,8 +378,11 @@ const getPortChangeRows = `-- name: GetPortChangeRows :many
 SELECT n.id, n.name, n.network_type, n.physical_network, n.pkey, n.managed, n.revision,
        p.id AS port_id, p.network_id AS port_network_id, p.guid AS port_guid, p.host AS port_host,
        n.fabric, p.fabric AS port_fabric, p.revision AS port_revision,
-       CAST((SELECT count(*) FROM adopted_partitions a WHERE a.fabric = n.fabric) AS BIGINT) AS adopted
-FROM networks n LEFT JOIN ports p ON p.id = $1 OR (p.fabric = $2 AND p.guid = $3)
+       CAST((SELECT count(*) FROM adopted_partitions a WHERE a.fabric = n.fabric) AS BIGINT) AS adopted,
+       s.fabric AS sm_fabric,
+       CAST((SELECT st.revision FROM state st WHERE st.fabric = $1) AS BIGINT) AS state_revision
+FROM networks n LEFT JOIN ports p ON p.id = $2 OR (p.fabric = $1 AND p.guid = $3)
+LEFT JOIN subnet_manager_ports s ON s.port_guid = $3
 WHERE n.id = $4
 `
 
@@ -387,6 +402,8 @@ type GetPortChangeRowsRow struct {
 	PortFabric      *string
 	PortRevision    *int64
 	Adopted         int64
+	SmFabric        *string
+	StateRevision   int64
 }
 
 // The network of a port change, with the port recorded under this id and
@@ -394,11 +411,14 @@ type GetPortChangeRowsRow struct {
 // port columns are NULL): every row a port change reads, in one round trip,
 // while it holds the revision's row lock. No row: the network is not recorded.
 // adopted counts the fabric's adopted partitions, which the change reads only
-// when there are some (store.releaseGUIDs).
-func (q *Queries) GetPortChangeRows(ctx context.Context, portID string, fabric string, guid *fabric.GUID, networkID string) ([]GetPortChangeRowsRow, error) {
+// when there are some (store.releaseGUIDs); sm_fabric, on rows of their own
+// for each, names a fabric whose subnet manager's port the GUID is (NULL:
+// none), read under the same lock; state_revision is the fabric's revision as
+// the change's transaction left it (the group's held BumpRevisionLater).
+func (q *Queries) GetPortChangeRows(ctx context.Context, fabric string, portID string, guid *fabric.GUID, networkID string) ([]GetPortChangeRowsRow, error) {
 	rows, err := q.db.Query(ctx, getPortChangeRows,
-		portID,
 		fabric,
+		portID,
 		guid,
 		networkID,
 	)
@@ -425,6 +445,8 @@ func (q *Queries) GetPortChangeRows(ctx context.Context, portID string, fabric s
 			&i.PortFabric,
 			&i.PortRevision,
 			&i.Adopted,
+			&i.SmFabric,
+			&i.StateRevision,
 		); err != nil {
 			return nil, err
 		}

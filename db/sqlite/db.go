@@ -30,6 +30,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.bumpRevisionStmt, err = db.PrepareContext(ctx, bumpRevision); err != nil {
 		return nil, fmt.Errorf("error preparing query BumpRevision: %w", err)
 	}
+	if q.bumpRevisionLaterStmt, err = db.PrepareContext(ctx, bumpRevisionLater); err != nil {
+		return nil, fmt.Errorf("error preparing query BumpRevisionLater: %w", err)
+	}
 	if q.clearEnforcementErrorsStmt, err = db.PrepareContext(ctx, clearEnforcementErrors); err != nil {
 		return nil, fmt.Errorf("error preparing query ClearEnforcementErrors: %w", err)
 	}
@@ -361,6 +364,11 @@ func (q *Queries) Close() error {
 	if q.bumpRevisionStmt != nil {
 		if cerr := q.bumpRevisionStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing bumpRevisionStmt: %w", cerr)
+		}
+	}
+	if q.bumpRevisionLaterStmt != nil {
+		if cerr := q.bumpRevisionLaterStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing bumpRevisionLaterStmt: %w", cerr)
 		}
 	}
 	if q.clearEnforcementErrorsStmt != nil {
@@ -934,6 +942,7 @@ type Queries struct {
 	tx                                *sql.Tx
 	acceptGUIDPlaceStmt               *sql.Stmt
 	bumpRevisionStmt                  *sql.Stmt
+	bumpRevisionLaterStmt             *sql.Stmt
 	clearEnforcementErrorsStmt        *sql.Stmt
 	clearGUIDsOfNetworkStmt           *sql.Stmt
 	completeJobStmt                   *sql.Stmt
@@ -1048,6 +1057,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		tx:                                tx,
 		acceptGUIDPlaceStmt:               q.acceptGUIDPlaceStmt,
 		bumpRevisionStmt:                  q.bumpRevisionStmt,
+		bumpRevisionLaterStmt:             q.bumpRevisionLaterStmt,
 		clearEnforcementErrorsStmt:        q.clearEnforcementErrorsStmt,
 		clearGUIDsOfNetworkStmt:           q.clearGUIDsOfNetworkStmt,
 		completeJobStmt:                   q.completeJobStmt,

@@ -335,7 +335,7 @@ func (a *Applier) loop(ctx context.Context, t *term) error {
 	var st loopState
 	for {
 		a.observer().Alive()
-		rev, err := a.Store.Revision(ctx)
+		rev, err := t.revision(ctx)
 		if err == nil && rev == t.applied {
 			t.checkRestored(ctx)
 		}
@@ -367,6 +367,27 @@ func (a *Applier) loop(ctx context.Context, t *term) error {
 			t.lendTurn(ctx, req, wake)
 		}
 	}
+}
+
+// revision is the revision the loop decides on: the newest one this
+// process's own changes committed since the loop last asked, when it is
+// newer than the one applied (the change that woke the loop: no round trip
+// to read what the change's commit already said), otherwise the one read.
+// Either is only what decides whether to apply: the apply renders the
+// revision its snapshot reads, committed, whichever that is.
+func (t *term) revision(ctx context.Context) (int64, error) {
+	if c, ok := t.Store.(committedTaker); ok {
+		if rev, ok := c.TakeCommitted(); ok && rev > t.applied && t.applied >= 0 {
+			return rev, nil
+		}
+	}
+	return t.Store.Revision(ctx)
+}
+
+// committedTaker is a Store that knows the revisions this process's changes
+// committed (store.Store.TakeCommitted).
+type committedTaker interface {
+	TakeCommitted() (int64, bool)
 }
 
 // loadRecorded reads, once a term, what earlier terms recorded and the loop

@@ -84,6 +84,15 @@ func (d deadlineStore) Wake(ctx context.Context) <-chan struct{} {
 	return d.store.Wake(ctx)
 }
 
+// TakeCommitted is the store's (store.Store.TakeCommitted), if it has it: no
+// deadline, as it reads no database.
+func (d deadlineStore) TakeCommitted() (int64, bool) {
+	if c, ok := d.store.(committedTaker); ok {
+		return c.TakeCommitted()
+	}
+	return 0, false
+}
+
 func (d deadlineStore) Revision(ctx context.Context) (int64, error) {
 	return within(ctx, d, d.store.Revision)
 }

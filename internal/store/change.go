@@ -20,11 +20,17 @@ type changeTx struct {
 	// later is tx with its writes held back, sent with the change's next
 	// statement (driver.ChangeTx.Later): for writes whose outcome the
 	// change does not read before its next statement.
-	later   tx
-	rev     int64
-	now     time.Time
-	noOp    bool
-	decided bool
+	later tx
+	// rev is the revision the change takes, once known (revKnown): its
+	// group learns the revision its bump took with its first read
+	// (groupRevision), and the change's is that plus ahead.
+	rev      int64
+	revKnown bool
+	group    *groupRevision
+	ahead    int64 // the changes before it in the group that took a revision
+	now      time.Time
+	noOp     bool
+	decided  bool
 	// places is the change's proof obligation (places.go), written with
 	// its job.
 	places promised
@@ -46,11 +52,50 @@ func (c *changeTx) promise(places ...Place) {
 	}
 }
 
+// groupRevision is the revision a change group's bump took (next: the
+// revision its first change takes), 0 until the group has read it. The bump
+// is held, to go with the group's first read, which learns it (a port
+// change's GetPortChange), or with the read of it that the first change
+// needing it makes (knowRevision): a group spends no round trip on the
+// bump's answer alone.
+type groupRevision struct {
+	next int64
+}
+
+// learnRevision gives the group the revision its bump took, as a read of the
+// fabric's state row in the transaction found it (the row is the group's,
+// locked by its bump, until the commit).
+func (c *changeTx) learnRevision(next int64) {
+	if c.group != nil && c.group.next == 0 {
+		c.group.next = next
+	}
+}
+
+// knowRevision sets c.rev, reading the revision the group's bump took if
+// no statement of the group has learned it yet.
+func (c *changeTx) knowRevision(ctx context.Context) error {
+	if c.revKnown {
+		return nil
+	}
+	if c.group.next == 0 {
+		next, err := c.q.Revision(ctx, c.fabric)
+		if err != nil {
+			return fmt.Errorf("read the revision: %w", err)
+		}
+		c.group.next = next
+	}
+	c.rev, c.revKnown = c.group.next+c.ahead, true
+	return nil
+}
+
 // touches decides, once, whether the change touches a partition, and returns
 // the revision the change's rows carry.
 func (c *changeTx) touches(ctx context.Context, partition bool) (int64, error) {
 	if c.decided {
 		return c.rev, nil
+	}
+	if err := c.knowRevision(ctx); err != nil {
+		return 0, err
 	}
 	c.decided = true
 	if !partition {
@@ -68,6 +113,9 @@ func (c *changeTx) touches(ctx context.Context, partition bool) (int64, error) {
 // change that touches no partition); the database its ID.
 func (c *changeTx) job(ctx context.Context, j Job) (Job, error) {
 	j = boundJob(j)
+	if err := c.knowRevision(ctx); err != nil {
+		return Job{}, err
+	}
 	j.Revision, j.CreatedAt, j.UpdatedAt, j.Status = c.rev, c.now, c.now, StatusPending
 	if c.noOp {
 		j.Status, j.FinishedAt = StatusCompleted, &c.now

@@ -276,17 +276,25 @@ func stillWaiting(group []*pendingChange) []*pendingChange {
 // each change's outcome and the transaction's error.
 func (s *Store) commitOutcomes(ctx context.Context, group []*pendingChange) ([]error, error) {
 	outcomes := make([]error, len(group))
-	err := s.d.InChangeTx(ctx, func(q driver.ChangeTx) error {
+	// The revision the group leaves, given to this process's applier with
+	// its wake-up once the COMMIT has answered (driver.LocalWake).
+	var committed driver.Committed
+	err := s.d.InChangeTx(driver.WithCommitted(ctx, &committed), func(q driver.ChangeTx) error {
 		// The UPDATE comes first: its row lock orders the writers of every
 		// process sharing the database (on MariaDB, InnoDB's read view is only
-		// taken at the first plain read, after the lock is ours).
-		next, err := q.BumpRevision(ctx, s.FabricName())
-		if err != nil {
+		// taken at the first plain read, after the lock is ours). It is held,
+		// to go with the first change's first statement, which runs after it
+		// (in the same batch, or multi-statement query) and is the first to
+		// learn the revision it took (groupRevision). Its error is that
+		// statement's: the change's savepoint, after it, never ran, so the
+		// transaction fails (a conflict runs the whole group again).
+		if err := q.Later().BumpRevisionLater(ctx, s.FabricName()); err != nil {
 			return fmt.Errorf("bump revision: %w", err)
 		}
-		rev := next - 1 // the revision of the last change so far that touches a partition
+		g := &groupRevision{}
+		var taken int64 // the changes so far that took a revision
 		for i, p := range group {
-			c := &changeTx{tx: tx{q, s.FabricName()}, later: tx{q.Later(), s.FabricName()}, rev: rev + 1, now: p.now()}
+			c := &changeTx{tx: tx{q, s.FabricName()}, later: tx{q.Later(), s.FabricName()}, group: g, ahead: taken, now: p.now()}
 			// What the change left held is sent before the next change
 			// starts: its error is this change's.
 			run := func() error {
@@ -319,16 +327,10 @@ func (s *Store) commitOutcomes(ctx context.Context, group []*pendingChange) ([]e
 				}
 			}
 			if !c.noOp {
-				rev = c.rev
+				taken++
 			}
 		}
-		if rev != next {
-			// Held: it may go with the COMMIT.
-			if err := q.Later().SetRevision(ctx, s.FabricName(), rev); err != nil {
-				return fmt.Errorf("set revision: %w", err)
-			}
-		}
-		return nil
+		return s.endGroupRevision(ctx, q, g, taken, &committed)
 	})
 	if err != nil {
 		// Nothing of the group is recorded: the changes not refused on their
@@ -341,6 +343,29 @@ func (s *Store) commitOutcomes(ctx context.Context, group []*pendingChange) ([]e
 		answerGivenUp(ctx, outcomes)
 	}
 	return outcomes, err
+}
+
+// endGroupRevision sets the fabric's revision to the last one a change of
+// the group took (the bump took one for the first: the changes that touch
+// no partition, and refused ones, give theirs back), held to go with the
+// COMMIT, and says it to committed. A group none of whose changes read the
+// revision reads it now.
+func (s *Store) endGroupRevision(ctx context.Context, q driver.ChangeTx, g *groupRevision, taken int64, committed *driver.Committed) error {
+	if g.next == 0 {
+		next, err := q.Revision(ctx, s.FabricName())
+		if err != nil {
+			return fmt.Errorf("read the revision: %w", err)
+		}
+		g.next = next
+	}
+	rev := g.next - 1 + taken
+	if rev != g.next {
+		if err := q.Later().SetRevision(ctx, s.FabricName(), rev); err != nil {
+			return fmt.Errorf("set revision: %w", err)
+		}
+	}
+	committed.Set(s.FabricName(), rev)
+	return nil
 }
 
 // answerGivenUp gives the group's deadline as the cause of every outcome of a

@@ -303,16 +303,13 @@ func (s *Store) recordPortChange(ctx context.Context, c PortChange) (Job, error)
 		}
 		embedded = &n
 	}
-	// The fabric, the reserved GUIDs and the confirmed hosts are read now,
-	// not while the change holds the revision's lock.
+	// The fabric and the confirmed hosts are read now, not while the change
+	// holds the revision's lock. The subnet managers' ports are read by the
+	// change itself, with its rows (readPortState).
 	var limit PortCheck
-	var reserved ReservedCheck
 	var host HostCheck
 	if c.Port.GUID != nil {
 		var err error
-		if reserved, err = s.reservedCheck(ctx); err != nil {
-			return Job{}, fmt.Errorf("record port %s: check its GUID is no reserved one: %w", c.Port.ID, err)
-		}
 		if host, err = s.hostCheck(ctx); err != nil {
 			return Job{}, fmt.Errorf("record port %s: check its GUID against the confirmed hosts: %w", c.Port.ID, err)
 		}
@@ -324,7 +321,7 @@ func (s *Store) recordPortChange(ctx context.Context, c PortChange) (Job, error)
 		}
 	}
 	return s.record(ctx, s.groups, "record port", c.Port.ID, func(ctx context.Context, tx *changeTx) (Job, error) {
-		return s.recordPort(ctx, tx, c, embedded, portChecks{limit: limit, reserved: reserved, host: host})
+		return s.recordPort(ctx, tx, c, embedded, portChecks{limit: limit, host: host})
 	})
 }
 
@@ -334,6 +331,9 @@ type portState struct {
 	before     *Port // the port as recorded, nil if it is not
 	holder     *Port // the port recorded with the requested GUID, if any
 	newNetwork bool  // n is the network the port embeds, recorded with it
+	// sms are the subnet manager ports recorded with the port's GUID, read
+	// under the revision's lock.
+	sms []SMPort
 }
 
 // recordPort is RecordPort's change in tx: it reads the port's network and
@@ -360,6 +360,9 @@ func (s *Store) recordPort(ctx context.Context, tx *changeTx, c PortChange, embe
 			Result:    fmt.Sprintf("nothing to do: port %s has no client-id and network %s is not known", p.ID, p.NetworkID),
 			CreatedBy: c.CreatedBy, Request: c.Request, RequestID: c.RequestID,
 		}, nil
+	}
+	if p.GUID != nil {
+		checks.reserved = s.rules.reserved(st.sms)
 	}
 	reason, err := s.membership(ctx, tx, &p, c, st.n, st.holder, checks)
 	if err != nil {
@@ -423,24 +426,25 @@ func samePort(p Port, st portState) bool {
 // that is not known is refused.
 func (s *Store) readPortState(ctx context.Context, tx *changeTx, c PortChange, embedded *Network) (st portState, known bool, err error) {
 	p := c.Port
-	n, before, holder, fabrics, adopted, err := tx.GetPortChange(ctx, p.NetworkID, p.ID, p.GUID)
+	r, err := tx.GetPortChange(ctx, p.NetworkID, p.ID, p.GUID)
 	if err == nil {
+		tx.learnRevision(r.stateRevision)
 		// Read under the revision's lock, which every change of the
 		// adopted partitions takes too: none can appear before this
 		// change's releaseGUIDs, which then need not read them.
-		tx.noAdopted = adopted == 0
+		tx.noAdopted = r.adopted == 0
 		// Its network's physical network given to another fabric since it
 		// was recorded: recorded here, the port would join a partition of
 		// the wrong subnet, or none.
-		if err := s.physnetMoved(n, fabrics[0]); err != nil {
+		if err := s.physnetMoved(r.n, r.fabrics[0]); err != nil {
 			return portState{}, false, err
 		}
 	}
 	switch {
-	case err == nil && fabrics[0] != tx.fabric:
-		return portState{}, false, otherFabric(tx, ObjectNetwork, p.NetworkID, fabrics[0])
-	case err == nil && before != nil && fabrics[1] != tx.fabric:
-		return portState{}, false, movedPort(p.ID, fabrics[1], p.NetworkID, tx.fabric)
+	case err == nil && r.fabrics[0] != tx.fabric:
+		return portState{}, false, otherFabric(tx, ObjectNetwork, p.NetworkID, r.fabrics[0])
+	case err == nil && r.before != nil && r.fabrics[1] != tx.fabric:
+		return portState{}, false, movedPort(p.ID, r.fabrics[1], p.NetworkID, tx.fabric)
 	case errors.Is(err, ErrNotFound) && embedded != nil:
 		if err := s.ownFabric(s.fabricOfPhysnet(embedded.PhysicalNetwork), ObjectNetwork, embedded.ID); err != nil {
 			return portState{}, false, err
@@ -456,7 +460,11 @@ func (s *Store) readPortState(ctx context.Context, tx *changeTx, c PortChange, e
 				err = checkSameFabric(tx, ObjectPort, p.ID, fab, "network "+p.NetworkID)
 			}
 		}
-		return portState{n: *embedded, before: before, holder: holder, newNetwork: true}, err == nil, err
+		var sms []SMPort
+		if err == nil && p.GUID != nil {
+			sms, err = tx.smPorts(ctx)
+		}
+		return portState{n: *embedded, before: before, holder: holder, newNetwork: true, sms: sms}, err == nil, err
 	case errors.Is(err, ErrNotFound) && p.GUID == nil && c.ClientIDError == nil:
 		return portState{}, false, nil
 	case errors.Is(err, ErrNotFound):
@@ -466,7 +474,7 @@ func (s *Store) readPortState(ctx context.Context, tx *changeTx, c PortChange, e
 	case err != nil:
 		return portState{}, false, err
 	}
-	return portState{n: n, before: before, holder: holder}, true, nil
+	return portState{n: r.n, before: r.before, holder: r.holder, sms: r.sms}, true, nil
 }
 
 // writePort writes port p, at revision rev, with what its change decided:
@@ -556,8 +564,10 @@ func portAndHolder(ctx context.Context, tx *changeTx, id string, guid *fabric.GU
 
 // portChecks are what a port's change checks its GUID against, read before
 // its transaction: the fabric's port limit (nil: none), the GUIDs no
-// client may name (nil when the port names no GUID) and the confirmed hosts'
-// ports (nil: [api] check_host is off, or the port names no GUID).
+// client may name (nil when the port names no GUID; a port's change reads
+// the subnet managers' ports among its rows, a Kubernetes change before its
+// transaction) and the confirmed hosts' ports (nil: [api] check_host is off,
+// or the port names no GUID).
 type portChecks struct {
 	limit    PortCheck
 	reserved ReservedCheck

@@ -90,7 +90,7 @@ func (s *Store) movePhysnet(ctx context.Context, m PhysnetMove) (PhysnetMoveOutc
 			if err != nil {
 				return fmt.Errorf("fabric %s: bump revision: %w", name, err)
 			}
-			mv.txs[name] = &changeTx{tx: tx{q, name}, later: tx{q.Later(), name}, rev: next, now: now}
+			mv.txs[name] = &changeTx{tx: tx{q, name}, later: tx{q.Later(), name}, rev: next, revKnown: true, now: now}
 		}
 		if err := mv.run(ctx); err != nil {
 			return err

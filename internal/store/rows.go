@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
@@ -62,41 +63,58 @@ func (t tx) GetPortsByIDOrGUID(ctx context.Context, id string, guid *fabric.GUID
 	return driver.Convert(rows, port), err
 }
 
+// portChangeRows are what GetPortChange reads for a port change.
+type portChangeRows struct {
+	n              Network
+	before, holder *Port
+	// fabrics are the network's fabric and the fabric of the port recorded
+	// as the change's port ("" when there is none).
+	fabrics [2]string
+	adopted int64 // the fabric's adopted partitions
+	// stateRevision is the fabric's revision as the transaction left it.
+	stateRevision int64
+	// sms are the subnet manager ports recorded with the change's GUID:
+	// one for each fabric whose OpenSM runs on it (none, nearly always).
+	sms []SMPort
+}
+
 // GetPortChange reads, in one round trip, the network of a port change, the
 // port recorded as portID and the port holding guid (nil guid: none; each nil
-// when there is none): ErrNotFound when the network is not recorded.
-//
-// fabrics are the network's fabric and the fabric of the port recorded as
-// portID ("" when there is none); adopted counts the fabric's adopted
-// partitions.
-func (t tx) GetPortChange(ctx context.Context, networkID, portID string, guid *fabric.GUID) (n Network, before, holder *Port, fabrics [2]string, adopted int64, err error) {
+// when there is none), the fabric's count of adopted partitions and the
+// subnet manager ports recorded with guid: ErrNotFound when the network is
+// not recorded.
+func (t tx) GetPortChange(ctx context.Context, networkID, portID string, guid *fabric.GUID) (portChangeRows, error) {
+	var out portChangeRows
 	rows, err := t.q.GetPortChangeRows(ctx, t.fabric, portID, guid, networkID)
 	if err != nil {
-		return Network{}, nil, nil, fabrics, 0, err
+		return out, err
 	}
 	if len(rows) == 0 {
-		return Network{}, nil, nil, fabrics, 0, ErrNotFound
+		return out, ErrNotFound
 	}
-	fabrics[0], adopted = rows[0].Fabric, rows[0].Adopted
 	r := rows[0]
-	n = Network{ID: r.ID, Name: r.Name, Type: r.NetworkType, PhysicalNetwork: r.PhysicalNetwork,
+	out.fabrics[0], out.adopted, out.stateRevision = r.Fabric, r.Adopted, r.StateRevision
+	out.n = Network{ID: r.ID, Name: r.Name, Type: r.NetworkType, PhysicalNetwork: r.PhysicalNetwork,
 		PKey: r.Pkey, Managed: r.Managed, Revision: r.Revision}
 	for _, r := range rows {
+		if r.SmFabric != nil && guid != nil && !slices.ContainsFunc(out.sms, func(sm SMPort) bool { return sm.Fabric == *r.SmFabric }) {
+			out.sms = append(out.sms, SMPort{Fabric: *r.SmFabric, GUID: *guid})
+		}
 		if r.PortID == nil {
 			continue // the network has neither port: its one row
 		}
 		p := &Port{ID: *r.PortID, NetworkID: *r.PortNetworkID, GUID: r.PortGuid, Host: *r.PortHost, Revision: *r.PortRevision}
 		if p.ID == portID {
-			before = p
+			out.before = p
 			if r.PortFabric != nil {
-				fabrics[1] = *r.PortFabric
+				out.fabrics[1] = *r.PortFabric
 			}
 		}
 		if guid != nil && p.GUID != nil && *p.GUID == *guid {
-			holder = p
+			out.holder = p
 		}
 	}
-	return n, before, holder, fabrics, adopted, nil
+	return out, nil
 }
 
 func (t tx) UpsertPort(ctx context.Context, p Port, now time.Time) error {

@@ -48,7 +48,12 @@ func (s *Store) RecordSMPort(ctx context.Context, guid fabric.GUID, holder strin
 // SMPorts returns the subnet manager ports every manager recorded, of every
 // fabric, by GUID.
 func (s *Store) SMPorts(ctx context.Context) ([]SMPort, error) {
-	rows, err := s.d.Queries(ctx).SMPorts(ctx)
+	return tx{s.d.Queries(ctx), s.FabricName()}.smPorts(ctx)
+}
+
+// smPorts is SMPorts in t.
+func (t tx) smPorts(ctx context.Context) ([]SMPort, error) {
+	rows, err := t.q.SMPorts(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read the subnet managers' ports: %w", err)
 	}
@@ -67,10 +72,13 @@ func (s *Store) SMPorts(ctx context.Context) ([]SMPort, error) {
 type ReservedCheck func(guid fabric.GUID) (refusal string)
 
 // reservedCheck reads the recorded subnet manager ports and returns the
-// check of them and of the rules' ReservedGUIDs. It is read before a change's
-// transaction, as the port limit's dump is, not under the revision's lock: a
-// port recorded as an SM's while a change naming it commits is the case of a
-// GUID reserved after it was recorded (ReservedHeld names it).
+// check of them and of the rules' ReservedGUIDs. A Kubernetes change reads it
+// before its transaction, as the port limit's dump is, not under the
+// revision's lock: a port recorded as an SM's while a change naming it
+// commits is the case of a GUID reserved after it was recorded (ReservedHeld
+// names it). A port's change reads the SM ports with its rows instead, under
+// the lock, in the same statement (readPortState): no round trip of its own,
+// and a port recorded as an SM's before that statement is refused.
 func (s *Store) reservedCheck(ctx context.Context) (ReservedCheck, error) {
 	sms, err := s.SMPorts(ctx)
 	if err != nil {

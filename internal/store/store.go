@@ -239,6 +239,26 @@ func (s *Store) Wake(ctx context.Context) <-chan struct{} {
 	return s.d.Wake(ctx)
 }
 
+// TakeCommitted returns the newest revision of s's fabric that this process's
+// changes committed since it was last taken (ok false: none), and forgets
+// it: the applier's loop, woken by such a change, starts its apply without
+// reading the revision. It is a hint, as a wake-up is: the revision was
+// committed, but another process may have committed a newer one since (the
+// apply's snapshot read says which it renders), or the database been
+// restored from a backup (taken once, it makes at most one apply more).
+func (s *Store) TakeCommitted() (int64, bool) {
+	if c, ok := s.d.(committedTaker); ok {
+		return c.TakeCommitted(s.FabricName())
+	}
+	return 0, false
+}
+
+// committedTaker is an engine that keeps the revisions its process's
+// changes committed (driver.LocalWake).
+type committedTaker interface {
+	TakeCommitted(fabric string) (int64, bool)
+}
+
 // fabricWaker is an engine whose wake-ups name the fabric (PostgreSQL's
 // notifications): a view of several fabrics waits for its own only.
 type fabricWaker interface {

@@ -6,6 +6,12 @@
 -- name: BumpRevision :execresult
 UPDATE state SET revision = LAST_INSERT_ID(revision + 1) WHERE fabric = sqlc.arg(fabric);
 
+-- BumpRevision without its answer: a change group's first statement, held to
+-- go with the group's first read, which learns the revision it took (the
+-- state_revision of GetPortChangeRows, or Revision).
+-- name: BumpRevisionLater :exec
+UPDATE state SET revision = revision + 1 WHERE fabric = sqlc.arg(fabric);
+
 -- name: Revision :one
 SELECT revision FROM state WHERE fabric = sqlc.arg(fabric);
 
@@ -51,13 +57,19 @@ SELECT * FROM ports WHERE id = sqlc.arg(id) OR (fabric = sqlc.arg(fabric) AND gu
 -- port columns are NULL): every row a port change reads, in one round trip,
 -- while it holds the revision's row lock. No row: the network is not recorded.
 -- adopted counts the fabric's adopted partitions, which the change reads only
--- when there are some (store.releaseGUIDs).
+-- when there are some (store.releaseGUIDs); sm_fabric, on rows of their own
+-- for each, names a fabric whose subnet manager's port the GUID is (NULL:
+-- none), read under the same lock; state_revision is the fabric's revision as
+-- the change's transaction left it (the group's held BumpRevisionLater).
 -- name: GetPortChangeRows :many
 SELECT n.id, n.name, n.network_type, n.physical_network, n.pkey, n.managed, n.revision,
        p.id AS port_id, p.network_id AS port_network_id, p.guid AS port_guid, p.host AS port_host,
        n.fabric, p.fabric AS port_fabric, p.revision AS port_revision,
-       CAST((SELECT count(*) FROM adopted_partitions a WHERE a.fabric = n.fabric) AS SIGNED) AS adopted
+       CAST((SELECT count(*) FROM adopted_partitions a WHERE a.fabric = n.fabric) AS SIGNED) AS adopted,
+       s.fabric AS sm_fabric,
+       CAST((SELECT st.revision FROM state st WHERE st.fabric = sqlc.arg(fabric)) AS SIGNED) AS state_revision
 FROM networks n LEFT JOIN ports p ON p.id = sqlc.arg(port_id) OR (p.fabric = sqlc.arg(fabric) AND p.guid = sqlc.arg(guid))
+LEFT JOIN subnet_manager_ports s ON s.port_guid = CAST(sqlc.arg(guid) AS CHAR)
 WHERE n.id = sqlc.arg(network_id);
 
 -- name: UpsertPort :exec

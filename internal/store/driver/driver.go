@@ -133,14 +133,21 @@ func (h *Held) Take() []HeldStatement {
 	return stmts
 }
 
-// Drop forgets what is held, for a rollback to the savepoint, and says
-// whether the savepoint itself was still held: then nothing since it has
+// Drop forgets what is held since the savepoint, for a rollback to it, and
+// says whether the savepoint itself was still held: then nothing since it has
 // reached the server (a send takes every statement held), and there is
-// nothing to roll back.
+// nothing to roll back. What is held before a held savepoint (the
+// transaction's beginning, the group's revision bump) stays held: it is not
+// the change's, and goes with the next statement sent.
 func (h *Held) Drop() (savepointHeld bool) {
-	savepointHeld = len(h.stmts) > 0 && h.stmts[0].SQL == savepointSQL
+	for i := len(h.stmts) - 1; i >= 0; i-- {
+		if h.stmts[i].SQL == savepointSQL {
+			h.stmts = h.stmts[:i]
+			return true
+		}
+	}
 	h.stmts = nil
-	return savepointHeld
+	return false
 }
 
 // SavepointName is the savepoint of every change transaction: each Savepoint

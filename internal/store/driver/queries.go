@@ -22,6 +22,7 @@ import (
 type Queries interface {
 	AcceptGUIDPlace(ctx context.Context, arg GUIDPlaceParams) error
 	BumpRevision(ctx context.Context, fabric string) (int64, error)
+	BumpRevisionLater(ctx context.Context, fabric string) error
 	ClearEnforcementErrors(ctx context.Context, fabric string) (int64, error)
 	ClearGUIDsOfNetwork(ctx context.Context, fabric string, revision int64, now time.Time, networkID string) (int64, error)
 	CompleteJob(ctx context.Context, fabric string, now *time.Time, jobID int64, revision int64, term int64) (int64, error)

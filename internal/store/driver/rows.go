@@ -207,6 +207,12 @@ type GetPortChangeRowsRow struct {
 	PortRevision    *int64
 	// Adopted counts the fabric's adopted partitions.
 	Adopted int64
+	// SmFabric names a fabric whose subnet manager's port the change's GUID
+	// is (nil: none), each such fabric on rows of its own.
+	SmFabric *string
+	// StateRevision is the fabric's revision as the change's transaction
+	// left it: the revision the group's held bump took.
+	StateRevision int64
 }
 
 // SnapshotHeadRow is SnapshotHead's row.

@@ -159,7 +159,7 @@ func (q queries) GetPortByGUID(ctx context.Context, fabric string, guid *fabric.
 }
 
 func (q queries) GetPortChangeRows(ctx context.Context, fabric string, portID string, guid *fabric.GUID, networkID string) ([]driver.GetPortChangeRowsRow, error) {
-	rs, err := q.Queries.GetPortChangeRows(ctx, mysqldb.GetPortChangeRowsParams{PortID: portID, Fabric: fabric, Guid: guid, NetworkID: networkID})
+	rs, err := q.Queries.GetPortChangeRows(ctx, mysqldb.GetPortChangeRowsParams{Fabric: fabric, PortID: portID, Guid: guid, NetworkID: networkID})
 	return driver.Convert(rs, func(r mysqldb.GetPortChangeRowsRow) driver.GetPortChangeRowsRow {
 		return driver.GetPortChangeRowsRow(r)
 	}), err

@@ -8,11 +8,14 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
-// A port POST where nothing is adopted costs five commands on a pipelined
-// connection: the subnet managers' ports (read before the change), START
-// TRANSACTION with the revision's UPDATE, the change's rows (with the count
-// of adopted partitions, so that none are read), the job's insert with the
-// port's write, the COMMIT. Six before the count came with the rows.
+// A port POST where nothing is adopted costs three commands on a pipelined
+// connection: START TRANSACTION and the revision's UPDATE with the change's
+// rows (which give the revision the UPDATE took, the count of adopted
+// partitions, so that none are read, and the subnet managers' ports recorded
+// with its GUID), the job's insert with the port's write, the COMMIT. Four
+// when the UPDATE's answer had a command of its own, five when the subnet
+// managers' ports were read before the change, six before the count came
+// with the rows.
 func TestPortChangeRoundTrips(t *testing.T) {
 	ctx := t.Context()
 	e := countedEngine(t, "afm_change_")
@@ -29,8 +32,31 @@ func TestPortChangeRoundTrips(t *testing.T) {
 			DeviceOwner: "compute:nova", Operation: store.OpAddPort, CreatedBy: "test", Request: "{}"}); err != nil {
 			t.Fatal(err)
 		}
-		if n := counted.Load(); n != 5 {
-			t.Errorf("a port POST sent %d commands, want 5", n)
+		if n := counted.Load(); n != 3 {
+			t.Errorf("a port POST sent %d commands, want 3", n)
 		}
+	}
+}
+
+// GET job, which networking-mlnx's client polls while its change is applied,
+// is one command: a single statement, outside any transaction, its
+// arguments interpolated (no prepare).
+func TestGetJobRoundTrips(t *testing.T) {
+	ctx := t.Context()
+	e := countedEngine(t, "afm_getjob_")
+	s := store.New(e, store.Rules{PhysicalNetworks: []string{"ib"}})
+	vlan := int64(101)
+	job, err := s.RecordNetwork(ctx, store.NetworkChange{Network: store.NetworkSpec{ID: "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73",
+		Name: "n", Type: "vlan", PhysicalNetwork: "ib", SegmentationID: &vlan}, Operation: store.OpCreateNetwork,
+		CreatedBy: "test", Request: "{}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted.Store(0)
+	if _, err := s.GetJob(ctx, job.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := counted.Load(); n != 1 {
+		t.Errorf("GET job sent %d commands, want 1", n)
 	}
 }

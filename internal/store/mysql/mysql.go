@@ -333,7 +333,8 @@ func (e *Engine) inReadTx(ctx context.Context, fn func(q driver.Queries) error) 
 }
 
 // InChangeTx runs fn in one transaction, as a Write, and wakes this process's
-// waiters after it commits.
+// waiters after it commits (with the revision fn set, if any:
+// driver.WithCommitted).
 func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) error) error {
 	var err error
 	if e.pipelined {
@@ -346,7 +347,7 @@ func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) err
 		})
 	}
 	if err == nil {
-		e.Notify()
+		e.NotifyCommitted(driver.CommittedOf(ctx))
 	}
 	return err
 }

@@ -133,7 +133,7 @@ func (q queries) GetPortByGUID(ctx context.Context, fabric string, guid *fabric.
 }
 
 func (q queries) GetPortChangeRows(ctx context.Context, fabric string, portID string, guid *fabric.GUID, networkID string) ([]driver.GetPortChangeRowsRow, error) {
-	rs, err := q.Queries.GetPortChangeRows(ctx, portID, fabric, guid, networkID)
+	rs, err := q.Queries.GetPortChangeRows(ctx, fabric, portID, guid, networkID)
 	return driver.Convert(rs, func(r pgdb.GetPortChangeRowsRow) driver.GetPortChangeRowsRow { return driver.GetPortChangeRowsRow(r) }), err
 }
 

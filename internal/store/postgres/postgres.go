@@ -40,6 +40,9 @@ type Engine struct {
 	log  *slog.Logger
 	// pause is a test hook's (driver.PauseInsideFinish); nil in production.
 	pause func(ctx context.Context)
+	// local wakes this process's waiters after its own commits, at once:
+	// the server's notification of them comes a round trip later.
+	local driver.LocalWake
 }
 
 // Open connects to the database at dsn (a postgres:// URL).
@@ -148,14 +151,28 @@ func (e *Engine) inReadTx(ctx context.Context, fn func(q driver.Queries) error) 
 }
 
 // InChangeTx runs fn in one READ COMMITTED transaction, as a Write. The
-// state table's trigger notifies the listeners of every manager at commit.
-//
-// The transaction is begun and committed with plain statements, held like
-// the others (driver.ChangeTx): BEGIN goes with the first statement (the
-// revision's UPDATE) and COMMIT with whatever fn left held (the revision's
-// final value, sent by the pipeline's Exec), so that neither costs a round
-// trip of its own.
+// state table's trigger notifies the listeners of every manager at commit;
+// this process's waiters are woken as soon as the COMMIT has answered, with
+// the revision fn set, if any (driver.WithCommitted), once the transaction's
+// connection is back in the pool: the applier woken reads the snapshot on
+// it, where a connection idle for long would cost a ping first.
 func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) error) error {
+	if err := e.inChangeTx(ctx, fn); err != nil {
+		return err
+	}
+	if c := driver.CommittedOf(ctx); c != nil {
+		e.local.NotifyCommitted(c)
+	}
+	return nil
+}
+
+// inChangeTx is InChangeTx but the wake-up. The transaction is begun and
+// committed with plain statements, held like the others (driver.ChangeTx):
+// BEGIN goes with the first statement (the revision's UPDATE, itself held
+// to go with the first read) and COMMIT with whatever fn left held (the
+// revision's final value, sent by the pipeline's Exec), so that neither
+// costs a round trip of its own.
+func (e *Engine) inChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) error) error {
 	conn, err := e.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -413,14 +430,20 @@ func (l *advisoryLock) Release(ctx context.Context) error {
 }
 
 // Wake LISTENs on a dedicated connection, reconnecting with backoff, until
-// ctx ends; it receives after any fabric's revision changed.
+// ctx ends; it receives after any fabric's revision changed, and at once
+// after this process's own changes (LocalWake).
 func (e *Engine) Wake(ctx context.Context) <-chan struct{} { return e.WakeFabric(ctx, "") }
+
+// TakeCommitted is the newest revision of fabric this process committed
+// since it was last asked (driver.LocalWake.TakeCommitted).
+func (e *Engine) TakeCommitted(fabric string) (int64, bool) { return e.local.TakeCommitted(fabric) }
 
 // WakeFabric is Wake for fabric's revision only ("": any fabric's): the
 // notification's payload is "<fabric>:<revision>" (migration 00013), so a
 // burst on one fabric does not wake another's applier.
 func (e *Engine) WakeFabric(ctx context.Context, fabric string) <-chan struct{} {
 	ch := make(chan struct{}, 1)
+	e.local.WakeInto(ctx, fabric, ch)
 	go func() {
 		backoff := 100 * time.Millisecond
 		for ctx.Err() == nil {

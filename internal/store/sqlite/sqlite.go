@@ -147,7 +147,8 @@ func (e *Engine) InTx(ctx context.Context, mode driver.TxMode, fn func(q driver.
 }
 
 // InChangeTx runs fn in one IMMEDIATE transaction, as a Write, and wakes this
-// process's waiters after it commits.
+// process's waiters after it commits (with the revision fn set, if any:
+// driver.WithCommitted).
 func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) error) error {
 	q := e.queries(ctx)
 	err := driver.InSQLTx(ctx, e.db, &sql.TxOptions{}, func(tx *sql.Tx) error {
@@ -155,7 +156,7 @@ func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) err
 		return fn(driver.PlainChangeTx{Queries: queries{q.WithTx(tx)}, SQLSavepoints: driver.SQLSavepoints{Tx: tx}})
 	})
 	if err == nil {
-		e.Notify()
+		e.NotifyCommitted(driver.CommittedOf(ctx))
 	}
 	return err
 }

@@ -27,7 +27,12 @@ func init() {
 		name        string
 		fn          func(t *testing.T, db Database, s *store.Store)
 		notOnSQLite bool
-	}{"AStandbyManagersSMPortIsRefused", testStandbySMPortRefused, false})
+	}{"AStandbyManagersSMPortIsRefused", testStandbySMPortRefused, false},
+		struct {
+			name        string
+			fn          func(t *testing.T, db Database, s *store.Store)
+			notOnSQLite bool
+		}{"AnSMPortRecordedWhileAPortWaitsForTheLockIsRefused", testSMPortRecordedWhileQueued, true})
 	twoFabricTests = append(twoFabricTests, storeTest{"AnotherFabricsSMPortIsRefused", testOtherFabricSMPortRefused})
 }
 
@@ -246,9 +251,9 @@ func testReservedCancelled(t *testing.T, s *store.Store) {
 
 // testSMPortRecordedConcurrently: a manager records its SM port while a
 // tenant's port naming it is sent, a few rounds on GUIDs of their own. The
-// reserved GUIDs are read before the change's transaction, so the port may
-// win; either it is refused, saying why, or it is recorded and ReservedHeld
-// names it; its next update is refused either way.
+// SM ports are not written under the revision's lock, so the port may win;
+// either it is refused, saying why, or it is recorded and ReservedHeld names
+// it; its next update is refused either way.
 func testSMPortRecordedConcurrently(t *testing.T, s *store.Store) {
 	ctx := t.Context()
 	s = kubeStore(s)
@@ -280,5 +285,36 @@ func testSMPortRecordedConcurrently(t *testing.T, s *store.Store) {
 		if _, err := addPort(t, s, id, netA, g); err == nil || !strings.Contains(err.Error(), "is the port of a subnet manager") {
 			t.Errorf("round %d: the port sent again: %v, want refused", round, err)
 		}
+	}
+}
+
+// testSMPortRecordedWhileQueued: a tenant's port naming a GUID waits for the
+// revision's lock (another change holds it) while a manager records that
+// GUID as its subnet manager's port: the port is refused, as the port of a
+// subnet manager, and nothing of it is recorded. Its change reads the SM
+// ports under the lock, with its rows; read before its transaction, they
+// missed the port recorded meanwhile. (SQLite has one writer: the SM port's
+// write would wait for the change holding the lock.)
+func testSMPortRecordedWhileQueued(t *testing.T, _ Database, s *store.Store) {
+	ctx := t.Context()
+	addNetwork(t, s, netA, 101)
+	const g = 0x0002c90300b10001
+	gt, first := blockFirst(t, s, netA, 0x0002c90300b10000)
+	answers := queue(t, s, portChange(t, s, boundPort("port-squat", netA, g, "h1")))
+	if err := s.RecordSMPort(ctx, g, "manager-2 pid 2"); err != nil {
+		t.Fatal(err)
+	}
+	close(gt.open)
+	if o := first(); o.err != nil {
+		t.Fatalf("the change holding the lock: %v", o.err)
+	}
+	o := answers()[0]
+	var rej *store.RejectedError
+	if !errors.As(o.err, &rej) || !strings.Contains(rej.Reason, "is the port of a subnet manager") {
+		t.Errorf("the port naming an SM port recorded while it waited: job %+v, %v; want refused as a subnet manager's port",
+			o.job, o.err)
+	}
+	if p := readPorts(t, s, "port-squat"); p[0] != "port-squat:absent" {
+		t.Errorf("the refused port is recorded: %v", p)
 	}
 }
