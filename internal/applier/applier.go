@@ -178,6 +178,16 @@ type Config struct {
 	VerifyTimeout time.Duration
 	// Audit is the continuous audit (audit.go).
 	Audit AuditConfig
+
+	// OnlyManagerStartsOpenSM says that no OpenSM ever starts from the
+	// partitions file before the manager has written it, synced, since the
+	// machine's start: OpenSM is the manager's child (driver process) or in
+	// a container the manager starts (managed), and the manager writes the
+	// recorded state at its start and at each term's, before OpenSM starts.
+	// An apply's write then syncs the file during the sweep, not before the
+	// rename (ReplaceFileSyncLate). false (driver docker: someone else starts
+	// OpenSM, at a boot for one): the file is synced before the rename.
+	OnlyManagerStartsOpenSM bool
 }
 
 // Applier applies while its manager holds the applier lock.
@@ -649,7 +659,7 @@ func (t *term) publish(ctx context.Context, run *applyRun) (watch *opensm.SweepW
 		t.record(ctx, run, outcomeWriteFailed, err.Error())
 		return nil, nil, false
 	}
-	durable, err := opensm.ReplaceFile(t.Cfg.PartitionsFile, run.text, 0o644)
+	durable, err := t.replacePartitions(run.text)
 	if err != nil {
 		markFailed()
 		log.Error("write partitions file", "error", err)
@@ -663,25 +673,51 @@ func (t *term) publish(ctx context.Context, run *applyRun) (watch *opensm.SweepW
 	watch, pos, err := t.tail.WatchSweep()
 	if err != nil {
 		log.Error("OpenSM log position", "error", err)
+		t.syncNow(run, durable)
 		markFailed()
 		return nil, nil, false
 	}
 	if err := t.SM.Reload(ctx); err != nil {
 		log.Warn("signal OpenSM", "error", err)
 		watch.Close()
+		t.syncNow(run, durable)
 		markFailed()
 		return nil, nil, false
 	}
 	run.signalled = time.Now()
 	log.Debug("SIGHUP sent; waiting for the heavy sweep", "log_offset", pos.Offset)
-	// The directory's sync, which makes the rename survive a crash, runs
-	// during the sweep: OpenSM reads the file from the page cache either way,
-	// and no job completes before it is done. A crash before it leaves the
-	// old file or the new one, whole, and a new term writes the recorded
-	// state before OpenSM starts.
+	// The syncs that make the file survive a crash (the directory's, and the
+	// file's own with OnlyManagerStartsOpenSM) run during the sweep: OpenSM
+	// reads the file from the page cache either way, and no job completes
+	// before they are done. A crash before them leaves the old file or the
+	// new one, whole, or (the file's sync late) an empty or partial one that
+	// no OpenSM reads: the manager writes the recorded state, synced, at its
+	// start and at each term's before OpenSM starts (replacePartitions).
 	done := make(chan error, 1)
 	go func() { done <- durable() }()
 	return watch, done, true
+}
+
+// replacePartitions puts text in place as the partitions file for an apply's
+// SIGHUP; durable syncs it. The file's own sync waits for durable only where
+// no OpenSM can start from the file before the manager writes it again
+// (Config.OnlyManagerStartsOpenSM): a file a crash left empty or partial
+// would make OpenSM put every port in the default partition as a full
+// member. Everywhere else, and for the file a term starts OpenSM with
+// (writeCurrent), it is synced before the rename.
+func (t *term) replacePartitions(text []byte) (durable func() error, err error) {
+	if t.Cfg.OnlyManagerStartsOpenSM {
+		return opensm.ReplaceFileSyncLate(t.Cfg.PartitionsFile, text, 0o644)
+	}
+	return opensm.ReplaceFile(t.Cfg.PartitionsFile, text, 0o644)
+}
+
+// syncNow runs durable for an apply that ends before the SIGHUP: the file
+// is in place, and a late sync must not be left undone (nor its file open).
+func (t *term) syncNow(run *applyRun, durable func() error) {
+	if err := durable(); err != nil {
+		run.log.Error("sync the partitions file", "error", err)
+	}
 }
 
 // await follows OpenSM's log to the end of the sweep (waitSweep), then
@@ -700,7 +736,7 @@ func (t *term) await(ctx context.Context, run *applyRun, watch *opensm.SweepWatc
 		return res, false
 	}
 	if syncErr := <-synced; syncErr != nil && err == nil {
-		log.Error("sync the partitions file's directory", "error", syncErr)
+		log.Error("sync the partitions file", "error", syncErr)
 		t.record(ctx, run, outcomeWriteFailed, syncErr.Error())
 		return res, false
 	}

@@ -32,9 +32,28 @@ func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
 // returns, a crash leaves the old file or the new one, each whole. The
 // applier signals OpenSM before the directory's sync, which then runs during
 // OpenSM's sweep instead of before it, and waits for it before any job can
-// complete. The file's own data is synced before the rename, always: a crash
-// must never leave a partial file at path.
+// complete. The file's own data is synced before the rename: a crash never
+// leaves a partial file at path, for an OpenSM that may start from it.
 func ReplaceFile(path string, data []byte, mode os.FileMode) (durable func() error, err error) {
+	return replaceFile(path, data, mode, false)
+}
+
+// ReplaceFileSyncLate is ReplaceFile with the file's own sync in durable
+// too, before the directory's: until durable returns, a crash (power loss)
+// may leave an empty or partial file at path. Only for a file no program
+// reads after a crash before its writer has written it again, synced
+// (WriteFileAtomic): the partitions file of an OpenSM that only the manager
+// starts, and always after writing the recorded state. durable must be
+// called once, even when the file is not used: it closes the file.
+func ReplaceFileSyncLate(path string, data []byte, mode os.FileMode) (durable func() error, err error) {
+	return replaceFile(path, data, mode, true)
+}
+
+// fileSync is the file's fsync: a seam for the tests that see when it runs
+// beside the rename.
+var fileSync = (*os.File).Sync
+
+func replaceFile(path string, data []byte, mode os.FileMode, late bool) (durable func() error, err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -55,19 +74,32 @@ func ReplaceFile(path string, data []byte, mode os.FileMode) (durable func() err
 	if _, err = tmp.Write(data); err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
-	if err = tmp.Sync(); err != nil {
-		return nil, fmt.Errorf("write %s: sync: %w", path, err)
+	if !late {
+		if err = fileSync(tmp); err != nil {
+			return nil, fmt.Errorf("write %s: sync: %w", path, err)
+		}
 	}
 	if err = tmp.Chmod(mode); err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
-	if err = tmp.Close(); err != nil {
-		return nil, fmt.Errorf("write %s: %w", path, err)
+	if !late {
+		if err = tmp.Close(); err != nil {
+			return nil, fmt.Errorf("write %s: %w", path, err)
+		}
 	}
 	if err = os.Rename(tmp.Name(), path); err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
 	return func() error {
+		if late {
+			err := fileSync(tmp)
+			if cerr := tmp.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("write %s: the file is in place but its sync: %w", path, err)
+			}
+		}
 		if err := syncDir(dir); err != nil {
 			return fmt.Errorf("write %s: the file is in place but %w", path, err)
 		}
