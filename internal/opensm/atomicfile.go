@@ -1,6 +1,7 @@
 package opensm
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -82,25 +83,55 @@ func replaceFile(path string, data []byte, mode os.FileMode, late bool) (durable
 	if err = tmp.Chmod(mode); err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
-	if !late {
-		if err = tmp.Close(); err != nil {
-			return nil, fmt.Errorf("write %s: %w", path, err)
-		}
+	if late {
+		return placeLate(tmp, path, dir)
+	}
+	if err = tmp.Close(); err != nil {
+		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
 	if err = os.Rename(tmp.Name(), path); err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
 	return func() error {
-		if late {
-			err := fileSync(tmp)
-			if cerr := tmp.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return fmt.Errorf("write %s: the file is in place but its sync: %w", path, err)
+		if err := syncDir(dir); err != nil {
+			return fmt.Errorf("write %s: the file is in place but %w", path, err)
+		}
+		return nil
+	}, nil
+}
+
+// placeLate puts tmp, written but not synced, at path, and returns the
+// durable that syncs it, closes it and syncs dir. Where a file is at path,
+// the two names are exchanged (renameat2's RENAME_EXCHANGE, as atomic for a
+// reader as a rename) rather than tmp renamed over it: ext4 (auto_da_alloc)
+// allocates and starts writing a file renamed over another before the rename
+// returns, most of what the fsync cost, which the exchange leaves to durable;
+// durable then removes the old file, now at tmp's name, first. Where there
+// is no file at path yet, or the file system cannot exchange, tmp is renamed.
+func placeLate(tmp *os.File, path, dir string) (durable func() error, err error) {
+	exchanged := unix.Renameat2(unix.AT_FDCWD, tmp.Name(), unix.AT_FDCWD, path, unix.RENAME_EXCHANGE) == nil
+	if !exchanged {
+		if err := os.Rename(tmp.Name(), path); err != nil {
+			return nil, fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	return func() error {
+		var errs []error
+		if exchanged {
+			if err := os.Remove(tmp.Name()); err != nil {
+				errs = append(errs, fmt.Errorf("remove the file it replaced: %w", err))
 			}
 		}
+		if err := fileSync(tmp); err != nil {
+			errs = append(errs, fmt.Errorf("its sync: %w", err))
+		}
+		if err := tmp.Close(); err != nil {
+			errs = append(errs, err)
+		}
 		if err := syncDir(dir); err != nil {
+			errs = append(errs, err)
+		}
+		if err := errors.Join(errs...); err != nil {
 			return fmt.Errorf("write %s: the file is in place but %w", path, err)
 		}
 		return nil

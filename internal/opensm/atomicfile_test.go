@@ -144,6 +144,12 @@ func TestTheFileSyncBesideTheRename(t *testing.T) {
 		}, "old\n", true},
 		{"ReplaceFileSyncLate", func(p string, d []byte) (func() error, error) { return ReplaceFileSyncLate(p, d, 0o600) },
 			"new\n", false},
+		{"ReplaceFileSyncLate, no file yet", func(p string, d []byte) (func() error, error) {
+			if err := os.Remove(p); err != nil {
+				return nil, err
+			}
+			return ReplaceFileSyncLate(p, d, 0o600)
+		}, "new\n", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "partitions.conf")
@@ -166,6 +172,9 @@ func TestTheFileSyncBesideTheRename(t *testing.T) {
 			}
 			if synced := len(seen) == 1; synced != tc.beforeD {
 				t.Errorf("synced before durable: %v, want %v", synced, tc.beforeD)
+			}
+			if got, err := os.ReadFile(path); err != nil || string(got) != "new\n" {
+				t.Errorf("before durable the file holds %q, %v; want the new content", got, err)
 			}
 			if err := durable(); err != nil {
 				t.Fatal(err)
@@ -198,4 +207,49 @@ func TestReplaceFileSyncLateReportsTheFileSync(t *testing.T) {
 	if got, err := os.ReadFile(path); err != nil || string(got) != "new\n" {
 		t.Errorf("file holds %q, %v", got, err)
 	}
+}
+
+// ReplaceFileSyncLate exchanges the new file with the old one, which a
+// reader that opened it keeps reading whole, and which durable removes.
+func TestReplaceFileSyncLateExchangesAndRemovesTheOldFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "partitions.conf")
+	if err := os.WriteFile(path, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reader, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	durable, err := ReplaceFileSyncLate(path, []byte("new\n"), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 {
+		t.Skipf("the file system renamed rather than exchanged (%d entries)", len(entries))
+	}
+	for _, e := range entries {
+		if e.Name() == "partitions.conf" {
+			continue
+		}
+		if got, err := os.ReadFile(filepath.Join(dir, e.Name())); err != nil || string(got) != "old\n" {
+			t.Errorf("%s holds %q, %v; want the old file", e.Name(), got, err)
+		}
+	}
+	if err := durable(); err != nil {
+		t.Fatal(err)
+	}
+	old, err := io.ReadAll(reader)
+	if err != nil || string(old) != "old\n" {
+		t.Errorf("open reader got %q, %v; want the old content", old, err)
+	}
+	if got, err := os.ReadFile(path); err != nil || string(got) != "new\n" {
+		t.Errorf("file holds %q, %v; want the new content", got, err)
+	}
+	assertOnlyFiles(t, dir, "partitions.conf")
 }
