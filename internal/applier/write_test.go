@@ -210,3 +210,48 @@ type refusedSIGHUP struct{ Supervisor }
 func (refusedSIGHUP) Reload(context.Context) error {
 	return errors.New("opensm: not running; no SIGHUP sent")
 }
+
+// markSeen is a Store that takes down, at each MarkJobsRunning, how many
+// SIGHUPs OpenSM had been sent.
+type markSeen struct {
+	Store
+	reloads func() int
+	atMark  []int
+}
+
+func (s *markSeen) MarkJobsRunning(ctx context.Context, term, revision int64) (int64, error) {
+	s.atMark = append(s.atMark, s.reloads())
+	return s.Store.MarkJobsRunning(ctx, term, revision)
+}
+
+// The jobs are marked Running once OpenSM was signalled, never beside the
+// file's write (the mark's commit held the file system's journal that the
+// write's temporary file waited for); an apply that ends before the SIGHUP
+// marks nothing and leaves its jobs Pending, to be applied again.
+func TestTheJobsAreMarkedAfterTheSIGHUP(t *testing.T) {
+	r := newApplyRig(t, true, func() string { return heavySweep("") })
+	s := &markSeen{Store: r.term.Store, reloads: r.sm.Reloads}
+	r.term.Store = s
+	sm := r.term.SM
+	r.term.SM = refusedSIGHUP{sm}
+	job := r.network(101)
+	if res := r.term.apply(t.Context()); res != applyRetry {
+		t.Fatalf("apply with the SIGHUP refused: %v, want a retry", res)
+	}
+	if len(s.atMark) != 0 {
+		t.Errorf("the jobs were marked Running by an apply that never signalled OpenSM")
+	}
+	if j := r.job(job.ID); j.Status != store.StatusPending {
+		t.Errorf("job after the refused SIGHUP: %+v, want Pending", j)
+	}
+	r.term.SM = sm
+	if res := r.term.apply(t.Context()); res != applyDone {
+		t.Fatalf("apply: %v", res)
+	}
+	if len(s.atMark) != 1 || s.atMark[0] != 1 {
+		t.Errorf("SIGHUPs sent at each mark: %v, want [1]", s.atMark)
+	}
+	if j := r.job(job.ID); j.Status != store.StatusCompleted {
+		t.Errorf("job: %+v, want Completed", j)
+	}
+}
