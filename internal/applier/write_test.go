@@ -123,11 +123,10 @@ func openedBy(t *testing.T, path string) bool {
 type syncSeen struct {
 	Supervisor
 	Store
-	path      string
-	t         *testing.T
-	atSIGHUP  []bool
-	atFinish  []bool
-	finishing func()
+	path     string
+	t        *testing.T
+	atSIGHUP []bool
+	atFinish []bool
 }
 
 func (s *syncSeen) Reload(ctx context.Context) error {
