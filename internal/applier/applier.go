@@ -178,6 +178,16 @@ type Config struct {
 	VerifyTimeout time.Duration
 	// Audit is the continuous audit (audit.go).
 	Audit AuditConfig
+
+	// OnlyManagerStartsOpenSM says that no OpenSM ever starts from the
+	// partitions file before the manager has written it, synced, since the
+	// machine's start: OpenSM is the manager's child (driver process) or in
+	// a container the manager starts (managed), and the manager writes the
+	// recorded state at its start and at each term's, before OpenSM starts.
+	// An apply's write then syncs the file during the sweep, not before the
+	// rename (ReplaceFileSyncLate). false (driver docker: someone else starts
+	// OpenSM, at a boot for one): the file is synced before the rename.
+	OnlyManagerStartsOpenSM bool
 }
 
 // Applier applies while its manager holds the applier lock.
@@ -555,8 +565,8 @@ type applyRun struct {
 	// completion; the jobs its proof held complete later, each alone.
 	reported bool
 	// marked delivers the result of marking the jobs Running, which runs
-	// beside the file's write and OpenSM's sweep (publish); await waits for
-	// it before any job can complete.
+	// beside OpenSM's sweep (markRunning); await waits for it before any job
+	// can complete.
 	marked <-chan error
 	// wantsRead delivers the open jobs and their wants read during the
 	// sweep (readWantsDuringSweep), wants once it did; nil: none.
@@ -629,50 +639,28 @@ func (t *term) prepare(ctx context.Context) (run *applyRun, res applyResult, ok 
 	return run, 0, true
 }
 
-// publish marks the jobs Running, puts the file in place, takes the log's
-// position and signals OpenSM. synced delivers the result of the sync that
-// makes the file's rename durable, which runs during the sweep, and
-// run.marked the marking's, which runs beside the write and the sweep. ok is
-// false when the apply is to be retried.
+// publish puts the file in place, takes the log's position, signals OpenSM
+// and marks the jobs Running. synced delivers the result of the syncs that
+// make the file durable, which run during the sweep, and run.marked the
+// marking's, which runs beside the sweep. ok is false when the apply is to
+// be retried.
 func (t *term) publish(ctx context.Context, run *applyRun) (watch *opensm.SweepWatch, synced <-chan error, ok bool) {
 	log := run.log
-	// Marking the jobs Running waits for the database's commit (an fsync),
-	// and OpenSM needs nothing of it: it runs beside the file's write and the
-	// sweep, and await waits for it before any job can complete. Running
-	// says no more than Pending to anyone (every reader of the open jobs
-	// takes both), and a mark that fails makes the apply retried, its jobs
-	// still open, as a sweep that failed would: OpenSM may then have swept
-	// the revision once more than needed. A deposed term's mark changes
-	// nothing and is no error, before the SIGHUP or after it.
-	marked := make(chan error, 1)
-	run.marked = marked
-	go func() {
-		_, err := t.Store.MarkJobsRunning(ctx, t.id, run.rev)
-		marked <- err
-	}()
-	markFailed := func() {
-		if err := <-marked; err != nil {
-			log.Error("mark jobs running", "error", err)
-		}
-	}
 	if err := t.SM.WaitReady(ctx); err != nil {
 		if ctx.Err() == nil {
 			log.Error("OpenSM is not ready; will retry", "error", err)
 		}
-		markFailed()
 		return nil, nil, false
 	}
 	// The QoS policy goes first: the sweep SIGHUP starts reads both, and
 	// the partitions file's directory sync below makes both renames durable.
 	if err := t.writeQoSPolicy(ctx, run.qosPolicy); err != nil {
-		markFailed()
 		log.Error("write QoS policy file", "error", err)
 		t.record(ctx, run, outcomeWriteFailed, err.Error())
 		return nil, nil, false
 	}
-	durable, err := opensm.ReplaceFile(t.Cfg.PartitionsFile, run.text, 0o644)
+	durable, err := t.replacePartitions(run.text)
 	if err != nil {
-		markFailed()
 		log.Error("write partitions file", "error", err)
 		t.record(ctx, run, outcomeWriteFailed, err.Error())
 		return nil, nil, false
@@ -684,25 +672,71 @@ func (t *term) publish(ctx context.Context, run *applyRun) (watch *opensm.SweepW
 	watch, pos, err := t.tail.WatchSweep()
 	if err != nil {
 		log.Error("OpenSM log position", "error", err)
-		markFailed()
+		t.syncNow(run, durable)
 		return nil, nil, false
 	}
 	if err := t.SM.Reload(ctx); err != nil {
 		log.Warn("signal OpenSM", "error", err)
 		watch.Close()
-		markFailed()
+		t.syncNow(run, durable)
 		return nil, nil, false
 	}
 	run.signalled = time.Now()
 	log.Debug("SIGHUP sent; waiting for the heavy sweep", "log_offset", pos.Offset)
-	// The directory's sync, which makes the rename survive a crash, runs
-	// during the sweep: OpenSM reads the file from the page cache either way,
-	// and no job completes before it is done. A crash before it leaves the
-	// old file or the new one, whole, and a new term writes the recorded
-	// state before OpenSM starts.
+	t.markRunning(ctx, run)
+	// The syncs that make the file survive a crash (the directory's, and the
+	// file's own with OnlyManagerStartsOpenSM) run during the sweep: OpenSM
+	// reads the file from the page cache either way, and no job completes
+	// before they are done. A crash before them leaves the old file or the
+	// new one, whole, or (the file's sync late) an empty or partial one that
+	// no OpenSM reads: the manager writes the recorded state, synced, at its
+	// start and at each term's before OpenSM starts (replacePartitions).
 	done := make(chan error, 1)
 	go func() { done <- durable() }()
 	return watch, done, true
+}
+
+// markRunning marks the jobs up to run's revision Running, during the sweep
+// the SIGHUP started; run.marked delivers the result, which await waits for
+// before any job can complete. The mark waits for the database's commit (an
+// fsync), and OpenSM needs nothing of it: before the SIGHUP it only delayed
+// the file's write (its file system journal's commit held the temporary
+// file's creation). Running says no more than Pending to anyone (every
+// reader of the open jobs takes both): an apply that ends before the SIGHUP
+// leaves its jobs Pending, and a crash after it, unmarked, leaves them open
+// for the next term, as after a mark. A mark that fails makes the apply
+// retried, its jobs still open, as a sweep that failed would: OpenSM may
+// then have swept the revision once more than needed. A deposed term's mark
+// changes nothing and is no error.
+func (t *term) markRunning(ctx context.Context, run *applyRun) {
+	marked := make(chan error, 1)
+	run.marked = marked
+	go func() {
+		_, err := t.Store.MarkJobsRunning(ctx, t.id, run.rev)
+		marked <- err
+	}()
+}
+
+// replacePartitions puts text in place as the partitions file for an apply's
+// SIGHUP; durable syncs it. The file's own sync waits for durable only where
+// no OpenSM can start from the file before the manager writes it again
+// (Config.OnlyManagerStartsOpenSM): a file a crash left empty or partial
+// would make OpenSM put every port in the default partition as a full
+// member. Everywhere else, and for the file a term starts OpenSM with
+// (writeCurrent), it is synced before the rename.
+func (t *term) replacePartitions(text []byte) (durable func() error, err error) {
+	if t.Cfg.OnlyManagerStartsOpenSM {
+		return opensm.ReplaceFileSyncLate(t.Cfg.PartitionsFile, text, 0o644)
+	}
+	return opensm.ReplaceFile(t.Cfg.PartitionsFile, text, 0o644)
+}
+
+// syncNow runs durable for an apply that ends before the SIGHUP: the file
+// is in place, and a late sync must not be left undone (nor its file open).
+func (t *term) syncNow(run *applyRun, durable func() error) {
+	if err := durable(); err != nil {
+		run.log.Error("sync the partitions file", "error", err)
+	}
 }
 
 // await follows OpenSM's log to the end of the sweep (waitSweep), then
@@ -721,7 +755,7 @@ func (t *term) await(ctx context.Context, run *applyRun, watch *opensm.SweepWatc
 		return res, false
 	}
 	if syncErr := <-synced; syncErr != nil && err == nil {
-		log.Error("sync the partitions file's directory", "error", syncErr)
+		log.Error("sync the partitions file", "error", syncErr)
 		t.record(ctx, run, outcomeWriteFailed, syncErr.Error())
 		return res, false
 	}

@@ -152,7 +152,11 @@ func wireFabric(ctx context.Context, p fabricPlan, st *store.Store, m *metrics.M
 	// A configuration changed under the recorded networks (flat_pkey now a
 	// network's VLAN, a static partition on its pkey) would fail every later
 	// job: refuse to start, naming them, as for an unknown key.
-	if _, err := CheckRecordedState(ctx, cfg, st, p.tpl, flavour); err != nil {
+	text, err := CheckRecordedState(ctx, cfg, st, p.tpl, flavour)
+	if err != nil {
+		return nil, closeSM, fab.Wrap(err)
+	}
+	if err := writeRecordedState(cfg, text); err != nil {
 		return nil, closeSM, fab.Wrap(err)
 	}
 	if err := recordSMPort(ctx, cfg, st, f.holder, log); err != nil {
@@ -191,6 +195,36 @@ func holder() string {
 	return fmt.Sprintf("%s pid %d", host, os.Getpid())
 }
 
+// onlyManagerStartsOpenSM says whether no OpenSM can start from the
+// fabric's partitions file but one this manager starts (its term, after
+// writing the recorded state): OpenSM is its child (driver process, killed
+// with it) or in a container it starts (managed: in its PID namespace,
+// auto-removed, never restarted by Docker). A docker driver's container is
+// someone else's, which may start at a boot before the manager.
+func onlyManagerStartsOpenSM(cfg config.FabricConfig) bool {
+	return cfg.OpenSM.Driver == config.DriverProcess || cfg.OpenSM.Driver == config.DriverManaged
+}
+
+// writeRecordedState writes text, the checked rendering of the recorded
+// state, as the partitions file, synced before its rename, at the manager's
+// start where only the manager starts OpenSM: an apply there syncs the file
+// during its sweep (applier.Config.OnlyManagerStartsOpenSM), and a crash
+// (power loss) in that window may leave the file empty or partial, which
+// OpenSM would read as every port a full member of the default partition. A
+// term writes the recorded state before it starts OpenSM, but not one that
+// fails the check then (a change recorded since this start): it leaves the
+// file, which this write makes whole after any crash. No OpenSM runs yet:
+// none outlives its manager (see onlyManagerStartsOpenSM).
+func writeRecordedState(cfg config.FabricConfig, text []byte) error {
+	if !onlyManagerStartsOpenSM(cfg) {
+		return nil
+	}
+	if err := opensm.WriteFileAtomic(filepath.Join(cfg.OpenSM.ConfigDir, "partitions.conf"), text, 0o644); err != nil {
+		return fmt.Errorf("write the recorded state's partitions file at the start: %w", err)
+	}
+	return nil
+}
+
 // applierConfig is the applier's Config of the fabric cfg configures.
 func applierConfig(cfg config.FabricConfig, p fabricPlan, flavour fabric.Flavour, readback *pkeyread.Reader,
 	audit applier.AuditConfig, subnetDump string) applier.Config {
@@ -213,6 +247,8 @@ func applierConfig(cfg config.FabricConfig, p fabricPlan, flavour fabric.Flavour
 		Readback:         readback,
 		VerifyTimeout:    cfg.OpenSM.VerifyTimeout,
 		Audit:            audit,
+
+		OnlyManagerStartsOpenSM: onlyManagerStartsOpenSM(cfg),
 	}
 }
 

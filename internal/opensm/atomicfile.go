@@ -1,6 +1,7 @@
 package opensm
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -32,9 +33,28 @@ func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
 // returns, a crash leaves the old file or the new one, each whole. The
 // applier signals OpenSM before the directory's sync, which then runs during
 // OpenSM's sweep instead of before it, and waits for it before any job can
-// complete. The file's own data is synced before the rename, always: a crash
-// must never leave a partial file at path.
+// complete. The file's own data is synced before the rename: a crash never
+// leaves a partial file at path, for an OpenSM that may start from it.
 func ReplaceFile(path string, data []byte, mode os.FileMode) (durable func() error, err error) {
+	return replaceFile(path, data, mode, false)
+}
+
+// ReplaceFileSyncLate is ReplaceFile with the file's own sync in durable
+// too, before the directory's: until durable returns, a crash (power loss)
+// may leave an empty or partial file at path. Only for a file no program
+// reads after a crash before its writer has written it again, synced
+// (WriteFileAtomic): the partitions file of an OpenSM that only the manager
+// starts, and always after writing the recorded state. durable must be
+// called once, even when the file is not used: it closes the file.
+func ReplaceFileSyncLate(path string, data []byte, mode os.FileMode) (durable func() error, err error) {
+	return replaceFile(path, data, mode, true)
+}
+
+// fileSync is the file's fsync: a seam for the tests that see when it runs
+// beside the rename.
+var fileSync = (*os.File).Sync
+
+func replaceFile(path string, data []byte, mode os.FileMode, late bool) (durable func() error, err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -55,11 +75,16 @@ func ReplaceFile(path string, data []byte, mode os.FileMode) (durable func() err
 	if _, err = tmp.Write(data); err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
-	if err = tmp.Sync(); err != nil {
-		return nil, fmt.Errorf("write %s: sync: %w", path, err)
+	if !late {
+		if err = fileSync(tmp); err != nil {
+			return nil, fmt.Errorf("write %s: sync: %w", path, err)
+		}
 	}
 	if err = tmp.Chmod(mode); err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	if late {
+		return placeLate(tmp, path, dir)
 	}
 	if err = tmp.Close(); err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
@@ -69,6 +94,44 @@ func ReplaceFile(path string, data []byte, mode os.FileMode) (durable func() err
 	}
 	return func() error {
 		if err := syncDir(dir); err != nil {
+			return fmt.Errorf("write %s: the file is in place but %w", path, err)
+		}
+		return nil
+	}, nil
+}
+
+// placeLate puts tmp, written but not synced, at path, and returns the
+// durable that syncs it, closes it and syncs dir. Where a file is at path,
+// the two names are exchanged (renameat2's RENAME_EXCHANGE, as atomic for a
+// reader as a rename) rather than tmp renamed over it: ext4 (auto_da_alloc)
+// allocates and starts writing a file renamed over another before the rename
+// returns, most of what the fsync cost, which the exchange leaves to durable;
+// durable then removes the old file, now at tmp's name, first. Where there
+// is no file at path yet, or the file system cannot exchange, tmp is renamed.
+func placeLate(tmp *os.File, path, dir string) (durable func() error, err error) {
+	exchanged := unix.Renameat2(unix.AT_FDCWD, tmp.Name(), unix.AT_FDCWD, path, unix.RENAME_EXCHANGE) == nil
+	if !exchanged {
+		if err := os.Rename(tmp.Name(), path); err != nil {
+			return nil, fmt.Errorf("write %s: %w", path, err)
+		}
+	}
+	return func() error {
+		var errs []error
+		if exchanged {
+			if err := os.Remove(tmp.Name()); err != nil {
+				errs = append(errs, fmt.Errorf("remove the file it replaced: %w", err))
+			}
+		}
+		if err := fileSync(tmp); err != nil {
+			errs = append(errs, fmt.Errorf("its sync: %w", err))
+		}
+		if err := tmp.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		if err := syncDir(dir); err != nil {
+			errs = append(errs, err)
+		}
+		if err := errors.Join(errs...); err != nil {
 			return fmt.Errorf("write %s: the file is in place but %w", path, err)
 		}
 		return nil

@@ -126,3 +126,130 @@ func TestReplaceFileIsInPlaceBeforeTheDirectorySync(t *testing.T) {
 		t.Error("durable of a removed directory: no error")
 	}
 }
+
+// The file's sync runs before the rename in ReplaceFile and WriteFileAtomic
+// (at the sync, path still holds the old file: a crash then leaves the old
+// file whole), and after it, in durable, in ReplaceFileSyncLate (path holds
+// the new file, which a crash before durable returns may leave empty).
+func TestTheFileSyncBesideTheRename(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		replace func(path string, data []byte) (func() error, error)
+		atSync  string // what path holds when the file is synced
+		beforeD bool   // the file is synced before durable is called
+	}{
+		{"ReplaceFile", func(p string, d []byte) (func() error, error) { return ReplaceFile(p, d, 0o644) }, "old\n", true},
+		{"WriteFileAtomic", func(p string, d []byte) (func() error, error) {
+			return func() error { return nil }, WriteFileAtomic(p, d, 0o644)
+		}, "old\n", true},
+		{"ReplaceFileSyncLate", func(p string, d []byte) (func() error, error) { return ReplaceFileSyncLate(p, d, 0o600) },
+			"new\n", false},
+		{"ReplaceFileSyncLate, no file yet", func(p string, d []byte) (func() error, error) {
+			if err := os.Remove(p); err != nil {
+				return nil, err
+			}
+			return ReplaceFileSyncLate(p, d, 0o600)
+		}, "new\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "partitions.conf")
+			if err := os.WriteFile(path, []byte("old\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var seen []string
+			fileSync = func(f *os.File) error {
+				got, err := os.ReadFile(path)
+				if err != nil {
+					t.Error(err)
+				}
+				seen = append(seen, string(got))
+				return f.Sync()
+			}
+			defer func() { fileSync = (*os.File).Sync }()
+			durable, err := tc.replace(path, []byte("new\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if synced := len(seen) == 1; synced != tc.beforeD {
+				t.Errorf("synced before durable: %v, want %v", synced, tc.beforeD)
+			}
+			if got, err := os.ReadFile(path); err != nil || string(got) != "new\n" {
+				t.Errorf("before durable the file holds %q, %v; want the new content", got, err)
+			}
+			if err := durable(); err != nil {
+				t.Fatal(err)
+			}
+			if len(seen) != 1 || seen[0] != tc.atSync {
+				t.Errorf("the file's syncs saw %q at the path, want one seeing %q", seen, tc.atSync)
+			}
+			assertOnlyFiles(t, filepath.Dir(path), "partitions.conf")
+		})
+	}
+}
+
+// ReplaceFileSyncLate's durable reports the file's sync failing, and closes
+// the file all the same.
+func TestReplaceFileSyncLateReportsTheFileSync(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "partitions.conf")
+	var synced *os.File
+	fileSync = func(f *os.File) error { synced = f; return os.ErrClosed }
+	defer func() { fileSync = (*os.File).Sync }()
+	durable, err := ReplaceFileSyncLate(path, []byte("new\n"), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := durable(); err == nil {
+		t.Error("durable: no error when the file's sync failed")
+	}
+	if err := synced.Close(); err == nil {
+		t.Error("the file is still open after durable")
+	}
+	if got, err := os.ReadFile(path); err != nil || string(got) != "new\n" {
+		t.Errorf("file holds %q, %v", got, err)
+	}
+}
+
+// ReplaceFileSyncLate exchanges the new file with the old one, which a
+// reader that opened it keeps reading whole, and which durable removes.
+func TestReplaceFileSyncLateExchangesAndRemovesTheOldFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "partitions.conf")
+	if err := os.WriteFile(path, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reader, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	durable, err := ReplaceFileSyncLate(path, []byte("new\n"), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 {
+		t.Skipf("the file system renamed rather than exchanged (%d entries)", len(entries))
+	}
+	for _, e := range entries {
+		if e.Name() == "partitions.conf" {
+			continue
+		}
+		if got, err := os.ReadFile(filepath.Join(dir, e.Name())); err != nil || string(got) != "old\n" {
+			t.Errorf("%s holds %q, %v; want the old file", e.Name(), got, err)
+		}
+	}
+	if err := durable(); err != nil {
+		t.Fatal(err)
+	}
+	old, err := io.ReadAll(reader)
+	if err != nil || string(old) != "old\n" {
+		t.Errorf("open reader got %q, %v; want the old content", old, err)
+	}
+	if got, err := os.ReadFile(path); err != nil || string(got) != "new\n" {
+		t.Errorf("file holds %q, %v; want the new content", got, err)
+	}
+	assertOnlyFiles(t, dir, "partitions.conf")
+}
