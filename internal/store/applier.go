@@ -239,10 +239,10 @@ func noteJob(ctx context.Context, fab string, q driver.Queries, now time.Time, i
 
 // finishApply records a, reads the gates, and runs complete if open says so,
 // all in one write transaction fenced by a.Term. It is a change transaction
-// for its round trips (driver.ChangeTx): on PostgreSQL the BEGIN and the
-// apply's row go with the gates' read, and what complete holds with the
-// COMMIT: two round trips where there were four, on the path of every
-// job's completion. complete's writes made under counted give their counts
+// for its round trips (driver.ChangeTx): on PostgreSQL and MariaDB the
+// BEGIN and the apply's row go with the gates' read, and what complete
+// holds with the COMMIT: two round trips where there were four, on the path
+// of every job's completion. complete's writes made under counted give their counts
 // once sent (driver.CountInto): Completed adds them after the COMMIT.
 func (s *Store) finishApply(ctx context.Context, a Apply, open func(GateState) bool,
 	complete func(counted context.Context, q driver.ChangeTx, now *time.Time) (int64, error)) (Finished, error) {

@@ -90,21 +90,9 @@ func readSets(rows *sql.Rows, n int) ([]resultSet, error) {
 	defer rows.Close()
 	sets := make([]resultSet, 0, n)
 	for {
-		cols, err := rows.Columns()
+		set, err := readSet(rows)
 		if err != nil {
 			return nil, err
-		}
-		set := resultSet{columns: cols}
-		for rows.Next() {
-			row := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range row {
-				ptrs[i] = &row[i] // a copy of each value: the driver reuses its buffer
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				return nil, err
-			}
-			set.rows = append(set.rows, row)
 		}
 		sets = append(sets, set)
 		if !rows.NextResultSet() {
@@ -121,6 +109,27 @@ func readSets(rows *sql.Rows, n int) ([]resultSet, error) {
 		return nil, fmt.Errorf("a batch of %d queries answered %d result sets", n, len(sets))
 	}
 	return sets, nil
+}
+
+// readSet reads the current result set of rows, whole.
+func readSet(rows *sql.Rows) (resultSet, error) {
+	cols, err := rows.Columns()
+	if err != nil {
+		return resultSet{}, err
+	}
+	set := resultSet{columns: cols}
+	for rows.Next() {
+		row := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range row {
+			ptrs[i] = &row[i] // a copy of each value: the driver reuses its buffer
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return resultSet{}, err
+		}
+		set.rows = append(set.rows, row)
+	}
+	return set, rows.Err()
 }
 
 // resultSet is one query's answer, read whole.

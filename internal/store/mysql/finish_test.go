@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"database/sql"
 	"errors"
 	"log/slog"
 	"strings"
@@ -13,11 +14,12 @@ import (
 )
 
 // FinishApply, on every job's path to Completed, sends its transaction in
-// three commands on a pipelined connection, four before: the beginning and
-// the apply's row (its count read from the driver's), the gates' read, the
-// completion with the COMMIT (the counts of its statements read from the
-// driver's); FinishApplyProven's completions of the jobs it names too. A
-// stale term's records nothing, in as many.
+// two commands on a pipelined connection, as PostgreSQL's two round trips
+// (three before, four before that): the beginning, the apply's row and its
+// count (ROW_COUNT()) with the gates' read, the completion with the COMMIT
+// (the counts of its statements read from the driver's); FinishApplyProven's
+// completions of the jobs it names too. A stale term's records nothing, in
+// as many.
 func TestFinishApplyRoundTrips(t *testing.T) {
 	ctx := t.Context()
 	db := testdb.Fresh(t, "AFM_TEST_MYSQL_URL", "afm_finish_")
@@ -50,9 +52,9 @@ func TestFinishApplyRoundTrips(t *testing.T) {
 		want      int64 // commands
 		completed int64
 	}{
-		{"a job", term, false, 3, 1},
-		{"a stale term's", term - 1, false, 3, 0},
-		{"a job proven by its tables", term, true, 3, 1},
+		{"a job", term, false, 2, 1},
+		{"a stale term's", term - 1, false, 2, 0},
+		{"a job proven by its tables", term, true, 2, 1},
 	} {
 		vlan := int64(101 + i)
 		j, err := s.RecordNetwork(ctx, store.NetworkChange{Network: store.NetworkSpec{ID: "net-" + tc.name,
@@ -89,9 +91,10 @@ func TestFinishApplyRoundTrips(t *testing.T) {
 
 // A held write whose count is wanted and that fails is the error of the
 // transaction, whichever statement sent it: a query of one row (whose Row
-// cannot carry another's error) runs no more, the error names the write,
-// and nothing commits, even when the caller went on past the query's error
-// (MariaDB undoes the failed statement alone).
+// cannot carry another's error) or of rows (the gates' read, as FinishApply
+// sends it) runs no more, the error names the write, and nothing commits,
+// even when the caller went on past the query's error (MariaDB undoes the
+// failed statement alone).
 func TestCountedWriteFailsBeforeAQueryRow(t *testing.T) {
 	ctx := t.Context()
 	db := testdb.Fresh(t, "AFM_TEST_MYSQL_URL", "afm_counted_")
@@ -115,28 +118,89 @@ func TestCountedWriteFailsBeforeAQueryRow(t *testing.T) {
 		return driver.RecordApplyOfHistoryParams{Revision: 1, SHA256: sha, Term: term, Outcome: "applied",
 			Detail: "SUBNET UP", StartedAt: now, FinishedAt: now, Fabric: driver.DefaultFabric}
 	}
-	for _, ignore := range []bool{false, true} {
-		var n int64
-		err = e.InChangeTx(ctx, func(q driver.ChangeTx) error {
-			// A row that goes in, then one refused: sha256 is a
-			// varchar(64), and strict mode refuses a longer one.
-			for _, sha := range []string{"ab", strings.Repeat("ab", 100)} {
-				if _, err := q.Later().RecordApplyOfHistory(driver.CountInto(ctx, &n), row(sha)); err != nil {
+	queries := map[string]func(q driver.ChangeTx) error{
+		"one row": func(q driver.ChangeTx) error { _, err := q.GetJob(ctx, 1); return err },
+		"rows":    func(q driver.ChangeTx) error { _, err := q.GateSwitches(ctx, driver.DefaultFabric); return err },
+	}
+	for name, query := range queries {
+		for _, ignore := range []bool{false, true} {
+			var n int64
+			err = e.InChangeTx(ctx, func(q driver.ChangeTx) error {
+				// A row that goes in, then one refused: sha256 is a
+				// varchar(64), and strict mode refuses a longer one.
+				for _, sha := range []string{"ab", strings.Repeat("ab", 100)} {
+					if _, err := q.Later().RecordApplyOfHistory(driver.CountInto(ctx, &n), row(sha)); err != nil {
+						return err
+					}
+				}
+				if err := query(q); err != nil && !ignore {
 					return err
 				}
+				return nil // ignore: a caller that goes on
+			})
+			if err == nil || !strings.Contains(err.Error(), "Data too long") {
+				t.Fatalf("a query of %s, the transaction (the query's error ignored: %t): %v; want the held write's "+
+					"error (Data too long)", name, ignore, err)
 			}
-			if _, err := q.GetJob(ctx, 1); err != nil && !ignore {
-				return err
+			if a, err := store.New(e, store.Rules{}).LastApply(ctx); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("a query of %s, after the failed transaction (the query's error ignored: %t) LastApply = %+v, %v; "+
+					"want none", name, ignore, a, err)
 			}
-			return nil // ignore: a caller that goes on
-		})
-		if err == nil || !strings.Contains(err.Error(), "Data too long") {
-			t.Fatalf("the transaction (the query's error ignored: %t): %v; want the held write's error (Data too long)",
-				ignore, err)
 		}
-		if a, err := store.New(e, store.Rules{}).LastApply(ctx); !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("after the failed transaction (the query's error ignored: %t) LastApply = %+v, %v; want none",
-				ignore, a, err)
+	}
+}
+
+// A counted held write that goes in gives its count with the query sent
+// after it, in the same command, and the query's own answer is its own: a
+// query that finds no row says so, and a caller that goes on past it
+// commits the write.
+func TestCountedWriteThenAQueryOfNoRow(t *testing.T) {
+	ctx := t.Context()
+	db := testdb.Fresh(t, "AFM_TEST_MYSQL_URL", "afm_counted_")
+	e, err := Open(ctx, strings.Replace(db.DSN, "@tcp(", "@afm-counted(", 1), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if err := e.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !e.pipelined {
+		t.Fatal("the engine is not pipelined on the test server")
+	}
+	e.db.SetMaxOpenConns(1)
+	s := store.New(e, store.Rules{})
+	term, err := s.NewTerm(ctx, "manager-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	var n, before int64
+	var queryErr error
+	counted.Store(0)
+	err = e.InChangeTx(ctx, func(q driver.ChangeTx) error {
+		if _, err := q.Later().RecordApplyOfHistory(driver.CountInto(ctx, &n), driver.RecordApplyOfHistoryParams{
+			Revision: 1, SHA256: "ab", Term: term, Outcome: "applied", Detail: "SUBNET UP", StartedAt: now,
+			FinishedAt: now, Fabric: driver.DefaultFabric}); err != nil {
+			return err
 		}
+		before = n
+		_, queryErr = q.GetJob(ctx, 1<<40) // no such job
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(queryErr, sql.ErrNoRows) {
+		t.Errorf("the query of no row after the counted write: %v; want no rows", queryErr)
+	}
+	if before != 0 || n != 1 {
+		t.Errorf("the write's count: %d before the query, %d after it; want 0, then 1", before, n)
+	}
+	if c := counted.Load(); c != 2 {
+		t.Errorf("the transaction sent %d commands, want 2 (the write and its count with the query; the COMMIT)", c)
+	}
+	if a, err := s.LastApply(ctx); err != nil || a.Revision != 1 {
+		t.Errorf("after the transaction LastApply = %+v, %v; want revision 1's", a, err)
 	}
 }

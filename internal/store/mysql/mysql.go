@@ -10,6 +10,7 @@
 package mysql
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"database/sql"
@@ -561,33 +562,88 @@ func rawExec(ctx context.Context, dc any, query string, args []any) (sqldriver.R
 	return ex.ExecContext(ctx, query, values)
 }
 
-// sendCounted sends, alone, what is held when a held statement wants its
-// count: a query's rows are its last statement's, and the counts of the
-// statements before it are not given.
-func (p *pipeline) sendCounted(ctx context.Context) error {
-	if !slices.ContainsFunc(p.held.Peek(), func(s driver.HeldStatement) bool { return s.Rows != nil }) {
-		return nil
+// heldCounted says whether a held statement wants its count: then a query
+// goes through queryCounted, since a query's rows are its last statement's
+// and the driver gives no count of the statements before it.
+func (p *pipeline) heldCounted() bool {
+	return slices.ContainsFunc(p.held.Peek(), func(s driver.HeldStatement) bool { return s.Rows != nil })
+}
+
+// rowCount reads the count of the statement before it: the value MariaDB
+// sends as that statement's affected rows (an UPDATE's too, found or changed
+// as the connection asked).
+const rowCount = "SELECT ROW_COUNT()"
+
+// queryCounted sends what is held and query in one multi-statement query,
+// each held statement that wants its count followed by rowCount, and
+// answers query with its result set, read whole (batch.go's answers): one
+// round trip where sending the held statements alone cost one more. The
+// server runs them in turn and stops at the first error: an error before
+// every count was read is a held write's, the transaction's (failed, as a
+// Row cannot carry it to a caller that goes on); one after is query's own.
+func (p *pipeline) queryCounted(ctx context.Context, query string, args []any) answer {
+	held := p.held.Take()
+	stmts := make([]driver.HeldStatement, 0, 2*len(held))
+	var counts []*int64
+	for _, s := range held {
+		stmts = append(stmts, driver.HeldStatement{SQL: s.SQL, Args: s.Args})
+		if s.Rows != nil {
+			stmts, counts = append(stmts, driver.HeldStatement{SQL: rowCount}), append(counts, s.Rows)
+		}
 	}
-	_, err := p.exec(ctx, p.held.Take(), driver.HeldStatement{})
-	return err
+	q, qargs := joined(stmts, driver.HeldStatement{SQL: query, Args: args})
+	rows, err := p.tx.QueryContext(ctx, q, qargs...)
+	if err != nil {
+		p.failed = err
+		return answer{err: err}
+	}
+	defer rows.Close()
+	if err := readCounts(rows, counts); err != nil {
+		p.failed = err
+		return answer{err: err}
+	}
+	if !rows.NextResultSet() {
+		return answer{err: cmp.Or(rows.Err(), errors.New("the query after the counted writes gave no rows"))}
+	}
+	set, err := readSet(rows)
+	if err != nil {
+		return answer{err: err}
+	}
+	return answer{set: &set}
+}
+
+// readCounts reads rowCount's answers, one result set each from the current
+// one, and adds each to its count.
+func readCounts(rows *sql.Rows, counts []*int64) error {
+	for i, n := range counts {
+		if i > 0 && !rows.NextResultSet() {
+			return cmp.Or(rows.Err(), fmt.Errorf("%d counted writes sent, %d counts of rows", len(counts), i))
+		}
+		if !rows.Next() {
+			return cmp.Or(rows.Err(), fmt.Errorf("the count of counted write %d has no row", i+1))
+		}
+		var c int64
+		if err := rows.Scan(&c); err != nil {
+			return fmt.Errorf("the count of counted write %d: %w", i+1, err)
+		}
+		*n += c
+	}
+	return nil
 }
 
 func (p *pipeline) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if err := p.sendCounted(ctx); err != nil {
-		return nil, err
+	if p.heldCounted() {
+		return answers().QueryContext(context.WithValue(ctx, answerKey{}, p.queryCounted(ctx, query, args)), query)
 	}
 	query, args = joined(p.held.Take(), driver.HeldStatement{SQL: query, Args: args})
 	return p.tx.QueryContext(ctx, query, args...)
 }
 
 func (p *pipeline) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if err := p.sendCounted(ctx); err != nil {
-		// A Row carries no error of its maker's: the query is not run (its
-		// context is over), and the transaction's end says why (failed).
-		p.failed = err
-		done, cancel := context.WithCancel(ctx)
-		cancel()
-		return p.tx.QueryRowContext(done, query, args...)
+	if p.heldCounted() {
+		// The Row carries the error of the held writes too (answers), and
+		// the transaction's end says it again (failed).
+		return answers().QueryRowContext(context.WithValue(ctx, answerKey{}, p.queryCounted(ctx, query, args)), query)
 	}
 	query, args = joined(p.held.Take(), driver.HeldStatement{SQL: query, Args: args})
 	return p.tx.QueryRowContext(ctx, query, args...)
