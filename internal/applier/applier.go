@@ -533,6 +533,9 @@ func (t *term) apply(ctx context.Context) applyResult {
 	defer watch.Close()
 	// The term's first full second-SM look, beside the sweep (secondsm.go).
 	defer t.secondSM.besideSweep(ctx, t.watchEnv())()
+	if t.Cfg.Readback != nil { // the read-back's connection, beside the sweep
+		defer dialAhead(ctx, t.Cfg.Readback.Dialer)()
+	}
 	t.readWantsDuringSweep(ctx, run) // readback.go
 	sweep, ok := t.await(ctx, run, watch, synced)
 	run.waitWants()

@@ -671,3 +671,15 @@ func (t *term) closeConns() {
 		}
 	}
 }
+
+// dialAhead prepares, while OpenSM sweeps, the connection of the read after
+// the sweep's end on d, when d can (a pkeyread.Ahead: on the simulator,
+// whose attach is a round trip to a simulator busy with the sweep's end);
+// release closes it if no read took it. Every SMP is still sent after the
+// sweep's end: attaching reads nothing of the fabric.
+func dialAhead(ctx context.Context, d pkeyread.Dialer) (release func()) {
+	if a, ok := d.(*pkeyread.Ahead); ok {
+		return a.Prepare(ctx)
+	}
+	return func() {}
+}

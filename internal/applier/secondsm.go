@@ -137,16 +137,6 @@ type secondSMWatch struct {
 	// without M_Key protection, which an SM that appears may program.
 	// Atomic: finish reads it (appeared) while the watch's look may run.
 	exposed atomic.Bool
-	// spare is the dial beside an apply's sweep for the look after it
-	// (dialBeside), until a look takes it; nil: none. Guarded by mu.
-	spare *spareDial
-}
-
-// spareDial is a connection being dialed: conn (nil if the dial failed) is
-// set once done is closed.
-type spareDial struct {
-	done chan struct{}
-	conn pkeyread.Conn
 }
 
 // smLook is one look at the subnet managers: the master the own port
@@ -166,8 +156,8 @@ type smLook struct {
 
 // look reads the subnet managers once, on a connection of its own (which a
 // pkeyread.Pool may keep for the next look, closing it at the term's end:
-// the simulator serves ten clients), or the one dialed beside an apply's
-// sweep (dialBeside), closed as its own would be. A look cut
+// the simulator serves ten clients), or the one a pkeyread.Ahead prepared
+// beside an apply's sweep (dialAhead), closed as its own would be. A look cut
 // short (the term's end, or past its bound) is an error: the ports it did
 // not read may be the ones a master programs.
 func (w *secondSMWatch) look(ctx context.Context, t *watchEnv) (smLook, error) {
@@ -196,12 +186,9 @@ func (w *secondSMWatch) look(ctx context.Context, t *watchEnv) (smLook, error) {
 func (w *secondSMWatch) lookAt(ctx context.Context, lid uint16, ports []pkeyread.PortLID) (smLook, error) {
 	rctx, rcancel := context.WithTimeout(ctx, secondSMRead)
 	defer rcancel()
-	conn := w.takeSpare()
-	if conn == nil { // none dialed beside the sweep, or its dial failed
-		var err error
-		if conn, err = w.check.Dialer.Dial(rctx); err != nil {
-			return smLook{}, err
-		}
+	conn, err := w.check.Dialer.Dial(rctx)
+	if err != nil {
+		return smLook{}, err
 	}
 	defer conn.Close()
 	var l smLook
@@ -701,7 +688,7 @@ func (w *secondSMWatch) besideSweep(ctx context.Context, t *watchEnv) (wait func
 	}
 	if w.scanned {
 		w.detecting.Unlock()
-		return w.dialBeside(ctx)
+		return dialAhead(ctx, w.check.Dialer)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -711,57 +698,6 @@ func (w *secondSMWatch) besideSweep(ctx context.Context, t *watchEnv) (wait func
 		t.Log.Debug("second-SM baseline beside the sweep", "scanned", w.scanned, "error", err)
 	}()
 	return func() { <-done }
-}
-
-// dialBeside dials, while the sweep runs, the connection on which the look
-// after it (finish's) sends its SMPs (lookAt takes it): attaching to the
-// simulator, or opening the HCA's user MAD device and registering an
-// agent, reads nothing of the fabric, and otherwise costs that look, after
-// the sweep's end, a round trip before its first SMP. Every SMP is still
-// sent after the sweep's end. A look that comes while the dial is under
-// way waits for it (begun earlier, it ends sooner than a new one); one whose
-// dial failed dials its own. wait closes a connection no look took, and
-// waits for the dial: nothing of the apply outlives it (the simulator
-// serves ten clients).
-func (w *secondSMWatch) dialBeside(ctx context.Context) (wait func()) {
-	d := &spareDial{done: make(chan struct{})}
-	w.mu.Lock()
-	w.spare = d
-	w.mu.Unlock()
-	go func() {
-		defer close(d.done)
-		dctx, cancel := context.WithTimeout(ctx, secondSMRead)
-		defer cancel()
-		if conn, err := w.check.Dialer.Dial(dctx); err == nil {
-			d.conn = conn
-		}
-	}()
-	return func() {
-		<-d.done
-		w.mu.Lock()
-		mine := w.spare == d
-		if mine {
-			w.spare = nil
-		}
-		w.mu.Unlock()
-		if mine && d.conn != nil {
-			d.conn.Close()
-		}
-	}
-}
-
-// takeSpare is the connection dialed beside the sweep, once its dial has
-// ended, taken; nil: none, or its dial failed.
-func (w *secondSMWatch) takeSpare() pkeyread.Conn {
-	w.mu.Lock()
-	d := w.spare
-	w.spare = nil
-	w.mu.Unlock()
-	if d == nil {
-		return nil
-	}
-	<-d.done // bounded by secondSMRead and the term's context
-	return d.conn
 }
 
 // afterLook runs the check's test hook (AfterLook), if any.

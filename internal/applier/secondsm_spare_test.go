@@ -59,22 +59,65 @@ func (c *closeCounted) Close() error {
 // a connection was dialed, or after a while, and then run end: OpenSM's
 // sweep outlasting the manager's dial, as on a real fabric.
 func newSpareRig(t *testing.T, end func(log string)) (*lookRig, *sweepDialer) {
+	r, ds := newSpareRigOf(t, 1, end)
+	return r, ds[0]
+}
+
+// newSpareRigOf is newSpareRig whose sweeps end once n connections were
+// dialed: the look's (the first dialer, the second SM check's) and the
+// read-back's (the second, its Reader's through a pkeyread.Ahead), for n 2.
+func newSpareRigOf(t *testing.T, n int, end func(log string)) (*lookRig, []*sweepDialer) {
 	r := newLookRig(t, 4)
-	d := &sweepDialer{fabric: r.smp, ended: &atomic.Bool{}, dialed: make(chan struct{}, 1)}
-	r.term.SecondSM.Dialer = d
+	ended, dialed := &atomic.Bool{}, make(chan struct{}, n)
+	var ds []*sweepDialer
+	for range n {
+		ds = append(ds, &sweepDialer{fabric: r.smp, ended: ended, dialed: dialed})
+	}
+	r.term.SecondSM.Dialer = &pkeyread.Ahead{Dialer: ds[0]}
+	if n > 1 {
+		r.term.Cfg.Readback = &pkeyread.Reader{Dialer: &pkeyread.Ahead{Dialer: ds[1]}} // the fake reads
+	}
 	var sweeps sync.WaitGroup
 	t.Cleanup(sweeps.Wait)
 	r.sm.sweep = func() string {
 		sweeps.Go(func() {
-			select {
-			case <-d.dialed:
-			case <-time.After(5 * time.Second): // only a sweep no dial came beside gets here
+			timeout := time.After(5 * time.Second) // only a sweep no dial came beside gets there
+			for range n {
+				select {
+				case <-dialed:
+				case <-timeout:
+				}
 			}
 			end(r.sm.log)
 		})
 		return logBox("state_mgr_sweep_hop_0", "INITIATING HEAVY SWEEP")
 	}
-	return r, d
+	return r, ds
+}
+
+// TestReadBackConnectionPreparedBesideTheSweep: the read-back's connection
+// is attached while the sweep runs, and one no read took (the reads here
+// are the rig's fake) is closed by the apply's end: nothing of the apply
+// holds a simulator place after it.
+func TestReadBackConnectionPreparedBesideTheSweep(t *testing.T) {
+	var ds []*sweepDialer
+	r, ds := newSpareRigOf(t, 2, func(log string) {
+		ds[0].ended.Store(true)
+		if err := opensmtest.Append(log, logLine(0x02, "osm_pkey_mgr: PKEY setup completed - STARTING SM LID CONFIG")+
+			logLine(0x80, "SUBNET UP")); err != nil {
+			t.Error(err)
+		}
+	})
+	j := r.portIn(r.netID, "port-h2", hostPort(2))
+	r.applied("H2's port")
+	wantStatus(t, r.applyRig, "H2's port", j, store.StatusCompleted)
+	after, closed := ds[1].dials()
+	if len(after) != 1 || after[0] {
+		t.Errorf("read-back connections dialed (true: after the sweep's end): %v; want one, dialed before the end", after)
+	}
+	if closed != 1 {
+		t.Errorf("%d of the read-back's connections closed; want the one no read took", closed)
+	}
 }
 
 // TestFinishLookOnAConnectionDialedBesideTheSweep: the look before a
@@ -128,8 +171,5 @@ func TestSpareConnectionOfAnEndedTermIsClosed(t *testing.T) {
 	after, closed := d.dials()
 	if len(after) != 1 || closed != 1 {
 		t.Errorf("%d connections dialed, %d closed; want the one dialed beside the sweep, closed", len(after), closed)
-	}
-	if r.term.secondSM.takeSpare() != nil {
-		t.Error("a spare connection outlived its apply")
 	}
 }

@@ -57,7 +57,10 @@ func fabricReader(ctx context.Context, cfg config.FabricConfig, keys opensm.KeyS
 	// held places until the simulator refused every reader (CI's soak of
 	// three managers with kill -9 saw it); the kernel closes a killed
 	// process's device files.
-	r = &pkeyread.Reader{Dialer: d, Workers: workers}
+	// On the simulator, the applier attaches the connection of a read after
+	// a sweep while OpenSM sweeps (pkeyread.Ahead), and detaches it with the
+	// apply: held for a sweep, not between sweeps.
+	r = &pkeyread.Reader{Dialer: &pkeyread.Ahead{Dialer: d}, Workers: workers}
 	if sim, _ := pkeyread.SimDialerFromEnv(env); sim.Socket == "" {
 		r.Dialer = &pkeyread.Pool{Dialer: d, MaxIdle: 1}
 	}
