@@ -219,10 +219,11 @@ func writeRecordedState(cfg config.FabricConfig, text []byte) error {
 	if !onlyManagerStartsOpenSM(cfg) {
 		return nil
 	}
-	if err := opensm.WriteFileAtomic(filepath.Join(cfg.OpenSM.ConfigDir, "partitions.conf"), text, 0o644); err != nil {
+	path := filepath.Join(cfg.OpenSM.ConfigDir, "partitions.conf")
+	if err := opensm.WriteFileAtomic(path, text, 0o644); err != nil {
 		return fmt.Errorf("write the recorded state's partitions file at the start: %w", err)
 	}
-	return nil
+	return opensm.RemoveLeftTemps(path)
 }
 
 // applierConfig is the applier's Config of the fabric cfg configures.

@@ -1,6 +1,7 @@
 package manager
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -37,6 +38,11 @@ func TestTheFileSyncFollowsWhoStartsOpenSM(t *testing.T) {
 			if err := os.WriteFile(path, nil, 0o644); err != nil { // as a crash may leave it
 				t.Fatal(err)
 			}
+			// The file an apply's exchange moved aside, which a kill left.
+			left := filepath.Join(f.OpenSM.ConfigDir, ".partitions.conf.tmp-12345")
+			if err := os.WriteFile(left, []byte("Default=0x7fff : ALL=full ;\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
 			text := []byte("Default=0x7fff, ipoib : ALL=limited, SELF=full ;\n")
 			if err := writeRecordedState(cfg, text); err != nil {
 				t.Fatal(err)
@@ -51,6 +57,9 @@ func TestTheFileSyncFollowsWhoStartsOpenSM(t *testing.T) {
 			}
 			if string(got) != want {
 				t.Errorf("the file after the start: %q, want %q", got, want)
+			}
+			if _, err := os.Stat(left); tc.late != errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the file a killed apply left beside it: %v after the start; want it removed: %v", err, tc.late)
 			}
 		})
 	}

@@ -171,3 +171,21 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
+
+// RemoveLeftTemps removes the temporary files a writer of path killed
+// mid-write left beside it: a file being written, or, after
+// ReplaceFileSyncLate's exchange, the file it replaced, until its durable
+// removes it. Only for a start, when nothing writes path.
+func RemoveLeftTemps(path string) error {
+	dir, base := filepath.Split(path)
+	left, err := filepath.Glob(filepath.Join(dir, "."+base+".tmp-*"))
+	if err != nil {
+		return fmt.Errorf("find what a write of %s left: %w", path, err)
+	}
+	for _, f := range left {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove %s, left by a write of %s: %w", f, path, err)
+		}
+	}
+	return nil
+}
