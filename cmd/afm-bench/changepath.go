@@ -64,53 +64,51 @@ func pathOf(changes []change, split applySplit, sweeps []osmSweep) (changePath, 
 	return p, nil
 }
 
-// sweepsOf finds, for each apply, the sweep its SIGHUP started in OpenSM's
-// log: the first heavy sweep OpenSM began once the apply began writing its
-// file, to its first "SUBNET UP". Its SIGHUP is the manager's clock reading
-// once the kill returned, or OpenSM's stamp on the sweep's start when that
-// is earlier: OpenSM may take the signal and log its start before the
+// sweepsOf finds, for each apply, the sweep whose end the manager read: the
+// last "SUBNET UP" OpenSM logged by the time the manager read its sweep's
+// end, after the apply began writing its file, and the heavy sweep it ended.
+// Pairing by the first heavy sweep begun after the render instead paired an
+// apply with a later sweep whenever OpenSM stamped its sweep's start before
+// the manager's clock read the render (two clocks' readings a few
+// microseconds apart): its SUBNET UP then came after the manager's read, and
+// the run failed. Its SIGHUP is the manager's clock reading once the kill
+// returned, or OpenSM's stamp on the sweep's start when that is earlier and
+// after the render: OpenSM may take the signal and log its start before the
 // manager reads its clock, and the signal was sent before either. entries
-// are OpenSM's log from before the first apply; its time stamps (local
-// time, no year) are read in loc.
+// are OpenSM's log from before the first apply; its time stamps (local time,
+// no year) are read in loc.
 func sweepsOf(entries []opensm.Entry, applies []applyTimes, loc *time.Location) ([]osmSweep, error) {
 	sweeps := make([]osmSweep, 0, len(applies))
 	j := 0
 	for i, a := range applies {
-		var began time.Time
-		for ; j < len(entries); j++ {
-			e := entries[j]
-			if began.IsZero() && e.Title == "INITIATING HEAVY SWEEP" {
-				at, err := logTimeIn(e.Time, a.rendered, loc)
-				if err != nil {
-					return nil, err
-				}
-				if !at.Before(a.rendered) {
-					began = at
-				}
-			} else if !began.IsZero() && e.Message == "SUBNET UP" {
+		upAt, up, began, lastStart := -1, time.Time{}, time.Time{}, time.Time{}
+		for k := j; k < len(entries); k++ {
+			e := entries[k]
+			at, err := logTimeIn(e.Time, a.rendered, loc)
+			if err != nil {
+				return nil, err
+			}
+			if at.After(a.swept) {
 				break
 			}
+			switch {
+			case e.Title == "INITIATING HEAVY SWEEP":
+				lastStart = at
+			case e.Message == "SUBNET UP" && !at.Before(a.rendered):
+				upAt, up, began = k, at, lastStart
+			}
 		}
-		if j == len(entries) {
-			return nil, fmt.Errorf("apply %d (signalled %s): no heavy sweep ended by SUBNET UP in OpenSM's log after it",
-				i+1, a.signalled.Format(time.RFC3339Nano))
-		}
-		up, err := logTimeIn(entries[j].Time, a.rendered, loc)
-		if err != nil {
-			return nil, err
-		}
-		// The manager reads the line after OpenSM wrote it: a later stamp
-		// is another sweep's, or another clock's.
-		if up.After(a.swept) {
-			return nil, fmt.Errorf("apply %d: OpenSM's SUBNET UP at %s is after the manager read its sweep's end at %s",
-				i+1, up.Format(time.RFC3339Nano), a.swept.Format(time.RFC3339Nano))
+		if upAt < 0 {
+			return nil, fmt.Errorf("apply %d (signalled %s): no SUBNET UP in OpenSM's log between its render and the "+
+				"manager's read of its sweep's end at %s", i+1, a.signalled.Format(time.RFC3339Nano),
+				a.swept.Format(time.RFC3339Nano))
 		}
 		hup := a.signalled
-		if began.Before(hup) {
+		if began.Before(hup) && !began.Before(a.rendered) {
 			hup = began
 		}
 		sweeps = append(sweeps, osmSweep{hup: hup, up: up})
-		j++
+		j = upAt + 1
 	}
 	return sweeps, nil
 }

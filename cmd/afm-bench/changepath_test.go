@@ -42,27 +42,40 @@ func TestSweepsOf(t *testing.T) {
 	// The excerpt's third sweep (the second apply's) starts at its line 62.
 	lines := strings.SplitAfter(full, "\n")
 	withoutLast := strings.Join(lines[:61], "")
+	// The second apply's render as its clock read it just after OpenSM
+	// stamped that apply's sweep's start: the two clocks' readings a few
+	// microseconds apart.
+	stampedFirst := append([]applyTimes(nil), split.at...)
+	stampedFirst[1].rendered = at(461200000)
 	for _, tc := range []struct {
 		name    string
 		log     string
 		loc     *time.Location
+		applies []applyTimes // nil: the testdata's
 		want    []osmSweep
 		wantErr string
 	}{
-		{"each apply its own sweep, the bare sweep between skipped", full, time.UTC,
+		{"each apply its own sweep, the bare sweep between skipped", full, time.UTC, nil,
 			[]osmSweep{{hup: at(430197000), up: at(439741000)}, {hup: at(461150000), up: at(467498000)}}, ""},
-		{"the second apply's sweep not in the log", withoutLast, time.UTC, nil, "apply 2"},
+		{"a sweep OpenSM stamped as begun before the render: the one whose end the manager read, from the SIGHUP",
+			full, time.UTC, stampedFirst,
+			[]osmSweep{{hup: at(430197000), up: at(439741000)}, {hup: at(461366652), up: at(467498000)}}, ""},
+		{"the second apply's sweep not in the log", withoutLast, time.UTC, nil, nil, "apply 2"},
 		{"the stamps read in a zone an hour east of OpenSM's: every sweep before the applies", full,
-			time.FixedZone("east", 3600), nil, "no heavy sweep"},
-		{"an hour west: the first SUBNET UP after the manager read it", full,
-			time.FixedZone("west", -3600), nil, "after the manager read"},
+			time.FixedZone("east", 3600), nil, nil, "no SUBNET UP"},
+		{"an hour west: every SUBNET UP after the manager read it", full,
+			time.FixedZone("west", -3600), nil, nil, "no SUBNET UP"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			entries, err := opensm.ParseLog(strings.NewReader(tc.log))
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := sweepsOf(entries, split.at, tc.loc)
+			applies := split.at
+			if tc.applies != nil {
+				applies = tc.applies
+			}
+			got, err := sweepsOf(entries, applies, tc.loc)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
