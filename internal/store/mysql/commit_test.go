@@ -1,0 +1,190 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// commitWindows are a sequence and a trigger on jobs that open the windows
+// of a change's last round trip, where its job's insert goes with the COMMIT
+// on a pipelined connection: an insert refused, one that fails once as a
+// deadlock does, and one that waits (for a kill, or past the caller's
+// deadline). Each acts on its port's job alone.
+var commitWindows = []string{
+	"CREATE SEQUENCE afm_test_attempts",
+	`CREATE TRIGGER afm_test_jobs BEFORE INSERT ON jobs FOR EACH ROW
+BEGIN
+	IF NEW.object_id = 'refused' THEN
+		SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused in the round trip of the COMMIT';
+	ELSEIF NEW.object_id = 'conflict' THEN
+		IF NEXT VALUE FOR afm_test_attempts = 1 THEN
+			SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, MESSAGE_TEXT = 'Deadlock found when trying to get lock';
+		END IF;
+	ELSEIF NEW.object_id = 'killed' THEN
+		DO SLEEP(30);
+	ELSEIF NEW.object_id = 'late' THEN
+		DO SLEEP(0.3);
+	END IF;
+END`,
+}
+
+// A port POST's job insert goes with its COMMIT, in one query on a
+// pipelined connection: the API is answered with the job's id only once
+// the COMMIT has answered. An insert refused in that query fails the change,
+// and nothing of it is recorded (port, job, revision; the COMMIT after it
+// never ran), nor told to this process's applier (TakeCommitted); a
+// deadlock there runs the change again, which is answered with the job of
+// the attempt that committed; a connection killed in that round trip
+// records nothing; a caller's deadline that passes once the COMMIT is sent
+// does not cut it short. The same holds on a connection that sends each
+// statement on its own (Galera's), but that the deadline cuts the insert,
+// sent before the COMMIT, short there, and nothing is recorded.
+func TestChangeCommitWindows(t *testing.T) {
+	for _, params := range []string{"", "multiStatements=false"} {
+		t.Run("dsn "+params, func(t *testing.T) { checkCommitWindows(t, openMigrated(t, params)) })
+	}
+}
+
+func checkCommitWindows(t *testing.T, e *Engine) {
+	ctx := t.Context()
+	for _, stmt := range commitWindows {
+		if _, err := e.db.ExecContext(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := store.New(e, store.Rules{PhysicalNetworks: []string{"ib"}})
+	net, vlan := "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73", int64(101)
+	if _, err := s.RecordNetwork(ctx, store.NetworkChange{Network: store.NetworkSpec{ID: net, Name: "n", Type: "vlan",
+		PhysicalNetwork: "ib", SegmentationID: &vlan}, Operation: store.OpCreateNetwork, CreatedBy: "test", Request: "{}"}); err != nil {
+		t.Fatal(err)
+	}
+	for i, tc := range []struct {
+		port     string
+		deadline time.Duration // the caller's; 0: none
+		during   func(t *testing.T)
+		recorded bool
+		// held: recorded only where the insert goes with the COMMIT (a
+		// connection that sends it on its own sends it under the deadline,
+		// which cuts it short: nothing is recorded)
+		held     bool
+		attempts int64 // the conflict's attempts, counted by its sequence
+	}{
+		{port: "refused"},
+		{port: "conflict", recorded: true, attempts: 2},
+		{port: "killed", during: func(t *testing.T) { killSleeper(t, e.db) }},
+		{port: "late", deadline: 100 * time.Millisecond, recorded: true, held: true},
+		{port: "plain", recorded: true},
+	} {
+		t.Run(tc.port, func(t *testing.T) {
+			before, err := s.Revision(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.TakeCommitted()
+			done := make(chan struct{})
+			if tc.during != nil {
+				go func() { defer close(done); tc.during(t) }()
+			} else {
+				close(done)
+			}
+			cctx, cancel := ctx, context.CancelFunc(func() {})
+			if tc.deadline > 0 {
+				cctx, cancel = context.WithTimeout(ctx, tc.deadline)
+			}
+			g := fabric.GUID(0x0002c90300000001 + uint64(i))
+			job, err := s.RecordPort(cctx, store.PortChange{Port: store.Port{ID: tc.port, NetworkID: net, GUID: &g, Host: "h1"},
+				DeviceOwner: "compute:nova", Operation: store.OpAddPort, CreatedBy: "test", Request: "{}"})
+			cancel()
+			<-done
+			if tc.recorded && (!tc.held || e.pipelined) {
+				checkRecorded(t, s, e, tc.port, job, err, before)
+			} else {
+				checkNotRecorded(t, s, e, tc.port, err, before)
+			}
+			if tc.attempts > 0 {
+				// The sequence's next value says how many it gave.
+				var next int64
+				if err := e.db.QueryRowContext(ctx, "SELECT NEXT VALUE FOR afm_test_attempts").Scan(&next); err != nil || next-1 != tc.attempts {
+					t.Errorf("the change ran %d times (%v), want %d", next-1, err, tc.attempts)
+				}
+			}
+		})
+	}
+}
+
+// checkRecorded checks that a change answered with job committed it: its
+// job and port as answered, at the next revision, told to the applier.
+func checkRecorded(t *testing.T, s *store.Store, e *Engine, port string, job store.Job, err error, before int64) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("the change: %v, want it recorded", err)
+	}
+	got, err := s.GetJob(t.Context(), job.ID)
+	if err != nil || got.ObjectID != port || got.Revision != before+1 || job.Revision != before+1 {
+		t.Errorf("answered with job %d at revision %d; recorded %+v, %v; want port %s's at %d", job.ID, job.Revision, got, err, port, before+1)
+	}
+	if n := countRows(t, e, "SELECT count(*) FROM jobs WHERE object_id = ?", port); n != 1 {
+		t.Errorf("%d jobs of port %s, want 1", n, port)
+	}
+	if rev, ok := s.TakeCommitted(); !ok || rev != before+1 {
+		t.Errorf("TakeCommitted = %d, %t; want %d", rev, ok, before+1)
+	}
+}
+
+// checkNotRecorded checks that a change that failed recorded nothing, and
+// told the applier nothing.
+func checkNotRecorded(t *testing.T, s *store.Store, e *Engine, port string, err error, before int64) {
+	t.Helper()
+	if err == nil {
+		t.Error("the change was answered as recorded, want its error")
+	}
+	for _, q := range []string{"SELECT count(*) FROM jobs WHERE object_id = ?", "SELECT count(*) FROM ports WHERE id = ?"} {
+		if n := countRows(t, e, q, port); n != 0 {
+			t.Errorf("%s: %d, want 0", q, n)
+		}
+	}
+	if rev, err := s.Revision(t.Context()); err != nil || rev != before {
+		t.Errorf("revision %d, %v; want %d as before", rev, err, before)
+	}
+	if rev, ok := s.TakeCommitted(); ok {
+		t.Errorf("TakeCommitted = %d after a change that failed", rev)
+	}
+}
+
+func countRows(t *testing.T, e *Engine, query string, arg string) int64 {
+	t.Helper()
+	var n int64
+	if err := e.db.QueryRowContext(t.Context(), query, arg).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// killSleeper kills, from a connection of its own, the session that sleeps
+// in the jobs' trigger, once there is one.
+func killSleeper(t *testing.T, db *sql.DB) {
+	ctx := t.Context()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		var id int64
+		err := db.QueryRowContext(ctx, `SELECT ID FROM information_schema.PROCESSLIST
+			WHERE DB = DATABASE() AND STATE = 'User sleep' AND ID <> CONNECTION_ID()`).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		}
+		if err == nil {
+			_, err = db.ExecContext(ctx, "KILL CONNECTION ?", id)
+		}
+		if err != nil && !strings.Contains(err.Error(), "Unknown thread") {
+			t.Errorf("kill the sleeper: %v", err)
+		}
+		return
+	}
+	t.Error("no session slept in the jobs' trigger")
+}
