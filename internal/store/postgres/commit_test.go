@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,8 +19,9 @@ import (
 // commitWindows are triggers on jobs that open the windows of a change's
 // last round trip, where its job's insert goes with the COMMIT: a deferred
 // constraint that refuses the COMMIT, one that fails it once for a
-// serialization failure, and an insert that waits (for a kill, or past the
-// caller's deadline). Each acts on its port's job alone.
+// serialization failure, an insert refused at once, and an insert that waits
+// (for a kill, or past the caller's deadline). Each acts on its port's job
+// alone.
 const commitWindows = `
 CREATE SEQUENCE afm_test_attempts;
 CREATE FUNCTION afm_test_at_commit() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -38,7 +40,9 @@ CREATE CONSTRAINT TRIGGER afm_test_at_commit AFTER INSERT ON jobs DEFERRABLE INI
 	FOR EACH ROW EXECUTE FUNCTION afm_test_at_commit();
 CREATE FUNCTION afm_test_slow() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-	IF NEW.object_id = 'killed' THEN
+	IF NEW.object_id = 'refused-insert' THEN
+		RAISE EXCEPTION 'insert refused' USING ERRCODE = '23514';
+	ELSIF NEW.object_id = 'killed' THEN
 		PERFORM pg_sleep(30);
 	ELSIF NEW.object_id = 'late' THEN
 		PERFORM pg_sleep(0.3);
@@ -197,4 +201,88 @@ func terminateSleeper(t *testing.T, dsn string) {
 		}
 	}
 	t.Error("no session slept in the jobs' trigger")
+}
+
+// In a group of several changes, each change's job insert is held only
+// until its change ends (what it left held is sent before the next change
+// starts): an insert refused fails its change alone, rolled back to its
+// savepoint, and the changes around it commit, each answered with its own
+// job's id. The group forms behind a first change held inside its
+// transaction (a rule that waits for its GUID).
+func TestGroupJobInsertsHeld(t *testing.T) {
+	ctx := t.Context()
+	db := testdb.Fresh(t, "AFM_TEST_POSTGRES_URL", "afm_commit_")
+	e, err := Open(ctx, db.DSN, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	if err := e.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(ctx, commitWindows); err != nil {
+		t.Fatal(err)
+	}
+	checkGroupInserts(t, store.New(e, store.Rules{PhysicalNetworks: []string{"ib"}}), func(query, arg string) int64 {
+		return countRows(t, e, strings.ReplaceAll(query, "?", "$1"), arg)
+	})
+}
+
+// checkGroupInserts queues three port changes behind a first one held in
+// its group's transaction, the second refused at its job's insert, and
+// checks what each was answered and what is recorded (count: a count of
+// rows of one argument, "?" its placeholder).
+func checkGroupInserts(t *testing.T, s *store.Store, count func(query, arg string) int64) {
+	ctx := t.Context()
+	net, vlan := "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73", int64(101)
+	if _, err := s.RecordNetwork(ctx, store.NetworkChange{Network: store.NetworkSpec{ID: net, Name: "n", Type: "vlan",
+		PhysicalNetwork: "ib", SegmentationID: &vlan}, Operation: store.OpCreateNetwork, CreatedBy: "test", Request: "{}"}); err != nil {
+		t.Fatal(err)
+	}
+	port := func(id string, g uint64) store.PortChange {
+		guid := fabric.GUID(g)
+		return store.PortChange{Port: store.Port{ID: id, NetworkID: net, GUID: &guid, Host: "h1"},
+			DeviceOwner: "compute:nova", Operation: store.OpAddPort, CreatedBy: "test", Request: "{}"}
+	}
+	const held = fabric.GUID(0x0002c903000000f0)
+	entered, open := make(chan struct{}), make(chan struct{})
+	gated := s.WithRules(store.Rules{PhysicalNetworks: []string{"ib"}, StaticMember: func(g fabric.GUID) (string, bool) {
+		if g == held {
+			close(entered)
+			<-open
+		}
+		return "", false
+	}})
+	ids := []string{"first", "g1", "refused-insert", "g3"}
+	jobs, errs := make([]store.Job, len(ids)), make([]error, len(ids))
+	var wg sync.WaitGroup
+	wg.Go(func() { jobs[0], errs[0] = gated.RecordPort(ctx, port(ids[0], uint64(held))) })
+	<-entered
+	for i := 1; i < len(ids); i++ {
+		wg.Go(func() { jobs[i], errs[i] = s.RecordPort(ctx, port(ids[i], uint64(held)+uint64(i))) })
+		for deadline := time.Now().Add(10 * time.Second); s.QueuedChanges() < i; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d changes queued, want %d", s.QueuedChanges(), i)
+			}
+		}
+	}
+	close(open)
+	wg.Wait()
+	for i, id := range ids {
+		n := count("SELECT count(*) FROM jobs WHERE object_id = ?", id)
+		if id == "refused-insert" {
+			if errs[i] == nil || n != 0 || count("SELECT count(*) FROM ports WHERE id = ?", id) != 0 {
+				t.Errorf("%s: %v, %d jobs; want its error and nothing recorded", id, errs[i], n)
+			}
+			continue
+		}
+		if errs[i] != nil {
+			t.Errorf("%s: %v", id, errs[i])
+			continue
+		}
+		got, err := s.GetJob(ctx, jobs[i].ID)
+		if err != nil || got.ObjectID != id || got.Revision != jobs[i].Revision || n != 1 {
+			t.Errorf("%s: answered job %d at revision %d; recorded %+v, %v, %d jobs", id, jobs[i].ID, jobs[i].Revision, got, err, n)
+		}
+	}
 }
