@@ -11,6 +11,7 @@ import (
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
 
 // commitWindows are a sequence and a trigger on jobs that open the windows
@@ -269,6 +270,48 @@ func checkGroupInserts(t *testing.T, s *store.Store, count func(query, arg strin
 		got, err := s.GetJob(ctx, jobs[i].ID)
 		if err != nil || got.ObjectID != id || got.Revision != jobs[i].Revision || n != 1 {
 			t.Errorf("%s: answered job %d at revision %d; recorded %+v, %v, %d jobs", id, jobs[i].ID, jobs[i].Revision, got, err, n)
+		}
+	}
+}
+
+// A query after an insert held for its id (driver.IDInto), which no change
+// makes today, sends the insert first, on its own (LAST_INSERT_ID() does not
+// give an id the insert set itself): the id is given, and the query answers
+// as ever. An insert refused there fails the query, and the transaction does
+// not commit, even for a caller that goes on.
+func TestQueryAfterAHeldInsert(t *testing.T) {
+	e := openMigrated(t, "")
+	ctx := t.Context()
+	for _, stmt := range commitWindows {
+		if _, err := e.db.ExecContext(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, object := range []string{"held", "refused-insert"} {
+		now := time.Now().UTC()
+		var id, rev int64
+		var readErr error
+		err := e.InChangeTx(ctx, func(q driver.ChangeTx) error {
+			if _, err := q.Later().InsertJob(driver.IDInto(ctx, &id), driver.Job{Fabric: driver.DefaultFabric, ObjectType: "port",
+				ObjectID: object, Operation: "test", Status: "Completed", CreatedBy: "test", Request: "{}",
+				CreatedAt: now, UpdatedAt: now}); err != nil {
+				return err
+			}
+			rev, readErr = q.Revision(ctx, driver.DefaultFabric)
+			return nil // goes on whatever the read said
+		})
+		n := countRows(t, e, "SELECT count(*) FROM jobs WHERE object_id = ?", object)
+		if object == "refused-insert" {
+			if readErr == nil || err == nil || n != 0 {
+				t.Errorf("%s: read %v, transaction %v, %d jobs; want both failed and no job", object, readErr, err, n)
+			}
+			continue
+		}
+		if err != nil || readErr != nil || rev != 0 || id == 0 || n != 1 {
+			t.Errorf("%s: read %d, %v; transaction %v; id %d, %d jobs", object, rev, readErr, err, id, n)
+		}
+		if j, err := newQueries(e.db).GetJob(ctx, id); err != nil || j.ObjectID != object {
+			t.Errorf("job %d: %+v, %v", id, j, err)
 		}
 	}
 }
