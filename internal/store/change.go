@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
 
 // A change that touches no partition (a network that has none before and after,
@@ -112,6 +114,17 @@ func (c *changeTx) touches(ctx context.Context, partition bool) (int64, error) {
 // times and Status (StatusPending, or StatusCompleted with FinishedAt for a
 // change that touches no partition); the database its ID.
 func (c *changeTx) job(ctx context.Context, j Job) (Job, error) {
+	return c.insertJob(ctx, j, nil)
+}
+
+// insertJob is job; with heldID, the insert is held (driver.IDInto) to go
+// with the transaction's next statement: the group's next change, or the
+// COMMIT of a change alone in its group (commitOutcomes), so that a change
+// whose job's id nothing in its transaction reads spends no round trip on
+// it. The job returned then has no ID until the transaction has committed:
+// the id is *heldID once it is sent, unless the engine sent the insert at
+// once (the returned job's ID is then not 0).
+func (c *changeTx) insertJob(ctx context.Context, j Job, heldID *int64) (Job, error) {
 	j = boundJob(j)
 	if err := c.knowRevision(ctx); err != nil {
 		return Job{}, err
@@ -127,13 +140,17 @@ func (c *changeTx) job(ctx context.Context, j Job) (Job, error) {
 	if err := c.later.q.LockJobIDs(ctx); err != nil {
 		return Job{}, fmt.Errorf("lock the job ids: %w", err)
 	}
+	q, ictx := c.q, ctx
+	if heldID != nil {
+		q, ictx = c.later.q, driver.IDInto(ctx, heldID)
+	}
 	var id int64
 	var err error
 	if c.noOp || len(c.places.places) == 0 {
-		id, err = c.q.InsertJob(ctx, j)
+		id, err = q.InsertJob(ictx, j)
 	} else {
-		// With the job's insert, in its round trip on PostgreSQL.
-		id, err = c.q.InsertJobWithPlaces(ctx, j, driverPlaces(c.places.places))
+		// The places go in the job's row: one statement.
+		id, err = q.InsertJobWithPlaces(ictx, j, driverPlaces(c.places.places))
 	}
 	if err != nil {
 		return Job{}, err
@@ -145,11 +162,16 @@ func (c *changeTx) job(ctx context.Context, j Job) (Job, error) {
 // record runs fn as one change (see change) in the lane of g (s.groups, or
 // s.kubeGroups for Kubernetes', see Lanes) and inserts the job fn describes:
 // every Neutron and Kubernetes change ends with its job, which record returns
-// as it now stands. Its error says what the change was ("record port") and of
-// which object (id).
+// as it now stands, once committed. The job's insert is the change's last
+// statement, and its id is only answered after the COMMIT: the insert is
+// held to go with it (insertJob), a round trip less on the server engines.
+// Its error says what the change was ("record port") and of which object
+// (id).
 func (s *Store) record(ctx context.Context, g *changeGroups, what, id string, fn func(context.Context, *changeTx) (Job, error)) (Job, error) {
 	var job Job
+	var heldID int64 // the job's id, given when its held insert is sent
 	err := s.changeIn(g, ctx, func(ctx context.Context, tx *changeTx) error {
+		heldID = 0 // a run of the group again inserts anew
 		j, err := fn(ctx, tx)
 		if err != nil {
 			return err
@@ -158,11 +180,17 @@ func (s *Store) record(ctx context.Context, g *changeGroups, what, id string, fn
 			job = *tx.reuse
 			return nil
 		}
-		job, err = tx.job(ctx, j)
+		job, err = tx.insertJob(ctx, j, &heldID)
 		return err
 	})
 	if err != nil {
 		return Job{}, fmt.Errorf("%s %s: %w", what, id, err)
+	}
+	if job.ID == 0 {
+		job.ID = heldID // committed: sent at the latest with the COMMIT
+	}
+	if job.ID == 0 {
+		return Job{}, fmt.Errorf("%s %s: the job's held insert gave no id", what, id)
 	}
 	return job, nil
 }

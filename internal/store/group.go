@@ -296,9 +296,12 @@ func (s *Store) commitOutcomes(ctx context.Context, group []*pendingChange) ([]e
 		for i, p := range group {
 			c := &changeTx{tx: tx{q, s.FabricName()}, later: tx{q.Later(), s.FabricName()}, group: g, ahead: taken, now: p.now()}
 			// What the change left held is sent before the next change
-			// starts: its error is this change's.
+			// starts: its error is this change's. A change alone leaves it
+			// to go with the COMMIT (its job's insert, record): an error of
+			// it fails the commit, which fails the change as a refusal
+			// would, with the whole transaction.
 			run := func() error {
-				if err := p.fn(ctx, c); err != nil {
+				if err := p.fn(ctx, c); err != nil || len(group) == 1 {
 					return err
 				}
 				return q.Flush(ctx)

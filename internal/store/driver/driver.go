@@ -62,8 +62,9 @@ type ChangeTx interface {
 	// Later is the transaction's queries, but those that return nothing but
 	// an error (UpsertPort, UpsertNetwork: sqlc's :exec) are held, and
 	// return nil: their error comes with the next statement sent, or Flush.
-	// Only such queries may be called through it, and those that return a
-	// count of rows (sqlc's :execrows) under a ctx of CountInto.
+	// Only such queries may be called through it, those that return a
+	// count of rows (sqlc's :execrows) under a ctx of CountInto, and the
+	// job's inserts (InsertJob, InsertJobWithPlaces) under a ctx of IDInto.
 	Later() Queries
 	// Flush sends what is held, and returns the first error of it.
 	Flush(ctx context.Context) error
@@ -82,6 +83,9 @@ type HeldStatement struct {
 	// Rows, when set, has the statement's count of rows added when it is
 	// sent (CountInto).
 	Rows *int64
+	// ID, when set, is given the id of the row the statement inserts when
+	// it is sent (IDInto).
+	ID *int64
 }
 
 // countKey is the context key of CountInto.
@@ -106,6 +110,28 @@ func CountTo(ctx context.Context) *int64 {
 	return n
 }
 
+// idKey is the context key of IDInto.
+type idKey struct{}
+
+// IDInto is ctx for an insert made through ChangeTx.Later that returns its
+// row's id (a job's) when nothing in the transaction reads that id: an
+// engine that holds the insert sets *id when it sends it, with the next
+// statement or the COMMIT (the id of a change alone in its group thus comes
+// in the COMMIT's round trip), and the call returns 0; one that sends it at
+// once returns the id and leaves *id as it was. Either way the id is known
+// once the transaction has committed, and is only to be used then: a COMMIT
+// that fails after the id was read leaves no such row.
+func IDInto(ctx context.Context, id *int64) context.Context {
+	return context.WithValue(ctx, idKey{}, id)
+}
+
+// IDTo is where a held insert made under ctx gives its id (IDInto); nil when
+// the insert is not to be held.
+func IDTo(ctx context.Context) *int64 {
+	id, _ := ctx.Value(idKey{}).(*int64)
+	return id
+}
+
 const savepointSQL = "SAVEPOINT " + SavepointName
 
 // Hold adds a statement to those held.
@@ -117,6 +143,12 @@ func (h *Held) Hold(sql string, args ...any) {
 // to rows when it is sent (nil: nowhere).
 func (h *Held) HoldCounted(rows *int64, sql string, args ...any) {
 	h.stmts = append(h.stmts, HeldStatement{SQL: sql, Args: args, Rows: rows})
+}
+
+// HoldID adds an insert to those held, whose row's id is given to id when
+// it is sent (IDInto).
+func (h *Held) HoldID(id *int64, sql string, args ...any) {
+	h.stmts = append(h.stmts, HeldStatement{SQL: sql, Args: args, ID: id})
 }
 
 // HoldSavepoint holds the savepoint.

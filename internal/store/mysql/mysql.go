@@ -444,6 +444,11 @@ type pipeline struct {
 type later struct{ *pipeline }
 
 func (l later) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if id := driver.IDTo(ctx); id != nil {
+		// Its insert id is given to id when it is sent (driver.IDInto).
+		l.held.HoldID(id, query, args...)
+		return insertedResult{}, nil
+	}
 	if rows := driver.CountTo(ctx); rows != nil {
 		// Its count is added to rows when it is sent (driver.CountInto).
 		l.held.HoldCounted(rows, query, args...)
@@ -462,6 +467,16 @@ func (countedResult) LastInsertId() (int64, error) {
 }
 
 func (countedResult) RowsAffected() (int64, error) { return 0, nil }
+
+// insertedResult is what a held insert whose id is wanted returns: no id
+// yet, the id to come (driver.IDInto).
+type insertedResult struct{}
+
+func (insertedResult) LastInsertId() (int64, error) { return 0, nil }
+
+func (insertedResult) RowsAffected() (int64, error) {
+	return 0, errors.New("a held statement has no row count")
+}
 
 // heldResult is what a held exec returns: nothing yet.
 type heldResult struct{}
@@ -510,12 +525,14 @@ func (p *pipeline) ExecContext(ctx context.Context, query string, args ...any) (
 }
 
 // exec sends held, then then, in one multi-statement exec. The count of
-// each held statement that wants it (driver.CountInto) is added to it: the
-// driver gives every statement's count (mysql.Result) to an exec on the
-// driver's connection, where database/sql's Result has the last alone.
+// each held statement that wants it (driver.CountInto) is added to it, and
+// the insert id of each that wants it (driver.IDInto) given to it: the
+// driver gives every statement's count and insert id (mysql.Result) to an
+// exec on the driver's connection, where database/sql's Result has the
+// last alone.
 func (p *pipeline) exec(ctx context.Context, held []driver.HeldStatement, then driver.HeldStatement) (sql.Result, error) {
 	query, args := joined(held, then)
-	if !slices.ContainsFunc(held, func(s driver.HeldStatement) bool { return s.Rows != nil }) {
+	if !slices.ContainsFunc(held, answered) {
 		return p.tx.ExecContext(ctx, query, args...)
 	}
 	var res sqldriver.Result
@@ -531,17 +548,24 @@ func (p *pipeline) exec(ctx context.Context, held []driver.HeldStatement, then d
 	if !ok {
 		return nil, fmt.Errorf("the driver's result %T gives no count of each statement", res)
 	}
-	counts := all.AllRowsAffected()
-	if len(counts) < len(held) {
-		return nil, fmt.Errorf("%d statements sent, %d counts of rows", len(held), len(counts))
+	counts, ids := all.AllRowsAffected(), all.AllLastInsertIds()
+	if len(counts) < len(held) || len(ids) < len(held) {
+		return nil, fmt.Errorf("%d statements sent, %d counts of rows, %d insert ids", len(held), len(counts), len(ids))
 	}
 	for i, s := range held {
 		if s.Rows != nil {
 			*s.Rows += counts[i]
 		}
+		if s.ID != nil {
+			*s.ID = ids[i]
+		}
 	}
 	return res, nil
 }
+
+// answered says whether a held statement wants its count (driver.CountInto)
+// or its insert id (driver.IDInto) when it is sent.
+func answered(s driver.HeldStatement) bool { return s.Rows != nil || s.ID != nil }
 
 // rawExec is ExecContext on the driver's connection dc, its arguments
 // converted as database/sql converts them (the driver's CheckNamedValue).
@@ -631,7 +655,22 @@ func readCounts(rows *sql.Rows, counts []*int64) error {
 	return nil
 }
 
+// heldInsert says whether a held insert wants its id (driver.IDInto): a
+// query's rows are its last statement's, and LAST_INSERT_ID() gives no id the
+// insert set itself (a job's), so what is held is sent on its own first
+// (exec), in a round trip of its own. A change holds its job's insert to go
+// with its COMMIT, or its group's next change: no query comes after it.
+func (p *pipeline) heldInsert() bool {
+	return slices.ContainsFunc(p.held.Peek(), func(s driver.HeldStatement) bool { return s.ID != nil })
+}
+
 func (p *pipeline) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if p.heldInsert() {
+		if err := p.Flush(ctx); err != nil {
+			p.failed = err
+			return nil, err
+		}
+	}
 	if p.heldCounted() {
 		return answers().QueryContext(context.WithValue(ctx, answerKey{}, p.queryCounted(ctx, query, args)), query)
 	}
@@ -640,6 +679,14 @@ func (p *pipeline) QueryContext(ctx context.Context, query string, args ...any) 
 }
 
 func (p *pipeline) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if p.heldInsert() {
+		if err := p.Flush(ctx); err != nil {
+			// As a counted write's: the Row carries it, and the
+			// transaction's end says it again (failed).
+			p.failed = err
+			return answers().QueryRowContext(context.WithValue(ctx, answerKey{}, answer{err: err}), query)
+		}
+	}
 	if p.heldCounted() {
 		// The Row carries the error of the held writes too (answers), and
 		// the transaction's end says it again (failed).

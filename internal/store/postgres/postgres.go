@@ -262,11 +262,28 @@ func (l later) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comman
 	return pgconn.CommandTag{}, nil
 }
 
+// QueryRow holds an insert whose row's id is wanted once it is sent
+// (driver.IDInto), and sends any other query, after what is held, as the
+// pipeline does.
+func (l later) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if id := driver.IDTo(ctx); id != nil {
+		l.held.HoldID(id, sql, args...)
+		return heldRow{}
+	}
+	return l.pipeline.QueryRow(ctx, sql, args...)
+}
+
+// heldRow is a held insert's row: nothing yet, its id comes when it is sent.
+type heldRow struct{}
+
+func (heldRow) Scan(...any) error { return nil }
+
 // send sends the statements held, then the ones given, in one batch, and
 // reads the held ones' results (their counts to those that want them,
-// driver.CountInto): the first error is theirs (the batch is then closed,
-// and its later statements did not run); otherwise the batch is left at the
-// first statement given, for the caller to read and close.
+// driver.CountInto, an insert's id to its, driver.IDInto): the first error is
+// theirs (the batch is then closed, and its later statements did not run);
+// otherwise the batch is left at the first statement given, for the caller
+// to read and close.
 func (p *pipeline) send(ctx context.Context, held []driver.HeldStatement, then ...driver.HeldStatement) (pgx.BatchResults, error) {
 	b := &pgx.Batch{}
 	for _, s := range append(held, then...) {
@@ -274,6 +291,13 @@ func (p *pipeline) send(ctx context.Context, held []driver.HeldStatement, then .
 	}
 	br := p.tx.SendBatch(ctx, b)
 	for _, s := range held {
+		if s.ID != nil {
+			if err := br.QueryRow().Scan(s.ID); err != nil {
+				_ = br.Close()
+				return nil, err
+			}
+			continue
+		}
 		tag, err := br.Exec()
 		if err != nil {
 			_ = br.Close()
