@@ -144,11 +144,17 @@ func (w ChangeWorld) adoptedPKey(pick func(int) int) fabric.PKey {
 func (w ChangeWorld) adopt(t *testing.T, s *store.Store, pick func(int) int) error {
 	pkey := w.adoptedPKey(pick)
 	text := fmt.Sprintf("adopted_%04x=%s :", uint16(pkey), pkey) // one name a pkey, as in a running file
-	for i := range 1 + pick(3) {
-		if i > 0 {
+	listed := map[uint64]bool{}
+	for range 1 + pick(3) {
+		g := w.guids[pick(len(w.guids))]
+		if listed[g] {
+			continue // a statement lists a GUID once
+		}
+		if len(listed) > 0 {
 			text += ","
 		}
-		text += fmt.Sprintf(" %s=%s", fabric.GUID(w.guids[pick(len(w.guids))]), []string{"full", "limited"}[pick(2)])
+		listed[g] = true
+		text += fmt.Sprintf(" %s=%s", fabric.GUID(g), []string{"full", "limited"}[pick(2)])
 	}
 	st, err := partitions.ParseStatement(text + " ;")
 	if err != nil {
