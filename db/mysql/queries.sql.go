@@ -1207,7 +1207,10 @@ SELECT state.revision,
        CAST((SELECT count(*) FROM jobs WHERE jobs.id = ?) AS SIGNED) AS kept_jobs,
        CAST((SELECT count(*) FROM networks WHERE networks.fabric = ?) AS SIGNED) AS networks,
        CAST((SELECT count(*) FROM ports WHERE ports.fabric = ? AND ports.guid IS NOT NULL) AS SIGNED) AS members,
-       kubernetes_state.changed_revision AS kubernetes_revision
+       kubernetes_state.changed_revision AS kubernetes_revision,
+       CAST((SELECT count(*) FROM adopted_partitions WHERE adopted_partitions.fabric = ?) AS SIGNED) AS adopted,
+       CAST((SELECT count(*) FROM adopted_partitions
+             WHERE adopted_partitions.fabric = ? AND adopted_partitions.revision >= ?) AS SIGNED) AS adopted_since
 FROM state JOIN kubernetes_state ON kubernetes_state.fabric = state.fabric
 WHERE state.fabric = ?
 `
@@ -1215,6 +1218,7 @@ WHERE state.fabric = ?
 type SnapshotHeadParams struct {
 	Fabric string
 	Kept   int64
+	Since  int64
 }
 
 type SnapshotHeadRow struct {
@@ -1224,18 +1228,26 @@ type SnapshotHeadRow struct {
 	Networks           int64
 	Members            int64
 	KubernetesRevision int64
+	Adopted            int64
+	AdoptedSince       int64
 }
 
 // What a snapshot read needs before it reads any row, in one round trip
 // (store/snapshot.go): the revision, the newest job and whether job kept
-// is still there (store/history.go), the counts that show deletions, and
-// the Kubernetes partitions' revision.
+// is still there (store/history.go), the counts that show deletions, the
+// Kubernetes partitions' revision, and whether the adopted partitions
+// changed at or after revision since (a row written since has a revision at or
+// after it; a row deleted shows in the count), so that they are read only
+// then.
 func (q *Queries) SnapshotHead(ctx context.Context, arg SnapshotHeadParams) (SnapshotHeadRow, error) {
 	row := q.db.QueryRowContext(ctx, snapshotHead,
 		arg.Fabric,
 		arg.Kept,
 		arg.Fabric,
 		arg.Fabric,
+		arg.Fabric,
+		arg.Fabric,
+		arg.Since,
 		arg.Fabric,
 	)
 	var i SnapshotHeadRow
@@ -1246,6 +1258,8 @@ func (q *Queries) SnapshotHead(ctx context.Context, arg SnapshotHeadParams) (Sna
 		&i.Networks,
 		&i.Members,
 		&i.KubernetesRevision,
+		&i.Adopted,
+		&i.AdoptedSince,
 	)
 	return i, err
 }

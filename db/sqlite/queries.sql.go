@@ -981,7 +981,10 @@ SELECT state.revision,
        CAST((SELECT count(*) FROM jobs WHERE jobs.id = ?2) AS BIGINT) AS kept_jobs,
        CAST((SELECT count(*) FROM networks WHERE networks.fabric = ?1) AS BIGINT) AS networks,
        CAST((SELECT count(*) FROM ports WHERE ports.fabric = ?1 AND ports.guid IS NOT NULL) AS BIGINT) AS members,
-       kubernetes_state.changed_revision AS kubernetes_revision
+       kubernetes_state.changed_revision AS kubernetes_revision,
+       CAST((SELECT count(*) FROM adopted_partitions WHERE adopted_partitions.fabric = ?1) AS BIGINT) AS adopted,
+       CAST((SELECT count(*) FROM adopted_partitions
+             WHERE adopted_partitions.fabric = ?1 AND adopted_partitions.revision >= ?3) AS BIGINT) AS adopted_since
 FROM state JOIN kubernetes_state ON kubernetes_state.fabric = state.fabric
 WHERE state.fabric = ?1
 `
@@ -993,14 +996,19 @@ type SnapshotHeadRow struct {
 	Networks           int64
 	Members            int64
 	KubernetesRevision int64
+	Adopted            int64
+	AdoptedSince       int64
 }
 
 // What a snapshot read needs before it reads any row, in one round trip
 // (store/snapshot.go): the revision, the newest job and whether job @kept
-// is still there (store/history.go), the counts that show deletions, and
-// the Kubernetes partitions' revision.
-func (q *Queries) SnapshotHead(ctx context.Context, fabric string, kept int64) (SnapshotHeadRow, error) {
-	row := q.queryRow(ctx, q.snapshotHeadStmt, snapshotHead, fabric, kept)
+// is still there (store/history.go), the counts that show deletions, the
+// Kubernetes partitions' revision, and whether the adopted partitions
+// changed since revision @since (a row written since has a revision at or
+// after it; a row deleted shows in the count), so that they are read only
+// then.
+func (q *Queries) SnapshotHead(ctx context.Context, fabric string, kept int64, since int64) (SnapshotHeadRow, error) {
+	row := q.queryRow(ctx, q.snapshotHeadStmt, snapshotHead, fabric, kept, since)
 	var i SnapshotHeadRow
 	err := row.Scan(
 		&i.Revision,
@@ -1009,6 +1017,8 @@ func (q *Queries) SnapshotHead(ctx context.Context, fabric string, kept int64) (
 		&i.Networks,
 		&i.Members,
 		&i.KubernetesRevision,
+		&i.Adopted,
+		&i.AdoptedSince,
 	)
 	return i, err
 }

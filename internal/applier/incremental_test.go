@@ -26,13 +26,17 @@ storage=0x1010, ipoib : 0x0002c90300001039=full ;
 {% for partition in kubernetes %}
 {{ partition.name }}={{ partition.pkey }}{{ partition.flags }} :{{ partition.members_text }} ;
 {% endfor %}
+{% for partition in adopted %}
+{{ partition.text }}
+{% endfor %}
 `
 
 // Every file the term writes from its incremental snapshot is, byte for byte,
 // the file a full read of the database renders: random sequences of changes
 // (flat and VLAN networks, unmanaged ones, deletions under their ports, GUIDs
-// moving between ports and to Kubernetes, Kubernetes pkeys, a template's
-// static partition), each followed by an apply, on every engine. The drift
+// moving between ports and to Kubernetes, Kubernetes pkeys, partitions
+// adopted and released, a template's static partition), each followed by an
+// apply, on every engine. The drift
 // check, which reads everything, agrees.
 func TestIncrementalApplyIsTheFullRender(t *testing.T) {
 	for _, engine := range storetest.Engines {

@@ -28,6 +28,11 @@ import (
 //   - every Kubernetes change sets kubernetes_state.changed_revision to its
 //     own revision (it never gives it back): the Kubernetes partitions are
 //     read again, whole, only when it is after the cache's;
+//   - the adopted partitions are read again, whole, only when the head shows
+//     a row written at or after the cache's revision (an adoption's, a
+//     release's: every write of one sets its revision to the change's) or
+//     a count other than the cache's (a row deleted); few, and seldom
+//     changed once a switch-over is done;
 //   - all of this holds only while the database's history still holds the
 //     state the cache read: a restore takes the revision back, and new
 //     changes take it past the cache's again, with rows the restore took
@@ -53,6 +58,7 @@ type SnapshotCache struct {
 	// (kubernetes_state.changed_revision when they were read).
 	kubernetes         []KubernetesPKey
 	kubernetesRevision int64
+	adopted            []AdoptedPartition // every adopted partition, in pkey order
 	last               SnapshotRead
 	// newestJob is the newest job when the cache read: the history the
 	// state it holds is of (history.go).
@@ -76,9 +82,10 @@ type SnapshotRead struct {
 	Ports    int  // port rows read
 	// NetworksRead counts the networks whose ports were read again whole
 	// because some were deleted; Kubernetes says the Kubernetes partitions
-	// were read.
+	// were read; Adopted the adopted partitions.
 	NetworksRead int
 	Kubernetes   bool
+	Adopted      bool
 }
 
 // Last says what the last read through c read.
@@ -100,9 +107,10 @@ type snapshotDelta struct {
 	kubernetes []KubernetesPKey
 	k8sRev     int64
 	k8sRead    bool
-	// adopted are the adopted partitions, read whole at every read: few,
-	// and a few rows.
-	adopted []AdoptedPartition
+	// adopted are the adopted partitions, read whole when adoptedRead:
+	// when the head shows them changed, or the read is a full one.
+	adopted     []AdoptedPartition
+	adoptedRead bool
 }
 
 // ReadSnapshot reads the recorded state as Snapshot does, in one read-only
@@ -119,9 +127,7 @@ func (s *Store) ReadSnapshot(ctx context.Context, c *SnapshotCache) (Snapshot, e
 			return Snapshot{}, fmt.Errorf("snapshot: %w", err)
 		}
 		if c.apply(d) {
-			snap := c.snapshot()
-			snap.Adopted = d.adopted
-			return snap, nil
+			return c.snapshot(), nil
 		}
 		// Rows and counts disagree: never expected; a full read settles it.
 		*c = SnapshotCache{}
@@ -145,7 +151,7 @@ func (s *Store) readDelta(ctx context.Context, c *SnapshotCache) (snapshotDelta,
 	var d snapshotDelta
 	err := s.d.InTx(ctx, driver.ReadOnly, func(q driver.Queries) error {
 		d = snapshotDelta{reread: map[string][]driver.Port{}}
-		h, err := q.SnapshotHead(ctx, s.FabricName(), c.newestJob)
+		h, err := q.SnapshotHead(ctx, s.FabricName(), c.newestJob, c.revision)
 		if err != nil {
 			return err
 		}
@@ -179,8 +185,10 @@ func (s *Store) readDelta(ctx context.Context, c *SnapshotCache) (snapshotDelta,
 				return err
 			}
 		}
-		if d.adopted, err = listAdopted(ctx, s.FabricName(), q); err != nil {
-			return err
+		if d.adoptedRead = d.full || c.adoptedChanged(h); d.adoptedRead {
+			if d.adopted, err = listAdopted(ctx, s.FabricName(), q); err != nil {
+				return err
+			}
 		}
 		if d.full || d.k8sRev != c.kubernetesRevision {
 			d.k8sRead = true
@@ -194,19 +202,18 @@ func (s *Store) readDelta(ctx context.Context, c *SnapshotCache) (snapshotDelta,
 
 // readBatched is readDelta's usual read, after changes that deleted no row,
 // on an engine that sends a transaction's independent queries together: the
-// head, the rows written since c's revision and the adopted partitions in
-// one round trip rather than one each. Enough is false when what it found
-// asks for more than those rows (a full read, rows deleted since, the
-// Kubernetes partitions changed): readDelta then reads again, in a
-// transaction of its own, since the reads that follow must see the state
-// this one saw.
+// head and the rows written since c's revision in one round trip rather than
+// one each. Enough is false when what it found asks for more than those rows
+// (a full read, rows deleted since, the Kubernetes or the adopted partitions
+// changed): readDelta then reads again, in a transaction of its own, since
+// the reads that follow must see the state this one saw.
 func (s *Store) readBatched(ctx context.Context, b driver.BatchReader, c *SnapshotCache) (d snapshotDelta, enough bool, err error) {
 	d = snapshotDelta{reread: map[string][]driver.Port{}}
 	var h driver.SnapshotHeadRow
 	fab := s.FabricName()
 	err = b.ReadBatch(ctx,
 		func(q driver.Queries) (err error) {
-			h, err = q.SnapshotHead(ctx, fab, c.newestJob)
+			h, err = q.SnapshotHead(ctx, fab, c.newestJob, c.revision)
 			return err
 		},
 		func(q driver.Queries) (err error) {
@@ -216,10 +223,6 @@ func (s *Store) readBatched(ctx context.Context, b driver.BatchReader, c *Snapsh
 		func(q driver.Queries) (err error) {
 			d.ports, err = q.ListPortsSince(ctx, fab, c.revision)
 			return err
-		},
-		func(q driver.Queries) (err error) {
-			d.adopted, err = listAdopted(ctx, fab, q)
-			return err
 		})
 	if err != nil {
 		return d, false, err
@@ -227,9 +230,16 @@ func (s *Store) readBatched(ctx context.Context, b driver.BatchReader, c *Snapsh
 	d.revision, d.newestJob, d.memberRows, d.k8sRev = h.Revision, h.NewestJob, h.Members, h.KubernetesRevision
 	// readDelta's conditions for a read of the rows since c's revision, and
 	// nothing more.
-	enough = d.revision >= c.revision && h.KeptJobs > 0 && d.k8sRev == c.kubernetesRevision &&
+	enough = d.revision >= c.revision && h.KeptJobs > 0 && d.k8sRev == c.kubernetesRevision && !c.adoptedChanged(h) &&
 		c.networksAfter(d.networks) == h.Networks && c.membersAfter(d.ports) == d.memberRows
 	return d, enough, nil
+}
+
+// adoptedChanged says whether the adopted partitions may differ from c's,
+// by head h read with c's revision: a row written since (at or after it) or
+// deleted (the count differs; a row added with it was written since).
+func (c *SnapshotCache) adoptedChanged(h driver.SnapshotHeadRow) bool {
+	return h.AdoptedSince > 0 || h.Adopted != int64(len(c.adopted))
 }
 
 // networksAfter is how many networks c would hold with rows overlaid.
@@ -307,7 +317,7 @@ func (c *SnapshotCache) apply(d snapshotDelta) bool {
 			members: map[string]*networkMembers{}}
 	}
 	read := SnapshotRead{Full: d.full, Networks: len(d.networks), Ports: len(d.ports),
-		NetworksRead: len(d.reread), Kubernetes: d.k8sRead}
+		NetworksRead: len(d.reread), Kubernetes: d.k8sRead, Adopted: d.adoptedRead}
 	for _, rows := range d.reread {
 		read.Ports += len(rows)
 	}
@@ -369,6 +379,9 @@ func (c *SnapshotCache) apply(d snapshotDelta) bool {
 	if d.k8sRead {
 		c.kubernetes = d.kubernetes
 	}
+	if d.adoptedRead {
+		c.adopted = d.adopted
+	}
 	c.kubernetesRevision = d.k8sRev
 	c.revision, c.newestJob, c.valid, c.last = d.revision, d.newestJob, true, read
 	return int64(len(c.ports)) == d.memberRows
@@ -411,7 +424,8 @@ func (c *SnapshotCache) addPort(port, net string, guid fabric.GUID, touched map[
 // snapshot is the state c holds, as Snapshot returns it: fresh slices, which
 // the caller may keep.
 func (c *SnapshotCache) snapshot() Snapshot {
-	snap := Snapshot{Revision: c.revision, NewestJob: c.newestJob, Networks: make([]Network, 0, len(c.managed)), Kubernetes: c.kubernetes}
+	snap := Snapshot{Revision: c.revision, NewestJob: c.newestJob, Networks: make([]Network, 0, len(c.managed)), Kubernetes: c.kubernetes,
+		Adopted: slices.Clone(c.adopted)}
 	n := 0
 	for _, id := range c.managed {
 		if m := c.members[id]; m != nil {

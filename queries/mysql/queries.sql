@@ -254,14 +254,20 @@ VALUES ((SELECT GREATEST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000) * 1000, COALESCE(M
 
 -- What a snapshot read needs before it reads any row, in one round trip
 -- (store/snapshot.go): the revision, the newest job and whether job kept
--- is still there (store/history.go), the counts that show deletions, and
--- the Kubernetes partitions' revision.
+-- is still there (store/history.go), the counts that show deletions, the
+-- Kubernetes partitions' revision, and whether the adopted partitions
+-- changed at or after revision since (a row written since has a revision at or
+-- after it; a row deleted shows in the count), so that they are read only
+-- then.
 -- name: SnapshotHead :one
 SELECT state.revision,
        CAST((SELECT COALESCE(max(jobs.id), 0) FROM jobs WHERE jobs.fabric = sqlc.arg(fabric)) AS SIGNED) AS newest_job,
        CAST((SELECT count(*) FROM jobs WHERE jobs.id = sqlc.arg(kept)) AS SIGNED) AS kept_jobs,
        CAST((SELECT count(*) FROM networks WHERE networks.fabric = sqlc.arg(fabric)) AS SIGNED) AS networks,
        CAST((SELECT count(*) FROM ports WHERE ports.fabric = sqlc.arg(fabric) AND ports.guid IS NOT NULL) AS SIGNED) AS members,
-       kubernetes_state.changed_revision AS kubernetes_revision
+       kubernetes_state.changed_revision AS kubernetes_revision,
+       CAST((SELECT count(*) FROM adopted_partitions WHERE adopted_partitions.fabric = sqlc.arg(fabric)) AS SIGNED) AS adopted,
+       CAST((SELECT count(*) FROM adopted_partitions
+             WHERE adopted_partitions.fabric = sqlc.arg(fabric) AND adopted_partitions.revision >= sqlc.arg(since)) AS SIGNED) AS adopted_since
 FROM state JOIN kubernetes_state ON kubernetes_state.fabric = state.fabric
 WHERE state.fabric = sqlc.arg(fabric);

@@ -171,14 +171,20 @@ ORDER BY p.job_id, p.guid, p.pkey;
 
 -- What a snapshot read needs before it reads any row, in one round trip
 -- (store/snapshot.go): the revision, the newest job and whether job @kept
--- is still there (store/history.go), the counts that show deletions, and
--- the Kubernetes partitions' revision.
+-- is still there (store/history.go), the counts that show deletions, the
+-- Kubernetes partitions' revision, and whether the adopted partitions
+-- changed since revision @since (a row written since has a revision at or
+-- after it; a row deleted shows in the count), so that they are read only
+-- then.
 -- name: SnapshotHead :one
 SELECT state.revision,
        CAST((SELECT COALESCE(max(jobs.id), 0) FROM jobs WHERE jobs.fabric = @fabric) AS BIGINT) AS newest_job,
        CAST((SELECT count(*) FROM jobs WHERE jobs.id = @kept) AS BIGINT) AS kept_jobs,
        CAST((SELECT count(*) FROM networks WHERE networks.fabric = @fabric) AS BIGINT) AS networks,
        CAST((SELECT count(*) FROM ports WHERE ports.fabric = @fabric AND ports.guid IS NOT NULL) AS BIGINT) AS members,
-       kubernetes_state.changed_revision AS kubernetes_revision
+       kubernetes_state.changed_revision AS kubernetes_revision,
+       CAST((SELECT count(*) FROM adopted_partitions WHERE adopted_partitions.fabric = @fabric) AS BIGINT) AS adopted,
+       CAST((SELECT count(*) FROM adopted_partitions
+             WHERE adopted_partitions.fabric = @fabric AND adopted_partitions.revision >= @since) AS BIGINT) AS adopted_since
 FROM state JOIN kubernetes_state ON kubernetes_state.fabric = state.fabric
 WHERE state.fabric = @fabric;

@@ -125,7 +125,7 @@ type Queries interface {
 	Revision(ctx context.Context, fabric string) (int64, error)
 	SetFailures(ctx context.Context, fabric string) ([]SetFailure, error)
 	SetJobDescription(ctx context.Context, fabric string, description string, now time.Time, jobID int64, term int64) (int64, error)
-	SnapshotHead(ctx context.Context, fabric string, kept int64) (SnapshotHeadRow, error)
+	SnapshotHead(ctx context.Context, fabric string, kept, since int64) (SnapshotHeadRow, error)
 	UpsertAdoptedPartition(ctx context.Context, arg UpsertAdoptedPartitionParams) error
 	UpsertKubernetesMember(ctx context.Context, arg UpsertKubernetesMemberParams) error
 	UpsertKubernetesPKey(ctx context.Context, fabric string, pkey fabric.PKey, ipOverIb bool, revision int64, now time.Time, owner string) error

@@ -223,6 +223,10 @@ type SnapshotHeadRow struct {
 	Networks           int64
 	Members            int64
 	KubernetesRevision int64
+	// Adopted counts the adopted partitions; AdoptedSince those written at
+	// or after the revision asked for.
+	Adopted      int64
+	AdoptedSince int64
 }
 
 // KubernetesStateRow is KubernetesState's row.

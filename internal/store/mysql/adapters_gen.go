@@ -343,8 +343,8 @@ func (q queries) SetJobDescription(ctx context.Context, fabric string, descripti
 	return q.Queries.SetJobDescription(ctx, mysqldb.SetJobDescriptionParams{Description: description, Now: now, JobID: jobID, Fabric: fabric, Term: term})
 }
 
-func (q queries) SnapshotHead(ctx context.Context, fabric string, kept int64) (driver.SnapshotHeadRow, error) {
-	r, err := q.Queries.SnapshotHead(ctx, mysqldb.SnapshotHeadParams{Fabric: fabric, Kept: kept})
+func (q queries) SnapshotHead(ctx context.Context, fabric string, kept int64, since int64) (driver.SnapshotHeadRow, error) {
+	r, err := q.Queries.SnapshotHead(ctx, mysqldb.SnapshotHeadParams{Fabric: fabric, Kept: kept, Since: since})
 	return driver.SnapshotHeadRow(r), err
 }
 

@@ -301,8 +301,8 @@ func (q queries) SetJobDescription(ctx context.Context, fabric string, descripti
 	return q.Queries.SetJobDescription(ctx, description, now, jobID, fabric, term)
 }
 
-func (q queries) SnapshotHead(ctx context.Context, fabric string, kept int64) (driver.SnapshotHeadRow, error) {
-	r, err := q.Queries.SnapshotHead(ctx, fabric, kept)
+func (q queries) SnapshotHead(ctx context.Context, fabric string, kept int64, since int64) (driver.SnapshotHeadRow, error) {
+	r, err := q.Queries.SnapshotHead(ctx, fabric, kept, since)
 	return driver.SnapshotHeadRow(r), err
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/partitions"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
@@ -96,13 +97,18 @@ func (w ChangeWorld) Change(t *testing.T, s *store.Store, r *rand.Rand) {
 		_, err = recordNetwork(s, t, spec)
 	case op < 12:
 		_, err = s.RemoveNetwork(ctx, store.NetworkRemoval{NetworkID: w.networks[pick(len(w.networks))], CreatedBy: "test", Request: "{}"})
-	case op < 62:
+	case op < 58:
 		c := boundPort(w.ports[pick(len(w.ports))], w.networks[pick(len(w.networks))], 0, "host")
 		c.Port.GUID = g()
 		if pick(8) == 0 {
 			c.Port.Host = "" // unbound: no membership
 		}
 		_, err = s.RecordPort(ctx, c)
+	case op < 60:
+		err = w.adopt(t, s, pick)
+	case op < 62:
+		keep := []fabric.GUID{fabric.GUID(w.guids[pick(len(w.guids))])}
+		_, err = s.ReleaseAdoptedMembers(ctx, store.AdoptedRelease{PKey: w.adoptedPKey(pick), Keep: keep[:pick(2)], CreatedBy: "test"})
 	case op < 75:
 		_, err = s.RemovePort(ctx, store.PortRemoval{PortID: w.ports[pick(len(w.ports))], CreatedBy: "test", Request: "{}"})
 	case op < 85:
@@ -126,10 +132,43 @@ func (w ChangeWorld) Change(t *testing.T, s *store.Store, r *rand.Rand) {
 	}
 }
 
+// adoptedPKey is a pkey of the adoptions: a network's (VLAN 100-103, which
+// then owns it) or one of no owner.
+func (w ChangeWorld) adoptedPKey(pick func(int) int) fabric.PKey {
+	return []fabric.PKey{100, 101, 102, 103, 0x0300, 0x0301, 0x0302}[pick(7)]
+}
+
+// adopt adopts one partition of a few of the world's GUIDs: those a port or
+// a Kubernetes pkey holds are left out, and a partition left without
+// members is not adopted.
+func (w ChangeWorld) adopt(t *testing.T, s *store.Store, pick func(int) int) error {
+	pkey := w.adoptedPKey(pick)
+	text := fmt.Sprintf("adopted_%04x=%s :", uint16(pkey), pkey) // one name a pkey, as in a running file
+	listed := map[uint64]bool{}
+	for range 1 + pick(3) {
+		g := w.guids[pick(len(w.guids))]
+		if listed[g] {
+			continue // a statement lists a GUID once
+		}
+		if len(listed) > 0 {
+			text += ","
+		}
+		listed[g] = true
+		text += fmt.Sprintf(" %s=%s", fabric.GUID(g), []string{"full", "limited"}[pick(2)])
+	}
+	st, err := partitions.ParseStatement(text + " ;")
+	if err != nil {
+		t.Fatalf("adopt %s: %v", text, err)
+	}
+	_, err = s.AdoptPartitions(t.Context(), store.Adoption{Partitions: []partitions.Statement{st}, CreatedBy: "operator"})
+	return err
+}
+
 // The incremental snapshot is the full one at every revision: random
 // sequences of changes (networks VLAN, flat and unmanaged, created, moved and
 // deleted under their ports; ports bound, moved, unbound and deleted; GUIDs
-// taken from one port by another; Kubernetes pkeys and members; refusals), one
+// taken from one port by another; Kubernetes pkeys and members; partitions
+// adopted, their members released; refusals), one
 // at a time and in groups, each followed by a read through the same cache
 // compared with a full Snapshot. A fresh cache gives the same too, and no read
 // after the first is a full one.
@@ -142,9 +181,10 @@ func testIncrementalSnapshot(t *testing.T, s *store.Store) {
 	w.Networks(t, s)
 	var cache store.SnapshotCache
 	ctx := t.Context()
-	var reread, kube, most int
+	var reread, kube, adopted, most int
 	defer func() {
-		t.Logf("reads that read networks again: %d, the Kubernetes pkeys: %d; most members: %d", reread, kube, most)
+		t.Logf("reads that read networks again: %d, the Kubernetes pkeys: %d, the adopted partitions: %d; most members: %d",
+			reread, kube, adopted, most)
 	}()
 	for step := range 300 {
 		if n := r.IntN(4); n == 3 {
@@ -176,6 +216,9 @@ func testIncrementalSnapshot(t *testing.T, s *store.Store) {
 		}
 		if cache.Last().Kubernetes {
 			kube++
+		}
+		if cache.Last().Adopted {
+			adopted++
 		}
 		most = max(most, len(got.Members))
 		if step > 0 && cache.Last().Full {
