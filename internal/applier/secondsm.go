@@ -118,6 +118,9 @@ type secondSMWatch struct {
 	scanned bool
 	covered uint64
 	smPorts []pkeyread.PortLID
+	// lastKeys are the M_Keys the last look was given (lookKeys): the
+	// next one's SMPs start with them while it reads the keys again.
+	lastKeys []uint64
 	// mu guards what the term's loop reads.
 	mu    sync.Mutex
 	found *store.SecondSM // the second SM seen last, or restored; nil: none
@@ -185,14 +188,18 @@ func (w *secondSMWatch) look(ctx context.Context, t *watchEnv) (smLook, error) {
 // lookAt is look's SMPs: the own port at lid, then the host ports.
 func (w *secondSMWatch) lookAt(ctx context.Context, lid uint16, ports []pkeyread.PortLID) (smLook, error) {
 	rctx, rcancel := context.WithTimeout(ctx, secondSMRead)
-	defer rcancel()
+	keys := w.fetchKeys(rctx) // beside the dial and the own port's SMPs
+	defer func() {
+		rcancel()
+		keys.wait() // on every path (read already, unless the dial failed): nothing of the look outlives it
+	}()
 	conn, err := w.check.Dialer.Dial(rctx)
 	if err != nil {
 		return smLook{}, err
 	}
 	defer conn.Close()
 	var l smLook
-	mkey, err := w.readMasters(rctx, conn, lid, &l)
+	mkey, err := w.readMasters(rctx, conn, lid, &l, keys)
 	if err != nil {
 		return l, err
 	}
@@ -253,17 +260,64 @@ func unscanned(masterLIDs map[uint16]int, ports []pkeyread.PortLID, own uint16) 
 }
 
 // readMasters reads who is master from the own port at lid into l, with
-// each M_Key in turn until one answers; it returns the key that did.
-func (w *secondSMWatch) readMasters(ctx context.Context, conn pkeyread.Conn, lid uint16, l *smLook) (uint64, error) {
-	keys := []uint64{w.check.MKey}
-	if w.check.MKeys != nil {
-		if recorded, err := w.check.MKeys(ctx); err == nil && len(recorded) > 0 {
-			keys = recorded
+// each M_Key in turn until one answers; it returns the key that did. The
+// keys recorded now (keys) are read from the database, on the path of
+// every change's completion, while the SMPs go out with the keys the last
+// look was given, as the read-back's do (pkeyread.Reader.Read): what they
+// read stands only if the keys are still those; otherwise (a rotation) the
+// own port is read again with the keys recorded now. A key the last look
+// was given was one the manager held then, and is tried during a rotation
+// anyway.
+func (w *secondSMWatch) readMasters(ctx context.Context, conn pkeyread.Conn, lid uint16, l *smLook, keys *lookKeys) (uint64, error) {
+	if keys.last != nil {
+		masters, key, err := pkeyread.ReadMastersWithKeys(ctx, conn, keys.last, &w.tid, w.check.Own, lid)
+		if now := keys.wait(); slices.Equal(now, keys.last) {
+			l.masters = masters
+			return key, err
 		}
 	}
-	masters, key, err := pkeyread.ReadMastersWithKeys(ctx, conn, keys, &w.tid, w.check.Own, lid)
+	masters, key, err := pkeyread.ReadMastersWithKeys(ctx, conn, keys.wait(), &w.tid, w.check.Own, lid)
 	l.masters = masters
 	return key, err
+}
+
+// lookKeys are a look's M_Keys: the ones the last look was given (last; nil
+// before the term's first look, or without MKeys), and the read of the ones
+// to try now (wait): the recorded ones, else MKey alone.
+type lookKeys struct {
+	w    *secondSMWatch
+	last []uint64
+	now  chan []uint64
+	got  []uint64
+	done bool
+}
+
+// wait returns the keys to try now, once read, and keeps them for the next
+// look (w.detecting held, as during every look).
+func (k *lookKeys) wait() []uint64 {
+	if !k.done {
+		k.got, k.done = <-k.now, true
+		k.w.lastKeys = k.got
+	}
+	return k.got
+}
+
+// fetchKeys starts the read of the M_Keys to try now (w.detecting held).
+func (w *secondSMWatch) fetchKeys(ctx context.Context) *lookKeys {
+	k := &lookKeys{w: w, now: make(chan []uint64, 1)}
+	if w.check.MKeys == nil {
+		k.now <- []uint64{w.check.MKey} // nothing to read: no look starts before it
+		return k
+	}
+	k.last = w.lastKeys
+	go func() {
+		keys := []uint64{w.check.MKey}
+		if recorded, err := w.check.MKeys(ctx); err == nil && len(recorded) > 0 {
+			keys = slices.Clone(recorded)
+		}
+		k.now <- keys
+	}()
+	return k
 }
 
 // secondSMPort bounds each port's SMPs in the scan: an answer takes

@@ -1,0 +1,149 @@
+package applier
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+)
+
+// keyedFabric is the look rig's SMP fabric behind M_Key protection: a port
+// answers only SMPs carrying its M_Key (want), and each SMP's key is noted.
+type keyedFabric struct {
+	*fakeSMPFabric
+
+	mu   sync.Mutex
+	want uint64
+	sent []uint64 // the M_Key of each SMP sent
+}
+
+func (f *keyedFabric) Dial(context.Context) (pkeyread.Conn, error) { return f, nil }
+
+func (f *keyedFabric) Send(ctx context.Context, lid uint16, mad []byte) ([]byte, error) {
+	key := binary.BigEndian.Uint64(mad[24:32]) // the SMP's M_Key
+	f.mu.Lock()
+	f.sent = append(f.sent, key)
+	want := f.want
+	f.mu.Unlock()
+	if key != want {
+		return nil, errors.New("no answer: the port's M_Key is another") // a protected port drops it
+	}
+	return f.fakeSMPFabric.Send(ctx, lid, mad)
+}
+
+// keys are the M_Keys sent since the last call.
+func (f *keyedFabric) keys() []uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	sent := f.sent
+	f.sent = nil
+	return sent
+}
+
+// TestLookReadsTheMKeysBesideItsSMPs: finish's second-SM look reads the
+// recorded M_Keys from the database on the path of every change's
+// completion; it sends its SMPs with the keys the last look was given
+// meanwhile, instead of waiting for the read (a round trip before the first
+// SMP). Here the keys' read answers only once the fabric has answered one
+// of the look's SMPs: a look that waits for the keys first waits in vain,
+// and fails at its bound.
+func TestLookReadsTheMKeysBesideItsSMPs(t *testing.T) {
+	const key = 0x00000000000a11ce
+	r := newLookRig(t, 4)
+	f := &keyedFabric{fakeSMPFabric: r.smp, want: key}
+	r.term.SecondSM.Dialer = f
+	var mu sync.Mutex
+	var answered chan struct{} // nil: the keys answer at once
+	overlapped := map[int]bool{}
+	calls := 0
+	r.term.SecondSM.MKeys = func(ctx context.Context) ([]uint64, error) {
+		mu.Lock()
+		calls++
+		call, wait := calls, answered
+		mu.Unlock()
+		if wait != nil {
+			select {
+			case <-wait:
+				mu.Lock()
+				overlapped[call] = true
+				mu.Unlock()
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return []uint64{key}, nil
+	}
+	j := r.portIn(r.netID, "port-h2", hostPort(2))
+	r.applied("H2's port, the keys read first")
+	wantStatus(t, r.applyRig, "H2's port", j, store.StatusCompleted)
+
+	ch := make(chan struct{}, 64)
+	r.smp.mu.Lock()
+	r.smp.answered = func(uint16, uint16) {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	r.smp.mu.Unlock()
+	mu.Lock()
+	answered, calls = ch, 0
+	mu.Unlock()
+	f.keys()
+	j = r.portIn(r.netID, "port-h3", hostPort(3))
+	r.applied("H3's port, the keys read beside the SMPs")
+	wantStatus(t, r.applyRig, "H3's port", j, store.StatusCompleted)
+	mu.Lock()
+	defer mu.Unlock()
+	if calls == 0 || !overlapped[1] {
+		t.Fatalf("the look read the keys %d times, beside its SMPs: %v; want its first read answered after an SMP was", calls, overlapped)
+	}
+	if sent := f.keys(); len(sent) == 0 || slices.ContainsFunc(sent, func(k uint64) bool { return k != key }) {
+		t.Fatalf("the look's SMPs carried the M_Keys %x; want every one the recorded key", sent)
+	}
+}
+
+// TestLookAfterAKeyRotation: the keys recorded now are not the ones the last
+// look was given (--rotate-keys, and the ports moved to the new key): what
+// the SMPs sent with the old keys read does not stand, the own port is read
+// again with the keys recorded now, and the look's scan carries the key that
+// answered. The change's job completes on that look.
+func TestLookAfterAKeyRotation(t *testing.T) {
+	const old, rotated = 0x00000000000a11ce, 0x000000000000b0b0
+	r := newLookRig(t, 4)
+	f := &keyedFabric{fakeSMPFabric: r.smp, want: old}
+	r.term.SecondSM.Dialer = f
+	var mu sync.Mutex
+	recorded := []uint64{old}
+	r.term.SecondSM.MKeys = func(context.Context) ([]uint64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(recorded), nil
+	}
+	j := r.portIn(r.netID, "port-h2", hostPort(2))
+	r.applied("H2's port, before the rotation")
+	wantStatus(t, r.applyRig, "H2's port", j, store.StatusCompleted)
+
+	mu.Lock()
+	recorded = []uint64{rotated, old}
+	mu.Unlock()
+	f.mu.Lock()
+	f.want = rotated
+	f.mu.Unlock()
+	f.keys()
+	j = r.portIn(r.netID, "port-h3", hostPort(3))
+	r.applied("H3's port, after the rotation")
+	wantStatus(t, r.applyRig, "H3's port", j, store.StatusCompleted)
+	sent := f.keys()
+	if len(sent) == 0 || sent[len(sent)-1] != rotated {
+		t.Fatalf("the look's SMPs carried the M_Keys %x; want the last ones the rotated key", sent)
+	}
+	if rs := r.term.secondSM.reason(); len(rs) != 0 {
+		t.Fatalf("after the rotation the gate says %v; want it open", rs)
+	}
+}
