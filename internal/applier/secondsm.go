@@ -185,21 +185,45 @@ func (w *secondSMWatch) look(ctx context.Context, t *watchEnv) (smLook, error) {
 	return w.lookAt(ctx, lid, ports)
 }
 
-// lookAt is look's SMPs: the own port at lid, then the host ports.
+// lookAt is look's SMPs: the own port at lid, then the host ports. The
+// recorded M_Keys are read from the database (MKeys) on the path of every
+// change's completion: meanwhile the look goes out with the keys the last
+// look was given, as the read-back's reads do (pkeyread.Reader.Read), and
+// what it reads stands only if the keys are still those. Otherwise (a
+// rotation) it is cut short as soon as the keys are read, and the fabric
+// is looked at again with the keys recorded now, on a connection of its own
+// (one whose SMPs were cut short may not serve another). A key the last
+// look was given was one the manager held then, and is tried during a
+// rotation anyway.
 func (w *secondSMWatch) lookAt(ctx context.Context, lid uint16, ports []pkeyread.PortLID) (smLook, error) {
-	rctx, rcancel := context.WithTimeout(ctx, secondSMRead)
-	keys := w.fetchKeys(rctx) // beside the dial and the own port's SMPs
+	fctx, fcancel := context.WithTimeout(ctx, secondSMRead)
+	keys := w.fetchKeys(ctx, fctx) // beside the dial and the look's SMPs
 	defer func() {
-		rcancel()
-		keys.wait() // on every path (read already, unless the dial failed): nothing of the look outlives it
+		fcancel()
+		keys.wait() // on every path: nothing of the look outlives it
+		keys.stop()
 	}()
+	if keys.last != nil {
+		l, err := w.lookWith(keys.early, lid, ports, keys.last)
+		if slices.Equal(keys.wait(), keys.last) {
+			return l, err
+		}
+	}
+	return w.lookWith(ctx, lid, ports, keys.wait())
+}
+
+// lookWith is lookAt's look with mkeys, on a connection of its own.
+func (w *secondSMWatch) lookWith(ctx context.Context, lid uint16, ports []pkeyread.PortLID, mkeys []uint64) (smLook, error) {
+	rctx, rcancel := context.WithTimeout(ctx, secondSMRead)
+	defer rcancel()
 	conn, err := w.check.Dialer.Dial(rctx)
 	if err != nil {
 		return smLook{}, err
 	}
 	defer conn.Close()
 	var l smLook
-	mkey, err := w.readMasters(rctx, conn, lid, &l, keys)
+	masters, mkey, err := pkeyread.ReadMastersWithKeys(rctx, conn, mkeys, &w.tid, w.check.Own, lid)
+	l.masters = masters
 	if err != nil {
 		return l, err
 	}
@@ -259,37 +283,19 @@ func unscanned(masterLIDs map[uint16]int, ports []pkeyread.PortLID, own uint16) 
 	return out
 }
 
-// readMasters reads who is master from the own port at lid into l, with
-// each M_Key in turn until one answers; it returns the key that did. The
-// keys recorded now (keys) are read from the database, on the path of
-// every change's completion, while the SMPs go out with the keys the last
-// look was given, as the read-back's do (pkeyread.Reader.Read): what they
-// read stands only if the keys are still those; otherwise (a rotation) the
-// own port is read again with the keys recorded now. A key the last look
-// was given was one the manager held then, and is tried during a rotation
-// anyway.
-func (w *secondSMWatch) readMasters(ctx context.Context, conn pkeyread.Conn, lid uint16, l *smLook, keys *lookKeys) (uint64, error) {
-	if keys.last != nil {
-		masters, key, err := pkeyread.ReadMastersWithKeys(ctx, conn, keys.last, &w.tid, w.check.Own, lid)
-		if now := keys.wait(); slices.Equal(now, keys.last) {
-			l.masters = masters
-			return key, err
-		}
-	}
-	masters, key, err := pkeyread.ReadMastersWithKeys(ctx, conn, keys.wait(), &w.tid, w.check.Own, lid)
-	l.masters = masters
-	return key, err
-}
-
 // lookKeys are a look's M_Keys: the ones the last look was given (last; nil
 // before the term's first look, or without MKeys), and the read of the ones
-// to try now (wait): the recorded ones, else MKey alone.
+// to try now (wait): the recorded ones, else MKey alone. early is the
+// look's context for the SMPs sent with last, cut short once the keys read
+// differ.
 type lookKeys struct {
-	w    *secondSMWatch
-	last []uint64
-	now  chan []uint64
-	got  []uint64
-	done bool
+	w     *secondSMWatch
+	last  []uint64
+	early context.Context
+	stop  context.CancelFunc // ends early
+	now   chan []uint64
+	got   []uint64
+	done  bool
 }
 
 // wait returns the keys to try now, once read, and keeps them for the next
@@ -302,18 +308,25 @@ func (k *lookKeys) wait() []uint64 {
 	return k.got
 }
 
-// fetchKeys starts the read of the M_Keys to try now (w.detecting held).
-func (w *secondSMWatch) fetchKeys(ctx context.Context) *lookKeys {
-	k := &lookKeys{w: w, now: make(chan []uint64, 1)}
+// fetchKeys starts the read of the M_Keys to try now within fctx
+// (w.detecting held); the SMPs sent with the last ones meanwhile go under
+// ctx, cut short once the keys read differ.
+func (w *secondSMWatch) fetchKeys(ctx, fctx context.Context) *lookKeys {
+	k := &lookKeys{w: w, early: ctx, stop: func() {}, now: make(chan []uint64, 1)}
 	if w.check.MKeys == nil {
 		k.now <- []uint64{w.check.MKey} // nothing to read: no look starts before it
 		return k
 	}
 	k.last = w.lastKeys
+	early, cancel := context.WithCancel(ctx)
+	k.early, k.stop = early, cancel
 	go func() {
 		keys := []uint64{w.check.MKey}
-		if recorded, err := w.check.MKeys(ctx); err == nil && len(recorded) > 0 {
+		if recorded, err := w.check.MKeys(fctx); err == nil && len(recorded) > 0 {
 			keys = slices.Clone(recorded)
+		}
+		if !slices.Equal(keys, k.last) {
+			cancel() // what the SMPs sent with the last keys read is not to be used
 		}
 		k.now <- keys
 	}()

@@ -48,10 +48,10 @@ func (f *keyedFabric) keys() []uint64 {
 // TestLookReadsTheMKeysBesideItsSMPs: finish's second-SM look reads the
 // recorded M_Keys from the database on the path of every change's
 // completion; it sends its SMPs with the keys the last look was given
-// meanwhile, instead of waiting for the read (a round trip before the first
-// SMP). Here the keys' read answers only once the fabric has answered one
-// of the look's SMPs: a look that waits for the keys first waits in vain,
-// and fails at its bound.
+// meanwhile, the own port's and the changed port's, instead of waiting for
+// the read (a round trip). Here the keys' read answers only once the fabric
+// has answered the changed port's PortInfo: a look that waits for the keys
+// before any of its SMPs waits in vain, and fails at its bound.
 func TestLookReadsTheMKeysBesideItsSMPs(t *testing.T) {
 	const key = 0x00000000000a11ce
 	r := newLookRig(t, 4)
@@ -84,7 +84,10 @@ func TestLookReadsTheMKeysBesideItsSMPs(t *testing.T) {
 
 	ch := make(chan struct{}, 64)
 	r.smp.mu.Lock()
-	r.smp.answered = func(uint16, uint16) {
+	r.smp.answered = func(lid, attr uint16) {
+		if lid == 2+1 || attr != 0x0015 { // H1's (this OpenSM's) port, or not a PortInfo
+			return
+		}
 		select {
 		case ch <- struct{}{}:
 		default:
