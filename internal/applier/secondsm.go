@@ -119,8 +119,10 @@ type secondSMWatch struct {
 	covered uint64
 	smPorts []pkeyread.PortLID
 	// lastKeys are the M_Keys the last look was given (lookKeys): the
-	// next one's SMPs start with them while it reads the keys again.
+	// next one's SMPs start with them while it reads the keys again;
+	// ownKey is the one this OpenSM's port answered to (scanAhead).
 	lastKeys []uint64
+	ownKey   uint64
 	// mu guards what the term's loop reads.
 	mu    sync.Mutex
 	found *store.SecondSM // the second SM seen last, or restored; nil: none
@@ -220,17 +222,34 @@ func (w *secondSMWatch) lookWith(ctx context.Context, lid uint16, ports []pkeyre
 	if err != nil {
 		return smLook{}, err
 	}
-	defer conn.Close()
+	defer func() {
+		if conn != nil {
+			conn.Close()
+		}
+	}()
 	var l smLook
-	masters, mkey, err := pkeyread.ReadMastersWithKeys(rctx, conn, mkeys, &w.tid, w.check.Own, lid)
-	l.masters = masters
-	if err != nil {
-		return l, err
-	}
 	// A port that does not answer (down, gone) hides no master: a master
 	// sweeps through its own port, which answers. One that answers IsSM
 	// but not its SMInfo may fail the look (unreadSMs).
-	scan := pkeyread.ScanSMs(ctx, conn, mkey, &w.tid, ports, secondSMPort)
+	ahead := w.scanAhead(ctx, conn, mkeys, ports)
+	masters, mkey, err := pkeyread.ReadMastersWithKeys(rctx, conn, mkeys, &w.tid, w.check.Own, lid)
+	l.masters = masters
+	scan, scanned, cut := ahead(mkey, err == nil) // waited for on every path
+	if err != nil {
+		return l, err
+	}
+	w.ownKey = mkey
+	if cut {
+		// Its SMPs were cut short: the scan again on a connection of its own.
+		conn.Close()
+		if conn, err = w.check.Dialer.Dial(rctx); err != nil {
+			conn = nil
+			return l, err
+		}
+	}
+	if !scanned {
+		scan = pkeyread.ScanSMs(ctx, conn, mkey, &w.tid, ports, secondSMPort)
+	}
 	// The masters the ports name that were not among them (none, when
 	// every host port was read): who they are decides whether they gate.
 	named := scan.MasterLIDs
@@ -249,6 +268,38 @@ func (w *secondSMWatch) lookWith(ctx context.Context, lid uint16, ports []pkeyre
 	}
 	l.sms, l.masterLIDs, l.unprotected = scan.SMs, named, scan.Unprotected
 	return l, nil
+}
+
+// scanAhead starts the scan of ports beside the read of the own port, on a
+// connection that takes overlapping Sends, with the key the own port
+// answered to at the last look (else the first of mkeys): the look before
+// every change's jobs complete then waits for one round of SMPs, not two.
+// The scan's results are judged with the own port's (the look's verdict
+// takes both together). done ends it: the scan stands (scanned) only when
+// the own port answered (ok) to the key it was sent with; otherwise it is
+// cut short (cut, when the own port answered: the caller scans again with
+// the key that answered).
+func (w *secondSMWatch) scanAhead(ctx context.Context, conn pkeyread.Conn, mkeys []uint64,
+	ports []pkeyread.PortLID) (done func(mkey uint64, ok bool) (scan pkeyread.SMScan, scanned, cut bool)) {
+	if c, can := conn.(interface{ Concurrent() bool }); !can || !c.Concurrent() || len(mkeys) == 0 {
+		return func(uint64, bool) (pkeyread.SMScan, bool, bool) { return pkeyread.SMScan{}, false, false }
+	}
+	guess := mkeys[0]
+	if slices.Contains(mkeys, w.ownKey) {
+		guess = w.ownKey
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	got := make(chan pkeyread.SMScan, 1)
+	go func() { got <- pkeyread.ScanSMs(sctx, conn, guess, &w.tid, ports, secondSMPort) }()
+	return func(mkey uint64, ok bool) (pkeyread.SMScan, bool, bool) {
+		stands := ok && mkey == guess
+		if !stands {
+			cancel() // not to be used: the own port did not answer, or to another key
+		}
+		scan := <-got
+		cancel()
+		return scan, stands, ok && !stands
+	}
 }
 
 // unreadSMs fails a look in which an SM runs behind a port (its PortInfo

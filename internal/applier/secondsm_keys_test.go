@@ -12,17 +12,28 @@ import (
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 )
 
-// keyedFabric is the look rig's SMP fabric behind M_Key protection: a port
-// answers only SMPs carrying its M_Key (want), and each SMP's key is noted.
+// keyedFabric is the look rig's SMP fabric behind M_Key protection, taking
+// overlapping Sends (as the simulator's and the umad transport's do): a
+// port answers only SMPs carrying its M_Key (want), and each SMP's key is
+// noted. before, when set, runs before each SMP is answered.
 type keyedFabric struct {
 	*fakeSMPFabric
+	before func(ctx context.Context, lid, attr uint16) error
 
-	mu   sync.Mutex
-	want uint64
-	sent []uint64 // the M_Key of each SMP sent
+	mu    sync.Mutex
+	want  uint64
+	sent  []uint64 // the M_Key of each SMP sent
+	dials int
 }
 
-func (f *keyedFabric) Dial(context.Context) (pkeyread.Conn, error) { return f, nil }
+func (f *keyedFabric) Dial(context.Context) (pkeyread.Conn, error) {
+	f.mu.Lock()
+	f.dials++
+	f.mu.Unlock()
+	return f, nil
+}
+
+func (f *keyedFabric) Concurrent() bool { return true }
 
 func (f *keyedFabric) Send(ctx context.Context, lid uint16, mad []byte) ([]byte, error) {
 	key := binary.BigEndian.Uint64(mad[24:32]) // the SMP's M_Key
@@ -32,6 +43,11 @@ func (f *keyedFabric) Send(ctx context.Context, lid uint16, mad []byte) ([]byte,
 	f.mu.Unlock()
 	if key != want {
 		return nil, errors.New("no answer: the port's M_Key is another") // a protected port drops it
+	}
+	if f.before != nil {
+		if err := f.before(ctx, lid, binary.BigEndian.Uint16(mad[16:18])); err != nil {
+			return nil, err
+		}
 	}
 	return f.fakeSMPFabric.Send(ctx, lid, mad)
 }
@@ -136,7 +152,7 @@ func TestLookAfterAKeyRotation(t *testing.T) {
 	recorded = []uint64{rotated, old}
 	mu.Unlock()
 	f.mu.Lock()
-	f.want = rotated
+	f.want, f.dials = rotated, 0
 	f.mu.Unlock()
 	f.keys()
 	j = r.portIn(r.netID, "port-h3", hostPort(3))
@@ -146,7 +162,45 @@ func TestLookAfterAKeyRotation(t *testing.T) {
 	if len(sent) == 0 || sent[len(sent)-1] != rotated {
 		t.Fatalf("the look's SMPs carried the M_Keys %x; want the last ones the rotated key", sent)
 	}
+	f.mu.Lock()
+	dials := f.dials
+	f.mu.Unlock()
+	if dials != 3 {
+		// The look with the last keys, the one with the keys recorded now,
+		// and its scan again: the one sent ahead carried the key the own
+		// port answered to before the rotation, and was cut short.
+		t.Errorf("the looks dialed %d connections; want 3, the scan cut short going again on a connection of its own", dials)
+	}
 	if rs := r.term.secondSM.reason(); len(rs) != 0 {
 		t.Fatalf("after the rotation the gate says %v; want it open", rs)
 	}
+}
+
+// TestLookScansThePlacesBesideTheOwnPort: on a connection that takes
+// overlapping Sends, finish's look sends the changed port's PortInfo with
+// this OpenSM's port's SMPs, one round, not the own port's and then the
+// places'. Here the own port's NodeInfo is answered only once the changed
+// port's PortInfo has been sent: a look that waits for the own port first
+// waits in vain, and fails at its bound.
+func TestLookScansThePlacesBesideTheOwnPort(t *testing.T) {
+	r := newLookRig(t, 4)
+	placeSent := make(chan struct{})
+	var once sync.Once
+	f := &keyedFabric{fakeSMPFabric: r.smp, before: func(ctx context.Context, lid, attr uint16) error {
+		switch {
+		case lid != 2+1 && attr == 0x0015: // a place's PortInfo
+			once.Do(func() { close(placeSent) })
+		case lid == 2+1 && attr == 0x0011: // this OpenSM's port's NodeInfo
+			select {
+			case <-placeSent:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}}
+	r.term.SecondSM.Dialer = f
+	j := r.portIn(r.netID, "port-h2", hostPort(2))
+	r.applied("H2's port")
+	wantStatus(t, r.applyRig, "H2's port, its place scanned beside this OpenSM's port", j, store.StatusCompleted)
 }
