@@ -118,6 +118,11 @@ type secondSMWatch struct {
 	scanned bool
 	covered uint64
 	smPorts []pkeyread.PortLID
+	// lastKeys are the M_Keys the last look was given (lookKeys): the
+	// next one's SMPs start with them while it reads the keys again;
+	// ownKey is the one this OpenSM's port answered to (scanAhead).
+	lastKeys []uint64
+	ownKey   uint64
 	// mu guards what the term's loop reads.
 	mu    sync.Mutex
 	found *store.SecondSM // the second SM seen last, or restored; nil: none
@@ -182,24 +187,69 @@ func (w *secondSMWatch) look(ctx context.Context, t *watchEnv) (smLook, error) {
 	return w.lookAt(ctx, lid, ports)
 }
 
-// lookAt is look's SMPs: the own port at lid, then the host ports.
+// lookAt is look's SMPs: the own port at lid, then the host ports. The
+// recorded M_Keys are read from the database (MKeys) on the path of every
+// change's completion: meanwhile the look goes out with the keys the last
+// look was given, as the read-back's reads do (pkeyread.Reader.Read), and
+// what it reads stands only if the keys are still those. Otherwise (a
+// rotation) it is cut short as soon as the keys are read, and the fabric
+// is looked at again with the keys recorded now, on a connection of its own
+// (one whose SMPs were cut short may not serve another). A key the last
+// look was given was one the manager held then, and is tried during a
+// rotation anyway.
 func (w *secondSMWatch) lookAt(ctx context.Context, lid uint16, ports []pkeyread.PortLID) (smLook, error) {
+	fctx, fcancel := context.WithTimeout(ctx, secondSMRead)
+	keys := w.fetchKeys(ctx, fctx) // beside the dial and the look's SMPs
+	defer func() {
+		fcancel()
+		keys.wait() // on every path: nothing of the look outlives it
+		keys.stop()
+	}()
+	if keys.last != nil {
+		l, err := w.lookWith(keys.early, lid, ports, keys.last)
+		if slices.Equal(keys.wait(), keys.last) {
+			return l, err
+		}
+	}
+	return w.lookWith(ctx, lid, ports, keys.wait())
+}
+
+// lookWith is lookAt's look with mkeys, on a connection of its own.
+func (w *secondSMWatch) lookWith(ctx context.Context, lid uint16, ports []pkeyread.PortLID, mkeys []uint64) (smLook, error) {
 	rctx, rcancel := context.WithTimeout(ctx, secondSMRead)
 	defer rcancel()
 	conn, err := w.check.Dialer.Dial(rctx)
 	if err != nil {
 		return smLook{}, err
 	}
-	defer conn.Close()
+	defer func() {
+		if conn != nil {
+			conn.Close()
+		}
+	}()
 	var l smLook
-	mkey, err := w.readMasters(rctx, conn, lid, &l)
-	if err != nil {
-		return l, err
-	}
 	// A port that does not answer (down, gone) hides no master: a master
 	// sweeps through its own port, which answers. One that answers IsSM
 	// but not its SMInfo may fail the look (unreadSMs).
-	scan := pkeyread.ScanSMs(ctx, conn, mkey, &w.tid, ports, secondSMPort)
+	ahead := w.scanAhead(ctx, conn, mkeys, ports)
+	masters, mkey, err := pkeyread.ReadMastersWithKeys(rctx, conn, mkeys, &w.tid, w.check.Own, lid)
+	l.masters = masters
+	scan, scanned, cut := ahead(mkey, err == nil) // waited for on every path
+	if err != nil {
+		return l, err
+	}
+	w.ownKey = mkey
+	if cut {
+		// Its SMPs were cut short: the scan again on a connection of its own.
+		conn.Close()
+		if conn, err = w.check.Dialer.Dial(rctx); err != nil {
+			conn = nil
+			return l, err
+		}
+	}
+	if !scanned {
+		scan = pkeyread.ScanSMs(ctx, conn, mkey, &w.tid, ports, secondSMPort)
+	}
 	// The masters the ports name that were not among them (none, when
 	// every host port was read): who they are decides whether they gate.
 	named := scan.MasterLIDs
@@ -218,6 +268,38 @@ func (w *secondSMWatch) lookAt(ctx context.Context, lid uint16, ports []pkeyread
 	}
 	l.sms, l.masterLIDs, l.unprotected = scan.SMs, named, scan.Unprotected
 	return l, nil
+}
+
+// scanAhead starts the scan of ports beside the read of the own port, on a
+// connection that takes overlapping Sends, with the key the own port
+// answered to at the last look (else the first of mkeys): the look before
+// every change's jobs complete then waits for one round of SMPs, not two.
+// The scan's results are judged with the own port's (the look's verdict
+// takes both together). done ends it: the scan stands (scanned) only when
+// the own port answered (ok) to the key it was sent with; otherwise it is
+// cut short (cut, when the own port answered: the caller scans again with
+// the key that answered).
+func (w *secondSMWatch) scanAhead(ctx context.Context, conn pkeyread.Conn, mkeys []uint64,
+	ports []pkeyread.PortLID) (done func(mkey uint64, ok bool) (scan pkeyread.SMScan, scanned, cut bool)) {
+	if c, can := conn.(interface{ Concurrent() bool }); !can || !c.Concurrent() || len(mkeys) == 0 {
+		return func(uint64, bool) (pkeyread.SMScan, bool, bool) { return pkeyread.SMScan{}, false, false }
+	}
+	guess := mkeys[0]
+	if slices.Contains(mkeys, w.ownKey) {
+		guess = w.ownKey
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	got := make(chan pkeyread.SMScan, 1)
+	go func() { got <- pkeyread.ScanSMs(sctx, conn, guess, &w.tid, ports, secondSMPort) }()
+	return func(mkey uint64, ok bool) (pkeyread.SMScan, bool, bool) {
+		stands := ok && mkey == guess
+		if !stands {
+			cancel() // not to be used: the own port did not answer, or to another key
+		}
+		scan := <-got
+		cancel()
+		return scan, stands, ok && !stands
+	}
 }
 
 // unreadSMs fails a look in which an SM runs behind a port (its PortInfo
@@ -252,18 +334,54 @@ func unscanned(masterLIDs map[uint16]int, ports []pkeyread.PortLID, own uint16) 
 	return out
 }
 
-// readMasters reads who is master from the own port at lid into l, with
-// each M_Key in turn until one answers; it returns the key that did.
-func (w *secondSMWatch) readMasters(ctx context.Context, conn pkeyread.Conn, lid uint16, l *smLook) (uint64, error) {
-	keys := []uint64{w.check.MKey}
-	if w.check.MKeys != nil {
-		if recorded, err := w.check.MKeys(ctx); err == nil && len(recorded) > 0 {
-			keys = recorded
-		}
+// lookKeys are a look's M_Keys: the ones the last look was given (last; nil
+// before the term's first look, or without MKeys), and the read of the ones
+// to try now (wait): the recorded ones, else MKey alone. early is the
+// look's context for the SMPs sent with last, cut short once the keys read
+// differ.
+type lookKeys struct {
+	w     *secondSMWatch
+	last  []uint64
+	early context.Context
+	stop  context.CancelFunc // ends early
+	now   chan []uint64
+	got   []uint64
+	done  bool
+}
+
+// wait returns the keys to try now, once read, and keeps them for the next
+// look (w.detecting held, as during every look).
+func (k *lookKeys) wait() []uint64 {
+	if !k.done {
+		k.got, k.done = <-k.now, true
+		k.w.lastKeys = k.got
 	}
-	masters, key, err := pkeyread.ReadMastersWithKeys(ctx, conn, keys, &w.tid, w.check.Own, lid)
-	l.masters = masters
-	return key, err
+	return k.got
+}
+
+// fetchKeys starts the read of the M_Keys to try now within fctx
+// (w.detecting held); the SMPs sent with the last ones meanwhile go under
+// ctx, cut short once the keys read differ.
+func (w *secondSMWatch) fetchKeys(ctx, fctx context.Context) *lookKeys {
+	k := &lookKeys{w: w, early: ctx, stop: func() {}, now: make(chan []uint64, 1)}
+	if w.check.MKeys == nil {
+		k.now <- []uint64{w.check.MKey} // nothing to read: no look starts before it
+		return k
+	}
+	k.last = w.lastKeys
+	early, cancel := context.WithCancel(ctx)
+	k.early, k.stop = early, cancel
+	go func() {
+		keys := []uint64{w.check.MKey}
+		if recorded, err := w.check.MKeys(fctx); err == nil && len(recorded) > 0 {
+			keys = slices.Clone(recorded)
+		}
+		if !slices.Equal(keys, k.last) {
+			cancel() // what the SMPs sent with the last keys read is not to be used
+		}
+		k.now <- keys
+	}()
+	return k
 }
 
 // secondSMPort bounds each port's SMPs in the scan: an answer takes

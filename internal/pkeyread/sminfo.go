@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -104,10 +105,22 @@ func ReadMastersWithKeys(ctx context.Context, conn Conn, mkeys []uint64, tid *at
 // ReadMasters reads the PortInfo of own (the manager's OpenSM's port) at lid,
 // once the LID answered as own, its SM's SMInfo, and the SMInfo of the master
 // its MasterSMLID names when that is another port: up to five SMPs on conn,
-// each carrying mkey, with transaction ids from tid.
+// each carrying mkey, with transaction ids from tid. On a connection that
+// takes overlapping Sends (Concurrent) the PortInfo and the SMInfo go out
+// with the NodeInfo, and are used only once the NodeInfo proved the port,
+// as the read-back's first table block is (worker.hostTable): the look
+// before every change's jobs complete waits for one answer, not three.
 func ReadMasters(ctx context.Context, conn Conn, mkey uint64, tid *atomic.Uint32, own fabric.GUID, lid uint16) (Masters, error) {
 	m := Masters{Port: own, OwnLID: lid}
 	get := func(lid uint16, attr uint16) ([]byte, error) { return smpGet(ctx, conn, mkey, tid, lid, attr) }
+	portInfo, smInfo := func() ([]byte, error) { return get(lid, attrPortInfo) }, func() ([]byte, error) { return get(lid, attrSMInfo) }
+	if c, ok := conn.(interface{ Concurrent() bool }); ok && c.Concurrent() {
+		actx, abort := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		defer func() { abort(); wg.Wait() }() // nothing sent ahead outlives the read
+		portInfo = getAhead(actx, &wg, conn, mkey, tid, lid, attrPortInfo)
+		smInfo = getAhead(actx, &wg, conn, mkey, tid, lid, attrSMInfo)
+	}
 	data, err := get(lid, attrNodeInfo)
 	if err != nil {
 		return m, fmt.Errorf("port %s at LID %d: NodeInfo: %w", own, lid, err)
@@ -115,11 +128,11 @@ func ReadMasters(ctx context.Context, conn Conn, mkey uint64, tid *atomic.Uint32
 	if ni := parseNodeInfo(data); fabric.GUID(ni.portGUID) != own {
 		return m, fmt.Errorf("port %s at LID %d: %w: the LID answers as port %s", own, lid, ErrMoved, fabric.GUID(ni.portGUID))
 	}
-	if data, err = get(lid, attrPortInfo); err != nil {
+	if data, err = portInfo(); err != nil {
 		return m, fmt.Errorf("port %s at LID %d: PortInfo: %w", own, lid, err)
 	}
 	m.MasterLID = parsePortInfo(data).MasterSMLID
-	if data, err = get(lid, attrSMInfo); err != nil {
+	if data, err = smInfo(); err != nil {
 		return m, fmt.Errorf("SMInfo of port %s at LID %d: %w", own, lid, err)
 	}
 	m.Own = parseSMInfo(data, lid)
@@ -135,6 +148,24 @@ func ReadMasters(ctx context.Context, conn Conn, mkey uint64, tid *atomic.Uint32
 		}
 	}
 	return m, nil
+}
+
+// getAhead sends attr's SubnGet to lid now (smpGet) and returns the wait
+// for its answer; wg counts the Send until it returns.
+func getAhead(ctx context.Context, wg *sync.WaitGroup, conn Conn, mkey uint64, tid *atomic.Uint32, lid, attr uint16) func() ([]byte, error) {
+	type answer struct {
+		data []byte
+		err  error
+	}
+	got := make(chan answer, 1)
+	wg.Go(func() {
+		data, err := smpGet(ctx, conn, mkey, tid, lid, attr)
+		got <- answer{data, err}
+	})
+	return func() ([]byte, error) {
+		a := <-got
+		return a.data, a.err
+	}
 }
 
 // smpGet sends one LID-routed SubnGet of attr (modifier 0) and returns the

@@ -107,11 +107,17 @@ func (s *Store) AddGUIDPlaces(ctx context.Context, term int64, news []GUIDPlaceU
 		}
 	}
 	now := s.now()
-	var added int64
-	err := s.d.InTx(ctx, driver.Write, func(q driver.Queries) error {
+	var added, held int64
+	// The inserts are held, their counts given when sent (driver.CountInto),
+	// to go with the BEGIN and the COMMIT: on PostgreSQL and MariaDB one
+	// round trip where there were three, beside the read-back of every
+	// change that brings a host. Nothing is decided on a count before the
+	// COMMIT: a failed insert fails it, and nothing is recorded.
+	err := s.d.InChangeTx(ctx, func(q driver.ChangeTx) error {
+		added, held = 0, 0
 		for _, u := range news {
-			n, err := q.InsertGUIDPlace(ctx, driver.InsertGUIDPlaceParams{Fabric: s.FabricName(), GUID: u.GUID,
-				SwitchGUID: u.Switch, SwitchPort: int64(u.Port), Now: now, Term: term})
+			n, err := q.Later().InsertGUIDPlace(driver.CountInto(ctx, &held), driver.InsertGUIDPlaceParams{
+				Fabric: s.FabricName(), GUID: u.GUID, SwitchGUID: u.Switch, SwitchPort: int64(u.Port), Now: now, Term: term})
 			if err != nil {
 				return fmt.Errorf("GUID %s: %w", u.GUID, err)
 			}
@@ -122,7 +128,7 @@ func (s *Store) AddGUIDPlaces(ctx context.Context, term int64, news []GUIDPlaceU
 	if err != nil {
 		return 0, fmt.Errorf("record GUIDs' first switch ports: %w", err)
 	}
-	return added, nil
+	return added + held, nil
 }
 
 // GUIDPlaces returns the recorded places, by GUID.

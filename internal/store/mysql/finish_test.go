@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testdb"
@@ -202,5 +203,46 @@ func TestCountedWriteThenAQueryOfNoRow(t *testing.T) {
 	}
 	if a, err := s.LastApply(ctx); err != nil || a.Revision != 1 {
 		t.Errorf("after the transaction LastApply = %+v, %v; want revision 1's", a, err)
+	}
+}
+
+// AddGUIDPlaces, beside the read-back of every change that brings a host not
+// placed yet, sends its beginning, its inserts and its COMMIT in one command
+// on a pipelined connection (three before), and still says how many it
+// recorded: a GUID already placed and a deposed leader's record none.
+func TestAddGUIDPlacesRoundTrips(t *testing.T) {
+	ctx := t.Context()
+	e := countedEngine(t, "afm_places_")
+	s := store.New(e, store.Rules{})
+	term, err := s.NewTerm(ctx, "manager-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sw = fabric.GUID(0x0002c90300f00001)
+	place := func(i int) store.GUIDPlaceUpdate {
+		return store.GUIDPlaceUpdate{GUID: fabric.GUID(0x0002c90300000101 + uint64(i)), Switch: sw, Port: 1 + i, New: true}
+	}
+	for _, tc := range []struct {
+		name  string
+		term  int64
+		news  []store.GUIDPlaceUpdate
+		added int64
+	}{
+		{"one host", term, []store.GUIDPlaceUpdate{place(1)}, 1},
+		{"two hosts, one placed already", term, []store.GUIDPlaceUpdate{place(1), place(2)}, 1},
+		{"a deposed leader's", term - 1, []store.GUIDPlaceUpdate{place(3)}, 0},
+	} {
+		counted.Store(0)
+		n, err := s.AddGUIDPlaces(ctx, tc.term, tc.news)
+		if err != nil || n != tc.added {
+			t.Fatalf("%s: AddGUIDPlaces = %d, %v; want %d", tc.name, n, err, tc.added)
+		}
+		if sent := counted.Load(); sent != 1 {
+			t.Errorf("%s: AddGUIDPlaces sent %d commands, want 1", tc.name, sent)
+		}
+	}
+	places, err := s.GUIDPlaces(ctx)
+	if err != nil || len(places) != 2 {
+		t.Fatalf("GUIDPlaces = %+v, %v; want the two recorded", places, err)
 	}
 }

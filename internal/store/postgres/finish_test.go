@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testdb"
 )
@@ -73,5 +74,52 @@ func TestFinishApplyRoundTrips(t *testing.T) {
 		if n := e.writes.Load(); tc.want >= 0 && n != tc.want {
 			t.Errorf("%s: FinishApply sent %d times, want %d", tc.name, n, tc.want)
 		}
+	}
+}
+
+// AddGUIDPlaces, beside the read-back of every change that brings a host not
+// placed yet, sends its BEGIN, its inserts and its COMMIT in one round trip
+// (three before), and still says how many it recorded: a GUID already placed
+// and a deposed leader's record none.
+func TestAddGUIDPlacesRoundTrips(t *testing.T) {
+	ctx := t.Context()
+	db := testdb.Fresh(t, "AFM_TEST_POSTGRES_URL", "afm_places_")
+	e := countingEngine(t, db.DSN)
+	if err := e.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s := store.New(e.Engine, store.Rules{})
+	term, err := s.NewTerm(ctx, "manager-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sw = fabric.GUID(0x0002c90300f00001)
+	place := func(i int) store.GUIDPlaceUpdate {
+		return store.GUIDPlaceUpdate{GUID: fabric.GUID(0x0002c90300000101 + uint64(i)), Switch: sw, Port: 1 + i, New: true}
+	}
+	for i, tc := range []struct {
+		name  string
+		term  int64
+		news  []store.GUIDPlaceUpdate
+		want  int64 // round trips; -1: not counted
+		added int64
+	}{
+		{"first (prepares its statement)", term, []store.GUIDPlaceUpdate{place(0)}, -1, 1},
+		{"one host", term, []store.GUIDPlaceUpdate{place(1)}, 1, 1},
+		{"two hosts, one placed already", term, []store.GUIDPlaceUpdate{place(1), place(2)}, 1, 1},
+		{"a deposed leader's", term - 1, []store.GUIDPlaceUpdate{place(3)}, 1, 0},
+	} {
+		e.writes.Store(0)
+		n, err := s.AddGUIDPlaces(ctx, tc.term, tc.news)
+		if err != nil || n != tc.added {
+			t.Fatalf("%d %s: AddGUIDPlaces = %d, %v; want %d", i, tc.name, n, err, tc.added)
+		}
+		if sent := e.writes.Load(); tc.want >= 0 && sent != tc.want {
+			t.Errorf("%s: AddGUIDPlaces sent %d times, want %d", tc.name, sent, tc.want)
+		}
+	}
+	places, err := s.GUIDPlaces(ctx)
+	if err != nil || len(places) != 3 {
+		t.Fatalf("GUIDPlaces = %+v, %v; want the three recorded", places, err)
 	}
 }
