@@ -215,7 +215,8 @@ func (l *LogFollower) take(lookAgain bool) (q queued, reset error, ok bool, err 
 		if !progressed && len(l.queue) == 0 && l.reset == nil {
 			return queued{}, nil, false, nil
 		}
-		l.idle = !progressed && !lookAgain
+		// A reset (a truncation) is handed out first, then the new data read.
+		l.idle = !progressed && !lookAgain && l.reset == nil
 	}
 }
 
