@@ -283,6 +283,10 @@ type term struct {
 	// this term.
 	writtenQoS []byte
 	qosSet     bool
+	// nextFile replaces the partitions file with OnlyManagerStartsOpenSM,
+	// the next apply's file made ahead (replacePartitions); nil until the
+	// term's first apply.
+	nextFile *opensm.Replacer
 }
 
 // applyResult says what the loop does after an apply.
@@ -318,6 +322,7 @@ func (a *Applier) LeadTerm(ctx context.Context, termID int64, suspect string) er
 		return err
 	}
 	defer t.tail.Close()
+	defer t.closeNextFile()
 	defer t.closeConns() // readback.go: after the services ended (deferred below)
 	// The term may be over already (its context cancelled, its OpenSM
 	// stopped by the lease): the supervisor then refuses, whatever this term did
@@ -530,6 +535,7 @@ func (t *term) apply(ctx context.Context) applyResult {
 	if !ok {
 		return applyRetry
 	}
+	defer t.readyNextFile(run.log) // last: once the jobs are settled
 	defer watch.Close()
 	// The term's first full second-SM look, beside the sweep (secondsm.go).
 	defer t.secondSM.besideSweep(ctx, t.watchEnv())()
@@ -727,11 +733,41 @@ func (t *term) markRunning(ctx context.Context, run *applyRun) {
 // would make OpenSM put every port in the default partition as a full
 // member. Everywhere else, and for the file a term starts OpenSM with
 // (writeCurrent), it is synced before the rename.
+//
+// With the file's sync late, the temporary file the new text goes to is
+// made ahead, after the apply before (readyNextFile): creating it was most
+// of the write's time on the path from a change to the SIGHUP.
 func (t *term) replacePartitions(text []byte) (durable func() error, err error) {
 	if t.Cfg.OnlyManagerStartsOpenSM {
-		return opensm.ReplaceFileSyncLate(t.Cfg.PartitionsFile, text, 0o644)
+		if t.nextFile == nil {
+			t.nextFile = opensm.NewReplacer(t.Cfg.PartitionsFile)
+		}
+		return t.nextFile.Replace(text, 0o644)
 	}
 	return opensm.ReplaceFile(t.Cfg.PartitionsFile, text, 0o644)
+}
+
+// readyNextFile makes the next apply's partitions file ahead, once this
+// apply's jobs are settled: off the path of the next change, and not
+// beside OpenSM's sweep, whose cores it would share. A failure costs only
+// the time: the next apply creates its file itself.
+func (t *term) readyNextFile(log *slog.Logger) {
+	if t.nextFile == nil {
+		return
+	}
+	if err := t.nextFile.Ready(); err != nil {
+		log.Warn("make the next partitions file ahead", "error", err)
+	}
+}
+
+// closeNextFile removes the file made ahead when the term ends.
+func (t *term) closeNextFile() {
+	if t.nextFile == nil {
+		return
+	}
+	if err := t.nextFile.Close(); err != nil {
+		t.Log.Warn("remove the partitions file made ahead", "error", err)
+	}
 }
 
 // syncNow runs durable for an apply that ends before the SIGHUP: the file
