@@ -182,7 +182,8 @@ func (s *SweepWatch) pause(ctx context.Context, deadline time.Time) {
 	if woken {
 		s.wakes++
 	}
-	if err != nil && ctx.Err() == nil { // the tail closed its wake: poll
+	if err != nil && ctx.Err() == nil { // closed with its tail, or broken: poll
+		s.tail.dropWake(s.wake)
 		s.wake = nil
 	}
 }

@@ -108,6 +108,17 @@ func (t *Tail) lendWake() *logWake {
 	return t.wake
 }
 
+// dropWake closes a wake a watch found broken (its wait failed), unless the
+// tail closed it already: no watch is lent one again, and they poll.
+func (t *Tail) dropWake(w *logWake) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.wake == w {
+		w.close()
+		t.wake, t.wakeLent, t.noWake = nil, false, true
+	}
+}
+
 // returnWake disarms the wake a watch was lent.
 func (t *Tail) returnWake(w *logWake) {
 	t.mu.Lock()

@@ -190,31 +190,52 @@ func TestSweepWatchWakeCancelled(t *testing.T) {
 	}
 }
 
-// A watch whose tail closed its wake (the term ended while it waited) polls
-// on: it neither spins on the closed wake nor lends it again.
-func TestSweepWatchWakeClosed(t *testing.T) {
-	w, path, rest := watchStartedSweep(t)
-	near, end := cutAfterBox(t, rest, "ALIAS GUIDS CONFIGURED")
-	opensmtest.AppendLog(t, path, near)
-	waits, naps := 0, 0
-	w.waitWake = func(wk *logWake, ctx context.Context, d time.Duration) (bool, error) {
-		waits++
-		if waits == 1 { // as Tail.Close does (which also keeps it from lending another)
-			w.tail.mu.Lock()
+// A watch whose wake fails, closed with its tail (the term ended while it
+// waited) or broken, polls on: it neither spins on the wake nor is lent one
+// again, and no later watch of the tail is.
+func TestSweepWatchWakeFails(t *testing.T) {
+	tests := []struct {
+		name string
+		fail func(w *SweepWatch, wk *logWake, ctx context.Context) (bool, error)
+	}{
+		{"closed with its tail", func(w *SweepWatch, wk *logWake, ctx context.Context) (bool, error) {
+			w.tail.mu.Lock() // as Tail.Close does, which also keeps it from lending another
 			w.tail.wake.close()
 			w.tail.wake, w.tail.noWake = nil, true
 			w.tail.mu.Unlock()
-		}
-		return wk.wait(ctx, time.Hour)
+			return wk.wait(ctx, time.Hour)
+		}},
+		{"broken", func(*SweepWatch, *logWake, context.Context) (bool, error) {
+			return false, errors.New("inotify: broken")
+		}},
 	}
-	w.nap = func(ctx context.Context, d time.Duration) error {
-		naps++
-		opensmtest.AppendLog(t, path, end)
-		return nil
-	}
-	waitApplied(t, w)
-	// The wake's disarming may wake the watch once more before its close.
-	if waits < 1 || waits > 2 || naps != 1 {
-		t.Errorf("%d waits for a write, %d naps; want one or two, then one nap", waits, naps)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, path, rest := watchStartedSweep(t)
+			near, end := cutAfterBox(t, rest, "ALIAS GUIDS CONFIGURED")
+			opensmtest.AppendLog(t, path, near)
+			waits, naps := 0, 0
+			w.waitWake = func(wk *logWake, ctx context.Context, d time.Duration) (bool, error) {
+				waits++
+				if waits == 1 {
+					return tt.fail(w, wk, ctx)
+				}
+				return wk.wait(ctx, time.Hour)
+			}
+			w.nap = func(ctx context.Context, d time.Duration) error {
+				naps++
+				opensmtest.AppendLog(t, path, end)
+				return nil
+			}
+			waitApplied(t, w)
+			// A closed wake's disarming may wake the watch once more before
+			// its close ends the wait.
+			if waits < 1 || waits > 2 || naps != 1 {
+				t.Errorf("%d waits for a write, %d naps; want one or two, then one nap", waits, naps)
+			}
+			if wk := w.tail.lendWake(); wk != nil || w.tail.wake != nil {
+				t.Error("the tail lends a wake again")
+			}
+		})
 	}
 }
