@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -237,5 +238,48 @@ func TestSweepWatchWakeFails(t *testing.T) {
 				t.Error("the tail lends a wake again")
 			}
 		})
+	}
+}
+
+// The log rotated while a watch is woken by its writes: the rename wakes it
+// (the inotify watch stays on the old file), and the follower finds the
+// sweep's end in the new file.
+func TestSweepWatchWakeAcrossRotation(t *testing.T) {
+	w, path, rest := watchStartedSweep(t)
+	near, end := cutAfterBox(t, rest, "ALIAS GUIDS CONFIGURED")
+	opensmtest.AppendLog(t, path, near)
+	waits := 0
+	w.waitWake = func(wk *logWake, ctx context.Context, d time.Duration) (bool, error) {
+		waits++
+		if waits == 1 { // logrotate, then OpenSM reopens its log (SIGUSR1)
+			if err := os.Rename(path, path+".1"); err != nil {
+				t.Fatal(err)
+			}
+			opensmtest.AppendLog(t, path, end)
+		}
+		return wk.wait(ctx, d)
+	}
+	waitApplied(t, w)
+	if waits == 0 {
+		t.Error("the watch was never woken by the log's writes")
+	}
+}
+
+// A tail lends its wake to one watch at a time: another watch of it, in
+// turn or at once, polls until the wake is given back.
+func TestTailLendsItsWakeToOneWatch(t *testing.T) {
+	_, _, path := tailAfterStart(t)
+	tail := newTail(path, Position{})
+	defer tail.Close()
+	first := tail.lendWake()
+	if first == nil {
+		t.Fatal("no wake lent (no inotify here?)")
+	}
+	if again := tail.lendWake(); again != nil {
+		t.Error("a second watch was lent the wake the first holds")
+	}
+	tail.returnWake(first)
+	if again := tail.lendWake(); again != first {
+		t.Error("the wake given back was not lent again")
 	}
 }
