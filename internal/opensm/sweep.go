@@ -161,9 +161,10 @@ const watchFastFor = 30 * time.Millisecond
 const maxWakes = 64
 
 // pause waits before the watch looks at the log again, until the deadline
-// at most: near the sweep's end, for a write to the log (logWake), looking
-// every pollInterval anyway; otherwise every pollEvery. ctx's end is seen
-// at the next look.
+// at most: every pollEvery, and near the sweep's end also until a write to
+// the log (logWake). The poll goes on beside the wake so that a log whose
+// writes send no notification (a file system of another host) is read as
+// soon as without it. ctx's end is seen at the next look.
 func (s *SweepWatch) pause(ctx context.Context, deadline time.Time) {
 	if !s.w.near || s.wakes >= maxWakes {
 		s.releaseWake()
@@ -174,11 +175,12 @@ func (s *SweepWatch) pause(ctx context.Context, deadline time.Time) {
 			return // look again at once: a write before the arming woke nobody
 		}
 	}
+	d := min(s.pollEvery(), time.Until(deadline))
 	if s.wake == nil {
-		_ = s.nap(ctx, min(s.pollEvery(), time.Until(deadline)))
+		_ = s.nap(ctx, d)
 		return
 	}
-	woken, err := s.waitWake(s.wake, ctx, min(pollInterval, time.Until(deadline)))
+	woken, err := s.waitWake(s.wake, ctx, d)
 	if woken {
 		s.wakes++
 	}

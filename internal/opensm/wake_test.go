@@ -123,7 +123,11 @@ func TestSweepWatchWake(t *testing.T) {
 				write()
 				return ctx.Err()
 			}
+			w.now = func() time.Time { return w.taken } // within its first watchFastFor: polled every 1 ms
 			w.waitWake = func(wk *logWake, ctx context.Context, d time.Duration) (bool, error) {
+				if d != watchPollInterval {
+					t.Errorf("woken by a write or after %s, want the poll's %s beside the wake", d, watchPollInterval)
+				}
 				if !armed {
 					armed = true
 					armings = append(armings, lastTitle(writes[:written]))
