@@ -256,9 +256,9 @@ func TestTheJobsAreMarkedAfterTheSIGHUP(t *testing.T) {
 }
 
 // Where only the manager starts OpenSM, an apply makes the next apply's file
-// ahead once its jobs are settled (a hidden, empty file beside the
-// partitions file), the next apply's file is that one, and the term's end
-// removes the one made ahead.
+// ahead during its sweep (a hidden, empty file beside the partitions file),
+// the next apply's file is that one, and the term's end removes the one
+// made ahead.
 func TestTheNextFileIsMadeAhead(t *testing.T) {
 	r := newApplyRig(t, true, func() string { return heavySweep("") })
 	r.term.Cfg.OnlyManagerStartsOpenSM = true
