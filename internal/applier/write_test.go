@@ -254,3 +254,56 @@ func TestTheJobsAreMarkedAfterTheSIGHUP(t *testing.T) {
 		t.Errorf("job: %+v, want Completed", j)
 	}
 }
+
+// Where only the manager starts OpenSM, an apply makes the next apply's file
+// ahead during its sweep (a hidden, empty file beside the partitions file),
+// the next apply's file is that one, and the term's end removes the one
+// made ahead.
+func TestTheNextFileIsMadeAhead(t *testing.T) {
+	r := newApplyRig(t, true, func() string { return heavySweep("") })
+	r.term.Cfg.OnlyManagerStartsOpenSM = true
+	path := r.term.Cfg.PartitionsFile
+	ahead := func() []string {
+		t.Helper()
+		left, err := filepath.Glob(filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return left
+	}
+	r.network(101)
+	if res := r.term.apply(t.Context()); res != applyDone {
+		t.Fatalf("apply: %v", res)
+	}
+	made := ahead()
+	if len(made) != 1 {
+		t.Fatalf("after an apply, made ahead: %q, want one file", made)
+	}
+	held, err := os.Open(made[0]) // its inode is not freed (and reused) meanwhile
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	madeFile, err := held.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := r.network(102)
+	if res := r.term.apply(t.Context()); res != applyDone {
+		t.Fatalf("apply: %v", res)
+	}
+	if j := r.job(job.ID); j.Status != store.StatusCompleted {
+		t.Fatalf("job: %+v", j)
+	}
+	placed, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(placed, madeFile) {
+		t.Error("the second apply's file is not the one made ahead")
+	}
+	r.term.closeNextFile()
+	if left := ahead(); len(left) != 0 {
+		t.Errorf("after the term's end, left: %q", left)
+	}
+}

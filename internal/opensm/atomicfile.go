@@ -55,23 +55,49 @@ func ReplaceFileSyncLate(path string, data []byte, mode os.FileMode) (durable fu
 var fileSync = (*os.File).Sync
 
 func replaceFile(path string, data []byte, mode os.FileMode, late bool) (durable func() error, err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	tmp, err := createTemp(path)
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
+	return replaceWith(tmp, path, data, mode, late)
+}
+
+// splitDir is path's directory ("." for a bare name) and base name.
+func splitDir(path string) (dir, base string) {
+	dir, base = filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	return dir, base
+}
+
+// createTemp creates an empty temporary file beside path (mode 0600), given
+// to the directory's owner (giveToDirOwner), with a name RemoveLeftTemps
+// knows.
+func createTemp(path string) (*os.File, error) {
+	dir, base := splitDir(path)
+	tmp, err := os.CreateTemp(dir, "."+base+".tmp-*")
+	if err != nil {
+		return nil, err
+	}
+	if err := giveToDirOwner(tmp, dir); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return nil, err
+	}
+	return tmp, nil
+}
+
+// replaceWith writes data to tmp, a temporary file of createTemp, and puts
+// it at path (see replaceFile); on an error, tmp is closed and removed.
+func replaceWith(tmp *os.File, path string, data []byte, mode os.FileMode, late bool) (durable func() error, err error) {
+	dir, _ := splitDir(path)
 	defer func() {
 		if err != nil {
 			tmp.Close()
 			os.Remove(tmp.Name())
 		}
 	}()
-	if err = giveToDirOwner(tmp, dir); err != nil {
-		return nil, fmt.Errorf("write %s: %w", path, err)
-	}
 	if _, err = tmp.Write(data); err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
@@ -177,7 +203,7 @@ func syncDir(dir string) error {
 // ReplaceFileSyncLate's exchange, the file it replaced, until its durable
 // removes it. Only for a start, when nothing writes path.
 func RemoveLeftTemps(path string) error {
-	dir, base := filepath.Split(path)
+	dir, base := splitDir(path)
 	left, err := filepath.Glob(filepath.Join(dir, "."+base+".tmp-*"))
 	if err != nil {
 		return fmt.Errorf("find what a write of %s left: %w", path, err)
@@ -186,6 +212,79 @@ func RemoveLeftTemps(path string) error {
 		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("remove %s, left by a write of %s: %w", f, path, err)
 		}
+	}
+	return nil
+}
+
+// Replacer replaces one file again and again as ReplaceFileSyncLate does,
+// each time into a temporary file made ahead (Ready), off the path from a
+// change to OpenSM's SIGHUP: creating a file is most of a small file's
+// replacement (0.25 ms of 0.3 on ext4 without a journal, which looks at
+// every inode freed in the last minutes before it takes one). The file made
+// ahead is empty and hidden until a replacement has written it whole; a
+// replacement uses it only while its name still names it (OpenSM's user
+// owns the directory and could have put another file there), and creates
+// one otherwise. Not safe for concurrent use.
+type Replacer struct {
+	path  string
+	spare *os.File // made ahead, not written yet; nil: none
+}
+
+// NewReplacer returns a Replacer of the file at path, with no file made
+// ahead yet.
+func NewReplacer(path string) *Replacer { return &Replacer{path: path} }
+
+// Replace is ReplaceFileSyncLate into the file made ahead, if any.
+func (r *Replacer) Replace(data []byte, mode os.FileMode) (durable func() error, err error) {
+	tmp := r.takeSpare()
+	if tmp == nil {
+		if tmp, err = createTemp(r.path); err != nil {
+			return nil, fmt.Errorf("write %s: %w", r.path, err)
+		}
+	}
+	return replaceWith(tmp, r.path, data, mode, true)
+}
+
+// Ready makes the temporary file of the next replacement, if none is made.
+func (r *Replacer) Ready() error {
+	if r.spare != nil {
+		return nil
+	}
+	tmp, err := createTemp(r.path)
+	if err != nil {
+		return fmt.Errorf("make the next file of %s ahead: %w", r.path, err)
+	}
+	r.spare = tmp
+	return nil
+}
+
+// takeSpare returns the file made ahead while its name still names it; one
+// whose name names another file now is closed and left there.
+func (r *Replacer) takeSpare() *os.File {
+	f := r.spare
+	r.spare = nil
+	if f == nil {
+		return nil
+	}
+	open, errOpen := f.Stat()
+	named, errNamed := os.Lstat(f.Name())
+	if errOpen != nil || errNamed != nil || !os.SameFile(open, named) {
+		f.Close()
+		return nil
+	}
+	return f
+}
+
+// Close closes and removes the file made ahead, if any.
+func (r *Replacer) Close() error {
+	f := r.spare
+	r.spare = nil
+	if f == nil {
+		return nil
+	}
+	f.Close()
+	if err := os.Remove(f.Name()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove the file of %s made ahead: %w", r.path, err)
 	}
 	return nil
 }

@@ -63,10 +63,12 @@ const pollInterval = 5 * time.Millisecond
 // (median), every 1 ms under 1 ms. OpenSM's own sweep takes 0.4-0.8 ms longer
 // beside the faster poll on 2 cores; a change still completes sooner
 // (docs/performance.md, (8)). Waking on inotify of the log's directory
-// instead was measured and dropped: it read the end of a sweep sooner, but
-// OpenSM's own sweep took longer beside it, and a change was faster with it
-// in only half of the interleaved pairs. A look is a read and two stats; an
-// idle manager makes none at this rate.
+// throughout the sweep instead was measured and dropped: it read the end of
+// a sweep sooner, but OpenSM's own sweep took longer beside it, and a change
+// was faster with it in only half of the interleaved pairs. Near the sweep's
+// end only, when OpenSM logs a few boxes more, the watch is woken by the
+// log's writes (logWake) and reads the end within tens of microseconds. A
+// look is a read and two stats; an idle manager makes none at this rate.
 const watchPollInterval = time.Millisecond
 
 // A message box's header line ("do_sweep:") without its title is waited for
@@ -107,6 +109,7 @@ type LogFollower struct {
 	buf        []byte
 	read       int64 // bytes read, over all files
 	looks      int   // polls: looks at the file for new data
+	idle       bool  // the last look found no new data (see take)
 }
 
 // queued is an entry read, with where its header line is: the position in
@@ -167,7 +170,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // after it.
 func (l *LogFollower) Next(ctx context.Context) (Entry, error) {
 	for {
-		q, reset, ok, err := l.take()
+		q, reset, ok, err := l.take(true)
 		switch {
 		case err != nil:
 			return Entry{}, err
@@ -184,8 +187,13 @@ func (l *LogFollower) Next(ctx context.Context) (Entry, error) {
 
 // take is Next without the wait: the next entry, or the next reset (an error
 // wrapping ErrLogReset, with the gen of the file it concerns), that what the
-// log holds now gives. ok is false when there is none yet.
-func (l *LogFollower) take() (q queued, reset error, ok bool, err error) {
+// log holds now gives. ok is false when there is none yet. A look that finds
+// no new data may still hand out an entry (the last one read, complete once
+// nothing follows it): with lookAgain false, the take after that entry
+// returns none without looking again, as the look before it was just now
+// (a Tail's Pump: a look is a read and two stats, on the path of every
+// job's completion); Next looks again.
+func (l *LogFollower) take(lookAgain bool) (q queued, reset error, ok bool, err error) {
 	for {
 		if len(l.queue) > 0 {
 			q = l.queue[0]
@@ -196,6 +204,10 @@ func (l *LogFollower) take() (q queued, reset error, ok bool, err error) {
 			reset, l.reset = l.reset, nil
 			return queued{gen: l.gen}, reset, true, nil
 		}
+		if l.idle {
+			l.idle = false
+			return queued{}, nil, false, nil
+		}
 		progressed, err := l.poll()
 		if err != nil {
 			return queued{}, nil, false, err
@@ -203,6 +215,8 @@ func (l *LogFollower) take() (q queued, reset error, ok bool, err error) {
 		if !progressed && len(l.queue) == 0 && l.reset == nil {
 			return queued{}, nil, false, nil
 		}
+		// A reset (a truncation) is handed out first, then the new data read.
+		l.idle = !progressed && !lookAgain && l.reset == nil
 	}
 }
 

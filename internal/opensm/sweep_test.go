@@ -416,7 +416,8 @@ var stepsLogged = map[string]string{
 // sweep) and once the sweep is in its last steps; every 5 ms otherwise (a
 // large fabric's sweep waiting on its MADs). The looks are counted through
 // the follower, and time is the watch's own: its naps added up, not the
-// clock's, so the test times nothing.
+// clock's, so the test times nothing. The tail has no wake to lend, as
+// where inotify cannot be had (with one: TestSweepWatchWake).
 func TestSweepWatchPolling(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -440,6 +441,7 @@ func TestSweepWatchPolling(t *testing.T) {
 				steps, rest = cutAfterBox(t, rest, stepsLogged[tt.logged])
 				opensmtest.AppendLog(t, path, steps)
 			}
+			w.tail.noWake = true
 			var slept time.Duration
 			var naps, firstNapLooks, quietLooks int
 			logged := false

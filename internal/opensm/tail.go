@@ -21,6 +21,12 @@ type Tail struct {
 	handlers []func(Entry)
 	feeds    map[*sweepFeed]struct{}
 	closed   bool // a Pump after Close reads nothing (and opens no file again)
+	// wake is lent to one sweep watch at a time near its sweep's end
+	// (lendWake); nil until first lent. noWake: inotify cannot be had, and
+	// watches poll.
+	wake     *logWake
+	wakeLent bool
+	noWake   bool
 }
 
 func newTail(path string, from Position, handlers ...func(Entry)) *Tail {
@@ -49,7 +55,7 @@ func (t *Tail) Pump() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for !t.closed {
-		q, reset, ok, err := t.follower.take()
+		q, reset, ok, err := t.follower.take(false)
 		if err != nil || !ok {
 			return err
 		}
@@ -71,7 +77,56 @@ func (t *Tail) Close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.closed = true
+	if t.wake != nil {
+		t.wake.close()
+		t.wake = nil
+	}
 	return t.follower.Close()
+}
+
+// lendWake arms the tail's wake on the log for one sweep watch, which gives
+// it back (returnWake). nil: another watch holds it, the tail is closed, or
+// no wake can be had (no inotify, no file at the path yet): the watch polls.
+func (t *Tail) lendWake() *logWake {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || t.noWake || t.wakeLent {
+		return nil
+	}
+	if t.wake == nil {
+		w, err := newLogWake()
+		if err != nil {
+			t.noWake = true
+			return nil
+		}
+		t.wake = w
+	}
+	if t.wake.arm(t.path) != nil {
+		return nil
+	}
+	t.wakeLent = true
+	return t.wake
+}
+
+// dropWake closes a wake a watch found broken (its wait failed), unless the
+// tail closed it already: no watch is lent one again, and they poll.
+func (t *Tail) dropWake(w *logWake) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.wake == w {
+		w.close()
+		t.wake, t.wakeLent, t.noWake = nil, false, true
+	}
+}
+
+// returnWake disarms the wake a watch was lent.
+func (t *Tail) returnWake(w *logWake) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.wake == w {
+		w.disarm()
+		t.wakeLent = false
+	}
 }
 
 // WatchSweep takes the log's position now (LogPosition) and returns a
@@ -97,7 +152,7 @@ func (t *Tail) watch(from Position) *SweepWatch {
 		f.state = feedIn
 	}
 	t.feeds[f] = struct{}{}
-	return &SweepWatch{tail: t, feed: f, taken: time.Now(), now: time.Now, nap: sleep}
+	return &SweepWatch{tail: t, feed: f, taken: time.Now(), now: time.Now, nap: sleep, waitWake: (*logWake).wait}
 }
 
 // unwatch ends a sweep watch.

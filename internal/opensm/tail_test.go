@@ -295,3 +295,27 @@ func TestTailPumpAfterClose(t *testing.T) {
 		t.Errorf("Pump after Close: %v, %d entries handed out, file open %v; want nothing", err, *handled, tail.follower.f != nil)
 	}
 }
+
+// One Pump hands the handlers what the log holds after a truncation in place
+// and new lines, when the Pump before it ended on a look that found nothing
+// new: the truncation is found at the Pump's first look, and the new lines
+// at the next.
+func TestTailPumpAfterTruncation(t *testing.T) {
+	tail, handled, path := tailAfterStart(t)
+	if err := tail.Pump(); err != nil {
+		t.Fatal(err)
+	}
+	if *handled != 1 {
+		t.Fatalf("handed %d entries of the first line, want 1", *handled)
+	}
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	opensmtest.AppendLog(t, path, "Nov 29 19:22:51 000001 [8507C6C0] 0x02 -> SUBNET UP\n")
+	if err := tail.Pump(); err != nil {
+		t.Fatal(err)
+	}
+	if *handled != 2 {
+		t.Errorf("handed %d entries, want the new file's line after the first", *handled)
+	}
+}
