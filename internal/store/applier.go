@@ -170,7 +170,12 @@ type Finished struct {
 // transaction, perhaps more than once, and must do no I/O: the dump it
 // compares the switches with is read before. A stale term changes nothing.
 func (s *Store) FinishApply(ctx context.Context, a Apply, open func(GateState) bool) (Finished, error) {
-	return s.finishApply(ctx, a, nil, open, func(counted context.Context, q driver.ChangeTx, now *time.Time) (int64, error) {
+	return s.finishApply(ctx, a, nil, open, s.completeAll(ctx, a))
+}
+
+// completeAll is FinishApply's completion of every open job up to a.Revision.
+func (s *Store) completeAll(ctx context.Context, a Apply) func(context.Context, driver.ChangeTx, *time.Time) (int64, error) {
+	return func(counted context.Context, q driver.ChangeTx, now *time.Time) (int64, error) {
 		// Both held, to go with the COMMIT in one round trip: nothing is
 		// decided on the completion's count (it is reported), and an error
 		// of either stops the statements after it, the COMMIT among them.
@@ -178,7 +183,7 @@ func (s *Store) FinishApply(ctx context.Context, a Apply, open func(GateState) b
 			return 0, err
 		}
 		return q.Later().CompleteJobs(counted, s.FabricName(), now, a.Revision, a.Term)
-	})
+	}
 }
 
 // Proven names the jobs up to an apply's revision that its read-back proof
@@ -193,6 +198,9 @@ type Proven struct {
 	// their tables: the note is added to what the job does (its first line,
 	// which completion keeps), cut as a job's texts are.
 	Notes map[int64]string
+	// All: every open job up to the revision is proven, as FinishApply
+	// completes them (FinishApplyAwaiting's proof; the rest is ignored).
+	All bool
 }
 
 // FinishApplyProven is FinishApply for an apply whose proof holds some of
@@ -220,7 +228,8 @@ func (s *Store) FinishesBesideProof() bool { return s.d.Name() != "sqlite" }
 // gates' read) runs while the proof is still being read: the transaction
 // then calls proof, with a context that ends within, and only once it has
 // answered do open decide and the completions go with the COMMIT. proof
-// returns the proof, or nil when it proved no job or its context ended
+// returns the proof (All: every open job up to a.Revision, as FinishApply
+// completes them), or nil when it proved no job or its context ended
 // first; it must return once that context ends. A proof later than within
 // (a port that does not answer holds the reads for seconds, and on MariaDB
 // the term's fence share-locks the lease's row meanwhile), a nil one or one
@@ -242,16 +251,18 @@ func (s *Store) FinishApplyAwaiting(ctx context.Context, a Apply, proof func(con
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if p == nil || (len(p.Jobs) == 0 && !p.Kubernetes) {
+		if p == nil || (!p.All && len(p.Jobs) == 0 && !p.Kubernetes) {
 			return ErrNoProof
 		}
 		return nil
 	}
 	var proven Proven
-	complete := s.completeProven(ctx, a, &proven)
+	all, some := s.completeAll(ctx, a), s.completeProven(ctx, a, &proven)
 	return s.finishApply(ctx, a, await, open, func(counted context.Context, q driver.ChangeTx, now *time.Time) (int64, error) {
-		proven = *p // await let it through
-		return complete(counted, q, now)
+		if proven = *p; p.All { // await let it through
+			return all(counted, q, now)
+		}
+		return some(counted, q, now)
 	})
 }
 
@@ -321,6 +332,10 @@ func (s *Store) finishApply(ctx context.Context, a Apply, await func() error, op
 		if await != nil {
 			if err := await(); err != nil {
 				return err
+			}
+			// The jobs complete no earlier than what they waited for.
+			if later := s.now(); later.After(now) {
+				now = later
 			}
 		}
 		if f.Open = open(f.Gates); !f.Open {

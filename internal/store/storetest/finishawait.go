@@ -19,6 +19,7 @@ var finishAwaitingTests = []struct {
 	notOnSQLite bool
 }{
 	{"FinishApplyAwaitingCompletesWhatTheLateProofNames", testFinishAwaitingProven, true},
+	{"FinishApplyAwaitingAProofOfAllCompletesAsFinishApply", testFinishAwaitingAll, true},
 	{"FinishApplyAwaitingPastItsBoundRecordsNothing", testFinishAwaitingBound, true},
 	{"FinishApplyAwaitingAProofOfNoJobRecordsNothing", testFinishAwaitingNoProof, true},
 	{"FinishApplyAwaitingCancelledRecordsNothing", testFinishAwaitingCancelled, true},
@@ -82,6 +83,34 @@ func testFinishAwaitingProven(t *testing.T, _ Database, s *store.Store) {
 	}
 	if a, err := s.LastApply(ctx); err != nil || a.Revision != 3 || a.Term != term {
 		t.Errorf("LastApply = %+v, %v; want revision 3's row", a, err)
+	}
+}
+
+// testFinishAwaitingAll: a proof of every job completes them as FinishApply
+// does, the Kubernetes last_updated moved, no earlier than the proof came.
+func testFinishAwaitingAll(t *testing.T, _ Database, s *store.Store) {
+	s = kubeStore(s)
+	ctx := t.Context()
+	term, jobs := finishSetup(t, s)
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	clock := at
+	s = s.WithClock(func() time.Time { return clock })
+	proof := func(context.Context) *store.Proven {
+		clock = at.Add(time.Second) // the store's clock once the proof came
+		return &store.Proven{All: true}
+	}
+	f, err := s.FinishApplyAwaiting(ctx, appliedRow(term, 2, at), proof, time.Minute, func(store.GateState) bool { return true })
+	if err != nil || !f.Recorded || !f.Open || f.Completed != 2 {
+		t.Fatalf("FinishApplyAwaiting of every job = %+v, %v; want the 2 jobs up to revision 2", f, err)
+	}
+	for i, want := range []string{store.StatusCompleted, store.StatusCompleted, store.StatusPending} {
+		got := job(t, s, jobs[i].ID)
+		if got.Status != want || (want == store.StatusCompleted && (got.FinishedAt == nil || got.FinishedAt.Before(clock))) {
+			t.Errorf("job %d is %s, finished %v; want %s, no earlier than %v", jobs[i].ID, got.Status, got.FinishedAt, want, clock)
+		}
+	}
+	if got, err := s.KubernetesLastUpdated(ctx); err != nil || got == nil {
+		t.Errorf("last_updated = %v, %v; want moved", got, err)
 	}
 }
 
