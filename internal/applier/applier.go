@@ -569,6 +569,9 @@ type applyRun struct {
 	// detail is the applied row's detail when its jobs complete: "SUBNET
 	// UP", or what else the sweep logged (pkey errors, dropped Sets).
 	detail string
+	// clean: the sweep ended without errors; only then does its jobs'
+	// transaction begin beside the read-back (early.go).
+	clean bool
 	// reported: the apply's figures are logged and observed, by its first
 	// completion; the jobs its proof held complete later, each alone.
 	reported bool
@@ -834,6 +837,7 @@ func (t *term) settle(ctx context.Context, run *applyRun, res opensm.SweepResult
 	}
 	switch {
 	case res.Outcome == opensm.Applied && len(res.PKeyErrors) == 0:
+		run.clean = true
 		return t.settleApplied(ctx, run)
 	case res.Outcome == opensm.Applied:
 		return t.settlePKeyErrors(ctx, run, res.PKeyErrors)
@@ -923,9 +927,15 @@ func (t *term) settleApplied(ctx context.Context, run *applyRun) applyResult {
 	dump := t.readDump() // one read for the proof, the records and the gates
 	prepared := make(chan finishPrep, 1)
 	go func() { prepared <- t.prepareFinish(ctx, run.st, dump, wantPorts(byJob)) }()
+	early := t.beginEarly(ctx, run) // early.go
 	proven, ok := t.proveWants(ctx, run, jobs, byJob, dump)
 	p := <-prepared // waited for on every path: nothing of the apply outlives it
 	t.proof.takeRead()
+	if early != nil {
+		if res, settled := t.endEarly(ctx, run, early, proven, ok, p); settled {
+			return res
+		}
+	}
 	if !ok {
 		t.markApplied(run.rev)
 		return applyDone
@@ -954,6 +964,12 @@ func (t *term) complete(ctx context.Context, run *applyRun, proven *store.Proven
 		t.scanEnforcement(ctx)
 		n, ok = t.finishPrepared(ctx, t.row(run, string(opensm.Applied), run.detail), proven, *p)
 	}
+	return t.completed(run, n, ok)
+}
+
+// completed is complete's end, once its transaction completed n jobs (ok:
+// the apply is recorded).
+func (t *term) completed(run *applyRun, n int64, ok bool) applyResult {
 	if !ok {
 		return applyRetry
 	}

@@ -154,7 +154,13 @@ func (t *term) recordOverCapacity(ctx context.Context, st partitions.State, dump
 				"OpenSM stops enforcing partitions there without a word", r.Host, r.PKeys, r.Behind)}
 		t.Log.Error(EnforcementCleared+" (its pkey table is full)", "switch_port", r.Behind.String(), "host_port", r.Host.String(), "pkeys", r.PKeys)
 	}
-	if err := t.Store.RecordEnforcementErrors(ctx, t.id, seen); err != nil {
+	record := func() error { return t.Store.RecordEnforcementErrors(ctx, t.id, seen) }
+	if t.gate != nil { // counted, for a jobs' transaction begun beside it (early.go)
+		record = func() error {
+			return t.gate.enforcement.write(func() error { return t.Store.RecordEnforcementErrors(ctx, t.id, seen) })
+		}
+	}
+	if err := record(); err != nil {
 		return fmt.Errorf("record host ports at their switch ports' pkey capacity: %w", err)
 	}
 	return nil

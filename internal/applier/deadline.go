@@ -117,6 +117,21 @@ func (d deadlineStore) FinishApplyProven(ctx context.Context, a store.Apply, p s
 	return within(ctx, d, func(ctx context.Context) (store.Finished, error) { return d.store.FinishApplyProven(ctx, a, p, open) })
 }
 
+// FinishesBesideProof is the store's (store.Store.FinishesBesideProof), if
+// it has FinishApplyAwaiting: no deadline, as it reads no database.
+func (d deadlineStore) FinishesBesideProof() bool {
+	s, ok := d.store.(awaitingFinisher)
+	return ok && s.FinishesBesideProof()
+}
+
+// FinishApplyAwaiting is the store's; only called when FinishesBesideProof.
+func (d deadlineStore) FinishApplyAwaiting(ctx context.Context, a store.Apply, proof func(context.Context) *store.Proven,
+	wait time.Duration, open func(store.GateState) bool) (store.Finished, error) {
+	return within(ctx, d, func(ctx context.Context) (store.Finished, error) {
+		return d.store.(awaitingFinisher).FinishApplyAwaiting(ctx, a, proof, wait, open)
+	})
+}
+
 func (d deadlineStore) FailJobs(ctx context.Context, term, revision int64, reason string) (int64, error) {
 	return within(ctx, d, func(ctx context.Context) (int64, error) { return d.store.FailJobs(ctx, term, revision, reason) })
 }

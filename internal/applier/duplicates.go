@@ -92,6 +92,14 @@ func (l *duplicateLog) add(d opensm.DuplicateGUID) {
 	}
 }
 
+// unrecorded says whether the tail handed out what is not recorded yet: a
+// duplicate, or a clean sweep's clearing.
+func (l *duplicateLog) unrecorded() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.clear || len(l.order) > 0
+}
+
 // take hands out what to record, and forgets it: put gives it back when the
 // record failed.
 func (l *duplicateLog) take() (clear bool, seen []store.DuplicateSighting) {

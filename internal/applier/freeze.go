@@ -91,6 +91,17 @@ func (w *freezeWatch) scanState() (standby bool, err error) {
 	return standby, err
 }
 
+// standbySeen says whether a STANDBY state line waits for the next look
+// (detect), which records a freeze.
+func (w *freezeWatch) standbySeen() bool {
+	if w == nil {
+		return false
+	}
+	w.seen.Lock()
+	defer w.seen.Unlock()
+	return w.seen.standby
+}
+
 // isMaster says whether OpenSM's last state line said MASTER.
 func (w *freezeWatch) isMaster() bool {
 	w.seen.Lock()

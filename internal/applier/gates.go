@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
@@ -196,13 +197,41 @@ func (t *term) prepareFinish(ctx context.Context, st partitions.State, dump dump
 
 // finishPrepared is finish's transaction, after prepareFinish (p).
 func (t *term) finishPrepared(ctx context.Context, a store.Apply, proven *store.Proven, p finishPrep) (completed int64, recorded bool) {
+	j, ok := t.judgeFinish(ctx, a, p)
+	if !ok {
+		return 0, false
+	}
+	var f store.Finished
+	var err error
+	if proven == nil {
+		f, err = t.Store.FinishApply(ctx, a, j.open)
+	} else {
+		f, err = t.Store.FinishApplyProven(ctx, a, *proven, j.open)
+	}
+	return t.finished(ctx, a, j, f, err)
+}
+
+// finishJudge is the gates' judgement of an apply's jobs in the making: the
+// evidence read before the jobs' transaction, completed by what open is
+// given inside it.
+type finishJudge struct {
+	t       *term
+	ev      verdict.Evidence
+	places  []store.GUIDPlace
+	reapply bool
+	v       verdict.Verdict // open's
+}
+
+// judgeFinish is finishPrepared's work before its transaction: false when
+// nothing may complete (logged; the apply is retried).
+func (t *term) judgeFinish(ctx context.Context, a store.Apply, p finishPrep) (*finishJudge, bool) {
 	log := t.Log.With("revision", a.Revision, "term", t.id)
 	if p.capErr != nil {
 		// OpenSM says nothing of these ports: once the apply is recorded
 		// nothing else would. Nothing completes; the apply is retried.
 		log.Error("jobs wait: the capacity check's findings could not be recorded", "error", p.capErr)
 		t.observer().ApplyFinished(a.Outcome, time.Since(a.StartedAt))
-		return 0, false
+		return nil, false
 	}
 	t.takeReports() // a second SM gone: this sweep completes nothing (forget)
 	if p.placesErr != nil {
@@ -210,32 +239,33 @@ func (t *term) finishPrepared(ctx context.Context, a store.Apply, proven *store.
 		// completes; the apply is retried.
 		log.Error("jobs wait: the GUIDs' switch ports could not be recorded", "error", p.placesErr)
 		t.observer().ApplyFinished(a.Outcome, time.Since(a.StartedAt))
-		return 0, false
+		return nil, false
 	}
 	frozen := t.pollFreeze(ctx)
-	reapply := t.reapply // a lifted freeze: the full apply that follows completes them
-	ev := verdict.Evidence{SubnetDump: t.Cfg.SubnetDump, Dump: verdict.Dump{Topo: p.dump.topo, Err: p.dump.err},
+	j := &finishJudge{t: t, places: p.places, reapply: t.reapply} // a lifted freeze: the full apply that follows completes them
+	j.ev = verdict.Evidence{SubnetDump: t.Cfg.SubnetDump, Dump: verdict.Dump{Topo: p.dump.topo, Err: p.dump.err},
 		Duplicates: t.gate.duplicates.view()}
-	t.termEvidence(&ev, frozen, reapply)
-	if ev.SecondSM.LookFailed == "" {
-		ev.SecondSM.LookFailed = p.lookFailed // a look the term's end cut short holds this sweep's jobs alone
+	t.termEvidence(&j.ev, frozen, j.reapply)
+	if j.ev.SecondSM.LookFailed == "" {
+		j.ev.SecondSM.LookFailed = p.lookFailed // a look the term's end cut short holds this sweep's jobs alone
 	}
-	var v verdict.Verdict
-	open := func(gs store.GateState) bool {
-		ev.Expected, ev.EnforcementErrors, ev.Places = gs.Expected, gs.Errors, p.places
-		// The last moment before the jobs complete: an SM OpenSM named
-		// since the look holds them (secondsm.go).
-		ev.SecondSM.Appeared = t.secondSM.appeared(t.watchEnv())
-		v = verdict.Judge(ev)
-		return !reapply && v.Open()
-	}
-	var f store.Finished
-	var err error
-	if proven == nil {
-		f, err = t.Store.FinishApply(ctx, a, open)
-	} else {
-		f, err = t.Store.FinishApplyProven(ctx, a, *proven, open)
-	}
+	return j, true
+}
+
+// open is the jobs' transaction's open: the verdict on what it read.
+func (j *finishJudge) open(gs store.GateState) bool {
+	j.ev.Expected, j.ev.EnforcementErrors, j.ev.Places = gs.Expected, gs.Errors, j.places
+	// The last moment before the jobs complete: an SM OpenSM named since
+	// the look holds them (secondsm.go).
+	j.ev.SecondSM.Appeared = j.t.secondSM.appeared(j.t.watchEnv())
+	j.v = verdict.Judge(j.ev)
+	return !j.reapply && j.v.Open()
+}
+
+// finished is finishPrepared's work after its transaction (f, err), judged
+// by j.
+func (t *term) finished(ctx context.Context, a store.Apply, j *finishJudge, f store.Finished, err error) (completed int64, recorded bool) {
+	log := t.Log.With("revision", a.Revision, "term", t.id)
 	t.observer().ApplyFinished(a.Outcome, time.Since(a.StartedAt))
 	switch {
 	case err != nil:
@@ -258,10 +288,10 @@ func (t *term) finishPrepared(ctx context.Context, a store.Apply, proven *store.
 		}
 		t.releaseHold()
 		return f.Completed, true
-	case reapply:
+	case j.reapply:
 		return 0, true // forget released the hold: the full apply that follows judges the jobs
 	}
-	t.holdJobs(ctx, a.Revision, v.Reasons)
+	t.holdJobs(ctx, a.Revision, j.v.Reasons)
 	return 0, true
 }
 
@@ -369,6 +399,25 @@ type EnforcementRecorder interface {
 type enforcementLog struct {
 	mu    sync.Mutex // observe runs in whichever goroutine pumps the tail
 	found []opensm.EnforcementError
+	// writes counts the term's records of enforcement errors, begun and
+	// ended (the log's and the capacity check's): a jobs' transaction that
+	// read the gates beside them (early.go) knows whether its read may have
+	// missed one.
+	writes struct{ begun, ended atomic.Int64 }
+}
+
+// write runs rec, one record of enforcement errors, counted.
+func (l *enforcementLog) write(rec func() error) error {
+	l.writes.begun.Add(1)
+	defer l.writes.ended.Add(1)
+	return rec()
+}
+
+// pending says whether the tail handed out lines not recorded yet.
+func (l *enforcementLog) pending() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.found) > 0
 }
 
 // observe is the tail's handler.
@@ -394,7 +443,7 @@ func (l *enforcementLog) record(ctx context.Context, term int64, rec Enforcement
 	for i, e := range found {
 		seen[i] = store.EnforcementSighting{Switch: e.Switch, Port: e.Port, Line: e.Line}
 	}
-	if err := rec.RecordEnforcementErrors(ctx, term, seen); err != nil {
+	if err := l.write(func() error { return rec.RecordEnforcementErrors(ctx, term, seen) }); err != nil {
 		l.mu.Lock()
 		l.found = append(found, l.found...)
 		l.mu.Unlock()

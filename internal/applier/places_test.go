@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
@@ -103,4 +104,17 @@ func wantStatus(t *testing.T, r *applyRig, name string, job store.Job, want stri
 		t.Errorf("%s: %s (%s %s), want %s", name, j.Status, j.Description, j.Error, want)
 	}
 	return j
+}
+
+// FinishesBesideProof and FinishApplyAwaiting are the real store's
+// (early.go): the rig's term on a server engine begins its jobs'
+// transaction beside the read-back, as a manager's does.
+func (s *previousRelease) FinishesBesideProof() bool {
+	a, ok := s.Store.(awaitingFinisher)
+	return ok && a.FinishesBesideProof()
+}
+
+func (s *previousRelease) FinishApplyAwaiting(ctx context.Context, a store.Apply, proof func(context.Context) *store.Proven,
+	within time.Duration, open func(store.GateState) bool) (store.Finished, error) {
+	return s.Store.(awaitingFinisher).FinishApplyAwaiting(ctx, a, proof, within, open)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
@@ -25,11 +26,16 @@ type lookRig struct {
 }
 
 func newLookRig(t testing.TB, hosts int) *lookRig {
+	return newLookRigOn(t, config.EngineSQLite, hosts)
+}
+
+// newLookRigOn is newLookRig on engine's store.
+func newLookRigOn(t testing.TB, engine string, hosts int) *lookRig {
 	switches := 2 // H<i> at LID 2+i
 	if hosts > 500 {
 		switches = 40 // at most 255 ports a switch in the dump's format
 	}
-	r := &lookRig{applyRig: newApplyRig(t, false, func() string { return heavySweep("") }),
+	r := &lookRig{applyRig: newApplyRigOn(t, engine, false, func() string { return heavySweep("") }),
 		smp: newWideFakeSMPFabric(hosts, switches)}
 	dump, sws := largeDump(hosts, switches)
 	if err := os.WriteFile(r.dump, []byte(dump), 0o644); err != nil {

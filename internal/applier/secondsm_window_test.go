@@ -5,7 +5,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm/opensmtest"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/pkeyread"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
@@ -45,7 +47,29 @@ func (s *finishHook) FinishApplyProven(ctx context.Context, a store.Apply, p sto
 	return s.Store.FinishApplyProven(ctx, a, p, func(gs store.GateState) bool { s.before(); return open(gs) })
 }
 
+// FinishesBesideProof and FinishApplyAwaiting are the store's, with before
+// run in the same place: on PostgreSQL and MariaDB the jobs' transaction
+// begins beside the read-back (early.go).
+func (s *finishHook) FinishesBesideProof() bool {
+	a, ok := s.Store.(awaitingFinisher)
+	return ok && a.FinishesBesideProof()
+}
+
+func (s *finishHook) FinishApplyAwaiting(ctx context.Context, a store.Apply, proof func(context.Context) *store.Proven,
+	within time.Duration, open func(store.GateState) bool) (store.Finished, error) {
+	return s.Store.(awaitingFinisher).FinishApplyAwaiting(ctx, a, proof, within, func(gs store.GateState) bool { s.before(); return open(gs) })
+}
+
+// On every engine: on PostgreSQL and MariaDB the jobs' transaction begins
+// beside the read-back, and an SM appearing during the reads, or inside it,
+// holds the jobs as on SQLite.
 func TestSMAppearingAfterTheLookHoldsTheJobs(t *testing.T) {
+	for _, engine := range []string{config.EngineSQLite, config.EnginePostgres, config.EngineMySQL} {
+		t.Run(engine, func(t *testing.T) { testSMAppearingAfterTheLook(t, engine) })
+	}
+}
+
+func testSMAppearingAfterTheLook(t *testing.T, engine string) {
 	discovering, master := pkeyread.SMDiscovering, pkeyread.SMMaster
 	for _, tc := range []struct {
 		name string
@@ -85,7 +109,7 @@ func TestSMAppearingAfterTheLookHoldsTheJobs(t *testing.T) {
 			after: store.StatusRunning, afterSays: "Second subnet manager: port " + hostPort(3).String() + " (priority 0, MASTER) is master"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newLookRig(t, 40)
+			r := newLookRigOn(t, engine, 40)
 			const tenantLID = 2 + 3 // H3's
 			if !tc.protected {
 				r.smp.unprotect()

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -169,7 +170,12 @@ type Finished struct {
 // transaction, perhaps more than once, and must do no I/O: the dump it
 // compares the switches with is read before. A stale term changes nothing.
 func (s *Store) FinishApply(ctx context.Context, a Apply, open func(GateState) bool) (Finished, error) {
-	return s.finishApply(ctx, a, open, func(counted context.Context, q driver.ChangeTx, now *time.Time) (int64, error) {
+	return s.finishApply(ctx, a, nil, open, s.completeAll(ctx, a))
+}
+
+// completeAll is FinishApply's completion of every open job up to a.Revision.
+func (s *Store) completeAll(ctx context.Context, a Apply) func(context.Context, driver.ChangeTx, *time.Time) (int64, error) {
+	return func(counted context.Context, q driver.ChangeTx, now *time.Time) (int64, error) {
 		// Both held, to go with the COMMIT in one round trip: nothing is
 		// decided on the completion's count (it is reported), and an error
 		// of either stops the statements after it, the COMMIT among them.
@@ -177,7 +183,7 @@ func (s *Store) FinishApply(ctx context.Context, a Apply, open func(GateState) b
 			return 0, err
 		}
 		return q.Later().CompleteJobs(counted, s.FabricName(), now, a.Revision, a.Term)
-	})
+	}
 }
 
 // Proven names the jobs up to an apply's revision that its read-back proof
@@ -192,6 +198,9 @@ type Proven struct {
 	// their tables: the note is added to what the job does (its first line,
 	// which completion keeps), cut as a job's texts are.
 	Notes map[int64]string
+	// All: every open job up to the revision is proven, as FinishApply
+	// completes them (FinishApplyAwaiting's proof; the rest is ignored).
+	All bool
 }
 
 // FinishApplyProven is FinishApply for an apply whose proof holds some of
@@ -200,7 +209,66 @@ type Proven struct {
 // that one port off the fabric does not hold every other job of its sweep,
 // and a job p leaves out stays open whatever revision a is.
 func (s *Store) FinishApplyProven(ctx context.Context, a Apply, p Proven, open func(GateState) bool) (Finished, error) {
-	return s.finishApply(ctx, a, open, func(counted context.Context, q driver.ChangeTx, now *time.Time) (int64, error) {
+	return s.finishApply(ctx, a, nil, open, s.completeProven(ctx, a, &p))
+}
+
+// ErrNoProof is FinishApplyAwaiting's error when its proof came too late or
+// proved no job: the transaction rolled back, nothing is recorded, and the
+// caller finishes the apply as if it had not tried (FinishApplyProven).
+var ErrNoProof = errors.New("no job proven in time; nothing recorded")
+
+// FinishesBesideProof says whether FinishApplyAwaiting may be used: on a
+// server engine its transaction, while it waits, holds only its own rows
+// and the term's fence; SQLite's would hold the one writer lock, every
+// change's POST waiting behind the read-back's reads.
+func (s *Store) FinishesBesideProof() bool { return s.d.Name() != "sqlite" }
+
+// FinishApplyAwaiting is FinishApplyProven whose proof is given late, by
+// proof, so that its first round trip (the BEGIN, the apply's row and the
+// gates' read) runs while the proof is still being read: the transaction
+// then calls proof, with a context that ends within, and only once it has
+// answered do open decide and the completions go with the COMMIT. proof
+// returns the proof (All: every open job up to a.Revision, as FinishApply
+// completes them), or nil when it proved no job or its context ended
+// first; it must return once that context ends. A proof later than within
+// (a port that does not answer holds the reads for seconds, and on MariaDB
+// the term's fence share-locks the lease's row meanwhile), a nil one or one
+// naming nothing to complete rolls the transaction back: ErrNoProof. A ctx
+// cancelled meanwhile rolls it back too, with its error. proof is called at
+// most once; not at all when the row is not recorded (a newer term, a
+// restore: Finished says which, as FinishApplyProven's would).
+func (s *Store) FinishApplyAwaiting(ctx context.Context, a Apply, proof func(context.Context) *Proven,
+	within time.Duration, open func(GateState) bool) (Finished, error) {
+	var p *Proven
+	called := false
+	await := func() error {
+		if !called {
+			called = true
+			wctx, cancel := context.WithTimeout(ctx, within)
+			p = proof(wctx)
+			cancel()
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if p == nil || (!p.All && len(p.Jobs) == 0 && !p.Kubernetes) {
+			return ErrNoProof
+		}
+		return nil
+	}
+	var proven Proven
+	all, some := s.completeAll(ctx, a), s.completeProven(ctx, a, &proven)
+	return s.finishApply(ctx, a, await, open, func(counted context.Context, q driver.ChangeTx, now *time.Time) (int64, error) {
+		if proven = *p; p.All { // await let it through
+			return all(counted, q, now)
+		}
+		return some(counted, q, now)
+	})
+}
+
+// completeProven is FinishApplyProven's completion of the jobs *p names.
+func (s *Store) completeProven(ctx context.Context, a Apply, p *Proven) func(context.Context, driver.ChangeTx, *time.Time) (int64, error) {
+	return func(counted context.Context, q driver.ChangeTx, now *time.Time) (int64, error) {
 		if p.Kubernetes {
 			// Held, as the completions (FinishApply's).
 			if err := q.Later().MarkKubernetesApplied(ctx, s.FabricName(), now, a.Revision, a.Term); err != nil {
@@ -222,7 +290,7 @@ func (s *Store) FinishApplyProven(ctx context.Context, a Apply, p Proven, open f
 			total += n
 		}
 		return total, nil // what is held goes at the latest with the COMMIT
-	})
+	}
 }
 
 // noteJob adds note to the first line of job id's description, if the job
@@ -243,8 +311,10 @@ func noteJob(ctx context.Context, fab string, q driver.Queries, now time.Time, i
 // BEGIN and the apply's row go with the gates' read, and what complete
 // holds with the COMMIT: two round trips where there were four, on the path
 // of every job's completion. complete's writes made under counted give their counts
-// once sent (driver.CountInto): Completed adds them after the COMMIT.
-func (s *Store) finishApply(ctx context.Context, a Apply, open func(GateState) bool,
+// once sent (driver.CountInto): Completed adds them after the COMMIT. await,
+// when given, runs between the two, the row recorded and the gates read: an
+// error of it rolls everything back.
+func (s *Store) finishApply(ctx context.Context, a Apply, await func() error, open func(GateState) bool,
 	complete func(counted context.Context, q driver.ChangeTx, now *time.Time) (int64, error)) (Finished, error) {
 	a = boundApply(a)
 	now := s.now()
@@ -258,6 +328,15 @@ func (s *Store) finishApply(ctx context.Context, a Apply, open func(GateState) b
 		recorded, err := s.recordFinished(ctx, q, a, &f)
 		if err != nil || !recorded {
 			return err
+		}
+		if await != nil {
+			if err := await(); err != nil {
+				return err
+			}
+			// The jobs complete no earlier than what they waited for.
+			if later := s.now(); later.After(now) {
+				now = later
+			}
 		}
 		if f.Open = open(f.Gates); !f.Open {
 			return nil

@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"log/slog"
@@ -50,12 +51,14 @@ func TestFinishApplyRoundTrips(t *testing.T) {
 		name      string
 		term      int64
 		proven    bool  // FinishApplyProven, naming the job
+		awaiting  bool  // FinishApplyAwaiting, its proof naming the job
 		want      int64 // commands
 		completed int64
 	}{
-		{"a job", term, false, 2, 1},
-		{"a stale term's", term - 1, false, 2, 0},
-		{"a job proven by its tables", term, true, 2, 1},
+		{"a job", term, false, false, 2, 1},
+		{"a stale term's", term - 1, false, false, 2, 0},
+		{"a job proven by its tables", term, true, false, 2, 1},
+		{"a job awaiting its proof", term, false, true, 2, 1},
 	} {
 		vlan := int64(101 + i)
 		j, err := s.RecordNetwork(ctx, store.NetworkChange{Network: store.NetworkSpec{ID: "net-" + tc.name,
@@ -73,7 +76,16 @@ func TestFinishApplyRoundTrips(t *testing.T) {
 			StartedAt: now.Add(-time.Second), FinishedAt: now}
 		counted.Store(0)
 		var f store.Finished
-		if tc.proven {
+		asked := int64(-1) // round trips sent when the proof was asked for
+		if tc.awaiting {
+			// The first round trip is sent while the proof is read; only
+			// the completions and the COMMIT wait for it.
+			proof := func(context.Context) *store.Proven {
+				asked = counted.Load()
+				return &store.Proven{Jobs: []int64{j.ID}, Kubernetes: true}
+			}
+			f, err = s.FinishApplyAwaiting(ctx, a, proof, time.Minute, open)
+		} else if tc.proven {
 			f, err = s.FinishApplyProven(ctx, a, store.Proven{Jobs: []int64{j.ID}, Kubernetes: true}, open)
 		} else {
 			f, err = s.FinishApply(ctx, a, open)
@@ -86,6 +98,9 @@ func TestFinishApplyRoundTrips(t *testing.T) {
 		}
 		if n := counted.Load(); n != tc.want {
 			t.Errorf("%s: FinishApply sent %d commands, want %d", tc.name, n, tc.want)
+		}
+		if n := counted.Load(); tc.awaiting && (asked != 1 || n-asked != 1) {
+			t.Errorf("%s: %d commands before the proof, %d after; want 1 and 1", tc.name, asked, n-asked)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -35,14 +36,17 @@ func TestFinishApplyRoundTrips(t *testing.T) {
 		name      string
 		term      int64
 		proven    bool  // FinishApplyProven, naming the job
+		awaiting  bool  // FinishApplyAwaiting, its proof naming the job
 		want      int64 // round trips
 		completed int64
 	}{
-		{"first (prepares its statements)", term, false, -1, 1},
-		{"a job", term, false, 2, 1},
-		{"a stale term's", term - 1, false, 2, 0},
-		{"first proven (prepares its statements)", term, true, -1, 1},
-		{"a job proven by its tables", term, true, 2, 1},
+		{"first (prepares its statements)", term, false, false, -1, 1},
+		{"a job", term, false, false, 2, 1},
+		{"a stale term's", term - 1, false, false, 2, 0},
+		{"first proven (prepares its statements)", term, true, false, -1, 1},
+		{"a job proven by its tables", term, true, false, 2, 1},
+		{"first awaiting its proof (prepares its statements)", term, false, true, -1, 1},
+		{"a job awaiting its proof", term, false, true, 2, 1},
 	} {
 		vlan := int64(101 + i)
 		j, err := s.RecordNetwork(ctx, store.NetworkChange{Network: store.NetworkSpec{ID: "net-" + tc.name,
@@ -60,7 +64,16 @@ func TestFinishApplyRoundTrips(t *testing.T) {
 		a := store.Apply{Revision: rev, SHA256: "ab", Term: tc.term, Outcome: "applied", Detail: "SUBNET UP",
 			StartedAt: now.Add(-time.Second), FinishedAt: now}
 		var f store.Finished
-		if tc.proven {
+		asked := int64(-1) // round trips sent when the proof was asked for
+		if tc.awaiting {
+			// The first round trip is sent while the proof is read; only
+			// the completions and the COMMIT wait for it.
+			proof := func(context.Context) *store.Proven {
+				asked = e.writes.Load()
+				return &store.Proven{Jobs: []int64{j.ID}, Kubernetes: true}
+			}
+			f, err = s.FinishApplyAwaiting(ctx, a, proof, time.Minute, open)
+		} else if tc.proven {
 			f, err = s.FinishApplyProven(ctx, a, store.Proven{Jobs: []int64{j.ID}, Kubernetes: true}, open)
 		} else {
 			f, err = s.FinishApply(ctx, a, open)
@@ -73,6 +86,9 @@ func TestFinishApplyRoundTrips(t *testing.T) {
 		}
 		if n := e.writes.Load(); tc.want >= 0 && n != tc.want {
 			t.Errorf("%s: FinishApply sent %d times, want %d", tc.name, n, tc.want)
+		}
+		if n := e.writes.Load(); tc.awaiting && tc.want >= 0 && (asked != 1 || n-asked != 1) {
+			t.Errorf("%s: %d round trips before the proof, %d after; want 1 and 1", tc.name, asked, n-asked)
 		}
 	}
 }

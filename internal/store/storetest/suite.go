@@ -115,7 +115,7 @@ func Run(t *testing.T, engine string) {
 			tc.fn(t, NewMigratedDatabase(t, engine))
 		})
 	}
-	for _, tc := range databaseTests {
+	for _, tc := range append(databaseTests[:len(databaseTests):len(databaseTests)], finishAwaitingTests...) {
 		if tc.notOnSQLite && engine == config.EngineSQLite {
 			continue
 		}
