@@ -281,7 +281,7 @@ func (w *secondSMWatch) lookWith(ctx context.Context, lid uint16, ports []pkeyre
 // the key that answered).
 func (w *secondSMWatch) scanAhead(ctx context.Context, conn pkeyread.Conn, mkeys []uint64,
 	ports []pkeyread.PortLID) (done func(mkey uint64, ok bool) (scan pkeyread.SMScan, scanned, cut bool)) {
-	if c, can := conn.(interface{ Concurrent() bool }); !can || !c.Concurrent() || len(mkeys) == 0 {
+	if !pkeyread.Concurrent(conn) || len(mkeys) == 0 {
 		return func(uint64, bool) (pkeyread.SMScan, bool, bool) { return pkeyread.SMScan{}, false, false }
 	}
 	guess := mkeys[0]

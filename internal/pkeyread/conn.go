@@ -16,6 +16,14 @@ type Conn interface {
 	Close() error
 }
 
+// Concurrent says whether conn takes overlapping Sends, answers matched
+// to their requests by transaction id (mux.go): a simulator's or an HCA's
+// connection, and a Pool's while the one it keeps does.
+func Concurrent(conn Conn) bool {
+	c, ok := conn.(interface{ Concurrent() bool })
+	return ok && c.Concurrent()
+}
+
 // Dialer opens Conns; a Reader opens one for each of its workers.
 type Dialer interface {
 	Dial(ctx context.Context) (Conn, error)

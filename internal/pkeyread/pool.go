@@ -101,8 +101,7 @@ func (c *pooledConn) Concurrent() bool {
 	c.mu.Lock()
 	conn := c.Conn
 	c.mu.Unlock()
-	cc, ok := conn.(interface{ Concurrent() bool })
-	return ok && cc.Concurrent()
+	return Concurrent(conn)
 }
 
 // Send sends on the Conn; see pooledConn.reused for a kept Conn's first.

@@ -336,7 +336,7 @@ func (w *worker) open(ctx context.Context) error {
 	}
 	w.conn = conn
 	w.slots = make(chan struct{}, 1)
-	if c, ok := conn.(interface{ Concurrent() bool }); ok && c.Concurrent() && w.overlap {
+	if Concurrent(conn) && w.overlap {
 		w.slots = make(chan struct{}, portSMPs)
 	}
 	return nil

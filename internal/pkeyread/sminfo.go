@@ -114,7 +114,7 @@ func ReadMasters(ctx context.Context, conn Conn, mkey uint64, tid *atomic.Uint32
 	m := Masters{Port: own, OwnLID: lid}
 	get := func(lid uint16, attr uint16) ([]byte, error) { return smpGet(ctx, conn, mkey, tid, lid, attr) }
 	portInfo, smInfo := func() ([]byte, error) { return get(lid, attrPortInfo) }, func() ([]byte, error) { return get(lid, attrSMInfo) }
-	if c, ok := conn.(interface{ Concurrent() bool }); ok && c.Concurrent() {
+	if Concurrent(conn) {
 		actx, abort := context.WithCancel(ctx)
 		var wg sync.WaitGroup
 		defer func() { abort(); wg.Wait() }() // nothing sent ahead outlives the read
