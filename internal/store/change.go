@@ -190,7 +190,9 @@ func (s *Store) record(ctx context.Context, g *changeGroups, what, id string, fn
 		job.ID = heldID // committed: sent at the latest with the COMMIT
 	}
 	if job.ID == 0 {
-		return Job{}, fmt.Errorf("%s %s: the job's held insert gave no id", what, id)
+		// Never expected: an engine gives a held insert's id when it sends
+		// it, at the latest with the COMMIT, which answered.
+		return Job{}, fmt.Errorf("%s %s: recorded, but the database gave no id for its job", what, id)
 	}
 	return job, nil
 }
