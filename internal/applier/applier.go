@@ -173,6 +173,11 @@ type Config struct {
 	// ports their changes touch show them (readback.go). nil: OpenSM's log
 	// alone proves a sweep (verify = log).
 	Readback *pkeyread.Reader
+	// KeysAhead, when set, starts a read of the M_Keys that the read-back's
+	// and the second-SM look's SMPs carry (their MKeys), which then give
+	// what it read until release: an apply reads them beside its sweep, not
+	// twice on every change's path after it. nil: each read reads them.
+	KeysAhead func(ctx context.Context) (release func())
 	// VerifyTimeout is how long a job whose ports' tables do not show its
 	// change waits before it fails; 0: DefaultVerifyTimeout.
 	VerifyTimeout time.Duration
@@ -540,6 +545,9 @@ func (t *term) apply(ctx context.Context) applyResult {
 	defer t.secondSM.besideSweep(ctx, t.watchEnv())()
 	if t.Cfg.Readback != nil { // the read-back's connection, beside the sweep
 		defer dialAhead(ctx, t.Cfg.Readback.Dialer)()
+	}
+	if t.Cfg.KeysAhead != nil { // the M_Keys of the reads after the sweep, beside it
+		defer t.Cfg.KeysAhead(ctx)()
 	}
 	t.readWantsDuringSweep(ctx, run) // readback.go
 	sweep, ok := t.await(ctx, run, watch, synced)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -203,4 +205,56 @@ func TestLookScansThePlacesBesideTheOwnPort(t *testing.T) {
 	j := r.portIn(r.netID, "port-h2", hostPort(2))
 	r.applied("H2's port")
 	wantStatus(t, r.applyRig, "H2's port, its place scanned beside this OpenSM's port", j, store.StatusCompleted)
+}
+
+// TestKeysReadBesideTheSweep: with KeysAhead (the manager's recorded
+// M_Keys), an apply starts the keys' read once its file is written, beside
+// the sweep, and holds it until its jobs are settled: the look after the
+// sweep's end (and the read-back) are given what that read found, not a
+// database round trip each on the change's path.
+func TestKeysReadBesideTheSweep(t *testing.T) {
+	const key = 0x00000000000a11ce
+	r := newLookRig(t, 4)
+	r.term.SecondSM.Dialer = &keyedFabric{fakeSMPFabric: r.smp, want: key}
+	var mu sync.Mutex
+	var begun, held, outside int
+	var fileAtBegin []byte
+	ahead := false
+	r.term.Cfg.KeysAhead = func(context.Context) func() {
+		mu.Lock()
+		defer mu.Unlock()
+		begun++
+		ahead = true
+		fileAtBegin, _ = os.ReadFile(r.term.Cfg.PartitionsFile)
+		return func() {
+			mu.Lock()
+			ahead = false
+			mu.Unlock()
+		}
+	}
+	r.term.SecondSM.MKeys = func(context.Context) ([]uint64, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ahead {
+			held++
+		} else {
+			outside++
+		}
+		return []uint64{key}, nil
+	}
+	j := r.portIn(r.netID, "port-h3", hostPort(3))
+	r.applied("H3's port")
+	wantStatus(t, r.applyRig, "H3's port", j, store.StatusCompleted)
+	mu.Lock()
+	defer mu.Unlock()
+	if begun != 1 || ahead {
+		t.Fatalf("the apply started %d reads of the keys ahead (one still held: %v); want one, released", begun, ahead)
+	}
+	if !strings.Contains(string(fileAtBegin), hostPort(3).String()) {
+		t.Errorf("the keys' read began before the apply's file was written:\n%s", fileAtBegin)
+	}
+	if held == 0 || outside != 0 {
+		t.Errorf("the look asked for the keys %d times while the read ahead was held, %d times outside it; want every time held",
+			held, outside)
+	}
 }

@@ -18,7 +18,11 @@ import (
 // good. Two connections: the simulator serves ten clients at once, OpenSM and
 // the read-back proof included, and leaves room for an --audit beside it.
 func AuditReader(ctx context.Context, cfg config.FabricConfig, st *store.Store) (r *pkeyread.Reader, checkEnforcement bool, err error) {
-	r, simulated, err := fabricReader(ctx, cfg, opensm.DatabaseKeys{Store: st}, 2)
+	mkeys, err := newReadbackMKeys(ctx, cfg, opensm.DatabaseKeys{Store: st})
+	if err != nil {
+		return nil, false, fmt.Errorf("the M_Key to audit the fabric with: %w", err)
+	}
+	r, simulated, err := fabricReader(ctx, cfg, mkeys, 2)
 	if err != nil {
 		return nil, false, fmt.Errorf("no SMP transport to audit the fabric: %w", err)
 	}

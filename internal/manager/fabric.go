@@ -165,7 +165,13 @@ func wireFabric(ctx context.Context, p fabricPlan, st *store.Store, m *metrics.M
 	if err := warnCheckHostUnconfirmed(ctx, cfg, st, log); err != nil {
 		return nil, closeSM, fab.Wrap(err)
 	}
-	readback, err := newReadback(ctx, cfg, keys)
+	// One set of M_Keys for the read-back and the second-SM look: an apply
+	// reads them once, beside its sweep (readbackMKeys).
+	mkeys, err := newReadbackMKeys(ctx, cfg, keys)
+	if err != nil {
+		return nil, closeSM, fab.Wrap(err)
+	}
+	readback, err := newReadback(ctx, cfg, mkeys)
 	if err != nil {
 		return nil, closeSM, fab.Wrap(err)
 	}
@@ -176,7 +182,10 @@ func wireFabric(ctx context.Context, p fabricPlan, st *store.Store, m *metrics.M
 	f.metrics = m.Fabric(fab.Name)
 	f.app = &applier.Applier{Store: st, SM: sm, Log: log, Observer: applierObserver{f.metrics, f.applierLoop},
 		Cfg:      applierConfig(cfg, p, flavour, readback, auditConfig(ctx, cfg, st, sm, log), cfg.OpenSM.SubnetDump()),
-		SecondSM: secondSMCheck(ctx, cfg, st, sm, log)}
+		SecondSM: secondSMCheck(ctx, cfg, st, sm, mkeys, log)}
+	if mkeys != nil {
+		f.app.Cfg.KeysAhead = mkeys.Ahead
+	}
 	if f.app.Cfg.QoSPolicyFile != "" {
 		f.app.Cfg.SetQoS = f.setQoS
 	}

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/config"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
@@ -48,7 +50,12 @@ func TestNewReadback(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := config.Default()
 			tc.edit(&cfg.Fabrics[0].OpenSM)
-			r, err := newReadback(t.Context(), cfg.FabricConfig(cfg.Fabrics[0]), recordedMKey(0x1234))
+			fc := cfg.FabricConfig(cfg.Fabrics[0])
+			mkeys, err := newReadbackMKeys(t.Context(), fc, recordedMKey(0x1234))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := newReadback(t.Context(), fc, mkeys)
 			switch {
 			case tc.wantErr != "":
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "verify = log") {
@@ -220,4 +227,96 @@ func aheadOf(d pkeyread.Dialer) pkeyread.Dialer {
 		return a.Dialer
 	}
 	return nil
+}
+
+// countedKeys is a KeySource that counts its reads; while gate is set, a
+// read waits for it (or its context) before it answers.
+type countedKeys struct {
+	rotatingKeys
+	reads atomic.Int32
+	gate  chan struct{}
+}
+
+func (k *countedKeys) Keys(ctx context.Context) (opensm.Keys, error) {
+	k.reads.Add(1)
+	if k.gate != nil {
+		select {
+		case <-k.gate:
+		case <-ctx.Done():
+			return opensm.Keys{}, ctx.Err()
+		}
+	}
+	return k.rotatingKeys.Keys(ctx)
+}
+
+// TestReadbackMKeysAhead: an apply reads the keys once, beside its sweep;
+// the read-back and the second-SM look after it are given what that read
+// found, a rotation recorded meanwhile included (OpenSM runs with the key it
+// was started with), and the first read after the apply reads them again.
+func TestReadbackMKeysAhead(t *testing.T) {
+	src := &countedKeys{rotatingKeys: rotatingKeys{mkey: 0x1111}}
+	k := &readbackMKeys{keys: src, current: 0x1111}
+	release := k.Ahead(t.Context())
+	src.mkey = 0x2222 // rotated once the read beside the sweep is under way (it may have read either)
+	first, _ := k.MKeys(t.Context())
+	for _, reader := range []string{"the read-back", "the second-SM look"} {
+		if got, err := k.MKeys(t.Context()); err != nil || !slices.Equal(got, first) {
+			t.Errorf("%s: M_Keys = %#x, %v; want %#x, the apply's read", reader, got, err, first)
+		}
+	}
+	release()
+	if n := src.reads.Load(); n != 1 {
+		t.Errorf("the apply read the keys %d times; want once", n)
+	}
+	if got, err := k.MKeys(t.Context()); err != nil || !slices.Equal(got, []uint64{0x2222, 0x1111}) {
+		t.Errorf("after the apply: M_Keys = %#x, %v; want the rotated key, then the old one", got, err)
+	}
+	if n := src.reads.Load(); n != 2 {
+		t.Errorf("the read after the apply read the keys %d times in all; want 2", n)
+	}
+}
+
+// TestReadbackMKeysAheadWindows opens the windows of a read beside the
+// sweep that has not answered yet: a reader whose context ends meanwhile
+// gets its context's error, not keys; release waits for the read's end
+// (nothing of an apply outlives it); a database that could not be read
+// leaves the keys last read; an apply's context that ends leaves them too.
+func TestReadbackMKeysAheadWindows(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(src *countedKeys, cancelApply context.CancelFunc)
+		want []uint64
+	}{
+		{"answered", func(src *countedKeys, _ context.CancelFunc) { src.mkey = 0x2222; close(src.gate) }, []uint64{0x2222, 0x1111}},
+		{"database away", func(src *countedKeys, _ context.CancelFunc) { src.err = errors.New("away"); close(src.gate) }, []uint64{0x1111}},
+		{"apply cancelled", func(_ *countedKeys, cancel context.CancelFunc) { cancel() }, []uint64{0x1111}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := &countedKeys{rotatingKeys: rotatingKeys{mkey: 0x1111}, gate: make(chan struct{})}
+			k := &readbackMKeys{keys: src, current: 0x1111}
+			applyCtx, cancelApply := context.WithCancel(t.Context())
+			defer cancelApply()
+			release := k.Ahead(applyCtx)
+			readerCtx, cancelReader := context.WithCancel(t.Context())
+			cancelReader()
+			if got, err := k.MKeys(readerCtx); !errors.Is(err, context.Canceled) {
+				t.Fatalf("a reader whose context ended: M_Keys = %#x, %v; want its context's error", got, err)
+			}
+			released := make(chan struct{})
+			go func() { release(); close(released) }()
+			select {
+			case <-released:
+				t.Fatal("release returned before the read beside the sweep ended")
+			case <-time.After(20 * time.Millisecond):
+			}
+			tc.end(src, cancelApply)
+			<-released
+			k.mu.Lock()
+			got, ahead := []uint64{k.current, k.previous}, k.ahead
+			k.mu.Unlock()
+			if ahead != nil || !slices.Equal(slices.DeleteFunc(got, func(key uint64) bool { return key == 0 }), tc.want) {
+				t.Errorf("after the apply: the keys %#x (a read ahead held: %v); want %#x, none held", got, ahead != nil, tc.want)
+			}
+		})
+	}
 }
