@@ -208,8 +208,13 @@ func (db *DB) routed(ctx context.Context, where func(context.Context) (*Store, e
 // or port id is recorded on: the default view when it is not recorded, or
 // recorded on a fabric no longer configured, and the only view of a
 // database of one fabric, which reads nothing. recorded says it was found.
+//
+// A database that serves one fabric reads nothing either: every object is
+// then the default view's, wherever it is recorded (an object of a fabric
+// no longer configured is that view's to refuse, OtherFabricError), and the
+// read was a round trip of its own before every Neutron change.
 func (db *DB) recordedView(ctx context.Context, object, id string) (v *Store, recorded bool, err error) {
-	if !db.routes {
+	if !db.routes || len(db.order) == 1 {
 		return db.defaultView(), false, nil
 	}
 	var fab string

@@ -216,3 +216,58 @@ func TestDBRoutingFollowsAMovedObject(t *testing.T) {
 		t.Errorf("a change sent once to the stale fabric = %+v, %v after %d tries; want the storage fabric's job after 2", j, err, tries)
 	}
 }
+
+// A database that serves one fabric routes by reading nothing: every object
+// is its view's. One recorded on a fabric no longer configured (the storage
+// fabric, dropped from the configuration) is refused by that view, writing
+// nothing, as when the routing read where it was recorded.
+func TestOneFabricRefusesAnObjectOfAnUnconfiguredFabric(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	e := migratedSQLite(ctx, t)
+	two := NewDB(e, []FabricRules{
+		{Name: DefaultFabric, Rules: Rules{PhysicalNetworks: []string{"ibnet"}}},
+		{Name: "storage", Rules: Rules{PhysicalNetworks: []string{"storage"}}},
+	})
+	if err := two.EnsureFabrics(ctx); err != nil {
+		t.Fatal(err)
+	}
+	vlan, g := int64(100), fabric.GUID(0x248a070300b1c2d4)
+	const net = "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73"
+	if _, err := two.RecordNetwork(ctx, NetworkChange{Network: NetworkSpec{ID: net, Name: "n", Type: "vlan",
+		PhysicalNetwork: "storage", SegmentationID: &vlan}, Operation: OpCreateNetwork, CreatedBy: "test", Request: "{}"}); err != nil {
+		t.Fatal(err)
+	}
+	port := Port{ID: "p1", NetworkID: net, GUID: &g, Host: "h1"}
+	if _, err := two.RecordPort(ctx, PortChange{Port: port, DeviceOwner: "compute:nova", Operation: OpAddPort,
+		CreatedBy: "test", Request: "{}"}); err != nil {
+		t.Fatal(err)
+	}
+	one := NewDB(e, []FabricRules{{Name: DefaultFabric, Rules: Rules{PhysicalNetworks: []string{"ibnet"}}}})
+	for name, change := range map[string]func() (Job, error){
+		"RecordPort": func() (Job, error) {
+			return one.RecordPort(ctx, PortChange{Port: port, DeviceOwner: "compute:nova", Operation: OpUpdatePort,
+				CreatedBy: "test", Request: "{}"})
+		},
+		"RemovePort": func() (Job, error) {
+			return one.RemovePort(ctx, PortRemoval{PortID: "p1", CreatedBy: "test", Request: "{}"})
+		},
+		"RemoveNetwork": func() (Job, error) {
+			return one.RemoveNetwork(ctx, NetworkRemoval{NetworkID: net, CreatedBy: "test", Request: "{}"})
+		},
+	} {
+		var other *OtherFabricError
+		if _, err := change(); !errors.As(err, &other) || other.Fabric != "storage" || other.View != DefaultFabric {
+			t.Errorf("%s of the storage fabric's object on a database of the default fabric alone = %v; "+
+				"want the default view's refusal naming the storage fabric", name, err)
+		}
+	}
+	if rev, err := one.Fabric(DefaultFabric).Revision(ctx); err != nil || rev != 0 {
+		t.Errorf("default revision = %d, %v; want 0: nothing written there", rev, err)
+	}
+	var c SnapshotCache
+	snap, err := two.Fabric("storage").ReadSnapshot(ctx, &c)
+	if err != nil || len(snap.Networks) != 1 || len(snap.Members) != 1 {
+		t.Errorf("storage snapshot = %+v, %v; want the network and its port, untouched", snap, err)
+	}
+}

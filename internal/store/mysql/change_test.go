@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -18,25 +19,47 @@ import (
 // one, five when the subnet managers' ports were read before the change,
 // six before the count came with the rows.
 func TestPortChangeRoundTrips(t *testing.T) {
-	ctx := t.Context()
-	e := countedEngine(t, "afm_change_")
-	s := store.New(e, store.Rules{PhysicalNetworks: []string{"ib"}})
-	net, vlan := "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73", int64(101)
-	if _, err := s.RecordNetwork(ctx, store.NetworkChange{Network: store.NetworkSpec{ID: net, Name: "n", Type: "vlan",
-		PhysicalNetwork: "ib", SegmentationID: &vlan}, Operation: store.OpCreateNetwork, CreatedBy: "test", Request: "{}"}); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name string
+		open func(e *Engine) neutronRecorder
+	}{
+		{"a store of one fabric", func(e *Engine) neutronRecorder {
+			return store.New(e, store.Rules{PhysicalNetworks: []string{"ib"}})
+		}},
+		// As the manager serves the API: the database's routing, which
+		// read the change's network in a command of its own first.
+		{"the database of one fabric", func(e *Engine) neutronRecorder {
+			return store.NewDB(e, []store.FabricRules{{Name: store.DefaultFabric, Rules: store.Rules{PhysicalNetworks: []string{"ib"}}}})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			s := tc.open(countedEngine(t, "afm_change_"))
+			net, vlan := "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73", int64(101)
+			if _, err := s.RecordNetwork(ctx, store.NetworkChange{Network: store.NetworkSpec{ID: net, Name: "n", Type: "vlan",
+				PhysicalNetwork: "ib", SegmentationID: &vlan}, Operation: store.OpCreateNetwork, CreatedBy: "test", Request: "{}"}); err != nil {
+				t.Fatal(err)
+			}
+			for i := range 2 {
+				g := fabric.GUID(0x0002c90300000001 + uint64(i))
+				counted.Store(0)
+				if _, err := s.RecordPort(ctx, store.PortChange{Port: store.Port{ID: fmt.Sprintf("p%d", i), NetworkID: net, GUID: &g, Host: "h1"},
+					DeviceOwner: "compute:nova", Operation: store.OpAddPort, CreatedBy: "test", Request: "{}"}); err != nil {
+					t.Fatal(err)
+				}
+				if n := counted.Load(); n != 2 {
+					t.Errorf("a port POST sent %d commands, want 2", n)
+				}
+			}
+		})
 	}
-	for i := range 2 {
-		g := fabric.GUID(0x0002c90300000001 + uint64(i))
-		counted.Store(0)
-		if _, err := s.RecordPort(ctx, store.PortChange{Port: store.Port{ID: fmt.Sprintf("p%d", i), NetworkID: net, GUID: &g, Host: "h1"},
-			DeviceOwner: "compute:nova", Operation: store.OpAddPort, CreatedBy: "test", Request: "{}"}); err != nil {
-			t.Fatal(err)
-		}
-		if n := counted.Load(); n != 2 {
-			t.Errorf("a port POST sent %d commands, want 2", n)
-		}
-	}
+}
+
+// neutronRecorder records Neutron's changes: a store of one fabric, or the
+// database that routes them to their fabric's.
+type neutronRecorder interface {
+	RecordNetwork(ctx context.Context, c store.NetworkChange) (store.Job, error)
+	RecordPort(ctx context.Context, c store.PortChange) (store.Job, error)
 }
 
 // GET job, which networking-mlnx's client polls while its change is applied,
