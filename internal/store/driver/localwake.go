@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // LocalWake wakes, after each change this process commits, whoever waits in
@@ -19,7 +20,20 @@ type LocalWake struct {
 	mu        sync.Mutex
 	waiters   []localWaiter
 	committed map[string]int64 // fabric: the newest revision committed since TakeCommitted
+	echoes    map[string]echo  // fabric: the newest revision woken for whose notification is still to come
+	now       func() time.Time // nil: time.Now
 }
+
+// echo is a revision this process woke its waiters for, and when.
+type echo struct {
+	revision int64
+	at       time.Time
+}
+
+// echoWindow bounds how long after a commit its notification is taken for
+// the echo of the wake-up already given: the server delivers it a round trip
+// after the COMMIT, and a listener reconnecting meanwhile never gets it.
+const echoWindow = time.Second
 
 // localWaiter is one Wake's channel and the fabric it waits for ("": any).
 type localWaiter struct {
@@ -82,6 +96,65 @@ func (w *LocalWake) NotifyCommitted(c *Committed) {
 		default: // a wake-up is already pending
 		}
 	}
+}
+
+// ExpectEcho says, just before a transaction's COMMIT is sent, that the
+// engine's notification of c (its fabric's revision once committed) will
+// be the echo of this commit, whose waiters NotifyCommitted wakes at the
+// COMMIT's answer: the server may deliver the notification before that
+// answer is read. Call forget when the COMMIT failed (no notification
+// comes, and another process may commit that revision). A COMMIT whose
+// answer never came leaves the expectation, for echoWindow: if it did
+// commit, its change is found by the applier's next poll, as after a lost
+// notification.
+func (w *LocalWake) ExpectEcho(c *Committed) (forget func()) {
+	if c == nil || !c.set {
+		return func() {}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.echoes == nil {
+		w.echoes = map[string]echo{}
+	}
+	e := echo{revision: max(w.echoes[c.fabric].revision, c.revision), at: w.clock()}
+	w.echoes[c.fabric] = e
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.echoes[c.fabric] == e {
+			delete(w.echoes, c.fabric)
+		}
+	}
+}
+
+// Echo says whether the engine's notification that fabric's revision is
+// now revision is the echo of a commit of this process (ExpectEcho), whose
+// waiters are woken at its COMMIT's answer: the one for the newest revision
+// expected, or for one before it (a transaction of several changes is
+// notified for each), within echoWindow. Waking them again costs the
+// applier, just done with that change, a read of the revision (and of the
+// newest job's row) at the moment the change's client reads its job and
+// sends its next. Once the echo of the newest revision came, any later
+// notification wakes: a database restored from a backup may commit that
+// revision again, from another process.
+func (w *LocalWake) Echo(fabric string, revision int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e, ok := w.echoes[fabric]
+	if !ok || revision > e.revision || w.clock().Sub(e.at) > echoWindow {
+		return false
+	}
+	if revision == e.revision {
+		delete(w.echoes, fabric)
+	}
+	return true
+}
+
+func (w *LocalWake) clock() time.Time {
+	if w.now != nil {
+		return w.now()
+	}
+	return time.Now()
 }
 
 // TakeCommitted returns the newest revision of fabric this process committed

@@ -1,6 +1,9 @@
 package driver
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // A commit that says its revision wakes the waiters of its fabric and of
 // every fabric, and keeps the newest revision until it is taken, once; a
@@ -41,5 +44,51 @@ func TestLocalWakeKeepsTheCommittedRevision(t *testing.T) {
 	}
 	if rev, ok := w.TakeCommitted("storage"); ok {
 		t.Errorf("TakeCommitted(storage) = %d; want none", rev)
+	}
+}
+
+// The engine's notification of a revision this process's COMMIT will wake
+// its waiters for is an echo, for that revision and the ones before it (a
+// transaction of several changes is notified for each), until the newest
+// one's echo came or echoWindow passed, and not once the COMMIT failed; any
+// other notification wakes.
+func TestLocalWakeEcho(t *testing.T) {
+	type ask struct {
+		fabric   string
+		revision int64
+		after    time.Duration // since the commit
+		echo     bool
+	}
+	for _, tc := range []struct {
+		name string
+		asks []ask
+	}{
+		{"nothing committed", []ask{{"default", 7, 0, false}}},
+		{"the commit's own", []ask{{"default", 7, 0, true}, {"default", 7, 0, false}}},
+		{"a group's earlier revisions, then its own", []ask{{"default", 5, 0, true}, {"default", 6, 0, true},
+			{"default", 7, 0, true}, {"default", 6, 0, false}}},
+		{"a newer revision: another process's", []ask{{"default", 8, 0, false}, {"default", 7, 0, true}}},
+		{"another fabric's", []ask{{"storage", 7, 0, false}}},
+		{"past the window", []ask{{"default", 7, echoWindow + time.Millisecond, false}}},
+		{"the COMMIT failed", []ask{{"default", 7, 0, false}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			at := time.Unix(1_800_000_000, 0)
+			now := at
+			w := LocalWake{now: func() time.Time { return now }}
+			if tc.name != "nothing committed" {
+				var c Committed
+				c.Set("default", 7)
+				if forget := w.ExpectEcho(&c); tc.name == "the COMMIT failed" {
+					forget()
+				}
+			}
+			for _, a := range tc.asks {
+				now = at.Add(a.after)
+				if got := w.Echo(a.fabric, a.revision); got != a.echo {
+					t.Errorf("Echo(%s, %d) %v after the commit = %t, want %t", a.fabric, a.revision, a.after, got, a.echo)
+				}
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"strconv"
 	"strings"
 	"time"
 
@@ -205,7 +206,9 @@ func (e *Engine) inChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) err
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
+	forget := e.local.ExpectEcho(driver.CommittedOf(ctx)) // its notification wakes nobody again (wakes)
 	if _, err := p.Exec(cctx, "COMMIT"); err != nil {
+		forget()
 		p.rollback(ctx)
 		return fmt.Errorf("commit: %w", err)
 	}
@@ -506,7 +509,7 @@ func (e *Engine) listen(ctx context.Context, fabric string, ch chan<- struct{}) 
 		cancel()
 		switch {
 		case err == nil:
-			if forFabric(n.Payload, fabric) {
+			if e.wakes(n.Payload, fabric) {
 				signal(ch)
 			}
 		case ctx.Err() != nil:
@@ -550,6 +553,19 @@ func (q queries) InsertJobWithPlaces(ctx context.Context, j driver.Job, places [
 }
 
 var _ driver.Driver = (*Engine)(nil)
+
+// wakes says whether a revision notification's payload wakes a waiter for
+// fabric ("": any): one of its fabric that is not the echo of this
+// process's own commit, whose waiters were woken at its COMMIT's answer
+// (driver.LocalWake.Echo).
+func (e *Engine) wakes(payload, fabric string) bool {
+	if !forFabric(payload, fabric) {
+		return false
+	}
+	name, text, ok := strings.Cut(payload, ":")
+	revision, err := strconv.ParseInt(text, 10, 64)
+	return !ok || err != nil || !e.local.Echo(name, revision)
+}
 
 // forFabric says whether a revision notification's payload concerns fabric
 // ("": any). A payload that names no fabric wakes every waiter.
