@@ -182,13 +182,20 @@ type finishPrep struct {
 func (t *term) prepareFinish(ctx context.Context, st partitions.State, dump dumpRead, read []fabric.GUID) finishPrep {
 	p := finishPrep{dump: dump}
 	t.scanEnforcement(ctx) // before the look: the SM entries it reads decide how far the look reads
-	looked, env := make(chan string, 1), t.watchEnv()
-	go func() { looked <- t.secondSM.confirm(ctx, env, dump.topo, read) }() // secondsm.go
-	// It is waited for on every path.
-	if p.capErr = t.recordOverCapacity(ctx, st, dump); p.capErr == nil {
-		p.places, p.placesErr = t.recordPlaces(ctx, st, dump)
-	}
-	p.lookFailed = <-looked
+	// The look runs here, the records beside it: the look's answer from
+	// this OpenSM's own SM (its SMInfo) comes last of every read after the
+	// sweep, and a goroutine started for it began it up to a few hundred
+	// microseconds later on a busy machine. The records are waited for on
+	// every path.
+	recorded := make(chan struct{})
+	go func() {
+		defer close(recorded)
+		if p.capErr = t.recordOverCapacity(ctx, st, dump); p.capErr == nil {
+			p.places, p.placesErr = t.recordPlaces(ctx, st, dump)
+		}
+	}()
+	p.lookFailed = t.secondSM.confirm(ctx, t.watchEnv(), dump.topo, read) // secondsm.go
+	<-recorded
 	// A test hook (none in production) may pause here, in the window
 	// between the look and the jobs' transaction.
 	t.secondSM.afterLook(ctx, st.Revision)
