@@ -181,15 +181,16 @@ type finishPrep struct {
 // and reads nothing of the proof's.
 func (t *term) prepareFinish(ctx context.Context, st partitions.State, dump dumpRead, read []fabric.GUID) finishPrep {
 	p := finishPrep{dump: dump}
-	t.scanEnforcement(ctx) // before the look: the SM entries it reads decide how far the look reads
 	// The look runs here, the records beside it: the look's answer from
 	// this OpenSM's own SM (its SMInfo) comes last of every read after the
-	// sweep, and a goroutine started for it began it up to a few hundred
-	// microseconds later on a busy machine. The records are waited for on
-	// every path.
+	// sweep, and a goroutine started for it, behind the log's scan, began
+	// it up to a few hundred microseconds later on a busy machine. The look
+	// reads the log's SM entries itself (settle). The records are waited
+	// for on every path.
 	recorded := make(chan struct{})
 	go func() {
 		defer close(recorded)
+		t.scanEnforcement(ctx)
 		if p.capErr = t.recordOverCapacity(ctx, st, dump); p.capErr == nil {
 			p.places, p.placesErr = t.recordPlaces(ctx, st, dump)
 		}
