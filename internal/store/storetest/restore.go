@@ -255,5 +255,11 @@ func TablesBackupPoint(t testing.TB, db Database) (restore func()) {
 			_, err = conn.ExecContext(ctx, counter)
 			return err
 		})
+		// A restore takes far longer than a millisecond, and SQLite's job
+		// ids count from the clock's millisecond (InsertJob): changes made
+		// within the millisecond of the jobs this restore took back would
+		// be given their ids again, which no real restore lets happen (the
+		// suite's changes are that fast).
+		time.Sleep(2 * time.Millisecond)
 	}
 }
