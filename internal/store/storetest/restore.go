@@ -181,12 +181,7 @@ var restoredTables = []string{"state", "networks", "ports", "kubernetes_state", 
 // dump restored into the running server does, from a session of its own.
 func TablesBackupPoint(t testing.TB, db Database) (restore func()) {
 	t.Helper()
-	type table struct {
-		name string
-		cols []string
-		rows [][]any
-	}
-	var tables []table
+	var tables []backedUpTable
 	var counter string
 	withSQL(t, db, func(ctx context.Context, conn *sql.DB) error {
 		for _, name := range restoredTables {
@@ -194,7 +189,7 @@ func TablesBackupPoint(t testing.TB, db Database) (restore func()) {
 			if err != nil {
 				return err
 			}
-			tb := table{name: name}
+			tb := backedUpTable{name: name}
 			if tb.cols, err = rows.Columns(); err != nil {
 				rows.Close()
 				return err
@@ -224,36 +219,7 @@ func TablesBackupPoint(t testing.TB, db Database) (restore func()) {
 	return func() {
 		t.Helper()
 		withSQL(t, db, func(ctx context.Context, conn *sql.DB) error {
-			tx, err := conn.BeginTx(ctx, nil)
-			if err != nil {
-				return err
-			}
-			defer tx.Rollback()
-			for i := len(tables) - 1; i >= 0; i-- { // children first
-				if _, err := tx.ExecContext(ctx, "DELETE FROM "+tables[i].name); err != nil {
-					return fmt.Errorf("empty %s: %w", tables[i].name, err)
-				}
-			}
-			for _, tb := range tables {
-				marks := make([]string, len(tb.cols))
-				for i := range marks {
-					marks[i] = "?"
-					if db.Engine == config.EnginePostgres {
-						marks[i] = fmt.Sprintf("$%d", i+1)
-					}
-				}
-				stmt := fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)", tb.name, strings.Join(tb.cols, ", "), strings.Join(marks, ", "))
-				for _, row := range tb.rows {
-					if _, err := tx.ExecContext(ctx, stmt, row...); err != nil {
-						return fmt.Errorf("restore %s: %w", tb.name, err)
-					}
-				}
-			}
-			if err := tx.Commit(); err != nil {
-				return err
-			}
-			_, err = conn.ExecContext(ctx, counter)
-			return err
+			return restoreTables(ctx, db.Engine, conn, tables, counter)
 		})
 		// A restore takes far longer than a millisecond, and SQLite's job
 		// ids count from the clock's millisecond (InsertJob): changes made
@@ -262,4 +228,46 @@ func TablesBackupPoint(t testing.TB, db Database) (restore func()) {
 		// suite's changes are that fast).
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// backedUpTable is a table's rows as TablesBackupPoint copied them.
+type backedUpTable struct {
+	name string
+	cols []string
+	rows [][]any
+}
+
+// restoreTables puts tables back whole, in one transaction, and the jobs'
+// id counter (counter, the statement that sets it) after it.
+func restoreTables(ctx context.Context, engine string, conn *sql.DB, tables []backedUpTable, counter string) error {
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for i := len(tables) - 1; i >= 0; i-- { // children first
+		if _, err := tx.ExecContext(ctx, "DELETE FROM "+tables[i].name); err != nil {
+			return fmt.Errorf("empty %s: %w", tables[i].name, err)
+		}
+	}
+	for _, tb := range tables {
+		marks := make([]string, len(tb.cols))
+		for i := range marks {
+			marks[i] = "?"
+			if engine == config.EnginePostgres {
+				marks[i] = fmt.Sprintf("$%d", i+1)
+			}
+		}
+		stmt := fmt.Sprintf("INSERT INTO %s (%s) VALUES (%s)", tb.name, strings.Join(tb.cols, ", "), strings.Join(marks, ", "))
+		for _, row := range tb.rows {
+			if _, err := tx.ExecContext(ctx, stmt, row...); err != nil {
+				return fmt.Errorf("restore %s: %w", tb.name, err)
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	_, err = conn.ExecContext(ctx, counter)
+	return err
 }
