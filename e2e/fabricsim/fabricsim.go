@@ -343,6 +343,17 @@ func (f *Fabric) IbsimRunning() bool {
 	return processAlive(f.ibsimPID, "ibsim", f.Dir)
 }
 
+// ibsimExiting says whether the ibsim Stop signalled has not exited yet.
+// Its working directory is gone from /proc early in its exit, before it is a
+// zombie: IbsimRunning, which checks it against a PID reused since the PID
+// file was written, would call it gone while it still runs. Its name stays.
+func (f *Fabric) ibsimExiting() bool {
+	if f.exited != nil {
+		return f.IbsimRunning()
+	}
+	return processAlive(f.ibsimPID, "ibsim", "")
+}
+
 // Stop stops ibsim (SIGTERM, SIGKILL after 10 s) and removes what clients left
 // behind (libumad2sim's sys-<pid> directories of clients that are gone) and
 // the env file. Clients of the fabric, such as OpenSM, are not stopped: stop
@@ -378,7 +389,7 @@ func (f *Fabric) stopIbsim() error {
 
 func (f *Fabric) waitIbsimGone(limit time.Duration) bool {
 	deadline := time.Now().Add(limit)
-	for f.IbsimRunning() {
+	for f.ibsimExiting() {
 		if time.Now().After(deadline) {
 			return false
 		}
