@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 )
 
 // A change is queued on the fabric its object was on when it was read; if
@@ -20,26 +21,8 @@ import (
 func TestChangeOfAnObjectOnAnotherFabricWritesNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	e := migratedSQLite(ctx, t)
-	db := NewDB(e, []FabricRules{
-		{Name: DefaultFabric, Rules: Rules{PhysicalNetworks: []string{"ibnet"}}},
-		{Name: "storage", Rules: Rules{PhysicalNetworks: []string{"storage"}}},
-	})
-	if err := db.EnsureFabrics(ctx); err != nil {
-		t.Fatal(err)
-	}
-	s := db.Fabric(DefaultFabric)
-	vlan, g := int64(100), fabric.GUID(0x248a070300b1c2d4)
-	const net = "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73"
-	if _, err := db.RecordNetwork(ctx, NetworkChange{Network: NetworkSpec{ID: net, Name: "n", Type: "vlan",
-		PhysicalNetwork: "storage", SegmentationID: &vlan}, Operation: OpCreateNetwork, CreatedBy: "test", Request: "{}"}); err != nil {
-		t.Fatal(err)
-	}
-	port := Port{ID: "p1", NetworkID: net, GUID: &g, Host: "h1"}
-	if _, err := db.RecordPort(ctx, PortChange{Port: port, DeviceOwner: "compute:nova", Operation: OpAddPort,
-		CreatedBy: "test", Request: "{}"}); err != nil {
-		t.Fatal(err)
-	}
+	db, port := storagePort(ctx, t, migratedSQLite(ctx, t))
+	s, net := db.Fabric(DefaultFabric), port.NetworkID
 	changes := map[string]func() (Job, error){
 		"RemovePort": func() (Job, error) {
 			return s.removePort(ctx, PortRemoval{PortID: "p1", CreatedBy: "test", Request: "{}"})
@@ -159,23 +142,7 @@ func TestDBAndItsViews(t *testing.T) {
 func TestDBRoutingFollowsAMovedObject(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	db := NewDB(migratedSQLite(ctx, t), []FabricRules{
-		{Name: DefaultFabric, Rules: Rules{PhysicalNetworks: []string{"ibnet"}}},
-		{Name: "storage", Rules: Rules{PhysicalNetworks: []string{"storage"}}},
-	})
-	if err := db.EnsureFabrics(ctx); err != nil {
-		t.Fatal(err)
-	}
-	vlan, g := int64(100), fabric.GUID(0x248a070300b1c2d4)
-	const net = "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73"
-	if _, err := db.RecordNetwork(ctx, NetworkChange{Network: NetworkSpec{ID: net, Name: "n", Type: "vlan",
-		PhysicalNetwork: "storage", SegmentationID: &vlan}, Operation: OpCreateNetwork, CreatedBy: "test", Request: "{}"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.RecordPort(ctx, PortChange{Port: Port{ID: "p1", NetworkID: net, GUID: &g, Host: "h1"},
-		DeviceOwner: "compute:nova", Operation: OpAddPort, CreatedBy: "test", Request: "{}"}); err != nil {
-		t.Fatal(err)
-	}
+	db, _ := storagePort(ctx, t, migratedSQLite(ctx, t))
 	removal := PortRemoval{PortID: "p1", CreatedBy: "test", Request: "{}"}
 
 	// Always the stale fabric: tried maxReroutes+1 times, then refused.
@@ -225,24 +192,8 @@ func TestOneFabricRefusesAnObjectOfAnUnconfiguredFabric(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	e := migratedSQLite(ctx, t)
-	two := NewDB(e, []FabricRules{
-		{Name: DefaultFabric, Rules: Rules{PhysicalNetworks: []string{"ibnet"}}},
-		{Name: "storage", Rules: Rules{PhysicalNetworks: []string{"storage"}}},
-	})
-	if err := two.EnsureFabrics(ctx); err != nil {
-		t.Fatal(err)
-	}
-	vlan, g := int64(100), fabric.GUID(0x248a070300b1c2d4)
-	const net = "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73"
-	if _, err := two.RecordNetwork(ctx, NetworkChange{Network: NetworkSpec{ID: net, Name: "n", Type: "vlan",
-		PhysicalNetwork: "storage", SegmentationID: &vlan}, Operation: OpCreateNetwork, CreatedBy: "test", Request: "{}"}); err != nil {
-		t.Fatal(err)
-	}
-	port := Port{ID: "p1", NetworkID: net, GUID: &g, Host: "h1"}
-	if _, err := two.RecordPort(ctx, PortChange{Port: port, DeviceOwner: "compute:nova", Operation: OpAddPort,
-		CreatedBy: "test", Request: "{}"}); err != nil {
-		t.Fatal(err)
-	}
+	two, port := storagePort(ctx, t, e)
+	net := port.NetworkID
 	one := NewDB(e, []FabricRules{{Name: DefaultFabric, Rules: Rules{PhysicalNetworks: []string{"ibnet"}}}})
 	for name, change := range map[string]func() (Job, error){
 		"RecordPort": func() (Job, error) {
@@ -270,4 +221,31 @@ func TestOneFabricRefusesAnObjectOfAnUnconfiguredFabric(t *testing.T) {
 	if err != nil || len(snap.Networks) != 1 || len(snap.Members) != 1 {
 		t.Errorf("storage snapshot = %+v, %v; want the network and its port, untouched", snap, err)
 	}
+}
+
+// storagePort is a database of two fabrics on e, the default and the
+// storage fabric, with a network of the storage fabric's physnet and port
+// p1 bound to it with a GUID: objects of the storage fabric, for the
+// default fabric's view to refuse.
+func storagePort(ctx context.Context, t *testing.T, e driver.Driver) (*DB, Port) {
+	t.Helper()
+	db := NewDB(e, []FabricRules{
+		{Name: DefaultFabric, Rules: Rules{PhysicalNetworks: []string{"ibnet"}}},
+		{Name: "storage", Rules: Rules{PhysicalNetworks: []string{"storage"}}},
+	})
+	if err := db.EnsureFabrics(ctx); err != nil {
+		t.Fatal(err)
+	}
+	vlan, g := int64(100), fabric.GUID(0x248a070300b1c2d4)
+	const net = "3b9d6a52-7c1e-4f0a-9e2d-5a8c4b1f6e73"
+	if _, err := db.RecordNetwork(ctx, NetworkChange{Network: NetworkSpec{ID: net, Name: "n", Type: "vlan",
+		PhysicalNetwork: "storage", SegmentationID: &vlan}, Operation: OpCreateNetwork, CreatedBy: "test", Request: "{}"}); err != nil {
+		t.Fatal(err)
+	}
+	port := Port{ID: "p1", NetworkID: net, GUID: &g, Host: "h1"}
+	if _, err := db.RecordPort(ctx, PortChange{Port: port, DeviceOwner: "compute:nova", Operation: OpAddPort,
+		CreatedBy: "test", Request: "{}"}); err != nil {
+		t.Fatal(err)
+	}
+	return db, port
 }
