@@ -82,11 +82,11 @@ func TestRenderPartitions(t *testing.T) {
 		{"built-in template", "", []string{
 			"Default=0x7fff, ipoib : ALL=limited, SELF=full ;\n",
 			"net-0065-3f1c5a9e-8d2b-4c7a-9e6=0x0065, ipoib :\n    0x0002c90300000101=full ;\n",
-			"flat=0x7ffe, ipoib : ;\n",
+			"flat=0x7ffe : ;\n",
 		}},
 		{"configured flat pkey and default partition", "flat_pkey = 0x0fff\ndefault_partition = Default=0x7fff : ALL=limited, SELF=full ;\n", []string{
 			"\nDefault=0x7fff : ALL=limited, SELF=full ;\n",
-			"flat=0x0fff, ipoib : ;\n",
+			"flat=0x0fff : ;\n",
 		}},
 		{"custom template", "partitions_template = " + static + "\n", []string{
 			"net-0065-3f1c5a9e-8d2b-4c7a-9e6=0x0065 :\n    0x0002c90300000101=full ;\n",

@@ -20,9 +20,9 @@ const staticTemplate = `# revision {{ revision }}
 {{ default_partition }}
 storage=0x1010, ipoib : 0x0002c90300001039=full ;
 {% for network in networks %}
-{{ network.name }}={{ network.pkey }}, ipoib :{{ network.members_text }} ;
+{{ network.name }}={{ network.pkey }}{{ network.flags }} :{{ network.members_text }} ;
 {% endfor %}
-{{ flat.name }}={{ flat.pkey }}, ipoib :{{ flat.members_text }} ;
+{{ flat.name }}={{ flat.pkey }}{{ flat.flags }} :{{ flat.members_text }} ;
 {% for partition in kubernetes %}
 {{ partition.name }}={{ partition.pkey }}{{ partition.flags }} :{{ partition.members_text }} ;
 {% endfor %}

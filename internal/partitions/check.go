@@ -24,7 +24,8 @@ import (
 //     whatever the membership, and in only one of them (in s);
 //   - every Kubernetes partition has a statement with its pkey whose members are
 //     exactly its GUIDs, each with its membership, no keyword, with the ipoib flag
-//     if and only if it carries IPoIB and indx0 if and only if KubernetesPartition.Index0;
+//     if it carries IPoIB and has a member, never if it does not carry it, and
+//     indx0 if and only if KubernetesPartition.Index0;
 //   - a Kubernetes GUID is in no partition but its Kubernetes ones, and indx0 is in
 //     no other statement;
 //   - an adopted partition's members (s.Adopted) are in the statement of its
@@ -224,7 +225,8 @@ func (c *checker) checkKubernetesStatement(st *Statement, k *kubeOwned) {
 	c.kubeStatement[st.PKey] = struct{}{}
 	ipoib, index0 := hasFlag(st.Flags, "ipoib"), hasFlag(st.Flags, "indx0")
 	switch {
-	case k.ipoib && !ipoib:
+	case k.ipoib && !ipoib && len(st.Members) > 0:
+		// Without members the flag does nothing but churn (ipoibFlag).
 		c.problem(st.Line, "partition %s of %s lacks the ipoib flag its pkey was given", st.Name, k.desc)
 	case !k.ipoib && ipoib:
 		c.problem(st.Line, "partition %s of %s has the ipoib flag, which its pkey was not given", st.Name, k.desc)

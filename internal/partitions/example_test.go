@@ -32,7 +32,7 @@ func ExampleTemplate_Render() {
 	// net-0064-3f1c5a9e-8d2b-4c7a-9e6=0x0064, ipoib :
 	//     0x0002c90300000101=full,
 	//     0x0002c90300000201=full ;
-	// net-0065-7a2b4c6d-1e3f-4a5b-8c7=0x0065, ipoib : ;
+	// net-0065-7a2b4c6d-1e3f-4a5b-8c7=0x0065 : ;
 	// flat=0x7ffe, ipoib :
 	//     0x0002c90300000301=full ;
 	// <nil>

@@ -34,7 +34,7 @@ const kubernetesTail = `k8s-1005=0x1005, ipoib :
     0x020000000000003f=limited ;
 k8s-1006=0x1006 :
     0x020000000000003f=full ;
-k8s-1007=0x1007, ipoib : ;
+k8s-1007=0x1007 : ;
 `
 
 func renderKubernetes(t *testing.T, s State) string {
@@ -69,6 +69,42 @@ func TestRenderKubernetes(t *testing.T) {
 	}
 }
 
+// A partition without members needs no ipoib flag, whoever owns it: OpenSM
+// drops it, IPoIB group and all, in the pass that creates it. The built-in
+// template leaves the flag out (ipoibFlag); a template that writes it anyway
+// is not refused, and one that drops it from a partition with members is.
+func TestCheckEmptyPartitionIPoIB(t *testing.T) {
+	good := renderKubernetes(t, kubernetesState(fabric.Upstream))
+	for _, want := range []string{"net-0066-c0ffee00-1234-4abc-8de=0x0066 : ;\n", "k8s-1007=0x1007 : ;\n"} {
+		if !strings.Contains(good, want) {
+			t.Fatalf("the built-in template should write %q without the ipoib flag:\n%s", want, good)
+		}
+	}
+	tests := []struct {
+		name string
+		text func(string) string
+		want string // "" for no problem
+	}{
+		{name: "as rendered", text: func(s string) string { return s }},
+		{name: "an empty network with ipoib", text: replaced("=0x0066 : ;", "=0x0066, ipoib : ;")},
+		{name: "an empty Kubernetes partition with ipoib", text: replaced("k8s-1007=0x1007 : ;", "k8s-1007=0x1007, ipoib : ;")},
+		{name: "a Kubernetes partition with members without ipoib", text: replaced("k8s-1005=0x1005, ipoib :", "k8s-1005=0x1005 :"),
+			want: "partition k8s-1005 of Kubernetes pkey 0x1005 lacks the ipoib flag its pkey was given"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text := tt.text(good)
+			err := Check([]byte(text), kubernetesState(fabric.Upstream))
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("Check = %v; want no problem in\n%s", err, text)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("Check = %v; want a problem saying %q in\n%s", err, tt.want, text)
+			}
+		})
+	}
+}
+
 // replaced is a text edit of TestCheckKubernetes's cases: old's first
 // occurrence replaced by new.
 func replaced(old, new string) func(string) string {
@@ -91,13 +127,13 @@ func TestCheckKubernetes(t *testing.T) {
 	}{
 		{name: "a member missing", text: replaced("    0x020000000000003e=full,\n", ""), want: "port 0x020000000000003e of Kubernetes pkey 0x1005 is missing from partition k8s-1005"},
 		{name: "limited written full", text: replaced("0x020000000000003f=limited", "0x020000000000003f=full"), want: "port 0x020000000000003f must be a limited member of Kubernetes pkey 0x1005, not full"},
-		{name: "a GUID that is no member", text: replaced("k8s-1007=0x1007, ipoib : ;", "k8s-1007=0x1007, ipoib : 0x0002c90300000401=full ;"), want: "port 0x0002c90300000401 in partition k8s-1007 is not a member of Kubernetes pkey 0x1007"},
-		{name: "a keyword", text: replaced("k8s-1007=0x1007, ipoib : ;", "k8s-1007=0x1007, ipoib : ALL=limited ;"), want: "ALL in partition k8s-1007 of Kubernetes pkey 0x1007: only its GUIDs may be members"},
-		{name: "a network's port", text: replaced("k8s-1007=0x1007, ipoib : ;", "k8s-1007=0x1007, ipoib : 0x0002c90300000101=full ;"), want: "port 0x0002c90300000101 of network 3f1c5a9e-8d2b-4c7a-9e61-0a5b7c9d1e2f may be in no other partition, here k8s-1007"},
+		{name: "a GUID that is no member", text: replaced("k8s-1007=0x1007 : ;", "k8s-1007=0x1007, ipoib : 0x0002c90300000401=full ;"), want: "port 0x0002c90300000401 in partition k8s-1007 is not a member of Kubernetes pkey 0x1007"},
+		{name: "a keyword", text: replaced("k8s-1007=0x1007 : ;", "k8s-1007=0x1007, ipoib : ALL=limited ;"), want: "ALL in partition k8s-1007 of Kubernetes pkey 0x1007: only its GUIDs may be members"},
+		{name: "a network's port", text: replaced("k8s-1007=0x1007 : ;", "k8s-1007=0x1007, ipoib : 0x0002c90300000101=full ;"), want: "port 0x0002c90300000101 of network 3f1c5a9e-8d2b-4c7a-9e61-0a5b7c9d1e2f may be in no other partition, here k8s-1007"},
 		{name: "a Kubernetes GUID in a static partition", text: appended("storage=0x0010 : 0x020000000000003e=limited ;\n"), want: "port 0x020000000000003e of Kubernetes pkey 0x1005 may be in no partition but its Kubernetes ones, here storage (0x0010)"},
 		{name: "ipoib dropped", text: replaced("k8s-1005=0x1005, ipoib :", "k8s-1005=0x1005 :"), want: "partition k8s-1005 of Kubernetes pkey 0x1005 lacks the ipoib flag"},
 		{name: "ipoib added", text: replaced("k8s-1006=0x1006 :", "k8s-1006=0x1006, ipoib :"), want: "has the ipoib flag, which its pkey was not given"},
-		{name: "a partition missing", text: replaced("k8s-1007=0x1007, ipoib : ;\n", ""), want: "Kubernetes pkey 0x1007 has no partition statement"},
+		{name: "a partition missing", text: replaced("k8s-1007=0x1007 : ;\n", ""), want: "Kubernetes pkey 0x1007 has no partition statement"},
 		{name: "indx0 on a static partition", flavour: fabric.NVIDIA, text: appended("storage=0x0010, indx0 : ;\n"), want: "indx0 in partition storage: only a Kubernetes partition"},
 		{name: "indx0 on a partition not every member asked it for", flavour: fabric.NVIDIA, text: replaced("k8s-1005=0x1005, ipoib :", "k8s-1005=0x1005, indx0, ipoib :"), want: "partition k8s-1005 of Kubernetes pkey 0x1005 has indx0, which not every member asked for"},
 		{name: "a Kubernetes pkey on a network's", state: func(s *State) { s.Kubernetes[0].PKey = 0x0065 },

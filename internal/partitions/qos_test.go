@@ -85,7 +85,7 @@ func TestCheckKubernetesQoS(t *testing.T) {
 			"partition k8s-1005 of Kubernetes pkey 0x1005 has rate=3, not rate=17, its pkey's QoS"},
 		{"sl on a partition without QoS", replaced("k8s-1006=0x1006 :", "k8s-1006=0x1006, sl=1 :"),
 			"partition k8s-1006 of Kubernetes pkey 0x1006 has sl=1, which its pkey was not given"},
-		{"defaults dropped", replaced("k8s-1007=0x1007, ipoib, mtu=4, rate=2, sl=0 :", "k8s-1007=0x1007, ipoib :"),
+		{"defaults dropped", replaced("k8s-1007=0x1007, mtu=4, rate=2, sl=0 :", "k8s-1007=0x1007 :"),
 			"partition k8s-1007 of Kubernetes pkey 0x1007 lacks mtu=4, its pkey's QoS"},
 	}
 	for _, tt := range tests {

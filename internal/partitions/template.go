@@ -71,10 +71,11 @@ var builtinTemplate = sync.OnceValue(func() *Template {
 //	net-<pkey>-<network ID>=<pkey>, ipoib :
 //	    <GUID>=full,
 //	    <GUID>=full ;
-//	flat=<flat pkey>, ipoib : ;
+//	flat=<flat pkey> : ;
 //
 // one statement per network, in pkey order, members in GUID order, then the flat
-// partition's; a partition without ports is written "<name>=<pkey>, ipoib : ;".
+// partition's; a partition without ports is written "<name>=<pkey> : ;", without
+// the ipoib flag (see ipoibFlag).
 func BuiltinTemplate() *Template { return builtinTemplate() }
 
 // templateID is the only name the sandbox's loader knows: the template itself.
@@ -221,9 +222,10 @@ func (t *Template) writeBuiltin(ctx context.Context, vars map[string]any) ([]byt
 		b = append(b, " ;\n"...)
 	}
 	for _, n := range networks {
-		header(n.(map[string]any), ", ipoib")
+		p := n.(map[string]any)
+		header(p, p["flags"].(string))
 	}
-	header(flat, ", ipoib")
+	header(flat, flat["flags"].(string))
 	for _, k := range kubernetes {
 		p := k.(map[string]any)
 		header(p, p["flags"].(string))
@@ -370,6 +372,7 @@ func templateVariables(s State) map[string]any {
 			"id":           n.ID,
 			"name":         PartitionName(n.ID, n.PKey),
 			"pkey":         n.PKey.String(),
+			"flags":        ipoibFlag(text),
 			"members":      members,
 			"members_text": text,
 		}
@@ -387,10 +390,26 @@ func templateVariables(s State) map[string]any {
 		"flat": map[string]any{
 			"name":         FlatPartitionName,
 			"pkey":         s.Flat.PKey.String(),
+			"flags":        ipoibFlag(text),
 			"members":      members,
 			"members_text": text,
 		},
 	}
+}
+
+// ipoibFlag is the header flag of a partition whose members are membersText:
+// ", ipoib", or "" while it has no member. OpenSM creates a partition's IPoIB
+// broadcast group when it reads its statement, and drops a partition without
+// members, group and all, in the same pass. An empty partition with the flag
+// therefore creates and deletes a multicast group on every heavy sweep, which
+// marks OpenSM's SA database changed: OpenSM then rewrites and fsyncs
+// opensm-sa.dump after every sweep, while the manager reads its ports back
+// and commits its jobs. Without the flag the statement does nothing, as before.
+func ipoibFlag(membersText string) string {
+	if membersText == "" {
+		return ""
+	}
+	return ", ipoib"
 }
 
 // kubernetesVariables are the Kubernetes partitions as a template sees them,
@@ -434,7 +453,7 @@ func kubernetesVariables(s State) []any {
 			flags += ", indx0"
 		}
 		if k.IPoIB {
-			flags += ", ipoib"
+			flags += ipoibFlag(string(text))
 		}
 		mtu, rate, sl := 0, 0, 0
 		if k.HasQoS() {

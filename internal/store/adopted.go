@@ -413,8 +413,8 @@ func releasedText(guids string, pkeys []fabric.PKey) string {
 
 // takeOverText is what the job of an owner arriving on pkey says of the
 // adopted partition it takes over: nothing when none is adopted there; else
-// its name and how its flags change, the owner's partition (owner, as the
-// template writes it) replacing them.
+// its name and how its flags change, the owner's partition (owner, with the
+// adopted members, as the template writes it) replacing them.
 func (s *Store) takeOverText(ctx context.Context, tx *changeTx, owner partitions.State, pkey fabric.PKey) (string, error) {
 	recorded, err := adoptedPartitions(ctx, tx.fabric, tx.q)
 	if err != nil {
@@ -428,6 +428,10 @@ func (s *Store) takeOverText(ctx context.Context, tx *changeTx, owner partitions
 	if s.rules.PartitionFlags == nil {
 		return text + ", written with its owner's flags from now on", nil
 	}
+	// The owner's statement holds the adopted members until they are
+	// released, and a template writes a partition with members as such (the
+	// built-in one gives only those the ipoib flag).
+	owner.Adopted = []partitions.Statement{a.Statement}
 	flags, found, err := s.rules.PartitionFlags(ctx, owner, pkey)
 	switch {
 	case err != nil:
