@@ -22,10 +22,12 @@ import (
 // and finds it gone once, and an unknown port is not found by either.
 func TestGaleraConcurrentChangesThroughTwoManagers(t *testing.T) {
 	stores := storetest.OpenGaleraManagers(t)
+	// What the API logs, a 500's cause among it, is shown if the test fails.
+	log := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	servers := make([]*fixture, 2)
 	for i := range servers {
 		opts := Options{Prefix: "/ufmRestV3", Domain: "cloudx", Token: token}
-		srv := httptest.NewServer(New(opts, stores[i], slog.New(slog.DiscardHandler)))
+		srv := httptest.NewServer(New(opts, stores[i], log.With("manager", i)))
 		t.Cleanup(srv.Close)
 		servers[i] = &fixture{t: t, srv: srv, st: stores[i], opts: opts}
 	}
