@@ -404,7 +404,8 @@ func templateVariables(s State) map[string]any {
 // therefore creates and deletes a multicast group on every heavy sweep, which
 // marks OpenSM's SA database changed: OpenSM then rewrites and fsyncs
 // opensm-sa.dump after every sweep, while the manager reads its ports back
-// and commits its jobs. Without the flag the statement does nothing, as before.
+// and commits its jobs. Without the flag an empty partition's statement still
+// changes no port, as it did with it; its first member brings the flag back.
 func ipoibFlag(membersText string) string {
 	if membersText == "" {
 		return ""
