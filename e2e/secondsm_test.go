@@ -206,6 +206,12 @@ func TestSecondSMVerdictSurvivesManagerRestart(t *testing.T) {
 func TestSecondSMGoneBeforeFinishCompletesAfterTheRestart(t *testing.T) {
 	m := launchManager(t, storetest.NewDatabase(t, config.EngineSQLite), fabricsim.Options{Hosts: 2, SMs: 2},
 		settings{OpenSMConf: []string{"sminfo_polling_timeout = 1000", "polling_retry_number = 2"}})
+	t.Cleanup(func() {
+		if t.Failed() {
+			log, _ := os.ReadFile(filepath.Join(m.dir, "opensm", "opensm.log"))
+			t.Logf("the manager's OpenSM's log:\n%s", log)
+		}
+	})
 	m.confirmSwitches()
 	m.stop()
 	conf, err := os.ReadFile(m.conf)
