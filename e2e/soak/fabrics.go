@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/e2e/fabricsim"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
@@ -111,7 +112,7 @@ func (r *run) startStorage(ctx context.Context) error {
 	p := &run{o: r.o, engine: r.engine, storage: true, peer: r, srv: r.srv, client: r.client, dbURL: r.dbURL,
 		rng: rand.New(rand.NewPCG(r.o.Seed, 0x5702)), route: rand.New(rand.NewPCG(r.o.Seed, 2)),
 		model: newModelOn(storagePhysnet), excluded: map[fabric.GUID]string{}, jobOwner: r.jobOwner,
-		lostJobs: map[string]bool{}, epoch: r.epoch, dir: filepath.Join(r.dir, storageFabric),
+		lostJobs: map[string]bool{}, completedAt: map[string]time.Time{}, epoch: r.epoch, dir: filepath.Join(r.dir, storageFabric),
 		res: Result{Engine: r.engine, Seed: r.o.Seed, ByFault: map[string]int{}}}
 	r.peer, r.lanes = p, rand.New(rand.NewPCG(r.o.Seed, 0x1a2e))
 	for _, f := range r.faultKind {

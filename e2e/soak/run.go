@@ -237,16 +237,20 @@ type run struct {
 	owed      int  // faults forced while the first kinds were dealt, not yet paid back (placeFault)
 	// jobOrder are the job paths given out, in order; jobOwner says for
 	// which request each was: no id may answer for two changes.
-	jobOrder  []string
-	jobOwner  *jobOwners
-	backup    *savedBackup
-	lostJobs  map[string]bool // given out after the backup a restore put back: must answer 404
-	pkeyFault *pkeyFault      // the round's host OpenSM cannot program, if any
-	tenant    *tenantFault    // the round's hostile tenant's fault, if any
-	masters   *masterWatch
-	kube      *kubeClient // nil without --kubernetes
-	kubeHosts []fabric.GUID
-	epoch     *atomic.Int64 // odd while a fault is in effect (see kubeClient); one for both fabrics
+	jobOrder []string
+	jobOwner *jobOwners
+	backup   *savedBackup
+	lostJobs map[string]bool // given out after the backup a restore put back: must answer 404
+	// completedAt is when each job path first read Completed: a request
+	// that changed nothing is answered with the job that made it so, whose
+	// completion may be older than the round's fault.
+	completedAt map[string]time.Time
+	pkeyFault   *pkeyFault   // the round's host OpenSM cannot program, if any
+	tenant      *tenantFault // the round's hostile tenant's fault, if any
+	masters     *masterWatch
+	kube        *kubeClient // nil without --kubernetes
+	kubeHosts   []fabric.GUID
+	epoch       *atomic.Int64 // odd while a fault is in effect (see kubeClient); one for both fabrics
 	// peer is the other fabric's run, in a run on two fabrics (fabrics.go):
 	// it shares the managers, the database and the job ids, and has its own
 	// fabric, model, checks and faults. storage says which one this is.
@@ -269,7 +273,8 @@ func runEngine(ctx context.Context, o Options, engine string, srv *servers) (Res
 		model: NewModel(), srv: srv,
 		client: &http.Client{Timeout: 30 * time.Second}, excluded: map[fabric.GUID]string{},
 		res: Result{Engine: engine, Seed: o.Seed, ByFault: map[string]int{}}, dir: filepath.Join(o.WorkDir, engine),
-		jobOwner: &jobOwners{owner: map[string]string{}}, lostJobs: map[string]bool{}, epoch: new(atomic.Int64)}
+		jobOwner: &jobOwners{owner: map[string]string{}}, lostJobs: map[string]bool{}, epoch: new(atomic.Int64),
+		completedAt: map[string]time.Time{}}
 	for _, f := range o.Faults {
 		if r.applies(f) {
 			r.faultKind = append(r.faultKind, f)
@@ -894,6 +899,9 @@ func (r *run) waitJob(ctx context.Context, j job) error {
 				}
 				if r.completedUnderTenantSM(j, s, open) {
 					return nil
+				}
+				if _, seen := r.completedAt[j.path]; !seen {
+					r.completedAt[j.path] = polled
 				}
 				if r.innocentUnder(j) != "" {
 					r.res.Innocent++

@@ -425,17 +425,25 @@ func (r *run) heldInnocent(j *job, s jobStatus) bool {
 // tenant's OpenSM is master and was already master at open, the last time
 // the job read not Completed (or when its request was sent): it completed
 // while the tenant's OpenSM programmed the ports, when nothing the manager
-// applied can be proven.
+// applied can be proven. A request that changed nothing, answered with a
+// job read Completed before that OpenSM became master and never read open
+// since, is not one: the job completed before the fault, and says so.
 func (r *run) completedUnderTenantSM(j job, s jobStatus, open time.Time) bool {
 	tf := r.tenant
 	if tf == nil || tf.sm == nil || !tf.active.Load() {
 		return false
 	}
+	since, master := tf.sm.masterSince()
+	if !master || since.IsZero() {
+		return false
+	}
+	if done, ok := r.completedAt[j.path]; ok && open.IsZero() && done.Before(since) {
+		return false
+	}
 	if open.IsZero() {
 		open = j.sent
 	}
-	since, master := tf.sm.masterSince()
-	if !master || since.IsZero() || !since.Before(open) {
+	if !since.Before(open) {
 		return false
 	}
 	r.violation("job %s of %s: Completed while the tenant's OpenSM on %s was master (since %s; the job still read "+
