@@ -892,21 +892,7 @@ func (r *run) waitJob(ctx context.Context, j job) error {
 			}
 			switch s.Status {
 			case "Completed":
-				if pf := r.pkeyFault; j.underPKeyError && pf.active.Load() {
-					r.violation("job %s of %s: Completed while OpenSM could not program %s, whose table it changed (%s)",
-						j.path, j.op, r.hostName(pf.host), s.Summary)
-					return nil
-				}
-				if r.completedUnderTenantSM(j, s, open) {
-					return nil
-				}
-				if _, seen := r.completedAt[j.path]; !seen {
-					r.completedAt[j.path] = polled
-				}
-				if r.innocentUnder(j) != "" {
-					r.res.Innocent++
-				}
-				r.completed(ctx, j, s)
+				r.readCompleted(ctx, j, s, open, polled)
 				return nil
 			case "Pending", "Running":
 				open = polled
@@ -953,6 +939,26 @@ func (r *run) waitJob(ctx context.Context, j job) error {
 		}
 		wait = min(2*wait, maxJobPoll)
 	}
+}
+
+// readCompleted checks a job the poll at polled read Completed, open being
+// the last poll that read it not Completed (zero when none did).
+func (r *run) readCompleted(ctx context.Context, j job, s jobStatus, open, polled time.Time) {
+	if pf := r.pkeyFault; j.underPKeyError && pf.active.Load() {
+		r.violation("job %s of %s: Completed while OpenSM could not program %s, whose table it changed (%s)",
+			j.path, j.op, r.hostName(pf.host), s.Summary)
+		return
+	}
+	if r.completedUnderTenantSM(j, s, open) {
+		return
+	}
+	if _, seen := r.completedAt[j.path]; !seen {
+		r.completedAt[j.path] = polled
+	}
+	if r.innocentUnder(j) != "" {
+		r.res.Innocent++
+	}
+	r.completed(ctx, j, s)
 }
 
 // jobOwners are the job ids given out to either client, and for which
