@@ -231,12 +231,25 @@ func TestSecondSMGoneBeforeFinishCompletesAfterTheRestart(t *testing.T) {
 	if _, err := m.fabric.Sim(t.Context(), `Error "H1"[1] 100 22`); err != nil {
 		t.Fatal(err)
 	}
+	foreignHCA := fabricsim.SMName(2)
+	if err := m.fabric.Unlink(t.Context(), foreignHCA); err != nil {
+		t.Fatal(err)
+	}
 	from := len(m.log())
 	job := m.accept("POST", "/cloudx/Port", portBody("8a4f2c6e-1d3b-4e5f-9a7c-6b2d0e1f3a94", netID, vendorClientID(h1)))
 	waitFor(t, "the manager to signal its OpenSM", func() bool {
 		return strings.Contains(m.log()[from:], "SIGHUP sent; waiting for the heavy sweep")
 	})
+	// Its HCA is cabled once it has bound its port: the simulator hands a
+	// MAD for a port to the process attached to it, and neither answers nor
+	// times out one that arrives after that OpenSM attached and before it
+	// registered its agents; a sweep of the manager's OpenSM that met it
+	// half started would wait on that MAD for half a minute.
 	foreign := startForeignSM(t, m.fabric, 2, 15)
+	waitFor(t, "the second OpenSM to find its port down", foreign.says("SM port is down"))
+	if err := m.fabric.Relink(t.Context(), foreignHCA); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, "the second OpenSM to become master", foreign.says("Entering MASTER state"))
 	m.waitDescription(job, "Second subnet manager: port "+foreign.guid.String())
 	if j := m.job(job); j.Status != "Running" {
