@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,7 +67,10 @@ func TestOneFabricsFailingOpenSMDoesNotStopAnother(t *testing.T) {
 // it stops: every fabric's term, then every OpenSM.
 func runFabrics(t *testing.T, cfg *config.Config) (fabrics []*manager.Fabric, stop func()) {
 	t.Helper()
-	mgr, err := manager.New(t.Context(), cfg, quietLog(), versionString())
+	// What the manager logs (a term that ended, an OpenSM restarted) is
+	// shown if the test fails.
+	log := slog.New(slog.NewTextHandler(t.Output(), nil))
+	mgr, err := manager.New(t.Context(), cfg, log, versionString())
 	if err != nil {
 		t.Fatal(err)
 	}
