@@ -183,6 +183,9 @@ func (e *Engine) inChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) err
 	defer conn.Release()
 	p := &pipeline{tx: conn}
 	p.held.Hold("BEGIN")
+	if plansGenerically(conn) {
+		p.held.Hold(genericPlans) // plans.go
+	}
 	// Its savepoints are plain statements rather than pgx's nested
 	// transactions, which release each savepoint in a round trip of its own,
 	// held back, with the writes made through Later, to go in one batch with
