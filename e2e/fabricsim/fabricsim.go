@@ -76,7 +76,10 @@ type Fabric struct {
 	// exited is closed once the ibsim this process started (without Detach)
 	// has been reaped; nil when the fabric was opened from its directory.
 	exited chan struct{}
-	ibsim  *os.Process
+	// exitState is how that ibsim ended ("exit status 1", "signal:
+	// killed"), set before exited is closed.
+	exitState string
+	ibsim     *os.Process
 
 	simMu sync.Mutex // one console command at a time
 
@@ -225,6 +228,7 @@ func (f *Fabric) launchIbsim(cmd *exec.Cmd, detach bool) error {
 		}
 		started <- nil
 		cmd.Wait()
+		f.exitState = cmd.ProcessState.String()
 		close(f.exited)
 	}()
 	if err := <-started; err != nil {

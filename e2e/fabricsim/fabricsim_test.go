@@ -270,3 +270,22 @@ func TestStartNamesMissingPackage(t *testing.T) {
 		t.Errorf("Start without ibsim in PATH: %v, want an error naming ibsim-utils", err)
 	}
 }
+
+// A failed test's cleanup says whether the fabric's ibsim ran to the test's
+// end, and how it ended if not: a simulator gone mid-test otherwise shows
+// only as its clients' refused attaches.
+func TestIbsimAtEnd(t *testing.T) {
+	f := StartT(t, Options{Hosts: 1})
+	if got := f.ibsimAtEnd(); !strings.HasPrefix(got, "ibsim ran to the test's end; the last lines of ") {
+		t.Errorf("a running ibsim: %q", got)
+	}
+	if err := f.ibsim.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-f.exited
+	got := f.ibsimAtEnd()
+	if !strings.HasPrefix(got, "ibsim had ended before the test did: signal: killed; the last lines of "+
+		filepath.Join(f.Dir, ibsimLogFileName)) {
+		t.Errorf("an ibsim killed mid-test: %q", got)
+	}
+}

@@ -2,6 +2,10 @@ package fabricsim
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -19,11 +23,32 @@ func StartT(t testing.TB, o Options) *Fabric {
 		t.Fatalf("start simulated fabric: %v", err)
 	}
 	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(f.ibsimAtEnd())
+		}
 		if err := f.Stop(); err != nil {
 			t.Errorf("stop simulated fabric: %v", err)
 		}
 	})
 	return f
+}
+
+// ibsimAtEnd says, for a test that failed, whether the fabric's ibsim ran
+// to the test's end, how it ended if not, and the end of its output: a
+// simulator gone mid-test fails its clients' attaches ("connection
+// refused" on its control socket) as if the fabric had refused them.
+func (f *Fabric) ibsimAtEnd() string {
+	state := "ibsim ran to the test's end"
+	if f.exited != nil && !f.IbsimRunning() {
+		state = "ibsim had ended before the test did: " + f.exitState
+	}
+	path := filepath.Join(f.Dir, ibsimLogFileName)
+	out, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("%s; its output: %v", state, err)
+	}
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	return fmt.Sprintf("%s; the last lines of %s:\n%s", state, path, strings.Join(lines[max(0, len(lines)-20):], "\n"))
 }
 
 // RequireProgram returns the path of program, or fails the test naming the
