@@ -20,6 +20,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -153,6 +154,12 @@ func (h *Held) HoldID(id *int64, sql string, args ...any) {
 
 // HoldSavepoint holds the savepoint.
 func (h *Held) HoldSavepoint() { h.Hold(savepointSQL) }
+
+// Unhold drops the held statements whose SQL is sql: they were not sent,
+// and never will be.
+func (h *Held) Unhold(sql string) {
+	h.stmts = slices.DeleteFunc(h.stmts, func(s HeldStatement) bool { return s.SQL == sql })
+}
 
 // Peek returns the statements held, which stay held.
 func (h *Held) Peek() []HeldStatement { return h.stmts }
@@ -364,9 +371,16 @@ var ErrLockNotClusterWide = errors.New("the applier lock is not cluster-wide")
 type HeldSavepoints struct {
 	Held *Held
 	Exec func(ctx context.Context, sql string) error
+	// BeforeSavepoint, when set, runs before each savepoint is held: a
+	// transaction of savepoints (a group of changes) is one an engine may
+	// run otherwise than a change alone.
+	BeforeSavepoint func()
 }
 
 func (s HeldSavepoints) Savepoint(context.Context) error {
+	if s.BeforeSavepoint != nil {
+		s.BeforeSavepoint()
+	}
 	s.Held.HoldSavepoint()
 	return nil
 }

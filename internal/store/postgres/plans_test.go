@@ -3,11 +3,13 @@ package postgres
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/fabric"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store"
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/store/driver"
 	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/testdb"
 )
 
@@ -91,6 +93,40 @@ func TestChangeTransactionsPlanOnce(t *testing.T) {
 		case !tc.generic && p[0] == 0:
 			t.Errorf("%s: %d custom plans, %d generic ones; want the server's choice, custom at first", tc.query, p[0], p[1])
 		}
+	}
+}
+
+// A group of changes, each in a savepoint, runs with the server's plan
+// choice: on PostgreSQL 15 a transaction that set a setting pays for it at
+// every savepoint's end, and a burst's groups lost more than the plans
+// saved (plans.go; storetest's BenchmarkRecordPortsConcurrently). A change
+// alone, without a savepoint, keeps it (TestChangeTransactionsPlanOnce).
+func TestGroupsOfChangesKeepTheServersPlans(t *testing.T) {
+	ctx := t.Context()
+	db := testdb.Fresh(t, "AFM_TEST_POSTGRES_URL", "afm_plans_")
+	e, err := Open(ctx, db.DSN, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	held := func(tx driver.ChangeTx) bool {
+		p := tx.(driver.HeldChangeTx).Pipeline.(*pipeline)
+		return slices.ContainsFunc(p.held.Peek(), func(s driver.HeldStatement) bool { return s.SQL == genericPlans })
+	}
+	var alone, grouped bool
+	if err := e.inChangeTx(ctx, func(tx driver.ChangeTx) error {
+		alone = held(tx)
+		if err := tx.Savepoint(ctx); err != nil {
+			return err
+		}
+		grouped = held(tx)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !alone || grouped {
+		t.Errorf("the generic plans' setting held: %v in a change transaction, %v once it holds a savepoint; want true, false",
+			alone, grouped)
 	}
 }
 

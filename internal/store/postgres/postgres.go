@@ -194,7 +194,7 @@ func (e *Engine) inChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) err
 		HeldSavepoints: driver.HeldSavepoints{Held: &p.held, Exec: func(ctx context.Context, sql string) error {
 			_, err := conn.Exec(ctx, sql)
 			return err
-		}}}
+		}, BeforeSavepoint: p.planAsTheServerChooses}}
 	if err := fn(c); err != nil {
 		p.rollback(ctx)
 		return err
