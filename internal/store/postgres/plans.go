@@ -29,12 +29,11 @@ import (
 
 // A group of changes (a burst's, several callers at once) gains nothing
 // from the setting: it runs each statement once a change, on one
-// connection, so the server settles on its plans within the first group. And
-// with the setting, BenchmarkRecordPortsConcurrently (storetest) was slower a
-// change in 10 of 16 interleaved pairs (median 3.5 %, from 16 % faster to
-// 53 % slower): a group's savepoints end with the server going through the
-// settings its transaction made. So a
-// transaction that holds a savepoint before its setting was sent drops it
+// connection, so the server settles on its plans within the first group.
+// Nor did it measure better with it: BenchmarkRecordPortsConcurrently
+// (storetest) was slower a change in 10 of 16 interleaved pairs with the
+// setting (median 3.5 %, from 16 % faster to 53 % slower). So a transaction
+// that holds a savepoint before its setting was sent drops it
 // (planAsTheServerChooses): only a change alone (each POST of a client that
 // waits for its answer, the jobs' completion) plans generically.
 

@@ -97,9 +97,8 @@ func TestChangeTransactionsPlanOnce(t *testing.T) {
 }
 
 // A group of changes, each in a savepoint, runs with the server's plan
-// choice: on PostgreSQL 15 a transaction that set a setting pays for it at
-// every savepoint's end, and a burst's groups lost more than the plans
-// saved (plans.go; storetest's BenchmarkRecordPortsConcurrently). A change
+// choice: its statements repeat on one connection, so the setting gains it
+// nothing (plans.go; storetest's BenchmarkRecordPortsConcurrently). A change
 // alone, without a savepoint, keeps it (TestChangeTransactionsPlanOnce).
 func TestGroupsOfChangesKeepTheServersPlans(t *testing.T) {
 	ctx := t.Context()
