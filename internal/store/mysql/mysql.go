@@ -293,7 +293,12 @@ func (e *Engine) InTx(ctx context.Context, mode driver.TxMode, fn func(q driver.
 		}
 		opts = &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
 	}
-	return driver.InSQLTx(ctx, e.db, opts, func(tx *sql.Tx) error { return fn(newQueries(tx)) })
+	return driver.InSQLTx(ctx, e.db, opts, func(tx *sql.Tx) error {
+		if mode == driver.ReadOnly {
+			return fn(newQueries(tx)) // it holds no lock: no write aborts it (wholeReads)
+		}
+		return fn(newQueries(wholeReads{tx}))
+	})
 }
 
 // readBegin begins a read-only transaction as database/sql's BeginTx does,
@@ -344,7 +349,8 @@ func (e *Engine) InChangeTx(ctx context.Context, fn func(tx driver.ChangeTx) err
 		// The connection cannot send several statements in one query
 		// (see pipelined): each goes on its own.
 		err = driver.InSQLTx(ctx, e.db, nil, func(tx *sql.Tx) error {
-			return fn(driver.PlainChangeTx{Queries: driver.Paused(newQueries(tx), e.pause), SQLSavepoints: driver.SQLSavepoints{Tx: tx}})
+			return fn(driver.PlainChangeTx{Queries: driver.Paused(newQueries(wholeReads{tx}), e.pause),
+				SQLSavepoints: driver.SQLSavepoints{Tx: tx}})
 		})
 	}
 	if err == nil {
