@@ -17,12 +17,8 @@ import (
 func BenchmarkRecordPortsConcurrently(b *testing.B) {
 	for _, engine := range Engines {
 		b.Run(engine, func(b *testing.B) {
-			s := Open(b, engine)
 			ctx := context.Background()
-			if _, err := s.RecordNetwork(ctx, store.NetworkChange{Network: vlanNetwork(netA, 101),
-				Operation: store.OpCreateNetwork, CreatedBy: "bench", Request: `{}`}); err != nil {
-				b.Fatal(err)
-			}
+			s := benchStore(ctx, b, engine)
 			var n atomic.Int64
 			b.SetParallelism(8)
 			b.ResetTimer()

@@ -20,13 +20,8 @@ func BenchmarkFinishApplyStorm(b *testing.B) {
 	for _, engine := range Engines {
 		for _, held := range []int{0, 1} {
 			b.Run(fmt.Sprintf("%s/held=%d", engine, held), func(b *testing.B) {
-				s := Open(b, engine)
 				ctx := context.Background()
-				vlan := int64(101)
-				if _, err := s.RecordNetwork(ctx, store.NetworkChange{Network: vlanNetwork(netA, vlan),
-					Operation: store.OpCreateNetwork, CreatedBy: "bench", Request: `{}`}); err != nil {
-					b.Fatal(err)
-				}
+				s := benchStore(ctx, b, engine)
 				term, err := s.NewTerm(ctx, "bench")
 				if err != nil {
 					b.Fatal(err)
@@ -67,6 +62,18 @@ func BenchmarkFinishApplyStorm(b *testing.B) {
 	}
 }
 
+// benchStore opens a store on engine with network netA (VLAN 101)
+// recorded: the network the benchmarks' ports join.
+func benchStore(ctx context.Context, b *testing.B, engine string) *store.Store {
+	b.Helper()
+	s := Open(b, engine)
+	if _, err := s.RecordNetwork(ctx, store.NetworkChange{Network: vlanNetwork(netA, 101),
+		Operation: store.OpCreateNetwork, CreatedBy: "bench", Request: `{}`}); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
 // recordPorts records n ports of round i in network netA, 16 at a time, and
 // returns their jobs' ids.
 func recordPorts(ctx context.Context, b *testing.B, s *store.Store, round, n int) []int64 {
@@ -103,12 +110,8 @@ func BenchmarkFinishApplyOne(b *testing.B) {
 	for _, engine := range Engines {
 		for _, proven := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/proven=%t", engine, proven), func(b *testing.B) {
-				s := Open(b, engine)
 				ctx := context.Background()
-				if _, err := s.RecordNetwork(ctx, store.NetworkChange{Network: vlanNetwork(netA, 101),
-					Operation: store.OpCreateNetwork, CreatedBy: "bench", Request: `{}`}); err != nil {
-					b.Fatal(err)
-				}
+				s := benchStore(ctx, b, engine)
 				term, err := s.NewTerm(ctx, "bench")
 				if err != nil {
 					b.Fatal(err)

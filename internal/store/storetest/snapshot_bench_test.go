@@ -17,12 +17,8 @@ func BenchmarkReadSnapshotAfterAChange(b *testing.B) {
 	const ports = 30
 	for _, engine := range Engines {
 		b.Run(engine, func(b *testing.B) {
-			s := Open(b, engine)
 			ctx := context.Background()
-			if _, err := s.RecordNetwork(ctx, store.NetworkChange{Network: vlanNetwork(netA, 101),
-				Operation: store.OpCreateNetwork, CreatedBy: "bench", Request: `{}`}); err != nil {
-				b.Fatal(err)
-			}
+			s := benchStore(ctx, b, engine)
 			recordPorts(ctx, b, s, 0, ports)
 			var c store.SnapshotCache
 			if _, err := s.ReadSnapshot(ctx, &c); err != nil {
