@@ -61,6 +61,9 @@ type manager struct {
 	binary string
 	// The API's certificate and key with settings.CA; "" for plain HTTP.
 	certFile, keyFile string
+	// debugAddr is the manager's debug_listen (pprof), where a request that
+	// times out reads what every goroutine was doing; "" without one.
+	debugAddr string
 }
 
 // startManager starts ibsim, writes afm.conf for the database, runs the
@@ -110,6 +113,10 @@ func launchManager(t *testing.T, db storetest.Database, o fabricsim.Options, ext
 		extra.API = append(extra.API, "tls_cert_file = "+m.certFile, "tls_key_file = "+m.keyFile)
 		m.url = "https://" + strings.TrimPrefix(m.url, "http://")
 		m.client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: extra.CA.Pool()}}
+	}
+	if !containsPrefix(extra.API, "debug_listen") {
+		m.debugAddr = freeAddr(t)
+		extra.API = append(extra.API, "debug_listen = "+m.debugAddr)
 	}
 	conf := testenv.AFMConf{
 		Listen: strings.TrimPrefix(strings.TrimPrefix(m.url, "http://"), "https://"), Token: token, API: extra.API,
@@ -176,6 +183,22 @@ func (m *manager) stop() {
 	}
 }
 
+// goroutines is what the manager's goroutines are doing, read from its pprof,
+// for a request that got no answer: where it waits, or that the whole process
+// was stalled (pprof does not answer either).
+func (m *manager) goroutines() string {
+	if m.debugAddr == "" {
+		return ""
+	}
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + m.debugAddr + "/debug/pprof/goroutine?debug=2")
+	if err != nil {
+		return fmt.Sprintf("\nthe manager's pprof did not answer either (%v)", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return "\nthe manager's goroutines:\n" + string(b)
+}
+
 func (m *manager) log() string {
 	b, _ := os.ReadFile(filepath.Join(m.dir, "manager.log"))
 	return string(b)
@@ -192,7 +215,7 @@ func (m *manager) send(method, path, body string) (int, string) {
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := m.client.Do(req)
 	if err != nil {
-		m.t.Fatalf("%s %s: %v", method, path, err)
+		m.t.Fatalf("%s %s: %v%s", method, path, err, m.goroutines())
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
