@@ -219,9 +219,9 @@ func measureFabricsOf(ctx context.Context, engine, binary, dir string, o options
 		// One fabric that cannot be measured (a read that fails on a long
 		// chain of switches) leaves the others' figures: it is reported in
 		// the table, and the run fails after it.
-		// The small fabric's change is polled as (1)'s, every --poll-running
-		// while Running: its figure is a few milliseconds, and a 5 ms poll
-		// adds 2.5 on average. A large fabric's sweep takes hundreds of
+		// The small fabric's change is polled every --poll-running while
+		// Running (as (1)'s is from the POST on): its figure is a few
+		// milliseconds, and a 5 ms poll adds 2.5 on average. A large fabric's sweep takes hundreds of
 		// milliseconds, through which so fine a poll would load the
 		// manager whose CPU the table reports: it polls every pollEvery.
 		plan := pollPlan{pending: pollEvery, running: pollEvery}

@@ -34,13 +34,14 @@ func (o overheadResult) overhead(q float64) time.Duration {
 // average) without loading the manager.
 const pollEvery = 5 * time.Millisecond
 
-// pollRunning is how often the overhead's client polls a job that reads
-// Running. On the 4-host fabric that is the last 5-10 ms of a change (the
-// file's write, OpenSM's sweep of ~3-5 ms, the job's completion), where a
-// 5 ms poll would add 2.5 ms on average to a figure of a few milliseconds;
-// while Pending (the POST's commit, the applier's wake-up and render, about
-// a millisecond) it polls every pollEvery, so the finer poll costs the
-// manager a few more GETs a change, not hundreds a second.
+// pollRunning is how often (1)'s client polls its job, from the POST on, and
+// (8a)'s a job that reads Running. (1)'s whole change, OpenSM's sweep of 4
+// hosts (~2 ms) included, is shorter than pollEvery: polled every pollEvery
+// while Pending, its job read Completed at the second GET, 5 ms after the
+// first, whatever the manager took, and the figure was the poll's. (8a)'s
+// change is Running by then (its sweep of 24 hosts takes ~6 ms): it polls
+// every pollEvery while Pending, so the finer poll costs the manager a few
+// more GETs a change, not hundreds a second.
 const pollRunning = time.Millisecond
 
 // measureOverhead alternates a bare sweep (SIGHUP sent to OpenSM by hand, the

@@ -101,8 +101,8 @@ func overheadRows(add row, o options) {
 		func(r engineResult) string {
 			return ms(r.overhead.sweep.median()) + " / " + ms(r.overhead.sweep.quantile(0.95))
 		})
-	add(fmt.Sprintf("POST Port → job Completed, median / p95 (the job polled every %s while Pending, %s while Running)",
-		pollEvery, o.pollRunning), "", func(r engineResult) string {
+	add(fmt.Sprintf("POST Port → job Completed, median / p95 (the job polled every %s from the POST on)",
+		o.pollRunning), "", func(r engineResult) string {
 		return ms(r.overhead.change.median()) + " / " + ms(r.overhead.change.quantile(0.95))
 	})
 	add("the poll's resolution: last GET not Completed sent → first Completed answered, median / p95; GETs per change", "",
