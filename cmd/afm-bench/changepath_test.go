@@ -188,7 +188,8 @@ func TestAwaitApplySplit(t *testing.T) {
 // TestFabricRowsNotMeasured: an engine whose fabric could not be measured
 // shows no figure and no ✓ beside one that was.
 func TestFabricRowsNotMeasured(t *testing.T) {
-	ok := fabricResult{hosts: 6, switches: 1, path: changePath{own: latencies{3e6}, complete: latencies{1e6}}}
+	ok := fabricResult{hosts: 6, switches: 1, path: changePath{own: latencies{3e6}, complete: latencies{1e6}},
+		overhead: overheadResult{sweep: latencies{2e6}, change: latencies{5e6}}}
 	failed := fabricResult{hosts: 6, switches: 1, err: errors.New("the manager logged 1 line for 2 changes")}
 	results := []engineResult{{engine: "sqlite", fabric: []fabricResult{ok}}, {engine: "postgres", fabric: []fabricResult{failed}}}
 	o := options{samples: 2, only: map[string]bool{"fabric": true}}
@@ -203,6 +204,31 @@ func TestFabricRowsNotMeasured(t *testing.T) {
 		}
 	}
 	if !strings.Contains(text, "3.00 ms / 3.00 ms ✓ | ✗ not measured |") {
-		t.Errorf("the own overhead's row lacks the measured engine's figure:\n%s", text)
+		t.Errorf("the overhead's row lacks the measured engine's figure:\n%s", text)
+	}
+}
+
+// TestFabricTargetSubtractsTheBareSweep: the target row is the change's
+// latency less OpenSM's bare sweep; an apply's own sweep, which the
+// manager's work beside it lengthens, gives only the row after it.
+func TestFabricTargetSubtractsTheBareSweep(t *testing.T) {
+	f := fabricResult{hosts: 24, switches: 1, path: changePath{own: latencies{4e6}, complete: latencies{1e6}},
+		overhead: overheadResult{sweep: latencies{4e6}, change: latencies{10e6}}}
+	o := options{samples: 1, only: map[string]bool{"fabric": true}}
+	text := table([]engineResult{{engine: "sqlite", fabric: []fabricResult{f}}}, renderResult{}, o)
+	for line := range strings.SplitSeq(text, "\n") {
+		switch {
+		case strings.HasPrefix(line, "| the manager's overhead: POST → Completed − OpenSM's bare sweep"):
+			if !strings.HasSuffix(line, "| 6.00 ms / 6.00 ms ✗ |") {
+				t.Errorf("the target row: %s; want 10 ms less the 4 ms bare sweep, over 5 ms", line)
+			}
+		case strings.HasPrefix(line, "| the same less OpenSM's own sweep"):
+			if !strings.HasSuffix(line, "|  | 4.00 ms / 4.00 ms |") {
+				t.Errorf("the own sweep's row: %s; want 4 ms and no mark", line)
+			}
+		}
+	}
+	if !strings.Contains(text, "OpenSM's bare sweep (median)") {
+		t.Errorf("no target row against the bare sweep:\n%s", text)
 	}
 }

@@ -273,10 +273,20 @@ func fabricConfRows(add row, f fabricResult, at func(engineResult) fabricResult,
 	if small {
 		target = targetOverheadMedian
 	}
-	add("the manager's own overhead: POST → Completed − OpenSM's own sweep of its apply (SIGHUP → SUBNET UP by OpenSM's "+
-		"time stamp), median / p95", own, func(r engineResult) string {
+	// OpenSM alone sweeps a one-port change as long as it sweeps nothing
+	// (within 0.1 ms on 24 hosts): an apply's sweep that takes longer
+	// (1.2-1.5 ms here) is slowed by what the manager runs beside it on the
+	// same cores. So the target subtracts the bare sweep, not the apply's.
+	add("the manager's overhead: POST → Completed − OpenSM's bare sweep (median), median / p95", own,
+		func(r engineResult) string {
+			o := at(r).overhead
+			m := o.overhead(0.5)
+			return fmt.Sprintf("%s / %s %s", ms(m), ms(o.overhead(0.95)), mark(m <= target))
+		})
+	add("the same less OpenSM's own sweep of its apply (SIGHUP → SUBNET UP by OpenSM's time stamp; longer than a bare "+
+		"one by what the manager runs beside it), median / p95", "", func(r engineResult) string {
 		l := at(r).path.own
-		return fmt.Sprintf("%s / %s %s", ms(l.median()), ms(l.quantile(0.95)), mark(l.median() <= target))
+		return ms(l.median()) + " / " + ms(l.quantile(0.95))
 	})
 	add("the same less the apply's sweep as the manager read it (SIGHUP → SUBNET UP read by its log tail: the end's read "+
 		"counted as OpenSM's; the figure before), median / p95", "", func(r engineResult) string {
