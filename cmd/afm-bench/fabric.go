@@ -36,6 +36,9 @@ type fabricResult struct {
 	// read Completed, and the heavy sweeps OpenSM started meanwhile.
 	enroll       time.Duration
 	enrollSweeps int
+	// alone: OpenSM's sweeps with the manager stopped (alone.go), on the
+	// small fabric only.
+	alone aloneResult
 	// err is why the measurement could not be made; the table says so, and
 	// afm-bench fails once it is written.
 	err error
@@ -76,7 +79,7 @@ const fabricNetworks = 10
 // networks, then alternates a bare sweep and a port change (one of the
 // remaining hosts) samples times, as measureOverhead does on the small fabric.
 func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switches, samples, clients int,
-	plan pollPlan, log *slog.Logger) (res fabricResult, err error) {
+	plan pollPlan, alone bool, log *slog.Logger) (res fabricResult, err error) {
 	res = fabricResult{hosts: hosts, switches: switches, networks: fabricNetworks}
 	if samples >= hosts {
 		return res, fmt.Errorf("%d samples need more than %d hosts", samples, hosts)
@@ -134,7 +137,10 @@ func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switc
 		return res, err
 	}
 	res.cpu = ticks(cpuAfter.utime+cpuAfter.stime-cpuBefore.utime-cpuBefore.stime) / time.Duration(samples)
-	err = res.readPath(ctx, r, logFrom, osmFrom, changes)
+	if err = res.readPath(ctx, r, logFrom, osmFrom, changes); err != nil || !alone {
+		return res, err
+	}
+	res.alone, err = measureOpenSMAlone(ctx, r, samples)
 	return res, err
 }
 
@@ -228,7 +234,7 @@ func measureFabricsOf(ctx context.Context, engine, binary, dir string, o options
 		if i == 0 {
 			plan.running = o.pollRunning
 		}
-		res, err := measureFabric(ctx, engine, binary, ldir, size[0], size[1], o.samples, o.clients, plan, log)
+		res, err := measureFabric(ctx, engine, binary, ldir, size[0], size[1], o.samples, o.clients, plan, i == 0, log)
 		if err != nil {
 			if ctx.Err() != nil {
 				return out, err
