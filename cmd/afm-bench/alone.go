@@ -63,9 +63,11 @@ func measureOpenSMAlone(ctx context.Context, r *rig, samples int) (res aloneResu
 	return res, nil
 }
 
-// withoutOneMember is a partitions file less its first member line that
-// another follows in its partition ("    <guid>=full,"): the change of one
-// port, whichever it is.
+// withoutOneMember is a partitions file less one member: its first member
+// line that another follows in its partition ("    <guid>=full,"), or else
+// its first partition's only member ("    <guid>=full ;" becomes "    ;",
+// the empty list the manager writes too): the change of one port,
+// whichever it is.
 func withoutOneMember(text string) (string, error) {
 	lines := strings.SplitAfter(text, "\n")
 	for i, l := range lines {
@@ -73,7 +75,13 @@ func withoutOneMember(text string) (string, error) {
 			return strings.Join(append(lines[:i:i], lines[i+1:]...), ""), nil
 		}
 	}
-	return "", errors.New("no member line followed by another in its partition")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "    0x") && strings.HasSuffix(l, "=full ;\n") {
+			lines[i] = "    ;\n"
+			return strings.Join(lines, ""), nil
+		}
+	}
+	return "", errors.New("no partition has a member")
 }
 
 // replaceFile puts data at path whole (a temporary file renamed over it):

@@ -13,6 +13,7 @@ func TestWithoutOneMember(t *testing.T) {
 	}{
 		{"the first of two", "in.txt", "out.txt"},
 		{"a lone member is kept, the next partition's first goes", "lone.txt", "lone-out.txt"},
+		{"only lone members: the first partition's goes", "only-lone.txt", "only-lone-out.txt"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := readAlone(t, tc.in)
@@ -25,7 +26,7 @@ func TestWithoutOneMember(t *testing.T) {
 			}
 		})
 	}
-	if _, err := withoutOneMember(readAlone(t, "none.txt")); err == nil || !strings.Contains(err.Error(), "no member line") {
+	if _, err := withoutOneMember(readAlone(t, "none.txt")); err == nil || !strings.Contains(err.Error(), "no partition has a member") {
 		t.Errorf("a file with no member to take out: %v", err)
 	}
 }
