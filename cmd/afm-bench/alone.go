@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/alternative-fabric-manager/alternative-fabric-manager/internal/opensm"
 )
 
 // aloneResult: OpenSM's sweeps with the manager stopped, the same OpenSM,
@@ -43,7 +45,7 @@ func measureOpenSMAlone(ctx context.Context, r *rig, samples int) (res aloneResu
 		return res, fmt.Errorf("stop the manager: %w", err)
 	}
 	defer func() {
-		err = errors.Join(err, replaceFile(file, written), syscall.Kill(r.managerPID(), syscall.SIGCONT))
+		err = errors.Join(err, opensm.WriteFileAtomic(file, written, 0o644), syscall.Kill(r.managerPID(), syscall.SIGCONT))
 	}()
 	texts := [][]byte{[]byte(without), written}
 	for i := range samples {
@@ -52,7 +54,7 @@ func measureOpenSMAlone(ctx context.Context, r *rig, samples int) (res aloneResu
 			return res, err
 		}
 		res.bare = append(res.bare, d)
-		if err := replaceFile(file, texts[i%2]); err != nil {
+		if err := opensm.WriteFileAtomic(file, texts[i%2], 0o644); err != nil {
 			return res, err
 		}
 		if d, err = bareSweep(ctx, r.opensmLog, pid); err != nil {
@@ -82,14 +84,4 @@ func withoutOneMember(text string) (string, error) {
 		}
 	}
 	return "", errors.New("no partition has a member")
-}
-
-// replaceFile puts data at path whole (a temporary file renamed over it):
-// OpenSM may read the file at any moment.
-func replaceFile(path string, data []byte) error {
-	tmp := path + ".afm-bench"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
