@@ -32,6 +32,12 @@ func measureOpenSMAlone(ctx context.Context, r *rig, samples int) (res aloneResu
 	if err != nil {
 		return res, err
 	}
+	// Stopped first, the manager cannot rewrite its file (a drift repair)
+	// between the read below and the end: the file put back is its last.
+	if err := syscall.Kill(r.managerPID(), syscall.SIGSTOP); err != nil {
+		return res, fmt.Errorf("stop the manager: %w", err)
+	}
+	defer func() { err = errors.Join(err, syscall.Kill(r.managerPID(), syscall.SIGCONT)) }()
 	file := filepath.Join(filepath.Dir(r.opensmLog), "partitions.conf")
 	written, err := os.ReadFile(file)
 	if err != nil {
@@ -41,12 +47,7 @@ func measureOpenSMAlone(ctx context.Context, r *rig, samples int) (res aloneResu
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", file, err)
 	}
-	if err := syscall.Kill(r.managerPID(), syscall.SIGSTOP); err != nil {
-		return res, fmt.Errorf("stop the manager: %w", err)
-	}
-	defer func() {
-		err = errors.Join(err, opensm.WriteFileAtomic(file, written, 0o644), syscall.Kill(r.managerPID(), syscall.SIGCONT))
-	}()
+	defer func() { err = errors.Join(err, opensm.WriteFileAtomic(file, written, 0o644)) }()
 	texts := [][]byte{[]byte(without), written}
 	for i := range samples {
 		d, err := bareSweep(ctx, r.opensmLog, pid)

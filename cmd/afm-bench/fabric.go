@@ -227,9 +227,10 @@ func measureFabricsOf(ctx context.Context, engine, binary, dir string, o options
 		// the table, and the run fails after it.
 		// The small fabric's change is polled every --poll-running while
 		// Running (as (1)'s is from the POST on): its figure is a few
-		// milliseconds, and a 5 ms poll adds 2.5 on average. A large fabric's sweep takes hundreds of
-		// milliseconds, through which so fine a poll would load the
-		// manager whose CPU the table reports: it polls every pollEvery.
+		// milliseconds, and a 5 ms poll adds 2.5 on average. A large
+		// fabric's sweep takes hundreds of milliseconds, through which so
+		// fine a poll would load the manager whose CPU the table reports:
+		// it polls every pollEvery.
 		plan := pollPlan{pending: pollEvery, running: pollEvery}
 		if i == 0 {
 			plan.running = o.pollRunning
