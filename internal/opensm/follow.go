@@ -55,20 +55,16 @@ var ErrLogReset = errors.New("log truncated or replaced")
 // while the end of its sweep is not near.
 const pollInterval = 5 * time.Millisecond
 
-// How often a SweepWatch looks at the log while the end of the sweep it waits
-// for may be near (SweepWatch.pollEvery says when). That end is on the path
-// of every job's completion, and OpenSM logs it after a quiet stretch (its
-// Sets answered), which a poll that sped up only while data came would not
-// catch: looked for every 5 ms, it was read about 3 ms after OpenSM logged it
-// (median), every 1 ms under 1 ms. OpenSM's own sweep takes 0.4-0.8 ms longer
-// beside the faster poll on 2 cores; a change still completes sooner
-// (docs/performance.md, (8)). Waking on inotify of the log's directory
-// throughout the sweep instead was measured and dropped: it read the end of
-// a sweep sooner, but OpenSM's own sweep took longer beside it, and a change
-// was faster with it in only half of the interleaved pairs. Near the sweep's
-// end only, when OpenSM logs a few boxes more, the watch is woken by the
-// log's writes (logWake) and reads the end within tens of microseconds. A
-// look is a read and two stats; an idle manager makes none at this rate.
+// The gap of a SweepWatch while the end of the sweep it waits for may be
+// near (SweepWatch.gap says when): the least time between two of its looks
+// at the log, each woken by a write (logWake), or a poll where no write
+// wakes it. That end is on the path of every job's completion, and OpenSM
+// logs it after a quiet stretch (its Sets answered): polled every 5 ms, it
+// was read about 3 ms after OpenSM logged it (median), every 1 ms under
+// 1 ms. Woken by every write throughout the sweep instead, the reader took
+// CPU from OpenSM on 2 cores at each of its lines; with the gap, a burst of
+// lines costs a look a gap, and a quiet stretch none (docs/performance.md).
+// A look is a read and two stats; an idle manager makes none.
 const watchPollInterval = time.Millisecond
 
 // A message box's header line ("do_sweep:") without its title is waited for

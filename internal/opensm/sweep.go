@@ -133,60 +133,85 @@ type SweepWatch struct {
 	// time of its own.
 	now func() time.Time
 	nap func(ctx context.Context, d time.Duration) error
-	// wake is the tail's, lent while the sweep is near its end (see
-	// logWake); wakeTried: lent or refused since the sweep came near.
-	// wakes counts the looks a write woke, up to maxWakes.
+	// wake is the tail's, lent for the whole sweep (see logWake);
+	// wakeTried: lent or refused. nearWakes counts the looks a write woke
+	// at once near the sweep's end, up to maxWakes. looked: the start of
+	// the last look.
 	wake      *logWake
 	wakeTried bool
-	wakes     int
+	nearWakes int
+	looked    time.Time
 	// waitWake is logWake.wait, which a test replaces to write the log
 	// as OpenSM would while the watch waits.
 	waitWake func(w *logWake, ctx context.Context, d time.Duration) (bool, error)
 }
 
-// A watch looks at the log every watchPollInterval while the sweep's end may
-// be near, and every pollInterval otherwise: during its first watchFastFor (a
-// small fabric's whole sweep: 6-15 ms, 21 ms at p95 on a loaded machine), and
-// once the sweep is in its last steps (the links armed and made active, then
-// SUBNET UP: 0.3 ms on 4 hosts, 7 ms on 1,500). A large fabric's sweep waits
-// hundreds of milliseconds on its MADs before those steps, logging little:
-// looked at every millisecond throughout, it cost the manager 7-11 ms more
-// CPU a change on 1,500 hosts, about 1 ms this way (docs/performance.md).
+// A watch waits for OpenSM's writes to the log (logWake) and looks at the
+// log when one comes, but never sooner than its gap after its last look:
+// a burst of lines (a VERBOSE line per port of a large fabric, written
+// within milliseconds) is read in a few looks, and a quiet stretch (a
+// large sweep waits hundreds of milliseconds on its MADs, logging nothing)
+// costs none. The gap is watchPollInterval during the first watchFastFor
+// (a small fabric's whole sweep: 6-15 ms, 21 ms at p95 on a loaded
+// machine) and once the sweep is in its last steps, pollInterval
+// otherwise; near the sweep's end (its switches configured: the links'
+// boxes and its end follow, a handful of lines) there is none, for
+// maxWakes looks. Polled instead every gap throughout, a 1,500-host sweep
+// cost about 70 looks and, with the runtime's wake-ups around each, 6-7 ms
+// of the manager's CPU taken from OpenSM's own (docs/performance.md).
 const watchFastFor = 30 * time.Millisecond
 
-// maxWakes bounds the looks a watch makes woken by a write: a log that
-// keeps being written near a sweep's end (errors at every port of a large
-// fabric, or a hostile writer in OpenSM's user's directory) would wake it at
-// every write. Past it the watch polls. A real sweep's end is a handful.
+// maxWakes bounds the looks a watch makes at once when woken by a write
+// near its sweep's end: a log that keeps being written there (errors at
+// every port of a large fabric, or a hostile writer in OpenSM's user's
+// directory) would wake it at every write. Past it the gap holds again. A
+// real sweep's end is a handful.
 const maxWakes = 64
 
+// provenPollInterval is how long a watch waits for a write, once writes
+// to the file OpenSM writes have woken one (logWake.proven), before it
+// looks anyway: a wake lost some other way than by a rotation (which wakes
+// the watch and unproves the wake) is not known to happen. Until then, and without a
+// wake, the watch looks every gap, as a poll: a log whose writes send no
+// notification (a file system of another host) is read as soon as without
+// the wake.
+const provenPollInterval = 50 * time.Millisecond
+
 // pause waits before the watch looks at the log again, until the deadline
-// at most: every pollEvery, and near the sweep's end also until a write to
-// the log (logWake). The poll goes on beside the wake so that a log whose
-// writes send no notification (a file system of another host) is read as
-// soon as without it. ctx's end is seen at the next look.
+// at most: until OpenSM's next write, and its gap after the last look (see
+// watchFastFor). ctx's end is seen at the next look.
 func (s *SweepWatch) pause(ctx context.Context, deadline time.Time) {
-	if !s.w.near || s.wakes >= maxWakes {
-		s.releaseWake()
-		s.wakeTried = s.w.near // the wakes are spent: not lent again
-	} else if !s.wakeTried {
+	if s.wake == nil && !s.wakeTried {
 		s.wakeTried = true
 		if s.wake = s.tail.lendWake(); s.wake != nil {
 			return // look again at once: a write before the arming woke nobody
 		}
 	}
-	d := min(s.pollEvery(), time.Until(deadline))
 	if s.wake == nil {
-		_ = s.nap(ctx, d)
+		_ = s.nap(ctx, min(s.gap(), time.Until(deadline)))
 		return
 	}
-	woken, err := s.waitWake(s.wake, ctx, d)
-	if woken {
-		s.wakes++
+	wait := s.gap()
+	if s.wake.proven {
+		wait = provenPollInterval
 	}
+	woken, err := s.waitWake(s.wake, ctx, min(wait, time.Until(deadline)))
 	if err != nil && ctx.Err() == nil { // closed with its tail, or broken: poll
 		s.tail.dropWake(s.wake)
 		s.wake = nil
+		return
+	}
+	if !woken {
+		return
+	}
+	if s.w.near && s.nearWakes < maxWakes {
+		s.nearWakes++
+		return
+	}
+	// A write this soon after the last look waits for the rest of the gap,
+	// with whatever else OpenSM writes meanwhile.
+	if rest := s.gap() - s.now().Sub(s.looked); rest > 0 {
+		_ = s.nap(ctx, min(rest, time.Until(deadline)))
 	}
 }
 
@@ -196,11 +221,10 @@ func (s *SweepWatch) releaseWake() {
 		s.tail.returnWake(s.wake)
 		s.wake = nil
 	}
-	s.wakeTried = false
 }
 
-// pollEvery is how long the watch waits before it looks at the log again.
-func (s *SweepWatch) pollEvery() time.Duration {
+// gap is the least time between two looks at the log (see watchFastFor).
+func (s *SweepWatch) gap() time.Duration {
 	if s.w.ending || s.now().Sub(s.taken) < watchFastFor {
 		return watchPollInterval
 	}
@@ -224,6 +248,7 @@ func (s *SweepWatch) Wait(ctx context.Context, timeout time.Duration) (SweepResu
 	for {
 		// What the log holds is read before the deadline is looked at: a
 		// sweep whose end is logged by then proves the change.
+		s.looked = s.now()
 		if err := s.tail.Pump(); err != nil {
 			return SweepResult{}, fmt.Errorf("wait for sweep: %w", err)
 		}

@@ -21,7 +21,7 @@ type Tail struct {
 	handlers []func(Entry)
 	feeds    map[*sweepFeed]struct{}
 	closed   bool // a Pump after Close reads nothing (and opens no file again)
-	// wake is lent to one sweep watch at a time near its sweep's end
+	// wake is lent to one sweep watch at a time, for its sweep
 	// (lendWake); nil until first lent. noWake: inotify cannot be had, and
 	// watches poll.
 	wake     *logWake

@@ -2,6 +2,7 @@ package opensm
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -11,13 +12,13 @@ import (
 )
 
 // logWake wakes a sweep watch when OpenSM writes to its log: an inotify
-// watch of the log file, armed only while the watched sweep is near its end
-// (sweepWatch.near), when OpenSM logs a handful of lines in the last
-// milliseconds of the sweep, the last of them its end. Woken by every write
-// throughout a sweep instead, the reader took CPU from OpenSM on two cores at
-// each of a sweep's many lines, and OpenSM's own sweep took longer by about
-// as much as the end was read sooner (docs/performance.md); polled every
-// millisecond, the end was read 0.6-0.8 ms after OpenSM logged it (median).
+// watch of the log file, armed while a sweep is watched. The watch looks at
+// the log when a write wakes it, but not sooner than its gap after its last
+// look (SweepWatch.pause): woken by every write throughout a sweep, the
+// reader took CPU from OpenSM on two cores at each of a sweep's many lines,
+// and OpenSM's own sweep took longer by about as much as the end was read
+// sooner (docs/performance.md); polled instead, a large sweep's quiet
+// stretches cost a look every few milliseconds.
 //
 // One instance per Tail, lent to one watch at a time and armed on the file
 // by that watch: creating and closing one per apply would cost a close that
@@ -28,6 +29,13 @@ type logWake struct {
 	f   *os.File // fd, in the runtime's poller: a read waits without a thread
 	wd  int      // the armed watch; -1: none
 	buf [4096]byte
+	// ino and dev are the armed file's inode and device. proven: a write to it has woken a
+	// wait, and nothing since said that later ones may not (see
+	// onlyWrites): a sweep watch can then trust the wake to come, and
+	// looks less often without one (SweepWatch.pause). It holds across
+	// armings on the same file: a large sweep's first stretch is quiet.
+	ino, dev uint64
+	proven   bool
 }
 
 // wakeEvents are the changes of the log file that wake a watch: a write (a
@@ -49,14 +57,23 @@ func newLogWake() (*logWake, error) {
 // arm watches the file at path, never through a symbolic link (OpenSM's
 // user owns the log's directory): a link at path is watched itself, gets no
 // writes, and the watch falls back on its poll. Events left from an earlier
-// arming are dropped first.
+// arming are dropped first; one that moved or removed the file unproves
+// the wake, as an arming on another file (inode and device) does. A file
+// re-created with its predecessor's inode number on the same file system is
+// taken for it: its writes wake as its predecessor's did.
 func (w *logWake) arm(path string) error {
-	w.drain()
+	if w.drain() {
+		w.proven = false
+	}
 	wd, err := unix.InotifyAddWatch(w.fd, path, wakeEvents|unix.IN_DONT_FOLLOW)
 	if err != nil {
 		return fmt.Errorf("inotify watch of %s: %w", path, err)
 	}
 	w.wd = wd
+	var st unix.Stat_t
+	if err := unix.Fstatat(unix.AT_FDCWD, path, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Ino != w.ino || st.Dev != w.dev {
+		w.ino, w.dev, w.proven = st.Ino, st.Dev, false // another file (or unknown): not proven on it
+	}
 	return nil
 }
 
@@ -69,12 +86,18 @@ func (w *logWake) disarm() {
 	}
 }
 
-// drain reads the events queued, without waiting.
-func (w *logWake) drain() {
+// drain reads the events queued, without waiting. moved: one of them
+// moved or removed the armed file, or some were lost; a removed watch's
+// own end (IN_IGNORED, queued by every disarm) is not.
+func (w *logWake) drain() (moved bool) {
 	for {
-		if n, err := unix.Read(w.fd, w.buf[:]); n <= 0 || err != nil {
-			return
+		n, err := unix.Read(w.fd, w.buf[:])
+		if n <= 0 || err != nil {
+			return moved
 		}
+		eachEvent(w.buf[:n], func(mask uint32) {
+			moved = moved || mask&(unix.IN_MOVE_SELF|unix.IN_DELETE_SELF|unix.IN_Q_OVERFLOW) != 0
+		})
 	}
 }
 
@@ -87,15 +110,37 @@ func (w *logWake) wait(ctx context.Context, d time.Duration) (woken bool, err er
 	}
 	stop := context.AfterFunc(ctx, func() { _ = w.f.SetReadDeadline(time.Now()) })
 	defer stop()
-	_, err = w.f.Read(w.buf[:])
+	n, err := w.f.Read(w.buf[:])
 	switch {
 	case err == nil:
+		w.proven = onlyWrites(w.buf[:n])
 		return true, nil
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return false, ctx.Err()
 	default:
 		return false, fmt.Errorf("inotify: %w", err)
 	}
+}
+
+// onlyWrites says whether the inotify events in b are all writes
+// (IN_MODIFY alone): a rename or removal of the file, the watch's end
+// (IN_IGNORED) or an overflowed queue say that later writes may not wake
+// anyone.
+func onlyWrites(b []byte) bool {
+	only := true
+	whole := eachEvent(b, func(mask uint32) { only = only && mask == unix.IN_MODIFY })
+	return only && whole
+}
+
+// eachEvent calls f with the mask of each inotify event in b; whole says
+// that b held whole events only.
+func eachEvent(b []byte, f func(mask uint32)) (whole bool) {
+	for len(b) >= unix.SizeofInotifyEvent {
+		f(binary.NativeEndian.Uint32(b[4:8]))
+		nameLen := int(binary.NativeEndian.Uint32(b[12:16]))
+		b = b[min(len(b), unix.SizeofInotifyEvent+nameLen):]
+	}
+	return len(b) == 0
 }
 
 // close ends the instance without waiting for it to go away: closing an

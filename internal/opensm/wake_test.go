@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,31 +60,28 @@ func chattyEnd(n int) func(string) string {
 	}
 }
 
-// Near a sweep's end (its switches configured) a watch is woken by OpenSM's
-// writes to the log (logWake) instead of polling, and only then: OpenSM
-// writes the sweep's log one message at a time, here one each time the
-// watch waits, and the test counts how the watch waited for each (a nap,
-// polling; a wake) and its looks at the log. Every write while armed wakes
-// the watch, which then looks at once; woken maxWakes times it polls.
+// A watch is woken by OpenSM's writes to the log (logWake) throughout its
+// sweep, and looks at the log no sooner than its gap after its last look,
+// but near the sweep's end (its switches configured), where it looks at
+// once, up to maxWakes times. OpenSM writes the sweep's log one message at
+// a time, here one each time the watch waits for a write, within its gap
+// (the test's clock stands still): the test counts the naps that kept the
+// gap, and the watch's looks. Until a write woke it, the watch looks again
+// after its gap even without one; then after provenPollInterval.
 func TestSweepWatchWake(t *testing.T) {
 	tests := []struct {
 		name    string
 		fixture string
 		edit    func(sweep string) string // the sweep as OpenSM logs it here; nil: the fixture's
 		want    Outcome
-		armings []string // the box last written before each time the watch was woken by writes
-		polled  int      // writes made while the watch polled, after it first was woken by writes
 	}{
-		{"applied", "applied.log", nil, Applied, []string{"SWITCHES CONFIGURED FOR UNICAST"}, 0},
-		{"rejected", "rejected.log", nil, Rejected, []string{"SWITCHES CONFIGURED FOR UNICAST"}, 0},
-		{"qos rejected", "qos-rejected.log", nil, QoSRejected, []string{"SWITCHES CONFIGURED FOR UNICAST"}, 0},
-		{"a table full", "pkey-table-full.log", nil, Applied, []string{"SWITCHES CONFIGURED FOR UNICAST"}, 0},
-		// The failed sweep's retry logs its discovery: polled, until near its end.
-		{"errors, then a retry", "errors-then-success.log", nil, Applied,
-			[]string{"SWITCHES CONFIGURED FOR UNICAST", "SWITCHES CONFIGURED FOR UNICAST"}, 18},
-		{"standby before the end", "standby.log", nil, LostMastership, nil, 0},
-		{"written on near the end", "applied.log", chattyEnd(100), Applied,
-			[]string{"SWITCHES CONFIGURED FOR UNICAST"}, 105 - maxWakes}, // 4 boxes, 100 lines, the end
+		{"applied", "applied.log", nil, Applied},
+		{"rejected", "rejected.log", nil, Rejected},
+		{"qos rejected", "qos-rejected.log", nil, QoSRejected},
+		{"a table full", "pkey-table-full.log", nil, Applied},
+		{"errors, then a retry", "errors-then-success.log", nil, Applied},
+		{"standby before the end", "standby.log", nil, LostMastership},
+		{"written on near the end", "applied.log", chattyEnd(100), Applied},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,8 +100,8 @@ func TestSweepWatchWake(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a wake that never comes fails, not hangs
 			defer cancel()
 
-			written, naps, waits, timeouts, polled := 0, 0, 0, 0, 0
-			var armings []string
+			written, naps, timeouts := 0, 0, 0
+			var napped []int // the writes each nap followed
 			write := func() {
 				if written == len(writes) {
 					t.Errorf("the watch waits after the sweep's last write")
@@ -113,26 +111,19 @@ func TestSweepWatchWake(t *testing.T) {
 				opensmtest.AppendLog(t, path, writes[written])
 				written++
 			}
-			armed := false
+			w.now = func() time.Time { return w.taken } // within its first watchFastFor: its gap is 1 ms
 			w.nap = func(ctx context.Context, d time.Duration) error {
 				naps++
-				if len(armings) > 0 {
-					polled++
+				napped = append(napped, written)
+				if d != watchPollInterval {
+					t.Errorf("napped %s, want the gap's %s", d, watchPollInterval)
 				}
-				armed = false
-				write()
 				return ctx.Err()
 			}
-			w.now = func() time.Time { return w.taken } // within its first watchFastFor: polled every 1 ms
 			w.waitWake = func(wk *logWake, ctx context.Context, d time.Duration) (bool, error) {
-				if d != watchPollInterval {
-					t.Errorf("woken by a write or after %s, want the poll's %s beside the wake", d, watchPollInterval)
+				if want := wantWakeWait(written); d != want {
+					t.Errorf("waited for write %d at most %s, want %s", written+1, d, want)
 				}
-				if !armed {
-					armed = true
-					armings = append(armings, lastTitle(writes[:written]))
-				}
-				waits++
 				write()
 				woken, err := wk.wait(ctx, time.Hour) // woken by the write, or never
 				if !woken {
@@ -147,18 +138,15 @@ func TestSweepWatchWake(t *testing.T) {
 			if res.Outcome != tt.want {
 				t.Errorf("outcome %q (%s), want %q", res.Outcome, res.Detail, tt.want)
 			}
-			if strings.Join(armings, "; ") != strings.Join(tt.armings, "; ") {
-				t.Errorf("woken by writes from the boxes %q on, want %q", armings, tt.armings)
+			if timeouts != 0 {
+				t.Errorf("%d waits for a write timed out; want every one woken", timeouts)
 			}
-			if timeouts != 0 || w.wakes != waits-timeouts {
-				t.Errorf("%d waits for a write, %d woken by it, %d timed out; want every one woken", waits, w.wakes, timeouts)
+			if want := wantNapped(writes[:written]); fmt.Sprint(napped) != fmt.Sprint(want) {
+				t.Errorf("napped after the writes %v, want %v", napped, want)
 			}
-			if polled != tt.polled {
-				t.Errorf("%d writes polled for once woken by writes, want %d", polled, tt.polled)
-			}
-			// One look at the start and after each arming, two for each
+			// One look at the start and one after the arming, two for each
 			// write (the one that reads it, and the one that finds no more).
-			if looks, want := w.tail.follower.looks, 1+len(armings)+2*written; looks != want {
+			if looks, want := w.tail.follower.looks, 2+2*written; looks != want {
 				t.Errorf("%d looks at the log for %d writes, want %d", looks, written, want)
 			}
 			w.Close()
@@ -169,14 +157,36 @@ func TestSweepWatchWake(t *testing.T) {
 	}
 }
 
-// lastTitle is the title of the last box among writes.
-func lastTitle(writes []string) string {
-	for i := len(writes) - 1; i >= 0; i-- {
-		if t := writeTitle(writes[i]); t != "" {
-			return t
+// wantWakeWait is how long a watch waits for write n+1 of a sweep: its
+// gap until a write has woken it, provenPollInterval after.
+func wantWakeWait(n int) time.Duration {
+	if n == 0 {
+		return watchPollInterval
+	}
+	return provenPollInterval
+}
+
+// wantNapped is the writes after which a watch that each of writes woke
+// keeps its gap before it looks (the count of writes before the nap): every
+// one but those near the sweep's end (after a box of nearEndSteps, until a
+// new start or errors end it), of which maxWakes are looked at at once.
+func wantNapped(writes []string) []int {
+	var napped []int
+	near, nearWakes := false, 0
+	for i, wr := range writes {
+		if near && nearWakes < maxWakes {
+			nearWakes++
+		} else {
+			napped = append(napped, i+1)
+		}
+		switch title := writeTitle(wr); {
+		case title == titleHeavySweepStart || strings.Contains(wr, msgInitErrors):
+			near = false
+		case slices.Contains(nearEndSteps, title):
+			near = true
 		}
 	}
-	return ""
+	return napped
 }
 
 // A watch waiting for a write near its sweep's end returns when its context
@@ -286,4 +296,58 @@ func TestTailLendsItsWakeToOneWatch(t *testing.T) {
 	if again := tail.lendWake(); again != first {
 		t.Error("the wake given back was not lent again")
 	}
+}
+
+// A wake is proven by a write to its file that woke a wait, and stays so
+// when armed on that file again (a large sweep's first stretch is quiet:
+// its watch trusts the wake from the start); a rename of the file, or an
+// arming on another file at the path, unproves it.
+func TestLogWakeProven(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "opensm.log")
+	opensmtest.AppendLog(t, path, startedLine)
+	w, err := newLogWake()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.close()
+	ctx := context.Background()
+	step := func(what string, do func(), want bool) {
+		t.Helper()
+		do()
+		if w.proven != want {
+			t.Errorf("%s: proven %t, want %t", what, w.proven, want)
+		}
+	}
+	arm := func() {
+		if err := w.arm(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	woken := func(write func()) func() {
+		return func() {
+			write()
+			if ok, err := w.wait(ctx, time.Minute); !ok || err != nil {
+				t.Fatalf("not woken: %v", err)
+			}
+		}
+	}
+	appendLine := func() { opensmtest.AppendLog(t, path, startedLine) }
+	step("armed", arm, false)
+	step("a write", woken(appendLine), true)
+	step("disarmed and armed again", func() { w.disarm(); arm() }, true)
+	step("the file renamed", woken(func() {
+		if err := os.Rename(path, path+".1"); err != nil {
+			t.Fatal(err)
+		}
+	}), false)
+	step("armed on the new file", func() { appendLine(); w.disarm(); arm() }, false)
+	step("a write to it", woken(appendLine), true)
+	step("armed on yet another file", func() {
+		if err := os.Remove(path); err != nil {
+			t.Fatal(err)
+		}
+		appendLine()
+		w.disarm()
+		arm()
+	}, false)
 }
