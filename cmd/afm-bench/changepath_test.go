@@ -98,9 +98,11 @@ func TestSweepsOf(t *testing.T) {
 }
 
 // TestPathOf splits the testdata's first change along its path: the steps
-// follow one another, so that they sum to the change's latency; the own
-// overhead is the latency less OpenSM's sweep, the older figure less the
-// manager's.
+// follow one another, so that they sum to the change's latency, to its
+// job's commit (the apply's line, logged before the client read Completed),
+// the client's read after it; the own overhead is the latency less
+// OpenSM's sweep, the older figure less the manager's. A client that read
+// Completed before the line was logged gives the latency its read.
 func TestPathOf(t *testing.T) {
 	split, err := readApplySplit("testdata/changepath/manager.log", 0)
 	if err != nil {
@@ -132,14 +134,21 @@ func TestPathOf(t *testing.T) {
 		if len(s.got) != 1 || s.got[0] != s.want {
 			t.Errorf("%s: %v, want %v", s.name, s.got, s.want)
 		}
-		sum += s.want
+		if s.name != "client's read" {
+			sum += s.want
+		}
 	}
 	// verify and complete as logged end a few hundred ns before the line.
-	if total := c.done.Sub(c.sent); sum > total || total-sum > 10*time.Microsecond {
-		t.Errorf("the steps sum to %v, the change took %v", sum, total)
+	committed := c.committed(split.at[0])
+	if total := committed.Sub(c.sent); !committed.Equal(at(477747959)) || sum > total || total-sum > 10*time.Microsecond {
+		t.Errorf("the steps sum to %v, the change took %v to %v", sum, total, committed)
 	}
-	if p.own[0] != 21300000-6348000 || p.ownRead[0] != 21300000-11072898 {
+	if p.own[0] != 20747959-6348000 || p.ownRead[0] != 20747959-11072898 {
 		t.Errorf("own %v, ownRead %v", p.own, p.ownRead)
+	}
+	early := change{sent: c.sent, done: at(477700000)} // read Completed 48 µs before the line
+	if q, err := pathOf([]change{early}, split, sweeps); err != nil || q.own[0] != 20700000-6348000 {
+		t.Errorf("read before the line: own %v (%v), want the read's", q.own, err)
 	}
 	if _, err := pathOf([]change{c, c}, split, sweeps); err == nil {
 		t.Error("two changes paired with one apply")

@@ -148,8 +148,9 @@ func (c *apiClient) waitCompleted(ctx context.Context, job string, interval time
 
 // pollPlan says how often a client polls its job: every pending while it
 // reads Pending, every running once it reads Running (the applier has
-// rendered the change and is writing it, or OpenSM is sweeping).
-type pollPlan struct{ pending, running time.Duration }
+// rendered the change and is writing it, or OpenSM is sweeping); its first
+// GET after first (at once: 0).
+type pollPlan struct{ first, pending, running time.Duration }
 
 // waited is what a client saw while waiting for its job: when it first read
 // Completed, when it sent the last GET that read anything else (the job
@@ -165,6 +166,9 @@ func (c *apiClient) waitPlanned(ctx context.Context, job string, plan pollPlan) 
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	var w waited
+	if err := sleep(ctx, plan.first); err != nil {
+		return w, fmt.Errorf("job %s not Completed: %w", job, err)
+	}
 	for {
 		sent := time.Now()
 		status, err := c.jobStatus(ctx, job)
@@ -181,10 +185,8 @@ func (c *apiClient) waitPlanned(ctx context.Context, job string, plan pollPlan) 
 		if status == "Running" {
 			interval = plan.running
 		}
-		select {
-		case <-ctx.Done():
-			return w, fmt.Errorf("job %s not Completed: %w", job, ctx.Err())
-		case <-time.After(interval):
+		if err := sleep(ctx, interval); err != nil {
+			return w, fmt.Errorf("job %s not Completed: %w", job, err)
 		}
 	}
 }

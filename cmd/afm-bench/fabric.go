@@ -125,7 +125,13 @@ func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switc
 		if err != nil {
 			return res, err
 		}
-		w, err := r.api.waitPlanned(ctx, job, plan)
+		// The first GET comes once OpenSM would have swept the change
+		// (as long as this sample's bare sweep) and pollCommitted more:
+		// a GET during the sweep or the apply's last steps takes the
+		// cores they share.
+		p := plan
+		p.first = d + plan.pending
+		w, err := r.api.waitPlanned(ctx, job, p)
 		if err != nil {
 			return res, err
 		}
@@ -164,8 +170,13 @@ func (res *fabricResult) readPath(ctx context.Context, r *rig, logFrom int64, os
 	if err != nil {
 		return fmt.Errorf("pair the applies with OpenSM's sweeps (see %s and %s): %w", r.logPath, r.opensmLog, err)
 	}
-	res.path, err = pathOf(changes, res.split, sweeps)
-	return err
+	if res.path, err = pathOf(changes, res.split, sweeps); err != nil {
+		return err
+	}
+	for i, c := range changes {
+		res.overhead.change[i] = c.committed(res.split.at[i]).Sub(c.sent)
+	}
+	return nil
 }
 
 // enroll creates the fabric's networks and binds every host but the first
@@ -225,16 +236,12 @@ func measureFabricsOf(ctx context.Context, engine, binary, dir string, o options
 		// One fabric that cannot be measured (a read that fails on a long
 		// chain of switches) leaves the others' figures: it is reported in
 		// the table, and the run fails after it.
-		// The small fabric's change is polled every --poll-running while
-		// Running (as (1)'s is from the POST on): its figure is a few
-		// milliseconds, and a 5 ms poll adds 2.5 on average. A large
-		// fabric's sweep takes hundreds of milliseconds, through which so
-		// fine a poll would load the manager whose CPU the table reports:
-		// it polls every pollEvery.
-		plan := pollPlan{pending: pollEvery, running: pollEvery}
-		if i == 0 {
-			plan.running = o.pollRunning
-		}
+		// A change's latency is to its job's commit, read from the
+		// manager's line (change.committed): the client polls only to
+		// move on, after the sweep (measureFabric), as networking-mlnx
+		// polls every sync_timeout (10 s), but not adding so much to
+		// each sample's time.
+		plan := pollPlan{pending: pollCommitted, running: pollCommitted}
 		res, err := measureFabric(ctx, engine, binary, ldir, size[0], size[1], o.samples, o.clients, plan, i == 0, log)
 		if err != nil {
 			if ctx.Err() != nil {

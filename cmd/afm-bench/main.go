@@ -53,8 +53,7 @@ type options struct {
 	// The large fabric (fabric.go): hosts and switches.
 	fabricHosts    int
 	fabricSwitches []int // one large fabric a count, the same hosts
-	// pollRunning: how often (1)'s client polls its job, and (8a)'s a job
-	// that reads Running (pollEvery while Pending).
+	// pollRunning: how often (1)'s client polls its job.
 	pollRunning time.Duration
 	// only: the measurements to run (see measurements); all when empty.
 	only map[string]bool
@@ -87,7 +86,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.fabricHosts, "fabric-hosts", 1500, "hosts of the large fabric (ibsim takes at most 2,048 nodes)")
 	switches := fs.String("fabric-switches", "40,16", "switches of the large fabric, one measurement a count, comma-separated")
 	fs.DurationVar(&o.pollRunning, "poll-running", pollRunning,
-		"how often (1)'s client polls its job, and (8a)'s one that reads Running (5ms: the instrument before 2026-12-01)")
+		"how often (1)'s client polls its job (5ms: the instrument before 2026-12-01)")
 	only := fs.String("only", "", "run only these measurements, comma-separated: "+strings.Join(measurements, ", "))
 	fs.BoolVar(&o.keep, "keep", false, "keep the work directory (logs, OpenSM's log) instead of removing it")
 	fs.BoolVar(&o.smoke, "smoke", false, "every measurement with tiny sizes, a few seconds per engine (overrides the size flags)")

@@ -34,14 +34,15 @@ func (o overheadResult) overhead(q float64) time.Duration {
 // average) without loading the manager.
 const pollEvery = 5 * time.Millisecond
 
-// pollRunning is how often (1)'s client polls its job, from the POST on, and
-// (8a)'s a job that reads Running. (1)'s whole change, OpenSM's sweep of 4
-// hosts (~2 ms) included, is shorter than pollEvery: polled every pollEvery
-// while Pending, its job read Completed at the second GET, 5 ms after the
-// first, whatever the manager took, and the figure was the poll's. (8a)'s
-// change is Running by then (its sweep of 24 hosts takes ~6 ms): it polls
-// every pollEvery while Pending, so the finer poll costs the manager a few
-// more GETs a change, not hundreds a second.
+// pollCommitted is how often the client of (8) and (8a) polls its job,
+// whose latency is taken to its commit (change.committed).
+const pollCommitted = 50 * time.Millisecond
+
+// pollRunning is how often (1)'s client polls its job, from the POST on.
+// (1)'s whole change, OpenSM's sweep of 4 hosts (~2 ms) included, is
+// shorter than pollEvery: polled every pollEvery while Pending, its job
+// read Completed at the second GET, 5 ms after the first, whatever the
+// manager took, and the figure was the poll's.
 const pollRunning = time.Millisecond
 
 // measureOverhead alternates a bare sweep (SIGHUP sent to OpenSM by hand, the
