@@ -157,8 +157,8 @@ type SweepWatch struct {
 // otherwise; near the sweep's end (its switches configured: the links'
 // boxes and its end follow, a handful of lines) there is none, for
 // maxWakes looks. Polled instead every gap throughout, a 1,500-host sweep
-// cost about 70 looks and, with the runtime's wake-ups around each, 6-7 ms
-// of the manager's CPU taken from OpenSM's own (docs/performance.md).
+// cost about 70 looks and, with the runtime's wake-ups around each, more
+// than half the manager's CPU beside OpenSM's sweep (docs/performance.md).
 const watchFastFor = 30 * time.Millisecond
 
 // maxWakes bounds the looks a watch makes at once when woken by a write
@@ -171,10 +171,10 @@ const maxWakes = 64
 // provenPollInterval is how long a watch waits for a write, once writes
 // to the file OpenSM writes have woken one (logWake.proven), before it
 // looks anyway: a wake lost some other way than by a rotation (which wakes
-// the watch and unproves the wake) is not known to happen. Until then, and without a
-// wake, the watch looks every gap, as a poll: a log whose writes send no
-// notification (a file system of another host) is read as soon as without
-// the wake.
+// the watch and unproves the wake) is not known to happen. Until then, and
+// without a wake, the watch looks every gap, as a poll: a log whose writes
+// send no notification (a file system of another host) is read as soon as
+// without the wake.
 const provenPollInterval = 50 * time.Millisecond
 
 // pause waits before the watch looks at the log again, until the deadline
