@@ -79,7 +79,7 @@ const fabricNetworks = 10
 // networks, then alternates a bare sweep and a port change (one of the
 // remaining hosts) samples times, as measureOverhead does on the small fabric.
 func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switches, samples, clients int,
-	plan pollPlan, alone bool, log *slog.Logger) (res fabricResult, err error) {
+	alone bool, log *slog.Logger) (res fabricResult, err error) {
 	res = fabricResult{hosts: hosts, switches: switches, networks: fabricNetworks}
 	if samples >= hosts {
 		return res, fmt.Errorf("%d samples need more than %d hosts", samples, hosts)
@@ -125,17 +125,19 @@ func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switc
 		if err != nil {
 			return res, err
 		}
-		// The first GET comes once OpenSM would have swept the change
-		// (as long as this sample's bare sweep) and pollCommitted more:
-		// a GET during the sweep or the apply's last steps takes the
+		// A change's latency is to its job's commit, read from the
+		// manager's line (change.committed, readPath): the client polls
+		// only to move on, as networking-mlnx polls every sync_timeout
+		// (10 s), but not adding so much to each sample's time. Its
+		// first GET comes once OpenSM would have swept the change (as
+		// long as this sample's bare sweep) and pollCommitted more: a
+		// GET during the sweep or the apply's last steps takes the
 		// cores they share.
-		p := plan
-		p.first = d + plan.pending
-		w, err := r.api.waitPlanned(ctx, job, p)
+		plan := pollPlan{first: d + pollCommitted, pending: pollCommitted, running: pollCommitted}
+		w, err := r.api.waitPlanned(ctx, job, plan)
 		if err != nil {
 			return res, err
 		}
-		res.overhead.change = append(res.overhead.change, w.done.Sub(sent))
 		changes = append(changes, change{sent: sent, done: w.done})
 	}
 	cpuAfter, err := readProcStat(r.managerPID())
@@ -174,7 +176,7 @@ func (res *fabricResult) readPath(ctx context.Context, r *rig, logFrom int64, os
 		return err
 	}
 	for i, c := range changes {
-		res.overhead.change[i] = c.committed(res.split.at[i]).Sub(c.sent)
+		res.overhead.change = append(res.overhead.change, c.committed(res.split.at[i]).Sub(c.sent))
 	}
 	return nil
 }
@@ -236,13 +238,7 @@ func measureFabricsOf(ctx context.Context, engine, binary, dir string, o options
 		// One fabric that cannot be measured (a read that fails on a long
 		// chain of switches) leaves the others' figures: it is reported in
 		// the table, and the run fails after it.
-		// A change's latency is to its job's commit, read from the
-		// manager's line (change.committed): the client polls only to
-		// move on, after the sweep (measureFabric), as networking-mlnx
-		// polls every sync_timeout (10 s), but not adding so much to
-		// each sample's time.
-		plan := pollPlan{pending: pollCommitted, running: pollCommitted}
-		res, err := measureFabric(ctx, engine, binary, ldir, size[0], size[1], o.samples, o.clients, plan, i == 0, log)
+		res, err := measureFabric(ctx, engine, binary, ldir, size[0], size[1], o.samples, o.clients, i == 0, log)
 		if err != nil {
 			if ctx.Err() != nil {
 				return out, err
