@@ -142,15 +142,13 @@ func (c *apiClient) jobStatus(ctx context.Context, job string) (string, error) {
 // waitCompleted polls the job every interval until it reads Completed, and
 // returns when that was first seen.
 func (c *apiClient) waitCompleted(ctx context.Context, job string, interval time.Duration) (time.Time, error) {
-	w, err := c.waitPlanned(ctx, job, pollPlan{pending: interval, running: interval})
+	w, err := c.waitPlanned(ctx, job, pollPlan{every: interval})
 	return w.done, err
 }
 
-// pollPlan says how often a client polls its job: every pending while it
-// reads Pending, every running once it reads Running (the applier has
-// rendered the change and is writing it, or OpenSM is sweeping); its first
-// GET after first (at once: 0).
-type pollPlan struct{ first, pending, running time.Duration }
+// pollPlan says when a client polls its job: its first GET after first
+// (at once: 0), then every every.
+type pollPlan struct{ first, every time.Duration }
 
 // waited is what a client saw while waiting for its job: when it first read
 // Completed, when it sent the last GET that read anything else (the job
@@ -181,11 +179,7 @@ func (c *apiClient) waitPlanned(ctx context.Context, job string, plan pollPlan) 
 			return w, nil
 		}
 		w.lastNotDone = sent
-		interval := plan.pending
-		if status == "Running" {
-			interval = plan.running
-		}
-		if err := sleep(ctx, interval); err != nil {
+		if err := sleep(ctx, plan.every); err != nil {
 			return w, fmt.Errorf("job %s not Completed: %w", job, err)
 		}
 	}

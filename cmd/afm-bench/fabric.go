@@ -133,7 +133,7 @@ func measureFabric(ctx context.Context, engine, binary, dir string, hosts, switc
 		// long as this sample's bare sweep) and pollCommitted more: a
 		// GET during the sweep or the apply's last steps takes the
 		// cores they share.
-		plan := pollPlan{first: d + pollCommitted, pending: pollCommitted, running: pollCommitted}
+		plan := pollPlan{first: d + pollCommitted, every: pollCommitted}
 		w, err := r.api.waitPlanned(ctx, job, plan)
 		if err != nil {
 			return res, err

@@ -353,7 +353,7 @@ func measureSmall(ctx context.Context, res *engineResult, binary, dir string, o 
 
 	if o.runs("overhead") {
 		log.Info("overhead over OpenSM", "samples", o.samples)
-		if res.overhead, err = measureOverhead(ctx, r, o.samples, pollPlan{pending: o.pollRunning, running: o.pollRunning}); err != nil {
+		if res.overhead, err = measureOverhead(ctx, r, o.samples, pollPlan{every: o.pollRunning}); err != nil {
 			return fmt.Errorf("overhead: %w", err)
 		}
 	}

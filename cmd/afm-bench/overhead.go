@@ -14,7 +14,6 @@ import (
 // overheadResult: how much a change costs beyond OpenSM's own sweep.
 type overheadResult struct {
 	samples int
-	plan    pollPlan  // how the client polled each change's job
 	sweep   latencies // SIGHUP sent → "SUBNET UP" as OpenSM timestamps it
 	change  latencies // POST Port sent → job first read Completed
 	// window: per change, the last GET that read the job not Completed sent →
@@ -53,7 +52,7 @@ func measureOverhead(ctx context.Context, r *rig, samples int, plan pollPlan) (o
 	if err != nil {
 		return overheadResult{}, err
 	}
-	res := overheadResult{samples: samples, plan: plan}
+	res := overheadResult{samples: samples}
 	for range samples {
 		d, err := bareSweep(ctx, r.opensmLog, pid)
 		if err != nil {

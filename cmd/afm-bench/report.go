@@ -272,7 +272,7 @@ func fabricConfRows(add row, f fabricResult, at func(engineResult) fabricResult,
 	}
 	// OpenSM alone sweeps a one-port change as long as it sweeps nothing
 	// (within 0.1 ms on 24 hosts): an apply's sweep that takes longer
-	// (1.2-1.5 ms here) is slowed by what the manager runs beside it on the
+	// (0.7-1.5 ms on 24 hosts) is slowed by what the manager runs beside it on the
 	// same cores. So the target subtracts the bare sweep, not the apply's.
 	add("the manager's overhead: POST → Completed − OpenSM's bare sweep (median), median / p95", own,
 		func(r engineResult) string {
